@@ -1,0 +1,160 @@
+# surecron - one Makefile (GNU make + pkg-config).
+#
+#   make              install missing Debian packages, build build/surecron
+#   make test         build with failpoints and run every test suite
+#   make test SAN=1   the same under AddressSanitizer + UBSan (build/san)
+#   make bench        benchmarks, with the peers named in the issues
+#   make lint         cppcheck and clang-tidy
+#   make example      build and run surecron on examples/surecron.yaml
+#   make install      install the binary and man pages under PREFIX
+#
+# Public targets first make sure the Debian packages are present (the
+# script is quiet when they are), then re-enter make for the real work, so
+# pkg-config is only asked once the libraries exist.
+
+PREFIX ?= /usr/local
+SAN ?= 0
+PKGS := sqlite3 libpq libcurl jansson yaml-0.1 libmicrohttpd libcrypto
+SUBMAKE = $(MAKE) --no-print-directory -f Makefile
+
+.PHONY: all test check asan bench lint example install clean deps \
+	deps-test deps-bench _all _test _bench soak man
+
+all: deps
+	@$(SUBMAKE) _all MODE=release
+
+deps:
+	@sh scripts/install-deps.sh build
+deps-test:
+	@sh scripts/install-deps.sh test
+deps-bench:
+	@sh scripts/install-deps.sh bench
+
+ifeq ($(SAN),1)
+TESTMODE := san
+else
+TESTMODE := test
+endif
+
+test check: deps-test
+	@$(SUBMAKE) _test MODE=$(TESTMODE)
+asan:
+	@$(MAKE) --no-print-directory test SAN=1
+
+soak: deps-test
+	@$(SUBMAKE) _test MODE=test SURECRON_SOAK=1
+
+bench: deps-bench
+	@$(SUBMAKE) _bench MODE=release
+
+example: all
+	@sh scripts/run-example.sh build/surecron
+
+lint: deps-test
+	@$(SUBMAKE) _lint MODE=test
+
+# ---------------------------------------------------------------------
+# Everything below runs with MODE set by the public targets above.
+
+MODE ?= release
+ifeq ($(MODE),release)
+B := build
+MODEFLAGS := -O2 -g
+else ifeq ($(MODE),test)
+B := build/test
+MODEFLAGS := -O1 -g -DSC_FAILPOINTS -DSC_DEBUG
+else ifeq ($(MODE),san)
+B := build/san
+MODEFLAGS := -O1 -g -DSC_FAILPOINTS -DSC_DEBUG \
+	-fsanitize=address,undefined -fno-sanitize-recover=undefined \
+	-fno-omit-frame-pointer
+SANLDFLAGS := -fsanitize=address,undefined
+endif
+
+ifneq ($(filter _%,$(MAKECMDGOALS)),)
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
+PKG_LIBS := $(shell pkg-config --libs $(PKGS))
+CMOCKA_LIBS := $(shell pkg-config --libs cmocka 2>/dev/null)
+endif
+
+CC ?= gcc
+WARN := -std=c11 -Wall -Wextra -Werror -Wformat=2 -Wmissing-prototypes \
+	-Wstrict-prototypes -Wshadow -Wno-unused-parameter
+CPPFLAGS_ALL := -D_GNU_SOURCE -Iinclude -Isrc $(PKG_CFLAGS)
+CFLAGS_ALL := $(WARN) $(MODEFLAGS) -fvisibility=hidden -pthread -MMD -MP $(CFLAGS)
+LDLIBS_ALL := $(PKG_LIBS) -pthread -lm $(LDLIBS)
+LDFLAGS_ALL := $(SANLDFLAGS) $(LDFLAGS)
+
+LIB_SRC := $(sort $(wildcard src/*.c))
+CLI_SRC := $(sort $(wildcard src/cli/*.c))
+FAKE_SRC := $(sort $(wildcard tests/fakes/*.c))
+UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
+INTEG_SRC := $(sort $(wildcard tests/integ/test_*.c))
+BENCH_SRC := $(sort $(wildcard bench/bench_*.c))
+
+LIB_OBJ := $(LIB_SRC:%.c=$(B)/obj/%.o)
+CLI_OBJ := $(CLI_SRC:%.c=$(B)/obj/%.o)
+FAKE_OBJ := $(FAKE_SRC:%.c=$(B)/obj/%.o)
+LIB := $(B)/libsurecron.a
+FAKELIB := $(B)/libfakes.a
+BIN := $(B)/surecron
+UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
+INTEG_BIN := $(INTEG_SRC:tests/integ/%.c=$(B)/tests/%)
+BENCH_BIN := $(BENCH_SRC:bench/%.c=$(B)/bench/%)
+
+_all: $(BIN)
+
+$(B)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) -c $< -o $@
+
+$(LIB): $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(FAKELIB): $(FAKE_OBJ) | $(LIB)
+	@rm -f $@
+	@if [ -n "$(FAKE_OBJ)" ]; then ar rcs $@ $(FAKE_OBJ); else ar rcs $@; fi
+
+$(BIN): $(CLI_OBJ) $(LIB)
+	$(CC) $(LDFLAGS_ALL) -o $@ $(CLI_OBJ) $(LIB) $(LDLIBS_ALL)
+
+$(B)/tests/%: tests/unit/%.c $(LIB) $(FAKELIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS_ALL) -Itests $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $< \
+		$(FAKELIB) $(LIB) $(CMOCKA_LIBS) $(LDLIBS_ALL)
+
+$(B)/tests/%: tests/integ/%.c $(LIB) $(FAKELIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS_ALL) -Itests $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $< \
+		$(FAKELIB) $(LIB) $(CMOCKA_LIBS) $(LDLIBS_ALL)
+
+$(B)/bench/%: bench/%.c $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $< $(LIB) \
+		$(LDLIBS_ALL)
+
+_test: $(BIN) $(UNIT_BIN) $(INTEG_BIN)
+	@SURECRON_BIN=$(abspath $(BIN)) SURECRON_BUILD=$(abspath $(B)) \
+		SURECRON_SAN=$(filter san,$(MODE)) \
+		sh tests/run.sh $(UNIT_BIN) $(INTEG_BIN)
+
+_bench: $(BIN) $(BENCH_BIN)
+	@SURECRON_BIN=$(abspath $(BIN)) SURECRON_BUILD=$(abspath $(B)) \
+		sh bench/run.sh $(BENCH_BIN)
+
+_lint:
+	sh scripts/lint.sh
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 \
+		$(DESTDIR)$(PREFIX)/share/man/man5
+	install -m 0755 build/surecron $(DESTDIR)$(PREFIX)/bin/surecron
+	install -m 0644 docs/man/surecron.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+	@if [ -f docs/man/surecron.yaml.5 ]; then install -m 0644 \
+		docs/man/surecron.yaml.5 $(DESTDIR)$(PREFIX)/share/man/man5/; fi
+
+clean:
+	rm -rf build
+
+-include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(FAKE_OBJ:.o=.d)

@@ -1,0 +1,202 @@
+/*
+ * surecron.h - the public interface of libsurecron.
+ *
+ * This is the only installed header. Every public item carries the sc_
+ * prefix (SC_ for macros and enum values) and every exported function is
+ * marked SC_API; the library is built with -fvisibility=hidden, so what is
+ * not marked here is not reachable from outside.
+ *
+ * Conventions that hold for every function below unless its block says
+ * otherwise:
+ *   - A fallible function returns int: 0 on success, a negative SC_E* code
+ *     on failure. Detail goes into the optional last parameter
+ *     `struct sc_err *err` (may be NULL). The first error recorded in an
+ *     sc_err wins; later failures (cleanup, notices) never overwrite it.
+ *   - Times are int64 milliseconds since the Unix epoch, UTC (`_ms`).
+ *   - Arguments are borrowed. Memory the library hands out is freed with the
+ *     matching _free function or, for plain strings, with sc_free().
+ *   - Thread-safety is stated per item.
+ *
+ * Sections, in layer order: errors, clock, cron, store/queue, tasks,
+ * delivery, http, config. Each module adds its items to its own section.
+ */
+#ifndef SURECRON_H
+#define SURECRON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SC_VERSION "0.1.0"
+
+#if defined(__GNUC__)
+#define SC_API __attribute__((visibility("default")))
+#define SC_PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
+#else
+#define SC_API
+#define SC_PRINTF(fmt, args)
+#endif
+
+/* ------------------------------------------------------------------ */
+/* Errors                                                             */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Error codes. System-level codes are negated errno values (as in libuv),
+ * so a syscall wrapper may return -errno directly; the rest are our own and
+ * live below -1000.
+ */
+enum sc_errcode {
+	SC_OK = 0,
+	SC_ENOENT = -2,        /* no such file, zone, schedule or row */
+	SC_EIO = -5,           /* I/O error (disk, pipe) */
+	SC_ENOMEM = -12,       /* out of memory */
+	SC_EACCES = -13,       /* permission denied */
+	SC_EBUSY = -16,        /* resource busy (database locked) */
+	SC_EEXIST = -17,       /* already exists */
+	SC_EINVAL = -22,       /* invalid argument or input */
+	SC_ENOSPC = -28,       /* no space left on device */
+	SC_ETIMEDOUT = -110,   /* timed out */
+	SC_ECANCELED = -125,   /* stopped on request */
+	SC_ECRON = -1001,      /* malformed cron expression */
+	SC_ENEVER = -1002,     /* cron expression never fires */
+	SC_EZONE = -1003,      /* unknown or unreadable time zone */
+	SC_ECORRUPT = -1004,   /* corrupt or foreign file */
+	SC_EVERSION = -1005,   /* state file from a newer version */
+	SC_ELEASE = -1006,     /* lease lost: the job belongs to another claim */
+	SC_ESTATE = -1007,     /* operation not valid in the object's state */
+	SC_ETOOBIG = -1008,    /* a size limit was reached */
+	SC_EHTTP = -1009,      /* HTTP request failed (see http_status) */
+	SC_ETASK = -1010,      /* a task failed */
+	SC_ECONFIG = -1011,    /* invalid configuration */
+	SC_EPROTO = -1012,     /* peer broke the protocol (bad JSON, bad reply) */
+	SC_EDELIVERY = -1013,  /* a delivery to a target failed */
+	SC_EDB = -1014,        /* database error not covered above */
+};
+
+#define SC_ERR_MSG_MAX 512
+
+/*
+ * Detail of a failure. Zero-initialise (or sc_err_clear) before use.
+ *   code            the SC_E* code, 0 while nothing failed
+ *   http_status     HTTP status when the failure came from a response, else 0
+ *   retry_after_ms  > 0: do not retry before this many ms from now (a hint)
+ *   permanent       true: retrying cannot help (do not retry)
+ *   msg             one line, no trailing newline, never holds secrets
+ */
+struct sc_err {
+	int code;
+	int http_status;
+	int64_t retry_after_ms;
+	bool permanent;
+	char msg[SC_ERR_MSG_MAX];
+};
+
+/* Resets *err to "no error". err may be NULL. */
+SC_API void sc_err_clear(struct sc_err *err);
+
+/*
+ * Records a failure and returns `code`, so callers can write
+ * `return sc_err_set(err, SC_EINVAL, "...")`. If err is NULL, or already
+ * holds an error, nothing is written (the first error wins).
+ */
+SC_API int sc_err_set(struct sc_err *err, int code, const char *fmt, ...)
+	SC_PRINTF(3, 4);
+
+/* Static, human-readable name of an SC_E* code; never NULL. Thread-safe. */
+SC_API const char *sc_strerror(int code);
+
+/* Frees memory the library returned as a plain string or array. NULL ok. */
+SC_API void sc_free(void *p);
+
+/* Library version string, e.g. "0.1.0". */
+SC_API const char *sc_version(void);
+
+/* ------------------------------------------------------------------ */
+/* Logging                                                            */
+/* ------------------------------------------------------------------ */
+
+enum sc_log_level {
+	SC_LOG_ERROR = 0, /* an attempt failed or a slot was lost */
+	SC_LOG_WARN = 1,  /* degraded but handled */
+	SC_LOG_INFO = 2,  /* a state transition */
+	SC_LOG_DEBUG = 3, /* everything else */
+};
+
+/*
+ * A log sink receives one finished logfmt line (no newline) per event.
+ * The library never writes to stdout or stderr itself: the program installs
+ * a sink. Without one, log lines are dropped.
+ */
+typedef void (*sc_log_fn)(void *ud, enum sc_log_level level, const char *line);
+
+/* Installs the sink and the most verbose level that reaches it. Call
+ * before starting threads; not thread-safe against concurrent logging. */
+SC_API void sc_log_set_sink(sc_log_fn fn, void *ud, enum sc_log_level max);
+
+/* A ready-made sink that writes each line plus '\n' to stderr. */
+SC_API void sc_log_stderr(void *ud, enum sc_log_level level, const char *line);
+
+/* Parses "error", "warn", "info" or "debug". Returns 0 or SC_EINVAL. */
+SC_API int sc_log_level_parse(const char *s, enum sc_log_level *out);
+
+/* ------------------------------------------------------------------ */
+/* Clock                                                              */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Every component asks one clock for the time. The real clock reads the
+ * system's wall clock; a virtual clock only moves when told to, which is how
+ * tests and `surecron simulate` run a week in a moment.
+ * A clock is safe to read and move from several threads.
+ */
+struct sc_clock;
+
+/* The process-wide real clock; never freed. */
+SC_API struct sc_clock *sc_clock_real(void);
+
+/* A new virtual clock at start_ms. NULL only when out of memory. */
+SC_API struct sc_clock *sc_clock_virtual_new(int64_t start_ms);
+
+/* Frees a virtual clock; NULL and the real clock are ignored. */
+SC_API void sc_clock_free(struct sc_clock *c);
+
+/* Current time in UTC ms. */
+SC_API int64_t sc_clock_now_ms(const struct sc_clock *c);
+
+/* True for a virtual clock. */
+SC_API bool sc_clock_is_virtual(const struct sc_clock *c);
+
+/* Moves a virtual clock (no-op on the real one). */
+SC_API void sc_clock_set_ms(struct sc_clock *c, int64_t ms);
+SC_API void sc_clock_advance_ms(struct sc_clock *c, int64_t delta_ms);
+
+/* ------------------------------------------------------------------ */
+/* Cron (src/cron.h, src/tz.h)                                        */
+/* ------------------------------------------------------------------ */
+
+/* ------------------------------------------------------------------ */
+/* Store, queue and ledger (src/store.h, src/queue.h, src/ledger.h)   */
+/* ------------------------------------------------------------------ */
+
+/* ------------------------------------------------------------------ */
+/* Tasks, orchestrator and delivery                                   */
+/* ------------------------------------------------------------------ */
+
+/* ------------------------------------------------------------------ */
+/* HTTP client and auth (src/http.h)                                  */
+/* ------------------------------------------------------------------ */
+
+/* ------------------------------------------------------------------ */
+/* Config (src/config.h)                                              */
+/* ------------------------------------------------------------------ */
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SURECRON_H */

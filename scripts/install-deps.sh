@@ -1,0 +1,40 @@
+#!/bin/sh
+# Installs the Debian packages surecron builds, tests and benchmarks with.
+# Idempotent and quiet when everything is present; needs root only when
+# something is missing. Usage: install-deps.sh [build|test|bench]
+set -eu
+
+build_pkgs="gcc make pkg-config libsqlite3-dev libpq-dev libcurl4-openssl-dev
+libjansson-dev libyaml-dev libmicrohttpd-dev libssl-dev tzdata ca-certificates"
+test_pkgs="libcmocka-dev postgresql sqlite3 valgrind cppcheck clang-tidy
+libclang-rt-14-dev"
+bench_pkgs="redis-server nodejs npm"
+
+want=$build_pkgs
+case "${1:-build}" in
+  build) ;;
+  test) want="$want $test_pkgs" ;;
+  bench) want="$want $test_pkgs $bench_pkgs" ;;
+  *) echo "install-deps.sh: unknown set '$1' (build, test or bench)" >&2; exit 2 ;;
+esac
+
+missing=""
+for p in $want; do
+  # nodejs ships npm on some images; accept a working npm command too.
+  if [ "$p" = npm ] && command -v npm >/dev/null 2>&1; then continue; fi
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed"; then
+    missing="$missing $p"
+  fi
+done
+[ -z "$missing" ] && exit 0
+
+if [ "$(id -u)" != 0 ]; then
+  echo "install-deps.sh: missing Debian packages:$missing" >&2
+  echo "install-deps.sh: run as root, or: sudo apt-get install$missing" >&2
+  exit 1
+fi
+echo "install-deps.sh: installing$missing" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq >/dev/null
+# shellcheck disable=SC2086
+apt-get install -y -qq --no-install-recommends $missing >/dev/null

@@ -1,0 +1,157 @@
+/*
+ * main.c - the surecron binary: one sorted command table drives dispatch,
+ * the command list and per-command help (like git's commands[]).
+ *
+ * `surecron CMD --help` and `surecron help CMD` print the same text.
+ * Unknown commands and options exit 2 with a one-line error.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+/* Sorted by name; `help` lists them in this order. */
+static const struct cli_command commands[] = {
+	{"help", cmd_help, "help [COMMAND]", "show help for surecron or a command",
+	 "Without an argument, lists the commands. With one, shows that\n"
+	 "command's usage and description (the same as COMMAND --help).\n"},
+	{"version", cmd_version, "version", "print the version",
+	 "Prints \"surecron VERSION\". The same as surecron --version.\n"},
+};
+
+#define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+const struct cli_command *cli_find(const char *name)
+{
+	for (size_t i = 0; i < N_COMMANDS; i++)
+		if (strcmp(commands[i].name, name) == 0)
+			return &commands[i];
+	return NULL;
+}
+
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("surecron: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	if (cmd)
+		fprintf(stderr, " (see 'surecron help %s')\n", cmd);
+	else
+		fputs(" (see 'surecron --help')\n", stderr);
+	return EXIT_USAGE;
+}
+
+int cli_fail(int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("surecron: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return code;
+}
+
+void cli_print_help(FILE *f, const struct cli_command *c)
+{
+	fprintf(f, "usage: surecron %s\n\n%s\n%s", c->usage, c->summary,
+		c->help[0] ? "\n" : "");
+	fputs(c->help, f);
+}
+
+int cli_wants_help(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--") == 0)
+			return 0;
+		if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0)
+			return 1;
+	}
+	return 0;
+}
+
+void cli_setup_logging(enum sc_log_level dflt)
+{
+	enum sc_log_level level = dflt;
+	const char *env = getenv("SURECRON_LOG");
+
+	if (env && sc_log_level_parse(env, &level) != 0)
+		fprintf(stderr, "surecron: ignoring SURECRON_LOG=%s (use error, "
+				"warn, info or debug)\n", env);
+	sc_log_set_sink(sc_log_stderr, NULL, level);
+}
+
+static void print_overview(FILE *f)
+{
+	fputs("usage: surecron [--version] [--help] COMMAND [ARGS]\n\n"
+	      "surecron runs scheduled jobs and never loses a run in silence.\n\n"
+	      "Commands:\n", f);
+	for (size_t i = 0; i < N_COMMANDS; i++)
+		fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+	fputs("\nRun 'surecron help COMMAND' for a command's options.\n"
+	      "Exit status: 0 success, 1 failure, 2 usage or input error.\n",
+	      f);
+}
+
+int cmd_help(int argc, char **argv)
+{
+	if (argc > 2)
+		return cli_usage_error("help", "help takes at most one command");
+	if (argc < 2 || strcmp(argv[1], "--help") == 0 ||
+	    strcmp(argv[1], "-h") == 0) {
+		print_overview(stdout);
+		return EXIT_OK;
+	}
+	const struct cli_command *c = cli_find(argv[1]);
+	if (!c)
+		return cli_usage_error(NULL, "'%s' is not a surecron command",
+				       argv[1]);
+	cli_print_help(stdout, c);
+	return EXIT_OK;
+}
+
+int cmd_version(int argc, char **argv)
+{
+	if (cli_wants_help(argc, argv)) {
+		cli_print_help(stdout, cli_find("version"));
+		return EXIT_OK;
+	}
+	if (argc > 1)
+		return cli_usage_error("version", "unexpected argument '%s'",
+				       argv[1]);
+	printf("surecron %s\n", sc_version());
+	return EXIT_OK;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		print_overview(stderr);
+		return EXIT_USAGE;
+	}
+	const char *name = argv[1];
+	if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0) {
+		print_overview(stdout);
+		return EXIT_OK;
+	}
+	if (strcmp(name, "--version") == 0 || strcmp(name, "-V") == 0)
+		return cmd_version(1, argv + 1);
+	if (name[0] == '-')
+		return cli_usage_error(NULL, "unknown option '%s'", name);
+
+	const struct cli_command *c = cli_find(name);
+	if (!c)
+		return cli_usage_error(NULL, "'%s' is not a surecron command",
+				       name);
+	if (c->fn != cmd_help && cli_wants_help(argc - 1, argv + 1)) {
+		cli_print_help(stdout, c);
+		return EXIT_OK;
+	}
+	return c->fn(argc - 1, argv + 1);
+}

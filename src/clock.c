@@ -1,0 +1,271 @@
+/*
+ * clock.c - the real and virtual clocks, and calendar arithmetic.
+ *
+ * The calendar functions are pure integer arithmetic on the proleptic
+ * Gregorian calendar (the "days from civil" algorithm), so they are
+ * thread-safe and never consult the process's TZ.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "clock.h"
+#include "err.h"
+
+struct sc_clock {
+	bool is_virtual;
+	_Atomic int64_t virt_ms;
+};
+
+static struct sc_clock real_clock = {.is_virtual = false};
+
+struct sc_clock *sc_clock_real(void)
+{
+	return &real_clock;
+}
+
+struct sc_clock *sc_clock_virtual_new(int64_t start_ms)
+{
+	struct sc_clock *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->is_virtual = true;
+	atomic_store(&c->virt_ms, start_ms);
+	return c;
+}
+
+void sc_clock_free(struct sc_clock *c)
+{
+	if (c && c != &real_clock)
+		free(c);
+}
+
+int64_t sc_clock_now_ms(const struct sc_clock *c)
+{
+	struct timespec ts;
+
+	if (c && c->is_virtual)
+		return atomic_load(&((struct sc_clock *)c)->virt_ms);
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+bool sc_clock_is_virtual(const struct sc_clock *c)
+{
+	return c && c->is_virtual;
+}
+
+void sc_clock_set_ms(struct sc_clock *c, int64_t ms)
+{
+	if (c && c->is_virtual)
+		atomic_store(&c->virt_ms, ms);
+}
+
+void sc_clock_advance_ms(struct sc_clock *c, int64_t delta_ms)
+{
+	if (c && c->is_virtual)
+		atomic_fetch_add(&c->virt_ms, delta_ms);
+}
+
+int64_t clock_mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t clock_days_from_civil(int64_t y, int m, int d)
+{
+	y -= m <= 2;
+	int64_t era = (y >= 0 ? y : y - 399) / 400;
+	int64_t yoe = y - era * 400;
+	int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+	int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+	return era * 146097 + doe - 719468;
+}
+
+void clock_civil_from_days(int64_t z, int64_t *y, int *m, int *d)
+{
+	z += 719468;
+	int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+	int64_t doe = z - era * 146097;
+	int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+	int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+	int64_t mp = (5 * doy + 2) / 153;
+	*d = (int)(doy - (153 * mp + 2) / 5 + 1);
+	*m = (int)(mp < 10 ? mp + 3 : mp - 9);
+	*y = yoe + era * 400 + (*m <= 2);
+}
+
+int clock_weekday(int64_t days)
+{
+	/* 1970-01-01 was a Thursday (4). */
+	int64_t w = (days + 4) % 7;
+	return (int)(w < 0 ? w + 7 : w);
+}
+
+static int64_t floor_div(int64_t a, int64_t b)
+{
+	int64_t q = a / b;
+	return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
+}
+
+const char *clock_format_utc(int64_t ms, char out[CLOCK_ISO_MAX])
+{
+	int64_t secs = floor_div(ms, 1000);
+	int frac = (int)(ms - secs * 1000);
+	int64_t days = floor_div(secs, 86400);
+	int64_t sod = secs - days * 86400;
+	int64_t y;
+	int m, d;
+
+	clock_civil_from_days(days, &y, &m, &d);
+	if (frac)
+		snprintf(out, CLOCK_ISO_MAX,
+			 "%04lld-%02d-%02dT%02d:%02d:%02d.%03dZ", (long long)y,
+			 m, d, (int)(sod / 3600), (int)(sod / 60 % 60),
+			 (int)(sod % 60), frac);
+	else
+		snprintf(out, CLOCK_ISO_MAX, "%04lld-%02d-%02dT%02d:%02d:%02dZ",
+			 (long long)y, m, d, (int)(sod / 3600),
+			 (int)(sod / 60 % 60), (int)(sod % 60));
+	return out;
+}
+
+/* Reads exactly n digits at *p; advances *p. Returns -1 when not digits. */
+static int digits(const char **p, int n)
+{
+	int v = 0;
+
+	for (int i = 0; i < n; i++) {
+		if (!isdigit((unsigned char)(*p)[i]))
+			return -1;
+		v = v * 10 + ((*p)[i] - '0');
+	}
+	*p += n;
+	return v;
+}
+
+static int days_in_month(int64_t y, int m)
+{
+	static const int dm[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+	bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+	return m == 2 && leap ? 29 : dm[m - 1];
+}
+
+int clock_parse_iso(const char *s, int64_t *out_ms, struct sc_err *err)
+{
+	const char *p = s;
+	int y, mo, d, h, mi, sec = 0, frac = 0, off = 0;
+
+	if ((y = digits(&p, 4)) < 0 || *p++ != '-' || (mo = digits(&p, 2)) < 0 ||
+	    *p++ != '-' || (d = digits(&p, 2)) < 0)
+		goto bad;
+	if (*p != 'T' && *p != 't' && *p != ' ')
+		goto bad;
+	p++;
+	if ((h = digits(&p, 2)) < 0 || *p++ != ':' || (mi = digits(&p, 2)) < 0)
+		goto bad;
+	if (*p == ':') {
+		p++;
+		if ((sec = digits(&p, 2)) < 0)
+			goto bad;
+		if (*p == '.' || *p == ',') {
+			int scale = 100;
+			p++;
+			if (!isdigit((unsigned char)*p))
+				goto bad;
+			while (isdigit((unsigned char)*p)) {
+				frac += (*p - '0') * scale;
+				scale /= 10;
+				p++;
+			}
+		}
+	}
+	if (*p == 'Z' || *p == 'z') {
+		p++;
+	} else if (*p == '+' || *p == '-') {
+		int sign = *p++ == '-' ? -1 : 1;
+		int oh, om;
+		if ((oh = digits(&p, 2)) < 0)
+			goto bad;
+		if (*p == ':')
+			p++;
+		if ((om = digits(&p, 2)) < 0 || oh > 23 || om > 59)
+			goto bad;
+		off = sign * (oh * 3600 + om * 60);
+	} else {
+		return sc_err_set(err, SC_EINVAL,
+				  "invalid time \"%s\": needs an offset (Z or "
+				  "+HH:MM)", s);
+	}
+	if (*p != '\0')
+		goto bad;
+	if (mo < 1 || mo > 12 || d < 1 || d > days_in_month(y, mo) || h > 23 ||
+	    mi > 59 || sec > 60)
+		return sc_err_set(err, SC_EINVAL,
+				  "invalid time \"%s\": a field is out of range",
+				  s);
+	if (sec == 60)
+		sec = 59; /* leap second: clamp, POSIX time has none */
+	int64_t days = clock_days_from_civil(y, mo, d);
+	*out_ms = ((days * 86400 + h * 3600 + mi * 60 + sec) - off) * 1000 + frac;
+	return 0;
+bad:
+	return sc_err_set(err, SC_EINVAL,
+			  "invalid time \"%s\": expected ISO 8601 like "
+			  "2026-03-08T03:30:00-04:00", s);
+}
+
+int clock_parse_duration(const char *s, int64_t *out_ms, struct sc_err *err)
+{
+	const char *p = s;
+	int64_t total = 0;
+
+	if (!*p)
+		goto bad;
+	while (*p) {
+		if (!isdigit((unsigned char)*p))
+			goto bad;
+		errno = 0;
+		char *end;
+		long long v = strtoll(p, &end, 10);
+		if (errno || v < 0)
+			goto bad;
+		p = end;
+		int64_t unit;
+		if (strncmp(p, "ms", 2) == 0) {
+			unit = 1;
+			p += 2;
+		} else if (*p == 's') {
+			unit = 1000;
+			p++;
+		} else if (*p == 'm') {
+			unit = 60000;
+			p++;
+		} else if (*p == 'h') {
+			unit = 3600000;
+			p++;
+		} else if (*p == 'd') {
+			unit = 86400000;
+			p++;
+		} else {
+			goto bad;
+		}
+		if (v > INT64_MAX / unit / 4)
+			goto bad;
+		total += v * unit;
+	}
+	*out_ms = total;
+	return 0;
+bad:
+	return sc_err_set(err, SC_EINVAL,
+			  "invalid duration \"%s\": expected a number with a "
+			  "unit (ms, s, m, h, d), e.g. 90s or 30m", s);
+}

@@ -1,0 +1,43 @@
+/*
+ * clock.h - time helpers shared by every module (the clock itself is public,
+ * in surecron.h). This is the only module that reads the system's time.
+ */
+#ifndef SC_CLOCK_H
+#define SC_CLOCK_H
+
+#include <stdint.h>
+
+#include "surecron.h"
+
+/* Monotonic milliseconds, for timeouts and latency only (never stored). */
+int64_t clock_mono_ms(void);
+
+/* Days since 1970-01-01 of a proleptic Gregorian date (month 1-12). */
+int64_t clock_days_from_civil(int64_t y, int m, int d);
+
+/* Inverse of clock_days_from_civil. */
+void clock_civil_from_days(int64_t days, int64_t *y, int *m, int *d);
+
+/* Day of week of a day number: 0 = Sunday .. 6 = Saturday. */
+int clock_weekday(int64_t days);
+
+/* Writes ms as "YYYY-MM-DDTHH:MM:SSZ" (or with ".mmm" when ms has a
+ * sub-second part) into out. Returns out. */
+#define CLOCK_ISO_MAX 40
+const char *clock_format_utc(int64_t ms, char out[CLOCK_ISO_MAX]);
+
+/*
+ * Parses an ISO 8601 instant with an explicit offset: "YYYY-MM-DDTHH:MM[:SS
+ * [.fff]](Z|+HH:MM|-HH:MM|+HHMM)". A space may replace the 'T'. Returns 0
+ * or SC_EINVAL (with a message naming the problem).
+ */
+int clock_parse_iso(const char *s, int64_t *out_ms, struct sc_err *err);
+
+/*
+ * Parses a duration: an integer followed by ms, s, m, h or d ("1500ms",
+ * "90s", "30m", "2h", "1d"); several may be joined ("1h30m"). Returns 0 or
+ * SC_EINVAL.
+ */
+int clock_parse_duration(const char *s, int64_t *out_ms, struct sc_err *err);
+
+#endif

@@ -1,0 +1,26 @@
+/*
+ * err.h - internal helpers around struct sc_err (public part in surecron.h).
+ */
+#ifndef SC_ERR_H
+#define SC_ERR_H
+
+#include "surecron.h"
+
+/* Like sc_err_set, and also sets the HTTP status / retry hint / permanence
+ * fields when this call is the one that records the error. */
+int err_set_http(struct sc_err *err, int code, int http_status,
+		 int64_t retry_after_ms, const char *fmt, ...) SC_PRINTF(5, 6);
+
+/* Marks an error recorded in err as permanent (do not retry). */
+void err_set_permanent(struct sc_err *err);
+
+/* Copies src into dst unless dst already holds an error. */
+void err_copy(struct sc_err *dst, const struct sc_err *src);
+
+/* True when err is non-NULL and holds an error. */
+static inline bool err_is_set(const struct sc_err *err)
+{
+	return err && err->code != 0;
+}
+
+#endif

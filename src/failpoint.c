@@ -1,0 +1,91 @@
+/*
+ * failpoint.c - the test-build implementation of failpoint.h.
+ *
+ * The environment is read on every hit (not cached) so that a test may set
+ * SURECRON_FAILPOINTS in a forked child after the library was loaded.
+ * Hit counters are per process and atomic, so "name@N" is exact even when
+ * several threads pass the point.
+ */
+#ifdef SC_FAILPOINTS
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "failpoint.h"
+
+#define MAX_POINTS 64
+
+static struct {
+	const char *name;
+	atomic_long hits;
+} counters[MAX_POINTS];
+static atomic_int n_counters;
+
+static long count_hit(const char *name)
+{
+	int n = atomic_load(&n_counters);
+
+	for (int i = 0; i < n; i++)
+		if (counters[i].name == name || strcmp(counters[i].name, name) == 0)
+			return atomic_fetch_add(&counters[i].hits, 1) + 1;
+	int i = atomic_fetch_add(&n_counters, 1);
+	if (i >= MAX_POINTS)
+		return 1;
+	counters[i].name = name;
+	return atomic_fetch_add(&counters[i].hits, 1) + 1;
+}
+
+/* Finds name in the list; *suffix gets what follows it (":err", "@3"). */
+static bool listed(const char *name, const char **suffix)
+{
+	const char *list = getenv("SURECRON_FAILPOINTS");
+	size_t n = strlen(name);
+
+	if (!list)
+		return false;
+	for (const char *p = list; *p;) {
+		const char *end = strchr(p, ',');
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+		if (len >= n && strncmp(p, name, n) == 0 &&
+		    (len == n || p[n] == ':' || p[n] == '@')) {
+			*suffix = p + n;
+			return true;
+		}
+		p += len + (end ? 1 : 0);
+	}
+	return false;
+}
+
+static bool due(const char *name, const char *suffix)
+{
+	long hit = count_hit(name);
+
+	if (*suffix == '@')
+		return hit == strtol(suffix + 1, NULL, 10);
+	return true;
+}
+
+void failpoint_kill(const char *name)
+{
+	const char *suffix;
+
+	if (!listed(name, &suffix) || strncmp(suffix, ":err", 4) == 0)
+		return;
+	if (due(name, suffix))
+		kill(getpid(), SIGKILL);
+}
+
+bool failpoint_err(const char *name)
+{
+	const char *suffix;
+
+	if (!listed(name, &suffix) || strncmp(suffix, ":err", 4) != 0)
+		return false;
+	return due(name, suffix + 4);
+}
+#else
+/* ISO C forbids an empty translation unit. */
+typedef int failpoint_unused;
+#endif

@@ -1,0 +1,39 @@
+#!/bin/sh
+# Runs every test binary given on the command line, shows its output, and
+# ends with one total line "N passed, N failed, N skipped" summed from the
+# cmocka summaries. A binary that crashes or prints no summary counts as one
+# failure, so a suite that silently ran nothing is visible.
+# Set SURECRON_TEST_FILTER to a substring to run only matching binaries.
+set -u
+
+passed=0 failed=0 skipped=0
+failed_suites=""
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+
+for t in "$@"; do
+  name=$(basename "$t")
+  case "$name" in *"${SURECRON_TEST_FILTER:-}"*) ;; *) continue ;; esac
+  echo "== $name"
+  timeout "${SURECRON_TEST_TIMEOUT:-900}" "$t" >"$log" 2>&1
+  rc=$?
+  cat "$log"
+  p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -n 1)
+  f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -n 1)
+  s=$(sed -n 's/^\[  SKIPPED \] \([0-9]*\) test.*/\1/p' "$log" | tail -n 1)
+  p=${p:-0} f=${f:-0} s=${s:-0}
+  if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+    echo "!! $name exited with status $rc without a failure summary" >&2
+    f=1
+  fi
+  if [ "$p" -eq 0 ] && [ "$f" -eq 0 ] && [ "$s" -eq 0 ]; then
+    echo "!! $name ran no test" >&2
+    f=1
+  fi
+  [ "$f" -gt 0 ] && failed_suites="$failed_suites $name"
+  passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
+done
+
+[ -n "$failed_suites" ] && echo "failing suites:$failed_suites"
+echo "$passed passed, $failed failed, $skipped skipped"
+[ "$failed" -eq 0 ]
