@@ -176,6 +176,49 @@ SC_API void sc_clock_set_ms(struct sc_clock *c, int64_t ms);
 SC_API void sc_clock_advance_ms(struct sc_clock *c, int64_t delta_ms);
 
 /* ------------------------------------------------------------------ */
+/* Retry policy (src/retry.h)                                         */
+/* ------------------------------------------------------------------ */
+
+enum sc_backoff {
+	SC_BACKOFF_EXPONENTIAL = 0, /* delay after attempt k: base * 2^(k-1) */
+	SC_BACKOFF_FIXED = 1,       /* delay after every attempt: base */
+};
+
+/* How often a slot is attempted and how long to wait between attempts. */
+struct sc_retry_policy {
+	int attempts;             /* total attempts, >= 1 */
+	enum sc_backoff backoff;
+	int64_t delay_ms;         /* the base delay */
+};
+
+/* The two classes of DESIGN.md's retry policy. */
+enum sc_freq_class {
+	SC_FREQ_DEFAULT = 0,      /* 2 attempts, exponential, 60 s */
+	SC_FREQ_LOW = 1,          /* 4 attempts, exponential, 30 min */
+};
+
+/* The policy of a class. */
+SC_API struct sc_retry_policy sc_retry_policy_for(enum sc_freq_class cls);
+
+/*
+ * The delay before the attempt that follows failed attempt k (k >= 1):
+ * base * 2^(k-1) for exponential, base for fixed. Saturates instead of
+ * overflowing. Thread-safe.
+ */
+SC_API int64_t sc_retry_delay_ms(const struct sc_retry_policy *p, int k);
+
+/*
+ * The instant of the attempt after failed attempt k that ran at now_ms:
+ * now_ms + delay, but never earlier than a retry-after hint
+ * (hint_ms > 0: "not before now_ms + hint_ms").
+ */
+SC_API int64_t sc_retry_next_ms(const struct sc_retry_policy *p, int k,
+				int64_t now_ms, int64_t hint_ms);
+
+/* "low-frequency" or "default". */
+SC_API const char *sc_freq_class_name(enum sc_freq_class cls);
+
+/* ------------------------------------------------------------------ */
 /* Cron (src/cron.h, src/tz.h)                                        */
 /* ------------------------------------------------------------------ */
 

@@ -1,0 +1,54 @@
+/*
+ * retry.c - the retry policy of DESIGN.md: classes, delays, next attempt.
+ *
+ * default:        2 attempts, exponential, 60 s
+ * low-frequency:  4 attempts, exponential, 30 min -> attempts at
+ *                 +0, +30 min, +90 min, +210 min (a 3 h 30 min window)
+ * A retry-after hint only ever delays the next attempt, never advances it.
+ */
+#include "retry.h"
+
+struct sc_retry_policy sc_retry_policy_for(enum sc_freq_class cls)
+{
+	if (cls == SC_FREQ_LOW)
+		return (struct sc_retry_policy){4, SC_BACKOFF_EXPONENTIAL,
+						30 * 60 * 1000};
+	return (struct sc_retry_policy){2, SC_BACKOFF_EXPONENTIAL, 60 * 1000};
+}
+
+int64_t sc_retry_delay_ms(const struct sc_retry_policy *p, int k)
+{
+	int64_t d = p->delay_ms;
+
+	if (p->backoff == SC_BACKOFF_FIXED || k <= 1)
+		return d;
+	for (int i = 1; i < k; i++) {
+		if (d > INT64_MAX / 2)
+			return INT64_MAX / 2;
+		d *= 2;
+	}
+	return d;
+}
+
+int64_t sc_retry_next_ms(const struct sc_retry_policy *p, int k,
+			 int64_t now_ms, int64_t hint_ms)
+{
+	int64_t at = now_ms + sc_retry_delay_ms(p, k);
+
+	if (hint_ms > 0 && now_ms + hint_ms > at)
+		at = now_ms + hint_ms;
+	return at;
+}
+
+const char *sc_freq_class_name(enum sc_freq_class cls)
+{
+	return cls == SC_FREQ_LOW ? "low-frequency" : "default";
+}
+
+bool retry_policy_valid(const struct sc_retry_policy *p)
+{
+	return p->attempts >= 1 && p->attempts <= 100 && p->delay_ms >= 0 &&
+	       p->delay_ms <= 30LL * 86400 * 1000 &&
+	       (p->backoff == SC_BACKOFF_EXPONENTIAL ||
+		p->backoff == SC_BACKOFF_FIXED);
+}

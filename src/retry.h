@@ -1,0 +1,12 @@
+/*
+ * retry.h - retry policies (public part in surecron.h).
+ */
+#ifndef SC_RETRY_H
+#define SC_RETRY_H
+
+#include "surecron.h"
+
+/* True when the policy is usable: attempts 1..100, delay 0..30 days. */
+bool retry_policy_valid(const struct sc_retry_policy *p);
+
+#endif

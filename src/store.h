@@ -1,0 +1,371 @@
+/*
+ * store.h - the durable store: one interface, two backends.
+ *
+ * The layers above (queue, scheduler, orchestrator, delivery, http token
+ * cache, ledger reports) see only the functions declared here. A backend
+ * (store_sqlite.c now, store_pg.c later) fills a `struct store_ops`; each
+ * operation below that changes more than one row is ONE transaction in the
+ * backend, so a crash leaves either all of it or none of it.
+ *
+ * Threading: a `struct sc_store` handle is used by one thread at a time.
+ * Several threads (or processes, or machines with PostgreSQL) share work by
+ * opening one handle each on the same database.
+ *
+ * Times are int64 UTC milliseconds, read from the clock given to
+ * store_open (real or virtual), never from the system directly.
+ *
+ * Memory: fixed-size name fields avoid allocation in the hot paths; the few
+ * strings handed out (message bodies, ledger text) are allocated and freed
+ * by the matching _free function or sc_free(), as each item says.
+ *
+ * This header is the contract between the backends and their users; the
+ * backend-neutral logic (backoff arithmetic, class names) stays in queue.c
+ * and friends, never in a backend.
+ */
+#ifndef SC_STORE_H
+#define SC_STORE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "surecron.h"
+
+#define SC_NAME_MAX 128  /* schedule, target, provider names, incl. NUL */
+#define SC_WORKER_MAX 64 /* worker identity, incl. NUL */
+
+/* ---- jobs ------------------------------------------------------------ */
+
+/*
+ * Job states (the diagram and every transition live at the top of
+ * queue.c):  READY -> ACTIVE -> DONE | READY (retry) | DEAD
+ */
+enum job_state {
+	JOB_READY = 0,  /* waiting for run_at (due, or delayed for a retry) */
+	JOB_ACTIVE = 1, /* claimed: lease_owner holds it until lease_expires */
+	JOB_DONE = 2,   /* completed; the slot is done */
+	JOB_DEAD = 3,   /* attempts exhausted or unrecoverable: slot lost */
+};
+
+struct store_job {
+	int64_t id;
+	char schedule[SC_NAME_MAX];
+	int64_t slot_ms;            /* the scheduled instant, UTC */
+	enum job_state state;
+	int attempts;               /* attempts started, incl. a running one */
+	int n_stalls;               /* attempts that ended by lease expiry */
+	struct sc_retry_policy policy;
+	int64_t run_at_ms;          /* READY: not before this instant */
+	int64_t lease_token;        /* fencing token of the current claim */
+	char lease_owner[SC_WORKER_MAX];
+	int64_t lease_expires_ms;
+	int64_t started_ms;         /* when the current/last attempt began */
+	int64_t created_ms;
+	bool manual;                /* enqueued by `trigger`, not the scheduler */
+};
+
+/* Counts of a schedule's jobs by state; `delayed` are READY jobs whose
+ * run_at is in the future (a retry waiting). */
+struct store_counts {
+	int64_t ready_due, delayed, active, done, dead;
+};
+
+/* ---- ledger ---------------------------------------------------------- */
+
+/* What one ledger row records. Stored as these exact words. */
+#define LEDGER_SUCCESS "success"     /* an attempt completed the slot */
+#define LEDGER_FAILED "failed"       /* an attempt failed, retry scheduled */
+#define LEDGER_LOST "lost"           /* the last attempt failed: slot lost */
+#define LEDGER_STALLED "stalled"     /* an attempt's worker vanished */
+#define LEDGER_MISSED "missed"       /* a slot not run after downtime */
+#define LEDGER_DUPLICATE "duplicate" /* an extra copy may have been sent */
+#define LEDGER_RELEASED "released"   /* an attempt given back on shutdown */
+
+struct ledger_row {
+	int64_t id;                 /* assigned by the store */
+	char schedule[SC_NAME_MAX];
+	int64_t slot_ms;
+	int64_t job_id;             /* 0 when no job (missed slots) */
+	int attempt;                /* 0 when not an attempt */
+	int64_t started_ms, finished_ms;
+	char outcome[16];           /* one of the LEDGER_* words */
+	char error_class[32];       /* "" on success, else e.g. "task" */
+	char *error_msg;            /* may be NULL; never holds secrets */
+	int64_t retry_hint_ms;      /* 0 when none */
+	char *details_json;         /* a JSON object or NULL */
+};
+
+struct ledger_filter {
+	const char *schedule;       /* NULL: all */
+	int64_t since_ms;           /* slot_ms >= since (INT64_MIN: open) */
+	int64_t until_ms;           /* slot_ms <  until (INT64_MAX: open) */
+	const char *outcome;        /* NULL: all; else one LEDGER_* word */
+	bool lost_or_missed;        /* only LEDGER_LOST and LEDGER_MISSED */
+	int limit;                  /* 0: no limit */
+};
+
+/* ---- delivery -------------------------------------------------------- */
+
+/*
+ * A send's states for one (slot, target). The outbox row holds the
+ * composed message and its state; state SENT is the send guard.
+ *
+ *   NONE -> PENDING [outbox_put] -> SENDING -> SENT | FAILED | UNKNOWN
+ *   FAILED -> SENDING (retry);  UNKNOWN -> SENDING (resend) or held.
+ */
+enum send_state {
+	SEND_NONE = 0,    /* no outbox row */
+	SEND_PENDING = 1, /* composed and stored, not yet tried */
+	SEND_SENDING = 2, /* a request may be on the wire */
+	SEND_SENT = 3,    /* delivered: the send guard; never sent again */
+	SEND_FAILED = 4,  /* the last try failed for sure */
+	SEND_UNKNOWN = 5, /* found SENDING after a crash: may have arrived */
+};
+
+struct outbox_entry {
+	enum send_state state;
+	int n_tries;                /* times it went to SENDING */
+	int64_t sent_ms;            /* when SENT, else 0 */
+	char *body;                 /* the composed message (owned) */
+};
+
+/* ---- the handle ------------------------------------------------------ */
+
+struct sc_store;
+
+/*
+ * Opens (creating if needed, mode 0600) the store at url and migrates its
+ * schema forward. url: "sqlite:PATH" (a bare path is taken as sqlite too)
+ * or "postgresql://..." / "postgres://...".
+ * Errors: SC_EINVAL (bad url), SC_ECORRUPT (not our database; the file is
+ * left untouched), SC_EVERSION (made by a newer surecron; untouched),
+ * SC_EIO / SC_ENOSPC / SC_EACCES, SC_EDB.
+ * The clock is borrowed and must outlive the store.
+ */
+int store_open(const char *url, struct sc_clock *clock, struct sc_store **out,
+	       struct sc_err *err);
+
+/* Closes the handle; NULL is ignored. */
+void store_close(struct sc_store *s);
+
+/* The clock the store reads. */
+struct sc_clock *store_clock(const struct sc_store *s);
+
+/* ---- jobs (used by queue.c, which owns the state machine) ------------ */
+
+/*
+ * Inserts a READY job for (schedule, slot) unless one exists. *created says
+ * which; *job_id is the job either way (NULLs allowed).
+ */
+int store_job_enqueue(struct sc_store *s, const char *schedule,
+		      int64_t slot_ms, const struct sc_retry_policy *policy,
+		      int64_t run_at_ms, bool manual, int64_t *job_id,
+		      bool *created, struct sc_err *err);
+
+/* Enqueues n slots of one schedule in one transaction (idempotent). */
+int store_job_enqueue_many(struct sc_store *s, const char *schedule,
+			   const int64_t *slots_ms, size_t n,
+			   const struct sc_retry_policy *policy,
+			   struct sc_err *err);
+
+/*
+ * Claims up to max due jobs (READY, run_at <= now), earliest run_at first:
+ * each becomes ACTIVE with attempts+1, a fresh lease_token, lease_owner =
+ * worker, lease_expires = now + lease_ms, started = now. Fills out[0..*n).
+ * *n == 0 when nothing is due. Two claimers never get the same job.
+ */
+int store_job_claim(struct sc_store *s, const char *worker, int64_t lease_ms,
+		    struct store_job *out, size_t max, size_t *n,
+		    struct sc_err *err);
+
+/* Extends the lease of job id to now + lease_ms if lease_token still
+ * matches. SC_ELEASE otherwise (nothing changes). */
+int store_job_heartbeat(struct sc_store *s, int64_t id, int64_t lease_token,
+			int64_t lease_ms, struct sc_err *err);
+
+/*
+ * Ends the current attempt of job id, fenced by lease_token (SC_ELEASE and
+ * no change if it does not match), in one transaction with its ledger row:
+ *   new_state DONE:  row->outcome "success"
+ *   new_state READY: retry at run_at_ms, row->outcome "failed"
+ *   new_state DEAD:  row->outcome "lost"
+ * `row` carries outcome/error fields; the store fills schedule, slot,
+ * job_id, attempt, started and finished.
+ */
+int store_job_finish(struct sc_store *s, int64_t id, int64_t lease_token,
+		     enum job_state new_state, int64_t run_at_ms,
+		     const struct ledger_row *row, struct sc_err *err);
+
+/* Gives an ACTIVE job back (graceful shutdown): READY, run_at = now, the
+ * attempt not counted; fenced like finish. */
+int store_job_release(struct sc_store *s, int64_t id, int64_t lease_token,
+		      struct sc_err *err);
+
+/*
+ * Recovers ACTIVE jobs whose lease expired before now: each gets a
+ * "stalled" ledger row and n_stalls+1; it becomes READY (run_at now) or,
+ * when its attempts are used up or n_stalls reached max_stalls, DEAD with a
+ * "lost" row. *n_recovered counts the jobs touched.
+ */
+int store_job_recover(struct sc_store *s, int max_stalls, int *n_recovered,
+		      struct sc_err *err);
+
+/* Fetches a job by id (SC_ENOENT) or by (schedule, slot). */
+int store_job_get(struct sc_store *s, int64_t id, struct store_job *out,
+		  struct sc_err *err);
+int store_job_find(struct sc_store *s, const char *schedule, int64_t slot_ms,
+		   struct store_job *out, struct sc_err *err);
+
+/* A DEAD job becomes READY again with a fresh attempt budget
+ * (attempts = 0, run_at = now). SC_ESTATE if it is not DEAD. */
+int store_job_revive(struct sc_store *s, int64_t id, struct sc_err *err);
+
+/* The earliest instant at which something is due: a READY job's run_at or
+ * an ACTIVE job's lease expiry. INT64_MAX when nothing is pending. */
+int store_job_next_due(struct sc_store *s, int64_t *out_ms,
+		       struct sc_err *err);
+
+/* Counts jobs of a schedule (NULL: all) by state. */
+int store_job_counts(struct sc_store *s, const char *schedule,
+		     struct store_counts *out, struct sc_err *err);
+
+/* ---- ledger ---------------------------------------------------------- */
+
+/* Appends a row not tied to a job transition (missed slots, duplicates). */
+int ledger_append(struct sc_store *s, const struct ledger_row *row,
+		  struct sc_err *err);
+
+/* Rows matching f, oldest first; free with ledger_rows_free. */
+int ledger_query(struct sc_store *s, const struct ledger_filter *f,
+		 struct ledger_row **rows, size_t *n, struct sc_err *err);
+void ledger_rows_free(struct ledger_row *rows, size_t n);
+
+/* ---- outbox, send guards, slot markers -------------------------------- */
+
+/* Stores the composed message for (schedule, slot, target) in state
+ * PENDING unless a row exists (then it is left as is: the first composed
+ * message is the one that goes out). *created says which (NULL allowed). */
+int outbox_put(struct sc_store *s, const char *schedule, int64_t slot_ms,
+	       const char *target, const char *body, bool *created,
+	       struct sc_err *err);
+
+/* Reads a row; SC_ENOENT when there is none. Free with outbox_entry_dispose. */
+int outbox_get(struct sc_store *s, const char *schedule, int64_t slot_ms,
+	       const char *target, struct outbox_entry *out,
+	       struct sc_err *err);
+void outbox_entry_dispose(struct outbox_entry *e);
+
+/*
+ * Moves (schedule, slot, target) to state. SENDING increments n_tries.
+ * SENT records sent_ms and is committed durably (fsync'd): it is the send
+ * guard. SC_ESTATE when the row is already SENT (a guard never reopens).
+ */
+int outbox_set_state(struct sc_store *s, const char *schedule, int64_t slot_ms,
+		     const char *target, enum send_state state,
+		     struct sc_err *err);
+
+/* Every row of a slot still in SENDING becomes UNKNOWN (crash recovery);
+ * *n gets how many. */
+int outbox_mark_unknown(struct sc_store *s, const char *schedule,
+			int64_t slot_ms, int *n, struct sc_err *err);
+
+/* Records that the slot is complete (durable). Idempotent. */
+int slot_mark(struct sc_store *s, const char *schedule, int64_t slot_ms,
+	      struct sc_err *err);
+int slot_is_marked(struct sc_store *s, const char *schedule, int64_t slot_ms,
+		   bool *marked, struct sc_err *err);
+
+/* ---- scheduler state, token cache ------------------------------------ */
+
+/* The last slot materialised for a schedule; SC_ENOENT when never. */
+int sched_last_get(struct sc_store *s, const char *schedule, int64_t *slot_ms,
+		   struct sc_err *err);
+/* Sets it, never moving it backwards. */
+int sched_last_set(struct sc_store *s, const char *schedule, int64_t slot_ms,
+		   struct sc_err *err);
+
+/* Cached access token of a provider; SC_ENOENT when none. *token is
+ * allocated (wipe and free with sc_free). */
+int token_get(struct sc_store *s, const char *provider, char **token,
+	      int64_t *expires_ms, struct sc_err *err);
+int token_put(struct sc_store *s, const char *provider, const char *token,
+	      int64_t expires_ms, struct sc_err *err);
+int token_drop(struct sc_store *s, const char *provider, struct sc_err *err);
+
+/* ---- backends --------------------------------------------------------- */
+
+/*
+ * A backend implements every operation above for its database. store.c
+ * dispatches through this table; each backend exports one
+ * `const struct store_ops store_<name>_ops`. Every function pointer is
+ * required. Names mirror the functions above minus the handle type.
+ */
+struct store_ops {
+	const char *name;
+	int (*open)(const char *target, struct sc_clock *clock, void **impl,
+		    struct sc_err *err);
+	void (*close)(void *impl);
+	int (*job_enqueue)(void *impl, const char *schedule, int64_t slot_ms,
+			   const struct sc_retry_policy *policy,
+			   int64_t run_at_ms, bool manual, int64_t *job_id,
+			   bool *created, struct sc_err *err);
+	int (*job_enqueue_many)(void *impl, const char *schedule,
+				const int64_t *slots_ms, size_t n,
+				const struct sc_retry_policy *policy,
+				struct sc_err *err);
+	int (*job_claim)(void *impl, const char *worker, int64_t lease_ms,
+			 struct store_job *out, size_t max, size_t *n,
+			 struct sc_err *err);
+	int (*job_heartbeat)(void *impl, int64_t id, int64_t lease_token,
+			     int64_t lease_ms, struct sc_err *err);
+	int (*job_finish)(void *impl, int64_t id, int64_t lease_token,
+			  enum job_state new_state, int64_t run_at_ms,
+			  const struct ledger_row *row, struct sc_err *err);
+	int (*job_release)(void *impl, int64_t id, int64_t lease_token,
+			   struct sc_err *err);
+	int (*job_recover)(void *impl, int max_stalls, int *n_recovered,
+			   struct sc_err *err);
+	int (*job_get)(void *impl, int64_t id, struct store_job *out,
+		       struct sc_err *err);
+	int (*job_find)(void *impl, const char *schedule, int64_t slot_ms,
+			struct store_job *out, struct sc_err *err);
+	int (*job_revive)(void *impl, int64_t id, struct sc_err *err);
+	int (*job_next_due)(void *impl, int64_t *out_ms, struct sc_err *err);
+	int (*job_counts)(void *impl, const char *schedule,
+			  struct store_counts *out, struct sc_err *err);
+	int (*ledger_append)(void *impl, const struct ledger_row *row,
+			     struct sc_err *err);
+	int (*ledger_query)(void *impl, const struct ledger_filter *f,
+			    struct ledger_row **rows, size_t *n,
+			    struct sc_err *err);
+	int (*outbox_put)(void *impl, const char *schedule, int64_t slot_ms,
+			  const char *target, const char *body, bool *created,
+			  struct sc_err *err);
+	int (*outbox_get)(void *impl, const char *schedule, int64_t slot_ms,
+			  const char *target, struct outbox_entry *out,
+			  struct sc_err *err);
+	int (*outbox_set_state)(void *impl, const char *schedule,
+				int64_t slot_ms, const char *target,
+				enum send_state state, struct sc_err *err);
+	int (*outbox_mark_unknown)(void *impl, const char *schedule,
+				   int64_t slot_ms, int *n,
+				   struct sc_err *err);
+	int (*slot_mark)(void *impl, const char *schedule, int64_t slot_ms,
+			 struct sc_err *err);
+	int (*slot_is_marked)(void *impl, const char *schedule,
+			      int64_t slot_ms, bool *marked,
+			      struct sc_err *err);
+	int (*sched_last_get)(void *impl, const char *schedule,
+			      int64_t *slot_ms, struct sc_err *err);
+	int (*sched_last_set)(void *impl, const char *schedule,
+			      int64_t slot_ms, struct sc_err *err);
+	int (*token_get)(void *impl, const char *provider, char **token,
+			 int64_t *expires_ms, struct sc_err *err);
+	int (*token_put)(void *impl, const char *provider, const char *token,
+			 int64_t expires_ms, struct sc_err *err);
+	int (*token_drop)(void *impl, const char *provider,
+			  struct sc_err *err);
+};
+
+extern const struct store_ops store_sqlite_ops;
+
+#endif
