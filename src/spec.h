@@ -1,0 +1,122 @@
+/*
+ * spec.h - the configuration as plain data.
+ *
+ * config.c turns surecron.yaml into a `struct config`; every other module
+ * consumes the part it needs (tasks read task_spec, delivery reads
+ * target_spec, the HTTP client reads auth_spec, the scheduler reads
+ * schedule_spec) and knows nothing of YAML. All strings and arrays are owned
+ * by the config and freed by config_free (config.h). Optional strings are
+ * NULL when absent. Read-only once loaded, so safe to share across threads.
+ */
+#ifndef SC_SPEC_H
+#define SC_SPEC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "surecron.h"
+
+enum task_kind { TASK_COMMAND = 0, TASK_HTTP = 1 };
+
+struct task_spec {
+	char *name;
+	enum task_kind kind;
+	/* command */
+	char **argv;           /* NULL-terminated; NULL when `shell` is used */
+	char *shell;           /* run with /bin/sh -c only when set */
+	char *cwd;             /* working directory, NULL: inherited */
+	char **env;            /* NULL-terminated "KEY=VALUE" extras */
+	int64_t timeout_ms;    /* default 10 min */
+	int64_t grace_ms;      /* SIGTERM -> SIGKILL, default 5 s */
+	size_t max_output;     /* stdout cap, default 1 MiB */
+	/* http */
+	char *method;          /* default "GET" */
+	char *url;
+	char **headers;        /* NULL-terminated "Name: value" */
+	char *body;
+	char *auth;            /* name of an auth_spec, or NULL */
+	int expect_status;     /* 0: any 2xx */
+};
+
+enum target_kind {
+	TARGET_SLACK = 0,   /* incoming-webhook JSON {"text": ...} */
+	TARGET_WEBHOOK = 1, /* POST the message object, optionally signed */
+	TARGET_FILE = 2,    /* append the message object as one JSON line */
+	TARGET_COMMAND = 3, /* the message object on the command's stdin */
+};
+
+enum on_ambiguous { AMBIGUOUS_RESEND = 0, AMBIGUOUS_HOLD = 1 };
+
+struct target_spec {
+	char *name;
+	enum target_kind kind;
+	char *url_env;          /* slack, webhook: variable holding the URL */
+	char *secret_env;       /* webhook: variable holding the HMAC secret */
+	char *signature_header; /* webhook: default "X-Surecron-Signature" */
+	char *path;             /* file */
+	char **argv;            /* command: NULL-terminated */
+	int64_t connect_timeout_ms; /* default 10 s */
+	int64_t timeout_ms;         /* default 30 s */
+	enum on_ambiguous on_ambiguous;
+};
+
+enum auth_kind { AUTH_OAUTH2 = 0, AUTH_BEARER = 1 };
+
+struct auth_spec {
+	char *name;
+	enum auth_kind kind;
+	/* oauth2 client credentials (RFC 6749 section 4.4) */
+	char *token_url;
+	char *client_id;
+	char *client_secret_env;
+	char *scope;            /* may be NULL */
+	bool client_auth_body;  /* false: HTTP Basic (default); true: in body */
+	char *reset_header;     /* provider's rate-limit reset header, or NULL */
+	/* bearer */
+	char *token_env;
+};
+
+enum catchup { CATCHUP_LATEST = 0, CATCHUP_ALL = 1, CATCHUP_NONE = 2 };
+
+struct schedule_spec {
+	char *name;
+	char *cron;             /* the final expression (after overrides) */
+	char *cron_config;      /* the expression as written in the file */
+	char *override_var;     /* the variable that overrode it, or NULL */
+	char *schedule_env;     /* `schedule_env:` as written, or NULL */
+	char *tz;               /* IANA name; NULL: the system's zone */
+	enum catchup catchup;
+	char **targets;         /* names, NULL-terminated */
+	size_t n_targets;
+	struct task_spec *tasks;
+	size_t n_tasks;
+	bool has_retry;         /* true when `retry:` overrides the class */
+	struct sc_retry_policy retry;
+};
+
+struct config {
+	char *path;             /* the file it came from */
+	char *store_url;        /* default "sqlite:./surecron.db", relative
+				   paths resolved against the file's folder */
+	int concurrency;        /* default 1 */
+	int64_t lease_ms;       /* default 5 min */
+	int64_t grace_ms;       /* default 30 s */
+	struct target_spec *targets;
+	size_t n_targets;
+	char **alert_targets;   /* NULL-terminated names, may be empty */
+	size_t n_alert_targets;
+	struct auth_spec *auths;
+	size_t n_auths;
+	struct schedule_spec *schedules;
+	size_t n_schedules;
+};
+
+/* Lookups by name; NULL when absent. */
+const struct target_spec *config_target(const struct config *c,
+					const char *name);
+const struct auth_spec *config_auth(const struct config *c, const char *name);
+const struct schedule_spec *config_schedule(const struct config *c,
+					    const char *name);
+
+#endif
