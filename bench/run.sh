@@ -1,12 +1,16 @@
 #!/bin/sh
-# Runs every benchmark binary given on the command line, then the peer
-# benchmarks under bench/peers/ (each peer script installs its own packages
-# into an ignored folder and prints one line per case).
+# `make bench`: runs every bench/*.sh script (one per area: cron.sh,
+# queue.sh, ...). Each script runs our benchmark binary from
+# $SURECRON_BUILD/bench/ and its peer (installed by the script into an
+# ignored folder under bench/peers/) in the same run, and prints one line
+# per case plus the ratio.
 set -u
 cd "$(dirname "$0")/.."
 status=0
-for b in "$@"; do
-  echo "== $(basename "$b")"
-  "$b" || status=1
+for s in bench/*.sh; do
+  [ "$s" = bench/run.sh ] && continue
+  [ -f "$s" ] || continue
+  echo "== $s"
+  sh "$s" || status=1
 done
 exit $status
