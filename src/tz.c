@@ -29,6 +29,7 @@
 
 #include "clock.h"
 #include "err.h"
+#include "failpoint.h"
 #include "log.h"
 #include "tz.h"
 
@@ -637,7 +638,7 @@ int tz_load_path(const char *path, const char *name,
 		return sc_err_set(err, SC_EZONE, "unknown time zone \"%s\" (%s: "
 				  "%s)", name, path, rc == SC_ETOOBIG
 				  ? "too big" : strerror(-rc));
-	z = calloc(1, sizeof(*z));
+	z = SC_FAILPOINT_ERR("tz.alloc") ? NULL : calloc(1, sizeof(*z));
 	if (!z) {
 		free(buf);
 		return sc_err_set(err, SC_ENOMEM, "out of memory");

@@ -425,6 +425,25 @@ static void builtin_and_local(void **state)
 	assert_int_equal(sc_zone_offset_s(a, 0), 9 * 3600);
 }
 
+static void out_of_memory_is_reported(void **state)
+{
+	const struct sc_zone *z = NULL;
+	struct sc_err err = {0};
+
+#ifndef SC_FAILPOINTS
+	skip();
+#endif
+	setenv("SURECRON_FAILPOINTS", "tz.alloc:err", 1);
+	int rc = sc_zone_load("Europe/Madrid", &z, &err);
+	unsetenv("SURECRON_FAILPOINTS");
+	assert_int_equal(rc, SC_ENOMEM);
+	assert_int_equal(err.code, SC_ENOMEM);
+	assert_null(z);
+	/* Nothing half-made was cached: the next load works. */
+	assert_int_equal(sc_zone_load("Europe/Madrid", &z, NULL), 0);
+	assert_int_equal(sc_zone_offset_s(z, 0), 3600);
+}
+
 /* --- concurrency --- */
 
 /* Zones no earlier test loaded, so the threads race on first loads. */
@@ -483,6 +502,7 @@ int main(void)
 		cmocka_unit_test(slim_file_from_zic),
 		cmocka_unit_test(posix_rules),
 		cmocka_unit_test(builtin_and_local),
+		cmocka_unit_test(out_of_memory_is_reported),
 		cmocka_unit_test(threads_agree),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
