@@ -323,6 +323,15 @@ static int parse_field(const struct pctx *px, int f, const char *s,
 	return 0;
 }
 
+/* Fields are separated by any white space, so a value read from YAML with
+ * a trailing newline still parses. */
+#define BLANKS " \t\n\r\v\f"
+
+static bool is_blank(char ch)
+{
+	return ch && strchr(BLANKS, ch) != NULL;
+}
+
 static const struct {
 	const char *name;
 	const char *expr;
@@ -341,7 +350,7 @@ static int parse_fields(const struct pctx *px, const char *text,
 	const char *p = text;
 
 	while (1) {
-		while (*p == ' ' || *p == '\t')
+		while (is_blank(*p))
 			p++;
 		if (!*p)
 			break;
@@ -350,7 +359,7 @@ static int parse_fields(const struct pctx *px, const char *text,
 			break;
 		}
 		start[n] = p;
-		while (*p && *p != ' ' && *p != '\t')
+		while (*p && !is_blank(*p))
 			p++;
 		end[n++] = p;
 	}
@@ -425,12 +434,12 @@ int sc_cron_parse(const char *expr, struct sc_cron *out, struct sc_err *err)
 		return sc_err_set(err, SC_ECRON, "invalid cron: expression is "
 				  "longer than %d bytes", SC_CRON_EXPR_MAX);
 	p = expr;
-	while (*p == ' ' || *p == '\t')
+	while (is_blank(*p))
 		p++;
 	if (*p == '@') {
-		size_t len = strcspn(p, " \t");
+		size_t len = strcspn(p, BLANKS);
 		const char *rest = p + len;
-		while (*rest == ' ' || *rest == '\t')
+		while (is_blank(*rest))
 			rest++;
 		for (size_t i = 0; i < sizeof(macros) / sizeof(macros[0]); i++)
 			if (strlen(macros[i].name) == len &&

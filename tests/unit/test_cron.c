@@ -116,6 +116,10 @@ static const struct next_row {
 	 {"2026-01-01T10:15:30Z", "2027-01-01T10:15:30Z"}},
 	{"0 0 17 ? * 5", "UTC", "2026-01-01T00:00:00Z",
 	 {"2026-01-02T17:00:00Z"}},
+	/* Any white space separates fields (YAML may leave a newline). */
+	{" 0\t17 * *\t5\n", "UTC", "2026-01-01T00:00:00Z",
+	 {"2026-01-02T17:00:00Z"}},
+	{"@daily\n", "UTC", "2026-01-01T00:00:00Z", {"2026-01-02T00:00:00Z"}},
 	/* Strictly after, with milliseconds. */
 	{"0 17 * * 5", "UTC", "2026-01-02T17:00:00Z", {"2026-01-09T17:00:00Z"}},
 	{"0 17 * * 5", "UTC", "2026-01-02T16:59:59.999Z",
@@ -300,7 +304,7 @@ static const struct err_row {
 	{"0 0 30 2 *", SC_ENEVER, "\"0 0 30 2 *\": never fires"},
 	{"0 0 31 4,6,9,11 *", SC_ENEVER, "never fires"},
 	{"0 0 L-1 * *", SC_ECRON, "day-of-month: 'L-1' is not a number"},
-	{"0 0 \"x\n * * *", SC_ECRON, "invalid cron \"0 0 ?x? * * *\""},
+	{"0 0 \"x\t* * *", SC_ECRON, "invalid cron \"0 0 ?x?* * *\": hour"},
 };
 
 static void errors_table(void **state)
