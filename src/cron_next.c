@@ -7,7 +7,9 @@
  * Inside the wall clock the calendar is walked with the bitsets: a month
  * not in the month set is skipped whole, a month's matching days come out
  * of one mask (cron_day_mask) and ctz, and the time of day of three more
- * ctz. Nothing steps minute by minute.
+ * ctz. Nothing steps minute by minute. When the next match lies far past
+ * a span's end, the search jumps close to it instead of visiting every
+ * span in between (see the comment at the jump).
  *
  * The DST rule (cronie, Debian cron(8)):
  *   - fixed-time expressions (SC_CRON_FIXED_TIME) go by the wall clock:
