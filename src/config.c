@@ -354,7 +354,9 @@ static void yaml_problem(struct ybuild *b)
 				   problem);
 		return;
 	}
-	if (strstr(problem, "alias") || strstr(problem, "anchor"))
+	const char *ctx = p->context ? p->context : "";
+	if (strstr(problem, "alias") || strstr(problem, "anchor") ||
+	    strstr(ctx, "alias") || strstr(ctx, "anchor"))
 		config_problem_add(b->probs, line, col,
 				   "YAML syntax error: %s%s%s (quote values "
 				   "that start with '*' or '&', like cron "
@@ -604,6 +606,22 @@ static void bad(struct pc *pc, const struct ynode *n, const char *path,
 		pc->oom = true;
 }
 
+/* Records a missing key at the position of the object's own key (the
+ * schedule or target name, the list item) when known, else at m. */
+static void missing(struct pc *pc, const struct ynode *m, const char *path,
+		    const char *key, const char *why)
+{
+	struct ynode at = {.line = m ? m->line : 0, .col = m ? m->col : 0};
+	int line, col;
+
+	if (config_locate(pc->c, path, &line, &col)) {
+		at.line = line;
+		at.col = col;
+	}
+	bad(pc, &at, path, "missing required key \"%s\"%s%s%s", key,
+	    *why ? " (" : "", why, *why ? ")" : "");
+}
+
 static void oom(struct pc *pc)
 {
 	if (!pc->oom)
@@ -820,7 +838,7 @@ static int get_str(struct pc *pc, const struct ynode *m, const char *path,
 	pjoin(kp, sizeof(kp), path, key);
 	if (!v) {
 		if (required) {
-			bad(pc, m, path, "missing required key \"%s\"", key);
+			missing(pc, m, path, key, "");
 			return -1;
 		}
 		return 0;
@@ -1217,8 +1235,7 @@ static void parse_target(struct pc *pc, const struct ynode *k,
 	const struct ynode *kn = map_get(v, "kind");
 	pjoin(kp, sizeof(kp), path, "kind");
 	if (!kn) {
-		bad(pc, v, path, "missing required key \"kind\" (slack, "
-		    "webhook, file or command)");
+		missing(pc, v, path, "kind", "slack, webhook, file or command");
 		return;
 	}
 	if (get_enum(pc, v, path, "kind", target_kinds, &kind) != 1)
@@ -1253,8 +1270,8 @@ static void parse_target(struct pc *pc, const struct ynode *k,
 	case TARGET_COMMAND: {
 		const struct ynode *cmd = map_get(v, "command");
 		if (!cmd) {
-			bad(pc, v, path, "missing required key \"command\" "
-			    "(the program and its arguments, as a list)");
+			missing(pc, v, path, "command",
+				"the program and its arguments, as a list");
 			break;
 		}
 		if (get_strv(pc, v, path, "command", true, &t->argv, NULL) ==
@@ -1300,8 +1317,7 @@ static void parse_auth(struct pc *pc, const struct ynode *k,
 	if (!want(pc, v, path, YN_MAP))
 		return;
 	if (!map_get(v, "kind")) {
-		bad(pc, v, path, "missing required key \"kind\" (oauth2 or "
-		    "bearer)");
+		missing(pc, v, path, "kind", "oauth2 or bearer");
 		return;
 	}
 	if (get_enum(pc, v, path, "kind", kinds, &kind) != 1)
@@ -1630,9 +1646,9 @@ static void parse_retry(struct pc *pc, const struct ynode *r,
 	int d = get_duration(pc, r, path, "delay", 0,
 			     INT64_C(30) * 86400000, &delay);
 	if (a == 0)
-		bad(pc, r, path, "missing required key \"attempts\"");
+		missing(pc, r, path, "attempts", "");
 	if (d == 0)
-		bad(pc, r, path, "missing required key \"delay\"");
+		missing(pc, r, path, "delay", "e.g. 30m");
 	if (a != 1 || b < 0 || d != 1)
 		return;
 	s->retry = (struct sc_retry_policy){(int)attempts,
@@ -1676,8 +1692,8 @@ static void parse_schedule(struct pc *pc, const struct ynode *k,
 	const struct ynode *tl = map_get(v, "tasks");
 	pjoin(kp, sizeof(kp), path, "tasks");
 	if (!tl) {
-		bad(pc, v, path, "missing required key \"tasks\" (a list of "
-		    "tasks to run in each slot)");
+		missing(pc, v, path, "tasks",
+			"a list of tasks to run in each slot");
 	} else if (want(pc, tl, kp, YN_SEQ)) {
 		if (tl->n == 0)
 			bad(pc, tl, kp, "must not be empty");

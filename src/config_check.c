@@ -204,6 +204,9 @@ int config_check(const struct config *c, struct config_problems *probs)
 	size_t first = probs->n;
 	char path[512];
 
+	if (!probs->file && c->path && !(probs->file = strdup(c->path)))
+		return SC_ENOMEM;
+
 	for (size_t i = 0; i < c->n_targets; i++) {
 		const struct target_spec *t = &c->targets[i];
 		snprintf(path, sizeof(path), "targets.%s.url_env", t->name);
