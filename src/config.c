@@ -185,10 +185,12 @@ static void locs_add(struct config_locs *l, const char *path, int line,
 		l->v = v;
 		l->cap = ncap;
 	}
-	char *p = strdup(path);
-	if (!p)
+	l->v[l->n].path = strdup(path);
+	if (!l->v[l->n].path)
 		return;
-	l->v[l->n++] = (struct config_loc){p, line, col};
+	l->v[l->n].line = line;
+	l->v[l->n].col = col;
+	l->n++;
 }
 
 bool config_locate(const struct config *c, const char *path, int *line,
@@ -406,7 +408,8 @@ static int ynode_push(struct ybuild *b, struct ynode *parent,
 {
 	if (parent->n == parent->cap) {
 		size_t ncap = parent->cap ? parent->cap * 2 : 4;
-		struct ynode **v = realloc(parent->kids, ncap * sizeof(*v));
+		struct ynode **v =
+			realloc(parent->kids, ncap * sizeof(struct ynode *));
 		if (!v) {
 			b->oom = true;
 			config_problem_add(b->probs, 0, 0, "out of memory");
@@ -1033,14 +1036,15 @@ static int get_strv(struct pc *pc, const struct ynode *m, const char *path,
 		const struct ynode *it = v->kids[i];
 		pindex(ip, sizeof(ip), kp, i);
 		locs_add(pc->c->locs, ip, it->line, it->col);
-		if (!want(pc, it, ip, YN_SCALAR)) {
-			rc = -1;
-		} else if (!*it->str) {
+		bool ok = want(pc, it, ip, YN_SCALAR);
+		if (ok && !*it->str) {
 			bad(pc, it, ip, "must not be empty");
-			rc = -1;
-		} else if (!(arr[i] = xstrdup(pc, it->str))) {
-			rc = -1;
+			ok = false;
 		}
+		if (ok)
+			arr[i] = xstrdup(pc, it->str);
+		if (!ok || !arr[i])
+			rc = -1;
 	}
 	if (rc < 0) {
 		strv_free(arr);
@@ -1376,7 +1380,7 @@ static void check_target_refs(struct pc *pc, const struct ynode *m,
 	if (!v || v->kind != YN_SEQ || !names)
 		return;
 	pjoin(kp, sizeof(kp), path, key);
-	for (size_t i = 0; names[i] && i < v->n; i++) {
+	for (size_t i = 0; i < v->n && names[i]; i++) {
 		pindex(ip, sizeof(ip), kp, i);
 		if (!config_target(pc->c, names[i]))
 			bad(pc, v->kids[i], ip, "unknown target \"%s\" (not "
