@@ -1664,6 +1664,38 @@ static void parse_retry(struct pc *pc, const struct ynode *r,
 	s->has_retry = true;
 }
 
+/*
+ * The final expression (after overrides) must parse and the zone must
+ * load, through the cron module, so that every loaded schedule can fire.
+ * A bad override is located at the file's `cron:` (or the schedule's
+ * name) and names the variable it came from.
+ */
+static void check_cron_tz(struct pc *pc, const struct ynode *k,
+			  const struct ynode *v, const char *path,
+			  const struct schedule_spec *s)
+{
+	char kp[PATH_MAX_KEY];
+	struct sc_err err = {0};
+	struct sc_cron cron;
+	const struct sc_zone *zone;
+
+	if (s->cron && sc_cron_parse(s->cron, &cron, &err) != 0) {
+		const struct ynode *at = map_get(v, "cron");
+		pjoin(kp, sizeof(kp), path, "cron");
+		if (s->override_var)
+			bad(pc, at ? at : k, kp, "%s (from %s)", err.msg,
+			    s->override_var);
+		else
+			bad(pc, at ? at : k, kp, "%s", err.msg);
+	}
+	const struct ynode *tz = map_get(v, "tz");
+	sc_err_clear(&err);
+	if (s->tz && tz && sc_zone_load(s->tz, &zone, &err) != 0) {
+		pjoin(kp, sizeof(kp), path, "tz");
+		bad(pc, tz, kp, "%s", err.msg);
+	}
+}
+
 static void parse_schedule(struct pc *pc, const struct ynode *k,
 			   const struct ynode *v, struct schedule_spec *s)
 {
@@ -1745,6 +1777,7 @@ env:
 	if (s->override_var)
 		SC_LOG(SC_LOG_INFO, "config", "schedule=%s cron_override=%s",
 		       s->name, s->override_var);
+	check_cron_tz(pc, k, v, path, s);
 }
 
 static void parse_schedules(struct pc *pc, const struct ynode *root)

@@ -7,8 +7,9 @@
  *   - every task program and command-target program exists and is
  *     executable (absolute, resolved against the config's folder at load,
  *     or found on PATH); `shell:` tasks need /bin/sh;
- *   - working folders exist; file targets' folders exist and are writable;
- *   - cron expressions parse and time zones load (the cron module).
+ *   - working folders exist; file targets' folders exist and are writable.
+ * Cron expressions and time zones are checked earlier, by config_parse, so
+ * that no loaded config holds one the scheduler cannot use.
  *
  * Each finding is located at the key it is about (config_locate) so it
  * prints as FILE:LINE:COLUMN. Checking reads the environment and the file
@@ -135,69 +136,6 @@ static void check_dir(struct chk *k, const char *path, const char *dir,
 		problem(k, path, "folder %s is not writable", dir);
 }
 
-/*
- * Cron expression and time zone.
- *
- * HOOK(cron): the cron module (sc_cron_parse and the zone loader, branch
- * `cron`) had not landed when this was written. Until it is merged, this
- * does the structural part only: 5 or 6 fields or an @macro, and a zone
- * name that exists under $TZDIR or /usr/share/zoneinfo. Replace the body
- * with calls to the cron module once it is available.
- */
-static void check_cron(struct chk *k, const struct schedule_spec *s)
-{
-	static const char *const macros[] = {
-		"@yearly", "@annually", "@monthly", "@weekly", "@daily",
-		"@midnight", "@hourly", NULL};
-	char path[256];
-	const char *e = s->cron;
-
-	snprintf(path, sizeof(path), "schedules.%s.cron", s->name);
-	if (e && e[0] == '@') {
-		bool ok = false;
-		for (size_t i = 0; macros[i]; i++)
-			if (strcmp(e, macros[i]) == 0)
-				ok = true;
-		if (!ok)
-			problem(k, path, "invalid cron expression \"%s\"%s%s: "
-				"unknown macro", e,
-				s->override_var ? " from " : "",
-				s->override_var ? s->override_var : "");
-	} else if (e) {
-		int fields = 0;
-		bool in = false;
-		for (const char *p = e; *p; p++) {
-			bool sp = *p == ' ' || *p == '\t';
-			if (!sp && !in)
-				fields++;
-			in = !sp;
-		}
-		if (fields != 5 && fields != 6)
-			problem(k, path, "invalid cron expression \"%s\"%s%s: "
-				"expected 5 fields (or 6 with seconds), got %d",
-				e, s->override_var ? " from " : "",
-				s->override_var ? s->override_var : "",
-				fields);
-	}
-	if (!s->tz)
-		return;
-	snprintf(path, sizeof(path), "schedules.%s.tz", s->name);
-	const char *tzdir = getenv("TZDIR");
-	char file[1024];
-	if (!tzdir || !*tzdir)
-		tzdir = "/usr/share/zoneinfo";
-	if (s->tz[0] == '/' || strstr(s->tz, "..") ||
-	    snprintf(file, sizeof(file), "%s/%s", tzdir, s->tz) >=
-		    (int)sizeof(file)) {
-		problem(k, path, "invalid time zone name \"%s\"", s->tz);
-		return;
-	}
-	struct stat st;
-	if (stat(file, &st) != 0 || !S_ISREG(st.st_mode))
-		problem(k, path, "unknown time zone \"%s\" (no such file "
-			"under %s)", s->tz, tzdir);
-}
-
 int config_check(const struct config *c, struct config_problems *probs)
 {
 	struct chk k = {.c = c, .probs = probs};
@@ -243,7 +181,6 @@ int config_check(const struct config *c, struct config_problems *probs)
 	}
 	for (size_t i = 0; i < c->n_schedules; i++) {
 		const struct schedule_spec *s = &c->schedules[i];
-		check_cron(&k, s);
 		for (size_t j = 0; j < s->n_tasks; j++) {
 			const struct task_spec *t = &s->tasks[j];
 			if (t->kind != TASK_COMMAND)

@@ -202,8 +202,9 @@ static void override_is_checked(void **state)
 
 	assert_int_equal(run(NULL, bad, args), 2);
 	assert_non_null(strstr(err, ":3:11: schedules.weekly-summary.cron: "
-				    "invalid cron expression \"17 * *\" from "
-				    "SURECRON_SCHEDULE_WEEKLY_SUMMARY"));
+				    "invalid cron \"17 * *\": expected 5 or 6 "
+				    "fields, got 3 (from "
+				    "SURECRON_SCHEDULE_WEEKLY_SUMMARY)\n"));
 	assert_int_equal(run(NULL, good, args), 0);
 	assert_string_equal(out, "ok: 1 schedule, 0 targets\n");
 }

@@ -669,11 +669,7 @@ static void check_environment(void **state)
 		 "      - {name: gone, command: [./tasks/gone.sh]}\n"
 		 "      - {name: path, command: [sh, -c, 'true']}\n"
 		 "      - {name: nopath, command: [surecron-no-such-tool]}\n"
-		 "      - {name: shell, shell: 'true', cwd: ./missing}\n"
-		 "  t:\n"
-		 "    cron: \"0 17 * *\"\n"
-		 "    tz: Mars/Olympus\n"
-		 "    tasks: [{name: a, command: [sh]}]\n");
+		 "      - {name: shell, shell: 'true', cwd: ./missing}\n");
 	const char *path = write_file("c.yaml", text);
 	unsetenv("SC_TEST_CHAT");
 	setenv("SC_TEST_HOOK", "", 1);
@@ -690,7 +686,7 @@ static void check_environment(void **state)
 		fprintf(stderr, "  %s\n",
 			config_problem_format(&probs, i, line, sizeof(line)));
 	assert_int_equal(n, (int)probs.n);
-	assert_int_equal(n, 10);
+	assert_int_equal(n, 8);
 	/* In file order, each at its key. */
 	assert_int_equal(probs.items[0].line, 2);
 	assert_int_equal(probs.items[0].col, 32);
@@ -711,10 +707,6 @@ static void check_environment(void **state)
 	assert_non_null(strstr(probs.items[6].msg, "not found on PATH"));
 	assert_int_equal(probs.items[7].line, 18);
 	assert_non_null(strstr(probs.items[7].msg, "missing does not exist"));
-	assert_int_equal(probs.items[8].line, 20);
-	assert_non_null(strstr(probs.items[8].msg, "schedules.t.cron: "));
-	assert_int_equal(probs.items[9].line, 21);
-	assert_non_null(strstr(probs.items[9].msg, "Mars/Olympus"));
 	assert_int_equal(count_containing(&probs, "s3cret"), 0);
 	config_problems_dispose(&probs);
 
@@ -723,25 +715,75 @@ static void check_environment(void **state)
 	setenv("SC_TEST_HOOK", "https://hooks.example/y", 1);
 	setenv("SC_TEST_TOKEN", "t", 1);
 	n = config_check(c, &probs);
-	assert_int_equal(n, 7);
+	assert_int_equal(n, 5);
 	assert_int_equal(count_containing(&probs, "environment variable"), 0);
 	config_problems_dispose(&probs);
 	config_free(c);
-
-	/* An override is checked as the final expression, naming the
-	 * variable it came from. */
-	setenv("SURECRON_SCHEDULE_S", "61 * * *", 1);
-	c = load_ok(path);
-	n = config_check(c, &probs);
-	assert_true(n > 0);
-	assert_int_equal(count_containing(&probs, "SURECRON_SCHEDULE_S"), 1);
-	config_problems_dispose(&probs);
-	config_free(c);
-	unsetenv("SURECRON_SCHEDULE_S");
 	unsetenv("SC_TEST_CHAT");
 	unsetenv("SC_TEST_HOOK");
 	unsetenv("SC_TEST_SECRET");
 	unsetenv("SC_TEST_TOKEN");
+}
+
+/* Cron expressions (the final ones) and zones go through the cron module
+ * at load: a loaded schedule can always fire. */
+static void cron_and_zone_at_load(void **state)
+{
+	static const struct {
+		const char *cron, *tz, *env; /* env: the override, or NULL */
+		const char *expect;          /* NULL: loads */
+	} rows[] = {
+		{"0 17 * * 5", "Asia/Seoul", NULL, NULL},
+		{"0 0 17 * * 5", "UTC", NULL, NULL},
+		{"@weekly", "America/New_York", NULL, NULL},
+		{"0 17 * *", NULL, NULL,
+		 "4:11: schedules.s.cron: invalid cron \"0 17 * *\": expected "
+		 "5 or 6 fields, got 4"},
+		{"0 25 * * *", NULL, NULL, "4:11: schedules.s.cron: invalid cron "
+		 "\"0 25 * * *\": hour: 25 is out of range 0-23"},
+		{"0 0 30 2 *", NULL, NULL, "4:11: schedules.s.cron: invalid cron "
+		 "\"0 0 30 2 *\": never fires"},
+		{"0 17 * * 5", "Mars/Olympus", NULL,
+		 "5:9: schedules.s.tz: unknown time zone \"Mars/Olympus\""},
+		{"0 17 * * 5", "../etc/passwd", NULL, "5:9: schedules.s.tz: "},
+		{"0 17 * * 5", NULL, "61 * * * *",
+		 "4:11: schedules.s.cron: invalid cron \"61 * * * *\": minute: "
+		 "61 is out of range 0-59 (from SURECRON_SCHEDULE_S)"},
+		{"61 * * * *", NULL, "*/5 * * * *", NULL},
+	};
+	char text[512], line[1024];
+
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		snprintf(text, sizeof(text),
+			 "# row\nschedules:\n  s:\n    cron: \"%s\"\n%s%s%s"
+			 "    tasks: [{name: a, command: [x]}]\n",
+			 rows[i].cron, rows[i].tz ? "    tz: \"" : "",
+			 rows[i].tz ? rows[i].tz : "", rows[i].tz ? "\"\n" : "");
+		const char *path = write_file("z.yaml", text);
+		if (rows[i].env)
+			setenv("SURECRON_SCHEDULE_S", rows[i].env, 1);
+		else
+			unsetenv("SURECRON_SCHEDULE_S");
+		struct config_problems probs = {0};
+		struct config *c = NULL;
+		int rc = config_parse(path, &c, &probs);
+		if (!rows[i].expect) {
+			if (rc != 0)
+				fail_msg("row %zu: %s", i, probs.items[0].msg);
+			assert_string_equal(c->schedules[0].cron,
+					    rows[i].env ? rows[i].env
+							: rows[i].cron);
+		} else {
+			assert_int_equal(rc, SC_ECONFIG);
+			config_problem_format(&probs, 0, line, sizeof(line));
+			if (!matches(line, path, rows[i].expect))
+				fail_msg("row %zu:\n  expected %s\n  got      %s",
+					 i, rows[i].expect, line);
+		}
+		config_free(c);
+		config_problems_dispose(&probs);
+	}
+	unsetenv("SURECRON_SCHEDULE_S");
 }
 
 static void many_problems_reported_in_file_order(void **state)
@@ -790,6 +832,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(truncated_and_mangled_input,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(check_environment, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(cron_and_zone_at_load, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(
 			many_problems_reported_in_file_order, setup, teardown),
