@@ -55,12 +55,14 @@ static int run(const char *cwd, const char *const *env,
 	       const char *const *args)
 {
 	char op[300], ep[300];
-	char *argv[32];
+	char *argv[32], bin[PATH_MAX];
 	int n = 0;
 
 	snprintf(op, sizeof(op), "%s/.out", tmp);
 	snprintf(ep, sizeof(ep), "%s/.err", tmp);
-	argv[n++] = (char *)tu_bin();
+	/* Absolute, since the child may change folder first. */
+	assert_non_null(realpath(tu_bin(), bin));
+	argv[n++] = bin;
 	for (; args[n - 1] && n < 31; n++)
 		argv[n] = (char *)args[n - 1];
 	argv[n] = NULL;
