@@ -268,9 +268,7 @@ static int prescan(const unsigned char *s, size_t n,
 			return -1;
 		}
 		if (cp == '\n') {
-			if (tab_col) {
-				/* a tab on a blank line is harmless */
-			}
+			/* A tab on a blank line is harmless: no error. */
 			line++;
 			col = 1;
 			at_indent = true;
@@ -1094,17 +1092,20 @@ static void resolve_program(struct pc *pc, char **argv)
 /* Sections                                                           */
 /* ------------------------------------------------------------------ */
 
-static bool loopback_url(const char *u)
+bool config_url_allowed(const char *u)
 {
 	static const char *const pre[] = {
 		"http://127.0.0.1:", "http://127.0.0.1/", "http://localhost:",
 		"http://localhost/", "http://[::1]:", "http://[::1]/",
 	};
+	if (strncmp(u, "https://", 8) == 0 && u[8])
+		return true;
 	for (size_t i = 0; i < sizeof(pre) / sizeof(pre[0]); i++)
 		if (strncmp(u, pre[i], strlen(pre[i])) == 0)
 			return true;
 	return strcmp(u, "http://127.0.0.1") == 0 ||
-	       strcmp(u, "http://localhost") == 0;
+	       strcmp(u, "http://localhost") == 0 ||
+	       strcmp(u, "http://[::1]") == 0;
 }
 
 static void parse_store(struct pc *pc, const struct ynode *root)
@@ -1338,8 +1339,7 @@ static void parse_auth(struct pc *pc, const struct ynode *k,
 		return;
 	}
 	if (get_str(pc, v, path, "token_url", true, &a->token_url) == 1 &&
-	    strncmp(a->token_url, "https://", 8) != 0 &&
-	    !loopback_url(a->token_url)) {
+	    !config_url_allowed(a->token_url)) {
 		char kp[PATH_MAX_KEY];
 		pjoin(kp, sizeof(kp), path, "token_url");
 		bad(pc, map_get(v, "token_url"), kp, "must be an https:// URL "

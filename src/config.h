@@ -100,6 +100,12 @@ int config_check(const struct config *c, struct config_problems *probs);
 bool config_locate(const struct config *c, const char *path, int *line,
 		   int *col);
 
+/*
+ * True for a URL surecron may send to: https://, or plain http:// only to a
+ * loopback host (127.0.0.1, localhost, [::1]), as for tests. Thread-safe.
+ */
+bool config_url_allowed(const char *url);
+
 /* ---- config_env.c: environment overrides of schedules ---- */
 
 /*

@@ -3,7 +3,9 @@
  * on: what `surecron check` adds to what config_load already refused.
  *
  *   - every environment variable the config names (url_env, secret_env,
- *     token_env, client_secret_env) is set and non-empty;
+ *     token_env, client_secret_env) is set and non-empty, URLs are
+ *     https:// (or http:// to loopback), never printing a value;
+ *   - SURECRON_ALERT_TARGETS, when set, names existing targets;
  *   - every task program and command-target program exists and is
  *     executable (absolute, resolved against the config's folder at load,
  *     or found on PATH); `shell:` tasks need /bin/sh;
@@ -51,7 +53,10 @@ static void problem(struct chk *k, const char *path, const char *fmt, ...)
 	k->n++;
 }
 
-static void check_env(struct chk *k, const char *path, const char *var)
+/* The variable is set and non-empty; when is_url, it holds a URL that
+ * delivery accepts. The value itself is never printed: it is a secret. */
+static void check_env(struct chk *k, const char *path, const char *var,
+		      bool is_url)
 {
 	const char *v;
 
@@ -62,6 +67,37 @@ static void check_env(struct chk *k, const char *path, const char *var)
 		problem(k, path, "environment variable %s is not set", var);
 	else if (!*v)
 		problem(k, path, "environment variable %s is empty", var);
+	else if (is_url && !config_url_allowed(v))
+		problem(k, path, "environment variable %s must hold an "
+			"https:// URL (plain http:// only to a loopback host)",
+			var);
+}
+
+/* SURECRON_ALERT_TARGETS, when set, replaces alerts.targets: every name
+ * in it (separated by commas or spaces) must be a target. */
+static void check_alert_env(struct chk *k)
+{
+	const char *v = getenv("SURECRON_ALERT_TARGETS");
+	char name[CONFIG_NAME_MAX + 1];
+
+	while (v && *v) {
+		v += strspn(v, ", ");
+		size_t len = strcspn(v, ", ");
+		if (len == 0)
+			break;
+		if (len > CONFIG_NAME_MAX) {
+			problem(k, "alerts.targets", "SURECRON_ALERT_TARGETS "
+				"holds a name longer than %d characters",
+				CONFIG_NAME_MAX);
+			return;
+		}
+		memcpy(name, v, len);
+		name[len] = '\0';
+		if (!config_target(k->c, name))
+			problem(k, "alerts.targets", "SURECRON_ALERT_TARGETS "
+				"names unknown target \"%s\"", name);
+		v += len;
+	}
 }
 
 /* 0 when path is an executable regular file, else an errno value. */
@@ -148,9 +184,9 @@ int config_check(const struct config *c, struct config_problems *probs)
 	for (size_t i = 0; i < c->n_targets; i++) {
 		const struct target_spec *t = &c->targets[i];
 		snprintf(path, sizeof(path), "targets.%s.url_env", t->name);
-		check_env(&k, path, t->url_env);
+		check_env(&k, path, t->url_env, true);
 		snprintf(path, sizeof(path), "targets.%s.secret_env", t->name);
-		check_env(&k, path, t->secret_env);
+		check_env(&k, path, t->secret_env, false);
 		if (t->kind == TARGET_FILE && t->path) {
 			char *d = strdup(t->path);
 			if (!d) {
@@ -175,10 +211,11 @@ int config_check(const struct config *c, struct config_problems *probs)
 		const struct auth_spec *a = &c->auths[i];
 		snprintf(path, sizeof(path), "auth.%s.client_secret_env",
 			 a->name);
-		check_env(&k, path, a->client_secret_env);
+		check_env(&k, path, a->client_secret_env, false);
 		snprintf(path, sizeof(path), "auth.%s.token_env", a->name);
-		check_env(&k, path, a->token_env);
+		check_env(&k, path, a->token_env, false);
 	}
+	check_alert_env(&k);
 	for (size_t i = 0; i < c->n_schedules; i++) {
 		const struct schedule_spec *s = &c->schedules[i];
 		for (size_t j = 0; j < s->n_tasks; j++) {

@@ -725,6 +725,58 @@ static void check_environment(void **state)
 	unsetenv("SC_TEST_TOKEN");
 }
 
+static void check_urls_and_alert_env(void **state)
+{
+	const char *path = write_file(
+		"u.yaml",
+		"targets:\n"
+		"  chat: {kind: slack, url_env: SC_TEST_URL}\n"
+		"alerts: {targets: [chat]}\n"
+		"schedules:\n"
+		"  s: {cron: \"* * * * *\", tasks: [{name: a, command: [sh]}]}\n");
+	static const struct {
+		const char *url, *alert_env; /* NULL: unset */
+		int problems;
+		const char *msg;
+	} rows[] = {
+		{"https://hooks.example/T/sekrit", NULL, 0, NULL},
+		{"http://127.0.0.1:8080/hook", NULL, 0, NULL},
+		{"http://[::1]/hook", "chat", 0, NULL},
+		{"http://hooks.example/sekrit", NULL, 1, "must hold an https:// URL"},
+		{"ftp://x/sekrit", NULL, 1, "must hold an https:// URL"},
+		{"https://", NULL, 1, "must hold an https:// URL"},
+		{"https://hooks.example/sekrit", "chat,pager", 1,
+		 "alerts.targets: SURECRON_ALERT_TARGETS names unknown target "
+		 "\"pager\""},
+		{"https://hooks.example/sekrit", " chat , chat ", 0, NULL},
+	};
+	struct config *c = load_ok(path);
+
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		struct config_problems probs = {0};
+		setenv("SC_TEST_URL", rows[i].url, 1);
+		if (rows[i].alert_env)
+			setenv("SURECRON_ALERT_TARGETS", rows[i].alert_env, 1);
+		else
+			unsetenv("SURECRON_ALERT_TARGETS");
+		int n = config_check(c, &probs);
+		if (n != rows[i].problems)
+			fail_msg("row %zu: %d problems (%s)", i, n,
+				 n > 0 ? probs.items[0].msg : "");
+		if (rows[i].msg) {
+			assert_non_null(strstr(probs.items[0].msg, rows[i].msg));
+			/* Located at the key, never showing the value. */
+			assert_true(probs.items[0].line == 2 ||
+				    probs.items[0].line == 3);
+			assert_int_equal(count_containing(&probs, "sekrit"), 0);
+		}
+		config_problems_dispose(&probs);
+	}
+	unsetenv("SC_TEST_URL");
+	unsetenv("SURECRON_ALERT_TARGETS");
+	config_free(c);
+}
+
 /* Cron expressions (the final ones) and zones go through the cron module
  * at load: a loaded schedule can always fire. */
 static void cron_and_zone_at_load(void **state)
@@ -832,6 +884,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(truncated_and_mangled_input,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(check_environment, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(check_urls_and_alert_env, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(cron_and_zone_at_load, setup,
 						teardown),
