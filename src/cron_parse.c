@@ -94,10 +94,12 @@ static int fail(const struct pctx *px, int f, const char *fmt, ...)
 	va_end(ap);
 	clean(ex, sizeof(ex), px->expr);
 	if (f >= 0)
-		return sc_err_set(px->err, SC_ECRON, "invalid cron \"%s\": %s: %s",
-				  ex, fields[f].name, reason);
-	return sc_err_set(px->err, SC_ECRON, "invalid cron \"%s\": %s", ex,
-			  reason);
+		sc_err_set(px->err, SC_ECRON, "invalid cron \"%s\": %s: %s", ex,
+			   fields[f].name, reason);
+	else
+		sc_err_set(px->err, SC_ECRON, "invalid cron \"%s\": %s", ex,
+			   reason);
+	return SC_ECRON;
 }
 
 /*
@@ -261,8 +263,9 @@ static int parse_item(const struct pctx *px, int f, const char *item,
 				if (read_small(px, f, &p, end, item,
 					       "occurrence", 1, 5, &nth))
 					return SC_ECRON;
+				/* nth is 1..5 here (read_small checked). */
 				acc->dow_nth[lo % 7] |=
-					(uint8_t)(1u << (nth - 1));
+					(uint8_t)(1u << ((nth - 1) & 7));
 				fixed = special = true;
 				st = ST_DONE;
 			} else {

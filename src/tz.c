@@ -245,7 +245,8 @@ static void rule_span(const struct tz_rule *r, int64_t t, struct tz_span *o)
 	int m, d, n = 0;
 
 	clock_civil_from_days(days, &y, &m, &d);
-	for (int64_t yy = y - 1; yy <= y + 2; yy++) {
+	for (int k = 0; k < 4; k++) {
+		int64_t yy = y - 1 + k;
 		ch[n++] = (struct rule_change){
 			rule_local(&r->start, yy) - r->std_off, true};
 		ch[n++] = (struct rule_change){

@@ -39,7 +39,7 @@ static const char *opt_value(const char *name, int argc, char **argv, int *i,
 	const char *a = argv[*i];
 	size_t n = strlen(name);
 
-	if (strncmp(a, name, n) != 0)
+	if (!a || strncmp(a, name, n) != 0)
 		return NULL;
 	if (a[n] == '=')
 		return a + n + 1;

@@ -188,6 +188,8 @@ static void put64(struct img *im, int64_t v)
 
 static void put_bytes(struct img *im, const void *p, size_t n)
 {
+	if (n == 0)
+		return;
 	memcpy(im->b + im->n, p, n);
 	im->n += n;
 }
