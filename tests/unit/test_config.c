@@ -422,6 +422,61 @@ static void env_override_forms(void **state)
 	unsetenv("SURECRON_SCHEDULE_WEEKLY_SUMMARY");
 }
 
+/* The final expression decides the retry class; `retry:` wins over it. */
+static void override_moves_retry_class(void **state)
+{
+	const char *path = write_file(
+		"r.yaml",
+		"schedules:\n"
+		"  weekly:\n"
+		"    cron: \"0 17 * * 5\"\n"
+		"    tasks: [{name: a, command: [x]}]\n"
+		"  pinned:\n"
+		"    cron: \"*/3 * * * *\"\n"
+		"    retry: {attempts: 5, delay: 10s}\n"
+		"    tasks: [{name: a, command: [x]}]\n");
+	struct sc_retry_policy p;
+	enum sc_freq_class cls;
+	const struct sc_zone *z;
+
+	unsetenv("SURECRON_SCHEDULE_WEEKLY");
+	unsetenv("SURECRON_SCHEDULE_PINNED");
+	struct config *c = load_ok(path);
+	assert_int_equal(config_schedule_retry(config_schedule(c, "weekly"),
+					       &p, &cls, NULL), 0);
+	assert_int_equal(cls, SC_FREQ_LOW);
+	assert_int_equal(p.attempts, 4);
+	assert_int_equal(p.delay_ms, 30 * 60000);
+	assert_int_equal(config_schedule_retry(config_schedule(c, "pinned"),
+					       &p, &cls, NULL), 0);
+	assert_int_equal(cls, SC_FREQ_DEFAULT);
+	assert_int_equal(p.attempts, 5);
+	assert_int_equal(p.backoff, SC_BACKOFF_EXPONENTIAL);
+	assert_int_equal(p.delay_ms, 10000);
+	assert_int_equal(config_schedule_zone(config_schedule(c, "weekly"), &z,
+					      NULL), 0);
+	assert_ptr_equal(z, sc_zone_local());
+	config_free(c);
+
+	/* Weekly moved to every 3 minutes: default class, 2 attempts. */
+	setenv("SURECRON_SCHEDULE_WEEKLY", "*/3 * * * *", 1);
+	/* Pinned moved to a weekly slot: its own policy still wins. */
+	setenv("SURECRON_SCHEDULE_PINNED", "0 0 17 * * 5", 1);
+	c = load_ok(path);
+	assert_int_equal(config_schedule_retry(config_schedule(c, "weekly"),
+					       &p, &cls, NULL), 0);
+	assert_int_equal(cls, SC_FREQ_DEFAULT);
+	assert_int_equal(p.attempts, 2);
+	assert_int_equal(p.delay_ms, 60000);
+	assert_int_equal(config_schedule_retry(config_schedule(c, "pinned"),
+					       &p, &cls, NULL), 0);
+	assert_int_equal(cls, SC_FREQ_LOW);
+	assert_int_equal(p.attempts, 5);
+	config_free(c);
+	unsetenv("SURECRON_SCHEDULE_WEEKLY");
+	unsetenv("SURECRON_SCHEDULE_PINNED");
+}
+
 static void relative_store_path(void **state)
 {
 	char dir[PATH_MAX], want[PATH_MAX + 64], cwd[PATH_MAX];
@@ -876,6 +931,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(env_override_forms, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(override_moves_retry_class,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(relative_store_path, setup,
 						teardown),
 		cmocka_unit_test(bad_corpus),
