@@ -731,6 +731,62 @@ static const char *secret_hint(const char *key)
 }
 
 /*
+ * Reports every key of mapping n that repeats an earlier key ("duplicate
+ * WHAT (first at L:C)"), comparing case-insensitively when nocase (HTTP
+ * header names). Sorting makes it O(n log n): a 1 MiB file of keys must
+ * not cost a quadratic scan.
+ */
+struct keyref {
+	const struct ynode *k;
+	size_t idx;
+};
+
+static int keyref_cmp(const void *a, const void *b)
+{
+	const struct keyref *x = a, *y = b;
+	int c = strcmp(x->k->str, y->k->str);
+	return c ? c : (x->idx < y->idx ? -1 : x->idx > y->idx);
+}
+
+static int keyref_cmp_nocase(const void *a, const void *b)
+{
+	const struct keyref *x = a, *y = b;
+	int c = strcasecmp(x->k->str, y->k->str);
+	return c ? c : (x->idx < y->idx ? -1 : x->idx > y->idx);
+}
+
+static void dup_keys(struct pc *pc, const struct ynode *n, const char *path,
+		     const char *what, bool nocase)
+{
+	size_t cnt = n->n / 2;
+	char kp[PATH_MAX_KEY];
+
+	if (cnt < 2)
+		return;
+	struct keyref *v = malloc(cnt * sizeof(*v));
+	if (!v) {
+		oom(pc);
+		return;
+	}
+	for (size_t i = 0; i < cnt; i++)
+		v[i] = (struct keyref){n->kids[2 * i], i};
+	qsort(v, cnt, sizeof(*v), nocase ? keyref_cmp_nocase : keyref_cmp);
+	size_t first = 0;
+	for (size_t i = 1; i < cnt; i++) {
+		int c = nocase ? strcasecmp(v[i].k->str, v[first].k->str)
+			       : strcmp(v[i].k->str, v[first].k->str);
+		if (c != 0) {
+			first = i;
+			continue;
+		}
+		pjoin(kp, sizeof(kp), path, v[i].k->str);
+		bad(pc, v[i].k, kp, "duplicate %s (first at %d:%d)", what,
+		    v[first].k->line, v[first].k->col);
+	}
+	free(v);
+}
+
+/*
  * Checks that n is a mapping whose keys are all in `allowed` (NULL-ended)
  * and appear once; records the position of each value under path.key.
  * `what` names the object for messages ("a slack target"). Returns false
@@ -743,6 +799,7 @@ static bool map_keys(struct pc *pc, const struct ynode *n, const char *path,
 
 	if (!want(pc, n, path, YN_MAP))
 		return false;
+	dup_keys(pc, n, path, "key", false);
 	for (size_t i = 0; i + 1 < n->n; i += 2) {
 		const struct ynode *k = n->kids[i];
 		bool known = false;
@@ -750,21 +807,10 @@ static bool map_keys(struct pc *pc, const struct ynode *n, const char *path,
 		size_t best = 3;
 
 		pjoin(kp, sizeof(kp), path, k->str);
-		for (size_t j = 0; j < i; j += 2) {
-			if (strcmp(n->kids[j]->str, k->str) == 0) {
-				bad(pc, k, kp, "duplicate key (first at "
-				    "%d:%d)", n->kids[j]->line,
-				    n->kids[j]->col);
-				known = true; /* reported; not unknown too */
-				break;
-			}
-		}
 		for (size_t j = 0; allowed[j]; j++) {
 			if (strcmp(allowed[j], k->str) == 0) {
-				if (!known)
-					locs_add(pc->c->locs, kp,
-						 n->kids[i + 1]->line,
-						 n->kids[i + 1]->col);
+				locs_add(pc->c->locs, kp, n->kids[i + 1]->line,
+					 n->kids[i + 1]->col);
 				known = true;
 				break;
 			}
@@ -1193,14 +1239,11 @@ static bool named_map(struct pc *pc, const struct ynode *n,
 
 	if (!want(pc, n, section, YN_MAP))
 		return false;
+	dup_keys(pc, n, section, what, false);
 	for (size_t i = 0; i + 1 < n->n; i += 2) {
 		const struct ynode *k = n->kids[i];
 		pjoin(kp, sizeof(kp), section, k->str);
 		check_name(pc, k, kp, what);
-		for (size_t j = 0; j < i; j += 2)
-			if (strcmp(n->kids[j]->str, k->str) == 0)
-				bad(pc, k, kp, "duplicate %s (first at %d:%d)",
-				    what, n->kids[j]->line, n->kids[j]->col);
 		locs_add(pc->c->locs, kp, k->line, k->col);
 	}
 	return true;
@@ -1458,6 +1501,7 @@ static void parse_http(struct pc *pc, const struct ynode *h,
 	const struct ynode *hd = map_get(h, "headers");
 	pjoin(kp, sizeof(kp), path, "headers");
 	if (hd && want(pc, hd, kp, YN_MAP)) {
+		dup_keys(pc, hd, kp, "header", true);
 		size_t n = hd->n / 2;
 		t->headers = calloc(n + 1, sizeof(char *));
 		if (!t->headers) {
@@ -1486,9 +1530,6 @@ static void parse_http(struct pc *pc, const struct ynode *h,
 				    "`auth:`");
 				continue;
 			}
-			for (size_t j = 0; j < i; j += 2)
-				if (strcasecmp(hd->kids[j]->str, k->str) == 0)
-					bad(pc, k, hp, "duplicate header");
 			if (!want(pc, v, hp, YN_SCALAR))
 				continue;
 			if (strpbrk(v->str, "\r\n")) {
@@ -1515,6 +1556,7 @@ static void parse_task_env(struct pc *pc, const struct ynode *e,
 
 	if (!want(pc, e, path, YN_MAP))
 		return;
+	dup_keys(pc, e, path, "key", false);
 	t->env = calloc(e->n / 2 + 1, sizeof(char *));
 	if (!t->env) {
 		oom(pc);
@@ -1533,11 +1575,6 @@ static void parse_task_env(struct pc *pc, const struct ynode *e,
 			    "surecron itself");
 			continue;
 		}
-		for (size_t j = 0; j < i; j += 2)
-			if (strcmp(e->kids[j]->str, k->str) == 0)
-				bad(pc, k, kp, "duplicate key (first at "
-				    "%d:%d)", e->kids[j]->line,
-				    e->kids[j]->col);
 		/* An empty value is a valid environment value. */
 		if (v->kind != YN_SCALAR) {
 			bad(pc, v, kp, "expected a string, got %s",
@@ -1780,6 +1817,59 @@ env:
 	check_cron_tz(pc, k, v, path, s);
 }
 
+/*
+ * Two names that map to one override variable ("a-b", "a_b") would let one
+ * variable move two schedules: refused. Sorted, so O(n log n).
+ */
+struct varref {
+	char var[CONFIG_NAME_MAX + 32];
+	const struct ynode *k;
+	size_t idx;
+};
+
+static int varref_cmp(const void *a, const void *b)
+{
+	const struct varref *x = a, *y = b;
+	int c = strcmp(x->var, y->var);
+	return c ? c : (x->idx < y->idx ? -1 : x->idx > y->idx);
+}
+
+static void override_collisions(struct pc *pc, const struct ynode *m)
+{
+	size_t cnt = m->n / 2;
+	char kp[PATH_MAX_KEY];
+
+	if (cnt < 2)
+		return;
+	struct varref *v = calloc(cnt, sizeof(*v));
+	if (!v) {
+		oom(pc);
+		return;
+	}
+	for (size_t i = 0; i < cnt; i++) {
+		v[i].k = m->kids[2 * i];
+		v[i].idx = i;
+		if (config_env_default_var(v[i].k->str, v[i].var,
+					   sizeof(v[i].var)))
+			v[i].var[0] = '\0'; /* too long: already refused */
+	}
+	qsort(v, cnt, sizeof(*v), varref_cmp);
+	size_t first = 0;
+	for (size_t i = 1; i < cnt; i++) {
+		if (!v[i].var[0] || strcmp(v[i].var, v[first].var) != 0) {
+			first = i;
+			continue;
+		}
+		if (strcmp(v[i].k->str, v[first].k->str) == 0)
+			continue; /* the same name: a duplicate, reported */
+		pjoin(kp, sizeof(kp), "schedules", v[i].k->str);
+		bad(pc, v[i].k, kp, "schedules \"%s\" and \"%s\" share the "
+		    "override variable %s; rename one", v[first].k->str,
+		    v[i].k->str, v[i].var);
+	}
+	free(v);
+}
+
 static void parse_schedules(struct pc *pc, const struct ynode *root)
 {
 	const struct ynode *m = map_get(root, "schedules");
@@ -1805,26 +1895,8 @@ static void parse_schedules(struct pc *pc, const struct ynode *root)
 	for (size_t i = 0; i + 1 < m->n; i += 2) {
 		parse_schedule(pc, m->kids[i], m->kids[i + 1],
 			       &c->schedules[c->n_schedules++]);
-		/* Two names that map to one override variable would make
-		 * one variable move two schedules. */
-		char a[CONFIG_NAME_MAX + 32], b[CONFIG_NAME_MAX + 32];
-		if (config_env_default_var(m->kids[i]->str, a, sizeof(a)))
-			continue;
-		for (size_t j = 0; j < i; j += 2) {
-			if (config_env_default_var(m->kids[j]->str, b,
-						   sizeof(b)) == 0 &&
-			    strcmp(a, b) == 0 &&
-			    strcmp(m->kids[i]->str, m->kids[j]->str) != 0) {
-				char kp[PATH_MAX_KEY];
-				pjoin(kp, sizeof(kp), "schedules",
-				      m->kids[i]->str);
-				bad(pc, m->kids[i], kp, "schedules \"%s\" and "
-				    "\"%s\" share the override variable %s; "
-				    "rename one", m->kids[j]->str,
-				    m->kids[i]->str, a);
-			}
-		}
 	}
+	override_collisions(pc, m);
 }
 
 /* ------------------------------------------------------------------ */
