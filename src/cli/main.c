@@ -14,7 +14,7 @@
 
 /* Sorted by name; `help` lists them in this order. */
 static const struct cli_command commands[] = {
-	{"check", cmd_check, "check [--config FILE]",
+	{"check", cmd_check, "check [--config FILE | FILE]",
 	 "validate a config file without running anything",
 	 "Reads FILE (default ./surecron.yaml) and checks everything: YAML\n"
 	 "syntax, known keys and types, durations, names, references between\n"

@@ -228,7 +228,15 @@ static void usage_and_unreadable(void **state)
 
 	const char *help[] = {"check", "--help", NULL};
 	assert_int_equal(run(NULL, NULL, help), 0);
-	assert_non_null(strstr(out, "usage: surecron check [--config FILE]"));
+	assert_non_null(strstr(out, "usage: surecron check [--config FILE"));
+
+	/* The file may also be given bare, like crontab -T FILE. */
+	const char *bare[] = {"check", "examples/surecron.yaml", NULL};
+	assert_int_equal(run(src(), NULL, bare), 0);
+	assert_string_equal(out, "ok: 2 schedules, 1 target\n");
+	const char *two[] = {"check", "a.yaml", "b.yaml", NULL};
+	assert_int_equal(run(NULL, NULL, two), 2);
+	assert_non_null(strstr(err, "unexpected argument 'b.yaml'"));
 
 	/* Garbage bytes: a located error, not a crash. */
 	const char *path = write_file("g.yaml", "schedules:\n  \xff\xfe: 1\n");
