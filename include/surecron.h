@@ -362,7 +362,8 @@ SC_API int sc_cron_next(const struct sc_cron *c, const struct sc_zone *z,
 ** `0 17 * * 5` low, `10 17 * * 1-5` default, `0 9 1,15 * *` default.
 ** When reason is not NULL, writes there (at most n bytes, always
 ** terminated) which field made it so, e.g. "day-of-week is the single
-** value FRI". Thread-safe.
+** value FRI", or "neither day-of-month (*) nor day-of-week (MON-FRI) is a
+** single fixed value". Thread-safe.
 */
 SC_API enum sc_freq_class sc_cron_class(const struct sc_cron *c,
 					char *reason, size_t n);

@@ -9,6 +9,7 @@
 #ifndef SC_CRON_H
 #define SC_CRON_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "surecron.h"
@@ -35,6 +36,11 @@ int cron_wall_next(const struct sc_cron *c, int64_t lo, int64_t hi,
 /* True when the expression has at least one day in 400 years (a whole
  * Gregorian cycle, so "never" means never). */
 bool cron_fires_ever(const struct sc_cron *c);
+
+/* Writes the set bits of [lo, hi] as "1-5,7" (or with names: "MON-FRI")
+ * into buf (n bytes, always terminated). */
+void cron_format_set(uint64_t bits, int lo, int hi, const char *(*name)(int),
+		     char *buf, size_t n);
 
 /* English names of weekday w (0-6) and month m (1-12): "Friday", "FRI". */
 const char *cron_wday_name(int w);

@@ -43,6 +43,36 @@ static void dow_value(const struct sc_cron *c, char *out, size_t n)
 	snprintf(out, n, "%s", cron_wday_abbr(lowest(c->dow)));
 }
 
+/* The values of a day field, for the reason: "*", "1,15", "MON-FRI". */
+static void field_text(const struct sc_cron *c, bool dom, char *out, size_t n)
+{
+	size_t len;
+
+	if (c->flags & (dom ? SC_CRON_DOM_STAR : SC_CRON_DOW_STAR)) {
+		snprintf(out, n, "*");
+		return;
+	}
+	if (dom) {
+		cron_format_set(c->dom & ~UINT32_C(1), 1, 31, NULL, out, n);
+		len = strlen(out);
+		if (c->dom & 1)
+			snprintf(out + len, n - len, "%sL", len ? "," : "");
+		return;
+	}
+	cron_format_set(c->dow, 0, 6, cron_wday_abbr, out, n);
+	for (int w = 0; w < 7; w++) {
+		len = strlen(out);
+		if (c->dow_last >> w & 1)
+			snprintf(out + len, n - len, "%s%dL", len ? "," : "", w);
+		for (int k = 0; k < 5; k++) {
+			len = strlen(out);
+			if (c->dow_nth[w] >> k & 1)
+				snprintf(out + len, n - len, "%s%d#%d",
+					 len ? "," : "", w, k + 1);
+		}
+	}
+}
+
 enum sc_freq_class sc_cron_class(const struct sc_cron *c, char *reason,
 				 size_t n)
 {
@@ -67,11 +97,18 @@ enum sc_freq_class sc_cron_class(const struct sc_cron *c, char *reason,
 		}
 		return SC_FREQ_LOW;
 	}
-	if (reason)
+	if (reason) {
+		char dom[100], dow[100];
+		field_text(c, true, dom, sizeof(dom));
+		field_text(c, false, dow, sizeof(dow));
 		snprintf(reason, n, "neither day-of-month (%s) nor day-of-week "
-			 "(%s) is a single fixed value",
-			 c->flags & SC_CRON_DOM_STAR ? "*" : "several days",
-			 c->flags & SC_CRON_DOW_STAR ? "*" : "several days");
+			 "(%s) is a single fixed value%s", dom, dow,
+			 strpbrk(dom, ",-") || strpbrk(dow, ",-") ||
+					 (dom[0] == '*' && dow[0] == '*')
+				 ? ""
+				 : "; a range, list or step never is, even of "
+				   "one value");
+	}
 	return SC_FREQ_DEFAULT;
 }
 

@@ -86,6 +86,17 @@ static void put_list(struct out *o, uint64_t bits, int lo, int hi,
 	}
 }
 
+void cron_format_set(uint64_t bits, int lo, int hi, const char *(*name)(int),
+		     char *buf, size_t n)
+{
+	struct out o = {buf, n, 0};
+
+	if (!buf || n == 0)
+		return;
+	buf[0] = '\0';
+	put_list(&o, bits, lo, hi, name);
+}
+
 static void put_time(struct out *o, const struct sc_cron *c)
 {
 	bool secs = c->flags & SC_CRON_SECONDS;

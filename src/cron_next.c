@@ -28,6 +28,8 @@
 #include "tz.h"
 
 #define YEAR_BOUND 400
+/* Two days: far more than any two offsets of one zone differ by. */
+#define JUMP_MARGIN_S (2 * 86400)
 #define SECS_400Y (INT64_C(146097) * 86400)
 /* Year 1 and year 9999, in UTC ms: the range of after_ms we accept. */
 #define MIN_MS INT64_C(-62135596800000)
@@ -218,17 +220,31 @@ int sc_cron_next(const struct sc_cron *c, const struct sc_zone *z,
 			/* A backward change: the repeated wall times had
 			 * their (only) pass before it. */
 			lo = sp.start_s + sp.prev_off_s;
-		int64_t hi = sp.end_s == INT64_MAX ? INT64_MAX
-						   : sp.end_s + sp.off_s;
-		rc = cron_wall_next(c, lo, hi, &w);
-		if (rc == 0) {
+		/* The first match on this span's clock, even past its end. */
+		rc = cron_wall_next(c, lo, INT64_MAX, &w);
+		if (rc != 0)
+			break; /* SC_ENEVER: nothing within 400 years */
+		if (sp.end_s == INT64_MAX || w < sp.end_s + sp.off_s) {
 			*out_ms = (w - sp.off_s) * 1000;
 			return 0;
 		}
-		if (rc == SC_ENEVER || sp.end_s == INT64_MAX ||
-		    sp.end_s > limit)
+		if (sp.end_s > limit)
 			break;
-		from = sp.end_s;
+		/*
+		 * No match before the span ends: go on with the next span.
+		 * But when this span lasts JUMP_MARGIN_S more and the match
+		 * w lies past its end, jump to JUMP_MARGIN_S before w's
+		 * instant: every span skipped then starts that margin after
+		 * `from` and ends that margin before w, so its whole wall
+		 * range (and any gap) lies inside [lo, w), where nothing
+		 * matches (offsets of a zone differ by far less than the
+		 * margin). This makes 29 February cost two searches, not
+		 * one per DST change.
+		 */
+		int64_t jump = w - sp.off_s - JUMP_MARGIN_S;
+		from = sp.end_s - from >= JUMP_MARGIN_S && jump > sp.end_s
+			       ? jump
+			       : sp.end_s;
 		tz_span_at(z, from, &sp);
 	}
 	return sc_err_set(err, SC_ENEVER, "cron next: no fire time within %d "

@@ -16,6 +16,7 @@
 
 #include "clock.h"
 #include "cron.h"
+#include "tz.h"
 
 static int64_t iso(const char *s)
 {
@@ -185,6 +186,13 @@ static const struct next_row {
 	{"*/15 * * * *", "America/New_York", "2026-11-01T05:40:00Z",
 	 {"2026-11-01T01:45:00-04:00", "2026-11-01T01:00:00-05:00",
 	  "2026-11-01T01:15:00-05:00"}},
+	/* Near a change, with the next match a year away: the second pass
+	 * must not be jumped over. */
+	{"*/30 1 1 11 *", "America/New_York", "2026-11-01T05:40:00Z",
+	 {"2026-11-01T01:00:00-05:00", "2026-11-01T01:30:00-05:00",
+	  "2027-11-01T01:00:00-04:00"}},
+	{"30 1 1 11 *", "America/New_York", "2026-11-01T05:40:00Z",
+	 {"2027-11-01T01:30:00-04:00"}},
 	/* Beyond the file's table (2037): the footer rule. 2045-03-12 is
 	 * the second Sunday of March. */
 	{"30 2 * * *", "America/New_York", "2045-03-11T12:00:00Z",
@@ -338,10 +346,11 @@ static const struct class_row {
 } class_rows[] = {
 	{"0 17 * * 5", SC_FREQ_LOW, "day-of-week is the single value FRI"},
 	{"0 0 17 * * 5", SC_FREQ_LOW, "day-of-week"},
-	{"10 17 * * 1-5", SC_FREQ_DEFAULT, "neither"},
+	{"10 17 * * 1-5", SC_FREQ_DEFAULT,
+	 "neither day-of-month (*) nor day-of-week (MON-FRI)"},
 	{"*/3 * * * *", SC_FREQ_DEFAULT, "neither"},
 	{"0 9 1 * *", SC_FREQ_LOW, "day-of-month is the single value 1"},
-	{"0 9 1,15 * *", SC_FREQ_DEFAULT, "neither"},
+	{"0 9 1,15 * *", SC_FREQ_DEFAULT, "day-of-month (1,15)"},
 	{"0 9 * * MON", SC_FREQ_LOW, "day-of-week is the single value MON"},
 	{"0 0 17 ? * 5", SC_FREQ_LOW, "day-of-week"},
 	{"@weekly", SC_FREQ_LOW, "day-of-week is the single value SUN"},
@@ -353,7 +362,7 @@ static const struct class_row {
 	{"0 0 * * 5L", SC_FREQ_LOW, "the last Friday"},
 	{"0 0 * * 5#2", SC_FREQ_LOW, "the second Friday"},
 	{"0 0 * * 7", SC_FREQ_LOW, "SUN"},
-	{"0 0 * * 5-5", SC_FREQ_DEFAULT, "neither"},
+	{"0 0 * * 5-5", SC_FREQ_DEFAULT, "(FRI) is a single fixed value; a range"},
 	{"0 0 * * 5,5", SC_FREQ_DEFAULT, "neither"},
 	{"0 0 */7 * *", SC_FREQ_DEFAULT, "neither"},
 	{"0 0 * * */2", SC_FREQ_DEFAULT, "neither"},
@@ -491,6 +500,87 @@ static void long_runs_stay_ordered(void **state)
 		}
 }
 
+/* Does local wall time w (seconds, as if UTC) match c? */
+static bool wall_matches(const struct sc_cron *c, int64_t w)
+{
+	int64_t days = w / 86400, y;
+	int sod = (int)(w % 86400), m, d;
+
+	clock_civil_from_days(days, &y, &m, &d);
+	return (c->sec >> (sod % 60) & 1) && (c->min >> (sod / 60 % 60) & 1) &&
+	       (c->hour >> (sod / 3600) & 1) && (c->mon >> m & 1) &&
+	       (cron_day_mask(c, cron_days_in_month(y, m),
+			      clock_weekday(days - d + 1)) >> d & 1);
+}
+
+/*
+ * The DST rule, checked against a slow reference that walks every minute:
+ * real-time expressions fire at each UTC minute whose local time matches;
+ * fixed-time ones fire at each matching wall minute, at its first instant,
+ * or at the change when the wall time was skipped (once per change).
+ */
+static void brute_force_agrees(void **state)
+{
+	static const char *const exprs[] = {"*/30 1-3 * * *", "15 * 29 2 *",
+					    "45 1,2 * * 0", "30 2 29 2 *",
+					    "0,30 2 * * *", "0 3 * * *"};
+	static const char *const zones[] = {"America/New_York",
+					    "Europe/Berlin",
+					    "Australia/Lord_Howe"};
+	const int64_t t0 = iso("2026-01-01T00:00:00Z") / 1000;
+	const int64_t t1 = iso("2030-01-01T00:00:00Z") / 1000;
+
+	for (size_t e = 0; e < sizeof(exprs) / sizeof(exprs[0]); e++)
+		for (size_t zi = 0; zi < 3; zi++) {
+			struct sc_cron c;
+			const struct sc_zone *z;
+			assert_int_equal(sc_cron_parse(exprs[e], &c, NULL), 0);
+			assert_int_equal(sc_zone_load(zones[zi], &z, NULL), 0);
+			bool fixed = c.flags & SC_CRON_FIXED_TIME;
+			int64_t t = t0 * 1000, last = INT64_MIN;
+			int n = 0;
+			/* Real time: UTC minutes; fixed: wall minutes. */
+			for (int64_t x = t0 + 60; x < t1; x += 60) {
+				int64_t want;
+				if (!fixed) {
+					struct tz_span sp;
+					tz_span_at(z, x, &sp);
+					if (!wall_matches(&c, x + sp.off_s))
+						continue;
+					want = x;
+				} else {
+					if (!wall_matches(&c, x))
+						continue;
+					int64_t u[2];
+					if (tz_local_to_utc(z, x, u) > 0) {
+						want = u[0];
+					} else {
+						struct tz_span sp;
+						int32_t before = sc_zone_offset_s(
+							z, (x - 86400) * 1000);
+						tz_span_at(z, x - before, &sp);
+						want = sp.start_s;
+					}
+					if (want == last || want <= t0)
+						continue; /* once per change */
+				}
+				last = want;
+				if (sc_cron_next(&c, z, t, &t, NULL) != 0)
+					fail_msg("%s %s: next failed", exprs[e],
+						 zones[zi]);
+				if (t != want * 1000) {
+					char a[CLOCK_ISO_MAX], b[CLOCK_ISO_MAX];
+					fail_msg("%s in %s, fire #%d: got %s, "
+						 "want %s", exprs[e], zones[zi],
+						 n + 1, clock_format_utc(t, a),
+						 clock_format_utc(want * 1000, b));
+				}
+				n++;
+			}
+			assert_true(n > 0);
+		}
+}
+
 static void retry_timeline(void **state)
 {
 	struct sc_retry_timeline tl;
@@ -567,6 +657,7 @@ int main(void)
 		cmocka_unit_test(value_type_is_small_and_copyable),
 		cmocka_unit_test(next_rejects_bad_input),
 		cmocka_unit_test(long_runs_stay_ordered),
+		cmocka_unit_test(brute_force_agrees),
 		cmocka_unit_test(retry_timeline),
 		cmocka_unit_test(descriptions),
 	};

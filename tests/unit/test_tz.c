@@ -310,6 +310,61 @@ static void tzdir_and_handmade_files(void **state)
 	tu_rmrf(keep);
 }
 
+/*
+ * A "slim" file (zic -b slim) keeps almost no transitions and leaves the
+ * rest to the footer rule; compile one with the system's zic and check it
+ * against the fat America/New_York every 2 hours over 2008-2040.
+ */
+static void slim_file_from_zic(void **state)
+{
+	const char *dir;
+	char keep[256], cmd[800], src[300];
+	const char *old = getenv("TZDIR");
+
+	if (system("command -v zic >/dev/null 2>&1") != 0)
+		skip();
+	dir = tu_tmpdir();
+	snprintf(keep, sizeof(keep), "%s", dir);
+	snprintf(src, sizeof(src), "%s/zone.txt", keep);
+	FILE *f = fopen(src, "w");
+	assert_non_null(f);
+	fputs("Rule US 2007 max - Mar Sun>=8 2:00 1:00 D\n"
+	      "Rule US 2007 max - Nov Sun>=1 2:00 0 S\n"
+	      "Zone Test/Slim -5:00 US E%sT\n", f);
+	fclose(f);
+	snprintf(cmd, sizeof(cmd), "zic -b slim -d '%s' '%s' 2>&1", keep, src);
+	assert_int_equal(system(cmd), 0);
+
+	const struct sc_zone *slim, *ny;
+	struct sc_err err = {0};
+	setenv("TZDIR", keep, 1);
+	int rc = sc_zone_load("Test/Slim", &slim, &err);
+	if (old)
+		setenv("TZDIR", old, 1);
+	else
+		unsetenv("TZDIR");
+	if (rc)
+		fail_msg("%s", err.msg);
+	assert_int_equal(sc_zone_load("America/New_York", &ny, NULL), 0);
+	int64_t from = iso("2008-01-01T00:00:00Z");
+	int64_t to = iso("2040-01-01T00:00:00Z");
+	for (int64_t t = from; t < to; t += 2 * 3600000)
+		if (sc_zone_offset_s(slim, t) != sc_zone_offset_s(ny, t))
+			fail_msg("slim zone differs from New York at %lld",
+				 (long long)t);
+	/* And cron agrees across a change computed from the rule alone. */
+	struct sc_cron c;
+	int64_t a, b;
+	assert_int_equal(sc_cron_parse("30 2 * * *", &c, NULL), 0);
+	assert_int_equal(sc_cron_next(&c, slim, iso("2031-03-08T12:00:00Z"),
+				      &a, NULL), 0);
+	assert_int_equal(sc_cron_next(&c, ny, iso("2031-03-08T12:00:00Z"), &b,
+				      NULL), 0);
+	assert_int_equal(a, b);
+	assert_int_equal(a, iso("2031-03-09T03:00:00-04:00"));
+	tu_rmrf(keep);
+}
+
 static void posix_rules(void **state)
 {
 	const struct sc_zone *r, *lh;
@@ -425,6 +480,7 @@ int main(void)
 		cmocka_unit_test(gaps_and_overlaps),
 		cmocka_unit_test(bad_names),
 		cmocka_unit_test(tzdir_and_handmade_files),
+		cmocka_unit_test(slim_file_from_zic),
 		cmocka_unit_test(posix_rules),
 		cmocka_unit_test(builtin_and_local),
 		cmocka_unit_test(threads_agree),
