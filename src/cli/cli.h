@@ -79,6 +79,7 @@ const char *cli_format_local(int64_t ms, const struct sc_zone *z,
 			     char out[CLI_TIME_MAX]);
 
 /* The commands. Keep in the same order as the table in main.c. */
+int cmd_check(int argc, char **argv);
 int cmd_explain(int argc, char **argv);
 int cmd_help(int argc, char **argv);
 int cmd_next(int argc, char **argv);

@@ -14,6 +14,14 @@
 
 /* Sorted by name; `help` lists them in this order. */
 static const struct cli_command commands[] = {
+	{"check", cmd_check, "check [--config FILE | FILE]",
+	 "validate a config file without running anything",
+	 "Reads FILE (default ./surecron.yaml) and checks everything: YAML\n"
+	 "syntax, known keys and types, durations, names, references between\n"
+	 "sections, environment variables the config names, task programs,\n"
+	 "folders, cron expressions and time zones. Prints each problem as\n"
+	 "FILE:LINE:COLUMN: reason on stderr. Exit 0 when clean (and prints\n"
+	 "\"ok: N schedules, N targets\"), 2 otherwise.\n"},
 	{"explain", cmd_explain, "explain [--tz ZONE] [--from ISO8601] [--json] EXPR",
 	 "describe a cron expression, its class and retry timeline",
 	 "Prints what EXPR means, its next 5 fire times, its frequency class\n"

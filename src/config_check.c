@@ -1,0 +1,258 @@
+/*
+ * config_check.c - checks a loaded config against the machine it will run
+ * on: what `surecron check` adds to what config_load already refused.
+ *
+ *   - every environment variable the config names (url_env, secret_env,
+ *     token_env, client_secret_env) is set and non-empty, URLs are
+ *     https:// (or http:// to loopback), never printing a value;
+ *   - SURECRON_ALERT_TARGETS, when set, names existing targets;
+ *   - every task program and command-target program exists and is
+ *     executable (absolute, resolved against the config's folder at load,
+ *     or found on PATH); `shell:` tasks need /bin/sh;
+ *   - working folders exist; file targets' folders exist and are writable.
+ * Cron expressions and time zones are checked earlier, by config_parse, so
+ * that no loaded config holds one the scheduler cannot use.
+ *
+ * Each finding is located at the key it is about (config_locate) so it
+ * prints as FILE:LINE:COLUMN. Checking reads the environment and the file
+ * system only; it changes nothing.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "config.h"
+
+struct chk {
+	const struct config *c;
+	struct config_problems *probs;
+	int n;
+	bool oom;
+};
+
+static void problem(struct chk *k, const char *path, const char *fmt, ...)
+	SC_PRINTF(3, 4);
+
+/* Records "path: message" at the position recorded for path. */
+static void problem(struct chk *k, const char *path, const char *fmt, ...)
+{
+	char msg[SC_ERR_MSG_MAX - 64];
+	int line, col;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	config_locate(k->c, path, &line, &col);
+	if (config_problem_add(k->probs, line, col, "%s: %s", path, msg))
+		k->oom = true;
+	k->n++;
+}
+
+/* The variable is set and non-empty; when is_url, it holds a URL that
+ * delivery accepts. The value itself is never printed: it is a secret. */
+static void check_env(struct chk *k, const char *path, const char *var,
+		      bool is_url)
+{
+	const char *v;
+
+	if (!var)
+		return;
+	v = getenv(var);
+	if (!v)
+		problem(k, path, "environment variable %s is not set", var);
+	else if (!*v)
+		problem(k, path, "environment variable %s is empty", var);
+	else if (is_url && !config_url_allowed(v))
+		problem(k, path, "environment variable %s must hold an "
+			"https:// URL (plain http:// only to a loopback host)",
+			var);
+}
+
+/* SURECRON_ALERT_TARGETS, when set, replaces alerts.targets: every name
+ * in it (separated by commas or spaces) must be a target. */
+static void check_alert_env(struct chk *k)
+{
+	const char *v = getenv("SURECRON_ALERT_TARGETS");
+	char name[CONFIG_NAME_MAX + 1];
+
+	while (v && *v) {
+		v += strspn(v, ", ");
+		size_t len = strcspn(v, ", ");
+		if (len == 0)
+			break;
+		if (len > CONFIG_NAME_MAX) {
+			problem(k, "alerts.targets", "SURECRON_ALERT_TARGETS "
+				"holds a name longer than %d characters",
+				CONFIG_NAME_MAX);
+			return;
+		}
+		memcpy(name, v, len);
+		name[len] = '\0';
+		if (!config_target(k->c, name))
+			problem(k, "alerts.targets", "SURECRON_ALERT_TARGETS "
+				"names unknown target \"%s\"", name);
+		v += len;
+	}
+}
+
+/* 0 when path is an executable regular file, else an errno value. */
+static int executable(const char *path)
+{
+	struct stat st;
+
+	if (stat(path, &st) != 0)
+		return errno;
+	if (S_ISDIR(st.st_mode))
+		return EISDIR;
+	if (!S_ISREG(st.st_mode))
+		return EACCES;
+	if (access(path, X_OK) != 0)
+		return errno;
+	return 0;
+}
+
+/* Looks a bare program name up on PATH, as execvp would. */
+static bool on_path(const char *name)
+{
+	const char *path = getenv("PATH");
+	char full[4096];
+
+	if (!path || !*path)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	while (*path) {
+		size_t len = strcspn(path, ":");
+		const char *dir = len ? path : ".";
+		int dlen = len ? (int)len : 1;
+		if (snprintf(full, sizeof(full), "%.*s/%s", dlen, dir, name) <
+			    (int)sizeof(full) &&
+		    executable(full) == 0)
+			return true;
+		path += len;
+		if (*path == ':')
+			path++;
+	}
+	return false;
+}
+
+static void check_program(struct chk *k, const char *path, char **argv)
+{
+	if (!argv || !argv[0])
+		return;
+	if (!strchr(argv[0], '/')) {
+		if (!on_path(argv[0]))
+			problem(k, path, "program \"%s\" is not found on PATH",
+				argv[0]);
+		return;
+	}
+	int e = executable(argv[0]);
+	if (e == ENOENT)
+		problem(k, path, "program %s does not exist", argv[0]);
+	else if (e == EISDIR)
+		problem(k, path, "program %s is a directory", argv[0]);
+	else if (e)
+		problem(k, path, "program %s is not executable (%s)", argv[0],
+			strerror(e));
+}
+
+static void check_dir(struct chk *k, const char *path, const char *dir,
+		      bool writable)
+{
+	struct stat st;
+
+	if (stat(dir, &st) != 0)
+		problem(k, path, "folder %s does not exist", dir);
+	else if (!S_ISDIR(st.st_mode))
+		problem(k, path, "%s is not a folder", dir);
+	else if (writable && access(dir, W_OK | X_OK) != 0)
+		problem(k, path, "folder %s is not writable", dir);
+}
+
+int config_check(const struct config *c, struct config_problems *probs)
+{
+	struct chk k = {.c = c, .probs = probs};
+	size_t first = probs->n;
+	char path[512];
+
+	if (!probs->file && c->path && !(probs->file = strdup(c->path)))
+		return SC_ENOMEM;
+
+	for (size_t i = 0; i < c->n_targets; i++) {
+		const struct target_spec *t = &c->targets[i];
+		snprintf(path, sizeof(path), "targets.%s.url_env", t->name);
+		check_env(&k, path, t->url_env, true);
+		snprintf(path, sizeof(path), "targets.%s.secret_env", t->name);
+		check_env(&k, path, t->secret_env, false);
+		if (t->kind == TARGET_FILE && t->path) {
+			char *d = strdup(t->path);
+			if (!d) {
+				k.oom = true;
+				continue;
+			}
+			char *slash = strrchr(d, '/');
+			if (slash && slash != d)
+				*slash = '\0';
+			snprintf(path, sizeof(path), "targets.%s.path",
+				 t->name);
+			check_dir(&k, path, d, true);
+			free(d);
+		}
+		if (t->kind == TARGET_COMMAND) {
+			snprintf(path, sizeof(path), "targets.%s.command[0]",
+				 t->name);
+			check_program(&k, path, t->argv);
+		}
+	}
+	for (size_t i = 0; i < c->n_auths; i++) {
+		const struct auth_spec *a = &c->auths[i];
+		snprintf(path, sizeof(path), "auth.%s.client_secret_env",
+			 a->name);
+		check_env(&k, path, a->client_secret_env, false);
+		snprintf(path, sizeof(path), "auth.%s.token_env", a->name);
+		check_env(&k, path, a->token_env, false);
+	}
+	check_alert_env(&k);
+	for (size_t i = 0; i < c->n_schedules; i++) {
+		const struct schedule_spec *s = &c->schedules[i];
+		for (size_t j = 0; j < s->n_tasks; j++) {
+			const struct task_spec *t = &s->tasks[j];
+			if (t->kind != TASK_COMMAND)
+				continue;
+			if (t->argv) {
+				snprintf(path, sizeof(path),
+					 "schedules.%s.tasks[%zu].command[0]",
+					 s->name, j);
+				check_program(&k, path, t->argv);
+			} else if (t->shell && executable("/bin/sh") != 0) {
+				snprintf(path, sizeof(path),
+					 "schedules.%s.tasks[%zu].shell",
+					 s->name, j);
+				problem(&k, path, "/bin/sh is needed for shell "
+					"tasks and is not executable");
+			}
+			if (t->cwd) {
+				snprintf(path, sizeof(path),
+					 "schedules.%s.tasks[%zu].cwd",
+					 s->name, j);
+				check_dir(&k, path, t->cwd, false);
+			}
+		}
+	}
+	/* Keep the report in file order, like config_parse's. */
+	for (size_t i = first + 1; i < probs->n; i++) {
+		struct config_problem t = probs->items[i];
+		size_t j = i;
+		while (j > first && (probs->items[j - 1].line > t.line ||
+				     (probs->items[j - 1].line == t.line &&
+				      probs->items[j - 1].col > t.col))) {
+			probs->items[j] = probs->items[j - 1];
+			j--;
+		}
+		probs->items[j] = t;
+	}
+	return k.oom ? SC_ENOMEM : k.n;
+}
