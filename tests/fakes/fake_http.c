@@ -39,6 +39,7 @@ struct route {
 	struct canned *head, *tail; /* FIFO */
 	struct canned *dflt;        /* NULL: none */
 	bool is_protected;
+	bool held;
 	int delay_ms;
 	struct route *next;
 };
@@ -46,6 +47,7 @@ struct route {
 struct fake_http {
 	struct MHD_Daemon *d;
 	int port;
+	bool stopping; /* releases held requests */
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	struct route *routes;
@@ -465,6 +467,8 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn,
 	struct route *r = route_get(f, url, false);
 	int path_delay = r ? r->delay_ms : 0;
 	pthread_cond_broadcast(&f->cv);
+	while ((r = route_get(f, url, false)) && r->held && !f->stopping)
+		pthread_cond_wait(&f->cv, &f->mu);
 	pthread_mutex_unlock(&f->mu);
 
 	if (path_delay > 0)
@@ -585,6 +589,10 @@ void fake_http_stop(struct fake_http *f)
 {
 	if (!f)
 		return;
+	pthread_mutex_lock(&f->mu);
+	f->stopping = true;
+	pthread_cond_broadcast(&f->cv);
+	pthread_mutex_unlock(&f->mu);
 	MHD_stop_daemon(f->d);
 	state_clear(f);
 	pthread_cond_destroy(&f->cv);
@@ -640,6 +648,14 @@ void fake_http_set_delay(struct fake_http *f, const char *path, int delay_ms)
 {
 	pthread_mutex_lock(&f->mu);
 	route_get(f, path, true)->delay_ms = delay_ms;
+	pthread_mutex_unlock(&f->mu);
+}
+
+void fake_http_hold(struct fake_http *f, const char *path, bool on)
+{
+	pthread_mutex_lock(&f->mu);
+	route_get(f, path, true)->held = on;
+	pthread_cond_broadcast(&f->cv);
 	pthread_mutex_unlock(&f->mu);
 }
 

@@ -69,6 +69,11 @@ void fake_http_set_default(struct fake_http *f, const char *path, int status,
  * token requests open so concurrent callers pile up behind one refresh. */
 void fake_http_set_delay(struct fake_http *f, const char *path, int delay_ms);
 
+/* Holds (on = true) or releases requests to path: a held request is
+ * logged, then waits until released before it is answered. Lets a test
+ * line up concurrent callers deterministically. fake_http_stop releases. */
+void fake_http_hold(struct fake_http *f, const char *path, bool on);
+
 /* ---- OAuth2 client-credentials token endpoint (RFC 6749 4.4) ---- */
 
 /*
