@@ -14,6 +14,14 @@
 
 /* Sorted by name; `help` lists them in this order. */
 static const struct cli_command commands[] = {
+	{"check", cmd_check, "check [--config FILE]",
+	 "validate a config file without running anything",
+	 "Reads FILE (default ./surecron.yaml) and checks everything: YAML\n"
+	 "syntax, known keys and types, durations, names, references between\n"
+	 "sections, environment variables the config names, task programs,\n"
+	 "folders, cron expressions and time zones. Prints each problem as\n"
+	 "FILE:LINE:COLUMN: reason on stderr. Exit 0 when clean (and prints\n"
+	 "\"ok: N schedules, N targets\"), 2 otherwise.\n"},
 	{"help", cmd_help, "help [COMMAND]", "show help for surecron or a command",
 	 "Without an argument, lists the commands. With one, shows that\n"
 	 "command's usage and description (the same as COMMAND --help).\n"},
