@@ -846,6 +846,44 @@ static void cli_exit_codes(void **state)
 	assert_int_equal(run_cli(bad, out, sizeof(out)), 2);
 }
 
+static void cli_oauth2_from_config(void **state)
+{
+	const char *dir = tu_tmpdir();
+	char path[300], url[256], out[4096];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/surecron.yaml", dir);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fprintf(f,
+		"targets:\n  out: {kind: file, path: ./out.jsonl}\n"
+		"auth:\n  broker: {kind: oauth2, token_url: \"%s\", "
+		"client_id: my-app, client_secret_env: TEST_CLIENT_SECRET, "
+		"client_auth: body}\n"
+		"schedules:\n  s: {cron: \"0 0 * * *\", targets: [out], "
+		"tasks: [{name: t, command: [\"true\"]}]}\n",
+		fake_http_url(srv, "/token", url, sizeof(url)));
+	fclose(f);
+	fake_http_oauth2(srv, "/token", 3600);
+	fake_http_oauth2_client(srv, "my-app", SECRET);
+	fake_http_protect(srv, "/api");
+	fake_http_set_default(srv, "/api", 200, NULL, "{\"summary\": \"hi\"}");
+	fake_http_url(srv, "/api", url, sizeof(url));
+	const char *args[] = {"--auth", "broker", "--config", path, "get", url,
+			      NULL};
+	assert_int_equal(run_cli(args, out, sizeof(out)), 0);
+	assert_string_equal(out, "{\"summary\": \"hi\"}");
+	assert_string_equal(bearer_of("/api", -1), "Bearer tok-1");
+	/* An unknown provider is a usage error. */
+	const char *bad[] = {"--auth", "nope", "--config", path, "GET", url,
+			     NULL};
+	assert_int_equal(run_cli(bad, out, sizeof(out)), 2);
+	/* A provider whose secret is missing cannot work: 78. */
+	unsetenv("TEST_CLIENT_SECRET");
+	assert_int_equal(run_cli(args, out, sizeof(out)), 78);
+	tu_rmrf(dir);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, reset, cleanup)
@@ -870,6 +908,7 @@ int main(void)
 		T(https_only_rule),
 		T(insecure_option_warns),
 		T(cli_exit_codes),
+		T(cli_oauth2_from_config),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
