@@ -374,7 +374,7 @@ done:
 static int copy_out(const char *tok, char **out, struct sc_err *err,
 		    const char *name)
 {
-	char *p = strdup(tok);
+	char *p = tok ? strdup(tok) : NULL;
 	if (!p)
 		return sc_err_set(err, SC_ENOMEM, "auth %s: out of memory",
 				  name);
@@ -425,7 +425,6 @@ int http_auth_token(struct http_auth *a, struct http_client *c,
 	/* This thread fetches; the lock is not held during I/O. */
 	if (dropped && a->store.drop)
 		(void)a->store.drop(a->store.ud, a->name);
-	dropped = false;
 	char *fresh = NULL;
 	int64_t expires = 0, obtained = sc_clock_now_ms(a->clock);
 	struct sc_err ferr = {0};
