@@ -339,19 +339,21 @@ static void concurrent_401s_share_one_refresh(void **state)
 	fake_http_protect(srv, "/api");
 	assert_int_equal(get(c, a, "/api", &err), 0); /* caches tok-1 */
 	fake_http_revoke(srv, "tok-1");
-	/* Hold the token endpoint so every thread sees its 401 while the
-	 * refresh is still in flight. */
+	/* Hold the API until all 8 requests with tok-1 are in, so all 8
+	 * get their 401 together; hold the token endpoint so the refresh is
+	 * still in flight while they ask for a new token. */
+	fake_http_hold(srv, "/api", true);
 	fake_http_hold(srv, "/token", true);
 	for (int i = 0; i < N_THREADS; i++) {
 		w[i] = (struct worker){.a = a, .rc = -1};
 		assert_int_equal(pthread_create(&th[i], NULL, worker_run, &w[i]),
 				 0);
 	}
-	/* All 8 got 401 with tok-1 (nothing else can answer them yet). */
 	assert_true(fake_http_wait(srv, "/api", 1 + N_THREADS, 10000));
-	assert_true(fake_http_wait(srv, "/token", 2, 10000));
 	for (int i = 1; i <= N_THREADS; i++)
 		assert_string_equal(bearer_of("/api", i), "Bearer tok-1");
+	fake_http_hold(srv, "/api", false);
+	assert_true(fake_http_wait(srv, "/token", 2, 10000));
 	usleep(100 * 1000); /* give strays a chance to show up */
 	assert_int_equal(fake_http_count(srv, "/token"), 2);
 	fake_http_hold(srv, "/token", false);
@@ -361,6 +363,29 @@ static void concurrent_401s_share_one_refresh(void **state)
 	}
 	assert_int_equal(fake_http_tokens_issued(srv), 2);
 	assert_int_equal(fake_http_count(srv, "/api"), 1 + 2 * N_THREADS);
+	http_auth_free(a);
+	http_client_free(c);
+}
+
+static void late_401_reuses_the_newer_token(void **state)
+{
+	struct http_client *c = client();
+	struct http_auth *a = oauth(false, NULL);
+	char *t1 = NULL, *t2 = NULL, *t3 = NULL;
+
+	fake_http_oauth2(srv, "/token", 3600);
+	assert_int_equal(http_auth_token(a, c, NULL, &t1, NULL), 0);
+	assert_string_equal(t1, "tok-1");
+	/* The first caller whose tok-1 got 401 refreshes... */
+	assert_int_equal(http_auth_token(a, c, t1, &t2, NULL), 0);
+	assert_string_equal(t2, "tok-2");
+	/* ...a late caller reporting the same tok-1 gets tok-2 as is. */
+	assert_int_equal(http_auth_token(a, c, t1, &t3, NULL), 0);
+	assert_string_equal(t3, "tok-2");
+	assert_int_equal(fake_http_tokens_issued(srv), 2);
+	http_secret_free(t1);
+	http_secret_free(t2);
+	http_secret_free(t3);
 	http_auth_free(a);
 	http_client_free(c);
 }
@@ -896,6 +921,7 @@ int main(void)
 		T(missing_expires_in_means_five_minutes),
 		T(revoked_token_recovers_without_restart),
 		T(concurrent_401s_share_one_refresh),
+		T(late_401_reuses_the_newer_token),
 		T(concurrent_waiters_share_a_failed_fetch),
 		T(retry_after_hints),
 		T(provider_reset_header_gives_hint),
