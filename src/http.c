@@ -525,6 +525,7 @@ static int exchange(struct http_client *c, const struct http_request *req,
 	CURL *h = c->h;
 	char *authz = NULL;
 
+	http_response_dispose(resp); /* a failure leaves no stale response */
 	buf_init(&s.body, c->max_body);
 	buf_init(&s.headers, HEADERS_MAX);
 	s.too_big = false;
@@ -639,7 +640,6 @@ static int exchange(struct http_client *c, const struct http_request *req,
 				  why);
 		goto done;
 	}
-	http_response_dispose(resp);
 	resp->status = (int)status;
 	resp->body_len = s.body.len;
 	resp->body = buf_take(&s.body);
@@ -693,6 +693,7 @@ int http_do(struct http_client *c, const struct http_request *req,
 
 	if (!resp)
 		resp = &local;
+	http_response_dispose(resp);
 	const char *method = req->method ? req->method : "GET";
 	http_url_for_log(req->url, logurl, sizeof(logurl));
 	if (!req->url || (strncasecmp(req->url, "http://", 7) != 0 &&
