@@ -40,13 +40,18 @@ struct fake_http;
 /* Starts a server on 127.0.0.1:<free port>. NULL when it cannot start. */
 struct fake_http *fake_http_start(void);
 
+/* The same over TLS with the given PEM certificate and key (copied by
+ * libmicrohttpd); URLs are then https://. NULL when it cannot start or
+ * libmicrohttpd lacks TLS support (tests should skip then). */
+struct fake_http *fake_https_start(const char *cert_pem, const char *key_pem);
+
 /* Stops the server (waits for running handlers) and frees it. NULL ok. */
 void fake_http_stop(struct fake_http *f);
 
 /* The port the server listens on. */
 int fake_http_port(const struct fake_http *f);
 
-/* Writes "http://127.0.0.1:PORT" + path_and_query into out (size n) and
+/* Writes "http[s]://127.0.0.1:PORT" + path_and_query into out (size n) and
  * returns out. */
 const char *fake_http_url(const struct fake_http *f, const char *path_and_query,
 			  char *out, size_t n);

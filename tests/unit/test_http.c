@@ -767,6 +767,75 @@ static void https_only_rule(void **state)
 			    "https://h.example:8443/p/q");
 }
 
+static char *slurp(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	char *p = calloc(1, 64 * 1024);
+	assert_non_null(f);
+	assert_non_null(p);
+	size_t n = fread(p, 1, 64 * 1024 - 1, f);
+	p[n] = '\0';
+	fclose(f);
+	return p;
+}
+
+/* A self-signed server: refused by default, accepted with its cert as
+ * the CA bundle, and with the test-only switch. */
+static void tls_verification_is_on(void **state)
+{
+	const char *dir = tu_tmpdir();
+	char cmd[1024], cert[300], key[300], url[256];
+
+	snprintf(cert, sizeof(cert), "%s/cert.pem", dir);
+	snprintf(key, sizeof(key), "%s/key.pem", dir);
+	snprintf(cmd, sizeof(cmd),
+		 "openssl req -x509 -newkey ec -pkeyopt "
+		 "ec_paramgen_curve:prime256v1 -nodes -days 2 -subj "
+		 "/CN=localhost -addext subjectAltName=IP:127.0.0.1 "
+		 "-keyout %s -out %s >/dev/null 2>&1", key, cert);
+	if (system(cmd) != 0) {
+		tu_rmrf(dir);
+		skip(); /* no openssl tool */
+	}
+	char *cert_pem = slurp(cert), *key_pem = slurp(key);
+	struct fake_http *tls = fake_https_start(cert_pem, key_pem);
+	if (!tls) {
+		free(cert_pem);
+		free(key_pem);
+		tu_rmrf(dir);
+		skip(); /* libmicrohttpd without TLS */
+	}
+	fake_http_set_default(tls, "/x", 200, NULL, "secure");
+	fake_http_url(tls, "/x", url, sizeof(url));
+	assert_int_equal(strncmp(url, "https://", 8), 0);
+	struct http_request req = {.url = url};
+	struct sc_err err = {0};
+
+	struct http_client *c = http_client_new(NULL, NULL);
+	assert_int_equal(http_do(c, &req, NULL, &err), SC_EHTTP);
+	assert_int_equal(err.http_status, 0);
+	assert_non_null(strstr(err.msg, "TLS"));
+	assert_int_equal(fake_http_count(tls, "/x"), 0);
+	http_client_free(c);
+
+	struct http_options o = {.ca_bundle = cert};
+	c = http_client_new(&o, NULL);
+	sc_err_clear(&err);
+	assert_int_equal(http_do(c, &req, NULL, &err), 0);
+	http_client_free(c);
+
+	o = (struct http_options){.insecure_skip_verify = true};
+	c = http_client_new(&o, NULL);
+	assert_int_equal(http_do(c, &req, NULL, &err), 0);
+	http_client_free(c);
+	assert_int_equal(fake_http_count(tls, "/x"), 2);
+
+	fake_http_stop(tls);
+	free(cert_pem);
+	free(key_pem);
+	tu_rmrf(dir);
+}
+
 static void insecure_option_warns(void **state)
 {
 	struct http_options o = {.insecure_skip_verify = true};
@@ -932,6 +1001,7 @@ int main(void)
 		T(status_error_message_is_stable),
 		T(redirects_not_followed_and_body_capped),
 		T(https_only_rule),
+		T(tls_verification_is_on),
 		T(insecure_option_warns),
 		T(cli_exit_codes),
 		T(cli_oauth2_from_config),
