@@ -684,6 +684,23 @@ static void transport_error_has_status_0(void **state)
 	http_client_free(c);
 }
 
+static void timeout_is_a_transport_error(void **state)
+{
+	struct http_client *c = client();
+	struct sc_err err = {0};
+	char want[300];
+
+	fake_http_push(srv, "/slow", 200, NULL, "late", 600);
+	struct http_request req = {.url = url_of("/slow"), .timeout_ms = 150};
+	int64_t t0 = clock_mono_ms();
+	assert_int_equal(http_do(c, &req, NULL, &err), SC_ETIMEDOUT);
+	assert_true(clock_mono_ms() - t0 < 550);
+	assert_int_equal(err.http_status, 0);
+	snprintf(want, sizeof(want), "GET %s: timed out", url_of("/slow"));
+	assert_string_equal(err.msg, want);
+	http_client_free(c);
+}
+
 static void status_error_message_is_stable(void **state)
 {
 	struct http_client *c = client();
@@ -998,6 +1015,7 @@ int main(void)
 		T(missing_secret_env_is_a_config_error),
 		T(token_store_hook_persists_and_drops),
 		T(transport_error_has_status_0),
+		T(timeout_is_a_transport_error),
 		T(status_error_message_is_stable),
 		T(redirects_not_followed_and_body_capped),
 		T(https_only_rule),
