@@ -82,6 +82,7 @@ const char *cli_format_local(int64_t ms, const struct sc_zone *z,
 int cmd_check(int argc, char **argv);
 int cmd_explain(int argc, char **argv);
 int cmd_help(int argc, char **argv);
+int cmd_http(int argc, char **argv);
 int cmd_next(int argc, char **argv);
 int cmd_version(int argc, char **argv);
 
