@@ -10,7 +10,9 @@
  * Durability (WAL mode). A commit is made with one of two settings:
  *   FULL   - the WAL is fsync'd before COMMIT returns. Used for the commits
  *            that record a send guard (outbox state SENT), a slot marker,
- *            and a job turning DEAD (its "lost" ledger row).
+ *            a job turning DEAD (its "lost" ledger row), a "lost" row
+ *            appended on its own, and stalled-job recovery (rare, and it
+ *            may turn jobs DEAD).
  *   NORMAL - no fsync at commit; the WAL is fsync'd at checkpoints. Used for
  *            enqueue, claims, heartbeats, completions, retry scheduling,
  *            recovery, ledger rows, scheduler state and the token cache.
@@ -63,11 +65,13 @@
 #define SCHEMA_VERSION 1
 #define APP_ID 0x53435231 /* "SCR1": this file belongs to surecron */
 #define BUSY_TIMEOUT_MS 10000
-/* Checkpoint the WAL every this many pages (~40 MB) rather than SQLite's
+/* Checkpoint the WAL every this many pages (~16 MB) rather than SQLite's
  * 1000: each checkpoint costs two fsyncs, and at 1000 pages they were half
- * of a worker's time. The WAL is truncated back to WAL_KEEP_BYTES after. */
-#define WAL_CHECKPOINT_PAGES 10000
-#define WAL_KEEP_BYTES 16777216 /* 16 MiB */
+ * of a worker's time. The WAL is truncated only beyond WAL_KEEP_BYTES, so
+ * in steady state it is rewritten in place: truncating and regrowing it
+ * after every checkpoint cost more kernel time than the writes. */
+#define WAL_CHECKPOINT_PAGES 4000
+#define WAL_KEEP_BYTES 33554432 /* 32 MiB */
 #define SC_STR2(x) #x
 #define SC_STR(x) SC_STR2(x)
 #define RECOVER_BATCH 64
@@ -875,9 +879,14 @@ static int sq_open(const char *target, struct sc_clock *clock, void **impl,
 		goto fail_open;
 	rc = set_sync(q, SYNC_NORMAL, err);
 	if (!rc)
-		rc = exec_pragma(q, "PRAGMA wal_autocheckpoint = " SC_STR(WAL_CHECKPOINT_PAGES), err);
+		rc = exec_pragma(q,
+				 "PRAGMA wal_autocheckpoint = "
+				 SC_STR(WAL_CHECKPOINT_PAGES),
+				 err);
 	if (!rc)
-		rc = exec_pragma(q, "PRAGMA journal_size_limit = " SC_STR(WAL_KEEP_BYTES),
+		rc = exec_pragma(q,
+				 "PRAGMA journal_size_limit = "
+				 SC_STR(WAL_KEEP_BYTES),
 				 err);
 	if (rc)
 		goto fail_open;
