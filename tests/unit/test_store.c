@@ -967,6 +967,46 @@ static void threads_never_claim_the_same_job(void **state)
 	fix_close(&f);
 }
 
+/* Several processes opening a store that does not exist yet: one creates
+ * and migrates it, the others wait and find it done. */
+static void concurrent_first_open(void **state)
+{
+	struct fix f;
+	pid_t pids[6];
+	struct store_counts c;
+
+	f.clock = sc_clock_virtual_new(T0);
+	for (int k = 0; k < 6; k++) {
+		pids[k] = fork();
+		assert_true(pids[k] >= 0);
+		if (pids[k] == 0) {
+			struct sc_store *s = NULL;
+			struct sc_err err = {0};
+			if (store_open(tb_url(state), f.clock, &s, &err)) {
+				fprintf(stderr, "open: %s\n", err.msg);
+				_exit(2);
+			}
+			if (store_job_enqueue(s, "s", T0 + k, &low, T0, false,
+					      NULL, NULL, &err)) {
+				fprintf(stderr, "enqueue: %s\n", err.msg);
+				_exit(3);
+			}
+			store_close(s);
+			_exit(0);
+		}
+	}
+	for (int k = 0; k < 6; k++) {
+		int status;
+		assert_int_equal(waitpid(pids[k], &status, 0), pids[k]);
+		assert_true(WIFEXITED(status));
+		assert_int_equal(WEXITSTATUS(status), 0);
+	}
+	f.s = tb_open(state, f.clock);
+	assert_int_equal(store_job_counts(f.s, NULL, &c, NULL), 0);
+	assert_int_equal(c.ready_due, 6);
+	fix_close(&f);
+}
+
 int main(void)
 {
 	struct CMUnitTest tests[] = {
@@ -990,6 +1030,7 @@ int main(void)
 		cmocka_unit_test(sched_state_never_moves_backwards),
 		cmocka_unit_test(token_cache_round_trips),
 		cmocka_unit_test(threads_never_claim_the_same_job),
+		cmocka_unit_test(concurrent_first_open),
 	};
 	return tb_run_all("store", tests, sizeof(tests) / sizeof(tests[0]));
 }
