@@ -627,6 +627,33 @@ static void recover_counts_stalls_and_gives_up(void **state)
 	fix_close(&f);
 }
 
+/* More expired leases than one recovery batch holds. */
+static void recover_handles_many_jobs(void **state)
+{
+	struct fix f;
+	static int64_t slots[150];
+	static struct store_job j[150];
+	struct store_counts c;
+	int n;
+
+	fix_open(state, &f);
+	for (int i = 0; i < 150; i++)
+		slots[i] = T0 - i;
+	assert_int_equal(store_job_enqueue_many(f.s, "s", slots, 150, &low,
+						NULL),
+			 0);
+	assert_int_equal(claim(&f, "w", j, 150), 150);
+	sc_clock_advance_ms(f.clock, 5 * MIN + 1);
+	assert_int_equal(store_job_recover(f.s, 3, &n, NULL), 0);
+	assert_int_equal(n, 150);
+	assert_int_equal(store_job_counts(f.s, NULL, &c, NULL), 0);
+	assert_int_equal(c.ready_due, 150);
+	assert_int_equal(c.active, 0);
+	assert_int_equal(store_job_recover(f.s, 3, &n, NULL), 0);
+	assert_int_equal(n, 0);
+	fix_close(&f);
+}
+
 static void revive_only_dead_jobs(void **state)
 {
 	struct fix f;
@@ -1022,6 +1049,7 @@ int main(void)
 		cmocka_unit_test(finish_writes_one_ledger_row),
 		cmocka_unit_test(release_does_not_count_the_attempt),
 		cmocka_unit_test(recover_counts_stalls_and_gives_up),
+		cmocka_unit_test(recover_handles_many_jobs),
 		cmocka_unit_test(revive_only_dead_jobs),
 		cmocka_unit_test(next_due_and_counts),
 		cmocka_unit_test(ledger_queries_filter),
