@@ -150,6 +150,9 @@ void store_close(struct sc_store *s);
 /* The clock the store reads. */
 struct sc_clock *store_clock(const struct sc_store *s);
 
+/* The backend's name ("sqlite", "postgresql"), static. */
+const char *store_backend_name(const struct sc_store *s);
+
 /* ---- jobs (used by queue.c, which owns the state machine) ------------ */
 
 /*
@@ -161,7 +164,8 @@ int store_job_enqueue(struct sc_store *s, const char *schedule,
 		      int64_t run_at_ms, bool manual, int64_t *job_id,
 		      bool *created, struct sc_err *err);
 
-/* Enqueues n slots of one schedule in one transaction (idempotent). */
+/* Enqueues n slots of one schedule in one transaction (idempotent); each
+ * new job is due at its own slot instant (run_at = slot). */
 int store_job_enqueue_many(struct sc_store *s, const char *schedule,
 			   const int64_t *slots_ms, size_t n,
 			   const struct sc_retry_policy *policy,
@@ -189,14 +193,19 @@ int store_job_heartbeat(struct sc_store *s, int64_t id, int64_t lease_token,
  *   new_state READY: retry at run_at_ms, row->outcome "failed"
  *   new_state DEAD:  row->outcome "lost"
  * `row` carries outcome/error fields; the store fills schedule, slot,
- * job_id, attempt, started and finished.
+ * job_id, attempt, started and finished. row may be NULL, and an empty
+ * row->outcome means the word above. run_at_ms is used for READY only.
+ * Crash-test contract: after its writes and before COMMIT, a backend calls
+ * SC_FAILPOINT("queue.before_complete_commit") when new_state is DONE and
+ * SC_FAILPOINT("queue.in_retry_schedule") when it is READY (failpoint.h).
  */
 int store_job_finish(struct sc_store *s, int64_t id, int64_t lease_token,
 		     enum job_state new_state, int64_t run_at_ms,
 		     const struct ledger_row *row, struct sc_err *err);
 
 /* Gives an ACTIVE job back (graceful shutdown): READY, run_at = now, the
- * attempt not counted; fenced like finish. */
+ * attempt not counted (attempts - 1), with a "released" ledger row for
+ * that attempt number; fenced like finish. */
 int store_job_release(struct sc_store *s, int64_t id, int64_t lease_token,
 		      struct sc_err *err);
 
@@ -234,7 +243,8 @@ int store_job_counts(struct sc_store *s, const char *schedule,
 int ledger_append(struct sc_store *s, const struct ledger_row *row,
 		  struct sc_err *err);
 
-/* Rows matching f, oldest first; free with ledger_rows_free. */
+/* Rows matching f (NULL: every row), oldest first (by id, the order they
+ * were written); free with ledger_rows_free. *rows is NULL when n is 0. */
 int ledger_query(struct sc_store *s, const struct ledger_filter *f,
 		 struct ledger_row **rows, size_t *n, struct sc_err *err);
 void ledger_rows_free(struct ledger_row *rows, size_t n);
@@ -257,7 +267,9 @@ void outbox_entry_dispose(struct outbox_entry *e);
 /*
  * Moves (schedule, slot, target) to state. SENDING increments n_tries.
  * SENT records sent_ms and is committed durably (fsync'd): it is the send
- * guard. SC_ESTATE when the row is already SENT (a guard never reopens).
+ * guard. SC_ESTATE when the row is already SENT (a guard never reopens);
+ * SC_ENOENT when there is no row; SC_EINVAL for SEND_NONE. Other moves are
+ * not policed here: the delivery layer owns the order of its states.
  */
 int outbox_set_state(struct sc_store *s, const char *schedule, int64_t slot_ms,
 		     const char *target, enum send_state state,
