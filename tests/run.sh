@@ -18,9 +18,10 @@ for t in "$@"; do
   timeout "${SURECRON_TEST_TIMEOUT:-900}" "$t" >"$log" 2>&1
   rc=$?
   cat "$log"
-  p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -n 1)
-  f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -n 1)
-  s=$(sed -n 's/^\[  SKIPPED \] \([0-9]*\) test.*/\1/p' "$log" | tail -n 1)
+  # A binary may run several groups (one per store backend): sum them.
+  p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$log" | awk '{n+=$1} END {print n+0}')
+  f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' "$log" | awk '{n+=$1} END {print n+0}')
+  s=$(sed -n 's/^\[  SKIPPED \] \([0-9]*\) test.*/\1/p' "$log" | awk '{n+=$1} END {print n+0}')
   p=${p:-0} f=${f:-0} s=${s:-0}
   if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
     echo "!! $name exited with status $rc without a failure summary" >&2
