@@ -47,15 +47,16 @@ int task_fail(struct task_result *out, const char *name, int code,
 		if (*p == '\n' || *p == '\r')
 			*p = ' ';
 	free(out->reason);
-	out->reason = strdup(reason);
+	/* stderr tails are arbitrary bytes: keep messages valid UTF-8. */
+	out->reason = task_utf8_clean(reason, strlen(reason));
+	if (out->reason)
+		snprintf(reason, sizeof(reason), "%s", out->reason);
 	out->outcome = TASK_FAILED;
 	sc_err_set(&out->err, code, "task %s: %s", name, reason);
 	return code;
 }
 
-/* A copy of p[0..n) that is valid UTF-8 without NUL: invalid bytes become
- * '?', NULs are dropped. NULL only when out of memory. */
-static char *utf8_clean(const char *p, size_t n)
+char *task_utf8_clean(const char *p, size_t n)
 {
 	char *o = malloc(n + 1);
 	size_t j = 0;
@@ -106,7 +107,7 @@ static char *trimmed(const char *p, size_t n)
 	}
 	while (n > 0 && isspace((unsigned char)p[n - 1]))
 		n--;
-	return utf8_clean(p, n);
+	return task_utf8_clean(p, n);
 }
 
 static int set_skip(struct task_result *out, const char *name,
