@@ -22,6 +22,8 @@
 #include "clock.h"
 #include "delivery.h"
 #include "err.h"
+#include "http.h"
+#include "log.h"
 #include "task.h"
 
 /* A JSON string of s, repairing bad UTF-8; NULL only on out of memory. */
@@ -214,6 +216,98 @@ int delivery_sign(const char *secret, size_t secret_len, const char *timestamp,
 		return SC_EIO;
 	hex(md, md_len, out);
 	return 0;
+}
+
+/* A one-line, valid UTF-8 excerpt of a response body, for messages. */
+static void excerpt(const char *body, size_t len, char *out, size_t n)
+{
+	size_t take = len < DELIVERY_EXCERPT_MAX ? len : DELIVERY_EXCERPT_MAX;
+	char *c = task_utf8_clean(body ? body : "", body ? take : 0);
+
+	snprintf(out, n, "%s%s", c ? c : "", len > take ? "..." : "");
+	for (char *p = out; *p; p++)
+		if ((unsigned char)*p < 0x20)
+			*p = ' ';
+	free(c);
+}
+
+/* The reason of an http error without its "METHOD URL: " prefix, which
+ * may hold a secret path. */
+static const char *strip_url(const char *msg, const char *logurl)
+{
+	const char *p = strstr(msg, logurl);
+
+	if (p && strncmp(p + strlen(logurl), ": ", 2) == 0)
+		return p + strlen(logurl) + 2;
+	return "request failed";
+}
+
+int delivery_http_post(const struct delivery_send *s, const char *body,
+		       const char *const *headers, struct sc_err *err)
+{
+	const struct target_spec *t = s->target;
+	const char *url = t->url_env ? getenv(t->url_env) : NULL;
+	const char *hdrs[16];
+	struct sc_err herr = {0};
+	struct http_response resp = {0};
+	char logurl[512], ex[DELIVERY_EXCERPT_MAX + 8];
+	size_t nh = 0;
+	int rc;
+
+	if (!t->url_env)
+		return sc_err_set(err, SC_ECONFIG, "target %s: no url_env",
+				  t->name);
+	if (!url || !*url)
+		return sc_err_set(err, SC_ECONFIG, "target %s: environment "
+				  "variable %s is not set", t->name,
+				  t->url_env);
+	if (http_check_secure_url(url, &herr) != 0)
+		return sc_err_set(err, SC_ECONFIG, "target %s: %s (from %s)",
+				  t->name, herr.msg, t->url_env);
+	hdrs[nh++] = "Content-Type: application/json";
+	for (size_t i = 0; headers && headers[i] && nh < 15; i++)
+		hdrs[nh++] = headers[i];
+	hdrs[nh] = NULL;
+	struct http_options opt = {
+		.connect_timeout_ms = t->connect_timeout_ms > 0
+			? t->connect_timeout_ms : DELIVERY_DEFAULT_CONNECT_MS,
+		.timeout_ms = t->timeout_ms > 0 ? t->timeout_ms
+						: DELIVERY_DEFAULT_TIMEOUT_MS,
+		.max_body = 64 * 1024,
+		.clock = s->clock,
+	};
+	/* One client per send: deliveries are rare, and a client is not
+	 * thread-safe, so sharing one would need a lock for no gain. */
+	struct http_client *c = http_client_new(&opt, &herr);
+	if (!c)
+		return sc_err_set(err, herr.code ? herr.code : SC_ENOMEM,
+				  "target %s: %s", t->name, herr.msg);
+	struct http_request req = {
+		.method = "POST",
+		.url = url,
+		.headers = hdrs,
+		.body = body,
+		.body_len = strlen(body),
+	};
+	rc = http_do(c, &req, &resp, &herr);
+	http_client_free(c);
+	if (rc) {
+		http_url_for_log(url, logurl, sizeof(logurl));
+		if (herr.http_status) {
+			excerpt(resp.body, resp.body_len, ex, sizeof(ex));
+			err_set_http(err, SC_EDELIVERY, herr.http_status,
+				     herr.retry_after_ms,
+				     "target %s: HTTP %d%s%s", t->name,
+				     herr.http_status, *ex ? ": " : "", ex);
+		} else {
+			err_set_http(err, SC_EDELIVERY, 0, herr.retry_after_ms,
+				     "target %s: %s", t->name,
+				     strip_url(herr.msg, logurl));
+		}
+		rc = SC_EDELIVERY;
+	}
+	http_response_dispose(&resp);
+	return rc;
 }
 
 int delivery_send(const struct delivery_send *s, struct sc_err *err)

@@ -130,6 +130,18 @@ struct delivery_send {
  */
 int delivery_send(const struct delivery_send *s, struct sc_err *err);
 
+/*
+ * POSTs body (Content-Type: application/json) to the URL held by the
+ * environment variable t->url_env, with extra headers ("Name: value",
+ * NULL-terminated, may be NULL). https only, except loopback; redirects
+ * are not followed; the target's connect and total timeouts apply.
+ * Errors say "target NAME: HTTP 500: <body excerpt>" and never hold the
+ * URL (webhook URLs carry secrets in their path). Used by the slack and
+ * webhook targets.
+ */
+int delivery_http_post(const struct delivery_send *s, const char *body,
+		       const char *const *headers, struct sc_err *err);
+
 /* The target kinds (one file each). Same contract as delivery_send. */
 int target_slack_send(const struct delivery_send *s, struct sc_err *err);
 int target_webhook_send(const struct delivery_send *s, struct sc_err *err);
