@@ -35,6 +35,9 @@
 #include "spec.h"
 #include "surecron.h"
 
+struct http_auth;
+struct http_token_store;
+
 #define TASK_EXIT_TEMPFAIL 75 /* sysexits.h EX_TEMPFAIL */
 #define TASK_EXIT_CONFIG 78   /* sysexits.h EX_CONFIG */
 
@@ -68,8 +71,13 @@ struct task_ctx {
 	int64_t slot_ms;
 	int attempt;                  /* 1-based */
 	struct sc_clock *clock;       /* may be NULL: the real clock */
-	struct sc_store *store;       /* http task token cache; may be NULL */
-	const struct config *config;  /* auth lookups; may be NULL */
+	const struct config *config;  /* auth specs by name; may be NULL */
+	/* http tasks: long-lived providers to use by name (shared caches);
+	 * a name not found here is built from config for this run only. */
+	struct http_auth *const *auths;
+	size_t n_auths;
+	const struct http_token_store *tokens; /* persistent token cache of
+						  per-run providers; NULL */
 };
 
 /*

@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 
 #include "clock.h"
+#include "fakes/fake_http.h"
 #include "task.h"
 #include "testutil.h"
 
@@ -321,6 +322,55 @@ static void plain_text_and_empty_from_a_process(void **state)
 	task_result_dispose(&r);
 }
 
+static void http_task_outcomes(void **state)
+{
+	struct fake_http *f = fake_http_start();
+	char url[256];
+	struct task_spec t = {.name = "api", .kind = TASK_HTTP, .url = url,
+			      .timeout_ms = 5000};
+	struct task_result r;
+
+	assert_non_null(f);
+	fake_http_url(f, "/r", url, sizeof(url));
+	/* 2xx: the same output protocol as a command. */
+	fake_http_push(f, "/r", 200, "Content-Type: application/json",
+		       "{\"summary\": \"from api\", \"previews\": [\"p\"]}", 0);
+	assert_int_equal(task_run(&t, &ctx, &r), 0);
+	assert_int_equal(r.outcome, TASK_DELIVER);
+	assert_string_equal(r.summary, "from api");
+	assert_int_equal(r.n_previews, 1);
+	task_result_dispose(&r);
+	fake_http_push(f, "/r", 200, NULL, "{broken", 0);
+	assert_int_equal(task_run(&t, &ctx, &r), SC_EPROTO);
+	assert_non_null(strstr(r.err.msg, "column"));
+	task_result_dispose(&r);
+
+	/* 503 + Retry-After: retryable with the hint and the status. */
+	fake_http_push(f, "/r", 503, "Retry-After: 90", "overloaded", 0);
+	assert_int_not_equal(task_run(&t, &ctx, &r), 0);
+	assert_int_equal(r.outcome, TASK_FAILED);
+	assert_int_equal(r.err.http_status, 503);
+	assert_int_equal(r.err.retry_after_ms, 90000);
+	assert_false(r.err.permanent);
+	assert_non_null(strstr(r.err.msg, "overloaded"));
+	task_result_dispose(&r);
+
+	/* 403: permanent. */
+	fake_http_push(f, "/r", 403, NULL, "quota plan exhausted", 0);
+	assert_int_not_equal(task_run(&t, &ctx, &r), 0);
+	assert_int_equal(r.err.http_status, 403);
+	assert_true(r.err.permanent);
+	task_result_dispose(&r);
+
+	/* expect_status: another 2xx is a failure. */
+	t.expect_status = 201;
+	fake_http_push(f, "/r", 200, NULL, "fine", 0);
+	assert_int_not_equal(task_run(&t, &ctx, &r), 0);
+	assert_non_null(strstr(r.err.msg, "expected 201"));
+	task_result_dispose(&r);
+	fake_http_stop(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -335,6 +385,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(other_exit_and_signal_are_retryable, setup, teardown),
 		cmocka_unit_test(output_protocol_table),
 		cmocka_unit_test_setup_teardown(plain_text_and_empty_from_a_process, setup, teardown),
+		cmocka_unit_test(http_task_outcomes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
