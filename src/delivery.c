@@ -201,11 +201,11 @@ int delivery_sign(const char *secret, size_t secret_len, const char *timestamp,
 	unsigned char md[EVP_MAX_MD_SIZE];
 	unsigned int md_len = 0;
 	size_t ts_len = strlen(timestamp);
-	char *msg = malloc(ts_len + 1 + body_len);
+	char *msg = malloc(ts_len + 1 + body_len + 1);
 
 	if (!msg)
 		return SC_ENOMEM;
-	memcpy(msg, timestamp, ts_len);
+	memcpy(msg, timestamp, ts_len + 1); /* its NUL becomes the '.' */
 	msg[ts_len] = '.';
 	memcpy(msg + ts_len + 1, body, body_len);
 	unsigned char *r = HMAC(EVP_sha256(), secret, (int)secret_len,
