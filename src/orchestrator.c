@@ -60,6 +60,7 @@
 #include "http.h"
 #include "log.h"
 #include "orchestrator.h"
+#include "queue.h"
 #include "task.h"
 
 #define MAX_TARGETS 64
@@ -516,4 +517,72 @@ void orch_send_lost_alert(const struct orch_ctx *ctx, const char *schedule,
 	free(body);
 	if (n_sent)
 		*n_sent = sent;
+}
+
+/* ---- the job glue --------------------------------------------------------- */
+
+void orch_job_result_dispose(struct orch_job_result *r)
+{
+	if (!r)
+		return;
+	orch_report_dispose(&r->rep);
+	memset(r, 0, sizeof(*r));
+}
+
+static const struct schedule_spec *find_schedule(const struct config *c,
+						 const char *name)
+{
+	for (size_t i = 0; c && i < c->n_schedules; i++)
+		if (c->schedules[i].name && strcmp(c->schedules[i].name, name) == 0)
+			return &c->schedules[i];
+	return NULL;
+}
+
+static const char *error_class(int rc, const struct orch_report *rep)
+{
+	if (rep->ran_tasks && rep->n_failed > 0 && rep->n_deliver == 0)
+		return "task";
+	if (rc == SC_EDELIVERY)
+		return "delivery";
+	if (rc == SC_ECONFIG)
+		return "config";
+	return "internal";
+}
+
+int orch_run_job(const struct orch_ctx *ctx, const struct store_job *job,
+		 struct orch_job_result *out, struct sc_err *err)
+{
+	const struct schedule_spec *sched = find_schedule(ctx->config,
+							  job->schedule);
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	out->next_ms = INT64_MAX;
+	if (!sched) {
+		sc_err_set(&out->run_err, SC_ECONFIG, "schedule %s is not in "
+			   "the configuration", job->schedule);
+		out->run_err.permanent = true;
+		rc = SC_ECONFIG;
+	} else {
+		rc = orch_run_slot(ctx, sched, job->slot_ms, job->id,
+				   job->attempts, &out->rep, &out->run_err);
+	}
+	if (rc == 0) {
+		rc = queue_complete(ctx->store, job, out->rep.details_json, err);
+		out->completed = rc == 0;
+		return rc;
+	}
+	if (out->run_err.code == 0) /* never fail a job without a reason */
+		sc_err_set(&out->run_err, rc, "%s", sc_strerror(rc));
+	snprintf(out->error_class, sizeof(out->error_class), "%s",
+		 sched ? error_class(rc, &out->rep) : "config");
+	rc = queue_fail(ctx->store, job, out->error_class, &out->run_err,
+			out->rep.details_json, &out->next_ms, &out->dead, err);
+	if (rc)
+		return rc;
+	if (out->dead)
+		orch_send_lost_alert(ctx, job->schedule, job->slot_ms,
+				     job->attempts, &out->run_err,
+				     &out->n_alerts_sent);
+	return 0;
 }

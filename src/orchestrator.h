@@ -76,6 +76,35 @@ int orch_run_slot(const struct orch_ctx *ctx, const struct schedule_spec *sched,
 		  int64_t slot_ms, int64_t job_id, int attempt,
 		  struct orch_report *rep, struct sc_err *err);
 
+/* How a claimed job ended (orch_run_job). */
+struct orch_job_result {
+	bool completed;           /* queue_complete: the job is DONE */
+	bool dead;                /* queue_fail made it DEAD: the slot is lost */
+	int64_t next_ms;          /* retry: when the next attempt is due */
+	size_t n_alerts_sent;     /* lost: alert targets that took the alert */
+	struct sc_err run_err;    /* the run's error (code 0 on success) */
+	char error_class[16];     /* "task", "delivery", "config", "internal" */
+	struct orch_report rep;   /* owned: dispose with orch_job_result_dispose */
+};
+
+void orch_job_result_dispose(struct orch_job_result *r);
+
+/*
+ * The worker's glue: runs the slot of a job claimed with queue_claim (the
+ * attempt number is job->attempts) and finishes the job through the queue:
+ * queue_complete on success; otherwise queue_fail with the run's error,
+ * its retry hint and permanence (error class "task" for a failed run,
+ * "delivery" for a delivery failure, "config", "internal"). When the queue
+ * says the job is now DEAD, the lost-slot alert goes to the alert targets
+ * (only if configured). A job whose schedule is no longer in the config
+ * fails permanently (it cannot be run, and that must be loud).
+ * Returns 0 when the queue recorded the outcome (read *out), or the
+ * queue's error (SC_ELEASE: another worker took the job over; nothing
+ * was recorded by this call).
+ */
+int orch_run_job(const struct orch_ctx *ctx, const struct store_job *job,
+		 struct orch_job_result *out, struct sc_err *err);
+
 /*
  * The alert targets: the comma-separated names in SURECRON_ALERT_TARGETS
  * when set and non-empty, else config->alert_targets. Fills out[0..*n)

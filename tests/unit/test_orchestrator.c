@@ -18,6 +18,7 @@
 
 #include "fakes/fake_http.h"
 #include "orchestrator.h"
+#include "queue.h"
 #include "store.h"
 #include "testutil.h"
 
@@ -96,6 +97,8 @@ static int setup(void **state)
 	F.sched.targets = F.target_names;
 	F.sched.n_targets = 2;
 	F.sched.tasks = F.tasks;
+	F.cfg.schedules = &F.sched;
+	F.cfg.n_schedules = 1;
 	F.ctx.store = F.store;
 	F.ctx.config = &F.cfg;
 	return 0;
@@ -465,6 +468,175 @@ static void lost_alert_only_when_alert_targets_are_set(void **state)
 	assert_int_equal(fake_http_count(srv, "/c"), 1);
 }
 
+/* ---- the job glue: the queue sees what the rule decided ---------------- */
+
+#define MIN 60000LL
+static const struct sc_retry_policy weekly_policy = {4, SC_BACKOFF_EXPONENTIAL,
+						     30 * MIN};
+
+static void claim(struct store_job *job)
+{
+	size_t n = 0;
+
+	assert_int_equal(queue_claim(F.store, "w1", 5 * MIN, job, 1, &n, NULL), 0);
+	assert_int_equal(n, 1);
+}
+
+static size_t ledger_count(const char *outcome, char *cls, size_t n)
+{
+	struct ledger_filter f = {.schedule = "weekly", .since_ms = INT64_MIN,
+				  .until_ms = INT64_MAX, .outcome = outcome};
+	struct ledger_row *rows = NULL;
+	size_t nr = 0;
+
+	assert_int_equal(ledger_query(F.store, &f, &rows, &nr, NULL), 0);
+	if (cls && nr)
+		snprintf(cls, n, "%s", rows[nr - 1].error_class);
+	ledger_rows_free(rows, nr);
+	return nr;
+}
+
+/* The story surecron exists for: a weekly run whose tasks all fail (an
+ * API quota) must be retried, not completed. */
+static void failed_run_fails_the_job_and_the_retry_heals_it(void **state)
+{
+	struct store_job job;
+	struct orch_job_result jr;
+	char cls[32] = "", flag[400];
+
+	snprintf(flag, sizeof(flag), "%s/quota_ok", F.dir);
+	char body[600];
+	snprintf(body, sizeof(body),
+		 "[ -e '%s' ] || { echo 'API quota exceeded' >&2; exit 75; }\n"
+		 "echo 'weekly digest'", flag);
+	add_task("digest", body);
+	assert_int_equal(queue_enqueue(F.store, "weekly", SLOT, &weekly_policy,
+				       NULL, NULL, NULL), 0);
+	claim(&job);
+	int64_t t1 = sc_clock_now_ms(F.clock);
+	assert_int_equal(orch_run_job(&F.ctx, &job, &jr, NULL), 0);
+	assert_false(jr.completed);
+	assert_false(jr.dead);
+	assert_int_equal(jr.next_ms, t1 + 30 * MIN);
+	assert_string_equal(jr.error_class, "task");
+	assert_non_null(strstr(jr.run_err.msg, "API quota exceeded"));
+	assert_int_equal(ledger_count(LEDGER_FAILED, cls, sizeof(cls)), 1);
+	assert_string_equal(cls, "task");
+	assert_int_equal(ledger_count(LEDGER_SUCCESS, NULL, 0), 0);
+	assert_int_equal(fake_http_count(srv, "/a"), 1); /* the notice */
+	orch_job_result_dispose(&jr);
+
+	/* The quota is back; the retry is due 30 min later and succeeds. */
+	FILE *f = fopen(flag, "w");
+	assert_non_null(f);
+	fclose(f);
+	sc_clock_set_ms(F.clock, t1 + 30 * MIN);
+	claim(&job);
+	assert_int_equal(job.attempts, 2);
+	assert_int_equal(orch_run_job(&F.ctx, &job, &jr, NULL), 0);
+	assert_true(jr.completed);
+	assert_int_equal(ledger_count(LEDGER_SUCCESS, NULL, 0), 1);
+	assert_true(marked());
+	json_t *o = request_json("/a", 1);
+	assert_string_equal(jget(o, "kind"), "result");
+	assert_string_equal(jget(o, "summary"), "weekly digest");
+	json_decref(o);
+	struct store_job j2;
+	assert_int_equal(store_job_get(F.store, job.id, &j2, NULL), 0);
+	assert_int_equal(j2.state, JOB_DONE);
+	orch_job_result_dispose(&jr);
+}
+
+static void delivery_failure_fails_the_job_and_retry_resends(void **state)
+{
+	struct store_job job;
+	struct orch_job_result jr;
+	char cls[32] = "";
+
+	add_task("gen", "echo report");
+	fake_http_push(srv, "/b", 503, "Retry-After: 3600", "maintenance", 0);
+	assert_int_equal(queue_enqueue(F.store, "weekly", SLOT, &weekly_policy,
+				       NULL, NULL, NULL), 0);
+	claim(&job);
+	int64_t t1 = sc_clock_now_ms(F.clock);
+	assert_int_equal(orch_run_job(&F.ctx, &job, &jr, NULL), 0);
+	assert_false(jr.completed);
+	assert_string_equal(jr.error_class, "delivery");
+	/* The receiver's Retry-After (1 h) beats the 30 min backoff. */
+	assert_int_equal(jr.next_ms, t1 + 60 * MIN);
+	assert_int_equal(ledger_count(LEDGER_FAILED, cls, sizeof(cls)), 1);
+	assert_string_equal(cls, "delivery");
+	int64_t next = jr.next_ms;
+	orch_job_result_dispose(&jr);
+
+	/* Not before the hint. */
+	sc_clock_set_ms(F.clock, next - 1);
+	size_t n = 9;
+	assert_int_equal(queue_claim(F.store, "w1", 5 * MIN, &job, 1, &n, NULL), 0);
+	assert_int_equal(n, 0);
+	sc_clock_set_ms(F.clock, next);
+	claim(&job);
+	assert_int_equal(orch_run_job(&F.ctx, &job, &jr, NULL), 0);
+	assert_true(jr.completed);
+	assert_true(jr.rep.resent);
+	assert_int_equal(task_runs(), 1);
+	assert_int_equal(fake_http_count(srv, "/a"), 1);
+	assert_int_equal(fake_http_count(srv, "/b"), 2);
+	orch_job_result_dispose(&jr);
+}
+
+static void lost_slot_alerts_only_configured_targets(void **state)
+{
+	static const struct sc_retry_policy once = {1, SC_BACKOFF_EXPONENTIAL,
+						    MIN};
+	struct store_job job;
+	struct orch_job_result jr;
+
+	add_task("gen", "echo 'still broken' >&2; exit 1");
+	assert_int_equal(queue_enqueue(F.store, "weekly", SLOT, &once, NULL,
+				       NULL, NULL), 0);
+	claim(&job);
+	assert_int_equal(orch_run_job(&F.ctx, &job, &jr, NULL), 0);
+	assert_true(jr.dead);
+	assert_int_equal(jr.n_alerts_sent, 0);
+	assert_int_equal(fake_http_count(srv, "/alerts"), 0);
+	assert_int_equal(ledger_count(LEDGER_LOST, NULL, 0), 1);
+	orch_job_result_dispose(&jr);
+
+	/* Same again with alert targets set: the alert goes out. */
+	assert_int_equal(queue_enqueue(F.store, "weekly", SLOT + MIN, &once,
+				       NULL, NULL, NULL), 0);
+	setenv("SURECRON_ALERT_TARGETS", "alerts", 1);
+	sc_clock_set_ms(F.clock, SLOT + 2 * MIN);
+	claim(&job);
+	assert_int_equal(orch_run_job(&F.ctx, &job, &jr, NULL), 0);
+	unsetenv("SURECRON_ALERT_TARGETS");
+	assert_true(jr.dead);
+	assert_int_equal(jr.n_alerts_sent, 1);
+	assert_int_equal(fake_http_count(srv, "/alerts"), 1);
+	json_t *o = request_json("/alerts", 0);
+	assert_string_equal(jget(o, "kind"), "alert");
+	assert_non_null(strstr(jget(o, "error"), "still broken"));
+	json_decref(o);
+	orch_job_result_dispose(&jr);
+}
+
+static void permanent_task_failure_kills_the_job_at_once(void **state)
+{
+	struct store_job job;
+	struct orch_job_result jr;
+
+	add_task("gen", "echo 'invalid API key' >&2; exit 78");
+	assert_int_equal(queue_enqueue(F.store, "weekly", SLOT, &weekly_policy,
+				       NULL, NULL, NULL), 0);
+	claim(&job);
+	assert_int_equal(orch_run_job(&F.ctx, &job, &jr, NULL), 0);
+	assert_true(jr.dead);
+	assert_int_equal(job.attempts, 1);
+	assert_int_equal(ledger_count(LEDGER_LOST, NULL, 0), 1);
+	orch_job_result_dispose(&jr);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
@@ -481,6 +653,10 @@ int main(void)
 		T(marked_slot_is_never_run_again),
 		T(unknown_target_fails_permanently_before_tasks),
 		T(lost_alert_only_when_alert_targets_are_set),
+		T(failed_run_fails_the_job_and_the_retry_heals_it),
+		T(delivery_failure_fails_the_job_and_retry_resends),
+		T(lost_slot_alerts_only_configured_targets),
+		T(permanent_task_failure_kills_the_job_at_once),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
