@@ -277,35 +277,41 @@ static const char *const months[] = {"Jan", "Feb", "Mar", "Apr",
 static const char *const wdays[] = {"Sun", "Mon", "Tue", "Wed",
 				    "Thu", "Fri", "Sat"};
 
-/* Strict IMF-fixdate (RFC 9110 5.6.7): "Sun, 06 Nov 1994 08:49:37 GMT". */
+/* Reads n digits at s. */
+static int digits(const char *s, int n)
+{
+	int v = 0;
+	for (int i = 0; i < n; i++)
+		v = v * 10 + (s[i] - '0');
+	return v;
+}
+
+/* Strict IMF-fixdate (RFC 9110 5.6.7): "Sun, 06 Nov 1994 08:49:37 GMT".
+ * The layout is checked against a pattern where '9' stands for a digit
+ * and 'a' for a letter; everything else must match as is. */
 static bool parse_imf_fixdate(const char *s, int64_t *out_s)
 {
-	char wd[4], mon[4], gmt[4];
-	int d, y, hh, mm, ss, used = 0;
+	static const char pattern[] = "aaa, 99 aaa 9999 99:99:99 GMT";
 
-	if (strlen(s) != 29)
+	if (strlen(s) != sizeof(pattern) - 1)
 		return false;
-	if (sscanf(s, "%3s, %2d %3s %4d %2d:%2d:%2d %3s%n", wd, &d, mon, &y,
-		   &hh, &mm, &ss, gmt, &used) != 8 || used != 29)
-		return false;
-	if (strcmp(gmt, "GMT") != 0 || s[3] != ',' || s[4] != ' ' ||
-	    s[7] != ' ' || s[11] != ' ' || s[16] != ' ' || s[19] != ':' ||
-	    s[22] != ':' || s[25] != ' ')
-		return false;
-	for (int i = 0; i < 29; i++)
-		if ((i == 5 || i == 6 || (i >= 12 && i <= 15) ||
-		     i == 17 || i == 18 || i == 20 || i == 21 || i == 23 ||
-		     i == 24) && !isdigit((unsigned char)s[i]))
+	for (size_t i = 0; i < sizeof(pattern) - 1; i++) {
+		char p = pattern[i], c = s[i];
+		if (p == '9' ? !isdigit((unsigned char)c)
+			     : p == 'a' ? !isalpha((unsigned char)c) : c != p)
 			return false;
+	}
 	int m = -1, w = -1;
 	for (int i = 0; i < 12; i++)
-		if (strcmp(mon, months[i]) == 0)
+		if (strncmp(s + 8, months[i], 3) == 0)
 			m = i + 1;
 	for (int i = 0; i < 7; i++)
-		if (strcmp(wd, wdays[i]) == 0)
+		if (strncmp(s, wdays[i], 3) == 0)
 			w = i;
-	if (m < 0 || w < 0 || d < 1 || d > 31 || hh > 23 || mm > 59 ||
-	    ss > 60)
+	int d = digits(s + 5, 2), y = digits(s + 12, 4);
+	int hh = digits(s + 17, 2), mm = digits(s + 20, 2);
+	int ss = digits(s + 23, 2);
+	if (m < 0 || w < 0 || d < 1 || hh > 23 || mm > 59 || ss > 60)
 		return false;
 	int64_t days = clock_days_from_civil(y, m, d);
 	int64_t cy;
@@ -313,7 +319,7 @@ static bool parse_imf_fixdate(const char *s, int64_t *out_s)
 	clock_civil_from_days(days, &cy, &cm, &cd);
 	if (cy != y || cm != m || cd != d)
 		return false; /* 31 Feb and friends */
-	(void)w; /* a wrong weekday is tolerated, as most parsers do */
+	/* A wrong weekday is tolerated, as most parsers do. */
 	*out_s = days * 86400 + hh * 3600 + mm * 60 + (ss == 60 ? 59 : ss);
 	return true;
 }
@@ -371,7 +377,7 @@ static bool parse_http_date(const char *s, int64_t *out_s)
 bool http_parse_retry_after(const char *value, int64_t now_ms,
 			    int64_t *out_ms)
 {
-	char v[64];
+	char v[64] = {0};
 	int64_t secs;
 
 	if (!value)
@@ -398,7 +404,7 @@ bool http_parse_retry_after(const char *value, int64_t now_ms,
  */
 static bool parse_reset(const char *value, int64_t now_ms, int64_t *out_ms)
 {
-	char v[64];
+	char v[64] = {0};
 	int64_t secs;
 
 	trim_copy(value, v, sizeof(v));
@@ -519,6 +525,7 @@ static int exchange(struct http_client *c, const struct http_request *req,
 	CURL *h = c->h;
 	char *authz = NULL;
 
+	http_response_dispose(resp); /* a failure leaves no stale response */
 	buf_init(&s.body, c->max_body);
 	buf_init(&s.headers, HEADERS_MAX);
 	s.too_big = false;
@@ -557,9 +564,8 @@ static int exchange(struct http_client *c, const struct http_request *req,
 			goto oom;
 		hl = tmp;
 		if (nl + 15 < sizeof(names))
-			nl += (size_t)snprintf(names + nl, sizeof(names) - nl,
-					       "%sAuthorization",
-					       nl ? "," : "");
+			snprintf(names + nl, sizeof(names) - nl,
+				 "%sAuthorization", nl ? "," : "");
 	}
 
 	curl_easy_reset(h); /* keeps the connection, DNS and TLS caches */
@@ -634,7 +640,6 @@ static int exchange(struct http_client *c, const struct http_request *req,
 				  why);
 		goto done;
 	}
-	http_response_dispose(resp);
 	resp->status = (int)status;
 	resp->body_len = s.body.len;
 	resp->body = buf_take(&s.body);
@@ -662,7 +667,7 @@ static int64_t response_hint(const struct http_client *c,
 			     const struct http_response *r,
 			     const char *reset_header)
 {
-	char v[128];
+	char v[128] = {0};
 	int64_t ms = 0;
 	int64_t now = sc_clock_now_ms(c->clock);
 
@@ -688,6 +693,7 @@ int http_do(struct http_client *c, const struct http_request *req,
 
 	if (!resp)
 		resp = &local;
+	http_response_dispose(resp);
 	const char *method = req->method ? req->method : "GET";
 	http_url_for_log(req->url, logurl, sizeof(logurl));
 	if (!req->url || (strncasecmp(req->url, "http://", 7) != 0 &&

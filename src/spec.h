@@ -95,8 +95,13 @@ struct schedule_spec {
 	struct sc_retry_policy retry;
 };
 
+struct config_locs;
+
 struct config {
 	char *path;             /* the file it came from */
+	char *dir;              /* its folder, absolute: relative paths in the
+				   file (store, file targets, programs, cwd)
+				   are resolved against it */
 	char *store_url;        /* default "sqlite:./surecron.db", relative
 				   paths resolved against the file's folder */
 	int concurrency;        /* default 1 */
@@ -110,6 +115,8 @@ struct config {
 	size_t n_auths;
 	struct schedule_spec *schedules;
 	size_t n_schedules;
+	struct config_locs *locs; /* private to config.c: key path ->
+				     line:column, for config_check */
 };
 
 /* Lookups by name; NULL when absent. */

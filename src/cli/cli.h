@@ -55,7 +55,9 @@ int cli_wants_help(int argc, char **argv);
 void cli_setup_logging(enum sc_log_level dflt);
 
 /* The commands. Keep in the same order as the table in main.c. */
+int cmd_check(int argc, char **argv);
 int cmd_help(int argc, char **argv);
+int cmd_http(int argc, char **argv);
 int cmd_version(int argc, char **argv);
 
 #endif

@@ -14,9 +14,32 @@
 
 /* Sorted by name; `help` lists them in this order. */
 static const struct cli_command commands[] = {
+	{"check", cmd_check, "check [--config FILE]",
+	 "validate a config file without running anything",
+	 "Reads FILE (default ./surecron.yaml) and checks everything: YAML\n"
+	 "syntax, known keys and types, durations, names, references between\n"
+	 "sections, environment variables the config names, task programs,\n"
+	 "folders, cron expressions and time zones. Prints each problem as\n"
+	 "FILE:LINE:COLUMN: reason on stderr. Exit 0 when clean (and prints\n"
+	 "\"ok: N schedules, N targets\"), 2 otherwise.\n"},
 	{"help", cmd_help, "help [COMMAND]", "show help for surecron or a command",
 	 "Without an argument, lists the commands. With one, shows that\n"
 	 "command's usage and description (the same as COMMAND --help).\n"},
+	{"http", cmd_http,
+	 "http [--auth NAME] [--config FILE] [-H HEADER]... [--timeout DUR] "
+	 "METHOD URL [--data BODY]",
+	 "send one HTTP request; the exit status carries the verdict",
+	 "Sends METHOD URL through surecron's HTTP client (TLS verified, no\n"
+	 "redirects, 30 s timeout by default) and prints the response body.\n"
+	 "--auth NAME adds the token of auth provider NAME from the config\n"
+	 "(--config FILE, default ./surecron.yaml): OAuth2 tokens are fetched\n"
+	 "and, on a 401, refreshed once. Without --config, the variable\n"
+	 "SURECRON_AUTH_<NAME>_TOKEN, when set, is used as a bearer token.\n"
+	 "-H 'Name: value' adds a header; --data BODY sends a body.\n"
+	 "Exit status: 0 on 2xx; 75 on 429, 5xx or a transport failure\n"
+	 "(with a Retry-After hint, stdout gets one JSON line\n"
+	 "{\"retry_after\": SECONDS, \"error\": \"...\"}); 78 on 403 or an\n"
+	 "unusable auth provider; 1 on other statuses; 2 on usage errors.\n"},
 	{"version", cmd_version, "version", "print the version",
 	 "Prints \"surecron VERSION\". The same as surecron --version.\n"},
 };

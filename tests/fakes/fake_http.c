@@ -39,6 +39,7 @@ struct route {
 	struct canned *head, *tail; /* FIFO */
 	struct canned *dflt;        /* NULL: none */
 	bool is_protected;
+	bool held;
 	int delay_ms;
 	struct route *next;
 };
@@ -46,6 +47,8 @@ struct route {
 struct fake_http {
 	struct MHD_Daemon *d;
 	int port;
+	bool stopping; /* releases held requests */
+	bool tls;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	struct route *routes;
@@ -465,6 +468,8 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn,
 	struct route *r = route_get(f, url, false);
 	int path_delay = r ? r->delay_ms : 0;
 	pthread_cond_broadcast(&f->cv);
+	while ((r = route_get(f, url, false)) && r->held && !f->stopping)
+		pthread_cond_wait(&f->cv, &f->mu);
 	pthread_mutex_unlock(&f->mu);
 
 	if (path_delay > 0)
@@ -542,11 +547,13 @@ static void completed_cb(void *cls, struct MHD_Connection *conn,
 
 /* ---- public functions ---- */
 
-struct fake_http *fake_http_start(void)
+static struct fake_http *start(const char *cert_pem, const char *key_pem)
 {
 	struct fake_http *f = xcalloc(1, sizeof(*f));
 	struct sockaddr_in sa;
 	pthread_condattr_t ca;
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD |
+			 MHD_USE_THREAD_PER_CONNECTION;
 
 	pthread_mutex_init(&f->mu, NULL);
 	pthread_condattr_init(&ca);
@@ -558,12 +565,24 @@ struct fake_http *fake_http_start(void)
 	sa.sin_family = AF_INET;
 	sa.sin_port = 0; /* the OS picks a free port */
 	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	f->d = MHD_start_daemon(
-		MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION,
-		0, NULL, NULL, handler, f, MHD_OPTION_SOCK_ADDR, &sa,
-		MHD_OPTION_URI_LOG_CALLBACK, uri_cb, f,
-		MHD_OPTION_NOTIFY_COMPLETED, completed_cb, f,
-		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30, MHD_OPTION_END);
+	f->tls = cert_pem != NULL;
+	if (f->tls)
+		f->d = MHD_start_daemon(
+			flags | MHD_USE_TLS, 0, NULL, NULL, handler, f,
+			MHD_OPTION_SOCK_ADDR, &sa,
+			MHD_OPTION_URI_LOG_CALLBACK, uri_cb, f,
+			MHD_OPTION_NOTIFY_COMPLETED, completed_cb, f,
+			MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
+			MHD_OPTION_HTTPS_MEM_CERT, cert_pem,
+			MHD_OPTION_HTTPS_MEM_KEY, key_pem, MHD_OPTION_END);
+	else
+		f->d = MHD_start_daemon(
+			flags, 0, NULL, NULL, handler, f,
+			MHD_OPTION_SOCK_ADDR, &sa,
+			MHD_OPTION_URI_LOG_CALLBACK, uri_cb, f,
+			MHD_OPTION_NOTIFY_COMPLETED, completed_cb, f,
+			MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
+			MHD_OPTION_END);
 	if (!f->d)
 		goto fail;
 	const union MHD_DaemonInfo *info =
@@ -581,10 +600,26 @@ fail:
 	return NULL;
 }
 
+struct fake_http *fake_http_start(void)
+{
+	return start(NULL, NULL);
+}
+
+struct fake_http *fake_https_start(const char *cert_pem, const char *key_pem)
+{
+	if (!cert_pem || !key_pem || !MHD_is_feature_supported(MHD_FEATURE_TLS))
+		return NULL;
+	return start(cert_pem, key_pem);
+}
+
 void fake_http_stop(struct fake_http *f)
 {
 	if (!f)
 		return;
+	pthread_mutex_lock(&f->mu);
+	f->stopping = true;
+	pthread_cond_broadcast(&f->cv);
+	pthread_mutex_unlock(&f->mu);
 	MHD_stop_daemon(f->d);
 	state_clear(f);
 	pthread_cond_destroy(&f->cv);
@@ -600,7 +635,8 @@ int fake_http_port(const struct fake_http *f)
 const char *fake_http_url(const struct fake_http *f, const char *path_and_query,
 			  char *out, size_t n)
 {
-	snprintf(out, n, "http://127.0.0.1:%d%s", f->port, path_and_query);
+	snprintf(out, n, "%s://127.0.0.1:%d%s", f->tls ? "https" : "http",
+		 f->port, path_and_query);
 	return out;
 }
 
@@ -640,6 +676,14 @@ void fake_http_set_delay(struct fake_http *f, const char *path, int delay_ms)
 {
 	pthread_mutex_lock(&f->mu);
 	route_get(f, path, true)->delay_ms = delay_ms;
+	pthread_mutex_unlock(&f->mu);
+}
+
+void fake_http_hold(struct fake_http *f, const char *path, bool on)
+{
+	pthread_mutex_lock(&f->mu);
+	route_get(f, path, true)->held = on;
+	pthread_cond_broadcast(&f->cv);
 	pthread_mutex_unlock(&f->mu);
 }
 

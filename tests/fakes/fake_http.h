@@ -40,13 +40,18 @@ struct fake_http;
 /* Starts a server on 127.0.0.1:<free port>. NULL when it cannot start. */
 struct fake_http *fake_http_start(void);
 
+/* The same over TLS with the given PEM certificate and key (copied by
+ * libmicrohttpd); URLs are then https://. NULL when it cannot start or
+ * libmicrohttpd lacks TLS support (tests should skip then). */
+struct fake_http *fake_https_start(const char *cert_pem, const char *key_pem);
+
 /* Stops the server (waits for running handlers) and frees it. NULL ok. */
 void fake_http_stop(struct fake_http *f);
 
 /* The port the server listens on. */
 int fake_http_port(const struct fake_http *f);
 
-/* Writes "http://127.0.0.1:PORT" + path_and_query into out (size n) and
+/* Writes "http[s]://127.0.0.1:PORT" + path_and_query into out (size n) and
  * returns out. */
 const char *fake_http_url(const struct fake_http *f, const char *path_and_query,
 			  char *out, size_t n);
@@ -68,6 +73,11 @@ void fake_http_set_default(struct fake_http *f, const char *path, int status,
  * is chosen and sent, whatever answers it (0 turns it off). Used to hold
  * token requests open so concurrent callers pile up behind one refresh. */
 void fake_http_set_delay(struct fake_http *f, const char *path, int delay_ms);
+
+/* Holds (on = true) or releases requests to path: a held request is
+ * logged, then waits until released before it is answered. Lets a test
+ * line up concurrent callers deterministically. fake_http_stop releases. */
+void fake_http_hold(struct fake_http *f, const char *path, bool on);
 
 /* ---- OAuth2 client-credentials token endpoint (RFC 6749 4.4) ---- */
 

@@ -1,25 +1,58 @@
 /*
  * test_http.c - the HTTP client, its auth providers and `surecron http`,
- * against the real fake server of tests/fakes/fake_http.h.
+ * against the real fake server of tests/fakes/fake_http.h on 127.0.0.1.
+ *
+ * Token expiry runs on a virtual clock; nothing here sleeps on real time
+ * except the fake's short holds in the concurrency test.
  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include "buf.h"
+#include "clock.h"
 #include "fakes/fake_http.h"
 #include "http.h"
 #include "testutil.h"
 
+/* 2026-11-29T12:00:00Z, a Sunday. */
+#define T0_MS (1795953600LL * 1000)
+#define SECRET "s3cr3t-client-XYZ"
+#define BEARER "bearer-SECRET-123"
+
 static struct fake_http *srv;
+static struct sc_clock *vclock;
+
+/* ---- a log sink that keeps every line ---- */
+
+static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct buf log_text;
+
+static void capture(void *ud, enum sc_log_level level, const char *line)
+{
+	(void)ud;
+	(void)level;
+	pthread_mutex_lock(&log_mu);
+	(void)buf_adds(&log_text, line);
+	(void)buf_adds(&log_text, "\n");
+	pthread_mutex_unlock(&log_mu);
+}
 
 static int setup(void **state)
 {
+	buf_init(&log_text, 4 * 1024 * 1024);
+	sc_log_set_sink(capture, NULL, SC_LOG_DEBUG);
 	srv = fake_http_start();
 	return srv ? 0 : -1;
 }
@@ -28,52 +61,968 @@ static int teardown(void **state)
 {
 	fake_http_stop(srv);
 	srv = NULL;
+	sc_log_set_sink(NULL, NULL, SC_LOG_ERROR);
+	buf_dispose(&log_text);
 	return 0;
 }
 
+/* Per test: an empty script, an empty log, a clock at T0. */
 static int reset(void **state)
 {
 	fake_http_reset(srv);
+	pthread_mutex_lock(&log_mu);
+	buf_reset(&log_text);
+	pthread_mutex_unlock(&log_mu);
+	sc_clock_free(vclock);
+	vclock = sc_clock_virtual_new(T0_MS);
+	setenv("TEST_CLIENT_SECRET", SECRET, 1);
+	setenv("TEST_BEARER", BEARER, 1);
+	return vclock ? 0 : -1;
+}
+
+static int cleanup(void **state)
+{
+	sc_clock_free(vclock);
+	vclock = NULL;
 	return 0;
 }
 
+static const char *url_of(const char *path)
+{
+	static char url[256];
+	return fake_http_url(srv, path, url, sizeof(url));
+}
+
+static struct http_client *client(void)
+{
+	struct http_options o = {.clock = vclock, .timeout_ms = 5000};
+	struct http_client *c = http_client_new(&o, NULL);
+	assert_non_null(c);
+	return c;
+}
+
+/* An oauth2 provider pointing at the fake's /token. */
+static struct http_auth *oauth(bool body_auth, const char *reset_header)
+{
+	char token_url[256];
+	struct auth_spec spec = {
+		.name = "broker",
+		.kind = AUTH_OAUTH2,
+		.token_url = token_url,
+		.client_id = "my-app",
+		.client_secret_env = "TEST_CLIENT_SECRET",
+		.scope = "quotes read",
+		.client_auth_body = body_auth,
+		.reset_header = (char *)reset_header,
+	};
+	struct sc_err err = {0};
+	fake_http_url(srv, "/token", token_url, sizeof(token_url));
+	struct http_auth *a = http_auth_new(&spec, vclock, NULL, &err);
+	assert_non_null(a);
+	return a;
+}
+
+static int get(struct http_client *c, struct http_auth *a, const char *path,
+	       struct sc_err *err)
+{
+	struct http_request req = {.url = url_of(path), .auth = a};
+	sc_err_clear(err);
+	return http_do(c, &req, NULL, err);
+}
+
+/* The bearer token the i-th request to path carried ("" when none). */
+static const char *bearer_of(const char *path, long i)
+{
+	static char v[128];
+	struct fake_request q;
+	v[0] = '\0';
+	if (fake_http_request(srv, path, i, &q)) {
+		if (!fake_request_header(&q, "Authorization", v, sizeof(v)))
+			v[0] = '\0';
+		fake_request_dispose(&q);
+	}
+	return v;
+}
+
+/* ---- the fake itself ---- */
+
 static void fake_scripts_fifo_then_default(void **state)
 {
-	struct http_client *c = http_client_new(NULL, NULL);
+	struct http_client *c = client();
 	struct http_response r = {0};
 	struct sc_err err = {0};
-	char url[256];
+	char v[16];
 
-	assert_non_null(c);
 	fake_http_push(srv, "/a", 500, "X-One: 1", "first", 0);
 	fake_http_set_default(srv, "/a", 200, NULL, "dflt");
-	fake_http_url(srv, "/a?k=v", url, sizeof(url));
-	assert_int_equal(http_do(c, &(struct http_request){.url = url}, &r,
-				 &err), SC_EHTTP);
+	struct http_request req = {.url = url_of("/a?k=v")};
+	assert_int_equal(http_do(c, &req, &r, &err), SC_EHTTP);
 	assert_int_equal(err.http_status, 500);
 	assert_string_equal(r.body, "first");
-	char v[16];
 	assert_true(http_response_header(&r, "x-one", v, sizeof(v)));
 	assert_string_equal(v, "1");
 	sc_err_clear(&err);
-	assert_int_equal(http_do(c, &(struct http_request){.url = url,
-				 .method = "POST", .body = "hello"}, &r, &err), 0);
+	req.method = "POST";
+	req.body = "hello";
+	assert_int_equal(http_do(c, &req, &r, &err), 0);
 	assert_string_equal(r.body, "dflt");
+	assert_int_equal(r.status, 200);
 	assert_int_equal(fake_http_count(srv, "/a"), 2);
+	assert_int_equal(fake_http_count(srv, "/nothing"), 0);
 	struct fake_request q;
 	assert_true(fake_http_request(srv, "/a", -1, &q));
 	assert_string_equal(q.method, "POST");
 	assert_string_equal(q.query, "k=v");
 	assert_string_equal(q.body, "hello");
 	fake_request_dispose(&q);
+	assert_false(fake_http_request(srv, "/a", 2, &q));
 	http_response_dispose(&r);
 	http_client_free(c);
 }
 
+/* ---- refresh once on 401 ---- */
+
+static void refresh_once_on_401_then_success(void **state)
+{
+	struct http_client *c = client();
+	struct http_auth *a = oauth(false, NULL);
+	struct sc_err err;
+
+	fake_http_oauth2(srv, "/token", 3600);
+	fake_http_set_default(srv, "/api", 200, NULL, "ok");
+	assert_int_equal(get(c, a, "/api", &err), 0);
+	assert_int_equal(fake_http_tokens_issued(srv), 1);
+
+	fake_http_push(srv, "/api", 401, NULL, "expired", 0);
+	assert_int_equal(get(c, a, "/api", &err), 0);
+	/* Exactly one reissue and one resend, and the resend used it. */
+	assert_int_equal(fake_http_tokens_issued(srv), 2);
+	assert_int_equal(fake_http_count(srv, "/api"), 3);
+	assert_string_equal(bearer_of("/api", 1), "Bearer tok-1");
+	assert_string_equal(bearer_of("/api", 2), "Bearer tok-2");
+	http_auth_free(a);
+	http_client_free(c);
+}
+
+static void second_401_fails_with_one_reissue(void **state)
+{
+	struct http_client *c = client();
+	struct http_auth *a = oauth(false, NULL);
+	struct sc_err err;
+	char want[300];
+
+	fake_http_oauth2(srv, "/token", 3600);
+	fake_http_push(srv, "/api", 401, NULL, "no", 0);
+	fake_http_push(srv, "/api", 401, NULL, "still no", 0);
+	fake_http_set_default(srv, "/api", 200, NULL, "ok");
+	assert_int_equal(get(c, a, "/api?q=1", &err), SC_EHTTP);
+	assert_int_equal(err.http_status, 401);
+	assert_int_equal(fake_http_tokens_issued(srv), 2);
+	assert_int_equal(fake_http_count(srv, "/api"), 2);
+	snprintf(want, sizeof(want), "GET %s: HTTP 401", url_of("/api"));
+	assert_string_equal(err.msg, want);
+	http_auth_free(a);
+	http_client_free(c);
+}
+
+static void no_refresh_on_403_429_5xx(void **state)
+{
+	static const int statuses[] = {403, 429, 500, 502, 503};
+	struct http_client *c = client();
+	struct sc_err err;
+
+	for (size_t i = 0; i < sizeof(statuses) / sizeof(statuses[0]); i++) {
+		fake_http_reset(srv);
+		fake_http_oauth2(srv, "/token", 3600);
+		struct http_auth *a = oauth(false, NULL);
+		fake_http_push(srv, "/api", statuses[i], NULL, "x", 0);
+		assert_int_equal(get(c, a, "/api", &err), SC_EHTTP);
+		assert_int_equal(err.http_status, statuses[i]);
+		assert_int_equal(fake_http_tokens_issued(srv), 1);
+		assert_int_equal(fake_http_count(srv, "/api"), 1);
+		http_auth_free(a);
+	}
+	http_client_free(c);
+}
+
+static void token_reused_until_60s_before_expiry(void **state)
+{
+	struct http_client *c = client();
+	struct http_auth *a = oauth(false, NULL);
+	struct sc_err err;
+
+	fake_http_oauth2(srv, "/token", 600);
+	fake_http_protect(srv, "/api");
+	assert_int_equal(get(c, a, "/api", &err), 0);
+	sc_clock_advance_ms(vclock, 540 * 1000 - 1);
+	assert_int_equal(get(c, a, "/api", &err), 0);
+	assert_int_equal(fake_http_tokens_issued(srv), 1);
+	sc_clock_advance_ms(vclock, 1); /* exactly 60 s before expiry */
+	assert_int_equal(get(c, a, "/api", &err), 0);
+	assert_int_equal(fake_http_tokens_issued(srv), 2);
+	assert_string_equal(bearer_of("/api", -1), "Bearer tok-2");
+	/* Renewed proactively: no request was sent with a stale token. */
+	assert_int_equal(fake_http_count(srv, "/api"), 3);
+	http_auth_free(a);
+	http_client_free(c);
+}
+
+static void missing_expires_in_means_five_minutes(void **state)
+{
+	struct http_client *c = client();
+	struct http_auth *a = oauth(false, NULL);
+	struct sc_err err;
+
+	fake_http_oauth2(srv, "/token", -1);
+	fake_http_protect(srv, "/api");
+	assert_int_equal(get(c, a, "/api", &err), 0);
+	sc_clock_advance_ms(vclock, 240 * 1000 - 1);
+	assert_int_equal(get(c, a, "/api", &err), 0);
+	assert_int_equal(fake_http_tokens_issued(srv), 1);
+	sc_clock_advance_ms(vclock, 1);
+	assert_int_equal(get(c, a, "/api", &err), 0);
+	assert_int_equal(fake_http_tokens_issued(srv), 2);
+	http_auth_free(a);
+	http_client_free(c);
+}
+
+static void revoked_token_recovers_without_restart(void **state)
+{
+	struct http_client *c = client();
+	struct http_auth *a = oauth(false, NULL);
+	struct sc_err err;
+
+	fake_http_oauth2(srv, "/token", 3600);
+	fake_http_protect(srv, "/api");
+	assert_int_equal(get(c, a, "/api", &err), 0);
+	fake_http_revoke(srv, "tok-1");
+	assert_int_equal(get(c, a, "/api", &err), 0);
+	assert_int_equal(fake_http_tokens_issued(srv), 2);
+	/* And the new token stays cached afterwards. */
+	assert_int_equal(get(c, a, "/api", &err), 0);
+	assert_int_equal(fake_http_tokens_issued(srv), 2);
+	assert_string_equal(bearer_of("/api", -1), "Bearer tok-2");
+	http_auth_free(a);
+	http_client_free(c);
+}
+
+/* ---- single-flight ---- */
+
+#define N_THREADS 8
+
+struct worker {
+	struct http_auth *a;
+	int rc;
+	int status;
+};
+
+static void *worker_run(void *p)
+{
+	struct worker *w = p;
+	struct http_client *c = client();
+	struct sc_err err = {0};
+	w->rc = get(c, w->a, "/api", &err);
+	w->status = err.http_status;
+	http_client_free(c);
+	return NULL;
+}
+
+static void concurrent_401s_share_one_refresh(void **state)
+{
+	struct http_client *c = client();
+	struct http_auth *a = oauth(false, NULL);
+	struct worker w[N_THREADS];
+	pthread_t th[N_THREADS];
+	struct sc_err err;
+
+	fake_http_oauth2(srv, "/token", 3600);
+	fake_http_protect(srv, "/api");
+	assert_int_equal(get(c, a, "/api", &err), 0); /* caches tok-1 */
+	fake_http_revoke(srv, "tok-1");
+	/* Hold the API until all 8 requests with tok-1 are in, so all 8
+	 * get their 401 together; hold the token endpoint so the refresh is
+	 * still in flight while they ask for a new token. */
+	fake_http_hold(srv, "/api", true);
+	fake_http_hold(srv, "/token", true);
+	for (int i = 0; i < N_THREADS; i++) {
+		w[i] = (struct worker){.a = a, .rc = -1};
+		assert_int_equal(pthread_create(&th[i], NULL, worker_run, &w[i]),
+				 0);
+	}
+	assert_true(fake_http_wait(srv, "/api", 1 + N_THREADS, 10000));
+	for (int i = 1; i <= N_THREADS; i++)
+		assert_string_equal(bearer_of("/api", i), "Bearer tok-1");
+	fake_http_hold(srv, "/api", false);
+	assert_true(fake_http_wait(srv, "/token", 2, 10000));
+	usleep(100 * 1000); /* give strays a chance to show up */
+	assert_int_equal(fake_http_count(srv, "/token"), 2);
+	fake_http_hold(srv, "/token", false);
+	for (int i = 0; i < N_THREADS; i++) {
+		pthread_join(th[i], NULL);
+		assert_int_equal(w[i].rc, 0);
+	}
+	assert_int_equal(fake_http_tokens_issued(srv), 2);
+	assert_int_equal(fake_http_count(srv, "/api"), 1 + 2 * N_THREADS);
+	http_auth_free(a);
+	http_client_free(c);
+}
+
+static void late_401_reuses_the_newer_token(void **state)
+{
+	struct http_client *c = client();
+	struct http_auth *a = oauth(false, NULL);
+	char *t1 = NULL, *t2 = NULL, *t3 = NULL;
+
+	fake_http_oauth2(srv, "/token", 3600);
+	assert_int_equal(http_auth_token(a, c, NULL, &t1, NULL), 0);
+	assert_string_equal(t1, "tok-1");
+	/* The first caller whose tok-1 got 401 refreshes... */
+	assert_int_equal(http_auth_token(a, c, t1, &t2, NULL), 0);
+	assert_string_equal(t2, "tok-2");
+	/* ...a late caller reporting the same tok-1 gets tok-2 as is. */
+	assert_int_equal(http_auth_token(a, c, t1, &t3, NULL), 0);
+	assert_string_equal(t3, "tok-2");
+	assert_int_equal(fake_http_tokens_issued(srv), 2);
+	http_secret_free(t1);
+	http_secret_free(t2);
+	http_secret_free(t3);
+	http_auth_free(a);
+	http_client_free(c);
+}
+
+static void concurrent_waiters_share_a_failed_fetch(void **state)
+{
+	struct http_auth *a = oauth(false, NULL);
+	struct worker w[4];
+	pthread_t th[4];
+
+	fake_http_oauth2(srv, "/token", 3600);
+	fake_http_push(srv, "/token", 500, NULL, "down", 0);
+	fake_http_hold(srv, "/token", true);
+	for (int i = 0; i < 4; i++) {
+		w[i] = (struct worker){.a = a, .rc = -1};
+		assert_int_equal(pthread_create(&th[i], NULL, worker_run, &w[i]),
+				 0);
+	}
+	assert_true(fake_http_wait(srv, "/token", 1, 10000));
+	usleep(200 * 1000); /* lets the other threads queue behind it */
+	fake_http_hold(srv, "/token", false);
+	for (int i = 0; i < 4; i++) {
+		pthread_join(th[i], NULL);
+		assert_int_equal(w[i].rc, SC_EHTTP);
+		assert_int_equal(w[i].status, 500);
+	}
+	/* The threads that queued behind the failing fetch took its error
+	 * instead of each asking the endpoint again. */
+	assert_int_equal(fake_http_count(srv, "/token"), 1);
+	assert_int_equal(fake_http_count(srv, "/api"), 0);
+	http_auth_free(a);
+}
+
+/* ---- hints ---- */
+
+static void retry_after_hints(void **state)
+{
+	static const struct {
+		int status;
+		const char *headers;
+		const char *reset_header;
+		int64_t hint_ms;
+	} rows[] = {
+		{429, "Retry-After: 30", NULL, 30000},
+		{503, "Retry-After: 120", NULL, 120000},
+		{429, "Retry-After: Sun, 29 Nov 2026 12:00:45 GMT", NULL, 45000},
+		{503, "Retry-After: Sunday, 29-Nov-26 12:01:00 GMT", NULL, 60000},
+		{429, "Retry-After: Sun Nov 29 12:00:10 2026", NULL, 10000},
+		{429, "Retry-After: soon", NULL, 0},
+		{429, "Retry-After: -5", NULL, 0},
+		{429, "Retry-After: 30s", NULL, 0},
+		{429, "Retry-After: 1.5", NULL, 0},
+		{429, "Retry-After: 99999999999999999999999", NULL, 0},
+		{429, "Retry-After: Sun, 32 Nov 2026 12:00:45 GMT", NULL, 0},
+		{429, "Retry-After: Sun, 29 Foo 2026 12:00:45 GMT", NULL, 0},
+		{429, "Retry-After: Sun, 29 Nov 2026 11:59:00 GMT", NULL, 0},
+		{429, "Retry-After: ", NULL, 0},
+		{429, NULL, NULL, 0},
+		{500, "Retry-After: 30", NULL, 0},
+		{429, "X-RateLimit-Reset: 20", "X-RateLimit-Reset", 20000},
+		{429, "X-RateLimit-Reset: 1795953615", "X-RateLimit-Reset", 15000},
+		{429, "X-RateLimit-Reset: later", "X-RateLimit-Reset", 0},
+		{429, "Retry-After: 5\nX-RateLimit-Reset: 20", "X-RateLimit-Reset",
+		 5000},
+	};
+	struct http_client *c = client();
+
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		struct sc_err err = {0};
+		fake_http_push(srv, "/h", rows[i].status, rows[i].headers,
+			       "busy", 0);
+		struct http_request req = {.url = url_of("/h"),
+					   .reset_header = rows[i].reset_header};
+		assert_int_equal(http_do(c, &req, NULL, &err), SC_EHTTP);
+		assert_int_equal(err.http_status, rows[i].status);
+		if (err.retry_after_ms != rows[i].hint_ms)
+			fail_msg("row %zu (%s): hint %lld, want %lld", i,
+				 rows[i].headers ? rows[i].headers : "-",
+				 (long long)err.retry_after_ms,
+				 (long long)rows[i].hint_ms);
+	}
+	http_client_free(c);
+}
+
+static void provider_reset_header_gives_hint(void **state)
+{
+	struct http_client *c = client();
+	struct http_auth *a = oauth(false, "X-Quota-Reset");
+	struct sc_err err;
+
+	fake_http_oauth2(srv, "/token", 3600);
+	fake_http_push(srv, "/api", 429, "X-Quota-Reset: 90", "quota", 0);
+	assert_int_equal(get(c, a, "/api", &err), SC_EHTTP);
+	assert_int_equal(err.http_status, 429);
+	assert_int_equal(err.retry_after_ms, 90000);
+	http_auth_free(a);
+	http_client_free(c);
+}
+
+/* ---- secrets ---- */
+
+static void assert_clean(const char *text, const char *what)
+{
+	static const char *const secrets[] = {
+		SECRET, BEARER, "tok-", "QSECRET",
+		/* base64 of "my-app:s3cr3t-client-XYZ" starts like this */
+		"bXktYXBw",
+	};
+	for (size_t i = 0; i < sizeof(secrets) / sizeof(secrets[0]); i++)
+		if (strstr(text, secrets[i]))
+			fail_msg("%s leaks %s: %s", what, secrets[i], text);
+}
+
+static void no_secret_in_logs_or_errors(void **state)
+{
+	struct http_client *c = client();
+	struct sc_err err;
+	char v[256];
+
+	/* oauth2 with Basic and body client auth, with a 401 refresh, a
+	 * failed resend and a secret in the query string. */
+	fake_http_oauth2(srv, "/token", 3600);
+	fake_http_oauth2_client(srv, "my-app", SECRET);
+	fake_http_set_default(srv, "/api", 200, NULL, "ok");
+	for (int body = 0; body <= 1; body++) {
+		struct http_auth *a = oauth(body, NULL);
+		fake_http_push(srv, "/api", 401, NULL, "tok-1 is bad", 0);
+		assert_int_equal(get(c, a, "/api?api_key=QSECRET", &err), 0);
+		assert_clean(err.msg, "error");
+		fake_http_push(srv, "/api", 401, NULL, "no", 0);
+		fake_http_push(srv, "/api", 401, NULL, "no", 0);
+		assert_int_equal(get(c, a, "/api?api_key=QSECRET", &err),
+				 SC_EHTTP);
+		assert_clean(err.msg, "error");
+		http_auth_free(a);
+	}
+	/* The credentials really went out, so the grep means something. */
+	struct fake_request q;
+	assert_true(fake_http_request(srv, "/token", 0, &q));
+	assert_true(fake_request_header(&q, "Authorization", v, sizeof(v)));
+	assert_non_null(strstr(v, "Basic bXktYXBw"));
+	assert_non_null(strstr(q.body, "scope=quotes+read"));
+	assert_null(strstr(q.body, "client_secret"));
+	fake_request_dispose(&q);
+	assert_true(fake_http_request(srv, "/token", -1, &q));
+	assert_false(fake_request_header(&q, "Authorization", v, sizeof(v)));
+	assert_non_null(strstr(q.body, "client_secret=" SECRET));
+	fake_request_dispose(&q);
+	assert_int_equal(fake_http_tokens_issued(srv), 6);
+
+	/* A rejected client: the token endpoint's 401 fails the request. */
+	setenv("TEST_CLIENT_SECRET", "wrong-" SECRET, 1);
+	struct http_auth *bad = oauth(false, NULL);
+	assert_int_equal(get(c, bad, "/api", &err), SC_EHTTP);
+	assert_int_equal(err.http_status, 401);
+	assert_non_null(strstr(err.msg, "token request"));
+	assert_clean(err.msg, "error");
+	http_auth_free(bad);
+
+	/* Bearer: the token goes out, cannot refresh, never shows. */
+	struct auth_spec bs = {.name = "model", .kind = AUTH_BEARER,
+			       .token_env = "TEST_BEARER"};
+	struct http_auth *b = http_auth_new(&bs, vclock, NULL, NULL);
+	assert_non_null(b);
+	fake_http_push(srv, "/m", 401, NULL, "no", 0);
+	assert_int_equal(get(c, b, "/m", &err), SC_EHTTP);
+	assert_int_equal(err.http_status, 401);
+	assert_int_equal(fake_http_count(srv, "/m"), 1);
+	assert_string_equal(bearer_of("/m", 0), "Bearer " BEARER);
+	assert_clean(err.msg, "error");
+	http_auth_free(b);
+
+	pthread_mutex_lock(&log_mu);
+	assert_non_null(strstr(buf_str(&log_text), "event=exchange"));
+	assert_non_null(strstr(buf_str(&log_text), "Authorization"));
+	assert_clean(buf_str(&log_text), "log");
+	pthread_mutex_unlock(&log_mu);
+	http_client_free(c);
+}
+
+static void missing_secret_env_is_a_config_error(void **state)
+{
+	struct auth_spec spec = {.name = "x", .kind = AUTH_OAUTH2,
+				 .token_url = "https://idp.example/t",
+				 .client_id = "id",
+				 .client_secret_env = "TEST_UNSET_VAR_42"};
+	struct sc_err err = {0};
+
+	unsetenv("TEST_UNSET_VAR_42");
+	assert_null(http_auth_new(&spec, vclock, NULL, &err));
+	assert_int_equal(err.code, SC_ECONFIG);
+	assert_non_null(strstr(err.msg, "TEST_UNSET_VAR_42"));
+}
+
+/* ---- persistence hook ---- */
+
+struct mem_store {
+	char token[64];
+	int64_t expires;
+	int n_get, n_put, n_drop;
+};
+
+static int ms_get(void *ud, const char *provider, char **token,
+		  int64_t *expires_at_ms)
+{
+	struct mem_store *m = ud;
+	m->n_get++;
+	if (!m->token[0])
+		return SC_ENOENT;
+	*token = strdup(m->token);
+	*expires_at_ms = m->expires;
+	return 0;
+}
+
+static int ms_put(void *ud, const char *provider, const char *token,
+		  int64_t expires_at_ms)
+{
+	struct mem_store *m = ud;
+	m->n_put++;
+	snprintf(m->token, sizeof(m->token), "%s", token);
+	m->expires = expires_at_ms;
+	return 0;
+}
+
+static int ms_drop(void *ud, const char *provider)
+{
+	struct mem_store *m = ud;
+	m->n_drop++;
+	m->token[0] = '\0';
+	return 0;
+}
+
+static void token_store_hook_persists_and_drops(void **state)
+{
+	struct mem_store m = {0};
+	struct http_token_store ts = {&m, ms_get, ms_put, ms_drop};
+	struct http_client *c = client();
+	struct auth_spec spec = {.name = "broker", .kind = AUTH_OAUTH2,
+				 .client_id = "my-app",
+				 .client_secret_env = "TEST_CLIENT_SECRET"};
+	char token_url[256];
+	struct sc_err err;
+
+	spec.token_url = (char *)fake_http_url(srv, "/token", token_url,
+					       sizeof(token_url));
+	fake_http_oauth2(srv, "/token", 3600);
+	fake_http_protect(srv, "/api");
+	struct http_auth *a1 = http_auth_new(&spec, vclock, &ts, NULL);
+	assert_int_equal(get(c, a1, "/api", &err), 0);
+	assert_int_equal(m.n_put, 1);
+	assert_string_equal(m.token, "tok-1");
+	http_auth_free(a1);
+
+	/* A "restarted" provider takes the stored token: no fetch. */
+	struct http_auth *a2 = http_auth_new(&spec, vclock, &ts, NULL);
+	assert_int_equal(get(c, a2, "/api", &err), 0);
+	assert_int_equal(fake_http_tokens_issued(srv), 1);
+	fake_http_revoke(srv, NULL);
+	assert_int_equal(get(c, a2, "/api", &err), 0);
+	assert_int_equal(m.n_drop, 1);
+	assert_string_equal(m.token, "tok-2");
+	http_auth_free(a2);
+	http_client_free(c);
+}
+
+/* ---- client rules ---- */
+
+static int closed_port(void)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET};
+	socklen_t len = sizeof(sa);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
+	close(fd); /* nothing listens there now */
+	return ntohs(sa.sin_port);
+}
+
+static void transport_error_has_status_0(void **state)
+{
+	struct http_client *c = client();
+	struct sc_err err = {0};
+	char url[128], want[160];
+	int port = closed_port();
+
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/a?token=QSECRET", port);
+	struct http_request req = {.url = url, .method = "POST", .body = "x"};
+	assert_int_equal(http_do(c, &req, NULL, &err), SC_EHTTP);
+	assert_int_equal(err.http_status, 0);
+	snprintf(want, sizeof(want),
+		 "POST http://127.0.0.1:%d/a: connection refused", port);
+	assert_string_equal(err.msg, want);
+	assert_true(http_status_retryable(err.http_status));
+	http_client_free(c);
+}
+
+static void timeout_is_a_transport_error(void **state)
+{
+	struct http_client *c = client();
+	struct sc_err err = {0};
+	char want[300];
+
+	fake_http_push(srv, "/slow", 200, NULL, "late", 600);
+	struct http_request req = {.url = url_of("/slow"), .timeout_ms = 150};
+	int64_t t0 = clock_mono_ms();
+	assert_int_equal(http_do(c, &req, NULL, &err), SC_ETIMEDOUT);
+	assert_true(clock_mono_ms() - t0 < 550);
+	assert_int_equal(err.http_status, 0);
+	snprintf(want, sizeof(want), "GET %s: timed out", url_of("/slow"));
+	assert_string_equal(err.msg, want);
+	http_client_free(c);
+}
+
+static void status_error_message_is_stable(void **state)
+{
+	struct http_client *c = client();
+	struct sc_err err = {0};
+	char want[300];
+
+	fake_http_push(srv, "/v1/x", 429, NULL, "slow", 0);
+	struct http_request req = {.url = url_of("/v1/x?key=QSECRET#frag"),
+				   .method = "POST", .body = "{}"};
+	assert_int_equal(http_do(c, &req, NULL, &err), SC_EHTTP);
+	snprintf(want, sizeof(want), "POST %s: HTTP 429", url_of("/v1/x"));
+	assert_string_equal(err.msg, want);
+	http_client_free(c);
+}
+
+static void redirects_not_followed_and_body_capped(void **state)
+{
+	struct http_options o = {.max_body = 16};
+	struct http_client *c = http_client_new(&o, NULL);
+	struct http_response r = {0};
+	struct sc_err err = {0};
+	char loc[300];
+
+	snprintf(loc, sizeof(loc), "Location: %s", url_of("/target"));
+	fake_http_push(srv, "/moved", 302, loc, "", 0);
+	assert_int_equal(http_do(c, &(struct http_request){.url = url_of(
+						 "/moved")}, &r, &err),
+			 SC_EHTTP);
+	assert_int_equal(err.http_status, 302);
+	assert_int_equal(fake_http_count(srv, "/target"), 0);
+
+	sc_err_clear(&err);
+	fake_http_push(srv, "/big", 200, NULL,
+		       "0123456789abcdef0123456789abcdef", 0);
+	fake_http_push(srv, "/small", 200, NULL, "0123456789abcdef", 0);
+	assert_int_equal(http_do(c, &(struct http_request){.url = url_of(
+						 "/big")}, &r, &err),
+			 SC_ETOOBIG);
+	sc_err_clear(&err);
+	assert_int_equal(http_do(c, &(struct http_request){.url = url_of(
+						 "/small")}, &r, &err),
+			 0);
+	assert_int_equal(r.body_len, 16);
+	http_response_dispose(&r);
+	http_client_free(c);
+}
+
+static void https_only_rule(void **state)
+{
+	static const struct {
+		const char *url;
+		int rc;
+	} rows[] = {
+		{"https://hooks.example.com/x", 0},
+		{"HTTPS://hooks.example.com/x", 0},
+		{"http://127.0.0.1:8080/x", 0},
+		{"http://127.5.6.7/x", 0},
+		{"http://localhost:9/x", 0},
+		{"http://LOCALHOST/x", 0},
+		{"http://[::1]:8080/x", 0},
+		{"http://hooks.example.com/x", SC_EINVAL},
+		{"http://128.0.0.1/x", SC_EINVAL},
+		{"http://localhost.evil.com/x", SC_EINVAL},
+		{"http://127.0.0.1.evil.com/x", SC_EINVAL},
+		{"http://user:pw@10.0.0.1/x", SC_EINVAL},
+		{"ftp://127.0.0.1/x", SC_EINVAL},
+		{"file:///etc/passwd", SC_EINVAL},
+		{"not a url", SC_EINVAL},
+	};
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		struct sc_err err = {0};
+		int rc = http_check_secure_url(rows[i].url, &err);
+		if (rc != rows[i].rc)
+			fail_msg("%s: rc %d, want %d", rows[i].url, rc,
+				 rows[i].rc);
+		assert_null(strstr(err.msg, "pw"));
+	}
+	char out[128];
+	assert_string_equal(http_url_for_log("https://u:pw@h.example:8443/p/q?"
+					     "k=v#f", out, sizeof(out)),
+			    "https://h.example:8443/p/q");
+}
+
+static char *slurp(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	char *p = calloc(1, 64 * 1024);
+	assert_non_null(f);
+	assert_non_null(p);
+	size_t n = fread(p, 1, 64 * 1024 - 1, f);
+	p[n] = '\0';
+	fclose(f);
+	return p;
+}
+
+/* A self-signed server: refused by default, accepted with its cert as
+ * the CA bundle, and with the test-only switch. */
+static void tls_verification_is_on(void **state)
+{
+	const char *dir = tu_tmpdir();
+	char cmd[1024], cert[300], key[300], url[256];
+
+	snprintf(cert, sizeof(cert), "%s/cert.pem", dir);
+	snprintf(key, sizeof(key), "%s/key.pem", dir);
+	snprintf(cmd, sizeof(cmd),
+		 "openssl req -x509 -newkey ec -pkeyopt "
+		 "ec_paramgen_curve:prime256v1 -nodes -days 2 -subj "
+		 "/CN=localhost -addext subjectAltName=IP:127.0.0.1 "
+		 "-keyout %s -out %s >/dev/null 2>&1", key, cert);
+	if (system(cmd) != 0) {
+		tu_rmrf(dir);
+		skip(); /* no openssl tool */
+	}
+	char *cert_pem = slurp(cert), *key_pem = slurp(key);
+	struct fake_http *tls = fake_https_start(cert_pem, key_pem);
+	if (!tls) {
+		free(cert_pem);
+		free(key_pem);
+		tu_rmrf(dir);
+		skip(); /* libmicrohttpd without TLS */
+	}
+	fake_http_set_default(tls, "/x", 200, NULL, "secure");
+	fake_http_url(tls, "/x", url, sizeof(url));
+	assert_int_equal(strncmp(url, "https://", 8), 0);
+	struct http_request req = {.url = url};
+	struct sc_err err = {0};
+
+	struct http_client *c = http_client_new(NULL, NULL);
+	assert_int_equal(http_do(c, &req, NULL, &err), SC_EHTTP);
+	assert_int_equal(err.http_status, 0);
+	assert_non_null(strstr(err.msg, "TLS"));
+	assert_int_equal(fake_http_count(tls, "/x"), 0);
+	http_client_free(c);
+
+	struct http_options o = {.ca_bundle = cert};
+	c = http_client_new(&o, NULL);
+	sc_err_clear(&err);
+	assert_int_equal(http_do(c, &req, NULL, &err), 0);
+	http_client_free(c);
+
+	o = (struct http_options){.insecure_skip_verify = true};
+	c = http_client_new(&o, NULL);
+	assert_int_equal(http_do(c, &req, NULL, &err), 0);
+	http_client_free(c);
+	assert_int_equal(fake_http_count(tls, "/x"), 2);
+
+	fake_http_stop(tls);
+	free(cert_pem);
+	free(key_pem);
+	tu_rmrf(dir);
+}
+
+static void insecure_option_warns(void **state)
+{
+	struct http_options o = {.insecure_skip_verify = true};
+	struct http_client *c = http_client_new(&o, NULL);
+	assert_non_null(c);
+	pthread_mutex_lock(&log_mu);
+	assert_non_null(strstr(buf_str(&log_text),
+			       "level=warn module=http"));
+	assert_non_null(strstr(buf_str(&log_text), "tls_verification_disabled"));
+	pthread_mutex_unlock(&log_mu);
+	http_client_free(c);
+}
+
+/* ---- surecron http ---- */
+
+/* Runs the binary; returns its exit status and its stdout in out. */
+static int run_cli(const char *const *args, char *out, size_t n)
+{
+	int fd[2];
+	const char *argv[16];
+	size_t k = 0;
+
+	argv[k++] = tu_bin();
+	argv[k++] = "http";
+	for (; *args && k < 15; args++)
+		argv[k++] = *args;
+	argv[k] = NULL;
+	assert_int_equal(pipe(fd), 0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		dup2(fd[1], 1);
+		close(fd[0]);
+		close(fd[1]);
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	close(fd[1]);
+	size_t len = 0;
+	ssize_t r;
+	while ((r = read(fd[0], out + len, n - 1 - len)) > 0)
+		len += (size_t)r;
+	out[len] = '\0';
+	close(fd[0]);
+	int st;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+static void cli_exit_codes(void **state)
+{
+	static const struct {
+		int status;
+		const char *headers;
+		int exit_code;
+		const char *stdout_has;
+	} rows[] = {
+		{200, NULL, 0, "the body"},
+		{204, NULL, 0, ""},
+		{429, "Retry-After: 30", 75, "{\"retry_after\": 30, \"error\": "},
+		{500, NULL, 75, ""},
+		{503, NULL, 75, ""},
+		{403, NULL, 78, ""},
+		{404, NULL, 1, ""},
+		{400, NULL, 1, ""},
+	};
+	char out[4096], url[256];
+
+	fake_http_url(srv, "/c", url, sizeof(url));
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		fake_http_push(srv, "/c", rows[i].status, rows[i].headers,
+			       rows[i].status == 204 ? "" : "the body", 0);
+		const char *args[] = {"GET", url, NULL};
+		int rc = run_cli(args, out, sizeof(out));
+		if (rc != rows[i].exit_code)
+			fail_msg("HTTP %d: exit %d, want %d", rows[i].status, rc,
+				 rows[i].exit_code);
+		assert_non_null(strstr(out, rows[i].stdout_has));
+	}
+	/* Transport failure. */
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/c", closed_port());
+	const char *args[] = {"GET", url, NULL};
+	assert_int_equal(run_cli(args, out, sizeof(out)), 75);
+
+	/* POST with --data, and a bearer token from the environment. */
+	setenv("SURECRON_AUTH_MODEL_API_TOKEN", BEARER, 1);
+	fake_http_push(srv, "/p", 200, NULL, "posted", 0);
+	fake_http_url(srv, "/p", url, sizeof(url));
+	const char *pargs[] = {"--auth", "model-api", "POST", url, "--data",
+			       "{\"a\":1}", NULL};
+	assert_int_equal(run_cli(pargs, out, sizeof(out)), 0);
+	assert_string_equal(out, "posted");
+	struct fake_request q;
+	assert_true(fake_http_request(srv, "/p", -1, &q));
+	assert_string_equal(q.method, "POST");
+	assert_string_equal(q.body, "{\"a\":1}");
+	fake_request_dispose(&q);
+	assert_string_equal(bearer_of("/p", -1), "Bearer " BEARER);
+
+	/* Usage errors exit 2. */
+	const char *bad[] = {"GET", NULL};
+	assert_int_equal(run_cli(bad, out, sizeof(out)), 2);
+}
+
+static void cli_oauth2_from_config(void **state)
+{
+	const char *dir = tu_tmpdir();
+	char path[300], url[256], out[4096];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/surecron.yaml", dir);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fprintf(f,
+		"targets:\n  out: {kind: file, path: ./out.jsonl}\n"
+		"auth:\n  broker: {kind: oauth2, token_url: \"%s\", "
+		"client_id: my-app, client_secret_env: TEST_CLIENT_SECRET, "
+		"client_auth: body}\n"
+		"schedules:\n  s: {cron: \"0 0 * * *\", targets: [out], "
+		"tasks: [{name: t, command: [\"true\"]}]}\n",
+		fake_http_url(srv, "/token", url, sizeof(url)));
+	fclose(f);
+	fake_http_oauth2(srv, "/token", 3600);
+	fake_http_oauth2_client(srv, "my-app", SECRET);
+	fake_http_protect(srv, "/api");
+	fake_http_set_default(srv, "/api", 200, NULL, "{\"summary\": \"hi\"}");
+	fake_http_url(srv, "/api", url, sizeof(url));
+	const char *args[] = {"--auth", "broker", "--config", path, "get", url,
+			      NULL};
+	assert_int_equal(run_cli(args, out, sizeof(out)), 0);
+	assert_string_equal(out, "{\"summary\": \"hi\"}");
+	assert_string_equal(bearer_of("/api", -1), "Bearer tok-1");
+	/* An unknown provider is a usage error. */
+	const char *bad[] = {"--auth", "nope", "--config", path, "GET", url,
+			     NULL};
+	assert_int_equal(run_cli(bad, out, sizeof(out)), 2);
+	/* A provider whose secret is missing cannot work: 78. */
+	unsetenv("TEST_CLIENT_SECRET");
+	assert_int_equal(run_cli(args, out, sizeof(out)), 78);
+	tu_rmrf(dir);
+}
+
 int main(void)
 {
+#define T(f) cmocka_unit_test_setup_teardown(f, reset, cleanup)
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup(fake_scripts_fifo_then_default, reset),
+		T(fake_scripts_fifo_then_default),
+		T(refresh_once_on_401_then_success),
+		T(second_401_fails_with_one_reissue),
+		T(no_refresh_on_403_429_5xx),
+		T(token_reused_until_60s_before_expiry),
+		T(missing_expires_in_means_five_minutes),
+		T(revoked_token_recovers_without_restart),
+		T(concurrent_401s_share_one_refresh),
+		T(late_401_reuses_the_newer_token),
+		T(concurrent_waiters_share_a_failed_fetch),
+		T(retry_after_hints),
+		T(provider_reset_header_gives_hint),
+		T(no_secret_in_logs_or_errors),
+		T(missing_secret_env_is_a_config_error),
+		T(token_store_hook_persists_and_drops),
+		T(transport_error_has_status_0),
+		T(timeout_is_a_transport_error),
+		T(status_error_message_is_stable),
+		T(redirects_not_followed_and_body_capped),
+		T(https_only_rule),
+		T(tls_verification_is_on),
+		T(insecure_option_warns),
+		T(cli_exit_codes),
+		T(cli_oauth2_from_config),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

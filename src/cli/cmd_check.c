@@ -1,0 +1,71 @@
+/*
+ * cmd_check.c - `surecron check [--config FILE]`: validates a config
+ * without running anything (like `crontab -T`).
+ *
+ * Prints every problem as "FILE:LINE:COLUMN: reason" on stderr, in file
+ * order: first what the file itself gets wrong (config_parse), then, when
+ * it loads, what the machine gets wrong (config_check: variables, programs,
+ * folders, cron expressions, zones). Exit 0 and "ok: N schedules, N
+ * targets" on stdout when clean, 2 otherwise.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "config.h"
+
+static void print_problems(const struct config_problems *p)
+{
+	char line[SC_ERR_MSG_MAX + 256];
+
+	for (size_t i = 0; i < p->n; i++)
+		fprintf(stderr, "%s\n",
+			config_problem_format(p, i, line, sizeof(line)));
+	if (p->n_dropped)
+		fprintf(stderr, "%s: %zu more problems not shown\n",
+			p->file ? p->file : "config", p->n_dropped);
+}
+
+int cmd_check(int argc, char **argv)
+{
+	const char *path = "surecron.yaml";
+	struct config_problems probs = {0};
+	struct config *c = NULL;
+
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--config") == 0 || strcmp(argv[i], "-c") == 0) {
+			if (i + 1 >= argc)
+				return cli_usage_error("check", "%s needs a file",
+						       argv[i]);
+			path = argv[++i];
+		} else if (strncmp(argv[i], "--config=", 9) == 0) {
+			path = argv[i] + 9;
+		} else if (argv[i][0] == '-') {
+			return cli_usage_error("check", "unknown option '%s'",
+					       argv[i]);
+		} else {
+			return cli_usage_error("check", "unexpected argument "
+					       "'%s' (use --config FILE)",
+					       argv[i]);
+		}
+	}
+	cli_setup_logging(SC_LOG_WARN);
+
+	int rc = config_parse(path, &c, &probs);
+	if (rc == 0)
+		rc = config_check(c, &probs);
+	if (rc != 0 || probs.n || probs.n_dropped) {
+		print_problems(&probs);
+		if (rc < 0 && probs.n == 0)
+			fprintf(stderr, "%s: %s\n", path, sc_strerror(rc));
+		config_problems_dispose(&probs);
+		config_free(c);
+		return EXIT_USAGE;
+	}
+	printf("ok: %zu schedule%s, %zu target%s\n", c->n_schedules,
+	       c->n_schedules == 1 ? "" : "s", c->n_targets,
+	       c->n_targets == 1 ? "" : "s");
+	config_problems_dispose(&probs);
+	config_free(c);
+	return EXIT_OK;
+}

@@ -1,0 +1,2049 @@
+/*
+ * config.c - surecron.yaml -> struct config (spec.h).
+ *
+ * Pipeline: read the file (regular file, at most CONFIG_MAX_BYTES) ->
+ * pre-scan the bytes (UTF-8, control characters, tabs in indentation) ->
+ * libyaml events -> a small tree of nodes that keep their line:column ->
+ * walk the tree section by section into the spec structs.
+ *
+ * Invariants:
+ *   - Every problem names the key path and the position of the node it is
+ *     about; parsing goes on after a problem wherever the rest can still be
+ *     read, so one `surecron check` shows them all. Problems are sorted by
+ *     position at the end, so the first one is the earliest in the file.
+ *   - Unknown keys, duplicate keys and wrong types are errors: a typo must
+ *     never silently drop a setting.
+ *   - Aliases are refused (no sharing, no "billion laughs" expansion); the
+ *     tree is bounded in depth (CONFIG_MAX_DEPTH) and node count.
+ *   - A config that loads is referentially whole (every target, alert
+ *     target and auth it names exists) and every relative path in it has
+ *     been resolved against the folder of the file.
+ *   - No secret is ever read from the file: URLs of webhooks, HMAC secrets,
+ *     tokens and client secrets are names of environment variables.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <yaml.h>
+
+#include "buf.h"
+#include "clock.h"
+#include "config.h"
+#include "log.h"
+#include "retry.h"
+
+#define CONFIG_MAX_DEPTH 32
+#define CONFIG_MAX_NODES 50000
+#define PATH_MAX_KEY 512
+
+/* ------------------------------------------------------------------ */
+/* Problems                                                           */
+/* ------------------------------------------------------------------ */
+
+void config_problems_dispose(struct config_problems *p)
+{
+	if (!p)
+		return;
+	for (size_t i = 0; i < p->n; i++)
+		free(p->items[i].msg);
+	free(p->items);
+	free(p->file);
+	p->items = NULL;
+	p->file = NULL;
+	p->n = p->cap = p->n_dropped = 0;
+}
+
+static int problem_vadd(struct config_problems *p, int line, int col,
+			const char *fmt, va_list ap) SC_PRINTF(4, 0);
+
+static int problem_vadd(struct config_problems *p, int line, int col,
+			const char *fmt, va_list ap)
+{
+	char msg[SC_ERR_MSG_MAX];
+
+	if (p->n >= CONFIG_MAX_PROBLEMS) {
+		p->n_dropped++;
+		return 0;
+	}
+	if (p->n == p->cap) {
+		size_t ncap = p->cap ? p->cap * 2 : 8;
+		struct config_problem *v =
+			realloc(p->items, ncap * sizeof(*v));
+		if (!v) {
+			p->n_dropped++;
+			return SC_ENOMEM;
+		}
+		p->items = v;
+		p->cap = ncap;
+	}
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	for (char *q = msg; *q; q++)
+		if (*q == '\n' || *q == '\r')
+			*q = ' ';
+	char *m = strdup(msg);
+	if (!m) {
+		p->n_dropped++;
+		return SC_ENOMEM;
+	}
+	p->items[p->n++] = (struct config_problem){line, col, m};
+	return 0;
+}
+
+int config_problem_add(struct config_problems *p, int line, int col,
+		       const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	int rc = problem_vadd(p, line, col, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+const char *config_problem_format(const struct config_problems *p, size_t i,
+				  char *out, size_t n)
+{
+	const struct config_problem *pr = &p->items[i];
+	const char *file = p->file ? p->file : "config";
+
+	if (pr->line > 0)
+		snprintf(out, n, "%s:%d:%d: %s", file, pr->line, pr->col,
+			 pr->msg);
+	else
+		snprintf(out, n, "%s: %s", file, pr->msg);
+	return out;
+}
+
+static int problem_cmp(const void *a, const void *b)
+{
+	const struct config_problem *x = a, *y = b;
+
+	if (x->line != y->line)
+		return x->line < y->line ? -1 : 1;
+	if (x->col != y->col)
+		return x->col < y->col ? -1 : 1;
+	return 0;
+}
+
+/* Stable by position: qsort is not stable, so ties keep their order
+ * through an insertion sort over the (short) range added by one parse. */
+static void problems_sort(struct config_problems *p, size_t from)
+{
+	for (size_t i = from + 1; i < p->n; i++) {
+		struct config_problem t = p->items[i];
+		size_t j = i;
+		while (j > from && problem_cmp(&p->items[j - 1], &t) > 0) {
+			p->items[j] = p->items[j - 1];
+			j--;
+		}
+		p->items[j] = t;
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* Positions by key path                                              */
+/* ------------------------------------------------------------------ */
+
+struct config_loc {
+	char *path;
+	int line, col;
+};
+
+struct config_locs {
+	struct config_loc *v;
+	size_t n, cap;
+};
+
+static void locs_free(struct config_locs *l)
+{
+	if (!l)
+		return;
+	for (size_t i = 0; i < l->n; i++)
+		free(l->v[i].path);
+	free(l->v);
+	free(l);
+}
+
+/* Records a position; running out of memory only loses the position. */
+static void locs_add(struct config_locs *l, const char *path, int line,
+		     int col)
+{
+	if (!l)
+		return;
+	if (l->n == l->cap) {
+		size_t ncap = l->cap ? l->cap * 2 : 64;
+		struct config_loc *v = realloc(l->v, ncap * sizeof(*v));
+		if (!v)
+			return;
+		l->v = v;
+		l->cap = ncap;
+	}
+	char *p = strdup(path);
+	if (!p)
+		return;
+	l->v[l->n++] = (struct config_loc){p, line, col};
+}
+
+bool config_locate(const struct config *c, const char *path, int *line,
+		   int *col)
+{
+	*line = *col = 0;
+	if (!c || !c->locs)
+		return false;
+	for (size_t i = 0; i < c->locs->n; i++) {
+		if (strcmp(c->locs->v[i].path, path) == 0) {
+			*line = c->locs->v[i].line;
+			*col = c->locs->v[i].col;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* ------------------------------------------------------------------ */
+/* Pre-scan of the raw bytes                                          */
+/* ------------------------------------------------------------------ */
+
+/*
+ * YAML wants UTF-8 (or UTF-16, which we do not accept), no control
+ * characters but tab, LF and CR, and spaces for indentation. libyaml
+ * reports some of these without a usable position, so we find them first
+ * and say where they are. Columns count characters, as libyaml's do.
+ */
+static int prescan(const unsigned char *s, size_t n,
+		   struct config_problems *probs)
+{
+	int line = 1, col = 1;
+	bool at_indent = true;
+	int tab_col = 0;
+	size_t i = 0;
+
+	if (n >= 3 && s[0] == 0xEF && s[1] == 0xBB && s[2] == 0xBF)
+		i = 3; /* a UTF-8 byte order mark is allowed at the start */
+	while (i < n) {
+		unsigned char ch = s[i];
+		uint32_t cp;
+		size_t len;
+
+		if (ch < 0x80) {
+			cp = ch;
+			len = 1;
+		} else if (ch >= 0xC2 && ch <= 0xDF) {
+			cp = ch & 0x1F;
+			len = 2;
+		} else if (ch >= 0xE0 && ch <= 0xEF) {
+			cp = ch & 0x0F;
+			len = 3;
+		} else if (ch >= 0xF0 && ch <= 0xF4) {
+			cp = ch & 0x07;
+			len = 4;
+		} else {
+			goto bad_utf8;
+		}
+		if (i + len > n)
+			goto bad_utf8;
+		for (size_t k = 1; k < len; k++) {
+			if ((s[i + k] & 0xC0) != 0x80)
+				goto bad_utf8;
+			cp = (cp << 6) | (s[i + k] & 0x3F);
+		}
+		if ((len == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) ||
+		    (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)))
+			goto bad_utf8;
+		if ((cp < 0x20 && cp != '\t' && cp != '\n' && cp != '\r') ||
+		    cp == 0x7F || (cp >= 0x80 && cp <= 0x9F && cp != 0x85) ||
+		    cp == 0xFFFE || cp == 0xFFFF) {
+			config_problem_add(probs, line, col,
+					   "control character U+%04X is not "
+					   "allowed in YAML", (unsigned)cp);
+			return -1;
+		}
+		if (cp == '\n') {
+			if (tab_col) {
+				/* a tab on a blank line is harmless */
+			}
+			line++;
+			col = 1;
+			at_indent = true;
+			tab_col = 0;
+			i += len;
+			continue;
+		}
+		if (at_indent) {
+			if (cp == '\t') {
+				if (!tab_col)
+					tab_col = col;
+			} else if (cp != ' ' && cp != '\r') {
+				at_indent = false;
+				if (tab_col && cp != '#') {
+					config_problem_add(
+						probs, line, tab_col,
+						"tab character in indentation "
+						"(YAML indents with spaces)");
+					return -1;
+				}
+			}
+		}
+		col++;
+		i += len;
+	}
+	return 0;
+bad_utf8:
+	config_problem_add(probs, line, col,
+			   "invalid UTF-8 byte 0x%02X (the file must be "
+			   "UTF-8 text)", s[i]);
+	return -1;
+}
+
+/* ------------------------------------------------------------------ */
+/* YAML events -> node tree                                           */
+/* ------------------------------------------------------------------ */
+
+enum ynode_kind { YN_SCALAR, YN_SEQ, YN_MAP };
+
+struct ynode {
+	enum ynode_kind kind;
+	int line, col;           /* 1-based */
+	char *str;               /* scalar value, NUL-terminated */
+	bool is_null;            /* plain "", "~" or "null" */
+	struct ynode **kids;     /* seq: items; map: key, value, key, ... */
+	size_t n;
+	size_t cap;
+};
+
+static void ynode_free(struct ynode *n)
+{
+	if (!n)
+		return;
+	for (size_t i = 0; i < n->n; i++)
+		ynode_free(n->kids[i]);
+	free(n->kids);
+	free(n->str);
+	free(n);
+}
+
+struct ybuild {
+	yaml_parser_t parser;
+	struct config_problems *probs;
+	size_t n_nodes;
+	bool oom;
+};
+
+/* Reports libyaml's error with its position. */
+static void yaml_problem(struct ybuild *b)
+{
+	const yaml_parser_t *p = &b->parser;
+	int line = (int)p->problem_mark.line + 1;
+	int col = (int)p->problem_mark.column + 1;
+	const char *problem = p->problem ? p->problem : "malformed YAML";
+
+	if (p->error == YAML_MEMORY_ERROR) {
+		b->oom = true;
+		config_problem_add(b->probs, 0, 0, "out of memory");
+		return;
+	}
+	if (p->error == YAML_READER_ERROR) {
+		config_problem_add(b->probs, 0, 0, "YAML reader error: %s",
+				   problem);
+		return;
+	}
+	if (strstr(problem, "alias") || strstr(problem, "anchor"))
+		config_problem_add(b->probs, line, col,
+				   "YAML syntax error: %s%s%s (quote values "
+				   "that start with '*' or '&', like cron "
+				   "expressions)", problem,
+				   p->context ? " " : "",
+				   p->context ? p->context : "");
+	else
+		config_problem_add(b->probs, line, col,
+				   "YAML syntax error: %s%s%s", problem,
+				   p->context ? " " : "",
+				   p->context ? p->context : "");
+}
+
+static int next_event(struct ybuild *b, yaml_event_t *ev)
+{
+	if (!yaml_parser_parse(&b->parser, ev)) {
+		yaml_problem(b);
+		return -1;
+	}
+	return 0;
+}
+
+static struct ynode *ynode_new(struct ybuild *b, enum ynode_kind kind,
+			       const yaml_mark_t *m)
+{
+	if (++b->n_nodes > CONFIG_MAX_NODES) {
+		config_problem_add(b->probs, (int)m->line + 1,
+				   (int)m->column + 1,
+				   "too many YAML nodes (more than %d)",
+				   CONFIG_MAX_NODES);
+		return NULL;
+	}
+	struct ynode *n = calloc(1, sizeof(*n));
+	if (!n) {
+		b->oom = true;
+		config_problem_add(b->probs, 0, 0, "out of memory");
+		return NULL;
+	}
+	n->kind = kind;
+	n->line = (int)m->line + 1;
+	n->col = (int)m->column + 1;
+	return n;
+}
+
+static int ynode_push(struct ybuild *b, struct ynode *parent,
+		      struct ynode *kid)
+{
+	if (parent->n == parent->cap) {
+		size_t ncap = parent->cap ? parent->cap * 2 : 4;
+		struct ynode **v = realloc(parent->kids, ncap * sizeof(*v));
+		if (!v) {
+			b->oom = true;
+			config_problem_add(b->probs, 0, 0, "out of memory");
+			return -1;
+		}
+		parent->kids = v;
+		parent->cap = ncap;
+	}
+	parent->kids[parent->n++] = kid;
+	return 0;
+}
+
+/*
+ * Builds the node that starts with event *ev (consumed here) and, for
+ * collections, reads the events up to its end. Returns the node or NULL
+ * after recording a problem.
+ */
+static struct ynode *build(struct ybuild *b, yaml_event_t *ev, int depth)
+{
+	struct ynode *n = NULL;
+
+	if (depth > CONFIG_MAX_DEPTH) {
+		config_problem_add(b->probs, (int)ev->start_mark.line + 1,
+				   (int)ev->start_mark.column + 1,
+				   "nesting deeper than %d levels",
+				   CONFIG_MAX_DEPTH);
+		goto fail;
+	}
+	switch (ev->type) {
+	case YAML_SCALAR_EVENT: {
+		n = ynode_new(b, YN_SCALAR, &ev->start_mark);
+		if (!n)
+			goto fail;
+		size_t len = ev->data.scalar.length;
+		const char *v = (const char *)ev->data.scalar.value;
+		if (memchr(v, '\0', len)) {
+			config_problem_add(b->probs, n->line, n->col,
+					   "a NUL character is not allowed in "
+					   "a value");
+			goto fail;
+		}
+		n->str = strndup(v, len);
+		if (!n->str) {
+			b->oom = true;
+			config_problem_add(b->probs, 0, 0, "out of memory");
+			goto fail;
+		}
+		n->is_null = ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
+			     (len == 0 || strcmp(n->str, "~") == 0 ||
+			      strcmp(n->str, "null") == 0 ||
+			      strcmp(n->str, "Null") == 0 ||
+			      strcmp(n->str, "NULL") == 0);
+		yaml_event_delete(ev);
+		return n;
+	}
+	case YAML_SEQUENCE_START_EVENT:
+	case YAML_MAPPING_START_EVENT: {
+		bool is_map = ev->type == YAML_MAPPING_START_EVENT;
+		yaml_event_type_t end = is_map ? YAML_MAPPING_END_EVENT
+					       : YAML_SEQUENCE_END_EVENT;
+		n = ynode_new(b, is_map ? YN_MAP : YN_SEQ, &ev->start_mark);
+		if (!n)
+			goto fail;
+		yaml_event_delete(ev);
+		for (;;) {
+			yaml_event_t kev;
+			if (next_event(b, &kev))
+				goto fail_node;
+			if (kev.type == end) {
+				yaml_event_delete(&kev);
+				return n;
+			}
+			if (is_map && (n->n % 2) == 0 &&
+			    kev.type != YAML_SCALAR_EVENT &&
+			    kev.type != YAML_ALIAS_EVENT) {
+				config_problem_add(
+					b->probs, (int)kev.start_mark.line + 1,
+					(int)kev.start_mark.column + 1,
+					"a key must be a plain string, not a "
+					"%s", kev.type == YAML_MAPPING_START_EVENT
+						      ? "mapping" : "list");
+				yaml_event_delete(&kev);
+				goto fail_node;
+			}
+			struct ynode *kid = build(b, &kev, depth + 1);
+			if (!kid)
+				goto fail_node;
+			if (ynode_push(b, n, kid)) {
+				ynode_free(kid);
+				goto fail_node;
+			}
+		}
+	}
+	case YAML_ALIAS_EVENT:
+		config_problem_add(b->probs, (int)ev->start_mark.line + 1,
+				   (int)ev->start_mark.column + 1,
+				   "YAML aliases (*%s) are not supported; "
+				   "write the value out (quote values that "
+				   "start with '*', like cron expressions)",
+				   (const char *)ev->data.alias.anchor);
+		goto fail;
+	default:
+		config_problem_add(b->probs, (int)ev->start_mark.line + 1,
+				   (int)ev->start_mark.column + 1,
+				   "unexpected YAML event");
+		goto fail;
+	}
+fail_node:
+	ynode_free(n);
+	return NULL;
+fail:
+	yaml_event_delete(ev);
+	ynode_free(n);
+	return NULL;
+}
+
+/* Parses the text into one document's root node. NULL after a problem. */
+static struct ynode *parse_tree(const char *text, size_t len,
+				struct config_problems *probs)
+{
+	struct ybuild b = {.probs = probs};
+	struct ynode *root = NULL;
+	yaml_event_t ev;
+
+	if (!yaml_parser_initialize(&b.parser)) {
+		config_problem_add(probs, 0, 0, "out of memory");
+		return NULL;
+	}
+	yaml_parser_set_input_string(&b.parser, (const unsigned char *)text,
+				     len);
+	yaml_parser_set_encoding(&b.parser, YAML_UTF8_ENCODING);
+
+	if (next_event(&b, &ev))
+		goto done;
+	yaml_event_delete(&ev); /* stream start */
+	if (next_event(&b, &ev))
+		goto done;
+	if (ev.type == YAML_STREAM_END_EVENT) {
+		yaml_event_delete(&ev);
+		config_problem_add(probs, 1, 1, "empty configuration (expected "
+				   "a mapping with at least `schedules:`)");
+		goto done;
+	}
+	yaml_event_delete(&ev); /* document start */
+	if (next_event(&b, &ev))
+		goto done;
+	root = build(&b, &ev, 0);
+	if (!root)
+		goto done;
+	if (next_event(&b, &ev)) /* document end */
+		goto fail;
+	yaml_event_delete(&ev);
+	if (next_event(&b, &ev))
+		goto fail;
+	if (ev.type != YAML_STREAM_END_EVENT) {
+		config_problem_add(probs, (int)ev.start_mark.line + 1,
+				   (int)ev.start_mark.column + 1,
+				   "only one YAML document is allowed");
+		yaml_event_delete(&ev);
+		goto fail;
+	}
+	yaml_event_delete(&ev);
+	goto done;
+fail:
+	ynode_free(root);
+	root = NULL;
+done:
+	yaml_parser_delete(&b.parser);
+	return root;
+}
+
+/* ------------------------------------------------------------------ */
+/* Tree walking helpers                                               */
+/* ------------------------------------------------------------------ */
+
+struct pc {
+	struct config *c;
+	struct config_problems *probs;
+	bool oom;
+};
+
+static void bad(struct pc *pc, const struct ynode *n, const char *path,
+		const char *fmt, ...) SC_PRINTF(4, 5);
+
+/* Records "path: message" at node n. */
+static void bad(struct pc *pc, const struct ynode *n, const char *path,
+		const char *fmt, ...)
+{
+	char msg[SC_ERR_MSG_MAX - 64];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (config_problem_add(pc->probs, n ? n->line : 0, n ? n->col : 0,
+			       "%s%s%s", path, *path ? ": " : "", msg))
+		pc->oom = true;
+}
+
+static void oom(struct pc *pc)
+{
+	if (!pc->oom)
+		config_problem_add(pc->probs, 0, 0, "out of memory");
+	pc->oom = true;
+}
+
+static char *xstrdup(struct pc *pc, const char *s)
+{
+	char *d = strdup(s);
+	if (!d)
+		oom(pc);
+	return d;
+}
+
+/* Key paths are capped at PATH_MAX_KEY; a longer one is cut, which only
+ * shortens a message. */
+static void pjoin(char *out, size_t n, const char *base, const char *key)
+{
+	if (snprintf(out, n, "%s%s%s", base, *base ? "." : "", key) >= (int)n)
+		out[n - 1] = '\0';
+}
+
+static void pindex(char *out, size_t n, const char *base, size_t i)
+{
+	if (snprintf(out, n, "%s[%zu]", base, i) >= (int)n)
+		out[n - 1] = '\0';
+}
+
+static const char *kind_name(const struct ynode *n)
+{
+	if (n->kind == YN_MAP)
+		return "a mapping";
+	if (n->kind == YN_SEQ)
+		return "a list";
+	return n->is_null ? "nothing (null)" : "a string";
+}
+
+static bool want(struct pc *pc, const struct ynode *n, const char *path,
+		 enum ynode_kind kind)
+{
+	if (n->kind == kind && !(kind == YN_SCALAR && n->is_null))
+		return true;
+	bad(pc, n, path, "expected %s, got %s",
+	    kind == YN_MAP ? "a mapping" : kind == YN_SEQ ? "a list"
+							   : "a value",
+	    kind_name(n));
+	return false;
+}
+
+static const struct ynode *map_get(const struct ynode *m, const char *key)
+{
+	if (!m || m->kind != YN_MAP)
+		return NULL;
+	for (size_t i = 0; i + 1 < m->n; i += 2)
+		if (m->kids[i]->kind == YN_SCALAR &&
+		    strcmp(m->kids[i]->str, key) == 0)
+			return m->kids[i + 1];
+	return NULL;
+}
+
+/* Levenshtein distance, capped: good enough for "did you mean". */
+static size_t edit_distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	size_t row[64];
+
+	if (la >= 63 || lb >= 63)
+		return 99;
+	for (size_t j = 0; j <= lb; j++)
+		row[j] = j;
+	for (size_t i = 1; i <= la; i++) {
+		size_t prev = row[0];
+		row[0] = i;
+		for (size_t j = 1; j <= lb; j++) {
+			size_t cur = row[j];
+			size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+			size_t best = prev + cost;
+			if (row[j] + 1 < best)
+				best = row[j] + 1;
+			if (row[j - 1] + 1 < best)
+				best = row[j - 1] + 1;
+			row[j] = best;
+			prev = cur;
+		}
+	}
+	return row[lb];
+}
+
+/* Keys people write when they try to put a secret in the file. */
+static const char *secret_hint(const char *key)
+{
+	static const struct {
+		const char *key, *hint;
+	} hints[] = {
+		{"url", "url_env"},          {"webhook_url", "url_env"},
+		{"webhook", "url_env"},      {"secret", "secret_env"},
+		{"token", "token_env"},      {"api_key", "token_env"},
+		{"client_secret", "client_secret_env"},
+		{"password", "an environment variable"},
+	};
+	for (size_t i = 0; i < sizeof(hints) / sizeof(hints[0]); i++)
+		if (strcmp(key, hints[i].key) == 0)
+			return hints[i].hint;
+	return NULL;
+}
+
+/*
+ * Checks that n is a mapping whose keys are all in `allowed` (NULL-ended)
+ * and appear once; records the position of each value under path.key.
+ * `what` names the object for messages ("a slack target"). Returns false
+ * when n is not a mapping (the caller skips it).
+ */
+static bool map_keys(struct pc *pc, const struct ynode *n, const char *path,
+		     const char *const *allowed, const char *what)
+{
+	char kp[PATH_MAX_KEY];
+
+	if (!want(pc, n, path, YN_MAP))
+		return false;
+	for (size_t i = 0; i + 1 < n->n; i += 2) {
+		const struct ynode *k = n->kids[i];
+		bool known = false;
+		const char *near = NULL;
+		size_t best = 3;
+
+		pjoin(kp, sizeof(kp), path, k->str);
+		for (size_t j = 0; j < i; j += 2) {
+			if (strcmp(n->kids[j]->str, k->str) == 0) {
+				bad(pc, k, kp, "duplicate key (first at "
+				    "%d:%d)", n->kids[j]->line,
+				    n->kids[j]->col);
+				known = true; /* reported; not unknown too */
+				break;
+			}
+		}
+		for (size_t j = 0; allowed[j]; j++) {
+			if (strcmp(allowed[j], k->str) == 0) {
+				if (!known)
+					locs_add(pc->c->locs, kp,
+						 n->kids[i + 1]->line,
+						 n->kids[i + 1]->col);
+				known = true;
+				break;
+			}
+			size_t d = edit_distance(allowed[j], k->str);
+			if (d < best) {
+				best = d;
+				near = allowed[j];
+			}
+		}
+		if (known)
+			continue;
+		struct buf list;
+		buf_init(&list, 400);
+		for (size_t j = 0; allowed[j]; j++)
+			buf_addf(&list, "%s%s", j ? ", " : "", allowed[j]);
+		const char *hint = secret_hint(k->str);
+		if (hint && strcmp(hint, near ? near : "") != 0)
+			bad(pc, k, kp, "unknown key in %s (secrets and URLs "
+			    "are never written in the file: use %s); "
+			    "expected one of: %s", what, hint, buf_str(&list));
+		else if (near)
+			bad(pc, k, kp, "unknown key in %s (did you mean "
+			    "%s?); expected one of: %s", what, near,
+			    buf_str(&list));
+		else
+			bad(pc, k, kp, "unknown key in %s; expected one of: "
+			    "%s", what, buf_str(&list));
+		buf_dispose(&list);
+	}
+	return true;
+}
+
+/* A name usable in logs, env variable names and key paths. */
+static bool name_valid(const char *s)
+{
+	size_t len = strlen(s);
+
+	if (len == 0 || len > CONFIG_NAME_MAX)
+		return false;
+	if (!((s[0] >= 'a' && s[0] <= 'z') || (s[0] >= 'A' && s[0] <= 'Z') ||
+	      (s[0] >= '0' && s[0] <= '9')))
+		return false;
+	for (const char *p = s; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		      (*p >= '0' && *p <= '9') || *p == '-' || *p == '_'))
+			return false;
+	return true;
+}
+
+static bool check_name(struct pc *pc, const struct ynode *n,
+		       const char *path, const char *what)
+{
+	if (name_valid(n->str))
+		return true;
+	bad(pc, n, path, "invalid %s name \"%s\": use 1 to %d letters, "
+	    "digits, '-' or '_', starting with a letter or digit", what,
+	    n->str, CONFIG_NAME_MAX);
+	return false;
+}
+
+/*
+ * Getters: each looks `key` up in mapping m (whose keys map_keys already
+ * vetted), checks its type and range, and stores the value. They return 1
+ * when the key was present and valid, 0 when absent, -1 after a problem.
+ */
+static int get_str(struct pc *pc, const struct ynode *m, const char *path,
+		   const char *key, bool required, char **out)
+{
+	char kp[PATH_MAX_KEY];
+	const struct ynode *v = map_get(m, key);
+
+	pjoin(kp, sizeof(kp), path, key);
+	if (!v) {
+		if (required) {
+			bad(pc, m, path, "missing required key \"%s\"", key);
+			return -1;
+		}
+		return 0;
+	}
+	if (!want(pc, v, kp, YN_SCALAR))
+		return -1;
+	if (!*v->str) {
+		bad(pc, v, kp, "must not be empty");
+		return -1;
+	}
+	char *s = xstrdup(pc, v->str);
+	if (!s)
+		return -1;
+	free(*out);
+	*out = s;
+	return 1;
+}
+
+static int get_env_name(struct pc *pc, const struct ynode *m,
+			const char *path, const char *key, bool required,
+			char **out)
+{
+	int rc = get_str(pc, m, path, key, required, out);
+	if (rc == 1 && !config_env_name_valid(*out)) {
+		char kp[PATH_MAX_KEY];
+		pjoin(kp, sizeof(kp), path, key);
+		bad(pc, map_get(m, key), kp, "\"%s\" is not an environment "
+		    "variable name (expected the NAME of a variable holding "
+		    "the value, like SLACK_WEBHOOK_URL)", *out);
+		return -1;
+	}
+	return rc;
+}
+
+static int get_duration(struct pc *pc, const struct ynode *m,
+			const char *path, const char *key, int64_t min_ms,
+			int64_t max_ms, int64_t *out)
+{
+	char kp[PATH_MAX_KEY];
+	const struct ynode *v = map_get(m, key);
+	struct sc_err err = {0};
+	int64_t ms;
+
+	if (!v)
+		return 0;
+	pjoin(kp, sizeof(kp), path, key);
+	if (!want(pc, v, kp, YN_SCALAR))
+		return -1;
+	if (clock_parse_duration(v->str, &ms, &err)) {
+		bad(pc, v, kp, "%s", err.msg);
+		return -1;
+	}
+	if (ms < min_ms || ms > max_ms) {
+		bad(pc, v, kp, "duration %s is out of range (%lldms to "
+		    "%lldms)", v->str, (long long)min_ms, (long long)max_ms);
+		return -1;
+	}
+	*out = ms;
+	return 1;
+}
+
+static int get_int(struct pc *pc, const struct ynode *m, const char *path,
+		   const char *key, long long min, long long max,
+		   long long *out)
+{
+	char kp[PATH_MAX_KEY];
+	const struct ynode *v = map_get(m, key);
+
+	if (!v)
+		return 0;
+	pjoin(kp, sizeof(kp), path, key);
+	if (!want(pc, v, kp, YN_SCALAR))
+		return -1;
+	char *end;
+	errno = 0;
+	long long x = strtoll(v->str, &end, 10);
+	if (errno || end == v->str || *end) {
+		bad(pc, v, kp, "expected an integer, got \"%s\"", v->str);
+		return -1;
+	}
+	if (x < min || x > max) {
+		bad(pc, v, kp, "%lld is out of range (%lld to %lld)", x, min,
+		    max);
+		return -1;
+	}
+	*out = x;
+	return 1;
+}
+
+/* Sizes: bytes, or with a suffix k/K/KiB or M/MiB (powers of 1024). */
+static int get_size(struct pc *pc, const struct ynode *m, const char *path,
+		    const char *key, size_t max, size_t *out)
+{
+	char kp[PATH_MAX_KEY];
+	const struct ynode *v = map_get(m, key);
+
+	if (!v)
+		return 0;
+	pjoin(kp, sizeof(kp), path, key);
+	if (!want(pc, v, kp, YN_SCALAR))
+		return -1;
+	char *end;
+	errno = 0;
+	unsigned long long x = strtoull(v->str, &end, 10);
+	unsigned long long mult = 1;
+	if (errno || end == v->str || v->str[0] == '-')
+		goto badsize;
+	if (strcmp(end, "k") == 0 || strcmp(end, "K") == 0 ||
+	    strcmp(end, "KiB") == 0)
+		mult = 1024;
+	else if (strcmp(end, "M") == 0 || strcmp(end, "MiB") == 0)
+		mult = 1024 * 1024;
+	else if (*end)
+		goto badsize;
+	if (x == 0 || x > max / mult) {
+		bad(pc, v, kp, "size %s is out of range (1 to %zu bytes)",
+		    v->str, max);
+		return -1;
+	}
+	*out = (size_t)(x * mult);
+	return 1;
+badsize:
+	bad(pc, v, kp, "expected a size in bytes (e.g. 1048576, 512KiB, "
+	    "1MiB), got \"%s\"", v->str);
+	return -1;
+}
+
+/* An enumeration: names[i] maps to i. */
+static int get_enum(struct pc *pc, const struct ynode *m, const char *path,
+		    const char *key, const char *const *names, int *out)
+{
+	char kp[PATH_MAX_KEY];
+	const struct ynode *v = map_get(m, key);
+
+	if (!v)
+		return 0;
+	pjoin(kp, sizeof(kp), path, key);
+	if (!want(pc, v, kp, YN_SCALAR))
+		return -1;
+	for (int i = 0; names[i]; i++) {
+		if (strcmp(names[i], v->str) == 0) {
+			*out = i;
+			return 1;
+		}
+	}
+	struct buf list;
+	buf_init(&list, 200);
+	for (int i = 0; names[i]; i++)
+		buf_addf(&list, "%s%s", i ? (names[i + 1] ? ", " : " or ")
+					  : "", names[i]);
+	bad(pc, v, kp, "unknown value \"%s\" (expected %s)", v->str,
+	    buf_str(&list));
+	buf_dispose(&list);
+	return -1;
+}
+
+static void strv_free(char **v)
+{
+	if (!v)
+		return;
+	for (char **p = v; *p; p++)
+		free(*p);
+	free(v);
+}
+
+/*
+ * A list of non-empty strings into a NULL-terminated array (an empty array
+ * when the key is absent, so consumers never meet NULL). Records the
+ * position of each item under path.key[i].
+ */
+static int get_strv(struct pc *pc, const struct ynode *m, const char *path,
+		    const char *key, bool nonempty, char ***out, size_t *n_out)
+{
+	char kp[PATH_MAX_KEY], ip[PATH_MAX_KEY];
+	const struct ynode *v = map_get(m, key);
+	size_t n = v && v->kind == YN_SEQ ? v->n : 0;
+	char **arr = calloc(n + 1, sizeof(*arr));
+	int rc = v ? 1 : 0;
+
+	if (!arr) {
+		oom(pc);
+		return -1;
+	}
+	pjoin(kp, sizeof(kp), path, key);
+	if (v && !want(pc, v, kp, YN_SEQ)) {
+		rc = -1;
+	} else if (v && nonempty && n == 0) {
+		bad(pc, v, kp, "must not be empty");
+		rc = -1;
+	}
+	for (size_t i = 0; rc == 1 && i < n; i++) {
+		const struct ynode *it = v->kids[i];
+		pindex(ip, sizeof(ip), kp, i);
+		locs_add(pc->c->locs, ip, it->line, it->col);
+		if (!want(pc, it, ip, YN_SCALAR)) {
+			rc = -1;
+		} else if (!*it->str) {
+			bad(pc, it, ip, "must not be empty");
+			rc = -1;
+		} else if (!(arr[i] = xstrdup(pc, it->str))) {
+			rc = -1;
+		}
+	}
+	if (rc < 0) {
+		strv_free(arr);
+		return rc;
+	}
+	strv_free(*out);
+	*out = arr;
+	if (n_out)
+		*n_out = n;
+	return rc;
+}
+
+/* dir + "/" + p unless p is absolute; "./" prefixes are dropped. */
+static char *resolve(struct pc *pc, const char *p)
+{
+	if (p[0] == '/')
+		return xstrdup(pc, p);
+	while (p[0] == '.' && p[1] == '/')
+		p += 2;
+	size_t len = strlen(pc->c->dir) + strlen(p) + 2;
+	char *r = malloc(len);
+	if (!r) {
+		oom(pc);
+		return NULL;
+	}
+	if (*p)
+		snprintf(r, len, "%s/%s", pc->c->dir, p);
+	else
+		snprintf(r, len, "%s", pc->c->dir);
+	return r;
+}
+
+/* A program: paths with a '/' are resolved against the config's folder;
+ * bare names are left for PATH at run time. */
+static void resolve_program(struct pc *pc, char **argv)
+{
+	if (!argv || !argv[0] || !strchr(argv[0], '/') || argv[0][0] == '/')
+		return;
+	char *r = resolve(pc, argv[0]);
+	if (r) {
+		free(argv[0]);
+		argv[0] = r;
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* Sections                                                           */
+/* ------------------------------------------------------------------ */
+
+static bool loopback_url(const char *u)
+{
+	static const char *const pre[] = {
+		"http://127.0.0.1:", "http://127.0.0.1/", "http://localhost:",
+		"http://localhost/", "http://[::1]:", "http://[::1]/",
+	};
+	for (size_t i = 0; i < sizeof(pre) / sizeof(pre[0]); i++)
+		if (strncmp(u, pre[i], strlen(pre[i])) == 0)
+			return true;
+	return strcmp(u, "http://127.0.0.1") == 0 ||
+	       strcmp(u, "http://localhost") == 0;
+}
+
+static void parse_store(struct pc *pc, const struct ynode *root)
+{
+	const struct ynode *v = map_get(root, "store");
+	struct config *c = pc->c;
+
+	if (!v) {
+		size_t len = strlen(c->dir) + 32;
+		c->store_url = malloc(len);
+		if (!c->store_url) {
+			oom(pc);
+			return;
+		}
+		snprintf(c->store_url, len, "sqlite:%s/surecron.db", c->dir);
+		return;
+	}
+	if (!want(pc, v, "store", YN_SCALAR))
+		return;
+	const char *s = v->str;
+	if (strncmp(s, "sqlite:", 7) == 0) {
+		const char *p = s + 7;
+		if (!*p) {
+			bad(pc, v, "store", "sqlite: needs a file path, e.g. "
+			    "sqlite:./surecron.db");
+			return;
+		}
+		char *abs = resolve(pc, p);
+		if (!abs)
+			return;
+		size_t len = strlen(abs) + 8;
+		c->store_url = malloc(len);
+		if (c->store_url)
+			snprintf(c->store_url, len, "sqlite:%s", abs);
+		else
+			oom(pc);
+		free(abs);
+		return;
+	}
+	if (strncmp(s, "postgres://", 11) == 0 ||
+	    strncmp(s, "postgresql://", 13) == 0) {
+		const char *auth = strstr(s, "://") + 3;
+		size_t alen = strcspn(auth, "/?#");
+		const char *at = memchr(auth, '@', alen);
+		if ((at && memchr(auth, ':', (size_t)(at - auth))) ||
+		    strstr(s, "password=")) {
+			bad(pc, v, "store", "the URL holds a password; secrets "
+			    "are never written in the file (use PGPASSWORD "
+			    "or ~/.pgpass)");
+			return;
+		}
+		c->store_url = xstrdup(pc, s);
+		return;
+	}
+	bad(pc, v, "store", "unknown store \"%s\" (expected sqlite:PATH or "
+	    "postgres://HOST/DB)", s);
+}
+
+static void parse_worker(struct pc *pc, const struct ynode *root)
+{
+	static const char *const keys[] = {"concurrency", "lease", "grace",
+					   NULL};
+	const struct ynode *w = map_get(root, "worker");
+	long long conc;
+
+	if (!w || !map_keys(pc, w, "worker", keys, "worker"))
+		return;
+	if (get_int(pc, w, "worker", "concurrency", 1, 1024, &conc) == 1)
+		pc->c->concurrency = (int)conc;
+	get_duration(pc, w, "worker", "lease", 1000, INT64_C(86400000) * 7,
+		     &pc->c->lease_ms);
+	get_duration(pc, w, "worker", "grace", 0, INT64_C(86400000),
+		     &pc->c->grace_ms);
+}
+
+/*
+ * A mapping of name -> object (targets, auth, schedules): checks the
+ * names, refuses duplicates, records each name's position under
+ * section.name. Returns false when the section is not a mapping.
+ */
+static bool named_map(struct pc *pc, const struct ynode *n,
+		      const char *section, const char *what)
+{
+	char kp[PATH_MAX_KEY];
+
+	if (!want(pc, n, section, YN_MAP))
+		return false;
+	for (size_t i = 0; i + 1 < n->n; i += 2) {
+		const struct ynode *k = n->kids[i];
+		pjoin(kp, sizeof(kp), section, k->str);
+		check_name(pc, k, kp, what);
+		for (size_t j = 0; j < i; j += 2)
+			if (strcmp(n->kids[j]->str, k->str) == 0)
+				bad(pc, k, kp, "duplicate %s (first at %d:%d)",
+				    what, n->kids[j]->line, n->kids[j]->col);
+		locs_add(pc->c->locs, kp, k->line, k->col);
+	}
+	return true;
+}
+
+static const char *const target_kinds[] = {"slack", "webhook", "file",
+					   "command", NULL};
+static const char *const ambiguous_names[] = {"resend", "hold", NULL};
+
+static void parse_target(struct pc *pc, const struct ynode *k,
+			 const struct ynode *v, struct target_spec *t)
+{
+	static const char *const slack_keys[] = {
+		"kind", "url_env", "on_ambiguous", "timeout",
+		"connect_timeout", NULL};
+	static const char *const webhook_keys[] = {
+		"kind", "url_env", "secret_env", "signature_header",
+		"on_ambiguous", "timeout", "connect_timeout", NULL};
+	static const char *const file_keys[] = {"kind", "path",
+						"on_ambiguous", NULL};
+	static const char *const command_keys[] = {
+		"kind", "command", "on_ambiguous", "timeout", NULL};
+	static const char *const *const keys_by_kind[] = {
+		slack_keys, webhook_keys, file_keys, command_keys};
+	static const char *const what_by_kind[] = {
+		"a slack target", "a webhook target", "a file target",
+		"a command target"};
+	char path[PATH_MAX_KEY], kp[PATH_MAX_KEY];
+	int kind = 0, amb = 0;
+
+	pjoin(path, sizeof(path), "targets", k->str);
+	t->name = xstrdup(pc, k->str);
+	t->connect_timeout_ms = 10000;
+	t->timeout_ms = 30000;
+	if (!want(pc, v, path, YN_MAP))
+		return;
+	const struct ynode *kn = map_get(v, "kind");
+	pjoin(kp, sizeof(kp), path, "kind");
+	if (!kn) {
+		bad(pc, v, path, "missing required key \"kind\" (slack, "
+		    "webhook, file or command)");
+		return;
+	}
+	if (get_enum(pc, v, path, "kind", target_kinds, &kind) != 1)
+		return;
+	t->kind = (enum target_kind)kind;
+	if (!map_keys(pc, v, path, keys_by_kind[kind], what_by_kind[kind]))
+		return;
+	if (get_enum(pc, v, path, "on_ambiguous", ambiguous_names, &amb) == 1)
+		t->on_ambiguous = (enum on_ambiguous)amb;
+	get_duration(pc, v, path, "timeout", 1, INT64_C(3600000),
+		     &t->timeout_ms);
+	get_duration(pc, v, path, "connect_timeout", 1, INT64_C(600000),
+		     &t->connect_timeout_ms);
+	switch (t->kind) {
+	case TARGET_WEBHOOK:
+		get_env_name(pc, v, path, "secret_env", false, &t->secret_env);
+		if (get_str(pc, v, path, "signature_header", false,
+			    &t->signature_header) == 0)
+			t->signature_header = xstrdup(pc, "X-Surecron-"
+							  "Signature");
+		/* fall through */
+	case TARGET_SLACK:
+		get_env_name(pc, v, path, "url_env", true, &t->url_env);
+		break;
+	case TARGET_FILE:
+		if (get_str(pc, v, path, "path", true, &t->path) == 1) {
+			char *r = resolve(pc, t->path);
+			free(t->path);
+			t->path = r;
+		}
+		break;
+	case TARGET_COMMAND: {
+		const struct ynode *cmd = map_get(v, "command");
+		if (!cmd) {
+			bad(pc, v, path, "missing required key \"command\" "
+			    "(the program and its arguments, as a list)");
+			break;
+		}
+		if (get_strv(pc, v, path, "command", true, &t->argv, NULL) ==
+		    1)
+			resolve_program(pc, t->argv);
+		break;
+	}
+	}
+}
+
+static void parse_targets(struct pc *pc, const struct ynode *root)
+{
+	const struct ynode *m = map_get(root, "targets");
+	struct config *c = pc->c;
+
+	if (!m || !named_map(pc, m, "targets", "target"))
+		return;
+	c->targets = calloc(m->n / 2 + 1, sizeof(*c->targets));
+	if (!c->targets) {
+		oom(pc);
+		return;
+	}
+	for (size_t i = 0; i + 1 < m->n; i += 2)
+		parse_target(pc, m->kids[i], m->kids[i + 1],
+			     &c->targets[c->n_targets++]);
+}
+
+static void parse_auth(struct pc *pc, const struct ynode *k,
+		       const struct ynode *v, struct auth_spec *a)
+{
+	static const char *const oauth2_keys[] = {
+		"kind", "token_url", "client_id", "client_secret_env",
+		"scope", "client_auth", "reset_header", NULL};
+	static const char *const bearer_keys[] = {"kind", "token_env",
+						  "reset_header", NULL};
+	static const char *const kinds[] = {"oauth2", "bearer", NULL};
+	static const char *const client_auths[] = {"basic", "body", NULL};
+	char path[PATH_MAX_KEY];
+	int kind = 0, ca = 0;
+
+	pjoin(path, sizeof(path), "auth", k->str);
+	a->name = xstrdup(pc, k->str);
+	if (!want(pc, v, path, YN_MAP))
+		return;
+	if (!map_get(v, "kind")) {
+		bad(pc, v, path, "missing required key \"kind\" (oauth2 or "
+		    "bearer)");
+		return;
+	}
+	if (get_enum(pc, v, path, "kind", kinds, &kind) != 1)
+		return;
+	a->kind = (enum auth_kind)kind;
+	if (!map_keys(pc, v, path, kind == AUTH_OAUTH2 ? oauth2_keys
+						       : bearer_keys,
+		      kind == AUTH_OAUTH2 ? "an oauth2 provider"
+					  : "a bearer provider"))
+		return;
+	get_str(pc, v, path, "reset_header", false, &a->reset_header);
+	if (a->kind == AUTH_BEARER) {
+		get_env_name(pc, v, path, "token_env", true, &a->token_env);
+		return;
+	}
+	if (get_str(pc, v, path, "token_url", true, &a->token_url) == 1 &&
+	    strncmp(a->token_url, "https://", 8) != 0 &&
+	    !loopback_url(a->token_url)) {
+		char kp[PATH_MAX_KEY];
+		pjoin(kp, sizeof(kp), path, "token_url");
+		bad(pc, map_get(v, "token_url"), kp, "must be an https:// URL "
+		    "(plain http only to 127.0.0.1, localhost or [::1])");
+	}
+	get_str(pc, v, path, "client_id", true, &a->client_id);
+	get_env_name(pc, v, path, "client_secret_env", true,
+		     &a->client_secret_env);
+	get_str(pc, v, path, "scope", false, &a->scope);
+	if (get_enum(pc, v, path, "client_auth", client_auths, &ca) == 1)
+		a->client_auth_body = ca == 1;
+}
+
+static void parse_auths(struct pc *pc, const struct ynode *root)
+{
+	const struct ynode *m = map_get(root, "auth");
+	struct config *c = pc->c;
+
+	if (!m || !named_map(pc, m, "auth", "auth provider"))
+		return;
+	c->auths = calloc(m->n / 2 + 1, sizeof(*c->auths));
+	if (!c->auths) {
+		oom(pc);
+		return;
+	}
+	for (size_t i = 0; i + 1 < m->n; i += 2)
+		parse_auth(pc, m->kids[i], m->kids[i + 1],
+			   &c->auths[c->n_auths++]);
+}
+
+/* Every item of the list at path.key names an existing target, once. */
+static void check_target_refs(struct pc *pc, const struct ynode *m,
+			      const char *path, const char *key, char **names)
+{
+	char kp[PATH_MAX_KEY], ip[PATH_MAX_KEY];
+	const struct ynode *v = map_get(m, key);
+
+	if (!v || v->kind != YN_SEQ || !names)
+		return;
+	pjoin(kp, sizeof(kp), path, key);
+	for (size_t i = 0; names[i] && i < v->n; i++) {
+		pindex(ip, sizeof(ip), kp, i);
+		if (!config_target(pc->c, names[i]))
+			bad(pc, v->kids[i], ip, "unknown target \"%s\" (not "
+			    "defined under targets:)", names[i]);
+		for (size_t j = 0; j < i; j++)
+			if (strcmp(names[j], names[i]) == 0)
+				bad(pc, v->kids[i], ip, "target \"%s\" is "
+				    "listed twice", names[i]);
+	}
+}
+
+static void parse_alerts(struct pc *pc, const struct ynode *root)
+{
+	static const char *const keys[] = {"targets", NULL};
+	const struct ynode *a = map_get(root, "alerts");
+	struct config *c = pc->c;
+
+	if (a && map_keys(pc, a, "alerts", keys, "alerts") &&
+	    get_strv(pc, a, "alerts", "targets", false, &c->alert_targets,
+		     &c->n_alert_targets) == 1)
+		check_target_refs(pc, a, "alerts", "targets",
+				  c->alert_targets);
+	if (!c->alert_targets && !(c->alert_targets = calloc(1, sizeof(char *))))
+		oom(pc);
+}
+
+static void parse_http(struct pc *pc, const struct ynode *h,
+		       const char *path, struct task_spec *t)
+{
+	static const char *const keys[] = {"method", "url", "headers", "body",
+					   "auth", "expect_status", NULL};
+	char kp[PATH_MAX_KEY], hp[PATH_MAX_KEY];
+	long long st;
+
+	if (!map_keys(pc, h, path, keys, "an http task"))
+		return;
+	if (get_str(pc, h, path, "method", false, &t->method) == 1) {
+		for (const char *p = t->method; *p; p++) {
+			if (!(*p >= 'A' && *p <= 'Z')) {
+				pjoin(kp, sizeof(kp), path, "method");
+				bad(pc, map_get(h, "method"), kp, "invalid "
+				    "method \"%s\" (expected GET, POST, PUT, "
+				    "PATCH or DELETE...)", t->method);
+				break;
+			}
+		}
+	} else if (!t->method) {
+		t->method = xstrdup(pc, "GET");
+	}
+	if (get_str(pc, h, path, "url", true, &t->url) == 1 &&
+	    strncmp(t->url, "https://", 8) != 0 &&
+	    strncmp(t->url, "http://", 7) != 0) {
+		pjoin(kp, sizeof(kp), path, "url");
+		bad(pc, map_get(h, "url"), kp, "expected an http:// or "
+		    "https:// URL, got \"%s\"", t->url);
+	}
+	const struct ynode *b = map_get(h, "body");
+	if (b) {
+		pjoin(kp, sizeof(kp), path, "body");
+		if (b->kind != YN_SCALAR)
+			bad(pc, b, kp, "expected a string (write JSON bodies "
+			    "as a quoted or block string), got %s",
+			    kind_name(b));
+		else
+			t->body = xstrdup(pc, b->str);
+	}
+	if (get_int(pc, h, path, "expect_status", 100, 599, &st) == 1)
+		t->expect_status = (int)st;
+	if (get_str(pc, h, path, "auth", false, &t->auth) == 1 &&
+	    !config_auth(pc->c, t->auth)) {
+		pjoin(kp, sizeof(kp), path, "auth");
+		bad(pc, map_get(h, "auth"), kp, "unknown auth provider \"%s\" "
+		    "(not defined under auth:)", t->auth);
+	}
+	const struct ynode *hd = map_get(h, "headers");
+	pjoin(kp, sizeof(kp), path, "headers");
+	if (hd && want(pc, hd, kp, YN_MAP)) {
+		size_t n = hd->n / 2;
+		t->headers = calloc(n + 1, sizeof(char *));
+		if (!t->headers) {
+			oom(pc);
+			return;
+		}
+		size_t out = 0;
+		for (size_t i = 0; i + 1 < hd->n; i += 2) {
+			const struct ynode *k = hd->kids[i], *v = hd->kids[i + 1];
+			pjoin(hp, sizeof(hp), kp, k->str);
+			bool ok = *k->str != '\0';
+			for (const char *p = k->str; *p; p++)
+				if (!(*p == '-' || *p == '_' ||
+				      (*p >= 'a' && *p <= 'z') ||
+				      (*p >= 'A' && *p <= 'Z') ||
+				      (*p >= '0' && *p <= '9')))
+					ok = false;
+			if (!ok) {
+				bad(pc, k, hp, "invalid header name");
+				continue;
+			}
+			if (strcasecmp(k->str, "Authorization") == 0 ||
+			    strcasecmp(k->str, "Proxy-Authorization") == 0) {
+				bad(pc, k, hp, "credentials are never written "
+				    "in the file: name an auth provider with "
+				    "`auth:`");
+				continue;
+			}
+			for (size_t j = 0; j < i; j += 2)
+				if (strcasecmp(hd->kids[j]->str, k->str) == 0)
+					bad(pc, k, hp, "duplicate header");
+			if (!want(pc, v, hp, YN_SCALAR))
+				continue;
+			if (strpbrk(v->str, "\r\n")) {
+				bad(pc, v, hp, "a header value must be one "
+				    "line");
+				continue;
+			}
+			size_t len = strlen(k->str) + strlen(v->str) + 3;
+			char *line = malloc(len);
+			if (!line) {
+				oom(pc);
+				return;
+			}
+			snprintf(line, len, "%s: %s", k->str, v->str);
+			t->headers[out++] = line;
+		}
+	}
+}
+
+static void parse_task_env(struct pc *pc, const struct ynode *e,
+			   const char *path, struct task_spec *t)
+{
+	char kp[PATH_MAX_KEY];
+
+	if (!want(pc, e, path, YN_MAP))
+		return;
+	t->env = calloc(e->n / 2 + 1, sizeof(char *));
+	if (!t->env) {
+		oom(pc);
+		return;
+	}
+	size_t out = 0;
+	for (size_t i = 0; i + 1 < e->n; i += 2) {
+		const struct ynode *k = e->kids[i], *v = e->kids[i + 1];
+		pjoin(kp, sizeof(kp), path, k->str);
+		if (!config_env_name_valid(k->str)) {
+			bad(pc, k, kp, "invalid environment variable name");
+			continue;
+		}
+		if (strncmp(k->str, "SURECRON_", 9) == 0) {
+			bad(pc, k, kp, "SURECRON_* variables are set by "
+			    "surecron itself");
+			continue;
+		}
+		for (size_t j = 0; j < i; j += 2)
+			if (strcmp(e->kids[j]->str, k->str) == 0)
+				bad(pc, k, kp, "duplicate key (first at "
+				    "%d:%d)", e->kids[j]->line,
+				    e->kids[j]->col);
+		/* An empty value is a valid environment value. */
+		if (v->kind != YN_SCALAR) {
+			bad(pc, v, kp, "expected a string, got %s",
+			    kind_name(v));
+			continue;
+		}
+		const char *val = v->is_null ? "" : v->str;
+		size_t len = strlen(k->str) + strlen(val) + 2;
+		char *kv = malloc(len);
+		if (!kv) {
+			oom(pc);
+			return;
+		}
+		snprintf(kv, len, "%s=%s", k->str, val);
+		t->env[out++] = kv;
+	}
+}
+
+static void parse_task(struct pc *pc, const struct ynode *v,
+		       const char *path, struct task_spec *t)
+{
+	static const char *const keys[] = {
+		"name", "kind", "command", "shell", "cwd", "env", "timeout",
+		"grace", "max_output", "http", NULL};
+	static const char *const kinds[] = {"command", "http", NULL};
+	char kp[PATH_MAX_KEY];
+	int kind = -1;
+
+	t->timeout_ms = 10 * 60 * 1000;
+	t->grace_ms = 5000;
+	t->max_output = 1024 * 1024;
+	if (!map_keys(pc, v, path, keys, "a task"))
+		return;
+	if (get_str(pc, v, path, "name", true, &t->name) == 1) {
+		pjoin(kp, sizeof(kp), path, "name");
+		check_name(pc, map_get(v, "name"), kp, "task");
+	}
+	const struct ynode *cmd = map_get(v, "command");
+	const struct ynode *sh = map_get(v, "shell");
+	const struct ynode *http = map_get(v, "http");
+	int n_bodies = (cmd != NULL) + (sh != NULL) + (http != NULL);
+	if (n_bodies == 0) {
+		bad(pc, v, path, "a task needs one of command: [argv], shell: "
+		    "\"...\" or http: {...}");
+		return;
+	}
+	if (n_bodies > 1) {
+		const struct ynode *second = cmd && sh ? sh : http;
+		bad(pc, second, path, "command, shell and http are exclusive: "
+		    "give only one");
+		return;
+	}
+	t->kind = http ? TASK_HTTP : TASK_COMMAND;
+	if (get_enum(pc, v, path, "kind", kinds, &kind) == 1 &&
+	    kind != (int)t->kind) {
+		pjoin(kp, sizeof(kp), path, "kind");
+		bad(pc, map_get(v, "kind"), kp, "kind %s does not match the "
+		    "task's %s", kinds[kind], http ? "http:" : "command");
+	}
+	get_duration(pc, v, path, "timeout", 1, INT64_C(86400000),
+		     &t->timeout_ms);
+	get_duration(pc, v, path, "grace", 0, INT64_C(3600000), &t->grace_ms);
+	get_size(pc, v, path, "max_output", 256u * 1024 * 1024,
+		 &t->max_output);
+	if (t->kind == TASK_HTTP) {
+		static const char *const cmd_only[] = {"cwd", "env", NULL};
+		for (size_t i = 0; cmd_only[i]; i++) {
+			const struct ynode *x = map_get(v, cmd_only[i]);
+			if (x) {
+				pjoin(kp, sizeof(kp), path, cmd_only[i]);
+				bad(pc, x, kp, "applies to command tasks only");
+			}
+		}
+		pjoin(kp, sizeof(kp), path, "http");
+		parse_http(pc, http, kp, t);
+		return;
+	}
+	if (cmd) {
+		if (get_strv(pc, v, path, "command", true, &t->argv, NULL) == 1)
+			resolve_program(pc, t->argv);
+	} else {
+		get_str(pc, v, path, "shell", true, &t->shell);
+	}
+	if (get_str(pc, v, path, "cwd", false, &t->cwd) == 1) {
+		char *r = resolve(pc, t->cwd);
+		free(t->cwd);
+		t->cwd = r;
+	}
+	const struct ynode *e = map_get(v, "env");
+	if (e) {
+		pjoin(kp, sizeof(kp), path, "env");
+		parse_task_env(pc, e, kp, t);
+	}
+}
+
+static void parse_retry(struct pc *pc, const struct ynode *r,
+			const char *path, struct schedule_spec *s)
+{
+	static const char *const keys[] = {"attempts", "backoff", "delay",
+					   NULL};
+	static const char *const backoffs[] = {"exponential", "fixed", NULL};
+	long long attempts = 0;
+	int backoff = SC_BACKOFF_EXPONENTIAL;
+	int64_t delay = 0;
+
+	if (!map_keys(pc, r, path, keys, "retry"))
+		return;
+	int a = get_int(pc, r, path, "attempts", 1, 100, &attempts);
+	int b = get_enum(pc, r, path, "backoff", backoffs, &backoff);
+	int d = get_duration(pc, r, path, "delay", 0,
+			     INT64_C(30) * 86400000, &delay);
+	if (a == 0)
+		bad(pc, r, path, "missing required key \"attempts\"");
+	if (d == 0)
+		bad(pc, r, path, "missing required key \"delay\"");
+	if (a != 1 || b < 0 || d != 1)
+		return;
+	s->retry = (struct sc_retry_policy){(int)attempts,
+					    (enum sc_backoff)backoff, delay};
+	if (!retry_policy_valid(&s->retry)) {
+		bad(pc, r, path, "invalid retry policy");
+		return;
+	}
+	s->has_retry = true;
+}
+
+static void parse_schedule(struct pc *pc, const struct ynode *k,
+			   const struct ynode *v, struct schedule_spec *s)
+{
+	static const char *const keys[] = {"cron",    "tz",    "catchup",
+					   "targets", "tasks", "retry",
+					   "schedule_env", NULL};
+	static const char *const catchups[] = {"latest", "all", "none", NULL};
+	char path[PATH_MAX_KEY], kp[PATH_MAX_KEY], ip[PATH_MAX_KEY];
+	int cu = 0;
+
+	pjoin(path, sizeof(path), "schedules", k->str);
+	s->name = xstrdup(pc, k->str);
+	if (!s->name || !map_keys(pc, v, path, keys, "a schedule"))
+		goto env;
+	get_str(pc, v, path, "cron", false, &s->cron_config);
+	get_env_name(pc, v, path, "schedule_env", false, &s->schedule_env);
+	get_str(pc, v, path, "tz", false, &s->tz);
+	if (get_enum(pc, v, path, "catchup", catchups, &cu) == 1)
+		s->catchup = (enum catchup)cu;
+	if (get_strv(pc, v, path, "targets", false, &s->targets,
+		     &s->n_targets) == 1)
+		check_target_refs(pc, v, path, "targets", s->targets);
+
+	const struct ynode *r = map_get(v, "retry");
+	if (r) {
+		pjoin(kp, sizeof(kp), path, "retry");
+		parse_retry(pc, r, kp, s);
+	}
+
+	const struct ynode *tl = map_get(v, "tasks");
+	pjoin(kp, sizeof(kp), path, "tasks");
+	if (!tl) {
+		bad(pc, v, path, "missing required key \"tasks\" (a list of "
+		    "tasks to run in each slot)");
+	} else if (want(pc, tl, kp, YN_SEQ)) {
+		if (tl->n == 0)
+			bad(pc, tl, kp, "must not be empty");
+		s->tasks = calloc(tl->n + 1, sizeof(*s->tasks));
+		if (!s->tasks) {
+			oom(pc);
+			goto env;
+		}
+		for (size_t i = 0; i < tl->n; i++) {
+			pindex(ip, sizeof(ip), kp, i);
+			locs_add(pc->c->locs, ip, tl->kids[i]->line,
+				 tl->kids[i]->col);
+			parse_task(pc, tl->kids[i], ip, &s->tasks[s->n_tasks]);
+			const char *nm = s->tasks[s->n_tasks].name;
+			s->n_tasks++;
+			for (size_t j = 0; nm && j + 1 < s->n_tasks; j++) {
+				if (s->tasks[j].name &&
+				    strcmp(s->tasks[j].name, nm) == 0) {
+					char np[PATH_MAX_KEY];
+					pjoin(np, sizeof(np), ip, "name");
+					bad(pc, map_get(tl->kids[i], "name"),
+					    np, "duplicate task name \"%s\" "
+					    "in this schedule", nm);
+					break;
+				}
+			}
+		}
+	}
+env:
+	if (!s->targets && !(s->targets = calloc(1, sizeof(char *))))
+		oom(pc);
+	if (!s->name)
+		return;
+	int rc = config_env_apply(s);
+	if (rc == SC_ENOMEM) {
+		oom(pc);
+	} else if (rc == SC_ENOENT && v->kind == YN_MAP) {
+		char var[CONFIG_NAME_MAX + 32];
+		config_env_default_var(s->name, var, sizeof(var));
+		bad(pc, k, path, "missing required key \"cron\" (or set %s%s%s)",
+		    s->schedule_env ? s->schedule_env : var,
+		    s->schedule_env ? " or " : "",
+		    s->schedule_env ? var : "");
+	}
+	if (s->override_var)
+		SC_LOG(SC_LOG_INFO, "config", "schedule=%s cron_override=%s",
+		       s->name, s->override_var);
+}
+
+static void parse_schedules(struct pc *pc, const struct ynode *root)
+{
+	const struct ynode *m = map_get(root, "schedules");
+	struct config *c = pc->c;
+
+	if (!m) {
+		bad(pc, root, "", "missing required key \"schedules\" "
+		    "(nothing to run)");
+		return;
+	}
+	if (!named_map(pc, m, "schedules", "schedule"))
+		return;
+	if (m->n == 0) {
+		bad(pc, m, "schedules", "no schedule defined (nothing to "
+		    "run)");
+		return;
+	}
+	c->schedules = calloc(m->n / 2 + 1, sizeof(*c->schedules));
+	if (!c->schedules) {
+		oom(pc);
+		return;
+	}
+	for (size_t i = 0; i + 1 < m->n; i += 2) {
+		parse_schedule(pc, m->kids[i], m->kids[i + 1],
+			       &c->schedules[c->n_schedules++]);
+		/* Two names that map to one override variable would make
+		 * one variable move two schedules. */
+		char a[CONFIG_NAME_MAX + 32], b[CONFIG_NAME_MAX + 32];
+		if (config_env_default_var(m->kids[i]->str, a, sizeof(a)))
+			continue;
+		for (size_t j = 0; j < i; j += 2) {
+			if (config_env_default_var(m->kids[j]->str, b,
+						   sizeof(b)) == 0 &&
+			    strcmp(a, b) == 0 &&
+			    strcmp(m->kids[i]->str, m->kids[j]->str) != 0) {
+				char kp[PATH_MAX_KEY];
+				pjoin(kp, sizeof(kp), "schedules",
+				      m->kids[i]->str);
+				bad(pc, m->kids[i], kp, "schedules \"%s\" and "
+				    "\"%s\" share the override variable %s; "
+				    "rename one", m->kids[j]->str,
+				    m->kids[i]->str, a);
+			}
+		}
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* Lookups, free, load                                                */
+/* ------------------------------------------------------------------ */
+
+const struct target_spec *config_target(const struct config *c,
+					const char *name)
+{
+	for (size_t i = 0; c && name && i < c->n_targets; i++)
+		if (c->targets[i].name && strcmp(c->targets[i].name, name) == 0)
+			return &c->targets[i];
+	return NULL;
+}
+
+const struct auth_spec *config_auth(const struct config *c, const char *name)
+{
+	for (size_t i = 0; c && name && i < c->n_auths; i++)
+		if (c->auths[i].name && strcmp(c->auths[i].name, name) == 0)
+			return &c->auths[i];
+	return NULL;
+}
+
+const struct schedule_spec *config_schedule(const struct config *c,
+					    const char *name)
+{
+	for (size_t i = 0; c && name && i < c->n_schedules; i++)
+		if (c->schedules[i].name &&
+		    strcmp(c->schedules[i].name, name) == 0)
+			return &c->schedules[i];
+	return NULL;
+}
+
+static void task_free(struct task_spec *t)
+{
+	free(t->name);
+	strv_free(t->argv);
+	free(t->shell);
+	free(t->cwd);
+	strv_free(t->env);
+	free(t->method);
+	free(t->url);
+	strv_free(t->headers);
+	free(t->body);
+	free(t->auth);
+}
+
+void config_free(struct config *c)
+{
+	if (!c)
+		return;
+	for (size_t i = 0; i < c->n_targets; i++) {
+		struct target_spec *t = &c->targets[i];
+		free(t->name);
+		free(t->url_env);
+		free(t->secret_env);
+		free(t->signature_header);
+		free(t->path);
+		strv_free(t->argv);
+	}
+	free(c->targets);
+	for (size_t i = 0; i < c->n_auths; i++) {
+		struct auth_spec *a = &c->auths[i];
+		free(a->name);
+		free(a->token_url);
+		free(a->client_id);
+		free(a->client_secret_env);
+		free(a->scope);
+		free(a->reset_header);
+		free(a->token_env);
+	}
+	free(c->auths);
+	for (size_t i = 0; i < c->n_schedules; i++) {
+		struct schedule_spec *s = &c->schedules[i];
+		free(s->name);
+		free(s->cron);
+		free(s->cron_config);
+		free(s->override_var);
+		free(s->schedule_env);
+		free(s->tz);
+		strv_free(s->targets);
+		for (size_t j = 0; j < s->n_tasks; j++)
+			task_free(&s->tasks[j]);
+		free(s->tasks);
+	}
+	free(c->schedules);
+	strv_free(c->alert_targets);
+	free(c->store_url);
+	free(c->path);
+	free(c->dir);
+	locs_free(c->locs);
+	free(c);
+}
+
+/* Reads the whole file, refusing what is not a regular file or is too
+ * big. Returns 0 or a negative code after recording a problem. */
+static int read_file(const char *path, char **out, size_t *len,
+		     struct config_problems *probs)
+{
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0) {
+		int e = errno;
+		config_problem_add(probs, 0, 0, "cannot open: %s",
+				   strerror(e));
+		return e == ENOENT ? SC_ENOENT : e == EACCES ? SC_EACCES
+							      : SC_EIO;
+	}
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		config_problem_add(probs, 0, 0, "not a regular file");
+		return SC_ECONFIG;
+	}
+	if (st.st_size > CONFIG_MAX_BYTES) {
+		close(fd);
+		config_problem_add(probs, 1, 1, "file is too large (%lld "
+				   "bytes; the limit is %d)",
+				   (long long)st.st_size, CONFIG_MAX_BYTES);
+		return SC_ECONFIG;
+	}
+	/* Read up to the cap + 1 in case the file grew since fstat. */
+	char *b = malloc(CONFIG_MAX_BYTES + 2);
+	if (!b) {
+		close(fd);
+		config_problem_add(probs, 0, 0, "out of memory");
+		return SC_ENOMEM;
+	}
+	size_t n = 0;
+	while (n < (size_t)CONFIG_MAX_BYTES + 1) {
+		ssize_t r = read(fd, b + n, CONFIG_MAX_BYTES + 1 - n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			int e = errno;
+			free(b);
+			close(fd);
+			config_problem_add(probs, 0, 0, "read error: %s",
+					   strerror(e));
+			return SC_EIO;
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
+	}
+	close(fd);
+	if (n > CONFIG_MAX_BYTES) {
+		free(b);
+		config_problem_add(probs, 1, 1, "file is too large (the limit "
+				   "is %d bytes)", CONFIG_MAX_BYTES);
+		return SC_ECONFIG;
+	}
+	b[n] = '\0';
+	*out = b;
+	*len = n;
+	return 0;
+}
+
+/* The absolute folder of path. NULL when out of memory or unresolvable. */
+static char *folder_of(const char *path)
+{
+	char *copy = strdup(path);
+	if (!copy)
+		return NULL;
+	char *slash = strrchr(copy, '/');
+	const char *d = ".";
+	if (slash == copy)
+		d = "/";
+	else if (slash) {
+		*slash = '\0';
+		d = copy;
+	}
+	char *abs = realpath(d, NULL);
+	free(copy);
+	return abs;
+}
+
+int config_parse(const char *path, struct config **out,
+		 struct config_problems *probs)
+{
+	size_t before = probs->n + probs->n_dropped;
+	size_t first = probs->n;
+	char *text = NULL;
+	size_t len = 0;
+	struct ynode *root = NULL;
+	struct config *c = NULL;
+	int rc;
+
+	if (!probs->file && !(probs->file = strdup(path)))
+		return SC_ENOMEM;
+	rc = read_file(path, &text, &len, probs);
+	if (rc)
+		return rc;
+	rc = SC_ECONFIG;
+	if (prescan((const unsigned char *)text, len, probs))
+		goto done;
+	root = parse_tree(text, len, probs);
+	if (!root)
+		goto done;
+	if (root->kind != YN_MAP || root->n == 0) {
+		if (root->is_null || (root->kind == YN_MAP && root->n == 0))
+			config_problem_add(probs, root->line, root->col,
+					   "empty configuration (expected a "
+					   "mapping with at least "
+					   "`schedules:`)");
+		else
+			config_problem_add(probs, root->line, root->col,
+					   "expected a mapping at the top "
+					   "level, got %s", kind_name(root));
+		goto done;
+	}
+
+	c = calloc(1, sizeof(*c));
+	struct config_locs *locs = calloc(1, sizeof(*locs));
+	if (!c || !locs) {
+		free(locs);
+		rc = SC_ENOMEM;
+		config_problem_add(probs, 0, 0, "out of memory");
+		goto done;
+	}
+	c->locs = locs;
+	c->path = strdup(path);
+	c->dir = folder_of(path);
+	if (!c->path || !c->dir) {
+		config_problem_add(probs, 0, 0, "cannot resolve the folder of "
+				   "the file: %s", strerror(errno));
+		goto done;
+	}
+	c->concurrency = 1;
+	c->lease_ms = 5 * 60 * 1000;
+	c->grace_ms = 30 * 1000;
+
+	static const char *const top[] = {"store",  "worker", "targets",
+					  "alerts", "auth",   "schedules",
+					  NULL};
+	struct pc pc = {.c = c, .probs = probs};
+	map_keys(&pc, root, "", top, "the top level");
+	parse_store(&pc, root);
+	parse_worker(&pc, root);
+	parse_targets(&pc, root);
+	parse_auths(&pc, root);
+	parse_alerts(&pc, root);
+	parse_schedules(&pc, root);
+	if (pc.oom)
+		rc = SC_ENOMEM;
+	else if (probs->n + probs->n_dropped == before)
+		rc = 0;
+done:
+	problems_sort(probs, first);
+	if (rc == 0)
+		*out = c;
+	else
+		config_free(c);
+	ynode_free(root);
+	free(text);
+	return rc;
+}
+
+int config_load(const char *path, struct config **out, struct sc_err *err)
+{
+	struct config_problems probs = {0};
+	char line[SC_ERR_MSG_MAX];
+
+	int rc = config_parse(path, out, &probs);
+	if (rc) {
+		if (probs.n)
+			config_problem_format(&probs, 0, line, sizeof(line));
+		else
+			snprintf(line, sizeof(line), "%s: %s", path,
+				 sc_strerror(rc));
+		sc_err_set(err, rc, "%s", line);
+	}
+	config_problems_dispose(&probs);
+	return rc;
+}

@@ -1,0 +1,127 @@
+/*
+ * config.h - loading surecron.yaml into a struct config (spec.h), applying
+ * the environment overrides of schedules, and checking a loaded config
+ * against the machine it will run on (`surecron check`).
+ *
+ * Two levels of validation:
+ *   config_load / config_parse  the file itself: YAML syntax, UTF-8, known
+ *       keys, types, durations, enums, names, references between sections
+ *       (schedule -> target, alerts -> target, http task -> auth), unique
+ *       task names. A config that loads is referentially whole: every name
+ *       it mentions resolves with config_target / config_auth.
+ *   config_check  the environment: referenced variables are set, task
+ *       programs exist and are executable, working folders exist, cron
+ *       expressions parse and time zones load.
+ * Every problem carries the line and column (1-based) of the YAML node it
+ * is about, so it prints as "FILE:LINE:COLUMN: reason".
+ *
+ * Thread-safety: loading and checking touch no global state except reading
+ * the environment (getenv); a loaded config is read-only and may be shared.
+ */
+#ifndef SC_CONFIG_H
+#define SC_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "spec.h"
+
+/* Size cap on a config file, in bytes. */
+#define CONFIG_MAX_BYTES (1024 * 1024)
+/* At most this many problems are kept; the rest are counted. */
+#define CONFIG_MAX_PROBLEMS 100
+/* Longest schedule, target, auth or task name. */
+#define CONFIG_NAME_MAX 64
+
+/* One problem: where (0 when the file as a whole is concerned) and why. */
+struct config_problem {
+	int line;  /* 1-based, 0: no position */
+	int col;   /* 1-based, 0: no position */
+	char *msg; /* "key.path: reason", owned */
+};
+
+/* A list of problems, initialised with {0}. */
+struct config_problems {
+	char *file;                   /* the config's path, owned */
+	struct config_problem *items; /* in file order of discovery */
+	size_t n;
+	size_t cap;
+	size_t n_dropped;             /* problems past CONFIG_MAX_PROBLEMS */
+};
+
+/* Frees the items; the list is empty and reusable afterwards. */
+void config_problems_dispose(struct config_problems *p);
+
+/*
+ * Appends a problem (printf format). Returns 0, or SC_ENOMEM (the problem
+ * is then counted in n_dropped).
+ */
+int config_problem_add(struct config_problems *p, int line, int col,
+		       const char *fmt, ...) SC_PRINTF(4, 5);
+
+/* Writes problem i as "FILE:LINE:COLUMN: reason" (or "FILE: reason" when
+ * it has no position) into out (size n), truncating. Returns out. */
+const char *config_problem_format(const struct config_problems *p, size_t i,
+				  char *out, size_t n);
+
+/*
+ * Reads and validates the file at path, collecting every problem found
+ * (parsing goes on after a problem where it can). On success *out holds a
+ * new config (free with config_free) and 0 is returned. On failure *out is
+ * untouched, probs holds at least one problem, and the return is
+ * SC_ECONFIG (file content), SC_ENOENT / SC_EACCES / SC_EIO (cannot read)
+ * or SC_ENOMEM. probs may not be NULL; its file is set from path.
+ */
+int config_parse(const char *path, struct config **out,
+		 struct config_problems *probs);
+
+/*
+ * config_parse reporting only the first problem: err->msg is
+ * "FILE:LINE:COLUMN: reason". Returns as config_parse.
+ */
+int config_load(const char *path, struct config **out, struct sc_err *err);
+
+/* Frees a config and everything it owns. NULL is ignored. */
+void config_free(struct config *c);
+
+/*
+ * Checks a loaded config against the environment (see the top of this
+ * file), appending one problem per finding. Returns the number of problems
+ * appended (0: clean), or SC_ENOMEM.
+ */
+int config_check(const struct config *c, struct config_problems *probs);
+
+/*
+ * The position recorded for a key path such as "schedules.weekly.cron" or
+ * "schedules.weekly.tasks[1].command" (the node of the value). Returns
+ * true and sets *line, *col when known; else false and sets both to 0.
+ */
+bool config_locate(const struct config *c, const char *path, int *line,
+		   int *col);
+
+/* ---- config_env.c: environment overrides of schedules ---- */
+
+/*
+ * The default override variable of a schedule: "SURECRON_SCHEDULE_" + the
+ * name upper-cased with every character other than A-Z and 0-9 replaced by
+ * '_' ("weekly-summary" -> SURECRON_SCHEDULE_WEEKLY_SUMMARY). Writes it into
+ * out (size n). Returns 0 or SC_ETOOBIG.
+ */
+int config_env_default_var(const char *schedule, char *out, size_t n);
+
+/*
+ * Applies the environment to a schedule being loaded: the variable named by
+ * schedule_env (when set and non-empty) wins, then the default variable
+ * above (when set and non-empty). Sets s->cron to the final expression and
+ * s->override_var to the variable used (NULL when none); s->cron_config
+ * keeps the expression as written (NULL when the file has no cron).
+ * Returns 0, SC_ENOENT (no cron in the file and no variable set) or
+ * SC_ENOMEM.
+ */
+int config_env_apply(struct schedule_spec *s);
+
+/* True for a valid environment variable name: [A-Za-z_][A-Za-z0-9_]*. */
+bool config_env_name_valid(const char *name);
+
+#endif

@@ -1,0 +1,99 @@
+/*
+ * config_env.c - environment overrides of a schedule's cron expression.
+ *
+ * A deployment may move a schedule without editing the file: the variable
+ * named by the schedule's `schedule_env:` wins, then
+ * SURECRON_SCHEDULE_<NAME> (name upper-cased, every character other than
+ * A-Z and 0-9 replaced by '_'). An empty value counts as unset, so a
+ * blank `FOO=` in an env file does not wipe a schedule.
+ *
+ * Invariants kept for every loaded schedule: `cron` is the final expression
+ * (what the scheduler fires on and the retry class is derived from),
+ * `cron_config` is the expression as written (NULL when the file has none),
+ * `override_var` names the variable that applied (NULL when none did).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+
+bool config_env_name_valid(const char *name)
+{
+	if (!name || !*name)
+		return false;
+	if (!(name[0] == '_' || (name[0] >= 'A' && name[0] <= 'Z') ||
+	      (name[0] >= 'a' && name[0] <= 'z')))
+		return false;
+	for (const char *p = name; *p; p++) {
+		char ch = *p;
+		if (!(ch == '_' || (ch >= 'A' && ch <= 'Z') ||
+		      (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9')))
+			return false;
+	}
+	return true;
+}
+
+int config_env_default_var(const char *schedule, char *out, size_t n)
+{
+	static const char prefix[] = "SURECRON_SCHEDULE_";
+	size_t len = strlen(schedule);
+
+	if (n < sizeof(prefix) + len)
+		return SC_ETOOBIG;
+	memcpy(out, prefix, sizeof(prefix) - 1);
+	char *q = out + sizeof(prefix) - 1;
+	for (const char *p = schedule; *p; p++) {
+		char ch = *p;
+		if (ch >= 'a' && ch <= 'z')
+			ch = (char)(ch - 'a' + 'A');
+		else if (!((ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9')))
+			ch = '_';
+		*q++ = ch;
+	}
+	*q = '\0';
+	return 0;
+}
+
+/* The value of a variable, or NULL when unset or empty. */
+static const char *env_value(const char *name)
+{
+	const char *v = getenv(name);
+	return v && *v ? v : NULL;
+}
+
+int config_env_apply(struct schedule_spec *s)
+{
+	char dflt[CONFIG_NAME_MAX + 32];
+	const char *var = NULL, *val = NULL;
+
+	if (s->schedule_env && (val = env_value(s->schedule_env)) != NULL)
+		var = s->schedule_env;
+	if (!var && config_env_default_var(s->name, dflt, sizeof(dflt)) == 0 &&
+	    (val = env_value(dflt)) != NULL)
+		var = dflt;
+
+	if (!var) {
+		if (!s->cron_config)
+			return SC_ENOENT;
+		char *cron = strdup(s->cron_config);
+		if (!cron)
+			return SC_ENOMEM;
+		free(s->cron);
+		free(s->override_var);
+		s->cron = cron;
+		s->override_var = NULL;
+		return 0;
+	}
+	char *cron = strdup(val);
+	char *ov = strdup(var);
+	if (!cron || !ov) {
+		free(cron);
+		free(ov);
+		return SC_ENOMEM;
+	}
+	free(s->cron);
+	free(s->override_var);
+	s->cron = cron;
+	s->override_var = ov;
+	return 0;
+}
