@@ -275,6 +275,35 @@ static int compose_result(const struct schedule_spec *sched, int64_t slot_ms,
 	return rc;
 }
 
+/* Adds what the flush did to the report's details (for the ledger row):
+ * {"resent": bool, "delivery": {"sent", "guarded", "failed", "held",
+ * "duplicates"}}. Best effort: details are informative only. */
+static void add_delivery_details(struct orch_report *rep)
+{
+	json_t *o = rep->details_json ? json_loads(rep->details_json, 0, NULL)
+				      : json_object();
+	const struct delivery_report *d = &rep->delivery;
+
+	if (!json_is_object(o)) {
+		json_decref(o);
+		return;
+	}
+	json_object_set_new(o, "resent", json_boolean(rep->resent));
+	json_object_set_new(o, "delivery",
+			    json_pack("{s:I, s:I, s:I, s:I, s:I}",
+				      "sent", (json_int_t)d->n_sent,
+				      "guarded", (json_int_t)d->n_guarded,
+				      "failed", (json_int_t)d->n_failed,
+				      "held", (json_int_t)d->n_held,
+				      "duplicates", (json_int_t)d->n_duplicates));
+	char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	json_decref(o);
+	if (s) {
+		free(rep->details_json);
+		rep->details_json = s;
+	}
+}
+
 /* Sends the staged message to every target without a guard; marks the
  * slot when all are SENT. */
 static int flush_and_mark(const struct delivery_slot *ds,
@@ -282,6 +311,7 @@ static int flush_and_mark(const struct delivery_slot *ds,
 {
 	int rc = delivery_flush(ds, &rep->delivery, err);
 
+	add_delivery_details(rep);
 	if (rc) {
 		SC_LOG(SC_LOG_ERROR, "orchestrator",
 		       "schedule=%s slot_ms=%lld attempt=%d outcome=delivery_failed "

@@ -376,6 +376,8 @@ static void delivery_failure_retry_resends_only_to_b_from_outbox(void **state)
 	assert_int_equal(rep.delivery.n_sent, 1);
 	assert_int_equal(rep.delivery.n_guarded, 1);
 	assert_int_equal(fake_http_count(srv, "/a"), 1); /* A not resent */
+	assert_non_null(strstr(rep.details_json, "\"resent\":true"));
+	assert_non_null(strstr(rep.details_json, "\"guarded\":1"));
 	assert_int_equal(fake_http_count(srv, "/b"), 2);
 	assert_true(marked());
 	/* B's second copy is the stored message, byte for byte, with the
