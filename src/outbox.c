@@ -285,9 +285,12 @@ int delivery_release(struct sc_store *s, const char *schedule, int64_t slot_ms,
 		return rc;
 	enum send_state st = e.state;
 	outbox_entry_dispose(&e);
+	static const char *names[] = {"none", "pending", "sending", "sent",
+				      "failed", "unknown"};
 	if (st != SEND_UNKNOWN)
-		return sc_err_set(err, SC_ESTATE, "target %s: not held "
-				  "(state %d)", target, (int)st);
+		return sc_err_set(err, SC_ESTATE, "target %s: not held (its "
+				  "send is %s)", target,
+				  (unsigned)st < 6 ? names[st] : "?");
 	return outbox_set_state(s, schedule, slot_ms, target,
 				arrived ? SEND_SENT : SEND_FAILED, err);
 }

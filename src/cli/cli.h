@@ -58,6 +58,7 @@ void cli_setup_logging(enum sc_log_level dflt);
 int cmd_check(int argc, char **argv);
 int cmd_help(int argc, char **argv);
 int cmd_http(int argc, char **argv);
+int cmd_release(int argc, char **argv);
 int cmd_version(int argc, char **argv);
 
 #endif

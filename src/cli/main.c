@@ -40,6 +40,18 @@ static const struct cli_command commands[] = {
 	 "(with a Retry-After hint, stdout gets one JSON line\n"
 	 "{\"retry_after\": SECONDS, \"error\": \"...\"}); 78 on 403 or an\n"
 	 "unusable auth provider; 1 on other statuses; 2 on usage errors.\n"},
+	{"release", cmd_release,
+	 "release [--config FILE] [--arrived | --resend] SCHEDULE SLOT [TARGET]",
+	 "decide a send held after a crash (on_ambiguous: hold)",
+	 "A target with on_ambiguous: hold is not resent when a crash left\n"
+	 "its send in doubt; the slot's job fails and waits for an operator.\n"
+	 "Check the receiver, then: --arrived marks TARGET sent (never sent\n"
+	 "again), --resend marks it failed (the next attempt sends it from\n"
+	 "the outbox; tasks do not run again). A job that died of the hold is\n"
+	 "made ready again. SLOT is ISO 8601 (2026-11-27T17:00:00Z). Without\n"
+	 "--arrived/--resend, prints the send state of each target of the\n"
+	 "slot. Exit 0 when done, 2 on usage errors or when TARGET is not\n"
+	 "held, 1 on store errors.\n"},
 	{"version", cmd_version, "version", "print the version",
 	 "Prints \"surecron VERSION\". The same as surecron --version.\n"},
 };

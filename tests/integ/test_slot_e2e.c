@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include <jansson.h>
 
@@ -112,6 +113,8 @@ static void yaml_to_delivered_slot(void **state)
 						   30 * 60000};
 	assert_int_equal(queue_enqueue(store, "weekly", SLOT, &low, NULL, NULL,
 				       &err), 0);
+	/* The command revived the job at the real "now". */
+	sc_clock_set_ms(clock, sc_clock_now_ms(sc_clock_real()) + 1000);
 	assert_int_equal(queue_claim(store, "w", 300000, &job, 1, &n, &err), 0);
 	assert_int_equal(n, 1);
 	assert_int_equal(orch_run_job(&ctx, &job, &jr, &err), 0);
@@ -175,10 +178,92 @@ static void yaml_to_delivered_slot(void **state)
 	tu_rmrf(dir);
 }
 
+/* The operator loop of on_ambiguous: hold, through the real binary. */
+static void held_send_released_by_the_operator(void **state)
+{
+	static const char held_yaml[] =
+		"store: sqlite:./s.db\n"
+		"targets:\n"
+		"  hook: {kind: webhook, url_env: E2E_HOOK_URL, on_ambiguous: hold}\n"
+		"schedules:\n"
+		"  weekly:\n"
+		"    cron: \"0 17 * * 5\"\n"
+		"    tz: UTC\n"
+		"    targets: [hook]\n"
+		"    tasks:\n"
+		"      - {name: gen, shell: \"echo report\"}\n";
+	char dir[256], cfgpath[512], url[256], cmd[2048];
+	struct config *cfg = NULL;
+	struct sc_store *store = NULL;
+	struct sc_err err = {0};
+	struct fake_http *srv = fake_http_start();
+	struct sc_clock *clock = sc_clock_virtual_new(SLOT + 500);
+	static const struct sc_retry_policy two = {2, SC_BACKOFF_FIXED, 60000};
+	struct store_job job;
+	struct orch_job_result jr;
+	size_t n = 0;
+	int na = 0;
+
+	assert_non_null(srv);
+	snprintf(dir, sizeof(dir), "%s", tu_tmpdir());
+	write_file(dir, "surecron.yaml", held_yaml, 0600);
+	setenv("E2E_HOOK_URL", fake_http_url(srv, "/hook", url, sizeof(url)), 1);
+	fake_http_set_default(srv, "/hook", 200, NULL, "ok");
+	snprintf(cfgpath, sizeof(cfgpath), "%s/surecron.yaml", dir);
+	assert_int_equal(config_load(cfgpath, &cfg, &err), 0);
+	assert_int_equal(store_open(cfg->store_url, clock, &store, &err), 0);
+	struct orch_ctx ctx = {.store = store, .config = cfg};
+
+	/* What a crash between the send and its SENT commit leaves. */
+	assert_int_equal(outbox_put(store, "weekly", SLOT, "hook",
+				    "{\"kind\":\"result\"}", NULL, &err), 0);
+	assert_int_equal(outbox_set_state(store, "weekly", SLOT, "hook",
+					  SEND_SENDING, &err), 0);
+	assert_int_equal(queue_enqueue(store, "weekly", SLOT, &two, NULL, NULL,
+				       &err), 0);
+	assert_int_equal(queue_claim(store, "w", 300000, &job, 1, &n, &err), 0);
+	assert_int_equal(orch_run_job(&ctx, &job, &jr, &err), 0);
+	/* Held: nothing sent, the job is dead at once, loudly. */
+	assert_true(jr.dead);
+	assert_int_equal(jr.rep.delivery.n_held, 1);
+	assert_int_equal(fake_http_count(srv, "/hook"), 0);
+	orch_job_result_dispose(&jr);
+
+	/* The operator: the copy did not arrive, send it. */
+	snprintf(cmd, sizeof(cmd), "'%s' release --config '%s' --resend "
+		 "weekly 2026-11-27T17:00:00Z hook >/dev/null 2>&1", tu_bin(),
+		 cfgpath);
+	assert_int_equal(system(cmd), 0);
+	struct outbox_entry e = {0};
+	assert_int_equal(outbox_get(store, "weekly", SLOT, "hook", &e, &err), 0);
+	assert_int_equal(e.state, SEND_FAILED);
+	outbox_entry_dispose(&e);
+	/* Releasing again is refused: it is no longer held. */
+	na = system(cmd);
+	assert_true(WIFEXITED(na) && WEXITSTATUS(na) == 2);
+
+	/* The command revived the job at the real "now". */
+	sc_clock_set_ms(clock, sc_clock_now_ms(sc_clock_real()) + 1000);
+	assert_int_equal(queue_claim(store, "w", 300000, &job, 1, &n, &err), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(orch_run_job(&ctx, &job, &jr, &err), 0);
+	assert_true(jr.completed);
+	assert_false(jr.rep.ran_tasks);
+	assert_int_equal(fake_http_count(srv, "/hook"), 1);
+	orch_job_result_dispose(&jr);
+
+	store_close(store);
+	config_free(cfg);
+	sc_clock_free(clock);
+	fake_http_stop(srv);
+	tu_rmrf(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(yaml_to_delivered_slot),
+		cmocka_unit_test(held_send_released_by_the_operator),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
