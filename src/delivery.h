@@ -160,6 +160,9 @@ struct delivery_slot {
 	int attempt;
 	const struct target_spec *const *targets;
 	size_t n_targets;
+	int (*tick)(void *ud);      /* called before each send (NULL: none);
+				       non-zero: that target is not sent */
+	void *tick_ud;
 };
 
 struct delivery_report {

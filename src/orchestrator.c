@@ -367,6 +367,7 @@ int orch_run_slot(const struct orch_ctx *ctx, const struct schedule_spec *sched,
 		.schedule = sched->name, .slot_ms = slot_ms, .job_id = job_id,
 		.attempt = attempt, .targets = targets,
 		.n_targets = sched->n_targets,
+		.tick = ctx->tick, .tick_ud = ctx->tick_ud,
 	};
 
 	rc = slot_is_marked(ctx->store, sched->name, slot_ms, &marked, err);
@@ -409,10 +410,19 @@ int orch_run_slot(const struct orch_ctx *ctx, const struct schedule_spec *sched,
 		.schedule = sched->name, .slot_ms = slot_ms, .attempt = attempt,
 		.clock = ctx_clock(ctx), .config = ctx->config,
 		.auths = ctx->auths, .n_auths = ctx->n_auths, .tokens = &tokens,
+		.tick = ctx->tick, .tick_ud = ctx->tick_ud, .tick_ms = ctx->tick_ms,
 	};
 	rep->ran_tasks = true;
 	rep->n_tasks = sched->n_tasks;
 	for (size_t i = 0; i < sched->n_tasks; i++) {
+		if (ctx->tick && (rc = ctx->tick(ctx->tick_ud)) != 0) {
+			/* The run was canceled (the lease is lost: another
+			 * worker owns the slot now). Send nothing, write
+			 * nothing: the owner decides. */
+			sc_err_set(err, rc, "run canceled before task %s "
+				   "(lease lost)", sched->tasks[i].name);
+			goto done;
+		}
 		/* Each task's failure is its own outcome: the loop goes on. */
 		(void)task_run(&sched->tasks[i], &tctx, &res[i]);
 		switch (res[i].outcome) {
@@ -579,13 +589,60 @@ static const char *error_class(int rc, const struct orch_report *rep)
 	return "internal";
 }
 
-int orch_run_job(const struct orch_ctx *ctx, const struct store_job *job,
+/* The lease keeper of orch_run_job: runs on the job's own thread, with the
+ * job's own store handle, from inside the task's poll loop. */
+struct keeper {
+	struct sc_store *store;
+	struct store_job job;    /* the ticket; heartbeat updates its expiry */
+	int64_t lease_ms;
+	bool lost;
+};
+
+static int keep_lease(void *ud)
+{
+	struct keeper *k = ud;
+	struct sc_err e = {0};
+
+	if (k->lost)
+		return SC_ELEASE;
+	int rc = queue_heartbeat(k->store, &k->job, k->lease_ms, &e);
+	if (rc == SC_ELEASE) {
+		/* Another worker recovered the job: stop, it owns the slot. */
+		k->lost = true;
+		SC_LOG(SC_LOG_ERROR, "orchestrator",
+		       "job=%lld schedule=%s msg=\"lease lost; stopping the "
+		       "run\"", (long long)k->job.id, k->job.schedule);
+		return rc;
+	}
+	if (rc)
+		SC_LOG(SC_LOG_WARN, "orchestrator",
+		       "job=%lld msg=\"heartbeat failed\" code=%d",
+		       (long long)k->job.id, rc);
+	return 0;
+}
+
+int orch_run_job(const struct orch_ctx *ctx_in, const struct store_job *job_in,
 		 struct orch_job_result *out, struct sc_err *err)
 {
+	struct keeper keeper = {.store = ctx_in->store, .job = *job_in};
+	const struct store_job *job = &keeper.job;
+	struct orch_ctx cx = *ctx_in;
+	const struct orch_ctx *ctx = &cx;
 	const struct schedule_spec *sched = find_schedule(ctx->config,
 							  job->schedule);
 	int rc;
 
+	keeper.lease_ms = job->lease_expires_ms - job->started_ms;
+	if (keeper.lease_ms <= 0)
+		keeper.lease_ms = QUEUE_LEASE_MS;
+	if (!cx.tick) {
+		cx.tick = keep_lease;
+		cx.tick_ud = &keeper;
+		/* A third of the lease: two heartbeats may fail before the
+		 * lease runs out. */
+		cx.tick_ms = keeper.lease_ms / 3 > 1000 ? keeper.lease_ms / 3
+							: 1000;
+	}
 	memset(out, 0, sizeof(*out));
 	out->next_ms = INT64_MAX;
 	if (!sched) {

@@ -35,6 +35,13 @@ struct orch_ctx {
 	struct http_auth *const *auths; /* long-lived auth providers; may be
 					   NULL (then built per run) */
 	size_t n_auths;
+	/* Called about every tick_ms while the slot runs (inside long tasks,
+	 * between tasks, before each send), on this thread. orch_run_job sets
+	 * it to extend the job's lease. Non-zero: stop (the running task is
+	 * ended and fails as canceled). NULL: no ticks. */
+	int (*tick)(void *ud);
+	void *tick_ud;
+	int64_t tick_ms;
 };
 
 /* What happened in one slot run. Zeroed by orch_run_slot; release with
@@ -98,6 +105,10 @@ void orch_job_result_dispose(struct orch_job_result *r);
  * says the job is now DEAD, the lost-slot alert goes to the alert targets
  * (only if configured). A job whose schedule is no longer in the config
  * fails permanently (it cannot be run, and that must be loud).
+ * While the slot runs, the job's lease is extended every third of its
+ * length (queue_heartbeat, same thread and store handle), so a task longer
+ * than the lease is not taken for a dead worker's; if the lease is lost
+ * anyway, the running task is stopped.
  * Returns 0 when the queue recorded the outcome (read *out), or the
  * queue's error (SC_ELEASE: another worker took the job over; nothing
  * was recorded by this call).

@@ -144,6 +144,11 @@ static int send_one(const struct delivery_slot *ds,
 	struct sc_err serr = {0};
 	int rc;
 
+	/* Keep the lease across slow sends; once it is lost, the slot
+	 * belongs to another worker: send nothing more. */
+	if (ds->tick && (rc = ds->tick(ds->tick_ud)) != 0)
+		return sc_err_set(err, rc, "target %s: not sent, the run was "
+				  "canceled (lease lost)", t->name);
 	rc = outbox_set_state(ds->store, ds->schedule, ds->slot_ms, t->name,
 			      SEND_SENDING, err);
 	if (rc)

@@ -208,6 +208,8 @@ int proc_run(const struct proc_spec *spec, struct proc_result *res,
 	int64_t deadline = spec->timeout_ms > 0 ? start + spec->timeout_ms
 						 : INT64_MAX;
 	int64_t kill_at = INT64_MAX, drain_until = INT64_MAX;
+	int64_t next_tick = spec->tick && spec->tick_ms > 0
+				    ? start + spec->tick_ms : INT64_MAX;
 
 	for (;;) {
 		int64_t now = clock_mono_ms();
@@ -226,6 +228,13 @@ int proc_run(const struct proc_spec *spec, struct proc_result *res,
 		}
 		if (ended && now >= drain_until)
 			break;
+		if (!ended && now >= next_tick) {
+			next_tick = now + spec->tick_ms;
+			if (!res->canceled && spec->tick(spec->tick_ud) != 0) {
+				res->canceled = true;
+				kill(-pid, SIGKILL);
+			}
+		}
 
 		struct pollfd fds[4];
 		int nfds = 0, i_out = -1, i_err = -1, i_in = -1, i_pid = -1;
@@ -250,6 +259,9 @@ int proc_run(const struct proc_spec *spec, struct proc_result *res,
 		int64_t wait = until == INT64_MAX ? -1 : until - now;
 		if (wait < 0 && until != INT64_MAX)
 			wait = 0;
+		if (!ended && next_tick != INT64_MAX &&
+		    (wait < 0 || wait > next_tick - now))
+			wait = next_tick > now ? next_tick - now : 0;
 		if (!ended && pidfd < 0 && (wait < 0 || wait > NO_PIDFD_POLL_MS))
 			wait = NO_PIDFD_POLL_MS;
 		if (wait > 60000)

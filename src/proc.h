@@ -33,6 +33,12 @@ struct proc_spec {
 	int64_t timeout_ms;     /* <= 0: no deadline */
 	int64_t grace_ms;       /* SIGTERM -> SIGKILL delay after a timeout */
 	size_t max_stdout;      /* more than this ends the child */
+	/* Called every tick_ms while the child runs (from this thread), e.g.
+	 * to extend a job's lease. A non-zero return ends the child's group
+	 * at once (res->canceled). NULL: no ticks. */
+	int (*tick)(void *ud);
+	void *tick_ud;
+	int64_t tick_ms;
 };
 
 struct proc_result {
@@ -41,6 +47,7 @@ struct proc_result {
 	int term_signal;        /* the signal that ended it, else 0 */
 	bool timed_out;         /* the deadline passed: the group was ended */
 	bool stdout_overflow;   /* it wrote more than max_stdout */
+	bool canceled;          /* tick asked to stop: the group was ended */
 	struct buf out;         /* stdout (at most max_stdout bytes) */
 	char err_tail[PROC_TAIL_MAX + 1]; /* last bytes of stderr, NUL-ended */
 	int64_t elapsed_ms;

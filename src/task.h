@@ -78,6 +78,12 @@ struct task_ctx {
 	size_t n_auths;
 	const struct http_token_store *tokens; /* persistent token cache of
 						  per-run providers; NULL */
+	/* Called every tick_ms while a command task runs (same thread): the
+	 * orchestrator extends the job's lease with it. Non-zero stops the
+	 * task (it fails as canceled). NULL: no ticks. */
+	int (*tick)(void *ud);
+	void *tick_ud;
+	int64_t tick_ms;
 };
 
 /*

@@ -77,6 +77,9 @@ static int command_outcome(const struct task_spec *spec,
 				 "stopped",
 				 spec->max_output ? spec->max_output
 						  : TASK_DEFAULT_MAX_OUTPUT);
+	if (pr->canceled)
+		return task_fail(out, spec->name, SC_ECANCELED,
+				 "stopped: the run was canceled (lease lost)");
 	if (pr->timed_out)
 		return task_fail(out, spec->name, SC_ETIMEDOUT,
 				 "timed out after %s%s%s",
@@ -163,6 +166,9 @@ static int command_run(const struct task_spec *spec,
 					       : TASK_DEFAULT_GRACE_MS,
 		.max_stdout = spec->max_output ? spec->max_output
 					       : TASK_DEFAULT_MAX_OUTPUT,
+		.tick = ctx->tick,
+		.tick_ud = ctx->tick_ud,
+		.tick_ms = ctx->tick_ms,
 	};
 	rc = proc_run(&ps, &pr, &perr);
 	free(envp);

@@ -639,6 +639,36 @@ static void permanent_task_failure_kills_the_job_at_once(void **state)
 	orch_job_result_dispose(&jr);
 }
 
+/* A worker whose lease was taken over must not run or send anything. */
+static void lost_lease_runs_and_sends_nothing(void **state)
+{
+	struct store_job stale, fresh;
+	struct orch_job_result jr;
+	struct sc_err err = {0};
+	int n = 0;
+
+	add_task("gen", "echo report");
+	assert_int_equal(queue_enqueue(F.store, "weekly", SLOT, &weekly_policy,
+				       NULL, NULL, NULL), 0);
+	claim(&stale);
+	/* The worker hangs past its lease; the job is recovered and claimed
+	 * by another worker. */
+	sc_clock_advance_ms(F.clock, 6 * MIN);
+	assert_int_equal(queue_recover(F.store, QUEUE_STALL_LIMIT, &n, NULL), 0);
+	assert_int_equal(n, 1);
+	claim(&fresh);
+	assert_int_equal(orch_run_job(&F.ctx, &stale, &jr, &err), SC_ELEASE);
+	assert_int_equal(task_runs(), 0);
+	assert_int_equal(fake_http_count(srv, NULL), 0);
+	assert_false(marked());
+	orch_job_result_dispose(&jr);
+	/* The new owner runs it normally. */
+	assert_int_equal(orch_run_job(&F.ctx, &fresh, &jr, &err), 0);
+	assert_true(jr.completed);
+	assert_int_equal(task_runs(), 1);
+	orch_job_result_dispose(&jr);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
@@ -659,6 +689,7 @@ int main(void)
 		T(delivery_failure_fails_the_job_and_retry_resends),
 		T(lost_slot_alerts_only_configured_targets),
 		T(permanent_task_failure_kills_the_job_at_once),
+		T(lost_lease_runs_and_sends_nothing),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

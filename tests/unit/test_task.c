@@ -74,6 +74,15 @@ static int run_script(const char *body, char **args, int64_t timeout_ms,
 	return task_run(&t, &ctx, r);
 }
 
+static int run_script_ctx(const char *body, const struct task_ctx *c,
+			  struct task_result *r)
+{
+	char *argv[2] = {(char *)script("task.sh", body), NULL};
+	struct task_spec t = {.name = "report", .argv = argv,
+			      .timeout_ms = 30000};
+	return task_run(&t, c, r);
+}
+
 static void argv_runs_without_shell(void **state)
 {
 	/* Shell syntax in an argument reaches the program verbatim. */
@@ -371,6 +380,40 @@ static void http_task_outcomes(void **state)
 	fake_http_stop(f);
 }
 
+struct ticks {
+	int n, stop_at;
+};
+
+static int count_tick(void *ud)
+{
+	struct ticks *t = ud;
+
+	return ++t->n >= t->stop_at ? SC_ECANCELED : 0;
+}
+
+static void ticks_run_inside_long_tasks_and_can_stop_them(void **state)
+{
+	struct ticks tk = {0, 1000};
+	struct task_ctx c = ctx;
+	struct task_result r;
+
+	c.tick = count_tick;
+	c.tick_ud = &tk;
+	c.tick_ms = 50;
+	assert_int_equal(run_script_ctx("sleep 0.6; echo done", &c, &r), 0);
+	assert_true(tk.n >= 5 && tk.n <= 14);
+	task_result_dispose(&r);
+
+	/* A tick that says stop ends the task's group at once. */
+	tk = (struct ticks){0, 3};
+	int64_t t0 = clock_mono_ms();
+	assert_int_equal(run_script_ctx("sleep 20", &c, &r), SC_ECANCELED);
+	assert_true(clock_mono_ms() - t0 < 5000);
+	assert_int_equal(r.outcome, TASK_FAILED);
+	assert_non_null(strstr(r.err.msg, "canceled"));
+	task_result_dispose(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -386,6 +429,7 @@ int main(void)
 		cmocka_unit_test(output_protocol_table),
 		cmocka_unit_test_setup_teardown(plain_text_and_empty_from_a_process, setup, teardown),
 		cmocka_unit_test(http_task_outcomes),
+		cmocka_unit_test_setup_teardown(ticks_run_inside_long_tasks_and_can_stop_them, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
