@@ -230,7 +230,8 @@ int proc_run(const struct proc_spec *spec, struct proc_result *res,
 			break;
 		if (!ended && now >= next_tick) {
 			next_tick = now + spec->tick_ms;
-			if (!res->canceled && spec->tick(spec->tick_ud) != 0) {
+			if (!res->canceled && spec->tick &&
+			    spec->tick(spec->tick_ud) != 0) {
 				res->canceled = true;
 				kill(-pid, SIGKILL);
 			}
