@@ -222,6 +222,186 @@ SC_API const char *sc_freq_class_name(enum sc_freq_class cls);
 /* Cron (src/cron.h, src/tz.h)                                        */
 /* ------------------------------------------------------------------ */
 
+/*
+** CAPI3REF: Time zones
+**
+** A loaded IANA time zone, read from the system's TZif files by the
+** library's own reader (RFC 8536: v1 and v2+ data plus the POSIX-TZ footer
+** rule for instants beyond the file's table). Zones are immutable once
+** loaded and owned by the library: a process-wide cache, guarded by a
+** mutex, keeps each zone until the process exits, so a pointer returned
+** here stays valid and may be shared between threads freely. Nothing here
+** touches the process-wide TZ (no setenv, tzset or localtime).
+*/
+struct sc_zone;
+
+/*
+** CAPI3REF: Load a zone by name
+**
+** Loads `name` ("Europe/Berlin", "UTC", ...) from $TZDIR, or
+** /usr/share/zoneinfo when TZDIR is unset, and sets *out. A name that is
+** empty, starts with '/' or holds ".." is refused. Returns 0, SC_EZONE
+** (unknown, unreadable or malformed zone; the message names it) or
+** SC_ENOMEM. Thread-safe.
+*/
+SC_API int sc_zone_load(const char *name, const struct sc_zone **out,
+			struct sc_err *err);
+
+/* CAPI3REF: The built-in UTC zone; never NULL, needs no file. */
+SC_API const struct sc_zone *sc_zone_utc(void);
+
+/*
+** CAPI3REF: The system's local zone
+**
+** The zone named by the TZ environment variable when it is set to a
+** loadable name (a leading ':' is ignored) or a POSIX TZ rule, else the
+** zone of /etc/localtime, else UTC. Decided once per process; never NULL.
+** Thread-safe.
+*/
+SC_API const struct sc_zone *sc_zone_local(void);
+
+/* CAPI3REF: The zone's name ("America/New_York"); valid as long as the
+** zone (for ever). */
+SC_API const char *sc_zone_name(const struct sc_zone *z);
+
+/*
+** CAPI3REF: UTC offset at an instant
+**
+** Seconds east of UTC in effect at utc_ms (-18000 for New York in winter,
+** 37800 for Lord Howe in winter). Thread-safe, no allocation.
+*/
+SC_API int32_t sc_zone_offset_s(const struct sc_zone *z, int64_t utc_ms);
+
+/*
+** CAPI3REF: A parsed cron expression
+**
+** A small value type (40 bytes, no heap): copy it, store it, compare it
+** with memcmp after sc_cron_parse. Bit n of a set means "value n matches".
+** The fields are public only so that the type can live on the stack; read
+** them through the functions below. SC_CRON_* flags:
+**   DOM_STAR / DOW_STAR  the day field was exactly "*" or "?" (unrestricted;
+**                        when both day fields are restricted a day matches
+**                        if either matches, the OR rule of cron)
+**   SECONDS              the expression had 6 fields (leading seconds)
+**   FIXED_TIME           neither minute, hour nor (6 fields) seconds
+**                        starts with '*' (the DST rule, see sc_cron_next)
+**   DOM_SINGLE / DOW_SINGLE  the day field is one fixed value: a number,
+**                        a name, L, 5L or 5#2 (the frequency class rule)
+*/
+struct sc_cron {
+	uint64_t sec;       /* bits 0-59 */
+	uint64_t min;       /* bits 0-59 */
+	uint32_t hour;      /* bits 0-23 */
+	uint32_t dom;       /* bits 1-31; bit 0: L, the month's last day */
+	uint16_t mon;       /* bits 1-12 */
+	uint8_t dow;        /* bits 0-6, 0 = Sunday */
+	uint8_t dow_last;   /* bit w: the last weekday w of the month (5L) */
+	uint8_t dow_nth[7]; /* dow_nth[w] bit n-1: the n-th weekday w (5#2) */
+	uint8_t flags;      /* SC_CRON_* */
+};
+
+#define SC_CRON_DOM_STAR 0x01
+#define SC_CRON_DOW_STAR 0x02
+#define SC_CRON_SECONDS 0x04
+#define SC_CRON_FIXED_TIME 0x08
+#define SC_CRON_DOM_SINGLE 0x10
+#define SC_CRON_DOW_SINGLE 0x20
+
+/* Longest expression sc_cron_parse accepts, in bytes. */
+#define SC_CRON_EXPR_MAX 256
+
+/*
+** CAPI3REF: Parse a cron expression
+**
+** Understands 5 fields (minute hour day-of-month month day-of-week) or 6
+** (a leading seconds field); numbers; names JAN-DEC and SUN-SAT in any
+** case; "*"; "?" in the day fields; ranges a-b; lists; steps (star)/n, a-b/n
+** and a/n (a to the field's max); day-of-week 0-7 (0 and 7 are Sunday,
+** SUN closing a range is 7: FRI-SUN); L (last day) in day-of-month; 5L
+** (last Friday) and 5#2 (second Friday) in day-of-week; the macros
+** @yearly @annually @monthly @weekly @daily @midnight @hourly.
+**
+** Returns 0 and fills *out, or leaves *out untouched and returns
+** SC_ECRON (malformed; the message names field, token and reason:
+** `invalid cron "0 25 * * *": hour: 25 is out of range 0-23`) or SC_ENEVER
+** (well formed but no day of any year matches, found by a bounded search:
+** `0 0 30 2 *`). Thread-safe, no allocation.
+*/
+SC_API int sc_cron_parse(const char *expr, struct sc_cron *out,
+			 struct sc_err *err);
+
+/*
+** CAPI3REF: Next fire time
+**
+** Sets *out_ms to the first fire instant strictly after after_ms (UTC ms)
+** of the expression in zone z (NULL means UTC). Fire instants are whole
+** seconds.
+**
+** Daylight saving time follows the rule of cronie and Debian cron(8):
+**   - A fixed-time expression (SC_CRON_FIXED_TIME) goes by the wall clock:
+**     a time that falls in a skipped interval fires once, right at the
+**     change (02:30 in a 02:00->03:00 gap fires at 03:00 new time, once,
+**     even when several of its times fell in the gap or it also fires at
+**     03:00); a time in a repeated interval fires once, in the first pass.
+**   - Every other expression follows real time: skipped times do not
+**     happen and repeated times fire in both passes.
+**
+** Returns 0, SC_EINVAL (after_ms beyond year 1..9999, or an sc_cron that
+** no sc_cron_parse produced) or SC_ENEVER (no fire time within 400
+** years). Thread-safe, no allocation.
+*/
+SC_API int sc_cron_next(const struct sc_cron *c, const struct sc_zone *z,
+			int64_t after_ms, int64_t *out_ms, struct sc_err *err);
+
+/*
+** CAPI3REF: Frequency class
+**
+** DESIGN.md's rule: SC_FREQ_LOW when the day-of-month or the day-of-week
+** field is one fixed value (a number, a name, L, 5L, 5#2; @weekly,
+** @monthly and @yearly expand to such a field), else SC_FREQ_DEFAULT.
+** `0 17 * * 5` low, `10 17 * * 1-5` default, `0 9 1,15 * *` default.
+** When reason is not NULL, writes there (at most n bytes, always
+** terminated) which field made it so, e.g. "day-of-week is the single
+** value FRI", or "neither day-of-month (*) nor day-of-week (MON-FRI) is a
+** single fixed value". Thread-safe.
+*/
+SC_API enum sc_freq_class sc_cron_class(const struct sc_cron *c,
+					char *reason, size_t n);
+
+/*
+** CAPI3REF: Plain description
+**
+** Writes an English description ("at 17:00, on Friday") into out (at most
+** n bytes, always terminated; truncated when it does not fit). Returns
+** out. Thread-safe.
+*/
+SC_API const char *sc_cron_describe(const struct sc_cron *c, char *out,
+				    size_t n);
+
+/* The most attempts a retry timeline holds (retry_policy_valid's cap). */
+#define SC_RETRY_TIMELINE_MAX 100
+
+/*
+** CAPI3REF: Retry timeline of a slot
+**
+** When every attempt of the slot at slot_ms fails and no hint delays it,
+** attempt k (1-based) runs at attempt_ms[k-1]: the first at the slot, each
+** next one sc_retry_delay_ms after the previous. The recovery window is
+** the time from the slot to the last attempt (3 h 30 min for the
+** low-frequency policy); window_end_ms = slot_ms + window_ms. Returns 0
+** or SC_EINVAL (attempts outside 1..SC_RETRY_TIMELINE_MAX). Thread-safe.
+*/
+struct sc_retry_timeline {
+	int n_attempts;
+	int64_t attempt_ms[SC_RETRY_TIMELINE_MAX];
+	int64_t window_ms;
+	int64_t window_end_ms;
+};
+
+SC_API int sc_retry_timeline(const struct sc_retry_policy *p,
+			     int64_t slot_ms, struct sc_retry_timeline *out,
+			     struct sc_err *err);
+
 /* ------------------------------------------------------------------ */
 /* Store, queue and ledger (src/store.h, src/queue.h, src/ledger.h)   */
 /* ------------------------------------------------------------------ */

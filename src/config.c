@@ -185,10 +185,12 @@ static void locs_add(struct config_locs *l, const char *path, int line,
 		l->v = v;
 		l->cap = ncap;
 	}
-	char *p = strdup(path);
-	if (!p)
+	l->v[l->n].path = strdup(path);
+	if (!l->v[l->n].path)
 		return;
-	l->v[l->n++] = (struct config_loc){p, line, col};
+	l->v[l->n].line = line;
+	l->v[l->n].col = col;
+	l->n++;
 }
 
 bool config_locate(const struct config *c, const char *path, int *line,
@@ -266,9 +268,7 @@ static int prescan(const unsigned char *s, size_t n,
 			return -1;
 		}
 		if (cp == '\n') {
-			if (tab_col) {
-				/* a tab on a blank line is harmless */
-			}
+			/* A tab on a blank line is harmless: no error. */
 			line++;
 			col = 1;
 			at_indent = true;
@@ -354,7 +354,9 @@ static void yaml_problem(struct ybuild *b)
 				   problem);
 		return;
 	}
-	if (strstr(problem, "alias") || strstr(problem, "anchor"))
+	const char *ctx = p->context ? p->context : "";
+	if (strstr(problem, "alias") || strstr(problem, "anchor") ||
+	    strstr(ctx, "alias") || strstr(ctx, "anchor"))
 		config_problem_add(b->probs, line, col,
 				   "YAML syntax error: %s%s%s (quote values "
 				   "that start with '*' or '&', like cron "
@@ -404,7 +406,8 @@ static int ynode_push(struct ybuild *b, struct ynode *parent,
 {
 	if (parent->n == parent->cap) {
 		size_t ncap = parent->cap ? parent->cap * 2 : 4;
-		struct ynode **v = realloc(parent->kids, ncap * sizeof(*v));
+		struct ynode **v =
+			realloc(parent->kids, ncap * sizeof(struct ynode *));
 		if (!v) {
 			b->oom = true;
 			config_problem_add(b->probs, 0, 0, "out of memory");
@@ -604,6 +607,22 @@ static void bad(struct pc *pc, const struct ynode *n, const char *path,
 		pc->oom = true;
 }
 
+/* Records a missing key at the position of the object's own key (the
+ * schedule or target name, the list item) when known, else at m. */
+static void missing(struct pc *pc, const struct ynode *m, const char *path,
+		    const char *key, const char *why)
+{
+	struct ynode at = {.line = m ? m->line : 0, .col = m ? m->col : 0};
+	int line, col;
+
+	if (config_locate(pc->c, path, &line, &col)) {
+		at.line = line;
+		at.col = col;
+	}
+	bad(pc, &at, path, "missing required key \"%s\"%s%s%s", key,
+	    *why ? " (" : "", why, *why ? ")" : "");
+}
+
 static void oom(struct pc *pc)
 {
 	if (!pc->oom)
@@ -712,6 +731,62 @@ static const char *secret_hint(const char *key)
 }
 
 /*
+ * Reports every key of mapping n that repeats an earlier key ("duplicate
+ * WHAT (first at L:C)"), comparing case-insensitively when nocase (HTTP
+ * header names). Sorting makes it O(n log n): a 1 MiB file of keys must
+ * not cost a quadratic scan.
+ */
+struct keyref {
+	const struct ynode *k;
+	size_t idx;
+};
+
+static int keyref_cmp(const void *a, const void *b)
+{
+	const struct keyref *x = a, *y = b;
+	int c = strcmp(x->k->str, y->k->str);
+	return c ? c : (x->idx < y->idx ? -1 : x->idx > y->idx);
+}
+
+static int keyref_cmp_nocase(const void *a, const void *b)
+{
+	const struct keyref *x = a, *y = b;
+	int c = strcasecmp(x->k->str, y->k->str);
+	return c ? c : (x->idx < y->idx ? -1 : x->idx > y->idx);
+}
+
+static void dup_keys(struct pc *pc, const struct ynode *n, const char *path,
+		     const char *what, bool nocase)
+{
+	size_t cnt = n->n / 2;
+	char kp[PATH_MAX_KEY];
+
+	if (cnt < 2)
+		return;
+	struct keyref *v = malloc(cnt * sizeof(*v));
+	if (!v) {
+		oom(pc);
+		return;
+	}
+	for (size_t i = 0; i < cnt; i++)
+		v[i] = (struct keyref){n->kids[2 * i], i};
+	qsort(v, cnt, sizeof(*v), nocase ? keyref_cmp_nocase : keyref_cmp);
+	size_t first = 0;
+	for (size_t i = 1; i < cnt; i++) {
+		int c = nocase ? strcasecmp(v[i].k->str, v[first].k->str)
+			       : strcmp(v[i].k->str, v[first].k->str);
+		if (c != 0) {
+			first = i;
+			continue;
+		}
+		pjoin(kp, sizeof(kp), path, v[i].k->str);
+		bad(pc, v[i].k, kp, "duplicate %s (first at %d:%d)", what,
+		    v[first].k->line, v[first].k->col);
+	}
+	free(v);
+}
+
+/*
  * Checks that n is a mapping whose keys are all in `allowed` (NULL-ended)
  * and appear once; records the position of each value under path.key.
  * `what` names the object for messages ("a slack target"). Returns false
@@ -724,6 +799,7 @@ static bool map_keys(struct pc *pc, const struct ynode *n, const char *path,
 
 	if (!want(pc, n, path, YN_MAP))
 		return false;
+	dup_keys(pc, n, path, "key", false);
 	for (size_t i = 0; i + 1 < n->n; i += 2) {
 		const struct ynode *k = n->kids[i];
 		bool known = false;
@@ -731,21 +807,10 @@ static bool map_keys(struct pc *pc, const struct ynode *n, const char *path,
 		size_t best = 3;
 
 		pjoin(kp, sizeof(kp), path, k->str);
-		for (size_t j = 0; j < i; j += 2) {
-			if (strcmp(n->kids[j]->str, k->str) == 0) {
-				bad(pc, k, kp, "duplicate key (first at "
-				    "%d:%d)", n->kids[j]->line,
-				    n->kids[j]->col);
-				known = true; /* reported; not unknown too */
-				break;
-			}
-		}
 		for (size_t j = 0; allowed[j]; j++) {
 			if (strcmp(allowed[j], k->str) == 0) {
-				if (!known)
-					locs_add(pc->c->locs, kp,
-						 n->kids[i + 1]->line,
-						 n->kids[i + 1]->col);
+				locs_add(pc->c->locs, kp, n->kids[i + 1]->line,
+					 n->kids[i + 1]->col);
 				known = true;
 				break;
 			}
@@ -820,7 +885,7 @@ static int get_str(struct pc *pc, const struct ynode *m, const char *path,
 	pjoin(kp, sizeof(kp), path, key);
 	if (!v) {
 		if (required) {
-			bad(pc, m, path, "missing required key \"%s\"", key);
+			missing(pc, m, path, key, "");
 			return -1;
 		}
 		return 0;
@@ -1015,14 +1080,15 @@ static int get_strv(struct pc *pc, const struct ynode *m, const char *path,
 		const struct ynode *it = v->kids[i];
 		pindex(ip, sizeof(ip), kp, i);
 		locs_add(pc->c->locs, ip, it->line, it->col);
-		if (!want(pc, it, ip, YN_SCALAR)) {
-			rc = -1;
-		} else if (!*it->str) {
+		bool ok = want(pc, it, ip, YN_SCALAR);
+		if (ok && !*it->str) {
 			bad(pc, it, ip, "must not be empty");
-			rc = -1;
-		} else if (!(arr[i] = xstrdup(pc, it->str))) {
-			rc = -1;
+			ok = false;
 		}
+		if (ok)
+			arr[i] = xstrdup(pc, it->str);
+		if (!ok || !arr[i])
+			rc = -1;
 	}
 	if (rc < 0) {
 		strv_free(arr);
@@ -1072,17 +1138,20 @@ static void resolve_program(struct pc *pc, char **argv)
 /* Sections                                                           */
 /* ------------------------------------------------------------------ */
 
-static bool loopback_url(const char *u)
+bool config_url_allowed(const char *u)
 {
 	static const char *const pre[] = {
 		"http://127.0.0.1:", "http://127.0.0.1/", "http://localhost:",
 		"http://localhost/", "http://[::1]:", "http://[::1]/",
 	};
+	if (strncmp(u, "https://", 8) == 0 && u[8])
+		return true;
 	for (size_t i = 0; i < sizeof(pre) / sizeof(pre[0]); i++)
 		if (strncmp(u, pre[i], strlen(pre[i])) == 0)
 			return true;
 	return strcmp(u, "http://127.0.0.1") == 0 ||
-	       strcmp(u, "http://localhost") == 0;
+	       strcmp(u, "http://localhost") == 0 ||
+	       strcmp(u, "http://[::1]") == 0;
 }
 
 static void parse_store(struct pc *pc, const struct ynode *root)
@@ -1170,14 +1239,11 @@ static bool named_map(struct pc *pc, const struct ynode *n,
 
 	if (!want(pc, n, section, YN_MAP))
 		return false;
+	dup_keys(pc, n, section, what, false);
 	for (size_t i = 0; i + 1 < n->n; i += 2) {
 		const struct ynode *k = n->kids[i];
 		pjoin(kp, sizeof(kp), section, k->str);
 		check_name(pc, k, kp, what);
-		for (size_t j = 0; j < i; j += 2)
-			if (strcmp(n->kids[j]->str, k->str) == 0)
-				bad(pc, k, kp, "duplicate %s (first at %d:%d)",
-				    what, n->kids[j]->line, n->kids[j]->col);
 		locs_add(pc->c->locs, kp, k->line, k->col);
 	}
 	return true;
@@ -1217,8 +1283,7 @@ static void parse_target(struct pc *pc, const struct ynode *k,
 	const struct ynode *kn = map_get(v, "kind");
 	pjoin(kp, sizeof(kp), path, "kind");
 	if (!kn) {
-		bad(pc, v, path, "missing required key \"kind\" (slack, "
-		    "webhook, file or command)");
+		missing(pc, v, path, "kind", "slack, webhook, file or command");
 		return;
 	}
 	if (get_enum(pc, v, path, "kind", target_kinds, &kind) != 1)
@@ -1253,8 +1318,8 @@ static void parse_target(struct pc *pc, const struct ynode *k,
 	case TARGET_COMMAND: {
 		const struct ynode *cmd = map_get(v, "command");
 		if (!cmd) {
-			bad(pc, v, path, "missing required key \"command\" "
-			    "(the program and its arguments, as a list)");
+			missing(pc, v, path, "command",
+				"the program and its arguments, as a list");
 			break;
 		}
 		if (get_strv(pc, v, path, "command", true, &t->argv, NULL) ==
@@ -1300,8 +1365,7 @@ static void parse_auth(struct pc *pc, const struct ynode *k,
 	if (!want(pc, v, path, YN_MAP))
 		return;
 	if (!map_get(v, "kind")) {
-		bad(pc, v, path, "missing required key \"kind\" (oauth2 or "
-		    "bearer)");
+		missing(pc, v, path, "kind", "oauth2 or bearer");
 		return;
 	}
 	if (get_enum(pc, v, path, "kind", kinds, &kind) != 1)
@@ -1318,8 +1382,7 @@ static void parse_auth(struct pc *pc, const struct ynode *k,
 		return;
 	}
 	if (get_str(pc, v, path, "token_url", true, &a->token_url) == 1 &&
-	    strncmp(a->token_url, "https://", 8) != 0 &&
-	    !loopback_url(a->token_url)) {
+	    !config_url_allowed(a->token_url)) {
 		char kp[PATH_MAX_KEY];
 		pjoin(kp, sizeof(kp), path, "token_url");
 		bad(pc, map_get(v, "token_url"), kp, "must be an https:// URL "
@@ -1360,7 +1423,7 @@ static void check_target_refs(struct pc *pc, const struct ynode *m,
 	if (!v || v->kind != YN_SEQ || !names)
 		return;
 	pjoin(kp, sizeof(kp), path, key);
-	for (size_t i = 0; names[i] && i < v->n; i++) {
+	for (size_t i = 0; i < v->n && names[i]; i++) {
 		pindex(ip, sizeof(ip), kp, i);
 		if (!config_target(pc->c, names[i]))
 			bad(pc, v->kids[i], ip, "unknown target \"%s\" (not "
@@ -1438,6 +1501,7 @@ static void parse_http(struct pc *pc, const struct ynode *h,
 	const struct ynode *hd = map_get(h, "headers");
 	pjoin(kp, sizeof(kp), path, "headers");
 	if (hd && want(pc, hd, kp, YN_MAP)) {
+		dup_keys(pc, hd, kp, "header", true);
 		size_t n = hd->n / 2;
 		t->headers = calloc(n + 1, sizeof(char *));
 		if (!t->headers) {
@@ -1466,9 +1530,6 @@ static void parse_http(struct pc *pc, const struct ynode *h,
 				    "`auth:`");
 				continue;
 			}
-			for (size_t j = 0; j < i; j += 2)
-				if (strcasecmp(hd->kids[j]->str, k->str) == 0)
-					bad(pc, k, hp, "duplicate header");
 			if (!want(pc, v, hp, YN_SCALAR))
 				continue;
 			if (strpbrk(v->str, "\r\n")) {
@@ -1495,6 +1556,7 @@ static void parse_task_env(struct pc *pc, const struct ynode *e,
 
 	if (!want(pc, e, path, YN_MAP))
 		return;
+	dup_keys(pc, e, path, "key", false);
 	t->env = calloc(e->n / 2 + 1, sizeof(char *));
 	if (!t->env) {
 		oom(pc);
@@ -1513,11 +1575,6 @@ static void parse_task_env(struct pc *pc, const struct ynode *e,
 			    "surecron itself");
 			continue;
 		}
-		for (size_t j = 0; j < i; j += 2)
-			if (strcmp(e->kids[j]->str, k->str) == 0)
-				bad(pc, k, kp, "duplicate key (first at "
-				    "%d:%d)", e->kids[j]->line,
-				    e->kids[j]->col);
 		/* An empty value is a valid environment value. */
 		if (v->kind != YN_SCALAR) {
 			bad(pc, v, kp, "expected a string, got %s",
@@ -1630,9 +1687,9 @@ static void parse_retry(struct pc *pc, const struct ynode *r,
 	int d = get_duration(pc, r, path, "delay", 0,
 			     INT64_C(30) * 86400000, &delay);
 	if (a == 0)
-		bad(pc, r, path, "missing required key \"attempts\"");
+		missing(pc, r, path, "attempts", "");
 	if (d == 0)
-		bad(pc, r, path, "missing required key \"delay\"");
+		missing(pc, r, path, "delay", "e.g. 30m");
 	if (a != 1 || b < 0 || d != 1)
 		return;
 	s->retry = (struct sc_retry_policy){(int)attempts,
@@ -1642,6 +1699,38 @@ static void parse_retry(struct pc *pc, const struct ynode *r,
 		return;
 	}
 	s->has_retry = true;
+}
+
+/*
+ * The final expression (after overrides) must parse and the zone must
+ * load, through the cron module, so that every loaded schedule can fire.
+ * A bad override is located at the file's `cron:` (or the schedule's
+ * name) and names the variable it came from.
+ */
+static void check_cron_tz(struct pc *pc, const struct ynode *k,
+			  const struct ynode *v, const char *path,
+			  const struct schedule_spec *s)
+{
+	char kp[PATH_MAX_KEY];
+	struct sc_err err = {0};
+	struct sc_cron cron;
+	const struct sc_zone *zone;
+
+	if (s->cron && sc_cron_parse(s->cron, &cron, &err) != 0) {
+		const struct ynode *at = map_get(v, "cron");
+		pjoin(kp, sizeof(kp), path, "cron");
+		if (s->override_var)
+			bad(pc, at ? at : k, kp, "%s (from %s)", err.msg,
+			    s->override_var);
+		else
+			bad(pc, at ? at : k, kp, "%s", err.msg);
+	}
+	const struct ynode *tz = map_get(v, "tz");
+	sc_err_clear(&err);
+	if (s->tz && tz && sc_zone_load(s->tz, &zone, &err) != 0) {
+		pjoin(kp, sizeof(kp), path, "tz");
+		bad(pc, tz, kp, "%s", err.msg);
+	}
 }
 
 static void parse_schedule(struct pc *pc, const struct ynode *k,
@@ -1676,8 +1765,8 @@ static void parse_schedule(struct pc *pc, const struct ynode *k,
 	const struct ynode *tl = map_get(v, "tasks");
 	pjoin(kp, sizeof(kp), path, "tasks");
 	if (!tl) {
-		bad(pc, v, path, "missing required key \"tasks\" (a list of "
-		    "tasks to run in each slot)");
+		missing(pc, v, path, "tasks",
+			"a list of tasks to run in each slot");
 	} else if (want(pc, tl, kp, YN_SEQ)) {
 		if (tl->n == 0)
 			bad(pc, tl, kp, "must not be empty");
@@ -1725,6 +1814,60 @@ env:
 	if (s->override_var)
 		SC_LOG(SC_LOG_INFO, "config", "schedule=%s cron_override=%s",
 		       s->name, s->override_var);
+	check_cron_tz(pc, k, v, path, s);
+}
+
+/*
+ * Two names that map to one override variable ("a-b", "a_b") would let one
+ * variable move two schedules: refused. Sorted, so O(n log n).
+ */
+struct varref {
+	char var[CONFIG_NAME_MAX + 32];
+	const struct ynode *k;
+	size_t idx;
+};
+
+static int varref_cmp(const void *a, const void *b)
+{
+	const struct varref *x = a, *y = b;
+	int c = strcmp(x->var, y->var);
+	return c ? c : (x->idx < y->idx ? -1 : x->idx > y->idx);
+}
+
+static void override_collisions(struct pc *pc, const struct ynode *m)
+{
+	size_t cnt = m->n / 2;
+	char kp[PATH_MAX_KEY];
+
+	if (cnt < 2)
+		return;
+	struct varref *v = calloc(cnt, sizeof(*v));
+	if (!v) {
+		oom(pc);
+		return;
+	}
+	for (size_t i = 0; i < cnt; i++) {
+		v[i].k = m->kids[2 * i];
+		v[i].idx = i;
+		if (config_env_default_var(v[i].k->str, v[i].var,
+					   sizeof(v[i].var)))
+			v[i].var[0] = '\0'; /* too long: already refused */
+	}
+	qsort(v, cnt, sizeof(*v), varref_cmp);
+	size_t first = 0;
+	for (size_t i = 1; i < cnt; i++) {
+		if (!v[i].var[0] || strcmp(v[i].var, v[first].var) != 0) {
+			first = i;
+			continue;
+		}
+		if (strcmp(v[i].k->str, v[first].k->str) == 0)
+			continue; /* the same name: a duplicate, reported */
+		pjoin(kp, sizeof(kp), "schedules", v[i].k->str);
+		bad(pc, v[i].k, kp, "schedules \"%s\" and \"%s\" share the "
+		    "override variable %s; rename one", v[first].k->str,
+		    v[i].k->str, v[i].var);
+	}
+	free(v);
 }
 
 static void parse_schedules(struct pc *pc, const struct ynode *root)
@@ -1752,26 +1895,8 @@ static void parse_schedules(struct pc *pc, const struct ynode *root)
 	for (size_t i = 0; i + 1 < m->n; i += 2) {
 		parse_schedule(pc, m->kids[i], m->kids[i + 1],
 			       &c->schedules[c->n_schedules++]);
-		/* Two names that map to one override variable would make
-		 * one variable move two schedules. */
-		char a[CONFIG_NAME_MAX + 32], b[CONFIG_NAME_MAX + 32];
-		if (config_env_default_var(m->kids[i]->str, a, sizeof(a)))
-			continue;
-		for (size_t j = 0; j < i; j += 2) {
-			if (config_env_default_var(m->kids[j]->str, b,
-						   sizeof(b)) == 0 &&
-			    strcmp(a, b) == 0 &&
-			    strcmp(m->kids[i]->str, m->kids[j]->str) != 0) {
-				char kp[PATH_MAX_KEY];
-				pjoin(kp, sizeof(kp), "schedules",
-				      m->kids[i]->str);
-				bad(pc, m->kids[i], kp, "schedules \"%s\" and "
-				    "\"%s\" share the override variable %s; "
-				    "rename one", m->kids[j]->str,
-				    m->kids[i]->str, a);
-			}
-		}
 	}
+	override_collisions(pc, m);
 }
 
 /* ------------------------------------------------------------------ */

@@ -100,6 +100,33 @@ int config_check(const struct config *c, struct config_problems *probs);
 bool config_locate(const struct config *c, const char *path, int *line,
 		   int *col);
 
+/*
+ * The retry policy that applies to a loaded schedule: its `retry:` when the
+ * file sets one, else the policy of the frequency class of the FINAL cron
+ * expression (after environment overrides), so that an override moves the
+ * class too. Writes the class into *cls when cls is not NULL (the class of
+ * the expression even when `retry:` overrides the policy). Returns 0, or
+ * SC_ECRON / SC_ENEVER (cannot happen for a schedule config_parse
+ * accepted). Thread-safe.
+ */
+int config_schedule_retry(const struct schedule_spec *s,
+			  struct sc_retry_policy *out, enum sc_freq_class *cls,
+			  struct sc_err *err);
+
+/*
+ * The zone of a loaded schedule: its `tz:`, or the system's local zone
+ * when it has none. Returns 0 or SC_EZONE / SC_ENOMEM (a zone that loaded
+ * at config_parse can still vanish from disk). Thread-safe.
+ */
+int config_schedule_zone(const struct schedule_spec *s,
+			 const struct sc_zone **out, struct sc_err *err);
+
+/*
+ * True for a URL surecron may send to: https://, or plain http:// only to a
+ * loopback host (127.0.0.1, localhost, [::1]), as for tests. Thread-safe.
+ */
+bool config_url_allowed(const char *url);
+
 /* ---- config_env.c: environment overrides of schedules ---- */
 
 /*

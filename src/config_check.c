@@ -3,12 +3,15 @@
  * on: what `surecron check` adds to what config_load already refused.
  *
  *   - every environment variable the config names (url_env, secret_env,
- *     token_env, client_secret_env) is set and non-empty;
+ *     token_env, client_secret_env) is set and non-empty, URLs are
+ *     https:// (or http:// to loopback), never printing a value;
+ *   - SURECRON_ALERT_TARGETS, when set, names existing targets;
  *   - every task program and command-target program exists and is
  *     executable (absolute, resolved against the config's folder at load,
  *     or found on PATH); `shell:` tasks need /bin/sh;
- *   - working folders exist; file targets' folders exist and are writable;
- *   - cron expressions parse and time zones load (the cron module).
+ *   - working folders exist; file targets' folders exist and are writable.
+ * Cron expressions and time zones are checked earlier, by config_parse, so
+ * that no loaded config holds one the scheduler cannot use.
  *
  * Each finding is located at the key it is about (config_locate) so it
  * prints as FILE:LINE:COLUMN. Checking reads the environment and the file
@@ -50,7 +53,10 @@ static void problem(struct chk *k, const char *path, const char *fmt, ...)
 	k->n++;
 }
 
-static void check_env(struct chk *k, const char *path, const char *var)
+/* The variable is set and non-empty; when is_url, it holds a URL that
+ * delivery accepts. The value itself is never printed: it is a secret. */
+static void check_env(struct chk *k, const char *path, const char *var,
+		      bool is_url)
 {
 	const char *v;
 
@@ -61,6 +67,37 @@ static void check_env(struct chk *k, const char *path, const char *var)
 		problem(k, path, "environment variable %s is not set", var);
 	else if (!*v)
 		problem(k, path, "environment variable %s is empty", var);
+	else if (is_url && !config_url_allowed(v))
+		problem(k, path, "environment variable %s must hold an "
+			"https:// URL (plain http:// only to a loopback host)",
+			var);
+}
+
+/* SURECRON_ALERT_TARGETS, when set, replaces alerts.targets: every name
+ * in it (separated by commas or spaces) must be a target. */
+static void check_alert_env(struct chk *k)
+{
+	const char *v = getenv("SURECRON_ALERT_TARGETS");
+	char name[CONFIG_NAME_MAX + 1];
+
+	while (v && *v) {
+		v += strspn(v, ", ");
+		size_t len = strcspn(v, ", ");
+		if (len == 0)
+			break;
+		if (len > CONFIG_NAME_MAX) {
+			problem(k, "alerts.targets", "SURECRON_ALERT_TARGETS "
+				"holds a name longer than %d characters",
+				CONFIG_NAME_MAX);
+			return;
+		}
+		memcpy(name, v, len);
+		name[len] = '\0';
+		if (!config_target(k->c, name))
+			problem(k, "alerts.targets", "SURECRON_ALERT_TARGETS "
+				"names unknown target \"%s\"", name);
+		v += len;
+	}
 }
 
 /* 0 when path is an executable regular file, else an errno value. */
@@ -135,81 +172,21 @@ static void check_dir(struct chk *k, const char *path, const char *dir,
 		problem(k, path, "folder %s is not writable", dir);
 }
 
-/*
- * Cron expression and time zone.
- *
- * HOOK(cron): the cron module (sc_cron_parse and the zone loader, branch
- * `cron`) had not landed when this was written. Until it is merged, this
- * does the structural part only: 5 or 6 fields or an @macro, and a zone
- * name that exists under $TZDIR or /usr/share/zoneinfo. Replace the body
- * with calls to the cron module once it is available.
- */
-static void check_cron(struct chk *k, const struct schedule_spec *s)
-{
-	static const char *const macros[] = {
-		"@yearly", "@annually", "@monthly", "@weekly", "@daily",
-		"@midnight", "@hourly", NULL};
-	char path[256];
-	const char *e = s->cron;
-
-	snprintf(path, sizeof(path), "schedules.%s.cron", s->name);
-	if (e && e[0] == '@') {
-		bool ok = false;
-		for (size_t i = 0; macros[i]; i++)
-			if (strcmp(e, macros[i]) == 0)
-				ok = true;
-		if (!ok)
-			problem(k, path, "invalid cron expression \"%s\"%s%s: "
-				"unknown macro", e,
-				s->override_var ? " from " : "",
-				s->override_var ? s->override_var : "");
-	} else if (e) {
-		int fields = 0;
-		bool in = false;
-		for (const char *p = e; *p; p++) {
-			bool sp = *p == ' ' || *p == '\t';
-			if (!sp && !in)
-				fields++;
-			in = !sp;
-		}
-		if (fields != 5 && fields != 6)
-			problem(k, path, "invalid cron expression \"%s\"%s%s: "
-				"expected 5 fields (or 6 with seconds), got %d",
-				e, s->override_var ? " from " : "",
-				s->override_var ? s->override_var : "",
-				fields);
-	}
-	if (!s->tz)
-		return;
-	snprintf(path, sizeof(path), "schedules.%s.tz", s->name);
-	const char *tzdir = getenv("TZDIR");
-	char file[1024];
-	if (!tzdir || !*tzdir)
-		tzdir = "/usr/share/zoneinfo";
-	if (s->tz[0] == '/' || strstr(s->tz, "..") ||
-	    snprintf(file, sizeof(file), "%s/%s", tzdir, s->tz) >=
-		    (int)sizeof(file)) {
-		problem(k, path, "invalid time zone name \"%s\"", s->tz);
-		return;
-	}
-	struct stat st;
-	if (stat(file, &st) != 0 || !S_ISREG(st.st_mode))
-		problem(k, path, "unknown time zone \"%s\" (no such file "
-			"under %s)", s->tz, tzdir);
-}
-
 int config_check(const struct config *c, struct config_problems *probs)
 {
 	struct chk k = {.c = c, .probs = probs};
 	size_t first = probs->n;
 	char path[512];
 
+	if (!probs->file && c->path && !(probs->file = strdup(c->path)))
+		return SC_ENOMEM;
+
 	for (size_t i = 0; i < c->n_targets; i++) {
 		const struct target_spec *t = &c->targets[i];
 		snprintf(path, sizeof(path), "targets.%s.url_env", t->name);
-		check_env(&k, path, t->url_env);
+		check_env(&k, path, t->url_env, true);
 		snprintf(path, sizeof(path), "targets.%s.secret_env", t->name);
-		check_env(&k, path, t->secret_env);
+		check_env(&k, path, t->secret_env, false);
 		if (t->kind == TARGET_FILE && t->path) {
 			char *d = strdup(t->path);
 			if (!d) {
@@ -234,13 +211,13 @@ int config_check(const struct config *c, struct config_problems *probs)
 		const struct auth_spec *a = &c->auths[i];
 		snprintf(path, sizeof(path), "auth.%s.client_secret_env",
 			 a->name);
-		check_env(&k, path, a->client_secret_env);
+		check_env(&k, path, a->client_secret_env, false);
 		snprintf(path, sizeof(path), "auth.%s.token_env", a->name);
-		check_env(&k, path, a->token_env);
+		check_env(&k, path, a->token_env, false);
 	}
+	check_alert_env(&k);
 	for (size_t i = 0; i < c->n_schedules; i++) {
 		const struct schedule_spec *s = &c->schedules[i];
-		check_cron(&k, s);
 		for (size_t j = 0; j < s->n_tasks; j++) {
 			const struct task_spec *t = &s->tasks[j];
 			if (t->kind != TASK_COMMAND)

@@ -23,9 +23,13 @@ struct task_spec {
 	char *name;
 	enum task_kind kind;
 	/* command */
-	char **argv;           /* NULL-terminated; NULL when `shell` is used */
+	char **argv;           /* NULL-terminated; NULL when `shell` is used.
+				  A program written with a '/' is absolute
+				  (resolved against the config's folder);
+				  a bare name is looked up on PATH */
 	char *shell;           /* run with /bin/sh -c only when set */
-	char *cwd;             /* working directory, NULL: inherited */
+	char *cwd;             /* working directory (absolute), NULL:
+				  inherited */
 	char **env;            /* NULL-terminated "KEY=VALUE" extras */
 	int64_t timeout_ms;    /* default 10 min */
 	int64_t grace_ms;      /* SIGTERM -> SIGKILL, default 5 s */
@@ -54,7 +58,7 @@ struct target_spec {
 	char *url_env;          /* slack, webhook: variable holding the URL */
 	char *secret_env;       /* webhook: variable holding the HMAC secret */
 	char *signature_header; /* webhook: default "X-Surecron-Signature" */
-	char *path;             /* file */
+	char *path;             /* file: absolute */
 	char **argv;            /* command: NULL-terminated */
 	int64_t connect_timeout_ms; /* default 10 s */
 	int64_t timeout_ms;         /* default 30 s */

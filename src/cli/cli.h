@@ -54,10 +54,36 @@ int cli_wants_help(int argc, char **argv);
  * "info" for the daemon, "warn" otherwise). */
 void cli_setup_logging(enum sc_log_level dflt);
 
+/* Options shared by `next` and `explain` (parsed in cmd_next.c). */
+#define CLI_OPT_COUNT 0x1 /* accept --count N */
+#define CLI_OPT_JSON 0x2  /* accept --json */
+#define CLI_COUNT_MAX 10000
+#define CLI_TIME_MAX 40
+
+struct cli_cron_opts {
+	const struct sc_zone *zone; /* --tz, default the local zone */
+	int64_t from_ms;            /* --from, default now */
+	int count;                  /* --count, default 1 */
+	bool json;                  /* --json */
+	char expr[SC_CRON_EXPR_MAX + 2]; /* the arguments, joined by spaces */
+};
+
+/* Parses argv of `cmd` into *o. Returns EXIT_OK, or EXIT_USAGE after
+ * printing one line to stderr. */
+int cli_cron_opts_parse(const char *cmd, int argc, char **argv,
+			unsigned allowed, struct cli_cron_opts *o);
+
+/* Formats ms as local ISO 8601 in zone z with its numeric offset at that
+ * instant: "2026-03-08T03:30:00-04:00". Returns out. */
+const char *cli_format_local(int64_t ms, const struct sc_zone *z,
+			     char out[CLI_TIME_MAX]);
+
 /* The commands. Keep in the same order as the table in main.c. */
 int cmd_check(int argc, char **argv);
+int cmd_explain(int argc, char **argv);
 int cmd_help(int argc, char **argv);
 int cmd_http(int argc, char **argv);
+int cmd_next(int argc, char **argv);
 int cmd_release(int argc, char **argv);
 int cmd_version(int argc, char **argv);
 

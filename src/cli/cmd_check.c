@@ -1,5 +1,5 @@
 /*
- * cmd_check.c - `surecron check [--config FILE]`: validates a config
+ * cmd_check.c - `surecron check [--config FILE | FILE]`: validates a config
  * without running anything (like `crontab -T`).
  *
  * Prints every problem as "FILE:LINE:COLUMN: reason" on stderr, in file
@@ -8,6 +8,7 @@
  * folders, cron expressions, zones). Exit 0 and "ok: N schedules, N
  * targets" on stdout when clean, 2 otherwise.
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -31,6 +32,7 @@ int cmd_check(int argc, char **argv)
 	const char *path = "surecron.yaml";
 	struct config_problems probs = {0};
 	struct config *c = NULL;
+	bool positional = false;
 
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--config") == 0 || strcmp(argv[i], "-c") == 0) {
@@ -43,10 +45,13 @@ int cmd_check(int argc, char **argv)
 		} else if (argv[i][0] == '-') {
 			return cli_usage_error("check", "unknown option '%s'",
 					       argv[i]);
+		} else if (!positional) {
+			/* `surecron check FILE`, like `crontab -T FILE`. */
+			positional = true;
+			path = argv[i];
 		} else {
 			return cli_usage_error("check", "unexpected argument "
-					       "'%s' (use --config FILE)",
-					       argv[i]);
+					       "'%s'", argv[i]);
 		}
 	}
 	cli_setup_logging(SC_LOG_WARN);

@@ -14,7 +14,7 @@
 
 /* Sorted by name; `help` lists them in this order. */
 static const struct cli_command commands[] = {
-	{"check", cmd_check, "check [--config FILE]",
+	{"check", cmd_check, "check [--config FILE | FILE]",
 	 "validate a config file without running anything",
 	 "Reads FILE (default ./surecron.yaml) and checks everything: YAML\n"
 	 "syntax, known keys and types, durations, names, references between\n"
@@ -22,6 +22,18 @@ static const struct cli_command commands[] = {
 	 "folders, cron expressions and time zones. Prints each problem as\n"
 	 "FILE:LINE:COLUMN: reason on stderr. Exit 0 when clean (and prints\n"
 	 "\"ok: N schedules, N targets\"), 2 otherwise.\n"},
+	{"explain", cmd_explain, "explain [--tz ZONE] [--from ISO8601] [--json] EXPR",
+	 "describe a cron expression, its class and retry timeline",
+	 "Prints what EXPR means, its next 5 fire times, its frequency class\n"
+	 "with the field that decided it, the retry policy of that class and\n"
+	 "the timeline of the next slot's attempts with its recovery window.\n"
+	 "\n"
+	 "  --tz ZONE        IANA zone (default: the system's local zone)\n"
+	 "  --from ISO8601   start after this instant, with Z or an offset\n"
+	 "                   (default: now)\n"
+	 "  --json           print one JSON object instead of text\n"
+	 "\n"
+	 "Invalid expression or zone: a message on stderr, exit status 2.\n"},
 	{"help", cmd_help, "help [COMMAND]", "show help for surecron or a command",
 	 "Without an argument, lists the commands. With one, shows that\n"
 	 "command's usage and description (the same as COMMAND --help).\n"},
@@ -40,6 +52,24 @@ static const struct cli_command commands[] = {
 	 "(with a Retry-After hint, stdout gets one JSON line\n"
 	 "{\"retry_after\": SECONDS, \"error\": \"...\"}); 78 on 403 or an\n"
 	 "unusable auth provider; 1 on other statuses; 2 on usage errors.\n"},
+	{"next", cmd_next, "next [--tz ZONE] [--from ISO8601] [--count N] EXPR",
+	 "print the next fire times of a cron expression",
+	 "Prints the next N fire instants of EXPR strictly after --from, one\n"
+	 "per line, in ISO 8601 with the zone's offset at that instant, e.g.\n"
+	 "2026-03-08T03:30:00-04:00. EXPR has 5 fields (minute hour\n"
+	 "day-of-month month day-of-week), 6 with leading seconds, or is a\n"
+	 "macro such as @daily; quote it, or give its fields as arguments.\n"
+	 "\n"
+	 "  --tz ZONE        IANA zone (default: the system's local zone)\n"
+	 "  --from ISO8601   start after this instant, with Z or an offset\n"
+	 "                   (default: now)\n"
+	 "  --count N        how many instants (default 1, at most 10000)\n"
+	 "\n"
+	 "Daylight saving time: an expression whose minute and hour (and\n"
+	 "seconds) do not start with '*' goes by the wall clock: a time\n"
+	 "skipped by a change fires once at the change, a repeated time fires\n"
+	 "once, in the first pass. Other expressions follow real time.\n"
+	 "Invalid expression or zone: a message on stderr, exit status 2.\n"},
 	{"release", cmd_release,
 	 "release [--config FILE] [--arrived | --resend] SCHEDULE SLOT [TARGET]",
 	 "decide a send held after a crash (on_ambiguous: hold)",

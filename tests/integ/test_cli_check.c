@@ -1,0 +1,263 @@
+/*
+ * test_cli_check.c - `surecron check` as a user runs it: the real binary
+ * ($SURECRON_BIN) on the shipped examples, on malformed configs and with
+ * the environment a deployment would have. Asserts exit codes, stdout and
+ * the FILE:LINE:COLUMN lines on stderr.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+static char tmp[256];
+static char out[65536], err[65536];
+
+static int setup(void **state)
+{
+	snprintf(tmp, sizeof(tmp), "%s", tu_tmpdir());
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	tu_rmrf(tmp);
+	return 0;
+}
+
+static void slurp(const char *path, char *buf, size_t n)
+{
+	FILE *f = fopen(path, "rb");
+	size_t got = 0;
+
+	if (f) {
+		got = fread(buf, 1, n - 1, f);
+		fclose(f);
+	}
+	buf[got] = '\0';
+}
+
+/*
+ * Runs the binary with args (NULL-ended) in folder cwd (NULL: ours), with
+ * the extra "K=V" / "K" (unset) entries in env applied in the child only.
+ * Fills out/err; returns the exit status.
+ */
+static int run(const char *cwd, const char *const *env,
+	       const char *const *args)
+{
+	char op[300], ep[300];
+	char *argv[32], bin[PATH_MAX];
+	int n = 0;
+
+	snprintf(op, sizeof(op), "%s/.out", tmp);
+	snprintf(ep, sizeof(ep), "%s/.err", tmp);
+	/* Absolute, since the child may change folder first. */
+	assert_non_null(realpath(tu_bin(), bin));
+	argv[n++] = bin;
+	for (; args[n - 1] && n < 31; n++)
+		argv[n] = (char *)args[n - 1];
+	argv[n] = NULL;
+
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		int fo = open(op, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		int fe = open(ep, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		if (fo < 0 || fe < 0 || dup2(fo, 1) < 0 || dup2(fe, 2) < 0)
+			_exit(127);
+		for (size_t i = 0; env && env[i]; i++) {
+			char kv[512];
+			snprintf(kv, sizeof(kv), "%s", env[i]);
+			char *eq = strchr(kv, '=');
+			if (eq) {
+				*eq = '\0';
+				setenv(kv, eq + 1, 1);
+			} else {
+				unsetenv(kv);
+			}
+		}
+		if (cwd && chdir(cwd) != 0)
+			_exit(127);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	int st;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	slurp(op, out, sizeof(out));
+	slurp(ep, err, sizeof(err));
+	assert_true(WIFEXITED(st));
+	return WEXITSTATUS(st);
+}
+
+/* The source tree (tests run from it under `make test`). */
+static const char *src(void)
+{
+	static char dir[PATH_MAX];
+	const char *s = getenv("SURECRON_SRC");
+
+	if (s)
+		return s;
+	if (!getcwd(dir, sizeof(dir)))
+		return ".";
+	return dir;
+}
+
+static const char *write_file(const char *name, const char *text)
+{
+	static char path[512];
+	snprintf(path, sizeof(path), "%s/%s", tmp, name);
+	FILE *f = fopen(path, "wb");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+	return path;
+}
+
+static void example_is_clean(void **state)
+{
+	char cfg[PATH_MAX + 64];
+	snprintf(cfg, sizeof(cfg), "%s/examples/surecron.yaml", src());
+	const char *env[] = {"SURECRON_SCHEDULE_WEEKLY_SUMMARY",
+			     "SURECRON_SCHEDULE_DAILY_DIGEST", NULL};
+	const char *args[] = {"check", "--config", cfg, NULL};
+
+	assert_int_equal(run(tmp, env, args), 0);
+	assert_string_equal(out, "ok: 2 schedules, 1 target\n");
+	assert_string_equal(err, "");
+}
+
+static void team_example_needs_its_webhook(void **state)
+{
+	const char *unset[] = {"SLACK_WEBHOOK_URL",
+			       "SURECRON_SCHEDULE_WEEKLY_SUMMARY",
+			       "SURECRON_SCHEDULE_DAILY_DIGEST", NULL};
+	const char *set[] = {"SLACK_WEBHOOK_URL=https://hooks.example/T/B/X",
+			     "SURECRON_SCHEDULE_WEEKLY_SUMMARY",
+			     "SURECRON_SCHEDULE_DAILY_DIGEST", NULL};
+	const char *args[] = {"check", "--config", "examples/team.yaml", NULL};
+
+	assert_int_equal(run(src(), unset, args), 2);
+	assert_string_equal(out, "");
+	assert_string_equal(err, "examples/team.yaml:10:37: "
+				 "targets.team-chat.url_env: environment "
+				 "variable SLACK_WEBHOOK_URL is not set\n");
+
+	assert_int_equal(run(src(), set, args), 0);
+	assert_string_equal(out, "ok: 2 schedules, 2 targets\n");
+	/* The secret never shows. */
+	assert_null(strstr(out, "hooks.example"));
+	assert_null(strstr(err, "hooks.example"));
+}
+
+static void bad_config_is_located(void **state)
+{
+	const char *path = write_file(
+		"surecron.yaml",
+		"schedules:\n"
+		"  weekly-summary:\n"
+		"    cron: \"0 17 * * 5\"\n"
+		"    tasks:\n"
+		"      - {name: summary, command: [/bin/true], timout: 10m}\n"
+		"    catchup: sometimes\n");
+	const char *args[] = {"check", "--config", path, NULL};
+	char want[2048];
+
+	assert_int_equal(run(NULL, NULL, args), 2);
+	assert_string_equal(out, "");
+	snprintf(want, sizeof(want),
+		 "%s:5:47: schedules.weekly-summary.tasks[0].timout: unknown "
+		 "key in a task (did you mean timeout?); expected one of: "
+		 "name, kind, command, shell, cwd, env, timeout, grace, "
+		 "max_output, http\n"
+		 "%s:6:14: schedules.weekly-summary.catchup: unknown value "
+		 "\"sometimes\" (expected latest, all or none)\n",
+		 path, path);
+	assert_string_equal(err, want);
+
+	/* Default path: ./surecron.yaml in the working folder. */
+	const char *dflt[] = {"check", NULL};
+	assert_int_equal(run(tmp, NULL, dflt), 2);
+	assert_non_null(strstr(err, "surecron.yaml:5:47: "));
+}
+
+static void override_is_checked(void **state)
+{
+	const char *path = write_file(
+		"o.yaml",
+		"schedules:\n"
+		"  weekly-summary:\n"
+		"    cron: \"0 17 * * 5\"\n"
+		"    tasks: [{name: a, command: [/bin/true]}]\n");
+	const char *args[] = {"check", "--config", path, NULL};
+	const char *bad[] = {"SURECRON_SCHEDULE_WEEKLY_SUMMARY=17 * *", NULL};
+	const char *good[] = {"SURECRON_SCHEDULE_WEEKLY_SUMMARY=*/5 * * * *",
+			      NULL};
+
+	assert_int_equal(run(NULL, bad, args), 2);
+	assert_non_null(strstr(err, ":3:11: schedules.weekly-summary.cron: "
+				    "invalid cron \"17 * *\": expected 5 or 6 "
+				    "fields, got 3 (from "
+				    "SURECRON_SCHEDULE_WEEKLY_SUMMARY)\n"));
+	assert_int_equal(run(NULL, good, args), 0);
+	assert_string_equal(out, "ok: 1 schedule, 0 targets\n");
+}
+
+static void usage_and_unreadable(void **state)
+{
+	const char *missing[] = {"check", "--config", "/nonexistent/x.yaml",
+				 NULL};
+	assert_int_equal(run(NULL, NULL, missing), 2);
+	assert_string_equal(err, "/nonexistent/x.yaml: cannot open: No such "
+				 "file or directory\n");
+
+	const char *opt[] = {"check", "--bogus", NULL};
+	assert_int_equal(run(NULL, NULL, opt), 2);
+	assert_non_null(strstr(err, "unknown option '--bogus'"));
+
+	const char *noarg[] = {"check", "--config", NULL};
+	assert_int_equal(run(NULL, NULL, noarg), 2);
+
+	const char *help[] = {"check", "--help", NULL};
+	assert_int_equal(run(NULL, NULL, help), 0);
+	assert_non_null(strstr(out, "usage: surecron check [--config FILE"));
+
+	/* The file may also be given bare, like crontab -T FILE. */
+	const char *bare[] = {"check", "examples/surecron.yaml", NULL};
+	assert_int_equal(run(src(), NULL, bare), 0);
+	assert_string_equal(out, "ok: 2 schedules, 1 target\n");
+	const char *two[] = {"check", "a.yaml", "b.yaml", NULL};
+	assert_int_equal(run(NULL, NULL, two), 2);
+	assert_non_null(strstr(err, "unexpected argument 'b.yaml'"));
+
+	/* Garbage bytes: a located error, not a crash. */
+	const char *path = write_file("g.yaml", "schedules:\n  \xff\xfe: 1\n");
+	const char *g[] = {"check", "--config", path, NULL};
+	assert_int_equal(run(NULL, NULL, g), 2);
+	assert_non_null(strstr(err, ":2:3: invalid UTF-8 byte 0xFF"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(example_is_clean, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(team_example_needs_its_webhook,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(bad_config_is_located, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(override_is_checked, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(usage_and_unreadable, setup,
+						teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
