@@ -222,6 +222,18 @@ static void webhook_failures_carry_status_and_excerpt(void **state)
 	assert_int_equal(err.http_status, 302);
 	assert_int_equal(fake_http_count(srv, NULL), 3);
 
+	/* A receiver slower than the target's total timeout: a failure
+	 * with no status, in about the timeout. */
+	sc_err_clear(&err);
+	t.timeout_ms = 300;
+	fake_http_push(srv, "/hook/SECRETPATH", 200, NULL, "late", 1500);
+	int64_t t0 = clock_mono_ms();
+	assert_int_equal(delivery_send(&s, &err), SC_EDELIVERY);
+	assert_true(clock_mono_ms() - t0 < 1400);
+	assert_int_equal(err.http_status, 0);
+	assert_null(strstr(err.msg, "SECRETPATH"));
+	t.timeout_ms = 5000;
+
 	/* Transport failure: no status, no URL in the message. */
 	sc_err_clear(&err);
 	setenv("TEST_HOOK_URL", "http://127.0.0.1:1/SECRETPATH", 1);
