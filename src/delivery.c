@@ -40,6 +40,8 @@ static json_t *jstr(const char *s)
 	return j;
 }
 
+static int render_obj(json_t *o, char **out);
+
 static int set_new(json_t *o, const char *key, json_t *v)
 {
 	return v ? json_object_set_new(o, key, v) : -1;
@@ -75,6 +77,13 @@ int delivery_compose(const struct delivery_msg *m, char **out,
 	}
 	if (!bad && m->error)
 		bad |= set_new(o, "error", jstr(m->error)) != 0;
+	/* The chat rendering rides along, so every target (not only slack)
+	 * shows failures in the notice format. */
+	char *text = NULL;
+	if (!bad && render_obj(o, &text) == 0) {
+		bad |= set_new(o, "text", jstr(text)) != 0;
+		free(text);
+	}
 	char *s = bad ? NULL : json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
 	json_decref(pv);
 	json_decref(fl);
@@ -110,17 +119,13 @@ static int add_para(struct buf *b, const char *s, const char *sep)
 	return rc ? rc : buf_adds(b, s);
 }
 
-int delivery_render_text(const char *body, char **out, struct sc_err *err)
+/* The chat text of a message object; *out allocated. 0, SC_ENOMEM or
+ * SC_ETOOBIG. */
+static int render_obj(json_t *o, char **out)
 {
-	json_t *o = json_loads(body, 0, NULL);
 	struct buf b;
-	int rc = 0;
+	int rc;
 
-	if (!json_is_object(o)) {
-		json_decref(o);
-		return sc_err_set(err, SC_EPROTO, "stored message is not a "
-				  "JSON object");
-	}
 	buf_init(&b, DELIVERY_MAX_BODY);
 	const char *kind = json_string_value(json_object_get(o, "kind"));
 	rc = add_para(&b, json_string_value(json_object_get(o, "summary")),
@@ -144,14 +149,35 @@ int delivery_render_text(const char *body, char **out, struct sc_err *err)
 		 * one line each. */
 		rc = add_para(&b, line, i == 0 ? "\n\n" : "\n");
 	}
-	json_decref(o);
 	if (rc) {
 		buf_dispose(&b);
-		return sc_err_set(err, rc, "cannot render the message text");
+		return rc;
 	}
 	*out = buf_take(&b);
-	if (!*out)
-		return sc_err_set(err, SC_ENOMEM, "out of memory");
+	return *out ? 0 : SC_ENOMEM;
+}
+
+int delivery_render_text(const char *body, char **out, struct sc_err *err)
+{
+	json_t *o = json_loads(body, 0, NULL);
+	int rc;
+
+	if (!json_is_object(o)) {
+		json_decref(o);
+		return sc_err_set(err, SC_EPROTO, "stored message is not a "
+				  "JSON object");
+	}
+	/* Messages carry their text; older ones are rendered here. */
+	const char *t = json_string_value(json_object_get(o, "text"));
+	if (t) {
+		*out = strdup(t);
+		rc = *out ? 0 : SC_ENOMEM;
+	} else {
+		rc = render_obj(o, out);
+	}
+	json_decref(o);
+	if (rc)
+		return sc_err_set(err, rc, "cannot render the message text");
 	return 0;
 }
 

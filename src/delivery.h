@@ -6,8 +6,9 @@
  *    "schedule": "...", "slot": "ISO 8601 UTC", "attempt": N,
  *    "summary": "..." | null, "previews": ["..."],
  *    "failures": [{"task": "...", "error": "..."}]}
- * followed, for alerts, by "error": "...". Receivers must ignore fields
- * they do not know: more may follow.
+ * followed, for alerts, by "error": "...", and by "text": the chat
+ * rendering (summary, previews, one notice line per failure) that slack
+ * posts. Receivers must ignore fields they do not know: more may follow.
  *
  * Targets (spec.h target_kind): slack renders "text" from the message;
  * webhook POSTs the object (Idempotency-Key header, optional HMAC-SHA256

@@ -83,6 +83,9 @@ static void message_object_shape(void **state)
 			    "fetch");
 	assert_string_equal(json_string_value(json_object_get(f, "error")),
 			    "HTTP 429 quota");
+	/* Every message carries its chat text, notice lines included. */
+	assert_non_null(strstr(json_string_value(json_object_get(o, "text")),
+			       "⚠️ fetch: generation failed — HTTP 429 quota"));
 	json_decref(o);
 	free(body);
 

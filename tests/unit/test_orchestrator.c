@@ -229,6 +229,11 @@ static void all_fail_job_fails_with_notices_and_no_guard(void **state)
 		assert_int_equal(json_array_size(fl), 2);
 		assert_string_equal(jget(json_array_get(fl, 0), "task"), "fetch");
 		assert_string_equal(jget(json_array_get(fl, 1), "task"), "render");
+		assert_non_null(strstr(jget(o, "text"), "⚠️ fetch: generation "
+				       "failed — temporary failure (exit 75): "
+				       "API quota exceeded"));
+		assert_non_null(strstr(jget(o, "text"), "⚠️ render: generation "
+				       "failed — "));
 		json_decref(o);
 	}
 	orch_report_dispose(&rep);
