@@ -330,10 +330,16 @@ int proc_run(const struct proc_spec *spec, struct proc_result *res,
 
 	if (!ended)
 		kill(-pid, SIGKILL);
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+	pid_t w;
+	while ((w = waitpid(pid, &status, 0)) < 0 && errno == EINTR)
 		;
 	res->elapsed_ms = clock_mono_ms() - start;
-	if (WIFEXITED(status)) {
+	if (w < 0) {
+		/* Without a status we cannot call it a success: a host that
+		 * ignores SIGCHLD has its children reaped by the kernel. */
+		rc = sc_err_set(err, SC_EIO, "cannot read the exit status of "
+				"%s: %s", spec->argv[0], strerror(errno));
+	} else if (WIFEXITED(status)) {
 		res->exited = true;
 		res->exit_code = WEXITSTATUS(status);
 	} else if (WIFSIGNALED(status)) {

@@ -414,6 +414,23 @@ static void ticks_run_inside_long_tasks_and_can_stop_them(void **state)
 	task_result_dispose(&r);
 }
 
+/* A host that ignores SIGCHLD loses exit statuses: never read that as
+ * success. */
+static void lost_exit_status_is_a_failure(void **state)
+{
+	struct task_result r;
+	struct sigaction ign = {.sa_handler = SIG_IGN}, old;
+
+	sigemptyset(&ign.sa_mask);
+	sigaction(SIGCHLD, &ign, &old);
+	int rc = run_script("echo 'looks fine'; exit 3", NULL, 0, 0, &r);
+	sigaction(SIGCHLD, &old, NULL);
+	assert_int_not_equal(rc, 0);
+	assert_int_equal(r.outcome, TASK_FAILED);
+	assert_non_null(strstr(r.err.msg, "exit status"));
+	task_result_dispose(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -429,6 +446,7 @@ int main(void)
 		cmocka_unit_test(output_protocol_table),
 		cmocka_unit_test_setup_teardown(plain_text_and_empty_from_a_process, setup, teardown),
 		cmocka_unit_test(http_task_outcomes),
+		cmocka_unit_test_setup_teardown(lost_exit_status_is_a_failure, setup, teardown),
 		cmocka_unit_test_setup_teardown(ticks_run_inside_long_tasks_and_can_stop_them, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
