@@ -240,7 +240,8 @@ int delivery_flush(const struct delivery_slot *ds, struct delivery_report *rep,
 						"send may have arrived "
 						"(on_ambiguous: hold), nothing "
 						"sent until an operator "
-						"releases it", t->name);
+						"decides (surecron release "
+						"--arrived|--resend)", t->name);
 				/* Retrying cannot resolve it: only an
 				 * operator can. */
 				terr.permanent = true;
