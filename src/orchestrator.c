@@ -161,7 +161,7 @@ static int failed_run(const struct orch_ctx *ctx,
 		      size_t n_targets, const struct task_result *res,
 		      struct orch_report *rep, struct sc_err *err)
 {
-	struct delivery_failure fl[sched->n_tasks ? sched->n_tasks : 1];
+	struct delivery_failure *fl = calloc(sched->n_tasks, sizeof(*fl));
 	const struct task_result *first = NULL;
 	json_t *nerr = json_array();
 	size_t nf = 0;
@@ -172,9 +172,11 @@ static int failed_run(const struct orch_ctx *ctx,
 			continue;
 		if (!first)
 			first = &res[i];
-		fl[nf].task = sched->tasks[i].name;
-		fl[nf].error = res[i].reason;
-		nf++;
+		if (fl) {
+			fl[nf].task = sched->tasks[i].name;
+			fl[nf].error = res[i].reason;
+			nf++;
+		}
 	}
 	struct delivery_msg m = {
 		.kind = DELIVERY_NOTICE, .schedule = sched->name,
@@ -182,7 +184,8 @@ static int failed_run(const struct orch_ctx *ctx,
 		.failures = fl, .n_failures = nf,
 	};
 	struct sc_err cerr = {0};
-	if (delivery_compose(&m, &body, &cerr) != 0)
+	/* Out of memory only costs the notices, never the run's error. */
+	if (!fl || delivery_compose(&m, &body, &cerr) != 0)
 		SC_LOG(SC_LOG_WARN, "orchestrator",
 		       "schedule=%s slot_ms=%lld msg=\"cannot compose the "
 		       "failure notice\" code=%d", sched->name,
@@ -211,6 +214,7 @@ static int failed_run(const struct orch_ctx *ctx,
 						      nerr1.msg));
 	}
 	free(body);
+	free(fl);
 	rep->details_json = details(sched->tasks, res, sched->n_tasks, nerr);
 	json_decref(nerr);
 	err_copy(err, &first->err);
@@ -229,15 +233,18 @@ static int compose_result(const struct schedule_spec *sched, int64_t slot_ms,
 			  char **body, struct sc_err *err)
 {
 	size_t n = sched->n_tasks, np = 0, nf = 0, ns = 0;
-	struct delivery_failure fl[n ? n : 1];
 	struct buf summary;
 	int rc = 0;
 
 	for (size_t i = 0; i < n; i++)
 		np += res[i].n_previews;
 	char **pv = calloc(np ? np : 1, sizeof(char *));
-	if (!pv)
+	struct delivery_failure *fl = calloc(n ? n : 1, sizeof(*fl));
+	if (!pv || !fl) {
+		free(pv);
+		free(fl);
 		return sc_err_set(err, SC_ENOMEM, "out of memory");
+	}
 	buf_init(&summary, SUMMARY_MAX);
 	np = 0;
 	for (size_t i = 0; i < n && !rc; i++) {
@@ -272,6 +279,7 @@ static int compose_result(const struct schedule_spec *sched, int64_t slot_ms,
 	}
 	buf_dispose(&summary);
 	free(pv);
+	free(fl);
 	return rc;
 }
 
