@@ -161,7 +161,8 @@ static int failed_run(const struct orch_ctx *ctx,
 		      size_t n_targets, const struct task_result *res,
 		      struct orch_report *rep, struct sc_err *err)
 {
-	struct delivery_failure *fl = calloc(sched->n_tasks, sizeof(*fl));
+	struct delivery_failure *fl = calloc(sched->n_tasks ? sched->n_tasks : 1,
+					      sizeof(*fl));
 	const struct task_result *first = NULL;
 	json_t *nerr = json_array();
 	size_t nf = 0;
