@@ -45,7 +45,9 @@
  *     own sc_err);
  *   - a result is generated once: once any outbox row of the slot exists,
  *     later attempts resend the stored message and never run tasks;
- *   - the slot marker is written only after every target's row is SENT.
+ *   - the slot marker is written only after every target's row is SENT;
+ *   - a run whose lease is lost (ctx->tick answers non-zero) stops where it
+ *     is and writes or sends nothing more: the slot has a new owner.
  */
 #include <stdio.h>
 #include <stdlib.h>
