@@ -84,6 +84,7 @@ int cmd_explain(int argc, char **argv);
 int cmd_help(int argc, char **argv);
 int cmd_http(int argc, char **argv);
 int cmd_next(int argc, char **argv);
+int cmd_release(int argc, char **argv);
 int cmd_version(int argc, char **argv);
 
 #endif

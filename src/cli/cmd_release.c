@@ -1,0 +1,132 @@
+/*
+ * cmd_release.c - `surecron release`: an operator's decision on a send held
+ * after a crash (a target with `on_ambiguous: hold`, docs/internals/
+ * delivery.md).
+ *
+ * A held (UNKNOWN) send may or may not have reached its target. The
+ * operator looks at the receiver and says which: --arrived makes it SENT
+ * (the send guard: never sent again), --resend makes it FAILED (the next
+ * attempt sends it). If the slot's job died of the hold, it is made READY
+ * again (fresh attempt budget) so a worker finishes the slot: resends what
+ * is left from the outbox and writes the slot marker. Tasks never run again.
+ * Without a decision, prints the slot's send states.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "clock.h"
+#include "config.h"
+#include "delivery.h"
+#include "queue.h"
+#include "store.h"
+
+static const char *state_name(enum send_state s)
+{
+	switch (s) {
+	case SEND_NONE: return "none";
+	case SEND_PENDING: return "pending";
+	case SEND_SENDING: return "sending";
+	case SEND_SENT: return "sent";
+	case SEND_FAILED: return "failed";
+	case SEND_UNKNOWN: return "unknown (held)";
+	}
+	return "?";
+}
+
+static void print_states(struct sc_store *s, const struct schedule_spec *sc,
+			 int64_t slot_ms)
+{
+	for (size_t i = 0; i < sc->n_targets; i++) {
+		struct outbox_entry e = {0};
+		int rc = outbox_get(s, sc->name, slot_ms, sc->targets[i], &e,
+				    NULL);
+		printf("%-24s %s (tries %d)\n", sc->targets[i],
+		       rc == 0 ? state_name(e.state) : "none", rc == 0 ? e.n_tries : 0);
+		outbox_entry_dispose(&e);
+	}
+}
+
+int cmd_release(int argc, char **argv)
+{
+	const char *path = "surecron.yaml", *pos[3] = {0};
+	int n_pos = 0, decision = -1; /* 1 arrived, 0 resend */
+	struct config *c = NULL;
+	struct sc_store *s = NULL;
+	struct sc_err err = {0};
+	int64_t slot_ms;
+	int code = EXIT_FAIL;
+
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--config") == 0 || strcmp(argv[i], "-c") == 0) {
+			if (i + 1 >= argc)
+				return cli_usage_error("release", "%s needs a "
+						       "file", argv[i]);
+			path = argv[++i];
+		} else if (strncmp(argv[i], "--config=", 9) == 0) {
+			path = argv[i] + 9;
+		} else if (strcmp(argv[i], "--arrived") == 0) {
+			decision = 1;
+		} else if (strcmp(argv[i], "--resend") == 0) {
+			decision = 0;
+		} else if (argv[i][0] == '-') {
+			return cli_usage_error("release", "unknown option '%s'",
+					       argv[i]);
+		} else if (n_pos < 3) {
+			pos[n_pos++] = argv[i];
+		} else {
+			return cli_usage_error("release", "unexpected argument "
+					       "'%s'", argv[i]);
+		}
+	}
+	if (n_pos < 2 || (decision >= 0 && n_pos < 3))
+		return cli_usage_error("release", "need SCHEDULE SLOT%s",
+				       decision >= 0 ? " TARGET" : "");
+	if (clock_parse_iso(pos[1], &slot_ms, &err) != 0)
+		return cli_usage_error("release", "SLOT: %s", err.msg);
+	cli_setup_logging(SC_LOG_WARN);
+	if (config_load(path, &c, &err) != 0)
+		return cli_fail(EXIT_USAGE, "%s", err.msg);
+	const struct schedule_spec *sc = config_schedule(c, pos[0]);
+	if (!sc) {
+		code = cli_fail(EXIT_USAGE, "no schedule '%s' in %s", pos[0], path);
+		goto done;
+	}
+	if (store_open(c->store_url, sc_clock_real(), &s, &err) != 0) {
+		code = cli_fail(EXIT_FAIL, "store: %s", err.msg);
+		goto done;
+	}
+	if (decision < 0) {
+		print_states(s, sc, slot_ms);
+		code = EXIT_OK;
+		goto done;
+	}
+	if (delivery_release(s, sc->name, slot_ms, pos[2], decision == 1,
+			     &err) != 0) {
+		code = cli_fail(err.code == SC_ENOENT || err.code == SC_ESTATE
+					? EXIT_USAGE : EXIT_FAIL,
+				"%s", err.msg);
+		goto done;
+	}
+	printf("%s: %s\n", pos[2], decision == 1
+	       ? "marked sent (it will not be sent again)"
+	       : "marked failed (the next attempt sends it)");
+	struct store_job job;
+	sc_err_clear(&err);
+	if (store_job_find(s, sc->name, slot_ms, &job, &err) == 0 &&
+	    job.state == JOB_DEAD) {
+		sc_err_clear(&err);
+		if (queue_retry_dead(s, job.id, &err) != 0) {
+			code = cli_fail(EXIT_FAIL, "job %lld: %s",
+					(long long)job.id, err.msg);
+			goto done;
+		}
+		printf("job %lld: ready again; a worker will finish the slot\n",
+		       (long long)job.id);
+	}
+	code = EXIT_OK;
+done:
+	store_close(s);
+	config_free(c);
+	return code;
+}

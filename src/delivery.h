@@ -1,0 +1,216 @@
+/*
+ * delivery.h - messages, targets, the outbox flow, notices and alerts.
+ *
+ * Every message is one JSON object (compact, one line):
+ *   {"kind": "result" | "failure_notice" | "alert",
+ *    "schedule": "...", "slot": "ISO 8601 UTC", "attempt": N,
+ *    "summary": "..." | null, "previews": ["..."],
+ *    "failures": [{"task": "...", "error": "..."}]}
+ * followed, for alerts, by "error": "...", and by "text": the chat
+ * rendering (summary, previews, one notice line per failure) that slack
+ * posts. Receivers must ignore fields they do not know: more may follow.
+ *
+ * Targets (spec.h target_kind): slack renders "text" from the message;
+ * webhook POSTs the object (Idempotency-Key header, optional HMAC-SHA256
+ * signature); file appends the object as one line; command gets it on
+ * stdin. URLs and secrets are read from the environment variables the
+ * target names, at send time, and are never logged.
+ *
+ * The outbox flow (outbox.c) is what makes a result go out once:
+ *   delivery_stage  stores the composed message for every target first;
+ *   delivery_flush  sends to every target without a send guard, moving
+ *                   each row PENDING|FAILED -> SENDING -> SENT|FAILED, and
+ *                   deciding what a row found SENDING after a crash
+ *                   becomes (UNKNOWN, then resend or hold).
+ * Notices and alerts bypass the outbox: they are sent directly, and a
+ * failure to send them is only a warning for the caller to log.
+ *
+ * Thread-safety: every function may run in several threads at once, each
+ * with its own store handle.
+ */
+#ifndef SC_DELIVERY_H
+#define SC_DELIVERY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "spec.h"
+#include "store.h"
+#include "surecron.h"
+
+#define DELIVERY_RESULT "result"
+#define DELIVERY_NOTICE "failure_notice"
+#define DELIVERY_ALERT "alert"
+
+#define DELIVERY_KEY_MAX 65        /* idempotency key / hex digest + NUL */
+#define DELIVERY_EXCERPT_MAX 200   /* bytes of a response body in errors */
+#define DELIVERY_MAX_BODY ((size_t)4 << 20) /* composed message cap */
+#define DELIVERY_DEFAULT_CONNECT_MS 10000
+#define DELIVERY_DEFAULT_TIMEOUT_MS 30000
+#define DELIVERY_DEFAULT_SIG_HEADER "X-Surecron-Signature"
+#define DELIVERY_TIMESTAMP_HEADER "X-Surecron-Timestamp"
+
+/* ---- messages ----------------------------------------------------------- */
+
+struct delivery_failure {
+	const char *task;
+	const char *error;          /* the bare reason, without the task name */
+};
+
+/* A message before it is composed (all borrowed). */
+struct delivery_msg {
+	const char *kind;           /* DELIVERY_RESULT, _NOTICE or _ALERT */
+	const char *schedule;
+	int64_t slot_ms;
+	int attempt;
+	const char *summary;        /* NULL: JSON null */
+	char *const *previews;
+	size_t n_previews;
+	const struct delivery_failure *failures;
+	size_t n_failures;
+	const char *error;          /* alerts: why the slot was lost; or NULL */
+};
+
+/*
+ * Composes m into *out (allocated; free with free()). Strings that are not
+ * valid UTF-8 are repaired ('?'), so this fails only with SC_ENOMEM or
+ * SC_ETOOBIG (above DELIVERY_MAX_BODY).
+ */
+int delivery_compose(const struct delivery_msg *m, char **out,
+		     struct sc_err *err);
+
+/*
+ * Writes the failure notice line "⚠️ {task}: generation failed — {reason}"
+ * into out (size n, truncated to fit). Returns out.
+ */
+const char *delivery_notice_line(const char *task, const char *reason,
+				 char *out, size_t n);
+
+/*
+ * Renders a composed message as chat text (slack's "text"): the summary,
+ * the previews, then one notice line per failure; for an alert its
+ * summary and error. *out is allocated. SC_EPROTO if body is not a
+ * message object, SC_ENOMEM.
+ */
+int delivery_render_text(const char *body, char **out, struct sc_err *err);
+
+/*
+ * The idempotency key of a copy: hex SHA-256 (first 32 digits) of
+ * (kind, schedule, slot, target) — the same for every copy of one
+ * (slot, target) result, whatever the attempt. Notices and alerts add
+ * `attempt`, since each attempt's notice is a different message
+ * (pass 0 for results).
+ */
+void delivery_idempotency_key(const char *kind, const char *schedule,
+			      int64_t slot_ms, const char *target, int attempt,
+			      char out[DELIVERY_KEY_MAX]);
+
+/*
+ * HMAC-SHA256 of `timestamp "." body` with key secret, as lowercase hex
+ * (64 digits + NUL) into out. Returns 0 or SC_EIO.
+ */
+int delivery_sign(const char *secret, size_t secret_len, const char *timestamp,
+		  const char *body, size_t body_len, char out[DELIVERY_KEY_MAX]);
+
+/* ---- sending one copy ----------------------------------------------------- */
+
+struct delivery_send {
+	const struct target_spec *target;
+	const char *body;           /* the composed message */
+	const char *idempotency_key;
+	struct sc_clock *clock;     /* signature timestamps; NULL: real */
+};
+
+/*
+ * Sends one copy to one target, with no outbox and no guard (the caller
+ * decides what the result means). Returns 0 when the target took it (2xx,
+ * line written and fsync'd, command exited 0), else SC_EDELIVERY (or
+ * SC_ECONFIG for a target whose variables are unset) with the status and a
+ * short body excerpt in err, and for HTTP 429/503 the Retry-After hint.
+ */
+int delivery_send(const struct delivery_send *s, struct sc_err *err);
+
+/*
+ * POSTs body (Content-Type: application/json) to the URL held by the
+ * environment variable t->url_env, with extra headers ("Name: value",
+ * NULL-terminated, may be NULL). https only, except loopback; redirects
+ * are not followed; the target's connect and total timeouts apply.
+ * Errors say "target NAME: HTTP 500: <body excerpt>" and never hold the
+ * URL (webhook URLs carry secrets in their path). Used by the slack and
+ * webhook targets.
+ */
+int delivery_http_post(const struct delivery_send *s, const char *body,
+		       const char *const *headers, struct sc_err *err);
+
+/* The target kinds (one file each). Same contract as delivery_send. */
+int target_slack_send(const struct delivery_send *s, struct sc_err *err);
+int target_webhook_send(const struct delivery_send *s, struct sc_err *err);
+int target_file_send(const struct delivery_send *s, struct sc_err *err);
+int target_command_send(const struct delivery_send *s, struct sc_err *err);
+
+/* ---- the outbox flow (outbox.c) ------------------------------------------ */
+
+/* The slot a flush works for (all borrowed). */
+struct delivery_slot {
+	struct sc_store *store;
+	struct sc_clock *clock;     /* NULL: the store's */
+	const char *schedule;
+	int64_t slot_ms;
+	int64_t job_id;             /* for ledger rows; 0 when none */
+	int attempt;
+	const struct target_spec *const *targets;
+	size_t n_targets;
+	int (*tick)(void *ud);      /* called before each send (NULL: none);
+				       non-zero: that target is not sent */
+	void *tick_ud;
+};
+
+struct delivery_report {
+	size_t n_sent;       /* sent by this flush */
+	size_t n_guarded;    /* already SENT before it: not sent again */
+	size_t n_failed;     /* failed this time (retry will resend) */
+	size_t n_held;       /* UNKNOWN with on_ambiguous: hold */
+	size_t n_duplicates; /* UNKNOWN resent: a "duplicate" ledger row each */
+};
+
+/*
+ * Is anything of this slot in the outbox yet? *body gets a copy of the
+ * stored message of the first target that has a row (allocated; NULL when
+ * none; pass NULL to skip). A slot with rows was generated already: a
+ * retry resends, it does not run the tasks again.
+ */
+int delivery_staged(const struct delivery_slot *ds, bool *staged, char **body,
+		    struct sc_err *err);
+
+/*
+ * Stores body as the message of every target that has no outbox row yet
+ * (PENDING); rows already there are left as they are (the first composed
+ * message is the one that goes out). Must complete before any send.
+ */
+int delivery_stage(const struct delivery_slot *ds, const char *body,
+		   struct sc_err *err);
+
+/*
+ * Sends the staged message to every target whose row is not SENT.
+ * First, rows left SENDING by a crashed attempt become UNKNOWN; then each
+ * UNKNOWN row follows its target's on_ambiguous: resend (a "duplicate"
+ * ledger row declares the possible extra copy, then it is sent again) or
+ * hold (nothing is sent; the row stays UNKNOWN until an operator runs
+ * delivery_release). A failed target never stops the next one.
+ * Returns 0 when every target's row is SENT; else the first target's error
+ * in order (SC_EDELIVERY with the status and hint, permanent for a hold).
+ * Writes no slot marker: the caller does, after this returns 0.
+ */
+int delivery_flush(const struct delivery_slot *ds, struct delivery_report *rep,
+		   struct sc_err *err);
+
+/*
+ * An operator's decision on a held (UNKNOWN) row: arrived = true makes it
+ * SENT (the copy did arrive), false makes it FAILED (the next attempt
+ * sends it). SC_ESTATE when the row is not UNKNOWN, SC_ENOENT when none.
+ */
+int delivery_release(struct sc_store *s, const char *schedule, int64_t slot_ms,
+		     const char *target, bool arrived, struct sc_err *err);
+
+#endif

@@ -1,0 +1,686 @@
+/*
+ * orchestrator.c - runs a slot's task group and applies the outcome rule.
+ *
+ * The outcome rule (DESIGN.md), as this file implements it:
+ *
+ *            orch_run_slot(schedule, slot, attempt)
+ *                          |
+ *               slot marked? --yes--> return 0 (never run again)
+ *                          |no
+ *         outbox has the slot? --yes--> RESEND (no task runs) ----------+
+ *                          |no                                           |
+ *        run every task in order (a failure never stops the next)        |
+ *                          |                                             |
+ *        failed = #FAILED, deliverable = any summary or preview          |
+ *                          |                                             |
+ *     +--------------------+--------------------+                        |
+ *     | failed > 0 and     | deliverable        | no failure and         |
+ *     | no deliverable     | (maybe + failures) | no deliverable         |
+ *     v                    v                    v  (all skipped)         |
+ *  FAILED RUN          compose result        slot_mark                   |
+ *  notice to every     (+ a notice line      return 0, nothing sent      |
+ *  target, directly    per failed task)                                  |
+ *  (errors: warnings)      |                                             |
+ *  NO guard, NO marker  delivery_stage: outbox row for EVERY target      |
+ *  return FIRST task       |  first, before any send                     |
+ *  error (+hint,           v                                             |
+ *  permanence)         delivery_flush <-------------------------------- -+
+ *  -> job fails        each target without a guard:
+ *  -> queue retries      SENDING -> send -> SENT (the guard) | FAILED
+ *                          |
+ *                 all SENT? --no--> return first delivery error
+ *                          |yes      -> job fails -> retry RESENDs
+ *                       slot_mark      from the outbox (tasks not rerun)
+ *                       return 0 -> job completes
+ *
+ *   transitions: (none) -> RUN [orch_run_slot]; RUN -> FAILED RUN
+ *   [failed_run]; RUN -> STAGED [delivery_stage]; STAGED -> SENT per
+ *   target [delivery_flush]; SENT(all) -> MARKED [slot_mark].
+ *
+ * Invariants:
+ *   - on the failure path nothing that blocks a retry (send guard, slot
+ *     marker, outbox row) is written before the job fails;
+ *   - the run's error is the first failed task's; a notice that cannot be
+ *     sent never replaces it (err_copy/first-error-wins, notices use their
+ *     own sc_err);
+ *   - a result is generated once: once any outbox row of the slot exists,
+ *     later attempts resend the stored message and never run tasks;
+ *   - the slot marker is written only after every target's row is SENT;
+ *   - a run whose lease is lost (ctx->tick answers non-zero) stops where it
+ *     is and writes or sends nothing more: the slot has a new owner.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "buf.h"
+#include "clock.h"
+#include "err.h"
+#include "failpoint.h"
+#include "http.h"
+#include "log.h"
+#include "orchestrator.h"
+#include "queue.h"
+#include "task.h"
+
+#define MAX_TARGETS 64
+#define SUMMARY_MAX ((size_t)2 << 20)
+
+void orch_report_dispose(struct orch_report *r)
+{
+	if (!r)
+		return;
+	free(r->details_json);
+	memset(r, 0, sizeof(*r));
+}
+
+static struct sc_clock *ctx_clock(const struct orch_ctx *ctx)
+{
+	return ctx->clock ? ctx->clock : store_clock(ctx->store);
+}
+
+static const struct target_spec *find_target(const struct config *c,
+					     const char *name)
+{
+	for (size_t i = 0; c && i < c->n_targets; i++)
+		if (c->targets[i].name && strcmp(c->targets[i].name, name) == 0)
+			return &c->targets[i];
+	return NULL;
+}
+
+/* ---- token cache of per-run auth providers, kept in the store --------- */
+
+static int tok_get(void *ud, const char *provider, char **token,
+		   int64_t *expires_at_ms)
+{
+	return token_get(ud, provider, token, expires_at_ms, NULL);
+}
+
+static int tok_put(void *ud, const char *provider, const char *token,
+		   int64_t expires_at_ms)
+{
+	return token_put(ud, provider, token, expires_at_ms, NULL);
+}
+
+static int tok_drop(void *ud, const char *provider)
+{
+	return token_drop(ud, provider, NULL);
+}
+
+/* ---- details for the ledger ------------------------------------------ */
+
+static char *details(const struct task_spec *tasks,
+		     const struct task_result *res, size_t n,
+		     json_t *notice_errors)
+{
+	json_t *o = json_object(), *arr = json_array();
+	char *s = NULL;
+
+	if (!o || !arr)
+		goto done;
+	for (size_t i = 0; i < n; i++) {
+		const char *oc = res[i].outcome == TASK_DELIVER ? "deliver"
+				 : res[i].outcome == TASK_SKIP	 ? "skip"
+								 : "failed";
+		json_t *t = json_pack("{s:s, s:s}", "task", tasks[i].name,
+				      "outcome", oc);
+		if (t && res[i].outcome != TASK_DELIVER && res[i].reason)
+			json_object_set_new(t, res[i].outcome == TASK_SKIP
+						       ? "reason"
+						       : "error",
+					    json_string(res[i].reason));
+		if (t && res[i].outcome == TASK_FAILED) {
+			if (res[i].err.retry_after_ms)
+				json_object_set_new(
+					t, "retry_after_ms",
+					json_integer(res[i].err.retry_after_ms));
+			if (res[i].err.permanent)
+				json_object_set_new(t, "permanent", json_true());
+		}
+		json_array_append_new(arr, t);
+	}
+	json_object_set(o, "tasks", arr);
+	if (notice_errors && json_array_size(notice_errors))
+		json_object_set(o, "notice_errors", notice_errors);
+	s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+done:
+	json_decref(arr);
+	json_decref(o);
+	return s;
+}
+
+/* ---- the two paths ------------------------------------------------------ */
+
+/*
+ * Failed run: a failure notice to every target, directly. No outbox, no
+ * guard, no marker. Returns the first failed task's error.
+ */
+static int failed_run(const struct orch_ctx *ctx,
+		      const struct schedule_spec *sched, int64_t slot_ms,
+		      int attempt, const struct target_spec *const *targets,
+		      size_t n_targets, const struct task_result *res,
+		      struct orch_report *rep, struct sc_err *err)
+{
+	struct delivery_failure *fl = calloc(sched->n_tasks ? sched->n_tasks : 1,
+					      sizeof(*fl));
+	const struct task_result *first = NULL;
+	json_t *nerr = json_array();
+	size_t nf = 0;
+	char *body = NULL;
+
+	for (size_t i = 0; i < sched->n_tasks; i++) {
+		if (res[i].outcome != TASK_FAILED)
+			continue;
+		if (!first)
+			first = &res[i];
+		if (fl) {
+			fl[nf].task = sched->tasks[i].name;
+			fl[nf].error = res[i].reason;
+			nf++;
+		}
+	}
+	struct delivery_msg m = {
+		.kind = DELIVERY_NOTICE, .schedule = sched->name,
+		.slot_ms = slot_ms, .attempt = attempt,
+		.failures = fl, .n_failures = nf,
+	};
+	struct sc_err cerr = {0};
+	/* Out of memory only costs the notices, never the run's error. */
+	if (!fl || delivery_compose(&m, &body, &cerr) != 0)
+		SC_LOG(SC_LOG_WARN, "orchestrator",
+		       "schedule=%s slot_ms=%lld msg=\"cannot compose the "
+		       "failure notice\" code=%d", sched->name,
+		       (long long)slot_ms, cerr.code);
+	for (size_t i = 0; body && i < n_targets; i++) {
+		char key[DELIVERY_KEY_MAX];
+		struct sc_err nerr1 = {0};
+		delivery_idempotency_key(DELIVERY_NOTICE, sched->name, slot_ms,
+					 targets[i]->name, attempt, key);
+		struct delivery_send s = {.target = targets[i], .body = body,
+					  .idempotency_key = key,
+					  .clock = ctx_clock(ctx)};
+		if (delivery_send(&s, &nerr1) == 0) {
+			rep->n_notices_sent++;
+			continue;
+		}
+		/* A warning only: the run's error stays the task's. */
+		rep->n_notices_failed++;
+		SC_LOG(SC_LOG_WARN, "orchestrator",
+		       "schedule=%s slot_ms=%lld attempt=%d target=%s "
+		       "msg=\"failure notice not sent\" code=%d http_status=%d",
+		       sched->name, (long long)slot_ms, attempt,
+		       targets[i]->name, nerr1.code, nerr1.http_status);
+		json_array_append_new(nerr, json_pack("{s:s, s:s}", "target",
+						      targets[i]->name, "error",
+						      nerr1.msg));
+	}
+	free(body);
+	free(fl);
+	rep->details_json = details(sched->tasks, res, sched->n_tasks, nerr);
+	json_decref(nerr);
+	err_copy(err, &first->err);
+	SC_LOG(SC_LOG_ERROR, "orchestrator",
+	       "schedule=%s slot_ms=%lld attempt=%d outcome=failed failed=%zu "
+	       "notices_sent=%zu notices_failed=%zu", sched->name,
+	       (long long)slot_ms, attempt, rep->n_failed, rep->n_notices_sent,
+	       rep->n_notices_failed);
+	return first->err.code ? first->err.code : SC_ETASK;
+}
+
+/* Composes the result: summaries joined, previews in task order, a
+ * failure entry per failed task (rendered as notice lines). */
+static int compose_result(const struct schedule_spec *sched, int64_t slot_ms,
+			  int attempt, const struct task_result *res,
+			  char **body, struct sc_err *err)
+{
+	size_t n = sched->n_tasks, np = 0, nf = 0, ns = 0;
+	struct buf summary;
+	int rc = 0;
+
+	for (size_t i = 0; i < n; i++)
+		np += res[i].n_previews;
+	char **pv = calloc(np ? np : 1, sizeof(char *));
+	struct delivery_failure *fl = calloc(n ? n : 1, sizeof(*fl));
+	if (!pv || !fl) {
+		free(pv);
+		free(fl);
+		return sc_err_set(err, SC_ENOMEM, "out of memory");
+	}
+	buf_init(&summary, SUMMARY_MAX);
+	np = 0;
+	for (size_t i = 0; i < n && !rc; i++) {
+		if (res[i].outcome == TASK_FAILED) {
+			fl[nf].task = sched->tasks[i].name;
+			fl[nf].error = res[i].reason;
+			nf++;
+			continue;
+		}
+		if (res[i].outcome != TASK_DELIVER)
+			continue;
+		if (res[i].summary) {
+			if (ns++)
+				rc = buf_adds(&summary, "\n\n");
+			if (!rc)
+				rc = buf_adds(&summary, res[i].summary);
+		}
+		for (size_t j = 0; j < res[i].n_previews; j++)
+			pv[np++] = res[i].previews[j];
+	}
+	if (rc) {
+		sc_err_set(err, rc, "result summary too large");
+	} else {
+		struct delivery_msg m = {
+			.kind = DELIVERY_RESULT, .schedule = sched->name,
+			.slot_ms = slot_ms, .attempt = attempt,
+			.summary = ns ? buf_str(&summary) : NULL,
+			.previews = pv, .n_previews = np,
+			.failures = fl, .n_failures = nf,
+		};
+		rc = delivery_compose(&m, body, err);
+	}
+	buf_dispose(&summary);
+	free(pv);
+	free(fl);
+	return rc;
+}
+
+/* Adds what the flush did to the report's details (for the ledger row):
+ * {"resent": bool, "delivery": {"sent", "guarded", "failed", "held",
+ * "duplicates"}}. Best effort: details are informative only. */
+static void add_delivery_details(struct orch_report *rep)
+{
+	json_t *o = rep->details_json ? json_loads(rep->details_json, 0, NULL)
+				      : json_object();
+	const struct delivery_report *d = &rep->delivery;
+
+	if (!json_is_object(o)) {
+		json_decref(o);
+		return;
+	}
+	json_object_set_new(o, "resent", json_boolean(rep->resent));
+	json_object_set_new(o, "delivery",
+			    json_pack("{s:I, s:I, s:I, s:I, s:I}",
+				      "sent", (json_int_t)d->n_sent,
+				      "guarded", (json_int_t)d->n_guarded,
+				      "failed", (json_int_t)d->n_failed,
+				      "held", (json_int_t)d->n_held,
+				      "duplicates", (json_int_t)d->n_duplicates));
+	char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	json_decref(o);
+	if (s) {
+		free(rep->details_json);
+		rep->details_json = s;
+	}
+}
+
+/* Sends the staged message to every target without a guard; marks the
+ * slot when all are SENT. */
+static int flush_and_mark(const struct delivery_slot *ds,
+			  struct orch_report *rep, struct sc_err *err)
+{
+	int rc = delivery_flush(ds, &rep->delivery, err);
+
+	add_delivery_details(rep);
+	if (rc) {
+		SC_LOG(SC_LOG_ERROR, "orchestrator",
+		       "schedule=%s slot_ms=%lld attempt=%d outcome=delivery_failed "
+		       "sent=%zu guarded=%zu failed=%zu held=%zu", ds->schedule,
+		       (long long)ds->slot_ms, ds->attempt, rep->delivery.n_sent,
+		       rep->delivery.n_guarded, rep->delivery.n_failed,
+		       rep->delivery.n_held);
+		return rc;
+	}
+	SC_FAILPOINT("delivery.after_last_sent_before_marker");
+	rc = slot_mark(ds->store, ds->schedule, ds->slot_ms, err);
+	if (rc == 0)
+		SC_LOG(SC_LOG_INFO, "orchestrator",
+		       "schedule=%s slot_ms=%lld attempt=%d outcome=delivered "
+		       "sent=%zu guarded=%zu duplicates=%zu", ds->schedule,
+		       (long long)ds->slot_ms, ds->attempt, rep->delivery.n_sent,
+		       rep->delivery.n_guarded, rep->delivery.n_duplicates);
+	return rc;
+}
+
+int orch_run_slot(const struct orch_ctx *ctx, const struct schedule_spec *sched,
+		  int64_t slot_ms, int64_t job_id, int attempt,
+		  struct orch_report *rep, struct sc_err *err)
+{
+	const struct target_spec *targets[MAX_TARGETS];
+	struct orch_report local;
+	struct task_result *res = NULL;
+	char *body = NULL;
+	bool marked = false, staged = false;
+	int rc;
+
+	if (!rep)
+		rep = &local;
+	memset(rep, 0, sizeof(*rep));
+	if (sched->n_targets > MAX_TARGETS) {
+		rc = sc_err_set(err, SC_ECONFIG, "schedule %s: more than %d "
+				"targets", sched->name, MAX_TARGETS);
+		err_set_permanent(err);
+		return rc;
+	}
+	for (size_t i = 0; i < sched->n_targets; i++) {
+		targets[i] = find_target(ctx->config, sched->targets[i]);
+		if (!targets[i]) {
+			rc = sc_err_set(err, SC_ECONFIG, "schedule %s: unknown "
+					"target %s", sched->name,
+					sched->targets[i]);
+			err_set_permanent(err);
+			return rc;
+		}
+	}
+	struct delivery_slot ds = {
+		.store = ctx->store, .clock = ctx_clock(ctx),
+		.schedule = sched->name, .slot_ms = slot_ms, .job_id = job_id,
+		.attempt = attempt, .targets = targets,
+		.n_targets = sched->n_targets,
+		.tick = ctx->tick, .tick_ud = ctx->tick_ud,
+	};
+
+	rc = slot_is_marked(ctx->store, sched->name, slot_ms, &marked, err);
+	if (rc)
+		return rc;
+	if (marked) {
+		rep->already_marked = true;
+		SC_LOG(SC_LOG_INFO, "orchestrator",
+		       "schedule=%s slot_ms=%lld attempt=%d outcome=already_done",
+		       sched->name, (long long)slot_ms, attempt);
+		return 0;
+	}
+
+	/* A message in the outbox means an earlier attempt generated the
+	 * result and a delivery failed or was cut short: resend it, never
+	 * generate a second one. */
+	rc = delivery_staged(&ds, &staged, &body, err);
+	if (rc)
+		return rc;
+	if (staged) {
+		rep->resent = true;
+		SC_LOG(SC_LOG_INFO, "orchestrator",
+		       "schedule=%s slot_ms=%lld attempt=%d msg=\"resending "
+		       "from the outbox; tasks not run\"", sched->name,
+		       (long long)slot_ms, attempt);
+		/* Targets staged before a crash cut the staging short, or
+		 * added to the config since, get the same message. */
+		rc = delivery_stage(&ds, body, err);
+		free(body);
+		return rc ? rc : flush_and_mark(&ds, rep, err);
+	}
+
+	res = calloc(sched->n_tasks ? sched->n_tasks : 1, sizeof(*res));
+	if (!res)
+		return sc_err_set(err, SC_ENOMEM, "out of memory");
+	const struct http_token_store tokens = {
+		.ud = ctx->store, .get = tok_get, .put = tok_put, .drop = tok_drop,
+	};
+	struct task_ctx tctx = {
+		.schedule = sched->name, .slot_ms = slot_ms, .attempt = attempt,
+		.clock = ctx_clock(ctx), .config = ctx->config,
+		.auths = ctx->auths, .n_auths = ctx->n_auths, .tokens = &tokens,
+		.tick = ctx->tick, .tick_ud = ctx->tick_ud, .tick_ms = ctx->tick_ms,
+	};
+	rep->ran_tasks = true;
+	rep->n_tasks = sched->n_tasks;
+	for (size_t i = 0; i < sched->n_tasks; i++) {
+		if (ctx->tick && (rc = ctx->tick(ctx->tick_ud)) != 0) {
+			/* The run was canceled (the lease is lost: another
+			 * worker owns the slot now). Send nothing, write
+			 * nothing: the owner decides. */
+			sc_err_set(err, rc, "run canceled before task %s "
+				   "(lease lost)", sched->tasks[i].name);
+			goto done;
+		}
+		/* Each task's failure is its own outcome: the loop goes on. */
+		(void)task_run(&sched->tasks[i], &tctx, &res[i]);
+		switch (res[i].outcome) {
+		case TASK_DELIVER: rep->n_deliver++; break;
+		case TASK_SKIP: rep->n_skipped++; break;
+		case TASK_FAILED: rep->n_failed++; break;
+		}
+	}
+
+	if (rep->n_failed > 0 && rep->n_deliver == 0) {
+		rc = failed_run(ctx, sched, slot_ms, attempt, targets,
+				sched->n_targets, res, rep, err);
+		goto done;
+	}
+	rep->details_json = details(sched->tasks, res, sched->n_tasks, NULL);
+	if (rep->n_deliver == 0) {
+		/* Every task skipped (or there are none): done, silently. */
+		SC_LOG(SC_LOG_INFO, "orchestrator",
+		       "schedule=%s slot_ms=%lld attempt=%d outcome=skipped",
+		       sched->name, (long long)slot_ms, attempt);
+		rc = slot_mark(ctx->store, sched->name, slot_ms, err);
+		goto done;
+	}
+	rc = compose_result(sched, slot_ms, attempt, res, &body, err);
+	if (rc)
+		goto done;
+	/* Outbox first, for every target, before the first send. */
+	rc = delivery_stage(&ds, body, err);
+	if (rc)
+		goto done;
+	rc = flush_and_mark(&ds, rep, err);
+done:
+	free(body);
+	for (size_t i = 0; i < sched->n_tasks; i++)
+		task_result_dispose(&res[i]);
+	free(res);
+	return rc;
+}
+
+/* ---- alerts ------------------------------------------------------------ */
+
+void orch_alert_targets(const struct config *c,
+			const struct target_spec **out, size_t max, size_t *n)
+{
+	const char *env = getenv("SURECRON_ALERT_TARGETS");
+
+	*n = 0;
+	if (env && *env) {
+		char name[SC_NAME_MAX];
+		for (const char *p = env; *p && *n < max;) {
+			size_t len = strcspn(p, ",");
+			const char *s = p, *e = p + len;
+			while (s < e && (*s == ' ' || *s == '\t'))
+				s++;
+			while (e > s && (e[-1] == ' ' || e[-1] == '\t'))
+				e--;
+			if (e > s && (size_t)(e - s) < sizeof(name)) {
+				memcpy(name, s, (size_t)(e - s));
+				name[e - s] = '\0';
+				const struct target_spec *t = find_target(c, name);
+				if (t)
+					out[(*n)++] = t;
+				else
+					SC_LOG(SC_LOG_WARN, "orchestrator",
+					       "alert_target=%s msg=\"unknown "
+					       "target in "
+					       "SURECRON_ALERT_TARGETS\"", name);
+			}
+			p += len + (p[len] == ',' ? 1 : 0);
+		}
+		return;
+	}
+	for (size_t i = 0; c && i < c->n_alert_targets && *n < max; i++) {
+		const struct target_spec *t = find_target(c, c->alert_targets[i]);
+		if (t)
+			out[(*n)++] = t;
+		else
+			SC_LOG(SC_LOG_WARN, "orchestrator",
+			       "alert_target=%s msg=\"unknown alert target\"",
+			       c->alert_targets[i]);
+	}
+}
+
+void orch_send_lost_alert(const struct orch_ctx *ctx, const char *schedule,
+			  int64_t slot_ms, int attempts,
+			  const struct sc_err *why, size_t *n_sent)
+{
+	const struct target_spec *t[MAX_TARGETS];
+	char iso[CLOCK_ISO_MAX], summary[SC_NAME_MAX + 160];
+	size_t n = 0, sent = 0;
+	char *body = NULL;
+
+	if (n_sent)
+		*n_sent = 0;
+	orch_alert_targets(ctx->config, t, MAX_TARGETS, &n);
+	if (n == 0) {
+		SC_LOG(SC_LOG_ERROR, "orchestrator",
+		       "schedule=%s slot_ms=%lld outcome=lost "
+		       "msg=\"no alert targets configured\"", schedule,
+		       (long long)slot_ms);
+		return;
+	}
+	snprintf(summary, sizeof(summary),
+		 "\xF0\x9F\x9A\xA8 %s: the run of %s was lost after %d "
+		 "attempt%s", schedule, clock_format_utc(slot_ms, iso),
+		 attempts, attempts == 1 ? "" : "s");
+	struct delivery_msg m = {
+		.kind = DELIVERY_ALERT, .schedule = schedule, .slot_ms = slot_ms,
+		.attempt = attempts, .summary = summary,
+		.error = why && why->code ? why->msg : "unknown error",
+	};
+	if (delivery_compose(&m, &body, NULL) != 0)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		char key[DELIVERY_KEY_MAX];
+		struct sc_err aerr = {0};
+		delivery_idempotency_key(DELIVERY_ALERT, schedule, slot_ms,
+					 t[i]->name, attempts, key);
+		struct delivery_send s = {.target = t[i], .body = body,
+					  .idempotency_key = key,
+					  .clock = ctx_clock(ctx)};
+		if (delivery_send(&s, &aerr) == 0) {
+			sent++;
+		} else {
+			SC_LOG(SC_LOG_WARN, "orchestrator",
+			       "schedule=%s slot_ms=%lld target=%s msg=\"lost-"
+			       "slot alert not sent\" code=%d http_status=%d",
+			       schedule, (long long)slot_ms, t[i]->name,
+			       aerr.code, aerr.http_status);
+		}
+	}
+	free(body);
+	if (n_sent)
+		*n_sent = sent;
+}
+
+/* ---- the job glue --------------------------------------------------------- */
+
+void orch_job_result_dispose(struct orch_job_result *r)
+{
+	if (!r)
+		return;
+	orch_report_dispose(&r->rep);
+	memset(r, 0, sizeof(*r));
+}
+
+static const struct schedule_spec *find_schedule(const struct config *c,
+						 const char *name)
+{
+	for (size_t i = 0; c && i < c->n_schedules; i++)
+		if (c->schedules[i].name && strcmp(c->schedules[i].name, name) == 0)
+			return &c->schedules[i];
+	return NULL;
+}
+
+static const char *error_class(int rc, const struct orch_report *rep)
+{
+	if (rep->ran_tasks && rep->n_failed > 0 && rep->n_deliver == 0)
+		return "task";
+	if (rc == SC_EDELIVERY)
+		return "delivery";
+	if (rc == SC_ECONFIG)
+		return "config";
+	return "internal";
+}
+
+/* The lease keeper of orch_run_job: runs on the job's own thread, with the
+ * job's own store handle, from inside the task's poll loop. */
+struct keeper {
+	struct sc_store *store;
+	struct store_job job;    /* the ticket; heartbeat updates its expiry */
+	int64_t lease_ms;
+	bool lost;
+};
+
+static int keep_lease(void *ud)
+{
+	struct keeper *k = ud;
+	struct sc_err e = {0};
+
+	if (k->lost)
+		return SC_ELEASE;
+	int rc = queue_heartbeat(k->store, &k->job, k->lease_ms, &e);
+	if (rc == SC_ELEASE) {
+		/* Another worker recovered the job: stop, it owns the slot. */
+		k->lost = true;
+		SC_LOG(SC_LOG_ERROR, "orchestrator",
+		       "job=%lld schedule=%s msg=\"lease lost; stopping the "
+		       "run\"", (long long)k->job.id, k->job.schedule);
+		return rc;
+	}
+	if (rc)
+		SC_LOG(SC_LOG_WARN, "orchestrator",
+		       "job=%lld msg=\"heartbeat failed\" code=%d",
+		       (long long)k->job.id, rc);
+	return 0;
+}
+
+int orch_run_job(const struct orch_ctx *ctx_in, const struct store_job *job_in,
+		 struct orch_job_result *out, struct sc_err *err)
+{
+	struct keeper keeper = {.store = ctx_in->store, .job = *job_in};
+	const struct store_job *job = &keeper.job;
+	struct orch_ctx cx = *ctx_in;
+	const struct orch_ctx *ctx = &cx;
+	const struct schedule_spec *sched = find_schedule(ctx->config,
+							  job->schedule);
+	int rc;
+
+	keeper.lease_ms = job->lease_expires_ms - job->started_ms;
+	if (keeper.lease_ms <= 0)
+		keeper.lease_ms = QUEUE_LEASE_MS;
+	if (!cx.tick) {
+		cx.tick = keep_lease;
+		cx.tick_ud = &keeper;
+		/* A third of the lease: two heartbeats may fail before the
+		 * lease runs out. */
+		cx.tick_ms = keeper.lease_ms / 3 > 1000 ? keeper.lease_ms / 3
+							: 1000;
+	}
+	memset(out, 0, sizeof(*out));
+	out->next_ms = INT64_MAX;
+	if (!sched) {
+		sc_err_set(&out->run_err, SC_ECONFIG, "schedule %s is not in "
+			   "the configuration", job->schedule);
+		out->run_err.permanent = true;
+		rc = SC_ECONFIG;
+	} else {
+		rc = orch_run_slot(ctx, sched, job->slot_ms, job->id,
+				   job->attempts, &out->rep, &out->run_err);
+	}
+	if (rc == 0) {
+		rc = queue_complete(ctx->store, job, out->rep.details_json, err);
+		out->completed = rc == 0;
+		return rc;
+	}
+	if (out->run_err.code == 0) /* never fail a job without a reason */
+		sc_err_set(&out->run_err, rc, "%s", sc_strerror(rc));
+	snprintf(out->error_class, sizeof(out->error_class), "%s",
+		 sched ? error_class(rc, &out->rep) : "config");
+	rc = queue_fail(ctx->store, job, out->error_class, &out->run_err,
+			out->rep.details_json, &out->next_ms, &out->dead, err);
+	if (rc)
+		return rc;
+	if (out->dead)
+		orch_send_lost_alert(ctx, job->schedule, job->slot_ms,
+				     job->attempts, &out->run_err,
+				     &out->n_alerts_sent);
+	return 0;
+}

@@ -1,0 +1,302 @@
+/*
+ * outbox.c - the outbox flow: stage the composed result for every target,
+ * then send to each target that has no send guard, one state at a time.
+ *
+ * One (slot, target) row moves like this (the store commits each step):
+ *
+ *   (none) --stage--> PENDING --flush--> SENDING --2xx--> SENT (the guard)
+ *                        ^                  |  \
+ *                        |              failure  crash (found SENDING by
+ *                        |                  v      the next attempt)
+ *                        +----retry----- FAILED     v
+ *                                                UNKNOWN --resend--> SENDING
+ *                                                   |   ("duplicate" ledger row)
+ *                                                   +--hold--> stays UNKNOWN
+ *                                                      (operator: delivery_release)
+ *
+ * Invariants:
+ *   - every target's row exists before the first send (delivery_stage runs
+ *     to the end first), so a retry always finds the message to resend
+ *     and never needs the tasks again;
+ *   - SENDING is committed before the request leaves and SENT only after
+ *     the target took it: a crash in between leaves SENDING, which the
+ *     next attempt turns into UNKNOWN, never into a silent "sent";
+ *   - a SENT row is never sent again (the store refuses to reopen it);
+ *   - an UNKNOWN row is resent only with a "duplicate" ledger row written
+ *     first, so a possible extra copy is always on the record;
+ *   - one target's failure never stops the next target.
+ *
+ * Failpoints (test builds; SURECRON_FAILPOINTS), and what recovery does:
+ *   delivery.after_sending_commit      killed after SENDING committed,
+ *       before the request: nothing arrived; the next attempt finds
+ *       SENDING -> UNKNOWN -> resend (one copy arrives, a "duplicate" row
+ *       is written because we cannot know) or hold (nothing sent).
+ *   delivery.after_2xx_before_sent     killed after the target took the
+ *       copy, before SENT: same recovery; with resend the receiver gets a
+ *       second copy with the same Idempotency-Key, declared in the ledger.
+ *   delivery.after_last_sent_before_marker (orchestrator.c)  killed after
+ *       every row is SENT, before the slot marker: the next attempt sends
+ *       nothing and writes the marker.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "delivery.h"
+#include "err.h"
+#include "failpoint.h"
+#include "log.h"
+
+static struct sc_clock *slot_clock(const struct delivery_slot *ds)
+{
+	return ds->clock ? ds->clock : store_clock(ds->store);
+}
+
+int delivery_staged(const struct delivery_slot *ds, bool *staged, char **body,
+		    struct sc_err *err)
+{
+	*staged = false;
+	if (body)
+		*body = NULL;
+	for (size_t i = 0; i < ds->n_targets; i++) {
+		struct outbox_entry e = {0};
+		struct sc_err lerr = {0};
+		int rc = outbox_get(ds->store, ds->schedule, ds->slot_ms,
+				    ds->targets[i]->name, &e, &lerr);
+		if (rc == SC_ENOENT)
+			continue; /* not staged for this one: next target */
+		if (rc) {
+			err_copy(err, &lerr);
+			return rc;
+		}
+		*staged = true;
+		if (body) {
+			*body = e.body;
+			e.body = NULL;
+		}
+		outbox_entry_dispose(&e);
+		return 0;
+	}
+	return 0;
+}
+
+int delivery_stage(const struct delivery_slot *ds, const char *body,
+		   struct sc_err *err)
+{
+	for (size_t i = 0; i < ds->n_targets; i++) {
+		bool created = false;
+		int rc = outbox_put(ds->store, ds->schedule, ds->slot_ms,
+				    ds->targets[i]->name, body, &created, err);
+		if (rc)
+			return rc;
+		SC_LOG(SC_LOG_DEBUG, "delivery",
+		       "schedule=%s slot_ms=%lld target=%s staged=%s",
+		       ds->schedule, (long long)ds->slot_ms,
+		       ds->targets[i]->name, created ? "new" : "existing");
+	}
+	return 0;
+}
+
+/* The "duplicate" ledger row that must precede resending an UNKNOWN row. */
+static int declare_duplicate(const struct delivery_slot *ds,
+			     const struct target_spec *t, const char *key,
+			     int n_tries, struct sc_err *err)
+{
+	char msg[SC_ERR_MSG_MAX];
+	struct ledger_row row;
+	int64_t now = sc_clock_now_ms(slot_clock(ds));
+	json_t *d = json_pack("{s:s, s:s, s:i, s:s}", "target", t->name,
+			      "idempotency_key", key, "tries_before", n_tries,
+			      "policy", "resend");
+	char *details = d ? json_dumps(d, JSON_COMPACT | JSON_PRESERVE_ORDER)
+			  : NULL;
+	int rc;
+
+	json_decref(d);
+	memset(&row, 0, sizeof(row));
+	snprintf(row.schedule, sizeof(row.schedule), "%s", ds->schedule);
+	row.slot_ms = ds->slot_ms;
+	row.job_id = ds->job_id;
+	row.attempt = ds->attempt;
+	row.started_ms = now;
+	row.finished_ms = now;
+	snprintf(row.outcome, sizeof(row.outcome), "%s", LEDGER_DUPLICATE);
+	snprintf(row.error_class, sizeof(row.error_class), "ambiguous_send");
+	snprintf(msg, sizeof(msg),
+		 "target %s: an earlier send was interrupted and may have "
+		 "arrived; sending again (a second copy is possible)",
+		 t->name);
+	row.error_msg = msg;
+	row.details_json = details;
+	rc = ledger_append(ds->store, &row, err);
+	free(details);
+	return rc;
+}
+
+/* Sends the row of target t; it is PENDING, FAILED or UNKNOWN (resend). */
+static int send_one(const struct delivery_slot *ds,
+		    const struct target_spec *t, const char *body,
+		    const char *key, struct delivery_report *rep,
+		    struct sc_err *err)
+{
+	struct sc_err serr = {0};
+	int rc;
+
+	/* Keep the lease across slow sends; once it is lost, the slot
+	 * belongs to another worker: send nothing more. */
+	if (ds->tick && (rc = ds->tick(ds->tick_ud)) != 0)
+		return sc_err_set(err, rc, "target %s: not sent, the run was "
+				  "canceled (lease lost)", t->name);
+	rc = outbox_set_state(ds->store, ds->schedule, ds->slot_ms, t->name,
+			      SEND_SENDING, err);
+	if (rc)
+		return rc;
+	SC_FAILPOINT("delivery.after_sending_commit");
+	struct delivery_send snd = {
+		.target = t,
+		.body = body,
+		.idempotency_key = key,
+		.clock = slot_clock(ds),
+	};
+	rc = delivery_send(&snd, &serr);
+	if (rc == 0) {
+		SC_FAILPOINT("delivery.after_2xx_before_sent");
+		/* If this commit fails the row stays SENDING: the next attempt
+		 * treats it as ambiguous, which is the truth. */
+		rc = outbox_set_state(ds->store, ds->schedule, ds->slot_ms,
+				      t->name, SEND_SENT, err);
+		if (rc == 0) {
+			rep->n_sent++;
+			SC_LOG(SC_LOG_INFO, "delivery",
+			       "schedule=%s slot_ms=%lld target=%s state=sent",
+			       ds->schedule, (long long)ds->slot_ms, t->name);
+		}
+		return rc;
+	}
+	rep->n_failed++;
+	SC_LOG(SC_LOG_WARN, "delivery",
+	       "schedule=%s slot_ms=%lld target=%s state=failed code=%d "
+	       "http_status=%d", ds->schedule, (long long)ds->slot_ms, t->name,
+	       serr.code, serr.http_status);
+	struct sc_err ferr = {0};
+	if (outbox_set_state(ds->store, ds->schedule, ds->slot_ms, t->name,
+			     SEND_FAILED, &ferr) != 0)
+		SC_LOG(SC_LOG_WARN, "delivery",
+		       "schedule=%s target=%s msg=\"cannot record the failed "
+		       "send\" code=%d", ds->schedule, t->name, ferr.code);
+	err_copy(err, &serr);
+	return serr.code ? serr.code : SC_EDELIVERY;
+}
+
+int delivery_flush(const struct delivery_slot *ds, struct delivery_report *rep,
+		   struct sc_err *err)
+{
+	struct delivery_report local;
+	int n_unknown = 0, first = 0, rc;
+
+	if (!rep)
+		rep = &local;
+	memset(rep, 0, sizeof(*rep));
+	/* We hold the job's lease: a row still SENDING belongs to an attempt
+	 * that died mid-send. */
+	rc = outbox_mark_unknown(ds->store, ds->schedule, ds->slot_ms,
+				 &n_unknown, err);
+	if (rc)
+		return rc;
+	if (n_unknown)
+		SC_LOG(SC_LOG_WARN, "delivery",
+		       "schedule=%s slot_ms=%lld unknown=%d msg=\"sends "
+		       "interrupted by a crash\"", ds->schedule,
+		       (long long)ds->slot_ms, n_unknown);
+
+	for (size_t i = 0; i < ds->n_targets; i++) {
+		const struct target_spec *t = ds->targets[i];
+		struct outbox_entry e = {0};
+		char key[DELIVERY_KEY_MAX];
+		struct sc_err terr = {0};
+
+		rc = outbox_get(ds->store, ds->schedule, ds->slot_ms, t->name,
+				&e, &terr);
+		if (rc == SC_ENOENT)
+			sc_err_set(&terr, SC_ESTATE, "target %s: nothing "
+				   "staged for this slot", t->name);
+		if (rc) {
+			rep->n_failed++;
+			goto next;
+		}
+		delivery_idempotency_key(DELIVERY_RESULT, ds->schedule,
+					 ds->slot_ms, t->name, 0, key);
+		switch (e.state) {
+		case SEND_SENT:
+			rep->n_guarded++;
+			break;
+		case SEND_UNKNOWN:
+			if (t->on_ambiguous == AMBIGUOUS_HOLD) {
+				rep->n_held++;
+				rc = sc_err_set(&terr, SC_EDELIVERY,
+						"target %s: held; an earlier "
+						"send may have arrived "
+						"(on_ambiguous: hold), nothing "
+						"sent until an operator "
+						"decides (surecron release "
+						"--arrived|--resend)", t->name);
+				/* Retrying cannot resolve it: only an
+				 * operator can. */
+				terr.permanent = true;
+				SC_LOG(SC_LOG_ERROR, "delivery",
+				       "schedule=%s slot_ms=%lld target=%s "
+				       "state=held", ds->schedule,
+				       (long long)ds->slot_ms, t->name);
+				break;
+			}
+			rc = declare_duplicate(ds, t, key, e.n_tries, &terr);
+			if (rc)
+				break;
+			rep->n_duplicates++;
+			SC_LOG(SC_LOG_WARN, "delivery",
+			       "schedule=%s slot_ms=%lld target=%s "
+			       "msg=\"resending after an ambiguous send\"",
+			       ds->schedule, (long long)ds->slot_ms, t->name);
+			rc = send_one(ds, t, e.body, key, rep, &terr);
+			break;
+		case SEND_PENDING:
+		case SEND_FAILED:
+			rc = send_one(ds, t, e.body, key, rep, &terr);
+			break;
+		default:
+			rc = sc_err_set(&terr, SC_ESTATE, "target %s: send "
+					"state %d is not expected here",
+					t->name, (int)e.state);
+			break;
+		}
+	next:
+		outbox_entry_dispose(&e);
+		if (rc && !first) {
+			first = rc;
+			err_copy(err, &terr);
+		}
+	}
+	return first;
+}
+
+int delivery_release(struct sc_store *s, const char *schedule, int64_t slot_ms,
+		     const char *target, bool arrived, struct sc_err *err)
+{
+	struct outbox_entry e = {0};
+	int rc = outbox_get(s, schedule, slot_ms, target, &e, err);
+
+	if (rc)
+		return rc;
+	enum send_state st = e.state;
+	outbox_entry_dispose(&e);
+	static const char *names[] = {"none", "pending", "sending", "sent",
+				      "failed", "unknown"};
+	if (st != SEND_UNKNOWN)
+		return sc_err_set(err, SC_ESTATE, "target %s: not held (its "
+				  "send is %s)", target,
+				  (unsigned)st < 6 ? names[st] : "?");
+	return outbox_set_state(s, schedule, slot_ms, target,
+				arrived ? SEND_SENT : SEND_FAILED, err);
+}

@@ -1,0 +1,85 @@
+/*
+ * proc.h - run a child process without a shell, with a deadline, capped
+ * output and the tail of its stderr (used by command tasks and command
+ * targets).
+ *
+ * The child runs in a process group of its own, so a timeout or an output
+ * overflow ends the whole group (the task and whatever it started), not
+ * just the first process. When the child exits, what is left of its group
+ * is killed too: a task's helpers never outlive the task.
+ *
+ * Thread-safety: proc_run may be called from several threads at once; it
+ * uses posix_spawn (no fork in a threaded process) and changes no
+ * process-wide state (no signal dispositions, no environment).
+ */
+#ifndef SC_PROC_H
+#define SC_PROC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buf.h"
+#include "surecron.h"
+
+#define PROC_TAIL_MAX 2048 /* bytes of stderr kept (the last ones) */
+
+struct proc_spec {
+	char *const *argv;      /* NULL-terminated; argv[0] searched in PATH */
+	char *const *envp;      /* the full environment of the child */
+	const char *cwd;        /* NULL: the caller's */
+	const char *stdin_data; /* NULL: stdin is /dev/null */
+	size_t stdin_len;
+	int64_t timeout_ms;     /* <= 0: no deadline */
+	int64_t grace_ms;       /* SIGTERM -> SIGKILL delay after a timeout */
+	size_t max_stdout;      /* more than this ends the child */
+	/* Called every tick_ms while the child runs (from this thread), e.g.
+	 * to extend a job's lease. A non-zero return ends the child's group
+	 * at once (res->canceled). NULL: no ticks. */
+	int (*tick)(void *ud);
+	void *tick_ud;
+	int64_t tick_ms;
+};
+
+struct proc_result {
+	bool exited;            /* true: exit_code is valid */
+	int exit_code;
+	int term_signal;        /* the signal that ended it, else 0 */
+	bool timed_out;         /* the deadline passed: the group was ended */
+	bool stdout_overflow;   /* it wrote more than max_stdout */
+	bool canceled;          /* tick asked to stop: the group was ended */
+	struct buf out;         /* stdout (at most max_stdout bytes) */
+	char err_tail[PROC_TAIL_MAX + 1]; /* last bytes of stderr, NUL-ended */
+	int64_t elapsed_ms;
+};
+
+/*
+ * Runs spec to completion and fills *res (initialised here; release it
+ * with proc_result_dispose, also after a failure).
+ * Returns 0 when the child ran (whatever its exit status: read *res), or
+ * an error when it could not be started: SC_ENOENT (no such program),
+ * SC_EACCES, SC_ENOMEM, SC_EIO. Blocks until the child and its group are
+ * gone.
+ */
+int proc_run(const struct proc_spec *spec, struct proc_result *res,
+	     struct sc_err *err);
+
+/* Frees the captured output. NULL is ignored. */
+void proc_result_dispose(struct proc_result *res);
+
+/*
+ * Builds an environment: the process's own, with each "KEY=VALUE" of set
+ * (NULL-terminated, may be NULL) replacing or adding its key; later
+ * entries of set win over earlier ones. The array is allocated, its
+ * strings are borrowed (from environ and set): free the array with free()
+ * and do not use it after either source changes. NULL on out of memory.
+ */
+char **proc_env_build(char *const *set);
+
+/*
+ * Copies the last lines of a stderr tail into out (size n), joined with
+ * " | ", trimmed, at most n-1 bytes (the end is kept). Returns out.
+ */
+const char *proc_tail_summary(const char *tail, char *out, size_t n);
+
+#endif

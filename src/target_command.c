@@ -1,0 +1,81 @@
+/*
+ * target_command.c - the `command` target: the message object on the
+ * stdin of a program (argv, no shell), which must exit 0.
+ *
+ * The program also gets SURECRON_IDEMPOTENCY_KEY, the same for every copy
+ * of one (slot, target), so it can drop a duplicate after a crash. It runs
+ * in its own process group with the target's timeout; stdout is discarded
+ * (a program that prints more than 64 KiB is stopped, which is a failed
+ * send), the stderr tail goes into the error.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "delivery.h"
+#include "err.h"
+#include "proc.h"
+
+#define COMMAND_TARGET_GRACE_MS 2000
+#define COMMAND_TARGET_MAX_STDOUT (64 * 1024)
+
+int target_command_send(const struct delivery_send *s, struct sc_err *err)
+{
+	const struct target_spec *t = s->target;
+	char key[DELIVERY_KEY_MAX + 32], tail[320];
+	char *set[2] = {key, NULL};
+	struct proc_result pr;
+	struct sc_err perr = {0};
+	size_t len = strlen(s->body);
+	int rc;
+
+	if (!t->argv || !t->argv[0])
+		return sc_err_set(err, SC_ECONFIG, "target %s: no command",
+				  t->name);
+	snprintf(key, sizeof(key), "SURECRON_IDEMPOTENCY_KEY=%s",
+		 s->idempotency_key ? s->idempotency_key : "");
+	char **envp = proc_env_build(set);
+	char *in = malloc(len + 1);
+	if (!envp || !in) {
+		free(envp);
+		free(in);
+		return sc_err_set(err, SC_ENOMEM, "out of memory");
+	}
+	memcpy(in, s->body, len);
+	in[len] = '\n';
+	struct proc_spec ps = {
+		.argv = t->argv,
+		.envp = envp,
+		.stdin_data = in,
+		.stdin_len = len + 1,
+		.timeout_ms = t->timeout_ms > 0 ? t->timeout_ms
+						: DELIVERY_DEFAULT_TIMEOUT_MS,
+		.grace_ms = COMMAND_TARGET_GRACE_MS,
+		.max_stdout = COMMAND_TARGET_MAX_STDOUT,
+	};
+	rc = proc_run(&ps, &pr, &perr);
+	free(envp);
+	free(in);
+	if (rc) {
+		rc = sc_err_set(err, SC_EDELIVERY, "target %s: %s", t->name,
+				perr.msg);
+	} else {
+		proc_tail_summary(pr.err_tail, tail, sizeof(tail));
+		if (pr.timed_out)
+			rc = sc_err_set(err, SC_EDELIVERY,
+					"target %s: command timed out%s%s",
+					t->name, *tail ? ": " : "", tail);
+		else if (!pr.exited)
+			rc = sc_err_set(err, SC_EDELIVERY,
+					"target %s: command killed by signal "
+					"%d%s%s", t->name, pr.term_signal,
+					*tail ? ": " : "", tail);
+		else if (pr.exit_code != 0)
+			rc = sc_err_set(err, SC_EDELIVERY,
+					"target %s: command exit status %d%s%s",
+					t->name, pr.exit_code,
+					*tail ? ": " : "", tail);
+	}
+	proc_result_dispose(&pr);
+	return rc;
+}

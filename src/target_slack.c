@@ -1,0 +1,36 @@
+/*
+ * target_slack.c - the `slack` target: an incoming-webhook POST of
+ * {"text": "..."}, the text rendered from the message object.
+ *
+ * The webhook URL (which holds the secret) comes from the variable the
+ * target names and never appears in logs or errors.
+ */
+#include <stdlib.h>
+
+#include <jansson.h>
+
+#include "delivery.h"
+#include "err.h"
+
+int target_slack_send(const struct delivery_send *s, struct sc_err *err)
+{
+	char *text = NULL, *payload = NULL;
+	char key[DELIVERY_KEY_MAX + 32];
+	const char *hdrs[2] = {key, NULL};
+	int rc = delivery_render_text(s->body, &text, err);
+
+	if (rc)
+		return rc;
+	json_t *o = json_pack("{s:s}", "text", text);
+	payload = o ? json_dumps(o, JSON_COMPACT) : NULL;
+	json_decref(o);
+	free(text);
+	if (!payload)
+		return sc_err_set(err, SC_ENOMEM, "out of memory");
+	snprintf(key, sizeof(key), "Idempotency-Key: %s",
+		 s->idempotency_key ? s->idempotency_key : "");
+	rc = delivery_http_post(s, payload, s->idempotency_key ? hdrs : NULL,
+				err);
+	free(payload);
+	return rc;
+}

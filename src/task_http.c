@@ -1,0 +1,133 @@
+/*
+ * task_http.c - the `http` task kind: one request through the http
+ * client; a 2xx body goes through the same output protocol as a command's
+ * stdout (task_output.c).
+ *
+ * Invariants:
+ *   - a request that carries credentials (auth set) goes only to https://
+ *     or a loopback host, like deliveries;
+ *   - a non-2xx answer (or one that differs from expect_status) is a
+ *     failure carrying the status and the server's retry-after hint;
+ *     4xx answers that a retry cannot change (http_status_retryable says
+ *     no: 400, 401 after the one refresh, 403, 404, ...) are permanent;
+ *   - tokens never reach the task's messages (the client guarantees it for
+ *     its own errors; our excerpts come from the response body only).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+#include "http.h"
+#include "task.h"
+
+#define HTTP_TASK_DEFAULT_TIMEOUT_MS 60000
+#define EXCERPT_MAX 200
+
+static const struct auth_spec *find_spec(const struct config *c,
+					 const char *name)
+{
+	for (size_t i = 0; c && i < c->n_auths; i++)
+		if (c->auths[i].name && strcmp(c->auths[i].name, name) == 0)
+			return &c->auths[i];
+	return NULL;
+}
+
+static void excerpt(const struct http_response *r, char *out, size_t n)
+{
+	size_t len = r->body_len < EXCERPT_MAX ? r->body_len : EXCERPT_MAX;
+	char *c = task_utf8_clean(r->body ? r->body : "", r->body ? len : 0);
+
+	snprintf(out, n, "%s%s", c ? c : "", r->body_len > len ? "..." : "");
+	for (char *p = out; *p; p++)
+		if ((unsigned char)*p < 0x20)
+			*p = ' ';
+	free(c);
+}
+
+int task_http_run(const struct task_spec *spec, const struct task_ctx *ctx,
+		  struct task_result *out)
+{
+	struct http_auth *auth = NULL, *own = NULL;
+	struct http_client *c = NULL;
+	struct http_response resp = {0};
+	struct sc_err herr = {0};
+	char ex[EXCERPT_MAX + 8];
+	int rc;
+
+	if (!spec->url || !*spec->url)
+		return task_fail(out, spec->name, SC_ECONFIG, "no url");
+	if (spec->auth) {
+		if (http_check_secure_url(spec->url, &herr) != 0) {
+			task_fail(out, spec->name, SC_ECONFIG, "%s", herr.msg);
+			out->err.permanent = true;
+			return out->err.code;
+		}
+		for (size_t i = 0; i < ctx->n_auths && !auth; i++)
+			if (strcmp(http_auth_name(ctx->auths[i]), spec->auth) == 0)
+				auth = ctx->auths[i];
+		if (!auth) {
+			const struct auth_spec *as = find_spec(ctx->config,
+							       spec->auth);
+			if (!as) {
+				task_fail(out, spec->name, SC_ECONFIG,
+					  "unknown auth %s", spec->auth);
+				out->err.permanent = true;
+				return out->err.code;
+			}
+			own = http_auth_new(as, ctx->clock, ctx->tokens, &herr);
+			if (!own) {
+				task_fail(out, spec->name, herr.code, "%s",
+					  herr.msg);
+				out->err.permanent = herr.code == SC_ECONFIG;
+				return out->err.code;
+			}
+			auth = own;
+		}
+	}
+	struct http_options opt = {
+		.timeout_ms = spec->timeout_ms > 0 ? spec->timeout_ms
+						   : HTTP_TASK_DEFAULT_TIMEOUT_MS,
+		.max_body = spec->max_output ? spec->max_output
+					     : TASK_DEFAULT_MAX_OUTPUT,
+		.clock = ctx->clock,
+	};
+	c = http_client_new(&opt, &herr);
+	if (!c) {
+		rc = task_fail(out, spec->name, herr.code ? herr.code : SC_ENOMEM,
+			       "%s", herr.msg);
+		goto done;
+	}
+	struct http_request req = {
+		.method = spec->method ? spec->method : "GET",
+		.url = spec->url,
+		.headers = (const char *const *)spec->headers,
+		.body = spec->body,
+		.auth = auth,
+	};
+	rc = http_do(c, &req, &resp, &herr);
+	bool expected = spec->expect_status ? resp.status == spec->expect_status
+					    : rc == 0;
+	if (expected) {
+		rc = task_output_parse(spec->name, resp.body ? resp.body : "",
+				       resp.body_len, out);
+		goto done;
+	}
+	if (rc == 0) /* a 2xx other than the one expected */
+		sc_err_set(&herr, SC_EHTTP, "%s: HTTP %d, expected %d",
+			   req.method, resp.status, spec->expect_status);
+	excerpt(&resp, ex, sizeof(ex));
+	rc = task_fail(out, spec->name, herr.code ? herr.code : SC_EHTTP,
+		       "%s%s%s", herr.msg, *ex && resp.status ? ": " : "",
+		       resp.status ? ex : "");
+	out->err.http_status = herr.http_status ? herr.http_status : resp.status;
+	out->err.retry_after_ms = herr.retry_after_ms;
+	out->err.permanent = out->err.http_status >= 400 &&
+			     out->err.http_status < 500 &&
+			     !http_status_retryable(out->err.http_status);
+done:
+	http_response_dispose(&resp);
+	http_client_free(c);
+	http_auth_free(own);
+	return rc;
+}

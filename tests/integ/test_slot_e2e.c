@@ -1,0 +1,269 @@
+/*
+ * test_slot_e2e.c - one slot end to end, from a surecron.yaml: the config
+ * loader's specs, the queue, the orchestrator, real task processes, a
+ * file target and a signed webhook on a real HTTP server.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <jansson.h>
+
+#include "config.h"
+#include "delivery.h"
+#include "fakes/fake_http.h"
+#include "orchestrator.h"
+#include "queue.h"
+#include "store.h"
+#include "testutil.h"
+
+#define SLOT 1795798800000LL /* Friday 2026-11-27T17:00:00Z */
+
+static const char yaml[] =
+	"store: sqlite:./s.db\n"
+	"targets:\n"
+	"  archive: {kind: file, path: ./deliveries.jsonl}\n"
+	"  hook: {kind: webhook, url_env: E2E_HOOK_URL, secret_env: E2E_HOOK_SECRET}\n"
+	"alerts: {targets: [archive]}\n"
+	"schedules:\n"
+	"  weekly:\n"
+	"    cron: \"0 17 * * 5\"\n"
+	"    tz: UTC\n"
+	"    targets: [archive, hook]\n"
+	"    tasks:\n"
+	"      - {name: summary, command: [\"./summary.sh\", \"--week\"]}\n"
+	"      - {name: flaky, shell: \"echo 'upstream 502' >&2; exit 75\"}\n"
+	"  broken:\n"
+	"    cron: \"0 9 * * *\"\n"
+	"    tz: UTC\n"
+	"    targets: [hook]\n"
+	"    retry: {attempts: 1, backoff: fixed, delay: 1m}\n"
+	"    tasks:\n"
+	"      - {name: only, shell: \"echo 'quota exceeded' >&2; exit 1\"}\n";
+
+static void write_file(const char *dir, const char *name, const char *text,
+		       mode_t mode)
+{
+	char path[512];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+	chmod(path, mode);
+}
+
+/* Lines of the file target, parsed; *n gets how many. */
+static json_t *lines(const char *dir, size_t *n)
+{
+	char path[512], line[65536];
+	json_t *arr = json_array();
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/deliveries.jsonl", dir);
+	f = fopen(path, "r");
+	while (f && fgets(line, sizeof(line), f)) {
+		json_t *o = json_loads(line, 0, NULL);
+		assert_non_null(o);
+		json_array_append_new(arr, o);
+	}
+	if (f)
+		fclose(f);
+	*n = json_array_size(arr);
+	return arr;
+}
+
+static void yaml_to_delivered_slot(void **state)
+{
+	char dir[256], cfgpath[512], url[256], sig[128], key[80];
+	struct config *cfg = NULL;
+	struct sc_store *store = NULL;
+	struct sc_err err = {0};
+	struct fake_http *srv = fake_http_start();
+	struct sc_clock *clock = sc_clock_virtual_new(SLOT + 500);
+	struct store_job job;
+	struct orch_job_result jr;
+	size_t n = 0;
+
+	assert_non_null(srv);
+	snprintf(dir, sizeof(dir), "%s", tu_tmpdir());
+	write_file(dir, "surecron.yaml", yaml, 0600);
+	write_file(dir, "summary.sh",
+		   "#!/bin/sh\nprintf '{\"summary\": \"week %s\", "
+		   "\"previews\": [\"%s\"]}' \"$1\" \"$SURECRON_SLOT\"\n", 0700);
+	setenv("E2E_HOOK_URL", fake_http_url(srv, "/hook", url, sizeof(url)), 1);
+	setenv("E2E_HOOK_SECRET", "e2e-secret", 1);
+	fake_http_set_default(srv, "/hook", 200, NULL, "ok");
+	snprintf(cfgpath, sizeof(cfgpath), "%s/surecron.yaml", dir);
+	assert_int_equal(config_load(cfgpath, &cfg, &err), 0);
+	assert_int_equal(store_open(cfg->store_url, clock, &store, &err), 0);
+	struct orch_ctx ctx = {.store = store, .config = cfg};
+
+	/* The weekly slot: a partial success. */
+	static const struct sc_retry_policy low = {4, SC_BACKOFF_EXPONENTIAL,
+						   30 * 60000};
+	assert_int_equal(queue_enqueue(store, "weekly", SLOT, &low, NULL, NULL,
+				       &err), 0);
+	/* The command revived the job at the real "now". */
+	sc_clock_set_ms(clock, sc_clock_now_ms(sc_clock_real()) + 1000);
+	assert_int_equal(queue_claim(store, "w", 300000, &job, 1, &n, &err), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(orch_run_job(&ctx, &job, &jr, &err), 0);
+	assert_true(jr.completed);
+	orch_job_result_dispose(&jr);
+
+	json_t *arr = lines(dir, &n);
+	assert_int_equal(n, 1);
+	json_t *o = json_array_get(arr, 0);
+	assert_string_equal(json_string_value(json_object_get(o, "kind")),
+			    "result");
+	assert_string_equal(json_string_value(json_object_get(o, "summary")),
+			    "week --week");
+	assert_string_equal(json_string_value(json_array_get(
+				    json_object_get(o, "previews"), 0)),
+			    "2026-11-27T17:00:00Z");
+	json_t *f0 = json_array_get(json_object_get(o, "failures"), 0);
+	assert_string_equal(json_string_value(json_object_get(f0, "task")),
+			    "flaky");
+	json_decref(arr);
+
+	struct fake_request r;
+	assert_int_equal(fake_http_count(srv, "/hook"), 1);
+	assert_true(fake_http_request(srv, "/hook", 0, &r));
+	assert_true(fake_request_header(&r, "X-Surecron-Signature", sig,
+					sizeof(sig)));
+	assert_true(fake_request_header(&r, "Idempotency-Key", key, sizeof(key)));
+	char ts[32], want[DELIVERY_KEY_MAX];
+	assert_true(fake_request_header(&r, "X-Surecron-Timestamp", ts,
+					sizeof(ts)));
+	assert_int_equal(delivery_sign("e2e-secret", 10, ts, r.body,
+				       strlen(r.body), want), 0);
+	assert_string_equal(sig + strlen("sha256="), want);
+	fake_request_dispose(&r);
+
+	/* The broken slot: one attempt, lost, alert to the archive file. */
+	static const struct sc_retry_policy once = {1, SC_BACKOFF_FIXED, 60000};
+	assert_int_equal(queue_enqueue(store, "broken", SLOT, &once, NULL, NULL,
+				       &err), 0);
+	assert_int_equal(queue_claim(store, "w", 300000, &job, 1, &n, &err), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(orch_run_job(&ctx, &job, &jr, &err), 0);
+	assert_true(jr.dead);
+	assert_int_equal(jr.n_alerts_sent, 1);
+	orch_job_result_dispose(&jr);
+	arr = lines(dir, &n);
+	assert_int_equal(n, 2);
+	o = json_array_get(arr, 1);
+	assert_string_equal(json_string_value(json_object_get(o, "kind")),
+			    "alert");
+	assert_non_null(strstr(json_string_value(json_object_get(o, "error")),
+			       "quota exceeded"));
+	json_decref(arr);
+	/* The hook got the weekly result and the broken run's notice. */
+	assert_int_equal(fake_http_count(srv, "/hook"), 2);
+
+	store_close(store);
+	config_free(cfg);
+	sc_clock_free(clock);
+	fake_http_stop(srv);
+	tu_rmrf(dir);
+}
+
+/* The operator loop of on_ambiguous: hold, through the real binary. */
+static void held_send_released_by_the_operator(void **state)
+{
+	static const char held_yaml[] =
+		"store: sqlite:./s.db\n"
+		"targets:\n"
+		"  hook: {kind: webhook, url_env: E2E_HOOK_URL, on_ambiguous: hold}\n"
+		"schedules:\n"
+		"  weekly:\n"
+		"    cron: \"0 17 * * 5\"\n"
+		"    tz: UTC\n"
+		"    targets: [hook]\n"
+		"    tasks:\n"
+		"      - {name: gen, shell: \"echo report\"}\n";
+	char dir[256], cfgpath[512], url[256], cmd[2048];
+	struct config *cfg = NULL;
+	struct sc_store *store = NULL;
+	struct sc_err err = {0};
+	struct fake_http *srv = fake_http_start();
+	struct sc_clock *clock = sc_clock_virtual_new(SLOT + 500);
+	static const struct sc_retry_policy two = {2, SC_BACKOFF_FIXED, 60000};
+	struct store_job job;
+	struct orch_job_result jr;
+	size_t n = 0;
+	int na = 0;
+
+	assert_non_null(srv);
+	snprintf(dir, sizeof(dir), "%s", tu_tmpdir());
+	write_file(dir, "surecron.yaml", held_yaml, 0600);
+	setenv("E2E_HOOK_URL", fake_http_url(srv, "/hook", url, sizeof(url)), 1);
+	fake_http_set_default(srv, "/hook", 200, NULL, "ok");
+	snprintf(cfgpath, sizeof(cfgpath), "%s/surecron.yaml", dir);
+	assert_int_equal(config_load(cfgpath, &cfg, &err), 0);
+	assert_int_equal(store_open(cfg->store_url, clock, &store, &err), 0);
+	struct orch_ctx ctx = {.store = store, .config = cfg};
+
+	/* What a crash between the send and its SENT commit leaves. */
+	assert_int_equal(outbox_put(store, "weekly", SLOT, "hook",
+				    "{\"kind\":\"result\"}", NULL, &err), 0);
+	assert_int_equal(outbox_set_state(store, "weekly", SLOT, "hook",
+					  SEND_SENDING, &err), 0);
+	assert_int_equal(queue_enqueue(store, "weekly", SLOT, &two, NULL, NULL,
+				       &err), 0);
+	assert_int_equal(queue_claim(store, "w", 300000, &job, 1, &n, &err), 0);
+	assert_int_equal(orch_run_job(&ctx, &job, &jr, &err), 0);
+	/* Held: nothing sent, the job is dead at once, loudly. */
+	assert_true(jr.dead);
+	assert_int_equal(jr.rep.delivery.n_held, 1);
+	assert_int_equal(fake_http_count(srv, "/hook"), 0);
+	orch_job_result_dispose(&jr);
+
+	/* The operator: the copy did not arrive, send it. */
+	snprintf(cmd, sizeof(cmd), "'%s' release --config '%s' --resend "
+		 "weekly 2026-11-27T17:00:00Z hook >/dev/null 2>&1", tu_bin(),
+		 cfgpath);
+	assert_int_equal(system(cmd), 0);
+	struct outbox_entry e = {0};
+	assert_int_equal(outbox_get(store, "weekly", SLOT, "hook", &e, &err), 0);
+	assert_int_equal(e.state, SEND_FAILED);
+	outbox_entry_dispose(&e);
+	/* Releasing again is refused: it is no longer held. */
+	na = system(cmd);
+	assert_true(WIFEXITED(na) && WEXITSTATUS(na) == 2);
+
+	/* The command revived the job at the real "now". */
+	sc_clock_set_ms(clock, sc_clock_now_ms(sc_clock_real()) + 1000);
+	assert_int_equal(queue_claim(store, "w", 300000, &job, 1, &n, &err), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(orch_run_job(&ctx, &job, &jr, &err), 0);
+	assert_true(jr.completed);
+	assert_false(jr.rep.ran_tasks);
+	assert_int_equal(fake_http_count(srv, "/hook"), 1);
+	orch_job_result_dispose(&jr);
+
+	store_close(store);
+	config_free(cfg);
+	sc_clock_free(clock);
+	fake_http_stop(srv);
+	tu_rmrf(dir);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(yaml_to_delivered_slot),
+		cmocka_unit_test(held_send_released_by_the_operator),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

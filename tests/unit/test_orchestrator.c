@@ -1,0 +1,700 @@
+/*
+ * test_orchestrator.c - the outcome rule, each branch forced for real:
+ * tasks are sh scripts that append their name to a run log (so a test can
+ * count task runs), targets are webhooks on a real HTTP server on
+ * 127.0.0.1, the store is a real SQLite file.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <jansson.h>
+
+#include "fakes/fake_http.h"
+#include "orchestrator.h"
+#include "queue.h"
+#include "store.h"
+#include "testutil.h"
+
+#define SLOT 1795798800000LL /* 2026-11-27T17:00:00Z */
+#define MAX_T 8
+
+static struct fake_http *srv;
+
+struct fix {
+	char dir[256];
+	char runlog[320];
+	struct sc_clock *clock;
+	struct sc_store *store;
+	struct target_spec targets[4];
+	char *alert_names[2];
+	struct config cfg;
+	struct task_spec tasks[MAX_T];
+	char *argv[MAX_T][2];
+	char paths[MAX_T][320];
+	char *target_names[4];
+	struct schedule_spec sched;
+	struct orch_ctx ctx;
+};
+
+static struct fix F;
+
+static int group_setup(void **state)
+{
+	srv = fake_http_start();
+	return srv ? 0 : -1;
+}
+
+static int group_teardown(void **state)
+{
+	fake_http_stop(srv);
+	return 0;
+}
+
+static void set_url(const char *var, const char *path)
+{
+	char url[256];
+
+	setenv(var, fake_http_url(srv, path, url, sizeof(url)), 1);
+}
+
+static int setup(void **state)
+{
+	char url[400];
+	struct sc_err err = {0};
+
+	memset(&F, 0, sizeof(F));
+	fake_http_reset(srv);
+	unsetenv("SURECRON_ALERT_TARGETS");
+	snprintf(F.dir, sizeof(F.dir), "%s", tu_tmpdir());
+	snprintf(F.runlog, sizeof(F.runlog), "%s/runs.log", F.dir);
+	F.clock = sc_clock_virtual_new(SLOT + 1000);
+	snprintf(url, sizeof(url), "sqlite:%s/s.db", F.dir);
+	assert_int_equal(store_open(url, F.clock, &F.store, &err), 0);
+
+	static const char *names[] = {"A", "B", "C", "alerts"};
+	static const char *vars[] = {"T_URL_A", "T_URL_B", "T_URL_C",
+				     "T_URL_ALERTS"};
+	static const char *paths[] = {"/a", "/b", "/c", "/alerts"};
+	for (int i = 0; i < 4; i++) {
+		F.targets[i] = (struct target_spec){
+			.name = (char *)names[i], .kind = TARGET_WEBHOOK,
+			.url_env = (char *)vars[i], .timeout_ms = 5000};
+		set_url(vars[i], paths[i]);
+		fake_http_set_default(srv, paths[i], 200, NULL, "ok");
+	}
+	F.cfg.targets = F.targets;
+	F.cfg.n_targets = 4;
+	F.target_names[0] = "A";
+	F.target_names[1] = "B";
+	F.sched.name = "weekly";
+	F.sched.targets = F.target_names;
+	F.sched.n_targets = 2;
+	F.sched.tasks = F.tasks;
+	F.cfg.schedules = &F.sched;
+	F.cfg.n_schedules = 1;
+	F.ctx.store = F.store;
+	F.ctx.config = &F.cfg;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	store_close(F.store);
+	sc_clock_free(F.clock);
+	tu_rmrf(F.dir);
+	return 0;
+}
+
+/* Adds a task whose script first logs its run, then runs body. */
+static void add_task(const char *name, const char *body)
+{
+	size_t i = F.sched.n_tasks++;
+	char dir[256];
+	FILE *f;
+
+	memcpy(dir, F.dir, sizeof(dir));
+	snprintf(F.paths[i], sizeof(F.paths[i]), "%s/%s.sh", dir, name);
+	f = fopen(F.paths[i], "w");
+	assert_non_null(f);
+	fprintf(f, "#!/bin/sh\necho %s >> '%s'\n%s\n", name, F.runlog, body);
+	fclose(f);
+	chmod(F.paths[i], 0700);
+	F.argv[i][0] = F.paths[i];
+	F.argv[i][1] = NULL;
+	F.tasks[i] = (struct task_spec){.name = (char *)name,
+					.argv = F.argv[i],
+					.timeout_ms = 10000};
+}
+
+static int task_runs(void)
+{
+	FILE *f = fopen(F.runlog, "r");
+	int n = 0, c;
+
+	if (!f)
+		return 0;
+	while ((c = fgetc(f)) != EOF)
+		n += c == '\n';
+	fclose(f);
+	return n;
+}
+
+static bool marked(void)
+{
+	bool m = true;
+
+	assert_int_equal(slot_is_marked(F.store, "weekly", SLOT, &m, NULL), 0);
+	return m;
+}
+
+static enum send_state state_of(const char *target)
+{
+	struct outbox_entry e = {0};
+	int rc = outbox_get(F.store, "weekly", SLOT, target, &e, NULL);
+
+	if (rc == SC_ENOENT)
+		return SEND_NONE;
+	assert_int_equal(rc, 0);
+	enum send_state s = e.state;
+	outbox_entry_dispose(&e);
+	return s;
+}
+
+/* The i-th request to path, parsed. */
+static json_t *request_json(const char *path, long i)
+{
+	struct fake_request r;
+
+	assert_true(fake_http_request(srv, path, i, &r));
+	json_t *o = json_loads(r.body, 0, NULL);
+	fake_request_dispose(&r);
+	assert_non_null(o);
+	return o;
+}
+
+static const char *jget(json_t *o, const char *k)
+{
+	return json_string_value(json_object_get(o, k));
+}
+
+static int run(int attempt, struct orch_report *rep, struct sc_err *err)
+{
+	sc_err_clear(err);
+	return orch_run_slot(&F.ctx, &F.sched, SLOT, 7, attempt, rep, err);
+}
+
+/* ---- the failure path --------------------------------------------------- */
+
+static void all_fail_job_fails_with_notices_and_no_guard(void **state)
+{
+	struct orch_report rep;
+	struct sc_err err;
+
+	add_task("fetch", "echo '{\"retry_after\": 120, \"error\": \"API "
+			  "quota exceeded\"}'; exit 75");
+	add_task("render", "echo 'config broken' >&2; exit 78");
+	int rc = run(1, &rep, &err);
+	/* The FIRST task's error, hint and permanence (not the second's). */
+	assert_int_equal(rc, SC_ETASK);
+	assert_int_equal(err.code, SC_ETASK);
+	assert_non_null(strstr(err.msg, "task fetch:"));
+	assert_non_null(strstr(err.msg, "API quota exceeded"));
+	assert_int_equal(err.retry_after_ms, 120000);
+	assert_false(err.permanent);
+	/* The others are in the details. */
+	assert_non_null(rep.details_json);
+	assert_non_null(strstr(rep.details_json, "render"));
+	assert_non_null(strstr(rep.details_json, "config broken"));
+	assert_int_equal(rep.n_failed, 2);
+	/* Nothing that blocks a retry. */
+	assert_false(marked());
+	assert_int_equal(state_of("A"), SEND_NONE);
+	assert_int_equal(state_of("B"), SEND_NONE);
+	/* A notice to every target, each naming both failures. */
+	assert_int_equal(rep.n_notices_sent, 2);
+	const char *paths[] = {"/a", "/b"};
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(fake_http_count(srv, paths[i]), 1);
+		json_t *o = request_json(paths[i], 0);
+		assert_string_equal(jget(o, "kind"), "failure_notice");
+		assert_true(json_is_null(json_object_get(o, "summary")));
+		json_t *fl = json_object_get(o, "failures");
+		assert_int_equal(json_array_size(fl), 2);
+		assert_string_equal(jget(json_array_get(fl, 0), "task"), "fetch");
+		assert_string_equal(jget(json_array_get(fl, 1), "task"), "render");
+		assert_non_null(strstr(jget(o, "text"), "⚠️ fetch: generation "
+				       "failed — temporary failure (exit 75): "
+				       "API quota exceeded"));
+		assert_non_null(strstr(jget(o, "text"), "⚠️ render: generation "
+				       "failed — "));
+		json_decref(o);
+	}
+	orch_report_dispose(&rep);
+
+	/* The retry runs the tasks again (nothing was generated). */
+	rc = run(2, &rep, &err);
+	assert_int_equal(rc, SC_ETASK);
+	assert_int_equal(task_runs(), 4);
+	orch_report_dispose(&rep);
+}
+
+static void first_error_permanence_is_kept(void **state)
+{
+	struct orch_report rep;
+	struct sc_err err;
+
+	add_task("auth", "echo 'bad key' >&2; exit 78");
+	add_task("other", "exit 1");
+	assert_int_equal(run(1, &rep, &err), SC_ETASK);
+	assert_true(err.permanent);
+	assert_non_null(strstr(err.msg, "task auth:"));
+	orch_report_dispose(&rep);
+}
+
+static void skip_and_failure_without_deliverable_fails(void **state)
+{
+	struct orch_report rep;
+	struct sc_err err;
+
+	add_task("quiet", "exit 0"); /* no output: skip */
+	add_task("broken", "echo '{\"summary\": ' ; exit 0"); /* bad JSON */
+	assert_int_equal(run(1, &rep, &err), SC_EPROTO);
+	assert_non_null(strstr(err.msg, "task broken:"));
+	assert_int_equal(rep.n_skipped, 1);
+	assert_int_equal(rep.n_failed, 1);
+	assert_false(marked());
+	assert_int_equal(state_of("A"), SEND_NONE);
+	assert_int_equal(fake_http_count(srv, "/a"), 1);
+	json_t *o = request_json("/a", 0);
+	assert_string_equal(jget(o, "kind"), "failure_notice");
+	json_decref(o);
+	orch_report_dispose(&rep);
+}
+
+static void notice_failure_never_replaces_the_task_error(void **state)
+{
+	struct orch_report rep;
+	struct sc_err err;
+
+	fake_http_set_default(srv, "/a", 500, NULL, "receiver down");
+	fake_http_set_default(srv, "/b", 503, "Retry-After: 999", "busy");
+	add_task("gen", "echo 'model quota' >&2; exit 2");
+	assert_int_equal(run(1, &rep, &err), SC_ETASK);
+	assert_int_equal(err.code, SC_ETASK);
+	assert_non_null(strstr(err.msg, "task gen:"));
+	assert_non_null(strstr(err.msg, "model quota"));
+	assert_int_equal(err.http_status, 0);
+	assert_int_equal(err.retry_after_ms, 0);
+	assert_int_equal(rep.n_notices_failed, 2);
+	assert_int_equal(rep.n_notices_sent, 0);
+	assert_non_null(strstr(rep.details_json, "notice_errors"));
+	assert_false(marked());
+	orch_report_dispose(&rep);
+}
+
+/* ---- the success path --------------------------------------------------- */
+
+static void partial_success_delivers_once_with_notice_lines(void **state)
+{
+	struct orch_report rep;
+	struct sc_err err;
+
+	add_task("summary", "echo 'Revenue up 3%'");
+	add_task("charts", "echo 'chart service down' >&2; exit 1");
+	add_task("previews", "echo '{\"previews\": [\"p1\", \"p2\"]}'");
+	assert_int_equal(run(1, &rep, &err), 0);
+	assert_int_equal(err.code, 0);
+	assert_true(marked());
+	assert_int_equal(state_of("A"), SEND_SENT);
+	assert_int_equal(state_of("B"), SEND_SENT);
+	const char *paths[] = {"/a", "/b"};
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(fake_http_count(srv, paths[i]), 1);
+		json_t *o = request_json(paths[i], 0);
+		assert_string_equal(jget(o, "kind"), "result");
+		assert_string_equal(jget(o, "summary"), "Revenue up 3%");
+		assert_string_equal(jget(o, "slot"), "2026-11-27T17:00:00Z");
+		assert_int_equal(json_array_size(json_object_get(o, "previews")), 2);
+		json_t *fl = json_object_get(o, "failures");
+		assert_int_equal(json_array_size(fl), 1);
+		assert_string_equal(jget(json_array_get(fl, 0), "task"), "charts");
+		assert_non_null(strstr(jget(json_array_get(fl, 0), "error"),
+				       "chart service down"));
+		json_decref(o);
+	}
+	orch_report_dispose(&rep);
+
+	/* Once done, never again: no task run, nothing sent. */
+	assert_int_equal(run(2, &rep, &err), 0);
+	assert_true(rep.already_marked);
+	assert_false(rep.ran_tasks);
+	assert_int_equal(task_runs(), 3);
+	assert_int_equal(fake_http_count(srv, NULL), 2);
+	orch_report_dispose(&rep);
+}
+
+static void preview_alone_is_a_deliverable(void **state)
+{
+	struct orch_report rep;
+	struct sc_err err;
+
+	add_task("fails", "exit 9");
+	add_task("pv", "echo '{\"previews\": [\"only a preview\"]}'");
+	assert_int_equal(run(1, &rep, &err), 0);
+	assert_true(marked());
+	json_t *o = request_json("/a", 0);
+	assert_true(json_is_null(json_object_get(o, "summary")));
+	assert_int_equal(json_array_size(json_object_get(o, "failures")), 1);
+	json_decref(o);
+	orch_report_dispose(&rep);
+}
+
+static void delivery_failure_retry_resends_only_to_b_from_outbox(void **state)
+{
+	struct orch_report rep;
+	struct sc_err err;
+	struct fake_request r1, r2;
+	char k1[80], k2[80];
+
+	add_task("gen", "echo \"report generated at attempt $SURECRON_ATTEMPT\"");
+	fake_http_push(srv, "/b", 500, NULL, "temporarily broken", 0);
+	assert_int_equal(run(1, &rep, &err), SC_EDELIVERY);
+	assert_int_equal(err.http_status, 500);
+	assert_non_null(strstr(err.msg, "target B"));
+	assert_false(marked());
+	assert_int_equal(state_of("A"), SEND_SENT);
+	assert_int_equal(state_of("B"), SEND_FAILED);
+	assert_int_equal(task_runs(), 1);
+	orch_report_dispose(&rep);
+
+	assert_int_equal(run(2, &rep, &err), 0);
+	assert_true(rep.resent);
+	assert_false(rep.ran_tasks);
+	assert_int_equal(task_runs(), 1); /* tasks not run again */
+	assert_int_equal(rep.delivery.n_sent, 1);
+	assert_int_equal(rep.delivery.n_guarded, 1);
+	assert_int_equal(fake_http_count(srv, "/a"), 1); /* A not resent */
+	assert_non_null(strstr(rep.details_json, "\"resent\":true"));
+	assert_non_null(strstr(rep.details_json, "\"guarded\":1"));
+	assert_int_equal(fake_http_count(srv, "/b"), 2);
+	assert_true(marked());
+	/* B's second copy is the stored message, byte for byte, with the
+	 * same idempotency key. */
+	assert_true(fake_http_request(srv, "/b", 0, &r1));
+	assert_true(fake_http_request(srv, "/b", 1, &r2));
+	assert_string_equal(r1.body, r2.body);
+	assert_non_null(strstr(r2.body, "at attempt 1"));
+	assert_true(fake_request_header(&r1, "Idempotency-Key", k1, sizeof(k1)));
+	assert_true(fake_request_header(&r2, "Idempotency-Key", k2, sizeof(k2)));
+	assert_string_equal(k1, k2);
+	fake_request_dispose(&r1);
+	fake_request_dispose(&r2);
+	orch_report_dispose(&rep);
+}
+
+static void all_skipped_succeeds_silently(void **state)
+{
+	struct orch_report rep;
+	struct sc_err err;
+
+	add_task("s1", "exit 0");
+	add_task("s2", "echo '{\"skip\": true, \"reason\": \"holiday\"}'");
+	assert_int_equal(run(1, &rep, &err), 0);
+	assert_int_equal(rep.n_skipped, 2);
+	assert_int_equal(fake_http_count(srv, NULL), 0);
+	assert_true(marked());
+	assert_int_equal(state_of("A"), SEND_NONE);
+	orch_report_dispose(&rep);
+}
+
+static void marked_slot_is_never_run_again(void **state)
+{
+	struct orch_report rep;
+	struct sc_err err;
+
+	add_task("gen", "echo hello");
+	assert_int_equal(slot_mark(F.store, "weekly", SLOT, NULL), 0);
+	assert_int_equal(run(1, &rep, &err), 0);
+	assert_true(rep.already_marked);
+	assert_int_equal(task_runs(), 0);
+	assert_int_equal(fake_http_count(srv, NULL), 0);
+	orch_report_dispose(&rep);
+}
+
+static void unknown_target_fails_permanently_before_tasks(void **state)
+{
+	struct orch_report rep;
+	struct sc_err err;
+
+	add_task("gen", "echo hello");
+	F.target_names[1] = "nope";
+	assert_int_equal(run(1, &rep, &err), SC_ECONFIG);
+	assert_true(err.permanent);
+	assert_int_equal(task_runs(), 0);
+	orch_report_dispose(&rep);
+}
+
+/* ---- lost-slot alerts --------------------------------------------------- */
+
+static void lost_alert_only_when_alert_targets_are_set(void **state)
+{
+	struct sc_err why = {0};
+	size_t n = 99;
+
+	sc_err_set(&why, SC_ETASK, "task gen: API quota exceeded");
+	orch_send_lost_alert(&F.ctx, "weekly", SLOT, 4, &why, &n);
+	assert_int_equal(n, 0);
+	assert_int_equal(fake_http_count(srv, NULL), 0);
+
+	/* From the environment. */
+	setenv("SURECRON_ALERT_TARGETS", " alerts , nosuch", 1);
+	orch_send_lost_alert(&F.ctx, "weekly", SLOT, 4, &why, &n);
+	assert_int_equal(n, 1);
+	assert_int_equal(fake_http_count(srv, "/alerts"), 1);
+	assert_int_equal(fake_http_count(srv, NULL), 1);
+	json_t *o = request_json("/alerts", 0);
+	assert_string_equal(jget(o, "kind"), "alert");
+	assert_string_equal(jget(o, "error"), "task gen: API quota exceeded");
+	assert_int_equal(json_integer_value(json_object_get(o, "attempt")), 4);
+	json_decref(o);
+	unsetenv("SURECRON_ALERT_TARGETS");
+
+	/* From the config. */
+	F.alert_names[0] = "C";
+	F.cfg.alert_targets = F.alert_names;
+	F.cfg.n_alert_targets = 1;
+	orch_send_lost_alert(&F.ctx, "weekly", SLOT, 4, &why, &n);
+	assert_int_equal(n, 1);
+	assert_int_equal(fake_http_count(srv, "/c"), 1);
+}
+
+/* ---- the job glue: the queue sees what the rule decided ---------------- */
+
+#define MIN 60000LL
+static const struct sc_retry_policy weekly_policy = {4, SC_BACKOFF_EXPONENTIAL,
+						     30 * MIN};
+
+static void claim(struct store_job *job)
+{
+	size_t n = 0;
+
+	assert_int_equal(queue_claim(F.store, "w1", 5 * MIN, job, 1, &n, NULL), 0);
+	assert_int_equal(n, 1);
+}
+
+static size_t ledger_count(const char *outcome, char *cls, size_t n)
+{
+	struct ledger_filter f = {.schedule = "weekly", .since_ms = INT64_MIN,
+				  .until_ms = INT64_MAX, .outcome = outcome};
+	struct ledger_row *rows = NULL;
+	size_t nr = 0;
+
+	assert_int_equal(ledger_query(F.store, &f, &rows, &nr, NULL), 0);
+	if (cls && nr)
+		snprintf(cls, n, "%s", rows[nr - 1].error_class);
+	ledger_rows_free(rows, nr);
+	return nr;
+}
+
+/* The story surecron exists for: a weekly run whose tasks all fail (an
+ * API quota) must be retried, not completed. */
+static void failed_run_fails_the_job_and_the_retry_heals_it(void **state)
+{
+	struct store_job job;
+	struct orch_job_result jr;
+	char cls[32] = "", flag[400];
+
+	snprintf(flag, sizeof(flag), "%s/quota_ok", F.dir);
+	char body[600];
+	snprintf(body, sizeof(body),
+		 "[ -e '%s' ] || { echo 'API quota exceeded' >&2; exit 75; }\n"
+		 "echo 'weekly digest'", flag);
+	add_task("digest", body);
+	assert_int_equal(queue_enqueue(F.store, "weekly", SLOT, &weekly_policy,
+				       NULL, NULL, NULL), 0);
+	claim(&job);
+	int64_t t1 = sc_clock_now_ms(F.clock);
+	assert_int_equal(orch_run_job(&F.ctx, &job, &jr, NULL), 0);
+	assert_false(jr.completed);
+	assert_false(jr.dead);
+	assert_int_equal(jr.next_ms, t1 + 30 * MIN);
+	assert_string_equal(jr.error_class, "task");
+	assert_non_null(strstr(jr.run_err.msg, "API quota exceeded"));
+	assert_int_equal(ledger_count(LEDGER_FAILED, cls, sizeof(cls)), 1);
+	assert_string_equal(cls, "task");
+	assert_int_equal(ledger_count(LEDGER_SUCCESS, NULL, 0), 0);
+	assert_int_equal(fake_http_count(srv, "/a"), 1); /* the notice */
+	orch_job_result_dispose(&jr);
+
+	/* The quota is back; the retry is due 30 min later and succeeds. */
+	FILE *f = fopen(flag, "w");
+	assert_non_null(f);
+	fclose(f);
+	sc_clock_set_ms(F.clock, t1 + 30 * MIN);
+	claim(&job);
+	assert_int_equal(job.attempts, 2);
+	assert_int_equal(orch_run_job(&F.ctx, &job, &jr, NULL), 0);
+	assert_true(jr.completed);
+	assert_int_equal(ledger_count(LEDGER_SUCCESS, NULL, 0), 1);
+	assert_true(marked());
+	json_t *o = request_json("/a", 1);
+	assert_string_equal(jget(o, "kind"), "result");
+	assert_string_equal(jget(o, "summary"), "weekly digest");
+	json_decref(o);
+	struct store_job j2;
+	assert_int_equal(store_job_get(F.store, job.id, &j2, NULL), 0);
+	assert_int_equal(j2.state, JOB_DONE);
+	orch_job_result_dispose(&jr);
+}
+
+static void delivery_failure_fails_the_job_and_retry_resends(void **state)
+{
+	struct store_job job;
+	struct orch_job_result jr;
+	char cls[32] = "";
+
+	add_task("gen", "echo report");
+	fake_http_push(srv, "/b", 503, "Retry-After: 3600", "maintenance", 0);
+	assert_int_equal(queue_enqueue(F.store, "weekly", SLOT, &weekly_policy,
+				       NULL, NULL, NULL), 0);
+	claim(&job);
+	int64_t t1 = sc_clock_now_ms(F.clock);
+	assert_int_equal(orch_run_job(&F.ctx, &job, &jr, NULL), 0);
+	assert_false(jr.completed);
+	assert_string_equal(jr.error_class, "delivery");
+	/* The receiver's Retry-After (1 h) beats the 30 min backoff. */
+	assert_int_equal(jr.next_ms, t1 + 60 * MIN);
+	assert_int_equal(ledger_count(LEDGER_FAILED, cls, sizeof(cls)), 1);
+	assert_string_equal(cls, "delivery");
+	int64_t next = jr.next_ms;
+	orch_job_result_dispose(&jr);
+
+	/* Not before the hint. */
+	sc_clock_set_ms(F.clock, next - 1);
+	size_t n = 9;
+	assert_int_equal(queue_claim(F.store, "w1", 5 * MIN, &job, 1, &n, NULL), 0);
+	assert_int_equal(n, 0);
+	sc_clock_set_ms(F.clock, next);
+	claim(&job);
+	assert_int_equal(orch_run_job(&F.ctx, &job, &jr, NULL), 0);
+	assert_true(jr.completed);
+	assert_true(jr.rep.resent);
+	assert_int_equal(task_runs(), 1);
+	assert_int_equal(fake_http_count(srv, "/a"), 1);
+	assert_int_equal(fake_http_count(srv, "/b"), 2);
+	orch_job_result_dispose(&jr);
+}
+
+static void lost_slot_alerts_only_configured_targets(void **state)
+{
+	static const struct sc_retry_policy once = {1, SC_BACKOFF_EXPONENTIAL,
+						    MIN};
+	struct store_job job;
+	struct orch_job_result jr;
+
+	add_task("gen", "echo 'still broken' >&2; exit 1");
+	assert_int_equal(queue_enqueue(F.store, "weekly", SLOT, &once, NULL,
+				       NULL, NULL), 0);
+	claim(&job);
+	assert_int_equal(orch_run_job(&F.ctx, &job, &jr, NULL), 0);
+	assert_true(jr.dead);
+	assert_int_equal(jr.n_alerts_sent, 0);
+	assert_int_equal(fake_http_count(srv, "/alerts"), 0);
+	assert_int_equal(ledger_count(LEDGER_LOST, NULL, 0), 1);
+	orch_job_result_dispose(&jr);
+
+	/* Same again with alert targets set: the alert goes out. */
+	assert_int_equal(queue_enqueue(F.store, "weekly", SLOT + MIN, &once,
+				       NULL, NULL, NULL), 0);
+	setenv("SURECRON_ALERT_TARGETS", "alerts", 1);
+	sc_clock_set_ms(F.clock, SLOT + 2 * MIN);
+	claim(&job);
+	assert_int_equal(orch_run_job(&F.ctx, &job, &jr, NULL), 0);
+	unsetenv("SURECRON_ALERT_TARGETS");
+	assert_true(jr.dead);
+	assert_int_equal(jr.n_alerts_sent, 1);
+	assert_int_equal(fake_http_count(srv, "/alerts"), 1);
+	json_t *o = request_json("/alerts", 0);
+	assert_string_equal(jget(o, "kind"), "alert");
+	assert_non_null(strstr(jget(o, "error"), "still broken"));
+	json_decref(o);
+	orch_job_result_dispose(&jr);
+}
+
+static void permanent_task_failure_kills_the_job_at_once(void **state)
+{
+	struct store_job job;
+	struct orch_job_result jr;
+
+	add_task("gen", "echo 'invalid API key' >&2; exit 78");
+	assert_int_equal(queue_enqueue(F.store, "weekly", SLOT, &weekly_policy,
+				       NULL, NULL, NULL), 0);
+	claim(&job);
+	assert_int_equal(orch_run_job(&F.ctx, &job, &jr, NULL), 0);
+	assert_true(jr.dead);
+	assert_int_equal(job.attempts, 1);
+	assert_int_equal(ledger_count(LEDGER_LOST, NULL, 0), 1);
+	orch_job_result_dispose(&jr);
+}
+
+/* A worker whose lease was taken over must not run or send anything. */
+static void lost_lease_runs_and_sends_nothing(void **state)
+{
+	struct store_job stale, fresh;
+	struct orch_job_result jr;
+	struct sc_err err = {0};
+	int n = 0;
+
+	add_task("gen", "echo report");
+	assert_int_equal(queue_enqueue(F.store, "weekly", SLOT, &weekly_policy,
+				       NULL, NULL, NULL), 0);
+	claim(&stale);
+	/* The worker hangs past its lease; the job is recovered and claimed
+	 * by another worker. */
+	sc_clock_advance_ms(F.clock, 6 * MIN);
+	assert_int_equal(queue_recover(F.store, QUEUE_STALL_LIMIT, &n, NULL), 0);
+	assert_int_equal(n, 1);
+	claim(&fresh);
+	assert_int_equal(orch_run_job(&F.ctx, &stale, &jr, &err), SC_ELEASE);
+	assert_int_equal(task_runs(), 0);
+	assert_int_equal(fake_http_count(srv, NULL), 0);
+	assert_false(marked());
+	orch_job_result_dispose(&jr);
+	/* The new owner runs it normally. */
+	assert_int_equal(orch_run_job(&F.ctx, &fresh, &jr, &err), 0);
+	assert_true(jr.completed);
+	assert_int_equal(task_runs(), 1);
+	orch_job_result_dispose(&jr);
+}
+
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		T(all_fail_job_fails_with_notices_and_no_guard),
+		T(first_error_permanence_is_kept),
+		T(skip_and_failure_without_deliverable_fails),
+		T(notice_failure_never_replaces_the_task_error),
+		T(partial_success_delivers_once_with_notice_lines),
+		T(preview_alone_is_a_deliverable),
+		T(delivery_failure_retry_resends_only_to_b_from_outbox),
+		T(all_skipped_succeeds_silently),
+		T(marked_slot_is_never_run_again),
+		T(unknown_target_fails_permanently_before_tasks),
+		T(lost_alert_only_when_alert_targets_are_set),
+		T(failed_run_fails_the_job_and_the_retry_heals_it),
+		T(delivery_failure_fails_the_job_and_retry_resends),
+		T(lost_slot_alerts_only_configured_targets),
+		T(permanent_task_failure_kills_the_job_at_once),
+		T(lost_lease_runs_and_sends_nothing),
+	};
+	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}

@@ -1,0 +1,453 @@
+/*
+ * test_task.c - command tasks: no shell unless asked, environment, timeout
+ * (the whole group ends), stdout cap, and the output protocol (JSON, plain
+ * text, malformed JSON position, exit 75 hint, exit 78 permanent).
+ *
+ * Every task is a real process: small sh scripts written into a temp dir.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "clock.h"
+#include "fakes/fake_http.h"
+#include "task.h"
+#include "testutil.h"
+
+static char dir[256];
+
+static int setup(void **state)
+{
+	snprintf(dir, sizeof(dir), "%s", tu_tmpdir());
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	tu_rmrf(dir);
+	return 0;
+}
+
+/* Writes an executable script dir/name with body; returns its path. */
+static const char *script(const char *name, const char *body)
+{
+	static char path[512];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fprintf(f, "#!/bin/sh\n%s\n", body);
+	fclose(f);
+	chmod(path, 0700);
+	return path;
+}
+
+static const struct task_ctx ctx = {
+	.schedule = "weekly",
+	.slot_ms = 1795798800000LL, /* 2026-11-27T17:00:00Z */
+	.attempt = 3,
+};
+
+/* Runs a script with the given argv tail and limits. */
+static int run_script(const char *body, char **args, int64_t timeout_ms,
+		      size_t max_output, struct task_result *r)
+{
+	char *argv[8] = {0};
+	struct task_spec t = {
+		.name = "report",
+		.timeout_ms = timeout_ms,
+		.grace_ms = 200,
+		.max_output = max_output,
+	};
+	argv[0] = (char *)script("task.sh", body);
+	for (int i = 0; args && args[i] && i < 6; i++)
+		argv[i + 1] = args[i];
+	t.argv = argv;
+	return task_run(&t, &ctx, r);
+}
+
+static int run_script_ctx(const char *body, const struct task_ctx *c,
+			  struct task_result *r)
+{
+	char *argv[2] = {(char *)script("task.sh", body), NULL};
+	struct task_spec t = {.name = "report", .argv = argv,
+			      .timeout_ms = 30000};
+	return task_run(&t, c, r);
+}
+
+static void argv_runs_without_shell(void **state)
+{
+	/* Shell syntax in an argument reaches the program verbatim. */
+	char *argv[] = {"printf", "%s", "a; echo injected $(id) `id` > x", NULL};
+	struct task_spec t = {.name = "noshell", .argv = argv, .cwd = dir};
+	struct task_result r;
+	char path[512];
+
+	assert_int_equal(task_run(&t, &ctx, &r), 0);
+	assert_int_equal(r.outcome, TASK_DELIVER);
+	assert_string_equal(r.summary, "a; echo injected $(id) `id` > x");
+	snprintf(path, sizeof(path), "%s/x", dir);
+	assert_int_not_equal(access(path, F_OK), 0);
+	task_result_dispose(&r);
+}
+
+static void shell_only_when_asked(void **state)
+{
+	struct task_spec t = {.name = "sh", .shell = "echo one; echo two"};
+	struct task_result r;
+
+	assert_int_equal(task_run(&t, &ctx, &r), 0);
+	assert_int_equal(r.outcome, TASK_DELIVER);
+	assert_string_equal(r.summary, "one\ntwo");
+	task_result_dispose(&r);
+}
+
+static void environment_and_cwd(void **state)
+{
+	char *env[] = {"EXTRA_ONE=1", "SURECRON_TASK=spoofed", NULL};
+	char *argv[] = {(char *)script("env.sh",
+		"printf '%s|%s|%s|%s|%s|%s' \"$SURECRON_SCHEDULE\" "
+		"\"$SURECRON_SLOT\" \"$SURECRON_ATTEMPT\" \"$SURECRON_TASK\" "
+		"\"$EXTRA_ONE\" \"$(pwd)\""), NULL};
+	struct task_spec t = {.name = "envtask", .argv = argv, .env = env,
+			      .cwd = dir};
+	struct task_result r;
+	char want[512];
+
+	assert_int_equal(task_run(&t, &ctx, &r), 0);
+	snprintf(want, sizeof(want),
+		 "weekly|2026-11-27T17:00:00Z|3|envtask|1|%s", dir);
+	assert_string_equal(r.summary, want);
+	task_result_dispose(&r);
+}
+
+/* True when pid is gone or a zombie (no longer running). */
+static bool not_running(pid_t pid)
+{
+	char path[64], buf[256] = {0};
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return true;
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	const char *rp = strrchr(buf, ')');
+	return n > 0 && rp && (rp[2] == 'Z' || rp[2] == 'X');
+}
+
+static pid_t read_pid(const char *name)
+{
+	char path[512];
+	long pid = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "r");
+	assert_non_null(f);
+	assert_int_equal(fscanf(f, "%ld", &pid), 1);
+	fclose(f);
+	return (pid_t)pid;
+}
+
+static void timeout_kills_the_group(void **state)
+{
+	struct task_result r;
+	char body[512];
+
+	/* A background child in the group, and a parent that ignores
+	 * SIGTERM: both must be gone, the second only by SIGKILL. */
+	snprintf(body, sizeof(body),
+		 "trap '' TERM\nsleep 30 &\necho $! > %s/bg.pid\n"
+		 "echo started >&2\nsleep 30\n", dir);
+	int64_t t0 = clock_mono_ms();
+	assert_int_equal(run_script(body, NULL, 300, 0, &r), SC_ETIMEDOUT);
+	int64_t took = clock_mono_ms() - t0;
+	assert_int_equal(r.outcome, TASK_FAILED);
+	assert_non_null(strstr(r.err.msg, "task report: timed out after 300ms"));
+	assert_false(r.err.permanent);
+	assert_true(took >= 300 && took < 5000);
+	assert_true(not_running(read_pid("bg.pid")));
+	task_result_dispose(&r);
+}
+
+static void stdout_cap_stops_the_task(void **state)
+{
+	struct task_result r;
+	char body[512];
+
+	snprintf(body, sizeof(body), "echo $$ > %s/yes.pid\nexec yes", dir);
+	int64_t t0 = clock_mono_ms();
+	assert_int_equal(run_script(body, NULL, 20000, 1000, &r), SC_ETOOBIG);
+	assert_true(clock_mono_ms() - t0 < 5000);
+	assert_non_null(strstr(r.err.msg, "stdout exceeded 1000 bytes"));
+	assert_true(not_running(read_pid("yes.pid")));
+	task_result_dispose(&r);
+
+	/* Exactly at the cap is fine. */
+	assert_int_equal(run_script("head -c 1000 /dev/zero | tr '\\0' a",
+				    NULL, 0, 1000, &r), 0);
+	assert_int_equal(strlen(r.summary), 1000);
+	task_result_dispose(&r);
+}
+
+static void malformed_json_names_task_and_position(void **state)
+{
+	struct task_result r;
+
+	assert_int_equal(run_script("printf '{\\n  \"summary\": \"x\",\\n"
+				    "  oops\\n}\\n'", NULL, 0, 0, &r),
+			 SC_EPROTO);
+	assert_int_equal(r.outcome, TASK_FAILED);
+	assert_non_null(strstr(r.err.msg, "task report:"));
+	assert_non_null(strstr(r.err.msg, "malformed JSON"));
+	assert_non_null(strstr(r.err.msg, "line 3"));
+	assert_non_null(strstr(r.err.msg, "column"));
+	assert_null(strstr(r.reason, "task report"));
+	task_result_dispose(&r);
+}
+
+static void exit_75_is_retryable_with_hint(void **state)
+{
+	struct task_result r;
+
+	assert_int_equal(run_script("echo '{\"retry_after\": 120, \"error\": "
+				    "\"quota exceeded\"}'\nexit 75",
+				    NULL, 0, 0, &r), SC_ETASK);
+	assert_int_equal(r.err.retry_after_ms, 120000);
+	assert_false(r.err.permanent);
+	assert_non_null(strstr(r.err.msg, "quota exceeded"));
+	task_result_dispose(&r);
+
+	/* Without a hint: the stderr tail is the message. */
+	assert_int_equal(run_script("echo 'try later' >&2\nexit 75", NULL, 0,
+				    0, &r), SC_ETASK);
+	assert_int_equal(r.err.retry_after_ms, 0);
+	assert_non_null(strstr(r.err.msg, "try later"));
+	task_result_dispose(&r);
+}
+
+static void exit_78_is_permanent(void **state)
+{
+	struct task_result r;
+
+	assert_int_equal(run_script("echo 'bad api key' >&2\nexit 78", NULL,
+				    0, 0, &r), SC_ETASK);
+	assert_true(r.err.permanent);
+	assert_non_null(strstr(r.err.msg, "bad api key"));
+	task_result_dispose(&r);
+}
+
+static void other_exit_and_signal_are_retryable(void **state)
+{
+	struct task_result r;
+
+	assert_int_equal(run_script("echo noise\necho 'line 1' >&2\n"
+				    "echo 'boom: disk full' >&2\nexit 3",
+				    NULL, 0, 0, &r), SC_ETASK);
+	assert_false(r.err.permanent);
+	assert_non_null(strstr(r.err.msg, "exit status 3"));
+	assert_non_null(strstr(r.err.msg, "line 1 | boom: disk full"));
+	task_result_dispose(&r);
+
+	assert_int_equal(run_script("kill -SEGV $$", NULL, 0, 0, &r),
+			 SC_ETASK);
+	assert_false(r.err.permanent);
+	assert_non_null(strstr(r.err.msg, "signal 11"));
+	task_result_dispose(&r);
+
+	char *argv[] = {"/nonexistent/prog", NULL};
+	struct task_spec t = {.name = "missing", .argv = argv};
+	assert_int_not_equal(task_run(&t, &ctx, &r), 0);
+	assert_int_equal(r.outcome, TASK_FAILED);
+	assert_non_null(strstr(r.err.msg, "/nonexistent/prog"));
+	task_result_dispose(&r);
+}
+
+static void output_protocol_table(void **state)
+{
+	static const struct {
+		const char *out;
+		enum task_outcome outcome;
+		const char *summary; /* NULL: none */
+		size_t n_previews;
+		const char *reason;  /* skip reason */
+	} rows[] = {
+		{"  weekly report ready \n", TASK_DELIVER, "weekly report ready",
+		 0, NULL},
+		{"", TASK_SKIP, NULL, 0, "no output"},
+		{" \n\t\n", TASK_SKIP, NULL, 0, "no output"},
+		{"{\"summary\": \"s\", \"previews\": [\"p1\", \"\", \"p2\"]}",
+		 TASK_DELIVER, "s", 2, NULL},
+		{"{\"previews\": [\"only\"]}", TASK_DELIVER, NULL, 1, NULL},
+		{"{\"skip\": true, \"reason\": \"holiday\", \"summary\": \"x\"}",
+		 TASK_SKIP, NULL, 0, "holiday"},
+		{"{\"summary\": \"\"}", TASK_SKIP, NULL, 0, "empty result"},
+		{"{}", TASK_SKIP, NULL, 0, "empty result"},
+		{"{\"summary\": 5}", TASK_FAILED, NULL, 0, NULL},
+		{"{\"previews\": [1]}", TASK_FAILED, NULL, 0, NULL},
+		{"{\"summary\": \"a\"} trailing", TASK_FAILED, NULL, 0, NULL},
+		{"[1, 2]", TASK_DELIVER, "[1, 2]", 0, NULL},
+		{"bad \xff byte", TASK_DELIVER, "bad ? byte", 0, NULL},
+	};
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		struct task_result r = {0};
+		int rc = task_output_parse("t", rows[i].out,
+					   strlen(rows[i].out), &r);
+		assert_int_equal(r.outcome, rows[i].outcome);
+		assert_int_equal(rc != 0, rows[i].outcome == TASK_FAILED);
+		if (rows[i].summary)
+			assert_string_equal(r.summary, rows[i].summary);
+		else
+			assert_null(r.summary);
+		assert_int_equal(r.n_previews, rows[i].n_previews);
+		if (rows[i].reason)
+			assert_string_equal(r.reason, rows[i].reason);
+		task_result_dispose(&r);
+	}
+}
+
+static void plain_text_and_empty_from_a_process(void **state)
+{
+	struct task_result r;
+
+	assert_int_equal(run_script("echo 'all good'", NULL, 0, 0, &r), 0);
+	assert_int_equal(r.outcome, TASK_DELIVER);
+	assert_string_equal(r.summary, "all good");
+	task_result_dispose(&r);
+
+	assert_int_equal(run_script("exit 0", NULL, 0, 0, &r), 0);
+	assert_int_equal(r.outcome, TASK_SKIP);
+	assert_string_equal(r.reason, "no output");
+	task_result_dispose(&r);
+}
+
+static void http_task_outcomes(void **state)
+{
+	struct fake_http *f = fake_http_start();
+	char url[256];
+	struct task_spec t = {.name = "api", .kind = TASK_HTTP, .url = url,
+			      .timeout_ms = 5000};
+	struct task_result r;
+
+	assert_non_null(f);
+	fake_http_url(f, "/r", url, sizeof(url));
+	/* 2xx: the same output protocol as a command. */
+	fake_http_push(f, "/r", 200, "Content-Type: application/json",
+		       "{\"summary\": \"from api\", \"previews\": [\"p\"]}", 0);
+	assert_int_equal(task_run(&t, &ctx, &r), 0);
+	assert_int_equal(r.outcome, TASK_DELIVER);
+	assert_string_equal(r.summary, "from api");
+	assert_int_equal(r.n_previews, 1);
+	task_result_dispose(&r);
+	fake_http_push(f, "/r", 200, NULL, "{broken", 0);
+	assert_int_equal(task_run(&t, &ctx, &r), SC_EPROTO);
+	assert_non_null(strstr(r.err.msg, "column"));
+	task_result_dispose(&r);
+
+	/* 503 + Retry-After: retryable with the hint and the status. */
+	fake_http_push(f, "/r", 503, "Retry-After: 90", "overloaded", 0);
+	assert_int_not_equal(task_run(&t, &ctx, &r), 0);
+	assert_int_equal(r.outcome, TASK_FAILED);
+	assert_int_equal(r.err.http_status, 503);
+	assert_int_equal(r.err.retry_after_ms, 90000);
+	assert_false(r.err.permanent);
+	assert_non_null(strstr(r.err.msg, "overloaded"));
+	task_result_dispose(&r);
+
+	/* 403: permanent. */
+	fake_http_push(f, "/r", 403, NULL, "quota plan exhausted", 0);
+	assert_int_not_equal(task_run(&t, &ctx, &r), 0);
+	assert_int_equal(r.err.http_status, 403);
+	assert_true(r.err.permanent);
+	task_result_dispose(&r);
+
+	/* expect_status: another 2xx is a failure. */
+	t.expect_status = 201;
+	fake_http_push(f, "/r", 200, NULL, "fine", 0);
+	assert_int_not_equal(task_run(&t, &ctx, &r), 0);
+	assert_non_null(strstr(r.err.msg, "expected 201"));
+	task_result_dispose(&r);
+	fake_http_stop(f);
+}
+
+struct ticks {
+	int n, stop_at;
+};
+
+static int count_tick(void *ud)
+{
+	struct ticks *t = ud;
+
+	return ++t->n >= t->stop_at ? SC_ECANCELED : 0;
+}
+
+static void ticks_run_inside_long_tasks_and_can_stop_them(void **state)
+{
+	struct ticks tk = {0, 1000};
+	struct task_ctx c = ctx;
+	struct task_result r;
+
+	c.tick = count_tick;
+	c.tick_ud = &tk;
+	c.tick_ms = 50;
+	assert_int_equal(run_script_ctx("sleep 0.6; echo done", &c, &r), 0);
+	assert_true(tk.n >= 5 && tk.n <= 14);
+	task_result_dispose(&r);
+
+	/* A tick that says stop ends the task's group at once. */
+	tk = (struct ticks){0, 3};
+	int64_t t0 = clock_mono_ms();
+	assert_int_equal(run_script_ctx("sleep 20", &c, &r), SC_ECANCELED);
+	assert_true(clock_mono_ms() - t0 < 5000);
+	assert_int_equal(r.outcome, TASK_FAILED);
+	assert_non_null(strstr(r.err.msg, "canceled"));
+	task_result_dispose(&r);
+}
+
+/* A host that ignores SIGCHLD loses exit statuses: never read that as
+ * success. */
+static void lost_exit_status_is_a_failure(void **state)
+{
+	struct task_result r;
+	struct sigaction ign = {.sa_handler = SIG_IGN}, old;
+
+	sigemptyset(&ign.sa_mask);
+	sigaction(SIGCHLD, &ign, &old);
+	int rc = run_script("echo 'looks fine'; exit 3", NULL, 0, 0, &r);
+	sigaction(SIGCHLD, &old, NULL);
+	assert_int_not_equal(rc, 0);
+	assert_int_equal(r.outcome, TASK_FAILED);
+	assert_non_null(strstr(r.err.msg, "exit status"));
+	task_result_dispose(&r);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(argv_runs_without_shell, setup, teardown),
+		cmocka_unit_test_setup_teardown(shell_only_when_asked, setup, teardown),
+		cmocka_unit_test_setup_teardown(environment_and_cwd, setup, teardown),
+		cmocka_unit_test_setup_teardown(timeout_kills_the_group, setup, teardown),
+		cmocka_unit_test_setup_teardown(stdout_cap_stops_the_task, setup, teardown),
+		cmocka_unit_test_setup_teardown(malformed_json_names_task_and_position, setup, teardown),
+		cmocka_unit_test_setup_teardown(exit_75_is_retryable_with_hint, setup, teardown),
+		cmocka_unit_test_setup_teardown(exit_78_is_permanent, setup, teardown),
+		cmocka_unit_test_setup_teardown(other_exit_and_signal_are_retryable, setup, teardown),
+		cmocka_unit_test(output_protocol_table),
+		cmocka_unit_test_setup_teardown(plain_text_and_empty_from_a_process, setup, teardown),
+		cmocka_unit_test(http_task_outcomes),
+		cmocka_unit_test_setup_teardown(lost_exit_status_is_a_failure, setup, teardown),
+		cmocka_unit_test_setup_teardown(ticks_run_inside_long_tasks_and_can_stop_them, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
