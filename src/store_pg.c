@@ -408,6 +408,15 @@ static void drain_notifies(struct pg *p)
 /* Runs a constant statement without values. */
 static int exec_const(struct pg *p, const char *q, struct sc_err *err);
 
+/* Server notices (NOTICE, WARNING) go to the log, never to stderr. */
+static void on_notice(void *arg, const char *message)
+{
+	char line[256], q[300];
+
+	SC_LOG(SC_LOG_DEBUG, "store", "event=pg_notice msg=%s",
+	       log_quote(q, sizeof(q), one_line(line, sizeof(line), message)));
+}
+
 static int connect_now(struct pg *p, struct sc_err *err)
 {
 	const char *keys[4], *vals[4];
@@ -446,6 +455,7 @@ static int connect_now(struct pg *p, struct sc_err *err)
 		return sc_err_set(err, SC_EIO, "cannot connect to PostgreSQL: %s",
 				  p->last_error);
 	}
+	PQsetNoticeProcessor(p->conn, on_notice, p);
 	/* Hot-path commits skip the WAL flush wait (see the file comment);
 	 * guards and markers set it back per transaction. */
 	int rc = exec_const(p, "SET synchronous_commit TO off", err);

@@ -1,0 +1,972 @@
+/*
+ * test_store_pg.c - the PostgreSQL backend against a real server.
+ *
+ * The server: SURECRON_TEST_PG when set, else a throw-away one started by
+ * tests/pg_server.sh in a temp folder (stopped at the end). Without either
+ * (no PostgreSQL installed) every test skips. Each test runs in a fresh
+ * schema (PGOPTIONS search_path), dropped afterwards, so tests never see
+ * each other's rows. The restart test needs a server it started itself and
+ * skips on an external one.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <inttypes.h>
+#include <libpq-fe.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "clock.h"
+#include "store.h"
+#include "testutil.h"
+
+#define T0 1800000000000LL /* a fixed virtual instant */
+#define MIN 60000LL
+
+static char g_url[512];     /* the server; "" when none */
+static char g_dir[256];     /* our server's folder; "" when external */
+static char g_schema[64];   /* this test's schema */
+static int g_seq;
+
+static const struct store_ops *ops = &store_pg_ops;
+
+/* ---- server and per-test schema ----------------------------------------- */
+
+static int server_cmd(const char *verb, char *out, size_t n)
+{
+	char cmd[512];
+
+	snprintf(cmd, sizeof(cmd), "SC_PG_FSYNC=off sh tests/pg_server.sh %s "
+		 "'%s' 2>/dev/null", verb, g_dir);
+	FILE *f = popen(cmd, "r");
+	if (!f)
+		return -1;
+	char line[512] = "";
+	if (!fgets(line, sizeof(line), f))
+		line[0] = '\0';
+	int rc = pclose(f);
+	line[strcspn(line, "\n")] = '\0';
+	if (out)
+		snprintf(out, n, "%s", line);
+	return rc;
+}
+
+static int group_setup(void **state)
+{
+	const char *env = getenv("SURECRON_TEST_PG");
+
+	if (env && *env) {
+		snprintf(g_url, sizeof(g_url), "%s", env);
+		return 0;
+	}
+	if (access("tests/pg_server.sh", R_OK) != 0)
+		return 0;
+	snprintf(g_dir, sizeof(g_dir), "%s", tu_tmpdir());
+	if (server_cmd("start", g_url, sizeof(g_url)) != 0 ||
+	    strncmp(g_url, "postgresql://", 13) != 0) {
+		fprintf(stderr, "test_store_pg: no server could be started\n");
+		g_url[0] = '\0';
+	}
+	return 0;
+}
+
+static int group_teardown(void **state)
+{
+	if (g_dir[0]) {
+		server_cmd("stop", NULL, 0);
+		tu_rmrf(g_dir);
+	}
+	return 0;
+}
+
+static void quiet(void *arg, const char *msg)
+{
+}
+
+/* Runs SQL on the test schema through a connection of our own. */
+static PGresult *sql(const char *q)
+{
+	PGconn *c = PQconnectdb(g_url);
+	assert_int_equal(PQstatus(c), CONNECTION_OK);
+	PQsetNoticeProcessor(c, quiet, NULL);
+	PGresult *r = PQexec(c, q);
+	ExecStatusType st = PQresultStatus(r);
+	if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
+		fail_msg("%s: %s", q, PQresultErrorMessage(r));
+	PQfinish(c);
+	return r;
+}
+
+static int64_t sql_int(const char *q)
+{
+	PGresult *r = sql(q);
+	int64_t v = PQntuples(r) ? strtoll(PQgetvalue(r, 0, 0), NULL, 10) : -1;
+	PQclear(r);
+	return v;
+}
+
+static int setup(void **state)
+{
+	char q[128];
+
+	if (!g_url[0])
+		return 0;
+	snprintf(g_schema, sizeof(g_schema), "t_%d_%d", (int)getpid(), ++g_seq);
+	unsetenv("PGOPTIONS");
+	snprintf(q, sizeof(q), "CREATE SCHEMA %s", g_schema);
+	PQclear(sql(q));
+	snprintf(q, sizeof(q), "-c search_path=%s", g_schema);
+	setenv("PGOPTIONS", q, 1);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	char q[128];
+
+	if (!g_url[0] || !g_schema[0])
+		return 0;
+	snprintf(q, sizeof(q), "DROP SCHEMA %s CASCADE", g_schema);
+	unsetenv("PGOPTIONS");
+	PQclear(sql(q));
+	g_schema[0] = '\0';
+	return 0;
+}
+
+#define NEED_SERVER()                                                      \
+	do {                                                               \
+		if (!g_url[0])                                             \
+			skip();                                            \
+	} while (0)
+
+static void *open_store(struct sc_clock *clock)
+{
+	void *h = NULL;
+	struct sc_err err = {0};
+
+	int rc = ops->open(g_url, clock, &h, &err);
+	if (rc)
+		fail_msg("open: %s", err.msg);
+	return h;
+}
+
+static const struct sc_retry_policy POL = {2, SC_BACKOFF_EXPONENTIAL, MIN};
+
+/* Enqueues slot (run_at = slot) and returns the job id. */
+static int64_t enq(void *h, const char *sched, int64_t slot)
+{
+	int64_t id = 0;
+	assert_int_equal(ops->job_enqueue(h, sched, slot, &POL, slot, false,
+					  &id, NULL, NULL), 0);
+	return id;
+}
+
+static struct store_job claim1(void *h, const char *worker, int64_t lease)
+{
+	struct store_job j;
+	size_t n = 0;
+	assert_int_equal(ops->job_claim(h, worker, lease, &j, 1, &n, NULL), 0);
+	assert_int_equal(n, 1);
+	return j;
+}
+
+static size_t ledger_all(void *h, struct ledger_row **rows)
+{
+	struct ledger_filter f = {NULL, INT64_MIN, INT64_MAX, NULL, false, 0};
+	size_t n = 0;
+	assert_int_equal(ops->ledger_query(h, &f, rows, &n, NULL), 0);
+	return n;
+}
+
+static void rows_free(struct ledger_row *rows, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		sc_free(rows[i].error_msg);
+		sc_free(rows[i].details_json);
+	}
+	sc_free(rows);
+}
+
+/* ---- jobs ----------------------------------------------------------------- */
+
+static void enqueue_is_idempotent(void **state)
+{
+	NEED_SERVER();
+	struct sc_clock *clk = sc_clock_virtual_new(T0);
+	void *h = open_store(clk);
+	int64_t id1 = 0, id2 = 0;
+	bool created = false;
+	struct store_job j;
+
+	assert_int_equal(ops->job_enqueue(h, "daily", T0, &POL, T0, true, &id1,
+					  &created, NULL), 0);
+	assert_true(created);
+	assert_int_equal(ops->job_enqueue(h, "daily", T0, &POL, T0 + 5, false,
+					  &id2, &created, NULL), 0);
+	assert_false(created);
+	assert_int_equal(id1, id2);
+	assert_int_equal(ops->job_find(h, "daily", T0, &j, NULL), 0);
+	assert_int_equal(j.id, id1);
+	assert_int_equal(j.state, JOB_READY);
+	assert_true(j.manual);
+	assert_int_equal(j.run_at_ms, T0); /* the second enqueue changed nothing */
+	assert_int_equal(j.policy.attempts, 2);
+	assert_int_equal(j.policy.delay_ms, MIN);
+	assert_int_equal(j.created_ms, T0);
+
+	/* Many at once, overlapping the existing slot and each other. */
+	int64_t slots[] = {T0, T0 + 1000, T0 + 2000, T0 + 1000, T0 + 3000};
+	assert_int_equal(ops->job_enqueue_many(h, "daily", slots, 5, &POL,
+					       NULL), 0);
+	assert_int_equal(ops->job_enqueue_many(h, "daily", slots, 5, &POL,
+					       NULL), 0);
+	assert_int_equal(sql_int("SELECT count(*) FROM jobs"), 4);
+	assert_int_equal(ops->job_find(h, "daily", T0 + 3000, &j, NULL), 0);
+	assert_int_equal(j.run_at_ms, T0 + 3000);
+	assert_int_equal(ops->job_find(h, "daily", T0 + 9, &j, NULL),
+			 SC_ENOENT);
+	assert_int_equal(ops->job_get(h, 999999, &j, NULL), SC_ENOENT);
+
+	struct sc_err err = {0};
+	char big[SC_NAME_MAX + 4];
+	memset(big, 'x', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	assert_int_equal(ops->job_enqueue(h, big, T0, &POL, T0, false, NULL,
+					  NULL, &err), SC_EINVAL);
+	ops->close(h);
+	sc_clock_free(clk);
+}
+
+static void claim_takes_due_jobs_in_order(void **state)
+{
+	NEED_SERVER();
+	struct sc_clock *clk = sc_clock_virtual_new(T0);
+	void *h = open_store(clk);
+	struct store_job out[8];
+	size_t n = 0;
+
+	int64_t late = enq(h, "s", T0 - 1000);
+	int64_t early = enq(h, "s", T0 - 5000);
+	enq(h, "s", T0 + MIN); /* not due yet */
+	assert_int_equal(ops->job_claim(h, "w1", 30000, out, 8, &n, NULL), 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(out[0].id, early);
+	assert_int_equal(out[1].id, late);
+	for (size_t i = 0; i < n; i++) {
+		assert_int_equal(out[i].state, JOB_ACTIVE);
+		assert_int_equal(out[i].attempts, 1);
+		assert_string_equal(out[i].lease_owner, "w1");
+		assert_int_equal(out[i].lease_expires_ms, T0 + 30000);
+		assert_int_equal(out[i].started_ms, T0);
+	}
+	assert_true(out[0].lease_token != out[1].lease_token);
+	assert_int_equal(ops->job_claim(h, "w1", 30000, out, 8, &n, NULL), 0);
+	assert_int_equal(n, 0);
+
+	int64_t due = 0;
+	assert_int_equal(ops->job_next_due(h, &due, NULL), 0);
+	assert_int_equal(due, T0 + 30000); /* the leases expire first */
+	struct store_counts c;
+	assert_int_equal(ops->job_counts(h, "s", &c, NULL), 0);
+	assert_int_equal(c.active, 2);
+	assert_int_equal(c.delayed, 1);
+	assert_int_equal(c.ready_due, 0);
+	assert_int_equal(ops->job_counts(h, "other", &c, NULL), 0);
+	assert_int_equal(c.active + c.delayed, 0);
+
+	sc_clock_advance_ms(clk, MIN);
+	assert_int_equal(ops->job_counts(h, NULL, &c, NULL), 0);
+	assert_int_equal(c.ready_due, 1);
+	ops->close(h);
+	sc_clock_free(clk);
+}
+
+static void next_due_empty_is_max(void **state)
+{
+	NEED_SERVER();
+	struct sc_clock *clk = sc_clock_virtual_new(T0);
+	void *h = open_store(clk);
+	int64_t due = 0;
+
+	assert_int_equal(ops->job_next_due(h, &due, NULL), 0);
+	assert_true(due == INT64_MAX);
+	enq(h, "s", T0 + 7);
+	assert_int_equal(ops->job_next_due(h, &due, NULL), 0);
+	assert_int_equal(due, T0 + 7);
+	ops->close(h);
+	sc_clock_free(clk);
+}
+
+static void fencing_tokens_guard_every_change(void **state)
+{
+	NEED_SERVER();
+	struct sc_clock *clk = sc_clock_virtual_new(T0);
+	void *h = open_store(clk);
+	struct sc_err err = {0};
+	struct store_job j;
+
+	int64_t id = enq(h, "s", T0);
+	struct store_job a = claim1(h, "w1", 10000);
+	assert_int_equal(ops->job_heartbeat(h, id, a.lease_token, 20000, NULL),
+			 0);
+	assert_int_equal(ops->job_get(h, id, &j, NULL), 0);
+	assert_int_equal(j.lease_expires_ms, T0 + 20000);
+
+	/* w1 pauses past its lease; recovery hands the job to w2. */
+	sc_clock_advance_ms(clk, 30000);
+	int nrec = 0;
+	assert_int_equal(ops->job_recover(h, 5, &nrec, NULL), 0);
+	assert_int_equal(nrec, 1);
+	struct store_job b = claim1(h, "w2", 10000);
+	assert_int_equal(b.id, id);
+	assert_true(b.lease_token != a.lease_token);
+	assert_int_equal(b.attempts, 2);
+
+	assert_int_equal(ops->job_heartbeat(h, id, a.lease_token, 1, &err),
+			 SC_ELEASE);
+	assert_non_null(strstr(err.msg, "lease lost"));
+	assert_int_equal(ops->job_finish(h, id, a.lease_token, JOB_DONE, 0,
+					 NULL, NULL), SC_ELEASE);
+	assert_int_equal(ops->job_release(h, id, a.lease_token, NULL),
+			 SC_ELEASE);
+	assert_int_equal(ops->job_get(h, id, &j, NULL), 0);
+	assert_int_equal(j.state, JOB_ACTIVE);
+	assert_string_equal(j.lease_owner, "w2");
+	assert_int_equal(j.lease_expires_ms, T0 + 40000);
+
+	assert_int_equal(ops->job_finish(h, id, b.lease_token, JOB_DONE, 0,
+					 NULL, NULL), 0);
+	/* Finished: even the current token no longer works. */
+	assert_int_equal(ops->job_heartbeat(h, id, b.lease_token, 1, NULL),
+			 SC_ELEASE);
+	ops->close(h);
+	sc_clock_free(clk);
+}
+
+static void finish_writes_job_and_ledger_together(void **state)
+{
+	NEED_SERVER();
+	struct sc_clock *clk = sc_clock_virtual_new(T0);
+	void *h = open_store(clk);
+	struct store_job j;
+	struct ledger_row *rows;
+
+	/* READY (retry) with error detail. */
+	int64_t id = enq(h, "s", T0);
+	struct store_job a = claim1(h, "w", MIN);
+	sc_clock_advance_ms(clk, 1500);
+	struct ledger_row r = {0};
+	snprintf(r.error_class, sizeof(r.error_class), "task");
+	r.error_msg = "quota exceeded";
+	r.retry_hint_ms = 120000;
+	r.details_json = "{\"task\":\"gen\"}";
+	assert_int_equal(ops->job_finish(h, id, a.lease_token, JOB_READY,
+					 T0 + 10 * MIN, &r, NULL), 0);
+	assert_int_equal(ops->job_get(h, id, &j, NULL), 0);
+	assert_int_equal(j.state, JOB_READY);
+	assert_int_equal(j.run_at_ms, T0 + 10 * MIN);
+	assert_string_equal(j.lease_owner, "");
+
+	/* DONE on the second attempt. */
+	sc_clock_set_ms(clk, T0 + 10 * MIN);
+	struct store_job b = claim1(h, "w", MIN);
+	assert_int_equal(b.attempts, 2);
+	sc_clock_advance_ms(clk, 200);
+	assert_int_equal(ops->job_finish(h, id, b.lease_token, JOB_DONE, 0,
+					 NULL, NULL), 0);
+
+	size_t n = ledger_all(h, &rows);
+	assert_int_equal(n, 2);
+	assert_string_equal(rows[0].outcome, LEDGER_FAILED);
+	assert_string_equal(rows[0].schedule, "s");
+	assert_int_equal(rows[0].slot_ms, T0);
+	assert_int_equal(rows[0].job_id, id);
+	assert_int_equal(rows[0].attempt, 1);
+	assert_int_equal(rows[0].started_ms, T0);
+	assert_int_equal(rows[0].finished_ms, T0 + 1500);
+	assert_string_equal(rows[0].error_class, "task");
+	assert_string_equal(rows[0].error_msg, "quota exceeded");
+	assert_int_equal(rows[0].retry_hint_ms, 120000);
+	assert_string_equal(rows[0].details_json, "{\"task\":\"gen\"}");
+	assert_string_equal(rows[1].outcome, LEDGER_SUCCESS);
+	assert_int_equal(rows[1].attempt, 2);
+	assert_null(rows[1].error_msg);
+	assert_int_equal(rows[1].finished_ms, T0 + 10 * MIN + 200);
+	rows_free(rows, n);
+
+	/* A ledger insert that fails takes the job change with it. */
+	int64_t id2 = enq(h, "s", T0 + 1);
+	struct store_job c = claim1(h, "w", MIN);
+	assert_int_equal(c.id, id2);
+	PQclear(sql("ALTER TABLE ledger ADD CONSTRAINT no_boom"
+		    " CHECK (outcome <> 'boom')"));
+	struct ledger_row boom = {0};
+	snprintf(boom.outcome, sizeof(boom.outcome), "boom");
+	struct sc_err err = {0};
+	assert_int_equal(ops->job_finish(h, id2, c.lease_token, JOB_DEAD, 0,
+					 &boom, &err), SC_EDB);
+	assert_non_null(strstr(err.msg, "no_boom"));
+	assert_int_equal(ops->job_get(h, id2, &j, NULL), 0);
+	assert_int_equal(j.state, JOB_ACTIVE);
+	assert_int_equal(j.lease_token, c.lease_token);
+	assert_int_equal(ops->job_finish(h, id2, c.lease_token, JOB_DEAD, 0,
+					 NULL, NULL), 0);
+	assert_int_equal(ops->job_get(h, id2, &j, NULL), 0);
+	assert_int_equal(j.state, JOB_DEAD);
+	assert_int_equal(sql_int("SELECT count(*) FROM ledger WHERE outcome"
+				 " = 'lost'"), 1);
+	ops->close(h);
+	sc_clock_free(clk);
+}
+
+static void recover_stalled_counts_and_kills(void **state)
+{
+	NEED_SERVER();
+	struct sc_clock *clk = sc_clock_virtual_new(T0);
+	void *h = open_store(clk);
+	struct store_job j;
+	struct ledger_row *rows;
+	int nrec = -1;
+
+	/* Job A: 2 attempts; job B: 5 attempts but max_stalls 2. */
+	int64_t a = enq(h, "a", T0);
+	struct sc_retry_policy five = {5, SC_BACKOFF_FIXED, 1000};
+	int64_t b = 0;
+	assert_int_equal(ops->job_enqueue(h, "b", T0, &five, T0, false, &b,
+					  NULL, NULL), 0);
+	assert_int_equal(ops->job_recover(h, 2, &nrec, NULL), 0);
+	assert_int_equal(nrec, 0);
+
+	for (int round = 1; round <= 2; round++) {
+		struct store_job out[2];
+		size_t n = 0;
+		assert_int_equal(ops->job_claim(h, "w", 1000, out, 2, &n, NULL),
+				 0);
+		assert_int_equal(n, 2);
+		/* Not expired yet: nothing to recover. */
+		assert_int_equal(ops->job_recover(h, 2, &nrec, NULL), 0);
+		assert_int_equal(nrec, 0);
+		sc_clock_advance_ms(clk, 1001);
+		assert_int_equal(ops->job_recover(h, 2, &nrec, NULL), 0);
+		assert_int_equal(nrec, 2);
+		assert_int_equal(ops->job_get(h, a, &j, NULL), 0);
+		assert_int_equal(j.n_stalls, round);
+		assert_int_equal(j.state, round == 1 ? JOB_READY : JOB_DEAD);
+		assert_int_equal(ops->job_get(h, b, &j, NULL), 0);
+		assert_int_equal(j.state, round == 1 ? JOB_READY : JOB_DEAD);
+		if (round == 1)
+			assert_int_equal(j.run_at_ms, T0 + 1001);
+	}
+	size_t n = ledger_all(h, &rows);
+	assert_int_equal(n, 6); /* 2 + 2 stalled, then 2 lost */
+	int stalled = 0, lost = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (strcmp(rows[i].outcome, LEDGER_STALLED) == 0) {
+			stalled++;
+			assert_non_null(strstr(rows[i].error_msg, "w"));
+		} else {
+			assert_string_equal(rows[i].outcome, LEDGER_LOST);
+			/* A lost row follows its job's stalled row. */
+			assert_true(i > 0);
+			assert_string_equal(rows[i - 1].outcome,
+					    LEDGER_STALLED);
+			assert_int_equal(rows[i - 1].job_id, rows[i].job_id);
+			lost++;
+		}
+	}
+	assert_int_equal(stalled, 4);
+	assert_int_equal(lost, 2);
+	rows_free(rows, n);
+
+	/* Revive: DEAD -> READY with a fresh budget; other states refused. */
+	assert_int_equal(ops->job_revive(h, a, NULL), 0);
+	assert_int_equal(ops->job_get(h, a, &j, NULL), 0);
+	assert_int_equal(j.state, JOB_READY);
+	assert_int_equal(j.attempts, 0);
+	assert_int_equal(j.run_at_ms, sc_clock_now_ms(clk));
+	assert_int_equal(ops->job_revive(h, a, NULL), SC_ESTATE);
+	assert_int_equal(ops->job_revive(h, 424242, NULL), SC_ENOENT);
+	ops->close(h);
+	sc_clock_free(clk);
+}
+
+static void release_gives_attempt_back(void **state)
+{
+	NEED_SERVER();
+	struct sc_clock *clk = sc_clock_virtual_new(T0);
+	void *h = open_store(clk);
+	struct store_job j;
+
+	int64_t id = enq(h, "s", T0 - 10);
+	struct store_job a = claim1(h, "w", MIN);
+	sc_clock_advance_ms(clk, 5);
+	assert_int_equal(ops->job_release(h, id, a.lease_token, NULL), 0);
+	assert_int_equal(ops->job_get(h, id, &j, NULL), 0);
+	assert_int_equal(j.state, JOB_READY);
+	assert_int_equal(j.attempts, 0);
+	assert_int_equal(j.run_at_ms, T0 + 5);
+	assert_int_equal(ops->job_release(h, id, a.lease_token, NULL),
+			 SC_ELEASE);
+	struct store_job b = claim1(h, "w", MIN);
+	assert_int_equal(b.attempts, 1);
+	ops->close(h);
+	sc_clock_free(clk);
+}
+
+/* ---- concurrent claimers ----------------------------------------------- */
+
+#define N_JOBS 400
+#define N_THREADS 4
+
+struct claimer {
+	struct sc_clock *clk;
+	int *seen; /* per job id - first id */
+	int64_t first_id;
+	pthread_mutex_t *mu;
+	int done;
+	int failed;
+};
+
+static void *claimer_run(void *arg)
+{
+	struct claimer *c = arg;
+	void *h = NULL;
+	char name[32];
+
+	snprintf(name, sizeof(name), "w%p", (void *)c);
+	if (store_pg_ops.open(g_url, c->clk, &h, NULL) != 0) {
+		c->failed = 1;
+		return NULL;
+	}
+	for (;;) {
+		struct store_job out[5];
+		size_t n = 0;
+		if (store_pg_ops.job_claim(h, name, MIN, out, 5, &n, NULL)) {
+			c->failed = 1;
+			break;
+		}
+		if (n == 0)
+			break;
+		for (size_t i = 0; i < n; i++) {
+			pthread_mutex_lock(c->mu);
+			c->seen[out[i].id - c->first_id]++;
+			pthread_mutex_unlock(c->mu);
+			if (store_pg_ops.job_finish(h, out[i].id,
+						    out[i].lease_token,
+						    JOB_DONE, 0, NULL, NULL))
+				c->failed = 1;
+			c->done++;
+		}
+	}
+	store_pg_ops.close(h);
+	return NULL;
+}
+
+static void concurrent_claimers_never_share_a_job(void **state)
+{
+	NEED_SERVER();
+	struct sc_clock *clk = sc_clock_virtual_new(T0);
+	void *h = open_store(clk);
+	int64_t slots[N_JOBS];
+	static int seen[N_JOBS];
+	pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+	struct claimer cl[N_THREADS];
+	pthread_t th[N_THREADS];
+	struct store_job j;
+
+	for (int i = 0; i < N_JOBS; i++)
+		slots[i] = T0 - N_JOBS + i;
+	assert_int_equal(ops->job_enqueue_many(h, "c", slots, N_JOBS, &POL,
+					       NULL), 0);
+	assert_int_equal(ops->job_find(h, "c", slots[0], &j, NULL), 0);
+	memset(seen, 0, sizeof(seen));
+	for (int t = 0; t < N_THREADS; t++) {
+		cl[t] = (struct claimer){clk, seen, j.id, &mu, 0, 0};
+		assert_int_equal(pthread_create(&th[t], NULL, claimer_run,
+						&cl[t]), 0);
+	}
+	int total = 0, busy = 0;
+	for (int t = 0; t < N_THREADS; t++) {
+		pthread_join(th[t], NULL);
+		assert_int_equal(cl[t].failed, 0);
+		total += cl[t].done;
+		busy += cl[t].done > 0;
+	}
+	assert_int_equal(total, N_JOBS);
+	for (int i = 0; i < N_JOBS; i++)
+		assert_int_equal(seen[i], 1);
+	assert_true(busy >= 2); /* they really ran side by side */
+	assert_int_equal(sql_int("SELECT count(*) FROM ledger WHERE outcome"
+				 " = 'success'"), N_JOBS);
+	assert_int_equal(sql_int("SELECT count(*) FROM jobs WHERE state = 2"),
+			 N_JOBS);
+	ops->close(h);
+	sc_clock_free(clk);
+}
+
+/* ---- ledger, outbox, markers, scheduler state, tokens ----------------- */
+
+static void ledger_append_and_filters(void **state)
+{
+	NEED_SERVER();
+	struct sc_clock *clk = sc_clock_virtual_new(T0);
+	void *h = open_store(clk);
+	static const struct {
+		const char *sched;
+		int64_t slot;
+		const char *outcome;
+	} in[] = {
+		{"a", 100, LEDGER_MISSED}, {"a", 200, LEDGER_SUCCESS},
+		{"b", 150, LEDGER_LOST},   {"a", 300, LEDGER_DUPLICATE},
+		{"b", 400, LEDGER_MISSED},
+	};
+	static const struct {
+		struct ledger_filter f;
+		size_t want;
+	} q[] = {
+		{{NULL, INT64_MIN, INT64_MAX, NULL, false, 0}, 5},
+		{{"a", INT64_MIN, INT64_MAX, NULL, false, 0}, 3},
+		{{NULL, 150, 400, NULL, false, 0}, 3},
+		{{NULL, INT64_MIN, INT64_MAX, LEDGER_MISSED, false, 0}, 2},
+		{{NULL, INT64_MIN, INT64_MAX, NULL, true, 0}, 3},
+		{{"b", INT64_MIN, 300, NULL, true, 0}, 1},
+		{{NULL, INT64_MIN, INT64_MAX, NULL, false, 2}, 2},
+	};
+	for (size_t i = 0; i < sizeof(in) / sizeof(in[0]); i++) {
+		struct ledger_row r = {0};
+		snprintf(r.schedule, sizeof(r.schedule), "%s", in[i].sched);
+		r.slot_ms = in[i].slot;
+		snprintf(r.outcome, sizeof(r.outcome), "%s", in[i].outcome);
+		r.error_msg = (char *)"why";
+		assert_int_equal(ops->ledger_append(h, &r, NULL), 0);
+	}
+	for (size_t i = 0; i < sizeof(q) / sizeof(q[0]); i++) {
+		struct ledger_row *rows;
+		size_t n = 0;
+		assert_int_equal(ops->ledger_query(h, &q[i].f, &rows, &n,
+						   NULL), 0);
+		assert_int_equal(n, q[i].want);
+		for (size_t k = 1; k < n; k++) /* oldest first */
+			assert_true(rows[k - 1].id < rows[k].id);
+		if (n)
+			assert_string_equal(rows[0].error_msg, "why");
+		rows_free(rows, n);
+	}
+	ops->close(h);
+	sc_clock_free(clk);
+}
+
+static void outbox_states_and_guard(void **state)
+{
+	NEED_SERVER();
+	struct sc_clock *clk = sc_clock_virtual_new(T0);
+	void *h = open_store(clk);
+	struct outbox_entry e = {0};
+	bool created = false;
+	int n = -1;
+
+	assert_int_equal(ops->outbox_get(h, "s", T0, "slack", &e, NULL),
+			 SC_ENOENT);
+	assert_int_equal(ops->outbox_set_state(h, "s", T0, "slack",
+					       SEND_SENDING, NULL), SC_ENOENT);
+	assert_int_equal(ops->outbox_put(h, "s", T0, "slack", "first",
+					 &created, NULL), 0);
+	assert_true(created);
+	assert_int_equal(ops->outbox_put(h, "s", T0, "slack", "second",
+					 &created, NULL), 0);
+	assert_false(created);
+	assert_int_equal(ops->outbox_get(h, "s", T0, "slack", &e, NULL), 0);
+	assert_int_equal(e.state, SEND_PENDING);
+	assert_string_equal(e.body, "first");
+	sc_free(e.body);
+
+	/* SENDING twice (a failure between): two tries. */
+	assert_int_equal(ops->outbox_set_state(h, "s", T0, "slack",
+					       SEND_SENDING, NULL), 0);
+	assert_int_equal(ops->outbox_set_state(h, "s", T0, "slack",
+					       SEND_FAILED, NULL), 0);
+	assert_int_equal(ops->outbox_set_state(h, "s", T0, "slack",
+					       SEND_SENDING, NULL), 0);
+	/* A crash here: the row becomes UNKNOWN. */
+	assert_int_equal(ops->outbox_put(h, "s", T0, "file", "x", NULL, NULL),
+			 0);
+	assert_int_equal(ops->outbox_mark_unknown(h, "s", T0, &n, NULL), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(ops->outbox_get(h, "s", T0, "slack", &e, NULL), 0);
+	assert_int_equal(e.state, SEND_UNKNOWN);
+	assert_int_equal(e.n_tries, 2);
+	sc_free(e.body);
+
+	sc_clock_advance_ms(clk, 42);
+	assert_int_equal(ops->outbox_set_state(h, "s", T0, "slack",
+					       SEND_SENDING, NULL), 0);
+	assert_int_equal(ops->outbox_set_state(h, "s", T0, "slack", SEND_SENT,
+					       NULL), 0);
+	assert_int_equal(ops->outbox_get(h, "s", T0, "slack", &e, NULL), 0);
+	assert_int_equal(e.state, SEND_SENT);
+	assert_int_equal(e.sent_ms, T0 + 42);
+	assert_int_equal(e.n_tries, 3);
+	sc_free(e.body);
+
+	/* The guard never reopens, whatever is asked. */
+	static const enum send_state back[] = {SEND_PENDING, SEND_SENDING,
+					       SEND_FAILED, SEND_UNKNOWN,
+					       SEND_SENT};
+	for (size_t i = 0; i < sizeof(back) / sizeof(back[0]); i++) {
+		struct sc_err err = {0};
+		assert_int_equal(ops->outbox_set_state(h, "s", T0, "slack",
+						       back[i], &err),
+				 SC_ESTATE);
+		assert_non_null(strstr(err.msg, "sent"));
+	}
+	assert_int_equal(ops->outbox_get(h, "s", T0, "slack", &e, NULL), 0);
+	assert_int_equal(e.state, SEND_SENT);
+	assert_int_equal(e.n_tries, 3);
+	sc_free(e.body);
+	assert_int_equal(ops->outbox_mark_unknown(h, "s", T0, &n, NULL), 0);
+	assert_int_equal(n, 0);
+	ops->close(h);
+	sc_clock_free(clk);
+}
+
+static void markers_sched_state_tokens(void **state)
+{
+	NEED_SERVER();
+	struct sc_clock *clk = sc_clock_virtual_new(T0);
+	void *h = open_store(clk);
+	bool marked = true;
+	int64_t v = 0;
+	char *tok = NULL;
+
+	assert_int_equal(ops->slot_is_marked(h, "s", T0, &marked, NULL), 0);
+	assert_false(marked);
+	assert_int_equal(ops->slot_mark(h, "s", T0, NULL), 0);
+	assert_int_equal(ops->slot_mark(h, "s", T0, NULL), 0);
+	assert_int_equal(ops->slot_is_marked(h, "s", T0, &marked, NULL), 0);
+	assert_true(marked);
+	assert_int_equal(ops->slot_is_marked(h, "s", T0 + 1, &marked, NULL),
+			 0);
+	assert_false(marked);
+
+	/* Scheduler state never moves backwards. */
+	static const struct {
+		int64_t set, want;
+	} steps[] = {{100, 100}, {50, 100}, {100, 100}, {300, 300}, {-5, 300}};
+	assert_int_equal(ops->sched_last_get(h, "s", &v, NULL), SC_ENOENT);
+	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+		assert_int_equal(ops->sched_last_set(h, "s", steps[i].set,
+						     NULL), 0);
+		assert_int_equal(ops->sched_last_get(h, "s", &v, NULL), 0);
+		assert_int_equal(v, steps[i].want);
+	}
+
+	assert_int_equal(ops->token_get(h, "idp", &tok, &v, NULL), SC_ENOENT);
+	assert_int_equal(ops->token_put(h, "idp", "t1", T0 + 1000, NULL), 0);
+	assert_int_equal(ops->token_put(h, "idp", "t2", T0 + 2000, NULL), 0);
+	assert_int_equal(ops->token_get(h, "idp", &tok, &v, NULL), 0);
+	assert_string_equal(tok, "t2");
+	assert_int_equal(v, T0 + 2000);
+	sc_free(tok);
+	assert_int_equal(ops->token_drop(h, "idp", NULL), 0);
+	assert_int_equal(ops->token_get(h, "idp", &tok, &v, NULL), SC_ENOENT);
+	ops->close(h);
+	sc_clock_free(clk);
+}
+
+/* ---- migrations ---------------------------------------------------------- */
+
+static void migrations_run_once_and_refuse_newer(void **state)
+{
+	NEED_SERVER();
+	struct sc_clock *clk = sc_clock_virtual_new(T0);
+	void *h = open_store(clk);
+	void *h2 = NULL;
+	struct sc_err err = {0};
+
+	enq(h, "s", T0);
+	ops->close(h);
+	h = open_store(clk); /* already current: nothing to do */
+	ops->close(h);
+	assert_int_equal(sql_int("SELECT version FROM schema_version"), 1);
+	assert_int_equal(sql_int("SELECT count(*) FROM schema_version"), 1);
+	assert_int_equal(sql_int("SELECT count(*) FROM jobs"), 1);
+
+	PQclear(sql("UPDATE schema_version SET version = 99"));
+	assert_int_equal(ops->open(g_url, clk, &h2, &err), SC_EVERSION);
+	assert_null(h2);
+	assert_non_null(strstr(err.msg, "newer"));
+	assert_int_equal(sql_int("SELECT version FROM schema_version"), 99);
+	assert_int_equal(sql_int("SELECT count(*) FROM jobs"), 1);
+	sc_clock_free(clk);
+}
+
+static void unreachable_server_is_a_clear_error(void **state)
+{
+	struct sc_clock *clk = sc_clock_virtual_new(T0);
+	void *h = NULL;
+	struct sc_err err = {0};
+
+	assert_int_equal(ops->open("postgresql://127.0.0.1:1/none", clk, &h,
+				   &err), SC_EIO);
+	assert_null(h);
+	assert_non_null(strstr(err.msg, "cannot connect"));
+	sc_clock_free(clk);
+}
+
+/* ---- notifications ------------------------------------------------------- */
+
+struct waiter {
+	void *h;
+	int64_t took_ms;
+	int rc;
+};
+
+static void *waiter_run(void *arg)
+{
+	struct waiter *w = arg;
+	int64_t t = clock_mono_ms();
+
+	w->rc = store_pg_ops.wait(w->h, 10000, NULL);
+	w->took_ms = clock_mono_ms() - t;
+	return NULL;
+}
+
+static void wait_wakes_on_enqueue(void **state)
+{
+	NEED_SERVER();
+	struct sc_clock *clk = sc_clock_virtual_new(T0);
+	void *a = open_store(clk), *b = open_store(clk);
+	struct waiter w = {a, 0, -1};
+	pthread_t th;
+
+	/* Nothing happened: the wait runs to its timeout. */
+	int64_t t = clock_mono_ms();
+	assert_int_equal(ops->wait(a, 150, NULL), 0);
+	assert_true(clock_mono_ms() - t >= 140);
+
+	assert_int_equal(pthread_create(&th, NULL, waiter_run, &w), 0);
+	struct timespec ts = {0, 100 * 1000000L};
+	nanosleep(&ts, NULL);
+	enq(b, "s", T0);
+	pthread_join(th, NULL);
+	assert_int_equal(w.rc, 0);
+	assert_true(w.took_ms < 5000);
+
+	/* A notification that came while busy is not lost: it ends the
+	 * next wait at once. */
+	enq(b, "s", T0 + 1);
+	size_t n = 0;
+	struct store_job out[2];
+	assert_int_equal(ops->job_claim(a, "w", MIN, out, 2, &n, NULL), 0);
+	t = clock_mono_ms();
+	assert_int_equal(ops->wait(a, 5000, NULL), 0);
+	assert_true(clock_mono_ms() - t < 2500);
+	ops->close(a);
+	ops->close(b);
+	sc_clock_free(clk);
+}
+
+/* ---- server restart -------------------------------------------------------- */
+
+static void server_restart_fails_then_recovers(void **state)
+{
+	NEED_SERVER();
+	if (!g_dir[0])
+		skip(); /* an external server: not ours to restart */
+	struct sc_clock *clk = sc_clock_virtual_new(T0);
+	void *h = open_store(clk);
+	struct sc_err err = {0};
+	struct store_job j;
+
+	int64_t id = enq(h, "s", T0);
+	struct store_job a = claim1(h, "w", MIN);
+	assert_int_equal(server_cmd("stop", NULL, 0), 0);
+
+	int rc = ops->job_heartbeat(h, id, a.lease_token, MIN, &err);
+	assert_int_equal(rc, SC_EIO);
+	assert_non_null(strstr(err.msg, "PostgreSQL"));
+	/* While it is down every op fails cleanly, none blocks for long. */
+	for (int i = 0; i < 3; i++) {
+		struct sc_err e2 = {0};
+		assert_int_equal(ops->job_get(h, id, &j, &e2), SC_EIO);
+		assert_true(strstr(e2.msg, "unavailable") ||
+			    strstr(e2.msg, "connect"));
+	}
+	int64_t t = clock_mono_ms();
+	assert_int_equal(ops->wait(h, 50, NULL), SC_EIO);
+	assert_true(clock_mono_ms() - t >= 40); /* waited, did not spin */
+
+	char url[512];
+	assert_int_equal(server_cmd("start", url, sizeof(url)), 0);
+	assert_string_equal(url, g_url);
+	/* The handle reconnects by itself within its backoff. */
+	int64_t deadline = clock_mono_ms() + 15000;
+	do {
+		rc = ops->job_heartbeat(h, id, a.lease_token, MIN, NULL);
+		if (rc) {
+			struct timespec ts = {0, 50 * 1000000L};
+			nanosleep(&ts, NULL);
+		}
+	} while (rc && clock_mono_ms() < deadline);
+	assert_int_equal(rc, 0);
+	assert_int_equal(ops->job_finish(h, id, a.lease_token, JOB_DONE, 0,
+					 NULL, NULL), 0);
+	assert_int_equal(ops->job_get(h, id, &j, NULL), 0);
+	assert_int_equal(j.state, JOB_DONE);
+	/* LISTEN is back too. */
+	struct waiter w = {h, 0, -1};
+	void *b = open_store(clk);
+	assert_int_equal(ops->wait(h, 1, NULL), 0); /* consumes the reconnect */
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, waiter_run, &w), 0);
+	struct timespec ts = {0, 100 * 1000000L};
+	nanosleep(&ts, NULL);
+	enq(b, "s", T0 + 5);
+	pthread_join(th, NULL);
+	assert_int_equal(w.rc, 0);
+	assert_true(w.took_ms < 5000);
+	ops->close(b);
+	ops->close(h);
+	sc_clock_free(clk);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(enqueue_is_idempotent, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(claim_takes_due_jobs_in_order,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(next_due_empty_is_max, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(
+			fencing_tokens_guard_every_change, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			finish_writes_job_and_ledger_together, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			recover_stalled_counts_and_kills, setup, teardown),
+		cmocka_unit_test_setup_teardown(release_gives_attempt_back,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			concurrent_claimers_never_share_a_job, setup, teardown),
+		cmocka_unit_test_setup_teardown(ledger_append_and_filters, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(outbox_states_and_guard, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(markers_sched_state_tokens,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			migrations_run_once_and_refuse_newer, setup, teardown),
+		cmocka_unit_test(unreachable_server_is_a_clear_error),
+		cmocka_unit_test_setup_teardown(wait_wakes_on_enqueue, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(
+			server_restart_fails_then_recovers, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
