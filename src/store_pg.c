@@ -1176,8 +1176,9 @@ static int pg_ledger_append(void *impl, const struct ledger_row *row,
 	struct args a = {0};
 	int rc;
 
-	rc = check_name("schedule", row ? row->schedule : NULL, SC_NAME_MAX,
-			err);
+	if (!row)
+		return sc_err_set(err, SC_EINVAL, "ledger_append: no row");
+	rc = check_name("schedule", row->schedule, SC_NAME_MAX, err);
 	if (rc)
 		return rc;
 	if (!row->outcome[0])
