@@ -150,6 +150,9 @@ void store_close(struct sc_store *s);
 /* The clock the store reads. */
 struct sc_clock *store_clock(const struct sc_store *s);
 
+/* The backend's name ("sqlite", "postgresql"), static. */
+const char *store_backend_name(const struct sc_store *s);
+
 /* ---- jobs (used by queue.c, which owns the state machine) ------------ */
 
 /*
@@ -161,7 +164,8 @@ int store_job_enqueue(struct sc_store *s, const char *schedule,
 		      int64_t run_at_ms, bool manual, int64_t *job_id,
 		      bool *created, struct sc_err *err);
 
-/* Enqueues n slots of one schedule in one transaction (idempotent). */
+/* Enqueues n slots of one schedule in one transaction (idempotent); each
+ * new job is due at its own slot instant (run_at = slot). */
 int store_job_enqueue_many(struct sc_store *s, const char *schedule,
 			   const int64_t *slots_ms, size_t n,
 			   const struct sc_retry_policy *policy,
@@ -189,14 +193,19 @@ int store_job_heartbeat(struct sc_store *s, int64_t id, int64_t lease_token,
  *   new_state READY: retry at run_at_ms, row->outcome "failed"
  *   new_state DEAD:  row->outcome "lost"
  * `row` carries outcome/error fields; the store fills schedule, slot,
- * job_id, attempt, started and finished.
+ * job_id, attempt, started and finished. row may be NULL, and an empty
+ * row->outcome means the word above. run_at_ms is used for READY only.
+ * Crash-test contract: after its writes and before COMMIT, a backend calls
+ * SC_FAILPOINT("queue.before_complete_commit") when new_state is DONE and
+ * SC_FAILPOINT("queue.in_retry_schedule") when it is READY (failpoint.h).
  */
 int store_job_finish(struct sc_store *s, int64_t id, int64_t lease_token,
 		     enum job_state new_state, int64_t run_at_ms,
 		     const struct ledger_row *row, struct sc_err *err);
 
 /* Gives an ACTIVE job back (graceful shutdown): READY, run_at = now, the
- * attempt not counted; fenced like finish. */
+ * attempt not counted (attempts - 1), with a "released" ledger row for
+ * that attempt number; fenced like finish. */
 int store_job_release(struct sc_store *s, int64_t id, int64_t lease_token,
 		      struct sc_err *err);
 

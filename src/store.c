@@ -1,0 +1,457 @@
+/*
+ * store.c - the store handle: picks a backend from the URL, checks the
+ * arguments every backend would have to check, and dispatches.
+ *
+ * Invariants:
+ *   - A backend operation is only called with arguments that passed the
+ *     checks here (names non-empty and shorter than their caps, policies
+ *     valid, output pointers non-NULL), so the backends need not repeat
+ *     them and behave alike on bad input.
+ *   - The handle owns the backend's impl pointer; store_close frees both.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+#include "log.h"
+#include "retry.h"
+#include "store.h"
+
+struct sc_store {
+	const struct store_ops *ops;
+	void *impl;
+	struct sc_clock *clock;
+};
+
+/* ---- argument checks ------------------------------------------------- */
+
+static int check_name(const char *what, const char *s, size_t cap,
+		      struct sc_err *err)
+{
+	if (!s || !*s)
+		return sc_err_set(err, SC_EINVAL, "%s is empty", what);
+	if (strnlen(s, cap) >= cap)
+		return sc_err_set(err, SC_EINVAL,
+				  "%s is too long (at most %zu bytes)", what,
+				  cap - 1);
+	return 0;
+}
+
+static int check_policy(const struct sc_retry_policy *p, struct sc_err *err)
+{
+	if (!p || !retry_policy_valid(p))
+		return sc_err_set(err, SC_EINVAL,
+				  "invalid retry policy (attempts 1..100, "
+				  "delay 0..30 days)");
+	return 0;
+}
+
+static int check_out(const void *p, const char *what, struct sc_err *err)
+{
+	if (!p)
+		return sc_err_set(err, SC_EINVAL, "%s is NULL", what);
+	return 0;
+}
+
+/* ---- open / close ---------------------------------------------------- */
+
+/*
+ * Splits url into a backend and its target. "sqlite:PATH" and a bare path
+ * go to SQLite; "sqlite://PATH" is accepted too, because people write it.
+ */
+static int pick_backend(const char *url, const struct store_ops **ops,
+			const char **target, struct sc_err *err)
+{
+	if (strncmp(url, "postgresql://", 13) == 0 ||
+	    strncmp(url, "postgres://", 11) == 0)
+		return sc_err_set(err, SC_EINVAL,
+				  "PostgreSQL support is not built in yet");
+	if (strncmp(url, "sqlite://", 9) == 0)
+		*target = url + 9;
+	else if (strncmp(url, "sqlite:", 7) == 0)
+		*target = url + 7;
+	else if (strstr(url, "://"))
+		return sc_err_set(err, SC_EINVAL,
+				  "unknown store URL scheme in '%.64s' (use "
+				  "sqlite:PATH or postgresql://...)",
+				  url);
+	else
+		*target = url;
+	if (!**target)
+		return sc_err_set(err, SC_EINVAL, "store URL has no path");
+	*ops = &store_sqlite_ops;
+	return 0;
+}
+
+int store_open(const char *url, struct sc_clock *clock, struct sc_store **out,
+	       struct sc_err *err)
+{
+	const struct store_ops *ops = NULL;
+	const char *target = NULL;
+	struct sc_store *s;
+	int rc;
+
+	if (!url || !clock || !out)
+		return sc_err_set(err, SC_EINVAL, "store_open: NULL argument");
+	rc = pick_backend(url, &ops, &target, err);
+	if (rc || !ops || !target)
+		return rc ? rc : SC_EINVAL;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return sc_err_set(err, SC_ENOMEM, "out of memory");
+	s->ops = ops;
+	s->clock = clock;
+	rc = ops->open(target, clock, &s->impl, err);
+	if (rc) {
+		free(s);
+		return rc;
+	}
+	*out = s;
+	return 0;
+}
+
+void store_close(struct sc_store *s)
+{
+	if (!s)
+		return;
+	s->ops->close(s->impl);
+	free(s);
+}
+
+struct sc_clock *store_clock(const struct sc_store *s)
+{
+	return s->clock;
+}
+
+const char *store_backend_name(const struct sc_store *s)
+{
+	return s->ops->name;
+}
+
+/* ---- jobs ------------------------------------------------------------ */
+
+int store_job_enqueue(struct sc_store *s, const char *schedule,
+		      int64_t slot_ms, const struct sc_retry_policy *policy,
+		      int64_t run_at_ms, bool manual, int64_t *job_id,
+		      bool *created, struct sc_err *err)
+{
+	int rc = check_name("schedule name", schedule, SC_NAME_MAX, err);
+
+	if (!rc)
+		rc = check_policy(policy, err);
+	if (rc)
+		return rc;
+	return s->ops->job_enqueue(s->impl, schedule, slot_ms, policy,
+				   run_at_ms, manual, job_id, created, err);
+}
+
+int store_job_enqueue_many(struct sc_store *s, const char *schedule,
+			   const int64_t *slots_ms, size_t n,
+			   const struct sc_retry_policy *policy,
+			   struct sc_err *err)
+{
+	int rc = check_name("schedule name", schedule, SC_NAME_MAX, err);
+
+	if (!rc)
+		rc = check_policy(policy, err);
+	if (!rc && n > 0)
+		rc = check_out(slots_ms, "slots", err);
+	if (rc)
+		return rc;
+	if (n == 0)
+		return 0;
+	return s->ops->job_enqueue_many(s->impl, schedule, slots_ms, n, policy,
+					err);
+}
+
+int store_job_claim(struct sc_store *s, const char *worker, int64_t lease_ms,
+		    struct store_job *out, size_t max, size_t *n,
+		    struct sc_err *err)
+{
+	int rc = check_name("worker name", worker, SC_WORKER_MAX, err);
+
+	if (!rc)
+		rc = check_out(out, "claim output", err);
+	if (!rc)
+		rc = check_out(n, "claim count", err);
+	if (rc)
+		return rc;
+	if (lease_ms <= 0)
+		return sc_err_set(err, SC_EINVAL, "lease must be positive");
+	*n = 0;
+	if (max == 0)
+		return 0;
+	return s->ops->job_claim(s->impl, worker, lease_ms, out, max, n, err);
+}
+
+int store_job_heartbeat(struct sc_store *s, int64_t id, int64_t lease_token,
+			int64_t lease_ms, struct sc_err *err)
+{
+	if (lease_ms <= 0)
+		return sc_err_set(err, SC_EINVAL, "lease must be positive");
+	return s->ops->job_heartbeat(s->impl, id, lease_token, lease_ms, err);
+}
+
+int store_job_finish(struct sc_store *s, int64_t id, int64_t lease_token,
+		     enum job_state new_state, int64_t run_at_ms,
+		     const struct ledger_row *row, struct sc_err *err)
+{
+	if (new_state != JOB_DONE && new_state != JOB_READY &&
+	    new_state != JOB_DEAD)
+		return sc_err_set(err, SC_EINVAL,
+				  "a finished attempt leads to DONE, READY or "
+				  "DEAD");
+	if (row && strnlen(row->outcome, sizeof(row->outcome)) >=
+			   sizeof(row->outcome))
+		return sc_err_set(err, SC_EINVAL, "ledger outcome too long");
+	return s->ops->job_finish(s->impl, id, lease_token, new_state,
+				  run_at_ms, row, err);
+}
+
+int store_job_release(struct sc_store *s, int64_t id, int64_t lease_token,
+		      struct sc_err *err)
+{
+	return s->ops->job_release(s->impl, id, lease_token, err);
+}
+
+int store_job_recover(struct sc_store *s, int max_stalls, int *n_recovered,
+		      struct sc_err *err)
+{
+	int dummy;
+
+	if (max_stalls < 1)
+		return sc_err_set(err, SC_EINVAL, "max_stalls must be >= 1");
+	return s->ops->job_recover(s->impl, max_stalls,
+				   n_recovered ? n_recovered : &dummy, err);
+}
+
+int store_job_get(struct sc_store *s, int64_t id, struct store_job *out,
+		  struct sc_err *err)
+{
+	int rc = check_out(out, "job output", err);
+
+	return rc ? rc : s->ops->job_get(s->impl, id, out, err);
+}
+
+int store_job_find(struct sc_store *s, const char *schedule, int64_t slot_ms,
+		   struct store_job *out, struct sc_err *err)
+{
+	int rc = check_name("schedule name", schedule, SC_NAME_MAX, err);
+
+	if (!rc)
+		rc = check_out(out, "job output", err);
+	return rc ? rc : s->ops->job_find(s->impl, schedule, slot_ms, out, err);
+}
+
+int store_job_revive(struct sc_store *s, int64_t id, struct sc_err *err)
+{
+	return s->ops->job_revive(s->impl, id, err);
+}
+
+int store_job_next_due(struct sc_store *s, int64_t *out_ms,
+		       struct sc_err *err)
+{
+	int rc = check_out(out_ms, "next-due output", err);
+
+	return rc ? rc : s->ops->job_next_due(s->impl, out_ms, err);
+}
+
+int store_job_counts(struct sc_store *s, const char *schedule,
+		     struct store_counts *out, struct sc_err *err)
+{
+	int rc = schedule ? check_name("schedule name", schedule, SC_NAME_MAX,
+				       err)
+			  : 0;
+
+	if (!rc)
+		rc = check_out(out, "counts output", err);
+	return rc ? rc : s->ops->job_counts(s->impl, schedule, out, err);
+}
+
+/* ---- ledger ---------------------------------------------------------- */
+
+int ledger_append(struct sc_store *s, const struct ledger_row *row,
+		  struct sc_err *err)
+{
+	int rc;
+
+	if (!row)
+		return sc_err_set(err, SC_EINVAL, "ledger row is NULL");
+	rc = check_name("schedule name", row->schedule, SC_NAME_MAX, err);
+	if (!rc)
+		rc = check_name("ledger outcome", row->outcome,
+				sizeof(row->outcome), err);
+	if (!rc && strnlen(row->error_class, sizeof(row->error_class)) >=
+			   sizeof(row->error_class))
+		rc = sc_err_set(err, SC_EINVAL, "ledger error class too long");
+	return rc ? rc : s->ops->ledger_append(s->impl, row, err);
+}
+
+int ledger_query(struct sc_store *s, const struct ledger_filter *f,
+		 struct ledger_row **rows, size_t *n, struct sc_err *err)
+{
+	static const struct ledger_filter all = {
+		.since_ms = INT64_MIN, .until_ms = INT64_MAX};
+	int rc = check_out(rows, "rows output", err);
+
+	if (!rc)
+		rc = check_out(n, "row count", err);
+	if (rc)
+		return rc;
+	if (f && f->limit < 0)
+		return sc_err_set(err, SC_EINVAL, "negative limit");
+	return s->ops->ledger_query(s->impl, f ? f : &all, rows, n, err);
+}
+
+void ledger_rows_free(struct ledger_row *rows, size_t n)
+{
+	if (!rows)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		free(rows[i].error_msg);
+		free(rows[i].details_json);
+	}
+	free(rows);
+}
+
+/* ---- outbox, guards, markers ----------------------------------------- */
+
+static int check_slot_target(const char *schedule, const char *target,
+			     struct sc_err *err)
+{
+	int rc = check_name("schedule name", schedule, SC_NAME_MAX, err);
+
+	return rc ? rc : check_name("target name", target, SC_NAME_MAX, err);
+}
+
+int outbox_put(struct sc_store *s, const char *schedule, int64_t slot_ms,
+	       const char *target, const char *body, bool *created,
+	       struct sc_err *err)
+{
+	int rc = check_slot_target(schedule, target, err);
+
+	if (!rc)
+		rc = check_out(body, "message body", err);
+	return rc ? rc
+		  : s->ops->outbox_put(s->impl, schedule, slot_ms, target,
+				       body, created, err);
+}
+
+int outbox_get(struct sc_store *s, const char *schedule, int64_t slot_ms,
+	       const char *target, struct outbox_entry *out,
+	       struct sc_err *err)
+{
+	int rc = check_slot_target(schedule, target, err);
+
+	if (!rc)
+		rc = check_out(out, "outbox output", err);
+	return rc ? rc
+		  : s->ops->outbox_get(s->impl, schedule, slot_ms, target, out,
+				       err);
+}
+
+void outbox_entry_dispose(struct outbox_entry *e)
+{
+	if (!e)
+		return;
+	free(e->body);
+	e->body = NULL;
+}
+
+int outbox_set_state(struct sc_store *s, const char *schedule, int64_t slot_ms,
+		     const char *target, enum send_state state,
+		     struct sc_err *err)
+{
+	int rc = check_slot_target(schedule, target, err);
+
+	if (rc)
+		return rc;
+	if (state < SEND_PENDING || state > SEND_UNKNOWN)
+		return sc_err_set(err, SC_EINVAL,
+				  "outbox state must be PENDING..UNKNOWN");
+	return s->ops->outbox_set_state(s->impl, schedule, slot_ms, target,
+					state, err);
+}
+
+int outbox_mark_unknown(struct sc_store *s, const char *schedule,
+			int64_t slot_ms, int *n, struct sc_err *err)
+{
+	int dummy;
+	int rc = check_name("schedule name", schedule, SC_NAME_MAX, err);
+
+	return rc ? rc
+		  : s->ops->outbox_mark_unknown(s->impl, schedule, slot_ms,
+						n ? n : &dummy, err);
+}
+
+int slot_mark(struct sc_store *s, const char *schedule, int64_t slot_ms,
+	      struct sc_err *err)
+{
+	int rc = check_name("schedule name", schedule, SC_NAME_MAX, err);
+
+	return rc ? rc : s->ops->slot_mark(s->impl, schedule, slot_ms, err);
+}
+
+int slot_is_marked(struct sc_store *s, const char *schedule, int64_t slot_ms,
+		   bool *marked, struct sc_err *err)
+{
+	int rc = check_name("schedule name", schedule, SC_NAME_MAX, err);
+
+	if (!rc)
+		rc = check_out(marked, "marked output", err);
+	return rc ? rc
+		  : s->ops->slot_is_marked(s->impl, schedule, slot_ms, marked,
+					   err);
+}
+
+/* ---- scheduler state, token cache ------------------------------------ */
+
+int sched_last_get(struct sc_store *s, const char *schedule, int64_t *slot_ms,
+		   struct sc_err *err)
+{
+	int rc = check_name("schedule name", schedule, SC_NAME_MAX, err);
+
+	if (!rc)
+		rc = check_out(slot_ms, "slot output", err);
+	return rc ? rc : s->ops->sched_last_get(s->impl, schedule, slot_ms, err);
+}
+
+int sched_last_set(struct sc_store *s, const char *schedule, int64_t slot_ms,
+		   struct sc_err *err)
+{
+	int rc = check_name("schedule name", schedule, SC_NAME_MAX, err);
+
+	return rc ? rc : s->ops->sched_last_set(s->impl, schedule, slot_ms, err);
+}
+
+int token_get(struct sc_store *s, const char *provider, char **token,
+	      int64_t *expires_ms, struct sc_err *err)
+{
+	int rc = check_name("provider name", provider, SC_NAME_MAX, err);
+
+	if (!rc)
+		rc = check_out(token, "token output", err);
+	if (!rc)
+		rc = check_out(expires_ms, "expiry output", err);
+	return rc ? rc
+		  : s->ops->token_get(s->impl, provider, token, expires_ms,
+				      err);
+}
+
+int token_put(struct sc_store *s, const char *provider, const char *token,
+	      int64_t expires_ms, struct sc_err *err)
+{
+	int rc = check_name("provider name", provider, SC_NAME_MAX, err);
+
+	if (!rc)
+		rc = check_out(token, "token", err);
+	return rc ? rc
+		  : s->ops->token_put(s->impl, provider, token, expires_ms, err);
+}
+
+int token_drop(struct sc_store *s, const char *provider, struct sc_err *err)
+{
+	int rc = check_name("provider name", provider, SC_NAME_MAX, err);
+
+	return rc ? rc : s->ops->token_drop(s->impl, provider, err);
+}

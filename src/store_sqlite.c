@@ -1,0 +1,1795 @@
+/*
+ * store_sqlite.c - the SQLite backend of store.h (one file, no server).
+ *
+ * Every operation is one transaction: either BEGIN IMMEDIATE ... COMMIT, or
+ * a single writing statement in autocommit mode, which SQLite runs as its
+ * own write transaction from its first step (no read-to-write upgrade, so
+ * no SQLITE_BUSY_SNAPSHOT). All SQL is prepared once per connection and
+ * cached in `struct sq`; no SQL text is ever built from data.
+ *
+ * Durability (WAL mode). A commit is made with one of two settings:
+ *   FULL   - the WAL is fsync'd before COMMIT returns. Used for the commits
+ *            that record a send guard (outbox state SENT), a slot marker,
+ *            and a job turning DEAD (its "lost" ledger row).
+ *   NORMAL - no fsync at commit; the WAL is fsync'd at checkpoints. Used for
+ *            enqueue, claims, heartbeats, completions, retry scheduling,
+ *            recovery, ledger rows, scheduler state and the token cache.
+ * The WAL is append-only and a FULL commit syncs it up to its own frame, so
+ * it also makes every earlier NORMAL commit durable, and a power cut always
+ * leaves a prefix of the commit history (never a hole in the middle).
+ *
+ * What a power cut (or kernel crash) can lose: the NORMAL commits made after
+ * the last fsync (last FULL commit or checkpoint). Losing those re-runs
+ * work, never loses it: a lost claim leaves the job READY; a lost heartbeat
+ * lets a lease expire early, and the run is recovered as stalled; a lost
+ * completion puts the job back to ACTIVE with a lease that will expire, and
+ * the orchestrator then finds the slot marker (FULL, written before the
+ * completion) and does not run the slot again; a lost retry schedule puts
+ * the job back to ACTIVE, so it is recovered as stalled; a lost enqueue is
+ * enqueued again by the scheduler, whose own state (sched_last) is lost
+ * with it because the history is a prefix.
+ * What a power cut cannot lose: a send guard or a slot marker once
+ * outbox_set_state(SENT) / slot_mark returned, a DEAD transition with its
+ * "lost" row, and everything committed before any of those.
+ * A process crash (SIGKILL, OOM) loses nothing that was committed, with
+ * either setting: the WAL is in the OS page cache.
+ *
+ * Schema versioning: PRAGMA user_version holds SCHEMA_VERSION, and
+ * PRAGMA application_id marks the file as ours. To change the schema, add a
+ * step to `migrations[]` and bump SCHEMA_VERSION; steps run forward, in one
+ * transaction, when a file of an older version is opened. A file with a
+ * newer version, a foreign application id, a foreign schema, or no SQLite
+ * header at all is refused before anything is written to it.
+ *
+ * Threading: one connection per handle, opened SQLITE_OPEN_NOMUTEX, used by
+ * one thread at a time (store.h). Never carry a handle across fork().
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "err.h"
+#include "failpoint.h"
+#include "log.h"
+#include "store.h"
+
+#define SCHEMA_VERSION 1
+#define APP_ID 0x53435231 /* "SCR1": this file belongs to surecron */
+#define BUSY_TIMEOUT_MS 10000
+#define RECOVER_BATCH 64
+
+/* ---- schema ---------------------------------------------------------- */
+
+/*
+ * migrations[k] takes a file from version k to k+1. Never edit a step that
+ * has shipped; add one. Job states and outbox states are stored as the
+ * integer values of enum job_state / enum send_state (store.h), which are
+ * therefore part of the file format.
+ */
+static const char *const migrations[SCHEMA_VERSION] = {
+	/* 0 -> 1 */
+	"CREATE TABLE jobs("
+	" id INTEGER PRIMARY KEY,"
+	" schedule TEXT NOT NULL,"
+	" slot_ms INTEGER NOT NULL,"
+	" state INTEGER NOT NULL CHECK (state BETWEEN 0 AND 3),"
+	" attempts INTEGER NOT NULL DEFAULT 0,"
+	" n_stalls INTEGER NOT NULL DEFAULT 0,"
+	" max_attempts INTEGER NOT NULL,"
+	" backoff INTEGER NOT NULL,"
+	" delay_ms INTEGER NOT NULL,"
+	" run_at_ms INTEGER NOT NULL,"
+	" lease_token INTEGER NOT NULL DEFAULT 0,"
+	" lease_owner TEXT NOT NULL DEFAULT '',"
+	" lease_expires_ms INTEGER NOT NULL DEFAULT 0,"
+	" started_ms INTEGER NOT NULL DEFAULT 0,"
+	" created_ms INTEGER NOT NULL,"
+	" manual INTEGER NOT NULL DEFAULT 0,"
+	" UNIQUE (schedule, slot_ms));"
+	/* Partial indexes: finished jobs never weigh on claim or recovery. */
+	"CREATE INDEX jobs_ready ON jobs(run_at_ms, id) WHERE state = 0;"
+	"CREATE INDEX jobs_active ON jobs(lease_expires_ms) WHERE state = 1;"
+	"CREATE TABLE ledger("
+	" id INTEGER PRIMARY KEY,"
+	" schedule TEXT NOT NULL,"
+	" slot_ms INTEGER NOT NULL,"
+	" job_id INTEGER NOT NULL DEFAULT 0,"
+	" attempt INTEGER NOT NULL DEFAULT 0,"
+	" started_ms INTEGER NOT NULL DEFAULT 0,"
+	" finished_ms INTEGER NOT NULL DEFAULT 0,"
+	" outcome TEXT NOT NULL,"
+	" error_class TEXT NOT NULL DEFAULT '',"
+	" error_msg TEXT,"
+	" retry_hint_ms INTEGER NOT NULL DEFAULT 0,"
+	" details_json TEXT);"
+	"CREATE INDEX ledger_schedule ON ledger(schedule, slot_ms);"
+	"CREATE INDEX ledger_job ON ledger(job_id);"
+	"CREATE TABLE outbox("
+	" schedule TEXT NOT NULL,"
+	" slot_ms INTEGER NOT NULL,"
+	" target TEXT NOT NULL,"
+	" state INTEGER NOT NULL CHECK (state BETWEEN 1 AND 5),"
+	" n_tries INTEGER NOT NULL DEFAULT 0,"
+	" body TEXT NOT NULL,"
+	" created_ms INTEGER NOT NULL,"
+	" updated_ms INTEGER NOT NULL,"
+	" sent_ms INTEGER NOT NULL DEFAULT 0,"
+	" PRIMARY KEY (schedule, slot_ms, target));"
+	"CREATE TABLE slot_markers("
+	" schedule TEXT NOT NULL,"
+	" slot_ms INTEGER NOT NULL,"
+	" completed_ms INTEGER NOT NULL,"
+	" PRIMARY KEY (schedule, slot_ms));"
+	"CREATE TABLE sched_state("
+	" schedule TEXT PRIMARY KEY,"
+	" last_slot_ms INTEGER NOT NULL,"
+	" updated_ms INTEGER NOT NULL);"
+	"CREATE TABLE token_cache("
+	" provider TEXT PRIMARY KEY,"
+	" token TEXT NOT NULL,"
+	" expires_ms INTEGER NOT NULL,"
+	" updated_ms INTEGER NOT NULL);"
+	"PRAGMA application_id = 1396920881;" /* APP_ID in decimal */
+	"PRAGMA user_version = 1;",
+};
+
+/* ---- the statement cache --------------------------------------------- */
+
+#define JOB_COLS                                                          \
+	"id, schedule, slot_ms, state, attempts, n_stalls, max_attempts, "   \
+	"backoff, delay_ms, run_at_ms, lease_token, lease_owner, "           \
+	"lease_expires_ms, started_ms, created_ms, manual"
+
+#define LEDGER_COLS                                                       \
+	"id, schedule, slot_ms, job_id, attempt, started_ms, finished_ms, "  \
+	"outcome, error_class, error_msg, retry_hint_ms, details_json"
+
+enum stmt_id {
+	ST_BEGIN,
+	ST_COMMIT,
+	ST_ROLLBACK,
+	ST_SYNC_NORMAL,
+	ST_SYNC_FULL,
+	ST_JOB_INSERT,
+	ST_JOB_ID_OF,
+	ST_JOB_CLAIM,
+	ST_JOB_HEARTBEAT,
+	ST_JOB_STATE,
+	ST_JOB_FINISH,
+	ST_JOB_RELEASE,
+	ST_JOB_EXPIRED,
+	ST_JOB_STALL,
+	ST_JOB_GET,
+	ST_JOB_FIND,
+	ST_JOB_REVIVE,
+	ST_JOB_NEXT_DUE,
+	ST_JOB_COUNTS,
+	ST_LEDGER_INSERT,
+	ST_LEDGER_QUERY,
+	ST_OUTBOX_PUT,
+	ST_OUTBOX_GET,
+	ST_OUTBOX_SET,
+	ST_OUTBOX_UNKNOWN,
+	ST_MARK,
+	ST_MARK_GET,
+	ST_SCHED_GET,
+	ST_SCHED_SET,
+	ST_TOKEN_GET,
+	ST_TOKEN_PUT,
+	ST_TOKEN_DROP,
+	N_STMT
+};
+
+static const char *const stmt_sql[N_STMT] = {
+	[ST_BEGIN] = "BEGIN IMMEDIATE",
+	[ST_COMMIT] = "COMMIT",
+	[ST_ROLLBACK] = "ROLLBACK",
+	[ST_SYNC_NORMAL] = "PRAGMA synchronous = NORMAL",
+	[ST_SYNC_FULL] = "PRAGMA synchronous = FULL",
+	[ST_JOB_INSERT] =
+		"INSERT INTO jobs(schedule, slot_ms, state, max_attempts, "
+		"backoff, delay_ms, run_at_ms, created_ms, manual) "
+		"VALUES (?1, ?2, 0, ?3, ?4, ?5, ?6, ?7, ?8) "
+		"ON CONFLICT (schedule, slot_ms) DO NOTHING",
+	[ST_JOB_ID_OF] = "SELECT id FROM jobs WHERE schedule = ?1 AND "
+			 "slot_ms = ?2",
+	/* The fencing token is per job and only grows, so every claim of a
+	 * job hands out a token no earlier claim of it had. */
+	[ST_JOB_CLAIM] =
+		"UPDATE jobs SET state = 1, attempts = attempts + 1, "
+		"lease_token = lease_token + 1, lease_owner = ?1, "
+		"lease_expires_ms = ?2, started_ms = ?3 "
+		"WHERE id IN (SELECT id FROM jobs WHERE state = 0 AND "
+		"run_at_ms <= ?3 ORDER BY run_at_ms, id LIMIT ?4) "
+		"RETURNING " JOB_COLS,
+	[ST_JOB_HEARTBEAT] =
+		"UPDATE jobs SET lease_expires_ms = ?3 "
+		"WHERE id = ?1 AND lease_token = ?2 AND state = 1",
+	[ST_JOB_STATE] = "SELECT state FROM jobs WHERE id = ?1",
+	[ST_JOB_FINISH] =
+		"UPDATE jobs SET state = ?3, lease_expires_ms = 0, "
+		"run_at_ms = CASE WHEN ?3 = 0 THEN ?4 ELSE run_at_ms END "
+		"WHERE id = ?1 AND lease_token = ?2 AND state = 1 "
+		"RETURNING schedule, slot_ms, attempts, started_ms",
+	[ST_JOB_RELEASE] =
+		"UPDATE jobs SET state = 0, attempts = attempts - 1, "
+		"run_at_ms = ?3, lease_expires_ms = 0 "
+		"WHERE id = ?1 AND lease_token = ?2 AND state = 1 "
+		"RETURNING schedule, slot_ms, attempts + 1, started_ms",
+	[ST_JOB_EXPIRED] =
+		"SELECT id, schedule, slot_ms, attempts, n_stalls, "
+		"max_attempts, started_ms, lease_owner FROM jobs "
+		"WHERE state = 1 AND lease_expires_ms < ?1 "
+		"ORDER BY lease_expires_ms LIMIT ?2",
+	[ST_JOB_STALL] =
+		"UPDATE jobs SET state = ?2, n_stalls = n_stalls + 1, "
+		"run_at_ms = ?3, lease_expires_ms = 0 "
+		"WHERE id = ?1 AND state = 1",
+	[ST_JOB_GET] = "SELECT " JOB_COLS " FROM jobs WHERE id = ?1",
+	[ST_JOB_FIND] = "SELECT " JOB_COLS " FROM jobs WHERE schedule = ?1 "
+			"AND slot_ms = ?2",
+	[ST_JOB_REVIVE] =
+		"UPDATE jobs SET state = 0, attempts = 0, n_stalls = 0, "
+		"run_at_ms = ?2, lease_expires_ms = 0 "
+		"WHERE id = ?1 AND state = 3",
+	[ST_JOB_NEXT_DUE] =
+		"SELECT min(m) FROM ("
+		"SELECT min(run_at_ms) AS m FROM jobs WHERE state = 0 "
+		"UNION ALL "
+		"SELECT min(lease_expires_ms) FROM jobs WHERE state = 1)",
+	[ST_JOB_COUNTS] =
+		"SELECT state, run_at_ms > ?2, count(*) FROM jobs "
+		"WHERE ?1 IS NULL OR schedule = ?1 GROUP BY 1, 2",
+	[ST_LEDGER_INSERT] =
+		"INSERT INTO ledger(schedule, slot_ms, job_id, attempt, "
+		"started_ms, finished_ms, outcome, error_class, error_msg, "
+		"retry_hint_ms, details_json) "
+		"VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+	[ST_LEDGER_QUERY] =
+		"SELECT " LEDGER_COLS " FROM ledger "
+		"WHERE (?1 IS NULL OR schedule = ?1) AND slot_ms >= ?2 AND "
+		"slot_ms < ?3 AND (?4 IS NULL OR outcome = ?4) AND "
+		"(?5 = 0 OR outcome IN ('lost', 'missed')) "
+		"ORDER BY id LIMIT ?6",
+	[ST_OUTBOX_PUT] =
+		"INSERT INTO outbox(schedule, slot_ms, target, state, body, "
+		"created_ms, updated_ms) VALUES (?1, ?2, ?3, 1, ?4, ?5, ?5) "
+		"ON CONFLICT (schedule, slot_ms, target) DO NOTHING",
+	[ST_OUTBOX_GET] =
+		"SELECT state, n_tries, sent_ms, body FROM outbox "
+		"WHERE schedule = ?1 AND slot_ms = ?2 AND target = ?3",
+	/* state <> 3: a SENT row (the send guard) never changes again. */
+	[ST_OUTBOX_SET] =
+		"UPDATE outbox SET state = ?4, "
+		"n_tries = n_tries + (?4 = 2), "
+		"sent_ms = CASE WHEN ?4 = 3 THEN ?5 ELSE sent_ms END, "
+		"updated_ms = ?5 "
+		"WHERE schedule = ?1 AND slot_ms = ?2 AND target = ?3 AND "
+		"state <> 3",
+	[ST_OUTBOX_UNKNOWN] =
+		"UPDATE outbox SET state = 5, updated_ms = ?3 "
+		"WHERE schedule = ?1 AND slot_ms = ?2 AND state = 2",
+	[ST_MARK] = "INSERT INTO slot_markers(schedule, slot_ms, completed_ms) "
+		    "VALUES (?1, ?2, ?3) "
+		    "ON CONFLICT (schedule, slot_ms) DO NOTHING",
+	[ST_MARK_GET] = "SELECT 1 FROM slot_markers WHERE schedule = ?1 AND "
+			"slot_ms = ?2",
+	[ST_SCHED_GET] = "SELECT last_slot_ms FROM sched_state "
+			 "WHERE schedule = ?1",
+	[ST_SCHED_SET] =
+		"INSERT INTO sched_state(schedule, last_slot_ms, updated_ms) "
+		"VALUES (?1, ?2, ?3) ON CONFLICT (schedule) DO UPDATE SET "
+		"last_slot_ms = max(last_slot_ms, excluded.last_slot_ms), "
+		"updated_ms = excluded.updated_ms",
+	[ST_TOKEN_GET] = "SELECT token, expires_ms FROM token_cache "
+			 "WHERE provider = ?1",
+	[ST_TOKEN_PUT] =
+		"INSERT INTO token_cache(provider, token, expires_ms, "
+		"updated_ms) VALUES (?1, ?2, ?3, ?4) "
+		"ON CONFLICT (provider) DO UPDATE SET token = excluded.token, "
+		"expires_ms = excluded.expires_ms, "
+		"updated_ms = excluded.updated_ms",
+	[ST_TOKEN_DROP] = "DELETE FROM token_cache WHERE provider = ?1",
+};
+
+enum sync_level { SYNC_UNSET = 0, SYNC_NORMAL = 1, SYNC_FULL = 2 };
+
+struct sq {
+	sqlite3 *db;
+	struct sc_clock *clock;
+	enum sync_level sync;
+	char path[PATH_MAX];
+	sqlite3_stmt *stmt[N_STMT];
+};
+
+/* ---- errors ---------------------------------------------------------- */
+
+/*
+ * Maps a SQLite result code to an SC_E* code and records a message that
+ * names the problem (disk full, I/O error with its errno, corruption) and
+ * the operation. Returns the SC_E* code.
+ */
+static int db_fail(struct sq *q, int rc, const char *op, struct sc_err *err)
+{
+	int saved_errno = errno;
+	int sys = q->db ? sqlite3_system_errno(q->db) : 0;
+	const char *detail = q->db ? sqlite3_errmsg(q->db) : sqlite3_errstr(rc);
+	int code;
+	const char *what;
+
+	/* SQLite does not always keep the errno of a failed write (it is 0
+	 * after a failed COMMIT); errno itself still holds it here. */
+	if (!sys && (rc & 0xff) == SQLITE_IOERR)
+		sys = saved_errno;
+	switch (rc & 0xff) {
+	case SQLITE_FULL:
+		code = SC_ENOSPC;
+		what = "disk full";
+		break;
+	case SQLITE_IOERR:
+		if (sys == ENOSPC || sys == EDQUOT || sys == EFBIG) {
+			code = SC_ENOSPC;
+			what = "no space left for the database";
+		} else {
+			code = SC_EIO;
+			what = "I/O error";
+		}
+		break;
+	case SQLITE_CORRUPT:
+	case SQLITE_NOTADB:
+		code = SC_ECORRUPT;
+		what = "database file is corrupt";
+		break;
+	case SQLITE_BUSY:
+	case SQLITE_LOCKED:
+		code = SC_EBUSY;
+		what = "database is locked";
+		break;
+	case SQLITE_NOMEM:
+		code = SC_ENOMEM;
+		what = "out of memory";
+		break;
+	case SQLITE_PERM:
+	case SQLITE_READONLY:
+	case SQLITE_AUTH:
+		code = SC_EACCES;
+		what = "permission denied";
+		break;
+	case SQLITE_CANTOPEN:
+		code = sys == EACCES ? SC_EACCES : SC_EIO;
+		what = "cannot open the database";
+		break;
+	default:
+		code = SC_EDB;
+		what = "database error";
+		break;
+	}
+	if (sys)
+		sc_err_set(err, code, "%s during %s on %s: %s (%s)", what, op,
+			   q->path, detail, strerror(sys));
+	else
+		sc_err_set(err, code, "%s during %s on %s: %s", what, op,
+			   q->path, detail);
+	SC_LOG(SC_LOG_WARN, "store", "op=%s code=%s sqlite=%d errno=%d", op,
+	       sc_strerror(code), rc, sys);
+	return code;
+}
+
+/* ---- statements and transactions ------------------------------------- */
+
+/* Returns the cached statement id, prepared on first use. */
+static int prep(struct sq *q, enum stmt_id id, sqlite3_stmt **out,
+		struct sc_err *err)
+{
+	if (!q->stmt[id]) {
+		int rc = sqlite3_prepare_v3(q->db, stmt_sql[id], -1,
+					    SQLITE_PREPARE_PERSISTENT,
+					    &q->stmt[id], NULL);
+		if (rc != SQLITE_OK) {
+			q->stmt[id] = NULL;
+			return db_fail(q, rc, "prepare", err);
+		}
+	}
+	*out = q->stmt[id];
+	return 0;
+}
+
+/* Resets a statement for its next use; bindings are dropped so that no
+ * borrowed string pointer outlives the call that bound it. */
+static void unprep(sqlite3_stmt *st)
+{
+	if (st) {
+		sqlite3_reset(st);
+		sqlite3_clear_bindings(st);
+	}
+}
+
+/* Runs a statement that returns no rows. */
+static int exec1(struct sq *q, enum stmt_id id, const char *op,
+		 struct sc_err *err)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = prep(q, id, &st, err);
+
+	if (rc)
+		return rc;
+	rc = sqlite3_step(st);
+	while (rc == SQLITE_ROW) /* PRAGMAs may answer with a row */
+		rc = sqlite3_step(st);
+	if (rc != SQLITE_DONE) {
+		int code = db_fail(q, rc, op, err);
+		unprep(st);
+		return code;
+	}
+	unprep(st);
+	return 0;
+}
+
+static int set_sync(struct sq *q, enum sync_level level, struct sc_err *err)
+{
+	int rc;
+
+	if (q->sync == level)
+		return 0;
+	rc = exec1(q, level == SYNC_FULL ? ST_SYNC_FULL : ST_SYNC_NORMAL,
+		   "set synchronous", err);
+	if (!rc)
+		q->sync = level;
+	return rc;
+}
+
+static int tx_begin(struct sq *q, enum sync_level level, struct sc_err *err)
+{
+	int rc = set_sync(q, level, err);
+
+	return rc ? rc : exec1(q, ST_BEGIN, "begin", err);
+}
+
+static void tx_rollback(struct sq *q)
+{
+	/* SQLite rolls back by itself after some errors (SQLITE_FULL,
+	 * SQLITE_IOERR during commit); only roll back what is still open. */
+	if (!sqlite3_get_autocommit(q->db))
+		(void)exec1(q, ST_ROLLBACK, "rollback", NULL);
+}
+
+static int tx_commit(struct sq *q, struct sc_err *err)
+{
+	int rc;
+
+	if (SC_FAILPOINT_ERR("store.commit")) {
+		tx_rollback(q);
+		return sc_err_set(err, SC_EIO,
+				  "I/O error during commit on %s: injected "
+				  "by failpoint store.commit",
+				  q->path);
+	}
+	rc = exec1(q, ST_COMMIT, "commit", err);
+	if (rc)
+		tx_rollback(q);
+	return rc;
+}
+
+/* Begins a statement that runs alone in autocommit mode at `level`. */
+static int solo(struct sq *q, enum stmt_id id, enum sync_level level,
+		sqlite3_stmt **st, struct sc_err *err)
+{
+	int rc = set_sync(q, level, err);
+
+	return rc ? rc : prep(q, id, st, err);
+}
+
+static int64_t now_ms(const struct sq *q)
+{
+	return sc_clock_now_ms(q->clock);
+}
+
+static void bind_text(sqlite3_stmt *st, int i, const char *s)
+{
+	if (s)
+		sqlite3_bind_text(st, i, s, -1, SQLITE_STATIC);
+	else
+		sqlite3_bind_null(st, i);
+}
+
+static void copy_text(char *dst, size_t cap, sqlite3_stmt *st, int col)
+{
+	const unsigned char *t = sqlite3_column_text(st, col);
+
+	snprintf(dst, cap, "%s", t ? (const char *)t : "");
+}
+
+/* A heap copy of a text column, NULL for SQL NULL. *oom set on failure. */
+static char *dup_text(sqlite3_stmt *st, int col, bool *oom)
+{
+	const unsigned char *t = sqlite3_column_text(st, col);
+	char *d;
+
+	if (!t)
+		return NULL;
+	d = strdup((const char *)t);
+	if (!d)
+		*oom = true;
+	return d;
+}
+
+static void read_job(sqlite3_stmt *st, struct store_job *j)
+{
+	memset(j, 0, sizeof(*j));
+	j->id = sqlite3_column_int64(st, 0);
+	copy_text(j->schedule, sizeof(j->schedule), st, 1);
+	j->slot_ms = sqlite3_column_int64(st, 2);
+	j->state = (enum job_state)sqlite3_column_int(st, 3);
+	j->attempts = sqlite3_column_int(st, 4);
+	j->n_stalls = sqlite3_column_int(st, 5);
+	j->policy.attempts = sqlite3_column_int(st, 6);
+	j->policy.backoff = (enum sc_backoff)sqlite3_column_int(st, 7);
+	j->policy.delay_ms = sqlite3_column_int64(st, 8);
+	j->run_at_ms = sqlite3_column_int64(st, 9);
+	j->lease_token = sqlite3_column_int64(st, 10);
+	copy_text(j->lease_owner, sizeof(j->lease_owner), st, 11);
+	j->lease_expires_ms = sqlite3_column_int64(st, 12);
+	j->started_ms = sqlite3_column_int64(st, 13);
+	j->created_ms = sqlite3_column_int64(st, 14);
+	j->manual = sqlite3_column_int(st, 15) != 0;
+}
+
+/* Inserts one ledger row; the caller holds the transaction. */
+static int ledger_insert(struct sq *q, const struct ledger_row *r,
+			 struct sc_err *err)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = prep(q, ST_LEDGER_INSERT, &st, err);
+
+	if (rc)
+		return rc;
+	bind_text(st, 1, r->schedule);
+	sqlite3_bind_int64(st, 2, r->slot_ms);
+	sqlite3_bind_int64(st, 3, r->job_id);
+	sqlite3_bind_int(st, 4, r->attempt);
+	sqlite3_bind_int64(st, 5, r->started_ms);
+	sqlite3_bind_int64(st, 6, r->finished_ms);
+	bind_text(st, 7, r->outcome);
+	bind_text(st, 8, r->error_class);
+	bind_text(st, 9, r->error_msg);
+	sqlite3_bind_int64(st, 10, r->retry_hint_ms);
+	bind_text(st, 11, r->details_json);
+	rc = sqlite3_step(st);
+	rc = rc == SQLITE_DONE ? 0 : db_fail(q, rc, "ledger insert", err);
+	unprep(st);
+	return rc;
+}
+
+/* ---- open / migrate / close ------------------------------------------ */
+
+static uint32_t be32(const unsigned char *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
+	       (uint32_t)p[2] << 8 | (uint32_t)p[3];
+}
+
+/*
+ * Creates the file 0600 if it does not exist, and otherwise checks its
+ * 100-byte SQLite header before SQLite sees it: not SQLite, another
+ * application's database, or a newer schema are refused here, so such a
+ * file is never opened for writing at all.
+ */
+static int precheck_file(const char *path, struct sc_err *err)
+{
+	unsigned char hdr[100];
+	struct stat sb;
+	ssize_t got;
+	int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+
+	if (fd >= 0) {
+		close(fd);
+		return 0;
+	}
+	if (errno != EEXIST) {
+		int e = errno;
+		return sc_err_set(err, e == EACCES ? SC_EACCES : -e,
+				  "cannot create database %s: %s", path,
+				  strerror(e));
+	}
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		int e = errno;
+		return sc_err_set(err, e == EACCES ? SC_EACCES : -e,
+				  "cannot open database %s: %s", path,
+				  strerror(e));
+	}
+	if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+		close(fd);
+		return sc_err_set(err, SC_EINVAL,
+				  "database path %s is not a regular file",
+				  path);
+	}
+	got = sb.st_size == 0 ? 0 : pread(fd, hdr, sizeof(hdr), 0);
+	close(fd);
+	if (sb.st_size == 0)
+		return 0; /* an empty file: ours to initialise */
+	if (got != (ssize_t)sizeof(hdr) ||
+	    memcmp(hdr, "SQLite format 3", 16) != 0)
+		return sc_err_set(err, SC_ECORRUPT,
+				  "%s is not a SQLite database (bad header); "
+				  "refusing to use or overwrite it",
+				  path);
+	uint32_t app = be32(hdr + 68), version = be32(hdr + 60);
+	if (app != 0 && app != APP_ID)
+		return sc_err_set(err, SC_ECORRUPT,
+				  "%s is the SQLite database of another "
+				  "application (application_id 0x%08x); "
+				  "refusing to use it",
+				  path, (unsigned)app);
+	if (app == APP_ID && version > SCHEMA_VERSION)
+		return sc_err_set(err, SC_EVERSION,
+				  "%s has schema version %u, newer than this "
+				  "surecron understands (%d); upgrade surecron "
+				  "(the file was not changed)",
+				  path, (unsigned)version, SCHEMA_VERSION);
+	return 0;
+}
+
+/* Runs every statement of a multi-statement script (migrations only). */
+static int run_script(struct sq *q, const char *sql, struct sc_err *err)
+{
+	const char *tail = sql;
+
+	while (tail && *tail) {
+		sqlite3_stmt *st = NULL;
+		int rc = sqlite3_prepare_v2(q->db, tail, -1, &st, &tail);
+		if (rc != SQLITE_OK)
+			return db_fail(q, rc, "migration", err);
+		if (!st)
+			break; /* trailing whitespace */
+		do
+			rc = sqlite3_step(st);
+		while (rc == SQLITE_ROW);
+		if (rc != SQLITE_DONE) {
+			int code = db_fail(q, rc, "migration", err);
+			sqlite3_finalize(st);
+			return code;
+		}
+		sqlite3_finalize(st);
+	}
+	return 0;
+}
+
+/* Reads one integer from a one-row query (PRAGMA or SELECT). */
+static int query_int(struct sq *q, const char *sql, int64_t *out,
+		     struct sc_err *err)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = sqlite3_prepare_v2(q->db, sql, -1, &st, NULL);
+
+	if (rc == SQLITE_OK)
+		rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		*out = sqlite3_column_int64(st, 0);
+		rc = SQLITE_OK;
+	}
+	if (rc != SQLITE_OK) {
+		int code = db_fail(q, rc, "open", err);
+		sqlite3_finalize(st);
+		return code;
+	}
+	sqlite3_finalize(st);
+	return 0;
+}
+
+/*
+ * Checks what SQLite sees (the header check cannot catch a damaged schema
+ * page or a newer version held in the WAL), then migrates forward. The
+ * version is read again inside the write transaction, so two processes
+ * opening a new file at once migrate it once.
+ */
+static int check_and_migrate(struct sq *q, struct sc_err *err)
+{
+	int64_t version = 0, app = 0, n_objects = 0;
+	struct sc_err e = {0};
+	int rc = query_int(q, "PRAGMA user_version", &version, &e);
+
+	if (!rc)
+		rc = query_int(q, "PRAGMA application_id", &app, &e);
+	if (!rc)
+		rc = query_int(q, "SELECT count(*) FROM sqlite_master",
+			       &n_objects, &e);
+	if (rc == SC_ECORRUPT || rc == SC_EDB)
+		return sc_err_set(err, SC_ECORRUPT,
+				  "%s is corrupt or not a SQLite database "
+				  "(%s); refusing to use or overwrite it",
+				  q->path, e.msg);
+	if (rc) {
+		err_copy(err, &e);
+		return rc;
+	}
+	if (app != APP_ID && (app != 0 || n_objects > 0))
+		return sc_err_set(err, SC_ECORRUPT,
+				  "%s is a SQLite database but not "
+				  "surecron's; refusing to use it",
+				  q->path);
+	if (version > SCHEMA_VERSION)
+		return sc_err_set(err, SC_EVERSION,
+				  "%s has schema version %lld, newer than "
+				  "this surecron understands (%d); the file "
+				  "was not changed",
+				  q->path, (long long)version, SCHEMA_VERSION);
+	if (version == SCHEMA_VERSION)
+		return 0;
+
+	rc = tx_begin(q, SYNC_FULL, err);
+	if (rc)
+		return rc;
+	rc = query_int(q, "PRAGMA user_version", &version, err);
+	for (int64_t v = version; !rc && v < SCHEMA_VERSION; v++) {
+		SC_LOG(SC_LOG_INFO, "store", "migrate path=%s from=%lld to=%lld",
+		       q->path, (long long)v, (long long)v + 1);
+		rc = run_script(q, migrations[v], err);
+	}
+	if (rc) {
+		tx_rollback(q);
+		return rc;
+	}
+	return tx_commit(q, err);
+}
+
+/* journal_mode=WAL may answer SQLITE_BUSY without calling the busy
+ * handler while another connection sets it up; retry a little. */
+static int set_wal(struct sq *q, struct sc_err *err)
+{
+	for (int i = 0;; i++) {
+		sqlite3_stmt *st = NULL;
+		int rc = sqlite3_prepare_v2(q->db, "PRAGMA journal_mode = WAL",
+					    -1, &st, NULL);
+		if (rc == SQLITE_OK)
+			rc = sqlite3_step(st);
+		if (rc == SQLITE_ROW) {
+			const unsigned char *m = sqlite3_column_text(st, 0);
+			bool ok = m && strcmp((const char *)m, "wal") == 0;
+			sqlite3_finalize(st);
+			if (!ok)
+				return sc_err_set(err, SC_EDB,
+						  "cannot put %s in WAL mode",
+						  q->path);
+			return 0;
+		}
+		sqlite3_finalize(st);
+		if ((rc & 0xff) != SQLITE_BUSY || i >= 100)
+			return db_fail(q, rc, "set WAL mode", err);
+		usleep(10000);
+	}
+}
+
+static void sq_close(void *impl)
+{
+	struct sq *q = impl;
+
+	if (!q)
+		return;
+	for (int i = 0; i < N_STMT; i++)
+		sqlite3_finalize(q->stmt[i]);
+	sqlite3_close(q->db);
+	free(q);
+}
+
+static int sq_open(const char *target, struct sc_clock *clock, void **impl,
+		   struct sc_err *err)
+{
+	struct sq *q;
+	int rc;
+
+	if (strlen(target) >= PATH_MAX)
+		return sc_err_set(err, SC_EINVAL, "database path too long");
+	rc = precheck_file(target, err);
+	if (rc)
+		return rc;
+	q = calloc(1, sizeof(*q));
+	if (!q)
+		return sc_err_set(err, SC_ENOMEM, "out of memory");
+	q->clock = clock;
+	snprintf(q->path, sizeof(q->path), "%s", target);
+
+	/* No SQLITE_OPEN_CREATE: precheck_file made the file, with 0600;
+	 * SQLite gives the -wal and -shm files the same mode. */
+	rc = sqlite3_open_v2(target, &q->db,
+			     SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
+	if (rc != SQLITE_OK) {
+		rc = db_fail(q, rc, "open", err);
+		goto fail_open;
+	}
+	sqlite3_extended_result_codes(q->db, 1);
+	sqlite3_busy_timeout(q->db, BUSY_TIMEOUT_MS);
+
+	rc = check_and_migrate(q, err);
+	if (rc)
+		goto fail_open;
+	rc = set_wal(q, err);
+	if (rc)
+		goto fail_open;
+	rc = set_sync(q, SYNC_NORMAL, err);
+	if (rc)
+		goto fail_open;
+	*impl = q;
+	return 0;
+
+fail_open:
+	sq_close(q);
+	return rc;
+}
+
+/* ---- jobs ------------------------------------------------------------ */
+
+static int insert_job(struct sq *q, const char *schedule, int64_t slot_ms,
+		      const struct sc_retry_policy *p, int64_t run_at_ms,
+		      bool manual, bool *created, struct sc_err *err)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = prep(q, ST_JOB_INSERT, &st, err);
+
+	if (rc)
+		return rc;
+	bind_text(st, 1, schedule);
+	sqlite3_bind_int64(st, 2, slot_ms);
+	sqlite3_bind_int(st, 3, p->attempts);
+	sqlite3_bind_int(st, 4, (int)p->backoff);
+	sqlite3_bind_int64(st, 5, p->delay_ms);
+	sqlite3_bind_int64(st, 6, run_at_ms);
+	sqlite3_bind_int64(st, 7, now_ms(q));
+	sqlite3_bind_int(st, 8, manual);
+	rc = sqlite3_step(st);
+	if (rc != SQLITE_DONE) {
+		rc = db_fail(q, rc, "enqueue", err);
+	} else {
+		*created = sqlite3_changes(q->db) > 0;
+		rc = 0;
+	}
+	unprep(st);
+	return rc;
+}
+
+static int job_id_of(struct sq *q, const char *schedule, int64_t slot_ms,
+		     int64_t *id, struct sc_err *err)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = prep(q, ST_JOB_ID_OF, &st, err);
+
+	if (rc)
+		return rc;
+	bind_text(st, 1, schedule);
+	sqlite3_bind_int64(st, 2, slot_ms);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		*id = sqlite3_column_int64(st, 0);
+		rc = 0;
+	} else if (rc == SQLITE_DONE) {
+		rc = sc_err_set(err, SC_ENOENT, "no job for that slot");
+	} else {
+		rc = db_fail(q, rc, "job lookup", err);
+	}
+	unprep(st);
+	return rc;
+}
+
+static int sq_job_enqueue(void *impl, const char *schedule, int64_t slot_ms,
+			  const struct sc_retry_policy *policy,
+			  int64_t run_at_ms, bool manual, int64_t *job_id,
+			  bool *created, struct sc_err *err)
+{
+	struct sq *q = impl;
+	bool made = false;
+	int64_t id = 0;
+	int rc = tx_begin(q, SYNC_NORMAL, err);
+
+	if (rc)
+		return rc;
+	rc = insert_job(q, schedule, slot_ms, policy, run_at_ms, manual, &made,
+			err);
+	if (!rc)
+		rc = made ? (id = sqlite3_last_insert_rowid(q->db), 0)
+			  : job_id_of(q, schedule, slot_ms, &id, err);
+	if (!rc)
+		rc = tx_commit(q, err);
+	else
+		tx_rollback(q);
+	if (rc)
+		return rc;
+	if (job_id)
+		*job_id = id;
+	if (created)
+		*created = made;
+	return 0;
+}
+
+static int sq_job_enqueue_many(void *impl, const char *schedule,
+			       const int64_t *slots_ms, size_t n,
+			       const struct sc_retry_policy *policy,
+			       struct sc_err *err)
+{
+	struct sq *q = impl;
+	bool made;
+	int rc = tx_begin(q, SYNC_NORMAL, err);
+
+	if (rc)
+		return rc;
+	/* A slot is due at its own instant: run_at = slot. */
+	for (size_t i = 0; !rc && i < n; i++)
+		rc = insert_job(q, schedule, slots_ms[i], policy, slots_ms[i],
+				false, &made, err);
+	if (rc) {
+		tx_rollback(q);
+		return rc;
+	}
+	return tx_commit(q, err);
+}
+
+static int cmp_job(const void *a, const void *b)
+{
+	const struct store_job *x = a, *y = b;
+
+	if (x->run_at_ms != y->run_at_ms)
+		return x->run_at_ms < y->run_at_ms ? -1 : 1;
+	return (x->id > y->id) - (x->id < y->id);
+}
+
+static int sq_job_claim(void *impl, const char *worker, int64_t lease_ms,
+			struct store_job *out, size_t max, size_t *n,
+			struct sc_err *err)
+{
+	struct sq *q = impl;
+	sqlite3_stmt *st = NULL;
+	int64_t now = now_ms(q);
+	size_t got = 0;
+	int rc = tx_begin(q, SYNC_NORMAL, err);
+
+	if (rc)
+		return rc;
+	rc = prep(q, ST_JOB_CLAIM, &st, err);
+	if (rc) {
+		tx_rollback(q);
+		return rc;
+	}
+	bind_text(st, 1, worker);
+	sqlite3_bind_int64(st, 2, now + lease_ms);
+	sqlite3_bind_int64(st, 3, now);
+	sqlite3_bind_int64(st, 4, max > INT32_MAX ? INT32_MAX : (int64_t)max);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW && got < max)
+		read_job(st, &out[got++]);
+	if (rc != SQLITE_DONE) {
+		rc = db_fail(q, rc, "claim", err);
+		unprep(st);
+		tx_rollback(q);
+		return rc;
+	}
+	unprep(st);
+	rc = tx_commit(q, err);
+	if (rc)
+		return rc;
+	/* RETURNING gives rows in no promised order. */
+	qsort(out, got, sizeof(*out), cmp_job);
+	*n = got;
+	return 0;
+}
+
+/* After a fenced UPDATE changed nothing: SC_ENOENT or SC_ELEASE. */
+static int fence_error(struct sq *q, int64_t id, const char *op,
+		       struct sc_err *err)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = prep(q, ST_JOB_STATE, &st, err);
+
+	if (rc)
+		return rc;
+	sqlite3_bind_int64(st, 1, id);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		rc = sc_err_set(err, SC_ELEASE,
+				"%s of job %lld refused: the lease is no longer "
+				"this worker's (job taken over or finished)",
+				op, (long long)id);
+	else if (rc == SQLITE_DONE)
+		rc = sc_err_set(err, SC_ENOENT, "no job %lld", (long long)id);
+	else
+		rc = db_fail(q, rc, op, err);
+	unprep(st);
+	return rc;
+}
+
+static int sq_job_heartbeat(void *impl, int64_t id, int64_t lease_token,
+			    int64_t lease_ms, struct sc_err *err)
+{
+	struct sq *q = impl;
+	sqlite3_stmt *st = NULL;
+	int rc = solo(q, ST_JOB_HEARTBEAT, SYNC_NORMAL, &st, err);
+
+	if (rc)
+		return rc;
+	sqlite3_bind_int64(st, 1, id);
+	sqlite3_bind_int64(st, 2, lease_token);
+	sqlite3_bind_int64(st, 3, now_ms(q) + lease_ms);
+	rc = sqlite3_step(st);
+	if (rc != SQLITE_DONE) {
+		rc = db_fail(q, rc, "heartbeat", err);
+		unprep(st);
+		return rc;
+	}
+	unprep(st);
+	if (sqlite3_changes(q->db) == 0)
+		return fence_error(q, id, "heartbeat", err);
+	return 0;
+}
+
+/*
+ * Runs a fenced UPDATE ... RETURNING schedule, slot, attempt, started and
+ * fills those fields of *r. SC_ELEASE / SC_ENOENT when nothing matched.
+ */
+static int fenced_update(struct sq *q, enum stmt_id id_st, int64_t id,
+			 int64_t token, int state, int64_t run_at_ms,
+			 const char *op, struct ledger_row *r,
+			 struct sc_err *err)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = prep(q, id_st, &st, err);
+
+	if (rc)
+		return rc;
+	sqlite3_bind_int64(st, 1, id);
+	sqlite3_bind_int64(st, 2, token);
+	if (id_st == ST_JOB_FINISH) {
+		sqlite3_bind_int(st, 3, state);
+		sqlite3_bind_int64(st, 4, run_at_ms);
+	} else {
+		sqlite3_bind_int64(st, 3, run_at_ms);
+	}
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		copy_text(r->schedule, sizeof(r->schedule), st, 0);
+		r->slot_ms = sqlite3_column_int64(st, 1);
+		r->attempt = sqlite3_column_int(st, 2);
+		r->started_ms = sqlite3_column_int64(st, 3);
+		rc = sqlite3_step(st);
+		if (rc == SQLITE_DONE) {
+			unprep(st);
+			return 0;
+		}
+		rc = db_fail(q, rc, op, err);
+		unprep(st);
+		return rc;
+	}
+	if (rc != SQLITE_DONE) {
+		rc = db_fail(q, rc, op, err);
+		unprep(st);
+		return rc;
+	}
+	unprep(st);
+	return fence_error(q, id, op, err);
+}
+
+static const char *default_outcome(enum job_state s)
+{
+	return s == JOB_DONE ? LEDGER_SUCCESS
+			     : s == JOB_DEAD ? LEDGER_LOST : LEDGER_FAILED;
+}
+
+static int sq_job_finish(void *impl, int64_t id, int64_t lease_token,
+			 enum job_state new_state, int64_t run_at_ms,
+			 const struct ledger_row *row, struct sc_err *err)
+{
+	struct sq *q = impl;
+	struct ledger_row r = {0};
+	/* A DEAD job's "lost" row is the loud record of a lost slot: it
+	 * must survive a power cut like a guard does. */
+	int rc = tx_begin(q, new_state == JOB_DEAD ? SYNC_FULL : SYNC_NORMAL,
+			  err);
+
+	if (rc)
+		return rc;
+	rc = fenced_update(q, ST_JOB_FINISH, id, lease_token, (int)new_state,
+			   run_at_ms, "finish", &r, err);
+	if (rc) {
+		tx_rollback(q);
+		return rc;
+	}
+	if (row) {
+		memcpy(r.outcome, row->outcome, sizeof(r.outcome));
+		memcpy(r.error_class, row->error_class, sizeof(r.error_class));
+		r.error_msg = row->error_msg;
+		r.retry_hint_ms = row->retry_hint_ms;
+		r.details_json = row->details_json;
+	}
+	if (!r.outcome[0])
+		snprintf(r.outcome, sizeof(r.outcome), "%s",
+			 default_outcome(new_state));
+	r.job_id = id;
+	r.finished_ms = now_ms(q);
+	rc = ledger_insert(q, &r, err);
+	if (rc) {
+		tx_rollback(q);
+		return rc;
+	}
+	/* Crash points inside the transaction, after every write. */
+	if (new_state == JOB_DONE)
+		SC_FAILPOINT("queue.before_complete_commit");
+	else if (new_state == JOB_READY)
+		SC_FAILPOINT("queue.in_retry_schedule");
+	return tx_commit(q, err);
+}
+
+static int sq_job_release(void *impl, int64_t id, int64_t lease_token,
+			  struct sc_err *err)
+{
+	struct sq *q = impl;
+	struct ledger_row r = {0};
+	int rc = tx_begin(q, SYNC_NORMAL, err);
+
+	if (rc)
+		return rc;
+	r.finished_ms = now_ms(q);
+	rc = fenced_update(q, ST_JOB_RELEASE, id, lease_token, 0, r.finished_ms,
+			   "release", &r, err);
+	if (!rc) {
+		r.job_id = id;
+		snprintf(r.outcome, sizeof(r.outcome), "%s", LEDGER_RELEASED);
+		rc = ledger_insert(q, &r, err);
+	}
+	if (rc) {
+		tx_rollback(q);
+		return rc;
+	}
+	return tx_commit(q, err);
+}
+
+struct expired {
+	int64_t id, slot_ms, started_ms;
+	int attempts, n_stalls, max_attempts;
+	char schedule[SC_NAME_MAX];
+	char owner[SC_WORKER_MAX];
+};
+
+/* One batch of recovery in one transaction; *n gets the jobs touched. */
+static int recover_batch(struct sq *q, int max_stalls, int *n,
+			 struct sc_err *err)
+{
+	struct expired *e;
+	sqlite3_stmt *st = NULL;
+	int64_t now = now_ms(q);
+	int got = 0;
+	int rc;
+
+	/* ~14 KiB: on the heap rather than the stack. */
+	e = calloc(RECOVER_BATCH, sizeof(*e));
+	if (!e)
+		return sc_err_set(err, SC_ENOMEM, "out of memory");
+	/* Recovery is rare (a worker died), and a recovered job may turn
+	 * DEAD with a "lost" row, which must be durable: commit with FULL.
+	 * The level cannot change inside a transaction, hence up front. */
+	rc = tx_begin(q, SYNC_FULL, err);
+	if (rc)
+		goto done;
+	rc = prep(q, ST_JOB_EXPIRED, &st, err);
+	if (rc)
+		goto rollback;
+	sqlite3_bind_int64(st, 1, now);
+	sqlite3_bind_int(st, 2, RECOVER_BATCH);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW && got < RECOVER_BATCH) {
+		struct expired *x = &e[got++];
+		x->id = sqlite3_column_int64(st, 0);
+		copy_text(x->schedule, sizeof(x->schedule), st, 1);
+		x->slot_ms = sqlite3_column_int64(st, 2);
+		x->attempts = sqlite3_column_int(st, 3);
+		x->n_stalls = sqlite3_column_int(st, 4);
+		x->max_attempts = sqlite3_column_int(st, 5);
+		x->started_ms = sqlite3_column_int64(st, 6);
+		copy_text(x->owner, sizeof(x->owner), st, 7);
+	}
+	if (rc != SQLITE_DONE) {
+		rc = db_fail(q, rc, "recover", err);
+		unprep(st);
+		goto rollback;
+	}
+	unprep(st);
+	rc = 0;
+	for (int i = 0; !rc && i < got; i++) {
+		struct expired *x = &e[i];
+		bool dead = x->attempts >= x->max_attempts ||
+			    x->n_stalls + 1 >= max_stalls;
+		char msg[256];
+		struct ledger_row r = {
+			.slot_ms = x->slot_ms,
+			.job_id = x->id,
+			.attempt = x->attempts,
+			.started_ms = x->started_ms,
+			.finished_ms = now,
+			.error_class = "stalled",
+			.error_msg = msg,
+		};
+		snprintf(r.schedule, sizeof(r.schedule), "%s", x->schedule);
+		snprintf(msg, sizeof(msg),
+			 "lease of worker %s expired: the worker died or hung "
+			 "(stall %d)",
+			 x->owner, x->n_stalls + 1);
+		snprintf(r.outcome, sizeof(r.outcome), "%s", LEDGER_STALLED);
+		rc = ledger_insert(q, &r, err);
+		if (!rc && dead) {
+			snprintf(r.outcome, sizeof(r.outcome), "%s",
+				 LEDGER_LOST);
+			snprintf(msg, sizeof(msg),
+				 x->attempts >= x->max_attempts
+					 ? "attempts used up (%d), the last "
+					   "one stalled"
+					 : "stalled %d times: giving up",
+				 x->attempts >= x->max_attempts
+					 ? x->attempts
+					 : x->n_stalls + 1);
+			rc = ledger_insert(q, &r, err);
+		}
+		if (rc)
+			break;
+		rc = prep(q, ST_JOB_STALL, &st, err);
+		if (rc)
+			break;
+		sqlite3_bind_int64(st, 1, x->id);
+		sqlite3_bind_int(st, 2, dead ? JOB_DEAD : JOB_READY);
+		sqlite3_bind_int64(st, 3, now);
+		rc = sqlite3_step(st);
+		rc = rc == SQLITE_DONE ? 0 : db_fail(q, rc, "recover", err);
+		unprep(st);
+		if (!rc && dead)
+			SC_LOG(SC_LOG_ERROR, "store",
+			       "event=lost job=%lld attempt=%d reason=stalled",
+			       (long long)x->id, x->attempts);
+	}
+	if (rc)
+		goto rollback;
+	rc = tx_commit(q, err);
+	if (!rc)
+		*n = got;
+	goto done;
+rollback:
+	tx_rollback(q);
+done:
+	free(e);
+	return rc;
+}
+
+/* Reads (no write lock) whether any lease expired, so that the common
+ * case, nothing to recover, costs no write transaction and no fsync. */
+static int any_expired(struct sq *q, int *n, struct sc_err *err)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = prep(q, ST_JOB_EXPIRED, &st, err);
+
+	if (rc)
+		return rc;
+	sqlite3_bind_int64(st, 1, now_ms(q));
+	sqlite3_bind_int(st, 2, 1);
+	rc = sqlite3_step(st);
+	*n = rc == SQLITE_ROW;
+	rc = rc == SQLITE_ROW || rc == SQLITE_DONE ? 0
+						    : db_fail(q, rc, "recover",
+							      err);
+	unprep(st);
+	return rc;
+}
+
+static int sq_job_recover(void *impl, int max_stalls, int *n_recovered,
+			  struct sc_err *err)
+{
+	struct sq *q = impl;
+	int total = 0, n;
+	int rc;
+
+	*n_recovered = 0;
+	rc = any_expired(q, &n, err);
+	if (rc || n == 0)
+		return rc;
+	do {
+		n = 0;
+		rc = recover_batch(q, max_stalls, &n, err);
+		total += n;
+	} while (!rc && n == RECOVER_BATCH);
+	*n_recovered = total;
+	return rc;
+}
+
+static int get_job(struct sq *q, enum stmt_id id_st, int64_t id,
+		   const char *schedule, int64_t slot_ms, struct store_job *out,
+		   struct sc_err *err)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = prep(q, id_st, &st, err);
+
+	if (rc)
+		return rc;
+	if (id_st == ST_JOB_GET) {
+		sqlite3_bind_int64(st, 1, id);
+	} else {
+		bind_text(st, 1, schedule);
+		sqlite3_bind_int64(st, 2, slot_ms);
+	}
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		read_job(st, out);
+		rc = 0;
+	} else if (rc == SQLITE_DONE) {
+		rc = sc_err_set(err, SC_ENOENT, "no such job");
+	} else {
+		rc = db_fail(q, rc, "job read", err);
+	}
+	unprep(st);
+	return rc;
+}
+
+static int sq_job_get(void *impl, int64_t id, struct store_job *out,
+		      struct sc_err *err)
+{
+	return get_job(impl, ST_JOB_GET, id, NULL, 0, out, err);
+}
+
+static int sq_job_find(void *impl, const char *schedule, int64_t slot_ms,
+		       struct store_job *out, struct sc_err *err)
+{
+	return get_job(impl, ST_JOB_FIND, 0, schedule, slot_ms, out, err);
+}
+
+static int sq_job_revive(void *impl, int64_t id, struct sc_err *err)
+{
+	struct sq *q = impl;
+	sqlite3_stmt *st = NULL;
+	int rc = solo(q, ST_JOB_REVIVE, SYNC_NORMAL, &st, err);
+
+	if (rc)
+		return rc;
+	sqlite3_bind_int64(st, 1, id);
+	sqlite3_bind_int64(st, 2, now_ms(q));
+	rc = sqlite3_step(st);
+	rc = rc == SQLITE_DONE ? 0 : db_fail(q, rc, "revive", err);
+	unprep(st);
+	if (rc || sqlite3_changes(q->db) > 0)
+		return rc;
+	rc = prep(q, ST_JOB_STATE, &st, err);
+	if (rc)
+		return rc;
+	sqlite3_bind_int64(st, 1, id);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		rc = sc_err_set(err, SC_ESTATE, "job %lld is not dead",
+				(long long)id);
+	else if (rc == SQLITE_DONE)
+		rc = sc_err_set(err, SC_ENOENT, "no job %lld", (long long)id);
+	else
+		rc = db_fail(q, rc, "revive", err);
+	unprep(st);
+	return rc;
+}
+
+static int sq_job_next_due(void *impl, int64_t *out_ms, struct sc_err *err)
+{
+	struct sq *q = impl;
+	sqlite3_stmt *st = NULL;
+	int rc = prep(q, ST_JOB_NEXT_DUE, &st, err);
+
+	if (rc)
+		return rc;
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		*out_ms = sqlite3_column_type(st, 0) == SQLITE_NULL
+				  ? INT64_MAX
+				  : sqlite3_column_int64(st, 0);
+		rc = 0;
+	} else {
+		rc = db_fail(q, rc, "next due", err);
+	}
+	unprep(st);
+	return rc;
+}
+
+static int sq_job_counts(void *impl, const char *schedule,
+			 struct store_counts *out, struct sc_err *err)
+{
+	struct sq *q = impl;
+	struct store_counts c = {0};
+	sqlite3_stmt *st = NULL;
+	int rc = prep(q, ST_JOB_COUNTS, &st, err);
+
+	if (rc)
+		return rc;
+	bind_text(st, 1, schedule);
+	sqlite3_bind_int64(st, 2, now_ms(q));
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		int state = sqlite3_column_int(st, 0);
+		bool later = sqlite3_column_int(st, 1) != 0;
+		int64_t k = sqlite3_column_int64(st, 2);
+		switch (state) {
+		case JOB_READY:
+			*(later ? &c.delayed : &c.ready_due) += k;
+			break;
+		case JOB_ACTIVE:
+			c.active += k;
+			break;
+		case JOB_DONE:
+			c.done += k;
+			break;
+		default:
+			c.dead += k;
+			break;
+		}
+	}
+	rc = rc == SQLITE_DONE ? 0 : db_fail(q, rc, "counts", err);
+	unprep(st);
+	if (!rc)
+		*out = c;
+	return rc;
+}
+
+/* ---- ledger ---------------------------------------------------------- */
+
+static int sq_ledger_append(void *impl, const struct ledger_row *row,
+			    struct sc_err *err)
+{
+	struct sq *q = impl;
+	/* A lost slot is a loud record that nothing would write again:
+	 * durable. A missed row may be lost with the scheduler state
+	 * written after it, and is then written again on the next start. */
+	bool loud = strcmp(row->outcome, LEDGER_LOST) == 0;
+	int rc = set_sync(q, loud ? SYNC_FULL : SYNC_NORMAL, err);
+
+	return rc ? rc : ledger_insert(q, row, err);
+}
+
+static int sq_ledger_query(void *impl, const struct ledger_filter *f,
+			   struct ledger_row **rows, size_t *n,
+			   struct sc_err *err)
+{
+	struct sq *q = impl;
+	struct ledger_row *v = NULL;
+	size_t len = 0, cap = 0;
+	bool oom = false;
+	sqlite3_stmt *st = NULL;
+	int rc = prep(q, ST_LEDGER_QUERY, &st, err);
+
+	if (rc)
+		return rc;
+	bind_text(st, 1, f->schedule);
+	sqlite3_bind_int64(st, 2, f->since_ms);
+	sqlite3_bind_int64(st, 3, f->until_ms);
+	bind_text(st, 4, f->outcome);
+	sqlite3_bind_int(st, 5, f->lost_or_missed);
+	sqlite3_bind_int64(st, 6, f->limit > 0 ? f->limit : -1);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (len == cap) {
+			size_t ncap = cap ? cap * 2 : 16;
+			struct ledger_row *nv = realloc(v, ncap * sizeof(*v));
+			if (!nv) {
+				oom = true;
+				break;
+			}
+			v = nv;
+			cap = ncap;
+		}
+		struct ledger_row *r = &v[len++];
+		memset(r, 0, sizeof(*r));
+		r->id = sqlite3_column_int64(st, 0);
+		copy_text(r->schedule, sizeof(r->schedule), st, 1);
+		r->slot_ms = sqlite3_column_int64(st, 2);
+		r->job_id = sqlite3_column_int64(st, 3);
+		r->attempt = sqlite3_column_int(st, 4);
+		r->started_ms = sqlite3_column_int64(st, 5);
+		r->finished_ms = sqlite3_column_int64(st, 6);
+		copy_text(r->outcome, sizeof(r->outcome), st, 7);
+		copy_text(r->error_class, sizeof(r->error_class), st, 8);
+		r->error_msg = dup_text(st, 9, &oom);
+		r->retry_hint_ms = sqlite3_column_int64(st, 10);
+		r->details_json = dup_text(st, 11, &oom);
+		if (oom)
+			break;
+	}
+	if (oom)
+		rc = sc_err_set(err, SC_ENOMEM, "out of memory");
+	else
+		rc = rc == SQLITE_DONE ? 0 : db_fail(q, rc, "ledger query", err);
+	unprep(st);
+	if (rc) {
+		ledger_rows_free(v, len);
+		return rc;
+	}
+	*rows = v;
+	*n = len;
+	return 0;
+}
+
+/* ---- outbox, guards, markers ----------------------------------------- */
+
+static void bind_slot_target(sqlite3_stmt *st, const char *schedule,
+			     int64_t slot_ms, const char *target)
+{
+	bind_text(st, 1, schedule);
+	sqlite3_bind_int64(st, 2, slot_ms);
+	bind_text(st, 3, target);
+}
+
+static int sq_outbox_put(void *impl, const char *schedule, int64_t slot_ms,
+			 const char *target, const char *body, bool *created,
+			 struct sc_err *err)
+{
+	struct sq *q = impl;
+	sqlite3_stmt *st = NULL;
+	int rc = solo(q, ST_OUTBOX_PUT, SYNC_NORMAL, &st, err);
+
+	if (rc)
+		return rc;
+	bind_slot_target(st, schedule, slot_ms, target);
+	bind_text(st, 4, body);
+	sqlite3_bind_int64(st, 5, now_ms(q));
+	rc = sqlite3_step(st);
+	rc = rc == SQLITE_DONE ? 0 : db_fail(q, rc, "outbox put", err);
+	unprep(st);
+	if (!rc && created)
+		*created = sqlite3_changes(q->db) > 0;
+	return rc;
+}
+
+static int sq_outbox_get(void *impl, const char *schedule, int64_t slot_ms,
+			 const char *target, struct outbox_entry *out,
+			 struct sc_err *err)
+{
+	struct sq *q = impl;
+	struct outbox_entry e = {0};
+	bool oom = false;
+	sqlite3_stmt *st = NULL;
+	int rc = prep(q, ST_OUTBOX_GET, &st, err);
+
+	if (rc)
+		return rc;
+	bind_slot_target(st, schedule, slot_ms, target);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		e.state = (enum send_state)sqlite3_column_int(st, 0);
+		e.n_tries = sqlite3_column_int(st, 1);
+		e.sent_ms = sqlite3_column_int64(st, 2);
+		e.body = dup_text(st, 3, &oom);
+		rc = oom ? sc_err_set(err, SC_ENOMEM, "out of memory") : 0;
+	} else if (rc == SQLITE_DONE) {
+		rc = sc_err_set(err, SC_ENOENT, "no outbox row");
+	} else {
+		rc = db_fail(q, rc, "outbox get", err);
+	}
+	unprep(st);
+	if (!rc)
+		*out = e;
+	return rc;
+}
+
+static int sq_outbox_set_state(void *impl, const char *schedule,
+			       int64_t slot_ms, const char *target,
+			       enum send_state state, struct sc_err *err)
+{
+	struct sq *q = impl;
+	struct outbox_entry cur;
+	sqlite3_stmt *st = NULL;
+	/* SENT is the send guard: fsync'd before this returns. */
+	int rc = solo(q, ST_OUTBOX_SET,
+		      state == SEND_SENT ? SYNC_FULL : SYNC_NORMAL, &st, err);
+
+	if (rc)
+		return rc;
+	bind_slot_target(st, schedule, slot_ms, target);
+	sqlite3_bind_int(st, 4, (int)state);
+	sqlite3_bind_int64(st, 5, now_ms(q));
+	rc = sqlite3_step(st);
+	rc = rc == SQLITE_DONE ? 0 : db_fail(q, rc, "outbox state", err);
+	unprep(st);
+	if (rc || sqlite3_changes(q->db) > 0)
+		return rc;
+	rc = sq_outbox_get(q, schedule, slot_ms, target, &cur, err);
+	if (rc)
+		return rc;
+	outbox_entry_dispose(&cur);
+	return sc_err_set(err, SC_ESTATE,
+			  "target %s of %s was already sent (send guard); "
+			  "it is never sent again",
+			  target, schedule);
+}
+
+static int sq_outbox_mark_unknown(void *impl, const char *schedule,
+				  int64_t slot_ms, int *n, struct sc_err *err)
+{
+	struct sq *q = impl;
+	sqlite3_stmt *st = NULL;
+	int rc = solo(q, ST_OUTBOX_UNKNOWN, SYNC_NORMAL, &st, err);
+
+	if (rc)
+		return rc;
+	bind_text(st, 1, schedule);
+	sqlite3_bind_int64(st, 2, slot_ms);
+	sqlite3_bind_int64(st, 3, now_ms(q));
+	rc = sqlite3_step(st);
+	rc = rc == SQLITE_DONE ? 0 : db_fail(q, rc, "outbox recovery", err);
+	unprep(st);
+	*n = rc ? 0 : sqlite3_changes(q->db);
+	return rc;
+}
+
+static int sq_slot_mark(void *impl, const char *schedule, int64_t slot_ms,
+			struct sc_err *err)
+{
+	struct sq *q = impl;
+	sqlite3_stmt *st = NULL;
+	int rc = solo(q, ST_MARK, SYNC_FULL, &st, err);
+
+	if (rc)
+		return rc;
+	bind_text(st, 1, schedule);
+	sqlite3_bind_int64(st, 2, slot_ms);
+	sqlite3_bind_int64(st, 3, now_ms(q));
+	rc = sqlite3_step(st);
+	rc = rc == SQLITE_DONE ? 0 : db_fail(q, rc, "slot mark", err);
+	unprep(st);
+	return rc;
+}
+
+static int sq_slot_is_marked(void *impl, const char *schedule,
+			     int64_t slot_ms, bool *marked, struct sc_err *err)
+{
+	struct sq *q = impl;
+	sqlite3_stmt *st = NULL;
+	int rc = prep(q, ST_MARK_GET, &st, err);
+
+	if (rc)
+		return rc;
+	bind_text(st, 1, schedule);
+	sqlite3_bind_int64(st, 2, slot_ms);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW || rc == SQLITE_DONE) {
+		*marked = rc == SQLITE_ROW;
+		rc = 0;
+	} else {
+		rc = db_fail(q, rc, "slot marker read", err);
+	}
+	unprep(st);
+	return rc;
+}
+
+/* ---- scheduler state, token cache ------------------------------------ */
+
+static int sq_sched_last_get(void *impl, const char *schedule,
+			     int64_t *slot_ms, struct sc_err *err)
+{
+	struct sq *q = impl;
+	sqlite3_stmt *st = NULL;
+	int rc = prep(q, ST_SCHED_GET, &st, err);
+
+	if (rc)
+		return rc;
+	bind_text(st, 1, schedule);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		*slot_ms = sqlite3_column_int64(st, 0);
+		rc = 0;
+	} else if (rc == SQLITE_DONE) {
+		rc = sc_err_set(err, SC_ENOENT, "no slot materialised yet");
+	} else {
+		rc = db_fail(q, rc, "scheduler state read", err);
+	}
+	unprep(st);
+	return rc;
+}
+
+static int sq_sched_last_set(void *impl, const char *schedule,
+			     int64_t slot_ms, struct sc_err *err)
+{
+	struct sq *q = impl;
+	sqlite3_stmt *st = NULL;
+	int rc = solo(q, ST_SCHED_SET, SYNC_NORMAL, &st, err);
+
+	if (rc)
+		return rc;
+	bind_text(st, 1, schedule);
+	sqlite3_bind_int64(st, 2, slot_ms);
+	sqlite3_bind_int64(st, 3, now_ms(q));
+	rc = sqlite3_step(st);
+	rc = rc == SQLITE_DONE ? 0 : db_fail(q, rc, "scheduler state", err);
+	unprep(st);
+	return rc;
+}
+
+static int sq_token_get(void *impl, const char *provider, char **token,
+			int64_t *expires_ms, struct sc_err *err)
+{
+	struct sq *q = impl;
+	bool oom = false;
+	sqlite3_stmt *st = NULL;
+	int rc = prep(q, ST_TOKEN_GET, &st, err);
+
+	if (rc)
+		return rc;
+	bind_text(st, 1, provider);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		char *t = dup_text(st, 0, &oom);
+		if (oom || !t) {
+			free(t);
+			rc = sc_err_set(err, SC_ENOMEM, "out of memory");
+		} else {
+			*token = t;
+			*expires_ms = sqlite3_column_int64(st, 1);
+			rc = 0;
+		}
+	} else if (rc == SQLITE_DONE) {
+		rc = sc_err_set(err, SC_ENOENT, "no cached token");
+	} else {
+		rc = db_fail(q, rc, "token read", err);
+	}
+	unprep(st);
+	return rc;
+}
+
+static int sq_token_put(void *impl, const char *provider, const char *token,
+			int64_t expires_ms, struct sc_err *err)
+{
+	struct sq *q = impl;
+	sqlite3_stmt *st = NULL;
+	int rc = solo(q, ST_TOKEN_PUT, SYNC_NORMAL, &st, err);
+
+	if (rc)
+		return rc;
+	bind_text(st, 1, provider);
+	bind_text(st, 2, token);
+	sqlite3_bind_int64(st, 3, expires_ms);
+	sqlite3_bind_int64(st, 4, now_ms(q));
+	rc = sqlite3_step(st);
+	rc = rc == SQLITE_DONE ? 0 : db_fail(q, rc, "token write", err);
+	unprep(st);
+	return rc;
+}
+
+static int sq_token_drop(void *impl, const char *provider, struct sc_err *err)
+{
+	struct sq *q = impl;
+	sqlite3_stmt *st = NULL;
+	int rc = solo(q, ST_TOKEN_DROP, SYNC_NORMAL, &st, err);
+
+	if (rc)
+		return rc;
+	bind_text(st, 1, provider);
+	rc = sqlite3_step(st);
+	rc = rc == SQLITE_DONE ? 0 : db_fail(q, rc, "token drop", err);
+	unprep(st);
+	return rc;
+}
+
+const struct store_ops store_sqlite_ops = {
+	.name = "sqlite",
+	.open = sq_open,
+	.close = sq_close,
+	.job_enqueue = sq_job_enqueue,
+	.job_enqueue_many = sq_job_enqueue_many,
+	.job_claim = sq_job_claim,
+	.job_heartbeat = sq_job_heartbeat,
+	.job_finish = sq_job_finish,
+	.job_release = sq_job_release,
+	.job_recover = sq_job_recover,
+	.job_get = sq_job_get,
+	.job_find = sq_job_find,
+	.job_revive = sq_job_revive,
+	.job_next_due = sq_job_next_due,
+	.job_counts = sq_job_counts,
+	.ledger_append = sq_ledger_append,
+	.ledger_query = sq_ledger_query,
+	.outbox_put = sq_outbox_put,
+	.outbox_get = sq_outbox_get,
+	.outbox_set_state = sq_outbox_set_state,
+	.outbox_mark_unknown = sq_outbox_mark_unknown,
+	.slot_mark = sq_slot_mark,
+	.slot_is_marked = sq_slot_is_marked,
+	.sched_last_get = sq_sched_last_get,
+	.sched_last_set = sq_sched_last_set,
+	.token_get = sq_token_get,
+	.token_put = sq_token_put,
+	.token_drop = sq_token_drop,
+};

@@ -1,0 +1,995 @@
+/*
+ * test_store.c - the store contract (store.h), on every backend.
+ *
+ * Each test opens a fresh store from tb_url() and runs unchanged on SQLite
+ * and (with SURECRON_TEST_PG) PostgreSQL; the few file-format tests
+ * (0600, version, corruption, disk full) are SQLite's own and skip
+ * elsewhere. Time comes from a virtual clock.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "store.h"
+#include "store_backend.h"
+#include "testutil.h"
+
+#define T0 1767225600000LL /* 2026-01-01T00:00:00Z */
+#define MIN 60000LL
+
+static const struct sc_retry_policy low = {4, SC_BACKOFF_EXPONENTIAL,
+					   30 * MIN};
+
+struct fix {
+	struct sc_clock *clock;
+	struct sc_store *s;
+};
+
+static void fix_open(void **state, struct fix *f)
+{
+	f->clock = sc_clock_virtual_new(T0);
+	assert_non_null(f->clock);
+	f->s = tb_open(state, f->clock);
+}
+
+static void fix_close(struct fix *f)
+{
+	store_close(f->s);
+	sc_clock_free(f->clock);
+}
+
+static int64_t enqueue(struct fix *f, const char *sched, int64_t slot,
+		       int64_t run_at, bool *created)
+{
+	struct sc_err err = {0};
+	int64_t id = 0;
+
+	assert_int_equal(store_job_enqueue(f->s, sched, slot, &low, run_at,
+					   false, &id, created, &err),
+			 0);
+	return id;
+}
+
+static size_t claim(struct fix *f, const char *worker, struct store_job *out,
+		    size_t max)
+{
+	struct sc_err err = {0};
+	size_t n = 99;
+
+	assert_int_equal(
+		store_job_claim(f->s, worker, 5 * MIN, out, max, &n, &err), 0);
+	return n;
+}
+
+static void file_bytes(const char *path, char **data, size_t *len)
+{
+	FILE *fp = fopen(path, "rb");
+	long n;
+
+	assert_non_null(fp);
+	assert_int_equal(fseek(fp, 0, SEEK_END), 0);
+	n = ftell(fp);
+	assert_true(n >= 0);
+	rewind(fp);
+	*data = malloc((size_t)n + 1);
+	assert_non_null(*data);
+	assert_int_equal(fread(*data, 1, (size_t)n, fp), (size_t)n);
+	fclose(fp);
+	*len = (size_t)n;
+}
+
+/* ---- open, URL, file format ------------------------------------------- */
+
+static void url_forms(void **state)
+{
+	struct sc_clock *c = sc_clock_virtual_new(T0);
+	struct sc_store *s = NULL;
+	struct sc_err err = {0};
+	char bare[512];
+
+	if (!tb_is_sqlite(state))
+		skip();
+	assert_int_equal(store_open("postgresql://localhost/x", c, &s, &err),
+			 SC_EINVAL);
+	assert_non_null(strstr(err.msg, "PostgreSQL"));
+	sc_err_clear(&err);
+	assert_int_equal(store_open("redis://x", c, &s, &err), SC_EINVAL);
+	assert_non_null(strstr(err.msg, "scheme"));
+	sc_err_clear(&err);
+	assert_int_equal(store_open("sqlite:", c, &s, &err), SC_EINVAL);
+	assert_null(s);
+	/* A bare path is SQLite. */
+	snprintf(bare, sizeof(bare), "%s/bare.db", tb_dir(state));
+	assert_int_equal(store_open(bare, c, &s, NULL), 0);
+	assert_string_equal(store_backend_name(s), "sqlite");
+	assert_ptr_equal(store_clock(s), c);
+	store_close(s);
+	sc_clock_free(c);
+}
+
+static void file_is_0600_and_reopens(void **state)
+{
+	struct fix f;
+	struct stat sb;
+	char wal[1100];
+	mode_t old = umask(0); /* even a permissive umask gives 0600 */
+
+	if (!tb_is_sqlite(state)) {
+		umask(old);
+		skip();
+	}
+	fix_open(state, &f);
+	umask(old);
+	enqueue(&f, "a", T0, T0, NULL);
+	assert_int_equal(stat(tb_path(state), &sb), 0);
+	assert_int_equal(sb.st_mode & 0777, 0600);
+	snprintf(wal, sizeof(wal), "%s-wal", tb_path(state));
+	assert_int_equal(stat(wal, &sb), 0);
+	assert_int_equal(sb.st_mode & 0777, 0600);
+	fix_close(&f);
+
+	fix_open(state, &f);
+	struct store_job j;
+	assert_int_equal(store_job_find(f.s, "a", T0, &j, NULL), 0);
+	assert_int_equal(j.state, JOB_READY);
+	fix_close(&f);
+}
+
+static void newer_version_is_refused_untouched(void **state)
+{
+	struct fix f;
+	sqlite3 *db;
+	char *before, *after;
+	size_t n1, n2;
+	struct sc_err err = {0};
+	struct sc_store *s = NULL;
+
+	if (!tb_is_sqlite(state))
+		skip();
+	fix_open(state, &f);
+	enqueue(&f, "a", T0, T0, NULL);
+	store_close(f.s);
+	assert_int_equal(sqlite3_open(tb_path(state), &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, "PRAGMA user_version = 99", NULL,
+				      NULL, NULL),
+			 SQLITE_OK);
+	sqlite3_close(db);
+	file_bytes(tb_path(state), &before, &n1);
+
+	assert_int_equal(store_open(tb_url(state), f.clock, &s, &err),
+			 SC_EVERSION);
+	assert_null(s);
+	assert_non_null(strstr(err.msg, "newer"));
+	file_bytes(tb_path(state), &after, &n2);
+	assert_int_equal(n1, n2);
+	assert_memory_equal(before, after, n1);
+	free(before);
+	free(after);
+	sc_clock_free(f.clock);
+}
+
+/* Writes `bytes` at offset of a file. */
+static void patch_file(const char *path, long off, const void *bytes,
+		       size_t n)
+{
+	int fd = open(path, O_WRONLY);
+
+	assert_true(fd >= 0);
+	assert_int_equal(pwrite(fd, bytes, n, off), (ssize_t)n);
+	close(fd);
+}
+
+static void expect_refused(void **state, struct sc_clock *c,
+			   const char *must_say)
+{
+	char *before, *after;
+	size_t n1, n2;
+	struct sc_err err = {0};
+	struct sc_store *s = NULL;
+
+	file_bytes(tb_path(state), &before, &n1);
+	assert_int_equal(store_open(tb_url(state), c, &s, &err), SC_ECORRUPT);
+	assert_null(s);
+	if (!strstr(err.msg, must_say))
+		fail_msg("message '%s' does not say '%s'", err.msg, must_say);
+	file_bytes(tb_path(state), &after, &n2);
+	assert_int_equal(n1, n2);
+	assert_memory_equal(before, after, n1);
+	free(before);
+	free(after);
+}
+
+static void corrupt_or_foreign_files_are_refused_untouched(void **state)
+{
+	struct sc_clock *c = sc_clock_virtual_new(T0);
+	struct fix f;
+	sqlite3 *db;
+	FILE *fp;
+	char junk[4000];
+
+	if (!tb_is_sqlite(state))
+		skip();
+	/* 1. Not SQLite at all. */
+	fp = fopen(tb_path(state), "w");
+	assert_non_null(fp);
+	for (int i = 0; i < 200; i++)
+		fputs("this is a plain text file, not a database\n", fp);
+	fclose(fp);
+	expect_refused(state, c, "not a SQLite database");
+	/* 2. A short file. */
+	fp = fopen(tb_path(state), "w");
+	assert_non_null(fp);
+	fputs("SQLite", fp);
+	fclose(fp);
+	expect_refused(state, c, "not a SQLite database");
+	/* 3. Another application's SQLite database. */
+	unlink(tb_path(state));
+	assert_int_equal(sqlite3_open(tb_path(state), &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, "CREATE TABLE notes(x)", NULL, NULL,
+				      NULL),
+			 SQLITE_OK);
+	sqlite3_close(db);
+	expect_refused(state, c, "not surecron's");
+	/* 4. Ours, with its schema page smashed. */
+	unlink(tb_path(state));
+	fix_open(state, &f);
+	enqueue(&f, "a", T0, T0, NULL);
+	fix_close(&f);
+	memset(junk, 0xA5, sizeof(junk));
+	patch_file(tb_path(state), 100, junk, sizeof(junk));
+	expect_refused(state, c, "corrupt");
+	sc_clock_free(c);
+}
+
+/*
+ * Disk full: a forked child lowers RLIMIT_FSIZE so that the database's
+ * files cannot grow (writes fail with EFBIG, as on a full disk), tries a
+ * big transaction, reports the error through a pipe, raises the limit
+ * again and proves its handle still works. The parent checks the message
+ * names the problem and that the database is intact and holds exactly the
+ * committed jobs.
+ */
+static void disk_full_is_reported_and_database_stays_intact(void **state)
+{
+	struct fix f;
+	int fds[2];
+	pid_t pid;
+	char wal[1100];
+	struct stat sb;
+	struct {
+		int code, second;
+		char msg[SC_ERR_MSG_MAX];
+	} res = {0};
+
+	if (!tb_is_sqlite(state))
+		skip();
+	fix_open(state, &f);
+	for (int i = 0; i < 10; i++)
+		enqueue(&f, "base", T0 + i, T0, NULL);
+	store_close(f.s);
+	assert_int_equal(pipe(fds), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct sc_store *s = NULL;
+		struct sc_err err = {0};
+		struct rlimit rl;
+		int64_t slots[4000];
+		long long biggest;
+		char name[SC_NAME_MAX];
+
+		close(fds[0]);
+		signal(SIGXFSZ, SIG_IGN);
+		if (store_open(tb_url(state), f.clock, &s, &err) != 0)
+			_exit(2);
+		snprintf(wal, sizeof(wal), "%s-wal", tb_path(state));
+		biggest = stat(tb_path(state), &sb) == 0 ? sb.st_size : 0;
+		if (stat(wal, &sb) == 0 && sb.st_size > biggest)
+			biggest = sb.st_size;
+		getrlimit(RLIMIT_FSIZE, &rl);
+		struct rlimit low_rl = {(rlim_t)biggest + 32768, rl.rlim_max};
+		setrlimit(RLIMIT_FSIZE, &low_rl);
+		memset(name, 'x', sizeof(name) - 1);
+		name[sizeof(name) - 1] = '\0';
+		for (int i = 0; i < 4000; i++)
+			slots[i] = T0 + 1000 * i;
+		res.code = store_job_enqueue_many(s, name, slots, 4000, &low,
+						  &err);
+		snprintf(res.msg, sizeof(res.msg), "%s", err.msg);
+		setrlimit(RLIMIT_FSIZE, &rl);
+		sc_err_clear(&err);
+		res.second = store_job_enqueue(s, "after", T0, &low, T0, false,
+					       NULL, NULL, &err);
+		store_close(s);
+		if (write(fds[1], &res, sizeof(res)) != (ssize_t)sizeof(res))
+			_exit(3);
+		_exit(0);
+	}
+	close(fds[1]);
+	assert_int_equal(read(fds[0], &res, sizeof(res)), (ssize_t)sizeof(res));
+	close(fds[0]);
+	int status;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+
+	print_message("disk full: code=%d msg=%s\n", res.code, res.msg);
+	assert_int_equal(res.code, SC_ENOSPC);
+	if (!strstr(res.msg, "space") || !strstr(res.msg, "File too large"))
+		fail_msg("disk-full message does not name the problem: %s",
+			 res.msg);
+	assert_int_equal(res.second, 0);
+
+	/* Intact: integrity check passes, only committed work is there. */
+	sqlite3 *db;
+	sqlite3_stmt *st;
+	assert_int_equal(sqlite3_open(tb_path(state), &db), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA integrity_check", -1,
+					    &st, NULL),
+			 SQLITE_OK);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	assert_string_equal((const char *)sqlite3_column_text(st, 0), "ok");
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	f.s = tb_open(state, f.clock);
+	struct store_counts c;
+	assert_int_equal(store_job_counts(f.s, NULL, &c, NULL), 0);
+	assert_int_equal(c.ready_due + c.delayed, 11);
+	fix_close(&f);
+}
+
+/* ---- jobs ------------------------------------------------------------ */
+
+static void enqueue_is_idempotent(void **state)
+{
+	struct fix f;
+	bool created;
+	struct store_counts c;
+	int64_t slots[] = {T0, T0 + MIN, T0 + 2 * MIN};
+
+	fix_open(state, &f);
+	int64_t a = enqueue(&f, "weekly", T0, T0, &created);
+	assert_true(created);
+	int64_t b = enqueue(&f, "weekly", T0, T0 + 5, &created);
+	assert_false(created);
+	assert_int_equal(a, b);
+	/* Same slot, other schedule: another job. */
+	assert_int_not_equal(enqueue(&f, "daily", T0, T0, &created), a);
+	assert_true(created);
+	/* Bulk overlapping the single ones. */
+	assert_int_equal(store_job_enqueue_many(f.s, "weekly", slots, 3, &low,
+						NULL),
+			 0);
+	assert_int_equal(store_job_enqueue_many(f.s, "weekly", slots, 3, &low,
+						NULL),
+			 0);
+	assert_int_equal(store_job_counts(f.s, "weekly", &c, NULL), 0);
+	assert_int_equal(c.ready_due, 1);
+	assert_int_equal(c.delayed, 2);
+	struct store_job j;
+	assert_int_equal(store_job_get(f.s, a, &j, NULL), 0);
+	assert_int_equal(j.run_at_ms, T0); /* the first enqueue won */
+	assert_int_equal(j.policy.attempts, 4);
+	assert_int_equal(j.policy.delay_ms, 30 * MIN);
+	assert_int_equal(store_job_get(f.s, 424242, &j, NULL), SC_ENOENT);
+	fix_close(&f);
+}
+
+static void bad_arguments_are_refused(void **state)
+{
+	struct fix f;
+	struct sc_err err = {0};
+	char longname[SC_NAME_MAX + 4];
+	struct sc_retry_policy bad = {0, SC_BACKOFF_FIXED, 1};
+	struct store_job j;
+	size_t n;
+
+	fix_open(state, &f);
+	memset(longname, 'n', sizeof(longname) - 1);
+	longname[sizeof(longname) - 1] = '\0';
+	assert_int_equal(store_job_enqueue(f.s, longname, T0, &low, T0, false,
+					   NULL, NULL, &err),
+			 SC_EINVAL);
+	assert_non_null(strstr(err.msg, "too long"));
+	assert_int_equal(store_job_enqueue(f.s, "", T0, &low, T0, false, NULL,
+					   NULL, NULL),
+			 SC_EINVAL);
+	assert_int_equal(store_job_enqueue(f.s, "a", T0, &bad, T0, false, NULL,
+					   NULL, NULL),
+			 SC_EINVAL);
+	assert_int_equal(store_job_claim(f.s, "w", 0, &j, 1, &n, NULL),
+			 SC_EINVAL);
+	fix_close(&f);
+}
+
+static void claim_takes_earliest_due_first(void **state)
+{
+	struct fix f;
+	struct store_job j[8];
+
+	fix_open(state, &f);
+	int64_t late = enqueue(&f, "s", T0 + 3, T0 - 1 * MIN, NULL);
+	int64_t early = enqueue(&f, "s", T0 + 2, T0 - 3 * MIN, NULL);
+	int64_t mid = enqueue(&f, "s", T0 + 1, T0 - 2 * MIN, NULL);
+	int64_t future = enqueue(&f, "s", T0 + 4, T0 + 10 * MIN, NULL);
+
+	assert_int_equal(claim(&f, "w1", j, 1), 1);
+	assert_int_equal(j[0].id, early);
+	assert_int_equal(j[0].state, JOB_ACTIVE);
+	assert_int_equal(j[0].attempts, 1);
+	assert_string_equal(j[0].lease_owner, "w1");
+	assert_int_equal(j[0].lease_expires_ms, T0 + 5 * MIN);
+	assert_int_equal(j[0].started_ms, T0);
+	assert_int_equal(claim(&f, "w2", j, 8), 2);
+	assert_int_equal(j[0].id, mid);
+	assert_int_equal(j[1].id, late);
+	/* The future job is not due yet. */
+	assert_int_equal(claim(&f, "w3", j, 8), 0);
+	sc_clock_advance_ms(f.clock, 10 * MIN);
+	assert_int_equal(claim(&f, "w3", j, 8), 1);
+	assert_int_equal(j[0].id, future);
+	fix_close(&f);
+}
+
+static void leases_are_fenced(void **state)
+{
+	struct fix f;
+	struct store_job j, again, now;
+	struct sc_err err = {0};
+	int n;
+
+	fix_open(state, &f);
+	int64_t id = enqueue(&f, "s", T0, T0, NULL);
+	assert_int_equal(claim(&f, "slow", &j, 1), 1);
+	assert_int_equal(store_job_heartbeat(f.s, id, j.lease_token, 5 * MIN,
+					     NULL),
+			 0);
+	assert_int_equal(store_job_heartbeat(f.s, id, j.lease_token + 7,
+					     5 * MIN, &err),
+			 SC_ELEASE);
+	/* The slow worker pauses past its lease; the job is taken over. */
+	sc_clock_advance_ms(f.clock, 6 * MIN);
+	assert_int_equal(store_job_recover(f.s, 3, &n, NULL), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(claim(&f, "fast", &again, 1), 1);
+	assert_int_equal(again.id, id);
+	assert_true(again.lease_token != j.lease_token);
+
+	/* Every call of the paused worker is refused and changes nothing. */
+	sc_err_clear(&err);
+	assert_int_equal(store_job_heartbeat(f.s, id, j.lease_token, 5 * MIN,
+					     &err),
+			 SC_ELEASE);
+	assert_non_null(strstr(err.msg, "lease"));
+	assert_int_equal(store_job_finish(f.s, id, j.lease_token, JOB_DONE, 0,
+					  NULL, NULL),
+			 SC_ELEASE);
+	assert_int_equal(store_job_finish(f.s, id, j.lease_token, JOB_READY,
+					  T0, NULL, NULL),
+			 SC_ELEASE);
+	assert_int_equal(store_job_release(f.s, id, j.lease_token, NULL),
+			 SC_ELEASE);
+	assert_int_equal(store_job_get(f.s, id, &now, NULL), 0);
+	assert_int_equal(now.state, JOB_ACTIVE);
+	assert_int_equal(now.lease_token, again.lease_token);
+	assert_string_equal(now.lease_owner, "fast");
+	assert_int_equal(now.attempts, 2);
+
+	/* The current holder finishes; a second finish is refused. */
+	assert_int_equal(store_job_finish(f.s, id, again.lease_token, JOB_DONE,
+					  0, NULL, NULL),
+			 0);
+	assert_int_equal(store_job_finish(f.s, id, again.lease_token, JOB_DONE,
+					  0, NULL, NULL),
+			 SC_ELEASE);
+	assert_int_equal(store_job_heartbeat(f.s, 999, 1, 5 * MIN, NULL),
+			 SC_ENOENT);
+	fix_close(&f);
+}
+
+static void finish_writes_one_ledger_row(void **state)
+{
+	struct fix f;
+	struct store_job j;
+	struct ledger_row *rows;
+	size_t n;
+	struct ledger_row fail_row = {.outcome = LEDGER_FAILED,
+				      .error_class = "task",
+				      .error_msg = "quota exceeded",
+				      .retry_hint_ms = 45 * MIN,
+				      .details_json = "{\"task\":\"gen\"}"};
+
+	fix_open(state, &f);
+	int64_t id = enqueue(&f, "s", T0, T0, NULL);
+	assert_int_equal(claim(&f, "w", &j, 1), 1);
+	sc_clock_advance_ms(f.clock, 1000);
+	assert_int_equal(store_job_finish(f.s, id, j.lease_token, JOB_READY,
+					  T0 + 46 * MIN, &fail_row, NULL),
+			 0);
+	assert_int_equal(store_job_get(f.s, id, &j, NULL), 0);
+	assert_int_equal(j.state, JOB_READY);
+	assert_int_equal(j.run_at_ms, T0 + 46 * MIN);
+	assert_int_equal(j.attempts, 1);
+	sc_clock_set_ms(f.clock, T0 + 46 * MIN);
+	assert_int_equal(claim(&f, "w", &j, 1), 1);
+	assert_int_equal(j.attempts, 2);
+	assert_int_equal(store_job_finish(f.s, id, j.lease_token, JOB_DONE, 0,
+					  NULL, NULL),
+			 0);
+	assert_int_equal(ledger_query(f.s, NULL, &rows, &n, NULL), 0);
+	assert_int_equal(n, 2);
+	assert_string_equal(rows[0].outcome, LEDGER_FAILED);
+	assert_string_equal(rows[0].schedule, "s");
+	assert_int_equal(rows[0].slot_ms, T0);
+	assert_int_equal(rows[0].job_id, id);
+	assert_int_equal(rows[0].attempt, 1);
+	assert_int_equal(rows[0].started_ms, T0);
+	assert_int_equal(rows[0].finished_ms, T0 + 1000);
+	assert_string_equal(rows[0].error_class, "task");
+	assert_string_equal(rows[0].error_msg, "quota exceeded");
+	assert_int_equal(rows[0].retry_hint_ms, 45 * MIN);
+	assert_string_equal(rows[0].details_json, "{\"task\":\"gen\"}");
+	assert_string_equal(rows[1].outcome, LEDGER_SUCCESS);
+	assert_int_equal(rows[1].attempt, 2);
+	assert_null(rows[1].error_msg);
+	assert_string_equal(rows[1].error_class, "");
+	ledger_rows_free(rows, n);
+	fix_close(&f);
+}
+
+static void release_does_not_count_the_attempt(void **state)
+{
+	struct fix f;
+	struct store_job j;
+
+	fix_open(state, &f);
+	int64_t id = enqueue(&f, "s", T0, T0, NULL);
+	assert_int_equal(claim(&f, "w", &j, 1), 1);
+	sc_clock_advance_ms(f.clock, 5000);
+	assert_int_equal(store_job_release(f.s, id, j.lease_token, NULL), 0);
+	assert_int_equal(store_job_get(f.s, id, &j, NULL), 0);
+	assert_int_equal(j.state, JOB_READY);
+	assert_int_equal(j.attempts, 0);
+	assert_int_equal(j.run_at_ms, T0 + 5000);
+	assert_int_equal(claim(&f, "w", &j, 1), 1);
+	assert_int_equal(j.attempts, 1);
+	fix_close(&f);
+}
+
+static void recover_counts_stalls_and_gives_up(void **state)
+{
+	struct fix f;
+	struct store_job j;
+	struct ledger_row *rows;
+	size_t n;
+	int rec;
+	struct sc_retry_policy many = {10, SC_BACKOFF_FIXED, MIN};
+
+	fix_open(state, &f);
+	int64_t id;
+	assert_int_equal(store_job_enqueue(f.s, "s", T0, &many, T0, false, &id,
+					   NULL, NULL),
+			 0);
+	for (int stall = 1; stall <= 3; stall++) {
+		assert_int_equal(claim(&f, "w", &j, 1), 1);
+		/* Not yet expired: nothing to recover. */
+		sc_clock_advance_ms(f.clock, 5 * MIN);
+		assert_int_equal(store_job_recover(f.s, 3, &rec, NULL), 0);
+		assert_int_equal(rec, 0);
+		sc_clock_advance_ms(f.clock, 1);
+		assert_int_equal(store_job_recover(f.s, 3, &rec, NULL), 0);
+		assert_int_equal(rec, 1);
+		assert_int_equal(store_job_get(f.s, id, &j, NULL), 0);
+		assert_int_equal(j.n_stalls, stall);
+		assert_int_equal(j.attempts, stall);
+		assert_int_equal(j.state, stall < 3 ? JOB_READY : JOB_DEAD);
+	}
+	struct ledger_filter lf = {.since_ms = INT64_MIN,
+				   .until_ms = INT64_MAX};
+	assert_int_equal(ledger_query(f.s, &lf, &rows, &n, NULL), 0);
+	assert_int_equal(n, 4);
+	for (int i = 0; i < 3; i++) {
+		assert_string_equal(rows[i].outcome, LEDGER_STALLED);
+		assert_int_equal(rows[i].attempt, i + 1);
+		assert_string_equal(rows[i].error_class, "stalled");
+	}
+	assert_string_equal(rows[3].outcome, LEDGER_LOST);
+	assert_non_null(strstr(rows[3].error_msg, "stalled 3 times"));
+	ledger_rows_free(rows, n);
+
+	/* A stall on the last attempt is a lost slot too. */
+	struct sc_retry_policy one = {1, SC_BACKOFF_FIXED, MIN};
+	assert_int_equal(store_job_enqueue(f.s, "t", T0, &one,
+					   sc_clock_now_ms(f.clock), false,
+					   &id, NULL, NULL),
+			 0);
+	assert_int_equal(claim(&f, "w", &j, 1), 1);
+	sc_clock_advance_ms(f.clock, 6 * MIN);
+	assert_int_equal(store_job_recover(f.s, 3, &rec, NULL), 0);
+	assert_int_equal(store_job_get(f.s, id, &j, NULL), 0);
+	assert_int_equal(j.state, JOB_DEAD);
+	lf.schedule = "t";
+	lf.outcome = LEDGER_LOST;
+	assert_int_equal(ledger_query(f.s, &lf, &rows, &n, NULL), 0);
+	assert_int_equal(n, 1);
+	assert_non_null(strstr(rows[0].error_msg, "attempts used up"));
+	ledger_rows_free(rows, n);
+	fix_close(&f);
+}
+
+static void revive_only_dead_jobs(void **state)
+{
+	struct fix f;
+	struct store_job j;
+	struct sc_err err = {0};
+
+	fix_open(state, &f);
+	int64_t id = enqueue(&f, "s", T0, T0, NULL);
+	assert_int_equal(store_job_revive(f.s, id, &err), SC_ESTATE);
+	assert_int_equal(store_job_revive(f.s, 777, NULL), SC_ENOENT);
+	assert_int_equal(claim(&f, "w", &j, 1), 1);
+	assert_int_equal(store_job_finish(f.s, id, j.lease_token, JOB_DEAD, 0,
+					  NULL, NULL),
+			 0);
+	sc_clock_advance_ms(f.clock, MIN);
+	assert_int_equal(store_job_revive(f.s, id, NULL), 0);
+	assert_int_equal(store_job_get(f.s, id, &j, NULL), 0);
+	assert_int_equal(j.state, JOB_READY);
+	assert_int_equal(j.attempts, 0);
+	assert_int_equal(j.run_at_ms, T0 + MIN);
+	assert_int_equal(claim(&f, "w", &j, 1), 1);
+	assert_int_equal(j.attempts, 1);
+	fix_close(&f);
+}
+
+static void next_due_and_counts(void **state)
+{
+	struct fix f;
+	struct store_job j;
+	int64_t due;
+	struct store_counts c;
+
+	fix_open(state, &f);
+	assert_int_equal(store_job_next_due(f.s, &due, NULL), 0);
+	assert_true(due == INT64_MAX);
+	enqueue(&f, "a", T0, T0 + 10 * MIN, NULL);
+	enqueue(&f, "a", T0 + 1, T0 + 20 * MIN, NULL);
+	enqueue(&f, "b", T0, T0, NULL);
+	assert_int_equal(store_job_next_due(f.s, &due, NULL), 0);
+	assert_int_equal(due, T0);
+	assert_int_equal(claim(&f, "w", &j, 1), 1);
+	/* Now the active job's lease expiry (T0 + 5 min) is the earliest. */
+	assert_int_equal(store_job_next_due(f.s, &due, NULL), 0);
+	assert_int_equal(due, T0 + 5 * MIN);
+	assert_int_equal(store_job_counts(f.s, NULL, &c, NULL), 0);
+	assert_int_equal(c.active, 1);
+	assert_int_equal(c.delayed, 2);
+	assert_int_equal(c.ready_due, 0);
+	assert_int_equal(store_job_finish(f.s, j.id, j.lease_token, JOB_DONE,
+					  0, NULL, NULL),
+			 0);
+	assert_int_equal(store_job_counts(f.s, "b", &c, NULL), 0);
+	assert_int_equal(c.done, 1);
+	assert_int_equal(c.active + c.delayed + c.ready_due + c.dead, 0);
+	fix_close(&f);
+}
+
+/* ---- ledger queries ---------------------------------------------------- */
+
+static void ledger_queries_filter(void **state)
+{
+	static const struct {
+		const char *schedule, *outcome;
+		int64_t slot;
+	} seed[] = {
+		{"a", LEDGER_SUCCESS, T0},      {"a", LEDGER_FAILED, T0 + 1},
+		{"a", LEDGER_LOST, T0 + 1},     {"b", LEDGER_MISSED, T0 + 2},
+		{"b", LEDGER_SUCCESS, T0 + 3},  {"b", LEDGER_LOST, T0 + 4},
+		{"c", LEDGER_DUPLICATE, T0 + 5},
+	};
+	static const struct {
+		struct ledger_filter f;
+		size_t n;
+		int first; /* index into seed of the first row */
+	} cases[] = {
+		{{NULL, INT64_MIN, INT64_MAX, NULL, false, 0}, 7, 0},
+		{{"a", INT64_MIN, INT64_MAX, NULL, false, 0}, 3, 0},
+		{{"b", INT64_MIN, INT64_MAX, NULL, false, 0}, 3, 3},
+		{{NULL, T0 + 1, T0 + 4, NULL, false, 0}, 4, 1},
+		{{NULL, INT64_MIN, INT64_MAX, LEDGER_SUCCESS, false, 0}, 2, 0},
+		{{NULL, INT64_MIN, INT64_MAX, NULL, true, 0}, 3, 2},
+		{{"b", T0 + 2, T0 + 3, NULL, true, 0}, 1, 3},
+		{{NULL, INT64_MIN, INT64_MAX, NULL, false, 2}, 2, 0},
+		{{"zzz", INT64_MIN, INT64_MAX, NULL, false, 0}, 0, 0},
+	};
+	struct fix f;
+
+	fix_open(state, &f);
+	for (size_t i = 0; i < sizeof(seed) / sizeof(seed[0]); i++) {
+		struct ledger_row r = {.slot_ms = seed[i].slot,
+				       .finished_ms = T0};
+		snprintf(r.schedule, sizeof(r.schedule), "%s",
+			 seed[i].schedule);
+		snprintf(r.outcome, sizeof(r.outcome), "%s", seed[i].outcome);
+		assert_int_equal(ledger_append(f.s, &r, NULL), 0);
+	}
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct ledger_row *rows;
+		size_t n;
+		assert_int_equal(ledger_query(f.s, &cases[i].f, &rows, &n,
+					      NULL),
+				 0);
+		if (n != cases[i].n)
+			fail_msg("case %zu: %zu rows, want %zu", i, n,
+				 cases[i].n);
+		if (n) {
+			assert_string_equal(rows[0].schedule,
+					    seed[cases[i].first].schedule);
+			assert_string_equal(rows[0].outcome,
+					    seed[cases[i].first].outcome);
+		}
+		for (size_t k = 1; k < n; k++)
+			assert_true(rows[k].id > rows[k - 1].id);
+		ledger_rows_free(rows, n);
+	}
+	struct ledger_row bad = {.schedule = "a"};
+	assert_int_equal(ledger_append(f.s, &bad, NULL), SC_EINVAL);
+	fix_close(&f);
+}
+
+/* ---- outbox, guards, markers ------------------------------------------- */
+
+static void outbox_state_machine_and_guard(void **state)
+{
+	struct fix f;
+	struct outbox_entry e;
+	bool created;
+	struct sc_err err = {0};
+	int n;
+
+	fix_open(state, &f);
+	assert_int_equal(outbox_get(f.s, "s", T0, "slack", &e, NULL),
+			 SC_ENOENT);
+	assert_int_equal(outbox_set_state(f.s, "s", T0, "slack", SEND_SENDING,
+					  NULL),
+			 SC_ENOENT);
+	assert_int_equal(outbox_put(f.s, "s", T0, "slack", "first", &created,
+				    NULL),
+			 0);
+	assert_true(created);
+	/* The first composed message is the one that goes out. */
+	assert_int_equal(outbox_put(f.s, "s", T0, "slack", "second", &created,
+				    NULL),
+			 0);
+	assert_false(created);
+	assert_int_equal(outbox_get(f.s, "s", T0, "slack", &e, NULL), 0);
+	assert_int_equal(e.state, SEND_PENDING);
+	assert_string_equal(e.body, "first");
+	outbox_entry_dispose(&e);
+
+	assert_int_equal(outbox_set_state(f.s, "s", T0, "slack", SEND_SENDING,
+					  NULL),
+			 0);
+	assert_int_equal(outbox_set_state(f.s, "s", T0, "slack", SEND_FAILED,
+					  NULL),
+			 0);
+	assert_int_equal(outbox_set_state(f.s, "s", T0, "slack", SEND_SENDING,
+					  NULL),
+			 0);
+	/* A crash while SENDING: recovery marks it UNKNOWN. */
+	assert_int_equal(outbox_put(f.s, "s", T0, "file", "x", NULL, NULL), 0);
+	assert_int_equal(outbox_mark_unknown(f.s, "s", T0, &n, NULL), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(outbox_get(f.s, "s", T0, "slack", &e, NULL), 0);
+	assert_int_equal(e.state, SEND_UNKNOWN);
+	assert_int_equal(e.n_tries, 2);
+	outbox_entry_dispose(&e);
+	assert_int_equal(outbox_get(f.s, "s", T0, "file", &e, NULL), 0);
+	assert_int_equal(e.state, SEND_PENDING);
+	outbox_entry_dispose(&e);
+
+	sc_clock_advance_ms(f.clock, 42);
+	assert_int_equal(outbox_set_state(f.s, "s", T0, "slack", SEND_SENDING,
+					  NULL),
+			 0);
+	assert_int_equal(outbox_set_state(f.s, "s", T0, "slack", SEND_SENT,
+					  NULL),
+			 0);
+	/* A guard never reopens: no state change is accepted any more. */
+	static const enum send_state after[] = {SEND_PENDING, SEND_SENDING,
+						SEND_SENT, SEND_FAILED,
+						SEND_UNKNOWN};
+	for (size_t i = 0; i < sizeof(after) / sizeof(after[0]); i++) {
+		sc_err_clear(&err);
+		assert_int_equal(outbox_set_state(f.s, "s", T0, "slack",
+						  after[i], &err),
+				 SC_ESTATE);
+		assert_non_null(strstr(err.msg, "already sent"));
+	}
+	assert_int_equal(outbox_mark_unknown(f.s, "s", T0, &n, NULL), 0);
+	assert_int_equal(n, 0);
+	assert_int_equal(outbox_get(f.s, "s", T0, "slack", &e, NULL), 0);
+	assert_int_equal(e.state, SEND_SENT);
+	assert_int_equal(e.sent_ms, T0 + 42);
+	assert_int_equal(e.n_tries, 3);
+	outbox_entry_dispose(&e);
+	assert_int_equal(outbox_set_state(f.s, "s", T0, "slack", SEND_NONE,
+					  NULL),
+			 SC_EINVAL);
+	fix_close(&f);
+}
+
+static void slot_markers_are_idempotent(void **state)
+{
+	struct fix f;
+	bool marked = true;
+
+	fix_open(state, &f);
+	assert_int_equal(slot_is_marked(f.s, "s", T0, &marked, NULL), 0);
+	assert_false(marked);
+	assert_int_equal(slot_mark(f.s, "s", T0, NULL), 0);
+	assert_int_equal(slot_mark(f.s, "s", T0, NULL), 0);
+	assert_int_equal(slot_is_marked(f.s, "s", T0, &marked, NULL), 0);
+	assert_true(marked);
+	assert_int_equal(slot_is_marked(f.s, "s", T0 + 1, &marked, NULL), 0);
+	assert_false(marked);
+	assert_int_equal(slot_is_marked(f.s, "t", T0, &marked, NULL), 0);
+	assert_false(marked);
+	fix_close(&f);
+}
+
+static void sched_state_never_moves_backwards(void **state)
+{
+	struct fix f;
+	int64_t last;
+
+	fix_open(state, &f);
+	assert_int_equal(sched_last_get(f.s, "s", &last, NULL), SC_ENOENT);
+	assert_int_equal(sched_last_set(f.s, "s", T0 + 10, NULL), 0);
+	assert_int_equal(sched_last_set(f.s, "s", T0 + 5, NULL), 0);
+	assert_int_equal(sched_last_get(f.s, "s", &last, NULL), 0);
+	assert_int_equal(last, T0 + 10);
+	assert_int_equal(sched_last_set(f.s, "s", T0 + 20, NULL), 0);
+	assert_int_equal(sched_last_get(f.s, "s", &last, NULL), 0);
+	assert_int_equal(last, T0 + 20);
+	assert_int_equal(sched_last_get(f.s, "other", &last, NULL), SC_ENOENT);
+	fix_close(&f);
+}
+
+static void token_cache_round_trips(void **state)
+{
+	struct fix f;
+	char *tok = NULL;
+	int64_t exp;
+
+	fix_open(state, &f);
+	assert_int_equal(token_get(f.s, "llm", &tok, &exp, NULL), SC_ENOENT);
+	assert_int_equal(token_put(f.s, "llm", "tok-1", T0 + 3600000, NULL), 0);
+	assert_int_equal(token_put(f.s, "llm", "tok-2", T0 + 7200000, NULL), 0);
+	assert_int_equal(token_put(f.s, "other", "o", T0, NULL), 0);
+	assert_int_equal(token_get(f.s, "llm", &tok, &exp, NULL), 0);
+	assert_string_equal(tok, "tok-2");
+	assert_int_equal(exp, T0 + 7200000);
+	sc_free(tok);
+	assert_int_equal(token_drop(f.s, "llm", NULL), 0);
+	assert_int_equal(token_drop(f.s, "llm", NULL), 0);
+	assert_int_equal(token_get(f.s, "llm", &tok, &exp, NULL), SC_ENOENT);
+	assert_int_equal(token_get(f.s, "other", &tok, &exp, NULL), 0);
+	sc_free(tok);
+	fix_close(&f);
+}
+
+/* ---- concurrency --------------------------------------------------------- */
+
+#define N_THREADS 4
+#define N_JOBS 400
+
+struct claimer {
+	const char *url;
+	struct sc_clock *clock;
+	int64_t ids[N_JOBS];
+	int n, rc;
+	char name[16];
+};
+
+static void *claimer_main(void *arg)
+{
+	struct claimer *c = arg;
+	struct sc_store *s = NULL;
+	struct store_job j[3];
+	size_t n;
+
+	c->rc = store_open(c->url, c->clock, &s, NULL);
+	while (!c->rc) {
+		c->rc = store_job_claim(s, c->name, 5 * MIN, j, 3, &n, NULL);
+		if (c->rc || n == 0)
+			break;
+		for (size_t i = 0; i < n && !c->rc; i++) {
+			c->ids[c->n++] = j[i].id;
+			c->rc = store_job_finish(s, j[i].id, j[i].lease_token,
+						 JOB_DONE, 0, NULL, NULL);
+		}
+	}
+	store_close(s);
+	return NULL;
+}
+
+static void threads_never_claim_the_same_job(void **state)
+{
+	struct fix f;
+	static struct claimer c[N_THREADS];
+	pthread_t t[N_THREADS];
+	static int64_t slots[N_JOBS];
+	static unsigned char seen[N_JOBS + 1];
+
+	fix_open(state, &f);
+	for (int i = 0; i < N_JOBS; i++)
+		slots[i] = T0 - i;
+	assert_int_equal(store_job_enqueue_many(f.s, "s", slots, N_JOBS, &low,
+						NULL),
+			 0);
+	for (int i = 0; i < N_THREADS; i++) {
+		memset(&c[i], 0, sizeof(c[i]));
+		c[i].url = tb_url(state);
+		c[i].clock = f.clock;
+		snprintf(c[i].name, sizeof(c[i].name), "t%d", i);
+		assert_int_equal(pthread_create(&t[i], NULL, claimer_main,
+						&c[i]),
+				 0);
+	}
+	int total = 0;
+	memset(seen, 0, sizeof(seen));
+	for (int i = 0; i < N_THREADS; i++) {
+		pthread_join(t[i], NULL);
+		assert_int_equal(c[i].rc, 0);
+		for (int k = 0; k < c[i].n; k++) {
+			int64_t id = c[i].ids[k];
+			assert_true(id >= 1 && id <= N_JOBS);
+			assert_int_equal(seen[id], 0);
+			seen[id] = 1;
+		}
+		total += c[i].n;
+	}
+	assert_int_equal(total, N_JOBS);
+	struct store_counts cnt;
+	assert_int_equal(store_job_counts(f.s, NULL, &cnt, NULL), 0);
+	assert_int_equal(cnt.done, N_JOBS);
+	fix_close(&f);
+}
+
+int main(void)
+{
+	struct CMUnitTest tests[] = {
+		cmocka_unit_test(url_forms),
+		cmocka_unit_test(file_is_0600_and_reopens),
+		cmocka_unit_test(newer_version_is_refused_untouched),
+		cmocka_unit_test(corrupt_or_foreign_files_are_refused_untouched),
+		cmocka_unit_test(disk_full_is_reported_and_database_stays_intact),
+		cmocka_unit_test(enqueue_is_idempotent),
+		cmocka_unit_test(bad_arguments_are_refused),
+		cmocka_unit_test(claim_takes_earliest_due_first),
+		cmocka_unit_test(leases_are_fenced),
+		cmocka_unit_test(finish_writes_one_ledger_row),
+		cmocka_unit_test(release_does_not_count_the_attempt),
+		cmocka_unit_test(recover_counts_stalls_and_gives_up),
+		cmocka_unit_test(revive_only_dead_jobs),
+		cmocka_unit_test(next_due_and_counts),
+		cmocka_unit_test(ledger_queries_filter),
+		cmocka_unit_test(outbox_state_machine_and_guard),
+		cmocka_unit_test(slot_markers_are_idempotent),
+		cmocka_unit_test(sched_state_never_moves_backwards),
+		cmocka_unit_test(token_cache_round_trips),
+		cmocka_unit_test(threads_never_claim_the_same_job),
+	};
+	return tb_run_all("store", tests, sizeof(tests) / sizeof(tests[0]));
+}
