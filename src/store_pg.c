@@ -65,6 +65,7 @@
 
 #include "clock.h"
 #include "err.h"
+#include "failpoint.h"
 #include "log.h"
 #include "store.h"
 
@@ -622,6 +623,9 @@ static int run_durable(struct pg *p, enum stmt st, const struct args *a,
 	rc = exec_const(p, "SET LOCAL synchronous_commit TO DEFAULT", err);
 	if (rc == 0)
 		rc = run_n(p, st, a, n_rows, err);
+	if (rc == 0 && SC_FAILPOINT_ERR("store.commit"))
+		rc = sc_err_set(err, SC_EIO, "I/O error during commit: "
+				"injected by failpoint store.commit");
 	if (rc == 0)
 		return exec_const(p, "COMMIT", err);
 	if (p->conn)
@@ -962,6 +966,27 @@ static int pg_job_claim(void *impl, const char *worker, int64_t lease_ms,
 	return 0;
 }
 
+/* After a fenced change matched nothing: SC_ENOENT or SC_ELEASE. */
+static int fence_error(struct pg *p, int64_t id, int64_t lease_token,
+		       const char *op, struct sc_err *err)
+{
+	struct args a = {0};
+	PGresult *res;
+	int rc;
+
+	arg_i64(&a, id);
+	rc = run(p, ST_JOB_GET, &a, &res, err);
+	if (rc)
+		return rc;
+	bool exists = PQntuples(res) == 1;
+	PQclear(res);
+	if (!exists)
+		return sc_err_set(err, SC_ENOENT, "no job %" PRId64, id);
+	return sc_err_set(err, SC_ELEASE, "%s of job %" PRId64 " refused: "
+			  "lease lost (token %" PRId64 " no longer current: "
+			  "job taken over or finished)", op, id, lease_token);
+}
+
 static int pg_job_heartbeat(void *impl, int64_t id, int64_t lease_token,
 			    int64_t lease_ms, struct sc_err *err)
 {
@@ -977,11 +1002,8 @@ static int pg_job_heartbeat(void *impl, int64_t id, int64_t lease_token,
 	rc = run_n(p, ST_HEARTBEAT, &a, &rows, err);
 	if (rc)
 		return rc;
-	if (rows != 1)
-		return sc_err_set(err, SC_ELEASE, "job %" PRId64 ": lease lost "
-				  "(token %" PRId64 " no longer current)", id,
-				  lease_token);
-	return 0;
+	return rows == 1 ? 0
+			 : fence_error(p, id, lease_token, "heartbeat", err);
 }
 
 static const char *default_outcome(enum job_state st)
@@ -991,6 +1013,50 @@ static const char *default_outcome(enum job_state st)
 	case JOB_READY: return LEDGER_FAILED;
 	default: return LEDGER_LOST;
 	}
+}
+
+/*
+ * Runs ST_FINISH. It is one statement, so it commits whole or not at all.
+ * Test builds (SC_FAILPOINTS) wrap it in BEGIN/COMMIT so that the crash
+ * points of store.h's contract sit exactly between the writes and the
+ * commit, and "store.commit:err" can fail the commit; release builds save
+ * those two round trips.
+ */
+static int run_finish(struct pg *p, const struct args *a,
+		      enum job_state new_state, PGresult **res,
+		      struct sc_err *err)
+{
+#ifdef SC_FAILPOINTS
+	int rc = ensure_conn(p, err);
+
+	if (rc == 0)
+		rc = exec_const(p, "BEGIN", err);
+	if (rc)
+		return rc;
+	rc = run(p, ST_FINISH, a, res, err);
+	if (rc == 0) {
+		if (new_state == JOB_DONE)
+			SC_FAILPOINT("queue.before_complete_commit");
+		else if (new_state == JOB_READY)
+			SC_FAILPOINT("queue.in_retry_schedule");
+		if (SC_FAILPOINT_ERR("store.commit"))
+			rc = sc_err_set(err, SC_EIO, "I/O error during commit: "
+					"injected by failpoint store.commit");
+		else
+			rc = exec_const(p, "COMMIT", err);
+	}
+	if (rc) {
+		if (*res)
+			PQclear(*res);
+		*res = NULL;
+		if (p->conn)
+			(void)exec_const(p, "ROLLBACK", NULL);
+	}
+	return rc;
+#else
+	(void)new_state;
+	return run(p, ST_FINISH, a, res, err);
+#endif
 }
 
 static int pg_job_finish(void *impl, int64_t id, int64_t lease_token,
@@ -1017,16 +1083,12 @@ static int pg_job_finish(void *impl, int64_t id, int64_t lease_token,
 	arg_str(&a, row ? row->error_msg : NULL);
 	arg_i64(&a, row ? row->retry_hint_ms : 0);
 	arg_str(&a, row ? row->details_json : NULL);
-	rc = run(p, ST_FINISH, &a, &res, err);
+	rc = run_finish(p, &a, new_state, &res, err);
 	if (rc)
 		return rc;
 	bool done = PQntuples(res) == 1;
 	PQclear(res);
-	if (!done)
-		return sc_err_set(err, SC_ELEASE, "job %" PRId64 ": lease lost "
-				  "(token %" PRId64 " no longer current)", id,
-				  lease_token);
-	return 0;
+	return done ? 0 : fence_error(p, id, lease_token, "finish", err);
 }
 
 static int pg_job_release(void *impl, int64_t id, int64_t lease_token,
@@ -1045,11 +1107,7 @@ static int pg_job_release(void *impl, int64_t id, int64_t lease_token,
 		return rc;
 	bool done = PQntuples(res) == 1;
 	PQclear(res);
-	if (!done)
-		return sc_err_set(err, SC_ELEASE, "job %" PRId64 ": lease lost "
-				  "(token %" PRId64 " no longer current)", id,
-				  lease_token);
-	return 0;
+	return done ? 0 : fence_error(p, id, lease_token, "release", err);
 }
 
 static int pg_job_recover(void *impl, int max_stalls, int *n_recovered,

@@ -7,9 +7,10 @@
 #   pg_server.sh stop DIR      stop it fast (pg_ctl stop -m fast)
 #   pg_server.sh url DIR       print the URL of a server started in DIR
 #   pg_server.sh run CMD...    start a server in a fresh temp folder, run
-#                              CMD with SURECRON_TEST_PG set to its URL,
-#                              stop the server and remove the folder; CMD's
-#                              exit status is the script's
+#                              CMD with SURECRON_TEST_PG set to its URL (and
+#                              SURECRON_TEST_PG_DIR to the folder), stop the
+#                              server and remove the folder; CMD's exit
+#                              status is the script's
 #
 # `start` on a DIR that already holds a stopped server starts it again on
 # the same port (tests restart the server in the middle of a run this
@@ -100,8 +101,14 @@ case "${1:-}" in
     fi
     tmp=$(mktemp -d "${TMPDIR:-/tmp}/surecron-pg-XXXXXX")
     trap 'stop "$tmp"; rm -rf "$tmp"' EXIT INT TERM
-    SURECRON_TEST_PG=$(start "$tmp")
-    export SURECRON_TEST_PG
+    if url=$(start "$tmp"); then
+      # SURECRON_TEST_PG_DIR tells tests the server is a throw-away one
+      # they may stop and start again (pg_server.sh stop/start DIR).
+      SURECRON_TEST_PG=$url SURECRON_TEST_PG_DIR=$tmp
+      export SURECRON_TEST_PG SURECRON_TEST_PG_DIR
+    else
+      echo "pg_server.sh: no PostgreSQL for this run; its tests skip" >&2
+    fi
     rc=0
     "$@" || rc=$?
     exit $rc ;;

@@ -1,12 +1,14 @@
 /*
  * test_store_pg.c - the PostgreSQL backend against a real server.
  *
- * The server: SURECRON_TEST_PG when set, else a throw-away one started by
- * tests/pg_server.sh in a temp folder (stopped at the end). Without either
- * (no PostgreSQL installed) every test skips. Each test runs in a fresh
- * schema (PGOPTIONS search_path), dropped afterwards, so tests never see
- * each other's rows. The restart test needs a server it started itself and
- * skips on an external one.
+ * The server: SURECRON_TEST_PG when set (`make test` runs the suites under
+ * `tests/pg_server.sh run`, which sets it), else a throw-away one this
+ * suite starts with tests/pg_server.sh in a temp folder (stopped at the
+ * end). Without either (no PostgreSQL installed) every test skips. Each
+ * test runs in a fresh schema (PGOPTIONS search_path), dropped afterwards,
+ * so tests never see each other's rows. The restart test needs a
+ * throw-away server (ours, or SURECRON_TEST_PG_DIR's) and skips on an
+ * external one.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -29,7 +31,8 @@
 #define MIN 60000LL
 
 static char g_url[512];     /* the server; "" when none */
-static char g_dir[256];     /* our server's folder; "" when external */
+static char g_dir[256];     /* a throw-away server's folder, else "" */
+static bool g_own;          /* we started it: stop and remove at the end */
 static char g_schema[64];   /* this test's schema */
 static int g_seq;
 
@@ -61,12 +64,16 @@ static int group_setup(void **state)
 	const char *env = getenv("SURECRON_TEST_PG");
 
 	if (env && *env) {
+		/* pg_server.sh run names its folder: we may restart it. */
+		const char *dir = getenv("SURECRON_TEST_PG_DIR");
 		snprintf(g_url, sizeof(g_url), "%s", env);
+		snprintf(g_dir, sizeof(g_dir), "%s", dir ? dir : "");
 		return 0;
 	}
 	if (access("tests/pg_server.sh", R_OK) != 0)
 		return 0;
 	snprintf(g_dir, sizeof(g_dir), "%s", tu_tmpdir());
+	g_own = true;
 	if (server_cmd("start", g_url, sizeof(g_url)) != 0 ||
 	    strncmp(g_url, "postgresql://", 13) != 0) {
 		fprintf(stderr, "test_store_pg: no server could be started\n");
@@ -77,7 +84,7 @@ static int group_setup(void **state)
 
 static int group_teardown(void **state)
 {
-	if (g_dir[0]) {
+	if (g_own) {
 		server_cmd("stop", NULL, 0);
 		tu_rmrf(g_dir);
 	}
@@ -878,6 +885,7 @@ static void server_restart_fails_then_recovers(void **state)
 	NEED_SERVER();
 	if (!g_dir[0])
 		skip(); /* an external server: not ours to restart */
+	/* The restart ends every other connection; none is open here. */
 	struct sc_clock *clk = sc_clock_virtual_new(T0);
 	void *h = open_store(clk);
 	struct sc_err err = {0};
