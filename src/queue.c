@@ -1,0 +1,316 @@
+/*
+ * queue.c - the job queue (queue.h): the job state machine on top of the
+ * store. The store makes each transition one transaction; this file decides
+ * which transition to make (backoff arithmetic, give up or retry) and keeps
+ * the backends free of policy.
+ *
+ * Job states
+ * ----------
+ *
+ *                 queue_enqueue / queue_trigger (new slot)
+ *                                |
+ *                                v
+ *     queue_release  +------> READY <-----------------------------+
+ *     (not counted)  |           |                                |
+ *                    |           | queue_claim (attempts + 1,     |
+ *                    |           |   fresh lease token)           |
+ *                    |           v                                |
+ *                    +------- ACTIVE -------------------------+   |
+ *                                |      |        |            |   |
+ *                 queue_complete |      |        | queue_fail | queue_recover
+ *                                v      |        | (retry)    | (lease expired,
+ *                              DONE     |        +------------+   budget left)
+ *                                       |
+ *                  queue_fail (no attempts left or permanent),
+ *                  queue_recover (no attempts left or stall limit)
+ *                                       v
+ *                                     DEAD ---- queue_retry_dead,
+ *                                                queue_trigger --> READY
+ *
+ * Transitions (function that performs it; ledger row written in the same
+ * transaction):
+ *   (none) -> READY   [queue_enqueue, queue_enqueue_many, queue_trigger]  -
+ *   READY  -> ACTIVE  [queue_claim]                                       -
+ *   ACTIVE -> ACTIVE  [queue_heartbeat] lease extended                    -
+ *   ACTIVE -> DONE    [queue_complete]                            "success"
+ *   ACTIVE -> READY   [queue_fail] run_at = backoff or hint        "failed"
+ *   ACTIVE -> DEAD    [queue_fail] attempts used up or permanent     "lost"
+ *   ACTIVE -> READY   [queue_release] attempt not counted        "released"
+ *   ACTIVE -> READY   [queue_recover] lease expired               "stalled"
+ *   ACTIVE -> DEAD    [queue_recover] budget or stall limit "stalled"+"lost"
+ *   DEAD   -> READY   [queue_retry_dead, queue_trigger] fresh budget      -
+ *
+ * Invariants
+ *   READY:  lease_expires = 0; attempts < policy.attempts (a job with no
+ *           attempt left never waits, it is DEAD); claimable once
+ *           run_at <= now.
+ *   ACTIVE: exactly one claim holds it: lease_token is the token of the
+ *           latest claim, and only that token may move it; attempts counts
+ *           the running attempt; started = the claim's instant.
+ *   DONE:   terminal; the ledger holds exactly one "success" row for it.
+ *   DEAD:   terminal until a manual retry; the ledger holds a "lost" row
+ *           for its last attempt (durable: fsync'd).
+ *   Always: (schedule, slot) identifies at most one job; for a job that is
+ *           not ACTIVE, attempts == its "success" + "failed" + "stalled"
+ *           rows since its last revival; lease tokens of a job only grow.
+ *
+ * Failpoints (failpoint.h; test builds only) - the crash test kills
+ * workers at each of them:
+ *   queue.after_claim             the claim committed, nothing ran yet
+ *   queue.before_complete_commit  completion written, not committed (in
+ *                                 the backend's job_finish, store.h)
+ *   queue.after_complete_commit   completion committed, not yet returned
+ *   queue.in_retry_schedule       inside the fail transaction, retry row
+ *                                 and new run_at written, not committed
+ *                                 (in the backend's job_finish)
+ *   queue.after_fail_commit       the fail transaction committed
+ */
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "err.h"
+#include "failpoint.h"
+#include "log.h"
+#include "queue.h"
+#include "retry.h"
+
+const char *queue_state_name(enum job_state st)
+{
+	switch (st) {
+	case JOB_READY:
+		return "ready";
+	case JOB_ACTIVE:
+		return "active";
+	case JOB_DONE:
+		return "done";
+	case JOB_DEAD:
+		return "dead";
+	}
+	return "unknown";
+}
+
+static int64_t now_ms(struct sc_store *s)
+{
+	return sc_clock_now_ms(store_clock(s));
+}
+
+int queue_enqueue(struct sc_store *s, const char *schedule, int64_t slot_ms,
+		  const struct sc_retry_policy *policy, int64_t *job_id,
+		  bool *created, struct sc_err *err)
+{
+	bool made = false;
+	int64_t id = 0;
+	int rc = store_job_enqueue(s, schedule, slot_ms, policy, slot_ms,
+				   false, &id, &made, err);
+
+	if (rc)
+		return rc;
+	if (made)
+		SC_LOG(SC_LOG_DEBUG, "queue",
+		       "event=enqueue schedule=%s slot=%lld job=%lld", schedule,
+		       (long long)slot_ms, (long long)id);
+	if (job_id)
+		*job_id = id;
+	if (created)
+		*created = made;
+	return 0;
+}
+
+int queue_enqueue_many(struct sc_store *s, const char *schedule,
+		       const int64_t *slots_ms, size_t n,
+		       const struct sc_retry_policy *policy,
+		       struct sc_err *err)
+{
+	return store_job_enqueue_many(s, schedule, slots_ms, n, policy, err);
+}
+
+int queue_trigger(struct sc_store *s, const char *schedule, int64_t slot_ms,
+		  const struct sc_retry_policy *policy, int64_t *job_id,
+		  bool *created, struct sc_err *err)
+{
+	struct store_job j;
+	bool made = false;
+	int64_t id = 0;
+	int rc = store_job_enqueue(s, schedule, slot_ms, policy, now_ms(s),
+				   true, &id, &made, err);
+
+	if (rc)
+		return rc;
+	if (!made) {
+		rc = store_job_get(s, id, &j, err);
+		if (rc)
+			return rc;
+		if (j.state == JOB_DONE)
+			return sc_err_set(err, SC_ESTATE,
+					  "slot %lld of %s already completed",
+					  (long long)slot_ms, schedule);
+		if (j.state == JOB_DEAD) {
+			rc = store_job_revive(s, id, err);
+			if (rc)
+				return rc;
+			made = true;
+		}
+	}
+	SC_LOG(SC_LOG_INFO, "queue",
+	       "event=trigger schedule=%s slot=%lld job=%lld new=%d", schedule,
+	       (long long)slot_ms, (long long)id, made);
+	if (job_id)
+		*job_id = id;
+	if (created)
+		*created = made;
+	return 0;
+}
+
+int queue_claim(struct sc_store *s, const char *worker, int64_t lease_ms,
+		struct store_job *jobs, size_t max, size_t *n,
+		struct sc_err *err)
+{
+	int rc = store_job_claim(s, worker, lease_ms, jobs, max, n, err);
+
+	if (rc || *n == 0)
+		return rc;
+	SC_FAILPOINT("queue.after_claim");
+	for (size_t i = 0; i < *n; i++)
+		SC_LOG(SC_LOG_DEBUG, "queue",
+		       "event=claim job=%lld schedule=%s attempt=%d worker=%s",
+		       (long long)jobs[i].id, jobs[i].schedule,
+		       jobs[i].attempts, worker);
+	return 0;
+}
+
+int queue_heartbeat(struct sc_store *s, struct store_job *job,
+		    int64_t lease_ms, struct sc_err *err)
+{
+	int rc;
+
+	if (!job)
+		return sc_err_set(err, SC_EINVAL, "job is NULL");
+	rc = store_job_heartbeat(s, job->id, job->lease_token, lease_ms, err);
+	if (!rc)
+		job->lease_expires_ms = now_ms(s) + lease_ms;
+	return rc;
+}
+
+int queue_complete(struct sc_store *s, const struct store_job *job,
+		   const char *details_json, struct sc_err *err)
+{
+	struct ledger_row row = {.outcome = LEDGER_SUCCESS,
+				 .details_json = (char *)details_json};
+	int rc;
+
+	if (!job)
+		return sc_err_set(err, SC_EINVAL, "job is NULL");
+	rc = store_job_finish(s, job->id, job->lease_token, JOB_DONE, 0, &row,
+			      err);
+	if (rc)
+		return rc;
+	SC_FAILPOINT("queue.after_complete_commit");
+	SC_LOG(SC_LOG_INFO, "queue",
+	       "event=done job=%lld schedule=%s slot=%lld attempt=%d",
+	       (long long)job->id, job->schedule, (long long)job->slot_ms,
+	       job->attempts);
+	return 0;
+}
+
+int queue_fail(struct sc_store *s, const struct store_job *job,
+	       const char *error_class, const struct sc_err *cause,
+	       const char *details_json, int64_t *next_ms, bool *dead,
+	       struct sc_err *err)
+{
+	static const struct sc_err unknown = {.code = SC_ETASK,
+					      .msg = "failed (no detail)"};
+	struct ledger_row row = {0};
+	int64_t now, at;
+	bool give_up;
+	int rc;
+
+	if (!job)
+		return sc_err_set(err, SC_EINVAL, "job is NULL");
+	if (!cause || !cause->code)
+		cause = &unknown;
+	now = now_ms(s);
+	/* job->attempts already counts this attempt (claim added it). */
+	give_up = cause->permanent || job->attempts >= job->policy.attempts;
+	at = give_up ? INT64_MAX
+		     : sc_retry_next_ms(&job->policy, job->attempts, now,
+					cause->retry_after_ms);
+	snprintf(row.outcome, sizeof(row.outcome), "%s",
+		 give_up ? LEDGER_LOST : LEDGER_FAILED);
+	snprintf(row.error_class, sizeof(row.error_class), "%s",
+		 error_class && *error_class ? error_class : "task");
+	row.error_msg = (char *)cause->msg;
+	row.retry_hint_ms = cause->retry_after_ms;
+	row.details_json = (char *)details_json;
+
+	rc = store_job_finish(s, job->id, job->lease_token,
+			      give_up ? JOB_DEAD : JOB_READY, give_up ? 0 : at,
+			      &row, err);
+	if (rc)
+		return rc;
+	SC_FAILPOINT("queue.after_fail_commit");
+	if (give_up)
+		SC_LOG(SC_LOG_ERROR, "queue",
+		       "event=lost job=%lld schedule=%s slot=%lld attempt=%d "
+		       "permanent=%d",
+		       (long long)job->id, job->schedule,
+		       (long long)job->slot_ms, job->attempts,
+		       cause->permanent);
+	else
+		SC_LOG(SC_LOG_WARN, "queue",
+		       "event=retry job=%lld schedule=%s slot=%lld attempt=%d "
+		       "next_in_ms=%lld",
+		       (long long)job->id, job->schedule,
+		       (long long)job->slot_ms, job->attempts,
+		       (long long)(at - now));
+	if (next_ms)
+		*next_ms = at;
+	if (dead)
+		*dead = give_up;
+	return 0;
+}
+
+int queue_release(struct sc_store *s, const struct store_job *job,
+		  struct sc_err *err)
+{
+	if (!job)
+		return sc_err_set(err, SC_EINVAL, "job is NULL");
+	return store_job_release(s, job->id, job->lease_token, err);
+}
+
+int queue_recover(struct sc_store *s, int stall_limit, int *n,
+		  struct sc_err *err)
+{
+	int got = 0;
+	int rc;
+
+	if (stall_limit < 0)
+		return sc_err_set(err, SC_EINVAL, "stall limit must be >= 0");
+	/* The store's max_stalls is the stall that is fatal: one more than
+	 * the stalls tolerated. */
+	rc = store_job_recover(s, stall_limit < INT_MAX ? stall_limit + 1
+							: INT_MAX,
+			       &got, err);
+	if (rc)
+		return rc;
+	if (got)
+		SC_LOG(SC_LOG_WARN, "queue", "event=recover stalled=%d", got);
+	if (n)
+		*n = got;
+	return 0;
+}
+
+int queue_retry_dead(struct sc_store *s, int64_t job_id, struct sc_err *err)
+{
+	int rc = store_job_revive(s, job_id, err);
+
+	if (!rc)
+		SC_LOG(SC_LOG_INFO, "queue", "event=revive job=%lld",
+		       (long long)job_id);
+	return rc;
+}
+
+int queue_next_due(struct sc_store *s, int64_t *out_ms, struct sc_err *err)
+{
+	return store_job_next_due(s, out_ms, err);
+}

@@ -1,0 +1,113 @@
+/*
+ * queue.h - the job queue: one job per slot, leases, retries with backoff,
+ * stalled recovery. Built on the store (store.h); the state machine and its
+ * invariants are documented at the top of queue.c.
+ *
+ * Every function takes the caller's store handle and inherits its
+ * threading rule: one thread at a time per handle; several handles (threads,
+ * processes, machines) share one queue safely.
+ *
+ * A `struct store_job` handed out by queue_claim is the worker's ticket:
+ * pass it back unchanged to heartbeat / complete / fail / release. Each is
+ * fenced by the ticket's lease_token: once another claim took the job over
+ * (after this worker's lease expired and the job was recovered), every call
+ * with the old ticket returns SC_ELEASE and changes nothing.
+ */
+#ifndef SC_QUEUE_H
+#define SC_QUEUE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "store.h"
+
+#define QUEUE_LEASE_MS (5 * 60 * 1000) /* default lease of a claim */
+#define QUEUE_STALL_LIMIT 2 /* default stalls tolerated; the next is fatal */
+
+/*
+ * Enqueues the slot (schedule, slot_ms) with its retry policy, due at
+ * slot_ms. Idempotent: a slot that already has a job (in any state) is
+ * left alone. *job_id gets the job either way, *created says whether it is
+ * new (both may be NULL). Errors: SC_EINVAL, store errors.
+ */
+int queue_enqueue(struct sc_store *s, const char *schedule, int64_t slot_ms,
+		  const struct sc_retry_policy *policy, int64_t *job_id,
+		  bool *created, struct sc_err *err);
+
+/* Enqueues n slots of one schedule in one transaction (idempotent). */
+int queue_enqueue_many(struct sc_store *s, const char *schedule,
+		       const int64_t *slots_ms, size_t n,
+		       const struct sc_retry_policy *policy,
+		       struct sc_err *err);
+
+/*
+ * Manual trigger (`surecron trigger`): makes sure the slot runs now. A new
+ * job is enqueued as manual and due now; a DEAD job is revived with a fresh
+ * attempt budget; a READY or ACTIVE job is left as it is (*created false).
+ * SC_ESTATE when the slot's job is already DONE.
+ */
+int queue_trigger(struct sc_store *s, const char *schedule, int64_t slot_ms,
+		  const struct sc_retry_policy *policy, int64_t *job_id,
+		  bool *created, struct sc_err *err);
+
+/*
+ * Claims up to max due jobs, earliest first, in one transaction, for worker
+ * with a lease of lease_ms. Fills jobs[0..*n); *n == 0 when nothing is due.
+ * Each claim starts an attempt (attempts + 1) and carries a fresh token.
+ */
+int queue_claim(struct sc_store *s, const char *worker, int64_t lease_ms,
+		struct store_job *jobs, size_t max, size_t *n,
+		struct sc_err *err);
+
+/* Extends the lease of a claimed job to now + lease_ms and updates
+ * job->lease_expires_ms. SC_ELEASE when the claim is no longer current. */
+int queue_heartbeat(struct sc_store *s, struct store_job *job,
+		    int64_t lease_ms, struct sc_err *err);
+
+/* Completes the attempt: the job is DONE, with a "success" ledger row
+ * (details_json may be NULL). SC_ELEASE as above. */
+int queue_complete(struct sc_store *s, const struct store_job *job,
+		   const char *details_json, struct sc_err *err);
+
+/*
+ * Fails the attempt with `cause` (its message goes to the ledger; its
+ * retry_after_ms is a "not before" hint; permanent means do not retry).
+ * error_class names the layer that failed ("task", "delivery", ...).
+ *   - attempts left and not permanent: READY again at
+ *     sc_retry_next_ms(policy, attempts, now, hint), "failed" row;
+ *     *next_ms gets that instant, *dead false;
+ *   - otherwise: DEAD, "lost" row (the slot is lost); *dead true,
+ *     *next_ms INT64_MAX.
+ * next_ms and dead may be NULL. SC_ELEASE as above.
+ */
+int queue_fail(struct sc_store *s, const struct store_job *job,
+	       const char *error_class, const struct sc_err *cause,
+	       const char *details_json, int64_t *next_ms, bool *dead,
+	       struct sc_err *err);
+
+/* Gives a claimed job back without counting the attempt (shutdown). */
+int queue_release(struct sc_store *s, const struct store_job *job,
+		  struct sc_err *err);
+
+/*
+ * Recovers jobs whose lease expired (their worker died or hung): each
+ * attempt gets a "stalled" ledger row and counts; the job is due again, or
+ * DEAD with a "lost" row when its attempts are used up or it stalled more
+ * than stall_limit times (so a task that kills its worker cannot loop
+ * forever). *n (may be NULL) gets the number of jobs recovered.
+ */
+int queue_recover(struct sc_store *s, int stall_limit, int *n,
+		  struct sc_err *err);
+
+/* Manual retry of a DEAD job: READY now, fresh attempt budget.
+ * SC_ESTATE if the job is not DEAD, SC_ENOENT if there is none. */
+int queue_retry_dead(struct sc_store *s, int64_t job_id, struct sc_err *err);
+
+/* When the next job falls due or the next lease expires (INT64_MAX when
+ * nothing is pending): how long a worker may sleep. */
+int queue_next_due(struct sc_store *s, int64_t *out_ms, struct sc_err *err);
+
+/* Static name of a job state ("ready", "active", "done", "dead"). */
+const char *queue_state_name(enum job_state st);
+
+#endif
