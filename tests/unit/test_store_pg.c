@@ -1,14 +1,9 @@
 /*
  * test_store_pg.c - the PostgreSQL backend against a real server.
  *
- * The server: SURECRON_TEST_PG when set (`make test` runs the suites under
- * `tests/pg_server.sh run`, which sets it), else a throw-away one this
- * suite starts with tests/pg_server.sh in a temp folder (stopped at the
- * end). Without either (no PostgreSQL installed) every test skips. Each
- * test runs in a fresh schema (PGOPTIONS search_path), dropped afterwards,
- * so tests never see each other's rows. The restart test needs a
- * throw-away server (ours, or SURECRON_TEST_PG_DIR's) and skips on an
- * external one.
+ * Server and per-test schema: tests/pg_fixture.h (every test skips when
+ * no PostgreSQL is there). The restart test needs a throw-away server and
+ * skips on an external one.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -26,137 +21,19 @@
 #include "clock.h"
 #include "store.h"
 #include "testutil.h"
+#include "pg_fixture.h"
 
 #define T0 1800000000000LL /* a fixed virtual instant */
 #define MIN 60000LL
 
-static char g_url[512];     /* the server; "" when none */
-static char g_dir[256];     /* a throw-away server's folder, else "" */
-static bool g_own;          /* we started it: stop and remove at the end */
-static char g_schema[64];   /* this test's schema */
-static int g_seq;
-
 static const struct store_ops *ops = &store_pg_ops;
-
-/* ---- server and per-test schema ----------------------------------------- */
-
-static int server_cmd(const char *verb, char *out, size_t n)
-{
-	char cmd[512];
-
-	snprintf(cmd, sizeof(cmd), "SC_PG_FSYNC=off sh tests/pg_server.sh %s "
-		 "'%s' 2>/dev/null", verb, g_dir);
-	FILE *f = popen(cmd, "r");
-	if (!f)
-		return -1;
-	char line[512] = "";
-	if (!fgets(line, sizeof(line), f))
-		line[0] = '\0';
-	int rc = pclose(f);
-	line[strcspn(line, "\n")] = '\0';
-	if (out)
-		snprintf(out, n, "%s", line);
-	return rc;
-}
-
-static int group_setup(void **state)
-{
-	const char *env = getenv("SURECRON_TEST_PG");
-
-	if (env && *env) {
-		/* pg_server.sh run names its folder: we may restart it. */
-		const char *dir = getenv("SURECRON_TEST_PG_DIR");
-		snprintf(g_url, sizeof(g_url), "%s", env);
-		snprintf(g_dir, sizeof(g_dir), "%s", dir ? dir : "");
-		return 0;
-	}
-	if (access("tests/pg_server.sh", R_OK) != 0)
-		return 0;
-	snprintf(g_dir, sizeof(g_dir), "%s", tu_tmpdir());
-	g_own = true;
-	if (server_cmd("start", g_url, sizeof(g_url)) != 0 ||
-	    strncmp(g_url, "postgresql://", 13) != 0) {
-		fprintf(stderr, "test_store_pg: no server could be started\n");
-		g_url[0] = '\0';
-	}
-	return 0;
-}
-
-static int group_teardown(void **state)
-{
-	if (g_own) {
-		server_cmd("stop", NULL, 0);
-		tu_rmrf(g_dir);
-	}
-	return 0;
-}
-
-static void quiet(void *arg, const char *msg)
-{
-}
-
-/* Runs SQL on the test schema through a connection of our own. */
-static PGresult *sql(const char *q)
-{
-	PGconn *c = PQconnectdb(g_url);
-	assert_int_equal(PQstatus(c), CONNECTION_OK);
-	PQsetNoticeProcessor(c, quiet, NULL);
-	PGresult *r = PQexec(c, q);
-	ExecStatusType st = PQresultStatus(r);
-	if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
-		fail_msg("%s: %s", q, PQresultErrorMessage(r));
-	PQfinish(c);
-	return r;
-}
-
-static int64_t sql_int(const char *q)
-{
-	PGresult *r = sql(q);
-	int64_t v = PQntuples(r) ? strtoll(PQgetvalue(r, 0, 0), NULL, 10) : -1;
-	PQclear(r);
-	return v;
-}
-
-static int setup(void **state)
-{
-	char q[128];
-
-	if (!g_url[0])
-		return 0;
-	snprintf(g_schema, sizeof(g_schema), "t_%d_%d", (int)getpid(), ++g_seq);
-	unsetenv("PGOPTIONS");
-	snprintf(q, sizeof(q), "CREATE SCHEMA %s", g_schema);
-	PQclear(sql(q));
-	snprintf(q, sizeof(q), "-c search_path=%s", g_schema);
-	setenv("PGOPTIONS", q, 1);
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	char q[128];
-
-	if (!g_url[0] || !g_schema[0])
-		return 0;
-	snprintf(q, sizeof(q), "DROP SCHEMA %s CASCADE", g_schema);
-	unsetenv("PGOPTIONS");
-	PQclear(sql(q));
-	g_schema[0] = '\0';
-	return 0;
-}
-
-#define NEED_SERVER()                                                      \
-	do {                                                               \
-		if (!g_url[0])                                             \
-			skip();                                            \
-	} while (0)
 
 static void *open_store(struct sc_clock *clock)
 {
 	void *h = NULL;
 	struct sc_err err = {0};
 
-	int rc = ops->open(g_url, clock, &h, &err);
+	int rc = ops->open(pgfx_url(), clock, &h, &err);
 	if (rc)
 		fail_msg("open: %s", err.msg);
 	return h;
@@ -203,7 +80,7 @@ static void rows_free(struct ledger_row *rows, size_t n)
 
 static void enqueue_is_idempotent(void **state)
 {
-	NEED_SERVER();
+	PGFX_NEED_SERVER();
 	struct sc_clock *clk = sc_clock_virtual_new(T0);
 	void *h = open_store(clk);
 	int64_t id1 = 0, id2 = 0;
@@ -232,7 +109,7 @@ static void enqueue_is_idempotent(void **state)
 					       NULL), 0);
 	assert_int_equal(ops->job_enqueue_many(h, "daily", slots, 5, &POL,
 					       NULL), 0);
-	assert_int_equal(sql_int("SELECT count(*) FROM jobs"), 4);
+	assert_int_equal(pgfx_int("SELECT count(*) FROM jobs"), 4);
 	assert_int_equal(ops->job_find(h, "daily", T0 + 3000, &j, NULL), 0);
 	assert_int_equal(j.run_at_ms, T0 + 3000);
 	assert_int_equal(ops->job_find(h, "daily", T0 + 9, &j, NULL),
@@ -251,7 +128,7 @@ static void enqueue_is_idempotent(void **state)
 
 static void claim_takes_due_jobs_in_order(void **state)
 {
-	NEED_SERVER();
+	PGFX_NEED_SERVER();
 	struct sc_clock *clk = sc_clock_virtual_new(T0);
 	void *h = open_store(clk);
 	struct store_job out[8];
@@ -295,7 +172,7 @@ static void claim_takes_due_jobs_in_order(void **state)
 
 static void next_due_empty_is_max(void **state)
 {
-	NEED_SERVER();
+	PGFX_NEED_SERVER();
 	struct sc_clock *clk = sc_clock_virtual_new(T0);
 	void *h = open_store(clk);
 	int64_t due = 0;
@@ -311,7 +188,7 @@ static void next_due_empty_is_max(void **state)
 
 static void fencing_tokens_guard_every_change(void **state)
 {
-	NEED_SERVER();
+	PGFX_NEED_SERVER();
 	struct sc_clock *clk = sc_clock_virtual_new(T0);
 	void *h = open_store(clk);
 	struct sc_err err = {0};
@@ -357,7 +234,7 @@ static void fencing_tokens_guard_every_change(void **state)
 
 static void finish_writes_job_and_ledger_together(void **state)
 {
-	NEED_SERVER();
+	PGFX_NEED_SERVER();
 	struct sc_clock *clk = sc_clock_virtual_new(T0);
 	void *h = open_store(clk);
 	struct store_job j;
@@ -410,7 +287,7 @@ static void finish_writes_job_and_ledger_together(void **state)
 	int64_t id2 = enq(h, "s", T0 + 1);
 	struct store_job c = claim1(h, "w", MIN);
 	assert_int_equal(c.id, id2);
-	PQclear(sql("ALTER TABLE ledger ADD CONSTRAINT no_boom"
+	PQclear(pgfx_sql("ALTER TABLE ledger ADD CONSTRAINT no_boom"
 		    " CHECK (outcome <> 'boom')"));
 	struct ledger_row boom = {0};
 	snprintf(boom.outcome, sizeof(boom.outcome), "boom");
@@ -425,7 +302,7 @@ static void finish_writes_job_and_ledger_together(void **state)
 					 NULL, NULL), 0);
 	assert_int_equal(ops->job_get(h, id2, &j, NULL), 0);
 	assert_int_equal(j.state, JOB_DEAD);
-	assert_int_equal(sql_int("SELECT count(*) FROM ledger WHERE outcome"
+	assert_int_equal(pgfx_int("SELECT count(*) FROM ledger WHERE outcome"
 				 " = 'lost'"), 1);
 	ops->close(h);
 	sc_clock_free(clk);
@@ -433,7 +310,7 @@ static void finish_writes_job_and_ledger_together(void **state)
 
 static void recover_stalled_counts_and_kills(void **state)
 {
-	NEED_SERVER();
+	PGFX_NEED_SERVER();
 	struct sc_clock *clk = sc_clock_virtual_new(T0);
 	void *h = open_store(clk);
 	struct store_job j;
@@ -504,7 +381,7 @@ static void recover_stalled_counts_and_kills(void **state)
 
 static void release_gives_attempt_back(void **state)
 {
-	NEED_SERVER();
+	PGFX_NEED_SERVER();
 	struct sc_clock *clk = sc_clock_virtual_new(T0);
 	void *h = open_store(clk);
 	struct store_job j;
@@ -546,7 +423,7 @@ static void *claimer_run(void *arg)
 	char name[32];
 
 	snprintf(name, sizeof(name), "w%p", (void *)c);
-	if (store_pg_ops.open(g_url, c->clk, &h, NULL) != 0) {
+	if (store_pg_ops.open(pgfx_url(), c->clk, &h, NULL) != 0) {
 		c->failed = 1;
 		return NULL;
 	}
@@ -576,7 +453,7 @@ static void *claimer_run(void *arg)
 
 static void concurrent_claimers_never_share_a_job(void **state)
 {
-	NEED_SERVER();
+	PGFX_NEED_SERVER();
 	struct sc_clock *clk = sc_clock_virtual_new(T0);
 	void *h = open_store(clk);
 	int64_t slots[N_JOBS];
@@ -608,9 +485,9 @@ static void concurrent_claimers_never_share_a_job(void **state)
 	for (int i = 0; i < N_JOBS; i++)
 		assert_int_equal(seen[i], 1);
 	assert_true(busy >= 2); /* they really ran side by side */
-	assert_int_equal(sql_int("SELECT count(*) FROM ledger WHERE outcome"
+	assert_int_equal(pgfx_int("SELECT count(*) FROM ledger WHERE outcome"
 				 " = 'success'"), N_JOBS);
-	assert_int_equal(sql_int("SELECT count(*) FROM jobs WHERE state = 2"),
+	assert_int_equal(pgfx_int("SELECT count(*) FROM jobs WHERE state = 2"),
 			 N_JOBS);
 	ops->close(h);
 	sc_clock_free(clk);
@@ -620,7 +497,7 @@ static void concurrent_claimers_never_share_a_job(void **state)
 
 static void ledger_append_and_filters(void **state)
 {
-	NEED_SERVER();
+	PGFX_NEED_SERVER();
 	struct sc_clock *clk = sc_clock_virtual_new(T0);
 	void *h = open_store(clk);
 	static const struct {
@@ -670,7 +547,7 @@ static void ledger_append_and_filters(void **state)
 
 static void outbox_states_and_guard(void **state)
 {
-	NEED_SERVER();
+	PGFX_NEED_SERVER();
 	struct sc_clock *clk = sc_clock_virtual_new(T0);
 	void *h = open_store(clk);
 	struct outbox_entry e = {0};
@@ -743,7 +620,7 @@ static void outbox_states_and_guard(void **state)
 
 static void markers_sched_state_tokens(void **state)
 {
-	NEED_SERVER();
+	PGFX_NEED_SERVER();
 	struct sc_clock *clk = sc_clock_virtual_new(T0);
 	void *h = open_store(clk);
 	bool marked = true;
@@ -789,7 +666,7 @@ static void markers_sched_state_tokens(void **state)
 
 static void migrations_run_once_and_refuse_newer(void **state)
 {
-	NEED_SERVER();
+	PGFX_NEED_SERVER();
 	struct sc_clock *clk = sc_clock_virtual_new(T0);
 	void *h = open_store(clk);
 	void *h2 = NULL;
@@ -799,16 +676,16 @@ static void migrations_run_once_and_refuse_newer(void **state)
 	ops->close(h);
 	h = open_store(clk); /* already current: nothing to do */
 	ops->close(h);
-	assert_int_equal(sql_int("SELECT version FROM schema_version"), 1);
-	assert_int_equal(sql_int("SELECT count(*) FROM schema_version"), 1);
-	assert_int_equal(sql_int("SELECT count(*) FROM jobs"), 1);
+	assert_int_equal(pgfx_int("SELECT version FROM schema_version"), 1);
+	assert_int_equal(pgfx_int("SELECT count(*) FROM schema_version"), 1);
+	assert_int_equal(pgfx_int("SELECT count(*) FROM jobs"), 1);
 
-	PQclear(sql("UPDATE schema_version SET version = 99"));
-	assert_int_equal(ops->open(g_url, clk, &h2, &err), SC_EVERSION);
+	PQclear(pgfx_sql("UPDATE schema_version SET version = 99"));
+	assert_int_equal(ops->open(pgfx_url(), clk, &h2, &err), SC_EVERSION);
 	assert_null(h2);
 	assert_non_null(strstr(err.msg, "newer"));
-	assert_int_equal(sql_int("SELECT version FROM schema_version"), 99);
-	assert_int_equal(sql_int("SELECT count(*) FROM jobs"), 1);
+	assert_int_equal(pgfx_int("SELECT version FROM schema_version"), 99);
+	assert_int_equal(pgfx_int("SELECT count(*) FROM jobs"), 1);
 	sc_clock_free(clk);
 }
 
@@ -845,7 +722,7 @@ static void *waiter_run(void *arg)
 
 static void wait_wakes_on_enqueue(void **state)
 {
-	NEED_SERVER();
+	PGFX_NEED_SERVER();
 	struct sc_clock *clk = sc_clock_virtual_new(T0);
 	void *a = open_store(clk), *b = open_store(clk);
 	struct waiter w = {a, 0, -1};
@@ -882,8 +759,8 @@ static void wait_wakes_on_enqueue(void **state)
 
 static void server_restart_fails_then_recovers(void **state)
 {
-	NEED_SERVER();
-	if (!g_dir[0])
+	PGFX_NEED_SERVER();
+	if (!pgfx_restartable())
 		skip(); /* an external server: not ours to restart */
 	/* The restart ends every other connection; none is open here. */
 	struct sc_clock *clk = sc_clock_virtual_new(T0);
@@ -893,7 +770,7 @@ static void server_restart_fails_then_recovers(void **state)
 
 	int64_t id = enq(h, "s", T0);
 	struct store_job a = claim1(h, "w", MIN);
-	assert_int_equal(server_cmd("stop", NULL, 0), 0);
+	assert_int_equal(pgfx_server("stop", NULL, 0), 0);
 
 	int rc = ops->job_heartbeat(h, id, a.lease_token, MIN, &err);
 	assert_int_equal(rc, SC_EIO);
@@ -910,8 +787,8 @@ static void server_restart_fails_then_recovers(void **state)
 	assert_true(clock_mono_ms() - t >= 40); /* waited, did not spin */
 
 	char url[512];
-	assert_int_equal(server_cmd("start", url, sizeof(url)), 0);
-	assert_string_equal(url, g_url);
+	assert_int_equal(pgfx_server("start", url, sizeof(url)), 0);
+	assert_string_equal(url, pgfx_url());
 	/* The handle reconnects by itself within its backoff. */
 	int64_t deadline = clock_mono_ms() + 15000;
 	do {
@@ -946,35 +823,36 @@ static void server_restart_fails_then_recovers(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(enqueue_is_idempotent, setup,
-						teardown),
+		cmocka_unit_test_setup_teardown(enqueue_is_idempotent, pgfx_setup,
+						pgfx_teardown),
 		cmocka_unit_test_setup_teardown(claim_takes_due_jobs_in_order,
-						setup, teardown),
-		cmocka_unit_test_setup_teardown(next_due_empty_is_max, setup,
-						teardown),
+						pgfx_setup, pgfx_teardown),
+		cmocka_unit_test_setup_teardown(next_due_empty_is_max, pgfx_setup,
+						pgfx_teardown),
 		cmocka_unit_test_setup_teardown(
-			fencing_tokens_guard_every_change, setup, teardown),
+			fencing_tokens_guard_every_change, pgfx_setup, pgfx_teardown),
 		cmocka_unit_test_setup_teardown(
-			finish_writes_job_and_ledger_together, setup, teardown),
+			finish_writes_job_and_ledger_together, pgfx_setup, pgfx_teardown),
 		cmocka_unit_test_setup_teardown(
-			recover_stalled_counts_and_kills, setup, teardown),
+			recover_stalled_counts_and_kills, pgfx_setup, pgfx_teardown),
 		cmocka_unit_test_setup_teardown(release_gives_attempt_back,
-						setup, teardown),
+						pgfx_setup, pgfx_teardown),
 		cmocka_unit_test_setup_teardown(
-			concurrent_claimers_never_share_a_job, setup, teardown),
-		cmocka_unit_test_setup_teardown(ledger_append_and_filters, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(outbox_states_and_guard, setup,
-						teardown),
+			concurrent_claimers_never_share_a_job, pgfx_setup, pgfx_teardown),
+		cmocka_unit_test_setup_teardown(ledger_append_and_filters, pgfx_setup,
+						pgfx_teardown),
+		cmocka_unit_test_setup_teardown(outbox_states_and_guard, pgfx_setup,
+						pgfx_teardown),
 		cmocka_unit_test_setup_teardown(markers_sched_state_tokens,
-						setup, teardown),
+						pgfx_setup, pgfx_teardown),
 		cmocka_unit_test_setup_teardown(
-			migrations_run_once_and_refuse_newer, setup, teardown),
+			migrations_run_once_and_refuse_newer, pgfx_setup, pgfx_teardown),
 		cmocka_unit_test(unreachable_server_is_a_clear_error),
-		cmocka_unit_test_setup_teardown(wait_wakes_on_enqueue, setup,
-						teardown),
+		cmocka_unit_test_setup_teardown(wait_wakes_on_enqueue, pgfx_setup,
+						pgfx_teardown),
 		cmocka_unit_test_setup_teardown(
-			server_restart_fails_then_recovers, setup, teardown),
+			server_restart_fails_then_recovers, pgfx_setup, pgfx_teardown),
 	};
-	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+	return cmocka_run_group_tests(tests, pgfx_group_setup,
+				      pgfx_group_teardown);
 }
