@@ -28,11 +28,12 @@
  * heartbeats, completions and retry scheduling commit without waiting for
  * the WAL flush; a crash of the database server can lose the last few
  * hundred milliseconds of those, which only re-runs a job (at-least-once,
- * the same split as the SQLite backend). The send guard (outbox SENT) and
- * the slot marker commit in a transaction that sets synchronous_commit back
- * to the server's default (on unless the DBA changed it): once they return,
- * they survive a crash, and because WAL is sequential every earlier commit
- * of the session is flushed with them.
+ * the same split as the SQLite backend). The records nothing would write
+ * again - the send guard (outbox SENT), the slot marker, a job turning DEAD,
+ * stalled recovery, a "lost" ledger row - set synchronous_commit back to
+ * the server's default inside their own statement (DURABLE below; on
+ * unless the DBA changed it): once they return, they survive a crash, and
+ * because WAL is sequential every earlier commit is flushed with them.
  *
  * Connection loss: an operation whose connection broke returns SC_EIO with
  * a message that says so and drops the connection; the next operation
@@ -160,6 +161,16 @@ static const char *const *const migrations[SCHEMA_VERSION] = {
 	"schedule, slot_ms, job_id, attempt, started_ms, finished_ms, "    \
 	"outcome, error_class, error_msg, retry_hint_ms, details_json"
 #define NOTIFY "pg_notify('" CHANNEL "', '')"
+/*
+ * Evaluated by a statement that wrote something that must survive a crash
+ * of the server: sets synchronous_commit back to the server's default for
+ * the rest of the statement's transaction, so its commit waits for the WAL
+ * flush (one round trip, unlike BEGIN; SET LOCAL; ...; COMMIT). reset_val
+ * is the value before our session-wide SET, i.e. what the DBA configured.
+ */
+#define DURABLE                                                            \
+	"set_config('synchronous_commit', (SELECT reset_val FROM pg_settings" \
+	" WHERE name = 'synchronous_commit'), true)"
 
 enum stmt {
 	ST_ENQUEUE,
@@ -229,7 +240,8 @@ static const char *const sql[ST_COUNT] = {
 	" INSERT INTO ledger (" LEDGER_COLS ")"
 	" SELECT schedule, slot_ms, id, attempts, started_ms, $5::bigint,"
 	" $6, $7, $8, $9::bigint, $10 FROM u"
-	" RETURNING id, CASE WHEN $3::smallint = 0 THEN " NOTIFY " END",
+	" RETURNING id, CASE WHEN $3::smallint = 0 THEN " NOTIFY " END,"
+	" CASE WHEN $3::smallint = 3 THEN " DURABLE " END",
 	/* $1 id, $2 token, $3 now. The attempt is given back uncounted; the
 	 * ledger still says it happened. */
 	[ST_RELEASE] =
@@ -265,7 +277,8 @@ static const char *const sql[ST_COUNT] = {
 	" FROM u CROSS JOIN generate_series(1, 2) AS k"
 	" WHERE k = 1 OR u.state = 3 ORDER BY u.id, k)"
 	" SELECT count(*), CASE WHEN count(*) FILTER (WHERE state = 0) > 0"
-	" THEN " NOTIFY " END FROM u",
+	" THEN " NOTIFY " END, CASE WHEN count(*) > 0 THEN " DURABLE " END"
+	" FROM u",
 	[ST_JOB_GET] = "SELECT " JOB_COLS " FROM jobs WHERE id = $1",
 	[ST_JOB_FIND] =
 	"SELECT " JOB_COLS " FROM jobs WHERE schedule = $1 AND slot_ms = $2",
@@ -285,8 +298,9 @@ static const char *const sql[ST_COUNT] = {
 	" FROM jobs WHERE ($1::text IS NULL OR schedule = $1::text)",
 	[ST_LEDGER_APPEND] =
 	"INSERT INTO ledger (" LEDGER_COLS ") VALUES ($1, $2::bigint,"
-	" $3::bigint, $4::integer, $5::bigint, $6::bigint, $7, $8, $9,"
-	" $10::bigint, $11)",
+	" $3::bigint, $4::integer, $5::bigint, $6::bigint, $7::text, $8, $9,"
+	" $10::bigint, $11) RETURNING CASE WHEN $7::text = '" LEDGER_LOST "'"
+	" THEN " DURABLE " END",
 	/* LIMIT NULL is no limit. */
 	[ST_LEDGER_QUERY] =
 	"SELECT id, " LEDGER_COLS " FROM ledger"
@@ -309,14 +323,15 @@ static const char *const sql[ST_COUNT] = {
 	" sent_ms = CASE WHEN $4::smallint = 3 THEN $5::bigint"
 	" ELSE sent_ms END"
 	" WHERE schedule = $1 AND slot_ms = $2 AND target = $3"
-	" AND state <> 3",
+	" AND state <> 3 RETURNING CASE WHEN $4::smallint = 3 THEN " DURABLE
+	" END",
 	[ST_OUTBOX_UNKNOWN] =
 	"UPDATE outbox SET state = 5"
 	" WHERE schedule = $1 AND slot_ms = $2 AND state = 2",
 	[ST_SLOT_MARK] =
 	"INSERT INTO slot_markers (schedule, slot_ms, completed_ms)"
 	" VALUES ($1, $2::bigint, $3::bigint)"
-	" ON CONFLICT (schedule, slot_ms) DO NOTHING",
+	" ON CONFLICT (schedule, slot_ms) DO NOTHING RETURNING " DURABLE,
 	[ST_SLOT_IS] =
 	"SELECT 1 FROM slot_markers WHERE schedule = $1 AND slot_ms = $2",
 	[ST_SCHED_GET] =
@@ -420,7 +435,7 @@ static void on_notice(void *arg, const char *message)
 
 static int connect_now(struct pg *p, struct sc_err *err)
 {
-	const char *keys[4], *vals[4];
+	const char *keys[8], *vals[8];
 	int k = 0;
 	char line[256];
 
@@ -434,6 +449,15 @@ static int connect_now(struct pg *p, struct sc_err *err)
 		keys[k] = "application_name";
 		vals[k++] = "surecron";
 	}
+	/* A server that vanished without a word (host down, network cut)
+	 * is noticed in about a minute instead of hanging an operation for
+	 * the kernel's two hours. */
+	keys[k] = "keepalives_idle";
+	vals[k++] = "30";
+	keys[k] = "keepalives_interval";
+	vals[k++] = "10";
+	keys[k] = "keepalives_count";
+	vals[k++] = "3";
 	keys[k] = "dbname";
 	vals[k++] = p->conninfo;
 	keys[k] = NULL;
@@ -604,33 +628,6 @@ static int run_n(struct pg *p, enum stmt st, const struct args *a,
 		*n_rows = strtoll(PQcmdTuples(res), NULL, 10);
 	PQclear(res);
 	return 0;
-}
-
-/*
- * Runs st in its own transaction committed with the server's default
- * synchronous_commit (a flushed WAL): for send guards and slot markers.
- */
-static int run_durable(struct pg *p, enum stmt st, const struct args *a,
-		       int64_t *n_rows, struct sc_err *err)
-{
-	int rc = ensure_conn(p, err);
-
-	if (rc)
-		return rc;
-	rc = exec_const(p, "BEGIN", err);
-	if (rc)
-		return rc;
-	rc = exec_const(p, "SET LOCAL synchronous_commit TO DEFAULT", err);
-	if (rc == 0)
-		rc = run_n(p, st, a, n_rows, err);
-	if (rc == 0 && SC_FAILPOINT_ERR("store.commit"))
-		rc = sc_err_set(err, SC_EIO, "I/O error during commit: "
-				"injected by failpoint store.commit");
-	if (rc == 0)
-		return exec_const(p, "COMMIT", err);
-	if (p->conn)
-		(void)exec_const(p, "ROLLBACK", NULL);
-	return rc;
 }
 
 static int64_t get_i64(const PGresult *r, int row, int col)
@@ -1404,10 +1401,7 @@ static int pg_outbox_set_state(void *impl, const char *schedule,
 	arg_slot_target(&a, schedule, slot_ms, target);
 	arg_i64(&a, (int64_t)state);
 	arg_i64(&a, now_ms(p));
-	if (state == SEND_SENT)
-		rc = run_durable(p, ST_OUTBOX_SET, &a, &rows, err);
-	else
-		rc = run_n(p, ST_OUTBOX_SET, &a, &rows, err);
+	rc = run_n(p, ST_OUTBOX_SET, &a, &rows, err);
 	if (rc)
 		return rc;
 	if (rows == 1)
@@ -1451,7 +1445,7 @@ static int pg_slot_mark(void *impl, const char *schedule, int64_t slot_ms,
 	arg_str(&a, schedule);
 	arg_i64(&a, slot_ms);
 	arg_i64(&a, now_ms(p));
-	return run_durable(p, ST_SLOT_MARK, &a, NULL, err);
+	return run_n(p, ST_SLOT_MARK, &a, NULL, err);
 }
 
 static int pg_slot_is_marked(void *impl, const char *schedule,
