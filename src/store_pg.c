@@ -1587,7 +1587,10 @@ static int pg_wait(void *impl, int64_t timeout_ms, struct sc_err *err)
 		return rc;
 	}
 	for (;;) {
-		if (PQconsumeInput(p->conn) == 0) {
+		/* A server going away either fails the read or leaves a
+		 * FATAL message and a bad connection: both end the wait. */
+		if (PQconsumeInput(p->conn) == 0 ||
+		    PQstatus(p->conn) != CONNECTION_OK) {
 			rc = fail(p, NULL, "wait", err);
 			sleep_ms(deadline - clock_mono_ms());
 			return rc;

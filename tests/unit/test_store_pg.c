@@ -708,6 +708,7 @@ struct waiter {
 	void *h;
 	int64_t took_ms;
 	int rc;
+	int64_t timeout_ms; /* 0: 10 s */
 };
 
 static void *waiter_run(void *arg)
@@ -715,7 +716,8 @@ static void *waiter_run(void *arg)
 	struct waiter *w = arg;
 	int64_t t = clock_mono_ms();
 
-	w->rc = store_pg_ops.wait(w->h, 10000, NULL);
+	w->rc = store_pg_ops.wait(w->h, w->timeout_ms ? w->timeout_ms : 10000,
+				  NULL);
 	w->took_ms = clock_mono_ms() - t;
 	return NULL;
 }
@@ -725,7 +727,7 @@ static void wait_wakes_on_enqueue(void **state)
 	PGFX_NEED_SERVER();
 	struct sc_clock *clk = sc_clock_virtual_new(T0);
 	void *a = open_store(clk), *b = open_store(clk);
-	struct waiter w = {a, 0, -1};
+	struct waiter w = {a, 0, -1, 0};
 	pthread_t th;
 
 	/* Nothing happened: the wait runs to its timeout. */
@@ -770,7 +772,16 @@ static void server_restart_fails_then_recovers(void **state)
 
 	int64_t id = enq(h, "s", T0);
 	struct store_job a = claim1(h, "w", MIN);
+	/* A worker asleep in wait when the server goes: an error, no spin. */
+	void *sleeper = open_store(clk);
+	assert_int_equal(ops->wait(sleeper, 1, NULL), 0); /* now listening */
+	struct waiter ws = {sleeper, 0, -1, 700};
+	pthread_t wth;
+	assert_int_equal(pthread_create(&wth, NULL, waiter_run, &ws), 0);
 	assert_int_equal(pgfx_server("stop", NULL, 0), 0);
+	pthread_join(wth, NULL);
+	assert_int_equal(ws.rc, SC_EIO);
+	ops->close(sleeper);
 
 	int rc = ops->job_heartbeat(h, id, a.lease_token, MIN, &err);
 	assert_int_equal(rc, SC_EIO);
@@ -804,7 +815,7 @@ static void server_restart_fails_then_recovers(void **state)
 	assert_int_equal(ops->job_get(h, id, &j, NULL), 0);
 	assert_int_equal(j.state, JOB_DONE);
 	/* LISTEN is back too. */
-	struct waiter w = {h, 0, -1};
+	struct waiter w = {h, 0, -1, 0};
 	void *b = open_store(clk);
 	assert_int_equal(ops->wait(h, 1, NULL), 0); /* consumes the reconnect */
 	pthread_t th;
