@@ -4,12 +4,14 @@
  *   bench_pg URL [N]     (URL defaults to $SURECRON_TEST_PG, N to 20000)
  *
  * Enqueues N due no-op jobs (bulk enqueue, 1,000 slots per statement),
- * then W worker threads, each with its own connection as a daemon's
- * workers have, claim up to CLAIM_BATCH jobs per statement and complete
- * each one (job DONE + its ledger row, one statement) until none is left.
- * Runs W = 1 and W = 4 with the shipped settings (synchronous_commit off
- * for claims/completions, as store_pg.c sets it) and prints one line per
- * case: "pg <case> workers=W jobs=N seconds=S jobs_per_s=R".
+ * then W worker threads, each with its own handle (connection) as a
+ * daemon's workers have, go through the queue API a daemon uses
+ * (store_open, queue_claim of up to 32 jobs per statement, as
+ * bench_queue.c claims on SQLite, queue_complete: job DONE + its ledger row
+ * in one statement) until none is left. Runs W = 1 and W = 4 with the
+ * shipped settings (store_pg.c's: synchronous_commit off for claims and
+ * completions) and prints one line per case:
+ * "pg claim+complete workers=W jobs=N seconds=S jobs_per_s=R".
  * Works in its own schema (bench_<pid>), dropped at the end.
  */
 #include <inttypes.h>
@@ -21,9 +23,10 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "queue.h"
 #include "store.h"
 
-#define CLAIM_BATCH 16 /* what a worker asks for per claim */
+#define CLAIM_BATCH 32 /* as bench_queue.c */
 #define LEASE_MS 60000
 
 static const char *g_url;
@@ -41,18 +44,18 @@ static void *work(void *arg)
 	struct store_job jobs[CLAIM_BATCH];
 	struct sc_err err = {0};
 	char name[32];
-	void *h = NULL;
+	struct sc_store *h = NULL;
 
 	snprintf(name, sizeof(name), "bench-%d", w->id);
-	if (store_pg_ops.open(g_url, g_clock, &h, &err)) {
+	if (store_open(g_url, g_clock, &h, &err)) {
 		fprintf(stderr, "bench_pg: open: %s\n", err.msg);
 		w->failed = 1;
 		return NULL;
 	}
 	for (;;) {
 		size_t n = 0;
-		if (store_pg_ops.job_claim(h, name, LEASE_MS, jobs, CLAIM_BATCH,
-					   &n, &err)) {
+		if (queue_claim(h, name, LEASE_MS, jobs, CLAIM_BATCH, &n,
+				&err)) {
 			fprintf(stderr, "bench_pg: claim: %s\n", err.msg);
 			w->failed = 1;
 			break;
@@ -60,9 +63,7 @@ static void *work(void *arg)
 		if (n == 0)
 			break;
 		for (size_t i = 0; i < n; i++) {
-			if (store_pg_ops.job_finish(h, jobs[i].id,
-						    jobs[i].lease_token,
-						    JOB_DONE, 0, NULL, &err)) {
+			if (queue_complete(h, &jobs[i], NULL, &err)) {
 				fprintf(stderr, "bench_pg: finish: %s\n",
 					err.msg);
 				w->failed = 1;
@@ -71,7 +72,7 @@ static void *work(void *arg)
 			w->done++;
 		}
 	}
-	store_pg_ops.close(h);
+	store_close(h);
 	return NULL;
 }
 
@@ -81,22 +82,22 @@ static int enqueue(const char *sched, long n)
 	struct sc_err err = {0};
 	int64_t *slots = malloc(1000 * sizeof(*slots));
 	int64_t now = sc_clock_now_ms(g_clock);
-	void *h = NULL;
+	struct sc_store *h = NULL;
 	int rc;
 
 	if (!slots)
 		return -1;
-	rc = store_pg_ops.open(g_url, g_clock, &h, &err);
+	rc = store_open(g_url, g_clock, &h, &err);
 	for (long i = 0; rc == 0 && i < n; i += 1000) {
 		long k = n - i < 1000 ? n - i : 1000;
 		for (long j = 0; j < k; j++)
 			slots[j] = now - n + i + j; /* all due */
-		rc = store_pg_ops.job_enqueue_many(h, sched, slots, (size_t)k,
-						   &pol, &err);
+		rc = queue_enqueue_many(h, sched, slots, (size_t)k, &pol,
+					&err);
 	}
 	if (rc)
 		fprintf(stderr, "bench_pg: enqueue: %s\n", err.msg);
-	store_pg_ops.close(h);
+	store_close(h);
 	free(slots);
 	return rc;
 }

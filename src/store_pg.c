@@ -20,8 +20,9 @@
  *     match on it and change nothing when it moved on.
  *
  * SQL: every statement that carries a value is prepared once per
- * connection (PQprepare, lazily on first use) and run with PQexecPrepared;
- * values travel only as parameters. Constant statements without values
+ * connection (PQprepare, lazily on first use) and run with PQexecPrepared
+ * under a generic plan; two report queries run unnamed (PQexecParams) to
+ * be planned with their values. Values travel only as parameters. Constant statements without values
  * (BEGIN, COMMIT, DDL of the migrations, LISTEN, SET) go through PQexec.
  *
  * Durability: the session runs with synchronous_commit off, so claims,
@@ -350,6 +351,17 @@ static const char *const sql[ST_COUNT] = {
 	[ST_TOKEN_DROP] = "DELETE FROM token_cache WHERE provider = $1",
 };
 
+/*
+ * Statements run unnamed with PQexecParams (parameters still apart from
+ * the SQL), so that each run is planned with its values: optional filters
+ * ("$1 IS NULL OR schedule = $1") then use the index that fits. They are
+ * reports, not the hot path, so the planning cost does not matter.
+ */
+static const bool oneshot[ST_COUNT] = {
+	[ST_COUNTS] = true,
+	[ST_LEDGER_QUERY] = true,
+};
+
 /* ---- the handle ------------------------------------------------------- */
 
 struct pg {
@@ -484,6 +496,14 @@ static int connect_now(struct pg *p, struct sc_err *err)
 	/* Hot-path commits skip the WAL flush wait (see the file comment);
 	 * guards and markers set it back per transaction. */
 	int rc = exec_const(p, "SET synchronous_commit TO off", err);
+	/* Our statements are written for generic plans (partial indexes on
+	 * literal states, no value-dependent shapes); re-planning each
+	 * execution for a custom plan cost up to half the hot path's time.
+	 * The two filter queries whose best plan depends on the values run
+	 * as one-shot statements instead (see `oneshot`). */
+	if (rc == 0)
+		rc = exec_const(p, "SET plan_cache_mode TO force_generic_plan",
+				err);
 	if (rc == 0 && p->listening) {
 		rc = exec_const(p, "LISTEN " CHANNEL, err);
 		/* We may have missed notifications while disconnected. */
@@ -592,7 +612,7 @@ static int run(struct pg *p, enum stmt st, const struct args *a,
 	if (rc)
 		return rc;
 	snprintf(name, sizeof(name), "sc%d", (int)st);
-	if (!p->prepared[st]) {
+	if (!oneshot[st] && !p->prepared[st]) {
 		res = PQprepare(p->conn, name, sql[st], 0, NULL);
 		if (PQresultStatus(res) != PGRES_COMMAND_OK) {
 			rc = fail(p, res, "prepare", err);
@@ -602,8 +622,12 @@ static int run(struct pg *p, enum stmt st, const struct args *a,
 		PQclear(res);
 		p->prepared[st] = true;
 	}
-	res = PQexecPrepared(p->conn, name, a ? a->n : 0, a ? a->v : NULL,
-			     NULL, NULL, 0);
+	if (oneshot[st])
+		res = PQexecParams(p->conn, sql[st], a ? a->n : 0, NULL,
+				   a ? a->v : NULL, NULL, NULL, 0);
+	else
+		res = PQexecPrepared(p->conn, name, a ? a->n : 0,
+				     a ? a->v : NULL, NULL, NULL, 0);
 	ExecStatusType s = PQresultStatus(res);
 	if (s != PGRES_COMMAND_OK && s != PGRES_TUPLES_OK) {
 		rc = fail(p, res, name, err);
