@@ -235,7 +235,7 @@ static const char *const sql[ST_COUNT] = {
 	[ST_FINISH] =
 	"WITH u AS (UPDATE jobs SET state = $3::smallint,"
 	" run_at_ms = CASE WHEN $3::smallint = 0 THEN $4::bigint"
-	" ELSE run_at_ms END, lease_owner = '', lease_expires_ms = 0"
+	" ELSE run_at_ms END, lease_expires_ms = 0"
 	" WHERE id = $1 AND state = 1 AND lease_token = $2"
 	" RETURNING id, schedule, slot_ms, attempts, started_ms)"
 	" INSERT INTO ledger (" LEDGER_COLS ")"
@@ -247,7 +247,7 @@ static const char *const sql[ST_COUNT] = {
 	 * ledger still says it happened. */
 	[ST_RELEASE] =
 	"WITH u AS (UPDATE jobs SET state = 0, run_at_ms = $3::bigint,"
-	" attempts = attempts - 1, lease_owner = '', lease_expires_ms = 0"
+	" attempts = attempts - 1, lease_expires_ms = 0"
 	" WHERE id = $1 AND state = 1 AND lease_token = $2"
 	" RETURNING id, schedule, slot_ms, attempts, started_ms)"
 	" INSERT INTO ledger (" LEDGER_COLS ")"
@@ -263,7 +263,7 @@ static const char *const sql[ST_COUNT] = {
 	" u AS (UPDATE jobs j SET n_stalls = j.n_stalls + 1,"
 	" state = CASE WHEN j.attempts >= j.max_attempts OR ($2::integer > 0"
 	" AND j.n_stalls + 1 >= $2::integer) THEN 3 ELSE 0 END,"
-	" run_at_ms = $1::bigint, lease_owner = '', lease_expires_ms = 0"
+	" run_at_ms = $1::bigint, lease_expires_ms = 0"
 	" FROM s WHERE j.id = s.id RETURNING j.id, j.schedule, j.slot_ms,"
 	" j.attempts, j.max_attempts, j.started_ms, j.state, j.n_stalls,"
 	" s.lease_owner AS owner),"
@@ -271,10 +271,11 @@ static const char *const sql[ST_COUNT] = {
 	" SELECT u.schedule, u.slot_ms, u.id, u.attempts, u.started_ms,"
 	" $1::bigint, CASE WHEN k = 1 THEN '" LEDGER_STALLED "'"
 	" ELSE '" LEDGER_LOST "' END, 'stalled',"
-	" CASE WHEN k = 1 THEN 'lease of worker ' || u.owner || ' expired'"
+	" CASE WHEN k = 1 THEN 'lease of worker ' || u.owner || ' expired:"
+	" the worker died or hung (stall ' || u.n_stalls || ')'"
 	" WHEN u.attempts >= u.max_attempts THEN 'attempts used up ('"
-	" || u.attempts || ' of ' || u.max_attempts || '), last one stalled'"
-	" ELSE 'stalled ' || u.n_stalls || ' times' END, 0, NULL"
+	" || u.attempts || '), the last one stalled'"
+	" ELSE 'stalled ' || u.n_stalls || ' times: giving up' END, 0, NULL"
 	" FROM u CROSS JOIN generate_series(1, 2) AS k"
 	" WHERE k = 1 OR u.state = 3 ORDER BY u.id, k)"
 	" SELECT count(*), CASE WHEN count(*) FILTER (WHERE state = 0) > 0"
@@ -285,7 +286,7 @@ static const char *const sql[ST_COUNT] = {
 	"SELECT " JOB_COLS " FROM jobs WHERE schedule = $1 AND slot_ms = $2",
 	[ST_REVIVE] =
 	"UPDATE jobs SET state = 0, attempts = 0, n_stalls = 0,"
-	" run_at_ms = $2::bigint, lease_owner = '', lease_expires_ms = 0"
+	" run_at_ms = $2::bigint, lease_expires_ms = 0"
 	" WHERE id = $1 AND state = 3 RETURNING id, " NOTIFY,
 	[ST_NEXT_DUE] =
 	"SELECT LEAST((SELECT min(run_at_ms) FROM jobs WHERE state = 0),"

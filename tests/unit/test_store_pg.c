@@ -254,7 +254,8 @@ static void finish_writes_job_and_ledger_together(void **state)
 	assert_int_equal(ops->job_get(h, id, &j, NULL), 0);
 	assert_int_equal(j.state, JOB_READY);
 	assert_int_equal(j.run_at_ms, T0 + 10 * MIN);
-	assert_string_equal(j.lease_owner, "");
+	assert_int_equal(j.lease_expires_ms, 0);
+	assert_string_equal(j.lease_owner, "w"); /* who held the last claim */
 
 	/* DONE on the second attempt. */
 	sc_clock_set_ms(clk, T0 + 10 * MIN);
