@@ -690,6 +690,114 @@ static void migrations_run_once_and_refuse_newer(void **state)
 	sc_clock_free(clk);
 }
 
+/* Nodes starting together on an empty schema: one migrates, all open. */
+struct opener {
+	struct sc_clock *clk;
+	int rc;
+};
+
+static void *opener_run(void *arg)
+{
+	struct opener *o = arg;
+	void *h = NULL;
+
+	o->rc = store_pg_ops.open(pgfx_url(), o->clk, &h, NULL);
+	store_pg_ops.close(h);
+	return NULL;
+}
+
+static void nodes_migrate_once_when_starting_together(void **state)
+{
+	PGFX_NEED_SERVER();
+	struct sc_clock *clk = sc_clock_virtual_new(T0);
+	struct opener o[4];
+	pthread_t th[4];
+
+	for (int i = 0; i < 4; i++) {
+		o[i] = (struct opener){clk, -1};
+		assert_int_equal(pthread_create(&th[i], NULL, opener_run, &o[i]),
+				 0);
+	}
+	for (int i = 0; i < 4; i++) {
+		pthread_join(th[i], NULL);
+		assert_int_equal(o[i].rc, 0);
+	}
+	assert_int_equal(pgfx_int("SELECT count(*) FROM schema_version"), 1);
+	assert_int_equal(pgfx_int("SELECT version FROM schema_version"), 1);
+	sc_clock_free(clk);
+}
+
+/*
+ * The privileges store_pg.md promises: a role with no CREATE is refused a
+ * fresh schema with SC_EACCES; on a migrated schema, USAGE on it plus
+ * SELECT/INSERT/UPDATE/DELETE on the tables and USAGE on the sequences is
+ * enough for every operation.
+ */
+static void limited_role_works_on_a_migrated_schema(void **state)
+{
+	PGFX_NEED_SERVER();
+	const char *u = pgfx_url();
+	const char *at = strstr(u, "://postgres@");
+	if (!at)
+		skip(); /* not our kind of URL: cannot name another role */
+	struct sc_clock *clk = sc_clock_virtual_new(T0);
+	char role[64], url[600], q[512];
+	struct sc_err err = {0};
+	void *h = NULL;
+
+	snprintf(role, sizeof(role), "sc_limited_%d", (int)getpid());
+	snprintf(url, sizeof(url), "%.*s://%s@%s", (int)(at - u), u, role,
+		 at + strlen("://postgres@"));
+	snprintf(q, sizeof(q), "CREATE ROLE %s LOGIN", role);
+	PQclear(pgfx_sql(q));
+	snprintf(q, sizeof(q), "GRANT USAGE ON SCHEMA %s TO %s", pgfx_schema,
+		 role);
+	PQclear(pgfx_sql(q));
+
+	/* No CREATE: migrating is refused, clearly. */
+	int rc = ops->open(url, clk, &h, &err);
+	assert_int_equal(rc, SC_EACCES);
+	assert_non_null(strstr(err.msg, "permission denied"));
+
+	/* An administrator migrates; the daemon's role gets DML only. */
+	h = open_store(clk);
+	ops->close(h);
+	h = NULL;
+	snprintf(q, sizeof(q),
+		 "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA"
+		 " %s TO %s; GRANT USAGE ON ALL SEQUENCES IN SCHEMA %s TO %s",
+		 pgfx_schema, role, pgfx_schema, role);
+	PQclear(pgfx_sql(q));
+	sc_err_clear(&err);
+	rc = ops->open(url, clk, &h, &err);
+	if (rc)
+		fail_msg("limited open: %s", err.msg);
+	int64_t id = enq(h, "s", T0);
+	struct store_job j = claim1(h, "w", MIN);
+	assert_int_equal(j.id, id);
+	assert_int_equal(ops->job_heartbeat(h, id, j.lease_token, MIN, NULL), 0);
+	assert_int_equal(ops->outbox_put(h, "s", T0, "t", "m", NULL, NULL), 0);
+	assert_int_equal(ops->outbox_set_state(h, "s", T0, "t", SEND_SENT,
+					       NULL), 0);
+	assert_int_equal(ops->slot_mark(h, "s", T0, NULL), 0);
+	assert_int_equal(ops->job_finish(h, id, j.lease_token, JOB_DONE, 0,
+					 NULL, NULL), 0);
+	int n = -1;
+	assert_int_equal(ops->job_recover(h, 2, &n, NULL), 0);
+	assert_int_equal(ops->sched_last_set(h, "s", T0, NULL), 0);
+	assert_int_equal(ops->token_put(h, "p", "tok", T0, NULL), 0);
+	assert_int_equal(ops->token_drop(h, "p", NULL), 0);
+	struct ledger_row *rows;
+	assert_int_equal(ledger_all(h, &rows), 1);
+	rows_free(rows, 1);
+	assert_int_equal(ops->wait(h, 1, NULL), 0);
+	ops->close(h);
+
+	snprintf(q, sizeof(q), "DROP OWNED BY %s; DROP ROLE %s", role, role);
+	PQclear(pgfx_sql(q));
+	sc_clock_free(clk);
+}
+
 static void unreachable_server_is_a_clear_error(void **state)
 {
 	struct sc_clock *clk = sc_clock_virtual_new(T0);
@@ -859,6 +967,12 @@ int main(void)
 						pgfx_setup, pgfx_teardown),
 		cmocka_unit_test_setup_teardown(
 			migrations_run_once_and_refuse_newer, pgfx_setup, pgfx_teardown),
+		cmocka_unit_test_setup_teardown(
+			nodes_migrate_once_when_starting_together, pgfx_setup,
+			pgfx_teardown),
+		cmocka_unit_test_setup_teardown(
+			limited_role_works_on_a_migrated_schema, pgfx_setup,
+			pgfx_teardown),
 		cmocka_unit_test(unreachable_server_is_a_clear_error),
 		cmocka_unit_test_setup_teardown(wait_wakes_on_enqueue, pgfx_setup,
 						pgfx_teardown),
