@@ -243,7 +243,8 @@ int store_job_counts(struct sc_store *s, const char *schedule,
 int ledger_append(struct sc_store *s, const struct ledger_row *row,
 		  struct sc_err *err);
 
-/* Rows matching f, oldest first; free with ledger_rows_free. */
+/* Rows matching f (NULL: every row), oldest first (by id, the order they
+ * were written); free with ledger_rows_free. *rows is NULL when n is 0. */
 int ledger_query(struct sc_store *s, const struct ledger_filter *f,
 		 struct ledger_row **rows, size_t *n, struct sc_err *err);
 void ledger_rows_free(struct ledger_row *rows, size_t n);
@@ -266,7 +267,9 @@ void outbox_entry_dispose(struct outbox_entry *e);
 /*
  * Moves (schedule, slot, target) to state. SENDING increments n_tries.
  * SENT records sent_ms and is committed durably (fsync'd): it is the send
- * guard. SC_ESTATE when the row is already SENT (a guard never reopens).
+ * guard. SC_ESTATE when the row is already SENT (a guard never reopens);
+ * SC_ENOENT when there is no row; SC_EINVAL for SEND_NONE. Other moves are
+ * not policed here: the delivery layer owns the order of its states.
  */
 int outbox_set_state(struct sc_store *s, const char *schedule, int64_t slot_ms,
 		     const char *target, enum send_state state,

@@ -10,7 +10,9 @@
  * Durability (WAL mode). A commit is made with one of two settings:
  *   FULL   - the WAL is fsync'd before COMMIT returns. Used for the commits
  *            that record a send guard (outbox state SENT), a slot marker,
- *            and a job turning DEAD (its "lost" ledger row).
+ *            a job turning DEAD (its "lost" ledger row), a "lost" row
+ *            appended on its own, and stalled-job recovery (rare, and it
+ *            may turn jobs DEAD).
  *   NORMAL - no fsync at commit; the WAL is fsync'd at checkpoints. Used for
  *            enqueue, claims, heartbeats, completions, retry scheduling,
  *            recovery, ledger rows, scheduler state and the token cache.
@@ -63,11 +65,13 @@
 #define SCHEMA_VERSION 1
 #define APP_ID 0x53435231 /* "SCR1": this file belongs to surecron */
 #define BUSY_TIMEOUT_MS 10000
-/* Checkpoint the WAL every this many pages (~40 MB) rather than SQLite's
+/* Checkpoint the WAL every this many pages (~16 MB) rather than SQLite's
  * 1000: each checkpoint costs two fsyncs, and at 1000 pages they were half
- * of a worker's time. The WAL is truncated back to WAL_KEEP_BYTES after. */
-#define WAL_CHECKPOINT_PAGES 10000
-#define WAL_KEEP_BYTES 16777216 /* 16 MiB */
+ * of a worker's time. The WAL is truncated only beyond WAL_KEEP_BYTES, so
+ * in steady state it is rewritten in place: truncating and regrowing it
+ * after every checkpoint cost more kernel time than the writes. */
+#define WAL_CHECKPOINT_PAGES 4000
+#define WAL_KEEP_BYTES 33554432 /* 32 MiB */
 #define SC_STR2(x) #x
 #define SC_STR(x) SC_STR2(x)
 #define RECOVER_BATCH 64
@@ -689,9 +693,9 @@ static int run_script(struct sq *q, const char *sql, struct sc_err *err)
 	return 0;
 }
 
-/* Reads one integer from a one-row query (PRAGMA or SELECT). */
-static int query_int(struct sq *q, const char *sql, int64_t *out,
-		     struct sc_err *err)
+/* Reads the first n integer columns of a one-row query. */
+static int query_ints(struct sq *q, const char *sql, int64_t *out, int n,
+		      struct sc_err *err)
 {
 	sqlite3_stmt *st = NULL;
 	int rc = sqlite3_prepare_v2(q->db, sql, -1, &st, NULL);
@@ -699,7 +703,8 @@ static int query_int(struct sq *q, const char *sql, int64_t *out,
 	if (rc == SQLITE_OK)
 		rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW) {
-		*out = sqlite3_column_int64(st, 0);
+		for (int i = 0; i < n; i++)
+			out[i] = sqlite3_column_int64(st, i);
 		rc = SQLITE_OK;
 	}
 	if (rc != SQLITE_OK) {
@@ -713,21 +718,24 @@ static int query_int(struct sq *q, const char *sql, int64_t *out,
 
 /*
  * Checks what SQLite sees (the header check cannot catch a damaged schema
- * page or a newer version held in the WAL), then migrates forward. The
- * version is read again inside the write transaction, so two processes
- * opening a new file at once migrate it once.
+ * page or a newer version held in the WAL), writing nothing. *current
+ * says whether the schema is already at SCHEMA_VERSION.
  */
-static int check_and_migrate(struct sq *q, struct sc_err *err)
+static int check_schema(struct sq *q, bool *current, struct sc_err *err)
 {
-	int64_t version = 0, app = 0, n_objects = 0;
+	int64_t v[3] = {0, 0, 0};
 	struct sc_err e = {0};
-	int rc = query_int(q, "PRAGMA user_version", &version, &e);
+	/* One statement, so one read snapshot: read separately, another
+	 * process's migration could commit between the reads and make a
+	 * half-seen new file look foreign. */
+	int rc = query_ints(q,
+			    "SELECT (SELECT user_version FROM "
+			    "pragma_user_version), (SELECT application_id "
+			    "FROM pragma_application_id), (SELECT count(*) "
+			    "FROM sqlite_master)",
+			    v, 3, &e);
+	int64_t version = v[0], app = v[1], n_objects = v[2];
 
-	if (!rc)
-		rc = query_int(q, "PRAGMA application_id", &app, &e);
-	if (!rc)
-		rc = query_int(q, "SELECT count(*) FROM sqlite_master",
-			       &n_objects, &e);
 	if (rc == SC_ECORRUPT || rc == SC_EDB)
 		return sc_err_set(err, SC_ECORRUPT,
 				  "%s is corrupt or not a SQLite database "
@@ -748,17 +756,27 @@ static int check_and_migrate(struct sq *q, struct sc_err *err)
 				  "this surecron understands (%d); the file "
 				  "was not changed",
 				  q->path, (long long)version, SCHEMA_VERSION);
-	if (version == SCHEMA_VERSION)
-		return 0;
+	*current = version == SCHEMA_VERSION;
+	return 0;
+}
 
-	rc = tx_begin(q, SYNC_FULL, err);
+/*
+ * Migrates forward. The version is read again inside the write
+ * transaction, so that processes opening a new file at once migrate it
+ * once: the others wait on the lock and find the work done.
+ */
+static int migrate(struct sq *q, struct sc_err *err)
+{
+	int64_t version = 0;
+	int rc = tx_begin(q, SYNC_FULL, err);
+
 	if (rc)
 		return rc;
-	rc = query_int(q, "PRAGMA user_version", &version, err);
-	for (int64_t v = version; !rc && v < SCHEMA_VERSION; v++) {
+	rc = query_ints(q, "PRAGMA user_version", &version, 1, err);
+	for (int64_t k = version; !rc && k < SCHEMA_VERSION; k++) {
 		SC_LOG(SC_LOG_INFO, "store", "migrate path=%s from=%lld to=%lld",
-		       q->path, (long long)v, (long long)v + 1);
-		rc = run_script(q, migrations[v], err);
+		       q->path, (long long)k, (long long)k + 1);
+		rc = run_script(q, migrations[k], err);
 	}
 	if (rc) {
 		tx_rollback(q);
@@ -842,6 +860,7 @@ static int sq_open(const char *target, struct sc_clock *clock, void **impl,
 		   struct sc_err *err)
 {
 	struct sq *q;
+	bool current = false;
 	int rc;
 
 	if (strlen(target) >= PATH_MAX)
@@ -867,17 +886,27 @@ static int sq_open(const char *target, struct sc_clock *clock, void **impl,
 	q->busy_seed = (unsigned)getpid() ^ (unsigned)(uintptr_t)q;
 	sqlite3_busy_handler(q->db, busy_wait, q);
 
-	rc = check_and_migrate(q, err);
+	/* Check (read only), then WAL, then migrate: a refused file is never
+	 * written, and a new file is migrated in WAL mode, so a process
+	 * opening it meanwhile never reads a half-written main file. */
+	rc = check_schema(q, &current, err);
 	if (rc)
 		goto fail_open;
 	rc = set_wal(q, err);
+	if (!rc && !current)
+		rc = migrate(q, err);
 	if (rc)
 		goto fail_open;
 	rc = set_sync(q, SYNC_NORMAL, err);
 	if (!rc)
-		rc = exec_pragma(q, "PRAGMA wal_autocheckpoint = " SC_STR(WAL_CHECKPOINT_PAGES), err);
+		rc = exec_pragma(q,
+				 "PRAGMA wal_autocheckpoint = "
+				 SC_STR(WAL_CHECKPOINT_PAGES),
+				 err);
 	if (!rc)
-		rc = exec_pragma(q, "PRAGMA journal_size_limit = " SC_STR(WAL_KEEP_BYTES),
+		rc = exec_pragma(q,
+				 "PRAGMA journal_size_limit = "
+				 SC_STR(WAL_KEEP_BYTES),
 				 err);
 	if (rc)
 		goto fail_open;

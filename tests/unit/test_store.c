@@ -631,6 +631,33 @@ static void recover_counts_stalls_and_gives_up(void **state)
 	fix_close(&f);
 }
 
+/* More expired leases than one recovery batch holds. */
+static void recover_handles_many_jobs(void **state)
+{
+	struct fix f;
+	static int64_t slots[150];
+	static struct store_job j[150];
+	struct store_counts c;
+	int n;
+
+	fix_open(state, &f);
+	for (int i = 0; i < 150; i++)
+		slots[i] = T0 - i;
+	assert_int_equal(store_job_enqueue_many(f.s, "s", slots, 150, &low,
+						NULL),
+			 0);
+	assert_int_equal(claim(&f, "w", j, 150), 150);
+	sc_clock_advance_ms(f.clock, 5 * MIN + 1);
+	assert_int_equal(store_job_recover(f.s, 3, &n, NULL), 0);
+	assert_int_equal(n, 150);
+	assert_int_equal(store_job_counts(f.s, NULL, &c, NULL), 0);
+	assert_int_equal(c.ready_due, 150);
+	assert_int_equal(c.active, 0);
+	assert_int_equal(store_job_recover(f.s, 3, &n, NULL), 0);
+	assert_int_equal(n, 0);
+	fix_close(&f);
+}
+
 static void revive_only_dead_jobs(void **state)
 {
 	struct fix f;
@@ -893,6 +920,198 @@ static void token_cache_round_trips(void **state)
 	fix_close(&f);
 }
 
+/* ---- durability: which commits fsync --------------------------------- */
+
+/*
+ * A pass-through SQLite VFS, installed as the default, that counts xSync
+ * calls: it shows which store operations pay for an fsync (FULL) and
+ * which do not (NORMAL), so the durability split cannot silently change.
+ */
+struct shim_file {
+	sqlite3_file base;
+	sqlite3_file *real;
+};
+
+static sqlite3_vfs *real_vfs;
+static sqlite3_vfs shim_vfs;
+static sqlite3_io_methods shim_io;
+static int n_syncs;
+
+#define REAL(f) (((struct shim_file *)(f))->real)
+
+static int sh_close(sqlite3_file *f)
+{
+	return REAL(f)->pMethods->xClose(REAL(f));
+}
+static int sh_read(sqlite3_file *f, void *b, int n, sqlite3_int64 o)
+{
+	return REAL(f)->pMethods->xRead(REAL(f), b, n, o);
+}
+static int sh_write(sqlite3_file *f, const void *b, int n, sqlite3_int64 o)
+{
+	return REAL(f)->pMethods->xWrite(REAL(f), b, n, o);
+}
+static int sh_truncate(sqlite3_file *f, sqlite3_int64 n)
+{
+	return REAL(f)->pMethods->xTruncate(REAL(f), n);
+}
+static int sh_sync(sqlite3_file *f, int flags)
+{
+	n_syncs++;
+	return REAL(f)->pMethods->xSync(REAL(f), flags);
+}
+static int sh_size(sqlite3_file *f, sqlite3_int64 *n)
+{
+	return REAL(f)->pMethods->xFileSize(REAL(f), n);
+}
+static int sh_lock(sqlite3_file *f, int l)
+{
+	return REAL(f)->pMethods->xLock(REAL(f), l);
+}
+static int sh_unlock(sqlite3_file *f, int l)
+{
+	return REAL(f)->pMethods->xUnlock(REAL(f), l);
+}
+static int sh_reserved(sqlite3_file *f, int *out)
+{
+	return REAL(f)->pMethods->xCheckReservedLock(REAL(f), out);
+}
+static int sh_fcntl(sqlite3_file *f, int op, void *arg)
+{
+	return REAL(f)->pMethods->xFileControl(REAL(f), op, arg);
+}
+static int sh_sector(sqlite3_file *f)
+{
+	return REAL(f)->pMethods->xSectorSize(REAL(f));
+}
+static int sh_devchar(sqlite3_file *f)
+{
+	return REAL(f)->pMethods->xDeviceCharacteristics(REAL(f));
+}
+static int sh_shmmap(sqlite3_file *f, int i, int sz, int ext,
+		     void volatile **p)
+{
+	return REAL(f)->pMethods->xShmMap(REAL(f), i, sz, ext, p);
+}
+static int sh_shmlock(sqlite3_file *f, int off, int n, int flags)
+{
+	return REAL(f)->pMethods->xShmLock(REAL(f), off, n, flags);
+}
+static void sh_shmbarrier(sqlite3_file *f)
+{
+	REAL(f)->pMethods->xShmBarrier(REAL(f));
+}
+static int sh_shmunmap(sqlite3_file *f, int del)
+{
+	return REAL(f)->pMethods->xShmUnmap(REAL(f), del);
+}
+static int sh_fetch(sqlite3_file *f, sqlite3_int64 o, int n, void **p)
+{
+	return REAL(f)->pMethods->xFetch(REAL(f), o, n, p);
+}
+static int sh_unfetch(sqlite3_file *f, sqlite3_int64 o, void *p)
+{
+	return REAL(f)->pMethods->xUnfetch(REAL(f), o, p);
+}
+
+static int sh_open(sqlite3_vfs *v, const char *name, sqlite3_file *f,
+		   int flags, int *out)
+{
+	struct shim_file *sf = (struct shim_file *)f;
+	int rc;
+
+	(void)v;
+	sf->real = (sqlite3_file *)(sf + 1);
+	rc = real_vfs->xOpen(real_vfs, name, sf->real, flags, out);
+	sf->base.pMethods = rc == SQLITE_OK && sf->real->pMethods ? &shim_io
+								  : NULL;
+	return rc;
+}
+
+static void shim_install(void)
+{
+	static const sqlite3_io_methods io = {
+		3,           sh_close,    sh_read,       sh_write,
+		sh_truncate, sh_sync,     sh_size,       sh_lock,
+		sh_unlock,   sh_reserved, sh_fcntl,      sh_sector,
+		sh_devchar,  sh_shmmap,   sh_shmlock,    sh_shmbarrier,
+		sh_shmunmap, sh_fetch,    sh_unfetch,
+	};
+	if (!real_vfs) {
+		real_vfs = sqlite3_vfs_find(NULL);
+		shim_vfs = *real_vfs;
+		shim_vfs.zName = "sync-counter";
+		shim_vfs.szOsFile =
+			(int)sizeof(struct shim_file) + real_vfs->szOsFile;
+		shim_vfs.xOpen = sh_open;
+		shim_io = io;
+	}
+	sqlite3_vfs_register(&shim_vfs, 1);
+}
+
+static void shim_remove(void)
+{
+	sqlite3_vfs_unregister(&shim_vfs);
+	sqlite3_vfs_register(real_vfs, 1);
+}
+
+static void only_guards_markers_and_losses_fsync(void **state)
+{
+	static const struct {
+		const char *op;
+		bool fsyncs;
+	} expect[] = {
+		{"enqueue", false},   {"claim", false},
+		{"heartbeat", false}, {"complete", false},
+		{"retry", false},     {"outbox put", false},
+		{"sending", false},   {"sent (guard)", true},
+		{"slot marker", true}, {"dead (lost)", true},
+		{"sched state", false}, {"token", false},
+	};
+	struct fix f;
+	struct store_job j;
+	int counts[sizeof(expect) / sizeof(expect[0])];
+	int k = 0, before;
+
+	if (!tb_is_sqlite(state))
+		skip();
+	shim_install();
+	fix_open(state, &f);
+#define STEP(call)                                                          \
+	do {                                                                \
+		before = n_syncs;                                           \
+		assert_int_equal((call), 0);                                \
+		counts[k++] = n_syncs - before;                             \
+	} while (0)
+	STEP(store_job_enqueue(f.s, "s", T0, &low, T0, false, NULL, NULL,
+			       NULL));
+	size_t n;
+	STEP(store_job_claim(f.s, "w", 5 * MIN, &j, 1, &n, NULL));
+	STEP(store_job_heartbeat(f.s, j.id, j.lease_token, 5 * MIN, NULL));
+	STEP(store_job_finish(f.s, j.id, j.lease_token, JOB_DONE, 0, NULL,
+			      NULL));
+	enqueue(&f, "t", T0, T0, NULL);
+	assert_int_equal(claim(&f, "w", &j, 1), 1);
+	STEP(store_job_finish(f.s, j.id, j.lease_token, JOB_READY, T0, NULL,
+			      NULL));
+	STEP(outbox_put(f.s, "s", T0, "slack", "m", NULL, NULL));
+	STEP(outbox_set_state(f.s, "s", T0, "slack", SEND_SENDING, NULL));
+	STEP(outbox_set_state(f.s, "s", T0, "slack", SEND_SENT, NULL));
+	STEP(slot_mark(f.s, "s", T0, NULL));
+	assert_int_equal(claim(&f, "w", &j, 1), 1);
+	STEP(store_job_finish(f.s, j.id, j.lease_token, JOB_DEAD, 0, NULL,
+			      NULL));
+	STEP(sched_last_set(f.s, "s", T0, NULL));
+	STEP(token_put(f.s, "p", "tok", T0, NULL));
+#undef STEP
+	fix_close(&f);
+	shim_remove();
+	for (size_t i = 0; i < sizeof(expect) / sizeof(expect[0]); i++)
+		if ((counts[i] > 0) != expect[i].fsyncs)
+			fail_msg("%s: %d fsyncs, expected %s", expect[i].op,
+				 counts[i], expect[i].fsyncs ? "some" : "none");
+}
+
 /* ---- concurrency --------------------------------------------------------- */
 
 #define N_THREADS 4
@@ -971,6 +1190,46 @@ static void threads_never_claim_the_same_job(void **state)
 	fix_close(&f);
 }
 
+/* Several processes opening a store that does not exist yet: one creates
+ * and migrates it, the others wait and find it done. */
+static void concurrent_first_open(void **state)
+{
+	struct fix f;
+	pid_t pids[6];
+	struct store_counts c;
+
+	f.clock = sc_clock_virtual_new(T0);
+	for (int k = 0; k < 6; k++) {
+		pids[k] = fork();
+		assert_true(pids[k] >= 0);
+		if (pids[k] == 0) {
+			struct sc_store *s = NULL;
+			struct sc_err err = {0};
+			if (store_open(tb_url(state), f.clock, &s, &err)) {
+				fprintf(stderr, "open: %s\n", err.msg);
+				_exit(2);
+			}
+			if (store_job_enqueue(s, "s", T0 + k, &low, T0, false,
+					      NULL, NULL, &err)) {
+				fprintf(stderr, "enqueue: %s\n", err.msg);
+				_exit(3);
+			}
+			store_close(s);
+			_exit(0);
+		}
+	}
+	for (int k = 0; k < 6; k++) {
+		int status;
+		assert_int_equal(waitpid(pids[k], &status, 0), pids[k]);
+		assert_true(WIFEXITED(status));
+		assert_int_equal(WEXITSTATUS(status), 0);
+	}
+	f.s = tb_open(state, f.clock);
+	assert_int_equal(store_job_counts(f.s, NULL, &c, NULL), 0);
+	assert_int_equal(c.ready_due, 6);
+	fix_close(&f);
+}
+
 int main(void)
 {
 	struct CMUnitTest tests[] = {
@@ -986,6 +1245,7 @@ int main(void)
 		cmocka_unit_test(finish_writes_one_ledger_row),
 		cmocka_unit_test(release_does_not_count_the_attempt),
 		cmocka_unit_test(recover_counts_stalls_and_gives_up),
+		cmocka_unit_test(recover_handles_many_jobs),
 		cmocka_unit_test(revive_only_dead_jobs),
 		cmocka_unit_test(next_due_and_counts),
 		cmocka_unit_test(ledger_queries_filter),
@@ -993,7 +1253,9 @@ int main(void)
 		cmocka_unit_test(slot_markers_are_idempotent),
 		cmocka_unit_test(sched_state_never_moves_backwards),
 		cmocka_unit_test(token_cache_round_trips),
+		cmocka_unit_test(only_guards_markers_and_losses_fsync),
 		cmocka_unit_test(threads_never_claim_the_same_job),
+		cmocka_unit_test(concurrent_first_open),
 	};
 	return tb_run_all("store", tests, sizeof(tests) / sizeof(tests[0]));
 }
