@@ -9,7 +9,7 @@
 # node_modules) at its best tuning: 16 workers, batch 100, 0.5 s polling.
 # Prints each line and the ratios. SURECRON_BENCH_N sets the job count.
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 build=${SURECRON_BUILD:-build}
 bin=$build/bench/bench_pg
 n=${SURECRON_BENCH_N:-20000}
