@@ -22,8 +22,9 @@
  * SQL: every statement that carries a value is prepared once per
  * connection (PQprepare, lazily on first use) and run with PQexecPrepared
  * under a generic plan; two report queries run unnamed (PQexecParams) to
- * be planned with their values. Values travel only as parameters. Constant statements without values
- * (BEGIN, COMMIT, DDL of the migrations, LISTEN, SET) go through PQexec.
+ * be planned with their values. Values travel only as parameters.
+ * Constant statements without values (BEGIN, COMMIT, DDL of the
+ * migrations, LISTEN, SET) go through PQexec.
  *
  * Durability: the session runs with synchronous_commit off, so claims,
  * heartbeats, completions and retry scheduling commit without waiting for
@@ -495,7 +496,9 @@ static int connect_now(struct pg *p, struct sc_err *err)
 	}
 	PQsetNoticeProcessor(p->conn, on_notice, p);
 	/* Hot-path commits skip the WAL flush wait (see the file comment);
-	 * guards and markers set it back per transaction. */
+	 * the records that must survive set it back in their statement.
+	 * Session SETs and named prepared statements are why a pooler in
+	 * transaction mode cannot sit between us and the server. */
 	int rc = exec_const(p, "SET synchronous_commit TO off", err);
 	/* Our statements are written for generic plans (partial indexes on
 	 * literal states, no value-dependent shapes); re-planning each
