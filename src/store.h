@@ -312,7 +312,9 @@ int token_drop(struct sc_store *s, const char *provider, struct sc_err *err);
  * first. Returns 0 in both cases; the caller then asks store_job_next_due
  * or claims. A signal may end the wait early (also 0).
  *   PostgreSQL: LISTEN/NOTIFY on channel surecron_jobs, so a worker on one
- *   node wakes when another node enqueues.
+ *   node wakes when another node enqueues. The first call (and the first
+ *   after a reconnect) returns at once: what happened before the handle
+ *   listened was not heard.
  *   Backends without a notification channel (ops->wait == NULL, SQLite):
  *   a plain sleep of timeout_ms.
  * On an error (connection lost) it has still waited up to timeout_ms, so a

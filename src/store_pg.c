@@ -1607,6 +1607,9 @@ static int pg_wait(void *impl, int64_t timeout_ms, struct sc_err *err)
 		rc = exec_const(p, "LISTEN " CHANNEL, err);
 		if (rc)
 			p->listening = false;
+		/* What happened before LISTEN went unheard: wake at once
+		 * once, and let the caller look again. */
+		p->notified = true;
 	}
 	if (rc) {
 		/* No channel: degrade to a plain sleep so callers that loop
