@@ -706,6 +706,110 @@ static void *opener_run(void *arg)
 	return NULL;
 }
 
+/*
+ * Which commits wait for the WAL flush. A deferred constraint trigger on
+ * every table runs at COMMIT and notes the synchronous_commit in force
+ * right then: only the send guard, the slot marker, a DEAD job, stalled
+ * recovery and a "lost" row may commit with the server's default ("on");
+ * everything else commits with "off".
+ */
+#define expect_sync(want) expect_sync_at(want, __LINE__)
+static void expect_sync_at(const char *want, int line)
+{
+	PGresult *r = pgfx_sql("SELECT coalesce(string_agg(DISTINCT setting,"
+			       " ','), 'none') FROM sync_log");
+	const char *got = PQgetvalue(r, 0, 0);
+	if (strcmp(got, want) != 0)
+		fail_msg("line %d: synchronous_commit at commit: %s, want %s",
+			 line, got, want);
+	PQclear(r);
+	PQclear(pgfx_sql("TRUNCATE sync_log"));
+}
+
+static void only_records_that_must_survive_wait_for_the_flush(void **state)
+{
+	PGFX_NEED_SERVER();
+	struct sc_clock *clk = sc_clock_virtual_new(T0);
+	void *h = open_store(clk);
+	char q[512];
+
+	PQclear(pgfx_sql("CREATE TABLE sync_log (setting text);"
+			 " CREATE FUNCTION note_sync() RETURNS trigger"
+			 " LANGUAGE plpgsql AS $$ BEGIN INSERT INTO sync_log"
+			 " VALUES (current_setting('synchronous_commit'));"
+			 " RETURN NULL; END $$"));
+	static const char *const tables[] = {"jobs", "ledger", "outbox",
+					     "slot_markers", "sched_state",
+					     "token_cache"};
+	for (size_t i = 0; i < sizeof(tables) / sizeof(tables[0]); i++) {
+		snprintf(q, sizeof(q), "CREATE CONSTRAINT TRIGGER note_%s AFTER"
+			 " INSERT OR UPDATE ON %s DEFERRABLE INITIALLY"
+			 " DEFERRED FOR EACH ROW EXECUTE FUNCTION note_sync()",
+			 tables[i], tables[i]);
+		PQclear(pgfx_sql(q));
+	}
+
+	int64_t id = enq(h, "s", T0);
+	expect_sync("off");
+	struct store_job j = claim1(h, "w", 1000);
+	expect_sync("off");
+	assert_int_equal(ops->job_heartbeat(h, id, j.lease_token, 1000, NULL),
+			 0);
+	expect_sync("off");
+	assert_int_equal(ops->job_finish(h, id, j.lease_token, JOB_READY, T0,
+					 NULL, NULL), 0);
+	expect_sync("off");
+	j = claim1(h, "w", 1000);
+	expect_sync("off");
+	assert_int_equal(ops->job_release(h, id, j.lease_token, NULL), 0);
+	expect_sync("off");
+	j = claim1(h, "w", 1000);
+	expect_sync("off");
+	assert_int_equal(ops->job_finish(h, id, j.lease_token, JOB_DEAD, 0,
+					 NULL, NULL), 0);
+	expect_sync("on");
+	assert_int_equal(ops->job_revive(h, id, NULL), 0);
+	expect_sync("off");
+	j = claim1(h, "w", 1000);
+	expect_sync("off");
+	sc_clock_advance_ms(clk, 2000);
+	int n = 0;
+	assert_int_equal(ops->job_recover(h, 5, &n, NULL), 0);
+	assert_int_equal(n, 1);
+	expect_sync("on");
+	j = claim1(h, "w", 1000);
+	expect_sync("off");
+	assert_int_equal(ops->job_finish(h, id, j.lease_token, JOB_DONE, 0,
+					 NULL, NULL), 0);
+	expect_sync("off");
+
+	assert_int_equal(ops->outbox_put(h, "s", T0, "t", "m", NULL, NULL), 0);
+	expect_sync("off");
+	assert_int_equal(ops->outbox_set_state(h, "s", T0, "t", SEND_SENDING,
+					       NULL), 0);
+	expect_sync("off");
+	assert_int_equal(ops->outbox_set_state(h, "s", T0, "t", SEND_SENT,
+					       NULL), 0);
+	expect_sync("on");
+	assert_int_equal(ops->slot_mark(h, "s", T0, NULL), 0);
+	expect_sync("on");
+
+	struct ledger_row r = {0};
+	snprintf(r.schedule, sizeof(r.schedule), "s");
+	snprintf(r.outcome, sizeof(r.outcome), "%s", LEDGER_MISSED);
+	assert_int_equal(ops->ledger_append(h, &r, NULL), 0);
+	expect_sync("off");
+	snprintf(r.outcome, sizeof(r.outcome), "%s", LEDGER_LOST);
+	assert_int_equal(ops->ledger_append(h, &r, NULL), 0);
+	expect_sync("on");
+	assert_int_equal(ops->sched_last_set(h, "s", T0, NULL), 0);
+	expect_sync("off");
+	assert_int_equal(ops->token_put(h, "p", "tok", T0, NULL), 0);
+	expect_sync("off");
+	ops->close(h);
+	sc_clock_free(clk);
+}
+
 static void nodes_migrate_once_when_starting_together(void **state)
 {
 	PGFX_NEED_SERVER();
@@ -972,6 +1076,9 @@ int main(void)
 						pgfx_setup, pgfx_teardown),
 		cmocka_unit_test_setup_teardown(
 			migrations_run_once_and_refuse_newer, pgfx_setup, pgfx_teardown),
+		cmocka_unit_test_setup_teardown(
+			only_records_that_must_survive_wait_for_the_flush,
+			pgfx_setup, pgfx_teardown),
 		cmocka_unit_test_setup_teardown(
 			nodes_migrate_once_when_starting_together, pgfx_setup,
 			pgfx_teardown),
