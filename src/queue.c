@@ -50,9 +50,13 @@
  *   DONE:   terminal; the ledger holds exactly one "success" row for it.
  *   DEAD:   terminal until a manual retry; the ledger holds a "lost" row
  *           for its last attempt (durable: fsync'd).
- *   Always: (schedule, slot) identifies at most one job; for a job that is
- *           not ACTIVE, attempts == its "success" + "failed" + "stalled"
- *           rows since its last revival; lease tokens of a job only grow.
+ *   Always: (schedule, slot) identifies at most one job; lease tokens of
+ *           a job only grow; for a job that is not ACTIVE, each attempt
+ *           1..attempts since its last revival has exactly one ending row
+ *           in the ledger: success, failed, stalled, or lost (written by
+ *           queue_fail); a job that dies by a stall has a lost row after
+ *           the stalled row of the same attempt. "released" rows end no
+ *           attempt (the next claim reuses the number).
  *
  * Failpoints (failpoint.h; test builds only) - the crash test kills
  * workers at each of them:

@@ -158,7 +158,11 @@ static void kill_workers_at_random_then_check(void **state)
 	bool soak = getenv("SURECRON_SOAK") != NULL;
 	int target = soak ? 3000 : 220;
 	int64_t budget_ms = soak ? 900000 : 40000;
-	unsigned seed = (unsigned)time(NULL);
+	/* SURECRON_CRASH_SEED=N replays a run's kill schedule (as far as
+	 * timing allows); the seed is printed either way. */
+	const char *seed_env = getenv("SURECRON_CRASH_SEED");
+	unsigned seed = seed_env ? (unsigned)strtoul(seed_env, NULL, 10)
+				 : (unsigned)time(NULL);
 	pid_t pids[N_WORKERS];
 	int kills = 0, fp_kills = 0, clean_exits = 0;
 	int64_t enqueued = 0, t_start = clock_mono_ms();

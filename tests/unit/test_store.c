@@ -1198,6 +1198,8 @@ static void concurrent_first_open(void **state)
 	pid_t pids[6];
 	struct store_counts c;
 
+	if (!tb_is_sqlite(state) && !tb_url(state)[0])
+		skip();
 	f.clock = sc_clock_virtual_new(T0);
 	for (int k = 0; k < 6; k++) {
 		pids[k] = fork();
@@ -1206,6 +1208,8 @@ static void concurrent_first_open(void **state)
 			struct sc_store *s = NULL;
 			struct sc_err err = {0};
 			if (store_open(tb_url(state), f.clock, &s, &err)) {
+				if (strstr(err.msg, "not built in"))
+					_exit(77); /* backend absent: skip */
 				fprintf(stderr, "open: %s\n", err.msg);
 				_exit(2);
 			}
@@ -1218,11 +1222,18 @@ static void concurrent_first_open(void **state)
 			_exit(0);
 		}
 	}
+	bool absent = false;
 	for (int k = 0; k < 6; k++) {
 		int status;
 		assert_int_equal(waitpid(pids[k], &status, 0), pids[k]);
 		assert_true(WIFEXITED(status));
-		assert_int_equal(WEXITSTATUS(status), 0);
+		absent |= WEXITSTATUS(status) == 77;
+		if (WEXITSTATUS(status) != 77)
+			assert_int_equal(WEXITSTATUS(status), 0);
+	}
+	if (absent) {
+		sc_clock_free(f.clock);
+		skip();
 	}
 	f.s = tb_open(state, f.clock);
 	assert_int_equal(store_job_counts(f.s, NULL, &c, NULL), 0);
