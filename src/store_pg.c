@@ -559,15 +559,21 @@ static int fail(struct pg *p, PGresult *res, const char *what,
 	if (!msg || !*msg)
 		msg = p->conn ? PQerrorMessage(p->conn) : "no connection";
 	one_line(line, sizeof(line), msg);
+	/* 25006: a write reached a read-only server, e.g. the old primary
+	 * after a failover. Reconnecting lets libpq pick the host that now
+	 * takes writes (URL with several hosts and
+	 * target_session_attrs=read-write). */
 	bool lost = !p->conn || PQstatus(p->conn) != CONNECTION_OK ||
 		    (state && (strncmp(state, "08", 2) == 0 ||
-			       strncmp(state, "57P", 3) == 0));
+			       strncmp(state, "57P", 3) == 0 ||
+			       strcmp(state, "25006") == 0));
 	if (lost) {
 		drop_conn(p);
 		SC_LOG(SC_LOG_WARN, "store", "event=pg_connection_lost op=%s "
 		       "err=%s", what, log_quote(q, sizeof(q), line));
 		return sc_err_set(err, SC_EIO,
-				  "PostgreSQL connection lost during %s: %s",
+				  "PostgreSQL connection lost during %s "
+				  "(reconnecting on the next operation): %s",
 				  what, line);
 	}
 	if (state) {

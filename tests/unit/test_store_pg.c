@@ -902,6 +902,32 @@ static void limited_role_works_on_a_migrated_schema(void **state)
 	sc_clock_free(clk);
 }
 
+/* A server that turned read-only (the old primary after a failover): the
+ * write fails with SC_EIO and the next operation connects afresh. */
+static void read_only_server_makes_the_next_op_reconnect(void **state)
+{
+	PGFX_NEED_SERVER();
+	struct sc_clock *clk = sc_clock_virtual_new(T0);
+	void *h = open_store(clk);
+	char normal[256], ro[320];
+	struct sc_err err = {0};
+
+	ops->close(h); /* migrated; now reopen read-only */
+	snprintf(normal, sizeof(normal), "%s", getenv("PGOPTIONS"));
+	snprintf(ro, sizeof(ro), "%s -c default_transaction_read_only=on",
+		 normal);
+	setenv("PGOPTIONS", ro, 1);
+	h = open_store(clk);
+	assert_int_equal(ops->job_enqueue(h, "s", T0, &POL, T0, false, NULL,
+					  NULL, &err), SC_EIO);
+	assert_non_null(strstr(err.msg, "read-only"));
+	setenv("PGOPTIONS", normal, 1); /* "failover" done */
+	enq(h, "s", T0);
+	assert_int_equal(pgfx_int("SELECT count(*) FROM jobs"), 1);
+	ops->close(h);
+	sc_clock_free(clk);
+}
+
 static void unreachable_server_is_a_clear_error(void **state)
 {
 	struct sc_clock *clk = sc_clock_virtual_new(T0);
@@ -1084,6 +1110,9 @@ int main(void)
 			pgfx_teardown),
 		cmocka_unit_test_setup_teardown(
 			limited_role_works_on_a_migrated_schema, pgfx_setup,
+			pgfx_teardown),
+		cmocka_unit_test_setup_teardown(
+			read_only_server_makes_the_next_op_reconnect, pgfx_setup,
 			pgfx_teardown),
 		cmocka_unit_test(unreachable_server_is_a_clear_error),
 		cmocka_unit_test_setup_teardown(wait_wakes_on_enqueue, pgfx_setup,
