@@ -10,8 +10,9 @@
  * bench_queue.c claims on SQLite, queue_complete: job DONE + its ledger row
  * in one statement) until none is left. Runs W = 1 and W = 4 with the
  * shipped settings (store_pg.c's: synchronous_commit off for claims and
- * completions) and prints one line per case:
- * "pg claim+complete workers=W jobs=N seconds=S jobs_per_s=R".
+ * completions) and prints one line per case,
+ * "pg claim+complete workers=W jobs=N seconds=S jobs_per_s=R", after one
+ * for the bulk enqueue of the first run ("pg enqueue ...").
  * Works in its own schema (bench_<pid>), dropped at the end.
  */
 #include <inttypes.h>
@@ -111,8 +112,14 @@ static int run_case(int n_workers, long n)
 	int failed = 0;
 
 	snprintf(sched, sizeof(sched), "bench-w%d", n_workers);
+	int64_t te = clock_mono_ms();
 	if (enqueue(sched, n))
 		return -1;
+	if (n_workers == 1) {
+		double es = (double)(clock_mono_ms() - te) / 1000.0;
+		printf("pg enqueue jobs=%ld seconds=%.2f jobs_per_s=%.0f\n", n,
+		       es, (double)n / (es > 0 ? es : 0.001));
+	}
 	int64_t t0 = clock_mono_ms();
 	for (int i = 0; i < n_workers; i++) {
 		w[i] = (struct worker){i, 0, 0};
