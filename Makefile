@@ -134,10 +134,12 @@ $(B)/bench/%: bench/%.c $(LIB)
 	$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $< $(LIB) \
 		$(LDLIBS_ALL)
 
+# tests/pg_server.sh run: a throw-away PostgreSQL for the whole run, so
+# the store suites run on both backends (SURECRON_TEST_PG).
 _test: $(BIN) $(UNIT_BIN) $(INTEG_BIN)
 	@SURECRON_BIN=$(abspath $(BIN)) SURECRON_BUILD=$(abspath $(B)) \
-		SURECRON_SAN=$(filter san,$(MODE)) \
-		sh tests/run.sh $(UNIT_BIN) $(INTEG_BIN)
+		SURECRON_SAN=$(filter san,$(MODE)) SC_PG_FSYNC=off \
+		sh tests/pg_server.sh run sh tests/run.sh $(UNIT_BIN) $(INTEG_BIN)
 
 _bench: $(BIN) $(BENCH_BIN)
 	@SURECRON_BIN=$(abspath $(BIN)) SURECRON_BUILD=$(abspath $(B)) \

@@ -11,6 +11,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "err.h"
 #include "log.h"
@@ -63,9 +64,13 @@ static int pick_backend(const char *url, const struct store_ops **ops,
 			const char **target, struct sc_err *err)
 {
 	if (strncmp(url, "postgresql://", 13) == 0 ||
-	    strncmp(url, "postgres://", 11) == 0)
-		return sc_err_set(err, SC_EINVAL,
-				  "PostgreSQL support is not built in yet");
+	    strncmp(url, "postgres://", 11) == 0) {
+		/* libpq takes the whole URL; what it leaves out comes from
+		 * the PG* environment variables. */
+		*target = url;
+		*ops = &store_pg_ops;
+		return 0;
+	}
 	if (strncmp(url, "sqlite://", 9) == 0)
 		*target = url + 9;
 	else if (strncmp(url, "sqlite:", 7) == 0)
@@ -454,4 +459,20 @@ int token_drop(struct sc_store *s, const char *provider, struct sc_err *err)
 	int rc = check_name("provider name", provider, SC_NAME_MAX, err);
 
 	return rc ? rc : s->ops->token_drop(s->impl, provider, err);
+}
+
+/* ---- waiting for work ------------------------------------------------ */
+
+int store_wait(struct sc_store *s, int64_t timeout_ms, struct sc_err *err)
+{
+	if (timeout_ms < 0)
+		timeout_ms = 0;
+	if (s->ops->wait)
+		return s->ops->wait(s->impl, timeout_ms, err);
+	/* No notification channel: a plain sleep, so a caller's loop
+	 * around store_wait paces itself like the PostgreSQL one. */
+	struct timespec ts = {(time_t)(timeout_ms / 1000),
+			      (long)(timeout_ms % 1000) * 1000000L};
+	(void)nanosleep(&ts, NULL);
+	return 0;
 }

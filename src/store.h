@@ -303,13 +303,33 @@ int token_put(struct sc_store *s, const char *provider, const char *token,
 	      int64_t expires_ms, struct sc_err *err);
 int token_drop(struct sc_store *s, const char *provider, struct sc_err *err);
 
+/* ---- waiting for work ------------------------------------------------- */
+
+/*
+ * Blocks until a job may have become due sooner than the caller last saw
+ * (another handle, process or node enqueued, retried, released, revived or
+ * recovered a job) or timeout_ms of real time passed, whichever comes
+ * first. Returns 0 in both cases; the caller then asks store_job_next_due
+ * or claims. A signal may end the wait early (also 0).
+ *   PostgreSQL: LISTEN/NOTIFY on channel surecron_jobs, so a worker on one
+ *   node wakes when another node enqueues. The first call (and the first
+ *   after a reconnect) returns at once: what happened before the handle
+ *   listened was not heard.
+ *   Backends without a notification channel (ops->wait == NULL, SQLite):
+ *   a plain sleep of timeout_ms.
+ * On an error (connection lost) it has still waited up to timeout_ms, so a
+ * loop around it never spins, and returns SC_EIO.
+ */
+int store_wait(struct sc_store *s, int64_t timeout_ms, struct sc_err *err);
+
 /* ---- backends --------------------------------------------------------- */
 
 /*
  * A backend implements every operation above for its database. store.c
  * dispatches through this table; each backend exports one
  * `const struct store_ops store_<name>_ops`. Every function pointer is
- * required. Names mirror the functions above minus the handle type.
+ * required except `wait` (see store_wait). Names mirror the functions
+ * above minus the handle type.
  */
 struct store_ops {
 	const char *name;
@@ -376,8 +396,11 @@ struct store_ops {
 			 int64_t expires_ms, struct sc_err *err);
 	int (*token_drop)(void *impl, const char *provider,
 			  struct sc_err *err);
+	/* Optional; NULL: store_wait sleeps. */
+	int (*wait)(void *impl, int64_t timeout_ms, struct sc_err *err);
 };
 
 extern const struct store_ops store_sqlite_ops;
+extern const struct store_ops store_pg_ops;
 
 #endif

@@ -72,13 +72,21 @@ static inline int tb_teardown_sqlite(void **state)
 	return 0;
 }
 
-/* Runs one SQL command on the PostgreSQL server; 0 on success. */
+static inline void tb_pg_quiet(void *arg, const char *msg)
+{
+	(void)arg;
+	(void)msg;
+}
+
+/* Runs one SQL command on the PostgreSQL server; 0 on success. Server
+ * notices (DROP ... CASCADE lists every table) are not printed. */
 static inline int tb_pg_exec(const char *base, const char *sql)
 {
 	PGconn *c = PQconnectdb(base);
 	int rc = -1;
 
 	if (PQstatus(c) == CONNECTION_OK) {
+		PQsetNoticeProcessor(c, tb_pg_quiet, NULL);
 		PGresult *r = PQexec(c, sql);
 		rc = PQresultStatus(r) == PGRES_COMMAND_OK ? 0 : -1;
 		PQclear(r);

@@ -1,0 +1,1680 @@
+/*
+ * store_pg.c - the PostgreSQL backend of the store (libpq).
+ *
+ * Several surecron daemons on several machines share one database; every
+ * guarantee of store.h holds across them because the database, not a
+ * leader, arbitrates:
+ *
+ *   - Enqueue is idempotent through the unique key on (schedule, slot_ms)
+ *     (INSERT ... ON CONFLICT DO NOTHING), so every node may run the
+ *     scheduler for every schedule: the second insert of a slot is a no-op.
+ *   - Claims lock candidate rows with FOR UPDATE SKIP LOCKED and update
+ *     them in the same statement: two claimers never get the same job and
+ *     never wait on each other.
+ *   - Every state change that touches more than one row is ONE statement
+ *     (data-modifying CTEs: the job update and its ledger row together) or
+ *     one explicit transaction, so a crash or a lost connection leaves all
+ *     of it or none of it.
+ *   - Leases are fenced: every claim takes a fresh token from the sequence
+ *     lease_tokens (unique across nodes); heartbeat, finish and release
+ *     match on it and change nothing when it moved on.
+ *
+ * SQL: every statement that carries a value is prepared once per
+ * connection (PQprepare, lazily on first use) and run with PQexecPrepared
+ * under a generic plan; two report queries run unnamed (PQexecParams) to
+ * be planned with their values. Values travel only as parameters.
+ * Constant statements without values (BEGIN, COMMIT, DDL of the
+ * migrations, LISTEN, SET) go through PQexec.
+ *
+ * Durability: the session runs with synchronous_commit off, so claims,
+ * heartbeats, completions and retry scheduling commit without waiting for
+ * the WAL flush; a crash of the database server can lose the last few
+ * hundred milliseconds of those, which only re-runs a job (at-least-once,
+ * the same split as the SQLite backend). The records nothing would write
+ * again - the send guard (outbox SENT), the slot marker, a job turning DEAD,
+ * stalled recovery, a "lost" ledger row - set synchronous_commit back to
+ * the server's default inside their own statement (DURABLE below; on
+ * unless the DBA changed it): once they return, they survive a crash, and
+ * because WAL is sequential every earlier commit is flushed with them.
+ *
+ * Connection loss: an operation whose connection broke returns SC_EIO with
+ * a message that says so and drops the connection; the next operation
+ * reconnects (re-preparing statements lazily). Failed reconnects back off
+ * (100 ms doubling to 5 s, real monotonic time); operations inside the
+ * backoff window fail fast with SC_EIO. Nothing here ever exits.
+ *
+ * Wake-ups: enqueue, retry scheduling, release, revive and stalled
+ * recovery NOTIFY channel surecron_jobs (delivered at commit). pg_wait
+ * LISTENs on it (from its first call on) and returns when a notification
+ * arrives or its timeout passes. Notifications that arrive during other
+ * operations are drained right away (memory stays bounded) and remembered,
+ * so the next wait returns at once.
+ *
+ * Schema version 1 (schema_version table, one row). To change the schema,
+ * append a migration to `migrations` and bump SCHEMA_VERSION; a database
+ * whose version is newer than SCHEMA_VERSION is refused with SC_EVERSION
+ * and never touched. Migrations run under a transaction-scoped advisory
+ * lock, so nodes starting together migrate once.
+ *
+ * Threading: one handle (one connection) per thread, as store.h says.
+ */
+#include <inttypes.h>
+#include <libpq-fe.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "clock.h"
+#include "err.h"
+#include "failpoint.h"
+#include "log.h"
+#include "store.h"
+
+#define SCHEMA_VERSION 1
+#define CHANNEL "surecron_jobs"
+#define BACKOFF_MIN_MS 100
+#define BACKOFF_MAX_MS 5000
+#define MIGRATE_LOCK_KEY "7305521930218410813" /* any constant bigint */
+
+/* ---- schema ----------------------------------------------------------- */
+
+static const char *const migration_1[] = {
+	"CREATE TABLE jobs ("
+	" id bigserial PRIMARY KEY,"
+	" schedule text NOT NULL,"
+	" slot_ms bigint NOT NULL,"
+	" state smallint NOT NULL DEFAULT 0,"
+	" attempts integer NOT NULL DEFAULT 0,"
+	" n_stalls integer NOT NULL DEFAULT 0,"
+	" max_attempts integer NOT NULL,"
+	" backoff smallint NOT NULL,"
+	" delay_ms bigint NOT NULL,"
+	" run_at_ms bigint NOT NULL,"
+	" lease_token bigint NOT NULL DEFAULT 0,"
+	" lease_owner text NOT NULL DEFAULT '',"
+	" lease_expires_ms bigint NOT NULL DEFAULT 0,"
+	" started_ms bigint NOT NULL DEFAULT 0,"
+	" created_ms bigint NOT NULL,"
+	" manual boolean NOT NULL DEFAULT false,"
+	" UNIQUE (schedule, slot_ms))",
+	/* The claim scans only READY rows in run_at order; recovery only
+	 * ACTIVE rows by lease expiry. Partial indexes keep DONE rows (the
+	 * bulk of the table over time) out of both. */
+	"CREATE INDEX jobs_due ON jobs (run_at_ms, id) WHERE state = 0",
+	"CREATE INDEX jobs_lease ON jobs (lease_expires_ms) WHERE state = 1",
+	"CREATE SEQUENCE lease_tokens",
+	"CREATE TABLE ledger ("
+	" id bigserial PRIMARY KEY,"
+	" schedule text NOT NULL,"
+	" slot_ms bigint NOT NULL,"
+	" job_id bigint NOT NULL DEFAULT 0,"
+	" attempt integer NOT NULL DEFAULT 0,"
+	" started_ms bigint NOT NULL DEFAULT 0,"
+	" finished_ms bigint NOT NULL DEFAULT 0,"
+	" outcome text NOT NULL,"
+	" error_class text NOT NULL DEFAULT '',"
+	" error_msg text,"
+	" retry_hint_ms bigint NOT NULL DEFAULT 0,"
+	" details_json text)",
+	"CREATE INDEX ledger_slot ON ledger (schedule, slot_ms)",
+	"CREATE TABLE outbox ("
+	" schedule text NOT NULL,"
+	" slot_ms bigint NOT NULL,"
+	" target text NOT NULL,"
+	" body text NOT NULL,"
+	" state smallint NOT NULL DEFAULT 1,"
+	" n_tries integer NOT NULL DEFAULT 0,"
+	" sent_ms bigint NOT NULL DEFAULT 0,"
+	" created_ms bigint NOT NULL,"
+	" PRIMARY KEY (schedule, slot_ms, target))",
+	"CREATE TABLE slot_markers ("
+	" schedule text NOT NULL,"
+	" slot_ms bigint NOT NULL,"
+	" completed_ms bigint NOT NULL,"
+	" PRIMARY KEY (schedule, slot_ms))",
+	"CREATE TABLE sched_state ("
+	" schedule text PRIMARY KEY,"
+	" last_slot_ms bigint NOT NULL)",
+	"CREATE TABLE token_cache ("
+	" provider text PRIMARY KEY,"
+	" token text NOT NULL,"
+	" expires_ms bigint NOT NULL)",
+	NULL,
+};
+
+static const char *const *const migrations[SCHEMA_VERSION] = {
+	migration_1,
+};
+
+/* ---- statements ------------------------------------------------------- */
+
+#define JOB_COLS                                                           \
+	"id, schedule, slot_ms, state, attempts, n_stalls, max_attempts, " \
+	"backoff, delay_ms, run_at_ms, lease_token, lease_owner, "         \
+	"lease_expires_ms, started_ms, created_ms, manual"
+#define JOB_COLS_J                                                         \
+	"j.id, j.schedule, j.slot_ms, j.state, j.attempts, j.n_stalls, "   \
+	"j.max_attempts, j.backoff, j.delay_ms, j.run_at_ms, "             \
+	"j.lease_token, j.lease_owner, j.lease_expires_ms, j.started_ms, " \
+	"j.created_ms, j.manual"
+#define LEDGER_COLS                                                        \
+	"schedule, slot_ms, job_id, attempt, started_ms, finished_ms, "    \
+	"outcome, error_class, error_msg, retry_hint_ms, details_json"
+#define NOTIFY "pg_notify('" CHANNEL "', '')"
+/*
+ * Evaluated by a statement that wrote something that must survive a crash
+ * of the server: sets synchronous_commit back to the server's default for
+ * the rest of the statement's transaction, so its commit waits for the WAL
+ * flush (one round trip, unlike BEGIN; SET LOCAL; ...; COMMIT). reset_val
+ * is the value before our session-wide SET, i.e. what the DBA configured.
+ */
+#define DURABLE                                                            \
+	"set_config('synchronous_commit', (SELECT reset_val FROM pg_settings" \
+	" WHERE name = 'synchronous_commit'), true)"
+
+enum stmt {
+	ST_ENQUEUE,
+	ST_JOB_ID,
+	ST_ENQUEUE_MANY,
+	ST_CLAIM,
+	ST_HEARTBEAT,
+	ST_FINISH,
+	ST_RELEASE,
+	ST_RECOVER,
+	ST_JOB_GET,
+	ST_JOB_FIND,
+	ST_REVIVE,
+	ST_NEXT_DUE,
+	ST_COUNTS,
+	ST_LEDGER_APPEND,
+	ST_LEDGER_QUERY,
+	ST_OUTBOX_PUT,
+	ST_OUTBOX_GET,
+	ST_OUTBOX_SET,
+	ST_OUTBOX_UNKNOWN,
+	ST_SLOT_MARK,
+	ST_SLOT_IS,
+	ST_SCHED_GET,
+	ST_SCHED_SET,
+	ST_TOKEN_GET,
+	ST_TOKEN_PUT,
+	ST_TOKEN_DROP,
+	ST_COUNT
+};
+
+static const char *const sql[ST_COUNT] = {
+	[ST_ENQUEUE] =
+	"WITH i AS (INSERT INTO jobs (schedule, slot_ms, max_attempts,"
+	" backoff, delay_ms, run_at_ms, created_ms, manual)"
+	" VALUES ($1, $2::bigint, $3::integer, $4::smallint, $5::bigint,"
+	" $6::bigint, $7::bigint, $8::boolean)"
+	" ON CONFLICT (schedule, slot_ms) DO NOTHING RETURNING id)"
+	" SELECT id, " NOTIFY " FROM i",
+	[ST_JOB_ID] = "SELECT id FROM jobs WHERE schedule = $1 AND slot_ms = $2",
+	/* run_at of a materialised slot is the slot itself. */
+	[ST_ENQUEUE_MANY] =
+	"WITH i AS (INSERT INTO jobs (schedule, slot_ms, max_attempts,"
+	" backoff, delay_ms, run_at_ms, created_ms, manual)"
+	" SELECT $1, s, $3::integer, $4::smallint, $5::bigint, s,"
+	" $6::bigint, false FROM unnest($2::bigint[]) AS s"
+	" ON CONFLICT (schedule, slot_ms) DO NOTHING RETURNING 1)"
+	" SELECT count(*), CASE WHEN count(*) > 0 THEN " NOTIFY " END FROM i",
+	/* $1 now, $2 max, $3 worker, $4 lease_ms. */
+	[ST_CLAIM] =
+	"WITH c AS (SELECT id FROM jobs WHERE state = 0 AND run_at_ms <= $1"
+	" ORDER BY run_at_ms, id LIMIT $2 FOR UPDATE SKIP LOCKED)"
+	" UPDATE jobs j SET state = 1, attempts = j.attempts + 1,"
+	" lease_token = nextval('lease_tokens'), lease_owner = $3,"
+	" lease_expires_ms = $1::bigint + $4::bigint, started_ms = $1"
+	" FROM c WHERE j.id = c.id RETURNING " JOB_COLS_J,
+	[ST_HEARTBEAT] =
+	"UPDATE jobs SET lease_expires_ms = $3::bigint + $4::bigint"
+	" WHERE id = $1 AND state = 1 AND lease_token = $2",
+	/* $1 id, $2 token, $3 new state, $4 run_at, $5 now, $6.. ledger. */
+	[ST_FINISH] =
+	"WITH u AS (UPDATE jobs SET state = $3::smallint,"
+	" run_at_ms = CASE WHEN $3::smallint = 0 THEN $4::bigint"
+	" ELSE run_at_ms END, lease_expires_ms = 0"
+	" WHERE id = $1 AND state = 1 AND lease_token = $2"
+	" RETURNING id, schedule, slot_ms, attempts, started_ms)"
+	" INSERT INTO ledger (" LEDGER_COLS ")"
+	" SELECT schedule, slot_ms, id, attempts, started_ms, $5::bigint,"
+	" $6, $7, $8, $9::bigint, $10 FROM u"
+	" RETURNING id, CASE WHEN $3::smallint = 0 THEN " NOTIFY " END,"
+	" CASE WHEN $3::smallint = 3 THEN " DURABLE " END",
+	/* $1 id, $2 token, $3 now. The attempt is given back uncounted; the
+	 * ledger still says it happened. */
+	[ST_RELEASE] =
+	"WITH u AS (UPDATE jobs SET state = 0, run_at_ms = $3::bigint,"
+	" attempts = attempts - 1, lease_expires_ms = 0"
+	" WHERE id = $1 AND state = 1 AND lease_token = $2"
+	" RETURNING id, schedule, slot_ms, attempts, started_ms)"
+	" INSERT INTO ledger (" LEDGER_COLS ")"
+	" SELECT schedule, slot_ms, id, attempts + 1, started_ms, $3::bigint,"
+	" '" LEDGER_RELEASED "', '', 'released on shutdown', 0, NULL FROM u"
+	" RETURNING id, " NOTIFY,
+	/* $1 now, $2 max_stalls (<= 0: no limit). One "stalled" row per job,
+	 * then a "lost" row for those that die, in that order. */
+	[ST_RECOVER] =
+	"WITH s AS (SELECT id, lease_owner FROM jobs"
+	" WHERE state = 1 AND lease_expires_ms < $1 ORDER BY id"
+	" FOR UPDATE SKIP LOCKED),"
+	" u AS (UPDATE jobs j SET n_stalls = j.n_stalls + 1,"
+	" state = CASE WHEN j.attempts >= j.max_attempts OR ($2::integer > 0"
+	" AND j.n_stalls + 1 >= $2::integer) THEN 3 ELSE 0 END,"
+	" run_at_ms = $1::bigint, lease_expires_ms = 0"
+	" FROM s WHERE j.id = s.id RETURNING j.id, j.schedule, j.slot_ms,"
+	" j.attempts, j.max_attempts, j.started_ms, j.state, j.n_stalls,"
+	" s.lease_owner AS owner),"
+	" l AS (INSERT INTO ledger (" LEDGER_COLS ")"
+	" SELECT u.schedule, u.slot_ms, u.id, u.attempts, u.started_ms,"
+	" $1::bigint, CASE WHEN k = 1 THEN '" LEDGER_STALLED "'"
+	" ELSE '" LEDGER_LOST "' END, 'stalled',"
+	" CASE WHEN k = 1 THEN 'lease of worker ' || u.owner || ' expired:"
+	" the worker died or hung (stall ' || u.n_stalls || ')'"
+	" WHEN u.attempts >= u.max_attempts THEN 'attempts used up ('"
+	" || u.attempts || '), the last one stalled'"
+	" ELSE 'stalled ' || u.n_stalls || ' times: giving up' END, 0, NULL"
+	" FROM u CROSS JOIN generate_series(1, 2) AS k"
+	" WHERE k = 1 OR u.state = 3 ORDER BY u.id, k)"
+	" SELECT count(*), CASE WHEN count(*) FILTER (WHERE state = 0) > 0"
+	" THEN " NOTIFY " END, CASE WHEN count(*) > 0 THEN " DURABLE " END"
+	" FROM u",
+	[ST_JOB_GET] = "SELECT " JOB_COLS " FROM jobs WHERE id = $1",
+	[ST_JOB_FIND] =
+	"SELECT " JOB_COLS " FROM jobs WHERE schedule = $1 AND slot_ms = $2",
+	[ST_REVIVE] =
+	"UPDATE jobs SET state = 0, attempts = 0, n_stalls = 0,"
+	" run_at_ms = $2::bigint, lease_expires_ms = 0"
+	" WHERE id = $1 AND state = 3 RETURNING id, " NOTIFY,
+	[ST_NEXT_DUE] =
+	"SELECT LEAST((SELECT min(run_at_ms) FROM jobs WHERE state = 0),"
+	" (SELECT min(lease_expires_ms) FROM jobs WHERE state = 1))",
+	/* O(rows of the schedule): fine for status pages, not a hot path. */
+	[ST_COUNTS] =
+	"SELECT count(*) FILTER (WHERE state = 0 AND run_at_ms <= $2),"
+	" count(*) FILTER (WHERE state = 0 AND run_at_ms > $2),"
+	" count(*) FILTER (WHERE state = 1), count(*) FILTER (WHERE state = 2),"
+	" count(*) FILTER (WHERE state = 3)"
+	" FROM jobs WHERE ($1::text IS NULL OR schedule = $1::text)",
+	[ST_LEDGER_APPEND] =
+	"INSERT INTO ledger (" LEDGER_COLS ") VALUES ($1, $2::bigint,"
+	" $3::bigint, $4::integer, $5::bigint, $6::bigint, $7::text, $8, $9,"
+	" $10::bigint, $11) RETURNING CASE WHEN $7::text = '" LEDGER_LOST "'"
+	" THEN " DURABLE " END",
+	/* LIMIT NULL is no limit. */
+	[ST_LEDGER_QUERY] =
+	"SELECT id, " LEDGER_COLS " FROM ledger"
+	" WHERE ($1::text IS NULL OR schedule = $1::text)"
+	" AND slot_ms >= $2::bigint AND slot_ms < $3::bigint"
+	" AND ($4::text IS NULL OR outcome = $4::text)"
+	" AND (NOT $5::boolean OR outcome IN ('" LEDGER_LOST "', '"
+	LEDGER_MISSED "')) ORDER BY id LIMIT $6::bigint",
+	[ST_OUTBOX_PUT] =
+	"INSERT INTO outbox (schedule, slot_ms, target, body, state,"
+	" created_ms) VALUES ($1, $2::bigint, $3, $4, 1, $5::bigint)"
+	" ON CONFLICT (schedule, slot_ms, target) DO NOTHING",
+	[ST_OUTBOX_GET] =
+	"SELECT state, n_tries, sent_ms, body FROM outbox"
+	" WHERE schedule = $1 AND slot_ms = $2 AND target = $3",
+	/* SENT is final: the WHERE keeps a guard from ever reopening. */
+	[ST_OUTBOX_SET] =
+	"UPDATE outbox SET state = $4::smallint,"
+	" n_tries = n_tries + CASE WHEN $4::smallint = 2 THEN 1 ELSE 0 END,"
+	" sent_ms = CASE WHEN $4::smallint = 3 THEN $5::bigint"
+	" ELSE sent_ms END"
+	" WHERE schedule = $1 AND slot_ms = $2 AND target = $3"
+	" AND state <> 3 RETURNING CASE WHEN $4::smallint = 3 THEN " DURABLE
+	" END",
+	[ST_OUTBOX_UNKNOWN] =
+	"UPDATE outbox SET state = 5"
+	" WHERE schedule = $1 AND slot_ms = $2 AND state = 2",
+	[ST_SLOT_MARK] =
+	"INSERT INTO slot_markers (schedule, slot_ms, completed_ms)"
+	" VALUES ($1, $2::bigint, $3::bigint)"
+	" ON CONFLICT (schedule, slot_ms) DO NOTHING RETURNING " DURABLE,
+	[ST_SLOT_IS] =
+	"SELECT 1 FROM slot_markers WHERE schedule = $1 AND slot_ms = $2",
+	[ST_SCHED_GET] =
+	"SELECT last_slot_ms FROM sched_state WHERE schedule = $1",
+	[ST_SCHED_SET] =
+	"INSERT INTO sched_state (schedule, last_slot_ms)"
+	" VALUES ($1, $2::bigint) ON CONFLICT (schedule) DO UPDATE"
+	" SET last_slot_ms = GREATEST(sched_state.last_slot_ms,"
+	" EXCLUDED.last_slot_ms)",
+	[ST_TOKEN_GET] =
+	"SELECT token, expires_ms FROM token_cache WHERE provider = $1",
+	[ST_TOKEN_PUT] =
+	"INSERT INTO token_cache (provider, token, expires_ms)"
+	" VALUES ($1, $2, $3::bigint) ON CONFLICT (provider) DO UPDATE"
+	" SET token = EXCLUDED.token, expires_ms = EXCLUDED.expires_ms",
+	[ST_TOKEN_DROP] = "DELETE FROM token_cache WHERE provider = $1",
+};
+
+/*
+ * Statements run unnamed with PQexecParams (parameters still apart from
+ * the SQL), so that each run is planned with its values: optional filters
+ * ("$1 IS NULL OR schedule = $1") then use the index that fits. They are
+ * reports, not the hot path, so the planning cost does not matter.
+ */
+static const bool oneshot[ST_COUNT] = {
+	[ST_COUNTS] = true,
+	[ST_LEDGER_QUERY] = true,
+};
+
+/* ---- the handle ------------------------------------------------------- */
+
+struct pg {
+	PGconn *conn;              /* NULL while disconnected */
+	char *conninfo;            /* URL or conninfo as given (owned) */
+	struct sc_clock *clock;    /* borrowed */
+	bool prepared[ST_COUNT];   /* on the current connection */
+	bool listening;            /* wait() was called: LISTEN on connect */
+	bool notified;             /* a notification arrived since last wait */
+	int64_t next_try_mono_ms;  /* no reconnect before this */
+	int64_t backoff_ms;        /* the next backoff step */
+	char last_error[256];      /* why the last connect failed */
+};
+
+/* Parameters of one statement: values as text, NULL for SQL NULL. */
+#define ARGS_MAX 12
+struct args {
+	const char *v[ARGS_MAX];
+	char num[ARGS_MAX][24];
+	int n;
+};
+
+static void arg_i64(struct args *a, int64_t x)
+{
+	snprintf(a->num[a->n], sizeof(a->num[0]), "%" PRId64, x);
+	a->v[a->n] = a->num[a->n];
+	a->n++;
+}
+
+static void arg_str(struct args *a, const char *s)
+{
+	a->v[a->n++] = s;
+}
+
+static void arg_bool(struct args *a, bool b)
+{
+	a->v[a->n++] = b ? "t" : "f";
+}
+
+static int64_t now_ms(const struct pg *p)
+{
+	return sc_clock_now_ms(p->clock);
+}
+
+/* The first line of a libpq message, without its trailing newline. */
+static const char *one_line(char *out, size_t n, const char *msg)
+{
+	snprintf(out, n, "%s", msg ? msg : "");
+	out[strcspn(out, "\n")] = '\0';
+	return out;
+}
+
+static void drop_conn(struct pg *p)
+{
+	if (p->conn)
+		PQfinish(p->conn);
+	p->conn = NULL;
+	memset(p->prepared, 0, sizeof(p->prepared));
+}
+
+/* Frees every notification libpq has read; remembers that one came. */
+static void drain_notifies(struct pg *p)
+{
+	PGnotify *n;
+
+	while ((n = PQnotifies(p->conn)) != NULL) {
+		p->notified = true;
+		PQfreemem(n);
+	}
+}
+
+/* Runs a constant statement without values. */
+static int exec_const(struct pg *p, const char *q, struct sc_err *err);
+
+/* Server notices (NOTICE, WARNING) go to the log, never to stderr. */
+static void on_notice(void *arg, const char *message)
+{
+	char line[256], q[300];
+
+	SC_LOG(SC_LOG_DEBUG, "store", "event=pg_notice msg=%s",
+	       log_quote(q, sizeof(q), one_line(line, sizeof(line), message)));
+}
+
+static int connect_now(struct pg *p, struct sc_err *err)
+{
+	const char *keys[8], *vals[8];
+	int k = 0;
+	char line[256];
+
+	/* Defaults first: with expand_dbname the URL's own settings (and
+	 * the PG* environment, which we do not override) win. */
+	if (!getenv("PGCONNECT_TIMEOUT")) {
+		keys[k] = "connect_timeout";
+		vals[k++] = "10";
+	}
+	if (!getenv("PGAPPNAME")) {
+		keys[k] = "application_name";
+		vals[k++] = "surecron";
+	}
+	/* A server that vanished without a word (host down, network cut)
+	 * is noticed in about a minute instead of hanging an operation for
+	 * the kernel's two hours. */
+	keys[k] = "keepalives_idle";
+	vals[k++] = "30";
+	keys[k] = "keepalives_interval";
+	vals[k++] = "10";
+	keys[k] = "keepalives_count";
+	vals[k++] = "3";
+	keys[k] = "dbname";
+	vals[k++] = p->conninfo;
+	keys[k] = NULL;
+	vals[k] = NULL;
+
+	drop_conn(p);
+	p->conn = PQconnectdbParams(keys, vals, 1);
+	if (!p->conn)
+		return sc_err_set(err, SC_ENOMEM, "out of memory connecting");
+	if (PQstatus(p->conn) != CONNECTION_OK) {
+		one_line(p->last_error, sizeof(p->last_error),
+			 PQerrorMessage(p->conn));
+		drop_conn(p);
+		p->next_try_mono_ms = clock_mono_ms() + p->backoff_ms;
+		p->backoff_ms = p->backoff_ms * 2 > BACKOFF_MAX_MS
+				      ? BACKOFF_MAX_MS
+				      : p->backoff_ms * 2;
+		SC_LOG(SC_LOG_WARN, "store", "event=pg_connect_failed err=%s",
+		       log_quote(line, sizeof(line), p->last_error));
+		return sc_err_set(err, SC_EIO, "cannot connect to PostgreSQL: %s",
+				  p->last_error);
+	}
+	PQsetNoticeProcessor(p->conn, on_notice, p);
+	/* Hot-path commits skip the WAL flush wait (see the file comment);
+	 * the records that must survive set it back in their statement.
+	 * Session SETs and named prepared statements are why a pooler in
+	 * transaction mode cannot sit between us and the server. */
+	int rc = exec_const(p, "SET synchronous_commit TO off", err);
+	/* Our statements are written for generic plans (partial indexes on
+	 * literal states, no value-dependent shapes); re-planning each
+	 * execution for a custom plan cost up to half the hot path's time.
+	 * The two filter queries whose best plan depends on the values run
+	 * as one-shot statements instead (see `oneshot`). */
+	if (rc == 0)
+		rc = exec_const(p, "SET plan_cache_mode TO force_generic_plan",
+				err);
+	if (rc == 0 && p->listening) {
+		rc = exec_const(p, "LISTEN " CHANNEL, err);
+		/* We may have missed notifications while disconnected. */
+		p->notified = true;
+	}
+	if (rc) {
+		drop_conn(p);
+		return rc;
+	}
+	p->backoff_ms = BACKOFF_MIN_MS;
+	p->next_try_mono_ms = 0;
+	return 0;
+}
+
+/* Makes sure a live connection exists, reconnecting with backoff. */
+static int ensure_conn(struct pg *p, struct sc_err *err)
+{
+	if (p->conn && PQstatus(p->conn) == CONNECTION_OK)
+		return 0;
+	if (p->conn) {
+		SC_LOG(SC_LOG_WARN, "store", "event=pg_connection_lost");
+		drop_conn(p);
+	}
+	int64_t wait_ms = p->next_try_mono_ms - clock_mono_ms();
+	if (wait_ms > 0)
+		return sc_err_set(err, SC_EIO,
+				  "PostgreSQL unavailable (reconnecting in "
+				  "%" PRId64 " ms): %s",
+				  wait_ms, p->last_error);
+	int rc = connect_now(p, err);
+	if (rc == 0)
+		SC_LOG(SC_LOG_INFO, "store", "event=pg_connected");
+	return rc;
+}
+
+/*
+ * Turns a failed result (res may be NULL) into an SC_E* code. A broken
+ * connection is dropped, so the next operation reconnects.
+ */
+static int fail(struct pg *p, PGresult *res, const char *what,
+		struct sc_err *err)
+{
+	const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE)
+				: NULL;
+	const char *msg = res ? PQresultErrorMessage(res) : NULL;
+	char line[256], q[300];
+	int code = SC_EDB;
+
+	if (!msg || !*msg)
+		msg = p->conn ? PQerrorMessage(p->conn) : "no connection";
+	one_line(line, sizeof(line), msg);
+	/* 25006: a write reached a read-only server, e.g. the old primary
+	 * after a failover. Reconnecting lets libpq pick the host that now
+	 * takes writes (URL with several hosts and
+	 * target_session_attrs=read-write). */
+	bool lost = !p->conn || PQstatus(p->conn) != CONNECTION_OK ||
+		    (state && (strncmp(state, "08", 2) == 0 ||
+			       strncmp(state, "57P", 3) == 0 ||
+			       strcmp(state, "25006") == 0));
+	if (lost) {
+		drop_conn(p);
+		SC_LOG(SC_LOG_WARN, "store", "event=pg_connection_lost op=%s "
+		       "err=%s", what, log_quote(q, sizeof(q), line));
+		return sc_err_set(err, SC_EIO,
+				  "PostgreSQL connection lost during %s "
+				  "(reconnecting on the next operation): %s",
+				  what, line);
+	}
+	if (state) {
+		if (strcmp(state, "53100") == 0)
+			code = SC_ENOSPC;
+		else if (strcmp(state, "42501") == 0)
+			code = SC_EACCES;
+		else if (strcmp(state, "40001") == 0 ||
+			 strcmp(state, "40P01") == 0 ||
+			 strcmp(state, "55P03") == 0)
+			code = SC_EBUSY;
+		else if (strncmp(state, "58", 2) == 0 ||
+			 strncmp(state, "53", 2) == 0)
+			code = SC_EIO;
+	}
+	return sc_err_set(err, code, "PostgreSQL %s failed: %s", what, line);
+}
+
+static int exec_const(struct pg *p, const char *q, struct sc_err *err)
+{
+	PGresult *res = PQexec(p->conn, q);
+	ExecStatusType st = PQresultStatus(res);
+	int rc = 0;
+
+	if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
+		rc = fail(p, res, q, err);
+	else if (p->conn)
+		drain_notifies(p);
+	PQclear(res);
+	return rc;
+}
+
+/*
+ * Runs prepared statement st with a's values. On success *out holds the
+ * result (PQclear it); on failure it is NULL and the code is returned.
+ */
+static int run(struct pg *p, enum stmt st, const struct args *a,
+	       PGresult **out, struct sc_err *err)
+{
+	char name[16];
+	PGresult *res;
+	int rc;
+
+	*out = NULL;
+	rc = ensure_conn(p, err);
+	if (rc)
+		return rc;
+	snprintf(name, sizeof(name), "sc%d", (int)st);
+	if (!oneshot[st] && !p->prepared[st]) {
+		res = PQprepare(p->conn, name, sql[st], 0, NULL);
+		if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+			rc = fail(p, res, "prepare", err);
+			PQclear(res);
+			return rc;
+		}
+		PQclear(res);
+		p->prepared[st] = true;
+	}
+	if (oneshot[st])
+		res = PQexecParams(p->conn, sql[st], a ? a->n : 0, NULL,
+				   a ? a->v : NULL, NULL, NULL, 0);
+	else
+		res = PQexecPrepared(p->conn, name, a ? a->n : 0,
+				     a ? a->v : NULL, NULL, NULL, 0);
+	ExecStatusType s = PQresultStatus(res);
+	if (s != PGRES_COMMAND_OK && s != PGRES_TUPLES_OK) {
+		rc = fail(p, res, name, err);
+		PQclear(res);
+		return rc;
+	}
+	drain_notifies(p);
+	*out = res;
+	return 0;
+}
+
+/* Like run, for a statement without result rows we need. */
+static int run_n(struct pg *p, enum stmt st, const struct args *a,
+		 int64_t *n_rows, struct sc_err *err)
+{
+	PGresult *res;
+	int rc = run(p, st, a, &res, err);
+
+	if (rc)
+		return rc;
+	if (n_rows)
+		*n_rows = strtoll(PQcmdTuples(res), NULL, 10);
+	PQclear(res);
+	return 0;
+}
+
+static int64_t get_i64(const PGresult *r, int row, int col)
+{
+	if (PQgetisnull(r, row, col))
+		return 0;
+	return strtoll(PQgetvalue(r, row, col), NULL, 10);
+}
+
+static void get_str(const PGresult *r, int row, int col, char *out,
+		    size_t n)
+{
+	snprintf(out, n, "%s", PQgetvalue(r, row, col));
+}
+
+/* A copy of a text column, NULL for SQL NULL. *oom on allocation failure. */
+static char *get_dup(const PGresult *r, int row, int col, bool *oom)
+{
+	if (PQgetisnull(r, row, col))
+		return NULL;
+	char *s = strdup(PQgetvalue(r, row, col));
+	if (!s)
+		*oom = true;
+	return s;
+}
+
+/* Fills a job from a row selected with JOB_COLS. */
+static void get_job(const PGresult *r, int row, struct store_job *j)
+{
+	memset(j, 0, sizeof(*j));
+	j->id = get_i64(r, row, 0);
+	get_str(r, row, 1, j->schedule, sizeof(j->schedule));
+	j->slot_ms = get_i64(r, row, 2);
+	j->state = (enum job_state)get_i64(r, row, 3);
+	j->attempts = (int)get_i64(r, row, 4);
+	j->n_stalls = (int)get_i64(r, row, 5);
+	j->policy.attempts = (int)get_i64(r, row, 6);
+	j->policy.backoff = (enum sc_backoff)get_i64(r, row, 7);
+	j->policy.delay_ms = get_i64(r, row, 8);
+	j->run_at_ms = get_i64(r, row, 9);
+	j->lease_token = get_i64(r, row, 10);
+	get_str(r, row, 11, j->lease_owner, sizeof(j->lease_owner));
+	j->lease_expires_ms = get_i64(r, row, 12);
+	j->started_ms = get_i64(r, row, 13);
+	j->created_ms = get_i64(r, row, 14);
+	j->manual = PQgetvalue(r, row, 15)[0] == 't';
+}
+
+static int check_name(const char *what, const char *s, size_t max,
+		      struct sc_err *err)
+{
+	if (!s || !*s || strlen(s) >= max)
+		return sc_err_set(err, SC_EINVAL, "%s name empty or too long",
+				  what);
+	return 0;
+}
+
+/* ---- open, migrate, close --------------------------------------------- */
+
+static int migrate(struct pg *p, struct sc_err *err)
+{
+	PGresult *res;
+	int version = 0, rc;
+	bool exists;
+
+	rc = exec_const(p, "BEGIN", err);
+	if (rc)
+		return rc;
+	/* Nodes starting together: the first migrates, the rest wait and
+	 * then find the schema current. */
+	rc = exec_const(p, "SELECT pg_advisory_xact_lock(" MIGRATE_LOCK_KEY ")",
+			err);
+	if (rc)
+		goto fail_tx;
+	res = PQexec(p->conn, "SELECT to_regclass('schema_version') IS NOT NULL");
+	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+		rc = fail(p, res, "schema check", err);
+		PQclear(res);
+		goto fail_tx;
+	}
+	exists = PQgetvalue(res, 0, 0)[0] == 't';
+	PQclear(res);
+	if (exists) {
+		res = PQexec(p->conn, "SELECT max(version) FROM schema_version");
+		if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+			rc = fail(p, res, "schema version read", err);
+			PQclear(res);
+			goto fail_tx;
+		}
+		version = (int)get_i64(res, 0, 0);
+		PQclear(res);
+	}
+	if (version > SCHEMA_VERSION) {
+		rc = sc_err_set(err, SC_EVERSION,
+				"database schema version %d is newer than this "
+				"surecron supports (%d); refusing to touch it",
+				version, SCHEMA_VERSION);
+		goto fail_tx;
+	}
+	if (!exists) {
+		rc = exec_const(p, "CREATE TABLE schema_version"
+				   " (version integer NOT NULL)", err);
+		if (rc == 0)
+			rc = exec_const(p, "INSERT INTO schema_version"
+					   " VALUES (0)", err);
+		if (rc)
+			goto fail_tx;
+	}
+	for (int v = version; v < SCHEMA_VERSION; v++) {
+		for (const char *const *q = migrations[v]; *q; q++) {
+			rc = exec_const(p, *q, err);
+			if (rc)
+				goto fail_tx;
+		}
+		SC_LOG(SC_LOG_INFO, "store", "event=pg_migrated version=%d",
+		       v + 1);
+	}
+	if (version < SCHEMA_VERSION) {
+		char q[64];
+		/* A constant of this file, not a value from outside. */
+		snprintf(q, sizeof(q), "UPDATE schema_version SET version = %d",
+			 SCHEMA_VERSION);
+		rc = exec_const(p, q, err);
+		if (rc)
+			goto fail_tx;
+	}
+	return exec_const(p, "COMMIT", err);
+
+fail_tx:
+	if (p->conn)
+		(void)exec_const(p, "ROLLBACK", NULL);
+	return rc;
+}
+
+static void pg_close(void *impl)
+{
+	struct pg *p = impl;
+
+	if (!p)
+		return;
+	drop_conn(p);
+	free(p->conninfo);
+	free(p);
+}
+
+static int pg_open(const char *target, struct sc_clock *clock, void **impl,
+		   struct sc_err *err)
+{
+	struct pg *p;
+	int rc;
+
+	if (!target || !clock)
+		return sc_err_set(err, SC_EINVAL, "postgres: no URL or clock");
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return sc_err_set(err, SC_ENOMEM, "out of memory");
+	p->conninfo = strdup(target);
+	if (!p->conninfo) {
+		rc = sc_err_set(err, SC_ENOMEM, "out of memory");
+		goto fail_alloc;
+	}
+	p->clock = clock;
+	p->backoff_ms = BACKOFF_MIN_MS;
+	rc = connect_now(p, err);
+	if (rc)
+		goto fail_alloc;
+	rc = migrate(p, err);
+	if (rc)
+		goto fail_alloc;
+	*impl = p;
+	return 0;
+
+fail_alloc:
+	pg_close(p);
+	return rc;
+}
+
+/* ---- jobs -------------------------------------------------------------- */
+
+static void arg_policy(struct args *a, const struct sc_retry_policy *pol)
+{
+	arg_i64(a, pol->attempts);
+	arg_i64(a, (int64_t)pol->backoff);
+	arg_i64(a, pol->delay_ms);
+}
+
+static int check_policy(const struct sc_retry_policy *pol,
+			struct sc_err *err)
+{
+	if (!pol || pol->attempts < 1)
+		return sc_err_set(err, SC_EINVAL, "retry policy missing or "
+				  "with no attempts");
+	return 0;
+}
+
+static int pg_job_enqueue(void *impl, const char *schedule, int64_t slot_ms,
+			  const struct sc_retry_policy *policy,
+			  int64_t run_at_ms, bool manual, int64_t *job_id,
+			  bool *created, struct sc_err *err)
+{
+	struct pg *p = impl;
+	struct args a = {0};
+	PGresult *res;
+	int rc;
+
+	rc = check_name("schedule", schedule, SC_NAME_MAX, err);
+	if (rc == 0)
+		rc = check_policy(policy, err);
+	if (rc)
+		return rc;
+	arg_str(&a, schedule);
+	arg_i64(&a, slot_ms);
+	arg_policy(&a, policy);
+	arg_i64(&a, run_at_ms);
+	arg_i64(&a, now_ms(p));
+	arg_bool(&a, manual);
+	rc = run(p, ST_ENQUEUE, &a, &res, err);
+	if (rc)
+		return rc;
+	bool made = PQntuples(res) == 1;
+	int64_t id = made ? get_i64(res, 0, 0) : 0;
+	PQclear(res);
+	if (!made) {
+		/* ON CONFLICT waited for any concurrent insert of this slot
+		 * to commit, so the row is visible now. */
+		struct args b = {0};
+		arg_str(&b, schedule);
+		arg_i64(&b, slot_ms);
+		rc = run(p, ST_JOB_ID, &b, &res, err);
+		if (rc)
+			return rc;
+		if (PQntuples(res) != 1) {
+			PQclear(res);
+			return sc_err_set(err, SC_EDB, "enqueue: job of slot "
+					  "vanished");
+		}
+		id = get_i64(res, 0, 0);
+		PQclear(res);
+	}
+	if (job_id)
+		*job_id = id;
+	if (created)
+		*created = made;
+	return 0;
+}
+
+static int pg_job_enqueue_many(void *impl, const char *schedule,
+			       const int64_t *slots_ms, size_t n,
+			       const struct sc_retry_policy *policy,
+			       struct sc_err *err)
+{
+	struct pg *p = impl;
+	struct args a = {0};
+	PGresult *res;
+	char *arr;
+	size_t len = 0, cap;
+	int rc;
+
+	rc = check_name("schedule", schedule, SC_NAME_MAX, err);
+	if (rc == 0)
+		rc = check_policy(policy, err);
+	if (rc)
+		return rc;
+	if (n == 0)
+		return 0;
+	if (n > 10000000)
+		return sc_err_set(err, SC_ETOOBIG, "enqueue_many: too many slots");
+	/* The slots travel as one array parameter ('{1,2,3}'): one
+	 * statement, so all of them or none. */
+	cap = n * 22 + 3;
+	arr = malloc(cap);
+	if (!arr)
+		return sc_err_set(err, SC_ENOMEM, "out of memory");
+	arr[len++] = '{';
+	for (size_t i = 0; i < n; i++)
+		len += (size_t)snprintf(arr + len, cap - len, "%s%" PRId64,
+					i ? "," : "", slots_ms[i]);
+	arr[len++] = '}';
+	arr[len] = '\0';
+	arg_str(&a, schedule);
+	arg_str(&a, arr);
+	arg_policy(&a, policy);
+	arg_i64(&a, now_ms(p));
+	rc = run(p, ST_ENQUEUE_MANY, &a, &res, err);
+	free(arr);
+	if (rc)
+		return rc;
+	PQclear(res);
+	return 0;
+}
+
+static int cmp_claimed(const void *x, const void *y)
+{
+	const struct store_job *a = x, *b = y;
+
+	if (a->run_at_ms != b->run_at_ms)
+		return a->run_at_ms < b->run_at_ms ? -1 : 1;
+	return (a->id > b->id) - (a->id < b->id);
+}
+
+static int pg_job_claim(void *impl, const char *worker, int64_t lease_ms,
+			struct store_job *out, size_t max, size_t *n,
+			struct sc_err *err)
+{
+	struct pg *p = impl;
+	struct args a = {0};
+	PGresult *res;
+	int rc;
+
+	*n = 0;
+	rc = check_name("worker", worker, SC_WORKER_MAX, err);
+	if (rc)
+		return rc;
+	if (max == 0)
+		return 0;
+	if (lease_ms <= 0)
+		return sc_err_set(err, SC_EINVAL, "claim: lease must be > 0");
+	int64_t now = now_ms(p);
+	arg_i64(&a, now);
+	arg_i64(&a, (int64_t)max);
+	arg_str(&a, worker);
+	arg_i64(&a, lease_ms);
+	rc = run(p, ST_CLAIM, &a, &res, err);
+	if (rc)
+		return rc;
+	size_t got = (size_t)PQntuples(res);
+	/* LIMIT keeps the rows at most max; the bound is belt and braces. */
+	for (size_t i = 0; i < got && i < max; i++)
+		get_job(res, (int)i, &out[i]);
+	PQclear(res);
+	*n = got < max ? got : max;
+	qsort(out, *n, sizeof(*out), cmp_claimed);
+	return 0;
+}
+
+/* After a fenced change matched nothing: SC_ENOENT or SC_ELEASE. */
+static int fence_error(struct pg *p, int64_t id, int64_t lease_token,
+		       const char *op, struct sc_err *err)
+{
+	struct args a = {0};
+	PGresult *res;
+	int rc;
+
+	arg_i64(&a, id);
+	rc = run(p, ST_JOB_GET, &a, &res, err);
+	if (rc)
+		return rc;
+	bool exists = PQntuples(res) == 1;
+	PQclear(res);
+	if (!exists)
+		return sc_err_set(err, SC_ENOENT, "no job %" PRId64, id);
+	return sc_err_set(err, SC_ELEASE, "%s of job %" PRId64 " refused: "
+			  "lease lost (token %" PRId64 " no longer current: "
+			  "job taken over or finished)", op, id, lease_token);
+}
+
+static int pg_job_heartbeat(void *impl, int64_t id, int64_t lease_token,
+			    int64_t lease_ms, struct sc_err *err)
+{
+	struct pg *p = impl;
+	struct args a = {0};
+	int64_t rows;
+	int rc;
+
+	arg_i64(&a, id);
+	arg_i64(&a, lease_token);
+	arg_i64(&a, now_ms(p));
+	arg_i64(&a, lease_ms);
+	rc = run_n(p, ST_HEARTBEAT, &a, &rows, err);
+	if (rc)
+		return rc;
+	return rows == 1 ? 0
+			 : fence_error(p, id, lease_token, "heartbeat", err);
+}
+
+static const char *default_outcome(enum job_state st)
+{
+	switch (st) {
+	case JOB_DONE: return LEDGER_SUCCESS;
+	case JOB_READY: return LEDGER_FAILED;
+	default: return LEDGER_LOST;
+	}
+}
+
+/*
+ * Runs ST_FINISH. It is one statement, so it commits whole or not at all.
+ * Test builds (SC_FAILPOINTS) wrap it in BEGIN/COMMIT so that the crash
+ * points of store.h's contract sit exactly between the writes and the
+ * commit, and "store.commit:err" can fail the commit; release builds save
+ * those two round trips.
+ */
+static int run_finish(struct pg *p, const struct args *a,
+		      enum job_state new_state, PGresult **res,
+		      struct sc_err *err)
+{
+#ifdef SC_FAILPOINTS
+	int rc = ensure_conn(p, err);
+
+	if (rc == 0)
+		rc = exec_const(p, "BEGIN", err);
+	if (rc)
+		return rc;
+	rc = run(p, ST_FINISH, a, res, err);
+	if (rc == 0) {
+		if (new_state == JOB_DONE)
+			SC_FAILPOINT("queue.before_complete_commit");
+		else if (new_state == JOB_READY)
+			SC_FAILPOINT("queue.in_retry_schedule");
+		if (SC_FAILPOINT_ERR("store.commit"))
+			rc = sc_err_set(err, SC_EIO, "I/O error during commit: "
+					"injected by failpoint store.commit");
+		else
+			rc = exec_const(p, "COMMIT", err);
+	}
+	if (rc) {
+		if (*res)
+			PQclear(*res);
+		*res = NULL;
+		if (p->conn)
+			(void)exec_const(p, "ROLLBACK", NULL);
+	}
+	return rc;
+#else
+	(void)new_state;
+	return run(p, ST_FINISH, a, res, err);
+#endif
+}
+
+static int pg_job_finish(void *impl, int64_t id, int64_t lease_token,
+			 enum job_state new_state, int64_t run_at_ms,
+			 const struct ledger_row *row, struct sc_err *err)
+{
+	struct pg *p = impl;
+	struct args a = {0};
+	PGresult *res;
+	int rc;
+
+	if (new_state != JOB_DONE && new_state != JOB_READY &&
+	    new_state != JOB_DEAD)
+		return sc_err_set(err, SC_EINVAL, "finish: bad new state %d",
+				  (int)new_state);
+	arg_i64(&a, id);
+	arg_i64(&a, lease_token);
+	arg_i64(&a, (int64_t)new_state);
+	arg_i64(&a, run_at_ms);
+	arg_i64(&a, now_ms(p));
+	arg_str(&a, row && row->outcome[0] ? row->outcome
+					   : default_outcome(new_state));
+	arg_str(&a, row ? row->error_class : "");
+	arg_str(&a, row ? row->error_msg : NULL);
+	arg_i64(&a, row ? row->retry_hint_ms : 0);
+	arg_str(&a, row ? row->details_json : NULL);
+	rc = run_finish(p, &a, new_state, &res, err);
+	if (rc)
+		return rc;
+	bool done = PQntuples(res) == 1;
+	PQclear(res);
+	return done ? 0 : fence_error(p, id, lease_token, "finish", err);
+}
+
+static int pg_job_release(void *impl, int64_t id, int64_t lease_token,
+			  struct sc_err *err)
+{
+	struct pg *p = impl;
+	struct args a = {0};
+	PGresult *res;
+	int rc;
+
+	arg_i64(&a, id);
+	arg_i64(&a, lease_token);
+	arg_i64(&a, now_ms(p));
+	rc = run(p, ST_RELEASE, &a, &res, err);
+	if (rc)
+		return rc;
+	bool done = PQntuples(res) == 1;
+	PQclear(res);
+	return done ? 0 : fence_error(p, id, lease_token, "release", err);
+}
+
+static int pg_job_recover(void *impl, int max_stalls, int *n_recovered,
+			  struct sc_err *err)
+{
+	struct pg *p = impl;
+	struct args a = {0};
+	PGresult *res;
+	int rc;
+
+	arg_i64(&a, now_ms(p));
+	arg_i64(&a, max_stalls);
+	rc = run(p, ST_RECOVER, &a, &res, err);
+	if (rc)
+		return rc;
+	int n = (int)get_i64(res, 0, 0);
+	PQclear(res);
+	if (n > 0)
+		SC_LOG(SC_LOG_INFO, "store", "event=recovered_stalled n=%d", n);
+	if (n_recovered)
+		*n_recovered = n;
+	return 0;
+}
+
+static int one_job(struct pg *p, enum stmt st, const struct args *a,
+		   struct store_job *out, struct sc_err *err)
+{
+	PGresult *res;
+	int rc = run(p, st, a, &res, err);
+
+	if (rc)
+		return rc;
+	if (PQntuples(res) != 1) {
+		PQclear(res);
+		return sc_err_set(err, SC_ENOENT, "no such job");
+	}
+	if (out)
+		get_job(res, 0, out);
+	PQclear(res);
+	return 0;
+}
+
+static int pg_job_get(void *impl, int64_t id, struct store_job *out,
+		      struct sc_err *err)
+{
+	struct args a = {0};
+
+	arg_i64(&a, id);
+	return one_job(impl, ST_JOB_GET, &a, out, err);
+}
+
+static int pg_job_find(void *impl, const char *schedule, int64_t slot_ms,
+		       struct store_job *out, struct sc_err *err)
+{
+	struct args a = {0};
+
+	arg_str(&a, schedule);
+	arg_i64(&a, slot_ms);
+	return one_job(impl, ST_JOB_FIND, &a, out, err);
+}
+
+static int pg_job_revive(void *impl, int64_t id, struct sc_err *err)
+{
+	struct pg *p = impl;
+	struct args a = {0};
+	PGresult *res;
+	struct store_job j;
+	int rc;
+
+	arg_i64(&a, id);
+	arg_i64(&a, now_ms(p));
+	rc = run(p, ST_REVIVE, &a, &res, err);
+	if (rc)
+		return rc;
+	bool done = PQntuples(res) == 1;
+	PQclear(res);
+	if (done)
+		return 0;
+	rc = pg_job_get(p, id, &j, err);
+	if (rc)
+		return rc;
+	return sc_err_set(err, SC_ESTATE, "job %" PRId64 " is not dead", id);
+}
+
+static int pg_job_next_due(void *impl, int64_t *out_ms, struct sc_err *err)
+{
+	PGresult *res;
+	int rc = run(impl, ST_NEXT_DUE, NULL, &res, err);
+
+	if (rc)
+		return rc;
+	*out_ms = PQgetisnull(res, 0, 0) ? INT64_MAX : get_i64(res, 0, 0);
+	PQclear(res);
+	return 0;
+}
+
+static int pg_job_counts(void *impl, const char *schedule,
+			 struct store_counts *out, struct sc_err *err)
+{
+	struct pg *p = impl;
+	struct args a = {0};
+	PGresult *res;
+	int rc;
+
+	arg_str(&a, schedule);
+	arg_i64(&a, now_ms(p));
+	rc = run(p, ST_COUNTS, &a, &res, err);
+	if (rc)
+		return rc;
+	out->ready_due = get_i64(res, 0, 0);
+	out->delayed = get_i64(res, 0, 1);
+	out->active = get_i64(res, 0, 2);
+	out->done = get_i64(res, 0, 3);
+	out->dead = get_i64(res, 0, 4);
+	PQclear(res);
+	return 0;
+}
+
+/* ---- ledger ------------------------------------------------------------ */
+
+static int pg_ledger_append(void *impl, const struct ledger_row *row,
+			    struct sc_err *err)
+{
+	struct args a = {0};
+	int rc;
+
+	if (!row)
+		return sc_err_set(err, SC_EINVAL, "ledger_append: no row");
+	rc = check_name("schedule", row->schedule, SC_NAME_MAX, err);
+	if (rc)
+		return rc;
+	if (!row->outcome[0])
+		return sc_err_set(err, SC_EINVAL, "ledger row without outcome");
+	arg_str(&a, row->schedule);
+	arg_i64(&a, row->slot_ms);
+	arg_i64(&a, row->job_id);
+	arg_i64(&a, row->attempt);
+	arg_i64(&a, row->started_ms);
+	arg_i64(&a, row->finished_ms);
+	arg_str(&a, row->outcome);
+	arg_str(&a, row->error_class);
+	arg_str(&a, row->error_msg);
+	arg_i64(&a, row->retry_hint_ms);
+	arg_str(&a, row->details_json);
+	return run_n(impl, ST_LEDGER_APPEND, &a, NULL, err);
+}
+
+static void row_dispose(struct ledger_row *r)
+{
+	sc_free(r->error_msg);
+	sc_free(r->details_json);
+}
+
+static int pg_ledger_query(void *impl, const struct ledger_filter *f,
+			   struct ledger_row **rows, size_t *n,
+			   struct sc_err *err)
+{
+	struct args a = {0};
+	PGresult *res;
+	struct ledger_row *out;
+	bool oom = false;
+	int rc;
+
+	*rows = NULL;
+	*n = 0;
+	arg_str(&a, f ? f->schedule : NULL);
+	arg_i64(&a, f ? f->since_ms : INT64_MIN);
+	arg_i64(&a, f ? f->until_ms : INT64_MAX);
+	arg_str(&a, f ? f->outcome : NULL);
+	arg_bool(&a, f && f->lost_or_missed);
+	if (f && f->limit > 0)
+		arg_i64(&a, f->limit);
+	else
+		arg_str(&a, NULL);
+	rc = run(impl, ST_LEDGER_QUERY, &a, &res, err);
+	if (rc)
+		return rc;
+	size_t got = (size_t)PQntuples(res);
+	if (got == 0) {
+		PQclear(res);
+		return 0;
+	}
+	out = calloc(got, sizeof(*out));
+	if (!out) {
+		PQclear(res);
+		return sc_err_set(err, SC_ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < got; i++) {
+		struct ledger_row *r = &out[i];
+		int row = (int)i;
+		r->id = get_i64(res, row, 0);
+		get_str(res, row, 1, r->schedule, sizeof(r->schedule));
+		r->slot_ms = get_i64(res, row, 2);
+		r->job_id = get_i64(res, row, 3);
+		r->attempt = (int)get_i64(res, row, 4);
+		r->started_ms = get_i64(res, row, 5);
+		r->finished_ms = get_i64(res, row, 6);
+		get_str(res, row, 7, r->outcome, sizeof(r->outcome));
+		get_str(res, row, 8, r->error_class, sizeof(r->error_class));
+		r->error_msg = get_dup(res, row, 9, &oom);
+		r->retry_hint_ms = get_i64(res, row, 10);
+		r->details_json = get_dup(res, row, 11, &oom);
+	}
+	PQclear(res);
+	if (oom) {
+		for (size_t i = 0; i < got; i++)
+			row_dispose(&out[i]);
+		free(out);
+		return sc_err_set(err, SC_ENOMEM, "out of memory");
+	}
+	*rows = out;
+	*n = got;
+	return 0;
+}
+
+/* ---- outbox, guards, markers ------------------------------------------- */
+
+static void arg_slot_target(struct args *a, const char *schedule,
+			    int64_t slot_ms, const char *target)
+{
+	arg_str(a, schedule);
+	arg_i64(a, slot_ms);
+	arg_str(a, target);
+}
+
+static int pg_outbox_put(void *impl, const char *schedule, int64_t slot_ms,
+			 const char *target, const char *body, bool *created,
+			 struct sc_err *err)
+{
+	struct pg *p = impl;
+	struct args a = {0};
+	int64_t rows;
+	int rc;
+
+	rc = check_name("schedule", schedule, SC_NAME_MAX, err);
+	if (rc == 0)
+		rc = check_name("target", target, SC_NAME_MAX, err);
+	if (rc)
+		return rc;
+	arg_slot_target(&a, schedule, slot_ms, target);
+	arg_str(&a, body ? body : "");
+	arg_i64(&a, now_ms(p));
+	rc = run_n(p, ST_OUTBOX_PUT, &a, &rows, err);
+	if (rc)
+		return rc;
+	if (created)
+		*created = rows == 1;
+	return 0;
+}
+
+static int pg_outbox_get(void *impl, const char *schedule, int64_t slot_ms,
+			 const char *target, struct outbox_entry *out,
+			 struct sc_err *err)
+{
+	struct args a = {0};
+	PGresult *res;
+	bool oom = false;
+	int rc;
+
+	arg_slot_target(&a, schedule, slot_ms, target);
+	rc = run(impl, ST_OUTBOX_GET, &a, &res, err);
+	if (rc)
+		return rc;
+	if (PQntuples(res) != 1) {
+		PQclear(res);
+		return sc_err_set(err, SC_ENOENT, "no outbox row for target");
+	}
+	char *body = get_dup(res, 0, 3, &oom);
+	if (oom) {
+		PQclear(res);
+		return sc_err_set(err, SC_ENOMEM, "out of memory");
+	}
+	out->state = (enum send_state)get_i64(res, 0, 0);
+	out->n_tries = (int)get_i64(res, 0, 1);
+	out->sent_ms = get_i64(res, 0, 2);
+	out->body = body;
+	PQclear(res);
+	return 0;
+}
+
+static int pg_outbox_set_state(void *impl, const char *schedule,
+			       int64_t slot_ms, const char *target,
+			       enum send_state state, struct sc_err *err)
+{
+	struct pg *p = impl;
+	struct args a = {0};
+	struct outbox_entry e = {0};
+	int64_t rows;
+	int rc;
+
+	if (state < SEND_PENDING || state > SEND_UNKNOWN)
+		return sc_err_set(err, SC_EINVAL, "outbox: bad state %d",
+				  (int)state);
+	arg_slot_target(&a, schedule, slot_ms, target);
+	arg_i64(&a, (int64_t)state);
+	arg_i64(&a, now_ms(p));
+	rc = run_n(p, ST_OUTBOX_SET, &a, &rows, err);
+	if (rc)
+		return rc;
+	if (rows == 1)
+		return 0;
+	/* Nothing changed: no row, or a guard that must not reopen. */
+	rc = pg_outbox_get(p, schedule, slot_ms, target, &e, err);
+	if (rc)
+		return rc;
+	sc_free(e.body);
+	return sc_err_set(err, SC_ESTATE, "outbox: already sent; a send "
+			  "guard never reopens");
+}
+
+static int pg_outbox_mark_unknown(void *impl, const char *schedule,
+				  int64_t slot_ms, int *n, struct sc_err *err)
+{
+	struct args a = {0};
+	int64_t rows;
+	int rc;
+
+	arg_str(&a, schedule);
+	arg_i64(&a, slot_ms);
+	rc = run_n(impl, ST_OUTBOX_UNKNOWN, &a, &rows, err);
+	if (rc)
+		return rc;
+	if (n)
+		*n = (int)rows;
+	return 0;
+}
+
+static int pg_slot_mark(void *impl, const char *schedule, int64_t slot_ms,
+			struct sc_err *err)
+{
+	struct pg *p = impl;
+	struct args a = {0};
+	int rc;
+
+	rc = check_name("schedule", schedule, SC_NAME_MAX, err);
+	if (rc)
+		return rc;
+	arg_str(&a, schedule);
+	arg_i64(&a, slot_ms);
+	arg_i64(&a, now_ms(p));
+	return run_n(p, ST_SLOT_MARK, &a, NULL, err);
+}
+
+static int pg_slot_is_marked(void *impl, const char *schedule,
+			     int64_t slot_ms, bool *marked,
+			     struct sc_err *err)
+{
+	struct args a = {0};
+	PGresult *res;
+	int rc;
+
+	arg_str(&a, schedule);
+	arg_i64(&a, slot_ms);
+	rc = run(impl, ST_SLOT_IS, &a, &res, err);
+	if (rc)
+		return rc;
+	*marked = PQntuples(res) > 0;
+	PQclear(res);
+	return 0;
+}
+
+/* ---- scheduler state, token cache -------------------------------------- */
+
+static int pg_sched_last_get(void *impl, const char *schedule,
+			     int64_t *slot_ms, struct sc_err *err)
+{
+	struct args a = {0};
+	PGresult *res;
+	int rc;
+
+	arg_str(&a, schedule);
+	rc = run(impl, ST_SCHED_GET, &a, &res, err);
+	if (rc)
+		return rc;
+	if (PQntuples(res) != 1) {
+		PQclear(res);
+		return sc_err_set(err, SC_ENOENT, "schedule never materialised");
+	}
+	*slot_ms = get_i64(res, 0, 0);
+	PQclear(res);
+	return 0;
+}
+
+static int pg_sched_last_set(void *impl, const char *schedule,
+			     int64_t slot_ms, struct sc_err *err)
+{
+	struct args a = {0};
+	int rc;
+
+	rc = check_name("schedule", schedule, SC_NAME_MAX, err);
+	if (rc)
+		return rc;
+	arg_str(&a, schedule);
+	arg_i64(&a, slot_ms);
+	return run_n(impl, ST_SCHED_SET, &a, NULL, err);
+}
+
+static int pg_token_get(void *impl, const char *provider, char **token,
+			int64_t *expires_ms, struct sc_err *err)
+{
+	struct args a = {0};
+	PGresult *res;
+	bool oom = false;
+	int rc;
+
+	arg_str(&a, provider);
+	rc = run(impl, ST_TOKEN_GET, &a, &res, err);
+	if (rc)
+		return rc;
+	if (PQntuples(res) != 1) {
+		PQclear(res);
+		return sc_err_set(err, SC_ENOENT, "no cached token");
+	}
+	char *t = get_dup(res, 0, 0, &oom);
+	int64_t exp = get_i64(res, 0, 1);
+	/* libpq's copy of the secret goes with the result; wipe it first. */
+	char *v = PQgetvalue(res, 0, 0);
+	memset(v, 0, strlen(v));
+	PQclear(res);
+	if (oom || !t)
+		return sc_err_set(err, SC_ENOMEM, "out of memory");
+	*token = t;
+	if (expires_ms)
+		*expires_ms = exp;
+	return 0;
+}
+
+static int pg_token_put(void *impl, const char *provider, const char *token,
+			int64_t expires_ms, struct sc_err *err)
+{
+	struct args a = {0};
+	int rc;
+
+	rc = check_name("provider", provider, SC_NAME_MAX, err);
+	if (rc)
+		return rc;
+	if (!token)
+		return sc_err_set(err, SC_EINVAL, "token_put: no token");
+	arg_str(&a, provider);
+	arg_str(&a, token);
+	arg_i64(&a, expires_ms);
+	return run_n(impl, ST_TOKEN_PUT, &a, NULL, err);
+}
+
+static int pg_token_drop(void *impl, const char *provider, struct sc_err *err)
+{
+	struct args a = {0};
+
+	arg_str(&a, provider);
+	return run_n(impl, ST_TOKEN_DROP, &a, NULL, err);
+}
+
+/* ---- waiting for work --------------------------------------------------- */
+
+static void sleep_ms(int64_t ms)
+{
+	if (ms <= 0)
+		return;
+	struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+	(void)nanosleep(&ts, NULL);
+}
+
+static int pg_wait(void *impl, int64_t timeout_ms, struct sc_err *err)
+{
+	struct pg *p = impl;
+	int64_t deadline = clock_mono_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+	int rc;
+
+	rc = ensure_conn(p, err);
+	if (rc == 0 && !p->listening) {
+		p->listening = true;
+		rc = exec_const(p, "LISTEN " CHANNEL, err);
+		if (rc)
+			p->listening = false;
+		/* What happened before LISTEN went unheard: wake at once
+		 * once, and let the caller look again. */
+		p->notified = true;
+	}
+	if (rc) {
+		/* No channel: degrade to a plain sleep so callers that loop
+		 * on wait do not spin while the database is away. */
+		sleep_ms(deadline - clock_mono_ms());
+		return rc;
+	}
+	for (;;) {
+		/* A server going away either fails the read or leaves a
+		 * FATAL message and a bad connection: both end the wait. */
+		if (PQconsumeInput(p->conn) == 0 ||
+		    PQstatus(p->conn) != CONNECTION_OK) {
+			rc = fail(p, NULL, "wait", err);
+			sleep_ms(deadline - clock_mono_ms());
+			return rc;
+		}
+		drain_notifies(p);
+		if (p->notified) {
+			p->notified = false;
+			return 0;
+		}
+		int64_t left = deadline - clock_mono_ms();
+		if (left <= 0)
+			return 0;
+		struct pollfd pfd = {PQsocket(p->conn), POLLIN, 0};
+		int prc = poll(&pfd, 1, left > 60000 ? 60000 : (int)left);
+		if (prc < 0)
+			return 0; /* a signal: let the caller look around */
+	}
+}
+
+const struct store_ops store_pg_ops = {
+	.name = "postgresql",
+	.open = pg_open,
+	.close = pg_close,
+	.job_enqueue = pg_job_enqueue,
+	.job_enqueue_many = pg_job_enqueue_many,
+	.job_claim = pg_job_claim,
+	.job_heartbeat = pg_job_heartbeat,
+	.job_finish = pg_job_finish,
+	.job_release = pg_job_release,
+	.job_recover = pg_job_recover,
+	.job_get = pg_job_get,
+	.job_find = pg_job_find,
+	.job_revive = pg_job_revive,
+	.job_next_due = pg_job_next_due,
+	.job_counts = pg_job_counts,
+	.ledger_append = pg_ledger_append,
+	.ledger_query = pg_ledger_query,
+	.outbox_put = pg_outbox_put,
+	.outbox_get = pg_outbox_get,
+	.outbox_set_state = pg_outbox_set_state,
+	.outbox_mark_unknown = pg_outbox_mark_unknown,
+	.slot_mark = pg_slot_mark,
+	.slot_is_marked = pg_slot_is_marked,
+	.sched_last_get = pg_sched_last_get,
+	.sched_last_set = pg_sched_last_set,
+	.token_get = pg_token_get,
+	.token_put = pg_token_put,
+	.token_drop = pg_token_drop,
+	.wait = pg_wait,
+};

@@ -1,0 +1,1125 @@
+/*
+ * test_store_pg.c - the PostgreSQL backend against a real server.
+ *
+ * Server and per-test schema: tests/pg_fixture.h (every test skips when
+ * no PostgreSQL is there). The restart test needs a throw-away server and
+ * skips on an external one.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <inttypes.h>
+#include <libpq-fe.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "clock.h"
+#include "store.h"
+#include "testutil.h"
+#include "pg_fixture.h"
+
+#define T0 1800000000000LL /* a fixed virtual instant */
+#define MIN 60000LL
+
+static const struct store_ops *ops = &store_pg_ops;
+
+static void *open_store(struct sc_clock *clock)
+{
+	void *h = NULL;
+	struct sc_err err = {0};
+
+	int rc = ops->open(pgfx_url(), clock, &h, &err);
+	if (rc)
+		fail_msg("open: %s", err.msg);
+	return h;
+}
+
+static const struct sc_retry_policy POL = {2, SC_BACKOFF_EXPONENTIAL, MIN};
+
+/* Enqueues slot (run_at = slot) and returns the job id. */
+static int64_t enq(void *h, const char *sched, int64_t slot)
+{
+	int64_t id = 0;
+	assert_int_equal(ops->job_enqueue(h, sched, slot, &POL, slot, false,
+					  &id, NULL, NULL), 0);
+	return id;
+}
+
+static struct store_job claim1(void *h, const char *worker, int64_t lease)
+{
+	struct store_job j;
+	size_t n = 0;
+	assert_int_equal(ops->job_claim(h, worker, lease, &j, 1, &n, NULL), 0);
+	assert_int_equal(n, 1);
+	return j;
+}
+
+static size_t ledger_all(void *h, struct ledger_row **rows)
+{
+	struct ledger_filter f = {NULL, INT64_MIN, INT64_MAX, NULL, false, 0};
+	size_t n = 0;
+	assert_int_equal(ops->ledger_query(h, &f, rows, &n, NULL), 0);
+	return n;
+}
+
+static void rows_free(struct ledger_row *rows, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		sc_free(rows[i].error_msg);
+		sc_free(rows[i].details_json);
+	}
+	sc_free(rows);
+}
+
+/* ---- jobs ----------------------------------------------------------------- */
+
+static void enqueue_is_idempotent(void **state)
+{
+	PGFX_NEED_SERVER();
+	struct sc_clock *clk = sc_clock_virtual_new(T0);
+	void *h = open_store(clk);
+	int64_t id1 = 0, id2 = 0;
+	bool created = false;
+	struct store_job j;
+
+	assert_int_equal(ops->job_enqueue(h, "daily", T0, &POL, T0, true, &id1,
+					  &created, NULL), 0);
+	assert_true(created);
+	assert_int_equal(ops->job_enqueue(h, "daily", T0, &POL, T0 + 5, false,
+					  &id2, &created, NULL), 0);
+	assert_false(created);
+	assert_int_equal(id1, id2);
+	assert_int_equal(ops->job_find(h, "daily", T0, &j, NULL), 0);
+	assert_int_equal(j.id, id1);
+	assert_int_equal(j.state, JOB_READY);
+	assert_true(j.manual);
+	assert_int_equal(j.run_at_ms, T0); /* the second enqueue changed nothing */
+	assert_int_equal(j.policy.attempts, 2);
+	assert_int_equal(j.policy.delay_ms, MIN);
+	assert_int_equal(j.created_ms, T0);
+
+	/* Many at once, overlapping the existing slot and each other. */
+	int64_t slots[] = {T0, T0 + 1000, T0 + 2000, T0 + 1000, T0 + 3000};
+	assert_int_equal(ops->job_enqueue_many(h, "daily", slots, 5, &POL,
+					       NULL), 0);
+	assert_int_equal(ops->job_enqueue_many(h, "daily", slots, 5, &POL,
+					       NULL), 0);
+	assert_int_equal(pgfx_int("SELECT count(*) FROM jobs"), 4);
+	assert_int_equal(ops->job_find(h, "daily", T0 + 3000, &j, NULL), 0);
+	assert_int_equal(j.run_at_ms, T0 + 3000);
+	assert_int_equal(ops->job_find(h, "daily", T0 + 9, &j, NULL),
+			 SC_ENOENT);
+	assert_int_equal(ops->job_get(h, 999999, &j, NULL), SC_ENOENT);
+
+	struct sc_err err = {0};
+	char big[SC_NAME_MAX + 4];
+	memset(big, 'x', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	assert_int_equal(ops->job_enqueue(h, big, T0, &POL, T0, false, NULL,
+					  NULL, &err), SC_EINVAL);
+	ops->close(h);
+	sc_clock_free(clk);
+}
+
+static void claim_takes_due_jobs_in_order(void **state)
+{
+	PGFX_NEED_SERVER();
+	struct sc_clock *clk = sc_clock_virtual_new(T0);
+	void *h = open_store(clk);
+	struct store_job out[8];
+	size_t n = 0;
+
+	int64_t late = enq(h, "s", T0 - 1000);
+	int64_t early = enq(h, "s", T0 - 5000);
+	enq(h, "s", T0 + MIN); /* not due yet */
+	assert_int_equal(ops->job_claim(h, "w1", 30000, out, 8, &n, NULL), 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(out[0].id, early);
+	assert_int_equal(out[1].id, late);
+	for (size_t i = 0; i < n; i++) {
+		assert_int_equal(out[i].state, JOB_ACTIVE);
+		assert_int_equal(out[i].attempts, 1);
+		assert_string_equal(out[i].lease_owner, "w1");
+		assert_int_equal(out[i].lease_expires_ms, T0 + 30000);
+		assert_int_equal(out[i].started_ms, T0);
+	}
+	assert_true(out[0].lease_token != out[1].lease_token);
+	assert_int_equal(ops->job_claim(h, "w1", 30000, out, 8, &n, NULL), 0);
+	assert_int_equal(n, 0);
+
+	int64_t due = 0;
+	assert_int_equal(ops->job_next_due(h, &due, NULL), 0);
+	assert_int_equal(due, T0 + 30000); /* the leases expire first */
+	struct store_counts c;
+	assert_int_equal(ops->job_counts(h, "s", &c, NULL), 0);
+	assert_int_equal(c.active, 2);
+	assert_int_equal(c.delayed, 1);
+	assert_int_equal(c.ready_due, 0);
+	assert_int_equal(ops->job_counts(h, "other", &c, NULL), 0);
+	assert_int_equal(c.active + c.delayed, 0);
+
+	sc_clock_advance_ms(clk, MIN);
+	assert_int_equal(ops->job_counts(h, NULL, &c, NULL), 0);
+	assert_int_equal(c.ready_due, 1);
+	ops->close(h);
+	sc_clock_free(clk);
+}
+
+static void next_due_empty_is_max(void **state)
+{
+	PGFX_NEED_SERVER();
+	struct sc_clock *clk = sc_clock_virtual_new(T0);
+	void *h = open_store(clk);
+	int64_t due = 0;
+
+	assert_int_equal(ops->job_next_due(h, &due, NULL), 0);
+	assert_true(due == INT64_MAX);
+	enq(h, "s", T0 + 7);
+	assert_int_equal(ops->job_next_due(h, &due, NULL), 0);
+	assert_int_equal(due, T0 + 7);
+	ops->close(h);
+	sc_clock_free(clk);
+}
+
+static void fencing_tokens_guard_every_change(void **state)
+{
+	PGFX_NEED_SERVER();
+	struct sc_clock *clk = sc_clock_virtual_new(T0);
+	void *h = open_store(clk);
+	struct sc_err err = {0};
+	struct store_job j;
+
+	int64_t id = enq(h, "s", T0);
+	struct store_job a = claim1(h, "w1", 10000);
+	assert_int_equal(ops->job_heartbeat(h, id, a.lease_token, 20000, NULL),
+			 0);
+	assert_int_equal(ops->job_get(h, id, &j, NULL), 0);
+	assert_int_equal(j.lease_expires_ms, T0 + 20000);
+
+	/* w1 pauses past its lease; recovery hands the job to w2. */
+	sc_clock_advance_ms(clk, 30000);
+	int nrec = 0;
+	assert_int_equal(ops->job_recover(h, 5, &nrec, NULL), 0);
+	assert_int_equal(nrec, 1);
+	struct store_job b = claim1(h, "w2", 10000);
+	assert_int_equal(b.id, id);
+	assert_true(b.lease_token != a.lease_token);
+	assert_int_equal(b.attempts, 2);
+
+	assert_int_equal(ops->job_heartbeat(h, id, a.lease_token, 1, &err),
+			 SC_ELEASE);
+	assert_non_null(strstr(err.msg, "lease lost"));
+	assert_int_equal(ops->job_finish(h, id, a.lease_token, JOB_DONE, 0,
+					 NULL, NULL), SC_ELEASE);
+	assert_int_equal(ops->job_release(h, id, a.lease_token, NULL),
+			 SC_ELEASE);
+	assert_int_equal(ops->job_get(h, id, &j, NULL), 0);
+	assert_int_equal(j.state, JOB_ACTIVE);
+	assert_string_equal(j.lease_owner, "w2");
+	assert_int_equal(j.lease_expires_ms, T0 + 40000);
+
+	assert_int_equal(ops->job_finish(h, id, b.lease_token, JOB_DONE, 0,
+					 NULL, NULL), 0);
+	/* Finished: even the current token no longer works. */
+	assert_int_equal(ops->job_heartbeat(h, id, b.lease_token, 1, NULL),
+			 SC_ELEASE);
+	ops->close(h);
+	sc_clock_free(clk);
+}
+
+static void finish_writes_job_and_ledger_together(void **state)
+{
+	PGFX_NEED_SERVER();
+	struct sc_clock *clk = sc_clock_virtual_new(T0);
+	void *h = open_store(clk);
+	struct store_job j;
+	struct ledger_row *rows;
+
+	/* READY (retry) with error detail. */
+	int64_t id = enq(h, "s", T0);
+	struct store_job a = claim1(h, "w", MIN);
+	sc_clock_advance_ms(clk, 1500);
+	struct ledger_row r = {0};
+	snprintf(r.error_class, sizeof(r.error_class), "task");
+	r.error_msg = "quota exceeded";
+	r.retry_hint_ms = 120000;
+	r.details_json = "{\"task\":\"gen\"}";
+	assert_int_equal(ops->job_finish(h, id, a.lease_token, JOB_READY,
+					 T0 + 10 * MIN, &r, NULL), 0);
+	assert_int_equal(ops->job_get(h, id, &j, NULL), 0);
+	assert_int_equal(j.state, JOB_READY);
+	assert_int_equal(j.run_at_ms, T0 + 10 * MIN);
+	assert_int_equal(j.lease_expires_ms, 0);
+	assert_string_equal(j.lease_owner, "w"); /* who held the last claim */
+
+	/* DONE on the second attempt. */
+	sc_clock_set_ms(clk, T0 + 10 * MIN);
+	struct store_job b = claim1(h, "w", MIN);
+	assert_int_equal(b.attempts, 2);
+	sc_clock_advance_ms(clk, 200);
+	assert_int_equal(ops->job_finish(h, id, b.lease_token, JOB_DONE, 0,
+					 NULL, NULL), 0);
+
+	size_t n = ledger_all(h, &rows);
+	assert_int_equal(n, 2);
+	assert_string_equal(rows[0].outcome, LEDGER_FAILED);
+	assert_string_equal(rows[0].schedule, "s");
+	assert_int_equal(rows[0].slot_ms, T0);
+	assert_int_equal(rows[0].job_id, id);
+	assert_int_equal(rows[0].attempt, 1);
+	assert_int_equal(rows[0].started_ms, T0);
+	assert_int_equal(rows[0].finished_ms, T0 + 1500);
+	assert_string_equal(rows[0].error_class, "task");
+	assert_string_equal(rows[0].error_msg, "quota exceeded");
+	assert_int_equal(rows[0].retry_hint_ms, 120000);
+	assert_string_equal(rows[0].details_json, "{\"task\":\"gen\"}");
+	assert_string_equal(rows[1].outcome, LEDGER_SUCCESS);
+	assert_int_equal(rows[1].attempt, 2);
+	assert_null(rows[1].error_msg);
+	assert_int_equal(rows[1].finished_ms, T0 + 10 * MIN + 200);
+	rows_free(rows, n);
+
+	/* A ledger insert that fails takes the job change with it. */
+	int64_t id2 = enq(h, "s", T0 + 1);
+	struct store_job c = claim1(h, "w", MIN);
+	assert_int_equal(c.id, id2);
+	PQclear(pgfx_sql("ALTER TABLE ledger ADD CONSTRAINT no_boom"
+		    " CHECK (outcome <> 'boom')"));
+	struct ledger_row boom = {0};
+	snprintf(boom.outcome, sizeof(boom.outcome), "boom");
+	struct sc_err err = {0};
+	assert_int_equal(ops->job_finish(h, id2, c.lease_token, JOB_DEAD, 0,
+					 &boom, &err), SC_EDB);
+	assert_non_null(strstr(err.msg, "no_boom"));
+	assert_int_equal(ops->job_get(h, id2, &j, NULL), 0);
+	assert_int_equal(j.state, JOB_ACTIVE);
+	assert_int_equal(j.lease_token, c.lease_token);
+	assert_int_equal(ops->job_finish(h, id2, c.lease_token, JOB_DEAD, 0,
+					 NULL, NULL), 0);
+	assert_int_equal(ops->job_get(h, id2, &j, NULL), 0);
+	assert_int_equal(j.state, JOB_DEAD);
+	assert_int_equal(pgfx_int("SELECT count(*) FROM ledger WHERE outcome"
+				 " = 'lost'"), 1);
+	ops->close(h);
+	sc_clock_free(clk);
+}
+
+static void recover_stalled_counts_and_kills(void **state)
+{
+	PGFX_NEED_SERVER();
+	struct sc_clock *clk = sc_clock_virtual_new(T0);
+	void *h = open_store(clk);
+	struct store_job j;
+	struct ledger_row *rows;
+	int nrec = -1;
+
+	/* Job A: 2 attempts; job B: 5 attempts but max_stalls 2. */
+	int64_t a = enq(h, "a", T0);
+	struct sc_retry_policy five = {5, SC_BACKOFF_FIXED, 1000};
+	int64_t b = 0;
+	assert_int_equal(ops->job_enqueue(h, "b", T0, &five, T0, false, &b,
+					  NULL, NULL), 0);
+	assert_int_equal(ops->job_recover(h, 2, &nrec, NULL), 0);
+	assert_int_equal(nrec, 0);
+
+	for (int round = 1; round <= 2; round++) {
+		struct store_job out[2];
+		size_t n = 0;
+		assert_int_equal(ops->job_claim(h, "w", 1000, out, 2, &n, NULL),
+				 0);
+		assert_int_equal(n, 2);
+		/* Not expired yet: nothing to recover. */
+		assert_int_equal(ops->job_recover(h, 2, &nrec, NULL), 0);
+		assert_int_equal(nrec, 0);
+		sc_clock_advance_ms(clk, 1001);
+		assert_int_equal(ops->job_recover(h, 2, &nrec, NULL), 0);
+		assert_int_equal(nrec, 2);
+		assert_int_equal(ops->job_get(h, a, &j, NULL), 0);
+		assert_int_equal(j.n_stalls, round);
+		assert_int_equal(j.state, round == 1 ? JOB_READY : JOB_DEAD);
+		assert_int_equal(ops->job_get(h, b, &j, NULL), 0);
+		assert_int_equal(j.state, round == 1 ? JOB_READY : JOB_DEAD);
+		if (round == 1)
+			assert_int_equal(j.run_at_ms, T0 + 1001);
+	}
+	size_t n = ledger_all(h, &rows);
+	assert_int_equal(n, 6); /* 2 + 2 stalled, then 2 lost */
+	int stalled = 0, lost = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (strcmp(rows[i].outcome, LEDGER_STALLED) == 0) {
+			stalled++;
+			assert_non_null(strstr(rows[i].error_msg, "w"));
+		} else {
+			assert_string_equal(rows[i].outcome, LEDGER_LOST);
+			/* A lost row follows its job's stalled row. */
+			assert_true(i > 0);
+			assert_string_equal(rows[i - 1].outcome,
+					    LEDGER_STALLED);
+			assert_int_equal(rows[i - 1].job_id, rows[i].job_id);
+			lost++;
+		}
+	}
+	assert_int_equal(stalled, 4);
+	assert_int_equal(lost, 2);
+	rows_free(rows, n);
+
+	/* Revive: DEAD -> READY with a fresh budget; other states refused. */
+	assert_int_equal(ops->job_revive(h, a, NULL), 0);
+	assert_int_equal(ops->job_get(h, a, &j, NULL), 0);
+	assert_int_equal(j.state, JOB_READY);
+	assert_int_equal(j.attempts, 0);
+	assert_int_equal(j.run_at_ms, sc_clock_now_ms(clk));
+	assert_int_equal(ops->job_revive(h, a, NULL), SC_ESTATE);
+	assert_int_equal(ops->job_revive(h, 424242, NULL), SC_ENOENT);
+	ops->close(h);
+	sc_clock_free(clk);
+}
+
+static void release_gives_attempt_back(void **state)
+{
+	PGFX_NEED_SERVER();
+	struct sc_clock *clk = sc_clock_virtual_new(T0);
+	void *h = open_store(clk);
+	struct store_job j;
+
+	int64_t id = enq(h, "s", T0 - 10);
+	struct store_job a = claim1(h, "w", MIN);
+	sc_clock_advance_ms(clk, 5);
+	assert_int_equal(ops->job_release(h, id, a.lease_token, NULL), 0);
+	assert_int_equal(ops->job_get(h, id, &j, NULL), 0);
+	assert_int_equal(j.state, JOB_READY);
+	assert_int_equal(j.attempts, 0);
+	assert_int_equal(j.run_at_ms, T0 + 5);
+	assert_int_equal(ops->job_release(h, id, a.lease_token, NULL),
+			 SC_ELEASE);
+	struct store_job b = claim1(h, "w", MIN);
+	assert_int_equal(b.attempts, 1);
+	ops->close(h);
+	sc_clock_free(clk);
+}
+
+/* ---- concurrent claimers ----------------------------------------------- */
+
+#define N_JOBS 400
+#define N_THREADS 4
+
+struct claimer {
+	struct sc_clock *clk;
+	int *seen; /* per job id - first id */
+	int64_t first_id;
+	pthread_mutex_t *mu;
+	int done;
+	int failed;
+};
+
+static void *claimer_run(void *arg)
+{
+	struct claimer *c = arg;
+	void *h = NULL;
+	char name[32];
+
+	snprintf(name, sizeof(name), "w%p", (void *)c);
+	if (store_pg_ops.open(pgfx_url(), c->clk, &h, NULL) != 0) {
+		c->failed = 1;
+		return NULL;
+	}
+	for (;;) {
+		struct store_job out[5];
+		size_t n = 0;
+		if (store_pg_ops.job_claim(h, name, MIN, out, 5, &n, NULL)) {
+			c->failed = 1;
+			break;
+		}
+		if (n == 0)
+			break;
+		for (size_t i = 0; i < n; i++) {
+			pthread_mutex_lock(c->mu);
+			c->seen[out[i].id - c->first_id]++;
+			pthread_mutex_unlock(c->mu);
+			if (store_pg_ops.job_finish(h, out[i].id,
+						    out[i].lease_token,
+						    JOB_DONE, 0, NULL, NULL))
+				c->failed = 1;
+			c->done++;
+		}
+	}
+	store_pg_ops.close(h);
+	return NULL;
+}
+
+static void concurrent_claimers_never_share_a_job(void **state)
+{
+	PGFX_NEED_SERVER();
+	struct sc_clock *clk = sc_clock_virtual_new(T0);
+	void *h = open_store(clk);
+	int64_t slots[N_JOBS];
+	static int seen[N_JOBS];
+	pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+	struct claimer cl[N_THREADS];
+	pthread_t th[N_THREADS];
+	struct store_job j;
+
+	for (int i = 0; i < N_JOBS; i++)
+		slots[i] = T0 - N_JOBS + i;
+	assert_int_equal(ops->job_enqueue_many(h, "c", slots, N_JOBS, &POL,
+					       NULL), 0);
+	assert_int_equal(ops->job_find(h, "c", slots[0], &j, NULL), 0);
+	memset(seen, 0, sizeof(seen));
+	for (int t = 0; t < N_THREADS; t++) {
+		cl[t] = (struct claimer){clk, seen, j.id, &mu, 0, 0};
+		assert_int_equal(pthread_create(&th[t], NULL, claimer_run,
+						&cl[t]), 0);
+	}
+	int total = 0, busy = 0;
+	for (int t = 0; t < N_THREADS; t++) {
+		pthread_join(th[t], NULL);
+		assert_int_equal(cl[t].failed, 0);
+		total += cl[t].done;
+		busy += cl[t].done > 0;
+	}
+	assert_int_equal(total, N_JOBS);
+	for (int i = 0; i < N_JOBS; i++)
+		assert_int_equal(seen[i], 1);
+	assert_true(busy >= 2); /* they really ran side by side */
+	assert_int_equal(pgfx_int("SELECT count(*) FROM ledger WHERE outcome"
+				 " = 'success'"), N_JOBS);
+	assert_int_equal(pgfx_int("SELECT count(*) FROM jobs WHERE state = 2"),
+			 N_JOBS);
+	ops->close(h);
+	sc_clock_free(clk);
+}
+
+/* ---- ledger, outbox, markers, scheduler state, tokens ----------------- */
+
+static void ledger_append_and_filters(void **state)
+{
+	PGFX_NEED_SERVER();
+	struct sc_clock *clk = sc_clock_virtual_new(T0);
+	void *h = open_store(clk);
+	static const struct {
+		const char *sched;
+		int64_t slot;
+		const char *outcome;
+	} in[] = {
+		{"a", 100, LEDGER_MISSED}, {"a", 200, LEDGER_SUCCESS},
+		{"b", 150, LEDGER_LOST},   {"a", 300, LEDGER_DUPLICATE},
+		{"b", 400, LEDGER_MISSED},
+	};
+	static const struct {
+		struct ledger_filter f;
+		size_t want;
+	} q[] = {
+		{{NULL, INT64_MIN, INT64_MAX, NULL, false, 0}, 5},
+		{{"a", INT64_MIN, INT64_MAX, NULL, false, 0}, 3},
+		{{NULL, 150, 400, NULL, false, 0}, 3},
+		{{NULL, INT64_MIN, INT64_MAX, LEDGER_MISSED, false, 0}, 2},
+		{{NULL, INT64_MIN, INT64_MAX, NULL, true, 0}, 3},
+		{{"b", INT64_MIN, 300, NULL, true, 0}, 1},
+		{{NULL, INT64_MIN, INT64_MAX, NULL, false, 2}, 2},
+	};
+	for (size_t i = 0; i < sizeof(in) / sizeof(in[0]); i++) {
+		struct ledger_row r = {0};
+		snprintf(r.schedule, sizeof(r.schedule), "%s", in[i].sched);
+		r.slot_ms = in[i].slot;
+		snprintf(r.outcome, sizeof(r.outcome), "%s", in[i].outcome);
+		r.error_msg = (char *)"why";
+		assert_int_equal(ops->ledger_append(h, &r, NULL), 0);
+	}
+	for (size_t i = 0; i < sizeof(q) / sizeof(q[0]); i++) {
+		struct ledger_row *rows;
+		size_t n = 0;
+		assert_int_equal(ops->ledger_query(h, &q[i].f, &rows, &n,
+						   NULL), 0);
+		assert_int_equal(n, q[i].want);
+		for (size_t k = 1; k < n; k++) /* oldest first */
+			assert_true(rows[k - 1].id < rows[k].id);
+		if (n)
+			assert_string_equal(rows[0].error_msg, "why");
+		rows_free(rows, n);
+	}
+	ops->close(h);
+	sc_clock_free(clk);
+}
+
+static void outbox_states_and_guard(void **state)
+{
+	PGFX_NEED_SERVER();
+	struct sc_clock *clk = sc_clock_virtual_new(T0);
+	void *h = open_store(clk);
+	struct outbox_entry e = {0};
+	bool created = false;
+	int n = -1;
+
+	assert_int_equal(ops->outbox_get(h, "s", T0, "slack", &e, NULL),
+			 SC_ENOENT);
+	assert_int_equal(ops->outbox_set_state(h, "s", T0, "slack",
+					       SEND_SENDING, NULL), SC_ENOENT);
+	assert_int_equal(ops->outbox_put(h, "s", T0, "slack", "first",
+					 &created, NULL), 0);
+	assert_true(created);
+	assert_int_equal(ops->outbox_put(h, "s", T0, "slack", "second",
+					 &created, NULL), 0);
+	assert_false(created);
+	assert_int_equal(ops->outbox_get(h, "s", T0, "slack", &e, NULL), 0);
+	assert_int_equal(e.state, SEND_PENDING);
+	assert_string_equal(e.body, "first");
+	sc_free(e.body);
+
+	/* SENDING twice (a failure between): two tries. */
+	assert_int_equal(ops->outbox_set_state(h, "s", T0, "slack",
+					       SEND_SENDING, NULL), 0);
+	assert_int_equal(ops->outbox_set_state(h, "s", T0, "slack",
+					       SEND_FAILED, NULL), 0);
+	assert_int_equal(ops->outbox_set_state(h, "s", T0, "slack",
+					       SEND_SENDING, NULL), 0);
+	/* A crash here: the row becomes UNKNOWN. */
+	assert_int_equal(ops->outbox_put(h, "s", T0, "file", "x", NULL, NULL),
+			 0);
+	assert_int_equal(ops->outbox_mark_unknown(h, "s", T0, &n, NULL), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(ops->outbox_get(h, "s", T0, "slack", &e, NULL), 0);
+	assert_int_equal(e.state, SEND_UNKNOWN);
+	assert_int_equal(e.n_tries, 2);
+	sc_free(e.body);
+
+	sc_clock_advance_ms(clk, 42);
+	assert_int_equal(ops->outbox_set_state(h, "s", T0, "slack",
+					       SEND_SENDING, NULL), 0);
+	assert_int_equal(ops->outbox_set_state(h, "s", T0, "slack", SEND_SENT,
+					       NULL), 0);
+	assert_int_equal(ops->outbox_get(h, "s", T0, "slack", &e, NULL), 0);
+	assert_int_equal(e.state, SEND_SENT);
+	assert_int_equal(e.sent_ms, T0 + 42);
+	assert_int_equal(e.n_tries, 3);
+	sc_free(e.body);
+
+	/* The guard never reopens, whatever is asked. */
+	static const enum send_state back[] = {SEND_PENDING, SEND_SENDING,
+					       SEND_FAILED, SEND_UNKNOWN,
+					       SEND_SENT};
+	for (size_t i = 0; i < sizeof(back) / sizeof(back[0]); i++) {
+		struct sc_err err = {0};
+		assert_int_equal(ops->outbox_set_state(h, "s", T0, "slack",
+						       back[i], &err),
+				 SC_ESTATE);
+		assert_non_null(strstr(err.msg, "sent"));
+	}
+	assert_int_equal(ops->outbox_get(h, "s", T0, "slack", &e, NULL), 0);
+	assert_int_equal(e.state, SEND_SENT);
+	assert_int_equal(e.n_tries, 3);
+	sc_free(e.body);
+	assert_int_equal(ops->outbox_mark_unknown(h, "s", T0, &n, NULL), 0);
+	assert_int_equal(n, 0);
+	ops->close(h);
+	sc_clock_free(clk);
+}
+
+static void markers_sched_state_tokens(void **state)
+{
+	PGFX_NEED_SERVER();
+	struct sc_clock *clk = sc_clock_virtual_new(T0);
+	void *h = open_store(clk);
+	bool marked = true;
+	int64_t v = 0;
+	char *tok = NULL;
+
+	assert_int_equal(ops->slot_is_marked(h, "s", T0, &marked, NULL), 0);
+	assert_false(marked);
+	assert_int_equal(ops->slot_mark(h, "s", T0, NULL), 0);
+	assert_int_equal(ops->slot_mark(h, "s", T0, NULL), 0);
+	assert_int_equal(ops->slot_is_marked(h, "s", T0, &marked, NULL), 0);
+	assert_true(marked);
+	assert_int_equal(ops->slot_is_marked(h, "s", T0 + 1, &marked, NULL),
+			 0);
+	assert_false(marked);
+
+	/* Scheduler state never moves backwards. */
+	static const struct {
+		int64_t set, want;
+	} steps[] = {{100, 100}, {50, 100}, {100, 100}, {300, 300}, {-5, 300}};
+	assert_int_equal(ops->sched_last_get(h, "s", &v, NULL), SC_ENOENT);
+	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+		assert_int_equal(ops->sched_last_set(h, "s", steps[i].set,
+						     NULL), 0);
+		assert_int_equal(ops->sched_last_get(h, "s", &v, NULL), 0);
+		assert_int_equal(v, steps[i].want);
+	}
+
+	assert_int_equal(ops->token_get(h, "idp", &tok, &v, NULL), SC_ENOENT);
+	assert_int_equal(ops->token_put(h, "idp", "t1", T0 + 1000, NULL), 0);
+	assert_int_equal(ops->token_put(h, "idp", "t2", T0 + 2000, NULL), 0);
+	assert_int_equal(ops->token_get(h, "idp", &tok, &v, NULL), 0);
+	assert_string_equal(tok, "t2");
+	assert_int_equal(v, T0 + 2000);
+	sc_free(tok);
+	assert_int_equal(ops->token_drop(h, "idp", NULL), 0);
+	assert_int_equal(ops->token_get(h, "idp", &tok, &v, NULL), SC_ENOENT);
+	ops->close(h);
+	sc_clock_free(clk);
+}
+
+/* ---- migrations ---------------------------------------------------------- */
+
+static void migrations_run_once_and_refuse_newer(void **state)
+{
+	PGFX_NEED_SERVER();
+	struct sc_clock *clk = sc_clock_virtual_new(T0);
+	void *h = open_store(clk);
+	void *h2 = NULL;
+	struct sc_err err = {0};
+
+	enq(h, "s", T0);
+	ops->close(h);
+	h = open_store(clk); /* already current: nothing to do */
+	ops->close(h);
+	assert_int_equal(pgfx_int("SELECT version FROM schema_version"), 1);
+	assert_int_equal(pgfx_int("SELECT count(*) FROM schema_version"), 1);
+	assert_int_equal(pgfx_int("SELECT count(*) FROM jobs"), 1);
+
+	PQclear(pgfx_sql("UPDATE schema_version SET version = 99"));
+	assert_int_equal(ops->open(pgfx_url(), clk, &h2, &err), SC_EVERSION);
+	assert_null(h2);
+	assert_non_null(strstr(err.msg, "newer"));
+	assert_int_equal(pgfx_int("SELECT version FROM schema_version"), 99);
+	assert_int_equal(pgfx_int("SELECT count(*) FROM jobs"), 1);
+	sc_clock_free(clk);
+}
+
+/* Nodes starting together on an empty schema: one migrates, all open. */
+struct opener {
+	struct sc_clock *clk;
+	int rc;
+};
+
+static void *opener_run(void *arg)
+{
+	struct opener *o = arg;
+	void *h = NULL;
+
+	o->rc = store_pg_ops.open(pgfx_url(), o->clk, &h, NULL);
+	store_pg_ops.close(h);
+	return NULL;
+}
+
+/*
+ * Which commits wait for the WAL flush. A deferred constraint trigger on
+ * every table runs at COMMIT and notes the synchronous_commit in force
+ * right then: only the send guard, the slot marker, a DEAD job, stalled
+ * recovery and a "lost" row may commit with the server's default ("on");
+ * everything else commits with "off".
+ */
+#define expect_sync(want) expect_sync_at(want, __LINE__)
+static void expect_sync_at(const char *want, int line)
+{
+	PGresult *r = pgfx_sql("SELECT coalesce(string_agg(DISTINCT setting,"
+			       " ','), 'none') FROM sync_log");
+	const char *got = PQgetvalue(r, 0, 0);
+	if (strcmp(got, want) != 0)
+		fail_msg("line %d: synchronous_commit at commit: %s, want %s",
+			 line, got, want);
+	PQclear(r);
+	PQclear(pgfx_sql("TRUNCATE sync_log"));
+}
+
+static void only_records_that_must_survive_wait_for_the_flush(void **state)
+{
+	PGFX_NEED_SERVER();
+	struct sc_clock *clk = sc_clock_virtual_new(T0);
+	void *h = open_store(clk);
+	char q[512];
+
+	PQclear(pgfx_sql("CREATE TABLE sync_log (setting text);"
+			 " CREATE FUNCTION note_sync() RETURNS trigger"
+			 " LANGUAGE plpgsql AS $$ BEGIN INSERT INTO sync_log"
+			 " VALUES (current_setting('synchronous_commit'));"
+			 " RETURN NULL; END $$"));
+	static const char *const tables[] = {"jobs", "ledger", "outbox",
+					     "slot_markers", "sched_state",
+					     "token_cache"};
+	for (size_t i = 0; i < sizeof(tables) / sizeof(tables[0]); i++) {
+		snprintf(q, sizeof(q), "CREATE CONSTRAINT TRIGGER note_%s AFTER"
+			 " INSERT OR UPDATE ON %s DEFERRABLE INITIALLY"
+			 " DEFERRED FOR EACH ROW EXECUTE FUNCTION note_sync()",
+			 tables[i], tables[i]);
+		PQclear(pgfx_sql(q));
+	}
+
+	int64_t id = enq(h, "s", T0);
+	expect_sync("off");
+	struct store_job j = claim1(h, "w", 1000);
+	expect_sync("off");
+	assert_int_equal(ops->job_heartbeat(h, id, j.lease_token, 1000, NULL),
+			 0);
+	expect_sync("off");
+	assert_int_equal(ops->job_finish(h, id, j.lease_token, JOB_READY, T0,
+					 NULL, NULL), 0);
+	expect_sync("off");
+	j = claim1(h, "w", 1000);
+	expect_sync("off");
+	assert_int_equal(ops->job_release(h, id, j.lease_token, NULL), 0);
+	expect_sync("off");
+	j = claim1(h, "w", 1000);
+	expect_sync("off");
+	assert_int_equal(ops->job_finish(h, id, j.lease_token, JOB_DEAD, 0,
+					 NULL, NULL), 0);
+	expect_sync("on");
+	assert_int_equal(ops->job_revive(h, id, NULL), 0);
+	expect_sync("off");
+	j = claim1(h, "w", 1000);
+	expect_sync("off");
+	sc_clock_advance_ms(clk, 2000);
+	int n = 0;
+	assert_int_equal(ops->job_recover(h, 5, &n, NULL), 0);
+	assert_int_equal(n, 1);
+	expect_sync("on");
+	j = claim1(h, "w", 1000);
+	expect_sync("off");
+	assert_int_equal(ops->job_finish(h, id, j.lease_token, JOB_DONE, 0,
+					 NULL, NULL), 0);
+	expect_sync("off");
+
+	assert_int_equal(ops->outbox_put(h, "s", T0, "t", "m", NULL, NULL), 0);
+	expect_sync("off");
+	assert_int_equal(ops->outbox_set_state(h, "s", T0, "t", SEND_SENDING,
+					       NULL), 0);
+	expect_sync("off");
+	assert_int_equal(ops->outbox_set_state(h, "s", T0, "t", SEND_SENT,
+					       NULL), 0);
+	expect_sync("on");
+	assert_int_equal(ops->slot_mark(h, "s", T0, NULL), 0);
+	expect_sync("on");
+
+	struct ledger_row r = {0};
+	snprintf(r.schedule, sizeof(r.schedule), "s");
+	snprintf(r.outcome, sizeof(r.outcome), "%s", LEDGER_MISSED);
+	assert_int_equal(ops->ledger_append(h, &r, NULL), 0);
+	expect_sync("off");
+	snprintf(r.outcome, sizeof(r.outcome), "%s", LEDGER_LOST);
+	assert_int_equal(ops->ledger_append(h, &r, NULL), 0);
+	expect_sync("on");
+	assert_int_equal(ops->sched_last_set(h, "s", T0, NULL), 0);
+	expect_sync("off");
+	assert_int_equal(ops->token_put(h, "p", "tok", T0, NULL), 0);
+	expect_sync("off");
+	ops->close(h);
+	sc_clock_free(clk);
+}
+
+static void nodes_migrate_once_when_starting_together(void **state)
+{
+	PGFX_NEED_SERVER();
+	struct sc_clock *clk = sc_clock_virtual_new(T0);
+	struct opener o[4];
+	pthread_t th[4];
+
+	for (int i = 0; i < 4; i++) {
+		o[i] = (struct opener){clk, -1};
+		assert_int_equal(pthread_create(&th[i], NULL, opener_run, &o[i]),
+				 0);
+	}
+	for (int i = 0; i < 4; i++) {
+		pthread_join(th[i], NULL);
+		assert_int_equal(o[i].rc, 0);
+	}
+	assert_int_equal(pgfx_int("SELECT count(*) FROM schema_version"), 1);
+	assert_int_equal(pgfx_int("SELECT version FROM schema_version"), 1);
+	sc_clock_free(clk);
+}
+
+/*
+ * The privileges store_pg.md promises: a role with no CREATE is refused a
+ * fresh schema with SC_EACCES; on a migrated schema, USAGE on it plus
+ * SELECT/INSERT/UPDATE/DELETE on the tables and USAGE on the sequences is
+ * enough for every operation.
+ */
+static void limited_role_works_on_a_migrated_schema(void **state)
+{
+	PGFX_NEED_SERVER();
+	const char *u = pgfx_url();
+	const char *at = strstr(u, "://postgres@");
+	if (!at)
+		skip(); /* not our kind of URL: cannot name another role */
+	struct sc_clock *clk = sc_clock_virtual_new(T0);
+	char role[64], url[600], q[512];
+	struct sc_err err = {0};
+	void *h = NULL;
+
+	snprintf(role, sizeof(role), "sc_limited_%d", (int)getpid());
+	snprintf(url, sizeof(url), "%.*s://%s@%s", (int)(at - u), u, role,
+		 at + strlen("://postgres@"));
+	snprintf(q, sizeof(q), "CREATE ROLE %s LOGIN", role);
+	PQclear(pgfx_sql(q));
+	snprintf(q, sizeof(q), "GRANT USAGE ON SCHEMA %s TO %s", pgfx_schema,
+		 role);
+	PQclear(pgfx_sql(q));
+
+	/* No CREATE: migrating is refused, clearly. */
+	int rc = ops->open(url, clk, &h, &err);
+	assert_int_equal(rc, SC_EACCES);
+	assert_non_null(strstr(err.msg, "permission denied"));
+
+	/* An administrator migrates; the daemon's role gets DML only. */
+	h = open_store(clk);
+	ops->close(h);
+	h = NULL;
+	snprintf(q, sizeof(q),
+		 "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA"
+		 " %s TO %s; GRANT USAGE ON ALL SEQUENCES IN SCHEMA %s TO %s",
+		 pgfx_schema, role, pgfx_schema, role);
+	PQclear(pgfx_sql(q));
+	sc_err_clear(&err);
+	rc = ops->open(url, clk, &h, &err);
+	if (rc)
+		fail_msg("limited open: %s", err.msg);
+	int64_t id = enq(h, "s", T0);
+	struct store_job j = claim1(h, "w", MIN);
+	assert_int_equal(j.id, id);
+	assert_int_equal(ops->job_heartbeat(h, id, j.lease_token, MIN, NULL), 0);
+	assert_int_equal(ops->outbox_put(h, "s", T0, "t", "m", NULL, NULL), 0);
+	assert_int_equal(ops->outbox_set_state(h, "s", T0, "t", SEND_SENT,
+					       NULL), 0);
+	assert_int_equal(ops->slot_mark(h, "s", T0, NULL), 0);
+	assert_int_equal(ops->job_finish(h, id, j.lease_token, JOB_DONE, 0,
+					 NULL, NULL), 0);
+	int n = -1;
+	assert_int_equal(ops->job_recover(h, 2, &n, NULL), 0);
+	assert_int_equal(ops->sched_last_set(h, "s", T0, NULL), 0);
+	assert_int_equal(ops->token_put(h, "p", "tok", T0, NULL), 0);
+	assert_int_equal(ops->token_drop(h, "p", NULL), 0);
+	struct ledger_row *rows;
+	assert_int_equal(ledger_all(h, &rows), 1);
+	rows_free(rows, 1);
+	assert_int_equal(ops->wait(h, 1, NULL), 0);
+	ops->close(h);
+
+	snprintf(q, sizeof(q), "DROP OWNED BY %s; DROP ROLE %s", role, role);
+	PQclear(pgfx_sql(q));
+	sc_clock_free(clk);
+}
+
+/* A server that turned read-only (the old primary after a failover): the
+ * write fails with SC_EIO and the next operation connects afresh. */
+static void read_only_server_makes_the_next_op_reconnect(void **state)
+{
+	PGFX_NEED_SERVER();
+	struct sc_clock *clk = sc_clock_virtual_new(T0);
+	void *h = open_store(clk);
+	char normal[256], ro[320];
+	struct sc_err err = {0};
+
+	ops->close(h); /* migrated; now reopen read-only */
+	snprintf(normal, sizeof(normal), "%s", getenv("PGOPTIONS"));
+	snprintf(ro, sizeof(ro), "%s -c default_transaction_read_only=on",
+		 normal);
+	setenv("PGOPTIONS", ro, 1);
+	h = open_store(clk);
+	assert_int_equal(ops->job_enqueue(h, "s", T0, &POL, T0, false, NULL,
+					  NULL, &err), SC_EIO);
+	assert_non_null(strstr(err.msg, "read-only"));
+	setenv("PGOPTIONS", normal, 1); /* "failover" done */
+	enq(h, "s", T0);
+	assert_int_equal(pgfx_int("SELECT count(*) FROM jobs"), 1);
+	ops->close(h);
+	sc_clock_free(clk);
+}
+
+static void unreachable_server_is_a_clear_error(void **state)
+{
+	struct sc_clock *clk = sc_clock_virtual_new(T0);
+	void *h = NULL;
+	struct sc_err err = {0};
+
+	assert_int_equal(ops->open("postgresql://127.0.0.1:1/none", clk, &h,
+				   &err), SC_EIO);
+	assert_null(h);
+	assert_non_null(strstr(err.msg, "cannot connect"));
+	sc_clock_free(clk);
+}
+
+/* ---- notifications ------------------------------------------------------- */
+
+struct waiter {
+	void *h;
+	int64_t took_ms;
+	int rc;
+	int64_t timeout_ms; /* 0: 10 s */
+};
+
+static void *waiter_run(void *arg)
+{
+	struct waiter *w = arg;
+	int64_t t = clock_mono_ms();
+
+	w->rc = store_pg_ops.wait(w->h, w->timeout_ms ? w->timeout_ms : 10000,
+				  NULL);
+	w->took_ms = clock_mono_ms() - t;
+	return NULL;
+}
+
+static void wait_wakes_on_enqueue(void **state)
+{
+	PGFX_NEED_SERVER();
+	struct sc_clock *clk = sc_clock_virtual_new(T0);
+	void *a = open_store(clk), *b = open_store(clk);
+	struct waiter w = {a, 0, -1, 0};
+	pthread_t th;
+
+	/* The first wait returns at once: what happened before it listened
+	 * was not heard. Then, with nothing happening, a wait runs to its
+	 * timeout. */
+	int64_t t = clock_mono_ms();
+	assert_int_equal(ops->wait(a, 5000, NULL), 0);
+	assert_true(clock_mono_ms() - t < 2500);
+	t = clock_mono_ms();
+	assert_int_equal(ops->wait(a, 150, NULL), 0);
+	assert_true(clock_mono_ms() - t >= 140);
+
+	assert_int_equal(pthread_create(&th, NULL, waiter_run, &w), 0);
+	struct timespec ts = {0, 100 * 1000000L};
+	nanosleep(&ts, NULL);
+	enq(b, "s", T0);
+	pthread_join(th, NULL);
+	assert_int_equal(w.rc, 0);
+	assert_true(w.took_ms < 5000);
+
+	/* A notification that came while busy is not lost: it ends the
+	 * next wait at once. */
+	enq(b, "s", T0 + 1);
+	size_t n = 0;
+	struct store_job out[2];
+	assert_int_equal(ops->job_claim(a, "w", MIN, out, 2, &n, NULL), 0);
+	t = clock_mono_ms();
+	assert_int_equal(ops->wait(a, 5000, NULL), 0);
+	assert_true(clock_mono_ms() - t < 2500);
+	ops->close(a);
+	ops->close(b);
+	sc_clock_free(clk);
+}
+
+/* ---- server restart -------------------------------------------------------- */
+
+static void server_restart_fails_then_recovers(void **state)
+{
+	PGFX_NEED_SERVER();
+	if (!pgfx_restartable())
+		skip(); /* an external server: not ours to restart */
+	/* The restart ends every other connection; none is open here. */
+	struct sc_clock *clk = sc_clock_virtual_new(T0);
+	void *h = open_store(clk);
+	struct sc_err err = {0};
+	struct store_job j;
+
+	int64_t id = enq(h, "s", T0);
+	struct store_job a = claim1(h, "w", MIN);
+	/* A worker asleep in wait when the server goes: an error, no spin. */
+	void *sleeper = open_store(clk);
+	assert_int_equal(ops->wait(sleeper, 1, NULL), 0); /* now listening */
+	struct waiter ws = {sleeper, 0, -1, 700};
+	pthread_t wth;
+	assert_int_equal(pthread_create(&wth, NULL, waiter_run, &ws), 0);
+	assert_int_equal(pgfx_server("stop", NULL, 0), 0);
+	pthread_join(wth, NULL);
+	assert_int_equal(ws.rc, SC_EIO);
+	ops->close(sleeper);
+
+	int rc = ops->job_heartbeat(h, id, a.lease_token, MIN, &err);
+	assert_int_equal(rc, SC_EIO);
+	assert_non_null(strstr(err.msg, "PostgreSQL"));
+	/* While it is down every op fails cleanly, none blocks for long. */
+	for (int i = 0; i < 3; i++) {
+		struct sc_err e2 = {0};
+		assert_int_equal(ops->job_get(h, id, &j, &e2), SC_EIO);
+		assert_true(strstr(e2.msg, "unavailable") ||
+			    strstr(e2.msg, "connect"));
+	}
+	int64_t t = clock_mono_ms();
+	assert_int_equal(ops->wait(h, 50, NULL), SC_EIO);
+	assert_true(clock_mono_ms() - t >= 40); /* waited, did not spin */
+
+	char url[512];
+	assert_int_equal(pgfx_server("start", url, sizeof(url)), 0);
+	assert_string_equal(url, pgfx_url());
+	/* The handle reconnects by itself within its backoff. */
+	int64_t deadline = clock_mono_ms() + 15000;
+	do {
+		rc = ops->job_heartbeat(h, id, a.lease_token, MIN, NULL);
+		if (rc) {
+			struct timespec ts = {0, 50 * 1000000L};
+			nanosleep(&ts, NULL);
+		}
+	} while (rc && clock_mono_ms() < deadline);
+	assert_int_equal(rc, 0);
+	assert_int_equal(ops->job_finish(h, id, a.lease_token, JOB_DONE, 0,
+					 NULL, NULL), 0);
+	assert_int_equal(ops->job_get(h, id, &j, NULL), 0);
+	assert_int_equal(j.state, JOB_DONE);
+	/* LISTEN is back too. */
+	struct waiter w = {h, 0, -1, 0};
+	void *b = open_store(clk);
+	assert_int_equal(ops->wait(h, 1, NULL), 0); /* consumes the reconnect */
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, waiter_run, &w), 0);
+	struct timespec ts = {0, 100 * 1000000L};
+	nanosleep(&ts, NULL);
+	enq(b, "s", T0 + 5);
+	pthread_join(th, NULL);
+	assert_int_equal(w.rc, 0);
+	assert_true(w.took_ms < 5000);
+	ops->close(b);
+	ops->close(h);
+	sc_clock_free(clk);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(enqueue_is_idempotent, pgfx_setup,
+						pgfx_teardown),
+		cmocka_unit_test_setup_teardown(claim_takes_due_jobs_in_order,
+						pgfx_setup, pgfx_teardown),
+		cmocka_unit_test_setup_teardown(next_due_empty_is_max, pgfx_setup,
+						pgfx_teardown),
+		cmocka_unit_test_setup_teardown(
+			fencing_tokens_guard_every_change, pgfx_setup, pgfx_teardown),
+		cmocka_unit_test_setup_teardown(
+			finish_writes_job_and_ledger_together, pgfx_setup, pgfx_teardown),
+		cmocka_unit_test_setup_teardown(
+			recover_stalled_counts_and_kills, pgfx_setup, pgfx_teardown),
+		cmocka_unit_test_setup_teardown(release_gives_attempt_back,
+						pgfx_setup, pgfx_teardown),
+		cmocka_unit_test_setup_teardown(
+			concurrent_claimers_never_share_a_job, pgfx_setup, pgfx_teardown),
+		cmocka_unit_test_setup_teardown(ledger_append_and_filters, pgfx_setup,
+						pgfx_teardown),
+		cmocka_unit_test_setup_teardown(outbox_states_and_guard, pgfx_setup,
+						pgfx_teardown),
+		cmocka_unit_test_setup_teardown(markers_sched_state_tokens,
+						pgfx_setup, pgfx_teardown),
+		cmocka_unit_test_setup_teardown(
+			migrations_run_once_and_refuse_newer, pgfx_setup, pgfx_teardown),
+		cmocka_unit_test_setup_teardown(
+			only_records_that_must_survive_wait_for_the_flush,
+			pgfx_setup, pgfx_teardown),
+		cmocka_unit_test_setup_teardown(
+			nodes_migrate_once_when_starting_together, pgfx_setup,
+			pgfx_teardown),
+		cmocka_unit_test_setup_teardown(
+			limited_role_works_on_a_migrated_schema, pgfx_setup,
+			pgfx_teardown),
+		cmocka_unit_test_setup_teardown(
+			read_only_server_makes_the_next_op_reconnect, pgfx_setup,
+			pgfx_teardown),
+		cmocka_unit_test(unreachable_server_is_a_clear_error),
+		cmocka_unit_test_setup_teardown(wait_wakes_on_enqueue, pgfx_setup,
+						pgfx_teardown),
+		cmocka_unit_test_setup_teardown(
+			server_restart_fails_then_recovers, pgfx_setup, pgfx_teardown),
+	};
+	return cmocka_run_group_tests(tests, pgfx_group_setup,
+				      pgfx_group_teardown);
+}
