@@ -314,11 +314,13 @@ int delivery_http_post(const struct delivery_send *s, const char *body,
 		.headers = hdrs,
 		.body = body,
 		.body_len = strlen(body),
+		.url_is_secret = true,
 	};
 	rc = http_do(c, &req, &resp, &herr);
 	http_client_free(c);
 	if (rc) {
 		http_url_for_log(url, logurl, sizeof(logurl));
+		http_url_hide_path(logurl);
 		if (herr.http_status) {
 			excerpt(resp.body, resp.body_len, ex, sizeof(ex));
 			err_set_http(err, SC_EDELIVERY, herr.http_status,

@@ -180,6 +180,16 @@ bool http_status_retryable(int s)
 	       (s >= 500 && s <= 599);
 }
 
+/* Cuts a logged URL after its host: "https://hooks.example.com/..." */
+void http_url_hide_path(char *logurl)
+{
+	char *sep = strstr(logurl, "://");
+	char *path = strchr(sep ? sep + 3 : logurl, '/');
+
+	if (path && strlen(path) >= 4)
+		memcpy(path, "/...", 5);
+}
+
 const char *http_url_for_log(const char *url, char *out, size_t n)
 {
 	struct buf b;
@@ -696,6 +706,8 @@ int http_do(struct http_client *c, const struct http_request *req,
 	http_response_dispose(resp);
 	const char *method = req->method ? req->method : "GET";
 	http_url_for_log(req->url, logurl, sizeof(logurl));
+	if (req->url_is_secret)
+		http_url_hide_path(logurl);
 	if (!req->url || (strncasecmp(req->url, "http://", 7) != 0 &&
 			  strncasecmp(req->url, "https://", 8) != 0)) {
 		rc = sc_err_set(err, SC_EINVAL,

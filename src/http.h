@@ -87,6 +87,10 @@ struct http_request {
 					auth provider's, if any */
 	int64_t timeout_ms;          /* 0: the client's */
 	int64_t connect_timeout_ms;  /* 0: the client's */
+	bool url_is_secret;          /* the URL itself is a credential (chat
+					webhooks carry their key in the path):
+					logs and errors show scheme and host
+					only */
 };
 
 /*
@@ -146,6 +150,10 @@ bool http_status_retryable(int http_status);
  * (never the path or query). Thread-safe.
  */
 int http_check_secure_url(const char *url, struct sc_err *err);
+
+/* Cuts a URL written by http_url_for_log after its host, in place:
+ * "https://hooks.example.com/..." (for URLs that are credentials). */
+void http_url_hide_path(char *logurl);
 
 /*
  * Writes "scheme://host[:port]/path" of url into out (size n): no

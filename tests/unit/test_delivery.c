@@ -43,6 +43,16 @@ static int reset(void **state)
 	return 0;
 }
 
+/* Every log line of a test, to prove no secret reaches the log. */
+static char logged[64 * 1024];
+
+static void capture(void *ud, enum sc_log_level level, const char *line)
+{
+	size_t n = strlen(logged);
+
+	snprintf(logged + n, sizeof(logged) - n, "%s\n", line);
+}
+
 #define SLOT 1795798800000LL /* 2026-11-27T17:00:00Z */
 
 static char *compose_result(void)
@@ -199,6 +209,8 @@ static void webhook_failures_carry_status_and_excerpt(void **state)
 	struct delivery_send s = {.target = &t, .body = "{}"};
 
 	t.secret_env = NULL;
+	logged[0] = '\0';
+	sc_log_set_sink(capture, NULL, SC_LOG_DEBUG);
 	setenv("TEST_HOOK_URL", fake_http_url(srv, "/hook/SECRETPATH?tok=x",
 					      url, sizeof(url)), 1);
 	fake_http_push(srv, "/hook/SECRETPATH", 500, NULL,
@@ -254,6 +266,13 @@ static void webhook_failures_carry_status_and_excerpt(void **state)
 	unsetenv("TEST_HOOK_URL");
 	assert_int_equal(delivery_send(&s, &err), SC_ECONFIG);
 	assert_non_null(strstr(err.msg, "TEST_HOOK_URL"));
+
+	/* The webhook URL is a credential: not even a debug line shows its
+	 * path, while the exchanges themselves were logged. */
+	sc_log_set_sink(NULL, NULL, SC_LOG_ERROR);
+	assert_non_null(strstr(logged, "event=exchange"));
+	assert_null(strstr(logged, "SECRETPATH"));
+	assert_null(strstr(logged, "tok=x"));
 }
 
 static void slack_posts_text(void **state)
