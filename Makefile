@@ -5,6 +5,7 @@
 #   make test SAN=1   the same under AddressSanitizer + UBSan (build/san)
 #   make bench        benchmarks, with the peers named in the issues
 #   make lint         cppcheck and clang-tidy
+#   make valgrind     the CLI's main paths under valgrind
 #   make example      build and run surecron on examples/surecron.yaml
 #   make install      install the binary and man pages under PREFIX
 #
@@ -18,7 +19,7 @@ PKGS := sqlite3 libpq libcurl jansson yaml-0.1 libmicrohttpd libcrypto
 SUBMAKE = $(MAKE) --no-print-directory -f Makefile
 
 .PHONY: all test check asan bench lint example install clean deps \
-	deps-test deps-bench _all _test _bench soak man
+	deps-test deps-bench _all _test _bench soak man valgrind
 
 all: deps
 	@$(SUBMAKE) _all MODE=release
@@ -52,6 +53,10 @@ example: all
 
 lint: deps-test
 	@$(SUBMAKE) _lint MODE=test
+
+# The CLI's main paths under valgrind memcheck (no leaks, no bad access).
+valgrind: all deps-test
+	@sh tests/valgrind.sh build/surecron
 
 # ---------------------------------------------------------------------
 # Everything below runs with MODE set by the public targets above.
