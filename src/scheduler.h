@@ -92,7 +92,9 @@ struct sched_opts {
 /* What one sched_tick did. Zeroed by sched_tick. */
 struct sched_result {
 	size_t n_schedules;   /* schedules looked at */
-	size_t n_enqueued;    /* new jobs (an existing job is not counted) */
+	size_t n_enqueued;    /* slots handed to the queue that had no job
+				 before (a catch-up of several slots, one
+				 transaction, counts every slot it sent) */
 	size_t n_missed;      /* slots recorded as missed (a summary row
 				 counts the slots it stands for, at least 1) */
 	size_t n_first_start; /* schedules seen for the first time */
@@ -115,9 +117,12 @@ int sched_tick(struct sc_store *s, const struct config *cfg, int64_t now_ms,
 	       const struct sched_opts *opts, struct sched_result *out,
 	       struct sc_err *err);
 
+/* Empties *r: counts 0, next_ms INT64_MAX. */
+void sched_result_init(struct sched_result *r);
+
 /*
- * The same for one schedule. Adds to *out (it does not zero it, so a
- * caller may sum several calls; zero it first yourself). Returns 0 or the
+ * The same for one schedule. Adds to *out (it does not reset it, so a
+ * caller may sum several calls; sched_result_init it first). Returns 0 or the
  * failure's code: SC_ECRON / SC_ENEVER / SC_EZONE for a schedule that can
  * no longer be computed, store errors.
  */
