@@ -27,6 +27,7 @@
 
 #include "clock.h"
 #include "config.h"
+#include "failpoint.h"
 #include "log.h"
 #include "queue.h"
 #include "scheduler.h"
@@ -507,6 +508,12 @@ int sched_schedule_tick(struct sc_store *s, const struct schedule_spec *spec,
 			       "event=enqueued late_ms=%lld", spec->name,
 			       clock_format_utc(run[i], t1),
 			       (long long)(now_ms - run[i]));
+		/* Crash tests stop here: rows and jobs written, state not. */
+		if (SC_FAILPOINT_ERR("sched.before_last_set")) {
+			rc = sc_err_set(err, SC_EIO, "failpoint "
+					"sched.before_last_set");
+			goto done;
+		}
 		rc = sched_last_set(s, spec->name, ring_newest(&w, 0), err);
 		if (rc)
 			goto done;
