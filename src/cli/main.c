@@ -84,7 +84,8 @@ static const struct cli_command commands[] = {
 	 "held, 1 on store errors.\n"},
 	{"simulate", cmd_simulate,
 	 "simulate [--config FILE] --from T --until T "
-	 "[--fail TASK@T1..T2[:exit=N]]... [--deliver] [--json]",
+	 "[--fail TASK@T1..T2[:exit=N]]... [--down T1..T2]... [--deliver] "
+	 "[--json]",
 	 "run the schedules on a virtual clock and print the timeline",
 	 "Runs the real scheduler, queue, orchestrator and delivery of FILE\n"
 	 "(default ./surecron.yaml) on a virtual clock from T to T (ISO 8601\n"
@@ -100,6 +101,10 @@ static const struct cli_command commands[] = {
 	 "                   retryable quota error, 78 a permanent failure,\n"
 	 "                   others retryable. May be repeated. Other tasks\n"
 	 "                   run for real.\n"
+	 "  --down T1..T2    the scheduler and worker are stopped in [T1, T2)\n"
+	 "                   (downtime): at T2 the schedules catch up by their\n"
+	 "                   catchup policy and missed slots are listed.\n"
+	 "                   May be repeated.\n"
 	 "  --deliver        send to the real targets. Without it nothing\n"
 	 "                   leaves the machine: every target (slack, webhook,\n"
 	 "                   file, command) is replaced by a recorder in the\n"
