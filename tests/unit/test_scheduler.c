@@ -401,6 +401,28 @@ static void huge_gap_is_bounded_and_summarised(void **state)
 	assert_int_equal(r.n_missed, 0);
 }
 
+/* Two days of per-second slots each month: the forward scan runs out in
+ * February, and the newest slot (2 March 23:59:59) is still found. */
+static void dense_burst_after_quiet_stretch_finds_the_newest(void **state)
+{
+	int64_t t0 = iso("2026-01-01T00:00:00.500Z");
+
+	load("* * * 1,2 * *", "UTC", "latest");
+	tick(t0);
+	struct sched_result r = tick(iso("2026-03-20T00:00:00Z"));
+	assert_int_equal(r.n_enqueued, 1);
+	assert_true(has_job(iso("2026-03-02T23:59:59Z"), NULL));
+	assert_int_equal(n_jobs(), 1);
+	struct ledger_row *rows;
+	size_t n = missed(&rows);
+	assert_int_equal(n, SCHED_MISSED_ROWS_MAX + 1);
+	assert_int_equal(rows[0].slot_ms, iso("2026-01-01T00:00:01Z"));
+	assert_non_null(strstr(rows[n - 1].details_json,
+			       "\"until\":\"2026-03-02T23:59:58Z\""));
+	ledger_rows_free(rows, n);
+	assert_int_equal(r.next_ms, iso("2026-04-01T00:00:00Z"));
+}
+
 static void counted_gap_summary_has_exact_count(void **state)
 {
 	int64_t t0 = iso("2026-01-01T00:00:30Z");
@@ -586,6 +608,7 @@ int main(void)
 		T(interrupted_tick_is_repaired_without_duplicates),
 		T(late_within_grace_is_not_missed),
 		T(huge_gap_is_bounded_and_summarised),
+		T(dense_burst_after_quiet_stretch_finds_the_newest),
 		T(counted_gap_summary_has_exact_count),
 		T(clock_set_backwards_reruns_nothing),
 		T(clock_set_forwards_is_catchup),
