@@ -23,6 +23,7 @@
 #include "queue.h"
 #include "scheduler.h"
 #include "store.h"
+#include "store_backend.h"
 #include "testutil.h"
 
 #define SEC 1000LL
@@ -33,6 +34,8 @@
 
 struct fix {
 	char dir[256];
+	char name[32];      /* the schedule under test */
+	const char *url;    /* the store's (sqlite file or pg schema) */
 	struct sc_clock *clock;
 	struct sc_store *s;
 	struct config *cfg;
@@ -50,14 +53,18 @@ static int64_t iso(const char *s)
 
 static int setup(void **state)
 {
-	char url[400];
+	struct sc_err err = {0};
 
 	memset(&F, 0, sizeof(F));
 	unsetenv("SURECRON_SCHEDULE_S");
+	snprintf(F.name, sizeof(F.name), "s");
 	snprintf(F.dir, sizeof(F.dir), "%s", tu_tmpdir());
 	F.clock = sc_clock_virtual_new(0);
-	snprintf(url, sizeof(url), "sqlite:%s/s.db", F.dir);
-	assert_int_equal(store_open(url, F.clock, &F.s, NULL), 0);
+	F.url = tb_url(state);
+	if (!F.url[0] || store_open(F.url, F.clock, &F.s, &err) != 0) {
+		fprintf(stderr, "store %s: %s\n", F.url, err.msg);
+		return -1;
+	}
 	return 0;
 }
 
@@ -67,11 +74,12 @@ static int teardown(void **state)
 	config_free(F.cfg);
 	sc_clock_free(F.clock);
 	unsetenv("SURECRON_SCHEDULE_S");
+	unsetenv("SURECRON_SCHEDULE_S2");
 	tu_rmrf(F.dir);
 	return 0;
 }
 
-/* Loads a config with one schedule "s" (cron, zone, catch-up policy). */
+/* Loads a config with one schedule F.name (cron, zone, catch-up policy). */
 static void load(const char *cron, const char *tz, const char *catchup)
 {
 	char path[320], text[1024];
@@ -81,12 +89,12 @@ static void load(const char *cron, const char *tz, const char *catchup)
 	snprintf(path, sizeof(path), "%s/c.yaml", F.dir);
 	snprintf(text, sizeof(text),
 		 "schedules:\n"
-		 "  s:\n"
+		 "  %s:\n"
 		 "    cron: \"%s\"\n"
 		 "    tz: %s\n"
 		 "    catchup: %s\n"
 		 "    tasks: [{name: a, command: [/bin/true]}]\n",
-		 cron, tz, catchup);
+		 F.name, cron, tz, catchup);
 	f = fopen(path, "w");
 	assert_non_null(f);
 	fputs(text, f);
@@ -128,14 +136,14 @@ static int64_t n_jobs(void)
 {
 	struct store_counts c;
 
-	assert_int_equal(store_job_counts(F.s, NULL, &c, NULL), 0);
+	assert_int_equal(store_job_counts(F.s, F.name, &c, NULL), 0);
 	return c.ready_due + c.delayed + c.active + c.done + c.dead;
 }
 
 static bool has_job(int64_t slot, struct store_job *out)
 {
 	struct store_job j;
-	int rc = store_job_find(F.s, "s", slot, &j, NULL);
+	int rc = store_job_find(F.s, F.name, slot, &j, NULL);
 
 	if (rc == SC_ENOENT)
 		return false;
@@ -148,7 +156,7 @@ static bool has_job(int64_t slot, struct store_job *out)
 /* The missed rows, oldest first (caller frees). */
 static size_t missed(struct ledger_row **rows)
 {
-	struct ledger_filter lf = {.schedule = "s", .since_ms = INT64_MIN,
+	struct ledger_filter lf = {.schedule = F.name, .since_ms = INT64_MIN,
 				   .until_ms = INT64_MAX,
 				   .outcome = LEDGER_MISSED};
 	size_t n = 0;
@@ -170,7 +178,7 @@ static void first_start_invents_no_past_slot(void **state)
 	assert_int_equal(n_jobs(), 0);
 	assert_int_equal(r.next_ms, iso("2026-01-01T12:10:00Z"));
 	/* The baseline is recorded: a later start is not a first start. */
-	assert_int_equal(sched_last_get(F.s, "s", &last, NULL), 0);
+	assert_int_equal(sched_last_get(F.s, F.name, &last, NULL), 0);
 	assert_true(last < now && last >= now - 1000);
 	r = tick(r.next_ms);
 	assert_int_equal(r.n_first_start, 0);
@@ -219,7 +227,7 @@ static void normal_firing_one_job_per_slot(void **state)
 	assert_int_equal(r.n_enqueued, 0);
 	assert_int_equal(n_jobs(), 24);
 	int64_t last;
-	assert_int_equal(sched_last_get(F.s, "s", &last, NULL), 0);
+	assert_int_equal(sched_last_get(F.s, F.name, &last, NULL), 0);
 	assert_int_equal(last, iso("2026-01-01T23:15:00Z"));
 }
 
@@ -239,12 +247,11 @@ static void job_carries_the_class_policy_and_is_due_at_slot(void **state)
 
 static void two_schedulers_on_one_store_enqueue_once(void **state)
 {
-	char url[400];
 	struct sc_store *b = NULL;
 	int64_t t = iso("2026-01-01T00:00:30Z");
 
-	snprintf(url, sizeof(url), "sqlite:%s/s.db", F.dir);
-	assert_int_equal(store_open(url, F.clock, &b, NULL), 0);
+	/* A second handle on the same store: another node. */
+	assert_int_equal(store_open(F.url, F.clock, &b, NULL), 0);
 	load("* * * * *", "UTC", "all");
 	tick_on(F.s, t);
 	tick_on(b, t);
@@ -515,13 +522,10 @@ static const struct {
 static void dst_days_follow_the_cron_engine(void **state)
 {
 	for (size_t i = 0; i < sizeof(dst_rows) / sizeof(dst_rows[0]); i++) {
-		char url[400];
 		size_t want = 0;
 
-		/* A fresh store per row. */
-		store_close(F.s);
-		snprintf(url, sizeof(url), "sqlite:%s/dst%zu.db", F.dir, i);
-		assert_int_equal(store_open(url, F.clock, &F.s, NULL), 0);
+		/* A fresh schedule per row. */
+		snprintf(F.name, sizeof(F.name), "dst%zu", i);
 		load(dst_rows[i].cron, dst_rows[i].tz, "latest");
 		drive(iso(dst_rows[i].from), iso(dst_rows[i].until));
 		for (; want < 6 && dst_rows[i].slots[want]; want++)
@@ -547,11 +551,8 @@ static void env_override_moves_firing_and_class(void **state)
 	assert_int_equal(j.policy.attempts, 4);
 
 	/* With it: every 5 minutes, the default class (2 attempts, 60 s). */
-	store_close(F.s);
-	char url[400];
-	snprintf(url, sizeof(url), "sqlite:%s/env.db", F.dir);
-	assert_int_equal(store_open(url, F.clock, &F.s, NULL), 0);
-	setenv("SURECRON_SCHEDULE_S", "*/5 * * * *", 1);
+	snprintf(F.name, sizeof(F.name), "s2");
+	setenv("SURECRON_SCHEDULE_S2", "*/5 * * * *", 1);
 	load("0 17 * * 5", "UTC", "latest");
 	drive(from, from + 10 * MIN);
 	assert_int_equal(n_jobs(), 2);
@@ -591,11 +592,34 @@ static void bad_zone_is_counted_and_others_still_run(void **state)
 	assert_int_equal(r.next_ms, iso("2026-01-01T01:00:00Z"));
 }
 
-#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+/* The store backends' set-up (store_backend.h) chained with ours. */
+static int setup_sqlite(void **state)
+{
+	return tb_setup_sqlite(state) || setup(state);
+}
+
+static int teardown_sqlite(void **state)
+{
+	teardown(state);
+	return tb_teardown_sqlite(state);
+}
+
+static int setup_pg(void **state)
+{
+	return tb_setup_pg(state) || setup(state);
+}
+
+static int teardown_pg(void **state)
+{
+	teardown(state);
+	return tb_teardown_pg(state);
+}
+
+#define T(f) cmocka_unit_test(f)
 
 int main(void)
 {
-	const struct CMUnitTest tests[] = {
+	struct CMUnitTest tests[] = {
 		T(first_start_invents_no_past_slot),
 		T(first_start_exactly_on_a_slot_runs_it),
 		T(stopped_before_first_slot_is_downtime),
@@ -616,5 +640,22 @@ int main(void)
 		T(env_override_moves_firing_and_class),
 		T(bad_zone_is_counted_and_others_still_run),
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	size_t n = sizeof(tests) / sizeof(tests[0]);
+	int failed;
+
+	for (size_t i = 0; i < n; i++) {
+		tests[i].setup_func = setup_sqlite;
+		tests[i].teardown_func = teardown_sqlite;
+	}
+	failed = _cmocka_run_group_tests("scheduler/sqlite", tests, n, NULL,
+					 NULL);
+	/* Several nodes share a PostgreSQL store: the same tests on it. */
+	if (!getenv("SURECRON_TEST_PG"))
+		return failed;
+	for (size_t i = 0; i < n; i++) {
+		tests[i].setup_func = setup_pg;
+		tests[i].teardown_func = teardown_pg;
+	}
+	return failed + _cmocka_run_group_tests("scheduler/postgresql", tests,
+						n, NULL, NULL);
 }
