@@ -16,7 +16,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "clock.h"
 #include "config.h"
@@ -272,6 +274,44 @@ static void two_schedulers_on_one_store_enqueue_once(void **state)
 	tick_on(b, later);
 	assert_int_equal(n_jobs(), 40);
 	store_close(b);
+}
+
+/* Two processes tick the same schedule at the same instants, racing:
+ * every slot gets exactly one job. */
+static void two_processes_racing_enqueue_each_slot_once(void **state)
+{
+	int64_t t = iso("2026-01-01T00:00:30Z");
+	enum { N_TICKS = 120 };
+	pid_t kids[2];
+
+	load("* * * * *", "UTC", "all");
+	tick(t);
+	for (int k = 0; k < 2; k++) {
+		kids[k] = fork();
+		assert_true(kids[k] >= 0);
+		if (kids[k] == 0) {
+			struct sc_store *s = NULL;
+			struct sched_result r;
+			int bad = 0;
+
+			if (store_open(F.url, F.clock, &s, NULL) != 0)
+				_exit(2);
+			for (int i = 1; i <= N_TICKS; i++)
+				bad += sched_tick(s, F.cfg, t + i * MIN, NULL,
+						  &r, NULL) != 0;
+			store_close(s);
+			_exit(bad ? 1 : 0);
+		}
+	}
+	for (int k = 0; k < 2; k++) {
+		int st;
+		assert_int_equal(waitpid(kids[k], &st, 0), kids[k]);
+		assert_true(WIFEXITED(st));
+		assert_int_equal(WEXITSTATUS(st), 0);
+	}
+	assert_int_equal(n_jobs(), N_TICKS);
+	for (int i = 1; i <= N_TICKS; i++)
+		assert_true(has_job(iso("2026-01-01T00:00:00Z") + i * MIN, NULL));
 }
 
 /* The weekly slots of 2026-11-27 and 2026-12-04 (Fridays 17:00 UTC). */
@@ -626,6 +666,7 @@ int main(void)
 		T(normal_firing_one_job_per_slot),
 		T(job_carries_the_class_policy_and_is_due_at_slot),
 		T(two_schedulers_on_one_store_enqueue_once),
+		T(two_processes_racing_enqueue_each_slot_once),
 		T(catchup_latest_runs_newest_once),
 		T(catchup_all_runs_every_slot),
 		T(catchup_none_runs_nothing),
