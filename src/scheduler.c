@@ -605,18 +605,47 @@ void sched_result_init(struct sched_result *r)
 	r->next_ms = INT64_MAX;
 }
 
-int sched_tick(struct sc_store *s, const struct config *cfg, int64_t now_ms,
-	       const struct sched_opts *opts, struct sched_result *out,
-	       struct sc_err *err)
+int sched_tick_memo(struct sc_store *s, const struct config *cfg,
+		    int64_t now_ms, int64_t *memo, const struct sched_opts *opts,
+		    struct sched_result *out, struct sc_err *err)
 {
 	int first_rc = 0;
 
 	sched_result_init(out);
 	for (size_t i = 0; i < cfg->n_schedules; i++) {
+		struct sched_result one;
+
+		if (memo && now_ms < memo[i]) {
+			/* Nothing can be due before its next slot: no store
+			 * access. (A clock set back lands here too, which is
+			 * right: slots up to the recorded one never rerun.) */
+			out->n_schedules++;
+			if (memo[i] < out->next_ms)
+				out->next_ms = memo[i];
+			continue;
+		}
+		sched_result_init(&one);
 		int rc = sched_schedule_tick(s, &cfg->schedules[i], now_ms, opts,
-					     out, err);
+					     &one, err);
+		out->n_schedules += one.n_schedules;
+		out->n_enqueued += one.n_enqueued;
+		out->n_missed += one.n_missed;
+		out->n_first_start += one.n_first_start;
+		out->n_errors += one.n_errors;
+		if (one.next_ms < out->next_ms)
+			out->next_ms = one.next_ms;
+		/* A failed schedule is tried again on every tick. */
+		if (memo)
+			memo[i] = rc ? INT64_MIN : one.next_ms;
 		if (rc && !first_rc)
 			first_rc = rc;
 	}
 	return first_rc;
+}
+
+int sched_tick(struct sc_store *s, const struct config *cfg, int64_t now_ms,
+	       const struct sched_opts *opts, struct sched_result *out,
+	       struct sc_err *err)
+{
+	return sched_tick_memo(s, cfg, now_ms, NULL, opts, out, err);
 }

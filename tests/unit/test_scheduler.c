@@ -603,6 +603,42 @@ static void env_override_moves_firing_and_class(void **state)
 	assert_int_equal(j.policy.attempts, 2);
 }
 
+/* The memo gives the results of plain ticks: the same jobs, missed rows
+ * and next_ms through normal firing, a clock set back and a jump ahead. */
+static void memo_ticks_match_plain_ticks(void **state)
+{
+	int64_t memo[1] = {INT64_MIN};
+	struct sched_result r;
+	static const char *const nows[] = {
+		"2026-01-01T11:30:00Z", "2026-01-01T11:45:00Z",
+		"2026-01-01T12:00:00Z", "2026-01-01T12:20:00Z",
+		"2026-01-01T11:00:00Z", /* set back */
+		"2026-01-01T12:00:00Z", "2026-01-01T13:00:00Z",
+		"2026-01-01T18:30:00Z", /* jump ahead */
+		"2026-01-01T19:00:00Z",
+	};
+	static const int64_t jobs[] = {0, 0, 1, 1, 1, 1, 2, 3, 4};
+
+	load("0 * * * *", "UTC", "latest");
+	for (size_t i = 0; i < sizeof(nows) / sizeof(nows[0]); i++) {
+		int64_t now = iso(nows[i]);
+		sc_clock_set_ms(F.clock, now);
+		assert_int_equal(sched_tick_memo(F.s, F.cfg, now, memo, NULL, &r,
+						 NULL), 0);
+		if (n_jobs() != jobs[i])
+			fail_msg("tick %zu (%s): %lld jobs, want %lld", i,
+				 nows[i], (long long)n_jobs(),
+				 (long long)jobs[i]);
+		assert_int_equal(r.next_ms, memo[0]);
+		assert_int_equal(r.n_schedules, 1);
+	}
+	assert_int_equal(memo[0], iso("2026-01-01T20:00:00Z"));
+	struct ledger_row *rows;
+	size_t n = missed(&rows);
+	assert_int_equal(n, 4); /* 14:00 .. 17:00 */
+	ledger_rows_free(rows, n);
+}
+
 static void bad_zone_is_counted_and_others_still_run(void **state)
 {
 	char path[320];
@@ -679,6 +715,7 @@ int main(void)
 		T(clock_set_forwards_is_catchup),
 		T(dst_days_follow_the_cron_engine),
 		T(env_override_moves_firing_and_class),
+		T(memo_ticks_match_plain_ticks),
 		T(bad_zone_is_counted_and_others_still_run),
 	};
 	size_t n = sizeof(tests) / sizeof(tests[0]);
