@@ -17,7 +17,9 @@ case_() {
     --show-leak-kinds=definite,indirect --error-exitcode=99 \
     --log-file="$tmp/vg.log" "$bin" "$@" >"$tmp/out" 2>&1
   rc=$?
-  if [ "$rc" -eq "$want" ] && [ ! -s "$tmp/vg.log" ]; then
+  # Errors and leaks make valgrind exit 99; its warnings about syscalls
+  # it does not know (pidfd_open: the code falls back) are not failures.
+  if [ "$rc" -eq "$want" ]; then
     passed=$((passed + 1))
     echo "ok   valgrind $name"
   else
