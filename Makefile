@@ -6,6 +6,7 @@
 #   make bench        benchmarks, with the peers named in the issues
 #   make lint         cppcheck and clang-tidy
 #   make example      build and run surecron on examples/surecron.yaml
+#   make man          regenerate the troff man pages (needs pandoc)
 #   make install      install the binary and man pages under PREFIX
 #
 # Public targets first make sure the Debian packages are present (the
@@ -52,6 +53,17 @@ example: all
 
 lint: deps-test
 	@$(SUBMAKE) _lint MODE=test
+
+# The troff pages are generated from docs/man/*.md and committed, so that
+# `make install` needs no pandoc.
+man:
+	@if command -v pandoc >/dev/null 2>&1; then \
+		for f in docs/man/*.md; do \
+			pandoc -s -f markdown -t man "$$f" -o "$${f%.md}" || exit 1; \
+			echo "$${f%.md}"; \
+		done; \
+	else echo "make man: pandoc not found (apt-get install pandoc);" \
+		"the committed pages are unchanged"; fi
 
 # ---------------------------------------------------------------------
 # Everything below runs with MODE set by the public targets above.
