@@ -223,7 +223,6 @@ int cmd_explain(int argc, char **argv)
 		snprintf(o.expr, sizeof(o.expr), "%s", x.sched->cron);
 		o.zone = info.zone;
 	}
-	rc = EXIT_USAGE;
 	if (sc_cron_parse(o.expr, &x.c, &err)) {
 		rc = cli_fail(EXIT_USAGE, "%s", err.msg);
 		goto done;
