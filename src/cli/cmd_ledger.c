@@ -14,7 +14,10 @@
  * status 1 when at least one slot of the period was LOST (missed slots,
  * skipped on purpose by `catchup`, are listed but do not fail it), so
  * `surecron ledger --lost --since 1d || alert` works from cron or a
- * monitoring check. Rows come oldest first (the order they were written).
+ * monitoring check. A lost or missed slot that later succeeded (after
+ * `surecron retry` or `trigger --slot`) is still listed, marked recovered,
+ * and no longer fails the report: the alarm stops once the operator fixed
+ * it. Rows come oldest first (the order they were written).
  */
 #include <errno.h>
 #include <jansson.h>
@@ -40,8 +43,29 @@ static bool outcome_known(const char *o)
 	return false;
 }
 
-static json_t *row_json(const struct ledger_row *r)
+/* When a slot's job later succeeded: the finish of its success row, or 0. */
+static int recovered_at(struct sc_store *s, const struct ledger_row *r,
+			int64_t *at_ms, struct sc_err *err)
 {
+	struct ledger_filter f = {.schedule = r->schedule,
+				  .since_ms = r->slot_ms,
+				  .until_ms = r->slot_ms + 1,
+				  .outcome = LEDGER_SUCCESS};
+	struct ledger_row *rows = NULL;
+	size_t n = 0;
+	int rc = ledger_query(s, &f, &rows, &n, err);
+
+	*at_ms = 0;
+	if (rc == 0 && n > 0)
+		*at_ms = rows[n - 1].finished_ms ? rows[n - 1].finished_ms : 1;
+	ledger_rows_free(rows, n);
+	return rc;
+}
+
+static json_t *row_json(const struct ledger_row *r, int64_t rec_ms)
+{
+	char rc_s[CLOCK_ISO_MAX];
+
 	char s[CLOCK_ISO_MAX], a[CLOCK_ISO_MAX], b[CLOCK_ISO_MAX];
 	json_t *details = NULL;
 
@@ -50,7 +74,7 @@ static json_t *row_json(const struct ledger_row *r)
 	if (r->details_json && !details)
 		details = json_string(r->details_json);
 	return json_pack("{s:I, s:s, s:s, s:I, s:I, s:i, s:s?, s:s?, s:s, "
-			 "s:s?, s:s?, s:I, s:o?}",
+			 "s:s?, s:s?, s:I, s:o?, s:s?}",
 			 "id", (json_int_t)r->id, "schedule", r->schedule,
 			 "slot", clock_format_utc(r->slot_ms, s),
 			 "slot_ms", (json_int_t)r->slot_ms,
@@ -64,11 +88,14 @@ static json_t *row_json(const struct ledger_row *r)
 							  : NULL,
 			 "error", r->error_msg,
 			 "retry_hint_ms", (json_int_t)r->retry_hint_ms,
-			 "details", details);
+			 "details", details,
+			 "recovered_at", rec_ms
+			 ? clock_format_utc(rec_ms, rc_s) : NULL);
 }
 
-static int print_json(const struct ledger_row *rows, size_t n, bool lost,
-		      int n_lost, int n_missed)
+static int print_json(const struct ledger_row *rows, const int64_t *rec,
+		      size_t n, bool lost, int n_lost, int n_missed,
+		      int n_recovered)
 {
 	json_t *root = json_object(), *arr = json_array();
 	int rc = EXIT_OK;
@@ -81,9 +108,11 @@ static int print_json(const struct ledger_row *rows, size_t n, bool lost,
 	if (lost) {
 		json_object_set_new(root, "lost", json_integer(n_lost));
 		json_object_set_new(root, "missed", json_integer(n_missed));
+		json_object_set_new(root, "recovered",
+				    json_integer(n_recovered));
 	}
 	for (size_t i = 0; i < n; i++) {
-		json_t *o = row_json(&rows[i]);
+		json_t *o = row_json(&rows[i], rec ? rec[i] : 0);
 		if (!o) {
 			json_decref(arr);
 			json_decref(root);
@@ -103,7 +132,7 @@ static int print_json(const struct ledger_row *rows, size_t n, bool lost,
 	return rc;
 }
 
-static void print_row(const struct ledger_row *r)
+static void print_row(const struct ledger_row *r, int64_t rec_ms)
 {
 	char s[CLOCK_ISO_MAX];
 
@@ -118,6 +147,9 @@ static void print_row(const struct ledger_row *r)
 		printf(" (retry after %s)",
 		       cli_format_dur(r->retry_hint_ms, d, sizeof(d)));
 	}
+	if (rec_ms)
+		printf("  [recovered: success at %s]",
+		       clock_format_utc(rec_ms, s));
 	putchar('\n');
 }
 
@@ -141,7 +173,8 @@ int cmd_ledger(int argc, char **argv)
 	struct sc_err err = {0};
 	size_t n = 0;
 	int64_t now_ms = sc_clock_now_ms(sc_clock_real());
-	int r, n_lost = 0, n_missed = 0;
+	int64_t *rec = NULL;
+	int r, n_lost = 0, n_missed = 0, n_recovered = 0;
 
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -216,39 +249,55 @@ int cmd_ledger(int argc, char **argv)
 		r = cli_fail(EXIT_FAIL, "store: %s", err.msg);
 		goto done;
 	}
-	for (size_t i = 0; i < n; i++) {
-		n_lost += strcmp(rows[i].outcome, LEDGER_LOST) == 0;
-		n_missed += strcmp(rows[i].outcome, LEDGER_MISSED) == 0;
+	if (lost && n > 0) {
+		rec = calloc(n, sizeof(*rec));
+		if (!rec) {
+			r = cli_fail(EXIT_FAIL, "out of memory");
+			goto done;
+		}
+	}
+	for (size_t i = 0; lost && i < n; i++) {
+		if (recovered_at(st.store, &rows[i], &rec[i], &err) != 0) {
+			r = cli_fail(EXIT_FAIL, "store: %s", err.msg);
+			goto done;
+		}
+		if (rec[i])
+			n_recovered++;
+		else if (strcmp(rows[i].outcome, LEDGER_LOST) == 0)
+			n_lost++;
+		else
+			n_missed++;
 	}
 	if (json) {
-		r = print_json(rows, n, lost, n_lost, n_missed);
+		r = print_json(rows, rec, n, lost, n_lost, n_missed,
+			       n_recovered);
 	} else if (lost) {
-		if (n_lost || n_missed) {
+		if (n_lost || n_missed)
 			printf("%s: %d slot%s lost, %d missed", n_lost ? "LOST"
 			       : "MISSED", n_lost, n_lost == 1 ? "" : "s",
 			       n_missed);
-			print_period(&f);
-			printf("\n");
-		} else {
+		else
 			printf("no lost or missed slots");
-			print_period(&f);
-			printf("\n");
-		}
+		print_period(&f);
+		if (n_recovered)
+			printf("; %d recovered later", n_recovered);
+		printf("\n");
 		for (size_t i = 0; i < n; i++)
-			print_row(&rows[i]);
+			print_row(&rows[i], rec[i]);
 		r = EXIT_OK;
 	} else {
 		if (n)
 			printf("%-20s  %-20s %6s %3s  %-9s  %s\n", "SLOT",
 			       "SCHEDULE", "JOB", "ATT", "OUTCOME", "ERROR");
 		for (size_t i = 0; i < n; i++)
-			print_row(&rows[i]);
+			print_row(&rows[i], 0);
 		r = EXIT_OK;
 	}
 	/* The loud part: lost slots in the period fail the report. */
 	if (r == EXIT_OK && lost && n_lost)
 		r = EXIT_FAIL;
 done:
+	free(rec);
 	ledger_rows_free(rows, n);
 	cli_state_close(&st);
 	return r;

@@ -82,6 +82,8 @@ static const struct cli_command commands[] = {
 	 "missed ones (not run after downtime, by the catchup policy), with a\n"
 	 "header line counting them, and exits 1 when any slot of the period\n"
 	 "was lost, so `surecron ledger --lost --since 1d` can page someone.\n"
+	 "A slot that later succeeded (retry, trigger --slot) stays listed,\n"
+	 "marked recovered, and no longer counts.\n"
 	 "A lost job can be run again with `surecron retry JOB`.\n"
 	 "Exit status: 0, 1 (lost slots with --lost, or a store error), 2\n"
 	 "(bad option, time, outcome, config or unknown schedule).\n"},

@@ -467,6 +467,29 @@ static void ledger_lost_report(void **state)
 			       "1d", NULL};
 	assert_int_equal(run(today), 0);
 	assert_int_equal(strncmp(out, "no lost or missed slots since ", 30), 0);
+
+	/* The lost slot run again and delivered: still listed, marked
+	 * recovered, and the report stops failing. */
+	struct sc_store *s = open_store(NULL);
+	struct sc_err e = {0};
+	assert_int_equal(queue_retry_dead(s, lost_id, &e), 0);
+	struct store_job j = claim_one(s, lost_id);
+	assert_int_equal(queue_complete(s, &j, NULL, &e), 0);
+	store_close(s);
+	assert_int_equal(run(lost), 0);
+	assert_int_equal(strncmp(out, "MISSED: 0 slots lost, 1 missed; 1 "
+				      "recovered later\n", 46), 0);
+	assert_non_null(strstr(out, "[recovered: success at "));
+	assert_int_equal(run(json), 0);
+	root = out_json();
+	assert_int_equal(jint(root, "lost", NULL), 0);
+	assert_int_equal(jint(root, "recovered", NULL), 1);
+	json_t *row0 = json_array_get(json_object_get(root, "rows"), 0);
+	assert_string_equal(jstr(row0, "outcome", NULL), "lost");
+	assert_true(json_is_string(json_object_get(row0, "recovered_at")));
+	json_t *row1 = json_array_get(json_object_get(root, "rows"), 1);
+	assert_true(json_is_null(json_object_get(row1, "recovered_at")));
+	json_decref(root);
 }
 
 static void ledger_errors(void **state)
