@@ -27,6 +27,7 @@
 
 #include "clock.h"
 #include "config.h"
+#include "failpoint.h"
 #include "log.h"
 #include "queue.h"
 #include "scheduler.h"
@@ -60,16 +61,25 @@ struct window {
 
 static void ring_push(struct window *w, int64_t slot)
 {
+	size_t cap = w->cap_ring;
+
+	if (cap == 0)
+		return;
 	w->ring[w->ring_pos] = slot;
-	w->ring_pos = (w->ring_pos + 1) % w->cap_ring;
-	if (w->n_ring < w->cap_ring)
+	if (++w->ring_pos >= cap)
+		w->ring_pos = 0;
+	if (w->n_ring < cap)
 		w->n_ring++;
 }
 
-/* The i-th newest slot of the ring (0 = newest). */
+/* The i-th newest slot of the ring (0 = newest; i < n_ring). */
 static int64_t ring_newest(const struct window *w, size_t i)
 {
-	return w->ring[(w->ring_pos + w->cap_ring - 1 - i) % w->cap_ring];
+	size_t k = w->ring_pos + w->cap_ring - 1 - i;
+
+	if (k >= w->cap_ring)
+		k -= w->cap_ring;
+	return w->ring[k];
 }
 
 /*
@@ -451,7 +461,6 @@ int sched_schedule_tick(struct sc_store *s, const struct schedule_spec *spec,
 		/* First start: from now on; a slot at exactly now counts. */
 		first_start = true;
 		last = now_ms - 1;
-		rc = 0;
 	} else if (rc) {
 		sc_err_set(err, rc, "%s", e.msg);
 		goto done;
@@ -499,6 +508,12 @@ int sched_schedule_tick(struct sc_store *s, const struct schedule_spec *spec,
 			       "event=enqueued late_ms=%lld", spec->name,
 			       clock_format_utc(run[i], t1),
 			       (long long)(now_ms - run[i]));
+		/* Crash tests stop here: rows and jobs written, state not. */
+		if (SC_FAILPOINT_ERR("sched.before_last_set")) {
+			rc = sc_err_set(err, SC_EIO, "failpoint "
+					"sched.before_last_set");
+			goto done;
+		}
 		rc = sched_last_set(s, spec->name, ring_newest(&w, 0), err);
 		if (rc)
 			goto done;

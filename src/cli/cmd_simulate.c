@@ -558,7 +558,7 @@ static int opt(const char *name, int argc, char **argv, int *i,
 int cmd_simulate(int argc, char **argv)
 {
 	const char *path = "surecron.yaml", *from_s = NULL, *until_s = NULL;
-	const char *fail_args[SIM_MAX_FAILS];
+	const char *fail_args[SIM_MAX_FAILS] = {0};
 	struct sim sm;
 	struct sc_err err = {0};
 	int64_t from = 0, until = 0;

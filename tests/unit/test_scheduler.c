@@ -320,6 +320,41 @@ static void catchup_none_runs_nothing(void **state)
 	catchup_case("none", 0, want, 2);
 }
 
+/* A tick that stopped after writing its missed rows and jobs but before
+ * recording the last slot (a crash) is repaired by the next tick, even a
+ * later one that sees a newer slot: no second missed row, no missed row
+ * for a slot that got its job. */
+static void interrupted_tick_is_repaired_without_duplicates(void **state)
+{
+	struct sched_result r;
+	struct sc_err err = {0};
+	int64_t now = iso("2026-12-05T09:00:00Z");
+
+	load("0 17 * * 5", "UTC", "latest");
+	tick(iso("2026-11-26T12:00:00Z"));
+	setenv("SURECRON_FAILPOINTS", "sched.before_last_set:err", 1);
+	int rc = sched_tick(F.s, F.cfg, now, NULL, &r, &err);
+	unsetenv("SURECRON_FAILPOINTS");
+	assert_int_equal(rc, SC_EIO);
+	assert_int_equal(r.n_errors, 1);
+	assert_true(has_job(iso(FRI2), NULL));
+	struct ledger_row *rows;
+	size_t n = missed(&rows);
+	assert_int_equal(n, 1);
+	ledger_rows_free(rows, n);
+
+	/* The restart comes a week later: FRI3 is the newest and runs; FRI1
+	 * keeps its one row; FRI2 ran, so it gets none. */
+	r = tick(iso("2026-12-12T09:00:00Z"));
+	assert_int_equal(r.n_enqueued, 1);
+	assert_true(has_job(iso("2026-12-11T17:00:00Z"), NULL));
+	n = missed(&rows);
+	assert_int_equal(n, 1);
+	assert_int_equal(rows[0].slot_ms, iso(FRI1));
+	ledger_rows_free(rows, n);
+	assert_int_equal(n_jobs(), 2);
+}
+
 static void late_within_grace_is_not_missed(void **state)
 {
 	load("* * * * * *", "UTC", "none");
@@ -548,6 +583,7 @@ int main(void)
 		T(catchup_latest_runs_newest_once),
 		T(catchup_all_runs_every_slot),
 		T(catchup_none_runs_nothing),
+		T(interrupted_tick_is_repaired_without_duplicates),
 		T(late_within_grace_is_not_missed),
 		T(huge_gap_is_bounded_and_summarised),
 		T(counted_gap_summary_has_exact_count),
