@@ -6,6 +6,10 @@
  * outcome, and its jobs waiting, delayed (a retry pending), running and
  * dead (slots lost, waiting for `surecron retry`).
  *
+ * Jobs of schedules that are no longer in the config (renamed or removed)
+ * are counted too, as "other": a dead job must not vanish from the report
+ * because its schedule left the file.
+ *
  * Read-only: it opens the store, queries, and changes nothing.
  */
 #include <jansson.h>
@@ -48,7 +52,29 @@ static int last_row(struct sc_store *s, const char *name,
 	return 0;
 }
 
-static void print_text(const struct cli_state *st, struct sched_status *v)
+/* Jobs of the store not under a schedule of the config: all - listed. */
+static struct store_counts others(const struct store_counts *all,
+				  const struct sched_status *v, size_t n)
+{
+	struct store_counts o = *all;
+
+	for (size_t i = 0; i < n; i++) {
+		o.ready_due -= v[i].counts.ready_due;
+		o.delayed -= v[i].counts.delayed;
+		o.active -= v[i].counts.active;
+		o.done -= v[i].counts.done;
+		o.dead -= v[i].counts.dead;
+	}
+	return o;
+}
+
+static bool any_pending(const struct store_counts *c)
+{
+	return c->ready_due || c->delayed || c->active || c->dead;
+}
+
+static void print_text(const struct cli_state *st, struct sched_status *v,
+		       const struct store_counts *other)
 {
 	char t[CLI_TIME_MAX], p[96], u[CLOCK_ISO_MAX];
 
@@ -87,9 +113,17 @@ static void print_text(const struct cli_state *st, struct sched_status *v)
 		       x->counts.dead ? "  <- lost slots: surecron ledger --lost"
 				      : "");
 	}
+	if (any_pending(other))
+		printf("\nschedules not in the config\n  jobs     %lld waiting, "
+		       "%lld delayed, %lld running, %lld dead%s\n",
+		       (long long)other->ready_due, (long long)other->delayed,
+		       (long long)other->active, (long long)other->dead,
+		       other->dead ? "  <- lost slots: surecron ledger --lost"
+				   : "");
 }
 
-static int print_json(const struct cli_state *st, struct sched_status *v)
+static int print_json(const struct cli_state *st, struct sched_status *v,
+		      const struct store_counts *other)
 {
 	char t[CLI_TIME_MAX], u[CLOCK_ISO_MAX];
 	json_t *root = json_object(), *arr = json_array();
@@ -103,6 +137,13 @@ static int print_json(const struct cli_state *st, struct sched_status *v)
 	json_object_set_new(root, "store", json_string(store_backend_name(
 						   st->store)));
 	json_object_set_new(root, "schedules", arr);
+	json_object_set_new(root, "other_jobs", json_pack(
+		"{s:I, s:I, s:I, s:I, s:I}",
+		"waiting", (json_int_t)other->ready_due,
+		"delayed", (json_int_t)other->delayed,
+		"running", (json_int_t)other->active,
+		"dead", (json_int_t)other->dead,
+		"done", (json_int_t)other->done));
 	for (size_t i = 0; i < st->cfg->n_schedules; i++) {
 		const struct schedule_spec *sc = &st->cfg->schedules[i];
 		struct sched_status *x = &v[i];
@@ -203,7 +244,14 @@ int cmd_status(int argc, char **argv)
 			goto done;
 		}
 	}
-	r = json ? print_json(&st, v) : (print_text(&st, v), EXIT_OK);
+	struct store_counts all, other;
+	if (store_job_counts(st.store, NULL, &all, &err) != 0) {
+		r = cli_fail(EXIT_FAIL, "store: %s", err.msg);
+		goto done;
+	}
+	other = others(&all, v, st.cfg->n_schedules);
+	r = json ? print_json(&st, v, &other)
+		 : (print_text(&st, v, &other), EXIT_OK);
 done:
 	if (v) {
 		for (size_t i = 0; st.cfg && i < st.cfg->n_schedules; i++) {

@@ -270,6 +270,7 @@ static void status_counts_and_last(void **state)
 	make_done(s, "daily", now_ms - 2 * DAY_MS);
 	store_close(s);
 	make_lost("weekly", now_ms - 3 * DAY_MS);
+	make_lost("retired", now_ms - 4 * DAY_MS); /* no longer in the file */
 	s = open_store(NULL);
 	assert_int_equal(queue_enqueue(s, "daily", now_ms - DAY_MS,
 				       &one_attempt, &id, NULL, &e), 0);
@@ -305,6 +306,8 @@ static void status_counts_and_last(void **state)
 	assert_int_equal(jint(d, "jobs", "delayed"), 1);
 	assert_int_equal(jint(d, "jobs", "dead"), 0);
 	assert_int_equal(jint(d, "jobs", "done"), 1);
+	assert_int_equal(jint(root, "other_jobs", "dead"), 1);
+	assert_int_equal(jint(root, "other_jobs", "waiting"), 0);
 	json_decref(root);
 
 	const char *text[] = {"status", "--config", cfg, NULL};
@@ -314,6 +317,9 @@ static void status_counts_and_last(void **state)
 	assert_non_null(strstr(out, "1 waiting, 1 delayed, 0 running, 0 dead"));
 	assert_non_null(strstr(out, "last     lost"));
 	assert_string_equal(err, "");
+	/* A schedule removed from the file still shows its dead job. */
+	assert_non_null(strstr(out, "schedules not in the config\n  jobs     "
+				    "0 waiting, 0 delayed, 0 running, 1 dead"));
 }
 
 static void status_errors(void **state)
