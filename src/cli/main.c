@@ -82,6 +82,23 @@ static const struct cli_command commands[] = {
 	 "--arrived/--resend, prints the send state of each target of the\n"
 	 "slot. Exit 0 when done, 2 on usage errors or when TARGET is not\n"
 	 "held, 1 on store errors.\n"},
+	{"run", cmd_run, "run [--config FILE] [--once]",
+	 "the daemon: run the schedules of a config",
+	 "Runs the schedules of FILE (default ./surecron.yaml): sleeps until\n"
+	 "each slot is due, enqueues it, and runs due jobs with\n"
+	 "worker.concurrency workers, heartbeating their leases. A slot\n"
+	 "triggered or a job retried by another process starts within a\n"
+	 "second. SIGTERM/SIGINT: stop claiming, let running slots finish\n"
+	 "within worker.grace, else release them; exit 0. SIGHUP: reload the\n"
+	 "config (an invalid one is refused and the old one kept).\n"
+	 "Logs one logfmt line per event on stderr; SURECRON_LOG sets the\n"
+	 "level (error, warn, info, debug; default info).\n"
+	 "\n"
+	 "  --once   run the scheduler once, run every job due now, exit:\n"
+	 "           0 when all succeeded, 1 when a run failed\n"
+	 "\n"
+	 "Exit status: 0 after a clean stop, 1 on a failure, 2 on a bad\n"
+	 "command line or config.\n"},
 	{"version", cmd_version, "version", "print the version",
 	 "Prints \"surecron VERSION\". The same as surecron --version.\n"},
 };
