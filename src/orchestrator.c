@@ -435,7 +435,11 @@ int orch_run_slot(const struct orch_ctx *ctx, const struct schedule_spec *sched,
 			goto done;
 		}
 		/* Each task's failure is its own outcome: the loop goes on. */
-		(void)task_run(&sched->tasks[i], &tctx, &res[i]);
+		if (ctx->run_task)
+			(void)ctx->run_task(ctx->run_task_ud, &sched->tasks[i],
+					    &tctx, &res[i]);
+		else
+			(void)task_run(&sched->tasks[i], &tctx, &res[i]);
 		switch (res[i].outcome) {
 		case TASK_DELIVER: rep->n_deliver++; break;
 		case TASK_SKIP: rep->n_skipped++; break;

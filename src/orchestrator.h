@@ -24,6 +24,7 @@
 #include "spec.h"
 #include "store.h"
 #include "surecron.h"
+#include "task.h"
 
 struct http_auth;
 
@@ -42,6 +43,13 @@ struct orch_ctx {
 	int (*tick)(void *ud);
 	void *tick_ud;
 	int64_t tick_ms;
+	/* Runs one task in place of task_run when set (`surecron simulate`
+	 * fails named tasks in time windows with it; tests too). Same
+	 * contract as task_run: fills *out, returns 0 or the failure's code.
+	 * NULL: task_run. */
+	int (*run_task)(void *ud, const struct task_spec *spec,
+			const struct task_ctx *tctx, struct task_result *out);
+	void *run_task_ud;
 };
 
 /* What happened in one slot run. Zeroed by orch_run_slot; release with

@@ -86,6 +86,7 @@ int cmd_http(int argc, char **argv);
 int cmd_next(int argc, char **argv);
 int cmd_release(int argc, char **argv);
 int cmd_run(int argc, char **argv);
+int cmd_simulate(int argc, char **argv);
 int cmd_version(int argc, char **argv);
 
 #endif

@@ -99,6 +99,44 @@ static const struct cli_command commands[] = {
 	 "\n"
 	 "Exit status: 0 after a clean stop, 1 on a failure, 2 on a bad\n"
 	 "command line or config.\n"},
+	{"simulate", cmd_simulate,
+	 "simulate [--config FILE] --from T --until T "
+	 "[--fail TASK@T1..T2[:exit=N]]... [--down T1..T2]... [--deliver] "
+	 "[--json]",
+	 "run the schedules on a virtual clock and print the timeline",
+	 "Runs the real scheduler, queue, orchestrator and delivery of FILE\n"
+	 "(default ./surecron.yaml) on a virtual clock from T to T (ISO 8601\n"
+	 "with Z or an offset), single-threaded, with a throw-away store in a\n"
+	 "temp folder that is removed at exit (the config's store is never\n"
+	 "opened). The clock jumps from event to event (the next slot or the\n"
+	 "next retry), so a week takes a moment.\n"
+	 "The first slot is the first one at or after --from (a first start).\n"
+	 "\n"
+	 "  --fail TASK@T1..T2[:exit=N]\n"
+	 "                   task TASK (of any schedule) fails instead of\n"
+	 "                   running when an attempt starts in [T1, T2), as a\n"
+	 "                   command exiting with N would: 75 (default) a\n"
+	 "                   retryable quota error, 78 a permanent failure,\n"
+	 "                   others retryable. May be repeated. Other tasks\n"
+	 "                   run for real.\n"
+	 "  --down T1..T2    the scheduler and worker are stopped in [T1, T2)\n"
+	 "                   (downtime): at T2 the schedules catch up by their\n"
+	 "                   catchup policy and missed slots are listed.\n"
+	 "                   May be repeated.\n"
+	 "  --deliver        send to the real targets. Without it nothing\n"
+	 "                   leaves the machine: every target (slack, webhook,\n"
+	 "                   file, command) is replaced by a recorder in the\n"
+	 "                   temp folder, fed through the real delivery path\n"
+	 "                   (outbox, send guards, notices, alerts), and each\n"
+	 "                   recorded message is printed.\n"
+	 "  --json           print one JSON object: events, ledger,\n"
+	 "                   deliveries per target, totals\n"
+	 "\n"
+	 "Prints one line per event (slot fired, attempt started, failed with\n"
+	 "its error and next attempt, succeeded, delivery, slot lost, missed)\n"
+	 "with times in the schedule's zone, then the ledger and the totals.\n"
+	 "Exit status 0 when the simulation ran (lost slots are results, not\n"
+	 "errors), 2 on usage or config errors, 1 on internal failures.\n"},
 	{"version", cmd_version, "version", "print the version",
 	 "Prints \"surecron VERSION\". The same as surecron --version.\n"},
 };

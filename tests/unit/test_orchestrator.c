@@ -674,6 +674,51 @@ static void lost_lease_runs_and_sends_nothing(void **state)
 	orch_job_result_dispose(&jr);
 }
 
+/* ---- the run_task hook (simulate) ------------------------------------- */
+
+/* Fails task "gen" with a quota error, runs every other task for real. */
+static int hook(void *ud, const struct task_spec *spec,
+		const struct task_ctx *tctx, struct task_result *out)
+{
+	int *calls = ud;
+
+	(*calls)++;
+	if (strcmp(spec->name, "gen") == 0) {
+		memset(out, 0, sizeof(*out));
+		int rc = task_fail(out, spec->name, SC_ETASK, "quota exceeded");
+		out->err.retry_after_ms = 5000;
+		return rc;
+	}
+	return task_run(spec, tctx, out);
+}
+
+static void run_task_hook_replaces_task_run(void **state)
+{
+	struct orch_report rep;
+	struct sc_err err;
+	int calls = 0;
+
+	add_task("gen", "echo hello");
+	add_task("other", "exit 0");
+	F.ctx.run_task = hook;
+	F.ctx.run_task_ud = &calls;
+	assert_int_equal(run(1, &rep, &err), SC_ETASK);
+	assert_int_equal(calls, 2);
+	/* gen never ran (the hook answered), other ran for real. */
+	assert_int_equal(task_runs(), 1);
+	assert_non_null(strstr(err.msg, "quota exceeded"));
+	assert_int_equal(err.retry_after_ms, 5000);
+	assert_false(marked());
+	orch_report_dispose(&rep);
+
+	/* Without the hook, task_run is used again: the slot succeeds. */
+	F.ctx.run_task = NULL;
+	assert_int_equal(run(2, &rep, &err), 0);
+	assert_int_equal(task_runs(), 3);
+	assert_true(marked());
+	orch_report_dispose(&rep);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
@@ -695,6 +740,7 @@ int main(void)
 		T(lost_slot_alerts_only_configured_targets),
 		T(permanent_task_failure_kills_the_job_at_once),
 		T(lost_lease_runs_and_sends_nothing),
+		T(run_task_hook_replaces_task_run),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -1,0 +1,791 @@
+/*
+ * cmd_simulate.c - `surecron simulate`: the real scheduler, queue,
+ * orchestrator and delivery, driven by a virtual clock over a throw-away
+ * SQLite store, single-threaded, printing the timeline.
+ *
+ * The loop: tick the scheduler at the virtual now; claim and run every due
+ * job (one at a time, through orch_run_job, exactly as a worker does);
+ * then jump the clock to the next event, the earlier of the next slot and
+ * the next due job (a retry), and repeat until --until. Nothing sleeps:
+ * a simulated week costs the tasks' own run time and a few milliseconds.
+ *
+ * Tasks named by --fail fail inside their windows through the
+ * orchestrator's run_task hook instead of running; every other task runs
+ * for real. Deliveries go through the real outbox flow, but unless
+ * --deliver is given every target is redirected to a recorder: a file in
+ * the temp folder (one JSON line per message, exactly what would have been
+ * sent), so a simulation never posts to a real chat or webhook, writes a
+ * real file or runs a delivery command. The temp folder (store and
+ * recordings) is removed at exit.
+ *
+ * Invariants: the virtual clock only moves forwards, to the next event;
+ * the process's real clock is never consulted for scheduling.
+ */
+#include <ftw.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "cli.h"
+#include "clock.h"
+#include "config.h"
+#include "orchestrator.h"
+#include "queue.h"
+#include "scheduler.h"
+#include "store.h"
+#include "task.h"
+
+#define SIM_MAX_FAILS 64
+#define SIM_MAX_JOBS 100000 /* attempts run before the simulation gives up */
+#define SIM_TASK_MAX 64
+
+struct fail_rule {
+	char task[SIM_TASK_MAX + 1];
+	int64_t from_ms, until_ms; /* fails when from <= now < until */
+	int exit_code;             /* 75 retryable (default), 78 permanent */
+};
+
+struct down {
+	int64_t from_ms, until_ms; /* nothing runs when from <= now < until */
+};
+
+#define SIM_MAX_DOWN 16
+
+struct recorder {
+	char *path;   /* the recording of one target (owned) */
+	long offset;  /* bytes already reported */
+	size_t n_result, n_notice, n_alert;
+};
+
+struct sim {
+	struct config *cfg;
+	struct sc_clock *clock;
+	struct sc_store *store;
+	char dir[256];
+	bool json, deliver;
+	struct fail_rule fails[SIM_MAX_FAILS];
+	size_t n_fails;
+	struct down downs[SIM_MAX_DOWN];
+	size_t n_downs;
+	struct recorder *rec; /* one per config target; NULL with --deliver */
+	json_t *events;       /* --json */
+	size_t n_slots, n_attempts, n_succeeded, n_failed, n_lost, n_missed;
+	int64_t last_ledger_id;
+};
+
+/* ---- argument parsing ---------------------------------------------------- */
+
+/* A located error about option ARG: column is 1-based within ARG. */
+static int arg_error(const char *opt, const char *arg, size_t col,
+		     const char *why)
+{
+	return cli_usage_error("simulate", "%s '%s': column %zu: %s", opt, arg,
+			       col, why);
+}
+
+static int parse_time_part(const char *opt, const char *arg, const char *p,
+			   size_t n, int64_t *out)
+{
+	char buf[64];
+	struct sc_err err = {0};
+
+	if (n == 0)
+		return arg_error(opt, arg, (size_t)(p - arg) + 1,
+				      "expected an ISO 8601 time here");
+	if (n >= sizeof(buf))
+		return arg_error(opt, arg, (size_t)(p - arg) + 1,
+				      "time too long");
+	memcpy(buf, p, n);
+	buf[n] = '\0';
+	if (clock_parse_iso(buf, out, &err) != 0) {
+		char why[SC_ERR_MSG_MAX + 96];
+		snprintf(why, sizeof(why), "bad time '%s': %s", buf, err.msg);
+		return arg_error(opt, arg, (size_t)(p - arg) + 1, why);
+	}
+	return EXIT_OK;
+}
+
+/* TASK@T1..T2[:exit=N] */
+static int parse_fail(const char *arg, struct fail_rule *r)
+{
+	const char *opt = "--fail";
+	const char *at = strchr(arg, '@');
+	int rc;
+
+	memset(r, 0, sizeof(*r));
+	if (!at)
+		return arg_error(opt, arg, strlen(arg) + 1,
+				      "expected TASK@T1..T2[:exit=N]");
+	if (at == arg)
+		return arg_error(opt, arg, 1, "expected a task name before '@'");
+	if ((size_t)(at - arg) > SIM_TASK_MAX)
+		return arg_error(opt, arg, 1, "task name too long");
+	memcpy(r->task, arg, (size_t)(at - arg));
+	const char *t1 = at + 1;
+	const char *dots = strstr(t1, "..");
+	if (!dots)
+		return arg_error(opt, arg, strlen(arg) + 1,
+				      "expected '..' between the two times");
+	const char *t2 = dots + 2;
+	const char *ex = strstr(t2, ":exit=");
+	size_t n2 = ex ? (size_t)(ex - t2) : strlen(t2);
+	if ((rc = parse_time_part(opt, arg, t1, (size_t)(dots - t1),
+				  &r->from_ms)) != EXIT_OK ||
+	    (rc = parse_time_part(opt, arg, t2, n2, &r->until_ms)) != EXIT_OK)
+		return rc;
+	if (r->until_ms <= r->from_ms)
+		return arg_error(opt, arg, (size_t)(t2 - arg) + 1,
+				      "the window ends before it starts");
+	r->exit_code = TASK_EXIT_TEMPFAIL;
+	if (ex) {
+		const char *num = ex + 6;
+		char *end = NULL;
+		long v = strtol(num, &end, 10);
+		if (end == num || *end || v < 1 || v > 255)
+			return arg_error(opt, arg, (size_t)(num - arg) + 1,
+					      "exit=N needs N in 1..255");
+		r->exit_code = (int)v;
+	}
+	return EXIT_OK;
+}
+
+/* T1..T2: the scheduler and the worker are down in [T1, T2). */
+static int parse_down(const char *arg, struct down *d)
+{
+	const char *opt = "--down";
+	const char *dots = strstr(arg, "..");
+	int rc;
+
+	if (!dots)
+		return arg_error(opt, arg, strlen(arg) + 1,
+				 "expected '..' between the two times");
+	if ((rc = parse_time_part(opt, arg, arg, (size_t)(dots - arg),
+				  &d->from_ms)) != EXIT_OK ||
+	    (rc = parse_time_part(opt, arg, dots + 2, strlen(dots + 2),
+				  &d->until_ms)) != EXIT_OK)
+		return rc;
+	if (d->until_ms <= d->from_ms)
+		return arg_error(opt, arg, (size_t)(dots + 2 - arg) + 1,
+				 "the window ends before it starts");
+	return EXIT_OK;
+}
+
+static bool task_known(const struct config *c, const char *name)
+{
+	for (size_t i = 0; i < c->n_schedules; i++)
+		for (size_t k = 0; k < c->schedules[i].n_tasks; k++)
+			if (strcmp(c->schedules[i].tasks[k].name, name) == 0)
+				return true;
+	return false;
+}
+
+/* ---- the task hook -------------------------------------------------------- */
+
+/* Fails a task named by --fail inside its window, like a command would
+ * with that exit status; runs every other task for real. */
+static int sim_run_task(void *ud, const struct task_spec *spec,
+			const struct task_ctx *tctx, struct task_result *out)
+{
+	const struct sim *sm = ud;
+	int64_t now = sc_clock_now_ms(sm->clock);
+
+	for (size_t i = 0; i < sm->n_fails; i++) {
+		const struct fail_rule *r = &sm->fails[i];
+		if (strcmp(r->task, spec->name) != 0 || now < r->from_ms ||
+		    now >= r->until_ms)
+			continue;
+		memset(out, 0, sizeof(*out));
+		if (r->exit_code == TASK_EXIT_TEMPFAIL)
+			return task_fail(out, spec->name, SC_ETASK,
+					 "temporary failure (exit 75): quota "
+					 "exceeded (simulated)");
+		if (r->exit_code == TASK_EXIT_CONFIG) {
+			task_fail(out, spec->name, SC_ETASK, "unrecoverable "
+				  "failure (exit 78): simulated");
+			out->err.permanent = true;
+			return out->err.code;
+		}
+		return task_fail(out, spec->name, SC_ETASK, "exit status %d: "
+				 "simulated failure", r->exit_code);
+	}
+	return task_run(spec, tctx, out);
+}
+
+/* ---- output ------------------------------------------------------------- */
+
+static const struct sc_zone *zone_of(const struct sim *sm, const char *name)
+{
+	const struct schedule_spec *s = config_schedule(sm->cfg, name);
+	const struct sc_zone *z = NULL;
+
+	if (!s || config_schedule_zone(s, &z, NULL) != 0)
+		return sc_zone_utc();
+	return z;
+}
+
+/*
+ * One timeline event. text is the human line's tail; extra (may be NULL)
+ * is merged into the JSON object and then released.
+ */
+static void emit(struct sim *sm, const char *schedule, int64_t slot_ms,
+		 const char *event, json_t *extra, const char *fmt, ...)
+	SC_PRINTF(6, 7);
+
+static void emit(struct sim *sm, const char *schedule, int64_t slot_ms,
+		 const char *event, json_t *extra, const char *fmt, ...)
+{
+	const struct sc_zone *z = zone_of(sm, schedule);
+	int64_t now = sc_clock_now_ms(sm->clock);
+	char when[CLI_TIME_MAX], slot[CLI_TIME_MAX], text[1024];
+	va_list ap;
+
+	cli_format_local(now, z, when);
+	cli_format_local(slot_ms, z, slot);
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	if (!sm->json) {
+		printf("%s  %s  %s\n", when, schedule, text);
+		json_decref(extra);
+		return;
+	}
+	json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s}", "time", when,
+			      "schedule", schedule, "slot", slot, "event", event,
+			      "text", text);
+	if (o && extra)
+		json_object_update(o, extra);
+	json_decref(extra);
+	if (o)
+		json_array_append_new(sm->events, o);
+}
+
+/* Reports the messages recorded for each target since the last call. */
+static void report_recordings(struct sim *sm, const char *schedule,
+			      int64_t slot_ms)
+{
+	for (size_t i = 0; sm->rec && i < sm->cfg->n_targets; i++) {
+		struct recorder *r = &sm->rec[i];
+		FILE *f = fopen(r->path, "r");
+		char *line = NULL;
+		size_t cap = 0;
+
+		if (!f)
+			continue;
+		if (fseek(f, r->offset, SEEK_SET) != 0) {
+			fclose(f);
+			continue;
+		}
+		while (getline(&line, &cap, f) > 0) {
+			json_t *m = json_loads(line, 0, NULL);
+			const char *kind = json_string_value(
+				json_object_get(m, "kind"));
+			const char *sched = json_string_value(
+				json_object_get(m, "schedule"));
+			if (!kind)
+				kind = "?";
+			if (strcmp(kind, DELIVERY_RESULT) == 0)
+				r->n_result++;
+			else if (strcmp(kind, DELIVERY_NOTICE) == 0)
+				r->n_notice++;
+			else if (strcmp(kind, DELIVERY_ALERT) == 0)
+				r->n_alert++;
+			emit(sm, sched ? sched : schedule, slot_ms, "delivery",
+			     json_pack("{s:s, s:s, s:O?}", "target",
+				       sm->cfg->targets[i].name, "kind", kind,
+				       "message", m),
+			     "delivery: %s to %s (recorded)", kind,
+			     sm->cfg->targets[i].name);
+			json_decref(m);
+		}
+		r->offset = ftell(f);
+		free(line);
+		fclose(f);
+	}
+}
+
+/* Reports ledger rows written by the scheduler (missed slots). */
+static void report_missed(struct sim *sm)
+{
+	struct ledger_filter f = {.since_ms = INT64_MIN, .until_ms = INT64_MAX,
+				  .outcome = LEDGER_MISSED};
+	struct ledger_row *rows = NULL;
+	size_t n = 0;
+
+	if (ledger_query(sm->store, &f, &rows, &n, NULL) != 0)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		if (rows[i].id <= sm->last_ledger_id)
+			continue;
+		sm->last_ledger_id = rows[i].id;
+		char slot[CLI_TIME_MAX];
+		sm->n_missed++;
+		cli_format_local(rows[i].slot_ms, zone_of(sm, rows[i].schedule),
+				 slot);
+		emit(sm, rows[i].schedule, rows[i].slot_ms, "missed",
+		     json_pack("{s:s?}", "error", rows[i].error_msg),
+		     "slot %s missed: %s", slot,
+		     rows[i].error_msg ? rows[i].error_msg : "");
+	}
+	ledger_rows_free(rows, n);
+}
+
+/* ---- the run ------------------------------------------------------------- */
+
+static int run_job(struct sim *sm, const struct store_job *job)
+{
+	const struct orch_ctx ctx = {
+		.store = sm->store, .clock = sm->clock, .config = sm->cfg,
+		.run_task = sim_run_task, .run_task_ud = sm,
+	};
+	struct orch_job_result jr;
+	struct sc_err err = {0};
+	char slot[CLI_TIME_MAX], next[CLI_TIME_MAX];
+	const char *sch = job->schedule;
+
+	if (job->attempts == 1) {
+		sm->n_slots++;
+		emit(sm, sch, job->slot_ms, "slot", NULL, "slot %s fired%s",
+		     cli_format_local(job->slot_ms, zone_of(sm, sch), slot),
+		     job->manual ? " (manual)" : "");
+	}
+	sm->n_attempts++;
+	emit(sm, sch, job->slot_ms, "attempt_started",
+	     json_pack("{s:i}", "attempt", job->attempts),
+	     "attempt %d started", job->attempts);
+	memset(&jr, 0, sizeof(jr));
+	int rc = orch_run_job(&ctx, job, &jr, &err);
+	if (rc) {
+		orch_job_result_dispose(&jr);
+		return cli_fail(EXIT_FAIL, "simulate: job of %s: %s", sch,
+				err.msg);
+	}
+	/* What went out during the attempt (notices, results, alerts), then
+	 * the attempt's verdict. */
+	report_recordings(sm, sch, job->slot_ms);
+	if (jr.completed) {
+		sm->n_succeeded++;
+		emit(sm, sch, job->slot_ms, "attempt_succeeded",
+		     json_pack("{s:i, s:i}", "attempt", job->attempts, "sent",
+			       (int)jr.rep.delivery.n_sent),
+		     "attempt %d succeeded (%zu target%s sent)", job->attempts,
+		     jr.rep.delivery.n_sent,
+		     jr.rep.delivery.n_sent == 1 ? "" : "s");
+	} else if (jr.dead) {
+		sm->n_failed++;
+		sm->n_lost++;
+		emit(sm, sch, job->slot_ms, "attempt_failed",
+		     json_pack("{s:i, s:s, s:s, s:b}", "attempt",
+			       job->attempts, "error", jr.run_err.msg,
+			       "error_class", jr.error_class, "permanent",
+			       jr.run_err.permanent),
+		     "attempt %d failed: %s; no attempt left", job->attempts,
+		     jr.run_err.msg);
+		emit(sm, sch, job->slot_ms, "slot_lost",
+		     json_pack("{s:i}", "alerts_sent", (int)jr.n_alerts_sent),
+		     "slot LOST after %d attempt%s; alert sent to %zu "
+		     "target%s", job->attempts, job->attempts == 1 ? "" : "s",
+		     jr.n_alerts_sent, jr.n_alerts_sent == 1 ? "" : "s");
+	} else {
+		sm->n_failed++;
+		cli_format_local(jr.next_ms, zone_of(sm, sch), next);
+		emit(sm, sch, job->slot_ms, "attempt_failed",
+		     json_pack("{s:i, s:s, s:s, s:s}", "attempt",
+			       job->attempts, "error", jr.run_err.msg,
+			       "error_class", jr.error_class, "next_attempt",
+			       next),
+		     "attempt %d failed: %s; next attempt at %s",
+		     job->attempts, jr.run_err.msg, next);
+	}
+	if (!sm->rec && sm->deliver && jr.rep.n_notices_sent)
+		emit(sm, sch, job->slot_ms, "delivery",
+		     json_pack("{s:s, s:i}", "kind", DELIVERY_NOTICE, "count",
+			       (int)jr.rep.n_notices_sent),
+		     "delivery: failure notice sent to %zu target%s",
+		     jr.rep.n_notices_sent,
+		     jr.rep.n_notices_sent == 1 ? "" : "s");
+	orch_job_result_dispose(&jr);
+	return EXIT_OK;
+}
+
+/* The end of the --down window holding t (windows may touch or
+ * overlap), or t when none does. */
+static int64_t up_again(const struct sim *sm, int64_t t)
+{
+	for (bool moved = true; moved;) {
+		moved = false;
+		for (size_t i = 0; i < sm->n_downs; i++)
+			if (t >= sm->downs[i].from_ms && t < sm->downs[i].until_ms) {
+				t = sm->downs[i].until_ms;
+				moved = true;
+			}
+	}
+	return t;
+}
+
+/* Reports a stop of the scheduler and worker at t until `up`. */
+static void report_down(struct sim *sm, int64_t t, int64_t up)
+{
+	char u[CLOCK_ISO_MAX];
+
+	sc_clock_set_ms(sm->clock, t);
+	emit(sm, "(all)", t, "down", NULL, "scheduler and worker down until %s",
+	     clock_format_utc(up, u));
+}
+
+static int simulate(struct sim *sm, int64_t from, int64_t until)
+{
+	struct sched_result r;
+	struct sc_err err = {0};
+	size_t n_jobs = 0;
+	int64_t now = up_again(sm, from);
+
+	if (now != from)
+		report_down(sm, from, now);
+	if (now > until)
+		return EXIT_OK;
+	for (;;) {
+		sc_clock_set_ms(sm->clock, now);
+		if (sched_tick(sm->store, sm->cfg, now, NULL, &r, &err) != 0)
+			return cli_fail(EXIT_FAIL, "simulate: scheduler: %s",
+					err.msg);
+		report_missed(sm);
+		for (;;) {
+			struct store_job job;
+			size_t n = 0;
+			if (queue_claim(sm->store, "simulate", sm->cfg->lease_ms,
+					&job, 1, &n, &err) != 0)
+				return cli_fail(EXIT_FAIL, "simulate: claim: %s",
+						err.msg);
+			if (n == 0)
+				break;
+			if (++n_jobs > SIM_MAX_JOBS)
+				return cli_fail(EXIT_FAIL, "simulate: more than "
+						"%d attempts; narrow --from/"
+						"--until", SIM_MAX_JOBS);
+			int rc = run_job(sm, &job);
+			if (rc)
+				return rc;
+		}
+		int64_t due;
+		if (queue_next_due(sm->store, &due, &err) != 0)
+			return cli_fail(EXIT_FAIL, "simulate: %s", err.msg);
+		int64_t next = r.next_ms < due ? r.next_ms : due;
+		if (next > until)
+			break;
+		/* The clock only moves forwards. */
+		next = next > now ? next : now + 1;
+		int64_t up = up_again(sm, next);
+		if (up != next) {
+			/* Down: the event is not seen until the restart, where
+			 * the scheduler catches up and late jobs run. */
+			int64_t start = next;
+			for (size_t i = 0; i < sm->n_downs; i++)
+				if (sm->downs[i].from_ms > now &&
+				    sm->downs[i].from_ms <= next &&
+				    sm->downs[i].from_ms < start)
+					start = sm->downs[i].from_ms;
+			report_down(sm, start, up);
+			if (up > until)
+				break;
+		}
+		now = up;
+	}
+	return EXIT_OK;
+}
+
+/* ---- reports at the end ---------------------------------------------------- */
+
+static void print_ledger(struct sim *sm, json_t *out)
+{
+	struct ledger_row *rows = NULL;
+	size_t n = 0;
+	json_t *arr = json_array();
+
+	if (ledger_query(sm->store, NULL, &rows, &n, NULL) != 0)
+		n = 0;
+	if (!sm->json)
+		printf("\nledger (%zu row%s):\n", n, n == 1 ? "" : "s");
+	for (size_t i = 0; i < n; i++) {
+		const struct ledger_row *w = &rows[i];
+		const struct sc_zone *z = zone_of(sm, w->schedule);
+		char slot[CLI_TIME_MAX], at[CLI_TIME_MAX];
+		cli_format_local(w->slot_ms, z, slot);
+		cli_format_local(w->started_ms, z, at);
+		if (!sm->json) {
+			printf("  %s  %s  attempt %d  %-8s at %s%s%s\n",
+			       w->schedule, slot, w->attempt, w->outcome, at,
+			       w->error_msg ? "  " : "",
+			       w->error_msg ? w->error_msg : "");
+			continue;
+		}
+		json_array_append_new(arr, json_pack(
+			"{s:s, s:s, s:i, s:s, s:s, s:s, s:s?}", "schedule",
+			w->schedule, "slot", slot, "attempt", w->attempt,
+			"outcome", w->outcome, "started", at, "error_class",
+			w->error_class, "error", w->error_msg));
+	}
+	ledger_rows_free(rows, n);
+	if (out)
+		json_object_set(out, "ledger", arr);
+	json_decref(arr);
+}
+
+static void print_totals(struct sim *sm, json_t *out)
+{
+	json_t *dl = json_array();
+
+	for (size_t i = 0; sm->rec && i < sm->cfg->n_targets; i++) {
+		const struct recorder *r = &sm->rec[i];
+		json_array_append_new(dl, json_pack(
+			"{s:s, s:i, s:i, s:i}", "target",
+			sm->cfg->targets[i].name, "result", (int)r->n_result,
+			"failure_notice", (int)r->n_notice, "alert",
+			(int)r->n_alert));
+		if (!sm->json)
+			printf("%s  %s: %zu result, %zu failure notice, %zu "
+			       "alert\n", i == 0 ? "\ndeliveries (recorded, "
+			       "not sent):\n" : "", sm->cfg->targets[i].name,
+			       r->n_result, r->n_notice, r->n_alert);
+	}
+	if (!sm->json)
+		printf("\n%zu slot%s, %zu attempt%s: %zu succeeded, %zu failed, "
+		       "%zu slot%s lost, %zu missed\n", sm->n_slots,
+		       sm->n_slots == 1 ? "" : "s", sm->n_attempts,
+		       sm->n_attempts == 1 ? "" : "s", sm->n_succeeded,
+		       sm->n_failed, sm->n_lost, sm->n_lost == 1 ? "" : "s",
+		       sm->n_missed);
+	if (out) {
+		json_object_set_new(out, "deliveries", dl);
+		json_object_set_new(out, "totals", json_pack(
+			"{s:i, s:i, s:i, s:i, s:i, s:i}", "slots",
+			(int)sm->n_slots, "attempts", (int)sm->n_attempts,
+			"succeeded", (int)sm->n_succeeded, "failed",
+			(int)sm->n_failed, "lost", (int)sm->n_lost, "missed",
+			(int)sm->n_missed));
+	} else {
+		json_decref(dl);
+	}
+}
+
+/* ---- set-up and tear-down ------------------------------------------------ */
+
+static int rm_entry(const char *path, const struct stat *st, int flag,
+		    struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+/* Points every target at a recording file in the temp folder. */
+static int redirect_targets(struct sim *sm)
+{
+	sm->rec = calloc(sm->cfg->n_targets ? sm->cfg->n_targets : 1,
+			 sizeof(*sm->rec));
+	if (!sm->rec)
+		return cli_fail(EXIT_FAIL, "simulate: out of memory");
+	for (size_t i = 0; i < sm->cfg->n_targets; i++) {
+		struct target_spec *t = &sm->cfg->targets[i];
+		char path[512];
+		snprintf(path, sizeof(path), "%s/target-%s.jsonl", sm->dir,
+			 t->name);
+		sm->rec[i].path = strdup(path);
+		char *copy = strdup(path);
+		if (!sm->rec[i].path || !copy) {
+			free(copy);
+			return cli_fail(EXIT_FAIL, "simulate: out of memory");
+		}
+		/* The recorder is a file target: the real delivery path
+		 * (outbox, guards, notices, alerts) writes what it would
+		 * have sent, one JSON line per message. */
+		free(t->path);
+		t->path = copy;
+		t->kind = TARGET_FILE;
+	}
+	return EXIT_OK;
+}
+
+static int opt(const char *name, int argc, char **argv, int *i,
+	       const char **val)
+{
+	size_t n = strlen(name);
+	const char *a = argv[*i];
+
+	if (strncmp(a, name, n) != 0)
+		return 0;
+	if (a[n] == '=') {
+		*val = a + n + 1;
+		return 1;
+	}
+	if (a[n] != '\0')
+		return 0;
+	if (*i + 1 >= argc) {
+		*val = NULL;
+		return -1;
+	}
+	*val = argv[++*i];
+	return 1;
+}
+
+int cmd_simulate(int argc, char **argv)
+{
+	const char *path = "surecron.yaml", *from_s = NULL, *until_s = NULL;
+	const char *fail_args[SIM_MAX_FAILS] = {0};
+	struct sim sm;
+	struct sc_err err = {0};
+	int64_t from = 0, until = 0;
+	int code = EXIT_FAIL;
+
+	memset(&sm, 0, sizeof(sm));
+	for (int i = 1; i < argc; i++) {
+		const char *v = NULL;
+		int m;
+		if ((m = opt("--config", argc, argv, &i, &v)) != 0 ||
+		    (m = opt("-c", argc, argv, &i, &v)) != 0) {
+			if (m < 0)
+				return cli_usage_error("simulate", "--config "
+						       "needs a file");
+			path = v;
+		} else if ((m = opt("--from", argc, argv, &i, &v)) != 0) {
+			if (m < 0)
+				return cli_usage_error("simulate", "--from "
+						       "needs a time");
+			from_s = v;
+		} else if ((m = opt("--until", argc, argv, &i, &v)) != 0) {
+			if (m < 0)
+				return cli_usage_error("simulate", "--until "
+						       "needs a time");
+			until_s = v;
+		} else if ((m = opt("--fail", argc, argv, &i, &v)) != 0) {
+			if (m < 0)
+				return cli_usage_error("simulate", "--fail needs "
+						       "TASK@T1..T2[:exit=N]");
+			if (sm.n_fails >= SIM_MAX_FAILS)
+				return cli_usage_error("simulate", "at most %d "
+						       "--fail", SIM_MAX_FAILS);
+			fail_args[sm.n_fails] = v;
+			int rc = parse_fail(v, &sm.fails[sm.n_fails]);
+			if (rc)
+				return rc;
+			sm.n_fails++;
+		} else if ((m = opt("--down", argc, argv, &i, &v)) != 0) {
+			if (m < 0)
+				return cli_usage_error("simulate", "--down needs "
+						       "T1..T2");
+			if (sm.n_downs >= SIM_MAX_DOWN)
+				return cli_usage_error("simulate", "at most %d "
+						       "--down", SIM_MAX_DOWN);
+			int rc = parse_down(v, &sm.downs[sm.n_downs]);
+			if (rc)
+				return rc;
+			sm.n_downs++;
+		} else if (strcmp(argv[i], "--json") == 0) {
+			sm.json = true;
+		} else if (strcmp(argv[i], "--deliver") == 0) {
+			sm.deliver = true;
+		} else {
+			return cli_usage_error("simulate", "unexpected argument "
+					       "'%s'", argv[i]);
+		}
+	}
+	if (!from_s || !until_s)
+		return cli_usage_error("simulate", "--from and --until are "
+				       "required");
+	if (clock_parse_iso(from_s, &from, &err) != 0)
+		return cli_usage_error("simulate", "--from '%s': %s", from_s,
+				       err.msg);
+	if (clock_parse_iso(until_s, &until, &err) != 0)
+		return cli_usage_error("simulate", "--until '%s': %s", until_s,
+				       err.msg);
+	if (until < from)
+		return cli_usage_error("simulate", "--until is before --from");
+
+	if (getenv("SURECRON_LOG"))
+		cli_setup_logging(SC_LOG_WARN);
+	if (config_load(path, &sm.cfg, &err) != 0) {
+		fprintf(stderr, "surecron: %s\n", err.msg);
+		return EXIT_USAGE;
+	}
+	for (size_t i = 0; i < sm.n_fails; i++)
+		if (!task_known(sm.cfg, sm.fails[i].task)) {
+			code = cli_usage_error("simulate", "--fail '%s': column "
+					       "1: no task named '%s' in %s",
+					       fail_args[i], sm.fails[i].task,
+					       path);
+			goto out_cfg;
+		}
+
+	const char *tmp = getenv("TMPDIR");
+	snprintf(sm.dir, sizeof(sm.dir), "%s/surecron-sim-XXXXXX",
+		 tmp && *tmp ? tmp : "/tmp");
+	if (!mkdtemp(sm.dir)) {
+		code = cli_fail(EXIT_FAIL, "simulate: cannot make a temp "
+				"folder in %s", tmp && *tmp ? tmp : "/tmp");
+		goto out_cfg;
+	}
+	char url[320];
+	snprintf(url, sizeof(url), "sqlite:%s/simulate.db", sm.dir);
+	sm.clock = sc_clock_virtual_new(from);
+	if (!sm.clock) {
+		code = cli_fail(EXIT_FAIL, "simulate: out of memory");
+		goto out_dir;
+	}
+	if (store_open(url, sm.clock, &sm.store, &err) != 0) {
+		code = cli_fail(EXIT_FAIL, "simulate: store: %s", err.msg);
+		goto out_clock;
+	}
+	if (!sm.deliver && (code = redirect_targets(&sm)) != EXIT_OK)
+		goto out_store;
+	sm.events = json_array();
+
+	char f1[CLI_TIME_MAX], f2[CLI_TIME_MAX];
+	if (!sm.json)
+		printf("simulating %s from %s until %s%s\n", path,
+		       clock_format_utc(from, f1), clock_format_utc(until, f2),
+		       sm.deliver ? " (delivering for real)"
+				  : " (deliveries recorded, not sent)");
+	code = simulate(&sm, from, until);
+	if (code == EXIT_OK) {
+		json_t *out = sm.json ? json_object() : NULL;
+		if (out) {
+			json_object_set_new(out, "config", json_string(path));
+			json_object_set_new(out, "from",
+					    json_string(clock_format_utc(from,
+									 f1)));
+			json_object_set_new(out, "until",
+					    json_string(clock_format_utc(until,
+									 f2)));
+			json_object_set_new(out, "deliver",
+					    json_boolean(sm.deliver));
+			json_object_set(out, "events", sm.events);
+		}
+		print_ledger(&sm, out);
+		print_totals(&sm, out);
+		if (out) {
+			char *s = json_dumps(out, JSON_INDENT(1));
+			if (s)
+				printf("%s\n", s);
+			free(s);
+			json_decref(out);
+		}
+	}
+	json_decref(sm.events);
+	for (size_t i = 0; sm.rec && i < sm.cfg->n_targets; i++)
+		free(sm.rec[i].path);
+	free(sm.rec);
+out_store:
+	store_close(sm.store);
+out_clock:
+	sc_clock_free(sm.clock);
+out_dir:
+	nftw(sm.dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+out_cfg:
+	config_free(sm.cfg);
+	return code;
+}

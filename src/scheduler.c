@@ -1,0 +1,651 @@
+/*
+ * scheduler.c - schedules -> slots -> jobs (scheduler.h tells the whole
+ * story; docs/internals/scheduler.md has the examples).
+ *
+ * Invariants kept here:
+ *   - A slot at or before the recorded last instant L of its schedule is
+ *     never enqueued again by the scheduler: this is what makes a wall
+ *     clock set backwards harmless (nothing is re-run).
+ *   - Every slot in (L, now] either gets a job (enqueue, idempotent) or a
+ *     "missed" ledger row (one per slot up to a cap, then one summarising
+ *     row): nothing between two ticks disappears from the record.
+ *   - The order of writes is missed rows -> enqueue -> sched_last_set, so
+ *     a crash between them is repaired by the next tick: it sees the same
+ *     (L, now] window, enqueues idempotently, and skips missed rows that
+ *     exist already (or whose slot has a job), then records L.
+ *   - The work per call is bounded whatever the gap: at most
+ *     SCAN_BUDGET cron steps forward from L; beyond that the middle of
+ *     the gap is summarised without being enumerated, and only the newest
+ *     slots (found by scanning back-off windows that end at now) matter.
+ *   - No clock is read: now_ms comes from the caller (pure over config,
+ *     store, now), so the daemon and `simulate` drive the same code.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "config.h"
+#include "failpoint.h"
+#include "log.h"
+#include "queue.h"
+#include "scheduler.h"
+
+/* Cron steps one forward scan may take before the gap is summarised (a
+ * per-second schedule: a little over a day). sc_cron_next costs about a
+ * microsecond, so this bounds a catch-up to a fraction of a second. */
+#define SCAN_BUDGET 100000
+
+static const char *catchup_name(enum catchup c)
+{
+	switch (c) {
+	case CATCHUP_ALL: return "all";
+	case CATCHUP_NONE: return "none";
+	case CATCHUP_LATEST: break;
+	}
+	return "latest";
+}
+
+/* What one schedule's window (L, now] holds, as far as it was enumerated. */
+struct window {
+	int64_t *head;      /* the earliest slots, in order */
+	size_t n_head, cap_head;
+	int64_t *ring;      /* the newest slots seen (ring buffer) */
+	size_t n_ring, cap_ring, ring_pos; /* ring_pos: next write index */
+	uint64_t total;     /* slots seen (exact when counted) */
+	bool counted;       /* false: the middle was skipped, total is a floor */
+};
+
+static void ring_push(struct window *w, int64_t slot)
+{
+	size_t cap = w->cap_ring;
+
+	if (cap == 0)
+		return;
+	w->ring[w->ring_pos] = slot;
+	if (++w->ring_pos >= cap)
+		w->ring_pos = 0;
+	if (w->n_ring < cap)
+		w->n_ring++;
+}
+
+/* The i-th newest slot of the ring (0 = newest; i < n_ring). */
+static int64_t ring_newest(const struct window *w, size_t i)
+{
+	size_t k = w->ring_pos + w->cap_ring - 1 - i;
+
+	if (k >= w->cap_ring)
+		k -= w->cap_ring;
+	return w->ring[k];
+}
+
+/*
+ * Steps through the slots in (from, to], at most budget of them, pushing
+ * each into the ring (and into head while it has room, when fill_head).
+ * *last gets the last slot seen (from when none). Returns 0 with
+ * *exhausted telling whether the budget ran out before `to`, or a cron
+ * error. SC_ENEVER from the engine just means "no more slots".
+ */
+static int scan(const struct sc_cron *c, const struct sc_zone *z,
+		int64_t from, int64_t to, size_t budget, bool fill_head,
+		struct window *w, int64_t *last, bool *exhausted,
+		struct sc_err *err)
+{
+	int64_t t = from;
+
+	*exhausted = false;
+	for (size_t i = 0;; i++) {
+		int64_t next;
+		struct sc_err e = {0};
+		int rc = sc_cron_next(c, z, t, &next, &e);
+
+		if (rc == SC_ENEVER)
+			break;
+		if (rc) {
+			sc_err_set(err, rc, "%s", e.msg);
+			return rc;
+		}
+		if (next > to)
+			break;
+		if (i >= budget) {
+			*exhausted = true;
+			break;
+		}
+		if (fill_head && w->n_head < w->cap_head)
+			w->head[w->n_head++] = next;
+		ring_push(w, next);
+		w->total++;
+		t = next;
+	}
+	*last = t;
+	return 0;
+}
+
+/* The ring and count as the forward scan left them, restored before each
+ * tail window so that the ring ends up holding the newest slots of both,
+ * in order (every tail slot is newer than every forward one). */
+struct ring_save {
+	int64_t *ring;
+	size_t n_ring, ring_pos;
+	uint64_t total;
+};
+
+/* Scans the tail window (now - span, now] (never reaching back before
+ * `last`, where the forward scan stopped) on top of the saved state. */
+static int tail_window(const struct sc_cron *c, const struct sc_zone *z,
+		       int64_t last, int64_t now, int64_t span,
+		       const struct ring_save *sv, struct window *w,
+		       int64_t *start, uint64_t *seen, bool *exhausted,
+		       struct sc_err *err)
+{
+	int64_t tail_last;
+
+	*start = now - span <= last ? last : now - span;
+	memcpy(w->ring, sv->ring, w->cap_ring * sizeof(*w->ring));
+	w->n_ring = sv->n_ring;
+	w->ring_pos = sv->ring_pos;
+	w->total = sv->total;
+	int rc = scan(c, z, *start, now, SCAN_BUDGET, false, w, &tail_last,
+		      exhausted, err);
+	*seen = w->total - sv->total;
+	return rc;
+}
+
+/*
+ * Enumerates (L, now] into w. When the forward scan runs out of budget,
+ * the head (earliest slots) is kept and the newest slots are found by
+ * scanning windows (now - span, now] whose span doubles until they hold
+ * enough slots for the ring (or reach the scanned part): the slots between
+ * are the uncounted gap. A window that itself runs out of budget (a burst
+ * of per-second slots after a quiet stretch, `* * 1 * *`) is narrowed by
+ * bisection, a bounded number of times.
+ */
+static int enumerate(const struct sc_cron *c, const struct sc_zone *z,
+		     int64_t from, int64_t now, struct window *w,
+		     struct sc_err *err)
+{
+	int64_t last, start;
+	uint64_t seen;
+	bool exhausted;
+	int rc = scan(c, z, from, now, SCAN_BUDGET, true, w, &last,
+		      &exhausted, err);
+
+	if (rc || !exhausted)
+		return rc;
+	struct ring_save sv = {.n_ring = w->n_ring, .ring_pos = w->ring_pos,
+			       .total = w->total};
+	sv.ring = malloc(w->cap_ring * sizeof(*sv.ring));
+	if (!sv.ring)
+		return sc_err_set(err, SC_ENOMEM, "out of memory");
+	memcpy(sv.ring, w->ring, w->cap_ring * sizeof(*sv.ring));
+
+	/* A cron fires at most once a second, so a window of span seconds
+	 * holds at most span slots: start with the ring's size. */
+	int64_t span = (int64_t)w->cap_ring * 1000, lo = 0;
+	for (;;) {
+		rc = tail_window(c, z, last, now, span, &sv, w, &start, &seen,
+				 &exhausted, err);
+		if (rc || exhausted || start == last || seen >= w->cap_ring ||
+		    span > INT64_MAX / 4)
+			break;
+		lo = span;
+		span *= 2;
+	}
+	/* Too many slots in the last window: bisect between the last span
+	 * that fitted (lo) and this one. */
+	bool too_dense = !rc && exhausted;
+	for (int i = 0; too_dense && i < 16 && span - lo > 1000; i++) {
+		int64_t mid = lo + (span - lo) / 2;
+		rc = tail_window(c, z, last, now, mid, &sv, w, &start, &seen,
+				 &exhausted, err);
+		if (rc || (!exhausted && seen >= w->cap_ring)) {
+			too_dense = false;
+			break;
+		}
+		if (exhausted)
+			span = mid;
+		else
+			lo = mid;
+	}
+	if (too_dense)
+		/* Still too dense: settle for the window that fitted. */
+		rc = tail_window(c, z, last, now, lo, &sv, w, &start, &seen,
+				 &exhausted, err);
+	w->counted = start == last && !exhausted;
+	free(sv.ring);
+	return rc;
+}
+
+static void window_dispose(struct window *w)
+{
+	free(w->head);
+	free(w->ring);
+}
+
+static bool in_set(const int64_t *v, size_t n, int64_t x)
+{
+	for (size_t i = 0; i < n; i++)
+		if (v[i] == x)
+			return true;
+	return false;
+}
+
+/* Appends one missed row; kept short so the ledger reads well. */
+static int write_missed(struct sc_store *s, const struct schedule_spec *spec,
+			int64_t slot, int64_t now, const char *msg,
+			const char *details, struct sc_err *err)
+{
+	struct ledger_row row = {0};
+
+	snprintf(row.schedule, sizeof(row.schedule), "%s", spec->name);
+	row.slot_ms = slot;
+	row.started_ms = row.finished_ms = now;
+	snprintf(row.outcome, sizeof(row.outcome), "%s", LEDGER_MISSED);
+	snprintf(row.error_class, sizeof(row.error_class), "downtime");
+	row.error_msg = (char *)msg;
+	row.details_json = (char *)details;
+	return ledger_append(s, &row, err);
+}
+
+/* Has this slot been recorded already (a missed row, or a job)? Only asked
+ * for the rows about to be written, so at most max_missed_rows + 1 times. */
+static int already_recorded(struct sc_store *s, const char *name, int64_t slot,
+			    const int64_t *missed, size_t n_missed, bool *yes,
+			    struct sc_err *err)
+{
+	struct store_job j;
+	struct sc_err e = {0};
+
+	*yes = in_set(missed, n_missed, slot);
+	if (*yes)
+		return 0;
+	int rc = store_job_find(s, name, slot, &j, &e);
+	if (rc == 0) {
+		*yes = true;
+		return 0;
+	}
+	if (rc == SC_ENOENT)
+		return 0;
+	sc_err_set(err, rc, "%s", e.msg);
+	return rc;
+}
+
+/* The slots of this schedule already recorded as missed in (from, to]. */
+static int missed_rows(struct sc_store *s, const char *name, int64_t from,
+		       int64_t to, int64_t **out, size_t *n, struct sc_err *err)
+{
+	struct ledger_filter f = {
+		.schedule = name, .since_ms = from + 1, .until_ms = to + 1,
+		.outcome = LEDGER_MISSED,
+	};
+	struct ledger_row *rows = NULL;
+	size_t nr = 0;
+	int rc = ledger_query(s, &f, &rows, &nr, err);
+
+	*out = NULL;
+	*n = 0;
+	if (rc || nr == 0)
+		return rc;
+	*out = malloc(nr * sizeof(**out));
+	if (!*out) {
+		ledger_rows_free(rows, nr);
+		return sc_err_set(err, SC_ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < nr; i++)
+		(*out)[i] = rows[i].slot_ms;
+	*n = nr;
+	ledger_rows_free(rows, nr);
+	return 0;
+}
+
+static void opts_fill(const struct sched_opts *in, struct sched_opts *o)
+{
+	*o = in ? *in : (struct sched_opts){0};
+	if (o->grace_ms <= 0)
+		o->grace_ms = SCHED_GRACE_MS;
+	if (o->max_catchup == 0)
+		o->max_catchup = SCHED_CATCHUP_MAX;
+	if (o->max_missed_rows == 0)
+		o->max_missed_rows = SCHED_MISSED_ROWS_MAX;
+}
+
+static int load_spec(const struct schedule_spec *spec, struct sc_cron *cron,
+		     const struct sc_zone **zone, struct sc_err *err)
+{
+	int rc = sc_cron_parse(spec->cron, cron, err);
+
+	return rc ? rc : config_schedule_zone(spec, zone, err);
+}
+
+int sched_next_slot(const struct schedule_spec *spec, int64_t after_ms,
+		    int64_t *out_ms, struct sc_err *err)
+{
+	struct sc_cron cron;
+	const struct sc_zone *zone;
+	int rc = load_spec(spec, &cron, &zone, err);
+
+	return rc ? rc : sc_cron_next(&cron, zone, after_ms, out_ms, err);
+}
+
+int sched_schedule_next(struct sc_store *s, const struct schedule_spec *spec,
+			int64_t now_ms, int64_t *out_ms, struct sc_err *err)
+{
+	int64_t last;
+	int rc = sched_last_get(s, spec->name, &last, err);
+
+	if (rc)
+		return rc;
+	return sched_next_slot(spec, last > now_ms ? last : now_ms, out_ms,
+			       err);
+}
+
+/*
+ * Decides which slots of w run (run[0..*n_run), oldest first): the on-time
+ * ones always; late ones by the catch-up policy. All of them are in the
+ * ring, which holds the newest slots.
+ */
+static void choose(const struct schedule_spec *spec, const struct window *w,
+		   int64_t now, const struct sched_opts *o, int64_t *run,
+		   size_t *n_run)
+{
+	size_t n = 0, n_late_run = 0;
+	bool ontime_any = false;
+
+	/* Walk newest -> oldest, then reverse. */
+	for (size_t i = 0; i < w->n_ring; i++) {
+		int64_t slot = ring_newest(w, i);
+		bool ontime = slot >= now - o->grace_ms;
+		bool take = false;
+
+		if (ontime) {
+			take = true;
+			ontime_any = true;
+		} else if (spec->catchup == CATCHUP_ALL) {
+			take = n_late_run < o->max_catchup;
+		} else if (spec->catchup == CATCHUP_LATEST) {
+			take = !ontime_any && n_late_run == 0;
+		}
+		if (!ontime && take)
+			n_late_run++;
+		if (take)
+			run[n++] = slot;
+	}
+	for (size_t i = 0; i < n / 2; i++) {
+		int64_t t = run[i];
+		run[i] = run[n - 1 - i];
+		run[n - 1 - i] = t;
+	}
+	*n_run = n;
+}
+
+/*
+ * Writes the missed rows of w (every slot not in run[]): one row each for
+ * the first max_missed_rows, then one summarising row for the rest.
+ */
+static int record_missed(struct sc_store *s, const struct schedule_spec *spec,
+			 int64_t from, int64_t now, const struct window *w,
+			 const int64_t *run, size_t n_run,
+			 const struct sched_opts *o, size_t *n_missed,
+			 struct sc_err *err)
+{
+	int64_t *have = NULL;
+	size_t n_have = 0, n_rowed = 0, hi;
+	char msg[256], details[512], t1[CLOCK_ISO_MAX], t2[CLOCK_ISO_MAX];
+	int rc;
+
+	*n_missed = 0;
+	if (w->total <= n_run)
+		return 0;
+	rc = missed_rows(s, spec->name, from, now, &have, &n_have, err);
+	if (rc)
+		return rc;
+	snprintf(msg, sizeof(msg), "not run: the scheduler was not running "
+		 "or the clock jumped (catchup: %s)", catchup_name(spec->catchup));
+	snprintf(details, sizeof(details), "{\"catchup\":\"%s\"}",
+		 catchup_name(spec->catchup));
+	/* The head holds every slot from the start, so it holds the first
+	 * max_missed_rows slots that do not run (cap_head says so). */
+	for (hi = 0; hi < w->n_head && n_rowed < o->max_missed_rows; hi++) {
+		int64_t slot = w->head[hi];
+		bool done;
+
+		if (in_set(run, n_run, slot))
+			continue;
+		rc = already_recorded(s, spec->name, slot, have, n_have, &done,
+				      err);
+		if (rc)
+			goto out;
+		if (!done) {
+			rc = write_missed(s, spec, slot, now, msg, details, err);
+			if (rc)
+				goto out;
+			SC_LOG(SC_LOG_WARN, "scheduler", "schedule=%s slot=%s "
+			       "outcome=missed catchup=%s", spec->name,
+			       clock_format_utc(slot, t1),
+			       catchup_name(spec->catchup));
+		}
+		n_rowed++;
+	}
+	*n_missed = n_rowed;
+	uint64_t rest = w->total - n_run - n_rowed;
+	if (rest == 0 && w->counted)
+		goto out;
+	/* The rest: from the next missed slot of the head to the newest
+	 * missed slot of the ring, one row. */
+	int64_t first = INT64_MIN, newest = INT64_MIN;
+	for (; hi < w->n_head; hi++)
+		if (!in_set(run, n_run, w->head[hi])) {
+			first = w->head[hi];
+			break;
+		}
+	for (size_t i = 0; i < w->n_ring; i++)
+		if (!in_set(run, n_run, ring_newest(w, i))) {
+			newest = ring_newest(w, i);
+			break;
+		}
+	if (first == INT64_MIN || newest == INT64_MIN || newest < first)
+		goto out;
+	bool done;
+	rc = already_recorded(s, spec->name, first, have, n_have, &done, err);
+	if (rc || done)
+		goto out;
+	clock_format_utc(first, t1);
+	clock_format_utc(newest, t2);
+	if (w->counted) {
+		snprintf(msg, sizeof(msg), "%" PRIu64 " slots from %s to %s "
+			 "not run (one row for them all; catchup: %s)", rest, t1,
+			 t2, catchup_name(spec->catchup));
+		snprintf(details, sizeof(details), "{\"catchup\":\"%s\","
+			 "\"summary\":true,\"count\":%" PRIu64 ",\"from\":\"%s\","
+			 "\"until\":\"%s\"}", catchup_name(spec->catchup), rest,
+			 t1, t2);
+	} else {
+		snprintf(msg, sizeof(msg), "at least %" PRIu64 " slots from %s "
+			 "to %s not run (too many to count; catchup: %s)", rest,
+			 t1, t2, catchup_name(spec->catchup));
+		snprintf(details, sizeof(details), "{\"catchup\":\"%s\","
+			 "\"summary\":true,\"count\":null,\"at_least\":%" PRIu64
+			 ",\"from\":\"%s\",\"until\":\"%s\"}",
+			 catchup_name(spec->catchup), rest, t1, t2);
+	}
+	rc = write_missed(s, spec, first, now, msg, details, err);
+	if (rc)
+		goto out;
+	SC_LOG(SC_LOG_WARN, "scheduler", "schedule=%s slot=%s outcome=missed "
+	       "summary=true count=%" PRIu64 " until=%s", spec->name, t1, rest,
+	       t2);
+	*n_missed += rest > 0 ? (size_t)rest : 1;
+out:
+	free(have);
+	return rc;
+}
+
+int sched_schedule_tick(struct sc_store *s, const struct schedule_spec *spec,
+			int64_t now_ms, const struct sched_opts *opts,
+			struct sched_result *out, struct sc_err *err)
+{
+	struct sched_opts o;
+	struct sc_cron cron;
+	const struct sc_zone *zone;
+	struct sc_retry_policy policy;
+	struct window w = {0};
+	int64_t last, *run = NULL;
+	size_t n_run = 0, n_missed = 0;
+	bool first_start = false;
+	char t1[CLOCK_ISO_MAX];
+	int rc;
+
+	opts_fill(opts, &o);
+	out->n_schedules++;
+	if ((rc = load_spec(spec, &cron, &zone, err)) != 0 ||
+	    (rc = config_schedule_retry(spec, &policy, NULL, err)) != 0)
+		goto done;
+	struct sc_err e = {0};
+	rc = sched_last_get(s, spec->name, &last, &e);
+	if (rc == SC_ENOENT) {
+		/* First start: from now on; a slot at exactly now counts. */
+		first_start = true;
+		last = now_ms - 1;
+	} else if (rc) {
+		sc_err_set(err, rc, "%s", e.msg);
+		goto done;
+	}
+
+	if (now_ms > last) {
+		/* The ring must hold every slot that may run: the late ones
+		 * (max_catchup) and the on-time ones (one a second at most). */
+		w.cap_ring = o.max_catchup + (size_t)(o.grace_ms / 1000) + 2;
+		w.cap_head = o.max_missed_rows + w.cap_ring + 1;
+		w.counted = true;
+		w.head = malloc(w.cap_head * sizeof(*w.head));
+		w.ring = malloc(w.cap_ring * sizeof(*w.ring));
+		run = malloc(w.cap_ring * sizeof(*run));
+		if (!w.head || !w.ring || !run) {
+			rc = sc_err_set(err, SC_ENOMEM, "out of memory");
+			goto done;
+		}
+		rc = enumerate(&cron, zone, last, now_ms, &w, err);
+		if (rc)
+			goto done;
+	}
+	if (w.total > 0) {
+		choose(spec, &w, now_ms, &o, run, &n_run);
+		rc = record_missed(s, spec, last, now_ms, &w, run, n_run, &o,
+				   &n_missed, err);
+		if (rc)
+			goto done;
+		out->n_missed += n_missed;
+		if (n_run == 1) {
+			bool created = false;
+			rc = queue_enqueue(s, spec->name, run[0], &policy, NULL,
+					   &created, err);
+			out->n_enqueued += created;
+		} else if (n_run > 1) {
+			/* One transaction for the whole catch-up. */
+			rc = queue_enqueue_many(s, spec->name, run, n_run,
+						&policy, err);
+			out->n_enqueued += n_run;
+		}
+		if (rc)
+			goto done;
+		for (size_t i = 0; i < n_run; i++)
+			SC_LOG(SC_LOG_INFO, "scheduler", "schedule=%s slot=%s "
+			       "event=enqueued late_ms=%lld", spec->name,
+			       clock_format_utc(run[i], t1),
+			       (long long)(now_ms - run[i]));
+		/* Crash tests stop here: rows and jobs written, state not. */
+		if (SC_FAILPOINT_ERR("sched.before_last_set")) {
+			rc = sc_err_set(err, SC_EIO, "failpoint "
+					"sched.before_last_set");
+			goto done;
+		}
+		rc = sched_last_set(s, spec->name, ring_newest(&w, 0), err);
+		if (rc)
+			goto done;
+		last = ring_newest(&w, 0);
+	} else if (first_start) {
+		/* Record the baseline, so a stop before the first slot is seen
+		 * as downtime by the next start instead of a first start. */
+		rc = sched_last_set(s, spec->name, last, err);
+		if (rc)
+			goto done;
+	}
+	if (first_start) {
+		out->n_first_start++;
+		SC_LOG(SC_LOG_INFO, "scheduler", "schedule=%s event=first_start "
+		       "from=%s", spec->name, clock_format_utc(now_ms, t1));
+	}
+
+	int64_t next;
+	struct sc_err ne = {0};
+	rc = sc_cron_next(&cron, zone, last > now_ms ? last : now_ms, &next,
+			  &ne);
+	if (rc == SC_ENEVER) {
+		rc = 0;
+	} else if (rc) {
+		sc_err_set(err, rc, "%s", ne.msg);
+	} else if (next < out->next_ms) {
+		out->next_ms = next;
+	}
+done:
+	if (rc) {
+		out->n_errors++;
+		SC_LOG(SC_LOG_ERROR, "scheduler", "schedule=%s event=error "
+		       "error=\"%s\"", spec->name, sc_strerror(rc));
+	}
+	window_dispose(&w);
+	free(run);
+	return rc;
+}
+
+void sched_result_init(struct sched_result *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->next_ms = INT64_MAX;
+}
+
+int sched_tick_memo(struct sc_store *s, const struct config *cfg,
+		    int64_t now_ms, int64_t *memo, const struct sched_opts *opts,
+		    struct sched_result *out, struct sc_err *err)
+{
+	int first_rc = 0;
+
+	sched_result_init(out);
+	for (size_t i = 0; i < cfg->n_schedules; i++) {
+		struct sched_result one;
+
+		if (memo && now_ms < memo[i]) {
+			/* Nothing can be due before its next slot: no store
+			 * access. (A clock set back lands here too, which is
+			 * right: slots up to the recorded one never rerun.) */
+			out->n_schedules++;
+			if (memo[i] < out->next_ms)
+				out->next_ms = memo[i];
+			continue;
+		}
+		sched_result_init(&one);
+		int rc = sched_schedule_tick(s, &cfg->schedules[i], now_ms, opts,
+					     &one, err);
+		out->n_schedules += one.n_schedules;
+		out->n_enqueued += one.n_enqueued;
+		out->n_missed += one.n_missed;
+		out->n_first_start += one.n_first_start;
+		out->n_errors += one.n_errors;
+		if (one.next_ms < out->next_ms)
+			out->next_ms = one.next_ms;
+		/* A failed schedule is tried again on every tick. */
+		if (memo)
+			memo[i] = rc ? INT64_MIN : one.next_ms;
+		if (rc && !first_rc)
+			first_rc = rc;
+	}
+	return first_rc;
+}
+
+int sched_tick(struct sc_store *s, const struct config *cfg, int64_t now_ms,
+	       const struct sched_opts *opts, struct sched_result *out,
+	       struct sc_err *err)
+{
+	return sched_tick_memo(s, cfg, now_ms, NULL, opts, out, err);
+}

@@ -1,0 +1,574 @@
+/*
+ * test_simulate.c - `surecron simulate` end to end: the real binary
+ * ($SURECRON_BIN) on configs written into a temp folder, its --json output
+ * parsed, and, with --deliver, a real HTTP receiver on 127.0.0.1
+ * (tests/fakes) and a real file target counting what arrived.
+ *
+ * The seed incident (DESIGN.md): a weekly slot whose summary task hits a
+ * quota from 17:00 to 20:00 must be attempted at 17:00, 17:30, 18:30 and
+ * 20:30, succeed on the fourth attempt and be delivered exactly once; with
+ * a forced policy of 2 attempts / 60 s the slot is lost, loudly.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fakes/fake_http.h"
+#include "testutil.h"
+
+#define FRI_1700 "2026-11-27T17:00:00+09:00"
+#define FRI_2000 "2026-11-27T20:00:00+09:00"
+#define WEEK_FROM "2026-11-23T00:00:00+09:00"
+#define WEEK_UNTIL "2026-11-30T00:00:00+09:00"
+#define QUOTA "summary@" FRI_1700 ".." FRI_2000
+
+static struct fake_http *srv;
+static char dir[256];
+
+struct run {
+	int status;
+	char *out;      /* stdout (owned) */
+	char *err;      /* stderr (owned) */
+	double seconds; /* wall time of the process */
+	json_t *json;   /* parsed stdout when it is JSON, else NULL */
+};
+
+static char *slurp(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char *buf;
+	long n;
+
+	if (!f)
+		return strdup("");
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	buf = calloc(1, (size_t)n + 1);
+	assert_non_null(buf);
+	if (n > 0 && fread(buf, 1, (size_t)n, f) != (size_t)n)
+		fail_msg("short read of %s", path);
+	fclose(f);
+	return buf;
+}
+
+/* Runs the binary in `dir` with the NULL-terminated args. */
+static void run_bin(struct run *r, ...)
+{
+	const char *argv[40];
+	char out[320], err[320];
+	struct timespec a, b;
+	int n = 0;
+	va_list ap;
+
+	memset(r, 0, sizeof(*r));
+	argv[n++] = tu_bin();
+	argv[n++] = "simulate";
+	va_start(ap, r);
+	while (n < 39 && (argv[n] = va_arg(ap, const char *)) != NULL)
+		n++;
+	va_end(ap);
+	argv[n] = NULL;
+	snprintf(out, sizeof(out), "%s/stdout", dir);
+	snprintf(err, sizeof(err), "%s/stderr", dir);
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		int fo = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		int fe = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		if (fo < 0 || fe < 0 || chdir(dir) != 0)
+			_exit(127);
+		dup2(fo, 1);
+		dup2(fe, 2);
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	int st;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	r->seconds = (double)(b.tv_sec - a.tv_sec) +
+		     (double)(b.tv_nsec - a.tv_nsec) / 1e9;
+	r->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	r->out = slurp(out);
+	r->err = slurp(err);
+	r->json = json_loads(r->out, 0, NULL);
+}
+
+static void run_dispose(struct run *r)
+{
+	free(r->out);
+	free(r->err);
+	json_decref(r->json);
+}
+
+static void write_file(const char *name, const char *text, int mode)
+{
+	char path[400];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+	chmod(path, (mode_t)mode);
+}
+
+static int group_setup(void **state)
+{
+	srv = fake_http_start();
+	return srv ? 0 : -1;
+}
+
+static int group_teardown(void **state)
+{
+	fake_http_stop(srv);
+	return 0;
+}
+
+static int setup(void **state)
+{
+	char url[256];
+
+	snprintf(dir, sizeof(dir), "%s", tu_tmpdir());
+	fake_http_reset(srv);
+	fake_http_set_default(srv, "/hook", 200, NULL, "ok");
+	fake_http_set_default(srv, "/pager", 200, NULL, "ok");
+	setenv("SIM_HOOK_URL", fake_http_url(srv, "/hook", url, sizeof(url)),
+	       1);
+	setenv("SIM_PAGER_URL", fake_http_url(srv, "/pager", url, sizeof(url)),
+	       1);
+	unsetenv("SURECRON_ALERT_TARGETS");
+	/* The summary task prints a line naming its slot. */
+	write_file("summary.sh", "#!/bin/sh\necho \"summary of $SURECRON_SLOT\"\n",
+		   0700);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	tu_rmrf(dir);
+	return 0;
+}
+
+/* A weekly config (Asia/Seoul), optionally with a forced retry policy. */
+static void write_weekly(const char *retry)
+{
+	char text[2048];
+
+	snprintf(text, sizeof(text),
+		 "targets:\n"
+		 "  hook: {kind: webhook, url_env: SIM_HOOK_URL}\n"
+		 "  archive: {kind: file, path: ./deliveries.jsonl}\n"
+		 "  pager: {kind: webhook, url_env: SIM_PAGER_URL}\n"
+		 "alerts: {targets: [pager]}\n"
+		 "schedules:\n"
+		 "  weekly-summary:\n"
+		 "    cron: \"0 17 * * 5\"\n"
+		 "    tz: Asia/Seoul\n"
+		 "    targets: [hook, archive]\n"
+		 "%s"
+		 "    tasks:\n"
+		 "      - {name: summary, command: [./summary.sh]}\n",
+		 retry ? retry : "");
+	write_file("c.yaml", text, 0600);
+}
+
+/* Events of one kind, in order. */
+static size_t events(json_t *root, const char *event, json_t **out,
+		     size_t max)
+{
+	json_t *arr = json_object_get(root, "events"), *e;
+	size_t i, n = 0;
+
+	assert_non_null(arr);
+	json_array_foreach(arr, i, e) {
+		if (strcmp(json_string_value(json_object_get(e, "event")),
+			   event) != 0)
+			continue;
+		if (n < max)
+			out[n] = e;
+		n++;
+	}
+	return n;
+}
+
+static size_t ledger_count(json_t *root, const char *outcome)
+{
+	json_t *arr = json_object_get(root, "ledger"), *e;
+	size_t i, n = 0;
+
+	assert_non_null(arr);
+	json_array_foreach(arr, i, e)
+		n += strcmp(json_string_value(json_object_get(e, "outcome")),
+			    outcome) == 0;
+	return n;
+}
+
+/* The recorded count of `kind` messages for target. */
+static int delivered(json_t *root, const char *target, const char *kind)
+{
+	json_t *arr = json_object_get(root, "deliveries"), *e;
+	size_t i;
+
+	json_array_foreach(arr, i, e)
+		if (strcmp(json_string_value(json_object_get(e, "target")),
+			   target) == 0)
+			return (int)json_integer_value(json_object_get(e, kind));
+	fail_msg("no deliveries for %s", target);
+	return -1;
+}
+
+/* Messages of `kind` the receiver got at path. */
+static size_t received(const char *path, const char *kind)
+{
+	size_t n = 0, total = fake_http_count(srv, path);
+
+	for (size_t i = 0; i < total; i++) {
+		struct fake_request r;
+		assert_true(fake_http_request(srv, path, (long)i, &r));
+		json_t *m = json_loads(r.body, 0, NULL);
+		assert_non_null(m);
+		n += strcmp(json_string_value(json_object_get(m, "kind")),
+			    kind) == 0;
+		json_decref(m);
+		fake_request_dispose(&r);
+	}
+	return n;
+}
+
+/* Lines of `kind` in a JSON-lines file of dir. */
+static size_t file_kind(const char *name, const char *kind)
+{
+	char path[400], line[65536];
+	size_t n = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		json_t *m = json_loads(line, 0, NULL);
+		assert_non_null(m);
+		n += strcmp(json_string_value(json_object_get(m, "kind")),
+			    kind) == 0;
+		json_decref(m);
+	}
+	fclose(f);
+	return n;
+}
+
+static void seed_incident_recovers_and_delivers_once(void **state)
+{
+	static const char *const want[] = {
+		"2026-11-27T17:00:00+09:00", "2026-11-27T17:30:00+09:00",
+		"2026-11-27T18:30:00+09:00", "2026-11-27T20:30:00+09:00"};
+	struct run r;
+	json_t *ev[8];
+
+	write_weekly(NULL);
+	run_bin(&r, "--config", "c.yaml", "--from", WEEK_FROM, "--until",
+		WEEK_UNTIL, "--fail", QUOTA, "--json", NULL);
+	if (r.status != 0 || !r.json)
+		fail_msg("status %d, stderr: %s", r.status, r.err);
+	/* A simulated week, well under a second. */
+	assert_true(r.seconds < 1.0);
+
+	assert_int_equal(events(r.json, "slot", ev, 8), 1);
+	assert_int_equal(events(r.json, "attempt_started", ev, 8), 4);
+	for (int i = 0; i < 4; i++)
+		assert_string_equal(json_string_value(json_object_get(
+					    ev[i], "time")), want[i]);
+	assert_int_equal(events(r.json, "attempt_failed", ev, 8), 3);
+	for (int i = 0; i < 3; i++) {
+		const char *e = json_string_value(json_object_get(ev[i],
+								  "error"));
+		assert_non_null(strstr(e, "quota"));
+		assert_string_equal(json_string_value(json_object_get(
+					    ev[i], "next_attempt")), want[i + 1]);
+	}
+	assert_int_equal(events(r.json, "attempt_succeeded", ev, 8), 1);
+	assert_int_equal(json_integer_value(json_object_get(ev[0], "attempt")),
+			 4);
+	assert_int_equal(events(r.json, "slot_lost", ev, 8), 0);
+
+	/* The ledger: three failures and a success. */
+	assert_int_equal(ledger_count(r.json, "failed"), 3);
+	assert_int_equal(ledger_count(r.json, "success"), 1);
+	assert_int_equal(ledger_count(r.json, "lost"), 0);
+
+	/* Exactly one result per target, recorded (not sent): the receiver
+	 * and the real file saw nothing. */
+	assert_int_equal(delivered(r.json, "hook", "result"), 1);
+	assert_int_equal(delivered(r.json, "archive", "result"), 1);
+	assert_int_equal(delivered(r.json, "hook", "failure_notice"), 3);
+	assert_int_equal(delivered(r.json, "pager", "alert"), 0);
+	assert_int_equal(fake_http_count(srv, NULL), 0);
+	assert_int_equal(file_kind("deliveries.jsonl", "result"), 0);
+	run_dispose(&r);
+}
+
+static void seed_incident_delivered_for_real(void **state)
+{
+	struct run r;
+
+	write_weekly(NULL);
+	run_bin(&r, "--config", "c.yaml", "--from", WEEK_FROM, "--until",
+		WEEK_UNTIL, "--fail", QUOTA, "--deliver", NULL);
+	if (r.status != 0)
+		fail_msg("status %d, stderr: %s", r.status, r.err);
+	/* The text timeline names the four attempts and the ledger. */
+	assert_non_null(strstr(r.out, "2026-11-27T20:30:00+09:00  "
+				      "weekly-summary  attempt 4 succeeded"));
+	assert_non_null(strstr(r.out, "attempt 3 failed"));
+	/* The receiver got exactly one result (and a notice per failed
+	 * attempt); the file target holds exactly one result line. */
+	assert_int_equal(received("/hook", "result"), 1);
+	assert_int_equal(received("/hook", "failure_notice"), 3);
+	assert_int_equal(fake_http_count(srv, "/pager"), 0);
+	assert_int_equal(file_kind("deliveries.jsonl", "result"), 1);
+	assert_int_equal(file_kind("deliveries.jsonl", "failure_notice"), 3);
+	run_dispose(&r);
+}
+
+static void forced_short_policy_loses_the_slot_loudly(void **state)
+{
+	struct run r;
+	json_t *ev[8];
+
+	write_weekly("    retry: {attempts: 2, backoff: exponential, "
+		     "delay: 60s}\n");
+	run_bin(&r, "--config", "c.yaml", "--from", WEEK_FROM, "--until",
+		WEEK_UNTIL, "--fail", QUOTA, "--json", NULL);
+	if (r.status != 0 || !r.json)
+		fail_msg("status %d, stderr: %s", r.status, r.err);
+	assert_int_equal(events(r.json, "attempt_started", ev, 8), 2);
+	assert_string_equal(json_string_value(json_object_get(ev[1], "time")),
+			    "2026-11-27T17:01:00+09:00");
+	assert_int_equal(events(r.json, "slot_lost", ev, 8), 1);
+	assert_int_equal(json_integer_value(json_object_get(ev[0],
+							    "alerts_sent")),
+			 1);
+	assert_int_equal(ledger_count(r.json, "failed"), 1);
+	assert_int_equal(ledger_count(r.json, "lost"), 1);
+	assert_int_equal(ledger_count(r.json, "success"), 0);
+	/* Notices to every target of the schedule, each attempt; the alert
+	 * to the alert target only; no result anywhere. */
+	assert_int_equal(delivered(r.json, "hook", "failure_notice"), 2);
+	assert_int_equal(delivered(r.json, "archive", "failure_notice"), 2);
+	assert_int_equal(delivered(r.json, "pager", "alert"), 1);
+	assert_int_equal(delivered(r.json, "hook", "alert"), 0);
+	assert_int_equal(delivered(r.json, "hook", "result"), 0);
+	json_t *t = json_object_get(r.json, "totals");
+	assert_int_equal(json_integer_value(json_object_get(t, "lost")), 1);
+	run_dispose(&r);
+
+	/* For real: the pager receives the alert, the hook the notices. */
+	fake_http_reset(srv);
+	fake_http_set_default(srv, "/hook", 200, NULL, "ok");
+	fake_http_set_default(srv, "/pager", 200, NULL, "ok");
+	run_bin(&r, "--config", "c.yaml", "--from", WEEK_FROM, "--until",
+		WEEK_UNTIL, "--fail", QUOTA, "--deliver", NULL);
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.out, "slot LOST"));
+	assert_non_null(strstr(r.out, "attempt 2  lost"));
+	assert_int_equal(received("/pager", "alert"), 1);
+	assert_int_equal(received("/hook", "failure_notice"), 2);
+	assert_int_equal(received("/hook", "result"), 0);
+	run_dispose(&r);
+}
+
+static void daily_schedule_over_a_week(void **state)
+{
+	struct run r;
+	json_t *ev[16];
+
+	write_file("c.yaml",
+		   "targets:\n"
+		   "  hook: {kind: webhook, url_env: SIM_HOOK_URL}\n"
+		   "  archive: {kind: file, path: ./deliveries.jsonl}\n"
+		   "schedules:\n"
+		   "  daily:\n"
+		   "    cron: \"0 9 * * *\"\n"
+		   "    tz: Europe/Berlin\n"
+		   "    targets: [hook, archive]\n"
+		   "    tasks:\n"
+		   "      - {name: summary, command: [./summary.sh]}\n",
+		   0600);
+	run_bin(&r, "--config", "c.yaml", "--from", "2026-03-23T00:00:00+01:00",
+		"--until", "2026-03-30T00:00:00+02:00", "--json", NULL);
+	if (r.status != 0 || !r.json)
+		fail_msg("status %d, stderr: %s", r.status, r.err);
+	assert_true(r.seconds < 1.0);
+	assert_int_equal(events(r.json, "slot", ev, 16), 7);
+	/* The week crosses Berlin's spring change (2026-03-29): 09:00 local
+	 * on every day, with the offset of that day. */
+	assert_string_equal(json_string_value(json_object_get(ev[0], "slot")),
+			    "2026-03-23T09:00:00+01:00");
+	assert_string_equal(json_string_value(json_object_get(ev[6], "slot")),
+			    "2026-03-29T09:00:00+02:00");
+	assert_int_equal(events(r.json, "attempt_succeeded", ev, 16), 7);
+	assert_int_equal(delivered(r.json, "hook", "result"), 7);
+	assert_int_equal(delivered(r.json, "archive", "result"), 7);
+	assert_int_equal(ledger_count(r.json, "success"), 7);
+	run_dispose(&r);
+}
+
+static void downtime_over_two_weekly_slots_catches_up(void **state)
+{
+	static const struct {
+		const char *policy;
+		size_t runs, missed;
+	} rows[] = {{"latest", 1, 1}, {"all", 2, 0}, {"none", 0, 2}};
+	struct run r;
+	json_t *ev[8];
+
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		char text[1024];
+		snprintf(text, sizeof(text),
+			 "targets:\n"
+			 "  archive: {kind: file, path: ./deliveries.jsonl}\n"
+			 "schedules:\n"
+			 "  weekly-summary:\n"
+			 "    cron: \"0 17 * * 5\"\n"
+			 "    tz: Asia/Seoul\n"
+			 "    catchup: %s\n"
+			 "    targets: [archive]\n"
+			 "    tasks:\n"
+			 "      - {name: summary, command: [./summary.sh]}\n",
+			 rows[i].policy);
+		write_file("c.yaml", text, 0600);
+		/* Down from Thursday to the Saturday nine days later: the
+		 * Fridays 11-27 and 12-04 pass while nothing runs. */
+		run_bin(&r, "--config", "c.yaml", "--from", WEEK_FROM,
+			"--until", "2026-12-06T00:00:00+09:00", "--down",
+			"2026-11-26T00:00:00+09:00..2026-12-05T09:00:00+09:00",
+			"--json", NULL);
+		if (r.status != 0 || !r.json)
+			fail_msg("%s: status %d, stderr: %s", rows[i].policy,
+				 r.status, r.err);
+		assert_int_equal(events(r.json, "down", ev, 8), 1);
+		assert_int_equal(events(r.json, "attempt_succeeded", ev, 8),
+				 rows[i].runs);
+		assert_int_equal(ledger_count(r.json, "success"),
+				 rows[i].runs);
+		assert_int_equal(ledger_count(r.json, "missed"),
+				 rows[i].missed);
+		size_t nm = events(r.json, "missed", ev, 8);
+		assert_int_equal(nm, rows[i].missed);
+		/* Missed and caught-up slots show at the restart. */
+		for (size_t k = 0; k < nm; k++)
+			assert_string_equal(json_string_value(json_object_get(
+						    ev[k], "time")),
+					    "2026-12-05T09:00:00+09:00");
+		if (rows[i].runs == 1) {
+			events(r.json, "slot", ev, 8);
+			assert_string_equal(json_string_value(json_object_get(
+						    ev[0], "slot")),
+					    "2026-12-04T17:00:00+09:00");
+		}
+		run_dispose(&r);
+	}
+}
+
+static void malformed_fail_argument_is_located(void **state)
+{
+	static const struct {
+		const char *arg;
+		const char *where; /* expected in stderr */
+	} rows[] = {
+		{"summary", "column 8"},
+		{"@" FRI_1700 ".." FRI_2000, "column 1"},
+		{"summary@" FRI_1700, "column 34"},
+		{"summary@yesterday.." FRI_2000, "column 9"},
+		{"summary@" FRI_1700 "..2026-11-27T20:00:00", "column 36"},
+		{QUOTA ":exit=0", "column 67"},
+		{QUOTA ":exit=x", "column 67"},
+		{"summary@" FRI_2000 ".." FRI_1700, "column 36"},
+		{"nosuch@" FRI_1700 ".." FRI_2000, "no task named 'nosuch'"},
+	};
+	static const struct {
+		const char *arg, *where;
+	} down_rows[] = {
+		{FRI_1700, "column 26"},
+		{FRI_2000 ".." FRI_1700, "column 28"},
+		{"soon.." FRI_2000, "column 1"},
+	};
+	struct run r;
+
+	write_weekly(NULL);
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		run_bin(&r, "--config", "c.yaml", "--from", WEEK_FROM,
+			"--until", WEEK_UNTIL, "--fail", rows[i].arg, NULL);
+		if (r.status != 2 || !strstr(r.err, "--fail") ||
+		    !strstr(r.err, rows[i].where))
+			fail_msg("row %zu (%s): status %d, stderr: %s", i,
+				 rows[i].arg, r.status, r.err);
+		assert_string_equal(r.out, "");
+		run_dispose(&r);
+	}
+	for (size_t i = 0; i < sizeof(down_rows) / sizeof(down_rows[0]); i++) {
+		run_bin(&r, "--config", "c.yaml", "--from", WEEK_FROM,
+			"--until", WEEK_UNTIL, "--down", down_rows[i].arg, NULL);
+		if (r.status != 2 || !strstr(r.err, "--down") ||
+		    !strstr(r.err, down_rows[i].where))
+			fail_msg("down row %zu (%s): status %d, stderr: %s", i,
+				 down_rows[i].arg, r.status, r.err);
+		run_dispose(&r);
+	}
+}
+
+static void temp_folder_is_removed(void **state)
+{
+	struct run r;
+	char tmp[400];
+
+	/* Point TMPDIR at a folder of our own and check it is empty after. */
+	snprintf(tmp, sizeof(tmp), "%s/tmp", dir);
+	assert_int_equal(mkdir(tmp, 0700), 0);
+	char *old = getenv("TMPDIR") ? strdup(getenv("TMPDIR")) : NULL;
+	setenv("TMPDIR", tmp, 1);
+	write_weekly(NULL);
+	run_bin(&r, "--config", "c.yaml", "--from", WEEK_FROM, "--until",
+		WEEK_UNTIL, NULL);
+	if (old) {
+		setenv("TMPDIR", old, 1);
+		free(old);
+	} else {
+		unsetenv("TMPDIR");
+	}
+	assert_int_equal(r.status, 0);
+	run_dispose(&r);
+	char cmd[512];
+	snprintf(cmd, sizeof(cmd), "test -z \"$(ls -A '%s')\"", tmp);
+	assert_int_equal(system(cmd), 0);
+}
+
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		T(seed_incident_recovers_and_delivers_once),
+		T(seed_incident_delivered_for_real),
+		T(forced_short_policy_loses_the_slot_loudly),
+		T(daily_schedule_over_a_week),
+		T(downtime_over_two_weekly_slots_catches_up),
+		T(malformed_fail_argument_is_located),
+		T(temp_folder_is_removed),
+	};
+	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
