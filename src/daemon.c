@@ -53,8 +53,31 @@
 
 struct cfg_ref {
 	struct config *cfg;
-	int refs; /* under daemon.mu */
+	int64_t *memo; /* sched_tick_memo's, one per schedule; scheduler
+			  thread only */
+	int refs;      /* under daemon.mu */
 };
+
+/* Wraps a loaded config (taken over) with one reference. NULL: no memory
+ * (the config is freed). */
+static struct cfg_ref *cfg_wrap(struct config *cfg)
+{
+	struct cfg_ref *r = calloc(1, sizeof(*r));
+	size_t n = cfg->n_schedules ? cfg->n_schedules : 1;
+
+	if (r)
+		r->memo = malloc(n * sizeof(*r->memo));
+	if (!r || !r->memo) {
+		free(r);
+		config_free(cfg);
+		return NULL;
+	}
+	for (size_t i = 0; i < n; i++)
+		r->memo[i] = INT64_MIN;
+	r->cfg = cfg;
+	r->refs = 1;
+	return r;
+}
 
 struct worker {
 	struct daemon *d;
@@ -111,6 +134,7 @@ static void cfg_put(struct daemon *d, struct cfg_ref *r)
 	pthread_mutex_unlock(&d->mu);
 	if (last) {
 		config_free(r->cfg);
+		free(r->memo);
 		free(r);
 	}
 }
@@ -542,15 +566,17 @@ int daemon_new(const struct daemon_opts *o, struct daemon **out,
 			    : sc_err_set(err, SC_ENOMEM, "out of memory");
 	if (rc)
 		goto fail;
-	d->cur = calloc(1, sizeof(*d->cur));
 	d->store_url = strdup(cfg->store_url);
-	if (!d->cur || !d->store_url) {
+	if (!d->store_url) {
 		config_free(cfg);
 		rc = sc_err_set(err, SC_ENOMEM, "out of memory");
 		goto fail;
 	}
-	d->cur->cfg = cfg;
-	d->cur->refs = 1;
+	d->cur = cfg_wrap(cfg);
+	if (!d->cur) {
+		rc = sc_err_set(err, SC_ENOMEM, "out of memory");
+		goto fail;
+	}
 	set_db_path(d);
 	rc = open_store(d, &d->store, err);
 	if (rc)
@@ -567,6 +593,7 @@ int daemon_new(const struct daemon_opts *o, struct daemon **out,
 fail:
 	if (d->cur) {
 		config_free(d->cur->cfg);
+		free(d->cur->memo);
 		free(d->cur);
 	}
 	free(d->store_url);
@@ -608,22 +635,20 @@ static void do_reload(struct daemon *d)
 	if (strcmp(cfg->store_url, d->store_url) != 0)
 		SC_LOG(SC_LOG_WARN, "daemon", "event=reload msg=\"store "
 		       "changed: takes effect at the next start\"");
-	struct cfg_ref *r = calloc(1, sizeof(*r));
+	size_t n_sched = cfg->n_schedules;
+	struct cfg_ref *r = cfg_wrap(cfg);
 	if (!r) {
-		config_free(cfg);
 		SC_LOG(SC_LOG_ERROR, "daemon",
 		       "event=reload outcome=refused msg=\"out of memory\"");
 		return;
 	}
-	r->cfg = cfg;
-	r->refs = 1;
 	pthread_mutex_lock(&d->mu);
 	struct cfg_ref *old = d->cur;
 	d->cur = r;
 	pthread_mutex_unlock(&d->mu);
 	cfg_put(d, old);
 	SC_LOG(SC_LOG_INFO, "daemon", "event=reload outcome=ok schedules=%zu",
-	       cfg->n_schedules);
+	       n_sched);
 	bump(d);
 }
 
@@ -634,7 +659,8 @@ static int64_t tick(struct daemon *d)
 	struct sched_result r;
 	struct sc_err e = {0};
 	int64_t now = sc_clock_now_ms(d->clock);
-	int rc = sched_tick(d->store, cr->cfg, now, NULL, &r, &e);
+	int rc = sched_tick_memo(d->store, cr->cfg, now, cr->memo, NULL, &r,
+				 &e);
 
 	cfg_put(d, cr);
 	if (rc) {
@@ -801,6 +827,7 @@ void daemon_free(struct daemon *d)
 	store_close(d->store);
 	if (d->cur) {
 		config_free(d->cur->cfg);
+		free(d->cur->memo);
 		free(d->cur);
 	}
 	pthread_mutex_destroy(&d->mu);

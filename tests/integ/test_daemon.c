@@ -289,16 +289,48 @@ static void quota_then_success(void **state)
 			      NULL};
 	pid_t pid = start_daemon(&e, envs);
 
-	/* 1 s to the slot, then 0.3 + 0.6 + 1.2 s of backoff. */
-	assert_true(wait_hooks(&e, 1, 6000));
-	sleep_ms(300); /* a second message would come now, if ever */
+	/* 1 s to the slot, then 0.3 + 0.6 + 1.2 s of backoff. Each failed
+	 * attempt sends its failure notice (DESIGN.md), then the result. */
+	assert_true(wait_hooks(&e, 4, 7000));
+	sleep_ms(300); /* a second result would come now, if ever */
 	stop_daemon(pid);
-	assert_int_equal(fake_http_count(e.srv, "/hook"), 1);
-	struct fake_request r;
-	assert_true(fake_http_request(e.srv, "/hook", 0, &r));
-	assert_non_null(strstr(r.body, "the weekly summary"));
-	fake_request_dispose(&r);
-	assert_int_equal(count_lines(&e, "runs"), 1);
+	size_t n = fake_http_count(e.srv, "/hook"), n_result = 0;
+	assert_int_equal(n, 4);
+	for (size_t i = 0; i < n; i++) {
+		struct fake_request r;
+		assert_true(fake_http_request(e.srv, "/hook", (long)i, &r));
+		if (strstr(r.body, "the weekly summary"))
+			n_result++;
+		else
+			assert_non_null(strstr(r.body, "quota exceeded"));
+		fake_request_dispose(&r);
+	}
+	assert_int_equal(n_result, 1);
+	char runs[600];
+	snprintf(runs, sizeof(runs), "%s/runs", e.dir);
+	FILE *f = fopen(runs, "r");
+	assert_non_null(f);
+	int nruns = 0;
+	assert_int_equal(fscanf(f, "%d", &nruns), 1);
+	fclose(f);
+	assert_int_equal(nruns, 4);
+	/* The timeline: attempt k starts 300 ms * (2^(k-1) - 1) after the
+	 * slot (0, 300, 900, 2100 ms), each within a few hundred ms. */
+	struct sc_store *s = open_store(&e);
+	struct ledger_filter lf = {.schedule = "weekly", .since_ms = INT64_MIN,
+				   .until_ms = INT64_MAX};
+	struct ledger_row *rows = NULL;
+	size_t nr = 0;
+	assert_int_equal(ledger_query(s, &lf, &rows, &nr, NULL), 0);
+	assert_int_equal(nr, 4);
+	static const int64_t at[] = {0, 300, 900, 2100};
+	for (size_t i = 0; i < nr; i++) {
+		int64_t off = rows[i].started_ms - rows[i].slot_ms;
+		assert_int_equal(rows[i].attempt, (int)i + 1);
+		assert_true(off >= at[i] && off < at[i] + 400);
+	}
+	ledger_rows_free(rows, nr);
+	store_close(s);
 	assert_int_equal(ledger_count(&e, "weekly", LEDGER_FAILED), 3);
 	assert_int_equal(ledger_count(&e, "weekly", LEDGER_SUCCESS), 1);
 	assert_int_equal(ledger_count(&e, "weekly", LEDGER_LOST), 0);
