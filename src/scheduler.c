@@ -55,8 +55,6 @@ struct window {
 	size_t n_ring, cap_ring, ring_pos; /* ring_pos: next write index */
 	uint64_t total;     /* slots seen (exact when counted) */
 	bool counted;       /* false: the middle was skipped, total is a floor */
-	int64_t skip_from;  /* skipped: the gap (skip_from, skip_to] was not */
-	int64_t skip_to;    /*   enumerated */
 };
 
 static void ring_push(struct window *w, int64_t slot)
@@ -124,51 +122,99 @@ static int scan(const struct sc_cron *c, const struct sc_zone *z,
 	return 0;
 }
 
+/* The ring and count as the forward scan left them, restored before each
+ * tail window so that the ring ends up holding the newest slots of both,
+ * in order (every tail slot is newer than every forward one). */
+struct ring_save {
+	int64_t *ring;
+	size_t n_ring, ring_pos;
+	uint64_t total;
+};
+
+/* Scans the tail window (now - span, now] (never reaching back before
+ * `last`, where the forward scan stopped) on top of the saved state. */
+static int tail_window(const struct sc_cron *c, const struct sc_zone *z,
+		       int64_t last, int64_t now, int64_t span,
+		       const struct ring_save *sv, struct window *w,
+		       int64_t *start, uint64_t *seen, bool *exhausted,
+		       struct sc_err *err)
+{
+	int64_t tail_last;
+
+	*start = now - span <= last ? last : now - span;
+	memcpy(w->ring, sv->ring, w->cap_ring * sizeof(*w->ring));
+	w->n_ring = sv->n_ring;
+	w->ring_pos = sv->ring_pos;
+	w->total = sv->total;
+	int rc = scan(c, z, *start, now, SCAN_BUDGET, false, w, &tail_last,
+		      exhausted, err);
+	*seen = w->total - sv->total;
+	return rc;
+}
+
 /*
  * Enumerates (L, now] into w. When the forward scan runs out of budget,
  * the head (earliest slots) is kept and the newest slots are found by
  * scanning windows (now - span, now] whose span doubles until they hold
  * enough slots for the ring (or reach the scanned part): the slots between
- * are the uncounted gap.
+ * are the uncounted gap. A window that itself runs out of budget (a burst
+ * of per-second slots after a quiet stretch, `* * 1 * *`) is narrowed by
+ * bisection, a bounded number of times.
  */
 static int enumerate(const struct sc_cron *c, const struct sc_zone *z,
 		     int64_t from, int64_t now, struct window *w,
 		     struct sc_err *err)
 {
-	int64_t last;
+	int64_t last, start;
+	uint64_t seen;
 	bool exhausted;
 	int rc = scan(c, z, from, now, SCAN_BUDGET, true, w, &last,
 		      &exhausted, err);
 
 	if (rc || !exhausted)
 		return rc;
+	struct ring_save sv = {.n_ring = w->n_ring, .ring_pos = w->ring_pos,
+			       .total = w->total};
+	sv.ring = malloc(w->cap_ring * sizeof(*sv.ring));
+	if (!sv.ring)
+		return sc_err_set(err, SC_ENOMEM, "out of memory");
+	memcpy(sv.ring, w->ring, w->cap_ring * sizeof(*sv.ring));
+
 	/* A cron fires at most once a second, so a window of span seconds
 	 * holds at most span slots: start with the ring's size. */
-	int64_t span = (int64_t)w->cap_ring * 1000;
+	int64_t span = (int64_t)w->cap_ring * 1000, lo = 0;
 	for (;;) {
-		int64_t start = now - span;
-		if (start <= last)
-			start = last;
-		w->n_ring = w->ring_pos = 0;
-		uint64_t before = w->total;
-		int64_t tail_last;
-		bool tail_exhausted;
-		rc = scan(c, z, start, now, SCAN_BUDGET, false, w, &tail_last,
-			  &tail_exhausted, err);
-		if (rc)
-			return rc;
-		/* Counted twice if the loop runs again: take them back. */
-		uint64_t seen = w->total - before;
-		if (start == last || seen >= w->cap_ring || tail_exhausted ||
-		    span > INT64_MAX / 4) {
-			w->counted = start == last && !tail_exhausted;
-			w->skip_from = last;
-			w->skip_to = start;
-			return 0;
-		}
-		w->total = before;
+		rc = tail_window(c, z, last, now, span, &sv, w, &start, &seen,
+				 &exhausted, err);
+		if (rc || exhausted || start == last || seen >= w->cap_ring ||
+		    span > INT64_MAX / 4)
+			break;
+		lo = span;
 		span *= 2;
 	}
+	/* Too many slots in the last window: bisect between the last span
+	 * that fitted (lo) and this one. */
+	bool too_dense = !rc && exhausted;
+	for (int i = 0; too_dense && i < 16 && span - lo > 1000; i++) {
+		int64_t mid = lo + (span - lo) / 2;
+		rc = tail_window(c, z, last, now, mid, &sv, w, &start, &seen,
+				 &exhausted, err);
+		if (rc || (!exhausted && seen >= w->cap_ring)) {
+			too_dense = false;
+			break;
+		}
+		if (exhausted)
+			span = mid;
+		else
+			lo = mid;
+	}
+	if (too_dense)
+		/* Still too dense: settle for the window that fitted. */
+		rc = tail_window(c, z, last, now, lo, &sv, w, &start, &seen,
+				 &exhausted, err);
+	w->counted = start == last && !exhausted;
+	free(sv.ring);
+	return rc;
 }
 
 static void window_dispose(struct window *w)
@@ -559,18 +605,47 @@ void sched_result_init(struct sched_result *r)
 	r->next_ms = INT64_MAX;
 }
 
-int sched_tick(struct sc_store *s, const struct config *cfg, int64_t now_ms,
-	       const struct sched_opts *opts, struct sched_result *out,
-	       struct sc_err *err)
+int sched_tick_memo(struct sc_store *s, const struct config *cfg,
+		    int64_t now_ms, int64_t *memo, const struct sched_opts *opts,
+		    struct sched_result *out, struct sc_err *err)
 {
 	int first_rc = 0;
 
 	sched_result_init(out);
 	for (size_t i = 0; i < cfg->n_schedules; i++) {
+		struct sched_result one;
+
+		if (memo && now_ms < memo[i]) {
+			/* Nothing can be due before its next slot: no store
+			 * access. (A clock set back lands here too, which is
+			 * right: slots up to the recorded one never rerun.) */
+			out->n_schedules++;
+			if (memo[i] < out->next_ms)
+				out->next_ms = memo[i];
+			continue;
+		}
+		sched_result_init(&one);
 		int rc = sched_schedule_tick(s, &cfg->schedules[i], now_ms, opts,
-					     out, err);
+					     &one, err);
+		out->n_schedules += one.n_schedules;
+		out->n_enqueued += one.n_enqueued;
+		out->n_missed += one.n_missed;
+		out->n_first_start += one.n_first_start;
+		out->n_errors += one.n_errors;
+		if (one.next_ms < out->next_ms)
+			out->next_ms = one.next_ms;
+		/* A failed schedule is tried again on every tick. */
+		if (memo)
+			memo[i] = rc ? INT64_MIN : one.next_ms;
 		if (rc && !first_rc)
 			first_rc = rc;
 	}
 	return first_rc;
+}
+
+int sched_tick(struct sc_store *s, const struct config *cfg, int64_t now_ms,
+	       const struct sched_opts *opts, struct sched_result *out,
+	       struct sc_err *err)
+{
+	return sched_tick_memo(s, cfg, now_ms, NULL, opts, out, err);
 }

@@ -48,7 +48,8 @@
  * The daemon's loop:
  *     for (;;) {
  *         now = sc_clock_now_ms(clock);
- *         sched_tick(store, cfg, now, NULL, &r, &err);   // log r.n_errors
+ *         sched_tick_memo(store, cfg, now, memo, NULL, &r, &err);
+ *                                  // or sched_tick; log r.n_errors
  *         queue_next_due(store, &job_due, &err);
  *         wake = min(r.next_ms, job_due);
  *         sleep until wake (at most SCHED_MAX_SLEEP_MS of real time, so a
@@ -116,6 +117,21 @@ struct sched_result {
 int sched_tick(struct sc_store *s, const struct config *cfg, int64_t now_ms,
 	       const struct sched_opts *opts, struct sched_result *out,
 	       struct sc_err *err);
+
+/*
+ * sched_tick with a memo of each schedule's next slot, so that a tick
+ * touches the store only for the schedules that may be due: memo has
+ * cfg->n_schedules entries, parallel to cfg->schedules, caller-owned,
+ * every entry INT64_MIN at first (and again after a config reload, which
+ * may reorder or change schedules). A schedule with now_ms < memo[i] is
+ * skipped (counted in n_schedules, memo[i] taken into next_ms); the others
+ * are ticked and memo[i] gets their next slot (INT64_MIN after an error,
+ * so it is tried on every tick). Same results as sched_tick for the same
+ * sequence of calls; use one memo per store handle and config.
+ */
+int sched_tick_memo(struct sc_store *s, const struct config *cfg,
+		    int64_t now_ms, int64_t *memo, const struct sched_opts *opts,
+		    struct sched_result *out, struct sc_err *err);
 
 /* Empties *r: counts 0, next_ms INT64_MAX. */
 void sched_result_init(struct sched_result *r);

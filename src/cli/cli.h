@@ -153,6 +153,7 @@ int cmd_ledger(int argc, char **argv);
 int cmd_next(int argc, char **argv);
 int cmd_release(int argc, char **argv);
 int cmd_retry(int argc, char **argv);
+int cmd_run(int argc, char **argv);
 int cmd_simulate(int argc, char **argv);
 int cmd_status(int argc, char **argv);
 int cmd_trigger(int argc, char **argv);

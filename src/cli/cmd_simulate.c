@@ -50,6 +50,12 @@ struct fail_rule {
 	int exit_code;             /* 75 retryable (default), 78 permanent */
 };
 
+struct down {
+	int64_t from_ms, until_ms; /* nothing runs when from <= now < until */
+};
+
+#define SIM_MAX_DOWN 16
+
 struct recorder {
 	char *path;   /* the recording of one target (owned) */
 	long offset;  /* bytes already reported */
@@ -64,6 +70,8 @@ struct sim {
 	bool json, deliver;
 	struct fail_rule fails[SIM_MAX_FAILS];
 	size_t n_fails;
+	struct down downs[SIM_MAX_DOWN];
+	size_t n_downs;
 	struct recorder *rec; /* one per config target; NULL with --deliver */
 	json_t *events;       /* --json */
 	size_t n_slots, n_attempts, n_succeeded, n_failed, n_lost, n_missed;
@@ -72,31 +80,32 @@ struct sim {
 
 /* ---- argument parsing ---------------------------------------------------- */
 
-/* A located error about --fail ARG: column is 1-based within ARG. */
-static int fail_arg_error(const char *arg, size_t col, const char *why)
+/* A located error about option ARG: column is 1-based within ARG. */
+static int arg_error(const char *opt, const char *arg, size_t col,
+		     const char *why)
 {
-	return cli_usage_error("simulate", "--fail '%s': column %zu: %s", arg,
+	return cli_usage_error("simulate", "%s '%s': column %zu: %s", opt, arg,
 			       col, why);
 }
 
-static int parse_time_part(const char *arg, const char *p, size_t n,
-			   int64_t *out)
+static int parse_time_part(const char *opt, const char *arg, const char *p,
+			   size_t n, int64_t *out)
 {
 	char buf[64];
 	struct sc_err err = {0};
 
 	if (n == 0)
-		return fail_arg_error(arg, (size_t)(p - arg) + 1,
+		return arg_error(opt, arg, (size_t)(p - arg) + 1,
 				      "expected an ISO 8601 time here");
 	if (n >= sizeof(buf))
-		return fail_arg_error(arg, (size_t)(p - arg) + 1,
+		return arg_error(opt, arg, (size_t)(p - arg) + 1,
 				      "time too long");
 	memcpy(buf, p, n);
 	buf[n] = '\0';
 	if (clock_parse_iso(buf, out, &err) != 0) {
 		char why[SC_ERR_MSG_MAX + 96];
 		snprintf(why, sizeof(why), "bad time '%s': %s", buf, err.msg);
-		return fail_arg_error(arg, (size_t)(p - arg) + 1, why);
+		return arg_error(opt, arg, (size_t)(p - arg) + 1, why);
 	}
 	return EXIT_OK;
 }
@@ -104,32 +113,33 @@ static int parse_time_part(const char *arg, const char *p, size_t n,
 /* TASK@T1..T2[:exit=N] */
 static int parse_fail(const char *arg, struct fail_rule *r)
 {
+	const char *opt = "--fail";
 	const char *at = strchr(arg, '@');
 	int rc;
 
 	memset(r, 0, sizeof(*r));
 	if (!at)
-		return fail_arg_error(arg, strlen(arg) + 1,
+		return arg_error(opt, arg, strlen(arg) + 1,
 				      "expected TASK@T1..T2[:exit=N]");
 	if (at == arg)
-		return fail_arg_error(arg, 1, "expected a task name before '@'");
+		return arg_error(opt, arg, 1, "expected a task name before '@'");
 	if ((size_t)(at - arg) > SIM_TASK_MAX)
-		return fail_arg_error(arg, 1, "task name too long");
+		return arg_error(opt, arg, 1, "task name too long");
 	memcpy(r->task, arg, (size_t)(at - arg));
 	const char *t1 = at + 1;
 	const char *dots = strstr(t1, "..");
 	if (!dots)
-		return fail_arg_error(arg, strlen(arg) + 1,
+		return arg_error(opt, arg, strlen(arg) + 1,
 				      "expected '..' between the two times");
 	const char *t2 = dots + 2;
 	const char *ex = strstr(t2, ":exit=");
 	size_t n2 = ex ? (size_t)(ex - t2) : strlen(t2);
-	if ((rc = parse_time_part(arg, t1, (size_t)(dots - t1),
+	if ((rc = parse_time_part(opt, arg, t1, (size_t)(dots - t1),
 				  &r->from_ms)) != EXIT_OK ||
-	    (rc = parse_time_part(arg, t2, n2, &r->until_ms)) != EXIT_OK)
+	    (rc = parse_time_part(opt, arg, t2, n2, &r->until_ms)) != EXIT_OK)
 		return rc;
 	if (r->until_ms <= r->from_ms)
-		return fail_arg_error(arg, (size_t)(t2 - arg) + 1,
+		return arg_error(opt, arg, (size_t)(t2 - arg) + 1,
 				      "the window ends before it starts");
 	r->exit_code = TASK_EXIT_TEMPFAIL;
 	if (ex) {
@@ -137,10 +147,31 @@ static int parse_fail(const char *arg, struct fail_rule *r)
 		char *end = NULL;
 		long v = strtol(num, &end, 10);
 		if (end == num || *end || v < 1 || v > 255)
-			return fail_arg_error(arg, (size_t)(num - arg) + 1,
+			return arg_error(opt, arg, (size_t)(num - arg) + 1,
 					      "exit=N needs N in 1..255");
 		r->exit_code = (int)v;
 	}
+	return EXIT_OK;
+}
+
+/* T1..T2: the scheduler and the worker are down in [T1, T2). */
+static int parse_down(const char *arg, struct down *d)
+{
+	const char *opt = "--down";
+	const char *dots = strstr(arg, "..");
+	int rc;
+
+	if (!dots)
+		return arg_error(opt, arg, strlen(arg) + 1,
+				 "expected '..' between the two times");
+	if ((rc = parse_time_part(opt, arg, arg, (size_t)(dots - arg),
+				  &d->from_ms)) != EXIT_OK ||
+	    (rc = parse_time_part(opt, arg, dots + 2, strlen(dots + 2),
+				  &d->until_ms)) != EXIT_OK)
+		return rc;
+	if (d->until_ms <= d->from_ms)
+		return arg_error(opt, arg, (size_t)(dots + 2 - arg) + 1,
+				 "the window ends before it starts");
 	return EXIT_OK;
 }
 
@@ -291,11 +322,14 @@ static void report_missed(struct sim *sm)
 		if (rows[i].id <= sm->last_ledger_id)
 			continue;
 		sm->last_ledger_id = rows[i].id;
+		char slot[CLI_TIME_MAX];
 		sm->n_missed++;
+		cli_format_local(rows[i].slot_ms, zone_of(sm, rows[i].schedule),
+				 slot);
 		emit(sm, rows[i].schedule, rows[i].slot_ms, "missed",
 		     json_pack("{s:s?}", "error", rows[i].error_msg),
-		     "slot missed: %s", rows[i].error_msg ? rows[i].error_msg
-							 : "");
+		     "slot %s missed: %s", slot,
+		     rows[i].error_msg ? rows[i].error_msg : "");
 	}
 	ledger_rows_free(rows, n);
 }
@@ -378,13 +412,42 @@ static int run_job(struct sim *sm, const struct store_job *job)
 	return EXIT_OK;
 }
 
+/* The end of the --down window holding t (windows may touch or
+ * overlap), or t when none does. */
+static int64_t up_again(const struct sim *sm, int64_t t)
+{
+	for (bool moved = true; moved;) {
+		moved = false;
+		for (size_t i = 0; i < sm->n_downs; i++)
+			if (t >= sm->downs[i].from_ms && t < sm->downs[i].until_ms) {
+				t = sm->downs[i].until_ms;
+				moved = true;
+			}
+	}
+	return t;
+}
+
+/* Reports a stop of the scheduler and worker at t until `up`. */
+static void report_down(struct sim *sm, int64_t t, int64_t up)
+{
+	char u[CLOCK_ISO_MAX];
+
+	sc_clock_set_ms(sm->clock, t);
+	emit(sm, "(all)", t, "down", NULL, "scheduler and worker down until %s",
+	     clock_format_utc(up, u));
+}
+
 static int simulate(struct sim *sm, int64_t from, int64_t until)
 {
 	struct sched_result r;
 	struct sc_err err = {0};
 	size_t n_jobs = 0;
-	int64_t now = from;
+	int64_t now = up_again(sm, from);
 
+	if (now != from)
+		report_down(sm, from, now);
+	if (now > until)
+		return EXIT_OK;
 	for (;;) {
 		sc_clock_set_ms(sm->clock, now);
 		if (sched_tick(sm->store, sm->cfg, now, NULL, &r, &err) != 0)
@@ -415,7 +478,22 @@ static int simulate(struct sim *sm, int64_t from, int64_t until)
 		if (next > until)
 			break;
 		/* The clock only moves forwards. */
-		now = next > now ? next : now + 1;
+		next = next > now ? next : now + 1;
+		int64_t up = up_again(sm, next);
+		if (up != next) {
+			/* Down: the event is not seen until the restart, where
+			 * the scheduler catches up and late jobs run. */
+			int64_t start = next;
+			for (size_t i = 0; i < sm->n_downs; i++)
+				if (sm->downs[i].from_ms > now &&
+				    sm->downs[i].from_ms <= next &&
+				    sm->downs[i].from_ms < start)
+					start = sm->downs[i].from_ms;
+			report_down(sm, start, up);
+			if (up > until)
+				break;
+		}
+		now = up;
 	}
 	return EXIT_OK;
 }
@@ -596,6 +674,17 @@ int cmd_simulate(int argc, char **argv)
 			if (rc)
 				return rc;
 			sm.n_fails++;
+		} else if ((m = opt("--down", argc, argv, &i, &v)) != 0) {
+			if (m < 0)
+				return cli_usage_error("simulate", "--down needs "
+						       "T1..T2");
+			if (sm.n_downs >= SIM_MAX_DOWN)
+				return cli_usage_error("simulate", "at most %d "
+						       "--down", SIM_MAX_DOWN);
+			int rc = parse_down(v, &sm.downs[sm.n_downs]);
+			if (rc)
+				return rc;
+			sm.n_downs++;
 		} else if (strcmp(argv[i], "--json") == 0) {
 			sm.json = true;
 		} else if (strcmp(argv[i], "--deliver") == 0) {

@@ -123,15 +123,34 @@ static const struct cli_command commands[] = {
 	 "again with a fresh attempt budget; a running daemon picks it up.\n"
 	 "Exit 0 when done; 2 when there is no such job or it is not dead\n"
 	 "(waiting, running or done); 1 on store errors.\n"},
+	{"run", cmd_run, "run [--config FILE] [--once]",
+	 "the daemon: run the schedules of a config",
+	 "Runs the schedules of FILE (default ./surecron.yaml): sleeps until\n"
+	 "each slot is due, enqueues it, and runs due jobs with\n"
+	 "worker.concurrency workers, heartbeating their leases. A slot\n"
+	 "triggered or a job retried by another process starts within a\n"
+	 "second. SIGTERM/SIGINT: stop claiming, let running slots finish\n"
+	 "within worker.grace, else release them; exit 0. SIGHUP: reload the\n"
+	 "config (an invalid one is refused and the old one kept).\n"
+	 "Logs one logfmt line per event on stderr; SURECRON_LOG sets the\n"
+	 "level (error, warn, info, debug; default info).\n"
+	 "\n"
+	 "  --once   run the scheduler once, run every job due now, exit:\n"
+	 "           0 when all succeeded, 1 when a run failed\n"
+	 "\n"
+	 "Exit status: 0 after a clean stop, 1 on a failure, 2 on a bad\n"
+	 "command line or config.\n"},
 	{"simulate", cmd_simulate,
 	 "simulate [--config FILE] --from T --until T "
-	 "[--fail TASK@T1..T2[:exit=N]]... [--deliver] [--json]",
+	 "[--fail TASK@T1..T2[:exit=N]]... [--down T1..T2]... [--deliver] "
+	 "[--json]",
 	 "run the schedules on a virtual clock and print the timeline",
 	 "Runs the real scheduler, queue, orchestrator and delivery of FILE\n"
 	 "(default ./surecron.yaml) on a virtual clock from T to T (ISO 8601\n"
 	 "with Z or an offset), single-threaded, with a throw-away store in a\n"
-	 "temp folder that is removed at exit. The clock jumps from event to\n"
-	 "event (the next slot or the next retry), so a week takes a moment.\n"
+	 "temp folder that is removed at exit (the config's store is never\n"
+	 "opened). The clock jumps from event to event (the next slot or the\n"
+	 "next retry), so a week takes a moment.\n"
 	 "The first slot is the first one at or after --from (a first start).\n"
 	 "\n"
 	 "  --fail TASK@T1..T2[:exit=N]\n"
@@ -141,6 +160,10 @@ static const struct cli_command commands[] = {
 	 "                   retryable quota error, 78 a permanent failure,\n"
 	 "                   others retryable. May be repeated. Other tasks\n"
 	 "                   run for real.\n"
+	 "  --down T1..T2    the scheduler and worker are stopped in [T1, T2)\n"
+	 "                   (downtime): at T2 the schedules catch up by their\n"
+	 "                   catchup policy and missed slots are listed.\n"
+	 "                   May be repeated.\n"
 	 "  --deliver        send to the real targets. Without it nothing\n"
 	 "                   leaves the machine: every target (slack, webhook,\n"
 	 "                   file, command) is replaced by a recorder in the\n"

@@ -427,6 +427,63 @@ static void daily_schedule_over_a_week(void **state)
 	run_dispose(&r);
 }
 
+static void downtime_over_two_weekly_slots_catches_up(void **state)
+{
+	static const struct {
+		const char *policy;
+		size_t runs, missed;
+	} rows[] = {{"latest", 1, 1}, {"all", 2, 0}, {"none", 0, 2}};
+	struct run r;
+	json_t *ev[8];
+
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		char text[1024];
+		snprintf(text, sizeof(text),
+			 "targets:\n"
+			 "  archive: {kind: file, path: ./deliveries.jsonl}\n"
+			 "schedules:\n"
+			 "  weekly-summary:\n"
+			 "    cron: \"0 17 * * 5\"\n"
+			 "    tz: Asia/Seoul\n"
+			 "    catchup: %s\n"
+			 "    targets: [archive]\n"
+			 "    tasks:\n"
+			 "      - {name: summary, command: [./summary.sh]}\n",
+			 rows[i].policy);
+		write_file("c.yaml", text, 0600);
+		/* Down from Thursday to the Saturday nine days later: the
+		 * Fridays 11-27 and 12-04 pass while nothing runs. */
+		run_bin(&r, "--config", "c.yaml", "--from", WEEK_FROM,
+			"--until", "2026-12-06T00:00:00+09:00", "--down",
+			"2026-11-26T00:00:00+09:00..2026-12-05T09:00:00+09:00",
+			"--json", NULL);
+		if (r.status != 0 || !r.json)
+			fail_msg("%s: status %d, stderr: %s", rows[i].policy,
+				 r.status, r.err);
+		assert_int_equal(events(r.json, "down", ev, 8), 1);
+		assert_int_equal(events(r.json, "attempt_succeeded", ev, 8),
+				 rows[i].runs);
+		assert_int_equal(ledger_count(r.json, "success"),
+				 rows[i].runs);
+		assert_int_equal(ledger_count(r.json, "missed"),
+				 rows[i].missed);
+		size_t nm = events(r.json, "missed", ev, 8);
+		assert_int_equal(nm, rows[i].missed);
+		/* Missed and caught-up slots show at the restart. */
+		for (size_t k = 0; k < nm; k++)
+			assert_string_equal(json_string_value(json_object_get(
+						    ev[k], "time")),
+					    "2026-12-05T09:00:00+09:00");
+		if (rows[i].runs == 1) {
+			events(r.json, "slot", ev, 8);
+			assert_string_equal(json_string_value(json_object_get(
+						    ev[0], "slot")),
+					    "2026-12-04T17:00:00+09:00");
+		}
+		run_dispose(&r);
+	}
+}
+
 static void malformed_fail_argument_is_located(void **state)
 {
 	static const struct {
@@ -443,6 +500,13 @@ static void malformed_fail_argument_is_located(void **state)
 		{"summary@" FRI_2000 ".." FRI_1700, "column 36"},
 		{"nosuch@" FRI_1700 ".." FRI_2000, "no task named 'nosuch'"},
 	};
+	static const struct {
+		const char *arg, *where;
+	} down_rows[] = {
+		{FRI_1700, "column 26"},
+		{FRI_2000 ".." FRI_1700, "column 28"},
+		{"soon.." FRI_2000, "column 1"},
+	};
 	struct run r;
 
 	write_weekly(NULL);
@@ -454,6 +518,15 @@ static void malformed_fail_argument_is_located(void **state)
 			fail_msg("row %zu (%s): status %d, stderr: %s", i,
 				 rows[i].arg, r.status, r.err);
 		assert_string_equal(r.out, "");
+		run_dispose(&r);
+	}
+	for (size_t i = 0; i < sizeof(down_rows) / sizeof(down_rows[0]); i++) {
+		run_bin(&r, "--config", "c.yaml", "--from", WEEK_FROM,
+			"--until", WEEK_UNTIL, "--down", down_rows[i].arg, NULL);
+		if (r.status != 2 || !strstr(r.err, "--down") ||
+		    !strstr(r.err, down_rows[i].where))
+			fail_msg("down row %zu (%s): status %d, stderr: %s", i,
+				 down_rows[i].arg, r.status, r.err);
 		run_dispose(&r);
 	}
 }
@@ -493,6 +566,7 @@ int main(void)
 		T(seed_incident_delivered_for_real),
 		T(forced_short_policy_loses_the_slot_loudly),
 		T(daily_schedule_over_a_week),
+		T(downtime_over_two_weekly_slots_catches_up),
 		T(malformed_fail_argument_is_located),
 		T(temp_folder_is_removed),
 	};

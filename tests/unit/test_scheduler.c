@@ -16,13 +16,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "clock.h"
 #include "config.h"
 #include "queue.h"
 #include "scheduler.h"
 #include "store.h"
+#include "store_backend.h"
 #include "testutil.h"
 
 #define SEC 1000LL
@@ -33,6 +36,8 @@
 
 struct fix {
 	char dir[256];
+	char name[32];      /* the schedule under test */
+	const char *url;    /* the store's (sqlite file or pg schema) */
 	struct sc_clock *clock;
 	struct sc_store *s;
 	struct config *cfg;
@@ -50,14 +55,18 @@ static int64_t iso(const char *s)
 
 static int setup(void **state)
 {
-	char url[400];
+	struct sc_err err = {0};
 
 	memset(&F, 0, sizeof(F));
 	unsetenv("SURECRON_SCHEDULE_S");
+	snprintf(F.name, sizeof(F.name), "s");
 	snprintf(F.dir, sizeof(F.dir), "%s", tu_tmpdir());
 	F.clock = sc_clock_virtual_new(0);
-	snprintf(url, sizeof(url), "sqlite:%s/s.db", F.dir);
-	assert_int_equal(store_open(url, F.clock, &F.s, NULL), 0);
+	F.url = tb_url(state);
+	if (!F.url[0] || store_open(F.url, F.clock, &F.s, &err) != 0) {
+		fprintf(stderr, "store %s: %s\n", F.url, err.msg);
+		return -1;
+	}
 	return 0;
 }
 
@@ -67,11 +76,12 @@ static int teardown(void **state)
 	config_free(F.cfg);
 	sc_clock_free(F.clock);
 	unsetenv("SURECRON_SCHEDULE_S");
+	unsetenv("SURECRON_SCHEDULE_S2");
 	tu_rmrf(F.dir);
 	return 0;
 }
 
-/* Loads a config with one schedule "s" (cron, zone, catch-up policy). */
+/* Loads a config with one schedule F.name (cron, zone, catch-up policy). */
 static void load(const char *cron, const char *tz, const char *catchup)
 {
 	char path[320], text[1024];
@@ -81,12 +91,12 @@ static void load(const char *cron, const char *tz, const char *catchup)
 	snprintf(path, sizeof(path), "%s/c.yaml", F.dir);
 	snprintf(text, sizeof(text),
 		 "schedules:\n"
-		 "  s:\n"
+		 "  %s:\n"
 		 "    cron: \"%s\"\n"
 		 "    tz: %s\n"
 		 "    catchup: %s\n"
 		 "    tasks: [{name: a, command: [/bin/true]}]\n",
-		 cron, tz, catchup);
+		 F.name, cron, tz, catchup);
 	f = fopen(path, "w");
 	assert_non_null(f);
 	fputs(text, f);
@@ -128,14 +138,14 @@ static int64_t n_jobs(void)
 {
 	struct store_counts c;
 
-	assert_int_equal(store_job_counts(F.s, NULL, &c, NULL), 0);
+	assert_int_equal(store_job_counts(F.s, F.name, &c, NULL), 0);
 	return c.ready_due + c.delayed + c.active + c.done + c.dead;
 }
 
 static bool has_job(int64_t slot, struct store_job *out)
 {
 	struct store_job j;
-	int rc = store_job_find(F.s, "s", slot, &j, NULL);
+	int rc = store_job_find(F.s, F.name, slot, &j, NULL);
 
 	if (rc == SC_ENOENT)
 		return false;
@@ -148,7 +158,7 @@ static bool has_job(int64_t slot, struct store_job *out)
 /* The missed rows, oldest first (caller frees). */
 static size_t missed(struct ledger_row **rows)
 {
-	struct ledger_filter lf = {.schedule = "s", .since_ms = INT64_MIN,
+	struct ledger_filter lf = {.schedule = F.name, .since_ms = INT64_MIN,
 				   .until_ms = INT64_MAX,
 				   .outcome = LEDGER_MISSED};
 	size_t n = 0;
@@ -170,7 +180,7 @@ static void first_start_invents_no_past_slot(void **state)
 	assert_int_equal(n_jobs(), 0);
 	assert_int_equal(r.next_ms, iso("2026-01-01T12:10:00Z"));
 	/* The baseline is recorded: a later start is not a first start. */
-	assert_int_equal(sched_last_get(F.s, "s", &last, NULL), 0);
+	assert_int_equal(sched_last_get(F.s, F.name, &last, NULL), 0);
 	assert_true(last < now && last >= now - 1000);
 	r = tick(r.next_ms);
 	assert_int_equal(r.n_first_start, 0);
@@ -219,7 +229,7 @@ static void normal_firing_one_job_per_slot(void **state)
 	assert_int_equal(r.n_enqueued, 0);
 	assert_int_equal(n_jobs(), 24);
 	int64_t last;
-	assert_int_equal(sched_last_get(F.s, "s", &last, NULL), 0);
+	assert_int_equal(sched_last_get(F.s, F.name, &last, NULL), 0);
 	assert_int_equal(last, iso("2026-01-01T23:15:00Z"));
 }
 
@@ -239,12 +249,11 @@ static void job_carries_the_class_policy_and_is_due_at_slot(void **state)
 
 static void two_schedulers_on_one_store_enqueue_once(void **state)
 {
-	char url[400];
 	struct sc_store *b = NULL;
 	int64_t t = iso("2026-01-01T00:00:30Z");
 
-	snprintf(url, sizeof(url), "sqlite:%s/s.db", F.dir);
-	assert_int_equal(store_open(url, F.clock, &b, NULL), 0);
+	/* A second handle on the same store: another node. */
+	assert_int_equal(store_open(F.url, F.clock, &b, NULL), 0);
 	load("* * * * *", "UTC", "all");
 	tick_on(F.s, t);
 	tick_on(b, t);
@@ -265,6 +274,44 @@ static void two_schedulers_on_one_store_enqueue_once(void **state)
 	tick_on(b, later);
 	assert_int_equal(n_jobs(), 40);
 	store_close(b);
+}
+
+/* Two processes tick the same schedule at the same instants, racing:
+ * every slot gets exactly one job. */
+static void two_processes_racing_enqueue_each_slot_once(void **state)
+{
+	int64_t t = iso("2026-01-01T00:00:30Z");
+	enum { N_TICKS = 120 };
+	pid_t kids[2];
+
+	load("* * * * *", "UTC", "all");
+	tick(t);
+	for (int k = 0; k < 2; k++) {
+		kids[k] = fork();
+		assert_true(kids[k] >= 0);
+		if (kids[k] == 0) {
+			struct sc_store *s = NULL;
+			struct sched_result r;
+			int bad = 0;
+
+			if (store_open(F.url, F.clock, &s, NULL) != 0)
+				_exit(2);
+			for (int i = 1; i <= N_TICKS; i++)
+				bad += sched_tick(s, F.cfg, t + i * MIN, NULL,
+						  &r, NULL) != 0;
+			store_close(s);
+			_exit(bad ? 1 : 0);
+		}
+	}
+	for (int k = 0; k < 2; k++) {
+		int st;
+		assert_int_equal(waitpid(kids[k], &st, 0), kids[k]);
+		assert_true(WIFEXITED(st));
+		assert_int_equal(WEXITSTATUS(st), 0);
+	}
+	assert_int_equal(n_jobs(), N_TICKS);
+	for (int i = 1; i <= N_TICKS; i++)
+		assert_true(has_job(iso("2026-01-01T00:00:00Z") + i * MIN, NULL));
 }
 
 /* The weekly slots of 2026-11-27 and 2026-12-04 (Fridays 17:00 UTC). */
@@ -401,6 +448,28 @@ static void huge_gap_is_bounded_and_summarised(void **state)
 	assert_int_equal(r.n_missed, 0);
 }
 
+/* Two days of per-second slots each month: the forward scan runs out in
+ * February, and the newest slot (2 March 23:59:59) is still found. */
+static void dense_burst_after_quiet_stretch_finds_the_newest(void **state)
+{
+	int64_t t0 = iso("2026-01-01T00:00:00.500Z");
+
+	load("* * * 1,2 * *", "UTC", "latest");
+	tick(t0);
+	struct sched_result r = tick(iso("2026-03-20T00:00:00Z"));
+	assert_int_equal(r.n_enqueued, 1);
+	assert_true(has_job(iso("2026-03-02T23:59:59Z"), NULL));
+	assert_int_equal(n_jobs(), 1);
+	struct ledger_row *rows;
+	size_t n = missed(&rows);
+	assert_int_equal(n, SCHED_MISSED_ROWS_MAX + 1);
+	assert_int_equal(rows[0].slot_ms, iso("2026-01-01T00:00:01Z"));
+	assert_non_null(strstr(rows[n - 1].details_json,
+			       "\"until\":\"2026-03-02T23:59:58Z\""));
+	ledger_rows_free(rows, n);
+	assert_int_equal(r.next_ms, iso("2026-04-01T00:00:00Z"));
+}
+
 static void counted_gap_summary_has_exact_count(void **state)
 {
 	int64_t t0 = iso("2026-01-01T00:00:30Z");
@@ -493,13 +562,10 @@ static const struct {
 static void dst_days_follow_the_cron_engine(void **state)
 {
 	for (size_t i = 0; i < sizeof(dst_rows) / sizeof(dst_rows[0]); i++) {
-		char url[400];
 		size_t want = 0;
 
-		/* A fresh store per row. */
-		store_close(F.s);
-		snprintf(url, sizeof(url), "sqlite:%s/dst%zu.db", F.dir, i);
-		assert_int_equal(store_open(url, F.clock, &F.s, NULL), 0);
+		/* A fresh schedule per row. */
+		snprintf(F.name, sizeof(F.name), "dst%zu", i);
 		load(dst_rows[i].cron, dst_rows[i].tz, "latest");
 		drive(iso(dst_rows[i].from), iso(dst_rows[i].until));
 		for (; want < 6 && dst_rows[i].slots[want]; want++)
@@ -525,11 +591,8 @@ static void env_override_moves_firing_and_class(void **state)
 	assert_int_equal(j.policy.attempts, 4);
 
 	/* With it: every 5 minutes, the default class (2 attempts, 60 s). */
-	store_close(F.s);
-	char url[400];
-	snprintf(url, sizeof(url), "sqlite:%s/env.db", F.dir);
-	assert_int_equal(store_open(url, F.clock, &F.s, NULL), 0);
-	setenv("SURECRON_SCHEDULE_S", "*/5 * * * *", 1);
+	snprintf(F.name, sizeof(F.name), "s2");
+	setenv("SURECRON_SCHEDULE_S2", "*/5 * * * *", 1);
 	load("0 17 * * 5", "UTC", "latest");
 	drive(from, from + 10 * MIN);
 	assert_int_equal(n_jobs(), 2);
@@ -538,6 +601,42 @@ static void env_override_moves_firing_and_class(void **state)
 	assert_int_equal(j.policy.delay_ms, 60 * SEC);
 	assert_true(has_job(iso("2026-11-27T17:05:00Z"), &j));
 	assert_int_equal(j.policy.attempts, 2);
+}
+
+/* The memo gives the results of plain ticks: the same jobs, missed rows
+ * and next_ms through normal firing, a clock set back and a jump ahead. */
+static void memo_ticks_match_plain_ticks(void **state)
+{
+	int64_t memo[1] = {INT64_MIN};
+	struct sched_result r;
+	static const char *const nows[] = {
+		"2026-01-01T11:30:00Z", "2026-01-01T11:45:00Z",
+		"2026-01-01T12:00:00Z", "2026-01-01T12:20:00Z",
+		"2026-01-01T11:00:00Z", /* set back */
+		"2026-01-01T12:00:00Z", "2026-01-01T13:00:00Z",
+		"2026-01-01T18:30:00Z", /* jump ahead */
+		"2026-01-01T19:00:00Z",
+	};
+	static const int64_t jobs[] = {0, 0, 1, 1, 1, 1, 2, 3, 4};
+
+	load("0 * * * *", "UTC", "latest");
+	for (size_t i = 0; i < sizeof(nows) / sizeof(nows[0]); i++) {
+		int64_t now = iso(nows[i]);
+		sc_clock_set_ms(F.clock, now);
+		assert_int_equal(sched_tick_memo(F.s, F.cfg, now, memo, NULL, &r,
+						 NULL), 0);
+		if (n_jobs() != jobs[i])
+			fail_msg("tick %zu (%s): %lld jobs, want %lld", i,
+				 nows[i], (long long)n_jobs(),
+				 (long long)jobs[i]);
+		assert_int_equal(r.next_ms, memo[0]);
+		assert_int_equal(r.n_schedules, 1);
+	}
+	assert_int_equal(memo[0], iso("2026-01-01T20:00:00Z"));
+	struct ledger_row *rows;
+	size_t n = missed(&rows);
+	assert_int_equal(n, 4); /* 14:00 .. 17:00 */
+	ledger_rows_free(rows, n);
 }
 
 static void bad_zone_is_counted_and_others_still_run(void **state)
@@ -569,29 +668,72 @@ static void bad_zone_is_counted_and_others_still_run(void **state)
 	assert_int_equal(r.next_ms, iso("2026-01-01T01:00:00Z"));
 }
 
-#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+/* The store backends' set-up (store_backend.h) chained with ours. */
+static int setup_sqlite(void **state)
+{
+	return tb_setup_sqlite(state) || setup(state);
+}
+
+static int teardown_sqlite(void **state)
+{
+	teardown(state);
+	return tb_teardown_sqlite(state);
+}
+
+static int setup_pg(void **state)
+{
+	return tb_setup_pg(state) || setup(state);
+}
+
+static int teardown_pg(void **state)
+{
+	teardown(state);
+	return tb_teardown_pg(state);
+}
+
+#define T(f) cmocka_unit_test(f)
 
 int main(void)
 {
-	const struct CMUnitTest tests[] = {
+	struct CMUnitTest tests[] = {
 		T(first_start_invents_no_past_slot),
 		T(first_start_exactly_on_a_slot_runs_it),
 		T(stopped_before_first_slot_is_downtime),
 		T(normal_firing_one_job_per_slot),
 		T(job_carries_the_class_policy_and_is_due_at_slot),
 		T(two_schedulers_on_one_store_enqueue_once),
+		T(two_processes_racing_enqueue_each_slot_once),
 		T(catchup_latest_runs_newest_once),
 		T(catchup_all_runs_every_slot),
 		T(catchup_none_runs_nothing),
 		T(interrupted_tick_is_repaired_without_duplicates),
 		T(late_within_grace_is_not_missed),
 		T(huge_gap_is_bounded_and_summarised),
+		T(dense_burst_after_quiet_stretch_finds_the_newest),
 		T(counted_gap_summary_has_exact_count),
 		T(clock_set_backwards_reruns_nothing),
 		T(clock_set_forwards_is_catchup),
 		T(dst_days_follow_the_cron_engine),
 		T(env_override_moves_firing_and_class),
+		T(memo_ticks_match_plain_ticks),
 		T(bad_zone_is_counted_and_others_still_run),
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	size_t n = sizeof(tests) / sizeof(tests[0]);
+	int failed;
+
+	for (size_t i = 0; i < n; i++) {
+		tests[i].setup_func = setup_sqlite;
+		tests[i].teardown_func = teardown_sqlite;
+	}
+	failed = _cmocka_run_group_tests("scheduler/sqlite", tests, n, NULL,
+					 NULL);
+	/* Several nodes share a PostgreSQL store: the same tests on it. */
+	if (!getenv("SURECRON_TEST_PG"))
+		return failed;
+	for (size_t i = 0; i < n; i++) {
+		tests[i].setup_func = setup_pg;
+		tests[i].teardown_func = teardown_pg;
+	}
+	return failed + _cmocka_run_group_tests("scheduler/postgresql", tests,
+						n, NULL, NULL);
 }
