@@ -136,8 +136,13 @@ static void print_row(const struct ledger_row *r, int64_t rec_ms)
 {
 	char s[CLOCK_ISO_MAX];
 
-	printf("%-20s  %-20s %6lld %3d  %-9s", clock_format_utc(r->slot_ms, s),
-	       r->schedule, (long long)r->job_id, r->attempt, r->outcome);
+	bool more = r->error_class[0] || r->error_msg || r->retry_hint_ms > 0 ||
+		    rec_ms;
+
+	/* Pad the outcome only when something follows it. */
+	printf("%-20s  %-20s %6lld %3d  %-*s", clock_format_utc(r->slot_ms, s),
+	       r->schedule, (long long)r->job_id, r->attempt, more ? 9 : 0,
+	       r->outcome);
 	if (r->error_class[0] || r->error_msg)
 		printf("  %s%s%s", r->error_class,
 		       r->error_class[0] && r->error_msg ? ": " : "",
