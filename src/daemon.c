@@ -49,6 +49,7 @@
 #define RECOVER_EVERY_MS ((int64_t)30 * 1000)
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 5000
+#define LEAD_MS 50 /* slots are enqueued this much ahead (see tick) */
 #define TICK_MS 100 /* how often a running job looks at the stop flag */
 
 struct cfg_ref {
@@ -652,13 +653,19 @@ static void do_reload(struct daemon *d)
 	bump(d);
 }
 
-/* One scheduler pass; returns when to tick next (clock ms). */
-static int64_t tick(struct daemon *d)
+/*
+ * One scheduler pass as of now + lead_ms; returns the next slot (clock
+ * ms). With a lead, a slot is enqueued a moment BEFORE its instant, due at
+ * the instant itself (run_at = slot): the scheduler's transaction is then
+ * off the critical path, and a worker sleeping until queue_next_due claims
+ * the job right at the slot's instant.
+ */
+static int64_t tick(struct daemon *d, int64_t lead_ms)
 {
 	struct cfg_ref *cr = cfg_get(d);
 	struct sched_result r;
 	struct sc_err e = {0};
-	int64_t now = sc_clock_now_ms(d->clock);
+	int64_t now = sc_clock_now_ms(d->clock) + lead_ms;
 	int rc = sched_tick_memo(d->store, cr->cfg, now, cr->memo, NULL, &r,
 				 &e);
 
@@ -690,7 +697,7 @@ static int run_once(struct daemon *d)
 	snprintf(name, sizeof(name), "once-%ld", (long)getpid());
 	recover(d->store, d, cr->cfg);
 	cfg_put(d, cr);
-	tick(d);
+	tick(d, 0);
 	for (;;) {
 		struct store_job job;
 		struct sc_err e = {0};
@@ -767,8 +774,10 @@ int daemon_run(struct daemon *d, struct sc_err *err)
 
 	int64_t last_recover = clock_mono_ms();
 	for (;;) {
-		int64_t next = tick(d);
+		int64_t next = tick(d, LEAD_MS);
 		int64_t now = sc_clock_now_ms(d->clock);
+		if (next != INT64_MAX)
+			next -= LEAD_MS;
 		if (clock_mono_ms() - last_recover >= RECOVER_EVERY_MS) {
 			cr = cfg_get(d);
 			recover(d->store, d, cr->cfg);
