@@ -523,7 +523,8 @@ static void *watcher_main(void *arg)
 		}
 		stamp(d->db_path, &a1);
 		stamp(wal, &b1);
-		if (memcmp(&a0, &a1, sizeof(a0)) || memcmp(&b0, &b1, sizeof(b0))) {
+		if (a0.mtime_ns != a1.mtime_ns || a0.size != a1.size ||
+		    b0.mtime_ns != b1.mtime_ns || b0.size != b1.size) {
 			a0 = a1;
 			b0 = b1;
 			bump(d);
@@ -563,10 +564,15 @@ int daemon_new(const struct daemon_opts *o, struct daemon **out,
 	d->once = o->once;
 	d->watch_ms = o->watch_ms > 0 ? o->watch_ms : WATCH_MS_DEFAULT;
 	d->config_path = strdup(o->config_path);
-	rc = d->config_path ? config_load(o->config_path, &cfg, err)
-			    : sc_err_set(err, SC_ENOMEM, "out of memory");
-	if (rc)
+	if (!d->config_path) {
+		rc = sc_err_set(err, SC_ENOMEM, "out of memory");
 		goto fail;
+	}
+	rc = config_load(o->config_path, &cfg, err);
+	if (rc || !cfg) {
+		rc = rc ? rc : SC_ECONFIG;
+		goto fail;
+	}
 	d->store_url = strdup(cfg->store_url);
 	if (!d->store_url) {
 		config_free(cfg);
