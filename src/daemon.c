@@ -766,7 +766,7 @@ int daemon_run(struct daemon *d, struct sc_err *err)
 		struct worker *w = &d->workers[i];
 		w->d = d;
 		w->idx = i;
-		snprintf(w->name, sizeof(w->name), "%.40s:%ld:%d", host,
+		snprintf(w->name, sizeof(w->name), "%.32s:%ld:%d", host,
 			 (long)getpid(), i);
 		if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
 			daemon_stop(d);
