@@ -369,11 +369,12 @@ static void run_job(struct daemon *d, struct sc_store *s, struct cfg_ref *cr,
 	       (long long)dur, next,
 	       rc ? sc_strerror(rc)
 		  : (res.run_err.code ? sc_strerror(res.run_err.code) : "ok"));
+	bool failed = !k.released && (rc || !res.completed);
 	orch_job_result_dispose(&res);
 
 	pthread_mutex_lock(&d->mu);
 	d->n_running--;
-	if (!k.released && (rc || !res.completed))
+	if (failed)
 		d->n_failed++;
 	pthread_cond_broadcast(&d->main_cond);
 	pthread_mutex_unlock(&d->mu);

@@ -233,7 +233,17 @@ static int64_t trigger(const struct env *e, const char *schedule,
 	struct sc_store *s = open_store(e);
 	struct sc_retry_policy p = sc_retry_policy_for(SC_FREQ_DEFAULT);
 	struct sc_err err = {0};
+	struct config *cfg = NULL;
 	int64_t id = 0;
+
+	/* The schedule's own policy, as `surecron trigger` uses it. */
+	if (config_load(e->cfg, &cfg, NULL) == 0) {
+		const struct schedule_spec *sp = config_schedule(cfg, schedule);
+		if (sp)
+			assert_int_equal(config_schedule_retry(sp, &p, NULL,
+							       NULL), 0);
+		config_free(cfg);
+	}
 
 	assert_int_equal(queue_trigger(s, schedule, slot_ms, &p, &id, NULL,
 				       &err), 0);
@@ -628,6 +638,58 @@ static void trigger_starts_within_a_second(void **state)
 	env_dispose(&e);
 }
 
+/* ---- (9) --once: what is due now, then exit -------------------------- */
+
+static int run_once(const struct env *e)
+{
+	char cmd[1400];
+
+	snprintf(cmd, sizeof(cmd), "cd '%s' && SURECRON_LOG=warn '%s' run "
+		 "--once --config '%s' 2>>'%s/once.log' </dev/null >/dev/null",
+		 e->dir, tu_bin(), e->cfg, e->dir);
+	int st = system(cmd);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void once_runs_what_is_due(void **state)
+{
+	struct env e;
+	(void)state;
+	env_init(&e);
+	write_cfg(&e, W_FAST,
+		  "  good:\n"
+		  "    cron: \"0 3 1 1 *\"\n"
+		  "    tz: UTC\n"
+		  "    targets: [hook]\n"
+		  "    tasks:\n"
+		  "      - {name: t, shell: \"echo good\"}\n"
+		  "  bad:\n"
+		  "    cron: \"0 3 1 1 *\"\n"
+		  "    tz: UTC\n"
+		  "    targets: [hook]\n"
+		  "    retry: {attempts: 2, backoff: fixed, delay: 1h}\n"
+		  "    tasks:\n"
+		  "      - {name: t, shell: \"echo quota >&2; exit 75\"}\n");
+	assert_int_equal(run_once(&e), 0); /* nothing due: fine */
+	assert_int_equal(fake_http_count(e.srv, "/hook"), 0);
+	trigger(&e, "good", now_ms() / 1000 * 1000);
+	assert_int_equal(run_once(&e), 0);
+	assert_int_equal(fake_http_count(e.srv, "/hook"), 1);
+	assert_int_equal(ledger_count(&e, "good", LEDGER_SUCCESS), 1);
+	/* A failed run: exit 1, the retry (an hour away) is left alone. */
+	int64_t id = trigger(&e, "bad", now_ms() / 1000 * 1000);
+	assert_int_equal(run_once(&e), 1);
+	assert_int_equal(ledger_count(&e, "bad", LEDGER_FAILED), 1);
+	struct sc_store *s = open_store(&e);
+	struct store_job job;
+	assert_int_equal(store_job_get(s, id, &job, NULL), 0);
+	assert_int_equal(job.state, JOB_READY);
+	assert_true(job.run_at_ms > now_ms() + 3000000);
+	store_close(s);
+	assert_int_equal(run_once(&e), 0); /* nothing due again */
+	env_dispose(&e);
+}
+
 /* ---- (8) PostgreSQL: two daemons, one database ------------------------ */
 
 static void two_daemons_pg(void **state)
@@ -713,6 +775,7 @@ int main(void)
 		cmocka_unit_test_teardown(sigterm_grace, reap_all),
 		cmocka_unit_test_teardown(sighup_reload, reap_all),
 		cmocka_unit_test_teardown(trigger_starts_within_a_second, reap_all),
+		cmocka_unit_test_teardown(once_runs_what_is_due, reap_all),
 	};
 	const struct CMUnitTest pg_tests[] = {
 		cmocka_unit_test_setup_teardown(two_daemons_pg, pgfx_setup,
