@@ -736,6 +736,72 @@ static void two_daemons_pg(void **state)
 	env_dispose(&e);
 }
 
+/* ---- (10) PostgreSQL restarted under a running daemon ------------------ */
+
+static void pg_restart(void **state)
+{
+	struct env e;
+	(void)state;
+	PGFX_NEED_SERVER();
+	if (!pgfx_restartable())
+		skip(); /* an external server: not ours to restart */
+	env_init(&e);
+	snprintf(e.store_url, sizeof(e.store_url), "%s", pgfx_url());
+	write_cfg(&e, "{concurrency: 1, lease: 5s, grace: 1s}",
+		  "  persec:\n"
+		  "    cron: \"* * * * * *\"\n"
+		  "    tz: UTC\n"
+		  "    targets: [hook]\n"
+		  "    tasks:\n"
+		  "      - {name: t, shell: \"echo \\\"$SURECRON_SLOT\\\"\"}\n");
+	pid_t pid = start_daemon(&e, NULL);
+	assert_true(wait_hooks(&e, 2, 5000));
+	assert_int_equal(pgfx_server("stop", NULL, 0), 0);
+	sleep_ms(1500);
+	assert_int_equal(waitpid(pid, NULL, WNOHANG), 0); /* still running */
+	assert_int_equal(pgfx_server("start", NULL, 0), 0);
+	size_t before = fake_http_count(e.srv, "/hook");
+	/* It reconnects by itself and catches up the slots of the outage. */
+	assert_true(wait_hooks(&e, before + 3, 8000));
+	kill(pid, SIGTERM);
+	int st = wait_exit(pid, 5000);
+	assert_true(st != -1 && WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	sleep_ms(100);
+	size_t n = fake_http_count(e.srv, "/hook");
+	char **bodies = calloc(n, sizeof(*bodies));
+	assert_non_null(bodies);
+	for (size_t i = 0; i < n; i++) {
+		struct fake_request r;
+		assert_true(fake_http_request(e.srv, "/hook", (long)i, &r));
+		bodies[i] = strdup(r.body);
+		fake_request_dispose(&r);
+		for (size_t j = 0; j < i; j++)
+			assert_string_not_equal(bodies[i], bodies[j]);
+	}
+	for (size_t i = 0; i < n; i++)
+		free(bodies[i]);
+	free(bodies);
+	/* No slot lost: the successful slots are consecutive seconds. */
+	struct sc_store *s = open_store(&e);
+	struct ledger_filter f = {.schedule = "persec", .since_ms = INT64_MIN,
+				  .until_ms = INT64_MAX,
+				  .outcome = LEDGER_SUCCESS};
+	struct ledger_row *rows = NULL;
+	size_t nr = 0;
+	assert_int_equal(ledger_query(s, &f, &rows, &nr, NULL), 0);
+	int64_t lo = INT64_MAX, hi = INT64_MIN;
+	for (size_t i = 0; i < nr; i++) {
+		lo = rows[i].slot_ms < lo ? rows[i].slot_ms : lo;
+		hi = rows[i].slot_ms > hi ? rows[i].slot_ms : hi;
+	}
+	assert_true(nr >= 5);
+	assert_int_equal((size_t)((hi - lo) / 1000 + 1), nr);
+	ledger_rows_free(rows, nr);
+	store_close(s);
+	env_dispose(&e);
+}
+
 /* ---- the offset clock (the test seam) --------------------------------- */
 
 static void offset_clock(void **state)
@@ -779,6 +845,8 @@ int main(void)
 	};
 	const struct CMUnitTest pg_tests[] = {
 		cmocka_unit_test_setup_teardown(two_daemons_pg, pgfx_setup,
+						pg_teardown),
+		cmocka_unit_test_setup_teardown(pg_restart, pgfx_setup,
 						pg_teardown),
 	};
 	int rc = cmocka_run_group_tests_name("daemon", tests, NULL, NULL);
