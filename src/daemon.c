@@ -49,6 +49,7 @@
 #define RECOVER_EVERY_MS ((int64_t)30 * 1000)
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 5000
+#define LEAD_MS 50 /* slots are enqueued this much ahead (see tick) */
 #define TICK_MS 100 /* how often a running job looks at the stop flag */
 
 struct cfg_ref {
@@ -368,11 +369,12 @@ static void run_job(struct daemon *d, struct sc_store *s, struct cfg_ref *cr,
 	       (long long)dur, next,
 	       rc ? sc_strerror(rc)
 		  : (res.run_err.code ? sc_strerror(res.run_err.code) : "ok"));
+	bool failed = !k.released && (rc || !res.completed);
 	orch_job_result_dispose(&res);
 
 	pthread_mutex_lock(&d->mu);
 	d->n_running--;
-	if (!k.released && (rc || !res.completed))
+	if (failed)
 		d->n_failed++;
 	pthread_cond_broadcast(&d->main_cond);
 	pthread_mutex_unlock(&d->mu);
@@ -522,7 +524,8 @@ static void *watcher_main(void *arg)
 		}
 		stamp(d->db_path, &a1);
 		stamp(wal, &b1);
-		if (memcmp(&a0, &a1, sizeof(a0)) || memcmp(&b0, &b1, sizeof(b0))) {
+		if (a0.mtime_ns != a1.mtime_ns || a0.size != a1.size ||
+		    b0.mtime_ns != b1.mtime_ns || b0.size != b1.size) {
 			a0 = a1;
 			b0 = b1;
 			bump(d);
@@ -562,10 +565,15 @@ int daemon_new(const struct daemon_opts *o, struct daemon **out,
 	d->once = o->once;
 	d->watch_ms = o->watch_ms > 0 ? o->watch_ms : WATCH_MS_DEFAULT;
 	d->config_path = strdup(o->config_path);
-	rc = d->config_path ? config_load(o->config_path, &cfg, err)
-			    : sc_err_set(err, SC_ENOMEM, "out of memory");
-	if (rc)
+	if (!d->config_path) {
+		rc = sc_err_set(err, SC_ENOMEM, "out of memory");
 		goto fail;
+	}
+	rc = config_load(o->config_path, &cfg, err);
+	if (rc || !cfg) {
+		rc = rc ? rc : SC_ECONFIG;
+		goto fail;
+	}
 	d->store_url = strdup(cfg->store_url);
 	if (!d->store_url) {
 		config_free(cfg);
@@ -652,13 +660,19 @@ static void do_reload(struct daemon *d)
 	bump(d);
 }
 
-/* One scheduler pass; returns when to tick next (clock ms). */
-static int64_t tick(struct daemon *d)
+/*
+ * One scheduler pass as of now + lead_ms; returns the next slot (clock
+ * ms). With a lead, a slot is enqueued a moment BEFORE its instant, due at
+ * the instant itself (run_at = slot): the scheduler's transaction is then
+ * off the critical path, and a worker sleeping until queue_next_due claims
+ * the job right at the slot's instant.
+ */
+static int64_t tick(struct daemon *d, int64_t lead_ms)
 {
 	struct cfg_ref *cr = cfg_get(d);
 	struct sched_result r;
 	struct sc_err e = {0};
-	int64_t now = sc_clock_now_ms(d->clock);
+	int64_t now = sc_clock_now_ms(d->clock) + lead_ms;
 	int rc = sched_tick_memo(d->store, cr->cfg, now, cr->memo, NULL, &r,
 				 &e);
 
@@ -690,7 +704,7 @@ static int run_once(struct daemon *d)
 	snprintf(name, sizeof(name), "once-%ld", (long)getpid());
 	recover(d->store, d, cr->cfg);
 	cfg_put(d, cr);
-	tick(d);
+	tick(d, 0);
 	for (;;) {
 		struct store_job job;
 		struct sc_err e = {0};
@@ -753,7 +767,7 @@ int daemon_run(struct daemon *d, struct sc_err *err)
 		struct worker *w = &d->workers[i];
 		w->d = d;
 		w->idx = i;
-		snprintf(w->name, sizeof(w->name), "%.40s:%ld:%d", host,
+		snprintf(w->name, sizeof(w->name), "%.32s:%ld:%d", host,
 			 (long)getpid(), i);
 		if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
 			daemon_stop(d);
@@ -767,8 +781,10 @@ int daemon_run(struct daemon *d, struct sc_err *err)
 
 	int64_t last_recover = clock_mono_ms();
 	for (;;) {
-		int64_t next = tick(d);
+		int64_t next = tick(d, LEAD_MS);
 		int64_t now = sc_clock_now_ms(d->clock);
+		if (next != INT64_MAX)
+			next -= LEAD_MS;
 		if (clock_mono_ms() - last_recover >= RECOVER_EVERY_MS) {
 			cr = cfg_get(d);
 			recover(d->store, d, cr->cfg);

@@ -93,10 +93,16 @@ int cmd_run(int argc, char **argv)
 	sigaddset(&sc.set, SIGHUP);
 	sigaddset(&sc.set, SIGUSR1);
 	/* Before any thread starts, so every thread inherits the mask. Task
-	 * children get a clean mask from proc.c. */
-	pthread_sigmask(SIG_BLOCK, &sc.set, NULL);
-	if (!o.once && pthread_create(&sig_thread, NULL, signal_main, &sc) == 0)
-		have_sig = true;
+	 * children get a clean mask from proc.c. --once keeps the default
+	 * actions: a signal ends it, and whatever it held is recovered by
+	 * lease expiry like after a crash. */
+	if (!o.once) {
+		pthread_sigmask(SIG_BLOCK, &sc.set, NULL);
+		if (pthread_create(&sig_thread, NULL, signal_main, &sc) == 0)
+			have_sig = true;
+		else /* no one would take them: keep the default actions */
+			pthread_sigmask(SIG_UNBLOCK, &sc.set, NULL);
+	}
 
 	int rc = daemon_run(d, &err);
 	if (have_sig) {

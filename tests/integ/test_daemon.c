@@ -233,7 +233,17 @@ static int64_t trigger(const struct env *e, const char *schedule,
 	struct sc_store *s = open_store(e);
 	struct sc_retry_policy p = sc_retry_policy_for(SC_FREQ_DEFAULT);
 	struct sc_err err = {0};
+	struct config *cfg = NULL;
 	int64_t id = 0;
+
+	/* The schedule's own policy, as `surecron trigger` uses it. */
+	if (config_load(e->cfg, &cfg, NULL) == 0) {
+		const struct schedule_spec *sp = config_schedule(cfg, schedule);
+		if (sp)
+			assert_int_equal(config_schedule_retry(sp, &p, NULL,
+							       NULL), 0);
+		config_free(cfg);
+	}
 
 	assert_int_equal(queue_trigger(s, schedule, slot_ms, &p, &id, NULL,
 				       &err), 0);
@@ -628,6 +638,58 @@ static void trigger_starts_within_a_second(void **state)
 	env_dispose(&e);
 }
 
+/* ---- (9) --once: what is due now, then exit -------------------------- */
+
+static int run_once(const struct env *e)
+{
+	char cmd[1400];
+
+	snprintf(cmd, sizeof(cmd), "cd '%s' && SURECRON_LOG=warn '%s' run "
+		 "--once --config '%s' 2>>'%s/once.log' </dev/null >/dev/null",
+		 e->dir, tu_bin(), e->cfg, e->dir);
+	int st = system(cmd);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void once_runs_what_is_due(void **state)
+{
+	struct env e;
+	(void)state;
+	env_init(&e);
+	write_cfg(&e, W_FAST,
+		  "  good:\n"
+		  "    cron: \"0 3 1 1 *\"\n"
+		  "    tz: UTC\n"
+		  "    targets: [hook]\n"
+		  "    tasks:\n"
+		  "      - {name: t, shell: \"echo good\"}\n"
+		  "  bad:\n"
+		  "    cron: \"0 3 1 1 *\"\n"
+		  "    tz: UTC\n"
+		  "    targets: [hook]\n"
+		  "    retry: {attempts: 2, backoff: fixed, delay: 1h}\n"
+		  "    tasks:\n"
+		  "      - {name: t, shell: \"echo quota >&2; exit 75\"}\n");
+	assert_int_equal(run_once(&e), 0); /* nothing due: fine */
+	assert_int_equal(fake_http_count(e.srv, "/hook"), 0);
+	trigger(&e, "good", now_ms() / 1000 * 1000);
+	assert_int_equal(run_once(&e), 0);
+	assert_int_equal(fake_http_count(e.srv, "/hook"), 1);
+	assert_int_equal(ledger_count(&e, "good", LEDGER_SUCCESS), 1);
+	/* A failed run: exit 1, the retry (an hour away) is left alone. */
+	int64_t id = trigger(&e, "bad", now_ms() / 1000 * 1000);
+	assert_int_equal(run_once(&e), 1);
+	assert_int_equal(ledger_count(&e, "bad", LEDGER_FAILED), 1);
+	struct sc_store *s = open_store(&e);
+	struct store_job job;
+	assert_int_equal(store_job_get(s, id, &job, NULL), 0);
+	assert_int_equal(job.state, JOB_READY);
+	assert_true(job.run_at_ms > now_ms() + 3000000);
+	store_close(s);
+	assert_int_equal(run_once(&e), 0); /* nothing due again */
+	env_dispose(&e);
+}
+
 /* ---- (8) PostgreSQL: two daemons, one database ------------------------ */
 
 static void two_daemons_pg(void **state)
@@ -674,6 +736,72 @@ static void two_daemons_pg(void **state)
 	env_dispose(&e);
 }
 
+/* ---- (10) PostgreSQL restarted under a running daemon ------------------ */
+
+static void pg_restart(void **state)
+{
+	struct env e;
+	(void)state;
+	PGFX_NEED_SERVER();
+	if (!pgfx_restartable())
+		skip(); /* an external server: not ours to restart */
+	env_init(&e);
+	snprintf(e.store_url, sizeof(e.store_url), "%s", pgfx_url());
+	write_cfg(&e, "{concurrency: 1, lease: 5s, grace: 1s}",
+		  "  persec:\n"
+		  "    cron: \"* * * * * *\"\n"
+		  "    tz: UTC\n"
+		  "    targets: [hook]\n"
+		  "    tasks:\n"
+		  "      - {name: t, shell: \"echo \\\"$SURECRON_SLOT\\\"\"}\n");
+	pid_t pid = start_daemon(&e, NULL);
+	assert_true(wait_hooks(&e, 2, 5000));
+	assert_int_equal(pgfx_server("stop", NULL, 0), 0);
+	sleep_ms(1500);
+	assert_int_equal(waitpid(pid, NULL, WNOHANG), 0); /* still running */
+	assert_int_equal(pgfx_server("start", NULL, 0), 0);
+	size_t before = fake_http_count(e.srv, "/hook");
+	/* It reconnects by itself and catches up the slots of the outage. */
+	assert_true(wait_hooks(&e, before + 3, 8000));
+	kill(pid, SIGTERM);
+	int st = wait_exit(pid, 5000);
+	assert_true(st != -1 && WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	sleep_ms(100);
+	size_t n = fake_http_count(e.srv, "/hook");
+	char **bodies = calloc(n, sizeof(*bodies));
+	assert_non_null(bodies);
+	for (size_t i = 0; i < n; i++) {
+		struct fake_request r;
+		assert_true(fake_http_request(e.srv, "/hook", (long)i, &r));
+		bodies[i] = strdup(r.body);
+		fake_request_dispose(&r);
+		for (size_t j = 0; j < i; j++)
+			assert_string_not_equal(bodies[i], bodies[j]);
+	}
+	for (size_t i = 0; i < n; i++)
+		free(bodies[i]);
+	free(bodies);
+	/* No slot lost: the successful slots are consecutive seconds. */
+	struct sc_store *s = open_store(&e);
+	struct ledger_filter f = {.schedule = "persec", .since_ms = INT64_MIN,
+				  .until_ms = INT64_MAX,
+				  .outcome = LEDGER_SUCCESS};
+	struct ledger_row *rows = NULL;
+	size_t nr = 0;
+	assert_int_equal(ledger_query(s, &f, &rows, &nr, NULL), 0);
+	int64_t lo = INT64_MAX, hi = INT64_MIN;
+	for (size_t i = 0; i < nr; i++) {
+		lo = rows[i].slot_ms < lo ? rows[i].slot_ms : lo;
+		hi = rows[i].slot_ms > hi ? rows[i].slot_ms : hi;
+	}
+	assert_true(nr >= 5);
+	assert_int_equal((size_t)((hi - lo) / 1000 + 1), nr);
+	ledger_rows_free(rows, nr);
+	store_close(s);
+	env_dispose(&e);
+}
+
 /* ---- the offset clock (the test seam) --------------------------------- */
 
 static void offset_clock(void **state)
@@ -713,9 +841,12 @@ int main(void)
 		cmocka_unit_test_teardown(sigterm_grace, reap_all),
 		cmocka_unit_test_teardown(sighup_reload, reap_all),
 		cmocka_unit_test_teardown(trigger_starts_within_a_second, reap_all),
+		cmocka_unit_test_teardown(once_runs_what_is_due, reap_all),
 	};
 	const struct CMUnitTest pg_tests[] = {
 		cmocka_unit_test_setup_teardown(two_daemons_pg, pgfx_setup,
+						pg_teardown),
+		cmocka_unit_test_setup_teardown(pg_restart, pgfx_setup,
 						pg_teardown),
 	};
 	int rc = cmocka_run_group_tests_name("daemon", tests, NULL, NULL);

@@ -26,8 +26,12 @@ async function main() {
   const late = [];
   const worker = new Worker(name, async (job) => {
     const now = performance.timeOrigin + performance.now();
-    if (job.name === 'tick' && job.opts.prevMillis)
-      late.push(now - job.opts.prevMillis);
+    // The planned instant: job.opts.prevMillis in newer BullMQ, else the
+    // millis a scheduler's job id ends with ("repeat:persec:<ms>").
+    const planned = job.opts.prevMillis ||
+      Number(String(job.id).split(':').pop());
+    if (job.name === 'tick' && planned)
+      late.push(now - planned);
   }, { connection, concurrency: 1 });
   await worker.waitUntilReady();
   for (let i = 1; i < 100; i++)
@@ -37,6 +41,14 @@ async function main() {
   await new Promise((r) => setTimeout(r, seconds * 1000));
   const rssKb = Math.round(process.memoryUsage().rss / 1024);
   const peakKb = process.resourceUsage().maxRSS;
+  // Private memory (USS): what this process alone costs, shared library
+  // pages left out (Linux only).
+  let ussKb = NaN;
+  try {
+    const t = require('fs').readFileSync('/proc/self/smaps_rollup', 'utf8');
+    const kb = (k) => Number((t.match(new RegExp(`^${k}:\\s+(\\d+)`, 'm')) || [0, NaN])[1]);
+    ussKb = kb('Private_Clean') + kb('Private_Dirty');
+  } catch (e) { /* not Linux */ }
   await worker.close();
   await queue.obliterate({ force: true }).catch(() => {});
   await queue.close();
@@ -44,7 +56,7 @@ async function main() {
   const s = late.slice(1).sort((a, b) => a - b);
   console.log(`${label} runs=${s.length} p50_ms=${pct(s, 50).toFixed(3)} ` +
     `p99_ms=${pct(s, 99).toFixed(3)} max_ms=${s[s.length - 1].toFixed(3)} ` +
-    `rss_kb=${rssKb} maxrss_kb=${peakKb}`);
+    `rss_kb=${rssKb} maxrss_kb=${peakKb} uss_kb=${ussKb}`);
 }
 
 main().then(() => process.exit(0), (e) => { console.error(e); process.exit(1); });
