@@ -4,7 +4,8 @@
  * folder. The test builds the store's state through the library (jobs
  * ready, delayed, dead and done; failed, lost and missed ledger rows), then
  * checks what status, ledger, trigger, retry and explain SCHEDULE print and
- * their exit codes, and what trigger and retry changed in the store.
+ * their exit codes, and what trigger and retry changed in the store; and
+ * the operator's loop with the daemon: trigger, run --once, ledger, status.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -49,7 +50,7 @@ static const char *const config_text =
 	"    targets: [archive]\n"
 	"    retry: {attempts: 3, backoff: fixed, delay: 90s}\n"
 	"    tasks:\n"
-	"      - {name: digest, command: [/bin/true]}\n";
+	"      - {name: digest, command: [/bin/echo, daily report]}\n";
 
 static int setup(void **state)
 {
@@ -697,6 +698,67 @@ static void explain_expr_still_works(void **state)
 	assert_int_equal(run(tz), 2);
 }
 
+/* ---- the operator's loop with the daemon ------------------------------- */
+
+/* trigger -> run --once -> ledger / status: the slot ran once, was
+ * delivered once, and cannot be triggered again. */
+static void trigger_then_run_once(void **state)
+{
+	char buf[256], path[400];
+	json_t *root;
+
+	const char *trig[] = {"trigger", "--config", cfg, "--slot",
+			      "2026-11-27T08:30:00Z", "daily", NULL};
+	assert_int_equal(run(trig), 0);
+	int64_t id = job_id_of(out);
+	const char *once[] = {"run", "--once", "--config", cfg, NULL};
+	assert_int_equal(run(once), 0);
+
+	const char *led[] = {"ledger", "--config", cfg, "--schedule", "daily",
+			     "--json", NULL};
+	assert_int_equal(run(led), 0);
+	root = out_json();
+	assert_string_equal(outcomes_of(root, buf, sizeof(buf)), "success");
+	json_t *row = json_array_get(json_object_get(root, "rows"), 0);
+	assert_int_equal(jint(row, "job", NULL), id);
+	assert_string_equal(jstr(row, "slot", NULL), "2026-11-27T08:30:00Z");
+	json_decref(root);
+
+	/* The task's plain text is the summary, delivered once to the file
+	 * target. */
+	snprintf(path, sizeof(path), "%s/out.jsonl", tmp);
+	char text[4096];
+	slurp(path, text, sizeof(text));
+	char *nl = strchr(text, '\n');
+	assert_non_null(nl);
+	assert_string_equal(nl + 1, ""); /* exactly one line */
+	*nl = '\0';
+	json_error_t je;
+	json_t *msg = json_loads(text, 0, &je);
+	assert_non_null(msg);
+	assert_string_equal(jstr(msg, "kind", NULL), "result");
+	assert_string_equal(jstr(msg, "summary", NULL), "daily report");
+	assert_string_equal(jstr(msg, "slot", NULL), "2026-11-27T08:30:00Z");
+	json_decref(msg);
+
+	/* Done: a second trigger of the slot is refused, nothing re-runs. */
+	assert_int_equal(run(trig), 2);
+	const char *st[] = {"status", "--config", cfg, "--json", NULL};
+	assert_int_equal(run(st), 0);
+	root = out_json();
+	json_t *d = sched_obj(root, "daily");
+	assert_string_equal(jstr(d, "last", "outcome"), "success");
+	assert_int_equal(jint(d, "jobs", "done"), 1);
+	assert_int_equal(jint(d, "jobs", "waiting"), 0);
+	json_decref(root);
+	/* And a second pass sends nothing more. */
+	assert_int_equal(run(once), 0);
+	slurp(path, text, sizeof(text));
+	nl = strchr(text, '\n');
+	assert_non_null(nl);
+	assert_string_equal(nl + 1, "");
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -710,6 +772,7 @@ int main(void)
 		T(retry_revives_only_dead_jobs),
 		T(explain_schedule_and_override),
 		T(explain_expr_still_works),
+		T(trigger_then_run_once),
 	};
 #undef T
 	return cmocka_run_group_tests(tests, NULL, NULL);
