@@ -7,6 +7,7 @@
 #   make lint         cppcheck and clang-tidy
 #   make valgrind     the CLI's main paths under valgrind
 #   make example      build and run surecron on examples/surecron.yaml
+#   make man          regenerate the troff man pages (needs pandoc)
 #   make install      install the binary and man pages under PREFIX
 #
 # Public targets first make sure the Debian packages are present (the
@@ -57,6 +58,17 @@ lint: deps-test
 # The CLI's main paths under valgrind memcheck (no leaks, no bad access).
 valgrind: all deps-test
 	@sh tests/valgrind.sh build/surecron
+
+# The troff pages are generated from docs/man/*.md and committed, so that
+# `make install` needs no pandoc.
+man:
+	@if command -v pandoc >/dev/null 2>&1; then \
+		for f in docs/man/*.md; do \
+			pandoc -s -f markdown -t man "$$f" -o "$${f%.md}" || exit 1; \
+			echo "$${f%.md}"; \
+		done; \
+	else echo "make man: pandoc not found (apt-get install pandoc);" \
+		"the committed pages are unchanged"; fi
 
 # ---------------------------------------------------------------------
 # Everything below runs with MODE set by the public targets above.

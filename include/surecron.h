@@ -162,7 +162,15 @@ SC_API struct sc_clock *sc_clock_real(void);
 /* A new virtual clock at start_ms. NULL only when out of memory. */
 SC_API struct sc_clock *sc_clock_virtual_new(int64_t start_ms);
 
-/* Frees a virtual clock; NULL and the real clock are ignored. */
+/*
+ * A real clock shifted by offset_ms: it runs at real speed from
+ * real now + offset_ms. The daemon's test seam (SURECRON_TEST_CLOCK, test
+ * builds only) uses it to reach a weekly slot in seconds. Not virtual.
+ * Free with sc_clock_free. NULL only when out of memory.
+ */
+SC_API struct sc_clock *sc_clock_offset_new(int64_t offset_ms);
+
+/* Frees a virtual or offset clock; NULL and the real clock are ignored. */
 SC_API void sc_clock_free(struct sc_clock *c);
 
 /* Current time in UTC ms. */

@@ -19,6 +19,7 @@
 struct sc_clock {
 	bool is_virtual;
 	_Atomic int64_t virt_ms;
+	int64_t offset_ms; /* a real clock shifted by this much (test seam) */
 };
 
 static struct sc_clock real_clock = {.is_virtual = false};
@@ -39,6 +40,16 @@ struct sc_clock *sc_clock_virtual_new(int64_t start_ms)
 	return c;
 }
 
+struct sc_clock *sc_clock_offset_new(int64_t offset_ms)
+{
+	struct sc_clock *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->offset_ms = offset_ms;
+	return c;
+}
+
 void sc_clock_free(struct sc_clock *c)
 {
 	if (c && c != &real_clock)
@@ -52,7 +63,19 @@ int64_t sc_clock_now_ms(const struct sc_clock *c)
 	if (c && c->is_virtual)
 		return atomic_load(&((struct sc_clock *)c)->virt_ms);
 	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 +
+	       (c ? c->offset_ms : 0);
+}
+
+int64_t clock_now_ns(const struct sc_clock *c)
+{
+	struct timespec ts;
+
+	if (c && c->is_virtual)
+		return atomic_load(&((struct sc_clock *)c)->virt_ms) * 1000000;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec +
+	       (c ? c->offset_ms : 0) * 1000000;
 }
 
 bool sc_clock_is_virtual(const struct sc_clock *c)

@@ -12,6 +12,10 @@
 /* Monotonic milliseconds, for timeouts and latency only (never stored). */
 int64_t clock_mono_ms(void);
 
+/* The clock's time in UTC nanoseconds: sc_clock_now_ms with the
+ * sub-millisecond part, so a sleeper can wake exactly at a due instant. */
+int64_t clock_now_ns(const struct sc_clock *c);
+
 /* Days since 1970-01-01 of a proleptic Gregorian date (month 1-12). */
 int64_t clock_days_from_civil(int64_t y, int m, int d);
 

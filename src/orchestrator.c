@@ -446,6 +446,14 @@ int orch_run_slot(const struct orch_ctx *ctx, const struct schedule_spec *sched,
 		case TASK_FAILED: rep->n_failed++; break;
 		}
 	}
+	/* The last task may have been the one the tick ended (the daemon
+	 * released the job at shutdown, or the lease was lost): its failure
+	 * is no outcome, and no notice may go out for it. */
+	if (ctx->tick && (rc = ctx->tick(ctx->tick_ud)) != 0) {
+		sc_err_set(err, rc, "run canceled after its tasks (lease lost "
+			   "or job released)");
+		goto done;
+	}
 
 	if (rep->n_failed > 0 && rep->n_deliver == 0) {
 		rc = failed_run(ctx, sched, slot_ms, attempt, targets,

@@ -49,6 +49,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -607,6 +608,42 @@ static uint32_t be32(const unsigned char *p)
 }
 
 /*
+ * Files this process already checked (by device and inode). POSIX record
+ * locks belong to the process, and close() on ANY descriptor of a file
+ * drops ALL of the process's locks on it: re-reading the header while
+ * another handle of this process has the database open would silently
+ * drop that handle's SQLite locks, and another process could then take
+ * itself for the last user, checkpoint and delete the WAL that handle
+ * still writes to (its commits would vanish). So a file is opened behind
+ * SQLite's back only the first time this process sees it.
+ */
+static pthread_mutex_t checked_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+	dev_t dev;
+	ino_t ino;
+} checked[64];
+static size_t n_checked;
+
+static bool already_checked(const char *path, bool add)
+{
+	struct stat sb;
+	bool found = false;
+
+	if (stat(path, &sb) != 0)
+		return false;
+	pthread_mutex_lock(&checked_mu);
+	for (size_t i = 0; i < n_checked && !found; i++)
+		found = checked[i].dev == sb.st_dev && checked[i].ino == sb.st_ino;
+	if (!found && add) {
+		size_t i = n_checked < 64 ? n_checked++ : 63;
+		checked[i].dev = sb.st_dev;
+		checked[i].ino = sb.st_ino;
+	}
+	pthread_mutex_unlock(&checked_mu);
+	return found;
+}
+
+/*
  * Creates the file 0600 if it does not exist, and otherwise checks its
  * 100-byte SQLite header before SQLite sees it: not SQLite, another
  * application's database, or a newer schema are refused here, so such a
@@ -865,9 +902,12 @@ static int sq_open(const char *target, struct sc_clock *clock, void **impl,
 
 	if (strlen(target) >= PATH_MAX)
 		return sc_err_set(err, SC_EINVAL, "database path too long");
-	rc = precheck_file(target, err);
-	if (rc)
-		return rc;
+	if (!already_checked(target, false)) {
+		rc = precheck_file(target, err);
+		if (rc)
+			return rc;
+		already_checked(target, true);
+	}
 	q = calloc(1, sizeof(*q));
 	if (!q)
 		return sc_err_set(err, SC_ENOMEM, "out of memory");

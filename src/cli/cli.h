@@ -78,14 +78,85 @@ int cli_cron_opts_parse(const char *cmd, int argc, char **argv,
 const char *cli_format_local(int64_t ms, const struct sc_zone *z,
 			     char out[CLI_TIME_MAX]);
 
+/* ---- cli_ops.c: shared by the operator commands ---- */
+
+#define CLI_CONFIG_DEFAULT "surecron.yaml"
+
+struct config;
+struct sc_store;
+struct schedule_spec;
+
+/* A loaded config and (optionally) the store it names. */
+struct cli_state {
+	const char *path;        /* the config file (borrowed) */
+	struct config *cfg;
+	struct sc_store *store;  /* NULL unless asked for */
+};
+
+/*
+ * If argv[*i] is --config FILE, --config=FILE or -c FILE, stores FILE in
+ * *path, advances *i past it and returns 1; returns 0 for any other
+ * argument, and -EXIT_USAGE (after printing) when the file is missing.
+ */
+int cli_opt_config(const char *cmd, int argc, char **argv, int *i,
+		   const char **path);
+
+/*
+ * Loads the config at path (NULL: ./surecron.yaml) and, when want_store,
+ * opens its store. Returns EXIT_OK, EXIT_USAGE (config does not load) or
+ * EXIT_FAIL (store), after printing one line. Close with cli_state_close
+ * in every case.
+ */
+int cli_state_open(const char *path, bool want_store, struct cli_state *st);
+/* Opens the store of a loaded state (once). Returns EXIT_OK or EXIT_FAIL
+ * after printing "surecron: store: reason". */
+int cli_state_store(struct cli_state *st);
+void cli_state_close(struct cli_state *st);
+
+/*
+ * Parses a time option: an ISO 8601 instant with Z or an offset, or an age
+ * such as "7d" or "36h" meaning now_ms minus it. Returns EXIT_OK or
+ * EXIT_USAGE after printing one line naming opt.
+ */
+int cli_parse_time(const char *cmd, const char *opt, const char *s,
+		   int64_t now_ms, int64_t *out_ms);
+
+/* "3h30m", "30m", "1m30s", "0s" into out (size n). Returns out. */
+const char *cli_format_dur(int64_t ms, char *out, size_t n);
+
+/* "4 attempts, exponential backoff from 30m" into out. Returns out. */
+const char *cli_format_policy(const struct sc_retry_policy *p, char *out,
+			      size_t n);
+
+/* What status and explain say about a schedule of a loaded config. */
+struct cli_schedule_info {
+	const struct sc_zone *zone;
+	struct sc_cron cron;          /* the final expression, parsed */
+	enum sc_freq_class cls;       /* class of the final expression */
+	char reason[160];             /* the field that decided the class */
+	struct sc_retry_policy policy; /* `retry:` or the class's */
+	bool policy_from_config;
+	int64_t next_ms;              /* next slot strictly after from_ms */
+};
+
+/* Fills *out for s. Returns EXIT_OK, or EXIT_USAGE / EXIT_FAIL after
+ * printing one line. */
+int cli_schedule_info(const struct schedule_spec *s, int64_t from_ms,
+		      struct cli_schedule_info *out);
+
 /* The commands. Keep in the same order as the table in main.c. */
 int cmd_check(int argc, char **argv);
 int cmd_explain(int argc, char **argv);
 int cmd_help(int argc, char **argv);
 int cmd_http(int argc, char **argv);
+int cmd_ledger(int argc, char **argv);
 int cmd_next(int argc, char **argv);
 int cmd_release(int argc, char **argv);
+int cmd_retry(int argc, char **argv);
+int cmd_run(int argc, char **argv);
 int cmd_simulate(int argc, char **argv);
+int cmd_status(int argc, char **argv);
+int cmd_trigger(int argc, char **argv);
 int cmd_version(int argc, char **argv);
 
 #endif

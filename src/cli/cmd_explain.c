@@ -4,8 +4,13 @@
  * (and which field made it so), and the retry timeline of its next slot
  * with the recovery window.
  *
- * Only expressions for now; `explain SCHEDULE --config FILE` comes with
- * the config layer and hooks in where the expression fails to parse.
+ * `explain [--config FILE] SCHEDULE`: a single argument with no space that
+ * is not a macro cannot be a cron expression, so it names a schedule of
+ * the config. Then everything is said of the schedule's FINAL expression
+ * (after SURECRON_SCHEDULE_<NAME> or its schedule_env), in its zone, with
+ * the policy that will really apply (the config's `retry:` or the class's),
+ * so an operator sees what an override changed before the daemon acts on
+ * it.
  */
 #include <jansson.h>
 #include <stdio.h>
@@ -13,29 +18,9 @@
 #include <string.h>
 
 #include "cli.h"
+#include "config.h"
 
 #define EXPLAIN_NEXT 5
-
-/* "3h30m", "30m", "1m30s", "0s". */
-static const char *fmt_dur(int64_t ms, char *out, size_t n)
-{
-	int64_t s = ms / 1000;
-	size_t len = 0;
-
-	out[0] = '\0';
-	if (s >= 86400)
-		len += (size_t)snprintf(out + len, n - len, "%lldd",
-					(long long)(s / 86400));
-	if (s % 86400 >= 3600 && len < n)
-		len += (size_t)snprintf(out + len, n - len, "%lldh",
-					(long long)(s % 86400 / 3600));
-	if (s % 3600 >= 60 && len < n)
-		len += (size_t)snprintf(out + len, n - len, "%lldm",
-					(long long)(s % 3600 / 60));
-	if ((s % 60 || s == 0) && len < n)
-		snprintf(out + len, n - len, "%llds", (long long)(s % 60));
-	return out;
-}
 
 struct explained {
 	struct sc_cron c;
@@ -46,12 +31,26 @@ struct explained {
 	char desc[256];
 	struct sc_retry_policy policy;
 	struct sc_retry_timeline tl;
+	const struct schedule_spec *sched; /* explain SCHEDULE, else NULL */
 };
 
 static int print_text(const struct cli_cron_opts *o, const struct explained *x)
 {
 	char t[CLI_TIME_MAX], d[32];
 
+	if (x->sched) {
+		printf("schedule    %s\n", x->sched->name);
+		if (x->sched->override_var)
+			printf("override    %s is set: it replaces the file's "
+			       "%s%s%s\n", x->sched->override_var,
+			       x->sched->cron_config ? "\"" : "",
+			       x->sched->cron_config ? x->sched->cron_config
+						     : "(no cron)",
+			       x->sched->cron_config ? "\"" : "");
+		else
+			printf("override    none (SURECRON_SCHEDULE_* or "
+			       "schedule_env not set)\n");
+	}
 	printf("expression  %s\n", o->expr);
 	printf("zone        %s\n", sc_zone_name(o->zone));
 	printf("meaning     %s\n", x->desc);
@@ -65,21 +64,22 @@ static int print_text(const struct cli_cron_opts *o, const struct explained *x)
 		printf("%s%s\n", i ? "            " : "next        ",
 		       cli_format_local(x->next_ms[i], o->zone, t));
 	printf("class       %s (%s)\n", sc_freq_class_name(x->cls), x->reason);
-	printf("policy      %d attempt%s, %s backoff from %s\n",
-	       x->policy.attempts, x->policy.attempts > 1 ? "s" : "",
-	       x->policy.backoff == SC_BACKOFF_FIXED ? "fixed" : "exponential",
-	       fmt_dur(x->policy.delay_ms, d, sizeof(d)));
+	char p[96];
+	printf("policy      %s%s\n", cli_format_policy(&x->policy, p, sizeof(p)),
+	       !x->sched ? ""
+	       : x->sched->has_retry ? " (retry: in the config)"
+				     : " (the class's policy)");
 	printf("retry timeline of the slot %s:\n",
 	       cli_format_local(x->tl.attempt_ms[0], o->zone, t));
 	for (int k = 0; k < x->tl.n_attempts; k++)
 		printf("  attempt %d  %s  %s%s\n", k + 1,
 		       cli_format_local(x->tl.attempt_ms[k], o->zone, t),
 		       k ? "+" : "",
-		       k ? fmt_dur(x->tl.attempt_ms[k] - x->tl.attempt_ms[0], d,
+		       k ? cli_format_dur(x->tl.attempt_ms[k] - x->tl.attempt_ms[0], d,
 				   sizeof(d))
 			 : "the slot");
 	printf("recovery window %s (until %s)\n",
-	       fmt_dur(x->tl.window_ms, d, sizeof(d)),
+	       cli_format_dur(x->tl.window_ms, d, sizeof(d)),
 	       cli_format_local(x->tl.window_end_ms, o->zone, t));
 	return EXIT_OK;
 }
@@ -110,6 +110,18 @@ static int print_json(const struct cli_cron_opts *o, const struct explained *x)
 				  "after_slot_ms",
 				  (json_int_t)(x->tl.attempt_ms[k] -
 					       x->tl.attempt_ms[0])));
+	if (x->sched) {
+		json_object_set_new(root, "schedule",
+				    json_string(x->sched->name));
+		json_object_set_new(root, "cron_config", x->sched->cron_config
+				    ? json_string(x->sched->cron_config)
+				    : json_null());
+		json_object_set_new(root, "override_var", x->sched->override_var
+				    ? json_string(x->sched->override_var)
+				    : json_null());
+		json_object_set_new(root, "policy_source", json_string(
+			x->sched->has_retry ? "config" : "class"));
+	}
 	json_object_set_new(root, "expression", json_string(o->expr));
 	json_object_set_new(root, "zone", json_string(sc_zone_name(o->zone)));
 	json_object_set_new(root, "description", json_string(x->desc));
@@ -143,28 +155,99 @@ static int print_json(const struct cli_cron_opts *o, const struct explained *x)
 	return rc;
 }
 
+/* A lone argument with no space that is not a macro names a schedule. */
+static bool names_schedule(const char *expr)
+{
+	return expr[0] != '@' && !strchr(expr, ' ');
+}
+
 int cmd_explain(int argc, char **argv)
 {
 	struct cli_cron_opts o;
 	struct explained x;
 	struct sc_err err = {0};
-	int rc = cli_cron_opts_parse("explain", argc, argv, CLI_OPT_JSON, &o);
+	struct cli_state st = {0};
+	const char *path = NULL;
+	bool has_tz = false;
+	char **rest = calloc((size_t)argc + 1, sizeof(*rest));
+	int n_rest = 0, rc;
 
+	if (!rest)
+		return cli_fail(EXIT_FAIL, "out of memory");
+	/* Take --config out; the rest is the expression's option set. */
+	for (int i = 0; i < argc; i++) {
+		if (i > 0 && strcmp(argv[i], "--") == 0) {
+			while (i < argc)
+				rest[n_rest++] = argv[i++];
+			break;
+		}
+		if (i > 0 && (rc = cli_opt_config("explain", argc, argv, &i,
+						   &path)) != 0) {
+			if (rc < 0) {
+				free(rest);
+				return -rc;
+			}
+			continue;
+		}
+		if (strcmp(argv[i], "--tz") == 0 ||
+		    strncmp(argv[i], "--tz=", 5) == 0)
+			has_tz = true;
+		rest[n_rest++] = argv[i];
+	}
+	rc = cli_cron_opts_parse("explain", n_rest, rest, CLI_OPT_JSON, &o);
+	free(rest);
 	if (rc)
 		return rc;
 	memset(&x, 0, sizeof(x));
-	if (sc_cron_parse(o.expr, &x.c, &err))
-		return cli_fail(EXIT_USAGE, "%s", err.msg);
+	if (path || names_schedule(o.expr)) {
+		struct cli_schedule_info info;
+
+		if (!names_schedule(o.expr))
+			return cli_usage_error("explain", "with --config, give a "
+					       "schedule name, not an "
+					       "expression");
+		if (has_tz)
+			return cli_usage_error("explain", "--tz does not go with "
+					       "a schedule: it has its own zone");
+		if ((rc = cli_state_open(path, false, &st)))
+			goto done;
+		x.sched = config_schedule(st.cfg, o.expr);
+		if (!x.sched) {
+			rc = cli_fail(EXIT_USAGE, "no schedule '%s' in %s "
+				      "(nor is it a cron expression)", o.expr,
+				      st.path);
+			goto done;
+		}
+		if ((rc = cli_schedule_info(x.sched, o.from_ms, &info)))
+			goto done;
+		snprintf(o.expr, sizeof(o.expr), "%s", x.sched->cron);
+		o.zone = info.zone;
+	}
+	if (sc_cron_parse(o.expr, &x.c, &err)) {
+		rc = cli_fail(EXIT_USAGE, "%s", err.msg);
+		goto done;
+	}
 	int64_t t = o.from_ms;
 	for (x.n_next = 0; x.n_next < EXPLAIN_NEXT; x.n_next++) {
-		if (sc_cron_next(&x.c, o.zone, t, &t, &err))
-			return cli_fail(EXIT_FAIL, "%s", err.msg);
+		if (sc_cron_next(&x.c, o.zone, t, &t, &err)) {
+			rc = cli_fail(EXIT_FAIL, "%s", err.msg);
+			goto done;
+		}
 		x.next_ms[x.n_next] = t;
 	}
 	x.cls = sc_cron_class(&x.c, x.reason, sizeof(x.reason));
 	sc_cron_describe(&x.c, x.desc, sizeof(x.desc));
 	x.policy = sc_retry_policy_for(x.cls);
-	if (sc_retry_timeline(&x.policy, x.next_ms[0], &x.tl, &err))
-		return cli_fail(EXIT_FAIL, "%s", err.msg);
-	return o.json ? print_json(&o, &x) : print_text(&o, &x);
+	if (x.sched && config_schedule_retry(x.sched, &x.policy, NULL, &err)) {
+		rc = cli_fail(EXIT_USAGE, "%s", err.msg);
+		goto done;
+	}
+	if (sc_retry_timeline(&x.policy, x.next_ms[0], &x.tl, &err)) {
+		rc = cli_fail(EXIT_FAIL, "%s", err.msg);
+		goto done;
+	}
+	rc = o.json ? print_json(&o, &x) : print_text(&o, &x);
+done:
+	cli_state_close(&st);
+	return rc;
 }

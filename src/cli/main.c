@@ -22,18 +22,31 @@ static const struct cli_command commands[] = {
 	 "folders, cron expressions and time zones. Prints each problem as\n"
 	 "FILE:LINE:COLUMN: reason on stderr. Exit 0 when clean (and prints\n"
 	 "\"ok: N schedules, N targets\"), 2 otherwise.\n"},
-	{"explain", cmd_explain, "explain [--tz ZONE] [--from ISO8601] [--json] EXPR",
-	 "describe a cron expression, its class and retry timeline",
+	{"explain", cmd_explain,
+	 "explain [--tz ZONE] [--from ISO8601] [--json] EXPR\n"
+	 "       surecron explain [--config FILE] [--from ISO8601] [--json] "
+	 "SCHEDULE",
+	 "describe a cron expression or a schedule: class and retry timeline",
 	 "Prints what EXPR means, its next 5 fire times, its frequency class\n"
 	 "with the field that decided it, the retry policy of that class and\n"
 	 "the timeline of the next slot's attempts with its recovery window.\n"
 	 "\n"
-	 "  --tz ZONE        IANA zone (default: the system's local zone)\n"
+	 "A single argument without spaces that is not a macro (@daily) names\n"
+	 "a schedule of the config (--config FILE, default ./surecron.yaml):\n"
+	 "then the expression is the schedule's final one, in its zone, and\n"
+	 "the output also says whether an environment variable overrode it\n"
+	 "(SURECRON_SCHEDULE_<NAME> or the schedule's schedule_env) and\n"
+	 "whether the retry policy is the config's `retry:` or the class's.\n"
+	 "\n"
+	 "  --tz ZONE        IANA zone (default: the system's local zone;\n"
+	 "                   not with SCHEDULE, which has its own)\n"
 	 "  --from ISO8601   start after this instant, with Z or an offset\n"
 	 "                   (default: now)\n"
+	 "  --config FILE    the config holding SCHEDULE\n"
 	 "  --json           print one JSON object instead of text\n"
 	 "\n"
-	 "Invalid expression or zone: a message on stderr, exit status 2.\n"},
+	 "Invalid expression, zone, config or unknown schedule: a message on\n"
+	 "stderr, exit status 2.\n"},
 	{"help", cmd_help, "help [COMMAND]", "show help for surecron or a command",
 	 "Without an argument, lists the commands. With one, shows that\n"
 	 "command's usage and description (the same as COMMAND --help).\n"},
@@ -52,6 +65,28 @@ static const struct cli_command commands[] = {
 	 "(with a Retry-After hint, stdout gets one JSON line\n"
 	 "{\"retry_after\": SECONDS, \"error\": \"...\"}); 78 on 403 or an\n"
 	 "unusable auth provider; 1 on other statuses; 2 on usage errors.\n"},
+	{"ledger", cmd_ledger,
+	 "ledger [--config FILE] [--schedule S] [--since T] [--until T] "
+	 "[--outcome O] [--limit N] [--json]\n"
+	 "       surecron ledger [--config FILE] --lost [--schedule S] "
+	 "[--since T] [--until T] [--json]",
+	 "show the record of attempts, lost and missed slots",
+	 "Prints the ledger rows of the store the config names, oldest first:\n"
+	 "slot (UTC), schedule, job id, attempt, outcome and the error. The\n"
+	 "period selects rows by slot instant; T is ISO 8601\n"
+	 "(2026-11-27T17:00:00Z, or with an offset) or an age before now\n"
+	 "(7d, 36h, 90m). --outcome is one of success, failed, lost, stalled,\n"
+	 "missed, duplicate, released.\n"
+	 "\n"
+	 "--lost reports only the lost slots (all attempts failed) and the\n"
+	 "missed ones (not run after downtime, by the catchup policy), with a\n"
+	 "header line counting them, and exits 1 when any slot of the period\n"
+	 "was lost, so `surecron ledger --lost --since 1d` can page someone.\n"
+	 "A slot that later succeeded (retry, trigger --slot) stays listed,\n"
+	 "marked recovered, and no longer counts.\n"
+	 "A lost job can be run again with `surecron retry JOB`.\n"
+	 "Exit status: 0, 1 (lost slots with --lost, or a store error), 2\n"
+	 "(bad option, time, outcome, config or unknown schedule).\n"},
 	{"next", cmd_next, "next [--tz ZONE] [--from ISO8601] [--count N] EXPR",
 	 "print the next fire times of a cron expression",
 	 "Prints the next N fire instants of EXPR strictly after --from, one\n"
@@ -82,6 +117,29 @@ static const struct cli_command commands[] = {
 	 "--arrived/--resend, prints the send state of each target of the\n"
 	 "slot. Exit 0 when done, 2 on usage errors or when TARGET is not\n"
 	 "held, 1 on store errors.\n"},
+	{"retry", cmd_retry, "retry [--config FILE] JOB",
+	 "run a dead job (a lost slot) again",
+	 "Makes dead job JOB (its id, as `ledger` and `status` show) ready\n"
+	 "again with a fresh attempt budget; a running daemon picks it up.\n"
+	 "Exit 0 when done; 2 when there is no such job or it is not dead\n"
+	 "(waiting, running or done); 1 on store errors.\n"},
+	{"run", cmd_run, "run [--config FILE] [--once]",
+	 "the daemon: run the schedules of a config",
+	 "Runs the schedules of FILE (default ./surecron.yaml): sleeps until\n"
+	 "each slot is due, enqueues it, and runs due jobs with\n"
+	 "worker.concurrency workers, heartbeating their leases. A slot\n"
+	 "triggered or a job retried by another process starts within a\n"
+	 "second. SIGTERM/SIGINT: stop claiming, let running slots finish\n"
+	 "within worker.grace, else release them; exit 0. SIGHUP: reload the\n"
+	 "config (an invalid one is refused and the old one kept).\n"
+	 "Logs one logfmt line per event on stderr; SURECRON_LOG sets the\n"
+	 "level (error, warn, info, debug; default info).\n"
+	 "\n"
+	 "  --once   run the scheduler once, run every job due now, exit:\n"
+	 "           0 when all succeeded, 1 when a run failed\n"
+	 "\n"
+	 "Exit status: 0 after a clean stop, 1 on a failure, 2 on a bad\n"
+	 "command line or config.\n"},
 	{"simulate", cmd_simulate,
 	 "simulate [--config FILE] --from T --until T "
 	 "[--fail TASK@T1..T2[:exit=N]]... [--down T1..T2]... [--deliver] "
@@ -120,6 +178,24 @@ static const struct cli_command commands[] = {
 	 "with times in the schedule's zone, then the ledger and the totals.\n"
 	 "Exit status 0 when the simulation ran (lost slots are results, not\n"
 	 "errors), 2 on usage or config errors, 1 on internal failures.\n"},
+	{"status", cmd_status, "status [--config FILE] [--json]",
+	 "show each schedule's next slot, retry class, last outcome and jobs",
+	 "For each schedule of the config: the final cron expression (and\n"
+	 "the variable that overrode it), the next slot in its zone, the\n"
+	 "frequency class with the field that decided it, the retry policy,\n"
+	 "the last ledger outcome and the counts of its jobs waiting, delayed\n"
+	 "(a retry pending), running and dead. --json prints one object.\n"
+	 "Exit 0; 2 when the config does not load; 1 on store errors.\n"},
+	{"trigger", cmd_trigger, "trigger [--config FILE] [--slot T] SCHEDULE",
+	 "enqueue a manual slot of a schedule, due now",
+	 "Enqueues a slot of SCHEDULE due now, with the schedule's retry\n"
+	 "policy; `surecron run` (or `run --once`) runs it. The slot is the\n"
+	 "current second unless --slot T names one (ISO 8601 or an age such\n"
+	 "as 2h). One job per slot: triggering a slot that is already queued\n"
+	 "or running changes nothing, a dead one is revived, a done one is\n"
+	 "refused. Prints \"job ID: SCHEDULE slot T, new|already queued\".\n"
+	 "Exit 0; 2 on an unknown schedule, a bad time or a done slot; 1 on\n"
+	 "store errors.\n"},
 	{"version", cmd_version, "version", "print the version",
 	 "Prints \"surecron VERSION\". The same as surecron --version.\n"},
 };

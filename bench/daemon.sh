@@ -1,0 +1,137 @@
+#!/bin/sh
+# bench/daemon.sh - the daemon's lateness and memory, beside BullMQ's job
+# scheduler, in one run.
+#
+#   ours:   `surecron run` (SQLite, shipped settings) with 100 schedules
+#           loaded: one per-second (`* * * * * *`) whose task is
+#           /bin/date +%s%N (no shell), 99 idle monthly ones. Lateness =
+#           the task's own start time (what date printed, delivered to a
+#           file target) - the slot's due instant; also the claim's
+#           lateness (ledger `started` - slot). RSS of the daemon process
+#           (VmRSS and VmHWM from /proc) at the end, and its private
+#           memory (USS: Private_Clean + Private_Dirty), which leaves out
+#           the shared library pages (libcurl's dependency tree, OpenSSL:
+#           about 9 MB of RSS that even `surecron version` has).
+#   BullMQ: upsertJobScheduler every 1000 ms + 99 idle schedulers, one
+#           Worker, local redis-server; lateness = processor start -
+#           job.opts.prevMillis (in-process: no exec, which favours it).
+# SURECRON_BENCH_SECONDS (default 30) sets the length of each side.
+# Goals (issue 6): p99 <= 2 ms; RSS <= 1/10 of the BullMQ worker's.
+set -eu
+cd "$(dirname "$0")/.."
+SECS=${SURECRON_BENCH_SECONDS:-30}
+BUILD=${SURECRON_BUILD:-build}
+BIN=$BUILD/surecron
+PEER=bench/peers/bullmq
+
+[ -x "$BIN" ] || { echo "daemon.sh: $BIN missing (run make)" >&2; exit 1; }
+work=$(mktemp -d /tmp/surecron-bench-daemon-XXXXXX)
+pid=""
+redis_pid=""
+cleanup() {
+  [ -n "$pid" ] && kill "$pid" 2>/dev/null || true
+  [ -n "$redis_pid" ] && kill "$redis_pid" 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT INT TERM
+
+{
+  echo "store: sqlite:./s.db"
+  echo "worker: {concurrency: 1, lease: 1m, grace: 5s}"
+  echo "targets:"
+  echo "  archive: {kind: file, path: ./deliveries.jsonl}"
+  echo "schedules:"
+  echo "  persec:"
+  echo "    cron: \"* * * * * *\""
+  echo "    tz: UTC"
+  echo "    targets: [archive]"
+  echo "    tasks:"
+  echo "      - {name: t, command: [\"/bin/date\", \"+%s%N\"]}"
+  i=1
+  while [ $i -lt 100 ]; do
+    echo "  idle-$i:"
+    echo "    cron: \"0 3 1 * *\""
+    echo "    tz: UTC"
+    echo "    targets: [archive]"
+    echo "    tasks:"
+    echo "      - {name: t, command: [\"/bin/true\"]}"
+    i=$((i + 1))
+  done
+} >"$work/surecron.yaml"
+
+echo "-- ours: surecron run, 100 schedules, ${SECS}s"
+(cd "$work" && SURECRON_LOG=warn exec "$OLDPWD/$BIN" run --config surecron.yaml 2>"$work/daemon.log") &
+pid=$!
+sleep "$SECS"
+rss=$(awk '/^VmRSS/ {print $2}' /proc/$pid/status)
+hwm=$(awk '/^VmHWM/ {print $2}' /proc/$pid/status)
+uss=$(awk '/^Private_(Clean|Dirty)/ {s += $2} END {print s}' /proc/$pid/smaps_rollup)
+kill -TERM "$pid"
+wait "$pid" || true
+pid=""
+ours=$(python3 - "$work" "$rss" "$hwm" "$uss" <<'PY'
+import json, sys, sqlite3, math
+work, rss, hwm, uss = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+def iso_ms(s):
+    import datetime
+    return int(datetime.datetime.strptime(s, "%Y-%m-%dT%H:%M:%SZ")
+               .replace(tzinfo=datetime.timezone.utc).timestamp() * 1000)
+def pct(v, p):
+    v = sorted(v)
+    return v[max(0, min(len(v) - 1, math.ceil(p / 100 * len(v)) - 1))]
+late = []
+for line in open(f"{work}/deliveries.jsonl"):
+    o = json.loads(line)
+    if o.get("kind") != "result":
+        continue
+    late.append(int(o["summary"]) / 1e6 - iso_ms(o["slot"]))
+db = sqlite3.connect(f"{work}/s.db")
+claim = [r[0] - r[1] for r in db.execute(
+    "SELECT started_ms, slot_ms FROM ledger WHERE outcome='success'")]
+late = late[1:]  # the first slot may come while the daemon starts
+print(f"ours runs={len(late)} p50_ms={pct(late, 50):.3f} "
+      f"p99_ms={pct(late, 99):.3f} max_ms={max(late):.3f} "
+      f"claim_p50_ms={pct(claim, 50):.0f} claim_p99_ms={pct(claim, 99):.0f} "
+      f"rss_kb={rss} maxrss_kb={hwm} uss_kb={uss}")
+PY
+)
+echo "$ours"
+
+if ! command -v redis-server >/dev/null 2>&1 || ! command -v node >/dev/null 2>&1; then
+  echo "daemon.sh: redis-server or node missing; BullMQ side skipped" >&2
+  exit 0
+fi
+if [ ! -d "$PEER/node_modules/bullmq" ]; then
+  echo "-- installing BullMQ into $PEER/node_modules"
+  (cd "$PEER" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+fi
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')
+mkdir -p "$work/redis"
+redis-server --port "$port" --bind 127.0.0.1 --dir "$work/redis" \
+  --daemonize no --save '' --appendonly yes --appendfsync everysec \
+  --logfile "$work/redis/log" &
+redis_pid=$!
+i=0
+until redis-cli -p "$port" ping >/dev/null 2>&1; do
+  i=$((i + 1)); [ $i -gt 100 ] && { echo "redis did not start" >&2; exit 1; }
+  sleep 0.05
+done
+echo "-- BullMQ: job scheduler every 1000 ms, 100 schedulers, ${SECS}s"
+peer=$(node "$PEER/scheduler.js" "$port" "$SECS" bullmq)
+echo "$peer"
+
+python3 - "$ours" "$peer" <<'PY'
+import sys
+def kv(line):
+    return {k: v for k, v in (w.split("=", 1) for w in line.split()[1:])}
+o, b = kv(sys.argv[1]), kv(sys.argv[2])
+f = lambda d, k: float(d[k])
+print(f"ratio p50 ours/bullmq={f(o,'p50_ms')/f(b,'p50_ms'):.2f} "
+      f"p99 ours/bullmq={f(o,'p99_ms')/f(b,'p99_ms'):.2f} "
+      f"rss ours/bullmq={f(o,'rss_kb')/f(b,'rss_kb'):.3f} "
+      f"maxrss ours/bullmq={f(o,'maxrss_kb')/f(b,'maxrss_kb'):.3f} "
+      f"uss ours/bullmq={f(o,'uss_kb')/f(b,'uss_kb'):.3f}")
+print(f"goals: p99<=2ms {'met' if f(o,'p99_ms') <= 2 else 'NOT met'}; "
+      f"rss<=1/10 of bullmq {'met' if f(o,'rss_kb') * 10 <= f(b,'rss_kb') else 'NOT met'}; "
+      f"uss<=1/10 {'met' if f(o,'uss_kb') * 10 <= f(b,'uss_kb') else 'NOT met'}")
+PY

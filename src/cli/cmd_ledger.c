@@ -1,0 +1,309 @@
+/*
+ * cmd_ledger.c - `surecron ledger`: the record of what happened to each
+ * slot, read from the store's ledger.
+ *
+ *   ledger [--config FILE] [--schedule S] [--since T] [--until T]
+ *          [--outcome O] [--limit N] [--json]
+ *   ledger [--config FILE] --lost [--schedule S] [--since T] [--until T]
+ *          [--json]
+ *
+ * T is an ISO 8601 instant or an age ("7d": seven days before now); the
+ * period selects rows by their SLOT instant, since inclusive, until
+ * exclusive. --lost is the report that must not be missed: a header with
+ * the counts, one line per lost or missed slot with its cause, and exit
+ * status 1 when at least one slot of the period was LOST (missed slots,
+ * skipped on purpose by `catchup`, are listed but do not fail it), so
+ * `surecron ledger --lost --since 1d || alert` works from cron or a
+ * monitoring check. A lost or missed slot that later succeeded (after
+ * `surecron retry` or `trigger --slot`) is still listed, marked recovered,
+ * and no longer fails the report: the alarm stops once the operator fixed
+ * it. Rows come oldest first (the order they were written).
+ */
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "clock.h"
+#include "config.h"
+#include "store.h"
+
+static const char *const outcomes[] = {
+	LEDGER_SUCCESS, LEDGER_FAILED, LEDGER_LOST, LEDGER_STALLED,
+	LEDGER_MISSED, LEDGER_DUPLICATE, LEDGER_RELEASED,
+};
+
+static bool outcome_known(const char *o)
+{
+	for (size_t i = 0; i < sizeof(outcomes) / sizeof(outcomes[0]); i++)
+		if (strcmp(o, outcomes[i]) == 0)
+			return true;
+	return false;
+}
+
+/* When a slot's job later succeeded: the finish of its success row, or 0. */
+static int recovered_at(struct sc_store *s, const struct ledger_row *r,
+			int64_t *at_ms, struct sc_err *err)
+{
+	struct ledger_filter f = {.schedule = r->schedule,
+				  .since_ms = r->slot_ms,
+				  .until_ms = r->slot_ms + 1,
+				  .outcome = LEDGER_SUCCESS};
+	struct ledger_row *rows = NULL;
+	size_t n = 0;
+	int rc = ledger_query(s, &f, &rows, &n, err);
+
+	*at_ms = 0;
+	if (rc == 0 && n > 0)
+		*at_ms = rows[n - 1].finished_ms ? rows[n - 1].finished_ms : 1;
+	ledger_rows_free(rows, n);
+	return rc;
+}
+
+static json_t *row_json(const struct ledger_row *r, int64_t rec_ms)
+{
+	char rc_s[CLOCK_ISO_MAX];
+
+	char s[CLOCK_ISO_MAX], a[CLOCK_ISO_MAX], b[CLOCK_ISO_MAX];
+	json_t *details = NULL;
+
+	if (r->details_json)
+		details = json_loads(r->details_json, 0, NULL);
+	if (r->details_json && !details)
+		details = json_string(r->details_json);
+	return json_pack("{s:I, s:s, s:s, s:I, s:I, s:i, s:s?, s:s?, s:s, "
+			 "s:s?, s:s?, s:I, s:o?, s:s?}",
+			 "id", (json_int_t)r->id, "schedule", r->schedule,
+			 "slot", clock_format_utc(r->slot_ms, s),
+			 "slot_ms", (json_int_t)r->slot_ms,
+			 "job", (json_int_t)r->job_id, "attempt", r->attempt,
+			 "started", r->started_ms
+			 ? clock_format_utc(r->started_ms, a) : NULL,
+			 "finished", r->finished_ms
+			 ? clock_format_utc(r->finished_ms, b) : NULL,
+			 "outcome", r->outcome,
+			 "error_class", r->error_class[0] ? r->error_class
+							  : NULL,
+			 "error", r->error_msg,
+			 "retry_hint_ms", (json_int_t)r->retry_hint_ms,
+			 "details", details,
+			 "recovered_at", rec_ms
+			 ? clock_format_utc(rec_ms, rc_s) : NULL);
+}
+
+static int print_json(const struct ledger_row *rows, const int64_t *rec,
+		      size_t n, bool lost, int n_lost, int n_missed,
+		      int n_recovered)
+{
+	json_t *root = json_object(), *arr = json_array();
+	int rc = EXIT_OK;
+
+	if (!root || !arr) {
+		json_decref(root);
+		json_decref(arr);
+		return cli_fail(EXIT_FAIL, "out of memory");
+	}
+	if (lost) {
+		json_object_set_new(root, "lost", json_integer(n_lost));
+		json_object_set_new(root, "missed", json_integer(n_missed));
+		json_object_set_new(root, "recovered",
+				    json_integer(n_recovered));
+	}
+	for (size_t i = 0; i < n; i++) {
+		json_t *o = row_json(&rows[i], rec ? rec[i] : 0);
+		if (!o) {
+			json_decref(arr);
+			json_decref(root);
+			return cli_fail(EXIT_FAIL, "out of memory");
+		}
+		json_array_append_new(arr, o);
+	}
+	json_object_set_new(root, "rows", arr);
+	char *s = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	if (s) {
+		printf("%s\n", s);
+		free(s);
+	} else {
+		rc = cli_fail(EXIT_FAIL, "out of memory");
+	}
+	json_decref(root);
+	return rc;
+}
+
+static void print_row(const struct ledger_row *r, int64_t rec_ms)
+{
+	char s[CLOCK_ISO_MAX];
+
+	bool more = r->error_class[0] || r->error_msg || r->retry_hint_ms > 0 ||
+		    rec_ms;
+
+	/* Pad the outcome only when something follows it. */
+	printf("%-20s  %-20s %6lld %3d  %-*s", clock_format_utc(r->slot_ms, s),
+	       r->schedule, (long long)r->job_id, r->attempt, more ? 9 : 0,
+	       r->outcome);
+	if (r->error_class[0] || r->error_msg)
+		printf("  %s%s%s", r->error_class,
+		       r->error_class[0] && r->error_msg ? ": " : "",
+		       r->error_msg ? r->error_msg : "");
+	if (r->retry_hint_ms > 0) {
+		char d[32];
+		printf(" (retry after %s)",
+		       cli_format_dur(r->retry_hint_ms, d, sizeof(d)));
+	}
+	if (rec_ms)
+		printf("  [recovered: success at %s]",
+		       clock_format_utc(rec_ms, s));
+	putchar('\n');
+}
+
+static void print_period(const struct ledger_filter *f)
+{
+	char a[CLOCK_ISO_MAX], b[CLOCK_ISO_MAX];
+
+	if (f->since_ms != INT64_MIN)
+		printf(" since %s", clock_format_utc(f->since_ms, a));
+	if (f->until_ms != INT64_MAX)
+		printf(" until %s", clock_format_utc(f->until_ms, b));
+}
+
+int cmd_ledger(int argc, char **argv)
+{
+	const char *path = NULL, *since = NULL, *until = NULL, *limit = NULL;
+	struct ledger_filter f = {.since_ms = INT64_MIN, .until_ms = INT64_MAX};
+	bool json = false, lost = false;
+	struct cli_state st;
+	struct ledger_row *rows = NULL;
+	struct sc_err err = {0};
+	size_t n = 0;
+	int64_t now_ms = sc_clock_now_ms(sc_clock_real());
+	int64_t *rec = NULL;
+	int r, n_lost = 0, n_missed = 0, n_recovered = 0;
+
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		const char **val = NULL;
+
+		if ((r = cli_opt_config("ledger", argc, argv, &i, &path)) < 0)
+			return -r;
+		if (r)
+			continue;
+		if (strcmp(a, "--json") == 0) {
+			json = true;
+			continue;
+		}
+		if (strcmp(a, "--lost") == 0) {
+			lost = true;
+			continue;
+		}
+		if (strcmp(a, "--schedule") == 0)
+			val = &f.schedule;
+		else if (strcmp(a, "--since") == 0)
+			val = &since;
+		else if (strcmp(a, "--until") == 0)
+			val = &until;
+		else if (strcmp(a, "--outcome") == 0)
+			val = &f.outcome;
+		else if (strcmp(a, "--limit") == 0)
+			val = &limit;
+		else if (a[0] == '-')
+			return cli_usage_error("ledger", "unknown option '%s'", a);
+		else
+			return cli_usage_error("ledger", "unexpected argument "
+					       "'%s'", a);
+		if (i + 1 >= argc)
+			return cli_usage_error("ledger", "option '%s' needs a "
+					       "value", a);
+		*val = argv[++i];
+	}
+	if (lost && f.outcome)
+		return cli_usage_error("ledger", "--lost and --outcome do not "
+				       "go together");
+	if (f.outcome && !outcome_known(f.outcome))
+		return cli_usage_error("ledger", "--outcome: '%s' is not one of "
+				       "success, failed, lost, stalled, missed, "
+				       "duplicate, released", f.outcome);
+	if (since && (r = cli_parse_time("ledger", "--since", since, now_ms,
+					 &f.since_ms)))
+		return r;
+	if (until && (r = cli_parse_time("ledger", "--until", until, now_ms,
+					 &f.until_ms)))
+		return r;
+	if (limit) {
+		char *end;
+		errno = 0;
+		long v = strtol(limit, &end, 10);
+		if (*limit == '\0' || *end || errno || v < 1 || v > 1000000)
+			return cli_usage_error("ledger", "--limit must be a "
+					       "number 1-1000000, not '%s'",
+					       limit);
+		f.limit = (int)v;
+	}
+	f.lost_or_missed = lost;
+	if ((r = cli_state_open(path, false, &st)))
+		goto done;
+	if (f.schedule && !config_schedule(st.cfg, f.schedule)) {
+		r = cli_fail(EXIT_USAGE, "no schedule '%s' in %s", f.schedule,
+			     st.path);
+		goto done;
+	}
+	if ((r = cli_state_store(&st)))
+		goto done;
+	if (ledger_query(st.store, &f, &rows, &n, &err) != 0) {
+		r = cli_fail(EXIT_FAIL, "store: %s", err.msg);
+		goto done;
+	}
+	if (lost && n > 0) {
+		rec = calloc(n, sizeof(*rec));
+		if (!rec) {
+			r = cli_fail(EXIT_FAIL, "out of memory");
+			goto done;
+		}
+	}
+	for (size_t i = 0; lost && i < n; i++) {
+		if (recovered_at(st.store, &rows[i], &rec[i], &err) != 0) {
+			r = cli_fail(EXIT_FAIL, "store: %s", err.msg);
+			goto done;
+		}
+		if (rec[i])
+			n_recovered++;
+		else if (strcmp(rows[i].outcome, LEDGER_LOST) == 0)
+			n_lost++;
+		else
+			n_missed++;
+	}
+	if (json) {
+		r = print_json(rows, rec, n, lost, n_lost, n_missed,
+			       n_recovered);
+	} else if (lost) {
+		if (n_lost || n_missed)
+			printf("%s: %d slot%s lost, %d missed", n_lost ? "LOST"
+			       : "MISSED", n_lost, n_lost == 1 ? "" : "s",
+			       n_missed);
+		else
+			printf("no lost or missed slots");
+		print_period(&f);
+		if (n_recovered)
+			printf("; %d recovered later", n_recovered);
+		printf("\n");
+		for (size_t i = 0; i < n; i++)
+			print_row(&rows[i], rec[i]);
+		r = EXIT_OK;
+	} else {
+		if (n)
+			printf("%-20s  %-20s %6s %3s  %-9s  %s\n", "SLOT",
+			       "SCHEDULE", "JOB", "ATT", "OUTCOME", "ERROR");
+		for (size_t i = 0; i < n; i++)
+			print_row(&rows[i], 0);
+		r = EXIT_OK;
+	}
+	/* The loud part: lost slots in the period fail the report. */
+	if (r == EXIT_OK && lost && n_lost)
+		r = EXIT_FAIL;
+done:
+	free(rec);
+	ledger_rows_free(rows, n);
+	cli_state_close(&st);
+	return r;
+}

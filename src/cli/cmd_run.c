@@ -1,0 +1,117 @@
+/*
+ * cmd_run.c - `surecron run [--config FILE] [--once]`: the daemon.
+ *
+ * Signals are blocked in every thread and taken by one sigwait thread,
+ * which forwards them to the daemon (SIGTERM/SIGINT: stop, SIGHUP:
+ * reload), so no daemon code runs in a signal handler.
+ *
+ * Test seam (test builds only, SC_FAILPOINTS): SURECRON_TEST_CLOCK=ISO8601
+ * starts the daemon's clock at that instant, running at real speed.
+ */
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../clock.h"
+#include "../daemon.h"
+#include "cli.h"
+
+struct sigctx {
+	sigset_t set;
+	struct daemon *d;
+};
+
+static void *signal_main(void *arg)
+{
+	struct sigctx *sc = arg;
+
+	for (;;) {
+		int sig = 0;
+		if (sigwait(&sc->set, &sig) != 0)
+			continue;
+		if (sig == SIGHUP) {
+			daemon_reload(sc->d);
+		} else if (sig == SIGUSR1) {
+			return NULL; /* the daemon ended: our cue to go */
+		} else {
+			daemon_stop(sc->d);
+		}
+	}
+}
+
+int cmd_run(int argc, char **argv)
+{
+	struct daemon_opts o = {.config_path = "./surecron.yaml"};
+	struct sc_clock *clock = NULL;
+	struct daemon *d = NULL;
+	struct sc_err err = {0};
+
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--config") == 0 || strcmp(argv[i], "-c") == 0) {
+			if (i + 1 >= argc)
+				return cli_usage_error("run", "%s needs a file",
+						       argv[i]);
+			o.config_path = argv[++i];
+		} else if (strncmp(argv[i], "--config=", 9) == 0) {
+			o.config_path = argv[i] + 9;
+		} else if (strcmp(argv[i], "--once") == 0) {
+			o.once = true;
+		} else {
+			return cli_usage_error("run", "unexpected argument '%s'",
+					       argv[i]);
+		}
+	}
+	cli_setup_logging(SC_LOG_INFO);
+#ifdef SC_FAILPOINTS
+	const char *tc = getenv("SURECRON_TEST_CLOCK");
+	if (tc && *tc) {
+		int64_t at = 0;
+		if (clock_parse_iso(tc, &at, &err) != 0)
+			return cli_fail(EXIT_USAGE, "SURECRON_TEST_CLOCK: %s",
+					err.msg);
+		clock = sc_clock_offset_new(at -
+					    sc_clock_now_ms(sc_clock_real()));
+		if (!clock)
+			return cli_fail(EXIT_FAIL, "out of memory");
+		o.clock = clock;
+	}
+#endif
+	if (daemon_new(&o, &d, &err) != 0) {
+		sc_clock_free(clock);
+		return cli_fail(err.code == SC_ECONFIG ? EXIT_USAGE : EXIT_FAIL,
+				"%s", err.msg);
+	}
+
+	struct sigctx sc = {.d = d};
+	pthread_t sig_thread;
+	bool have_sig = false;
+	sigemptyset(&sc.set);
+	sigaddset(&sc.set, SIGTERM);
+	sigaddset(&sc.set, SIGINT);
+	sigaddset(&sc.set, SIGHUP);
+	sigaddset(&sc.set, SIGUSR1);
+	/* Before any thread starts, so every thread inherits the mask. Task
+	 * children get a clean mask from proc.c. --once keeps the default
+	 * actions: a signal ends it, and whatever it held is recovered by
+	 * lease expiry like after a crash. */
+	if (!o.once) {
+		pthread_sigmask(SIG_BLOCK, &sc.set, NULL);
+		if (pthread_create(&sig_thread, NULL, signal_main, &sc) == 0)
+			have_sig = true;
+		else /* no one would take them: keep the default actions */
+			pthread_sigmask(SIG_UNBLOCK, &sc.set, NULL);
+	}
+
+	int rc = daemon_run(d, &err);
+	if (have_sig) {
+		pthread_kill(sig_thread, SIGUSR1);
+		pthread_join(sig_thread, NULL);
+	}
+	daemon_free(d);
+	sc_clock_free(clock);
+	if (rc < 0)
+		return cli_fail(EXIT_FAIL, "%s", err.msg);
+	return rc ? EXIT_FAIL : EXIT_OK;
+}

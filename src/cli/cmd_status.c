@@ -1,0 +1,265 @@
+/*
+ * cmd_status.c - `surecron status [--config FILE] [--json]`: one block per
+ * schedule of the config: its final expression (and the variable that
+ * overrode it), next slot in its zone, frequency class with the field that
+ * decided it, retry policy (the config's or the class's), the last ledger
+ * outcome, and its jobs waiting, delayed (a retry pending), running and
+ * dead (slots lost, waiting for `surecron retry`).
+ *
+ * Jobs of schedules that are no longer in the config (renamed or removed)
+ * are counted too, as "other": a dead job must not vanish from the report
+ * because its schedule left the file.
+ *
+ * Read-only: it opens the store, queries, and changes nothing.
+ */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "clock.h"
+#include "config.h"
+#include "store.h"
+
+struct sched_status {
+	struct cli_schedule_info info;
+	struct store_counts counts;
+	bool has_last;
+	struct ledger_row last;  /* error_msg / details_json owned */
+};
+
+/* The schedule's latest ledger row (written last). */
+static int last_row(struct sc_store *s, const char *name,
+		    struct sched_status *out, struct sc_err *err)
+{
+	struct ledger_filter f = {.schedule = name, .since_ms = INT64_MIN,
+				  .until_ms = INT64_MAX};
+	struct ledger_row *rows = NULL;
+	size_t n = 0;
+	int rc = ledger_query(s, &f, &rows, &n, err);
+
+	if (rc)
+		return rc;
+	if (n) {
+		out->has_last = true;
+		out->last = rows[n - 1];
+		/* Take the last row's strings; free the rest. */
+		rows[n - 1].error_msg = NULL;
+		rows[n - 1].details_json = NULL;
+	}
+	ledger_rows_free(rows, n);
+	return 0;
+}
+
+/* Jobs of the store not under a schedule of the config: all - listed. */
+static struct store_counts others(const struct store_counts *all,
+				  const struct sched_status *v, size_t n)
+{
+	struct store_counts o = *all;
+
+	for (size_t i = 0; i < n; i++) {
+		o.ready_due -= v[i].counts.ready_due;
+		o.delayed -= v[i].counts.delayed;
+		o.active -= v[i].counts.active;
+		o.done -= v[i].counts.done;
+		o.dead -= v[i].counts.dead;
+	}
+	return o;
+}
+
+static bool any_pending(const struct store_counts *c)
+{
+	return c->ready_due || c->delayed || c->active || c->dead;
+}
+
+static void print_text(const struct cli_state *st, struct sched_status *v,
+		       const struct store_counts *other)
+{
+	char t[CLI_TIME_MAX], p[96], u[CLOCK_ISO_MAX];
+
+	printf("store: %s (%s)\n", store_backend_name(st->store), st->path);
+	for (size_t i = 0; i < st->cfg->n_schedules; i++) {
+		const struct schedule_spec *sc = &st->cfg->schedules[i];
+		struct sched_status *x = &v[i];
+
+		printf("\n%s\n", sc->name);
+		printf("  cron     %s", sc->cron);
+		if (sc->override_var)
+			printf("  (from %s; the file says %s)", sc->override_var,
+			       sc->cron_config ? sc->cron_config : "nothing");
+		printf("\n  next     %s %s\n",
+		       cli_format_local(x->info.next_ms, x->info.zone, t),
+		       sc_zone_name(x->info.zone));
+		printf("  class    %s (%s)\n", sc_freq_class_name(x->info.cls),
+		       x->info.reason);
+		printf("  retry    %s%s\n",
+		       cli_format_policy(&x->info.policy, p, sizeof(p)),
+		       x->info.policy_from_config ? " (retry: in the config)"
+						  : " (the class's policy)");
+		if (x->has_last)
+			printf("  last     %s, slot %s, attempt %d%s%s\n",
+			       x->last.outcome,
+			       clock_format_utc(x->last.slot_ms, u),
+			       x->last.attempt,
+			       x->last.error_msg ? ": " : "",
+			       x->last.error_msg ? x->last.error_msg : "");
+		else
+			printf("  last     never run\n");
+		printf("  jobs     %lld waiting, %lld delayed, %lld running, "
+		       "%lld dead%s\n", (long long)x->counts.ready_due,
+		       (long long)x->counts.delayed,
+		       (long long)x->counts.active, (long long)x->counts.dead,
+		       x->counts.dead ? "  <- lost slots: surecron ledger --lost"
+				      : "");
+	}
+	if (any_pending(other))
+		printf("\nschedules not in the config\n  jobs     %lld waiting, "
+		       "%lld delayed, %lld running, %lld dead%s\n",
+		       (long long)other->ready_due, (long long)other->delayed,
+		       (long long)other->active, (long long)other->dead,
+		       other->dead ? "  <- lost slots: surecron ledger --lost"
+				   : "");
+}
+
+static int print_json(const struct cli_state *st, struct sched_status *v,
+		      const struct store_counts *other)
+{
+	char t[CLI_TIME_MAX], u[CLOCK_ISO_MAX];
+	json_t *root = json_object(), *arr = json_array();
+	int rc = EXIT_OK;
+
+	if (!root || !arr) {
+		json_decref(root);
+		json_decref(arr);
+		return cli_fail(EXIT_FAIL, "out of memory");
+	}
+	json_object_set_new(root, "store", json_string(store_backend_name(
+						   st->store)));
+	json_object_set_new(root, "schedules", arr);
+	json_object_set_new(root, "other_jobs", json_pack(
+		"{s:I, s:I, s:I, s:I, s:I}",
+		"waiting", (json_int_t)other->ready_due,
+		"delayed", (json_int_t)other->delayed,
+		"running", (json_int_t)other->active,
+		"dead", (json_int_t)other->dead,
+		"done", (json_int_t)other->done));
+	for (size_t i = 0; i < st->cfg->n_schedules; i++) {
+		const struct schedule_spec *sc = &st->cfg->schedules[i];
+		struct sched_status *x = &v[i];
+		json_t *o = json_object(), *last = json_null();
+
+		if (x->has_last) {
+			last = json_pack("{s:s, s:s, s:I, s:i, s:s*, s:s*}",
+					 "outcome", x->last.outcome, "slot",
+					 clock_format_utc(x->last.slot_ms, u),
+					 "slot_ms", (json_int_t)x->last.slot_ms,
+					 "attempt", x->last.attempt,
+					 "error_class", x->last.error_class[0]
+					 ? x->last.error_class : NULL,
+					 "error", x->last.error_msg);
+		}
+		json_object_set_new(o, "name", json_string(sc->name));
+		json_object_set_new(o, "cron", json_string(sc->cron));
+		json_object_set_new(o, "cron_config", sc->cron_config
+				    ? json_string(sc->cron_config) : json_null());
+		json_object_set_new(o, "override_var", sc->override_var
+				    ? json_string(sc->override_var) : json_null());
+		json_object_set_new(o, "zone", json_string(sc_zone_name(
+						       x->info.zone)));
+		json_object_set_new(o, "next", json_string(cli_format_local(
+			x->info.next_ms, x->info.zone, t)));
+		json_object_set_new(o, "next_ms", json_integer(x->info.next_ms));
+		json_object_set_new(o, "class", json_string(sc_freq_class_name(
+							x->info.cls)));
+		json_object_set_new(o, "class_reason", json_string(
+						x->info.reason));
+		json_object_set_new(o, "policy", json_pack(
+			"{s:i, s:s, s:I, s:s}", "attempts",
+			x->info.policy.attempts, "backoff",
+			x->info.policy.backoff == SC_BACKOFF_FIXED
+				? "fixed" : "exponential",
+			"delay_ms", (json_int_t)x->info.policy.delay_ms,
+			"source", x->info.policy_from_config ? "config"
+							     : "class"));
+		json_object_set_new(o, "last", last ? last : json_null());
+		json_object_set_new(o, "jobs", json_pack(
+			"{s:I, s:I, s:I, s:I, s:I}",
+			"waiting", (json_int_t)x->counts.ready_due,
+			"delayed", (json_int_t)x->counts.delayed,
+			"running", (json_int_t)x->counts.active,
+			"dead", (json_int_t)x->counts.dead,
+			"done", (json_int_t)x->counts.done));
+		json_array_append_new(arr, o);
+	}
+	char *s = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	if (s) {
+		printf("%s\n", s);
+		free(s);
+	} else {
+		rc = cli_fail(EXIT_FAIL, "out of memory");
+	}
+	json_decref(root);
+	return rc;
+}
+
+int cmd_status(int argc, char **argv)
+{
+	const char *path = NULL;
+	bool json = false;
+	struct cli_state st;
+	struct sched_status *v = NULL;
+	struct sc_err err = {0};
+	int64_t now_ms = sc_clock_now_ms(sc_clock_real());
+	int r;
+
+	for (int i = 1; i < argc; i++) {
+		if ((r = cli_opt_config("status", argc, argv, &i, &path)) < 0)
+			return -r;
+		if (r)
+			continue;
+		if (strcmp(argv[i], "--json") == 0)
+			json = true;
+		else if (argv[i][0] == '-')
+			return cli_usage_error("status", "unknown option '%s'",
+					       argv[i]);
+		else
+			return cli_usage_error("status", "unexpected argument "
+					       "'%s'", argv[i]);
+	}
+	if ((r = cli_state_open(path, true, &st)))
+		goto done;
+	v = calloc(st.cfg->n_schedules ? st.cfg->n_schedules : 1, sizeof(*v));
+	if (!v) {
+		r = cli_fail(EXIT_FAIL, "out of memory");
+		goto done;
+	}
+	for (size_t i = 0; i < st.cfg->n_schedules; i++) {
+		const struct schedule_spec *sc = &st.cfg->schedules[i];
+		if ((r = cli_schedule_info(sc, now_ms, &v[i].info)))
+			goto done;
+		if (store_job_counts(st.store, sc->name, &v[i].counts, &err) ||
+		    last_row(st.store, sc->name, &v[i], &err)) {
+			r = cli_fail(EXIT_FAIL, "store: %s", err.msg);
+			goto done;
+		}
+	}
+	struct store_counts all, other;
+	if (store_job_counts(st.store, NULL, &all, &err) != 0) {
+		r = cli_fail(EXIT_FAIL, "store: %s", err.msg);
+		goto done;
+	}
+	other = others(&all, v, st.cfg->n_schedules);
+	r = json ? print_json(&st, v, &other)
+		 : (print_text(&st, v, &other), EXIT_OK);
+done:
+	if (v) {
+		for (size_t i = 0; st.cfg && i < st.cfg->n_schedules; i++) {
+			free(v[i].last.error_msg);
+			free(v[i].last.details_json);
+		}
+		free(v);
+	}
+	cli_state_close(&st);
+	return r;
+}

@@ -1,0 +1,63 @@
+/*
+ * daemon.h - `surecron run`: the scheduler, the workers and the signals
+ * tied together in one long-running process (docs/internals/daemon.md).
+ *
+ * A daemon owns: the current config (replaced as a whole on reload), one
+ * store handle per thread, `worker.concurrency` worker threads that claim
+ * and run jobs, a watcher thread that notices writes by other processes
+ * (SQLite: the database files' mtime; PostgreSQL: LISTEN/NOTIFY through
+ * store_wait), and the calling thread, which runs the scheduler and sleeps
+ * until the next due slot.
+ *
+ * Thread-safety: daemon_stop and daemon_reload may be called from any
+ * thread (not from a signal handler: the CLI forwards signals from a
+ * sigwait thread). Everything else is for the owning thread.
+ */
+#ifndef SC_DAEMON_H
+#define SC_DAEMON_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "surecron.h"
+
+struct daemon;
+
+struct daemon_opts {
+	const char *config_path;  /* the YAML file (borrowed) */
+	struct sc_clock *clock;   /* NULL: the real clock (borrowed) */
+	bool once;                /* one pass: schedule, run what is due, exit */
+	/* How often to look for writes by other processes (SQLite) and the
+	 * longest store_wait (PostgreSQL); 0: 250 ms. */
+	int64_t watch_ms;
+};
+
+/*
+ * Loads the config and opens the store (migrating it). On failure *out is
+ * untouched and err says why: SC_ECONFIG (the config's first problem,
+ * FILE:LINE:COLUMN), store errors. Free with daemon_free.
+ */
+int daemon_new(const struct daemon_opts *o, struct daemon **out,
+	       struct sc_err *err);
+
+/*
+ * Runs until daemon_stop (or, with opts.once, until everything due now
+ * has run). Returns 0 when it stopped cleanly (every running slot finished
+ * within worker.grace or was released), 1 with opts.once when a run
+ * failed (its job was failed or lost), or a negative SC_E* code when it
+ * could not start (threads, store).
+ */
+int daemon_run(struct daemon *d, struct sc_err *err);
+
+/* Asks the daemon to stop: no new claims; running slots get worker.grace
+ * to finish, then they are released. Thread-safe, idempotent. */
+void daemon_stop(struct daemon *d);
+
+/* Asks the daemon to reload its config file. A config that does not load
+ * is refused with a log line and the old one kept. Thread-safe. */
+void daemon_reload(struct daemon *d);
+
+/* Frees the daemon (after daemon_run returned). NULL is ignored. */
+void daemon_free(struct daemon *d);
+
+#endif

@@ -1,0 +1,857 @@
+/*
+ * test_daemon.c - `surecron run` end to end: real daemon processes of
+ * $SURECRON_BIN, a real SQLite file (or PostgreSQL), a real HTTP receiver,
+ * configs written to a temp folder. Slots come from the daemon's own
+ * scheduler (weekly ones reached through SURECRON_TEST_CLOCK) or from this
+ * process writing to the same store, as `surecron trigger` would.
+ * Each test is bounded to a few seconds of real time.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "config.h"
+#include "fakes/fake_http.h"
+#include "queue.h"
+#include "store.h"
+#include "testutil.h"
+#include "pg_fixture.h"
+
+/* ---- helpers ---------------------------------------------------------- */
+
+struct env {
+	char dir[256];
+	char cfg[512];
+	char url[256]; /* the receiver's /hook */
+	struct fake_http *srv;
+	char store_url[600];
+};
+
+static int64_t now_ms(void)
+{
+	return sc_clock_now_ms(sc_clock_real());
+}
+
+static void sleep_ms(int64_t ms)
+{
+	struct timespec ts = {.tv_sec = ms / 1000,
+			      .tv_nsec = (long)(ms % 1000) * 1000000};
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
+static void env_init(struct env *e)
+{
+	memset(e, 0, sizeof(*e));
+	snprintf(e->dir, sizeof(e->dir), "%s", tu_tmpdir());
+	snprintf(e->cfg, sizeof(e->cfg), "%s/surecron.yaml", e->dir);
+	e->srv = fake_http_start();
+	assert_non_null(e->srv);
+	fake_http_set_default(e->srv, "/hook", 200, NULL, "ok");
+	fake_http_url(e->srv, "/hook", e->url, sizeof(e->url));
+	setenv("DAEMON_HOOK_URL", e->url, 1);
+	snprintf(e->store_url, sizeof(e->store_url), "sqlite:%s/s.db", e->dir);
+}
+
+static void env_dispose(struct env *e)
+{
+	fake_http_stop(e->srv);
+	tu_rmrf(e->dir);
+}
+
+/* Writes the config: store line, targets, then `schedules` verbatim. */
+static void write_cfg(struct env *e, const char *worker,
+		      const char *schedules)
+{
+	FILE *f = fopen(e->cfg, "w");
+
+	assert_non_null(f);
+	fprintf(f, "store: %s\n"
+		   "worker: %s\n"
+		   "targets:\n"
+		   "  hook: {kind: webhook, url_env: DAEMON_HOOK_URL}\n"
+		   "  archive: {kind: file, path: ./deliveries.jsonl}\n"
+		   "schedules:\n%s",
+		e->store_url, worker, schedules);
+	fclose(f);
+}
+
+/* Every daemon a test started, killed by the teardown if still there, so
+ * a failed assertion never leaves one behind. */
+static pid_t pids[16];
+static size_t n_pids;
+
+static int reap_all(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < n_pids; i++) {
+		if (pids[i] > 0 && waitpid(pids[i], NULL, WNOHANG) == 0) {
+			kill(pids[i], SIGKILL);
+			waitpid(pids[i], NULL, 0);
+		}
+	}
+	n_pids = 0;
+	return 0;
+}
+
+/* Starts `surecron run --config CFG` in the temp folder, stderr to
+ * daemon.log; extra "K=V" strings go into its environment. */
+static pid_t start_daemon(const struct env *e, const char *const *envs)
+{
+	pid_t pid = fork();
+
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		char log[512];
+		snprintf(log, sizeof(log), "%s/daemon.log", e->dir);
+		int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
+		if (fd >= 0) {
+			dup2(fd, 2);
+			close(fd);
+		}
+		int nul = open("/dev/null", O_RDWR);
+		if (nul >= 0) {
+			dup2(nul, 0);
+			dup2(nul, 1);
+			close(nul);
+		}
+		if (chdir(e->dir) != 0)
+			_exit(127);
+		for (size_t i = 0; envs && envs[i]; i++)
+			putenv((char *)envs[i]);
+		if (!getenv("SURECRON_LOG"))
+			setenv("SURECRON_LOG", "debug", 1);
+		execl(tu_bin(), tu_bin(), "run", "--config", e->cfg,
+		      (char *)NULL);
+		_exit(127);
+	}
+	if (n_pids < sizeof(pids) / sizeof(pids[0]))
+		pids[n_pids++] = pid;
+	return pid;
+}
+
+/* Waits up to timeout_ms for pid to exit; returns its status or -1. */
+static int wait_exit(pid_t pid, int64_t timeout_ms)
+{
+	int64_t end = now_ms() + timeout_ms;
+	int st;
+
+	while (now_ms() < end) {
+		pid_t r = waitpid(pid, &st, WNOHANG);
+		if (r == pid)
+			return st;
+		sleep_ms(10);
+	}
+	return -1;
+}
+
+static void stop_daemon(pid_t pid)
+{
+	kill(pid, SIGTERM);
+	if (wait_exit(pid, 5000) == -1) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+	}
+}
+
+static bool file_exists(const struct env *e, const char *name)
+{
+	char p[512];
+
+	snprintf(p, sizeof(p), "%s/%s", e->dir, name);
+	return access(p, F_OK) == 0;
+}
+
+static bool wait_file(const struct env *e, const char *name, int64_t ms)
+{
+	int64_t end = now_ms() + ms;
+
+	while (now_ms() < end) {
+		if (file_exists(e, name))
+			return true;
+		sleep_ms(5);
+	}
+	return false;
+}
+
+/* Lines of a file in the temp folder. */
+static size_t count_lines(const struct env *e, const char *name)
+{
+	char p[512], line[4096];
+	size_t n = 0;
+
+	snprintf(p, sizeof(p), "%s/%s", e->dir, name);
+	FILE *f = fopen(p, "r");
+	while (f && fgets(line, sizeof(line), f))
+		n++;
+	if (f)
+		fclose(f);
+	return n;
+}
+
+static bool log_has(const struct env *e, const char *needle)
+{
+	char p[512], line[4096];
+	bool found = false;
+
+	snprintf(p, sizeof(p), "%s/daemon.log", e->dir);
+	FILE *f = fopen(p, "r");
+	while (f && !found && fgets(line, sizeof(line), f))
+		found = strstr(line, needle) != NULL;
+	if (f)
+		fclose(f);
+	return found;
+}
+
+static struct sc_store *open_store(const struct env *e)
+{
+	struct sc_store *s = NULL;
+	struct sc_err err = {0};
+
+	assert_int_equal(store_open(e->store_url, sc_clock_real(), &s, &err),
+			 0);
+	return s;
+}
+
+/* `surecron trigger` from this process: a manual slot due now. */
+static int64_t trigger(const struct env *e, const char *schedule,
+		       int64_t slot_ms)
+{
+	struct sc_store *s = open_store(e);
+	struct sc_retry_policy p = sc_retry_policy_for(SC_FREQ_DEFAULT);
+	struct sc_err err = {0};
+	struct config *cfg = NULL;
+	int64_t id = 0;
+
+	/* The schedule's own policy, as `surecron trigger` uses it. */
+	if (config_load(e->cfg, &cfg, NULL) == 0) {
+		const struct schedule_spec *sp = config_schedule(cfg, schedule);
+		if (sp)
+			assert_int_equal(config_schedule_retry(sp, &p, NULL,
+							       NULL), 0);
+		config_free(cfg);
+	}
+
+	assert_int_equal(queue_trigger(s, schedule, slot_ms, &p, &id, NULL,
+				       &err), 0);
+	store_close(s);
+	return id;
+}
+
+/* Ledger rows of a schedule with a given outcome. */
+static size_t ledger_count(const struct env *e, const char *schedule,
+			   const char *outcome)
+{
+	struct sc_store *s = open_store(e);
+	struct ledger_filter f = {.schedule = schedule, .since_ms = INT64_MIN,
+				  .until_ms = INT64_MAX, .outcome = outcome};
+	struct ledger_row *rows = NULL;
+	size_t n = 0;
+	struct sc_err err = {0};
+
+	assert_int_equal(ledger_query(s, &f, &rows, &n, &err), 0);
+	ledger_rows_free(rows, n);
+	store_close(s);
+	return n;
+}
+
+static bool wait_hooks(const struct env *e, size_t n, int ms)
+{
+	return fake_http_wait(e->srv, "/hook", n, ms);
+}
+
+#define W_FAST "{concurrency: 1, lease: 2s, grace: 1s}"
+
+/* ---- (1) the seed incident, in real time ------------------------------ */
+
+static void quota_then_success(void **state)
+{
+	struct env e;
+	(void)state;
+	env_init(&e);
+	/* Friday 2026-03-06 08:00 UTC, two seconds after the daemon starts. */
+	write_cfg(&e, W_FAST,
+		  "  weekly:\n"
+		  "    cron: \"0 8 * * 5\"\n"
+		  "    tz: UTC\n"
+		  "    targets: [hook]\n"
+		  "    retry: {attempts: 4, backoff: exponential, delay: 300ms}\n"
+		  "    tasks:\n"
+		  "      - name: summary\n"
+		  "        shell: \"n=$(cat runs 2>/dev/null || echo 0); "
+		  "n=$((n+1)); echo $n > runs; if [ $n -le 3 ]; then "
+		  "echo 'LLM API quota exceeded' >&2; exit 75; fi; "
+		  "echo 'the weekly summary'\"\n");
+	const char *envs[] = {"SURECRON_TEST_CLOCK=2026-03-06T07:59:59Z",
+			      NULL};
+	pid_t pid = start_daemon(&e, envs);
+
+	/* 1 s to the slot, then 0.3 + 0.6 + 1.2 s of backoff. Each failed
+	 * attempt sends its failure notice (DESIGN.md), then the result. */
+	assert_true(wait_hooks(&e, 4, 7000));
+	sleep_ms(300); /* a second result would come now, if ever */
+	stop_daemon(pid);
+	size_t n = fake_http_count(e.srv, "/hook"), n_result = 0;
+	assert_int_equal(n, 4);
+	for (size_t i = 0; i < n; i++) {
+		struct fake_request r;
+		assert_true(fake_http_request(e.srv, "/hook", (long)i, &r));
+		if (strstr(r.body, "the weekly summary"))
+			n_result++;
+		else
+			assert_non_null(strstr(r.body, "quota exceeded"));
+		fake_request_dispose(&r);
+	}
+	assert_int_equal(n_result, 1);
+	char runs[600];
+	snprintf(runs, sizeof(runs), "%s/runs", e.dir);
+	FILE *f = fopen(runs, "r");
+	assert_non_null(f);
+	int nruns = 0;
+	assert_int_equal(fscanf(f, "%d", &nruns), 1);
+	fclose(f);
+	assert_int_equal(nruns, 4);
+	/* The timeline: attempt k starts 300 ms * (2^(k-1) - 1) after the
+	 * slot (0, 300, 900, 2100 ms), each within a few hundred ms. */
+	struct sc_store *s = open_store(&e);
+	struct ledger_filter lf = {.schedule = "weekly", .since_ms = INT64_MIN,
+				   .until_ms = INT64_MAX};
+	struct ledger_row *rows = NULL;
+	size_t nr = 0;
+	assert_int_equal(ledger_query(s, &lf, &rows, &nr, NULL), 0);
+	assert_int_equal(nr, 4);
+	static const int64_t at[] = {0, 300, 900, 2100};
+	for (size_t i = 0; i < nr; i++) {
+		int64_t off = rows[i].started_ms - rows[i].slot_ms;
+		assert_int_equal(rows[i].attempt, (int)i + 1);
+		assert_true(off >= at[i] && off < at[i] + 400);
+	}
+	ledger_rows_free(rows, nr);
+	store_close(s);
+	assert_int_equal(ledger_count(&e, "weekly", LEDGER_FAILED), 3);
+	assert_int_equal(ledger_count(&e, "weekly", LEDGER_SUCCESS), 1);
+	assert_int_equal(ledger_count(&e, "weekly", LEDGER_LOST), 0);
+	assert_true(log_has(&e, "outcome=failed"));
+	assert_true(log_has(&e, "outcome=success"));
+	env_dispose(&e);
+}
+
+/* ---- (2) kill -9 in the middle of a slot ------------------------------ */
+
+static void kill9_mid_slot(void **state)
+{
+	struct env e;
+	(void)state;
+	env_init(&e);
+	write_cfg(&e, "{concurrency: 1, lease: 1s, grace: 1s}",
+		  "  daily:\n"
+		  "    cron: \"0 3 * * *\"\n"
+		  "    tz: UTC\n"
+		  "    targets: [hook, archive]\n"
+		  "    tasks:\n"
+		  "      - name: slow\n"
+		  "        shell: \"echo $$ >> started; sleep 0.6; "
+		  "echo 'the daily report'\"\n");
+	pid_t pid = start_daemon(&e, NULL);
+	sleep_ms(200);
+	int64_t slot = now_ms() / 1000 * 1000;
+	trigger(&e, "daily", slot);
+	assert_true(wait_file(&e, "started", 3000));
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	sleep_ms(800); /* the orphaned task ends; nothing reads its output */
+	assert_int_equal(fake_http_count(e.srv, "/hook"), 0);
+
+	pid = start_daemon(&e, NULL);
+	/* The lease (1 s) expires, the job is recovered and runs again. */
+	assert_true(wait_hooks(&e, 1, 5000));
+	int64_t end = now_ms() + 3000;
+	while (count_lines(&e, "deliveries.jsonl") < 1 && now_ms() < end)
+		sleep_ms(20);
+	sleep_ms(300);
+	stop_daemon(pid);
+	assert_int_equal(fake_http_count(e.srv, "/hook"), 1);
+	assert_int_equal(count_lines(&e, "deliveries.jsonl"), 1);
+	assert_int_equal(count_lines(&e, "started"), 2);
+	assert_int_equal(ledger_count(&e, "daily", LEDGER_STALLED), 1);
+	assert_int_equal(ledger_count(&e, "daily", LEDGER_SUCCESS), 1);
+	env_dispose(&e);
+}
+
+/* ---- (3) down over two weekly slots, catchup latest ------------------- */
+
+static void downtime_catchup_latest(void **state)
+{
+	struct env e;
+	(void)state;
+	env_init(&e);
+	write_cfg(&e, W_FAST,
+		  "  weekly:\n"
+		  "    cron: \"0 8 * * 5\"\n"
+		  "    tz: UTC\n"
+		  "    catchup: latest\n"
+		  "    targets: [hook]\n"
+		  "    tasks:\n"
+		  "      - {name: summary, shell: \"echo \\\"$SURECRON_SLOT\\\"\"}\n");
+	const char *before[] = {"SURECRON_TEST_CLOCK=2026-03-06T07:00:00Z",
+				NULL};
+	pid_t pid = start_daemon(&e, before);
+	int64_t end = now_ms() + 3000;
+	bool seen = false;
+	while (!seen && now_ms() < end) {
+		struct sc_store *s = open_store(&e);
+		int64_t last = 0;
+		seen = sched_last_get(s, "weekly", &last, NULL) == 0;
+		store_close(s);
+		sleep_ms(20);
+	}
+	assert_true(seen);
+	stop_daemon(pid);
+
+	/* Two Fridays later (03-06 and 03-13 08:00 passed while down). */
+	const char *after[] = {"SURECRON_TEST_CLOCK=2026-03-13T09:00:00Z",
+			       NULL};
+	pid = start_daemon(&e, after);
+	assert_true(wait_hooks(&e, 1, 3000));
+	sleep_ms(300);
+	stop_daemon(pid);
+	assert_int_equal(fake_http_count(e.srv, "/hook"), 1);
+	struct fake_request r;
+	assert_true(fake_http_request(e.srv, "/hook", 0, &r));
+	assert_non_null(strstr(r.body, "2026-03-13T08:00:00Z"));
+	fake_request_dispose(&r);
+	assert_int_equal(ledger_count(&e, "weekly", LEDGER_SUCCESS), 1);
+	assert_int_equal(ledger_count(&e, "weekly", LEDGER_MISSED), 1);
+	env_dispose(&e);
+}
+
+/* ---- (4) SURECRON_SCHEDULE_<NAME> changes firing and class ------------ */
+
+static void env_override_fires(void **state)
+{
+	struct env e;
+	(void)state;
+	env_init(&e);
+	/* As written: weekly (low-frequency, 4 attempts); overridden: every
+	 * second (default class, 2 attempts). */
+	write_cfg(&e, W_FAST,
+		  "  weekly-report:\n"
+		  "    cron: \"0 8 * * 5\"\n"
+		  "    tz: UTC\n"
+		  "    targets: [hook]\n"
+		  "    tasks:\n"
+		  "      - {name: t, shell: \"echo tick\"}\n");
+	const char *envs[] = {
+		"SURECRON_SCHEDULE_WEEKLY_REPORT=* * * * * *",
+		"SURECRON_TEST_CLOCK=2026-03-04T10:00:00Z", NULL};
+	pid_t pid = start_daemon(&e, envs);
+	assert_true(wait_hooks(&e, 2, 4000));
+	stop_daemon(pid);
+	struct sc_store *s = open_store(&e);
+	struct ledger_filter f = {.schedule = "weekly-report",
+				  .since_ms = INT64_MIN, .until_ms = INT64_MAX,
+				  .outcome = LEDGER_SUCCESS};
+	struct ledger_row *rows = NULL;
+	size_t n = 0;
+	assert_int_equal(ledger_query(s, &f, &rows, &n, NULL), 0);
+	assert_true(n >= 2);
+	struct store_job job;
+	assert_int_equal(store_job_get(s, rows[0].job_id, &job, NULL), 0);
+	assert_int_equal(job.policy.attempts, 2); /* the default class */
+	/* Slots are whole seconds on a Wednesday: not the weekly cron. */
+	assert_int_equal(rows[0].slot_ms % 1000, 0);
+	assert_int_not_equal(rows[0].slot_ms, rows[1].slot_ms);
+	ledger_rows_free(rows, n);
+	store_close(s);
+	env_dispose(&e);
+}
+
+/* ---- (5) SIGTERM: grace, release, exit 0 ------------------------------ */
+
+static void sigterm_grace(void **state)
+{
+	struct env e;
+	(void)state;
+	env_init(&e);
+	/* Grace 0.5 s, task 5 s: released. */
+	write_cfg(&e, "{concurrency: 1, lease: 5s, grace: 500ms}",
+		  "  long:\n"
+		  "    cron: \"0 3 * * *\"\n"
+		  "    tz: UTC\n"
+		  "    targets: [hook]\n"
+		  "    tasks:\n"
+		  "      - {name: t, shell: \"touch started; sleep 5; echo done\"}\n"
+		  "  short:\n"
+		  "    cron: \"0 3 * * *\"\n"
+		  "    tz: UTC\n"
+		  "    targets: [hook]\n"
+		  "    tasks:\n"
+		  "      - {name: t, shell: \"touch started2; sleep 0.4; "
+		  "echo done\"}\n");
+	pid_t pid = start_daemon(&e, NULL);
+	sleep_ms(150);
+	int64_t id = trigger(&e, "long", now_ms() / 1000 * 1000);
+	assert_true(wait_file(&e, "started", 3000));
+	int64_t t0 = now_ms();
+	kill(pid, SIGTERM);
+	int st = wait_exit(pid, 4000);
+	int64_t took = now_ms() - t0;
+	assert_true(st != -1 && WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	assert_true(took >= 450 && took < 2500);
+	struct sc_store *s = open_store(&e);
+	struct store_job job;
+	assert_int_equal(store_job_get(s, id, &job, NULL), 0);
+	assert_int_equal(job.state, JOB_READY);
+	assert_int_equal(job.attempts, 0);
+	store_close(s);
+	assert_int_equal(ledger_count(&e, "long", LEDGER_RELEASED), 1);
+	assert_int_equal(fake_http_count(e.srv, "/hook"), 0);
+
+	/* A slot shorter than the grace finishes. The released one runs
+	 * first (its claim is older); let it go, then stop the daemon while
+	 * `short` runs. */
+	write_cfg(&e, "{concurrency: 1, lease: 5s, grace: 3s}",
+		  "  short:\n"
+		  "    cron: \"0 3 * * *\"\n"
+		  "    tz: UTC\n"
+		  "    targets: [hook]\n"
+		  "    tasks:\n"
+		  "      - {name: t, shell: \"touch started2; sleep 0.4; "
+		  "echo done\"}\n");
+	s = open_store(&e);
+	struct sc_err err = {0};
+	/* Drop the released job out of the way: not this test's point. */
+	size_t n = 0;
+	assert_int_equal(queue_claim(s, "test", 60000, &job, 1, &n, &err), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(queue_complete(s, &job, NULL, &err), 0);
+	store_close(s);
+	pid = start_daemon(&e, NULL);
+	sleep_ms(150);
+	id = trigger(&e, "short", now_ms() / 1000 * 1000);
+	assert_true(wait_file(&e, "started2", 3000));
+	kill(pid, SIGTERM);
+	st = wait_exit(pid, 4000);
+	assert_true(st != -1 && WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	s = open_store(&e);
+	assert_int_equal(store_job_get(s, id, &job, NULL), 0);
+	assert_int_equal(job.state, JOB_DONE);
+	store_close(s);
+	assert_int_equal(fake_http_count(e.srv, "/hook"), 1);
+	env_dispose(&e);
+}
+
+/* ---- (6) SIGHUP: a broken config is refused, a good one taken --------- */
+
+static const char one_sched[] =
+	"  first:\n"
+	"    cron: \"0 3 * * *\"\n"
+	"    tz: UTC\n"
+	"    targets: [hook]\n"
+	"    tasks:\n"
+	"      - {name: t, shell: \"echo first\"}\n";
+
+static void sighup_reload(void **state)
+{
+	struct env e;
+	(void)state;
+	env_init(&e);
+	write_cfg(&e, W_FAST, one_sched);
+	pid_t pid = start_daemon(&e, NULL);
+	sleep_ms(200);
+
+	FILE *f = fopen(e.cfg, "w");
+	assert_non_null(f);
+	fputs("schedules: [this is: not: valid\n", f);
+	fclose(f);
+	kill(pid, SIGHUP);
+	int64_t end = now_ms() + 2000;
+	while (!log_has(&e, "event=reload outcome=refused") && now_ms() < end)
+		sleep_ms(10);
+	assert_true(log_has(&e, "event=reload outcome=refused"));
+	assert_int_equal(waitpid(pid, NULL, WNOHANG), 0); /* still running */
+	/* The old config still runs `first`. */
+	trigger(&e, "first", now_ms() / 1000 * 1000);
+	assert_true(wait_hooks(&e, 1, 2000));
+
+	/* A good config with a new schedule is taken. */
+	write_cfg(&e, W_FAST,
+		  "  second:\n"
+		  "    cron: \"0 3 * * *\"\n"
+		  "    tz: UTC\n"
+		  "    targets: [hook]\n"
+		  "    tasks:\n"
+		  "      - {name: t, shell: \"echo second\"}\n");
+	kill(pid, SIGHUP);
+	end = now_ms() + 2000;
+	while (!log_has(&e, "event=reload outcome=ok") && now_ms() < end)
+		sleep_ms(10);
+	assert_true(log_has(&e, "event=reload outcome=ok"));
+	trigger(&e, "second", now_ms() / 1000 * 1000);
+	assert_true(wait_hooks(&e, 2, 2000));
+	struct fake_request r;
+	assert_true(fake_http_request(e.srv, "/hook", 1, &r));
+	assert_non_null(strstr(r.body, "second"));
+	fake_request_dispose(&r);
+	stop_daemon(pid);
+	env_dispose(&e);
+}
+
+/* ---- (7) a trigger from another process starts within a second -------- */
+
+static void trigger_starts_within_a_second(void **state)
+{
+	struct env e;
+	(void)state;
+	env_init(&e);
+	write_cfg(&e, W_FAST,
+		  "  manual:\n"
+		  "    cron: \"0 3 1 1 *\"\n"
+		  "    tz: UTC\n"
+		  "    targets: [hook]\n"
+		  "    tasks:\n"
+		  "      - {name: t, shell: \"touch started; echo hi\"}\n");
+	pid_t pid = start_daemon(&e, NULL);
+	sleep_ms(500); /* idle: the daemon sleeps until next year's slot */
+	int64_t t0 = now_ms();
+	trigger(&e, "manual", t0 / 1000 * 1000);
+	assert_true(wait_file(&e, "started", 2000));
+	int64_t took = now_ms() - t0;
+	assert_true(took < 1000);
+	assert_true(wait_hooks(&e, 1, 2000));
+	stop_daemon(pid);
+	env_dispose(&e);
+}
+
+/* ---- (9) --once: what is due now, then exit -------------------------- */
+
+static int run_once(const struct env *e)
+{
+	char cmd[1400];
+
+	snprintf(cmd, sizeof(cmd), "cd '%s' && SURECRON_LOG=warn '%s' run "
+		 "--once --config '%s' 2>>'%s/once.log' </dev/null >/dev/null",
+		 e->dir, tu_bin(), e->cfg, e->dir);
+	int st = system(cmd);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void once_runs_what_is_due(void **state)
+{
+	struct env e;
+	(void)state;
+	env_init(&e);
+	write_cfg(&e, W_FAST,
+		  "  good:\n"
+		  "    cron: \"0 3 1 1 *\"\n"
+		  "    tz: UTC\n"
+		  "    targets: [hook]\n"
+		  "    tasks:\n"
+		  "      - {name: t, shell: \"echo good\"}\n"
+		  "  bad:\n"
+		  "    cron: \"0 3 1 1 *\"\n"
+		  "    tz: UTC\n"
+		  "    targets: [hook]\n"
+		  "    retry: {attempts: 2, backoff: fixed, delay: 1h}\n"
+		  "    tasks:\n"
+		  "      - {name: t, shell: \"echo quota >&2; exit 75\"}\n");
+	assert_int_equal(run_once(&e), 0); /* nothing due: fine */
+	assert_int_equal(fake_http_count(e.srv, "/hook"), 0);
+	trigger(&e, "good", now_ms() / 1000 * 1000);
+	assert_int_equal(run_once(&e), 0);
+	assert_int_equal(fake_http_count(e.srv, "/hook"), 1);
+	assert_int_equal(ledger_count(&e, "good", LEDGER_SUCCESS), 1);
+	/* A failed run: exit 1, the retry (an hour away) is left alone. */
+	int64_t id = trigger(&e, "bad", now_ms() / 1000 * 1000);
+	assert_int_equal(run_once(&e), 1);
+	assert_int_equal(ledger_count(&e, "bad", LEDGER_FAILED), 1);
+	struct sc_store *s = open_store(&e);
+	struct store_job job;
+	assert_int_equal(store_job_get(s, id, &job, NULL), 0);
+	assert_int_equal(job.state, JOB_READY);
+	assert_true(job.run_at_ms > now_ms() + 3000000);
+	store_close(s);
+	assert_int_equal(run_once(&e), 0); /* nothing due again */
+	env_dispose(&e);
+}
+
+/* ---- (8) PostgreSQL: two daemons, one database ------------------------ */
+
+static void two_daemons_pg(void **state)
+{
+	struct env e;
+	(void)state;
+	PGFX_NEED_SERVER();
+	env_init(&e);
+	snprintf(e.store_url, sizeof(e.store_url), "%s", pgfx_url());
+	write_cfg(&e, "{concurrency: 2, lease: 5s, grace: 1s}",
+		  "  persec:\n"
+		  "    cron: \"* * * * * *\"\n"
+		  "    tz: UTC\n"
+		  "    targets: [hook]\n"
+		  "    tasks:\n"
+		  "      - {name: t, shell: \"echo \\\"$SURECRON_SLOT\\\"\"}\n");
+	pid_t a = start_daemon(&e, NULL);
+	pid_t b = start_daemon(&e, NULL);
+	int64_t t0 = now_ms();
+	sleep_ms(10000);
+	stop_daemon(a);
+	stop_daemon(b);
+	int64_t t1 = now_ms();
+	sleep_ms(200);
+
+	size_t n = fake_http_count(e.srv, "/hook");
+	assert_true(n >= 7 && n <= (size_t)((t1 - t0) / 1000 + 1));
+	/* Each slot's message exactly once. */
+	char **bodies = calloc(n, sizeof(*bodies));
+	assert_non_null(bodies);
+	for (size_t i = 0; i < n; i++) {
+		struct fake_request r;
+		assert_true(fake_http_request(e.srv, "/hook", (long)i, &r));
+		bodies[i] = strdup(r.body);
+		fake_request_dispose(&r);
+		for (size_t j = 0; j < i; j++)
+			assert_string_not_equal(bodies[i], bodies[j]);
+	}
+	for (size_t i = 0; i < n; i++)
+		free(bodies[i]);
+	free(bodies);
+	assert_int_equal(ledger_count(&e, "persec", LEDGER_SUCCESS), n);
+	assert_int_equal(ledger_count(&e, "persec", LEDGER_FAILED), 0);
+	env_dispose(&e);
+}
+
+/* ---- (10) PostgreSQL restarted under a running daemon ------------------ */
+
+static void pg_restart(void **state)
+{
+	struct env e;
+	(void)state;
+	PGFX_NEED_SERVER();
+	if (!pgfx_restartable())
+		skip(); /* an external server: not ours to restart */
+	env_init(&e);
+	snprintf(e.store_url, sizeof(e.store_url), "%s", pgfx_url());
+	write_cfg(&e, "{concurrency: 1, lease: 5s, grace: 1s}",
+		  "  persec:\n"
+		  "    cron: \"* * * * * *\"\n"
+		  "    tz: UTC\n"
+		  "    targets: [hook]\n"
+		  "    tasks:\n"
+		  "      - {name: t, shell: \"echo \\\"$SURECRON_SLOT\\\"\"}\n");
+	pid_t pid = start_daemon(&e, NULL);
+	assert_true(wait_hooks(&e, 2, 5000));
+	assert_int_equal(pgfx_server("stop", NULL, 0), 0);
+	sleep_ms(1500);
+	assert_int_equal(waitpid(pid, NULL, WNOHANG), 0); /* still running */
+	assert_int_equal(pgfx_server("start", NULL, 0), 0);
+	size_t before = fake_http_count(e.srv, "/hook");
+	/* It reconnects by itself and catches up the slots of the outage. */
+	assert_true(wait_hooks(&e, before + 3, 8000));
+	kill(pid, SIGTERM);
+	int st = wait_exit(pid, 5000);
+	assert_true(st != -1 && WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	sleep_ms(100);
+	size_t n = fake_http_count(e.srv, "/hook");
+	char **bodies = calloc(n, sizeof(*bodies));
+	assert_non_null(bodies);
+	for (size_t i = 0; i < n; i++) {
+		struct fake_request r;
+		assert_true(fake_http_request(e.srv, "/hook", (long)i, &r));
+		bodies[i] = strdup(r.body);
+		fake_request_dispose(&r);
+		for (size_t j = 0; j < i; j++)
+			assert_string_not_equal(bodies[i], bodies[j]);
+	}
+	for (size_t i = 0; i < n; i++)
+		free(bodies[i]);
+	free(bodies);
+	/* No slot lost: the successful slots are consecutive seconds. */
+	struct sc_store *s = open_store(&e);
+	struct ledger_filter f = {.schedule = "persec", .since_ms = INT64_MIN,
+				  .until_ms = INT64_MAX,
+				  .outcome = LEDGER_SUCCESS};
+	struct ledger_row *rows = NULL;
+	size_t nr = 0;
+	assert_int_equal(ledger_query(s, &f, &rows, &nr, NULL), 0);
+	int64_t lo = INT64_MAX, hi = INT64_MIN;
+	for (size_t i = 0; i < nr; i++) {
+		lo = rows[i].slot_ms < lo ? rows[i].slot_ms : lo;
+		hi = rows[i].slot_ms > hi ? rows[i].slot_ms : hi;
+	}
+	assert_true(nr >= 5);
+	assert_int_equal((size_t)((hi - lo) / 1000 + 1), nr);
+	ledger_rows_free(rows, nr);
+	store_close(s);
+	env_dispose(&e);
+}
+
+/* ---- the offset clock (the test seam) --------------------------------- */
+
+static void offset_clock(void **state)
+{
+	(void)state;
+	struct sc_clock *c = sc_clock_offset_new(-86400000);
+	assert_non_null(c);
+	assert_false(sc_clock_is_virtual(c));
+	int64_t real = now_ms();
+	int64_t off = sc_clock_now_ms(c);
+	assert_true(off - (real - 86400000) >= 0 &&
+		    off - (real - 86400000) < 50);
+	sleep_ms(30);
+	assert_true(sc_clock_now_ms(c) - off >= 30); /* real speed */
+	assert_true(clock_now_ns(c) / 1000000 - sc_clock_now_ms(c) <= 1);
+	sc_clock_set_ms(c, 0); /* no-op: not virtual */
+	assert_true(sc_clock_now_ms(c) > 0);
+	sc_clock_free(c);
+}
+
+static int pg_teardown(void **state)
+{
+	reap_all(state);
+	return pgfx_teardown(state);
+}
+
+int main(void)
+{
+	if (getenv("TEST_FILTER"))
+		cmocka_set_test_filter(getenv("TEST_FILTER"));
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_teardown(offset_clock, reap_all),
+		cmocka_unit_test_teardown(quota_then_success, reap_all),
+		cmocka_unit_test_teardown(kill9_mid_slot, reap_all),
+		cmocka_unit_test_teardown(downtime_catchup_latest, reap_all),
+		cmocka_unit_test_teardown(env_override_fires, reap_all),
+		cmocka_unit_test_teardown(sigterm_grace, reap_all),
+		cmocka_unit_test_teardown(sighup_reload, reap_all),
+		cmocka_unit_test_teardown(trigger_starts_within_a_second, reap_all),
+		cmocka_unit_test_teardown(once_runs_what_is_due, reap_all),
+	};
+	const struct CMUnitTest pg_tests[] = {
+		cmocka_unit_test_setup_teardown(two_daemons_pg, pgfx_setup,
+						pg_teardown),
+		cmocka_unit_test_setup_teardown(pg_restart, pgfx_setup,
+						pg_teardown),
+	};
+	int rc = cmocka_run_group_tests_name("daemon", tests, NULL, NULL);
+	rc += cmocka_run_group_tests_name("daemon_pg", pg_tests,
+					  pgfx_group_setup,
+					  pgfx_group_teardown);
+	return rc;
+}
