@@ -329,7 +329,9 @@ static void run_job(struct daemon *d, struct sc_store *s, struct cfg_ref *cr,
 	struct sc_err e = {0};
 	char slot[CLOCK_ISO_MAX];
 	int64_t t0 = clock_mono_ms();
-	int64_t late = sc_clock_now_ms(d->clock) - job->run_at_ms;
+	/* How late the claim came after the job's due instant, in us. */
+	int64_t late_us = (clock_now_ns(d->clock) - job->run_at_ms * 1000000) /
+			  1000;
 
 	if (k.lease_ms <= 0)
 		k.lease_ms = QUEUE_LEASE_MS;
@@ -338,8 +340,8 @@ static void run_job(struct daemon *d, struct sc_store *s, struct cfg_ref *cr,
 	pthread_mutex_unlock(&d->mu);
 	SC_LOG(SC_LOG_INFO, "daemon",
 	       "event=start schedule=%s slot=%s job=%lld attempt=%d "
-	       "late_ms=%lld", job->schedule, iso(job->slot_ms, slot),
-	       (long long)job->id, job->attempts, (long long)late);
+	       "late_us=%lld", job->schedule, iso(job->slot_ms, slot),
+	       (long long)job->id, job->attempts, (long long)late_us);
 
 	int rc = orch_run_job(&ctx, job, &res, &e);
 	if (rc == SC_EIO && !k.released && !k.lost)

@@ -41,13 +41,13 @@ async function main() {
   await new Promise((r) => setTimeout(r, seconds * 1000));
   const rssKb = Math.round(process.memoryUsage().rss / 1024);
   const peakKb = process.resourceUsage().maxRSS;
-  // Private memory (USS): what this process alone costs, shared library
-  // pages left out (Linux only).
-  let ussKb = NaN;
+  // Anonymous memory (heap, stacks, JIT): what this process itself
+  // allocated, shared library pages left out (Linux only).
+  let anonKb = NaN;
   try {
     const t = require('fs').readFileSync('/proc/self/smaps_rollup', 'utf8');
     const kb = (k) => Number((t.match(new RegExp(`^${k}:\\s+(\\d+)`, 'm')) || [0, NaN])[1]);
-    ussKb = kb('Private_Clean') + kb('Private_Dirty');
+    anonKb = kb('Anonymous');
   } catch (e) { /* not Linux */ }
   await worker.close();
   await queue.obliterate({ force: true }).catch(() => {});
@@ -56,7 +56,7 @@ async function main() {
   const s = late.slice(1).sort((a, b) => a - b);
   console.log(`${label} runs=${s.length} p50_ms=${pct(s, 50).toFixed(3)} ` +
     `p99_ms=${pct(s, 99).toFixed(3)} max_ms=${s[s.length - 1].toFixed(3)} ` +
-    `rss_kb=${rssKb} maxrss_kb=${peakKb} uss_kb=${ussKb}`);
+    `rss_kb=${rssKb} maxrss_kb=${peakKb} anon_kb=${anonKb}`);
 }
 
 main().then(() => process.exit(0), (e) => { console.error(e); process.exit(1); });
