@@ -6,8 +6,8 @@
 #
 #   1. surecron check          validate the config
 #   2. surecron explain NAME   each schedule: class, policy, retry timeline
-#   3. if the binary has `run`: trigger each schedule, `run --once`, then
-#      show the deliveries file and the ledger
+#   3. trigger each schedule, `run --once`, then show the deliveries file
+#      and the ledger
 #   4. surecron status         next slots, classes, last outcomes, jobs
 set -eu
 bin=${1:-build/surecron}
@@ -35,25 +35,20 @@ for n in $names; do
 	"$bin" explain --config "$cfg" "$n"
 done
 
-if "$bin" help run >/dev/null 2>&1; then
-	for n in $names; do
-		say trigger --config "$cfg" "$n"
-		"$bin" trigger --config "$cfg" "$n"
-	done
-	say run --once --config "$cfg"
-	# A failed run is part of the story, not the end of the example: the
-	# ledger below says what happened.
-	rc=0
-	"$bin" run --once --config "$cfg" || rc=$?
-	[ "$rc" -eq 0 ] || printf '(run --once exited %s: a run did not complete)\n' "$rc"
-	printf '\n$ cat %s/deliveries.jsonl\n' "$dir"
-	cat "$dir/deliveries.jsonl" 2>/dev/null || echo "(nothing delivered)"
-	say ledger --config "$cfg"
-	"$bin" ledger --config "$cfg"
-else
-	printf '\n(this build has no `surecron run` yet: nothing is run; '
-	printf 'try `surecron trigger` once the daemon is merged)\n'
-fi
+for n in $names; do
+	say trigger --config "$cfg" "$n"
+	"$bin" trigger --config "$cfg" "$n"
+done
+say run --once --config "$cfg"
+# A failed run is part of the story, not the end of the example: the
+# ledger below says what happened.
+rc=0
+"$bin" run --once --config "$cfg" || rc=$?
+[ "$rc" -eq 0 ] || printf '(run --once exited %s: a run did not complete)\n' "$rc"
+printf '\n$ cat %s/deliveries.jsonl\n' "$dir"
+cat "$dir/deliveries.jsonl" 2>/dev/null || echo "(nothing delivered)"
+say ledger --config "$cfg"
+"$bin" ledger --config "$cfg"
 
 say status --config "$cfg"
 "$bin" status --config "$cfg"

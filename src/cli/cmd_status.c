@@ -78,7 +78,7 @@ static void print_text(const struct cli_state *st, struct sched_status *v,
 {
 	char t[CLI_TIME_MAX], p[96], u[CLOCK_ISO_MAX];
 
-	printf("store: %s (%s)\n", store_backend_name(st->store), st->path);
+	printf("config: %s\nstore:  %s\n", st->path, st->cfg->store_url);
 	for (size_t i = 0; i < st->cfg->n_schedules; i++) {
 		const struct schedule_spec *sc = &st->cfg->schedules[i];
 		struct sched_status *x = &v[i];
