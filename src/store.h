@@ -101,6 +101,8 @@ struct ledger_filter {
 	const char *outcome;        /* NULL: all; else one LEDGER_* word */
 	bool lost_or_missed;        /* only LEDGER_LOST and LEDGER_MISSED */
 	int limit;                  /* 0: no limit */
+	bool newest_first;          /* newest row first: with limit 1, the
+				       latest row, without reading the rest */
 };
 
 /* ---- delivery -------------------------------------------------------- */

@@ -190,6 +190,7 @@ enum stmt {
 	ST_COUNTS,
 	ST_LEDGER_APPEND,
 	ST_LEDGER_QUERY,
+	ST_LEDGER_QUERY_DESC,
 	ST_OUTBOX_PUT,
 	ST_OUTBOX_GET,
 	ST_OUTBOX_SET,
@@ -312,6 +313,13 @@ static const char *const sql[ST_COUNT] = {
 	" AND ($4::text IS NULL OR outcome = $4::text)"
 	" AND (NOT $5::boolean OR outcome IN ('" LEDGER_LOST "', '"
 	LEDGER_MISSED "')) ORDER BY id LIMIT $6::bigint",
+	[ST_LEDGER_QUERY_DESC] =
+	"SELECT id, " LEDGER_COLS " FROM ledger"
+	" WHERE ($1::text IS NULL OR schedule = $1::text)"
+	" AND slot_ms >= $2::bigint AND slot_ms < $3::bigint"
+	" AND ($4::text IS NULL OR outcome = $4::text)"
+	" AND (NOT $5::boolean OR outcome IN ('" LEDGER_LOST "', '"
+	LEDGER_MISSED "')) ORDER BY id DESC LIMIT $6::bigint",
 	[ST_OUTBOX_PUT] =
 	"INSERT INTO outbox (schedule, slot_ms, target, body, state,"
 	" created_ms) VALUES ($1, $2::bigint, $3, $4, 1, $5::bigint)"
@@ -362,6 +370,7 @@ static const char *const sql[ST_COUNT] = {
 static const bool oneshot[ST_COUNT] = {
 	[ST_COUNTS] = true,
 	[ST_LEDGER_QUERY] = true,
+	[ST_LEDGER_QUERY_DESC] = true,
 };
 
 /* ---- the handle ------------------------------------------------------- */
@@ -1313,7 +1322,9 @@ static int pg_ledger_query(void *impl, const struct ledger_filter *f,
 		arg_i64(&a, f->limit);
 	else
 		arg_str(&a, NULL);
-	rc = run(impl, ST_LEDGER_QUERY, &a, &res, err);
+	rc = run(impl, f && f->newest_first ? ST_LEDGER_QUERY_DESC
+					      : ST_LEDGER_QUERY,
+		 &a, &res, err);
 	if (rc)
 		return rc;
 	size_t got = (size_t)PQntuples(res);

@@ -184,6 +184,7 @@ enum stmt_id {
 	ST_JOB_COUNTS,
 	ST_LEDGER_INSERT,
 	ST_LEDGER_QUERY,
+	ST_LEDGER_QUERY_DESC,
 	ST_OUTBOX_PUT,
 	ST_OUTBOX_GET,
 	ST_OUTBOX_SET,
@@ -267,6 +268,12 @@ static const char *const stmt_sql[N_STMT] = {
 		"slot_ms < ?3 AND (?4 IS NULL OR outcome = ?4) AND "
 		"(?5 = 0 OR outcome IN ('lost', 'missed')) "
 		"ORDER BY id LIMIT ?6",
+	[ST_LEDGER_QUERY_DESC] =
+		"SELECT " LEDGER_COLS " FROM ledger "
+		"WHERE (?1 IS NULL OR schedule = ?1) AND slot_ms >= ?2 AND "
+		"slot_ms < ?3 AND (?4 IS NULL OR outcome = ?4) AND "
+		"(?5 = 0 OR outcome IN ('lost', 'missed')) "
+		"ORDER BY id DESC LIMIT ?6",
 	[ST_OUTBOX_PUT] =
 		"INSERT INTO outbox(schedule, slot_ms, target, state, body, "
 		"created_ms, updated_ms) VALUES (?1, ?2, ?3, 1, ?4, ?5, ?5) "
@@ -1586,7 +1593,8 @@ static int sq_ledger_query(void *impl, const struct ledger_filter *f,
 	size_t len = 0, cap = 0;
 	bool oom = false;
 	sqlite3_stmt *st = NULL;
-	int rc = prep(q, ST_LEDGER_QUERY, &st, err);
+	int rc = prep(q, f->newest_first ? ST_LEDGER_QUERY_DESC
+					 : ST_LEDGER_QUERY, &st, err);
 
 	if (rc)
 		return rc;

@@ -34,7 +34,8 @@ static int last_row(struct sc_store *s, const char *name,
 		    struct sched_status *out, struct sc_err *err)
 {
 	struct ledger_filter f = {.schedule = name, .since_ms = INT64_MIN,
-				  .until_ms = INT64_MAX};
+				  .until_ms = INT64_MAX, .limit = 1,
+				  .newest_first = true};
 	struct ledger_row *rows = NULL;
 	size_t n = 0;
 	int rc = ledger_query(s, &f, &rows, &n, err);
@@ -43,10 +44,10 @@ static int last_row(struct sc_store *s, const char *name,
 		return rc;
 	if (n) {
 		out->has_last = true;
-		out->last = rows[n - 1];
-		/* Take the last row's strings; free the rest. */
-		rows[n - 1].error_msg = NULL;
-		rows[n - 1].details_json = NULL;
+		out->last = rows[0];
+		/* Take the row's strings; the array is freed below. */
+		rows[0].error_msg = NULL;
+		rows[0].details_json = NULL;
 	}
 	ledger_rows_free(rows, n);
 	return 0;

@@ -213,7 +213,8 @@ static void killed_node_job_is_taken_over(void **state)
 	struct sc_store *s = NULL;
 	struct store_job j;
 	struct ledger_row *rows = NULL;
-	struct ledger_filter f = {SCHED, INT64_MIN, INT64_MAX, NULL, false, 0};
+	struct ledger_filter f = {.schedule = SCHED, .since_ms = INT64_MIN,
+				  .until_ms = INT64_MAX};
 	int fds[2];
 	size_t n = 0;
 	char name[32];

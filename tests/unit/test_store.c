@@ -733,15 +733,18 @@ static void ledger_queries_filter(void **state)
 		size_t n;
 		int first; /* index into seed of the first row */
 	} cases[] = {
-		{{NULL, INT64_MIN, INT64_MAX, NULL, false, 0}, 7, 0},
-		{{"a", INT64_MIN, INT64_MAX, NULL, false, 0}, 3, 0},
-		{{"b", INT64_MIN, INT64_MAX, NULL, false, 0}, 3, 3},
-		{{NULL, T0 + 1, T0 + 4, NULL, false, 0}, 4, 1},
-		{{NULL, INT64_MIN, INT64_MAX, LEDGER_SUCCESS, false, 0}, 2, 0},
-		{{NULL, INT64_MIN, INT64_MAX, NULL, true, 0}, 3, 2},
-		{{"b", T0 + 2, T0 + 3, NULL, true, 0}, 1, 3},
-		{{NULL, INT64_MIN, INT64_MAX, NULL, false, 2}, 2, 0},
-		{{"zzz", INT64_MIN, INT64_MAX, NULL, false, 0}, 0, 0},
+		{{NULL, INT64_MIN, INT64_MAX, NULL, false, 0, false}, 7, 0},
+		{{"a", INT64_MIN, INT64_MAX, NULL, false, 0, false}, 3, 0},
+		{{"b", INT64_MIN, INT64_MAX, NULL, false, 0, false}, 3, 3},
+		{{NULL, T0 + 1, T0 + 4, NULL, false, 0, false}, 4, 1},
+		{{NULL, INT64_MIN, INT64_MAX, LEDGER_SUCCESS, false, 0, false}, 2, 0},
+		{{NULL, INT64_MIN, INT64_MAX, NULL, true, 0, false}, 3, 2},
+		{{"b", T0 + 2, T0 + 3, NULL, true, 0, false}, 1, 3},
+		{{NULL, INT64_MIN, INT64_MAX, NULL, false, 2, false}, 2, 0},
+		{{"zzz", INT64_MIN, INT64_MAX, NULL, false, 0, false}, 0, 0},
+		/* newest first: the latest row of a schedule, alone */
+		{{"a", INT64_MIN, INT64_MAX, NULL, false, 1, true}, 1, 2},
+		{{NULL, INT64_MIN, INT64_MAX, NULL, false, 0, true}, 7, 6},
 	};
 	struct fix f;
 
@@ -770,7 +773,9 @@ static void ledger_queries_filter(void **state)
 					    seed[cases[i].first].outcome);
 		}
 		for (size_t k = 1; k < n; k++)
-			assert_true(rows[k].id > rows[k - 1].id);
+			assert_true(cases[i].f.newest_first
+					    ? rows[k].id < rows[k - 1].id
+					    : rows[k].id > rows[k - 1].id);
 		ledger_rows_free(rows, n);
 	}
 	struct ledger_row bad = {.schedule = "a"};

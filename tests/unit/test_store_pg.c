@@ -61,7 +61,7 @@ static struct store_job claim1(void *h, const char *worker, int64_t lease)
 
 static size_t ledger_all(void *h, struct ledger_row **rows)
 {
-	struct ledger_filter f = {NULL, INT64_MIN, INT64_MAX, NULL, false, 0};
+	struct ledger_filter f = {.since_ms = INT64_MIN, .until_ms = INT64_MAX};
 	size_t n = 0;
 	assert_int_equal(ops->ledger_query(h, &f, rows, &n, NULL), 0);
 	return n;
@@ -514,13 +514,13 @@ static void ledger_append_and_filters(void **state)
 		struct ledger_filter f;
 		size_t want;
 	} q[] = {
-		{{NULL, INT64_MIN, INT64_MAX, NULL, false, 0}, 5},
-		{{"a", INT64_MIN, INT64_MAX, NULL, false, 0}, 3},
-		{{NULL, 150, 400, NULL, false, 0}, 3},
-		{{NULL, INT64_MIN, INT64_MAX, LEDGER_MISSED, false, 0}, 2},
-		{{NULL, INT64_MIN, INT64_MAX, NULL, true, 0}, 3},
-		{{"b", INT64_MIN, 300, NULL, true, 0}, 1},
-		{{NULL, INT64_MIN, INT64_MAX, NULL, false, 2}, 2},
+		{{NULL, INT64_MIN, INT64_MAX, NULL, false, 0, false}, 5},
+		{{"a", INT64_MIN, INT64_MAX, NULL, false, 0, false}, 3},
+		{{NULL, 150, 400, NULL, false, 0, false}, 3},
+		{{NULL, INT64_MIN, INT64_MAX, LEDGER_MISSED, false, 0, false}, 2},
+		{{NULL, INT64_MIN, INT64_MAX, NULL, true, 0, false}, 3},
+		{{"b", INT64_MIN, 300, NULL, true, 0, false}, 1},
+		{{NULL, INT64_MIN, INT64_MAX, NULL, false, 2, false}, 2},
 	};
 	for (size_t i = 0; i < sizeof(in) / sizeof(in[0]); i++) {
 		struct ledger_row r = {0};
