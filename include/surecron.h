@@ -17,8 +17,7 @@
  *     matching _free function or, for plain strings, with sc_free().
  *   - Thread-safety is stated per item.
  *
- * Sections, in layer order: errors, clock, cron, store/queue, tasks,
- * delivery, http, config. Each module adds its items to its own section.
+ * Sections, in layer order: errors, logging, clock, retry policy, cron.
  */
 #ifndef SURECRON_H
 #define SURECRON_H
@@ -410,21 +409,14 @@ SC_API int sc_retry_timeline(const struct sc_retry_policy *p,
 			     int64_t slot_ms, struct sc_retry_timeline *out,
 			     struct sc_err *err);
 
-/* ------------------------------------------------------------------ */
-/* Store, queue and ledger (src/store.h, src/queue.h, src/ledger.h)   */
-/* ------------------------------------------------------------------ */
-
-/* ------------------------------------------------------------------ */
-/* Tasks, orchestrator and delivery                                   */
-/* ------------------------------------------------------------------ */
-
-/* ------------------------------------------------------------------ */
-/* HTTP client and auth (src/http.h)                                  */
-/* ------------------------------------------------------------------ */
-
-/* ------------------------------------------------------------------ */
-/* Config (src/config.h)                                              */
-/* ------------------------------------------------------------------ */
+/*
+ * The layers above cron (store, queue, scheduler, orchestrator, tasks,
+ * delivery, HTTP client, config, daemon) are internal for now: their
+ * interfaces live in src/<module>.h under <module>_ names and may change
+ * between versions. The surecron binary links libsurecron statically. An
+ * item moves here, with an sc_ name and SC_API, once a program outside the
+ * tree needs it and its shape has settled.
+ */
 
 #ifdef __cplusplus
 }
