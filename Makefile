@@ -92,6 +92,12 @@ ifneq ($(filter _%,$(MAKECMDGOALS)),)
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
 PKG_LIBS := $(shell pkg-config --libs $(PKGS))
 CMOCKA_LIBS := $(shell pkg-config --libs cmocka 2>/dev/null)
+# The binary does not link libcurl and libpq: src/lazylib.c dlopens them
+# on first use (their headers still come from PKG_CFLAGS), so a daemon on
+# SQLite never maps them and their ~30 dependencies. libmicrohttpd is for
+# the test fakes only. Tests and benchmarks keep PKG_LIBS (they call libpq
+# and libmicrohttpd themselves). dlopen is in glibc's libc since 2.34.
+BIN_LIBS := $(shell pkg-config --libs sqlite3 jansson yaml-0.1 libcrypto) -ldl
 endif
 
 CC ?= gcc
@@ -134,7 +140,8 @@ $(FAKELIB): $(FAKE_OBJ) | $(LIB)
 	@if [ -n "$(FAKE_OBJ)" ]; then ar rcs $@ $(FAKE_OBJ); else ar rcs $@; fi
 
 $(BIN): $(CLI_OBJ) $(LIB)
-	$(CC) $(LDFLAGS_ALL) -o $@ $(CLI_OBJ) $(LIB) $(LDLIBS_ALL)
+	$(CC) $(LDFLAGS_ALL) -o $@ $(CLI_OBJ) $(LIB) $(BIN_LIBS) -pthread -lm \
+		$(LDLIBS)
 
 $(B)/tests/%: tests/unit/%.c $(LIB) $(FAKELIB)
 	@mkdir -p $(dir $@)

@@ -15,9 +15,7 @@
  */
 #include <arpa/inet.h>
 #include <ctype.h>
-#include <curl/curl.h>
 #include <errno.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +23,7 @@
 
 #include "buf.h"
 #include "clock.h"
+#include "dl_curl.h"
 #include "err.h"
 #include "http.h"
 #include "log.h"
@@ -45,14 +44,6 @@ struct http_client {
 	char errbuf[CURL_ERROR_SIZE];
 };
 
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-static CURLcode curl_init_rc;
-
-static void curl_init_once(void)
-{
-	curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
-}
-
 static char *dup_or_null(const char *s, bool *oom)
 {
 	if (!s)
@@ -72,12 +63,9 @@ struct http_client *http_client_new(const struct http_options *opt,
 
 	if (!opt)
 		opt = &defaults;
-	pthread_once(&curl_once, curl_init_once);
-	if (curl_init_rc != CURLE_OK) {
-		sc_err_set(err, SC_EIO, "http: curl_global_init failed: %s",
-			   curl_easy_strerror(curl_init_rc));
+	/* libcurl is mapped on first use (curl_global_init included). */
+	if (dl_curl_load(err) != 0)
 		return NULL;
-	}
 	c = calloc(1, sizeof(*c));
 	if (!c) {
 		sc_err_set(err, SC_ENOMEM, "http: out of memory");
@@ -248,10 +236,12 @@ static bool is_loopback_host(const char *host)
 
 int http_check_secure_url(const char *url, struct sc_err *err)
 {
-	CURLU *u = curl_url();
 	char *scheme = NULL, *host = NULL;
-	int rc = 0;
+	int rc = dl_curl_load(err);
 
+	if (rc)
+		return rc;
+	CURLU *u = curl_url();
 	if (!u)
 		return sc_err_set(err, SC_ENOMEM, "http: out of memory");
 	if (!url || curl_url_set(u, CURLUPART_URL, url, 0) != CURLUE_OK ||
@@ -376,6 +366,8 @@ static bool parse_http_date(const char *s, int64_t *out_s)
 	 * fields or the asctime layout; anything else is malformed. */
 	size_t len = strlen(s);
 	if (len < 24 || len > 40 || !isalpha((unsigned char)s[0]))
+		return false;
+	if (dl_curl_load(NULL) != 0)
 		return false;
 	time_t t = curl_getdate(s, NULL);
 	if (t == (time_t)-1)

@@ -59,7 +59,6 @@
  * Threading: one handle (one connection) per thread, as store.h says.
  */
 #include <inttypes.h>
-#include <libpq-fe.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,6 +66,7 @@
 #include <time.h>
 
 #include "clock.h"
+#include "dl_pq.h"
 #include "err.h"
 #include "failpoint.h"
 #include "log.h"
@@ -824,6 +824,10 @@ static int pg_open(const char *target, struct sc_clock *clock, void **impl,
 
 	if (!target || !clock)
 		return sc_err_set(err, SC_EINVAL, "postgres: no URL or clock");
+	/* libpq is mapped on first use: SQLite-only daemons never load it. */
+	rc = dl_pq_load(err);
+	if (rc)
+		return rc;
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return sc_err_set(err, SC_ENOMEM, "out of memory");

@@ -1,0 +1,69 @@
+/*
+ * dl_pq.h - libpq through the lazily loaded table (see lazylib.h).
+ * Include this instead of <libpq-fe.h>; call dl_pq_load first.
+ */
+#ifndef SC_DL_PQ_H
+#define SC_DL_PQ_H
+
+#include <libpq-fe.h>
+
+#include "lazylib.h"
+
+/* Every libpq function the library calls; add a row to use another. */
+#define DL_PQ_FUNCS(X)                                                      \
+	X(PQclear)                                                          \
+	X(PQcmdTuples)                                                      \
+	X(PQconnectdbParams)                                                \
+	X(PQconsumeInput)                                                   \
+	X(PQerrorMessage)                                                   \
+	X(PQexec)                                                           \
+	X(PQexecParams)                                                     \
+	X(PQexecPrepared)                                                   \
+	X(PQfinish)                                                         \
+	X(PQfreemem)                                                        \
+	X(PQgetisnull)                                                      \
+	X(PQgetvalue)                                                       \
+	X(PQnotifies)                                                       \
+	X(PQntuples)                                                        \
+	X(PQprepare)                                                        \
+	X(PQresultErrorField)                                               \
+	X(PQresultErrorMessage)                                             \
+	X(PQresultStatus)                                                   \
+	X(PQsetNoticeProcessor)                                             \
+	X(PQsocket)                                                         \
+	X(PQstatus)
+
+struct dl_pq_table {
+#define DL_PQ_SLOT(f) __typeof__(f) *f;
+	DL_PQ_FUNCS(DL_PQ_SLOT)
+#undef DL_PQ_SLOT
+};
+
+/* Filled once by dl_pq_load; read-only afterwards. */
+extern struct dl_pq_table dl_pq;
+
+#ifndef SC_LAZYLIB_IMPL
+#define PQclear (dl_pq.PQclear)
+#define PQcmdTuples (dl_pq.PQcmdTuples)
+#define PQconnectdbParams (dl_pq.PQconnectdbParams)
+#define PQconsumeInput (dl_pq.PQconsumeInput)
+#define PQerrorMessage (dl_pq.PQerrorMessage)
+#define PQexec (dl_pq.PQexec)
+#define PQexecParams (dl_pq.PQexecParams)
+#define PQexecPrepared (dl_pq.PQexecPrepared)
+#define PQfinish (dl_pq.PQfinish)
+#define PQfreemem (dl_pq.PQfreemem)
+#define PQgetisnull (dl_pq.PQgetisnull)
+#define PQgetvalue (dl_pq.PQgetvalue)
+#define PQnotifies (dl_pq.PQnotifies)
+#define PQntuples (dl_pq.PQntuples)
+#define PQprepare (dl_pq.PQprepare)
+#define PQresultErrorField (dl_pq.PQresultErrorField)
+#define PQresultErrorMessage (dl_pq.PQresultErrorMessage)
+#define PQresultStatus (dl_pq.PQresultStatus)
+#define PQsetNoticeProcessor (dl_pq.PQsetNoticeProcessor)
+#define PQsocket (dl_pq.PQsocket)
+#define PQstatus (dl_pq.PQstatus)
+#endif
+
+#endif

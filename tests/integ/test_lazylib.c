@@ -1,0 +1,172 @@
+/*
+ * test_lazylib.c - libcurl and libpq are loaded on first use (lazylib.c):
+ * the real binary ($SURECRON_BIN) runs with LD_LIBRARY_PATH pointing at a
+ * folder whose libcurl.so.4 and libpq.so.5 are empty files, so dlopen of
+ * them fails. Commands that need neither still work (the binary does not
+ * link them); those that need one fail with the clear error, not a crash.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+static char tmp[256];
+static char out[65536], err[65536];
+
+static const char *path_in_tmp(const char *name)
+{
+	static char path[512];
+	snprintf(path, sizeof(path), "%s/%s", tmp, name);
+	return path;
+}
+
+static void write_file(const char *name, const char *text)
+{
+	FILE *f = fopen(path_in_tmp(name), "wb");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+static const char cfg_fmt[] = "store: %s\n"
+			      "schedules:\n"
+			      "  a:\n"
+			      "    cron: \"0 3 * * *\"\n"
+			      "    tasks:\n"
+			      "      - {name: t, command: [\"/bin/true\"]}\n";
+
+static int setup(void **state)
+{
+	char cfg[512];
+
+	snprintf(tmp, sizeof(tmp), "%s", tu_tmpdir());
+	/* Empty files: dlopen says "file too short". */
+	write_file("libcurl.so.4", "");
+	write_file("libpq.so.5", "");
+	snprintf(cfg, sizeof(cfg), cfg_fmt, "sqlite:./s.db");
+	write_file("sqlite.yaml", cfg);
+	/* Port 1: nothing listens, so with a working libpq this is a
+	 * connection error, never a load error. */
+	snprintf(cfg, sizeof(cfg), cfg_fmt, "postgres://127.0.0.1:1/x");
+	write_file("pg.yaml", cfg);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	tu_rmrf(tmp);
+	return 0;
+}
+
+static void slurp(const char *path, char *buf, size_t n)
+{
+	FILE *f = fopen(path, "rb");
+	size_t got = 0;
+
+	if (f) {
+		got = fread(buf, 1, n - 1, f);
+		fclose(f);
+	}
+	buf[got] = '\0';
+}
+
+/* Runs the binary in tmp with args (NULL-ended); broken: with the empty
+ * libraries first on LD_LIBRARY_PATH. Fills out/err; returns the exit
+ * status and fails the test if the child died of a signal. */
+static int run(bool broken, const char *const *args)
+{
+	char op[300], ep[300], bin[PATH_MAX];
+	char *argv[16];
+	int n = 0;
+
+	snprintf(op, sizeof(op), "%s/.out", tmp);
+	snprintf(ep, sizeof(ep), "%s/.err", tmp);
+	assert_non_null(realpath(tu_bin(), bin));
+	argv[n++] = bin;
+	for (; args[n - 1] && n < 15; n++)
+		argv[n] = (char *)args[n - 1];
+	argv[n] = NULL;
+
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		int fo = open(op, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		int fe = open(ep, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		if (fo < 0 || fe < 0 || dup2(fo, 1) < 0 || dup2(fe, 2) < 0 ||
+		    chdir(tmp) != 0)
+			_exit(127);
+		if (broken)
+			setenv("LD_LIBRARY_PATH", tmp, 1);
+		else
+			unsetenv("LD_LIBRARY_PATH");
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	int st;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	slurp(op, out, sizeof(out));
+	slurp(ep, err, sizeof(err));
+	assert_true(WIFEXITED(st));
+	return WEXITSTATUS(st);
+}
+
+/* The binary starts and a SQLite store works with both libraries broken:
+ * neither is linked, neither is loaded when not needed. */
+static void sqlite_needs_neither(void **state)
+{
+	const char *args[] = {"status", "--config", "sqlite.yaml", NULL};
+
+	assert_int_equal(run(true, args), 0);
+	assert_non_null(strstr(out, "sqlite:"));
+	assert_null(strstr(err, "could not be loaded"));
+}
+
+static void http_without_libcurl_fails_clearly(void **state)
+{
+	const char *args[] = {"http", "GET", "http://127.0.0.1:1/", NULL};
+
+	assert_int_equal(run(true, args), 1);
+	assert_non_null(strstr(err, "libcurl.so.4 could not be loaded: "));
+	assert_non_null(strstr(err, "; install libcurl4"));
+	/* The same request with the real libcurl gets to the network. */
+	assert_int_equal(run(false, args), 75);
+	assert_null(strstr(err, "could not be loaded"));
+	assert_non_null(strstr(err, "connection refused"));
+}
+
+static void postgres_without_libpq_fails_clearly(void **state)
+{
+	const char *args[] = {"status", "--config", "pg.yaml", NULL};
+
+	assert_int_equal(run(true, args), 1);
+	assert_non_null(strstr(err, "libpq.so.5 could not be loaded: "));
+	assert_non_null(strstr(err, "; install libpq5"));
+	/* With the real libpq: loaded, then the connection is refused. */
+	assert_int_equal(run(false, args), 1);
+	assert_null(strstr(err, "could not be loaded"));
+	assert_non_null(strstr(err, "cannot connect to PostgreSQL"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(sqlite_needs_neither, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(
+			http_without_libcurl_fails_clearly, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			postgres_without_libpq_fails_clearly, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
