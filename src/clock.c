@@ -20,9 +20,18 @@ struct sc_clock {
 	bool is_virtual;
 	_Atomic int64_t virt_ms;
 	int64_t offset_ms; /* a real clock shifted by this much (test seam) */
+	int64_t rate;      /* 0 or 1: real speed; else this many times faster,
+			      from clock base_ns at real instant anchor_ns */
+	int64_t base_ns, anchor_ns;
 };
 
 static struct sc_clock real_clock = {.is_virtual = false};
+
+/* ns to ms rounding down, also before 1970 */
+static int64_t floor_div_ms(int64_t ns)
+{
+	return ns >= 0 ? ns / 1000000 : -((-ns + 999999) / 1000000);
+}
 
 struct sc_clock *sc_clock_real(void)
 {
@@ -50,6 +59,33 @@ struct sc_clock *sc_clock_offset_new(int64_t offset_ms)
 	return c;
 }
 
+struct sc_clock *clock_scaled_new(int64_t start_ms, int64_t anchor_ms,
+				  int64_t rate)
+{
+	struct sc_clock *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->rate = rate > 1 ? rate : 1;
+	c->base_ns = start_ms * 1000000;
+	c->anchor_ns = anchor_ms * 1000000;
+	return c;
+}
+
+int64_t clock_real_delta_ns(const struct sc_clock *c, int64_t delta_ns)
+{
+	if (c && !c->is_virtual && c->rate > 1)
+		return delta_ns / c->rate;
+	return delta_ns;
+}
+
+int64_t clock_real_delta_ms(const struct sc_clock *c, int64_t delta_ms)
+{
+	if (c && !c->is_virtual && c->rate > 1)
+		return delta_ms / c->rate;
+	return delta_ms;
+}
+
 void sc_clock_free(struct sc_clock *c)
 {
 	if (c && c != &real_clock)
@@ -62,6 +98,8 @@ int64_t sc_clock_now_ms(const struct sc_clock *c)
 
 	if (c && c->is_virtual)
 		return atomic_load(&((struct sc_clock *)c)->virt_ms);
+	if (c && c->rate > 1)
+		return floor_div_ms(clock_now_ns(c));
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 +
 	       (c ? c->offset_ms : 0);
@@ -74,6 +112,9 @@ int64_t clock_now_ns(const struct sc_clock *c)
 	if (c && c->is_virtual)
 		return atomic_load(&((struct sc_clock *)c)->virt_ms) * 1000000;
 	clock_gettime(CLOCK_REALTIME, &ts);
+	if (c && c->rate > 1)
+		return c->base_ns + ((int64_t)ts.tv_sec * 1000000000 +
+				     ts.tv_nsec - c->anchor_ns) * c->rate;
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec +
 	       (c ? c->offset_ms : 0) * 1000000;
 }

@@ -16,6 +16,23 @@ int64_t clock_mono_ms(void);
  * sub-millisecond part, so a sleeper can wake exactly at a due instant. */
 int64_t clock_now_ns(const struct sc_clock *c);
 
+/*
+ * A fast clock (the daemon's test seam, SURECRON_TEST_CLOCK_RATE): it
+ * reads start_ms at the real instant anchor_ms (UTC ms) and runs rate
+ * times faster than real time, so processes given the same three values
+ * share one clock. Free with sc_clock_free. rate <= 1: real speed.
+ */
+struct sc_clock *clock_scaled_new(int64_t start_ms, int64_t anchor_ms,
+				  int64_t rate);
+
+/*
+ * The real time a span of c's time takes: delta / rate for a fast clock,
+ * delta itself for the real, offset and virtual clocks. Every timed wait
+ * computed from the clock goes through this. Thread-safe.
+ */
+int64_t clock_real_delta_ns(const struct sc_clock *c, int64_t delta_ns);
+int64_t clock_real_delta_ms(const struct sc_clock *c, int64_t delta_ms);
+
 /* Days since 1970-01-01 of a proleptic Gregorian date (month 1-12). */
 int64_t clock_days_from_civil(int64_t y, int m, int d);
 

@@ -142,11 +142,13 @@ static void cfg_put(struct daemon *d, struct cfg_ref *r)
 
 /* Waits on cond until deadline (clock ns) unless pred-like state changed;
  * the caller holds d->mu. The wait uses CLOCK_MONOTONIC, so a wall-clock
- * jump never stretches it. */
+ * jump never stretches it; the span is the clock's span in real time (a
+ * test build's fast clock waits less). */
 static void wait_until_ns(struct daemon *d, pthread_cond_t *c,
 			  int64_t deadline_ns)
 {
-	int64_t delta = deadline_ns - clock_now_ns(d->clock);
+	int64_t delta = clock_real_delta_ns(d->clock,
+					    deadline_ns - clock_now_ns(d->clock));
 	struct timespec ts;
 
 	if (delta <= 0)
@@ -253,7 +255,10 @@ static int keeper_tick(void *ud)
 		return SC_ECANCELED;
 	}
 	int64_t mono = clock_mono_ms();
-	if (mono - k->last_hb_mono < k->lease_ms / 3)
+	/* The lease runs on the daemon's clock; the heartbeat period is
+	 * measured in real time. */
+	if (mono - k->last_hb_mono <
+	    clock_real_delta_ms(k->d->clock, k->lease_ms / 3))
 		return 0;
 	int rc = queue_heartbeat(k->store, &k->job, k->lease_ms, &e);
 	if (rc == SC_ELEASE) {
@@ -813,7 +818,8 @@ int daemon_run(struct daemon *d, struct sc_err *err)
 	 * grace, then release them through their tick. */
 	SC_LOG(SC_LOG_INFO, "daemon", "event=stopping grace_ms=%lld",
 	       (long long)grace);
-	int64_t deadline = clock_mono_ms() + grace;
+	int64_t deadline = clock_mono_ms() +
+			   clock_real_delta_ms(d->clock, grace);
 	pthread_mutex_lock(&d->mu);
 	while (d->n_running > 0 && clock_mono_ms() < deadline) {
 		struct timespec ts;

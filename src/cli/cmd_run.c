@@ -7,6 +7,10 @@
  *
  * Test seam (test builds only, SC_FAILPOINTS): SURECRON_TEST_CLOCK=ISO8601
  * starts the daemon's clock at that instant, running at real speed.
+ * SURECRON_TEST_CLOCK_RATE=N makes it run N times faster (every timed wait
+ * of the daemon shrinks by N); SURECRON_TEST_CLOCK_ANCHOR=ISO8601 is the
+ * real instant at which the clock reads SURECRON_TEST_CLOCK (default: the
+ * daemon's start), so several daemons, and a restarted one, share a clock.
  */
 #include <pthread.h>
 #include <signal.h>
@@ -71,8 +75,21 @@ int cmd_run(int argc, char **argv)
 		if (clock_parse_iso(tc, &at, &err) != 0)
 			return cli_fail(EXIT_USAGE, "SURECRON_TEST_CLOCK: %s",
 					err.msg);
-		clock = sc_clock_offset_new(at -
-					    sc_clock_now_ms(sc_clock_real()));
+		const char *rs = getenv("SURECRON_TEST_CLOCK_RATE");
+		const char *as = getenv("SURECRON_TEST_CLOCK_ANCHOR");
+		long long rate = rs && *rs ? strtoll(rs, NULL, 10) : 1;
+		int64_t anchor = sc_clock_now_ms(sc_clock_real());
+		if (rate < 1 || rate > 10000)
+			return cli_fail(EXIT_USAGE, "SURECRON_TEST_CLOCK_RATE: "
+					"1 to 10000");
+		if (as && *as && clock_parse_iso(as, &anchor, &err) != 0)
+			return cli_fail(EXIT_USAGE,
+					"SURECRON_TEST_CLOCK_ANCHOR: %s",
+					err.msg);
+		if (rate > 1)
+			clock = clock_scaled_new(at, anchor, rate);
+		else
+			clock = sc_clock_offset_new(at - anchor);
 		if (!clock)
 			return cli_fail(EXIT_FAIL, "out of memory");
 		o.clock = clock;

@@ -1,0 +1,422 @@
+/*
+ * test_nodes_daemon_pg.c - two, then three real daemons (`surecron run`)
+ * on one PostgreSQL database, 2,000 slots of a per-second schedule with a
+ * webhook target (the fake receiver) and a file target (one JSON-lines
+ * file shared by every node).
+ *
+ * 2,000 seconds of real time would take 33 minutes: the daemons run on a
+ * fast clock (test seam: SURECRON_TEST_CLOCK, _RATE, _ANCHOR), the same
+ * clock in every process, RATE times faster than real time; every timed
+ * wait of the daemon shrinks by RATE, so leases, heartbeats and grace keep
+ * their proportions.
+ *
+ * The run: A and B; then C joins; then B is SIGKILLed and started again;
+ * every daemon is stopped with SIGTERM once 2,000 slots are done. B dies
+ * while its webhook sends are in flight (the receiver holds them), so the
+ * takeover after lease expiry and the declared resend are exercised on
+ * every run, not by luck. Then:
+ *   - every slot from the first to the last of the run has exactly one job,
+ *     DONE, and exactly one `success` ledger row; nothing before it is left
+ *     and at most a short tail after it (slots due at the stop);
+ *   - each target got each slot's message exactly once: twice only when a
+ *     `duplicate` ledger row declares it for that slot and target (a send
+ *     in flight at the SIGKILL), counted and printed.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "store.h"
+#include "testutil.h"
+#include "fakes/fake_http.h"
+#include "pg_fixture.h"
+
+#define N_SLOTS 2000
+#define RATE 50          /* clock seconds per real second */
+#define RATE_S "50"
+#define TAIL_MAX 16      /* slots left undone or done past the range at stop */
+#define RUN_LIMIT_MS 120000 /* real; the whole run normally takes ~45 s */
+#define T0 "2030-01-01T00:00:00Z"
+
+struct env {
+	char dir[256];
+	char cfg[512];
+	char url[256];
+	char anchor[64];
+	struct fake_http *srv;
+};
+
+static pid_t pids[8];
+static size_t n_pids;
+
+static int64_t now_ms(void)
+{
+	return sc_clock_now_ms(sc_clock_real());
+}
+
+static void sleep_ms(int64_t ms)
+{
+	struct timespec ts = {.tv_sec = ms / 1000,
+			      .tv_nsec = (long)(ms % 1000) * 1000000};
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
+static pid_t start_daemon(const struct env *e)
+{
+	pid_t pid = fork();
+
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		char log[512];
+		snprintf(log, sizeof(log), "%s/daemon.log", e->dir);
+		int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
+		if (fd >= 0) {
+			dup2(fd, 2);
+			close(fd);
+		}
+		int nul = open("/dev/null", O_RDWR);
+		if (nul >= 0) {
+			dup2(nul, 0);
+			dup2(nul, 1);
+			close(nul);
+		}
+		if (chdir(e->dir) != 0)
+			_exit(127);
+		setenv("SURECRON_TEST_CLOCK", T0, 1);
+		setenv("SURECRON_TEST_CLOCK_ANCHOR", e->anchor, 1);
+		setenv("SURECRON_TEST_CLOCK_RATE", RATE_S, 1);
+		setenv("SURECRON_LOG", "warn", 1);
+		execl(tu_bin(), tu_bin(), "run", "--config", e->cfg,
+		      (char *)NULL);
+		_exit(127);
+	}
+	if (n_pids < sizeof(pids) / sizeof(pids[0]))
+		pids[n_pids++] = pid;
+	return pid;
+}
+
+static int reap_all(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < n_pids; i++) {
+		if (pids[i] > 0 && waitpid(pids[i], NULL, WNOHANG) == 0) {
+			kill(pids[i], SIGKILL);
+			waitpid(pids[i], NULL, 0);
+		}
+	}
+	n_pids = 0;
+	return 0;
+}
+
+/* SIGTERM; the daemon must end by itself, with status 0. */
+static void stop_daemon(pid_t pid)
+{
+	int st = 0;
+
+	kill(pid, SIGTERM);
+	for (int i = 0; i < 1000; i++) {
+		if (waitpid(pid, &st, WNOHANG) == pid) {
+			assert_true(WIFEXITED(st));
+			assert_int_equal(WEXITSTATUS(st), 0);
+			return;
+		}
+		sleep_ms(10);
+	}
+	fail_msg("daemon %d did not stop within 10 s", (int)pid);
+}
+
+static int64_t n_success(void)
+{
+	return pgfx_int("SELECT count(*) FROM ledger WHERE schedule = 'persec'"
+			" AND outcome = 'success'");
+}
+
+/* Waits (real time) until n slots are done; fails after RUN_LIMIT_MS. */
+static void wait_success(int64_t n, int64_t t_start)
+{
+	while (n_success() < n) {
+		if (now_ms() - t_start > RUN_LIMIT_MS)
+			fail_msg("only %lld of %lld slots done after %d ms",
+				 (long long)n_success(), (long long)n,
+				 RUN_LIMIT_MS);
+		sleep_ms(100);
+	}
+}
+
+/* Index of an ISO slot in [first, first + n s), else -1. */
+static long slot_index(const char *iso, int64_t first, long n)
+{
+	int64_t ms = 0;
+
+	if (!iso || clock_parse_iso(iso, &ms, NULL) != 0)
+		return -1;
+	if (ms < first || (ms - first) % 1000 != 0 ||
+	    (ms - first) / 1000 >= n)
+		return -1;
+	return (long)((ms - first) / 1000);
+}
+
+/* The slot of a message body (our JSON), counted in cnt; false when the
+ * body is not a message of the schedule in range. */
+static bool count_body(const char *body, int64_t first, long n, int *cnt)
+{
+	json_t *o = json_loads(body, 0, NULL);
+	const char *iso = o ? json_string_value(json_object_get(o, "slot"))
+			    : NULL;
+	long i = slot_index(iso, first, n);
+
+	if (i >= 0)
+		cnt[i]++;
+	json_decref(o);
+	return i >= 0;
+}
+
+static void nodes_daemons_exactly_once(void **state)
+{
+	struct env e;
+	(void)state;
+	PGFX_NEED_SERVER();
+
+	memset(&e, 0, sizeof(e));
+	snprintf(e.dir, sizeof(e.dir), "%s", tu_tmpdir());
+	snprintf(e.cfg, sizeof(e.cfg), "%s/surecron.yaml", e.dir);
+	e.srv = fake_http_start();
+	assert_non_null(e.srv);
+	fake_http_set_default(e.srv, "/hook", 200, NULL, "ok");
+	fake_http_url(e.srv, "/hook", e.url, sizeof(e.url));
+	setenv("NODES_HOOK_URL", e.url, 1);
+	/* The clock reads T0 two real seconds from now, in every daemon. */
+	char iso[CLOCK_ISO_MAX];
+	int64_t anchor = (now_ms() / 1000 + 2) * 1000;
+	snprintf(e.anchor, sizeof(e.anchor), "%s",
+		 clock_format_utc(anchor, iso));
+
+	FILE *f = fopen(e.cfg, "w");
+	assert_non_null(f);
+	/* Lease 5 min and grace 30 s of the fast clock: 6 s and 0.6 s real. */
+	fprintf(f, "store: %s\n"
+		   "worker: {concurrency: 2, lease: 5m, grace: 30s}\n"
+		   "targets:\n"
+		   "  hook: {kind: webhook, url_env: NODES_HOOK_URL}\n"
+		   "  archive: {kind: file, path: ./deliveries.jsonl}\n"
+		   "schedules:\n"
+		   "  persec:\n"
+		   "    cron: \"* * * * * *\"\n"
+		   "    tz: UTC\n"
+		   "    targets: [hook, archive]\n"
+		   "    tasks:\n"
+		   "      - {name: t, shell: \"echo \\\"$SURECRON_SLOT\\\"\"}\n",
+		pgfx_url());
+	fclose(f);
+
+	/* The schema, before any daemon: the test reads it from the start. */
+	struct sc_store *st = NULL;
+	assert_int_equal(store_open(pgfx_url(), sc_clock_real(), &st, NULL), 0);
+	store_close(st);
+
+	int64_t t_start = now_ms();
+	pid_t a = start_daemon(&e);
+	pid_t b = start_daemon(&e);
+	wait_success(N_SLOTS * 3 / 10, t_start);
+	pid_t c = start_daemon(&e);
+	wait_success(N_SLOTS * 6 / 10, t_start);
+	/* A kill while B holds jobs with a send in flight: the receiver
+	 * holds every POST (logged on arrival) until each of the six
+	 * workers waits on one; then B dies and the others go on. */
+	size_t held0 = fake_http_count(e.srv, "/hook");
+	fake_http_hold(e.srv, "/hook", true);
+	assert_true(fake_http_wait(e.srv, "/hook", held0 + 6, 10000));
+	sleep_ms(200);
+	kill(b, SIGKILL);
+	waitpid(b, NULL, 0);
+	fake_http_hold(e.srv, "/hook", false);
+	sleep_ms(300);
+	b = start_daemon(&e);
+	wait_success(N_SLOTS + 2, t_start);
+	stop_daemon(a);
+	stop_daemon(b);
+	stop_daemon(c);
+	int64_t t_run = now_ms() - t_start;
+
+	/* One job per slot (the unique key), and slots [first, hi] all DONE:
+	 * hi is the last slot before the first one not done. */
+	assert_int_equal(pgfx_int("SELECT count(*) - count(DISTINCT slot_ms) "
+				  "FROM jobs WHERE schedule = 'persec'"), 0);
+	int64_t first = pgfx_int("SELECT min(slot_ms) FROM jobs WHERE "
+				 "schedule = 'persec'");
+	assert_int_equal(pgfx_int("SELECT state FROM jobs WHERE schedule = "
+				  "'persec' ORDER BY slot_ms LIMIT 1"),
+			 JOB_DONE);
+	char q[512];
+	snprintf(q, sizeof(q),
+		 "SELECT coalesce(min(slot_ms) - 1000, "
+		 "(SELECT max(slot_ms) FROM jobs WHERE schedule = 'persec')) "
+		 "FROM jobs WHERE schedule = 'persec' AND state <> %d",
+		 (int)JOB_DONE);
+	int64_t hi = pgfx_int(q);
+	long n = (long)((hi - first) / 1000 + 1);
+	snprintf(q, sizeof(q),
+		 "SELECT count(*) FROM jobs WHERE schedule = 'persec' AND "
+		 "slot_ms BETWEEN %lld AND %lld AND state = %d",
+		 (long long)first, (long long)hi, (int)JOB_DONE);
+	assert_int_equal(pgfx_int(q), n); /* consecutive seconds, none lost */
+	assert_true(n >= N_SLOTS);
+	snprintf(q, sizeof(q),
+		 "SELECT count(*) FROM jobs WHERE schedule = 'persec' AND "
+		 "slot_ms > %lld", (long long)hi);
+	int64_t tail = pgfx_int(q);
+	assert_true(tail <= TAIL_MAX);
+
+	/* Exactly one success row per slot of the range. */
+	snprintf(q, sizeof(q),
+		 "SELECT count(*) FROM (SELECT slot_ms FROM ledger WHERE "
+		 "schedule = 'persec' AND outcome = 'success' AND slot_ms "
+		 "BETWEEN %lld AND %lld GROUP BY slot_ms HAVING count(*) = 1) "
+		 "x", (long long)first, (long long)hi);
+	assert_int_equal(pgfx_int(q), n);
+	snprintf(q, sizeof(q),
+		 "SELECT count(*) FROM ledger WHERE schedule = 'persec' AND "
+		 "outcome = 'success' AND slot_ms BETWEEN %lld AND %lld",
+		 (long long)first, (long long)hi);
+	assert_int_equal(pgfx_int(q), n);
+	assert_int_equal(pgfx_int("SELECT count(*) FROM ledger WHERE outcome "
+				  "IN ('failed', 'lost', 'missed')"), 0);
+
+	/* Declared duplicates, per target and slot. */
+	int *dup_hook = calloc((size_t)n, sizeof(int));
+	int *dup_file = calloc((size_t)n, sizeof(int));
+	int *got_hook = calloc((size_t)n, sizeof(int));
+	int *got_file = calloc((size_t)n, sizeof(int));
+	assert_true(dup_hook && dup_file && got_hook && got_file);
+	PGresult *r = pgfx_sql("SELECT slot_ms, details_json FROM ledger "
+			       "WHERE outcome = 'duplicate'");
+	int n_dup = PQntuples(r);
+	int64_t n_stalled = pgfx_int("SELECT count(*) FROM ledger WHERE "
+				     "outcome = 'stalled'");
+	for (int i = 0; i < n_dup; i++) {
+		int64_t s = strtoll(PQgetvalue(r, i, 0), NULL, 10);
+		const char *det = PQgetvalue(r, i, 1);
+		if (s < first || s > hi)
+			continue;
+		long k = (long)((s - first) / 1000);
+		if (strstr(det, "\"target\":\"hook\""))
+			dup_hook[k]++;
+		else if (strstr(det, "\"target\":\"archive\""))
+			dup_file[k]++;
+	}
+	PQclear(r);
+
+	/* The receiver: one POST per slot (twice only when declared). */
+	size_t n_req = fake_http_count(e.srv, "/hook");
+	for (size_t i = 0; i < n_req; i++) {
+		struct fake_request rq;
+		assert_true(fake_http_request(e.srv, "/hook", (long)i, &rq));
+		count_body(rq.body, first, n, got_hook);
+		fake_request_dispose(&rq);
+	}
+	/* The file: one line per slot (twice only when declared). */
+	char path[600], *line = NULL;
+	size_t cap = 0;
+	snprintf(path, sizeof(path), "%s/deliveries.jsonl", e.dir);
+	f = fopen(path, "r");
+	assert_non_null(f);
+	while (getline(&line, &cap, f) > 0)
+		count_body(line, first, n, got_file);
+	free(line);
+	fclose(f);
+
+	/* B's jobs were taken over after their lease (a `stalled` row) and
+	 * its sends in flight declared before they were sent again. */
+	assert_true(n_stalled >= 1);
+	assert_true(n_dup >= 1);
+
+	int extra_hook = 0, extra_file = 0;
+	for (long i = 0; i < n; i++) {
+		if (got_hook[i] != 1 || got_file[i] != 1)
+			fprintf(stderr, "slot %ld: hook %d (dup %d) file %d "
+				"(dup %d)\n", i, got_hook[i], dup_hook[i],
+				got_file[i], dup_file[i]);
+		assert_true(got_hook[i] >= 1 &&
+			    got_hook[i] <= 1 + dup_hook[i]);
+		assert_true(got_file[i] >= 1 &&
+			    got_file[i] <= 1 + dup_file[i]);
+		extra_hook += got_hook[i] - 1;
+		extra_file += got_file[i] - 1;
+	}
+	fprintf(stderr,
+		"nodes_daemon_pg: slots=%ld run_ms=%lld rate=%d tail=%lld "
+		"duplicates_declared=%d extra_copies hook=%d file=%d "
+		"stalled=%lld posts=%zu\n", n, (long long)t_run, RATE,
+		(long long)tail, n_dup, extra_hook, extra_file,
+		(long long)n_stalled, n_req);
+	free(dup_hook);
+	free(dup_file);
+	free(got_hook);
+	free(got_file);
+	fake_http_stop(e.srv);
+	tu_rmrf(e.dir);
+}
+
+/* The fast clock itself: shared anchor, speed, and the wait conversion. */
+static void scaled_clock(void **state)
+{
+	(void)state;
+	int64_t real = now_ms();
+	struct sc_clock *c = clock_scaled_new(1000000, real, RATE);
+	struct sc_clock *v = sc_clock_virtual_new(0);
+	assert_non_null(c);
+	assert_non_null(v);
+	assert_false(sc_clock_is_virtual(c));
+	int64_t t = sc_clock_now_ms(c);
+	assert_true(t >= 1000000 && t < 1000000 + 50 * RATE);
+	sleep_ms(40);
+	int64_t t2 = sc_clock_now_ms(c);
+	assert_true(t2 - t >= 40 * RATE && t2 - t < 1000 * RATE);
+	assert_true(clock_now_ns(c) / 1000000 - sc_clock_now_ms(c) <= RATE);
+	/* A span of the clock takes RATE times less real time. */
+	assert_int_equal(clock_real_delta_ms(c, 5000), 5000 / RATE);
+	assert_int_equal(clock_real_delta_ns(c, 5000000000), 5000000000 / RATE);
+	assert_int_equal(clock_real_delta_ms(sc_clock_real(), 5000), 5000);
+	assert_int_equal(clock_real_delta_ms(v, 5000), 5000);
+	/* Before its anchor the clock reads before its start. */
+	struct sc_clock *later = clock_scaled_new(1000000, real + 10000, RATE);
+	assert_non_null(later);
+	assert_true(sc_clock_now_ms(later) < 1000000);
+	sc_clock_free(later);
+	sc_clock_free(v);
+	sc_clock_free(c);
+}
+
+static int teardown(void **state)
+{
+	reap_all(state);
+	return pgfx_teardown(state);
+}
+
+int main(void)
+{
+	if (getenv("TEST_FILTER"))
+		cmocka_set_test_filter(getenv("TEST_FILTER"));
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(scaled_clock),
+		cmocka_unit_test_setup_teardown(nodes_daemons_exactly_once,
+						pgfx_setup, teardown),
+	};
+	return cmocka_run_group_tests_name("nodes_daemon_pg", tests,
+					   pgfx_group_setup,
+					   pgfx_group_teardown);
+}
