@@ -97,7 +97,9 @@ CMOCKA_LIBS := $(shell pkg-config --libs cmocka 2>/dev/null)
 # SQLite never maps them and their ~30 dependencies. libmicrohttpd is for
 # the test fakes only. Tests and benchmarks keep PKG_LIBS (they call libpq
 # and libmicrohttpd themselves). dlopen is in glibc's libc since 2.34.
-BIN_LIBS := $(shell pkg-config --libs sqlite3 jansson yaml-0.1 libcrypto) -ldl
+# libcrypto is dlopen'ed too, by the targets that send an idempotency key
+# or a signature (webhook, slack, command), never for a file target.
+BIN_LIBS := $(shell pkg-config --libs sqlite3 jansson yaml-0.1) -ldl
 endif
 
 CC ?= gcc

@@ -11,9 +11,9 @@
 #           claimed, before the task is spawned). RSS of the daemon process
 #           (VmRSS and VmHWM from /proc) at the end, and its anonymous
 #           memory (heap and stacks: smaps_rollup `Anonymous`), which
-#           leaves out the shared library pages (libcrypto, SQLite,
-#           libc: about 4 MB of RSS that even `surecron version` has;
-#           libcurl and libpq are loaded only when first needed).
+#           leaves out the shared library pages (SQLite, libc: about
+#           2.5 MB of RSS that even `surecron version` has; libcurl,
+#           libpq and libcrypto are loaded only when first needed).
 #   BullMQ: upsertJobScheduler every 1000 ms + 99 idle schedulers, one
 #           Worker, local redis-server; lateness = processor start -
 #           job.opts.prevMillis (in-process: no exec, which favours it).

@@ -8,19 +8,20 @@
  *   - every composed message is valid UTF-8 (bad bytes become '?');
  *   - an idempotency key depends only on (kind, schedule, slot, target)
  *     for results, so every copy of one result to one target carries the
- *     same key whatever the attempt or the process that sends it.
+ *     same key whatever the attempt or the process that sends it;
+ *   - libcrypto (SHA-256, HMAC) is loaded only when a key or a signature
+ *     is computed, i.e. by the targets that send one, never for a file.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <jansson.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
 
 #include "buf.h"
 #include "clock.h"
 #include "delivery.h"
+#include "dl_crypto.h"
 #include "err.h"
 #include "http.h"
 #include "log.h"
@@ -192,13 +193,18 @@ static void hex(const unsigned char *p, size_t n, char *out)
 	out[2 * n] = '\0';
 }
 
-void delivery_idempotency_key(const char *kind, const char *schedule,
-			      int64_t slot_ms, const char *target, int attempt,
-			      char out[DELIVERY_KEY_MAX])
+int delivery_idempotency_key(const char *kind, const char *schedule,
+			     int64_t slot_ms, const char *target, int attempt,
+			     char out[DELIVERY_KEY_MAX], struct sc_err *err)
 {
 	unsigned char md[EVP_MAX_MD_SIZE];
 	unsigned int md_len = 0;
 	char slot[32], att[16];
+
+	out[0] = '\0';
+	int rc = dl_crypto_load(err);
+	if (rc)
+		return rc;
 	EVP_MD_CTX *c = EVP_MD_CTX_new();
 
 	snprintf(slot, sizeof(slot), "%lld", (long long)slot_ms);
@@ -216,9 +222,25 @@ void delivery_idempotency_key(const char *kind, const char *schedule,
 		 * (slot, target) still beats none. */
 		snprintf(out, DELIVERY_KEY_MAX, "%s-%lld", kind ? kind : "",
 			 (long long)slot_ms);
-		return;
+		return 0;
 	}
 	hex(md, 16, out);
+	return 0;
+}
+
+int delivery_send_key(const struct delivery_send *s,
+		      char out[DELIVERY_KEY_MAX], struct sc_err *err)
+{
+	if (s->idempotency_key) {
+		snprintf(out, DELIVERY_KEY_MAX, "%s", s->idempotency_key);
+		return 0;
+	}
+	if (!s->kind) {
+		out[0] = '\0';
+		return 0;
+	}
+	return delivery_idempotency_key(s->kind, s->schedule, s->slot_ms,
+					s->target->name, s->attempt, out, err);
 }
 
 int delivery_sign(const char *secret, size_t secret_len, const char *timestamp,
@@ -227,8 +249,11 @@ int delivery_sign(const char *secret, size_t secret_len, const char *timestamp,
 	unsigned char md[EVP_MAX_MD_SIZE];
 	unsigned int md_len = 0;
 	size_t ts_len = strlen(timestamp);
-	char *msg = malloc(ts_len + 1 + body_len + 1);
+	char *msg;
 
+	if (dl_crypto_load(NULL) != 0)
+		return SC_EIO;
+	msg = malloc(ts_len + 1 + body_len + 1);
 	if (!msg)
 		return SC_ENOMEM;
 	memcpy(msg, timestamp, ts_len + 1); /* its NUL becomes the '.' */

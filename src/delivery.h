@@ -100,15 +100,19 @@ int delivery_render_text(const char *body, char **out, struct sc_err *err);
  * (kind, schedule, slot, target) — the same for every copy of one
  * (slot, target) result, whatever the attempt. Notices and alerts add
  * `attempt`, since each attempt's notice is a different message
- * (pass 0 for results).
+ * (pass 0 for results). Loads libcrypto on first use (lazylib.h): 0, or
+ * SC_EIO with the load error in err (out is then ""). Only the targets
+ * that pass the key on (webhook, slack, command) compute it, at send time
+ * (delivery_send_key), so file deliveries never load libcrypto.
  */
-void delivery_idempotency_key(const char *kind, const char *schedule,
-			      int64_t slot_ms, const char *target, int attempt,
-			      char out[DELIVERY_KEY_MAX]);
+int delivery_idempotency_key(const char *kind, const char *schedule,
+			     int64_t slot_ms, const char *target, int attempt,
+			     char out[DELIVERY_KEY_MAX], struct sc_err *err);
 
 /*
  * HMAC-SHA256 of `timestamp "." body` with key secret, as lowercase hex
- * (64 digits + NUL) into out. Returns 0 or SC_EIO.
+ * (64 digits + NUL) into out. Returns 0 or SC_EIO (also when libcrypto
+ * cannot be loaded: call dl_crypto_load first for the reason).
  */
 int delivery_sign(const char *secret, size_t secret_len, const char *timestamp,
 		  const char *body, size_t body_len, char out[DELIVERY_KEY_MAX]);
@@ -118,9 +122,22 @@ int delivery_sign(const char *secret, size_t secret_len, const char *timestamp,
 struct delivery_send {
 	const struct target_spec *target;
 	const char *body;           /* the composed message */
-	const char *idempotency_key;
+	const char *idempotency_key; /* NULL: from the four below */
+	const char *kind;           /* DELIVERY_*; NULL (and no key): none */
+	const char *schedule;
+	int64_t slot_ms;
+	int attempt;                /* 0 for results (see the key above) */
 	struct sc_clock *clock;     /* signature timestamps; NULL: real */
 };
+
+/*
+ * The idempotency key of s into out: s->idempotency_key when set, else
+ * delivery_idempotency_key of (kind, schedule, slot_ms, target name,
+ * attempt), else "" when s->kind is NULL. 0 or SC_EIO (libcrypto could
+ * not be loaded; the reason in err).
+ */
+int delivery_send_key(const struct delivery_send *s,
+		      char out[DELIVERY_KEY_MAX], struct sc_err *err);
 
 /*
  * Sends one copy to one target, with no outbox and no guard (the caller

@@ -1,5 +1,6 @@
 /*
- * lazylib.c - the one-time loaders of libcurl and libpq (see lazylib.h).
+ * lazylib.c - the one-time loaders of libcurl, libpq and libcrypto (see
+ * lazylib.h).
  *
  * Invariants:
  *   - Each library is dlopen'ed at most once per process (pthread_once);
@@ -17,11 +18,13 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "dl_crypto.h"
 #include "dl_curl.h"
 #include "dl_pq.h"
 
 struct dl_curl_table dl_curl;
 struct dl_pq_table dl_pq;
+struct dl_crypto_table dl_crypto;
 
 struct lazy_state {
 	pthread_once_t once;
@@ -31,6 +34,7 @@ struct lazy_state {
 
 static struct lazy_state curl_state = {.once = PTHREAD_ONCE_INIT};
 static struct lazy_state pq_state = {.once = PTHREAD_ONCE_INIT};
+static struct lazy_state crypto_state = {.once = PTHREAD_ONCE_INIT};
 
 static void lazy_fail(struct lazy_state *st, const char *soname,
 		      const char *package)
@@ -107,6 +111,25 @@ static void pq_load_once(void)
 	}
 }
 
+static void crypto_load_once(void)
+{
+	static const char soname[] = "libcrypto.so.3";
+	bool ok = true;
+	void *h = dlopen(soname, RTLD_NOW | RTLD_LOCAL);
+
+	if (!h) {
+		lazy_fail(&crypto_state, soname, "libssl3");
+		return;
+	}
+#define CRYPTO_RESOLVE(f) LAZY_RESOLVE(dl_crypto, f)
+	DL_CRYPTO_FUNCS(CRYPTO_RESOLVE)
+#undef CRYPTO_RESOLVE
+	if (!ok) {
+		lazy_fail(&crypto_state, soname, "libssl3");
+		dlclose(h);
+	}
+}
+
 static int lazy_result(const struct lazy_state *st, struct sc_err *err)
 {
 	if (st->rc)
@@ -124,4 +147,10 @@ int dl_pq_load(struct sc_err *err)
 {
 	pthread_once(&pq_state.once, pq_load_once);
 	return lazy_result(&pq_state, err);
+}
+
+int dl_crypto_load(struct sc_err *err)
+{
+	pthread_once(&crypto_state.once, crypto_load_once);
+	return lazy_result(&crypto_state, err);
 }

@@ -1,12 +1,14 @@
 /*
- * lazylib.h - libcurl and libpq are loaded with dlopen the first time they
- * are needed, so a daemon that never makes an HTTP request and never opens
- * a PostgreSQL store never maps them (nor their ~30 dependencies: krb5,
- * ldap, gnutls, ...), which is most of the daemon's resident memory.
+ * lazylib.h - libcurl, libpq and libcrypto are loaded with dlopen the
+ * first time they are needed, so a daemon that never makes an HTTP request,
+ * never opens a PostgreSQL store and never sends to a webhook never maps
+ * them (nor their ~30 dependencies: krb5, ldap, gnutls, ...), which is
+ * most of the daemon's resident memory.
  *
- * Use: include "dl_curl.h" or "dl_pq.h" instead of <curl/curl.h> or
- * <libpq-fe.h>; the functions keep their usual names (macros onto a table
- * of pointers). Call dl_curl_load / dl_pq_load before the first call.
+ * Use: include "dl_curl.h", "dl_pq.h" or "dl_crypto.h" instead of
+ * <curl/curl.h>, <libpq-fe.h> or <openssl/evp.h>; the functions keep their
+ * usual names (macros onto a table of pointers). Call dl_curl_load /
+ * dl_pq_load / dl_crypto_load before the first call.
  *
  * Thread-safety: the load functions may be called from any thread, any
  * number of times; the work is done once (pthread_once) and the tables are
@@ -26,5 +28,10 @@ int dl_curl_load(struct sc_err *err);
 /* Loads libpq.so.5 and resolves every function store_pg.c uses. 0, or
  * SC_EIO with "libpq.so.5 could not be loaded: ...; install libpq5". */
 int dl_pq_load(struct sc_err *err);
+
+/* Loads libcrypto.so.3 and resolves every function delivery.c uses (the
+ * idempotency key's SHA-256, the webhook HMAC). 0, or SC_EIO with
+ * "libcrypto.so.3 could not be loaded: ...; install libssl3". */
+int dl_crypto_load(struct sc_err *err);
 
 #endif

@@ -194,12 +194,13 @@ static int failed_run(const struct orch_ctx *ctx,
 		       "failure notice\" code=%d", sched->name,
 		       (long long)slot_ms, cerr.code);
 	for (size_t i = 0; body && i < n_targets; i++) {
-		char key[DELIVERY_KEY_MAX];
 		struct sc_err nerr1 = {0};
-		delivery_idempotency_key(DELIVERY_NOTICE, sched->name, slot_ms,
-					 targets[i]->name, attempt, key);
+		/* The target computes the key if it sends one. */
 		struct delivery_send s = {.target = targets[i], .body = body,
-					  .idempotency_key = key,
+					  .kind = DELIVERY_NOTICE,
+					  .schedule = sched->name,
+					  .slot_ms = slot_ms,
+					  .attempt = attempt,
 					  .clock = ctx_clock(ctx)};
 		if (delivery_send(&s, &nerr1) == 0) {
 			rep->n_notices_sent++;
@@ -560,12 +561,12 @@ void orch_send_lost_alert(const struct orch_ctx *ctx, const char *schedule,
 	if (delivery_compose(&m, &body, NULL) != 0)
 		return;
 	for (size_t i = 0; i < n; i++) {
-		char key[DELIVERY_KEY_MAX];
 		struct sc_err aerr = {0};
-		delivery_idempotency_key(DELIVERY_ALERT, schedule, slot_ms,
-					 t[i]->name, attempts, key);
 		struct delivery_send s = {.target = t[i], .body = body,
-					  .idempotency_key = key,
+					  .kind = DELIVERY_ALERT,
+					  .schedule = schedule,
+					  .slot_ms = slot_ms,
+					  .attempt = attempts,
 					  .clock = ctx_clock(ctx)};
 		if (delivery_send(&s, &aerr) == 0) {
 			sent++;

@@ -101,12 +101,18 @@ int delivery_stage(const struct delivery_slot *ds, const char *body,
 
 /* The "duplicate" ledger row that must precede resending an UNKNOWN row. */
 static int declare_duplicate(const struct delivery_slot *ds,
-			     const struct target_spec *t, const char *key,
-			     int n_tries, struct sc_err *err)
+			     const struct target_spec *t, int n_tries,
+			     struct sc_err *err)
 {
-	char msg[SC_ERR_MSG_MAX];
+	char msg[SC_ERR_MSG_MAX], key[DELIVERY_KEY_MAX];
 	struct ledger_row row;
 	int64_t now = sc_clock_now_ms(slot_clock(ds));
+
+	/* Rare (a resend after a crash), so computing the key here even for
+	 * a file target costs nothing in the steady state; without
+	 * libcrypto the row says "" and the send itself reports why. */
+	(void)delivery_idempotency_key(DELIVERY_RESULT, ds->schedule,
+				       ds->slot_ms, t->name, 0, key, NULL);
 	json_t *d = json_pack("{s:s, s:s, s:i, s:s}", "target", t->name,
 			      "idempotency_key", key, "tries_before", n_tries,
 			      "policy", "resend");
@@ -138,8 +144,7 @@ static int declare_duplicate(const struct delivery_slot *ds,
 /* Sends the row of target t; it is PENDING, FAILED or UNKNOWN (resend). */
 static int send_one(const struct delivery_slot *ds,
 		    const struct target_spec *t, const char *body,
-		    const char *key, struct delivery_report *rep,
-		    struct sc_err *err)
+		    struct delivery_report *rep, struct sc_err *err)
 {
 	struct sc_err serr = {0};
 	int rc;
@@ -157,7 +162,9 @@ static int send_one(const struct delivery_slot *ds,
 	struct delivery_send snd = {
 		.target = t,
 		.body = body,
-		.idempotency_key = key,
+		.kind = DELIVERY_RESULT, /* the key: attempt 0 for results */
+		.schedule = ds->schedule,
+		.slot_ms = ds->slot_ms,
 		.clock = slot_clock(ds),
 	};
 	rc = delivery_send(&snd, &serr);
@@ -214,7 +221,6 @@ int delivery_flush(const struct delivery_slot *ds, struct delivery_report *rep,
 	for (size_t i = 0; i < ds->n_targets; i++) {
 		const struct target_spec *t = ds->targets[i];
 		struct outbox_entry e = {0};
-		char key[DELIVERY_KEY_MAX];
 		struct sc_err terr = {0};
 
 		rc = outbox_get(ds->store, ds->schedule, ds->slot_ms, t->name,
@@ -226,8 +232,6 @@ int delivery_flush(const struct delivery_slot *ds, struct delivery_report *rep,
 			rep->n_failed++;
 			goto next;
 		}
-		delivery_idempotency_key(DELIVERY_RESULT, ds->schedule,
-					 ds->slot_ms, t->name, 0, key);
 		switch (e.state) {
 		case SEND_SENT:
 			rep->n_guarded++;
@@ -251,7 +255,7 @@ int delivery_flush(const struct delivery_slot *ds, struct delivery_report *rep,
 				       (long long)ds->slot_ms, t->name);
 				break;
 			}
-			rc = declare_duplicate(ds, t, key, e.n_tries, &terr);
+			rc = declare_duplicate(ds, t, e.n_tries, &terr);
 			if (rc)
 				break;
 			rep->n_duplicates++;
@@ -259,11 +263,11 @@ int delivery_flush(const struct delivery_slot *ds, struct delivery_report *rep,
 			       "schedule=%s slot_ms=%lld target=%s "
 			       "msg=\"resending after an ambiguous send\"",
 			       ds->schedule, (long long)ds->slot_ms, t->name);
-			rc = send_one(ds, t, e.body, key, rep, &terr);
+			rc = send_one(ds, t, e.body, rep, &terr);
 			break;
 		case SEND_PENDING:
 		case SEND_FAILED:
-			rc = send_one(ds, t, e.body, key, rep, &terr);
+			rc = send_one(ds, t, e.body, rep, &terr);
 			break;
 		default:
 			rc = sc_err_set(&terr, SC_ESTATE, "target %s: send "

@@ -22,7 +22,7 @@
 int target_command_send(const struct delivery_send *s, struct sc_err *err)
 {
 	const struct target_spec *t = s->target;
-	char key[DELIVERY_KEY_MAX + 32], tail[320];
+	char key[DELIVERY_KEY_MAX + 32], tail[320], k[DELIVERY_KEY_MAX];
 	char *set[2] = {key, NULL};
 	struct proc_result pr;
 	struct sc_err perr = {0};
@@ -32,8 +32,12 @@ int target_command_send(const struct delivery_send *s, struct sc_err *err)
 	if (!t->argv || !t->argv[0])
 		return sc_err_set(err, SC_ECONFIG, "target %s: no command",
 				  t->name);
-	snprintf(key, sizeof(key), "SURECRON_IDEMPOTENCY_KEY=%s",
-		 s->idempotency_key ? s->idempotency_key : "");
+	/* The command gets the key in its environment, so it is computed
+	 * here (libcrypto loaded on first use). */
+	rc = delivery_send_key(s, k, &perr);
+	if (rc)
+		return sc_err_set(err, rc, "target %s: %s", t->name, perr.msg);
+	snprintf(key, sizeof(key), "SURECRON_IDEMPOTENCY_KEY=%s", k);
 	char **envp = proc_env_build(set);
 	char *in = malloc(len + 1);
 	if (!envp || !in) {

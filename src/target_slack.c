@@ -15,10 +15,15 @@
 int target_slack_send(const struct delivery_send *s, struct sc_err *err)
 {
 	char *text = NULL, *payload = NULL;
-	char key[DELIVERY_KEY_MAX + 32];
+	char key[DELIVERY_KEY_MAX + 32], k[DELIVERY_KEY_MAX];
 	const char *hdrs[2] = {key, NULL};
-	int rc = delivery_render_text(s->body, &text, err);
+	struct sc_err kerr = {0};
+	int rc = delivery_send_key(s, k, &kerr);
 
+	if (rc)
+		return sc_err_set(err, rc, "target %s: %s", s->target->name,
+				  kerr.msg);
+	rc = delivery_render_text(s->body, &text, err);
 	if (rc)
 		return rc;
 	json_t *o = json_pack("{s:s}", "text", text);
@@ -27,10 +32,8 @@ int target_slack_send(const struct delivery_send *s, struct sc_err *err)
 	free(text);
 	if (!payload)
 		return sc_err_set(err, SC_ENOMEM, "out of memory");
-	snprintf(key, sizeof(key), "Idempotency-Key: %s",
-		 s->idempotency_key ? s->idempotency_key : "");
-	rc = delivery_http_post(s, payload, s->idempotency_key ? hdrs : NULL,
-				err);
+	snprintf(key, sizeof(key), "Idempotency-Key: %s", k);
+	rc = delivery_http_post(s, payload, *k ? hdrs : NULL, err);
 	free(payload);
 	return rc;
 }

@@ -17,18 +17,28 @@
 
 #include "delivery.h"
 #include "err.h"
+#include "lazylib.h"
 
 int target_webhook_send(const struct delivery_send *s, struct sc_err *err)
 {
 	const struct target_spec *t = s->target;
 	char key[DELIVERY_KEY_MAX + 32], ts_h[96], sig_h[256], ts[32];
-	char sig[DELIVERY_KEY_MAX];
+	char sig[DELIVERY_KEY_MAX], k[DELIVERY_KEY_MAX];
 	const char *hdrs[4] = {0};
 	size_t nh = 0;
+	struct sc_err kerr = {0};
 	int rc;
 
-	snprintf(key, sizeof(key), "Idempotency-Key: %s",
-		 s->idempotency_key ? s->idempotency_key : "");
+	/* Computed here, at send time, and only here (and in the slack and
+	 * command targets): the SHA-256 needs libcrypto, which a daemon that
+	 * only writes files never loads. The signature needs it too, so the
+	 * load is checked first for a clear error. */
+	rc = delivery_send_key(s, k, &kerr);
+	if (rc == 0 && t->secret_env)
+		rc = dl_crypto_load(&kerr);
+	if (rc)
+		return sc_err_set(err, rc, "target %s: %s", t->name, kerr.msg);
+	snprintf(key, sizeof(key), "Idempotency-Key: %s", k);
 	hdrs[nh++] = key;
 	snprintf(ts, sizeof(ts), "%lld",
 		 (long long)(sc_clock_now_ms(s->clock ? s->clock

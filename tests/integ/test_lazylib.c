@@ -1,9 +1,10 @@
 /*
- * test_lazylib.c - libcurl and libpq are loaded on first use (lazylib.c):
- * the real binary ($SURECRON_BIN) runs with LD_LIBRARY_PATH pointing at a
- * folder whose libcurl.so.4 and libpq.so.5 are empty files, so dlopen of
- * them fails. Commands that need neither still work (the binary does not
- * link them); those that need one fail with the clear error, not a crash.
+ * test_lazylib.c - libcurl, libpq and libcrypto are loaded on first use
+ * (lazylib.c): the real binary ($SURECRON_BIN) runs with LD_LIBRARY_PATH
+ * pointing at a folder whose libcurl.so.4, libpq.so.5 and libcrypto.so.3
+ * are empty files, so dlopen of them fails. Commands that need none still
+ * work (the binary does not link them), a file delivery included; those
+ * that need one fail with the clear error, not a crash.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -54,6 +55,29 @@ static int setup(void **state)
 	/* Empty files: dlopen says "file too short". */
 	write_file("libcurl.so.4", "");
 	write_file("libpq.so.5", "");
+	write_file("libcrypto.so.3", "");
+	/* One schedule per target kind: a file (no key, no libcrypto) and a
+	 * webhook (its Idempotency-Key is a SHA-256: libcrypto). */
+	write_file("targets.yaml",
+		   "store: sqlite:./t.db\n"
+		   "targets:\n"
+		   "  archive: {kind: file, path: ./out.jsonl}\n"
+		   "  hook: {kind: webhook, url_env: SC_LAZY_HOOK_URL}\n"
+		   "schedules:\n"
+		   "  f:\n"
+		   "    cron: \"0 3 * * *\"\n"
+		   "    targets: [archive]\n"
+		   "    tasks:\n"
+		   "      - {name: t, command: [\"/bin/echo\", \"hi\"]}\n"
+		   "  w:\n"
+		   "    cron: \"0 3 * * *\"\n"
+		   "    targets: [hook]\n"
+		   "    retry: {attempts: 1, backoff: fixed, delay: 1m}\n"
+		   "    tasks:\n"
+		   "      - {name: t, command: [\"/bin/echo\", \"hi\"]}\n");
+	/* Port 1: with a working libcurl the send is refused, never a
+	 * load error. */
+	setenv("SC_LAZY_HOOK_URL", "http://127.0.0.1:1/hook", 1);
 	snprintf(cfg, sizeof(cfg), cfg_fmt, "sqlite:./s.db");
 	write_file("sqlite.yaml", cfg);
 	/* Port 1: nothing listens, so with a working libpq this is a
@@ -121,8 +145,8 @@ static int run(bool broken, const char *const *args)
 	return WEXITSTATUS(st);
 }
 
-/* The binary starts and a SQLite store works with both libraries broken:
- * neither is linked, neither is loaded when not needed. */
+/* The binary starts and a SQLite store works with the three libraries
+ * broken: none is linked, none is loaded when not needed. */
 static void sqlite_needs_neither(void **state)
 {
 	const char *args[] = {"status", "--config", "sqlite.yaml", NULL};
@@ -158,6 +182,57 @@ static void postgres_without_libpq_fails_clearly(void **state)
 	assert_non_null(strstr(err, "cannot connect to PostgreSQL"));
 }
 
+/* A file delivery needs no idempotency key, so no libcrypto: the slot
+ * runs and its result is written with every library broken. */
+static void file_delivery_needs_no_libcrypto(void **state)
+{
+	const char *trig[] = {"trigger", "--config", "targets.yaml", "--slot",
+			      "2026-11-27T03:00:00Z", "f", NULL};
+	const char *once[] = {"run", "--once", "--config", "targets.yaml",
+			      NULL};
+	char got[4096];
+
+	assert_int_equal(run(true, trig), 0);
+	assert_int_equal(run(true, once), 0);
+	assert_null(strstr(err, "could not be loaded"));
+	slurp(path_in_tmp("out.jsonl"), got, sizeof(got));
+	assert_non_null(strstr(got, "\"kind\":\"result\",\"schedule\":\"f\""));
+	assert_non_null(strstr(got, "\"summary\":\"hi\""));
+}
+
+/* A webhook delivery computes its Idempotency-Key: without libcrypto the
+ * slot fails with the clear error (in the ledger), not a crash. */
+static void webhook_without_libcrypto_fails_clearly(void **state)
+{
+	const char *trig[] = {"trigger", "--config", "targets.yaml", "--slot",
+			      "2026-11-27T03:00:00Z", "w", NULL};
+	const char *trig2[] = {"trigger", "--config", "targets.yaml", "--slot",
+			       "2026-11-28T03:00:00Z", "w", NULL};
+	const char *once[] = {"run", "--once", "--config", "targets.yaml",
+			      NULL};
+	const char *led[] = {"ledger", "--config", "targets.yaml",
+			     "--schedule", "w", "--json", NULL};
+
+	assert_int_equal(run(true, trig), 0);
+	assert_int_equal(run(true, once), 1);
+	assert_int_equal(run(true, led), 0);
+	assert_non_null(strstr(out, "target hook: libcrypto.so.3 could not "
+				    "be loaded: "));
+	assert_non_null(strstr(out, "; install libssl3"));
+	/* With the real libraries the key is computed and the send gets to
+	 * the network (refused on port 1). */
+	assert_int_equal(run(false, trig2), 0);
+	assert_int_equal(run(false, once), 1);
+	assert_int_equal(run(false, led), 0);
+	char *second = strstr(out, "2026-11-28T03:00:00Z");
+	assert_non_null(second);
+	assert_non_null(strstr(out, "target hook: "));
+	/* Only the first slot's row names the load error. */
+	char *first_err = strstr(out, "could not be loaded");
+	assert_non_null(first_err);
+	assert_null(strstr(first_err + 1, "could not be loaded"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -167,6 +242,11 @@ int main(void)
 			http_without_libcurl_fails_clearly, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			postgres_without_libpq_fails_clearly, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			file_delivery_needs_no_libcrypto, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			webhook_without_libcrypto_fails_clearly, setup,
+			teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -134,14 +134,26 @@ static void keys_and_signatures(void **state)
 	char a[DELIVERY_KEY_MAX], b[DELIVERY_KEY_MAX], c[DELIVERY_KEY_MAX];
 	char sig[DELIVERY_KEY_MAX];
 
-	delivery_idempotency_key(DELIVERY_RESULT, "weekly", SLOT, "hook", 0, a);
-	delivery_idempotency_key(DELIVERY_RESULT, "weekly", SLOT, "hook", 0, b);
+	assert_int_equal(delivery_idempotency_key(DELIVERY_RESULT, "weekly",
+						  SLOT, "hook", 0, a, NULL), 0);
+	assert_int_equal(delivery_idempotency_key(DELIVERY_RESULT, "weekly",
+						  SLOT, "hook", 0, b, NULL), 0);
 	assert_string_equal(a, b);
 	assert_int_equal(strlen(a), 32);
-	delivery_idempotency_key(DELIVERY_RESULT, "weekly", SLOT, "hook2", 0, c);
+	assert_int_equal(delivery_idempotency_key(DELIVERY_RESULT, "weekly",
+						  SLOT, "hook2", 0, c, NULL), 0);
 	assert_string_not_equal(a, c);
-	delivery_idempotency_key(DELIVERY_RESULT, "weekly", SLOT + 1, "hook", 0, c);
+	assert_int_equal(delivery_idempotency_key(DELIVERY_RESULT, "weekly",
+						  SLOT + 1, "hook", 0, c, NULL), 0);
 	assert_string_not_equal(a, c);
+	/* Known values, from before the key moved into the targets (and
+	 * equal to: printf 'surecron/1\0result\0weekly\01795798800000\0'
+	 * 'hook\0' '0\0' | sha256sum, first 32 digits). Receivers dedupe on
+	 * them across upgrades: they must never change. */
+	assert_string_equal(a, "6efe0fd2625c32bfc3c35ea0fa247ed7");
+	assert_int_equal(delivery_idempotency_key(DELIVERY_NOTICE, "weekly",
+						  SLOT, "hook", 2, c, NULL), 0);
+	assert_string_equal(c, "ecebda7f0b2d3d6a8784c12d0ff7ac94");
 	/* Checked against openssl(1):
 	 * printf '1700000000.{"a":1}' | openssl dgst -sha256 -hmac secret */
 	assert_int_equal(delivery_sign("secret", 6, "1700000000", "{\"a\":1}", 7,
@@ -169,7 +181,8 @@ static void webhook_posts_signed_object(void **state)
 	setenv("TEST_HOOK_URL", fake_http_url(srv, "/hook", url, sizeof(url)), 1);
 	setenv("TEST_HOOK_SECRET", "s3cret", 1);
 	fake_http_set_default(srv, "/hook", 200, NULL, "ok");
-	delivery_idempotency_key(DELIVERY_RESULT, "weekly", SLOT, "hook", 0, key);
+	assert_int_equal(delivery_idempotency_key(DELIVERY_RESULT, "weekly",
+						  SLOT, "hook", 0, key, NULL), 0);
 	struct delivery_send s = {.target = &t, .body = body,
 				  .idempotency_key = key, .clock = clk};
 	assert_int_equal(delivery_send(&s, NULL), 0);
@@ -196,6 +209,18 @@ static void webhook_posts_signed_object(void **state)
 	assert_true(fake_http_request(srv, "/hook", 1, &r));
 	assert_true(fake_request_header(&r, "Idempotency-Key", got, sizeof(got)));
 	assert_string_equal(got, key);
+	fake_request_dispose(&r);
+	/* The way the outbox sends: no key given, the target computes it
+	 * from (kind, schedule, slot, target) at send time; the header is
+	 * the known value receivers already saw. */
+	struct delivery_send s2 = {.target = &t, .body = body,
+				   .kind = DELIVERY_RESULT,
+				   .schedule = "weekly", .slot_ms = SLOT,
+				   .clock = clk};
+	assert_int_equal(delivery_send(&s2, NULL), 0);
+	assert_true(fake_http_request(srv, "/hook", 2, &r));
+	assert_true(fake_request_header(&r, "Idempotency-Key", got, sizeof(got)));
+	assert_string_equal(got, "6efe0fd2625c32bfc3c35ea0fa247ed7");
 	fake_request_dispose(&r);
 	sc_clock_free(clk);
 	free(body);
