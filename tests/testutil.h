@@ -10,6 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 /* Creates a fresh folder under $TMPDIR (or /tmp) and returns its path, a
@@ -45,6 +48,77 @@ static inline const char *tu_bin(void)
 {
 	const char *b = getenv("SURECRON_BIN");
 	return b ? b : "build/test/surecron";
+}
+
+/* Reads a file into buf (size n), NUL-terminated and truncated to fit;
+ * an unreadable file reads as "". */
+static inline void tu_slurp(const char *path, char *buf, size_t n)
+{
+	FILE *f = fopen(path, "rb");
+	size_t got = 0;
+
+	if (f) {
+		got = fread(buf, 1, n - 1, f);
+		fclose(f);
+	}
+	buf[got] = '\0';
+}
+
+/*
+ * Runs the surecron binary under test with args (NULL-ended), in folder
+ * cwd (NULL: this one), with the entries of env (NULL-ended, may be NULL)
+ * applied in the child only: "K=V" sets K, a bare "K" unsets it. Its
+ * stdout and stderr go through files in the folder scratch and are read
+ * back into out and err. Returns the exit status, or -1 when the child
+ * could not be started or died of a signal.
+ */
+static inline int tu_run_bin(const char *scratch, const char *cwd,
+			     const char *const *env, const char *const *args,
+			     char *out, size_t n_out, char *err, size_t n_err)
+{
+	char op[PATH_MAX], ep[PATH_MAX], bin[PATH_MAX];
+	char *argv[32];
+	int n = 0, st;
+
+	snprintf(op, sizeof(op), "%s/.out", scratch);
+	snprintf(ep, sizeof(ep), "%s/.err", scratch);
+	/* Absolute, since the child may change folder first. */
+	if (!realpath(tu_bin(), bin))
+		return -1;
+	argv[n++] = bin;
+	for (; args[n - 1] && n < 31; n++)
+		argv[n] = (char *)args[n - 1];
+	argv[n] = NULL;
+
+	pid_t pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		int fo = open(op, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		int fe = open(ep, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		if (fo < 0 || fe < 0 || dup2(fo, 1) < 0 || dup2(fe, 2) < 0)
+			_exit(127);
+		for (size_t i = 0; env && env[i]; i++) {
+			char kv[PATH_MAX];
+			snprintf(kv, sizeof(kv), "%s", env[i]);
+			char *eq = strchr(kv, '=');
+			if (eq) {
+				*eq = '\0';
+				setenv(kv, eq + 1, 1);
+			} else {
+				unsetenv(kv);
+			}
+		}
+		if (cwd && chdir(cwd) != 0)
+			_exit(127);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	if (waitpid(pid, &st, 0) != pid)
+		return -1;
+	tu_slurp(op, out, n_out);
+	tu_slurp(ep, err, n_err);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
 #endif

@@ -34,68 +34,16 @@ static int teardown(void **state)
 	return 0;
 }
 
-static void slurp(const char *path, char *buf, size_t n)
-{
-	FILE *f = fopen(path, "rb");
-	size_t got = 0;
-
-	if (f) {
-		got = fread(buf, 1, n - 1, f);
-		fclose(f);
-	}
-	buf[got] = '\0';
-}
-
-/*
- * Runs the binary with args (NULL-ended) in folder cwd (NULL: ours), with
- * the extra "K=V" / "K" (unset) entries in env applied in the child only.
- * Fills out/err; returns the exit status.
- */
+/* Runs the binary (see tu_run_bin); fills out/err; returns the exit
+ * status and fails the test if the child did not exit normally. */
 static int run(const char *cwd, const char *const *env,
 	       const char *const *args)
 {
-	char op[300], ep[300];
-	char *argv[32], bin[PATH_MAX];
-	int n = 0;
+	int rc = tu_run_bin(tmp, cwd, env, args, out, sizeof(out), err,
+			    sizeof(err));
 
-	snprintf(op, sizeof(op), "%s/.out", tmp);
-	snprintf(ep, sizeof(ep), "%s/.err", tmp);
-	/* Absolute, since the child may change folder first. */
-	assert_non_null(realpath(tu_bin(), bin));
-	argv[n++] = bin;
-	for (; args[n - 1] && n < 31; n++)
-		argv[n] = (char *)args[n - 1];
-	argv[n] = NULL;
-
-	pid_t pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		int fo = open(op, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-		int fe = open(ep, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-		if (fo < 0 || fe < 0 || dup2(fo, 1) < 0 || dup2(fe, 2) < 0)
-			_exit(127);
-		for (size_t i = 0; env && env[i]; i++) {
-			char kv[512];
-			snprintf(kv, sizeof(kv), "%s", env[i]);
-			char *eq = strchr(kv, '=');
-			if (eq) {
-				*eq = '\0';
-				setenv(kv, eq + 1, 1);
-			} else {
-				unsetenv(kv);
-			}
-		}
-		if (cwd && chdir(cwd) != 0)
-			_exit(127);
-		execv(argv[0], argv);
-		_exit(127);
-	}
-	int st;
-	assert_int_equal(waitpid(pid, &st, 0), pid);
-	slurp(op, out, sizeof(out));
-	slurp(ep, err, sizeof(err));
-	assert_true(WIFEXITED(st));
-	return WEXITSTATUS(st);
+	assert_true(rc >= 0);
+	return rc;
 }
 
 /* The source tree (tests run from it under `make test`). */

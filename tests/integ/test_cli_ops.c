@@ -71,59 +71,15 @@ static int teardown(void **state)
 	return 0;
 }
 
-static void slurp(const char *path, char *buf, size_t n)
-{
-	FILE *f = fopen(path, "rb");
-	size_t got = 0;
-
-	if (f) {
-		got = fread(buf, 1, n - 1, f);
-		fclose(f);
-	}
-	buf[got] = '\0';
-}
-
-/* Runs the binary with args (NULL-ended) and the "K=V" / "K" (unset)
- * entries of env in the child; fills out/err; returns the exit status. */
+/* Runs the binary with the "K=V" / "K" (unset) entries of env in the
+ * child (see tu_run_bin); fills out/err; returns the exit status. */
 static int run_env(const char *const *env, const char *const *args)
 {
-	char op[300], ep[300], *argv[32], bin[PATH_MAX];
-	int n = 0;
+	int rc = tu_run_bin(tmp, NULL, env, args, out, sizeof(out), err,
+			    sizeof(err));
 
-	snprintf(op, sizeof(op), "%s/.out", tmp);
-	snprintf(ep, sizeof(ep), "%s/.err", tmp);
-	assert_non_null(realpath(tu_bin(), bin));
-	argv[n++] = bin;
-	for (; args[n - 1] && n < 31; n++)
-		argv[n] = (char *)args[n - 1];
-	argv[n] = NULL;
-	pid_t pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		int fo = open(op, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-		int fe = open(ep, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-		if (fo < 0 || fe < 0 || dup2(fo, 1) < 0 || dup2(fe, 2) < 0)
-			_exit(127);
-		for (size_t i = 0; env && env[i]; i++) {
-			char kv[512];
-			snprintf(kv, sizeof(kv), "%s", env[i]);
-			char *eq = strchr(kv, '=');
-			if (eq) {
-				*eq = '\0';
-				setenv(kv, eq + 1, 1);
-			} else {
-				unsetenv(kv);
-			}
-		}
-		execv(argv[0], argv);
-		_exit(127);
-	}
-	int st;
-	assert_int_equal(waitpid(pid, &st, 0), pid);
-	slurp(op, out, sizeof(out));
-	slurp(ep, err, sizeof(err));
-	assert_true(WIFEXITED(st));
-	return WEXITSTATUS(st);
+	assert_true(rc >= 0);
+	return rc;
 }
 
 static const char *const no_overrides[] = {
@@ -345,7 +301,7 @@ static void status_errors(void **state)
 	assert_int_equal(run(args), 1);
 	assert_non_null(strstr(err, "store"));
 	assert_null(strchr(strchr(err, '\n') + 1, '\n')); /* one line */
-	slurp(db, out, sizeof(out));
+	tu_slurp(db, out, sizeof(out));
 	assert_string_equal(out, "this is not a database, and it must stay "
 				 "so\n");
 }
@@ -728,7 +684,7 @@ static void trigger_then_run_once(void **state)
 	 * target. */
 	snprintf(path, sizeof(path), "%s/out.jsonl", tmp);
 	char text[4096];
-	slurp(path, text, sizeof(text));
+	tu_slurp(path, text, sizeof(text));
 	char *nl = strchr(text, '\n');
 	assert_non_null(nl);
 	assert_string_equal(nl + 1, ""); /* exactly one line */
@@ -753,7 +709,7 @@ static void trigger_then_run_once(void **state)
 	json_decref(root);
 	/* And a second pass sends nothing more. */
 	assert_int_equal(run(once), 0);
-	slurp(path, text, sizeof(text));
+	tu_slurp(path, text, sizeof(text));
 	nl = strchr(text, '\n');
 	assert_non_null(nl);
 	assert_string_equal(nl + 1, "");

@@ -93,56 +93,22 @@ static int teardown(void **state)
 	return 0;
 }
 
-static void slurp(const char *path, char *buf, size_t n)
-{
-	FILE *f = fopen(path, "rb");
-	size_t got = 0;
-
-	if (f) {
-		got = fread(buf, 1, n - 1, f);
-		fclose(f);
-	}
-	buf[got] = '\0';
-}
-
 /* Runs the binary in tmp with args (NULL-ended); broken: with the empty
  * libraries first on LD_LIBRARY_PATH. Fills out/err; returns the exit
  * status and fails the test if the child died of a signal. */
 static int run(bool broken, const char *const *args)
 {
-	char op[300], ep[300], bin[PATH_MAX];
-	char *argv[16];
-	int n = 0;
+	char lib[300];
+	const char *env[] = {lib, NULL};
 
-	snprintf(op, sizeof(op), "%s/.out", tmp);
-	snprintf(ep, sizeof(ep), "%s/.err", tmp);
-	assert_non_null(realpath(tu_bin(), bin));
-	argv[n++] = bin;
-	for (; args[n - 1] && n < 15; n++)
-		argv[n] = (char *)args[n - 1];
-	argv[n] = NULL;
-
-	pid_t pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		int fo = open(op, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-		int fe = open(ep, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-		if (fo < 0 || fe < 0 || dup2(fo, 1) < 0 || dup2(fe, 2) < 0 ||
-		    chdir(tmp) != 0)
-			_exit(127);
-		if (broken)
-			setenv("LD_LIBRARY_PATH", tmp, 1);
-		else
-			unsetenv("LD_LIBRARY_PATH");
-		execv(argv[0], argv);
-		_exit(127);
-	}
-	int st;
-	assert_int_equal(waitpid(pid, &st, 0), pid);
-	slurp(op, out, sizeof(out));
-	slurp(ep, err, sizeof(err));
-	assert_true(WIFEXITED(st));
-	return WEXITSTATUS(st);
+	if (broken)
+		snprintf(lib, sizeof(lib), "LD_LIBRARY_PATH=%s", tmp);
+	else
+		snprintf(lib, sizeof(lib), "LD_LIBRARY_PATH");
+	int rc = tu_run_bin(tmp, tmp, env, args, out, sizeof(out), err,
+			    sizeof(err));
+	assert_true(rc >= 0);
+	return rc;
 }
 
 /* The binary starts and a SQLite store works with the three libraries
@@ -195,7 +161,7 @@ static void file_delivery_needs_no_libcrypto(void **state)
 	assert_int_equal(run(true, trig), 0);
 	assert_int_equal(run(true, once), 0);
 	assert_null(strstr(err, "could not be loaded"));
-	slurp(path_in_tmp("out.jsonl"), got, sizeof(got));
+	tu_slurp(path_in_tmp("out.jsonl"), got, sizeof(got));
 	assert_non_null(strstr(got, "\"kind\":\"result\",\"schedule\":\"f\""));
 	assert_non_null(strstr(got, "\"summary\":\"hi\""));
 }
