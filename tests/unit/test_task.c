@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "clock.h"
 #include "fakes/fake_http.h"
@@ -130,7 +131,7 @@ static void environment_and_cwd(void **state)
 }
 
 /* True when pid is gone or a zombie (no longer running). */
-static bool not_running(pid_t pid)
+static bool is_gone(pid_t pid)
 {
 	char path[64], buf[256] = {0};
 	FILE *f;
@@ -143,6 +144,21 @@ static bool not_running(pid_t pid)
 	fclose(f);
 	const char *rp = strrchr(buf, ')');
 	return n > 0 && rp && (rp[2] == 'Z' || rp[2] == 'X');
+}
+
+/* SIGKILL reaches a group member the next time the kernel schedules it,
+ * so on a loaded machine it can still show as sleeping for a moment
+ * after the task returned. Two seconds is far beyond that and far below
+ * the 30 s the member would live if nobody had killed it. */
+static bool not_running(pid_t pid)
+{
+	for (int i = 0; i < 200; i++) {
+		if (is_gone(pid))
+			return true;
+		struct timespec ts = {0, 10 * 1000 * 1000};
+		nanosleep(&ts, NULL);
+	}
+	return false;
 }
 
 static pid_t read_pid(const char *name)
