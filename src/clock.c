@@ -86,6 +86,24 @@ int64_t clock_real_delta_ms(const struct sc_clock *c, int64_t delta_ms)
 	return delta_ms;
 }
 
+void clock_sleep_until_ns(const struct sc_clock *c, int64_t deadline_ns)
+{
+	struct timespec ts;
+
+	if (c && c->is_virtual)
+		return;
+	int64_t delta = clock_real_delta_ns(c, deadline_ns - clock_now_ns(c));
+	if (delta <= 0)
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	int64_t t = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec + delta;
+	ts.tv_sec = (time_t)(t / 1000000000);
+	ts.tv_nsec = (long)(t % 1000000000);
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) ==
+	       EINTR)
+		;
+}
+
 void sc_clock_free(struct sc_clock *c)
 {
 	if (c && c != &real_clock)

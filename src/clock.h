@@ -33,6 +33,14 @@ struct sc_clock *clock_scaled_new(int64_t start_ms, int64_t anchor_ms,
 int64_t clock_real_delta_ns(const struct sc_clock *c, int64_t delta_ns);
 int64_t clock_real_delta_ms(const struct sc_clock *c, int64_t delta_ms);
 
+/*
+ * Sleeps until c reads deadline_ns (UTC ns), measured on the monotonic
+ * clock so a wall-clock jump cannot stretch it, and resumed after a
+ * signal. Returns at once for a virtual clock (it only moves when a test
+ * moves it) and when the deadline has passed.
+ */
+void clock_sleep_until_ns(const struct sc_clock *c, int64_t deadline_ns);
+
 /* Days since 1970-01-01 of a proleptic Gregorian date (month 1-12). */
 int64_t clock_days_from_civil(int64_t y, int m, int d);
 

@@ -170,7 +170,16 @@ int queue_claim(struct sc_store *s, const char *worker, int64_t lease_ms,
 		struct store_job *jobs, size_t max, size_t *n,
 		struct sc_err *err)
 {
-	int rc = store_job_claim(s, worker, lease_ms, jobs, max, n, err);
+	return queue_claim_ahead(s, worker, lease_ms, 0, jobs, max, n, err);
+}
+
+int queue_claim_ahead(struct sc_store *s, const char *worker,
+		      int64_t lease_ms, int64_t ahead_ms,
+		      struct store_job *jobs, size_t max, size_t *n,
+		      struct sc_err *err)
+{
+	int rc = store_job_claim_ahead(s, worker, lease_ms, ahead_ms, jobs,
+				       max, n, err);
 
 	if (rc || *n == 0)
 		return rc;

@@ -59,6 +59,14 @@ int queue_claim(struct sc_store *s, const char *worker, int64_t lease_ms,
 		struct store_job *jobs, size_t max, size_t *n,
 		struct sc_err *err);
 
+/* queue_claim that also takes jobs due within ahead_ms. The caller must
+ * not start a claimed job before its run_at_ms (the daemon claims a few
+ * milliseconds early so the task starts on the due instant itself). */
+int queue_claim_ahead(struct sc_store *s, const char *worker,
+		      int64_t lease_ms, int64_t ahead_ms,
+		      struct store_job *jobs, size_t max, size_t *n,
+		      struct sc_err *err);
+
 /* Extends the lease of a claimed job to now + lease_ms and updates
  * job->lease_expires_ms. SC_ELEASE when the claim is no longer current. */
 int queue_heartbeat(struct sc_store *s, struct store_job *job,

@@ -173,6 +173,14 @@ int store_job_claim(struct sc_store *s, const char *worker, int64_t lease_ms,
 		    struct store_job *out, size_t max, size_t *n,
 		    struct sc_err *err)
 {
+	return store_job_claim_ahead(s, worker, lease_ms, 0, out, max, n, err);
+}
+
+int store_job_claim_ahead(struct sc_store *s, const char *worker,
+			  int64_t lease_ms, int64_t ahead_ms,
+			  struct store_job *out, size_t max, size_t *n,
+			  struct sc_err *err)
+{
 	int rc = check_name("worker name", worker, SC_WORKER_MAX, err);
 
 	if (!rc)
@@ -183,10 +191,13 @@ int store_job_claim(struct sc_store *s, const char *worker, int64_t lease_ms,
 		return rc;
 	if (lease_ms <= 0)
 		return sc_err_set(err, SC_EINVAL, "lease must be positive");
+	if (ahead_ms < 0)
+		return sc_err_set(err, SC_EINVAL, "claim ahead must be >= 0");
 	*n = 0;
 	if (max == 0)
 		return 0;
-	return s->ops->job_claim(s->impl, worker, lease_ms, out, max, n, err);
+	return s->ops->job_claim(s->impl, worker, lease_ms, ahead_ms, out, max,
+				 n, err);
 }
 
 int store_job_heartbeat(struct sc_store *s, int64_t id, int64_t lease_token,

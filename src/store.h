@@ -183,6 +183,17 @@ int store_job_claim(struct sc_store *s, const char *worker, int64_t lease_ms,
 		    struct store_job *out, size_t max, size_t *n,
 		    struct sc_err *err);
 
+/*
+ * store_job_claim that also takes jobs due within ahead_ms (run_at <= now
+ * + ahead_ms), so a worker can do its reads before the due instant and
+ * start the task right on it. started = max(now, run_at): an attempt
+ * never starts, on record, before it was due.
+ */
+int store_job_claim_ahead(struct sc_store *s, const char *worker,
+			  int64_t lease_ms, int64_t ahead_ms,
+			  struct store_job *out, size_t max, size_t *n,
+			  struct sc_err *err);
+
 /* Extends the lease of job id to now + lease_ms if lease_token still
  * matches. SC_ELEASE otherwise (nothing changes). */
 int store_job_heartbeat(struct sc_store *s, int64_t id, int64_t lease_token,
@@ -347,8 +358,8 @@ struct store_ops {
 				const struct sc_retry_policy *policy,
 				struct sc_err *err);
 	int (*job_claim)(void *impl, const char *worker, int64_t lease_ms,
-			 struct store_job *out, size_t max, size_t *n,
-			 struct sc_err *err);
+			 int64_t ahead_ms, struct store_job *out, size_t max,
+			 size_t *n, struct sc_err *err);
 	int (*job_heartbeat)(void *impl, int64_t id, int64_t lease_token,
 			     int64_t lease_ms, struct sc_err *err);
 	int (*job_finish)(void *impl, int64_t id, int64_t lease_token,

@@ -222,13 +222,15 @@ static const char *const sql[ST_COUNT] = {
 	" $6::bigint, false FROM unnest($2::bigint[]) AS s"
 	" ON CONFLICT (schedule, slot_ms) DO NOTHING RETURNING 1)"
 	" SELECT count(*), CASE WHEN count(*) > 0 THEN " NOTIFY " END FROM i",
-	/* $1 now, $2 max, $3 worker, $4 lease_ms. */
+	/* $1 now, $2 max, $3 worker, $4 lease_ms, $5 ahead_ms. */
 	[ST_CLAIM] =
-	"WITH c AS (SELECT id FROM jobs WHERE state = 0 AND run_at_ms <= $1"
+	"WITH c AS (SELECT id FROM jobs WHERE state = 0"
+	" AND run_at_ms <= $1::bigint + $5::bigint"
 	" ORDER BY run_at_ms, id LIMIT $2 FOR UPDATE SKIP LOCKED)"
 	" UPDATE jobs j SET state = 1, attempts = j.attempts + 1,"
 	" lease_token = nextval('lease_tokens'), lease_owner = $3,"
-	" lease_expires_ms = $1::bigint + $4::bigint, started_ms = $1"
+	" lease_expires_ms = $1::bigint + $4::bigint,"
+	" started_ms = GREATEST($1::bigint, j.run_at_ms)"
 	" FROM c WHERE j.id = c.id RETURNING " JOB_COLS_J,
 	[ST_HEARTBEAT] =
 	"UPDATE jobs SET lease_expires_ms = $3::bigint + $4::bigint"
@@ -976,8 +978,8 @@ static int cmp_claimed(const void *x, const void *y)
 }
 
 static int pg_job_claim(void *impl, const char *worker, int64_t lease_ms,
-			struct store_job *out, size_t max, size_t *n,
-			struct sc_err *err)
+			int64_t ahead_ms, struct store_job *out, size_t max,
+			size_t *n, struct sc_err *err)
 {
 	struct pg *p = impl;
 	struct args a = {0};
@@ -997,6 +999,7 @@ static int pg_job_claim(void *impl, const char *worker, int64_t lease_ms,
 	arg_i64(&a, (int64_t)max);
 	arg_str(&a, worker);
 	arg_i64(&a, lease_ms);
+	arg_i64(&a, ahead_ms);
 	rc = run(p, ST_CLAIM, &a, &res, err);
 	if (rc)
 		return rc;

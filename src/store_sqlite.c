@@ -215,9 +215,9 @@ static const char *const stmt_sql[N_STMT] = {
 	[ST_JOB_CLAIM] =
 		"UPDATE jobs SET state = 1, attempts = attempts + 1, "
 		"lease_token = lease_token + 1, lease_owner = ?1, "
-		"lease_expires_ms = ?2, started_ms = ?3 "
+		"lease_expires_ms = ?2, started_ms = MAX(?3, run_at_ms) "
 		"WHERE id IN (SELECT id FROM jobs WHERE state = 0 AND "
-		"run_at_ms <= ?3 ORDER BY run_at_ms, id LIMIT ?4) "
+		"run_at_ms <= ?3 + ?5 ORDER BY run_at_ms, id LIMIT ?4) "
 		"RETURNING " JOB_COLS,
 	[ST_JOB_HEARTBEAT] =
 		"UPDATE jobs SET lease_expires_ms = ?3 "
@@ -1080,8 +1080,8 @@ static int cmp_job(const void *a, const void *b)
 }
 
 static int sq_job_claim(void *impl, const char *worker, int64_t lease_ms,
-			struct store_job *out, size_t max, size_t *n,
-			struct sc_err *err)
+			int64_t ahead_ms, struct store_job *out, size_t max,
+			size_t *n, struct sc_err *err)
 {
 	struct sq *q = impl;
 	sqlite3_stmt *st = NULL;
@@ -1100,6 +1100,7 @@ static int sq_job_claim(void *impl, const char *worker, int64_t lease_ms,
 	sqlite3_bind_int64(st, 2, now + lease_ms);
 	sqlite3_bind_int64(st, 3, now);
 	sqlite3_bind_int64(st, 4, max > INT32_MAX ? INT32_MAX : (int64_t)max);
+	sqlite3_bind_int64(st, 5, ahead_ms);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW && got < max)
 		read_job(st, &out[got++]);
 	if (rc != SQLITE_DONE) {

@@ -21,6 +21,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <jansson.h>
 
 #include "clock.h"
 #include "config.h"
@@ -651,6 +652,55 @@ static void trigger_starts_within_a_second(void **state)
 	env_dispose(&e);
 }
 
+/* ---- (8b) claimed ahead, started on time ------------------------------ */
+
+/* Workers claim a job a few milliseconds before it is due; no task may
+ * start before its slot's instant because of that. Each run of a
+ * per-second schedule prints its own start time, which must not precede
+ * the slot it was delivered for. */
+static void never_starts_before_due(void **state)
+{
+	struct env e;
+	char p[512], line[4096];
+	size_t n = 0;
+	(void)state;
+	env_init(&e);
+	write_cfg(&e, W_FAST,
+		  "  persec:\n"
+		  "    cron: \"* * * * * *\"\n"
+		  "    tz: UTC\n"
+		  "    catchup: none\n"
+		  "    targets: [archive]\n"
+		  "    tasks:\n"
+		  "      - {name: t, command: [\"/bin/date\", \"+%s%N\"]}\n");
+	pid_t pid = start_daemon(&e, NULL);
+	int64_t end = now_ms() + 8000;
+	while (count_lines(&e, "deliveries.jsonl") < 4 && now_ms() < end)
+		sleep_ms(50);
+	stop_daemon(pid);
+	snprintf(p, sizeof(p), "%s/deliveries.jsonl", e.dir);
+	FILE *f = fopen(p, "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		json_t *m = json_loads(line, 0, NULL);
+		assert_non_null(m);
+		int64_t slot = 0;
+		assert_int_equal(clock_parse_iso(json_string_value(json_object_get(
+						 m, "slot")),
+					 &slot, NULL),
+				 0);
+		const char *sum = json_string_value(json_object_get(m, "summary"));
+		assert_non_null(sum);
+		long long started_ns = atoll(sum);
+		assert_true(started_ns >= slot * 1000000);
+		json_decref(m);
+		n++;
+	}
+	fclose(f);
+	assert_true(n >= 4);
+	env_dispose(&e);
+}
+
 /* ---- (9) --once: what is due now, then exit -------------------------- */
 
 static int run_once(const struct env *e)
@@ -854,6 +904,7 @@ int main(void)
 		cmocka_unit_test_teardown(sigterm_grace, reap_all),
 		cmocka_unit_test_teardown(sighup_reload, reap_all),
 		cmocka_unit_test_teardown(trigger_starts_within_a_second, reap_all),
+		cmocka_unit_test_teardown(never_starts_before_due, reap_all),
 		cmocka_unit_test_teardown(once_runs_what_is_due, reap_all),
 	};
 	const struct CMUnitTest pg_tests[] = {

@@ -445,6 +445,33 @@ static void claim_takes_earliest_due_first(void **state)
 	fix_close(&f);
 }
 
+/* A worker may claim a job a little before it is due (so the claim's
+ * transaction is not part of the task's lateness): only jobs within the
+ * window, and the attempt's start on record is the due instant. */
+static void claim_ahead_takes_only_jobs_due_within_the_window(void **state)
+{
+	struct fix f;
+	struct store_job j[4];
+	struct sc_err err = {0};
+	size_t n = 99;
+
+	fix_open(state, &f);
+	int64_t soon = enqueue(&f, "s", T0 + 15, T0 + 15, NULL);
+	enqueue(&f, "s", T0 + 25, T0 + 25, NULL);
+	assert_int_equal(claim(&f, "w1", j, 4), 0);
+	assert_int_equal(store_job_claim_ahead(f.s, "w1", 5 * MIN, 20, j, 4,
+					       &n, &err),
+			 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(j[0].id, soon);
+	assert_int_equal(j[0].started_ms, T0 + 15);
+	assert_int_equal(j[0].lease_expires_ms, T0 + 5 * MIN);
+	assert_int_equal(store_job_claim_ahead(f.s, "w1", 5 * MIN, -1, j, 4,
+					       &n, &err),
+			 SC_EINVAL);
+	fix_close(&f);
+}
+
 static void leases_are_fenced(void **state)
 {
 	struct fix f;
@@ -1257,6 +1284,7 @@ int main(void)
 		cmocka_unit_test(enqueue_is_idempotent),
 		cmocka_unit_test(bad_arguments_are_refused),
 		cmocka_unit_test(claim_takes_earliest_due_first),
+		cmocka_unit_test(claim_ahead_takes_only_jobs_due_within_the_window),
 		cmocka_unit_test(leases_are_fenced),
 		cmocka_unit_test(finish_writes_one_ledger_row),
 		cmocka_unit_test(release_does_not_count_the_attempt),

@@ -54,7 +54,7 @@ static struct store_job claim1(void *h, const char *worker, int64_t lease)
 {
 	struct store_job j;
 	size_t n = 0;
-	assert_int_equal(ops->job_claim(h, worker, lease, &j, 1, &n, NULL), 0);
+	assert_int_equal(ops->job_claim(h, worker, lease, 0, &j, 1, &n, NULL), 0);
 	assert_int_equal(n, 1);
 	return j;
 }
@@ -137,7 +137,7 @@ static void claim_takes_due_jobs_in_order(void **state)
 	int64_t late = enq(h, "s", T0 - 1000);
 	int64_t early = enq(h, "s", T0 - 5000);
 	enq(h, "s", T0 + MIN); /* not due yet */
-	assert_int_equal(ops->job_claim(h, "w1", 30000, out, 8, &n, NULL), 0);
+	assert_int_equal(ops->job_claim(h, "w1", 30000, 0, out, 8, &n, NULL), 0);
 	assert_int_equal(n, 2);
 	assert_int_equal(out[0].id, early);
 	assert_int_equal(out[1].id, late);
@@ -149,7 +149,7 @@ static void claim_takes_due_jobs_in_order(void **state)
 		assert_int_equal(out[i].started_ms, T0);
 	}
 	assert_true(out[0].lease_token != out[1].lease_token);
-	assert_int_equal(ops->job_claim(h, "w1", 30000, out, 8, &n, NULL), 0);
+	assert_int_equal(ops->job_claim(h, "w1", 30000, 0, out, 8, &n, NULL), 0);
 	assert_int_equal(n, 0);
 
 	int64_t due = 0;
@@ -330,7 +330,7 @@ static void recover_stalled_counts_and_kills(void **state)
 	for (int round = 1; round <= 2; round++) {
 		struct store_job out[2];
 		size_t n = 0;
-		assert_int_equal(ops->job_claim(h, "w", 1000, out, 2, &n, NULL),
+		assert_int_equal(ops->job_claim(h, "w", 1000, 0, out, 2, &n, NULL),
 				 0);
 		assert_int_equal(n, 2);
 		/* Not expired yet: nothing to recover. */
@@ -431,7 +431,7 @@ static void *claimer_run(void *arg)
 	for (;;) {
 		struct store_job out[5];
 		size_t n = 0;
-		if (store_pg_ops.job_claim(h, name, MIN, out, 5, &n, NULL)) {
+		if (store_pg_ops.job_claim(h, name, MIN, 0, out, 5, &n, NULL)) {
 			c->failed = 1;
 			break;
 		}
@@ -992,7 +992,7 @@ static void wait_wakes_on_enqueue(void **state)
 	enq(b, "s", T0 + 1);
 	size_t n = 0;
 	struct store_job out[2];
-	assert_int_equal(ops->job_claim(a, "w", MIN, out, 2, &n, NULL), 0);
+	assert_int_equal(ops->job_claim(a, "w", MIN, 0, out, 2, &n, NULL), 0);
 	t = clock_mono_ms();
 	assert_int_equal(ops->wait(a, 5000, NULL), 0);
 	assert_true(clock_mono_ms() - t < 2500);
