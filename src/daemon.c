@@ -371,15 +371,21 @@ static void run_job(struct daemon *d, struct sc_store *s, struct cfg_ref *cr,
 	else
 		outcome = "failed";
 	int64_t dur = clock_mono_ms() - t0;
+	/* How late its first task started (the program exec'd), in us. */
+	char task_late[24] = "-";
+	if (res.rep.started_ns)
+		snprintf(task_late, sizeof(task_late), "%lld",
+			 (long long)((res.rep.started_ns -
+				      job->run_at_ms * 1000000) / 1000));
 	char next[CLOCK_ISO_MAX] = "-";
 	if (!rc && !res.completed && !res.dead && res.next_ms != INT64_MAX)
 		iso(res.next_ms, next);
 	SC_LOG(res.completed || k.released ? SC_LOG_INFO : SC_LOG_ERROR,
 	       "daemon",
 	       "event=finish schedule=%s slot=%s job=%lld attempt=%d "
-	       "outcome=%s duration_ms=%lld next=%s code=%s",
+	       "outcome=%s duration_ms=%lld task_late_us=%s next=%s code=%s",
 	       job->schedule, slot, (long long)job->id, job->attempts, outcome,
-	       (long long)dur, next,
+	       (long long)dur, task_late, next,
 	       rc ? sc_strerror(rc)
 		  : (res.run_err.code ? sc_strerror(res.run_err.code) : "ok"));
 	bool failed = !k.released && (rc || !res.completed);

@@ -441,6 +441,8 @@ int orch_run_slot(const struct orch_ctx *ctx, const struct schedule_spec *sched,
 					    &tctx, &res[i]);
 		else
 			(void)task_run(&sched->tasks[i], &tctx, &res[i]);
+		if (!rep->started_ns)
+			rep->started_ns = res[i].started_ns;
 		switch (res[i].outcome) {
 		case TASK_DELIVER: rep->n_deliver++; break;
 		case TASK_SKIP: rep->n_skipped++; break;

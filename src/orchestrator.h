@@ -62,6 +62,8 @@ struct orch_report {
 	bool resent;              /* the outbox held the slot's message */
 	size_t n_notices_sent;    /* failed run: notices that went out */
 	size_t n_notices_failed;  /* failed run: notices that did not */
+	int64_t started_ns;       /* when the first task began (clock UTC ns;
+				     0: no task started) */
 	struct delivery_report delivery;
 	char *details_json;       /* per-task outcomes, notice errors (owned;
 				     for the ledger; may be NULL) */

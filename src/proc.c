@@ -191,6 +191,9 @@ int proc_run(const struct proc_spec *spec, struct proc_result *res,
 
 	int64_t start = clock_mono_ms();
 	rc = spawn(spec, inp[0], outp[1], errp[1], &pid, err);
+	/* posix_spawn returns once the child has exec'd: the program runs. */
+	if (!rc)
+		res->started_ns = clock_now_ns(spec->clock);
 	close_fd(&inp[0]);
 	close_fd(&outp[1]);
 	close_fd(&errp[1]);

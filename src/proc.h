@@ -39,6 +39,8 @@ struct proc_spec {
 	int (*tick)(void *ud);
 	void *tick_ud;
 	int64_t tick_ms;
+	/* Clock that stamps res->started_ns; NULL: the real clock. */
+	const struct sc_clock *clock;
 };
 
 struct proc_result {
@@ -51,6 +53,8 @@ struct proc_result {
 	struct buf out;         /* stdout (at most max_stdout bytes) */
 	char err_tail[PROC_TAIL_MAX + 1]; /* last bytes of stderr, NUL-ended */
 	int64_t elapsed_ms;
+	int64_t started_ns;     /* spec->clock's UTC ns once the program was
+				   exec'd (posix_spawn returned); 0 if not */
 };
 
 /*

@@ -63,6 +63,9 @@ struct task_result {
 	struct sc_err err;   /* FAILED: code, "task NAME: reason", hint,
 				permanent; zero otherwise */
 	int64_t elapsed_ms;
+	int64_t started_ns;  /* the task's clock, UTC ns, when it began: its
+				program exec'd (command), its request went out
+				(http); 0 when it never started */
 };
 
 /* What a task learns about the run it belongs to (all borrowed). */

@@ -169,6 +169,7 @@ static int command_run(const struct task_spec *spec,
 		.tick = ctx->tick,
 		.tick_ud = ctx->tick_ud,
 		.tick_ms = ctx->tick_ms,
+		.clock = ctx->clock,
 	};
 	rc = proc_run(&ps, &pr, &perr);
 	free(envp);
@@ -178,6 +179,7 @@ static int command_run(const struct task_spec *spec,
 			  "%s", perr.msg);
 	} else {
 		out->elapsed_ms = pr.elapsed_ms;
+		out->started_ns = pr.started_ns;
 		rc = command_outcome(spec, &pr, out);
 	}
 	proc_result_dispose(&pr);

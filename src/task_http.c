@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "err.h"
 #include "http.h"
 #include "task.h"
@@ -105,6 +106,7 @@ int task_http_run(const struct task_spec *spec, const struct task_ctx *ctx,
 		.body = spec->body,
 		.auth = auth,
 	};
+	out->started_ns = clock_now_ns(ctx->clock);
 	rc = http_do(c, &req, &resp, &herr);
 	bool expected = spec->expect_status ? resp.status == spec->expect_status
 					    : rc == 0;

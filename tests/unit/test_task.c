@@ -100,6 +100,26 @@ static void argv_runs_without_shell(void **state)
 	task_result_dispose(&r);
 }
 
+/* The start time on record is when the program began, between the call
+ * and its return; a program that never ran has none. */
+static void start_time_is_recorded(void **state)
+{
+	char *argv[] = {"true", NULL};
+	char *missing[] = {"/nonexistent/surecron-task", NULL};
+	struct task_spec t = {.name = "t", .argv = argv};
+	struct task_result r;
+
+	int64_t before = clock_now_ns(NULL);
+	assert_int_equal(task_run(&t, &ctx, &r), 0);
+	int64_t after = clock_now_ns(NULL);
+	assert_true(r.started_ns >= before && r.started_ns <= after);
+	task_result_dispose(&r);
+	t.argv = missing;
+	assert_int_not_equal(task_run(&t, &ctx, &r), 0);
+	assert_int_equal(r.started_ns, 0);
+	task_result_dispose(&r);
+}
+
 static void shell_only_when_asked(void **state)
 {
 	struct task_spec t = {.name = "sh", .shell = "echo one; echo two"};
@@ -454,6 +474,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(argv_runs_without_shell, setup, teardown),
+		cmocka_unit_test_setup_teardown(start_time_is_recorded, setup, teardown),
 		cmocka_unit_test_setup_teardown(shell_only_when_asked, setup, teardown),
 		cmocka_unit_test_setup_teardown(environment_and_cwd, setup, teardown),
 		cmocka_unit_test_setup_teardown(timeout_kills_the_group, setup, teardown),
