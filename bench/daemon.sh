@@ -29,6 +29,7 @@ BIN=$BUILD/surecron
 PEER=bench/peers/bullmq
 
 [ -x "$BIN" ] || { echo "daemon.sh: $BIN missing (run make)" >&2; exit 1; }
+BIN=$(cd "$(dirname "$BIN")" && pwd)/surecron # absolute: the daemon runs in $work
 work=$(mktemp -d /tmp/surecron-bench-daemon-XXXXXX)
 pid=""
 redis_pid=""
@@ -64,9 +65,14 @@ trap cleanup EXIT INT TERM
 } >"$work/surecron.yaml"
 
 echo "-- ours: surecron run, 100 schedules, ${SECS}s"
-(cd "$work" && SURECRON_LOG=info exec "$OLDPWD/$BIN" run --config surecron.yaml 2>"$work/daemon.log") &
+(cd "$work" && SURECRON_LOG=info exec "$BIN" run --config surecron.yaml 2>"$work/daemon.log") &
 pid=$!
 sleep "$SECS"
+if ! kill -0 "$pid" 2>/dev/null; then
+  echo "daemon.sh: the daemon exited early; its log:" >&2
+  tail -5 "$work/daemon.log" >&2
+  exit 1
+fi
 rss=$(awk '/^VmRSS/ {print $2}' /proc/$pid/status)
 hwm=$(awk '/^VmHWM/ {print $2}' /proc/$pid/status)
 anon=$(awk '/^Anonymous:/ {print $2}' /proc/$pid/smaps_rollup)
