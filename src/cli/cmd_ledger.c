@@ -239,6 +239,9 @@ int cmd_ledger(int argc, char **argv)
 					       "number 1-1000000, not '%s'",
 					       limit);
 		f.limit = (int)v;
+		/* The N most recent rows: what an operator looking at a
+		 * long ledger wants. Read newest first, shown oldest first. */
+		f.newest_first = true;
 	}
 	f.lost_or_missed = lost;
 	if ((r = cli_state_open(path, false, &st)))
@@ -253,6 +256,11 @@ int cmd_ledger(int argc, char **argv)
 	if (ledger_query(st.store, &f, &rows, &n, &err) != 0) {
 		r = cli_fail(EXIT_FAIL, "store: %s", err.msg);
 		goto done;
+	}
+	for (size_t i = 0; f.newest_first && i < n / 2; i++) {
+		struct ledger_row t = rows[i];
+		rows[i] = rows[n - 1 - i];
+		rows[n - 1 - i] = t;
 	}
 	if (lost && n > 0) {
 		rec = calloc(n, sizeof(*rec));

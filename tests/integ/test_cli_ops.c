@@ -390,6 +390,15 @@ static void ledger_filters(void **state)
 	assert_string_equal(outcomes_of(root, buf, sizeof(buf)), "missed");
 	json_decref(root);
 
+	/* --limit keeps the most recent rows, listed oldest first. */
+	const char *newest[] = {"ledger", "--config", cfg, "--limit", "2",
+				"--json", NULL};
+	assert_int_equal(run(newest), 0);
+	root = out_json();
+	assert_string_equal(outcomes_of(root, buf, sizeof(buf)),
+			    "missed,success");
+	json_decref(root);
+
 	/* Text: a header, then one line per row with its error. */
 	const char *text[] = {"ledger", "--config", cfg, NULL};
 	assert_int_equal(run(text), 0);
