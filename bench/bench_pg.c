@@ -34,8 +34,8 @@ static const char *g_url;
 static struct sc_clock *g_clock;
 
 struct worker {
-	int id;
 	long done;
+	int id;
 	int failed;
 };
 

@@ -464,7 +464,6 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn,
 		f->cap_log = cap;
 	}
 	f->log[f->n_log++] = rq; /* the log owns rq's strings now */
-	const struct fake_request *logged = &f->log[f->n_log - 1];
 	struct route *r = route_get(f, url, false);
 	int path_delay = r ? r->delay_ms : 0;
 	pthread_cond_broadcast(&f->cv);
@@ -479,7 +478,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn,
 	pthread_mutex_lock(&f->mu);
 	/* Find this request again: the log may have grown (and moved) while
 	 * the lock was released. Its body pointer is unique. */
-	logged = NULL;
+	const struct fake_request *logged = NULL;
 	for (size_t i = f->n_log; i-- > 0;) {
 		if (f->log[i].body == rq.body) {
 			logged = &f->log[i];

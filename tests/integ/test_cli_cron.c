@@ -110,7 +110,7 @@ static void next_prints_local_iso(void **state)
 	struct run r;
 
 	run_bin(&r, NULL, "next", "--tz", "America/New_York", "--from",
-		"2026-03-07T12:00:00Z", "--count", "3", "30 2 * * *", NULL);
+		"2026-03-07T12:00:00Z", "--count", "3", "30 2 * * *", (char *)NULL);
 	assert_int_equal(r.status, 0);
 	assert_string_equal(r.out, "2026-03-08T03:00:00-04:00\n"
 				   "2026-03-09T02:30:00-04:00\n"
@@ -120,19 +120,19 @@ static void next_prints_local_iso(void **state)
 	/* --from with an offset, --opt=value, fields as separate args. */
 	run_bin(&r, NULL, "next", "--tz=Australia/Lord_Howe",
 		"--from=2026-10-04T01:00:00+10:30", "15", "2", "*", "*", "*",
-		NULL);
+		(char *)NULL);
 	assert_int_equal(r.status, 0);
 	assert_string_equal(r.out, "2026-10-04T02:30:00+11:00\n");
 
 	/* Default count is 1; UTC shows +00:00. */
 	run_bin(&r, NULL, "next", "--tz", "UTC", "--from",
-		"2026-01-01T00:00:00Z", "0 0 29 2 *", NULL);
+		"2026-01-01T00:00:00Z", "0 0 29 2 *", (char *)NULL);
 	assert_int_equal(r.status, 0);
 	assert_string_equal(r.out, "2028-02-29T00:00:00+00:00\n");
 
 	/* Without --from it starts now: one line, in the future. */
 	run_bin(&r, NULL, "next", "--tz", "UTC", "--count", "2",
-		"* * * * *", NULL);
+		"* * * * *", (char *)NULL);
 	assert_int_equal(r.status, 0);
 	assert_int_equal(count_lines(r.out), 2);
 }
@@ -142,11 +142,11 @@ static void default_zone_is_tz_env(void **state)
 	struct run r;
 
 	run_bin(&r, "Asia/Seoul", "next", "--from", "2026-01-01T00:00:00Z",
-		"0 17 * * 5", NULL);
+		"0 17 * * 5", (char *)NULL);
 	assert_int_equal(r.status, 0);
 	assert_string_equal(r.out, "2026-01-02T17:00:00+09:00\n");
 	run_bin(&r, ":Europe/Berlin", "next", "--from",
-		"2026-07-01T00:00:00Z", "0 12 * * *", NULL);
+		"2026-07-01T00:00:00Z", "0 12 * * *", (char *)NULL);
 	assert_string_equal(r.out, "2026-07-01T12:00:00+02:00\n");
 }
 
@@ -177,7 +177,7 @@ static void bad_input_exits_2(void **state)
 	for (size_t i = 0; i < sizeof(bad_rows) / sizeof(bad_rows[0]); i++) {
 		const char *const *a = bad_rows[i].args;
 		struct run r;
-		run_bin(&r, NULL, a[0], a[1], a[2], a[3], a[4], a[5], NULL);
+		run_bin(&r, NULL, a[0], a[1], a[2], a[3], a[4], a[5], (char *)NULL);
 		if (r.status != 2 || !strstr(r.err, bad_rows[i].err))
 			fail_msg("row %zu (%s): status %d, stderr \"%s\"", i,
 				 a[0], r.status, r.err);
@@ -192,7 +192,7 @@ static void explain_text(void **state)
 	struct run r;
 
 	run_bin(&r, NULL, "explain", "--tz", "America/New_York", "--from",
-		"2026-03-07T12:00:00Z", "0 17 * * 5", NULL);
+		"2026-03-07T12:00:00Z", "0 17 * * 5", (char *)NULL);
 	assert_int_equal(r.status, 0);
 	assert_non_null(strstr(r.out, "meaning     at 17:00, on Friday\n"));
 	assert_non_null(strstr(r.out, "next        2026-03-13T17:00:00-04:00\n"));
@@ -203,7 +203,7 @@ static void explain_text(void **state)
 				      "2026-03-13T20:30:00-04:00)"));
 
 	run_bin(&r, NULL, "explain", "--tz", "UTC", "--from",
-		"2026-03-07T12:00:00Z", "10 17 * * 1-5", NULL);
+		"2026-03-07T12:00:00Z", "10 17 * * 1-5", (char *)NULL);
 	assert_int_equal(r.status, 0);
 	assert_non_null(strstr(r.out, "class       default"));
 	assert_non_null(strstr(r.out, "recovery window 1m (until "
@@ -216,7 +216,7 @@ static void explain_json(void **state)
 	json_error_t jerr;
 
 	run_bin(&r, NULL, "explain", "--json", "--tz", "Europe/Berlin",
-		"--from", "2026-03-28T12:00:00Z", "0 30 2 * * *", NULL);
+		"--from", "2026-03-28T12:00:00Z", "0 30 2 * * *", (char *)NULL);
 	assert_int_equal(r.status, 0);
 	json_t *j = json_loads(r.out, 0, &jerr);
 	if (!j)
@@ -245,7 +245,7 @@ static void explain_json(void **state)
 	json_decref(j);
 
 	run_bin(&r, NULL, "explain", "--json", "--tz", "UTC", "--from",
-		"2026-01-01T00:00:00Z", "@weekly", NULL);
+		"2026-01-01T00:00:00Z", "@weekly", (char *)NULL);
 	j = json_loads(r.out, 0, &jerr);
 	assert_non_null(j);
 	assert_string_equal(json_string_value(json_object_get(j, "class")),
@@ -265,8 +265,8 @@ static void help_is_the_same_both_ways(void **state)
 	static const char *const cmds[] = {"next", "explain"};
 	for (size_t i = 0; i < 2; i++) {
 		struct run a, b;
-		run_bin(&a, NULL, cmds[i], "--help", NULL);
-		run_bin(&b, NULL, "help", cmds[i], NULL);
+		run_bin(&a, NULL, cmds[i], "--help", (char *)NULL);
+		run_bin(&b, NULL, "help", cmds[i], (char *)NULL);
 		assert_int_equal(a.status, 0);
 		assert_int_equal(b.status, 0);
 		assert_string_equal(a.out, b.out);
@@ -274,7 +274,7 @@ static void help_is_the_same_both_ways(void **state)
 		assert_non_null(strstr(a.out, "--tz ZONE"));
 	}
 	struct run r;
-	run_bin(&r, NULL, "--help", NULL);
+	run_bin(&r, NULL, "--help", (char *)NULL);
 	assert_int_equal(r.status, 0);
 	assert_non_null(strstr(r.out, "  explain "));
 	assert_non_null(strstr(r.out, "  next "));

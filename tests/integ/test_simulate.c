@@ -281,7 +281,7 @@ static void seed_incident_recovers_and_delivers_once(void **state)
 
 	write_weekly(NULL);
 	run_bin(&r, "--config", "c.yaml", "--from", WEEK_FROM, "--until",
-		WEEK_UNTIL, "--fail", QUOTA, "--json", NULL);
+		WEEK_UNTIL, "--fail", QUOTA, "--json", (char *)NULL);
 	if (r.status != 0 || !r.json)
 		fail_msg("status %d, stderr: %s", r.status, r.err);
 	/* A simulated week, well under a second. */
@@ -327,7 +327,7 @@ static void seed_incident_delivered_for_real(void **state)
 
 	write_weekly(NULL);
 	run_bin(&r, "--config", "c.yaml", "--from", WEEK_FROM, "--until",
-		WEEK_UNTIL, "--fail", QUOTA, "--deliver", NULL);
+		WEEK_UNTIL, "--fail", QUOTA, "--deliver", (char *)NULL);
 	if (r.status != 0)
 		fail_msg("status %d, stderr: %s", r.status, r.err);
 	/* The text timeline names the four attempts and the ledger. */
@@ -352,7 +352,7 @@ static void forced_short_policy_loses_the_slot_loudly(void **state)
 	write_weekly("    retry: {attempts: 2, backoff: exponential, "
 		     "delay: 60s}\n");
 	run_bin(&r, "--config", "c.yaml", "--from", WEEK_FROM, "--until",
-		WEEK_UNTIL, "--fail", QUOTA, "--json", NULL);
+		WEEK_UNTIL, "--fail", QUOTA, "--json", (char *)NULL);
 	if (r.status != 0 || !r.json)
 		fail_msg("status %d, stderr: %s", r.status, r.err);
 	assert_int_equal(events(r.json, "attempt_started", ev, 8), 2);
@@ -381,7 +381,7 @@ static void forced_short_policy_loses_the_slot_loudly(void **state)
 	fake_http_set_default(srv, "/hook", 200, NULL, "ok");
 	fake_http_set_default(srv, "/pager", 200, NULL, "ok");
 	run_bin(&r, "--config", "c.yaml", "--from", WEEK_FROM, "--until",
-		WEEK_UNTIL, "--fail", QUOTA, "--deliver", NULL);
+		WEEK_UNTIL, "--fail", QUOTA, "--deliver", (char *)NULL);
 	assert_int_equal(r.status, 0);
 	assert_non_null(strstr(r.out, "slot LOST"));
 	assert_non_null(strstr(r.out, "attempt 2  lost"));
@@ -409,7 +409,7 @@ static void daily_schedule_over_a_week(void **state)
 		   "      - {name: summary, command: [./summary.sh]}\n",
 		   0600);
 	run_bin(&r, "--config", "c.yaml", "--from", "2026-03-23T00:00:00+01:00",
-		"--until", "2026-03-30T00:00:00+02:00", "--json", NULL);
+		"--until", "2026-03-30T00:00:00+02:00", "--json", (char *)NULL);
 	if (r.status != 0 || !r.json)
 		fail_msg("status %d, stderr: %s", r.status, r.err);
 	assert_true(r.seconds < 1.0);
@@ -456,7 +456,7 @@ static void downtime_over_two_weekly_slots_catches_up(void **state)
 		run_bin(&r, "--config", "c.yaml", "--from", WEEK_FROM,
 			"--until", "2026-12-06T00:00:00+09:00", "--down",
 			"2026-11-26T00:00:00+09:00..2026-12-05T09:00:00+09:00",
-			"--json", NULL);
+			"--json", (char *)NULL);
 		if (r.status != 0 || !r.json)
 			fail_msg("%s: status %d, stderr: %s", rows[i].policy,
 				 r.status, r.err);
@@ -512,7 +512,7 @@ static void malformed_fail_argument_is_located(void **state)
 	write_weekly(NULL);
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
 		run_bin(&r, "--config", "c.yaml", "--from", WEEK_FROM,
-			"--until", WEEK_UNTIL, "--fail", rows[i].arg, NULL);
+			"--until", WEEK_UNTIL, "--fail", rows[i].arg, (char *)NULL);
 		if (r.status != 2 || !strstr(r.err, "--fail") ||
 		    !strstr(r.err, rows[i].where))
 			fail_msg("row %zu (%s): status %d, stderr: %s", i,
@@ -522,7 +522,7 @@ static void malformed_fail_argument_is_located(void **state)
 	}
 	for (size_t i = 0; i < sizeof(down_rows) / sizeof(down_rows[0]); i++) {
 		run_bin(&r, "--config", "c.yaml", "--from", WEEK_FROM,
-			"--until", WEEK_UNTIL, "--down", down_rows[i].arg, NULL);
+			"--until", WEEK_UNTIL, "--down", down_rows[i].arg, (char *)NULL);
 		if (r.status != 2 || !strstr(r.err, "--down") ||
 		    !strstr(r.err, down_rows[i].where))
 			fail_msg("down row %zu (%s): status %d, stderr: %s", i,
@@ -543,7 +543,7 @@ static void temp_folder_is_removed(void **state)
 	setenv("TMPDIR", tmp, 1);
 	write_weekly(NULL);
 	run_bin(&r, "--config", "c.yaml", "--from", WEEK_FROM, "--until",
-		WEEK_UNTIL, NULL);
+		WEEK_UNTIL, (char *)NULL);
 	if (old) {
 		setenv("TMPDIR", old, 1);
 		free(old);
