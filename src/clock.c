@@ -86,19 +86,27 @@ int64_t clock_real_delta_ms(const struct sc_clock *c, int64_t delta_ms)
 	return delta_ms;
 }
 
+bool clock_mono_deadline(const struct sc_clock *c, int64_t deadline_ns,
+			 struct timespec *out)
+{
+	struct timespec ts;
+	int64_t delta = clock_real_delta_ns(c, deadline_ns - clock_now_ns(c));
+
+	if (delta <= 0)
+		return false;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	int64_t t = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec + delta;
+	out->tv_sec = (time_t)(t / 1000000000);
+	out->tv_nsec = (long)(t % 1000000000);
+	return true;
+}
+
 void clock_sleep_until_ns(const struct sc_clock *c, int64_t deadline_ns)
 {
 	struct timespec ts;
 
-	if (c && c->is_virtual)
+	if ((c && c->is_virtual) || !clock_mono_deadline(c, deadline_ns, &ts))
 		return;
-	int64_t delta = clock_real_delta_ns(c, deadline_ns - clock_now_ns(c));
-	if (delta <= 0)
-		return;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	int64_t t = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec + delta;
-	ts.tv_sec = (time_t)(t / 1000000000);
-	ts.tv_nsec = (long)(t % 1000000000);
 	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) ==
 	       EINTR)
 		;

@@ -5,6 +5,7 @@
 #ifndef SC_CLOCK_H
 #define SC_CLOCK_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "surecron.h"
@@ -32,6 +33,15 @@ struct sc_clock *clock_scaled_new(int64_t start_ms, int64_t anchor_ms,
  */
 int64_t clock_real_delta_ns(const struct sc_clock *c, int64_t delta_ns);
 int64_t clock_real_delta_ms(const struct sc_clock *c, int64_t delta_ms);
+
+/*
+ * The CLOCK_MONOTONIC instant at which c will read deadline_ns (UTC ns),
+ * for timed waits that a wall-clock jump must not stretch. Returns false
+ * (and leaves *out alone) when the deadline has already passed.
+ */
+struct timespec;
+bool clock_mono_deadline(const struct sc_clock *c, int64_t deadline_ns,
+			 struct timespec *out);
 
 /*
  * Sleeps until c reads deadline_ns (UTC ns), measured on the monotonic

@@ -151,17 +151,10 @@ static void cfg_put(struct daemon *d, struct cfg_ref *r)
 static void wait_until_ns(struct daemon *d, pthread_cond_t *c,
 			  int64_t deadline_ns)
 {
-	int64_t delta = clock_real_delta_ns(d->clock,
-					    deadline_ns - clock_now_ns(d->clock));
 	struct timespec ts;
 
-	if (delta <= 0)
-		return;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	int64_t t = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec + delta;
-	ts.tv_sec = (time_t)(t / 1000000000);
-	ts.tv_nsec = (long)(t % 1000000000);
-	pthread_cond_timedwait(c, &d->mu, &ts);
+	if (clock_mono_deadline(d->clock, deadline_ns, &ts))
+		pthread_cond_timedwait(c, &d->mu, &ts);
 }
 
 static void bump(struct daemon *d)
