@@ -38,6 +38,8 @@
  *   ACTIVE -> READY   [queue_release] attempt not counted        "released"
  *   ACTIVE -> READY   [queue_recover] lease expired               "stalled"
  *   ACTIVE -> DEAD    [queue_recover] budget or stall limit "stalled"+"lost"
+ *                     (queue_recover_dead: listed to the caller that
+ *                     committed it, which alone alerts)
  *   DEAD   -> READY   [queue_retry_dead, queue_trigger] fresh budget      -
  *
  * Invariants
