@@ -180,45 +180,25 @@ static const char *iso(int64_t ms, char out[CLOCK_ISO_MAX])
 /* ---- recovery ------------------------------------------------------------- */
 
 /*
- * Recovers stalled jobs and sends the lost-slot alert for each one that
- * died of it (orch_run_job only alerts for runs that failed). The jobs a
- * recovery killed are found by their "lost" rows with error class
- * "stalled" written from t0 on. Returns the number recovered (< 0: error).
+ * Recovers stalled jobs and sends the lost-slot alert for each one this
+ * node's recovery declared dead (orch_recover; orch_run_job only alerts
+ * for runs that failed). Returns the number recovered (< 0: error).
  */
 static int recover(struct sc_store *s, struct daemon *d,
 		   const struct config *cfg)
 {
 	struct sc_err e = {0};
-	int64_t t0 = sc_clock_now_ms(d->clock);
+	struct orch_ctx ctx = {.store = s, .clock = d->clock, .config = cfg};
 	int n = 0;
-	int rc = queue_recover(s, QUEUE_STALL_LIMIT, &n, &e);
+	int rc = orch_recover(&ctx, QUEUE_STALL_LIMIT, &n, NULL, &e);
 
 	if (rc) {
 		SC_LOG(SC_LOG_WARN, "daemon", "event=recover code=%s msg=\"%s\"",
 		       sc_strerror(rc), e.msg);
 		return rc;
 	}
-	if (n == 0)
-		return 0;
-	SC_LOG(SC_LOG_WARN, "daemon", "event=recovered jobs=%d", n);
-	struct ledger_filter f = {.since_ms = INT64_MIN, .until_ms = INT64_MAX,
-				  .outcome = LEDGER_LOST};
-	struct ledger_row *rows = NULL;
-	size_t nr = 0;
-	if (ledger_query(s, &f, &rows, &nr, &e) != 0)
-		return n;
-	struct orch_ctx ctx = {.store = s, .clock = d->clock, .config = cfg};
-	for (size_t i = 0; i < nr; i++) {
-		if (strcmp(rows[i].error_class, "stalled") != 0 ||
-		    rows[i].finished_ms < t0)
-			continue;
-		struct sc_err why = {0};
-		sc_err_set(&why, SC_ETIMEDOUT, "%s",
-			   rows[i].error_msg ? rows[i].error_msg : "stalled");
-		orch_send_lost_alert(&ctx, rows[i].schedule, rows[i].slot_ms,
-				     rows[i].attempt, &why, NULL);
-	}
-	ledger_rows_free(rows, nr);
+	if (n > 0)
+		SC_LOG(SC_LOG_WARN, "daemon", "event=recovered jobs=%d", n);
 	return n;
 }
 

@@ -4,7 +4,8 @@
  * The environment is read on every hit (not cached) so that a test may set
  * SURECRON_FAILPOINTS in a forked child after the library was loaded.
  * Hit counters are per process and atomic, so "name@N" is exact even when
- * several threads pass the point.
+ * several threads pass the point. The hook of SC_FAILPOINT_HOOK is one
+ * process-wide pointer, set by a test while it is alone.
  */
 #ifdef SC_FAILPOINTS
 #include <signal.h>
@@ -75,6 +76,21 @@ void failpoint_kill(const char *name)
 		return;
 	if (due(name, suffix))
 		kill(getpid(), SIGKILL);
+}
+
+static failpoint_hook_fn hook_fn;
+static void *hook_ud;
+
+void failpoint_set_hook(failpoint_hook_fn fn, void *ud)
+{
+	hook_fn = fn;
+	hook_ud = ud;
+}
+
+void failpoint_hook(const char *name)
+{
+	if (hook_fn)
+		hook_fn(name, hook_ud);
 }
 
 bool failpoint_err(const char *name)

@@ -585,6 +585,37 @@ void orch_send_lost_alert(const struct orch_ctx *ctx, const char *schedule,
 		*n_sent = sent;
 }
 
+/* ---- stalled recovery ----------------------------------------------------- */
+
+int orch_recover(const struct orch_ctx *ctx, int stall_limit, int *n,
+		 size_t *n_lost, struct sc_err *err)
+{
+	struct store_dead_list dead = {0};
+	int got = 0;
+	int rc = queue_recover_dead(ctx->store, stall_limit, &got, &dead, err);
+
+	/* Alert from the list this call's transactions committed, never
+	 * from the ledger: a "lost" row another node's recovery wrote at the
+	 * same moment is that node's to alert. The list is sound even when
+	 * the call failed part way (it holds only committed batches). */
+	for (size_t i = 0; i < dead.n; i++) {
+		struct sc_err why = {0};
+		sc_err_set(&why, SC_ETIMEDOUT, "%s", dead.v[i].error_msg);
+		orch_send_lost_alert(ctx, dead.v[i].schedule, dead.v[i].slot_ms,
+				     dead.v[i].attempt, &why, NULL);
+	}
+	if (dead.n_more)
+		SC_LOG(SC_LOG_ERROR, "orchestrator", "event=lost_not_alerted "
+		       "n=%zu msg=\"more slots lost in one recovery than "
+		       "alerted; see surecron ledger --lost\"", dead.n_more);
+	if (n)
+		*n = rc ? 0 : got;
+	if (n_lost)
+		*n_lost = dead.n + dead.n_more;
+	store_dead_list_dispose(&dead);
+	return rc;
+}
+
 /* ---- the job glue --------------------------------------------------------- */
 
 void orch_job_result_dispose(struct orch_job_result *r)

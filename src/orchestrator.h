@@ -144,4 +144,17 @@ void orch_send_lost_alert(const struct orch_ctx *ctx, const char *schedule,
 			  int64_t slot_ms, int attempts,
 			  const struct sc_err *why, size_t *n_sent);
 
+/*
+ * Recovers jobs whose lease expired (queue_recover_dead with stall_limit)
+ * and sends the lost-slot alert for each job THIS call moved to DEAD
+ * (orch_run_job alerts only for runs that failed). When several nodes
+ * recover at the same moment, each lost slot is alerted once: by the node
+ * whose recovery transaction declared the job dead, never by one that only
+ * sees its "lost" row. *n gets the jobs recovered and *n_lost the slots
+ * declared lost (both may be NULL). Returns 0 or the queue's error; the
+ * alerts for transitions that were committed before an error still go out.
+ */
+int orch_recover(const struct orch_ctx *ctx, int stall_limit, int *n,
+		 size_t *n_lost, struct sc_err *err);
+
 #endif

@@ -38,6 +38,8 @@
  *   ACTIVE -> READY   [queue_release] attempt not counted        "released"
  *   ACTIVE -> READY   [queue_recover] lease expired               "stalled"
  *   ACTIVE -> DEAD    [queue_recover] budget or stall limit "stalled"+"lost"
+ *                     (queue_recover_dead: listed to the caller that
+ *                     committed it, which alone alerts)
  *   DEAD   -> READY   [queue_retry_dead, queue_trigger] fresh budget      -
  *
  * Invariants
@@ -294,16 +296,26 @@ int queue_release(struct sc_store *s, const struct store_job *job,
 int queue_recover(struct sc_store *s, int stall_limit, int *n,
 		  struct sc_err *err)
 {
+	return queue_recover_dead(s, stall_limit, n, NULL, err);
+}
+
+int queue_recover_dead(struct sc_store *s, int stall_limit, int *n,
+		       struct store_dead_list *dead, struct sc_err *err)
+{
 	int got = 0;
 	int rc;
 
+	if (dead) {
+		dead->n = 0;
+		dead->n_more = 0;
+	}
 	if (stall_limit < 0)
 		return sc_err_set(err, SC_EINVAL, "stall limit must be >= 0");
 	/* The store's max_stalls is the stall that is fatal: one more than
 	 * the stalls tolerated. */
-	rc = store_job_recover(s, stall_limit < INT_MAX ? stall_limit + 1
-							: INT_MAX,
-			       &got, err);
+	rc = store_job_recover_dead(s, stall_limit < INT_MAX ? stall_limit + 1
+							     : INT_MAX,
+				    &got, dead, err);
 	if (rc)
 		return rc;
 	if (got)

@@ -107,6 +107,16 @@ int queue_release(struct sc_store *s, const struct store_job *job,
 int queue_recover(struct sc_store *s, int stall_limit, int *n,
 		  struct sc_err *err);
 
+/*
+ * queue_recover that also hands back, in *dead (emptied first; release
+ * with store_dead_list_dispose), the jobs whose DEAD transition THIS call
+ * committed (store_job_recover_dead). Several nodes recovering at once
+ * each get only their own: whoever lists a job sends its lost-slot alert,
+ * so the alert goes out once.
+ */
+int queue_recover_dead(struct sc_store *s, int stall_limit, int *n,
+		       struct store_dead_list *dead, struct sc_err *err);
+
 /* Manual retry of a DEAD job: READY now, fresh attempt budget.
  * SC_ESTATE if the job is not DEAD, SC_ENOENT if there is none. */
 int queue_retry_dead(struct sc_store *s, int64_t job_id, struct sc_err *err);

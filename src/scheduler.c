@@ -13,6 +13,11 @@
  *     a crash between them is repaired by the next tick: it sees the same
  *     (L, now] window, enqueues idempotently, and skips missed rows that
  *     exist already (or whose slot has a job), then records L.
+ *   - A slot has at most one missed row, whatever the nodes do: the check
+ *     above is read-then-write, so two nodes catching up the same downtime
+ *     at once may both decide to write it; the store's unique index
+ *     (schema 2) keeps the first and drops the second, which is then not
+ *     counted in n_missed.
  *   - The work per call is bounded whatever the gap: at most
  *     SCAN_BUDGET cron steps forward from L; beyond that the middle of
  *     the gap is summarised without being enumerated, and only the newest
@@ -231,10 +236,12 @@ static bool in_set(const int64_t *v, size_t n, int64_t x)
 	return false;
 }
 
-/* Appends one missed row; kept short so the ledger reads well. */
+/* Appends one missed row; kept short so the ledger reads well. *written
+ * is false when the slot had a missed row already (another node wrote it
+ * since we looked: the store keeps one per slot). */
 static int write_missed(struct sc_store *s, const struct schedule_spec *spec,
 			int64_t slot, int64_t now, const char *msg,
-			const char *details, struct sc_err *err)
+			const char *details, bool *written, struct sc_err *err)
 {
 	struct ledger_row row = {0};
 
@@ -245,7 +252,7 @@ static int write_missed(struct sc_store *s, const struct schedule_spec *spec,
 	snprintf(row.error_class, sizeof(row.error_class), "downtime");
 	row.error_msg = (char *)msg;
 	row.details_json = (char *)details;
-	return ledger_append(s, &row, err);
+	return ledger_append_written(s, &row, written, err);
 }
 
 /* Has this slot been recorded already (a missed row, or a job)? Only asked
@@ -382,6 +389,10 @@ static void choose(const struct schedule_spec *spec, const struct window *w,
 /*
  * Writes the missed rows of w (every slot not in run[]): one row each for
  * the first max_missed_rows, then one summarising row for the rest.
+ * *n_missed counts the slots whose rows THIS call wrote: a row that
+ * existed already (an interrupted earlier tick, or another node catching
+ * up the same downtime at the same moment) is neither written again nor
+ * counted.
  */
 static int record_missed(struct sc_store *s, const struct schedule_spec *spec,
 			 int64_t from, int64_t now, const struct window *w,
@@ -390,7 +401,8 @@ static int record_missed(struct sc_store *s, const struct schedule_spec *spec,
 			 struct sc_err *err)
 {
 	int64_t *have = NULL;
-	size_t n_have = 0, n_rowed = 0, hi;
+	size_t n_have = 0, n_rowed = 0, n_written = 0, hi;
+	bool wrote = false;
 	char msg[256], details[512], t1[CLOCK_ISO_MAX], t2[CLOCK_ISO_MAX];
 	int rc;
 
@@ -400,6 +412,10 @@ static int record_missed(struct sc_store *s, const struct schedule_spec *spec,
 	rc = missed_rows(s, spec->name, from, now, &have, &n_have, err);
 	if (rc)
 		return rc;
+	/* Between the look above and the writes below, another node may
+	 * write the same rows: the store drops the second (tests play that
+	 * race out here). */
+	SC_FAILPOINT_HOOK("sched.missed_checked");
 	snprintf(msg, sizeof(msg), "not run: the scheduler was not running "
 		 "or the clock jumped (catchup: %s)", catchup_name(spec->catchup));
 	snprintf(details, sizeof(details), "{\"catchup\":\"%s\"}",
@@ -417,17 +433,21 @@ static int record_missed(struct sc_store *s, const struct schedule_spec *spec,
 		if (rc)
 			goto out;
 		if (!done) {
-			rc = write_missed(s, spec, slot, now, msg, details, err);
+			rc = write_missed(s, spec, slot, now, msg, details,
+					  &wrote, err);
 			if (rc)
 				goto out;
-			SC_LOG(SC_LOG_WARN, "scheduler", "schedule=%s slot=%s "
-			       "outcome=missed catchup=%s", spec->name,
-			       clock_format_utc(slot, t1),
-			       catchup_name(spec->catchup));
+			if (wrote) {
+				n_written++;
+				SC_LOG(SC_LOG_WARN, "scheduler", "schedule=%s "
+				       "slot=%s outcome=missed catchup=%s",
+				       spec->name, clock_format_utc(slot, t1),
+				       catchup_name(spec->catchup));
+			}
 		}
 		n_rowed++;
 	}
-	*n_missed = n_rowed;
+	*n_missed = n_written;
 	uint64_t rest = w->total - n_run - n_rowed;
 	if (rest == 0 && w->counted)
 		goto out;
@@ -469,8 +489,8 @@ static int record_missed(struct sc_store *s, const struct schedule_spec *spec,
 			 ",\"from\":\"%s\",\"until\":\"%s\"}",
 			 catchup_name(spec->catchup), rest, t1, t2);
 	}
-	rc = write_missed(s, spec, first, now, msg, details, err);
-	if (rc)
+	rc = write_missed(s, spec, first, now, msg, details, &wrote, err);
+	if (rc || !wrote)
 		goto out;
 	SC_LOG(SC_LOG_WARN, "scheduler", "schedule=%s slot=%s outcome=missed "
 	       "summary=true count=%" PRIu64 " until=%s", spec->name, t1, rest,

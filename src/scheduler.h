@@ -37,10 +37,11 @@
  * Clock jumps: backwards -> slots at or before L are never enqueued again,
  * so nothing is re-run; the next slot is the first one after L. Forwards
  * -> the slots jumped over are late: handled like downtime (step 3).
- * Several nodes may tick the same store at once: enqueue is idempotent and
- * sched_last never moves backwards; two nodes catching up at the same
- * instant may both write a missed row for one slot (a duplicate record,
- * never a duplicate run).
+ * Several nodes may tick the same store at once: enqueue is idempotent,
+ * sched_last never moves backwards, and a slot has at most one missed row
+ * (the store keeps one per (schedule, slot): two nodes catching up at the
+ * same instant both try to write it, the second write is dropped and not
+ * counted).
  *
  * Threading: one call at a time per store handle (store.h's rule); the
  * config is read-only and may be shared.
@@ -96,8 +97,11 @@ struct sched_result {
 	size_t n_enqueued;    /* slots handed to the queue that had no job
 				 before (a catch-up of several slots, one
 				 transaction, counts every slot it sent) */
-	size_t n_missed;      /* slots recorded as missed (a summary row
-				 counts the slots it stands for, at least 1) */
+	size_t n_missed;      /* slots this call recorded as missed (a
+				 summary row counts the slots it stands for,
+				 at least 1); a row that existed already,
+				 written by another node or an interrupted
+				 tick, is not counted */
 	size_t n_first_start; /* schedules seen for the first time */
 	size_t n_errors;      /* schedules that could not be handled */
 	int64_t next_ms;      /* earliest slot of any schedule strictly after

@@ -233,12 +233,55 @@ int store_job_release(struct sc_store *s, int64_t id, int64_t lease_token,
 int store_job_recover(struct sc_store *s, int max_stalls, int *n_recovered,
 		      struct sc_err *err)
 {
+	return store_job_recover_dead(s, max_stalls, n_recovered, NULL, err);
+}
+
+int store_job_recover_dead(struct sc_store *s, int max_stalls,
+			   int *n_recovered, struct store_dead_list *dead,
+			   struct sc_err *err)
+{
 	int dummy;
 
+	if (dead) {
+		dead->n = 0;
+		dead->n_more = 0;
+	}
 	if (max_stalls < 1)
 		return sc_err_set(err, SC_EINVAL, "max_stalls must be >= 1");
 	return s->ops->job_recover(s->impl, max_stalls,
-				   n_recovered ? n_recovered : &dummy, err);
+				   n_recovered ? n_recovered : &dummy, dead,
+				   err);
+}
+
+void store_dead_list_dispose(struct store_dead_list *dl)
+{
+	if (!dl)
+		return;
+	free(dl->v);
+	memset(dl, 0, sizeof(*dl));
+}
+
+int store_dead_list_push(struct store_dead_list *dl,
+			 const struct store_dead_job *j)
+{
+	if (dl->n >= STORE_DEAD_MAX) {
+		dl->n_more++;
+		return 0;
+	}
+	if (dl->n == dl->cap) {
+		size_t cap = dl->cap ? dl->cap * 2 : 8;
+		struct store_dead_job *v;
+
+		if (cap > STORE_DEAD_MAX)
+			cap = STORE_DEAD_MAX;
+		v = realloc(dl->v, cap * sizeof(*v));
+		if (!v)
+			return SC_ENOMEM;
+		dl->v = v;
+		dl->cap = cap;
+	}
+	dl->v[dl->n++] = *j;
+	return 0;
 }
 
 int store_job_get(struct sc_store *s, int64_t id, struct store_job *out,
@@ -289,7 +332,20 @@ int store_job_counts(struct sc_store *s, const char *schedule,
 int ledger_append(struct sc_store *s, const struct ledger_row *row,
 		  struct sc_err *err)
 {
+	bool written;
+
+	return ledger_append_written(s, row, &written, err);
+}
+
+int ledger_append_written(struct sc_store *s, const struct ledger_row *row,
+			  bool *written, struct sc_err *err)
+{
+	bool dummy;
 	int rc;
+
+	if (!written)
+		written = &dummy;
+	*written = false;
 
 	if (!row)
 		return sc_err_set(err, SC_EINVAL, "ledger row is NULL");
@@ -300,7 +356,7 @@ int ledger_append(struct sc_store *s, const struct ledger_row *row,
 	if (!rc && strnlen(row->error_class, sizeof(row->error_class)) >=
 			   sizeof(row->error_class))
 		rc = sc_err_set(err, SC_EINVAL, "ledger error class too long");
-	return rc ? rc : s->ops->ledger_append(s->impl, row, err);
+	return rc ? rc : s->ops->ledger_append(s->impl, row, written, err);
 }
 
 int ledger_query(struct sc_store *s, const struct ledger_filter *f,

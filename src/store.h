@@ -231,6 +231,44 @@ int store_job_release(struct sc_store *s, int64_t id, int64_t lease_token,
 int store_job_recover(struct sc_store *s, int max_stalls, int *n_recovered,
 		      struct sc_err *err);
 
+/* A job that a recovery moved to DEAD: what its lost-slot alert says. */
+struct store_dead_job {
+	int64_t job_id;
+	char schedule[SC_NAME_MAX];
+	int64_t slot_ms;
+	int attempt;                /* the attempt that stalled */
+	char error_msg[256];        /* the "lost" row's message */
+};
+
+/* At most this many dead jobs are listed per recovery call; the rest are
+ * only counted (n_more). Their "lost" rows are written all the same. */
+#define STORE_DEAD_MAX 1024
+
+/* The jobs one recovery call moved to DEAD. Start zeroed ({0}); release
+ * with store_dead_list_dispose. Not shared between threads. */
+struct store_dead_list {
+	struct store_dead_job *v;   /* v[0..n), owned */
+	size_t n, cap;
+	size_t n_more;              /* dead jobs beyond STORE_DEAD_MAX */
+};
+
+/* Frees dl->v and zeroes *dl; NULL is ignored. */
+void store_dead_list_dispose(struct store_dead_list *dl);
+
+/*
+ * store_job_recover that also hands back, in *dead (emptied first; NULL:
+ * not wanted), every job THIS call moved to DEAD, i.e. whose DEAD
+ * transition and "lost" row were committed by this handle's transaction.
+ * When several handles (nodes) recover at once, each dead job is listed by
+ * exactly one of them, so that one alone sends its lost-slot alert. The
+ * list holds only committed transitions: a batch whose commit failed is
+ * taken out again. SC_ENOMEM when the list cannot grow (the recovery
+ * itself may then have committed; *dead lists what it could).
+ */
+int store_job_recover_dead(struct sc_store *s, int max_stalls,
+			   int *n_recovered, struct store_dead_list *dead,
+			   struct sc_err *err);
+
 /* Fetches a job by id (SC_ENOENT) or by (schedule, slot). */
 int store_job_get(struct sc_store *s, int64_t id, struct store_job *out,
 		  struct sc_err *err);
@@ -252,9 +290,21 @@ int store_job_counts(struct sc_store *s, const char *schedule,
 
 /* ---- ledger ---------------------------------------------------------- */
 
-/* Appends a row not tied to a job transition (missed slots, duplicates). */
+/*
+ * Appends a row not tied to a job transition (missed slots, duplicates).
+ * A LEDGER_MISSED row is kept once per (schedule, slot_ms), by a unique
+ * index of the schema (version 2): appending one for a slot that has one
+ * already writes nothing and still returns 0, so nodes catching up the
+ * same downtime at once cannot record a slot twice. Other outcomes are
+ * never deduplicated.
+ */
 int ledger_append(struct sc_store *s, const struct ledger_row *row,
 		  struct sc_err *err);
+
+/* ledger_append that says whether the row was written: *written is false
+ * only for a LEDGER_MISSED row whose slot had one already. */
+int ledger_append_written(struct sc_store *s, const struct ledger_row *row,
+			  bool *written, struct sc_err *err);
 
 /* Rows matching f (NULL: every row), oldest first (by id, the order they
  * were written); free with ledger_rows_free. *rows is NULL when n is 0. */
@@ -367,8 +417,9 @@ struct store_ops {
 			  const struct ledger_row *row, struct sc_err *err);
 	int (*job_release)(void *impl, int64_t id, int64_t lease_token,
 			   struct sc_err *err);
+	/* dead: NULL, or an empty list to append the DEAD jobs to. */
 	int (*job_recover)(void *impl, int max_stalls, int *n_recovered,
-			   struct sc_err *err);
+			   struct store_dead_list *dead, struct sc_err *err);
 	int (*job_get)(void *impl, int64_t id, struct store_job *out,
 		       struct sc_err *err);
 	int (*job_find)(void *impl, const char *schedule, int64_t slot_ms,
@@ -377,8 +428,9 @@ struct store_ops {
 	int (*job_next_due)(void *impl, int64_t *out_ms, struct sc_err *err);
 	int (*job_counts)(void *impl, const char *schedule,
 			  struct store_counts *out, struct sc_err *err);
+	/* written: never NULL. */
 	int (*ledger_append)(void *impl, const struct ledger_row *row,
-			     struct sc_err *err);
+			     bool *written, struct sc_err *err);
 	int (*ledger_query)(void *impl, const struct ledger_filter *f,
 			    struct ledger_row **rows, size_t *n,
 			    struct sc_err *err);
@@ -412,6 +464,11 @@ struct store_ops {
 	/* Optional; NULL: store_wait sleeps. */
 	int (*wait)(void *impl, int64_t timeout_ms, struct sc_err *err);
 };
+
+/* For backends: appends j to dl, or only counts it (n_more) once dl holds
+ * STORE_DEAD_MAX. Returns 0 or SC_ENOMEM (dl unchanged). */
+int store_dead_list_push(struct store_dead_list *dl,
+			 const struct store_dead_job *j);
 
 extern const struct store_ops store_sqlite_ops;
 extern const struct store_ops store_pg_ops;

@@ -50,7 +50,7 @@
  * operations are drained right away (memory stays bounded) and remembered,
  * so the next wait returns at once.
  *
- * Schema version 1 (schema_version table, one row). To change the schema,
+ * Schema version 2 (schema_version table, one row). To change the schema,
  * append a migration to `migrations` and bump SCHEMA_VERSION; a database
  * whose version is newer than SCHEMA_VERSION is refused with SC_EVERSION
  * and never touched. Migrations run under a transaction-scoped advisory
@@ -72,7 +72,7 @@
 #include "log.h"
 #include "store.h"
 
-#define SCHEMA_VERSION 1
+#define SCHEMA_VERSION 2
 #define CHANNEL "surecron_jobs"
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 5000
@@ -144,8 +144,25 @@ static const char *const migration_1[] = {
 	NULL,
 };
 
+/*
+ * 1 -> 2: a slot is recorded as missed at most once. Nodes catching up the
+ * same downtime at once could each write a missed row (the scheduler's
+ * check is read-then-write): keep the first (lowest id) of each
+ * (schedule, slot), then let a unique index refuse the next. Partial, so
+ * that attempt rows never touch it.
+ */
+static const char *const migration_2[] = {
+	"DELETE FROM ledger WHERE outcome = '" LEDGER_MISSED "' AND id NOT IN"
+	" (SELECT min(id) FROM ledger WHERE outcome = '" LEDGER_MISSED "'"
+	" GROUP BY schedule, slot_ms)",
+	"CREATE UNIQUE INDEX ledger_missed_once ON ledger (schedule, slot_ms)"
+	" WHERE outcome = '" LEDGER_MISSED "'",
+	NULL,
+};
+
 static const char *const *const migrations[SCHEMA_VERSION] = {
 	migration_1,
+	migration_2,
 };
 
 /* ---- statements ------------------------------------------------------- */
@@ -189,6 +206,7 @@ enum stmt {
 	ST_NEXT_DUE,
 	ST_COUNTS,
 	ST_LEDGER_APPEND,
+	ST_LEDGER_APPEND_MISSED,
 	ST_LEDGER_QUERY,
 	ST_LEDGER_QUERY_DESC,
 	ST_OUTBOX_PUT,
@@ -259,7 +277,12 @@ static const char *const sql[ST_COUNT] = {
 	" '" LEDGER_RELEASED "', '', 'released on shutdown', 0, NULL FROM u"
 	" RETURNING id, " NOTIFY,
 	/* $1 now, $2 max_stalls (<= 0: no limit). One "stalled" row per job,
-	 * then a "lost" row for those that die, in that order. */
+	 * then a "lost" row for those that die, in that order. The answer:
+	 * one row of kind 0 with the count of jobs recovered, and one row of
+	 * kind 1 per job this statement made DEAD (id, schedule, slot,
+	 * attempt, the lost row's message), for the caller's alerts. Rows
+	 * locked by another node's recovery are skipped, so each DEAD job is
+	 * reported by exactly one statement. */
 	[ST_RECOVER] =
 	"WITH s AS (SELECT id, lease_owner FROM jobs"
 	" WHERE state = 1 AND lease_expires_ms < $1 ORDER BY id"
@@ -270,21 +293,27 @@ static const char *const sql[ST_COUNT] = {
 	" run_at_ms = $1::bigint, lease_expires_ms = 0"
 	" FROM s WHERE j.id = s.id RETURNING j.id, j.schedule, j.slot_ms,"
 	" j.attempts, j.max_attempts, j.started_ms, j.state, j.n_stalls,"
-	" s.lease_owner AS owner),"
+	" s.lease_owner AS owner,"
+	" CASE WHEN j.attempts >= j.max_attempts THEN 'attempts used up ('"
+	" || j.attempts || '), the last one stalled'"
+	" ELSE 'stalled ' || j.n_stalls || ' times: giving up' END"
+	" AS lost_msg),"
 	" l AS (INSERT INTO ledger (" LEDGER_COLS ")"
 	" SELECT u.schedule, u.slot_ms, u.id, u.attempts, u.started_ms,"
 	" $1::bigint, CASE WHEN k = 1 THEN '" LEDGER_STALLED "'"
 	" ELSE '" LEDGER_LOST "' END, 'stalled',"
 	" CASE WHEN k = 1 THEN 'lease of worker ' || u.owner || ' expired:"
 	" the worker died or hung (stall ' || u.n_stalls || ')'"
-	" WHEN u.attempts >= u.max_attempts THEN 'attempts used up ('"
-	" || u.attempts || '), the last one stalled'"
-	" ELSE 'stalled ' || u.n_stalls || ' times: giving up' END, 0, NULL"
+	" ELSE u.lost_msg END, 0, NULL"
 	" FROM u CROSS JOIN generate_series(1, 2) AS k"
 	" WHERE k = 1 OR u.state = 3 ORDER BY u.id, k)"
-	" SELECT count(*), CASE WHEN count(*) FILTER (WHERE state = 0) > 0"
-	" THEN " NOTIFY " END, CASE WHEN count(*) > 0 THEN " DURABLE " END"
-	" FROM u",
+	" SELECT 0, count(*), NULL, NULL, NULL, NULL,"
+	" (CASE WHEN count(*) FILTER (WHERE state = 0) > 0"
+	" THEN " NOTIFY " END)::text, CASE WHEN count(*) > 0 THEN " DURABLE
+	" END FROM u"
+	" UNION ALL"
+	" SELECT 1, u.id, u.schedule, u.slot_ms, u.attempts, u.lost_msg,"
+	" NULL, NULL FROM u WHERE u.state = 3",
 	[ST_JOB_GET] = "SELECT " JOB_COLS " FROM jobs WHERE id = $1",
 	[ST_JOB_FIND] =
 	"SELECT " JOB_COLS " FROM jobs WHERE schedule = $1 AND slot_ms = $2",
@@ -307,6 +336,14 @@ static const char *const sql[ST_COUNT] = {
 	" $3::bigint, $4::integer, $5::bigint, $6::bigint, $7::text, $8, $9,"
 	" $10::bigint, $11) RETURNING CASE WHEN $7::text = '" LEDGER_LOST "'"
 	" THEN " DURABLE " END",
+	/* A missed row for a slot that has one already is dropped: the
+	 * conflict target infers the partial index ledger_missed_once, so
+	 * no other conflict is ignored. No row returned: not written. */
+	[ST_LEDGER_APPEND_MISSED] =
+	"INSERT INTO ledger (" LEDGER_COLS ") VALUES ($1, $2::bigint,"
+	" $3::bigint, $4::integer, $5::bigint, $6::bigint, $7::text, $8, $9,"
+	" $10::bigint, $11) ON CONFLICT (schedule, slot_ms)"
+	" WHERE outcome = '" LEDGER_MISSED "' DO NOTHING RETURNING 1",
 	/* LIMIT NULL is no limit. */
 	[ST_LEDGER_QUERY] =
 	"SELECT id, " LEDGER_COLS " FROM ledger"
@@ -1158,25 +1195,42 @@ static int pg_job_release(void *impl, int64_t id, int64_t lease_token,
 }
 
 static int pg_job_recover(void *impl, int max_stalls, int *n_recovered,
-			  struct sc_err *err)
+			  struct store_dead_list *dead, struct sc_err *err)
 {
 	struct pg *p = impl;
 	struct args a = {0};
 	PGresult *res;
-	int rc;
+	int n = 0, rc;
 
 	arg_i64(&a, now_ms(p));
 	arg_i64(&a, max_stalls);
 	rc = run(p, ST_RECOVER, &a, &res, err);
 	if (rc)
 		return rc;
-	int n = (int)get_i64(res, 0, 0);
+	/* Committed already (one statement): the rows are this call's. */
+	for (int i = 0; i < PQntuples(res); i++) {
+		if (get_i64(res, i, 0) == 0) {
+			n = (int)get_i64(res, i, 1);
+			continue;
+		}
+		struct store_dead_job dj = {
+			.job_id = get_i64(res, i, 1),
+			.slot_ms = get_i64(res, i, 3),
+			.attempt = (int)get_i64(res, i, 4),
+		};
+		get_str(res, i, 2, dj.schedule, sizeof(dj.schedule));
+		get_str(res, i, 5, dj.error_msg, sizeof(dj.error_msg));
+		SC_LOG(SC_LOG_ERROR, "store", "event=lost job=%" PRId64
+		       " attempt=%d reason=stalled", dj.job_id, dj.attempt);
+		if (dead && !rc && store_dead_list_push(dead, &dj) != 0)
+			rc = sc_err_set(err, SC_ENOMEM, "out of memory");
+	}
 	PQclear(res);
 	if (n > 0)
 		SC_LOG(SC_LOG_INFO, "store", "event=recovered_stalled n=%d", n);
 	if (n_recovered)
 		*n_recovered = n;
-	return 0;
+	return rc;
 }
 
 static int one_job(struct pg *p, enum stmt st, const struct args *a,
@@ -1276,11 +1330,13 @@ static int pg_job_counts(void *impl, const char *schedule,
 /* ---- ledger ------------------------------------------------------------ */
 
 static int pg_ledger_append(void *impl, const struct ledger_row *row,
-			    struct sc_err *err)
+			    bool *written, struct sc_err *err)
 {
 	struct args a = {0};
+	PGresult *res;
 	int rc;
 
+	*written = false;
 	if (!row)
 		return sc_err_set(err, SC_EINVAL, "ledger_append: no row");
 	rc = check_name("schedule", row->schedule, SC_NAME_MAX, err);
@@ -1299,7 +1355,15 @@ static int pg_ledger_append(void *impl, const struct ledger_row *row,
 	arg_str(&a, row->error_msg);
 	arg_i64(&a, row->retry_hint_ms);
 	arg_str(&a, row->details_json);
-	return run_n(impl, ST_LEDGER_APPEND, &a, NULL, err);
+	rc = run(impl, strcmp(row->outcome, LEDGER_MISSED) == 0
+			       ? ST_LEDGER_APPEND_MISSED
+			       : ST_LEDGER_APPEND,
+		 &a, &res, err);
+	if (rc)
+		return rc;
+	*written = PQntuples(res) == 1;
+	PQclear(res);
+	return 0;
 }
 
 static void row_dispose(struct ledger_row *r)

@@ -63,7 +63,7 @@
 #include "log.h"
 #include "store.h"
 
-#define SCHEMA_VERSION 1
+#define SCHEMA_VERSION 2
 #define APP_ID 0x53435231 /* "SCR1": this file belongs to surecron */
 #define BUSY_TIMEOUT_MS 10000
 /* Checkpoint the WAL every this many pages (~16 MB) rather than SQLite's
@@ -151,6 +151,18 @@ static const char *const migrations[SCHEMA_VERSION] = {
 	" updated_ms INTEGER NOT NULL);"
 	"PRAGMA application_id = 1396920881;" /* APP_ID in decimal */
 	"PRAGMA user_version = 1;",
+	/* 1 -> 2: a slot is recorded as missed at most once. Two nodes
+	 * catching up the same downtime at once could both write a missed
+	 * row (the scheduler's check is read-then-write): keep the first
+	 * (lowest id) of each (schedule, slot), then let the index refuse
+	 * the next. Partial, so only missed rows pay for it: attempt rows
+	 * are written without touching it. */
+	"DELETE FROM ledger WHERE outcome = 'missed' AND id NOT IN ("
+	" SELECT min(id) FROM ledger WHERE outcome = 'missed'"
+	" GROUP BY schedule, slot_ms);"
+	"CREATE UNIQUE INDEX ledger_missed_once ON ledger(schedule, slot_ms)"
+	" WHERE outcome = 'missed';"
+	"PRAGMA user_version = 2;",
 };
 
 /* ---- the statement cache --------------------------------------------- */
@@ -183,6 +195,7 @@ enum stmt_id {
 	ST_JOB_NEXT_DUE,
 	ST_JOB_COUNTS,
 	ST_LEDGER_INSERT,
+	ST_LEDGER_INSERT_MISSED,
 	ST_LEDGER_QUERY,
 	ST_LEDGER_QUERY_DESC,
 	ST_OUTBOX_PUT,
@@ -262,6 +275,16 @@ static const char *const stmt_sql[N_STMT] = {
 		"started_ms, finished_ms, outcome, error_class, error_msg, "
 		"retry_hint_ms, details_json) "
 		"VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+	/* A missed row for a slot that has one already is dropped (the
+	 * conflict target names the partial index ledger_missed_once, so
+	 * only that conflict is ignored; any other constraint still fails). */
+	[ST_LEDGER_INSERT_MISSED] =
+		"INSERT INTO ledger(schedule, slot_ms, job_id, attempt, "
+		"started_ms, finished_ms, outcome, error_class, error_msg, "
+		"retry_hint_ms, details_json) "
+		"VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) "
+		"ON CONFLICT (schedule, slot_ms) WHERE outcome = 'missed' "
+		"DO NOTHING",
 	[ST_LEDGER_QUERY] =
 		"SELECT " LEDGER_COLS " FROM ledger "
 		"WHERE (?1 IS NULL OR schedule = ?1) AND slot_ms >= ?2 AND "
@@ -580,12 +603,13 @@ static void read_job(sqlite3_stmt *st, struct store_job *j)
 	j->manual = sqlite3_column_int(st, 15) != 0;
 }
 
-/* Inserts one ledger row; the caller holds the transaction. */
-static int ledger_insert(struct sq *q, const struct ledger_row *r,
-			 struct sc_err *err)
+/* Inserts one ledger row with statement id (ST_LEDGER_INSERT or
+ * ST_LEDGER_INSERT_MISSED); the caller holds the transaction. */
+static int ledger_insert_st(struct sq *q, enum stmt_id id,
+			    const struct ledger_row *r, struct sc_err *err)
 {
 	sqlite3_stmt *st = NULL;
-	int rc = prep(q, ST_LEDGER_INSERT, &st, err);
+	int rc = prep(q, id, &st, err);
 
 	if (rc)
 		return rc;
@@ -604,6 +628,13 @@ static int ledger_insert(struct sq *q, const struct ledger_row *r,
 	rc = rc == SQLITE_DONE ? 0 : db_fail(q, rc, "ledger insert", err);
 	unprep(st);
 	return rc;
+}
+
+/* Inserts one ledger row of a job transition (never deduplicated). */
+static int ledger_insert(struct sq *q, const struct ledger_row *r,
+			 struct sc_err *err)
+{
+	return ledger_insert_st(q, ST_LEDGER_INSERT, r, err);
 }
 
 /* ---- open / migrate / close ------------------------------------------ */
@@ -1294,13 +1325,19 @@ struct expired {
 	char owner[SC_WORKER_MAX];
 };
 
-/* One batch of recovery in one transaction; *n gets the jobs touched. */
+/*
+ * One batch of recovery in one transaction; *n gets the jobs touched. The
+ * jobs it moves to DEAD are appended to dead (may be NULL) and taken out
+ * again when the transaction does not commit, so the list only ever holds
+ * transitions this handle committed.
+ */
 static int recover_batch(struct sq *q, int max_stalls, int *n,
-			 struct sc_err *err)
+			 struct store_dead_list *dead, struct sc_err *err)
 {
 	struct expired *e;
 	sqlite3_stmt *st = NULL;
 	int64_t now = now_ms(q);
+	size_t dead_n0 = dead ? dead->n : 0, dead_more0 = dead ? dead->n_more : 0;
 	int got = 0;
 	int rc;
 
@@ -1339,8 +1376,8 @@ static int recover_batch(struct sq *q, int max_stalls, int *n,
 	rc = 0;
 	for (int i = 0; !rc && i < got; i++) {
 		struct expired *x = &e[i];
-		bool dead = x->attempts >= x->max_attempts ||
-			    x->n_stalls + 1 >= max_stalls;
+		bool is_dead = x->attempts >= x->max_attempts ||
+			       x->n_stalls + 1 >= max_stalls;
 		char msg[256];
 		struct ledger_row r = {
 			.slot_ms = x->slot_ms,
@@ -1358,7 +1395,7 @@ static int recover_batch(struct sq *q, int max_stalls, int *n,
 			 x->owner, x->n_stalls + 1);
 		snprintf(r.outcome, sizeof(r.outcome), "%s", LEDGER_STALLED);
 		rc = ledger_insert(q, &r, err);
-		if (!rc && dead) {
+		if (!rc && is_dead) {
 			snprintf(r.outcome, sizeof(r.outcome), "%s",
 				 LEDGER_LOST);
 			snprintf(msg, sizeof(msg),
@@ -1377,12 +1414,23 @@ static int recover_batch(struct sq *q, int max_stalls, int *n,
 		if (rc)
 			break;
 		sqlite3_bind_int64(st, 1, x->id);
-		sqlite3_bind_int(st, 2, dead ? JOB_DEAD : JOB_READY);
+		sqlite3_bind_int(st, 2, is_dead ? JOB_DEAD : JOB_READY);
 		sqlite3_bind_int64(st, 3, now);
 		rc = sqlite3_step(st);
 		rc = rc == SQLITE_DONE ? 0 : db_fail(q, rc, "recover", err);
 		unprep(st);
-		if (!rc && dead)
+		if (!rc && is_dead && dead) {
+			struct store_dead_job dj = {
+				.job_id = x->id, .slot_ms = x->slot_ms,
+				.attempt = x->attempts,
+			};
+			snprintf(dj.schedule, sizeof(dj.schedule), "%s",
+				 x->schedule);
+			snprintf(dj.error_msg, sizeof(dj.error_msg), "%s", msg);
+			if (store_dead_list_push(dead, &dj) != 0)
+				rc = sc_err_set(err, SC_ENOMEM, "out of memory");
+		}
+		if (!rc && is_dead)
 			SC_LOG(SC_LOG_ERROR, "store",
 			       "event=lost job=%lld attempt=%d reason=stalled",
 			       (long long)x->id, x->attempts);
@@ -1392,9 +1440,17 @@ static int recover_batch(struct sq *q, int max_stalls, int *n,
 	rc = tx_commit(q, err);
 	if (!rc)
 		*n = got;
+	else if (dead) {
+		dead->n = dead_n0;
+		dead->n_more = dead_more0;
+	}
 	goto done;
 rollback:
 	tx_rollback(q);
+	if (dead) {
+		dead->n = dead_n0;
+		dead->n_more = dead_more0;
+	}
 done:
 	free(e);
 	return rc;
@@ -1421,7 +1477,7 @@ static int any_expired(struct sq *q, int *n, struct sc_err *err)
 }
 
 static int sq_job_recover(void *impl, int max_stalls, int *n_recovered,
-			  struct sc_err *err)
+			  struct store_dead_list *dead, struct sc_err *err)
 {
 	struct sq *q = impl;
 	int total = 0, n;
@@ -1433,7 +1489,7 @@ static int sq_job_recover(void *impl, int max_stalls, int *n_recovered,
 		return rc;
 	do {
 		n = 0;
-		rc = recover_batch(q, max_stalls, &n, err);
+		rc = recover_batch(q, max_stalls, &n, dead, err);
 		total += n;
 	} while (!rc && n == RECOVER_BATCH);
 	*n_recovered = total;
@@ -1573,16 +1629,24 @@ static int sq_job_counts(void *impl, const char *schedule,
 /* ---- ledger ---------------------------------------------------------- */
 
 static int sq_ledger_append(void *impl, const struct ledger_row *row,
-			    struct sc_err *err)
+			    bool *written, struct sc_err *err)
 {
 	struct sq *q = impl;
 	/* A lost slot is a loud record that nothing would write again:
 	 * durable. A missed row may be lost with the scheduler state
 	 * written after it, and is then written again on the next start. */
 	bool loud = strcmp(row->outcome, LEDGER_LOST) == 0;
+	bool missed = strcmp(row->outcome, LEDGER_MISSED) == 0;
 	int rc = set_sync(q, loud ? SYNC_FULL : SYNC_NORMAL, err);
 
-	return rc ? rc : ledger_insert(q, row, err);
+	if (!rc)
+		rc = ledger_insert_st(q, missed ? ST_LEDGER_INSERT_MISSED
+						: ST_LEDGER_INSERT,
+				      row, err);
+	/* Autocommit: the statement was its own transaction, and
+	 * sqlite3_changes says whether it inserted the row. */
+	*written = !rc && sqlite3_changes(q->db) > 0;
+	return rc;
 }
 
 static int sq_ledger_query(void *impl, const struct ledger_filter *f,

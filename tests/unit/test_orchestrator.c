@@ -674,6 +674,76 @@ static void lost_lease_runs_and_sends_nothing(void **state)
 	orch_job_result_dispose(&jr);
 }
 
+/*
+ * Two nodes recover at the same moment (each has its own store handle).
+ * Node X's recovery declares job 1 dead (its last attempt stalled); node
+ * Y's recovery, at the same instant, only gives job 2 back for a retry
+ * (a node whose clock lags claimed it and died). The lost slot of job 1
+ * is alerted exactly once, by X: Y must not alert for the "lost" row X
+ * wrote, even though that row is as fresh as its own recovery.
+ */
+static void two_recoveries_alert_a_lost_slot_once(void **state)
+{
+	static const struct sc_retry_policy once = {1, SC_BACKOFF_EXPONENTIAL,
+						    MIN};
+	struct sc_store *y = NULL, *c = NULL;
+	struct sc_clock *lag = NULL;
+	struct store_job job;
+	struct orch_ctx cx, cy;
+	char url[400];
+	size_t lost_x = 9, lost_y = 9;
+	int nx = -1, ny = -1;
+
+	snprintf(url, sizeof(url), "sqlite:%s/s.db", F.dir);
+	assert_int_equal(store_open(url, F.clock, &y, NULL), 0);
+	setenv("SURECRON_ALERT_TARGETS", "alerts", 1);
+	assert_int_equal(queue_enqueue(F.store, "weekly", SLOT, &once, NULL,
+				       NULL, NULL), 0);
+	assert_int_equal(queue_enqueue(F.store, "weekly", SLOT + MIN,
+				       &weekly_policy, NULL, NULL, NULL), 0);
+	claim(&job); /* job 1; its worker dies */
+	assert_int_equal(job.slot_ms, SLOT);
+	int64_t now = SLOT + 30 * MIN;
+	sc_clock_set_ms(F.clock, now);
+
+	cx = F.ctx;
+	assert_int_equal(orch_recover(&cx, QUEUE_STALL_LIMIT, &nx, &lost_x,
+				      NULL), 0);
+	assert_int_equal(nx, 1);
+	assert_int_equal(lost_x, 1);
+
+	/* A node 10 minutes behind claims job 2 and dies: by the shared
+	 * clock its lease ran out at now - 5 min. */
+	lag = sc_clock_virtual_new(now - 10 * MIN);
+	assert_int_equal(store_open(url, lag, &c, NULL), 0);
+	size_t n = 0;
+	assert_int_equal(queue_claim(c, "lagging", 5 * MIN, &job, 1, &n, NULL),
+			 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(job.slot_ms, SLOT + MIN);
+
+	cy = F.ctx;
+	cy.store = y;
+	assert_int_equal(orch_recover(&cy, QUEUE_STALL_LIMIT, &ny, &lost_y,
+				      NULL), 0);
+	unsetenv("SURECRON_ALERT_TARGETS");
+	assert_int_equal(fake_http_count(srv, "/alerts"), 1);
+	assert_int_equal(ny, 1);
+	assert_int_equal(lost_y, 0);
+	assert_int_equal(ledger_count(LEDGER_LOST, NULL, 0), 1);
+	json_t *o = request_json("/alerts", 0);
+	assert_string_equal(jget(o, "kind"), "alert");
+	assert_non_null(strstr(jget(o, "error"), "attempts used up"));
+	json_decref(o);
+	struct store_job j2;
+	assert_int_equal(store_job_find(F.store, "weekly", SLOT + MIN, &j2,
+					NULL), 0);
+	assert_int_equal(j2.state, JOB_READY);
+	store_close(c);
+	sc_clock_free(lag);
+	store_close(y);
+}
+
 /* ---- the run_task hook (simulate) ------------------------------------- */
 
 /* Fails task "gen" with a quota error, runs every other task for real. */
@@ -740,6 +810,7 @@ int main(void)
 		T(lost_slot_alerts_only_configured_targets),
 		T(permanent_task_failure_kills_the_job_at_once),
 		T(lost_lease_runs_and_sends_nothing),
+		T(two_recoveries_alert_a_lost_slot_once),
 		T(run_task_hook_replaces_task_run),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -22,6 +22,7 @@
 
 #include "clock.h"
 #include "config.h"
+#include "failpoint.h"
 #include "queue.h"
 #include "scheduler.h"
 #include "store.h"
@@ -274,6 +275,80 @@ static void two_schedulers_on_one_store_enqueue_once(void **state)
 	tick_on(b, later);
 	assert_int_equal(n_jobs(), 40);
 	store_close(b);
+}
+
+/* The other node of a catch-up race: its whole tick runs at the first
+ * hook point, i.e. after node A looked for existing missed rows and before
+ * A writes any. */
+struct race {
+	struct sc_store *other;
+	const struct sched_opts *opts;
+	int64_t now;
+	int hits, rc;
+	struct sched_result r;
+};
+
+static void other_node_ticks(const char *name, void *ud)
+{
+	struct race *x = ud;
+
+	if (strcmp(name, "sched.missed_checked") != 0 || x->hits++ > 0)
+		return;
+	x->rc = sched_tick(x->other, F.cfg, x->now, x->opts, &x->r, NULL);
+}
+
+/*
+ * Two nodes catch up the same downtime at the same moment, both deciding
+ * which missed rows to write before either writes: each slot still gets
+ * exactly one missed row, and only the node that wrote a row counts it.
+ * With one row per slot, and with a summarising row.
+ */
+static void two_nodes_catching_up_at_once_record_each_slot_once(void **state)
+{
+	static const struct {
+		size_t max_missed_rows;
+		size_t rows;        /* missed rows in the ledger */
+	} cases[] = {
+		{0, 3}, /* default cap: one row per slot */
+		{1, 2}, /* 13:00 alone, then 14:00 summarising 14:00..15:00 */
+	};
+	int64_t back = iso("2026-01-01T15:30:00Z");
+
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		struct sc_store *b = NULL;
+		struct sched_opts o = {.max_missed_rows = cases[c].max_missed_rows};
+		struct race x = {.opts = &o, .now = back + (int64_t)c * DAY};
+		struct sched_result r;
+		struct ledger_row *rows;
+
+		snprintf(F.name, sizeof(F.name), "s%zu", c);
+		load("0 * * * *", "UTC", "none");
+		tick(x.now - 3 * HOUR); /* first start at 12:30; down until 15:30 */
+		assert_int_equal(store_open(F.url, F.clock, &b, NULL), 0);
+		x.other = b;
+		sched_result_init(&x.r);
+		sc_clock_set_ms(F.clock, x.now);
+		failpoint_set_hook(other_node_ticks, &x);
+		int rc = sched_tick(F.s, F.cfg, x.now, &o, &r, NULL);
+		failpoint_set_hook(NULL, NULL);
+		assert_int_equal(rc, 0);
+		assert_int_equal(x.rc, 0);
+		/* A's point, then B's inside it: both looked before any write. */
+		assert_int_equal(x.hits, 2);
+		assert_int_equal(x.r.n_missed, 3);
+		assert_int_equal(r.n_missed, 0);
+		size_t n = missed(&rows);
+		assert_int_equal(n, cases[c].rows);
+		for (size_t i = 0; i < n; i++) {
+			assert_int_equal(rows[i].slot_ms, x.now - 150 * MIN +
+					 (int64_t)i * HOUR);
+			if (i > 0)
+				assert_true(rows[i].slot_ms > rows[i - 1].slot_ms);
+		}
+		ledger_rows_free(rows, n);
+		assert_int_equal(n_jobs(), 0);
+		store_close(b);
+	}
 }
 
 /* Two processes tick the same schedule at the same instants, racing:
@@ -703,6 +778,7 @@ int main(void)
 		T(job_carries_the_class_policy_and_is_due_at_slot),
 		T(two_schedulers_on_one_store_enqueue_once),
 		T(two_processes_racing_enqueue_each_slot_once),
+		T(two_nodes_catching_up_at_once_record_each_slot_once),
 		T(catchup_latest_runs_newest_once),
 		T(catchup_all_runs_every_slot),
 		T(catchup_none_runs_nothing),

@@ -810,6 +810,309 @@ static void ledger_queries_filter(void **state)
 	fix_close(&f);
 }
 
+/* ---- one missed row per slot (schema 2) -------------------------------- */
+
+static size_t count_rows(struct fix *f, const char *sched, const char *outcome)
+{
+	struct ledger_filter lf = {.schedule = sched, .since_ms = INT64_MIN,
+				   .until_ms = INT64_MAX, .outcome = outcome};
+	struct ledger_row *rows;
+	size_t n;
+
+	assert_int_equal(ledger_query(f->s, &lf, &rows, &n, NULL), 0);
+	ledger_rows_free(rows, n);
+	return n;
+}
+
+/* Appending the same missed row twice leaves one row; the second append
+ * succeeds and says it wrote nothing. Other outcomes are never merged. */
+static void missed_row_is_kept_once_per_slot(void **state)
+{
+	static const struct {
+		const char *schedule, *outcome;
+		int64_t slot;
+		bool written;
+	} seq[] = {
+		{"a", LEDGER_MISSED, T0, true},
+		{"a", LEDGER_MISSED, T0, false},     /* the duplicate */
+		{"a", LEDGER_MISSED, T0 + 1, true},  /* another slot */
+		{"b", LEDGER_MISSED, T0, true},      /* another schedule */
+		{"a", LEDGER_DUPLICATE, T0, true},   /* not a missed row: */
+		{"a", LEDGER_DUPLICATE, T0, true},   /* never merged */
+		{"a", LEDGER_LOST, T0, true},
+		{"a", LEDGER_LOST, T0, true},
+		{"a", LEDGER_MISSED, T0, false},     /* still refused */
+	};
+	struct fix f;
+
+	fix_open(state, &f);
+	for (size_t i = 0; i < sizeof(seq) / sizeof(seq[0]); i++) {
+		struct ledger_row r = {.slot_ms = seq[i].slot,
+				       .finished_ms = T0 + (int64_t)i};
+		bool written = !seq[i].written;
+		snprintf(r.schedule, sizeof(r.schedule), "%s",
+			 seq[i].schedule);
+		snprintf(r.outcome, sizeof(r.outcome), "%s", seq[i].outcome);
+		r.error_msg = (char *)"not run";
+		assert_int_equal(ledger_append_written(f.s, &r, &written,
+						       NULL),
+				 0);
+		if (written != seq[i].written)
+			fail_msg("row %zu: written %d, want %d", i, written,
+				 seq[i].written);
+	}
+	assert_int_equal(count_rows(&f, "a", LEDGER_MISSED), 2);
+	assert_int_equal(count_rows(&f, "b", LEDGER_MISSED), 1);
+	assert_int_equal(count_rows(&f, "a", LEDGER_DUPLICATE), 2);
+	assert_int_equal(count_rows(&f, "a", LEDGER_LOST), 2);
+	/* The row kept is the first one written. */
+	struct ledger_filter lf = {.schedule = "a", .since_ms = T0,
+				   .until_ms = T0 + 1,
+				   .outcome = LEDGER_MISSED};
+	struct ledger_row *rows;
+	size_t n;
+	assert_int_equal(ledger_query(f.s, &lf, &rows, &n, NULL), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(rows[0].finished_ms, T0);
+	ledger_rows_free(rows, n);
+	/* The plain ledger_append drops the duplicate quietly too. */
+	struct ledger_row again = {.slot_ms = T0};
+	snprintf(again.schedule, sizeof(again.schedule), "a");
+	snprintf(again.outcome, sizeof(again.outcome), "%s", LEDGER_MISSED);
+	assert_int_equal(ledger_append(f.s, &again, NULL), 0);
+	assert_int_equal(count_rows(&f, "a", LEDGER_MISSED), 2);
+	fix_close(&f);
+}
+
+/* Runs SQL on the raw database of this test (sqlite file or pg schema). */
+static void raw_sql(void **state, const char *sql)
+{
+	struct tb *b = *state;
+
+	if (!b->is_pg) {
+		sqlite3 *db;
+		char *msg = NULL;
+		assert_int_equal(sqlite3_open(tb_path(state), &db), SQLITE_OK);
+		if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK)
+			fail_msg("sqlite: %s: %s", sql, msg);
+		sqlite3_close(db);
+		return;
+	}
+	char q[2048];
+	snprintf(q, sizeof(q), "SET search_path TO %s; %s", b->schema, sql);
+	if (tb_pg_exec(b->base, q) != 0)
+		fail_msg("postgresql: %s", q);
+}
+
+/*
+ * A database of schema version 1 that holds duplicate missed rows (two
+ * nodes caught up the same downtime) migrates to one row per slot, the
+ * first one written, and from then on refuses a duplicate. Other rows,
+ * duplicates or not, are untouched.
+ */
+static void version_1_with_duplicate_missed_rows_migrates(void **state)
+{
+	static const struct {
+		const char *schedule, *outcome;
+		int64_t slot;
+	} seed[] = {
+		{"a", LEDGER_MISSED, T0},      {"a", LEDGER_MISSED, T0},
+		{"a", LEDGER_MISSED, T0 + 1},  {"a", LEDGER_MISSED, T0},
+		{"b", LEDGER_MISSED, T0},      {"b", LEDGER_MISSED, T0},
+		{"a", LEDGER_LOST, T0},        {"a", LEDGER_LOST, T0},
+		{"a", LEDGER_DUPLICATE, T0},   {"a", LEDGER_STALLED, T0},
+	};
+	struct fix f;
+	char sql[512];
+
+	fix_open(state, &f);
+	enqueue(&f, "a", T0, T0, NULL);
+	store_close(f.s);
+	f.s = NULL;
+	/* Back to version 1: the schema before this migration. */
+	raw_sql(state, "DROP INDEX ledger_missed_once");
+	raw_sql(state, tb_is_sqlite(state)
+			       ? "PRAGMA user_version = 1"
+			       : "UPDATE schema_version SET version = 1");
+	for (size_t i = 0; i < sizeof(seed) / sizeof(seed[0]); i++) {
+		snprintf(sql, sizeof(sql),
+			 "INSERT INTO ledger (schedule, slot_ms, outcome, "
+			 "finished_ms) VALUES ('%s', %lld, '%s', %zu)",
+			 seed[i].schedule, (long long)seed[i].slot,
+			 seed[i].outcome, i);
+		raw_sql(state, sql);
+	}
+
+	f.s = tb_open(state, f.clock);
+	struct ledger_filter lf = {.since_ms = INT64_MIN,
+				   .until_ms = INT64_MAX};
+	struct ledger_row *rows;
+	size_t n;
+	assert_int_equal(ledger_query(f.s, &lf, &rows, &n, NULL), 0);
+	/* Kept: a@T0 (seed 0), a@T0+1 (2), b@T0 (4), and the four others. */
+	static const int64_t kept[] = {0, 2, 4, 6, 7, 8, 9};
+	assert_int_equal(n, sizeof(kept) / sizeof(kept[0]));
+	for (size_t i = 0; i < n; i++) {
+		assert_int_equal(rows[i].finished_ms, kept[i]);
+		assert_string_equal(rows[i].outcome, seed[kept[i]].outcome);
+	}
+	ledger_rows_free(rows, n);
+	/* The job survived, and the index now refuses a duplicate. */
+	struct store_job j;
+	assert_int_equal(store_job_find(f.s, "a", T0, &j, NULL), 0);
+	struct ledger_row r = {.slot_ms = T0};
+	bool written = true;
+	snprintf(r.schedule, sizeof(r.schedule), "b");
+	snprintf(r.outcome, sizeof(r.outcome), "%s", LEDGER_MISSED);
+	assert_int_equal(ledger_append_written(f.s, &r, &written, NULL), 0);
+	assert_false(written);
+	assert_int_equal(count_rows(&f, "b", LEDGER_MISSED), 1);
+	fix_close(&f);
+	/* Reopening a current database migrates nothing more. */
+	fix_open(state, &f);
+	assert_int_equal(count_rows(&f, NULL, NULL), 7);
+	fix_close(&f);
+}
+
+/* ---- recovery hands back the jobs it made DEAD ------------------------- */
+
+/* Two handles (two nodes) recover the same expired job one after the
+ * other: the first lists it as dead, the second finds nothing. */
+static void two_handles_recovering_one_job_list_it_once(void **state)
+{
+	struct fix f;
+	struct sc_store *b;
+	struct store_job j;
+	struct store_dead_list da = {0}, db = {0};
+	struct sc_retry_policy once = {1, SC_BACKOFF_FIXED, MIN};
+	int na = -1, nb = -1;
+
+	fix_open(state, &f);
+	b = tb_open(state, f.clock);
+	int64_t id;
+	assert_int_equal(store_job_enqueue(f.s, "s", T0, &once, T0, false, &id,
+					   NULL, NULL),
+			 0);
+	/* A second job that only stalls (attempts left): not dead. */
+	assert_int_equal(store_job_enqueue(f.s, "s", T0 + 1, &low, T0, false,
+					   NULL, NULL, NULL),
+			 0);
+	assert_int_equal(claim(&f, "w", &j, 1), 1);
+	assert_int_equal(claim(&f, "w", &j, 1), 1);
+	sc_clock_advance_ms(f.clock, 6 * MIN);
+	assert_int_equal(store_job_recover_dead(b, 3, &nb, &db, NULL), 0);
+	assert_int_equal(store_job_recover_dead(f.s, 3, &na, &da, NULL), 0);
+	assert_int_equal(nb, 2);
+	assert_int_equal(na, 0);
+	assert_int_equal(db.n, 1);
+	assert_int_equal(da.n, 0);
+	assert_int_equal(db.n_more + da.n_more, 0);
+	assert_int_equal(db.v[0].job_id, id);
+	assert_string_equal(db.v[0].schedule, "s");
+	assert_int_equal(db.v[0].slot_ms, T0);
+	assert_int_equal(db.v[0].attempt, 1);
+	/* The listed message is the lost row's. */
+	struct ledger_filter lf = {.since_ms = INT64_MIN, .until_ms = INT64_MAX,
+				   .outcome = LEDGER_LOST};
+	struct ledger_row *rows;
+	size_t n;
+	assert_int_equal(ledger_query(f.s, &lf, &rows, &n, NULL), 0);
+	assert_int_equal(n, 1);
+	assert_string_equal(rows[0].error_msg, db.v[0].error_msg);
+	assert_non_null(strstr(db.v[0].error_msg, "attempts used up"));
+	ledger_rows_free(rows, n);
+	/* A later call empties the list it is given. */
+	assert_int_equal(store_job_recover_dead(b, 3, &nb, &db, NULL), 0);
+	assert_int_equal(db.n, 0);
+	store_dead_list_dispose(&da);
+	store_dead_list_dispose(&db);
+	store_dead_list_dispose(NULL);
+	store_close(b);
+	fix_close(&f);
+}
+
+#define N_RECOVERERS 3
+#define N_DYING 40
+
+struct recoverer {
+	const char *url;
+	struct sc_clock *clock;
+	pthread_barrier_t *start;
+	struct store_dead_list dead;
+	int n, rc;
+};
+
+static void *recoverer_main(void *arg)
+{
+	struct recoverer *r = arg;
+	struct sc_store *s = NULL;
+
+	r->rc = store_open(r->url, r->clock, &s, NULL);
+	pthread_barrier_wait(r->start);
+	if (!r->rc)
+		r->rc = store_job_recover_dead(s, 3, &r->n, &r->dead, NULL);
+	store_close(s);
+	return NULL;
+}
+
+/* Several handles recover the same expired jobs at once: every dead job
+ * is listed by exactly one of them. */
+static void concurrent_recoveries_list_each_dead_job_once(void **state)
+{
+	struct fix f;
+	static struct recoverer r[N_RECOVERERS];
+	pthread_t t[N_RECOVERERS];
+	pthread_barrier_t start;
+	static int64_t slots[N_DYING];
+	static struct store_job j[N_DYING];
+	static unsigned char seen[N_DYING + 1];
+	struct sc_retry_policy once = {1, SC_BACKOFF_FIXED, MIN};
+
+	fix_open(state, &f);
+	for (int i = 0; i < N_DYING; i++)
+		slots[i] = T0 - i;
+	assert_int_equal(store_job_enqueue_many(f.s, "s", slots, N_DYING,
+						&once, NULL),
+			 0);
+	assert_int_equal(claim(&f, "w", j, N_DYING), N_DYING);
+	sc_clock_advance_ms(f.clock, 6 * MIN);
+	assert_int_equal(pthread_barrier_init(&start, NULL, N_RECOVERERS), 0);
+	for (int i = 0; i < N_RECOVERERS; i++) {
+		memset(&r[i], 0, sizeof(r[i]));
+		r[i].url = tb_url(state);
+		r[i].clock = f.clock;
+		r[i].start = &start;
+		assert_int_equal(pthread_create(&t[i], NULL, recoverer_main,
+						&r[i]),
+				 0);
+	}
+	size_t listed = 0;
+	int recovered = 0;
+	memset(seen, 0, sizeof(seen));
+	for (int i = 0; i < N_RECOVERERS; i++) {
+		pthread_join(t[i], NULL);
+		assert_int_equal(r[i].rc, 0);
+		assert_int_equal(r[i].dead.n, (size_t)r[i].n);
+		for (size_t k = 0; k < r[i].dead.n; k++) {
+			int64_t id = r[i].dead.v[k].job_id;
+			assert_true(id >= 1 && id <= N_DYING);
+			assert_int_equal(seen[id], 0);
+			seen[id] = 1;
+		}
+		listed += r[i].dead.n;
+		recovered += r[i].n;
+		store_dead_list_dispose(&r[i].dead);
+	}
+	pthread_barrier_destroy(&start);
+	assert_int_equal(listed, N_DYING);
+	assert_int_equal(recovered, N_DYING);
+	struct store_counts c;
+	assert_int_equal(store_job_counts(f.s, NULL, &c, NULL), 0);
+	assert_int_equal(c.dead, N_DYING);
+	assert_int_equal(count_rows(&f, NULL, LEDGER_LOST), N_DYING);
+	fix_close(&f);
+}
+
 /* ---- outbox, guards, markers ------------------------------------------- */
 
 static void outbox_state_machine_and_guard(void **state)
@@ -1293,6 +1596,10 @@ int main(void)
 		cmocka_unit_test(revive_only_dead_jobs),
 		cmocka_unit_test(next_due_and_counts),
 		cmocka_unit_test(ledger_queries_filter),
+		cmocka_unit_test(missed_row_is_kept_once_per_slot),
+		cmocka_unit_test(version_1_with_duplicate_missed_rows_migrates),
+		cmocka_unit_test(two_handles_recovering_one_job_list_it_once),
+		cmocka_unit_test(concurrent_recoveries_list_each_dead_job_once),
 		cmocka_unit_test(outbox_state_machine_and_guard),
 		cmocka_unit_test(slot_markers_are_idempotent),
 		cmocka_unit_test(sched_state_never_moves_backwards),

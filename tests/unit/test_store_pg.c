@@ -204,7 +204,7 @@ static void fencing_tokens_guard_every_change(void **state)
 	/* w1 pauses past its lease; recovery hands the job to w2. */
 	sc_clock_advance_ms(clk, 30000);
 	int nrec = 0;
-	assert_int_equal(ops->job_recover(h, 5, &nrec, NULL), 0);
+	assert_int_equal(ops->job_recover(h, 5, &nrec, NULL, NULL), 0);
 	assert_int_equal(nrec, 1);
 	struct store_job b = claim1(h, "w2", 10000);
 	assert_int_equal(b.id, id);
@@ -324,7 +324,7 @@ static void recover_stalled_counts_and_kills(void **state)
 	int64_t b = 0;
 	assert_int_equal(ops->job_enqueue(h, "b", T0, &five, T0, false, &b,
 					  NULL, NULL), 0);
-	assert_int_equal(ops->job_recover(h, 2, &nrec, NULL), 0);
+	assert_int_equal(ops->job_recover(h, 2, &nrec, NULL, NULL), 0);
 	assert_int_equal(nrec, 0);
 
 	for (int round = 1; round <= 2; round++) {
@@ -334,10 +334,10 @@ static void recover_stalled_counts_and_kills(void **state)
 				 0);
 		assert_int_equal(n, 2);
 		/* Not expired yet: nothing to recover. */
-		assert_int_equal(ops->job_recover(h, 2, &nrec, NULL), 0);
+		assert_int_equal(ops->job_recover(h, 2, &nrec, NULL, NULL), 0);
 		assert_int_equal(nrec, 0);
 		sc_clock_advance_ms(clk, 1001);
-		assert_int_equal(ops->job_recover(h, 2, &nrec, NULL), 0);
+		assert_int_equal(ops->job_recover(h, 2, &nrec, NULL, NULL), 0);
 		assert_int_equal(nrec, 2);
 		assert_int_equal(ops->job_get(h, a, &j, NULL), 0);
 		assert_int_equal(j.n_stalls, round);
@@ -528,7 +528,9 @@ static void ledger_append_and_filters(void **state)
 		r.slot_ms = in[i].slot;
 		snprintf(r.outcome, sizeof(r.outcome), "%s", in[i].outcome);
 		r.error_msg = (char *)"why";
-		assert_int_equal(ops->ledger_append(h, &r, NULL), 0);
+		bool wr = false;
+		assert_int_equal(ops->ledger_append(h, &r, &wr, NULL), 0);
+		assert_true(wr);
 	}
 	for (size_t i = 0; i < sizeof(q) / sizeof(q[0]); i++) {
 		struct ledger_row *rows;
@@ -677,7 +679,7 @@ static void migrations_run_once_and_refuse_newer(void **state)
 	ops->close(h);
 	h = open_store(clk); /* already current: nothing to do */
 	ops->close(h);
-	assert_int_equal(pgfx_int("SELECT version FROM schema_version"), 1);
+	assert_int_equal(pgfx_int("SELECT version FROM schema_version"), 2);
 	assert_int_equal(pgfx_int("SELECT count(*) FROM schema_version"), 1);
 	assert_int_equal(pgfx_int("SELECT count(*) FROM jobs"), 1);
 
@@ -774,7 +776,7 @@ static void only_records_that_must_survive_wait_for_the_flush(void **state)
 	expect_sync("off");
 	sc_clock_advance_ms(clk, 2000);
 	int n = 0;
-	assert_int_equal(ops->job_recover(h, 5, &n, NULL), 0);
+	assert_int_equal(ops->job_recover(h, 5, &n, NULL, NULL), 0);
 	assert_int_equal(n, 1);
 	expect_sync("on");
 	j = claim1(h, "w", 1000);
@@ -795,12 +797,13 @@ static void only_records_that_must_survive_wait_for_the_flush(void **state)
 	expect_sync("on");
 
 	struct ledger_row r = {0};
+	bool wr = false;
 	snprintf(r.schedule, sizeof(r.schedule), "s");
 	snprintf(r.outcome, sizeof(r.outcome), "%s", LEDGER_MISSED);
-	assert_int_equal(ops->ledger_append(h, &r, NULL), 0);
+	assert_int_equal(ops->ledger_append(h, &r, &wr, NULL), 0);
 	expect_sync("off");
 	snprintf(r.outcome, sizeof(r.outcome), "%s", LEDGER_LOST);
-	assert_int_equal(ops->ledger_append(h, &r, NULL), 0);
+	assert_int_equal(ops->ledger_append(h, &r, &wr, NULL), 0);
 	expect_sync("on");
 	assert_int_equal(ops->sched_last_set(h, "s", T0, NULL), 0);
 	expect_sync("off");
@@ -827,7 +830,7 @@ static void nodes_migrate_once_when_starting_together(void **state)
 		assert_int_equal(o[i].rc, 0);
 	}
 	assert_int_equal(pgfx_int("SELECT count(*) FROM schema_version"), 1);
-	assert_int_equal(pgfx_int("SELECT version FROM schema_version"), 1);
+	assert_int_equal(pgfx_int("SELECT version FROM schema_version"), 2);
 	sc_clock_free(clk);
 }
 
@@ -887,7 +890,7 @@ static void limited_role_works_on_a_migrated_schema(void **state)
 	assert_int_equal(ops->job_finish(h, id, j.lease_token, JOB_DONE, 0,
 					 NULL, NULL), 0);
 	int n = -1;
-	assert_int_equal(ops->job_recover(h, 2, &n, NULL), 0);
+	assert_int_equal(ops->job_recover(h, 2, &n, NULL, NULL), 0);
 	assert_int_equal(ops->sched_last_set(h, "s", T0, NULL), 0);
 	assert_int_equal(ops->token_put(h, "p", "tok", T0, NULL), 0);
 	assert_int_equal(ops->token_drop(h, "p", NULL), 0);
