@@ -18,7 +18,18 @@
  *     its look and its sleep is never lost;
  *   - each thread has its own store handle (store.h's threading rule);
  *   - the config is shared read-only behind a reference count: a reload
- *     swaps the pointer, a running job keeps the config it started with;
+ *     swaps the pointer, a running job keeps the config it started with
+ *     (its lease and task settings); the next claim takes the new one's
+ *     worker.lease, and a stop reads worker.grace from the current one;
+ *   - the store is fixed at start: a reload never moves it (the new
+ *     config's store_url is overwritten with the running one, and a
+ *     warning names the setting), so cur->cfg->store_url == store_url;
+ *   - n_target (under mu) is worker.concurrency: a worker whose idx is
+ *     >= n_target leaves at the top of its loop, in the same locked look
+ *     that reads gen and stopping, so it never leaves holding a job and a
+ *     running job is never cut short by a reload; only the scheduler
+ *     thread starts and joins workers (a reload raising concurrency
+ *     starts new ones, each with its own store handle);
  *   - after stop, no new claim; a running job is released (not failed)
  *     when grace runs out, through its tick, before the run writes
  *     anything more (orchestrator.c's lost-lease invariant), so its
@@ -32,6 +43,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -84,11 +96,14 @@ static struct cfg_ref *cfg_wrap(struct config *cfg)
 	return r;
 }
 
+/* One worker thread. The struct outlives the thread: the scheduler thread
+ * joins a worker that left and may start it again on a later reload. */
 struct worker {
 	struct daemon *d;
 	int idx;
 	pthread_t thread;
-	bool started;
+	bool started;   /* scheduler thread only: joinable */
+	bool exited;    /* under daemon.mu: the thread left its loop */
 	char name[SC_WORKER_MAX];
 };
 
@@ -113,10 +128,12 @@ struct daemon {
 	int n_failed;             /* runs that did not complete (--once) */
 	struct cfg_ref *cur;
 
-	struct worker *workers;
-	int n_workers;
+	struct worker **workers; /* [n_slots]; scheduler thread only */
+	int n_slots;
+	int n_target;            /* under mu: worker.concurrency in force */
 	pthread_t watcher;
 	bool watcher_started;
+	char host[64];           /* for worker names */
 };
 
 /* ---- small helpers -------------------------------------------------------- */
@@ -170,6 +187,12 @@ static int64_t ms_to_ns(int64_t ms)
 	if (ms >= INT64_MAX / 1000000)
 		return INT64_MAX / 2;
 	return ms * 1000000;
+}
+
+static bool is_pg_url(const char *u)
+{
+	return strncmp(u, "postgresql://", 13) == 0 ||
+	       strncmp(u, "postgres://", 11) == 0;
 }
 
 static const char *iso(int64_t ms, char out[CLOCK_ISO_MAX])
@@ -404,8 +427,16 @@ static void *worker_main(void *arg)
 		pthread_mutex_lock(&d->mu);
 		stop = d->stopping;
 		seen = d->gen;
+		/* A reload lowered worker.concurrency: leave between jobs. */
+		bool retire = !stop && w->idx >= d->n_target;
+		if (stop || retire)
+			w->exited = true;
 		pthread_mutex_unlock(&d->mu);
-		if (stop)
+		if (retire)
+			SC_LOG(SC_LOG_INFO, "daemon",
+			       "event=worker-exit worker=%d reason=concurrency",
+			       w->idx);
+		if (stop || retire)
 			break;
 		int64_t now = sc_clock_now_ms(d->clock);
 		if (!s && open_store(d, &s, &e) != 0) {
@@ -462,6 +493,89 @@ static void *worker_main(void *arg)
 	}
 	store_close(s);
 	return NULL;
+}
+
+/* Joins worker w if it left its loop. Scheduler thread only. */
+static void reap_worker(struct daemon *d, struct worker *w)
+{
+	bool gone;
+
+	if (!w || !w->started)
+		return;
+	pthread_mutex_lock(&d->mu);
+	gone = w->exited;
+	pthread_mutex_unlock(&d->mu);
+	if (!gone)
+		return;
+	/* It decided to leave under mu; what remains is store_close. */
+	pthread_join(w->thread, NULL);
+	w->started = false;
+}
+
+/*
+ * Makes `want` workers run: sets n_target (extra workers leave once their
+ * running job is over; idle ones are woken to leave now), joins workers
+ * that left, and starts the missing ones among 0..want-1. Scheduler
+ * thread only. On failure (memory, pthread_create) n_target is lowered to
+ * the workers that do run and err says why.
+ */
+static int set_workers(struct daemon *d, int want, struct sc_err *err)
+{
+	int rc = 0;
+
+	if (want > d->n_slots) {
+		size_t sz = (size_t)want * sizeof(struct worker *);
+		struct worker **ws = realloc(d->workers, sz);
+		if (!ws) {
+			want = d->n_slots;
+			rc = sc_err_set(err, SC_ENOMEM, "out of memory");
+		} else {
+			for (int i = d->n_slots; i < want; i++)
+				ws[i] = NULL;
+			d->workers = ws;
+			d->n_slots = want;
+		}
+	}
+	pthread_mutex_lock(&d->mu);
+	d->n_target = want;
+	pthread_cond_broadcast(&d->cond); /* idle extras: leave now */
+	pthread_mutex_unlock(&d->mu);
+	for (int i = 0; i < d->n_slots; i++)
+		reap_worker(d, d->workers[i]);
+	for (int i = 0; i < want; i++) {
+		struct worker *w = d->workers[i];
+		if (w && w->started)
+			continue; /* running (or finishing a job): keeps going */
+		if (!w) {
+			w = calloc(1, sizeof(*w));
+			if (!w) {
+				rc = sc_err_set(err, SC_ENOMEM,
+						"out of memory");
+				want = i;
+				break;
+			}
+			d->workers[i] = w;
+		}
+		w->d = d;
+		w->idx = i;
+		w->exited = false;
+		snprintf(w->name, sizeof(w->name), "%.32s:%ld:%d", d->host,
+			 (long)getpid(), i);
+		if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
+			rc = sc_err_set(err, SC_ENOMEM,
+					"cannot start worker %d", i);
+			want = i;
+			break;
+		}
+		w->started = true;
+	}
+	if (rc) {
+		pthread_mutex_lock(&d->mu);
+		d->n_target = want;
+		pthread_cond_broadcast(&d->cond);
+		pthread_mutex_unlock(&d->mu);
+	}
+	return rc;
 }
 
 /* ---- watcher: writes by other processes ----------------------------------- */
@@ -537,8 +651,7 @@ static void set_db_path(struct daemon *d)
 {
 	const char *u = d->store_url;
 
-	d->is_pg = strncmp(u, "postgresql://", 13) == 0 ||
-		   strncmp(u, "postgres://", 11) == 0;
+	d->is_pg = is_pg_url(u);
 	if (d->is_pg)
 		return;
 	if (strncmp(u, "sqlite://", 9) == 0)
@@ -623,7 +736,62 @@ void daemon_reload(struct daemon *d)
 	pthread_mutex_unlock(&d->mu);
 }
 
-/* Loads the file again; on success swaps it in. Scheduler thread only. */
+/* Appends s[0..len) to out (size n, at *o), truncating. */
+static void put(char *out, size_t n, size_t *o, const char *s, size_t len)
+{
+	while (len-- > 0 && *o + 1 < n)
+		out[(*o)++] = *s++;
+	out[*o] = '\0';
+}
+
+const char *daemon_store_url_for_log(const char *url, char *out, size_t n)
+{
+	size_t o = 0;
+
+	if (n == 0)
+		return out;
+	out[0] = '\0';
+	if (!is_pg_url(url)) {
+		put(out, n, &o, url, strlen(url));
+		return out;
+	}
+	const char *auth = strstr(url, "://") + 3;
+	size_t alen = strcspn(auth, "/?#");
+	const char *at = NULL;
+	for (size_t i = 0; i < alen; i++) /* the last '@' ends userinfo */
+		if (auth[i] == '@')
+			at = auth + i;
+	put(out, n, &o, url, (size_t)(auth - url));
+	const char *p = auth;
+	if (at) {
+		const char *colon = memchr(auth, ':', (size_t)(at - auth));
+		if (colon) {
+			put(out, n, &o, auth, (size_t)(colon - auth));
+			put(out, n, &o, ":***", 4);
+			p = at;
+		}
+	}
+	/* The rest, with the value of any password= parameter hidden. */
+	while (*p) {
+		if ((p[-1] == '?' || p[-1] == '&') &&
+		    strncasecmp(p, "password=", 9) == 0) {
+			put(out, n, &o, p, 9);
+			put(out, n, &o, "***", 3);
+			p += 9 + strcspn(p + 9, "&#");
+			continue;
+		}
+		put(out, n, &o, p, 1);
+		p++;
+	}
+	return out;
+}
+
+/*
+ * Loads the file again; on success swaps it in. Scheduler thread only.
+ * Everything applies but the store: schedules and targets at the next
+ * tick, worker.lease at the next claim, worker.grace at the next stop,
+ * worker.concurrency now (set_workers).
+ */
 static void do_reload(struct daemon *d)
 {
 	struct config *cfg = NULL;
@@ -636,10 +804,31 @@ static void do_reload(struct daemon *d)
 		       log_quote(msg, sizeof(msg), e.msg));
 		return;
 	}
-	if (strcmp(cfg->store_url, d->store_url) != 0)
-		SC_LOG(SC_LOG_WARN, "daemon", "event=reload msg=\"store "
-		       "changed: takes effect at the next start\"");
+	if (strcmp(cfg->store_url, d->store_url) != 0) {
+		/* Moving a running daemon to another store would split its
+		 * jobs over two (the running ones hold leases in this one):
+		 * keep this one, say so once per reload. */
+		char *keep = strdup(d->store_url);
+		if (!keep) {
+			config_free(cfg);
+			SC_LOG(SC_LOG_ERROR, "daemon", "event=reload "
+			       "outcome=refused msg=\"out of memory\"");
+			return;
+		}
+		char a[1200], b[1200], qa[1300], qb[1300];
+		daemon_store_url_for_log(cfg->store_url, a, sizeof(a));
+		daemon_store_url_for_log(d->store_url, b, sizeof(b));
+		SC_LOG(SC_LOG_WARN, "daemon",
+		       "event=reload setting=store new=%s running=%s "
+		       "msg=\"store changed in the config; not applied: "
+		       "restart surecron to use it\"",
+		       log_quote(qa, sizeof(qa), a),
+		       log_quote(qb, sizeof(qb), b));
+		free(cfg->store_url);
+		cfg->store_url = keep;
+	}
 	size_t n_sched = cfg->n_schedules;
+	int conc = cfg->concurrency > 0 ? cfg->concurrency : 1;
 	struct cfg_ref *r = cfg_wrap(cfg);
 	if (!r) {
 		SC_LOG(SC_LOG_ERROR, "daemon",
@@ -648,11 +837,25 @@ static void do_reload(struct daemon *d)
 	}
 	pthread_mutex_lock(&d->mu);
 	struct cfg_ref *old = d->cur;
+	int was = d->n_target;
 	d->cur = r;
 	pthread_mutex_unlock(&d->mu);
 	cfg_put(d, old);
-	SC_LOG(SC_LOG_INFO, "daemon", "event=reload outcome=ok schedules=%zu",
-	       n_sched);
+	if (conc != was) {
+		if (set_workers(d, conc, &e) != 0)
+			SC_LOG(SC_LOG_ERROR, "daemon",
+			       "event=workers code=%s msg=%s",
+			       sc_strerror(e.code),
+			       log_quote(msg, sizeof(msg), e.msg));
+		pthread_mutex_lock(&d->mu);
+		conc = d->n_target;
+		pthread_mutex_unlock(&d->mu);
+		SC_LOG(SC_LOG_INFO, "daemon", "event=workers from=%d to=%d",
+		       was, conc);
+	}
+	SC_LOG(SC_LOG_INFO, "daemon",
+	       "event=reload outcome=ok schedules=%zu concurrency=%d", n_sched,
+	       conc);
 	bump(d);
 }
 
@@ -725,23 +928,25 @@ static int run_once(struct daemon *d)
 	return d->n_failed ? 1 : 0;
 }
 
+/* Joins every thread; the caller has set stopping. */
 static void stop_threads(struct daemon *d)
 {
-	for (int i = 0; i < d->n_workers; i++)
-		if (d->workers[i].started)
-			pthread_join(d->workers[i].thread, NULL);
+	for (int i = 0; i < d->n_slots; i++) {
+		struct worker *w = d->workers[i];
+		if (w && w->started) {
+			pthread_join(w->thread, NULL);
+			w->started = false;
+		}
+	}
 	if (d->watcher_started)
 		pthread_join(d->watcher, NULL);
 	d->watcher_started = false;
-	d->n_workers = 0;
 }
 
 int daemon_run(struct daemon *d, struct sc_err *err)
 {
 	struct cfg_ref *cr = cfg_get(d);
 	int conc = cr->cfg->concurrency > 0 ? cr->cfg->concurrency : 1;
-	int64_t grace = cr->cfg->grace_ms;
-	char host[64] = "host";
 
 	SC_LOG(SC_LOG_INFO, "daemon",
 	       "event=started backend=%s schedules=%zu concurrency=%d once=%d",
@@ -754,23 +959,13 @@ int daemon_run(struct daemon *d, struct sc_err *err)
 	recover(d->store, d, cr->cfg);
 	cfg_put(d, cr);
 
-	gethostname(host, sizeof(host) - 1);
-	d->workers = calloc((size_t)conc, sizeof(*d->workers));
-	if (!d->workers)
-		return sc_err_set(err, SC_ENOMEM, "out of memory");
-	d->n_workers = conc;
-	for (int i = 0; i < conc; i++) {
-		struct worker *w = &d->workers[i];
-		w->d = d;
-		w->idx = i;
-		snprintf(w->name, sizeof(w->name), "%.32s:%ld:%d", host,
-			 (long)getpid(), i);
-		if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
-			daemon_stop(d);
-			stop_threads(d);
-			return sc_err_set(err, SC_ENOMEM, "cannot start a worker");
-		}
-		w->started = true;
+	snprintf(d->host, sizeof(d->host), "host");
+	gethostname(d->host, sizeof(d->host) - 1);
+	int rc = set_workers(d, conc, err);
+	if (rc) {
+		daemon_stop(d);
+		stop_threads(d);
+		return rc;
 	}
 	if (pthread_create(&d->watcher, NULL, watcher_main, d) == 0)
 		d->watcher_started = true;
@@ -804,7 +999,11 @@ int daemon_run(struct daemon *d, struct sc_err *err)
 	}
 
 	/* Stop: no new claims (workers saw stopping); give running slots the
-	 * grace, then release them through their tick. */
+	 * grace (the current config's: a reload may have changed it), then
+	 * release them through their tick. */
+	cr = cfg_get(d);
+	int64_t grace = cr->cfg->grace_ms;
+	cfg_put(d, cr);
 	SC_LOG(SC_LOG_INFO, "daemon", "event=stopping grace_ms=%lld",
 	       (long long)grace);
 	int64_t deadline = clock_mono_ms() +
@@ -836,6 +1035,8 @@ void daemon_free(struct daemon *d)
 	if (!d)
 		return;
 	stop_threads(d);
+	for (int i = 0; i < d->n_slots; i++)
+		free(d->workers[i]);
 	free(d->workers);
 	store_close(d->store);
 	if (d->cur) {

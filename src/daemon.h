@@ -17,6 +17,7 @@
 #define SC_DAEMON_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "surecron.h"
@@ -53,9 +54,24 @@ int daemon_run(struct daemon *d, struct sc_err *err);
  * to finish, then they are released. Thread-safe, idempotent. */
 void daemon_stop(struct daemon *d);
 
-/* Asks the daemon to reload its config file. A config that does not load
- * is refused with a log line and the old one kept. Thread-safe. */
+/*
+ * Asks the daemon to reload its config file. A config that does not load
+ * is refused with a log line and the old one kept. A good one applies as a
+ * whole (schedules, targets, worker.lease from the next claim,
+ * worker.grace at the next stop, worker.concurrency at once: workers are
+ * started, or the extra ones leave after the job they are running), except
+ * `store:`, which stays the running one until a restart (a warning says
+ * so). Thread-safe.
+ */
 void daemon_reload(struct daemon *d);
+
+/*
+ * Writes a store URL fit for a log line into out (size n, truncated to
+ * fit): a PostgreSQL URL's password (user:PASSWORD@ and any password=
+ * parameter) becomes "***"; a SQLite URL is copied. Returns out.
+ * Thread-safe.
+ */
+const char *daemon_store_url_for_log(const char *url, char *out, size_t n);
 
 /* Frees the daemon (after daemon_run returned). NULL is ignored. */
 void daemon_free(struct daemon *d);

@@ -25,6 +25,7 @@
 
 #include "clock.h"
 #include "config.h"
+#include "daemon.h"
 #include "fakes/fake_http.h"
 #include "queue.h"
 #include "store.h"
@@ -621,6 +622,259 @@ static void sighup_reload(void **state)
 	env_dispose(&e);
 }
 
+/* ---- (6b) SIGHUP applies worker.concurrency, lease, grace; not store -- */
+
+/* A number a task wrote (date +%s%N) into a file of the temp folder; -1
+ * when the file is missing or empty. */
+static int64_t read_ns(const struct env *e, const char *name)
+{
+	char p[512];
+	long long v = -1;
+
+	snprintf(p, sizeof(p), "%s/%s", e->dir, name);
+	FILE *f = fopen(p, "r");
+	if (f) {
+		if (fscanf(f, "%lld", &v) != 1)
+			v = -1;
+		fclose(f);
+	}
+	return v;
+}
+
+/* Lines of daemon.log holding needle. */
+static size_t log_count(const struct env *e, const char *needle)
+{
+	char p[512], line[4096];
+	size_t n = 0;
+
+	snprintf(p, sizeof(p), "%s/daemon.log", e->dir);
+	FILE *f = fopen(p, "r");
+	while (f && fgets(line, sizeof(line), f))
+		n += strstr(line, needle) != NULL;
+	if (f)
+		fclose(f);
+	return n;
+}
+
+/* Rewrites the config, sends SIGHUP and waits for the n-th reload that
+ * was taken (the log's `event=reload outcome=ok`). */
+static void reload_to(const struct env *e, pid_t pid, const char *worker,
+		      const char *schedules, size_t n)
+{
+	write_cfg((struct env *)e, worker, schedules);
+	kill(pid, SIGHUP);
+	int64_t end = now_ms() + 3000;
+	while (log_count(e, "event=reload outcome=ok") < n && now_ms() < end)
+		sleep_ms(10);
+	assert_int_equal(log_count(e, "event=reload outcome=ok"), n);
+}
+
+/* Three never-due schedules whose task writes its start and end times
+ * (ns) to NAME.start / NAME.end around a sleep of `secs`, then prints its
+ * name (the message delivered). */
+static void slow_scheds(char *out, size_t n, const char *secs)
+{
+	size_t o = 0;
+
+	for (const char *c = "abc"; *c; c++)
+		o += (size_t)snprintf(out + o, n - o,
+			"  %c:\n"
+			"    cron: \"0 3 1 1 *\"\n"
+			"    tz: UTC\n"
+			"    targets: [hook]\n"
+			"    tasks:\n"
+			"      - {name: t, shell: \"date +%%s%%N > %c.start; "
+			"sleep %s; date +%%s%%N > %c.end; echo %c\"}\n",
+			*c, *c, secs, *c, *c);
+	assert_true(o < n);
+}
+
+static void sighup_raises_concurrency(void **state)
+{
+	struct env e;
+	char sched[2048];
+	(void)state;
+	env_init(&e);
+	slow_scheds(sched, sizeof(sched), "1");
+	write_cfg(&e, "{concurrency: 1, lease: 5s, grace: 1s}", sched);
+	pid_t pid = start_daemon(&e, NULL);
+	sleep_ms(200);
+	reload_to(&e, pid, "{concurrency: 3, lease: 5s, grace: 1s}", sched, 1);
+	int64_t slot = now_ms() / 1000 * 1000;
+	trigger(&e, "a", slot);
+	trigger(&e, "b", slot);
+	trigger(&e, "c", slot);
+	assert_true(wait_hooks(&e, 3, 5000));
+	stop_daemon(pid);
+	/* All three ran at once: the last start precedes the first end. */
+	int64_t last_start = 0, first_end = INT64_MAX;
+	for (const char *c = "abc"; *c; c++) {
+		char f[16];
+		snprintf(f, sizeof(f), "%c.start", *c);
+		int64_t s0 = read_ns(&e, f);
+		snprintf(f, sizeof(f), "%c.end", *c);
+		int64_t s1 = read_ns(&e, f);
+		assert_true(s0 > 0 && s1 > s0);
+		last_start = s0 > last_start ? s0 : last_start;
+		first_end = s1 < first_end ? s1 : first_end;
+	}
+	printf("last start %lld ms before the first end\n",
+	       (long long)((first_end - last_start) / 1000000));
+	assert_true(last_start < first_end);
+	assert_true(log_has(&e, "event=workers from=1 to=3"));
+	env_dispose(&e);
+}
+
+static void sighup_lowers_concurrency(void **state)
+{
+	struct env e;
+	char sched[2048];
+	(void)state;
+	env_init(&e);
+	slow_scheds(sched, sizeof(sched), "1");
+	write_cfg(&e, "{concurrency: 3, lease: 5s, grace: 1s}", sched);
+	pid_t pid = start_daemon(&e, NULL);
+	sleep_ms(200);
+	trigger(&e, "a", now_ms() / 1000 * 1000);
+	assert_true(wait_file(&e, "a.start", 3000));
+	/* Lowered while `a` runs: its worker finishes it, then leaves. */
+	reload_to(&e, pid, "{concurrency: 1, lease: 5s, grace: 1s}", sched, 1);
+	assert_false(file_exists(&e, "a.end"));
+	assert_true(wait_hooks(&e, 1, 3000));
+	assert_true(file_exists(&e, "a.end"));
+	/* b and c together (shorter now): one worker left, so one after
+	 * the other. */
+	slow_scheds(sched, sizeof(sched), "0.4");
+	reload_to(&e, pid, "{concurrency: 1, lease: 5s, grace: 1s}", sched, 2);
+	int64_t slot = now_ms() / 1000 * 1000;
+	trigger(&e, "b", slot);
+	trigger(&e, "c", slot);
+	assert_true(wait_hooks(&e, 3, 4000));
+	sleep_ms(200); /* a second delivery would come now, if ever */
+	stop_daemon(pid);
+	assert_int_equal(fake_http_count(e.srv, "/hook"), 3);
+	assert_int_equal(ledger_count(&e, "a", LEDGER_SUCCESS), 1);
+	assert_int_equal(ledger_count(&e, "a", LEDGER_RELEASED), 0);
+	assert_int_equal(ledger_count(&e, "a", LEDGER_FAILED), 0);
+	int64_t b0 = read_ns(&e, "b.start"), b1 = read_ns(&e, "b.end");
+	int64_t c0 = read_ns(&e, "c.start"), c1 = read_ns(&e, "c.end");
+	assert_true(b0 > 0 && b1 > b0 && c0 > 0 && c1 > c0);
+	assert_true(b1 <= c0 || c1 <= b0);
+	assert_int_equal(log_count(&e, "event=worker-exit"), 2);
+	env_dispose(&e);
+}
+
+static void sighup_applies_lease_and_grace(void **state)
+{
+	struct env e;
+	(void)state;
+	env_init(&e);
+	static const char sched[] =
+		"  long:\n"
+		"    cron: \"0 3 1 1 *\"\n"
+		"    tz: UTC\n"
+		"    targets: [hook]\n"
+		"    tasks:\n"
+		"      - {name: t, shell: \"touch started; sleep 1; "
+		"echo done\"}\n";
+	write_cfg(&e, "{concurrency: 1, lease: 2s, grace: 200ms}", sched);
+	pid_t pid = start_daemon(&e, NULL);
+	sleep_ms(200);
+	reload_to(&e, pid, "{concurrency: 1, lease: 1m, grace: 3s}", sched, 1);
+	int64_t id = trigger(&e, "long", now_ms() / 1000 * 1000);
+	assert_true(wait_file(&e, "started", 3000));
+	/* The claim took the new lease. */
+	struct sc_store *s = open_store(&e);
+	struct store_job job;
+	assert_int_equal(store_job_get(s, id, &job, NULL), 0);
+	store_close(s);
+	assert_int_equal(job.state, JOB_ACTIVE);
+	assert_true(job.lease_expires_ms - now_ms() > 30000);
+	/* The stop takes the new grace: the 1 s task finishes. */
+	kill(pid, SIGTERM);
+	int st = wait_exit(pid, 5000);
+	assert_true(st != -1 && WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	s = open_store(&e);
+	assert_int_equal(store_job_get(s, id, &job, NULL), 0);
+	store_close(s);
+	assert_int_equal(job.state, JOB_DONE);
+	assert_int_equal(ledger_count(&e, "long", LEDGER_RELEASED), 0);
+	assert_int_equal(fake_http_count(e.srv, "/hook"), 1);
+	assert_true(log_has(&e, "event=stopping grace_ms=3000"));
+	env_dispose(&e);
+}
+
+static void sighup_store_change_not_applied(void **state)
+{
+	struct env e;
+	char old_url[600];
+	(void)state;
+	env_init(&e);
+	write_cfg(&e, W_FAST, one_sched);
+	pid_t pid = start_daemon(&e, NULL);
+	sleep_ms(200);
+	/* A new store and a new schedule: the schedule applies, the store
+	 * does not (one warning naming it). */
+	snprintf(old_url, sizeof(old_url), "%s", e.store_url);
+	snprintf(e.store_url, sizeof(e.store_url), "sqlite:%s/other.db",
+		 e.dir);
+	reload_to(&e, pid, W_FAST,
+		  "  second:\n"
+		  "    cron: \"0 3 1 1 *\"\n"
+		  "    tz: UTC\n"
+		  "    targets: [hook]\n"
+		  "    tasks:\n"
+		  "      - {name: t, shell: \"echo second\"}\n", 1);
+	assert_int_equal(log_count(&e, "setting=store"), 1);
+	assert_true(log_has(&e, "restart surecron to use it"));
+	assert_true(log_has(&e, "level=warn"));
+	assert_false(file_exists(&e, "other.db"));
+	/* The daemon still works on the old database. */
+	snprintf(e.store_url, sizeof(e.store_url), "%s", old_url);
+	trigger(&e, "second", now_ms() / 1000 * 1000);
+	assert_true(wait_hooks(&e, 1, 3000));
+	struct fake_request r;
+	assert_true(fake_http_request(e.srv, "/hook", 0, &r));
+	assert_non_null(strstr(r.body, "second"));
+	fake_request_dispose(&r);
+	stop_daemon(pid);
+	assert_int_equal(ledger_count(&e, "second", LEDGER_SUCCESS), 1);
+	assert_false(file_exists(&e, "other.db"));
+	env_dispose(&e);
+}
+
+/* The store URL as the reload warning prints it: no password. */
+static void store_url_for_log_hides_password(void **state)
+{
+	static const struct {
+		const char *in, *want;
+	} cases[] = {
+		{"sqlite:/var/lib/s.db", "sqlite:/var/lib/s.db"},
+		{"postgresql://u@db/s", "postgresql://u@db/s"},
+		{"postgresql://u:hunter2@db:5432/s?sslmode=require",
+		 "postgresql://u:***@db:5432/s?sslmode=require"},
+		{"postgres://u:p%40ss@x@db/s", "postgres://u:***@db/s"},
+		{"postgresql://db/s?user=u&password=hunter2&sslmode=require",
+		 "postgresql://db/s?user=u&password=***&sslmode=require"},
+		{"postgres://db/s?PASSWORD=hunter2", "postgres://db/s?PASSWORD=***"},
+		{"postgresql://u:pw@db/s?password=x#f",
+		 "postgresql://u:***@db/s?password=***#f"},
+	};
+	char out[256];
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		daemon_store_url_for_log(cases[i].in, out, sizeof(out));
+		assert_string_equal(out, cases[i].want);
+	}
+	/* Truncated to fit, still terminated and without the password. */
+	char small[16];
+	daemon_store_url_for_log("postgresql://u:hunter2@db/s", small,
+				 sizeof(small));
+	assert_int_equal(strlen(small), sizeof(small) - 1);
+	assert_null(strstr(small, "hunter2"));
+}
+
 /* ---- (7) a trigger from another process starts within a second -------- */
 
 static void trigger_starts_within_a_second(void **state)
@@ -903,6 +1157,13 @@ int main(void)
 		cmocka_unit_test_teardown(env_override_fires, reap_all),
 		cmocka_unit_test_teardown(sigterm_grace, reap_all),
 		cmocka_unit_test_teardown(sighup_reload, reap_all),
+		cmocka_unit_test_teardown(sighup_raises_concurrency, reap_all),
+		cmocka_unit_test_teardown(sighup_lowers_concurrency, reap_all),
+		cmocka_unit_test_teardown(sighup_applies_lease_and_grace,
+					  reap_all),
+		cmocka_unit_test_teardown(sighup_store_change_not_applied,
+					  reap_all),
+		cmocka_unit_test(store_url_for_log_hides_password),
 		cmocka_unit_test_teardown(trigger_starts_within_a_second, reap_all),
 		cmocka_unit_test_teardown(never_starts_before_due, reap_all),
 		cmocka_unit_test_teardown(once_runs_what_is_due, reap_all),
