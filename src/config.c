@@ -1628,6 +1628,9 @@ static void parse_task(struct pc *pc, const struct ynode *v,
 		return;
 	}
 	t->kind = http ? TASK_HTTP : TASK_COMMAND;
+	/* One request is not a program: a minute, unless the task says. */
+	if (http)
+		t->timeout_ms = 60 * 1000;
 	if (get_enum(pc, v, path, "kind", kinds, &kind) == 1 &&
 	    kind != (int)t->kind) {
 		pjoin(kp, sizeof(kp), path, "kind");

@@ -149,8 +149,9 @@ int queue_trigger(struct sc_store *s, const char *schedule, int64_t slot_ms,
 			return rc;
 		if (j.state == JOB_DONE)
 			return sc_err_set(err, SC_ESTATE,
-					  "slot %lld of %s already completed",
-					  (long long)slot_ms, schedule);
+					  "already completed by job %lld; "
+					  "running it again would deliver "
+					  "it twice", (long long)id);
 		if (j.state == JOB_DEAD) {
 			rc = store_job_revive(s, id, err);
 			if (rc)

@@ -31,7 +31,7 @@ struct task_spec {
 	char *cwd;             /* working directory (absolute), NULL:
 				  inherited */
 	char **env;            /* NULL-terminated "KEY=VALUE" extras */
-	int64_t timeout_ms;    /* default 10 min */
+	int64_t timeout_ms;    /* default 10 min (http: 60 s) */
 	int64_t grace_ms;      /* SIGTERM -> SIGKILL, default 5 s */
 	size_t max_output;     /* stdout cap, default 1 MiB */
 	/* http */

@@ -97,7 +97,12 @@ int cmd_http(int argc, char **argv)
 
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
-		if (opt_is(a, NULL, "--auth") || opt_is(a, "-c", "--config") ||
+		int r = cli_opt_config("http", argc, argv, &i, &config_path);
+		if (r < 0)
+			return -r;
+		if (r)
+			continue;
+		if (opt_is(a, NULL, "--auth") ||
 		    opt_is(a, "-d", "--data") || opt_is(a, "-H", "--header") ||
 		    opt_is(a, NULL, "--timeout")) {
 			if (i + 1 >= argc)
@@ -106,8 +111,6 @@ int cmd_http(int argc, char **argv)
 			const char *v = argv[++i];
 			if (opt_is(a, NULL, "--auth")) {
 				auth_name = v;
-			} else if (opt_is(a, "-c", "--config")) {
-				config_path = v;
 			} else if (opt_is(a, "-d", "--data")) {
 				data = v;
 			} else if (opt_is(a, "-H", "--header")) {

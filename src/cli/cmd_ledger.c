@@ -220,6 +220,12 @@ int cmd_ledger(int argc, char **argv)
 	if (lost && f.outcome)
 		return cli_usage_error("ledger", "--lost and --outcome do not "
 				       "go together");
+	/* The report counts every lost slot of the period: a limit could
+	 * drop the lost one and turn the exit status green. */
+	if (lost && limit)
+		return cli_usage_error("ledger", "--lost and --limit do not go "
+				       "together (narrow the period with "
+				       "--since)");
 	if (f.outcome && !outcome_known(f.outcome))
 		return cli_usage_error("ledger", "--outcome: '%s' is not one of "
 				       "success, failed, lost, stalled, missed, "
@@ -299,9 +305,16 @@ int cmd_ledger(int argc, char **argv)
 			print_row(&rows[i], rec[i]);
 		r = EXIT_OK;
 	} else {
-		if (n)
+		if (n) {
 			printf("%-20s  %-20s %6s %3s  %-9s  %s\n", "SLOT",
 			       "SCHEDULE", "JOB", "ATT", "OUTCOME", "ERROR");
+		} else {
+			/* Say so: an empty screen reads like a hang or a
+			 * wrong store. */
+			printf("no ledger rows");
+			print_period(&f);
+			printf("\n");
+		}
 		for (size_t i = 0; i < n; i++)
 			print_row(&rows[i], 0);
 		r = EXIT_OK;

@@ -62,6 +62,9 @@ int cmd_run(int argc, char **argv)
 			o.config_path = argv[i] + 9;
 		} else if (strcmp(argv[i], "--once") == 0) {
 			o.once = true;
+		} else if (argv[i][0] == '-') {
+			return cli_usage_error("run", "unknown option '%s'",
+					       argv[i]);
 		} else {
 			return cli_usage_error("run", "unexpected argument '%s'",
 					       argv[i]);

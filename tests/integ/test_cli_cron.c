@@ -170,6 +170,8 @@ static const struct bad_row {
 	{{"explain", "--count", "3", "* * * * *"}, "unknown option"},
 	{{"frobnicate"}, "'frobnicate' is not a surecron command"},
 	{{"--bogus"}, "unknown option '--bogus'"},
+	{{"run", "--bogus"}, "unknown option '--bogus'"},
+	{{"run", "extra"}, "unexpected argument 'extra'"},
 };
 
 static void bad_input_exits_2(void **state)

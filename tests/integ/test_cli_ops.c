@@ -399,6 +399,13 @@ static void ledger_filters(void **state)
 			    "missed,success");
 	json_decref(root);
 
+	/* No row in the period: said in words, not an empty screen. */
+	const char *none[] = {"ledger", "--config", cfg, "--until",
+			      "2000-01-01T00:00:00Z", NULL};
+	assert_int_equal(run(none), 0);
+	assert_string_equal(out, "no ledger rows until "
+				 "2000-01-01T00:00:00Z\n");
+
 	/* Text: a header, then one line per row with its error. */
 	const char *text[] = {"ledger", "--config", cfg, NULL};
 	assert_int_equal(run(text), 0);
@@ -427,6 +434,12 @@ static void ledger_lost_report(void **state)
 	assert_int_equal(jint(root, "missed", NULL), 1);
 	assert_string_equal(outcomes_of(root, buf, sizeof(buf)), "lost,missed");
 	json_decref(root);
+
+	/* A limit could keep only the missed row and turn the report green:
+	 * refused. */
+	const char *limited[] = {"ledger", "--config", cfg, "--lost",
+				 "--limit", "1", NULL};
+	assert_int_equal(run(limited), 2);
 
 	/* Only the missed slot in the last 5 days: listed, exit 0. */
 	const char *recent[] = {"ledger", "--config", cfg, "--lost", "--since",
@@ -539,6 +552,8 @@ static void trigger_is_idempotent_per_slot(void **state)
 	const char *done_args[] = {"trigger", "--config", cfg, "--slot", iso,
 				   "daily", NULL};
 	assert_int_equal(run(done_args), 2);
+	assert_non_null(strstr(err, iso)); /* the slot as the user wrote it */
+	assert_non_null(strstr(err, "would deliver it twice"));
 
 	const char *unknown[] = {"trigger", "--config", cfg, "hourly", NULL};
 	assert_int_equal(run(unknown), 2);

@@ -298,6 +298,7 @@ static void defaults_apply(void **state)
 	assert_null(k->env);
 	k = &s->tasks[1];
 	assert_int_equal(k->kind, TASK_HTTP);
+	assert_int_equal(k->timeout_ms, 60000); /* a request, not a program */
 	assert_string_equal(k->method, "GET");
 	assert_int_equal(k->expect_status, 0);
 	assert_null(k->auth);

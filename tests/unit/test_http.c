@@ -986,6 +986,12 @@ static void cli_oauth2_from_config(void **state)
 	assert_int_equal(run_cli(args, out, sizeof(out)), 0);
 	assert_string_equal(out, "{\"summary\": \"hi\"}");
 	assert_string_equal(bearer_of("/api", -1), "Bearer tok-1");
+	/* --config=FILE, as every other command takes it. */
+	char opt[320];
+	snprintf(opt, sizeof(opt), "--config=%s", path);
+	const char *eq[] = {"--auth", "broker", opt, "GET", url, NULL};
+	assert_int_equal(run_cli(eq, out, sizeof(out)), 0);
+	assert_string_equal(out, "{\"summary\": \"hi\"}");
 	/* An unknown provider is a usage error. */
 	const char *bad[] = {"--auth", "nope", "--config", path, "GET", url,
 			     NULL};
