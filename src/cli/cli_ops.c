@@ -111,9 +111,13 @@ const char *cli_format_policy(const struct sc_retry_policy *p, char *out,
 {
 	char d[32];
 
-	snprintf(out, n, "%d attempt%s, %s backoff from %s", p->attempts,
+	/* "from": an exponential delay grows from it; a fixed one stays. */
+	snprintf(out, n, "%d attempt%s, %s", p->attempts,
 		 p->attempts > 1 ? "s" : "",
-		 p->backoff == SC_BACKOFF_FIXED ? "fixed" : "exponential",
+		 p->backoff == SC_BACKOFF_FIXED ? "fixed backoff of"
+						: "exponential backoff from");
+	size_t len = strlen(out);
+	snprintf(out + len, n - len, " %s",
 		 cli_format_dur(p->delay_ms, d, sizeof(d)));
 	return out;
 }

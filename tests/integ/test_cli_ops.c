@@ -273,6 +273,9 @@ static void status_counts_and_last(void **state)
 	assert_non_null(strstr(out, "0 waiting, 0 delayed, 0 running, 1 dead"));
 	assert_non_null(strstr(out, "1 waiting, 1 delayed, 0 running, 0 dead"));
 	assert_non_null(strstr(out, "last     lost"));
+	/* A fixed delay does not grow: no "from". */
+	assert_non_null(strstr(out, "3 attempts, fixed backoff of 1m30s "
+				    "(retry: in the config)"));
 	assert_string_equal(err, "");
 	/* A schedule removed from the file still shows its dead job. */
 	assert_non_null(strstr(out, "schedules not in the config\n  jobs     "
