@@ -663,19 +663,27 @@ static void reload_to(const struct env *e, pid_t pid, const char *worker,
 {
 	write_cfg((struct env *)e, worker, schedules);
 	kill(pid, SIGHUP);
-	int64_t end = now_ms() + 3000;
+	int64_t end = now_ms() + 10000;
 	while (log_count(e, "event=reload outcome=ok") < n && now_ms() < end)
 		sleep_ms(10);
 	assert_int_equal(log_count(e, "event=reload outcome=ok"), n);
 }
 
 /* Three never-due schedules whose task writes its start and end times
- * (ns) to NAME.start / NAME.end around a sleep of `secs`, then prints its
- * name (the message delivered). */
+ * (ns) to NAME.start / NAME.end around a sleep of `secs` (NULL: until the
+ * test creates the file `go`, at most 20 s), then prints its name (the
+ * message delivered). A gate, not a sleep, is what makes "these ran at
+ * the same time" independent of how loaded the machine is. */
 static void slow_scheds(char *out, size_t n, const char *secs)
 {
 	size_t o = 0;
+	char wait[128];
 
+	if (secs)
+		snprintf(wait, sizeof(wait), "sleep %s", secs);
+	else
+		snprintf(wait, sizeof(wait), "i=0; while [ ! -f go ] && "
+			 "[ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done");
 	for (const char *c = "abc"; *c; c++)
 		o += (size_t)snprintf(out + o, n - o,
 			"  %c:\n"
@@ -684,9 +692,19 @@ static void slow_scheds(char *out, size_t n, const char *secs)
 			"    targets: [hook]\n"
 			"    tasks:\n"
 			"      - {name: t, shell: \"date +%%s%%N > %c.start; "
-			"sleep %s; date +%%s%%N > %c.end; echo %c\"}\n",
-			*c, *c, secs, *c, *c);
+			"%s; date +%%s%%N > %c.end; echo %c\"}\n",
+			*c, *c, wait, *c, *c);
 	assert_true(o < n);
+}
+
+static void open_gate(const struct env *e)
+{
+	char p[512];
+
+	snprintf(p, sizeof(p), "%s/go", e->dir);
+	FILE *f = fopen(p, "w");
+	assert_non_null(f);
+	fclose(f);
 }
 
 static void sighup_raises_concurrency(void **state)
@@ -695,16 +713,22 @@ static void sighup_raises_concurrency(void **state)
 	char sched[2048];
 	(void)state;
 	env_init(&e);
-	slow_scheds(sched, sizeof(sched), "1");
-	write_cfg(&e, "{concurrency: 1, lease: 5s, grace: 1s}", sched);
+	slow_scheds(sched, sizeof(sched), NULL);
+	write_cfg(&e, "{concurrency: 1, lease: 30s, grace: 1s}", sched);
 	pid_t pid = start_daemon(&e, NULL);
 	sleep_ms(200);
-	reload_to(&e, pid, "{concurrency: 3, lease: 5s, grace: 1s}", sched, 1);
+	reload_to(&e, pid, "{concurrency: 3, lease: 30s, grace: 1s}", sched, 1);
 	int64_t slot = now_ms() / 1000 * 1000;
 	trigger(&e, "a", slot);
 	trigger(&e, "b", slot);
 	trigger(&e, "c", slot);
-	assert_true(wait_hooks(&e, 3, 5000));
+	/* Three tasks running at once need three workers: with one, b and c
+	 * cannot start before a ends, and a waits for the gate. */
+	assert_true(wait_file(&e, "a.start", 10000));
+	assert_true(wait_file(&e, "b.start", 10000));
+	assert_true(wait_file(&e, "c.start", 10000));
+	open_gate(&e);
+	assert_true(wait_hooks(&e, 3, 10000));
 	stop_daemon(pid);
 	/* All three ran at once: the last start precedes the first end. */
 	int64_t last_start = 0, first_end = INT64_MAX;
@@ -731,25 +755,27 @@ static void sighup_lowers_concurrency(void **state)
 	char sched[2048];
 	(void)state;
 	env_init(&e);
-	slow_scheds(sched, sizeof(sched), "1");
-	write_cfg(&e, "{concurrency: 3, lease: 5s, grace: 1s}", sched);
+	slow_scheds(sched, sizeof(sched), NULL);
+	write_cfg(&e, "{concurrency: 3, lease: 30s, grace: 1s}", sched);
 	pid_t pid = start_daemon(&e, NULL);
 	sleep_ms(200);
 	trigger(&e, "a", now_ms() / 1000 * 1000);
-	assert_true(wait_file(&e, "a.start", 3000));
-	/* Lowered while `a` runs: its worker finishes it, then leaves. */
-	reload_to(&e, pid, "{concurrency: 1, lease: 5s, grace: 1s}", sched, 1);
+	assert_true(wait_file(&e, "a.start", 10000));
+	/* Lowered while `a` runs (it waits for the gate): its worker
+	 * finishes it, then leaves. */
+	reload_to(&e, pid, "{concurrency: 1, lease: 30s, grace: 1s}", sched, 1);
 	assert_false(file_exists(&e, "a.end"));
-	assert_true(wait_hooks(&e, 1, 3000));
+	open_gate(&e);
+	assert_true(wait_hooks(&e, 1, 10000));
 	assert_true(file_exists(&e, "a.end"));
 	/* b and c together (shorter now): one worker left, so one after
 	 * the other. */
 	slow_scheds(sched, sizeof(sched), "0.4");
-	reload_to(&e, pid, "{concurrency: 1, lease: 5s, grace: 1s}", sched, 2);
+	reload_to(&e, pid, "{concurrency: 1, lease: 30s, grace: 1s}", sched, 2);
 	int64_t slot = now_ms() / 1000 * 1000;
 	trigger(&e, "b", slot);
 	trigger(&e, "c", slot);
-	assert_true(wait_hooks(&e, 3, 4000));
+	assert_true(wait_hooks(&e, 3, 10000));
 	sleep_ms(200); /* a second delivery would come now, if ever */
 	stop_daemon(pid);
 	assert_int_equal(fake_http_count(e.srv, "/hook"), 3);
