@@ -258,6 +258,7 @@ int queue_fail(struct sc_store *s, const struct store_job *job,
 	row.error_msg = (char *)cause->msg;
 	row.retry_hint_ms = cause->retry_after_ms;
 	row.details_json = (char *)details_json;
+	row.finished_ms = now; /* the instant the backoff counts from */
 
 	rc = store_job_finish(s, job->id, job->lease_token,
 			      give_up ? JOB_DEAD : JOB_READY, give_up ? 0 : at,

@@ -206,7 +206,9 @@ int store_job_heartbeat(struct sc_store *s, int64_t id, int64_t lease_token,
  *   new_state READY: retry at run_at_ms, row->outcome "failed"
  *   new_state DEAD:  row->outcome "lost"
  * `row` carries outcome/error fields; the store fills schedule, slot,
- * job_id, attempt, started and finished. row may be NULL, and an empty
+ * job_id, attempt, started, and finished unless row->finished_ms is set
+ * (the caller's "now", so that a retry's run_at = finished + backoff
+ * holds exactly in the ledger). row may be NULL, and an empty
  * row->outcome means the word above. run_at_ms is used for READY only.
  * Crash-test contract: after its writes and before COMMIT, a backend calls
  * SC_FAILPOINT("queue.before_complete_commit") when new_state is DONE and

@@ -1160,7 +1160,7 @@ static int pg_job_finish(void *impl, int64_t id, int64_t lease_token,
 	arg_i64(&a, lease_token);
 	arg_i64(&a, (int64_t)new_state);
 	arg_i64(&a, run_at_ms);
-	arg_i64(&a, now_ms(p));
+	arg_i64(&a, row && row->finished_ms ? row->finished_ms : now_ms(p));
 	arg_str(&a, row && row->outcome[0] ? row->outcome
 					   : default_outcome(new_state));
 	arg_str(&a, row ? row->error_class : "");

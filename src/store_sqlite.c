@@ -1280,7 +1280,7 @@ static int sq_job_finish(void *impl, int64_t id, int64_t lease_token,
 		snprintf(r.outcome, sizeof(r.outcome), "%s",
 			 default_outcome(new_state));
 	r.job_id = id;
-	r.finished_ms = now_ms(q);
+	r.finished_ms = row && row->finished_ms ? row->finished_ms : now_ms(q);
 	rc = ledger_insert(q, &r, err);
 	if (rc) {
 		tx_rollback(q);
