@@ -447,7 +447,9 @@ static void secrets_used_never_shown(void **state)
 	fake_http_url(srv, "/bearer", bearer, sizeof(bearer));
 	fake_http_url(srv, "/fail?api_key=" TASK_QUERY_SECRET, failurl,
 		      sizeof(failurl));
-	fake_http_url(srv, "/token", tokurl, sizeof(tokurl));
+	/* Some providers take a tenant or key in the token URL's query. */
+	fake_http_url(srv, "/token?tenant=" TASK_QUERY_SECRET, tokurl,
+		      sizeof(tokurl));
 
 	FILE *f = fopen(e.cfg, "w");
 	assert_non_null(f);
@@ -473,6 +475,10 @@ static void secrets_used_never_shown(void **state)
 		"    tasks:\n"
 		"      - {name: quotes, http: {url: \"%s\", auth: broker}}\n"
 		"      - {name: models, http: {url: \"%s\", auth: model}}\n"
+		/* No shell unless asked: a shell would expand the variable
+		 * into the result. */
+		"      - {name: literal, command: [printf, \"%%s\", "
+		"\"$SEC_BEARER `id`\"]}\n"
 		"  broken:\n"
 		"    cron: \"0 9 * * 5\"\n"
 		"    tz: UTC\n"
@@ -527,6 +533,8 @@ static void secrets_used_never_shown(void **state)
 	assert_true(wait_ledger(&e, "broken", LEDGER_LOST, 1, 10000));
 	assert_true(wait_file_has(&e, "out/deliveries.jsonl",
 				  "\"kind\":\"alert\"", 10000));
+	assert_true(file_has(&e, "out/deliveries.jsonl",
+			     "$SEC_BEARER `id`"));
 
 	/* Another slot of report: the cached token now gets a 401. */
 	size_t api_before = fake_http_count(srv, "/api");
@@ -661,6 +669,13 @@ static void secrets_used_never_shown(void **state)
 	assert_true(header_of(srv, "/api", -1, "Authorization", v, sizeof(v)));
 	snprintf(want, sizeof(want), "Bearer %s", access_tokens[3]);
 	assert_string_equal(v, want);
+	/* A token reply without a token: the error names the endpoint
+	 * without its query. */
+	fake_http_push(srv, "/token", 200, "Content-Type: application/json",
+		       "{\"error\":\"temporarily_unavailable\"}", 0);
+	assert_int_equal(run(&e, http_o), 1);
+	assert_non_null(strstr(errb, "no usable access_token"));
+	assert_non_null(strstr(errb, "/token"));
 	const char *http_b[] = {"http", "--config", e.cfg, "--auth", "model",
 				"GET", bearer, NULL};
 	assert_int_equal(run(&e, http_b), 0);
@@ -695,6 +710,12 @@ static void secrets_used_never_shown(void **state)
 	else
 		unsetenv("TMPDIR");
 	assert_non_null(strstr(out, "\"failure_notice\""));
+	size_t slack_before = fake_http_count(srv, slack);
+	const char *sim_d[] = {"simulate", "--config", e.cfg, "--from",
+			       "2026-03-06T07:00:00Z", "--until",
+			       "2026-03-06T12:00:00Z", "--deliver", NULL};
+	assert_int_equal(run(&e, sim_d), 0);
+	assert_true(fake_http_count(srv, slack) > slack_before);
 	DIR *sd = opendir(simtmp);
 	assert_non_null(sd);
 	struct dirent *sde;
