@@ -18,7 +18,15 @@
  *   refresh, a bearer task, the slack target failing once); trigger
  *   broken; the daemon (the slack retry, a failing run with its notices
  *   and its lost-slot alert, a second report slot with another 401);
- *   status, ledger, explain, http --auth, simulate.
+ *   status, ledger, explain, http --auth, simulate (with and without
+ *   --deliver). The error replies of the fake echo the credentials they
+ *   got, as proxies and debug pages do, since their excerpts are quoted
+ *   in errors. Along the way: a command runs without a shell (a "$VAR"
+ *   argument arrives literally), and a task inherits no descriptor of
+ *   the store or the file target.
+ *
+ * It runs on SQLite and, when a server is there, on PostgreSQL (then the
+ * token cache is in the server and no file may hold a token at all).
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -44,6 +52,7 @@
 #include "fakes/fake_http.h"
 #include "store.h"
 #include "testutil.h"
+#include "pg_fixture.h"
 
 /* ---- the secrets ------------------------------------------------------ */
 
@@ -198,6 +207,10 @@ static pid_t start_daemon(const struct env *e)
 			dup2(nul, 0);
 			close(nul);
 		}
+		/* Only 0-2 from this harness (as systemd would): any other
+		 * descriptor a task sees is the daemon's own. */
+		for (int k = 3; k < 1024; k++)
+			close(k);
 		if (chdir(e->dir) != 0)
 			_exit(127);
 		execl(tu_bin(), tu_bin(), "run", "--config", e->cfg,
@@ -355,17 +368,20 @@ static bool header_of(struct fake_http *srv, const char *path, long i,
 
 /* ---- the test --------------------------------------------------------- */
 
-static void secrets_used_never_shown(void **state)
+static void story(bool pg)
 {
 	struct env e;
 	char url[512], v[512], want[512];
-	(void)state;
 
 	umask(022); /* the code must set 0600 itself */
 	memset(&e, 0, sizeof(e));
 	snprintf(e.dir, sizeof(e.dir), "%s", tu_tmpdir());
 	snprintf(e.cfg, sizeof(e.cfg), "%s/surecron.yaml", e.dir);
-	snprintf(e.store_url, sizeof(e.store_url), "sqlite:%s/s.db", e.dir);
+	if (pg)
+		snprintf(e.store_url, sizeof(e.store_url), "%s", pgfx_url());
+	else
+		snprintf(e.store_url, sizeof(e.store_url), "sqlite:%s/s.db",
+			 e.dir);
 	e.srv = fake_http_start();
 	assert_non_null(e.srv);
 	struct fake_http *srv = e.srv;
@@ -479,6 +495,10 @@ static void secrets_used_never_shown(void **state)
 		 * into the result. */
 		"      - {name: literal, command: [printf, \"%%s\", "
 		"\"$SEC_BEARER `id`\"]}\n"
+		/* What a task inherits: its pipes, never the store. */
+		"      - {name: fds, command: [sh, -c, 'cd /proc/$$/fd && "
+		"for f in *; do printf \"fd%%s=%%s \" $f \"$(readlink $f)\"; "
+		"done']}\n"
 		"  broken:\n"
 		"    cron: \"0 9 * * 5\"\n"
 		"    tz: UTC\n"
@@ -546,6 +566,27 @@ static void secrets_used_never_shown(void **state)
 				    "2026-03-06T08:00:00Z", "report", NULL};
 	assert_int_equal(run(&e, trig_again), 0);
 	assert_true(wait_ledger(&e, "report", LEDGER_SUCCESS, 2, 10000));
+	/* That run's fds task: it listed its descriptors, and neither the
+	 * store, the file target nor a connection was among them. */
+	{
+		char p[600], line[65536];
+		bool found = false;
+		snprintf(p, sizeof(p), "%s/out/deliveries.jsonl", e.dir);
+		FILE *df = fopen(p, "r");
+		assert_non_null(df);
+		while (fgets(line, sizeof(line), df)) {
+			if (!strstr(line, "\"slot\":\"2026-03-06T08:00:00Z\"") ||
+			    !strstr(line, "\"kind\":\"result\""))
+				continue;
+			found = true;
+			assert_non_null(strstr(line, "fd1=pipe:"));
+			assert_null(strstr(line, "s.db"));
+			assert_null(strstr(line, ".jsonl"));
+			assert_null(strstr(line, "socket:"));
+		}
+		fclose(df);
+		assert_true(found);
+	}
 	assert_int_equal(fake_http_count(srv, "/api"), api_before + 2);
 	/* It started from the cached token (no fetch before the 401). */
 	assert_true(header_of(srv, "/api", (long)api_before, "Authorization", v,
@@ -558,9 +599,11 @@ static void secrets_used_never_shown(void **state)
 	assert_string_equal(v, want);
 
 	/* While it runs, the WAL and its index exist: 0600 like the file. */
-	assert_int_equal(mode_of(&e, "s.db"), 0600);
-	assert_int_equal(mode_of(&e, "s.db-wal"), 0600);
-	assert_int_equal(mode_of(&e, "s.db-shm"), 0600);
+	if (!pg) {
+		assert_int_equal(mode_of(&e, "s.db"), 0600);
+		assert_int_equal(mode_of(&e, "s.db-wal"), 0600);
+		assert_int_equal(mode_of(&e, "s.db-shm"), 0600);
+	}
 	assert_int_equal(mode_of(&e, "out/deliveries.jsonl"), 0600);
 	/* The token cache is where the docs say it is: the store. */
 	struct sc_store *s = open_store(&e);
@@ -572,7 +615,7 @@ static void secrets_used_never_shown(void **state)
 	sc_free(cached);
 	store_close(s);
 	/* Every byte while the daemon runs: the WAL holds the latest pages. */
-	assert_true(scan_dir(e.dir, "") >= 6);
+	assert_true(scan_dir(e.dir, "") >= (pg ? 5u : 8u));
 
 	kill(pid, SIGTERM);
 	int st = wait_exit(pid, 10000);
@@ -728,19 +771,50 @@ static void secrets_used_never_shown(void **state)
 	/* ---- every byte of every file, and the modes ---- */
 	assert_true(file_has(&e, "daemon.log", "level=debug"));
 	assert_true(file_has(&e, "daemon.log", "token"));
+	/* yaml, log, deliveries, .out, .err (and s.db) at least */
 	size_t n_files = scan_dir(e.dir, "");
-	assert_true(n_files >= 4); /* yaml, db, log, deliveries at least */
-	assert_int_equal(mode_of(&e, "s.db"), 0600);
+	assert_true(n_files >= (pg ? 5u : 6u));
+	if (!pg)
+		assert_int_equal(mode_of(&e, "s.db"), 0600);
 	assert_int_equal(mode_of(&e, "out/deliveries.jsonl"), 0600);
 
 	fake_http_stop(srv);
 	tu_rmrf(e.dir);
 }
 
+static void secrets_sqlite(void **state)
+{
+	(void)state;
+	story(false);
+}
+
+/* The same on PostgreSQL: the token cache lives in the server, so no
+ * file of the folder may hold an access token at all. */
+static void secrets_pg(void **state)
+{
+	(void)state;
+	PGFX_NEED_SERVER();
+	story(true);
+}
+
+static int pg_teardown(void **state)
+{
+	reap(state);
+	return pgfx_teardown(state);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_teardown(secrets_used_never_shown, reap),
+		cmocka_unit_test_teardown(secrets_sqlite, reap),
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	const struct CMUnitTest pg_tests[] = {
+		cmocka_unit_test_setup_teardown(secrets_pg, pgfx_setup,
+						pg_teardown),
+	};
+	int rc = cmocka_run_group_tests_name("secrets", tests, NULL, NULL);
+	rc += cmocka_run_group_tests_name("secrets_pg", pg_tests,
+					  pgfx_group_setup,
+					  pgfx_group_teardown);
+	return rc;
 }
