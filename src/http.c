@@ -12,6 +12,12 @@
  *     message: URLs are cut to scheme://host[:port]/path, header values are
  *     never logged, and header lists holding Authorization are wiped before
  *     they are freed.
+ *   - A response body never hands back the credentials its request
+ *     carried (scrub_body): servers and proxies echo what they got in
+ *     error pages, and callers quote those bodies in errors, notices and
+ *     the ledger. The token, and for secret URLs (webhooks) the path and
+ *     its long segments, are overwritten with '*' in every body; the
+ *     query string in non-2xx bodies (messages drop it from URLs too).
  */
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -684,6 +690,57 @@ static int64_t response_hint(const struct http_client *c,
 	return 0;
 }
 
+/* Overwrites every occurrence of the n bytes at secret in body with '*'.
+ * Strings under 4 bytes are left alone: they are no secret, and masking
+ * them would mangle ordinary text. */
+static void scrub(char *body, size_t len, const char *secret, size_t n)
+{
+	char *p = body, *end = body + len;
+
+	if (n < 4)
+		return;
+	while ((size_t)(end - p) >= n && (p = memmem(p, (size_t)(end - p),
+						    secret, n)) != NULL) {
+		memset(p, '*', n);
+		p += n;
+	}
+}
+
+/* Removes the request's credentials from resp's body (see the header
+ * comment): token, and the URL's secret parts. */
+static void scrub_body(const struct http_request *req, const char *token,
+		       struct http_response *resp)
+{
+	char *b = resp->body;
+	size_t len = resp->body_len;
+
+	if (!b || !len)
+		return;
+	if (token)
+		scrub(b, len, token, strlen(token));
+	const char *sep = strstr(req->url, "://");
+	const char *path = sep ? sep + 3 + strcspn(sep + 3, "/?#") : NULL;
+	if (!path || !*path)
+		return;
+	size_t plen = strcspn(path, "?#");
+	const char *query = path[plen] == '?' ? path + plen + 1 : NULL;
+	if (query && (req->url_is_secret || resp->status < 200 ||
+		      resp->status > 299))
+		scrub(b, len, query, strcspn(query, "#"));
+	if (!req->url_is_secret)
+		return;
+	scrub(b, len, path, plen);
+	/* A page may quote a part of the path: mask its long segments. */
+	for (const char *q = path; q < path + plen; q++) {
+		size_t k = strcspn(q, "/?#");
+		if (k >= 8)
+			scrub(b, len, q, k);
+		q += k;
+		if (*q != '/')
+			break;
+	}
+}
+
 int http_do(struct http_client *c, const struct http_request *req,
 	    struct http_response *resp, struct sc_err *err)
 {
@@ -752,6 +809,8 @@ auth_failed:
 	rc = err_set_http(err, aerr.code, aerr.http_status, aerr.retry_after_ms,
 			  "%s %s: %s", method, logurl, aerr.msg);
 done:
+	if (req->url)
+		scrub_body(req, token, resp);
 	http_secret_free(token);
 	http_response_dispose(&local);
 	return rc;

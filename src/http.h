@@ -133,6 +133,10 @@ bool http_response_header(const struct http_response *resp, const char *name,
  * Exception to "outputs untouched on failure": when a non-2xx response
  * arrived, resp holds it (status, headers, body) so callers can show the
  * server's explanation. resp's previous content is disposed first.
+ * The body never holds the request's credentials: the token (and, with
+ * url_is_secret, the URL's path, its long segments and its query; in a
+ * non-2xx body, any URL's query) is overwritten with '*' where a server
+ * echoed it, since bodies end up quoted in errors and the ledger.
  */
 int http_do(struct http_client *c, const struct http_request *req,
 	    struct http_response *resp, struct sc_err *err);

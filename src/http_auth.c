@@ -332,9 +332,12 @@ static int fetch_token(struct http_auth *a, struct http_client *c,
 	json_t *at = root ? json_object_get(root, "access_token") : NULL;
 	json_t *ei = root ? json_object_get(root, "expires_in") : NULL;
 	if (!json_is_string(at) || !token_ok(json_string_value(at))) {
+		/* Without the query, like every URL in a message. */
+		char logurl[320];
+		http_url_for_log(a->token_url, logurl, sizeof(logurl));
 		rc = sc_err_set(err, SC_EPROTO,
 				"auth %s: token reply from %s has no usable "
-				"access_token", a->name, a->token_url);
+				"access_token", a->name, logurl);
 		goto done;
 	}
 	int64_t ttl_ms = HTTP_AUTH_DEFAULT_TTL_MS;

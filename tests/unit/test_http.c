@@ -566,6 +566,50 @@ static void no_secret_in_logs_or_errors(void **state)
 	http_client_free(c);
 }
 
+/* Error pages echo what they got; the body handed back must not carry
+ * the request's credentials, since callers quote it in errors. */
+static void echoed_credentials_masked_in_bodies(void **state)
+{
+	struct http_client *c = client();
+	struct http_response r = {0};
+	struct sc_err err;
+	struct auth_spec bs = {.name = "model", .kind = AUTH_BEARER,
+			       .token_env = "TEST_BEARER"};
+	struct http_auth *b = http_auth_new(&bs, vclock, NULL, NULL);
+	assert_non_null(b);
+
+	fake_http_set_default(srv, "/m", 500, NULL,
+			      "bad Bearer " BEARER " for api_key=QSECRET");
+	struct http_request req = {.url = url_of("/m?api_key=QSECRET"),
+				   .auth = b};
+	assert_int_equal(http_do(c, &req, &r, &err), SC_EHTTP);
+	assert_clean(r.body, "error body");
+	assert_non_null(strstr(r.body, "bad Bearer ****"));
+	assert_int_equal(r.body_len, strlen(r.body));
+	/* A 2xx body is data: only the token is masked there. */
+	fake_http_set_default(srv, "/m", 200, NULL,
+			      "ok " BEARER " api_key=QSECRET");
+	assert_int_equal(http_do(c, &req, &r, &err), 0);
+	assert_null(strstr(r.body, BEARER));
+	assert_non_null(strstr(r.body, "api_key=QSECRET"));
+	http_auth_free(b);
+
+	/* A secret URL (a chat webhook): its path and long segments too. */
+	fake_http_set_default(srv, "/services/T01/B02/xyzSECRETpath", 404, NULL,
+			      "no service /services/T01/B02/xyzSECRETpath; "
+			      "unknown hook xyzSECRETpath");
+	struct http_request wh = {
+		.method = "POST", .body = "{}", .body_len = 2,
+		.url = url_of("/services/T01/B02/xyzSECRETpath"),
+		.url_is_secret = true,
+	};
+	assert_int_equal(http_do(c, &wh, &r, &err), SC_EHTTP);
+	assert_null(strstr(r.body, "SECRET"));
+	assert_non_null(strstr(r.body, "unknown hook ****"));
+	http_response_dispose(&r);
+	http_client_free(c);
+}
+
 static void missing_secret_env_is_a_config_error(void **state)
 {
 	struct auth_spec spec = {.name = "x", .kind = AUTH_OAUTH2,
@@ -1019,6 +1063,7 @@ int main(void)
 		T(retry_after_hints),
 		T(provider_reset_header_gives_hint),
 		T(no_secret_in_logs_or_errors),
+		T(echoed_credentials_masked_in_bodies),
 		T(missing_secret_env_is_a_config_error),
 		T(token_store_hook_persists_and_drops),
 		T(transport_error_has_status_0),
