@@ -2,8 +2,10 @@
  * test_http.c - the HTTP client, its auth providers and `surecron http`,
  * against the real fake server of tests/fakes/fake_http.h on 127.0.0.1.
  *
- * Token expiry runs on a virtual clock; nothing here sleeps on real time
- * except the fake's short holds in the concurrency test.
+ * Token expiry runs on a virtual clock. The concurrency tests line their
+ * threads up on what the code under test reports (requests arriving at the
+ * fake, event=token_wait log lines), never on a sleep, so a loaded machine
+ * only makes them slower.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -47,6 +49,33 @@ static void capture(void *ud, enum sc_log_level level, const char *line)
 	(void)buf_adds(&log_text, line);
 	(void)buf_adds(&log_text, "\n");
 	pthread_mutex_unlock(&log_mu);
+}
+
+/* Occurrences of needle in the captured log. */
+static int log_count(const char *needle)
+{
+	int n = 0;
+
+	pthread_mutex_lock(&log_mu);
+	for (const char *p = buf_str(&log_text); (p = strstr(p, needle));
+	     p += strlen(needle))
+		n++;
+	pthread_mutex_unlock(&log_mu);
+	return n;
+}
+
+/* Waits until needle was logged at least n times or timeout_ms passed;
+ * returns whether it was. */
+static bool wait_log(const char *needle, int n, int timeout_ms)
+{
+	int64_t end = clock_mono_ms() + timeout_ms;
+
+	while (log_count(needle) < n) {
+		if (clock_mono_ms() > end)
+			return false;
+		usleep(2000);
+	}
+	return true;
 }
 
 static int setup(void **state)
@@ -93,12 +122,17 @@ static const char *url_of(const char *path)
 	return fake_http_url(srv, path, url, sizeof(url));
 }
 
-static struct http_client *client(void)
+static struct http_client *client_ms(int64_t timeout_ms)
 {
-	struct http_options o = {.clock = vclock, .timeout_ms = 5000};
+	struct http_options o = {.clock = vclock, .timeout_ms = timeout_ms};
 	struct http_client *c = http_client_new(&o, NULL);
 	assert_non_null(c);
 	return c;
+}
+
+static struct http_client *client(void)
+{
+	return client_ms(5000);
 }
 
 /* An oauth2 provider pointing at the fake's /token. */
@@ -319,7 +353,9 @@ struct worker {
 static void *worker_run(void *p)
 {
 	struct worker *w = p;
-	struct http_client *c = client();
+	/* Its requests wait in the fake's holds until every thread is
+	 * lined up, which a loaded machine can make take seconds. */
+	struct http_client *c = client_ms(60000);
 	struct sc_err err = {0};
 	w->rc = get(c, w->a, "/api", &err);
 	w->status = err.http_status;
@@ -349,12 +385,17 @@ static void concurrent_401s_share_one_refresh(void **state)
 		assert_int_equal(pthread_create(&th[i], NULL, worker_run, &w[i]),
 				 0);
 	}
-	assert_true(fake_http_wait(srv, "/api", 1 + N_THREADS, 10000));
+	assert_true(fake_http_wait(srv, "/api", 1 + N_THREADS, 30000));
 	for (int i = 1; i <= N_THREADS; i++)
 		assert_string_equal(bearer_of("/api", i), "Bearer tok-1");
 	fake_http_hold(srv, "/api", false);
-	assert_true(fake_http_wait(srv, "/token", 2, 10000));
-	usleep(100 * 1000); /* give strays a chance to show up */
+	/* All 8 got their 401 and asked for a token while the refresh is
+	 * held: one fetches, the 7 others wait for it (each says so under
+	 * the provider's lock before it waits). Only then count: a thread
+	 * that fetched on its own would have shown up by now. */
+	assert_true(fake_http_wait(srv, "/token", 2, 30000));
+	assert_true(wait_log("event=token_wait", N_THREADS - 1, 30000));
+	assert_int_equal(log_count("event=token_wait"), N_THREADS - 1);
 	assert_int_equal(fake_http_count(srv, "/token"), 2);
 	fake_http_hold(srv, "/token", false);
 	for (int i = 0; i < N_THREADS; i++) {
@@ -404,8 +445,9 @@ static void concurrent_waiters_share_a_failed_fetch(void **state)
 		assert_int_equal(pthread_create(&th[i], NULL, worker_run, &w[i]),
 				 0);
 	}
-	assert_true(fake_http_wait(srv, "/token", 1, 10000));
-	usleep(200 * 1000); /* lets the other threads queue behind it */
+	assert_true(fake_http_wait(srv, "/token", 1, 30000));
+	/* The 3 others queue behind the held fetch before it fails. */
+	assert_true(wait_log("event=token_wait", 3, 30000));
 	fake_http_hold(srv, "/token", false);
 	for (int i = 0; i < 4; i++) {
 		pthread_join(th[i], NULL);
@@ -690,11 +732,14 @@ static void timeout_is_a_transport_error(void **state)
 	struct sc_err err = {0};
 	char want[300];
 
-	fake_http_push(srv, "/slow", 200, NULL, "late", 600);
+	/* The receiver answers after 5 s, so a timeout that did not fire
+	 * shows as a success; the bound leaves a loaded machine 10x the
+	 * 150 ms, and is still far below the 5 s an unbounded wait takes. */
+	fake_http_push(srv, "/slow", 200, NULL, "late", 5000);
 	struct http_request req = {.url = url_of("/slow"), .timeout_ms = 150};
 	int64_t t0 = clock_mono_ms();
 	assert_int_equal(http_do(c, &req, NULL, &err), SC_ETIMEDOUT);
-	assert_true(clock_mono_ms() - t0 < 550);
+	assert_true(clock_mono_ms() - t0 < 1500);
 	assert_int_equal(err.http_status, 0);
 	snprintf(want, sizeof(want), "GET %s: timed out", url_of("/slow"));
 	assert_string_equal(err.msg, want);
