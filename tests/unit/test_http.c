@@ -64,18 +64,28 @@ static int log_count(const char *needle)
 	return n;
 }
 
-/* Waits until needle was logged at least n times or timeout_ms passed;
- * returns whether it was. */
-static bool wait_log(const char *needle, int n, int timeout_ms)
+/* Waits (30 s at most) until n threads said event=token_wait, or more
+ * than max_fetches token requests arrived (single-flight broken: no need
+ * to wait for waiters that will never come). */
+static void wait_lined_up(int n, size_t max_fetches)
 {
-	int64_t end = clock_mono_ms() + timeout_ms;
+	int64_t end = clock_mono_ms() + 30000;
 
-	while (log_count(needle) < n) {
-		if (clock_mono_ms() > end)
-			return false;
+	while (log_count("event=token_wait") < n &&
+	       fake_http_count(srv, "/token") <= max_fetches &&
+	       clock_mono_ms() < end)
 		usleep(2000);
-	}
-	return true;
+}
+
+/* Releases the fake's holds and joins the workers: done before any
+ * assertion on what they did, so that a failure never leaves a thread
+ * running into the next test. */
+static void release_and_join(pthread_t *th, int n)
+{
+	fake_http_hold(srv, "/api", false);
+	fake_http_hold(srv, "/token", false);
+	for (int i = 0; i < n; i++)
+		pthread_join(th[i], NULL);
 }
 
 static int setup(void **state)
@@ -385,23 +395,24 @@ static void concurrent_401s_share_one_refresh(void **state)
 		assert_int_equal(pthread_create(&th[i], NULL, worker_run, &w[i]),
 				 0);
 	}
-	assert_true(fake_http_wait(srv, "/api", 1 + N_THREADS, 30000));
-	for (int i = 1; i <= N_THREADS; i++)
-		assert_string_equal(bearer_of("/api", i), "Bearer tok-1");
+	bool all_in = fake_http_wait(srv, "/api", 1 + N_THREADS, 30000);
 	fake_http_hold(srv, "/api", false);
 	/* All 8 got their 401 and asked for a token while the refresh is
 	 * held: one fetches, the 7 others wait for it (each says so under
 	 * the provider's lock before it waits). Only then count: a thread
 	 * that fetched on its own would have shown up by now. */
-	assert_true(fake_http_wait(srv, "/token", 2, 30000));
-	assert_true(wait_log("event=token_wait", N_THREADS - 1, 30000));
-	assert_int_equal(log_count("event=token_wait"), N_THREADS - 1);
-	assert_int_equal(fake_http_count(srv, "/token"), 2);
-	fake_http_hold(srv, "/token", false);
-	for (int i = 0; i < N_THREADS; i++) {
-		pthread_join(th[i], NULL);
+	if (all_in)
+		wait_lined_up(N_THREADS - 1, 2);
+	int n_waits = log_count("event=token_wait");
+	size_t n_fetches = fake_http_count(srv, "/token");
+	release_and_join(th, N_THREADS);
+	assert_true(all_in);
+	for (int i = 1; i <= N_THREADS; i++)
+		assert_string_equal(bearer_of("/api", i), "Bearer tok-1");
+	assert_int_equal(n_fetches, 2);
+	assert_int_equal(n_waits, N_THREADS - 1);
+	for (int i = 0; i < N_THREADS; i++)
 		assert_int_equal(w[i].rc, 0);
-	}
 	assert_int_equal(fake_http_tokens_issued(srv), 2);
 	assert_int_equal(fake_http_count(srv, "/api"), 1 + 2 * N_THREADS);
 	http_auth_free(a);
@@ -445,12 +456,12 @@ static void concurrent_waiters_share_a_failed_fetch(void **state)
 		assert_int_equal(pthread_create(&th[i], NULL, worker_run, &w[i]),
 				 0);
 	}
-	assert_true(fake_http_wait(srv, "/token", 1, 30000));
 	/* The 3 others queue behind the held fetch before it fails. */
-	assert_true(wait_log("event=token_wait", 3, 30000));
-	fake_http_hold(srv, "/token", false);
+	wait_lined_up(3, 1);
+	int n_waits = log_count("event=token_wait");
+	release_and_join(th, 4);
+	assert_int_equal(n_waits, 3);
 	for (int i = 0; i < 4; i++) {
-		pthread_join(th[i], NULL);
 		assert_int_equal(w[i].rc, SC_EHTTP);
 		assert_int_equal(w[i].status, 500);
 	}
@@ -695,16 +706,22 @@ static void token_store_hook_persists_and_drops(void **state)
 
 /* ---- client rules ---- */
 
+/* A port on 127.0.0.1 where a connection is refused. The socket stays
+ * bound (never listening) until the next call, so no other process on a
+ * busy machine can take the port in the meantime. */
 static int closed_port(void)
 {
+	static int fd = -1;
 	struct sockaddr_in sa = {.sin_family = AF_INET};
 	socklen_t len = sizeof(sa);
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
 
+	if (fd >= 0)
+		close(fd);
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_true(fd >= 0);
 	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
 	assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
-	close(fd); /* nothing listens there now */
 	return ntohs(sa.sin_port);
 }
 
