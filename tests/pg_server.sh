@@ -26,10 +26,11 @@
 # SC_PG_FSYNC=off (tests) trades crash safety of the throw-away server for
 # speed; the benchmark leaves fsync on.
 #
-# Every step is bounded: pg_ctl waits at most 30 s for a start and 60 s
-# for a stop, a start that fails stops whatever it left running before it
-# tries again, and `run` stops its server however it ends (exit, INT,
-# TERM), so a failing or interrupted CI run leaves no server behind.
+# Every step is bounded: initdb gets 300 s, pg_ctl waits at most 30 s
+# for a start and 60 s for a stop, a start that fails stops whatever it
+# left running before it tries again, and `run` stops its server however
+# it ends (exit, INT, TERM), so a failing or interrupted CI run leaves no
+# server behind.
 set -eu
 
 PGBIN=${SC_PGBIN:-}
@@ -58,7 +59,8 @@ start() {
   dir=$(cd "$dir" && pwd)
   [ "$(id -u)" = 0 ] && chown postgres: "$dir"
   if [ ! -f "$dir/data/PG_VERSION" ]; then
-    as_pg "$PGBIN/initdb" -D "$dir/data" -U postgres --auth=trust \
+    as_pg timeout -k 10 300 "$PGBIN/initdb" -D "$dir/data" -U postgres \
+      --auth=trust \
       --no-sync -E UTF8 --locale=C >"$dir/initdb.log" 2>&1 ||
       { cat "$dir/initdb.log" >&2; exit 1; }
   fi

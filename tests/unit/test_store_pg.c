@@ -962,7 +962,8 @@ static void *waiter_run(void *arg)
 							      : 10000,
 					  NULL);
 		w->took_ms = clock_mono_ms() - t;
-	} while (w->rc == 0 && w->until_ms > 0 && clock_mono_ms() < w->until_ms);
+	} while (w->rc == 0 && w->until_ms > 0 &&
+		 clock_mono_ms() < w->until_ms);
 	return NULL;
 }
 
