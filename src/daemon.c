@@ -604,8 +604,13 @@ static void *watcher_main(void *arg)
 	struct fstamp a0, b0, a1, b1;
 
 	snprintf(wal, sizeof(wal), "%s-wal", d->db_path);
-	stamp(d->db_path, &a0);
-	stamp(wal, &b0);
+	/* No baseline from here: the first look always wakes the workers.
+	 * A write by another process between a worker's first look for
+	 * work and this thread's start would otherwise already be in the
+	 * baseline, and wait for the worker's next timeout (up to a
+	 * minute) instead of the next watch_ms. */
+	memset(&a0, 0, sizeof(a0));
+	memset(&b0, 0, sizeof(b0));
 	for (;;) {
 		pthread_mutex_lock(&d->mu);
 		bool stop = d->stopping;

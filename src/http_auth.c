@@ -411,7 +411,11 @@ int http_auth_token(struct http_auth *a, struct http_client *c,
 		}
 		if (!a->fetching)
 			break;
-		/* Someone is fetching: wait for that one fetch. */
+		/* Someone is fetching: wait for that one fetch. Logged
+		 * under mu, so once the line is out this thread is sure to
+		 * see the fetch's end (tests line threads up on it). */
+		SC_LOG(SC_LOG_DEBUG, "http", "event=token_wait auth=%s",
+		       a->name);
 		uint64_t seen = a->n_fetches;
 		while (a->fetching)
 			pthread_cond_wait(&a->cv, &a->mu);

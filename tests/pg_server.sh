@@ -4,7 +4,9 @@
 #   pg_server.sh start DIR     initdb into DIR/data (first time), start the
 #                              server on 127.0.0.1:<free port> and a Unix
 #                              socket in DIR; print the URL to use
-#   pg_server.sh stop DIR      stop it fast (pg_ctl stop -m fast)
+#   pg_server.sh stop DIR      stop it fast (pg_ctl stop -m fast; if it is
+#                              still there after 60 s, -m immediate, then
+#                              SIGKILL), so no postgres is left behind
 #   pg_server.sh url DIR       print the URL of a server started in DIR
 #   pg_server.sh run CMD...    start a server in a fresh temp folder, run
 #                              CMD with SURECRON_TEST_PG set to its URL (and
@@ -23,6 +25,12 @@
 # is `trust` on 127.0.0.1 and the socket only: a test server, never a real one.
 # SC_PG_FSYNC=off (tests) trades crash safety of the throw-away server for
 # speed; the benchmark leaves fsync on.
+#
+# Every step is bounded: initdb gets 300 s, pg_ctl waits at most 30 s
+# for a start and 60 s for a stop, a start that fails stops whatever it
+# left running before it tries again, and `run` stops its server however
+# it ends (exit, INT, TERM), so a failing or interrupted CI run leaves no
+# server behind.
 set -eu
 
 PGBIN=${SC_PGBIN:-}
@@ -51,7 +59,8 @@ start() {
   dir=$(cd "$dir" && pwd)
   [ "$(id -u)" = 0 ] && chown postgres: "$dir"
   if [ ! -f "$dir/data/PG_VERSION" ]; then
-    as_pg "$PGBIN/initdb" -D "$dir/data" -U postgres --auth=trust \
+    as_pg timeout -k 10 300 "$PGBIN/initdb" -D "$dir/data" -U postgres \
+      --auth=trust \
       --no-sync -E UTF8 --locale=C >"$dir/initdb.log" 2>&1 ||
       { cat "$dir/initdb.log" >&2; exit 1; }
   fi
@@ -71,6 +80,9 @@ start() {
       echo "$port" >"$dir/port"
       break
     fi
+    # A start that timed out (a slow machine) may have left a postmaster
+    # coming up: stop it before another try, or before giving up.
+    stop "$dir"
     tries=$((tries + 1))
     if [ -f "$dir/port" ] || [ $tries -ge 5 ]; then
       tail -n 20 "$dir/server.log" >&2 2>/dev/null || true
@@ -82,9 +94,20 @@ start() {
 }
 
 stop() {
-  dir=$1
-  [ -f "$dir/data/postmaster.pid" ] || return 0
-  as_pg "$PGBIN/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null 2>&1 || true
+  sdir=$1
+  [ -f "$sdir/data/postmaster.pid" ] || return 0
+  as_pg "$PGBIN/pg_ctl" -D "$sdir/data" -m fast -w -t 60 stop \
+    >/dev/null 2>&1 && return 0
+  as_pg "$PGBIN/pg_ctl" -D "$sdir/data" -m immediate -w -t 30 stop \
+    >/dev/null 2>&1 && return 0
+  # The postmaster is the first line of postmaster.pid; its children end
+  # with it.
+  pid=$(head -n 1 "$sdir/data/postmaster.pid" 2>/dev/null || true)
+  case $pid in
+    ''|*[!0-9]*) ;;
+    *) kill -KILL "$pid" 2>/dev/null || true ;;
+  esac
+  return 0
 }
 
 case "${1:-}" in
@@ -100,7 +123,7 @@ case "${1:-}" in
       exec "$@"
     fi
     tmp=$(mktemp -d "${TMPDIR:-/tmp}/surecron-pg-XXXXXX")
-    trap 'stop "$tmp"; rm -rf "$tmp"' EXIT INT TERM
+    trap 'stop "$tmp"; rm -rf "$tmp"' EXIT
     if url=$(start "$tmp"); then
       # SURECRON_TEST_PG_DIR tells tests the server is a throw-away one
       # they may stop and start again (pg_server.sh stop/start DIR).
@@ -109,8 +132,15 @@ case "${1:-}" in
     else
       echo "pg_server.sh: no PostgreSQL for this run; its tests skip" >&2
     fi
+    # CMD runs in the background so that INT or TERM (CI giving up) is
+    # taken at once, not when CMD ends: it is passed on to CMD, and the
+    # EXIT trap stops the server.
+    "$@" 0<&0 &
+    child=$!
+    trap 'kill -INT "$child" 2>/dev/null; exit 130' INT
+    trap 'kill -TERM "$child" 2>/dev/null; exit 143' TERM
     rc=0
-    "$@" || rc=$?
+    wait "$child" || rc=$?
     exit $rc ;;
   *) echo "usage: pg_server.sh start DIR | stop DIR | url DIR | run CMD..." >&2
     exit 2 ;;

@@ -4,6 +4,10 @@
 # cmocka summaries. A binary that crashes or prints no summary counts as one
 # failure, so a suite that silently ran nothing is visible.
 # Set SURECRON_TEST_FILTER to a substring to run only matching binaries.
+# Each binary runs under a timeout (SURECRON_TEST_TIMEOUT seconds, 900 by
+# default): SIGTERM then, SIGKILL 30 s later if it is still there. timeout
+# signals the binary's whole process group, so daemons and workers a test
+# forked go with it; a binary that timed out counts as a failure.
 set -u
 
 passed=0 failed=0 skipped=0
@@ -15,9 +19,14 @@ for t in "$@"; do
   name=$(basename "$t")
   case "$name" in *"${SURECRON_TEST_FILTER:-}"*) ;; *) continue ;; esac
   echo "== $name"
-  timeout "${SURECRON_TEST_TIMEOUT:-900}" "$t" >"$log" 2>&1
+  timeout -k 30 "${SURECRON_TEST_TIMEOUT:-900}" "$t" >"$log" 2>&1
   rc=$?
   cat "$log"
+  case $rc in
+    124) echo "!! $name timed out after ${SURECRON_TEST_TIMEOUT:-900} s" >&2 ;;
+    137) echo "!! $name was killed (SIGKILL: still there 30 s after its" \
+      "timeout, or the OOM killer)" >&2 ;;
+  esac
   # A binary may run several groups (one per store backend): sum them.
   p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$log" | awk '{n+=$1} END {print n+0}')
   f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' "$log" | awk '{n+=$1} END {print n+0}')

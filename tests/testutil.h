@@ -12,7 +12,9 @@
 #include <string.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdint.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Creates a fresh folder under $TMPDIR (or /tmp) and returns its path, a
@@ -29,6 +31,17 @@ static inline const char *tu_tmpdir(void)
 		exit(1);
 	}
 	return path;
+}
+
+/* CPU time this thread has used, in ms. A cost bound measured on it does
+ * not move when other processes load the machine, as a wall-clock one
+ * does; use it for work that is all computation (parsing, planning). */
+static inline int64_t tu_thread_cpu_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* Removes a folder tree made by a test. */

@@ -2,6 +2,9 @@
 # Runs the CLI's main paths under valgrind (memcheck): any invalid access or
 # definite/indirect leak fails the case. Prints one line per case and a
 # total "N passed, N failed". Usage: tests/valgrind.sh [path/to/surecron]
+# Each case runs under a timeout (SURECRON_VG_TIMEOUT seconds, 300 by
+# default; SIGKILL 10 s after it): a case that hangs fails with exit 124
+# instead of holding CI up.
 set -u
 cd "$(dirname "$0")/.."
 bin=$(realpath "${1:-build/surecron}")
@@ -13,9 +16,10 @@ passed=0 failed=0
 case_() {
   name=$1 want=$2
   shift 2
-  valgrind -q --leak-check=full --errors-for-leak-kinds=definite,indirect \
+  timeout -k 10 "${SURECRON_VG_TIMEOUT:-300}" \
+    valgrind -q --leak-check=full --errors-for-leak-kinds=definite,indirect \
     --show-leak-kinds=definite,indirect --error-exitcode=99 \
-    --log-file="$tmp/vg.log" "$bin" "$@" >"$tmp/out" 2>&1
+    --log-file="$tmp/vg.log" "$bin" "$@" >"$tmp/out" 2>&1 </dev/null
   rc=$?
   # Errors and leaks make valgrind exit 99; its warnings about syscalls
   # it does not know (pidfd_open: the code falls back) are not failures.
@@ -24,6 +28,8 @@ case_() {
     echo "ok   valgrind $name"
   else
     failed=$((failed + 1))
+    [ "$rc" -eq 124 ] && echo "valgrind $name: timed out after" \
+      "${SURECRON_VG_TIMEOUT:-300} s"
     echo "FAIL valgrind $name (exit $rc, expected $want)"
     cat "$tmp/vg.log" "$tmp/out"
   fi

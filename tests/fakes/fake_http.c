@@ -12,6 +12,7 @@
  *     libmicrohttpd's buffers after a handler returns.
  */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -370,11 +371,24 @@ static struct canned *issue_token(struct fake_http *f,
 	return canned_new(200, "Content-Type: application/json", body, 0);
 }
 
-static void sleep_ms(int ms)
+/* A scripted delay: ms of real time, cut short when the server stops, so
+ * fake_http_stop never waits out a long delay nobody is listening to. */
+static void delay_ms(struct fake_http *f, int ms)
 {
-	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-	while (nanosleep(&ts, &ts) != 0)
+	struct timespec dl;
+
+	clock_gettime(CLOCK_MONOTONIC, &dl);
+	dl.tv_sec += ms / 1000;
+	dl.tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (dl.tv_nsec >= 1000000000L) {
+		dl.tv_sec++;
+		dl.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&f->mu);
+	while (!f->stopping &&
+	       pthread_cond_timedwait(&f->cv, &f->mu, &dl) != ETIMEDOUT)
 		;
+	pthread_mutex_unlock(&f->mu);
 }
 
 static enum MHD_Result send_canned(struct MHD_Connection *conn,
@@ -472,7 +486,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn,
 	pthread_mutex_unlock(&f->mu);
 
 	if (path_delay > 0)
-		sleep_ms(path_delay);
+		delay_ms(f, path_delay);
 
 	struct canned *answer = NULL;
 	pthread_mutex_lock(&f->mu);
@@ -513,7 +527,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn,
 	pthread_mutex_unlock(&f->mu);
 
 	if (answer->delay_ms > 0)
-		sleep_ms(answer->delay_ms);
+		delay_ms(f, answer->delay_ms);
 	enum MHD_Result rc = send_canned(conn, answer);
 	canned_free(answer);
 	return rc;

@@ -61,7 +61,8 @@ const char *fake_http_url(const struct fake_http *f, const char *path_and_query,
 void fake_http_reset(struct fake_http *f);
 
 /* Appends one response to the FIFO of path. delay_ms > 0 makes the server
- * wait that long (real time) before answering. */
+ * wait that long (real time) before answering; fake_http_stop cuts such a
+ * wait short. */
 void fake_http_push(struct fake_http *f, const char *path, int status,
 		    const char *headers, const char *body, int delay_ms);
 

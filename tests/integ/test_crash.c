@@ -51,6 +51,7 @@ static const char *const points[] = {
 
 static char url[600];
 static int64_t next_slot;
+static pid_t pids[N_WORKERS]; /* the live workers; 0: none */
 
 /* The no-op "run": a job whose id is a multiple of 5 fails its first
  * attempt, so the retry path is crashed into as well. */
@@ -152,6 +153,20 @@ static int64_t sql_int(sqlite3 *db, const char *sql)
 	return v;
 }
 
+/* A failed assertion leaves the test at once: no worker may outlive it. */
+static int kill_leftovers(void **state)
+{
+	(void)state;
+	for (int i = 0; i < N_WORKERS; i++) {
+		if (pids[i] > 0 && waitpid(pids[i], NULL, WNOHANG) == 0) {
+			kill(pids[i], SIGKILL);
+			waitpid(pids[i], NULL, 0);
+		}
+		pids[i] = 0;
+	}
+	return 0;
+}
+
 static void kill_workers_at_random_then_check(void **state)
 {
 	const char *dir = tu_tmpdir();
@@ -163,7 +178,6 @@ static void kill_workers_at_random_then_check(void **state)
 	const char *seed_env = getenv("SURECRON_CRASH_SEED");
 	unsigned seed = seed_env ? (unsigned)strtoul(seed_env, NULL, 10)
 				 : (unsigned)time(NULL);
-	pid_t pids[N_WORKERS];
 	int kills = 0, fp_kills = 0, clean_exits = 0;
 	int64_t enqueued = 0, t_start = clock_mono_ms();
 
@@ -205,6 +219,7 @@ static void kill_workers_at_random_then_check(void **state)
 		int status;
 		kill(pids[i], SIGKILL);
 		waitpid(pids[i], &status, 0);
+		pids[i] = 0;
 	}
 	print_message("kills=%d failpoint_kills=%d clean_exits=%d jobs=%lld "
 		      "seconds=%.1f\n",
@@ -285,7 +300,8 @@ static void kill_workers_at_random_then_check(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(kill_workers_at_random_then_check),
+		cmocka_unit_test_teardown(kill_workers_at_random_then_check,
+					  kill_leftovers),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -4,7 +4,11 @@
  * configs written to a temp folder. Slots come from the daemon's own
  * scheduler (weekly ones reached through SURECRON_TEST_CLOCK) or from this
  * process writing to the same store, as `surecron trigger` would.
- * Each test is bounded to a few seconds of real time.
+ * Each test takes a few seconds of real time. A test waits for what it
+ * needs (a file, a request, a log line) with a generous deadline that only
+ * a broken daemon reaches, never for a fixed time it assumes is enough;
+ * lateness bounds use the instants the daemon records itself, so a slow
+ * or loaded machine running the harness does not count against them.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -218,6 +222,62 @@ static bool log_has(const struct env *e, const char *needle)
 	return found;
 }
 
+/* The integer after key in the first daemon log line holding needle;
+ * -1 when there is none. */
+static long long log_field(const struct env *e, const char *needle,
+			   const char *key)
+{
+	char p[512], line[4096];
+	long long v = -1;
+
+	snprintf(p, sizeof(p), "%s/daemon.log", e->dir);
+	FILE *f = fopen(p, "r");
+	while (f && v < 0 && fgets(line, sizeof(line), f)) {
+		const char *k = strstr(line, needle) ? strstr(line, key) : NULL;
+		if (k && k[strlen(key)] >= '0' && k[strlen(key)] <= '9')
+			v = strtoll(k + strlen(key), NULL, 10);
+	}
+	if (f)
+		fclose(f);
+	return v;
+}
+
+/* Lines of the daemon log (every daemon of the test) holding needle. */
+static size_t log_count(const struct env *e, const char *needle)
+{
+	char p[512], line[4096];
+	size_t n = 0;
+
+	snprintf(p, sizeof(p), "%s/daemon.log", e->dir);
+	FILE *f = fopen(p, "r");
+	while (f && fgets(line, sizeof(line), f))
+		n += strstr(line, needle) != NULL;
+	if (f)
+		fclose(f);
+	return n;
+}
+
+/* Waits up to ms until n lines of the daemon log hold needle. */
+static bool wait_log(const struct env *e, const char *needle, size_t n,
+		     int64_t ms)
+{
+	int64_t end = now_ms() + ms;
+
+	while (log_count(e, needle) < n) {
+		if (now_ms() > end)
+			return false;
+		sleep_ms(10);
+	}
+	return true;
+}
+
+/* Waits until the n-th daemon of the test has its signal handling in
+ * place and runs (it logs event=started then). */
+static void wait_started(const struct env *e, size_t n)
+{
+	assert_true(wait_log(e, "event=started", n, 20000));
+}
+
 static struct sc_store *open_store(const struct env *e)
 {
 	struct sc_store *s = NULL;
@@ -277,6 +337,10 @@ static bool wait_hooks(const struct env *e, size_t n, int ms)
 
 #define W_FAST "{concurrency: 1, lease: 2s, grace: 1s}"
 
+/* How long a test waits for something that a working daemon does within
+ * a second or two: only a broken one (or a hung machine) reaches it. */
+#define PATIENCE_MS 20000
+
 /* ---- (1) the seed incident, in real time ------------------------------ */
 
 static void quota_then_success(void **state)
@@ -284,7 +348,10 @@ static void quota_then_success(void **state)
 	struct env e;
 	(void)state;
 	env_init(&e);
-	/* Friday 2026-03-06 08:00 UTC, two seconds after the daemon starts. */
+	/* Friday 2026-03-06 08:00 UTC, three seconds after the daemon
+	 * starts: time to start up (slowly under ASan on a busy machine)
+	 * before the slot, so the slot's start measures the daemon, not
+	 * its start-up. */
 	write_cfg(&e, W_FAST,
 		  "  weekly:\n"
 		  "    cron: \"0 8 * * 5\"\n"
@@ -297,13 +364,13 @@ static void quota_then_success(void **state)
 		  "n=$((n+1)); echo $n > runs; if [ $n -le 3 ]; then "
 		  "echo 'LLM API quota exceeded' >&2; exit 75; fi; "
 		  "echo 'the weekly summary'\"\n");
-	const char *envs[] = {"SURECRON_TEST_CLOCK=2026-03-06T07:59:59Z",
+	const char *envs[] = {"SURECRON_TEST_CLOCK=2026-03-06T07:59:57Z",
 			      NULL};
 	pid_t pid = start_daemon(&e, envs);
 
-	/* 1 s to the slot, then 0.3 + 0.6 + 1.2 s of backoff. Each failed
+	/* 3 s to the slot, then 0.3 + 0.6 + 1.2 s of backoff. Each failed
 	 * attempt sends its failure notice (DESIGN.md), then the result. */
-	assert_true(wait_hooks(&e, 4, 7000));
+	assert_true(wait_hooks(&e, 4, 30000));
 	sleep_ms(300); /* a second result would come now, if ever */
 	stop_daemon(pid);
 	size_t n = fake_http_count(e.srv, "/hook"), n_result = 0;
@@ -327,7 +394,9 @@ static void quota_then_success(void **state)
 	fclose(f);
 	assert_int_equal(nruns, 4);
 	/* The timeline: attempt k starts 300 ms * (2^(k-1) - 1) after the
-	 * slot (0, 300, 900, 2100 ms), each within a few hundred ms. */
+	 * slot (0, 300, 900, 2100 ms), plus the time the earlier attempts
+	 * ran (the script itself, slower on a loaded machine), each within
+	 * a few hundred ms. */
 	struct sc_store *s = open_store(&e);
 	struct ledger_filter lf = {.schedule = "weekly", .since_ms = INT64_MIN,
 				   .until_ms = INT64_MAX};
@@ -336,10 +405,15 @@ static void quota_then_success(void **state)
 	assert_int_equal(ledger_query(s, &lf, &rows, &nr, NULL), 0);
 	assert_int_equal(nr, 4);
 	static const int64_t at[] = {0, 300, 900, 2100};
+	int64_t ran = 0; /* how long attempts 1..i-1 ran */
 	for (size_t i = 0; i < nr; i++) {
-		int64_t off = rows[i].started_ms - rows[i].slot_ms;
+		int64_t off = rows[i].started_ms - rows[i].slot_ms - ran;
+		printf("attempt %zu off_ms=%lld ran_ms=%lld\n", i + 1,
+		       (long long)off, (long long)ran);
 		assert_int_equal(rows[i].attempt, (int)i + 1);
-		assert_true(off >= at[i] && off < at[i] + 400);
+		/* -3: a ms of rounding per retry, as `late` allows below. */
+		assert_true(off >= at[i] - 3 && off < at[i] + 400);
+		ran += rows[i].finished_ms - rows[i].started_ms;
 		if (i == 0)
 			continue;
 		/* A retry starts within a few ms of its due instant: the
@@ -376,10 +450,9 @@ static void kill9_mid_slot(void **state)
 		  "        shell: \"echo $$ >> started; sleep 0.6; "
 		  "echo 'the daily report'\"\n");
 	pid_t pid = start_daemon(&e, NULL);
-	sleep_ms(200);
 	int64_t slot = now_ms() / 1000 * 1000;
 	trigger(&e, "daily", slot);
-	assert_true(wait_file(&e, "started", 3000));
+	assert_true(wait_file(&e, "started", PATIENCE_MS));
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
 	sleep_ms(800); /* the orphaned task ends; nothing reads its output */
@@ -387,8 +460,8 @@ static void kill9_mid_slot(void **state)
 
 	pid = start_daemon(&e, NULL);
 	/* The lease (1 s) expires, the job is recovered and runs again. */
-	assert_true(wait_hooks(&e, 1, 5000));
-	int64_t end = now_ms() + 3000;
+	assert_true(wait_hooks(&e, 1, PATIENCE_MS));
+	int64_t end = now_ms() + PATIENCE_MS;
 	while (count_lines(&e, "deliveries.jsonl") < 1 && now_ms() < end)
 		sleep_ms(20);
 	sleep_ms(300);
@@ -419,7 +492,7 @@ static void downtime_catchup_latest(void **state)
 	const char *before[] = {"SURECRON_TEST_CLOCK=2026-03-06T07:00:00Z",
 				NULL};
 	pid_t pid = start_daemon(&e, before);
-	int64_t end = now_ms() + 3000;
+	int64_t end = now_ms() + PATIENCE_MS;
 	bool seen = false;
 	while (!seen && now_ms() < end) {
 		struct sc_store *s = open_store(&e);
@@ -435,7 +508,7 @@ static void downtime_catchup_latest(void **state)
 	const char *after[] = {"SURECRON_TEST_CLOCK=2026-03-13T09:00:00Z",
 			       NULL};
 	pid = start_daemon(&e, after);
-	assert_true(wait_hooks(&e, 1, 3000));
+	assert_true(wait_hooks(&e, 1, PATIENCE_MS));
 	sleep_ms(300);
 	stop_daemon(pid);
 	assert_int_equal(fake_http_count(e.srv, "/hook"), 1);
@@ -468,7 +541,7 @@ static void env_override_fires(void **state)
 		"SURECRON_SCHEDULE_WEEKLY_REPORT=* * * * * *",
 		"SURECRON_TEST_CLOCK=2026-03-04T10:00:00Z", NULL};
 	pid_t pid = start_daemon(&e, envs);
-	assert_true(wait_hooks(&e, 2, 4000));
+	assert_true(wait_hooks(&e, 2, PATIENCE_MS));
 	stop_daemon(pid);
 	struct sc_store *s = open_store(&e);
 	struct ledger_filter f = {.schedule = "weekly-report",
@@ -512,16 +585,19 @@ static void sigterm_grace(void **state)
 		  "      - {name: t, shell: \"touch started2; sleep 0.4; "
 		  "echo done\"}\n");
 	pid_t pid = start_daemon(&e, NULL);
-	sleep_ms(150);
 	int64_t id = trigger(&e, "long", now_ms() / 1000 * 1000);
-	assert_true(wait_file(&e, "started", 3000));
+	assert_true(wait_file(&e, "started", PATIENCE_MS));
 	int64_t t0 = now_ms();
 	kill(pid, SIGTERM);
-	int st = wait_exit(pid, 4000);
+	int st = wait_exit(pid, PATIENCE_MS);
 	int64_t took = now_ms() - t0;
+	/* It waits the grace, then releases the slot and ends: well
+	 * before the task's 5 s, with room for the release and the exit
+	 * (ASan's leak check at exit) on a loaded machine. */
+	printf("SIGTERM to exit: %lld ms\n", (long long)took);
 	assert_true(st != -1 && WIFEXITED(st));
 	assert_int_equal(WEXITSTATUS(st), 0);
-	assert_true(took >= 450 && took < 2500);
+	assert_true(took >= 450 && took < 4000);
 	struct sc_store *s = open_store(&e);
 	struct store_job job;
 	assert_int_equal(store_job_get(s, id, &job, NULL), 0);
@@ -551,11 +627,10 @@ static void sigterm_grace(void **state)
 	assert_int_equal(queue_complete(s, &job, NULL, &err), 0);
 	store_close(s);
 	pid = start_daemon(&e, NULL);
-	sleep_ms(150);
 	id = trigger(&e, "short", now_ms() / 1000 * 1000);
-	assert_true(wait_file(&e, "started2", 3000));
+	assert_true(wait_file(&e, "started2", PATIENCE_MS));
 	kill(pid, SIGTERM);
-	st = wait_exit(pid, 4000);
+	st = wait_exit(pid, PATIENCE_MS);
 	assert_true(st != -1 && WIFEXITED(st));
 	assert_int_equal(WEXITSTATUS(st), 0);
 	s = open_store(&e);
@@ -583,21 +658,21 @@ static void sighup_reload(void **state)
 	env_init(&e);
 	write_cfg(&e, W_FAST, one_sched);
 	pid_t pid = start_daemon(&e, NULL);
-	sleep_ms(200);
+	/* Until it logs event=started it may not have read its config, nor
+	 * taken SIGHUP from the default action (which ends the process). */
+	wait_started(&e, 1);
 
 	FILE *f = fopen(e.cfg, "w");
 	assert_non_null(f);
 	fputs("schedules: [this is: not: valid\n", f);
 	fclose(f);
 	kill(pid, SIGHUP);
-	int64_t end = now_ms() + 2000;
-	while (!log_has(&e, "event=reload outcome=refused") && now_ms() < end)
-		sleep_ms(10);
-	assert_true(log_has(&e, "event=reload outcome=refused"));
+	assert_true(wait_log(&e, "event=reload outcome=refused", 1,
+			     PATIENCE_MS));
 	assert_int_equal(waitpid(pid, NULL, WNOHANG), 0); /* still running */
 	/* The old config still runs `first`. */
 	trigger(&e, "first", now_ms() / 1000 * 1000);
-	assert_true(wait_hooks(&e, 1, 2000));
+	assert_true(wait_hooks(&e, 1, PATIENCE_MS));
 
 	/* A good config with a new schedule is taken. */
 	write_cfg(&e, W_FAST,
@@ -608,12 +683,9 @@ static void sighup_reload(void **state)
 		  "    tasks:\n"
 		  "      - {name: t, shell: \"echo second\"}\n");
 	kill(pid, SIGHUP);
-	end = now_ms() + 2000;
-	while (!log_has(&e, "event=reload outcome=ok") && now_ms() < end)
-		sleep_ms(10);
-	assert_true(log_has(&e, "event=reload outcome=ok"));
+	assert_true(wait_log(&e, "event=reload outcome=ok", 1, PATIENCE_MS));
 	trigger(&e, "second", now_ms() / 1000 * 1000);
-	assert_true(wait_hooks(&e, 2, 2000));
+	assert_true(wait_hooks(&e, 2, PATIENCE_MS));
 	struct fake_request r;
 	assert_true(fake_http_request(e.srv, "/hook", 1, &r));
 	assert_non_null(strstr(r.body, "second"));
@@ -916,19 +988,27 @@ static void trigger_starts_within_a_second(void **state)
 		  "    tasks:\n"
 		  "      - {name: t, shell: \"touch started; echo hi\"}\n");
 	pid_t pid = start_daemon(&e, NULL);
-	sleep_ms(500); /* idle: the daemon sleeps until next year's slot */
+	wait_started(&e, 1); /* then idle until next year's slot */
 	/* `surecron trigger`, a separate process writing to the store. */
 	char cmd[1400];
 	snprintf(cmd, sizeof(cmd), "cd '%s' && '%s' trigger --config '%s' "
 		 "manual >/dev/null 2>&1", e.dir, tu_bin(), e.cfg);
 	int64_t t0 = now_ms();
 	assert_int_equal(system(cmd), 0);
-	assert_true(wait_file(&e, "started", 2000));
+	assert_true(wait_file(&e, "started", PATIENCE_MS));
 	int64_t took = now_ms() - t0;
-	printf("trigger to task start: %lld ms\n", (long long)took);
-	assert_true(took < 1000);
-	assert_true(wait_hooks(&e, 1, 2000));
+	assert_true(wait_hooks(&e, 1, PATIENCE_MS));
 	stop_daemon(pid);
+	/* The daemon's own measure: from the job's due instant (the
+	 * trigger's "now", in its transaction) to the task's exec. The
+	 * wall time above also holds the trigger command's own start-up
+	 * and exit and this test's polling, which a loaded machine (and
+	 * ASan) stretch; printed, not bounded. */
+	long long late_us = log_field(&e, "event=finish schedule=manual",
+				      "task_late_us=");
+	printf("trigger to task start: %lld ms (daemon: %lld us)\n",
+	       (long long)took, late_us);
+	assert_true(late_us >= 0 && late_us < 1000000);
 	env_dispose(&e);
 }
 
@@ -954,7 +1034,7 @@ static void never_starts_before_due(void **state)
 		  "    tasks:\n"
 		  "      - {name: t, command: [\"/bin/date\", \"+%s%N\"]}\n");
 	pid_t pid = start_daemon(&e, NULL);
-	int64_t end = now_ms() + 8000;
+	int64_t end = now_ms() + PATIENCE_MS;
 	while (count_lines(&e, "deliveries.jsonl") < 4 && now_ms() < end)
 		sleep_ms(50);
 	stop_daemon(pid);
@@ -1049,16 +1129,19 @@ static void two_daemons_pg(void **state)
 		  "    targets: [hook]\n"
 		  "    tasks:\n"
 		  "      - {name: t, shell: \"echo \\\"$SURECRON_SLOT\\\"\"}\n");
+	int64_t t0 = now_ms();
 	pid_t a = start_daemon(&e, NULL);
 	pid_t b = start_daemon(&e, NULL);
-	int64_t t0 = now_ms();
-	sleep_ms(10000);
+	/* Seven slots delivered (about 7 s; more on a loaded machine),
+	 * then stop both: never more messages than seconds went by. */
+	bool got = wait_hooks(&e, 7, 60000);
 	stop_daemon(a);
 	stop_daemon(b);
 	int64_t t1 = now_ms();
-	sleep_ms(200);
+	assert_true(got);
 
 	size_t n = fake_http_count(e.srv, "/hook");
+	printf("two daemons: %zu slots in %lld ms\n", n, (long long)(t1 - t0));
 	assert_true(n >= 7 && n <= (size_t)((t1 - t0) / 1000 + 1));
 	/* Each slot's message exactly once. */
 	char **bodies = calloc(n, sizeof(*bodies));
@@ -1098,16 +1181,16 @@ static void pg_restart(void **state)
 		  "    tasks:\n"
 		  "      - {name: t, shell: \"echo \\\"$SURECRON_SLOT\\\"\"}\n");
 	pid_t pid = start_daemon(&e, NULL);
-	assert_true(wait_hooks(&e, 2, 5000));
+	assert_true(wait_hooks(&e, 2, PATIENCE_MS));
 	assert_int_equal(pgfx_server("stop", NULL, 0), 0);
 	sleep_ms(1500);
 	assert_int_equal(waitpid(pid, NULL, WNOHANG), 0); /* still running */
 	assert_int_equal(pgfx_server("start", NULL, 0), 0);
 	size_t before = fake_http_count(e.srv, "/hook");
 	/* It reconnects by itself and catches up the slots of the outage. */
-	assert_true(wait_hooks(&e, before + 3, 8000));
+	assert_true(wait_hooks(&e, before + 3, 30000));
 	kill(pid, SIGTERM);
-	int st = wait_exit(pid, 5000);
+	int st = wait_exit(pid, PATIENCE_MS);
 	assert_true(st != -1 && WIFEXITED(st));
 	assert_int_equal(WEXITSTATUS(st), 0);
 	sleep_ms(100);
@@ -1153,10 +1236,12 @@ static void offset_clock(void **state)
 	struct sc_clock *c = sc_clock_offset_new(-86400000);
 	assert_non_null(c);
 	assert_false(sc_clock_is_virtual(c));
+	/* Between two real readings taken around it, however long the
+	 * machine takes between them. */
 	int64_t real = now_ms();
 	int64_t off = sc_clock_now_ms(c);
-	assert_true(off - (real - 86400000) >= 0 &&
-		    off - (real - 86400000) < 50);
+	int64_t real2 = now_ms();
+	assert_true(off >= real - 86400000 && off <= real2 - 86400000);
 	sleep_ms(30);
 	assert_true(sc_clock_now_ms(c) - off >= 30); /* real speed */
 	assert_true(clock_now_ns(c) / 1000000 - sc_clock_now_ms(c) <= 1);

@@ -2,8 +2,10 @@
  * test_http.c - the HTTP client, its auth providers and `surecron http`,
  * against the real fake server of tests/fakes/fake_http.h on 127.0.0.1.
  *
- * Token expiry runs on a virtual clock; nothing here sleeps on real time
- * except the fake's short holds in the concurrency test.
+ * Token expiry runs on a virtual clock. The concurrency tests line their
+ * threads up on what the code under test reports (requests arriving at the
+ * fake, event=token_wait log lines), never on a sleep, so a loaded machine
+ * only makes them slower.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -47,6 +49,43 @@ static void capture(void *ud, enum sc_log_level level, const char *line)
 	(void)buf_adds(&log_text, line);
 	(void)buf_adds(&log_text, "\n");
 	pthread_mutex_unlock(&log_mu);
+}
+
+/* Occurrences of needle in the captured log. */
+static int log_count(const char *needle)
+{
+	int n = 0;
+
+	pthread_mutex_lock(&log_mu);
+	for (const char *p = buf_str(&log_text); (p = strstr(p, needle));
+	     p += strlen(needle))
+		n++;
+	pthread_mutex_unlock(&log_mu);
+	return n;
+}
+
+/* Waits (30 s at most) until n threads said event=token_wait, or more
+ * than max_fetches token requests arrived (single-flight broken: no need
+ * to wait for waiters that will never come). */
+static void wait_lined_up(int n, size_t max_fetches)
+{
+	int64_t end = clock_mono_ms() + 30000;
+
+	while (log_count("event=token_wait") < n &&
+	       fake_http_count(srv, "/token") <= max_fetches &&
+	       clock_mono_ms() < end)
+		usleep(2000);
+}
+
+/* Releases the fake's holds and joins the workers: done before any
+ * assertion on what they did, so that a failure never leaves a thread
+ * running into the next test. */
+static void release_and_join(pthread_t *th, int n)
+{
+	fake_http_hold(srv, "/api", false);
+	fake_http_hold(srv, "/token", false);
+	for (int i = 0; i < n; i++)
+		pthread_join(th[i], NULL);
 }
 
 static int setup(void **state)
@@ -93,12 +132,17 @@ static const char *url_of(const char *path)
 	return fake_http_url(srv, path, url, sizeof(url));
 }
 
-static struct http_client *client(void)
+static struct http_client *client_ms(int64_t timeout_ms)
 {
-	struct http_options o = {.clock = vclock, .timeout_ms = 5000};
+	struct http_options o = {.clock = vclock, .timeout_ms = timeout_ms};
 	struct http_client *c = http_client_new(&o, NULL);
 	assert_non_null(c);
 	return c;
+}
+
+static struct http_client *client(void)
+{
+	return client_ms(5000);
 }
 
 /* An oauth2 provider pointing at the fake's /token. */
@@ -319,7 +363,9 @@ struct worker {
 static void *worker_run(void *p)
 {
 	struct worker *w = p;
-	struct http_client *c = client();
+	/* Its requests wait in the fake's holds until every thread is
+	 * lined up, which a loaded machine can make take seconds. */
+	struct http_client *c = client_ms(60000);
 	struct sc_err err = {0};
 	w->rc = get(c, w->a, "/api", &err);
 	w->status = err.http_status;
@@ -349,18 +395,24 @@ static void concurrent_401s_share_one_refresh(void **state)
 		assert_int_equal(pthread_create(&th[i], NULL, worker_run, &w[i]),
 				 0);
 	}
-	assert_true(fake_http_wait(srv, "/api", 1 + N_THREADS, 10000));
+	bool all_in = fake_http_wait(srv, "/api", 1 + N_THREADS, 30000);
+	fake_http_hold(srv, "/api", false);
+	/* All 8 got their 401 and asked for a token while the refresh is
+	 * held: one fetches, the 7 others wait for it (each says so under
+	 * the provider's lock before it waits). Only then count: a thread
+	 * that fetched on its own would have shown up by now. */
+	if (all_in)
+		wait_lined_up(N_THREADS - 1, 2);
+	int n_waits = log_count("event=token_wait");
+	size_t n_fetches = fake_http_count(srv, "/token");
+	release_and_join(th, N_THREADS);
+	assert_true(all_in);
 	for (int i = 1; i <= N_THREADS; i++)
 		assert_string_equal(bearer_of("/api", i), "Bearer tok-1");
-	fake_http_hold(srv, "/api", false);
-	assert_true(fake_http_wait(srv, "/token", 2, 10000));
-	usleep(100 * 1000); /* give strays a chance to show up */
-	assert_int_equal(fake_http_count(srv, "/token"), 2);
-	fake_http_hold(srv, "/token", false);
-	for (int i = 0; i < N_THREADS; i++) {
-		pthread_join(th[i], NULL);
+	assert_int_equal(n_fetches, 2);
+	assert_int_equal(n_waits, N_THREADS - 1);
+	for (int i = 0; i < N_THREADS; i++)
 		assert_int_equal(w[i].rc, 0);
-	}
 	assert_int_equal(fake_http_tokens_issued(srv), 2);
 	assert_int_equal(fake_http_count(srv, "/api"), 1 + 2 * N_THREADS);
 	http_auth_free(a);
@@ -404,11 +456,12 @@ static void concurrent_waiters_share_a_failed_fetch(void **state)
 		assert_int_equal(pthread_create(&th[i], NULL, worker_run, &w[i]),
 				 0);
 	}
-	assert_true(fake_http_wait(srv, "/token", 1, 10000));
-	usleep(200 * 1000); /* lets the other threads queue behind it */
-	fake_http_hold(srv, "/token", false);
+	/* The 3 others queue behind the held fetch before it fails. */
+	wait_lined_up(3, 1);
+	int n_waits = log_count("event=token_wait");
+	release_and_join(th, 4);
+	assert_int_equal(n_waits, 3);
 	for (int i = 0; i < 4; i++) {
-		pthread_join(th[i], NULL);
 		assert_int_equal(w[i].rc, SC_EHTTP);
 		assert_int_equal(w[i].status, 500);
 	}
@@ -697,16 +750,22 @@ static void token_store_hook_persists_and_drops(void **state)
 
 /* ---- client rules ---- */
 
+/* A port on 127.0.0.1 where a connection is refused. The socket stays
+ * bound (never listening) until the next call, so no other process on a
+ * busy machine can take the port in the meantime. */
 static int closed_port(void)
 {
+	static int fd = -1;
 	struct sockaddr_in sa = {.sin_family = AF_INET};
 	socklen_t len = sizeof(sa);
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
 
+	if (fd >= 0)
+		close(fd);
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_true(fd >= 0);
 	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
 	assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
-	close(fd); /* nothing listens there now */
 	return ntohs(sa.sin_port);
 }
 
@@ -734,11 +793,14 @@ static void timeout_is_a_transport_error(void **state)
 	struct sc_err err = {0};
 	char want[300];
 
-	fake_http_push(srv, "/slow", 200, NULL, "late", 600);
+	/* The receiver answers after 5 s, so a timeout that did not fire
+	 * shows as a success; the bound leaves a loaded machine 10x the
+	 * 150 ms, and is still far below the 5 s an unbounded wait takes. */
+	fake_http_push(srv, "/slow", 200, NULL, "late", 5000);
 	struct http_request req = {.url = url_of("/slow"), .timeout_ms = 150};
 	int64_t t0 = clock_mono_ms();
 	assert_int_equal(http_do(c, &req, NULL, &err), SC_ETIMEDOUT);
-	assert_true(clock_mono_ms() - t0 < 550);
+	assert_true(clock_mono_ms() - t0 < 1500);
 	assert_int_equal(err.http_status, 0);
 	snprintf(want, sizeof(want), "GET %s: timed out", url_of("/slow"));
 	assert_string_equal(err.msg, want);

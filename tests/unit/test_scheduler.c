@@ -495,8 +495,10 @@ static void huge_gap_is_bounded_and_summarised(void **state)
 	load("* * * * * *", "UTC", "all");
 	tick(t0);
 	clock_gettime(CLOCK_MONOTONIC, &a);
+	int64_t c0 = tu_thread_cpu_ms();
 	/* Down for 30 days: 2.6 million per-second slots. */
 	struct sched_result r = tick(t0 + 30 * DAY);
+	int64_t cpu_ms = tu_thread_cpu_ms() - c0;
 	clock_gettime(CLOCK_MONOTONIC, &b);
 	double secs = (double)(b.tv_sec - a.tv_sec) +
 		      (double)(b.tv_nsec - a.tv_nsec) / 1e9;
@@ -517,7 +519,14 @@ static void huge_gap_is_bounded_and_summarised(void **state)
 	assert_non_null(strstr(sum->error_msg, "at least"));
 	ledger_rows_free(rows, n);
 	assert_true(r.n_missed > 100000);
-	assert_true(secs < 2.0);
+	/* Bounded work: under 2 s of CPU (a tick that walked the 2.6
+	 * million slots one by one would take far more), whatever else
+	 * loads the machine. Its writes are few, so the wall time, which
+	 * also holds other processes' turns on the CPU, gets 10x that. */
+	print_message("huge gap: %.3f s, %lld ms CPU\n", secs,
+		      (long long)cpu_ms);
+	assert_true(cpu_ms < 2000);
+	assert_true(secs < 20.0);
 	/* Nothing is recorded twice on the next tick. */
 	r = tick(t0 + 30 * DAY + 100);
 	assert_int_equal(r.n_missed, 0);
