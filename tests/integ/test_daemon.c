@@ -713,21 +713,6 @@ static int64_t read_ns(const struct env *e, const char *name)
 	return v;
 }
 
-/* Lines of daemon.log holding needle. */
-static size_t log_count(const struct env *e, const char *needle)
-{
-	char p[512], line[4096];
-	size_t n = 0;
-
-	snprintf(p, sizeof(p), "%s/daemon.log", e->dir);
-	FILE *f = fopen(p, "r");
-	while (f && fgets(line, sizeof(line), f))
-		n += strstr(line, needle) != NULL;
-	if (f)
-		fclose(f);
-	return n;
-}
-
 /* Rewrites the config, sends SIGHUP and waits for the n-th reload that
  * was taken (the log's `event=reload outcome=ok`). */
 static void reload_to(const struct env *e, pid_t pid, const char *worker,
