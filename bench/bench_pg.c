@@ -122,7 +122,7 @@ static int run_case(int n_workers, long n)
 	}
 	int64_t t0 = clock_mono_ms();
 	for (int i = 0; i < n_workers; i++) {
-		w[i] = (struct worker){i, 0, 0};
+		w[i] = (struct worker){.id = i};
 		pthread_create(&th[i], NULL, work, &w[i]);
 	}
 	for (int i = 0; i < n_workers; i++) {
