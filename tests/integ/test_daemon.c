@@ -33,6 +33,7 @@
 #include "fakes/fake_http.h"
 #include "queue.h"
 #include "store.h"
+#include "daemon_util.h"
 #include "testutil.h"
 #include "pg_fixture.h"
 
@@ -48,15 +49,12 @@ struct env {
 
 static int64_t now_ms(void)
 {
-	return sc_clock_now_ms(sc_clock_real());
+	return tu_now_ms();
 }
 
 static void sleep_ms(int64_t ms)
 {
-	struct timespec ts = {.tv_sec = ms / 1000,
-			      .tv_nsec = (long)(ms % 1000) * 1000000};
-	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-		;
+	tu_sleep_ms(ms);
 }
 
 static void env_init(struct env *e)
@@ -152,16 +150,7 @@ static pid_t start_daemon(const struct env *e, const char *const *envs)
 /* Waits up to timeout_ms for pid to exit; returns its status or -1. */
 static int wait_exit(pid_t pid, int64_t timeout_ms)
 {
-	int64_t end = now_ms() + timeout_ms;
-	int st;
-
-	while (now_ms() < end) {
-		pid_t r = waitpid(pid, &st, WNOHANG);
-		if (r == pid)
-			return st;
-		sleep_ms(10);
-	}
-	return -1;
+	return tu_wait_exit(pid, timeout_ms);
 }
 
 static void stop_daemon(pid_t pid)
@@ -280,12 +269,7 @@ static void wait_started(const struct env *e, size_t n)
 
 static struct sc_store *open_store(const struct env *e)
 {
-	struct sc_store *s = NULL;
-	struct sc_err err = {0};
-
-	assert_int_equal(store_open(e->store_url, sc_clock_real(), &s, &err),
-			 0);
-	return s;
+	return tu_store_open(e->store_url);
 }
 
 /* `surecron trigger` from this process: a manual slot due now. */
@@ -317,17 +301,7 @@ static int64_t trigger(const struct env *e, const char *schedule,
 static size_t ledger_count(const struct env *e, const char *schedule,
 			   const char *outcome)
 {
-	struct sc_store *s = open_store(e);
-	struct ledger_filter f = {.schedule = schedule, .since_ms = INT64_MIN,
-				  .until_ms = INT64_MAX, .outcome = outcome};
-	struct ledger_row *rows = NULL;
-	size_t n = 0;
-	struct sc_err err = {0};
-
-	assert_int_equal(ledger_query(s, &f, &rows, &n, &err), 0);
-	ledger_rows_free(rows, n);
-	store_close(s);
-	return n;
+	return tu_ledger_count(e->store_url, schedule, outcome);
 }
 
 static bool wait_hooks(const struct env *e, size_t n, int ms)
