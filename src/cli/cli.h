@@ -94,10 +94,17 @@ struct cli_state {
 };
 
 /*
- * If argv[*i] is --config FILE, --config=FILE or -c FILE, stores FILE in
- * *path, advances *i past it and returns 1; returns 0 for any other
- * argument, and -EXIT_USAGE (after printing) when the file is missing.
+ * If argv[*i] is the option long_name (or short_name, which may be NULL)
+ * with a value, as `--long VALUE`, `--long=VALUE` or `-s VALUE`: stores
+ * the value in *val, advances *i past it and returns 1. Returns 0 for any
+ * other argument, and -EXIT_USAGE (after printing) when the value is
+ * missing.
  */
+int cli_opt_value(const char *cmd, int argc, char **argv, int *i,
+		  const char *short_name, const char *long_name,
+		  const char **val);
+
+/* cli_opt_value for --config FILE / --config=FILE / -c FILE. */
 int cli_opt_config(const char *cmd, int argc, char **argv, int *i,
 		   const char **path);
 

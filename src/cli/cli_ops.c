@@ -18,21 +18,30 @@
 #include "config.h"
 #include "store.h"
 
+int cli_opt_value(const char *cmd, int argc, char **argv, int *i,
+		  const char *short_name, const char *long_name,
+		  const char **val)
+{
+	const char *a = argv[*i];
+	size_t n = strlen(long_name);
+
+	if (strncmp(a, long_name, n) == 0 && a[n] == '=') {
+		*val = a + n + 1;
+		return 1;
+	}
+	if (strcmp(a, long_name) != 0 &&
+	    !(short_name && strcmp(a, short_name) == 0))
+		return 0;
+	if (*i + 1 >= argc)
+		return -cli_usage_error(cmd, "option '%s' needs a value", a);
+	*val = argv[++*i];
+	return 1;
+}
+
 int cli_opt_config(const char *cmd, int argc, char **argv, int *i,
 		   const char **path)
 {
-	const char *a = argv[*i];
-
-	if (strncmp(a, "--config=", 9) == 0) {
-		*path = a + 9;
-		return 1;
-	}
-	if (strcmp(a, "--config") != 0 && strcmp(a, "-c") != 0)
-		return 0;
-	if (*i + 1 >= argc)
-		return -cli_usage_error(cmd, "option '%s' needs a file", a);
-	*path = argv[++*i];
-	return 1;
+	return cli_opt_value(cmd, argc, argv, i, "-c", "--config", path);
 }
 
 int cli_state_open(const char *path, bool want_store, struct cli_state *st)

@@ -35,14 +35,12 @@ int cmd_check(int argc, char **argv)
 	bool positional = false;
 
 	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--config") == 0 || strcmp(argv[i], "-c") == 0) {
-			if (i + 1 >= argc)
-				return cli_usage_error("check", "%s needs a file",
-						       argv[i]);
-			path = argv[++i];
-		} else if (strncmp(argv[i], "--config=", 9) == 0) {
-			path = argv[i] + 9;
-		} else if (argv[i][0] == '-') {
+		int r = cli_opt_config("check", argc, argv, &i, &path);
+		if (r < 0)
+			return -r;
+		if (r)
+			continue;
+		if (argv[i][0] == '-') {
 			return cli_usage_error("check", "unknown option '%s'",
 					       argv[i]);
 		} else if (!positional) {

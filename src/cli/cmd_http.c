@@ -47,13 +47,6 @@ static void env_token_var(const char *name, char *out, size_t n)
 	snprintf(out + o, n - o, "_TOKEN");
 }
 
-static bool opt_is(const char *a, const char *short_name,
-		   const char *long_name)
-{
-	return (short_name && strcmp(a, short_name) == 0) ||
-	       strcmp(a, long_name) == 0;
-}
-
 static int exit_for(int rc, const struct sc_err *err)
 {
 	int s = err->http_status;
@@ -102,27 +95,28 @@ int cmd_http(int argc, char **argv)
 			return -r;
 		if (r)
 			continue;
-		if (opt_is(a, NULL, "--auth") ||
-		    opt_is(a, "-d", "--data") || opt_is(a, "-H", "--header") ||
-		    opt_is(a, NULL, "--timeout")) {
-			if (i + 1 >= argc)
-				return cli_usage_error("http", "%s needs a value",
-						       a);
-			const char *v = argv[++i];
-			if (opt_is(a, NULL, "--auth")) {
-				auth_name = v;
-			} else if (opt_is(a, "-d", "--data")) {
-				data = v;
-			} else if (opt_is(a, "-H", "--header")) {
-				if (n_headers == MAX_HEADERS)
-					return cli_usage_error(
-						"http", "at most %d headers",
-						MAX_HEADERS);
-				headers[n_headers++] = v;
-			} else if (clock_parse_duration(v, &timeout_ms, &err)) {
+		const char *v = NULL;
+		if ((r = cli_opt_value("http", argc, argv, &i, NULL, "--auth",
+					&auth_name)) != 0 ||
+		    (r = cli_opt_value("http", argc, argv, &i, "-d", "--data",
+					&data)) != 0) {
+			if (r < 0)
+				return -r;
+		} else if ((r = cli_opt_value("http", argc, argv, &i, "-H",
+					       "--header", &v)) != 0) {
+			if (r < 0)
+				return -r;
+			if (n_headers == MAX_HEADERS)
+				return cli_usage_error("http", "at most %d "
+						       "headers", MAX_HEADERS);
+			headers[n_headers++] = v;
+		} else if ((r = cli_opt_value("http", argc, argv, &i, NULL,
+					       "--timeout", &v)) != 0) {
+			if (r < 0)
+				return -r;
+			if (clock_parse_duration(v, &timeout_ms, &err))
 				return cli_usage_error("http", "--timeout: %s",
 						       err.msg);
-			}
 		} else if (strcmp(a, "--") == 0) {
 			for (i++; i < argc && n_pos < 2; i++)
 				pos[n_pos++] = argv[i];

@@ -181,9 +181,13 @@ int cmd_ledger(int argc, char **argv)
 	int64_t *rec = NULL;
 	int r, n_lost = 0, n_missed = 0, n_recovered = 0;
 
+	static const char *const names[] = {"--schedule", "--since", "--until",
+					    "--outcome", "--limit"};
+	const char **vals[] = {&f.schedule, &since, &until, &f.outcome,
+			       &limit};
+
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
-		const char **val = NULL;
 
 		if ((r = cli_opt_config("ledger", argc, argv, &i, &path)) < 0)
 			return -r;
@@ -197,25 +201,17 @@ int cmd_ledger(int argc, char **argv)
 			lost = true;
 			continue;
 		}
-		if (strcmp(a, "--schedule") == 0)
-			val = &f.schedule;
-		else if (strcmp(a, "--since") == 0)
-			val = &since;
-		else if (strcmp(a, "--until") == 0)
-			val = &until;
-		else if (strcmp(a, "--outcome") == 0)
-			val = &f.outcome;
-		else if (strcmp(a, "--limit") == 0)
-			val = &limit;
-		else if (a[0] == '-')
+		for (size_t k = 0; !r && k < sizeof(names) / sizeof(names[0]);
+		     k++)
+			r = cli_opt_value("ledger", argc, argv, &i, NULL,
+					  names[k], vals[k]);
+		if (r < 0)
+			return -r;
+		if (r)
+			continue;
+		if (a[0] == '-')
 			return cli_usage_error("ledger", "unknown option '%s'", a);
-		else
-			return cli_usage_error("ledger", "unexpected argument "
-					       "'%s'", a);
-		if (i + 1 >= argc)
-			return cli_usage_error("ledger", "option '%s' needs a "
-					       "value", a);
-		*val = argv[++i];
+		return cli_usage_error("ledger", "unexpected argument '%s'", a);
 	}
 	if (lost && f.outcome)
 		return cli_usage_error("ledger", "--lost and --outcome do not "

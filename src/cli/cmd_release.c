@@ -58,17 +58,21 @@ int cmd_release(int argc, char **argv)
 	int code = EXIT_FAIL;
 
 	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--config") == 0 || strcmp(argv[i], "-c") == 0) {
-			if (i + 1 >= argc)
-				return cli_usage_error("release", "%s needs a "
-						       "file", argv[i]);
-			path = argv[++i];
-		} else if (strncmp(argv[i], "--config=", 9) == 0) {
-			path = argv[i] + 9;
-		} else if (strcmp(argv[i], "--arrived") == 0) {
-			decision = 1;
-		} else if (strcmp(argv[i], "--resend") == 0) {
-			decision = 0;
+		int r = cli_opt_config("release", argc, argv, &i, &path);
+		if (r < 0)
+			return -r;
+		if (r)
+			continue;
+		if (strcmp(argv[i], "--arrived") == 0 ||
+		    strcmp(argv[i], "--resend") == 0) {
+			int d = argv[i][2] == 'a';
+			/* Two different answers about one send: refuse rather
+			 * than let the last one win silently. */
+			if (decision >= 0 && decision != d)
+				return cli_usage_error("release", "--arrived and "
+						       "--resend exclude each "
+						       "other");
+			decision = d;
 		} else if (argv[i][0] == '-') {
 			return cli_usage_error("release", "unknown option '%s'",
 					       argv[i]);

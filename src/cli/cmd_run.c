@@ -53,14 +53,12 @@ int cmd_run(int argc, char **argv)
 	struct sc_err err = {0};
 
 	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--config") == 0 || strcmp(argv[i], "-c") == 0) {
-			if (i + 1 >= argc)
-				return cli_usage_error("run", "%s needs a file",
-						       argv[i]);
-			o.config_path = argv[++i];
-		} else if (strncmp(argv[i], "--config=", 9) == 0) {
-			o.config_path = argv[i] + 9;
-		} else if (strcmp(argv[i], "--once") == 0) {
+		int r = cli_opt_config("run", argc, argv, &i, &o.config_path);
+		if (r < 0)
+			return -r;
+		if (r)
+			continue;
+		if (strcmp(argv[i], "--once") == 0) {
 			o.once = true;
 		} else if (argv[i][0] == '-') {
 			return cli_usage_error("run", "unknown option '%s'",

@@ -33,11 +33,12 @@ int cmd_trigger(int argc, char **argv)
 			return -r;
 		if (r)
 			continue;
-		if (strcmp(argv[i], "--slot") == 0 && i + 1 < argc)
-			slot_arg = argv[++i];
-		else if (strncmp(argv[i], "--slot=", 7) == 0)
-			slot_arg = argv[i] + 7;
-		else if (argv[i][0] == '-')
+		if ((r = cli_opt_value("trigger", argc, argv, &i, NULL,
+					"--slot", &slot_arg)) < 0)
+			return -r;
+		if (r)
+			continue;
+		if (argv[i][0] == '-')
 			return cli_usage_error("trigger", "unknown option '%s'",
 					       argv[i]);
 		else if (!name)

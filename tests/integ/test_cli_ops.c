@@ -401,6 +401,14 @@ static void ledger_filters(void **state)
 	assert_string_equal(outcomes_of(root, buf, sizeof(buf)),
 			    "missed,success");
 	json_decref(root);
+	/* The same with --option=VALUE forms. */
+	const char *eq[] = {"ledger", "--config", cfg, "--limit=2",
+			    "--since=30d", "--json", NULL};
+	assert_int_equal(run(eq), 0);
+	root = out_json();
+	assert_string_equal(outcomes_of(root, buf, sizeof(buf)),
+			    "missed,success");
+	json_decref(root);
 
 	/* No row in the period: said in words, not an empty screen. */
 	const char *none[] = {"ledger", "--config", cfg, "--until",

@@ -229,6 +229,21 @@ static void held_send_released_by_the_operator(void **state)
 	assert_int_equal(fake_http_count(srv, "/hook"), 0);
 	orch_job_result_dispose(&jr);
 
+	/* Two answers at once are refused, and change nothing. */
+	struct outbox_entry before = {0}, after = {0};
+	assert_int_equal(outbox_get(store, "weekly", SLOT, "hook", &before,
+				    &err), 0);
+	snprintf(cmd, sizeof(cmd), "'%s' release --config='%s' --arrived "
+		 "--resend weekly 2026-11-27T17:00:00Z hook >/dev/null 2>&1",
+		 tu_bin(), cfgpath);
+	na = system(cmd);
+	assert_true(WIFEXITED(na) && WEXITSTATUS(na) == 2);
+	assert_int_equal(outbox_get(store, "weekly", SLOT, "hook", &after,
+				    &err), 0);
+	assert_int_equal(after.state, before.state);
+	outbox_entry_dispose(&before);
+	outbox_entry_dispose(&after);
+
 	/* The operator: the copy did not arrive, send it. */
 	snprintf(cmd, sizeof(cmd), "'%s' release --config '%s' --resend "
 		 "weekly 2026-11-27T17:00:00Z hook >/dev/null 2>&1", tu_bin(),

@@ -1095,9 +1095,13 @@ static void cli_oauth2_from_config(void **state)
 	/* --config=FILE, as every other command takes it. */
 	char opt[320];
 	snprintf(opt, sizeof(opt), "--config=%s", path);
-	const char *eq[] = {"--auth", "broker", opt, "GET", url, NULL};
+	const char *eq[] = {"--auth=broker", opt, "GET", url, NULL};
 	assert_int_equal(run_cli(eq, out, sizeof(out)), 0);
 	assert_string_equal(out, "{\"summary\": \"hi\"}");
+	/* --timeout=DUR too; a bad one is a usage error. */
+	const char *tmo[] = {"--auth=broker", opt, "--timeout=abc", "GET", url,
+			     NULL};
+	assert_int_equal(run_cli(tmo, out, sizeof(out)), 2);
 	/* An unknown provider is a usage error. */
 	const char *bad[] = {"--auth", "nope", "--config", path, "GET", url,
 			     NULL};
