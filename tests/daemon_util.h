@@ -8,12 +8,16 @@
 #define SC_TESTS_DAEMON_UTIL_H
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "store.h"
 #include "surecron.h"
+#include "testutil.h"
 
 static inline int64_t tu_now_ms(void)
 {
@@ -26,6 +30,54 @@ static inline void tu_sleep_ms(int64_t ms)
 			      .tv_nsec = (long)(ms % 1000) * 1000000};
 	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
 		;
+}
+
+/* How tu_start_daemon wires the child. */
+enum {
+	TU_STDOUT_TO_LOG = 1, /* stdout to daemon.log too (else /dev/null) */
+	TU_ONLY_STDIO = 2,    /* close every descriptor above 2, as a
+				 service manager would */
+};
+
+/*
+ * Starts `surecron run --config cfg` in dir, stderr appended to
+ * dir/daemon.log (0600), stdin from /dev/null, with the "K=V" strings of
+ * envs (NULL-ended, may be NULL) added to its environment. Returns the
+ * child's pid; the caller reaps it.
+ */
+static inline pid_t tu_start_daemon(const char *dir, const char *cfg,
+				    const char *const *envs, int flags)
+{
+	pid_t pid = fork();
+
+	assert_true(pid >= 0);
+	if (pid != 0)
+		return pid;
+	char log[512];
+	snprintf(log, sizeof(log), "%s/daemon.log", dir);
+	int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
+	int nul = open("/dev/null", O_RDWR);
+	if (fd >= 0)
+		dup2(fd, 2);
+	if (nul >= 0) {
+		dup2(nul, 0);
+		dup2(nul, 1);
+	}
+	if ((flags & TU_STDOUT_TO_LOG) && fd >= 0)
+		dup2(fd, 1);
+	if (fd >= 0)
+		close(fd);
+	if (nul >= 0)
+		close(nul);
+	if (flags & TU_ONLY_STDIO)
+		for (int k = 3; k < 1024; k++)
+			close(k);
+	if (chdir(dir) != 0)
+		_exit(127);
+	for (size_t i = 0; envs && envs[i]; i++)
+		putenv((char *)envs[i]);
+	execl(tu_bin(), tu_bin(), "run", "--config", cfg, (char *)NULL);
+	_exit(127);
 }
 
 /* Waits up to timeout_ms for pid to exit; returns its status or -1. */

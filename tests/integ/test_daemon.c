@@ -115,33 +115,12 @@ static int reap_all(void **state)
  * daemon.log; extra "K=V" strings go into its environment. */
 static pid_t start_daemon(const struct env *e, const char *const *envs)
 {
-	pid_t pid = fork();
+	const char *all[16] = {"SURECRON_LOG=debug"}; /* envs may override */
+	size_t n = 1;
 
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		char log[512];
-		snprintf(log, sizeof(log), "%s/daemon.log", e->dir);
-		int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
-		if (fd >= 0) {
-			dup2(fd, 2);
-			close(fd);
-		}
-		int nul = open("/dev/null", O_RDWR);
-		if (nul >= 0) {
-			dup2(nul, 0);
-			dup2(nul, 1);
-			close(nul);
-		}
-		if (chdir(e->dir) != 0)
-			_exit(127);
-		for (size_t i = 0; envs && envs[i]; i++)
-			putenv((char *)envs[i]);
-		if (!getenv("SURECRON_LOG"))
-			setenv("SURECRON_LOG", "debug", 1);
-		execl(tu_bin(), tu_bin(), "run", "--config", e->cfg,
-		      (char *)NULL);
-		_exit(127);
-	}
+	for (size_t i = 0; envs && envs[i] && n < 15; i++)
+		all[n++] = envs[i];
+	pid_t pid = tu_start_daemon(e->dir, e->cfg, all, 0);
 	if (n_pids < sizeof(pids) / sizeof(pids[0]))
 		pids[n_pids++] = pid;
 	return pid;

@@ -40,6 +40,7 @@
 
 #include "clock.h"
 #include "store.h"
+#include "daemon_util.h"
 #include "testutil.h"
 #include "fakes/fake_http.h"
 #include "pg_fixture.h"
@@ -77,33 +78,14 @@ static void sleep_ms(int64_t ms)
 
 static pid_t start_daemon(const struct env *e)
 {
-	pid_t pid = fork();
+	char anchor[128];
 
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		char log[512];
-		snprintf(log, sizeof(log), "%s/daemon.log", e->dir);
-		int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
-		if (fd >= 0) {
-			dup2(fd, 2);
-			close(fd);
-		}
-		int nul = open("/dev/null", O_RDWR);
-		if (nul >= 0) {
-			dup2(nul, 0);
-			dup2(nul, 1);
-			close(nul);
-		}
-		if (chdir(e->dir) != 0)
-			_exit(127);
-		setenv("SURECRON_TEST_CLOCK", T0, 1);
-		setenv("SURECRON_TEST_CLOCK_ANCHOR", e->anchor, 1);
-		setenv("SURECRON_TEST_CLOCK_RATE", RATE_S, 1);
-		setenv("SURECRON_LOG", "warn", 1);
-		execl(tu_bin(), tu_bin(), "run", "--config", e->cfg,
-		      (char *)NULL);
-		_exit(127);
-	}
+	snprintf(anchor, sizeof(anchor), "SURECRON_TEST_CLOCK_ANCHOR=%s",
+		 e->anchor);
+	const char *envs[] = {"SURECRON_TEST_CLOCK=" T0, anchor,
+			      "SURECRON_TEST_CLOCK_RATE=" RATE_S,
+			      "SURECRON_LOG=warn", NULL};
+	pid_t pid = tu_start_daemon(e->dir, e->cfg, envs, 0);
 	if (n_pids < sizeof(pids) / sizeof(pids[0]))
 		pids[n_pids++] = pid;
 	return pid;

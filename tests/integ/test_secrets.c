@@ -188,33 +188,10 @@ static int reap(void **state)
 
 static pid_t start_daemon(const struct env *e)
 {
-	pid_t pid = fork();
-
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		char log[512];
-		snprintf(log, sizeof(log), "%s/daemon.log", e->dir);
-		int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
-		if (fd >= 0) {
-			dup2(fd, 2);
-			dup2(fd, 1);
-			close(fd);
-		}
-		int nul = open("/dev/null", O_RDONLY);
-		if (nul >= 0) {
-			dup2(nul, 0);
-			close(nul);
-		}
-		/* Only 0-2 from this harness (as systemd would): any other
-		 * descriptor a task sees is the daemon's own. */
-		for (int k = 3; k < 1024; k++)
-			close(k);
-		if (chdir(e->dir) != 0)
-			_exit(127);
-		execl(tu_bin(), tu_bin(), "run", "--config", e->cfg,
-		      (char *)NULL);
-		_exit(127);
-	}
+	/* Only 0-2 from this harness (as systemd would): any other
+	 * descriptor a task sees is the daemon's own. */
+	pid_t pid = tu_start_daemon(e->dir, e->cfg, NULL,
+				    TU_STDOUT_TO_LOG | TU_ONLY_STDIO);
 	daemon_pid = pid;
 	return pid;
 }
