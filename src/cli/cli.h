@@ -104,6 +104,13 @@ int cli_opt_value(const char *cmd, int argc, char **argv, int *i,
 		  const char *short_name, const char *long_name,
 		  const char **val);
 
+/*
+ * Prints root as indented JSON (keys in insertion order) on stdout and
+ * releases it. EXIT_OK, or EXIT_FAIL after printing when out of memory.
+ */
+struct json_t;
+int cli_print_json(struct json_t *root);
+
 /* cli_opt_value for --config FILE / --config=FILE / -c FILE. */
 int cli_opt_config(const char *cmd, int argc, char **argv, int *i,
 		   const char **path);

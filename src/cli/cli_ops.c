@@ -10,7 +10,9 @@
  * read is EXIT_FAIL (1). Each helper prints its one line itself, so a
  * command just returns the code it gets.
  */
+#include <jansson.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -36,6 +38,21 @@ int cli_opt_value(const char *cmd, int argc, char **argv, int *i,
 		return -cli_usage_error(cmd, "option '%s' needs a value", a);
 	*val = argv[++*i];
 	return 1;
+}
+
+int cli_print_json(json_t *root)
+{
+	char *s = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	int rc = EXIT_OK;
+
+	if (s) {
+		printf("%s\n", s);
+		free(s);
+	} else {
+		rc = cli_fail(EXIT_FAIL, "out of memory");
+	}
+	json_decref(root);
+	return rc;
 }
 
 int cli_opt_config(const char *cmd, int argc, char **argv, int *i,

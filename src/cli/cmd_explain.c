@@ -89,7 +89,6 @@ static int print_json(const struct cli_cron_opts *o, const struct explained *x)
 	char t[CLI_TIME_MAX], t2[CLI_TIME_MAX];
 	json_t *root = json_object(), *next = json_array(),
 	       *attempts = json_array();
-	int rc = EXIT_OK;
 
 	if (!root || !next || !attempts) {
 		json_decref(root);
@@ -144,15 +143,7 @@ static int print_json(const struct cli_cron_opts *o, const struct explained *x)
 		"recovery_window_ms", (json_int_t)x->tl.window_ms,
 		"recovery_end",
 		cli_format_local(x->tl.window_end_ms, o->zone, t2)));
-	char *s = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-	if (s) {
-		printf("%s\n", s);
-		free(s);
-	} else {
-		rc = cli_fail(EXIT_FAIL, "out of memory");
-	}
-	json_decref(root);
-	return rc;
+	return cli_print_json(root);
 }
 
 /* A lone argument with no space that is not a macro names a schedule. */

@@ -98,7 +98,6 @@ static int print_json(const struct ledger_row *rows, const int64_t *rec,
 		      int n_recovered)
 {
 	json_t *root = json_object(), *arr = json_array();
-	int rc = EXIT_OK;
 
 	if (!root || !arr) {
 		json_decref(root);
@@ -121,15 +120,7 @@ static int print_json(const struct ledger_row *rows, const int64_t *rec,
 		json_array_append_new(arr, o);
 	}
 	json_object_set_new(root, "rows", arr);
-	char *s = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-	if (s) {
-		printf("%s\n", s);
-		free(s);
-	} else {
-		rc = cli_fail(EXIT_FAIL, "out of memory");
-	}
-	json_decref(root);
-	return rc;
+	return cli_print_json(root);
 }
 
 static void print_row(const struct ledger_row *r, int64_t rec_ms)

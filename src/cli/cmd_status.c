@@ -128,7 +128,6 @@ static int print_json(const struct cli_state *st, struct sched_status *v,
 {
 	char t[CLI_TIME_MAX], u[CLOCK_ISO_MAX];
 	json_t *root = json_object(), *arr = json_array();
-	int rc = EXIT_OK;
 
 	if (!root || !arr) {
 		json_decref(root);
@@ -193,15 +192,7 @@ static int print_json(const struct cli_state *st, struct sched_status *v,
 			"done", (json_int_t)x->counts.done));
 		json_array_append_new(arr, o);
 	}
-	char *s = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-	if (s) {
-		printf("%s\n", s);
-		free(s);
-	} else {
-		rc = cli_fail(EXIT_FAIL, "out of memory");
-	}
-	json_decref(root);
-	return rc;
+	return cli_print_json(root);
 }
 
 int cmd_status(int argc, char **argv)
