@@ -126,9 +126,11 @@ static int cleanup(void **state)
 	return 0;
 }
 
+/* Per thread: the single-flight tests call it from 8 threads at once, and
+ * a shared buffer rewritten under a reader gave one a torn URL. */
 static const char *url_of(const char *path)
 {
-	static char url[256];
+	static _Thread_local char url[256];
 	return fake_http_url(srv, path, url, sizeof(url));
 }
 
@@ -358,6 +360,7 @@ struct worker {
 	struct http_auth *a;
 	int rc;
 	int status;
+	char msg[SC_ERR_MSG_MAX];
 };
 
 static void *worker_run(void *p)
@@ -369,6 +372,7 @@ static void *worker_run(void *p)
 	struct sc_err err = {0};
 	w->rc = get(c, w->a, "/api", &err);
 	w->status = err.http_status;
+	snprintf(w->msg, sizeof(w->msg), "%s", err.msg);
 	http_client_free(c);
 	return NULL;
 }
@@ -406,6 +410,14 @@ static void concurrent_401s_share_one_refresh(void **state)
 	int n_waits = log_count("event=token_wait");
 	size_t n_fetches = fake_http_count(srv, "/token");
 	release_and_join(th, N_THREADS);
+	if (!all_in) {
+		/* Say what arrived and how each request ended. */
+		printf("/api requests seen: %zu of %d\n",
+		       fake_http_count(srv, "/api"), 1 + N_THREADS);
+		for (int i = 0; i < N_THREADS; i++)
+			printf("thread %d: rc=%d status=%d %s\n", i, w[i].rc,
+			       w[i].status, w[i].msg);
+	}
 	assert_true(all_in);
 	for (int i = 1; i <= N_THREADS; i++)
 		assert_string_equal(bearer_of("/api", i), "Bearer tok-1");
