@@ -72,10 +72,16 @@ const char *clock_format_utc(int64_t ms, char out[CLOCK_ISO_MAX]);
  */
 int clock_parse_iso(const char *s, int64_t *out_ms, struct sc_err *err);
 
+/* The longest duration accepted: 10000 years of 365.2425 days, the span
+ * of the instants clock_parse_iso accepts (so an age never leaves it by
+ * more than that, and no sum of terms can wrap). */
+#define CLOCK_DURATION_MAX_MS (INT64_C(3652425) * 86400000)
+
 /*
  * Parses a duration: an integer followed by ms, s, m, h or d ("1500ms",
- * "90s", "30m", "2h", "1d"); several may be joined ("1h30m"). Returns 0 or
- * SC_EINVAL.
+ * "90s", "30m", "2h", "1d"); several may be joined ("1h30m"), and the sum
+ * is at most CLOCK_DURATION_MAX_MS. Only ASCII digits and these units: no
+ * sign, no space. Returns 0 or SC_EINVAL.
  */
 int clock_parse_duration(const char *s, int64_t *out_ms, struct sc_err *err);
 

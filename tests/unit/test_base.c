@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "buf.h"
@@ -134,6 +135,83 @@ static void durations(void **state)
 	}
 }
 
+/*
+ * Issue 11, item 4: each term of a duration was capped but not the sum,
+ * so eight huge terms plus 90008ms wrapped to 1m30s. A duration that is
+ * accepted is at most CLOCK_DURATION_MAX_MS and round-trips.
+ */
+static void issue11_duration_sum_is_capped(void **state)
+{
+	char in[512], back[64];
+	int64_t ms = 0;
+
+	in[0] = '\0';
+	for (int i = 0; i < 8; i++)
+		strcat(in, "2305843009213693951ms");
+	strcat(in, "90008ms");
+	assert_int_equal(clock_parse_duration(in, &ms, NULL), SC_EINVAL);
+	in[0] = '\0';
+	for (int i = 0; i < 8; i++)
+		strcat(in, "26687583d");
+	strcat(in, "1s");
+	assert_int_equal(clock_parse_duration(in, &ms, NULL), SC_EINVAL);
+	assert_int_equal(clock_parse_duration("9223372036854775807ms", &ms,
+					      NULL), SC_EINVAL);
+	assert_int_equal(clock_parse_duration("99999999999999999999d", &ms,
+					      NULL), SC_EINVAL);
+	/* The largest accepted value, in one term and as a sum. */
+	snprintf(in, sizeof(in), "%lldms", (long long)CLOCK_DURATION_MAX_MS);
+	assert_int_equal(clock_parse_duration(in, &ms, NULL), 0);
+	assert_int_equal(ms, CLOCK_DURATION_MAX_MS);
+	snprintf(in, sizeof(in), "%lldms", (long long)CLOCK_DURATION_MAX_MS + 1);
+	assert_int_equal(clock_parse_duration(in, &ms, NULL), SC_EINVAL);
+	snprintf(in, sizeof(in), "%lldd%lldms",
+		 (long long)(CLOCK_DURATION_MAX_MS / 86400000),
+		 (long long)(CLOCK_DURATION_MAX_MS % 86400000) + 1);
+	assert_int_equal(clock_parse_duration(in, &ms, NULL), SC_EINVAL);
+	/* Round trip: what is accepted prints back to the same value. */
+	static const char *const ok[] = {"1d1d1d", "0ms", "1h30m90s",
+					 "3652425d", "86399999ms"};
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		int64_t a = 0, b = -1;
+		assert_int_equal(clock_parse_duration(ok[i], &a, NULL), 0);
+		snprintf(back, sizeof(back), "%lldms", (long long)a);
+		assert_int_equal(clock_parse_duration(back, &b, NULL), 0);
+		assert_int_equal(a, b);
+	}
+}
+
+/*
+ * Issue 11, item 13: an ISO instant is in the years 1-9999 after its
+ * offset is applied, not only as written.
+ */
+static void issue11_iso_range_after_offset(void **state)
+{
+	static const char *const bad[] = {
+		"0001-01-01T00:00:00+00:01", "0001-01-01T00:59:59+01:00",
+		"9999-12-31T23:59:59-00:01", "9999-12-31T23:30:00-01:00",
+		"0000-06-01T00:00:00Z",      "0000-12-31T23:59:59-01:00",
+	};
+	int64_t ms = 0;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct sc_err err = {0};
+		if (clock_parse_iso(bad[i], &ms, &err) != SC_EINVAL)
+			fail_msg("%s accepted as %lld", bad[i], (long long)ms);
+		assert_non_null(strstr(err.msg, "1-9999"));
+	}
+	assert_int_equal(clock_parse_iso("0001-01-01T00:00:00Z", &ms, NULL), 0);
+	assert_int_equal(ms, INT64_C(-62135596800000));
+	assert_int_equal(clock_parse_iso("0001-01-01T01:00:00+01:00", &ms,
+					 NULL), 0);
+	assert_int_equal(ms, INT64_C(-62135596800000));
+	assert_int_equal(clock_parse_iso("9999-12-31T23:59:59.999Z", &ms,
+					 NULL), 0);
+	assert_int_equal(ms, INT64_C(253402300799999));
+	assert_int_equal(clock_parse_iso("9999-12-31T22:59:59-01:00", &ms,
+					 NULL), 0);
+}
+
 static void virtual_clock_moves_only_when_told(void **state)
 {
 	struct sc_clock *c = sc_clock_virtual_new(1000);
@@ -159,6 +237,8 @@ int main(void)
 		cmocka_unit_test(calendar_round_trips),
 		cmocka_unit_test(iso_parse_and_format),
 		cmocka_unit_test(durations),
+		cmocka_unit_test(issue11_duration_sum_is_capped),
+		cmocka_unit_test(issue11_iso_range_after_offset),
 		cmocka_unit_test(virtual_clock_moves_only_when_told),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -304,7 +304,26 @@ static const struct err_row {
 	{"0 0 30 2 *", SC_ENEVER, "\"0 0 30 2 *\": never fires"},
 	{"0 0 31 4,6,9,11 *", SC_ENEVER, "never fires"},
 	{"0 0 L-1 * *", SC_ECRON, "day-of-month: 'L-1' is not a number"},
-	{"0 0 \"x\t* * *", SC_ECRON, "invalid cron \"0 0 ?x?* * *\": hour"},
+	{"0 0 \"x\t* * *", SC_ECRON, "invalid cron \"0 0 ?x\\t* * *\": hour"},
+	/* Issue 11, item 13: numbers are shown whole, not cut at 6 digits. */
+	{"*/1234567 * * * *", SC_ECRON,
+	 "minute: step 1234567 in '*/1234567' is out of range 1-60"},
+	{"*/00000000 * * * *", SC_ECRON,
+	 "minute: step 00000000 in '*/00000000' is out of range 1-60"},
+	{"99999999999999999999 * * * *", SC_ECRON,
+	 "minute: 99999999999999999999 is out of range 0-59"},
+	{"* * * * 5#0000009", SC_ECRON,
+	 "occurrence 0000009 in '5#0000009' is out of range 1-5"},
+	/* Issue 11, item 7: what the message quotes is cleaned. */
+	{"0 17 * * \x1b[2J", SC_ECRON,
+	 "invalid cron \"0 17 * * \\x1b[2J\": day-of-week: unexpected "
+	 "'\\x1b' in '\\x1b[2J'"},
+	{"0 17 * * 1\x07", SC_ECRON, "unexpected '\\x07' in '1\\x07'"},
+	{"0 17 * * \xc3", SC_ECRON,
+	 "day-of-week: unexpected '\\xc3' in '\\xc3'"},
+	{"0 17 * * 1\xc3\xa9", SC_ECRON, "unexpected '\xc3\xa9' in '1\xc3\xa9'"},
+	{"0 17 * * \xe2\x80\xae" "1", SC_ECRON, "unexpected '\\u202e'"},
+	{"@\x1b]0;x\x07", SC_ECRON, "unknown macro '@\\x1b]0;x\\x07'"},
 };
 
 static void errors_table(void **state)
@@ -324,8 +343,32 @@ static void errors_table(void **state)
 			fail_msg("row %zu: message \"%s\" lacks \"%s\"", i,
 				 err.msg, r->msg);
 		assert_null(strchr(err.msg, '\n'));
+		for (const char *p = err.msg; *p; p++)
+			if ((unsigned char)*p < 0x20 || *p == 0x7f)
+				fail_msg("row %zu: raw control byte 0x%02x in "
+					 "\"%s\"", i, (unsigned char)*p, err.msg);
 		/* On failure the output is untouched. */
 		assert_memory_equal(&c, &before, sizeof(c));
+	}
+}
+
+/* Issue 11, item 13: leading zeros do not count against a number's size:
+ * "*\/0000005" is a step of 5, not a refused "step 0". */
+static void issue11_leading_zeros(void **state)
+{
+	static const char *const same[][2] = {
+		{"*/0000005 * * * *", "*/5 * * * *"},
+		{"0000005 0000017 * * *", "5 17 * * *"},
+		{"0 0 * * 5#0000002", "0 0 * * 5#2"},
+		{"00000000000000000000000000000030 * * * *", "30 * * * *"},
+	};
+	for (size_t i = 0; i < sizeof(same) / sizeof(same[0]); i++) {
+		struct sc_cron a, b;
+		struct sc_err err = {0};
+		if (sc_cron_parse(same[i][0], &a, &err) != 0)
+			fail_msg("\"%s\": %s", same[i][0], err.msg);
+		assert_int_equal(sc_cron_parse(same[i][1], &b, NULL), 0);
+		assert_memory_equal(&a, &b, sizeof(a));
 	}
 }
 
@@ -655,6 +698,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(next_table),
 		cmocka_unit_test(errors_table),
+		cmocka_unit_test(issue11_leading_zeros),
 		cmocka_unit_test(too_long_and_null),
 		cmocka_unit_test(class_table),
 		cmocka_unit_test(flags_follow_the_text),

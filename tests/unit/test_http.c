@@ -675,6 +675,54 @@ static void echoed_credentials_masked_in_bodies(void **state)
 	http_client_free(c);
 }
 
+/*
+ * Issue 11, item 13: masking with '*' could not be checked when the
+ * secret itself holds '*': "*xyz1" masked in "*xyz1xyz1" left "*xyz1"
+ * (four stars and the next "xyz1"), and an overlapping second copy kept
+ * its tail. Every byte of every occurrence in the received body is
+ * masked, with a character the secret does not hold.
+ */
+static void issue11_star_token_masked(void **state)
+{
+	static const struct {
+		const char *token, *body;
+	} rows[] = {
+		{"*xyz1", "bad *xyz1xyz1 end"},
+		{"abab", "bad ababab end"},
+		{"a*b*", "bad a*b*b*a*b*b* end"},
+		{"****", "bad ******** end"},
+	};
+	struct http_client *c = client();
+	struct http_response r = {0};
+	struct sc_err err;
+	struct auth_spec bs = {.name = "star", .kind = AUTH_BEARER,
+			       .token_env = "TEST_STAR_BEARER"};
+
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		setenv("TEST_STAR_BEARER", rows[i].token, 1);
+		struct http_auth *b = http_auth_new(&bs, vclock, NULL, NULL);
+		assert_non_null(b);
+		fake_http_set_default(srv, "/star", 500, NULL, rows[i].body);
+		struct http_request req = {.url = url_of("/star"), .auth = b};
+		assert_int_equal(http_do(c, &req, &r, &err), SC_EHTTP);
+		if (strstr(r.body, rows[i].token))
+			fail_msg("token \"%s\" survives in \"%s\"",
+				 rows[i].token, r.body);
+		/* Only the token's bytes go: the text around it stays. */
+		assert_true(strncmp(r.body, "bad ", 4) == 0);
+		assert_non_null(strstr(r.body, " end"));
+		assert_int_equal(r.body_len, strlen(rows[i].body));
+		/* No byte of an occurrence is left (the overlapping copy's
+		 * tail included): everything between is the mask. */
+		for (size_t k = 4; k < r.body_len - 4; k++)
+			assert_int_equal(r.body[k], r.body[4]);
+		http_auth_free(b);
+	}
+	http_response_dispose(&r);
+	http_client_free(c);
+	unsetenv("TEST_STAR_BEARER");
+}
+
 static void missing_secret_env_is_a_config_error(void **state)
 {
 	struct auth_spec spec = {.name = "x", .kind = AUTH_OAUTH2,
@@ -1142,6 +1190,7 @@ int main(void)
 		T(provider_reset_header_gives_hint),
 		T(no_secret_in_logs_or_errors),
 		T(echoed_credentials_masked_in_bodies),
+		T(issue11_star_token_masked),
 		T(missing_secret_env_is_a_config_error),
 		T(token_store_hook_persists_and_drops),
 		T(transport_error_has_status_0),

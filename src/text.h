@@ -1,0 +1,57 @@
+/*
+ * text.h - text meant for a person, made safe to print on a terminal.
+ *
+ * Task output, HTTP bodies, config values and command-line arguments may
+ * hold escape sequences (ESC [2J clears a screen, ESC ] 0; sets a window
+ * title, BEL rings) and bytes that are not UTF-8. Everything surecron
+ * prints for a person (the CLI's human output, error messages, log lines)
+ * passes through text_clean, which makes such bytes visible instead:
+ *
+ *   C0 controls, DEL        ->  \t \n \r, or \xNN  ("\x1b", "\x07", "\x7f")
+ *   C1 controls U+0080-9F   ->  \u0080 .. \u009f   (8-bit CSI and friends)
+ *   bidirectional and zero-width format characters (U+200B-200F,
+ *   U+2028-202E, U+2066-2069, U+FEFF), which reorder or hide what is shown
+ *                           ->  \u202e ...
+ *   a byte that is not part of valid UTF-8 (stray continuation, overlong
+ *   form, surrogate, above U+10FFFF, a sequence cut short)
+ *                           ->  \xNN, one per byte
+ *
+ * Everything else (printable ASCII and valid UTF-8) is copied unchanged.
+ * Backslashes are not escaped, so cleaning is idempotent: the output holds
+ * only printable text, and cleaning it again changes nothing. That lets
+ * each layer clean what it prints without double escapes.
+ *
+ * JSON output does not go through here: jansson escapes control characters
+ * itself (\u001b), and readers of JSON want the original text.
+ *
+ * Pure functions, no global state: thread-safe.
+ */
+#ifndef SC_TEXT_H
+#define SC_TEXT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "buf.h"
+
+/* Flag: '\n' passes unchanged (multi-line output such as a report);
+ * without it a newline is written as "\n". */
+#define TEXT_KEEP_NL 0x1u
+
+/*
+ * Cleans the C string s into out (size n > 0; always NUL-terminated).
+ * When the result does not fit it is cut before the first character or
+ * escape that does not fit whole. Returns out.
+ */
+char *text_clean(char *out, size_t n, const char *s, unsigned flags);
+
+/*
+ * Appends the len bytes at s, cleaned, to b. A NUL byte is shown as \x00.
+ * Returns 0, SC_ENOMEM or SC_ETOOBIG (b's cap; b keeps what fitted).
+ */
+int text_clean_buf(struct buf *b, const char *s, size_t len, unsigned flags);
+
+/* True when s is already clean: text_clean would copy it unchanged. */
+bool text_printable(const char *s, unsigned flags);
+
+#endif
