@@ -305,7 +305,15 @@ int clock_parse_iso(const char *s, int64_t *out_ms, struct sc_err *err)
 	if (sec == 60)
 		sec = 59; /* leap second: clamp, POSIX time has none */
 	int64_t days = clock_days_from_civil(y, mo, d);
-	*out_ms = ((days * 86400 + h * 3600 + mi * 60 + sec) - off) * 1000 + frac;
+	int64_t ms = ((days * 86400 + h * 3600 + mi * 60 + sec) - off) * 1000 +
+		     frac;
+	/* The instant, not only the text, lies in the years 1-9999: an
+	 * offset can move 0001-01-01T00:00 or 9999-12-31T23:59 out. */
+	if (y < 1 || ms < CLOCK_MIN_MS || ms > CLOCK_MAX_MS)
+		return sc_err_set(err, SC_EINVAL,
+				  "invalid time \"%s\": outside the years "
+				  "1-9999 (UTC)", s);
+	*out_ms = ms;
 	return 0;
 bad:
 	return sc_err_set(err, SC_EINVAL,
@@ -348,7 +356,10 @@ int clock_parse_duration(const char *s, int64_t *out_ms, struct sc_err *err)
 		} else {
 			goto bad;
 		}
-		if (v > INT64_MAX / unit / 4)
+		/* Each term, then the sum, within the cap: no term can
+		 * overflow and no sum can wrap (issue 11). */
+		if (v > CLOCK_DURATION_MAX_MS / unit ||
+		    v * unit > CLOCK_DURATION_MAX_MS - total)
 			goto bad;
 		total += v * unit;
 	}

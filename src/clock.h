@@ -65,9 +65,15 @@ int clock_weekday(int64_t days);
 #define CLOCK_ISO_MAX 40
 const char *clock_format_utc(int64_t ms, char out[CLOCK_ISO_MAX]);
 
+/* The instants of the years 1-9999 (UTC), in ms: 0001-01-01T00:00:00Z
+ * and 9999-12-31T23:59:59.999Z. */
+#define CLOCK_MIN_MS INT64_C(-62135596800000)
+#define CLOCK_MAX_MS INT64_C(253402300799999)
+
 /*
  * Parses an ISO 8601 instant with an explicit offset: "YYYY-MM-DDTHH:MM[:SS
- * [.fff]](Z|+HH:MM|-HH:MM|+HHMM)". A space may replace the 'T'. Returns 0
+ * [.fff]](Z|+HH:MM|-HH:MM|+HHMM)". A space may replace the 'T'. The
+ * instant, after its offset, lies in CLOCK_MIN_MS..CLOCK_MAX_MS. Returns 0
  * or SC_EINVAL (with a message naming the problem).
  */
 int clock_parse_iso(const char *s, int64_t *out_ms, struct sc_err *err);

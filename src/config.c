@@ -21,6 +21,7 @@
  *   - No secret is ever read from the file: URLs of webhooks, HMAC secrets,
  *     tokens and client secrets are names of environment variables.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -38,6 +39,7 @@
 #include "config.h"
 #include "log.h"
 #include "retry.h"
+#include "text.h"
 
 #define CONFIG_MAX_DEPTH 32
 #define CONFIG_MAX_NODES 50000
@@ -83,10 +85,14 @@ static int problem_vadd(struct config_problems *p, int line, int col,
 		p->items = v;
 		p->cap = ncap;
 	}
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	for (char *q = msg; *q; q++)
+	char raw[SC_ERR_MSG_MAX];
+	vsnprintf(raw, sizeof(raw), fmt, ap);
+	for (char *q = raw; *q; q++)
 		if (*q == '\n' || *q == '\r')
 			*q = ' ';
+	/* Problems quote the file's values, and YAML escapes ("\e", "\a")
+	 * put any byte in them: shown cleaned (issue 11). */
+	text_clean(msg, sizeof(msg), raw, 0);
 	char *m = strdup(msg);
 	if (!m) {
 		p->n_dropped++;
@@ -217,7 +223,8 @@ bool config_locate(const struct config *c, const char *path, int *line,
  * YAML wants UTF-8 (or UTF-16, which we do not accept), no control
  * characters but tab, LF and CR, and spaces for indentation. libyaml
  * reports some of these without a usable position, so we find them first
- * and say where they are. Columns count characters, as libyaml's do.
+ * and say where they are. Columns count characters and lines count line
+ * breaks, both as libyaml's do.
  */
 static int prescan(const unsigned char *s, size_t n,
 		   struct config_problems *probs)
@@ -267,8 +274,14 @@ static int prescan(const unsigned char *s, size_t n,
 					   "allowed in YAML", (unsigned)cp);
 			return -1;
 		}
-		if (cp == '\n') {
-			/* A tab on a blank line is harmless: no error. */
+		if (cp == '\n' || cp == '\r' || cp == 0x85 || cp == 0x2028 ||
+		    cp == 0x2029) {
+			/* Lines end where libyaml ends them (LF, CRLF, CR
+			 * alone, NEL, LS, PS), so our positions and its
+			 * agree, and a CR-only file gets its tab check
+			 * (issue 11). A tab on a blank line is harmless. */
+			if (cp == '\r' && i + 1 < n && s[i + 1] == '\n')
+				len = 2;
 			line++;
 			col = 1;
 			at_indent = true;
@@ -280,7 +293,7 @@ static int prescan(const unsigned char *s, size_t n,
 			if (cp == '\t') {
 				if (!tab_col)
 					tab_col = col;
-			} else if (cp != ' ' && cp != '\r') {
+			} else if (cp != ' ') {
 				at_indent = false;
 				if (tab_col && cp != '#') {
 					config_problem_add(
@@ -961,8 +974,11 @@ static int get_int(struct pc *pc, const struct ynode *m, const char *path,
 		return -1;
 	char *end;
 	errno = 0;
+	/* strtoll also takes leading space and '+': the documented form is
+	 * digits, with '-' only where negatives are in range (issue 11). */
+	const char *d = v->str + (v->str[0] == '-' && min < 0);
 	long long x = strtoll(v->str, &end, 10);
-	if (errno || end == v->str || *end) {
+	if (!isdigit((unsigned char)*d) || errno || end == v->str || *end) {
 		bad(pc, v, kp, "expected an integer, got \"%s\"", v->str);
 		return -1;
 	}
@@ -989,9 +1005,13 @@ static int get_size(struct pc *pc, const struct ynode *m, const char *path,
 		return -1;
 	char *end;
 	errno = 0;
+	/* strtoull takes leading space, '+' and '-' (which wraps): the
+	 * documented form starts with a digit (issue 11). */
+	if (!isdigit((unsigned char)v->str[0]))
+		goto badsize;
 	unsigned long long x = strtoull(v->str, &end, 10);
 	unsigned long long mult = 1;
-	if (errno || end == v->str || v->str[0] == '-')
+	if (errno || end == v->str)
 		goto badsize;
 	if (strcmp(end, "k") == 0 || strcmp(end, "K") == 0 ||
 	    strcmp(end, "KiB") == 0)
@@ -1605,7 +1625,7 @@ static void parse_task(struct pc *pc, const struct ynode *v,
 
 	t->timeout_ms = 10 * 60 * 1000;
 	t->grace_ms = 5000;
-	t->max_output = 1024 * 1024;
+	t->max_output = SPEC_DEFAULT_MAX_OUTPUT;
 	if (!map_keys(pc, v, path, keys, "a task"))
 		return;
 	if (get_str(pc, v, path, "name", true, &t->name) == 1) {
@@ -1640,8 +1660,17 @@ static void parse_task(struct pc *pc, const struct ynode *v,
 	get_duration(pc, v, path, "timeout", 1, INT64_C(86400000),
 		     &t->timeout_ms);
 	get_duration(pc, v, path, "grace", 0, INT64_C(3600000), &t->grace_ms);
-	get_size(pc, v, path, "max_output", 256u * 1024 * 1024,
-		 &t->max_output);
+	/* Output a result cannot carry would fail the same way on every
+	 * retry: refused here, with the task, the size and the limit. */
+	if (get_size(pc, v, path, "max_output", SIZE_MAX / 2,
+		     &t->max_output) == 1 &&
+	    t->max_output > SPEC_RESULT_MAX) {
+		pjoin(kp, sizeof(kp), path, "max_output");
+		bad(pc, map_get(v, "max_output"), kp, "task \"%s\": %s (%zu "
+		    "bytes) is above the limit of a result, %zu bytes (%zuMiB)",
+		    t->name ? t->name : "?", map_get(v, "max_output")->str,
+		    t->max_output, SPEC_RESULT_MAX, SPEC_RESULT_MAX >> 20);
+	}
 	if (t->kind == TASK_HTTP) {
 		static const char *const cmd_only[] = {"cwd", "env", NULL};
 		for (size_t i = 0; cmd_only[i]; i++) {
@@ -1808,11 +1837,19 @@ env:
 		oom(pc);
 	} else if (rc == SC_ENOENT && v->kind == YN_MAP) {
 		char var[CONFIG_NAME_MAX + 32];
-		config_env_default_var(s->name, var, sizeof(var));
-		bad(pc, k, path, "missing required key \"cron\" (or set %s%s%s)",
-		    s->schedule_env ? s->schedule_env : var,
-		    s->schedule_env ? " or " : "",
-		    s->schedule_env ? var : "");
+		/* A name too long for a variable has none (it is refused
+		 * as a name already): never print the unfilled buffer. */
+		if (config_env_default_var(s->name, var, sizeof(var)) != 0)
+			var[0] = '\0';
+		if (!var[0] && !s->schedule_env)
+			bad(pc, k, path, "missing required key \"cron\" (the "
+			    "name is too long for an override variable)");
+		else
+			bad(pc, k, path, "missing required key \"cron\" (or "
+			    "set %s%s%s)",
+			    s->schedule_env ? s->schedule_env : var,
+			    s->schedule_env && var[0] ? " or " : "",
+			    s->schedule_env ? var : "");
 	}
 	if (s->override_var)
 		SC_LOG(SC_LOG_INFO, "config", "schedule=%s cron_override=%s",

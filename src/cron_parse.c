@@ -27,6 +27,7 @@
 
 #include "cron.h"
 #include "err.h"
+#include "text.h"
 
 enum field_id { F_SEC, F_MIN, F_HOUR, F_DOM, F_MON, F_DOW, N_FIELDS };
 
@@ -67,17 +68,34 @@ struct pctx {
 	struct sc_err *err;
 };
 
-/* Copies s into out with control characters and quotes replaced, so the
- * message stays one printable line. */
+/* Copies s into out (size n) as the message quotes it: double quotes
+ * become '?' so the quoting stays unambiguous, and control bytes and bad
+ * UTF-8 become visible escapes (text_clean), so the message is one
+ * printable line. */
 static const char *clean(char *out, size_t n, const char *s)
 {
+	char q[SC_CRON_EXPR_MAX + 1];
 	size_t i = 0;
 
-	for (; s[i] && i + 1 < n; i++)
-		out[i] = (iscntrl((unsigned char)s[i]) || s[i] == '"') ? '?'
-								     : s[i];
-	out[i] = '\0';
-	return out;
+	for (; s[i] && i + 1 < sizeof(q); i++)
+		q[i] = s[i] == '"' ? '?' : s[i];
+	q[i] = '\0';
+	return text_clean(out, n, q, 0);
+}
+
+/* Bytes of the character at p (before end): a whole UTF-8 sequence, so a
+ * message quotes "é" and not its first byte; 1 for anything else. */
+static int char_len(const char *p, const char *end)
+{
+	unsigned char c = (unsigned char)*p;
+	int n = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 ? 2 : 1;
+
+	if (c < 0x80 || c > 0xF4 || end - p < n)
+		return 1;
+	for (int k = 1; k < n; k++)
+		if (((unsigned char)p[k] & 0xC0) != 0x80)
+			return 1;
+	return n;
 }
 
 static int fail(const struct pctx *px, int f, const char *fmt, ...)
@@ -86,13 +104,14 @@ static int fail(const struct pctx *px, int f, const char *fmt, ...)
 /* Records `invalid cron "EXPR": FIELD: REASON` and returns SC_ECRON. */
 static int fail(const struct pctx *px, int f, const char *fmt, ...)
 {
-	char reason[200], ex[SC_CRON_EXPR_MAX + 1];
+	char raw[200], reason[400], ex[4 * SC_CRON_EXPR_MAX + 1];
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(reason, sizeof(reason), fmt, ap);
+	vsnprintf(raw, sizeof(raw), fmt, ap);
 	va_end(ap);
 	clean(ex, sizeof(ex), px->expr);
+	text_clean(reason, sizeof(reason), raw, 0);
 	if (f >= 0)
 		sc_err_set(px->err, SC_ECRON, "invalid cron \"%s\": %s: %s", ex,
 			   fields[f].name, reason);
@@ -100,6 +119,27 @@ static int fail(const struct pctx *px, int f, const char *fmt, ...)
 		sc_err_set(px->err, SC_ECRON, "invalid cron \"%s\": %s", ex,
 			   reason);
 	return SC_ECRON;
+}
+
+/*
+ * Reads the digits at *p (before end), all of them, and advances *p. The
+ * value saturates at CRON_NUM_BIG, above every field's range, so leading
+ * zeros cost nothing ("0000005" is 5) and a long number is refused whole,
+ * and messages quote the digits as written.
+ */
+#define CRON_NUM_BIG 1000000L
+static long read_digits(const char **p, const char *end)
+{
+	const char *s = *p;
+	long v = 0;
+
+	while (s < end && isdigit((unsigned char)*s)) {
+		v = v * 10 + (*s++ - '0');
+		if (v > CRON_NUM_BIG)
+			v = CRON_NUM_BIG;
+	}
+	*p = s;
+	return v;
 }
 
 /*
@@ -118,17 +158,11 @@ static int read_value(const struct pctx *px, int f, const char **p,
 
 	*is_name = false;
 	if (s < end && isdigit((unsigned char)*s)) {
-		long v = 0;
-		int n = 0;
-		while (s < end && isdigit((unsigned char)*s)) {
-			if (++n > 6)
-				return fail(px, f, "%.*s is out of range %d-%d",
-					    ilen, item, fi->min, fi->max);
-			v = v * 10 + (*s++ - '0');
-		}
+		const char *d = s;
+		long v = read_digits(&s, end);
 		if (v < fi->min || v > fi->max)
-			return fail(px, f, "%ld is out of range %d-%d", v,
-				    fi->min, fi->max);
+			return fail(px, f, "%.*s is out of range %d-%d",
+				    (int)(s - d), d, fi->min, fi->max);
 		*p = s;
 		*out = (int)v;
 		return 0;
@@ -159,7 +193,8 @@ static int read_value(const struct pctx *px, int f, const char **p,
 	if (s >= end)
 		return fail(px, f, "'%.*s' ends where a value is expected",
 			    ilen, item);
-	return fail(px, f, "unexpected '%c' in '%.*s'", *s, ilen, item);
+	return fail(px, f, "unexpected '%.*s' in '%.*s'", char_len(s, end), s,
+		    ilen, item);
 }
 
 /* Reads a step or #-count: plain digits in lo..hi, into *out. */
@@ -167,18 +202,16 @@ static int read_small(const struct pctx *px, int f, const char **p,
 		      const char *end, const char *item, const char *what,
 		      int lo, int hi, int *out)
 {
-	const char *s = *p;
-	long v = 0;
-	int n = 0;
+	const char *s = *p, *d = s;
 
 	if (s >= end || !isdigit((unsigned char)*s))
 		return fail(px, f, "%s in '%.*s' must be a number", what,
 			    (int)(end - item), item);
-	while (s < end && isdigit((unsigned char)*s) && n++ < 6)
-		v = v * 10 + (*s++ - '0');
+	long v = read_digits(&s, end);
 	if (v < lo || v > hi)
-		return fail(px, f, "%s %ld in '%.*s' is out of range %d-%d",
-			    what, v, (int)(end - item), item, lo, hi);
+		return fail(px, f, "%s %.*s in '%.*s' is out of range %d-%d",
+			    what, (int)(s - d), d, (int)(end - item), item, lo,
+			    hi);
 	*p = s;
 	*out = (int)v;
 	return 0;
@@ -269,8 +302,8 @@ static int parse_item(const struct pctx *px, int f, const char *item,
 				fixed = special = true;
 				st = ST_DONE;
 			} else {
-				return fail(px, f, "unexpected '%c' in '%.*s'",
-					    *p, ilen, item);
+				return fail(px, f, "unexpected '%.*s' in '%.*s'",
+					    char_len(p, end), p, ilen, item);
 			}
 			break;
 		case ST_RANGE:
@@ -280,8 +313,8 @@ static int parse_item(const struct pctx *px, int f, const char *item,
 				p++;
 				st = ST_STEP;
 			} else {
-				return fail(px, f, "unexpected '%c' in '%.*s'",
-					    *p, ilen, item);
+				return fail(px, f, "unexpected '%.*s' in '%.*s'",
+					    char_len(p, end), p, ilen, item);
 			}
 			break;
 		case ST_STEP:
@@ -291,8 +324,8 @@ static int parse_item(const struct pctx *px, int f, const char *item,
 			st = ST_DONE;
 			break;
 		case ST_DONE:
-			return fail(px, f, "unexpected '%c' in '%.*s'", *p,
-				    ilen, item);
+			return fail(px, f, "unexpected '%.*s' in '%.*s'",
+				    char_len(p, end), p, ilen, item);
 		}
 	}
 	if (!special)
@@ -413,7 +446,7 @@ static int parse_fields(const struct pctx *px, const char *text,
 		c.flags |= SC_CRON_DOW_SINGLE;
 
 	if (!cron_fires_ever(&c)) {
-		char ex[SC_CRON_EXPR_MAX + 1];
+		char ex[4 * SC_CRON_EXPR_MAX + 1];
 		return sc_err_set(px->err, SC_ENEVER,
 				  "invalid cron \"%s\": never fires (no day of "
 				  "any year matches)",

@@ -3,7 +3,8 @@
  *
  * Invariant: once an sc_err holds a code, no function here changes it, so a
  * cleanup step or a failure notice can never hide the error that started
- * the trouble (DESIGN.md, the outcome rule).
+ * the trouble (DESIGN.md, the outcome rule). Every message is one line of
+ * clean text (text_clean): no control byte, valid UTF-8.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -11,6 +12,7 @@
 #include <string.h>
 
 #include "err.h"
+#include "text.h"
 
 void sc_err_clear(struct sc_err *err)
 {
@@ -22,11 +24,29 @@ static void vset(struct sc_err *err, int code, const char *fmt, va_list ap)
 {
 	err->code = code;
 	if (fmt) {
-		vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+		char raw[SC_ERR_MSG_MAX];
+		int n = vsnprintf(raw, sizeof(raw), fmt, ap);
 		/* One line per error: a newline would split a log record. */
-		for (char *p = err->msg; *p; p++)
+		for (char *p = raw; *p; p++)
 			if (*p == '\n' || *p == '\r')
 				*p = ' ';
+		/* A cut may have split the last character: drop its start
+		 * rather than show it as an escape. */
+		if (n >= (int)sizeof(raw)) {
+			size_t len = strlen(raw), k = len;
+			while (k > 0 && len - k < 4 &&
+			       ((unsigned char)raw[k - 1] & 0xC0) == 0x80)
+				k--;
+			unsigned char lead = k > 0 ? (unsigned char)raw[k - 1]
+						   : 0;
+			size_t need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : 2;
+			if (lead >= 0xC0 && len - (k - 1) < need)
+				raw[k - 1] = '\0';
+		}
+		/* Messages quote input (task output, config values, peers'
+		 * bodies) and end up on terminals: make control bytes and
+		 * bad UTF-8 visible, never raw (issue 11). */
+		text_clean(err->msg, sizeof(err->msg), raw, 0);
 	} else {
 		snprintf(err->msg, sizeof(err->msg), "%s", sc_strerror(code));
 	}

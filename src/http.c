@@ -16,8 +16,9 @@
  *     carried (scrub_body): servers and proxies echo what they got in
  *     error pages, and callers quote those bodies in errors, notices and
  *     the ledger. The token, and for secret URLs (webhooks) the path and
- *     its long segments, are overwritten with '*' in every body; the
- *     query string in non-2xx bodies (messages drop it from URLs too).
+ *     its long segments, are overwritten with '*' in every body (with
+ *     another byte when a secret holds '*'); the query string in non-2xx
+ *     bodies (messages drop it from URLs too).
  */
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -690,55 +691,76 @@ static int64_t response_hint(const struct http_client *c,
 	return 0;
 }
 
-/* Overwrites every occurrence of the n bytes at secret in body with '*'.
- * Strings under 4 bytes are left alone: they are no secret, and masking
- * them would mangle ordinary text. */
-static void scrub(char *body, size_t len, const char *secret, size_t n)
+/*
+ * Marks in hit[] every byte of body that lies in an occurrence of the n
+ * bytes at secret, overlapping occurrences included, found in the body as
+ * received (masking never feeds the search), and notes the secret's bytes
+ * in used[]. Strings under 4 bytes are left alone: they are no secret,
+ * and masking them would mangle ordinary text.
+ */
+static void scrub_mark(const char *body, size_t len, const char *secret,
+		       size_t n, unsigned char *hit, bool used[256])
 {
-	char *p = body, *end = body + len;
+	const char *p = body, *end = body + len;
 
 	if (n < 4)
 		return;
-	while ((size_t)(end - p) >= n && (p = memmem(p, (size_t)(end - p),
-						    secret, n)) != NULL) {
-		memset(p, '*', n);
-		p += n;
+	for (size_t i = 0; i < n; i++)
+		used[(unsigned char)secret[i]] = true;
+	while ((size_t)(end - p) >= n &&
+	       (p = memmem(p, (size_t)(end - p), secret, n)) != NULL) {
+		memset(hit + (p - body), 1, n);
+		p++;
 	}
 }
 
 /* Removes the request's credentials from resp's body (see the header
- * comment): token, and the URL's secret parts. */
+ * comment): token, and the URL's secret parts. The mask is '*' unless a
+ * secret holds one (issue 11: then "masked" and "still there" could not be
+ * told apart); it is always a byte no secret holds, so no occurrence of a
+ * secret is left, nor made by the mask. */
 static void scrub_body(const struct http_request *req, const char *token,
 		       struct http_response *resp)
 {
 	char *b = resp->body;
 	size_t len = resp->body_len;
+	bool used[256] = {false};
 
 	if (!b || !len)
 		return;
+	unsigned char *hit = calloc(len, 1);
+	if (!hit) {
+		memset(b, '*', len); /* no memory to be precise: hide it all */
+		return;
+	}
 	if (token)
-		scrub(b, len, token, strlen(token));
+		scrub_mark(b, len, token, strlen(token), hit, used);
 	const char *sep = strstr(req->url, "://");
 	const char *path = sep ? sep + 3 + strcspn(sep + 3, "/?#") : NULL;
-	if (!path || !*path)
-		return;
-	size_t plen = strcspn(path, "?#");
-	const char *query = path[plen] == '?' ? path + plen + 1 : NULL;
+	size_t plen = path ? strcspn(path, "?#") : 0;
+	const char *query = path && path[plen] == '?' ? path + plen + 1 : NULL;
 	if (query && (req->url_is_secret || resp->status < 200 ||
 		      resp->status > 299))
-		scrub(b, len, query, strcspn(query, "#"));
-	if (!req->url_is_secret)
-		return;
-	scrub(b, len, path, plen);
-	/* A page may quote a part of the path: mask its long segments. */
-	for (const char *q = path; q < path + plen; q++) {
-		size_t k = strcspn(q, "/?#");
-		if (k >= 8)
-			scrub(b, len, q, k);
-		q += k;
-		if (*q != '/')
-			break;
+		scrub_mark(b, len, query, strcspn(query, "#"), hit, used);
+	if (path && *path && req->url_is_secret) {
+		scrub_mark(b, len, path, plen, hit, used);
+		/* A page may quote a part of the path: its long segments. */
+		for (const char *q = path; q < path + plen; q++) {
+			size_t k = strcspn(q, "/?#");
+			if (k >= 8)
+				scrub_mark(b, len, q, k, hit, used);
+			q += k;
+			if (*q != '/')
+				break;
+		}
 	}
+	char mask = '*';
+	for (int c = '!'; used[(unsigned char)mask] && c <= '~'; c++)
+		mask = (char)c;
+	for (size_t i = 0; i < len; i++)
+		if (hit[i])
+			b[i] = mask;
+	free(hit);
 }
 
 int http_do(struct http_client *c, const struct http_request *req,

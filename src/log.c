@@ -1,14 +1,16 @@
 /*
  * log.c - one logfmt line per event, handed to the sink the program set.
  *
- * Invariant: the library itself never writes to stdout or stderr; without a
- * sink, lines are dropped.
+ * Invariants: the library itself never writes to stdout or stderr; without
+ * a sink, lines are dropped. A line reaches the sink cleaned (text.h): no
+ * control byte, valid UTF-8, whatever its values held.
  */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "log.h"
+#include "text.h"
 
 enum sc_log_level log_max_level = SC_LOG_WARN;
 static sc_log_fn sink;
@@ -67,7 +69,10 @@ void log_write(enum sc_log_level level, const char *module, const char *file,
 	for (char *p = buf; *p; p++)
 		if (*p == '\n' || *p == '\r')
 			*p = ' ';
-	sink(sink_ud, level, buf);
+	/* Values quote what peers and tasks sent: a log line read on a
+	 * terminal must not carry their escape sequences (issue 11). */
+	char clean[sizeof(buf)];
+	sink(sink_ud, level, text_clean(clean, sizeof(clean), buf, 0));
 }
 
 const char *log_quote(char *out, size_t n, const char *s)

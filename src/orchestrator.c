@@ -66,7 +66,6 @@
 #include "task.h"
 
 #define MAX_TARGETS 64
-#define SUMMARY_MAX ((size_t)2 << 20)
 
 void orch_report_dispose(struct orch_report *r)
 {
@@ -230,13 +229,29 @@ static int failed_run(const struct orch_ctx *ctx,
 	return first->err.code ? first->err.code : SC_ETASK;
 }
 
-/* Composes the result: summaries joined, previews in task order, a
- * failure entry per failed task (rendered as notice lines). */
-static int compose_result(const struct schedule_spec *sched, int64_t slot_ms,
-			  int attempt, const struct task_result *res,
-			  char **body, struct sc_err *err)
+/* Bytes up to which s may be cut (at most max) without splitting a
+ * UTF-8 character. */
+static size_t utf8_cut(const char *s, size_t max)
 {
-	size_t n = sched->n_tasks, np = 0, nf = 0, ns = 0;
+	while (max > 0 && ((unsigned char)s[max] & 0xC0) == 0x80)
+		max--;
+	return max;
+}
+
+/*
+ * Composes the result with at most `budget` bytes of task output:
+ * summaries joined by blank lines, then previews, in task order, until the
+ * budget is spent. The summary that crosses it is cut at a character
+ * boundary, the previews after it are left out, and a marked notice line
+ * with both sizes ends the summary. *total gets the bytes the tasks gave.
+ */
+static int compose_within(const struct schedule_spec *sched, int64_t slot_ms,
+			  int attempt, const struct task_result *res,
+			  size_t budget, char **body, size_t *total,
+			  struct sc_err *err)
+{
+	size_t n = sched->n_tasks, np = 0, nf = 0, ns = 0, used = 0;
+	bool cut = false;
 	struct buf summary;
 	int rc = 0;
 
@@ -249,8 +264,9 @@ static int compose_result(const struct schedule_spec *sched, int64_t slot_ms,
 		free(fl);
 		return sc_err_set(err, SC_ENOMEM, "out of memory");
 	}
-	buf_init(&summary, SUMMARY_MAX);
+	buf_init(&summary, budget + 512);
 	np = 0;
+	*total = 0;
 	for (size_t i = 0; i < n && !rc; i++) {
 		if (res[i].outcome == TASK_FAILED) {
 			fl[nf].task = sched->tasks[i].name;
@@ -261,16 +277,52 @@ static int compose_result(const struct schedule_spec *sched, int64_t slot_ms,
 		if (res[i].outcome != TASK_DELIVER)
 			continue;
 		if (res[i].summary) {
-			if (ns++)
-				rc = buf_adds(&summary, "\n\n");
-			if (!rc)
-				rc = buf_adds(&summary, res[i].summary);
+			size_t len = strlen(res[i].summary), sep = ns ? 2 : 0;
+			*total += sep + len;
+			if (!cut && used + sep + len <= budget) {
+				rc = buf_adds(&summary, ns ? "\n\n" : "");
+				if (!rc)
+					rc = buf_add(&summary, res[i].summary,
+						     len);
+				used += sep + len;
+				ns++;
+			} else if (!cut) {
+				size_t k = used + sep < budget
+						   ? utf8_cut(res[i].summary,
+							      budget - used - sep)
+						   : 0;
+				if (k) {
+					rc = buf_adds(&summary,
+						      ns ? "\n\n" : "");
+					if (!rc)
+						rc = buf_add(&summary,
+							     res[i].summary, k);
+					ns++;
+				}
+				used = budget;
+				cut = true;
+			}
 		}
-		for (size_t j = 0; j < res[i].n_previews; j++)
-			pv[np++] = res[i].previews[j];
+		for (size_t j = 0; j < res[i].n_previews; j++) {
+			size_t len = strlen(res[i].previews[j]);
+			*total += len;
+			if (!cut && used + len <= budget) {
+				pv[np++] = res[i].previews[j];
+				used += len;
+			} else {
+				cut = true;
+			}
+		}
+	}
+	if (!rc && cut) {
+		rc = buf_addf(&summary, "%s[surecron: result truncated: the "
+			      "tasks gave %zu bytes of summaries and previews; "
+			      "a result carries at most %zu]", ns ? "\n\n" : "",
+			      *total, budget);
+		ns++;
 	}
 	if (rc) {
-		sc_err_set(err, rc, "result summary too large");
+		sc_err_set(err, rc, "out of memory composing the result");
 	} else {
 		struct delivery_msg m = {
 			.kind = DELIVERY_RESULT, .schedule = sched->name,
@@ -284,6 +336,46 @@ static int compose_result(const struct schedule_spec *sched, int64_t slot_ms,
 	buf_dispose(&summary);
 	free(pv);
 	free(fl);
+	return rc;
+}
+
+/*
+ * Composes the result: summaries joined, previews in task order, a
+ * failure entry per failed task (rendered as notice lines), with at most
+ * SPEC_RESULT_MAX bytes of task output (issue 11: a result too large used
+ * to fail, be retried with the same output and be lost). The composed
+ * message may still pass DELIVERY_MAX_BODY when JSON escaping swells the
+ * text (a control byte takes six); then the budget shrinks and the result
+ * is composed again, each time the same way for the same output.
+ */
+static int compose_result(const struct schedule_spec *sched, int64_t slot_ms,
+			  int attempt, const struct task_result *res,
+			  char **body, struct sc_err *err)
+{
+	size_t budget = SPEC_RESULT_MAX, total = 0;
+	int rc = SC_ETOOBIG;
+
+	for (int pass = 0; pass < 4 && rc == SC_ETOOBIG; pass++, budget /= 4) {
+		struct sc_err e = {0};
+		rc = compose_within(sched, slot_ms, attempt, res, budget, body,
+				    &total, &e);
+		if (rc && rc != SC_ETOOBIG)
+			err_copy(err, &e);
+	}
+	budget *= 4;
+	if (rc == SC_ETOOBIG) {
+		sc_err_set(err, rc, "schedule %s: the result (%zu bytes of "
+			   "task output) does not fit a message of %zu bytes, "
+			   "even cut to %zu bytes", sched->name, total,
+			   DELIVERY_MAX_BODY, budget);
+		err_set_permanent(err); /* the same output fails the same way */
+		return rc;
+	}
+	if (rc == 0 && total > budget)
+		SC_LOG(SC_LOG_WARN, "orchestrator",
+		       "schedule=%s slot_ms=%lld result_bytes=%zu limit=%zu "
+		       "msg=\"result truncated\"", sched->name,
+		       (long long)slot_ms, total, budget);
 	return rc;
 }
 

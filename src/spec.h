@@ -17,6 +17,18 @@
 
 #include "surecron.h"
 
+/*
+ * Output limits, one set (issue 11). A task's output is capped by its
+ * max_output (default SPEC_DEFAULT_MAX_OUTPUT). A slot's result carries
+ * at most SPEC_RESULT_MAX bytes of task output (summaries and previews
+ * together): config refuses a max_output above it at load, and when the
+ * tasks of a slot together give more, the orchestrator cuts the result to
+ * the limit and says so in it (a marked truncation), rather than fail the
+ * same way on every retry.
+ */
+#define SPEC_DEFAULT_MAX_OUTPUT ((size_t)1 << 20)
+#define SPEC_RESULT_MAX ((size_t)1 << 20)
+
 enum task_kind { TASK_COMMAND = 0, TASK_HTTP = 1 };
 
 struct task_spec {
@@ -33,7 +45,8 @@ struct task_spec {
 	char **env;            /* NULL-terminated "KEY=VALUE" extras */
 	int64_t timeout_ms;    /* default 10 min (http: 60 s) */
 	int64_t grace_ms;      /* SIGTERM -> SIGKILL, default 5 s */
-	size_t max_output;     /* stdout cap, default 1 MiB */
+	size_t max_output;     /* stdout cap, default 1 MiB, at most
+				  SPEC_RESULT_MAX */
 	/* http */
 	char *method;          /* default "GET" */
 	char *url;

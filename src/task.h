@@ -43,7 +43,7 @@ struct http_token_store;
 
 #define TASK_DEFAULT_TIMEOUT_MS (10 * 60 * 1000)
 #define TASK_DEFAULT_GRACE_MS (5 * 1000)
-#define TASK_DEFAULT_MAX_OUTPUT ((size_t)1 << 20)
+#define TASK_DEFAULT_MAX_OUTPUT SPEC_DEFAULT_MAX_OUTPUT
 #define TASK_MAX_PREVIEWS 100
 
 enum task_outcome {

@@ -33,11 +33,27 @@ struct cli_command {
 /* Looks a command up by name; NULL when unknown. */
 const struct cli_command *cli_find(const char *name);
 
-/* Prints "surecron: <message>" and a hint to stderr; returns EXIT_USAGE. */
+/*
+ * Prints formatted text for a person to f, cleaned: control bytes (but
+ * '\n') and bad UTF-8 are shown as escapes such as \x1b (text.h). Every
+ * human output of the commands goes through here; JSON does not.
+ * Returns 0.
+ */
+int cli_out(FILE *f, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* A JSON string of s (NULL when s is NULL), cleaned first only when s is
+ * not valid UTF-8, which jansson refuses. */
+struct json_t;
+struct json_t *cli_json_text(const char *s);
+
+/* Prints "surecron: <message>" and a hint to stderr, the message cleaned
+ * (one line); returns EXIT_USAGE. */
 int cli_usage_error(const char *cmd, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
-/* Prints "surecron: <message>" to stderr; returns `code`. */
+/* Prints "surecron: <message>" to stderr, cleaned (one line); returns
+ * `code`. */
 int cli_fail(int code, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 

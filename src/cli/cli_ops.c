@@ -15,10 +15,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "cli.h"
 #include "clock.h"
 #include "config.h"
 #include "store.h"
+#include "text.h"
 
 int cli_opt_value(const char *cmd, int argc, char **argv, int *i,
 		  const char *short_name, const char *long_name,
@@ -38,6 +40,21 @@ int cli_opt_value(const char *cmd, int argc, char **argv, int *i,
 		return -cli_usage_error(cmd, "option '%s' needs a value", a);
 	*val = argv[++*i];
 	return 1;
+}
+
+json_t *cli_json_text(const char *s)
+{
+	if (!s)
+		return NULL;
+	json_t *j = json_string(s);
+	if (!j) {
+		struct buf b;
+		buf_init(&b, strlen(s) * 4 + 16);
+		if (text_clean_buf(&b, s, strlen(s), 0) == 0)
+			j = json_string(buf_str(&b));
+		buf_dispose(&b);
+	}
+	return j;
 }
 
 int cli_print_json(json_t *root)

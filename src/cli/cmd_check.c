@@ -20,10 +20,10 @@ static void print_problems(const struct config_problems *p)
 	char line[SC_ERR_MSG_MAX + 256];
 
 	for (size_t i = 0; i < p->n; i++)
-		fprintf(stderr, "%s\n",
+		cli_out(stderr, "%s\n",
 			config_problem_format(p, i, line, sizeof(line)));
 	if (p->n_dropped)
-		fprintf(stderr, "%s: %zu more problems not shown\n",
+		cli_out(stderr, "%s: %zu more problems not shown\n",
 			p->file ? p->file : "config", p->n_dropped);
 }
 
@@ -60,12 +60,12 @@ int cmd_check(int argc, char **argv)
 	if (rc != 0 || probs.n || probs.n_dropped) {
 		print_problems(&probs);
 		if (rc < 0 && probs.n == 0)
-			fprintf(stderr, "%s: %s\n", path, sc_strerror(rc));
+			cli_out(stderr, "%s: %s\n", path, sc_strerror(rc));
 		config_problems_dispose(&probs);
 		config_free(c);
 		return EXIT_USAGE;
 	}
-	printf("ok: %zu schedule%s, %zu target%s\n", c->n_schedules,
+	cli_out(stdout, "ok: %zu schedule%s, %zu target%s\n", c->n_schedules,
 	       c->n_schedules == 1 ? "" : "s", c->n_targets,
 	       c->n_targets == 1 ? "" : "s");
 	config_problems_dispose(&probs);

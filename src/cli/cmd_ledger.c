@@ -74,7 +74,7 @@ static json_t *row_json(const struct ledger_row *r, int64_t rec_ms)
 	if (r->details_json && !details)
 		details = json_string(r->details_json);
 	return json_pack("{s:I, s:s, s:s, s:I, s:I, s:i, s:s?, s:s?, s:s, "
-			 "s:s?, s:s?, s:I, s:o?, s:s?}",
+			 "s:s?, s:o?, s:I, s:o?, s:s?}",
 			 "id", (json_int_t)r->id, "schedule", r->schedule,
 			 "slot", clock_format_utc(r->slot_ms, s),
 			 "slot_ms", (json_int_t)r->slot_ms,
@@ -86,7 +86,7 @@ static json_t *row_json(const struct ledger_row *r, int64_t rec_ms)
 			 "outcome", r->outcome,
 			 "error_class", r->error_class[0] ? r->error_class
 							  : NULL,
-			 "error", r->error_msg,
+			 "error", cli_json_text(r->error_msg),
 			 "retry_hint_ms", (json_int_t)r->retry_hint_ms,
 			 "details", details,
 			 "recovered_at", rec_ms
@@ -131,20 +131,20 @@ static void print_row(const struct ledger_row *r, int64_t rec_ms)
 		    rec_ms;
 
 	/* Pad the outcome only when something follows it. */
-	printf("%-20s  %-20s %6lld %3d  %-*s", clock_format_utc(r->slot_ms, s),
+	cli_out(stdout, "%-20s  %-20s %6lld %3d  %-*s", clock_format_utc(r->slot_ms, s),
 	       r->schedule, (long long)r->job_id, r->attempt, more ? 9 : 0,
 	       r->outcome);
 	if (r->error_class[0] || r->error_msg)
-		printf("  %s%s%s", r->error_class,
+		cli_out(stdout, "  %s%s%s", r->error_class,
 		       r->error_class[0] && r->error_msg ? ": " : "",
 		       r->error_msg ? r->error_msg : "");
 	if (r->retry_hint_ms > 0) {
 		char d[32];
-		printf(" (retry after %s)",
+		cli_out(stdout, " (retry after %s)",
 		       cli_format_dur(r->retry_hint_ms, d, sizeof(d)));
 	}
 	if (rec_ms)
-		printf("  [recovered: success at %s]",
+		cli_out(stdout, "  [recovered: success at %s]",
 		       clock_format_utc(rec_ms, s));
 	putchar('\n');
 }
@@ -154,9 +154,9 @@ static void print_period(const struct ledger_filter *f)
 	char a[CLOCK_ISO_MAX], b[CLOCK_ISO_MAX];
 
 	if (f->since_ms != INT64_MIN)
-		printf(" since %s", clock_format_utc(f->since_ms, a));
+		cli_out(stdout, " since %s", clock_format_utc(f->since_ms, a));
 	if (f->until_ms != INT64_MAX)
-		printf(" until %s", clock_format_utc(f->until_ms, b));
+		cli_out(stdout, " until %s", clock_format_utc(f->until_ms, b));
 }
 
 int cmd_ledger(int argc, char **argv)
@@ -279,28 +279,28 @@ int cmd_ledger(int argc, char **argv)
 			       n_recovered);
 	} else if (lost) {
 		if (n_lost || n_missed)
-			printf("%s: %d slot%s lost, %d missed", n_lost ? "LOST"
+			cli_out(stdout, "%s: %d slot%s lost, %d missed", n_lost ? "LOST"
 			       : "MISSED", n_lost, n_lost == 1 ? "" : "s",
 			       n_missed);
 		else
-			printf("no lost or missed slots");
+			cli_out(stdout, "no lost or missed slots");
 		print_period(&f);
 		if (n_recovered)
-			printf("; %d recovered later", n_recovered);
-		printf("\n");
+			cli_out(stdout, "; %d recovered later", n_recovered);
+		cli_out(stdout, "\n");
 		for (size_t i = 0; i < n; i++)
 			print_row(&rows[i], rec[i]);
 		r = EXIT_OK;
 	} else {
 		if (n) {
-			printf("%-20s  %-20s %6s %3s  %-9s  %s\n", "SLOT",
+			cli_out(stdout, "%-20s  %-20s %6s %3s  %-9s  %s\n", "SLOT",
 			       "SCHEDULE", "JOB", "ATT", "OUTCOME", "ERROR");
 		} else {
 			/* Say so: an empty screen reads like a hang or a
 			 * wrong store. */
-			printf("no ledger rows");
+			cli_out(stdout, "no ledger rows");
 			print_period(&f);
-			printf("\n");
+			cli_out(stdout, "\n");
 		}
 		for (size_t i = 0; i < n; i++)
 			print_row(&rows[i], 0);

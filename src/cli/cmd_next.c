@@ -144,7 +144,7 @@ int cmd_next(int argc, char **argv)
 	for (int i = 0; i < o.count; i++) {
 		if (sc_cron_next(&c, o.zone, t, &t, &err))
 			return cli_fail(EXIT_FAIL, "%s", err.msg);
-		printf("%s\n", cli_format_local(t, o.zone, when));
+		cli_out(stdout, "%s\n", cli_format_local(t, o.zone, when));
 	}
 	return EXIT_OK;
 }

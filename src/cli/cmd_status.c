@@ -79,35 +79,35 @@ static void print_text(const struct cli_state *st, struct sched_status *v,
 {
 	char t[CLI_TIME_MAX], p[96], u[CLOCK_ISO_MAX];
 
-	printf("config: %s\nstore:  %s\n", st->path, st->cfg->store_url);
+	cli_out(stdout, "config: %s\nstore:  %s\n", st->path, st->cfg->store_url);
 	for (size_t i = 0; i < st->cfg->n_schedules; i++) {
 		const struct schedule_spec *sc = &st->cfg->schedules[i];
 		struct sched_status *x = &v[i];
 
-		printf("\n%s\n", sc->name);
-		printf("  cron     %s", sc->cron);
+		cli_out(stdout, "\n%s\n", sc->name);
+		cli_out(stdout, "  cron     %s", sc->cron);
 		if (sc->override_var)
-			printf("  (from %s; the file says %s)", sc->override_var,
+			cli_out(stdout, "  (from %s; the file says %s)", sc->override_var,
 			       sc->cron_config ? sc->cron_config : "nothing");
-		printf("\n  next     %s %s\n",
+		cli_out(stdout, "\n  next     %s %s\n",
 		       cli_format_local(x->info.next_ms, x->info.zone, t),
 		       sc_zone_name(x->info.zone));
-		printf("  class    %s (%s)\n", sc_freq_class_name(x->info.cls),
+		cli_out(stdout, "  class    %s (%s)\n", sc_freq_class_name(x->info.cls),
 		       x->info.reason);
-		printf("  retry    %s%s\n",
+		cli_out(stdout, "  retry    %s%s\n",
 		       cli_format_policy(&x->info.policy, p, sizeof(p)),
 		       x->info.policy_from_config ? " (retry: in the config)"
 						  : " (the class's policy)");
 		if (x->has_last)
-			printf("  last     %s, slot %s, attempt %d%s%s\n",
+			cli_out(stdout, "  last     %s, slot %s, attempt %d%s%s\n",
 			       x->last.outcome,
 			       clock_format_utc(x->last.slot_ms, u),
 			       x->last.attempt,
 			       x->last.error_msg ? ": " : "",
 			       x->last.error_msg ? x->last.error_msg : "");
 		else
-			printf("  last     never run\n");
-		printf("  jobs     %lld waiting, %lld delayed, %lld running, "
+			cli_out(stdout, "  last     never run\n");
+		cli_out(stdout, "  jobs     %lld waiting, %lld delayed, %lld running, "
 		       "%lld dead%s\n", (long long)x->counts.ready_due,
 		       (long long)x->counts.delayed,
 		       (long long)x->counts.active, (long long)x->counts.dead,
@@ -115,7 +115,7 @@ static void print_text(const struct cli_state *st, struct sched_status *v,
 				      : "");
 	}
 	if (any_pending(other))
-		printf("\nschedules not in the config\n  jobs     %lld waiting, "
+		cli_out(stdout, "\nschedules not in the config\n  jobs     %lld waiting, "
 		       "%lld delayed, %lld running, %lld dead%s\n",
 		       (long long)other->ready_due, (long long)other->delayed,
 		       (long long)other->active, (long long)other->dead,
@@ -150,14 +150,15 @@ static int print_json(const struct cli_state *st, struct sched_status *v,
 		json_t *o = json_object(), *last = json_null();
 
 		if (x->has_last) {
-			last = json_pack("{s:s, s:s, s:I, s:i, s:s*, s:s*}",
+			last = json_pack("{s:s, s:s, s:I, s:i, s:s*, s:o*}",
 					 "outcome", x->last.outcome, "slot",
 					 clock_format_utc(x->last.slot_ms, u),
 					 "slot_ms", (json_int_t)x->last.slot_ms,
 					 "attempt", x->last.attempt,
 					 "error_class", x->last.error_class[0]
 					 ? x->last.error_class : NULL,
-					 "error", x->last.error_msg);
+					 "error",
+					 cli_json_text(x->last.error_msg));
 		}
 		json_object_set_new(o, "name", json_string(sc->name));
 		json_object_set_new(o, "cron", json_string(sc->cron));

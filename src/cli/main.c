@@ -10,7 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "cli.h"
+#include "text.h"
 
 /* Sorted by name; `help` lists them in this order. */
 static const struct cli_command commands[] = {
@@ -221,16 +223,47 @@ const struct cli_command *cli_find(const char *name)
 	return NULL;
 }
 
+/*
+ * Everything the commands print for a person goes through here: the text
+ * is formatted, then cleaned (text_clean), so an escape sequence from a
+ * task, a peer, the config or the command line shows as "\x1b" and never
+ * acts on the terminal (issue 11). JSON output does not come here.
+ */
+static void vout(FILE *f, unsigned flags, const char *fmt, va_list ap)
+{
+	char *raw = NULL;
+	struct buf b;
+	int n = vasprintf(&raw, fmt, ap);
+
+	if (n < 0)
+		return;
+	buf_init(&b, (size_t)n * 4 + 16);
+	if (text_clean_buf(&b, raw, (size_t)n, flags) == 0)
+		fputs(buf_str(&b), f);
+	buf_dispose(&b);
+	free(raw);
+}
+
+int cli_out(FILE *f, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vout(f, TEXT_KEEP_NL, fmt, ap);
+	va_end(ap);
+	return 0;
+}
+
 int cli_usage_error(const char *cmd, const char *fmt, ...)
 {
 	va_list ap;
 
 	fputs("surecron: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vout(stderr, 0, fmt, ap);
 	va_end(ap);
 	if (cmd)
-		fprintf(stderr, " (see 'surecron help %s')\n", cmd);
+		cli_out(stderr, " (see 'surecron help %s')\n", cmd);
 	else
 		fputs(" (see 'surecron --help')\n", stderr);
 	return EXIT_USAGE;
@@ -242,7 +275,7 @@ int cli_fail(int code, const char *fmt, ...)
 
 	fputs("surecron: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vout(stderr, 0, fmt, ap);
 	va_end(ap);
 	fputc('\n', stderr);
 	return code;
