@@ -340,6 +340,62 @@ static void partial_success_delivers_once_with_notice_lines(void **state)
 	orch_report_dispose(&rep);
 }
 
+/*
+ * Issue 11, item 10: a summary over 2 MiB used to fail ("result summary
+ * too large", no task, no size), be retried with the same output and be
+ * lost. Three tasks of 800000 bytes each give 2400004 bytes with the blank
+ * lines: the result is cut to SPEC_RESULT_MAX, says so with both sizes,
+ * and is delivered; the slot is done.
+ */
+static void issue11_large_result_is_cut_not_lost(void **state)
+{
+	struct orch_report rep;
+	struct sc_err err;
+	char path[400];
+
+	snprintf(path, sizeof(path), "%s/out.jsonl", F.dir);
+	F.targets[2] = (struct target_spec){.name = "C", .kind = TARGET_FILE,
+					    .path = path};
+	F.target_names[0] = "C";
+	F.sched.n_targets = 1;
+	for (int i = 0; i < 3; i++) {
+		static const char *const names[] = {"one", "two", "three"};
+		add_task(names[i], "head -c 800000 /dev/zero | tr '\\0' a");
+		F.tasks[i].max_output = SPEC_RESULT_MAX;
+	}
+	int rc = run(1, &rep, &err);
+	if (rc)
+		fail_msg("run failed: %s", err.msg);
+	assert_true(marked());
+	orch_report_dispose(&rep);
+
+	size_t cap = 16u << 20;
+	char *text = malloc(cap);
+	assert_non_null(text);
+	tu_slurp(path, text, cap);
+	char *nl = strchr(text, '\n');
+	assert_non_null(nl);
+	assert_string_equal(nl + 1, ""); /* one message */
+	*nl = '\0';
+	json_t *o = json_loads(text, 0, NULL);
+	free(text);
+	assert_non_null(o);
+	const char *sum = jget(o, "summary");
+	assert_non_null(sum);
+	size_t len = strlen(sum);
+	printf("# summary of %zu bytes (limit %zu), ends: %s\n", len,
+	       SPEC_RESULT_MAX, strrchr(sum, '['));
+	assert_true(len > SPEC_RESULT_MAX - 8);
+	assert_true(len < SPEC_RESULT_MAX + 200);
+	assert_non_null(strstr(sum, "[surecron: result truncated: the tasks "
+				    "gave 2400004 bytes of summaries and "
+				    "previews; a result carries at most "
+				    "1048576]"));
+	/* What was kept is the start, in task order. */
+	assert_int_equal(strspn(sum, "a"), 800000);
+	json_decref(o);
+}
+
 static void preview_alone_is_a_deliverable(void **state)
 {
 	struct orch_report rep;
@@ -800,6 +856,7 @@ int main(void)
 		T(notice_failure_never_replaces_the_task_error),
 		T(partial_success_delivers_once_with_notice_lines),
 		T(preview_alone_is_a_deliverable),
+		T(issue11_large_result_is_cut_not_lost),
 		T(delivery_failure_retry_resends_only_to_b_from_outbox),
 		T(all_skipped_succeeds_silently),
 		T(marked_slot_is_never_run_again),
