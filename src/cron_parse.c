@@ -328,6 +328,10 @@ static int parse_item(const struct pctx *px, int f, const char *item,
 				    char_len(p, end), p, ilen, item);
 		}
 	}
+	/* read_value kept lo and hi in the field's range; this keeps every
+	 * shift below defined whatever the table says. */
+	if (lo < 0 || hi > 63)
+		return fail(px, f, "'%.*s' is out of range", ilen, item);
 	if (!special)
 		for (int v = lo; v <= hi; v += step)
 			acc->bits |= 1ULL << (f == F_DOW ? v % 7 : v);
