@@ -41,46 +41,50 @@ static int print_text(const struct cli_cron_opts *o, const struct explained *x)
 	if (x->sched) {
 		cli_out(stdout, "schedule    %s\n", x->sched->name);
 		if (x->sched->override_var)
-			cli_out(stdout, "override    %s is set: it replaces the file's "
-			       "%s%s%s\n", x->sched->override_var,
-			       x->sched->cron_config ? "\"" : "",
-			       x->sched->cron_config ? x->sched->cron_config
-						     : "(no cron)",
-			       x->sched->cron_config ? "\"" : "");
+			cli_out(stdout,
+				"override    %s is set: it replaces the file's "
+				"%s%s%s\n", x->sched->override_var,
+				x->sched->cron_config ? "\"" : "",
+				x->sched->cron_config ? x->sched->cron_config
+						      : "(no cron)",
+				x->sched->cron_config ? "\"" : "");
 		else
-			cli_out(stdout, "override    none (SURECRON_SCHEDULE_* or "
-			       "schedule_env not set)\n");
+			cli_out(stdout,
+				"override    none (SURECRON_SCHEDULE_* or "
+				"schedule_env not set)\n");
 	}
 	cli_out(stdout, "expression  %s\n", o->expr);
 	cli_out(stdout, "zone        %s\n", sc_zone_name(o->zone));
 	cli_out(stdout, "meaning     %s\n", x->desc);
 	cli_out(stdout, "dst         %s\n",
-	       x->c.flags & SC_CRON_FIXED_TIME
-		       ? "fixed time: a time skipped by a change fires once at "
-			 "the change, a repeated time fires once"
-		       : "follows real time: skipped times do not happen, "
-			 "repeated times fire twice");
+		x->c.flags & SC_CRON_FIXED_TIME
+			? "fixed time: a time skipped by a change fires once at "
+			  "the change, a repeated time fires once"
+			: "follows real time: skipped times do not happen, "
+			  "repeated times fire twice");
 	for (int i = 0; i < x->n_next; i++)
 		cli_out(stdout, "%s%s\n", i ? "            " : "next        ",
-		       cli_format_local(x->next_ms[i], o->zone, t));
-	cli_out(stdout, "class       %s (%s)\n", sc_freq_class_name(x->cls), x->reason);
+			cli_format_local(x->next_ms[i], o->zone, t));
+	cli_out(stdout,
+		"class       %s (%s)\n", sc_freq_class_name(x->cls), x->reason);
 	char p[96];
-	cli_out(stdout, "policy      %s%s\n", cli_format_policy(&x->policy, p, sizeof(p)),
-	       !x->sched ? ""
-	       : x->sched->has_retry ? " (retry: in the config)"
-				     : " (the class's policy)");
+	cli_out(stdout,
+		"policy      %s%s\n", cli_format_policy(&x->policy, p, sizeof(p)),
+		!x->sched ? ""
+		: x->sched->has_retry ? " (retry: in the config)"
+				      : " (the class's policy)");
 	cli_out(stdout, "retry timeline of the slot %s:\n",
-	       cli_format_local(x->tl.attempt_ms[0], o->zone, t));
+		cli_format_local(x->tl.attempt_ms[0], o->zone, t));
 	for (int k = 0; k < x->tl.n_attempts; k++)
 		cli_out(stdout, "  attempt %d  %s  %s%s\n", k + 1,
-		       cli_format_local(x->tl.attempt_ms[k], o->zone, t),
-		       k ? "+" : "",
-		       k ? cli_format_dur(x->tl.attempt_ms[k] - x->tl.attempt_ms[0], d,
-				   sizeof(d))
-			 : "the slot");
+			cli_format_local(x->tl.attempt_ms[k], o->zone, t),
+			k ? "+" : "",
+			k ? cli_format_dur(x->tl.attempt_ms[k] - x->tl.attempt_ms[0], d,
+				    sizeof(d))
+			  : "the slot");
 	cli_out(stdout, "recovery window %s (until %s)\n",
-	       cli_format_dur(x->tl.window_ms, d, sizeof(d)),
-	       cli_format_local(x->tl.window_end_ms, o->zone, t));
+		cli_format_dur(x->tl.window_ms, d, sizeof(d)),
+		cli_format_local(x->tl.window_end_ms, o->zone, t));
 	return EXIT_OK;
 }
 

@@ -131,21 +131,22 @@ static void print_row(const struct ledger_row *r, int64_t rec_ms)
 		    rec_ms;
 
 	/* Pad the outcome only when something follows it. */
-	cli_out(stdout, "%-20s  %-20s %6lld %3d  %-*s", clock_format_utc(r->slot_ms, s),
-	       r->schedule, (long long)r->job_id, r->attempt, more ? 9 : 0,
-	       r->outcome);
+	cli_out(stdout,
+		"%-20s  %-20s %6lld %3d  %-*s", clock_format_utc(r->slot_ms, s),
+		r->schedule, (long long)r->job_id, r->attempt, more ? 9 : 0,
+		r->outcome);
 	if (r->error_class[0] || r->error_msg)
 		cli_out(stdout, "  %s%s%s", r->error_class,
-		       r->error_class[0] && r->error_msg ? ": " : "",
-		       r->error_msg ? r->error_msg : "");
+			r->error_class[0] && r->error_msg ? ": " : "",
+			r->error_msg ? r->error_msg : "");
 	if (r->retry_hint_ms > 0) {
 		char d[32];
 		cli_out(stdout, " (retry after %s)",
-		       cli_format_dur(r->retry_hint_ms, d, sizeof(d)));
+			cli_format_dur(r->retry_hint_ms, d, sizeof(d)));
 	}
 	if (rec_ms)
 		cli_out(stdout, "  [recovered: success at %s]",
-		       clock_format_utc(rec_ms, s));
+			clock_format_utc(rec_ms, s));
 	putchar('\n');
 }
 
@@ -279,9 +280,10 @@ int cmd_ledger(int argc, char **argv)
 			       n_recovered);
 	} else if (lost) {
 		if (n_lost || n_missed)
-			cli_out(stdout, "%s: %d slot%s lost, %d missed", n_lost ? "LOST"
-			       : "MISSED", n_lost, n_lost == 1 ? "" : "s",
-			       n_missed);
+			cli_out(stdout,
+				"%s: %d slot%s lost, %d missed", n_lost ? "LOST"
+				: "MISSED", n_lost, n_lost == 1 ? "" : "s",
+				n_missed);
 		else
 			cli_out(stdout, "no lost or missed slots");
 		print_period(&f);
@@ -293,8 +295,9 @@ int cmd_ledger(int argc, char **argv)
 		r = EXIT_OK;
 	} else {
 		if (n) {
-			cli_out(stdout, "%-20s  %-20s %6s %3s  %-9s  %s\n", "SLOT",
-			       "SCHEDULE", "JOB", "ATT", "OUTCOME", "ERROR");
+			cli_out(stdout,
+				"%-20s  %-20s %6s %3s  %-9s  %s\n", "SLOT",
+				"SCHEDULE", "JOB", "ATT", "OUTCOME", "ERROR");
 		} else {
 			/* Say so: an empty screen reads like a hang or a
 			 * wrong store. */

@@ -41,8 +41,8 @@ static void print_states(struct sc_store *s, const struct schedule_spec *sc,
 		struct outbox_entry e = {0};
 		int rc = outbox_get(s, sc->name, slot_ms, sc->targets[i], &e,
 				    NULL);
-		printf("%-24s %s (tries %d)\n", sc->targets[i],
-		       rc == 0 ? state_name(e.state) : "none", rc == 0 ? e.n_tries : 0);
+		cli_out(stdout, "%-24s %s (tries %d)\n", sc->targets[i],
+			rc == 0 ? state_name(e.state) : "none", rc == 0 ? e.n_tries : 0);
 		outbox_entry_dispose(&e);
 	}
 }
@@ -112,9 +112,9 @@ int cmd_release(int argc, char **argv)
 				"%s", err.msg);
 		goto done;
 	}
-	printf("%s: %s\n", pos[2], decision == 1
-	       ? "marked sent (it will not be sent again)"
-	       : "marked failed (the next attempt sends it)");
+	cli_out(stdout, "%s: %s\n", pos[2], decision == 1
+		? "marked sent (it will not be sent again)"
+		: "marked failed (the next attempt sends it)");
 	struct store_job job;
 	sc_err_clear(&err);
 	if (store_job_find(s, sc->name, slot_ms, &job, &err) == 0 &&
@@ -125,8 +125,9 @@ int cmd_release(int argc, char **argv)
 					(long long)job.id, err.msg);
 			goto done;
 		}
-		printf("job %lld: ready again; a worker will finish the slot\n",
-		       (long long)job.id);
+		cli_out(stdout,
+			"job %lld: ready again; a worker will finish the slot\n",
+			(long long)job.id);
 	}
 	code = EXIT_OK;
 done:

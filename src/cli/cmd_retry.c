@@ -72,9 +72,9 @@ int cmd_retry(int argc, char **argv)
 			     "job %lld: %s", id, err.msg);
 		goto done;
 	}
-	printf("job %lld: %s slot %s ready again (%d attempt%s)\n", id,
-	       job.schedule, clock_format_utc(job.slot_ms, t),
-	       job.policy.attempts, job.policy.attempts > 1 ? "s" : "");
+	cli_out(stdout, "job %lld: %s slot %s ready again (%d attempt%s)\n", id,
+		job.schedule, clock_format_utc(job.slot_ms, t),
+		job.policy.attempts, job.policy.attempts > 1 ? "s" : "");
 	r = EXIT_OK;
 done:
 	cli_state_close(&st);

@@ -250,7 +250,7 @@ static void emit(struct sim *sm, const char *schedule, int64_t slot_ms,
 	vsnprintf(text, sizeof(text), fmt, ap);
 	va_end(ap);
 	if (!sm->json) {
-		printf("%s  %s  %s\n", when, schedule, text);
+		cli_out(stdout, "%s  %s  %s\n", when, schedule, text);
 		json_decref(extra);
 		return;
 	}
@@ -509,7 +509,8 @@ static void print_ledger(struct sim *sm, json_t *out)
 	if (ledger_query(sm->store, NULL, &rows, &n, NULL) != 0)
 		n = 0;
 	if (!sm->json)
-		printf("\nledger (%zu row%s):\n", n, n == 1 ? "" : "s");
+		cli_out(stdout,
+			"\nledger (%zu row%s):\n", n, n == 1 ? "" : "s");
 	for (size_t i = 0; i < n; i++) {
 		const struct ledger_row *w = &rows[i];
 		const struct sc_zone *z = zone_of(sm, w->schedule);
@@ -517,10 +518,11 @@ static void print_ledger(struct sim *sm, json_t *out)
 		cli_format_local(w->slot_ms, z, slot);
 		cli_format_local(w->started_ms, z, at);
 		if (!sm->json) {
-			printf("  %s  %s  attempt %d  %-8s at %s%s%s\n",
-			       w->schedule, slot, w->attempt, w->outcome, at,
-			       w->error_msg ? "  " : "",
-			       w->error_msg ? w->error_msg : "");
+			cli_out(stdout,
+				"  %s  %s  attempt %d  %-8s at %s%s%s\n",
+				w->schedule, slot, w->attempt, w->outcome, at,
+				w->error_msg ? "  " : "",
+				w->error_msg ? w->error_msg : "");
 			continue;
 		}
 		json_array_append_new(arr, json_pack(
@@ -547,18 +549,20 @@ static void print_totals(struct sim *sm, json_t *out)
 			"failure_notice", (int)r->n_notice, "alert",
 			(int)r->n_alert));
 		if (!sm->json)
-			printf("%s  %s: %zu result, %zu failure notice, %zu "
-			       "alert\n", i == 0 ? "\ndeliveries (recorded, "
-			       "not sent):\n" : "", sm->cfg->targets[i].name,
-			       r->n_result, r->n_notice, r->n_alert);
+			cli_out(stdout,
+				"%s  %s: %zu result, %zu failure notice, %zu "
+				"alert\n", i == 0 ? "\ndeliveries (recorded, "
+				"not sent):\n" : "", sm->cfg->targets[i].name,
+				r->n_result, r->n_notice, r->n_alert);
 	}
 	if (!sm->json)
-		printf("\n%zu slot%s, %zu attempt%s: %zu succeeded, %zu failed, "
-		       "%zu slot%s lost, %zu missed\n", sm->n_slots,
-		       sm->n_slots == 1 ? "" : "s", sm->n_attempts,
-		       sm->n_attempts == 1 ? "" : "s", sm->n_succeeded,
-		       sm->n_failed, sm->n_lost, sm->n_lost == 1 ? "" : "s",
-		       sm->n_missed);
+		cli_out(stdout,
+			"\n%zu slot%s, %zu attempt%s: %zu succeeded, %zu failed, "
+			"%zu slot%s lost, %zu missed\n", sm->n_slots,
+			sm->n_slots == 1 ? "" : "s", sm->n_attempts,
+			sm->n_attempts == 1 ? "" : "s", sm->n_succeeded,
+			sm->n_failed, sm->n_lost, sm->n_lost == 1 ? "" : "s",
+			sm->n_missed);
 	if (out) {
 		json_object_set_new(out, "deliveries", dl);
 		json_object_set_new(out, "totals", json_pack(
@@ -709,7 +713,7 @@ int cmd_simulate(int argc, char **argv)
 	if (getenv("SURECRON_LOG"))
 		cli_setup_logging(SC_LOG_WARN);
 	if (config_load(path, &sm.cfg, &err) != 0) {
-		fprintf(stderr, "surecron: %s\n", err.msg);
+		cli_out(stderr, "surecron: %s\n", err.msg);
 		return EXIT_USAGE;
 	}
 	for (size_t i = 0; i < sm.n_fails; i++)
@@ -746,10 +750,10 @@ int cmd_simulate(int argc, char **argv)
 
 	char f1[CLI_TIME_MAX], f2[CLI_TIME_MAX];
 	if (!sm.json)
-		printf("simulating %s from %s until %s%s\n", path,
-		       clock_format_utc(from, f1), clock_format_utc(until, f2),
-		       sm.deliver ? " (delivering for real)"
-				  : " (deliveries recorded, not sent)");
+		cli_out(stdout, "simulating %s from %s until %s%s\n", path,
+			clock_format_utc(from, f1), clock_format_utc(until, f2),
+			sm.deliver ? " (delivering for real)"
+				   : " (deliveries recorded, not sent)");
 	code = simulate(&sm, from, until);
 	if (code == EXIT_OK) {
 		json_t *out = sm.json ? json_object() : NULL;

@@ -79,7 +79,8 @@ static void print_text(const struct cli_state *st, struct sched_status *v,
 {
 	char t[CLI_TIME_MAX], p[96], u[CLOCK_ISO_MAX];
 
-	cli_out(stdout, "config: %s\nstore:  %s\n", st->path, st->cfg->store_url);
+	cli_out(stdout,
+		"config: %s\nstore:  %s\n", st->path, st->cfg->store_url);
 	for (size_t i = 0; i < st->cfg->n_schedules; i++) {
 		const struct schedule_spec *sc = &st->cfg->schedules[i];
 		struct sched_status *x = &v[i];
@@ -87,40 +88,45 @@ static void print_text(const struct cli_state *st, struct sched_status *v,
 		cli_out(stdout, "\n%s\n", sc->name);
 		cli_out(stdout, "  cron     %s", sc->cron);
 		if (sc->override_var)
-			cli_out(stdout, "  (from %s; the file says %s)", sc->override_var,
-			       sc->cron_config ? sc->cron_config : "nothing");
+			cli_out(stdout,
+				"  (from %s; the file says %s)", sc->override_var,
+				sc->cron_config ? sc->cron_config : "nothing");
 		cli_out(stdout, "\n  next     %s %s\n",
-		       cli_format_local(x->info.next_ms, x->info.zone, t),
-		       sc_zone_name(x->info.zone));
-		cli_out(stdout, "  class    %s (%s)\n", sc_freq_class_name(x->info.cls),
-		       x->info.reason);
+			cli_format_local(x->info.next_ms, x->info.zone, t),
+			sc_zone_name(x->info.zone));
+		cli_out(stdout,
+			"  class    %s (%s)\n", sc_freq_class_name(x->info.cls),
+			x->info.reason);
 		cli_out(stdout, "  retry    %s%s\n",
-		       cli_format_policy(&x->info.policy, p, sizeof(p)),
-		       x->info.policy_from_config ? " (retry: in the config)"
-						  : " (the class's policy)");
+			cli_format_policy(&x->info.policy, p, sizeof(p)),
+			x->info.policy_from_config ? " (retry: in the config)"
+						   : " (the class's policy)");
 		if (x->has_last)
-			cli_out(stdout, "  last     %s, slot %s, attempt %d%s%s\n",
-			       x->last.outcome,
-			       clock_format_utc(x->last.slot_ms, u),
-			       x->last.attempt,
-			       x->last.error_msg ? ": " : "",
-			       x->last.error_msg ? x->last.error_msg : "");
+			cli_out(stdout,
+				"  last     %s, slot %s, attempt %d%s%s\n",
+				x->last.outcome,
+				clock_format_utc(x->last.slot_ms, u),
+				x->last.attempt,
+				x->last.error_msg ? ": " : "",
+				x->last.error_msg ? x->last.error_msg : "");
 		else
 			cli_out(stdout, "  last     never run\n");
-		cli_out(stdout, "  jobs     %lld waiting, %lld delayed, %lld running, "
-		       "%lld dead%s\n", (long long)x->counts.ready_due,
-		       (long long)x->counts.delayed,
-		       (long long)x->counts.active, (long long)x->counts.dead,
-		       x->counts.dead ? "  <- lost slots: surecron ledger --lost"
-				      : "");
+		cli_out(stdout,
+			"  jobs     %lld waiting, %lld delayed, %lld running, "
+			"%lld dead%s\n", (long long)x->counts.ready_due,
+			(long long)x->counts.delayed,
+			(long long)x->counts.active, (long long)x->counts.dead,
+			x->counts.dead ? "  <- lost slots: surecron ledger --lost"
+				       : "");
 	}
 	if (any_pending(other))
-		cli_out(stdout, "\nschedules not in the config\n  jobs     %lld waiting, "
-		       "%lld delayed, %lld running, %lld dead%s\n",
-		       (long long)other->ready_due, (long long)other->delayed,
-		       (long long)other->active, (long long)other->dead,
-		       other->dead ? "  <- lost slots: surecron ledger --lost"
-				   : "");
+		cli_out(stdout,
+			"\nschedules not in the config\n  jobs     %lld waiting, "
+			"%lld delayed, %lld running, %lld dead%s\n",
+			(long long)other->ready_due, (long long)other->delayed,
+			(long long)other->active, (long long)other->dead,
+			other->dead ? "  <- lost slots: surecron ledger --lost"
+				    : "");
 }
 
 static int print_json(const struct cli_state *st, struct sched_status *v,

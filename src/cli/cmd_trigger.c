@@ -79,9 +79,10 @@ int cmd_trigger(int argc, char **argv)
 	const char *state = "ready";
 	if (store_job_get(st.store, job_id, &job, NULL) == 0)
 		state = queue_state_name(job.state);
-	printf("job %lld: %s slot %s, %s (%s)\n", (long long)job_id, sc->name,
-	       clock_format_utc(slot_ms, t),
-	       created ? "new, due now" : "already queued", state);
+	cli_out(stdout,
+		"job %lld: %s slot %s, %s (%s)\n", (long long)job_id, sc->name,
+		clock_format_utc(slot_ms, t),
+		created ? "new, due now" : "already queued", state);
 	r = EXIT_OK;
 done:
 	cli_state_close(&st);
