@@ -991,9 +991,15 @@ static int get_int(struct pc *pc, const struct ynode *m, const char *path,
 	return 1;
 }
 
-/* Sizes: bytes, or with a suffix k/K/KiB or M/MiB (powers of 1024). */
+/*
+ * Sizes: bytes, or with a suffix k/K/KiB or M/MiB (powers of 1024), 1 to
+ * max. A value above max is reported as "OWNER: VALUE (N bytes) is above
+ * the limit of WHAT, MAX bytes", so the message names whose setting it is,
+ * the size and the limit.
+ */
 static int get_size(struct pc *pc, const struct ynode *m, const char *path,
-		    const char *key, size_t max, size_t *out)
+		    const char *key, size_t max, const char *owner,
+		    const char *what, size_t *out)
 {
 	char kp[PATH_MAX_KEY];
 	const struct ynode *v = map_get(m, key);
@@ -1020,9 +1026,20 @@ static int get_size(struct pc *pc, const struct ynode *m, const char *path,
 		mult = 1024 * 1024;
 	else if (*end)
 		goto badsize;
-	if (x == 0 || x > max / mult) {
+	if (x == 0) {
 		bad(pc, v, kp, "size %s is out of range (1 to %zu bytes)",
 		    v->str, max);
+		return -1;
+	}
+	if (x > max / mult) {
+		if (x <= ULLONG_MAX / mult)
+			bad(pc, v, kp, "%s: %s (%llu bytes) is above the limit "
+			    "of %s, %zu bytes (%zuMiB)", owner, v->str,
+			    x * mult, what, max, max >> 20);
+		else
+			bad(pc, v, kp, "%s: %s is above the limit of %s, %zu "
+			    "bytes (%zuMiB)", owner, v->str, what, max,
+			    max >> 20);
 		return -1;
 	}
 	*out = (size_t)(x * mult);
@@ -1662,15 +1679,10 @@ static void parse_task(struct pc *pc, const struct ynode *v,
 	get_duration(pc, v, path, "grace", 0, INT64_C(3600000), &t->grace_ms);
 	/* Output a result cannot carry would fail the same way on every
 	 * retry: refused here, with the task, the size and the limit. */
-	if (get_size(pc, v, path, "max_output", SIZE_MAX / 2,
-		     &t->max_output) == 1 &&
-	    t->max_output > SPEC_RESULT_MAX) {
-		pjoin(kp, sizeof(kp), path, "max_output");
-		bad(pc, map_get(v, "max_output"), kp, "task \"%s\": %s (%zu "
-		    "bytes) is above the limit of a result, %zu bytes (%zuMiB)",
-		    t->name ? t->name : "?", map_get(v, "max_output")->str,
-		    t->max_output, SPEC_RESULT_MAX, SPEC_RESULT_MAX >> 20);
-	}
+	char owner[CONFIG_NAME_MAX + 16];
+	snprintf(owner, sizeof(owner), "task \"%s\"", t->name ? t->name : "?");
+	get_size(pc, v, path, "max_output", SPEC_RESULT_MAX, owner,
+		 "a result", &t->max_output);
 	if (t->kind == TASK_HTTP) {
 		static const char *const cmd_only[] = {"cwd", "env", NULL};
 		for (size_t i = 0; cmd_only[i]; i++) {
