@@ -19,6 +19,7 @@
  * and no longer fails the report: the alarm stops once the operator fixed
  * it. Rows come oldest first (the order they were written).
  */
+#include <ctype.h>
 #include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -228,7 +229,8 @@ int cmd_ledger(int argc, char **argv)
 		char *end;
 		errno = 0;
 		long v = strtol(limit, &end, 10);
-		if (*limit == '\0' || *end || errno || v < 1 || v > 1000000)
+		if (!isdigit((unsigned char)*limit) || *end || errno || v < 1 ||
+		    v > 1000000)
 			return cli_usage_error("ledger", "--limit must be a "
 					       "number 1-1000000, not '%s'",
 					       limit);

@@ -7,6 +7,7 @@
  * instant ("2026-03-08T03:30:00-04:00"). Bad input (expression, zone,
  * time, option) is one line on stderr and exit status 2.
  */
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,7 +108,8 @@ int cli_cron_opts_parse(const char *cmd, int argc, char **argv,
 	if (count) {
 		char *end;
 		long n = strtol(count, &end, 10);
-		if (*count == '\0' || *end || n < 1 || n > CLI_COUNT_MAX)
+		if (!isdigit((unsigned char)*count) || *end || n < 1 ||
+		    n > CLI_COUNT_MAX)
 			return cli_usage_error(cmd, "--count must be a number "
 					       "1-%d, not '%s'", CLI_COUNT_MAX,
 					       count);

@@ -6,6 +6,7 @@
  * is refused with its state (exit 2), as is an id with no job. The lost
  * row stays in the ledger; the new attempts follow it there.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,7 +43,7 @@ int cmd_retry(int argc, char **argv)
 		return cli_usage_error("retry", "missing the job id");
 	errno = 0;
 	long long id = strtoll(arg, &end, 10);
-	if (*arg == '\0' || *end || errno || id <= 0)
+	if (!isdigit((unsigned char)*arg) || *end || errno || id <= 0)
 		return cli_usage_error("retry", "'%s' is not a job id (a "
 				       "number, as `surecron ledger` shows)",
 				       arg);

@@ -298,6 +298,28 @@ static void from_outside_the_years_exits_2(void **state)
 	assert_non_null(strstr(out, "0001-01-01T01:00:00"));
 }
 
+/* Issue 11, item 11, on the command line: counts and limits are digits,
+ * not "+5" or " 5" (strtol takes both). */
+static void numbers_take_their_documented_form(void **state)
+{
+	static const char *const bad[] = {"+5", " 5", "-0", "5 ", "0x5", ""};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		const char *nx[] = {"next", "--count", bad[i], "0 * * * *", NULL};
+		const char *led[] = {"ledger", "--config", cfg, "--limit",
+				     bad[i], NULL};
+		const char *rt[] = {"retry", "--config", cfg, bad[i], NULL};
+		const char *const *all[] = {nx, led, rt};
+		for (size_t k = 0; k < 3; k++) {
+			int rc = run(all[k]);
+			if (rc != 2)
+				fail_msg("%s '%s': exit %d, want 2 (%s)",
+					 all[k][0], bad[i], rc, err);
+		}
+	}
+	const char *ok[] = {"next", "--count", "3", "0 * * * *", NULL};
+	assert_int_equal(run(ok), 0);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -306,6 +328,7 @@ int main(void)
 		T(raw_ledger_rows_are_cleaned),
 		T(echoed_input_is_cleaned),
 		T(from_outside_the_years_exits_2),
+		T(numbers_take_their_documented_form),
 	};
 #undef T
 	return cmocka_run_group_tests(tests, NULL, NULL);
