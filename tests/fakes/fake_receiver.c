@@ -46,6 +46,8 @@ struct fake_receiver {
 	void (*on_request)(void *ud, const char *path, const char *key,
 			   const char *disposition);
 	void *on_request_ud;
+	int n_busy;                 /* requests being handled now */
+	struct timespec last_event; /* last accept, request start or end */
 };
 
 /* What one request was told to do (copied out of the script). */
@@ -170,6 +172,10 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn,
 	(void)upload_data;
 	if (!*con_cls) {
 		*con_cls = &con_marker;
+		pthread_mutex_lock(&r->mu);
+		r->n_busy++;
+		clock_gettime(CLOCK_MONOTONIC, &r->last_event);
+		pthread_mutex_unlock(&r->mu);
 		return MHD_YES;
 	}
 	if (*upload_data_size) {
@@ -245,6 +251,82 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn,
 	return rc;
 }
 
+static void on_connection(void *cls, struct MHD_Connection *conn,
+			  void **socket_context,
+			  enum MHD_ConnectionNotificationCode toe)
+{
+	struct fake_receiver *r = cls;
+
+	(void)conn;
+	(void)socket_context;
+	(void)toe;
+	pthread_mutex_lock(&r->mu);
+	clock_gettime(CLOCK_MONOTONIC, &r->last_event);
+	pthread_cond_broadcast(&r->cv);
+	pthread_mutex_unlock(&r->mu);
+}
+
+/* libmicrohttpd is done with a request the handler saw (answered, or cut
+ * short by the client). */
+static void on_completed(void *cls, struct MHD_Connection *conn,
+			 void **con_cls, enum MHD_RequestTerminationCode toe)
+{
+	struct fake_receiver *r = cls;
+
+	(void)conn;
+	(void)toe;
+	if (!*con_cls)
+		return;
+	*con_cls = NULL;
+	pthread_mutex_lock(&r->mu);
+	r->n_busy--;
+	clock_gettime(CLOCK_MONOTONIC, &r->last_event);
+	pthread_cond_broadcast(&r->cv);
+	pthread_mutex_unlock(&r->mu);
+}
+
+static int64_t mono_ms(const struct timespec *t)
+{
+	return (int64_t)t->tv_sec * 1000 + t->tv_nsec / 1000000;
+}
+
+bool fake_receiver_wait_idle(struct fake_receiver *r, int quiet_ms,
+			     int timeout_ms)
+{
+	struct timespec now;
+	bool quiet = false;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	int64_t end = mono_ms(&now) + timeout_ms;
+	pthread_mutex_lock(&r->mu);
+	/* The quiet period counts from now as well: a connection the kernel
+	 * accepted may not have reached libmicrohttpd yet. */
+	int64_t since = mono_ms(&now);
+	for (;;) {
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		int64_t t = mono_ms(&now);
+		int64_t last = mono_ms(&r->last_event);
+		if (last > since)
+			since = last;
+		if (r->n_busy == 0 && t - since >= quiet_ms) {
+			quiet = true;
+			break;
+		}
+		if (t >= end) {
+			break;
+		}
+		struct timespec dl = now;
+		dl.tv_nsec += 5 * 1000000L;
+		if (dl.tv_nsec >= 1000000000L) {
+			dl.tv_sec++;
+			dl.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&r->cv, &r->mu, &dl);
+	}
+	pthread_mutex_unlock(&r->mu);
+	return quiet;
+}
+
 struct fake_receiver *fake_receiver_start(const char *log_path,
 					  const char *cert_pem,
 					  const char *key_pem)
@@ -276,6 +358,10 @@ struct fake_receiver *fake_receiver_start(const char *log_path,
 					handler, r, MHD_OPTION_SOCK_ADDR, &sa,
 					MHD_OPTION_CONNECTION_TIMEOUT,
 					(unsigned)30,
+					MHD_OPTION_NOTIFY_CONNECTION,
+					on_connection, r,
+					MHD_OPTION_NOTIFY_COMPLETED,
+					on_completed, r,
 					MHD_OPTION_HTTPS_MEM_CERT, cert_pem,
 					MHD_OPTION_HTTPS_MEM_KEY, key_pem,
 					MHD_OPTION_END);
@@ -283,7 +369,11 @@ struct fake_receiver *fake_receiver_start(const char *log_path,
 		r->d = MHD_start_daemon(flags, 0, NULL, NULL, handler, r,
 					MHD_OPTION_SOCK_ADDR, &sa,
 					MHD_OPTION_CONNECTION_TIMEOUT,
-					(unsigned)30, MHD_OPTION_END);
+					(unsigned)30,
+					MHD_OPTION_NOTIFY_CONNECTION,
+					on_connection, r,
+					MHD_OPTION_NOTIFY_COMPLETED,
+					on_completed, r, MHD_OPTION_END);
 	const union MHD_DaemonInfo *info =
 		r->d ? MHD_get_daemon_info(r->d, MHD_DAEMON_INFO_BIND_PORT)
 		     : NULL;

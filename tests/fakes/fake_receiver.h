@@ -77,6 +77,14 @@ void fake_receiver_on_request(struct fake_receiver *r,
 					 const char *disposition),
 			      void *ud);
 
+/* Waits until no request is being handled and nothing happened (no
+ * connection accepted, no request started or ended) for quiet_ms, or
+ * timeout_ms passed; true when quiet. A request from a sender that was
+ * just killed may still sit in the receiver's socket and be recorded when
+ * read: wait for this before reading the count to decide anything. */
+bool fake_receiver_wait_idle(struct fake_receiver *r, int quiet_ms,
+			     int timeout_ms);
+
 /* Lines of the log at log_path (read from the file) whose path equals path
  * (NULL: any), whose key equals key (NULL: any) and, with taken_only,
  * whose disposition is "taken". 0 when the file does not exist. */
