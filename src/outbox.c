@@ -218,11 +218,10 @@ static int send_one(const struct delivery_slot *ds,
 		       "schedule=%s target=%s msg=\"cannot record the failed "
 		       "send\" code=%d", ds->schedule, t->name, ferr.code);
 	if (hold) {
-		int code = sc_err_set(err, SC_EDELIVERY, "%s; held: it may have "
-				      "arrived (on_ambiguous: hold), nothing "
-				      "is sent until an operator decides "
-				      "(surecron release --arrived|--resend)",
-				      serr.msg);
+		int code = sc_err_set(err, SC_EDELIVERY, "%s; held "
+				      "(on_ambiguous: hold): nothing is sent "
+				      "until an operator decides (surecron "
+				      "release --arrived|--resend)", serr.msg);
 		/* Retrying cannot resolve it: only an operator can. */
 		err_set_permanent(err);
 		return code;

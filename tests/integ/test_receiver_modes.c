@@ -56,7 +56,7 @@
 
 #define SLOT 1795798800000LL /* Friday 2026-11-27T17:00:00Z */
 #define SLOT_ISO "2026-11-27T17:00:00Z"
-#define TIMEOUT_MS 1000
+#define TIMEOUT_MS 2000 /* a loaded machine answers a 200 well within */
 #define RETRY_MS 60000
 #define RETRY_AFTER_S 120
 #define MAX_ATTEMPTS 3
@@ -182,7 +182,7 @@ static void script_receiver(struct trial *t)
 	case M_CRASH:
 		fake_receiver_script(t->rcv, RECV_CRASH, 1, 0, NULL, 0);
 		break;
-	case M_DRIP: /* 64 bytes, 100 ms each: 6.4 s against a 1 s timeout */
+	case M_DRIP: /* 64 bytes, 100 ms each: 6.4 s against a 2 s timeout */
 		fake_receiver_script(t->rcv, RECV_DRIP, 1, 0, NULL, 100);
 		break;
 	case M_503:
@@ -330,7 +330,7 @@ static void run_trial(enum mode m, bool hold)
 			/* The first send may have been taken. */
 			expect(t, st == SEND_UNKNOWN,
 			       "an ambiguous send ends UNKNOWN, not FAILED");
-		} else if (!is_ambiguous(m)) {
+		} else if (!is_ambiguous(m) && (round == 0 || m == M_TLS)) {
 			expect(t, st == SEND_FAILED,
 			       "a definite failure ends FAILED");
 			expect(t, !jr.dead || m == M_TLS ||
