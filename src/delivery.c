@@ -343,6 +343,12 @@ int delivery_http_post(const struct delivery_send *s, const char *body,
 	};
 	rc = http_do(c, &req, &resp, &herr);
 	http_client_free(c);
+	/* A 2xx whose body passed the cap: the target took the copy, and
+	 * what it said beyond 64 KiB is of no use to a delivery. Failing it
+	 * would only send it again. */
+	if (rc == SC_ETOOBIG && herr.http_status >= 200 &&
+	    herr.http_status <= 299)
+		rc = 0;
 	if (rc) {
 		struct sc_err out = {0};
 		http_url_for_log(url, logurl, sizeof(logurl));

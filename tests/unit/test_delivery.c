@@ -266,6 +266,17 @@ static void webhook_failures_carry_status_and_excerpt(void **state)
 	assert_false(err.ambiguous);
 	assert_int_equal(fake_http_count(srv, NULL), 3);
 
+	/* A 2xx whose body passes the 64 KiB cap was taken: a success, not
+	 * a failure to send again (issue 10). */
+	char *big = malloc(100 * 1024 + 1);
+	assert_non_null(big);
+	memset(big, 'x', 100 * 1024);
+	big[100 * 1024] = '\0';
+	fake_http_push(srv, "/hook/SECRETPATH", 200, NULL, big, 0);
+	free(big);
+	sc_err_clear(&err);
+	assert_int_equal(delivery_send(&s, &err), 0);
+
 	/* A receiver slower than the target's total timeout: a failure
 	 * with no status, in about the timeout. */
 	sc_err_clear(&err);
