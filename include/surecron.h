@@ -85,6 +85,14 @@ enum sc_errcode {
  *   http_status     HTTP status when the failure came from a response, else 0
  *   retry_after_ms  > 0: do not retry before this many ms from now (a hint)
  *   permanent       true: retrying cannot help (do not retry)
+ *   ambiguous       true: the failed request (or a command's input) may
+ *                   have reached its receiver and been acted on before
+ *                   the failure (a timeout after the request was sent, a
+ *                   connection lost before the answer, a command killed
+ *                   after it started): not a sure failure. false: it
+ *                   surely was not taken (never sent, or answered with a
+ *                   definite refusal). Deliveries decide on it whether a
+ *                   second copy must be declared (docs/delivery.md).
  *   msg             one line, no trailing newline, never holds secrets
  */
 struct sc_err {
@@ -92,6 +100,7 @@ struct sc_err {
 	int http_status;
 	int64_t retry_after_ms;
 	bool permanent;
+	bool ambiguous;
 	char msg[SC_ERR_MSG_MAX];
 };
 

@@ -343,20 +343,33 @@ int delivery_http_post(const struct delivery_send *s, const char *body,
 	};
 	rc = http_do(c, &req, &resp, &herr);
 	http_client_free(c);
+	/* A 2xx whose body passed the cap: the target took the copy, and
+	 * what it said beyond 64 KiB is of no use to a delivery. Failing it
+	 * would only send it again. */
+	if (rc == SC_ETOOBIG && herr.http_status >= 200 &&
+	    herr.http_status <= 299)
+		rc = 0;
 	if (rc) {
+		struct sc_err out = {0};
 		http_url_for_log(url, logurl, sizeof(logurl));
 		http_url_hide_path(logurl);
 		if (herr.http_status) {
 			excerpt(resp.body, resp.body_len, ex, sizeof(ex));
-			err_set_http(err, SC_EDELIVERY, herr.http_status,
+			err_set_http(&out, SC_EDELIVERY, herr.http_status,
 				     herr.retry_after_ms,
 				     "target %s: HTTP %d%s%s", t->name,
 				     herr.http_status, *ex ? ": " : "", ex);
 		} else {
-			err_set_http(err, SC_EDELIVERY, 0, herr.retry_after_ms,
-				     "target %s: %s", t->name,
-				     strip_url(herr.msg, logurl));
+			err_set_http(&out, SC_EDELIVERY, 0, herr.retry_after_ms,
+				     "target %s: %s%s", t->name,
+				     strip_url(herr.msg, logurl),
+				     herr.ambiguous ? " (the request may have "
+						      "arrived)" : "");
 		}
+		/* The one fact the outbox needs: may this copy have been
+		 * taken? (http.h: err->ambiguous) */
+		out.ambiguous = herr.ambiguous;
+		err_copy(err, &out);
 		rc = SC_EDELIVERY;
 	}
 	http_response_dispose(&resp);

@@ -19,9 +19,10 @@
  * The outbox flow (outbox.c) is what makes a result go out once:
  *   delivery_stage  stores the composed message for every target first;
  *   delivery_flush  sends to every target without a send guard, moving
- *                   each row PENDING|FAILED -> SENDING -> SENT|FAILED, and
- *                   deciding what a row found SENDING after a crash
- *                   becomes (UNKNOWN, then resend or hold).
+ *                   each row PENDING|FAILED -> SENDING -> SENT|FAILED|
+ *                   UNKNOWN (UNKNOWN: the send failed but may have
+ *                   arrived), and deciding what a row found SENDING after
+ *                   a crash becomes (UNKNOWN, then resend or hold).
  * Notices and alerts bypass the outbox: they are sent directly, and a
  * failure to send them is only a warning for the caller to log.
  *
@@ -145,6 +146,10 @@ int delivery_send_key(const struct delivery_send *s,
  * line written and fsync'd, command exited 0), else SC_EDELIVERY (or
  * SC_ECONFIG for a target whose variables are unset) with the status and a
  * short body excerpt in err, and for HTTP 429/503 the Retry-After hint.
+ * err->ambiguous is true when the copy may have been taken all the same
+ * (a timeout after the request left, an empty reply, a command killed
+ * after it started: docs/delivery.md has the list per kind); false for a
+ * sure failure.
  */
 int delivery_send(const struct delivery_send *s, struct sc_err *err);
 
@@ -214,7 +219,11 @@ int delivery_stage(const struct delivery_slot *ds, const char *body,
  * UNKNOWN row follows its target's on_ambiguous: resend (a "duplicate"
  * ledger row declares the possible extra copy, then it is sent again) or
  * hold (nothing is sent; the row stays UNKNOWN until an operator runs
- * delivery_release). A failed target never stops the next one.
+ * delivery_release). A send that fails ambiguously (err->ambiguous of
+ * delivery_send) leaves its row UNKNOWN as well, for the next attempt to
+ * resend that way; with hold it is held at once (n_held, a permanent
+ * error). A sure failure leaves it FAILED. A failed target never stops
+ * the next one.
  * Returns 0 when every target's row is SENT; else the first target's error
  * in order (SC_EDELIVERY with the status and hint, permanent for a hold).
  * Writes no slot marker: the caller does, after this returns 0.

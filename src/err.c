@@ -83,6 +83,12 @@ void err_set_permanent(struct sc_err *err)
 		err->permanent = true;
 }
 
+void err_set_ambiguous(struct sc_err *err)
+{
+	if (err && err->code != 0)
+		err->ambiguous = true;
+}
+
 void err_copy(struct sc_err *dst, const struct sc_err *src)
 {
 	if (dst && src && dst->code == 0 && src->code != 0)

@@ -14,6 +14,10 @@ int err_set_http(struct sc_err *err, int code, int http_status,
 /* Marks an error recorded in err as permanent (do not retry). */
 void err_set_permanent(struct sc_err *err);
 
+/* Marks an error recorded in err as ambiguous: what failed may have been
+ * received (struct sc_err). */
+void err_set_ambiguous(struct sc_err *err);
+
 /* Copies src into dst unless dst already holds an error. */
 void err_copy(struct sc_err *dst, const struct sc_err *src);
 

@@ -6,6 +6,9 @@
  *   - TLS verification is on for every transfer unless the client was made
  *     with the test-only insecure_skip_verify, which logs a warning.
  *   - Redirects are never followed; only http and https are spoken.
+ *   - A transport failure is marked ambiguous (err->ambiguous) unless it
+ *     surely happened before a byte of the request could be written
+ *     (maybe_received): a caller may then treat it as "not sent".
  *   - A request is sent at most twice, and the second time only after a
  *     401 with an auth provider that can refresh (http_do).
  *   - Nothing that may hold a secret reaches a log line or an sc_err
@@ -519,6 +522,45 @@ static const char *transport_reason(CURLcode cc, long os_errno, int *code)
 }
 
 /*
+ * Could the request have reached the server before transfer h failed with
+ * cc? A request is written only once the connection is up (for https,
+ * once the TLS handshake is done), so a failure before that point is sure:
+ * resolving, connecting, a refused or unverified certificate, a timeout
+ * while connecting. From that point on the server may have read the whole
+ * request and acted on it, whatever went wrong next: a timeout waiting for
+ * the answer, an empty reply, a connection reset, a body cut short. When
+ * curl cannot tell us how far it got, the answer is "maybe".
+ */
+static bool maybe_received(CURL *h, CURLcode cc, bool https, long status)
+{
+	curl_off_t up = 0, pre = 0, conn = 0;
+	long req_size = 0;
+
+	switch (cc) {
+	case CURLE_COULDNT_RESOLVE_HOST:
+	case CURLE_COULDNT_RESOLVE_PROXY:
+	case CURLE_COULDNT_CONNECT:
+	case CURLE_UNSUPPORTED_PROTOCOL:
+	case CURLE_URL_MALFORMAT:
+		return false; /* no connection was ever made */
+	default:
+		break;
+	}
+	if (status > 0)
+		return true; /* an answer started: the request was read */
+	if (curl_easy_getinfo(h, https ? CURLINFO_APPCONNECT_TIME_T
+				       : CURLINFO_CONNECT_TIME_T,
+			      &conn) != CURLE_OK ||
+	    curl_easy_getinfo(h, CURLINFO_PRETRANSFER_TIME_T, &pre) !=
+		    CURLE_OK ||
+	    curl_easy_getinfo(h, CURLINFO_REQUEST_SIZE, &req_size) !=
+		    CURLE_OK ||
+	    curl_easy_getinfo(h, CURLINFO_SIZE_UPLOAD_T, &up) != CURLE_OK)
+		return true;
+	return conn > 0 || pre > 0 || req_size > 0 || up > 0;
+}
+
+/*
  * Sends one request with `token` (may be NULL) and fills resp. Returns 0
  * when a response arrived (any status), else a negative code with err set.
  */
@@ -636,10 +678,15 @@ static int exchange(struct http_client *c, const struct http_request *req,
 	       method, logurl, status, (long long)(clock_mono_ms() - t0),
 	       s.body.len, names[0] ? names : "-", (int)cc);
 
+	bool https = strncasecmp(req->url, "https://", 8) == 0;
 	if (s.too_big || cc == CURLE_FILESIZE_EXCEEDED) {
 		rc = err_set_http(err, SC_ETOOBIG, (int)status, 0,
 				  "%s %s: response body larger than %zu bytes",
 				  method, logurl, c->max_body);
+		/* A 2xx with an oversized body was taken all the same; a
+		 * 3xx-5xx status is a definite refusal. */
+		if (status < 300)
+			err_set_ambiguous(err);
 		goto done;
 	}
 	if (cc != CURLE_OK) {
@@ -647,6 +694,8 @@ static int exchange(struct http_client *c, const struct http_request *req,
 		const char *why = transport_reason(cc, os_errno, &code);
 		rc = err_set_http(err, code, 0, 0, "%s %s: %s", method, logurl,
 				  why);
+		if (maybe_received(h, cc, https, status))
+			err_set_ambiguous(err);
 		goto done;
 	}
 	resp->status = (int)status;

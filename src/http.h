@@ -33,6 +33,16 @@
  *     "METHOD URL: HTTP 429" or "METHOD URL: connection refused", where URL
  *     has no query string, fragment or user:password. Decide on
  *     err->http_status (see http_status_retryable), never on the message.
+ *   - err->ambiguous says whether a failed request may have been received
+ *     (and acted on) all the same. It is false only when nothing can have
+ *     reached the server: the URL was refused, the host did not resolve,
+ *     the connection or (https) the TLS handshake never completed,
+ *     including a certificate that does not verify; or when the server
+ *     answered with a definite non-2xx status. Once the connection is up,
+ *     any failure short of a whole response is ambiguous: a timeout
+ *     waiting for the answer, an empty reply, a reset, a body cut short,
+ *     a 2xx whose body passed max_body. Callers that must not send twice
+ *     silently (deliveries) decide on this flag, never on the message.
  *   - Tokens and secrets never appear in logs or err->msg: logs name request
  *     headers but never print their values.
  */
@@ -130,6 +140,7 @@ bool http_response_header(const struct http_response *resp, const char *name,
  *   SC_EINVAL     bad URL, scheme or method
  *   SC_ENOMEM     out of memory
  *   any code of http_auth_token when the token could not be obtained
+ * and err->ambiguous set as the header comment says.
  * Exception to "outputs untouched on failure": when a non-2xx response
  * arrived, resp holds it (status, headers, body) so callers can show the
  * server's explanation. resp's previous content is disposed first.

@@ -6,13 +6,23 @@
  *
  *   (none) --stage--> PENDING --flush--> SENDING --2xx--> SENT (the guard)
  *                        ^                  |  \
- *                        |              failure  crash (found SENDING by
- *                        |                  v      the next attempt)
- *                        +----retry----- FAILED     v
+ *                        |          sure failure  ambiguous failure, or a
+ *                        |                  v     crash (found SENDING by
+ *                        +----retry----- FAILED    the next attempt)
+ *                                                   v
  *                                                UNKNOWN --resend--> SENDING
  *                                                   |   ("duplicate" ledger row)
  *                                                   +--hold--> stays UNKNOWN
  *                                                      (operator: delivery_release)
+ *
+ *   PENDING|FAILED|UNKNOWN -> SENDING  [send_one]
+ *   SENDING -> SENT      [send_one] the target took it
+ *   SENDING -> FAILED    [send_one] a sure failure: nothing can have
+ *                        arrived, or the target said no (sc_err.ambiguous
+ *                        false: see docs/delivery.md for the list)
+ *   SENDING -> UNKNOWN   [send_one] an ambiguous failure (a timeout after
+ *                        the request left, an empty reply, a command
+ *                        killed); [delivery_flush] a row left by a crash
  *
  * Invariants:
  *   - every target's row exists before the first send (delivery_stage runs
@@ -24,6 +34,8 @@
  *   - a SENT row is never sent again (the store refuses to reopen it);
  *   - an UNKNOWN row is resent only with a "duplicate" ledger row written
  *     first, so a possible extra copy is always on the record;
+ *   - a row becomes FAILED only when the send surely did not arrive, so a
+ *     FAILED row may be sent again with nothing to declare;
  *   - one target's failure never stops the next target.
  *
  * Failpoints (test builds; SURECRON_FAILPOINTS), and what recovery does:
@@ -182,17 +194,38 @@ static int send_one(const struct delivery_slot *ds,
 		}
 		return rc;
 	}
-	rep->n_failed++;
-	SC_LOG(SC_LOG_WARN, "delivery",
-	       "schedule=%s slot_ms=%lld target=%s state=failed code=%d "
+	/* A send that may have been taken is not a failure for sure: it
+	 * ends UNKNOWN, exactly like one cut short by a crash, so that the
+	 * next copy is declared first (resend) or never sent (hold). Only a
+	 * sure failure (nothing sent, or a definite refusal) is FAILED. */
+	bool maybe = serr.ambiguous;
+	bool hold = maybe && t->on_ambiguous == AMBIGUOUS_HOLD;
+	if (hold)
+		rep->n_held++;
+	else
+		rep->n_failed++;
+	SC_LOG(maybe ? SC_LOG_ERROR : SC_LOG_WARN, "delivery",
+	       "schedule=%s slot_ms=%lld target=%s state=%s code=%d "
 	       "http_status=%d", ds->schedule, (long long)ds->slot_ms, t->name,
-	       serr.code, serr.http_status);
+	       hold ? "held" : maybe ? "unknown" : "failed", serr.code,
+	       serr.http_status);
 	struct sc_err ferr = {0};
+	/* If this commit fails the row stays SENDING, which the next
+	 * attempt takes for UNKNOWN: at worst a declared duplicate. */
 	if (outbox_set_state(ds->store, ds->schedule, ds->slot_ms, t->name,
-			     SEND_FAILED, &ferr) != 0)
+			     maybe ? SEND_UNKNOWN : SEND_FAILED, &ferr) != 0)
 		SC_LOG(SC_LOG_WARN, "delivery",
 		       "schedule=%s target=%s msg=\"cannot record the failed "
 		       "send\" code=%d", ds->schedule, t->name, ferr.code);
+	if (hold) {
+		int code = sc_err_set(err, SC_EDELIVERY, "%s; held "
+				      "(on_ambiguous: hold): nothing is sent "
+				      "until an operator decides (surecron "
+				      "release --arrived|--resend)", serr.msg);
+		/* Retrying cannot resolve it: only an operator can. */
+		err_set_permanent(err);
+		return code;
+	}
 	err_copy(err, &serr);
 	return serr.code ? serr.code : SC_EDELIVERY;
 }

@@ -7,6 +7,13 @@
  * in its own process group with the target's timeout; stdout is discarded
  * (a program that prints more than 64 KiB is stopped, which is a failed
  * send), the stderr tail goes into the error.
+ *
+ * Sure and ambiguous failures (sc_err.ambiguous): a program that could
+ * not be started, or that exited with a non-zero status (its own "no"),
+ * surely did not take the message. A program that was started and then
+ * killed (the timeout, a signal, too much output, the run canceled) may
+ * have read its stdin and acted before it died: that send is ambiguous,
+ * whether or not it read anything, since we cannot know what it did.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,26 +67,35 @@ int target_command_send(const struct delivery_send *s, struct sc_err *err)
 	rc = proc_run(&ps, &pr, &perr);
 	free(envp);
 	free(in);
+	struct sc_err out = {0};
 	if (rc) {
-		rc = sc_err_set(err, SC_EDELIVERY, "target %s: %s", t->name,
+		rc = sc_err_set(&out, SC_EDELIVERY, "target %s: %s", t->name,
 				perr.msg);
+		/* Failed after the program started (a poll or wait error):
+		 * it may have run. */
+		out.ambiguous = pr.started_ns != 0;
 	} else {
 		proc_tail_summary(pr.err_tail, tail, sizeof(tail));
 		if (pr.timed_out)
-			rc = sc_err_set(err, SC_EDELIVERY,
-					"target %s: command timed out%s%s",
+			rc = sc_err_set(&out, SC_EDELIVERY,
+					"target %s: command timed out (it may "
+					"have acted)%s%s",
 					t->name, *tail ? ": " : "", tail);
 		else if (!pr.exited)
-			rc = sc_err_set(err, SC_EDELIVERY,
+			rc = sc_err_set(&out, SC_EDELIVERY,
 					"target %s: command killed by signal "
-					"%d%s%s", t->name, pr.term_signal,
-					*tail ? ": " : "", tail);
+					"%d (it may have acted)%s%s", t->name,
+					pr.term_signal, *tail ? ": " : "",
+					tail);
 		else if (pr.exit_code != 0)
-			rc = sc_err_set(err, SC_EDELIVERY,
+			rc = sc_err_set(&out, SC_EDELIVERY,
 					"target %s: command exit status %d%s%s",
 					t->name, pr.exit_code,
 					*tail ? ": " : "", tail);
+		/* Killed by us or by a signal: it ran, for some time. */
+		out.ambiguous = rc != 0 && (pr.timed_out || !pr.exited);
 	}
+	err_copy(err, &out);
 	proc_result_dispose(&pr);
 	return rc;
 }

@@ -29,7 +29,7 @@ static const char *state_name(enum send_state s)
 	case SEND_SENDING: return "sending";
 	case SEND_SENT: return "sent";
 	case SEND_FAILED: return "failed";
-	case SEND_UNKNOWN: return "unknown (held)";
+	case SEND_UNKNOWN: return "unknown (may have arrived)";
 	}
 	return "?";
 }

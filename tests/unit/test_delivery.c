@@ -246,6 +246,8 @@ static void webhook_failures_carry_status_and_excerpt(void **state)
 	assert_non_null(strstr(err.msg, "internal trouble second line"));
 	assert_null(strstr(err.msg, "SECRETPATH"));
 	assert_false(err.permanent);
+	/* A definite answer: surely not taken (issue 10). */
+	assert_false(err.ambiguous);
 
 	/* 429 with Retry-After: a hint. */
 	sc_err_clear(&err);
@@ -253,6 +255,7 @@ static void webhook_failures_carry_status_and_excerpt(void **state)
 	assert_int_equal(delivery_send(&s, &err), SC_EDELIVERY);
 	assert_int_equal(err.http_status, 429);
 	assert_int_equal(err.retry_after_ms, 120000);
+	assert_false(err.ambiguous);
 
 	/* Redirects are not followed. */
 	sc_err_clear(&err);
@@ -260,7 +263,19 @@ static void webhook_failures_carry_status_and_excerpt(void **state)
 		       "", 0);
 	assert_int_equal(delivery_send(&s, &err), SC_EDELIVERY);
 	assert_int_equal(err.http_status, 302);
+	assert_false(err.ambiguous);
 	assert_int_equal(fake_http_count(srv, NULL), 3);
+
+	/* A 2xx whose body passes the 64 KiB cap was taken: a success, not
+	 * a failure to send again (issue 10). */
+	char *big = malloc(100 * 1024 + 1);
+	assert_non_null(big);
+	memset(big, 'x', 100 * 1024);
+	big[100 * 1024] = '\0';
+	fake_http_push(srv, "/hook/SECRETPATH", 200, NULL, big, 0);
+	free(big);
+	sc_err_clear(&err);
+	assert_int_equal(delivery_send(&s, &err), 0);
 
 	/* A receiver slower than the target's total timeout: a failure
 	 * with no status, in about the timeout. */
@@ -275,6 +290,10 @@ static void webhook_failures_carry_status_and_excerpt(void **state)
 	assert_true(clock_mono_ms() - t0 < 2500);
 	assert_int_equal(err.http_status, 0);
 	assert_null(strstr(err.msg, "SECRETPATH"));
+	/* The request was written before the timeout: it may have been
+	 * taken, so it is not a sure failure (issue 10). */
+	assert_true(err.ambiguous);
+	assert_non_null(strstr(err.msg, "may have arrived"));
 	t.timeout_ms = 5000;
 
 	/* Transport failure: no status, no URL in the message. */
@@ -283,6 +302,8 @@ static void webhook_failures_carry_status_and_excerpt(void **state)
 	assert_int_equal(delivery_send(&s, &err), SC_EDELIVERY);
 	assert_int_equal(err.http_status, 0);
 	assert_null(strstr(err.msg, "SECRETPATH"));
+	/* Refused before anything was sent: a sure failure. */
+	assert_false(err.ambiguous);
 
 	/* https only, except loopback. */
 	sc_err_clear(&err);
@@ -388,6 +409,24 @@ static void command_gets_message_on_stdin(void **state)
 	unsetenv("FAIL");
 	assert_non_null(strstr(err.msg, "exit status 4"));
 	assert_non_null(strstr(err.msg, "receiver down"));
+	/* Its own "no": a sure failure. */
+	assert_false(err.ambiguous);
+
+	/* Killed by the timeout after it started: it may have acted. */
+	char *slow[] = {"sleep", "5", NULL};
+	t.argv = slow;
+	t.timeout_ms = 200;
+	sc_err_clear(&err);
+	assert_int_equal(delivery_send(&s, &err), SC_EDELIVERY);
+	assert_non_null(strstr(err.msg, "timed out"));
+	assert_true(err.ambiguous);
+
+	/* Could not be started: nothing ran, a sure failure. */
+	char *none[] = {"/nonexistent/surecron-no-such-program", NULL};
+	t.argv = none;
+	sc_err_clear(&err);
+	assert_int_equal(delivery_send(&s, &err), SC_EDELIVERY);
+	assert_false(err.ambiguous);
 }
 
 int main(void)

@@ -25,6 +25,7 @@
 #include "buf.h"
 #include "clock.h"
 #include "fakes/fake_http.h"
+#include "fakes/fake_receiver.h"
 #include "http.h"
 #include "testutil.h"
 
@@ -865,7 +866,55 @@ static void timeout_is_a_transport_error(void **state)
 	assert_int_equal(err.http_status, 0);
 	snprintf(want, sizeof(want), "GET %s: timed out", url_of("/slow"));
 	assert_string_equal(err.msg, want);
+	/* The request was written: the server may have acted on it. */
+	assert_true(err.ambiguous);
 	http_client_free(c);
+}
+
+/* Issue 10: a failure says whether the request may have been received.
+ * Sure only before the connection was up; ambiguous after it. */
+static void failures_say_whether_the_request_may_have_arrived(void **state)
+{
+	const char *dir = tu_tmpdir();
+	char log[300], url[256];
+	struct sc_err err = {0};
+
+	snprintf(log, sizeof(log), "%s/received.log", dir);
+	struct fake_receiver *r = fake_receiver_start(log, NULL, NULL);
+	assert_non_null(r);
+	struct http_client *c = http_client_new(NULL, NULL);
+	struct http_request req = {.url = fake_receiver_url(r, "/in", url,
+							    sizeof(url)),
+				   .method = "POST", .body = "{}",
+				   .timeout_ms = 500};
+
+	/* Closed with no response after reading it: "empty reply". */
+	fake_receiver_script(r, RECV_CLOSE, 1, 0, NULL, 0);
+	assert_int_equal(http_do(c, &req, NULL, &err), SC_EHTTP);
+	assert_non_null(strstr(err.msg, "empty reply"));
+	assert_true(err.ambiguous);
+	/* A 200 whose body drips past the timeout: taken, answer cut. */
+	fake_receiver_script(r, RECV_DRIP, 1, 0, NULL, 100);
+	sc_err_clear(&err);
+	assert_int_equal(http_do(c, &req, NULL, &err), SC_ETIMEDOUT);
+	assert_true(err.ambiguous);
+	/* A definite answer is no transport failure at all. */
+	fake_receiver_script(r, RECV_STATUS, 1, 503, NULL, 0);
+	sc_err_clear(&err);
+	assert_int_equal(http_do(c, &req, NULL, &err), SC_EHTTP);
+	assert_int_equal(err.http_status, 503);
+	assert_false(err.ambiguous);
+	assert_int_equal(fake_receiver_count(log, "/in", NULL, false), 3);
+	/* Nothing listens: refused before a byte was sent. */
+	struct http_request refused = {.url = "http://127.0.0.1:1/in",
+				       .method = "POST", .body = "{}"};
+	sc_err_clear(&err);
+	assert_int_equal(http_do(c, &refused, NULL, &err), SC_EHTTP);
+	assert_non_null(strstr(err.msg, "connection refused"));
+	assert_false(err.ambiguous);
+	http_client_free(c);
+	fake_receiver_stop(r);
+	tu_rmrf(dir);
 }
 
 static void status_error_message_is_stable(void **state)
@@ -1000,6 +1049,8 @@ static void tls_verification_is_on(void **state)
 	assert_int_equal(http_do(c, &req, NULL, &err), SC_EHTTP);
 	assert_int_equal(err.http_status, 0);
 	assert_non_null(strstr(err.msg, "TLS"));
+	/* Refused in the handshake: nothing was sent, a sure failure. */
+	assert_false(err.ambiguous);
 	assert_int_equal(fake_http_count(tls, "/x"), 0);
 	http_client_free(c);
 
@@ -1196,6 +1247,7 @@ int main(void)
 		T(token_store_hook_persists_and_drops),
 		T(transport_error_has_status_0),
 		T(timeout_is_a_transport_error),
+		T(failures_say_whether_the_request_may_have_arrived),
 		T(status_error_message_is_stable),
 		T(redirects_not_followed_and_body_capped),
 		T(https_only_rule),
