@@ -866,42 +866,6 @@ static void redirects_not_followed_and_body_capped(void **state)
 	http_client_free(c);
 }
 
-static void https_only_rule(void **state)
-{
-	static const struct {
-		const char *url;
-		int rc;
-	} rows[] = {
-		{"https://hooks.example.com/x", 0},
-		{"HTTPS://hooks.example.com/x", 0},
-		{"http://127.0.0.1:8080/x", 0},
-		{"http://127.5.6.7/x", 0},
-		{"http://localhost:9/x", 0},
-		{"http://LOCALHOST/x", 0},
-		{"http://[::1]:8080/x", 0},
-		{"http://hooks.example.com/x", SC_EINVAL},
-		{"http://128.0.0.1/x", SC_EINVAL},
-		{"http://localhost.evil.com/x", SC_EINVAL},
-		{"http://127.0.0.1.evil.com/x", SC_EINVAL},
-		{"http://user:pw@10.0.0.1/x", SC_EINVAL},
-		{"ftp://127.0.0.1/x", SC_EINVAL},
-		{"file:///etc/passwd", SC_EINVAL},
-		{"not a url", SC_EINVAL},
-	};
-	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
-		struct sc_err err = {0};
-		int rc = http_check_secure_url(rows[i].url, &err);
-		if (rc != rows[i].rc)
-			fail_msg("%s: rc %d, want %d", rows[i].url, rc,
-				 rows[i].rc);
-		assert_null(strstr(err.msg, "pw"));
-	}
-	char out[128];
-	assert_string_equal(http_url_for_log("https://u:pw@h.example:8443/p/q?"
-					     "k=v#f", out, sizeof(out)),
-			    "https://h.example:8443/p/q");
-}
-
 static char *slurp(const char *path)
 {
 	FILE *f = fopen(path, "rb");
@@ -1148,7 +1112,6 @@ int main(void)
 		T(timeout_is_a_transport_error),
 		T(status_error_message_is_stable),
 		T(redirects_not_followed_and_body_capped),
-		T(https_only_rule),
 		T(tls_verification_is_on),
 		T(insecure_option_warns),
 		T(cli_exit_codes),
