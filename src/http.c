@@ -535,6 +535,7 @@ static int exchange(struct http_client *c, const struct http_request *req,
 	/* Drop our pointers from the handle before the list is wiped. */
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
 	curl_easy_setopt(h, CURLOPT_POSTFIELDS, NULL);
+	curl_easy_setopt(h, CURLOPT_CURLU, NULL); /* http_do frees it */
 	SC_LOG(SC_LOG_DEBUG, "http",
 	       "event=exchange method=%s url=%s status=%ld ms=%lld bytes=%zu "
 	       "headers=%s curl=%d",
