@@ -614,38 +614,42 @@ static void scrub(char *body, size_t len, const char *secret, size_t n)
 }
 
 /* Removes the request's credentials from resp's body (see the header
- * comment): token, and the URL's secret parts. */
-static void scrub_body(const struct http_request *req, const char *token,
-		       struct http_response *resp)
+ * comment): token, and the URL's secret parts, as libcurl sent them (the
+ * checked handle's path and query, whatever the URL's spelling). */
+static void scrub_body(const struct http_request *req, CURLU *url,
+		       const char *token, struct http_response *resp)
 {
 	char *b = resp->body;
 	size_t len = resp->body_len;
+	char *path = NULL, *query = NULL;
 
 	if (!b || !len)
 		return;
 	if (token)
 		scrub(b, len, token, strlen(token));
-	const char *sep = strstr(req->url, "://");
-	const char *path = sep ? sep + 3 + strcspn(sep + 3, "/?#") : NULL;
-	if (!path || !*path)
+	if (!url)
 		return;
-	size_t plen = strcspn(path, "?#");
-	const char *query = path[plen] == '?' ? path + plen + 1 : NULL;
-	if (query && (req->url_is_secret || resp->status < 200 ||
+	if (curl_url_get(url, CURLUPART_QUERY, &query, 0) == CURLUE_OK &&
+	    query && (req->url_is_secret || resp->status < 200 ||
 		      resp->status > 299))
-		scrub(b, len, query, strcspn(query, "#"));
-	if (!req->url_is_secret)
-		return;
+		scrub(b, len, query, strlen(query));
+	if (!req->url_is_secret ||
+	    curl_url_get(url, CURLUPART_PATH, &path, 0) != CURLUE_OK || !path)
+		goto done;
+	size_t plen = strlen(path);
 	scrub(b, len, path, plen);
 	/* A page may quote a part of the path: mask its long segments. */
 	for (const char *q = path; q < path + plen; q++) {
-		size_t k = strcspn(q, "/?#");
+		size_t k = strcspn(q, "/");
 		if (k >= 8)
 			scrub(b, len, q, k);
 		q += k;
 		if (*q != '/')
 			break;
 	}
+done:
+	curl_free(path);
+	curl_free(query);
 }
 
 int http_do(struct http_client *c, const struct http_request *req,
@@ -720,8 +724,7 @@ auth_failed:
 	rc = err_set_http(err, aerr.code, aerr.http_status, aerr.retry_after_ms,
 			  "%s %s: %s", method, logurl, aerr.msg);
 done:
-	if (req->url)
-		scrub_body(req, token, resp);
+	scrub_body(req, url, token, resp);
 	http_secret_free(token);
 	http_response_dispose(&local);
 	url_free(url);
