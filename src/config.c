@@ -19,7 +19,11 @@
  *     target and auth it names exists) and every relative path in it has
  *     been resolved against the folder of the file.
  *   - No secret is ever read from the file: URLs of webhooks, HMAC secrets,
- *     tokens and client secrets are names of environment variables.
+ *     tokens and client secrets are names of environment variables; the
+ *     URLs that are in the file pass the URL rule of url.h (libcurl's
+ *     parse, no userinfo; token_url and http tasks with auth need https
+ *     or loopback), and a PostgreSQL store URL sets nothing libpq reads
+ *     as a password.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -40,6 +44,7 @@
 #include "log.h"
 #include "retry.h"
 #include "text.h"
+#include "url.h"
 
 #define CONFIG_MAX_DEPTH 32
 #define CONFIG_MAX_NODES 50000
@@ -1175,20 +1180,25 @@ static void resolve_program(struct pc *pc, char **argv)
 /* Sections                                                           */
 /* ------------------------------------------------------------------ */
 
-bool config_url_allowed(const char *u)
+/*
+ * The URL rule of url.h for the URL at path.key. When libcurl cannot be
+ * loaded the check waits for `check` (config_check reports the missing
+ * library) and for the send, which refuses before connecting: a config
+ * must stay loadable by commands that never send (status, ledger).
+ */
+static void check_url(struct pc *pc, const struct ynode *m, const char *path,
+		      const char *key, const char *url, enum url_use use)
 {
-	static const char *const pre[] = {
-		"http://127.0.0.1:", "http://127.0.0.1/", "http://localhost:",
-		"http://localhost/", "http://[::1]:", "http://[::1]/",
-	};
-	if (strncmp(u, "https://", 8) == 0 && u[8])
-		return true;
-	for (size_t i = 0; i < sizeof(pre) / sizeof(pre[0]); i++)
-		if (strncmp(u, pre[i], strlen(pre[i])) == 0)
-			return true;
-	return strcmp(u, "http://127.0.0.1") == 0 ||
-	       strcmp(u, "http://localhost") == 0 ||
-	       strcmp(u, "http://[::1]") == 0;
+	struct sc_err err = {0};
+	char kp[PATH_MAX_KEY];
+	int rc = url_check(url, use, &err);
+
+	if (rc == SC_ENOMEM) {
+		oom(pc);
+	} else if (rc == SC_EINVAL) {
+		pjoin(kp, sizeof(kp), path, key);
+		bad(pc, map_get(m, key), kp, "%s", err.msg);
+	}
 }
 
 static void parse_store(struct pc *pc, const struct ynode *root)
@@ -1228,16 +1238,17 @@ static void parse_store(struct pc *pc, const struct ynode *root)
 		free(abs);
 		return;
 	}
-	if (strncmp(s, "postgres://", 11) == 0 ||
-	    strncmp(s, "postgresql://", 13) == 0) {
-		const char *auth = strstr(s, "://") + 3;
-		size_t alen = strcspn(auth, "/?#");
-		const char *at = memchr(auth, '@', alen);
-		if ((at && memchr(auth, ':', (size_t)(at - auth))) ||
-		    strstr(s, "password=")) {
-			bad(pc, v, "store", "the URL holds a password; secrets "
-			    "are never written in the file (use PGPASSWORD "
-			    "or ~/.pgpass)");
+	if (url_is_pg(s)) {
+		/* libpq's own parse judges (url.h); without libpq the store
+		 * cannot open, and `check` says so (config_check). */
+		struct sc_err err = {0};
+		int rc = url_check_store(s, &err);
+		if (rc == SC_ENOMEM) {
+			oom(pc);
+			return;
+		}
+		if (rc == SC_EINVAL) {
+			bad(pc, v, "store", "%s", err.msg);
 			return;
 		}
 		c->store_url = xstrdup(pc, s);
@@ -1418,13 +1429,9 @@ static void parse_auth(struct pc *pc, const struct ynode *k,
 		get_env_name(pc, v, path, "token_env", true, &a->token_env);
 		return;
 	}
-	if (get_str(pc, v, path, "token_url", true, &a->token_url) == 1 &&
-	    !config_url_allowed(a->token_url)) {
-		char kp[PATH_MAX_KEY];
-		pjoin(kp, sizeof(kp), path, "token_url");
-		bad(pc, map_get(v, "token_url"), kp, "must be an https:// URL "
-		    "(plain http only to 127.0.0.1, localhost or [::1])");
-	}
+	/* The client secret goes to token_url. */
+	if (get_str(pc, v, path, "token_url", true, &a->token_url) == 1)
+		check_url(pc, v, path, "token_url", a->token_url, URL_SECRET);
 	get_str(pc, v, path, "client_id", true, &a->client_id);
 	get_env_name(pc, v, path, "client_secret_env", true,
 		     &a->client_secret_env);
@@ -1510,13 +1517,7 @@ static void parse_http(struct pc *pc, const struct ynode *h,
 	} else if (!t->method) {
 		t->method = xstrdup(pc, "GET");
 	}
-	if (get_str(pc, h, path, "url", true, &t->url) == 1 &&
-	    strncmp(t->url, "https://", 8) != 0 &&
-	    strncmp(t->url, "http://", 7) != 0) {
-		pjoin(kp, sizeof(kp), path, "url");
-		bad(pc, map_get(h, "url"), kp, "expected an http:// or "
-		    "https:// URL, got \"%s\"", t->url);
-	}
+	bool has_url = get_str(pc, h, path, "url", true, &t->url) == 1;
 	const struct ynode *b = map_get(h, "body");
 	if (b) {
 		pjoin(kp, sizeof(kp), path, "body");
@@ -1535,6 +1536,11 @@ static void parse_http(struct pc *pc, const struct ynode *h,
 		bad(pc, map_get(h, "auth"), kp, "unknown auth provider \"%s\" "
 		    "(not defined under auth:)", t->auth);
 	}
+	/* After auth: a request with auth carries a token, so its URL
+	 * needs the rule for secrets. */
+	if (has_url)
+		check_url(pc, h, path, "url", t->url,
+			  t->auth ? URL_SECRET : URL_PLAIN);
 	const struct ynode *hd = map_get(h, "headers");
 	pjoin(kp, sizeof(kp), path, "headers");
 	if (hd && want(pc, hd, kp, YN_MAP)) {

@@ -121,12 +121,6 @@ int config_schedule_retry(const struct schedule_spec *s,
 int config_schedule_zone(const struct schedule_spec *s,
 			 const struct sc_zone **out, struct sc_err *err);
 
-/*
- * True for a URL surecron may send to: https://, or plain http:// only to a
- * loopback host (127.0.0.1, localhost, [::1]), as for tests. Thread-safe.
- */
-bool config_url_allowed(const char *url);
-
 /* ---- config_env.c: environment overrides of schedules ---- */
 
 /*

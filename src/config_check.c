@@ -3,8 +3,13 @@
  * on: what `surecron check` adds to what config_load already refused.
  *
  *   - every environment variable the config names (url_env, secret_env,
- *     token_env, client_secret_env) is set and non-empty, URLs are
- *     https:// (or http:// to loopback), never printing a value;
+ *     token_env, client_secret_env) is set and non-empty, never printing
+ *     a value; the URLs in url_env variables pass the URL rule of url.h
+ *     as the send applies it (libcurl's parse, no userinfo, https or
+ *     http to loopback);
+ *   - the URL rule needs libcurl (and the store rule libpq): when it
+ *     cannot be loaded, config_parse skipped those checks and the run
+ *     could not send, so each URL it leaves unchecked is a finding;
  *   - SURECRON_ALERT_TARGETS, when set, names existing targets;
  *   - every task program and command-target program exists and is
  *     executable (absolute, resolved against the config's folder at load,
@@ -26,6 +31,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "url.h"
 
 struct chk {
 	const struct config *c;
@@ -36,6 +42,8 @@ struct chk {
 
 static void problem(struct chk *k, const char *path, const char *fmt, ...)
 	SC_PRINTF(3, 4);
+static void check_url(struct chk *k, const char *path, const char *var,
+		      const char *url, enum url_use use);
 
 /* Records "path: message" at the position recorded for path. */
 static void problem(struct chk *k, const char *path, const char *fmt, ...)
@@ -67,10 +75,28 @@ static void check_env(struct chk *k, const char *path, const char *var,
 		problem(k, path, "environment variable %s is not set", var);
 	else if (!*v)
 		problem(k, path, "environment variable %s is empty", var);
-	else if (is_url && !config_url_allowed(v))
-		problem(k, path, "environment variable %s must hold an "
-			"https:// URL (plain http:// only to a loopback host)",
-			var);
+	else if (is_url)
+		check_url(k, path, var, v, URL_SECRET);
+}
+
+/* The URL rule of url.h, as the send applies it. config_parse applied it
+ * to the file's URLs already, unless libcurl (or, for the store, libpq)
+ * could not be loaded: that is reported here, since the run cannot send
+ * (or open the store) either. var names the variable the URL came from
+ * (NULL: the file). */
+static void check_url(struct chk *k, const char *path, const char *var,
+		      const char *url, enum url_use use)
+{
+	struct sc_err err = {0};
+	int rc = url_is_pg(url) ? url_check_store(url, &err)
+				: url_check(url, use, &err);
+
+	if (rc == SC_ENOMEM)
+		k->oom = true;
+	else if (rc && var)
+		problem(k, path, "environment variable %s: %s", var, err.msg);
+	else if (rc)
+		problem(k, path, "%s", err.msg);
 }
 
 /* SURECRON_ALERT_TARGETS, when set, replaces alerts.targets: every name
@@ -214,12 +240,26 @@ int config_check(const struct config *c, struct config_problems *probs)
 		check_env(&k, path, a->client_secret_env, false);
 		snprintf(path, sizeof(path), "auth.%s.token_env", a->name);
 		check_env(&k, path, a->token_env, false);
+		if (a->token_url) {
+			snprintf(path, sizeof(path), "auth.%s.token_url",
+				 a->name);
+			check_url(&k, path, NULL, a->token_url, URL_SECRET);
+		}
 	}
+	if (url_is_pg(c->store_url))
+		check_url(&k, "store", NULL, c->store_url, URL_SECRET);
 	check_alert_env(&k);
 	for (size_t i = 0; i < c->n_schedules; i++) {
 		const struct schedule_spec *s = &c->schedules[i];
 		for (size_t j = 0; j < s->n_tasks; j++) {
 			const struct task_spec *t = &s->tasks[j];
+			if (t->kind == TASK_HTTP && t->url) {
+				snprintf(path, sizeof(path),
+					 "schedules.%s.tasks[%zu].http.url",
+					 s->name, j);
+				check_url(&k, path, NULL, t->url,
+					  t->auth ? URL_SECRET : URL_PLAIN);
+			}
 			if (t->kind != TASK_COMMAND)
 				continue;
 			if (t->argv) {

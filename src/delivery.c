@@ -26,6 +26,7 @@
 #include "http.h"
 #include "log.h"
 #include "task.h"
+#include "url.h"
 
 /* A JSON string of s, repairing bad UTF-8; NULL only on out of memory. */
 static json_t *jstr(const char *s)
@@ -312,9 +313,12 @@ int delivery_http_post(const struct delivery_send *s, const char *body,
 		return sc_err_set(err, SC_ECONFIG, "target %s: environment "
 				  "variable %s is not set", t->name,
 				  t->url_env);
-	if (http_check_secure_url(url, &herr) != 0)
+	rc = url_check(url, URL_SECRET, &herr);
+	if (rc == SC_EINVAL)
 		return sc_err_set(err, SC_ECONFIG, "target %s: %s (from %s)",
 				  t->name, herr.msg, t->url_env);
+	if (rc)
+		return sc_err_set(err, rc, "target %s: %s", t->name, herr.msg);
 	hdrs[nh++] = "Content-Type: application/json";
 	for (size_t i = 0; headers && headers[i] && nh < 15; i++)
 		hdrs[nh++] = headers[i];
@@ -351,8 +355,7 @@ int delivery_http_post(const struct delivery_send *s, const char *body,
 		rc = 0;
 	if (rc) {
 		struct sc_err out = {0};
-		http_url_for_log(url, logurl, sizeof(logurl));
-		http_url_hide_path(logurl);
+		url_for_log(url, true, logurl, sizeof(logurl));
 		if (herr.http_status) {
 			excerpt(resp.body, resp.body_len, ex, sizeof(ex));
 			err_set_http(&out, SC_EDELIVERY, herr.http_status,

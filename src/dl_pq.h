@@ -14,6 +14,8 @@
 	X(PQclear)                                                          \
 	X(PQcmdTuples)                                                      \
 	X(PQconnectdbParams)                                                \
+	X(PQconninfoFree)                                                   \
+	X(PQconninfoParse)                                                  \
 	X(PQconsumeInput)                                                   \
 	X(PQerrorMessage)                                                   \
 	X(PQexec)                                                           \
@@ -46,6 +48,8 @@ extern struct dl_pq_table dl_pq;
 #define PQclear (dl_pq.PQclear)
 #define PQcmdTuples (dl_pq.PQcmdTuples)
 #define PQconnectdbParams (dl_pq.PQconnectdbParams)
+#define PQconninfoFree (dl_pq.PQconninfoFree)
+#define PQconninfoParse (dl_pq.PQconninfoParse)
 #define PQconsumeInput (dl_pq.PQconsumeInput)
 #define PQerrorMessage (dl_pq.PQerrorMessage)
 #define PQexec (dl_pq.PQexec)

@@ -9,12 +9,15 @@
  *   - A transport failure is marked ambiguous (err->ambiguous) unless it
  *     surely happened before a byte of the request could be written
  *     (maybe_received): a caller may then treat it as "not sent".
+ *   - Every request passes the URL rule (url.h) before any connection,
+ *     and libcurl is handed the very handle that was checked
+ *     (CURLOPT_CURLU), so what is checked is what is sent.
  *   - A request is sent at most twice, and the second time only after a
  *     401 with an auth provider that can refresh (http_do).
  *   - Nothing that may hold a secret reaches a log line or an sc_err
- *     message: URLs are cut to scheme://host[:port]/path, header values are
- *     never logged, and header lists holding Authorization are wiped before
- *     they are freed.
+ *     message: URLs are cut to scheme://host[:port]/path (url_for_log),
+ *     header values are never logged, and header lists holding
+ *     Authorization are wiped before they are freed.
  *   - A response body never hands back the credentials its request
  *     carried (scrub_body): servers and proxies echo what they got in
  *     error pages, and callers quote those bodies in errors, notices and
@@ -23,7 +26,6 @@
  *     another byte when a secret holds '*'); the query string in non-2xx
  *     bodies (messages drop it from URLs too).
  */
-#include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
@@ -37,6 +39,7 @@
 #include "err.h"
 #include "http.h"
 #include "log.h"
+#include "url.h"
 
 #define HEADERS_MAX (64 * 1024)
 #define URL_LOG_MAX 320
@@ -176,107 +179,6 @@ bool http_status_retryable(int s)
 {
 	return s == 0 || s == 408 || s == 425 || s == 429 ||
 	       (s >= 500 && s <= 599);
-}
-
-/* Cuts a logged URL after its host: "https://hooks.example.com/..." */
-void http_url_hide_path(char *logurl)
-{
-	char *sep = strstr(logurl, "://");
-	char *path = strchr(sep ? sep + 3 : logurl, '/');
-
-	if (path && strlen(path) >= 4)
-		memcpy(path, "/...", 5);
-}
-
-const char *http_url_for_log(const char *url, char *out, size_t n)
-{
-	struct buf b;
-	const char *p = url ? url : "";
-	const char *sep = strstr(p, "://");
-	const char *auth = p;
-
-	if (n == 0)
-		return out;
-	buf_init(&b, n - 1);
-	if (sep) {
-		(void)buf_add(&b, p, (size_t)(sep - p) + 3);
-		auth = sep + 3;
-	}
-	size_t alen = strcspn(auth, "/?#");
-	const char *at = NULL;
-	for (const char *q = auth; q < auth + alen; q++)
-		if (*q == '@')
-			at = q; /* drop user:password@ */
-	const char *host = at ? at + 1 : auth;
-	(void)buf_add(&b, host, (size_t)(auth + alen - host));
-	const char *path = auth + alen;
-	(void)buf_add(&b, path, strcspn(path, "?#"));
-	/* A failed add (cap) leaves what fitted; copy and terminate. */
-	size_t len = b.len < n - 1 ? b.len : n - 1;
-	memcpy(out, buf_str(&b), len);
-	out[len] = '\0';
-	buf_dispose(&b);
-	/* Control characters would break the one-line log format. */
-	for (char *q = out; *q; q++)
-		if ((unsigned char)*q < 0x20 || *q == 0x7f)
-			*q = '?';
-	return out;
-}
-
-static bool is_loopback_host(const char *host)
-{
-	unsigned char a4[4];
-	struct in6_addr a6;
-	char tmp[64];
-
-	if (strcasecmp(host, "localhost") == 0)
-		return true;
-	if (inet_pton(AF_INET, host, a4) == 1)
-		return a4[0] == 127;
-	size_t len = strlen(host);
-	if (len >= 2 && host[0] == '[' && host[len - 1] == ']' &&
-	    len - 2 < sizeof(tmp)) {
-		memcpy(tmp, host + 1, len - 2);
-		tmp[len - 2] = '\0';
-		if (inet_pton(AF_INET6, tmp, &a6) == 1)
-			return memcmp(&a6, &in6addr_loopback, sizeof(a6)) == 0;
-	}
-	return false;
-}
-
-int http_check_secure_url(const char *url, struct sc_err *err)
-{
-	char *scheme = NULL, *host = NULL;
-	int rc = dl_curl_load(err);
-
-	if (rc)
-		return rc;
-	CURLU *u = curl_url();
-	if (!u)
-		return sc_err_set(err, SC_ENOMEM, "http: out of memory");
-	if (!url || curl_url_set(u, CURLUPART_URL, url, 0) != CURLUE_OK ||
-	    curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
-	    curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK) {
-		rc = sc_err_set(err, SC_EINVAL, "not a valid http(s) URL");
-		goto done;
-	}
-	if (strcasecmp(scheme, "https") == 0)
-		goto done;
-	if (strcasecmp(scheme, "http") == 0 && is_loopback_host(host))
-		goto done;
-	if (strcasecmp(scheme, "http") == 0)
-		rc = sc_err_set(err, SC_EINVAL,
-				"http://%s: plain http is only allowed to "
-				"loopback hosts; use https://", host);
-	else
-		rc = sc_err_set(err, SC_EINVAL,
-				"%s://%s: unsupported scheme; use https://",
-				scheme, host);
-done:
-	curl_free(scheme);
-	curl_free(host);
-	curl_url_cleanup(u);
-	return rc;
 }
 
 /* ---- Retry-After ---- */
@@ -565,8 +467,9 @@ static bool maybe_received(CURL *h, CURLcode cc, bool https, long status)
  * when a response arrived (any status), else a negative code with err set.
  */
 static int exchange(struct http_client *c, const struct http_request *req,
-		    const char *method, const char *logurl, const char *token,
-		    struct http_response *resp, struct sc_err *err)
+		    CURLU *url, const char *method, const char *logurl,
+		    const char *token, struct http_response *resp,
+		    struct sc_err *err)
 {
 	struct curl_slist *hl = NULL, *tmp;
 	struct sink s;
@@ -621,7 +524,10 @@ static int exchange(struct http_client *c, const struct http_request *req,
 
 	curl_easy_reset(h); /* keeps the connection, DNS and TLS caches */
 	c->errbuf[0] = '\0';
-	curl_easy_setopt(h, CURLOPT_URL, req->url);
+	/* The handle url_parse checked: libcurl goes where the rule
+	 * looked, with no second parse of the string. */
+	curl_easy_setopt(h, CURLOPT_CURLU, url);
+	curl_easy_setopt(h, CURLOPT_DISALLOW_USERNAME_IN_URL, 1L);
 	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
 	curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
@@ -672,6 +578,7 @@ static int exchange(struct http_client *c, const struct http_request *req,
 	/* Drop our pointers from the handle before the list is wiped. */
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
 	curl_easy_setopt(h, CURLOPT_POSTFIELDS, NULL);
+	curl_easy_setopt(h, CURLOPT_CURLU, NULL); /* http_do frees it */
 	SC_LOG(SC_LOG_DEBUG, "http",
 	       "event=exchange method=%s url=%s status=%ld ms=%lld bytes=%zu "
 	       "headers=%s curl=%d",
@@ -764,16 +671,18 @@ static void scrub_mark(const char *body, size_t len, const char *secret,
 }
 
 /* Removes the request's credentials from resp's body (see the header
- * comment): token, and the URL's secret parts. The mask is '*' unless a
- * secret holds one (issue 11: then "masked" and "still there" could not be
- * told apart); it is always a byte no secret holds, so no occurrence of a
- * secret is left, nor made by the mask. */
-static void scrub_body(const struct http_request *req, const char *token,
-		       struct http_response *resp)
+ * comment): token, and the URL's secret parts, as libcurl sent them (the
+ * checked handle's path and query, whatever the URL's spelling). The mask
+ * is '*' unless a secret holds one (then "masked" and "still there" could
+ * not be told apart); it is always a byte no secret holds, so no
+ * occurrence of a secret is left, nor made by the mask. */
+static void scrub_body(const struct http_request *req, CURLU *url,
+		       const char *token, struct http_response *resp)
 {
 	char *b = resp->body;
 	size_t len = resp->body_len;
 	bool used[256] = {false};
+	char *path = NULL, *query = NULL;
 
 	if (!b || !len)
 		return;
@@ -784,18 +693,17 @@ static void scrub_body(const struct http_request *req, const char *token,
 	}
 	if (token)
 		scrub_mark(b, len, token, strlen(token), hit, used);
-	const char *sep = strstr(req->url, "://");
-	const char *path = sep ? sep + 3 + strcspn(sep + 3, "/?#") : NULL;
-	size_t plen = path ? strcspn(path, "?#") : 0;
-	const char *query = path && path[plen] == '?' ? path + plen + 1 : NULL;
-	if (query && (req->url_is_secret || resp->status < 200 ||
+	if (url && curl_url_get(url, CURLUPART_QUERY, &query, 0) == CURLUE_OK &&
+	    query && (req->url_is_secret || resp->status < 200 ||
 		      resp->status > 299))
-		scrub_mark(b, len, query, strcspn(query, "#"), hit, used);
-	if (path && *path && req->url_is_secret) {
+		scrub_mark(b, len, query, strlen(query), hit, used);
+	if (url && req->url_is_secret &&
+	    curl_url_get(url, CURLUPART_PATH, &path, 0) == CURLUE_OK && path) {
+		size_t plen = strlen(path);
 		scrub_mark(b, len, path, plen, hit, used);
 		/* A page may quote a part of the path: its long segments. */
 		for (const char *q = path; q < path + plen; q++) {
-			size_t k = strcspn(q, "/?#");
+			size_t k = strcspn(q, "/");
 			if (k >= 8)
 				scrub_mark(b, len, q, k, hit, used);
 			q += k;
@@ -810,6 +718,8 @@ static void scrub_body(const struct http_request *req, const char *token,
 		if (hit[i])
 			b[i] = mask;
 	free(hit);
+	curl_free(path);
+	curl_free(query);
 }
 
 int http_do(struct http_client *c, const struct http_request *req,
@@ -819,20 +729,24 @@ int http_do(struct http_client *c, const struct http_request *req,
 	struct sc_err aerr = {0};
 	char logurl[URL_LOG_MAX];
 	char *token = NULL;
+	CURLU *url = NULL;
 	int rc;
 
 	if (!resp)
 		resp = &local;
 	http_response_dispose(resp);
 	const char *method = req->method ? req->method : "GET";
-	http_url_for_log(req->url, logurl, sizeof(logurl));
-	if (req->url_is_secret)
-		http_url_hide_path(logurl);
-	if (!req->url || (strncasecmp(req->url, "http://", 7) != 0 &&
-			  strncasecmp(req->url, "https://", 8) != 0)) {
-		rc = sc_err_set(err, SC_EINVAL,
-				"%s %s: only http:// and https:// URLs are "
-				"supported", method, logurl);
+	url_for_log(req->url, req->url_is_secret, logurl, sizeof(logurl));
+	/* The URL rule, on every request (tasks, webhooks, the token fetch,
+	 * the CLI): refused here means never connected. */
+	rc = url_parse(req->url,
+		       req->auth || req->url_is_secret || req->carries_secret
+			       ? URL_SECRET
+			       : URL_PLAIN,
+		       &url, &aerr);
+	if (rc) {
+		rc = sc_err_set(err, aerr.code, "%s %s: %s", method, logurl,
+				aerr.msg);
 		goto done;
 	}
 	if (!valid_method(method)) {
@@ -845,7 +759,7 @@ int http_do(struct http_client *c, const struct http_request *req,
 		if (rc)
 			goto auth_failed;
 	}
-	rc = exchange(c, req, method, logurl, token, resp, err);
+	rc = exchange(c, req, url, method, logurl, token, resp, err);
 	if (rc)
 		goto done;
 	if (resp->status == 401 && req->auth &&
@@ -861,7 +775,7 @@ int http_do(struct http_client *c, const struct http_request *req,
 		token = fresh;
 		if (rc)
 			goto auth_failed;
-		rc = exchange(c, req, method, logurl, token, resp, err);
+		rc = exchange(c, req, url, method, logurl, token, resp, err);
 		if (rc)
 			goto done;
 	}
@@ -880,9 +794,9 @@ auth_failed:
 	rc = err_set_http(err, aerr.code, aerr.http_status, aerr.retry_after_ms,
 			  "%s %s: %s", method, logurl, aerr.msg);
 done:
-	if (req->url)
-		scrub_body(req, token, resp);
+	scrub_body(req, url, token, resp);
 	http_secret_free(token);
 	http_response_dispose(&local);
+	url_free(url);
 	return rc;
 }

@@ -88,7 +88,10 @@ void http_client_free(struct http_client *c);
 /* One request. Zero-initialise, then fill in. Everything is borrowed. */
 struct http_request {
 	const char *method;          /* NULL: "GET" */
-	const char *url;             /* http:// or https:// */
+	const char *url;             /* the URL rule of url.h applies: no
+					userinfo; with auth, url_is_secret
+					or carries_secret, https or http to
+					loopback only (URL_SECRET) */
 	const char *const *headers;  /* NULL-terminated "Name: value", or NULL */
 	const char *body;            /* NULL: no body */
 	size_t body_len;             /* bytes of body; 0 with body: strlen */
@@ -101,6 +104,8 @@ struct http_request {
 					webhooks carry their key in the path):
 					logs and errors show scheme and host
 					only */
+	bool carries_secret;         /* headers or body hold a credential
+					(the token request's client secret) */
 };
 
 /*
@@ -137,7 +142,8 @@ bool http_response_header(const struct http_response *resp, const char *name,
  *   SC_ETIMEDOUT  connect or total timeout (http_status 0)
  *   SC_ETOOBIG    the response body passed max_body (http_status: the
  *                 response's status)
- *   SC_EINVAL     bad URL, scheme or method
+ *   SC_EINVAL     a URL the rule of url.h refuses (checked before any
+ *                 connection, the token fetch included), or a bad method
  *   SC_ENOMEM     out of memory
  *   any code of http_auth_token when the token could not be obtained
  * and err->ambiguous set as the header comment says.
@@ -157,25 +163,6 @@ int http_do(struct http_client *c, const struct http_request *req,
  * (transport), 408, 425, 429 and 5xx. Thread-safe.
  */
 bool http_status_retryable(int http_status);
-
-/*
- * The rule for URLs that carry secrets or data (webhooks): https:// only,
- * except plain http:// to a loopback host (127.0.0.0/8, ::1, localhost).
- * Returns 0, or SC_EINVAL with a message that names the scheme and host
- * (never the path or query). Thread-safe.
- */
-int http_check_secure_url(const char *url, struct sc_err *err);
-
-/* Cuts a URL written by http_url_for_log after its host, in place:
- * "https://hooks.example.com/..." (for URLs that are credentials). */
-void http_url_hide_path(char *logurl);
-
-/*
- * Writes "scheme://host[:port]/path" of url into out (size n): no
- * user:password, query or fragment, so it is safe for logs and messages.
- * Truncates to fit. Returns out. Thread-safe.
- */
-const char *http_url_for_log(const char *url, char *out, size_t n);
 
 /*
  * Parses a Retry-After value (delta seconds or HTTP-date) into

@@ -15,6 +15,9 @@
  *     expiry, or half its lifetime for tokens that live under 2 minutes (so
  *     a 30 s token is still usable at all). A token response without
  *     expires_in lives HTTP_AUTH_DEFAULT_TTL_MS (5 min), never forever.
+ *   - The client secret goes only to a token_url that passes the URL rule
+ *     for secrets (url.h): checked when the provider is made, and again
+ *     by http_do on every token request (carries_secret).
  *   - Secrets (client secret, bearer token, access tokens, request bodies
  *     and replies that carry them) are wiped before their memory is freed
  *     and never written to a log line or an sc_err message.
@@ -29,6 +32,7 @@
 #include "err.h"
 #include "http.h"
 #include "log.h"
+#include "url.h"
 
 struct http_auth {
 	char *name;
@@ -88,6 +92,16 @@ struct http_auth *http_auth_new(const struct auth_spec *spec,
 			sc_err_set(err, SC_ECONFIG,
 				   "auth %s: oauth2 needs token_url, client_id "
 				   "and client_secret_env", spec->name);
+			return NULL;
+		}
+		/* The client secret goes to token_url: the URL rule for
+		 * secrets, before anything is read or sent. */
+		struct sc_err uerr = {0};
+		int rc = url_check(spec->token_url, URL_SECRET, &uerr);
+		if (rc) {
+			sc_err_set(err, rc == SC_EINVAL ? SC_ECONFIG : rc,
+				   "auth %s: token_url: %s", spec->name,
+				   uerr.msg);
 			return NULL;
 		}
 		env_name = spec->client_secret_env;
@@ -317,6 +331,7 @@ static int fetch_token(struct http_auth *a, struct http_client *c,
 		.headers = headers,
 		.body = buf_str(&form),
 		.body_len = form.len,
+		.carries_secret = true, /* the client secret */
 	};
 	rc = http_do(c, &req, &resp, &herr);
 	if (rc) {
@@ -334,7 +349,7 @@ static int fetch_token(struct http_auth *a, struct http_client *c,
 	if (!json_is_string(at) || !token_ok(json_string_value(at))) {
 		/* Without the query, like every URL in a message. */
 		char logurl[320];
-		http_url_for_log(a->token_url, logurl, sizeof(logurl));
+		url_for_log(a->token_url, false, logurl, sizeof(logurl));
 		rc = sc_err_set(err, SC_EPROTO,
 				"auth %s: token reply from %s has no usable "
 				"access_token", a->name, logurl);

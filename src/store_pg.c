@@ -71,6 +71,7 @@
 #include "failpoint.h"
 #include "log.h"
 #include "store.h"
+#include "url.h"
 
 #define SCHEMA_VERSION 2
 #define CHANNEL "surecron_jobs"
@@ -865,6 +866,11 @@ static int pg_open(const char *target, struct sc_clock *clock, void **impl,
 		return sc_err_set(err, SC_EINVAL, "postgres: no URL or clock");
 	/* libpq is mapped on first use: SQLite-only daemons never load it. */
 	rc = dl_pq_load(err);
+	if (rc)
+		return rc;
+	/* The store URL rule (url.h), whoever built the URL: libpq never
+	 * sees a password written in it. */
+	rc = url_check_store(target, err);
 	if (rc)
 		return rc;
 	p = calloc(1, sizeof(*p));

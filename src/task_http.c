@@ -4,8 +4,10 @@
  * stdout (task_output.c).
  *
  * Invariants:
- *   - a request that carries credentials (auth set) goes only to https://
- *     or a loopback host, like deliveries;
+ *   - the URL passes the URL rule (url.h) before anything is sent: no
+ *     userinfo ever, and a request that carries credentials (auth set)
+ *     goes only to https:// or a loopback host, like deliveries; a
+ *     refused URL is a permanent config failure;
  *   - a non-2xx answer (or one that differs from expect_status) is a
  *     failure carrying the status and the server's retry-after hint;
  *     4xx answers that a retry cannot change (http_status_retryable says
@@ -21,6 +23,7 @@
 #include "err.h"
 #include "http.h"
 #include "task.h"
+#include "url.h"
 
 #define HTTP_TASK_DEFAULT_TIMEOUT_MS 60000
 #define EXCERPT_MAX 200
@@ -58,12 +61,17 @@ int task_http_run(const struct task_spec *spec, const struct task_ctx *ctx,
 
 	if (!spec->url || !*spec->url)
 		return task_fail(out, spec->name, SC_ECONFIG, "no url");
+	/* The URL rule before anything else (a token fetch included): a
+	 * refused URL is a config error, permanent. With auth a token goes
+	 * with the request, so it needs https (or http to loopback). */
+	rc = url_check(spec->url, spec->auth ? URL_SECRET : URL_PLAIN, &herr);
+	if (rc) {
+		task_fail(out, spec->name, rc == SC_EINVAL ? SC_ECONFIG : rc,
+			  "%s", herr.msg);
+		out->err.permanent = rc == SC_EINVAL;
+		return out->err.code;
+	}
 	if (spec->auth) {
-		if (http_check_secure_url(spec->url, &herr) != 0) {
-			task_fail(out, spec->name, SC_ECONFIG, "%s", herr.msg);
-			out->err.permanent = true;
-			return out->err.code;
-		}
 		for (size_t i = 0; i < ctx->n_auths && !auth; i++)
 			if (strcmp(http_auth_name(ctx->auths[i]), spec->auth) == 0)
 				auth = ctx->auths[i];

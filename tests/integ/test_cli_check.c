@@ -193,6 +193,81 @@ static void usage_and_unreadable(void **state)
 	assert_non_null(strstr(err, ":2:3: invalid UTF-8 byte 0xFF"));
 }
 
+/* Issue 11: check applies the run's URL rule, on libcurl's reading of
+ * the URL: webhook URLs from url_env with userinfo however spelt, a
+ * "loopback" that is a user name, a token_url or an http task that would
+ * send a secret in clear or a password written in the file. Each exits 2,
+ * located, never printing the user or password. */
+static void url_rule_as_the_run_applies_it(void **state)
+{
+	static const char *const hooks[] = {
+		"https:/alice:pw@hooks.example/x",
+		"https:///alice:pw@hooks.example",
+		"http://127.0.0.1:@hooks.example/x",
+		"http://localhost:pw@10.0.0.1/x",
+	};
+	const char *path = write_file(
+		"h.yaml",
+		"targets:\n"
+		"  hook: {kind: webhook, url_env: SC_HOOK_URL}\n"
+		"schedules:\n"
+		"  s:\n"
+		"    cron: \"0 3 * * *\"\n"
+		"    targets: [hook]\n"
+		"    tasks: [{name: a, command: [/bin/true]}]\n");
+	const char *args[] = {"check", "--config", path, NULL};
+	char kv[256];
+	const char *env[] = {kv, NULL};
+
+	for (size_t i = 0; i < sizeof(hooks) / sizeof(hooks[0]); i++) {
+		snprintf(kv, sizeof(kv), "SC_HOOK_URL=%s", hooks[i]);
+		assert_int_equal(run(NULL, env, args), 2);
+		assert_non_null(strstr(err, ":2:34: targets.hook.url_env: "
+					    "environment variable SC_HOOK_URL: "));
+		assert_null(strstr(err, "alice"));
+		assert_null(strstr(err, "pw"));
+	}
+	snprintf(kv, sizeof(kv), "SC_HOOK_URL=https://hooks.example/x");
+	assert_int_equal(run(NULL, env, args), 0);
+
+	static const char *const files[] = {
+		"auth:\n"
+		"  idp: {kind: oauth2, token_url: \"http://127.0.0.1:@idp.example/"
+		"t\", client_id: c, client_secret_env: SC_SECRET}\n",
+		"auth:\n"
+		"  api: {kind: bearer, token_env: SC_SECRET}\n",
+		"",
+	};
+	static const char *const tasks[] = {
+		"[{name: a, command: [/bin/true]}]",
+		"[{name: a, http: {url: \"http://api.example.com/r\", "
+		"auth: api}}]",
+		"[{name: a, http: {url: \"https://u:pw@api.example.com/r\"}}]",
+	};
+	static const char *const want[] = {
+		"auth.idp.token_url: http://idp.example: the URL holds a user "
+		"name or password",
+		"schedules.s.tasks[0].http.url: http://api.example.com: plain "
+		"http is only allowed to a loopback host",
+		"schedules.s.tasks[0].http.url: https://api.example.com: the URL "
+		"holds a user name or password",
+	};
+	const char *senv[] = {"SC_SECRET=x", NULL};
+	for (size_t i = 0; i < 3; i++) {
+		char text[1024];
+		snprintf(text, sizeof(text),
+			 "%sschedules:\n  s:\n    cron: \"0 3 * * *\"\n"
+			 "    tasks: %s\n",
+			 files[i], tasks[i]);
+		const char *p = write_file("f.yaml", text);
+		const char *a[] = {"check", "--config", p, NULL};
+		assert_int_equal(run(NULL, senv, a), 2);
+		if (!strstr(err, want[i]))
+			fail_msg("want %s, got %s", want[i], err);
+		assert_null(strstr(err, "pw"));
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -206,6 +281,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(usage_and_unreadable, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(url_rule_as_the_run_applies_it,
+						setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

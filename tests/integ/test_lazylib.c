@@ -199,6 +199,45 @@ static void webhook_without_libcrypto_fails_clearly(void **state)
 	assert_null(strstr(first_err + 1, "could not be loaded"));
 }
 
+/* The URL rule needs libcurl (and the store rule libpq). Without them a
+ * config still loads for commands that never send (status), and `check`,
+ * which must apply every rule the run applies, says which URL it could
+ * not check and why, instead of passing it. */
+static void url_rule_without_the_libraries(void **state)
+{
+	write_file("urls.yaml",
+		   "store: postgres://127.0.0.1:1/x\n"
+		   "auth:\n"
+		   "  api: {kind: bearer, token_env: SC_LAZY_TOKEN}\n"
+		   "schedules:\n"
+		   "  a:\n"
+		   "    cron: \"0 3 * * *\"\n"
+		   "    tasks:\n"
+		   "      - {name: t, http: {url: \"https://127.0.0.1:1/x\", "
+		   "auth: api}}\n");
+	write_file("plain.yaml",
+		   "auth:\n"
+		   "  api: {kind: bearer, token_env: SC_LAZY_TOKEN}\n"
+		   "schedules:\n"
+		   "  a:\n"
+		   "    cron: \"0 3 * * *\"\n"
+		   "    tasks:\n"
+		   "      - {name: t, http: {url: \"https://127.0.0.1:1/x\", "
+		   "auth: api}}\n");
+	const char *check[] = {"check", "--config", "urls.yaml", NULL};
+	const char *status[] = {"status", "--config", "plain.yaml", NULL};
+
+	setenv("SC_LAZY_TOKEN", "x", 1);
+	assert_int_equal(run(true, check), 2);
+	assert_non_null(strstr(err, "schedules.a.tasks[0].http.url: "
+				    "libcurl.so.4 could not be loaded: "));
+	assert_non_null(strstr(err, "store: libpq.so.5 could not be loaded: "));
+	assert_int_equal(run(true, status), 0);
+	/* With the real libraries the same URLs pass. */
+	assert_int_equal(run(false, check), 0);
+	unsetenv("SC_LAZY_TOKEN");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -213,6 +252,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(
 			webhook_without_libcrypto_fails_clearly, setup,
 			teardown),
+		cmocka_unit_test_setup_teardown(
+			url_rule_without_the_libraries, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -834,9 +834,21 @@ static void check_urls_and_alert_env(void **state)
 		{"https://hooks.example/T/sekrit", NULL, 0, NULL},
 		{"http://127.0.0.1:8080/hook", NULL, 0, NULL},
 		{"http://[::1]/hook", "chat", 0, NULL},
-		{"http://hooks.example/sekrit", NULL, 1, "must hold an https:// URL"},
-		{"ftp://x/sekrit", NULL, 1, "must hold an https:// URL"},
-		{"https://", NULL, 1, "must hold an https:// URL"},
+		{"http://hooks.example/sekrit", NULL, 1,
+		 "SC_TEST_URL: http://hooks.example: plain http is only "
+		 "allowed to a loopback host"},
+		{"ftp://x/sekrit", NULL, 1, "SC_TEST_URL: ftp://x: unsupported "
+		 "scheme"},
+		{"https://", NULL, 1, "SC_TEST_URL: not a valid http(s) URL"},
+		/* Issue 11: libcurl reads user:password from one or three
+		 * slashes, and a "loopback" user name is no loopback host. */
+		{"https:/alice:sekrit@hooks.example/x", NULL, 1,
+		 "SC_TEST_URL: https://hooks.example: the URL holds a user "
+		 "name or password"},
+		{"https:///alice:sekrit@hooks.example", NULL, 1,
+		 "the URL holds a user name or password"},
+		{"http://127.0.0.1:@hooks.example/sekrit", NULL, 1,
+		 "the URL holds a user name or password"},
 		{"https://hooks.example/sekrit", "chat,pager", 1,
 		 "alerts.targets: SURECRON_ALERT_TARGETS names unknown target "
 		 "\"pager\""},

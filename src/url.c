@@ -1,0 +1,242 @@
+/*
+ * url.c - the one URL rule (see url.h): http(s) URLs judged on libcurl's
+ * own parse, store URLs on libpq's.
+ *
+ * Invariants:
+ *   - No string test stands in for a parser: the scheme, userinfo and
+ *     host judged are the ones curl_url_get reports, and the options of a
+ *     store URL the ones PQconninfoParse reports. The parse flags are the
+ *     ones the send uses (url_parse hands the very handle to libcurl), so
+ *     a URL cannot mean one thing to the check and another to the send.
+ *   - Messages and log forms are built from libcurl's scheme, host, port
+ *     and path parts only: userinfo, query and fragment never reach them,
+ *     whatever the spelling of the URL (one or three slashes, '@' in
+ *     odd places, percent-encoding).
+ *   - Secrets met on the way (a password libcurl or libpq parsed) are
+ *     only tested for presence, never copied; libpq's parse is wiped
+ *     before it is freed.
+ */
+#include <arpa/inet.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "dl_curl.h"
+#include "dl_pq.h"
+#include "url.h"
+
+/* Parse flags, shared by the check and (through url_parse) the send: no
+ * scheme guessing, so "host/x" is not quietly read as http://host/x. */
+#define URL_PARSE_FLAGS 0U
+
+bool url_is_loopback_host(const char *host)
+{
+	unsigned char a4[4];
+	struct in6_addr a6;
+	char tmp[64];
+
+	if (!host)
+		return false;
+	if (strcasecmp(host, "localhost") == 0)
+		return true;
+	if (inet_pton(AF_INET, host, a4) == 1)
+		return a4[0] == 127;
+	size_t len = strlen(host);
+	if (len >= 2 && host[0] == '[' && host[len - 1] == ']' &&
+	    len - 2 < sizeof(tmp)) {
+		memcpy(tmp, host + 1, len - 2);
+		tmp[len - 2] = '\0';
+		if (inet_pton(AF_INET6, tmp, &a6) == 1)
+			return memcmp(&a6, &in6addr_loopback, sizeof(a6)) == 0;
+	}
+	return false;
+}
+
+/* True when libcurl reports part as present (even empty). */
+static bool has_part(CURLU *u, CURLUPart part)
+{
+	char *v = NULL;
+	CURLUcode rc = curl_url_get(u, part, &v, 0);
+
+	if (v) {
+		memset(v, 0, strlen(v)); /* may be a password */
+		curl_free(v);
+	}
+	return rc == CURLUE_OK;
+}
+
+int url_parse(const char *url, enum url_use use, struct Curl_URL **out,
+	      struct sc_err *err)
+{
+	char *scheme = NULL, *host = NULL;
+	int rc = dl_curl_load(err);
+
+	if (rc)
+		return rc;
+	CURLU *u = curl_url();
+	if (!u)
+		return sc_err_set(err, SC_ENOMEM, "out of memory");
+	if (!url || !*url) {
+		rc = sc_err_set(err, SC_EINVAL, "no URL");
+		goto done;
+	}
+	CURLUcode uc = curl_url_set(u, CURLUPART_URL, url, URL_PARSE_FLAGS);
+	if (uc == CURLUE_OUT_OF_MEMORY) {
+		rc = sc_err_set(err, SC_ENOMEM, "out of memory");
+		goto done;
+	}
+	if (uc != CURLUE_OK ||
+	    curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
+	    curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK) {
+		rc = sc_err_set(err, SC_EINVAL, "not a valid http(s) URL");
+		goto done;
+	}
+	bool https = strcasecmp(scheme, "https") == 0;
+	if (!https && strcasecmp(scheme, "http") != 0) {
+		rc = sc_err_set(err, SC_EINVAL,
+				"%s://%s: unsupported scheme (use https://%s)",
+				scheme, host,
+				use == URL_SECRET ? "" : " or http://");
+		goto done;
+	}
+	/* libcurl sends any userinfo it parsed as Basic credentials; an
+	 * empty user or password still makes an Authorization header. */
+	if (has_part(u, CURLUPART_USER) || has_part(u, CURLUPART_PASSWORD) ||
+	    has_part(u, CURLUPART_OPTIONS)) {
+		rc = sc_err_set(err, SC_EINVAL,
+				"%s://%s: the URL holds a user name or "
+				"password; secrets are never written in a URL",
+				scheme, host);
+		goto done;
+	}
+	if (use == URL_SECRET && !https && !url_is_loopback_host(host)) {
+		rc = sc_err_set(err, SC_EINVAL,
+				"http://%s: plain http is only allowed to a "
+				"loopback host (127.0.0.0/8, [::1], localhost); "
+				"use https://",
+				host);
+		goto done;
+	}
+	if (out) {
+		*out = u;
+		u = NULL;
+	}
+done:
+	curl_free(scheme);
+	curl_free(host);
+	curl_url_cleanup(u);
+	return rc;
+}
+
+int url_check(const char *url, enum url_use use, struct sc_err *err)
+{
+	return url_parse(url, use, NULL, err);
+}
+
+void url_free(struct Curl_URL *u)
+{
+	if (u)
+		curl_url_cleanup(u);
+}
+
+/* Appends s to out (capacity n, *o used), truncating. */
+static void put(char *out, size_t n, size_t *o, const char *s)
+{
+	while (s && *s && *o + 1 < n)
+		out[(*o)++] = *s++;
+	out[*o] = '\0';
+}
+
+const char *url_for_log(const char *url, bool hide_path, char *out,
+			size_t n)
+{
+	char *scheme = NULL, *host = NULL, *port = NULL, *path = NULL;
+	size_t o = 0;
+	CURLU *u = NULL;
+
+	if (n == 0)
+		return out;
+	out[0] = '\0';
+	/* Unknown schemes parse too, so a refused ftp:// URL still shows
+	 * its host in the message that refuses it. */
+	if (url && dl_curl_load(NULL) == 0 && (u = curl_url()) != NULL &&
+	    curl_url_set(u, CURLUPART_URL, url,
+			 URL_PARSE_FLAGS | CURLU_NON_SUPPORT_SCHEME) ==
+		    CURLUE_OK &&
+	    curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
+	    curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK) {
+		(void)curl_url_get(u, CURLUPART_PORT, &port, 0);
+		(void)curl_url_get(u, CURLUPART_PATH, &path, 0);
+		put(out, n, &o, scheme);
+		put(out, n, &o, "://");
+		put(out, n, &o, host);
+		if (port) {
+			put(out, n, &o, ":");
+			put(out, n, &o, port);
+		}
+		if (hide_path && path && strcmp(path, "/") != 0 && *path)
+			put(out, n, &o, "/...");
+		else
+			put(out, n, &o, path);
+	} else {
+		put(out, n, &o, "(invalid URL)");
+	}
+	curl_free(scheme);
+	curl_free(host);
+	curl_free(port);
+	curl_free(path);
+	if (u)
+		curl_url_cleanup(u);
+	/* Control characters would break the one-line log format. */
+	for (char *q = out; *q; q++)
+		if ((unsigned char)*q < 0x20 || *q == 0x7f)
+			*q = '?';
+	return out;
+}
+
+bool url_is_pg(const char *url)
+{
+	return url && (strncmp(url, "postgres://", 11) == 0 ||
+		       strncmp(url, "postgresql://", 13) == 0);
+}
+
+/* An option that holds, or points at, a password. */
+static bool secret_option(const char *kw)
+{
+	return strstr(kw, "pass") || strstr(kw, "secret");
+}
+
+int url_check_store(const char *url, struct sc_err *err)
+{
+	char *msg = NULL;
+	int rc = dl_pq_load(err);
+
+	if (rc)
+		return rc;
+	if (!url_is_pg(url))
+		return sc_err_set(err, SC_EINVAL, "not a PostgreSQL URL");
+	PQconninfoOption *opts = PQconninfoParse(url, &msg);
+	if (!opts) {
+		/* libpq's message may quote the URL, password included. */
+		if (msg)
+			PQfreemem(msg);
+		return msg ? sc_err_set(err, SC_EINVAL,
+					"libpq cannot parse the URL")
+			   : sc_err_set(err, SC_ENOMEM, "out of memory");
+	}
+	for (PQconninfoOption *o = opts; o->keyword; o++) {
+		if (!o->val || !secret_option(o->keyword))
+			continue;
+		rc = sc_err_set(err, SC_EINVAL,
+				"the URL holds a password setting (libpq reads "
+				"\"%s\" from it); secrets are never written "
+				"in the file (use PGPASSWORD or ~/.pgpass)",
+				o->keyword);
+		break;
+	}
+	for (PQconninfoOption *o = opts; o->keyword; o++)
+		if (o->val)
+			memset(o->val, 0, strlen(o->val));
+	PQconninfoFree(opts);
+	return rc;
+}
