@@ -191,6 +191,20 @@ static const char *const *const migrations[SCHEMA_VERSION] = {
 	"set_config('synchronous_commit', (SELECT reset_val FROM pg_settings" \
 	" WHERE name = 'synchronous_commit'), true)"
 
+/*
+ * The lease fence of a write made for a claimed job (store.h, fencing),
+ * as the first CTE of the writing statement: f.ok is true when the handle
+ * is not fenced (job id NULL) or the job is ACTIVE under the token. The
+ * job row is read FOR SHARE, so in READ COMMITTED a takeover (claim,
+ * recovery, finish: all UPDATE the row) either committed before and is
+ * seen (the locking read follows the row to its newest version), or waits
+ * until this write has committed and then finds it.
+ */
+#define FENCE_CTE(id, tok)                                                 \
+	"f AS (SELECT (" id "::bigint IS NULL OR EXISTS (SELECT 1 FROM jobs" \
+	" WHERE id = " id "::bigint AND lease_token = " tok "::bigint"      \
+	" AND state = 1 FOR SHARE)) AS ok)"
+
 enum stmt {
 	ST_ENQUEUE,
 	ST_JOB_ID,
@@ -230,7 +244,8 @@ static const char *const sql[ST_COUNT] = {
 	" VALUES ($1, $2::bigint, $3::integer, $4::smallint, $5::bigint,"
 	" $6::bigint, $7::bigint, $8::boolean)"
 	" ON CONFLICT (schedule, slot_ms) DO NOTHING RETURNING id)"
-	" SELECT id, " NOTIFY " FROM i",
+	" SELECT id, " NOTIFY ", CASE WHEN $8::boolean THEN " DURABLE " END"
+	" FROM i",
 	[ST_JOB_ID] = "SELECT id FROM jobs WHERE schedule = $1 AND slot_ms = $2",
 	/* run_at of a materialised slot is the slot itself. */
 	[ST_ENQUEUE_MANY] =
@@ -249,7 +264,7 @@ static const char *const sql[ST_COUNT] = {
 	" lease_token = nextval('lease_tokens'), lease_owner = $3,"
 	" lease_expires_ms = $1::bigint + $4::bigint,"
 	" started_ms = GREATEST($1::bigint, j.run_at_ms)"
-	" FROM c WHERE j.id = c.id RETURNING " JOB_COLS_J,
+	" FROM c WHERE j.id = c.id RETURNING " JOB_COLS_J ", " DURABLE,
 	[ST_HEARTBEAT] =
 	"UPDATE jobs SET lease_expires_ms = $3::bigint + $4::bigint"
 	" WHERE id = $1 AND state = 1 AND lease_token = $2",
@@ -331,11 +346,15 @@ static const char *const sql[ST_COUNT] = {
 	" count(*) FILTER (WHERE state = 1), count(*) FILTER (WHERE state = 2),"
 	" count(*) FILTER (WHERE state = 3)"
 	" FROM jobs WHERE ($1::text IS NULL OR schedule = $1::text)",
+	/* $12, $13: the fence. Answer: ok, rows written, -. */
 	[ST_LEDGER_APPEND] =
-	"INSERT INTO ledger (" LEDGER_COLS ") VALUES ($1, $2::bigint,"
-	" $3::bigint, $4::integer, $5::bigint, $6::bigint, $7::text, $8, $9,"
-	" $10::bigint, $11) RETURNING CASE WHEN $7::text = '" LEDGER_LOST "'"
-	" THEN " DURABLE " END",
+	"WITH " FENCE_CTE("$12", "$13") ","
+	" i AS (INSERT INTO ledger (" LEDGER_COLS ") SELECT $1::text,"
+	" $2::bigint, $3::bigint, $4::integer, $5::bigint, $6::bigint,"
+	" $7::text, $8::text, $9::text, $10::bigint, $11::text FROM f"
+	" WHERE f.ok RETURNING 1)"
+	" SELECT f.ok, (SELECT count(*) FROM i), CASE WHEN $7::text = '"
+	LEDGER_LOST "' THEN " DURABLE " END FROM f",
 	/* A missed row for a slot that has one already is dropped: the
 	 * conflict target infers the partial index ledger_missed_once, so
 	 * no other conflict is ignored. No row returned: not written. */
@@ -359,29 +378,46 @@ static const char *const sql[ST_COUNT] = {
 	" AND ($4::text IS NULL OR outcome = $4::text)"
 	" AND (NOT $5::boolean OR outcome IN ('" LEDGER_LOST "', '"
 	LEDGER_MISSED "')) ORDER BY id DESC LIMIT $6::bigint",
+	/* $6, $7: the fence. Answer: ok, rows inserted. */
 	[ST_OUTBOX_PUT] =
-	"INSERT INTO outbox (schedule, slot_ms, target, body, state,"
-	" created_ms) VALUES ($1, $2::bigint, $3, $4, 1, $5::bigint)"
-	" ON CONFLICT (schedule, slot_ms, target) DO NOTHING",
+	"WITH " FENCE_CTE("$6", "$7") ","
+	" i AS (INSERT INTO outbox (schedule, slot_ms, target, body, state,"
+	" created_ms) SELECT $1::text, $2::bigint, $3::text, $4::text, 1,"
+	" $5::bigint FROM f WHERE f.ok"
+	" ON CONFLICT (schedule, slot_ms, target) DO NOTHING RETURNING 1)"
+	" SELECT f.ok, (SELECT count(*) FROM i) FROM f",
 	[ST_OUTBOX_GET] =
 	"SELECT state, n_tries, sent_ms, body FROM outbox"
 	" WHERE schedule = $1 AND slot_ms = $2 AND target = $3",
-	/* SENT is final: the WHERE keeps a guard from ever reopening. */
+	/* SENT is final: the WHERE keeps a guard from ever reopening. SENT
+	 * (the guard) and SENDING (which turns a crash mid-send into a
+	 * declared duplicate) are durable before this returns. $6, $7: the
+	 * fence. Answer: ok, rows changed, -. */
 	[ST_OUTBOX_SET] =
-	"UPDATE outbox SET state = $4::smallint,"
+	"WITH " FENCE_CTE("$6", "$7") ","
+	" u AS (UPDATE outbox SET state = $4::smallint,"
 	" n_tries = n_tries + CASE WHEN $4::smallint = 2 THEN 1 ELSE 0 END,"
 	" sent_ms = CASE WHEN $4::smallint = 3 THEN $5::bigint"
 	" ELSE sent_ms END"
 	" WHERE schedule = $1 AND slot_ms = $2 AND target = $3"
-	" AND state <> 3 RETURNING CASE WHEN $4::smallint = 3 THEN " DURABLE
-	" END",
+	" AND state <> 3 AND (SELECT ok FROM f) RETURNING 1)"
+	" SELECT f.ok, (SELECT count(*) FROM u), CASE WHEN $4::smallint"
+	" IN (2, 3) THEN " DURABLE " END FROM f",
+	/* $3, $4: the fence. Answer: ok, rows changed. */
 	[ST_OUTBOX_UNKNOWN] =
-	"UPDATE outbox SET state = 5"
-	" WHERE schedule = $1 AND slot_ms = $2 AND state = 2",
+	"WITH " FENCE_CTE("$3", "$4") ","
+	" u AS (UPDATE outbox SET state = 5"
+	" WHERE schedule = $1 AND slot_ms = $2 AND state = 2"
+	" AND (SELECT ok FROM f) RETURNING 1)"
+	" SELECT f.ok, (SELECT count(*) FROM u) FROM f",
+	/* $4, $5: the fence. Answer: ok, rows inserted, -. */
 	[ST_SLOT_MARK] =
-	"INSERT INTO slot_markers (schedule, slot_ms, completed_ms)"
-	" VALUES ($1, $2::bigint, $3::bigint)"
-	" ON CONFLICT (schedule, slot_ms) DO NOTHING RETURNING " DURABLE,
+	"WITH " FENCE_CTE("$4", "$5") ","
+	" i AS (INSERT INTO slot_markers (schedule, slot_ms, completed_ms)"
+	" SELECT $1::text, $2::bigint, $3::bigint FROM f WHERE f.ok"
+	" ON CONFLICT (schedule, slot_ms) DO NOTHING RETURNING 1)"
+	" SELECT f.ok, (SELECT count(*) FROM i), CASE WHEN f.ok THEN "
+	DURABLE " END FROM f",
 	[ST_SLOT_IS] =
 	"SELECT 1 FROM slot_markers WHERE schedule = $1 AND slot_ms = $2",
 	[ST_SCHED_GET] =
@@ -427,7 +463,7 @@ struct pg {
 };
 
 /* Parameters of one statement: values as text, NULL for SQL NULL. */
-#define ARGS_MAX 12
+#define ARGS_MAX 16
 struct args {
 	const char *v[ARGS_MAX];
 	char num[ARGS_MAX][24];
@@ -449,6 +485,18 @@ static void arg_str(struct args *a, const char *s)
 static void arg_bool(struct args *a, bool b)
 {
 	a->v[a->n++] = b ? "t" : "f";
+}
+
+/* The two fence parameters: job id and token, or NULL and NULL. */
+static void arg_fence(struct args *a, const struct store_fence *f)
+{
+	if (f) {
+		arg_i64(a, f->job_id);
+		arg_i64(a, f->lease_token);
+	} else {
+		arg_str(a, NULL);
+		arg_str(a, NULL);
+	}
 }
 
 static int64_t now_ms(const struct pg *p)
@@ -717,6 +765,36 @@ static int64_t get_i64(const PGresult *r, int row, int col)
 	if (PQgetisnull(r, row, col))
 		return 0;
 	return strtoll(PQgetvalue(r, row, col), NULL, 10);
+}
+
+/*
+ * Runs a fenced write whose answer is one row (f.ok, rows written, ...):
+ * *rows gets the count (NULL: not wanted). SC_ELEASE, nothing written,
+ * when the fence refused it.
+ */
+static int run_fenced(struct pg *p, enum stmt st, const struct args *a,
+		      const struct store_fence *f, const char *op,
+		      int64_t *rows, struct sc_err *err)
+{
+	PGresult *res;
+	int rc = run(p, st, a, &res, err);
+
+	if (rc)
+		return rc;
+	bool one = PQntuples(res) == 1;
+	bool ok = one && strcmp(PQgetvalue(res, 0, 0), "t") == 0;
+	int64_t n = one ? get_i64(res, 0, 1) : 0;
+	PQclear(res);
+	if (!ok)
+		return sc_err_set(err, SC_ELEASE,
+				  "%s refused: job %" PRId64 " is no longer "
+				  "held under lease %" PRId64 " (taken over or "
+				  "finished); this worker stops",
+				  op, f ? f->job_id : 0,
+				  f ? f->lease_token : 0);
+	if (rows)
+		*rows = n;
+	return 0;
 }
 
 static void get_str(const PGresult *r, int row, int col, char *out,
@@ -1329,11 +1407,13 @@ static int pg_job_counts(void *impl, const char *schedule,
 
 /* ---- ledger ------------------------------------------------------------ */
 
-static int pg_ledger_append(void *impl, const struct ledger_row *row,
-			    bool *written, struct sc_err *err)
+static int pg_ledger_append(void *impl, const struct store_fence *fence,
+			    const struct ledger_row *row, bool *written,
+			    struct sc_err *err)
 {
 	struct args a = {0};
 	PGresult *res;
+	int64_t rows = 0;
 	int rc;
 
 	*written = false;
@@ -1355,10 +1435,14 @@ static int pg_ledger_append(void *impl, const struct ledger_row *row,
 	arg_str(&a, row->error_msg);
 	arg_i64(&a, row->retry_hint_ms);
 	arg_str(&a, row->details_json);
-	rc = run(impl, strcmp(row->outcome, LEDGER_MISSED) == 0
-			       ? ST_LEDGER_APPEND_MISSED
-			       : ST_LEDGER_APPEND,
-		 &a, &res, err);
+	if (strcmp(row->outcome, LEDGER_MISSED) != 0) {
+		arg_fence(&a, fence);
+		rc = run_fenced(impl, ST_LEDGER_APPEND, &a, fence,
+				"ledger row", &rows, err);
+		*written = rc == 0 && rows == 1;
+		return rc;
+	}
+	rc = run(impl, ST_LEDGER_APPEND_MISSED, &a, &res, err);
 	if (rc)
 		return rc;
 	*written = PQntuples(res) == 1;
@@ -1446,7 +1530,8 @@ static void arg_slot_target(struct args *a, const char *schedule,
 	arg_str(a, target);
 }
 
-static int pg_outbox_put(void *impl, const char *schedule, int64_t slot_ms,
+static int pg_outbox_put(void *impl, const struct store_fence *fence,
+			 const char *schedule, int64_t slot_ms,
 			 const char *target, const char *body, bool *created,
 			 struct sc_err *err)
 {
@@ -1463,7 +1548,9 @@ static int pg_outbox_put(void *impl, const char *schedule, int64_t slot_ms,
 	arg_slot_target(&a, schedule, slot_ms, target);
 	arg_str(&a, body ? body : "");
 	arg_i64(&a, now_ms(p));
-	rc = run_n(p, ST_OUTBOX_PUT, &a, &rows, err);
+	arg_fence(&a, fence);
+	rc = run_fenced(p, ST_OUTBOX_PUT, &a, fence, "outbox put", &rows,
+			err);
 	if (rc)
 		return rc;
 	if (created)
@@ -1501,9 +1588,10 @@ static int pg_outbox_get(void *impl, const char *schedule, int64_t slot_ms,
 	return 0;
 }
 
-static int pg_outbox_set_state(void *impl, const char *schedule,
-			       int64_t slot_ms, const char *target,
-			       enum send_state state, struct sc_err *err)
+static int pg_outbox_set_state(void *impl, const struct store_fence *fence,
+			       const char *schedule, int64_t slot_ms,
+			       const char *target, enum send_state state,
+			       struct sc_err *err)
 {
 	struct pg *p = impl;
 	struct args a = {0};
@@ -1517,7 +1605,9 @@ static int pg_outbox_set_state(void *impl, const char *schedule,
 	arg_slot_target(&a, schedule, slot_ms, target);
 	arg_i64(&a, (int64_t)state);
 	arg_i64(&a, now_ms(p));
-	rc = run_n(p, ST_OUTBOX_SET, &a, &rows, err);
+	arg_fence(&a, fence);
+	rc = run_fenced(p, ST_OUTBOX_SET, &a, fence, "outbox state", &rows,
+			err);
 	if (rc)
 		return rc;
 	if (rows == 1)
@@ -1531,16 +1621,19 @@ static int pg_outbox_set_state(void *impl, const char *schedule,
 			  "guard never reopens");
 }
 
-static int pg_outbox_mark_unknown(void *impl, const char *schedule,
-				  int64_t slot_ms, int *n, struct sc_err *err)
+static int pg_outbox_mark_unknown(void *impl, const struct store_fence *fence,
+				  const char *schedule, int64_t slot_ms, int *n,
+				  struct sc_err *err)
 {
 	struct args a = {0};
-	int64_t rows;
+	int64_t rows = 0;
 	int rc;
 
 	arg_str(&a, schedule);
 	arg_i64(&a, slot_ms);
-	rc = run_n(impl, ST_OUTBOX_UNKNOWN, &a, &rows, err);
+	arg_fence(&a, fence);
+	rc = run_fenced(impl, ST_OUTBOX_UNKNOWN, &a, fence, "outbox recovery",
+			&rows, err);
 	if (rc)
 		return rc;
 	if (n)
@@ -1548,7 +1641,8 @@ static int pg_outbox_mark_unknown(void *impl, const char *schedule,
 	return 0;
 }
 
-static int pg_slot_mark(void *impl, const char *schedule, int64_t slot_ms,
+static int pg_slot_mark(void *impl, const struct store_fence *fence,
+			const char *schedule, int64_t slot_ms,
 			struct sc_err *err)
 {
 	struct pg *p = impl;
@@ -1561,7 +1655,8 @@ static int pg_slot_mark(void *impl, const char *schedule, int64_t slot_ms,
 	arg_str(&a, schedule);
 	arg_i64(&a, slot_ms);
 	arg_i64(&a, now_ms(p));
-	return run_n(p, ST_SLOT_MARK, &a, NULL, err);
+	arg_fence(&a, fence);
+	return run_fenced(p, ST_SLOT_MARK, &a, fence, "slot mark", NULL, err);
 }
 
 static int pg_slot_is_marked(void *impl, const char *schedule,

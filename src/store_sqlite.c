@@ -76,6 +76,13 @@
 #define SC_STR2(x) #x
 #define SC_STR(x) SC_STR2(x)
 #define RECOVER_BATCH 64
+/* The lease fence of a write made for a claimed job (store.h, fencing):
+ * ?20 job id, ?21 lease token; both unbound (NULL) when not fenced. Part
+ * of the writing statement itself, so the check and the write are one
+ * write transaction: no takeover can commit between them. */
+#define FENCE_OK                                                          \
+	"(?20 IS NULL OR EXISTS (SELECT 1 FROM jobs WHERE id = ?20 AND "     \
+	"lease_token = ?21 AND state = 1))"
 
 /* ---- schema ---------------------------------------------------------- */
 
@@ -185,6 +192,7 @@ enum stmt_id {
 	ST_JOB_CLAIM,
 	ST_JOB_HEARTBEAT,
 	ST_JOB_STATE,
+	ST_FENCE,
 	ST_JOB_FINISH,
 	ST_JOB_RELEASE,
 	ST_JOB_EXPIRED,
@@ -236,6 +244,7 @@ static const char *const stmt_sql[N_STMT] = {
 		"UPDATE jobs SET lease_expires_ms = ?3 "
 		"WHERE id = ?1 AND lease_token = ?2 AND state = 1",
 	[ST_JOB_STATE] = "SELECT state FROM jobs WHERE id = ?1",
+	[ST_FENCE] = "SELECT 1 FROM jobs WHERE " FENCE_OK,
 	[ST_JOB_FINISH] =
 		"UPDATE jobs SET state = ?3, lease_expires_ms = 0, "
 		"run_at_ms = CASE WHEN ?3 = 0 THEN ?4 ELSE run_at_ms END "
@@ -274,7 +283,8 @@ static const char *const stmt_sql[N_STMT] = {
 		"INSERT INTO ledger(schedule, slot_ms, job_id, attempt, "
 		"started_ms, finished_ms, outcome, error_class, error_msg, "
 		"retry_hint_ms, details_json) "
-		"VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+		"SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11 "
+		"WHERE " FENCE_OK,
 	/* A missed row for a slot that has one already is dropped (the
 	 * conflict target names the partial index ledger_missed_once, so
 	 * only that conflict is ignored; any other constraint still fails). */
@@ -299,7 +309,8 @@ static const char *const stmt_sql[N_STMT] = {
 		"ORDER BY id DESC LIMIT ?6",
 	[ST_OUTBOX_PUT] =
 		"INSERT INTO outbox(schedule, slot_ms, target, state, body, "
-		"created_ms, updated_ms) VALUES (?1, ?2, ?3, 1, ?4, ?5, ?5) "
+		"created_ms, updated_ms) SELECT ?1, ?2, ?3, 1, ?4, ?5, ?5 "
+		"WHERE " FENCE_OK " "
 		"ON CONFLICT (schedule, slot_ms, target) DO NOTHING",
 	[ST_OUTBOX_GET] =
 		"SELECT state, n_tries, sent_ms, body FROM outbox "
@@ -311,12 +322,13 @@ static const char *const stmt_sql[N_STMT] = {
 		"sent_ms = CASE WHEN ?4 = 3 THEN ?5 ELSE sent_ms END, "
 		"updated_ms = ?5 "
 		"WHERE schedule = ?1 AND slot_ms = ?2 AND target = ?3 AND "
-		"state <> 3",
+		"state <> 3 AND " FENCE_OK,
 	[ST_OUTBOX_UNKNOWN] =
 		"UPDATE outbox SET state = 5, updated_ms = ?3 "
-		"WHERE schedule = ?1 AND slot_ms = ?2 AND state = 2",
+		"WHERE schedule = ?1 AND slot_ms = ?2 AND state = 2 AND "
+		FENCE_OK,
 	[ST_MARK] = "INSERT INTO slot_markers(schedule, slot_ms, completed_ms) "
-		    "VALUES (?1, ?2, ?3) "
+		    "SELECT ?1, ?2, ?3 WHERE " FENCE_OK " "
 		    "ON CONFLICT (schedule, slot_ms) DO NOTHING",
 	[ST_MARK_GET] = "SELECT 1 FROM slot_markers WHERE schedule = ?1 AND "
 			"slot_ms = ?2",
@@ -603,9 +615,19 @@ static void read_job(sqlite3_stmt *st, struct store_job *j)
 	j->manual = sqlite3_column_int(st, 15) != 0;
 }
 
+/* Binds the fence parameters of a fenced write (none: left NULL). */
+static void bind_fence(sqlite3_stmt *st, const struct store_fence *f)
+{
+	if (f) {
+		sqlite3_bind_int64(st, 20, f->job_id);
+		sqlite3_bind_int64(st, 21, f->lease_token);
+	}
+}
+
 /* Inserts one ledger row with statement id (ST_LEDGER_INSERT or
  * ST_LEDGER_INSERT_MISSED); the caller holds the transaction. */
 static int ledger_insert_st(struct sq *q, enum stmt_id id,
+			    const struct store_fence *fence,
 			    const struct ledger_row *r, struct sc_err *err)
 {
 	sqlite3_stmt *st = NULL;
@@ -624,6 +646,8 @@ static int ledger_insert_st(struct sq *q, enum stmt_id id,
 	bind_text(st, 9, r->error_msg);
 	sqlite3_bind_int64(st, 10, r->retry_hint_ms);
 	bind_text(st, 11, r->details_json);
+	if (id == ST_LEDGER_INSERT)
+		bind_fence(st, fence);
 	rc = sqlite3_step(st);
 	rc = rc == SQLITE_DONE ? 0 : db_fail(q, rc, "ledger insert", err);
 	unprep(st);
@@ -634,7 +658,41 @@ static int ledger_insert_st(struct sq *q, enum stmt_id id,
 static int ledger_insert(struct sq *q, const struct ledger_row *r,
 			 struct sc_err *err)
 {
-	return ledger_insert_st(q, ST_LEDGER_INSERT, r, err);
+	return ledger_insert_st(q, ST_LEDGER_INSERT, NULL, r, err);
+}
+
+/*
+ * After a fenced write changed nothing: SC_ELEASE if the fence no longer
+ * holds (the write was refused for it), else 0 (the write had nothing to
+ * do). Fences only ever break, never heal, so reading after the write
+ * cannot call a refused write a no-op.
+ */
+static int fence_refused(struct sq *q, const struct store_fence *f,
+			 const char *op, struct sc_err *err)
+{
+	sqlite3_stmt *st = NULL;
+	int rc;
+
+	if (!f)
+		return 0;
+	rc = prep(q, ST_FENCE, &st, err);
+	if (rc)
+		return rc;
+	bind_fence(st, f);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_DONE)
+		rc = sc_err_set(err, SC_ELEASE,
+				"%s refused: job %lld is no longer held under "
+				"lease %lld (taken over or finished); this "
+				"worker stops",
+				op, (long long)f->job_id,
+				(long long)f->lease_token);
+	else if (rc == SQLITE_ROW)
+		rc = 0;
+	else
+		rc = db_fail(q, rc, op, err);
+	unprep(st);
+	return rc;
 }
 
 /* ---- open / migrate / close ------------------------------------------ */
@@ -1628,8 +1686,9 @@ static int sq_job_counts(void *impl, const char *schedule,
 
 /* ---- ledger ---------------------------------------------------------- */
 
-static int sq_ledger_append(void *impl, const struct ledger_row *row,
-			    bool *written, struct sc_err *err)
+static int sq_ledger_append(void *impl, const struct store_fence *fence,
+			    const struct ledger_row *row, bool *written,
+			    struct sc_err *err)
 {
 	struct sq *q = impl;
 	/* A lost slot is a loud record that nothing would write again:
@@ -1642,10 +1701,12 @@ static int sq_ledger_append(void *impl, const struct ledger_row *row,
 	if (!rc)
 		rc = ledger_insert_st(q, missed ? ST_LEDGER_INSERT_MISSED
 						: ST_LEDGER_INSERT,
-				      row, err);
+				      missed ? NULL : fence, row, err);
 	/* Autocommit: the statement was its own transaction, and
 	 * sqlite3_changes says whether it inserted the row. */
 	*written = !rc && sqlite3_changes(q->db) > 0;
+	if (!rc && !*written && !missed)
+		rc = fence_refused(q, fence, "ledger row", err);
 	return rc;
 }
 
@@ -1721,12 +1782,14 @@ static void bind_slot_target(sqlite3_stmt *st, const char *schedule,
 	bind_text(st, 3, target);
 }
 
-static int sq_outbox_put(void *impl, const char *schedule, int64_t slot_ms,
+static int sq_outbox_put(void *impl, const struct store_fence *fence,
+			 const char *schedule, int64_t slot_ms,
 			 const char *target, const char *body, bool *created,
 			 struct sc_err *err)
 {
 	struct sq *q = impl;
 	sqlite3_stmt *st = NULL;
+	bool made;
 	int rc = solo(q, ST_OUTBOX_PUT, SYNC_NORMAL, &st, err);
 
 	if (rc)
@@ -1734,11 +1797,15 @@ static int sq_outbox_put(void *impl, const char *schedule, int64_t slot_ms,
 	bind_slot_target(st, schedule, slot_ms, target);
 	bind_text(st, 4, body);
 	sqlite3_bind_int64(st, 5, now_ms(q));
+	bind_fence(st, fence);
 	rc = sqlite3_step(st);
 	rc = rc == SQLITE_DONE ? 0 : db_fail(q, rc, "outbox put", err);
 	unprep(st);
+	made = !rc && sqlite3_changes(q->db) > 0;
+	if (!rc && !made)
+		rc = fence_refused(q, fence, "outbox put", err);
 	if (!rc && created)
-		*created = sqlite3_changes(q->db) > 0;
+		*created = made;
 	return rc;
 }
 
@@ -1773,26 +1840,35 @@ static int sq_outbox_get(void *impl, const char *schedule, int64_t slot_ms,
 	return rc;
 }
 
-static int sq_outbox_set_state(void *impl, const char *schedule,
-			       int64_t slot_ms, const char *target,
-			       enum send_state state, struct sc_err *err)
+static int sq_outbox_set_state(void *impl, const struct store_fence *fence,
+			       const char *schedule, int64_t slot_ms,
+			       const char *target, enum send_state state,
+			       struct sc_err *err)
 {
 	struct sq *q = impl;
 	struct outbox_entry cur;
 	sqlite3_stmt *st = NULL;
-	/* SENT is the send guard: fsync'd before this returns. */
+	/* SENT is the send guard, and SENDING is what makes a crash after
+	 * the request left a declared duplicate instead of a silent one:
+	 * both are fsync'd before this returns (and the request leaves). */
 	int rc = solo(q, ST_OUTBOX_SET,
-		      state == SEND_SENT ? SYNC_FULL : SYNC_NORMAL, &st, err);
+		      state == SEND_SENT || state == SEND_SENDING ? SYNC_FULL
+								  : SYNC_NORMAL,
+		      &st, err);
 
 	if (rc)
 		return rc;
 	bind_slot_target(st, schedule, slot_ms, target);
 	sqlite3_bind_int(st, 4, (int)state);
 	sqlite3_bind_int64(st, 5, now_ms(q));
+	bind_fence(st, fence);
 	rc = sqlite3_step(st);
 	rc = rc == SQLITE_DONE ? 0 : db_fail(q, rc, "outbox state", err);
 	unprep(st);
 	if (rc || sqlite3_changes(q->db) > 0)
+		return rc;
+	rc = fence_refused(q, fence, "outbox state", err);
+	if (rc)
 		return rc;
 	rc = sq_outbox_get(q, schedule, slot_ms, target, &cur, err);
 	if (rc)
@@ -1804,8 +1880,9 @@ static int sq_outbox_set_state(void *impl, const char *schedule,
 			  target, schedule);
 }
 
-static int sq_outbox_mark_unknown(void *impl, const char *schedule,
-				  int64_t slot_ms, int *n, struct sc_err *err)
+static int sq_outbox_mark_unknown(void *impl, const struct store_fence *fence,
+				  const char *schedule, int64_t slot_ms, int *n,
+				  struct sc_err *err)
 {
 	struct sq *q = impl;
 	sqlite3_stmt *st = NULL;
@@ -1816,14 +1893,18 @@ static int sq_outbox_mark_unknown(void *impl, const char *schedule,
 	bind_text(st, 1, schedule);
 	sqlite3_bind_int64(st, 2, slot_ms);
 	sqlite3_bind_int64(st, 3, now_ms(q));
+	bind_fence(st, fence);
 	rc = sqlite3_step(st);
 	rc = rc == SQLITE_DONE ? 0 : db_fail(q, rc, "outbox recovery", err);
 	unprep(st);
 	*n = rc ? 0 : sqlite3_changes(q->db);
+	if (!rc && *n == 0)
+		rc = fence_refused(q, fence, "outbox recovery", err);
 	return rc;
 }
 
-static int sq_slot_mark(void *impl, const char *schedule, int64_t slot_ms,
+static int sq_slot_mark(void *impl, const struct store_fence *fence,
+			const char *schedule, int64_t slot_ms,
 			struct sc_err *err)
 {
 	struct sq *q = impl;
@@ -1835,9 +1916,12 @@ static int sq_slot_mark(void *impl, const char *schedule, int64_t slot_ms,
 	bind_text(st, 1, schedule);
 	sqlite3_bind_int64(st, 2, slot_ms);
 	sqlite3_bind_int64(st, 3, now_ms(q));
+	bind_fence(st, fence);
 	rc = sqlite3_step(st);
 	rc = rc == SQLITE_DONE ? 0 : db_fail(q, rc, "slot mark", err);
 	unprep(st);
+	if (!rc && sqlite3_changes(q->db) == 0)
+		rc = fence_refused(q, fence, "slot mark", err);
 	return rc;
 }
 

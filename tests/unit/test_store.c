@@ -1195,6 +1195,115 @@ static void outbox_state_machine_and_guard(void **state)
 	fix_close(&f);
 }
 
+/*
+ * Issue 10: a worker paused past its lease (SIGSTOP) resumed and wrote SENT
+ * and the slot marker for a slot another worker had taken over. With the
+ * handle fenced to the old claim, every outbox, guard, marker and
+ * duplicate-row write is refused with SC_ELEASE and changes nothing; the
+ * new claim's fence lets the same writes through.
+ */
+static void fenced_writes_refuse_a_stale_lease(void **state)
+{
+	struct fix f;
+	struct store_job old, cur;
+	struct outbox_entry e = {0};
+	struct sc_err err = {0};
+	struct ledger_row dup = {0};
+	bool marked = true, created = true;
+	size_t n_rows = 0;
+	struct ledger_row *rows = NULL;
+	int n = -1;
+
+	fix_open(state, &f);
+	enqueue(&f, "s", T0, T0, NULL);
+	assert_int_equal(claim(&f, "w1", &old, 1), 1);
+	store_fence_set(f.s, old.id, old.lease_token);
+	assert_int_equal(store_fence_check(f.s, NULL), 0);
+	assert_int_equal(outbox_put(f.s, "s", T0, "a", "m", &created, NULL), 0);
+	assert_true(created);
+	assert_int_equal(outbox_set_state(f.s, "s", T0, "a", SEND_SENDING,
+					  NULL), 0);
+	store_fence_clear(f.s);
+
+	/* The lease runs out; another worker recovers and claims the job. */
+	sc_clock_advance_ms(f.clock, 6 * MIN);
+	int n_rec = 0;
+	assert_int_equal(store_job_recover(f.s, 3, &n_rec, NULL), 0);
+	assert_int_equal(n_rec, 1);
+	assert_int_equal(claim(&f, "w2", &cur, 1), 1);
+	assert_int_equal(cur.id, old.id);
+	assert_true(cur.lease_token != old.lease_token);
+
+	/* The resumed worker, still fenced to its old claim. */
+	store_fence_set(f.s, old.id, old.lease_token);
+	assert_int_equal(store_fence_check(f.s, &err), SC_ELEASE);
+	assert_non_null(strstr(err.msg, "lease"));
+	sc_err_clear(&err);
+	assert_int_equal(outbox_set_state(f.s, "s", T0, "a", SEND_SENT, &err),
+			 SC_ELEASE);
+	assert_non_null(strstr(err.msg, "refused"));
+	assert_int_equal(outbox_set_state(f.s, "s", T0, "a", SEND_SENDING,
+					  NULL), SC_ELEASE);
+	assert_int_equal(outbox_mark_unknown(f.s, "s", T0, &n, NULL),
+			 SC_ELEASE);
+	assert_int_equal(outbox_put(f.s, "s", T0, "b", "m", NULL, NULL),
+			 SC_ELEASE);
+	assert_int_equal(slot_mark(f.s, "s", T0, NULL), SC_ELEASE);
+	snprintf(dup.schedule, sizeof(dup.schedule), "s");
+	dup.slot_ms = T0;
+	dup.job_id = old.id;
+	snprintf(dup.outcome, sizeof(dup.outcome), "%s", LEDGER_DUPLICATE);
+	assert_int_equal(ledger_append(f.s, &dup, NULL), SC_ELEASE);
+	store_fence_clear(f.s);
+
+	/* Nothing of it was written. */
+	assert_int_equal(outbox_get(f.s, "s", T0, "a", &e, NULL), 0);
+	assert_int_equal(e.state, SEND_SENDING);
+	assert_int_equal(e.n_tries, 1);
+	outbox_entry_dispose(&e);
+	assert_int_equal(outbox_get(f.s, "s", T0, "b", &e, NULL), SC_ENOENT);
+	assert_int_equal(slot_is_marked(f.s, "s", T0, &marked, NULL), 0);
+	assert_false(marked);
+	struct ledger_filter lf = {.outcome = LEDGER_DUPLICATE,
+				   .since_ms = INT64_MIN,
+				   .until_ms = INT64_MAX};
+	assert_int_equal(ledger_query(f.s, &lf, &rows, &n_rows, NULL), 0);
+	assert_int_equal(n_rows, 0);
+	ledger_rows_free(rows, n_rows);
+
+	/* The new owner's fence lets the same writes through. */
+	store_fence_set(f.s, cur.id, cur.lease_token);
+	assert_int_equal(outbox_mark_unknown(f.s, "s", T0, &n, NULL), 0);
+	assert_int_equal(n, 1);
+	/* Nothing SENDING any more: zero rows, and still no refusal. */
+	assert_int_equal(outbox_mark_unknown(f.s, "s", T0, &n, NULL), 0);
+	assert_int_equal(n, 0);
+	assert_int_equal(ledger_append(f.s, &dup, NULL), 0);
+	assert_int_equal(outbox_put(f.s, "s", T0, "b", "m", &created, NULL), 0);
+	assert_true(created);
+	assert_int_equal(outbox_put(f.s, "s", T0, "b", "m", &created, NULL), 0);
+	assert_false(created);
+	assert_int_equal(outbox_set_state(f.s, "s", T0, "a", SEND_SENDING,
+					  NULL), 0);
+	assert_int_equal(outbox_set_state(f.s, "s", T0, "a", SEND_SENT, NULL),
+			 0);
+	/* A guard still never reopens, fenced or not. */
+	assert_int_equal(outbox_set_state(f.s, "s", T0, "a", SEND_FAILED, NULL),
+			 SC_ESTATE);
+	assert_int_equal(slot_mark(f.s, "s", T0, NULL), 0);
+	assert_int_equal(slot_mark(f.s, "s", T0, NULL), 0); /* idempotent */
+	store_fence_clear(f.s);
+
+	/* Once the job is finished, its own fence refuses too. */
+	assert_int_equal(store_job_finish(f.s, cur.id, cur.lease_token,
+					  JOB_DONE, 0, NULL, NULL), 0);
+	store_fence_set(f.s, cur.id, cur.lease_token);
+	assert_int_equal(slot_mark(f.s, "s", T0 + 1, NULL), SC_ELEASE);
+	store_fence_clear(f.s);
+	assert_int_equal(slot_mark(f.s, "s", T0 + 1, NULL), 0);
+	fix_close(&f);
+}
+
 static void slot_markers_are_idempotent(void **state)
 {
 	struct fix f;
@@ -1390,7 +1499,7 @@ static void shim_remove(void)
 	sqlite3_vfs_register(real_vfs, 1);
 }
 
-static void only_guards_markers_and_losses_fsync(void **state)
+static void only_guards_sending_markers_and_losses_fsync(void **state)
 {
 	static const struct {
 		const char *op;
@@ -1399,7 +1508,9 @@ static void only_guards_markers_and_losses_fsync(void **state)
 		{"enqueue", false},   {"claim", false},
 		{"heartbeat", false}, {"complete", false},
 		{"retry", false},     {"outbox put", false},
-		{"sending", false},   {"sent (guard)", true},
+		/* issue 10: SENDING lost to a power cut would make the
+		 * next attempt send a second copy without declaring it. */
+		{"sending", true},    {"sent (guard)", true},
 		{"slot marker", true}, {"dead (lost)", true},
 		{"sched state", false}, {"token", false},
 	};
@@ -1601,10 +1712,11 @@ int main(void)
 		cmocka_unit_test(two_handles_recovering_one_job_list_it_once),
 		cmocka_unit_test(concurrent_recoveries_list_each_dead_job_once),
 		cmocka_unit_test(outbox_state_machine_and_guard),
+		cmocka_unit_test(fenced_writes_refuse_a_stale_lease),
 		cmocka_unit_test(slot_markers_are_idempotent),
 		cmocka_unit_test(sched_state_never_moves_backwards),
 		cmocka_unit_test(token_cache_round_trips),
-		cmocka_unit_test(only_guards_markers_and_losses_fsync),
+		cmocka_unit_test(only_guards_sending_markers_and_losses_fsync),
 		cmocka_unit_test(threads_never_claim_the_same_job),
 		cmocka_unit_test(concurrent_first_open),
 	};
