@@ -50,7 +50,7 @@
  * operations are drained right away (memory stays bounded) and remembered,
  * so the next wait returns at once.
  *
- * Schema version 2 (schema_version table, one row). To change the schema,
+ * Schema version 3 (schema_version table, one row). To change the schema,
  * append a migration to `migrations` and bump SCHEMA_VERSION; a database
  * whose version is newer than SCHEMA_VERSION is refused with SC_EVERSION
  * and never touched. Migrations run under a transaction-scoped advisory
@@ -72,7 +72,7 @@
 #include "log.h"
 #include "store.h"
 
-#define SCHEMA_VERSION 2
+#define SCHEMA_VERSION 3
 #define CHANNEL "surecron_jobs"
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 5000
@@ -160,9 +160,31 @@ static const char *const migration_2[] = {
 	NULL,
 };
 
+/*
+ * 2 -> 3: message bodies move out of the outbox row (issue 10), as on
+ * SQLite: the body is written once at stage time into outbox_body and the
+ * state row, updated at every send state, holds only state. (PostgreSQL
+ * kept a large body out of line in TOAST and did not copy it on update,
+ * but a body below the TOAST threshold, ~2 KB, was copied with every
+ * state change; one design for both backends.)
+ */
+static const char *const migration_3[] = {
+	"CREATE TABLE outbox_body ("
+	" schedule text NOT NULL,"
+	" slot_ms bigint NOT NULL,"
+	" target text NOT NULL,"
+	" body text NOT NULL,"
+	" PRIMARY KEY (schedule, slot_ms, target))",
+	"INSERT INTO outbox_body (schedule, slot_ms, target, body)"
+	" SELECT schedule, slot_ms, target, body FROM outbox",
+	"ALTER TABLE outbox DROP COLUMN body",
+	NULL,
+};
+
 static const char *const *const migrations[SCHEMA_VERSION] = {
 	migration_1,
 	migration_2,
+	migration_3,
 };
 
 /* ---- statements ------------------------------------------------------- */
@@ -381,14 +403,20 @@ static const char *const sql[ST_COUNT] = {
 	/* $6, $7: the fence. Answer: ok, rows inserted. */
 	[ST_OUTBOX_PUT] =
 	"WITH " FENCE_CTE("$6", "$7") ","
-	" i AS (INSERT INTO outbox (schedule, slot_ms, target, body, state,"
-	" created_ms) SELECT $1::text, $2::bigint, $3::text, $4::text, 1,"
+	" i AS (INSERT INTO outbox (schedule, slot_ms, target, state,"
+	" created_ms) SELECT $1::text, $2::bigint, $3::text, 1,"
 	" $5::bigint FROM f WHERE f.ok"
+	" ON CONFLICT (schedule, slot_ms, target) DO NOTHING RETURNING 1),"
+	" b AS (INSERT INTO outbox_body (schedule, slot_ms, target, body)"
+	" SELECT $1::text, $2::bigint, $3::text, $4::text FROM i"
 	" ON CONFLICT (schedule, slot_ms, target) DO NOTHING RETURNING 1)"
-	" SELECT f.ok, (SELECT count(*) FROM i) FROM f",
+	" SELECT f.ok, (SELECT count(*) FROM i), (SELECT count(*) FROM b)"
+	" FROM f",
 	[ST_OUTBOX_GET] =
-	"SELECT state, n_tries, sent_ms, body FROM outbox"
-	" WHERE schedule = $1 AND slot_ms = $2 AND target = $3",
+	"SELECT o.state, o.n_tries, o.sent_ms, b.body FROM outbox o"
+	" LEFT JOIN outbox_body b ON b.schedule = o.schedule"
+	" AND b.slot_ms = o.slot_ms AND b.target = o.target"
+	" WHERE o.schedule = $1 AND o.slot_ms = $2 AND o.target = $3",
 	/* SENT is final: the WHERE keeps a guard from ever reopening. SENT
 	 * (the guard) and SENDING (which turns a crash mid-send into a
 	 * declared duplicate) are durable before this returns. $6, $7: the
@@ -1574,6 +1602,11 @@ static int pg_outbox_get(void *impl, const char *schedule, int64_t slot_ms,
 	if (PQntuples(res) != 1) {
 		PQclear(res);
 		return sc_err_set(err, SC_ENOENT, "no outbox row for target");
+	}
+	if (PQgetisnull(res, 0, 3)) {
+		PQclear(res);
+		return sc_err_set(err, SC_ECORRUPT, "outbox row of target %s "
+				  "has no message body", target);
 	}
 	char *body = get_dup(res, 0, 3, &oom);
 	if (oom) {

@@ -63,7 +63,7 @@
 #include "log.h"
 #include "store.h"
 
-#define SCHEMA_VERSION 2
+#define SCHEMA_VERSION 3
 #define APP_ID 0x53435231 /* "SCR1": this file belongs to surecron */
 #define BUSY_TIMEOUT_MS 10000
 /* Checkpoint the WAL every this many pages (~16 MB) rather than SQLite's
@@ -73,6 +73,11 @@
  * after every checkpoint cost more kernel time than the writes. */
 #define WAL_CHECKPOINT_PAGES 4000
 #define WAL_KEEP_BYTES 33554432 /* 32 MiB */
+/* After a write failed for a full disk (issue 10): checkpoint this often
+ * and truncate the WAL at every reset, so that the WAL, which the normal
+ * settings let grow to ~16 MiB, gives its space back at once and stays
+ * below ~400 KiB on a volume that has none to spare. */
+#define WAL_TIGHT_PAGES 100
 #define SC_STR2(x) #x
 #define SC_STR(x) SC_STR2(x)
 #define RECOVER_BATCH 64
@@ -170,6 +175,22 @@ static const char *const migrations[SCHEMA_VERSION] = {
 	"CREATE UNIQUE INDEX ledger_missed_once ON ledger(schedule, slot_ms)"
 	" WHERE outcome = 'missed';"
 	"PRAGMA user_version = 2;",
+	/* 2 -> 3: message bodies move out of the outbox row (issue 10).
+	 * Every state change (SENDING, SENT, FAILED, UNKNOWN) rewrote the
+	 * row with its body, so on a nearly full volume each send used up
+	 * freed space at once. The body is written once, at stage time,
+	 * into outbox_body; the state row holds only state. Keyed like the
+	 * outbox (per target), so outbox_put keeps its contract. */
+	"CREATE TABLE outbox_body("
+	" schedule TEXT NOT NULL,"
+	" slot_ms INTEGER NOT NULL,"
+	" target TEXT NOT NULL,"
+	" body TEXT NOT NULL,"
+	" PRIMARY KEY (schedule, slot_ms, target));"
+	"INSERT INTO outbox_body(schedule, slot_ms, target, body)"
+	" SELECT schedule, slot_ms, target, body FROM outbox;"
+	"ALTER TABLE outbox DROP COLUMN body;"
+	"PRAGMA user_version = 3;",
 };
 
 /* ---- the statement cache --------------------------------------------- */
@@ -207,6 +228,7 @@ enum stmt_id {
 	ST_LEDGER_QUERY,
 	ST_LEDGER_QUERY_DESC,
 	ST_OUTBOX_PUT,
+	ST_OUTBOX_BODY_PUT,
 	ST_OUTBOX_GET,
 	ST_OUTBOX_SET,
 	ST_OUTBOX_UNKNOWN,
@@ -308,13 +330,19 @@ static const char *const stmt_sql[N_STMT] = {
 		"(?5 = 0 OR outcome IN ('lost', 'missed')) "
 		"ORDER BY id DESC LIMIT ?6",
 	[ST_OUTBOX_PUT] =
-		"INSERT INTO outbox(schedule, slot_ms, target, state, body, "
-		"created_ms, updated_ms) SELECT ?1, ?2, ?3, 1, ?4, ?5, ?5 "
+		"INSERT INTO outbox(schedule, slot_ms, target, state, "
+		"created_ms, updated_ms) SELECT ?1, ?2, ?3, 1, ?5, ?5 "
 		"WHERE " FENCE_OK " "
 		"ON CONFLICT (schedule, slot_ms, target) DO NOTHING",
+	[ST_OUTBOX_BODY_PUT] =
+		"INSERT INTO outbox_body(schedule, slot_ms, target, body) "
+		"VALUES (?1, ?2, ?3, ?4) "
+		"ON CONFLICT (schedule, slot_ms, target) DO NOTHING",
 	[ST_OUTBOX_GET] =
-		"SELECT state, n_tries, sent_ms, body FROM outbox "
-		"WHERE schedule = ?1 AND slot_ms = ?2 AND target = ?3",
+		"SELECT o.state, o.n_tries, o.sent_ms, b.body FROM outbox o "
+		"LEFT JOIN outbox_body b ON b.schedule = o.schedule AND "
+		"b.slot_ms = o.slot_ms AND b.target = o.target "
+		"WHERE o.schedule = ?1 AND o.slot_ms = ?2 AND o.target = ?3",
 	/* state <> 3: a SENT row (the send guard) never changes again. */
 	[ST_OUTBOX_SET] =
 		"UPDATE outbox SET state = ?4, "
@@ -357,6 +385,8 @@ struct sq {
 	struct sc_clock *clock;
 	enum sync_level sync;
 	int64_t busy_since_ms;
+	bool wal_reclaim;       /* a write failed for a full disk: reclaim */
+	bool wal_tight;         /* small checkpoints since a full disk */
 	unsigned busy_seed;
 	char path[PATH_MAX];
 	sqlite3_stmt *stmt[N_STMT];
@@ -385,11 +415,13 @@ static int db_fail(struct sq *q, int rc, const char *op, struct sc_err *err)
 	case SQLITE_FULL:
 		code = SC_ENOSPC;
 		what = "disk full";
+		q->wal_reclaim = true;
 		break;
 	case SQLITE_IOERR:
 		if (sys == ENOSPC || sys == EDQUOT || sys == EFBIG) {
 			code = SC_ENOSPC;
 			what = "no space left for the database";
+			q->wal_reclaim = true;
 		} else {
 			code = SC_EIO;
 			what = "I/O error";
@@ -486,6 +518,53 @@ static int exec1(struct sq *q, enum stmt_id id, const char *op,
 }
 
 /*
+ * Gives the WAL's space back after a write failed for a full disk: a
+ * TRUNCATE checkpoint copies the WAL into the database and cuts the WAL
+ * file to zero bytes (the default settings keep up to WAL_KEEP_BYTES of it
+ * around for speed, which is exactly the space a full volume lacks). From
+ * then on the handle checkpoints every WAL_TIGHT_PAGES and truncates at
+ * each reset. Runs only outside a transaction; a checkpoint that cannot
+ * run yet (readers, or still no space for the pages it must add to the
+ * database) is tried again before the next write. Errors are logged, never
+ * returned: the write that follows reports its own.
+ */
+static void reclaim_wal(struct sq *q)
+{
+	int n_log = -1, n_done = -1, rc;
+
+	if (!q->wal_reclaim || !sqlite3_get_autocommit(q->db))
+		return;
+	rc = sqlite3_wal_checkpoint_v2(q->db, NULL,
+				       SQLITE_CHECKPOINT_TRUNCATE, &n_log,
+				       &n_done);
+	SC_LOG(rc == SQLITE_OK ? SC_LOG_WARN : SC_LOG_ERROR, "store",
+	       "event=wal-reclaim path=%s sqlite=%d wal_frames=%d "
+	       "checkpointed=%d msg=\"%s\"", q->path, rc, n_log, n_done,
+	       rc == SQLITE_OK ? "disk full: WAL folded in and truncated"
+			       : "disk full: WAL checkpoint failed; retried "
+				 "before the next write");
+	if (rc != SQLITE_OK)
+		return;
+	q->wal_reclaim = false;
+	if (!q->wal_tight) {
+		sqlite3_stmt *st = NULL;
+		static const char *const tight[] = {
+			"PRAGMA wal_autocheckpoint = " SC_STR(WAL_TIGHT_PAGES),
+			"PRAGMA journal_size_limit = 0",
+		};
+		for (size_t i = 0; i < 2; i++) {
+			if (sqlite3_prepare_v2(q->db, tight[i], -1, &st,
+					       NULL) == SQLITE_OK)
+				while (sqlite3_step(st) == SQLITE_ROW)
+					;
+			sqlite3_finalize(st);
+			st = NULL;
+		}
+		q->wal_tight = true;
+	}
+}
+
+/*
  * Sets PRAGMA synchronous for the next transactions. Not through the
  * statement cache: SQLite applies this pragma when the statement is
  * prepared, not when it is stepped, so a cached one would only work once.
@@ -498,6 +577,9 @@ static int set_sync(struct sq *q, enum sync_level level, struct sc_err *err)
 	sqlite3_stmt *st = NULL;
 	int rc;
 
+	/* Every write starts here, outside any transaction: the place to
+	 * give back the WAL's space after a full disk. */
+	reclaim_wal(q);
 	if (q->sync == level)
 		return 0;
 	rc = sqlite3_prepare_v2(q->db, sql, -1, &st, NULL);
@@ -532,6 +614,7 @@ static void tx_rollback(struct sq *q)
 	 * SQLITE_IOERR during commit); only roll back what is still open. */
 	if (!sqlite3_get_autocommit(q->db))
 		(void)exec1(q, ST_ROLLBACK, "rollback", NULL);
+	reclaim_wal(q);
 }
 
 static int tx_commit(struct sq *q, struct sc_err *err)
@@ -1789,13 +1872,17 @@ static int sq_outbox_put(void *impl, const struct store_fence *fence,
 {
 	struct sq *q = impl;
 	sqlite3_stmt *st = NULL;
-	bool made;
-	int rc = solo(q, ST_OUTBOX_PUT, SYNC_NORMAL, &st, err);
+	bool made = false;
+	/* The state row and its body in one transaction: a row never
+	 * exists without its message. */
+	int rc = tx_begin(q, SYNC_NORMAL, err);
 
 	if (rc)
 		return rc;
+	rc = prep(q, ST_OUTBOX_PUT, &st, err);
+	if (rc)
+		goto done;
 	bind_slot_target(st, schedule, slot_ms, target);
-	bind_text(st, 4, body);
 	sqlite3_bind_int64(st, 5, now_ms(q));
 	bind_fence(st, fence);
 	rc = sqlite3_step(st);
@@ -1804,6 +1891,22 @@ static int sq_outbox_put(void *impl, const struct store_fence *fence,
 	made = !rc && sqlite3_changes(q->db) > 0;
 	if (!rc && !made)
 		rc = fence_refused(q, fence, "outbox put", err);
+	if (rc || !made)
+		goto done;
+	rc = prep(q, ST_OUTBOX_BODY_PUT, &st, err);
+	if (rc)
+		goto done;
+	bind_slot_target(st, schedule, slot_ms, target);
+	bind_text(st, 4, body);
+	rc = sqlite3_step(st);
+	rc = rc == SQLITE_DONE ? 0 : db_fail(q, rc, "outbox put", err);
+	unprep(st);
+done:
+	if (rc) {
+		tx_rollback(q);
+		return rc;
+	}
+	rc = tx_commit(q, err);
 	if (!rc && created)
 		*created = made;
 	return rc;
@@ -1828,7 +1931,14 @@ static int sq_outbox_get(void *impl, const char *schedule, int64_t slot_ms,
 		e.n_tries = sqlite3_column_int(st, 1);
 		e.sent_ms = sqlite3_column_int64(st, 2);
 		e.body = dup_text(st, 3, &oom);
-		rc = oom ? sc_err_set(err, SC_ENOMEM, "out of memory") : 0;
+		if (oom)
+			rc = sc_err_set(err, SC_ENOMEM, "out of memory");
+		else if (!e.body)
+			rc = sc_err_set(err, SC_ECORRUPT,
+					"outbox row of target %s has no message "
+					"body in %s", target, q->path);
+		else
+			rc = 0;
 	} else if (rc == SQLITE_DONE) {
 		rc = sc_err_set(err, SC_ENOENT, "no outbox row");
 	} else {
