@@ -26,16 +26,24 @@
  * Constant statements without values (BEGIN, COMMIT, DDL of the
  * migrations, LISTEN, SET) go through PQexec.
  *
- * Durability: the session runs with synchronous_commit off, so claims,
- * heartbeats, completions and retry scheduling commit without waiting for
- * the WAL flush; a crash of the database server can lose the last few
- * hundred milliseconds of those, which only re-runs a job (at-least-once,
- * the same split as the SQLite backend). The records nothing would write
- * again - the send guard (outbox SENT), the slot marker, a job turning DEAD,
- * stalled recovery, a "lost" ledger row - set synchronous_commit back to
- * the server's default inside their own statement (DURABLE below; on
- * unless the DBA changed it): once they return, they survive a crash, and
- * because WAL is sequential every earlier commit is flushed with them.
+ * Durability: the session runs with synchronous_commit off, so scheduler
+ * enqueues, heartbeats, completions and retry scheduling commit without
+ * waiting for the WAL flush; a crash of the database server can lose the
+ * last few hundred milliseconds of those, which only re-runs a job
+ * (at-least-once). The records nothing would write again - the send guard
+ * (outbox SENT), SENDING (lost, the next attempt would send a second copy
+ * without declaring it), a claim (lost, its lease token could be handed
+ * out again while its worker still runs: daemons outlive a server crash),
+ * a manual enqueue, the slot marker, a job turning DEAD, stalled recovery,
+ * a "lost" ledger row - set synchronous_commit back to the server's
+ * default inside their own statement (DURABLE below; on unless the DBA
+ * changed it): once they return, they survive a crash, and because WAL is
+ * sequential every earlier commit is flushed with them. What each
+ * transition may lose and why that is harmless: docs/internals/store.md.
+ *
+ * Fencing (store.h): the outbox, guard, marker and duplicate-row writes
+ * of a fenced handle run only while the job row, read FOR SHARE in the
+ * same statement (FENCE_CTE), is ACTIVE under the lease token.
  *
  * Connection loss: an operation whose connection broke returns SC_EIO with
  * a message that says so and drops the connection; the next operation

@@ -9,13 +9,15 @@
  *
  * Durability (WAL mode). A commit is made with one of two settings:
  *   FULL   - the WAL is fsync'd before COMMIT returns. Used for the commits
- *            that record a send guard (outbox state SENT), a slot marker,
- *            a job turning DEAD (its "lost" ledger row), a "lost" row
- *            appended on its own, and stalled-job recovery (rare, and it
- *            may turn jobs DEAD).
+ *            that record a send guard (outbox state SENT), SENDING (before
+ *            the request leaves: lost, the next attempt would send again
+ *            without a "duplicate" row), a slot marker, a job turning DEAD
+ *            (its "lost" ledger row), a "lost" row appended on its own,
+ *            and stalled-job recovery (rare, and it may turn jobs DEAD).
  *   NORMAL - no fsync at commit; the WAL is fsync'd at checkpoints. Used for
  *            enqueue, claims, heartbeats, completions, retry scheduling,
- *            recovery, ledger rows, scheduler state and the token cache.
+ *            staging, FAILED, UNKNOWN, other ledger rows, scheduler state
+ *            and the token cache.
  * The WAL is append-only and a FULL commit syncs it up to its own frame, so
  * it also makes every earlier NORMAL commit durable, and a power cut always
  * leaves a prefix of the commit history (never a hole in the middle).
@@ -30,9 +32,18 @@
  * the job back to ACTIVE, so it is recovered as stalled; a lost enqueue is
  * enqueued again by the scheduler, whose own state (sched_last) is lost
  * with it because the history is a prefix.
- * What a power cut cannot lose: a send guard or a slot marker once
- * outbox_set_state(SENT) / slot_mark returned, a DEAD transition with its
- * "lost" row, and everything committed before any of those.
+ * What a power cut cannot lose: a send guard, a SENDING or a slot marker
+ * once outbox_set_state(SENT / SENDING) / slot_mark returned, a DEAD
+ * transition with its "lost" row, and everything committed before any of
+ * those. The table of every transition: docs/internals/store.md.
+ *
+ * Fencing (store.h): the outbox, guard, marker and duplicate-row writes
+ * of a fenced handle carry FENCE_OK in their own statement, so the lease
+ * check and the write are one write transaction.
+ *
+ * Disk full: a write that fails for space makes the handle fold in and
+ * truncate the WAL before its next write, and checkpoint in small steps
+ * from then on (reclaim_wal).
  * A process crash (SIGKILL, OOM) loses nothing that was committed, with
  * either setting: the WAL is in the OS page cache.
  *
