@@ -1190,7 +1190,7 @@ static int pg_job_heartbeat(void *impl, int64_t id, int64_t lease_token,
 {
 	struct pg *p = impl;
 	struct args a = {0};
-	int64_t rows;
+	int64_t rows = 0;
 	int rc;
 
 	arg_i64(&a, id);
@@ -1573,7 +1573,7 @@ static int pg_outbox_put(void *impl, const struct store_fence *fence,
 {
 	struct pg *p = impl;
 	struct args a = {0};
-	int64_t rows;
+	int64_t rows = 0;
 	int rc;
 
 	rc = check_name("schedule", schedule, SC_NAME_MAX, err);
@@ -1637,7 +1637,7 @@ static int pg_outbox_set_state(void *impl, const struct store_fence *fence,
 	struct pg *p = impl;
 	struct args a = {0};
 	struct outbox_entry e = {0};
-	int64_t rows;
+	int64_t rows = 0;
 	int rc;
 
 	if (state < SEND_PENDING || state > SEND_UNKNOWN)
