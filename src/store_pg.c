@@ -26,15 +26,17 @@
  * Constant statements without values (BEGIN, COMMIT, DDL of the
  * migrations, LISTEN, SET) go through PQexec.
  *
- * Durability: the session runs with synchronous_commit off, so scheduler
- * enqueues, heartbeats, completions and retry scheduling commit without
- * waiting for the WAL flush; a crash of the database server can lose the
- * last few hundred milliseconds of those, which only re-runs a job
- * (at-least-once). The records nothing would write again - the send guard
- * (outbox SENT), SENDING (lost, the next attempt would send a second copy
- * without declaring it), a claim (lost, its lease token could be handed
- * out again while its worker still runs: daemons outlive a server crash),
- * a manual enqueue, the slot marker, a job turning DEAD, stalled recovery,
+ * Durability: the session runs with synchronous_commit off, so heartbeats,
+ * completions and retry scheduling commit without waiting for the WAL
+ * flush; a crash of the database server can lose the last few hundred
+ * milliseconds of those, which only re-runs a job (at-least-once). The
+ * records nothing would write again - the send guard (outbox SENT),
+ * SENDING (lost, the next attempt would send a second copy without
+ * declaring it), a claim (lost, its lease token could be handed out again
+ * while its worker still runs: daemons outlive a server crash), a new job
+ * (lost, the daemons that enqueued it believe it exists and would not look
+ * at the slot again before the schedule's next fire: a week for a weekly
+ * one), a revival, the slot marker, a job turning DEAD, stalled recovery,
  * a "lost" ledger row - set synchronous_commit back to the server's
  * default inside their own statement (DURABLE below; on unless the DBA
  * changed it): once they return, they survive a crash, and because WAL is
@@ -274,8 +276,7 @@ static const char *const sql[ST_COUNT] = {
 	" VALUES ($1, $2::bigint, $3::integer, $4::smallint, $5::bigint,"
 	" $6::bigint, $7::bigint, $8::boolean)"
 	" ON CONFLICT (schedule, slot_ms) DO NOTHING RETURNING id)"
-	" SELECT id, " NOTIFY ", CASE WHEN $8::boolean THEN " DURABLE " END"
-	" FROM i",
+	" SELECT id, " NOTIFY ", " DURABLE " FROM i",
 	[ST_JOB_ID] = "SELECT id FROM jobs WHERE schedule = $1 AND slot_ms = $2",
 	/* run_at of a materialised slot is the slot itself. */
 	[ST_ENQUEUE_MANY] =
@@ -284,7 +285,8 @@ static const char *const sql[ST_COUNT] = {
 	" SELECT $1, s, $3::integer, $4::smallint, $5::bigint, s,"
 	" $6::bigint, false FROM unnest($2::bigint[]) AS s"
 	" ON CONFLICT (schedule, slot_ms) DO NOTHING RETURNING 1)"
-	" SELECT count(*), CASE WHEN count(*) > 0 THEN " NOTIFY " END FROM i",
+	" SELECT count(*), CASE WHEN count(*) > 0 THEN " NOTIFY " END,"
+	" CASE WHEN count(*) > 0 THEN " DURABLE " END FROM i",
 	/* $1 now, $2 max, $3 worker, $4 lease_ms, $5 ahead_ms. */
 	[ST_CLAIM] =
 	"WITH c AS (SELECT id FROM jobs WHERE state = 0"
@@ -365,7 +367,7 @@ static const char *const sql[ST_COUNT] = {
 	[ST_REVIVE] =
 	"UPDATE jobs SET state = 0, attempts = 0, n_stalls = 0,"
 	" run_at_ms = $2::bigint, lease_expires_ms = 0"
-	" WHERE id = $1 AND state = 3 RETURNING id, " NOTIFY,
+	" WHERE id = $1 AND state = 3 RETURNING id, " NOTIFY ", " DURABLE,
 	[ST_NEXT_DUE] =
 	"SELECT LEAST((SELECT min(run_at_ms) FROM jobs WHERE state = 0),"
 	" (SELECT min(lease_expires_ms) FROM jobs WHERE state = 1))",

@@ -713,8 +713,9 @@ static void *opener_run(void *arg)
  * every table runs at COMMIT and notes the synchronous_commit in force
  * right then: only the send guard, SENDING (issue 10: lost, it turns a
  * declared duplicate into a silent one), a claim (lost, its lease token
- * could be handed out again while the worker still runs), a manual
- * enqueue, the slot marker, a DEAD job, stalled recovery and a "lost" row
+ * could be handed out again while the worker still runs), a new job (lost,
+ * the scheduler would not look at its slot again before the next fire), a
+ * revival, the slot marker, a DEAD job, stalled recovery and a "lost" row
  * may commit with the server's default ("on"); everything else commits
  * with "off".
  */
@@ -755,7 +756,7 @@ static void only_records_that_must_survive_wait_for_the_flush(void **state)
 	}
 
 	int64_t id = enq(h, "s", T0);
-	expect_sync("off");
+	expect_sync("on");
 	struct store_job j = claim1(h, "w", 1000);
 	expect_sync("on");
 	assert_int_equal(ops->job_heartbeat(h, id, j.lease_token, 1000, NULL),
@@ -774,7 +775,7 @@ static void only_records_that_must_survive_wait_for_the_flush(void **state)
 					 NULL, NULL), 0);
 	expect_sync("on");
 	assert_int_equal(ops->job_revive(h, id, NULL), 0);
-	expect_sync("off");
+	expect_sync("on");
 	j = claim1(h, "w", 1000);
 	expect_sync("on");
 	sc_clock_advance_ms(clk, 2000);
@@ -819,9 +820,13 @@ static void only_records_that_must_survive_wait_for_the_flush(void **state)
 	assert_int_equal(ops->token_put(h, "p", "tok", T0, NULL), 0);
 	expect_sync("off");
 	/* A manual enqueue (surecron trigger) has told an operator "queued"
-	 * when it returns: durable. */
+	 * when it returns: durable; enqueue_many too. */
 	assert_int_equal(ops->job_enqueue(h, "m", T0, &POL, T0, true, NULL,
 					  NULL, NULL), 0);
+	expect_sync("on");
+	int64_t slots[2] = {T0 + 1000, T0 + 2000};
+	assert_int_equal(ops->job_enqueue_many(h, "m", slots, 2, &POL, NULL),
+			 0);
 	expect_sync("on");
 	ops->close(h);
 	sc_clock_free(clk);
