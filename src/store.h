@@ -354,7 +354,9 @@ int store_fence_check(struct sc_store *s, struct sc_err *err);
 
 /* Stores the composed message for (schedule, slot, target) in state
  * PENDING unless a row exists (then it is left as is: the first composed
- * message is the one that goes out). *created says which (NULL allowed). */
+ * message is the one that goes out). *created says which (NULL allowed).
+ * The message is kept apart from the row's send state (schema 3) and
+ * written only here, so state changes never copy it. Fenced. */
 int outbox_put(struct sc_store *s, const char *schedule, int64_t slot_ms,
 	       const char *target, const char *body, bool *created,
 	       struct sc_err *err);
@@ -368,9 +370,13 @@ void outbox_entry_dispose(struct outbox_entry *e);
 /*
  * Moves (schedule, slot, target) to state. SENDING increments n_tries.
  * SENT records sent_ms and is committed durably (fsync'd): it is the send
- * guard. SC_ESTATE when the row is already SENT (a guard never reopens);
- * SC_ENOENT when there is no row; SC_EINVAL for SEND_NONE. Other moves are
- * not policed here: the delivery layer owns the order of its states.
+ * guard. SENDING is committed durably too, before the caller sends: lost
+ * to a crash, the next attempt would take a send that may have arrived
+ * for one that never left, and send again without declaring it.
+ * SC_ESTATE when the row is already SENT (a guard never reopens);
+ * SC_ENOENT when there is no row; SC_EINVAL for SEND_NONE; SC_ELEASE when
+ * the fence refused it. Other moves are not policed here: the delivery
+ * layer owns the order of its states.
  */
 int outbox_set_state(struct sc_store *s, const char *schedule, int64_t slot_ms,
 		     const char *target, enum send_state state,
