@@ -39,6 +39,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -100,6 +101,43 @@ static void stop(pid_t *pid)
 	if (st < 0)
 		fail_msg("daemon %d did not stop on SIGTERM", (int)*pid);
 	*pid = 0;
+}
+
+/*
+ * Waits until every thread of pid is stopped (state 'T' in the stat file of
+ * each entry of /proc/PID/task).
+ * kill(SIGSTOP) returns before the group stop is complete; a thread that
+ * still ran could read the answer released next and write SENT with a
+ * lease that was still its own, which is no stale write.
+ */
+static bool wait_frozen(pid_t pid)
+{
+	int64_t end = tu_now_ms() + WAIT_MS;
+	char dir[64];
+
+	snprintf(dir, sizeof(dir), "/proc/%d/task", (int)pid);
+	while (tu_now_ms() < end) {
+		DIR *d = opendir(dir);
+		struct dirent *de;
+		bool all = d != NULL;
+		while (d && (de = readdir(d)) != NULL) {
+			char path[384], buf[512];
+			if (de->d_name[0] == '.')
+				continue;
+			snprintf(path, sizeof(path), "%s/%s/stat", dir,
+				 de->d_name);
+			tu_slurp(path, buf, sizeof(buf));
+			const char *p = strrchr(buf, ')');
+			if (!p || (p[2] != 'T' && p[2] != 't'))
+				all = false;
+		}
+		if (d)
+			closedir(d);
+		if (all)
+			return true;
+		tu_sleep_ms(1);
+	}
+	return false;
 }
 
 static size_t count_in_file(const char *path, const char *needle)
@@ -205,6 +243,7 @@ static void run_trial(const char *url, const char *root, int k,
 	else
 		assert_true(wait_file_count(tasks, "started", 1));
 	kill(pids[0], SIGSTOP);
+	assert_true(wait_frozen(pids[0]));
 	int64_t t_stop = tu_now_ms();
 	/* A's request is answered now, into the socket of a frozen worker. */
 	if (t->where == IN_SEND)
@@ -298,9 +337,15 @@ static void campaign(const char *url, const char *root)
 {
 	struct fake_http *srv = fake_http_start();
 
+	/* SURECRON_PW_ROUNDS=N repeats the trials N times (default 1: CI). */
+	const char *env = getenv("SURECRON_PW_ROUNDS");
+	int rounds = env && atoi(env) > 0 ? atoi(env) : 1;
+
 	assert_non_null(srv);
-	for (size_t i = 0; i < N_TRIALS; i++)
-		run_trial(url, root, (int)i, &trials[i], srv);
+	for (int r = 0; r < rounds; r++)
+		for (size_t i = 0; i < N_TRIALS; i++)
+			run_trial(url, root, r * (int)N_TRIALS + (int)i,
+				  &trials[i], srv);
 	fake_http_stop(srv);
 }
 
