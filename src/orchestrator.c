@@ -47,7 +47,12 @@
  *     later attempts resend the stored message and never run tasks;
  *   - the slot marker is written only after every target's row is SENT;
  *   - a run whose lease is lost (ctx->tick answers non-zero) stops where it
- *     is and writes or sends nothing more: the slot has a new owner.
+ *     is and writes or sends nothing more: the slot has a new owner;
+ *   - orch_run_job fences the store handle to the job's lease for the run
+ *     (store_fence_set), so even a worker that missed its heartbeats (it
+ *     was paused) cannot write an outbox state, a guard, the marker or a
+ *     "duplicate" row once another claim took the job: the write fails
+ *     with SC_ELEASE and the run stops there.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -194,6 +199,16 @@ static int failed_run(const struct orch_ctx *ctx,
 		       (long long)slot_ms, cerr.code);
 	for (size_t i = 0; body && i < n_targets; i++) {
 		struct sc_err nerr1 = {0};
+		/* A notice is no store write, so no fence stops it: check the
+		 * lease before each one (a worker resumed after a pause must
+		 * not speak for a slot that has a new owner). */
+		if (store_fence_check(ctx->store, &nerr1) == SC_ELEASE) {
+			SC_LOG(SC_LOG_WARN, "orchestrator",
+			       "schedule=%s slot_ms=%lld attempt=%d "
+			       "msg=\"lease lost; no more failure notices\"",
+			       sched->name, (long long)slot_ms, attempt);
+			break;
+		}
 		/* The target computes the key if it sends one. */
 		struct delivery_send s = {.target = targets[i], .body = body,
 					  .kind = DELIVERY_NOTICE,
@@ -800,8 +815,13 @@ int orch_run_job(const struct orch_ctx *ctx_in, const struct store_job *job_in,
 		out->run_err.permanent = true;
 		rc = SC_ECONFIG;
 	} else {
+		/* Every outbox, guard, marker and duplicate-row write of
+		 * the run commits only while this claim holds the job
+		 * (store.h, fencing); the finish below has its own token. */
+		store_fence_set(ctx->store, job->id, job->lease_token);
 		rc = orch_run_slot(ctx, sched, job->slot_ms, job->id,
 				   job->attempts, &out->rep, &out->run_err);
+		store_fence_clear(ctx->store);
 	}
 	if (rc == 0) {
 		rc = queue_complete(ctx->store, job, out->rep.details_json, err);

@@ -36,7 +36,10 @@
  *     first, so a possible extra copy is always on the record;
  *   - a row becomes FAILED only when the send surely did not arrive, so a
  *     FAILED row may be sent again with nothing to declare;
- *   - one target's failure never stops the next target.
+ *   - one target's failure never stops the next target, except a lost
+ *     lease (SC_ELEASE from a fenced write, store.h): then the flush
+ *     stops, since every write of this worker would be refused and every
+ *     send would be a copy the new owner does not know about.
  *
  * Failpoints (test builds; SURECRON_FAILPOINTS), and what recovery does:
  *   delivery.after_sending_commit      killed after SENDING committed,
@@ -166,6 +169,10 @@ static int send_one(const struct delivery_slot *ds,
 	if (ds->tick && (rc = ds->tick(ds->tick_ud)) != 0)
 		return sc_err_set(err, rc, "target %s: not sent, the run was "
 				  "canceled (lease lost)", t->name);
+	/* The lease check right before the send: the store handle is
+	 * fenced to the job's lease (store_fence_set), so this commit fails
+	 * with SC_ELEASE, and nothing is sent, once another worker took the
+	 * job over, even when no heartbeat was due (a paused worker). */
 	rc = outbox_set_state(ds->store, ds->schedule, ds->slot_ms, t->name,
 			      SEND_SENDING, err);
 	if (rc)
@@ -314,6 +321,10 @@ int delivery_flush(const struct delivery_slot *ds, struct delivery_report *rep,
 			first = rc;
 			err_copy(err, &terr);
 		}
+		/* The lease is lost: the slot has a new owner, which sends
+		 * the remaining targets; this worker sends nothing more. */
+		if (rc == SC_ELEASE)
+			break;
 	}
 	return first;
 }

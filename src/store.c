@@ -22,7 +22,14 @@ struct sc_store {
 	const struct store_ops *ops;
 	void *impl;
 	struct sc_clock *clock;
+	struct store_fence fence;   /* job_id 0: not fenced */
 };
+
+/* The fence to hand to a backend write: NULL when none is set. */
+static const struct store_fence *fence_of(const struct sc_store *s)
+{
+	return s->fence.job_id ? &s->fence : NULL;
+}
 
 /* ---- argument checks ------------------------------------------------- */
 
@@ -327,6 +334,42 @@ int store_job_counts(struct sc_store *s, const char *schedule,
 	return rc ? rc : s->ops->job_counts(s->impl, schedule, out, err);
 }
 
+/* ---- fencing ---------------------------------------------------------- */
+
+void store_fence_set(struct sc_store *s, int64_t job_id, int64_t lease_token)
+{
+	s->fence.job_id = job_id;
+	s->fence.lease_token = lease_token;
+}
+
+void store_fence_clear(struct sc_store *s)
+{
+	s->fence.job_id = 0;
+	s->fence.lease_token = 0;
+}
+
+int store_fence_check(struct sc_store *s, struct sc_err *err)
+{
+	struct store_job j;
+	struct sc_err e = {0};
+	int rc;
+
+	if (!s->fence.job_id)
+		return 0;
+	rc = s->ops->job_get(s->impl, s->fence.job_id, &j, &e);
+	if (rc == SC_ENOENT ||
+	    (rc == 0 && (j.state != JOB_ACTIVE ||
+			 j.lease_token != s->fence.lease_token)))
+		return sc_err_set(err, SC_ELEASE,
+				  "job %lld: lease %lld lost (job taken over, "
+				  "finished or gone); this worker stops",
+				  (long long)s->fence.job_id,
+				  (long long)s->fence.lease_token);
+	if (rc)
+		err_copy(err, &e);
+	return rc;
+}
+
 /* ---- ledger ---------------------------------------------------------- */
 
 int ledger_append(struct sc_store *s, const struct ledger_row *row,
@@ -356,7 +399,12 @@ int ledger_append_written(struct sc_store *s, const struct ledger_row *row,
 	if (!rc && strnlen(row->error_class, sizeof(row->error_class)) >=
 			   sizeof(row->error_class))
 		rc = sc_err_set(err, SC_EINVAL, "ledger error class too long");
-	return rc ? rc : s->ops->ledger_append(s->impl, row, written, err);
+	return rc ? rc : s->ops->ledger_append(
+			    s->impl,
+			    strcmp(row->outcome, LEDGER_MISSED) == 0
+				    ? NULL
+				    : fence_of(s),
+			    row, written, err);
 }
 
 int ledger_query(struct sc_store *s, const struct ledger_filter *f,
@@ -405,7 +453,7 @@ int outbox_put(struct sc_store *s, const char *schedule, int64_t slot_ms,
 	if (!rc)
 		rc = check_out(body, "message body", err);
 	return rc ? rc
-		  : s->ops->outbox_put(s->impl, schedule, slot_ms, target,
+		  : s->ops->outbox_put(s->impl, fence_of(s), schedule, slot_ms, target,
 				       body, created, err);
 }
 
@@ -441,7 +489,7 @@ int outbox_set_state(struct sc_store *s, const char *schedule, int64_t slot_ms,
 	if (state < SEND_PENDING || state > SEND_UNKNOWN)
 		return sc_err_set(err, SC_EINVAL,
 				  "outbox state must be PENDING..UNKNOWN");
-	return s->ops->outbox_set_state(s->impl, schedule, slot_ms, target,
+	return s->ops->outbox_set_state(s->impl, fence_of(s), schedule, slot_ms, target,
 					state, err);
 }
 
@@ -452,7 +500,7 @@ int outbox_mark_unknown(struct sc_store *s, const char *schedule,
 	int rc = check_name("schedule name", schedule, SC_NAME_MAX, err);
 
 	return rc ? rc
-		  : s->ops->outbox_mark_unknown(s->impl, schedule, slot_ms,
+		  : s->ops->outbox_mark_unknown(s->impl, fence_of(s), schedule, slot_ms,
 						n ? n : &dummy, err);
 }
 
@@ -461,7 +509,8 @@ int slot_mark(struct sc_store *s, const char *schedule, int64_t slot_ms,
 {
 	int rc = check_name("schedule name", schedule, SC_NAME_MAX, err);
 
-	return rc ? rc : s->ops->slot_mark(s->impl, schedule, slot_ms, err);
+	return rc ? rc : s->ops->slot_mark(s->impl, fence_of(s), schedule,
+					  slot_ms, err);
 }
 
 int slot_is_marked(struct sc_store *s, const char *schedule, int64_t slot_ms,

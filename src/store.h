@@ -314,11 +314,49 @@ int ledger_query(struct sc_store *s, const struct ledger_filter *f,
 		 struct ledger_row **rows, size_t *n, struct sc_err *err);
 void ledger_rows_free(struct ledger_row *rows, size_t n);
 
+/* ---- fencing: writes made for a claimed job --------------------------- */
+
+/*
+ * A worker writes the outbox, the send guards, the slot marker and the
+ * "duplicate" ledger rows of a slot on behalf of the job it claimed. Those
+ * writes carry no job id of their own, so without a fence a worker that
+ * was paused (SIGSTOP, a VM freeze, a long GC of its host) past its lease
+ * would, when it resumes, write SENT and the marker for a slot another
+ * worker has taken over (issue 10). While a handle is fenced, each of
+ * these writes commits only if the job is still ACTIVE under that lease
+ * token, checked in the same statement (SQLite: one write transaction;
+ * PostgreSQL: the job row is read FOR SHARE, so a takeover waits for the
+ * write or the write sees the takeover). A refused write changes nothing
+ * and returns SC_ELEASE; the caller must then stop working on the job.
+ *
+ * Fenced: outbox_put, outbox_set_state, outbox_mark_unknown, slot_mark,
+ * ledger_append (except LEDGER_MISSED rows, which belong to no job).
+ * Reads, job transitions (fenced by their own token argument), the
+ * scheduler state and the token cache are not affected.
+ */
+struct store_fence {
+	int64_t job_id;             /* 0: not fenced */
+	int64_t lease_token;
+};
+
+/* Fences every write listed above to job job_id under lease_token until
+ * store_fence_clear. The orchestrator sets it around a job's run. */
+void store_fence_set(struct sc_store *s, int64_t job_id, int64_t lease_token);
+void store_fence_clear(struct sc_store *s);
+
+/* 0 while the fence holds (or no fence is set), SC_ELEASE once the job is
+ * no longer ACTIVE under the token (or is gone), another code when the
+ * store cannot be read. For checks before a side effect that is no store
+ * write (a notice sent directly). */
+int store_fence_check(struct sc_store *s, struct sc_err *err);
+
 /* ---- outbox, send guards, slot markers -------------------------------- */
 
 /* Stores the composed message for (schedule, slot, target) in state
  * PENDING unless a row exists (then it is left as is: the first composed
- * message is the one that goes out). *created says which (NULL allowed). */
+ * message is the one that goes out). *created says which (NULL allowed).
+ * The message is kept apart from the row's send state (schema 3) and
+ * written only here, so state changes never copy it. Fenced. */
 int outbox_put(struct sc_store *s, const char *schedule, int64_t slot_ms,
 	       const char *target, const char *body, bool *created,
 	       struct sc_err *err);
@@ -332,9 +370,13 @@ void outbox_entry_dispose(struct outbox_entry *e);
 /*
  * Moves (schedule, slot, target) to state. SENDING increments n_tries.
  * SENT records sent_ms and is committed durably (fsync'd): it is the send
- * guard. SC_ESTATE when the row is already SENT (a guard never reopens);
- * SC_ENOENT when there is no row; SC_EINVAL for SEND_NONE. Other moves are
- * not policed here: the delivery layer owns the order of its states.
+ * guard. SENDING is committed durably too, before the caller sends: lost
+ * to a crash, the next attempt would take a send that may have arrived
+ * for one that never left, and send again without declaring it.
+ * SC_ESTATE when the row is already SENT (a guard never reopens);
+ * SC_ENOENT when there is no row; SC_EINVAL for SEND_NONE; SC_ELEASE when
+ * the fence refused it. Other moves are not policed here: the delivery
+ * layer owns the order of its states.
  */
 int outbox_set_state(struct sc_store *s, const char *schedule, int64_t slot_ms,
 		     const char *target, enum send_state state,
@@ -394,7 +436,10 @@ int store_wait(struct sc_store *s, int64_t timeout_ms, struct sc_err *err);
  * dispatches through this table; each backend exports one
  * `const struct store_ops store_<name>_ops`. Every function pointer is
  * required except `wait` (see store_wait). Names mirror the functions
- * above minus the handle type.
+ * above minus the handle type. `fence` is NULL when the handle is not
+ * fenced (store_fence_set); else the write must commit only while job
+ * fence->job_id is ACTIVE with fence->lease_token, in the same statement
+ * or transaction, and return SC_ELEASE (nothing written) otherwise.
  */
 struct store_ops {
 	const char *name;
@@ -431,24 +476,29 @@ struct store_ops {
 	int (*job_counts)(void *impl, const char *schedule,
 			  struct store_counts *out, struct sc_err *err);
 	/* written: never NULL. */
-	int (*ledger_append)(void *impl, const struct ledger_row *row,
-			     bool *written, struct sc_err *err);
+	int (*ledger_append)(void *impl, const struct store_fence *fence,
+			     const struct ledger_row *row, bool *written,
+			     struct sc_err *err);
 	int (*ledger_query)(void *impl, const struct ledger_filter *f,
 			    struct ledger_row **rows, size_t *n,
 			    struct sc_err *err);
-	int (*outbox_put)(void *impl, const char *schedule, int64_t slot_ms,
+	int (*outbox_put)(void *impl, const struct store_fence *fence,
+			  const char *schedule, int64_t slot_ms,
 			  const char *target, const char *body, bool *created,
 			  struct sc_err *err);
 	int (*outbox_get)(void *impl, const char *schedule, int64_t slot_ms,
 			  const char *target, struct outbox_entry *out,
 			  struct sc_err *err);
-	int (*outbox_set_state)(void *impl, const char *schedule,
-				int64_t slot_ms, const char *target,
-				enum send_state state, struct sc_err *err);
-	int (*outbox_mark_unknown)(void *impl, const char *schedule,
-				   int64_t slot_ms, int *n,
-				   struct sc_err *err);
-	int (*slot_mark)(void *impl, const char *schedule, int64_t slot_ms,
+	int (*outbox_set_state)(void *impl, const struct store_fence *fence,
+				const char *schedule, int64_t slot_ms,
+				const char *target, enum send_state state,
+				struct sc_err *err);
+	int (*outbox_mark_unknown)(void *impl,
+				   const struct store_fence *fence,
+				   const char *schedule, int64_t slot_ms,
+				   int *n, struct sc_err *err);
+	int (*slot_mark)(void *impl, const struct store_fence *fence,
+			 const char *schedule, int64_t slot_ms,
 			 struct sc_err *err);
 	int (*slot_is_marked)(void *impl, const char *schedule,
 			      int64_t slot_ms, bool *marked,

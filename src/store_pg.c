@@ -26,16 +26,26 @@
  * Constant statements without values (BEGIN, COMMIT, DDL of the
  * migrations, LISTEN, SET) go through PQexec.
  *
- * Durability: the session runs with synchronous_commit off, so claims,
- * heartbeats, completions and retry scheduling commit without waiting for
- * the WAL flush; a crash of the database server can lose the last few
- * hundred milliseconds of those, which only re-runs a job (at-least-once,
- * the same split as the SQLite backend). The records nothing would write
- * again - the send guard (outbox SENT), the slot marker, a job turning DEAD,
- * stalled recovery, a "lost" ledger row - set synchronous_commit back to
- * the server's default inside their own statement (DURABLE below; on
- * unless the DBA changed it): once they return, they survive a crash, and
- * because WAL is sequential every earlier commit is flushed with them.
+ * Durability: the session runs with synchronous_commit off, so heartbeats,
+ * completions and retry scheduling commit without waiting for the WAL
+ * flush; a crash of the database server can lose the last few hundred
+ * milliseconds of those, which only re-runs a job (at-least-once). The
+ * records nothing would write again - the send guard (outbox SENT),
+ * SENDING (lost, the next attempt would send a second copy without
+ * declaring it), a claim (lost, its lease token could be handed out again
+ * while its worker still runs: daemons outlive a server crash), a new job
+ * (lost, the daemons that enqueued it believe it exists and would not look
+ * at the slot again before the schedule's next fire: a week for a weekly
+ * one), a revival, the slot marker, a job turning DEAD, stalled recovery,
+ * a "lost" ledger row - set synchronous_commit back to the server's
+ * default inside their own statement (DURABLE below; on unless the DBA
+ * changed it): once they return, they survive a crash, and because WAL is
+ * sequential every earlier commit is flushed with them. What each
+ * transition may lose and why that is harmless: docs/internals/store.md.
+ *
+ * Fencing (store.h): the outbox, guard, marker and duplicate-row writes
+ * of a fenced handle run only while the job row, read FOR SHARE in the
+ * same statement (FENCE_CTE), is ACTIVE under the lease token.
  *
  * Connection loss: an operation whose connection broke returns SC_EIO with
  * a message that says so and drops the connection; the next operation
@@ -50,7 +60,7 @@
  * operations are drained right away (memory stays bounded) and remembered,
  * so the next wait returns at once.
  *
- * Schema version 2 (schema_version table, one row). To change the schema,
+ * Schema version 3 (schema_version table, one row). To change the schema,
  * append a migration to `migrations` and bump SCHEMA_VERSION; a database
  * whose version is newer than SCHEMA_VERSION is refused with SC_EVERSION
  * and never touched. Migrations run under a transaction-scoped advisory
@@ -73,7 +83,7 @@
 #include "store.h"
 #include "url.h"
 
-#define SCHEMA_VERSION 2
+#define SCHEMA_VERSION 3
 #define CHANNEL "surecron_jobs"
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 5000
@@ -161,9 +171,31 @@ static const char *const migration_2[] = {
 	NULL,
 };
 
+/*
+ * 2 -> 3: message bodies move out of the outbox row (issue 10), as on
+ * SQLite: the body is written once at stage time into outbox_body and the
+ * state row, updated at every send state, holds only state. (PostgreSQL
+ * kept a large body out of line in TOAST and did not copy it on update,
+ * but a body below the TOAST threshold, ~2 KB, was copied with every
+ * state change; one design for both backends.)
+ */
+static const char *const migration_3[] = {
+	"CREATE TABLE outbox_body ("
+	" schedule text NOT NULL,"
+	" slot_ms bigint NOT NULL,"
+	" target text NOT NULL,"
+	" body text NOT NULL,"
+	" PRIMARY KEY (schedule, slot_ms, target))",
+	"INSERT INTO outbox_body (schedule, slot_ms, target, body)"
+	" SELECT schedule, slot_ms, target, body FROM outbox",
+	"ALTER TABLE outbox DROP COLUMN body",
+	NULL,
+};
+
 static const char *const *const migrations[SCHEMA_VERSION] = {
 	migration_1,
 	migration_2,
+	migration_3,
 };
 
 /* ---- statements ------------------------------------------------------- */
@@ -191,6 +223,20 @@ static const char *const *const migrations[SCHEMA_VERSION] = {
 #define DURABLE                                                            \
 	"set_config('synchronous_commit', (SELECT reset_val FROM pg_settings" \
 	" WHERE name = 'synchronous_commit'), true)"
+
+/*
+ * The lease fence of a write made for a claimed job (store.h, fencing),
+ * as the first CTE of the writing statement: f.ok is true when the handle
+ * is not fenced (job id NULL) or the job is ACTIVE under the token. The
+ * job row is read FOR SHARE, so in READ COMMITTED a takeover (claim,
+ * recovery, finish: all UPDATE the row) either committed before and is
+ * seen (the locking read follows the row to its newest version), or waits
+ * until this write has committed and then finds it.
+ */
+#define FENCE_CTE(id, tok)                                                 \
+	"f AS (SELECT (" id "::bigint IS NULL OR EXISTS (SELECT 1 FROM jobs" \
+	" WHERE id = " id "::bigint AND lease_token = " tok "::bigint"      \
+	" AND state = 1 FOR SHARE)) AS ok)"
 
 enum stmt {
 	ST_ENQUEUE,
@@ -231,7 +277,7 @@ static const char *const sql[ST_COUNT] = {
 	" VALUES ($1, $2::bigint, $3::integer, $4::smallint, $5::bigint,"
 	" $6::bigint, $7::bigint, $8::boolean)"
 	" ON CONFLICT (schedule, slot_ms) DO NOTHING RETURNING id)"
-	" SELECT id, " NOTIFY " FROM i",
+	" SELECT id, " NOTIFY ", " DURABLE " FROM i",
 	[ST_JOB_ID] = "SELECT id FROM jobs WHERE schedule = $1 AND slot_ms = $2",
 	/* run_at of a materialised slot is the slot itself. */
 	[ST_ENQUEUE_MANY] =
@@ -240,7 +286,8 @@ static const char *const sql[ST_COUNT] = {
 	" SELECT $1, s, $3::integer, $4::smallint, $5::bigint, s,"
 	" $6::bigint, false FROM unnest($2::bigint[]) AS s"
 	" ON CONFLICT (schedule, slot_ms) DO NOTHING RETURNING 1)"
-	" SELECT count(*), CASE WHEN count(*) > 0 THEN " NOTIFY " END FROM i",
+	" SELECT count(*), CASE WHEN count(*) > 0 THEN " NOTIFY " END,"
+	" CASE WHEN count(*) > 0 THEN " DURABLE " END FROM i",
 	/* $1 now, $2 max, $3 worker, $4 lease_ms, $5 ahead_ms. */
 	[ST_CLAIM] =
 	"WITH c AS (SELECT id FROM jobs WHERE state = 0"
@@ -250,7 +297,7 @@ static const char *const sql[ST_COUNT] = {
 	" lease_token = nextval('lease_tokens'), lease_owner = $3,"
 	" lease_expires_ms = $1::bigint + $4::bigint,"
 	" started_ms = GREATEST($1::bigint, j.run_at_ms)"
-	" FROM c WHERE j.id = c.id RETURNING " JOB_COLS_J,
+	" FROM c WHERE j.id = c.id RETURNING " JOB_COLS_J ", " DURABLE,
 	[ST_HEARTBEAT] =
 	"UPDATE jobs SET lease_expires_ms = $3::bigint + $4::bigint"
 	" WHERE id = $1 AND state = 1 AND lease_token = $2",
@@ -321,7 +368,7 @@ static const char *const sql[ST_COUNT] = {
 	[ST_REVIVE] =
 	"UPDATE jobs SET state = 0, attempts = 0, n_stalls = 0,"
 	" run_at_ms = $2::bigint, lease_expires_ms = 0"
-	" WHERE id = $1 AND state = 3 RETURNING id, " NOTIFY,
+	" WHERE id = $1 AND state = 3 RETURNING id, " NOTIFY ", " DURABLE,
 	[ST_NEXT_DUE] =
 	"SELECT LEAST((SELECT min(run_at_ms) FROM jobs WHERE state = 0),"
 	" (SELECT min(lease_expires_ms) FROM jobs WHERE state = 1))",
@@ -332,11 +379,15 @@ static const char *const sql[ST_COUNT] = {
 	" count(*) FILTER (WHERE state = 1), count(*) FILTER (WHERE state = 2),"
 	" count(*) FILTER (WHERE state = 3)"
 	" FROM jobs WHERE ($1::text IS NULL OR schedule = $1::text)",
+	/* $12, $13: the fence. Answer: ok, rows written, -. */
 	[ST_LEDGER_APPEND] =
-	"INSERT INTO ledger (" LEDGER_COLS ") VALUES ($1, $2::bigint,"
-	" $3::bigint, $4::integer, $5::bigint, $6::bigint, $7::text, $8, $9,"
-	" $10::bigint, $11) RETURNING CASE WHEN $7::text = '" LEDGER_LOST "'"
-	" THEN " DURABLE " END",
+	"WITH " FENCE_CTE("$12", "$13") ","
+	" i AS (INSERT INTO ledger (" LEDGER_COLS ") SELECT $1::text,"
+	" $2::bigint, $3::bigint, $4::integer, $5::bigint, $6::bigint,"
+	" $7::text, $8::text, $9::text, $10::bigint, $11::text FROM f"
+	" WHERE f.ok RETURNING 1)"
+	" SELECT f.ok, (SELECT count(*) FROM i), CASE WHEN $7::text = '"
+	LEDGER_LOST "' THEN " DURABLE " END FROM f",
 	/* A missed row for a slot that has one already is dropped: the
 	 * conflict target infers the partial index ledger_missed_once, so
 	 * no other conflict is ignored. No row returned: not written. */
@@ -360,29 +411,52 @@ static const char *const sql[ST_COUNT] = {
 	" AND ($4::text IS NULL OR outcome = $4::text)"
 	" AND (NOT $5::boolean OR outcome IN ('" LEDGER_LOST "', '"
 	LEDGER_MISSED "')) ORDER BY id DESC LIMIT $6::bigint",
+	/* $6, $7: the fence. Answer: ok, rows inserted. */
 	[ST_OUTBOX_PUT] =
-	"INSERT INTO outbox (schedule, slot_ms, target, body, state,"
-	" created_ms) VALUES ($1, $2::bigint, $3, $4, 1, $5::bigint)"
-	" ON CONFLICT (schedule, slot_ms, target) DO NOTHING",
+	"WITH " FENCE_CTE("$6", "$7") ","
+	" i AS (INSERT INTO outbox (schedule, slot_ms, target, state,"
+	" created_ms) SELECT $1::text, $2::bigint, $3::text, 1,"
+	" $5::bigint FROM f WHERE f.ok"
+	" ON CONFLICT (schedule, slot_ms, target) DO NOTHING RETURNING 1),"
+	" b AS (INSERT INTO outbox_body (schedule, slot_ms, target, body)"
+	" SELECT $1::text, $2::bigint, $3::text, $4::text FROM i"
+	" ON CONFLICT (schedule, slot_ms, target) DO NOTHING RETURNING 1)"
+	" SELECT f.ok, (SELECT count(*) FROM i), (SELECT count(*) FROM b)"
+	" FROM f",
 	[ST_OUTBOX_GET] =
-	"SELECT state, n_tries, sent_ms, body FROM outbox"
-	" WHERE schedule = $1 AND slot_ms = $2 AND target = $3",
-	/* SENT is final: the WHERE keeps a guard from ever reopening. */
+	"SELECT o.state, o.n_tries, o.sent_ms, b.body FROM outbox o"
+	" LEFT JOIN outbox_body b ON b.schedule = o.schedule"
+	" AND b.slot_ms = o.slot_ms AND b.target = o.target"
+	" WHERE o.schedule = $1 AND o.slot_ms = $2 AND o.target = $3",
+	/* SENT is final: the WHERE keeps a guard from ever reopening. SENT
+	 * (the guard) and SENDING (which turns a crash mid-send into a
+	 * declared duplicate) are durable before this returns. $6, $7: the
+	 * fence. Answer: ok, rows changed, -. */
 	[ST_OUTBOX_SET] =
-	"UPDATE outbox SET state = $4::smallint,"
+	"WITH " FENCE_CTE("$6", "$7") ","
+	" u AS (UPDATE outbox SET state = $4::smallint,"
 	" n_tries = n_tries + CASE WHEN $4::smallint = 2 THEN 1 ELSE 0 END,"
 	" sent_ms = CASE WHEN $4::smallint = 3 THEN $5::bigint"
 	" ELSE sent_ms END"
 	" WHERE schedule = $1 AND slot_ms = $2 AND target = $3"
-	" AND state <> 3 RETURNING CASE WHEN $4::smallint = 3 THEN " DURABLE
-	" END",
+	" AND state <> 3 AND (SELECT ok FROM f) RETURNING 1)"
+	" SELECT f.ok, (SELECT count(*) FROM u), CASE WHEN $4::smallint"
+	" IN (2, 3) THEN " DURABLE " END FROM f",
+	/* $3, $4: the fence. Answer: ok, rows changed. */
 	[ST_OUTBOX_UNKNOWN] =
-	"UPDATE outbox SET state = 5"
-	" WHERE schedule = $1 AND slot_ms = $2 AND state = 2",
+	"WITH " FENCE_CTE("$3", "$4") ","
+	" u AS (UPDATE outbox SET state = 5"
+	" WHERE schedule = $1 AND slot_ms = $2 AND state = 2"
+	" AND (SELECT ok FROM f) RETURNING 1)"
+	" SELECT f.ok, (SELECT count(*) FROM u) FROM f",
+	/* $4, $5: the fence. Answer: ok, rows inserted, -. */
 	[ST_SLOT_MARK] =
-	"INSERT INTO slot_markers (schedule, slot_ms, completed_ms)"
-	" VALUES ($1, $2::bigint, $3::bigint)"
-	" ON CONFLICT (schedule, slot_ms) DO NOTHING RETURNING " DURABLE,
+	"WITH " FENCE_CTE("$4", "$5") ","
+	" i AS (INSERT INTO slot_markers (schedule, slot_ms, completed_ms)"
+	" SELECT $1::text, $2::bigint, $3::bigint FROM f WHERE f.ok"
+	" ON CONFLICT (schedule, slot_ms) DO NOTHING RETURNING 1)"
+	" SELECT f.ok, (SELECT count(*) FROM i), CASE WHEN f.ok THEN "
+	DURABLE " END FROM f",
 	[ST_SLOT_IS] =
 	"SELECT 1 FROM slot_markers WHERE schedule = $1 AND slot_ms = $2",
 	[ST_SCHED_GET] =
@@ -428,7 +502,7 @@ struct pg {
 };
 
 /* Parameters of one statement: values as text, NULL for SQL NULL. */
-#define ARGS_MAX 12
+#define ARGS_MAX 16
 struct args {
 	const char *v[ARGS_MAX];
 	char num[ARGS_MAX][24];
@@ -450,6 +524,18 @@ static void arg_str(struct args *a, const char *s)
 static void arg_bool(struct args *a, bool b)
 {
 	a->v[a->n++] = b ? "t" : "f";
+}
+
+/* The two fence parameters: job id and token, or NULL and NULL. */
+static void arg_fence(struct args *a, const struct store_fence *f)
+{
+	if (f) {
+		arg_i64(a, f->job_id);
+		arg_i64(a, f->lease_token);
+	} else {
+		arg_str(a, NULL);
+		arg_str(a, NULL);
+	}
 }
 
 static int64_t now_ms(const struct pg *p)
@@ -718,6 +804,36 @@ static int64_t get_i64(const PGresult *r, int row, int col)
 	if (PQgetisnull(r, row, col))
 		return 0;
 	return strtoll(PQgetvalue(r, row, col), NULL, 10);
+}
+
+/*
+ * Runs a fenced write whose answer is one row (f.ok, rows written, ...):
+ * *rows gets the count (NULL: not wanted). SC_ELEASE, nothing written,
+ * when the fence refused it.
+ */
+static int run_fenced(struct pg *p, enum stmt st, const struct args *a,
+		      const struct store_fence *f, const char *op,
+		      int64_t *rows, struct sc_err *err)
+{
+	PGresult *res;
+	int rc = run(p, st, a, &res, err);
+
+	if (rc)
+		return rc;
+	bool one = PQntuples(res) == 1;
+	bool ok = one && strcmp(PQgetvalue(res, 0, 0), "t") == 0;
+	int64_t n = one ? get_i64(res, 0, 1) : 0;
+	PQclear(res);
+	if (!ok)
+		return sc_err_set(err, SC_ELEASE,
+				  "%s refused: job %" PRId64 " is no longer "
+				  "held under lease %" PRId64 " (taken over or "
+				  "finished); this worker stops",
+				  op, f ? f->job_id : 0,
+				  f ? f->lease_token : 0);
+	if (rows)
+		*rows = n;
+	return 0;
 }
 
 static void get_str(const PGresult *r, int row, int col, char *out,
@@ -1082,7 +1198,7 @@ static int pg_job_heartbeat(void *impl, int64_t id, int64_t lease_token,
 {
 	struct pg *p = impl;
 	struct args a = {0};
-	int64_t rows;
+	int64_t rows = 0;
 	int rc;
 
 	arg_i64(&a, id);
@@ -1335,11 +1451,13 @@ static int pg_job_counts(void *impl, const char *schedule,
 
 /* ---- ledger ------------------------------------------------------------ */
 
-static int pg_ledger_append(void *impl, const struct ledger_row *row,
-			    bool *written, struct sc_err *err)
+static int pg_ledger_append(void *impl, const struct store_fence *fence,
+			    const struct ledger_row *row, bool *written,
+			    struct sc_err *err)
 {
 	struct args a = {0};
 	PGresult *res;
+	int64_t rows = 0;
 	int rc;
 
 	*written = false;
@@ -1361,10 +1479,14 @@ static int pg_ledger_append(void *impl, const struct ledger_row *row,
 	arg_str(&a, row->error_msg);
 	arg_i64(&a, row->retry_hint_ms);
 	arg_str(&a, row->details_json);
-	rc = run(impl, strcmp(row->outcome, LEDGER_MISSED) == 0
-			       ? ST_LEDGER_APPEND_MISSED
-			       : ST_LEDGER_APPEND,
-		 &a, &res, err);
+	if (strcmp(row->outcome, LEDGER_MISSED) != 0) {
+		arg_fence(&a, fence);
+		rc = run_fenced(impl, ST_LEDGER_APPEND, &a, fence,
+				"ledger row", &rows, err);
+		*written = rc == 0 && rows == 1;
+		return rc;
+	}
+	rc = run(impl, ST_LEDGER_APPEND_MISSED, &a, &res, err);
 	if (rc)
 		return rc;
 	*written = PQntuples(res) == 1;
@@ -1452,13 +1574,14 @@ static void arg_slot_target(struct args *a, const char *schedule,
 	arg_str(a, target);
 }
 
-static int pg_outbox_put(void *impl, const char *schedule, int64_t slot_ms,
+static int pg_outbox_put(void *impl, const struct store_fence *fence,
+			 const char *schedule, int64_t slot_ms,
 			 const char *target, const char *body, bool *created,
 			 struct sc_err *err)
 {
 	struct pg *p = impl;
 	struct args a = {0};
-	int64_t rows;
+	int64_t rows = 0;
 	int rc;
 
 	rc = check_name("schedule", schedule, SC_NAME_MAX, err);
@@ -1469,7 +1592,9 @@ static int pg_outbox_put(void *impl, const char *schedule, int64_t slot_ms,
 	arg_slot_target(&a, schedule, slot_ms, target);
 	arg_str(&a, body ? body : "");
 	arg_i64(&a, now_ms(p));
-	rc = run_n(p, ST_OUTBOX_PUT, &a, &rows, err);
+	arg_fence(&a, fence);
+	rc = run_fenced(p, ST_OUTBOX_PUT, &a, fence, "outbox put", &rows,
+			err);
 	if (rc)
 		return rc;
 	if (created)
@@ -1494,6 +1619,11 @@ static int pg_outbox_get(void *impl, const char *schedule, int64_t slot_ms,
 		PQclear(res);
 		return sc_err_set(err, SC_ENOENT, "no outbox row for target");
 	}
+	if (PQgetisnull(res, 0, 3)) {
+		PQclear(res);
+		return sc_err_set(err, SC_ECORRUPT, "outbox row of target %s "
+				  "has no message body", target);
+	}
 	char *body = get_dup(res, 0, 3, &oom);
 	if (oom) {
 		PQclear(res);
@@ -1507,14 +1637,15 @@ static int pg_outbox_get(void *impl, const char *schedule, int64_t slot_ms,
 	return 0;
 }
 
-static int pg_outbox_set_state(void *impl, const char *schedule,
-			       int64_t slot_ms, const char *target,
-			       enum send_state state, struct sc_err *err)
+static int pg_outbox_set_state(void *impl, const struct store_fence *fence,
+			       const char *schedule, int64_t slot_ms,
+			       const char *target, enum send_state state,
+			       struct sc_err *err)
 {
 	struct pg *p = impl;
 	struct args a = {0};
 	struct outbox_entry e = {0};
-	int64_t rows;
+	int64_t rows = 0;
 	int rc;
 
 	if (state < SEND_PENDING || state > SEND_UNKNOWN)
@@ -1523,7 +1654,9 @@ static int pg_outbox_set_state(void *impl, const char *schedule,
 	arg_slot_target(&a, schedule, slot_ms, target);
 	arg_i64(&a, (int64_t)state);
 	arg_i64(&a, now_ms(p));
-	rc = run_n(p, ST_OUTBOX_SET, &a, &rows, err);
+	arg_fence(&a, fence);
+	rc = run_fenced(p, ST_OUTBOX_SET, &a, fence, "outbox state", &rows,
+			err);
 	if (rc)
 		return rc;
 	if (rows == 1)
@@ -1537,16 +1670,19 @@ static int pg_outbox_set_state(void *impl, const char *schedule,
 			  "guard never reopens");
 }
 
-static int pg_outbox_mark_unknown(void *impl, const char *schedule,
-				  int64_t slot_ms, int *n, struct sc_err *err)
+static int pg_outbox_mark_unknown(void *impl, const struct store_fence *fence,
+				  const char *schedule, int64_t slot_ms, int *n,
+				  struct sc_err *err)
 {
 	struct args a = {0};
-	int64_t rows;
+	int64_t rows = 0;
 	int rc;
 
 	arg_str(&a, schedule);
 	arg_i64(&a, slot_ms);
-	rc = run_n(impl, ST_OUTBOX_UNKNOWN, &a, &rows, err);
+	arg_fence(&a, fence);
+	rc = run_fenced(impl, ST_OUTBOX_UNKNOWN, &a, fence, "outbox recovery",
+			&rows, err);
 	if (rc)
 		return rc;
 	if (n)
@@ -1554,7 +1690,8 @@ static int pg_outbox_mark_unknown(void *impl, const char *schedule,
 	return 0;
 }
 
-static int pg_slot_mark(void *impl, const char *schedule, int64_t slot_ms,
+static int pg_slot_mark(void *impl, const struct store_fence *fence,
+			const char *schedule, int64_t slot_ms,
 			struct sc_err *err)
 {
 	struct pg *p = impl;
@@ -1567,7 +1704,8 @@ static int pg_slot_mark(void *impl, const char *schedule, int64_t slot_ms,
 	arg_str(&a, schedule);
 	arg_i64(&a, slot_ms);
 	arg_i64(&a, now_ms(p));
-	return run_n(p, ST_SLOT_MARK, &a, NULL, err);
+	arg_fence(&a, fence);
+	return run_fenced(p, ST_SLOT_MARK, &a, fence, "slot mark", NULL, err);
 }
 
 static int pg_slot_is_marked(void *impl, const char *schedule,

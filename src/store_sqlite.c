@@ -9,13 +9,15 @@
  *
  * Durability (WAL mode). A commit is made with one of two settings:
  *   FULL   - the WAL is fsync'd before COMMIT returns. Used for the commits
- *            that record a send guard (outbox state SENT), a slot marker,
- *            a job turning DEAD (its "lost" ledger row), a "lost" row
- *            appended on its own, and stalled-job recovery (rare, and it
- *            may turn jobs DEAD).
+ *            that record a send guard (outbox state SENT), SENDING (before
+ *            the request leaves: lost, the next attempt would send again
+ *            without a "duplicate" row), a slot marker, a job turning DEAD
+ *            (its "lost" ledger row), a "lost" row appended on its own,
+ *            and stalled-job recovery (rare, and it may turn jobs DEAD).
  *   NORMAL - no fsync at commit; the WAL is fsync'd at checkpoints. Used for
  *            enqueue, claims, heartbeats, completions, retry scheduling,
- *            recovery, ledger rows, scheduler state and the token cache.
+ *            staging, FAILED, UNKNOWN, other ledger rows, scheduler state
+ *            and the token cache.
  * The WAL is append-only and a FULL commit syncs it up to its own frame, so
  * it also makes every earlier NORMAL commit durable, and a power cut always
  * leaves a prefix of the commit history (never a hole in the middle).
@@ -30,9 +32,18 @@
  * the job back to ACTIVE, so it is recovered as stalled; a lost enqueue is
  * enqueued again by the scheduler, whose own state (sched_last) is lost
  * with it because the history is a prefix.
- * What a power cut cannot lose: a send guard or a slot marker once
- * outbox_set_state(SENT) / slot_mark returned, a DEAD transition with its
- * "lost" row, and everything committed before any of those.
+ * What a power cut cannot lose: a send guard, a SENDING or a slot marker
+ * once outbox_set_state(SENT / SENDING) / slot_mark returned, a DEAD
+ * transition with its "lost" row, and everything committed before any of
+ * those. The table of every transition: docs/internals/store.md.
+ *
+ * Fencing (store.h): the outbox, guard, marker and duplicate-row writes
+ * of a fenced handle carry FENCE_OK in their own statement, so the lease
+ * check and the write are one write transaction.
+ *
+ * Disk full: a write that fails for space makes the handle fold in and
+ * truncate the WAL before its next write, and checkpoint in small steps
+ * from then on (reclaim_wal).
  * A process crash (SIGKILL, OOM) loses nothing that was committed, with
  * either setting: the WAL is in the OS page cache.
  *
@@ -63,7 +74,7 @@
 #include "log.h"
 #include "store.h"
 
-#define SCHEMA_VERSION 2
+#define SCHEMA_VERSION 3
 #define APP_ID 0x53435231 /* "SCR1": this file belongs to surecron */
 #define BUSY_TIMEOUT_MS 10000
 /* Checkpoint the WAL every this many pages (~16 MB) rather than SQLite's
@@ -73,9 +84,21 @@
  * after every checkpoint cost more kernel time than the writes. */
 #define WAL_CHECKPOINT_PAGES 4000
 #define WAL_KEEP_BYTES 33554432 /* 32 MiB */
+/* After a write failed for a full disk (issue 10): checkpoint this often
+ * and truncate the WAL at every reset, so that the WAL, which the normal
+ * settings let grow to ~16 MiB, gives its space back at once and stays
+ * below ~400 KiB on a volume that has none to spare. */
+#define WAL_TIGHT_PAGES 100
 #define SC_STR2(x) #x
 #define SC_STR(x) SC_STR2(x)
 #define RECOVER_BATCH 64
+/* The lease fence of a write made for a claimed job (store.h, fencing):
+ * ?20 job id, ?21 lease token; both unbound (NULL) when not fenced. Part
+ * of the writing statement itself, so the check and the write are one
+ * write transaction: no takeover can commit between them. */
+#define FENCE_OK                                                          \
+	"(?20 IS NULL OR EXISTS (SELECT 1 FROM jobs WHERE id = ?20 AND "     \
+	"lease_token = ?21 AND state = 1))"
 
 /* ---- schema ---------------------------------------------------------- */
 
@@ -163,6 +186,22 @@ static const char *const migrations[SCHEMA_VERSION] = {
 	"CREATE UNIQUE INDEX ledger_missed_once ON ledger(schedule, slot_ms)"
 	" WHERE outcome = 'missed';"
 	"PRAGMA user_version = 2;",
+	/* 2 -> 3: message bodies move out of the outbox row (issue 10).
+	 * Every state change (SENDING, SENT, FAILED, UNKNOWN) rewrote the
+	 * row with its body, so on a nearly full volume each send used up
+	 * freed space at once. The body is written once, at stage time,
+	 * into outbox_body; the state row holds only state. Keyed like the
+	 * outbox (per target), so outbox_put keeps its contract. */
+	"CREATE TABLE outbox_body("
+	" schedule TEXT NOT NULL,"
+	" slot_ms INTEGER NOT NULL,"
+	" target TEXT NOT NULL,"
+	" body TEXT NOT NULL,"
+	" PRIMARY KEY (schedule, slot_ms, target));"
+	"INSERT INTO outbox_body(schedule, slot_ms, target, body)"
+	" SELECT schedule, slot_ms, target, body FROM outbox;"
+	"ALTER TABLE outbox DROP COLUMN body;"
+	"PRAGMA user_version = 3;",
 };
 
 /* ---- the statement cache --------------------------------------------- */
@@ -185,6 +224,7 @@ enum stmt_id {
 	ST_JOB_CLAIM,
 	ST_JOB_HEARTBEAT,
 	ST_JOB_STATE,
+	ST_FENCE,
 	ST_JOB_FINISH,
 	ST_JOB_RELEASE,
 	ST_JOB_EXPIRED,
@@ -199,6 +239,7 @@ enum stmt_id {
 	ST_LEDGER_QUERY,
 	ST_LEDGER_QUERY_DESC,
 	ST_OUTBOX_PUT,
+	ST_OUTBOX_BODY_PUT,
 	ST_OUTBOX_GET,
 	ST_OUTBOX_SET,
 	ST_OUTBOX_UNKNOWN,
@@ -236,6 +277,7 @@ static const char *const stmt_sql[N_STMT] = {
 		"UPDATE jobs SET lease_expires_ms = ?3 "
 		"WHERE id = ?1 AND lease_token = ?2 AND state = 1",
 	[ST_JOB_STATE] = "SELECT state FROM jobs WHERE id = ?1",
+	[ST_FENCE] = "SELECT 1 FROM jobs WHERE " FENCE_OK,
 	[ST_JOB_FINISH] =
 		"UPDATE jobs SET state = ?3, lease_expires_ms = 0, "
 		"run_at_ms = CASE WHEN ?3 = 0 THEN ?4 ELSE run_at_ms END "
@@ -274,7 +316,8 @@ static const char *const stmt_sql[N_STMT] = {
 		"INSERT INTO ledger(schedule, slot_ms, job_id, attempt, "
 		"started_ms, finished_ms, outcome, error_class, error_msg, "
 		"retry_hint_ms, details_json) "
-		"VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+		"SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11 "
+		"WHERE " FENCE_OK,
 	/* A missed row for a slot that has one already is dropped (the
 	 * conflict target names the partial index ledger_missed_once, so
 	 * only that conflict is ignored; any other constraint still fails). */
@@ -298,12 +341,19 @@ static const char *const stmt_sql[N_STMT] = {
 		"(?5 = 0 OR outcome IN ('lost', 'missed')) "
 		"ORDER BY id DESC LIMIT ?6",
 	[ST_OUTBOX_PUT] =
-		"INSERT INTO outbox(schedule, slot_ms, target, state, body, "
-		"created_ms, updated_ms) VALUES (?1, ?2, ?3, 1, ?4, ?5, ?5) "
+		"INSERT INTO outbox(schedule, slot_ms, target, state, "
+		"created_ms, updated_ms) SELECT ?1, ?2, ?3, 1, ?5, ?5 "
+		"WHERE " FENCE_OK " "
+		"ON CONFLICT (schedule, slot_ms, target) DO NOTHING",
+	[ST_OUTBOX_BODY_PUT] =
+		"INSERT INTO outbox_body(schedule, slot_ms, target, body) "
+		"VALUES (?1, ?2, ?3, ?4) "
 		"ON CONFLICT (schedule, slot_ms, target) DO NOTHING",
 	[ST_OUTBOX_GET] =
-		"SELECT state, n_tries, sent_ms, body FROM outbox "
-		"WHERE schedule = ?1 AND slot_ms = ?2 AND target = ?3",
+		"SELECT o.state, o.n_tries, o.sent_ms, b.body FROM outbox o "
+		"LEFT JOIN outbox_body b ON b.schedule = o.schedule AND "
+		"b.slot_ms = o.slot_ms AND b.target = o.target "
+		"WHERE o.schedule = ?1 AND o.slot_ms = ?2 AND o.target = ?3",
 	/* state <> 3: a SENT row (the send guard) never changes again. */
 	[ST_OUTBOX_SET] =
 		"UPDATE outbox SET state = ?4, "
@@ -311,12 +361,13 @@ static const char *const stmt_sql[N_STMT] = {
 		"sent_ms = CASE WHEN ?4 = 3 THEN ?5 ELSE sent_ms END, "
 		"updated_ms = ?5 "
 		"WHERE schedule = ?1 AND slot_ms = ?2 AND target = ?3 AND "
-		"state <> 3",
+		"state <> 3 AND " FENCE_OK,
 	[ST_OUTBOX_UNKNOWN] =
 		"UPDATE outbox SET state = 5, updated_ms = ?3 "
-		"WHERE schedule = ?1 AND slot_ms = ?2 AND state = 2",
+		"WHERE schedule = ?1 AND slot_ms = ?2 AND state = 2 AND "
+		FENCE_OK,
 	[ST_MARK] = "INSERT INTO slot_markers(schedule, slot_ms, completed_ms) "
-		    "VALUES (?1, ?2, ?3) "
+		    "SELECT ?1, ?2, ?3 WHERE " FENCE_OK " "
 		    "ON CONFLICT (schedule, slot_ms) DO NOTHING",
 	[ST_MARK_GET] = "SELECT 1 FROM slot_markers WHERE schedule = ?1 AND "
 			"slot_ms = ?2",
@@ -345,6 +396,8 @@ struct sq {
 	struct sc_clock *clock;
 	enum sync_level sync;
 	int64_t busy_since_ms;
+	bool wal_reclaim;       /* a write failed for a full disk: reclaim */
+	bool wal_tight;         /* small checkpoints since a full disk */
 	unsigned busy_seed;
 	char path[PATH_MAX];
 	sqlite3_stmt *stmt[N_STMT];
@@ -373,11 +426,13 @@ static int db_fail(struct sq *q, int rc, const char *op, struct sc_err *err)
 	case SQLITE_FULL:
 		code = SC_ENOSPC;
 		what = "disk full";
+		q->wal_reclaim = true;
 		break;
 	case SQLITE_IOERR:
 		if (sys == ENOSPC || sys == EDQUOT || sys == EFBIG) {
 			code = SC_ENOSPC;
 			what = "no space left for the database";
+			q->wal_reclaim = true;
 		} else {
 			code = SC_EIO;
 			what = "I/O error";
@@ -474,6 +529,53 @@ static int exec1(struct sq *q, enum stmt_id id, const char *op,
 }
 
 /*
+ * Gives the WAL's space back after a write failed for a full disk: a
+ * TRUNCATE checkpoint copies the WAL into the database and cuts the WAL
+ * file to zero bytes (the default settings keep up to WAL_KEEP_BYTES of it
+ * around for speed, which is exactly the space a full volume lacks). From
+ * then on the handle checkpoints every WAL_TIGHT_PAGES and truncates at
+ * each reset. Runs only outside a transaction; a checkpoint that cannot
+ * run yet (readers, or still no space for the pages it must add to the
+ * database) is tried again before the next write. Errors are logged, never
+ * returned: the write that follows reports its own.
+ */
+static void reclaim_wal(struct sq *q)
+{
+	int n_log = -1, n_done = -1, rc;
+
+	if (!q->wal_reclaim || !sqlite3_get_autocommit(q->db))
+		return;
+	rc = sqlite3_wal_checkpoint_v2(q->db, NULL,
+				       SQLITE_CHECKPOINT_TRUNCATE, &n_log,
+				       &n_done);
+	SC_LOG(rc == SQLITE_OK ? SC_LOG_WARN : SC_LOG_ERROR, "store",
+	       "event=wal-reclaim path=%s sqlite=%d wal_frames=%d "
+	       "checkpointed=%d msg=\"%s\"", q->path, rc, n_log, n_done,
+	       rc == SQLITE_OK ? "disk full: WAL folded in and truncated"
+			       : "disk full: WAL checkpoint failed; retried "
+				 "before the next write");
+	if (rc != SQLITE_OK)
+		return;
+	q->wal_reclaim = false;
+	if (!q->wal_tight) {
+		sqlite3_stmt *st = NULL;
+		static const char *const tight[] = {
+			"PRAGMA wal_autocheckpoint = " SC_STR(WAL_TIGHT_PAGES),
+			"PRAGMA journal_size_limit = 0",
+		};
+		for (size_t i = 0; i < 2; i++) {
+			if (sqlite3_prepare_v2(q->db, tight[i], -1, &st,
+					       NULL) == SQLITE_OK)
+				while (sqlite3_step(st) == SQLITE_ROW)
+					;
+			sqlite3_finalize(st);
+			st = NULL;
+		}
+		q->wal_tight = true;
+	}
+}
+
+/*
  * Sets PRAGMA synchronous for the next transactions. Not through the
  * statement cache: SQLite applies this pragma when the statement is
  * prepared, not when it is stepped, so a cached one would only work once.
@@ -486,6 +588,9 @@ static int set_sync(struct sq *q, enum sync_level level, struct sc_err *err)
 	sqlite3_stmt *st = NULL;
 	int rc;
 
+	/* Every write starts here, outside any transaction: the place to
+	 * give back the WAL's space after a full disk. */
+	reclaim_wal(q);
 	if (q->sync == level)
 		return 0;
 	rc = sqlite3_prepare_v2(q->db, sql, -1, &st, NULL);
@@ -520,6 +625,7 @@ static void tx_rollback(struct sq *q)
 	 * SQLITE_IOERR during commit); only roll back what is still open. */
 	if (!sqlite3_get_autocommit(q->db))
 		(void)exec1(q, ST_ROLLBACK, "rollback", NULL);
+	reclaim_wal(q);
 }
 
 static int tx_commit(struct sq *q, struct sc_err *err)
@@ -603,9 +709,19 @@ static void read_job(sqlite3_stmt *st, struct store_job *j)
 	j->manual = sqlite3_column_int(st, 15) != 0;
 }
 
+/* Binds the fence parameters of a fenced write (none: left NULL). */
+static void bind_fence(sqlite3_stmt *st, const struct store_fence *f)
+{
+	if (f) {
+		sqlite3_bind_int64(st, 20, f->job_id);
+		sqlite3_bind_int64(st, 21, f->lease_token);
+	}
+}
+
 /* Inserts one ledger row with statement id (ST_LEDGER_INSERT or
  * ST_LEDGER_INSERT_MISSED); the caller holds the transaction. */
 static int ledger_insert_st(struct sq *q, enum stmt_id id,
+			    const struct store_fence *fence,
 			    const struct ledger_row *r, struct sc_err *err)
 {
 	sqlite3_stmt *st = NULL;
@@ -624,6 +740,8 @@ static int ledger_insert_st(struct sq *q, enum stmt_id id,
 	bind_text(st, 9, r->error_msg);
 	sqlite3_bind_int64(st, 10, r->retry_hint_ms);
 	bind_text(st, 11, r->details_json);
+	if (id == ST_LEDGER_INSERT)
+		bind_fence(st, fence);
 	rc = sqlite3_step(st);
 	rc = rc == SQLITE_DONE ? 0 : db_fail(q, rc, "ledger insert", err);
 	unprep(st);
@@ -634,7 +752,41 @@ static int ledger_insert_st(struct sq *q, enum stmt_id id,
 static int ledger_insert(struct sq *q, const struct ledger_row *r,
 			 struct sc_err *err)
 {
-	return ledger_insert_st(q, ST_LEDGER_INSERT, r, err);
+	return ledger_insert_st(q, ST_LEDGER_INSERT, NULL, r, err);
+}
+
+/*
+ * After a fenced write changed nothing: SC_ELEASE if the fence no longer
+ * holds (the write was refused for it), else 0 (the write had nothing to
+ * do). Fences only ever break, never heal, so reading after the write
+ * cannot call a refused write a no-op.
+ */
+static int fence_refused(struct sq *q, const struct store_fence *f,
+			 const char *op, struct sc_err *err)
+{
+	sqlite3_stmt *st = NULL;
+	int rc;
+
+	if (!f)
+		return 0;
+	rc = prep(q, ST_FENCE, &st, err);
+	if (rc)
+		return rc;
+	bind_fence(st, f);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_DONE)
+		rc = sc_err_set(err, SC_ELEASE,
+				"%s refused: job %lld is no longer held under "
+				"lease %lld (taken over or finished); this "
+				"worker stops",
+				op, (long long)f->job_id,
+				(long long)f->lease_token);
+	else if (rc == SQLITE_ROW)
+		rc = 0;
+	else
+		rc = db_fail(q, rc, op, err);
+	unprep(st);
+	return rc;
 }
 
 /* ---- open / migrate / close ------------------------------------------ */
@@ -1628,8 +1780,9 @@ static int sq_job_counts(void *impl, const char *schedule,
 
 /* ---- ledger ---------------------------------------------------------- */
 
-static int sq_ledger_append(void *impl, const struct ledger_row *row,
-			    bool *written, struct sc_err *err)
+static int sq_ledger_append(void *impl, const struct store_fence *fence,
+			    const struct ledger_row *row, bool *written,
+			    struct sc_err *err)
 {
 	struct sq *q = impl;
 	/* A lost slot is a loud record that nothing would write again:
@@ -1642,10 +1795,12 @@ static int sq_ledger_append(void *impl, const struct ledger_row *row,
 	if (!rc)
 		rc = ledger_insert_st(q, missed ? ST_LEDGER_INSERT_MISSED
 						: ST_LEDGER_INSERT,
-				      row, err);
+				      missed ? NULL : fence, row, err);
 	/* Autocommit: the statement was its own transaction, and
 	 * sqlite3_changes says whether it inserted the row. */
 	*written = !rc && sqlite3_changes(q->db) > 0;
+	if (!rc && !*written && !missed)
+		rc = fence_refused(q, fence, "ledger row", err);
 	return rc;
 }
 
@@ -1721,24 +1876,50 @@ static void bind_slot_target(sqlite3_stmt *st, const char *schedule,
 	bind_text(st, 3, target);
 }
 
-static int sq_outbox_put(void *impl, const char *schedule, int64_t slot_ms,
+static int sq_outbox_put(void *impl, const struct store_fence *fence,
+			 const char *schedule, int64_t slot_ms,
 			 const char *target, const char *body, bool *created,
 			 struct sc_err *err)
 {
 	struct sq *q = impl;
 	sqlite3_stmt *st = NULL;
-	int rc = solo(q, ST_OUTBOX_PUT, SYNC_NORMAL, &st, err);
+	bool made = false;
+	/* The state row and its body in one transaction: a row never
+	 * exists without its message. */
+	int rc = tx_begin(q, SYNC_NORMAL, err);
 
 	if (rc)
 		return rc;
+	rc = prep(q, ST_OUTBOX_PUT, &st, err);
+	if (rc)
+		goto done;
 	bind_slot_target(st, schedule, slot_ms, target);
-	bind_text(st, 4, body);
 	sqlite3_bind_int64(st, 5, now_ms(q));
+	bind_fence(st, fence);
 	rc = sqlite3_step(st);
 	rc = rc == SQLITE_DONE ? 0 : db_fail(q, rc, "outbox put", err);
 	unprep(st);
+	made = !rc && sqlite3_changes(q->db) > 0;
+	if (!rc && !made)
+		rc = fence_refused(q, fence, "outbox put", err);
+	if (rc || !made)
+		goto done;
+	rc = prep(q, ST_OUTBOX_BODY_PUT, &st, err);
+	if (rc)
+		goto done;
+	bind_slot_target(st, schedule, slot_ms, target);
+	bind_text(st, 4, body);
+	rc = sqlite3_step(st);
+	rc = rc == SQLITE_DONE ? 0 : db_fail(q, rc, "outbox put", err);
+	unprep(st);
+done:
+	if (rc) {
+		tx_rollback(q);
+		return rc;
+	}
+	rc = tx_commit(q, err);
 	if (!rc && created)
-		*created = sqlite3_changes(q->db) > 0;
+		*created = made;
 	return rc;
 }
 
@@ -1761,7 +1942,14 @@ static int sq_outbox_get(void *impl, const char *schedule, int64_t slot_ms,
 		e.n_tries = sqlite3_column_int(st, 1);
 		e.sent_ms = sqlite3_column_int64(st, 2);
 		e.body = dup_text(st, 3, &oom);
-		rc = oom ? sc_err_set(err, SC_ENOMEM, "out of memory") : 0;
+		if (oom)
+			rc = sc_err_set(err, SC_ENOMEM, "out of memory");
+		else if (!e.body)
+			rc = sc_err_set(err, SC_ECORRUPT,
+					"outbox row of target %s has no message "
+					"body in %s", target, q->path);
+		else
+			rc = 0;
 	} else if (rc == SQLITE_DONE) {
 		rc = sc_err_set(err, SC_ENOENT, "no outbox row");
 	} else {
@@ -1773,26 +1961,35 @@ static int sq_outbox_get(void *impl, const char *schedule, int64_t slot_ms,
 	return rc;
 }
 
-static int sq_outbox_set_state(void *impl, const char *schedule,
-			       int64_t slot_ms, const char *target,
-			       enum send_state state, struct sc_err *err)
+static int sq_outbox_set_state(void *impl, const struct store_fence *fence,
+			       const char *schedule, int64_t slot_ms,
+			       const char *target, enum send_state state,
+			       struct sc_err *err)
 {
 	struct sq *q = impl;
 	struct outbox_entry cur;
 	sqlite3_stmt *st = NULL;
-	/* SENT is the send guard: fsync'd before this returns. */
+	/* SENT is the send guard, and SENDING is what makes a crash after
+	 * the request left a declared duplicate instead of a silent one:
+	 * both are fsync'd before this returns (and the request leaves). */
 	int rc = solo(q, ST_OUTBOX_SET,
-		      state == SEND_SENT ? SYNC_FULL : SYNC_NORMAL, &st, err);
+		      state == SEND_SENT || state == SEND_SENDING ? SYNC_FULL
+								  : SYNC_NORMAL,
+		      &st, err);
 
 	if (rc)
 		return rc;
 	bind_slot_target(st, schedule, slot_ms, target);
 	sqlite3_bind_int(st, 4, (int)state);
 	sqlite3_bind_int64(st, 5, now_ms(q));
+	bind_fence(st, fence);
 	rc = sqlite3_step(st);
 	rc = rc == SQLITE_DONE ? 0 : db_fail(q, rc, "outbox state", err);
 	unprep(st);
 	if (rc || sqlite3_changes(q->db) > 0)
+		return rc;
+	rc = fence_refused(q, fence, "outbox state", err);
+	if (rc)
 		return rc;
 	rc = sq_outbox_get(q, schedule, slot_ms, target, &cur, err);
 	if (rc)
@@ -1804,8 +2001,9 @@ static int sq_outbox_set_state(void *impl, const char *schedule,
 			  target, schedule);
 }
 
-static int sq_outbox_mark_unknown(void *impl, const char *schedule,
-				  int64_t slot_ms, int *n, struct sc_err *err)
+static int sq_outbox_mark_unknown(void *impl, const struct store_fence *fence,
+				  const char *schedule, int64_t slot_ms, int *n,
+				  struct sc_err *err)
 {
 	struct sq *q = impl;
 	sqlite3_stmt *st = NULL;
@@ -1816,14 +2014,18 @@ static int sq_outbox_mark_unknown(void *impl, const char *schedule,
 	bind_text(st, 1, schedule);
 	sqlite3_bind_int64(st, 2, slot_ms);
 	sqlite3_bind_int64(st, 3, now_ms(q));
+	bind_fence(st, fence);
 	rc = sqlite3_step(st);
 	rc = rc == SQLITE_DONE ? 0 : db_fail(q, rc, "outbox recovery", err);
 	unprep(st);
 	*n = rc ? 0 : sqlite3_changes(q->db);
+	if (!rc && *n == 0)
+		rc = fence_refused(q, fence, "outbox recovery", err);
 	return rc;
 }
 
-static int sq_slot_mark(void *impl, const char *schedule, int64_t slot_ms,
+static int sq_slot_mark(void *impl, const struct store_fence *fence,
+			const char *schedule, int64_t slot_ms,
 			struct sc_err *err)
 {
 	struct sq *q = impl;
@@ -1835,9 +2037,12 @@ static int sq_slot_mark(void *impl, const char *schedule, int64_t slot_ms,
 	bind_text(st, 1, schedule);
 	sqlite3_bind_int64(st, 2, slot_ms);
 	sqlite3_bind_int64(st, 3, now_ms(q));
+	bind_fence(st, fence);
 	rc = sqlite3_step(st);
 	rc = rc == SQLITE_DONE ? 0 : db_fail(q, rc, "slot mark", err);
 	unprep(st);
+	if (!rc && sqlite3_changes(q->db) == 0)
+		rc = fence_refused(q, fence, "slot mark", err);
 	return rc;
 }
 

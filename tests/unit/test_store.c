@@ -17,6 +17,7 @@
 #include <signal.h>
 #include <sqlite3.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -904,6 +905,62 @@ static void raw_sql(void **state, const char *sql)
 		fail_msg("postgresql: %s", q);
 }
 
+/* Turns a current (version 3) store back into version 2: the body back
+ * in the outbox row, no outbox_body table. */
+static void to_version_2(void **state)
+{
+	raw_sql(state, "ALTER TABLE outbox ADD COLUMN body TEXT NOT NULL "
+		       "DEFAULT ''");
+	raw_sql(state, "UPDATE outbox SET body = (SELECT b.body FROM "
+		       "outbox_body b WHERE b.schedule = outbox.schedule AND "
+		       "b.slot_ms = outbox.slot_ms AND b.target = outbox.target)");
+	raw_sql(state, "DROP TABLE outbox_body");
+	raw_sql(state, tb_is_sqlite(state)
+			       ? "PRAGMA user_version = 2"
+			       : "UPDATE schema_version SET version = 2");
+}
+
+/*
+ * Issue 10: version 3 keeps message bodies out of the outbox state row.
+ * A version 2 store (bodies in the rows) migrates with every message and
+ * state kept, and its rows go on working.
+ */
+static void version_2_outbox_bodies_migrate(void **state)
+{
+	struct fix f;
+	struct outbox_entry e = {0};
+
+	fix_open(state, &f);
+	assert_int_equal(outbox_put(f.s, "s", T0, "a", "body of a", NULL,
+				    NULL), 0);
+	assert_int_equal(outbox_put(f.s, "s", T0, "b", "body of b", NULL,
+				    NULL), 0);
+	assert_int_equal(outbox_set_state(f.s, "s", T0, "a", SEND_SENDING,
+					  NULL), 0);
+	assert_int_equal(outbox_set_state(f.s, "s", T0, "a", SEND_SENT, NULL),
+			 0);
+	store_close(f.s);
+	to_version_2(state);
+	f.s = tb_open(state, f.clock);
+	assert_int_equal(outbox_get(f.s, "s", T0, "a", &e, NULL), 0);
+	assert_int_equal(e.state, SEND_SENT);
+	assert_int_equal(e.n_tries, 1);
+	assert_string_equal(e.body, "body of a");
+	outbox_entry_dispose(&e);
+	assert_int_equal(outbox_get(f.s, "s", T0, "b", &e, NULL), 0);
+	assert_int_equal(e.state, SEND_PENDING);
+	assert_string_equal(e.body, "body of b");
+	outbox_entry_dispose(&e);
+	assert_int_equal(outbox_set_state(f.s, "s", T0, "b", SEND_SENDING,
+					  NULL), 0);
+	assert_int_equal(outbox_put(f.s, "s", T0, "c", "body of c", NULL,
+				    NULL), 0);
+	assert_int_equal(outbox_get(f.s, "s", T0, "c", &e, NULL), 0);
+	assert_string_equal(e.body, "body of c");
+	outbox_entry_dispose(&e);
+	fix_close(&f);
+}
+
 /*
  * A database of schema version 1 that holds duplicate missed rows (two
  * nodes caught up the same downtime) migrates to one row per slot, the
@@ -929,7 +986,9 @@ static void version_1_with_duplicate_missed_rows_migrates(void **state)
 	enqueue(&f, "a", T0, T0, NULL);
 	store_close(f.s);
 	f.s = NULL;
-	/* Back to version 1: the schema before this migration. */
+	/* Back to version 1: the schema before this migration (and before
+	 * version 3's outbox_body). */
+	to_version_2(state);
 	raw_sql(state, "DROP INDEX ledger_missed_once");
 	raw_sql(state, tb_is_sqlite(state)
 			       ? "PRAGMA user_version = 1"
@@ -1195,6 +1254,115 @@ static void outbox_state_machine_and_guard(void **state)
 	fix_close(&f);
 }
 
+/*
+ * Issue 10: a worker paused past its lease (SIGSTOP) resumed and wrote SENT
+ * and the slot marker for a slot another worker had taken over. With the
+ * handle fenced to the old claim, every outbox, guard, marker and
+ * duplicate-row write is refused with SC_ELEASE and changes nothing; the
+ * new claim's fence lets the same writes through.
+ */
+static void fenced_writes_refuse_a_stale_lease(void **state)
+{
+	struct fix f;
+	struct store_job old, cur;
+	struct outbox_entry e = {0};
+	struct sc_err err = {0};
+	struct ledger_row dup = {0};
+	bool marked = true, created = true;
+	size_t n_rows = 0;
+	struct ledger_row *rows = NULL;
+	int n = -1;
+
+	fix_open(state, &f);
+	enqueue(&f, "s", T0, T0, NULL);
+	assert_int_equal(claim(&f, "w1", &old, 1), 1);
+	store_fence_set(f.s, old.id, old.lease_token);
+	assert_int_equal(store_fence_check(f.s, NULL), 0);
+	assert_int_equal(outbox_put(f.s, "s", T0, "a", "m", &created, NULL), 0);
+	assert_true(created);
+	assert_int_equal(outbox_set_state(f.s, "s", T0, "a", SEND_SENDING,
+					  NULL), 0);
+	store_fence_clear(f.s);
+
+	/* The lease runs out; another worker recovers and claims the job. */
+	sc_clock_advance_ms(f.clock, 6 * MIN);
+	int n_rec = 0;
+	assert_int_equal(store_job_recover(f.s, 3, &n_rec, NULL), 0);
+	assert_int_equal(n_rec, 1);
+	assert_int_equal(claim(&f, "w2", &cur, 1), 1);
+	assert_int_equal(cur.id, old.id);
+	assert_true(cur.lease_token != old.lease_token);
+
+	/* The resumed worker, still fenced to its old claim. */
+	store_fence_set(f.s, old.id, old.lease_token);
+	assert_int_equal(store_fence_check(f.s, &err), SC_ELEASE);
+	assert_non_null(strstr(err.msg, "lease"));
+	sc_err_clear(&err);
+	assert_int_equal(outbox_set_state(f.s, "s", T0, "a", SEND_SENT, &err),
+			 SC_ELEASE);
+	assert_non_null(strstr(err.msg, "refused"));
+	assert_int_equal(outbox_set_state(f.s, "s", T0, "a", SEND_SENDING,
+					  NULL), SC_ELEASE);
+	assert_int_equal(outbox_mark_unknown(f.s, "s", T0, &n, NULL),
+			 SC_ELEASE);
+	assert_int_equal(outbox_put(f.s, "s", T0, "b", "m", NULL, NULL),
+			 SC_ELEASE);
+	assert_int_equal(slot_mark(f.s, "s", T0, NULL), SC_ELEASE);
+	snprintf(dup.schedule, sizeof(dup.schedule), "s");
+	dup.slot_ms = T0;
+	dup.job_id = old.id;
+	snprintf(dup.outcome, sizeof(dup.outcome), "%s", LEDGER_DUPLICATE);
+	assert_int_equal(ledger_append(f.s, &dup, NULL), SC_ELEASE);
+	store_fence_clear(f.s);
+
+	/* Nothing of it was written. */
+	assert_int_equal(outbox_get(f.s, "s", T0, "a", &e, NULL), 0);
+	assert_int_equal(e.state, SEND_SENDING);
+	assert_int_equal(e.n_tries, 1);
+	outbox_entry_dispose(&e);
+	assert_int_equal(outbox_get(f.s, "s", T0, "b", &e, NULL), SC_ENOENT);
+	assert_int_equal(slot_is_marked(f.s, "s", T0, &marked, NULL), 0);
+	assert_false(marked);
+	struct ledger_filter lf = {.outcome = LEDGER_DUPLICATE,
+				   .since_ms = INT64_MIN,
+				   .until_ms = INT64_MAX};
+	assert_int_equal(ledger_query(f.s, &lf, &rows, &n_rows, NULL), 0);
+	assert_int_equal(n_rows, 0);
+	ledger_rows_free(rows, n_rows);
+
+	/* The new owner's fence lets the same writes through. */
+	store_fence_set(f.s, cur.id, cur.lease_token);
+	assert_int_equal(outbox_mark_unknown(f.s, "s", T0, &n, NULL), 0);
+	assert_int_equal(n, 1);
+	/* Nothing SENDING any more: zero rows, and still no refusal. */
+	assert_int_equal(outbox_mark_unknown(f.s, "s", T0, &n, NULL), 0);
+	assert_int_equal(n, 0);
+	assert_int_equal(ledger_append(f.s, &dup, NULL), 0);
+	assert_int_equal(outbox_put(f.s, "s", T0, "b", "m", &created, NULL), 0);
+	assert_true(created);
+	assert_int_equal(outbox_put(f.s, "s", T0, "b", "m", &created, NULL), 0);
+	assert_false(created);
+	assert_int_equal(outbox_set_state(f.s, "s", T0, "a", SEND_SENDING,
+					  NULL), 0);
+	assert_int_equal(outbox_set_state(f.s, "s", T0, "a", SEND_SENT, NULL),
+			 0);
+	/* A guard still never reopens, fenced or not. */
+	assert_int_equal(outbox_set_state(f.s, "s", T0, "a", SEND_FAILED, NULL),
+			 SC_ESTATE);
+	assert_int_equal(slot_mark(f.s, "s", T0, NULL), 0);
+	assert_int_equal(slot_mark(f.s, "s", T0, NULL), 0); /* idempotent */
+	store_fence_clear(f.s);
+
+	/* Once the job is finished, its own fence refuses too. */
+	assert_int_equal(store_job_finish(f.s, cur.id, cur.lease_token,
+					  JOB_DONE, 0, NULL, NULL), 0);
+	store_fence_set(f.s, cur.id, cur.lease_token);
+	assert_int_equal(slot_mark(f.s, "s", T0 + 1, NULL), SC_ELEASE);
+	store_fence_clear(f.s);
+	assert_int_equal(slot_mark(f.s, "s", T0 + 1, NULL), 0);
+	fix_close(&f);
+}
+
 static void slot_markers_are_idempotent(void **state)
 {
 	struct fix f;
@@ -1390,7 +1558,7 @@ static void shim_remove(void)
 	sqlite3_vfs_register(real_vfs, 1);
 }
 
-static void only_guards_markers_and_losses_fsync(void **state)
+static void only_guards_sending_markers_and_losses_fsync(void **state)
 {
 	static const struct {
 		const char *op;
@@ -1399,7 +1567,9 @@ static void only_guards_markers_and_losses_fsync(void **state)
 		{"enqueue", false},   {"claim", false},
 		{"heartbeat", false}, {"complete", false},
 		{"retry", false},     {"outbox put", false},
-		{"sending", false},   {"sent (guard)", true},
+		/* issue 10: SENDING lost to a power cut would make the
+		 * next attempt send a second copy without declaring it. */
+		{"sending", true},    {"sent (guard)", true},
 		{"slot marker", true}, {"dead (lost)", true},
 		{"sched state", false}, {"token", false},
 	};
@@ -1445,6 +1615,197 @@ static void only_guards_markers_and_losses_fsync(void **state)
 		if ((counts[i] > 0) != expect[i].fsyncs)
 			fail_msg("%s: %d fsyncs, expected %s", expect[i].op,
 				 counts[i], expect[i].fsyncs ? "some" : "none");
+}
+
+/* ---- disk space (issue 10) -------------------------------------------- */
+
+#define BODY_40K (40 * 1024)
+
+static char *big_body(char fill)
+{
+	char *b = malloc(BODY_40K + 1);
+
+	assert_non_null(b);
+	memset(b, fill, BODY_40K);
+	b[BODY_40K] = '\0';
+	return b;
+}
+
+static off_t file_size(const char *path)
+{
+	struct stat sb;
+
+	return stat(path, &sb) == 0 ? sb.st_size : 0;
+}
+
+/*
+ * Each outbox state change rewrote the row with its body: ~465 KB of WAL
+ * per 40 KB message to two targets. The body now lives apart, written once
+ * at stage time, so a state change writes a page or two of WAL.
+ */
+static void outbox_state_change_writes_no_body(void **state)
+{
+	struct fix f;
+	char wal[1100];
+	char *body;
+	static const char *const tg[] = {"a", "b"};
+	int n_changes = 0;
+
+	if (!tb_is_sqlite(state))
+		skip();
+	body = big_body('m');
+	fix_open(state, &f);
+	snprintf(wal, sizeof(wal), "%s-wal", tb_path(state));
+	for (int t = 0; t < 2; t++)
+		assert_int_equal(outbox_put(f.s, "s", T0, tg[t], body, NULL,
+					    NULL), 0);
+	off_t before = file_size(wal);
+	for (int round = 0; round < 10; round++)
+		for (int t = 0; t < 2; t++) {
+			assert_int_equal(outbox_set_state(f.s, "s", T0, tg[t],
+							  SEND_SENDING, NULL),
+					 0);
+			assert_int_equal(outbox_set_state(f.s, "s", T0, tg[t],
+							  SEND_FAILED, NULL),
+					 0);
+			n_changes += 2;
+		}
+	off_t per = (file_size(wal) - before) / n_changes;
+	fprintf(stderr, "store: WAL bytes per outbox state change: %lld "
+		"(40 KB message, 2 targets; staging wrote %lld)\n",
+		(long long)per, (long long)before);
+	/* At most two pages with their frame headers (one is enough: the
+	 * state row's page); with the body in the row it was over three,
+	 * and the body alone is ten. */
+	assert_true(per <= 2 * (4096 + 24));
+	struct outbox_entry e = {0};
+	assert_int_equal(outbox_get(f.s, "s", T0, "b", &e, NULL), 0);
+	assert_int_equal(e.state, SEND_FAILED);
+	assert_int_equal(e.n_tries, 10);
+	assert_string_equal(e.body, body);
+	outbox_entry_dispose(&e);
+	fix_close(&f);
+	free(body);
+}
+
+/* Runs op until it succeeds; it may fail once with SC_ENOSPC first (the
+ * store then gives the WAL's space back), never twice in a row. */
+#define ONCE_FULL_AT_MOST(op, n_full)                                      \
+	do {                                                               \
+		struct sc_err e_ = {0};                                    \
+		int rc_ = (op);                                            \
+		if (rc_ == SC_ENOSPC) {                                    \
+			(n_full)++;                                        \
+			sc_err_clear(&e_);                                 \
+			rc_ = (op);                                        \
+		}                                                          \
+		if (rc_ != 0)                                              \
+			fail_msg("%s: %s after space was freed", #op,      \
+				 sc_strerror(rc_));                        \
+	} while (0)
+
+/*
+ * A store on a 4 MiB tmpfs that fills up: writes fail with SC_ENOSPC and a
+ * message that says so; once some space is freed the store works again
+ * (no wedge): the WAL is checkpointed and truncated after the failure, and
+ * state changes no longer copy bodies. Needs root for mount(2); skips
+ * without it (CI runs as root).
+ */
+static void full_volume_recovers_after_space_is_freed(void **state)
+{
+	char mnt[600], path[700], filler[700];
+	struct sc_clock *clock;
+	struct sc_store *s = NULL;
+	struct sc_err err = {0};
+	char *body;
+	int n_full = 0, rc = 0;
+
+	if (!tb_is_sqlite(state))
+		skip();
+	snprintf(mnt, sizeof(mnt), "%s/small", tb_dir(state));
+	assert_int_equal(mkdir(mnt, 0700), 0);
+	if (mount("tmpfs", mnt, "tmpfs", 0, "size=4m,mode=0700") != 0) {
+		rmdir(mnt);
+		skip(); /* not root, or no mount namespace rights */
+	}
+	snprintf(path, sizeof(path), "sqlite:%s/s.db", mnt);
+	snprintf(filler, sizeof(filler), "%s/filler", mnt);
+	clock = sc_clock_virtual_new(T0);
+	body = big_body('q');
+	assert_int_equal(store_open(path, clock, &s, &err), 0);
+	for (int k = 0; k < 4; k++)
+		for (int t = 0; t < 2; t++)
+			assert_int_equal(outbox_put(s, "s", T0 + k,
+						    t ? "b" : "a", body, NULL,
+						    NULL), 0);
+
+	/* Fill the volume to the last block. */
+	int fd = open(filler, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	assert_true(fd >= 0);
+	static char chunk[65536];
+	off_t filled = 0;
+	for (;;) {
+		ssize_t w = write(fd, chunk, sizeof(chunk));
+		if (w <= 0)
+			break;
+		filled += w;
+	}
+	for (;;) { /* the last partial block */
+		ssize_t w = write(fd, chunk, 512);
+		if (w <= 0)
+			break;
+		filled += w;
+	}
+	/* Writes now fail, cleanly, with a message that says why. */
+	for (int i = 0; i < 2000 && rc == 0; i++) {
+		sc_err_clear(&err);
+		rc = outbox_set_state(s, "s", T0 + i % 4, i % 2 ? "b" : "a",
+				      i % 2 ? SEND_SENDING : SEND_FAILED, &err);
+		if (rc == 0 && i % 50 == 0) /* new rows need new pages */
+			rc = outbox_put(s, "s", T0 + 100 + i, "a", body, NULL,
+					&err);
+	}
+	assert_int_equal(rc, SC_ENOSPC);
+	assert_non_null(strstr(err.msg, "disk full") ? err.msg
+			: strstr(err.msg, "no space"));
+
+	/* Free 1 MiB; the store must carry on, state changes and stages. */
+	assert_int_equal(ftruncate(fd, filled - 1024 * 1024), 0);
+	close(fd);
+	for (int i = 0; i < 600; i++)
+		ONCE_FULL_AT_MOST(outbox_set_state(s, "s", T0 + i % 4,
+						   i % 2 ? "b" : "a",
+						   i % 2 ? SEND_FAILED
+							 : SEND_SENDING,
+						   &e_),
+				  n_full);
+	for (int k = 0; k < 4; k++)
+		ONCE_FULL_AT_MOST(outbox_put(s, "s", T0 + 1000 + k, "a", body,
+					     NULL, &e_),
+				  n_full);
+	ONCE_FULL_AT_MOST(slot_mark(s, "s", T0, &e_), n_full);
+	store_close(s);
+
+	/* A restart finds everything. */
+	assert_int_equal(store_open(path, clock, &s, &err), 0);
+	struct outbox_entry e = {0};
+	bool marked = false;
+	assert_int_equal(outbox_get(s, "s", T0 + 1003, "a", &e, NULL), 0);
+	assert_string_equal(e.body, body);
+	outbox_entry_dispose(&e);
+	assert_int_equal(outbox_get(s, "s", T0 + 3, "b", &e, NULL), 0);
+	assert_int_equal(e.state, SEND_FAILED);
+	outbox_entry_dispose(&e);
+	assert_int_equal(slot_is_marked(s, "s", T0, &marked, NULL), 0);
+	assert_true(marked);
+	store_close(s);
+	fprintf(stderr, "store: 4 MiB volume, filled then 1 MiB freed: 600 "
+		"state changes and 4 stages, %d write(s) refused once for "
+		"space, none twice\n", n_full);
+	sc_clock_free(clock);
+	free(body);
+	assert_int_equal(umount2(mnt, MNT_DETACH), 0);
+	rmdir(mnt);
 }
 
 /* ---- concurrency --------------------------------------------------------- */
@@ -1598,13 +1959,17 @@ int main(void)
 		cmocka_unit_test(ledger_queries_filter),
 		cmocka_unit_test(missed_row_is_kept_once_per_slot),
 		cmocka_unit_test(version_1_with_duplicate_missed_rows_migrates),
+		cmocka_unit_test(version_2_outbox_bodies_migrate),
 		cmocka_unit_test(two_handles_recovering_one_job_list_it_once),
 		cmocka_unit_test(concurrent_recoveries_list_each_dead_job_once),
 		cmocka_unit_test(outbox_state_machine_and_guard),
+		cmocka_unit_test(fenced_writes_refuse_a_stale_lease),
 		cmocka_unit_test(slot_markers_are_idempotent),
 		cmocka_unit_test(sched_state_never_moves_backwards),
 		cmocka_unit_test(token_cache_round_trips),
-		cmocka_unit_test(only_guards_markers_and_losses_fsync),
+		cmocka_unit_test(only_guards_sending_markers_and_losses_fsync),
+		cmocka_unit_test(outbox_state_change_writes_no_body),
+		cmocka_unit_test(full_volume_recovers_after_space_is_freed),
 		cmocka_unit_test(threads_never_claim_the_same_job),
 		cmocka_unit_test(concurrent_first_open),
 	};
