@@ -23,6 +23,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize(int *argc, char ***argv);
@@ -62,8 +63,8 @@ static inline char *fuzz_cstr(const uint8_t *data, size_t size)
 	char *s = malloc(size + 1);
 	if (!s)
 		abort();
-	for (size_t i = 0; i < size; i++)
-		s[i] = (char)data[i];
+	if (size)
+		memcpy(s, data, size);
 	s[size] = '\0';
 	return s;
 }

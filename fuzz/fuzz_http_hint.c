@@ -73,7 +73,7 @@ static void trim(const char *v, char *out, size_t n)
 static bool ref_imf(const char *s, int64_t *out)
 {
 	static const char pat[] = "aaa, 99 aaa 9999 99:99:99 GMT";
-	int v[6], m = -1, w = -1;
+	int v[6] = {0}, m = -1, w = -1;
 
 	if (strlen(s) != sizeof(pat) - 1)
 		return false;
@@ -130,7 +130,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char *s = fuzz_cstr(data, size);
 	const char *value = s;
 	int64_t now = DEFAULT_NOW_MS;
-	char v[64];
+	char v[64] = {0};
 
 	size_t nd = strspn(s, "0123456789");
 	if (nd > 0 && nd <= 18 && s[nd] == '\n') {

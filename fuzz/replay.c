@@ -162,7 +162,8 @@ static int replay_dir(struct tally *t, const char *dir, int timeout_s)
 		n++;
 	}
 	closedir(d);
-	qsort(names, n, sizeof(*names), name_cmp);
+	if (n)
+		qsort(names, n, sizeof(*names), name_cmp);
 	int found = 0;
 	for (size_t i = 0; i < n; i++) {
 		char path[PATH_MAX];
