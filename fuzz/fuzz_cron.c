@@ -73,6 +73,7 @@ static const struct {
 	{"posix:EST5EDT,M12.5.0/100,M3.2.0", false}, /* starts next year */
 	{"posix:AAA1BBB,M12.5.0/167,M1.1.0/-167", false},
 	{"posix:XXX-24YYY-23,M3.5.0,M10.5.0/3", false}, /* the limits */
+	{"posix:XXX-23YYY-24,M12.5.6/24,M1.1.0/0", false}, /* into next year */
 	{"posix:IST-1GMT051", true},  /* DST offset 51 h (item 14) */
 	{"posix:AAA-167BBB,M3.5.0,M10.5.0/3", true},
 	{"posix:XXX-24YYY-25,M12.5.6/24,M1.1.0/0", true},
