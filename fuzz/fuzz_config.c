@@ -154,6 +154,14 @@ static void check_positions(const struct config_problems *p,
 			   "%s: problem %zu formats to several lines", stage, i);
 		FUZZ_CHECK(utf8_ok(q->msg), data, size,
 			   "%s: problem %zu is not UTF-8: %s", stage, i, q->msg);
+		char want[sizeof(path) + 64];
+		if (q->line == 0 && q->col == 0)
+			snprintf(want, sizeof(want), "%s: ", path);
+		else
+			snprintf(want, sizeof(want), "%s:%d:%d: ", path, q->line,
+				 q->col);
+		FUZZ_CHECK(strncmp(line, want, strlen(want)) == 0, data, size,
+			   "%s: problem %zu formats as \"%s\"", stage, i, line);
 		if (q->line == 0 && q->col == 0)
 			continue;
 		long len = q->line >= 1 ? line_len(data, size, q->line) : -1;
