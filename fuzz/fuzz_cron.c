@@ -21,11 +21,11 @@
  *      wall time does not fire; a skipped one fires at the change);
  *   4. next() from any instant between the start and r is r again (the
  *      fire times are one set, whatever the start);
- *   4b. next() finds a fire time, except at the end of the calendar or
- *      in a zone whose changes skip every time of an expression that
- *      follows real time;
- *   5. sc_cron_describe and sc_cron_class always terminate their output;
- *   6. a POSIX rule with an offset outside 0-24 hours is refused.
+ *   5. next() finds a fire time, except at the end of the calendar or in
+ *      a zone whose changes skip every time of an expression that follows
+ *      real time;
+ *   6. sc_cron_describe and sc_cron_class always terminate their output;
+ *   7. a POSIX rule with an offset outside 0-24 hours is refused.
  * The zones are a fixed table (the zone cache never frees, so the rules
  * are not fuzzed themselves): IANA zones with odd offsets and changes, and
  * POSIX rules, including out-of-range ones that must be refused or
