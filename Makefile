@@ -9,6 +9,7 @@
 #   make example      build and run surecron on examples/surecron.yaml
 #   make man          regenerate the troff man pages (needs pandoc)
 #   make install      install the binary and man pages under PREFIX
+#   make fuzz         each fuzz target under libFuzzer (fuzz/fuzz.mk)
 #
 # Public targets first make sure the Debian packages are present (the
 # script is quiet when they are), then re-enter make for the real work, so
@@ -126,6 +127,10 @@ BIN := $(B)/surecron
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 INTEG_BIN := $(INTEG_SRC:tests/integ/%.c=$(B)/tests/%)
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(B)/bench/%)
+
+# The fuzz targets: `make fuzz`, and their corpus replay in `make test`
+# (adds the replay binaries to UNIT_BIN). Self-contained in fuzz/fuzz.mk.
+include fuzz/fuzz.mk
 
 _all: $(BIN)
 

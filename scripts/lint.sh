@@ -1,17 +1,19 @@
 #!/bin/sh
 # Static checks: cppcheck and clang-tidy over the library, the CLI, the test
-# fakes and the benchmarks; cppcheck also over the test suites.
+# fakes, the benchmarks and the fuzz targets; cppcheck also over the test
+# suites.
 # Exits non-zero on the first finding so CI fails loudly.
 set -eu
 cd "$(dirname "$0")/.."
-inc="-Iinclude -Isrc -Itests"
+inc="-Iinclude -Isrc -Itests -Ifuzz"
 pkgflags=$(pkg-config --cflags sqlite3 libpq libcurl jansson yaml-0.1 libmicrohttpd)
 files=$(ls src/*.c src/cli/*.c 2>/dev/null)
 # The test fakes and benchmarks get both tools. The test suites get
 # cppcheck only: clang-tidy's analyzer does not know that a failed cmocka
 # assert_* never returns, so every "x may be NULL after assert_non_null(x)"
 # would be a false finding.
-helpers=$(ls tests/fakes/*.c bench/*.c 2>/dev/null)
+# Fuzz targets are built with fuzz/fuzz.h force-included (fuzz/fuzz.mk).
+helpers=$(ls tests/fakes/*.c bench/*.c fuzz/*.c 2>/dev/null)
 suites=$(ls tests/unit/*.c tests/integ/*.c 2>/dev/null)
 
 echo "lint: cppcheck"
@@ -28,7 +30,8 @@ trap 'rm -f "$out"' EXIT
 rc=0
 # shellcheck disable=SC2086
 clang-tidy --quiet --warnings-as-errors='*' --checks="$checks" $files $helpers -- \
-  -std=c11 -D_GNU_SOURCE -DSC_FAILPOINTS $inc $pkgflags >"$out" 2>&1 || rc=$?
+  -std=c11 -D_GNU_SOURCE -DSC_FAILPOINTS -include fuzz/fuzz.h $inc $pkgflags \
+  >"$out" 2>&1 || rc=$?
 grep -v "warnings generated" "$out" || true
 [ "$rc" -eq 0 ] || { echo "lint: clang-tidy found problems" >&2; exit 1; }
 echo "lint: clean"

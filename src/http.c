@@ -316,7 +316,7 @@ bool http_parse_retry_after(const char *value, int64_t now_ms,
  * A provider's reset header: delta seconds, or (values above 10^9) Unix
  * epoch seconds as GitHub-style X-RateLimit-Reset sends, or an HTTP-date.
  */
-static bool parse_reset(const char *value, int64_t now_ms, int64_t *out_ms)
+bool http_parse_reset(const char *value, int64_t now_ms, int64_t *out_ms)
 {
 	char v[64] = {0};
 	int64_t secs;
@@ -642,7 +642,7 @@ static int64_t response_hint(const struct http_client *c,
 	    http_parse_retry_after(v, now, &ms))
 		return ms;
 	if (reset_header && header_find(r->headers, reset_header, v, sizeof(v)) &&
-	    parse_reset(v, now, &ms))
+	    http_parse_reset(v, now, &ms))
 		return ms;
 	return 0;
 }

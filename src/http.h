@@ -173,6 +173,13 @@ bool http_status_retryable(int http_status);
 bool http_parse_retry_after(const char *value, int64_t now_ms,
 			    int64_t *out_ms);
 
+/*
+ * Parses a provider's rate-limit reset header (delta seconds, Unix epoch
+ * seconds above 10^9, or an HTTP-date) as http_parse_retry_after does.
+ * http_do applies it; tests and fuzz/fuzz_http_hint.c call it directly.
+ */
+bool http_parse_reset(const char *value, int64_t now_ms, int64_t *out_ms);
+
 /* ------------------------------------------------------------------ */
 /* Auth providers (http_auth.c)                                       */
 /* ------------------------------------------------------------------ */

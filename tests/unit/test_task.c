@@ -375,6 +375,28 @@ static void output_protocol_table(void **state)
 	}
 }
 
+/* Issue 11 (fuzz/corpus/task_output/crash-nul-shields-blanks-from-trim):
+ * NUL bytes are dropped by the cleaner; trimming before cleaning let the
+ * blanks next to them through, so the summary kept leading and trailing
+ * spaces, and output of only NULs and blanks was delivered as " ". */
+static void output_nul_bytes_do_not_shield_blanks(void **state)
+{
+	static const char out[] = "\0 weekly report \0\n";
+	static const char blank[] = "\0 \0\t\0";
+	struct task_result r = {0};
+
+	assert_int_equal(task_output_parse("t", out, sizeof(out) - 1, &r), 0);
+	assert_int_equal(r.outcome, TASK_DELIVER);
+	assert_string_equal(r.summary, "weekly report");
+	task_result_dispose(&r);
+
+	assert_int_equal(task_output_parse("t", blank, sizeof(blank) - 1, &r),
+			 0);
+	assert_int_equal(r.outcome, TASK_SKIP);
+	assert_string_equal(r.reason, "no output");
+	task_result_dispose(&r);
+}
+
 static void plain_text_and_empty_from_a_process(void **state)
 {
 	struct task_result r;
@@ -510,6 +532,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(exit_78_is_permanent, setup, teardown),
 		cmocka_unit_test_setup_teardown(other_exit_and_signal_are_retryable, setup, teardown),
 		cmocka_unit_test(output_protocol_table),
+		cmocka_unit_test(output_nul_bytes_do_not_shield_blanks),
 		cmocka_unit_test_setup_teardown(plain_text_and_empty_from_a_process, setup, teardown),
 		cmocka_unit_test(http_task_outcomes),
 		cmocka_unit_test_setup_teardown(lost_exit_status_is_a_failure, setup, teardown),
