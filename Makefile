@@ -3,6 +3,9 @@
 #   make              install missing Debian packages, build build/surecron
 #   make test         build with failpoints and run every test suite
 #   make test SAN=1   the same under AddressSanitizer + UBSan (build/san)
+#   make test TSAN=1  the same under ThreadSanitizer (build/tsan)
+#   make tsan         the threaded suites only (daemon, HTTP, ...) under TSan
+#   make soak         the long runs (SURECRON_SOAK_SECONDS, default 3600)
 #   make bench        benchmarks, with the peers named in the issues
 #   make lint         cppcheck and clang-tidy
 #   make valgrind     the CLI's main paths under valgrind
@@ -21,7 +24,7 @@ PKGS := sqlite3 libpq libcurl jansson yaml-0.1 libmicrohttpd libcrypto
 SUBMAKE = $(MAKE) --no-print-directory -f Makefile
 
 .PHONY: all test check asan bench lint example install clean deps \
-	deps-test deps-bench _all _test _bench soak man valgrind
+	deps-test deps-bench _all _test _bench soak man valgrind tsan _tsan
 
 all: deps
 	@$(SUBMAKE) _all MODE=release
@@ -35,6 +38,8 @@ deps-bench:
 
 ifeq ($(SAN),1)
 TESTMODE := san
+else ifeq ($(TSAN),1)
+TESTMODE := tsan
 else
 TESTMODE := test
 endif
@@ -44,8 +49,26 @@ test check: deps-test
 asan:
 	@$(MAKE) --no-print-directory test SAN=1
 
+# make soak: the long crash loop (test_crash, 3000 kills) and test_soak,
+# two daemons for SURECRON_SOAK_SECONDS (default 3600) under kills,
+# PostgreSQL restarts and a receiver that misbehaves; each binary may take
+# that long plus 20 minutes. Not in CI.
 soak: deps-test
-	@$(SUBMAKE) _test MODE=test SURECRON_SOAK=1
+	@SURECRON_TEST_TIMEOUT=$$(( $${SURECRON_SOAK_SECONDS:-3600} + 1200 )) \
+		$(SUBMAKE) _test MODE=test SURECRON_SOAK=1
+
+# ---- ThreadSanitizer (issue 10) ---------------------------------------
+# `make tsan`: the suites that run threads (the daemon's scheduler,
+# worker and watcher threads; the HTTP client's single-flight token
+# refresh; the fake receiver's per-connection threads) under TSan, in
+# build/tsan. `make test TSAN=1` runs every suite that way. TSan needs a
+# fixed memory layout on kernels with vm.mmap_rnd_bits > 28, so the run
+# goes through `setarch -R` (no ASLR) when setarch is there.
+TSAN_SUITES ?= test_daemon test_http test_nodes_daemon_pg test_pg_faults \
+	test_secrets test_delivery test_orchestrator test_slot_e2e \
+	test_delivery_crash test_task test_tz test_target_file
+tsan: deps-test
+	@$(SUBMAKE) _tsan MODE=tsan
 
 bench: deps-bench
 	@$(SUBMAKE) _bench MODE=release
@@ -87,6 +110,11 @@ MODEFLAGS := -O1 -g -DSC_FAILPOINTS -DSC_DEBUG \
 	-fsanitize=address,undefined -fno-sanitize-recover=undefined \
 	-fno-omit-frame-pointer
 SANLDFLAGS := -fsanitize=address,undefined
+else ifeq ($(MODE),tsan)
+B := build/tsan
+MODEFLAGS := -O1 -g -DSC_FAILPOINTS -DSC_DEBUG -fsanitize=thread \
+	-fno-omit-frame-pointer
+SANLDFLAGS := -fsanitize=thread
 endif
 
 ifneq ($(filter _%,$(MAKECMDGOALS)),)
@@ -168,9 +196,21 @@ $(B)/bench/%: bench/%.c $(LIB)
 # tests/pg_server.sh run: a throw-away PostgreSQL for the whole run, so
 # the store suites run on both backends (SURECRON_TEST_PG).
 _test: $(BIN) $(UNIT_BIN) $(INTEG_BIN)
+ifeq ($(MODE),tsan)
+	@$(TSAN_ENV) sh tests/tsan.sh $(abspath $(B))/tsan-reports \
+		$(UNIT_BIN) $(INTEG_BIN)
+else
 	@SURECRON_BIN=$(abspath $(BIN)) SURECRON_BUILD=$(abspath $(B)) \
 		SURECRON_SAN=$(filter san,$(MODE)) SC_PG_FSYNC=off \
 		sh tests/pg_server.sh run sh tests/run.sh $(UNIT_BIN) $(INTEG_BIN)
+endif
+
+# TSan runs are judged by their reports (tests/tsan.sh says why).
+TSAN_BIN := $(filter $(addprefix $(B)/tests/,$(TSAN_SUITES)),$(UNIT_BIN) $(INTEG_BIN))
+TSAN_ENV = SURECRON_BIN=$(abspath $(BIN)) SURECRON_BUILD=$(abspath $(B)) \
+	SURECRON_SAN=tsan SC_PG_FSYNC=off
+_tsan: $(BIN) $(TSAN_BIN)
+	@$(TSAN_ENV) sh tests/tsan.sh $(abspath $(B))/tsan-reports $(TSAN_BIN)
 
 _bench: $(BIN) $(BENCH_BIN)
 	@SURECRON_BIN=$(abspath $(BIN)) SURECRON_BUILD=$(abspath $(B)) \

@@ -34,8 +34,15 @@
  *     when grace runs out, through its tick, before the run writes
  *     anything more (orchestrator.c's lost-lease invariant), so its
  *     attempt is not counted and the next start runs it again;
- *   - a store error never ends the daemon: the thread backs off and the
- *     next store call reconnects (PostgreSQL restarts).
+ *   - a store error never ends the daemon: the thread backs off (real
+ *     time, BACKOFF_MIN_MS doubling to BACKOFF_MAX_MS, a wakeup of gen
+ *     does not cut it short; only stop does) and the next store call
+ *     reconnects (PostgreSQL restarts);
+ *   - a store outage is logged once when it begins, then at most once per
+ *     OUTAGE_LOG_EVERY_MS while it lasts, then once when it ends, with its
+ *     duration: the outage is one daemon-wide state (under mu) that begins
+ *     at the first failing store call of any thread and ends when every
+ *     thread that saw a failure has had a store call succeed since.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -59,8 +66,13 @@
 
 #define WATCH_MS_DEFAULT 250
 #define RECOVER_EVERY_MS ((int64_t)30 * 1000)
+/* Store-error backoff, real time: 0.1 s doubling to the cap. The cap is
+ * how long a daemon may take to notice that the store is back (each
+ * thread tries once per cap at worst); docs/operations.md states it. */
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 5000
+/* While an outage lasts, one line per this much real time at most. */
+#define OUTAGE_LOG_EVERY_MS ((int64_t)30 * 1000)
 #define LEAD_MS 50 /* slots are enqueued this much ahead (see tick) */
 #define TICK_MS 100 /* how often a running job looks at the stop flag */
 /* A worker claims a job this much before it is due and waits for the due
@@ -134,6 +146,13 @@ struct daemon {
 	pthread_t watcher;
 	bool watcher_started;
 	char host[64];           /* for worker names */
+
+	/* The store outage (under mu): begun when n_failing went 0 -> 1,
+	 * ended when it is back at 0. */
+	int n_failing;            /* threads whose last store call failed */
+	int64_t outage_mono_ms;   /* when it began */
+	int64_t outage_log_mono_ms; /* its last line */
+	uint64_t outage_errors;   /* failed store calls since it began */
 };
 
 /* ---- small helpers -------------------------------------------------------- */
@@ -200,15 +219,115 @@ static const char *iso(int64_t ms, char out[CLOCK_ISO_MAX])
 	return clock_format_utc(ms, out);
 }
 
+/* ---- store outages -------------------------------------------------------- */
+
+/* One thread's view: whether its last store call failed. */
+struct store_health {
+	bool failing;
+	int64_t backoff_ms; /* the next backoff, real ms */
+};
+
+/*
+ * A store call of this thread failed (where: what it was doing). Logs the
+ * outage's first line when it is the first failure of any thread, then a
+ * reminder at most every OUTAGE_LOG_EVERY_MS; nothing else.
+ */
+static void store_failed(struct daemon *d, struct store_health *h,
+			 const char *where, int code, const char *msg)
+{
+	int64_t mono = clock_mono_ms();
+	char q[SC_ERR_MSG_MAX + 8];
+
+	pthread_mutex_lock(&d->mu);
+	if (!h->failing) {
+		h->failing = true;
+		if (d->n_failing++ == 0) {
+			d->outage_mono_ms = mono;
+			d->outage_log_mono_ms = mono;
+			d->outage_errors = 0;
+			SC_LOG(SC_LOG_ERROR, "daemon",
+			       "event=store-outage state=begin where=%s "
+			       "code=%s msg=%s", where, sc_strerror(code),
+			       log_quote(q, sizeof(q), msg ? msg : ""));
+		}
+	}
+	d->outage_errors++;
+	if (mono - d->outage_log_mono_ms >= OUTAGE_LOG_EVERY_MS) {
+		d->outage_log_mono_ms = mono;
+		SC_LOG(SC_LOG_ERROR, "daemon",
+		       "event=store-outage state=ongoing duration_ms=%lld "
+		       "errors=%llu where=%s code=%s msg=%s",
+		       (long long)(mono - d->outage_mono_ms),
+		       (unsigned long long)d->outage_errors, where,
+		       sc_strerror(code),
+		       log_quote(q, sizeof(q), msg ? msg : ""));
+	}
+	pthread_mutex_unlock(&d->mu);
+}
+
+/* A store call of this thread succeeded: resets its backoff, and ends the
+ * outage when no other thread is still failing. Cheap when all is well. */
+static void store_fine(struct daemon *d, struct store_health *h)
+{
+	h->backoff_ms = BACKOFF_MIN_MS;
+	if (!h->failing)
+		return;
+	h->failing = false;
+	pthread_mutex_lock(&d->mu);
+	if (--d->n_failing == 0)
+		SC_LOG(SC_LOG_WARN, "daemon",
+		       "event=store-outage state=end duration_ms=%lld "
+		       "errors=%llu",
+		       (long long)(clock_mono_ms() - d->outage_mono_ms),
+		       (unsigned long long)d->outage_errors);
+	pthread_mutex_unlock(&d->mu);
+}
+
+/* The thread leaves (stop, fewer workers): it no longer holds the outage
+ * open; an outage still on at stop ends without an `end` line. */
+static void store_leave(struct daemon *d, struct store_health *h)
+{
+	if (!h->failing)
+		return;
+	h->failing = false;
+	pthread_mutex_lock(&d->mu);
+	d->n_failing--;
+	pthread_mutex_unlock(&d->mu);
+}
+
+/*
+ * After a failed store call: sleeps this thread's backoff in real time
+ * (a gen wakeup does not cut it short, or a busy watcher would turn the
+ * backoff into a spin; stop does), then doubles it up to BACKOFF_MAX_MS.
+ */
+static void store_backoff(struct daemon *d, struct store_health *h)
+{
+	struct timespec ts;
+	int64_t ms = h->backoff_ms > 0 ? h->backoff_ms : BACKOFF_MIN_MS;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	int64_t end_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec +
+			 ms * 1000000;
+	ts.tv_sec = (time_t)(end_ns / 1000000000);
+	ts.tv_nsec = (long)(end_ns % 1000000000);
+	pthread_mutex_lock(&d->mu);
+	while (!d->stopping &&
+	       pthread_cond_timedwait(&d->cond, &d->mu, &ts) != ETIMEDOUT)
+		;
+	pthread_mutex_unlock(&d->mu);
+	h->backoff_ms = ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : ms * 2;
+}
+
 /* ---- recovery ------------------------------------------------------------- */
 
 /*
  * Recovers stalled jobs and sends the lost-slot alert for each one this
  * node's recovery declared dead (orch_recover; orch_run_job only alerts
- * for runs that failed). Returns the number recovered (< 0: error).
+ * for runs that failed). A failure goes to h's outage (NULL: logged, for
+ * --once). Returns the number recovered (< 0: error).
  */
 static int recover(struct sc_store *s, struct daemon *d,
-		   const struct config *cfg)
+		   const struct config *cfg, struct store_health *h)
 {
 	struct sc_err e = {0};
 	struct orch_ctx ctx = {.store = s, .clock = d->clock, .config = cfg};
@@ -216,10 +335,16 @@ static int recover(struct sc_store *s, struct daemon *d,
 	int rc = orch_recover(&ctx, QUEUE_STALL_LIMIT, &n, NULL, &e);
 
 	if (rc) {
-		SC_LOG(SC_LOG_WARN, "daemon", "event=recover code=%s msg=\"%s\"",
-		       sc_strerror(rc), e.msg);
+		if (h)
+			store_failed(d, h, "recover", rc, e.msg);
+		else
+			SC_LOG(SC_LOG_WARN, "daemon",
+			       "event=recover code=%s msg=\"%s\"",
+			       sc_strerror(rc), e.msg);
 		return rc;
 	}
+	if (h)
+		store_fine(d, h);
 	if (n > 0)
 		SC_LOG(SC_LOG_WARN, "daemon", "event=recovered jobs=%d", n);
 	return n;
@@ -234,6 +359,8 @@ struct keeper {
 	int64_t lease_ms;
 	int64_t last_hb_mono;
 	bool released, lost;
+	struct store_health *health; /* the worker's: a failed heartbeat is
+					part of the store outage */
 };
 
 /* The run's tick: keeps the lease (every third of it) and, once grace is
@@ -268,12 +395,12 @@ static int keeper_tick(void *ud)
 		       (long long)k->job.id, k->job.schedule);
 		return rc;
 	}
-	if (rc)
-		SC_LOG(SC_LOG_WARN, "daemon",
-		       "event=heartbeat job=%lld code=%s", (long long)k->job.id,
-		       sc_strerror(rc));
-	else
+	if (rc) {
+		store_failed(k->d, k->health, "heartbeat", rc, e.msg);
+	} else {
+		store_fine(k->d, k->health);
 		k->last_hb_mono = mono;
+	}
 	return 0;
 }
 
@@ -322,9 +449,9 @@ static int refinish(struct daemon *d, struct sc_store *s,
 }
 
 static void run_job(struct daemon *d, struct sc_store *s, struct cfg_ref *cr,
-		    const struct store_job *job)
+		    const struct store_job *job, struct store_health *h)
 {
-	struct keeper k = {.d = d, .store = s, .job = *job,
+	struct keeper k = {.d = d, .store = s, .job = *job, .health = h,
 			   .lease_ms = cr->cfg->lease_ms,
 			   .last_hb_mono = clock_mono_ms()};
 	struct orch_ctx ctx = {.store = s, .clock = d->clock,
@@ -417,7 +544,7 @@ static void *worker_main(void *arg)
 	struct worker *w = arg;
 	struct daemon *d = w->d;
 	struct sc_store *s = NULL;
-	int64_t backoff = BACKOFF_MIN_MS;
+	struct store_health h = {.backoff_ms = BACKOFF_MIN_MS};
 
 	for (;;) {
 		struct sc_err e = {0};
@@ -440,13 +567,9 @@ static void *worker_main(void *arg)
 			break;
 		int64_t now = sc_clock_now_ms(d->clock);
 		if (!s && open_store(d, &s, &e) != 0) {
-			SC_LOG(SC_LOG_WARN, "daemon",
-			       "event=store-open worker=%d code=%s msg=\"%s\"",
-			       w->idx, sc_strerror(e.code), e.msg);
+			store_failed(d, &h, "store-open", e.code, e.msg);
 			s = NULL;
-			idle(d, seen + 1, now + backoff);
-			backoff = backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS
-							       : backoff * 2;
+			store_backoff(d, &h);
 			continue;
 		}
 		struct cfg_ref *cr = cfg_get(d);
@@ -455,9 +578,9 @@ static void *worker_main(void *arg)
 		int rc = queue_claim_ahead(s, w->name, cr->cfg->lease_ms,
 					   CLAIM_AHEAD_MS, &job, 1, &n, &e);
 		if (rc == 0 && n == 1) {
-			run_job(d, s, cr, &job);
+			store_fine(d, &h);
+			run_job(d, s, cr, &job, &h);
 			cfg_put(d, cr);
-			backoff = BACKOFF_MIN_MS;
 			continue;
 		}
 		int64_t next = INT64_MAX;
@@ -466,7 +589,7 @@ static void *worker_main(void *arg)
 		if (rc == 0 && next <= now) {
 			/* An expired lease (or a job another claimer took in
 			 * the meantime): recover, then look again. */
-			if (recover(s, d, cr->cfg) > 0) {
+			if (recover(s, d, cr->cfg, &h) > 0) {
 				cfg_put(d, cr);
 				continue;
 			}
@@ -474,15 +597,11 @@ static void *worker_main(void *arg)
 		}
 		cfg_put(d, cr);
 		if (rc) {
-			SC_LOG(SC_LOG_WARN, "daemon",
-			       "event=store-error worker=%d code=%s msg=\"%s\"",
-			       w->idx, sc_strerror(rc), e.msg);
-			idle(d, seen + 1, now + backoff);
-			backoff = backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS
-							       : backoff * 2;
+			store_failed(d, &h, "claim", rc, e.msg);
+			store_backoff(d, &h);
 			continue;
 		}
-		backoff = BACKOFF_MIN_MS;
+		store_fine(d, &h);
 		if (next > now + SCHED_MAX_SLEEP_MS)
 			next = now + SCHED_MAX_SLEEP_MS;
 		/* Wake CLAIM_AHEAD_MS early for a job; the claim just made
@@ -492,6 +611,7 @@ static void *worker_main(void *arg)
 							   : next);
 	}
 	store_close(s);
+	store_leave(d, &h);
 	return NULL;
 }
 
@@ -602,6 +722,7 @@ static void *watcher_main(void *arg)
 	struct sc_store *s = NULL;
 	char wal[1100];
 	struct fstamp a0, b0, a1, b1;
+	struct store_health h = {.backoff_ms = BACKOFF_MIN_MS};
 
 	snprintf(wal, sizeof(wal), "%s-wal", d->db_path);
 	/* No baseline from here: the first look always wakes the workers.
@@ -627,13 +748,19 @@ static void *watcher_main(void *arg)
 			 * timeout, or (after waiting) on a lost connection,
 			 * which the next call reconnects. */
 			struct sc_err e = {0};
+			/* The watcher only wakes workers: its failures back
+			 * off like theirs but are not part of the outage
+			 * (the workers' and scheduler's calls say when the
+			 * store is back). */
 			if (!s && open_store(d, &s, &e) != 0) {
 				s = NULL;
-				struct timespec ts = {.tv_sec = 1};
-				nanosleep(&ts, NULL);
+				store_backoff(d, &h);
 				continue;
 			}
-			store_wait(s, d->watch_ms * 4, &e);
+			if (store_wait(s, d->watch_ms * 4, &e) != 0)
+				store_backoff(d, &h);
+			else
+				h.backoff_ms = BACKOFF_MIN_MS;
 			bump(d);
 			continue;
 		}
@@ -864,14 +991,19 @@ static void do_reload(struct daemon *d)
 	bump(d);
 }
 
+/* tick's answer when no schedule could be looked at (the store is down). */
+#define TICK_STORE_DOWN INT64_MIN
+
 /*
  * One scheduler pass as of now + lead_ms; returns the next slot (clock
- * ms). With a lead, a slot is enqueued a moment BEFORE its instant, due at
+ * ms), or TICK_STORE_DOWN when the store failed (h's outage then has it;
+ * h NULL: logged, and the next look 5 s of clock later). With a lead, a slot is enqueued a moment BEFORE its instant, due at
  * the instant itself (run_at = slot): the scheduler's transaction is then
  * off the critical path, and a worker sleeping until queue_next_due claims
  * the job right at the slot's instant.
  */
-static int64_t tick(struct daemon *d, int64_t lead_ms)
+static int64_t tick(struct daemon *d, int64_t lead_ms,
+		    struct store_health *h)
 {
 	struct cfg_ref *cr = cfg_get(d);
 	struct sched_result r;
@@ -881,15 +1013,23 @@ static int64_t tick(struct daemon *d, int64_t lead_ms)
 				 &e);
 
 	cfg_put(d, cr);
-	if (rc) {
+	if (rc && (r.n_errors == 0 || r.n_errors == r.n_schedules)) {
+		/* Nothing worked (store down): the caller backs off. */
+		if (h) {
+			store_failed(d, h, "schedule", rc, e.msg);
+			return TICK_STORE_DOWN;
+		}
 		SC_LOG(SC_LOG_WARN, "daemon",
 		       "event=schedule-error errors=%zu code=%s msg=\"%s\"",
 		       r.n_errors, sc_strerror(rc), e.msg);
-		if (r.n_errors == 0 || r.n_errors == r.n_schedules) {
-			/* nothing worked (store down): try again soon */
-			return now + BACKOFF_MAX_MS;
-		}
+		return now + BACKOFF_MAX_MS;
 	}
+	if (rc)
+		SC_LOG(SC_LOG_WARN, "daemon",
+		       "event=schedule-error errors=%zu code=%s msg=\"%s\"",
+		       r.n_errors, sc_strerror(rc), e.msg);
+	else if (h)
+		store_fine(d, h);
 	if (r.n_enqueued || r.n_missed)
 		SC_LOG(r.n_missed ? SC_LOG_WARN : SC_LOG_DEBUG, "daemon",
 		       "event=scheduled enqueued=%zu missed=%zu",
@@ -905,10 +1045,12 @@ static int run_once(struct daemon *d)
 	struct cfg_ref *cr = cfg_get(d);
 	char name[SC_WORKER_MAX];
 
+	struct store_health h = {.backoff_ms = BACKOFF_MIN_MS};
+
 	snprintf(name, sizeof(name), "once-%ld", (long)getpid());
-	recover(d->store, d, cr->cfg);
+	recover(d->store, d, cr->cfg, NULL);
 	cfg_put(d, cr);
-	tick(d, 0);
+	tick(d, 0, NULL);
 	for (;;) {
 		struct store_job job;
 		struct sc_err e = {0};
@@ -927,7 +1069,7 @@ static int run_once(struct daemon *d)
 			}
 			break;
 		}
-		run_job(d, d->store, cr, &job);
+		run_job(d, d->store, cr, &job, &h);
 		cfg_put(d, cr);
 	}
 	return d->n_failed ? 1 : 0;
@@ -961,7 +1103,7 @@ int daemon_run(struct daemon *d, struct sc_err *err)
 		cfg_put(d, cr);
 		return run_once(d);
 	}
-	recover(d->store, d, cr->cfg);
+	recover(d->store, d, cr->cfg, NULL);
 	cfg_put(d, cr);
 
 	snprintf(d->host, sizeof(d->host), "host");
@@ -976,14 +1118,27 @@ int daemon_run(struct daemon *d, struct sc_err *err)
 		d->watcher_started = true;
 
 	int64_t last_recover = clock_mono_ms();
+	struct store_health h = {.backoff_ms = BACKOFF_MIN_MS};
 	for (;;) {
-		int64_t next = tick(d, LEAD_MS);
+		int64_t next = tick(d, LEAD_MS, &h);
+		if (next == TICK_STORE_DOWN) {
+			store_backoff(d, &h);
+			pthread_mutex_lock(&d->mu);
+			bool stop = d->stopping, reload = d->reload;
+			d->reload = false;
+			pthread_mutex_unlock(&d->mu);
+			if (stop)
+				break;
+			if (reload)
+				do_reload(d);
+			continue;
+		}
 		int64_t now = sc_clock_now_ms(d->clock);
 		if (next != INT64_MAX)
 			next -= LEAD_MS;
 		if (clock_mono_ms() - last_recover >= RECOVER_EVERY_MS) {
 			cr = cfg_get(d);
-			recover(d->store, d, cr->cfg);
+			recover(d->store, d, cr->cfg, &h);
 			cfg_put(d, cr);
 			last_recover = clock_mono_ms();
 		}

@@ -41,6 +41,7 @@
  *                     (queue_recover_dead: listed to the caller that
  *                     committed it, which alone alerts)
  *   DEAD   -> READY   [queue_retry_dead, queue_trigger] fresh budget      -
+ *                     (attempts go on counting: max_attempts grows)
  *
  * Invariants
  *   READY:  lease_expires = 0; attempts < policy.attempts (a job with no
@@ -54,7 +55,7 @@
  *           for its last attempt (durable: fsync'd).
  *   Always: (schedule, slot) identifies at most one job; lease tokens of
  *           a job only grow; for a job that is not ACTIVE, each attempt
- *           1..attempts since its last revival has exactly one ending row
+ *           1..attempts (a revival keeps counting) has exactly one ending row
  *           in the ledger: success, failed, stalled, or lost (written by
  *           queue_fail); a job that dies by a stall has a lost row after
  *           the stalled row of the same attempt. "released" rows end no
@@ -153,7 +154,9 @@ int queue_trigger(struct sc_store *s, const char *schedule, int64_t slot_ms,
 					  "running it again would deliver "
 					  "it twice", (long long)id);
 		if (j.state == JOB_DEAD) {
-			rc = store_job_revive(s, id, err);
+			rc = store_job_revive(s, id,
+					      policy ? policy->attempts : 0,
+					      err);
 			if (rc)
 				return rc;
 			made = true;
@@ -327,9 +330,10 @@ int queue_recover_dead(struct sc_store *s, int stall_limit, int *n,
 	return 0;
 }
 
-int queue_retry_dead(struct sc_store *s, int64_t job_id, struct sc_err *err)
+int queue_retry_dead(struct sc_store *s, int64_t job_id, int budget,
+		     struct sc_err *err)
 {
-	int rc = store_job_revive(s, job_id, err);
+	int rc = store_job_revive(s, job_id, budget, err);
 
 	if (!rc)
 		SC_LOG(SC_LOG_INFO, "queue", "event=revive job=%lld",

@@ -117,9 +117,12 @@ int queue_recover(struct sc_store *s, int stall_limit, int *n,
 int queue_recover_dead(struct sc_store *s, int stall_limit, int *n,
 		       struct store_dead_list *dead, struct sc_err *err);
 
-/* Manual retry of a DEAD job: READY now, fresh attempt budget.
- * SC_ESTATE if the job is not DEAD, SC_ENOENT if there is none. */
-int queue_retry_dead(struct sc_store *s, int64_t job_id, struct sc_err *err);
+/* Manual retry of a DEAD job: READY now, with `budget` more attempts (the
+ * schedule's policy; <= 0: as many as the job had). Attempt numbers go on
+ * from the last one (store_job_revive). SC_ESTATE if the job is not DEAD,
+ * SC_ENOENT if there is none. */
+int queue_retry_dead(struct sc_store *s, int64_t job_id, int budget,
+		     struct sc_err *err);
 
 /* When the next job falls due or the next lease expires (INT64_MAX when
  * nothing is pending): how long a worker may sleep. */

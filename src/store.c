@@ -309,9 +309,10 @@ int store_job_find(struct sc_store *s, const char *schedule, int64_t slot_ms,
 	return rc ? rc : s->ops->job_find(s->impl, schedule, slot_ms, out, err);
 }
 
-int store_job_revive(struct sc_store *s, int64_t id, struct sc_err *err)
+int store_job_revive(struct sc_store *s, int64_t id, int budget,
+		     struct sc_err *err)
 {
-	return s->ops->job_revive(s->impl, id, err);
+	return s->ops->job_revive(s->impl, id, budget, err);
 }
 
 int store_job_next_due(struct sc_store *s, int64_t *out_ms,

@@ -79,6 +79,8 @@ struct store_counts {
 #define LEDGER_MISSED "missed"       /* a slot not run after downtime */
 #define LEDGER_DUPLICATE "duplicate" /* an extra copy may have been sent */
 #define LEDGER_RELEASED "released"   /* an attempt given back on shutdown */
+#define LEDGER_DECISION "decision"   /* an operator's `release` decision
+					(details: target, decision, by) */
 
 struct ledger_row {
 	int64_t id;                 /* assigned by the store */
@@ -277,9 +279,13 @@ int store_job_get(struct sc_store *s, int64_t id, struct store_job *out,
 int store_job_find(struct sc_store *s, const char *schedule, int64_t slot_ms,
 		   struct store_job *out, struct sc_err *err);
 
-/* A DEAD job becomes READY again with a fresh attempt budget
- * (attempts = 0, run_at = now). SC_ESTATE if it is not DEAD. */
-int store_job_revive(struct sc_store *s, int64_t id, struct sc_err *err);
+/* A DEAD job becomes READY again (run_at = now) with a fresh budget of
+ * `budget` more attempts (<= 0: as many as its current max_attempts).
+ * attempts is kept, so attempt numbers go on across the revival (the
+ * ledger never shows two attempts 1 of one slot): max_attempts becomes
+ * attempts + budget. SC_ESTATE if it is not DEAD. */
+int store_job_revive(struct sc_store *s, int64_t id, int budget,
+		     struct sc_err *err);
 
 /* The earliest instant at which something is due: a READY job's run_at or
  * an ACTIVE job's lease expiry. INT64_MAX when nothing is pending. */
@@ -471,7 +477,8 @@ struct store_ops {
 		       struct sc_err *err);
 	int (*job_find)(void *impl, const char *schedule, int64_t slot_ms,
 			struct store_job *out, struct sc_err *err);
-	int (*job_revive)(void *impl, int64_t id, struct sc_err *err);
+	int (*job_revive)(void *impl, int64_t id, int budget,
+			  struct sc_err *err);
 	int (*job_next_due)(void *impl, int64_t *out_ms, struct sc_err *err);
 	int (*job_counts)(void *impl, const char *schedule,
 			  struct store_counts *out, struct sc_err *err);

@@ -366,8 +366,9 @@ static const char *const sql[ST_COUNT] = {
 	[ST_JOB_FIND] =
 	"SELECT " JOB_COLS " FROM jobs WHERE schedule = $1 AND slot_ms = $2",
 	[ST_REVIVE] =
-	"UPDATE jobs SET state = 0, attempts = 0, n_stalls = 0,"
-	" run_at_ms = $2::bigint, lease_expires_ms = 0"
+	"UPDATE jobs SET state = 0, max_attempts = attempts +"
+	" CASE WHEN $3::int > 0 THEN $3::int ELSE max_attempts END,"
+	" n_stalls = 0, run_at_ms = $2::bigint, lease_expires_ms = 0"
 	" WHERE id = $1 AND state = 3 RETURNING id, " NOTIFY ", " DURABLE,
 	[ST_NEXT_DUE] =
 	"SELECT LEAST((SELECT min(run_at_ms) FROM jobs WHERE state = 0),"
@@ -1392,7 +1393,8 @@ static int pg_job_find(void *impl, const char *schedule, int64_t slot_ms,
 	return one_job(impl, ST_JOB_FIND, &a, out, err);
 }
 
-static int pg_job_revive(void *impl, int64_t id, struct sc_err *err)
+static int pg_job_revive(void *impl, int64_t id, int budget,
+			 struct sc_err *err)
 {
 	struct pg *p = impl;
 	struct args a = {0};
@@ -1402,6 +1404,7 @@ static int pg_job_revive(void *impl, int64_t id, struct sc_err *err)
 
 	arg_i64(&a, id);
 	arg_i64(&a, now_ms(p));
+	arg_i64(&a, budget);
 	rc = run(p, ST_REVIVE, &a, &res, err);
 	if (rc)
 		return rc;

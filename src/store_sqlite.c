@@ -301,7 +301,8 @@ static const char *const stmt_sql[N_STMT] = {
 	[ST_JOB_FIND] = "SELECT " JOB_COLS " FROM jobs WHERE schedule = ?1 "
 			"AND slot_ms = ?2",
 	[ST_JOB_REVIVE] =
-		"UPDATE jobs SET state = 0, attempts = 0, n_stalls = 0, "
+		"UPDATE jobs SET state = 0, max_attempts = attempts + "
+		"CASE WHEN ?3 > 0 THEN ?3 ELSE max_attempts END, n_stalls = 0, "
 		"run_at_ms = ?2, lease_expires_ms = 0 "
 		"WHERE id = ?1 AND state = 3",
 	[ST_JOB_NEXT_DUE] =
@@ -1688,7 +1689,8 @@ static int sq_job_find(void *impl, const char *schedule, int64_t slot_ms,
 	return get_job(impl, ST_JOB_FIND, 0, schedule, slot_ms, out, err);
 }
 
-static int sq_job_revive(void *impl, int64_t id, struct sc_err *err)
+static int sq_job_revive(void *impl, int64_t id, int budget,
+			 struct sc_err *err)
 {
 	struct sq *q = impl;
 	sqlite3_stmt *st = NULL;
@@ -1698,6 +1700,7 @@ static int sq_job_revive(void *impl, int64_t id, struct sc_err *err)
 		return rc;
 	sqlite3_bind_int64(st, 1, id);
 	sqlite3_bind_int64(st, 2, now_ms(q));
+	sqlite3_bind_int(st, 3, budget);
 	rc = sqlite3_step(st);
 	rc = rc == SQLITE_DONE ? 0 : db_fail(q, rc, "revive", err);
 	unprep(st);

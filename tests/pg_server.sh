@@ -7,6 +7,10 @@
 #   pg_server.sh stop DIR      stop it fast (pg_ctl stop -m fast; if it is
 #                              still there after 60 s, -m immediate, then
 #                              SIGKILL), so no postgres is left behind
+#   pg_server.sh crash DIR     stop it as a crash would (pg_ctl stop -m
+#                              immediate: no shutdown checkpoint, the next
+#                              start runs crash recovery); `crash` then
+#                              `start` is `pg_ctl restart -m immediate`
 #   pg_server.sh url DIR       print the URL of a server started in DIR
 #   pg_server.sh run CMD...    start a server in a fresh temp folder, run
 #                              CMD with SURECRON_TEST_PG set to its URL (and
@@ -115,6 +119,10 @@ case "${1:-}" in
     start "$2" ;;
   stop) [ $# -eq 2 ] || { echo "usage: pg_server.sh stop DIR" >&2; exit 2; }
     stop "$2" ;;
+  crash) [ $# -eq 2 ] || { echo "usage: pg_server.sh crash DIR" >&2; exit 2; }
+    [ -f "$2/data/postmaster.pid" ] || exit 0
+    as_pg "$PGBIN/pg_ctl" -D "$2/data" -m immediate -w -t 30 stop \
+      >/dev/null 2>&1 || stop "$2" ;;
   url) [ $# -eq 2 ] || { echo "usage: pg_server.sh url DIR" >&2; exit 2; }
     url_of "$2" ;;
   run)
@@ -142,6 +150,6 @@ case "${1:-}" in
     rc=0
     wait "$child" || rc=$?
     exit $rc ;;
-  *) echo "usage: pg_server.sh start DIR | stop DIR | url DIR | run CMD..." >&2
+  *) echo "usage: pg_server.sh start DIR | stop DIR | crash DIR | url DIR | run CMD..." >&2
     exit 2 ;;
 esac

@@ -33,7 +33,7 @@
 
 static const char *const outcomes[] = {
 	LEDGER_SUCCESS, LEDGER_FAILED, LEDGER_LOST, LEDGER_STALLED,
-	LEDGER_MISSED, LEDGER_DUPLICATE, LEDGER_RELEASED,
+	LEDGER_MISSED, LEDGER_DUPLICATE, LEDGER_RELEASED, LEDGER_DECISION,
 };
 
 static bool outcome_known(const char *o)
@@ -124,12 +124,28 @@ static int print_json(const struct ledger_row *rows, const int64_t *rec,
 	return cli_print_json(root);
 }
 
+/* A `release` decision: "  TARGET: arrived by WHO at T". */
+static void print_decision(const struct ledger_row *r)
+{
+	char s[CLOCK_ISO_MAX];
+	json_t *d = r->details_json ? json_loads(r->details_json, 0, NULL)
+				    : NULL;
+	const char *t = json_string_value(json_object_get(d, "target"));
+	const char *what = json_string_value(json_object_get(d, "decision"));
+	const char *by = json_string_value(json_object_get(d, "by"));
+
+	cli_out(stdout, "  %s: %s by %s at %s", t ? t : "?",
+		what ? what : "?", by ? by : "?",
+		clock_format_utc(r->finished_ms, s));
+	json_decref(d);
+}
+
 static void print_row(const struct ledger_row *r, int64_t rec_ms)
 {
 	char s[CLOCK_ISO_MAX];
 
 	bool more = r->error_class[0] || r->error_msg || r->retry_hint_ms > 0 ||
-		    rec_ms;
+		    rec_ms || strcmp(r->outcome, LEDGER_DECISION) == 0;
 
 	/* Pad the outcome only when something follows it. */
 	cli_out(stdout,
@@ -148,6 +164,8 @@ static void print_row(const struct ledger_row *r, int64_t rec_ms)
 	if (rec_ms)
 		cli_out(stdout, "  [recovered: success at %s]",
 			clock_format_utc(rec_ms, s));
+	if (strcmp(r->outcome, LEDGER_DECISION) == 0)
+		print_decision(r);
 	putchar('\n');
 }
 
@@ -218,7 +236,8 @@ int cmd_ledger(int argc, char **argv)
 	if (f.outcome && !outcome_known(f.outcome))
 		return cli_usage_error("ledger", "--outcome: '%s' is not one of "
 				       "success, failed, lost, stalled, missed, "
-				       "duplicate, released", f.outcome);
+				       "duplicate, released, decision",
+				       f.outcome);
 	if (since && (r = cli_parse_time("ledger", "--since", since, now_ms,
 					 &f.since_ms)))
 		return r;

@@ -7,12 +7,25 @@
  * operator looks at the receiver and says which: --arrived makes it SENT
  * (the send guard: never sent again), --resend makes it FAILED (the next
  * attempt sends it). If the slot's job died of the hold, it is made READY
- * again (fresh attempt budget) so a worker finishes the slot: resends what
- * is left from the outbox and writes the slot marker. Tasks never run again.
- * Without a decision, prints the slot's send states.
+ * again (fresh attempt budget, attempt numbers going on) so a worker
+ * finishes the slot: resends what is left from the outbox and writes the
+ * slot marker. Tasks never run again. Without a decision, prints the
+ * slot's send states.
+ *
+ * The decision is part of the record: a "decision" ledger row (attempt 0,
+ * it ends no attempt) says which target of which slot, what was decided,
+ * by whom (--by NAME, else $SUDO_USER, else the user running it) and when.
+ * Order: the send state is changed first (so a row always stands for a
+ * decision that took effect), then the row, then the job is revived (so
+ * the row comes before the attempts it causes). A row that cannot be
+ * written fails the command (exit 1) and says the decision took effect.
  */
+#include <jansson.h>
+#include <pwd.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "clock.h"
@@ -47,9 +60,57 @@ static void print_states(struct sc_store *s, const struct schedule_spec *sc,
 	}
 }
 
+/* Who decides: --by, else the user sudo ran us for, else the real user. */
+static void operator_name(const char *by, char *out, size_t n)
+{
+	const char *sudo = getenv("SUDO_USER");
+	struct passwd *pw;
+
+	if (by && *by)
+		snprintf(out, n, "%s", by);
+	else if (sudo && *sudo)
+		snprintf(out, n, "%s", sudo);
+	else if ((pw = getpwuid(getuid())) && pw->pw_name)
+		snprintf(out, n, "%s", pw->pw_name);
+	else
+		snprintf(out, n, "uid %ld", (long)getuid());
+}
+
+/* The "decision" ledger row of one release. */
+static int record_decision(struct sc_store *s, const char *schedule,
+			   int64_t slot_ms, const char *target, bool arrived,
+			   const char *by, int64_t job_id, struct sc_err *err)
+{
+	struct ledger_row row;
+	int64_t now = sc_clock_now_ms(sc_clock_real());
+	json_t *d = json_pack("{s:s, s:s, s:s, s:I, s:s}", "target", target,
+			      "decision", arrived ? "arrived" : "resend",
+			      "by", by, "uid", (json_int_t)getuid(), "via",
+			      "surecron release");
+	char *details = d ? json_dumps(d, JSON_COMPACT | JSON_PRESERVE_ORDER)
+			  : NULL;
+	int rc;
+
+	json_decref(d);
+	if (!details)
+		return sc_err_set(err, SC_ENOMEM, "out of memory");
+	memset(&row, 0, sizeof(row));
+	snprintf(row.schedule, sizeof(row.schedule), "%s", schedule);
+	row.slot_ms = slot_ms;
+	row.job_id = job_id;
+	row.attempt = 0;
+	row.started_ms = now;
+	row.finished_ms = now;
+	snprintf(row.outcome, sizeof(row.outcome), "%s", LEDGER_DECISION);
+	row.details_json = details;
+	rc = ledger_append(s, &row, err);
+	free(details);
+	return rc;
+}
+
 int cmd_release(int argc, char **argv)
 {
-	const char *path = "surecron.yaml", *pos[3] = {0};
+	const char *path = "surecron.yaml", *pos[3] = {0}, *by = NULL;
 	int n_pos = 0, decision = -1; /* 1 arrived, 0 resend */
 	struct config *c = NULL;
 	struct sc_store *s = NULL;
@@ -63,6 +124,15 @@ int cmd_release(int argc, char **argv)
 			return -r;
 		if (r)
 			continue;
+		r = cli_opt_value("release", argc, argv, &i, NULL, "--by", &by);
+		if (r < 0)
+			return -r;
+		if (r) {
+			if (!*by || strlen(by) > 64)
+				return cli_usage_error("release", "--by: a name "
+						       "of 1 to 64 characters");
+			continue;
+		}
 		if (strcmp(argv[i], "--arrived") == 0 ||
 		    strcmp(argv[i], "--resend") == 0) {
 			int d = argv[i][2] == 'a';
@@ -116,18 +186,34 @@ int cmd_release(int argc, char **argv)
 		? "marked sent (it will not be sent again)"
 		: "marked failed (the next attempt sends it)");
 	struct store_job job;
+	bool have_job;
+	char who[128];
 	sc_err_clear(&err);
-	if (store_job_find(s, sc->name, slot_ms, &job, &err) == 0 &&
-	    job.state == JOB_DEAD) {
+	have_job = store_job_find(s, sc->name, slot_ms, &job, &err) == 0;
+	operator_name(by, who, sizeof(who));
+	sc_err_clear(&err);
+	if (record_decision(s, sc->name, slot_ms, pos[2], decision == 1, who,
+			    have_job ? job.id : 0, &err) != 0) {
+		code = cli_fail(EXIT_FAIL, "the decision took effect but "
+				"could not be written to the ledger: %s",
+				err.msg);
+		goto done;
+	}
+	if (have_job && job.state == JOB_DEAD) {
+		struct sc_retry_policy pol;
+		int budget = 0;
 		sc_err_clear(&err);
-		if (queue_retry_dead(s, job.id, &err) != 0) {
+		if (config_schedule_retry(sc, &pol, NULL, &err) == 0)
+			budget = pol.attempts;
+		sc_err_clear(&err);
+		if (queue_retry_dead(s, job.id, budget, &err) != 0) {
 			code = cli_fail(EXIT_FAIL, "job %lld: %s",
 					(long long)job.id, err.msg);
 			goto done;
 		}
-		cli_out(stdout,
-			"job %lld: ready again; a worker will finish the slot\n",
-			(long long)job.id);
+		cli_out(stdout, "job %lld: ready again from attempt %d; a worker "
+			"will finish the slot\n", (long long)job.id,
+			job.attempts + 1);
 	}
 	code = EXIT_OK;
 done:

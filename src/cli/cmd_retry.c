@@ -1,6 +1,7 @@
 /*
  * cmd_retry.c - `surecron retry [--config FILE] JOB`: a dead job (its slot
- * lost) runs again, READY now with a fresh attempt budget.
+ * lost) runs again, READY now with a fresh attempt budget (the schedule's
+ * policy); its attempt numbers go on from the last one.
  *
  * Only a DEAD job can be retried: a job that is waiting, running or done
  * is refused with its state (exit 2), as is an id with no job. The lost
@@ -14,6 +15,7 @@
 
 #include "cli.h"
 #include "clock.h"
+#include "config.h"
 #include "queue.h"
 #include "store.h"
 
@@ -65,17 +67,28 @@ int cmd_retry(int argc, char **argv)
 			     queue_state_name(job.state));
 		goto done;
 	}
+	/* The budget: the schedule's policy as the config has it now (a
+	 * schedule gone from the config: as many as the job had). */
+	int budget = 0;
+	const struct schedule_spec *sc = config_schedule(st.cfg, job.schedule);
+	struct sc_retry_policy pol;
 	sc_err_clear(&err);
-	rc = queue_retry_dead(st.store, id, &err);
+	if (sc && config_schedule_retry(sc, &pol, NULL, &err) == 0)
+		budget = pol.attempts;
+	sc_err_clear(&err);
+	rc = queue_retry_dead(st.store, id, budget, &err);
 	if (rc != 0) {
 		r = cli_fail(rc == SC_ENOENT || rc == SC_ESTATE ? EXIT_USAGE
 							       : EXIT_FAIL,
 			     "job %lld: %s", id, err.msg);
 		goto done;
 	}
-	cli_out(stdout, "job %lld: %s slot %s ready again (%d attempt%s)\n", id,
-		job.schedule, clock_format_utc(job.slot_ms, t),
-		job.policy.attempts, job.policy.attempts > 1 ? "s" : "");
+	if (budget <= 0)
+		budget = job.policy.attempts;
+	cli_out(stdout, "job %lld: %s slot %s ready again (%d more attempt%s, "
+		"from attempt %d)\n", id, job.schedule,
+		clock_format_utc(job.slot_ms, t), budget, budget > 1 ? "s" : "",
+		job.attempts + 1);
 	r = EXIT_OK;
 done:
 	cli_state_close(&st);

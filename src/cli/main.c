@@ -115,14 +115,18 @@ static const struct cli_command commands[] = {
 	 "once, in the first pass. Other expressions follow real time.\n"
 	 "Invalid expression or zone: a message on stderr, exit status 2.\n"},
 	{"release", cmd_release,
-	 "release [--config FILE] [--arrived | --resend] SCHEDULE SLOT [TARGET]",
+	 "release [--config FILE] [--arrived | --resend] [--by NAME] SCHEDULE "
+	 "SLOT [TARGET]",
 	 "decide a send held after a crash (on_ambiguous: hold)",
 	 "A target with on_ambiguous: hold is not resent when a crash left\n"
 	 "its send in doubt; the slot's job fails and waits for an operator.\n"
 	 "Check the receiver, then: --arrived marks TARGET sent (never sent\n"
 	 "again), --resend marks it failed (the next attempt sends it from\n"
-	 "the outbox; tasks do not run again). A job that died of the hold is\n"
-	 "made ready again. SLOT is ISO 8601 (2026-11-27T17:00:00Z). Without\n"
+	 "the outbox; tasks do not run again). The decision is written to the\n"
+	 "ledger (a `decision` row: target, decision, who - --by NAME, else\n"
+	 "$SUDO_USER, else the user - and when). A job that died of the hold\n"
+	 "is made ready again; its attempt numbers go on. SLOT is ISO 8601\n"
+	 "(2026-11-27T17:00:00Z). Without\n"
 	 "--arrived/--resend, prints the send state of each target of the\n"
 	 "slot. Exit 0 when done, 2 on usage errors or when TARGET is not\n"
 	 "held, 1 on store errors.\n"},

@@ -178,6 +178,18 @@ static void yaml_to_delivered_slot(void **state)
 	tu_rmrf(dir);
 }
 
+static size_t decision_rows(struct sc_store *s)
+{
+	struct ledger_filter f = {.since_ms = INT64_MIN, .until_ms = INT64_MAX,
+				  .outcome = LEDGER_DECISION};
+	struct ledger_row *rows = NULL;
+	size_t n = 0;
+
+	assert_int_equal(ledger_query(s, &f, &rows, &n, NULL), 0);
+	ledger_rows_free(rows, n);
+	return n;
+}
+
 /* The operator loop of on_ambiguous: hold, through the real binary. */
 static void held_send_released_by_the_operator(void **state)
 {
@@ -244,10 +256,13 @@ static void held_send_released_by_the_operator(void **state)
 	outbox_entry_dispose(&before);
 	outbox_entry_dispose(&after);
 
+	/* No decision yet, so no decision row (the refused one wrote none). */
+	assert_int_equal(decision_rows(store), 0);
+
 	/* The operator: the copy did not arrive, send it. */
 	snprintf(cmd, sizeof(cmd), "'%s' release --config '%s' --resend "
-		 "weekly 2026-11-27T17:00:00Z hook >/dev/null 2>&1", tu_bin(),
-		 cfgpath);
+		 "--by=ops-alice weekly 2026-11-27T17:00:00Z hook >/dev/null "
+		 "2>&1", tu_bin(), cfgpath);
 	assert_int_equal(system(cmd), 0);
 	struct outbox_entry e = {0};
 	assert_int_equal(outbox_get(store, "weekly", SLOT, "hook", &e, &err), 0);
@@ -257,10 +272,48 @@ static void held_send_released_by_the_operator(void **state)
 	na = system(cmd);
 	assert_true(WIFEXITED(na) && WEXITSTATUS(na) == 2);
 
+	/* The decision is in the record (issue 10): one "decision" row for
+	 * the slot, naming the target, the decision and who made it, and
+	 * `ledger` shows it. */
+	assert_int_equal(decision_rows(store), 1);
+	struct ledger_filter lf = {.schedule = "weekly",
+				   .since_ms = INT64_MIN,
+				   .until_ms = INT64_MAX,
+				   .outcome = LEDGER_DECISION};
+	struct ledger_row *rows = NULL;
+	size_t nr = 0;
+	assert_int_equal(ledger_query(store, &lf, &rows, &nr, &err), 0);
+	assert_int_equal(nr, 1);
+	assert_int_equal(rows[0].slot_ms, SLOT);
+	assert_int_equal(rows[0].job_id, job.id);
+	assert_int_equal(rows[0].attempt, 0);
+	assert_true(rows[0].finished_ms > 0);
+	json_t *det = json_loads(rows[0].details_json, 0, NULL);
+	assert_non_null(det);
+	assert_string_equal(json_string_value(json_object_get(det, "target")),
+			    "hook");
+	assert_string_equal(
+		json_string_value(json_object_get(det, "decision")), "resend");
+	assert_string_equal(json_string_value(json_object_get(det, "by")),
+			    "ops-alice");
+	json_decref(det);
+	ledger_rows_free(rows, nr);
+	char out[4096];
+	snprintf(cmd, sizeof(cmd), "'%s' ledger --config '%s' --outcome "
+		 "decision > '%s/ledger.txt' 2>&1", tu_bin(), cfgpath, dir);
+	assert_int_equal(system(cmd), 0);
+	char lpath[600];
+	snprintf(lpath, sizeof(lpath), "%s/ledger.txt", dir);
+	tu_slurp(lpath, out, sizeof(out));
+	assert_non_null(strstr(out, "decision"));
+	assert_non_null(strstr(out, "hook: resend by ops-alice at "));
+
 	/* The command revived the job at the real "now". */
 	sc_clock_set_ms(clock, sc_clock_now_ms(sc_clock_real()) + 1000);
 	assert_int_equal(queue_claim(store, "w", 300000, &job, 1, &n, &err), 0);
 	assert_int_equal(n, 1);
+	/* Attempt 2: the count goes on across the revival (issue 10). */
+	assert_int_equal(job.attempts, 2);
 	assert_int_equal(orch_run_job(&ctx, &job, &jr, &err), 0);
 	assert_true(jr.completed);
 	assert_false(jr.rep.ran_tasks);

@@ -694,20 +694,31 @@ static void revive_only_dead_jobs(void **state)
 
 	fix_open(state, &f);
 	int64_t id = enqueue(&f, "s", T0, T0, NULL);
-	assert_int_equal(store_job_revive(f.s, id, &err), SC_ESTATE);
-	assert_int_equal(store_job_revive(f.s, 777, NULL), SC_ENOENT);
+	assert_int_equal(store_job_revive(f.s, id, 0, &err), SC_ESTATE);
+	assert_int_equal(store_job_revive(f.s, 777, 0, NULL), SC_ENOENT);
 	assert_int_equal(claim(&f, "w", &j, 1), 1);
 	assert_int_equal(store_job_finish(f.s, id, j.lease_token, JOB_DEAD, 0,
 					  NULL, NULL),
 			 0);
 	sc_clock_advance_ms(f.clock, MIN);
-	assert_int_equal(store_job_revive(f.s, id, NULL), 0);
+	int max0 = j.policy.attempts;
+	assert_int_equal(store_job_revive(f.s, id, 0, NULL), 0);
 	assert_int_equal(store_job_get(f.s, id, &j, NULL), 0);
 	assert_int_equal(j.state, JOB_READY);
-	assert_int_equal(j.attempts, 0);
+	/* Attempts go on counting (issue 10): the budget grows instead. */
+	assert_int_equal(j.attempts, 1);
+	assert_int_equal(j.policy.attempts, 1 + max0);
 	assert_int_equal(j.run_at_ms, T0 + MIN);
 	assert_int_equal(claim(&f, "w", &j, 1), 1);
-	assert_int_equal(j.attempts, 1);
+	assert_int_equal(j.attempts, 2);
+	/* An explicit budget: that many more attempts. */
+	assert_int_equal(store_job_finish(f.s, id, j.lease_token, JOB_DEAD, 0,
+					  NULL, NULL),
+			 0);
+	assert_int_equal(store_job_revive(f.s, id, 3, NULL), 0);
+	assert_int_equal(store_job_get(f.s, id, &j, NULL), 0);
+	assert_int_equal(j.attempts, 2);
+	assert_int_equal(j.policy.attempts, 5);
 	fix_close(&f);
 }
 

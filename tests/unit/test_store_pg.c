@@ -368,14 +368,18 @@ static void recover_stalled_counts_and_kills(void **state)
 	assert_int_equal(lost, 2);
 	rows_free(rows, n);
 
-	/* Revive: DEAD -> READY with a fresh budget; other states refused. */
-	assert_int_equal(ops->job_revive(h, a, NULL), 0);
+	/* Revive: DEAD -> READY with a fresh budget; other states refused.
+	 * The attempt count goes on (issue 10): the budget grows. */
+	assert_int_equal(ops->job_get(h, a, &j, NULL), 0);
+	int att0 = j.attempts;
+	assert_int_equal(ops->job_revive(h, a, 3, NULL), 0);
 	assert_int_equal(ops->job_get(h, a, &j, NULL), 0);
 	assert_int_equal(j.state, JOB_READY);
-	assert_int_equal(j.attempts, 0);
+	assert_int_equal(j.attempts, att0);
+	assert_int_equal(j.policy.attempts, att0 + 3);
 	assert_int_equal(j.run_at_ms, sc_clock_now_ms(clk));
-	assert_int_equal(ops->job_revive(h, a, NULL), SC_ESTATE);
-	assert_int_equal(ops->job_revive(h, 424242, NULL), SC_ENOENT);
+	assert_int_equal(ops->job_revive(h, a, 0, NULL), SC_ESTATE);
+	assert_int_equal(ops->job_revive(h, 424242, 0, NULL), SC_ENOENT);
 	ops->close(h);
 	sc_clock_free(clk);
 }
@@ -774,7 +778,7 @@ static void only_records_that_must_survive_wait_for_the_flush(void **state)
 	assert_int_equal(ops->job_finish(h, id, j.lease_token, JOB_DEAD, 0,
 					 NULL, NULL), 0);
 	expect_sync("on");
-	assert_int_equal(ops->job_revive(h, id, NULL), 0);
+	assert_int_equal(ops->job_revive(h, id, 0, NULL), 0);
 	expect_sync("on");
 	j = claim1(h, "w", 1000);
 	expect_sync("on");

@@ -1,0 +1,416 @@
+/*
+ * test_pg_faults.c - PostgreSQL faults under a running daemon (issue 10).
+ *
+ * One real daemon (`surecron run`) on the harness's throw-away server, a
+ * per-second schedule with a webhook target (the fake receiver, which
+ * counts every POST it gets). Each test fires one fault while a send is in
+ * flight: the receiver holds the POST (logged on arrival) until the fault
+ * is over, then answers it.
+ *
+ *   restart_immediate  pg_ctl stop -m immediate, then start (a crash and
+ *                      crash recovery: pg_ctl restart -m immediate)
+ *   terminate_backends pg_terminate_backend of every session of the daemon
+ *   down_10s           the server stopped for 10 s, then started again
+ *
+ * Then, for every slot from the first to the last of the run:
+ *   - lost: the slot's job is not DONE, or a `lost`/`missed` ledger row;
+ *   - undeclared: receiver copies beyond 1 + the slot's `duplicate` rows;
+ *   - reconnect_ms: from the server answering again to the outage's
+ *     `state=end` line and a slot done after it: within the daemon's
+ *     store backoff cap (5 s) + slack;
+ *   - log_lines: every line the daemon logs (SURECRON_LOG=warn) from the
+ *     fault to the end: bounded (the old daemon wrote ~200,000 a second);
+ *     each outage opens with one `event=store-outage state=begin` line and
+ *     closes with one `state=end` line.
+ * One figure line per fault: "pg_faults: fault=... slots= lost= undeclared=
+ * declared= reconnect_ms= log_lines=".
+ *
+ * The server is restarted on the same port (tests/pg_server.sh); with an
+ * external server (SURECRON_TEST_PG set by hand) the tests skip.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <errno.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "store.h"
+#include "daemon_util.h"
+#include "testutil.h"
+#include "fakes/fake_http.h"
+#include "pg_fixture.h"
+
+#define BACKOFF_CAP_MS 5000 /* src/daemon.c BACKOFF_MAX_MS */
+#define RECONNECT_SLACK_MS 4000
+#define LOG_LINES_MAX 60    /* per fault, all levels >= warn */
+#define PATIENCE_MS 60000
+
+struct env {
+	char dir[256];
+	char cfg[512];
+	char log[600];
+	char url[256];
+	struct fake_http *srv;
+	pid_t pid;
+};
+
+static pid_t daemon_pid; /* the running test's daemon, for teardown */
+
+static void env_start(struct env *e)
+{
+	memset(e, 0, sizeof(*e));
+	snprintf(e->dir, sizeof(e->dir), "%s", tu_tmpdir());
+	snprintf(e->cfg, sizeof(e->cfg), "%s/surecron.yaml", e->dir);
+	snprintf(e->log, sizeof(e->log), "%s/daemon.log", e->dir);
+	e->srv = fake_http_start();
+	assert_non_null(e->srv);
+	fake_http_set_default(e->srv, "/hook", 200, NULL, "ok");
+	fake_http_url(e->srv, "/hook", e->url, sizeof(e->url));
+	setenv("FAULTS_HOOK_URL", e->url, 1);
+	FILE *f = fopen(e->cfg, "w");
+	assert_non_null(f);
+	/* Lease 60 s: longer than any fault, so no takeover muddles what
+	 * the fault alone does. A failed attempt is retried 1 s later. */
+	fprintf(f, "store: %s\n"
+		   "worker: {concurrency: 2, lease: 60s, grace: 2s}\n"
+		   "targets:\n"
+		   "  hook: {kind: webhook, url_env: FAULTS_HOOK_URL}\n"
+		   "schedules:\n"
+		   "  persec:\n"
+		   "    cron: \"* * * * * *\"\n"
+		   "    tz: UTC\n"
+		   "    catchup: all\n"
+		   "    retry: {attempts: 20, backoff: fixed, delay: 1s}\n"
+		   "    targets: [hook]\n"
+		   "    tasks:\n"
+		   "      - {name: t, shell: \"echo \\\"$SURECRON_SLOT\\\"\"}\n",
+		pgfx_url());
+	fclose(f);
+	struct sc_store *st = tu_store_open(pgfx_url()); /* the schema */
+	store_close(st);
+	/* Its sessions carry their own application_name, so the terminate
+	 * fault hits this daemon's sessions only. */
+	const char *envs[] = {"SURECRON_LOG=warn", "PGAPPNAME=surecron-faults",
+			      NULL};
+	e->pid = tu_start_daemon(e->dir, e->cfg, envs, 0);
+	daemon_pid = e->pid;
+}
+
+/* Success rows of the schedule once the server answers; -1 while it does not. */
+static int64_t try_success(void)
+{
+	PGconn *c = PQconnectdb(pgfx_url());
+	int64_t v = -1;
+
+	if (PQstatus(c) == CONNECTION_OK) {
+		PQsetNoticeProcessor(c, pgfx_quiet, NULL);
+		PGresult *r = PQexec(c, "SELECT count(*) FROM ledger WHERE "
+					"schedule = 'persec' AND outcome = "
+					"'success'");
+		if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r))
+			v = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+		PQclear(r);
+	}
+	PQfinish(c);
+	return v;
+}
+
+static void wait_success(int64_t n, int64_t limit_ms)
+{
+	int64_t end = tu_now_ms() + limit_ms;
+
+	while (try_success() < n) {
+		if (tu_now_ms() > end)
+			fail_msg("only %lld of %lld slots done after %lld ms",
+				 (long long)try_success(), (long long)n,
+				 (long long)limit_ms);
+		tu_sleep_ms(50);
+	}
+}
+
+/* Size of the daemon's log now (where the fault's lines begin). */
+static long log_size(const struct env *e)
+{
+	FILE *f = fopen(e->log, "r");
+	long n = 0;
+
+	if (f) {
+		fseek(f, 0, SEEK_END);
+		n = ftell(f);
+		fclose(f);
+	}
+	return n;
+}
+
+/* Lines of the log from byte `from` on; those holding `needle` (NULL:
+ * all). */
+static long log_lines(const struct env *e, long from, const char *needle)
+{
+	FILE *f = fopen(e->log, "r");
+	char *line = NULL;
+	size_t cap = 0;
+	long n = 0;
+
+	if (!f)
+		return 0;
+	fseek(f, from, SEEK_SET);
+	while (getline(&line, &cap, f) > 0)
+		if (!needle || strstr(line, needle))
+			n++;
+	free(line);
+	fclose(f);
+	return n;
+}
+
+enum fault { F_RESTART_IMMEDIATE, F_TERMINATE, F_DOWN_10S };
+
+static const char *fault_name(enum fault f)
+{
+	return f == F_RESTART_IMMEDIATE ? "restart-immediate"
+	       : f == F_TERMINATE       ? "terminate-backends"
+				        : "down-10s";
+}
+
+/* Fires the fault and returns once the server answers again. */
+static void fire(enum fault f)
+{
+	switch (f) {
+	case F_RESTART_IMMEDIATE:
+		assert_int_equal(pgfx_server("crash", NULL, 0), 0);
+		assert_int_equal(pgfx_server("start", NULL, 0), 0);
+		break;
+	case F_TERMINATE: {
+		int64_t n = pgfx_int("SELECT count(pg_terminate_backend(pid)) "
+				     "FROM pg_stat_activity WHERE "
+				     "application_name = 'surecron-faults'");
+		assert_true(n >= 1);
+		break;
+	}
+	case F_DOWN_10S:
+		assert_int_equal(pgfx_server("stop", NULL, 0), 0);
+		/* The fault itself lasts 10 s: this sleep is the outage. */
+		tu_sleep_ms(10000);
+		assert_int_equal(pgfx_server("start", NULL, 0), 0);
+		break;
+	}
+}
+
+/* Receiver copies per slot in [first, first + n s). */
+static void count_copies(struct fake_http *srv, int64_t first, long n,
+			 int *got)
+{
+	size_t nreq = fake_http_count(srv, "/hook");
+
+	for (size_t i = 0; i < nreq; i++) {
+		struct fake_request rq;
+		assert_true(fake_http_request(srv, "/hook", (long)i, &rq));
+		json_t *o = json_loads(rq.body, 0, NULL);
+		const char *iso = json_string_value(json_object_get(o, "slot"));
+		int64_t ms = 0;
+		if (iso && clock_parse_iso(iso, &ms, NULL) == 0 && ms >= first &&
+		    (ms - first) / 1000 < n)
+			got[(ms - first) / 1000]++;
+		json_decref(o);
+		fake_request_dispose(&rq);
+	}
+}
+
+static void run_fault(enum fault fault)
+{
+	struct env e;
+
+	PGFX_NEED_SERVER();
+	if (!pgfx_restartable())
+		skip(); /* an external server: not ours to restart */
+	env_start(&e);
+	wait_success(3, PATIENCE_MS);
+
+	/* A send in flight: the receiver holds the next POST. */
+	size_t held0 = fake_http_count(e.srv, "/hook");
+	fake_http_hold(e.srv, "/hook", true);
+	assert_true(fake_http_wait(e.srv, "/hook", held0 + 1, PATIENCE_MS));
+	long log0 = log_size(&e);
+	fire(fault);
+	int64_t t_up = tu_now_ms();
+	int64_t done_up = -1;
+	while (done_up < 0 && tu_now_ms() - t_up < PATIENCE_MS)
+		done_up = try_success();
+	fake_http_hold(e.srv, "/hook", false);
+	/* Reconnected: every outage the log opened is closed (each thread
+	 * had a store call succeed), and a slot done after the server came
+	 * back (two more, as the held one may be the first to finish). */
+	int64_t t_rec;
+	for (;;) {
+		t_rec = tu_now_ms();
+		if (try_success() >= done_up + 2 &&
+		    log_lines(&e, log0, "event=store-outage state=end") >=
+			    log_lines(&e, log0,
+				      "event=store-outage state=begin"))
+			break;
+		if (t_rec - t_up > PATIENCE_MS)
+			fail_msg("not reconnected %d ms after the server was "
+				 "back", PATIENCE_MS);
+		tu_sleep_ms(20);
+	}
+	int64_t reconnect_ms = t_rec - t_up;
+	/* Three more seconds of normal running, and every slot due before
+	 * the reconnect done (the outage's slots are caught up, a failed
+	 * attempt retried), then stop. */
+	wait_success(done_up + 5, PATIENCE_MS);
+	char q[512];
+	snprintf(q, sizeof(q),
+		 "SELECT count(*) FROM jobs WHERE schedule = 'persec' AND "
+		 "slot_ms <= %lld AND state <> %d", (long long)t_rec,
+		 (int)JOB_DONE);
+	int64_t end = tu_now_ms() + PATIENCE_MS;
+	while (pgfx_int(q) > 0 && tu_now_ms() < end)
+		tu_sleep_ms(50);
+	kill(e.pid, SIGTERM);
+	int st = tu_wait_exit(e.pid, PATIENCE_MS);
+	assert_true(st != -1 && WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	e.pid = 0;
+	daemon_pid = 0;
+
+	/* The range: first slot to the last DONE one with nothing undone
+	 * before it; at most a short tail after it (due at the stop). */
+	int64_t first = pgfx_int("SELECT min(slot_ms) FROM jobs WHERE "
+				 "schedule = 'persec'");
+	snprintf(q, sizeof(q),
+		 "SELECT coalesce(min(slot_ms) - 1000, (SELECT max(slot_ms) "
+		 "FROM jobs WHERE schedule = 'persec')) FROM jobs WHERE "
+		 "schedule = 'persec' AND state <> %d", (int)JOB_DONE);
+	int64_t hi = pgfx_int(q);
+	long n = (long)((hi - first) / 1000 + 1);
+	snprintf(q, sizeof(q),
+		 "SELECT count(*) FROM jobs WHERE schedule = 'persec' AND "
+		 "slot_ms > %lld", (long long)hi);
+	int64_t tail = pgfx_int(q);
+	snprintf(q, sizeof(q),
+		 "SELECT count(*) FROM jobs WHERE schedule = 'persec' AND "
+		 "slot_ms BETWEEN %lld AND %lld AND state = %d",
+		 (long long)first, (long long)hi, (int)JOB_DONE);
+	int64_t done = pgfx_int(q);
+	int64_t lost = (n - done) +
+		       pgfx_int("SELECT count(*) FROM ledger WHERE outcome IN "
+				"('lost', 'missed')");
+
+	int *got = calloc((size_t)n, sizeof(int));
+	int *dup = calloc((size_t)n, sizeof(int));
+	assert_true(got && dup);
+	count_copies(e.srv, first, n, got);
+	PGresult *r = pgfx_sql("SELECT slot_ms FROM ledger WHERE outcome = "
+			       "'duplicate' AND details_json LIKE "
+			       "'%\"target\":\"hook\"%'");
+	int declared = PQntuples(r);
+	for (int i = 0; i < declared; i++) {
+		int64_t s = strtoll(PQgetvalue(r, i, 0), NULL, 10);
+		if (s >= first && s <= hi)
+			dup[(s - first) / 1000]++;
+	}
+	PQclear(r);
+	int undeclared = 0, missing = 0;
+	for (long i = 0; i < n; i++) {
+		if (got[i] > 1 + dup[i]) {
+			fprintf(stderr, "slot %ld: %d copies, %d declared\n", i,
+				got[i], dup[i]);
+			undeclared += got[i] - 1 - dup[i];
+		}
+		if (got[i] < 1)
+			missing++;
+	}
+	free(got);
+	free(dup);
+
+	long lines = log_lines(&e, log0, NULL);
+	long begins = log_lines(&e, log0, "event=store-outage state=begin");
+	long ends = log_lines(&e, log0, "event=store-outage state=end");
+	fprintf(stderr,
+		"pg_faults: fault=%s slots=%ld tail=%lld lost=%lld "
+		"missing=%d undeclared=%d declared=%d reconnect_ms=%lld "
+		"log_lines=%ld outages=%ld/%ld\n",
+		fault_name(fault), n, (long long)tail, (long long)lost, missing,
+		undeclared, declared, (long long)reconnect_ms, lines, begins,
+		ends);
+	if (lines > LOG_LINES_MAX) {
+		char cmd[700];
+		snprintf(cmd, sizeof(cmd), "tail -c +%ld '%s' | head -n 30 >&2",
+			 log0 + 1, e.log);
+		if (system(cmd) != 0)
+			fprintf(stderr, "(log not shown)\n");
+	}
+	assert_true(n >= 8);
+	assert_true(tail <= 3);
+	assert_int_equal(lost, 0);
+	assert_int_equal(missing, 0);
+	assert_int_equal(undeclared, 0);
+	assert_true(reconnect_ms <= BACKOFF_CAP_MS + RECONNECT_SLACK_MS);
+	assert_true(lines <= LOG_LINES_MAX);
+	/* A server that went away is an outage the log opens and closes,
+	 * once (the terminated sessions may be noticed without one: the next
+	 * call reconnects). */
+	assert_int_equal(begins, ends);
+	if (fault != F_TERMINATE)
+		assert_true(begins >= 1);
+	fake_http_stop(e.srv);
+	tu_rmrf(e.dir);
+}
+
+static void restart_immediate(void **state)
+{
+	(void)state;
+	run_fault(F_RESTART_IMMEDIATE);
+}
+
+static void terminate_backends(void **state)
+{
+	(void)state;
+	run_fault(F_TERMINATE);
+}
+
+static void down_10s(void **state)
+{
+	(void)state;
+	run_fault(F_DOWN_10S);
+}
+
+static int teardown(void **state)
+{
+	/* A failed test leaves its daemon: stop it so the next test starts
+	 * clean. */
+	if (daemon_pid > 0 && waitpid(daemon_pid, NULL, WNOHANG) == 0) {
+		kill(daemon_pid, SIGKILL);
+		waitpid(daemon_pid, NULL, 0);
+	}
+	daemon_pid = 0;
+	/* The server must be up for the next test (`start` on a running
+	 * server would stop it). */
+	if (pgfx_restartable() && PQping(pgfx_url()) != PQPING_OK)
+		pgfx_server("start", NULL, 0);
+	return pgfx_teardown(state);
+}
+
+int main(void)
+{
+	if (getenv("TEST_FILTER"))
+		cmocka_set_test_filter(getenv("TEST_FILTER"));
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(restart_immediate, pgfx_setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(terminate_backends, pgfx_setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(down_10s, pgfx_setup, teardown),
+	};
+	return cmocka_run_group_tests_name("pg_faults", tests,
+					   pgfx_group_setup,
+					   pgfx_group_teardown);
+}
