@@ -3,14 +3,20 @@
  * output and the tail of its stderr (used by command tasks and command
  * targets).
  *
- * The child runs in a process group of its own, so a timeout or an output
- * overflow ends the whole group (the task and whatever it started), not
- * just the first process. When the child exits, what is left of its group
- * is killed too: a task's helpers never outlive the task.
+ * The child runs in a process group of its own under a per-run reaper
+ * process that is a child subreaper: whatever the child starts stays under
+ * that reaper even when it leaves the group (setsid, setpgid) and its
+ * parent exits (a double fork). A timeout or an output overflow SIGTERMs
+ * the group, then kills everything under the reaper; when the child exits,
+ * everything left under the reaper is killed too. A task's helpers never
+ * outlive the task, and the run never waits for an escaped helper that
+ * holds its stdout.
  *
- * Thread-safety: proc_run may be called from several threads at once; it
- * uses posix_spawn (no fork in a threaded process) and changes no
- * process-wide state (no signal dispositions, no environment).
+ * Thread-safety: proc_run may be called from several threads at once; each
+ * run forks its own reaper, which makes only system calls before it exits
+ * (safe in a fork of a threaded process), and changes no process-wide
+ * state of the host (no signal dispositions, no environment, no
+ * subreaper flag: the host reaps nothing but its own reapers).
  */
 #ifndef SC_PROC_H
 #define SC_PROC_H
