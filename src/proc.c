@@ -256,8 +256,10 @@ static pid_t stat_ppid(const char *name)
 
 	if (n > 20)
 		return -1;
-	memcpy(path + 6, name, n);
-	memcpy(path + 6 + n, "/stat", 6);
+	char *w = path + 6;
+	for (size_t i = 0; i < n; i++)
+		*w++ = name[i];
+	memcpy(w, "/stat", sizeof("/stat"));
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
@@ -317,7 +319,7 @@ static void kill_children(pid_t self)
 	bool in_num = false;
 	ssize_t n;
 
-	memcpy(p, "/children", 10);
+	memcpy(p, "/children", sizeof("/children"));
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		(void)kill_children_scan(self);
