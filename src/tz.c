@@ -228,16 +228,18 @@ static int rule_parse(const char *s, struct tz_rule *r, const char **why)
 		r->end = (struct rule_date){'M', 11, 1, 0, 7200};
 		return rule_check(r, why);
 	}
-	if (*p++ != ',' || !(p = rule_date(p, &r->start, why))) {
-		if (p)
-			*why = "a change date must follow ','";
+	if (*p != ',') {
+		*why = "',' and the DST start date must follow";
 		return -1;
 	}
-	if (*p++ != ',' || !(p = rule_date(p, &r->end, why))) {
-		if (p)
-			*why = "the DST end date must follow ','";
+	if (!(p = rule_date(p + 1, &r->start, why)))
+		return -1;
+	if (*p != ',') {
+		*why = "',' and the DST end date must follow";
 		return -1;
 	}
+	if (!(p = rule_date(p + 1, &r->end, why)))
+		return -1;
 	if (*p) {
 		*why = "unexpected text after the rule";
 		return -1;
