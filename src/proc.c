@@ -12,9 +12,15 @@
  * threads never mistake each other's children; the host process itself
  * stays an ordinary parent and reaps nothing but its reapers.
  *
- * The reaper runs between fork and _exit in a copy of a threaded process,
- * so it only makes system calls (async-signal-safe functions); its spawn
- * file actions and attributes are built before the fork. It talks to
+ * The reaper is started one of two ways. In the surecron binary (which
+ * calls proc_set_reaper_exe) it is that binary again, posix_spawn'ed with
+ * PROC_REAPER_ARG: no copy of the host's page tables, and no copy-on-write
+ * faults in the host while the run lasts (a fork of a large or ASan
+ * daemon per run cost it about 20 ms a spawn under ASan and slowed a busy
+ * daemon down). Elsewhere (the unit tests, other hosts of the library) it
+ * is a fork: then it runs between fork and _exit in a copy of a threaded
+ * process, so it only makes system calls (async-signal-safe functions);
+ * its spawn file actions and attributes are built before the fork. It talks to
  * proc_run over two channels: a status pipe (started, spawn failed, the
  * program's wait status) and a control socket ('T': SIGTERM the group,
  * 'K': kill everything now; end of file, e.g. the host died: the same).
@@ -477,6 +483,109 @@ static _Noreturn void reaper_main(const struct proc_spec *spec,
 	_exit(0);
 }
 
+/* ---- the reaper as its own program ---- */
+
+/* Set once, before threads (proc_set_reaper_exe); "" means fork. */
+static char reaper_exe[256];
+
+void proc_set_reaper_exe(const char *path)
+{
+	if (path && strlen(path) < sizeof(reaper_exe))
+		memcpy(reaper_exe, path, strlen(path) + 1);
+	else
+		reaper_exe[0] = '\0';
+}
+
+/*
+ * argv: EXE PROC_REAPER_ARG CWD PROGRAM [ARG...]; CWD "" for none. fds
+ * 0-2 are the program's stdio, 3 the control socket, 4 the status pipe;
+ * the environment is the program's. A fresh process: no locks held by
+ * other threads, so the reaper code runs as it does after a fork.
+ */
+int proc_reaper_exec_main(int argc, char **argv)
+{
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t attr;
+	struct proc_spec spec = {0};
+
+	if (argc < 4)
+		return 2;
+	spec.argv = argv + 3;
+	spec.cwd = argv[2][0] ? argv[2] : NULL;
+	spec.envp = environ;
+	if (spawn_prepare(&spec, 0, 1, 2, &fa, &attr, NULL) != 0) {
+		reap_send(4, REAP_SPAWN_FAILED, ENOMEM);
+		return 0;
+	}
+	reaper_main(&spec, &fa, &attr, 3, 4, 0, 1, 2);
+}
+
+/* The spawn of the reaper program: fds moved to 0-4 (sources first
+ * moved above 4 so that no dup2 overwrites one still to be moved), a
+ * clean signal mask, the program's environment. */
+static int spawn_reaper_exe(const struct proc_spec *spec, const int src[5],
+			    pid_t *pid, struct sc_err *err)
+{
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t attr;
+	sigset_t none, dfl;
+	int fd[5], rc = 0, n_args = 0;
+
+	for (int i = 0; i < 5; i++)
+		fd[i] = -1;
+	for (int i = 0; i < 5 && !rc; i++) {
+		fd[i] = src[i] > 4 ? src[i] : fcntl(src[i], F_DUPFD_CLOEXEC, 5);
+		if (fd[i] < 0)
+			rc = sc_err_set(err, SC_EIO, "dup: %s", strerror(errno));
+	}
+	while (!rc && spec->argv[n_args])
+		n_args++;
+	char **av = rc ? NULL : calloc((size_t)n_args + 4, sizeof(char *));
+	if (!rc && !av)
+		rc = sc_err_set(err, SC_ENOMEM, "out of memory");
+	if (!rc && posix_spawn_file_actions_init(&fa) != 0)
+		rc = sc_err_set(err, SC_ENOMEM, "out of memory");
+	if (!rc && posix_spawnattr_init(&attr) != 0) {
+		posix_spawn_file_actions_destroy(&fa);
+		rc = sc_err_set(err, SC_ENOMEM, "out of memory");
+	}
+	if (!rc) {
+		int r = 0;
+		for (int i = 0; i < 5 && !r; i++)
+			r = posix_spawn_file_actions_adddup2(&fa, fd[i], i);
+		sigemptyset(&none);
+		sigfillset(&dfl);
+		sigdelset(&dfl, SIGKILL);
+		sigdelset(&dfl, SIGSTOP);
+		if (!r)
+			r = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK |
+							    POSIX_SPAWN_SETSIGDEF);
+		if (!r)
+			r = posix_spawnattr_setsigmask(&attr, &none);
+		if (!r)
+			r = posix_spawnattr_setsigdefault(&attr, &dfl);
+		av[0] = reaper_exe;
+		av[1] = (char *)PROC_REAPER_ARG;
+		av[2] = (char *)(spec->cwd ? spec->cwd : "");
+		for (int i = 0; i < n_args; i++)
+			av[3 + i] = spec->argv[i];
+		if (!r)
+			r = posix_spawn(pid, reaper_exe, &fa, &attr, av,
+					spec->envp ? spec->envp : environ);
+		if (r)
+			rc = sc_err_set(err, errno_code(r), "cannot run %s: "
+					"reaper %s: %s", spec->argv[0],
+					reaper_exe, strerror(r));
+		posix_spawnattr_destroy(&attr);
+		posix_spawn_file_actions_destroy(&fa);
+	}
+	free(av);
+	for (int i = 0; i < 5; i++)
+		if (fd[i] >= 0 && fd[i] != src[i])
+			close(fd[i]);
+	return rc;
+}
+
 /* ---- proc_run ---- */
 
 /* Asks the reaper for something ('T' or 'K'); a reaper already gone
@@ -544,28 +653,37 @@ int proc_run(const struct proc_spec *spec, struct proc_result *res,
 			goto done;
 		}
 	}
-	rc = spawn_prepare(spec, inp[0], outp[1], errp[1], &fa, &attr, err);
-	if (rc)
-		goto done;
-
 	int64_t start = clock_mono_ms();
-	rpid = fork();
-	if (rpid == 0)
-		reaper_main(spec, &fa, &attr, ctl[1], stp[1], inp[0], outp[1],
-			    errp[1]);
-	int fork_errno = errno;
-	posix_spawnattr_destroy(&attr);
-	posix_spawn_file_actions_destroy(&fa);
+	if (reaper_exe[0]) {
+		/* posix_spawn of the reaper program: no copy of this
+		 * process's page tables, no copy-on-write while it runs. */
+		const int src[5] = {inp[0], outp[1], errp[1], ctl[1], stp[1]};
+		rc = spawn_reaper_exe(spec, src, &rpid, err);
+	} else {
+		rc = spawn_prepare(spec, inp[0], outp[1], errp[1], &fa, &attr,
+				   err);
+		if (!rc) {
+			rpid = fork();
+			if (rpid == 0)
+				reaper_main(spec, &fa, &attr, ctl[1], stp[1],
+					    inp[0], outp[1], errp[1]);
+			int fork_errno = errno;
+			posix_spawnattr_destroy(&attr);
+			posix_spawn_file_actions_destroy(&fa);
+			if (rpid < 0)
+				rc = sc_err_set(err, errno_code(fork_errno),
+						"cannot run %s: fork: %s",
+						spec->argv[0],
+						strerror(fork_errno));
+		}
+	}
 	close_fd(&inp[0]);
 	close_fd(&outp[1]);
 	close_fd(&errp[1]);
 	close_fd(&ctl[1]);
 	close_fd(&stp[1]);
-	if (rpid < 0) {
-		rc = sc_err_set(err, errno_code(fork_errno), "cannot run %s: "
-				"fork: %s", spec->argv[0], strerror(fork_errno));
+	if (rc)
 		goto done;
-	}
 	/* The reaper answers once posix_spawn returned: the program was
 	 * exec'd and runs. */
 	if (!read_msg(stp[0], &m) || m.kind != REAP_STARTED) {

@@ -13,10 +13,11 @@
  * holds its stdout.
  *
  * Thread-safety: proc_run may be called from several threads at once; each
- * run forks its own reaper, which makes only system calls before it exits
- * (safe in a fork of a threaded process), and changes no process-wide
- * state of the host (no signal dispositions, no environment, no
- * subreaper flag: the host reaps nothing but its own reapers).
+ * run starts its own reaper (a posix_spawn of the program set with
+ * proc_set_reaper_exe, else a fork that makes only system calls before it
+ * exits, safe in a fork of a threaded process), and changes no
+ * process-wide state of the host (no signal dispositions, no environment,
+ * no subreaper flag: the host reaps nothing but its own reapers).
  */
 #ifndef SC_PROC_H
 #define SC_PROC_H
@@ -73,6 +74,23 @@ struct proc_result {
  */
 int proc_run(const struct proc_spec *spec, struct proc_result *res,
 	     struct sc_err *err);
+
+/* The argument that makes a program run proc_reaper_exec_main. */
+#define PROC_REAPER_ARG "__surecron_reaper"
+
+/*
+ * Makes every later proc_run start its reaper by posix_spawn of path (a
+ * program whose main hands PROC_REAPER_ARG to proc_reaper_exec_main, e.g.
+ * "/proc/self/exe" in the surecron binary) instead of by fork: a fork
+ * copies the page tables of the whole host and makes it fault on every
+ * page it writes while the run lasts, which a large (or ASan) daemon
+ * feels. NULL or "" goes back to fork. Call it before any thread runs.
+ */
+void proc_set_reaper_exe(const char *path);
+
+/* The reaper program's main (see proc_set_reaper_exe); never returns on
+ * a good argv. */
+int proc_reaper_exec_main(int argc, char **argv);
 
 /* Frees the captured output. NULL is ignored. */
 void proc_result_dispose(struct proc_result *res);
