@@ -510,6 +510,11 @@ int proc_reaper_exec_main(int argc, char **argv)
 
 	if (argc < 4)
 		return 2;
+	/* dup2 in our spawn cleared close-on-exec: the program must not
+	 * inherit the control socket and the status pipe. */
+	if (fcntl(3, F_SETFD, FD_CLOEXEC) != 0 ||
+	    fcntl(4, F_SETFD, FD_CLOEXEC) != 0)
+		return 2;
 	spec.argv = argv + 3;
 	spec.cwd = argv[2][0] ? argv[2] : NULL;
 	spec.envp = environ;
@@ -654,12 +659,15 @@ int proc_run(const struct proc_spec *spec, struct proc_result *res,
 		}
 	}
 	int64_t start = clock_mono_ms();
+	bool spawned = false;
 	if (reaper_exe[0]) {
 		/* posix_spawn of the reaper program: no copy of this
-		 * process's page tables, no copy-on-write while it runs. */
+		 * process's page tables, no copy-on-write while it runs.
+		 * Should it fail to start (no /proc), fork as elsewhere. */
 		const int src[5] = {inp[0], outp[1], errp[1], ctl[1], stp[1]};
-		rc = spawn_reaper_exe(spec, src, &rpid, err);
-	} else {
+		spawned = spawn_reaper_exe(spec, src, &rpid, NULL) == 0;
+	}
+	if (!spawned) {
 		rc = spawn_prepare(spec, inp[0], outp[1], errp[1], &fa, &attr,
 				   err);
 		if (!rc) {
