@@ -30,8 +30,12 @@
 #include "tz.h"
 
 #define YEAR_BOUND 400
-/* Two days: far more than any two offsets of one zone differ by. */
-#define JUMP_MARGIN_S (2 * 86400)
+/* Three days: more than any two offsets of one zone can differ by. TZif
+ * types are held to -89999..93599 s and POSIX rules to +-24:59:59 (tz.c),
+ * so two offsets differ by under 51 h; two days were not enough for a
+ * rule like "<A>24:59<B>-24:59,...", whose offsets are 49 h 58 min apart,
+ * and let the jump step over a slot. */
+#define JUMP_MARGIN_S (3 * 86400)
 #define SECS_400Y (INT64_C(146097) * 86400)
 /* Year 1 and year 9999, in UTC ms: the range of after_ms we accept. */
 #define MIN_MS INT64_C(-62135596800000)
@@ -239,9 +243,9 @@ int sc_cron_next(const struct sc_cron *c, const struct sc_zone *z,
 		 * instant: every span skipped then starts that margin after
 		 * `from` and ends that margin before w, so its whole wall
 		 * range (and any gap) lies inside [lo, w), where nothing
-		 * matches (offsets of a zone differ by far less than the
-		 * margin). This makes 29 February cost two searches, not
-		 * one per DST change.
+		 * matches (offsets of a zone differ by less than the
+		 * margin, see JUMP_MARGIN_S). This makes 29 February cost
+		 * two searches, not one per DST change.
 		 */
 		int64_t jump = w - sp.off_s - JUMP_MARGIN_S;
 		from = sp.end_s - from >= JUMP_MARGIN_S && jump > sp.end_s

@@ -44,6 +44,9 @@
 #define HEADERS_MAX (64 * 1024)
 #define URL_LOG_MAX 320
 #define HINT_MAX_S (365LL * 24 * 3600)
+/* The last second of year 9999 (9999-12-31T23:59:59Z): no HTTP-date a
+ * peer sends is taken beyond it, so seconds * 1000 always fits int64. */
+#define HTTP_DATE_MAX_S 253402300799LL
 
 struct http_client {
 	CURL *h;
@@ -236,7 +239,8 @@ static bool parse_imf_fixdate(const char *s, int64_t *out_s)
 	return true;
 }
 
-/* Parses an unsigned decimal of at most 12 digits; false otherwise. */
+/* Parses an unsigned decimal of at most 12 digits; false otherwise. The
+ * cap keeps every accepted value * 1000 (milliseconds) inside int64. */
 static bool parse_digits(const char *s, int64_t *out)
 {
 	int64_t v = 0;
@@ -282,7 +286,10 @@ static bool parse_http_date(const char *s, int64_t *out_s)
 	if (dl_curl_load(NULL) != 0)
 		return false;
 	time_t t = curl_getdate(s, NULL);
-	if (t == (time_t)-1)
+	/* curl_getdate takes years of any length ("Sun Nov 29 12:00:10
+	 * 2147483647" is 6.8e16 s): a date outside 1970..9999 is refused
+	 * before anyone multiplies it into milliseconds. */
+	if (t < 0 || (int64_t)t > HTTP_DATE_MAX_S)
 		return false;
 	*out_s = (int64_t)t;
 	return true;

@@ -205,6 +205,11 @@ struct http_token_store {
 
 /* How long a token without expires_in is trusted. */
 #define HTTP_AUTH_DEFAULT_TTL_MS (5 * 60 * 1000)
+/* The longest a token is trusted, whatever its reply's expires_in says:
+ * a larger (or absurd: 1e308, 2^63-1, a 20-digit string) expires_in is
+ * cut to this, so the cache expiry is plain int64 arithmetic and a token
+ * is fetched again at least once a day. */
+#define HTTP_AUTH_MAX_TTL_MS (24LL * 3600 * 1000)
 /* A cached token is reused until this long before its expiry. */
 #define HTTP_AUTH_EARLY_MS (60 * 1000)
 

@@ -14,7 +14,8 @@
  *   - The cached token is reused until HTTP_AUTH_EARLY_MS (60 s) before its
  *     expiry, or half its lifetime for tokens that live under 2 minutes (so
  *     a 30 s token is still usable at all). A token response without
- *     expires_in lives HTTP_AUTH_DEFAULT_TTL_MS (5 min), never forever.
+ *     expires_in lives HTTP_AUTH_DEFAULT_TTL_MS (5 min), never forever;
+ *     none lives over HTTP_AUTH_MAX_TTL_MS (24 h), whatever it says.
  *   - The client secret goes only to a token_url that passes the URL rule
  *     for secrets (url.h): checked when the provider is made, and again
  *     by http_do on every token request (carries_secret).
@@ -217,6 +218,63 @@ static bool still_good(int64_t obtained_ms, int64_t expires_ms,
 
 /* ---- the token request ---- */
 
+/*
+ * The lifetime a token reply's expires_in gives, in milliseconds, always
+ * within [1, HTTP_AUTH_MAX_TTL_MS] or HTTP_AUTH_DEFAULT_TTL_MS. The value
+ * comes from a peer, so it is compared against the cap *before* any
+ * multiplication (an integer 2^63-1, a real 1e308 or a 20-digit string
+ * would overflow int64 otherwise). Accepted: a positive JSON number, or a
+ * string of decimal digits with an optional fraction (some servers quote
+ * it). Anything else, zero or negative, gives the default; above the cap
+ * gives the cap and sets *capped.
+ */
+static int64_t expires_in_ms(const json_t *ei, bool *capped)
+{
+	const int64_t max_s = HTTP_AUTH_MAX_TTL_MS / 1000;
+	double v = 0;
+
+	*capped = false;
+	if (json_is_integer(ei)) {
+		json_int_t i = json_integer_value(ei);
+		if (i <= 0)
+			return HTTP_AUTH_DEFAULT_TTL_MS;
+		if (i > max_s) {
+			*capped = true;
+			return HTTP_AUTH_MAX_TTL_MS;
+		}
+		return (int64_t)i * 1000;
+	}
+	if (json_is_real(ei)) {
+		v = json_real_value(ei);
+	} else if (json_is_string(ei)) {
+		/* Digits saturate one past the cap, so no length overflows. */
+		const char *p = json_string_value(ei);
+		int64_t secs = 0;
+		size_t n = 0;
+		for (; *p >= '0' && *p <= '9'; p++, n++)
+			if (secs <= max_s)
+				secs = secs * 10 + (*p - '0');
+		if (n > 0 && *p == '.') {
+			for (p++; *p >= '0' && *p <= '9'; p++)
+				;
+		}
+		if (n == 0 || *p != '\0')
+			return HTTP_AUTH_DEFAULT_TTL_MS;
+		v = (double)secs;
+	} else {
+		return HTTP_AUTH_DEFAULT_TTL_MS;
+	}
+	/* NaN fails both tests and gets the default. */
+	if (!(v > 0))
+		return HTTP_AUTH_DEFAULT_TTL_MS;
+	if (!(v <= (double)max_s)) {
+		*capped = true;
+		return HTTP_AUTH_MAX_TTL_MS;
+	}
+	int64_t ms = (int64_t)(v * 1000.0);
+	return ms > 0 ? ms : 1;
+}
+
 /* application/x-www-form-urlencoded, as RFC 6749 2.3.1 and appendix B ask
  * for both the form body and the Basic credentials. */
 static int add_form_encoded(struct buf *b, const char *s)
@@ -355,13 +413,12 @@ static int fetch_token(struct http_auth *a, struct http_client *c,
 				"access_token", a->name, logurl);
 		goto done;
 	}
-	int64_t ttl_ms = HTTP_AUTH_DEFAULT_TTL_MS;
-	if (json_is_integer(ei) && json_integer_value(ei) > 0)
-		ttl_ms = (int64_t)json_integer_value(ei) * 1000;
-	else if (json_is_real(ei) && json_real_value(ei) > 0)
-		ttl_ms = (int64_t)(json_real_value(ei) * 1000);
-	else if (json_is_string(ei) && atoll(json_string_value(ei)) > 0)
-		ttl_ms = (int64_t)atoll(json_string_value(ei)) * 1000;
+	bool capped = false;
+	int64_t ttl_ms = expires_in_ms(ei, &capped);
+	if (capped)
+		SC_LOG(SC_LOG_WARN, "http", "event=token_ttl_capped auth=%s "
+		       "max_ttl_s=%lld", a->name,
+		       (long long)(HTTP_AUTH_MAX_TTL_MS / 1000));
 	*token = strdup(json_string_value(at));
 	if (!*token) {
 		rc = sc_err_set(err, SC_ENOMEM, "auth %s: out of memory",
@@ -456,7 +513,12 @@ int http_auth_token(struct http_auth *a, struct http_client *c,
 	    fresh) {
 		/* The store does not know when it was obtained; assume the
 		 * full 60 s margin applies. */
-		if (token_ok(fresh) &&
+		/* An expiry in the past or beyond the longest lifetime
+		 * a reply can give (a row an older version wrote from a
+		 * wrapped expires_in) is not trusted; checking it first
+		 * also keeps the arithmetic below inside int64. */
+		if (token_ok(fresh) && expires > obtained &&
+		    expires - obtained <= HTTP_AUTH_MAX_TTL_MS &&
 		    still_good(expires - 2 * HTTP_AUTH_EARLY_MS - 1, expires,
 			       obtained)) {
 			rc = 0;

@@ -1,21 +1,48 @@
 /*
  * proc.c - child processes for command tasks and command targets.
  *
- * One poll() loop watches the child's stdout, stderr, stdin (when data is
- * fed) and a pidfd that becomes readable when the child ends; nothing here
- * sleeps. Invariants:
- *   - the child is the leader of its own process group (POSIX_SPAWN_
- *     SETPGROUP), and every signal we send goes to the whole group;
- *   - the group is signalled only while the leader is unreaped (a zombie
- *     at worst), so its id cannot have been reused by another process;
- *   - when proc_run returns, the child is reaped and its group was sent
- *     SIGKILL, so nothing it started is left running;
+ * Every run has a reaper: a process forked for this one run, which makes
+ * itself a child subreaper (PR_SET_CHILD_SUBREAPER), spawns the program
+ * and stays its parent. Whatever the program starts stays a descendant of
+ * the reaper even if it leaves the process group (setsid, setpgid) and its
+ * parent exits (a double fork): the orphan is re-parented to the reaper,
+ * not to init. When the program ends, the reaper kills its group and then
+ * every process left under it, until it has no child at all, and exits.
+ * The reaper holds only this run's processes, so several runs in several
+ * threads never mistake each other's children; the host process itself
+ * stays an ordinary parent and reaps nothing but its reapers.
+ *
+ * The reaper is started one of two ways. In the surecron binary (which
+ * calls proc_set_reaper_exe) it is that binary again, posix_spawn'ed with
+ * PROC_REAPER_ARG: no copy of the host's page tables, and no copy-on-write
+ * faults in the host while the run lasts (a fork of a large or ASan
+ * daemon per run cost it about 20 ms a spawn under ASan and slowed a busy
+ * daemon down). Elsewhere (the unit tests, other hosts of the library) it
+ * is a fork: then it runs between fork and _exit in a copy of a threaded
+ * process, so it only makes system calls (async-signal-safe functions);
+ * its spawn file actions and attributes are built before the fork. It talks to
+ * proc_run over two channels: a status pipe (started, spawn failed, the
+ * program's wait status) and a control socket ('T': SIGTERM the group,
+ * 'K': kill everything now; end of file, e.g. the host died: the same).
+ *
+ * One poll() loop in proc_run watches the child's stdout, stderr, stdin
+ * (when data is fed) and the status pipe; nothing here sleeps.
+ * Invariants:
+ *   - the program is the leader of its own process group (POSIX_SPAWN_
+ *     SETPGROUP); the reaper signals that group only while the leader is
+ *     unreaped (a zombie at worst) and other processes only while they are
+ *     its unreaped children, so no id it signals can have been reused;
+ *   - when proc_run returns, the reaper has reaped the program and every
+ *     process that descends from it, and proc_run has reaped the reaper:
+ *     nothing the run started is left running, wherever it moved;
  *   - stdout never holds more than max_stdout bytes: the first byte over
- *     the cap ends the group;
- *   - all our descriptors are close-on-exec, so a child never inherits
- *     another child's pipes (tasks may run in several threads at once).
- * stdin is a socketpair rather than a pipe so that writes can use
- * MSG_NOSIGNAL: a child that exits without reading must not raise SIGPIPE
+ *     the cap ends the run;
+ *   - all our descriptors are close-on-exec, and the reaper closes every
+ *     descriptor but its own five at once, so neither a program nor a
+ *     reaper ever holds another run's pipes (tasks may run in several
+ *     threads at once): a run's pipes close when its processes are gone.
+ * stdin and the control channel are socketpairs rather than pipes so that
+ * writes can use MSG_NOSIGNAL: a peer that went away must not raise SIGPIPE
  * in the library's host process.
  */
 #include <errno.h>
@@ -26,8 +53,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/pidfd.h>
+#include <dirent.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -37,11 +68,12 @@
 
 extern char **environ;
 
-/* After the leader exited, how long we keep reading what its group wrote
- * before giving up on a descriptor held open by an escaped process. */
+/* After the program ended, how long we keep reading its pipes. Every
+ * process under the reaper is killed, so they close at once; this only
+ * bounds a descriptor handed outside the run (over a unix socket). */
 #define DRAIN_MS 2000
-/* Poll period when the kernel has no pidfd (before Linux 5.3). */
-#define NO_PIDFD_POLL_MS 20
+/* The reaper's poll period when the kernel has no signalfd. */
+#define NO_SIGNALFD_POLL_MS 20
 
 static void close_fd(int *fd)
 {
@@ -87,67 +119,59 @@ static void tail_add(char *tail, size_t *len, const char *p, size_t n)
 	tail[*len] = '\0';
 }
 
-/* Has the child ended? Never reaps it (WNOWAIT), so its pid and group id
- * stay reserved until we signal the group one last time. */
-static bool child_ended(pid_t pid, int pidfd, short revents)
+/* The spawn file actions and attributes of the program, built before the
+ * reaper is forked (they allocate). On failure nothing is left to free. */
+static int spawn_prepare(const struct proc_spec *spec, int in_fd, int out_fd,
+			 int err_fd, posix_spawn_file_actions_t *fa,
+			 posix_spawnattr_t *attr, struct sc_err *err)
 {
-	siginfo_t si;
-
-	if (pidfd >= 0)
-		return (revents & (POLLIN | POLLHUP)) != 0;
-	memset(&si, 0, sizeof(si));
-	if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) != 0)
-		return errno == ECHILD;
-	return si.si_pid == pid;
-}
-
-static int spawn(const struct proc_spec *spec, int in_fd, int out_fd,
-		 int err_fd, pid_t *pid, struct sc_err *err)
-{
-	posix_spawn_file_actions_t fa;
-	posix_spawnattr_t attr;
 	sigset_t none, dfl;
 	static const int reset[] = {SIGPIPE, SIGINT,  SIGTERM, SIGHUP,
 				    SIGQUIT, SIGCHLD, SIGUSR1, SIGUSR2,
 				    SIGALRM};
 	int rc;
 
-	if (posix_spawn_file_actions_init(&fa) != 0)
+	if (posix_spawn_file_actions_init(fa) != 0)
 		return sc_err_set(err, SC_ENOMEM, "out of memory");
-	if (posix_spawnattr_init(&attr) != 0) {
-		posix_spawn_file_actions_destroy(&fa);
+	if (posix_spawnattr_init(attr) != 0) {
+		posix_spawn_file_actions_destroy(fa);
 		return sc_err_set(err, SC_ENOMEM, "out of memory");
 	}
-	rc = posix_spawn_file_actions_adddup2(&fa, in_fd, 0);
+	rc = posix_spawn_file_actions_adddup2(fa, in_fd, 0);
 	if (!rc)
-		rc = posix_spawn_file_actions_adddup2(&fa, out_fd, 1);
+		rc = posix_spawn_file_actions_adddup2(fa, out_fd, 1);
 	if (!rc)
-		rc = posix_spawn_file_actions_adddup2(&fa, err_fd, 2);
+		rc = posix_spawn_file_actions_adddup2(fa, err_fd, 2);
 	if (!rc && spec->cwd)
-		rc = posix_spawn_file_actions_addchdir_np(&fa, spec->cwd);
-	/* Signals the host ignores or blocks would be inherited across exec:
-	 * the child starts with defaults and an empty mask. */
+		rc = posix_spawn_file_actions_addchdir_np(fa, spec->cwd);
+	/* Signals the host (or the reaper) ignores or blocks would be
+	 * inherited across exec: the program starts with defaults and an
+	 * empty mask. */
 	sigemptyset(&none);
 	sigemptyset(&dfl);
 	for (size_t i = 0; i < sizeof(reset) / sizeof(reset[0]); i++)
 		sigaddset(&dfl, reset[i]);
 	if (!rc)
-		rc = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP |
-						     POSIX_SPAWN_SETSIGMASK |
-						     POSIX_SPAWN_SETSIGDEF);
+		rc = posix_spawnattr_setflags(attr, POSIX_SPAWN_SETPGROUP |
+						    POSIX_SPAWN_SETSIGMASK |
+						    POSIX_SPAWN_SETSIGDEF);
 	if (!rc)
-		rc = posix_spawnattr_setpgroup(&attr, 0);
+		rc = posix_spawnattr_setpgroup(attr, 0);
 	if (!rc)
-		rc = posix_spawnattr_setsigmask(&attr, &none);
+		rc = posix_spawnattr_setsigmask(attr, &none);
 	if (!rc)
-		rc = posix_spawnattr_setsigdefault(&attr, &dfl);
-	if (!rc)
-		rc = posix_spawnp(pid, spec->argv[0], &fa, &attr, spec->argv,
-				  spec->envp ? spec->envp : environ);
-	posix_spawnattr_destroy(&attr);
-	posix_spawn_file_actions_destroy(&fa);
-	if (rc == 0)
-		return 0;
+		rc = posix_spawnattr_setsigdefault(attr, &dfl);
+	if (rc) {
+		posix_spawnattr_destroy(attr);
+		posix_spawn_file_actions_destroy(fa);
+		return sc_err_set(err, SC_ENOMEM, "out of memory");
+	}
+	return 0;
+}
+
+static int spawn_error(const struct proc_spec *spec, int rc,
+		       struct sc_err *err)
+{
 	if (rc == ENOENT && spec->cwd && access(spec->cwd, X_OK) != 0)
 		return sc_err_set(err, SC_ENOENT,
 				  "cannot enter working directory %s: %s",
@@ -156,21 +180,467 @@ static int spawn(const struct proc_spec *spec, int in_fd, int out_fd,
 			  spec->argv[0], strerror(rc));
 }
 
+/* ---- the reaper (system calls only: it runs in a fork of a threaded
+ * process) ---- */
+
+/* What the reaper tells proc_run, one record per write (atomic: smaller
+ * than PIPE_BUF). */
+enum { REAP_STARTED = 1, REAP_SPAWN_FAILED, REAP_ENDED };
+struct reap_msg {
+	int kind;
+	int value; /* REAP_SPAWN_FAILED: errno; REAP_ENDED: wait status */
+};
+
+static void reap_send(int fd, int kind, int value)
+{
+	struct reap_msg m = {kind, value};
+	ssize_t n;
+
+	do
+		n = write(fd, &m, sizeof(m));
+	while (n < 0 && errno == EINTR);
+}
+
+static void close_span(unsigned lo, unsigned hi)
+{
+	if (lo > hi)
+		return;
+	if (syscall(SYS_close_range, lo, hi, 0) == 0)
+		return;
+	/* Before Linux 5.9: one by one, up to the descriptor limit. */
+	struct rlimit rl;
+	unsigned max = 65536;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+	    rl.rlim_cur < max)
+		max = (unsigned)rl.rlim_cur;
+	for (unsigned fd = lo; fd <= hi && fd < max; fd++)
+		(void)close((int)fd);
+}
+
+/* Closes every descriptor above 2 except the n in keep. A fork of the
+ * host holds copies of everything the host has open, other runs' pipes
+ * among them: kept, they would hold those runs' output open. */
+static void close_others(const int *keep, int n)
+{
+	int k[8];
+	unsigned lo = 3;
+
+	for (int i = 0; i < n; i++) {
+		int v = keep[i], j = i;
+		for (; j > 0 && k[j - 1] > v; j--)
+			k[j] = k[j - 1];
+		k[j] = v;
+	}
+	for (int i = 0; i < n; i++) {
+		if (k[i] < 0 || (unsigned)k[i] < lo)
+			continue;
+		close_span(lo, (unsigned)k[i] - 1);
+		lo = (unsigned)k[i] + 1;
+	}
+	close_span(lo, ~0U);
+}
+
+/* Writes the decimal of v at p; returns the end. */
+static char *put_uint(char *p, unsigned long v)
+{
+	char d[24];
+	int n = 0;
+
+	do
+		d[n++] = (char)('0' + v % 10);
+	while ((v /= 10) != 0);
+	while (n > 0)
+		*p++ = d[--n];
+	return p;
+}
+
+/* The parent pid in /proc/PID/stat (name is the PID's decimal), or -1. */
+static pid_t stat_ppid(const char *name)
+{
+	char path[64] = "/proc/", buf[512];
+	size_t n = strlen(name);
+
+	if (n > 20)
+		return -1;
+	char *w = path + 6;
+	for (size_t i = 0; i < n; i++)
+		*w++ = name[i];
+	memcpy(w, "/stat", sizeof("/stat"));
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t len = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (len <= 0)
+		return -1;
+	buf[len] = '\0';
+	/* "pid (comm) S ppid ...": comm may hold ')' and spaces. */
+	char *rp = strrchr(buf, ')');
+	if (!rp || rp[1] != ' ' || !rp[2] || rp[3] != ' ')
+		return -1;
+	long ppid = 0;
+	for (char *q = rp + 4; *q >= '0' && *q <= '9'; q++)
+		ppid = ppid * 10 + (*q - '0');
+	return (pid_t)ppid;
+}
+
+/* Fallback for kernels without /proc/PID/task/TID/children: every
+ * process in /proc whose parent is self. */
+static int kill_children_scan(pid_t self)
+{
+	char dbuf[4096];
+	ssize_t n;
+	int count = 0;
+	int dfd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (dfd < 0)
+		return 0;
+	while ((n = getdents64(dfd, dbuf, sizeof(dbuf))) > 0) {
+		for (ssize_t off = 0; off < n;) {
+			struct dirent64 *d = (struct dirent64 *)(dbuf + off);
+			off += d->d_reclen;
+			if (d->d_name[0] < '1' || d->d_name[0] > '9')
+				continue;
+			if (stat_ppid(d->d_name) == self) {
+				long pid = 0;
+				for (const char *q = d->d_name; *q; q++)
+					pid = pid * 10 + (*q - '0');
+				kill((pid_t)pid, SIGKILL);
+				count++;
+			}
+		}
+	}
+	close(dfd);
+	return count;
+}
+
+/* Sends SIGKILL to every child of this (single-threaded) process. Safe
+ * against id reuse: a child's id stays ours until we reap it, and only
+ * this thread reaps. */
+static void kill_children(pid_t self)
+{
+	char path[96] = "/proc/self/task/", buf[1024];
+	char *p = put_uint(path + strlen(path), (unsigned long)self);
+	long pid = 0;
+	bool in_num = false;
+	ssize_t n;
+
+	memcpy(p, "/children", sizeof("/children"));
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		(void)kill_children_scan(self);
+		return;
+	}
+	/* "12 34 56 ": numbers may straddle two reads. */
+	while ((n = read(fd, buf, sizeof(buf))) > 0) {
+		for (ssize_t i = 0; i < n; i++) {
+			if (buf[i] >= '0' && buf[i] <= '9') {
+				pid = pid * 10 + (buf[i] - '0');
+				in_num = true;
+			} else if (in_num) {
+				kill((pid_t)pid, SIGKILL);
+				pid = 0;
+				in_num = false;
+			}
+		}
+	}
+	if (in_num)
+		kill((pid_t)pid, SIGKILL);
+	close(fd);
+}
+
+/*
+ * Reaps the children that ended. The program's own end comes first to
+ * its group: the group is killed while the leader is still a zombie (so
+ * the id is the program's), then the leader is reaped and its status
+ * reported.
+ */
+static void reap_ended(pid_t prog, int st_fd, bool *prog_done)
+{
+	for (;;) {
+		siginfo_t si;
+		int st;
+		memset(&si, 0, sizeof(si));
+		if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) != 0 ||
+		    si.si_pid == 0)
+			return;
+		if (si.si_pid == prog && !*prog_done) {
+			kill(-prog, SIGKILL);
+			while (waitpid(prog, &st, 0) < 0 && errno == EINTR)
+				;
+			reap_send(st_fd, REAP_ENDED, st);
+			*prog_done = true;
+		} else {
+			while (waitpid(si.si_pid, &st, 0) < 0 && errno == EINTR)
+				;
+		}
+	}
+}
+
+/*
+ * Kills the program's group (unless already reaped) and then every
+ * process left under the reaper: a killed child's own children are
+ * re-parented to us at its exit, so each round kills what the last one
+ * uncovered, until waitpid says there is no child at all.
+ */
+static void kill_all(pid_t prog, int st_fd, bool prog_done)
+{
+	pid_t self = getpid();
+
+	if (!prog_done)
+		kill(-prog, SIGKILL);
+	for (;;) {
+		int st;
+		kill_children(self);
+		pid_t w = waitpid(-1, &st, 0);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			break; /* ECHILD: every descendant is gone */
+		}
+		if (w == prog && !prog_done) {
+			reap_send(st_fd, REAP_ENDED, st);
+			prog_done = true;
+		}
+	}
+}
+
+static _Noreturn void reaper_main(const struct proc_spec *spec,
+				  const posix_spawn_file_actions_t *fa,
+				  const posix_spawnattr_t *attr, int ctl_fd,
+				  int st_fd, int in_fd, int out_fd, int err_fd)
+{
+	/* The daemon decides when a run stops: terminal and service
+	 * signals aimed at the host's group do not end the reaper (its
+	 * program has its own group and gets them, or not, itself). The
+	 * host's handlers are not ours. */
+	static const int quiet[] = {SIGINT,  SIGQUIT, SIGHUP,  SIGTERM,
+				    SIGPIPE, SIGUSR1, SIGUSR2, SIGALRM};
+	struct sigaction sa;
+	sigset_t chld;
+	pid_t prog;
+	bool prog_done = false;
+	int keep[] = {ctl_fd, st_fd, in_fd, out_fd, err_fd};
+
+	memset(&sa, 0, sizeof(sa));
+	sigemptyset(&sa.sa_mask);
+	sa.sa_handler = SIG_IGN;
+	for (size_t i = 0; i < sizeof(quiet) / sizeof(quiet[0]); i++)
+		(void)sigaction(quiet[i], &sa, NULL);
+	sa.sa_handler = SIG_DFL; /* a host ignoring SIGCHLD loses statuses */
+	(void)sigaction(SIGCHLD, &sa, NULL);
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	(void)sigprocmask(SIG_SETMASK, &chld, NULL);
+	close_others(keep, (int)(sizeof(keep) / sizeof(keep[0])));
+	/* Without it (Linux before 3.4) orphans go to init: the group is
+	 * still ended, as it was before reapers. */
+	(void)prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+	int sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+
+	int rc = posix_spawnp(&prog, spec->argv[0], fa, attr, spec->argv,
+			      spec->envp ? spec->envp : environ);
+	/* The program has its copies; ours would keep its pipes open. */
+	close(in_fd);
+	close(out_fd);
+	close(err_fd);
+	if (rc != 0) {
+		reap_send(st_fd, REAP_SPAWN_FAILED, rc);
+		_exit(0);
+	}
+	reap_send(st_fd, REAP_STARTED, 0);
+
+	while (!prog_done) {
+		struct pollfd p[2] = {{ctl_fd, POLLIN, 0}, {sfd, POLLIN, 0}};
+		int n = poll(p, sfd >= 0 ? 2 : 1,
+			     sfd >= 0 ? -1 : NO_SIGNALFD_POLL_MS);
+		if (n < 0 && errno != EINTR)
+			break;
+		if (n > 0 && p[0].revents) {
+			char c[16];
+			ssize_t k = read(ctl_fd, c, sizeof(c));
+			if (k == 0 || (k < 0 && errno != EINTR &&
+				       errno != EAGAIN))
+				break; /* proc_run is gone: end it all */
+			bool stop = false;
+			for (ssize_t i = 0; i < k; i++) {
+				if (c[i] == 'T')
+					kill(-prog, SIGTERM);
+				else if (c[i] == 'K')
+					stop = true;
+			}
+			if (stop)
+				break;
+		}
+		if (sfd >= 0 && n > 0 && p[1].revents) {
+			struct signalfd_siginfo si;
+			while (read(sfd, &si, sizeof(si)) > 0)
+				;
+		}
+		reap_ended(prog, st_fd, &prog_done);
+	}
+	kill_all(prog, st_fd, prog_done);
+	_exit(0);
+}
+
+/* ---- the reaper as its own program ---- */
+
+/* Set once, before threads (proc_set_reaper_exe); "" means fork. */
+static char reaper_exe[256];
+
+void proc_set_reaper_exe(const char *path)
+{
+	if (path && strlen(path) < sizeof(reaper_exe))
+		memcpy(reaper_exe, path, strlen(path) + 1);
+	else
+		reaper_exe[0] = '\0';
+}
+
+/*
+ * argv: EXE PROC_REAPER_ARG CWD PROGRAM [ARG...]; CWD "" for none. fds
+ * 0-2 are the program's stdio, 3 the control socket, 4 the status pipe;
+ * the environment is the program's. A fresh process: no locks held by
+ * other threads, so the reaper code runs as it does after a fork.
+ */
+int proc_reaper_exec_main(int argc, char **argv)
+{
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t attr;
+	struct proc_spec spec = {0};
+
+	if (argc < 4)
+		return 2;
+	/* dup2 in our spawn cleared close-on-exec: the program must not
+	 * inherit the control socket and the status pipe. */
+	if (fcntl(3, F_SETFD, FD_CLOEXEC) != 0 ||
+	    fcntl(4, F_SETFD, FD_CLOEXEC) != 0)
+		return 2;
+	spec.argv = argv + 3;
+	spec.cwd = argv[2][0] ? argv[2] : NULL;
+	spec.envp = environ;
+	if (spawn_prepare(&spec, 0, 1, 2, &fa, &attr, NULL) != 0) {
+		reap_send(4, REAP_SPAWN_FAILED, ENOMEM);
+		return 0;
+	}
+	reaper_main(&spec, &fa, &attr, 3, 4, 0, 1, 2);
+}
+
+/* The spawn of the reaper program: fds moved to 0-4 (sources first
+ * moved above 4 so that no dup2 overwrites one still to be moved), a
+ * clean signal mask, the program's environment. */
+static int spawn_reaper_exe(const struct proc_spec *spec, const int src[5],
+			    pid_t *pid, struct sc_err *err)
+{
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t attr;
+	sigset_t none, dfl;
+	int fd[5], rc = 0, n_args = 0;
+
+	for (int i = 0; i < 5; i++)
+		fd[i] = -1;
+	for (int i = 0; i < 5 && !rc; i++) {
+		fd[i] = src[i] > 4 ? src[i] : fcntl(src[i], F_DUPFD_CLOEXEC, 5);
+		if (fd[i] < 0)
+			rc = sc_err_set(err, SC_EIO, "dup: %s", strerror(errno));
+	}
+	while (!rc && spec->argv[n_args])
+		n_args++;
+	char **av = rc ? NULL : calloc((size_t)n_args + 4, sizeof(char *));
+	if (!rc && !av)
+		rc = sc_err_set(err, SC_ENOMEM, "out of memory");
+	if (!rc && posix_spawn_file_actions_init(&fa) != 0)
+		rc = sc_err_set(err, SC_ENOMEM, "out of memory");
+	if (!rc && posix_spawnattr_init(&attr) != 0) {
+		posix_spawn_file_actions_destroy(&fa);
+		rc = sc_err_set(err, SC_ENOMEM, "out of memory");
+	}
+	if (!rc) {
+		int r = 0;
+		for (int i = 0; i < 5 && !r; i++)
+			r = posix_spawn_file_actions_adddup2(&fa, fd[i], i);
+		sigemptyset(&none);
+		sigfillset(&dfl);
+		sigdelset(&dfl, SIGKILL);
+		sigdelset(&dfl, SIGSTOP);
+		if (!r)
+			r = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK |
+							    POSIX_SPAWN_SETSIGDEF);
+		if (!r)
+			r = posix_spawnattr_setsigmask(&attr, &none);
+		if (!r)
+			r = posix_spawnattr_setsigdefault(&attr, &dfl);
+		av[0] = reaper_exe;
+		av[1] = (char *)PROC_REAPER_ARG;
+		av[2] = (char *)(spec->cwd ? spec->cwd : "");
+		for (int i = 0; i < n_args; i++)
+			av[3 + i] = spec->argv[i];
+		if (!r)
+			r = posix_spawn(pid, reaper_exe, &fa, &attr, av,
+					spec->envp ? spec->envp : environ);
+		if (r)
+			rc = sc_err_set(err, errno_code(r), "cannot run %s: "
+					"reaper %s: %s", spec->argv[0],
+					reaper_exe, strerror(r));
+		posix_spawnattr_destroy(&attr);
+		posix_spawn_file_actions_destroy(&fa);
+	}
+	free(av);
+	for (int i = 0; i < 5; i++)
+		if (fd[i] >= 0 && fd[i] != src[i])
+			close(fd[i]);
+	return rc;
+}
+
+/* ---- proc_run ---- */
+
+/* Asks the reaper for something ('T' or 'K'); a reaper already gone
+ * needs nothing. Never raises SIGPIPE. */
+static void ctl_send(int fd, char c)
+{
+	if (fd >= 0)
+		(void)send(fd, &c, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+/* Reads one record; false on end of file (the reaper is gone). */
+static bool read_msg(int fd, struct reap_msg *m)
+{
+	size_t got = 0;
+
+	while (got < sizeof(*m)) {
+		ssize_t n = read(fd, (char *)m + got, sizeof(*m) - got);
+		if (n > 0)
+			got += (size_t)n;
+		else if (n == 0 || (errno != EINTR && errno != EAGAIN))
+			return false;
+		else if (errno == EAGAIN) {
+			struct pollfd p = {fd, POLLIN, 0};
+			(void)poll(&p, 1, -1);
+		}
+	}
+	return true;
+}
+
 int proc_run(const struct proc_spec *spec, struct proc_result *res,
 	     struct sc_err *err)
 {
 	int outp[2] = {-1, -1}, errp[2] = {-1, -1}, inp[2] = {-1, -1};
-	int pidfd = -1, rc = 0, status = 0;
+	int ctl[2] = {-1, -1}, stp[2] = {-1, -1};
+	int rc = 0, status = 0;
 	size_t in_off = 0, tail_len = 0;
-	pid_t pid = -1;
-	bool ended = false;
+	pid_t rpid = -1;
+	bool ended = false, have_status = false;
 	char chunk[16384];
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t attr;
+	struct reap_msg m = {0, 0};
 
 	memset(res, 0, sizeof(*res));
 	buf_init(&res->out, spec->max_stdout);
 	if (!spec->argv || !spec->argv[0])
 		return sc_err_set(err, SC_EINVAL, "empty command");
-	if (pipe2(outp, O_CLOEXEC) != 0 || pipe2(errp, O_CLOEXEC) != 0) {
+	if (pipe2(outp, O_CLOEXEC) != 0 || pipe2(errp, O_CLOEXEC) != 0 ||
+	    pipe2(stp, O_CLOEXEC) != 0 ||
+	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ctl) != 0) {
 		rc = sc_err_set(err, SC_EIO, "pipe: %s", strerror(errno));
 		goto done;
 	}
@@ -188,20 +658,54 @@ int proc_run(const struct proc_spec *spec, struct proc_result *res,
 			goto done;
 		}
 	}
-
 	int64_t start = clock_mono_ms();
-	rc = spawn(spec, inp[0], outp[1], errp[1], &pid, err);
-	/* posix_spawn returns once the child has exec'd: the program runs. */
-	if (!rc)
-		res->started_ns = clock_now_ns(spec->clock);
+	bool spawned = false;
+	if (reaper_exe[0]) {
+		/* posix_spawn of the reaper program: no copy of this
+		 * process's page tables, no copy-on-write while it runs.
+		 * Should it fail to start (no /proc), fork as elsewhere. */
+		const int src[5] = {inp[0], outp[1], errp[1], ctl[1], stp[1]};
+		spawned = spawn_reaper_exe(spec, src, &rpid, NULL) == 0;
+	}
+	if (!spawned) {
+		rc = spawn_prepare(spec, inp[0], outp[1], errp[1], &fa, &attr,
+				   err);
+		if (!rc) {
+			rpid = fork();
+			if (rpid == 0)
+				reaper_main(spec, &fa, &attr, ctl[1], stp[1],
+					    inp[0], outp[1], errp[1]);
+			int fork_errno = errno;
+			posix_spawnattr_destroy(&attr);
+			posix_spawn_file_actions_destroy(&fa);
+			if (rpid < 0)
+				rc = sc_err_set(err, errno_code(fork_errno),
+						"cannot run %s: fork: %s",
+						spec->argv[0],
+						strerror(fork_errno));
+		}
+	}
 	close_fd(&inp[0]);
 	close_fd(&outp[1]);
 	close_fd(&errp[1]);
+	close_fd(&ctl[1]);
+	close_fd(&stp[1]);
 	if (rc)
 		goto done;
-	pidfd = pidfd_open(pid, 0);
+	/* The reaper answers once posix_spawn returned: the program was
+	 * exec'd and runs. */
+	if (!read_msg(stp[0], &m) || m.kind != REAP_STARTED) {
+		if (m.kind == REAP_SPAWN_FAILED)
+			rc = spawn_error(spec, m.value, err);
+		else
+			rc = sc_err_set(err, SC_EIO, "cannot run %s: its reaper "
+					"ended", spec->argv[0]);
+		goto reap;
+	}
+	res->started_ns = clock_now_ns(spec->clock);
 	set_nonblock(outp[0]);
 	set_nonblock(errp[0]);
+	set_nonblock(stp[0]);
 	if (inp[1] >= 0) {
 		set_nonblock(inp[1]);
 		if (spec->stdin_len == 0)
@@ -222,11 +726,11 @@ int proc_run(const struct proc_spec *spec, struct proc_result *res,
 		if (!ended && !res->timed_out && now >= deadline) {
 			/* SIGTERM first: a task may want to clean up. */
 			res->timed_out = true;
-			kill(-pid, SIGTERM);
+			ctl_send(ctl[0], 'T');
 			kill_at = now + (spec->grace_ms > 0 ? spec->grace_ms : 0);
 		}
 		if (!ended && now >= kill_at) {
-			kill(-pid, SIGKILL);
+			ctl_send(ctl[0], 'K');
 			kill_at = INT64_MAX;
 		}
 		if (ended && now >= drain_until)
@@ -236,12 +740,12 @@ int proc_run(const struct proc_spec *spec, struct proc_result *res,
 			if (!res->canceled && spec->tick &&
 			    spec->tick(spec->tick_ud) != 0) {
 				res->canceled = true;
-				kill(-pid, SIGKILL);
+				ctl_send(ctl[0], 'K');
 			}
 		}
 
 		struct pollfd fds[4];
-		int nfds = 0, i_out = -1, i_err = -1, i_in = -1, i_pid = -1;
+		int nfds = 0, i_out = -1, i_err = -1, i_in = -1, i_st = -1;
 		if (outp[0] >= 0) {
 			i_out = nfds;
 			fds[nfds++] = (struct pollfd){outp[0], POLLIN, 0};
@@ -254,9 +758,9 @@ int proc_run(const struct proc_spec *spec, struct proc_result *res,
 			i_in = nfds;
 			fds[nfds++] = (struct pollfd){inp[1], POLLOUT, 0};
 		}
-		if (!ended && pidfd >= 0) {
-			i_pid = nfds;
-			fds[nfds++] = (struct pollfd){pidfd, POLLIN, 0};
+		if (!ended) {
+			i_st = nfds;
+			fds[nfds++] = (struct pollfd){stp[0], POLLIN, 0};
 		}
 		int64_t until = ended ? drain_until
 				      : (res->timed_out ? kill_at : deadline);
@@ -266,8 +770,6 @@ int proc_run(const struct proc_spec *spec, struct proc_result *res,
 		if (!ended && next_tick != INT64_MAX &&
 		    (wait < 0 || wait > next_tick - now))
 			wait = next_tick > now ? next_tick - now : 0;
-		if (!ended && pidfd < 0 && (wait < 0 || wait > NO_PIDFD_POLL_MS))
-			wait = NO_PIDFD_POLL_MS;
 		if (wait > 60000)
 			wait = 60000;
 		int pr = poll(fds, (nfds_t)nfds, (int)wait);
@@ -275,7 +777,6 @@ int proc_run(const struct proc_spec *spec, struct proc_result *res,
 			if (errno == EINTR)
 				continue;
 			rc = sc_err_set(err, SC_EIO, "poll: %s", strerror(errno));
-			kill(-pid, SIGKILL);
 			break;
 		}
 
@@ -283,17 +784,17 @@ int proc_run(const struct proc_spec *spec, struct proc_result *res,
 			ssize_t n;
 			while ((n = read(outp[0], chunk, sizeof(chunk))) > 0) {
 				if (res->out.len + (size_t)n > spec->max_stdout) {
-					/* Over the cap: end the group now, do
+					/* Over the cap: end the run now, do
 					 * not let it run on unread. */
 					res->stdout_overflow = true;
-					kill(-pid, SIGKILL);
+					ctl_send(ctl[0], 'K');
 					close_fd(&outp[0]);
 					break;
 				}
 				if (buf_add(&res->out, chunk, (size_t)n) != 0) {
 					rc = sc_err_set(err, SC_ENOMEM,
 							"out of memory");
-					kill(-pid, SIGKILL);
+					ctl_send(ctl[0], 'K');
 					close_fd(&outp[0]);
 					break;
 				}
@@ -320,28 +821,45 @@ int proc_run(const struct proc_spec *spec, struct proc_result *res,
 			    (n < 0 && errno != EAGAIN && errno != EINTR))
 				close_fd(&inp[1]); /* EOF, or it stopped reading */
 		}
-		if (!ended && child_ended(pid, pidfd,
-					  i_pid >= 0 ? fds[i_pid].revents : 0)) {
+		if (i_st >= 0 && fds[i_st].revents) {
+			/* The program ended (the reaper reaped it and now
+			 * kills what is left, which closes the pipes), or
+			 * the reaper itself died. */
+			if (read_msg(stp[0], &m) && m.kind == REAP_ENDED) {
+				status = m.value;
+				have_status = true;
+			}
 			ended = true;
-			/* The leader is a zombie, not yet reaped: the group id
-			 * is still ours. End whatever it left behind. */
-			kill(-pid, SIGKILL);
 			close_fd(&inp[1]);
 			drain_until = clock_mono_ms() + DRAIN_MS;
 		}
 	}
 
 	if (!ended)
-		kill(-pid, SIGKILL);
-	pid_t w;
-	while ((w = waitpid(pid, &status, 0)) < 0 && errno == EINTR)
+		ctl_send(ctl[0], 'K');
+reap:
+	/* End of file on the control channel tells a reaper still waiting
+	 * to end everything; then it exits. */
+	close_fd(&ctl[0]);
+	while (waitpid(rpid, NULL, 0) < 0 && errno == EINTR)
 		;
+	if (rc)
+		goto done;
+	if (!have_status) {
+		/* Killed before it ended by itself: the reaper reported its
+		 * status while ending the rest. */
+		set_nonblock(stp[0]);
+		while (read_msg(stp[0], &m))
+			if (m.kind == REAP_ENDED) {
+				status = m.value;
+				have_status = true;
+			}
+	}
 	res->elapsed_ms = clock_mono_ms() - start;
-	if (w < 0) {
-		/* Without a status we cannot call it a success: a host that
-		 * ignores SIGCHLD has its children reaped by the kernel. */
+	if (!have_status) {
+		/* Without a status we cannot call it a success. */
 		rc = sc_err_set(err, SC_EIO, "cannot read the exit status of "
-				"%s: %s", spec->argv[0], strerror(errno));
+				"%s: its reaper ended first", spec->argv[0]);
 	} else if (WIFEXITED(status)) {
 		res->exited = true;
 		res->exit_code = WEXITSTATUS(status);
@@ -350,13 +868,16 @@ int proc_run(const struct proc_spec *spec, struct proc_result *res,
 	}
 
 done:
-	close_fd(&pidfd);
 	close_fd(&outp[0]);
 	close_fd(&outp[1]);
 	close_fd(&errp[0]);
 	close_fd(&errp[1]);
 	close_fd(&inp[0]);
 	close_fd(&inp[1]);
+	close_fd(&ctl[0]);
+	close_fd(&ctl[1]);
+	close_fd(&stp[0]);
+	close_fd(&stp[1]);
 	return rc;
 }
 

@@ -3,14 +3,21 @@
  * output and the tail of its stderr (used by command tasks and command
  * targets).
  *
- * The child runs in a process group of its own, so a timeout or an output
- * overflow ends the whole group (the task and whatever it started), not
- * just the first process. When the child exits, what is left of its group
- * is killed too: a task's helpers never outlive the task.
+ * The child runs in a process group of its own under a per-run reaper
+ * process that is a child subreaper: whatever the child starts stays under
+ * that reaper even when it leaves the group (setsid, setpgid) and its
+ * parent exits (a double fork). A timeout or an output overflow SIGTERMs
+ * the group, then kills everything under the reaper; when the child exits,
+ * everything left under the reaper is killed too. A task's helpers never
+ * outlive the task, and the run never waits for an escaped helper that
+ * holds its stdout.
  *
- * Thread-safety: proc_run may be called from several threads at once; it
- * uses posix_spawn (no fork in a threaded process) and changes no
- * process-wide state (no signal dispositions, no environment).
+ * Thread-safety: proc_run may be called from several threads at once; each
+ * run starts its own reaper (a posix_spawn of the program set with
+ * proc_set_reaper_exe, else a fork that makes only system calls before it
+ * exits, safe in a fork of a threaded process), and changes no
+ * process-wide state of the host (no signal dispositions, no environment,
+ * no subreaper flag: the host reaps nothing but its own reapers).
  */
 #ifndef SC_PROC_H
 #define SC_PROC_H
@@ -67,6 +74,23 @@ struct proc_result {
  */
 int proc_run(const struct proc_spec *spec, struct proc_result *res,
 	     struct sc_err *err);
+
+/* The argument that makes a program run proc_reaper_exec_main. */
+#define PROC_REAPER_ARG "__surecron_reaper"
+
+/*
+ * Makes every later proc_run start its reaper by posix_spawn of path (a
+ * program whose main hands PROC_REAPER_ARG to proc_reaper_exec_main, e.g.
+ * "/proc/self/exe" in the surecron binary) instead of by fork: a fork
+ * copies the page tables of the whole host and makes it fault on every
+ * page it writes while the run lasts, which a large (or ASan) daemon
+ * feels. NULL or "" goes back to fork. Call it before any thread runs.
+ */
+void proc_set_reaper_exe(const char *path);
+
+/* The reaper program's main (see proc_set_reaper_exe); never returns on
+ * a good argv. */
+int proc_reaper_exec_main(int argc, char **argv);
 
 /* Frees the captured output. NULL is ignored. */
 void proc_result_dispose(struct proc_result *res);

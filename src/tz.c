@@ -4,9 +4,20 @@
  * Reads version 1 files (32-bit data) and version 2+ files (the 64-bit
  * block after the v1 one), and the POSIX-TZ footer rule that governs
  * instants after the last transition of the table (RFC 8536 section 3.3;
- * rule syntax as in POSIX TZ, with the version 3 extension of hours
- * outside 0-24). Leap-second records are skipped: surecron counts POSIX
- * time, which has none.
+ * rule syntax as in POSIX TZ, with the version 3 extension of signed
+ * change times of -167 to 167 hours). Leap-second records are skipped:
+ * surecron counts POSIX time, which has none.
+ *
+ * Limits of a POSIX rule (RFC 8536 3.3.1, POSIX XBD 8.3): the std and dst
+ * offsets have hours 0-24 (so |offset| <= 24:59:59 and two offsets differ
+ * by under 50 h, which cron_next's span jump relies on); only the change
+ * times (`/time`) may have hours up to 167, signed. A rule with DST must
+ * alternate: over a whole 400-year Gregorian cycle (the rule repeats with
+ * it) its changes, in time order, go start, end, start, ... with no two at
+ * one instant and no year's change crossing another's. The one exception
+ * RFC 8536 names, DST all year ("EST5EDT,0/0,J365/25": each year's end is
+ * the next year's start), is taken as a zone that is always on DST. Any
+ * other rule is refused with the reason.
  *
  * Invariants kept:
  *   - A loaded zone is immutable and never freed: the cache below owns it
@@ -48,6 +59,7 @@ struct tz_rule {
 	int32_t std_off;  /* seconds east of UTC */
 	int32_t dst_off;
 	bool has_dst;
+	bool all_dst;     /* DST all year: std_off is the DST offset */
 	struct rule_date start, end; /* into and out of DST */
 	char std_abbr[ABBR_MAX], dst_abbr[ABBR_MAX];
 };
@@ -106,8 +118,10 @@ static const char *rule_abbr(const char *p, char out[ABBR_MAX])
 	return n >= 1 ? p : NULL;
 }
 
-/* [+-]hh[:mm[:ss]] -> seconds; hours up to 167 (RFC 8536 extension). */
-static const char *rule_time(const char *p, int32_t *out)
+/* [+-]hh[:mm[:ss]] -> seconds, hours 0 to max_h (24 for an offset, 167
+ * for a change time); *why says what is wrong when NULL is returned. */
+static const char *rule_time(const char *p, int max_h, int32_t *out,
+			     const char **why)
 {
 	int sign = 1, part[3] = {0, 0, 0};
 
@@ -119,15 +133,24 @@ static const char *rule_time(const char *p, int32_t *out)
 			v = v * 10 + (*p++ - '0');
 			nd++;
 		}
-		if (nd == 0)
+		if (nd == 0) {
+			*why = "a number is missing";
 			return NULL;
+		}
 		part[i] = v;
 		if (*p != ':' || i == 2)
 			break;
 		p++;
 	}
-	if (part[0] > 167 || part[1] > 59 || part[2] > 59)
+	if (part[0] > max_h) {
+		*why = max_h == 24 ? "an offset's hours must be 0-24"
+				   : "a change time's hours must be -167 to 167";
 		return NULL;
+	}
+	if (part[1] > 59 || part[2] > 59) {
+		*why = "minutes and seconds must be 0-59";
+		return NULL;
+	}
 	*out = sign * (part[0] * 3600 + part[1] * 60 + part[2]);
 	return p;
 }
@@ -146,9 +169,11 @@ static const char *rule_num(const char *p, int lo, int hi, int *out)
 	return p;
 }
 
-static const char *rule_date(const char *p, struct rule_date *d)
+static const char *rule_date(const char *p, struct rule_date *d,
+			     const char **why)
 {
 	d->time_s = 7200; /* POSIX default: 02:00 */
+	*why = "a change date must be Jn (1-365), n (0-365) or Mm.w.d";
 	if (*p == 'M') {
 		d->kind = 'M';
 		if (!(p = rule_num(p + 1, 1, 12, &d->a)) || *p++ != '.' ||
@@ -165,29 +190,34 @@ static const char *rule_date(const char *p, struct rule_date *d)
 			return NULL;
 	}
 	if (*p == '/')
-		p = rule_time(p + 1, &d->time_s);
+		p = rule_time(p + 1, 167, &d->time_s, why);
 	return p;
 }
 
-/* Parses a POSIX TZ string; returns 0 or -1. */
-static int rule_parse(const char *s, struct tz_rule *r)
+static int rule_check(struct tz_rule *r, const char **why);
+
+/* Parses a POSIX TZ string; returns 0, or -1 with *why set. */
+static int rule_parse(const char *s, struct tz_rule *r, const char **why)
 {
 	const char *p = s;
 	int32_t v;
 
 	memset(r, 0, sizeof(*r));
-	if (!(p = rule_abbr(p, r->std_abbr)) || !(p = rule_time(p, &v)))
+	*why = "a zone abbreviation is missing";
+	if (!(p = rule_abbr(p, r->std_abbr)) ||
+	    !(p = rule_time(p, 24, &v, why)))
 		return -1;
 	r->std_off = -v; /* POSIX offsets count hours west */
 	r->dst_off = r->std_off;
 	if (!*p)
 		return 0;
+	*why = "a zone abbreviation is missing";
 	if (!(p = rule_abbr(p, r->dst_abbr)))
 		return -1;
 	r->has_dst = true;
 	r->dst_off = r->std_off + 3600;
 	if (*p && *p != ',') {
-		if (!(p = rule_time(p, &v)))
+		if (!(p = rule_time(p, 24, &v, why)))
 			return -1;
 		r->dst_off = -v;
 	}
@@ -196,12 +226,25 @@ static int rule_parse(const char *s, struct tz_rule *r)
 		 * the US rule, as glibc does. */
 		r->start = (struct rule_date){'M', 3, 2, 0, 7200};
 		r->end = (struct rule_date){'M', 11, 1, 0, 7200};
-		return 0;
+		return rule_check(r, why);
 	}
-	if (*p++ != ',' || !(p = rule_date(p, &r->start)) || *p++ != ',' ||
-	    !(p = rule_date(p, &r->end)) || *p)
+	if (*p != ',') {
+		*why = "',' and the DST start date must follow";
 		return -1;
-	return 0;
+	}
+	if (!(p = rule_date(p + 1, &r->start, why)))
+		return -1;
+	if (*p != ',') {
+		*why = "',' and the DST end date must follow";
+		return -1;
+	}
+	if (!(p = rule_date(p + 1, &r->end, why)))
+		return -1;
+	if (*p) {
+		*why = "unexpected text after the rule";
+		return -1;
+	}
+	return rule_check(r, why);
 }
 
 static bool is_leap(int64_t y)
@@ -237,23 +280,85 @@ struct rule_change {
 	bool to_dst;
 };
 
-/* The span of a DST rule holding t (UTC seconds). */
+/* The UTC instants of year y's DST start and end. */
+static void rule_changes(const struct tz_rule *r, int64_t y, int64_t *start,
+			 int64_t *end)
+{
+	*start = rule_local(&r->start, y) - r->std_off;
+	*end = rule_local(&r->end, y) - r->dst_off;
+}
+
+/*
+ * Checks that a DST rule alternates (see the top of the file) over one
+ * whole 400-year cycle plus a year on each side for the wrap: all its
+ * changes in time order must go start, end, start, ... strictly
+ * ascending. A rule that is DST all year (each end is the next year's
+ * start) is turned into one with a single (DST) offset. Runs once per
+ * loaded rule: 806 changes, nearly sorted. Returns 0 or -1 with *why.
+ */
+#define CHECK_Y0 1999
+#define CHECK_NY 403
+static int rule_check(struct tz_rule *r, const char **why)
+{
+	struct rule_change ch[2 * CHECK_NY];
+	int n = 0;
+	bool all_dst = true, alternates = true;
+
+	if (!r->has_dst)
+		return 0;
+	for (int64_t y = CHECK_Y0; y < CHECK_Y0 + CHECK_NY; y++) {
+		int64_t st, en, st1, en1;
+		rule_changes(r, y, &st, &en);
+		rule_changes(r, y + 1, &st1, &en1);
+		if (!(st < en && en == st1))
+			all_dst = false;
+		ch[n++] = (struct rule_change){st, true};
+		ch[n++] = (struct rule_change){en, false};
+	}
+	for (int i = 1; i < n; i++)
+		for (int j = i; j > 0 && ch[j - 1].at > ch[j].at; j--) {
+			struct rule_change tmp = ch[j];
+			ch[j] = ch[j - 1];
+			ch[j - 1] = tmp;
+		}
+	for (int i = 1; i < n && alternates; i++)
+		if (ch[i].at <= ch[i - 1].at || ch[i].to_dst == ch[i - 1].to_dst)
+			alternates = false;
+	if (alternates)
+		return 0;
+	if (all_dst) {
+		r->has_dst = false;
+		r->all_dst = true;
+		r->std_off = r->dst_off;
+		memcpy(r->std_abbr, r->dst_abbr, ABBR_MAX);
+		return 0;
+	}
+	*why = "its DST start and end meet or cross (they must alternate, "
+	       "start, end, start, in every year)";
+	return -1;
+}
+
+/* The span of a DST rule holding t (UTC seconds). The rule alternates
+ * (rule_check), so sorted changes go start, end, start, ... */
 static void rule_span(const struct tz_rule *r, int64_t t, struct tz_span *o)
 {
-	struct rule_change ch[8];
+	struct rule_change ch[10];
 	int64_t days = (t + r->std_off) / 86400 - ((t + r->std_off) % 86400 < 0);
 	int64_t y;
 	int m, d, n = 0;
 
 	clock_civil_from_days(days, &y, &m, &d);
-	for (int k = 0; k < 4; k++) {
-		int64_t yy = y - 1 + k;
+	/* Years y-2 .. y+2: with change times of up to +-167 h both of a
+	 * year's changes can land in the next (or previous) year, and the
+	 * change before t must still be in the list. */
+	for (int k = 0; k < 5; k++) {
+		int64_t yy = y - 2 + k;
 		ch[n++] = (struct rule_change){
 			rule_local(&r->start, yy) - r->std_off, true};
 		ch[n++] = (struct rule_change){
 			rule_local(&r->end, yy) - r->dst_off, false};
 	}
-	/* Insertion sort: 8 items, nearly sorted. */
+	/* Insertion sort: 10 items, nearly sorted. */
 	for (int i = 1; i < n; i++)
 		for (int j = i; j > 0 && ch[j - 1].at > ch[j].at; j--) {
 			struct rule_change tmp = ch[j];
@@ -307,7 +412,7 @@ void tz_span_at(const struct sc_zone *z, int64_t t, struct tz_span *o)
 		o->end_s = INT64_MAX;
 		if (z->has_rule) {
 			o->off_s = z->rule.std_off;
-			o->is_dst = false;
+			o->is_dst = z->rule.all_dst;
 			o->abbr = z->rule.std_abbr;
 		} else {
 			o->off_s = last->off;
@@ -445,8 +550,10 @@ static size_t block_len(const struct tzif_counts *c, int tsize)
 	       c->isut;
 }
 
-/* Parses the TZif image buf (len bytes) into z. Returns 0 or -1. */
-static int parse_tzif(const unsigned char *buf, size_t len, struct sc_zone *z)
+/* Parses the TZif image buf (len bytes) into z. Returns 0, -2 (out of
+ * memory) or -1; a footer rule that is refused sets *why. */
+static int parse_tzif(const unsigned char *buf, size_t len, struct sc_zone *z,
+		      const char **why)
 {
 	struct tzif_counts c;
 	int version, tsize = 4;
@@ -512,7 +619,7 @@ static int parse_tzif(const unsigned char *buf, size_t len, struct sc_zone *z)
 			if (nl && flen > 0 && flen < sizeof(footer)) {
 				memcpy(footer, f + 1, flen);
 				footer[flen] = '\0';
-				if (rule_parse(footer, &z->rule) != 0)
+				if (rule_parse(footer, &z->rule, why) != 0)
 					return -1;
 				z->has_rule = true;
 			}
@@ -645,12 +752,17 @@ int tz_load_path(const char *path, const char *name,
 	}
 	snprintf(z->name, sizeof(z->name), "%s", name);
 	snprintf(z->key, sizeof(z->key), "%s", path);
-	rc = parse_tzif(buf, len, z);
+	const char *why = NULL;
+	rc = parse_tzif(buf, len, z, &why);
 	free(buf);
 	if (rc) {
 		zone_free(z);
 		if (rc == -2)
 			return sc_err_set(err, SC_ENOMEM, "out of memory");
+		if (why)
+			return sc_err_set(err, SC_EZONE, "time zone \"%s\": %s "
+					  "has a footer rule that is refused: "
+					  "%s", name, path, why);
 		return sc_err_set(err, SC_EZONE, "time zone \"%s\": %s is not a "
 				  "valid TZif file", name, path);
 	}
@@ -672,10 +784,11 @@ int tz_load_rule(const char *rule, const struct sc_zone **out,
 
 	if (!z)
 		return sc_err_set(err, SC_ENOMEM, "out of memory");
-	if (strlen(rule) > TZ_NAME_MAX || rule_parse(rule, &z->rule) != 0) {
+	const char *why = "longer than 255 bytes";
+	if (strlen(rule) > TZ_NAME_MAX || rule_parse(rule, &z->rule, &why) != 0) {
 		free(z);
 		return sc_err_set(err, SC_EZONE, "invalid time zone rule "
-				  "\"%.64s\"", rule);
+				  "\"%.64s\": %s", rule, why);
 	}
 	snprintf(key, sizeof(key), "(rule) %s", rule);
 	snprintf(z->key, sizeof(z->key), "%s", key);
@@ -683,6 +796,7 @@ int tz_load_rule(const char *rule, const struct sc_zone **out,
 	z->has_rule = true;
 	z->n_types = 1;
 	z->types[0].off = z->rule.std_off;
+	z->types[0].is_dst = z->rule.all_dst;
 	snprintf(z->types[0].abbr, ABBR_MAX, "%s", z->rule.std_abbr);
 	struct sc_zone *have = cache_add(z);
 	if (!have)
@@ -743,10 +857,16 @@ static void local_init(void)
 	if (tz && *tz) {
 		if (*tz == ':')
 			tz++;
+		struct sc_err e = {0};
 		if (*tz == '/')
-			(void)tz_load_path(tz, tz, &z, NULL);
+			(void)tz_load_path(tz, tz, &z, &e);
 		else if (*tz && sc_zone_load(tz, &z, NULL) != 0)
-			(void)tz_load_rule(tz, &z, NULL);
+			(void)tz_load_rule(tz, &z, &e);
+		/* Not an error of the caller's: said once, and the system
+		 * zone is used instead. */
+		if (!z)
+			SC_LOG(SC_LOG_WARN, "tz", "event=tz_env_ignored "
+			       "error=\"%s\"", e.msg);
 	}
 	if (!z) {
 		char link[PATH_MAX];

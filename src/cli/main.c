@@ -12,6 +12,7 @@
 
 #include "buf.h"
 #include "cli.h"
+#include "proc.h"
 #include "text.h"
 
 /* Sorted by name; `help` lists them in this order. */
@@ -358,6 +359,11 @@ int cmd_version(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+	/* A task's reaper (src/proc.c): this binary again, spawned by
+	 * proc_run, so that no run forks the whole daemon. */
+	if (argc > 1 && strcmp(argv[1], PROC_REAPER_ARG) == 0)
+		return proc_reaper_exec_main(argc, argv);
+	proc_set_reaper_exe("/proc/self/exe");
 	if (argc < 2) {
 		print_overview(stderr);
 		return EXIT_USAGE;

@@ -1051,6 +1051,147 @@ static void once_runs_what_is_due(void **state)
 	env_dispose(&e);
 }
 
+/* ---- issue 11 item 8: helpers that leave the task's group ------------ */
+
+/* Writes dir/helpers.sh: a task that starts a `setsid sleep` helper and a
+ * double-forked one (a shell in a new session starts sleep and exits),
+ * waits until both run, touches `started`, then runs tail. */
+static void write_helpers_script(const struct env *e, const char *tail)
+{
+	char p[512];
+
+	snprintf(p, sizeof(p), "%s/helpers.sh", e->dir);
+	FILE *f = fopen(p, "w");
+	assert_non_null(f);
+	fprintf(f, "setsid sleep 317.1 &\n"
+		   "echo $! > h1.pid\n"
+		   "setsid sh -c 'sleep 317.2 & echo $! > h2.tmp; "
+		   "mv h2.tmp h2.pid' > /dev/null 2>&1 &\n"
+		   "h1=$(cat h1.pid)\n"
+		   "until tr '\\0' ' ' < /proc/$h1/cmdline 2>/dev/null | "
+		   "grep -q 317.1; do sleep 0.01; done\n"
+		   "until [ -s h2.pid ]; do sleep 0.01; done\n"
+		   "touch started\n%s\n", tail);
+	fclose(f);
+}
+
+static pid_t pid_in(const struct env *e, const char *name)
+{
+	char p[512];
+	long pid = 0;
+
+	snprintf(p, sizeof(p), "%s/%s", e->dir, name);
+	FILE *f = fopen(p, "r");
+	assert_non_null(f);
+	assert_int_equal(fscanf(f, "%ld", &pid), 1);
+	fclose(f);
+	return (pid_t)pid;
+}
+
+/* pid runs (not a zombie) and is the helper with this marker. */
+static bool helper_runs(pid_t pid, const char *marker)
+{
+	char p[64], buf[512] = {0};
+	size_t n;
+	FILE *f;
+
+	snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
+	if (!(f = fopen(p, "r")))
+		return false;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	const char *rp = strrchr(buf, ')');
+	if (n == 0 || !rp || rp[2] == 'Z' || rp[2] == 'X')
+		return false;
+	snprintf(p, sizeof(p), "/proc/%d/cmdline", (int)pid);
+	if (!(f = fopen(p, "r")))
+		return false;
+	memset(buf, 0, sizeof(buf));
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	for (size_t i = 0; i < n; i++)
+		if (buf[i] == '\0')
+			buf[i] = ' ';
+	return strstr(buf, marker) != NULL;
+}
+
+/* Polls (5 s at most) until both helpers are gone; kills survivors so a
+ * failing run leaves nothing behind. */
+static bool helpers_gone(const struct env *e)
+{
+	pid_t h1 = pid_in(e, "h1.pid"), h2 = pid_in(e, "h2.pid");
+	int64_t end = now_ms() + 5000;
+	bool a1, a2;
+
+	for (;;) {
+		a1 = helper_runs(h1, "317.1");
+		a2 = helper_runs(h2, "317.2");
+		if ((!a1 && !a2) || now_ms() >= end)
+			break;
+		sleep_ms(10);
+	}
+	if (a1 || a2)
+		print_message("alive after the daemon: setsid helper %s, "
+			      "double-forked helper %s\n", a1 ? "yes" : "no",
+			      a2 ? "yes" : "no");
+	if (a1)
+		kill(h1, SIGKILL);
+	if (a2)
+		kill(h2, SIGKILL);
+	return !a1 && !a2;
+}
+
+/* docs/tasks.md: helpers never outlive the task, also when the daemon is
+ * stopped while the task runs (grace over: the run is released). */
+static void escaped_helpers_end_with_daemon_stop(void **state)
+{
+	struct env e;
+	(void)state;
+	env_init(&e);
+	write_helpers_script(&e, "sleep 30");
+	write_cfg(&e, "{concurrency: 1, lease: 5s, grace: 300ms}",
+		  "  long:\n"
+		  "    cron: \"0 3 * * *\"\n"
+		  "    tz: UTC\n"
+		  "    targets: [hook]\n"
+		  "    tasks:\n"
+		  "      - {name: t, shell: \"sh ./helpers.sh\"}\n");
+	pid_t pid = start_daemon(&e, NULL);
+	trigger(&e, "long", now_ms() / 1000 * 1000);
+	assert_true(wait_file(&e, "started", PATIENCE_MS));
+	kill(pid, SIGTERM);
+	int st = wait_exit(pid, PATIENCE_MS);
+	bool gone = helpers_gone(&e);
+	assert_true(st != -1 && WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	assert_true(gone);
+	assert_int_equal(ledger_count(&e, "long", LEDGER_RELEASED), 1);
+	env_dispose(&e);
+}
+
+/* The same through `run --once`, where the task ends by itself. */
+static void escaped_helpers_end_with_run_once(void **state)
+{
+	struct env e;
+	(void)state;
+	env_init(&e);
+	write_helpers_script(&e, "echo report");
+	write_cfg(&e, W_FAST,
+		  "  good:\n"
+		  "    cron: \"0 3 1 1 *\"\n"
+		  "    tz: UTC\n"
+		  "    targets: [hook]\n"
+		  "    tasks:\n"
+		  "      - {name: t, shell: \"sh ./helpers.sh\"}\n");
+	trigger(&e, "good", now_ms() / 1000 * 1000);
+	int rc = run_once(&e);
+	bool gone = helpers_gone(&e);
+	assert_int_equal(rc, 0);
+	assert_true(gone);
+	assert_int_equal(fake_http_count(e.srv, "/hook"), 1);
+	env_dispose(&e);
+}
+
 /* ---- (8) PostgreSQL: two daemons, one database ------------------------ */
 
 static void two_daemons_pg(void **state)
@@ -1216,6 +1357,10 @@ int main(void)
 		cmocka_unit_test_teardown(trigger_starts_within_a_second, reap_all),
 		cmocka_unit_test_teardown(never_starts_before_due, reap_all),
 		cmocka_unit_test_teardown(once_runs_what_is_due, reap_all),
+		cmocka_unit_test_teardown(escaped_helpers_end_with_daemon_stop,
+					  reap_all),
+		cmocka_unit_test_teardown(escaped_helpers_end_with_run_once,
+					  reap_all),
 	};
 	const struct CMUnitTest pg_tests[] = {
 		cmocka_unit_test_setup_teardown(two_daemons_pg, pgfx_setup,

@@ -628,6 +628,390 @@ static void brute_force_agrees(void **state)
 		}
 }
 
+/* ---- issue 11 item 14: next() on any zone or rule it accepts ---- */
+
+static uint64_t rng_state;
+
+static uint64_t rnd(void)
+{
+	/* xorshift64*: a fixed seed, so a failure replays. */
+	rng_state ^= rng_state >> 12;
+	rng_state ^= rng_state << 25;
+	rng_state ^= rng_state >> 27;
+	return rng_state * UINT64_C(2685821657736338717);
+}
+
+static int rnd_in(int lo, int hi)
+{
+	return lo + (int)(rnd() % (uint64_t)(hi - lo + 1));
+}
+
+static const char *pick(const char *const *v, size_t n)
+{
+	return v[rnd() % n];
+}
+
+/* A random 5-field expression: fields from small pools that cover stars,
+ * steps, single values (fixed-time ones among them), ranges, lists, L,
+ * nth and last weekdays, and rare days (29 Feb, the 31st). */
+static void random_expr(char *out, size_t n)
+{
+	static const char *const mins[] = {"*", "*/7", "0", "30", "59",
+					   "15,45", "0-10/5", "*/20"};
+	static const char *const hours[] = {"*", "0", "1", "2", "3", "23",
+					    "*/5", "1-3", "0,12", "12"};
+	static const char *const doms[] = {"*", "*", "*", "1", "29", "31",
+					   "L", "15", "1-7"};
+	static const char *const mons[] = {"*", "*", "*", "2", "1", "3,10",
+					   "11-12", "*/4"};
+	static const char *const dows[] = {"*", "*", "*", "0", "1-5", "6",
+					   "5L", "0#1", "3#5"};
+	static const char *const macros[] = {"@yearly", "@monthly",
+					     "@weekly", "@daily", "@hourly"};
+
+	if (rnd() % 8 == 0) {
+		snprintf(out, n, "%s", pick(macros, 5));
+		return;
+	}
+	snprintf(out, n, "%s %s %s %s %s", pick(mins, 8), pick(hours, 10),
+		 pick(doms, 9), pick(mons, 8), pick(dows, 9));
+}
+
+/* [+-]hh[:mm[:ss]] of v seconds (v may be negative). */
+static void fmt_hms(char *out, size_t n, long v)
+{
+	long a = v < 0 ? -v : v;
+	snprintf(out, n, "%s%ld:%02ld:%02ld", v < 0 ? "-" : "", a / 3600,
+		 a / 60 % 60, a % 60);
+}
+
+static void random_date(char *out, size_t n)
+{
+	char t[32];
+	long secs = rnd() % 3 == 0 ? (long)rnd_in(-167, 167) * 3600
+		  : rnd() % 2	  ? (long)rnd_in(0, 3) * 3600
+				  : (long)rnd_in(-167 * 3600, 167 * 3600);
+	fmt_hms(t, sizeof(t), secs);
+	switch (rnd() % 3) {
+	case 0:
+		snprintf(out, n, "M%d.%d.%d/%s", rnd_in(1, 12), rnd_in(1, 5),
+			 rnd_in(0, 6), t);
+		break;
+	case 1:
+		snprintf(out, n, "J%d/%s", rnd_in(1, 365), t);
+		break;
+	default:
+		snprintf(out, n, "%d/%s", rnd_in(0, 365), t);
+	}
+}
+
+/* A random POSIX rule within the limits (offsets to +-24:59:59, change
+ * times to +-167 h); tz_load_rule may still refuse it (DST that does not
+ * alternate): the caller skips those. */
+static void random_rule(char *out, size_t n)
+{
+	char so[32], dof[32], d1[48], d2[48];
+	long std = rnd() % 4 == 0 ? (rnd() % 2 ? 89999 : -89999)
+				   : (long)rnd_in(-24, 24) * 3600 +
+					     (long)rnd_in(0, 3) * 900;
+	if (std > 89999)
+		std = 89999;
+	long dst = rnd() % 4 == 0 ? (rnd() % 2 ? 89999 : -89999)
+		 : rnd() % 2	  ? std - 3600
+				  : (long)rnd_in(-89999, 89999);
+	if (dst < -89999)
+		dst = -89999;
+	fmt_hms(so, sizeof(so), std);
+	fmt_hms(dof, sizeof(dof), dst);
+	random_date(d1, sizeof(d1));
+	random_date(d2, sizeof(d2));
+	snprintf(out, n, "<S>%s<D>%s,%s,%s", so, dof, d1, d2);
+}
+
+/*
+ * The first instant after `after` (s) at which c fires in z, by a slow
+ * reference independent of cron_wall_next and its jumps: span by span
+ * (tz_span_at), day by day on the span's wall clock, minute by minute in
+ * matching days, with the DST rule of surecron.h: fixed-time expressions
+ * skip the repeated wall times after a backward change and fire at a
+ * forward change when a skipped wall time matches. Stops at `bound`;
+ * returns INT64_MAX when nothing fires up to it. Also checks that the
+ * spans it walks join up: each span's end is the next one's start, and
+ * the offsets each claims for its neighbours are theirs.
+ */
+static int64_t reference_next(const struct sc_cron *c, const struct sc_zone *z,
+			      int64_t after, int64_t bound, const char *what)
+{
+	bool fixed = c->flags & SC_CRON_FIXED_TIME;
+	int64_t from = after + 1;
+	struct tz_span sp;
+
+	tz_span_at(z, from, &sp);
+	/* The first span joins the one before it too; one without a start
+	 * is the same span two years earlier. */
+	struct tz_span pv;
+	tz_span_at(z, sp.start_s != INT64_MIN ? sp.start_s - 1
+					      : from - 2 * 366 * 86400, &pv);
+	if (sp.start_s != INT64_MIN
+		    ? pv.end_s != sp.start_s || pv.next_off_s != sp.off_s ||
+			      sp.prev_off_s != pv.off_s
+		    : pv.start_s != INT64_MIN || pv.end_s != sp.end_s ||
+			      pv.off_s != sp.off_s)
+		fail_msg("%s: the span at the start (from %lld, offset %d, "
+			 "previous %d) does not join the one before it (to "
+			 "%lld, offset %d, next %d)", what,
+			 (long long)sp.start_s, sp.off_s, sp.prev_off_s,
+			 (long long)pv.end_s, pv.off_s, pv.next_off_s);
+	while (from <= bound) {
+		int64_t lo = from + sp.off_s;
+		if (sp.start_s >= from && fixed && sp.prev_off_s < sp.off_s &&
+		    sp.start_s != INT64_MIN) {
+			/* A forward change at from: a skipped wall minute
+			 * that matches fires now. */
+			int64_t g0 = sp.start_s + sp.prev_off_s;
+			int64_t g1 = sp.start_s + sp.off_s;
+			for (int64_t m = (g0 + 59) / 60 * 60; m < g1; m += 60)
+				if (wall_matches(c, m))
+					return sp.start_s;
+		}
+		if (fixed && sp.start_s != INT64_MIN &&
+		    sp.prev_off_s > sp.off_s && sp.start_s + sp.prev_off_s > lo)
+			lo = sp.start_s + sp.prev_off_s;
+		int64_t end = sp.end_s == INT64_MAX || sp.end_s > bound + 1
+				      ? bound + 1
+				      : sp.end_s;
+		int64_t hi = end + sp.off_s; /* wall range [lo, hi) */
+		for (int64_t day = lo / 86400 - (lo % 86400 < 0);
+		     day * 86400 < hi; day++) {
+			int64_t y;
+			int mo, d;
+			clock_civil_from_days(day, &y, &mo, &d);
+			if (!(c->mon >> mo & 1) ||
+			    !(cron_day_mask(c, cron_days_in_month(y, mo),
+					    clock_weekday(day - d + 1)) >> d & 1))
+				continue;
+			int64_t m0 = day * 86400 > lo ? day * 86400 : lo;
+			m0 = (m0 + 59) / 60 * 60;
+			for (int64_t m = m0; m < hi && m < (day + 1) * 86400;
+			     m += 60)
+				if (wall_matches(c, m))
+					return m - sp.off_s;
+		}
+		if (sp.end_s == INT64_MAX || sp.end_s > bound)
+			break;
+		struct tz_span nx;
+		tz_span_at(z, sp.end_s, &nx);
+		if (nx.start_s != sp.end_s || nx.off_s != sp.next_off_s ||
+		    nx.prev_off_s != sp.off_s)
+			fail_msg("%s: spans do not join at %lld: this one says "
+				 "next offset %d, the next starts at %lld with "
+				 "offset %d (and says previous %d, not %d)",
+				 what, (long long)sp.end_s, sp.next_off_s,
+				 (long long)nx.start_s, nx.off_s,
+				 nx.prev_off_s, sp.off_s);
+		from = sp.end_s;
+		sp = nx;
+	}
+	return INT64_MAX;
+}
+
+/* One (expression, zone, start) triple: next() is after the start, fires
+ * where the expression matches in the zone, and nothing fires earlier.
+ * Returns false when the triple was too costly to check (result over 12
+ * years away) or never fires. */
+static bool check_triple(const char *expr, const struct sc_zone *z,
+			 const char *zname, int64_t after_s)
+{
+	struct sc_cron c;
+	struct sc_err err = {0};
+	int64_t got_ms;
+	char what[512], a[CLOCK_ISO_MAX], b[CLOCK_ISO_MAX];
+
+	if (sc_cron_parse(expr, &c, &err) != 0) {
+		if (strstr(err.msg, "never fires"))
+			return false; /* "31 2": refused, rightly */
+		fail_msg("\"%s\": %s", expr, err.msg);
+	}
+	snprintf(what, sizeof(what), "\"%s\" in %s after %s", expr, zname,
+		 clock_format_utc(after_s * 1000, a));
+	int rc = sc_cron_next(&c, z, after_s * 1000, &got_ms, &err);
+	if (rc == SC_ENEVER)
+		return false;
+	if (rc != 0)
+		fail_msg("%s: %s", what, err.msg);
+	int64_t got = got_ms / 1000;
+	if (got_ms % 1000 != 0 || got <= after_s)
+		fail_msg("%s: got %s, not after the start", what,
+			 clock_format_utc(got_ms, a));
+	if (got - after_s > 12LL * 366 * 86400)
+		return false;
+	int64_t want = reference_next(&c, z, after_s, got, what);
+	if (want != got)
+		fail_msg("%s: next() gives %s, the reference %s", what,
+			 clock_format_utc(got_ms, a),
+			 want == INT64_MAX ? "nothing up to it"
+					   : clock_format_utc(want * 1000, b));
+	return true;
+}
+
+static const struct sc_zone *rule_zone(const char *rule)
+{
+	const struct sc_zone *z;
+	struct sc_err err = {0};
+	if (tz_load_rule(rule, &z, &err) != 0)
+		fail_msg("rule %s: %s", rule, err.msg);
+	return z;
+}
+
+static void next_property_on_zones_and_rules(void **state)
+{
+	static const char *const zones[] = {
+		"UTC", "America/New_York", "Europe/Berlin", "Europe/Dublin",
+		"Australia/Lord_Howe", "America/Santiago", "Pacific/Chatham",
+		"America/Nuuk", "Asia/Kolkata", "Africa/Casablanca",
+		"Pacific/Kiritimati", "America/St_Johns"};
+	/* Rules at the edges of what is accepted: offsets of +-24:59:59
+	 * (49 h 58 min apart: the span jump once stepped over a slot with
+	 * them), change times of +-167 h that land in the next or the
+	 * previous year, negative DST, DST all year. */
+	static const char *const rules[] = {
+		"<A>24:59:59<B>-24:59:59,M1.1.0,M12.5.0",
+		"<A>-24:59:59<B>24:59:59,M3.2.0,M11.1.0",
+		"<A>24<B>-24,J1/0,J182/0",
+		"<A>-1<B>-2,J365/167,J365/100",
+		"<A>-1<B>-2,M12.5.6/167,M12.5.0/90",
+		"<A>5<B>4,M1.1.0/-167,M6.1.0/-100",
+		"IST-1GMT0,M10.5.0,M3.5.0/1",
+		"EST5EDT,0/0,J365/25",
+		"<+1030>-10:30<+11>-11,M10.1.0,M4.1.0",
+		"<-03>3<-02>,M3.5.0/-2,M10.5.0/-1",
+		"XST5XDT,J60/2,300/2",
+		"<-04>4<-03>,M9.1.6/24,M4.1.6/24",
+	};
+	/* The cases of the issue and the jump, always checked. */
+	static const struct {
+		const char *expr, *rule, *after;
+	} fixed_cases[] = {
+		{"@yearly", "<A>24:59:59<B>-24:59:59,M1.1.0,M12.5.0",
+		 "2025-06-01T00:00:00Z"},
+		{"@yearly", "<A>-24:59:59<B>24:59:59,M3.2.0,M11.1.0",
+		 "2025-06-01T00:00:00Z"},
+		{"0 0 29 2 *", "<A>24:59:59<B>-24:59:59,M1.1.0,M12.5.0",
+		 "2025-06-01T00:00:00Z"},
+		{"@monthly", "<A>24<B>-24,J1/0,J182/0", "2025-06-01T00:00:00Z"},
+		{"0 3 1 1 *", "<A>-1<B>-2,J365/167,J365/100",
+		 "2025-12-30T00:00:00Z"},
+		/* Both of 2025's changes land in January 2026 (the 4th and
+		 * the 7th): on the 2nd the change before is 2024's. */
+		{"0 3 * * *", "<A>-1<B>-2,J365/167,J365/100",
+		 "2026-01-02T00:00:00Z"},
+		{"0 3 * * *", "<A>5<B>4,M1.1.0/-167,M6.1.0/-100",
+		 "2026-12-27T00:00:00Z"},
+	};
+	int checked = 0, skipped = 0, refused = 0, n_rules = 0;
+	char expr[128], rule[256];
+	/* Random rules come from a pool: every loaded rule stays cached
+	 * for the process's life, and the cache holds 1024 zones. */
+	static char pool[150][256];
+	static const struct sc_zone *pool_z[150];
+
+	for (size_t i = 0; i < sizeof(fixed_cases) / sizeof(fixed_cases[0]);
+	     i++) {
+		const struct sc_zone *z = rule_zone(fixed_cases[i].rule);
+		assert_true(check_triple(fixed_cases[i].expr, z,
+					 fixed_cases[i].rule,
+					 iso(fixed_cases[i].after) / 1000));
+	}
+	rng_state = UINT64_C(0x9e3779b97f4a7c15);
+	while (n_rules < 150) {
+		struct sc_err err = {0};
+		random_rule(rule, sizeof(rule));
+		if (tz_load_rule(rule, &pool_z[n_rules], &err) != 0) {
+			/* Only an alternation failure may refuse a rule made
+			 * within the limits. */
+			if (!strstr(err.msg, "alternate"))
+				fail_msg("rule %s: %s", rule, err.msg);
+			refused++;
+			continue;
+		}
+		snprintf(pool[n_rules++], sizeof(pool[0]), "%s", rule);
+	}
+	const int64_t y2020 = iso("2020-01-01T00:00:00Z") / 1000;
+	for (int k = 0; k < 3000; k++) {
+		const struct sc_zone *z;
+		const char *zname;
+		int kind = (int)(rnd() % 3);
+		if (kind == 0) {
+			zname = pick(zones, sizeof(zones) / sizeof(zones[0]));
+			assert_int_equal(sc_zone_load(zname, &z, NULL), 0);
+		} else if (kind == 1) {
+			zname = pick(rules, sizeof(rules) / sizeof(rules[0]));
+			z = rule_zone(zname);
+		} else {
+			size_t r = rnd() % 150;
+			zname = pool[r];
+			z = pool_z[r];
+		}
+		random_expr(expr, sizeof(expr));
+		/* Starts over 30 years, on odd seconds, often right before
+		 * a whole hour. */
+		int64_t after = y2020 + (int64_t)(rnd() % (30ULL * 365 * 86400));
+		if (rnd() % 3 == 0)
+			after = after / 3600 * 3600 - (int64_t)(rnd() % 3);
+		if (check_triple(expr, z, zname, after))
+			checked++;
+		else
+			skipped++;
+	}
+	print_message("next() property: %d triples checked, %d skipped (never "
+		      "or over 12 years), %d random rules, %d refused "
+		      "(DST not alternating)\n", checked, skipped, n_rules,
+		      refused);
+	assert_true(checked > 2500);
+}
+
+/* Out-of-range rules are refused with the reason (RFC 8536 3.3.1: offsets
+ * have hours 0-24; only change times may go to 167). */
+static void out_of_range_rules_are_refused(void **state)
+{
+	static const struct {
+		const char *rule, *why;
+	} rows[] = {
+		{"IST-1GMT051", "offset's hours must be 0-24"},
+		{"IST-1GMT051,M3.5.0,M10.5.0", "offset's hours must be 0-24"},
+		{"EST25", "offset's hours must be 0-24"},
+		{"<X>-167", "offset's hours must be 0-24"},
+		{"EST5EDT,M3.2.0/168,M11.1.0", "change time's hours"},
+		{"EST5EDT,M3.2.0,M11.1.0/-168", "change time's hours"},
+		{"EST5EDT,M3.2.0/2:60,M11.1.0", "minutes and seconds"},
+		/* 29 Feb in leap years flips the order of the changes. */
+		{"<A>-1<B>-2,J60/0,59/12", "alternate"},
+		/* Start and end at one instant (05:00 std = 06:00 DST). */
+		{"<A>-1<B>-2,J100/5,J100/6", "alternate"},
+	};
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		const struct sc_zone *z;
+		struct sc_err err = {0};
+		if (tz_load_rule(rows[i].rule, &z, &err) != SC_EZONE)
+			fail_msg("rule %s accepted", rows[i].rule);
+		if (!strstr(err.msg, rows[i].why))
+			fail_msg("rule %s: \"%s\" does not say \"%s\"",
+				 rows[i].rule, err.msg, rows[i].why);
+	}
+	/* The limits themselves are fine. */
+	const struct sc_zone *z;
+	assert_int_equal(tz_load_rule("<A>24:59:59<B>-24:59:59,M3.2.0/167,"
+				      "M11.1.0/-167", &z, NULL), 0);
+	/* DST all year (RFC 8536's example) is one offset, on DST. */
+	assert_int_equal(tz_load_rule("EST5EDT,0/0,J365/25", &z, NULL), 0);
+	assert_int_equal(sc_zone_offset_s(z, iso("2026-01-01T03:00:00Z")),
+			 -4 * 3600);
+	assert_int_equal(sc_zone_offset_s(z, iso("2026-07-01T03:00:00Z")),
+			 -4 * 3600);
+	assert_int_equal(sc_zone_offset_s(z, iso("2026-12-31T23:00:00Z")),
+			 -4 * 3600);
+}
+
 static void retry_timeline(void **state)
 {
 	struct sc_retry_timeline tl;
@@ -706,6 +1090,8 @@ int main(void)
 		cmocka_unit_test(next_rejects_bad_input),
 		cmocka_unit_test(long_runs_stay_ordered),
 		cmocka_unit_test(brute_force_agrees),
+		cmocka_unit_test(next_property_on_zones_and_rules),
+		cmocka_unit_test(out_of_range_rules_are_refused),
 		cmocka_unit_test(retry_timeline),
 		cmocka_unit_test(descriptions),
 	};

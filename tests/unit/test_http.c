@@ -333,6 +333,120 @@ static void missing_expires_in_means_five_minutes(void **state)
 	http_client_free(c);
 }
 
+/*
+ * Issue 11 item 3: a token reply's expires_in is a peer's number. Huge
+ * ones (1e308, 2^63-1, a 20-digit string) used to be multiplied into
+ * milliseconds unchecked: signed overflow (UBSan aborts), and the wrapped
+ * expiry had the token fetched on every request or cached forever. Every
+ * value now gives a lifetime in [1 ms, 24 h]; the table says which: the
+ * token is reused until 60 s before that lifetime ends, and fetched again
+ * exactly then.
+ */
+static void expires_in_is_bounded(void **state)
+{
+	static const struct {
+		const char *expires_in; /* JSON text of the field */
+		int64_t ttl_ms;
+	} rows[] = {
+		{"9223372036854775807", HTTP_AUTH_MAX_TTL_MS},
+		{"1e308", HTTP_AUTH_MAX_TTL_MS},
+		{"\"99999999999999999999\"", HTTP_AUTH_MAX_TTL_MS},
+		{"\"9223372036854775807000\"", HTTP_AUTH_MAX_TTL_MS},
+		{"1.7976931348623157e308", HTTP_AUTH_MAX_TTL_MS},
+		{"86401", HTTP_AUTH_MAX_TTL_MS},
+		{"86400", 86400 * 1000LL},
+		{"\"3600\"", 3600 * 1000LL},
+		{"\"3600.75\"", 3600 * 1000LL},
+		{"1800.5", 1800500},
+		{"-9223372036854775808", HTTP_AUTH_DEFAULT_TTL_MS},
+		{"-1e308", HTTP_AUTH_DEFAULT_TTL_MS},
+		{"0", HTTP_AUTH_DEFAULT_TTL_MS},
+		{"\"0\"", HTTP_AUTH_DEFAULT_TTL_MS},
+		{"\"3600s\"", HTTP_AUTH_DEFAULT_TTL_MS},
+		{"\"-5\"", HTTP_AUTH_DEFAULT_TTL_MS},
+		{"\"\"", HTTP_AUTH_DEFAULT_TTL_MS},
+		{"null", HTTP_AUTH_DEFAULT_TTL_MS},
+		{"true", HTTP_AUTH_DEFAULT_TTL_MS},
+	};
+	struct http_client *c = client();
+	struct sc_err err;
+	char body[256];
+
+	fake_http_set_default(srv, "/api", 200, NULL, "ok");
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		struct http_auth *a = oauth(false, NULL);
+		size_t before = fake_http_count(srv, "/token");
+		snprintf(body, sizeof(body),
+			 "{\"access_token\":\"peer-%zu\",\"token_type\":"
+			 "\"Bearer\",\"expires_in\":%s}", i,
+			 rows[i].expires_in);
+		fake_http_push(srv, "/token", 200,
+			       "Content-Type: application/json", body, 0);
+		fake_http_push(srv, "/token", 200,
+			       "Content-Type: application/json",
+			       "{\"access_token\":\"again\",\"expires_in\":60}",
+			       0);
+		if (get(c, a, "/api", &err) != 0)
+			fail_msg("row %zu (%s): %s", i, rows[i].expires_in,
+				 err.msg);
+		/* The last millisecond the token is still reused. */
+		sc_clock_advance_ms(vclock,
+				    rows[i].ttl_ms - HTTP_AUTH_EARLY_MS - 1);
+		assert_int_equal(get(c, a, "/api", &err), 0);
+		if (fake_http_count(srv, "/token") != before + 1)
+			fail_msg("row %zu (%s): %zu token fetches within the "
+				 "lifetime, want 1", i, rows[i].expires_in,
+				 fake_http_count(srv, "/token") - before);
+		sc_clock_advance_ms(vclock, 1);
+		assert_int_equal(get(c, a, "/api", &err), 0);
+		if (fake_http_count(srv, "/token") != before + 2)
+			fail_msg("row %zu (%s): not fetched again %lld ms "
+				 "before its end", i, rows[i].expires_in,
+				 (long long)HTTP_AUTH_EARLY_MS);
+		http_auth_free(a);
+	}
+	assert_int_equal(log_count("event=token_ttl_capped"), 6);
+	http_client_free(c);
+}
+
+/* A token store row with an expiry beyond the longest lifetime (written by
+ * a version that let expires_in wrap) is not trusted: fetched anew. */
+static int far_get(void *ud, const char *provider, char **token,
+		   int64_t *expires_at_ms)
+{
+	(void)ud;
+	(void)provider;
+	*token = strdup("stored-forever");
+	*expires_at_ms = INT64_MAX;
+	return *token ? 0 : SC_ENOMEM;
+}
+
+static void stored_token_beyond_max_ttl_is_refetched(void **state)
+{
+	char token_url[256];
+	struct auth_spec spec = {
+		.name = "broker",
+		.kind = AUTH_OAUTH2,
+		.token_url = token_url,
+		.client_id = "my-app",
+		.client_secret_env = "TEST_CLIENT_SECRET",
+	};
+	struct http_token_store st = {.get = far_get};
+	struct sc_err err = {0};
+	struct http_client *c = client();
+
+	fake_http_url(srv, "/token", token_url, sizeof(token_url));
+	struct http_auth *a = http_auth_new(&spec, vclock, &st, &err);
+	assert_non_null(a);
+	fake_http_oauth2(srv, "/token", 3600);
+	fake_http_protect(srv, "/api");
+	assert_int_equal(get(c, a, "/api", &err), 0);
+	assert_int_equal(fake_http_tokens_issued(srv), 1);
+	assert_string_equal(bearer_of("/api", -1), "Bearer tok-1");
+	http_auth_free(a);
+	http_client_free(c);
+}
+
 static void revoked_token_recovers_without_restart(void **state)
 {
 	struct http_client *c = client();
@@ -516,6 +630,16 @@ static void retry_after_hints(void **state)
 		{429, "X-RateLimit-Reset: later", "X-RateLimit-Reset", 0},
 		{429, "Retry-After: 5\nX-RateLimit-Reset: 20", "X-RateLimit-Reset",
 		 5000},
+		/* Issue 11 item 3: years curl_getdate takes but whose
+		 * milliseconds overflow int64 (UBSan aborted here). */
+		{429, "Retry-After: Sun Nov 29 12:00:10 2147483647", NULL, 0},
+		{503, "Retry-After: Sunday, 29-Nov-2147483647 12:01:00 GMT",
+		 NULL, 0},
+		{429, "Retry-After: Sun Nov 29 12:00:10 10000", NULL, 0},
+		{429, "X-RateLimit-Reset: Sun Nov 29 12:00:10 2147483647",
+		 "X-RateLimit-Reset", 0},
+		{429, "X-RateLimit-Reset: 999999999999", "X-RateLimit-Reset", 0},
+		{429, "X-RateLimit-Reset: 9999999999999", "X-RateLimit-Reset", 0},
 	};
 	struct http_client *c = client();
 
@@ -1210,6 +1334,8 @@ int main(void)
 		T(no_refresh_on_403_429_5xx),
 		T(token_reused_until_60s_before_expiry),
 		T(missing_expires_in_means_five_minutes),
+		T(expires_in_is_bounded),
+		T(stored_token_beyond_max_ttl_is_refetched),
 		T(revoked_token_recovers_without_restart),
 		T(concurrent_401s_share_one_refresh),
 		T(late_401_reuses_the_newer_token),

@@ -14,8 +14,10 @@
 #include <cmocka.h>
 #include <stdio.h>
 #include <string.h>
+#include <pthread.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "clock.h"
 #include "fakes/fake_http.h"
@@ -237,6 +239,201 @@ static void timeout_kills_the_group(void **state)
 	assert_true(took >= timeout && took < timeout + 6500);
 	assert_true(not_running(read_pid("bg.pid")));
 	task_result_dispose(&r);
+}
+
+/* ---- issue 11 item 8: helpers that leave the group ---- */
+
+/*
+ * A script that starts two helpers that escape the task's process group
+ * and then carries on with tail (shell text):
+ *   h1: `setsid sleep`: a new session, still holding the task's stdout;
+ *   h2: a double fork: a shell in a new session starts sleep and exits,
+ *       so the sleep is an orphan outside the group (stdout to /dev/null).
+ * The script goes on only once both are really there: h1 exec'd sleep
+ * (so it already called setsid) and h2's pid is written. Each sleep has
+ * a duration no other process uses (the marker), so a reused pid is never
+ * taken for a helper. Before tail it records the real time in ns.
+ */
+static void escaping_script(char *body, size_t n, const char *tail)
+{
+	snprintf(body, n,
+		 "setsid sleep 313.1 &\n"
+		 "echo $! > %1$s/h1.pid\n"
+		 "setsid sh -c 'sleep 313.2 & echo $! > %1$s/h2.tmp; "
+		 "mv %1$s/h2.tmp %1$s/h2.pid' > /dev/null 2>&1 &\n"
+		 "h1=$(cat %1$s/h1.pid)\n"
+		 "until tr '\\0' ' ' < /proc/$h1/cmdline 2>/dev/null | "
+		 "grep -q 313.1; do sleep 0.01; done\n"
+		 "until [ -s %1$s/h2.pid ]; do sleep 0.01; done\n"
+		 "echo helpers started >&2\n"
+		 "date +%%s%%N > %1$s/end.ns\n"
+		 "%2$s\n",
+		 dir, tail);
+}
+
+/* Is pid alive (not a zombie) and still the helper with this marker? */
+static bool helper_alive(pid_t pid, const char *marker)
+{
+	char path[64], cmd[256] = {0};
+	FILE *f;
+
+	if (pid <= 0 || is_gone(pid))
+		return false;
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return false;
+	size_t n = fread(cmd, 1, sizeof(cmd) - 1, f);
+	fclose(f);
+	for (size_t i = 0; i < n; i++)
+		if (cmd[i] == '\0')
+			cmd[i] = ' ';
+	return strstr(cmd, marker) != NULL;
+}
+
+/* Polls until neither helper runs, 5 s at most (a SIGKILL is acted on the
+ * next time the kernel schedules the process); kills the survivors so a
+ * failing run leaves nothing behind. Returns true when both were gone. */
+static bool helpers_gone(void)
+{
+	pid_t h1 = read_pid("h1.pid"), h2 = read_pid("h2.pid");
+	int64_t end = clock_mono_ms() + 5000;
+	bool a1, a2;
+
+	for (;;) {
+		a1 = helper_alive(h1, "313.1");
+		a2 = helper_alive(h2, "313.2");
+		if ((!a1 && !a2) || clock_mono_ms() >= end)
+			break;
+		struct timespec ts = {0, 10 * 1000 * 1000};
+		nanosleep(&ts, NULL);
+	}
+	if (a1 || a2)
+		print_message("alive after the task: setsid helper %s, "
+			      "double-forked helper %s\n", a1 ? "yes" : "no",
+			      a2 ? "yes" : "no");
+	if (a1)
+		kill(h1, SIGKILL);
+	if (a2)
+		kill(h2, SIGKILL);
+	return !a1 && !a2;
+}
+
+/* Real time now minus the ns the script wrote before it ended, in ms. */
+static int64_t ms_since_script_end(void)
+{
+	char path[512];
+	long long ns = 0;
+	struct timespec now;
+	FILE *f;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	snprintf(path, sizeof(path), "%s/end.ns", dir);
+	f = fopen(path, "r");
+	assert_non_null(f);
+	assert_int_equal(fscanf(f, "%lld", &ns), 1);
+	fclose(f);
+	return ((long long)now.tv_sec * 1000000000LL + now.tv_nsec - ns) /
+	       1000000;
+}
+
+static void escaped_helpers_end_with_the_task(void **state)
+{
+	struct task_result r;
+	char body[4096];
+
+	escaping_script(body, sizeof(body), "echo report; exit 0");
+	int64_t t0 = clock_mono_ms();
+	int rc = run_script(body, NULL, 60000, 0, &r);
+	int64_t after = ms_since_script_end();
+	int64_t took = clock_mono_ms() - t0;
+	print_message("task ran %lld ms; returned %lld ms after the script "
+		      "ended (was 2000+: waiting on the helper's stdout)\n",
+		      (long long)took, (long long)after);
+	bool gone = helpers_gone();
+	assert_int_equal(rc, 0);
+	assert_int_equal(r.outcome, TASK_DELIVER);
+	assert_true(gone);
+	/* The old code read on for DRAIN_MS (2 s) while h1 held stdout. */
+	assert_true(after < 1000);
+	task_result_dispose(&r);
+}
+
+static void escaped_helpers_end_with_a_timeout(void **state)
+{
+	struct task_result r;
+	char body[4096];
+
+	escaping_script(body, sizeof(body), "trap '' TERM\nsleep 30");
+	/* Long enough for a loaded machine to start both helpers: the
+	 * test needs them running when the timeout fires. */
+	int rc = run_script(body, NULL, 4000, 0, &r);
+	bool gone = helpers_gone();
+	assert_int_equal(rc, SC_ETIMEDOUT);
+	assert_non_null(strstr(r.err.msg, "helpers started"));
+	assert_true(gone);
+	task_result_dispose(&r);
+}
+
+/* What a daemon stop does to a running task: its tick says stop. */
+static int stop_when_started(void *ud)
+{
+	char path[512];
+	(void)ud;
+	snprintf(path, sizeof(path), "%s/end.ns", dir);
+	return access(path, F_OK) == 0 ? SC_ECANCELED : 0;
+}
+
+static void escaped_helpers_end_when_the_run_is_stopped(void **state)
+{
+	struct task_ctx c = ctx;
+	struct task_result r;
+	char body[4096];
+
+	c.tick = stop_when_started;
+	c.tick_ms = 20;
+	escaping_script(body, sizeof(body), "sleep 30");
+	int64_t t0 = clock_mono_ms();
+	int rc = run_script_ctx(body, &c, &r);
+	int64_t took = clock_mono_ms() - t0;
+	bool gone = helpers_gone();
+	assert_int_equal(rc, SC_ECANCELED);
+	assert_true(gone);
+	assert_true(took < 20000);
+	task_result_dispose(&r);
+}
+
+/* Runs in a thread: a task that outlives the other thread's task. */
+static void *long_task(void *ud)
+{
+	struct task_result *r = ud;
+	char *argv[] = {"/bin/sh", "-c",
+			"sleep 0.8 & wait; echo long-done", NULL};
+	struct task_spec t = {.name = "long", .argv = argv,
+			      .timeout_ms = 30000};
+	(void)task_run(&t, &ctx, r);
+	return NULL;
+}
+
+/* Two runs at once: the one that ends first kills its own descendants,
+ * never the other run's processes (each run has its own reaper). */
+static void concurrent_runs_keep_their_processes(void **state)
+{
+	struct task_result lr, sr;
+	pthread_t th;
+	char body[4096];
+
+	assert_int_equal(pthread_create(&th, NULL, long_task, &lr), 0);
+	escaping_script(body, sizeof(body), "exit 0");
+	int rc = run_script(body, NULL, 30000, 0, &sr);
+	pthread_join(th, NULL);
+	bool gone = helpers_gone();
+	assert_int_equal(rc, 0);
+	assert_true(gone);
+	assert_int_equal(lr.outcome, TASK_DELIVER);
+	assert_non_null(strstr(lr.summary ? lr.summary : "", "long-done"));
+	task_result_dispose(&lr);
+	task_result_dispose(&sr);
 }
 
 static void stdout_cap_stops_the_task(void **state)
@@ -526,6 +723,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(shell_only_when_asked, setup, teardown),
 		cmocka_unit_test_setup_teardown(environment_and_cwd, setup, teardown),
 		cmocka_unit_test_setup_teardown(timeout_kills_the_group, setup, teardown),
+		cmocka_unit_test_setup_teardown(escaped_helpers_end_with_the_task, setup, teardown),
+		cmocka_unit_test_setup_teardown(escaped_helpers_end_with_a_timeout, setup, teardown),
+		cmocka_unit_test_setup_teardown(escaped_helpers_end_when_the_run_is_stopped, setup, teardown),
+		cmocka_unit_test_setup_teardown(concurrent_runs_keep_their_processes, setup, teardown),
 		cmocka_unit_test_setup_teardown(stdout_cap_stops_the_task, setup, teardown),
 		cmocka_unit_test_setup_teardown(malformed_json_names_task_and_position, setup, teardown),
 		cmocka_unit_test_setup_teardown(exit_75_is_retryable_with_hint, setup, teardown),

@@ -271,6 +271,19 @@ static void tzdir_and_handmade_files(void **state)
 	put_bytes(&im, "\nCET-1CEST,M3.5.0,M10.5.0/3\n", 28);
 	write_file(keep, "Test/Rule", im.b, im.n);
 
+	/* The same with footers out of range (issue 11 item 14): a dst
+	 * offset of 51 h, and DST that does not alternate. */
+	im.n = 0;
+	put_block(&im, '2', &v2, 4);
+	put_block(&im, '2', &v2, 8);
+	put_bytes(&im, "\nIST-1GMT051\n", 13);
+	write_file(keep, "Test/Far", im.b, im.n);
+	im.n = 0;
+	put_block(&im, '2', &v2, 4);
+	put_block(&im, '2', &v2, 8);
+	put_bytes(&im, "\n<A>-1<B>-2,J60/0,59/12\n", 24);
+	write_file(keep, "Test/Cross", im.b, im.n);
+
 	/* Garbage and a truncated real file. */
 	write_file(keep, "Test/Bad", "TZif2 this is not a zone", 24);
 	write_file(keep, "Test/Trunc", im.b, 30);
@@ -288,6 +301,12 @@ static void tzdir_and_handmade_files(void **state)
 	assert_int_equal(sc_zone_offset_s(z, 4000000000000LL), -18000);
 
 	assert_int_equal(sc_zone_load("Test/Rule", &z, &err), 0);
+	sc_err_clear(&err);
+	assert_int_equal(sc_zone_load("Test/Far", &z, &err), SC_EZONE);
+	assert_non_null(strstr(err.msg, "offset's hours must be 0-24"));
+	sc_err_clear(&err);
+	assert_int_equal(sc_zone_load("Test/Cross", &z, &err), SC_EZONE);
+	assert_non_null(strstr(err.msg, "alternate"));
 	sc_err_clear(&err);
 	assert_int_equal(sc_zone_load("Test/Bad", &berlin, &err), SC_EZONE);
 	assert_non_null(strstr(err.msg, "Test/Bad"));
