@@ -28,7 +28,8 @@
 #include "config.h"
 #include "spec.h"
 
-#define SIZE_MAX_BYTES ((unsigned long long)256 * 1024 * 1024)
+/* max_output is at most what one result carries (spec.h). */
+#define SIZE_MAX_BYTES ((unsigned long long)SPEC_RESULT_MAX)
 
 static char dir[256];
 static char path[300];

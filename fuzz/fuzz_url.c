@@ -31,6 +31,7 @@
 #include <strings.h>
 
 #include "err.h"
+#include "text.h"
 #include "url.h"
 
 #ifndef FUZZ_CHECK /* built outside the fuzz infrastructure (fuzz.h) */
@@ -115,14 +116,16 @@ static bool known_message(const char *msg, const struct view *w)
 		": plain http is only allowed to a loopback host (127.0.0.0/8, "
 		"[::1], localhost); use https://",
 	};
-	char pre[600];
+	char raw[600], pre[2400];
 
 	if (strcmp(msg, "not a valid http(s) URL") == 0 ||
 	    strcmp(msg, "no URL") == 0)
 		return true;
 	if (!w->ok)
 		return false;
-	snprintf(pre, sizeof(pre), "%s://%s", w->scheme, w->host);
+	/* Every error message is cleaned for a person (err.c, text.h). */
+	snprintf(raw, sizeof(raw), "%s://%s", w->scheme, w->host);
+	text_clean(pre, sizeof(pre), raw, 0);
 	size_t n = strlen(pre);
 	if (strncmp(msg, pre, n) != 0)
 		return false;

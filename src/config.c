@@ -349,6 +349,8 @@ static void ynode_free(struct ynode *n)
 
 struct ybuild {
 	yaml_parser_t parser;
+	const char *text; /* the input, for positions at its end */
+	size_t len;
 	struct config_problems *probs;
 	size_t n_nodes;
 	bool oom;
@@ -361,6 +363,21 @@ static void yaml_problem(struct ybuild *b)
 	int line = (int)p->problem_mark.line + 1;
 	int col = (int)p->problem_mark.column + 1;
 	const char *problem = p->problem ? p->problem : "malformed YAML";
+
+	/* At the end of a file without a final line break libyaml counts an
+	 * implied one, so its mark is the start of a line that is not in the
+	 * file: report the end of the last line instead. */
+	if (p->problem_mark.index >= b->len && p->problem_mark.column == 0 &&
+	    line > 1 && b->len > 0 && b->text[b->len - 1] != '\n' &&
+	    b->text[b->len - 1] != '\r') {
+		size_t i = b->len;
+		int chars = 0;
+		while (i > 0 && b->text[i - 1] != '\n' && b->text[i - 1] != '\r')
+			if (((unsigned char)b->text[--i] & 0xC0) != 0x80)
+				chars++;
+		line--;
+		col = chars + 1;
+	}
 
 	if (p->error == YAML_MEMORY_ERROR) {
 		b->oom = true;
@@ -546,7 +563,7 @@ fail:
 static struct ynode *parse_tree(const char *text, size_t len,
 				struct config_problems *probs)
 {
-	struct ybuild b = {.probs = probs};
+	struct ybuild b = {.probs = probs, .text = text, .len = len};
 	struct ynode *root = NULL;
 	yaml_event_t ev;
 
