@@ -456,14 +456,18 @@ int orch_run_slot(const struct orch_ctx *ctx, const struct schedule_spec *sched,
 		  struct orch_report *rep, struct sc_err *err)
 {
 	const struct target_spec *targets[MAX_TARGETS];
-	struct orch_report local;
 	struct task_result *res = NULL;
 	char *body = NULL;
 	bool marked = false, staged = false;
 	int rc;
 
-	if (!rep)
-		rep = &local;
+	if (!rep) { /* the caller wants no report: make one, and free it */
+		struct orch_report local;
+		rc = orch_run_slot(ctx, sched, slot_ms, job_id, attempt,
+				   &local, err);
+		orch_report_dispose(&local);
+		return rc;
+	}
 	memset(rep, 0, sizeof(*rep));
 	if (sched->n_targets > MAX_TARGETS) {
 		rc = sc_err_set(err, SC_ECONFIG, "schedule %s: more than %d "
