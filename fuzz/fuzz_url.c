@@ -105,7 +105,8 @@ static bool loopback(const char *host)
 }
 
 /* A refusal's message is one of the fixed texts, prefixed with at most
- * libcurl's scheme://host: nothing else of the URL can be in it. */
+ * libcurl's scheme://host (each cut to 40 bytes, as url.c quotes them):
+ * nothing else of the URL can be in it. */
 static bool known_message(const char *msg, const struct view *w)
 {
 	static const char *const fixed[] = {
@@ -124,7 +125,7 @@ static bool known_message(const char *msg, const struct view *w)
 	if (!w->ok)
 		return false;
 	/* Every error message is cleaned for a person (err.c, text.h). */
-	snprintf(raw, sizeof(raw), "%s://%s", w->scheme, w->host);
+	snprintf(raw, sizeof(raw), "%.40s://%.40s", w->scheme, w->host);
 	text_clean(pre, sizeof(pre), raw, 0);
 	size_t n = strlen(pre);
 	if (strncmp(msg, pre, n) != 0)

@@ -229,10 +229,11 @@ bool config_locate(const struct config *c, const char *path, int *line,
  * characters but tab, LF and CR, and spaces for indentation. libyaml
  * reports some of these without a usable position, so we find them first
  * and say where they are. Columns count characters and lines count line
- * breaks, both as libyaml's do.
+ * breaks, both as libyaml's do. *end_line and *end_col get the position
+ * after the last character.
  */
 static int prescan(const unsigned char *s, size_t n,
-		   struct config_problems *probs)
+		   struct config_problems *probs, int *end_line, int *end_col)
 {
 	int line = 1, col = 1;
 	bool at_indent = true;
@@ -312,6 +313,8 @@ static int prescan(const unsigned char *s, size_t n,
 		col++;
 		i += len;
 	}
+	*end_line = line;
+	*end_col = col;
 	return 0;
 bad_utf8:
 	config_problem_add(probs, line, col,
@@ -349,8 +352,7 @@ static void ynode_free(struct ynode *n)
 
 struct ybuild {
 	yaml_parser_t parser;
-	const char *text; /* the input, for positions at its end */
-	size_t len;
+	int end_line, end_col; /* the position after the last character */
 	struct config_problems *probs;
 	size_t n_nodes;
 	bool oom;
@@ -366,17 +368,10 @@ static void yaml_problem(struct ybuild *b)
 
 	/* At the end of a file without a final line break libyaml counts an
 	 * implied one, so its mark is the start of a line that is not in the
-	 * file: report the end of the last line instead. */
-	if (p->problem_mark.index >= b->len && p->problem_mark.column == 0 &&
-	    line > 1 && b->len > 0 && b->text[b->len - 1] != '\n' &&
-	    b->text[b->len - 1] != '\r') {
-		size_t i = b->len;
-		int chars = 0;
-		while (i > 0 && b->text[i - 1] != '\n' && b->text[i - 1] != '\r')
-			if (((unsigned char)b->text[--i] & 0xC0) != 0x80)
-				chars++;
-		line--;
-		col = chars + 1;
+	 * file: report the end of the last line instead (found by fuzzing). */
+	if (line > b->end_line || (line == b->end_line && col > b->end_col)) {
+		line = b->end_line;
+		col = b->end_col;
 	}
 
 	if (p->error == YAML_MEMORY_ERROR) {
@@ -560,10 +555,11 @@ fail:
 }
 
 /* Parses the text into one document's root node. NULL after a problem. */
-static struct ynode *parse_tree(const char *text, size_t len,
-				struct config_problems *probs)
+static struct ynode *parse_tree(const char *text, size_t len, int end_line,
+				int end_col, struct config_problems *probs)
 {
-	struct ybuild b = {.probs = probs, .text = text, .len = len};
+	struct ybuild b = {.probs = probs, .end_line = end_line,
+			   .end_col = end_col};
 	struct ynode *root = NULL;
 	yaml_event_t ev;
 
@@ -2166,9 +2162,11 @@ int config_parse(const char *path, struct config **out,
 	if (rc)
 		return rc;
 	rc = SC_ECONFIG;
-	if (prescan((const unsigned char *)text, len, probs))
+	int end_line, end_col;
+	if (prescan((const unsigned char *)text, len, probs, &end_line,
+		    &end_col))
 		goto done;
-	root = parse_tree(text, len, probs);
+	root = parse_tree(text, len, end_line, end_col, probs);
 	if (!root)
 		goto done;
 	if (root->kind != YN_MAP || root->n == 0) {

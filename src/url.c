@@ -91,10 +91,13 @@ int url_parse(const char *url, enum url_use use, struct Curl_URL **out,
 		rc = sc_err_set(err, SC_EINVAL, "not a valid http(s) URL");
 		goto done;
 	}
+	/* Messages quote at most 40 bytes of the scheme and of the host, so
+	 * that the reason is never cut off (an escaped byte takes four). */
 	bool https = strcasecmp(scheme, "https") == 0;
 	if (!https && strcasecmp(scheme, "http") != 0) {
 		rc = sc_err_set(err, SC_EINVAL,
-				"%s://%s: unsupported scheme (use https://%s)",
+				"%.40s://%.40s: unsupported scheme (use "
+				"https://%s)",
 				scheme, host,
 				use == URL_SECRET ? "" : " or http://");
 		goto done;
@@ -104,14 +107,14 @@ int url_parse(const char *url, enum url_use use, struct Curl_URL **out,
 	if (has_part(u, CURLUPART_USER) || has_part(u, CURLUPART_PASSWORD) ||
 	    has_part(u, CURLUPART_OPTIONS)) {
 		rc = sc_err_set(err, SC_EINVAL,
-				"%s://%s: the URL holds a user name or "
+				"%.40s://%.40s: the URL holds a user name or "
 				"password; secrets are never written in a URL",
 				scheme, host);
 		goto done;
 	}
 	if (use == URL_SECRET && !https && !url_is_loopback_host(host)) {
 		rc = sc_err_set(err, SC_EINVAL,
-				"http://%s: plain http is only allowed to a "
+				"http://%.40s: plain http is only allowed to a "
 				"loopback host (127.0.0.0/8, [::1], localhost); "
 				"use https://",
 				host);
