@@ -1090,6 +1090,19 @@ static void stop_threads(struct daemon *d)
 	d->watcher_started = false;
 }
 
+/* Takes the pending stop and reload requests: reloads if asked, and
+ * returns true when the daemon must stop. */
+static bool serve_requests(struct daemon *d)
+{
+	pthread_mutex_lock(&d->mu);
+	bool stop = d->stopping, reload = d->reload;
+	d->reload = false;
+	pthread_mutex_unlock(&d->mu);
+	if (!stop && reload)
+		do_reload(d);
+	return stop;
+}
+
 int daemon_run(struct daemon *d, struct sc_err *err)
 {
 	struct cfg_ref *cr = cfg_get(d);
@@ -1123,14 +1136,8 @@ int daemon_run(struct daemon *d, struct sc_err *err)
 		int64_t next = tick(d, LEAD_MS, &h);
 		if (next == TICK_STORE_DOWN) {
 			store_backoff(d, &h);
-			pthread_mutex_lock(&d->mu);
-			bool stop = d->stopping, reload = d->reload;
-			d->reload = false;
-			pthread_mutex_unlock(&d->mu);
-			if (stop)
+			if (serve_requests(d))
 				break;
-			if (reload)
-				do_reload(d);
 			continue;
 		}
 		int64_t now = sc_clock_now_ms(d->clock);
@@ -1149,13 +1156,9 @@ int daemon_run(struct daemon *d, struct sc_err *err)
 		pthread_mutex_lock(&d->mu);
 		if (!d->stopping && !d->reload)
 			wait_until_ns(d, &d->main_cond, ms_to_ns(next));
-		bool stop = d->stopping, reload = d->reload;
-		d->reload = false;
 		pthread_mutex_unlock(&d->mu);
-		if (stop)
+		if (serve_requests(d))
 			break;
-		if (reload)
-			do_reload(d);
 	}
 
 	/* Stop: no new claims (workers saw stopping); give running slots the
