@@ -211,11 +211,16 @@ static int send_one(const struct delivery_slot *ds,
 		rep->n_held++;
 	else
 		rep->n_failed++;
+	/* With the reason: "code=-1013" alone does not tell an operator
+	 * that the file target's volume is full (issue 10). Error messages
+	 * never hold secrets (surecron.h). */
+	char why[2 * SC_ERR_MSG_MAX + 4];
 	SC_LOG(maybe ? SC_LOG_ERROR : SC_LOG_WARN, "delivery",
 	       "schedule=%s slot_ms=%lld target=%s state=%s code=%d "
-	       "http_status=%d", ds->schedule, (long long)ds->slot_ms, t->name,
+	       "http_status=%d msg=%s", ds->schedule,
+	       (long long)ds->slot_ms, t->name,
 	       hold ? "held" : maybe ? "unknown" : "failed", serr.code,
-	       serr.http_status);
+	       serr.http_status, log_quote(why, sizeof(why), serr.msg));
 	struct sc_err ferr = {0};
 	/* If this commit fails the row stays SENDING, which the next
 	 * attempt takes for UNKNOWN: at worst a declared duplicate. */

@@ -43,7 +43,9 @@
  *
  * Disk full: a write that fails for space makes the handle fold in and
  * truncate the WAL before its next write, and checkpoint in small steps
- * from then on (reclaim_wal).
+ * from then on (reclaim_wal). Invariant: before a write, the free space
+ * covers the WAL plus WAL_RESERVE_BYTES, else the WAL is folded in first
+ * (wal_guard), so a checkpoint always fits once space is freed.
  * A process crash (SIGKILL, OOM) loses nothing that was committed, with
  * either setting: the WAL is in the OS page cache.
  *
@@ -66,6 +68,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "clock.h"
@@ -89,6 +92,9 @@
  * settings let grow to ~16 MiB, gives its space back at once and stays
  * below ~400 KiB on a volume that has none to spare. */
 #define WAL_TIGHT_PAGES 100
+/* Room a write keeps free beyond the WAL (see wal_guard): about one
+ * transaction's worth of pages for a staged message and its rows. */
+#define WAL_RESERVE_BYTES 262144 /* 256 KiB */
 #define SC_STR2(x) #x
 #define SC_STR(x) SC_STR2(x)
 #define RECOVER_BATCH 64
@@ -399,6 +405,7 @@ struct sq {
 	int64_t busy_since_ms;
 	bool wal_reclaim;       /* a write failed for a full disk: reclaim */
 	bool wal_tight;         /* small checkpoints since a full disk */
+	bool wal_low;           /* free space below the WAL: fold it in */
 	unsigned busy_seed;
 	char path[PATH_MAX];
 	sqlite3_stmt *stmt[N_STMT];
@@ -530,6 +537,41 @@ static int exec1(struct sq *q, enum stmt_id id, const char *op,
 }
 
 /*
+ * Keeps the store recoverable on a volume that fills up. A checkpoint
+ * copies the WAL's pages into the database file, which grows by up to the
+ * WAL's size; the WAL is only cut after that copy. So a WAL larger than
+ * the free space can never be folded in, and every later write fails for
+ * space even after space is freed: freeing gives back what the volume had
+ * free before it filled, which is less than the WAL. (Measured on a 4 MiB
+ * tmpfs: the 16 MiB autocheckpoint was never reached, the WAL grew to
+ * 4,157,440 bytes over a 4,096-byte database and took the volume; every
+ * checkpoint then failed with SQLITE_FULL, also after a restart.) Hence,
+ * before each write: when the free space is less than the WAL file plus
+ * WAL_RESERVE_BYTES, fold the WAL in and truncate it now, while that
+ * still fits, so that whatever fills the volume later, the space it gives
+ * back covers the checkpoint. Two syscalls per write; a failure to stat
+ * is ignored (the write reports its own error).
+ */
+static void wal_guard(struct sq *q)
+{
+	char wal[PATH_MAX + 8];
+	struct statvfs vs;
+	struct stat st;
+
+	if (q->wal_reclaim || !sqlite3_get_autocommit(q->db))
+		return;
+	snprintf(wal, sizeof(wal), "%s-wal", q->path);
+	if (stat(wal, &st) != 0 || st.st_size == 0 ||
+	    statvfs(q->path, &vs) != 0)
+		return;
+	if ((uint64_t)vs.f_bavail * vs.f_frsize <
+	    (uint64_t)st.st_size + WAL_RESERVE_BYTES) {
+		q->wal_reclaim = true;
+		q->wal_low = true;
+	}
+}
+
+/*
  * Gives the WAL's space back after a write failed for a full disk: a
  * TRUNCATE checkpoint copies the WAL into the database and cuts the WAL
  * file to zero bytes (the default settings keep up to WAL_KEEP_BYTES of it
@@ -544,20 +586,27 @@ static void reclaim_wal(struct sq *q)
 {
 	int n_log = -1, n_done = -1, rc;
 
+	wal_guard(q);
 	if (!q->wal_reclaim || !sqlite3_get_autocommit(q->db))
 		return;
 	rc = sqlite3_wal_checkpoint_v2(q->db, NULL,
 				       SQLITE_CHECKPOINT_TRUNCATE, &n_log,
 				       &n_done);
-	SC_LOG(rc == SQLITE_OK ? SC_LOG_WARN : SC_LOG_ERROR, "store",
+	/* Once per low-space episode at warn (a nearly full volume folds
+	 * the WAL in before many writes); failures always at error. */
+	SC_LOG(rc != SQLITE_OK ? SC_LOG_ERROR
+	       : q->wal_low && q->wal_tight ? SC_LOG_DEBUG : SC_LOG_WARN,
+	       "store",
 	       "event=wal-reclaim path=%s sqlite=%d wal_frames=%d "
 	       "checkpointed=%d msg=\"%s\"", q->path, rc, n_log, n_done,
-	       rc == SQLITE_OK ? "disk full: WAL folded in and truncated"
-			       : "disk full: WAL checkpoint failed; retried "
-				 "before the next write");
+	       rc != SQLITE_OK ? "disk full: WAL checkpoint failed; retried "
+				 "before the next write"
+	       : q->wal_low ? "low disk space: WAL folded in and truncated"
+			    : "disk full: WAL folded in and truncated");
 	if (rc != SQLITE_OK)
 		return;
 	q->wal_reclaim = false;
+	q->wal_low = false;
 	if (!q->wal_tight) {
 		sqlite3_stmt *st = NULL;
 		static const char *const tight[] = {
