@@ -12,6 +12,8 @@
 #include <string.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -132,6 +134,80 @@ static inline int tu_run_bin(const char *scratch, const char *cwd,
 	tu_slurp(op, out, n_out);
 	tu_slurp(ep, err, n_err);
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* True when pid is gone or a zombie (no longer running). */
+static inline bool tu_pid_gone(pid_t pid)
+{
+	char path[64], buf[512] = {0};
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return true;
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	const char *rp = strrchr(buf, ')');
+	return n > 0 && rp && (rp[2] == 'Z' || rp[2] == 'X');
+}
+
+/* pid runs (not a zombie) and its command line holds marker: the helper a
+ * test script started, not an unrelated process that got its pid. */
+static inline bool tu_helper_runs(pid_t pid, const char *marker)
+{
+	char path[64], cmd[512] = {0};
+	FILE *f;
+
+	if (pid <= 0 || tu_pid_gone(pid))
+		return false;
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return false;
+	size_t n = fread(cmd, 1, sizeof(cmd) - 1, f);
+	fclose(f);
+	for (size_t i = 0; i < n; i++)
+		if (cmd[i] == '\0')
+			cmd[i] = ' ';
+	return strstr(cmd, marker) != NULL;
+}
+
+/*
+ * Polls until neither helper (a setsid one, h1 with marker m1, and a
+ * double-forked one, h2 with m2) runs, 5 s at most (a SIGKILL is acted on
+ * the next time the kernel schedules the process); says which survived
+ * `after` what, and kills them so a failing run leaves nothing behind.
+ * True when both were gone.
+ */
+static inline bool tu_helpers_gone(pid_t h1, const char *m1, pid_t h2,
+				   const char *m2, const char *after)
+{
+	struct timespec now;
+	int64_t end;
+	bool a1, a2;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	end = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000 + 5000;
+	for (;;) {
+		a1 = tu_helper_runs(h1, m1);
+		a2 = tu_helper_runs(h2, m2);
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if ((!a1 && !a2) ||
+		    (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000 >= end)
+			break;
+		struct timespec ts = {0, 10 * 1000 * 1000};
+		nanosleep(&ts, NULL);
+	}
+	if (a1 || a2)
+		printf("alive after the %s: setsid helper %s, "
+		       "double-forked helper %s\n", after, a1 ? "yes" : "no",
+		       a2 ? "yes" : "no");
+	if (a1)
+		kill(h1, SIGKILL);
+	if (a2)
+		kill(h2, SIGKILL);
+	return !a1 && !a2;
 }
 
 #endif
