@@ -136,18 +136,32 @@ static inline int tu_run_bin(const char *scratch, const char *cwd,
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+/* Reads /proc/PID/what into buf (NUL-terminated); the bytes read, or -1
+ * when the file cannot be opened (the process is gone). */
+static inline long tu_proc_read(pid_t pid, const char *what, char *buf,
+				size_t n)
+{
+	char path[64];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, what);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	size_t got = fread(buf, 1, n - 1, f);
+	fclose(f);
+	buf[got] = '\0';
+	return (long)got;
+}
+
 /* True when pid is gone or a zombie (no longer running). */
 static inline bool tu_pid_gone(pid_t pid)
 {
-	char path[64], buf[512] = {0};
-	FILE *f;
+	char buf[512];
+	long n = tu_proc_read(pid, "stat", buf, sizeof(buf));
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	f = fopen(path, "r");
-	if (!f)
+	if (n < 0)
 		return true;
-	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
 	const char *rp = strrchr(buf, ')');
 	return n > 0 && rp && (rp[2] == 'Z' || rp[2] == 'X');
 }
@@ -156,21 +170,16 @@ static inline bool tu_pid_gone(pid_t pid)
  * test script started, not an unrelated process that got its pid. */
 static inline bool tu_helper_runs(pid_t pid, const char *marker)
 {
-	char path[64], cmd[512] = {0};
-	FILE *f;
+	char cmd[512];
+	long n;
 
 	if (pid <= 0 || tu_pid_gone(pid))
 		return false;
-	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
-	f = fopen(path, "r");
-	if (!f)
-		return false;
-	size_t n = fread(cmd, 1, sizeof(cmd) - 1, f);
-	fclose(f);
-	for (size_t i = 0; i < n; i++)
+	n = tu_proc_read(pid, "cmdline", cmd, sizeof(cmd));
+	for (long i = 0; i < n; i++)
 		if (cmd[i] == '\0')
 			cmd[i] = ' ';
-	return strstr(cmd, marker) != NULL;
+	return n > 0 && strstr(cmd, marker) != NULL;
 }
 
 /*

@@ -728,13 +728,7 @@ bool fake_http_wait(struct fake_http *f, const char *path, size_t n,
 	struct timespec dl;
 	bool ok;
 
-	clock_gettime(CLOCK_MONOTONIC, &dl);
-	dl.tv_sec += timeout_ms / 1000;
-	dl.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-	if (dl.tv_nsec >= 1000000000L) {
-		dl.tv_sec++;
-		dl.tv_nsec -= 1000000000L;
-	}
+	fake_mhd_deadline(&dl, timeout_ms);
 	pthread_mutex_lock(&f->mu);
 	while (!(ok = count_locked(f, path) >= n))
 		if (pthread_cond_timedwait(&f->cv, &f->mu, &dl) != 0) {

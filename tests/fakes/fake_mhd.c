@@ -25,6 +25,17 @@ void fake_mhd_sync_init(pthread_mutex_t *mu, pthread_cond_t *cv)
 	pthread_condattr_destroy(&ca);
 }
 
+void fake_mhd_deadline(struct timespec *dl, int ms)
+{
+	clock_gettime(CLOCK_MONOTONIC, dl);
+	dl->tv_sec += ms / 1000;
+	dl->tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (dl->tv_nsec >= 1000000000L) {
+		dl->tv_sec++;
+		dl->tv_nsec -= 1000000000L;
+	}
+}
+
 void fake_mhd_loopback(struct sockaddr_in *sa)
 {
 	memset(sa, 0, sizeof(*sa));
@@ -39,13 +50,7 @@ bool fake_mhd_wait(pthread_mutex_t *mu, pthread_cond_t *cv,
 	struct timespec dl;
 	bool go_on;
 
-	clock_gettime(CLOCK_MONOTONIC, &dl);
-	dl.tv_sec += ms / 1000;
-	dl.tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (dl.tv_nsec >= 1000000000L) {
-		dl.tv_sec++;
-		dl.tv_nsec -= 1000000000L;
-	}
+	fake_mhd_deadline(&dl, ms);
 	pthread_mutex_lock(mu);
 	while (!*stopping && pthread_cond_timedwait(cv, mu, &dl) != ETIMEDOUT)
 		;

@@ -11,10 +11,15 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <time.h>
 
 /* Initialises mu and a cv that times out on CLOCK_MONOTONIC, so a wait
  * is not stretched or cut by a change of the wall clock. */
 void fake_mhd_sync_init(pthread_mutex_t *mu, pthread_cond_t *cv);
+
+/* *dl = now + ms on CLOCK_MONOTONIC, for pthread_cond_timedwait on a cv
+ * from fake_mhd_sync_init. */
+void fake_mhd_deadline(struct timespec *dl, int ms);
 
 /* 127.0.0.1 with port 0: the OS picks a free port. */
 void fake_mhd_loopback(struct sockaddr_in *sa);
