@@ -136,6 +136,26 @@ static inline int tu_run_bin(const char *scratch, const char *cwd,
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+/*
+ * Makes a self-signed EC certificate for 127.0.0.1 (two days) with the
+ * openssl tool: dir/cert.pem and dir/key.pem, their paths in cert and key.
+ * False when the tool is missing or fails (the caller skips TLS).
+ */
+static inline bool tu_self_signed(const char *dir, char *cert, size_t n_cert,
+				  char *key, size_t n_key)
+{
+	char cmd[1024];
+
+	snprintf(cert, n_cert, "%s/cert.pem", dir);
+	snprintf(key, n_key, "%s/key.pem", dir);
+	snprintf(cmd, sizeof(cmd),
+		 "openssl req -x509 -newkey ec -pkeyopt "
+		 "ec_paramgen_curve:prime256v1 -nodes -days 2 -subj "
+		 "/CN=localhost -addext subjectAltName=IP:127.0.0.1 "
+		 "-keyout %s -out %s >/dev/null 2>&1", key, cert);
+	return system(cmd) == 0;
+}
+
 /* Reads /proc/PID/what into buf (NUL-terminated); the bytes read, or -1
  * when the file cannot be opened (the process is gone). */
 static inline long tu_proc_read(pid_t pid, const char *what, char *buf,
