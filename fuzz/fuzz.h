@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize(int *argc, char ***argv);
@@ -67,6 +68,47 @@ static inline char *fuzz_cstr(const uint8_t *data, size_t size)
 		memcpy(s, data, size);
 	s[size] = '\0';
 	return s;
+}
+
+/*
+ * The scratch file of a target that goes through the config loader: a
+ * private folder $TMPDIR/sc-fuzz-TAG-XXXXXX made once (call it from
+ * LLVMFuzzerInitialize) and a path surecron.yaml in it; both go at exit.
+ * Aborts when the folder cannot be made: the target could check nothing.
+ */
+#define FUZZ_SCRATCH_MAX 300
+
+struct fuzz_scratch {
+	char dir[256];
+	char path[FUZZ_SCRATCH_MAX];
+};
+
+static inline struct fuzz_scratch *fuzz_scratch(void)
+{
+	static struct fuzz_scratch s;
+	return &s;
+}
+
+static inline void fuzz_scratch_cleanup(void)
+{
+	unlink(fuzz_scratch()->path);
+	rmdir(fuzz_scratch()->dir);
+}
+
+static inline const char *fuzz_scratch_file(const char *tag)
+{
+	struct fuzz_scratch *s = fuzz_scratch();
+	const char *t = getenv("TMPDIR");
+
+	snprintf(s->dir, sizeof(s->dir), "%s/sc-fuzz-%s-XXXXXX",
+		 t && *t ? t : "/tmp", tag);
+	if (!mkdtemp(s->dir))
+		abort();
+	if (snprintf(s->path, sizeof(s->path), "%s/surecron.yaml", s->dir) >=
+	    (int)sizeof(s->path))
+		abort();
+	atexit(fuzz_scratch_cleanup);
+	return s->path;
 }
 
 #endif

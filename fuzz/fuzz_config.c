@@ -34,24 +34,11 @@
 #include "err.h"
 #include "spec.h"
 
-static char dir[256];
-static char path[300];
-
-static void cleanup(void)
-{
-	unlink(path);
-	rmdir(dir);
-}
+static const char *path; /* fuzz_scratch_file */
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-	const char *t = getenv("TMPDIR");
-	snprintf(dir, sizeof(dir), "%s/sc-fuzz-config-XXXXXX",
-		 t && *t ? t : "/tmp");
-	if (!mkdtemp(dir))
-		abort();
-	snprintf(path, sizeof(path), "%s/surecron.yaml", dir);
-	atexit(cleanup);
+	path = fuzz_scratch_file("config");
 	return 0;
 }
 
@@ -154,7 +141,7 @@ static void check_positions(const struct config_problems *p,
 			   "%s: problem %zu formats to several lines", stage, i);
 		FUZZ_CHECK(utf8_ok(q->msg), data, size,
 			   "%s: problem %zu is not UTF-8: %s", stage, i, q->msg);
-		char want[sizeof(path) + 64];
+		char want[FUZZ_SCRATCH_MAX + 64];
 		if (q->line == 0 && q->col == 0)
 			snprintf(want, sizeof(want), "%s: ", path);
 		else

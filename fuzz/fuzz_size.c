@@ -31,23 +31,11 @@
 /* max_output is at most what one result carries (spec.h). */
 #define SIZE_MAX_BYTES ((unsigned long long)SPEC_RESULT_MAX)
 
-static char dir[256];
-static char path[300];
-
-static void cleanup(void)
-{
-	unlink(path);
-	rmdir(dir);
-}
+static const char *path; /* fuzz_scratch_file */
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-	const char *t = getenv("TMPDIR");
-	snprintf(dir, sizeof(dir), "%s/sc-fuzz-size-XXXXXX", t && *t ? t : "/tmp");
-	if (!mkdtemp(dir))
-		abort();
-	snprintf(path, sizeof(path), "%s/surecron.yaml", dir);
-	atexit(cleanup);
+	path = fuzz_scratch_file("size");
 	return 0;
 }
 

@@ -32,38 +32,11 @@
 #include "spec.h"
 #include "url.h"
 
-#ifndef FUZZ_CHECK /* built outside the fuzz infrastructure (fuzz.h) */
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-int LLVMFuzzerInitialize(int *argc, char ***argv);
-#define FUZZ_CHECK(cond, data, size, ...)                                    \
-	do {                                                                 \
-		if (!(cond)) {                                               \
-			fprintf(stderr, "fuzz: property violated: ");        \
-			fprintf(stderr, __VA_ARGS__);                        \
-			fprintf(stderr, "\n");                               \
-			abort();                                             \
-		}                                                            \
-	} while (0)
-#endif
-
-static char dir[256];
-static char path[300];
-
-static void cleanup(void)
-{
-	unlink(path);
-	rmdir(dir);
-}
+static const char *path; /* fuzz_scratch_file */
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-	const char *t = getenv("TMPDIR");
-	snprintf(dir, sizeof(dir), "%s/sc-fuzz-store-XXXXXX",
-		 t && *t ? t : "/tmp");
-	if (!mkdtemp(dir))
-		abort();
-	snprintf(path, sizeof(path), "%s/surecron.yaml", dir);
-	atexit(cleanup);
+	path = fuzz_scratch_file("store");
 	return 0;
 }
 

@@ -34,19 +34,6 @@
 #include "text.h"
 #include "url.h"
 
-#ifndef FUZZ_CHECK /* built outside the fuzz infrastructure (fuzz.h) */
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-#define FUZZ_CHECK(cond, data, size, ...)                                    \
-	do {                                                                 \
-		if (!(cond)) {                                               \
-			fprintf(stderr, "fuzz: property violated: ");        \
-			fprintf(stderr, __VA_ARGS__);                        \
-			fprintf(stderr, "\n");                               \
-			abort();                                             \
-		}                                                            \
-	} while (0)
-#endif
-
 struct view {
 	bool ok;
 	char *scheme, *host, *port, *path, *user, *password, *url;

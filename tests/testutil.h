@@ -12,6 +12,8 @@
 #include <string.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -132,6 +134,109 @@ static inline int tu_run_bin(const char *scratch, const char *cwd,
 	tu_slurp(op, out, n_out);
 	tu_slurp(ep, err, n_err);
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/*
+ * Makes a self-signed EC certificate for 127.0.0.1 (two days) with the
+ * openssl tool: dir/cert.pem and dir/key.pem, their paths in cert and key.
+ * False when the tool is missing or fails (the caller skips TLS).
+ */
+static inline bool tu_self_signed(const char *dir, char *cert, size_t n_cert,
+				  char *key, size_t n_key)
+{
+	char cmd[1024];
+
+	snprintf(cert, n_cert, "%s/cert.pem", dir);
+	snprintf(key, n_key, "%s/key.pem", dir);
+	snprintf(cmd, sizeof(cmd),
+		 "openssl req -x509 -newkey ec -pkeyopt "
+		 "ec_paramgen_curve:prime256v1 -nodes -days 2 -subj "
+		 "/CN=localhost -addext subjectAltName=IP:127.0.0.1 "
+		 "-keyout %s -out %s >/dev/null 2>&1", key, cert);
+	return system(cmd) == 0;
+}
+
+/* Reads /proc/PID/what into buf (NUL-terminated); the bytes read, or -1
+ * when the file cannot be opened (the process is gone). */
+static inline long tu_proc_read(pid_t pid, const char *what, char *buf,
+				size_t n)
+{
+	char path[64];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, what);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	size_t got = fread(buf, 1, n - 1, f);
+	fclose(f);
+	buf[got] = '\0';
+	return (long)got;
+}
+
+/* True when pid is gone or a zombie (no longer running). */
+static inline bool tu_pid_gone(pid_t pid)
+{
+	char buf[512];
+	long n = tu_proc_read(pid, "stat", buf, sizeof(buf));
+
+	if (n < 0)
+		return true;
+	const char *rp = strrchr(buf, ')');
+	return n > 0 && rp && (rp[2] == 'Z' || rp[2] == 'X');
+}
+
+/* pid runs (not a zombie) and its command line holds marker: the helper a
+ * test script started, not an unrelated process that got its pid. */
+static inline bool tu_helper_runs(pid_t pid, const char *marker)
+{
+	char cmd[512];
+	long n;
+
+	if (pid <= 0 || tu_pid_gone(pid))
+		return false;
+	n = tu_proc_read(pid, "cmdline", cmd, sizeof(cmd));
+	for (long i = 0; i < n; i++)
+		if (cmd[i] == '\0')
+			cmd[i] = ' ';
+	return n > 0 && strstr(cmd, marker) != NULL;
+}
+
+/*
+ * Polls until neither helper (a setsid one, h1 with marker m1, and a
+ * double-forked one, h2 with m2) runs, 5 s at most (a SIGKILL is acted on
+ * the next time the kernel schedules the process); says which survived
+ * `after` what, and kills them so a failing run leaves nothing behind.
+ * True when both were gone.
+ */
+static inline bool tu_helpers_gone(pid_t h1, const char *m1, pid_t h2,
+				   const char *m2, const char *after)
+{
+	struct timespec now;
+	int64_t end;
+	bool a1, a2;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	end = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000 + 5000;
+	for (;;) {
+		a1 = tu_helper_runs(h1, m1);
+		a2 = tu_helper_runs(h2, m2);
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if ((!a1 && !a2) ||
+		    (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000 >= end)
+			break;
+		struct timespec ts = {0, 10 * 1000 * 1000};
+		nanosleep(&ts, NULL);
+	}
+	if (a1 || a2)
+		printf("alive after the %s: setsid helper %s, "
+		       "double-forked helper %s\n", after, a1 ? "yes" : "no",
+		       a2 ? "yes" : "no");
+	if (a1)
+		kill(h1, SIGKILL);
+	if (a2)
+		kill(h2, SIGKILL);
+	return !a1 && !a2;
 }
 
 #endif

@@ -24,6 +24,7 @@
 #include <time.h>
 
 #include "fake_http.h"
+#include "fake_mhd.h"
 
 #define BODY_MAX (1024 * 1024)
 
@@ -375,54 +376,13 @@ static struct canned *issue_token(struct fake_http *f,
  * fake_http_stop never waits out a long delay nobody is listening to. */
 static void delay_ms(struct fake_http *f, int ms)
 {
-	struct timespec dl;
-
-	clock_gettime(CLOCK_MONOTONIC, &dl);
-	dl.tv_sec += ms / 1000;
-	dl.tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (dl.tv_nsec >= 1000000000L) {
-		dl.tv_sec++;
-		dl.tv_nsec -= 1000000000L;
-	}
-	pthread_mutex_lock(&f->mu);
-	while (!f->stopping &&
-	       pthread_cond_timedwait(&f->cv, &f->mu, &dl) != ETIMEDOUT)
-		;
-	pthread_mutex_unlock(&f->mu);
+	(void)fake_mhd_wait(&f->mu, &f->cv, &f->stopping, ms);
 }
 
 static enum MHD_Result send_canned(struct MHD_Connection *conn,
 				   const struct canned *c)
 {
-	struct MHD_Response *resp = MHD_create_response_from_buffer(
-		strlen(c->body), (void *)c->body, MHD_RESPMEM_MUST_COPY);
-	if (!resp)
-		return MHD_NO;
-	const char *p = c->headers;
-	while (p && *p) {
-		const char *eol = strchr(p, '\n');
-		size_t len = eol ? (size_t)(eol - p) : strlen(p);
-		char line[1024];
-		if (len >= sizeof(line))
-			len = sizeof(line) - 1;
-		memcpy(line, p, len);
-		line[len] = '\0';
-		char *colon = strchr(line, ':');
-		if (colon) {
-			*colon = '\0';
-			char *v = colon + 1;
-			while (*v == ' ')
-				v++;
-			size_t vl = strlen(v);
-			while (vl && (v[vl - 1] == '\r' || v[vl - 1] == ' '))
-				v[--vl] = '\0';
-			MHD_add_response_header(resp, line, v);
-		}
-		p = eol ? eol + 1 : NULL;
-	}
-	enum MHD_Result rc = MHD_queue_response(conn, (unsigned)c->status, resp);
-	MHD_destroy_response(resp);
-	return rc;
+	return fake_mhd_send(conn, c->status, c->headers, c->body);
 }
 
 static enum MHD_Result handler(void *cls, struct MHD_Connection *conn,
@@ -564,20 +524,11 @@ static struct fake_http *start(const char *cert_pem, const char *key_pem)
 {
 	struct fake_http *f = xcalloc(1, sizeof(*f));
 	struct sockaddr_in sa;
-	pthread_condattr_t ca;
 	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD |
 			 MHD_USE_THREAD_PER_CONNECTION;
 
-	pthread_mutex_init(&f->mu, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&f->cv, &ca);
-	pthread_condattr_destroy(&ca);
-
-	memset(&sa, 0, sizeof(sa));
-	sa.sin_family = AF_INET;
-	sa.sin_port = 0; /* the OS picks a free port */
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	fake_mhd_sync_init(&f->mu, &f->cv);
+	fake_mhd_loopback(&sa);
 	f->tls = cert_pem != NULL;
 	if (f->tls)
 		f->d = MHD_start_daemon(
@@ -777,13 +728,7 @@ bool fake_http_wait(struct fake_http *f, const char *path, size_t n,
 	struct timespec dl;
 	bool ok;
 
-	clock_gettime(CLOCK_MONOTONIC, &dl);
-	dl.tv_sec += timeout_ms / 1000;
-	dl.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-	if (dl.tv_nsec >= 1000000000L) {
-		dl.tv_sec++;
-		dl.tv_nsec -= 1000000000L;
-	}
+	fake_mhd_deadline(&dl, timeout_ms);
 	pthread_mutex_lock(&f->mu);
 	while (!(ok = count_locked(f, path) >= n))
 		if (pthread_cond_timedwait(&f->cv, &f->mu, &dl) != 0) {

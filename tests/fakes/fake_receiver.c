@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fake_mhd.h"
 #include "fake_receiver.h"
 
 #define DRIP_BYTES 64
@@ -69,23 +70,7 @@ static int con_marker;
 /* Waits up to ms of real time; false when the receiver is stopping. */
 static bool wait_ms(struct fake_receiver *r, int ms)
 {
-	struct timespec dl;
-	bool go_on;
-
-	clock_gettime(CLOCK_MONOTONIC, &dl);
-	dl.tv_sec += ms / 1000;
-	dl.tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (dl.tv_nsec >= 1000000000L) {
-		dl.tv_sec++;
-		dl.tv_nsec -= 1000000000L;
-	}
-	pthread_mutex_lock(&r->mu);
-	while (!r->stopping &&
-	       pthread_cond_timedwait(&r->cv, &r->mu, &dl) != ETIMEDOUT)
-		;
-	go_on = !r->stopping;
-	pthread_mutex_unlock(&r->mu);
-	return go_on;
+	return fake_mhd_wait(&r->mu, &r->cv, &r->stopping, ms);
 }
 
 /* Appends one line to the log and fsyncs it before returning. */
@@ -103,43 +88,6 @@ static void record(struct fake_receiver *r, const char *path, const char *key,
 		abort(); /* a receiver that cannot count makes the test lie */
 	close(fd);
 	pthread_mutex_unlock(&r->mu);
-}
-
-static void add_headers(struct MHD_Response *resp, const char *headers)
-{
-	const char *p = headers;
-
-	while (p && *p) {
-		const char *eol = strchr(p, '\n');
-		size_t len = eol ? (size_t)(eol - p) : strlen(p);
-		char line[512];
-		if (len >= sizeof(line))
-			len = sizeof(line) - 1;
-		memcpy(line, p, len);
-		line[len] = '\0';
-		char *colon = strchr(line, ':');
-		if (colon) {
-			*colon = '\0';
-			char *v = colon + 1;
-			while (*v == ' ')
-				v++;
-			MHD_add_response_header(resp, line, v);
-		}
-		p = eol ? eol + 1 : NULL;
-	}
-}
-
-static enum MHD_Result send_text(struct MHD_Connection *conn, int status,
-				 const char *headers, const char *body)
-{
-	struct MHD_Response *resp = MHD_create_response_from_buffer(
-		strlen(body), (void *)body, MHD_RESPMEM_MUST_COPY);
-	if (!resp)
-		return MHD_NO;
-	add_headers(resp, headers);
-	enum MHD_Result rc = MHD_queue_response(conn, (unsigned)status, resp);
-	MHD_destroy_response(resp);
-	return rc;
 }
 
 static ssize_t drip_read(void *cls, uint64_t pos, char *buf, size_t max)
@@ -213,7 +161,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn,
 	enum MHD_Result rc = MHD_NO;
 	switch (a.mode) {
 	case RECV_OK:
-		rc = send_text(conn, 200, NULL, "ok");
+		rc = fake_mhd_send(conn, 200, NULL, "ok");
 		break;
 	case RECV_NEVER:
 		(void)wait_ms(r, NEVER_MAX_MS);
@@ -221,7 +169,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn,
 		break;
 	case RECV_LATE:
 		if (wait_ms(r, a.delay_ms))
-			rc = send_text(conn, 200, NULL, "late ok");
+			rc = fake_mhd_send(conn, 200, NULL, "late ok");
 		break;
 	case RECV_CLOSE:
 	case RECV_CRASH:
@@ -244,7 +192,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn,
 		break;
 	}
 	case RECV_STATUS:
-		rc = send_text(conn, a.status, a.headers, "scripted");
+		rc = fake_mhd_send(conn, a.status, a.headers, "scripted");
 		break;
 	}
 	free(a.headers);
@@ -333,7 +281,6 @@ struct fake_receiver *fake_receiver_start(const char *log_path,
 {
 	struct fake_receiver *r = calloc(1, sizeof(*r));
 	struct sockaddr_in sa;
-	pthread_condattr_t ca;
 	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD |
 			 MHD_USE_THREAD_PER_CONNECTION;
 
@@ -344,14 +291,8 @@ struct fake_receiver *fake_receiver_start(const char *log_path,
 		return NULL;
 	}
 	r->log_path = strdup(log_path);
-	pthread_mutex_init(&r->mu, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&r->cv, &ca);
-	pthread_condattr_destroy(&ca);
-	memset(&sa, 0, sizeof(sa));
-	sa.sin_family = AF_INET;
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	fake_mhd_sync_init(&r->mu, &r->cv);
+	fake_mhd_loopback(&sa);
 	r->tls = cert_pem != NULL;
 	if (r->tls)
 		r->d = MHD_start_daemon(flags | MHD_USE_TLS, 0, NULL, NULL,

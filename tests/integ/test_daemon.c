@@ -1088,57 +1088,11 @@ static pid_t pid_in(const struct env *e, const char *name)
 	return (pid_t)pid;
 }
 
-/* pid runs (not a zombie) and is the helper with this marker. */
-static bool helper_runs(pid_t pid, const char *marker)
-{
-	char p[64], buf[512] = {0};
-	size_t n;
-	FILE *f;
-
-	snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
-	if (!(f = fopen(p, "r")))
-		return false;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	const char *rp = strrchr(buf, ')');
-	if (n == 0 || !rp || rp[2] == 'Z' || rp[2] == 'X')
-		return false;
-	snprintf(p, sizeof(p), "/proc/%d/cmdline", (int)pid);
-	if (!(f = fopen(p, "r")))
-		return false;
-	memset(buf, 0, sizeof(buf));
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	for (size_t i = 0; i < n; i++)
-		if (buf[i] == '\0')
-			buf[i] = ' ';
-	return strstr(buf, marker) != NULL;
-}
-
-/* Polls (5 s at most) until both helpers are gone; kills survivors so a
- * failing run leaves nothing behind. */
+/* Polls until both helpers are gone (tu_helpers_gone). */
 static bool helpers_gone(const struct env *e)
 {
-	pid_t h1 = pid_in(e, "h1.pid"), h2 = pid_in(e, "h2.pid");
-	int64_t end = now_ms() + 5000;
-	bool a1, a2;
-
-	for (;;) {
-		a1 = helper_runs(h1, "317.1");
-		a2 = helper_runs(h2, "317.2");
-		if ((!a1 && !a2) || now_ms() >= end)
-			break;
-		sleep_ms(10);
-	}
-	if (a1 || a2)
-		print_message("alive after the daemon: setsid helper %s, "
-			      "double-forked helper %s\n", a1 ? "yes" : "no",
-			      a2 ? "yes" : "no");
-	if (a1)
-		kill(h1, SIGKILL);
-	if (a2)
-		kill(h2, SIGKILL);
-	return !a1 && !a2;
+	return tu_helpers_gone(pid_in(e, "h1.pid"), "317.1",
+			       pid_in(e, "h2.pid"), "317.2", "daemon");
 }
 
 /* docs/tasks.md: helpers never outlive the task, also when the daemon is

@@ -465,16 +465,9 @@ static void receiver_modes_both_policies(void **state)
 static int group_setup(void **state)
 {
 	const char *dir = tu_tmpdir();
-	char cmd[1024], cert[300], key[300];
+	char cert[300], key[300];
 
-	snprintf(cert, sizeof(cert), "%s/cert.pem", dir);
-	snprintf(key, sizeof(key), "%s/key.pem", dir);
-	snprintf(cmd, sizeof(cmd),
-		 "openssl req -x509 -newkey ec -pkeyopt "
-		 "ec_paramgen_curve:prime256v1 -nodes -days 2 -subj "
-		 "/CN=localhost -addext subjectAltName=IP:127.0.0.1 "
-		 "-keyout %s -out %s >/dev/null 2>&1", key, cert);
-	if (system(cmd) == 0) {
+	if (tu_self_signed(dir, cert, sizeof(cert), key, sizeof(key))) {
 		tu_slurp(cert, cert_pem, sizeof(cert_pem));
 		tu_slurp(key, key_pem, sizeof(key_pem));
 		struct fake_receiver *probe =

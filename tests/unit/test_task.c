@@ -152,22 +152,6 @@ static void environment_and_cwd(void **state)
 	task_result_dispose(&r);
 }
 
-/* True when pid is gone or a zombie (no longer running). */
-static bool is_gone(pid_t pid)
-{
-	char path[64], buf[256] = {0};
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	f = fopen(path, "r");
-	if (!f)
-		return true;
-	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	const char *rp = strrchr(buf, ')');
-	return n > 0 && rp && (rp[2] == 'Z' || rp[2] == 'X');
-}
-
 /* SIGKILL reaches a group member the next time the kernel schedules it,
  * so on a loaded machine it can still show as sleeping for a moment
  * after the task returned. Two seconds is far beyond that and far below
@@ -175,7 +159,7 @@ static bool is_gone(pid_t pid)
 static bool not_running(pid_t pid)
 {
 	for (int i = 0; i < 200; i++) {
-		if (is_gone(pid))
+		if (tu_pid_gone(pid))
 			return true;
 		struct timespec ts = {0, 10 * 1000 * 1000};
 		nanosleep(&ts, NULL);
@@ -271,52 +255,11 @@ static void escaping_script(char *body, size_t n, const char *tail)
 		 dir, tail);
 }
 
-/* Is pid alive (not a zombie) and still the helper with this marker? */
-static bool helper_alive(pid_t pid, const char *marker)
-{
-	char path[64], cmd[256] = {0};
-	FILE *f;
-
-	if (pid <= 0 || is_gone(pid))
-		return false;
-	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
-	f = fopen(path, "r");
-	if (!f)
-		return false;
-	size_t n = fread(cmd, 1, sizeof(cmd) - 1, f);
-	fclose(f);
-	for (size_t i = 0; i < n; i++)
-		if (cmd[i] == '\0')
-			cmd[i] = ' ';
-	return strstr(cmd, marker) != NULL;
-}
-
-/* Polls until neither helper runs, 5 s at most (a SIGKILL is acted on the
- * next time the kernel schedules the process); kills the survivors so a
- * failing run leaves nothing behind. Returns true when both were gone. */
+/* Polls until neither helper runs (tu_helpers_gone). */
 static bool helpers_gone(void)
 {
-	pid_t h1 = read_pid("h1.pid"), h2 = read_pid("h2.pid");
-	int64_t end = clock_mono_ms() + 5000;
-	bool a1, a2;
-
-	for (;;) {
-		a1 = helper_alive(h1, "313.1");
-		a2 = helper_alive(h2, "313.2");
-		if ((!a1 && !a2) || clock_mono_ms() >= end)
-			break;
-		struct timespec ts = {0, 10 * 1000 * 1000};
-		nanosleep(&ts, NULL);
-	}
-	if (a1 || a2)
-		print_message("alive after the task: setsid helper %s, "
-			      "double-forked helper %s\n", a1 ? "yes" : "no",
-			      a2 ? "yes" : "no");
-	if (a1)
-		kill(h1, SIGKILL);
-	if (a2)
-		kill(h2, SIGKILL);
-	return !a1 && !a2;
+	return tu_helpers_gone(read_pid("h1.pid"), "313.1", read_pid("h2.pid"),
+			       "313.2", "task");
 }
 
 /* Real time now minus the ns the script wrote before it ended, in ms. */
