@@ -452,7 +452,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn,
 	pthread_mutex_lock(&f->mu);
 	/* Find this request again: the log may have grown (and moved) while
 	 * the lock was released. Its body pointer is unique. */
-	const struct fake_request *logged = NULL;
+	struct fake_request *logged = NULL;
 	for (size_t i = f->n_log; i-- > 0;) {
 		if (f->log[i].body == rq.body) {
 			logged = &f->log[i];
@@ -484,6 +484,8 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn,
 		answer = canned_new(404, "Content-Type: text/plain",
 				    "no route", 0);
 	}
+	if (logged) /* what the client is told, whatever it then reads */
+		logged->status = answer->status;
 	pthread_mutex_unlock(&f->mu);
 
 	if (answer->delay_ms > 0)
@@ -765,6 +767,7 @@ bool fake_http_request(struct fake_http *f, const char *path, long i,
 				abort();
 			memcpy(out->body, r->body, r->body_len + 1);
 			out->body_len = r->body_len;
+			out->status = r->status;
 			found = true;
 			break;
 		}

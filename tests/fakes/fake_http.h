@@ -118,6 +118,7 @@ struct fake_request {
 	char *headers; /* "Name: value\n" per header, as received */
 	char *body;    /* NUL-terminated, capped at 1 MiB */
 	size_t body_len;
+	int status;    /* the status it was answered with; 0 until then */
 };
 
 /* Requests fully received so far, to path (NULL: to any path). */
