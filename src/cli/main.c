@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "buf.h"
 #include "cli.h"
@@ -357,13 +358,30 @@ int cmd_version(int argc, char **argv)
 	return EXIT_OK;
 }
 
+/* This binary's path, for the reaper. The link's target, not
+ * "/proc/self/exe" itself: a program run under a loader (valgrind) has
+ * the loader there, and the loader answers the readlink with our path.
+ * A binary deleted since it started (an upgrade) keeps the link. */
+static const char *self_exe(void)
+{
+	static char path[4096];
+	ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
+
+	if (n <= 0 || (size_t)n >= sizeof(path) - 1)
+		return "/proc/self/exe";
+	path[n] = '\0';
+	if (n > 10 && strcmp(path + n - 10, " (deleted)") == 0)
+		return "/proc/self/exe";
+	return path;
+}
+
 int main(int argc, char **argv)
 {
 	/* A task's reaper (src/proc.c): this binary again, spawned by
 	 * proc_run, so that no run forks the whole daemon. */
 	if (argc > 1 && strcmp(argv[1], PROC_REAPER_ARG) == 0)
 		return proc_reaper_exec_main(argc, argv);
-	proc_set_reaper_exe("/proc/self/exe");
+	proc_set_reaper_exe(self_exe());
 	if (argc < 2) {
 		print_overview(stderr);
 		return EXIT_USAGE;
