@@ -120,4 +120,26 @@ static inline size_t tu_ledger_count(const char *url, const char *schedule,
 	return n;
 }
 
+/* The success rows of schedule: their count, and the first and last slot
+ * (INT64_MAX and INT64_MIN when there is none). */
+static inline size_t tu_success_span(struct sc_store *s, const char *schedule,
+				     int64_t *first, int64_t *last)
+{
+	struct ledger_filter f = {.schedule = schedule, .since_ms = INT64_MIN,
+				  .until_ms = INT64_MAX,
+				  .outcome = LEDGER_SUCCESS};
+	struct ledger_row *rows = NULL;
+	size_t n = 0;
+
+	assert_int_equal(ledger_query(s, &f, &rows, &n, NULL), 0);
+	*first = INT64_MAX;
+	*last = INT64_MIN;
+	for (size_t i = 0; i < n; i++) {
+		*first = rows[i].slot_ms < *first ? rows[i].slot_ms : *first;
+		*last = rows[i].slot_ms > *last ? rows[i].slot_ms : *last;
+	}
+	ledger_rows_free(rows, n);
+	return n;
+}
+
 #endif

@@ -1250,20 +1250,10 @@ static void pg_restart(void **state)
 	free(bodies);
 	/* No slot lost: the successful slots are consecutive seconds. */
 	struct sc_store *s = open_store(&e);
-	struct ledger_filter f = {.schedule = "persec", .since_ms = INT64_MIN,
-				  .until_ms = INT64_MAX,
-				  .outcome = LEDGER_SUCCESS};
-	struct ledger_row *rows = NULL;
-	size_t nr = 0;
-	assert_int_equal(ledger_query(s, &f, &rows, &nr, NULL), 0);
-	int64_t lo = INT64_MAX, hi = INT64_MIN;
-	for (size_t i = 0; i < nr; i++) {
-		lo = rows[i].slot_ms < lo ? rows[i].slot_ms : lo;
-		hi = rows[i].slot_ms > hi ? rows[i].slot_ms : hi;
-	}
+	int64_t lo, hi;
+	size_t nr = tu_success_span(s, "persec", &lo, &hi);
 	assert_true(nr >= 5);
 	assert_int_equal((size_t)((hi - lo) / 1000 + 1), nr);
-	ledger_rows_free(rows, nr);
 	store_close(s);
 	env_dispose(&e);
 }

@@ -333,20 +333,13 @@ static void full_disk_no_torn_line_no_wedge(void **state)
 
 	/* The record: every slot from the first to the last done. */
 	struct sc_store *s = tu_store_open(url);
+	int64_t first, last;
+	(void)tu_success_span(s, "persec", &first, &last);
 	struct ledger_filter lf = {.schedule = "persec", .since_ms = INT64_MIN,
 				   .until_ms = INT64_MAX,
-				   .outcome = LEDGER_SUCCESS};
+				   .lost_or_missed = true};
 	struct ledger_row *rows = NULL;
 	size_t nr = 0;
-	assert_int_equal(ledger_query(s, &lf, &rows, &nr, NULL), 0);
-	int64_t first = INT64_MAX, last = INT64_MIN;
-	for (size_t i = 0; i < nr; i++) {
-		first = rows[i].slot_ms < first ? rows[i].slot_ms : first;
-		last = rows[i].slot_ms > last ? rows[i].slot_ms : last;
-	}
-	ledger_rows_free(rows, nr);
-	lf.outcome = NULL;
-	lf.lost_or_missed = true;
 	assert_int_equal(ledger_query(s, &lf, &rows, &nr, NULL), 0);
 	size_t n_lost_rows = nr;
 	ledger_rows_free(rows, nr);
