@@ -285,14 +285,8 @@ static void run_trial(const char *url, const char *root, int k,
 	assert_int_equal(store_job_get(s, id, &j, NULL), 0);
 	assert_int_equal(outbox_get(s, sched, slot, "hook", &e, NULL), 0);
 	assert_int_equal(slot_is_marked(s, sched, slot, &marked, NULL), 0);
-	struct ledger_filter lf = {.schedule = sched, .since_ms = INT64_MIN,
-				   .until_ms = INT64_MAX,
-				   .outcome = LEDGER_DUPLICATE};
-	struct ledger_row *rows = NULL;
-	size_t n_dup = 0;
-	assert_int_equal(ledger_query(s, &lf, &rows, &n_dup, NULL), 0);
-	ledger_rows_free(rows, n_dup);
 	store_close(s);
+	size_t n_dup = tu_ledger_count(url, sched, LEDGER_DUPLICATE);
 	size_t n_recv = fake_http_count(srv, "/hook");
 
 	/* A writes SENT only for a copy its stale attempt sent: the delivery
