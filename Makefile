@@ -103,16 +103,16 @@ B := build
 MODEFLAGS := -O2 -g
 else ifeq ($(MODE),test)
 B := build/test
-MODEFLAGS := -O1 -g -DSC_FAILPOINTS -DSC_DEBUG
+MODEFLAGS := -O1 -g -DSURECRON_FAILPOINTS -DSURECRON_DEBUG
 else ifeq ($(MODE),san)
 B := build/san
-MODEFLAGS := -O1 -g -DSC_FAILPOINTS -DSC_DEBUG \
+MODEFLAGS := -O1 -g -DSURECRON_FAILPOINTS -DSURECRON_DEBUG \
 	-fsanitize=address,undefined -fno-sanitize-recover=undefined \
 	-fno-omit-frame-pointer
 SANLDFLAGS := -fsanitize=address,undefined
 else ifeq ($(MODE),tsan)
 B := build/tsan
-MODEFLAGS := -O1 -g -DSC_FAILPOINTS -DSC_DEBUG -fsanitize=thread \
+MODEFLAGS := -O1 -g -DSURECRON_FAILPOINTS -DSURECRON_DEBUG -fsanitize=thread \
 	-fno-omit-frame-pointer
 SANLDFLAGS := -fsanitize=thread
 endif

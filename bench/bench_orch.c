@@ -56,7 +56,7 @@ int main(int argc, char **argv)
 	snprintf(url, sizeof(url), "sqlite:%s/b.db", dir);
 	snprintf(path, sizeof(path), "%s/out.jsonl", dir);
 	struct sc_clock *clk = sc_clock_virtual_new(1795798800000LL);
-	struct sc_store *s = NULL;
+	struct store *s = NULL;
 	if (store_open(url, clk, &s, NULL) != 0)
 		return 1;
 	char *echo[] = {"echo", "weekly report", NULL};

@@ -45,7 +45,7 @@ static void *work(void *arg)
 	struct store_job jobs[CLAIM_BATCH];
 	struct sc_err err = {0};
 	char name[32];
-	struct sc_store *h = NULL;
+	struct store *h = NULL;
 
 	snprintf(name, sizeof(name), "bench-%d", w->id);
 	if (store_open(g_url, g_clock, &h, &err)) {
@@ -83,7 +83,7 @@ static int enqueue(const char *sched, long n)
 	struct sc_err err = {0};
 	int64_t *slots = malloc(1000 * sizeof(*slots));
 	int64_t now = sc_clock_now_ms(g_clock);
-	struct sc_store *h = NULL;
+	struct store *h = NULL;
 	int rc;
 
 	if (!slots)

@@ -39,9 +39,9 @@ static void die(const char *what, const struct sc_err *err)
 	exit(1);
 }
 
-static struct sc_store *open_store(const char *url)
+static struct store *open_store(const char *url)
 {
-	struct sc_store *s = NULL;
+	struct store *s = NULL;
 	struct sc_err err = {0};
 
 	if (store_open(url, sc_clock_real(), &s, &err))
@@ -52,7 +52,7 @@ static struct sc_store *open_store(const char *url)
 /* Enqueues n jobs of schedule "bench" and returns the seconds it took. */
 static double enqueue_all(const char *url, int n)
 {
-	struct sc_store *s = open_store(url);
+	struct store *s = open_store(url);
 	struct sc_err err = {0};
 	int64_t *slots = malloc(sizeof(*slots) * ENQ_BATCH);
 	int64_t t0 = clock_mono_ms(), base = sc_clock_now_ms(sc_clock_real());
@@ -76,7 +76,7 @@ static double enqueue_all(const char *url, int n)
 /* Claims and completes until nothing is due; returns jobs done. */
 static int work(const char *url, const char *name, bool mark)
 {
-	struct sc_store *s = open_store(url);
+	struct store *s = open_store(url);
 	struct store_job j[CLAIM_BATCH];
 	struct sc_err err = {0};
 	size_t n;
@@ -88,7 +88,7 @@ static int work(const char *url, const char *name, bool mark)
 		if (n == 0)
 			break;
 		for (size_t i = 0; i < n; i++) {
-			if (mark && slot_mark(s, j[i].schedule, j[i].slot_ms,
+			if (mark && store_slot_mark(s, j[i].schedule, j[i].slot_ms,
 					      &err))
 				die("mark", &err);
 			if (queue_complete(s, &j[i], NULL, &err))

@@ -16,8 +16,8 @@
  * in LLVMFuzzerInitialize (the replay runs each input in a forked child,
  * where such threads would be gone): start them on first use instead.
  */
-#ifndef SC_FUZZ_H
-#define SC_FUZZ_H
+#ifndef SURECRON_FUZZ_H
+#define SURECRON_FUZZ_H
 
 #include <stddef.h>
 #include <stdint.h>

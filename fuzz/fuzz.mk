@@ -40,7 +40,7 @@ UNIT_BIN += $(FUZZ_REPLAY_BIN)
 
 $(B)/fuzz/replay.o: fuzz/replay.c fuzz/fuzz.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS_ALL) -DSC_FUZZ_CORPUS='"$(abspath fuzz/corpus)"' \
+	$(CC) $(CPPFLAGS_ALL) -DFUZZ_CORPUS='"$(abspath fuzz/corpus)"' \
 		$(CFLAGS_ALL) -c $< -o $@
 
 $(B)/fuzz/replay_%: fuzz/fuzz_%.c $(B)/fuzz/replay.o fuzz/fuzz.h $(LIB) \
@@ -54,8 +54,8 @@ $(B)/fuzz/replay_%: fuzz/fuzz_%.c $(B)/fuzz/replay.o fuzz/fuzz.h $(LIB) \
 
 # clang's -Wformat=2 also warns on vsnprintf with a va_list format, which
 # gcc accepts and err.c needs.
-FUZZ_CFLAGS := $(WARN) -Wno-format-nonliteral -O1 -g -DSC_FAILPOINTS \
-	-DSC_DEBUG -fsanitize=address,undefined \
+FUZZ_CFLAGS := $(WARN) -Wno-format-nonliteral -O1 -g -DSURECRON_FAILPOINTS \
+	-DSURECRON_DEBUG -fsanitize=address,undefined \
 	-fno-sanitize-recover=undefined -fno-omit-frame-pointer -pthread \
 	-MMD -MP
 FUZZ_LIB_OBJ := $(LIB_SRC:%.c=$(FZ)/obj/%.o)

@@ -2,7 +2,7 @@
  * replay.c - runs a fuzz target over its committed corpus, for `make test`.
  *
  * Usage: replay_NAME [DIR-or-FILE ...]; with no argument the corpus is
- * $SURECRON_FUZZ_CORPUS, else SC_FUZZ_CORPUS/NAME (the tree's fuzz/corpus,
+ * $SURECRON_FUZZ_CORPUS, else FUZZ_CORPUS/NAME (the tree's fuzz/corpus,
  * set by the build; NAME is the binary's name after "replay_"). Every file is one test: it
  * is fed to LLVMFuzzerTestOneInput in a forked child (so a crash or a
  * violated property fails that file alone and the others still run),
@@ -25,8 +25,8 @@
 
 #include "fuzz.h"
 
-#ifndef SC_FUZZ_CORPUS
-#define SC_FUZZ_CORPUS "fuzz/corpus"
+#ifndef FUZZ_CORPUS
+#define FUZZ_CORPUS "fuzz/corpus"
 #endif
 
 /* libFuzzer's optional hook: called once when the target defines it. */
@@ -190,7 +190,7 @@ int main(int argc, char **argv)
 	base = base ? base + 1 : argv[0];
 	if (strncmp(base, "replay_", 7) == 0)
 		base += 7;
-	snprintf(def, sizeof(def), "%s/%s", SC_FUZZ_CORPUS, base);
+	snprintf(def, sizeof(def), "%s/%s", FUZZ_CORPUS, base);
 
 	if (LLVMFuzzerInitialize)
 		LLVMFuzzerInitialize(&argc, &argv);

@@ -19,7 +19,7 @@ suites=$(ls tests/unit/*.c tests/integ/*.c 2>/dev/null)
 echo "lint: cppcheck"
 # shellcheck disable=SC2086
 cppcheck --quiet --error-exitcode=1 --std=c11 --enable=warning,portability \
-  --inline-suppr --suppress=missingIncludeSystem -D__GNUC__ -DSC_FAILPOINTS \
+  --inline-suppr --suppress=missingIncludeSystem -D__GNUC__ -DSURECRON_FAILPOINTS \
   $inc $files $helpers $suites
 
 echo "lint: clang-tidy"
@@ -30,7 +30,7 @@ trap 'rm -f "$out"' EXIT
 rc=0
 # shellcheck disable=SC2086
 clang-tidy --quiet --warnings-as-errors='*' --checks="$checks" $files $helpers -- \
-  -std=c11 -D_GNU_SOURCE -DSC_FAILPOINTS -include fuzz/fuzz.h $inc $pkgflags \
+  -std=c11 -D_GNU_SOURCE -DSURECRON_FAILPOINTS -include fuzz/fuzz.h $inc $pkgflags \
   >"$out" 2>&1 || rc=$?
 grep -v "warnings generated" "$out" || true
 [ "$rc" -eq 0 ] || { echo "lint: clang-tidy found problems" >&2; exit 1; }

@@ -6,8 +6,8 @@
  * SC_ETOOBIG and leaves the buffer unchanged. Ownership of the bytes leaves
  * the buffer only through buf_take(). Not thread-safe.
  */
-#ifndef SC_BUF_H
-#define SC_BUF_H
+#ifndef SURECRON_BUF_H
+#define SURECRON_BUF_H
 
 #include <stddef.h>
 

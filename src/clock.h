@@ -2,8 +2,8 @@
  * clock.h - time helpers shared by every module (the clock itself is public,
  * in surecron.h). This is the only module that reads the system's time.
  */
-#ifndef SC_CLOCK_H
-#define SC_CLOCK_H
+#ifndef SURECRON_CLOCK_H
+#define SURECRON_CLOCK_H
 
 #include <stdbool.h>
 #include <stdint.h>

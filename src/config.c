@@ -1883,7 +1883,7 @@ env:
 			    s->schedule_env ? var : "");
 	}
 	if (s->override_var)
-		SC_LOG(SC_LOG_INFO, "config", "schedule=%s cron_override=%s",
+		LOG(SC_LOG_INFO, "config", "schedule=%s cron_override=%s",
 		       s->name, s->override_var);
 	check_cron_tz(pc, k, v, path, s);
 }

@@ -18,8 +18,8 @@
  * Thread-safety: loading and checking touch no global state except reading
  * the environment (getenv); a loaded config is read-only and may be shared.
  */
-#ifndef SC_CONFIG_H
-#define SC_CONFIG_H
+#ifndef SURECRON_CONFIG_H
+#define SURECRON_CONFIG_H
 
 #include <stdbool.h>
 #include <stddef.h>

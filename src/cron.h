@@ -6,8 +6,8 @@
  * months and days skipped through the bitsets), cron_class.c and
  * cron_describe.c read it. Every function here is pure and thread-safe.
  */
-#ifndef SC_CRON_H
-#define SC_CRON_H
+#ifndef SURECRON_CRON_H
+#define SURECRON_CRON_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -3,7 +3,7 @@
  * thread, signals forwarded by the CLI (docs/internals/daemon.md).
  *
  *   calling thread (scheduler)      watcher thread         N workers
- *   sched_tick at each due slot     SQLite: stat the db    claim -> orch_run_job
+ *   scheduler_tick at each due slot     SQLite: stat the db    claim -> orch_run_job
  *   sleeps until next slot          files every watch_ms   (own store handle,
  *   (timed condvar wait)            PG: store_wait         heartbeat in tick)
  *          |   enqueued: bump gen        | change: bump gen       ^
@@ -82,7 +82,7 @@
 
 struct cfg_ref {
 	struct config *cfg;
-	int64_t *memo; /* sched_tick_memo's, one per schedule; scheduler
+	int64_t *memo; /* scheduler_tick_memo's, one per schedule; scheduler
 			  thread only */
 	int refs;      /* under daemon.mu */
 };
@@ -116,7 +116,7 @@ struct worker {
 	pthread_t thread;
 	bool started;   /* scheduler thread only: joinable */
 	bool exited;    /* under daemon.mu: the thread left its loop */
-	char name[SC_WORKER_MAX];
+	char name[STORE_WORKER_MAX];
 };
 
 struct daemon {
@@ -127,7 +127,7 @@ struct daemon {
 	char *store_url;        /* fixed at start: a reload cannot move it */
 	char db_path[1024];     /* SQLite file, "" for PostgreSQL */
 	bool is_pg;
-	struct sc_store *store; /* the scheduler thread's handle */
+	struct store *store; /* the scheduler thread's handle */
 
 	pthread_mutex_t mu;
 	pthread_cond_t cond;      /* workers and watcher: gen, stopping */
@@ -245,7 +245,7 @@ static void store_failed(struct daemon *d, struct store_health *h,
 			d->outage_mono_ms = mono;
 			d->outage_log_mono_ms = mono;
 			d->outage_errors = 0;
-			SC_LOG(SC_LOG_ERROR, "daemon",
+			LOG(SC_LOG_ERROR, "daemon",
 			       "event=store-outage state=begin where=%s "
 			       "code=%s msg=%s", where, sc_strerror(code),
 			       log_quote(q, sizeof(q), msg ? msg : ""));
@@ -254,7 +254,7 @@ static void store_failed(struct daemon *d, struct store_health *h,
 	d->outage_errors++;
 	if (mono - d->outage_log_mono_ms >= OUTAGE_LOG_EVERY_MS) {
 		d->outage_log_mono_ms = mono;
-		SC_LOG(SC_LOG_ERROR, "daemon",
+		LOG(SC_LOG_ERROR, "daemon",
 		       "event=store-outage state=ongoing duration_ms=%lld "
 		       "errors=%llu where=%s code=%s msg=%s",
 		       (long long)(mono - d->outage_mono_ms),
@@ -275,7 +275,7 @@ static void store_fine(struct daemon *d, struct store_health *h)
 	h->failing = false;
 	pthread_mutex_lock(&d->mu);
 	if (--d->n_failing == 0)
-		SC_LOG(SC_LOG_WARN, "daemon",
+		LOG(SC_LOG_WARN, "daemon",
 		       "event=store-outage state=end duration_ms=%lld "
 		       "errors=%llu",
 		       (long long)(clock_mono_ms() - d->outage_mono_ms),
@@ -326,7 +326,7 @@ static void store_backoff(struct daemon *d, struct store_health *h)
  * for runs that failed). A failure goes to h's outage (NULL: logged, for
  * --once). Returns the number recovered (< 0: error).
  */
-static int recover(struct sc_store *s, struct daemon *d,
+static int recover(struct store *s, struct daemon *d,
 		   const struct config *cfg, struct store_health *h)
 {
 	struct sc_err e = {0};
@@ -338,7 +338,7 @@ static int recover(struct sc_store *s, struct daemon *d,
 		if (h)
 			store_failed(d, h, "recover", rc, e.msg);
 		else
-			SC_LOG(SC_LOG_WARN, "daemon",
+			LOG(SC_LOG_WARN, "daemon",
 			       "event=recover code=%s msg=\"%s\"",
 			       sc_strerror(rc), e.msg);
 		return rc;
@@ -346,7 +346,7 @@ static int recover(struct sc_store *s, struct daemon *d,
 	if (h)
 		store_fine(d, h);
 	if (n > 0)
-		SC_LOG(SC_LOG_WARN, "daemon", "event=recovered jobs=%d", n);
+		LOG(SC_LOG_WARN, "daemon", "event=recovered jobs=%d", n);
 	return n;
 }
 
@@ -354,7 +354,7 @@ static int recover(struct sc_store *s, struct daemon *d,
 
 struct keeper {
 	struct daemon *d;
-	struct sc_store *store;
+	struct store *store;
 	struct store_job job;   /* the ticket; heartbeats move its expiry */
 	int64_t lease_ms;
 	int64_t last_hb_mono;
@@ -375,7 +375,7 @@ static int keeper_tick(void *ud)
 	if (atomic_load(&k->d->abort_runs)) {
 		int rc = queue_release(k->store, &k->job, &e);
 		k->released = true;
-		SC_LOG(rc ? SC_LOG_WARN : SC_LOG_INFO, "daemon",
+		LOG(rc ? SC_LOG_WARN : SC_LOG_INFO, "daemon",
 		       "event=released job=%lld schedule=%s attempt=%d%s",
 		       (long long)k->job.id, k->job.schedule, k->job.attempts,
 		       rc ? " outcome=release-failed" : "");
@@ -390,7 +390,7 @@ static int keeper_tick(void *ud)
 	int rc = queue_heartbeat(k->store, &k->job, k->lease_ms, &e);
 	if (rc == SC_ELEASE) {
 		k->lost = true;
-		SC_LOG(SC_LOG_ERROR, "daemon",
+		LOG(SC_LOG_ERROR, "daemon",
 		       "event=lease-lost job=%lld schedule=%s",
 		       (long long)k->job.id, k->job.schedule);
 		return rc;
@@ -409,7 +409,7 @@ static int keeper_tick(void *ud)
  * again once the store answers. SC_ELEASE then means the first try did
  * commit (or another worker took over): nothing left to do.
  */
-static int refinish(struct daemon *d, struct sc_store *s,
+static int refinish(struct daemon *d, struct store *s,
 		    const struct config *cfg, const struct store_job *job,
 		    struct orch_job_result *res)
 {
@@ -448,7 +448,7 @@ static int refinish(struct daemon *d, struct sc_store *s,
 	return rc;
 }
 
-static void run_job(struct daemon *d, struct sc_store *s, struct cfg_ref *cr,
+static void run_job(struct daemon *d, struct store *s, struct cfg_ref *cr,
 		    const struct store_job *job, struct store_health *h)
 {
 	struct keeper k = {.d = d, .store = s, .job = *job, .health = h,
@@ -472,7 +472,7 @@ static void run_job(struct daemon *d, struct sc_store *s, struct cfg_ref *cr,
 	pthread_mutex_lock(&d->mu);
 	d->n_running++;
 	pthread_mutex_unlock(&d->mu);
-	SC_LOG(SC_LOG_INFO, "daemon",
+	LOG(SC_LOG_INFO, "daemon",
 	       "event=start schedule=%s slot=%s job=%lld attempt=%d "
 	       "late_us=%lld", job->schedule, iso(job->slot_ms, slot),
 	       (long long)job->id, job->attempts, (long long)late_us);
@@ -503,7 +503,7 @@ static void run_job(struct daemon *d, struct sc_store *s, struct cfg_ref *cr,
 	char next[CLOCK_ISO_MAX] = "-";
 	if (!rc && !res.completed && !res.dead && res.next_ms != INT64_MAX)
 		iso(res.next_ms, next);
-	SC_LOG(res.completed || k.released ? SC_LOG_INFO : SC_LOG_ERROR,
+	LOG(res.completed || k.released ? SC_LOG_INFO : SC_LOG_ERROR,
 	       "daemon",
 	       "event=finish schedule=%s slot=%s job=%lld attempt=%d "
 	       "outcome=%s duration_ms=%lld task_late_us=%s next=%s code=%s",
@@ -524,7 +524,7 @@ static void run_job(struct daemon *d, struct sc_store *s, struct cfg_ref *cr,
 
 /* ---- workers -------------------------------------------------------------- */
 
-static int open_store(struct daemon *d, struct sc_store **out,
+static int open_store(struct daemon *d, struct store **out,
 		      struct sc_err *err)
 {
 	return store_open(d->store_url, d->clock, out, err);
@@ -543,7 +543,7 @@ static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
 	struct daemon *d = w->d;
-	struct sc_store *s = NULL;
+	struct store *s = NULL;
 	struct store_health h = {.backoff_ms = BACKOFF_MIN_MS};
 
 	for (;;) {
@@ -560,7 +560,7 @@ static void *worker_main(void *arg)
 			w->exited = true;
 		pthread_mutex_unlock(&d->mu);
 		if (retire)
-			SC_LOG(SC_LOG_INFO, "daemon",
+			LOG(SC_LOG_INFO, "daemon",
 			       "event=worker-exit worker=%d reason=concurrency",
 			       w->idx);
 		if (stop || retire)
@@ -719,7 +719,7 @@ static void stamp(const char *path, struct fstamp *out)
 static void *watcher_main(void *arg)
 {
 	struct daemon *d = arg;
-	struct sc_store *s = NULL;
+	struct store *s = NULL;
 	char wal[1100];
 	struct fstamp a0, b0, a1, b1;
 	struct store_health h = {.backoff_ms = BACKOFF_MIN_MS};
@@ -931,7 +931,7 @@ static void do_reload(struct daemon *d)
 	char msg[SC_ERR_MSG_MAX + 8];
 
 	if (config_load(d->config_path, &cfg, &e) != 0) {
-		SC_LOG(SC_LOG_ERROR, "daemon",
+		LOG(SC_LOG_ERROR, "daemon",
 		       "event=reload outcome=refused msg=%s",
 		       log_quote(msg, sizeof(msg), e.msg));
 		return;
@@ -943,14 +943,14 @@ static void do_reload(struct daemon *d)
 		char *keep = strdup(d->store_url);
 		if (!keep) {
 			config_free(cfg);
-			SC_LOG(SC_LOG_ERROR, "daemon", "event=reload "
+			LOG(SC_LOG_ERROR, "daemon", "event=reload "
 			       "outcome=refused msg=\"out of memory\"");
 			return;
 		}
 		char a[1200], b[1200], qa[1300], qb[1300];
 		daemon_store_url_for_log(cfg->store_url, a, sizeof(a));
 		daemon_store_url_for_log(d->store_url, b, sizeof(b));
-		SC_LOG(SC_LOG_WARN, "daemon",
+		LOG(SC_LOG_WARN, "daemon",
 		       "event=reload setting=store new=%s running=%s "
 		       "msg=\"store changed in the config; not applied: "
 		       "restart surecron to use it\"",
@@ -963,7 +963,7 @@ static void do_reload(struct daemon *d)
 	int conc = cfg->concurrency > 0 ? cfg->concurrency : 1;
 	struct cfg_ref *r = cfg_wrap(cfg);
 	if (!r) {
-		SC_LOG(SC_LOG_ERROR, "daemon",
+		LOG(SC_LOG_ERROR, "daemon",
 		       "event=reload outcome=refused msg=\"out of memory\"");
 		return;
 	}
@@ -975,17 +975,17 @@ static void do_reload(struct daemon *d)
 	cfg_put(d, old);
 	if (conc != was) {
 		if (set_workers(d, conc, &e) != 0)
-			SC_LOG(SC_LOG_ERROR, "daemon",
+			LOG(SC_LOG_ERROR, "daemon",
 			       "event=workers code=%s msg=%s",
 			       sc_strerror(e.code),
 			       log_quote(msg, sizeof(msg), e.msg));
 		pthread_mutex_lock(&d->mu);
 		conc = d->n_target;
 		pthread_mutex_unlock(&d->mu);
-		SC_LOG(SC_LOG_INFO, "daemon", "event=workers from=%d to=%d",
+		LOG(SC_LOG_INFO, "daemon", "event=workers from=%d to=%d",
 		       was, conc);
 	}
-	SC_LOG(SC_LOG_INFO, "daemon",
+	LOG(SC_LOG_INFO, "daemon",
 	       "event=reload outcome=ok schedules=%zu concurrency=%d", n_sched,
 	       conc);
 	bump(d);
@@ -1009,7 +1009,7 @@ static int64_t tick(struct daemon *d, int64_t lead_ms,
 	struct sched_result r;
 	struct sc_err e = {0};
 	int64_t now = sc_clock_now_ms(d->clock) + lead_ms;
-	int rc = sched_tick_memo(d->store, cr->cfg, now, cr->memo, NULL, &r,
+	int rc = scheduler_tick_memo(d->store, cr->cfg, now, cr->memo, NULL, &r,
 				 &e);
 
 	cfg_put(d, cr);
@@ -1019,19 +1019,19 @@ static int64_t tick(struct daemon *d, int64_t lead_ms,
 			store_failed(d, h, "schedule", rc, e.msg);
 			return TICK_STORE_DOWN;
 		}
-		SC_LOG(SC_LOG_WARN, "daemon",
+		LOG(SC_LOG_WARN, "daemon",
 		       "event=schedule-error errors=%zu code=%s msg=\"%s\"",
 		       r.n_errors, sc_strerror(rc), e.msg);
 		return now + BACKOFF_MAX_MS;
 	}
 	if (rc)
-		SC_LOG(SC_LOG_WARN, "daemon",
+		LOG(SC_LOG_WARN, "daemon",
 		       "event=schedule-error errors=%zu code=%s msg=\"%s\"",
 		       r.n_errors, sc_strerror(rc), e.msg);
 	else if (h)
 		store_fine(d, h);
 	if (r.n_enqueued || r.n_missed)
-		SC_LOG(r.n_missed ? SC_LOG_WARN : SC_LOG_DEBUG, "daemon",
+		LOG(r.n_missed ? SC_LOG_WARN : SC_LOG_DEBUG, "daemon",
 		       "event=scheduled enqueued=%zu missed=%zu",
 		       r.n_enqueued, r.n_missed);
 	if (r.n_enqueued)
@@ -1043,7 +1043,7 @@ static int64_t tick(struct daemon *d, int64_t lead_ms,
 static int run_once(struct daemon *d)
 {
 	struct cfg_ref *cr = cfg_get(d);
-	char name[SC_WORKER_MAX];
+	char name[STORE_WORKER_MAX];
 
 	struct store_health h = {.backoff_ms = BACKOFF_MIN_MS};
 
@@ -1062,7 +1062,7 @@ static int run_once(struct daemon *d)
 		if (rc || n == 0) {
 			cfg_put(d, cr);
 			if (rc) {
-				SC_LOG(SC_LOG_ERROR, "daemon",
+				LOG(SC_LOG_ERROR, "daemon",
 				       "event=claim code=%s msg=\"%s\"",
 				       sc_strerror(rc), e.msg);
 				return 1;
@@ -1108,7 +1108,7 @@ int daemon_run(struct daemon *d, struct sc_err *err)
 	struct cfg_ref *cr = cfg_get(d);
 	int conc = cr->cfg->concurrency > 0 ? cr->cfg->concurrency : 1;
 
-	SC_LOG(SC_LOG_INFO, "daemon",
+	LOG(SC_LOG_INFO, "daemon",
 	       "event=started backend=%s schedules=%zu concurrency=%d once=%d",
 	       store_backend_name(d->store), cr->cfg->n_schedules, conc,
 	       (int)d->once);
@@ -1167,7 +1167,7 @@ int daemon_run(struct daemon *d, struct sc_err *err)
 	cr = cfg_get(d);
 	int64_t grace = cr->cfg->grace_ms;
 	cfg_put(d, cr);
-	SC_LOG(SC_LOG_INFO, "daemon", "event=stopping grace_ms=%lld",
+	LOG(SC_LOG_INFO, "daemon", "event=stopping grace_ms=%lld",
 	       (long long)grace);
 	int64_t deadline = clock_mono_ms() +
 			   clock_real_delta_ms(d->clock, grace);
@@ -1184,12 +1184,12 @@ int daemon_run(struct daemon *d, struct sc_err *err)
 	int left = d->n_running;
 	pthread_mutex_unlock(&d->mu);
 	if (left > 0) {
-		SC_LOG(SC_LOG_WARN, "daemon",
+		LOG(SC_LOG_WARN, "daemon",
 		       "event=grace-over running=%d msg=\"releasing\"", left);
 		atomic_store(&d->abort_runs, true);
 	}
 	stop_threads(d);
-	SC_LOG(SC_LOG_INFO, "daemon", "event=stopped");
+	LOG(SC_LOG_INFO, "daemon", "event=stopped");
 	return 0;
 }
 

@@ -13,8 +13,8 @@
  * thread (not from a signal handler: the CLI forwards signals from a
  * sigwait thread). Everything else is for the owning thread.
  */
-#ifndef SC_DAEMON_H
-#define SC_DAEMON_H
+#ifndef SURECRON_DAEMON_H
+#define SURECRON_DAEMON_H
 
 #include <stdbool.h>
 #include <stddef.h>

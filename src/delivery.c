@@ -229,7 +229,7 @@ int delivery_idempotency_key(const char *kind, const char *schedule,
 	return 0;
 }
 
-int delivery_send_key(const struct delivery_send *s,
+int delivery_send_key(const struct target_copy *s,
 		      char out[DELIVERY_KEY_MAX], struct sc_err *err)
 {
 	if (s->idempotency_key) {
@@ -294,7 +294,7 @@ static const char *strip_url(const char *msg, const char *logurl)
 	return "request failed";
 }
 
-int delivery_http_post(const struct delivery_send *s, const char *body,
+int delivery_http_post(const struct target_copy *s, const char *body,
 		       const char *const *headers, struct sc_err *err)
 {
 	const struct target_spec *t = s->target;
@@ -379,7 +379,7 @@ int delivery_http_post(const struct delivery_send *s, const char *body,
 	return rc;
 }
 
-int delivery_send(const struct delivery_send *s, struct sc_err *err)
+int delivery_send(const struct target_copy *s, struct sc_err *err)
 {
 	switch (s->target->kind) {
 	case TARGET_SLACK: return target_slack_send(s, err);

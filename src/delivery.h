@@ -1,5 +1,5 @@
 /*
- * delivery.h - messages, targets, the outbox flow, notices and alerts.
+ * delivery.h - messages, targets, notices and alerts.
  *
  * Every message is one JSON object (compact, one line):
  *   {"kind": "result" | "failure_notice" | "alert",
@@ -16,21 +16,15 @@
  * stdin. URLs and secrets are read from the environment variables the
  * target names, at send time, and are never logged.
  *
- * The outbox flow (outbox.c) is what makes a result go out once:
- *   delivery_stage  stores the composed message for every target first;
- *   delivery_flush  sends to every target without a send guard, moving
- *                   each row PENDING|FAILED -> SENDING -> SENT|FAILED|
- *                   UNKNOWN (UNKNOWN: the send failed but may have
- *                   arrived), and deciding what a row found SENDING after
- *                   a crash becomes (UNKNOWN, then resend or hold).
+ * The outbox flow, which makes a result go out once, is outbox.h.
  * Notices and alerts bypass the outbox: they are sent directly, and a
  * failure to send them is only a warning for the caller to log.
  *
  * Thread-safety: every function may run in several threads at once, each
  * with its own store handle.
  */
-#ifndef SC_DELIVERY_H
-#define SC_DELIVERY_H
+#ifndef SURECRON_DELIVERY_H
+#define SURECRON_DELIVERY_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -120,7 +114,7 @@ int delivery_sign(const char *secret, size_t secret_len, const char *timestamp,
 
 /* ---- sending one copy ----------------------------------------------------- */
 
-struct delivery_send {
+struct target_copy {
 	const struct target_spec *target;
 	const char *body;           /* the composed message */
 	const char *idempotency_key; /* NULL: from the four below */
@@ -137,7 +131,7 @@ struct delivery_send {
  * attempt), else "" when s->kind is NULL. 0 or SC_EIO (libcrypto could
  * not be loaded; the reason in err).
  */
-int delivery_send_key(const struct delivery_send *s,
+int delivery_send_key(const struct target_copy *s,
 		      char out[DELIVERY_KEY_MAX], struct sc_err *err);
 
 /*
@@ -151,7 +145,7 @@ int delivery_send_key(const struct delivery_send *s,
  * after it started: docs/delivery.md has the list per kind); false for a
  * sure failure.
  */
-int delivery_send(const struct delivery_send *s, struct sc_err *err);
+int delivery_send(const struct target_copy *s, struct sc_err *err);
 
 /*
  * POSTs body (Content-Type: application/json) to the URL held by the
@@ -162,81 +156,13 @@ int delivery_send(const struct delivery_send *s, struct sc_err *err);
  * URL (webhook URLs carry secrets in their path). Used by the slack and
  * webhook targets.
  */
-int delivery_http_post(const struct delivery_send *s, const char *body,
+int delivery_http_post(const struct target_copy *s, const char *body,
 		       const char *const *headers, struct sc_err *err);
 
 /* The target kinds (one file each). Same contract as delivery_send. */
-int target_slack_send(const struct delivery_send *s, struct sc_err *err);
-int target_webhook_send(const struct delivery_send *s, struct sc_err *err);
-int target_file_send(const struct delivery_send *s, struct sc_err *err);
-int target_command_send(const struct delivery_send *s, struct sc_err *err);
-
-/* ---- the outbox flow (outbox.c) ------------------------------------------ */
-
-/* The slot a flush works for (all borrowed). */
-struct delivery_slot {
-	struct sc_store *store;
-	struct sc_clock *clock;     /* NULL: the store's */
-	const char *schedule;
-	int64_t slot_ms;
-	int64_t job_id;             /* for ledger rows; 0 when none */
-	int attempt;
-	const struct target_spec *const *targets;
-	size_t n_targets;
-	int (*tick)(void *ud);      /* called before each send (NULL: none);
-				       non-zero: that target is not sent */
-	void *tick_ud;
-};
-
-struct delivery_report {
-	size_t n_sent;       /* sent by this flush */
-	size_t n_guarded;    /* already SENT before it: not sent again */
-	size_t n_failed;     /* failed this time (retry will resend) */
-	size_t n_held;       /* UNKNOWN with on_ambiguous: hold */
-	size_t n_duplicates; /* UNKNOWN resent: a "duplicate" ledger row each */
-};
-
-/*
- * Is anything of this slot in the outbox yet? *body gets a copy of the
- * stored message of the first target that has a row (allocated; NULL when
- * none; pass NULL to skip). A slot with rows was generated already: a
- * retry resends, it does not run the tasks again.
- */
-int delivery_staged(const struct delivery_slot *ds, bool *staged, char **body,
-		    struct sc_err *err);
-
-/*
- * Stores body as the message of every target that has no outbox row yet
- * (PENDING); rows already there are left as they are (the first composed
- * message is the one that goes out). Must complete before any send.
- */
-int delivery_stage(const struct delivery_slot *ds, const char *body,
-		   struct sc_err *err);
-
-/*
- * Sends the staged message to every target whose row is not SENT.
- * First, rows left SENDING by a crashed attempt become UNKNOWN; then each
- * UNKNOWN row follows its target's on_ambiguous: resend (a "duplicate"
- * ledger row declares the possible extra copy, then it is sent again) or
- * hold (nothing is sent; the row stays UNKNOWN until an operator runs
- * delivery_release). A send that fails ambiguously (err->ambiguous of
- * delivery_send) leaves its row UNKNOWN as well, for the next attempt to
- * resend that way; with hold it is held at once (n_held, a permanent
- * error). A sure failure leaves it FAILED. A failed target never stops
- * the next one.
- * Returns 0 when every target's row is SENT; else the first target's error
- * in order (SC_EDELIVERY with the status and hint, permanent for a hold).
- * Writes no slot marker: the caller does, after this returns 0.
- */
-int delivery_flush(const struct delivery_slot *ds, struct delivery_report *rep,
-		   struct sc_err *err);
-
-/*
- * An operator's decision on a held (UNKNOWN) row: arrived = true makes it
- * SENT (the copy did arrive), false makes it FAILED (the next attempt
- * sends it). SC_ESTATE when the row is not UNKNOWN, SC_ENOENT when none.
- */
-int delivery_release(struct sc_store *s, const char *schedule, int64_t slot_ms,
-		     const char *target, bool arrived, struct sc_err *err);
+int target_slack_send(const struct target_copy *s, struct sc_err *err);
+int target_webhook_send(const struct target_copy *s, struct sc_err *err);
+int target_file_send(const struct target_copy *s, struct sc_err *err);
+int target_command_send(const struct target_copy *s, struct sc_err *err);
 
 #endif

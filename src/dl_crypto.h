@@ -5,8 +5,8 @@
  * idempotency key's SHA-256 and the HMAC signature), so a daemon that
  * delivers to files never maps libcrypto.
  */
-#ifndef SC_DL_CRYPTO_H
-#define SC_DL_CRYPTO_H
+#ifndef SURECRON_DL_CRYPTO_H
+#define SURECRON_DL_CRYPTO_H
 
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
@@ -32,7 +32,7 @@ struct dl_crypto_table {
 /* Filled once by dl_crypto_load; read-only afterwards. */
 extern struct dl_crypto_table dl_crypto;
 
-#ifndef SC_LAZYLIB_IMPL
+#ifndef LAZYLIB_IMPL
 #define EVP_DigestFinal_ex (dl_crypto.EVP_DigestFinal_ex)
 #define EVP_DigestInit_ex (dl_crypto.EVP_DigestInit_ex)
 #define EVP_DigestUpdate (dl_crypto.EVP_DigestUpdate)

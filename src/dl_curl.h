@@ -4,8 +4,8 @@
  * compile-time option type checks of curl's gcc macros are lost: the two
  * variadic functions are plain pointers here.
  */
-#ifndef SC_DL_CURL_H
-#define SC_DL_CURL_H
+#ifndef SURECRON_DL_CURL_H
+#define SURECRON_DL_CURL_H
 
 #include <curl/curl.h>
 
@@ -39,7 +39,7 @@ struct dl_curl_table {
 /* Filled once by dl_curl_load; read-only afterwards. */
 extern struct dl_curl_table dl_curl;
 
-#ifndef SC_LAZYLIB_IMPL
+#ifndef LAZYLIB_IMPL
 /* curl's type-checking macros of these two would call the real symbols. */
 #undef curl_easy_setopt
 #undef curl_easy_getinfo

@@ -2,8 +2,8 @@
  * dl_pq.h - libpq through the lazily loaded table (see lazylib.h).
  * Include this instead of <libpq-fe.h>; call dl_pq_load first.
  */
-#ifndef SC_DL_PQ_H
-#define SC_DL_PQ_H
+#ifndef SURECRON_DL_PQ_H
+#define SURECRON_DL_PQ_H
 
 #include <libpq-fe.h>
 
@@ -44,7 +44,7 @@ struct dl_pq_table {
 /* Filled once by dl_pq_load; read-only afterwards. */
 extern struct dl_pq_table dl_pq;
 
-#ifndef SC_LAZYLIB_IMPL
+#ifndef LAZYLIB_IMPL
 #define PQclear (dl_pq.PQclear)
 #define PQcmdTuples (dl_pq.PQcmdTuples)
 #define PQconnectdbParams (dl_pq.PQconnectdbParams)

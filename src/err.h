@@ -1,8 +1,8 @@
 /*
  * err.h - internal helpers around struct sc_err (public part in surecron.h).
  */
-#ifndef SC_ERR_H
-#define SC_ERR_H
+#ifndef SURECRON_ERR_H
+#define SURECRON_ERR_H
 
 #include "surecron.h"
 

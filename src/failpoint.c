@@ -4,10 +4,10 @@
  * The environment is read on every hit (not cached) so that a test may set
  * SURECRON_FAILPOINTS in a forked child after the library was loaded.
  * Hit counters are per process and atomic, so "name@N" is exact even when
- * several threads pass the point. The hook of SC_FAILPOINT_HOOK is one
+ * several threads pass the point. The hook of FAILPOINT_HOOK is one
  * process-wide pointer, set by a test while it is alone.
  */
-#ifdef SC_FAILPOINTS
+#ifdef SURECRON_FAILPOINTS
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>

@@ -109,7 +109,7 @@ struct http_client *http_client_new(const struct http_options *opt,
 		goto fail;
 	}
 	if (c->insecure)
-		SC_LOG(SC_LOG_WARN, "http",
+		LOG(SC_LOG_WARN, "http",
 		       "event=tls_verification_disabled reason=test_only "
 		       "msg=\"TLS certificate verification is OFF for this "
 		       "client; never use outside tests\"");
@@ -586,7 +586,7 @@ static int exchange(struct http_client *c, const struct http_request *req,
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
 	curl_easy_setopt(h, CURLOPT_POSTFIELDS, NULL);
 	curl_easy_setopt(h, CURLOPT_CURLU, NULL); /* http_do frees it */
-	SC_LOG(SC_LOG_DEBUG, "http",
+	LOG(SC_LOG_DEBUG, "http",
 	       "event=exchange method=%s url=%s status=%ld ms=%lld bytes=%zu "
 	       "headers=%s curl=%d",
 	       method, logurl, status, (long long)(clock_mono_ms() - t0),
@@ -772,7 +772,7 @@ int http_do(struct http_client *c, const struct http_request *req,
 	if (resp->status == 401 && req->auth &&
 	    http_auth_can_refresh(req->auth)) {
 		/* Refresh once: the next 401 is the answer. */
-		SC_LOG(SC_LOG_INFO, "http",
+		LOG(SC_LOG_INFO, "http",
 		       "event=token_rejected auth=%s method=%s url=%s "
 		       "action=refresh_and_resend",
 		       http_auth_name(req->auth), method, logurl);

@@ -46,8 +46,8 @@
  *   - Tokens and secrets never appear in logs or err->msg: logs name request
  *     headers but never print their values.
  */
-#ifndef SC_HTTP_H
-#define SC_HTTP_H
+#ifndef SURECRON_HTTP_H
+#define SURECRON_HTTP_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -416,7 +416,7 @@ static int fetch_token(struct http_auth *a, struct http_client *c,
 	bool capped = false;
 	int64_t ttl_ms = expires_in_ms(ei, &capped);
 	if (capped)
-		SC_LOG(SC_LOG_WARN, "http", "event=token_ttl_capped auth=%s "
+		LOG(SC_LOG_WARN, "http", "event=token_ttl_capped auth=%s "
 		       "max_ttl_s=%lld", a->name,
 		       (long long)(HTTP_AUTH_MAX_TTL_MS / 1000));
 	*token = strdup(json_string_value(at));
@@ -426,7 +426,7 @@ static int fetch_token(struct http_auth *a, struct http_client *c,
 		goto done;
 	}
 	*expires_ms = sc_clock_now_ms(a->clock) + ttl_ms;
-	SC_LOG(SC_LOG_INFO, "http", "event=token_obtained auth=%s ttl_s=%lld",
+	LOG(SC_LOG_INFO, "http", "event=token_obtained auth=%s ttl_s=%lld",
 	       a->name, (long long)(ttl_ms / 1000));
 done:
 	if (root) {
@@ -471,7 +471,7 @@ int http_auth_token(struct http_auth *a, struct http_client *c,
 		http_secret_free(a->token);
 		a->token = NULL;
 		dropped = true;
-		SC_LOG(SC_LOG_INFO, "http", "event=token_dropped auth=%s "
+		LOG(SC_LOG_INFO, "http", "event=token_dropped auth=%s "
 		       "reason=401", a->name);
 	}
 	for (;;) {
@@ -486,7 +486,7 @@ int http_auth_token(struct http_auth *a, struct http_client *c,
 		/* Someone is fetching: wait for that one fetch. Logged
 		 * under mu, so once the line is out this thread is sure to
 		 * see the fetch's end (tests line threads up on it). */
-		SC_LOG(SC_LOG_DEBUG, "http", "event=token_wait auth=%s",
+		LOG(SC_LOG_DEBUG, "http", "event=token_wait auth=%s",
 		       a->name);
 		uint64_t seen = a->n_fetches;
 		while (a->fetching)
@@ -532,11 +532,11 @@ int http_auth_token(struct http_auth *a, struct http_client *c,
 		rc = fetch_token(a, c, &fresh, &expires, &ferr);
 		if (!rc && a->store.put &&
 		    a->store.put(a->store.ud, a->name, fresh, expires) != 0)
-			SC_LOG(SC_LOG_WARN, "http",
+			LOG(SC_LOG_WARN, "http",
 			       "event=token_store_put_failed auth=%s", a->name);
 		if (rc) {
 			char q[SC_ERR_MSG_MAX + 8];
-			SC_LOG(SC_LOG_WARN, "http",
+			LOG(SC_LOG_WARN, "http",
 			       "event=token_fetch_failed auth=%s status=%d "
 			       "error=%s", a->name, ferr.http_status,
 			       log_quote(q, sizeof(q), ferr.msg));

@@ -12,7 +12,7 @@
  *   - curl_global_init runs exactly once, before any other curl call.
  *   - The handles are never closed: the libraries stay for the process.
  */
-#define SC_LAZYLIB_IMPL
+#define LAZYLIB_IMPL
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdbool.h>

@@ -14,8 +14,8 @@
  * number of times; the work is done once (pthread_once) and the tables are
  * read-only afterwards. A failed load stays failed for the process life.
  */
-#ifndef SC_LAZYLIB_H
-#define SC_LAZYLIB_H
+#ifndef SURECRON_LAZYLIB_H
+#define SURECRON_LAZYLIB_H
 
 #include "err.h"
 

@@ -52,7 +52,7 @@ void log_write(enum sc_log_level level, const char *module, const char *file,
 
 	if (!sink)
 		return;
-#ifdef SC_DEBUG
+#ifdef SURECRON_DEBUG
 	n = snprintf(buf, sizeof(buf), "level=%s module=%s at=%s:%d ",
 		     level_names[level], module, file, line);
 #else

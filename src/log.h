@@ -1,14 +1,14 @@
 /*
  * log.h - the library's logging macro (sink and levels in surecron.h).
  *
- * SC_LOG(level, "module", fmt, ...) checks the level before evaluating its
+ * LOG(level, "module", fmt, ...) checks the level before evaluating its
  * arguments, so debug logging costs one compare when off. The message is
  * logfmt: "key=value key2=value2"; log_write prefixes level and module
  * (and, in debug builds, file:line). Values that may hold spaces go through
  * log_quote. Never pass secrets.
  */
-#ifndef SC_LOG_H
-#define SC_LOG_H
+#ifndef SURECRON_LOG_H
+#define SURECRON_LOG_H
 
 #include "surecron.h"
 
@@ -17,7 +17,7 @@ extern enum sc_log_level log_max_level;
 void log_write(enum sc_log_level level, const char *module, const char *file,
 	       int line, const char *fmt, ...) SC_PRINTF(5, 6);
 
-#define SC_LOG(level, module, ...)                                          \
+#define LOG(level, module, ...)                                          \
 	do {                                                                \
 		if ((level) <= log_max_level)                               \
 			log_write((level), (module), __FILE__, __LINE__,    \

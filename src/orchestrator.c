@@ -17,25 +17,25 @@
  *     | failed > 0 and     | deliverable        | no failure and         |
  *     | no deliverable     | (maybe + failures) | no deliverable         |
  *     v                    v                    v  (all skipped)         |
- *  FAILED RUN          compose result        slot_mark                   |
+ *  FAILED RUN          compose result        store_slot_mark                   |
  *  notice to every     (+ a notice line      return 0, nothing sent      |
  *  target, directly    per failed task)                                  |
  *  (errors: warnings)      |                                             |
- *  NO guard, NO marker  delivery_stage: outbox row for EVERY target      |
+ *  NO guard, NO marker  outbox_stage: outbox row for EVERY target      |
  *  return FIRST task       |  first, before any send                     |
  *  error (+hint,           v                                             |
- *  permanence)         delivery_flush <-------------------------------- -+
+ *  permanence)         outbox_flush <-------------------------------- -+
  *  -> job fails        each target without a guard:
  *  -> queue retries      SENDING -> send -> SENT (the guard) | FAILED
  *                          |
  *                 all SENT? --no--> return first delivery error
  *                          |yes      -> job fails -> retry RESENDs
- *                       slot_mark      from the outbox (tasks not rerun)
+ *                       store_slot_mark      from the outbox (tasks not rerun)
  *                       return 0 -> job completes
  *
  *   transitions: (none) -> RUN [orch_run_slot]; RUN -> FAILED RUN
- *   [failed_run]; RUN -> STAGED [delivery_stage]; STAGED -> SENT per
- *   target [delivery_flush]; SENT(all) -> MARKED [slot_mark].
+ *   [failed_run]; RUN -> STAGED [outbox_stage]; STAGED -> SENT per
+ *   target [outbox_flush]; SENT(all) -> MARKED [store_slot_mark].
  *
  * Invariants:
  *   - on the failure path nothing that blocks a retry (send guard, slot
@@ -99,18 +99,18 @@ static const struct target_spec *find_target(const struct config *c,
 static int tok_get(void *ud, const char *provider, char **token,
 		   int64_t *expires_at_ms)
 {
-	return token_get(ud, provider, token, expires_at_ms, NULL);
+	return store_token_get(ud, provider, token, expires_at_ms, NULL);
 }
 
 static int tok_put(void *ud, const char *provider, const char *token,
 		   int64_t expires_at_ms)
 {
-	return token_put(ud, provider, token, expires_at_ms, NULL);
+	return store_token_put(ud, provider, token, expires_at_ms, NULL);
 }
 
 static int tok_drop(void *ud, const char *provider)
 {
-	return token_drop(ud, provider, NULL);
+	return store_token_drop(ud, provider, NULL);
 }
 
 /* ---- details for the ledger ------------------------------------------ */
@@ -193,7 +193,7 @@ static int failed_run(const struct orch_ctx *ctx,
 	struct sc_err cerr = {0};
 	/* Out of memory only costs the notices, never the run's error. */
 	if (!fl || delivery_compose(&m, &body, &cerr) != 0)
-		SC_LOG(SC_LOG_WARN, "orchestrator",
+		LOG(SC_LOG_WARN, "orchestrator",
 		       "schedule=%s slot_ms=%lld msg=\"cannot compose the "
 		       "failure notice\" code=%d", sched->name,
 		       (long long)slot_ms, cerr.code);
@@ -203,14 +203,14 @@ static int failed_run(const struct orch_ctx *ctx,
 		 * lease before each one (a worker resumed after a pause must
 		 * not speak for a slot that has a new owner). */
 		if (store_fence_check(ctx->store, &nerr1) == SC_ELEASE) {
-			SC_LOG(SC_LOG_WARN, "orchestrator",
+			LOG(SC_LOG_WARN, "orchestrator",
 			       "schedule=%s slot_ms=%lld attempt=%d "
 			       "msg=\"lease lost; no more failure notices\"",
 			       sched->name, (long long)slot_ms, attempt);
 			break;
 		}
 		/* The target computes the key if it sends one. */
-		struct delivery_send s = {.target = targets[i], .body = body,
+		struct target_copy s = {.target = targets[i], .body = body,
 					  .kind = DELIVERY_NOTICE,
 					  .schedule = sched->name,
 					  .slot_ms = slot_ms,
@@ -222,7 +222,7 @@ static int failed_run(const struct orch_ctx *ctx,
 		}
 		/* A warning only: the run's error stays the task's. */
 		rep->n_notices_failed++;
-		SC_LOG(SC_LOG_WARN, "orchestrator",
+		LOG(SC_LOG_WARN, "orchestrator",
 		       "schedule=%s slot_ms=%lld attempt=%d target=%s "
 		       "msg=\"failure notice not sent\" code=%d http_status=%d",
 		       sched->name, (long long)slot_ms, attempt,
@@ -236,7 +236,7 @@ static int failed_run(const struct orch_ctx *ctx,
 	rep->details_json = details(sched->tasks, res, sched->n_tasks, nerr);
 	json_decref(nerr);
 	err_copy(err, &first->err);
-	SC_LOG(SC_LOG_ERROR, "orchestrator",
+	LOG(SC_LOG_ERROR, "orchestrator",
 	       "schedule=%s slot_ms=%lld attempt=%d outcome=failed failed=%zu "
 	       "notices_sent=%zu notices_failed=%zu", sched->name,
 	       (long long)slot_ms, attempt, rep->n_failed, rep->n_notices_sent,
@@ -387,7 +387,7 @@ static int compose_result(const struct schedule_spec *sched, int64_t slot_ms,
 		return rc;
 	}
 	if (rc == 0 && total > budget)
-		SC_LOG(SC_LOG_WARN, "orchestrator",
+		LOG(SC_LOG_WARN, "orchestrator",
 		       "schedule=%s slot_ms=%lld result_bytes=%zu limit=%zu "
 		       "msg=\"result truncated\"", sched->name,
 		       (long long)slot_ms, total, budget);
@@ -401,7 +401,7 @@ static void add_delivery_details(struct orch_report *rep)
 {
 	json_t *o = rep->details_json ? json_loads(rep->details_json, 0, NULL)
 				      : json_object();
-	const struct delivery_report *d = &rep->delivery;
+	const struct outbox_report *d = &rep->delivery;
 
 	if (!json_is_object(o)) {
 		json_decref(o);
@@ -425,14 +425,14 @@ static void add_delivery_details(struct orch_report *rep)
 
 /* Sends the staged message to every target without a guard; marks the
  * slot when all are SENT. */
-static int flush_and_mark(const struct delivery_slot *ds,
+static int flush_and_mark(const struct outbox_slot *ds,
 			  struct orch_report *rep, struct sc_err *err)
 {
-	int rc = delivery_flush(ds, &rep->delivery, err);
+	int rc = outbox_flush(ds, &rep->delivery, err);
 
 	add_delivery_details(rep);
 	if (rc) {
-		SC_LOG(SC_LOG_ERROR, "orchestrator",
+		LOG(SC_LOG_ERROR, "orchestrator",
 		       "schedule=%s slot_ms=%lld attempt=%d outcome=delivery_failed "
 		       "sent=%zu guarded=%zu failed=%zu held=%zu", ds->schedule,
 		       (long long)ds->slot_ms, ds->attempt, rep->delivery.n_sent,
@@ -440,10 +440,10 @@ static int flush_and_mark(const struct delivery_slot *ds,
 		       rep->delivery.n_held);
 		return rc;
 	}
-	SC_FAILPOINT("delivery.after_last_sent_before_marker");
-	rc = slot_mark(ds->store, ds->schedule, ds->slot_ms, err);
+	FAILPOINT("delivery.after_last_sent_before_marker");
+	rc = store_slot_mark(ds->store, ds->schedule, ds->slot_ms, err);
 	if (rc == 0)
-		SC_LOG(SC_LOG_INFO, "orchestrator",
+		LOG(SC_LOG_INFO, "orchestrator",
 		       "schedule=%s slot_ms=%lld attempt=%d outcome=delivered "
 		       "sent=%zu guarded=%zu duplicates=%zu", ds->schedule,
 		       (long long)ds->slot_ms, ds->attempt, rep->delivery.n_sent,
@@ -485,7 +485,7 @@ int orch_run_slot(const struct orch_ctx *ctx, const struct schedule_spec *sched,
 			return rc;
 		}
 	}
-	struct delivery_slot ds = {
+	struct outbox_slot ds = {
 		.store = ctx->store, .clock = ctx_clock(ctx),
 		.schedule = sched->name, .slot_ms = slot_ms, .job_id = job_id,
 		.attempt = attempt, .targets = targets,
@@ -493,12 +493,12 @@ int orch_run_slot(const struct orch_ctx *ctx, const struct schedule_spec *sched,
 		.tick = ctx->tick, .tick_ud = ctx->tick_ud,
 	};
 
-	rc = slot_is_marked(ctx->store, sched->name, slot_ms, &marked, err);
+	rc = store_slot_is_marked(ctx->store, sched->name, slot_ms, &marked, err);
 	if (rc)
 		return rc;
 	if (marked) {
 		rep->already_marked = true;
-		SC_LOG(SC_LOG_INFO, "orchestrator",
+		LOG(SC_LOG_INFO, "orchestrator",
 		       "schedule=%s slot_ms=%lld attempt=%d outcome=already_done",
 		       sched->name, (long long)slot_ms, attempt);
 		return 0;
@@ -507,18 +507,18 @@ int orch_run_slot(const struct orch_ctx *ctx, const struct schedule_spec *sched,
 	/* A message in the outbox means an earlier attempt generated the
 	 * result and a delivery failed or was cut short: resend it, never
 	 * generate a second one. */
-	rc = delivery_staged(&ds, &staged, &body, err);
+	rc = outbox_staged(&ds, &staged, &body, err);
 	if (rc)
 		return rc;
 	if (staged) {
 		rep->resent = true;
-		SC_LOG(SC_LOG_INFO, "orchestrator",
+		LOG(SC_LOG_INFO, "orchestrator",
 		       "schedule=%s slot_ms=%lld attempt=%d msg=\"resending "
 		       "from the outbox; tasks not run\"", sched->name,
 		       (long long)slot_ms, attempt);
 		/* Targets staged before a crash cut the staging short, or
 		 * added to the config since, get the same message. */
-		rc = delivery_stage(&ds, body, err);
+		rc = outbox_stage(&ds, body, err);
 		free(body);
 		return rc ? rc : flush_and_mark(&ds, rep, err);
 	}
@@ -577,17 +577,17 @@ int orch_run_slot(const struct orch_ctx *ctx, const struct schedule_spec *sched,
 	rep->details_json = details(sched->tasks, res, sched->n_tasks, NULL);
 	if (rep->n_deliver == 0) {
 		/* Every task skipped (or there are none): done, silently. */
-		SC_LOG(SC_LOG_INFO, "orchestrator",
+		LOG(SC_LOG_INFO, "orchestrator",
 		       "schedule=%s slot_ms=%lld attempt=%d outcome=skipped",
 		       sched->name, (long long)slot_ms, attempt);
-		rc = slot_mark(ctx->store, sched->name, slot_ms, err);
+		rc = store_slot_mark(ctx->store, sched->name, slot_ms, err);
 		goto done;
 	}
 	rc = compose_result(sched, slot_ms, attempt, res, &body, err);
 	if (rc)
 		goto done;
 	/* Outbox first, for every target, before the first send. */
-	rc = delivery_stage(&ds, body, err);
+	rc = outbox_stage(&ds, body, err);
 	if (rc)
 		goto done;
 	rc = flush_and_mark(&ds, rep, err);
@@ -608,7 +608,7 @@ void orch_alert_targets(const struct config *c,
 
 	*n = 0;
 	if (env && *env) {
-		char name[SC_NAME_MAX];
+		char name[STORE_NAME_MAX];
 		for (const char *p = env; *p && *n < max;) {
 			size_t len = strcspn(p, ",");
 			const char *s = p, *e = p + len;
@@ -623,7 +623,7 @@ void orch_alert_targets(const struct config *c,
 				if (t)
 					out[(*n)++] = t;
 				else
-					SC_LOG(SC_LOG_WARN, "orchestrator",
+					LOG(SC_LOG_WARN, "orchestrator",
 					       "alert_target=%s msg=\"unknown "
 					       "target in "
 					       "SURECRON_ALERT_TARGETS\"", name);
@@ -637,7 +637,7 @@ void orch_alert_targets(const struct config *c,
 		if (t)
 			out[(*n)++] = t;
 		else
-			SC_LOG(SC_LOG_WARN, "orchestrator",
+			LOG(SC_LOG_WARN, "orchestrator",
 			       "alert_target=%s msg=\"unknown alert target\"",
 			       c->alert_targets[i]);
 	}
@@ -648,7 +648,7 @@ void orch_send_lost_alert(const struct orch_ctx *ctx, const char *schedule,
 			  const struct sc_err *why, size_t *n_sent)
 {
 	const struct target_spec *t[MAX_TARGETS];
-	char iso[CLOCK_ISO_MAX], summary[SC_NAME_MAX + 160];
+	char iso[CLOCK_ISO_MAX], summary[STORE_NAME_MAX + 160];
 	size_t n = 0, sent = 0;
 	char *body = NULL;
 
@@ -656,7 +656,7 @@ void orch_send_lost_alert(const struct orch_ctx *ctx, const char *schedule,
 		*n_sent = 0;
 	orch_alert_targets(ctx->config, t, MAX_TARGETS, &n);
 	if (n == 0) {
-		SC_LOG(SC_LOG_ERROR, "orchestrator",
+		LOG(SC_LOG_ERROR, "orchestrator",
 		       "schedule=%s slot_ms=%lld outcome=lost "
 		       "msg=\"no alert targets configured\"", schedule,
 		       (long long)slot_ms);
@@ -675,7 +675,7 @@ void orch_send_lost_alert(const struct orch_ctx *ctx, const char *schedule,
 		return;
 	for (size_t i = 0; i < n; i++) {
 		struct sc_err aerr = {0};
-		struct delivery_send s = {.target = t[i], .body = body,
+		struct target_copy s = {.target = t[i], .body = body,
 					  .kind = DELIVERY_ALERT,
 					  .schedule = schedule,
 					  .slot_ms = slot_ms,
@@ -684,7 +684,7 @@ void orch_send_lost_alert(const struct orch_ctx *ctx, const char *schedule,
 		if (delivery_send(&s, &aerr) == 0) {
 			sent++;
 		} else {
-			SC_LOG(SC_LOG_WARN, "orchestrator",
+			LOG(SC_LOG_WARN, "orchestrator",
 			       "schedule=%s slot_ms=%lld target=%s msg=\"lost-"
 			       "slot alert not sent\" code=%d http_status=%d",
 			       schedule, (long long)slot_ms, t[i]->name,
@@ -716,7 +716,7 @@ int orch_recover(const struct orch_ctx *ctx, int stall_limit, int *n,
 				     dead.v[i].attempt, &why, NULL);
 	}
 	if (dead.n_more)
-		SC_LOG(SC_LOG_ERROR, "orchestrator", "event=lost_not_alerted "
+		LOG(SC_LOG_ERROR, "orchestrator", "event=lost_not_alerted "
 		       "n=%zu msg=\"more slots lost in one recovery than "
 		       "alerted; see surecron ledger --lost\"", dead.n_more);
 	if (n)
@@ -760,7 +760,7 @@ static const char *error_class(int rc, const struct orch_report *rep)
 /* The lease keeper of orch_run_job: runs on the job's own thread, with the
  * job's own store handle, from inside the task's poll loop. */
 struct keeper {
-	struct sc_store *store;
+	struct store *store;
 	struct store_job job;    /* the ticket; heartbeat updates its expiry */
 	int64_t lease_ms;
 	bool lost;
@@ -777,13 +777,13 @@ static int keep_lease(void *ud)
 	if (rc == SC_ELEASE) {
 		/* Another worker recovered the job: stop, it owns the slot. */
 		k->lost = true;
-		SC_LOG(SC_LOG_ERROR, "orchestrator",
+		LOG(SC_LOG_ERROR, "orchestrator",
 		       "job=%lld schedule=%s msg=\"lease lost; stopping the "
 		       "run\"", (long long)k->job.id, k->job.schedule);
 		return rc;
 	}
 	if (rc)
-		SC_LOG(SC_LOG_WARN, "orchestrator",
+		LOG(SC_LOG_WARN, "orchestrator",
 		       "job=%lld msg=\"heartbeat failed\" code=%d",
 		       (long long)k->job.id, rc);
 	return 0;

@@ -13,14 +13,15 @@
  * Thread-safety: one call per thread at a time, each with its own store
  * handle; the config is shared read-only.
  */
-#ifndef SC_ORCHESTRATOR_H
-#define SC_ORCHESTRATOR_H
+#ifndef SURECRON_ORCHESTRATOR_H
+#define SURECRON_ORCHESTRATOR_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "delivery.h"
+#include "outbox.h"
 #include "spec.h"
 #include "store.h"
 #include "surecron.h"
@@ -30,7 +31,7 @@ struct http_auth;
 
 /* What a slot run needs (all borrowed). */
 struct orch_ctx {
-	struct sc_store *store;
+	struct store *store;
 	struct sc_clock *clock;        /* NULL: the store's */
 	const struct config *config;   /* targets, alert targets, auths */
 	struct http_auth *const *auths; /* long-lived auth providers; may be
@@ -64,7 +65,7 @@ struct orch_report {
 	size_t n_notices_failed;  /* failed run: notices that did not */
 	int64_t started_ns;       /* when the first task began (clock UTC ns;
 				     0: no task started) */
-	struct delivery_report delivery;
+	struct outbox_report delivery;
 	char *details_json;       /* per-task outcomes, notice errors (owned;
 				     for the ledger; may be NULL) */
 };

@@ -13,7 +13,7 @@
  *                                                UNKNOWN --resend--> SENDING
  *                                                   |   ("duplicate" ledger row)
  *                                                   +--hold--> stays UNKNOWN
- *                                                      (operator: delivery_release)
+ *                                                      (operator: outbox_release)
  *
  *   PENDING|FAILED|UNKNOWN -> SENDING  [send_one]
  *   SENDING -> SENT      [send_one] the target took it
@@ -22,10 +22,10 @@
  *                        false: see docs/delivery.md for the list)
  *   SENDING -> UNKNOWN   [send_one] an ambiguous failure (a timeout after
  *                        the request left, an empty reply, a command
- *                        killed); [delivery_flush] a row left by a crash
+ *                        killed); [outbox_flush] a row left by a crash
  *
  * Invariants:
- *   - every target's row exists before the first send (delivery_stage runs
+ *   - every target's row exists before the first send (outbox_stage runs
  *     to the end first), so a retry always finds the message to resend
  *     and never needs the tasks again;
  *   - SENDING is committed before the request leaves and SENT only after
@@ -60,16 +60,17 @@
 #include <jansson.h>
 
 #include "delivery.h"
+#include "outbox.h"
 #include "err.h"
 #include "failpoint.h"
 #include "log.h"
 
-static struct sc_clock *slot_clock(const struct delivery_slot *ds)
+static struct sc_clock *slot_clock(const struct outbox_slot *ds)
 {
 	return ds->clock ? ds->clock : store_clock(ds->store);
 }
 
-int delivery_staged(const struct delivery_slot *ds, bool *staged, char **body,
+int outbox_staged(const struct outbox_slot *ds, bool *staged, char **body,
 		    struct sc_err *err)
 {
 	*staged = false;
@@ -78,7 +79,7 @@ int delivery_staged(const struct delivery_slot *ds, bool *staged, char **body,
 	for (size_t i = 0; i < ds->n_targets; i++) {
 		struct outbox_entry e = {0};
 		struct sc_err lerr = {0};
-		int rc = outbox_get(ds->store, ds->schedule, ds->slot_ms,
+		int rc = store_outbox_get(ds->store, ds->schedule, ds->slot_ms,
 				    ds->targets[i]->name, &e, &lerr);
 		if (rc == SC_ENOENT)
 			continue; /* not staged for this one: next target */
@@ -91,22 +92,22 @@ int delivery_staged(const struct delivery_slot *ds, bool *staged, char **body,
 			*body = e.body;
 			e.body = NULL;
 		}
-		outbox_entry_dispose(&e);
+		store_outbox_entry_dispose(&e);
 		return 0;
 	}
 	return 0;
 }
 
-int delivery_stage(const struct delivery_slot *ds, const char *body,
+int outbox_stage(const struct outbox_slot *ds, const char *body,
 		   struct sc_err *err)
 {
 	for (size_t i = 0; i < ds->n_targets; i++) {
 		bool created = false;
-		int rc = outbox_put(ds->store, ds->schedule, ds->slot_ms,
+		int rc = store_outbox_put(ds->store, ds->schedule, ds->slot_ms,
 				    ds->targets[i]->name, body, &created, err);
 		if (rc)
 			return rc;
-		SC_LOG(SC_LOG_DEBUG, "delivery",
+		LOG(SC_LOG_DEBUG, "delivery",
 		       "schedule=%s slot_ms=%lld target=%s staged=%s",
 		       ds->schedule, (long long)ds->slot_ms,
 		       ds->targets[i]->name, created ? "new" : "existing");
@@ -115,7 +116,7 @@ int delivery_stage(const struct delivery_slot *ds, const char *body,
 }
 
 /* The "duplicate" ledger row that must precede resending an UNKNOWN row. */
-static int declare_duplicate(const struct delivery_slot *ds,
+static int declare_duplicate(const struct outbox_slot *ds,
 			     const struct target_spec *t, int n_tries,
 			     struct sc_err *err)
 {
@@ -151,15 +152,15 @@ static int declare_duplicate(const struct delivery_slot *ds,
 		 t->name);
 	row.error_msg = msg;
 	row.details_json = details;
-	rc = ledger_append(ds->store, &row, err);
+	rc = store_ledger_append(ds->store, &row, err);
 	free(details);
 	return rc;
 }
 
 /* Sends the row of target t; it is PENDING, FAILED or UNKNOWN (resend). */
-static int send_one(const struct delivery_slot *ds,
+static int send_one(const struct outbox_slot *ds,
 		    const struct target_spec *t, const char *body,
-		    struct delivery_report *rep, struct sc_err *err)
+		    struct outbox_report *rep, struct sc_err *err)
 {
 	struct sc_err serr = {0};
 	int rc;
@@ -173,12 +174,12 @@ static int send_one(const struct delivery_slot *ds,
 	 * fenced to the job's lease (store_fence_set), so this commit fails
 	 * with SC_ELEASE, and nothing is sent, once another worker took the
 	 * job over, even when no heartbeat was due (a paused worker). */
-	rc = outbox_set_state(ds->store, ds->schedule, ds->slot_ms, t->name,
+	rc = store_outbox_set_state(ds->store, ds->schedule, ds->slot_ms, t->name,
 			      SEND_SENDING, err);
 	if (rc)
 		return rc;
-	SC_FAILPOINT("delivery.after_sending_commit");
-	struct delivery_send snd = {
+	FAILPOINT("delivery.after_sending_commit");
+	struct target_copy snd = {
 		.target = t,
 		.body = body,
 		.kind = DELIVERY_RESULT, /* the key: attempt 0 for results */
@@ -188,14 +189,14 @@ static int send_one(const struct delivery_slot *ds,
 	};
 	rc = delivery_send(&snd, &serr);
 	if (rc == 0) {
-		SC_FAILPOINT("delivery.after_2xx_before_sent");
+		FAILPOINT("delivery.after_2xx_before_sent");
 		/* If this commit fails the row stays SENDING: the next attempt
 		 * treats it as ambiguous, which is the truth. */
-		rc = outbox_set_state(ds->store, ds->schedule, ds->slot_ms,
+		rc = store_outbox_set_state(ds->store, ds->schedule, ds->slot_ms,
 				      t->name, SEND_SENT, err);
 		if (rc == 0) {
 			rep->n_sent++;
-			SC_LOG(SC_LOG_INFO, "delivery",
+			LOG(SC_LOG_INFO, "delivery",
 			       "schedule=%s slot_ms=%lld target=%s state=sent",
 			       ds->schedule, (long long)ds->slot_ms, t->name);
 		}
@@ -215,7 +216,7 @@ static int send_one(const struct delivery_slot *ds,
 	 * that the file target's volume is full (issue 10). Error messages
 	 * never hold secrets (surecron.h). */
 	char why[2 * SC_ERR_MSG_MAX + 4];
-	SC_LOG(maybe ? SC_LOG_ERROR : SC_LOG_WARN, "delivery",
+	LOG(maybe ? SC_LOG_ERROR : SC_LOG_WARN, "delivery",
 	       "schedule=%s slot_ms=%lld target=%s state=%s code=%d "
 	       "http_status=%d msg=%s", ds->schedule,
 	       (long long)ds->slot_ms, t->name,
@@ -224,9 +225,9 @@ static int send_one(const struct delivery_slot *ds,
 	struct sc_err ferr = {0};
 	/* If this commit fails the row stays SENDING, which the next
 	 * attempt takes for UNKNOWN: at worst a declared duplicate. */
-	if (outbox_set_state(ds->store, ds->schedule, ds->slot_ms, t->name,
+	if (store_outbox_set_state(ds->store, ds->schedule, ds->slot_ms, t->name,
 			     maybe ? SEND_UNKNOWN : SEND_FAILED, &ferr) != 0)
-		SC_LOG(SC_LOG_WARN, "delivery",
+		LOG(SC_LOG_WARN, "delivery",
 		       "schedule=%s target=%s msg=\"cannot record the failed "
 		       "send\" code=%d", ds->schedule, t->name, ferr.code);
 	if (hold) {
@@ -242,10 +243,10 @@ static int send_one(const struct delivery_slot *ds,
 	return serr.code ? serr.code : SC_EDELIVERY;
 }
 
-int delivery_flush(const struct delivery_slot *ds, struct delivery_report *rep,
+int outbox_flush(const struct outbox_slot *ds, struct outbox_report *rep,
 		   struct sc_err *err)
 {
-	struct delivery_report local;
+	struct outbox_report local;
 	int n_unknown = 0, first = 0, rc;
 
 	if (!rep)
@@ -253,12 +254,12 @@ int delivery_flush(const struct delivery_slot *ds, struct delivery_report *rep,
 	memset(rep, 0, sizeof(*rep));
 	/* We hold the job's lease: a row still SENDING belongs to an attempt
 	 * that died mid-send. */
-	rc = outbox_mark_unknown(ds->store, ds->schedule, ds->slot_ms,
+	rc = store_outbox_mark_unknown(ds->store, ds->schedule, ds->slot_ms,
 				 &n_unknown, err);
 	if (rc)
 		return rc;
 	if (n_unknown)
-		SC_LOG(SC_LOG_WARN, "delivery",
+		LOG(SC_LOG_WARN, "delivery",
 		       "schedule=%s slot_ms=%lld unknown=%d msg=\"sends "
 		       "interrupted by a crash\"", ds->schedule,
 		       (long long)ds->slot_ms, n_unknown);
@@ -268,7 +269,7 @@ int delivery_flush(const struct delivery_slot *ds, struct delivery_report *rep,
 		struct outbox_entry e = {0};
 		struct sc_err terr = {0};
 
-		rc = outbox_get(ds->store, ds->schedule, ds->slot_ms, t->name,
+		rc = store_outbox_get(ds->store, ds->schedule, ds->slot_ms, t->name,
 				&e, &terr);
 		if (rc == SC_ENOENT)
 			sc_err_set(&terr, SC_ESTATE, "target %s: nothing "
@@ -294,7 +295,7 @@ int delivery_flush(const struct delivery_slot *ds, struct delivery_report *rep,
 				/* Retrying cannot resolve it: only an
 				 * operator can. */
 				terr.permanent = true;
-				SC_LOG(SC_LOG_ERROR, "delivery",
+				LOG(SC_LOG_ERROR, "delivery",
 				       "schedule=%s slot_ms=%lld target=%s "
 				       "state=held", ds->schedule,
 				       (long long)ds->slot_ms, t->name);
@@ -304,7 +305,7 @@ int delivery_flush(const struct delivery_slot *ds, struct delivery_report *rep,
 			if (rc)
 				break;
 			rep->n_duplicates++;
-			SC_LOG(SC_LOG_WARN, "delivery",
+			LOG(SC_LOG_WARN, "delivery",
 			       "schedule=%s slot_ms=%lld target=%s "
 			       "msg=\"resending after an ambiguous send\"",
 			       ds->schedule, (long long)ds->slot_ms, t->name);
@@ -321,7 +322,7 @@ int delivery_flush(const struct delivery_slot *ds, struct delivery_report *rep,
 			break;
 		}
 	next:
-		outbox_entry_dispose(&e);
+		store_outbox_entry_dispose(&e);
 		if (rc && !first) {
 			first = rc;
 			err_copy(err, &terr);
@@ -334,22 +335,22 @@ int delivery_flush(const struct delivery_slot *ds, struct delivery_report *rep,
 	return first;
 }
 
-int delivery_release(struct sc_store *s, const char *schedule, int64_t slot_ms,
+int outbox_release(struct store *s, const char *schedule, int64_t slot_ms,
 		     const char *target, bool arrived, struct sc_err *err)
 {
 	struct outbox_entry e = {0};
-	int rc = outbox_get(s, schedule, slot_ms, target, &e, err);
+	int rc = store_outbox_get(s, schedule, slot_ms, target, &e, err);
 
 	if (rc)
 		return rc;
 	enum send_state st = e.state;
-	outbox_entry_dispose(&e);
+	store_outbox_entry_dispose(&e);
 	static const char *names[] = {"none", "pending", "sending", "sent",
 				      "failed", "unknown"};
 	if (st != SEND_UNKNOWN)
 		return sc_err_set(err, SC_ESTATE, "target %s: not held (its "
 				  "send is %s)", target,
 				  (unsigned)st < 6 ? names[st] : "?");
-	return outbox_set_state(s, schedule, slot_ms, target,
+	return store_outbox_set_state(s, schedule, slot_ms, target,
 				arrived ? SEND_SENT : SEND_FAILED, err);
 }

@@ -19,8 +19,8 @@
  * process-wide state of the host (no signal dispositions, no environment,
  * no subreaper flag: the host reaps nothing but its own reapers).
  */
-#ifndef SC_PROC_H
-#define SC_PROC_H
+#ifndef SURECRON_PROC_H
+#define SURECRON_PROC_H
 
 #include <stdbool.h>
 #include <stddef.h>

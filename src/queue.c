@@ -97,12 +97,12 @@ const char *queue_state_name(enum job_state st)
 	return "unknown";
 }
 
-static int64_t now_ms(struct sc_store *s)
+static int64_t now_ms(struct store *s)
 {
 	return sc_clock_now_ms(store_clock(s));
 }
 
-int queue_enqueue(struct sc_store *s, const char *schedule, int64_t slot_ms,
+int queue_enqueue(struct store *s, const char *schedule, int64_t slot_ms,
 		  const struct sc_retry_policy *policy, int64_t *job_id,
 		  bool *created, struct sc_err *err)
 {
@@ -114,7 +114,7 @@ int queue_enqueue(struct sc_store *s, const char *schedule, int64_t slot_ms,
 	if (rc)
 		return rc;
 	if (made)
-		SC_LOG(SC_LOG_DEBUG, "queue",
+		LOG(SC_LOG_DEBUG, "queue",
 		       "event=enqueue schedule=%s slot=%lld job=%lld", schedule,
 		       (long long)slot_ms, (long long)id);
 	if (job_id)
@@ -124,7 +124,7 @@ int queue_enqueue(struct sc_store *s, const char *schedule, int64_t slot_ms,
 	return 0;
 }
 
-int queue_enqueue_many(struct sc_store *s, const char *schedule,
+int queue_enqueue_many(struct store *s, const char *schedule,
 		       const int64_t *slots_ms, size_t n,
 		       const struct sc_retry_policy *policy,
 		       struct sc_err *err)
@@ -132,7 +132,7 @@ int queue_enqueue_many(struct sc_store *s, const char *schedule,
 	return store_job_enqueue_many(s, schedule, slots_ms, n, policy, err);
 }
 
-int queue_trigger(struct sc_store *s, const char *schedule, int64_t slot_ms,
+int queue_trigger(struct store *s, const char *schedule, int64_t slot_ms,
 		  const struct sc_retry_policy *policy, int64_t *job_id,
 		  bool *created, struct sc_err *err)
 {
@@ -162,7 +162,7 @@ int queue_trigger(struct sc_store *s, const char *schedule, int64_t slot_ms,
 			made = true;
 		}
 	}
-	SC_LOG(SC_LOG_INFO, "queue",
+	LOG(SC_LOG_INFO, "queue",
 	       "event=trigger schedule=%s slot=%lld job=%lld new=%d", schedule,
 	       (long long)slot_ms, (long long)id, made);
 	if (job_id)
@@ -172,14 +172,14 @@ int queue_trigger(struct sc_store *s, const char *schedule, int64_t slot_ms,
 	return 0;
 }
 
-int queue_claim(struct sc_store *s, const char *worker, int64_t lease_ms,
+int queue_claim(struct store *s, const char *worker, int64_t lease_ms,
 		struct store_job *jobs, size_t max, size_t *n,
 		struct sc_err *err)
 {
 	return queue_claim_ahead(s, worker, lease_ms, 0, jobs, max, n, err);
 }
 
-int queue_claim_ahead(struct sc_store *s, const char *worker,
+int queue_claim_ahead(struct store *s, const char *worker,
 		      int64_t lease_ms, int64_t ahead_ms,
 		      struct store_job *jobs, size_t max, size_t *n,
 		      struct sc_err *err)
@@ -189,16 +189,16 @@ int queue_claim_ahead(struct sc_store *s, const char *worker,
 
 	if (rc || *n == 0)
 		return rc;
-	SC_FAILPOINT("queue.after_claim");
+	FAILPOINT("queue.after_claim");
 	for (size_t i = 0; i < *n; i++)
-		SC_LOG(SC_LOG_DEBUG, "queue",
+		LOG(SC_LOG_DEBUG, "queue",
 		       "event=claim job=%lld schedule=%s attempt=%d worker=%s",
 		       (long long)jobs[i].id, jobs[i].schedule,
 		       jobs[i].attempts, worker);
 	return 0;
 }
 
-int queue_heartbeat(struct sc_store *s, struct store_job *job,
+int queue_heartbeat(struct store *s, struct store_job *job,
 		    int64_t lease_ms, struct sc_err *err)
 {
 	int rc;
@@ -211,7 +211,7 @@ int queue_heartbeat(struct sc_store *s, struct store_job *job,
 	return rc;
 }
 
-int queue_complete(struct sc_store *s, const struct store_job *job,
+int queue_complete(struct store *s, const struct store_job *job,
 		   const char *details_json, struct sc_err *err)
 {
 	struct ledger_row row = {.outcome = LEDGER_SUCCESS,
@@ -224,15 +224,15 @@ int queue_complete(struct sc_store *s, const struct store_job *job,
 			      err);
 	if (rc)
 		return rc;
-	SC_FAILPOINT("queue.after_complete_commit");
-	SC_LOG(SC_LOG_INFO, "queue",
+	FAILPOINT("queue.after_complete_commit");
+	LOG(SC_LOG_INFO, "queue",
 	       "event=done job=%lld schedule=%s slot=%lld attempt=%d",
 	       (long long)job->id, job->schedule, (long long)job->slot_ms,
 	       job->attempts);
 	return 0;
 }
 
-int queue_fail(struct sc_store *s, const struct store_job *job,
+int queue_fail(struct store *s, const struct store_job *job,
 	       const char *error_class, const struct sc_err *cause,
 	       const char *details_json, int64_t *next_ms, bool *dead,
 	       struct sc_err *err)
@@ -268,16 +268,16 @@ int queue_fail(struct sc_store *s, const struct store_job *job,
 			      &row, err);
 	if (rc)
 		return rc;
-	SC_FAILPOINT("queue.after_fail_commit");
+	FAILPOINT("queue.after_fail_commit");
 	if (give_up)
-		SC_LOG(SC_LOG_ERROR, "queue",
+		LOG(SC_LOG_ERROR, "queue",
 		       "event=lost job=%lld schedule=%s slot=%lld attempt=%d "
 		       "permanent=%d",
 		       (long long)job->id, job->schedule,
 		       (long long)job->slot_ms, job->attempts,
 		       cause->permanent);
 	else
-		SC_LOG(SC_LOG_WARN, "queue",
+		LOG(SC_LOG_WARN, "queue",
 		       "event=retry job=%lld schedule=%s slot=%lld attempt=%d "
 		       "next_in_ms=%lld",
 		       (long long)job->id, job->schedule,
@@ -290,7 +290,7 @@ int queue_fail(struct sc_store *s, const struct store_job *job,
 	return 0;
 }
 
-int queue_release(struct sc_store *s, const struct store_job *job,
+int queue_release(struct store *s, const struct store_job *job,
 		  struct sc_err *err)
 {
 	if (!job)
@@ -298,13 +298,13 @@ int queue_release(struct sc_store *s, const struct store_job *job,
 	return store_job_release(s, job->id, job->lease_token, err);
 }
 
-int queue_recover(struct sc_store *s, int stall_limit, int *n,
+int queue_recover(struct store *s, int stall_limit, int *n,
 		  struct sc_err *err)
 {
 	return queue_recover_dead(s, stall_limit, n, NULL, err);
 }
 
-int queue_recover_dead(struct sc_store *s, int stall_limit, int *n,
+int queue_recover_dead(struct store *s, int stall_limit, int *n,
 		       struct store_dead_list *dead, struct sc_err *err)
 {
 	int got = 0;
@@ -324,24 +324,24 @@ int queue_recover_dead(struct sc_store *s, int stall_limit, int *n,
 	if (rc)
 		return rc;
 	if (got)
-		SC_LOG(SC_LOG_WARN, "queue", "event=recover stalled=%d", got);
+		LOG(SC_LOG_WARN, "queue", "event=recover stalled=%d", got);
 	if (n)
 		*n = got;
 	return 0;
 }
 
-int queue_retry_dead(struct sc_store *s, int64_t job_id, int budget,
+int queue_retry_dead(struct store *s, int64_t job_id, int budget,
 		     struct sc_err *err)
 {
 	int rc = store_job_revive(s, job_id, budget, err);
 
 	if (!rc)
-		SC_LOG(SC_LOG_INFO, "queue", "event=revive job=%lld",
+		LOG(SC_LOG_INFO, "queue", "event=revive job=%lld",
 		       (long long)job_id);
 	return rc;
 }
 
-int queue_next_due(struct sc_store *s, int64_t *out_ms, struct sc_err *err)
+int queue_next_due(struct store *s, int64_t *out_ms, struct sc_err *err)
 {
 	return store_job_next_due(s, out_ms, err);
 }

@@ -13,8 +13,8 @@
  * (after this worker's lease expired and the job was recovered), every call
  * with the old ticket returns SC_ELEASE and changes nothing.
  */
-#ifndef SC_QUEUE_H
-#define SC_QUEUE_H
+#ifndef SURECRON_QUEUE_H
+#define SURECRON_QUEUE_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -30,12 +30,12 @@
  * left alone. *job_id gets the job either way, *created says whether it is
  * new (both may be NULL). Errors: SC_EINVAL, store errors.
  */
-int queue_enqueue(struct sc_store *s, const char *schedule, int64_t slot_ms,
+int queue_enqueue(struct store *s, const char *schedule, int64_t slot_ms,
 		  const struct sc_retry_policy *policy, int64_t *job_id,
 		  bool *created, struct sc_err *err);
 
 /* Enqueues n slots of one schedule in one transaction (idempotent). */
-int queue_enqueue_many(struct sc_store *s, const char *schedule,
+int queue_enqueue_many(struct store *s, const char *schedule,
 		       const int64_t *slots_ms, size_t n,
 		       const struct sc_retry_policy *policy,
 		       struct sc_err *err);
@@ -46,7 +46,7 @@ int queue_enqueue_many(struct sc_store *s, const char *schedule,
  * attempt budget; a READY or ACTIVE job is left as it is (*created false).
  * SC_ESTATE when the slot's job is already DONE.
  */
-int queue_trigger(struct sc_store *s, const char *schedule, int64_t slot_ms,
+int queue_trigger(struct store *s, const char *schedule, int64_t slot_ms,
 		  const struct sc_retry_policy *policy, int64_t *job_id,
 		  bool *created, struct sc_err *err);
 
@@ -55,26 +55,26 @@ int queue_trigger(struct sc_store *s, const char *schedule, int64_t slot_ms,
  * with a lease of lease_ms. Fills jobs[0..*n); *n == 0 when nothing is due.
  * Each claim starts an attempt (attempts + 1) and carries a fresh token.
  */
-int queue_claim(struct sc_store *s, const char *worker, int64_t lease_ms,
+int queue_claim(struct store *s, const char *worker, int64_t lease_ms,
 		struct store_job *jobs, size_t max, size_t *n,
 		struct sc_err *err);
 
 /* queue_claim that also takes jobs due within ahead_ms. The caller must
  * not start a claimed job before its run_at_ms (the daemon claims a few
  * milliseconds early so the task starts on the due instant itself). */
-int queue_claim_ahead(struct sc_store *s, const char *worker,
+int queue_claim_ahead(struct store *s, const char *worker,
 		      int64_t lease_ms, int64_t ahead_ms,
 		      struct store_job *jobs, size_t max, size_t *n,
 		      struct sc_err *err);
 
 /* Extends the lease of a claimed job to now + lease_ms and updates
  * job->lease_expires_ms. SC_ELEASE when the claim is no longer current. */
-int queue_heartbeat(struct sc_store *s, struct store_job *job,
+int queue_heartbeat(struct store *s, struct store_job *job,
 		    int64_t lease_ms, struct sc_err *err);
 
 /* Completes the attempt: the job is DONE, with a "success" ledger row
  * (details_json may be NULL). SC_ELEASE as above. */
-int queue_complete(struct sc_store *s, const struct store_job *job,
+int queue_complete(struct store *s, const struct store_job *job,
 		   const char *details_json, struct sc_err *err);
 
 /*
@@ -88,13 +88,13 @@ int queue_complete(struct sc_store *s, const struct store_job *job,
  *     *next_ms INT64_MAX.
  * next_ms and dead may be NULL. SC_ELEASE as above.
  */
-int queue_fail(struct sc_store *s, const struct store_job *job,
+int queue_fail(struct store *s, const struct store_job *job,
 	       const char *error_class, const struct sc_err *cause,
 	       const char *details_json, int64_t *next_ms, bool *dead,
 	       struct sc_err *err);
 
 /* Gives a claimed job back without counting the attempt (shutdown). */
-int queue_release(struct sc_store *s, const struct store_job *job,
+int queue_release(struct store *s, const struct store_job *job,
 		  struct sc_err *err);
 
 /*
@@ -104,7 +104,7 @@ int queue_release(struct sc_store *s, const struct store_job *job,
  * than stall_limit times (so a task that kills its worker cannot loop
  * forever). *n (may be NULL) gets the number of jobs recovered.
  */
-int queue_recover(struct sc_store *s, int stall_limit, int *n,
+int queue_recover(struct store *s, int stall_limit, int *n,
 		  struct sc_err *err);
 
 /*
@@ -114,19 +114,19 @@ int queue_recover(struct sc_store *s, int stall_limit, int *n,
  * each get only their own: whoever lists a job sends its lost-slot alert,
  * so the alert goes out once.
  */
-int queue_recover_dead(struct sc_store *s, int stall_limit, int *n,
+int queue_recover_dead(struct store *s, int stall_limit, int *n,
 		       struct store_dead_list *dead, struct sc_err *err);
 
 /* Manual retry of a DEAD job: READY now, with `budget` more attempts (the
  * schedule's policy; <= 0: as many as the job had). Attempt numbers go on
  * from the last one (store_job_revive). SC_ESTATE if the job is not DEAD,
  * SC_ENOENT if there is none. */
-int queue_retry_dead(struct sc_store *s, int64_t job_id, int budget,
+int queue_retry_dead(struct store *s, int64_t job_id, int budget,
 		     struct sc_err *err);
 
 /* When the next job falls due or the next lease expires (INT64_MAX when
  * nothing is pending): how long a worker may sleep. */
-int queue_next_due(struct sc_store *s, int64_t *out_ms, struct sc_err *err);
+int queue_next_due(struct store *s, int64_t *out_ms, struct sc_err *err);
 
 /* Static name of a job state ("ready", "active", "done", "dead"). */
 const char *queue_state_name(enum job_state st);

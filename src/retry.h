@@ -1,8 +1,8 @@
 /*
  * retry.h - retry policies (public part in surecron.h).
  */
-#ifndef SC_RETRY_H
-#define SC_RETRY_H
+#ifndef SURECRON_RETRY_H
+#define SURECRON_RETRY_H
 
 #include "surecron.h"
 

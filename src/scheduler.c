@@ -9,7 +9,7 @@
  *   - Every slot in (L, now] either gets a job (enqueue, idempotent) or a
  *     "missed" ledger row (one per slot up to a cap, then one summarising
  *     row): nothing between two ticks disappears from the record.
- *   - The order of writes is missed rows -> enqueue -> sched_last_set, so
+ *   - The order of writes is missed rows -> enqueue -> store_sched_last_set, so
  *     a crash between them is repaired by the next tick: it sees the same
  *     (L, now] window, enqueues idempotently, and skips missed rows that
  *     exist already (or whose slot has a job), then records L.
@@ -239,7 +239,7 @@ static bool in_set(const int64_t *v, size_t n, int64_t x)
 /* Appends one missed row; kept short so the ledger reads well. *written
  * is false when the slot had a missed row already (another node wrote it
  * since we looked: the store keeps one per slot). */
-static int write_missed(struct sc_store *s, const struct schedule_spec *spec,
+static int write_missed(struct store *s, const struct schedule_spec *spec,
 			int64_t slot, int64_t now, const char *msg,
 			const char *details, bool *written, struct sc_err *err)
 {
@@ -252,12 +252,12 @@ static int write_missed(struct sc_store *s, const struct schedule_spec *spec,
 	snprintf(row.error_class, sizeof(row.error_class), "downtime");
 	row.error_msg = (char *)msg;
 	row.details_json = (char *)details;
-	return ledger_append_written(s, &row, written, err);
+	return store_ledger_append_written(s, &row, written, err);
 }
 
 /* Has this slot been recorded already (a missed row, or a job)? Only asked
  * for the rows about to be written, so at most max_missed_rows + 1 times. */
-static int already_recorded(struct sc_store *s, const char *name, int64_t slot,
+static int already_recorded(struct store *s, const char *name, int64_t slot,
 			    const int64_t *missed, size_t n_missed, bool *yes,
 			    struct sc_err *err)
 {
@@ -279,7 +279,7 @@ static int already_recorded(struct sc_store *s, const char *name, int64_t slot,
 }
 
 /* The slots of this schedule already recorded as missed in (from, to]. */
-static int missed_rows(struct sc_store *s, const char *name, int64_t from,
+static int missed_rows(struct store *s, const char *name, int64_t from,
 		       int64_t to, int64_t **out, size_t *n, struct sc_err *err)
 {
 	struct ledger_filter f = {
@@ -288,7 +288,7 @@ static int missed_rows(struct sc_store *s, const char *name, int64_t from,
 	};
 	struct ledger_row *rows = NULL;
 	size_t nr = 0;
-	int rc = ledger_query(s, &f, &rows, &nr, err);
+	int rc = store_ledger_query(s, &f, &rows, &nr, err);
 
 	*out = NULL;
 	*n = 0;
@@ -296,13 +296,13 @@ static int missed_rows(struct sc_store *s, const char *name, int64_t from,
 		return rc;
 	*out = malloc(nr * sizeof(**out));
 	if (!*out) {
-		ledger_rows_free(rows, nr);
+		store_ledger_rows_free(rows, nr);
 		return sc_err_set(err, SC_ENOMEM, "out of memory");
 	}
 	for (size_t i = 0; i < nr; i++)
 		(*out)[i] = rows[i].slot_ms;
 	*n = nr;
-	ledger_rows_free(rows, nr);
+	store_ledger_rows_free(rows, nr);
 	return 0;
 }
 
@@ -325,7 +325,7 @@ static int load_spec(const struct schedule_spec *spec, struct sc_cron *cron,
 	return rc ? rc : config_schedule_zone(spec, zone, err);
 }
 
-int sched_next_slot(const struct schedule_spec *spec, int64_t after_ms,
+int scheduler_next_slot(const struct schedule_spec *spec, int64_t after_ms,
 		    int64_t *out_ms, struct sc_err *err)
 {
 	struct sc_cron cron;
@@ -335,15 +335,15 @@ int sched_next_slot(const struct schedule_spec *spec, int64_t after_ms,
 	return rc ? rc : sc_cron_next(&cron, zone, after_ms, out_ms, err);
 }
 
-int sched_schedule_next(struct sc_store *s, const struct schedule_spec *spec,
+int scheduler_schedule_next(struct store *s, const struct schedule_spec *spec,
 			int64_t now_ms, int64_t *out_ms, struct sc_err *err)
 {
 	int64_t last;
-	int rc = sched_last_get(s, spec->name, &last, err);
+	int rc = store_sched_last_get(s, spec->name, &last, err);
 
 	if (rc)
 		return rc;
-	return sched_next_slot(spec, last > now_ms ? last : now_ms, out_ms,
+	return scheduler_next_slot(spec, last > now_ms ? last : now_ms, out_ms,
 			       err);
 }
 
@@ -394,7 +394,7 @@ static void choose(const struct schedule_spec *spec, const struct window *w,
  * up the same downtime at the same moment) is neither written again nor
  * counted.
  */
-static int record_missed(struct sc_store *s, const struct schedule_spec *spec,
+static int record_missed(struct store *s, const struct schedule_spec *spec,
 			 int64_t from, int64_t now, const struct window *w,
 			 const int64_t *run, size_t n_run,
 			 const struct sched_opts *o, size_t *n_missed,
@@ -415,7 +415,7 @@ static int record_missed(struct sc_store *s, const struct schedule_spec *spec,
 	/* Between the look above and the writes below, another node may
 	 * write the same rows: the store drops the second (tests play that
 	 * race out here). */
-	SC_FAILPOINT_HOOK("sched.missed_checked");
+	FAILPOINT_HOOK("sched.missed_checked");
 	snprintf(msg, sizeof(msg), "not run: the scheduler was not running "
 		 "or the clock jumped (catchup: %s)", catchup_name(spec->catchup));
 	snprintf(details, sizeof(details), "{\"catchup\":\"%s\"}",
@@ -439,7 +439,7 @@ static int record_missed(struct sc_store *s, const struct schedule_spec *spec,
 				goto out;
 			if (wrote) {
 				n_written++;
-				SC_LOG(SC_LOG_WARN, "scheduler", "schedule=%s "
+				LOG(SC_LOG_WARN, "scheduler", "schedule=%s "
 				       "slot=%s outcome=missed catchup=%s",
 				       spec->name, clock_format_utc(slot, t1),
 				       catchup_name(spec->catchup));
@@ -492,7 +492,7 @@ static int record_missed(struct sc_store *s, const struct schedule_spec *spec,
 	rc = write_missed(s, spec, first, now, msg, details, &wrote, err);
 	if (rc || !wrote)
 		goto out;
-	SC_LOG(SC_LOG_WARN, "scheduler", "schedule=%s slot=%s outcome=missed "
+	LOG(SC_LOG_WARN, "scheduler", "schedule=%s slot=%s outcome=missed "
 	       "summary=true count=%" PRIu64 " until=%s", spec->name, t1, rest,
 	       t2);
 	*n_missed += rest > 0 ? (size_t)rest : 1;
@@ -501,7 +501,7 @@ out:
 	return rc;
 }
 
-int sched_schedule_tick(struct sc_store *s, const struct schedule_spec *spec,
+int scheduler_schedule_tick(struct store *s, const struct schedule_spec *spec,
 			int64_t now_ms, const struct sched_opts *opts,
 			struct sched_result *out, struct sc_err *err)
 {
@@ -522,7 +522,7 @@ int sched_schedule_tick(struct sc_store *s, const struct schedule_spec *spec,
 	    (rc = config_schedule_retry(spec, &policy, NULL, err)) != 0)
 		goto done;
 	struct sc_err e = {0};
-	rc = sched_last_get(s, spec->name, &last, &e);
+	rc = store_sched_last_get(s, spec->name, &last, &e);
 	if (rc == SC_ENOENT) {
 		/* First start: from now on; a slot at exactly now counts. */
 		first_start = true;
@@ -570,30 +570,30 @@ int sched_schedule_tick(struct sc_store *s, const struct schedule_spec *spec,
 		if (rc)
 			goto done;
 		for (size_t i = 0; i < n_run; i++)
-			SC_LOG(SC_LOG_INFO, "scheduler", "schedule=%s slot=%s "
+			LOG(SC_LOG_INFO, "scheduler", "schedule=%s slot=%s "
 			       "event=enqueued late_ms=%lld", spec->name,
 			       clock_format_utc(run[i], t1),
 			       (long long)(now_ms - run[i]));
 		/* Crash tests stop here: rows and jobs written, state not. */
-		if (SC_FAILPOINT_ERR("sched.before_last_set")) {
+		if (FAILPOINT_ERR("sched.before_last_set")) {
 			rc = sc_err_set(err, SC_EIO, "failpoint "
 					"sched.before_last_set");
 			goto done;
 		}
-		rc = sched_last_set(s, spec->name, ring_newest(&w, 0), err);
+		rc = store_sched_last_set(s, spec->name, ring_newest(&w, 0), err);
 		if (rc)
 			goto done;
 		last = ring_newest(&w, 0);
 	} else if (first_start) {
 		/* Record the baseline, so a stop before the first slot is seen
 		 * as downtime by the next start instead of a first start. */
-		rc = sched_last_set(s, spec->name, last, err);
+		rc = store_sched_last_set(s, spec->name, last, err);
 		if (rc)
 			goto done;
 	}
 	if (first_start) {
 		out->n_first_start++;
-		SC_LOG(SC_LOG_INFO, "scheduler", "schedule=%s event=first_start "
+		LOG(SC_LOG_INFO, "scheduler", "schedule=%s event=first_start "
 		       "from=%s", spec->name, clock_format_utc(now_ms, t1));
 	}
 
@@ -611,7 +611,7 @@ int sched_schedule_tick(struct sc_store *s, const struct schedule_spec *spec,
 done:
 	if (rc) {
 		out->n_errors++;
-		SC_LOG(SC_LOG_ERROR, "scheduler", "schedule=%s event=error "
+		LOG(SC_LOG_ERROR, "scheduler", "schedule=%s event=error "
 		       "error=\"%s\"", spec->name, sc_strerror(rc));
 	}
 	window_dispose(&w);
@@ -619,19 +619,19 @@ done:
 	return rc;
 }
 
-void sched_result_init(struct sched_result *r)
+void scheduler_result_init(struct sched_result *r)
 {
 	memset(r, 0, sizeof(*r));
 	r->next_ms = INT64_MAX;
 }
 
-int sched_tick_memo(struct sc_store *s, const struct config *cfg,
+int scheduler_tick_memo(struct store *s, const struct config *cfg,
 		    int64_t now_ms, int64_t *memo, const struct sched_opts *opts,
 		    struct sched_result *out, struct sc_err *err)
 {
 	int first_rc = 0;
 
-	sched_result_init(out);
+	scheduler_result_init(out);
 	for (size_t i = 0; i < cfg->n_schedules; i++) {
 		struct sched_result one;
 
@@ -644,8 +644,8 @@ int sched_tick_memo(struct sc_store *s, const struct config *cfg,
 				out->next_ms = memo[i];
 			continue;
 		}
-		sched_result_init(&one);
-		int rc = sched_schedule_tick(s, &cfg->schedules[i], now_ms, opts,
+		scheduler_result_init(&one);
+		int rc = scheduler_schedule_tick(s, &cfg->schedules[i], now_ms, opts,
 					     &one, err);
 		out->n_schedules += one.n_schedules;
 		out->n_enqueued += one.n_enqueued;
@@ -663,9 +663,9 @@ int sched_tick_memo(struct sc_store *s, const struct config *cfg,
 	return first_rc;
 }
 
-int sched_tick(struct sc_store *s, const struct config *cfg, int64_t now_ms,
+int scheduler_tick(struct store *s, const struct config *cfg, int64_t now_ms,
 	       const struct sched_opts *opts, struct sched_result *out,
 	       struct sc_err *err)
 {
-	return sched_tick_memo(s, cfg, now_ms, NULL, opts, out, err);
+	return scheduler_tick_memo(s, cfg, now_ms, NULL, opts, out, err);
 }

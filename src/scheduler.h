@@ -2,12 +2,12 @@
  * scheduler.h - turns a config's schedules into slots (DESIGN.md: the
  * scheduler layer; the full story is in docs/internals/scheduler.md).
  *
- * One call, sched_tick, does everything a scheduler pass needs and is pure
+ * One call, scheduler_tick, does everything a scheduler pass needs and is pure
  * over (config, store, now): it keeps no state of its own between calls,
  * reads no clock, and so runs the same under the daemon (real clock) and
  * `surecron simulate` (virtual clock). For each schedule it
  *
- *   1. reads the last materialised instant L (sched_last_get);
+ *   1. reads the last materialised instant L (store_sched_last_get);
  *      - none recorded (first start): L = now - 1, i.e. start from now:
  *        no past slot is invented; the baseline is recorded at once so a
  *        stop before the first slot is seen as downtime on the next start;
@@ -29,7 +29,7 @@
  *      idempotent on (schedule, slot), with config_schedule_retry's policy,
  *      so an env override moves the retry class too);
  *   5. records the newest slot of S as the last materialised one
- *      (sched_last_set, which never moves backwards).
+ *      (store_sched_last_set, which never moves backwards).
  * Order 3-4-5 is what makes a crash between the steps harmless: a rerun
  * enqueues idempotently and skips missed rows already written (or for a
  * slot that has a job), then records the state.
@@ -49,20 +49,20 @@
  * The daemon's loop:
  *     for (;;) {
  *         now = sc_clock_now_ms(clock);
- *         sched_tick_memo(store, cfg, now, memo, NULL, &r, &err);
- *                                  // or sched_tick; log r.n_errors
+ *         scheduler_tick_memo(store, cfg, now, memo, NULL, &r, &err);
+ *                                  // or scheduler_tick; log r.n_errors
  *         queue_next_due(store, &job_due, &err);
  *         wake = min(r.next_ms, job_due);
  *         sleep until wake (at most SCHED_MAX_SLEEP_MS of real time, so a
  *         wall-clock jump is noticed within that bound), or until woken
  *         (store_wait, signals, reload);
  *     }
- * Call sched_tick promptly when next_ms comes (its own thread, or a loop
+ * Call scheduler_tick promptly when next_ms comes (its own thread, or a loop
  * that does not block on running tasks): a slot found more than grace_ms
  * after its instant counts as late, i.e. as downtime.
  */
-#ifndef SC_SCHEDULER_H
-#define SC_SCHEDULER_H
+#ifndef SURECRON_SCHEDULER_H
+#define SURECRON_SCHEDULER_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -91,7 +91,7 @@ struct sched_opts {
 	size_t max_missed_rows;
 };
 
-/* What one sched_tick did. Zeroed by sched_tick. */
+/* What one scheduler_tick did. Zeroed by scheduler_tick. */
 struct sched_result {
 	size_t n_schedules;   /* schedules looked at */
 	size_t n_enqueued;    /* slots handed to the queue that had no job
@@ -118,35 +118,35 @@ struct sched_result {
  * else the first failure's code (detail in err). opts may be NULL.
  * out may not be NULL.
  */
-int sched_tick(struct sc_store *s, const struct config *cfg, int64_t now_ms,
+int scheduler_tick(struct store *s, const struct config *cfg, int64_t now_ms,
 	       const struct sched_opts *opts, struct sched_result *out,
 	       struct sc_err *err);
 
 /*
- * sched_tick with a memo of each schedule's next slot, so that a tick
+ * scheduler_tick with a memo of each schedule's next slot, so that a tick
  * touches the store only for the schedules that may be due: memo has
  * cfg->n_schedules entries, parallel to cfg->schedules, caller-owned,
  * every entry INT64_MIN at first (and again after a config reload, which
  * may reorder or change schedules). A schedule with now_ms < memo[i] is
  * skipped (counted in n_schedules, memo[i] taken into next_ms); the others
  * are ticked and memo[i] gets their next slot (INT64_MIN after an error,
- * so it is tried on every tick). Same results as sched_tick for the same
+ * so it is tried on every tick). Same results as scheduler_tick for the same
  * sequence of calls; use one memo per store handle and config.
  */
-int sched_tick_memo(struct sc_store *s, const struct config *cfg,
+int scheduler_tick_memo(struct store *s, const struct config *cfg,
 		    int64_t now_ms, int64_t *memo, const struct sched_opts *opts,
 		    struct sched_result *out, struct sc_err *err);
 
 /* Empties *r: counts 0, next_ms INT64_MAX. */
-void sched_result_init(struct sched_result *r);
+void scheduler_result_init(struct sched_result *r);
 
 /*
  * The same for one schedule. Adds to *out (it does not reset it, so a
- * caller may sum several calls; sched_result_init it first). Returns 0 or the
+ * caller may sum several calls; scheduler_result_init it first). Returns 0 or the
  * failure's code: SC_ECRON / SC_ENEVER / SC_EZONE for a schedule that can
  * no longer be computed, store errors.
  */
-int sched_schedule_tick(struct sc_store *s, const struct schedule_spec *spec,
+int scheduler_schedule_tick(struct store *s, const struct schedule_spec *spec,
 			int64_t now_ms, const struct sched_opts *opts,
 			struct sched_result *out, struct sc_err *err);
 
@@ -155,15 +155,15 @@ int sched_schedule_tick(struct sc_store *s, const struct schedule_spec *spec,
  * zone), for `surecron status` and the like. Returns 0, or SC_ECRON /
  * SC_ENEVER / SC_EZONE. Thread-safe, touches no store.
  */
-int sched_next_slot(const struct schedule_spec *spec, int64_t after_ms,
+int scheduler_next_slot(const struct schedule_spec *spec, int64_t after_ms,
 		    int64_t *out_ms, struct sc_err *err);
 
 /*
- * When a daemon should next call sched_tick for one schedule: the first
+ * When a daemon should next call scheduler_tick for one schedule: the first
  * slot after max(now_ms, the recorded last slot). SC_ENOENT when the
  * schedule was never seen (tick it now). Store and cron errors otherwise.
  */
-int sched_schedule_next(struct sc_store *s, const struct schedule_spec *spec,
+int scheduler_schedule_next(struct store *s, const struct schedule_spec *spec,
 			int64_t now_ms, int64_t *out_ms, struct sc_err *err);
 
 #endif

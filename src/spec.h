@@ -8,8 +8,8 @@
  * by the config and freed by config_free (config.h). Optional strings are
  * NULL when absent. Read-only once loaded, so safe to share across threads.
  */
-#ifndef SC_SPEC_H
-#define SC_SPEC_H
+#ifndef SURECRON_SPEC_H
+#define SURECRON_SPEC_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -18,7 +18,7 @@
 #include "retry.h"
 #include "store.h"
 
-struct sc_store {
+struct store {
 	const struct store_ops *ops;
 	void *impl;
 	struct sc_clock *clock;
@@ -26,7 +26,7 @@ struct sc_store {
 };
 
 /* The fence to hand to a backend write: NULL when none is set. */
-static const struct store_fence *fence_of(const struct sc_store *s)
+static const struct store_fence *fence_of(const struct store *s)
 {
 	return s->fence.job_id ? &s->fence : NULL;
 }
@@ -95,12 +95,12 @@ static int pick_backend(const char *url, const struct store_ops **ops,
 	return 0;
 }
 
-int store_open(const char *url, struct sc_clock *clock, struct sc_store **out,
+int store_open(const char *url, struct sc_clock *clock, struct store **out,
 	       struct sc_err *err)
 {
 	const struct store_ops *ops = NULL;
 	const char *target = NULL;
-	struct sc_store *s;
+	struct store *s;
 	int rc;
 
 	if (!url || !clock || !out)
@@ -122,7 +122,7 @@ int store_open(const char *url, struct sc_clock *clock, struct sc_store **out,
 	return 0;
 }
 
-void store_close(struct sc_store *s)
+void store_close(struct store *s)
 {
 	if (!s)
 		return;
@@ -130,24 +130,24 @@ void store_close(struct sc_store *s)
 	free(s);
 }
 
-struct sc_clock *store_clock(const struct sc_store *s)
+struct sc_clock *store_clock(const struct store *s)
 {
 	return s->clock;
 }
 
-const char *store_backend_name(const struct sc_store *s)
+const char *store_backend_name(const struct store *s)
 {
 	return s->ops->name;
 }
 
 /* ---- jobs ------------------------------------------------------------ */
 
-int store_job_enqueue(struct sc_store *s, const char *schedule,
+int store_job_enqueue(struct store *s, const char *schedule,
 		      int64_t slot_ms, const struct sc_retry_policy *policy,
 		      int64_t run_at_ms, bool manual, int64_t *job_id,
 		      bool *created, struct sc_err *err)
 {
-	int rc = check_name("schedule name", schedule, SC_NAME_MAX, err);
+	int rc = check_name("schedule name", schedule, STORE_NAME_MAX, err);
 
 	if (!rc)
 		rc = check_policy(policy, err);
@@ -157,12 +157,12 @@ int store_job_enqueue(struct sc_store *s, const char *schedule,
 				   run_at_ms, manual, job_id, created, err);
 }
 
-int store_job_enqueue_many(struct sc_store *s, const char *schedule,
+int store_job_enqueue_many(struct store *s, const char *schedule,
 			   const int64_t *slots_ms, size_t n,
 			   const struct sc_retry_policy *policy,
 			   struct sc_err *err)
 {
-	int rc = check_name("schedule name", schedule, SC_NAME_MAX, err);
+	int rc = check_name("schedule name", schedule, STORE_NAME_MAX, err);
 
 	if (!rc)
 		rc = check_policy(policy, err);
@@ -176,19 +176,19 @@ int store_job_enqueue_many(struct sc_store *s, const char *schedule,
 					err);
 }
 
-int store_job_claim(struct sc_store *s, const char *worker, int64_t lease_ms,
+int store_job_claim(struct store *s, const char *worker, int64_t lease_ms,
 		    struct store_job *out, size_t max, size_t *n,
 		    struct sc_err *err)
 {
 	return store_job_claim_ahead(s, worker, lease_ms, 0, out, max, n, err);
 }
 
-int store_job_claim_ahead(struct sc_store *s, const char *worker,
+int store_job_claim_ahead(struct store *s, const char *worker,
 			  int64_t lease_ms, int64_t ahead_ms,
 			  struct store_job *out, size_t max, size_t *n,
 			  struct sc_err *err)
 {
-	int rc = check_name("worker name", worker, SC_WORKER_MAX, err);
+	int rc = check_name("worker name", worker, STORE_WORKER_MAX, err);
 
 	if (!rc)
 		rc = check_out(out, "claim output", err);
@@ -207,7 +207,7 @@ int store_job_claim_ahead(struct sc_store *s, const char *worker,
 				 n, err);
 }
 
-int store_job_heartbeat(struct sc_store *s, int64_t id, int64_t lease_token,
+int store_job_heartbeat(struct store *s, int64_t id, int64_t lease_token,
 			int64_t lease_ms, struct sc_err *err)
 {
 	if (lease_ms <= 0)
@@ -215,7 +215,7 @@ int store_job_heartbeat(struct sc_store *s, int64_t id, int64_t lease_token,
 	return s->ops->job_heartbeat(s->impl, id, lease_token, lease_ms, err);
 }
 
-int store_job_finish(struct sc_store *s, int64_t id, int64_t lease_token,
+int store_job_finish(struct store *s, int64_t id, int64_t lease_token,
 		     enum job_state new_state, int64_t run_at_ms,
 		     const struct ledger_row *row, struct sc_err *err)
 {
@@ -231,19 +231,19 @@ int store_job_finish(struct sc_store *s, int64_t id, int64_t lease_token,
 				  run_at_ms, row, err);
 }
 
-int store_job_release(struct sc_store *s, int64_t id, int64_t lease_token,
+int store_job_release(struct store *s, int64_t id, int64_t lease_token,
 		      struct sc_err *err)
 {
 	return s->ops->job_release(s->impl, id, lease_token, err);
 }
 
-int store_job_recover(struct sc_store *s, int max_stalls, int *n_recovered,
+int store_job_recover(struct store *s, int max_stalls, int *n_recovered,
 		      struct sc_err *err)
 {
 	return store_job_recover_dead(s, max_stalls, n_recovered, NULL, err);
 }
 
-int store_job_recover_dead(struct sc_store *s, int max_stalls,
+int store_job_recover_dead(struct store *s, int max_stalls,
 			   int *n_recovered, struct store_dead_list *dead,
 			   struct sc_err *err)
 {
@@ -291,7 +291,7 @@ int store_dead_list_push(struct store_dead_list *dl,
 	return 0;
 }
 
-int store_job_get(struct sc_store *s, int64_t id, struct store_job *out,
+int store_job_get(struct store *s, int64_t id, struct store_job *out,
 		  struct sc_err *err)
 {
 	int rc = check_out(out, "job output", err);
@@ -299,23 +299,23 @@ int store_job_get(struct sc_store *s, int64_t id, struct store_job *out,
 	return rc ? rc : s->ops->job_get(s->impl, id, out, err);
 }
 
-int store_job_find(struct sc_store *s, const char *schedule, int64_t slot_ms,
+int store_job_find(struct store *s, const char *schedule, int64_t slot_ms,
 		   struct store_job *out, struct sc_err *err)
 {
-	int rc = check_name("schedule name", schedule, SC_NAME_MAX, err);
+	int rc = check_name("schedule name", schedule, STORE_NAME_MAX, err);
 
 	if (!rc)
 		rc = check_out(out, "job output", err);
 	return rc ? rc : s->ops->job_find(s->impl, schedule, slot_ms, out, err);
 }
 
-int store_job_revive(struct sc_store *s, int64_t id, int budget,
+int store_job_revive(struct store *s, int64_t id, int budget,
 		     struct sc_err *err)
 {
 	return s->ops->job_revive(s->impl, id, budget, err);
 }
 
-int store_job_next_due(struct sc_store *s, int64_t *out_ms,
+int store_job_next_due(struct store *s, int64_t *out_ms,
 		       struct sc_err *err)
 {
 	int rc = check_out(out_ms, "next-due output", err);
@@ -323,10 +323,10 @@ int store_job_next_due(struct sc_store *s, int64_t *out_ms,
 	return rc ? rc : s->ops->job_next_due(s->impl, out_ms, err);
 }
 
-int store_job_counts(struct sc_store *s, const char *schedule,
+int store_job_counts(struct store *s, const char *schedule,
 		     struct store_counts *out, struct sc_err *err)
 {
-	int rc = schedule ? check_name("schedule name", schedule, SC_NAME_MAX,
+	int rc = schedule ? check_name("schedule name", schedule, STORE_NAME_MAX,
 				       err)
 			  : 0;
 
@@ -337,19 +337,19 @@ int store_job_counts(struct sc_store *s, const char *schedule,
 
 /* ---- fencing ---------------------------------------------------------- */
 
-void store_fence_set(struct sc_store *s, int64_t job_id, int64_t lease_token)
+void store_fence_set(struct store *s, int64_t job_id, int64_t lease_token)
 {
 	s->fence.job_id = job_id;
 	s->fence.lease_token = lease_token;
 }
 
-void store_fence_clear(struct sc_store *s)
+void store_fence_clear(struct store *s)
 {
 	s->fence.job_id = 0;
 	s->fence.lease_token = 0;
 }
 
-int store_fence_check(struct sc_store *s, struct sc_err *err)
+int store_fence_check(struct store *s, struct sc_err *err)
 {
 	struct store_job j;
 	struct sc_err e = {0};
@@ -373,15 +373,15 @@ int store_fence_check(struct sc_store *s, struct sc_err *err)
 
 /* ---- ledger ---------------------------------------------------------- */
 
-int ledger_append(struct sc_store *s, const struct ledger_row *row,
+int store_ledger_append(struct store *s, const struct ledger_row *row,
 		  struct sc_err *err)
 {
 	bool written;
 
-	return ledger_append_written(s, row, &written, err);
+	return store_ledger_append_written(s, row, &written, err);
 }
 
-int ledger_append_written(struct sc_store *s, const struct ledger_row *row,
+int store_ledger_append_written(struct store *s, const struct ledger_row *row,
 			  bool *written, struct sc_err *err)
 {
 	bool dummy;
@@ -393,7 +393,7 @@ int ledger_append_written(struct sc_store *s, const struct ledger_row *row,
 
 	if (!row)
 		return sc_err_set(err, SC_EINVAL, "ledger row is NULL");
-	rc = check_name("schedule name", row->schedule, SC_NAME_MAX, err);
+	rc = check_name("schedule name", row->schedule, STORE_NAME_MAX, err);
 	if (!rc)
 		rc = check_name("ledger outcome", row->outcome,
 				sizeof(row->outcome), err);
@@ -408,7 +408,7 @@ int ledger_append_written(struct sc_store *s, const struct ledger_row *row,
 			    row, written, err);
 }
 
-int ledger_query(struct sc_store *s, const struct ledger_filter *f,
+int store_ledger_query(struct store *s, const struct ledger_filter *f,
 		 struct ledger_row **rows, size_t *n, struct sc_err *err)
 {
 	static const struct ledger_filter all = {
@@ -424,7 +424,7 @@ int ledger_query(struct sc_store *s, const struct ledger_filter *f,
 	return s->ops->ledger_query(s->impl, f ? f : &all, rows, n, err);
 }
 
-void ledger_rows_free(struct ledger_row *rows, size_t n)
+void store_ledger_rows_free(struct ledger_row *rows, size_t n)
 {
 	if (!rows)
 		return;
@@ -440,12 +440,12 @@ void ledger_rows_free(struct ledger_row *rows, size_t n)
 static int check_slot_target(const char *schedule, const char *target,
 			     struct sc_err *err)
 {
-	int rc = check_name("schedule name", schedule, SC_NAME_MAX, err);
+	int rc = check_name("schedule name", schedule, STORE_NAME_MAX, err);
 
-	return rc ? rc : check_name("target name", target, SC_NAME_MAX, err);
+	return rc ? rc : check_name("target name", target, STORE_NAME_MAX, err);
 }
 
-int outbox_put(struct sc_store *s, const char *schedule, int64_t slot_ms,
+int store_outbox_put(struct store *s, const char *schedule, int64_t slot_ms,
 	       const char *target, const char *body, bool *created,
 	       struct sc_err *err)
 {
@@ -458,7 +458,7 @@ int outbox_put(struct sc_store *s, const char *schedule, int64_t slot_ms,
 				       body, created, err);
 }
 
-int outbox_get(struct sc_store *s, const char *schedule, int64_t slot_ms,
+int store_outbox_get(struct store *s, const char *schedule, int64_t slot_ms,
 	       const char *target, struct outbox_entry *out,
 	       struct sc_err *err)
 {
@@ -471,7 +471,7 @@ int outbox_get(struct sc_store *s, const char *schedule, int64_t slot_ms,
 				       err);
 }
 
-void outbox_entry_dispose(struct outbox_entry *e)
+void store_outbox_entry_dispose(struct outbox_entry *e)
 {
 	if (!e)
 		return;
@@ -479,7 +479,7 @@ void outbox_entry_dispose(struct outbox_entry *e)
 	e->body = NULL;
 }
 
-int outbox_set_state(struct sc_store *s, const char *schedule, int64_t slot_ms,
+int store_outbox_set_state(struct store *s, const char *schedule, int64_t slot_ms,
 		     const char *target, enum send_state state,
 		     struct sc_err *err)
 {
@@ -494,30 +494,30 @@ int outbox_set_state(struct sc_store *s, const char *schedule, int64_t slot_ms,
 					state, err);
 }
 
-int outbox_mark_unknown(struct sc_store *s, const char *schedule,
+int store_outbox_mark_unknown(struct store *s, const char *schedule,
 			int64_t slot_ms, int *n, struct sc_err *err)
 {
 	int dummy;
-	int rc = check_name("schedule name", schedule, SC_NAME_MAX, err);
+	int rc = check_name("schedule name", schedule, STORE_NAME_MAX, err);
 
 	return rc ? rc
 		  : s->ops->outbox_mark_unknown(s->impl, fence_of(s), schedule, slot_ms,
 						n ? n : &dummy, err);
 }
 
-int slot_mark(struct sc_store *s, const char *schedule, int64_t slot_ms,
+int store_slot_mark(struct store *s, const char *schedule, int64_t slot_ms,
 	      struct sc_err *err)
 {
-	int rc = check_name("schedule name", schedule, SC_NAME_MAX, err);
+	int rc = check_name("schedule name", schedule, STORE_NAME_MAX, err);
 
 	return rc ? rc : s->ops->slot_mark(s->impl, fence_of(s), schedule,
 					  slot_ms, err);
 }
 
-int slot_is_marked(struct sc_store *s, const char *schedule, int64_t slot_ms,
+int store_slot_is_marked(struct store *s, const char *schedule, int64_t slot_ms,
 		   bool *marked, struct sc_err *err)
 {
-	int rc = check_name("schedule name", schedule, SC_NAME_MAX, err);
+	int rc = check_name("schedule name", schedule, STORE_NAME_MAX, err);
 
 	if (!rc)
 		rc = check_out(marked, "marked output", err);
@@ -528,28 +528,28 @@ int slot_is_marked(struct sc_store *s, const char *schedule, int64_t slot_ms,
 
 /* ---- scheduler state, token cache ------------------------------------ */
 
-int sched_last_get(struct sc_store *s, const char *schedule, int64_t *slot_ms,
+int store_sched_last_get(struct store *s, const char *schedule, int64_t *slot_ms,
 		   struct sc_err *err)
 {
-	int rc = check_name("schedule name", schedule, SC_NAME_MAX, err);
+	int rc = check_name("schedule name", schedule, STORE_NAME_MAX, err);
 
 	if (!rc)
 		rc = check_out(slot_ms, "slot output", err);
 	return rc ? rc : s->ops->sched_last_get(s->impl, schedule, slot_ms, err);
 }
 
-int sched_last_set(struct sc_store *s, const char *schedule, int64_t slot_ms,
+int store_sched_last_set(struct store *s, const char *schedule, int64_t slot_ms,
 		   struct sc_err *err)
 {
-	int rc = check_name("schedule name", schedule, SC_NAME_MAX, err);
+	int rc = check_name("schedule name", schedule, STORE_NAME_MAX, err);
 
 	return rc ? rc : s->ops->sched_last_set(s->impl, schedule, slot_ms, err);
 }
 
-int token_get(struct sc_store *s, const char *provider, char **token,
+int store_token_get(struct store *s, const char *provider, char **token,
 	      int64_t *expires_ms, struct sc_err *err)
 {
-	int rc = check_name("provider name", provider, SC_NAME_MAX, err);
+	int rc = check_name("provider name", provider, STORE_NAME_MAX, err);
 
 	if (!rc)
 		rc = check_out(token, "token output", err);
@@ -560,10 +560,10 @@ int token_get(struct sc_store *s, const char *provider, char **token,
 				      err);
 }
 
-int token_put(struct sc_store *s, const char *provider, const char *token,
+int store_token_put(struct store *s, const char *provider, const char *token,
 	      int64_t expires_ms, struct sc_err *err)
 {
-	int rc = check_name("provider name", provider, SC_NAME_MAX, err);
+	int rc = check_name("provider name", provider, STORE_NAME_MAX, err);
 
 	if (!rc)
 		rc = check_out(token, "token", err);
@@ -571,16 +571,16 @@ int token_put(struct sc_store *s, const char *provider, const char *token,
 		  : s->ops->token_put(s->impl, provider, token, expires_ms, err);
 }
 
-int token_drop(struct sc_store *s, const char *provider, struct sc_err *err)
+int store_token_drop(struct store *s, const char *provider, struct sc_err *err)
 {
-	int rc = check_name("provider name", provider, SC_NAME_MAX, err);
+	int rc = check_name("provider name", provider, STORE_NAME_MAX, err);
 
 	return rc ? rc : s->ops->token_drop(s->impl, provider, err);
 }
 
 /* ---- waiting for work ------------------------------------------------ */
 
-int store_wait(struct sc_store *s, int64_t timeout_ms, struct sc_err *err)
+int store_wait(struct store *s, int64_t timeout_ms, struct sc_err *err)
 {
 	if (timeout_ms < 0)
 		timeout_ms = 0;

@@ -7,7 +7,7 @@
  * operation below that changes more than one row is ONE transaction in the
  * backend, so a crash leaves either all of it or none of it.
  *
- * Threading: a `struct sc_store` handle is used by one thread at a time.
+ * Threading: a `struct store` handle is used by one thread at a time.
  * Several threads (or processes, or machines with PostgreSQL) share work by
  * opening one handle each on the same database.
  *
@@ -22,16 +22,16 @@
  * backend-neutral logic (backoff arithmetic, class names) stays in queue.c
  * and friends, never in a backend.
  */
-#ifndef SC_STORE_H
-#define SC_STORE_H
+#ifndef SURECRON_STORE_H
+#define SURECRON_STORE_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "surecron.h"
 
-#define SC_NAME_MAX 128  /* schedule, target, provider names, incl. NUL */
-#define SC_WORKER_MAX 64 /* worker identity, incl. NUL */
+#define STORE_NAME_MAX 128  /* schedule, target, provider names, incl. NUL */
+#define STORE_WORKER_MAX 64 /* worker identity, incl. NUL */
 
 /* ---- jobs ------------------------------------------------------------ */
 
@@ -48,7 +48,7 @@ enum job_state {
 
 struct store_job {
 	int64_t id;
-	char schedule[SC_NAME_MAX];
+	char schedule[STORE_NAME_MAX];
 	int64_t slot_ms;            /* the scheduled instant, UTC */
 	enum job_state state;
 	int attempts;               /* attempts started, incl. a running one */
@@ -56,7 +56,7 @@ struct store_job {
 	struct sc_retry_policy policy;
 	int64_t run_at_ms;          /* READY: not before this instant */
 	int64_t lease_token;        /* fencing token of the current claim */
-	char lease_owner[SC_WORKER_MAX];
+	char lease_owner[STORE_WORKER_MAX];
 	int64_t lease_expires_ms;
 	int64_t started_ms;         /* when the current/last attempt began */
 	int64_t created_ms;
@@ -84,7 +84,7 @@ struct store_counts {
 
 struct ledger_row {
 	int64_t id;                 /* assigned by the store */
-	char schedule[SC_NAME_MAX];
+	char schedule[STORE_NAME_MAX];
 	int64_t slot_ms;
 	int64_t job_id;             /* 0 when no job (missed slots) */
 	int attempt;                /* 0 when not an attempt */
@@ -113,7 +113,7 @@ struct ledger_filter {
  * A send's states for one (slot, target). The outbox row holds the
  * composed message and its state; state SENT is the send guard.
  *
- *   NONE -> PENDING [outbox_put] -> SENDING -> SENT | FAILED | UNKNOWN
+ *   NONE -> PENDING [store_outbox_put] -> SENDING -> SENT | FAILED | UNKNOWN
  *   FAILED -> SENDING (retry);  UNKNOWN -> SENDING (resend) or held.
  */
 enum send_state {
@@ -134,7 +134,7 @@ struct outbox_entry {
 
 /* ---- the handle ------------------------------------------------------ */
 
-struct sc_store;
+struct store;
 
 /*
  * Opens (creating if needed, mode 0600) the store at url and migrates its
@@ -145,17 +145,17 @@ struct sc_store;
  * SC_EIO / SC_ENOSPC / SC_EACCES, SC_EDB.
  * The clock is borrowed and must outlive the store.
  */
-int store_open(const char *url, struct sc_clock *clock, struct sc_store **out,
+int store_open(const char *url, struct sc_clock *clock, struct store **out,
 	       struct sc_err *err);
 
 /* Closes the handle; NULL is ignored. */
-void store_close(struct sc_store *s);
+void store_close(struct store *s);
 
 /* The clock the store reads. */
-struct sc_clock *store_clock(const struct sc_store *s);
+struct sc_clock *store_clock(const struct store *s);
 
 /* The backend's name ("sqlite", "postgresql"), static. */
-const char *store_backend_name(const struct sc_store *s);
+const char *store_backend_name(const struct store *s);
 
 /* ---- jobs (used by queue.c, which owns the state machine) ------------ */
 
@@ -163,14 +163,14 @@ const char *store_backend_name(const struct sc_store *s);
  * Inserts a READY job for (schedule, slot) unless one exists. *created says
  * which; *job_id is the job either way (NULLs allowed).
  */
-int store_job_enqueue(struct sc_store *s, const char *schedule,
+int store_job_enqueue(struct store *s, const char *schedule,
 		      int64_t slot_ms, const struct sc_retry_policy *policy,
 		      int64_t run_at_ms, bool manual, int64_t *job_id,
 		      bool *created, struct sc_err *err);
 
 /* Enqueues n slots of one schedule in one transaction (idempotent); each
  * new job is due at its own slot instant (run_at = slot). */
-int store_job_enqueue_many(struct sc_store *s, const char *schedule,
+int store_job_enqueue_many(struct store *s, const char *schedule,
 			   const int64_t *slots_ms, size_t n,
 			   const struct sc_retry_policy *policy,
 			   struct sc_err *err);
@@ -181,7 +181,7 @@ int store_job_enqueue_many(struct sc_store *s, const char *schedule,
  * worker, lease_expires = now + lease_ms, started = now. Fills out[0..*n).
  * *n == 0 when nothing is due. Two claimers never get the same job.
  */
-int store_job_claim(struct sc_store *s, const char *worker, int64_t lease_ms,
+int store_job_claim(struct store *s, const char *worker, int64_t lease_ms,
 		    struct store_job *out, size_t max, size_t *n,
 		    struct sc_err *err);
 
@@ -191,14 +191,14 @@ int store_job_claim(struct sc_store *s, const char *worker, int64_t lease_ms,
  * start the task right on it. started = max(now, run_at): an attempt
  * never starts, on record, before it was due.
  */
-int store_job_claim_ahead(struct sc_store *s, const char *worker,
+int store_job_claim_ahead(struct store *s, const char *worker,
 			  int64_t lease_ms, int64_t ahead_ms,
 			  struct store_job *out, size_t max, size_t *n,
 			  struct sc_err *err);
 
 /* Extends the lease of job id to now + lease_ms if lease_token still
  * matches. SC_ELEASE otherwise (nothing changes). */
-int store_job_heartbeat(struct sc_store *s, int64_t id, int64_t lease_token,
+int store_job_heartbeat(struct store *s, int64_t id, int64_t lease_token,
 			int64_t lease_ms, struct sc_err *err);
 
 /*
@@ -213,17 +213,17 @@ int store_job_heartbeat(struct sc_store *s, int64_t id, int64_t lease_token,
  * holds exactly in the ledger). row may be NULL, and an empty
  * row->outcome means the word above. run_at_ms is used for READY only.
  * Crash-test contract: after its writes and before COMMIT, a backend calls
- * SC_FAILPOINT("queue.before_complete_commit") when new_state is DONE and
- * SC_FAILPOINT("queue.in_retry_schedule") when it is READY (failpoint.h).
+ * FAILPOINT("queue.before_complete_commit") when new_state is DONE and
+ * FAILPOINT("queue.in_retry_schedule") when it is READY (failpoint.h).
  */
-int store_job_finish(struct sc_store *s, int64_t id, int64_t lease_token,
+int store_job_finish(struct store *s, int64_t id, int64_t lease_token,
 		     enum job_state new_state, int64_t run_at_ms,
 		     const struct ledger_row *row, struct sc_err *err);
 
 /* Gives an ACTIVE job back (graceful shutdown): READY, run_at = now, the
  * attempt not counted (attempts - 1), with a "released" ledger row for
  * that attempt number; fenced like finish. */
-int store_job_release(struct sc_store *s, int64_t id, int64_t lease_token,
+int store_job_release(struct store *s, int64_t id, int64_t lease_token,
 		      struct sc_err *err);
 
 /*
@@ -232,13 +232,13 @@ int store_job_release(struct sc_store *s, int64_t id, int64_t lease_token,
  * when its attempts are used up or n_stalls reached max_stalls, DEAD with a
  * "lost" row. *n_recovered counts the jobs touched.
  */
-int store_job_recover(struct sc_store *s, int max_stalls, int *n_recovered,
+int store_job_recover(struct store *s, int max_stalls, int *n_recovered,
 		      struct sc_err *err);
 
 /* A job that a recovery moved to DEAD: what its lost-slot alert says. */
 struct store_dead_job {
 	int64_t job_id;
-	char schedule[SC_NAME_MAX];
+	char schedule[STORE_NAME_MAX];
 	int64_t slot_ms;
 	int attempt;                /* the attempt that stalled */
 	char error_msg[256];        /* the "lost" row's message */
@@ -269,14 +269,14 @@ void store_dead_list_dispose(struct store_dead_list *dl);
  * taken out again. SC_ENOMEM when the list cannot grow (the recovery
  * itself may then have committed; *dead lists what it could).
  */
-int store_job_recover_dead(struct sc_store *s, int max_stalls,
+int store_job_recover_dead(struct store *s, int max_stalls,
 			   int *n_recovered, struct store_dead_list *dead,
 			   struct sc_err *err);
 
 /* Fetches a job by id (SC_ENOENT) or by (schedule, slot). */
-int store_job_get(struct sc_store *s, int64_t id, struct store_job *out,
+int store_job_get(struct store *s, int64_t id, struct store_job *out,
 		  struct sc_err *err);
-int store_job_find(struct sc_store *s, const char *schedule, int64_t slot_ms,
+int store_job_find(struct store *s, const char *schedule, int64_t slot_ms,
 		   struct store_job *out, struct sc_err *err);
 
 /* A DEAD job becomes READY again (run_at = now) with a fresh budget of
@@ -284,16 +284,16 @@ int store_job_find(struct sc_store *s, const char *schedule, int64_t slot_ms,
  * attempts is kept, so attempt numbers go on across the revival (the
  * ledger never shows two attempts 1 of one slot): max_attempts becomes
  * attempts + budget. SC_ESTATE if it is not DEAD. */
-int store_job_revive(struct sc_store *s, int64_t id, int budget,
+int store_job_revive(struct store *s, int64_t id, int budget,
 		     struct sc_err *err);
 
 /* The earliest instant at which something is due: a READY job's run_at or
  * an ACTIVE job's lease expiry. INT64_MAX when nothing is pending. */
-int store_job_next_due(struct sc_store *s, int64_t *out_ms,
+int store_job_next_due(struct store *s, int64_t *out_ms,
 		       struct sc_err *err);
 
 /* Counts jobs of a schedule (NULL: all) by state. */
-int store_job_counts(struct sc_store *s, const char *schedule,
+int store_job_counts(struct store *s, const char *schedule,
 		     struct store_counts *out, struct sc_err *err);
 
 /* ---- ledger ---------------------------------------------------------- */
@@ -306,19 +306,19 @@ int store_job_counts(struct sc_store *s, const char *schedule,
  * same downtime at once cannot record a slot twice. Other outcomes are
  * never deduplicated.
  */
-int ledger_append(struct sc_store *s, const struct ledger_row *row,
+int store_ledger_append(struct store *s, const struct ledger_row *row,
 		  struct sc_err *err);
 
-/* ledger_append that says whether the row was written: *written is false
+/* store_ledger_append that says whether the row was written: *written is false
  * only for a LEDGER_MISSED row whose slot had one already. */
-int ledger_append_written(struct sc_store *s, const struct ledger_row *row,
+int store_ledger_append_written(struct store *s, const struct ledger_row *row,
 			  bool *written, struct sc_err *err);
 
 /* Rows matching f (NULL: every row), oldest first (by id, the order they
- * were written); free with ledger_rows_free. *rows is NULL when n is 0. */
-int ledger_query(struct sc_store *s, const struct ledger_filter *f,
+ * were written); free with store_ledger_rows_free. *rows is NULL when n is 0. */
+int store_ledger_query(struct store *s, const struct ledger_filter *f,
 		 struct ledger_row **rows, size_t *n, struct sc_err *err);
-void ledger_rows_free(struct ledger_row *rows, size_t n);
+void store_ledger_rows_free(struct ledger_row *rows, size_t n);
 
 /* ---- fencing: writes made for a claimed job --------------------------- */
 
@@ -335,8 +335,8 @@ void ledger_rows_free(struct ledger_row *rows, size_t n);
  * write or the write sees the takeover). A refused write changes nothing
  * and returns SC_ELEASE; the caller must then stop working on the job.
  *
- * Fenced: outbox_put, outbox_set_state, outbox_mark_unknown, slot_mark,
- * ledger_append (except LEDGER_MISSED rows, which belong to no job).
+ * Fenced: store_outbox_put, store_outbox_set_state, store_outbox_mark_unknown, store_slot_mark,
+ * store_ledger_append (except LEDGER_MISSED rows, which belong to no job).
  * Reads, job transitions (fenced by their own token argument), the
  * scheduler state and the token cache are not affected.
  */
@@ -347,14 +347,14 @@ struct store_fence {
 
 /* Fences every write listed above to job job_id under lease_token until
  * store_fence_clear. The orchestrator sets it around a job's run. */
-void store_fence_set(struct sc_store *s, int64_t job_id, int64_t lease_token);
-void store_fence_clear(struct sc_store *s);
+void store_fence_set(struct store *s, int64_t job_id, int64_t lease_token);
+void store_fence_clear(struct store *s);
 
 /* 0 while the fence holds (or no fence is set), SC_ELEASE once the job is
  * no longer ACTIVE under the token (or is gone), another code when the
  * store cannot be read. For checks before a side effect that is no store
  * write (a notice sent directly). */
-int store_fence_check(struct sc_store *s, struct sc_err *err);
+int store_fence_check(struct store *s, struct sc_err *err);
 
 /* ---- outbox, send guards, slot markers -------------------------------- */
 
@@ -363,15 +363,15 @@ int store_fence_check(struct sc_store *s, struct sc_err *err);
  * message is the one that goes out). *created says which (NULL allowed).
  * The message is kept apart from the row's send state (schema 3) and
  * written only here, so state changes never copy it. Fenced. */
-int outbox_put(struct sc_store *s, const char *schedule, int64_t slot_ms,
+int store_outbox_put(struct store *s, const char *schedule, int64_t slot_ms,
 	       const char *target, const char *body, bool *created,
 	       struct sc_err *err);
 
-/* Reads a row; SC_ENOENT when there is none. Free with outbox_entry_dispose. */
-int outbox_get(struct sc_store *s, const char *schedule, int64_t slot_ms,
+/* Reads a row; SC_ENOENT when there is none. Free with store_outbox_entry_dispose. */
+int store_outbox_get(struct store *s, const char *schedule, int64_t slot_ms,
 	       const char *target, struct outbox_entry *out,
 	       struct sc_err *err);
-void outbox_entry_dispose(struct outbox_entry *e);
+void store_outbox_entry_dispose(struct outbox_entry *e);
 
 /*
  * Moves (schedule, slot, target) to state. SENDING increments n_tries.
@@ -384,37 +384,37 @@ void outbox_entry_dispose(struct outbox_entry *e);
  * the fence refused it. Other moves are not policed here: the delivery
  * layer owns the order of its states.
  */
-int outbox_set_state(struct sc_store *s, const char *schedule, int64_t slot_ms,
+int store_outbox_set_state(struct store *s, const char *schedule, int64_t slot_ms,
 		     const char *target, enum send_state state,
 		     struct sc_err *err);
 
 /* Every row of a slot still in SENDING becomes UNKNOWN (crash recovery);
  * *n gets how many. */
-int outbox_mark_unknown(struct sc_store *s, const char *schedule,
+int store_outbox_mark_unknown(struct store *s, const char *schedule,
 			int64_t slot_ms, int *n, struct sc_err *err);
 
 /* Records that the slot is complete (durable). Idempotent. */
-int slot_mark(struct sc_store *s, const char *schedule, int64_t slot_ms,
+int store_slot_mark(struct store *s, const char *schedule, int64_t slot_ms,
 	      struct sc_err *err);
-int slot_is_marked(struct sc_store *s, const char *schedule, int64_t slot_ms,
+int store_slot_is_marked(struct store *s, const char *schedule, int64_t slot_ms,
 		   bool *marked, struct sc_err *err);
 
 /* ---- scheduler state, token cache ------------------------------------ */
 
 /* The last slot materialised for a schedule; SC_ENOENT when never. */
-int sched_last_get(struct sc_store *s, const char *schedule, int64_t *slot_ms,
+int store_sched_last_get(struct store *s, const char *schedule, int64_t *slot_ms,
 		   struct sc_err *err);
 /* Sets it, never moving it backwards. */
-int sched_last_set(struct sc_store *s, const char *schedule, int64_t slot_ms,
+int store_sched_last_set(struct store *s, const char *schedule, int64_t slot_ms,
 		   struct sc_err *err);
 
 /* Cached access token of a provider; SC_ENOENT when none. *token is
  * allocated (wipe and free with sc_free). */
-int token_get(struct sc_store *s, const char *provider, char **token,
+int store_token_get(struct store *s, const char *provider, char **token,
 	      int64_t *expires_ms, struct sc_err *err);
-int token_put(struct sc_store *s, const char *provider, const char *token,
+int store_token_put(struct store *s, const char *provider, const char *token,
 	      int64_t expires_ms, struct sc_err *err);
-int token_drop(struct sc_store *s, const char *provider, struct sc_err *err);
+int store_token_drop(struct store *s, const char *provider, struct sc_err *err);
 
 /* ---- waiting for work ------------------------------------------------- */
 
@@ -433,7 +433,7 @@ int token_drop(struct sc_store *s, const char *provider, struct sc_err *err);
  * On an error (connection lost) it has still waited up to timeout_ms, so a
  * loop around it never spins, and returns SC_EIO.
  */
-int store_wait(struct sc_store *s, int64_t timeout_ms, struct sc_err *err);
+int store_wait(struct store *s, int64_t timeout_ms, struct sc_err *err);
 
 /* ---- backends --------------------------------------------------------- */
 

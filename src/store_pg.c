@@ -579,7 +579,7 @@ static void on_notice(void *arg, const char *message)
 {
 	char line[256], q[300];
 
-	SC_LOG(SC_LOG_DEBUG, "store", "event=pg_notice msg=%s",
+	LOG(SC_LOG_DEBUG, "store", "event=pg_notice msg=%s",
 	       log_quote(q, sizeof(q), one_line(line, sizeof(line), message)));
 }
 
@@ -625,7 +625,7 @@ static int connect_now(struct pg *p, struct sc_err *err)
 		p->backoff_ms = p->backoff_ms * 2 > BACKOFF_MAX_MS
 				      ? BACKOFF_MAX_MS
 				      : p->backoff_ms * 2;
-		SC_LOG(SC_LOG_WARN, "store", "event=pg_connect_failed err=%s",
+		LOG(SC_LOG_WARN, "store", "event=pg_connect_failed err=%s",
 		       log_quote(line, sizeof(line), p->last_error));
 		return sc_err_set(err, SC_EIO, "cannot connect to PostgreSQL: %s",
 				  p->last_error);
@@ -664,7 +664,7 @@ static int ensure_conn(struct pg *p, struct sc_err *err)
 	if (p->conn && PQstatus(p->conn) == CONNECTION_OK)
 		return 0;
 	if (p->conn) {
-		SC_LOG(SC_LOG_WARN, "store", "event=pg_connection_lost");
+		LOG(SC_LOG_WARN, "store", "event=pg_connection_lost");
 		drop_conn(p);
 	}
 	int64_t wait_ms = p->next_try_mono_ms - clock_mono_ms();
@@ -675,7 +675,7 @@ static int ensure_conn(struct pg *p, struct sc_err *err)
 				  wait_ms, p->last_error);
 	int rc = connect_now(p, err);
 	if (rc == 0)
-		SC_LOG(SC_LOG_INFO, "store", "event=pg_connected");
+		LOG(SC_LOG_INFO, "store", "event=pg_connected");
 	return rc;
 }
 
@@ -705,7 +705,7 @@ static int fail(struct pg *p, PGresult *res, const char *what,
 			       strcmp(state, "25006") == 0));
 	if (lost) {
 		drop_conn(p);
-		SC_LOG(SC_LOG_WARN, "store", "event=pg_connection_lost op=%s "
+		LOG(SC_LOG_WARN, "store", "event=pg_connection_lost op=%s "
 		       "err=%s", what, log_quote(q, sizeof(q), line));
 		return sc_err_set(err, SC_EIO,
 				  "PostgreSQL connection lost during %s "
@@ -942,7 +942,7 @@ static int migrate(struct pg *p, struct sc_err *err)
 			if (rc)
 				goto fail_tx;
 		}
-		SC_LOG(SC_LOG_INFO, "store", "event=pg_migrated version=%d",
+		LOG(SC_LOG_INFO, "store", "event=pg_migrated version=%d",
 		       v + 1);
 	}
 	if (version < SCHEMA_VERSION) {
@@ -1042,7 +1042,7 @@ static int pg_job_enqueue(void *impl, const char *schedule, int64_t slot_ms,
 	PGresult *res;
 	int rc;
 
-	rc = check_name("schedule", schedule, SC_NAME_MAX, err);
+	rc = check_name("schedule", schedule, STORE_NAME_MAX, err);
 	if (rc == 0)
 		rc = check_policy(policy, err);
 	if (rc)
@@ -1095,7 +1095,7 @@ static int pg_job_enqueue_many(void *impl, const char *schedule,
 	size_t len = 0, cap;
 	int rc;
 
-	rc = check_name("schedule", schedule, SC_NAME_MAX, err);
+	rc = check_name("schedule", schedule, STORE_NAME_MAX, err);
 	if (rc == 0)
 		rc = check_policy(policy, err);
 	if (rc)
@@ -1147,7 +1147,7 @@ static int pg_job_claim(void *impl, const char *worker, int64_t lease_ms,
 	int rc;
 
 	*n = 0;
-	rc = check_name("worker", worker, SC_WORKER_MAX, err);
+	rc = check_name("worker", worker, STORE_WORKER_MAX, err);
 	if (rc)
 		return rc;
 	if (max == 0)
@@ -1224,7 +1224,7 @@ static const char *default_outcome(enum job_state st)
 
 /*
  * Runs ST_FINISH. It is one statement, so it commits whole or not at all.
- * Test builds (SC_FAILPOINTS) wrap it in BEGIN/COMMIT so that the crash
+ * Test builds (SURECRON_FAILPOINTS) wrap it in BEGIN/COMMIT so that the crash
  * points of store.h's contract sit exactly between the writes and the
  * commit, and "store.commit:err" can fail the commit; release builds save
  * those two round trips.
@@ -1233,7 +1233,7 @@ static int run_finish(struct pg *p, const struct args *a,
 		      enum job_state new_state, PGresult **res,
 		      struct sc_err *err)
 {
-#ifdef SC_FAILPOINTS
+#ifdef SURECRON_FAILPOINTS
 	int rc = ensure_conn(p, err);
 
 	if (rc == 0)
@@ -1243,10 +1243,10 @@ static int run_finish(struct pg *p, const struct args *a,
 	rc = run(p, ST_FINISH, a, res, err);
 	if (rc == 0) {
 		if (new_state == JOB_DONE)
-			SC_FAILPOINT("queue.before_complete_commit");
+			FAILPOINT("queue.before_complete_commit");
 		else if (new_state == JOB_READY)
-			SC_FAILPOINT("queue.in_retry_schedule");
-		if (SC_FAILPOINT_ERR("store.commit"))
+			FAILPOINT("queue.in_retry_schedule");
+		if (FAILPOINT_ERR("store.commit"))
 			rc = sc_err_set(err, SC_EIO, "I/O error during commit: "
 					"injected by failpoint store.commit");
 		else
@@ -1343,14 +1343,14 @@ static int pg_job_recover(void *impl, int max_stalls, int *n_recovered,
 		};
 		get_str(res, i, 2, dj.schedule, sizeof(dj.schedule));
 		get_str(res, i, 5, dj.error_msg, sizeof(dj.error_msg));
-		SC_LOG(SC_LOG_ERROR, "store", "event=lost job=%" PRId64
+		LOG(SC_LOG_ERROR, "store", "event=lost job=%" PRId64
 		       " attempt=%d reason=stalled", dj.job_id, dj.attempt);
 		if (dead && !rc && store_dead_list_push(dead, &dj) != 0)
 			rc = sc_err_set(err, SC_ENOMEM, "out of memory");
 	}
 	PQclear(res);
 	if (n > 0)
-		SC_LOG(SC_LOG_INFO, "store", "event=recovered_stalled n=%d", n);
+		LOG(SC_LOG_INFO, "store", "event=recovered_stalled n=%d", n);
 	if (n_recovered)
 		*n_recovered = n;
 	return rc;
@@ -1465,8 +1465,8 @@ static int pg_ledger_append(void *impl, const struct store_fence *fence,
 
 	*written = false;
 	if (!row)
-		return sc_err_set(err, SC_EINVAL, "ledger_append: no row");
-	rc = check_name("schedule", row->schedule, SC_NAME_MAX, err);
+		return sc_err_set(err, SC_EINVAL, "store_ledger_append: no row");
+	rc = check_name("schedule", row->schedule, STORE_NAME_MAX, err);
 	if (rc)
 		return rc;
 	if (!row->outcome[0])
@@ -1587,9 +1587,9 @@ static int pg_outbox_put(void *impl, const struct store_fence *fence,
 	int64_t rows = 0;
 	int rc;
 
-	rc = check_name("schedule", schedule, SC_NAME_MAX, err);
+	rc = check_name("schedule", schedule, STORE_NAME_MAX, err);
 	if (rc == 0)
-		rc = check_name("target", target, SC_NAME_MAX, err);
+		rc = check_name("target", target, STORE_NAME_MAX, err);
 	if (rc)
 		return rc;
 	arg_slot_target(&a, schedule, slot_ms, target);
@@ -1701,7 +1701,7 @@ static int pg_slot_mark(void *impl, const struct store_fence *fence,
 	struct args a = {0};
 	int rc;
 
-	rc = check_name("schedule", schedule, SC_NAME_MAX, err);
+	rc = check_name("schedule", schedule, STORE_NAME_MAX, err);
 	if (rc)
 		return rc;
 	arg_str(&a, schedule);
@@ -1757,7 +1757,7 @@ static int pg_sched_last_set(void *impl, const char *schedule,
 	struct args a = {0};
 	int rc;
 
-	rc = check_name("schedule", schedule, SC_NAME_MAX, err);
+	rc = check_name("schedule", schedule, STORE_NAME_MAX, err);
 	if (rc)
 		return rc;
 	arg_str(&a, schedule);
@@ -1801,11 +1801,11 @@ static int pg_token_put(void *impl, const char *provider, const char *token,
 	struct args a = {0};
 	int rc;
 
-	rc = check_name("provider", provider, SC_NAME_MAX, err);
+	rc = check_name("provider", provider, STORE_NAME_MAX, err);
 	if (rc)
 		return rc;
 	if (!token)
-		return sc_err_set(err, SC_EINVAL, "token_put: no token");
+		return sc_err_set(err, SC_EINVAL, "store_token_put: no token");
 	arg_str(&a, provider);
 	arg_str(&a, token);
 	arg_i64(&a, expires_ms);

@@ -33,7 +33,7 @@
  * enqueued again by the scheduler, whose own state (sched_last) is lost
  * with it because the history is a prefix.
  * What a power cut cannot lose: a send guard, a SENDING or a slot marker
- * once outbox_set_state(SENT / SENDING) / slot_mark returned, a DEAD
+ * once store_outbox_set_state(SENT / SENDING) / store_slot_mark returned, a DEAD
  * transition with its "lost" row, and everything committed before any of
  * those. The table of every transition: docs/internals/store.md.
  *
@@ -95,8 +95,8 @@
 /* Room a write keeps free beyond the WAL (see wal_guard): about one
  * transaction's worth of pages for a staged message and its rows. */
 #define WAL_RESERVE_BYTES 262144 /* 256 KiB */
-#define SC_STR2(x) #x
-#define SC_STR(x) SC_STR2(x)
+#define STR2(x) #x
+#define STR(x) STR2(x)
 #define RECOVER_BATCH 64
 /* The lease fence of a write made for a claimed job (store.h, fencing):
  * ?20 job id, ?21 lease token; both unbound (NULL) when not fenced. Part
@@ -197,7 +197,7 @@ static const char *const migrations[SCHEMA_VERSION] = {
 	 * row with its body, so on a nearly full volume each send used up
 	 * freed space at once. The body is written once, at stage time,
 	 * into outbox_body; the state row holds only state. Keyed like the
-	 * outbox (per target), so outbox_put keeps its contract. */
+	 * outbox (per target), so store_outbox_put keeps its contract. */
 	"CREATE TABLE outbox_body("
 	" schedule TEXT NOT NULL,"
 	" slot_ms INTEGER NOT NULL,"
@@ -481,7 +481,7 @@ static int db_fail(struct sq *q, int rc, const char *op, struct sc_err *err)
 	else
 		sc_err_set(err, code, "%s during %s on %s: %s", what, op,
 			   q->path, detail);
-	SC_LOG(SC_LOG_WARN, "store", "op=%s code=%s sqlite=%d errno=%d", op,
+	LOG(SC_LOG_WARN, "store", "op=%s code=%s sqlite=%d errno=%d", op,
 	       sc_strerror(code), rc, sys);
 	return code;
 }
@@ -594,7 +594,7 @@ static void reclaim_wal(struct sq *q)
 				       &n_done);
 	/* Once per low-space episode at warn (a nearly full volume folds
 	 * the WAL in before many writes); failures always at error. */
-	SC_LOG(rc != SQLITE_OK ? SC_LOG_ERROR
+	LOG(rc != SQLITE_OK ? SC_LOG_ERROR
 	       : q->wal_low && q->wal_tight ? SC_LOG_DEBUG : SC_LOG_WARN,
 	       "store",
 	       "event=wal-reclaim path=%s sqlite=%d wal_frames=%d "
@@ -610,7 +610,7 @@ static void reclaim_wal(struct sq *q)
 	if (!q->wal_tight) {
 		sqlite3_stmt *st = NULL;
 		static const char *const tight[] = {
-			"PRAGMA wal_autocheckpoint = " SC_STR(WAL_TIGHT_PAGES),
+			"PRAGMA wal_autocheckpoint = " STR(WAL_TIGHT_PAGES),
 			"PRAGMA journal_size_limit = 0",
 		};
 		for (size_t i = 0; i < 2; i++) {
@@ -649,7 +649,7 @@ static int set_sync(struct sq *q, enum sync_level level, struct sc_err *err)
 	sqlite3_finalize(st);
 	if (rc != SQLITE_DONE && rc != SQLITE_ROW)
 		return db_fail(q, rc, "set synchronous", err);
-#ifdef SC_DEBUG
+#ifdef SURECRON_DEBUG
 	rc = sqlite3_prepare_v2(q->db, "PRAGMA synchronous", -1, &st, NULL);
 	if (rc == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW &&
 	    sqlite3_column_int(st, 0) != (level == SYNC_FULL ? 2 : 1)) {
@@ -682,7 +682,7 @@ static int tx_commit(struct sq *q, struct sc_err *err)
 {
 	int rc;
 
-	if (SC_FAILPOINT_ERR("store.commit")) {
+	if (FAILPOINT_ERR("store.commit")) {
 		tx_rollback(q);
 		return sc_err_set(err, SC_EIO,
 				  "I/O error during commit on %s: injected "
@@ -1051,7 +1051,7 @@ static int migrate(struct sq *q, struct sc_err *err)
 		return rc;
 	rc = query_ints(q, "PRAGMA user_version", &version, 1, err);
 	for (int64_t k = version; !rc && k < SCHEMA_VERSION; k++) {
-		SC_LOG(SC_LOG_INFO, "store", "migrate path=%s from=%lld to=%lld",
+		LOG(SC_LOG_INFO, "store", "migrate path=%s from=%lld to=%lld",
 		       q->path, (long long)k, (long long)k + 1);
 		rc = run_script(q, migrations[k], err);
 	}
@@ -1181,12 +1181,12 @@ static int sq_open(const char *target, struct sc_clock *clock, void **impl,
 	if (!rc)
 		rc = exec_pragma(q,
 				 "PRAGMA wal_autocheckpoint = "
-				 SC_STR(WAL_CHECKPOINT_PAGES),
+				 STR(WAL_CHECKPOINT_PAGES),
 				 err);
 	if (!rc)
 		rc = exec_pragma(q,
 				 "PRAGMA journal_size_limit = "
-				 SC_STR(WAL_KEEP_BYTES),
+				 STR(WAL_KEEP_BYTES),
 				 err);
 	if (rc)
 		goto fail_open;
@@ -1490,9 +1490,9 @@ static int sq_job_finish(void *impl, int64_t id, int64_t lease_token,
 	}
 	/* Crash points inside the transaction, after every write. */
 	if (new_state == JOB_DONE)
-		SC_FAILPOINT("queue.before_complete_commit");
+		FAILPOINT("queue.before_complete_commit");
 	else if (new_state == JOB_READY)
-		SC_FAILPOINT("queue.in_retry_schedule");
+		FAILPOINT("queue.in_retry_schedule");
 	return tx_commit(q, err);
 }
 
@@ -1523,8 +1523,8 @@ static int sq_job_release(void *impl, int64_t id, int64_t lease_token,
 struct expired {
 	int64_t id, slot_ms, started_ms;
 	int attempts, n_stalls, max_attempts;
-	char schedule[SC_NAME_MAX];
-	char owner[SC_WORKER_MAX];
+	char schedule[STORE_NAME_MAX];
+	char owner[STORE_WORKER_MAX];
 };
 
 /*
@@ -1633,7 +1633,7 @@ static int recover_batch(struct sq *q, int max_stalls, int *n,
 				rc = sc_err_set(err, SC_ENOMEM, "out of memory");
 		}
 		if (!rc && is_dead)
-			SC_LOG(SC_LOG_ERROR, "store",
+			LOG(SC_LOG_ERROR, "store",
 			       "event=lost job=%lld attempt=%d reason=stalled",
 			       (long long)x->id, x->attempts);
 	}
@@ -1910,7 +1910,7 @@ static int sq_ledger_query(void *impl, const struct ledger_filter *f,
 		rc = rc == SQLITE_DONE ? 0 : db_fail(q, rc, "ledger query", err);
 	unprep(st);
 	if (rc) {
-		ledger_rows_free(v, len);
+		store_ledger_rows_free(v, len);
 		return rc;
 	}
 	*rows = v;
@@ -2046,7 +2046,7 @@ static int sq_outbox_set_state(void *impl, const struct store_fence *fence,
 	rc = sq_outbox_get(q, schedule, slot_ms, target, &cur, err);
 	if (rc)
 		return rc;
-	outbox_entry_dispose(&cur);
+	store_outbox_entry_dispose(&cur);
 	return sc_err_set(err, SC_ESTATE,
 			  "target %s of %s was already sent (send guard); "
 			  "it is never sent again",

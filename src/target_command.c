@@ -26,7 +26,7 @@
 #define COMMAND_TARGET_GRACE_MS 2000
 #define COMMAND_TARGET_MAX_STDOUT (64 * 1024)
 
-int target_command_send(const struct delivery_send *s, struct sc_err *err)
+int target_command_send(const struct target_copy *s, struct sc_err *err)
 {
 	const struct target_spec *t = s->target;
 	char key[DELIVERY_KEY_MAX + 32], tail[320], k[DELIVERY_KEY_MAX];

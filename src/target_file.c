@@ -76,7 +76,7 @@ static int append_all(int fd, const char *buf, size_t len)
 	return 0;
 }
 
-int target_file_send(const struct delivery_send *s, struct sc_err *err)
+int target_file_send(const struct target_copy *s, struct sc_err *err)
 {
 	const struct target_spec *t = s->target;
 	size_t len = strlen(s->body);

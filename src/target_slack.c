@@ -12,7 +12,7 @@
 #include "delivery.h"
 #include "err.h"
 
-int target_slack_send(const struct delivery_send *s, struct sc_err *err)
+int target_slack_send(const struct target_copy *s, struct sc_err *err)
 {
 	char *text = NULL, *payload = NULL;
 	char key[DELIVERY_KEY_MAX + 32], k[DELIVERY_KEY_MAX];

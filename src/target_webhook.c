@@ -19,7 +19,7 @@
 #include "err.h"
 #include "lazylib.h"
 
-int target_webhook_send(const struct delivery_send *s, struct sc_err *err)
+int target_webhook_send(const struct target_copy *s, struct sc_err *err)
 {
 	const struct target_spec *t = s->target;
 	char key[DELIVERY_KEY_MAX + 32], ts_h[96], sig_h[256], ts[32];

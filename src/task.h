@@ -25,8 +25,8 @@
  * Thread-safety: task_run may run in several threads at once (each with
  * its own result).
  */
-#ifndef SC_TASK_H
-#define SC_TASK_H
+#ifndef SURECRON_TASK_H
+#define SURECRON_TASK_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -198,7 +198,7 @@ int task_run(const struct task_spec *spec, const struct task_ctx *ctx,
 		rc = command_run(spec, ctx, out);
 	if (out->outcome == TASK_FAILED && !out->reason)
 		out->reason = strdup(out->err.msg);
-	SC_LOG(rc ? SC_LOG_WARN : SC_LOG_DEBUG, "task",
+	LOG(rc ? SC_LOG_WARN : SC_LOG_DEBUG, "task",
 	       "schedule=%s task=%s attempt=%d outcome=%s elapsed_ms=%lld",
 	       ctx->schedule ? ctx->schedule : "-", spec->name, ctx->attempt,
 	       out->outcome == TASK_DELIVER ? "deliver"

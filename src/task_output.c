@@ -158,7 +158,7 @@ static int parse_object(const char *name, json_t *o, struct task_result *out)
 					 "output field \"previews\"[%zu] is "
 					 "not a string", i);
 	if (n > TASK_MAX_PREVIEWS) {
-		SC_LOG(SC_LOG_WARN, "task",
+		LOG(SC_LOG_WARN, "task",
 		       "task=%s previews=%zu kept=%d msg=\"too many previews\"",
 		       name, n, TASK_MAX_PREVIEWS);
 		n = TASK_MAX_PREVIEWS;

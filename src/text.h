@@ -26,8 +26,8 @@
  *
  * Pure functions, no global state: thread-safe.
  */
-#ifndef SC_TEXT_H
-#define SC_TEXT_H
+#ifndef SURECRON_TEXT_H
+#define SURECRON_TEXT_H
 
 #include <stdbool.h>
 #include <stddef.h>

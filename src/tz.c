@@ -745,7 +745,7 @@ int tz_load_path(const char *path, const char *name,
 		return sc_err_set(err, SC_EZONE, "unknown time zone \"%s\" (%s: "
 				  "%s)", name, path, rc == SC_ETOOBIG
 				  ? "too big" : strerror(-rc));
-	z = SC_FAILPOINT_ERR("tz.alloc") ? NULL : calloc(1, sizeof(*z));
+	z = FAILPOINT_ERR("tz.alloc") ? NULL : calloc(1, sizeof(*z));
 	if (!z) {
 		free(buf);
 		return sc_err_set(err, SC_ENOMEM, "out of memory");
@@ -770,7 +770,7 @@ int tz_load_path(const char *path, const char *name,
 	if (!have)
 		return sc_err_set(err, SC_EZONE, "time zone \"%s\": more than "
 				  "%d zones loaded", name, CACHE_MAX);
-	SC_LOG(SC_LOG_DEBUG, "tz", "event=zone_loaded zone=%s transitions=%d",
+	LOG(SC_LOG_DEBUG, "tz", "event=zone_loaded zone=%s transitions=%d",
 	       have->name, have->n);
 	*out = have;
 	return 0;
@@ -865,7 +865,7 @@ static void local_init(void)
 		/* Not an error of the caller's: said once, and the system
 		 * zone is used instead. */
 		if (!z)
-			SC_LOG(SC_LOG_WARN, "tz", "event=tz_env_ignored "
+			LOG(SC_LOG_WARN, "tz", "event=tz_env_ignored "
 			       "error=\"%s\"", e.msg);
 	}
 	if (!z) {

@@ -6,8 +6,8 @@
  * of the file's footer. Lookups are pure reads: any number of threads may
  * use one zone at once.
  */
-#ifndef SC_TZ_H
-#define SC_TZ_H
+#ifndef SURECRON_TZ_H
+#define SURECRON_TZ_H
 
 #include <stdint.h>
 

@@ -27,8 +27,8 @@
  * needs one returns SC_EIO with lazylib's message when it cannot be
  * loaded. Every function here is thread-safe.
  */
-#ifndef SC_URL_H
-#define SC_URL_H
+#ifndef SURECRON_URL_H
+#define SURECRON_URL_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -4,8 +4,8 @@
  * ledger as the test sees them. Header-only (static inline), included by
  * each suite after cmocka.h; a failed store call fails the test.
  */
-#ifndef SC_TESTS_DAEMON_UTIL_H
-#define SC_TESTS_DAEMON_UTIL_H
+#ifndef SURECRON_TESTS_DAEMON_UTIL_H
+#define SURECRON_TESTS_DAEMON_UTIL_H
 
 #include <errno.h>
 #include <fcntl.h>
@@ -95,9 +95,9 @@ static inline int tu_wait_exit(pid_t pid, int64_t timeout_ms)
 }
 
 /* The store at url on the real clock; close with store_close. */
-static inline struct sc_store *tu_store_open(const char *url)
+static inline struct store *tu_store_open(const char *url)
 {
-	struct sc_store *s = NULL;
+	struct store *s = NULL;
 	struct sc_err err = {0};
 
 	assert_int_equal(store_open(url, sc_clock_real(), &s, &err), 0);
@@ -108,21 +108,21 @@ static inline struct sc_store *tu_store_open(const char *url)
 static inline size_t tu_ledger_count(const char *url, const char *schedule,
 				     const char *outcome)
 {
-	struct sc_store *s = tu_store_open(url);
+	struct store *s = tu_store_open(url);
 	struct ledger_filter f = {.schedule = schedule, .since_ms = INT64_MIN,
 				  .until_ms = INT64_MAX, .outcome = outcome};
 	struct ledger_row *rows = NULL;
 	size_t n = 0;
 
-	assert_int_equal(ledger_query(s, &f, &rows, &n, NULL), 0);
-	ledger_rows_free(rows, n);
+	assert_int_equal(store_ledger_query(s, &f, &rows, &n, NULL), 0);
+	store_ledger_rows_free(rows, n);
 	store_close(s);
 	return n;
 }
 
 /* The success rows of schedule: their count, and the first and last slot
  * (INT64_MAX and INT64_MIN when there is none). */
-static inline size_t tu_success_span(struct sc_store *s, const char *schedule,
+static inline size_t tu_success_span(struct store *s, const char *schedule,
 				     int64_t *first, int64_t *last)
 {
 	struct ledger_filter f = {.schedule = schedule, .since_ms = INT64_MIN,
@@ -131,14 +131,14 @@ static inline size_t tu_success_span(struct sc_store *s, const char *schedule,
 	struct ledger_row *rows = NULL;
 	size_t n = 0;
 
-	assert_int_equal(ledger_query(s, &f, &rows, &n, NULL), 0);
+	assert_int_equal(store_ledger_query(s, &f, &rows, &n, NULL), 0);
 	*first = INT64_MAX;
 	*last = INT64_MIN;
 	for (size_t i = 0; i < n; i++) {
 		*first = rows[i].slot_ms < *first ? rows[i].slot_ms : *first;
 		*last = rows[i].slot_ms > *last ? rows[i].slot_ms : *last;
 	}
-	ledger_rows_free(rows, n);
+	store_ledger_rows_free(rows, n);
 	return n;
 }
 

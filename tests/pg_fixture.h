@@ -15,8 +15,8 @@
  * process and its children through PGOPTIONS (search_path), and dropped
  * afterwards, so tests never see each other's rows.
  */
-#ifndef SC_PG_FIXTURE_H
-#define SC_PG_FIXTURE_H
+#ifndef SURECRON_PG_FIXTURE_H
+#define SURECRON_PG_FIXTURE_H
 
 #include <libpq-fe.h>
 #include <stdbool.h>

@@ -11,8 +11,8 @@
  *     or the server is unreachable, each test of that run is skipped.
  * tb_run_all() runs the group once per backend and sums the failures.
  */
-#ifndef SC_STORE_BACKEND_H
-#define SC_STORE_BACKEND_H
+#ifndef SURECRON_STORE_BACKEND_H
+#define SURECRON_STORE_BACKEND_H
 
 #include <libpq-fe.h>
 #include <stdio.h>
@@ -134,9 +134,9 @@ static inline int tb_teardown_pg(void **state)
  * Opens the store of this test; on PostgreSQL, skips the test when the
  * server or the backend is not there. Fails the test on any other error.
  */
-static inline struct sc_store *tb_open(void **state, struct sc_clock *clock)
+static inline struct store *tb_open(void **state, struct sc_clock *clock)
 {
-	struct sc_store *s = NULL;
+	struct store *s = NULL;
 	struct sc_err err = {0};
 	int rc;
 

@@ -4,8 +4,8 @@
  * Include after <cmocka.h>'s prerequisites. Each suite gets a fresh temp
  * folder per test from tu_tmpdir(); tu_rmrf removes it afterwards.
  */
-#ifndef SC_TESTUTIL_H
-#define SC_TESTUTIL_H
+#ifndef SURECRON_TESTUTIL_H
+#define SURECRON_TESTUTIL_H
 
 #include <stdio.h>
 #include <stdlib.h>

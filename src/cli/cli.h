@@ -6,8 +6,8 @@
  * status (see the exit codes below and in surecron(1)). The table in main.c
  * drives dispatch, `surecron help` and `surecron help CMD`.
  */
-#ifndef SC_CLI_H
-#define SC_CLI_H
+#ifndef SURECRON_CLI_H
+#define SURECRON_CLI_H
 
 #include <stdio.h>
 
@@ -99,14 +99,14 @@ const char *cli_format_local(int64_t ms, const struct sc_zone *z,
 #define CLI_CONFIG_DEFAULT "surecron.yaml"
 
 struct config;
-struct sc_store;
+struct store;
 struct schedule_spec;
 
 /* A loaded config and (optionally) the store it names. */
 struct cli_state {
 	const char *path;        /* the config file (borrowed) */
 	struct config *cfg;
-	struct sc_store *store;  /* NULL unless asked for */
+	struct store *store;  /* NULL unless asked for */
 };
 
 /*

@@ -45,7 +45,7 @@ static bool outcome_known(const char *o)
 }
 
 /* When a slot's job later succeeded: the finish of its success row, or 0. */
-static int recovered_at(struct sc_store *s, const struct ledger_row *r,
+static int recovered_at(struct store *s, const struct ledger_row *r,
 			int64_t *at_ms, struct sc_err *err)
 {
 	struct ledger_filter f = {.schedule = r->schedule,
@@ -54,12 +54,12 @@ static int recovered_at(struct sc_store *s, const struct ledger_row *r,
 				  .outcome = LEDGER_SUCCESS};
 	struct ledger_row *rows = NULL;
 	size_t n = 0;
-	int rc = ledger_query(s, &f, &rows, &n, err);
+	int rc = store_ledger_query(s, &f, &rows, &n, err);
 
 	*at_ms = 0;
 	if (rc == 0 && n > 0)
 		*at_ms = rows[n - 1].finished_ms ? rows[n - 1].finished_ms : 1;
-	ledger_rows_free(rows, n);
+	store_ledger_rows_free(rows, n);
 	return rc;
 }
 
@@ -268,7 +268,7 @@ int cmd_ledger(int argc, char **argv)
 	}
 	if ((r = cli_state_store(&st)))
 		goto done;
-	if (ledger_query(st.store, &f, &rows, &n, &err) != 0) {
+	if (store_ledger_query(st.store, &f, &rows, &n, &err) != 0) {
 		r = cli_fail(EXIT_FAIL, "store: %s", err.msg);
 		goto done;
 	}
@@ -335,7 +335,7 @@ int cmd_ledger(int argc, char **argv)
 		r = EXIT_FAIL;
 done:
 	free(rec);
-	ledger_rows_free(rows, n);
+	store_ledger_rows_free(rows, n);
 	cli_state_close(&st);
 	return r;
 }

@@ -31,6 +31,7 @@
 #include "clock.h"
 #include "config.h"
 #include "delivery.h"
+#include "outbox.h"
 #include "queue.h"
 #include "store.h"
 
@@ -47,16 +48,16 @@ static const char *state_name(enum send_state s)
 	return "?";
 }
 
-static void print_states(struct sc_store *s, const struct schedule_spec *sc,
+static void print_states(struct store *s, const struct schedule_spec *sc,
 			 int64_t slot_ms)
 {
 	for (size_t i = 0; i < sc->n_targets; i++) {
 		struct outbox_entry e = {0};
-		int rc = outbox_get(s, sc->name, slot_ms, sc->targets[i], &e,
+		int rc = store_outbox_get(s, sc->name, slot_ms, sc->targets[i], &e,
 				    NULL);
 		cli_out(stdout, "%-24s %s (tries %d)\n", sc->targets[i],
 			rc == 0 ? state_name(e.state) : "none", rc == 0 ? e.n_tries : 0);
-		outbox_entry_dispose(&e);
+		store_outbox_entry_dispose(&e);
 	}
 }
 
@@ -77,7 +78,7 @@ static void operator_name(const char *by, char *out, size_t n)
 }
 
 /* The "decision" ledger row of one release. */
-static int record_decision(struct sc_store *s, const char *schedule,
+static int record_decision(struct store *s, const char *schedule,
 			   int64_t slot_ms, const char *target, bool arrived,
 			   const char *by, int64_t job_id, struct sc_err *err)
 {
@@ -103,7 +104,7 @@ static int record_decision(struct sc_store *s, const char *schedule,
 	row.finished_ms = now;
 	snprintf(row.outcome, sizeof(row.outcome), "%s", LEDGER_DECISION);
 	row.details_json = details;
-	rc = ledger_append(s, &row, err);
+	rc = store_ledger_append(s, &row, err);
 	free(details);
 	return rc;
 }
@@ -113,7 +114,7 @@ int cmd_release(int argc, char **argv)
 	const char *path = "surecron.yaml", *pos[3] = {0}, *by = NULL;
 	int n_pos = 0, decision = -1; /* 1 arrived, 0 resend */
 	struct config *c = NULL;
-	struct sc_store *s = NULL;
+	struct store *s = NULL;
 	struct sc_err err = {0};
 	int64_t slot_ms;
 	int code = EXIT_FAIL;
@@ -175,7 +176,7 @@ int cmd_release(int argc, char **argv)
 		code = EXIT_OK;
 		goto done;
 	}
-	if (delivery_release(s, sc->name, slot_ms, pos[2], decision == 1,
+	if (outbox_release(s, sc->name, slot_ms, pos[2], decision == 1,
 			     &err) != 0) {
 		code = cli_fail(err.code == SC_ENOENT || err.code == SC_ESTATE
 					? EXIT_USAGE : EXIT_FAIL,

@@ -5,7 +5,7 @@
  * which forwards them to the daemon (SIGTERM/SIGINT: stop, SIGHUP:
  * reload), so no daemon code runs in a signal handler.
  *
- * Test seam (test builds only, SC_FAILPOINTS): SURECRON_TEST_CLOCK=ISO8601
+ * Test seam (test builds only, SURECRON_FAILPOINTS): SURECRON_TEST_CLOCK=ISO8601
  * starts the daemon's clock at that instant, running at real speed.
  * SURECRON_TEST_CLOCK_RATE=N makes it run N times faster (every timed wait
  * of the daemon shrinks by N); SURECRON_TEST_CLOCK_ANCHOR=ISO8601 is the
@@ -69,7 +69,7 @@ int cmd_run(int argc, char **argv)
 		}
 	}
 	cli_setup_logging(SC_LOG_INFO);
-#ifdef SC_FAILPOINTS
+#ifdef SURECRON_FAILPOINTS
 	const char *tc = getenv("SURECRON_TEST_CLOCK");
 	if (tc && *tc) {
 		int64_t at = 0;

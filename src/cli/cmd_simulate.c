@@ -65,7 +65,7 @@ struct recorder {
 struct sim {
 	struct config *cfg;
 	struct sc_clock *clock;
-	struct sc_store *store;
+	struct store *store;
 	char dir[256];
 	bool json, deliver;
 	struct fail_rule fails[SIM_MAX_FAILS];
@@ -316,7 +316,7 @@ static void report_missed(struct sim *sm)
 	struct ledger_row *rows = NULL;
 	size_t n = 0;
 
-	if (ledger_query(sm->store, &f, &rows, &n, NULL) != 0)
+	if (store_ledger_query(sm->store, &f, &rows, &n, NULL) != 0)
 		return;
 	for (size_t i = 0; i < n; i++) {
 		if (rows[i].id <= sm->last_ledger_id)
@@ -331,7 +331,7 @@ static void report_missed(struct sim *sm)
 		     "slot %s missed: %s", slot,
 		     rows[i].error_msg ? rows[i].error_msg : "");
 	}
-	ledger_rows_free(rows, n);
+	store_ledger_rows_free(rows, n);
 }
 
 /* ---- the run ------------------------------------------------------------- */
@@ -450,7 +450,7 @@ static int simulate(struct sim *sm, int64_t from, int64_t until)
 		return EXIT_OK;
 	for (;;) {
 		sc_clock_set_ms(sm->clock, now);
-		if (sched_tick(sm->store, sm->cfg, now, NULL, &r, &err) != 0)
+		if (scheduler_tick(sm->store, sm->cfg, now, NULL, &r, &err) != 0)
 			return cli_fail(EXIT_FAIL, "simulate: scheduler: %s",
 					err.msg);
 		report_missed(sm);
@@ -506,7 +506,7 @@ static void print_ledger(struct sim *sm, json_t *out)
 	size_t n = 0;
 	json_t *arr = json_array();
 
-	if (ledger_query(sm->store, NULL, &rows, &n, NULL) != 0)
+	if (store_ledger_query(sm->store, NULL, &rows, &n, NULL) != 0)
 		n = 0;
 	if (!sm->json)
 		cli_out(stdout,
@@ -531,7 +531,7 @@ static void print_ledger(struct sim *sm, json_t *out)
 			"outcome", w->outcome, "started", at, "error_class",
 			w->error_class, "error", w->error_msg));
 	}
-	ledger_rows_free(rows, n);
+	store_ledger_rows_free(rows, n);
 	if (out)
 		json_object_set(out, "ledger", arr);
 	json_decref(arr);

@@ -30,7 +30,7 @@ struct sched_status {
 };
 
 /* The schedule's latest ledger row (written last). */
-static int last_row(struct sc_store *s, const char *name,
+static int last_row(struct store *s, const char *name,
 		    struct sched_status *out, struct sc_err *err)
 {
 	struct ledger_filter f = {.schedule = name, .since_ms = INT64_MIN,
@@ -38,7 +38,7 @@ static int last_row(struct sc_store *s, const char *name,
 				  .newest_first = true};
 	struct ledger_row *rows = NULL;
 	size_t n = 0;
-	int rc = ledger_query(s, &f, &rows, &n, err);
+	int rc = store_ledger_query(s, &f, &rows, &n, err);
 
 	if (rc)
 		return rc;
@@ -49,7 +49,7 @@ static int last_row(struct sc_store *s, const char *name,
 		rows[0].error_msg = NULL;
 		rows[0].details_json = NULL;
 	}
-	ledger_rows_free(rows, n);
+	store_ledger_rows_free(rows, n);
 	return 0;
 }
 

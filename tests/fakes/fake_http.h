@@ -29,8 +29,8 @@
  *
  * Headers arguments are "Name: value" lines separated by '\n' (may be NULL).
  */
-#ifndef SC_FAKE_HTTP_H
-#define SC_FAKE_HTTP_H
+#ifndef SURECRON_FAKE_HTTP_H
+#define SURECRON_FAKE_HTTP_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -4,8 +4,8 @@
  * address they bind, interruptible waits and canned answers. Internal to
  * tests/fakes; tests use fake_http.h and fake_receiver.h.
  */
-#ifndef SC_FAKE_MHD_H
-#define SC_FAKE_MHD_H
+#ifndef SURECRON_FAKE_MHD_H
+#define SURECRON_FAKE_MHD_H
 
 #include <microhttpd.h>
 #include <netinet/in.h>

@@ -30,8 +30,8 @@
  *                ("Name: value" lines separated by '\n')
  * Thread-safe.
  */
-#ifndef SC_FAKE_RECEIVER_H
-#define SC_FAKE_RECEIVER_H
+#ifndef SURECRON_FAKE_RECEIVER_H
+#define SURECRON_FAKE_RECEIVER_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -174,7 +174,7 @@ static void task_errors_are_shown_cleaned(void **state)
  * shown, and --json does not fail on bytes that are not UTF-8. */
 static void raw_ledger_rows_are_cleaned(void **state)
 {
-	struct sc_store *s = NULL;
+	struct store *s = NULL;
 	struct sc_err e = {0};
 	struct ledger_row r = {0};
 
@@ -186,7 +186,7 @@ static void raw_ledger_rows_are_cleaned(void **state)
 	snprintf(r.error_class, sizeof(r.error_class), "task");
 	r.error_msg = "\x1b]0;pwned\x07\x1b[2J\x9b\xc2\x9b\xff tail";
 	r.attempt = 1;
-	assert_int_equal(ledger_append(s, &r, &e), 0);
+	assert_int_equal(store_ledger_append(s, &r, &e), 0);
 	store_close(s);
 
 	const char *led[] = {"ledger", "--config", cfg, NULL};

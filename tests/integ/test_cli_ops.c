@@ -91,9 +91,9 @@ static int run(const char *const *args)
 }
 
 /* Opens the test's store on clock c (NULL: the real clock). */
-static struct sc_store *open_store(struct sc_clock *c)
+static struct store *open_store(struct sc_clock *c)
 {
-	struct sc_store *s = NULL;
+	struct store *s = NULL;
 	struct sc_err e = {0};
 
 	if (store_open(db_url, c ? c : sc_clock_real(), &s, &e) != 0)
@@ -118,7 +118,7 @@ static const struct sc_retry_policy two_attempts = {
 	.attempts = 2, .backoff = SC_BACKOFF_FIXED, .delay_ms = 6 * HOUR_MS};
 
 /* Claims the single due job, which must be id. */
-static struct store_job claim_one(struct sc_store *s, int64_t id)
+static struct store_job claim_one(struct store *s, int64_t id)
 {
 	struct store_job j;
 	struct sc_err e = {0};
@@ -137,7 +137,7 @@ static int64_t make_lost(const char *sched, int64_t slot)
 {
 	struct sc_err e = {0}, cause = {0};
 	struct sc_clock *clk = sc_clock_virtual_new(now_ms);
-	struct sc_store *s = open_store(clk);
+	struct store *s = open_store(clk);
 	int64_t id;
 	bool dead = true;
 
@@ -158,7 +158,7 @@ static int64_t make_lost(const char *sched, int64_t slot)
 	return id;
 }
 
-static int64_t make_done(struct sc_store *s, const char *sched, int64_t slot)
+static int64_t make_done(struct store *s, const char *sched, int64_t slot)
 {
 	struct sc_err e = {0};
 	int64_t id;
@@ -170,7 +170,7 @@ static int64_t make_done(struct sc_store *s, const char *sched, int64_t slot)
 	return id;
 }
 
-static void add_missed(struct sc_store *s, const char *sched, int64_t slot)
+static void add_missed(struct store *s, const char *sched, int64_t slot)
 {
 	struct ledger_row r = {0};
 	struct sc_err e = {0};
@@ -180,7 +180,7 @@ static void add_missed(struct sc_store *s, const char *sched, int64_t slot)
 	snprintf(r.outcome, sizeof(r.outcome), "%s", LEDGER_MISSED);
 	snprintf(r.error_class, sizeof(r.error_class), "scheduler");
 	r.error_msg = "daemon down; catchup latest ran a later slot";
-	assert_int_equal(ledger_append(s, &r, &e), 0);
+	assert_int_equal(store_ledger_append(s, &r, &e), 0);
 }
 
 /* ---- status ----------------------------------------------------------- */
@@ -219,7 +219,7 @@ static const char *jstr(json_t *o, const char *a, const char *b)
 static void status_counts_and_last(void **state)
 {
 	struct sc_err e = {0};
-	struct sc_store *s;
+	struct store *s;
 	int64_t id;
 
 	/* daily: one done slot, then one due and one delayed job. */
@@ -320,7 +320,7 @@ static const int64_t old_ago = 10 * DAY_MS, missed_ago = 3 * DAY_MS,
 static void fill_ledger(void)
 {
 	lost_id = make_lost("weekly", now_ms - old_ago);
-	struct sc_store *s = open_store(NULL);
+	struct store *s = open_store(NULL);
 	add_missed(s, "weekly", now_ms - missed_ago);
 	make_done(s, "daily", now_ms - done_ago);
 	store_close(s);
@@ -466,7 +466,7 @@ static void ledger_lost_report(void **state)
 
 	/* The lost slot run again and delivered: still listed, marked
 	 * recovered, and the report stops failing. */
-	struct sc_store *s = open_store(NULL);
+	struct store *s = open_store(NULL);
 	struct sc_err e = {0};
 	assert_int_equal(queue_retry_dead(s, lost_id, 0, &e), 0);
 	struct store_job j = claim_one(s, lost_id);
@@ -529,7 +529,7 @@ static void trigger_is_idempotent_per_slot(void **state)
 	assert_int_equal(job_id_of(out), id);
 	assert_non_null(strstr(out, "already queued"));
 
-	struct sc_store *s = open_store(NULL);
+	struct store *s = open_store(NULL);
 	assert_int_equal(clock_parse_iso("2026-01-02T08:30:00Z", &slot, NULL),
 			 0);
 	assert_int_equal(store_job_find(s, "daily", slot, &j, &e), 0);
@@ -587,7 +587,7 @@ static void retry_revives_only_dead_jobs(void **state)
 	assert_int_equal(job_id_of(out), id);
 	assert_non_null(strstr(out, "ready again"));
 
-	struct sc_store *s = open_store(NULL);
+	struct store *s = open_store(NULL);
 	assert_int_equal(store_job_get(s, id, &j, &e), 0);
 	assert_int_equal(j.state, JOB_READY);
 	/* Its attempts go on from the last one (issue 10); the budget is

@@ -62,7 +62,7 @@ static bool should_fail(const struct store_job *j)
 
 static void worker_main(void)
 {
-	struct sc_store *s = NULL;
+	struct store *s = NULL;
 	struct store_job j[3];
 	struct sc_err cause = {.code = SC_ETASK, .msg = "first attempt fails"};
 	size_t n;
@@ -123,7 +123,7 @@ static pid_t spawn(unsigned *seed)
 /* Tops the queue up so that workers always have something to crash in. */
 static int64_t top_up(int64_t *enqueued)
 {
-	struct sc_store *s = NULL;
+	struct store *s = NULL;
 	struct store_counts c;
 	int64_t slots[200];
 
@@ -228,7 +228,7 @@ static void kill_workers_at_random_then_check(void **state)
 	assert_true(kills + fp_kills >= target);
 
 	/* Recovery: let every lease expire, recover, drain. */
-	struct sc_store *s = NULL;
+	struct store *s = NULL;
 	struct store_job j[16];
 	size_t n;
 	int rec = 0;

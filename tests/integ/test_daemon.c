@@ -246,7 +246,7 @@ static void wait_started(const struct env *e, size_t n)
 	assert_true(wait_log(e, "event=started", n, 20000));
 }
 
-static struct sc_store *open_store(const struct env *e)
+static struct store *open_store(const struct env *e)
 {
 	return tu_store_open(e->store_url);
 }
@@ -255,7 +255,7 @@ static struct sc_store *open_store(const struct env *e)
 static int64_t trigger(const struct env *e, const char *schedule,
 		       int64_t slot_ms)
 {
-	struct sc_store *s = open_store(e);
+	struct store *s = open_store(e);
 	struct sc_retry_policy p = sc_retry_policy_for(SC_FREQ_DEFAULT);
 	struct sc_err err = {0};
 	struct config *cfg = NULL;
@@ -350,12 +350,12 @@ static void quota_then_success(void **state)
 	 * slot (0, 300, 900, 2100 ms), plus the time the earlier attempts
 	 * ran (the script itself, slower on a loaded machine), each within
 	 * a few hundred ms. */
-	struct sc_store *s = open_store(&e);
+	struct store *s = open_store(&e);
 	struct ledger_filter lf = {.schedule = "weekly", .since_ms = INT64_MIN,
 				   .until_ms = INT64_MAX};
 	struct ledger_row *rows = NULL;
 	size_t nr = 0;
-	assert_int_equal(ledger_query(s, &lf, &rows, &nr, NULL), 0);
+	assert_int_equal(store_ledger_query(s, &lf, &rows, &nr, NULL), 0);
 	assert_int_equal(nr, 4);
 	static const int64_t at[] = {0, 300, 900, 2100};
 	int64_t ran = 0; /* how long attempts 1..i-1 ran */
@@ -376,7 +376,7 @@ static void quota_then_success(void **state)
 		printf("retry %zu late_ms=%lld\n", i, (long long)late);
 		assert_true(late >= -1 && late <= 50);
 	}
-	ledger_rows_free(rows, nr);
+	store_ledger_rows_free(rows, nr);
 	store_close(s);
 	assert_int_equal(ledger_count(&e, "weekly", LEDGER_FAILED), 3);
 	assert_int_equal(ledger_count(&e, "weekly", LEDGER_SUCCESS), 1);
@@ -448,9 +448,9 @@ static void downtime_catchup_latest(void **state)
 	int64_t end = now_ms() + PATIENCE_MS;
 	bool seen = false;
 	while (!seen && now_ms() < end) {
-		struct sc_store *s = open_store(&e);
+		struct store *s = open_store(&e);
 		int64_t last = 0;
-		seen = sched_last_get(s, "weekly", &last, NULL) == 0;
+		seen = store_sched_last_get(s, "weekly", &last, NULL) == 0;
 		store_close(s);
 		sleep_ms(20);
 	}
@@ -496,13 +496,13 @@ static void env_override_fires(void **state)
 	pid_t pid = start_daemon(&e, envs);
 	assert_true(wait_hooks(&e, 2, PATIENCE_MS));
 	stop_daemon(pid);
-	struct sc_store *s = open_store(&e);
+	struct store *s = open_store(&e);
 	struct ledger_filter f = {.schedule = "weekly-report",
 				  .since_ms = INT64_MIN, .until_ms = INT64_MAX,
 				  .outcome = LEDGER_SUCCESS};
 	struct ledger_row *rows = NULL;
 	size_t n = 0;
-	assert_int_equal(ledger_query(s, &f, &rows, &n, NULL), 0);
+	assert_int_equal(store_ledger_query(s, &f, &rows, &n, NULL), 0);
 	assert_true(n >= 2);
 	struct store_job job;
 	assert_int_equal(store_job_get(s, rows[0].job_id, &job, NULL), 0);
@@ -510,7 +510,7 @@ static void env_override_fires(void **state)
 	/* Slots are whole seconds on a Wednesday: not the weekly cron. */
 	assert_int_equal(rows[0].slot_ms % 1000, 0);
 	assert_int_not_equal(rows[0].slot_ms, rows[1].slot_ms);
-	ledger_rows_free(rows, n);
+	store_ledger_rows_free(rows, n);
 	store_close(s);
 	env_dispose(&e);
 }
@@ -551,7 +551,7 @@ static void sigterm_grace(void **state)
 	assert_true(st != -1 && WIFEXITED(st));
 	assert_int_equal(WEXITSTATUS(st), 0);
 	assert_true(took >= 450 && took < 4000);
-	struct sc_store *s = open_store(&e);
+	struct store *s = open_store(&e);
 	struct store_job job;
 	assert_int_equal(store_job_get(s, id, &job, NULL), 0);
 	assert_int_equal(job.state, JOB_READY);
@@ -820,7 +820,7 @@ static void sighup_applies_lease_and_grace(void **state)
 	int64_t id = trigger(&e, "long", now_ms() / 1000 * 1000);
 	assert_true(wait_file(&e, "started", 3000));
 	/* The claim took the new lease. */
-	struct sc_store *s = open_store(&e);
+	struct store *s = open_store(&e);
 	struct store_job job;
 	assert_int_equal(store_job_get(s, id, &job, NULL), 0);
 	store_close(s);
@@ -1041,7 +1041,7 @@ static void once_runs_what_is_due(void **state)
 	int64_t id = trigger(&e, "bad", now_ms() / 1000 * 1000);
 	assert_int_equal(run_once(&e), 1);
 	assert_int_equal(ledger_count(&e, "bad", LEDGER_FAILED), 1);
-	struct sc_store *s = open_store(&e);
+	struct store *s = open_store(&e);
 	struct store_job job;
 	assert_int_equal(store_job_get(s, id, &job, NULL), 0);
 	assert_int_equal(job.state, JOB_READY);
@@ -1249,7 +1249,7 @@ static void pg_restart(void **state)
 		free(bodies[i]);
 	free(bodies);
 	/* No slot lost: the successful slots are consecutive seconds. */
-	struct sc_store *s = open_store(&e);
+	struct store *s = open_store(&e);
 	int64_t lo, hi;
 	size_t nr = tu_success_span(s, "persec", &lo, &hi);
 	assert_true(nr >= 5);

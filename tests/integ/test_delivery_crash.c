@@ -48,6 +48,7 @@
 #include "clock.h"
 
 #include "delivery.h"
+#include "outbox.h"
 #include "fakes/fake_http.h"
 #include "fakes/fake_receiver.h"
 #include "orchestrator.h"
@@ -71,7 +72,7 @@ struct world {
 	struct config cfg;
 	struct schedule_spec sched;
 	struct sc_clock *clock;
-	struct sc_store *store;
+	struct store *store;
 	struct orch_ctx ctx;
 };
 
@@ -218,9 +219,9 @@ static enum send_state state_of(const char *target)
 {
 	struct outbox_entry e = {0};
 
-	assert_int_equal(outbox_get(W.store, "weekly", SLOT, target, &e, NULL), 0);
+	assert_int_equal(store_outbox_get(W.store, "weekly", SLOT, target, &e, NULL), 0);
 	enum send_state s = e.state;
-	outbox_entry_dispose(&e);
+	store_outbox_entry_dispose(&e);
 	return s;
 }
 
@@ -228,7 +229,7 @@ static bool marked(void)
 {
 	bool m = true;
 
-	assert_int_equal(slot_is_marked(W.store, "weekly", SLOT, &m, NULL), 0);
+	assert_int_equal(store_slot_is_marked(W.store, "weekly", SLOT, &m, NULL), 0);
 	return m;
 }
 
@@ -241,13 +242,13 @@ static size_t duplicates(char *details, size_t n)
 	struct ledger_row *rows = NULL;
 	size_t nr = 0;
 
-	assert_int_equal(ledger_query(W.store, &f, &rows, &nr, NULL), 0);
+	assert_int_equal(store_ledger_query(W.store, &f, &rows, &nr, NULL), 0);
 	if (details && n) {
 		details[0] = '\0';
 		if (nr && rows[0].details_json)
 			snprintf(details, n, "%s", rows[0].details_json);
 	}
-	ledger_rows_free(rows, nr);
+	store_ledger_rows_free(rows, nr);
 	return nr;
 }
 
@@ -359,7 +360,7 @@ static void crash_after_2xx_with_hold_sends_nothing(void **state)
 
 	/* The operator says the copy arrived: the slot completes, nothing
 	 * more is sent. */
-	assert_int_equal(delivery_release(W.store, "weekly", SLOT, "B", true,
+	assert_int_equal(outbox_release(W.store, "weekly", SLOT, "B", true,
 					  NULL), 0);
 	assert_int_equal(recover(&rep, &err), 0);
 	assert_int_equal(fake_http_count(srv, NULL), 2);
@@ -444,10 +445,10 @@ static enum send_state slot_state(int64_t slot, const char *target)
 {
 	struct outbox_entry e = {0};
 
-	if (outbox_get(W.store, "weekly", slot, target, &e, NULL) != 0)
+	if (store_outbox_get(W.store, "weekly", slot, target, &e, NULL) != 0)
 		return SEND_NONE;
 	enum send_state s = e.state;
-	outbox_entry_dispose(&e);
+	store_outbox_entry_dispose(&e);
 	return s;
 }
 
@@ -462,10 +463,10 @@ static size_t declared_for(int64_t slot, const char *target)
 	char want[64];
 
 	snprintf(want, sizeof(want), "\"target\":\"%s\"", target);
-	assert_int_equal(ledger_query(W.store, &f, &rows, &nr, NULL), 0);
+	assert_int_equal(store_ledger_query(W.store, &f, &rows, &nr, NULL), 0);
 	for (size_t i = 0; i < nr; i++)
 		n += rows[i].details_json && strstr(rows[i].details_json, want);
-	ledger_rows_free(rows, nr);
+	store_ledger_rows_free(rows, nr);
 	return n;
 }
 
@@ -577,7 +578,7 @@ static void kill_at_random_during_sends(void **state)
 			}
 			assert_int_equal(slot_state(slot, "B"), SEND_UNKNOWN);
 			bool arrived = copies_of(log, slot, "B", "/b") > 0;
-			assert_int_equal(delivery_release(W.store, "weekly",
+			assert_int_equal(outbox_release(W.store, "weekly",
 							  slot, "B", arrived,
 							  NULL), 0);
 		}
@@ -587,7 +588,7 @@ static void kill_at_random_during_sends(void **state)
 		}
 		held += was_held;
 		bool m = true;
-		assert_int_equal(slot_is_marked(W.store, "weekly", slot, &m,
+		assert_int_equal(store_slot_is_marked(W.store, "weekly", slot, &m,
 						NULL), 0);
 		if (!m || slot_state(slot, "A") != SEND_SENT ||
 		    slot_state(slot, "B") != SEND_SENT)

@@ -215,20 +215,20 @@ static int undeclared_copies(int64_t first, long n, int *declared)
 	}
 	free(line);
 	fclose(f);
-	struct sc_store *s = tu_store_open(url);
+	struct store *s = tu_store_open(url);
 	struct ledger_filter lf = {.schedule = "persec", .since_ms = INT64_MIN,
 				   .until_ms = INT64_MAX,
 				   .outcome = LEDGER_DUPLICATE};
 	struct ledger_row *rows = NULL;
 	size_t nr = 0;
-	assert_int_equal(ledger_query(s, &lf, &rows, &nr, NULL), 0);
+	assert_int_equal(store_ledger_query(s, &lf, &rows, &nr, NULL), 0);
 	*declared = (int)nr;
 	for (size_t i = 0; i < nr; i++) {
 		int64_t ms = rows[i].slot_ms;
 		if (ms >= first && (ms - first) / 1000 < n)
 			dup[(ms - first) / 1000]++;
 	}
-	ledger_rows_free(rows, nr);
+	store_ledger_rows_free(rows, nr);
 	store_close(s);
 	for (long i = 0; i < n; i++) {
 		if (got[i] > 1 + dup[i]) {
@@ -332,7 +332,7 @@ static void full_disk_no_torn_line_no_wedge(void **state)
 	stop(pid);
 
 	/* The record: every slot from the first to the last done. */
-	struct sc_store *s = tu_store_open(url);
+	struct store *s = tu_store_open(url);
 	int64_t first, last;
 	(void)tu_success_span(s, "persec", &first, &last);
 	struct ledger_filter lf = {.schedule = "persec", .since_ms = INT64_MIN,
@@ -340,9 +340,9 @@ static void full_disk_no_torn_line_no_wedge(void **state)
 				   .lost_or_missed = true};
 	struct ledger_row *rows = NULL;
 	size_t nr = 0;
-	assert_int_equal(ledger_query(s, &lf, &rows, &nr, NULL), 0);
+	assert_int_equal(store_ledger_query(s, &lf, &rows, &nr, NULL), 0);
 	size_t n_lost_rows = nr;
-	ledger_rows_free(rows, nr);
+	store_ledger_rows_free(rows, nr);
 	long n = nr > 0 || first != INT64_MAX ? (long)((last - first) / 1000 + 1)
 					      : 0;
 	long done = 0;

@@ -255,7 +255,7 @@ static void nodes_daemons_exactly_once(void **state)
 	fclose(f);
 
 	/* The schema, before any daemon: the test reads it from the start. */
-	struct sc_store *st = NULL;
+	struct store *st = NULL;
 	assert_int_equal(store_open(pgfx_url(), sc_clock_real(), &st, NULL), 0);
 	store_close(st);
 

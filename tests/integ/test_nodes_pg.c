@@ -56,7 +56,7 @@ static void nap_ms(long ms)
 /* A node: the scheduler and a worker loop. Exits 0 once nothing is left. */
 static void node_main(void)
 {
-	struct sc_store *s = NULL;
+	struct store *s = NULL;
 	struct store_job j[4];
 	int64_t slots[250];
 	char name[32];
@@ -151,7 +151,7 @@ static pid_t spawn_node(void)
  * picks the slots. */
 static void init_run(void)
 {
-	struct sc_store *s = NULL;
+	struct store *s = NULL;
 
 	assert_int_equal(store_open(pgfx_url(), sc_clock_real(), &s, NULL), 0);
 	store_close(s); /* never carry a handle across fork() */
@@ -238,7 +238,7 @@ static void nodes_share_the_work_under_kills(void **state)
 static void killed_node_job_is_taken_over(void **state)
 {
 	PGFX_NEED_SERVER();
-	struct sc_store *s = NULL;
+	struct store *s = NULL;
 	struct store_job j;
 	struct ledger_row *rows = NULL;
 	struct ledger_filter f = {.schedule = SCHED, .since_ms = INT64_MIN,
@@ -256,7 +256,7 @@ static void killed_node_job_is_taken_over(void **state)
 	assert_true(pid >= 0);
 	if (pid == 0) {
 		/* The doomed node: claims the job, says so, then hangs. */
-		struct sc_store *c = NULL;
+		struct store *c = NULL;
 		struct store_job cj;
 		size_t cn = 0;
 		if (store_open(pgfx_url(), sc_clock_real(), &c, NULL) ||
@@ -294,13 +294,13 @@ static void killed_node_job_is_taken_over(void **state)
 	assert_int_equal(j.attempts, 2);
 	assert_int_equal(queue_complete(s, &j, NULL, NULL), 0);
 
-	assert_int_equal(ledger_query(s, &f, &rows, &n, NULL), 0);
+	assert_int_equal(store_ledger_query(s, &f, &rows, &n, NULL), 0);
 	assert_int_equal(n, 2);
 	assert_string_equal(rows[0].outcome, LEDGER_STALLED);
 	assert_non_null(strstr(rows[0].error_msg, "doomed"));
 	assert_string_equal(rows[1].outcome, LEDGER_SUCCESS);
 	assert_int_equal(rows[1].attempt, 2);
-	ledger_rows_free(rows, n);
+	store_ledger_rows_free(rows, n);
 	store_close(s);
 }
 

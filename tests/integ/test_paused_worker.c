@@ -170,7 +170,7 @@ static bool wait_job(const char *url, int64_t id, int min_attempts,
 		     bool ended, int64_t end_ms, struct store_job *out)
 {
 	while (tu_now_ms() < end_ms) {
-		struct sc_store *s = tu_store_open(url);
+		struct store *s = tu_store_open(url);
 		int rc = store_job_get(s, id, out, NULL);
 		store_close(s);
 		if (rc == 0 && out->attempts >= min_attempts &&
@@ -230,7 +230,7 @@ static void run_trial(const char *url, const char *root, int k,
 	if (t->where == IN_SEND)
 		fake_http_hold(srv, "/hook", true);
 
-	struct sc_store *s = tu_store_open(url);
+	struct store *s = tu_store_open(url);
 	struct sc_retry_policy pol = {4, SC_BACKOFF_EXPONENTIAL, 1000};
 	int64_t slot = tu_now_ms() / 1000 * 1000;
 	assert_int_equal(store_job_enqueue(s, sched, slot, &pol, slot, true,
@@ -283,8 +283,8 @@ static void run_trial(const char *url, const char *root, int k,
 	struct outbox_entry e = {0};
 	bool marked = false;
 	assert_int_equal(store_job_get(s, id, &j, NULL), 0);
-	assert_int_equal(outbox_get(s, sched, slot, "hook", &e, NULL), 0);
-	assert_int_equal(slot_is_marked(s, sched, slot, &marked, NULL), 0);
+	assert_int_equal(store_outbox_get(s, sched, slot, "hook", &e, NULL), 0);
+	assert_int_equal(store_slot_is_marked(s, sched, slot, &marked, NULL), 0);
 	store_close(s);
 	size_t n_dup = tu_ledger_count(url, sched, LEDGER_DUPLICATE);
 	size_t n_recv = fake_http_count(srv, "/hook");
@@ -311,7 +311,7 @@ static void run_trial(const char *url, const char *root, int k,
 		dead ? "dead" : j.state == JOB_DONE ? "done" : "other",
 		(int)e.state, (int)marked, n_recv, n_dup, stale);
 	tot.takeovers += taken;
-	outbox_entry_dispose(&e);
+	store_outbox_entry_dispose(&e);
 	tot.trials++;
 	tot.lost += lost;
 	tot.undeclared += undeclared;

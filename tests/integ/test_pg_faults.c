@@ -95,7 +95,7 @@ static void env_start(struct env *e)
 		   "      - {name: t, shell: \"echo \\\"$SURECRON_SLOT\\\"\"}\n",
 		pgfx_url());
 	fclose(f);
-	struct sc_store *st = tu_store_open(pgfx_url()); /* the schema */
+	struct store *st = tu_store_open(pgfx_url()); /* the schema */
 	store_close(st);
 	/* Its sessions carry their own application_name, so the terminate
 	 * fault hits this daemon's sessions only. */

@@ -94,7 +94,7 @@ struct trial {
 	struct fake_receiver *rcv;
 	struct config *c;
 	struct sc_clock *clock;
-	struct sc_store *store;
+	struct store *store;
 	/* filled by on_copy: duplicate rows found when copy i arrived */
 	int dup_at_copy[8];
 	int n_copies_seen;
@@ -109,15 +109,15 @@ static void expect(struct trial *t, bool ok, const char *what)
 		      t->hold ? "hold" : "resend", what);
 }
 
-static size_t ledger_n(struct sc_store *s, const char *outcome)
+static size_t ledger_n(struct store *s, const char *outcome)
 {
 	struct ledger_filter f = {.schedule = "weekly", .since_ms = INT64_MIN,
 				  .until_ms = INT64_MAX, .outcome = outcome};
 	struct ledger_row *rows = NULL;
 	size_t n = 0;
 
-	assert_int_equal(ledger_query(s, &f, &rows, &n, NULL), 0);
-	ledger_rows_free(rows, n);
+	assert_int_equal(store_ledger_query(s, &f, &rows, &n, NULL), 0);
+	store_ledger_rows_free(rows, n);
 	return n;
 }
 
@@ -125,10 +125,10 @@ static enum send_state row_state(struct trial *t)
 {
 	struct outbox_entry e = {0};
 
-	if (outbox_get(t->store, "weekly", SLOT, "hook", &e, NULL) != 0)
+	if (store_outbox_get(t->store, "weekly", SLOT, "hook", &e, NULL) != 0)
 		return SEND_NONE;
 	enum send_state s = e.state;
-	outbox_entry_dispose(&e);
+	store_outbox_entry_dispose(&e);
 	return s;
 }
 
@@ -136,7 +136,7 @@ static bool slot_marked(struct trial *t)
 {
 	bool m = false;
 
-	assert_int_equal(slot_is_marked(t->store, "weekly", SLOT, &m, NULL), 0);
+	assert_int_equal(store_slot_is_marked(t->store, "weekly", SLOT, &m, NULL), 0);
 	return m;
 }
 

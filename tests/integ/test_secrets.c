@@ -201,7 +201,7 @@ static int wait_exit(pid_t pid, int64_t timeout_ms)
 	return tu_wait_exit(pid, timeout_ms);
 }
 
-static struct sc_store *open_store(const struct env *e)
+static struct store *open_store(const struct env *e)
 {
 	return tu_store_open(e->store_url);
 }
@@ -559,10 +559,10 @@ static void story(bool pg)
 	}
 	assert_int_equal(mode_of(&e, "out/deliveries.jsonl"), 0600);
 	/* The token cache is where the docs say it is: the store. */
-	struct sc_store *s = open_store(&e);
+	struct store *s = open_store(&e);
 	char *cached = NULL;
 	int64_t exp_ms = 0;
-	assert_int_equal(token_get(s, "broker", &cached, &exp_ms, NULL), 0);
+	assert_int_equal(store_token_get(s, "broker", &cached, &exp_ms, NULL), 0);
 	assert_string_equal(cached, access_tokens[2]);
 	assert_true(exp_ms > now_ms());
 	sc_free(cached);
@@ -615,7 +615,7 @@ static void story(bool pg)
 	struct ledger_row *rows = NULL;
 	size_t nr = 0;
 	bool saw_500 = false, saw_slack_err = false;
-	assert_int_equal(ledger_query(s, &lf, &rows, &nr, NULL), 0);
+	assert_int_equal(store_ledger_query(s, &lf, &rows, &nr, NULL), 0);
 	assert_true(nr >= 4);
 	for (size_t i = 0; i < nr; i++) {
 		char what[128];
@@ -630,7 +630,7 @@ static void story(bool pg)
 		if (strstr(m, "target chat") && strstr(m, "slack is down"))
 			saw_slack_err = true;
 	}
-	ledger_rows_free(rows, nr);
+	store_ledger_rows_free(rows, nr);
 	store_close(s);
 	/* The errors are there, only without their secrets. */
 	assert_true(saw_500);

@@ -86,7 +86,7 @@ static void yaml_to_delivered_slot(void **state)
 {
 	char dir[256], cfgpath[512], url[256], sig[128], key[80];
 	struct config *cfg = NULL;
-	struct sc_store *store = NULL;
+	struct store *store = NULL;
 	struct sc_err err = {0};
 	struct fake_http *srv = fake_http_start();
 	struct sc_clock *clock = sc_clock_virtual_new(SLOT + 500);
@@ -178,15 +178,15 @@ static void yaml_to_delivered_slot(void **state)
 	tu_rmrf(dir);
 }
 
-static size_t decision_rows(struct sc_store *s)
+static size_t decision_rows(struct store *s)
 {
 	struct ledger_filter f = {.since_ms = INT64_MIN, .until_ms = INT64_MAX,
 				  .outcome = LEDGER_DECISION};
 	struct ledger_row *rows = NULL;
 	size_t n = 0;
 
-	assert_int_equal(ledger_query(s, &f, &rows, &n, NULL), 0);
-	ledger_rows_free(rows, n);
+	assert_int_equal(store_ledger_query(s, &f, &rows, &n, NULL), 0);
+	store_ledger_rows_free(rows, n);
 	return n;
 }
 
@@ -206,7 +206,7 @@ static void held_send_released_by_the_operator(void **state)
 		"      - {name: gen, shell: \"echo report\"}\n";
 	char dir[256], cfgpath[512], url[256], cmd[2048];
 	struct config *cfg = NULL;
-	struct sc_store *store = NULL;
+	struct store *store = NULL;
 	struct sc_err err = {0};
 	struct fake_http *srv = fake_http_start();
 	struct sc_clock *clock = sc_clock_virtual_new(SLOT + 500);
@@ -227,9 +227,9 @@ static void held_send_released_by_the_operator(void **state)
 	struct orch_ctx ctx = {.store = store, .config = cfg};
 
 	/* What a crash between the send and its SENT commit leaves. */
-	assert_int_equal(outbox_put(store, "weekly", SLOT, "hook",
+	assert_int_equal(store_outbox_put(store, "weekly", SLOT, "hook",
 				    "{\"kind\":\"result\"}", NULL, &err), 0);
-	assert_int_equal(outbox_set_state(store, "weekly", SLOT, "hook",
+	assert_int_equal(store_outbox_set_state(store, "weekly", SLOT, "hook",
 					  SEND_SENDING, &err), 0);
 	assert_int_equal(queue_enqueue(store, "weekly", SLOT, &two, NULL, NULL,
 				       &err), 0);
@@ -243,18 +243,18 @@ static void held_send_released_by_the_operator(void **state)
 
 	/* Two answers at once are refused, and change nothing. */
 	struct outbox_entry before = {0}, after = {0};
-	assert_int_equal(outbox_get(store, "weekly", SLOT, "hook", &before,
+	assert_int_equal(store_outbox_get(store, "weekly", SLOT, "hook", &before,
 				    &err), 0);
 	snprintf(cmd, sizeof(cmd), "'%s' release --config='%s' --arrived "
 		 "--resend weekly 2026-11-27T17:00:00Z hook >/dev/null 2>&1",
 		 tu_bin(), cfgpath);
 	na = system(cmd);
 	assert_true(WIFEXITED(na) && WEXITSTATUS(na) == 2);
-	assert_int_equal(outbox_get(store, "weekly", SLOT, "hook", &after,
+	assert_int_equal(store_outbox_get(store, "weekly", SLOT, "hook", &after,
 				    &err), 0);
 	assert_int_equal(after.state, before.state);
-	outbox_entry_dispose(&before);
-	outbox_entry_dispose(&after);
+	store_outbox_entry_dispose(&before);
+	store_outbox_entry_dispose(&after);
 
 	/* No decision yet, so no decision row (the refused one wrote none). */
 	assert_int_equal(decision_rows(store), 0);
@@ -265,9 +265,9 @@ static void held_send_released_by_the_operator(void **state)
 		 "2>&1", tu_bin(), cfgpath);
 	assert_int_equal(system(cmd), 0);
 	struct outbox_entry e = {0};
-	assert_int_equal(outbox_get(store, "weekly", SLOT, "hook", &e, &err), 0);
+	assert_int_equal(store_outbox_get(store, "weekly", SLOT, "hook", &e, &err), 0);
 	assert_int_equal(e.state, SEND_FAILED);
-	outbox_entry_dispose(&e);
+	store_outbox_entry_dispose(&e);
 	/* Releasing again is refused: it is no longer held. */
 	na = system(cmd);
 	assert_true(WIFEXITED(na) && WEXITSTATUS(na) == 2);
@@ -282,7 +282,7 @@ static void held_send_released_by_the_operator(void **state)
 				   .outcome = LEDGER_DECISION};
 	struct ledger_row *rows = NULL;
 	size_t nr = 0;
-	assert_int_equal(ledger_query(store, &lf, &rows, &nr, &err), 0);
+	assert_int_equal(store_ledger_query(store, &lf, &rows, &nr, &err), 0);
 	assert_int_equal(nr, 1);
 	assert_int_equal(rows[0].slot_ms, SLOT);
 	assert_int_equal(rows[0].job_id, job.id);
@@ -297,7 +297,7 @@ static void held_send_released_by_the_operator(void **state)
 	assert_string_equal(json_string_value(json_object_get(det, "by")),
 			    "ops-alice");
 	json_decref(det);
-	ledger_rows_free(rows, nr);
+	store_ledger_rows_free(rows, nr);
 	char out[4096];
 	snprintf(cmd, sizeof(cmd), "'%s' ledger --config '%s' --outcome "
 		 "decision > '%s/ledger.txt' 2>&1", tu_bin(), cfgpath, dir);

@@ -186,7 +186,7 @@ static void soak_daemons_under_faults(void **state)
 		   "      - {name: t, shell: \"echo \\\"$SURECRON_SLOT\\\"\"}\n",
 		pgfx_url());
 	fclose(f);
-	struct sc_store *st = tu_store_open(pgfx_url());
+	struct store *st = tu_store_open(pgfx_url());
 	store_close(st);
 
 	pid_a = start();

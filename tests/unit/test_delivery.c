@@ -183,7 +183,7 @@ static void webhook_posts_signed_object(void **state)
 	fake_http_set_default(srv, "/hook", 200, NULL, "ok");
 	assert_int_equal(delivery_idempotency_key(DELIVERY_RESULT, "weekly",
 						  SLOT, "hook", 0, key, NULL), 0);
-	struct delivery_send s = {.target = &t, .body = body,
+	struct target_copy s = {.target = &t, .body = body,
 				  .idempotency_key = key, .clock = clk};
 	assert_int_equal(delivery_send(&s, NULL), 0);
 	assert_int_equal(delivery_send(&s, NULL), 0);
@@ -213,7 +213,7 @@ static void webhook_posts_signed_object(void **state)
 	/* The way the outbox sends: no key given, the target computes it
 	 * from (kind, schedule, slot, target) at send time; the header is
 	 * the known value receivers already saw. */
-	struct delivery_send s2 = {.target = &t, .body = body,
+	struct target_copy s2 = {.target = &t, .body = body,
 				   .kind = DELIVERY_RESULT,
 				   .schedule = "weekly", .slot_ms = SLOT,
 				   .clock = clk};
@@ -231,7 +231,7 @@ static void webhook_failures_carry_status_and_excerpt(void **state)
 	char url[256];
 	struct target_spec t = webhook_target("hook");
 	struct sc_err err = {0};
-	struct delivery_send s = {.target = &t, .body = "{}"};
+	struct target_copy s = {.target = &t, .body = "{}"};
 
 	t.secret_env = NULL;
 	logged[0] = '\0';
@@ -334,7 +334,7 @@ static void slack_posts_text(void **state)
 
 	setenv("TEST_SLACK_URL", fake_http_url(srv, "/slack", url, sizeof(url)), 1);
 	fake_http_set_default(srv, "/slack", 200, NULL, "ok");
-	struct delivery_send s = {.target = &t, .body = body};
+	struct target_copy s = {.target = &t, .body = body};
 	assert_int_equal(delivery_send(&s, NULL), 0);
 	assert_true(fake_http_request(srv, "/slack", 0, &r));
 	json_t *o = json_loads(r.body, 0, NULL);
@@ -355,7 +355,7 @@ static void file_appends_lines_0600(void **state)
 	struct stat st;
 
 	snprintf(path, sizeof(path), "%s/out.jsonl", dir);
-	struct delivery_send s = {.target = &t, .body = "{\"a\":1}"};
+	struct target_copy s = {.target = &t, .body = "{\"a\":1}"};
 	assert_int_equal(delivery_send(&s, NULL), 0);
 	s.body = "{\"b\":2}";
 	assert_int_equal(delivery_send(&s, NULL), 0);
@@ -393,7 +393,7 @@ static void command_gets_message_on_stdin(void **state)
 	fputs(cmd, f);
 	fclose(f);
 	chmod(script, 0700);
-	struct delivery_send s = {.target = &t, .body = "{\"kind\":\"result\"}",
+	struct target_copy s = {.target = &t, .body = "{\"kind\":\"result\"}",
 				  .idempotency_key = "k123"};
 	assert_int_equal(delivery_send(&s, &err), 0);
 	f = fopen(out, "r");

@@ -31,7 +31,7 @@ struct fix {
 	char dir[256];
 	char runlog[320];
 	struct sc_clock *clock;
-	struct sc_store *store;
+	struct store *store;
 	struct target_spec targets[4];
 	char *alert_names[2];
 	struct config cfg;
@@ -150,20 +150,20 @@ static bool marked(void)
 {
 	bool m = true;
 
-	assert_int_equal(slot_is_marked(F.store, "weekly", SLOT, &m, NULL), 0);
+	assert_int_equal(store_slot_is_marked(F.store, "weekly", SLOT, &m, NULL), 0);
 	return m;
 }
 
 static enum send_state state_of(const char *target)
 {
 	struct outbox_entry e = {0};
-	int rc = outbox_get(F.store, "weekly", SLOT, target, &e, NULL);
+	int rc = store_outbox_get(F.store, "weekly", SLOT, target, &e, NULL);
 
 	if (rc == SC_ENOENT)
 		return SEND_NONE;
 	assert_int_equal(rc, 0);
 	enum send_state s = e.state;
-	outbox_entry_dispose(&e);
+	store_outbox_entry_dispose(&e);
 	return s;
 }
 
@@ -476,7 +476,7 @@ static void marked_slot_is_never_run_again(void **state)
 	struct sc_err err;
 
 	add_task("gen", "echo hello");
-	assert_int_equal(slot_mark(F.store, "weekly", SLOT, NULL), 0);
+	assert_int_equal(store_slot_mark(F.store, "weekly", SLOT, NULL), 0);
 	assert_int_equal(run(1, &rep, &err), 0);
 	assert_true(rep.already_marked);
 	assert_int_equal(task_runs(), 0);
@@ -552,10 +552,10 @@ static size_t ledger_count(const char *outcome, char *cls, size_t n)
 	struct ledger_row *rows = NULL;
 	size_t nr = 0;
 
-	assert_int_equal(ledger_query(F.store, &f, &rows, &nr, NULL), 0);
+	assert_int_equal(store_ledger_query(F.store, &f, &rows, &nr, NULL), 0);
 	if (cls && nr)
 		snprintf(cls, n, "%s", rows[nr - 1].error_class);
-	ledger_rows_free(rows, nr);
+	store_ledger_rows_free(rows, nr);
 	return nr;
 }
 
@@ -742,7 +742,7 @@ static void two_recoveries_alert_a_lost_slot_once(void **state)
 {
 	static const struct sc_retry_policy once = {1, SC_BACKOFF_EXPONENTIAL,
 						    MIN};
-	struct sc_store *y = NULL, *c = NULL;
+	struct store *y = NULL, *c = NULL;
 	struct sc_clock *lag = NULL;
 	struct store_job job;
 	struct orch_ctx cx, cy;

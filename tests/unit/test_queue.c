@@ -24,7 +24,7 @@
 
 struct fix {
 	struct sc_clock *clock;
-	struct sc_store *s;
+	struct store *s;
 };
 
 static void fix_open(void **state, struct fix *f)
@@ -56,7 +56,7 @@ static size_t ledger(struct fix *f, const char *schedule,
 				   .until_ms = INT64_MAX};
 	size_t n;
 
-	assert_int_equal(ledger_query(f->s, &lf, rows, &n, NULL), 0);
+	assert_int_equal(store_ledger_query(f->s, &lf, rows, &n, NULL), 0);
 	return n;
 }
 
@@ -146,14 +146,14 @@ static void backoff_timeline_low_class(void **state)
 	}
 	assert_string_equal(rows[3].outcome, LEDGER_LOST);
 	assert_int_equal(rows[3].attempt, 4);
-	ledger_rows_free(rows, n);
+	store_ledger_rows_free(rows, n);
 	/* The lost slot shows up in the lost-or-missed query. */
 	struct ledger_filter lf = {.since_ms = T0, .until_ms = T0 + 1,
 				   .lost_or_missed = true};
-	assert_int_equal(ledger_query(f.s, &lf, &rows, &n, NULL), 0);
+	assert_int_equal(store_ledger_query(f.s, &lf, &rows, &n, NULL), 0);
 	assert_int_equal(n, 1);
 	assert_int_equal(rows[0].job_id, id);
-	ledger_rows_free(rows, n);
+	store_ledger_rows_free(rows, n);
 	fix_close(&f);
 }
 
@@ -194,7 +194,7 @@ static void hints_delay_but_never_advance(void **state)
 	assert_int_equal(n, 3);
 	assert_int_equal(rows[1].retry_hint_ms, 2 * 3600000);
 	assert_string_equal(rows[1].error_class, "http");
-	ledger_rows_free(rows, n);
+	store_ledger_rows_free(rows, n);
 	fix_close(&f);
 }
 
@@ -223,7 +223,7 @@ static void permanent_error_loses_the_slot_at_once(void **state)
 	assert_string_equal(rows[0].outcome, LEDGER_LOST);
 	assert_string_equal(rows[0].error_msg, "unknown model name");
 	assert_string_equal(rows[0].details_json, "{\"k\":1}");
-	ledger_rows_free(rows, n);
+	store_ledger_rows_free(rows, n);
 	/* Nothing left to claim. */
 	sc_clock_advance_ms(f.clock, 86400000);
 	assert_false(claim1(&f, &j));
@@ -258,7 +258,7 @@ static void stalls_count_and_hit_the_limit(void **state)
 	assert_int_equal(n, QUEUE_STALL_LIMIT + 2);
 	assert_string_equal(rows[n - 1].outcome, LEDGER_LOST);
 	assert_string_equal(rows[n - 1].error_class, "stalled");
-	ledger_rows_free(rows, n);
+	store_ledger_rows_free(rows, n);
 	fix_close(&f);
 }
 
@@ -301,7 +301,7 @@ static void stale_worker_is_fenced_off(void **state)
 	assert_int_equal(queue_recover(f.s, 2, NULL, NULL), 0);
 	assert_true(claim1(&f, &fresh));
 	size_t before = ledger(&f, "s", &rows);
-	ledger_rows_free(rows, before);
+	store_ledger_rows_free(rows, before);
 
 	assert_int_equal(queue_heartbeat(f.s, &stale, LEASE, &err), SC_ELEASE);
 	assert_int_equal(queue_complete(f.s, &stale, NULL, NULL), SC_ELEASE);
@@ -316,7 +316,7 @@ static void stale_worker_is_fenced_off(void **state)
 	assert_int_equal(now.attempts, 2);
 	size_t after = ledger(&f, "s", &rows);
 	assert_int_equal(after, before);
-	ledger_rows_free(rows, after);
+	store_ledger_rows_free(rows, after);
 	assert_int_equal(queue_complete(f.s, &fresh, NULL, NULL), 0);
 	fix_close(&f);
 }
@@ -429,7 +429,7 @@ static void processes_never_claim_the_same_job(void **state)
 		pids[k] = fork();
 		assert_true(pids[k] >= 0);
 		if (pids[k] == 0) {
-			struct sc_store *s = NULL;
+			struct store *s = NULL;
 			struct store_job j[4];
 			char name[16];
 			size_t n;
@@ -520,7 +520,7 @@ static void failpoints_leave_consistent_state(void **state)
 		pid = fork();
 		assert_true(pid >= 0);
 		if (pid == 0) {
-			struct sc_store *s = NULL;
+			struct store *s = NULL;
 			struct sc_err cause = {.code = SC_ETASK, .msg = "x"};
 			size_t n;
 			setenv("SURECRON_FAILPOINTS", cases[i].point, 1);
@@ -547,7 +547,7 @@ static void failpoints_leave_consistent_state(void **state)
 		assert_int_equal(j.attempts, 1);
 		size_t n = ledger(&f, sched, &rows);
 		assert_int_equal(n, cases[i].ledger_rows_after_kill);
-		ledger_rows_free(rows, n);
+		store_ledger_rows_free(rows, n);
 		/* Recovery: a dead worker's attempt is a stall. */
 		sc_clock_advance_ms(f.clock, LEASE + 1);
 		assert_int_equal(queue_recover(f.s, 2, NULL, NULL), 0);
@@ -561,7 +561,7 @@ static void failpoints_leave_consistent_state(void **state)
 		for (size_t k = 0; k < n; k++)
 			success += strcmp(rows[k].outcome, LEDGER_SUCCESS) == 0;
 		assert_int_equal(success, 1);
-		ledger_rows_free(rows, n);
+		store_ledger_rows_free(rows, n);
 		fix_close(&f);
 	}
 }
@@ -589,7 +589,7 @@ static void commit_error_rolls_back(void **state)
 	assert_int_equal(now.state, JOB_ACTIVE);
 	size_t n = ledger(&f, "s", &rows);
 	assert_int_equal(n, 0);
-	ledger_rows_free(rows, n);
+	store_ledger_rows_free(rows, n);
 	/* The handle still works. */
 	assert_int_equal(queue_complete(f.s, &j, NULL, NULL), 0);
 	fix_close(&f);

@@ -5,7 +5,7 @@
  * missed rows, the bounded catch-up of a huge gap, the wall clock set
  * backwards and forwards, DST days through the cron engine, and an
  * environment override moving both firing and the retry class.
- * "now" is handed to sched_tick directly (the scheduler reads no clock);
+ * "now" is handed to scheduler_tick directly (the scheduler reads no clock);
  * the store's clock is a virtual one kept in step.
  */
 #include <setjmp.h>
@@ -40,7 +40,7 @@ struct fix {
 	char name[32];      /* the schedule under test */
 	const char *url;    /* the store's (sqlite file or pg schema) */
 	struct sc_clock *clock;
-	struct sc_store *s;
+	struct store *s;
 	struct config *cfg;
 };
 
@@ -108,14 +108,14 @@ static void load(const char *cron, const char *tz, const char *catchup)
 		fail_msg("config: %s", err.msg);
 }
 
-static struct sched_result tick_on(struct sc_store *s, int64_t now)
+static struct sched_result tick_on(struct store *s, int64_t now)
 {
 	struct sched_result r;
 	struct sc_err err = {0};
 
 	sc_clock_set_ms(F.clock, now);
-	if (sched_tick(s, F.cfg, now, NULL, &r, &err) != 0)
-		fail_msg("sched_tick: %s", err.msg);
+	if (scheduler_tick(s, F.cfg, now, NULL, &r, &err) != 0)
+		fail_msg("scheduler_tick: %s", err.msg);
 	assert_int_equal(r.n_errors, 0);
 	return r;
 }
@@ -164,7 +164,7 @@ static size_t missed(struct ledger_row **rows)
 				   .outcome = LEDGER_MISSED};
 	size_t n = 0;
 
-	assert_int_equal(ledger_query(F.s, &lf, rows, &n, NULL), 0);
+	assert_int_equal(store_ledger_query(F.s, &lf, rows, &n, NULL), 0);
 	return n;
 }
 
@@ -181,7 +181,7 @@ static void first_start_invents_no_past_slot(void **state)
 	assert_int_equal(n_jobs(), 0);
 	assert_int_equal(r.next_ms, iso("2026-01-01T12:10:00Z"));
 	/* The baseline is recorded: a later start is not a first start. */
-	assert_int_equal(sched_last_get(F.s, F.name, &last, NULL), 0);
+	assert_int_equal(store_sched_last_get(F.s, F.name, &last, NULL), 0);
 	assert_true(last < now && last >= now - 1000);
 	r = tick(r.next_ms);
 	assert_int_equal(r.n_first_start, 0);
@@ -230,7 +230,7 @@ static void normal_firing_one_job_per_slot(void **state)
 	assert_int_equal(r.n_enqueued, 0);
 	assert_int_equal(n_jobs(), 24);
 	int64_t last;
-	assert_int_equal(sched_last_get(F.s, F.name, &last, NULL), 0);
+	assert_int_equal(store_sched_last_get(F.s, F.name, &last, NULL), 0);
 	assert_int_equal(last, iso("2026-01-01T23:15:00Z"));
 }
 
@@ -250,7 +250,7 @@ static void job_carries_the_class_policy_and_is_due_at_slot(void **state)
 
 static void two_schedulers_on_one_store_enqueue_once(void **state)
 {
-	struct sc_store *b = NULL;
+	struct store *b = NULL;
 	int64_t t = iso("2026-01-01T00:00:30Z");
 
 	/* A second handle on the same store: another node. */
@@ -281,7 +281,7 @@ static void two_schedulers_on_one_store_enqueue_once(void **state)
  * hook point, i.e. after node A looked for existing missed rows and before
  * A writes any. */
 struct race {
-	struct sc_store *other;
+	struct store *other;
 	const struct sched_opts *opts;
 	int64_t now;
 	int hits, rc;
@@ -294,7 +294,7 @@ static void other_node_ticks(const char *name, void *ud)
 
 	if (strcmp(name, "sched.missed_checked") != 0 || x->hits++ > 0)
 		return;
-	x->rc = sched_tick(x->other, F.cfg, x->now, x->opts, &x->r, NULL);
+	x->rc = scheduler_tick(x->other, F.cfg, x->now, x->opts, &x->r, NULL);
 }
 
 /*
@@ -315,7 +315,7 @@ static void two_nodes_catching_up_at_once_record_each_slot_once(void **state)
 	int64_t back = iso("2026-01-01T15:30:00Z");
 
 	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
-		struct sc_store *b = NULL;
+		struct store *b = NULL;
 		struct sched_opts o = {.max_missed_rows = cases[c].max_missed_rows};
 		struct race x = {.opts = &o, .now = back + (int64_t)c * DAY};
 		struct sched_result r;
@@ -326,10 +326,10 @@ static void two_nodes_catching_up_at_once_record_each_slot_once(void **state)
 		tick(x.now - 3 * HOUR); /* first start at 12:30; down until 15:30 */
 		assert_int_equal(store_open(F.url, F.clock, &b, NULL), 0);
 		x.other = b;
-		sched_result_init(&x.r);
+		scheduler_result_init(&x.r);
 		sc_clock_set_ms(F.clock, x.now);
 		failpoint_set_hook(other_node_ticks, &x);
-		int rc = sched_tick(F.s, F.cfg, x.now, &o, &r, NULL);
+		int rc = scheduler_tick(F.s, F.cfg, x.now, &o, &r, NULL);
 		failpoint_set_hook(NULL, NULL);
 		assert_int_equal(rc, 0);
 		assert_int_equal(x.rc, 0);
@@ -345,7 +345,7 @@ static void two_nodes_catching_up_at_once_record_each_slot_once(void **state)
 			if (i > 0)
 				assert_true(rows[i].slot_ms > rows[i - 1].slot_ms);
 		}
-		ledger_rows_free(rows, n);
+		store_ledger_rows_free(rows, n);
 		assert_int_equal(n_jobs(), 0);
 		store_close(b);
 	}
@@ -365,14 +365,14 @@ static void two_processes_racing_enqueue_each_slot_once(void **state)
 		kids[k] = fork();
 		assert_true(kids[k] >= 0);
 		if (kids[k] == 0) {
-			struct sc_store *s = NULL;
+			struct store *s = NULL;
 			struct sched_result r;
 			int bad = 0;
 
 			if (store_open(F.url, F.clock, &s, NULL) != 0)
 				_exit(2);
 			for (int i = 1; i <= N_TICKS; i++)
-				bad += sched_tick(s, F.cfg, t + i * MIN, NULL,
+				bad += scheduler_tick(s, F.cfg, t + i * MIN, NULL,
 						  &r, NULL) != 0;
 			store_close(s);
 			_exit(bad ? 1 : 0);
@@ -410,13 +410,13 @@ static void catchup_case(const char *policy, int want_jobs,
 		assert_int_equal(rows[i].job_id, 0);
 		assert_non_null(strstr(rows[i].error_msg, policy));
 	}
-	ledger_rows_free(rows, n);
+	store_ledger_rows_free(rows, n);
 	/* Ticking again records nothing twice. */
 	r = tick(iso("2026-12-05T09:00:01Z"));
 	assert_int_equal(r.n_missed + r.n_enqueued, 0);
 	n = missed(&rows);
 	assert_int_equal(n, n_want);
-	ledger_rows_free(rows, n);
+	store_ledger_rows_free(rows, n);
 	/* The next slot is the next Friday. */
 	assert_int_equal(r.next_ms, iso("2026-12-11T17:00:00Z"));
 }
@@ -455,7 +455,7 @@ static void interrupted_tick_is_repaired_without_duplicates(void **state)
 	load("0 17 * * 5", "UTC", "latest");
 	tick(iso("2026-11-26T12:00:00Z"));
 	setenv("SURECRON_FAILPOINTS", "sched.before_last_set:err", 1);
-	int rc = sched_tick(F.s, F.cfg, now, NULL, &r, &err);
+	int rc = scheduler_tick(F.s, F.cfg, now, NULL, &r, &err);
 	unsetenv("SURECRON_FAILPOINTS");
 	assert_int_equal(rc, SC_EIO);
 	assert_int_equal(r.n_errors, 1);
@@ -463,7 +463,7 @@ static void interrupted_tick_is_repaired_without_duplicates(void **state)
 	struct ledger_row *rows;
 	size_t n = missed(&rows);
 	assert_int_equal(n, 1);
-	ledger_rows_free(rows, n);
+	store_ledger_rows_free(rows, n);
 
 	/* The restart comes a week later: FRI3 is the newest and runs; FRI1
 	 * keeps its one row; FRI2 ran, so it gets none. */
@@ -473,7 +473,7 @@ static void interrupted_tick_is_repaired_without_duplicates(void **state)
 	n = missed(&rows);
 	assert_int_equal(n, 1);
 	assert_int_equal(rows[0].slot_ms, iso(FRI1));
-	ledger_rows_free(rows, n);
+	store_ledger_rows_free(rows, n);
 	assert_int_equal(n_jobs(), 2);
 }
 
@@ -517,7 +517,7 @@ static void huge_gap_is_bounded_and_summarised(void **state)
 	assert_int_equal(sum->slot_ms, t0 + 500 + SCHED_MISSED_ROWS_MAX * SEC);
 	assert_non_null(strstr(sum->details_json, "\"summary\":true"));
 	assert_non_null(strstr(sum->error_msg, "at least"));
-	ledger_rows_free(rows, n);
+	store_ledger_rows_free(rows, n);
 	assert_true(r.n_missed > 100000);
 	/* Bounded work: under 2 s of CPU (a tick that walked the 2.6
 	 * million slots one by one would take far more), whatever else
@@ -550,7 +550,7 @@ static void dense_burst_after_quiet_stretch_finds_the_newest(void **state)
 	assert_int_equal(rows[0].slot_ms, iso("2026-01-01T00:00:01Z"));
 	assert_non_null(strstr(rows[n - 1].details_json,
 			       "\"until\":\"2026-03-02T23:59:58Z\""));
-	ledger_rows_free(rows, n);
+	store_ledger_rows_free(rows, n);
 	assert_int_equal(r.next_ms, iso("2026-04-01T00:00:00Z"));
 }
 
@@ -571,7 +571,7 @@ static void counted_gap_summary_has_exact_count(void **state)
 	snprintf(want, sizeof(want), "\"count\":%d",
 		 1439 - SCHED_MISSED_ROWS_MAX);
 	assert_non_null(strstr(rows[n - 1].details_json, want));
-	ledger_rows_free(rows, n);
+	store_ledger_rows_free(rows, n);
 }
 
 static void clock_set_backwards_reruns_nothing(void **state)
@@ -614,7 +614,7 @@ static void clock_set_forwards_is_catchup(void **state)
 		assert_int_equal(rows[i].slot_ms,
 				 iso("2026-01-01T13:00:00Z") +
 					 (int64_t)i * HOUR);
-	ledger_rows_free(rows, n);
+	store_ledger_rows_free(rows, n);
 	assert_int_equal(n_jobs(), 2);
 }
 
@@ -707,7 +707,7 @@ static void memo_ticks_match_plain_ticks(void **state)
 	for (size_t i = 0; i < sizeof(nows) / sizeof(nows[0]); i++) {
 		int64_t now = iso(nows[i]);
 		sc_clock_set_ms(F.clock, now);
-		assert_int_equal(sched_tick_memo(F.s, F.cfg, now, memo, NULL, &r,
+		assert_int_equal(scheduler_tick_memo(F.s, F.cfg, now, memo, NULL, &r,
 						 NULL), 0);
 		if (n_jobs() != jobs[i])
 			fail_msg("tick %zu (%s): %lld jobs, want %lld", i,
@@ -720,7 +720,7 @@ static void memo_ticks_match_plain_ticks(void **state)
 	struct ledger_row *rows;
 	size_t n = missed(&rows);
 	assert_int_equal(n, 4); /* 14:00 .. 17:00 */
-	ledger_rows_free(rows, n);
+	store_ledger_rows_free(rows, n);
 }
 
 static void bad_zone_is_counted_and_others_still_run(void **state)
@@ -743,7 +743,7 @@ static void bad_zone_is_counted_and_others_still_run(void **state)
 	/* The zone vanished after loading. */
 	free(F.cfg->schedules[1].tz);
 	F.cfg->schedules[1].tz = strdup("No/Such_Zone");
-	int rc = sched_tick(F.s, F.cfg, iso("2026-01-01T00:00:00Z"), NULL, &r,
+	int rc = scheduler_tick(F.s, F.cfg, iso("2026-01-01T00:00:00Z"), NULL, &r,
 			    &err);
 	assert_int_equal(rc, SC_EZONE);
 	assert_int_equal(r.n_errors, 1);

@@ -34,7 +34,7 @@ static const struct sc_retry_policy low = {4, SC_BACKOFF_EXPONENTIAL,
 
 struct fix {
 	struct sc_clock *clock;
-	struct sc_store *s;
+	struct store *s;
 };
 
 static void fix_open(void **state, struct fix *f)
@@ -95,7 +95,7 @@ static void file_bytes(const char *path, char **data, size_t *len)
 static void url_forms(void **state)
 {
 	struct sc_clock *c;
-	struct sc_store *s = NULL;
+	struct store *s = NULL;
 	struct sc_err err = {0};
 	char bare[512];
 
@@ -157,7 +157,7 @@ static void newer_version_is_refused_untouched(void **state)
 	char *before, *after;
 	size_t n1, n2;
 	struct sc_err err = {0};
-	struct sc_store *s = NULL;
+	struct store *s = NULL;
 
 	if (!tb_is_sqlite(state))
 		skip();
@@ -200,7 +200,7 @@ static void expect_refused(void **state, struct sc_clock *c,
 	char *before, *after;
 	size_t n1, n2;
 	struct sc_err err = {0};
-	struct sc_store *s = NULL;
+	struct store *s = NULL;
 
 	file_bytes(tb_path(state), &before, &n1);
 	assert_int_equal(store_open(tb_url(state), c, &s, &err), SC_ECORRUPT);
@@ -287,12 +287,12 @@ static void disk_full_is_reported_and_database_stays_intact(void **state)
 	pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
-		struct sc_store *s = NULL;
+		struct store *s = NULL;
 		struct sc_err err = {0};
 		struct rlimit rl;
 		int64_t slots[4000];
 		long long biggest;
-		char name[SC_NAME_MAX];
+		char name[STORE_NAME_MAX];
 
 		close(fds[0]);
 		signal(SIGXFSZ, SIG_IGN);
@@ -394,7 +394,7 @@ static void bad_arguments_are_refused(void **state)
 {
 	struct fix f;
 	struct sc_err err = {0};
-	char longname[SC_NAME_MAX + 4];
+	char longname[STORE_NAME_MAX + 4];
 	struct sc_retry_policy bad = {0, SC_BACKOFF_FIXED, 1};
 	struct store_job j;
 	size_t n;
@@ -558,7 +558,7 @@ static void finish_writes_one_ledger_row(void **state)
 	assert_int_equal(store_job_finish(f.s, id, j.lease_token, JOB_DONE, 0,
 					  NULL, NULL),
 			 0);
-	assert_int_equal(ledger_query(f.s, NULL, &rows, &n, NULL), 0);
+	assert_int_equal(store_ledger_query(f.s, NULL, &rows, &n, NULL), 0);
 	assert_int_equal(n, 2);
 	assert_string_equal(rows[0].outcome, LEDGER_FAILED);
 	assert_string_equal(rows[0].schedule, "s");
@@ -575,7 +575,7 @@ static void finish_writes_one_ledger_row(void **state)
 	assert_int_equal(rows[1].attempt, 2);
 	assert_null(rows[1].error_msg);
 	assert_string_equal(rows[1].error_class, "");
-	ledger_rows_free(rows, n);
+	store_ledger_rows_free(rows, n);
 	fix_close(&f);
 }
 
@@ -628,7 +628,7 @@ static void recover_counts_stalls_and_gives_up(void **state)
 	}
 	struct ledger_filter lf = {.since_ms = INT64_MIN,
 				   .until_ms = INT64_MAX};
-	assert_int_equal(ledger_query(f.s, &lf, &rows, &n, NULL), 0);
+	assert_int_equal(store_ledger_query(f.s, &lf, &rows, &n, NULL), 0);
 	assert_int_equal(n, 4);
 	for (int i = 0; i < 3; i++) {
 		assert_string_equal(rows[i].outcome, LEDGER_STALLED);
@@ -637,7 +637,7 @@ static void recover_counts_stalls_and_gives_up(void **state)
 	}
 	assert_string_equal(rows[3].outcome, LEDGER_LOST);
 	assert_non_null(strstr(rows[3].error_msg, "stalled 3 times"));
-	ledger_rows_free(rows, n);
+	store_ledger_rows_free(rows, n);
 
 	/* A stall on the last attempt is a lost slot too. */
 	struct sc_retry_policy one = {1, SC_BACKOFF_FIXED, MIN};
@@ -652,10 +652,10 @@ static void recover_counts_stalls_and_gives_up(void **state)
 	assert_int_equal(j.state, JOB_DEAD);
 	lf.schedule = "t";
 	lf.outcome = LEDGER_LOST;
-	assert_int_equal(ledger_query(f.s, &lf, &rows, &n, NULL), 0);
+	assert_int_equal(store_ledger_query(f.s, &lf, &rows, &n, NULL), 0);
 	assert_int_equal(n, 1);
 	assert_non_null(strstr(rows[0].error_msg, "attempts used up"));
-	ledger_rows_free(rows, n);
+	store_ledger_rows_free(rows, n);
 	fix_close(&f);
 }
 
@@ -794,12 +794,12 @@ static void ledger_queries_filter(void **state)
 		snprintf(r.schedule, sizeof(r.schedule), "%s",
 			 seed[i].schedule);
 		snprintf(r.outcome, sizeof(r.outcome), "%s", seed[i].outcome);
-		assert_int_equal(ledger_append(f.s, &r, NULL), 0);
+		assert_int_equal(store_ledger_append(f.s, &r, NULL), 0);
 	}
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct ledger_row *rows;
 		size_t n;
-		assert_int_equal(ledger_query(f.s, &cases[i].f, &rows, &n,
+		assert_int_equal(store_ledger_query(f.s, &cases[i].f, &rows, &n,
 					      NULL),
 				 0);
 		if (n != cases[i].n)
@@ -815,10 +815,10 @@ static void ledger_queries_filter(void **state)
 			assert_true(cases[i].f.newest_first
 					    ? rows[k].id < rows[k - 1].id
 					    : rows[k].id > rows[k - 1].id);
-		ledger_rows_free(rows, n);
+		store_ledger_rows_free(rows, n);
 	}
 	struct ledger_row bad = {.schedule = "a"};
-	assert_int_equal(ledger_append(f.s, &bad, NULL), SC_EINVAL);
+	assert_int_equal(store_ledger_append(f.s, &bad, NULL), SC_EINVAL);
 	fix_close(&f);
 }
 
@@ -831,8 +831,8 @@ static size_t count_rows(struct fix *f, const char *sched, const char *outcome)
 	struct ledger_row *rows;
 	size_t n;
 
-	assert_int_equal(ledger_query(f->s, &lf, &rows, &n, NULL), 0);
-	ledger_rows_free(rows, n);
+	assert_int_equal(store_ledger_query(f->s, &lf, &rows, &n, NULL), 0);
+	store_ledger_rows_free(rows, n);
 	return n;
 }
 
@@ -866,7 +866,7 @@ static void missed_row_is_kept_once_per_slot(void **state)
 			 seq[i].schedule);
 		snprintf(r.outcome, sizeof(r.outcome), "%s", seq[i].outcome);
 		r.error_msg = (char *)"not run";
-		assert_int_equal(ledger_append_written(f.s, &r, &written,
+		assert_int_equal(store_ledger_append_written(f.s, &r, &written,
 						       NULL),
 				 0);
 		if (written != seq[i].written)
@@ -883,15 +883,15 @@ static void missed_row_is_kept_once_per_slot(void **state)
 				   .outcome = LEDGER_MISSED};
 	struct ledger_row *rows;
 	size_t n;
-	assert_int_equal(ledger_query(f.s, &lf, &rows, &n, NULL), 0);
+	assert_int_equal(store_ledger_query(f.s, &lf, &rows, &n, NULL), 0);
 	assert_int_equal(n, 1);
 	assert_int_equal(rows[0].finished_ms, T0);
-	ledger_rows_free(rows, n);
-	/* The plain ledger_append drops the duplicate quietly too. */
+	store_ledger_rows_free(rows, n);
+	/* The plain store_ledger_append drops the duplicate quietly too. */
 	struct ledger_row again = {.slot_ms = T0};
 	snprintf(again.schedule, sizeof(again.schedule), "a");
 	snprintf(again.outcome, sizeof(again.outcome), "%s", LEDGER_MISSED);
-	assert_int_equal(ledger_append(f.s, &again, NULL), 0);
+	assert_int_equal(store_ledger_append(f.s, &again, NULL), 0);
 	assert_int_equal(count_rows(&f, "a", LEDGER_MISSED), 2);
 	fix_close(&f);
 }
@@ -942,33 +942,33 @@ static void version_2_outbox_bodies_migrate(void **state)
 	struct outbox_entry e = {0};
 
 	fix_open(state, &f);
-	assert_int_equal(outbox_put(f.s, "s", T0, "a", "body of a", NULL,
+	assert_int_equal(store_outbox_put(f.s, "s", T0, "a", "body of a", NULL,
 				    NULL), 0);
-	assert_int_equal(outbox_put(f.s, "s", T0, "b", "body of b", NULL,
+	assert_int_equal(store_outbox_put(f.s, "s", T0, "b", "body of b", NULL,
 				    NULL), 0);
-	assert_int_equal(outbox_set_state(f.s, "s", T0, "a", SEND_SENDING,
+	assert_int_equal(store_outbox_set_state(f.s, "s", T0, "a", SEND_SENDING,
 					  NULL), 0);
-	assert_int_equal(outbox_set_state(f.s, "s", T0, "a", SEND_SENT, NULL),
+	assert_int_equal(store_outbox_set_state(f.s, "s", T0, "a", SEND_SENT, NULL),
 			 0);
 	store_close(f.s);
 	to_version_2(state);
 	f.s = tb_open(state, f.clock);
-	assert_int_equal(outbox_get(f.s, "s", T0, "a", &e, NULL), 0);
+	assert_int_equal(store_outbox_get(f.s, "s", T0, "a", &e, NULL), 0);
 	assert_int_equal(e.state, SEND_SENT);
 	assert_int_equal(e.n_tries, 1);
 	assert_string_equal(e.body, "body of a");
-	outbox_entry_dispose(&e);
-	assert_int_equal(outbox_get(f.s, "s", T0, "b", &e, NULL), 0);
+	store_outbox_entry_dispose(&e);
+	assert_int_equal(store_outbox_get(f.s, "s", T0, "b", &e, NULL), 0);
 	assert_int_equal(e.state, SEND_PENDING);
 	assert_string_equal(e.body, "body of b");
-	outbox_entry_dispose(&e);
-	assert_int_equal(outbox_set_state(f.s, "s", T0, "b", SEND_SENDING,
+	store_outbox_entry_dispose(&e);
+	assert_int_equal(store_outbox_set_state(f.s, "s", T0, "b", SEND_SENDING,
 					  NULL), 0);
-	assert_int_equal(outbox_put(f.s, "s", T0, "c", "body of c", NULL,
+	assert_int_equal(store_outbox_put(f.s, "s", T0, "c", "body of c", NULL,
 				    NULL), 0);
-	assert_int_equal(outbox_get(f.s, "s", T0, "c", &e, NULL), 0);
+	assert_int_equal(store_outbox_get(f.s, "s", T0, "c", &e, NULL), 0);
 	assert_string_equal(e.body, "body of c");
-	outbox_entry_dispose(&e);
+	store_outbox_entry_dispose(&e);
 	fix_close(&f);
 }
 
@@ -1018,7 +1018,7 @@ static void version_1_with_duplicate_missed_rows_migrates(void **state)
 				   .until_ms = INT64_MAX};
 	struct ledger_row *rows;
 	size_t n;
-	assert_int_equal(ledger_query(f.s, &lf, &rows, &n, NULL), 0);
+	assert_int_equal(store_ledger_query(f.s, &lf, &rows, &n, NULL), 0);
 	/* Kept: a@T0 (seed 0), a@T0+1 (2), b@T0 (4), and the four others. */
 	static const int64_t kept[] = {0, 2, 4, 6, 7, 8, 9};
 	assert_int_equal(n, sizeof(kept) / sizeof(kept[0]));
@@ -1026,7 +1026,7 @@ static void version_1_with_duplicate_missed_rows_migrates(void **state)
 		assert_int_equal(rows[i].finished_ms, kept[i]);
 		assert_string_equal(rows[i].outcome, seed[kept[i]].outcome);
 	}
-	ledger_rows_free(rows, n);
+	store_ledger_rows_free(rows, n);
 	/* The job survived, and the index now refuses a duplicate. */
 	struct store_job j;
 	assert_int_equal(store_job_find(f.s, "a", T0, &j, NULL), 0);
@@ -1034,7 +1034,7 @@ static void version_1_with_duplicate_missed_rows_migrates(void **state)
 	bool written = true;
 	snprintf(r.schedule, sizeof(r.schedule), "b");
 	snprintf(r.outcome, sizeof(r.outcome), "%s", LEDGER_MISSED);
-	assert_int_equal(ledger_append_written(f.s, &r, &written, NULL), 0);
+	assert_int_equal(store_ledger_append_written(f.s, &r, &written, NULL), 0);
 	assert_false(written);
 	assert_int_equal(count_rows(&f, "b", LEDGER_MISSED), 1);
 	fix_close(&f);
@@ -1051,7 +1051,7 @@ static void version_1_with_duplicate_missed_rows_migrates(void **state)
 static void two_handles_recovering_one_job_list_it_once(void **state)
 {
 	struct fix f;
-	struct sc_store *b;
+	struct store *b;
 	struct store_job j;
 	struct store_dead_list da = {0}, db = {0};
 	struct sc_retry_policy once = {1, SC_BACKOFF_FIXED, MIN};
@@ -1086,11 +1086,11 @@ static void two_handles_recovering_one_job_list_it_once(void **state)
 				   .outcome = LEDGER_LOST};
 	struct ledger_row *rows;
 	size_t n;
-	assert_int_equal(ledger_query(f.s, &lf, &rows, &n, NULL), 0);
+	assert_int_equal(store_ledger_query(f.s, &lf, &rows, &n, NULL), 0);
 	assert_int_equal(n, 1);
 	assert_string_equal(rows[0].error_msg, db.v[0].error_msg);
 	assert_non_null(strstr(db.v[0].error_msg, "attempts used up"));
-	ledger_rows_free(rows, n);
+	store_ledger_rows_free(rows, n);
 	/* A later call empties the list it is given. */
 	assert_int_equal(store_job_recover_dead(b, 3, &nb, &db, NULL), 0);
 	assert_int_equal(db.n, 0);
@@ -1115,7 +1115,7 @@ struct recoverer {
 static void *recoverer_main(void *arg)
 {
 	struct recoverer *r = arg;
-	struct sc_store *s = NULL;
+	struct store *s = NULL;
 
 	r->rc = store_open(r->url, r->clock, &s, NULL);
 	pthread_barrier_wait(r->start);
@@ -1194,51 +1194,51 @@ static void outbox_state_machine_and_guard(void **state)
 	int n;
 
 	fix_open(state, &f);
-	assert_int_equal(outbox_get(f.s, "s", T0, "slack", &e, NULL),
+	assert_int_equal(store_outbox_get(f.s, "s", T0, "slack", &e, NULL),
 			 SC_ENOENT);
-	assert_int_equal(outbox_set_state(f.s, "s", T0, "slack", SEND_SENDING,
+	assert_int_equal(store_outbox_set_state(f.s, "s", T0, "slack", SEND_SENDING,
 					  NULL),
 			 SC_ENOENT);
-	assert_int_equal(outbox_put(f.s, "s", T0, "slack", "first", &created,
+	assert_int_equal(store_outbox_put(f.s, "s", T0, "slack", "first", &created,
 				    NULL),
 			 0);
 	assert_true(created);
 	/* The first composed message is the one that goes out. */
-	assert_int_equal(outbox_put(f.s, "s", T0, "slack", "second", &created,
+	assert_int_equal(store_outbox_put(f.s, "s", T0, "slack", "second", &created,
 				    NULL),
 			 0);
 	assert_false(created);
-	assert_int_equal(outbox_get(f.s, "s", T0, "slack", &e, NULL), 0);
+	assert_int_equal(store_outbox_get(f.s, "s", T0, "slack", &e, NULL), 0);
 	assert_int_equal(e.state, SEND_PENDING);
 	assert_string_equal(e.body, "first");
-	outbox_entry_dispose(&e);
+	store_outbox_entry_dispose(&e);
 
-	assert_int_equal(outbox_set_state(f.s, "s", T0, "slack", SEND_SENDING,
+	assert_int_equal(store_outbox_set_state(f.s, "s", T0, "slack", SEND_SENDING,
 					  NULL),
 			 0);
-	assert_int_equal(outbox_set_state(f.s, "s", T0, "slack", SEND_FAILED,
+	assert_int_equal(store_outbox_set_state(f.s, "s", T0, "slack", SEND_FAILED,
 					  NULL),
 			 0);
-	assert_int_equal(outbox_set_state(f.s, "s", T0, "slack", SEND_SENDING,
+	assert_int_equal(store_outbox_set_state(f.s, "s", T0, "slack", SEND_SENDING,
 					  NULL),
 			 0);
 	/* A crash while SENDING: recovery marks it UNKNOWN. */
-	assert_int_equal(outbox_put(f.s, "s", T0, "file", "x", NULL, NULL), 0);
-	assert_int_equal(outbox_mark_unknown(f.s, "s", T0, &n, NULL), 0);
+	assert_int_equal(store_outbox_put(f.s, "s", T0, "file", "x", NULL, NULL), 0);
+	assert_int_equal(store_outbox_mark_unknown(f.s, "s", T0, &n, NULL), 0);
 	assert_int_equal(n, 1);
-	assert_int_equal(outbox_get(f.s, "s", T0, "slack", &e, NULL), 0);
+	assert_int_equal(store_outbox_get(f.s, "s", T0, "slack", &e, NULL), 0);
 	assert_int_equal(e.state, SEND_UNKNOWN);
 	assert_int_equal(e.n_tries, 2);
-	outbox_entry_dispose(&e);
-	assert_int_equal(outbox_get(f.s, "s", T0, "file", &e, NULL), 0);
+	store_outbox_entry_dispose(&e);
+	assert_int_equal(store_outbox_get(f.s, "s", T0, "file", &e, NULL), 0);
 	assert_int_equal(e.state, SEND_PENDING);
-	outbox_entry_dispose(&e);
+	store_outbox_entry_dispose(&e);
 
 	sc_clock_advance_ms(f.clock, 42);
-	assert_int_equal(outbox_set_state(f.s, "s", T0, "slack", SEND_SENDING,
+	assert_int_equal(store_outbox_set_state(f.s, "s", T0, "slack", SEND_SENDING,
 					  NULL),
 			 0);
-	assert_int_equal(outbox_set_state(f.s, "s", T0, "slack", SEND_SENT,
+	assert_int_equal(store_outbox_set_state(f.s, "s", T0, "slack", SEND_SENT,
 					  NULL),
 			 0);
 	/* A guard never reopens: no state change is accepted any more. */
@@ -1247,19 +1247,19 @@ static void outbox_state_machine_and_guard(void **state)
 						SEND_UNKNOWN};
 	for (size_t i = 0; i < sizeof(after) / sizeof(after[0]); i++) {
 		sc_err_clear(&err);
-		assert_int_equal(outbox_set_state(f.s, "s", T0, "slack",
+		assert_int_equal(store_outbox_set_state(f.s, "s", T0, "slack",
 						  after[i], &err),
 				 SC_ESTATE);
 		assert_non_null(strstr(err.msg, "already sent"));
 	}
-	assert_int_equal(outbox_mark_unknown(f.s, "s", T0, &n, NULL), 0);
+	assert_int_equal(store_outbox_mark_unknown(f.s, "s", T0, &n, NULL), 0);
 	assert_int_equal(n, 0);
-	assert_int_equal(outbox_get(f.s, "s", T0, "slack", &e, NULL), 0);
+	assert_int_equal(store_outbox_get(f.s, "s", T0, "slack", &e, NULL), 0);
 	assert_int_equal(e.state, SEND_SENT);
 	assert_int_equal(e.sent_ms, T0 + 42);
 	assert_int_equal(e.n_tries, 3);
-	outbox_entry_dispose(&e);
-	assert_int_equal(outbox_set_state(f.s, "s", T0, "slack", SEND_NONE,
+	store_outbox_entry_dispose(&e);
+	assert_int_equal(store_outbox_set_state(f.s, "s", T0, "slack", SEND_NONE,
 					  NULL),
 			 SC_EINVAL);
 	fix_close(&f);
@@ -1289,9 +1289,9 @@ static void fenced_writes_refuse_a_stale_lease(void **state)
 	assert_int_equal(claim(&f, "w1", &old, 1), 1);
 	store_fence_set(f.s, old.id, old.lease_token);
 	assert_int_equal(store_fence_check(f.s, NULL), 0);
-	assert_int_equal(outbox_put(f.s, "s", T0, "a", "m", &created, NULL), 0);
+	assert_int_equal(store_outbox_put(f.s, "s", T0, "a", "m", &created, NULL), 0);
 	assert_true(created);
-	assert_int_equal(outbox_set_state(f.s, "s", T0, "a", SEND_SENDING,
+	assert_int_equal(store_outbox_set_state(f.s, "s", T0, "a", SEND_SENDING,
 					  NULL), 0);
 	store_fence_clear(f.s);
 
@@ -1309,68 +1309,68 @@ static void fenced_writes_refuse_a_stale_lease(void **state)
 	assert_int_equal(store_fence_check(f.s, &err), SC_ELEASE);
 	assert_non_null(strstr(err.msg, "lease"));
 	sc_err_clear(&err);
-	assert_int_equal(outbox_set_state(f.s, "s", T0, "a", SEND_SENT, &err),
+	assert_int_equal(store_outbox_set_state(f.s, "s", T0, "a", SEND_SENT, &err),
 			 SC_ELEASE);
 	assert_non_null(strstr(err.msg, "refused"));
-	assert_int_equal(outbox_set_state(f.s, "s", T0, "a", SEND_SENDING,
+	assert_int_equal(store_outbox_set_state(f.s, "s", T0, "a", SEND_SENDING,
 					  NULL), SC_ELEASE);
-	assert_int_equal(outbox_mark_unknown(f.s, "s", T0, &n, NULL),
+	assert_int_equal(store_outbox_mark_unknown(f.s, "s", T0, &n, NULL),
 			 SC_ELEASE);
-	assert_int_equal(outbox_put(f.s, "s", T0, "b", "m", NULL, NULL),
+	assert_int_equal(store_outbox_put(f.s, "s", T0, "b", "m", NULL, NULL),
 			 SC_ELEASE);
-	assert_int_equal(slot_mark(f.s, "s", T0, NULL), SC_ELEASE);
+	assert_int_equal(store_slot_mark(f.s, "s", T0, NULL), SC_ELEASE);
 	snprintf(dup.schedule, sizeof(dup.schedule), "s");
 	dup.slot_ms = T0;
 	dup.job_id = old.id;
 	snprintf(dup.outcome, sizeof(dup.outcome), "%s", LEDGER_DUPLICATE);
-	assert_int_equal(ledger_append(f.s, &dup, NULL), SC_ELEASE);
+	assert_int_equal(store_ledger_append(f.s, &dup, NULL), SC_ELEASE);
 	store_fence_clear(f.s);
 
 	/* Nothing of it was written. */
-	assert_int_equal(outbox_get(f.s, "s", T0, "a", &e, NULL), 0);
+	assert_int_equal(store_outbox_get(f.s, "s", T0, "a", &e, NULL), 0);
 	assert_int_equal(e.state, SEND_SENDING);
 	assert_int_equal(e.n_tries, 1);
-	outbox_entry_dispose(&e);
-	assert_int_equal(outbox_get(f.s, "s", T0, "b", &e, NULL), SC_ENOENT);
-	assert_int_equal(slot_is_marked(f.s, "s", T0, &marked, NULL), 0);
+	store_outbox_entry_dispose(&e);
+	assert_int_equal(store_outbox_get(f.s, "s", T0, "b", &e, NULL), SC_ENOENT);
+	assert_int_equal(store_slot_is_marked(f.s, "s", T0, &marked, NULL), 0);
 	assert_false(marked);
 	struct ledger_filter lf = {.outcome = LEDGER_DUPLICATE,
 				   .since_ms = INT64_MIN,
 				   .until_ms = INT64_MAX};
-	assert_int_equal(ledger_query(f.s, &lf, &rows, &n_rows, NULL), 0);
+	assert_int_equal(store_ledger_query(f.s, &lf, &rows, &n_rows, NULL), 0);
 	assert_int_equal(n_rows, 0);
-	ledger_rows_free(rows, n_rows);
+	store_ledger_rows_free(rows, n_rows);
 
 	/* The new owner's fence lets the same writes through. */
 	store_fence_set(f.s, cur.id, cur.lease_token);
-	assert_int_equal(outbox_mark_unknown(f.s, "s", T0, &n, NULL), 0);
+	assert_int_equal(store_outbox_mark_unknown(f.s, "s", T0, &n, NULL), 0);
 	assert_int_equal(n, 1);
 	/* Nothing SENDING any more: zero rows, and still no refusal. */
-	assert_int_equal(outbox_mark_unknown(f.s, "s", T0, &n, NULL), 0);
+	assert_int_equal(store_outbox_mark_unknown(f.s, "s", T0, &n, NULL), 0);
 	assert_int_equal(n, 0);
-	assert_int_equal(ledger_append(f.s, &dup, NULL), 0);
-	assert_int_equal(outbox_put(f.s, "s", T0, "b", "m", &created, NULL), 0);
+	assert_int_equal(store_ledger_append(f.s, &dup, NULL), 0);
+	assert_int_equal(store_outbox_put(f.s, "s", T0, "b", "m", &created, NULL), 0);
 	assert_true(created);
-	assert_int_equal(outbox_put(f.s, "s", T0, "b", "m", &created, NULL), 0);
+	assert_int_equal(store_outbox_put(f.s, "s", T0, "b", "m", &created, NULL), 0);
 	assert_false(created);
-	assert_int_equal(outbox_set_state(f.s, "s", T0, "a", SEND_SENDING,
+	assert_int_equal(store_outbox_set_state(f.s, "s", T0, "a", SEND_SENDING,
 					  NULL), 0);
-	assert_int_equal(outbox_set_state(f.s, "s", T0, "a", SEND_SENT, NULL),
+	assert_int_equal(store_outbox_set_state(f.s, "s", T0, "a", SEND_SENT, NULL),
 			 0);
 	/* A guard still never reopens, fenced or not. */
-	assert_int_equal(outbox_set_state(f.s, "s", T0, "a", SEND_FAILED, NULL),
+	assert_int_equal(store_outbox_set_state(f.s, "s", T0, "a", SEND_FAILED, NULL),
 			 SC_ESTATE);
-	assert_int_equal(slot_mark(f.s, "s", T0, NULL), 0);
-	assert_int_equal(slot_mark(f.s, "s", T0, NULL), 0); /* idempotent */
+	assert_int_equal(store_slot_mark(f.s, "s", T0, NULL), 0);
+	assert_int_equal(store_slot_mark(f.s, "s", T0, NULL), 0); /* idempotent */
 	store_fence_clear(f.s);
 
 	/* Once the job is finished, its own fence refuses too. */
 	assert_int_equal(store_job_finish(f.s, cur.id, cur.lease_token,
 					  JOB_DONE, 0, NULL, NULL), 0);
 	store_fence_set(f.s, cur.id, cur.lease_token);
-	assert_int_equal(slot_mark(f.s, "s", T0 + 1, NULL), SC_ELEASE);
+	assert_int_equal(store_slot_mark(f.s, "s", T0 + 1, NULL), SC_ELEASE);
 	store_fence_clear(f.s);
-	assert_int_equal(slot_mark(f.s, "s", T0 + 1, NULL), 0);
+	assert_int_equal(store_slot_mark(f.s, "s", T0 + 1, NULL), 0);
 	fix_close(&f);
 }
 
@@ -1380,15 +1380,15 @@ static void slot_markers_are_idempotent(void **state)
 	bool marked = true;
 
 	fix_open(state, &f);
-	assert_int_equal(slot_is_marked(f.s, "s", T0, &marked, NULL), 0);
+	assert_int_equal(store_slot_is_marked(f.s, "s", T0, &marked, NULL), 0);
 	assert_false(marked);
-	assert_int_equal(slot_mark(f.s, "s", T0, NULL), 0);
-	assert_int_equal(slot_mark(f.s, "s", T0, NULL), 0);
-	assert_int_equal(slot_is_marked(f.s, "s", T0, &marked, NULL), 0);
+	assert_int_equal(store_slot_mark(f.s, "s", T0, NULL), 0);
+	assert_int_equal(store_slot_mark(f.s, "s", T0, NULL), 0);
+	assert_int_equal(store_slot_is_marked(f.s, "s", T0, &marked, NULL), 0);
 	assert_true(marked);
-	assert_int_equal(slot_is_marked(f.s, "s", T0 + 1, &marked, NULL), 0);
+	assert_int_equal(store_slot_is_marked(f.s, "s", T0 + 1, &marked, NULL), 0);
 	assert_false(marked);
-	assert_int_equal(slot_is_marked(f.s, "t", T0, &marked, NULL), 0);
+	assert_int_equal(store_slot_is_marked(f.s, "t", T0, &marked, NULL), 0);
 	assert_false(marked);
 	fix_close(&f);
 }
@@ -1399,15 +1399,15 @@ static void sched_state_never_moves_backwards(void **state)
 	int64_t last;
 
 	fix_open(state, &f);
-	assert_int_equal(sched_last_get(f.s, "s", &last, NULL), SC_ENOENT);
-	assert_int_equal(sched_last_set(f.s, "s", T0 + 10, NULL), 0);
-	assert_int_equal(sched_last_set(f.s, "s", T0 + 5, NULL), 0);
-	assert_int_equal(sched_last_get(f.s, "s", &last, NULL), 0);
+	assert_int_equal(store_sched_last_get(f.s, "s", &last, NULL), SC_ENOENT);
+	assert_int_equal(store_sched_last_set(f.s, "s", T0 + 10, NULL), 0);
+	assert_int_equal(store_sched_last_set(f.s, "s", T0 + 5, NULL), 0);
+	assert_int_equal(store_sched_last_get(f.s, "s", &last, NULL), 0);
 	assert_int_equal(last, T0 + 10);
-	assert_int_equal(sched_last_set(f.s, "s", T0 + 20, NULL), 0);
-	assert_int_equal(sched_last_get(f.s, "s", &last, NULL), 0);
+	assert_int_equal(store_sched_last_set(f.s, "s", T0 + 20, NULL), 0);
+	assert_int_equal(store_sched_last_get(f.s, "s", &last, NULL), 0);
 	assert_int_equal(last, T0 + 20);
-	assert_int_equal(sched_last_get(f.s, "other", &last, NULL), SC_ENOENT);
+	assert_int_equal(store_sched_last_get(f.s, "other", &last, NULL), SC_ENOENT);
 	fix_close(&f);
 }
 
@@ -1418,18 +1418,18 @@ static void token_cache_round_trips(void **state)
 	int64_t exp;
 
 	fix_open(state, &f);
-	assert_int_equal(token_get(f.s, "llm", &tok, &exp, NULL), SC_ENOENT);
-	assert_int_equal(token_put(f.s, "llm", "tok-1", T0 + 3600000, NULL), 0);
-	assert_int_equal(token_put(f.s, "llm", "tok-2", T0 + 7200000, NULL), 0);
-	assert_int_equal(token_put(f.s, "other", "o", T0, NULL), 0);
-	assert_int_equal(token_get(f.s, "llm", &tok, &exp, NULL), 0);
+	assert_int_equal(store_token_get(f.s, "llm", &tok, &exp, NULL), SC_ENOENT);
+	assert_int_equal(store_token_put(f.s, "llm", "tok-1", T0 + 3600000, NULL), 0);
+	assert_int_equal(store_token_put(f.s, "llm", "tok-2", T0 + 7200000, NULL), 0);
+	assert_int_equal(store_token_put(f.s, "other", "o", T0, NULL), 0);
+	assert_int_equal(store_token_get(f.s, "llm", &tok, &exp, NULL), 0);
 	assert_string_equal(tok, "tok-2");
 	assert_int_equal(exp, T0 + 7200000);
 	sc_free(tok);
-	assert_int_equal(token_drop(f.s, "llm", NULL), 0);
-	assert_int_equal(token_drop(f.s, "llm", NULL), 0);
-	assert_int_equal(token_get(f.s, "llm", &tok, &exp, NULL), SC_ENOENT);
-	assert_int_equal(token_get(f.s, "other", &tok, &exp, NULL), 0);
+	assert_int_equal(store_token_drop(f.s, "llm", NULL), 0);
+	assert_int_equal(store_token_drop(f.s, "llm", NULL), 0);
+	assert_int_equal(store_token_get(f.s, "llm", &tok, &exp, NULL), SC_ENOENT);
+	assert_int_equal(store_token_get(f.s, "other", &tok, &exp, NULL), 0);
 	sc_free(tok);
 	fix_close(&f);
 }
@@ -1610,15 +1610,15 @@ static void only_guards_sending_markers_and_losses_fsync(void **state)
 	assert_int_equal(claim(&f, "w", &j, 1), 1);
 	STEP(store_job_finish(f.s, j.id, j.lease_token, JOB_READY, T0, NULL,
 			      NULL));
-	STEP(outbox_put(f.s, "s", T0, "slack", "m", NULL, NULL));
-	STEP(outbox_set_state(f.s, "s", T0, "slack", SEND_SENDING, NULL));
-	STEP(outbox_set_state(f.s, "s", T0, "slack", SEND_SENT, NULL));
-	STEP(slot_mark(f.s, "s", T0, NULL));
+	STEP(store_outbox_put(f.s, "s", T0, "slack", "m", NULL, NULL));
+	STEP(store_outbox_set_state(f.s, "s", T0, "slack", SEND_SENDING, NULL));
+	STEP(store_outbox_set_state(f.s, "s", T0, "slack", SEND_SENT, NULL));
+	STEP(store_slot_mark(f.s, "s", T0, NULL));
 	assert_int_equal(claim(&f, "w", &j, 1), 1);
 	STEP(store_job_finish(f.s, j.id, j.lease_token, JOB_DEAD, 0, NULL,
 			      NULL));
-	STEP(sched_last_set(f.s, "s", T0, NULL));
-	STEP(token_put(f.s, "p", "tok", T0, NULL));
+	STEP(store_sched_last_set(f.s, "s", T0, NULL));
+	STEP(store_token_put(f.s, "p", "tok", T0, NULL));
 #undef STEP
 	fix_close(&f);
 	shim_remove();
@@ -1668,15 +1668,15 @@ static void outbox_state_change_writes_no_body(void **state)
 	fix_open(state, &f);
 	snprintf(wal, sizeof(wal), "%s-wal", tb_path(state));
 	for (int t = 0; t < 2; t++)
-		assert_int_equal(outbox_put(f.s, "s", T0, tg[t], body, NULL,
+		assert_int_equal(store_outbox_put(f.s, "s", T0, tg[t], body, NULL,
 					    NULL), 0);
 	off_t before = file_size(wal);
 	for (int round = 0; round < 10; round++)
 		for (int t = 0; t < 2; t++) {
-			assert_int_equal(outbox_set_state(f.s, "s", T0, tg[t],
+			assert_int_equal(store_outbox_set_state(f.s, "s", T0, tg[t],
 							  SEND_SENDING, NULL),
 					 0);
-			assert_int_equal(outbox_set_state(f.s, "s", T0, tg[t],
+			assert_int_equal(store_outbox_set_state(f.s, "s", T0, tg[t],
 							  SEND_FAILED, NULL),
 					 0);
 			n_changes += 2;
@@ -1690,11 +1690,11 @@ static void outbox_state_change_writes_no_body(void **state)
 	 * and the body alone is ten. */
 	assert_true(per <= 2 * (4096 + 24));
 	struct outbox_entry e = {0};
-	assert_int_equal(outbox_get(f.s, "s", T0, "b", &e, NULL), 0);
+	assert_int_equal(store_outbox_get(f.s, "s", T0, "b", &e, NULL), 0);
 	assert_int_equal(e.state, SEND_FAILED);
 	assert_int_equal(e.n_tries, 10);
 	assert_string_equal(e.body, body);
-	outbox_entry_dispose(&e);
+	store_outbox_entry_dispose(&e);
 	fix_close(&f);
 	free(body);
 }
@@ -1726,7 +1726,7 @@ static void full_volume_recovers_after_space_is_freed(void **state)
 {
 	char mnt[600], path[700], filler[700];
 	struct sc_clock *clock;
-	struct sc_store *s = NULL;
+	struct store *s = NULL;
 	struct sc_err err = {0};
 	char *body;
 	int n_full = 0, rc = 0;
@@ -1746,7 +1746,7 @@ static void full_volume_recovers_after_space_is_freed(void **state)
 	assert_int_equal(store_open(path, clock, &s, &err), 0);
 	for (int k = 0; k < 4; k++)
 		for (int t = 0; t < 2; t++)
-			assert_int_equal(outbox_put(s, "s", T0 + k,
+			assert_int_equal(store_outbox_put(s, "s", T0 + k,
 						    t ? "b" : "a", body, NULL,
 						    NULL), 0);
 
@@ -1770,10 +1770,10 @@ static void full_volume_recovers_after_space_is_freed(void **state)
 	/* Writes now fail, cleanly, with a message that says why. */
 	for (int i = 0; i < 2000 && rc == 0; i++) {
 		sc_err_clear(&err);
-		rc = outbox_set_state(s, "s", T0 + i % 4, i % 2 ? "b" : "a",
+		rc = store_outbox_set_state(s, "s", T0 + i % 4, i % 2 ? "b" : "a",
 				      i % 2 ? SEND_SENDING : SEND_FAILED, &err);
 		if (rc == 0 && i % 50 == 0) /* new rows need new pages */
-			rc = outbox_put(s, "s", T0 + 100 + i, "a", body, NULL,
+			rc = store_outbox_put(s, "s", T0 + 100 + i, "a", body, NULL,
 					&err);
 	}
 	assert_int_equal(rc, SC_ENOSPC);
@@ -1784,30 +1784,30 @@ static void full_volume_recovers_after_space_is_freed(void **state)
 	assert_int_equal(ftruncate(fd, filled - 1024 * 1024), 0);
 	close(fd);
 	for (int i = 0; i < 600; i++)
-		ONCE_FULL_AT_MOST(outbox_set_state(s, "s", T0 + i % 4,
+		ONCE_FULL_AT_MOST(store_outbox_set_state(s, "s", T0 + i % 4,
 						   i % 2 ? "b" : "a",
 						   i % 2 ? SEND_FAILED
 							 : SEND_SENDING,
 						   &e_),
 				  n_full);
 	for (int k = 0; k < 4; k++)
-		ONCE_FULL_AT_MOST(outbox_put(s, "s", T0 + 1000 + k, "a", body,
+		ONCE_FULL_AT_MOST(store_outbox_put(s, "s", T0 + 1000 + k, "a", body,
 					     NULL, &e_),
 				  n_full);
-	ONCE_FULL_AT_MOST(slot_mark(s, "s", T0, &e_), n_full);
+	ONCE_FULL_AT_MOST(store_slot_mark(s, "s", T0, &e_), n_full);
 	store_close(s);
 
 	/* A restart finds everything. */
 	assert_int_equal(store_open(path, clock, &s, &err), 0);
 	struct outbox_entry e = {0};
 	bool marked = false;
-	assert_int_equal(outbox_get(s, "s", T0 + 1003, "a", &e, NULL), 0);
+	assert_int_equal(store_outbox_get(s, "s", T0 + 1003, "a", &e, NULL), 0);
 	assert_string_equal(e.body, body);
-	outbox_entry_dispose(&e);
-	assert_int_equal(outbox_get(s, "s", T0 + 3, "b", &e, NULL), 0);
+	store_outbox_entry_dispose(&e);
+	assert_int_equal(store_outbox_get(s, "s", T0 + 3, "b", &e, NULL), 0);
 	assert_int_equal(e.state, SEND_FAILED);
-	outbox_entry_dispose(&e);
-	assert_int_equal(slot_is_marked(s, "s", T0, &marked, NULL), 0);
+	store_outbox_entry_dispose(&e);
+	assert_int_equal(store_slot_is_marked(s, "s", T0, &marked, NULL), 0);
 	assert_true(marked);
 	store_close(s);
 	fprintf(stderr, "store: 4 MiB volume, filled then 1 MiB freed: 600 "
@@ -1835,7 +1835,7 @@ struct claimer {
 static void *claimer_main(void *arg)
 {
 	struct claimer *c = arg;
-	struct sc_store *s = NULL;
+	struct store *s = NULL;
 	struct store_job j[3];
 	size_t n;
 
@@ -1912,7 +1912,7 @@ static void concurrent_first_open(void **state)
 		pids[k] = fork();
 		assert_true(pids[k] >= 0);
 		if (pids[k] == 0) {
-			struct sc_store *s = NULL;
+			struct store *s = NULL;
 			struct sc_err err = {0};
 			if (store_open(tb_url(state), f.clock, &s, &err)) {
 				if (strstr(err.msg, "not built in"))

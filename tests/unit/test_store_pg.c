@@ -117,7 +117,7 @@ static void enqueue_is_idempotent(void **state)
 	assert_int_equal(ops->job_get(h, 999999, &j, NULL), SC_ENOENT);
 
 	struct sc_err err = {0};
-	char big[SC_NAME_MAX + 4];
+	char big[STORE_NAME_MAX + 4];
 	memset(big, 'x', sizeof(big) - 1);
 	big[sizeof(big) - 1] = '\0';
 	assert_int_equal(ops->job_enqueue(h, big, T0, &POL, T0, false, NULL,

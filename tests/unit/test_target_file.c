@@ -101,7 +101,7 @@ static void short_write_leaves_no_partial_line(void **state)
 	(void)state;
 
 	snprintf(path, sizeof(path), "%s/out.jsonl", dir);
-	struct delivery_send s = {.target = &t, .body = "{\"a\":1}"};
+	struct target_copy s = {.target = &t, .body = "{\"a\":1}"};
 	assert_int_equal(delivery_send(&s, NULL), 0);
 	off_t one = size_of(path);
 	assert_int_equal(one, 8);
@@ -146,7 +146,7 @@ static void torn_tail_is_cut(void **state)
 	assert_non_null(f);
 	fputs("{\"a\":1}\n{\"half\":\"of a li", f);
 	fclose(f);
-	struct delivery_send s = {.target = &t, .body = "{\"b\":2}"};
+	struct target_copy s = {.target = &t, .body = "{\"b\":2}"};
 	assert_int_equal(delivery_send(&s, NULL), 0);
 	assert_int_equal(json_lines(path), 2);
 	char buf[64];
@@ -194,7 +194,7 @@ static void concurrent_appenders_stay_whole(void **state)
 				lim.rlim_cur = lim.rlim_max;
 			}
 			setrlimit(RLIMIT_FSIZE, &lim);
-			struct delivery_send s = {.target = &t, .body = body};
+			struct target_copy s = {.target = &t, .body = body};
 			if (delivery_send(&s, NULL) == 0)
 				ok++;
 		}

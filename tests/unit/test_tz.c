@@ -449,7 +449,7 @@ static void out_of_memory_is_reported(void **state)
 	const struct sc_zone *z = NULL;
 	struct sc_err err = {0};
 
-#ifndef SC_FAILPOINTS
+#ifndef SURECRON_FAILPOINTS
 	skip();
 #endif
 	setenv("SURECRON_FAILPOINTS", "tz.alloc:err", 1);

@@ -467,7 +467,7 @@ static void webhook_refused_before_connecting(void **state)
 	for (size_t i = 0; i < sizeof(urls) / sizeof(urls[0]); i++) {
 		setenv("TEST_URL_HOOK", at_listener(urls[i]), 1);
 		for (int k = 0; k < 2; k++) {
-			struct delivery_send d = {
+			struct target_copy d = {
 				.target = k ? &s : &t,
 				.body = "{\"text\":\"hi\"}",
 				.idempotency_key = "k"};
@@ -540,7 +540,7 @@ static void store_rule(void **state)
 /* The store layer applies the rule too: libpq never gets the URL. */
 static void store_open_refuses_before_connecting(void **state)
 {
-	struct sc_store *s = NULL;
+	struct store *s = NULL;
 	struct sc_err err = {0};
 
 	assert_int_equal(store_open(at_listener("postgres://h?x:pw@127.0.0.1:"

@@ -1,0 +1,91 @@
+/*
+ * outbox.h - the outbox flow: what makes a result go out once.
+ *
+ *   outbox_stage  stores the composed message for every target first;
+ *   outbox_flush  sends to every target without a send guard, moving
+ *                   each row PENDING|FAILED -> SENDING -> SENT|FAILED|
+ *                   UNKNOWN (UNKNOWN: the send failed but may have
+ *                   arrived), and deciding what a row found SENDING after
+ *                   a crash becomes (UNKNOWN, then resend or hold).
+ *
+ * Thread-safety: every function may run in several threads at once, each
+ * with its own store handle.
+ */
+#ifndef SURECRON_OUTBOX_H
+#define SURECRON_OUTBOX_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "delivery.h"
+#include "spec.h"
+#include "store.h"
+
+/* The slot a flush works for (all borrowed). */
+struct outbox_slot {
+	struct store *store;
+	struct sc_clock *clock;     /* NULL: the store's */
+	const char *schedule;
+	int64_t slot_ms;
+	int64_t job_id;             /* for ledger rows; 0 when none */
+	int attempt;
+	const struct target_spec *const *targets;
+	size_t n_targets;
+	int (*tick)(void *ud);      /* called before each send (NULL: none);
+				       non-zero: that target is not sent */
+	void *tick_ud;
+};
+
+struct outbox_report {
+	size_t n_sent;       /* sent by this flush */
+	size_t n_guarded;    /* already SENT before it: not sent again */
+	size_t n_failed;     /* failed this time (retry will resend) */
+	size_t n_held;       /* UNKNOWN with on_ambiguous: hold */
+	size_t n_duplicates; /* UNKNOWN resent: a "duplicate" ledger row each */
+};
+
+/*
+ * Is anything of this slot in the outbox yet? *body gets a copy of the
+ * stored message of the first target that has a row (allocated; NULL when
+ * none; pass NULL to skip). A slot with rows was generated already: a
+ * retry resends, it does not run the tasks again.
+ */
+int outbox_staged(const struct outbox_slot *ds, bool *staged, char **body,
+		    struct sc_err *err);
+
+/*
+ * Stores body as the message of every target that has no outbox row yet
+ * (PENDING); rows already there are left as they are (the first composed
+ * message is the one that goes out). Must complete before any send.
+ */
+int outbox_stage(const struct outbox_slot *ds, const char *body,
+		   struct sc_err *err);
+
+/*
+ * Sends the staged message to every target whose row is not SENT.
+ * First, rows left SENDING by a crashed attempt become UNKNOWN; then each
+ * UNKNOWN row follows its target's on_ambiguous: resend (a "duplicate"
+ * ledger row declares the possible extra copy, then it is sent again) or
+ * hold (nothing is sent; the row stays UNKNOWN until an operator runs
+ * outbox_release). A send that fails ambiguously (err->ambiguous of
+ * delivery_send) leaves its row UNKNOWN as well, for the next attempt to
+ * resend that way; with hold it is held at once (n_held, a permanent
+ * error). A sure failure leaves it FAILED. A failed target never stops
+ * the next one.
+ * Returns 0 when every target's row is SENT; else the first target's error
+ * in order (SC_EDELIVERY with the status and hint, permanent for a hold).
+ * Writes no slot marker: the caller does, after this returns 0.
+ */
+int outbox_flush(const struct outbox_slot *ds, struct outbox_report *rep,
+		   struct sc_err *err);
+
+/*
+ * An operator's decision on a held (UNKNOWN) row: arrived = true makes it
+ * SENT (the copy did arrive), false makes it FAILED (the next attempt
+ * sends it). SC_ESTATE when the row is not UNKNOWN, SC_ENOENT when none.
+ */
+int outbox_release(struct store *s, const char *schedule, int64_t slot_ms,
+		     const char *target, bool arrived, struct sc_err *err);
+
+#endif
