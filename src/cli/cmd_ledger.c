@@ -29,39 +29,8 @@
 #include "cli.h"
 #include "clock.h"
 #include "config.h"
+#include "ledger.h"
 #include "store.h"
-
-static const char *const outcomes[] = {
-	LEDGER_SUCCESS, LEDGER_FAILED, LEDGER_LOST, LEDGER_STALLED,
-	LEDGER_MISSED, LEDGER_DUPLICATE, LEDGER_RELEASED, LEDGER_DECISION,
-};
-
-static bool outcome_known(const char *o)
-{
-	for (size_t i = 0; i < sizeof(outcomes) / sizeof(outcomes[0]); i++)
-		if (strcmp(o, outcomes[i]) == 0)
-			return true;
-	return false;
-}
-
-/* When a slot's job later succeeded: the finish of its success row, or 0. */
-static int recovered_at(struct store *s, const struct ledger_row *r,
-			int64_t *at_ms, struct sc_err *err)
-{
-	struct ledger_filter f = {.schedule = r->schedule,
-				  .since_ms = r->slot_ms,
-				  .until_ms = r->slot_ms + 1,
-				  .outcome = LEDGER_SUCCESS};
-	struct ledger_row *rows = NULL;
-	size_t n = 0;
-	int rc = store_ledger_query(s, &f, &rows, &n, err);
-
-	*at_ms = 0;
-	if (rc == 0 && n > 0)
-		*at_ms = rows[n - 1].finished_ms ? rows[n - 1].finished_ms : 1;
-	store_ledger_rows_free(rows, n);
-	return rc;
-}
 
 static json_t *row_json(const struct ledger_row *r, int64_t rec_ms)
 {
@@ -95,8 +64,7 @@ static json_t *row_json(const struct ledger_row *r, int64_t rec_ms)
 }
 
 static int print_json(const struct ledger_row *rows, const int64_t *rec,
-		      size_t n, bool lost, int n_lost, int n_missed,
-		      int n_recovered)
+		      size_t n, const struct ledger_report *lost)
 {
 	json_t *root = json_object(), *arr = json_array();
 
@@ -106,10 +74,12 @@ static int print_json(const struct ledger_row *rows, const int64_t *rec,
 		return cli_fail(EXIT_FAIL, "out of memory");
 	}
 	if (lost) {
-		json_object_set_new(root, "lost", json_integer(n_lost));
-		json_object_set_new(root, "missed", json_integer(n_missed));
+		json_object_set_new(root, "lost",
+				    json_integer((json_int_t)lost->n_lost));
+		json_object_set_new(root, "missed",
+				    json_integer((json_int_t)lost->n_missed));
 		json_object_set_new(root, "recovered",
-				    json_integer(n_recovered));
+				    json_integer((json_int_t)lost->n_recovered));
 	}
 	for (size_t i = 0; i < n; i++) {
 		json_t *o = row_json(&rows[i], rec ? rec[i] : 0);
@@ -189,8 +159,8 @@ int cmd_ledger(int argc, char **argv)
 	struct sc_err err = {0};
 	size_t n = 0;
 	int64_t now_ms = sc_clock_now_ms(sc_clock_real());
-	int64_t *rec = NULL;
-	int r, n_lost = 0, n_missed = 0, n_recovered = 0;
+	struct ledger_report rep = {0};
+	int r;
 
 	static const char *const names[] = {"--schedule", "--since", "--until",
 					    "--outcome", "--limit"};
@@ -233,7 +203,7 @@ int cmd_ledger(int argc, char **argv)
 		return cli_usage_error("ledger", "--lost and --limit do not go "
 				       "together (narrow the period with "
 				       "--since)");
-	if (f.outcome && !outcome_known(f.outcome))
+	if (f.outcome && !ledger_outcome_known(f.outcome))
 		return cli_usage_error("ledger", "--outcome: '%s' is not one of "
 				       "success, failed, lost, stalled, missed, "
 				       "duplicate, released, decision",
@@ -258,7 +228,6 @@ int cmd_ledger(int argc, char **argv)
 		 * long ledger wants. Read newest first, shown oldest first. */
 		f.newest_first = true;
 	}
-	f.lost_or_missed = lost;
 	if ((r = cli_state_open(path, false, &st)))
 		goto done;
 	if (f.schedule && !config_schedule(st.cfg, f.schedule)) {
@@ -268,51 +237,32 @@ int cmd_ledger(int argc, char **argv)
 	}
 	if ((r = cli_state_store(&st)))
 		goto done;
-	if (store_ledger_query(st.store, &f, &rows, &n, &err) != 0) {
+	if ((lost ? ledger_lost_report(st.store, &f, &rep, &err)
+		  : ledger_read(st.store, &f, &rows, &n, &err)) != 0) {
 		r = cli_fail(EXIT_FAIL, "store: %s", err.msg);
 		goto done;
 	}
-	for (size_t i = 0; f.newest_first && i < n / 2; i++) {
-		struct ledger_row t = rows[i];
-		rows[i] = rows[n - 1 - i];
-		rows[n - 1 - i] = t;
-	}
-	if (lost && n > 0) {
-		rec = calloc(n, sizeof(*rec));
-		if (!rec) {
-			r = cli_fail(EXIT_FAIL, "out of memory");
-			goto done;
-		}
-	}
-	for (size_t i = 0; lost && i < n; i++) {
-		if (recovered_at(st.store, &rows[i], &rec[i], &err) != 0) {
-			r = cli_fail(EXIT_FAIL, "store: %s", err.msg);
-			goto done;
-		}
-		if (rec[i])
-			n_recovered++;
-		else if (strcmp(rows[i].outcome, LEDGER_LOST) == 0)
-			n_lost++;
-		else
-			n_missed++;
+	if (lost) {
+		rows = rep.rows;
+		n = rep.n;
 	}
 	if (json) {
-		r = print_json(rows, rec, n, lost, n_lost, n_missed,
-			       n_recovered);
+		r = print_json(rows, rep.recovered_ms, n, lost ? &rep : NULL);
 	} else if (lost) {
-		if (n_lost || n_missed)
+		if (rep.n_lost || rep.n_missed)
 			cli_out(stdout,
-				"%s: %d slot%s lost, %d missed", n_lost ? "LOST"
-				: "MISSED", n_lost, n_lost == 1 ? "" : "s",
-				n_missed);
+				"%s: %zu slot%s lost, %zu missed",
+				rep.n_lost ? "LOST" : "MISSED", rep.n_lost,
+				rep.n_lost == 1 ? "" : "s", rep.n_missed);
 		else
 			cli_out(stdout, "no lost or missed slots");
 		print_period(&f);
-		if (n_recovered)
-			cli_out(stdout, "; %d recovered later", n_recovered);
+		if (rep.n_recovered)
+			cli_out(stdout, "; %zu recovered later",
+				rep.n_recovered);
 		cli_out(stdout, "\n");
 		for (size_t i = 0; i < n; i++)
-			print_row(&rows[i], rec[i]);
+			print_row(&rows[i], rep.recovered_ms[i]);
 		r = EXIT_OK;
 	} else {
 		if (n) {
@@ -331,11 +281,13 @@ int cmd_ledger(int argc, char **argv)
 		r = EXIT_OK;
 	}
 	/* The loud part: lost slots in the period fail the report. */
-	if (r == EXIT_OK && lost && n_lost)
+	if (r == EXIT_OK && lost && rep.n_lost)
 		r = EXIT_FAIL;
 done:
-	free(rec);
-	store_ledger_rows_free(rows, n);
+	if (lost)
+		ledger_report_dispose(&rep);
+	else
+		store_ledger_rows_free(rows, n);
 	cli_state_close(&st);
 	return r;
 }

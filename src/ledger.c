@@ -1,0 +1,107 @@
+/*
+ * ledger.c - what a reader of the ledger decides from its rows (ledger.h):
+ * the outcome words, the reading order, and the lost-slot report.
+ *
+ * Invariants:
+ *   - a report lists every lost and missed row of its period: it takes no
+ *     limit and no outcome filter, so no row can fall out of it;
+ *   - a row counts as recovered only when the same (schedule, slot) has a
+ *     success row; its instant is that row's finish (the newest, when a
+ *     slot succeeded twice);
+ *   - the store is only read: nothing here writes.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ledger.h"
+
+const char *const ledger_outcomes[] = {
+	LEDGER_SUCCESS, LEDGER_FAILED, LEDGER_LOST, LEDGER_STALLED,
+	LEDGER_MISSED, LEDGER_DUPLICATE, LEDGER_RELEASED, LEDGER_DECISION,
+};
+const size_t ledger_n_outcomes =
+	sizeof(ledger_outcomes) / sizeof(ledger_outcomes[0]);
+
+bool ledger_outcome_known(const char *o)
+{
+	for (size_t i = 0; o && i < ledger_n_outcomes; i++)
+		if (strcmp(o, ledger_outcomes[i]) == 0)
+			return true;
+	return false;
+}
+
+int ledger_read(struct store *s, const struct ledger_filter *f,
+		struct ledger_row **rows, size_t *n, struct sc_err *err)
+{
+	int rc = store_ledger_query(s, f, rows, n, err);
+
+	if (rc || !f || !f->newest_first)
+		return rc;
+	for (size_t i = 0; i < *n / 2; i++) {
+		struct ledger_row t = (*rows)[i];
+		(*rows)[i] = (*rows)[*n - 1 - i];
+		(*rows)[*n - 1 - i] = t;
+	}
+	return 0;
+}
+
+/* When the slot of r later succeeded: the finish of its newest success
+ * row (1 when that row has no finish), or 0. */
+static int recovered_at(struct store *s, const struct ledger_row *r,
+			int64_t *at_ms, struct sc_err *err)
+{
+	struct ledger_filter f = {.schedule = r->schedule,
+				  .since_ms = r->slot_ms,
+				  .until_ms = r->slot_ms + 1,
+				  .outcome = LEDGER_SUCCESS};
+	struct ledger_row *rows = NULL;
+	size_t n = 0;
+	int rc = store_ledger_query(s, &f, &rows, &n, err);
+
+	*at_ms = 0;
+	if (rc == 0 && n > 0)
+		*at_ms = rows[n - 1].finished_ms ? rows[n - 1].finished_ms : 1;
+	store_ledger_rows_free(rows, n);
+	return rc;
+}
+
+int ledger_lost_report(struct store *s, const struct ledger_filter *f,
+		       struct ledger_report *out, struct sc_err *err)
+{
+	struct ledger_filter lf = *f;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if (f->outcome || f->limit)
+		return sc_err_set(err, SC_EINVAL, "the lost-slot report takes "
+				  "no outcome filter and no limit");
+	lf.lost_or_missed = true;
+	lf.newest_first = false;
+	rc = store_ledger_query(s, &lf, &out->rows, &out->n, err);
+	if (rc || out->n == 0)
+		return rc;
+	out->recovered_ms = calloc(out->n, sizeof(*out->recovered_ms));
+	if (!out->recovered_ms)
+		return sc_err_set(err, SC_ENOMEM, "out of memory");
+	for (size_t i = 0; i < out->n; i++) {
+		rc = recovered_at(s, &out->rows[i], &out->recovered_ms[i], err);
+		if (rc)
+			return rc;
+		if (out->recovered_ms[i])
+			out->n_recovered++;
+		else if (strcmp(out->rows[i].outcome, LEDGER_LOST) == 0)
+			out->n_lost++;
+		else
+			out->n_missed++;
+	}
+	return 0;
+}
+
+void ledger_report_dispose(struct ledger_report *r)
+{
+	if (!r)
+		return;
+	store_ledger_rows_free(r->rows, r->n);
+	free(r->recovered_ms);
+	memset(r, 0, sizeof(*r));
+}
