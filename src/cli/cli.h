@@ -3,8 +3,9 @@
  *
  * Each command lives in cmd_<name>.c as `int cmd_<name>(int argc, char
  * **argv)`, where argv[0] is the command name. It returns the process exit
- * status (see the exit codes below and in surecron(1)). The table in main.c
- * drives dispatch, `surecron help` and `surecron help CMD`.
+ * status (see the exit codes below and in surecron(1)). The table in
+ * cli_commands.c drives dispatch, `surecron help` and `surecron help CMD`;
+ * the helpers below are in cli_ops.c.
  */
 #ifndef SURECRON_CLI_H
 #define SURECRON_CLI_H
@@ -30,8 +31,12 @@ struct cli_command {
 	const char *help;    /* the paragraphs shown by `help CMD` */
 };
 
-/* Looks a command up by name; NULL when unknown. */
+/* Looks a command up by name in the table (cli_commands.c); NULL when
+ * unknown. */
 const struct cli_command *cli_find(const char *name);
+
+/* Prints the usage line and the command list to f. */
+void cli_print_overview(FILE *f);
 
 /*
  * Prints formatted text for a person to f, cleaned: control bytes (but
@@ -70,7 +75,7 @@ int cli_wants_help(int argc, char **argv);
  * "info" for the daemon, "warn" otherwise). */
 void cli_setup_logging(enum sc_log_level dflt);
 
-/* Options shared by `next` and `explain` (parsed in cmd_next.c). */
+/* Options shared by `next` and `explain` (parsed in cli_ops.c). */
 #define CLI_OPT_COUNT 0x1 /* accept --count N */
 #define CLI_OPT_JSON 0x2  /* accept --json */
 #define CLI_COUNT_MAX 10000

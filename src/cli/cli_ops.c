@@ -1,6 +1,8 @@
 /*
- * cli_ops.c - what the operator commands (status, ledger, trigger, retry,
- * explain SCHEDULE) share: the --config option, loading the config and
+ * cli_ops.c - what the commands share: printing for a person (cleaned,
+ * text.h) and the usage and failure lines; --help and SURECRON_LOG; the
+ * options of `next` and `explain` and local time formatting; and for the
+ * operator commands (status, ledger, trigger, retry, explain SCHEDULE): the --config option, loading the config and
  * opening the store it names, parsing times given as ISO 8601 or as an age
  * ("7d"), and describing one schedule (final expression, zone, class,
  * policy).
@@ -11,6 +13,8 @@
  * command just returns the code it gets.
  */
 #include <jansson.h>
+#include <ctype.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -179,5 +183,177 @@ int cli_schedule_info(const struct schedule_spec *s, int64_t from_ms,
 	out->policy_from_config = s->has_retry;
 	if (sc_cron_next(&out->cron, out->zone, from_ms, &out->next_ms, &err))
 		return cli_fail(EXIT_FAIL, "schedule %s: %s", s->name, err.msg);
+	return EXIT_OK;
+}
+
+/*
+ * Everything the commands print for a person goes through here: the text
+ * is formatted, then cleaned (text_clean), so an escape sequence from a
+ * task, a peer, the config or the command line shows as "\x1b" and never
+ * acts on the terminal (issue 11). JSON output does not come here.
+ */
+static void vout(FILE *f, unsigned flags, const char *fmt, va_list ap)
+{
+	char *raw = NULL;
+	struct buf b;
+	int n = vasprintf(&raw, fmt, ap);
+
+	if (n < 0)
+		return;
+	buf_init(&b, (size_t)n * 4 + 16);
+	if (text_clean_buf(&b, raw, (size_t)n, flags) == 0)
+		fputs(buf_str(&b), f);
+	buf_dispose(&b);
+	free(raw);
+}
+
+int cli_out(FILE *f, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vout(f, TEXT_KEEP_NL, fmt, ap);
+	va_end(ap);
+	return 0;
+}
+
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("surecron: ", stderr);
+	va_start(ap, fmt);
+	vout(stderr, 0, fmt, ap);
+	va_end(ap);
+	if (cmd)
+		cli_out(stderr, " (see 'surecron help %s')\n", cmd);
+	else
+		fputs(" (see 'surecron --help')\n", stderr);
+	return EXIT_USAGE;
+}
+
+int cli_fail(int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("surecron: ", stderr);
+	va_start(ap, fmt);
+	vout(stderr, 0, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return code;
+}
+
+int cli_wants_help(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--") == 0)
+			return 0;
+		if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0)
+			return 1;
+	}
+	return 0;
+}
+
+void cli_setup_logging(enum sc_log_level dflt)
+{
+	enum sc_log_level level = dflt;
+	const char *env = getenv("SURECRON_LOG");
+
+	if (env && sc_log_level_parse(env, &level) != 0)
+		fprintf(stderr, "surecron: ignoring SURECRON_LOG=%s (use error, "
+				"warn, info or debug)\n", env);
+	sc_log_set_sink(sc_log_stderr, NULL, level);
+}
+
+const char *cli_format_local(int64_t ms, const struct sc_zone *z,
+			     char out[CLI_TIME_MAX])
+{
+	int32_t off = sc_zone_offset_s(z, ms);
+	int64_t secs = ms / 1000 - (ms % 1000 < 0) + off;
+	int64_t days = secs / 86400 - (secs % 86400 < 0);
+	int sod = (int)(secs - days * 86400);
+	int64_t y;
+	int m, d, aoff = off < 0 ? -off : off;
+
+	clock_civil_from_days(days, &y, &m, &d);
+	snprintf(out, CLI_TIME_MAX, "%04lld-%02d-%02dT%02d:%02d:%02d%c%02d:%02d",
+		 (long long)y, m, d, sod / 3600, sod / 60 % 60, sod % 60,
+		 off < 0 ? '-' : '+', aoff / 3600, aoff / 60 % 60);
+	return out;
+}
+
+int cli_cron_opts_parse(const char *cmd, int argc, char **argv,
+			unsigned allowed, struct cli_cron_opts *o)
+{
+	const char *tz = NULL, *from = NULL, *count = NULL;
+	struct sc_err err = {0};
+	bool dashdash = false;
+	size_t len = 0;
+
+	memset(o, 0, sizeof(*o));
+	o->count = 1;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		int r = 0;
+
+		if (!dashdash && strcmp(a, "--") == 0) {
+			dashdash = true;
+			continue;
+		}
+		if (!dashdash && a[0] == '-' && a[1] != '\0') {
+			r = cli_opt_value(cmd, argc, argv, &i, NULL, "--tz", &tz);
+			if (!r)
+				r = cli_opt_value(cmd, argc, argv, &i, NULL,
+						  "--from", &from);
+			if (!r && (allowed & CLI_OPT_COUNT))
+				r = cli_opt_value(cmd, argc, argv, &i, NULL,
+						  "--count", &count);
+			if (r < 0)
+				return -r;
+			if (r)
+				continue;
+			if ((allowed & CLI_OPT_JSON) && strcmp(a, "--json") == 0)
+				o->json = true;
+			else
+				return cli_usage_error(cmd, "unknown option "
+						       "'%s'", a);
+			continue;
+		}
+		/* The expression may come as one quoted argument or as its
+		 * fields; join them with spaces. */
+		size_t al = strlen(a);
+		if (len + al + 2 > sizeof(o->expr))
+			return cli_usage_error(cmd, "expression is longer than "
+					       "%d bytes", SC_CRON_EXPR_MAX);
+		if (len)
+			o->expr[len++] = ' ';
+		memcpy(o->expr + len, a, al + 1);
+		len += al;
+	}
+	if (!len)
+		return cli_usage_error(cmd, "missing the cron expression");
+	if (count) {
+		char *end;
+		long n = strtol(count, &end, 10);
+		if (!isdigit((unsigned char)*count) || *end || n < 1 ||
+		    n > CLI_COUNT_MAX)
+			return cli_usage_error(cmd, "--count must be a number "
+					       "1-%d, not '%s'", CLI_COUNT_MAX,
+					       count);
+		o->count = (int)n;
+	}
+	if (tz) {
+		if (sc_zone_load(tz, &o->zone, &err))
+			return cli_fail(EXIT_USAGE, "%s", err.msg);
+	} else {
+		o->zone = sc_zone_local();
+	}
+	if (from) {
+		if (clock_parse_iso(from, &o->from_ms, &err))
+			return cli_fail(EXIT_USAGE, "--from: %s", err.msg);
+	} else {
+		o->from_ms = sc_clock_now_ms(sc_clock_real());
+	}
 	return EXIT_OK;
 }

@@ -1,0 +1,242 @@
+/*
+ * cli_commands.c - the one sorted command table: it drives dispatch
+ * (main.c), the command list and per-command help (like git's
+ * commands[]). A new command is one cmd_<name>.c and one row here.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+/* Sorted by name; `help` lists them in this order. */
+static const struct cli_command commands[] = {
+	{"check", cmd_check, "check [--config FILE | FILE]",
+	 "validate a config file without running anything",
+	 "Reads FILE (default ./surecron.yaml) and checks everything: YAML\n"
+	 "syntax, known keys and types, durations, names, references between\n"
+	 "sections, environment variables the config names, task programs,\n"
+	 "folders, cron expressions and time zones. Prints each problem as\n"
+	 "FILE:LINE:COLUMN: key.path: reason on stderr. Exit 0 when clean\n"
+	 "(and prints \"ok: N schedules, N targets\"), 2 otherwise.\n"},
+	{"explain", cmd_explain,
+	 "explain [--tz ZONE] [--from ISO8601] [--json] EXPR\n"
+	 "       surecron explain [--config FILE] [--from ISO8601] [--json] "
+	 "SCHEDULE",
+	 "describe a cron expression or a schedule: class and retry timeline",
+	 "Prints what EXPR means, its next 5 fire times, its frequency class\n"
+	 "with the field that decided it, the retry policy of that class and\n"
+	 "the timeline of the next slot's attempts with its recovery window.\n"
+	 "\n"
+	 "A single argument without spaces that is not a macro (@daily) names\n"
+	 "a schedule of the config (--config FILE, default ./surecron.yaml):\n"
+	 "then the expression is the schedule's final one, in its zone, and\n"
+	 "the output also says whether an environment variable overrode it\n"
+	 "(SURECRON_SCHEDULE_<NAME> or the schedule's schedule_env) and\n"
+	 "whether the retry policy is the config's `retry:` or the class's.\n"
+	 "\n"
+	 "  --tz ZONE        IANA zone (default: the system's local zone;\n"
+	 "                   not with SCHEDULE, which has its own)\n"
+	 "  --from ISO8601   start after this instant, with Z or an offset\n"
+	 "                   (default: now)\n"
+	 "  --config FILE    the config holding SCHEDULE\n"
+	 "  --json           print one JSON object instead of text\n"
+	 "\n"
+	 "Invalid expression, zone, config or unknown schedule: a message on\n"
+	 "stderr, exit status 2.\n"},
+	{"help", cmd_help, "help [COMMAND]", "show help for surecron or a command",
+	 "Without an argument, lists the commands. With one, shows that\n"
+	 "command's usage and description (the same as COMMAND --help).\n"},
+	{"http", cmd_http,
+	 "http [--auth NAME] [--config FILE] [-H HEADER]... [--timeout DUR] "
+	 "METHOD URL [--data BODY]",
+	 "send one HTTP request; the exit status carries the verdict",
+	 "Sends METHOD URL through surecron's HTTP client (TLS verified, no\n"
+	 "redirects) and prints the response body.\n"
+	 "--auth NAME adds the token of auth provider NAME from the config\n"
+	 "(--config FILE, default ./surecron.yaml): OAuth2 tokens are fetched\n"
+	 "and, on a 401, refreshed once. Without --config, the variable\n"
+	 "SURECRON_AUTH_<NAME>_TOKEN, when set, is used as a bearer token.\n"
+	 "\n"
+	 "  -H, --header 'Name: value'   add a header (repeatable)\n"
+	 "  -d, --data BODY              send BODY\n"
+	 "  --timeout DUR                whole request (default 30s)\n"
+	 "\n"
+	 "Exit status: 0 on 2xx; 75 on 429, 5xx or a transport failure\n"
+	 "(with a Retry-After hint, stdout gets one JSON line\n"
+	 "{\"retry_after\": SECONDS, \"error\": \"...\"}); 78 on 403 or an\n"
+	 "unusable auth provider; 1 on other statuses; 2 on usage errors.\n"},
+	{"ledger", cmd_ledger,
+	 "ledger [--config FILE] [--schedule S] [--since T] [--until T] "
+	 "[--outcome O] [--limit N] [--json]\n"
+	 "       surecron ledger [--config FILE] --lost [--schedule S] "
+	 "[--since T] [--until T] [--json]",
+	 "show the record of attempts, lost and missed slots",
+	 "Prints the ledger rows of the store the config names, in the order\n"
+	 "they were written: slot (UTC), schedule, job id, attempt, outcome\n"
+	 "and the error. The period selects rows by slot instant (--since\n"
+	 "inclusive, --until exclusive); T is ISO 8601\n"
+	 "(2026-11-27T17:00:00Z, or with an offset) or an age before now\n"
+	 "(7d, 36h, 90m). --outcome is one of success, failed, lost, stalled,\n"
+	 "missed, duplicate, released. --limit N keeps the N most recent\n"
+	 "rows (1-1000000), still listed oldest first.\n"
+	 "\n"
+	 "--lost reports only the lost slots (all attempts failed) and the\n"
+	 "missed ones (not run after downtime, by the catchup policy), with a\n"
+	 "header line counting them, and exits 1 when any slot of the period\n"
+	 "was lost, so `surecron ledger --lost --since 1d` can page someone.\n"
+	 "A slot that later succeeded (retry, trigger --slot) stays listed,\n"
+	 "marked recovered, and no longer counts. --lost takes no --outcome\n"
+	 "or --limit: the report covers the whole period.\n"
+	 "A lost job can be run again with `surecron retry JOB`.\n"
+	 "Exit status: 0, 1 (lost slots with --lost, or a store error), 2\n"
+	 "(bad option, time, outcome, config or unknown schedule).\n"},
+	{"next", cmd_next, "next [--tz ZONE] [--from ISO8601] [--count N] EXPR",
+	 "print the next fire times of a cron expression",
+	 "Prints the next N fire instants of EXPR strictly after --from, one\n"
+	 "per line, in ISO 8601 with the zone's offset at that instant, e.g.\n"
+	 "2026-03-08T03:30:00-04:00. EXPR has 5 fields (minute hour\n"
+	 "day-of-month month day-of-week), 6 with leading seconds, or is a\n"
+	 "macro such as @daily; quote it, or give its fields as arguments.\n"
+	 "\n"
+	 "  --tz ZONE        IANA zone (default: the system's local zone)\n"
+	 "  --from ISO8601   start after this instant, with Z or an offset\n"
+	 "                   (default: now)\n"
+	 "  --count N        how many instants (default 1, at most 10000)\n"
+	 "\n"
+	 "Daylight saving time: an expression whose minute and hour (and\n"
+	 "seconds) do not start with '*' goes by the wall clock: a time\n"
+	 "skipped by a change fires once at the change, a repeated time fires\n"
+	 "once, in the first pass. Other expressions follow real time.\n"
+	 "Invalid expression or zone: a message on stderr, exit status 2.\n"},
+	{"release", cmd_release,
+	 "release [--config FILE] [--arrived | --resend] [--by NAME] SCHEDULE "
+	 "SLOT [TARGET]",
+	 "decide a send held after a crash (on_ambiguous: hold)",
+	 "A target with on_ambiguous: hold is not resent when a crash left\n"
+	 "its send in doubt; the slot's job fails and waits for an operator.\n"
+	 "Check the receiver, then: --arrived marks TARGET sent (never sent\n"
+	 "again), --resend marks it failed (the next attempt sends it from\n"
+	 "the outbox; tasks do not run again). The decision is written to the\n"
+	 "ledger (a `decision` row: target, decision, who - --by NAME, else\n"
+	 "$SUDO_USER, else the user - and when). A job that died of the hold\n"
+	 "is made ready again; its attempt numbers go on. SLOT is ISO 8601\n"
+	 "(2026-11-27T17:00:00Z). Without\n"
+	 "--arrived/--resend, prints the send state of each target of the\n"
+	 "slot. Exit 0 when done, 2 on usage errors or when TARGET is not\n"
+	 "held, 1 on store errors.\n"},
+	{"retry", cmd_retry, "retry [--config FILE] JOB",
+	 "run a dead job (a lost slot) again",
+	 "Makes dead job JOB (its id, as `ledger` and `status` show) ready\n"
+	 "again with a fresh attempt budget; a running daemon picks it up.\n"
+	 "Exit 0 when done; 2 when there is no such job or it is not dead\n"
+	 "(waiting, running or done); 1 on store errors.\n"},
+	{"run", cmd_run, "run [--config FILE] [--once]",
+	 "the daemon: run the schedules of a config",
+	 "Runs the schedules of FILE (default ./surecron.yaml): sleeps until\n"
+	 "each slot is due, enqueues it, and runs due jobs with\n"
+	 "worker.concurrency workers, heartbeating their leases. A slot\n"
+	 "triggered or a job retried by another process starts within a\n"
+	 "second. SIGTERM/SIGINT: stop claiming, let running slots finish\n"
+	 "within worker.grace, else release them; exit 0. SIGHUP: reload the\n"
+	 "config (an invalid one is refused and the old one kept); a good one\n"
+	 "applies at once, worker.concurrency, lease and grace included, but\n"
+	 "not a changed store: that is logged, and needs a restart.\n"
+	 "Logs one logfmt line per event on stderr (event=start ... late_us=,\n"
+	 "event=finish ... outcome= duration_ms= task_late_us=); SURECRON_LOG\n"
+	 "sets the level (error, warn, info, debug; default info).\n"
+	 "\n"
+	 "  --once   run the scheduler once, run every job due now, exit:\n"
+	 "           0 when all succeeded, 1 when a run failed\n"
+	 "\n"
+	 "Exit status: 0 after a clean stop, 1 on a failure, 2 on a bad\n"
+	 "command line or config.\n"},
+	{"simulate", cmd_simulate,
+	 "simulate [--config FILE] --from T --until T "
+	 "[--fail TASK@T1..T2[:exit=N]]... [--down T1..T2]... [--deliver] "
+	 "[--json]",
+	 "run the schedules on a virtual clock and print the timeline",
+	 "Runs the real scheduler, queue, orchestrator and delivery of FILE\n"
+	 "(default ./surecron.yaml) on a virtual clock from T to T (ISO 8601\n"
+	 "with Z or an offset), single-threaded, with a throw-away store in a\n"
+	 "temp folder that is removed at exit (the config's store is never\n"
+	 "opened). The clock jumps from event to event (the next slot or the\n"
+	 "next retry), so a week takes a moment.\n"
+	 "The first slot is the first one at or after --from (a first start).\n"
+	 "\n"
+	 "  --fail TASK@T1..T2[:exit=N]\n"
+	 "                   task TASK (of any schedule) fails instead of\n"
+	 "                   running when an attempt starts in [T1, T2), as a\n"
+	 "                   command exiting with N would: 75 (default) a\n"
+	 "                   retryable quota error, 78 a permanent failure,\n"
+	 "                   others retryable. May be repeated. Other tasks\n"
+	 "                   run for real.\n"
+	 "  --down T1..T2    the scheduler and worker are stopped in [T1, T2)\n"
+	 "                   (downtime): at T2 the schedules catch up by their\n"
+	 "                   catchup policy and missed slots are listed.\n"
+	 "                   May be repeated.\n"
+	 "  --deliver        send to the real targets. Without it nothing\n"
+	 "                   leaves the machine: every target (slack, webhook,\n"
+	 "                   file, command) is replaced by a recorder in the\n"
+	 "                   temp folder, fed through the real delivery path\n"
+	 "                   (outbox, send guards, notices, alerts), and each\n"
+	 "                   recorded message is printed.\n"
+	 "  --json           print one JSON object: events, ledger,\n"
+	 "                   deliveries per target, totals\n"
+	 "\n"
+	 "Prints one line per event (slot fired, attempt started, failed with\n"
+	 "its error and next attempt, succeeded, delivery, slot lost, missed)\n"
+	 "with times in the schedule's zone, then the ledger and the totals.\n"
+	 "Exit status 0 when the simulation ran (lost slots are results, not\n"
+	 "errors), 2 on usage or config errors, 1 on internal failures.\n"},
+	{"status", cmd_status, "status [--config FILE] [--json]",
+	 "show each schedule's next slot, retry class, last outcome and jobs",
+	 "For each schedule of the config: the final cron expression (and\n"
+	 "the variable that overrode it), the next slot in its zone, the\n"
+	 "frequency class with the field that decided it, the retry policy,\n"
+	 "the last ledger outcome and the counts of its jobs waiting, delayed\n"
+	 "(a retry pending), running and dead. --json prints one object.\n"
+	 "Exit 0; 2 when the config does not load; 1 on store errors.\n"},
+	{"trigger", cmd_trigger, "trigger [--config FILE] [--slot T] SCHEDULE",
+	 "enqueue a manual slot of a schedule, due now",
+	 "Enqueues a slot of SCHEDULE due now, with the schedule's retry\n"
+	 "policy; `surecron run` (or `run --once`) runs it. The slot is the\n"
+	 "current second unless --slot T names one (ISO 8601 or an age such\n"
+	 "as 2h). One job per slot: triggering a slot that is already queued\n"
+	 "or running changes nothing, a dead one is revived, a done one is\n"
+	 "refused. Prints \"job ID: SCHEDULE slot T, new, due now (ready)\"\n"
+	 "or \"job ID: SCHEDULE slot T, already queued (STATE)\".\n"
+	 "Exit 0; 2 on an unknown schedule, a bad time or a done slot; 1 on\n"
+	 "store errors.\n"},
+	{"version", cmd_version, "version", "print the version",
+	 "Prints \"surecron VERSION\". The same as surecron --version.\n"},
+};
+
+#define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+const struct cli_command *cli_find(const char *name)
+{
+	for (size_t i = 0; i < N_COMMANDS; i++)
+		if (strcmp(commands[i].name, name) == 0)
+			return &commands[i];
+	return NULL;
+}
+
+void cli_print_help(FILE *f, const struct cli_command *c)
+{
+	fprintf(f, "usage: surecron %s\n\n%s\n%s", c->usage, c->summary,
+		c->help[0] ? "\n" : "");
+	fputs(c->help, f);
+}
+
+void cli_print_overview(FILE *f)
+{
+	fputs("usage: surecron [--version] [--help] COMMAND [ARGS]\n\n"
+	      "surecron runs scheduled jobs and never loses a run in silence.\n\n"
+	      "Commands:\n", f);
+	for (size_t i = 0; i < N_COMMANDS; i++)
+		fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+	fputs("\nRun 'surecron help COMMAND' for a command's options.\n"
+	      "Exit status: 0 success, 1 failure, 2 usage or input error.\n",
+	      f);
+}
+
