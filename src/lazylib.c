@@ -1,6 +1,6 @@
 /*
- * lazylib.c - the one-time loaders of libcurl, libpq and libcrypto (see
- * lazylib.h).
+ * lazylib.c - the one-time loader of libcurl, libpq and libcrypto (see
+ * lazylib.h): one table of libraries, one load path.
  *
  * Invariants:
  *   - Each library is dlopen'ed at most once per process (pthread_once);
@@ -26,26 +26,21 @@ struct dl_curl_table dl_curl;
 struct dl_pq_table dl_pq;
 struct dl_crypto_table dl_crypto;
 
-struct lazy_state {
+/*
+ * One row per library: where it is, which Debian package has it, how its
+ * table is filled and what runs once after (curl_global_init). The load
+ * state lives in the row; pthread_once needs a plain function per row,
+ * which LAZY_ONCE writes.
+ */
+struct lazy_lib {
+	const char *soname;
+	const char *package;
+	void (*resolve)(void *h, bool *ok);
+	int (*init)(char *msg, size_t n); /* after resolve; NULL: none */
 	pthread_once_t once;
 	int rc;
 	char msg[256];
 };
-
-static struct lazy_state curl_state = {.once = PTHREAD_ONCE_INIT};
-static struct lazy_state pq_state = {.once = PTHREAD_ONCE_INIT};
-static struct lazy_state crypto_state = {.once = PTHREAD_ONCE_INIT};
-
-static void lazy_fail(struct lazy_state *st, const char *soname,
-		      const char *package)
-{
-	const char *why = dlerror();
-
-	snprintf(st->msg, sizeof(st->msg),
-		 "%s could not be loaded: %s; install %s", soname,
-		 why ? why : "unknown error", package);
-	st->rc = SC_EIO;
-}
 
 /* dlsym, clearing dlerror first: NULL means the symbol is missing. */
 static void *lazy_sym(void *h, const char *name, bool *ok)
@@ -63,94 +58,101 @@ static void *lazy_sym(void *h, const char *name, bool *ok)
 
 /* The casts from void * to function pointers are what POSIX dlsym
  * guarantees to work. */
-#define LAZY_RESOLVE(tbl, f) (tbl).f = (__typeof__((tbl).f))lazy_sym(h, #f, &ok);
+#define LAZY_RESOLVE(tbl, f) (tbl).f = (__typeof__((tbl).f))lazy_sym(h, #f, ok);
 
-static void curl_load_once(void)
+static void curl_resolve(void *h, bool *ok)
 {
-	static const char soname[] = "libcurl.so.4";
-	bool ok = true;
-	void *h = dlopen(soname, RTLD_NOW | RTLD_LOCAL);
-
-	if (!h) {
-		lazy_fail(&curl_state, soname, "libcurl4");
-		return;
-	}
 #define CURL_RESOLVE(f) LAZY_RESOLVE(dl_curl, f)
 	DL_CURL_FUNCS(CURL_RESOLVE)
 #undef CURL_RESOLVE
-	if (!ok) {
-		lazy_fail(&curl_state, soname, "libcurl4");
-		dlclose(h);
-		return;
-	}
-	CURLcode cc = dl_curl.curl_global_init(CURL_GLOBAL_DEFAULT);
-	if (cc != CURLE_OK) {
-		snprintf(curl_state.msg, sizeof(curl_state.msg),
-			 "curl_global_init failed: %s",
-			 dl_curl.curl_easy_strerror(cc));
-		curl_state.rc = SC_EIO;
-	}
 }
 
-static void pq_load_once(void)
+static void pq_resolve(void *h, bool *ok)
 {
-	static const char soname[] = "libpq.so.5";
-	bool ok = true;
-	void *h = dlopen(soname, RTLD_NOW | RTLD_LOCAL);
-
-	if (!h) {
-		lazy_fail(&pq_state, soname, "libpq5");
-		return;
-	}
 #define PQ_RESOLVE(f) LAZY_RESOLVE(dl_pq, f)
 	DL_PQ_FUNCS(PQ_RESOLVE)
 #undef PQ_RESOLVE
-	if (!ok) {
-		lazy_fail(&pq_state, soname, "libpq5");
-		dlclose(h);
-	}
 }
 
-static void crypto_load_once(void)
+static void crypto_resolve(void *h, bool *ok)
 {
-	static const char soname[] = "libcrypto.so.3";
-	bool ok = true;
-	void *h = dlopen(soname, RTLD_NOW | RTLD_LOCAL);
-
-	if (!h) {
-		lazy_fail(&crypto_state, soname, "libssl3");
-		return;
-	}
 #define CRYPTO_RESOLVE(f) LAZY_RESOLVE(dl_crypto, f)
 	DL_CRYPTO_FUNCS(CRYPTO_RESOLVE)
 #undef CRYPTO_RESOLVE
-	if (!ok) {
-		lazy_fail(&crypto_state, soname, "libssl3");
-		dlclose(h);
+}
+
+/* curl_global_init is not thread-safe itself: it runs inside the once. */
+static int curl_init(char *msg, size_t n)
+{
+	CURLcode cc = dl_curl.curl_global_init(CURL_GLOBAL_DEFAULT);
+
+	if (cc == CURLE_OK)
+		return 0;
+	snprintf(msg, n, "curl_global_init failed: %s",
+		 dl_curl.curl_easy_strerror(cc));
+	return SC_EIO;
+}
+
+static struct lazy_lib libs[LAZYLIB_N] = {
+	[LAZYLIB_CURL] = {"libcurl.so.4", "libcurl4", curl_resolve, curl_init,
+			  PTHREAD_ONCE_INIT, 0, ""},
+	[LAZYLIB_PQ] = {"libpq.so.5", "libpq5", pq_resolve, NULL,
+			PTHREAD_ONCE_INIT, 0, ""},
+	[LAZYLIB_CRYPTO] = {"libcrypto.so.3", "libssl3", crypto_resolve, NULL,
+			    PTHREAD_ONCE_INIT, 0, ""},
+};
+
+static void lazy_fail(struct lazy_lib *l)
+{
+	const char *why = dlerror();
+
+	snprintf(l->msg, sizeof(l->msg), "%s could not be loaded: %s; "
+		 "install %s", l->soname, why ? why : "unknown error",
+		 l->package);
+	l->rc = SC_EIO;
+}
+
+static void lazy_load(struct lazy_lib *l)
+{
+	bool ok = true;
+	void *h = dlopen(l->soname, RTLD_NOW | RTLD_LOCAL);
+
+	if (!h) {
+		lazy_fail(l);
+		return;
 	}
+	l->resolve(h, &ok);
+	if (!ok) {
+		lazy_fail(l);
+		dlclose(h);
+		return;
+	}
+	if (l->init)
+		l->rc = l->init(l->msg, sizeof(l->msg));
 }
 
-static int lazy_result(const struct lazy_state *st, struct sc_err *err)
+#define LAZY_ONCE(id)                                                       \
+	static void once_##id(void) { lazy_load(&libs[id]); }
+LAZY_ONCE(LAZYLIB_CURL)
+LAZY_ONCE(LAZYLIB_PQ)
+LAZY_ONCE(LAZYLIB_CRYPTO)
+
+static void (*const once_fn[LAZYLIB_N])(void) = {
+	[LAZYLIB_CURL] = once_LAZYLIB_CURL,
+	[LAZYLIB_PQ] = once_LAZYLIB_PQ,
+	[LAZYLIB_CRYPTO] = once_LAZYLIB_CRYPTO,
+};
+
+int lazylib_load(enum lazylib_id id, struct sc_err *err)
 {
-	if (st->rc)
-		return sc_err_set(err, st->rc, "%s", st->msg);
+	struct lazy_lib *l;
+
+	if ((unsigned)id >= LAZYLIB_N)
+		return sc_err_set(err, SC_EINVAL, "lazylib: no library %d",
+				  (int)id);
+	l = &libs[id];
+	pthread_once(&l->once, once_fn[id]);
+	if (l->rc)
+		return sc_err_set(err, l->rc, "%s", l->msg);
 	return 0;
-}
-
-int dl_curl_load(struct sc_err *err)
-{
-	pthread_once(&curl_state.once, curl_load_once);
-	return lazy_result(&curl_state, err);
-}
-
-int dl_pq_load(struct sc_err *err)
-{
-	pthread_once(&pq_state.once, pq_load_once);
-	return lazy_result(&pq_state, err);
-}
-
-int dl_crypto_load(struct sc_err *err)
-{
-	pthread_once(&crypto_state.once, crypto_load_once);
-	return lazy_result(&crypto_state, err);
 }

@@ -8,7 +8,8 @@
  * Use: include "dl_curl.h", "dl_pq.h" or "dl_crypto.h" instead of
  * <curl/curl.h>, <libpq-fe.h> or <openssl/evp.h>; the functions keep their
  * usual names (macros onto a table of pointers). Call dl_curl_load /
- * dl_pq_load / dl_crypto_load before the first call.
+ * dl_pq_load / dl_crypto_load (lazylib_load of that row) before the first
+ * call. Another library is one dl_*.h header and one row in lazylib.c.
  *
  * Thread-safety: the load functions may be called from any thread, any
  * number of times; the work is done once (pthread_once) and the tables are
@@ -19,19 +20,38 @@
 
 #include "err.h"
 
-/* Loads libcurl.so.4, resolves every function http.c uses and runs
- * curl_global_init (not thread-safe itself, hence inside the once).
+/* The libraries, a row each in lazylib.c's table. */
+enum lazylib_id {
+	LAZYLIB_CURL,   /* libcurl.so.4: every function http.c and url.c use;
+			   curl_global_init runs inside the once */
+	LAZYLIB_PQ,     /* libpq.so.5: every function store_pg.c uses */
+	LAZYLIB_CRYPTO, /* libcrypto.so.3: the idempotency key's SHA-256 and
+			   the webhook HMAC */
+	LAZYLIB_N
+};
+
+/*
+ * Loads library id and resolves every function its dl_*.h header lists.
  * 0, or SC_EIO with "libcurl.so.4 could not be loaded: ...; install
- * libcurl4" in err. */
-int dl_curl_load(struct sc_err *err);
+ * libcurl4" (the soname and package of that row) in err; the same answer
+ * for the life of the process.
+ */
+int lazylib_load(enum lazylib_id id, struct sc_err *err);
 
-/* Loads libpq.so.5 and resolves every function store_pg.c uses. 0, or
- * SC_EIO with "libpq.so.5 could not be loaded: ...; install libpq5". */
-int dl_pq_load(struct sc_err *err);
+/* The names the callers use, one per header. */
+static inline int dl_curl_load(struct sc_err *err)
+{
+	return lazylib_load(LAZYLIB_CURL, err);
+}
 
-/* Loads libcrypto.so.3 and resolves every function delivery.c uses (the
- * idempotency key's SHA-256, the webhook HMAC). 0, or SC_EIO with
- * "libcrypto.so.3 could not be loaded: ...; install libssl3". */
-int dl_crypto_load(struct sc_err *err);
+static inline int dl_pq_load(struct sc_err *err)
+{
+	return lazylib_load(LAZYLIB_PQ, err);
+}
+
+static inline int dl_crypto_load(struct sc_err *err)
+{
+	return lazylib_load(LAZYLIB_CRYPTO, err);
+}
 
 #endif
