@@ -683,7 +683,9 @@ static void reload_to(const struct env *e, pid_t pid, const char *worker,
  * (ns) to NAME.start / NAME.end around a sleep of `secs` (NULL: until the
  * test creates the file `go`, at most 20 s), then prints its name (the
  * message delivered). A gate, not a sleep, is what makes "these ran at
- * the same time" independent of how loaded the machine is. */
+ * the same time" independent of how loaded the machine is. NAME.start is
+ * written under another name and renamed, so a test that sees it also
+ * sees the time in it. */
 static void slow_scheds(char *out, size_t n, const char *secs)
 {
 	size_t o = 0;
@@ -701,9 +703,10 @@ static void slow_scheds(char *out, size_t n, const char *secs)
 			"    tz: UTC\n"
 			"    targets: [hook]\n"
 			"    tasks:\n"
-			"      - {name: t, shell: \"date +%%s%%N > %c.start; "
-			"%s; date +%%s%%N > %c.end; echo %c\"}\n",
-			*c, *c, wait, *c, *c);
+			"      - {name: t, shell: \"date +%%s%%N > %c.s; "
+			"mv %c.s %c.start; %s; date +%%s%%N > %c.end; "
+			"echo %c\"}\n",
+			*c, *c, *c, *c, wait, *c, *c);
 	assert_true(o < n);
 }
 
