@@ -1,6 +1,8 @@
 # surecron - one Makefile (GNU make + pkg-config).
 #
-#   make              install missing Debian packages, build build/surecron
+#   make              build build/surecron
+#   make deps         install the missing Debian packages (deps-test and
+#                     deps-bench: also those of the tests and benchmarks)
 #   make test         build with failpoints and run every test suite
 #   make test SAN=1   the same under AddressSanitizer + UBSan (build/san)
 #   make test TSAN=1  the same under ThreadSanitizer (build/tsan)
@@ -14,9 +16,10 @@
 #   make install      install the binary and man pages under PREFIX
 #   make fuzz         each fuzz target under libFuzzer (fuzz/fuzz.mk)
 #
-# Public targets first make sure the Debian packages are present (the
-# script is quiet when they are), then re-enter make for the real work, so
-# pkg-config is only asked once the libraries exist.
+# Public targets first check that the Debian packages are present (quiet
+# when they are; otherwise they name what is missing and `make deps`, and
+# stop: make itself never runs apt-get), then re-enter make for the real
+# work, so pkg-config is only asked once the libraries exist.
 
 PREFIX ?= /usr/local
 SAN ?= 0
@@ -24,9 +27,10 @@ PKGS := sqlite3 libpq libcurl jansson yaml-0.1 libmicrohttpd libcrypto
 SUBMAKE = $(MAKE) --no-print-directory -f Makefile
 
 .PHONY: all test check asan bench lint example install clean deps \
-	deps-test deps-bench _all _test _bench soak man valgrind tsan _tsan
+	deps-test deps-bench need need-test need-bench _all _test _bench soak \
+	man valgrind tsan _tsan
 
-all: deps
+all: need
 	@$(SUBMAKE) _all MODE=release
 
 deps:
@@ -35,6 +39,12 @@ deps-test:
 	@sh scripts/install-deps.sh test
 deps-bench:
 	@sh scripts/install-deps.sh bench
+need:
+	@sh scripts/install-deps.sh --check build
+need-test:
+	@sh scripts/install-deps.sh --check test
+need-bench:
+	@sh scripts/install-deps.sh --check bench
 
 ifeq ($(SAN),1)
 TESTMODE := san
@@ -44,7 +54,7 @@ else
 TESTMODE := test
 endif
 
-test check: deps-test
+test check: need-test
 	@$(SUBMAKE) _test MODE=$(TESTMODE)
 asan:
 	@$(MAKE) --no-print-directory test SAN=1
@@ -53,7 +63,7 @@ asan:
 # two daemons for SURECRON_SOAK_SECONDS (default 3600) under kills,
 # PostgreSQL restarts and a receiver that misbehaves; each binary may take
 # that long plus 20 minutes. Not in CI.
-soak: deps-test
+soak: need-test
 	@SURECRON_TEST_TIMEOUT=$$(( $${SURECRON_SOAK_SECONDS:-3600} + 1200 )) \
 		$(SUBMAKE) _test MODE=test SURECRON_SOAK=1
 
@@ -67,20 +77,20 @@ soak: deps-test
 TSAN_SUITES ?= test_daemon test_http test_nodes_daemon_pg test_pg_faults \
 	test_secrets test_delivery test_orchestrator test_slot_e2e \
 	test_delivery_crash test_task test_tz test_target_file
-tsan: deps-test
+tsan: need-test
 	@$(SUBMAKE) _tsan MODE=tsan
 
-bench: deps-bench
+bench: need-bench
 	@$(SUBMAKE) _bench MODE=release
 
 example: all
 	@sh scripts/run-example.sh build/surecron
 
-lint: deps-test
+lint: need-test
 	@$(SUBMAKE) _lint MODE=test
 
 # The CLI's main paths under valgrind memcheck (no leaks, no bad access).
-valgrind: all deps-test
+valgrind: all need-test
 	@sh tests/valgrind.sh build/surecron
 
 # The troff pages are generated from docs/man/*.md and committed, so that

@@ -28,9 +28,9 @@ FZ := build/fuzz
 
 # MODE=test only so that the Makefile's mode variables are set; the fuzz
 # build has its own folder and flags below.
-fuzz: deps-test
+fuzz: need-test
 	@$(SUBMAKE) _fuzz MODE=test
-fuzz-build: deps-test
+fuzz-build: need-test
 	@$(SUBMAKE) _fuzz_build MODE=test
 
 # ---- replay, part of make test ----

@@ -1,8 +1,22 @@
 #!/bin/sh
 # Installs the Debian packages surecron builds, tests and benchmarks with.
 # Idempotent and quiet when everything is present; needs root only when
-# something is missing. Usage: install-deps.sh [build|test|bench]
+# something is missing.
+#
+#   install-deps.sh [build|test|bench]          install what is missing
+#   install-deps.sh --check [build|test|bench]  only say what is missing
+#                                               and how to install it
+#
+# `make` and the other build targets run the --check form: they never
+# install anything themselves. `make deps` (deps-test, deps-bench) and the
+# README's two commands run the installing form.
 set -eu
+
+check=0
+if [ "${1:-}" = --check ]; then
+  check=1
+  shift
+fi
 
 build_pkgs="gcc make pkg-config libsqlite3-dev libpq-dev libcurl4-openssl-dev
 libjansson-dev libyaml-dev libmicrohttpd-dev libssl-dev tzdata ca-certificates"
@@ -27,6 +41,14 @@ for p in $want; do
   fi
 done
 [ -z "$missing" ] && exit 0
+
+if [ "$check" = 1 ]; then
+  set_name=${1:-build}
+  echo "surecron: missing Debian packages:$missing" >&2
+  echo "surecron: install them with: make deps$( [ "$set_name" = build ] || echo "-$set_name")" \
+    "(or: sudo apt-get install$missing)" >&2
+  exit 1
+fi
 
 if [ "$(id -u)" != 0 ]; then
   echo "install-deps.sh: missing Debian packages:$missing" >&2
