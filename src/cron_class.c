@@ -1,6 +1,6 @@
 /*
- * cron_class.c - the frequency class of an expression and the retry
- * timeline of a slot (DESIGN.md, "Retry policy").
+ * cron_class.c - the frequency class of an expression (DESIGN.md,
+ * "Retry policy"; the policy and a slot's timeline are in retry.c).
  *
  * The class rule, exactly: low-frequency when the day-of-month or the
  * day-of-week field is one fixed value (a number or name; we also count L,
@@ -15,7 +15,6 @@
 
 #include "cron.h"
 #include "err.h"
-#include "retry.h"
 
 static int lowest(uint64_t bits)
 {
@@ -110,22 +109,4 @@ enum sc_freq_class sc_cron_class(const struct sc_cron *c, char *reason,
 				   "one value");
 	}
 	return SC_FREQ_DEFAULT;
-}
-
-int sc_retry_timeline(const struct sc_retry_policy *p, int64_t slot_ms,
-		      struct sc_retry_timeline *out, struct sc_err *err)
-{
-	if (!p || !out || p->attempts < 1 ||
-	    p->attempts > SC_RETRY_TIMELINE_MAX || p->delay_ms < 0)
-		return sc_err_set(err, SC_EINVAL, "retry timeline: attempts "
-				  "must be 1-%d", SC_RETRY_TIMELINE_MAX);
-	memset(out, 0, sizeof(*out));
-	out->n_attempts = p->attempts;
-	out->attempt_ms[0] = slot_ms;
-	for (int k = 1; k < p->attempts; k++)
-		out->attempt_ms[k] =
-			sc_retry_next_ms(p, k, out->attempt_ms[k - 1], 0);
-	out->window_end_ms = out->attempt_ms[p->attempts - 1];
-	out->window_ms = out->window_end_ms - slot_ms;
-	return 0;
 }

@@ -1,11 +1,15 @@
 /*
- * retry.c - the retry policy of DESIGN.md: classes, delays, next attempt.
+ * retry.c - the retry policy of DESIGN.md: classes, delays, next attempt,
+ * and the timeline of every attempt of one slot.
  *
  * default:        2 attempts, exponential, 60 s
  * low-frequency:  4 attempts, exponential, 30 min -> attempts at
  *                 +0, +30 min, +90 min, +210 min (a 3 h 30 min window)
  * A retry-after hint only ever delays the next attempt, never advances it.
  */
+#include <string.h>
+
+#include "err.h"
 #include "retry.h"
 
 struct sc_retry_policy sc_retry_policy_for(enum sc_freq_class cls)
@@ -51,4 +55,22 @@ bool retry_policy_valid(const struct sc_retry_policy *p)
 	       p->delay_ms <= 30LL * 86400 * 1000 &&
 	       (p->backoff == SC_BACKOFF_EXPONENTIAL ||
 		p->backoff == SC_BACKOFF_FIXED);
+}
+
+int sc_retry_timeline(const struct sc_retry_policy *p, int64_t slot_ms,
+		      struct sc_retry_timeline *out, struct sc_err *err)
+{
+	if (!p || !out || p->attempts < 1 ||
+	    p->attempts > SC_RETRY_TIMELINE_MAX || p->delay_ms < 0)
+		return sc_err_set(err, SC_EINVAL, "retry timeline: attempts "
+				  "must be 1-%d", SC_RETRY_TIMELINE_MAX);
+	memset(out, 0, sizeof(*out));
+	out->n_attempts = p->attempts;
+	out->attempt_ms[0] = slot_ms;
+	for (int k = 1; k < p->attempts; k++)
+		out->attempt_ms[k] =
+			sc_retry_next_ms(p, k, out->attempt_ms[k - 1], 0);
+	out->window_end_ms = out->attempt_ms[p->attempts - 1];
+	out->window_ms = out->window_end_ms - slot_ms;
+	return 0;
 }
