@@ -25,7 +25,7 @@
 #include "err.h"
 #include "http.h"
 #include "log.h"
-#include "task.h"
+#include "text.h"
 #include "url.h"
 
 /* A JSON string of s, repairing bad UTF-8; NULL only on out of memory. */
@@ -34,7 +34,7 @@ static json_t *jstr(const char *s)
 	json_t *j = json_string(s);
 
 	if (!j) {
-		char *c = task_utf8_clean(s, strlen(s));
+		char *c = text_utf8_clean(s, strlen(s));
 		if (c)
 			j = json_string(c);
 		free(c);
@@ -270,19 +270,6 @@ int delivery_sign(const char *secret, size_t secret_len, const char *timestamp,
 	return 0;
 }
 
-/* A one-line, valid UTF-8 excerpt of a response body, for messages. */
-static void excerpt(const char *body, size_t len, char *out, size_t n)
-{
-	size_t take = len < DELIVERY_EXCERPT_MAX ? len : DELIVERY_EXCERPT_MAX;
-	char *c = task_utf8_clean(body ? body : "", body ? take : 0);
-
-	snprintf(out, n, "%s%s", c ? c : "", len > take ? "..." : "");
-	for (char *p = out; *p; p++)
-		if ((unsigned char)*p < 0x20)
-			*p = ' ';
-	free(c);
-}
-
 /* The reason of an http error without its "METHOD URL: " prefix, which
  * may hold a secret path. */
 static const char *strip_url(const char *msg, const char *logurl)
@@ -302,7 +289,7 @@ int delivery_http_post(const struct target_copy *s, const char *body,
 	const char *hdrs[16];
 	struct sc_err herr = {0};
 	struct http_response resp = {0};
-	char logurl[512], ex[DELIVERY_EXCERPT_MAX + 8];
+	char logurl[512], ex[TEXT_EXCERPT_SIZE];
 	size_t nh = 0;
 	int rc;
 
@@ -357,7 +344,7 @@ int delivery_http_post(const struct target_copy *s, const char *body,
 		struct sc_err out = {0};
 		url_for_log(url, true, logurl, sizeof(logurl));
 		if (herr.http_status) {
-			excerpt(resp.body, resp.body_len, ex, sizeof(ex));
+			text_excerpt(ex, sizeof(ex), resp.body, resp.body_len);
 			err_set_http(&out, SC_EDELIVERY, herr.http_status,
 				     herr.retry_after_ms,
 				     "target %s: HTTP %d%s%s", t->name,

@@ -39,7 +39,6 @@
 #define DELIVERY_ALERT "alert"
 
 #define DELIVERY_KEY_MAX 65        /* idempotency key / hex digest + NUL */
-#define DELIVERY_EXCERPT_MAX 200   /* bytes of a response body in errors */
 #define DELIVERY_MAX_BODY ((size_t)4 << 20) /* composed message cap */
 #define DELIVERY_DEFAULT_CONNECT_MS 10000
 #define DELIVERY_DEFAULT_TIMEOUT_MS 30000
