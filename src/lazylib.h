@@ -29,7 +29,7 @@ int dl_curl_load(struct sc_err *err);
  * SC_EIO with "libpq.so.5 could not be loaded: ...; install libpq5". */
 int dl_pq_load(struct sc_err *err);
 
-/* Loads libcrypto.so.3 and resolves every function delivery.c uses (the
+/* Loads libcrypto.so.3 and resolves every function message.c uses (the
  * idempotency key's SHA-256, the webhook HMAC). 0, or SC_EIO with
  * "libcrypto.so.3 could not be loaded: ...; install libssl3". */
 int dl_crypto_load(struct sc_err *err);
