@@ -17,7 +17,7 @@
  *      DELIVER or SKIP from it means it was a JSON object; anything else
  *      is a summary equal to the output cleaned then trimmed, or a skip
  *      when that is empty;
- *   5. task_utf8_clean returns valid UTF-8 without NUL, and valid UTF-8
+ *   5. text_utf8_clean returns valid UTF-8 without NUL, and valid UTF-8
  *      without NUL unchanged.
  */
 #include <ctype.h>
@@ -29,6 +29,7 @@
 #include <jansson.h>
 
 #include "task.h"
+#include "text.h"
 
 #define NAME "fz"
 
@@ -89,12 +90,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct task_result r = {0};
 
 	/* 5: the cleaner. */
-	char *clean = task_utf8_clean(in, size);
+	char *clean = text_utf8_clean(in, size);
 	FUZZ_CHECK(clean && str_ok(clean), data, size,
-		   "task_utf8_clean returned invalid UTF-8");
+		   "text_utf8_clean returned invalid UTF-8");
 	if (utf8_valid(in, size))
 		FUZZ_CHECK(strlen(clean) == size && memcmp(clean, in, size) == 0,
-			   data, size, "task_utf8_clean changed valid UTF-8");
+			   data, size, "text_utf8_clean changed valid UTF-8");
 
 	int rc = task_output_parse(NAME, in, size, &r);
 	FUZZ_CHECK(r.outcome == TASK_DELIVER || r.outcome == TASK_SKIP ||
@@ -149,7 +150,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FUZZ_CHECK(r.outcome != TASK_FAILED, data, size,
 			   "plain text output failed: %s", r.err.msg);
 		/* Cleaned (NULs dropped, bad bytes '?'), then trimmed. */
-		char *want = task_utf8_clean(in, size);
+		char *want = text_utf8_clean(in, size);
 		size_t b = 0, e = strlen(want);
 		while (b < e && isspace((unsigned char)want[b]))
 			b++;

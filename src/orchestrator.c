@@ -167,7 +167,7 @@ static int failed_run(const struct orch_ctx *ctx,
 		      size_t n_targets, const struct task_result *res,
 		      struct orch_report *rep, struct sc_err *err)
 {
-	struct delivery_failure *fl = calloc(sched->n_tasks ? sched->n_tasks : 1,
+	struct message_failure *fl = calloc(sched->n_tasks ? sched->n_tasks : 1,
 					      sizeof(*fl));
 	const struct task_result *first = NULL;
 	json_t *nerr = json_array();
@@ -185,14 +185,14 @@ static int failed_run(const struct orch_ctx *ctx,
 			nf++;
 		}
 	}
-	struct delivery_msg m = {
-		.kind = DELIVERY_NOTICE, .schedule = sched->name,
+	struct message m = {
+		.kind = MESSAGE_NOTICE, .schedule = sched->name,
 		.slot_ms = slot_ms, .attempt = attempt,
 		.failures = fl, .n_failures = nf,
 	};
 	struct sc_err cerr = {0};
 	/* Out of memory only costs the notices, never the run's error. */
-	if (!fl || delivery_compose(&m, &body, &cerr) != 0)
+	if (!fl || message_compose(&m, &body, &cerr) != 0)
 		LOG(SC_LOG_WARN, "orchestrator",
 		       "schedule=%s slot_ms=%lld msg=\"cannot compose the "
 		       "failure notice\" code=%d", sched->name,
@@ -211,12 +211,12 @@ static int failed_run(const struct orch_ctx *ctx,
 		}
 		/* The target computes the key if it sends one. */
 		struct target_copy s = {.target = targets[i], .body = body,
-					  .kind = DELIVERY_NOTICE,
+					  .kind = MESSAGE_NOTICE,
 					  .schedule = sched->name,
 					  .slot_ms = slot_ms,
 					  .attempt = attempt,
 					  .clock = ctx_clock(ctx)};
-		if (delivery_send(&s, &nerr1) == 0) {
+		if (target_send(&s, &nerr1) == 0) {
 			rep->n_notices_sent++;
 			continue;
 		}
@@ -273,7 +273,7 @@ static int compose_within(const struct schedule_spec *sched, int64_t slot_ms,
 	for (size_t i = 0; i < n; i++)
 		np += res[i].n_previews;
 	char **pv = calloc(np ? np : 1, sizeof(char *));
-	struct delivery_failure *fl = calloc(n ? n : 1, sizeof(*fl));
+	struct message_failure *fl = calloc(n ? n : 1, sizeof(*fl));
 	if (!pv || !fl) {
 		free(pv);
 		free(fl);
@@ -339,14 +339,14 @@ static int compose_within(const struct schedule_spec *sched, int64_t slot_ms,
 	if (rc) {
 		sc_err_set(err, rc, "out of memory composing the result");
 	} else {
-		struct delivery_msg m = {
-			.kind = DELIVERY_RESULT, .schedule = sched->name,
+		struct message m = {
+			.kind = MESSAGE_RESULT, .schedule = sched->name,
 			.slot_ms = slot_ms, .attempt = attempt,
 			.summary = ns ? buf_str(&summary) : NULL,
 			.previews = pv, .n_previews = np,
 			.failures = fl, .n_failures = nf,
 		};
-		rc = delivery_compose(&m, body, err);
+		rc = message_compose(&m, body, err);
 	}
 	buf_dispose(&summary);
 	free(pv);
@@ -359,7 +359,7 @@ static int compose_within(const struct schedule_spec *sched, int64_t slot_ms,
  * failure entry per failed task (rendered as notice lines), with at most
  * SPEC_RESULT_MAX bytes of task output (issue 11: a result too large used
  * to fail, be retried with the same output and be lost). The composed
- * message may still pass DELIVERY_MAX_BODY when JSON escaping swells the
+ * message may still pass MESSAGE_MAX_BODY when JSON escaping swells the
  * text (a control byte takes six); then the budget shrinks and the result
  * is composed again, each time the same way for the same output.
  */
@@ -382,7 +382,7 @@ static int compose_result(const struct schedule_spec *sched, int64_t slot_ms,
 		sc_err_set(err, rc, "schedule %s: the result (%zu bytes of "
 			   "task output) does not fit a message of %zu bytes, "
 			   "even cut to %zu bytes", sched->name, total,
-			   DELIVERY_MAX_BODY, budget);
+			   MESSAGE_MAX_BODY, budget);
 		err_set_permanent(err); /* the same output fails the same way */
 		return rc;
 	}
@@ -666,22 +666,22 @@ void orch_send_lost_alert(const struct orch_ctx *ctx, const char *schedule,
 		 "\xF0\x9F\x9A\xA8 %s: the run of %s was lost after %d "
 		 "attempt%s", schedule, clock_format_utc(slot_ms, iso),
 		 attempts, attempts == 1 ? "" : "s");
-	struct delivery_msg m = {
-		.kind = DELIVERY_ALERT, .schedule = schedule, .slot_ms = slot_ms,
+	struct message m = {
+		.kind = MESSAGE_ALERT, .schedule = schedule, .slot_ms = slot_ms,
 		.attempt = attempts, .summary = summary,
 		.error = why && why->code ? why->msg : "unknown error",
 	};
-	if (delivery_compose(&m, &body, NULL) != 0)
+	if (message_compose(&m, &body, NULL) != 0)
 		return;
 	for (size_t i = 0; i < n; i++) {
 		struct sc_err aerr = {0};
 		struct target_copy s = {.target = t[i], .body = body,
-					  .kind = DELIVERY_ALERT,
+					  .kind = MESSAGE_ALERT,
 					  .schedule = schedule,
 					  .slot_ms = slot_ms,
 					  .attempt = attempts,
 					  .clock = ctx_clock(ctx)};
-		if (delivery_send(&s, &aerr) == 0) {
+		if (target_send(&s, &aerr) == 0) {
 			sent++;
 		} else {
 			LOG(SC_LOG_WARN, "orchestrator",

@@ -20,11 +20,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "delivery.h"
+#include "message.h"
 #include "outbox.h"
 #include "spec.h"
 #include "store.h"
 #include "surecron.h"
+#include "target.h"
 #include "task.h"
 
 struct http_auth;

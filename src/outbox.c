@@ -59,7 +59,8 @@
 
 #include <jansson.h>
 
-#include "delivery.h"
+#include "message.h"
+#include "target.h"
 #include "outbox.h"
 #include "err.h"
 #include "failpoint.h"
@@ -120,15 +121,15 @@ static int declare_duplicate(const struct outbox_slot *ds,
 			     const struct target_spec *t, int n_tries,
 			     struct sc_err *err)
 {
-	char msg[SC_ERR_MSG_MAX], key[DELIVERY_KEY_MAX];
+	char msg[SC_ERR_MSG_MAX], key[MESSAGE_KEY_MAX];
 	struct ledger_row row;
 	int64_t now = sc_clock_now_ms(slot_clock(ds));
 
 	/* Rare (a resend after a crash), so computing the key here even for
 	 * a file target costs nothing in the steady state; without
 	 * libcrypto the row says "" and the send itself reports why. */
-	(void)delivery_idempotency_key(DELIVERY_RESULT, ds->schedule,
-				       ds->slot_ms, t->name, 0, key, NULL);
+	(void)message_idempotency_key(MESSAGE_RESULT, ds->schedule,
+				      ds->slot_ms, t->name, 0, key, NULL);
 	json_t *d = json_pack("{s:s, s:s, s:i, s:s}", "target", t->name,
 			      "idempotency_key", key, "tries_before", n_tries,
 			      "policy", "resend");
@@ -182,12 +183,12 @@ static int send_one(const struct outbox_slot *ds,
 	struct target_copy snd = {
 		.target = t,
 		.body = body,
-		.kind = DELIVERY_RESULT, /* the key: attempt 0 for results */
+		.kind = MESSAGE_RESULT, /* the key: attempt 0 for results */
 		.schedule = ds->schedule,
 		.slot_ms = ds->slot_ms,
 		.clock = slot_clock(ds),
 	};
-	rc = delivery_send(&snd, &serr);
+	rc = target_send(&snd, &serr);
 	if (rc == 0) {
 		FAILPOINT("delivery.after_2xx_before_sent");
 		/* If this commit fails the row stays SENDING: the next attempt

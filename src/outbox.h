@@ -18,7 +18,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "delivery.h"
 #include "spec.h"
 #include "store.h"
 
@@ -69,7 +68,7 @@ int outbox_stage(const struct outbox_slot *ds, const char *body,
  * ledger row declares the possible extra copy, then it is sent again) or
  * hold (nothing is sent; the row stays UNKNOWN until an operator runs
  * outbox_release). A send that fails ambiguously (err->ambiguous of
- * delivery_send) leaves its row UNKNOWN as well, for the next attempt to
+ * target_send) leaves its row UNKNOWN as well, for the next attempt to
  * resend that way; with hold it is held at once (n_held, a permanent
  * error). A sure failure leaves it FAILED. A failed target never stops
  * the next one.

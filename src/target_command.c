@@ -19,17 +19,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "delivery.h"
 #include "err.h"
+#include "message.h"
 #include "proc.h"
+#include "target.h"
 
 #define COMMAND_TARGET_GRACE_MS 2000
 #define COMMAND_TARGET_MAX_STDOUT (64 * 1024)
 
-int target_command_send(const struct target_copy *s, struct sc_err *err)
+int target_command_send(const struct target_copy *s, const char *k,
+			struct sc_err *err)
 {
 	const struct target_spec *t = s->target;
-	char key[DELIVERY_KEY_MAX + 32], tail[320], k[DELIVERY_KEY_MAX];
+	char key[MESSAGE_KEY_MAX + 32], tail[320];
 	char *set[2] = {key, NULL};
 	struct proc_result pr;
 	struct sc_err perr = {0};
@@ -39,11 +41,8 @@ int target_command_send(const struct target_copy *s, struct sc_err *err)
 	if (!t->argv || !t->argv[0])
 		return sc_err_set(err, SC_ECONFIG, "target %s: no command",
 				  t->name);
-	/* The command gets the key in its environment, so it is computed
-	 * here (libcrypto loaded on first use). */
-	rc = delivery_send_key(s, k, &perr);
-	if (rc)
-		return sc_err_set(err, rc, "target %s: %s", t->name, perr.msg);
+	/* The command gets the key in its environment (its row in target.c
+	 * has sends_key, so target_send computed it). */
 	snprintf(key, sizeof(key), "SURECRON_IDEMPOTENCY_KEY=%s", k);
 	char **envp = proc_env_build(set);
 	char *in = malloc(len + 1);
@@ -60,7 +59,7 @@ int target_command_send(const struct target_copy *s, struct sc_err *err)
 		.stdin_data = in,
 		.stdin_len = len + 1,
 		.timeout_ms = t->timeout_ms > 0 ? t->timeout_ms
-						: DELIVERY_DEFAULT_TIMEOUT_MS,
+						: TARGET_DEFAULT_TIMEOUT_MS,
 		.grace_ms = COMMAND_TARGET_GRACE_MS,
 		.max_stdout = COMMAND_TARGET_MAX_STDOUT,
 	};

@@ -34,8 +34,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "delivery.h"
 #include "err.h"
+#include "target.h"
 
 /* Size of the file up to and including its last '\n' (0 when it has
  * none); size when it ends with one. -errno on a read error. */
@@ -76,7 +76,8 @@ static int append_all(int fd, const char *buf, size_t len)
 	return 0;
 }
 
-int target_file_send(const struct target_copy *s, struct sc_err *err)
+int target_file_send(const struct target_copy *s, const char *key,
+		     struct sc_err *err)
 {
 	const struct target_spec *t = s->target;
 	size_t len = strlen(s->body);

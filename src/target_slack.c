@@ -9,21 +9,18 @@
 
 #include <jansson.h>
 
-#include "delivery.h"
 #include "err.h"
+#include "message.h"
+#include "target.h"
 
-int target_slack_send(const struct target_copy *s, struct sc_err *err)
+int target_slack_send(const struct target_copy *s, const char *k,
+		      struct sc_err *err)
 {
 	char *text = NULL, *payload = NULL;
-	char key[DELIVERY_KEY_MAX + 32], k[DELIVERY_KEY_MAX];
+	char key[MESSAGE_KEY_MAX + 32];
 	const char *hdrs[2] = {key, NULL};
-	struct sc_err kerr = {0};
-	int rc = delivery_send_key(s, k, &kerr);
+	int rc = message_render_text(s->body, &text, err);
 
-	if (rc)
-		return sc_err_set(err, rc, "target %s: %s", s->target->name,
-				  kerr.msg);
-	rc = delivery_render_text(s->body, &text, err);
 	if (rc)
 		return rc;
 	json_t *o = json_pack("{s:s}", "text", text);
@@ -33,7 +30,7 @@ int target_slack_send(const struct target_copy *s, struct sc_err *err)
 	if (!payload)
 		return sc_err_set(err, SC_ENOMEM, "out of memory");
 	snprintf(key, sizeof(key), "Idempotency-Key: %s", k);
-	rc = delivery_http_post(s, payload, *k ? hdrs : NULL, err);
+	rc = target_http_post(s, payload, *k ? hdrs : NULL, err);
 	free(payload);
 	return rc;
 }

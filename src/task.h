@@ -119,10 +119,6 @@ int task_output_parse(const char *name, const char *data, size_t len,
 int task_fail(struct task_result *out, const char *name, int code,
 	      const char *fmt, ...) SC_PRINTF(4, 5);
 
-/* A copy of p[0..n) that is valid UTF-8 without NUL bytes: invalid bytes
- * become '?', NULs are dropped. Allocated; NULL only when out of memory. */
-char *task_utf8_clean(const char *p, size_t n);
-
 /* The http task kind (task_http.c); same contract as task_run. */
 int task_http_run(const struct task_spec *spec, const struct task_ctx *ctx,
 		  struct task_result *out);

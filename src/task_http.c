@@ -23,31 +23,10 @@
 #include "err.h"
 #include "http.h"
 #include "task.h"
+#include "text.h"
 #include "url.h"
 
 #define HTTP_TASK_DEFAULT_TIMEOUT_MS 60000
-#define EXCERPT_MAX 200
-
-static const struct auth_spec *find_spec(const struct config *c,
-					 const char *name)
-{
-	for (size_t i = 0; c && i < c->n_auths; i++)
-		if (c->auths[i].name && strcmp(c->auths[i].name, name) == 0)
-			return &c->auths[i];
-	return NULL;
-}
-
-static void excerpt(const struct http_response *r, char *out, size_t n)
-{
-	size_t len = r->body_len < EXCERPT_MAX ? r->body_len : EXCERPT_MAX;
-	char *c = task_utf8_clean(r->body ? r->body : "", r->body ? len : 0);
-
-	snprintf(out, n, "%s%s", c ? c : "", r->body_len > len ? "..." : "");
-	for (char *p = out; *p; p++)
-		if ((unsigned char)*p < 0x20)
-			*p = ' ';
-	free(c);
-}
 
 int task_http_run(const struct task_spec *spec, const struct task_ctx *ctx,
 		  struct task_result *out)
@@ -56,7 +35,7 @@ int task_http_run(const struct task_spec *spec, const struct task_ctx *ctx,
 	struct http_client *c = NULL;
 	struct http_response resp = {0};
 	struct sc_err herr = {0};
-	char ex[EXCERPT_MAX + 8];
+	char ex[TEXT_EXCERPT_SIZE];
 	int rc;
 
 	if (!spec->url || !*spec->url)
@@ -76,8 +55,8 @@ int task_http_run(const struct task_spec *spec, const struct task_ctx *ctx,
 			if (strcmp(http_auth_name(ctx->auths[i]), spec->auth) == 0)
 				auth = ctx->auths[i];
 		if (!auth) {
-			const struct auth_spec *as = find_spec(ctx->config,
-							       spec->auth);
+			const struct auth_spec *as = config_auth(ctx->config,
+								 spec->auth);
 			if (!as) {
 				task_fail(out, spec->name, SC_ECONFIG,
 					  "unknown auth %s", spec->auth);
@@ -126,7 +105,7 @@ int task_http_run(const struct task_spec *spec, const struct task_ctx *ctx,
 	if (rc == 0) /* a 2xx other than the one expected */
 		sc_err_set(&herr, SC_EHTTP, "%s: HTTP %d, expected %d",
 			   req.method, resp.status, spec->expect_status);
-	excerpt(&resp, ex, sizeof(ex));
+	text_excerpt(ex, sizeof(ex), resp.body, resp.body_len);
 	rc = task_fail(out, spec->name, herr.code ? herr.code : SC_EHTTP,
 		       "%s%s%s", herr.msg, *ex && resp.status ? ": " : "",
 		       resp.status ? ex : "");

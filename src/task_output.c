@@ -21,6 +21,7 @@
 #include "err.h"
 #include "log.h"
 #include "task.h"
+#include "text.h"
 
 void task_result_dispose(struct task_result *r)
 {
@@ -48,7 +49,7 @@ int task_fail(struct task_result *out, const char *name, int code,
 			*p = ' ';
 	free(out->reason);
 	/* stderr tails are arbitrary bytes: keep messages valid UTF-8. */
-	out->reason = task_utf8_clean(reason, strlen(reason));
+	out->reason = text_utf8_clean(reason, strlen(reason));
 	if (out->reason)
 		snprintf(reason, sizeof(reason), "%s", out->reason);
 	out->outcome = TASK_FAILED;
@@ -56,55 +57,12 @@ int task_fail(struct task_result *out, const char *name, int code,
 	return code;
 }
 
-char *task_utf8_clean(const char *p, size_t n)
-{
-	/* Zeroed, so that clang-tidy sees the bytes trimmed() reads as set. */
-	char *o = calloc(n + 1, 1);
-	size_t j = 0;
-
-	if (!o)
-		return NULL;
-	for (size_t i = 0; i < n;) {
-		unsigned char c = (unsigned char)p[i];
-		size_t len = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2
-				: (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
-		bool ok = len > 0 && i + len <= n;
-		for (size_t k = 1; ok && k < len; k++)
-			ok = ((unsigned char)p[i + k] & 0xC0) == 0x80;
-		if (ok && len == 2)
-			ok = c >= 0xC2; /* no overlong forms */
-		if (ok && len == 3) {
-			unsigned char c1 = (unsigned char)p[i + 1];
-			ok = !(c == 0xE0 && c1 < 0xA0) && !(c == 0xED && c1 >= 0xA0);
-		}
-		if (ok && len == 4) {
-			unsigned char c1 = (unsigned char)p[i + 1];
-			ok = c <= 0xF4 && !(c == 0xF0 && c1 < 0x90) &&
-			     !(c == 0xF4 && c1 >= 0x90);
-		}
-		if (!ok) {
-			o[j++] = '?';
-			i++;
-			continue;
-		}
-		if (c == 0) {
-			i++;
-			continue;
-		}
-		memcpy(o + j, p + i, len);
-		j += len;
-		i += len;
-	}
-	o[j] = '\0';
-	return o;
-}
-
 /* Cleaned, then trimmed copy; NULL when out of memory. Cleaning comes
  * first: it drops NUL bytes, so "\0 x \0" trimmed before cleaning would
  * keep the blanks the NULs had shielded. */
 static char *trimmed(const char *p, size_t n)
 {
-	char *s = task_utf8_clean(p, n);
+	char *s = text_utf8_clean(p, n);
 	size_t b = 0, e;
 
 	if (!s)

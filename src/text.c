@@ -1,14 +1,18 @@
 /*
- * text.c - the one cleaner of text printed for a person (see text.h).
+ * text.c - the one cleaner of text printed for a person, the UTF-8
+ * repair of text that is kept, and body excerpts (see text.h).
  *
  * Invariants: the output of text_clean / text_clean_buf is valid UTF-8
  * with no C0 or C1 control character (but '\n' under TEXT_KEEP_NL) and
  * no bidirectional or zero-width format character; escapes are plain
  * ASCII, so cleaning is idempotent; a cut never splits a character or an
- * escape.
+ * escape. The output of text_utf8_clean is valid UTF-8 without NUL and
+ * never longer than its input; both cleaners judge UTF-8 by the one
+ * function utf8_seq, so they agree on what is valid.
  */
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "err.h"
@@ -180,4 +184,50 @@ bool text_printable(const char *s, unsigned flags)
 		len -= take;
 	}
 	return true;
+}
+
+char *text_utf8_clean(const char *p, size_t n)
+{
+	/* Zeroed, so that clang-tidy sees the bytes callers read as set. */
+	char *o = calloc(n + 1, 1);
+	const unsigned char *s = (const unsigned char *)p;
+	size_t j = 0;
+	uint32_t cp;
+
+	if (!o)
+		return NULL;
+	for (size_t i = 0; i < n;) {
+		size_t len = utf8_seq(s + i, n - i, &cp);
+		if (len == 0) {
+			o[j++] = '?';
+			i++;
+			continue;
+		}
+		if (cp == 0) {
+			i++;
+			continue;
+		}
+		memcpy(o + j, s + i, len);
+		j += len;
+		i += len;
+	}
+	o[j] = '\0';
+	return o;
+}
+
+char *text_excerpt(char *out, size_t n, const char *body, size_t len)
+{
+	size_t take = len < TEXT_EXCERPT_MAX ? len : TEXT_EXCERPT_MAX;
+	char *c = text_utf8_clean(body ? body : "", body ? take : 0);
+
+	if (n == 0) {
+		free(c);
+		return out;
+	}
+	snprintf(out, n, "%s%s", c ? c : "", len > take ? "..." : "");
+	for (char *p = out; *p; p++)
+		if ((unsigned char)*p < 0x20)
+			*p = ' ';
+	free(c);
+	return out;
 }

@@ -24,6 +24,13 @@
  * JSON output does not go through here: jansson escapes control characters
  * itself (\u001b), and readers of JSON want the original text.
  *
+ * The second cleaner, text_utf8_clean, is for text that is kept, not
+ * printed: task results and the messages composed from them must be valid
+ * UTF-8 (jansson refuses anything else), so it repairs rather than shows,
+ * each bad byte becoming '?', and keeps control characters (JSON escapes
+ * them). text_excerpt builds on it: the short, one-line piece of a
+ * response body that error messages quote.
+ *
  * Pure functions, no global state: thread-safe.
  */
 #ifndef SURECRON_TEXT_H
@@ -53,5 +60,27 @@ int text_clean_buf(struct buf *b, const char *s, size_t len, unsigned flags);
 
 /* True when s is already clean: text_clean would copy it unchanged. */
 bool text_printable(const char *s, unsigned flags);
+
+/*
+ * A copy of p[0..n) that is valid UTF-8 without NUL bytes: each byte that
+ * is not part of a valid sequence (RFC 3629, as text_clean judges it)
+ * becomes '?', NULs are dropped, everything else is kept. Allocated (free
+ * with free()); NULL only when out of memory.
+ */
+char *text_utf8_clean(const char *p, size_t n);
+
+/* Bytes of a body an excerpt quotes at most; an excerpt needs a buffer of
+ * TEXT_EXCERPT_SIZE (the bytes, "..." and the NUL). */
+#define TEXT_EXCERPT_MAX 200
+#define TEXT_EXCERPT_SIZE (TEXT_EXCERPT_MAX + 8)
+
+/*
+ * The excerpt of a response body (len bytes at body; body may be NULL)
+ * for an error message, into out (size n): its first TEXT_EXCERPT_MAX
+ * bytes through text_utf8_clean, "..." when it was longer, and every
+ * control character (below 0x20) turned into a space, so it is one line
+ * of valid UTF-8. Out of memory gives an empty excerpt. Returns out.
+ */
+char *text_excerpt(char *out, size_t n, const char *body, size_t len);
 
 #endif

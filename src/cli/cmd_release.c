@@ -30,7 +30,6 @@
 #include "cli.h"
 #include "clock.h"
 #include "config.h"
-#include "delivery.h"
 #include "outbox.h"
 #include "queue.h"
 #include "store.h"

@@ -288,11 +288,11 @@ static void report_recordings(struct sim *sm, const char *schedule,
 				json_object_get(m, "schedule"));
 			if (!kind)
 				kind = "?";
-			if (strcmp(kind, DELIVERY_RESULT) == 0)
+			if (strcmp(kind, MESSAGE_RESULT) == 0)
 				r->n_result++;
-			else if (strcmp(kind, DELIVERY_NOTICE) == 0)
+			else if (strcmp(kind, MESSAGE_NOTICE) == 0)
 				r->n_notice++;
-			else if (strcmp(kind, DELIVERY_ALERT) == 0)
+			else if (strcmp(kind, MESSAGE_ALERT) == 0)
 				r->n_alert++;
 			emit(sm, sched ? sched : schedule, slot_ms, "delivery",
 			     json_pack("{s:s, s:s, s:O?}", "target",
@@ -403,7 +403,7 @@ static int run_job(struct sim *sm, const struct store_job *job)
 	}
 	if (!sm->rec && sm->deliver && jr.rep.n_notices_sent)
 		emit(sm, sch, job->slot_ms, "delivery",
-		     json_pack("{s:s, s:i}", "kind", DELIVERY_NOTICE, "count",
+		     json_pack("{s:s, s:i}", "kind", MESSAGE_NOTICE, "count",
 			       (int)jr.rep.n_notices_sent),
 		     "delivery: failure notice sent to %zu target%s",
 		     jr.rep.n_notices_sent,

@@ -47,7 +47,7 @@
 
 #include "clock.h"
 
-#include "delivery.h"
+#include "message.h"
 #include "outbox.h"
 #include "fakes/fake_http.h"
 #include "fakes/fake_receiver.h"
@@ -473,10 +473,10 @@ static size_t declared_for(int64_t slot, const char *target)
 static size_t copies_of(const char *log, int64_t slot, const char *target,
 			const char *path)
 {
-	char key[DELIVERY_KEY_MAX];
+	char key[MESSAGE_KEY_MAX];
 
-	assert_int_equal(delivery_idempotency_key(DELIVERY_RESULT, "weekly",
-						  slot, target, 0, key, NULL),
+	assert_int_equal(message_idempotency_key(MESSAGE_RESULT, "weekly",
+						 slot, target, 0, key, NULL),
 			 0);
 	return fake_receiver_count(log, path, key, true);
 }

@@ -47,7 +47,6 @@
 #include <unistd.h>
 
 #include "config.h"
-#include "delivery.h"
 #include "fakes/fake_receiver.h"
 #include "orchestrator.h"
 #include "queue.h"

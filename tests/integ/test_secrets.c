@@ -48,7 +48,7 @@
 #include <jansson.h>
 
 #include "clock.h"
-#include "delivery.h"
+#include "message.h"
 #include "fakes/fake_http.h"
 #include "store.h"
 #include "daemon_util.h"
@@ -584,16 +584,16 @@ static void story(bool pg)
 	bool saw_alert = false, saw_notice = false;
 	for (size_t i = 0; i < n_hook; i++) {
 		struct fake_request r;
-		char sig[160], ts[32], mac[DELIVERY_KEY_MAX];
+		char sig[160], ts[32], mac[MESSAGE_KEY_MAX];
 		assert_true(fake_http_request(srv, "/hook", (long)i, &r));
 		assert_string_equal(r.query, "key=" HOOK_QUERY_SECRET);
 		assert_true(fake_request_header(&r, "X-Surecron-Signature", sig,
 						sizeof(sig)));
 		assert_true(fake_request_header(&r, "X-Surecron-Timestamp", ts,
 						sizeof(ts)));
-		assert_int_equal(delivery_sign(HOOK_HMAC_SECRET,
-					       strlen(HOOK_HMAC_SECRET), ts,
-					       r.body, r.body_len, mac), 0);
+		assert_int_equal(message_sign(HOOK_HMAC_SECRET,
+					      strlen(HOOK_HMAC_SECRET), ts,
+					      r.body, r.body_len, mac), 0);
 		assert_string_equal(sig + strlen("sha256="), mac);
 		assert_clean("a webhook body", r.body);
 		saw_alert |= strstr(r.body, "\"alert\"") != NULL;

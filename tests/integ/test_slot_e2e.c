@@ -17,7 +17,7 @@
 #include <jansson.h>
 
 #include "config.h"
-#include "delivery.h"
+#include "message.h"
 #include "fakes/fake_http.h"
 #include "orchestrator.h"
 #include "queue.h"
@@ -142,11 +142,11 @@ static void yaml_to_delivered_slot(void **state)
 	assert_true(fake_request_header(&r, "X-Surecron-Signature", sig,
 					sizeof(sig)));
 	assert_true(fake_request_header(&r, "Idempotency-Key", key, sizeof(key)));
-	char ts[32], want[DELIVERY_KEY_MAX];
+	char ts[32], want[MESSAGE_KEY_MAX];
 	assert_true(fake_request_header(&r, "X-Surecron-Timestamp", ts,
 					sizeof(ts)));
-	assert_int_equal(delivery_sign("e2e-secret", 10, ts, r.body,
-				       strlen(r.body), want), 0);
+	assert_int_equal(message_sign("e2e-secret", 10, ts, r.body,
+				      strlen(r.body), want), 0);
 	assert_string_equal(sig + strlen("sha256="), want);
 	fake_request_dispose(&r);
 

@@ -16,7 +16,8 @@
 #include <jansson.h>
 
 #include "clock.h"
-#include "delivery.h"
+#include "message.h"
+#include "target.h"
 #include "fakes/fake_http.h"
 #include "testutil.h"
 
@@ -58,15 +59,15 @@ static void capture(void *ud, enum sc_log_level level, const char *line)
 static char *compose_result(void)
 {
 	char *previews[] = {"preview one", "line\nbreak"};
-	struct delivery_failure f[] = {{"fetch", "HTTP 429 quota"}};
-	struct delivery_msg m = {
-		.kind = DELIVERY_RESULT, .schedule = "weekly", .slot_ms = SLOT,
+	struct message_failure f[] = {{"fetch", "HTTP 429 quota"}};
+	struct message m = {
+		.kind = MESSAGE_RESULT, .schedule = "weekly", .slot_ms = SLOT,
 		.attempt = 2, .summary = "the summary", .previews = previews,
 		.n_previews = 2, .failures = f, .n_failures = 1,
 	};
 	char *body = NULL;
 
-	assert_int_equal(delivery_compose(&m, &body, NULL), 0);
+	assert_int_equal(message_compose(&m, &body, NULL), 0);
 	return body;
 }
 
@@ -100,11 +101,11 @@ static void message_object_shape(void **state)
 	free(body);
 
 	/* A notice: summary is null, previews empty; bad UTF-8 repaired. */
-	struct delivery_failure nf[] = {{"t", "bad \xff"}};
-	struct delivery_msg n = {.kind = DELIVERY_NOTICE, .schedule = "s",
+	struct message_failure nf[] = {{"t", "bad \xff"}};
+	struct message n = {.kind = MESSAGE_NOTICE, .schedule = "s",
 				 .slot_ms = 0, .attempt = 1, .failures = nf,
 				 .n_failures = 1};
-	assert_int_equal(delivery_compose(&n, &body, NULL), 0);
+	assert_int_equal(message_compose(&n, &body, NULL), 0);
 	o = json_loads(body, 0, &je);
 	assert_non_null(o);
 	assert_true(json_is_null(json_object_get(o, "summary")));
@@ -118,46 +119,46 @@ static void chat_text_and_notice_format(void **state)
 	char *body = compose_result(), *text = NULL;
 	char line[256];
 
-	assert_int_equal(delivery_render_text(body, &text, NULL), 0);
+	assert_int_equal(message_render_text(body, &text, NULL), 0);
 	assert_string_equal(text, "the summary\n\npreview one\n\nline\nbreak\n\n"
 			    "\xE2\x9A\xA0\xEF\xB8\x8F fetch: generation failed "
 			    "\xE2\x80\x94 HTTP 429 quota");
 	free(text);
 	free(body);
-	assert_string_equal(delivery_notice_line("report", "timed out", line,
-						 sizeof(line)),
+	assert_string_equal(message_notice_line("report", "timed out", line,
+						sizeof(line)),
 			    "⚠️ report: generation failed — timed out");
 }
 
 static void keys_and_signatures(void **state)
 {
-	char a[DELIVERY_KEY_MAX], b[DELIVERY_KEY_MAX], c[DELIVERY_KEY_MAX];
-	char sig[DELIVERY_KEY_MAX];
+	char a[MESSAGE_KEY_MAX], b[MESSAGE_KEY_MAX], c[MESSAGE_KEY_MAX];
+	char sig[MESSAGE_KEY_MAX];
 
-	assert_int_equal(delivery_idempotency_key(DELIVERY_RESULT, "weekly",
-						  SLOT, "hook", 0, a, NULL), 0);
-	assert_int_equal(delivery_idempotency_key(DELIVERY_RESULT, "weekly",
-						  SLOT, "hook", 0, b, NULL), 0);
+	assert_int_equal(message_idempotency_key(MESSAGE_RESULT, "weekly",
+						 SLOT, "hook", 0, a, NULL), 0);
+	assert_int_equal(message_idempotency_key(MESSAGE_RESULT, "weekly",
+						 SLOT, "hook", 0, b, NULL), 0);
 	assert_string_equal(a, b);
 	assert_int_equal(strlen(a), 32);
-	assert_int_equal(delivery_idempotency_key(DELIVERY_RESULT, "weekly",
-						  SLOT, "hook2", 0, c, NULL), 0);
+	assert_int_equal(message_idempotency_key(MESSAGE_RESULT, "weekly",
+						 SLOT, "hook2", 0, c, NULL), 0);
 	assert_string_not_equal(a, c);
-	assert_int_equal(delivery_idempotency_key(DELIVERY_RESULT, "weekly",
-						  SLOT + 1, "hook", 0, c, NULL), 0);
+	assert_int_equal(message_idempotency_key(MESSAGE_RESULT, "weekly",
+						 SLOT + 1, "hook", 0, c, NULL), 0);
 	assert_string_not_equal(a, c);
 	/* Known values, from before the key moved into the targets (and
 	 * equal to: printf 'surecron/1\0result\0weekly\01795798800000\0'
 	 * 'hook\0' '0\0' | sha256sum, first 32 digits). Receivers dedupe on
 	 * them across upgrades: they must never change. */
 	assert_string_equal(a, "6efe0fd2625c32bfc3c35ea0fa247ed7");
-	assert_int_equal(delivery_idempotency_key(DELIVERY_NOTICE, "weekly",
-						  SLOT, "hook", 2, c, NULL), 0);
+	assert_int_equal(message_idempotency_key(MESSAGE_NOTICE, "weekly",
+						 SLOT, "hook", 2, c, NULL), 0);
 	assert_string_equal(c, "ecebda7f0b2d3d6a8784c12d0ff7ac94");
 	/* Checked against openssl(1):
 	 * printf '1700000000.{"a":1}' | openssl dgst -sha256 -hmac secret */
-	assert_int_equal(delivery_sign("secret", 6, "1700000000", "{\"a\":1}", 7,
-				       sig), 0);
+	assert_int_equal(message_sign("secret", 6, "1700000000", "{\"a\":1}", 7,
+				      sig), 0);
 	assert_string_equal(sig, "49f24e537407743fa4a0242bb63b94b9a47ee99cbbe071ccd8a22550ae411686");
 }
 
@@ -172,7 +173,7 @@ static struct target_spec webhook_target(const char *name)
 
 static void webhook_posts_signed_object(void **state)
 {
-	char url[256], key[DELIVERY_KEY_MAX], got[256], ts[64], want[128];
+	char url[256], key[MESSAGE_KEY_MAX], got[256], ts[64], want[128];
 	char *body = compose_result();
 	struct target_spec t = webhook_target("hook");
 	struct sc_clock *clk = sc_clock_virtual_new(1700000000123LL);
@@ -181,12 +182,12 @@ static void webhook_posts_signed_object(void **state)
 	setenv("TEST_HOOK_URL", fake_http_url(srv, "/hook", url, sizeof(url)), 1);
 	setenv("TEST_HOOK_SECRET", "s3cret", 1);
 	fake_http_set_default(srv, "/hook", 200, NULL, "ok");
-	assert_int_equal(delivery_idempotency_key(DELIVERY_RESULT, "weekly",
-						  SLOT, "hook", 0, key, NULL), 0);
+	assert_int_equal(message_idempotency_key(MESSAGE_RESULT, "weekly",
+						 SLOT, "hook", 0, key, NULL), 0);
 	struct target_copy s = {.target = &t, .body = body,
 				  .idempotency_key = key, .clock = clk};
-	assert_int_equal(delivery_send(&s, NULL), 0);
-	assert_int_equal(delivery_send(&s, NULL), 0);
+	assert_int_equal(target_send(&s, NULL), 0);
+	assert_int_equal(target_send(&s, NULL), 0);
 	assert_int_equal(fake_http_count(srv, "/hook"), 2);
 	assert_true(fake_http_request(srv, "/hook", 0, &r));
 	assert_string_equal(r.method, "POST");
@@ -198,8 +199,8 @@ static void webhook_posts_signed_object(void **state)
 	assert_true(fake_request_header(&r, "X-Surecron-Timestamp", ts,
 					sizeof(ts)));
 	assert_string_equal(ts, "1700000000");
-	char sig[DELIVERY_KEY_MAX];
-	delivery_sign("s3cret", 6, ts, body, strlen(body), sig);
+	char sig[MESSAGE_KEY_MAX];
+	message_sign("s3cret", 6, ts, body, strlen(body), sig);
 	snprintf(want, sizeof(want), "sha256=%s", sig);
 	assert_true(fake_request_header(&r, "X-Surecron-Signature", got,
 					sizeof(got)));
@@ -214,10 +215,10 @@ static void webhook_posts_signed_object(void **state)
 	 * from (kind, schedule, slot, target) at send time; the header is
 	 * the known value receivers already saw. */
 	struct target_copy s2 = {.target = &t, .body = body,
-				   .kind = DELIVERY_RESULT,
+				   .kind = MESSAGE_RESULT,
 				   .schedule = "weekly", .slot_ms = SLOT,
 				   .clock = clk};
-	assert_int_equal(delivery_send(&s2, NULL), 0);
+	assert_int_equal(target_send(&s2, NULL), 0);
 	assert_true(fake_http_request(srv, "/hook", 2, &r));
 	assert_true(fake_request_header(&r, "Idempotency-Key", got, sizeof(got)));
 	assert_string_equal(got, "6efe0fd2625c32bfc3c35ea0fa247ed7");
@@ -240,7 +241,7 @@ static void webhook_failures_carry_status_and_excerpt(void **state)
 					      url, sizeof(url)), 1);
 	fake_http_push(srv, "/hook/SECRETPATH", 500, NULL,
 		       "internal trouble\nsecond line", 0);
-	assert_int_equal(delivery_send(&s, &err), SC_EDELIVERY);
+	assert_int_equal(target_send(&s, &err), SC_EDELIVERY);
 	assert_int_equal(err.http_status, 500);
 	assert_non_null(strstr(err.msg, "target hook: HTTP 500"));
 	assert_non_null(strstr(err.msg, "internal trouble second line"));
@@ -252,7 +253,7 @@ static void webhook_failures_carry_status_and_excerpt(void **state)
 	/* 429 with Retry-After: a hint. */
 	sc_err_clear(&err);
 	fake_http_push(srv, "/hook/SECRETPATH", 429, "Retry-After: 120", "", 0);
-	assert_int_equal(delivery_send(&s, &err), SC_EDELIVERY);
+	assert_int_equal(target_send(&s, &err), SC_EDELIVERY);
 	assert_int_equal(err.http_status, 429);
 	assert_int_equal(err.retry_after_ms, 120000);
 	assert_false(err.ambiguous);
@@ -261,7 +262,7 @@ static void webhook_failures_carry_status_and_excerpt(void **state)
 	sc_err_clear(&err);
 	fake_http_push(srv, "/hook/SECRETPATH", 302, "Location: http://127.0.0.1:1/x",
 		       "", 0);
-	assert_int_equal(delivery_send(&s, &err), SC_EDELIVERY);
+	assert_int_equal(target_send(&s, &err), SC_EDELIVERY);
 	assert_int_equal(err.http_status, 302);
 	assert_false(err.ambiguous);
 	assert_int_equal(fake_http_count(srv, NULL), 3);
@@ -275,7 +276,7 @@ static void webhook_failures_carry_status_and_excerpt(void **state)
 	fake_http_push(srv, "/hook/SECRETPATH", 200, NULL, big, 0);
 	free(big);
 	sc_err_clear(&err);
-	assert_int_equal(delivery_send(&s, &err), 0);
+	assert_int_equal(target_send(&s, &err), 0);
 
 	/* A receiver slower than the target's total timeout: a failure
 	 * with no status, in about the timeout. */
@@ -286,7 +287,7 @@ static void webhook_failures_carry_status_and_excerpt(void **state)
 	 * and stays far below those 5 s. */
 	fake_http_push(srv, "/hook/SECRETPATH", 200, NULL, "late", 5000);
 	int64_t t0 = clock_mono_ms();
-	assert_int_equal(delivery_send(&s, &err), SC_EDELIVERY);
+	assert_int_equal(target_send(&s, &err), SC_EDELIVERY);
 	assert_true(clock_mono_ms() - t0 < 2500);
 	assert_int_equal(err.http_status, 0);
 	assert_null(strstr(err.msg, "SECRETPATH"));
@@ -299,7 +300,7 @@ static void webhook_failures_carry_status_and_excerpt(void **state)
 	/* Transport failure: no status, no URL in the message. */
 	sc_err_clear(&err);
 	setenv("TEST_HOOK_URL", "http://127.0.0.1:1/SECRETPATH", 1);
-	assert_int_equal(delivery_send(&s, &err), SC_EDELIVERY);
+	assert_int_equal(target_send(&s, &err), SC_EDELIVERY);
 	assert_int_equal(err.http_status, 0);
 	assert_null(strstr(err.msg, "SECRETPATH"));
 	/* Refused before anything was sent: a sure failure. */
@@ -308,12 +309,12 @@ static void webhook_failures_carry_status_and_excerpt(void **state)
 	/* https only, except loopback. */
 	sc_err_clear(&err);
 	setenv("TEST_HOOK_URL", "http://example.com/hook", 1);
-	assert_int_equal(delivery_send(&s, &err), SC_ECONFIG);
+	assert_int_equal(target_send(&s, &err), SC_ECONFIG);
 
 	/* Unset variable: named, not a crash. */
 	sc_err_clear(&err);
 	unsetenv("TEST_HOOK_URL");
-	assert_int_equal(delivery_send(&s, &err), SC_ECONFIG);
+	assert_int_equal(target_send(&s, &err), SC_ECONFIG);
 	assert_non_null(strstr(err.msg, "TEST_HOOK_URL"));
 
 	/* The webhook URL is a credential: not even a debug line shows its
@@ -335,7 +336,7 @@ static void slack_posts_text(void **state)
 	setenv("TEST_SLACK_URL", fake_http_url(srv, "/slack", url, sizeof(url)), 1);
 	fake_http_set_default(srv, "/slack", 200, NULL, "ok");
 	struct target_copy s = {.target = &t, .body = body};
-	assert_int_equal(delivery_send(&s, NULL), 0);
+	assert_int_equal(target_send(&s, NULL), 0);
 	assert_true(fake_http_request(srv, "/slack", 0, &r));
 	json_t *o = json_loads(r.body, 0, NULL);
 	assert_non_null(o);
@@ -356,9 +357,9 @@ static void file_appends_lines_0600(void **state)
 
 	snprintf(path, sizeof(path), "%s/out.jsonl", dir);
 	struct target_copy s = {.target = &t, .body = "{\"a\":1}"};
-	assert_int_equal(delivery_send(&s, NULL), 0);
+	assert_int_equal(target_send(&s, NULL), 0);
 	s.body = "{\"b\":2}";
-	assert_int_equal(delivery_send(&s, NULL), 0);
+	assert_int_equal(target_send(&s, NULL), 0);
 	assert_int_equal(stat(path, &st), 0);
 	assert_int_equal(st.st_mode & 0777, 0600);
 	FILE *f = fopen(path, "r");
@@ -372,7 +373,7 @@ static void file_appends_lines_0600(void **state)
 
 	snprintf(path, sizeof(path), "%s/no/such/dir/x", dir);
 	struct sc_err err = {0};
-	assert_int_equal(delivery_send(&s, &err), SC_EDELIVERY);
+	assert_int_equal(target_send(&s, &err), SC_EDELIVERY);
 }
 
 static void command_gets_message_on_stdin(void **state)
@@ -395,7 +396,7 @@ static void command_gets_message_on_stdin(void **state)
 	chmod(script, 0700);
 	struct target_copy s = {.target = &t, .body = "{\"kind\":\"result\"}",
 				  .idempotency_key = "k123"};
-	assert_int_equal(delivery_send(&s, &err), 0);
+	assert_int_equal(target_send(&s, &err), 0);
 	f = fopen(out, "r");
 	assert_non_null(f);
 	assert_non_null(fgets(line, sizeof(line), f));
@@ -405,7 +406,7 @@ static void command_gets_message_on_stdin(void **state)
 	fclose(f);
 
 	setenv("FAIL", "1", 1);
-	assert_int_equal(delivery_send(&s, &err), SC_EDELIVERY);
+	assert_int_equal(target_send(&s, &err), SC_EDELIVERY);
 	unsetenv("FAIL");
 	assert_non_null(strstr(err.msg, "exit status 4"));
 	assert_non_null(strstr(err.msg, "receiver down"));
@@ -417,7 +418,7 @@ static void command_gets_message_on_stdin(void **state)
 	t.argv = slow;
 	t.timeout_ms = 200;
 	sc_err_clear(&err);
-	assert_int_equal(delivery_send(&s, &err), SC_EDELIVERY);
+	assert_int_equal(target_send(&s, &err), SC_EDELIVERY);
 	assert_non_null(strstr(err.msg, "timed out"));
 	assert_true(err.ambiguous);
 
@@ -425,7 +426,7 @@ static void command_gets_message_on_stdin(void **state)
 	char *none[] = {"/nonexistent/surecron-no-such-program", NULL};
 	t.argv = none;
 	sc_err_clear(&err);
-	assert_int_equal(delivery_send(&s, &err), SC_EDELIVERY);
+	assert_int_equal(target_send(&s, &err), SC_EDELIVERY);
 	assert_false(err.ambiguous);
 }
 

@@ -26,7 +26,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "delivery.h"
+#include "target.h"
 #include "testutil.h"
 
 static char dir[256];
@@ -102,7 +102,7 @@ static void short_write_leaves_no_partial_line(void **state)
 
 	snprintf(path, sizeof(path), "%s/out.jsonl", dir);
 	struct target_copy s = {.target = &t, .body = "{\"a\":1}"};
-	assert_int_equal(delivery_send(&s, NULL), 0);
+	assert_int_equal(target_send(&s, NULL), 0);
 	off_t one = size_of(path);
 	assert_int_equal(one, 8);
 
@@ -114,10 +114,10 @@ static void short_write_leaves_no_partial_line(void **state)
 	assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
 	struct sc_err err = {0};
 	s.body = big;
-	int rc = delivery_send(&s, &err);
+	int rc = target_send(&s, &err);
 	/* A second try while still full: the same, no half line either. */
 	struct sc_err err2 = {0};
-	int rc2 = delivery_send(&s, &err2);
+	int rc2 = target_send(&s, &err2);
 	assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
 	signal(SIGXFSZ, SIG_DFL);
 	assert_int_equal(rc, SC_EDELIVERY);
@@ -127,9 +127,9 @@ static void short_write_leaves_no_partial_line(void **state)
 	assert_int_equal(json_lines(path), 1);
 
 	/* Space again: the retry appends a whole line after the first. */
-	assert_int_equal(delivery_send(&s, NULL), 0);
+	assert_int_equal(target_send(&s, NULL), 0);
 	s.body = "{\"b\":2}";
-	assert_int_equal(delivery_send(&s, NULL), 0);
+	assert_int_equal(target_send(&s, NULL), 0);
 	assert_int_equal(json_lines(path), 3);
 	free(big);
 }
@@ -147,7 +147,7 @@ static void torn_tail_is_cut(void **state)
 	fputs("{\"a\":1}\n{\"half\":\"of a li", f);
 	fclose(f);
 	struct target_copy s = {.target = &t, .body = "{\"b\":2}"};
-	assert_int_equal(delivery_send(&s, NULL), 0);
+	assert_int_equal(target_send(&s, NULL), 0);
 	assert_int_equal(json_lines(path), 2);
 	char buf[64];
 	tu_slurp(path, buf, sizeof(buf));
@@ -158,7 +158,7 @@ static void torn_tail_is_cut(void **state)
 	assert_non_null(f);
 	fputs("{\"torn", f);
 	fclose(f);
-	assert_int_equal(delivery_send(&s, NULL), 0);
+	assert_int_equal(target_send(&s, NULL), 0);
 	tu_slurp(path, buf, sizeof(buf));
 	assert_string_equal(buf, "{\"b\":2}\n");
 }
@@ -195,7 +195,7 @@ static void concurrent_appenders_stay_whole(void **state)
 			}
 			setrlimit(RLIMIT_FSIZE, &lim);
 			struct target_copy s = {.target = &t, .body = body};
-			if (delivery_send(&s, NULL) == 0)
+			if (target_send(&s, NULL) == 0)
 				ok++;
 		}
 		free(body);

@@ -27,9 +27,9 @@
 
 #include "clock.h"
 #include "config.h"
-#include "delivery.h"
 #include "http.h"
 #include "store.h"
+#include "target.h"
 #include "task.h"
 #include "testutil.h"
 #include "url.h"
@@ -472,7 +472,7 @@ static void webhook_refused_before_connecting(void **state)
 				.body = "{\"text\":\"hi\"}",
 				.idempotency_key = "k"};
 			struct sc_err err = {0};
-			assert_int_equal(delivery_send(&d, &err), SC_ECONFIG);
+			assert_int_equal(target_send(&d, &err), SC_ECONFIG);
 			assert_null(strstr(err.msg, "alice"));
 			assert_null(strstr(err.msg, "pw"));
 			assert_int_equal(connections(), 0);

@@ -1,16 +1,18 @@
 /*
- * delivery.c - composing messages, rendering chat text, idempotency keys,
- * webhook signatures, and the dispatch to a target kind.
+ * message.c - composing messages, rendering their chat text, the failure
+ * notice line, idempotency keys and webhook signatures. Nothing here
+ * sends: target.c does, with what this file makes.
  *
  * Invariants:
  *   - a composed message is one line of compact JSON (strings escape their
  *     newlines), so a file target can append it as one record;
- *   - every composed message is valid UTF-8 (bad bytes become '?');
+ *   - every composed message is valid UTF-8 (bad bytes become '?',
+ *     text_utf8_clean) and at most MESSAGE_MAX_BODY bytes;
  *   - an idempotency key depends only on (kind, schedule, slot, target)
  *     for results, so every copy of one result to one target carries the
  *     same key whatever the attempt or the process that sends it;
  *   - libcrypto (SHA-256, HMAC) is loaded only when a key or a signature
- *     is computed, i.e. by the targets that send one, never for a file.
+ *     is computed, i.e. for the targets that send one, never for a file.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,13 +22,10 @@
 
 #include "buf.h"
 #include "clock.h"
-#include "delivery.h"
 #include "dl_crypto.h"
 #include "err.h"
-#include "http.h"
-#include "log.h"
-#include "task.h"
-#include "url.h"
+#include "message.h"
+#include "text.h"
 
 /* A JSON string of s, repairing bad UTF-8; NULL only on out of memory. */
 static json_t *jstr(const char *s)
@@ -34,7 +33,7 @@ static json_t *jstr(const char *s)
 	json_t *j = json_string(s);
 
 	if (!j) {
-		char *c = task_utf8_clean(s, strlen(s));
+		char *c = text_utf8_clean(s, strlen(s));
 		if (c)
 			j = json_string(c);
 		free(c);
@@ -49,8 +48,8 @@ static int set_new(json_t *o, const char *key, json_t *v)
 	return v ? json_object_set_new(o, key, v) : -1;
 }
 
-int delivery_compose(const struct delivery_msg *m, char **out,
-		     struct sc_err *err)
+int message_compose(const struct message *m, char **out,
+		    struct sc_err *err)
 {
 	char iso[CLOCK_ISO_MAX];
 	json_t *o = json_object(), *pv = json_array(), *fl = json_array();
@@ -93,17 +92,17 @@ int delivery_compose(const struct delivery_msg *m, char **out,
 	if (!s)
 		return sc_err_set(err, SC_ENOMEM, "out of memory composing "
 				  "the message");
-	if (strlen(s) > DELIVERY_MAX_BODY) {
+	if (strlen(s) > MESSAGE_MAX_BODY) {
 		free(s);
 		return sc_err_set(err, SC_ETOOBIG, "message above %zu bytes",
-				  DELIVERY_MAX_BODY);
+				  MESSAGE_MAX_BODY);
 	}
 	*out = s;
 	return 0;
 }
 
-const char *delivery_notice_line(const char *task, const char *reason,
-				 char *out, size_t n)
+const char *message_notice_line(const char *task, const char *reason,
+				char *out, size_t n)
 {
 	snprintf(out, n, "\xE2\x9A\xA0\xEF\xB8\x8F %s: generation failed "
 		 "\xE2\x80\x94 %s", task ? task : "?", reason ? reason : "");
@@ -128,7 +127,7 @@ static int render_obj(json_t *o, char **out)
 	struct buf b;
 	int rc;
 
-	buf_init(&b, DELIVERY_MAX_BODY);
+	buf_init(&b, MESSAGE_MAX_BODY);
 	const char *kind = json_string_value(json_object_get(o, "kind"));
 	rc = add_para(&b, json_string_value(json_object_get(o, "summary")),
 		      "\n\n");
@@ -136,14 +135,14 @@ static int render_obj(json_t *o, char **out)
 	for (size_t i = 0; !rc && i < json_array_size(pv); i++)
 		rc = add_para(&b, json_string_value(json_array_get(pv, i)),
 			      "\n\n");
-	if (!rc && kind && strcmp(kind, DELIVERY_ALERT) == 0)
+	if (!rc && kind && strcmp(kind, MESSAGE_ALERT) == 0)
 		rc = add_para(&b, json_string_value(json_object_get(o, "error")),
 			      "\n");
 	json_t *fl = json_object_get(o, "failures");
 	for (size_t i = 0; !rc && i < json_array_size(fl); i++) {
 		json_t *f = json_array_get(fl, i);
 		char line[SC_ERR_MSG_MAX + 256];
-		delivery_notice_line(
+		message_notice_line(
 			json_string_value(json_object_get(f, "task")),
 			json_string_value(json_object_get(f, "error")), line,
 			sizeof(line));
@@ -159,7 +158,7 @@ static int render_obj(json_t *o, char **out)
 	return *out ? 0 : SC_ENOMEM;
 }
 
-int delivery_render_text(const char *body, char **out, struct sc_err *err)
+int message_render_text(const char *body, char **out, struct sc_err *err)
 {
 	json_t *o = json_loads(body, 0, NULL);
 	int rc;
@@ -194,9 +193,9 @@ static void hex(const unsigned char *p, size_t n, char *out)
 	out[2 * n] = '\0';
 }
 
-int delivery_idempotency_key(const char *kind, const char *schedule,
-			     int64_t slot_ms, const char *target, int attempt,
-			     char out[DELIVERY_KEY_MAX], struct sc_err *err)
+int message_idempotency_key(const char *kind, const char *schedule,
+			    int64_t slot_ms, const char *target, int attempt,
+			    char out[MESSAGE_KEY_MAX], struct sc_err *err)
 {
 	unsigned char md[EVP_MAX_MD_SIZE];
 	unsigned int md_len = 0;
@@ -221,7 +220,7 @@ int delivery_idempotency_key(const char *kind, const char *schedule,
 	if (!ok) {
 		/* Only out of memory gets here; a key that is stable per
 		 * (slot, target) still beats none. */
-		snprintf(out, DELIVERY_KEY_MAX, "%s-%lld", kind ? kind : "",
+		snprintf(out, MESSAGE_KEY_MAX, "%s-%lld", kind ? kind : "",
 			 (long long)slot_ms);
 		return 0;
 	}
@@ -229,23 +228,8 @@ int delivery_idempotency_key(const char *kind, const char *schedule,
 	return 0;
 }
 
-int delivery_send_key(const struct target_copy *s,
-		      char out[DELIVERY_KEY_MAX], struct sc_err *err)
-{
-	if (s->idempotency_key) {
-		snprintf(out, DELIVERY_KEY_MAX, "%s", s->idempotency_key);
-		return 0;
-	}
-	if (!s->kind) {
-		out[0] = '\0';
-		return 0;
-	}
-	return delivery_idempotency_key(s->kind, s->schedule, s->slot_ms,
-					s->target->name, s->attempt, out, err);
-}
-
-int delivery_sign(const char *secret, size_t secret_len, const char *timestamp,
-		  const char *body, size_t body_len, char out[DELIVERY_KEY_MAX])
+int message_sign(const char *secret, size_t secret_len, const char *timestamp,
+		 const char *body, size_t body_len, char out[MESSAGE_KEY_MAX])
 {
 	unsigned char md[EVP_MAX_MD_SIZE];
 	unsigned int md_len = 0;
@@ -268,125 +252,4 @@ int delivery_sign(const char *secret, size_t secret_len, const char *timestamp,
 		return SC_EIO;
 	hex(md, md_len, out);
 	return 0;
-}
-
-/* A one-line, valid UTF-8 excerpt of a response body, for messages. */
-static void excerpt(const char *body, size_t len, char *out, size_t n)
-{
-	size_t take = len < DELIVERY_EXCERPT_MAX ? len : DELIVERY_EXCERPT_MAX;
-	char *c = task_utf8_clean(body ? body : "", body ? take : 0);
-
-	snprintf(out, n, "%s%s", c ? c : "", len > take ? "..." : "");
-	for (char *p = out; *p; p++)
-		if ((unsigned char)*p < 0x20)
-			*p = ' ';
-	free(c);
-}
-
-/* The reason of an http error without its "METHOD URL: " prefix, which
- * may hold a secret path. */
-static const char *strip_url(const char *msg, const char *logurl)
-{
-	const char *p = strstr(msg, logurl);
-
-	if (p && strncmp(p + strlen(logurl), ": ", 2) == 0)
-		return p + strlen(logurl) + 2;
-	return "request failed";
-}
-
-int delivery_http_post(const struct target_copy *s, const char *body,
-		       const char *const *headers, struct sc_err *err)
-{
-	const struct target_spec *t = s->target;
-	const char *url = t->url_env ? getenv(t->url_env) : NULL;
-	const char *hdrs[16];
-	struct sc_err herr = {0};
-	struct http_response resp = {0};
-	char logurl[512], ex[DELIVERY_EXCERPT_MAX + 8];
-	size_t nh = 0;
-	int rc;
-
-	if (!t->url_env)
-		return sc_err_set(err, SC_ECONFIG, "target %s: no url_env",
-				  t->name);
-	if (!url || !*url)
-		return sc_err_set(err, SC_ECONFIG, "target %s: environment "
-				  "variable %s is not set", t->name,
-				  t->url_env);
-	rc = url_check(url, URL_SECRET, &herr);
-	if (rc == SC_EINVAL)
-		return sc_err_set(err, SC_ECONFIG, "target %s: %s (from %s)",
-				  t->name, herr.msg, t->url_env);
-	if (rc)
-		return sc_err_set(err, rc, "target %s: %s", t->name, herr.msg);
-	hdrs[nh++] = "Content-Type: application/json";
-	for (size_t i = 0; headers && headers[i] && nh < 15; i++)
-		hdrs[nh++] = headers[i];
-	hdrs[nh] = NULL;
-	struct http_options opt = {
-		.connect_timeout_ms = t->connect_timeout_ms > 0
-			? t->connect_timeout_ms : DELIVERY_DEFAULT_CONNECT_MS,
-		.timeout_ms = t->timeout_ms > 0 ? t->timeout_ms
-						: DELIVERY_DEFAULT_TIMEOUT_MS,
-		.max_body = 64 * 1024,
-		.clock = s->clock,
-	};
-	/* One client per send: deliveries are rare, and a client is not
-	 * thread-safe, so sharing one would need a lock for no gain. */
-	struct http_client *c = http_client_new(&opt, &herr);
-	if (!c)
-		return sc_err_set(err, herr.code ? herr.code : SC_ENOMEM,
-				  "target %s: %s", t->name, herr.msg);
-	struct http_request req = {
-		.method = "POST",
-		.url = url,
-		.headers = hdrs,
-		.body = body,
-		.body_len = strlen(body),
-		.url_is_secret = true,
-	};
-	rc = http_do(c, &req, &resp, &herr);
-	http_client_free(c);
-	/* A 2xx whose body passed the cap: the target took the copy, and
-	 * what it said beyond 64 KiB is of no use to a delivery. Failing it
-	 * would only send it again. */
-	if (rc == SC_ETOOBIG && herr.http_status >= 200 &&
-	    herr.http_status <= 299)
-		rc = 0;
-	if (rc) {
-		struct sc_err out = {0};
-		url_for_log(url, true, logurl, sizeof(logurl));
-		if (herr.http_status) {
-			excerpt(resp.body, resp.body_len, ex, sizeof(ex));
-			err_set_http(&out, SC_EDELIVERY, herr.http_status,
-				     herr.retry_after_ms,
-				     "target %s: HTTP %d%s%s", t->name,
-				     herr.http_status, *ex ? ": " : "", ex);
-		} else {
-			err_set_http(&out, SC_EDELIVERY, 0, herr.retry_after_ms,
-				     "target %s: %s%s", t->name,
-				     strip_url(herr.msg, logurl),
-				     herr.ambiguous ? " (the request may have "
-						      "arrived)" : "");
-		}
-		/* The one fact the outbox needs: may this copy have been
-		 * taken? (http.h: err->ambiguous) */
-		out.ambiguous = herr.ambiguous;
-		err_copy(err, &out);
-		rc = SC_EDELIVERY;
-	}
-	http_response_dispose(&resp);
-	return rc;
-}
-
-int delivery_send(const struct target_copy *s, struct sc_err *err)
-{
-	switch (s->target->kind) {
-	case TARGET_SLACK: return target_slack_send(s, err);
-	case TARGET_WEBHOOK: return target_webhook_send(s, err);
-	case TARGET_FILE: return target_file_send(s, err);
-	case TARGET_COMMAND: return target_command_send(s, err);
-	}
-	return sc_err_set(err, SC_ECONFIG, "target %s: unknown kind",
-			  s->target->name);
 }
