@@ -1207,21 +1207,25 @@ static void parse_retry(struct pc *pc, const struct config_node *r,
 }
 
 /*
- * The final expression (after overrides) must parse and the zone must
- * load, through the cron module, so that every loaded schedule can fire.
- * A bad override is located at the file's `cron:` (or the schedule's
- * name) and names the variable it came from.
+ * Resolves a schedule once, after its environment override: the final
+ * expression must parse and the zone must load, through the cron module,
+ * so that every loaded schedule can fire; its class and final policy
+ * follow from them (`retry:` wins over the class, and an override moves
+ * the class). A bad override is located at the file's `cron:` (or the
+ * schedule's name) and names the variable it came from.
  */
-static void check_cron_tz(struct pc *pc, const struct config_node *k,
-			  const struct config_node *v, const char *path,
-			  const struct schedule_spec *s)
+static void resolve_schedule(struct pc *pc, const struct config_node *k,
+			     const struct config_node *v, const char *path,
+			     struct schedule_spec *s)
 {
 	char kp[PATH_MAX_KEY];
 	struct sc_err err = {0};
-	struct sc_cron cron;
 	const struct sc_zone *zone;
+	bool parsed = false;
 
-	if (s->cron && sc_cron_parse(s->cron, &cron, &err) != 0) {
+	/* Straight into the spec: a schedule that fails here fails the load,
+	 * so a partly written expr is never seen. */
+	if (s->cron && sc_cron_parse(s->cron, &s->expr, &err) != 0) {
 		const struct config_node *at = config_yaml_get(v, "cron");
 		pjoin(kp, sizeof(kp), path, "cron");
 		if (s->override_var)
@@ -1229,13 +1233,23 @@ static void check_cron_tz(struct pc *pc, const struct config_node *k,
 			    s->override_var);
 		else
 			bad(pc, at ? at : k, kp, "%s", err.msg);
+	} else if (s->cron) {
+		parsed = true;
 	}
 	const struct config_node *tz = config_yaml_get(v, "tz");
 	sc_err_clear(&err);
-	if (s->tz && tz && sc_zone_load(s->tz, &zone, &err) != 0) {
+	if (!s->tz) {
+		s->zone = sc_zone_local();
+	} else if (sc_zone_load(s->tz, &zone, &err) != 0) {
 		pjoin(kp, sizeof(kp), path, "tz");
-		bad(pc, tz, kp, "%s", err.msg);
+		bad(pc, tz ? tz : k, kp, "%s", err.msg);
+	} else {
+		s->zone = zone;
 	}
+	if (!parsed)
+		return;
+	s->cls = sc_cron_class(&s->expr, NULL, 0);
+	s->policy = s->has_retry ? s->retry : sc_retry_policy_for(s->cls);
 }
 
 static void parse_schedule(struct pc *pc, const struct config_node *k,
@@ -1329,7 +1343,7 @@ env:
 	if (s->override_var)
 		LOG(SC_LOG_INFO, "config", "schedule=%s cron_override=%s",
 		       s->name, s->override_var);
-	check_cron_tz(pc, k, v, path, s);
+	resolve_schedule(pc, k, v, path, s);
 }
 
 /*
