@@ -1,10 +1,14 @@
 /*
- * config.c - surecron.yaml -> struct config (spec.h).
+ * config.c - surecron.yaml -> struct config (spec.h): the sections, the
+ * typed getters and the load.
  *
  * Pipeline: read the file (regular file, at most CONFIG_MAX_BYTES) ->
- * pre-scan the bytes (UTF-8, control characters, tabs in indentation) ->
- * libyaml events -> a small tree of nodes that keep their line:column ->
- * walk the tree section by section into the spec structs.
+ * config_yaml_parse (config_yaml.c: pre-scan of the bytes, libyaml, a tree
+ * of nodes that keep their line:column) -> walk the tree section by section
+ * into the spec structs, recording problems and key-path positions through
+ * config_problem.c -> resolve each schedule once (after its environment
+ * override, config_env.c): the parsed expression, the zone, the class and
+ * the final retry policy.
  *
  * Invariants:
  *   - Every problem names the key path and the position of the node it is
@@ -13,11 +17,12 @@
  *     position at the end, so the first one is the earliest in the file.
  *   - Unknown keys, duplicate keys and wrong types are errors: a typo must
  *     never silently drop a setting.
- *   - Aliases are refused (no sharing, no "billion laughs" expansion); the
- *     tree is bounded in depth (CONFIG_MAX_DEPTH) and node count.
  *   - A config that loads is referentially whole (every target, alert
  *     target and auth it names exists) and every relative path in it has
  *     been resolved against the folder of the file.
+ *   - Every schedule of a config that loads is resolved: its final cron
+ *     expression parsed (expr), its zone loaded (zone, never NULL), its
+ *     class and policy computed; nobody parses a schedule's cron again.
  *   - No secret is ever read from the file: URLs of webhooks, HMAC secrets,
  *     tokens and client secrets are names of environment variables; the
  *     URLs that are in the file pass the URL rule of url.h (libcurl's
@@ -36,579 +41,17 @@
 #include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <yaml.h>
 
 #include "buf.h"
 #include "clock.h"
 #include "config.h"
+#include "config_int.h"
 #include "log.h"
 #include "retry.h"
 #include "text.h"
 #include "url.h"
 
-#define CONFIG_MAX_DEPTH 32
-#define CONFIG_MAX_NODES 50000
 #define PATH_MAX_KEY 512
-
-/* ------------------------------------------------------------------ */
-/* Problems                                                           */
-/* ------------------------------------------------------------------ */
-
-void config_problems_dispose(struct config_problems *p)
-{
-	if (!p)
-		return;
-	for (size_t i = 0; i < p->n; i++)
-		free(p->items[i].msg);
-	free(p->items);
-	free(p->file);
-	p->items = NULL;
-	p->file = NULL;
-	p->n = p->cap = p->n_dropped = 0;
-}
-
-static int problem_vadd(struct config_problems *p, int line, int col,
-			const char *fmt, va_list ap) SC_PRINTF(4, 0);
-
-static int problem_vadd(struct config_problems *p, int line, int col,
-			const char *fmt, va_list ap)
-{
-	char msg[SC_ERR_MSG_MAX];
-
-	if (p->n >= CONFIG_MAX_PROBLEMS) {
-		p->n_dropped++;
-		return 0;
-	}
-	if (p->n == p->cap) {
-		size_t ncap = p->cap ? p->cap * 2 : 8;
-		struct config_problem *v =
-			realloc(p->items, ncap * sizeof(*v));
-		if (!v) {
-			p->n_dropped++;
-			return SC_ENOMEM;
-		}
-		p->items = v;
-		p->cap = ncap;
-	}
-	char raw[SC_ERR_MSG_MAX];
-	vsnprintf(raw, sizeof(raw), fmt, ap);
-	for (char *q = raw; *q; q++)
-		if (*q == '\n' || *q == '\r')
-			*q = ' ';
-	/* Problems quote the file's values, and YAML escapes ("\e", "\a")
-	 * put any byte in them: shown cleaned (issue 11). */
-	text_clean(msg, sizeof(msg), raw, 0);
-	char *m = strdup(msg);
-	if (!m) {
-		p->n_dropped++;
-		return SC_ENOMEM;
-	}
-	p->items[p->n++] = (struct config_problem){line, col, m};
-	return 0;
-}
-
-int config_problem_add(struct config_problems *p, int line, int col,
-		       const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	int rc = problem_vadd(p, line, col, fmt, ap);
-	va_end(ap);
-	return rc;
-}
-
-const char *config_problem_format(const struct config_problems *p, size_t i,
-				  char *out, size_t n)
-{
-	const struct config_problem *pr = &p->items[i];
-	const char *file = p->file ? p->file : "config";
-
-	if (pr->line > 0)
-		snprintf(out, n, "%s:%d:%d: %s", file, pr->line, pr->col,
-			 pr->msg);
-	else
-		snprintf(out, n, "%s: %s", file, pr->msg);
-	return out;
-}
-
-static int problem_cmp(const void *a, const void *b)
-{
-	const struct config_problem *x = a, *y = b;
-
-	if (x->line != y->line)
-		return x->line < y->line ? -1 : 1;
-	if (x->col != y->col)
-		return x->col < y->col ? -1 : 1;
-	return 0;
-}
-
-/* Stable by position: qsort is not stable, so ties keep their order
- * through an insertion sort over the (short) range added by one parse. */
-static void problems_sort(struct config_problems *p, size_t from)
-{
-	for (size_t i = from + 1; i < p->n; i++) {
-		struct config_problem t = p->items[i];
-		size_t j = i;
-		while (j > from && problem_cmp(&p->items[j - 1], &t) > 0) {
-			p->items[j] = p->items[j - 1];
-			j--;
-		}
-		p->items[j] = t;
-	}
-}
-
-/* ------------------------------------------------------------------ */
-/* Positions by key path                                              */
-/* ------------------------------------------------------------------ */
-
-struct config_loc {
-	char *path;
-	int line, col;
-};
-
-struct config_locs {
-	struct config_loc *v;
-	size_t n, cap;
-};
-
-static void locs_free(struct config_locs *l)
-{
-	if (!l)
-		return;
-	for (size_t i = 0; i < l->n; i++)
-		free(l->v[i].path);
-	free(l->v);
-	free(l);
-}
-
-/* Records a position; running out of memory only loses the position. */
-static void locs_add(struct config_locs *l, const char *path, int line,
-		     int col)
-{
-	if (!l)
-		return;
-	if (l->n == l->cap) {
-		size_t ncap = l->cap ? l->cap * 2 : 64;
-		struct config_loc *v = realloc(l->v, ncap * sizeof(*v));
-		if (!v)
-			return;
-		l->v = v;
-		l->cap = ncap;
-	}
-	l->v[l->n].path = strdup(path);
-	if (!l->v[l->n].path)
-		return;
-	l->v[l->n].line = line;
-	l->v[l->n].col = col;
-	l->n++;
-}
-
-bool config_locate(const struct config *c, const char *path, int *line,
-		   int *col)
-{
-	*line = *col = 0;
-	if (!c || !c->locs)
-		return false;
-	for (size_t i = 0; i < c->locs->n; i++) {
-		if (strcmp(c->locs->v[i].path, path) == 0) {
-			*line = c->locs->v[i].line;
-			*col = c->locs->v[i].col;
-			return true;
-		}
-	}
-	return false;
-}
-
-/* ------------------------------------------------------------------ */
-/* Pre-scan of the raw bytes                                          */
-/* ------------------------------------------------------------------ */
-
-/*
- * YAML wants UTF-8 (or UTF-16, which we do not accept), no control
- * characters but tab, LF and CR, and spaces for indentation. libyaml
- * reports some of these without a usable position, so we find them first
- * and say where they are. Columns count characters and lines count line
- * breaks, both as libyaml's do. *end_line and *end_col get the position
- * after the last character.
- */
-static int prescan(const unsigned char *s, size_t n,
-		   struct config_problems *probs, int *end_line, int *end_col)
-{
-	int line = 1, col = 1;
-	bool at_indent = true;
-	int tab_col = 0;
-	size_t i = 0;
-
-	if (n >= 3 && s[0] == 0xEF && s[1] == 0xBB && s[2] == 0xBF)
-		i = 3; /* a UTF-8 byte order mark is allowed at the start */
-	while (i < n) {
-		unsigned char ch = s[i];
-		uint32_t cp;
-		size_t len;
-
-		if (ch < 0x80) {
-			cp = ch;
-			len = 1;
-		} else if (ch >= 0xC2 && ch <= 0xDF) {
-			cp = ch & 0x1F;
-			len = 2;
-		} else if (ch >= 0xE0 && ch <= 0xEF) {
-			cp = ch & 0x0F;
-			len = 3;
-		} else if (ch >= 0xF0 && ch <= 0xF4) {
-			cp = ch & 0x07;
-			len = 4;
-		} else {
-			goto bad_utf8;
-		}
-		if (i + len > n)
-			goto bad_utf8;
-		for (size_t k = 1; k < len; k++) {
-			if ((s[i + k] & 0xC0) != 0x80)
-				goto bad_utf8;
-			cp = (cp << 6) | (s[i + k] & 0x3F);
-		}
-		if ((len == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) ||
-		    (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)))
-			goto bad_utf8;
-		if ((cp < 0x20 && cp != '\t' && cp != '\n' && cp != '\r') ||
-		    cp == 0x7F || (cp >= 0x80 && cp <= 0x9F && cp != 0x85) ||
-		    cp == 0xFFFE || cp == 0xFFFF) {
-			config_problem_add(probs, line, col,
-					   "control character U+%04X is not "
-					   "allowed in YAML", (unsigned)cp);
-			return -1;
-		}
-		if (cp == '\n' || cp == '\r' || cp == 0x85 || cp == 0x2028 ||
-		    cp == 0x2029) {
-			/* Lines end where libyaml ends them (LF, CRLF, CR
-			 * alone, NEL, LS, PS), so our positions and its
-			 * agree, and a CR-only file gets its tab check
-			 * (issue 11). A tab on a blank line is harmless. */
-			if (cp == '\r' && i + 1 < n && s[i + 1] == '\n')
-				len = 2;
-			line++;
-			col = 1;
-			at_indent = true;
-			tab_col = 0;
-			i += len;
-			continue;
-		}
-		if (at_indent) {
-			if (cp == '\t') {
-				if (!tab_col)
-					tab_col = col;
-			} else if (cp != ' ') {
-				at_indent = false;
-				if (tab_col && cp != '#') {
-					config_problem_add(
-						probs, line, tab_col,
-						"tab character in indentation "
-						"(YAML indents with spaces)");
-					return -1;
-				}
-			}
-		}
-		col++;
-		i += len;
-	}
-	*end_line = line;
-	*end_col = col;
-	return 0;
-bad_utf8:
-	config_problem_add(probs, line, col,
-			   "invalid UTF-8 byte 0x%02X (the file must be "
-			   "UTF-8 text)", s[i]);
-	return -1;
-}
-
-/* ------------------------------------------------------------------ */
-/* YAML events -> node tree                                           */
-/* ------------------------------------------------------------------ */
-
-enum ynode_kind { YN_SCALAR, YN_SEQ, YN_MAP };
-
-struct ynode {
-	enum ynode_kind kind;
-	int line, col;           /* 1-based */
-	char *str;               /* scalar value, NUL-terminated */
-	bool is_null;            /* plain "", "~" or "null" */
-	struct ynode **kids;     /* seq: items; map: key, value, key, ... */
-	size_t n;
-	size_t cap;
-};
-
-static void ynode_free(struct ynode *n)
-{
-	if (!n)
-		return;
-	for (size_t i = 0; i < n->n; i++)
-		ynode_free(n->kids[i]);
-	free(n->kids);
-	free(n->str);
-	free(n);
-}
-
-struct ybuild {
-	yaml_parser_t parser;
-	int end_line, end_col; /* the position after the last character */
-	struct config_problems *probs;
-	size_t n_nodes;
-	bool oom;
-};
-
-/* Reports libyaml's error with its position. */
-static void yaml_problem(struct ybuild *b)
-{
-	const yaml_parser_t *p = &b->parser;
-	int line = (int)p->problem_mark.line + 1;
-	int col = (int)p->problem_mark.column + 1;
-	const char *problem = p->problem ? p->problem : "malformed YAML";
-
-	/* At the end of a file without a final line break libyaml counts an
-	 * implied one, so its mark is the start of a line that is not in the
-	 * file: report the end of the last line instead (found by fuzzing). */
-	if (line > b->end_line || (line == b->end_line && col > b->end_col)) {
-		line = b->end_line;
-		col = b->end_col;
-	}
-
-	if (p->error == YAML_MEMORY_ERROR) {
-		b->oom = true;
-		config_problem_add(b->probs, 0, 0, "out of memory");
-		return;
-	}
-	if (p->error == YAML_READER_ERROR) {
-		config_problem_add(b->probs, 0, 0, "YAML reader error: %s",
-				   problem);
-		return;
-	}
-	const char *ctx = p->context ? p->context : "";
-	if (strstr(problem, "alias") || strstr(problem, "anchor") ||
-	    strstr(ctx, "alias") || strstr(ctx, "anchor"))
-		config_problem_add(b->probs, line, col,
-				   "YAML syntax error: %s%s%s (quote values "
-				   "that start with '*' or '&', like cron "
-				   "expressions)", problem,
-				   p->context ? " " : "",
-				   p->context ? p->context : "");
-	else
-		config_problem_add(b->probs, line, col,
-				   "YAML syntax error: %s%s%s", problem,
-				   p->context ? " " : "",
-				   p->context ? p->context : "");
-}
-
-static int next_event(struct ybuild *b, yaml_event_t *ev)
-{
-	if (!yaml_parser_parse(&b->parser, ev)) {
-		yaml_problem(b);
-		return -1;
-	}
-	return 0;
-}
-
-static struct ynode *ynode_new(struct ybuild *b, enum ynode_kind kind,
-			       const yaml_mark_t *m)
-{
-	if (++b->n_nodes > CONFIG_MAX_NODES) {
-		config_problem_add(b->probs, (int)m->line + 1,
-				   (int)m->column + 1,
-				   "too many YAML nodes (more than %d)",
-				   CONFIG_MAX_NODES);
-		return NULL;
-	}
-	struct ynode *n = calloc(1, sizeof(*n));
-	if (!n) {
-		b->oom = true;
-		config_problem_add(b->probs, 0, 0, "out of memory");
-		return NULL;
-	}
-	n->kind = kind;
-	n->line = (int)m->line + 1;
-	n->col = (int)m->column + 1;
-	return n;
-}
-
-static int ynode_push(struct ybuild *b, struct ynode *parent,
-		      struct ynode *kid)
-{
-	if (parent->n == parent->cap) {
-		size_t ncap = parent->cap ? parent->cap * 2 : 4;
-		struct ynode **v =
-			realloc(parent->kids, ncap * sizeof(struct ynode *));
-		if (!v) {
-			b->oom = true;
-			config_problem_add(b->probs, 0, 0, "out of memory");
-			return -1;
-		}
-		parent->kids = v;
-		parent->cap = ncap;
-	}
-	parent->kids[parent->n++] = kid;
-	return 0;
-}
-
-/*
- * Builds the node that starts with event *ev (consumed here) and, for
- * collections, reads the events up to its end. Returns the node or NULL
- * after recording a problem.
- */
-static struct ynode *build(struct ybuild *b, yaml_event_t *ev, int depth)
-{
-	struct ynode *n = NULL;
-
-	if (depth > CONFIG_MAX_DEPTH) {
-		config_problem_add(b->probs, (int)ev->start_mark.line + 1,
-				   (int)ev->start_mark.column + 1,
-				   "nesting deeper than %d levels",
-				   CONFIG_MAX_DEPTH);
-		goto fail;
-	}
-	switch (ev->type) {
-	case YAML_SCALAR_EVENT: {
-		n = ynode_new(b, YN_SCALAR, &ev->start_mark);
-		if (!n)
-			goto fail;
-		size_t len = ev->data.scalar.length;
-		const char *v = (const char *)ev->data.scalar.value;
-		if (memchr(v, '\0', len)) {
-			config_problem_add(b->probs, n->line, n->col,
-					   "a NUL character is not allowed in "
-					   "a value");
-			goto fail;
-		}
-		n->str = strndup(v, len);
-		if (!n->str) {
-			b->oom = true;
-			config_problem_add(b->probs, 0, 0, "out of memory");
-			goto fail;
-		}
-		n->is_null = ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
-			     (len == 0 || strcmp(n->str, "~") == 0 ||
-			      strcmp(n->str, "null") == 0 ||
-			      strcmp(n->str, "Null") == 0 ||
-			      strcmp(n->str, "NULL") == 0);
-		yaml_event_delete(ev);
-		return n;
-	}
-	case YAML_SEQUENCE_START_EVENT:
-	case YAML_MAPPING_START_EVENT: {
-		bool is_map = ev->type == YAML_MAPPING_START_EVENT;
-		yaml_event_type_t end = is_map ? YAML_MAPPING_END_EVENT
-					       : YAML_SEQUENCE_END_EVENT;
-		n = ynode_new(b, is_map ? YN_MAP : YN_SEQ, &ev->start_mark);
-		if (!n)
-			goto fail;
-		yaml_event_delete(ev);
-		for (;;) {
-			yaml_event_t kev;
-			if (next_event(b, &kev))
-				goto fail_node;
-			if (kev.type == end) {
-				yaml_event_delete(&kev);
-				return n;
-			}
-			if (is_map && (n->n % 2) == 0 &&
-			    kev.type != YAML_SCALAR_EVENT &&
-			    kev.type != YAML_ALIAS_EVENT) {
-				config_problem_add(
-					b->probs, (int)kev.start_mark.line + 1,
-					(int)kev.start_mark.column + 1,
-					"a key must be a plain string, not a "
-					"%s", kev.type == YAML_MAPPING_START_EVENT
-						      ? "mapping" : "list");
-				yaml_event_delete(&kev);
-				goto fail_node;
-			}
-			struct ynode *kid = build(b, &kev, depth + 1);
-			if (!kid)
-				goto fail_node;
-			if (ynode_push(b, n, kid)) {
-				ynode_free(kid);
-				goto fail_node;
-			}
-		}
-	}
-	case YAML_ALIAS_EVENT:
-		config_problem_add(b->probs, (int)ev->start_mark.line + 1,
-				   (int)ev->start_mark.column + 1,
-				   "YAML aliases (*%s) are not supported; "
-				   "write the value out (quote values that "
-				   "start with '*', like cron expressions)",
-				   (const char *)ev->data.alias.anchor);
-		goto fail;
-	default:
-		config_problem_add(b->probs, (int)ev->start_mark.line + 1,
-				   (int)ev->start_mark.column + 1,
-				   "unexpected YAML event");
-		goto fail;
-	}
-fail_node:
-	ynode_free(n);
-	return NULL;
-fail:
-	yaml_event_delete(ev);
-	ynode_free(n);
-	return NULL;
-}
-
-/* Parses the text into one document's root node. NULL after a problem. */
-static struct ynode *parse_tree(const char *text, size_t len, int end_line,
-				int end_col, struct config_problems *probs)
-{
-	struct ybuild b = {.probs = probs, .end_line = end_line,
-			   .end_col = end_col};
-	struct ynode *root = NULL;
-	yaml_event_t ev;
-
-	if (!yaml_parser_initialize(&b.parser)) {
-		config_problem_add(probs, 0, 0, "out of memory");
-		return NULL;
-	}
-	yaml_parser_set_input_string(&b.parser, (const unsigned char *)text,
-				     len);
-	yaml_parser_set_encoding(&b.parser, YAML_UTF8_ENCODING);
-
-	if (next_event(&b, &ev))
-		goto done;
-	yaml_event_delete(&ev); /* stream start */
-	if (next_event(&b, &ev))
-		goto done;
-	if (ev.type == YAML_STREAM_END_EVENT) {
-		yaml_event_delete(&ev);
-		config_problem_add(probs, 1, 1, "empty configuration (expected "
-				   "a mapping with at least `schedules:`)");
-		goto done;
-	}
-	yaml_event_delete(&ev); /* document start */
-	if (next_event(&b, &ev))
-		goto done;
-	root = build(&b, &ev, 0);
-	if (!root)
-		goto done;
-	if (next_event(&b, &ev)) /* document end */
-		goto fail;
-	yaml_event_delete(&ev);
-	if (next_event(&b, &ev))
-		goto fail;
-	if (ev.type != YAML_STREAM_END_EVENT) {
-		config_problem_add(probs, (int)ev.start_mark.line + 1,
-				   (int)ev.start_mark.column + 1,
-				   "only one YAML document is allowed");
-		yaml_event_delete(&ev);
-		goto fail;
-	}
-	yaml_event_delete(&ev);
-	goto done;
-fail:
-	ynode_free(root);
-	root = NULL;
-done:
-	yaml_parser_delete(&b.parser);
-	return root;
-}
 
 /* ------------------------------------------------------------------ */
 /* Tree walking helpers                                               */
@@ -620,11 +63,11 @@ struct pc {
 	bool oom;
 };
 
-static void bad(struct pc *pc, const struct ynode *n, const char *path,
+static void bad(struct pc *pc, const struct config_node *n, const char *path,
 		const char *fmt, ...) SC_PRINTF(4, 5);
 
 /* Records "path: message" at node n. */
-static void bad(struct pc *pc, const struct ynode *n, const char *path,
+static void bad(struct pc *pc, const struct config_node *n, const char *path,
 		const char *fmt, ...)
 {
 	char msg[SC_ERR_MSG_MAX - 64];
@@ -640,10 +83,11 @@ static void bad(struct pc *pc, const struct ynode *n, const char *path,
 
 /* Records a missing key at the position of the object's own key (the
  * schedule or target name, the list item) when known, else at m. */
-static void missing(struct pc *pc, const struct ynode *m, const char *path,
-		    const char *key, const char *why)
+static void missing(struct pc *pc, const struct config_node *m,
+		    const char *path, const char *key, const char *why)
 {
-	struct ynode at = {.line = m ? m->line : 0, .col = m ? m->col : 0};
+	struct config_node at = {.line = m ? m->line : 0,
+				 .col = m ? m->col : 0};
 	int line, col;
 
 	if (config_locate(pc->c, path, &line, &col)) {
@@ -683,36 +127,16 @@ static void pindex(char *out, size_t n, const char *base, size_t i)
 		out[n - 1] = '\0';
 }
 
-static const char *kind_name(const struct ynode *n)
+static bool want(struct pc *pc, const struct config_node *n, const char *path,
+		 enum config_node_kind kind)
 {
-	if (n->kind == YN_MAP)
-		return "a mapping";
-	if (n->kind == YN_SEQ)
-		return "a list";
-	return n->is_null ? "nothing (null)" : "a string";
-}
-
-static bool want(struct pc *pc, const struct ynode *n, const char *path,
-		 enum ynode_kind kind)
-{
-	if (n->kind == kind && !(kind == YN_SCALAR && n->is_null))
+	if (n->kind == kind && !(kind == NODE_SCALAR && n->is_null))
 		return true;
 	bad(pc, n, path, "expected %s, got %s",
-	    kind == YN_MAP ? "a mapping" : kind == YN_SEQ ? "a list"
+	    kind == NODE_MAP ? "a mapping" : kind == NODE_SEQ ? "a list"
 							   : "a value",
-	    kind_name(n));
+	    config_yaml_kind(n));
 	return false;
-}
-
-static const struct ynode *map_get(const struct ynode *m, const char *key)
-{
-	if (!m || m->kind != YN_MAP)
-		return NULL;
-	for (size_t i = 0; i + 1 < m->n; i += 2)
-		if (m->kids[i]->kind == YN_SCALAR &&
-		    strcmp(m->kids[i]->str, key) == 0)
-			return m->kids[i + 1];
-	return NULL;
 }
 
 /* Levenshtein distance, capped: good enough for "did you mean". */
@@ -768,7 +192,7 @@ static const char *secret_hint(const char *key)
  * not cost a quadratic scan.
  */
 struct keyref {
-	const struct ynode *k;
+	const struct config_node *k;
 	size_t idx;
 };
 
@@ -786,8 +210,8 @@ static int keyref_cmp_nocase(const void *a, const void *b)
 	return c ? c : (x->idx < y->idx ? -1 : x->idx > y->idx);
 }
 
-static void dup_keys(struct pc *pc, const struct ynode *n, const char *path,
-		     const char *what, bool nocase)
+static void dup_keys(struct pc *pc, const struct config_node *n,
+		     const char *path, const char *what, bool nocase)
 {
 	size_t cnt = n->n / 2;
 	char kp[PATH_MAX_KEY];
@@ -823,16 +247,17 @@ static void dup_keys(struct pc *pc, const struct ynode *n, const char *path,
  * `what` names the object for messages ("a slack target"). Returns false
  * when n is not a mapping (the caller skips it).
  */
-static bool map_keys(struct pc *pc, const struct ynode *n, const char *path,
-		     const char *const *allowed, const char *what)
+static bool map_keys(struct pc *pc, const struct config_node *n,
+		     const char *path, const char *const *allowed,
+		     const char *what)
 {
 	char kp[PATH_MAX_KEY];
 
-	if (!want(pc, n, path, YN_MAP))
+	if (!want(pc, n, path, NODE_MAP))
 		return false;
 	dup_keys(pc, n, path, "key", false);
 	for (size_t i = 0; i + 1 < n->n; i += 2) {
-		const struct ynode *k = n->kids[i];
+		const struct config_node *k = n->kids[i];
 		bool known = false;
 		const char *near = NULL;
 		size_t best = 3;
@@ -840,8 +265,9 @@ static bool map_keys(struct pc *pc, const struct ynode *n, const char *path,
 		pjoin(kp, sizeof(kp), path, k->str);
 		for (size_t j = 0; allowed[j]; j++) {
 			if (strcmp(allowed[j], k->str) == 0) {
-				locs_add(pc->c->locs, kp, n->kids[i + 1]->line,
-					 n->kids[i + 1]->col);
+				config_locs_add(pc->c->locs, kp,
+						n->kids[i + 1]->line,
+						n->kids[i + 1]->col);
 				known = true;
 				break;
 			}
@@ -891,7 +317,7 @@ static bool name_valid(const char *s)
 	return true;
 }
 
-static bool check_name(struct pc *pc, const struct ynode *n,
+static bool check_name(struct pc *pc, const struct config_node *n,
 		       const char *path, const char *what)
 {
 	if (name_valid(n->str))
@@ -907,11 +333,11 @@ static bool check_name(struct pc *pc, const struct ynode *n,
  * vetted), checks its type and range, and stores the value. They return 1
  * when the key was present and valid, 0 when absent, -1 after a problem.
  */
-static int get_str(struct pc *pc, const struct ynode *m, const char *path,
+static int get_str(struct pc *pc, const struct config_node *m, const char *path,
 		   const char *key, bool required, char **out)
 {
 	char kp[PATH_MAX_KEY];
-	const struct ynode *v = map_get(m, key);
+	const struct config_node *v = config_yaml_get(m, key);
 
 	pjoin(kp, sizeof(kp), path, key);
 	if (!v) {
@@ -921,7 +347,7 @@ static int get_str(struct pc *pc, const struct ynode *m, const char *path,
 		}
 		return 0;
 	}
-	if (!want(pc, v, kp, YN_SCALAR))
+	if (!want(pc, v, kp, NODE_SCALAR))
 		return -1;
 	if (!*v->str) {
 		bad(pc, v, kp, "must not be empty");
@@ -935,7 +361,7 @@ static int get_str(struct pc *pc, const struct ynode *m, const char *path,
 	return 1;
 }
 
-static int get_env_name(struct pc *pc, const struct ynode *m,
+static int get_env_name(struct pc *pc, const struct config_node *m,
 			const char *path, const char *key, bool required,
 			char **out)
 {
@@ -943,27 +369,28 @@ static int get_env_name(struct pc *pc, const struct ynode *m,
 	if (rc == 1 && !config_env_name_valid(*out)) {
 		char kp[PATH_MAX_KEY];
 		pjoin(kp, sizeof(kp), path, key);
-		bad(pc, map_get(m, key), kp, "\"%s\" is not an environment "
-		    "variable name (expected the NAME of a variable holding "
-		    "the value, like SLACK_WEBHOOK_URL)", *out);
+		bad(pc, config_yaml_get(m, key), kp, "\"%s\" is not an "
+		    "environment variable name (expected the NAME of a "
+		    "variable holding the value, like SLACK_WEBHOOK_URL)",
+		    *out);
 		return -1;
 	}
 	return rc;
 }
 
-static int get_duration(struct pc *pc, const struct ynode *m,
+static int get_duration(struct pc *pc, const struct config_node *m,
 			const char *path, const char *key, int64_t min_ms,
 			int64_t max_ms, int64_t *out)
 {
 	char kp[PATH_MAX_KEY];
-	const struct ynode *v = map_get(m, key);
+	const struct config_node *v = config_yaml_get(m, key);
 	struct sc_err err = {0};
 	int64_t ms;
 
 	if (!v)
 		return 0;
 	pjoin(kp, sizeof(kp), path, key);
-	if (!want(pc, v, kp, YN_SCALAR))
+	if (!want(pc, v, kp, NODE_SCALAR))
 		return -1;
 	if (clock_parse_duration(v->str, &ms, &err)) {
 		bad(pc, v, kp, "%s", err.msg);
@@ -978,17 +405,17 @@ static int get_duration(struct pc *pc, const struct ynode *m,
 	return 1;
 }
 
-static int get_int(struct pc *pc, const struct ynode *m, const char *path,
+static int get_int(struct pc *pc, const struct config_node *m, const char *path,
 		   const char *key, long long min, long long max,
 		   long long *out)
 {
 	char kp[PATH_MAX_KEY];
-	const struct ynode *v = map_get(m, key);
+	const struct config_node *v = config_yaml_get(m, key);
 
 	if (!v)
 		return 0;
 	pjoin(kp, sizeof(kp), path, key);
-	if (!want(pc, v, kp, YN_SCALAR))
+	if (!want(pc, v, kp, NODE_SCALAR))
 		return -1;
 	char *end;
 	errno = 0;
@@ -1015,17 +442,17 @@ static int get_int(struct pc *pc, const struct ynode *m, const char *path,
  * the limit of WHAT, MAX bytes", so the message names whose setting it is,
  * the size and the limit.
  */
-static int get_size(struct pc *pc, const struct ynode *m, const char *path,
-		    const char *key, size_t max, const char *owner,
-		    const char *what, size_t *out)
+static int get_size(struct pc *pc, const struct config_node *m,
+		    const char *path, const char *key, size_t max,
+		    const char *owner, const char *what, size_t *out)
 {
 	char kp[PATH_MAX_KEY];
-	const struct ynode *v = map_get(m, key);
+	const struct config_node *v = config_yaml_get(m, key);
 
 	if (!v)
 		return 0;
 	pjoin(kp, sizeof(kp), path, key);
-	if (!want(pc, v, kp, YN_SCALAR))
+	if (!want(pc, v, kp, NODE_SCALAR))
 		return -1;
 	char *end;
 	errno = 0;
@@ -1069,16 +496,17 @@ badsize:
 }
 
 /* An enumeration: names[i] maps to i. */
-static int get_enum(struct pc *pc, const struct ynode *m, const char *path,
-		    const char *key, const char *const *names, int *out)
+static int get_enum(struct pc *pc, const struct config_node *m,
+		    const char *path, const char *key,
+		    const char *const *names, int *out)
 {
 	char kp[PATH_MAX_KEY];
-	const struct ynode *v = map_get(m, key);
+	const struct config_node *v = config_yaml_get(m, key);
 
 	if (!v)
 		return 0;
 	pjoin(kp, sizeof(kp), path, key);
-	if (!want(pc, v, kp, YN_SCALAR))
+	if (!want(pc, v, kp, NODE_SCALAR))
 		return -1;
 	for (int i = 0; names[i]; i++) {
 		if (strcmp(names[i], v->str) == 0) {
@@ -1111,12 +539,13 @@ static void strv_free(char **v)
  * when the key is absent, so consumers never meet NULL). Records the
  * position of each item under path.key[i].
  */
-static int get_strv(struct pc *pc, const struct ynode *m, const char *path,
-		    const char *key, bool nonempty, char ***out, size_t *n_out)
+static int get_strv(struct pc *pc, const struct config_node *m,
+		    const char *path, const char *key, bool nonempty,
+		    char ***out, size_t *n_out)
 {
 	char kp[PATH_MAX_KEY], ip[PATH_MAX_KEY];
-	const struct ynode *v = map_get(m, key);
-	size_t n = v && v->kind == YN_SEQ ? v->n : 0;
+	const struct config_node *v = config_yaml_get(m, key);
+	size_t n = v && v->kind == NODE_SEQ ? v->n : 0;
 	char **arr = calloc(n + 1, sizeof(*arr));
 	int rc = v ? 1 : 0;
 
@@ -1125,17 +554,17 @@ static int get_strv(struct pc *pc, const struct ynode *m, const char *path,
 		return -1;
 	}
 	pjoin(kp, sizeof(kp), path, key);
-	if (v && !want(pc, v, kp, YN_SEQ)) {
+	if (v && !want(pc, v, kp, NODE_SEQ)) {
 		rc = -1;
 	} else if (v && nonempty && n == 0) {
 		bad(pc, v, kp, "must not be empty");
 		rc = -1;
 	}
 	for (size_t i = 0; rc == 1 && i < n; i++) {
-		const struct ynode *it = v->kids[i];
+		const struct config_node *it = v->kids[i];
 		pindex(ip, sizeof(ip), kp, i);
-		locs_add(pc->c->locs, ip, it->line, it->col);
-		bool ok = want(pc, it, ip, YN_SCALAR);
+		config_locs_add(pc->c->locs, ip, it->line, it->col);
+		bool ok = want(pc, it, ip, NODE_SCALAR);
 		if (ok && !*it->str) {
 			bad(pc, it, ip, "must not be empty");
 			ok = false;
@@ -1199,8 +628,9 @@ static void resolve_program(struct pc *pc, char **argv)
  * library) and for the send, which refuses before connecting: a config
  * must stay loadable by commands that never send (status, ledger).
  */
-static void check_url(struct pc *pc, const struct ynode *m, const char *path,
-		      const char *key, const char *url, enum url_use use)
+static void check_url(struct pc *pc, const struct config_node *m,
+		      const char *path, const char *key, const char *url,
+		      enum url_use use)
 {
 	struct sc_err err = {0};
 	char kp[PATH_MAX_KEY];
@@ -1210,13 +640,13 @@ static void check_url(struct pc *pc, const struct ynode *m, const char *path,
 		oom(pc);
 	} else if (rc == SC_EINVAL) {
 		pjoin(kp, sizeof(kp), path, key);
-		bad(pc, map_get(m, key), kp, "%s", err.msg);
+		bad(pc, config_yaml_get(m, key), kp, "%s", err.msg);
 	}
 }
 
-static void parse_store(struct pc *pc, const struct ynode *root)
+static void parse_store(struct pc *pc, const struct config_node *root)
 {
-	const struct ynode *v = map_get(root, "store");
+	const struct config_node *v = config_yaml_get(root, "store");
 	struct config *c = pc->c;
 
 	if (!v) {
@@ -1229,7 +659,7 @@ static void parse_store(struct pc *pc, const struct ynode *root)
 		snprintf(c->store_url, len, "sqlite:%s/surecron.db", c->dir);
 		return;
 	}
-	if (!want(pc, v, "store", YN_SCALAR))
+	if (!want(pc, v, "store", NODE_SCALAR))
 		return;
 	const char *s = v->str;
 	if (strncmp(s, "sqlite:", 7) == 0) {
@@ -1271,11 +701,11 @@ static void parse_store(struct pc *pc, const struct ynode *root)
 	    "postgres://HOST/DB)", s);
 }
 
-static void parse_worker(struct pc *pc, const struct ynode *root)
+static void parse_worker(struct pc *pc, const struct config_node *root)
 {
 	static const char *const keys[] = {"concurrency", "lease", "grace",
 					   NULL};
-	const struct ynode *w = map_get(root, "worker");
+	const struct config_node *w = config_yaml_get(root, "worker");
 	long long conc;
 
 	if (!w || !map_keys(pc, w, "worker", keys, "worker"))
@@ -1289,33 +719,53 @@ static void parse_worker(struct pc *pc, const struct ynode *root)
 }
 
 /*
- * A mapping of name -> object (targets, auth, schedules): checks the
- * names, refuses duplicates, records each name's position under
- * section.name. Returns false when the section is not a mapping.
+ * One item of a named map: k is the name's node, v the object's, item the
+ * element of the section's array to fill (zeroed; freed by config_free
+ * whatever the item leaves in it).
  */
-static bool named_map(struct pc *pc, const struct ynode *n,
-		      const char *section, const char *what)
+typedef void named_item_fn(struct pc *pc, const struct config_node *k,
+			   const struct config_node *v, void *item);
+
+/*
+ * A mapping of name -> object (targets, auth, schedules), the same checks
+ * for each: checks the names ("invalid WHAT name"), refuses duplicates
+ * ("duplicate WHAT"), records each name's position under section.name,
+ * then calls fn for every item, in file order, into a new array of
+ * elements of `size` bytes (one spare, zeroed). *n counts the items
+ * filled so far, so config_free frees exactly those. Returns the array,
+ * or NULL when the section is not a mapping (reported) or out of memory.
+ */
+static void *named_items(struct pc *pc, const struct config_node *n,
+			 const char *section, const char *what, size_t size,
+			 named_item_fn *fn, size_t *count)
 {
 	char kp[PATH_MAX_KEY];
 
-	if (!want(pc, n, section, YN_MAP))
-		return false;
+	if (!want(pc, n, section, NODE_MAP))
+		return NULL;
 	dup_keys(pc, n, section, what, false);
 	for (size_t i = 0; i + 1 < n->n; i += 2) {
-		const struct ynode *k = n->kids[i];
+		const struct config_node *k = n->kids[i];
 		pjoin(kp, sizeof(kp), section, k->str);
 		check_name(pc, k, kp, what);
-		locs_add(pc->c->locs, kp, k->line, k->col);
+		config_locs_add(pc->c->locs, kp, k->line, k->col);
 	}
-	return true;
+	char *items = calloc(n->n / 2 + 1, size);
+	if (!items) {
+		oom(pc);
+		return NULL;
+	}
+	for (size_t i = 0; i + 1 < n->n; i += 2)
+		fn(pc, n->kids[i], n->kids[i + 1], items + (*count)++ * size);
+	return items;
 }
 
 static const char *const target_kinds[] = {"slack", "webhook", "file",
 					   "command", NULL};
 static const char *const ambiguous_names[] = {"resend", "hold", NULL};
 
-static void parse_target(struct pc *pc, const struct ynode *k,
-			 const struct ynode *v, struct target_spec *t)
+static void parse_target(struct pc *pc, const struct config_node *k,
+			 const struct config_node *v, void *item)
 {
 	static const char *const slack_keys[] = {
 		"kind", "url_env", "on_ambiguous", "timeout",
@@ -1332,6 +782,7 @@ static void parse_target(struct pc *pc, const struct ynode *k,
 	static const char *const what_by_kind[] = {
 		"a slack target", "a webhook target", "a file target",
 		"a command target"};
+	struct target_spec *t = item;
 	char path[PATH_MAX_KEY], kp[PATH_MAX_KEY];
 	int kind = 0, amb = 0;
 
@@ -1339,9 +790,9 @@ static void parse_target(struct pc *pc, const struct ynode *k,
 	t->name = xstrdup(pc, k->str);
 	t->connect_timeout_ms = 10000;
 	t->timeout_ms = 30000;
-	if (!want(pc, v, path, YN_MAP))
+	if (!want(pc, v, path, NODE_MAP))
 		return;
-	const struct ynode *kn = map_get(v, "kind");
+	const struct config_node *kn = config_yaml_get(v, "kind");
 	pjoin(kp, sizeof(kp), path, "kind");
 	if (!kn) {
 		missing(pc, v, path, "kind", "slack, webhook, file or command");
@@ -1377,7 +828,7 @@ static void parse_target(struct pc *pc, const struct ynode *k,
 		}
 		break;
 	case TARGET_COMMAND: {
-		const struct ynode *cmd = map_get(v, "command");
+		const struct config_node *cmd = config_yaml_get(v, "command");
 		if (!cmd) {
 			missing(pc, v, path, "command",
 				"the program and its arguments, as a list");
@@ -1391,25 +842,18 @@ static void parse_target(struct pc *pc, const struct ynode *k,
 	}
 }
 
-static void parse_targets(struct pc *pc, const struct ynode *root)
+static void parse_targets(struct pc *pc, const struct config_node *root)
 {
-	const struct ynode *m = map_get(root, "targets");
-	struct config *c = pc->c;
+	const struct config_node *m = config_yaml_get(root, "targets");
 
-	if (!m || !named_map(pc, m, "targets", "target"))
-		return;
-	c->targets = calloc(m->n / 2 + 1, sizeof(*c->targets));
-	if (!c->targets) {
-		oom(pc);
-		return;
-	}
-	for (size_t i = 0; i + 1 < m->n; i += 2)
-		parse_target(pc, m->kids[i], m->kids[i + 1],
-			     &c->targets[c->n_targets++]);
+	if (m)
+		pc->c->targets = named_items(pc, m, "targets", "target",
+					     sizeof(struct target_spec),
+					     parse_target, &pc->c->n_targets);
 }
 
-static void parse_auth(struct pc *pc, const struct ynode *k,
-		       const struct ynode *v, struct auth_spec *a)
+static void parse_auth(struct pc *pc, const struct config_node *k,
+		       const struct config_node *v, void *item)
 {
 	static const char *const oauth2_keys[] = {
 		"kind", "token_url", "client_id", "client_secret_env",
@@ -1418,14 +862,15 @@ static void parse_auth(struct pc *pc, const struct ynode *k,
 						  "reset_header", NULL};
 	static const char *const kinds[] = {"oauth2", "bearer", NULL};
 	static const char *const client_auths[] = {"basic", "body", NULL};
+	struct auth_spec *a = item;
 	char path[PATH_MAX_KEY];
 	int kind = 0, ca = 0;
 
 	pjoin(path, sizeof(path), "auth", k->str);
 	a->name = xstrdup(pc, k->str);
-	if (!want(pc, v, path, YN_MAP))
+	if (!want(pc, v, path, NODE_MAP))
 		return;
-	if (!map_get(v, "kind")) {
+	if (!config_yaml_get(v, "kind")) {
 		missing(pc, v, path, "kind", "oauth2 or bearer");
 		return;
 	}
@@ -1453,31 +898,24 @@ static void parse_auth(struct pc *pc, const struct ynode *k,
 		a->client_auth_body = ca == 1;
 }
 
-static void parse_auths(struct pc *pc, const struct ynode *root)
+static void parse_auths(struct pc *pc, const struct config_node *root)
 {
-	const struct ynode *m = map_get(root, "auth");
-	struct config *c = pc->c;
+	const struct config_node *m = config_yaml_get(root, "auth");
 
-	if (!m || !named_map(pc, m, "auth", "auth provider"))
-		return;
-	c->auths = calloc(m->n / 2 + 1, sizeof(*c->auths));
-	if (!c->auths) {
-		oom(pc);
-		return;
-	}
-	for (size_t i = 0; i + 1 < m->n; i += 2)
-		parse_auth(pc, m->kids[i], m->kids[i + 1],
-			   &c->auths[c->n_auths++]);
+	if (m)
+		pc->c->auths = named_items(pc, m, "auth", "auth provider",
+					   sizeof(struct auth_spec), parse_auth,
+					   &pc->c->n_auths);
 }
 
 /* Every item of the list at path.key names an existing target, once. */
-static void check_target_refs(struct pc *pc, const struct ynode *m,
+static void check_target_refs(struct pc *pc, const struct config_node *m,
 			      const char *path, const char *key, char **names)
 {
 	char kp[PATH_MAX_KEY], ip[PATH_MAX_KEY];
-	const struct ynode *v = map_get(m, key);
+	const struct config_node *v = config_yaml_get(m, key);
 
-	if (!v || v->kind != YN_SEQ || !names)
+	if (!v || v->kind != NODE_SEQ || !names)
 		return;
 	pjoin(kp, sizeof(kp), path, key);
 	for (size_t i = 0; i < v->n && names[i]; i++) {
@@ -1492,10 +930,10 @@ static void check_target_refs(struct pc *pc, const struct ynode *m,
 	}
 }
 
-static void parse_alerts(struct pc *pc, const struct ynode *root)
+static void parse_alerts(struct pc *pc, const struct config_node *root)
 {
 	static const char *const keys[] = {"targets", NULL};
-	const struct ynode *a = map_get(root, "alerts");
+	const struct config_node *a = config_yaml_get(root, "alerts");
 	struct config *c = pc->c;
 
 	if (a && map_keys(pc, a, "alerts", keys, "alerts") &&
@@ -1507,7 +945,7 @@ static void parse_alerts(struct pc *pc, const struct ynode *root)
 		oom(pc);
 }
 
-static void parse_http(struct pc *pc, const struct ynode *h,
+static void parse_http(struct pc *pc, const struct config_node *h,
 		       const char *path, struct task_spec *t)
 {
 	static const char *const keys[] = {"method", "url", "headers", "body",
@@ -1521,9 +959,10 @@ static void parse_http(struct pc *pc, const struct ynode *h,
 		for (const char *p = t->method; *p; p++) {
 			if (!(*p >= 'A' && *p <= 'Z')) {
 				pjoin(kp, sizeof(kp), path, "method");
-				bad(pc, map_get(h, "method"), kp, "invalid "
-				    "method \"%s\" (expected GET, POST, PUT, "
-				    "PATCH or DELETE...)", t->method);
+				bad(pc, config_yaml_get(h, "method"), kp,
+				    "invalid method \"%s\" (expected GET, "
+				    "POST, PUT, PATCH or DELETE...)",
+				    t->method);
 				break;
 			}
 		}
@@ -1531,13 +970,13 @@ static void parse_http(struct pc *pc, const struct ynode *h,
 		t->method = xstrdup(pc, "GET");
 	}
 	bool has_url = get_str(pc, h, path, "url", true, &t->url) == 1;
-	const struct ynode *b = map_get(h, "body");
+	const struct config_node *b = config_yaml_get(h, "body");
 	if (b) {
 		pjoin(kp, sizeof(kp), path, "body");
-		if (b->kind != YN_SCALAR)
+		if (b->kind != NODE_SCALAR)
 			bad(pc, b, kp, "expected a string (write JSON bodies "
 			    "as a quoted or block string), got %s",
-			    kind_name(b));
+			    config_yaml_kind(b));
 		else
 			t->body = xstrdup(pc, b->str);
 	}
@@ -1546,17 +985,17 @@ static void parse_http(struct pc *pc, const struct ynode *h,
 	if (get_str(pc, h, path, "auth", false, &t->auth) == 1 &&
 	    !config_auth(pc->c, t->auth)) {
 		pjoin(kp, sizeof(kp), path, "auth");
-		bad(pc, map_get(h, "auth"), kp, "unknown auth provider \"%s\" "
-		    "(not defined under auth:)", t->auth);
+		bad(pc, config_yaml_get(h, "auth"), kp, "unknown auth "
+		    "provider \"%s\" (not defined under auth:)", t->auth);
 	}
 	/* After auth: a request with auth carries a token, so its URL
 	 * needs the rule for secrets. */
 	if (has_url)
 		check_url(pc, h, path, "url", t->url,
 			  t->auth ? URL_SECRET : URL_PLAIN);
-	const struct ynode *hd = map_get(h, "headers");
+	const struct config_node *hd = config_yaml_get(h, "headers");
 	pjoin(kp, sizeof(kp), path, "headers");
-	if (hd && want(pc, hd, kp, YN_MAP)) {
+	if (hd && want(pc, hd, kp, NODE_MAP)) {
 		dup_keys(pc, hd, kp, "header", true);
 		size_t n = hd->n / 2;
 		t->headers = calloc(n + 1, sizeof(char *));
@@ -1566,7 +1005,8 @@ static void parse_http(struct pc *pc, const struct ynode *h,
 		}
 		size_t out = 0;
 		for (size_t i = 0; i + 1 < hd->n; i += 2) {
-			const struct ynode *k = hd->kids[i], *v = hd->kids[i + 1];
+			const struct config_node *k = hd->kids[i];
+			const struct config_node *v = hd->kids[i + 1];
 			pjoin(hp, sizeof(hp), kp, k->str);
 			bool ok = *k->str != '\0';
 			for (const char *p = k->str; *p; p++)
@@ -1586,7 +1026,7 @@ static void parse_http(struct pc *pc, const struct ynode *h,
 				    "`auth:`");
 				continue;
 			}
-			if (!want(pc, v, hp, YN_SCALAR))
+			if (!want(pc, v, hp, NODE_SCALAR))
 				continue;
 			if (strpbrk(v->str, "\r\n")) {
 				bad(pc, v, hp, "a header value must be one "
@@ -1605,12 +1045,12 @@ static void parse_http(struct pc *pc, const struct ynode *h,
 	}
 }
 
-static void parse_task_env(struct pc *pc, const struct ynode *e,
+static void parse_task_env(struct pc *pc, const struct config_node *e,
 			   const char *path, struct task_spec *t)
 {
 	char kp[PATH_MAX_KEY];
 
-	if (!want(pc, e, path, YN_MAP))
+	if (!want(pc, e, path, NODE_MAP))
 		return;
 	dup_keys(pc, e, path, "key", false);
 	t->env = calloc(e->n / 2 + 1, sizeof(char *));
@@ -1620,7 +1060,7 @@ static void parse_task_env(struct pc *pc, const struct ynode *e,
 	}
 	size_t out = 0;
 	for (size_t i = 0; i + 1 < e->n; i += 2) {
-		const struct ynode *k = e->kids[i], *v = e->kids[i + 1];
+		const struct config_node *k = e->kids[i], *v = e->kids[i + 1];
 		pjoin(kp, sizeof(kp), path, k->str);
 		if (!config_env_name_valid(k->str)) {
 			bad(pc, k, kp, "invalid environment variable name");
@@ -1632,9 +1072,9 @@ static void parse_task_env(struct pc *pc, const struct ynode *e,
 			continue;
 		}
 		/* An empty value is a valid environment value. */
-		if (v->kind != YN_SCALAR) {
+		if (v->kind != NODE_SCALAR) {
 			bad(pc, v, kp, "expected a string, got %s",
-			    kind_name(v));
+			    config_yaml_kind(v));
 			continue;
 		}
 		const char *val = v->is_null ? "" : v->str;
@@ -1649,7 +1089,7 @@ static void parse_task_env(struct pc *pc, const struct ynode *e,
 	}
 }
 
-static void parse_task(struct pc *pc, const struct ynode *v,
+static void parse_task(struct pc *pc, const struct config_node *v,
 		       const char *path, struct task_spec *t)
 {
 	static const char *const keys[] = {
@@ -1666,11 +1106,11 @@ static void parse_task(struct pc *pc, const struct ynode *v,
 		return;
 	if (get_str(pc, v, path, "name", true, &t->name) == 1) {
 		pjoin(kp, sizeof(kp), path, "name");
-		check_name(pc, map_get(v, "name"), kp, "task");
+		check_name(pc, config_yaml_get(v, "name"), kp, "task");
 	}
-	const struct ynode *cmd = map_get(v, "command");
-	const struct ynode *sh = map_get(v, "shell");
-	const struct ynode *http = map_get(v, "http");
+	const struct config_node *cmd = config_yaml_get(v, "command");
+	const struct config_node *sh = config_yaml_get(v, "shell");
+	const struct config_node *http = config_yaml_get(v, "http");
 	int n_bodies = (cmd != NULL) + (sh != NULL) + (http != NULL);
 	if (n_bodies == 0) {
 		bad(pc, v, path, "a task needs one of command: [argv], shell: "
@@ -1678,7 +1118,7 @@ static void parse_task(struct pc *pc, const struct ynode *v,
 		return;
 	}
 	if (n_bodies > 1) {
-		const struct ynode *second = cmd && sh ? sh : http;
+		const struct config_node *second = cmd && sh ? sh : http;
 		bad(pc, second, path, "command, shell and http are exclusive: "
 		    "give only one");
 		return;
@@ -1690,8 +1130,9 @@ static void parse_task(struct pc *pc, const struct ynode *v,
 	if (get_enum(pc, v, path, "kind", kinds, &kind) == 1 &&
 	    kind != (int)t->kind) {
 		pjoin(kp, sizeof(kp), path, "kind");
-		bad(pc, map_get(v, "kind"), kp, "kind %s does not match the "
-		    "task's %s", kinds[kind], http ? "http:" : "command");
+		bad(pc, config_yaml_get(v, "kind"), kp, "kind %s does not "
+		    "match the task's %s", kinds[kind],
+		    http ? "http:" : "command");
 	}
 	get_duration(pc, v, path, "timeout", 1, INT64_C(86400000),
 		     &t->timeout_ms);
@@ -1705,7 +1146,8 @@ static void parse_task(struct pc *pc, const struct ynode *v,
 	if (t->kind == TASK_HTTP) {
 		static const char *const cmd_only[] = {"cwd", "env", NULL};
 		for (size_t i = 0; cmd_only[i]; i++) {
-			const struct ynode *x = map_get(v, cmd_only[i]);
+			const struct config_node *x =
+				config_yaml_get(v, cmd_only[i]);
 			if (x) {
 				pjoin(kp, sizeof(kp), path, cmd_only[i]);
 				bad(pc, x, kp, "applies to command tasks only");
@@ -1726,14 +1168,14 @@ static void parse_task(struct pc *pc, const struct ynode *v,
 		free(t->cwd);
 		t->cwd = r;
 	}
-	const struct ynode *e = map_get(v, "env");
+	const struct config_node *e = config_yaml_get(v, "env");
 	if (e) {
 		pjoin(kp, sizeof(kp), path, "env");
 		parse_task_env(pc, e, kp, t);
 	}
 }
 
-static void parse_retry(struct pc *pc, const struct ynode *r,
+static void parse_retry(struct pc *pc, const struct config_node *r,
 			const char *path, struct schedule_spec *s)
 {
 	static const char *const keys[] = {"attempts", "backoff", "delay",
@@ -1765,44 +1207,59 @@ static void parse_retry(struct pc *pc, const struct ynode *r,
 }
 
 /*
- * The final expression (after overrides) must parse and the zone must
- * load, through the cron module, so that every loaded schedule can fire.
- * A bad override is located at the file's `cron:` (or the schedule's
- * name) and names the variable it came from.
+ * Resolves a schedule once, after its environment override: the final
+ * expression must parse and the zone must load, through the cron module,
+ * so that every loaded schedule can fire; its class and final policy
+ * follow from them (`retry:` wins over the class, and an override moves
+ * the class). A bad override is located at the file's `cron:` (or the
+ * schedule's name) and names the variable it came from.
  */
-static void check_cron_tz(struct pc *pc, const struct ynode *k,
-			  const struct ynode *v, const char *path,
-			  const struct schedule_spec *s)
+static void resolve_schedule(struct pc *pc, const struct config_node *k,
+			     const struct config_node *v, const char *path,
+			     struct schedule_spec *s)
 {
 	char kp[PATH_MAX_KEY];
 	struct sc_err err = {0};
-	struct sc_cron cron;
 	const struct sc_zone *zone;
+	bool parsed = false;
 
-	if (s->cron && sc_cron_parse(s->cron, &cron, &err) != 0) {
-		const struct ynode *at = map_get(v, "cron");
+	/* Straight into the spec: a schedule that fails here fails the load,
+	 * so a partly written expr is never seen. */
+	if (s->cron && sc_cron_parse(s->cron, &s->expr, &err) != 0) {
+		const struct config_node *at = config_yaml_get(v, "cron");
 		pjoin(kp, sizeof(kp), path, "cron");
 		if (s->override_var)
 			bad(pc, at ? at : k, kp, "%s (from %s)", err.msg,
 			    s->override_var);
 		else
 			bad(pc, at ? at : k, kp, "%s", err.msg);
+	} else if (s->cron) {
+		parsed = true;
 	}
-	const struct ynode *tz = map_get(v, "tz");
+	const struct config_node *tz = config_yaml_get(v, "tz");
 	sc_err_clear(&err);
-	if (s->tz && tz && sc_zone_load(s->tz, &zone, &err) != 0) {
+	if (!s->tz) {
+		s->zone = sc_zone_local();
+	} else if (sc_zone_load(s->tz, &zone, &err) != 0) {
 		pjoin(kp, sizeof(kp), path, "tz");
-		bad(pc, tz, kp, "%s", err.msg);
+		bad(pc, tz ? tz : k, kp, "%s", err.msg);
+	} else {
+		s->zone = zone;
 	}
+	if (!parsed)
+		return;
+	s->cls = sc_cron_class(&s->expr, NULL, 0);
+	s->policy = s->has_retry ? s->retry : sc_retry_policy_for(s->cls);
 }
 
-static void parse_schedule(struct pc *pc, const struct ynode *k,
-			   const struct ynode *v, struct schedule_spec *s)
+static void parse_schedule(struct pc *pc, const struct config_node *k,
+			   const struct config_node *v, void *item)
 {
 	static const char *const keys[] = {"cron",    "tz",    "catchup",
 					   "targets", "tasks", "retry",
 					   "schedule_env", NULL};
 	static const char *const catchups[] = {"latest", "all", "none", NULL};
+	struct schedule_spec *s = item;
 	char path[PATH_MAX_KEY], kp[PATH_MAX_KEY], ip[PATH_MAX_KEY];
 	int cu = 0;
 
@@ -1819,18 +1276,18 @@ static void parse_schedule(struct pc *pc, const struct ynode *k,
 		     &s->n_targets) == 1)
 		check_target_refs(pc, v, path, "targets", s->targets);
 
-	const struct ynode *r = map_get(v, "retry");
+	const struct config_node *r = config_yaml_get(v, "retry");
 	if (r) {
 		pjoin(kp, sizeof(kp), path, "retry");
 		parse_retry(pc, r, kp, s);
 	}
 
-	const struct ynode *tl = map_get(v, "tasks");
+	const struct config_node *tl = config_yaml_get(v, "tasks");
 	pjoin(kp, sizeof(kp), path, "tasks");
 	if (!tl) {
 		missing(pc, v, path, "tasks",
 			"a list of tasks to run in each slot");
-	} else if (want(pc, tl, kp, YN_SEQ)) {
+	} else if (want(pc, tl, kp, NODE_SEQ)) {
 		if (tl->n == 0)
 			bad(pc, tl, kp, "must not be empty");
 		s->tasks = calloc(tl->n + 1, sizeof(*s->tasks));
@@ -1840,7 +1297,7 @@ static void parse_schedule(struct pc *pc, const struct ynode *k,
 		}
 		for (size_t i = 0; i < tl->n; i++) {
 			pindex(ip, sizeof(ip), kp, i);
-			locs_add(pc->c->locs, ip, tl->kids[i]->line,
+			config_locs_add(pc->c->locs, ip, tl->kids[i]->line,
 				 tl->kids[i]->col);
 			parse_task(pc, tl->kids[i], ip, &s->tasks[s->n_tasks]);
 			const char *nm = s->tasks[s->n_tasks].name;
@@ -1850,7 +1307,8 @@ static void parse_schedule(struct pc *pc, const struct ynode *k,
 				    strcmp(s->tasks[j].name, nm) == 0) {
 					char np[PATH_MAX_KEY];
 					pjoin(np, sizeof(np), ip, "name");
-					bad(pc, map_get(tl->kids[i], "name"),
+					bad(pc, config_yaml_get(tl->kids[i],
+								"name"),
 					    np, "duplicate task name \"%s\" "
 					    "in this schedule", nm);
 					break;
@@ -1866,7 +1324,7 @@ env:
 	int rc = config_env_apply(s);
 	if (rc == SC_ENOMEM) {
 		oom(pc);
-	} else if (rc == SC_ENOENT && v->kind == YN_MAP) {
+	} else if (rc == SC_ENOENT && v->kind == NODE_MAP) {
 		char var[CONFIG_NAME_MAX + 32];
 		/* A name too long for a variable has none (it is refused
 		 * as a name already): never print the unfilled buffer. */
@@ -1885,7 +1343,7 @@ env:
 	if (s->override_var)
 		LOG(SC_LOG_INFO, "config", "schedule=%s cron_override=%s",
 		       s->name, s->override_var);
-	check_cron_tz(pc, k, v, path, s);
+	resolve_schedule(pc, k, v, path, s);
 }
 
 /*
@@ -1894,7 +1352,7 @@ env:
  */
 struct varref {
 	char var[CONFIG_NAME_MAX + 32];
-	const struct ynode *k;
+	const struct config_node *k;
 	size_t idx;
 };
 
@@ -1905,7 +1363,7 @@ static int varref_cmp(const void *a, const void *b)
 	return c ? c : (x->idx < y->idx ? -1 : x->idx > y->idx);
 }
 
-static void override_collisions(struct pc *pc, const struct ynode *m)
+static void override_collisions(struct pc *pc, const struct config_node *m)
 {
 	size_t cnt = m->n / 2;
 	char kp[PATH_MAX_KEY];
@@ -1941,9 +1399,9 @@ static void override_collisions(struct pc *pc, const struct ynode *m)
 	free(v);
 }
 
-static void parse_schedules(struct pc *pc, const struct ynode *root)
+static void parse_schedules(struct pc *pc, const struct config_node *root)
 {
-	const struct ynode *m = map_get(root, "schedules");
+	const struct config_node *m = config_yaml_get(root, "schedules");
 	struct config *c = pc->c;
 
 	if (!m) {
@@ -1951,23 +1409,16 @@ static void parse_schedules(struct pc *pc, const struct ynode *root)
 		    "(nothing to run)");
 		return;
 	}
-	if (!named_map(pc, m, "schedules", "schedule"))
+	c->schedules = named_items(pc, m, "schedules", "schedule",
+				   sizeof(struct schedule_spec),
+				   parse_schedule, &c->n_schedules);
+	if (!c->schedules)
 		return;
-	if (m->n == 0) {
+	if (m->n == 0)
 		bad(pc, m, "schedules", "no schedule defined (nothing to "
 		    "run)");
-		return;
-	}
-	c->schedules = calloc(m->n / 2 + 1, sizeof(*c->schedules));
-	if (!c->schedules) {
-		oom(pc);
-		return;
-	}
-	for (size_t i = 0; i + 1 < m->n; i += 2) {
-		parse_schedule(pc, m->kids[i], m->kids[i + 1],
-			       &c->schedules[c->n_schedules++]);
-	}
-	override_collisions(pc, m);
+	else
+		override_collisions(pc, m);
 }
 
 /* ------------------------------------------------------------------ */
@@ -2058,7 +1509,7 @@ void config_free(struct config *c)
 	free(c->store_url);
 	free(c->path);
 	free(c->dir);
-	locs_free(c->locs);
+	config_locs_free(c->locs);
 	free(c);
 }
 
@@ -2152,7 +1603,7 @@ int config_parse(const char *path, struct config **out,
 	size_t first = probs->n;
 	char *text = NULL;
 	size_t len = 0;
-	struct ynode *root = NULL;
+	struct config_node *root = NULL;
 	struct config *c = NULL;
 	int rc;
 
@@ -2162,15 +1613,11 @@ int config_parse(const char *path, struct config **out,
 	if (rc)
 		return rc;
 	rc = SC_ECONFIG;
-	int end_line, end_col;
-	if (prescan((const unsigned char *)text, len, probs, &end_line,
-		    &end_col))
-		goto done;
-	root = parse_tree(text, len, end_line, end_col, probs);
+	root = config_yaml_parse(text, len, probs);
 	if (!root)
 		goto done;
-	if (root->kind != YN_MAP || root->n == 0) {
-		if (root->is_null || (root->kind == YN_MAP && root->n == 0))
+	if (root->kind != NODE_MAP || root->n == 0) {
+		if (root->is_null || (root->kind == NODE_MAP && root->n == 0))
 			config_problem_add(probs, root->line, root->col,
 					   "empty configuration (expected a "
 					   "mapping with at least "
@@ -2178,14 +1625,15 @@ int config_parse(const char *path, struct config **out,
 		else
 			config_problem_add(probs, root->line, root->col,
 					   "expected a mapping at the top "
-					   "level, got %s", kind_name(root));
+					   "level, got %s",
+					   config_yaml_kind(root));
 		goto done;
 	}
 
 	c = calloc(1, sizeof(*c));
-	struct config_locs *locs = calloc(1, sizeof(*locs));
+	struct config_locs *locs = config_locs_new();
 	if (!c || !locs) {
-		free(locs);
+		config_locs_free(locs);
 		rc = SC_ENOMEM;
 		config_problem_add(probs, 0, 0, "out of memory");
 		goto done;
@@ -2218,12 +1666,12 @@ int config_parse(const char *path, struct config **out,
 	else if (probs->n + probs->n_dropped == before)
 		rc = 0;
 done:
-	problems_sort(probs, first);
+	config_problems_sort(probs, first);
 	if (rc == 0)
 		*out = c;
 	else
 		config_free(c);
-	ynode_free(root);
+	config_yaml_free(root);
 	free(text);
 	return rc;
 }

@@ -9,9 +9,11 @@
  *       (schedule -> target, alerts -> target, http task -> auth), unique
  *       task names. A config that loads is referentially whole: every name
  *       it mentions resolves with config_target / config_auth.
+ *       Every schedule of a loaded config is resolved once, after its
+ *       environment override: schedule_spec's expr, zone, cls and policy
+ *       (spec.h) are filled, so nobody parses its cron again.
  *   config_check  the environment: referenced variables are set, task
- *       programs exist and are executable, working folders exist, cron
- *       expressions parse and time zones load.
+ *       programs exist and are executable, working folders exist.
  * Every problem carries the line and column (1-based) of the YAML node it
  * is about, so it prints as "FILE:LINE:COLUMN: reason".
  *
@@ -99,27 +101,6 @@ int config_check(const struct config *c, struct config_problems *probs);
  */
 bool config_locate(const struct config *c, const char *path, int *line,
 		   int *col);
-
-/*
- * The retry policy that applies to a loaded schedule: its `retry:` when the
- * file sets one, else the policy of the frequency class of the FINAL cron
- * expression (after environment overrides), so that an override moves the
- * class too. Writes the class into *cls when cls is not NULL (the class of
- * the expression even when `retry:` overrides the policy). Returns 0, or
- * SC_ECRON / SC_ENEVER (cannot happen for a schedule config_parse
- * accepted). Thread-safe.
- */
-int config_schedule_retry(const struct schedule_spec *s,
-			  struct sc_retry_policy *out, enum sc_freq_class *cls,
-			  struct sc_err *err);
-
-/*
- * The zone of a loaded schedule: its `tz:`, or the system's local zone
- * when it has none. Returns 0 or SC_EZONE / SC_ENOMEM (a zone that loaded
- * at config_parse can still vanish from disk). Thread-safe.
- */
-int config_schedule_zone(const struct schedule_spec *s,
-			 const struct sc_zone **out, struct sc_err *err);
 
 /* ---- config_env.c: environment overrides of schedules ---- */
 

@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "config_int.h"
 #include "url.h"
 
 struct chk {
@@ -283,16 +284,6 @@ int config_check(const struct config *c, struct config_problems *probs)
 		}
 	}
 	/* Keep the report in file order, like config_parse's. */
-	for (size_t i = first + 1; i < probs->n; i++) {
-		struct config_problem t = probs->items[i];
-		size_t j = i;
-		while (j > first && (probs->items[j - 1].line > t.line ||
-				     (probs->items[j - 1].line == t.line &&
-				      probs->items[j - 1].col > t.col))) {
-			probs->items[j] = probs->items[j - 1];
-			j--;
-		}
-		probs->items[j] = t;
-	}
+	config_problems_sort(probs, first);
 	return k.oom ? SC_ENOMEM : k.n;
 }

@@ -7,8 +7,9 @@
  * A-Z and 0-9 replaced by '_'). An empty value counts as unset, so a
  * blank `FOO=` in an env file does not wipe a schedule.
  *
- * The effective retry policy and zone of a schedule are also derived here,
- * from the final expression, so every consumer gets the same answer.
+ * config_parse calls config_env_apply for each schedule before it resolves
+ * the schedule (config.c resolve_schedule: the parsed expression, zone,
+ * class and policy), so those follow the override, once, for everyone.
  *
  * Invariants kept for every loaded schedule: `cron` is the final expression
  * (what the scheduler fires on and the retry class is derived from),
@@ -99,30 +100,4 @@ int config_env_apply(struct schedule_spec *s)
 	s->cron = cron;
 	s->override_var = ov;
 	return 0;
-}
-
-int config_schedule_retry(const struct schedule_spec *s,
-			  struct sc_retry_policy *out, enum sc_freq_class *cls,
-			  struct sc_err *err)
-{
-	struct sc_cron cron;
-	int rc = sc_cron_parse(s->cron ? s->cron : "", &cron, err);
-
-	if (rc)
-		return rc;
-	enum sc_freq_class c = sc_cron_class(&cron, NULL, 0);
-	if (cls)
-		*cls = c;
-	*out = s->has_retry ? s->retry : sc_retry_policy_for(c);
-	return 0;
-}
-
-int config_schedule_zone(const struct schedule_spec *s,
-			 const struct sc_zone **out, struct sc_err *err)
-{
-	if (!s->tz) {
-		*out = sc_zone_local();
-		return 0;
-	}
-	return sc_zone_load(s->tz, out, err);
 }

@@ -24,6 +24,9 @@
  *     slots (found by scanning back-off windows that end at now) matter.
  *   - No clock is read: now_ms comes from the caller (pure over config,
  *     store, now), so the daemon and `simulate` drive the same code.
+ *   - No cron is parsed and no zone loaded here: each schedule comes
+ *     resolved from config_parse (spec.h: expr, zone, policy), so a tick
+ *     costs no parse and fires on exactly what the config validated.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -31,7 +34,6 @@
 #include <string.h>
 
 #include "clock.h"
-#include "config.h"
 #include "failpoint.h"
 #include "log.h"
 #include "queue.h"
@@ -317,22 +319,27 @@ static void opts_fill(const struct sched_opts *in, struct sched_opts *o)
 		o->max_missed_rows = SCHED_MISSED_ROWS_MAX;
 }
 
-static int load_spec(const struct schedule_spec *spec, struct sc_cron *cron,
-		     const struct sc_zone **zone, struct sc_err *err)
+/*
+ * The schedule comes resolved from config_parse (spec.h): its expression
+ * parsed, its zone loaded. A spec made some other way has no zone, and is
+ * refused rather than computed in a zone nobody chose.
+ */
+static int spec_resolved(const struct schedule_spec *spec, struct sc_err *err)
 {
-	int rc = sc_cron_parse(spec->cron, cron, err);
-
-	return rc ? rc : config_schedule_zone(spec, zone, err);
+	if (spec->zone)
+		return 0;
+	return sc_err_set(err, SC_EZONE, "schedule %s: no time zone resolved "
+			  "(a schedule must come from config_parse)",
+			  spec->name ? spec->name : "?");
 }
 
 int scheduler_next_slot(const struct schedule_spec *spec, int64_t after_ms,
 		    int64_t *out_ms, struct sc_err *err)
 {
-	struct sc_cron cron;
-	const struct sc_zone *zone;
-	int rc = load_spec(spec, &cron, &zone, err);
+	int rc = spec_resolved(spec, err);
 
-	return rc ? rc : sc_cron_next(&cron, zone, after_ms, out_ms, err);
+	return rc ? rc : sc_cron_next(&spec->expr, spec->zone, after_ms,
+				      out_ms, err);
 }
 
 int scheduler_schedule_next(struct store *s, const struct schedule_spec *spec,
@@ -506,9 +513,6 @@ int scheduler_schedule_tick(struct store *s, const struct schedule_spec *spec,
 			struct sched_result *out, struct sc_err *err)
 {
 	struct sched_opts o;
-	struct sc_cron cron;
-	const struct sc_zone *zone;
-	struct sc_retry_policy policy;
 	struct window w = {0};
 	int64_t last, *run = NULL;
 	size_t n_run = 0, n_missed = 0;
@@ -518,8 +522,7 @@ int scheduler_schedule_tick(struct store *s, const struct schedule_spec *spec,
 
 	opts_fill(opts, &o);
 	out->n_schedules++;
-	if ((rc = load_spec(spec, &cron, &zone, err)) != 0 ||
-	    (rc = config_schedule_retry(spec, &policy, NULL, err)) != 0)
+	if ((rc = spec_resolved(spec, err)) != 0)
 		goto done;
 	struct sc_err e = {0};
 	rc = store_sched_last_get(s, spec->name, &last, &e);
@@ -545,7 +548,8 @@ int scheduler_schedule_tick(struct store *s, const struct schedule_spec *spec,
 			rc = sc_err_set(err, SC_ENOMEM, "out of memory");
 			goto done;
 		}
-		rc = enumerate(&cron, zone, last, now_ms, &w, err);
+		rc = enumerate(&spec->expr, spec->zone, last, now_ms, &w,
+			       err);
 		if (rc)
 			goto done;
 	}
@@ -558,13 +562,13 @@ int scheduler_schedule_tick(struct store *s, const struct schedule_spec *spec,
 		out->n_missed += n_missed;
 		if (n_run == 1) {
 			bool created = false;
-			rc = queue_enqueue(s, spec->name, run[0], &policy, NULL,
-					   &created, err);
+			rc = queue_enqueue(s, spec->name, run[0],
+					   &spec->policy, NULL, &created, err);
 			out->n_enqueued += created;
 		} else if (n_run > 1) {
 			/* One transaction for the whole catch-up. */
 			rc = queue_enqueue_many(s, spec->name, run, n_run,
-						&policy, err);
+						&spec->policy, err);
 			out->n_enqueued += n_run;
 		}
 		if (rc)
@@ -599,8 +603,8 @@ int scheduler_schedule_tick(struct store *s, const struct schedule_spec *spec,
 
 	int64_t next;
 	struct sc_err ne = {0};
-	rc = sc_cron_next(&cron, zone, last > now_ms ? last : now_ms, &next,
-			  &ne);
+	rc = sc_cron_next(&spec->expr, spec->zone,
+			  last > now_ms ? last : now_ms, &next, &ne);
 	if (rc == SC_ENEVER) {
 		rc = 0;
 	} else if (rc) {

@@ -12,7 +12,8 @@
  *        no past slot is invented; the baseline is recorded at once so a
  *        stop before the first slot is seen as downtime on the next start;
  *   2. lists the slots S in (L, now] of the FINAL cron expression (after
- *      environment overrides, spec->cron) in the schedule's zone;
+ *      environment overrides: spec->expr, resolved by config_parse) in
+ *      the schedule's zone (spec->zone);
  *   3. decides which of S run, by lateness and the catch-up policy:
  *      - on time: slot >= now - grace_ms (a scheduler that woke a little
  *        late): always enqueued;
@@ -26,8 +27,8 @@
  *        missed row for the rest, so a per-second schedule down for a
  *        month costs a bounded amount of work and rows);
  *   4. enqueues the running slots in one transaction (queue_enqueue_many,
- *      idempotent on (schedule, slot), with config_schedule_retry's policy,
- *      so an env override moves the retry class too);
+ *      idempotent on (schedule, slot), with the schedule's final policy,
+ *      spec->policy, so an env override moves the retry class too);
  *   5. records the newest slot of S as the last materialised one
  *      (store_sched_last_set, which never moves backwards).
  * Order 3-4-5 is what makes a crash between the steps harmless: a rerun
@@ -111,8 +112,8 @@ struct sched_result {
 
 /*
  * One scheduler pass over every schedule of cfg at instant now_ms (see
- * the top of this file). A schedule that fails (its zone vanished from
- * disk, a store error) is logged, counted in out->n_errors and skipped;
+ * the top of this file). A schedule that fails (a store error, a
+ * spec that config_parse did not resolve) is logged, counted in out->n_errors and skipped;
  * the others are still handled and out->next_ms is still computed from
  * the schedules that worked. Returns 0 when every schedule was handled,
  * else the first failure's code (detail in err). opts may be NULL.
@@ -143,8 +144,9 @@ void scheduler_result_init(struct sched_result *r);
 /*
  * The same for one schedule. Adds to *out (it does not reset it, so a
  * caller may sum several calls; scheduler_result_init it first). Returns 0 or the
- * failure's code: SC_ECRON / SC_ENEVER / SC_EZONE for a schedule that can
- * no longer be computed, store errors.
+ * failure's code: SC_EZONE for a spec config_parse did not resolve (no
+ * zone), SC_EINVAL from the cron engine for an instant out of its range,
+ * store errors.
  */
 int scheduler_schedule_tick(struct store *s, const struct schedule_spec *spec,
 			int64_t now_ms, const struct sched_opts *opts,
@@ -152,8 +154,10 @@ int scheduler_schedule_tick(struct store *s, const struct schedule_spec *spec,
 
 /*
  * The first slot of spec strictly after after_ms (final expression, its
- * zone), for `surecron status` and the like. Returns 0, or SC_ECRON /
- * SC_ENEVER / SC_EZONE. Thread-safe, touches no store.
+ * zone), for `surecron status` and the like. Returns 0, SC_ENEVER (no
+ * slot within 400 years of after_ms), SC_EINVAL (after_ms out of the
+ * engine's range) or SC_EZONE (spec not resolved by config_parse).
+ * Thread-safe, touches no store, parses nothing.
  */
 int scheduler_next_slot(const struct schedule_spec *spec, int64_t after_ms,
 		    int64_t *out_ms, struct sc_err *err);

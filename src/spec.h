@@ -109,7 +109,21 @@ struct schedule_spec {
 	struct task_spec *tasks;
 	size_t n_tasks;
 	bool has_retry;         /* true when `retry:` overrides the class */
-	struct sc_retry_policy retry;
+	struct sc_retry_policy retry; /* `retry:` as written (has_retry) */
+	/*
+	 * Resolved once by config_parse, from the FINAL expression (after the
+	 * environment overrides) and tz, so that no consumer parses `cron` or
+	 * loads the zone again: the scheduler fires on expr in zone, the
+	 * queue retries with policy. A spec not made by config_parse has
+	 * zone NULL, which the scheduler refuses (SC_EZONE).
+	 */
+	struct sc_cron expr;    /* cron, parsed */
+	const struct sc_zone *zone; /* tz, or the system's zone when tz is
+				       NULL; loaded zones live as long as the
+				       process (tz.c), so it is never freed */
+	enum sc_freq_class cls; /* the frequency class of expr */
+	struct sc_retry_policy policy; /* retry when has_retry, else the
+					  policy of cls */
 };
 
 struct config_locs;
@@ -136,7 +150,8 @@ struct config {
 				     line:column, for config_check */
 };
 
-/* Lookups by name; NULL when absent. */
+/* Lookups by name (config.c, linear over the section); NULL when absent
+ * or when c or name is NULL. The pointer is valid until config_free. */
 const struct target_spec *config_target(const struct config *c,
 					const char *name);
 const struct auth_spec *config_auth(const struct config *c, const char *name);

@@ -174,11 +174,12 @@ int cli_schedule_info(const struct schedule_spec *s, int64_t from_ms,
 {
 	struct sc_err err = {0};
 
+	/* Resolved by config_parse (spec.h); only the reason is worded here. */
 	memset(out, 0, sizeof(*out));
-	if (config_schedule_zone(s, &out->zone, &err) != 0 ||
-	    sc_cron_parse(s->cron ? s->cron : "", &out->cron, &err) != 0 ||
-	    config_schedule_retry(s, &out->policy, &out->cls, &err) != 0)
-		return cli_fail(EXIT_USAGE, "schedule %s: %s", s->name, err.msg);
+	out->zone = s->zone;
+	out->cron = s->expr;
+	out->cls = s->cls;
+	out->policy = s->policy;
 	sc_cron_class(&out->cron, out->reason, sizeof(out->reason));
 	out->policy_from_config = s->has_retry;
 	if (sc_cron_next(&out->cron, out->zone, from_ms, &out->next_ms, &err))

@@ -233,10 +233,8 @@ int cmd_explain(int argc, char **argv)
 	x.cls = sc_cron_class(&x.c, x.reason, sizeof(x.reason));
 	sc_cron_describe(&x.c, x.desc, sizeof(x.desc));
 	x.policy = sc_retry_policy_for(x.cls);
-	if (x.sched && config_schedule_retry(x.sched, &x.policy, NULL, &err)) {
-		rc = cli_fail(EXIT_USAGE, "%s", err.msg);
-		goto done;
-	}
+	if (x.sched)
+		x.policy = x.sched->policy;
 	if (sc_retry_timeline(&x.policy, x.next_ms[0], &x.tl, &err)) {
 		rc = cli_fail(EXIT_FAIL, "%s", err.msg);
 		goto done;

@@ -200,11 +200,7 @@ int cmd_release(int argc, char **argv)
 		goto done;
 	}
 	if (have_job && job.state == JOB_DEAD) {
-		struct sc_retry_policy pol;
-		int budget = 0;
-		sc_err_clear(&err);
-		if (config_schedule_retry(sc, &pol, NULL, &err) == 0)
-			budget = pol.attempts;
+		int budget = sc->policy.attempts;
 		sc_err_clear(&err);
 		if (queue_retry_dead(s, job.id, budget, &err) != 0) {
 			code = cli_fail(EXIT_FAIL, "job %lld: %s",

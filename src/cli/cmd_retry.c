@@ -71,10 +71,8 @@ int cmd_retry(int argc, char **argv)
 	 * schedule gone from the config: as many as the job had). */
 	int budget = 0;
 	const struct schedule_spec *sc = config_schedule(st.cfg, job.schedule);
-	struct sc_retry_policy pol;
-	sc_err_clear(&err);
-	if (sc && config_schedule_retry(sc, &pol, NULL, &err) == 0)
-		budget = pol.attempts;
+	if (sc)
+		budget = sc->policy.attempts;
 	sc_err_clear(&err);
 	rc = queue_retry_dead(st.store, id, budget, &err);
 	if (rc != 0) {

@@ -221,11 +221,8 @@ static int sim_run_task(void *ud, const struct task_spec *spec,
 static const struct sc_zone *zone_of(const struct sim *sm, const char *name)
 {
 	const struct schedule_spec *s = config_schedule(sm->cfg, name);
-	const struct sc_zone *z = NULL;
 
-	if (!s || config_schedule_zone(s, &z, NULL) != 0)
-		return sc_zone_utc();
-	return z;
+	return s && s->zone ? s->zone : sc_zone_utc();
 }
 
 /*

@@ -61,14 +61,9 @@ int cmd_trigger(int argc, char **argv)
 		r = cli_fail(EXIT_USAGE, "no schedule '%s' in %s", name, st.path);
 		goto done;
 	}
-	struct sc_retry_policy policy;
-	if (config_schedule_retry(sc, &policy, NULL, &err) != 0) {
-		r = cli_fail(EXIT_USAGE, "schedule %s: %s", name, err.msg);
-		goto done;
-	}
 	if ((r = cli_state_store(&st)))
 		goto done;
-	if (queue_trigger(st.store, sc->name, slot_ms, &policy, &job_id,
+	if (queue_trigger(st.store, sc->name, slot_ms, &sc->policy, &job_id,
 			  &created, &err) != 0) {
 		r = cli_fail(err.code == SC_ESTATE ? EXIT_USAGE : EXIT_FAIL,
 			     "%s slot %s: %s", sc->name,

@@ -265,8 +265,7 @@ static int64_t trigger(const struct env *e, const char *schedule,
 	if (config_load(e->cfg, &cfg, NULL) == 0) {
 		const struct schedule_spec *sp = config_schedule(cfg, schedule);
 		if (sp)
-			assert_int_equal(config_schedule_retry(sp, &p, NULL,
-							       NULL), 0);
+			p = sp->policy;
 		config_free(cfg);
 	}
 

@@ -440,27 +440,21 @@ static void override_moves_retry_class(void **state)
 		"    cron: \"*/3 * * * *\"\n"
 		"    retry: {attempts: 5, delay: 10s}\n"
 		"    tasks: [{name: a, command: [x]}]\n");
-	struct sc_retry_policy p;
-	enum sc_freq_class cls;
-	const struct sc_zone *z;
+	const struct schedule_spec *s;
 
 	unsetenv("SURECRON_SCHEDULE_WEEKLY");
 	unsetenv("SURECRON_SCHEDULE_PINNED");
 	struct config *c = load_ok(path);
-	assert_int_equal(config_schedule_retry(config_schedule(c, "weekly"),
-					       &p, &cls, NULL), 0);
-	assert_int_equal(cls, SC_FREQ_LOW);
-	assert_int_equal(p.attempts, 4);
-	assert_int_equal(p.delay_ms, 30 * 60000);
-	assert_int_equal(config_schedule_retry(config_schedule(c, "pinned"),
-					       &p, &cls, NULL), 0);
-	assert_int_equal(cls, SC_FREQ_DEFAULT);
-	assert_int_equal(p.attempts, 5);
-	assert_int_equal(p.backoff, SC_BACKOFF_EXPONENTIAL);
-	assert_int_equal(p.delay_ms, 10000);
-	assert_int_equal(config_schedule_zone(config_schedule(c, "weekly"), &z,
-					      NULL), 0);
-	assert_ptr_equal(z, sc_zone_local());
+	s = config_schedule(c, "weekly");
+	assert_int_equal(s->cls, SC_FREQ_LOW);
+	assert_int_equal(s->policy.attempts, 4);
+	assert_int_equal(s->policy.delay_ms, 30 * 60000);
+	s = config_schedule(c, "pinned");
+	assert_int_equal(s->cls, SC_FREQ_DEFAULT);
+	assert_int_equal(s->policy.attempts, 5);
+	assert_int_equal(s->policy.backoff, SC_BACKOFF_EXPONENTIAL);
+	assert_int_equal(s->policy.delay_ms, 10000);
+	assert_ptr_equal(config_schedule(c, "weekly")->zone, sc_zone_local());
 	config_free(c);
 
 	/* Weekly moved to every 3 minutes: default class, 2 attempts. */
@@ -468,15 +462,17 @@ static void override_moves_retry_class(void **state)
 	/* Pinned moved to a weekly slot: its own policy still wins. */
 	setenv("SURECRON_SCHEDULE_PINNED", "0 0 17 * * 5", 1);
 	c = load_ok(path);
-	assert_int_equal(config_schedule_retry(config_schedule(c, "weekly"),
-					       &p, &cls, NULL), 0);
-	assert_int_equal(cls, SC_FREQ_DEFAULT);
-	assert_int_equal(p.attempts, 2);
-	assert_int_equal(p.delay_ms, 60000);
-	assert_int_equal(config_schedule_retry(config_schedule(c, "pinned"),
-					       &p, &cls, NULL), 0);
-	assert_int_equal(cls, SC_FREQ_LOW);
-	assert_int_equal(p.attempts, 5);
+	s = config_schedule(c, "weekly");
+	/* Resolved from the override, not from the file's expression. */
+	struct sc_cron want;
+	assert_int_equal(sc_cron_parse("*/3 * * * *", &want, NULL), 0);
+	assert_memory_equal(&s->expr, &want, sizeof(want));
+	assert_int_equal(s->cls, SC_FREQ_DEFAULT);
+	assert_int_equal(s->policy.attempts, 2);
+	assert_int_equal(s->policy.delay_ms, 60000);
+	s = config_schedule(c, "pinned");
+	assert_int_equal(s->cls, SC_FREQ_LOW);
+	assert_int_equal(s->policy.attempts, 5);
 	config_free(c);
 	unsetenv("SURECRON_SCHEDULE_WEEKLY");
 	unsetenv("SURECRON_SCHEDULE_PINNED");

@@ -1,0 +1,94 @@
+/*
+ * config_int.h - what the three layers of the config loader share, and
+ * nothing the rest of the tree may use (config.h is the public face).
+ *
+ *   config_yaml.c     the bytes of the file -> a tree of positioned nodes
+ *                     (pre-scan, then libyaml events);
+ *   config_problem.c  the problem list and the key path -> line:column
+ *                     table (struct config_locs);
+ *   config.c          the node tree -> struct config (sections, typed
+ *                     getters, load), using the two above.
+ * config_check.c includes it too, for the problem sort.
+ *
+ * Ownership: config_yaml_parse returns a tree the caller frees with
+ * config_yaml_free; every string and child of a node belongs to the node.
+ * A struct config_locs is created by config_locs_new and freed by
+ * config_locs_free (config_free does it for the config's own).
+ * Thread-safety: none of these touch global state.
+ */
+#ifndef SURECRON_CONFIG_INT_H
+#define SURECRON_CONFIG_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "config.h"
+
+/* ---- config_yaml.c: the positioned node tree ---- */
+
+/* Deepest nesting and most nodes a file may have (the tree is bounded). */
+#define CONFIG_MAX_DEPTH 32
+#define CONFIG_MAX_NODES 50000
+
+enum config_node_kind { NODE_SCALAR, NODE_SEQ, NODE_MAP };
+
+struct config_node {
+	enum config_node_kind kind;
+	int line, col;              /* 1-based, where libyaml saw it start */
+	char *str;                  /* scalar value, NUL-terminated */
+	bool is_null;               /* plain "", "~" or "null" */
+	struct config_node **kids;  /* seq: items; map: key, value, key, ... */
+	size_t n;
+	size_t cap;
+};
+
+/*
+ * Pre-scans text (len bytes: UTF-8, no control characters, no tab in
+ * indentation) and parses it as one YAML document into a node tree.
+ * Aliases, anchors used as aliases, non-scalar keys, NUL in values, more
+ * than CONFIG_MAX_NODES nodes or CONFIG_MAX_DEPTH levels are refused.
+ * Returns the root (free with config_yaml_free), or NULL after appending
+ * at least one problem to probs (with its position when it has one; "out
+ * of memory" when it ran out). The mapping keys are not checked for
+ * duplicates: that is the sections' business.
+ */
+struct config_node *config_yaml_parse(const char *text, size_t len,
+				      struct config_problems *probs);
+
+/* Frees a node and everything under it. NULL is ignored. */
+void config_yaml_free(struct config_node *n);
+
+/* The value of `key` in mapping m (the first one, when a key repeats);
+ * NULL when m is NULL, not a mapping, or has no such key. */
+const struct config_node *config_yaml_get(const struct config_node *m,
+					  const char *key);
+
+/* "a mapping", "a list", "nothing (null)" or "a string", for messages. */
+const char *config_yaml_kind(const struct config_node *n);
+
+/* ---- config_problem.c: problem order and positions by key path ---- */
+
+/*
+ * Sorts the problems p->items[from..n) by position (line, then column),
+ * keeping the order of problems at the same position, so that the first
+ * problem is the earliest in the file. O(n^2) worst case on the range,
+ * which is at most CONFIG_MAX_PROBLEMS long.
+ */
+void config_problems_sort(struct config_problems *p, size_t from);
+
+/* A new, empty position table; NULL when out of memory. */
+struct config_locs *config_locs_new(void);
+
+/* Frees a position table. NULL is ignored. */
+void config_locs_free(struct config_locs *l);
+
+/*
+ * Records that the value at key path `path` starts at line:col. l may be
+ * NULL (nothing is recorded); running out of memory only loses the
+ * position, so it is not an error (messages then carry the object's
+ * position instead). The first record of a path wins in config_locate.
+ */
+void config_locs_add(struct config_locs *l, const char *path, int line,
+		     int col);
+
+#endif

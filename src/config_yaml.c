@@ -1,0 +1,445 @@
+/*
+ * config_yaml.c - the bytes of surecron.yaml -> a tree of positioned nodes.
+ *
+ * Two steps: a pre-scan of the raw bytes (UTF-8, control characters, tabs
+ * in indentation), then libyaml's events built into struct config_node
+ * (config_int.h), each node keeping the line:column where it starts. The
+ * tree knows nothing of surecron's keys: config.c walks it.
+ *
+ * Invariants:
+ *   - Positions are libyaml's, 1-based, lines counted at every break YAML
+ *     knows (LF, CRLF, CR, NEL, LS, PS) and columns in characters, so the
+ *     pre-scan and the parser agree; a position is never past the end of
+ *     the file (libyaml's implied final line break is pulled back).
+ *   - Aliases are refused (no sharing, no "billion laughs" expansion);
+ *     the tree is bounded in depth (CONFIG_MAX_DEPTH) and node count
+ *     (CONFIG_MAX_NODES), so a 1 MiB file cannot cost more than a bounded
+ *     amount of memory and stack.
+ *   - Exactly one document; keys are scalars; no value holds a NUL.
+ *   - Every failure appends a problem before returning NULL, and a
+ *     partial tree is freed: the caller never gets half a document.
+ */
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <yaml.h>
+
+#include "config.h"
+#include "config_int.h"
+
+/* ------------------------------------------------------------------ */
+/* Pre-scan of the raw bytes                                          */
+/* ------------------------------------------------------------------ */
+
+/*
+ * YAML wants UTF-8 (or UTF-16, which we do not accept), no control
+ * characters but tab, LF and CR, and spaces for indentation. libyaml
+ * reports some of these without a usable position, so we find them first
+ * and say where they are. Columns count characters and lines count line
+ * breaks, both as libyaml's do. *end_line and *end_col get the position
+ * after the last character.
+ */
+static int prescan(const unsigned char *s, size_t n,
+		   struct config_problems *probs, int *end_line, int *end_col)
+{
+	int line = 1, col = 1;
+	bool at_indent = true;
+	int tab_col = 0;
+	size_t i = 0;
+
+	if (n >= 3 && s[0] == 0xEF && s[1] == 0xBB && s[2] == 0xBF)
+		i = 3; /* a UTF-8 byte order mark is allowed at the start */
+	while (i < n) {
+		unsigned char ch = s[i];
+		uint32_t cp;
+		size_t len;
+
+		if (ch < 0x80) {
+			cp = ch;
+			len = 1;
+		} else if (ch >= 0xC2 && ch <= 0xDF) {
+			cp = ch & 0x1F;
+			len = 2;
+		} else if (ch >= 0xE0 && ch <= 0xEF) {
+			cp = ch & 0x0F;
+			len = 3;
+		} else if (ch >= 0xF0 && ch <= 0xF4) {
+			cp = ch & 0x07;
+			len = 4;
+		} else {
+			goto bad_utf8;
+		}
+		if (i + len > n)
+			goto bad_utf8;
+		for (size_t k = 1; k < len; k++) {
+			if ((s[i + k] & 0xC0) != 0x80)
+				goto bad_utf8;
+			cp = (cp << 6) | (s[i + k] & 0x3F);
+		}
+		if ((len == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) ||
+		    (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)))
+			goto bad_utf8;
+		if ((cp < 0x20 && cp != '\t' && cp != '\n' && cp != '\r') ||
+		    cp == 0x7F || (cp >= 0x80 && cp <= 0x9F && cp != 0x85) ||
+		    cp == 0xFFFE || cp == 0xFFFF) {
+			config_problem_add(probs, line, col,
+					   "control character U+%04X is not "
+					   "allowed in YAML", (unsigned)cp);
+			return -1;
+		}
+		if (cp == '\n' || cp == '\r' || cp == 0x85 || cp == 0x2028 ||
+		    cp == 0x2029) {
+			/* Lines end where libyaml ends them (LF, CRLF, CR
+			 * alone, NEL, LS, PS), so our positions and its
+			 * agree, and a CR-only file gets its tab check
+			 * (issue 11). A tab on a blank line is harmless. */
+			if (cp == '\r' && i + 1 < n && s[i + 1] == '\n')
+				len = 2;
+			line++;
+			col = 1;
+			at_indent = true;
+			tab_col = 0;
+			i += len;
+			continue;
+		}
+		if (at_indent) {
+			if (cp == '\t') {
+				if (!tab_col)
+					tab_col = col;
+			} else if (cp != ' ') {
+				at_indent = false;
+				if (tab_col && cp != '#') {
+					config_problem_add(
+						probs, line, tab_col,
+						"tab character in indentation "
+						"(YAML indents with spaces)");
+					return -1;
+				}
+			}
+		}
+		col++;
+		i += len;
+	}
+	*end_line = line;
+	*end_col = col;
+	return 0;
+bad_utf8:
+	config_problem_add(probs, line, col,
+			   "invalid UTF-8 byte 0x%02X (the file must be "
+			   "UTF-8 text)", s[i]);
+	return -1;
+}
+
+/* ------------------------------------------------------------------ */
+/* YAML events -> node tree                                           */
+/* ------------------------------------------------------------------ */
+
+void config_yaml_free(struct config_node *n)
+{
+	if (!n)
+		return;
+	for (size_t i = 0; i < n->n; i++)
+		config_yaml_free(n->kids[i]);
+	free(n->kids);
+	free(n->str);
+	free(n);
+}
+
+struct ybuild {
+	yaml_parser_t parser;
+	int end_line, end_col; /* the position after the last character */
+	struct config_problems *probs;
+	size_t n_nodes;
+	bool oom;
+};
+
+/* Reports libyaml's error with its position. */
+static void yaml_problem(struct ybuild *b)
+{
+	const yaml_parser_t *p = &b->parser;
+	int line = (int)p->problem_mark.line + 1;
+	int col = (int)p->problem_mark.column + 1;
+	const char *problem = p->problem ? p->problem : "malformed YAML";
+
+	/* At the end of a file without a final line break libyaml counts an
+	 * implied one, so its mark is the start of a line that is not in the
+	 * file: report the end of the last line instead (found by fuzzing). */
+	if (line > b->end_line || (line == b->end_line && col > b->end_col)) {
+		line = b->end_line;
+		col = b->end_col;
+	}
+
+	if (p->error == YAML_MEMORY_ERROR) {
+		b->oom = true;
+		config_problem_add(b->probs, 0, 0, "out of memory");
+		return;
+	}
+	if (p->error == YAML_READER_ERROR) {
+		config_problem_add(b->probs, 0, 0, "YAML reader error: %s",
+				   problem);
+		return;
+	}
+	const char *ctx = p->context ? p->context : "";
+	if (strstr(problem, "alias") || strstr(problem, "anchor") ||
+	    strstr(ctx, "alias") || strstr(ctx, "anchor"))
+		config_problem_add(b->probs, line, col,
+				   "YAML syntax error: %s%s%s (quote values "
+				   "that start with '*' or '&', like cron "
+				   "expressions)", problem,
+				   p->context ? " " : "",
+				   p->context ? p->context : "");
+	else
+		config_problem_add(b->probs, line, col,
+				   "YAML syntax error: %s%s%s", problem,
+				   p->context ? " " : "",
+				   p->context ? p->context : "");
+}
+
+static int next_event(struct ybuild *b, yaml_event_t *ev)
+{
+	if (!yaml_parser_parse(&b->parser, ev)) {
+		yaml_problem(b);
+		return -1;
+	}
+	return 0;
+}
+
+static struct config_node *node_new(struct ybuild *b,
+				    enum config_node_kind kind,
+				    const yaml_mark_t *m)
+{
+	if (++b->n_nodes > CONFIG_MAX_NODES) {
+		config_problem_add(b->probs, (int)m->line + 1,
+				   (int)m->column + 1,
+				   "too many YAML nodes (more than %d)",
+				   CONFIG_MAX_NODES);
+		return NULL;
+	}
+	struct config_node *n = calloc(1, sizeof(*n));
+	if (!n) {
+		b->oom = true;
+		config_problem_add(b->probs, 0, 0, "out of memory");
+		return NULL;
+	}
+	n->kind = kind;
+	n->line = (int)m->line + 1;
+	n->col = (int)m->column + 1;
+	return n;
+}
+
+static int node_push(struct ybuild *b, struct config_node *parent,
+		      struct config_node *kid)
+{
+	if (parent->n == parent->cap) {
+		size_t ncap = parent->cap ? parent->cap * 2 : 4;
+		struct config_node **v = realloc(
+			parent->kids, ncap * sizeof(struct config_node *));
+		if (!v) {
+			b->oom = true;
+			config_problem_add(b->probs, 0, 0, "out of memory");
+			return -1;
+		}
+		parent->kids = v;
+		parent->cap = ncap;
+	}
+	parent->kids[parent->n++] = kid;
+	return 0;
+}
+
+/*
+ * Builds the node that starts with event *ev (consumed here) and, for
+ * collections, reads the events up to its end. Returns the node or NULL
+ * after recording a problem.
+ */
+static struct config_node *build(struct ybuild *b, yaml_event_t *ev, int depth)
+{
+	struct config_node *n = NULL;
+
+	if (depth > CONFIG_MAX_DEPTH) {
+		config_problem_add(b->probs, (int)ev->start_mark.line + 1,
+				   (int)ev->start_mark.column + 1,
+				   "nesting deeper than %d levels",
+				   CONFIG_MAX_DEPTH);
+		goto fail;
+	}
+	switch (ev->type) {
+	case YAML_SCALAR_EVENT: {
+		n = node_new(b, NODE_SCALAR, &ev->start_mark);
+		if (!n)
+			goto fail;
+		size_t len = ev->data.scalar.length;
+		const char *v = (const char *)ev->data.scalar.value;
+		if (memchr(v, '\0', len)) {
+			config_problem_add(b->probs, n->line, n->col,
+					   "a NUL character is not allowed in "
+					   "a value");
+			goto fail;
+		}
+		n->str = strndup(v, len);
+		if (!n->str) {
+			b->oom = true;
+			config_problem_add(b->probs, 0, 0, "out of memory");
+			goto fail;
+		}
+		n->is_null = ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
+			     (len == 0 || strcmp(n->str, "~") == 0 ||
+			      strcmp(n->str, "null") == 0 ||
+			      strcmp(n->str, "Null") == 0 ||
+			      strcmp(n->str, "NULL") == 0);
+		yaml_event_delete(ev);
+		return n;
+	}
+	case YAML_SEQUENCE_START_EVENT:
+	case YAML_MAPPING_START_EVENT: {
+		bool is_map = ev->type == YAML_MAPPING_START_EVENT;
+		yaml_event_type_t end = is_map ? YAML_MAPPING_END_EVENT
+					       : YAML_SEQUENCE_END_EVENT;
+		n = node_new(b, is_map ? NODE_MAP : NODE_SEQ, &ev->start_mark);
+		if (!n)
+			goto fail;
+		yaml_event_delete(ev);
+		for (;;) {
+			yaml_event_t kev;
+			if (next_event(b, &kev))
+				goto fail_node;
+			if (kev.type == end) {
+				yaml_event_delete(&kev);
+				return n;
+			}
+			if (is_map && (n->n % 2) == 0 &&
+			    kev.type != YAML_SCALAR_EVENT &&
+			    kev.type != YAML_ALIAS_EVENT) {
+				config_problem_add(
+					b->probs, (int)kev.start_mark.line + 1,
+					(int)kev.start_mark.column + 1,
+					"a key must be a plain string, not a "
+					"%s", kev.type == YAML_MAPPING_START_EVENT
+						      ? "mapping" : "list");
+				yaml_event_delete(&kev);
+				goto fail_node;
+			}
+			struct config_node *kid = build(b, &kev, depth + 1);
+			if (!kid)
+				goto fail_node;
+			if (node_push(b, n, kid)) {
+				config_yaml_free(kid);
+				goto fail_node;
+			}
+		}
+	}
+	case YAML_ALIAS_EVENT:
+		config_problem_add(b->probs, (int)ev->start_mark.line + 1,
+				   (int)ev->start_mark.column + 1,
+				   "YAML aliases (*%s) are not supported; "
+				   "write the value out (quote values that "
+				   "start with '*', like cron expressions)",
+				   (const char *)ev->data.alias.anchor);
+		goto fail;
+	default:
+		config_problem_add(b->probs, (int)ev->start_mark.line + 1,
+				   (int)ev->start_mark.column + 1,
+				   "unexpected YAML event");
+		goto fail;
+	}
+fail_node:
+	config_yaml_free(n);
+	return NULL;
+fail:
+	yaml_event_delete(ev);
+	config_yaml_free(n);
+	return NULL;
+}
+
+/* Parses the text into one document's root node. NULL after a problem. */
+static struct config_node *parse_tree(const char *text, size_t len,
+				      int end_line, int end_col,
+				      struct config_problems *probs)
+{
+	struct ybuild b = {.probs = probs, .end_line = end_line,
+			   .end_col = end_col};
+	struct config_node *root = NULL;
+	yaml_event_t ev;
+
+	if (!yaml_parser_initialize(&b.parser)) {
+		config_problem_add(probs, 0, 0, "out of memory");
+		return NULL;
+	}
+	yaml_parser_set_input_string(&b.parser, (const unsigned char *)text,
+				     len);
+	yaml_parser_set_encoding(&b.parser, YAML_UTF8_ENCODING);
+
+	if (next_event(&b, &ev))
+		goto done;
+	yaml_event_delete(&ev); /* stream start */
+	if (next_event(&b, &ev))
+		goto done;
+	if (ev.type == YAML_STREAM_END_EVENT) {
+		yaml_event_delete(&ev);
+		config_problem_add(probs, 1, 1, "empty configuration (expected "
+				   "a mapping with at least `schedules:`)");
+		goto done;
+	}
+	yaml_event_delete(&ev); /* document start */
+	if (next_event(&b, &ev))
+		goto done;
+	root = build(&b, &ev, 0);
+	if (!root)
+		goto done;
+	if (next_event(&b, &ev)) /* document end */
+		goto fail;
+	yaml_event_delete(&ev);
+	if (next_event(&b, &ev))
+		goto fail;
+	if (ev.type != YAML_STREAM_END_EVENT) {
+		config_problem_add(probs, (int)ev.start_mark.line + 1,
+				   (int)ev.start_mark.column + 1,
+				   "only one YAML document is allowed");
+		yaml_event_delete(&ev);
+		goto fail;
+	}
+	yaml_event_delete(&ev);
+	goto done;
+fail:
+	config_yaml_free(root);
+	root = NULL;
+done:
+	yaml_parser_delete(&b.parser);
+	return root;
+}
+
+struct config_node *config_yaml_parse(const char *text, size_t len,
+				      struct config_problems *probs)
+{
+	int end_line, end_col;
+
+	if (prescan((const unsigned char *)text, len, probs, &end_line,
+		    &end_col))
+		return NULL;
+	return parse_tree(text, len, end_line, end_col, probs);
+}
+
+/* ------------------------------------------------------------------ */
+/* Reading the tree                                                   */
+/* ------------------------------------------------------------------ */
+
+const struct config_node *config_yaml_get(const struct config_node *m,
+					  const char *key)
+{
+	if (!m || m->kind != NODE_MAP)
+		return NULL;
+	for (size_t i = 0; i + 1 < m->n; i += 2)
+		if (m->kids[i]->kind == NODE_SCALAR &&
+		    strcmp(m->kids[i]->str, key) == 0)
+			return m->kids[i + 1];
+	return NULL;
+}
+
+const char *config_yaml_kind(const struct config_node *n)
+{
+	if (n->kind == NODE_MAP)
+		return "a mapping";
+	if (n->kind == NODE_SEQ)
+		return "a list";
+	return n->is_null ? "nothing (null)" : "a string";
+}
