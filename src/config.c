@@ -101,7 +101,7 @@ static void missing(struct pc *pc, const struct config_node *m,
 static void oom(struct pc *pc)
 {
 	if (!pc->oom)
-		config_problem_add(pc->probs, 0, 0, "out of memory");
+		config_problem_oom(pc->probs);
 	pc->oom = true;
 }
 
@@ -1544,7 +1544,7 @@ static int read_file(const char *path, char **out, size_t *len,
 	char *b = malloc(CONFIG_MAX_BYTES + 2);
 	if (!b) {
 		close(fd);
-		config_problem_add(probs, 0, 0, "out of memory");
+		config_problem_oom(probs);
 		return SC_ENOMEM;
 	}
 	size_t n = 0;
@@ -1635,15 +1635,19 @@ int config_parse(const char *path, struct config **out,
 	if (!c || !locs) {
 		config_locs_free(locs);
 		rc = SC_ENOMEM;
-		config_problem_add(probs, 0, 0, "out of memory");
+		config_problem_oom(probs);
 		goto done;
 	}
 	c->locs = locs;
 	c->path = strdup(path);
 	c->dir = folder_of(path);
 	if (!c->path || !c->dir) {
-		config_problem_add(probs, 0, 0, "cannot resolve the folder of "
-				   "the file: %s", strerror(errno));
+		if (!c->path || errno == ENOMEM)
+			config_problem_oom(probs);
+		else
+			config_problem_add(probs, 0, 0, "cannot resolve the "
+					   "folder of the file: %s",
+					   strerror(errno));
 		goto done;
 	}
 	c->concurrency = 1;
@@ -1667,6 +1671,9 @@ int config_parse(const char *path, struct config **out,
 		rc = 0;
 done:
 	config_problems_sort(probs, first);
+	/* A problem born of a failed allocation is not the file's fault. */
+	if (probs->oom)
+		rc = SC_ENOMEM;
 	if (rc == 0)
 		*out = c;
 	else

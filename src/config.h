@@ -50,6 +50,8 @@ struct config_problems {
 	size_t n;
 	size_t cap;
 	size_t n_dropped;             /* problems past CONFIG_MAX_PROBLEMS */
+	bool oom;                     /* an allocation failed: the load ends
+					 in SC_ENOMEM, not SC_ECONFIG */
 };
 
 /* Frees the items; the list is empty and reusable afterwards. */
@@ -61,6 +63,10 @@ void config_problems_dispose(struct config_problems *p);
  */
 int config_problem_add(struct config_problems *p, int line, int col,
 		       const char *fmt, ...) SC_PRINTF(4, 5);
+
+/* Records that an allocation failed: an "out of memory" problem, and
+ * p->oom, so that the load returns SC_ENOMEM. Returns SC_ENOMEM. */
+int config_problem_oom(struct config_problems *p);
 
 /* Writes problem i as "FILE:LINE:COLUMN: reason" (or "FILE: reason" when
  * it has no position) into out (size n), truncating. Returns out. */

@@ -61,6 +61,7 @@ static int problem_vadd(struct config_problems *p, int line, int col,
 			realloc(p->items, ncap * sizeof(*v));
 		if (!v) {
 			p->n_dropped++;
+			p->oom = true;
 			return SC_ENOMEM;
 		}
 		p->items = v;
@@ -77,6 +78,7 @@ static int problem_vadd(struct config_problems *p, int line, int col,
 	char *m = strdup(msg);
 	if (!m) {
 		p->n_dropped++;
+		p->oom = true;
 		return SC_ENOMEM;
 	}
 	p->items[p->n++] = (struct config_problem){line, col, m};
@@ -92,6 +94,13 @@ int config_problem_add(struct config_problems *p, int line, int col,
 	int rc = problem_vadd(p, line, col, fmt, ap);
 	va_end(ap);
 	return rc;
+}
+
+int config_problem_oom(struct config_problems *p)
+{
+	p->oom = true;
+	(void)config_problem_add(p, 0, 0, "out of memory");
+	return SC_ENOMEM;
 }
 
 const char *config_problem_format(const struct config_problems *p, size_t i,

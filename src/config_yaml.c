@@ -172,7 +172,7 @@ static void yaml_problem(struct ybuild *b)
 
 	if (p->error == YAML_MEMORY_ERROR) {
 		b->oom = true;
-		config_problem_add(b->probs, 0, 0, "out of memory");
+		config_problem_oom(b->probs);
 		return;
 	}
 	if (p->error == YAML_READER_ERROR) {
@@ -219,7 +219,7 @@ static struct config_node *node_new(struct ybuild *b,
 	struct config_node *n = calloc(1, sizeof(*n));
 	if (!n) {
 		b->oom = true;
-		config_problem_add(b->probs, 0, 0, "out of memory");
+		config_problem_oom(b->probs);
 		return NULL;
 	}
 	n->kind = kind;
@@ -237,7 +237,7 @@ static int node_push(struct ybuild *b, struct config_node *parent,
 			parent->kids, ncap * sizeof(struct config_node *));
 		if (!v) {
 			b->oom = true;
-			config_problem_add(b->probs, 0, 0, "out of memory");
+			config_problem_oom(b->probs);
 			return -1;
 		}
 		parent->kids = v;
@@ -279,7 +279,7 @@ static struct config_node *build(struct ybuild *b, yaml_event_t *ev, int depth)
 		n->str = strndup(v, len);
 		if (!n->str) {
 			b->oom = true;
-			config_problem_add(b->probs, 0, 0, "out of memory");
+			config_problem_oom(b->probs);
 			goto fail;
 		}
 		n->is_null = ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
@@ -362,7 +362,7 @@ static struct config_node *parse_tree(const char *text, size_t len,
 	yaml_event_t ev;
 
 	if (!yaml_parser_initialize(&b.parser)) {
-		config_problem_add(probs, 0, 0, "out of memory");
+		config_problem_oom(probs);
 		return NULL;
 	}
 	yaml_parser_set_input_string(&b.parser, (const unsigned char *)text,
