@@ -188,6 +188,12 @@ $(BIN): $(CLI_OBJ) $(LIB)
 	$(CC) $(LDFLAGS_ALL) -o $@ $(CLI_OBJ) $(LIB) $(BIN_LIBS) -pthread -lm \
 		$(LDLIBS)
 
+# test_alloc_fail counts and fails the allocations of the library's own
+# objects: the linker sends their malloc/calloc/realloc/strdup/strndup
+# calls to the test's __wrap_ functions.
+$(B)/tests/test_alloc_fail: LDFLAGS_ALL += -Wl,--wrap=malloc,--wrap=calloc \
+	-Wl,--wrap=realloc,--wrap=strdup,--wrap=strndup
+
 $(B)/tests/%: tests/unit/%.c $(LIB) $(FAKELIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS_ALL) -Itests $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $< \
