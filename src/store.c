@@ -9,6 +9,7 @@
  *     them and behave alike on bad input.
  *   - The handle owns the backend's impl pointer; store_close frees both.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -176,6 +177,16 @@ int store_job_enqueue_many(struct store *s, const char *schedule,
 					err);
 }
 
+/* Earliest run_at first; the job id breaks ties (the order it was made). */
+static int cmp_claimed(const void *x, const void *y)
+{
+	const struct store_job *a = x, *b = y;
+
+	if (a->run_at_ms != b->run_at_ms)
+		return a->run_at_ms < b->run_at_ms ? -1 : 1;
+	return (a->id > b->id) - (a->id < b->id);
+}
+
 int store_job_claim(struct store *s, const char *worker, int64_t lease_ms,
 		    struct store_job *out, size_t max, size_t *n,
 		    struct sc_err *err)
@@ -203,8 +214,14 @@ int store_job_claim_ahead(struct store *s, const char *worker,
 	*n = 0;
 	if (max == 0)
 		return 0;
-	return s->ops->job_claim(s->impl, worker, lease_ms, ahead_ms, out, max,
-				 n, err);
+	rc = s->ops->job_claim(s->impl, worker, lease_ms, ahead_ms, out, max, n,
+			       err);
+	/* The backends pick the earliest jobs (ORDER BY ... LIMIT), but an
+	 * UPDATE ... RETURNING hands them back in no promised order: the
+	 * order store.h promises is made here, once for both. */
+	if (!rc && *n > 1)
+		qsort(out, *n, sizeof(*out), cmp_claimed);
+	return rc;
 }
 
 int store_job_heartbeat(struct store *s, int64_t id, int64_t lease_token,
@@ -258,6 +275,26 @@ int store_job_recover_dead(struct store *s, int max_stalls,
 	return s->ops->job_recover(s->impl, max_stalls,
 				   n_recovered ? n_recovered : &dummy, dead,
 				   err);
+}
+
+void store_stall_rule(int max_stalls, const struct store_stall *job,
+		      struct store_stall_verdict *v)
+{
+	int stall = job->n_stalls + 1;
+	bool used_up = job->attempts >= job->max_attempts;
+
+	v->dead = used_up || stall >= max_stalls;
+	snprintf(v->stalled_msg, sizeof(v->stalled_msg),
+		 "lease of worker %s expired: the worker died or hung "
+		 "(stall %d)", job->owner ? job->owner : "", stall);
+	v->lost_msg[0] = '\0';
+	if (used_up)
+		snprintf(v->lost_msg, sizeof(v->lost_msg),
+			 "attempts used up (%d), the last one stalled",
+			 job->attempts);
+	else if (v->dead)
+		snprintf(v->lost_msg, sizeof(v->lost_msg),
+			 "stalled %d times: giving up", stall);
 }
 
 void store_dead_list_dispose(struct store_dead_list *dl)

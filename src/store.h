@@ -230,7 +230,9 @@ int store_job_release(struct store *s, int64_t id, int64_t lease_token,
  * Recovers ACTIVE jobs whose lease expired before now: each gets a
  * "stalled" ledger row and n_stalls+1; it becomes READY (run_at now) or,
  * when its attempts are used up or n_stalls reached max_stalls, DEAD with a
- * "lost" row. *n_recovered counts the jobs touched.
+ * "lost" row (store_stall_rule below says it exactly, for every backend).
+ * max_stalls < 1: SC_EINVAL, nothing changes. *n_recovered counts the jobs
+ * touched.
  */
 int store_job_recover(struct store *s, int max_stalls, int *n_recovered,
 		      struct sc_err *err);
@@ -523,6 +525,40 @@ struct store_ops {
 	/* Optional; NULL: store_wait sleeps. */
 	int (*wait)(void *impl, int64_t timeout_ms, struct sc_err *err);
 };
+
+/*
+ * The stalled-job rule, for backends (one place: store.c). A backend's
+ * job_recover finds the ACTIVE jobs whose lease expired, locks them, asks
+ * this rule about each one and applies the verdict in its transaction:
+ * n_stalls + 1, a "stalled" row with v->stalled_msg, then READY (run_at
+ * now) or, when v->dead, DEAD with a "lost" row with v->lost_msg after
+ * the stalled row.
+ *
+ * The rule: the job dies when its attempts are used up (attempts >=
+ * max_attempts: the stalled attempt was its last) or when this stall is
+ * the max_stalls-th (n_stalls + 1 >= max_stalls). max_stalls is always
+ * >= 1 here: store_job_recover refuses a smaller one with SC_EINVAL before
+ * any backend runs, so "no stall limit" does not exist (queue_recover's
+ * stall_limit 0 means max_stalls 1: the first stall is fatal). The texts
+ * are the ledger's words for it, the same on every backend.
+ */
+struct store_stall {
+	int attempts, max_attempts;
+	int n_stalls;               /* stalls before this one */
+	const char *owner;          /* the worker whose lease expired */
+};
+
+struct store_stall_verdict {
+	bool dead;
+	char stalled_msg[256];      /* the "stalled" row's error_msg */
+	char lost_msg[256];         /* the "lost" row's, when dead; else "" */
+};
+
+void store_stall_rule(int max_stalls, const struct store_stall *job,
+		      struct store_stall_verdict *v);
+
+/* The error_class of both rows a stall writes. */
+#define STORE_STALL_CLASS "stalled"
 
 /* For backends: appends j to dl, or only counts it (n_more) once dl holds
  * STORE_DEAD_MAX. Returns 0 or SC_ENOMEM (dl unchanged). */

@@ -1303,15 +1303,6 @@ static int sq_job_enqueue_many(void *impl, const char *schedule,
 	return tx_commit(q, err);
 }
 
-static int cmp_job(const void *a, const void *b)
-{
-	const struct store_job *x = a, *y = b;
-
-	if (x->run_at_ms != y->run_at_ms)
-		return x->run_at_ms < y->run_at_ms ? -1 : 1;
-	return (x->id > y->id) - (x->id < y->id);
-}
-
 static int sq_job_claim(void *impl, const char *worker, int64_t lease_ms,
 			int64_t ahead_ms, struct store_job *out, size_t max,
 			size_t *n, struct sc_err *err)
@@ -1346,8 +1337,6 @@ static int sq_job_claim(void *impl, const char *worker, int64_t lease_ms,
 	rc = tx_commit(q, err);
 	if (rc)
 		return rc;
-	/* RETURNING gives rows in no promised order. */
-	qsort(out, got, sizeof(*out), cmp_job);
 	*n = got;
 	return 0;
 }
@@ -1578,36 +1567,31 @@ static int recover_batch(struct sq *q, int max_stalls, int *n,
 	rc = 0;
 	for (int i = 0; !rc && i < got; i++) {
 		struct expired *x = &e[i];
-		bool is_dead = x->attempts >= x->max_attempts ||
-			       x->n_stalls + 1 >= max_stalls;
-		char msg[256];
+		struct store_stall in = {
+			.attempts = x->attempts,
+			.max_attempts = x->max_attempts,
+			.n_stalls = x->n_stalls,
+			.owner = x->owner,
+		};
+		struct store_stall_verdict v;
+		store_stall_rule(max_stalls, &in, &v);
+		bool is_dead = v.dead;
 		struct ledger_row r = {
 			.slot_ms = x->slot_ms,
 			.job_id = x->id,
 			.attempt = x->attempts,
 			.started_ms = x->started_ms,
 			.finished_ms = now,
-			.error_class = "stalled",
-			.error_msg = msg,
+			.error_class = STORE_STALL_CLASS,
+			.error_msg = v.stalled_msg,
 		};
 		snprintf(r.schedule, sizeof(r.schedule), "%s", x->schedule);
-		snprintf(msg, sizeof(msg),
-			 "lease of worker %s expired: the worker died or hung "
-			 "(stall %d)",
-			 x->owner, x->n_stalls + 1);
 		snprintf(r.outcome, sizeof(r.outcome), "%s", LEDGER_STALLED);
 		rc = ledger_insert(q, &r, err);
 		if (!rc && is_dead) {
 			snprintf(r.outcome, sizeof(r.outcome), "%s",
 				 LEDGER_LOST);
-			snprintf(msg, sizeof(msg),
-				 x->attempts >= x->max_attempts
-					 ? "attempts used up (%d), the last "
-					   "one stalled"
-					 : "stalled %d times: giving up",
-				 x->attempts >= x->max_attempts
-					 ? x->attempts
-					 : x->n_stalls + 1);
+			r.error_msg = v.lost_msg;
 			rc = ledger_insert(q, &r, err);
 		}
 		if (rc)
@@ -1628,7 +1612,8 @@ static int recover_batch(struct sq *q, int max_stalls, int *n,
 			};
 			snprintf(dj.schedule, sizeof(dj.schedule), "%s",
 				 x->schedule);
-			snprintf(dj.error_msg, sizeof(dj.error_msg), "%s", msg);
+			snprintf(dj.error_msg, sizeof(dj.error_msg), "%s",
+				 v.lost_msg);
 			if (store_dead_list_push(dead, &dj) != 0)
 				rc = sc_err_set(err, SC_ENOMEM, "out of memory");
 		}

@@ -115,13 +115,8 @@ static void enqueue_is_idempotent(void **state)
 	assert_int_equal(ops->job_find(h, "daily", T0 + 9, &j, NULL),
 			 SC_ENOENT);
 	assert_int_equal(ops->job_get(h, 999999, &j, NULL), SC_ENOENT);
-
-	struct sc_err err = {0};
-	char big[STORE_NAME_MAX + 4];
-	memset(big, 'x', sizeof(big) - 1);
-	big[sizeof(big) - 1] = '\0';
-	assert_int_equal(ops->job_enqueue(h, big, T0, &POL, T0, false, NULL,
-					  NULL, &err), SC_EINVAL);
+	/* Names and policies are checked once, in store.c, before any
+	 * backend runs (test_store: bad_arguments_are_refused). */
 	ops->close(h);
 	sc_clock_free(clk);
 }
@@ -139,8 +134,10 @@ static void claim_takes_due_jobs_in_order(void **state)
 	enq(h, "s", T0 + MIN); /* not due yet */
 	assert_int_equal(ops->job_claim(h, "w1", 30000, 0, out, 8, &n, NULL), 0);
 	assert_int_equal(n, 2);
-	assert_int_equal(out[0].id, early);
-	assert_int_equal(out[1].id, late);
+	/* The two due ones; their order is made by store.c, for every
+	 * backend (test_store: claim_takes_earliest_due_first). */
+	assert_true((out[0].id == early && out[1].id == late) ||
+		    (out[0].id == late && out[1].id == early));
 	for (size_t i = 0; i < n; i++) {
 		assert_int_equal(out[i].state, JOB_ACTIVE);
 		assert_int_equal(out[i].attempts, 1);
