@@ -18,6 +18,7 @@
 #include "log.h"
 #include "retry.h"
 #include "store.h"
+#include "url.h"
 
 struct store {
 	const struct store_ops *ops;
@@ -617,16 +618,37 @@ int store_token_drop(struct store *s, const char *provider, struct sc_err *err)
 
 /* ---- waiting for work ------------------------------------------------ */
 
-int store_wait(struct store *s, int64_t timeout_ms, struct sc_err *err)
+int store_wait(struct store *s, int64_t timeout_ms, bool *changed,
+	       struct sc_err *err)
 {
+	bool dummy;
+
+	if (!changed)
+		changed = &dummy;
+	*changed = true;
 	if (timeout_ms < 0)
 		timeout_ms = 0;
 	if (s->ops->wait)
-		return s->ops->wait(s->impl, timeout_ms, err);
-	/* No notification channel: a plain sleep, so a caller's loop
-	 * around store_wait paces itself like the PostgreSQL one. */
+		return s->ops->wait(s->impl, timeout_ms, changed, err);
+	/* No wait operation: a plain sleep, so a caller's loop around
+	 * store_wait paces itself like the others. */
 	struct timespec ts = {(time_t)(timeout_ms / 1000),
 			      (long)(timeout_ms % 1000) * 1000000L};
 	(void)nanosleep(&ts, NULL);
 	return 0;
+}
+
+const char *store_url_for_log(const char *url, char *out, size_t n)
+{
+	if (n == 0)
+		return out;
+	if (!url) {
+		snprintf(out, n, "%s", "");
+		return out;
+	}
+	if (url_is_pg(url))
+		return url_store_for_log(url, out, n);
+	/* A sqlite URL or path holds no secret: as written. */
+	snprintf(out, n, "%s", url);
+	return out;
 }

@@ -424,18 +424,42 @@ int store_token_drop(struct store *s, const char *provider, struct sc_err *err);
  * Blocks until a job may have become due sooner than the caller last saw
  * (another handle, process or node enqueued, retried, released, revived or
  * recovered a job) or timeout_ms of real time passed, whichever comes
- * first. Returns 0 in both cases; the caller then asks store_job_next_due
- * or claims. A signal may end the wait early (also 0).
+ * first. Returns 0 in both cases and says in *changed (NULL: not wanted)
+ * whether the caller should look again (store_job_next_due, a claim):
+ * true when a sign of change was seen, false when nothing was. A backend
+ * may return before timeout_ms with *changed false (the caller loops); a
+ * signal may end the wait early (0, *changed true).
  *   PostgreSQL: LISTEN/NOTIFY on channel surecron_jobs, so a worker on one
  *   node wakes when another node enqueues. The first call (and the first
  *   after a reconnect) returns at once: what happened before the handle
- *   listened was not heard.
- *   Backends without a notification channel (ops->wait == NULL, SQLite):
- *   a plain sleep of timeout_ms.
+ *   listened was not heard. *changed is true on every return, a timeout
+ *   included: writes that send no notice (heartbeats, completions) are
+ *   looked at then.
+ *   SQLite: another process's commit changes the database file or its
+ *   -wal file (size or mtime). The wait sleeps min(timeout_ms,
+ *   STORE_WATCH_STEP_MS) and looks at both once; *changed says whether
+ *   either moved since the handle's previous look. The first call returns
+ *   at once with *changed true (there was nothing to compare with).
+ *   Backends without a wait operation (ops->wait == NULL): a plain sleep
+ *   of timeout_ms, *changed true.
  * On an error (connection lost) it has still waited up to timeout_ms, so a
- * loop around it never spins, and returns SC_EIO.
+ * loop around it never spins, and returns SC_EIO with *changed true.
  */
-int store_wait(struct store *s, int64_t timeout_ms, struct sc_err *err);
+int store_wait(struct store *s, int64_t timeout_ms, bool *changed,
+	       struct sc_err *err);
+
+/* SQLite's longest sleep in one store_wait: how soon another process's
+ * write is seen at most, and how long a caller's stop may wait for it. */
+#define STORE_WATCH_STEP_MS 250
+
+/*
+ * The form of a store URL that may be logged: a sqlite URL or path as it
+ * is; a PostgreSQL URL with the password of its userinfo and the value of
+ * any password= parameter replaced by "***" (url_store_for_log, url.h).
+ * Truncates to fit n (out is always terminated when n > 0). Returns out.
+ * Thread-safe.
+ */
+const char *store_url_for_log(const char *url, char *out, size_t n);
 
 /* ---- backends --------------------------------------------------------- */
 
@@ -522,8 +546,9 @@ struct store_ops {
 			 int64_t expires_ms, struct sc_err *err);
 	int (*token_drop)(void *impl, const char *provider,
 			  struct sc_err *err);
-	/* Optional; NULL: store_wait sleeps. */
-	int (*wait)(void *impl, int64_t timeout_ms, struct sc_err *err);
+	/* Optional; NULL: store_wait sleeps. changed: never NULL. */
+	int (*wait)(void *impl, int64_t timeout_ms, bool *changed,
+		    struct sc_err *err);
 };
 
 /*

@@ -56,6 +56,11 @@
  * newer version, a foreign application id, a foreign schema, or no SQLite
  * header at all is refused before anything is written to it.
  *
+ * Waiting for work (store_wait): SQLite has no notification channel, so
+ * sq_wait looks at what another process's commit changes: the database
+ * file and its -wal file (size and mtime), once per call after sleeping
+ * min(timeout, STORE_WATCH_STEP_MS), against the handle's previous look.
+ *
  * Threading: one connection per handle, opened SQLITE_OPEN_NOMUTEX, used by
  * one thread at a time (store.h). Never carry a handle across fork().
  */
@@ -69,6 +74,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "clock.h"
@@ -409,6 +415,9 @@ struct sq {
 	unsigned busy_seed;
 	char path[PATH_MAX];
 	sqlite3_stmt *stmt[N_STMT];
+	/* sq_wait's previous look at the files; !watched: none yet. */
+	bool watched;
+	int64_t watch_stamp[4];     /* db mtime, db size, wal mtime, wal size */
 };
 
 /* ---- errors ---------------------------------------------------------- */
@@ -2213,6 +2222,53 @@ static int sq_token_drop(void *impl, const char *provider, struct sc_err *err)
 	return rc;
 }
 
+/* ---- waiting for work ------------------------------------------------ */
+
+/* mtime (ns) and size of path into out[0..2); zeros when it is absent. */
+static void file_stamp(const char *path, int64_t out[2])
+{
+	struct stat st;
+
+	out[0] = out[1] = 0;
+	if (stat(path, &st) == 0) {
+		out[0] = (int64_t)st.st_mtim.tv_sec * 1000000000 +
+			 st.st_mtim.tv_nsec;
+		out[1] = (int64_t)st.st_size;
+	}
+}
+
+static int sq_wait(void *impl, int64_t timeout_ms, bool *changed,
+		   struct sc_err *err)
+{
+	struct sq *q = impl;
+	char wal[PATH_MAX + 8];
+	int64_t now[4];
+
+	snprintf(wal, sizeof(wal), "%s-wal", q->path);
+	if (q->watched) {
+		/* One look per call: a caller that loops on store_wait sees
+		 * its own stop at least this often. */
+		int64_t ms = timeout_ms < STORE_WATCH_STEP_MS
+				     ? timeout_ms
+				     : STORE_WATCH_STEP_MS;
+		struct timespec ts = {(time_t)(ms / 1000),
+				      (long)(ms % 1000) * 1000000L};
+		if (ms > 0 && nanosleep(&ts, NULL) != 0) {
+			*changed = true; /* a signal: let the caller look */
+			return 0;
+		}
+	}
+	file_stamp(q->path, now);
+	file_stamp(wal, now + 2);
+	/* The first look has nothing to compare with: a write made before
+	 * it would otherwise go unseen until the next one. */
+	*changed = !q->watched ||
+		   memcmp(now, q->watch_stamp, sizeof(now)) != 0;
+	memcpy(q->watch_stamp, now, sizeof(now));
+	q->watched = true;
+	return 0;
+}
+
 const struct store_ops store_sqlite_ops = {
 	.name = "sqlite",
 	.open = sq_open,
@@ -2242,4 +2298,5 @@ const struct store_ops store_sqlite_ops = {
 	.token_get = sq_token_get,
 	.token_put = sq_token_put,
 	.token_drop = sq_token_drop,
+	.wait = sq_wait,
 };

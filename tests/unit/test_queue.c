@@ -501,6 +501,7 @@ static void failpoints_leave_consistent_state(void **state)
 		{"queue.after_fail_commit", true, JOB_READY, 1},
 	};
 	struct sc_retry_policy p = {3, SC_BACKOFF_FIXED, 0};
+	TU_NEED_TEST_SEAMS();
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct fix f;
@@ -574,6 +575,7 @@ static void commit_error_rolls_back(void **state)
 	struct store_job j, now;
 	struct ledger_row *rows;
 	struct sc_err err = {0};
+	TU_NEED_TEST_SEAMS();
 
 	/* Both backends honour store.commit:err (PostgreSQL in test builds,
 	 * where job_finish runs in an explicit transaction). */

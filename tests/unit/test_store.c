@@ -2023,10 +2023,45 @@ static void concurrent_first_open(void **state)
 	fix_close(&f);
 }
 
+/* The store URL as the daemon's reload warning prints it: no password. */
+static void store_url_for_log_hides_password(void **state)
+{
+	static const struct {
+		const char *in, *want;
+	} cases[] = {
+		{"sqlite:/var/lib/s.db", "sqlite:/var/lib/s.db"},
+		{"postgresql://u@db/s", "postgresql://u@db/s"},
+		{"postgresql://u:hunter2@db:5432/s?sslmode=require",
+		 "postgresql://u:***@db:5432/s?sslmode=require"},
+		{"postgres://u:p%40ss@x@db/s", "postgres://u:***@db/s"},
+		{"postgresql://db/s?user=u&password=hunter2&sslmode=require",
+		 "postgresql://db/s?user=u&password=***&sslmode=require"},
+		{"postgres://db/s?PASSWORD=hunter2", "postgres://db/s?PASSWORD=***"},
+		{"postgresql://u:pw@db/s?password=x#f",
+		 "postgresql://u:***@db/s?password=***#f"},
+		{"postgresql://db/s?sslpassword=k&x=1",
+		 "postgresql://db/s?sslpassword=***&x=1"},
+		{"db.sqlite", "db.sqlite"},
+	};
+	char out[256];
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		store_url_for_log(cases[i].in, out, sizeof(out));
+		assert_string_equal(out, cases[i].want);
+	}
+	/* Truncated to fit, still terminated and without the password. */
+	char small[16];
+	store_url_for_log("postgresql://u:hunter2@db/s", small,
+			  sizeof(small));
+	assert_int_equal(strlen(small), sizeof(small) - 1);
+	assert_null(strstr(small, "hunter2"));
+}
+
 int main(void)
 {
 	struct CMUnitTest tests[] = {
 		cmocka_unit_test(url_forms),
+		cmocka_unit_test(store_url_for_log_hides_password),
 		cmocka_unit_test(file_is_0600_and_reopens),
 		cmocka_unit_test(newer_version_is_refused_untouched),
 		cmocka_unit_test(corrupt_or_foreign_files_are_refused_untouched),
