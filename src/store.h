@@ -214,7 +214,10 @@ int store_job_heartbeat(struct store *s, int64_t id, int64_t lease_token,
  * row->outcome means the word above. run_at_ms is used for READY only.
  * Crash-test contract: after its writes and before COMMIT, a backend calls
  * FAILPOINT("queue.before_complete_commit") when new_state is DONE and
- * FAILPOINT("queue.in_retry_schedule") when it is READY (failpoint.h).
+ * FAILPOINT("queue.in_retry_schedule") when it is READY (failpoint.h); a
+ * backend whose finish is one statement (PostgreSQL) calls them right
+ * before sending it, where a crash leaves the same store. Either way the
+ * statements are the same in every build.
  */
 int store_job_finish(struct store *s, int64_t id, int64_t lease_token,
 		     enum job_state new_state, int64_t run_at_ms,

@@ -577,8 +577,8 @@ static void commit_error_rolls_back(void **state)
 	struct sc_err err = {0};
 	TU_NEED_TEST_SEAMS();
 
-	/* Both backends honour store.commit:err (PostgreSQL in test builds,
-	 * where job_finish runs in an explicit transaction). */
+	/* Both backends honour store.commit:err (PostgreSQL fails its one
+	 * finish statement before sending it, store.h). */
 	fix_open(state, &f);
 	assert_int_equal(queue_enqueue(f.s, "s", T0, &p, NULL, NULL, NULL), 0);
 	assert_true(claim1(&f, &j));
