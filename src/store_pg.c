@@ -246,6 +246,7 @@ enum stmt {
 	ST_HEARTBEAT,
 	ST_FINISH,
 	ST_RELEASE,
+	ST_ANY_EXPIRED,
 	ST_RECOVER,
 	ST_STALL,
 	ST_JOB_GET,
@@ -325,6 +326,10 @@ static const char *const sql[ST_COUNT] = {
 	" SELECT schedule, slot_ms, id, attempts + 1, started_ms, $3::bigint,"
 	" '" LEDGER_RELEASED "', '', 'released on shutdown', 0, NULL FROM u"
 	" RETURNING id, " NOTIFY,
+	/* $1 now. Whether any lease expired: the common answer, no, costs
+	 * one read and no transaction. */
+	[ST_ANY_EXPIRED] =
+	"SELECT 1 FROM jobs WHERE state = 1 AND lease_expires_ms < $1 LIMIT 1",
 	/* $1 now. The expired leases, locked until the recovery's COMMIT;
 	 * rows locked by another node's recovery are skipped, so each job is
 	 * recovered (and each DEAD one reported) by exactly one node. */
@@ -1235,7 +1240,8 @@ static int pg_job_release(void *impl, int64_t id, int64_t lease_token,
 }
 
 /*
- * Recovery in one transaction: lock the expired leases (ST_RECOVER), ask
+ * Recovery, when a plain read (ST_ANY_EXPIRED) finds an expired lease at
+ * all, in one transaction: lock the expired leases (ST_RECOVER), ask
  * store_stall_rule about each, apply each verdict (ST_STALL), COMMIT. The
  * dead list is filled only after the COMMIT succeeded, so it holds only
  * transitions this handle committed.
@@ -1250,12 +1256,18 @@ static int pg_job_recover(void *impl, int max_stalls, int *n_recovered,
 	int n = 0, rc;
 
 	*n_recovered = 0;
-	rc = ensure_conn(p, err);
-	if (rc == 0)
-		rc = exec_const(p, "BEGIN", err);
+	arg_i64(&a, now);
+	rc = run(p, ST_ANY_EXPIRED, &a, &res, err);
 	if (rc)
 		return rc;
-	arg_i64(&a, now);
+	n = PQntuples(res);
+	PQclear(res);
+	res = NULL;
+	if (n == 0)
+		return 0;
+	rc = exec_const(p, "BEGIN", err);
+	if (rc)
+		return rc;
 	rc = run(p, ST_RECOVER, &a, &res, err);
 	if (rc)
 		goto rollback;
