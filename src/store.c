@@ -1,12 +1,18 @@
 /*
  * store.c - the store handle: picks a backend from the URL, checks the
- * arguments every backend would have to check, and dispatches.
+ * arguments every backend would have to check, dispatches, and keeps what
+ * is policy rather than storage, once for every backend: the stalled-job
+ * rule and its ledger texts (store_stall_rule), the order of claimed jobs,
+ * and the log form of a store URL (store_url_for_log).
  *
  * Invariants:
  *   - A backend operation is only called with arguments that passed the
  *     checks here (names non-empty and shorter than their caps, policies
- *     valid, output pointers non-NULL), so the backends need not repeat
- *     them and behave alike on bad input.
+ *     valid, output pointers non-NULL, max_stalls >= 1), so the backends
+ *     do not repeat them and behave alike on bad input.
+ *   - A backend evaluates policy, never decides it: recovery applies
+ *     store_stall_rule's verdict and texts; a claim returns its jobs in
+ *     any order and store_job_claim_ahead sorts them.
  *   - The handle owns the backend's impl pointer; store_close frees both.
  */
 #include <stdio.h>

@@ -20,7 +20,8 @@
  *
  * This header is the contract between the backends and their users; the
  * backend-neutral logic (backoff arithmetic, class names) stays in queue.c
- * and friends, never in a backend.
+ * and friends, and the store's own (the stalled-job rule, the claim order)
+ * in store.c, never in a backend.
  */
 #ifndef SURECRON_STORE_H
 #define SURECRON_STORE_H
