@@ -6,6 +6,8 @@
 #   make test         build with failpoints and run every test suite
 #   make test SAN=1   the same under AddressSanitizer + UBSan (build/san)
 #   make test TSAN=1  the same under ThreadSanitizer (build/tsan)
+#   make test-release the store, queue and daemon suites against a
+#                     release-like build (build/rel), on both backends
 #   make tsan         the threaded suites only (daemon, HTTP, ...) under TSan
 #   make soak         the long runs (SURECRON_SOAK_SECONDS, default 3600)
 #   make bench        benchmarks, with the peers named in the issues
@@ -28,7 +30,7 @@ SUBMAKE = $(MAKE) --no-print-directory -f Makefile
 
 .PHONY: all test check asan bench lint example install clean deps \
 	deps-test deps-bench need need-test need-bench _all _test _bench soak \
-	man valgrind tsan _tsan
+	man valgrind tsan _tsan test-release _test_release
 
 all: need
 	@$(SUBMAKE) _all MODE=release
@@ -80,6 +82,17 @@ TSAN_SUITES ?= test_daemon test_http test_nodes_daemon_pg test_pg_faults \
 tsan: need-test
 	@$(SUBMAKE) _tsan MODE=tsan
 
+# ---- release-like build (issue 12) ----------------------------------
+# `make test-release`: the suites below built as a release is (-O2, no
+# -DSURECRON_FAILPOINTS, no -DSURECRON_DEBUG) in build/rel, and run on
+# SQLite and on the PostgreSQL of tests/pg_server.sh, so the SQL and the
+# code paths that ship are the ones tested. A test that needs a test
+# build's seams (failpoints, SURECRON_TEST_CLOCK) skips there with its
+# reason (TU_NEED_TEST_SEAMS in tests/testutil.h); the rest really run.
+REL_SUITES ?= test_store test_store_pg test_queue test_nodes_pg test_daemon
+test-release: need-test
+	@$(SUBMAKE) _test_release MODE=rel
+
 bench: need-bench
 	@$(SUBMAKE) _bench MODE=release
 
@@ -110,6 +123,9 @@ man:
 MODE ?= release
 ifeq ($(MODE),release)
 B := build
+MODEFLAGS := -O2 -g
+else ifeq ($(MODE),rel)
+B := build/rel
 MODEFLAGS := -O2 -g
 else ifeq ($(MODE),test)
 B := build/test
@@ -227,6 +243,12 @@ TSAN_ENV = SURECRON_BIN=$(abspath $(BIN)) SURECRON_BUILD=$(abspath $(B)) \
 	SURECRON_SAN=tsan SC_PG_FSYNC=off
 _tsan: $(BIN) $(TSAN_BIN)
 	@$(TSAN_ENV) sh tests/tsan.sh $(abspath $(B))/tsan-reports $(TSAN_BIN)
+
+REL_BIN := $(filter $(addprefix $(B)/tests/,$(REL_SUITES)),$(UNIT_BIN) $(INTEG_BIN))
+_test_release: $(BIN) $(REL_BIN)
+	@SURECRON_BIN=$(abspath $(BIN)) SURECRON_BUILD=$(abspath $(B)) \
+		SC_PG_FSYNC=off \
+		sh tests/pg_server.sh run sh tests/run.sh $(REL_BIN)
 
 _bench: $(BIN) $(BENCH_BIN)
 	@SURECRON_BIN=$(abspath $(BIN)) SURECRON_BUILD=$(abspath $(B)) \

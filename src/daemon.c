@@ -3,9 +3,9 @@
  * thread, signals forwarded by the CLI (docs/internals/daemon.md).
  *
  *   calling thread (scheduler)      watcher thread         N workers
- *   scheduler_tick at each due slot     SQLite: stat the db    claim -> orch_run_job
- *   sleeps until next slot          files every watch_ms   (own store handle,
- *   (timed condvar wait)            PG: store_wait         heartbeat in tick)
+ *   scheduler_tick at each due slot     store_wait (SQLite:    claim -> orch_run_job
+ *   sleeps until next slot          the db files moved;    (own store handle,
+ *   (timed condvar wait)            PG: LISTEN/NOTIFY)     heartbeat in tick)
  *          |   enqueued: bump gen        | change: bump gen       ^
  *          +-------------------> d->gen, d->cond ----------------+
  *
@@ -50,8 +50,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "clock.h"
@@ -125,8 +123,6 @@ struct daemon {
 	bool once;
 	int64_t watch_ms;
 	char *store_url;        /* fixed at start: a reload cannot move it */
-	char db_path[1024];     /* SQLite file, "" for PostgreSQL */
-	bool is_pg;
 	struct store *store; /* the scheduler thread's handle */
 
 	pthread_mutex_t mu;
@@ -206,12 +202,6 @@ static int64_t ms_to_ns(int64_t ms)
 	if (ms >= INT64_MAX / 1000000)
 		return INT64_MAX / 2;
 	return ms * 1000000;
-}
-
-static bool is_pg_url(const char *u)
-{
-	return strncmp(u, "postgresql://", 13) == 0 ||
-	       strncmp(u, "postgres://", 11) == 0;
 }
 
 static const char *iso(int64_t ms, char out[CLOCK_ISO_MAX])
@@ -700,98 +690,50 @@ static int set_workers(struct daemon *d, int want, struct sc_err *err)
 
 /* ---- watcher: writes by other processes ----------------------------------- */
 
-struct fstamp {
-	int64_t mtime_ns, size;
-};
-
-static void stamp(const char *path, struct fstamp *out)
-{
-	struct stat st;
-
-	memset(out, 0, sizeof(*out));
-	if (stat(path, &st) == 0) {
-		out->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 +
-				st.st_mtim.tv_nsec;
-		out->size = (int64_t)st.st_size;
-	}
-}
-
+/*
+ * Wakes the workers when another process or node may have made work due:
+ * store_wait says so (PostgreSQL: LISTEN/NOTIFY; SQLite: the database
+ * files moved). Its first call always reports a change, so a write by
+ * another process between a worker's first look for work and this
+ * thread's start wakes the workers at once instead of at their next
+ * timeout (up to a minute).
+ */
 static void *watcher_main(void *arg)
 {
 	struct daemon *d = arg;
 	struct store *s = NULL;
-	char wal[1100];
-	struct fstamp a0, b0, a1, b1;
 	struct store_health h = {.backoff_ms = BACKOFF_MIN_MS};
 
-	snprintf(wal, sizeof(wal), "%s-wal", d->db_path);
-	/* No baseline from here: the first look always wakes the workers.
-	 * A write by another process between a worker's first look for
-	 * work and this thread's start would otherwise already be in the
-	 * baseline, and wait for the worker's next timeout (up to a
-	 * minute) instead of the next watch_ms. */
-	memset(&a0, 0, sizeof(a0));
-	memset(&b0, 0, sizeof(b0));
 	for (;;) {
 		pthread_mutex_lock(&d->mu);
 		bool stop = d->stopping;
-		if (!stop && !d->is_pg)
-			wait_until_ns(d, &d->cond,
-				      clock_now_ns(d->clock) +
-					      ms_to_ns(d->watch_ms));
-		stop = d->stopping;
 		pthread_mutex_unlock(&d->mu);
 		if (stop)
 			break;
-		if (d->is_pg) {
-			/* LISTEN/NOTIFY: store_wait returns on a notice, on
-			 * timeout, or (after waiting) on a lost connection,
-			 * which the next call reconnects. */
-			struct sc_err e = {0};
-			/* The watcher only wakes workers: its failures back
-			 * off like theirs but are not part of the outage
-			 * (the workers' and scheduler's calls say when the
-			 * store is back). */
-			if (!s && open_store(d, &s, &e) != 0) {
-				s = NULL;
-				store_backoff(d, &h);
-				continue;
-			}
-			if (store_wait(s, d->watch_ms * 4, &e) != 0)
-				store_backoff(d, &h);
-			else
-				h.backoff_ms = BACKOFF_MIN_MS;
-			bump(d);
+		struct sc_err e = {0};
+		bool changed = true;
+		/* The watcher only wakes workers: its failures back off
+		 * like theirs but are not part of the outage (the workers'
+		 * and scheduler's calls say when the store is back). */
+		if (!s && open_store(d, &s, &e) != 0) {
+			s = NULL;
+			store_backoff(d, &h);
 			continue;
 		}
-		stamp(d->db_path, &a1);
-		stamp(wal, &b1);
-		if (a0.mtime_ns != a1.mtime_ns || a0.size != a1.size ||
-		    b0.mtime_ns != b1.mtime_ns || b0.size != b1.size) {
-			a0 = a1;
-			b0 = b1;
+		/* A lost connection has still waited, and the next call
+		 * reconnects. */
+		if (store_wait(s, d->watch_ms * 4, &changed, &e) != 0)
+			store_backoff(d, &h);
+		else
+			h.backoff_ms = BACKOFF_MIN_MS;
+		if (changed)
 			bump(d);
-		}
 	}
 	store_close(s);
 	return NULL;
 }
 
 /* ---- the daemon ----------------------------------------------------------- */
-
-static void set_db_path(struct daemon *d)
-{
-	const char *u = d->store_url;
-
-	d->is_pg = is_pg_url(u);
-	if (d->is_pg)
-		return;
-	if (strncmp(u, "sqlite://", 9) == 0)
-		u += 9;
-	else if (strncmp(u, "sqlite:", 7) == 0)
-		u += 7;
-	snprintf(d->db_path, sizeof(d->db_path), "%s", u);
-}
 
 int daemon_new(const struct daemon_opts *o, struct daemon **out,
 	       struct sc_err *err)
@@ -826,7 +768,6 @@ int daemon_new(const struct daemon_opts *o, struct daemon **out,
 		rc = sc_err_set(err, SC_ENOMEM, "out of memory");
 		goto fail;
 	}
-	set_db_path(d);
 	rc = open_store(d, &d->store, err);
 	if (rc)
 		goto fail;
@@ -868,56 +809,6 @@ void daemon_reload(struct daemon *d)
 	pthread_mutex_unlock(&d->mu);
 }
 
-/* Appends s[0..len) to out (size n, at *o), truncating. */
-static void put(char *out, size_t n, size_t *o, const char *s, size_t len)
-{
-	while (len-- > 0 && *o + 1 < n)
-		out[(*o)++] = *s++;
-	out[*o] = '\0';
-}
-
-const char *daemon_store_url_for_log(const char *url, char *out, size_t n)
-{
-	size_t o = 0;
-
-	if (n == 0)
-		return out;
-	out[0] = '\0';
-	if (!is_pg_url(url)) {
-		put(out, n, &o, url, strlen(url));
-		return out;
-	}
-	const char *auth = strstr(url, "://") + 3;
-	size_t alen = strcspn(auth, "/?#");
-	const char *at = NULL;
-	for (size_t i = 0; i < alen; i++) /* the last '@' ends userinfo */
-		if (auth[i] == '@')
-			at = auth + i;
-	put(out, n, &o, url, (size_t)(auth - url));
-	const char *p = auth;
-	if (at) {
-		const char *colon = memchr(auth, ':', (size_t)(at - auth));
-		if (colon) {
-			put(out, n, &o, auth, (size_t)(colon - auth));
-			put(out, n, &o, ":***", 4);
-			p = at;
-		}
-	}
-	/* The rest, with the value of any password= parameter hidden. */
-	while (*p) {
-		if ((p[-1] == '?' || p[-1] == '&') &&
-		    strncasecmp(p, "password=", 9) == 0) {
-			put(out, n, &o, p, 9);
-			put(out, n, &o, "***", 3);
-			p += 9 + strcspn(p + 9, "&#");
-			continue;
-		}
-		put(out, n, &o, p, 1);
-		p++;
-	}
-	return out;
-}
-
 /*
  * Loads the file again; on success swaps it in. Scheduler thread only.
  * Everything applies but the store: schedules and targets at the next
@@ -948,8 +839,8 @@ static void do_reload(struct daemon *d)
 			return;
 		}
 		char a[1200], b[1200], qa[1300], qb[1300];
-		daemon_store_url_for_log(cfg->store_url, a, sizeof(a));
-		daemon_store_url_for_log(d->store_url, b, sizeof(b));
+		store_url_for_log(cfg->store_url, a, sizeof(a));
+		store_url_for_log(d->store_url, b, sizeof(b));
 		LOG(SC_LOG_WARN, "daemon",
 		       "event=reload setting=store new=%s running=%s "
 		       "msg=\"store changed in the config; not applied: "

@@ -28,8 +28,8 @@ struct daemon_opts {
 	const char *config_path;  /* the YAML file (borrowed) */
 	struct sc_clock *clock;   /* NULL: the real clock (borrowed) */
 	bool once;                /* one pass: schedule, run what is due, exit */
-	/* How often to look for writes by other processes (SQLite) and the
-	 * longest store_wait (PostgreSQL); 0: 250 ms. */
+	/* The watcher's store_wait lasts up to 4 x watch_ms (SQLite looks
+	 * at its files every STORE_WATCH_STEP_MS within it); 0: 250 ms. */
 	int64_t watch_ms;
 };
 
@@ -64,14 +64,6 @@ void daemon_stop(struct daemon *d);
  * so). Thread-safe.
  */
 void daemon_reload(struct daemon *d);
-
-/*
- * Writes a store URL fit for a log line into out (size n, truncated to
- * fit): a PostgreSQL URL's password (user:PASSWORD@ and any password=
- * parameter) becomes "***"; a SQLite URL is copied. Returns out.
- * Thread-safe.
- */
-const char *daemon_store_url_for_log(const char *url, char *out, size_t n);
 
 /* Frees the daemon (after daemon_run returned). NULL is ignored. */
 void daemon_free(struct daemon *d);

@@ -102,7 +102,11 @@ int queue_release(struct store *s, const struct store_job *job,
  * attempt gets a "stalled" ledger row and counts; the job is due again, or
  * DEAD with a "lost" row when its attempts are used up or it stalled more
  * than stall_limit times (so a task that kills its worker cannot loop
- * forever). *n (may be NULL) gets the number of jobs recovered.
+ * forever). stall_limit counts the stalls tolerated: 0 makes the first
+ * stall fatal, < 0 is SC_EINVAL; there is no "unlimited". It becomes the
+ * store's max_stalls = stall_limit + 1, and the verdict and its ledger
+ * texts are store_stall_rule's (store.h), one rule for every backend.
+ * *n (may be NULL) gets the number of jobs recovered.
  */
 int queue_recover(struct store *s, int stall_limit, int *n,
 		  struct sc_err *err);

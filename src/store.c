@@ -1,14 +1,21 @@
 /*
  * store.c - the store handle: picks a backend from the URL, checks the
- * arguments every backend would have to check, and dispatches.
+ * arguments every backend would have to check, dispatches, and keeps what
+ * is policy rather than storage, once for every backend: the stalled-job
+ * rule and its ledger texts (store_stall_rule), the order of claimed jobs,
+ * and the log form of a store URL (store_url_for_log).
  *
  * Invariants:
  *   - A backend operation is only called with arguments that passed the
  *     checks here (names non-empty and shorter than their caps, policies
- *     valid, output pointers non-NULL), so the backends need not repeat
- *     them and behave alike on bad input.
+ *     valid, output pointers non-NULL, max_stalls >= 1), so the backends
+ *     do not repeat them and behave alike on bad input.
+ *   - A backend evaluates policy, never decides it: recovery applies
+ *     store_stall_rule's verdict and texts; a claim returns its jobs in
+ *     any order and store_job_claim_ahead sorts them.
  *   - The handle owns the backend's impl pointer; store_close frees both.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -17,6 +24,7 @@
 #include "log.h"
 #include "retry.h"
 #include "store.h"
+#include "url.h"
 
 struct store {
 	const struct store_ops *ops;
@@ -176,6 +184,16 @@ int store_job_enqueue_many(struct store *s, const char *schedule,
 					err);
 }
 
+/* Earliest run_at first; the job id breaks ties (the order it was made). */
+static int cmp_claimed(const void *x, const void *y)
+{
+	const struct store_job *a = x, *b = y;
+
+	if (a->run_at_ms != b->run_at_ms)
+		return a->run_at_ms < b->run_at_ms ? -1 : 1;
+	return (a->id > b->id) - (a->id < b->id);
+}
+
 int store_job_claim(struct store *s, const char *worker, int64_t lease_ms,
 		    struct store_job *out, size_t max, size_t *n,
 		    struct sc_err *err)
@@ -203,8 +221,14 @@ int store_job_claim_ahead(struct store *s, const char *worker,
 	*n = 0;
 	if (max == 0)
 		return 0;
-	return s->ops->job_claim(s->impl, worker, lease_ms, ahead_ms, out, max,
-				 n, err);
+	rc = s->ops->job_claim(s->impl, worker, lease_ms, ahead_ms, out, max, n,
+			       err);
+	/* The backends pick the earliest jobs (ORDER BY ... LIMIT), but an
+	 * UPDATE ... RETURNING hands them back in no promised order: the
+	 * order store.h promises is made here, once for both. */
+	if (!rc && *n > 1)
+		qsort(out, *n, sizeof(*out), cmp_claimed);
+	return rc;
 }
 
 int store_job_heartbeat(struct store *s, int64_t id, int64_t lease_token,
@@ -258,6 +282,26 @@ int store_job_recover_dead(struct store *s, int max_stalls,
 	return s->ops->job_recover(s->impl, max_stalls,
 				   n_recovered ? n_recovered : &dummy, dead,
 				   err);
+}
+
+void store_stall_rule(int max_stalls, const struct store_stall *job,
+		      struct store_stall_verdict *v)
+{
+	int stall = job->n_stalls + 1;
+	bool used_up = job->attempts >= job->max_attempts;
+
+	v->dead = used_up || stall >= max_stalls;
+	snprintf(v->stalled_msg, sizeof(v->stalled_msg),
+		 "lease of worker %s expired: the worker died or hung "
+		 "(stall %d)", job->owner ? job->owner : "", stall);
+	v->lost_msg[0] = '\0';
+	if (used_up)
+		snprintf(v->lost_msg, sizeof(v->lost_msg),
+			 "attempts used up (%d), the last one stalled",
+			 job->attempts);
+	else if (v->dead)
+		snprintf(v->lost_msg, sizeof(v->lost_msg),
+			 "stalled %d times: giving up", stall);
 }
 
 void store_dead_list_dispose(struct store_dead_list *dl)
@@ -580,16 +624,37 @@ int store_token_drop(struct store *s, const char *provider, struct sc_err *err)
 
 /* ---- waiting for work ------------------------------------------------ */
 
-int store_wait(struct store *s, int64_t timeout_ms, struct sc_err *err)
+int store_wait(struct store *s, int64_t timeout_ms, bool *changed,
+	       struct sc_err *err)
 {
+	bool dummy;
+
+	if (!changed)
+		changed = &dummy;
+	*changed = true;
 	if (timeout_ms < 0)
 		timeout_ms = 0;
 	if (s->ops->wait)
-		return s->ops->wait(s->impl, timeout_ms, err);
-	/* No notification channel: a plain sleep, so a caller's loop
-	 * around store_wait paces itself like the PostgreSQL one. */
+		return s->ops->wait(s->impl, timeout_ms, changed, err);
+	/* No wait operation: a plain sleep, so a caller's loop around
+	 * store_wait paces itself like the others. */
 	struct timespec ts = {(time_t)(timeout_ms / 1000),
 			      (long)(timeout_ms % 1000) * 1000000L};
 	(void)nanosleep(&ts, NULL);
 	return 0;
+}
+
+const char *store_url_for_log(const char *url, char *out, size_t n)
+{
+	if (n == 0)
+		return out;
+	if (!url) {
+		snprintf(out, n, "%s", "");
+		return out;
+	}
+	if (url_is_pg(url))
+		return url_store_for_log(url, out, n);
+	/* A sqlite URL or path holds no secret: as written. */
+	snprintf(out, n, "%s", url);
+	return out;
 }

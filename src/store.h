@@ -20,7 +20,8 @@
  *
  * This header is the contract between the backends and their users; the
  * backend-neutral logic (backoff arithmetic, class names) stays in queue.c
- * and friends, never in a backend.
+ * and friends, and the store's own (the stalled-job rule, the claim order)
+ * in store.c, never in a backend.
  */
 #ifndef SURECRON_STORE_H
 #define SURECRON_STORE_H
@@ -214,7 +215,10 @@ int store_job_heartbeat(struct store *s, int64_t id, int64_t lease_token,
  * row->outcome means the word above. run_at_ms is used for READY only.
  * Crash-test contract: after its writes and before COMMIT, a backend calls
  * FAILPOINT("queue.before_complete_commit") when new_state is DONE and
- * FAILPOINT("queue.in_retry_schedule") when it is READY (failpoint.h).
+ * FAILPOINT("queue.in_retry_schedule") when it is READY (failpoint.h); a
+ * backend whose finish is one statement (PostgreSQL) calls them right
+ * before sending it, where a crash leaves the same store. Either way the
+ * statements are the same in every build.
  */
 int store_job_finish(struct store *s, int64_t id, int64_t lease_token,
 		     enum job_state new_state, int64_t run_at_ms,
@@ -230,7 +234,9 @@ int store_job_release(struct store *s, int64_t id, int64_t lease_token,
  * Recovers ACTIVE jobs whose lease expired before now: each gets a
  * "stalled" ledger row and n_stalls+1; it becomes READY (run_at now) or,
  * when its attempts are used up or n_stalls reached max_stalls, DEAD with a
- * "lost" row. *n_recovered counts the jobs touched.
+ * "lost" row (store_stall_rule below says it exactly, for every backend).
+ * max_stalls < 1: SC_EINVAL, nothing changes. *n_recovered counts the jobs
+ * touched.
  */
 int store_job_recover(struct store *s, int max_stalls, int *n_recovered,
 		      struct sc_err *err);
@@ -422,18 +428,42 @@ int store_token_drop(struct store *s, const char *provider, struct sc_err *err);
  * Blocks until a job may have become due sooner than the caller last saw
  * (another handle, process or node enqueued, retried, released, revived or
  * recovered a job) or timeout_ms of real time passed, whichever comes
- * first. Returns 0 in both cases; the caller then asks store_job_next_due
- * or claims. A signal may end the wait early (also 0).
+ * first. Returns 0 in both cases and says in *changed (NULL: not wanted)
+ * whether the caller should look again (store_job_next_due, a claim):
+ * true when a sign of change was seen, false when nothing was. A backend
+ * may return before timeout_ms with *changed false (the caller loops); a
+ * signal may end the wait early (0, *changed true).
  *   PostgreSQL: LISTEN/NOTIFY on channel surecron_jobs, so a worker on one
  *   node wakes when another node enqueues. The first call (and the first
  *   after a reconnect) returns at once: what happened before the handle
- *   listened was not heard.
- *   Backends without a notification channel (ops->wait == NULL, SQLite):
- *   a plain sleep of timeout_ms.
+ *   listened was not heard. *changed is true on every return, a timeout
+ *   included: writes that send no notice (heartbeats, completions) are
+ *   looked at then.
+ *   SQLite: another process's commit changes the database file or its
+ *   -wal file (size or mtime). The wait sleeps min(timeout_ms,
+ *   STORE_WATCH_STEP_MS) and looks at both once; *changed says whether
+ *   either moved since the handle's previous look. The first call returns
+ *   at once with *changed true (there was nothing to compare with).
+ *   Backends without a wait operation (ops->wait == NULL): a plain sleep
+ *   of timeout_ms, *changed true.
  * On an error (connection lost) it has still waited up to timeout_ms, so a
- * loop around it never spins, and returns SC_EIO.
+ * loop around it never spins, and returns SC_EIO with *changed true.
  */
-int store_wait(struct store *s, int64_t timeout_ms, struct sc_err *err);
+int store_wait(struct store *s, int64_t timeout_ms, bool *changed,
+	       struct sc_err *err);
+
+/* SQLite's longest sleep in one store_wait: how soon another process's
+ * write is seen at most, and how long a caller's stop may wait for it. */
+#define STORE_WATCH_STEP_MS 250
+
+/*
+ * The form of a store URL that may be logged: a sqlite URL or path as it
+ * is; a PostgreSQL URL with the password of its userinfo and the value of
+ * any password= parameter replaced by "***" (url_store_for_log, url.h).
+ * Truncates to fit n (out is always terminated when n > 0). Returns out.
+ * Thread-safe.
+ */
+const char *store_url_for_log(const char *url, char *out, size_t n);
 
 /* ---- backends --------------------------------------------------------- */
 
@@ -520,9 +550,44 @@ struct store_ops {
 			 int64_t expires_ms, struct sc_err *err);
 	int (*token_drop)(void *impl, const char *provider,
 			  struct sc_err *err);
-	/* Optional; NULL: store_wait sleeps. */
-	int (*wait)(void *impl, int64_t timeout_ms, struct sc_err *err);
+	/* Optional; NULL: store_wait sleeps. changed: never NULL. */
+	int (*wait)(void *impl, int64_t timeout_ms, bool *changed,
+		    struct sc_err *err);
 };
+
+/*
+ * The stalled-job rule, for backends (one place: store.c). A backend's
+ * job_recover finds the ACTIVE jobs whose lease expired, locks them, asks
+ * this rule about each one and applies the verdict in its transaction:
+ * n_stalls + 1, a "stalled" row with v->stalled_msg, then READY (run_at
+ * now) or, when v->dead, DEAD with a "lost" row with v->lost_msg after
+ * the stalled row.
+ *
+ * The rule: the job dies when its attempts are used up (attempts >=
+ * max_attempts: the stalled attempt was its last) or when this stall is
+ * the max_stalls-th (n_stalls + 1 >= max_stalls). max_stalls is always
+ * >= 1 here: store_job_recover refuses a smaller one with SC_EINVAL before
+ * any backend runs, so "no stall limit" does not exist (queue_recover's
+ * stall_limit 0 means max_stalls 1: the first stall is fatal). The texts
+ * are the ledger's words for it, the same on every backend.
+ */
+struct store_stall {
+	int attempts, max_attempts;
+	int n_stalls;               /* stalls before this one */
+	const char *owner;          /* the worker whose lease expired */
+};
+
+struct store_stall_verdict {
+	bool dead;
+	char stalled_msg[256];      /* the "stalled" row's error_msg */
+	char lost_msg[256];         /* the "lost" row's, when dead; else "" */
+};
+
+void store_stall_rule(int max_stalls, const struct store_stall *job,
+		      struct store_stall_verdict *v);
+
+/* The error_class of both rows a stall writes. */
+#define STORE_STALL_CLASS "stalled"
 
 /* For backends: appends j to dl, or only counts it (n_more) once dl holds
  * STORE_DEAD_MAX. Returns 0 or SC_ENOMEM (dl unchanged). */

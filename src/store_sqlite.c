@@ -56,6 +56,11 @@
  * newer version, a foreign application id, a foreign schema, or no SQLite
  * header at all is refused before anything is written to it.
  *
+ * Waiting for work (store_wait): SQLite has no notification channel, so
+ * sq_wait looks at what another process's commit changes: the database
+ * file and its -wal file (size and mtime), once per call after sleeping
+ * min(timeout, STORE_WATCH_STEP_MS), against the handle's previous look.
+ *
  * Threading: one connection per handle, opened SQLITE_OPEN_NOMUTEX, used by
  * one thread at a time (store.h). Never carry a handle across fork().
  */
@@ -69,6 +74,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "clock.h"
@@ -409,6 +415,9 @@ struct sq {
 	unsigned busy_seed;
 	char path[PATH_MAX];
 	sqlite3_stmt *stmt[N_STMT];
+	/* sq_wait's previous look at the files; !watched: none yet. */
+	bool watched;
+	int64_t watch_stamp[4];     /* db mtime, db size, wal mtime, wal size */
 };
 
 /* ---- errors ---------------------------------------------------------- */
@@ -1303,15 +1312,6 @@ static int sq_job_enqueue_many(void *impl, const char *schedule,
 	return tx_commit(q, err);
 }
 
-static int cmp_job(const void *a, const void *b)
-{
-	const struct store_job *x = a, *y = b;
-
-	if (x->run_at_ms != y->run_at_ms)
-		return x->run_at_ms < y->run_at_ms ? -1 : 1;
-	return (x->id > y->id) - (x->id < y->id);
-}
-
 static int sq_job_claim(void *impl, const char *worker, int64_t lease_ms,
 			int64_t ahead_ms, struct store_job *out, size_t max,
 			size_t *n, struct sc_err *err)
@@ -1346,8 +1346,6 @@ static int sq_job_claim(void *impl, const char *worker, int64_t lease_ms,
 	rc = tx_commit(q, err);
 	if (rc)
 		return rc;
-	/* RETURNING gives rows in no promised order. */
-	qsort(out, got, sizeof(*out), cmp_job);
 	*n = got;
 	return 0;
 }
@@ -1578,36 +1576,31 @@ static int recover_batch(struct sq *q, int max_stalls, int *n,
 	rc = 0;
 	for (int i = 0; !rc && i < got; i++) {
 		struct expired *x = &e[i];
-		bool is_dead = x->attempts >= x->max_attempts ||
-			       x->n_stalls + 1 >= max_stalls;
-		char msg[256];
+		struct store_stall in = {
+			.attempts = x->attempts,
+			.max_attempts = x->max_attempts,
+			.n_stalls = x->n_stalls,
+			.owner = x->owner,
+		};
+		struct store_stall_verdict v;
+		store_stall_rule(max_stalls, &in, &v);
+		bool is_dead = v.dead;
 		struct ledger_row r = {
 			.slot_ms = x->slot_ms,
 			.job_id = x->id,
 			.attempt = x->attempts,
 			.started_ms = x->started_ms,
 			.finished_ms = now,
-			.error_class = "stalled",
-			.error_msg = msg,
+			.error_class = STORE_STALL_CLASS,
+			.error_msg = v.stalled_msg,
 		};
 		snprintf(r.schedule, sizeof(r.schedule), "%s", x->schedule);
-		snprintf(msg, sizeof(msg),
-			 "lease of worker %s expired: the worker died or hung "
-			 "(stall %d)",
-			 x->owner, x->n_stalls + 1);
 		snprintf(r.outcome, sizeof(r.outcome), "%s", LEDGER_STALLED);
 		rc = ledger_insert(q, &r, err);
 		if (!rc && is_dead) {
 			snprintf(r.outcome, sizeof(r.outcome), "%s",
 				 LEDGER_LOST);
-			snprintf(msg, sizeof(msg),
-				 x->attempts >= x->max_attempts
-					 ? "attempts used up (%d), the last "
-					   "one stalled"
-					 : "stalled %d times: giving up",
-				 x->attempts >= x->max_attempts
-					 ? x->attempts
-					 : x->n_stalls + 1);
+			r.error_msg = v.lost_msg;
 			rc = ledger_insert(q, &r, err);
 		}
 		if (rc)
@@ -1628,7 +1621,8 @@ static int recover_batch(struct sq *q, int max_stalls, int *n,
 			};
 			snprintf(dj.schedule, sizeof(dj.schedule), "%s",
 				 x->schedule);
-			snprintf(dj.error_msg, sizeof(dj.error_msg), "%s", msg);
+			snprintf(dj.error_msg, sizeof(dj.error_msg), "%s",
+				 v.lost_msg);
 			if (store_dead_list_push(dead, &dj) != 0)
 				rc = sc_err_set(err, SC_ENOMEM, "out of memory");
 		}
@@ -2228,6 +2222,53 @@ static int sq_token_drop(void *impl, const char *provider, struct sc_err *err)
 	return rc;
 }
 
+/* ---- waiting for work ------------------------------------------------ */
+
+/* mtime (ns) and size of path into out[0..2); zeros when it is absent. */
+static void file_stamp(const char *path, int64_t out[2])
+{
+	struct stat st;
+
+	out[0] = out[1] = 0;
+	if (stat(path, &st) == 0) {
+		out[0] = (int64_t)st.st_mtim.tv_sec * 1000000000 +
+			 st.st_mtim.tv_nsec;
+		out[1] = (int64_t)st.st_size;
+	}
+}
+
+static int sq_wait(void *impl, int64_t timeout_ms, bool *changed,
+		   struct sc_err *err)
+{
+	struct sq *q = impl;
+	char wal[PATH_MAX + 8];
+	int64_t now[4];
+
+	snprintf(wal, sizeof(wal), "%s-wal", q->path);
+	if (q->watched) {
+		/* One look per call: a caller that loops on store_wait sees
+		 * its own stop at least this often. */
+		int64_t ms = timeout_ms < STORE_WATCH_STEP_MS
+				     ? timeout_ms
+				     : STORE_WATCH_STEP_MS;
+		struct timespec ts = {(time_t)(ms / 1000),
+				      (long)(ms % 1000) * 1000000L};
+		if (ms > 0 && nanosleep(&ts, NULL) != 0) {
+			*changed = true; /* a signal: let the caller look */
+			return 0;
+		}
+	}
+	file_stamp(q->path, now);
+	file_stamp(wal, now + 2);
+	/* The first look has nothing to compare with: a write made before
+	 * it would otherwise go unseen until the next one. */
+	*changed = !q->watched ||
+		   memcmp(now, q->watch_stamp, sizeof(now)) != 0;
+	memcpy(q->watch_stamp, now, sizeof(now));
+	q->watched = true;
+	return 0;
+}
+
 const struct store_ops store_sqlite_ops = {
 	.name = "sqlite",
 	.open = sq_open,
@@ -2257,4 +2298,5 @@ const struct store_ops store_sqlite_ops = {
 	.token_get = sq_token_get,
 	.token_put = sq_token_put,
 	.token_drop = sq_token_drop,
+	.wait = sq_wait,
 };

@@ -15,6 +15,13 @@
  *   - Secrets met on the way (a password libcurl or libpq parsed) are
  *     only tested for presence, never copied; libpq's parse is wiped
  *     before it is freed.
+ *   - The one exception to "no string test": url_store_for_log shows a
+ *     store URL as written (an operator must recognise it), so it masks
+ *     by position, erring on the side of hiding: everything between the
+ *     first ':' of the userinfo and its last '@', and the value of every
+ *     query parameter whose name holds "pass" or "secret". It never
+ *     decides whether a URL is accepted (url_check_store does, on libpq's
+ *     parse, and refuses any password in it).
  */
 #include <arpa/inet.h>
 #include <stdio.h>
@@ -207,6 +214,80 @@ bool url_is_pg(const char *url)
 static bool secret_option(const char *kw)
 {
 	return strstr(kw, "pass") || strstr(kw, "secret");
+}
+
+/* Appends s[0..len) to out (capacity n, *o used), truncating. */
+static void put_n(char *out, size_t n, size_t *o, const char *s, size_t len)
+{
+	while (len-- > 0 && *o + 1 < n)
+		out[(*o)++] = *s++;
+	out[*o] = '\0';
+}
+
+/* A query key s[0..len) that secret_option would name, in any case. */
+static bool secret_key(const char *s, size_t len)
+{
+	char kw[64];
+
+	if (len >= sizeof(kw))
+		return true; /* an odd one: hide its value */
+	for (size_t i = 0; i < len; i++)
+		kw[i] = (char)(s[i] >= 'A' && s[i] <= 'Z' ? s[i] + 32 : s[i]);
+	kw[len] = '\0';
+	return secret_option(kw);
+}
+
+const char *url_store_for_log(const char *url, char *out, size_t n)
+{
+	size_t o = 0;
+
+	if (n == 0)
+		return out;
+	out[0] = '\0';
+	if (!url_is_pg(url)) {
+		put_n(out, n, &o, url ? url : "", url ? strlen(url) : 0);
+		return out;
+	}
+	const char *auth = strstr(url, "://") + 3;
+	size_t alen = strcspn(auth, "/?#");
+	const char *at = NULL;
+	for (size_t i = 0; i < alen; i++) /* the last '@' ends userinfo */
+		if (auth[i] == '@')
+			at = auth + i;
+	put_n(out, n, &o, url, (size_t)(auth - url));
+	const char *p = auth;
+	if (at) {
+		const char *colon = memchr(auth, ':', (size_t)(at - auth));
+		if (colon) {
+			put_n(out, n, &o, auth, (size_t)(colon - auth));
+			put_n(out, n, &o, ":***", 4);
+			p = at;
+		}
+	}
+	/* The rest, with the value of any secret parameter hidden. */
+	bool in_query = false;
+	while (*p) {
+		if (*p == '#')
+			in_query = false;
+		else if (*p == '?')
+			in_query = true;
+		if (in_query && (p[-1] == '?' || p[-1] == '&')) {
+			size_t klen = strcspn(p, "=&#");
+			if (p[klen] == '=' && secret_key(p, klen)) {
+				put_n(out, n, &o, p, klen + 1);
+				put_n(out, n, &o, "***", 3);
+				p += klen + 1 + strcspn(p + klen + 1, "&#");
+				continue;
+			}
+		}
+		put_n(out, n, &o, p, 1);
+		p++;
+	}
+	/* Control characters would break the one-line log format. */
+	for (char *q = out; *q; q++)
+		if ((unsigned char)*q < 0x20 || *q == 0x7f)
+			*q = '?';
+	return out;
 }
 
 int url_check_store(const char *url, struct sc_err *err)

@@ -80,6 +80,16 @@ bool url_is_loopback_host(const char *host);
 const char *url_for_log(const char *url, bool hide_path, char *out,
 			size_t n);
 
+/*
+ * The log form of a store URL (store_url_for_log is the store layer's
+ * door to it): anything that is not a PostgreSQL URL as it is; a
+ * PostgreSQL URL as written, with the password of its userinfo and the
+ * value of every query parameter whose name holds "pass" or "secret" (any
+ * case) replaced by "***". Needs no library. Truncates to fit n; control
+ * characters become '?'. Returns out.
+ */
+const char *url_store_for_log(const char *url, char *out, size_t n);
+
 /* True when url names a PostgreSQL store (postgres:// or postgresql://,
  * the prefixes the store layer routes to libpq). */
 bool url_is_pg(const char *url);

@@ -19,6 +19,25 @@
 #include <time.h>
 #include <unistd.h>
 
+/*
+ * TU_NEED_TEST_SEAMS(): the first line of a test that needs what only a
+ * test build compiles (-DSURECRON_FAILPOINTS: the failpoints of
+ * failpoint.h, the SURECRON_TEST_CLOCK seam of `surecron run`). In a
+ * release-like build (make test-release) the test is skipped, counted as
+ * skipped, with the reason on stderr. Needs <cmocka.h> at the use site.
+ */
+#ifdef SURECRON_FAILPOINTS
+#define TU_NEED_TEST_SEAMS() ((void)0)
+#else
+#define TU_NEED_TEST_SEAMS()                                               \
+	do {                                                               \
+		fprintf(stderr, "skipped: needs a test build's seams "    \
+			"(failpoints, SURECRON_TEST_CLOCK); this build "   \
+			"has none\n");                                     \
+		skip();                                                    \
+	} while (0)
+#endif
+
 /* Creates a fresh folder under $TMPDIR (or /tmp) and returns its path, a
  * static buffer overwritten by the next call. */
 static inline const char *tu_tmpdir(void)

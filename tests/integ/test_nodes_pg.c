@@ -106,7 +106,7 @@ static void node_main(void)
 			break;
 		int64_t wait = due - sc_clock_now_ms(sc_clock_real());
 		(void)store_wait(s, wait < 1 ? 1 : wait > 200 ? 200 : wait,
-				 NULL);
+				 NULL, NULL);
 	}
 	store_close(s);
 	_exit(0);

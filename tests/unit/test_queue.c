@@ -501,6 +501,7 @@ static void failpoints_leave_consistent_state(void **state)
 		{"queue.after_fail_commit", true, JOB_READY, 1},
 	};
 	struct sc_retry_policy p = {3, SC_BACKOFF_FIXED, 0};
+	TU_NEED_TEST_SEAMS();
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct fix f;
@@ -574,9 +575,10 @@ static void commit_error_rolls_back(void **state)
 	struct store_job j, now;
 	struct ledger_row *rows;
 	struct sc_err err = {0};
+	TU_NEED_TEST_SEAMS();
 
-	/* Both backends honour store.commit:err (PostgreSQL in test builds,
-	 * where job_finish runs in an explicit transaction). */
+	/* Both backends honour store.commit:err (PostgreSQL fails its one
+	 * finish statement before sending it, store.h). */
 	fix_open(state, &f);
 	assert_int_equal(queue_enqueue(f.s, "s", T0, &p, NULL, NULL, NULL), 0);
 	assert_true(claim1(&f, &j));

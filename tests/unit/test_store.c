@@ -13,6 +13,7 @@
 #include <cmocka.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sqlite3.h>
@@ -22,6 +23,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include "queue.h"
 #include "store.h"
 #include "store_backend.h"
 #include "testutil.h"
@@ -656,6 +658,79 @@ static void recover_counts_stalls_and_gives_up(void **state)
 	assert_int_equal(n, 1);
 	assert_non_null(strstr(rows[0].error_msg, "attempts used up"));
 	store_ledger_rows_free(rows, n);
+	fix_close(&f);
+}
+
+/*
+ * The edge of the stall rule (store_stall_rule in store.c, the one place
+ * it lives): max_stalls < 1 is refused with SC_EINVAL before any backend
+ * runs, and changes nothing; max_stalls 1 (queue_recover's stall limit 0)
+ * makes the first stall fatal. The same verdict and the same ledger texts
+ * on every backend.
+ */
+static void recover_max_stalls_edge_is_the_same_on_every_backend(void **state)
+{
+	static const int refused[] = {0, -1, INT_MIN};
+	struct sc_retry_policy many = {10, SC_BACKOFF_FIXED, MIN};
+	struct ledger_filter lf = {.since_ms = INT64_MIN,
+				   .until_ms = INT64_MAX};
+	struct ledger_row *rows;
+	struct store_job j;
+	struct fix f;
+	size_t n;
+	int rec;
+	int64_t id;
+
+	fix_open(state, &f);
+	assert_int_equal(store_job_enqueue(f.s, "s", T0, &many, T0, false, &id,
+					   NULL, NULL),
+			 0);
+	assert_int_equal(claim(&f, "w1", &j, 1), 1);
+	sc_clock_advance_ms(f.clock, 5 * MIN + 1);
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		struct sc_err err = {0};
+		rec = 7;
+		assert_int_equal(store_job_recover(f.s, refused[i], &rec, &err),
+				 SC_EINVAL);
+		assert_non_null(strstr(err.msg, "max_stalls"));
+		assert_int_equal(store_job_get(f.s, id, &j, NULL), 0);
+		assert_int_equal(j.state, JOB_ACTIVE);
+		assert_int_equal(j.n_stalls, 0);
+	}
+	assert_int_equal(store_ledger_query(f.s, &lf, &rows, &n, NULL), 0);
+	assert_int_equal(n, 0);
+	assert_int_equal(queue_recover(f.s, -1, &rec, NULL), SC_EINVAL);
+
+	/* Stall limit 0: the first stall is fatal, with both rows. */
+	assert_int_equal(queue_recover(f.s, 0, &rec, NULL), 0);
+	assert_int_equal(rec, 1);
+	assert_int_equal(store_job_get(f.s, id, &j, NULL), 0);
+	assert_int_equal(j.state, JOB_DEAD);
+	assert_int_equal(j.n_stalls, 1);
+	assert_int_equal(store_ledger_query(f.s, &lf, &rows, &n, NULL), 0);
+	assert_int_equal(n, 2);
+	assert_string_equal(rows[0].outcome, LEDGER_STALLED);
+	assert_string_equal(rows[0].error_class, "stalled");
+	assert_string_equal(rows[0].error_msg,
+			    "lease of worker w1 expired: the worker died or "
+			    "hung (stall 1)");
+	assert_string_equal(rows[1].outcome, LEDGER_LOST);
+	assert_string_equal(rows[1].error_class, "stalled");
+	assert_string_equal(rows[1].error_msg, "stalled 1 times: giving up");
+	assert_int_equal(rows[1].attempt, 1);
+	store_ledger_rows_free(rows, n);
+
+	/* max_stalls 2 through the store: one stall is survived. */
+	assert_int_equal(store_job_enqueue(f.s, "t", T0, &many,
+					   sc_clock_now_ms(f.clock), false,
+					   &id, NULL, NULL),
+			 0);
+	assert_int_equal(claim(&f, "w2", &j, 1), 1);
+	sc_clock_advance_ms(f.clock, 5 * MIN + 1);
+	assert_int_equal(store_job_recover(f.s, 2, &rec, NULL), 0);
+	assert_int_equal(rec, 1);
+	assert_int_equal(store_job_get(f.s, id, &j, NULL), 0);
+	assert_int_equal(j.state, JOB_READY);
 	fix_close(&f);
 }
 
@@ -1948,10 +2023,45 @@ static void concurrent_first_open(void **state)
 	fix_close(&f);
 }
 
+/* The store URL as the daemon's reload warning prints it: no password. */
+static void store_url_for_log_hides_password(void **state)
+{
+	static const struct {
+		const char *in, *want;
+	} cases[] = {
+		{"sqlite:/var/lib/s.db", "sqlite:/var/lib/s.db"},
+		{"postgresql://u@db/s", "postgresql://u@db/s"},
+		{"postgresql://u:hunter2@db:5432/s?sslmode=require",
+		 "postgresql://u:***@db:5432/s?sslmode=require"},
+		{"postgres://u:p%40ss@x@db/s", "postgres://u:***@db/s"},
+		{"postgresql://db/s?user=u&password=hunter2&sslmode=require",
+		 "postgresql://db/s?user=u&password=***&sslmode=require"},
+		{"postgres://db/s?PASSWORD=hunter2", "postgres://db/s?PASSWORD=***"},
+		{"postgresql://u:pw@db/s?password=x#f",
+		 "postgresql://u:***@db/s?password=***#f"},
+		{"postgresql://db/s?sslpassword=k&x=1",
+		 "postgresql://db/s?sslpassword=***&x=1"},
+		{"db.sqlite", "db.sqlite"},
+	};
+	char out[256];
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		store_url_for_log(cases[i].in, out, sizeof(out));
+		assert_string_equal(out, cases[i].want);
+	}
+	/* Truncated to fit, still terminated and without the password. */
+	char small[16];
+	store_url_for_log("postgresql://u:hunter2@db/s", small,
+			  sizeof(small));
+	assert_int_equal(strlen(small), sizeof(small) - 1);
+	assert_null(strstr(small, "hunter2"));
+}
+
 int main(void)
 {
 	struct CMUnitTest tests[] = {
 		cmocka_unit_test(url_forms),
+		cmocka_unit_test(store_url_for_log_hides_password),
 		cmocka_unit_test(file_is_0600_and_reopens),
 		cmocka_unit_test(newer_version_is_refused_untouched),
 		cmocka_unit_test(corrupt_or_foreign_files_are_refused_untouched),
@@ -1964,6 +2074,7 @@ int main(void)
 		cmocka_unit_test(finish_writes_one_ledger_row),
 		cmocka_unit_test(release_does_not_count_the_attempt),
 		cmocka_unit_test(recover_counts_stalls_and_gives_up),
+		cmocka_unit_test(recover_max_stalls_edge_is_the_same_on_every_backend),
 		cmocka_unit_test(recover_handles_many_jobs),
 		cmocka_unit_test(revive_only_dead_jobs),
 		cmocka_unit_test(next_due_and_counts),

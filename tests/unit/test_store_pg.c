@@ -27,6 +27,8 @@
 #define MIN 60000LL
 
 static const struct store_ops *ops = &store_pg_ops;
+/* What ops->wait says; PostgreSQL's is true on every return (store.h). */
+static bool woke;
 
 static void *open_store(struct sc_clock *clock)
 {
@@ -115,13 +117,8 @@ static void enqueue_is_idempotent(void **state)
 	assert_int_equal(ops->job_find(h, "daily", T0 + 9, &j, NULL),
 			 SC_ENOENT);
 	assert_int_equal(ops->job_get(h, 999999, &j, NULL), SC_ENOENT);
-
-	struct sc_err err = {0};
-	char big[STORE_NAME_MAX + 4];
-	memset(big, 'x', sizeof(big) - 1);
-	big[sizeof(big) - 1] = '\0';
-	assert_int_equal(ops->job_enqueue(h, big, T0, &POL, T0, false, NULL,
-					  NULL, &err), SC_EINVAL);
+	/* Names and policies are checked once, in store.c, before any
+	 * backend runs (test_store: bad_arguments_are_refused). */
 	ops->close(h);
 	sc_clock_free(clk);
 }
@@ -139,8 +136,10 @@ static void claim_takes_due_jobs_in_order(void **state)
 	enq(h, "s", T0 + MIN); /* not due yet */
 	assert_int_equal(ops->job_claim(h, "w1", 30000, 0, out, 8, &n, NULL), 0);
 	assert_int_equal(n, 2);
-	assert_int_equal(out[0].id, early);
-	assert_int_equal(out[1].id, late);
+	/* The two due ones; their order is made by store.c, for every
+	 * backend (test_store: claim_takes_earliest_due_first). */
+	assert_true((out[0].id == early && out[1].id == late) ||
+		    (out[0].id == late && out[1].id == early));
 	for (size_t i = 0; i < n; i++) {
 		assert_int_equal(out[i].state, JOB_ACTIVE);
 		assert_int_equal(out[i].attempts, 1);
@@ -920,7 +919,7 @@ static void limited_role_works_on_a_migrated_schema(void **state)
 	struct ledger_row *rows;
 	assert_int_equal(ledger_all(h, &rows), 1);
 	rows_free(rows, 1);
-	assert_int_equal(ops->wait(h, 1, NULL), 0);
+	assert_int_equal(ops->wait(h, 1, &woke, NULL), 0);
 	ops->close(h);
 
 	snprintf(q, sizeof(q), "DROP OWNED BY %s; DROP ROLE %s", role, role);
@@ -984,9 +983,10 @@ static void *waiter_run(void *arg)
 
 	do {
 		t = clock_mono_ms();
+		bool changed;
 		w->rc = store_pg_ops.wait(w->h, w->timeout_ms ? w->timeout_ms
 							      : 10000,
-					  NULL);
+					  &changed, NULL);
 		w->took_ms = clock_mono_ms() - t;
 	} while (w->rc == 0 && w->until_ms > 0 &&
 		 clock_mono_ms() < w->until_ms);
@@ -1005,10 +1005,10 @@ static void wait_wakes_on_enqueue(void **state)
 	 * was not heard. Then, with nothing happening, a wait runs to its
 	 * timeout. */
 	int64_t t = clock_mono_ms();
-	assert_int_equal(ops->wait(a, 5000, NULL), 0);
+	assert_int_equal(ops->wait(a, 5000, &woke, NULL), 0);
 	assert_true(clock_mono_ms() - t < 2500);
 	t = clock_mono_ms();
-	assert_int_equal(ops->wait(a, 150, NULL), 0);
+	assert_int_equal(ops->wait(a, 150, &woke, NULL), 0);
 	assert_true(clock_mono_ms() - t >= 140);
 
 	assert_int_equal(pthread_create(&th, NULL, waiter_run, &w), 0);
@@ -1026,7 +1026,7 @@ static void wait_wakes_on_enqueue(void **state)
 	struct store_job out[2];
 	assert_int_equal(ops->job_claim(a, "w", MIN, 0, out, 2, &n, NULL), 0);
 	t = clock_mono_ms();
-	assert_int_equal(ops->wait(a, 5000, NULL), 0);
+	assert_int_equal(ops->wait(a, 5000, &woke, NULL), 0);
 	assert_true(clock_mono_ms() - t < 2500);
 	ops->close(a);
 	ops->close(b);
@@ -1054,7 +1054,7 @@ static void server_restart_fails_then_recovers(void **state)
 	 * wait that times out before the server goes returns 0; the next
 	 * one must then see it go. */
 	void *sleeper = open_store(clk);
-	assert_int_equal(ops->wait(sleeper, 1, NULL), 0); /* now listening */
+	assert_int_equal(ops->wait(sleeper, 1, &woke, NULL), 0); /* now listening */
 	struct waiter ws = {sleeper, 0, -1, 700, 0};
 	ws.until_ms = clock_mono_ms() + 60000;
 	pthread_t wth;
@@ -1075,7 +1075,7 @@ static void server_restart_fails_then_recovers(void **state)
 			    strstr(e2.msg, "connect"));
 	}
 	int64_t t = clock_mono_ms();
-	assert_int_equal(ops->wait(h, 50, NULL), SC_EIO);
+	assert_int_equal(ops->wait(h, 50, &woke, NULL), SC_EIO);
 	assert_true(clock_mono_ms() - t >= 40); /* waited, did not spin */
 
 	char url[512];
@@ -1098,7 +1098,7 @@ static void server_restart_fails_then_recovers(void **state)
 	/* LISTEN is back too. */
 	struct waiter w = {h, 0, -1, 0, 0};
 	void *b = open_store(clk);
-	assert_int_equal(ops->wait(h, 1, NULL), 0); /* consumes the reconnect */
+	assert_int_equal(ops->wait(h, 1, &woke, NULL), 0); /* consumes the reconnect */
 	pthread_t th;
 	assert_int_equal(pthread_create(&th, NULL, waiter_run, &w), 0);
 	struct timespec ts = {0, 100 * 1000000L};
