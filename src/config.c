@@ -1341,7 +1341,8 @@ env:
 			    s->schedule_env ? var : "");
 	}
 	if (s->override_var)
-		LOG(SC_LOG_INFO, "config", "schedule=%s cron_override=%s",
+		LOG(SC_LOG_INFO, "config", "event=cron_override "
+		       "schedule=%s cron_override=%s",
 		       s->name, s->override_var);
 	resolve_schedule(pc, k, v, path, s);
 }

@@ -109,7 +109,8 @@ int outbox_stage(const struct outbox_slot *ds, const char *body,
 		if (rc)
 			return rc;
 		LOG(SC_LOG_DEBUG, "delivery",
-		       "schedule=%s slot_ms=%lld target=%s staged=%s",
+		       "event=staged schedule=%s slot_ms=%lld target=%s "
+		       "staged=%s",
 		       ds->schedule, (long long)ds->slot_ms,
 		       ds->targets[i]->name, created ? "new" : "existing");
 	}
@@ -198,7 +199,8 @@ static int send_one(const struct outbox_slot *ds,
 		if (rc == 0) {
 			rep->n_sent++;
 			LOG(SC_LOG_INFO, "delivery",
-			       "schedule=%s slot_ms=%lld target=%s state=sent",
+			       "event=sent schedule=%s slot_ms=%lld "
+			       "target=%s state=sent",
 			       ds->schedule, (long long)ds->slot_ms, t->name);
 		}
 		return rc;
@@ -218,8 +220,8 @@ static int send_one(const struct outbox_slot *ds,
 	 * never hold secrets (surecron.h). */
 	char why[2 * SC_ERR_MSG_MAX + 4];
 	LOG(maybe ? SC_LOG_ERROR : SC_LOG_WARN, "delivery",
-	       "schedule=%s slot_ms=%lld target=%s state=%s code=%d "
-	       "http_status=%d msg=%s", ds->schedule,
+	       "event=send_failed schedule=%s slot_ms=%lld target=%s "
+	       "state=%s code=%d http_status=%d msg=%s", ds->schedule,
 	       (long long)ds->slot_ms, t->name,
 	       hold ? "held" : maybe ? "unknown" : "failed", serr.code,
 	       serr.http_status, log_quote(why, sizeof(why), serr.msg));
@@ -229,8 +231,8 @@ static int send_one(const struct outbox_slot *ds,
 	if (store_outbox_set_state(ds->store, ds->schedule, ds->slot_ms, t->name,
 			     maybe ? SEND_UNKNOWN : SEND_FAILED, &ferr) != 0)
 		LOG(SC_LOG_WARN, "delivery",
-		       "schedule=%s target=%s msg=\"cannot record the failed "
-		       "send\" code=%d", ds->schedule, t->name, ferr.code);
+		       "event=record_failed schedule=%s target=%s "
+		       "msg=\"cannot record the failed send\" code=%d", ds->schedule, t->name, ferr.code);
 	if (hold) {
 		int code = sc_err_set(err, SC_EDELIVERY, "%s; held "
 				      "(on_ambiguous: hold): nothing is sent "
@@ -261,8 +263,8 @@ int outbox_flush(const struct outbox_slot *ds, struct outbox_report *rep,
 		return rc;
 	if (n_unknown)
 		LOG(SC_LOG_WARN, "delivery",
-		       "schedule=%s slot_ms=%lld unknown=%d msg=\"sends "
-		       "interrupted by a crash\"", ds->schedule,
+		       "event=crash_found schedule=%s slot_ms=%lld unknown=%d "
+		       "msg=\"sends interrupted by a crash\"", ds->schedule,
 		       (long long)ds->slot_ms, n_unknown);
 
 	for (size_t i = 0; i < ds->n_targets; i++) {
@@ -297,8 +299,8 @@ int outbox_flush(const struct outbox_slot *ds, struct outbox_report *rep,
 				 * operator can. */
 				terr.permanent = true;
 				LOG(SC_LOG_ERROR, "delivery",
-				       "schedule=%s slot_ms=%lld target=%s "
-				       "state=held", ds->schedule,
+				       "event=held schedule=%s slot_ms=%lld "
+				       "target=%s state=held", ds->schedule,
 				       (long long)ds->slot_ms, t->name);
 				break;
 			}
@@ -307,8 +309,9 @@ int outbox_flush(const struct outbox_slot *ds, struct outbox_report *rep,
 				break;
 			rep->n_duplicates++;
 			LOG(SC_LOG_WARN, "delivery",
-			       "schedule=%s slot_ms=%lld target=%s "
-			       "msg=\"resending after an ambiguous send\"",
+			       "event=resend schedule=%s slot_ms=%lld "
+			       "target=%s msg=\"resending after an ambiguous "
+			       "send\"",
 			       ds->schedule, (long long)ds->slot_ms, t->name);
 			rc = send_one(ds, t, e.body, rep, &terr);
 			break;

@@ -76,6 +76,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "clock.h"
 #include "err.h"
 #include "failpoint.h"
 #include "log.h"
@@ -106,6 +107,7 @@ int queue_enqueue(struct store *s, const char *schedule, int64_t slot_ms,
 		  const struct sc_retry_policy *policy, int64_t *job_id,
 		  bool *created, struct sc_err *err)
 {
+	char iso[CLOCK_ISO_MAX];
 	bool made = false;
 	int64_t id = 0;
 	int rc = store_job_enqueue(s, schedule, slot_ms, policy, slot_ms,
@@ -115,8 +117,8 @@ int queue_enqueue(struct store *s, const char *schedule, int64_t slot_ms,
 		return rc;
 	if (made)
 		LOG(SC_LOG_DEBUG, "queue",
-		       "event=enqueue schedule=%s slot=%lld job=%lld", schedule,
-		       (long long)slot_ms, (long long)id);
+		       "event=enqueue schedule=%s slot=%s job=%lld", schedule,
+		       clock_format_utc(slot_ms, iso), (long long)id);
 	if (job_id)
 		*job_id = id;
 	if (created)
@@ -136,6 +138,7 @@ int queue_trigger(struct store *s, const char *schedule, int64_t slot_ms,
 		  const struct sc_retry_policy *policy, int64_t *job_id,
 		  bool *created, struct sc_err *err)
 {
+	char iso[CLOCK_ISO_MAX];
 	struct store_job j;
 	bool made = false;
 	int64_t id = 0;
@@ -163,8 +166,8 @@ int queue_trigger(struct store *s, const char *schedule, int64_t slot_ms,
 		}
 	}
 	LOG(SC_LOG_INFO, "queue",
-	       "event=trigger schedule=%s slot=%lld job=%lld new=%d", schedule,
-	       (long long)slot_ms, (long long)id, made);
+	       "event=trigger schedule=%s slot=%s job=%lld new=%d", schedule,
+	       clock_format_utc(slot_ms, iso), (long long)id, made);
 	if (job_id)
 		*job_id = id;
 	if (created)
@@ -214,6 +217,7 @@ int queue_heartbeat(struct store *s, struct store_job *job,
 int queue_complete(struct store *s, const struct store_job *job,
 		   const char *details_json, struct sc_err *err)
 {
+	char iso[CLOCK_ISO_MAX];
 	struct ledger_row row = {.outcome = LEDGER_SUCCESS,
 				 .details_json = (char *)details_json};
 	int rc;
@@ -226,8 +230,9 @@ int queue_complete(struct store *s, const struct store_job *job,
 		return rc;
 	FAILPOINT("queue.after_complete_commit");
 	LOG(SC_LOG_INFO, "queue",
-	       "event=done job=%lld schedule=%s slot=%lld attempt=%d",
-	       (long long)job->id, job->schedule, (long long)job->slot_ms,
+	       "event=done job=%lld schedule=%s slot=%s attempt=%d",
+	       (long long)job->id, job->schedule,
+	       clock_format_utc(job->slot_ms, iso),
 	       job->attempts);
 	return 0;
 }
@@ -237,6 +242,7 @@ int queue_fail(struct store *s, const struct store_job *job,
 	       const char *details_json, int64_t *next_ms, bool *dead,
 	       struct sc_err *err)
 {
+	char iso[CLOCK_ISO_MAX];
 	static const struct sc_err unknown = {.code = SC_ETASK,
 					      .msg = "failed (no detail)"};
 	struct ledger_row row = {0};
@@ -271,17 +277,17 @@ int queue_fail(struct store *s, const struct store_job *job,
 	FAILPOINT("queue.after_fail_commit");
 	if (give_up)
 		LOG(SC_LOG_ERROR, "queue",
-		       "event=lost job=%lld schedule=%s slot=%lld attempt=%d "
+		       "event=lost job=%lld schedule=%s slot=%s attempt=%d "
 		       "permanent=%d",
 		       (long long)job->id, job->schedule,
-		       (long long)job->slot_ms, job->attempts,
+		       clock_format_utc(job->slot_ms, iso), job->attempts,
 		       cause->permanent);
 	else
 		LOG(SC_LOG_WARN, "queue",
-		       "event=retry job=%lld schedule=%s slot=%lld attempt=%d "
+		       "event=retry job=%lld schedule=%s slot=%s attempt=%d "
 		       "next_in_ms=%lld",
 		       (long long)job->id, job->schedule,
-		       (long long)job->slot_ms, job->attempts,
+		       clock_format_utc(job->slot_ms, iso), job->attempts,
 		       (long long)(at - now));
 	if (next_ms)
 		*next_ms = at;

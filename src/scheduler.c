@@ -446,8 +446,9 @@ static int record_missed(struct store *s, const struct schedule_spec *spec,
 				goto out;
 			if (wrote) {
 				n_written++;
-				LOG(SC_LOG_WARN, "scheduler", "schedule=%s "
-				       "slot=%s outcome=missed catchup=%s",
+				LOG(SC_LOG_WARN, "scheduler", "event=missed "
+				       "schedule=%s slot=%s outcome=missed "
+				       "catchup=%s",
 				       spec->name, clock_format_utc(slot, t1),
 				       catchup_name(spec->catchup));
 			}
@@ -499,8 +500,8 @@ static int record_missed(struct store *s, const struct schedule_spec *spec,
 	rc = write_missed(s, spec, first, now, msg, details, &wrote, err);
 	if (rc || !wrote)
 		goto out;
-	LOG(SC_LOG_WARN, "scheduler", "schedule=%s slot=%s outcome=missed "
-	       "summary=true count=%" PRIu64 " until=%s", spec->name, t1, rest,
+	LOG(SC_LOG_WARN, "scheduler", "event=missed schedule=%s slot=%s "
+	       "outcome=missed summary=true count=%" PRIu64 " until=%s", spec->name, t1, rest,
 	       t2);
 	*n_missed += rest > 0 ? (size_t)rest : 1;
 out:

@@ -490,7 +490,8 @@ static int db_fail(struct sq *q, int rc, const char *op, struct sc_err *err)
 	else
 		sc_err_set(err, code, "%s during %s on %s: %s", what, op,
 			   q->path, detail);
-	LOG(SC_LOG_WARN, "store", "op=%s code=%s sqlite=%d errno=%d", op,
+	LOG(SC_LOG_WARN, "store", "event=store_error op=%s code=%s sqlite=%d "
+	       "errno=%d", op,
 	       sc_strerror(code), rc, sys);
 	return code;
 }
@@ -1060,7 +1061,8 @@ static int migrate(struct sq *q, struct sc_err *err)
 		return rc;
 	rc = query_ints(q, "PRAGMA user_version", &version, 1, err);
 	for (int64_t k = version; !rc && k < SCHEMA_VERSION; k++) {
-		LOG(SC_LOG_INFO, "store", "migrate path=%s from=%lld to=%lld",
+		LOG(SC_LOG_INFO, "store", "event=migrate path=%s from=%lld "
+		       "to=%lld",
 		       q->path, (long long)k, (long long)k + 1);
 		rc = run_script(q, migrations[k], err);
 	}

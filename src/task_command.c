@@ -199,7 +199,8 @@ int task_run(const struct task_spec *spec, const struct task_ctx *ctx,
 	if (out->outcome == TASK_FAILED && !out->reason)
 		out->reason = strdup(out->err.msg);
 	LOG(rc ? SC_LOG_WARN : SC_LOG_DEBUG, "task",
-	       "schedule=%s task=%s attempt=%d outcome=%s elapsed_ms=%lld",
+	       "event=task_end schedule=%s task=%s attempt=%d outcome=%s "
+	       "elapsed_ms=%lld",
 	       ctx->schedule ? ctx->schedule : "-", spec->name, ctx->attempt,
 	       out->outcome == TASK_DELIVER ? "deliver"
 	       : out->outcome == TASK_SKIP  ? "skip"

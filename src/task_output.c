@@ -117,7 +117,8 @@ static int parse_object(const char *name, json_t *o, struct task_result *out)
 					 "not a string", i);
 	if (n > TASK_MAX_PREVIEWS) {
 		LOG(SC_LOG_WARN, "task",
-		       "task=%s previews=%zu kept=%d msg=\"too many previews\"",
+		       "event=previews_cut task=%s previews=%zu kept=%d "
+		       "msg=\"too many previews\"",
 		       name, n, TASK_MAX_PREVIEWS);
 		n = TASK_MAX_PREVIEWS;
 	}
