@@ -67,14 +67,15 @@ int main(int argc, char **argv)
 	struct schedule_spec sc = {.name = "bench", .targets = tnames,
 				   .n_targets = 1, .tasks = &task, .n_tasks = 1};
 	struct config cfg = {.targets = &tg, .n_targets = 1};
-	struct orch_ctx oc = {.store = s, .config = &cfg};
+	struct orchestrator_ctx oc = {.store = s, .config = &cfg};
 	t0 = now_s();
 	for (int i = 0; i < slots; i++) {
-		struct orch_report rep;
-		if (orch_run_slot(&oc, &sc, 1795798800000LL + i * 60000LL, 0, 1,
-				  &rep, NULL) != 0)
+		struct orchestrator_report rep;
+		if (orchestrator_run_slot(&oc, &sc,
+					  1795798800000LL + i * 60000LL, 0, 1,
+					  &rep, NULL) != 0)
 			return 1;
-		orch_report_dispose(&rep);
+		orchestrator_report_dispose(&rep);
 	}
 	printf("slot end to end (1 task, file target, outbox, guard, marker): "
 	       "%8.2f ms/slot\n", (now_s() - t0) / slots * 1e3);

@@ -3,7 +3,7 @@
  * thread, signals forwarded by the CLI (docs/internals/daemon.md).
  *
  *   calling thread (scheduler)      watcher thread         N workers
- *   scheduler_tick at each due slot     store_wait (SQLite:    claim -> orch_run_job
+ *   scheduler_tick at each due slot     store_wait (SQLite:    claim -> worker_run_job
  *   sleeps until next slot          the db files moved;    (own store handle,
  *   (timed condvar wait)            PG: LISTEN/NOTIFY)     heartbeat in tick)
  *          |   enqueued: bump gen        | change: bump gen       ^
@@ -31,9 +31,9 @@
  *     thread starts and joins workers (a reload raising concurrency
  *     starts new ones, each with its own store handle);
  *   - after stop, no new claim; a running job is released (not failed)
- *     when grace runs out, through its tick, before the run writes
- *     anything more (orchestrator.c's lost-lease invariant), so its
- *     attempt is not counted and the next start runs it again;
+ *     when grace runs out, through its tick (worker.c), before the run
+ *     writes anything more (orchestrator.c's lost-lease invariant), so
+ *     its attempt is not counted and the next start runs it again;
  *   - a store error never ends the daemon: the thread backs off (real
  *     time, BACKOFF_MIN_MS doubling to BACKOFF_MAX_MS, a wakeup of gen
  *     does not cut it short; only stop does) and the next store call
@@ -57,10 +57,10 @@
 #include "daemon.h"
 #include "err.h"
 #include "log.h"
-#include "orchestrator.h"
 #include "queue.h"
 #include "scheduler.h"
 #include "store.h"
+#include "worker.h"
 
 #define WATCH_MS_DEFAULT 250
 #define RECOVER_EVERY_MS ((int64_t)30 * 1000)
@@ -72,7 +72,6 @@
 /* While an outage lasts, one line per this much real time at most. */
 #define OUTAGE_LOG_EVERY_MS ((int64_t)30 * 1000)
 #define LEAD_MS 50 /* slots are enqueued this much ahead (see tick) */
-#define TICK_MS 100 /* how often a running job looks at the stop flag */
 /* A worker claims a job this much before it is due and waits for the due
  * instant with the claim already committed, so the claim's transaction is
  * not part of the task's lateness. Small, because the job is held. */
@@ -312,17 +311,17 @@ static void store_backoff(struct daemon *d, struct store_health *h)
 
 /*
  * Recovers stalled jobs and sends the lost-slot alert for each one this
- * node's recovery declared dead (orch_recover; orch_run_job only alerts
- * for runs that failed). A failure goes to h's outage (NULL: logged, for
- * --once). Returns the number recovered (< 0: error).
+ * node's recovery declared dead (worker_recover; worker_run_job only
+ * alerts for runs that failed). A failure goes to h's outage (NULL:
+ * logged, for --once). Returns the number recovered (< 0: error).
  */
 static int recover(struct store *s, struct daemon *d,
 		   const struct config *cfg, struct store_health *h)
 {
 	struct sc_err e = {0};
-	struct orch_ctx ctx = {.store = s, .clock = d->clock, .config = cfg};
+	struct worker_opts wo = {.store = s, .clock = d->clock, .config = cfg};
 	int n = 0;
-	int rc = orch_recover(&ctx, QUEUE_STALL_LIMIT, &n, NULL, &e);
+	int rc = worker_recover(&wo, QUEUE_STALL_LIMIT, &n, NULL, &e);
 
 	if (rc) {
 		if (h)
@@ -342,112 +341,46 @@ static int recover(struct store *s, struct daemon *d,
 
 /* ---- running one job ------------------------------------------------------ */
 
-struct keeper {
+/* The daemon's side of a running job (worker.h's hooks): the stop flag
+ * once grace is over, and the worker thread's part in the store outage. */
+struct run_hooks {
 	struct daemon *d;
-	struct store *store;
-	struct store_job job;   /* the ticket; heartbeats move its expiry */
-	int64_t lease_ms;
-	int64_t last_hb_mono;
-	bool released, lost;
-	struct store_health *health; /* the worker's: a failed heartbeat is
-					part of the store outage */
+	struct store_health *health;
 };
 
-/* The run's tick: keeps the lease (every third of it) and, once grace is
- * over, gives the job back and stops the run. */
-static int keeper_tick(void *ud)
+static bool run_stop(void *ud)
 {
-	struct keeper *k = ud;
-	struct sc_err e = {0};
+	const struct run_hooks *rh = ud;
 
-	if (k->released || k->lost)
-		return SC_ECANCELED;
-	if (atomic_load(&k->d->abort_runs)) {
-		int rc = queue_release(k->store, &k->job, &e);
-		k->released = true;
-		LOG(rc ? SC_LOG_WARN : SC_LOG_INFO, "daemon",
-		       "event=released job=%lld schedule=%s attempt=%d%s",
-		       (long long)k->job.id, k->job.schedule, k->job.attempts,
-		       rc ? " outcome=release-failed" : "");
-		return SC_ECANCELED;
-	}
-	int64_t mono = clock_mono_ms();
-	/* The lease runs on the daemon's clock; the heartbeat period is
-	 * measured in real time. */
-	if (mono - k->last_hb_mono <
-	    clock_real_delta_ms(k->d->clock, k->lease_ms / 3))
-		return 0;
-	int rc = queue_heartbeat(k->store, &k->job, k->lease_ms, &e);
-	if (rc == SC_ELEASE) {
-		k->lost = true;
-		LOG(SC_LOG_ERROR, "daemon",
-		       "event=lease-lost job=%lld schedule=%s",
-		       (long long)k->job.id, k->job.schedule);
-		return rc;
-	}
-	if (rc) {
-		store_failed(k->d, k->health, "heartbeat", rc, e.msg);
-	} else {
-		store_fine(k->d, k->health);
-		k->last_hb_mono = mono;
-	}
-	return 0;
+	return atomic_load(&rh->d->abort_runs);
 }
 
-/*
- * A finish lost to a connection error: the outcome is known, so record it
- * again once the store answers. SC_ELEASE then means the first try did
- * commit (or another worker took over): nothing left to do.
- */
-static int refinish(struct daemon *d, struct store *s,
-		    const struct config *cfg, const struct store_job *job,
-		    struct orch_job_result *res)
+static void run_store_failed(void *ud, const char *where, int code,
+			     const char *msg)
 {
-	int64_t backoff = BACKOFF_MIN_MS;
-	int rc = SC_EIO;
+	const struct run_hooks *rh = ud;
 
-	for (int i = 0; i < 20 && rc == SC_EIO; i++) {
-		struct sc_err e = {0};
-		struct timespec ts = {.tv_sec = backoff / 1000,
-				      .tv_nsec = (backoff % 1000) * 1000000};
-		nanosleep(&ts, NULL);
-		if (res->run_err.code == 0) {
-			rc = queue_complete(s, job, res->rep.details_json, &e);
-			res->completed = rc == 0;
-		} else {
-			rc = queue_fail(s, job, res->error_class, &res->run_err,
-					res->rep.details_json, &res->next_ms,
-					&res->dead, &e);
-			if (rc == 0 && res->dead) {
-				struct orch_ctx ctx = {.store = s,
-						       .clock = d->clock,
-						       .config = cfg};
-				orch_send_lost_alert(&ctx, job->schedule,
-						     job->slot_ms, job->attempts,
-						     &res->run_err,
-						     &res->n_alerts_sent);
-			}
-		}
-		backoff = backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS
-						       : backoff * 2;
-	}
-	if (rc == SC_ELEASE) {
-		res->completed = res->run_err.code == 0;
-		return 0;
-	}
-	return rc;
+	store_failed(rh->d, rh->health, where, code, msg);
+}
+
+static void run_store_fine(void *ud)
+{
+	const struct run_hooks *rh = ud;
+
+	store_fine(rh->d, rh->health);
 }
 
 static void run_job(struct daemon *d, struct store *s, struct cfg_ref *cr,
 		    const struct store_job *job, struct store_health *h)
 {
-	struct keeper k = {.d = d, .store = s, .job = *job, .health = h,
-			   .lease_ms = cr->cfg->lease_ms,
-			   .last_hb_mono = clock_mono_ms()};
-	struct orch_ctx ctx = {.store = s, .clock = d->clock,
-			       .config = cr->cfg, .tick = keeper_tick,
-			       .tick_ud = &k, .tick_ms = TICK_MS};
-	struct orch_job_result res;
+	struct run_hooks rh = {.d = d, .health = h};
+	const struct worker_opts wo = {
+		.store = s, .clock = d->clock, .config = cr->cfg,
+		.lease_ms = cr->cfg->lease_ms, .stop = run_stop,
+		.store_failed = run_store_failed, .store_fine = run_store_fine,
+		.ud = &rh,
+	};
+	struct worker_result res;
 	struct sc_err e = {0};
 	char slot[CLOCK_ISO_MAX];
 	/* Claimed up to CLAIM_AHEAD_MS early: never start before due. */
@@ -457,8 +390,6 @@ static void run_job(struct daemon *d, struct store *s, struct cfg_ref *cr,
 	int64_t late_us = (clock_now_ns(d->clock) - job->run_at_ms * 1000000) /
 			  1000;
 
-	if (k.lease_ms <= 0)
-		k.lease_ms = QUEUE_LEASE_MS;
 	pthread_mutex_lock(&d->mu);
 	d->n_running++;
 	pthread_mutex_unlock(&d->mu);
@@ -467,13 +398,11 @@ static void run_job(struct daemon *d, struct store *s, struct cfg_ref *cr,
 	       "late_us=%lld", job->schedule, iso(job->slot_ms, slot),
 	       (long long)job->id, job->attempts, (long long)late_us);
 
-	int rc = orch_run_job(&ctx, job, &res, &e);
-	if (rc == SC_EIO && !k.released && !k.lost)
-		rc = refinish(d, s, cr->cfg, job, &res);
+	int rc = worker_run_job(&wo, job, &res, &e);
 	const char *outcome;
-	if (k.released)
+	if (res.released)
 		outcome = "released";
-	else if (rc == SC_ELEASE || k.lost)
+	else if (res.lease_lost)
 		outcome = "lease-lost";
 	else if (rc)
 		outcome = "unrecorded";
@@ -493,7 +422,7 @@ static void run_job(struct daemon *d, struct store *s, struct cfg_ref *cr,
 	char next[CLOCK_ISO_MAX] = "-";
 	if (!rc && !res.completed && !res.dead && res.next_ms != INT64_MAX)
 		iso(res.next_ms, next);
-	LOG(res.completed || k.released ? SC_LOG_INFO : SC_LOG_ERROR,
+	LOG(res.completed || res.released ? SC_LOG_INFO : SC_LOG_ERROR,
 	       "daemon",
 	       "event=finish schedule=%s slot=%s job=%lld attempt=%d "
 	       "outcome=%s duration_ms=%lld task_late_us=%s next=%s code=%s",
@@ -501,8 +430,8 @@ static void run_job(struct daemon *d, struct store *s, struct cfg_ref *cr,
 	       (long long)dur, task_late, next,
 	       rc ? sc_strerror(rc)
 		  : (res.run_err.code ? sc_strerror(res.run_err.code) : "ok"));
-	bool failed = !k.released && (rc || !res.completed);
-	orch_job_result_dispose(&res);
+	bool failed = !res.released && (rc || !res.completed);
+	worker_result_dispose(&res);
 
 	pthread_mutex_lock(&d->mu);
 	d->n_running--;

@@ -3,7 +3,7 @@
  *
  * The outcome rule (DESIGN.md), as this file implements it:
  *
- *            orch_run_slot(schedule, slot, attempt)
+ *            orchestrator_run_slot(schedule, slot, attempt)
  *                          |
  *               slot marked? --yes--> return 0 (never run again)
  *                          |no
@@ -33,7 +33,7 @@
  *                       store_slot_mark      from the outbox (tasks not rerun)
  *                       return 0 -> job completes
  *
- *   transitions: (none) -> RUN [orch_run_slot]; RUN -> FAILED RUN
+ *   transitions: (none) -> RUN [orchestrator_run_slot]; RUN -> FAILED RUN
  *   [failed_run]; RUN -> STAGED [outbox_stage]; STAGED -> SENT per
  *   target [outbox_flush]; SENT(all) -> MARKED [store_slot_mark].
  *
@@ -48,11 +48,13 @@
  *   - the slot marker is written only after every target's row is SENT;
  *   - a run whose lease is lost (ctx->tick answers non-zero) stops where it
  *     is and writes or sends nothing more: the slot has a new owner;
- *   - orch_run_job fences the store handle to the job's lease for the run
- *     (store_fence_set), so even a worker that missed its heartbeats (it
- *     was paused) cannot write an outbox state, a guard, the marker or a
- *     "duplicate" row once another claim took the job: the write fails
- *     with SC_ELEASE and the run stops there.
+ *   - the caller (worker.c) fences the store handle to the job's lease
+ *     for the run (store_fence_set), so a worker that missed its
+ *     heartbeats (it was paused) cannot write an outbox state, a guard,
+ *     the marker or a "duplicate" row once another claim took the job: the
+ *     write fails with SC_ELEASE and the run stops there. This file only
+ *     checks that fence before a direct notice (store_fence_check); it
+ *     never touches the queue or the lease itself.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,12 +69,11 @@
 #include "http.h"
 #include "log.h"
 #include "orchestrator.h"
-#include "queue.h"
 #include "task.h"
 
 #define MAX_TARGETS 64
 
-void orch_report_dispose(struct orch_report *r)
+void orchestrator_report_dispose(struct orchestrator_report *r)
 {
 	if (!r)
 		return;
@@ -80,7 +81,7 @@ void orch_report_dispose(struct orch_report *r)
 	memset(r, 0, sizeof(*r));
 }
 
-static struct sc_clock *ctx_clock(const struct orch_ctx *ctx)
+static struct sc_clock *ctx_clock(const struct orchestrator_ctx *ctx)
 {
 	return ctx->clock ? ctx->clock : store_clock(ctx->store);
 }
@@ -161,11 +162,11 @@ done:
  * Failed run: a failure notice to every target, directly. No outbox, no
  * guard, no marker. Returns the first failed task's error.
  */
-static int failed_run(const struct orch_ctx *ctx,
+static int failed_run(const struct orchestrator_ctx *ctx,
 		      const struct schedule_spec *sched, int64_t slot_ms,
 		      int attempt, const struct target_spec *const *targets,
 		      size_t n_targets, const struct task_result *res,
-		      struct orch_report *rep, struct sc_err *err)
+		      struct orchestrator_report *rep, struct sc_err *err)
 {
 	struct message_failure *fl = calloc(sched->n_tasks ? sched->n_tasks : 1,
 					      sizeof(*fl));
@@ -397,7 +398,7 @@ static int compose_result(const struct schedule_spec *sched, int64_t slot_ms,
 /* Adds what the flush did to the report's details (for the ledger row):
  * {"resent": bool, "delivery": {"sent", "guarded", "failed", "held",
  * "duplicates"}}. Best effort: details are informative only. */
-static void add_delivery_details(struct orch_report *rep)
+static void add_delivery_details(struct orchestrator_report *rep)
 {
 	json_t *o = rep->details_json ? json_loads(rep->details_json, 0, NULL)
 				      : json_object();
@@ -426,7 +427,7 @@ static void add_delivery_details(struct orch_report *rep)
 /* Sends the staged message to every target without a guard; marks the
  * slot when all are SENT. */
 static int flush_and_mark(const struct outbox_slot *ds,
-			  struct orch_report *rep, struct sc_err *err)
+			  struct orchestrator_report *rep, struct sc_err *err)
 {
 	int rc = outbox_flush(ds, &rep->delivery, err);
 
@@ -451,9 +452,10 @@ static int flush_and_mark(const struct outbox_slot *ds,
 	return rc;
 }
 
-int orch_run_slot(const struct orch_ctx *ctx, const struct schedule_spec *sched,
-		  int64_t slot_ms, int64_t job_id, int attempt,
-		  struct orch_report *rep, struct sc_err *err)
+int orchestrator_run_slot(const struct orchestrator_ctx *ctx,
+			  const struct schedule_spec *sched, int64_t slot_ms,
+			  int64_t job_id, int attempt,
+			  struct orchestrator_report *rep, struct sc_err *err)
 {
 	const struct target_spec *targets[MAX_TARGETS];
 	struct task_result *res = NULL;
@@ -462,10 +464,10 @@ int orch_run_slot(const struct orch_ctx *ctx, const struct schedule_spec *sched,
 	int rc;
 
 	if (!rep) { /* the caller wants no report: make one, and free it */
-		struct orch_report local;
-		rc = orch_run_slot(ctx, sched, slot_ms, job_id, attempt,
-				   &local, err);
-		orch_report_dispose(&local);
+		struct orchestrator_report local;
+		rc = orchestrator_run_slot(ctx, sched, slot_ms, job_id,
+					   attempt, &local, err);
+		orchestrator_report_dispose(&local);
 		return rc;
 	}
 	memset(rep, 0, sizeof(*rep));
@@ -597,252 +599,4 @@ done:
 		task_result_dispose(&res[i]);
 	free(res);
 	return rc;
-}
-
-/* ---- alerts ------------------------------------------------------------ */
-
-void orch_alert_targets(const struct config *c,
-			const struct target_spec **out, size_t max, size_t *n)
-{
-	const char *env = getenv("SURECRON_ALERT_TARGETS");
-
-	*n = 0;
-	if (env && *env) {
-		char name[STORE_NAME_MAX];
-		for (const char *p = env; *p && *n < max;) {
-			size_t len = strcspn(p, ",");
-			const char *s = p, *e = p + len;
-			while (s < e && (*s == ' ' || *s == '\t'))
-				s++;
-			while (e > s && (e[-1] == ' ' || e[-1] == '\t'))
-				e--;
-			if (e > s && (size_t)(e - s) < sizeof(name)) {
-				memcpy(name, s, (size_t)(e - s));
-				name[e - s] = '\0';
-				const struct target_spec *t = find_target(c, name);
-				if (t)
-					out[(*n)++] = t;
-				else
-					LOG(SC_LOG_WARN, "orchestrator",
-					       "alert_target=%s msg=\"unknown "
-					       "target in "
-					       "SURECRON_ALERT_TARGETS\"", name);
-			}
-			p += len + (p[len] == ',' ? 1 : 0);
-		}
-		return;
-	}
-	for (size_t i = 0; c && i < c->n_alert_targets && *n < max; i++) {
-		const struct target_spec *t = find_target(c, c->alert_targets[i]);
-		if (t)
-			out[(*n)++] = t;
-		else
-			LOG(SC_LOG_WARN, "orchestrator",
-			       "alert_target=%s msg=\"unknown alert target\"",
-			       c->alert_targets[i]);
-	}
-}
-
-void orch_send_lost_alert(const struct orch_ctx *ctx, const char *schedule,
-			  int64_t slot_ms, int attempts,
-			  const struct sc_err *why, size_t *n_sent)
-{
-	const struct target_spec *t[MAX_TARGETS];
-	char iso[CLOCK_ISO_MAX], summary[STORE_NAME_MAX + 160];
-	size_t n = 0, sent = 0;
-	char *body = NULL;
-
-	if (n_sent)
-		*n_sent = 0;
-	orch_alert_targets(ctx->config, t, MAX_TARGETS, &n);
-	if (n == 0) {
-		LOG(SC_LOG_ERROR, "orchestrator",
-		       "schedule=%s slot_ms=%lld outcome=lost "
-		       "msg=\"no alert targets configured\"", schedule,
-		       (long long)slot_ms);
-		return;
-	}
-	snprintf(summary, sizeof(summary),
-		 "\xF0\x9F\x9A\xA8 %s: the run of %s was lost after %d "
-		 "attempt%s", schedule, clock_format_utc(slot_ms, iso),
-		 attempts, attempts == 1 ? "" : "s");
-	struct message m = {
-		.kind = MESSAGE_ALERT, .schedule = schedule, .slot_ms = slot_ms,
-		.attempt = attempts, .summary = summary,
-		.error = why && why->code ? why->msg : "unknown error",
-	};
-	if (message_compose(&m, &body, NULL) != 0)
-		return;
-	for (size_t i = 0; i < n; i++) {
-		struct sc_err aerr = {0};
-		struct target_copy s = {.target = t[i], .body = body,
-					  .kind = MESSAGE_ALERT,
-					  .schedule = schedule,
-					  .slot_ms = slot_ms,
-					  .attempt = attempts,
-					  .clock = ctx_clock(ctx)};
-		if (target_send(&s, &aerr) == 0) {
-			sent++;
-		} else {
-			LOG(SC_LOG_WARN, "orchestrator",
-			       "schedule=%s slot_ms=%lld target=%s msg=\"lost-"
-			       "slot alert not sent\" code=%d http_status=%d",
-			       schedule, (long long)slot_ms, t[i]->name,
-			       aerr.code, aerr.http_status);
-		}
-	}
-	free(body);
-	if (n_sent)
-		*n_sent = sent;
-}
-
-/* ---- stalled recovery ----------------------------------------------------- */
-
-int orch_recover(const struct orch_ctx *ctx, int stall_limit, int *n,
-		 size_t *n_lost, struct sc_err *err)
-{
-	struct store_dead_list dead = {0};
-	int got = 0;
-	int rc = queue_recover_dead(ctx->store, stall_limit, &got, &dead, err);
-
-	/* Alert from the list this call's transactions committed, never
-	 * from the ledger: a "lost" row another node's recovery wrote at the
-	 * same moment is that node's to alert. The list is sound even when
-	 * the call failed part way (it holds only committed batches). */
-	for (size_t i = 0; i < dead.n; i++) {
-		struct sc_err why = {0};
-		sc_err_set(&why, SC_ETIMEDOUT, "%s", dead.v[i].error_msg);
-		orch_send_lost_alert(ctx, dead.v[i].schedule, dead.v[i].slot_ms,
-				     dead.v[i].attempt, &why, NULL);
-	}
-	if (dead.n_more)
-		LOG(SC_LOG_ERROR, "orchestrator", "event=lost_not_alerted "
-		       "n=%zu msg=\"more slots lost in one recovery than "
-		       "alerted; see surecron ledger --lost\"", dead.n_more);
-	if (n)
-		*n = rc ? 0 : got;
-	if (n_lost)
-		*n_lost = dead.n + dead.n_more;
-	store_dead_list_dispose(&dead);
-	return rc;
-}
-
-/* ---- the job glue --------------------------------------------------------- */
-
-void orch_job_result_dispose(struct orch_job_result *r)
-{
-	if (!r)
-		return;
-	orch_report_dispose(&r->rep);
-	memset(r, 0, sizeof(*r));
-}
-
-static const struct schedule_spec *find_schedule(const struct config *c,
-						 const char *name)
-{
-	for (size_t i = 0; c && i < c->n_schedules; i++)
-		if (c->schedules[i].name && strcmp(c->schedules[i].name, name) == 0)
-			return &c->schedules[i];
-	return NULL;
-}
-
-static const char *error_class(int rc, const struct orch_report *rep)
-{
-	if (rep->ran_tasks && rep->n_failed > 0 && rep->n_deliver == 0)
-		return "task";
-	if (rc == SC_EDELIVERY)
-		return "delivery";
-	if (rc == SC_ECONFIG)
-		return "config";
-	return "internal";
-}
-
-/* The lease keeper of orch_run_job: runs on the job's own thread, with the
- * job's own store handle, from inside the task's poll loop. */
-struct keeper {
-	struct store *store;
-	struct store_job job;    /* the ticket; heartbeat updates its expiry */
-	int64_t lease_ms;
-	bool lost;
-};
-
-static int keep_lease(void *ud)
-{
-	struct keeper *k = ud;
-	struct sc_err e = {0};
-
-	if (k->lost)
-		return SC_ELEASE;
-	int rc = queue_heartbeat(k->store, &k->job, k->lease_ms, &e);
-	if (rc == SC_ELEASE) {
-		/* Another worker recovered the job: stop, it owns the slot. */
-		k->lost = true;
-		LOG(SC_LOG_ERROR, "orchestrator",
-		       "job=%lld schedule=%s msg=\"lease lost; stopping the "
-		       "run\"", (long long)k->job.id, k->job.schedule);
-		return rc;
-	}
-	if (rc)
-		LOG(SC_LOG_WARN, "orchestrator",
-		       "job=%lld msg=\"heartbeat failed\" code=%d",
-		       (long long)k->job.id, rc);
-	return 0;
-}
-
-int orch_run_job(const struct orch_ctx *ctx_in, const struct store_job *job_in,
-		 struct orch_job_result *out, struct sc_err *err)
-{
-	struct keeper keeper = {.store = ctx_in->store, .job = *job_in};
-	const struct store_job *job = &keeper.job;
-	struct orch_ctx cx = *ctx_in;
-	const struct orch_ctx *ctx = &cx;
-	const struct schedule_spec *sched = find_schedule(ctx->config,
-							  job->schedule);
-	int rc;
-
-	keeper.lease_ms = job->lease_expires_ms - job->started_ms;
-	if (keeper.lease_ms <= 0)
-		keeper.lease_ms = QUEUE_LEASE_MS;
-	if (!cx.tick) {
-		cx.tick = keep_lease;
-		cx.tick_ud = &keeper;
-		/* A third of the lease: two heartbeats may fail before the
-		 * lease runs out. */
-		cx.tick_ms = keeper.lease_ms / 3 > 1000 ? keeper.lease_ms / 3
-							: 1000;
-	}
-	memset(out, 0, sizeof(*out));
-	out->next_ms = INT64_MAX;
-	if (!sched) {
-		sc_err_set(&out->run_err, SC_ECONFIG, "schedule %s is not in "
-			   "the configuration", job->schedule);
-		out->run_err.permanent = true;
-		rc = SC_ECONFIG;
-	} else {
-		/* Every outbox, guard, marker and duplicate-row write of
-		 * the run commits only while this claim holds the job
-		 * (store.h, fencing); the finish below has its own token. */
-		store_fence_set(ctx->store, job->id, job->lease_token);
-		rc = orch_run_slot(ctx, sched, job->slot_ms, job->id,
-				   job->attempts, &out->rep, &out->run_err);
-		store_fence_clear(ctx->store);
-	}
-	if (rc == 0) {
-		rc = queue_complete(ctx->store, job, out->rep.details_json, err);
-		out->completed = rc == 0;
-		return rc;
-	}
-	if (out->run_err.code == 0) /* never fail a job without a reason */
-		sc_err_set(&out->run_err, rc, "%s", sc_strerror(rc));
-	snprintf(out->error_class, sizeof(out->error_class), "%s",
-		 sched ? error_class(rc, &out->rep) : "config");
-	rc = queue_fail(ctx->store, job, out->error_class, &out->run_err,
-			out->rep.details_json, &out->next_ms, &out->dead, err);
-	if (rc)
-		return rc;
-	if (out->dead)
-		orch_send_lost_alert(ctx, job->schedule, job->slot_ms,
-				     job->attempts, &out->run_err,
-				     &out->n_alerts_sent);
-	return 0;
 }

@@ -4,7 +4,7 @@
  * SQLite store, single-threaded, printing the timeline.
  *
  * The loop: tick the scheduler at the virtual now; claim and run every due
- * job (one at a time, through orch_run_job, exactly as a worker does);
+ * job (one at a time, through worker_run_job, exactly as a worker does);
  * then jump the clock to the next event, the earlier of the next slot and
  * the next due job (a retry), and repeat until --until. Nothing sleeps:
  * a simulated week costs the tasks' own run time and a few milliseconds.
@@ -34,11 +34,11 @@
 #include "cli.h"
 #include "clock.h"
 #include "config.h"
-#include "orchestrator.h"
 #include "queue.h"
 #include "scheduler.h"
 #include "store.h"
 #include "task.h"
+#include "worker.h"
 
 #define SIM_MAX_FAILS 64
 #define SIM_MAX_JOBS 100000 /* attempts run before the simulation gives up */
@@ -335,11 +335,11 @@ static void report_missed(struct sim *sm)
 
 static int run_job(struct sim *sm, const struct store_job *job)
 {
-	const struct orch_ctx ctx = {
+	const struct worker_opts wo = {
 		.store = sm->store, .clock = sm->clock, .config = sm->cfg,
 		.run_task = sim_run_task, .run_task_ud = sm,
 	};
-	struct orch_job_result jr;
+	struct worker_result jr;
 	struct sc_err err = {0};
 	char slot[CLI_TIME_MAX], next[CLI_TIME_MAX];
 	const char *sch = job->schedule;
@@ -355,9 +355,9 @@ static int run_job(struct sim *sm, const struct store_job *job)
 	     json_pack("{s:i}", "attempt", job->attempts),
 	     "attempt %d started", job->attempts);
 	memset(&jr, 0, sizeof(jr));
-	int rc = orch_run_job(&ctx, job, &jr, &err);
+	int rc = worker_run_job(&wo, job, &jr, &err);
 	if (rc) {
-		orch_job_result_dispose(&jr);
+		worker_result_dispose(&jr);
 		return cli_fail(EXIT_FAIL, "simulate: job of %s: %s", sch,
 				err.msg);
 	}
@@ -405,7 +405,7 @@ static int run_job(struct sim *sm, const struct store_job *job)
 		     "delivery: failure notice sent to %zu target%s",
 		     jr.rep.n_notices_sent,
 		     jr.rep.n_notices_sent == 1 ? "" : "s");
-	orch_job_result_dispose(&jr);
+	worker_result_dispose(&jr);
 	return EXIT_OK;
 }
 

@@ -73,7 +73,7 @@ struct world {
 	struct schedule_spec sched;
 	struct sc_clock *clock;
 	struct store *store;
-	struct orch_ctx ctx;
+	struct orchestrator_ctx ctx;
 };
 
 static void world_open(struct world *w, const char *dir)
@@ -113,7 +113,8 @@ static void world_open(struct world *w, const char *dir)
 	w->clock = sc_clock_virtual_new(SLOT + 1000);
 	snprintf(url, sizeof(url), "sqlite:%s/s.db", dir);
 	assert_int_equal(store_open(url, w->clock, &w->store, &err), 0);
-	w->ctx = (struct orch_ctx){.store = w->store, .config = &w->cfg};
+	w->ctx = (struct orchestrator_ctx){.store = w->store,
+					   .config = &w->cfg};
 }
 
 static void world_close(struct world *w)
@@ -128,7 +129,8 @@ static int child_main(const char *dir, int attempt)
 	struct sc_err err = {0};
 
 	world_open(&w, dir);
-	int rc = orch_run_slot(&w.ctx, &w.sched, SLOT, 1, attempt, NULL, &err);
+	int rc = orchestrator_run_slot(&w.ctx, &w.sched, SLOT, 1, attempt, NULL,
+				       &err);
 	world_close(&w);
 	return rc == 0 ? 0 : 1;
 }
@@ -252,10 +254,10 @@ static size_t duplicates(char *details, size_t n)
 	return nr;
 }
 
-static int recover(struct orch_report *rep, struct sc_err *err)
+static int recover(struct orchestrator_report *rep, struct sc_err *err)
 {
 	sc_err_clear(err);
-	return orch_run_slot(&W.ctx, &W.sched, SLOT, 1, 2, rep, err);
+	return orchestrator_run_slot(&W.ctx, &W.sched, SLOT, 1, 2, rep, err);
 }
 
 static void same_key_on_both_copies(const char *path)
@@ -275,7 +277,7 @@ static void same_key_on_both_copies(const char *path)
 
 static void crash_after_sending_commit_resends_with_duplicate_row(void **state)
 {
-	struct orch_report rep;
+	struct orchestrator_report rep;
 	struct sc_err err;
 	char details[512];
 
@@ -296,12 +298,12 @@ static void crash_after_sending_commit_resends_with_duplicate_row(void **state)
 	/* The possible extra copy is on the record. */
 	assert_int_equal(duplicates(details, sizeof(details)), 1);
 	assert_non_null(strstr(details, "\"target\":\"A\""));
-	orch_report_dispose(&rep);
+	orchestrator_report_dispose(&rep);
 }
 
 static void crash_after_2xx_resends_only_the_unguarded_target(void **state)
 {
-	struct orch_report rep;
+	struct orchestrator_report rep;
 	struct sc_err err;
 	char details[512];
 
@@ -325,18 +327,18 @@ static void crash_after_2xx_resends_only_the_unguarded_target(void **state)
 	assert_non_null(strstr(details, "\"target\":\"B\""));
 	assert_true(marked());
 	assert_int_equal(task_runs(), 1);
-	orch_report_dispose(&rep);
+	orchestrator_report_dispose(&rep);
 
 	/* And a later attempt sends nothing at all. */
 	assert_int_equal(recover(&rep, &err), 0);
 	assert_true(rep.already_marked);
 	assert_int_equal(fake_http_count(srv, NULL), 3);
-	orch_report_dispose(&rep);
+	orchestrator_report_dispose(&rep);
 }
 
 static void crash_after_2xx_with_hold_sends_nothing(void **state)
 {
-	struct orch_report rep;
+	struct orchestrator_report rep;
 	struct sc_err err;
 
 	setenv("CRASH_HOLD", "B", 1);
@@ -356,7 +358,7 @@ static void crash_after_2xx_with_hold_sends_nothing(void **state)
 	assert_int_equal(state_of("B"), SEND_UNKNOWN);
 	assert_int_equal(duplicates(NULL, 0), 0);
 	assert_false(marked());
-	orch_report_dispose(&rep);
+	orchestrator_report_dispose(&rep);
 
 	/* The operator says the copy arrived: the slot completes, nothing
 	 * more is sent. */
@@ -365,12 +367,12 @@ static void crash_after_2xx_with_hold_sends_nothing(void **state)
 	assert_int_equal(recover(&rep, &err), 0);
 	assert_int_equal(fake_http_count(srv, NULL), 2);
 	assert_true(marked());
-	orch_report_dispose(&rep);
+	orchestrator_report_dispose(&rep);
 }
 
 static void crash_before_marker_only_marks(void **state)
 {
-	struct orch_report rep;
+	struct orchestrator_report rep;
 	struct sc_err err;
 
 	crash_child("delivery.after_last_sent_before_marker");
@@ -386,7 +388,7 @@ static void crash_before_marker_only_marks(void **state)
 	assert_int_equal(duplicates(NULL, 0), 0);
 	assert_int_equal(task_runs(), 1);
 	assert_true(marked());
-	orch_report_dispose(&rep);
+	orchestrator_report_dispose(&rep);
 }
 
 /* ---- the kill -9 campaign ------------------------------------------------- */
@@ -396,13 +398,14 @@ static int run_main(const char *dir, int64_t slot, int attempt)
 	struct world w;
 	struct sc_err err = {0};
 
-	struct orch_report rep;
+	struct orchestrator_report rep;
 
 	world_open(&w, dir);
-	/* With a report of its own: orch_run_slot(rep NULL) leaks its
+	/* With a report of its own: orchestrator_run_slot(rep NULL) leaks its
 	 * details, and this child, unlike child_main's, may live to exit. */
-	int rc = orch_run_slot(&w.ctx, &w.sched, slot, 1, attempt, &rep, &err);
-	orch_report_dispose(&rep);
+	int rc = orchestrator_run_slot(&w.ctx, &w.sched, slot, 1, attempt, &rep,
+				       &err);
+	orchestrator_report_dispose(&rep);
 	world_close(&w);
 	return rc == 0 ? 0 : 1;
 }
@@ -555,14 +558,14 @@ static void kill_at_random_during_sends(void **state)
 		int rc = -1;
 		struct sc_err err = {0};
 		for (int k = 0; k < 6 && rc != 0; k++) {
-			struct orch_report rep;
+			struct orchestrator_report rep;
 			size_t b_before = copies_of(log, slot, "B", "/b");
 			enum send_state b_state = slot_state(slot, "B");
 			sc_err_clear(&err);
-			rc = orch_run_slot(&W.ctx, &W.sched, slot, 1, attempt++,
-					   &rep, &err);
+			rc = orchestrator_run_slot(&W.ctx, &W.sched, slot, 1,
+						   attempt++, &rep, &err);
 			size_t n_held = rep.delivery.n_held;
-			orch_report_dispose(&rep);
+			orchestrator_report_dispose(&rep);
 			if (rc == 0 || !n_held)
 				continue; /* done, or a retry will do */
 			assert_true(fake_receiver_wait_idle(rcv, 50, 10000));

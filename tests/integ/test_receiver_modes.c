@@ -11,7 +11,7 @@
  *   answers 503; answers 429 with Retry-After; answers 302 to another URL;
  *   or speaks TLS with a self-signed certificate.
  *
- * Each trial drives the real queue, worker glue and outbox (orch_run_job
+ * Each trial drives the real queue, worker glue and outbox (worker_run_job
  * on a SQLite file and a virtual clock; the HTTP is real) attempt after
  * attempt, and an operator's `surecron release` (the real binary) when
  * the slot is held. What must hold:
@@ -48,10 +48,10 @@
 
 #include "config.h"
 #include "fakes/fake_receiver.h"
-#include "orchestrator.h"
 #include "queue.h"
 #include "store.h"
 #include "testutil.h"
+#include "worker.h"
 
 #define SLOT 1795798800000LL /* Friday 2026-11-27T17:00:00Z */
 #define SLOT_ISO "2026-11-27T17:00:00Z"
@@ -308,20 +308,20 @@ static void run_trial(enum mode m, bool hold)
 						   SC_BACKOFF_FIXED, RETRY_MS};
 	assert_int_equal(queue_enqueue(t->store, "weekly", SLOT, &pol, &job_id,
 				       NULL, &err), 0);
-	struct orch_ctx ctx = {.store = t->store, .config = t->c};
+	struct worker_opts wo = {.store = t->store, .config = t->c};
 
 	for (int round = 0; round < 2 * MAX_ATTEMPTS + 2; round++) {
 		struct store_job job;
-		struct orch_job_result jr;
+		struct worker_result jr;
 
 		if (!claim(t, &job))
 			break;
 		sc_err_clear(&err);
-		assert_int_equal(orch_run_job(&ctx, &job, &jr, &err), 0);
+		assert_int_equal(worker_run_job(&wo, &job, &jr, &err), 0);
 		int64_t failed_at = sc_clock_now_ms(t->clock);
 		enum send_state st = row_state(t);
 		if (jr.completed) {
-			orch_job_result_dispose(&jr);
+			worker_result_dispose(&jr);
 			break;
 		}
 		size_t copies = fake_receiver_count(t->log, "/hook", NULL, true);
@@ -356,11 +356,11 @@ static void run_trial(enum mode m, bool hold)
 			int64_t real = sc_clock_now_ms(sc_clock_real()) + 1000;
 			if (sc_clock_now_ms(t->clock) < real)
 				sc_clock_set_ms(t->clock, real);
-			orch_job_result_dispose(&jr);
+			worker_result_dispose(&jr);
 			continue;
 		}
 		if (jr.dead) {
-			orch_job_result_dispose(&jr);
+			worker_result_dispose(&jr);
 			break;
 		}
 		/* Retried: no earlier than the policy and the hint say. */
@@ -370,7 +370,7 @@ static void run_trial(enum mode m, bool hold)
 		expect(t, jr.next_ms >= want,
 		       "the retry waits for the policy and Retry-After");
 		sc_clock_set_ms(t->clock, jr.next_ms);
-		orch_job_result_dispose(&jr);
+		worker_result_dispose(&jr);
 	}
 
 	/* The figures of this trial. */

@@ -19,10 +19,10 @@
 #include "config.h"
 #include "message.h"
 #include "fakes/fake_http.h"
-#include "orchestrator.h"
 #include "queue.h"
 #include "store.h"
 #include "testutil.h"
+#include "worker.h"
 
 #define SLOT 1795798800000LL /* Friday 2026-11-27T17:00:00Z */
 
@@ -91,7 +91,7 @@ static void yaml_to_delivered_slot(void **state)
 	struct fake_http *srv = fake_http_start();
 	struct sc_clock *clock = sc_clock_virtual_new(SLOT + 500);
 	struct store_job job;
-	struct orch_job_result jr;
+	struct worker_result jr;
 	size_t n = 0;
 
 	assert_non_null(srv);
@@ -106,7 +106,7 @@ static void yaml_to_delivered_slot(void **state)
 	snprintf(cfgpath, sizeof(cfgpath), "%s/surecron.yaml", dir);
 	assert_int_equal(config_load(cfgpath, &cfg, &err), 0);
 	assert_int_equal(store_open(cfg->store_url, clock, &store, &err), 0);
-	struct orch_ctx ctx = {.store = store, .config = cfg};
+	struct worker_opts wo = {.store = store, .config = cfg};
 
 	/* The weekly slot: a partial success. */
 	static const struct sc_retry_policy low = {4, SC_BACKOFF_EXPONENTIAL,
@@ -117,9 +117,9 @@ static void yaml_to_delivered_slot(void **state)
 	sc_clock_set_ms(clock, sc_clock_now_ms(sc_clock_real()) + 1000);
 	assert_int_equal(queue_claim(store, "w", 300000, &job, 1, &n, &err), 0);
 	assert_int_equal(n, 1);
-	assert_int_equal(orch_run_job(&ctx, &job, &jr, &err), 0);
+	assert_int_equal(worker_run_job(&wo, &job, &jr, &err), 0);
 	assert_true(jr.completed);
-	orch_job_result_dispose(&jr);
+	worker_result_dispose(&jr);
 
 	json_t *arr = lines(dir, &n);
 	assert_int_equal(n, 1);
@@ -156,10 +156,10 @@ static void yaml_to_delivered_slot(void **state)
 				       &err), 0);
 	assert_int_equal(queue_claim(store, "w", 300000, &job, 1, &n, &err), 0);
 	assert_int_equal(n, 1);
-	assert_int_equal(orch_run_job(&ctx, &job, &jr, &err), 0);
+	assert_int_equal(worker_run_job(&wo, &job, &jr, &err), 0);
 	assert_true(jr.dead);
 	assert_int_equal(jr.n_alerts_sent, 1);
-	orch_job_result_dispose(&jr);
+	worker_result_dispose(&jr);
 	arr = lines(dir, &n);
 	assert_int_equal(n, 2);
 	o = json_array_get(arr, 1);
@@ -212,7 +212,7 @@ static void held_send_released_by_the_operator(void **state)
 	struct sc_clock *clock = sc_clock_virtual_new(SLOT + 500);
 	static const struct sc_retry_policy two = {2, SC_BACKOFF_FIXED, 60000};
 	struct store_job job;
-	struct orch_job_result jr;
+	struct worker_result jr;
 	size_t n = 0;
 	int na = 0;
 
@@ -224,7 +224,7 @@ static void held_send_released_by_the_operator(void **state)
 	snprintf(cfgpath, sizeof(cfgpath), "%s/surecron.yaml", dir);
 	assert_int_equal(config_load(cfgpath, &cfg, &err), 0);
 	assert_int_equal(store_open(cfg->store_url, clock, &store, &err), 0);
-	struct orch_ctx ctx = {.store = store, .config = cfg};
+	struct worker_opts wo = {.store = store, .config = cfg};
 
 	/* What a crash between the send and its SENT commit leaves. */
 	assert_int_equal(store_outbox_put(store, "weekly", SLOT, "hook",
@@ -234,12 +234,12 @@ static void held_send_released_by_the_operator(void **state)
 	assert_int_equal(queue_enqueue(store, "weekly", SLOT, &two, NULL, NULL,
 				       &err), 0);
 	assert_int_equal(queue_claim(store, "w", 300000, &job, 1, &n, &err), 0);
-	assert_int_equal(orch_run_job(&ctx, &job, &jr, &err), 0);
+	assert_int_equal(worker_run_job(&wo, &job, &jr, &err), 0);
 	/* Held: nothing sent, the job is dead at once, loudly. */
 	assert_true(jr.dead);
 	assert_int_equal(jr.rep.delivery.n_held, 1);
 	assert_int_equal(fake_http_count(srv, "/hook"), 0);
-	orch_job_result_dispose(&jr);
+	worker_result_dispose(&jr);
 
 	/* Two answers at once are refused, and change nothing. */
 	struct outbox_entry before = {0}, after = {0};
@@ -314,11 +314,11 @@ static void held_send_released_by_the_operator(void **state)
 	assert_int_equal(n, 1);
 	/* Attempt 2: the count goes on across the revival (issue 10). */
 	assert_int_equal(job.attempts, 2);
-	assert_int_equal(orch_run_job(&ctx, &job, &jr, &err), 0);
+	assert_int_equal(worker_run_job(&wo, &job, &jr, &err), 0);
 	assert_true(jr.completed);
 	assert_false(jr.rep.ran_tasks);
 	assert_int_equal(fake_http_count(srv, "/hook"), 1);
-	orch_job_result_dispose(&jr);
+	worker_result_dispose(&jr);
 
 	store_close(store);
 	config_free(cfg);

@@ -17,10 +17,12 @@
 #include <jansson.h>
 
 #include "fakes/fake_http.h"
+#include "alert.h"
 #include "orchestrator.h"
 #include "queue.h"
 #include "store.h"
 #include "testutil.h"
+#include "worker.h"
 
 #define SLOT 1795798800000LL /* 2026-11-27T17:00:00Z */
 #define MAX_T 8
@@ -40,7 +42,7 @@ struct fix {
 	char paths[MAX_T][320];
 	char *target_names[4];
 	struct schedule_spec sched;
-	struct orch_ctx ctx;
+	struct orchestrator_ctx ctx;
 };
 
 static struct fix F;
@@ -184,17 +186,18 @@ static const char *jget(json_t *o, const char *k)
 	return json_string_value(json_object_get(o, k));
 }
 
-static int run(int attempt, struct orch_report *rep, struct sc_err *err)
+static int run(int attempt, struct orchestrator_report *rep, struct sc_err *err)
 {
 	sc_err_clear(err);
-	return orch_run_slot(&F.ctx, &F.sched, SLOT, 7, attempt, rep, err);
+	return orchestrator_run_slot(&F.ctx, &F.sched, SLOT, 7, attempt, rep,
+				     err);
 }
 
 /* ---- the failure path --------------------------------------------------- */
 
 static void all_fail_job_fails_with_notices_and_no_guard(void **state)
 {
-	struct orch_report rep;
+	struct orchestrator_report rep;
 	struct sc_err err;
 
 	add_task("fetch", "echo '{\"retry_after\": 120, \"error\": \"API "
@@ -236,18 +239,18 @@ static void all_fail_job_fails_with_notices_and_no_guard(void **state)
 				       "failed — "));
 		json_decref(o);
 	}
-	orch_report_dispose(&rep);
+	orchestrator_report_dispose(&rep);
 
 	/* The retry runs the tasks again (nothing was generated). */
 	rc = run(2, &rep, &err);
 	assert_int_equal(rc, SC_ETASK);
 	assert_int_equal(task_runs(), 4);
-	orch_report_dispose(&rep);
+	orchestrator_report_dispose(&rep);
 }
 
 static void first_error_permanence_is_kept(void **state)
 {
-	struct orch_report rep;
+	struct orchestrator_report rep;
 	struct sc_err err;
 
 	add_task("auth", "echo 'bad key' >&2; exit 78");
@@ -255,12 +258,12 @@ static void first_error_permanence_is_kept(void **state)
 	assert_int_equal(run(1, &rep, &err), SC_ETASK);
 	assert_true(err.permanent);
 	assert_non_null(strstr(err.msg, "task auth:"));
-	orch_report_dispose(&rep);
+	orchestrator_report_dispose(&rep);
 }
 
 static void skip_and_failure_without_deliverable_fails(void **state)
 {
-	struct orch_report rep;
+	struct orchestrator_report rep;
 	struct sc_err err;
 
 	add_task("quiet", "exit 0"); /* no output: skip */
@@ -275,12 +278,12 @@ static void skip_and_failure_without_deliverable_fails(void **state)
 	json_t *o = request_json("/a", 0);
 	assert_string_equal(jget(o, "kind"), "failure_notice");
 	json_decref(o);
-	orch_report_dispose(&rep);
+	orchestrator_report_dispose(&rep);
 }
 
 static void notice_failure_never_replaces_the_task_error(void **state)
 {
-	struct orch_report rep;
+	struct orchestrator_report rep;
 	struct sc_err err;
 
 	fake_http_set_default(srv, "/a", 500, NULL, "receiver down");
@@ -296,14 +299,14 @@ static void notice_failure_never_replaces_the_task_error(void **state)
 	assert_int_equal(rep.n_notices_sent, 0);
 	assert_non_null(strstr(rep.details_json, "notice_errors"));
 	assert_false(marked());
-	orch_report_dispose(&rep);
+	orchestrator_report_dispose(&rep);
 }
 
 /* ---- the success path --------------------------------------------------- */
 
 static void partial_success_delivers_once_with_notice_lines(void **state)
 {
-	struct orch_report rep;
+	struct orchestrator_report rep;
 	struct sc_err err;
 
 	add_task("summary", "echo 'Revenue up 3%'");
@@ -329,7 +332,7 @@ static void partial_success_delivers_once_with_notice_lines(void **state)
 				       "chart service down"));
 		json_decref(o);
 	}
-	orch_report_dispose(&rep);
+	orchestrator_report_dispose(&rep);
 
 	/* Once done, never again: no task run, nothing sent. */
 	assert_int_equal(run(2, &rep, &err), 0);
@@ -337,7 +340,7 @@ static void partial_success_delivers_once_with_notice_lines(void **state)
 	assert_false(rep.ran_tasks);
 	assert_int_equal(task_runs(), 3);
 	assert_int_equal(fake_http_count(srv, NULL), 2);
-	orch_report_dispose(&rep);
+	orchestrator_report_dispose(&rep);
 }
 
 /*
@@ -349,7 +352,7 @@ static void partial_success_delivers_once_with_notice_lines(void **state)
  */
 static void issue11_large_result_is_cut_not_lost(void **state)
 {
-	struct orch_report rep;
+	struct orchestrator_report rep;
 	struct sc_err err;
 	char path[400];
 
@@ -367,7 +370,7 @@ static void issue11_large_result_is_cut_not_lost(void **state)
 	if (rc)
 		fail_msg("run failed: %s", err.msg);
 	assert_true(marked());
-	orch_report_dispose(&rep);
+	orchestrator_report_dispose(&rep);
 
 	size_t cap = 16u << 20;
 	char *text = malloc(cap);
@@ -398,7 +401,7 @@ static void issue11_large_result_is_cut_not_lost(void **state)
 
 static void preview_alone_is_a_deliverable(void **state)
 {
-	struct orch_report rep;
+	struct orchestrator_report rep;
 	struct sc_err err;
 
 	add_task("fails", "exit 9");
@@ -409,12 +412,12 @@ static void preview_alone_is_a_deliverable(void **state)
 	assert_true(json_is_null(json_object_get(o, "summary")));
 	assert_int_equal(json_array_size(json_object_get(o, "failures")), 1);
 	json_decref(o);
-	orch_report_dispose(&rep);
+	orchestrator_report_dispose(&rep);
 }
 
 static void delivery_failure_retry_resends_only_to_b_from_outbox(void **state)
 {
-	struct orch_report rep;
+	struct orchestrator_report rep;
 	struct sc_err err;
 	struct fake_request r1, r2;
 	char k1[80], k2[80];
@@ -428,7 +431,7 @@ static void delivery_failure_retry_resends_only_to_b_from_outbox(void **state)
 	assert_int_equal(state_of("A"), SEND_SENT);
 	assert_int_equal(state_of("B"), SEND_FAILED);
 	assert_int_equal(task_runs(), 1);
-	orch_report_dispose(&rep);
+	orchestrator_report_dispose(&rep);
 
 	assert_int_equal(run(2, &rep, &err), 0);
 	assert_true(rep.resent);
@@ -452,12 +455,12 @@ static void delivery_failure_retry_resends_only_to_b_from_outbox(void **state)
 	assert_string_equal(k1, k2);
 	fake_request_dispose(&r1);
 	fake_request_dispose(&r2);
-	orch_report_dispose(&rep);
+	orchestrator_report_dispose(&rep);
 }
 
 static void all_skipped_succeeds_silently(void **state)
 {
-	struct orch_report rep;
+	struct orchestrator_report rep;
 	struct sc_err err;
 
 	add_task("s1", "exit 0");
@@ -467,12 +470,12 @@ static void all_skipped_succeeds_silently(void **state)
 	assert_int_equal(fake_http_count(srv, NULL), 0);
 	assert_true(marked());
 	assert_int_equal(state_of("A"), SEND_NONE);
-	orch_report_dispose(&rep);
+	orchestrator_report_dispose(&rep);
 }
 
 static void marked_slot_is_never_run_again(void **state)
 {
-	struct orch_report rep;
+	struct orchestrator_report rep;
 	struct sc_err err;
 
 	add_task("gen", "echo hello");
@@ -481,12 +484,12 @@ static void marked_slot_is_never_run_again(void **state)
 	assert_true(rep.already_marked);
 	assert_int_equal(task_runs(), 0);
 	assert_int_equal(fake_http_count(srv, NULL), 0);
-	orch_report_dispose(&rep);
+	orchestrator_report_dispose(&rep);
 }
 
 static void unknown_target_fails_permanently_before_tasks(void **state)
 {
-	struct orch_report rep;
+	struct orchestrator_report rep;
 	struct sc_err err;
 
 	add_task("gen", "echo hello");
@@ -494,7 +497,7 @@ static void unknown_target_fails_permanently_before_tasks(void **state)
 	assert_int_equal(run(1, &rep, &err), SC_ECONFIG);
 	assert_true(err.permanent);
 	assert_int_equal(task_runs(), 0);
-	orch_report_dispose(&rep);
+	orchestrator_report_dispose(&rep);
 }
 
 /* ---- lost-slot alerts --------------------------------------------------- */
@@ -505,13 +508,15 @@ static void lost_alert_only_when_alert_targets_are_set(void **state)
 	size_t n = 99;
 
 	sc_err_set(&why, SC_ETASK, "task gen: API quota exceeded");
-	orch_send_lost_alert(&F.ctx, "weekly", SLOT, 4, &why, &n);
+	alert_send_lost(F.ctx.config, store_clock(F.store), "weekly", SLOT, 4,
+			&why, &n);
 	assert_int_equal(n, 0);
 	assert_int_equal(fake_http_count(srv, NULL), 0);
 
 	/* From the environment. */
 	setenv("SURECRON_ALERT_TARGETS", " alerts , nosuch", 1);
-	orch_send_lost_alert(&F.ctx, "weekly", SLOT, 4, &why, &n);
+	alert_send_lost(F.ctx.config, store_clock(F.store), "weekly", SLOT, 4,
+			&why, &n);
 	assert_int_equal(n, 1);
 	assert_int_equal(fake_http_count(srv, "/alerts"), 1);
 	assert_int_equal(fake_http_count(srv, NULL), 1);
@@ -526,7 +531,8 @@ static void lost_alert_only_when_alert_targets_are_set(void **state)
 	F.alert_names[0] = "C";
 	F.cfg.alert_targets = F.alert_names;
 	F.cfg.n_alert_targets = 1;
-	orch_send_lost_alert(&F.ctx, "weekly", SLOT, 4, &why, &n);
+	alert_send_lost(F.ctx.config, store_clock(F.store), "weekly", SLOT, 4,
+			&why, &n);
 	assert_int_equal(n, 1);
 	assert_int_equal(fake_http_count(srv, "/c"), 1);
 }
@@ -536,6 +542,22 @@ static void lost_alert_only_when_alert_targets_are_set(void **state)
 #define MIN 60000LL
 static const struct sc_retry_policy weekly_policy = {4, SC_BACKOFF_EXPONENTIAL,
 						     30 * MIN};
+
+/* The worker's options for a job run with the fixture's slot context. */
+static const struct worker_opts *wopts(const struct orchestrator_ctx *c)
+{
+	static struct worker_opts o;
+
+	memset(&o, 0, sizeof(o));
+	o.store = c->store;
+	o.clock = c->clock;
+	o.config = c->config;
+	o.auths = c->auths;
+	o.n_auths = c->n_auths;
+	o.run_task = c->run_task;
+	o.run_task_ud = c->run_task_ud;
+	return &o;
+}
 
 static void claim(struct store_job *job)
 {
@@ -564,7 +586,7 @@ static size_t ledger_count(const char *outcome, char *cls, size_t n)
 static void failed_run_fails_the_job_and_the_retry_heals_it(void **state)
 {
 	struct store_job job;
-	struct orch_job_result jr;
+	struct worker_result jr;
 	char cls[32] = "", flag[400];
 
 	snprintf(flag, sizeof(flag), "%s/quota_ok", F.dir);
@@ -577,7 +599,7 @@ static void failed_run_fails_the_job_and_the_retry_heals_it(void **state)
 				       NULL, NULL, NULL), 0);
 	claim(&job);
 	int64_t t1 = sc_clock_now_ms(F.clock);
-	assert_int_equal(orch_run_job(&F.ctx, &job, &jr, NULL), 0);
+	assert_int_equal(worker_run_job(wopts(&F.ctx), &job, &jr, NULL), 0);
 	assert_false(jr.completed);
 	assert_false(jr.dead);
 	assert_int_equal(jr.next_ms, t1 + 30 * MIN);
@@ -587,7 +609,7 @@ static void failed_run_fails_the_job_and_the_retry_heals_it(void **state)
 	assert_string_equal(cls, "task");
 	assert_int_equal(ledger_count(LEDGER_SUCCESS, NULL, 0), 0);
 	assert_int_equal(fake_http_count(srv, "/a"), 1); /* the notice */
-	orch_job_result_dispose(&jr);
+	worker_result_dispose(&jr);
 
 	/* The quota is back; the retry is due 30 min later and succeeds. */
 	FILE *f = fopen(flag, "w");
@@ -596,7 +618,7 @@ static void failed_run_fails_the_job_and_the_retry_heals_it(void **state)
 	sc_clock_set_ms(F.clock, t1 + 30 * MIN);
 	claim(&job);
 	assert_int_equal(job.attempts, 2);
-	assert_int_equal(orch_run_job(&F.ctx, &job, &jr, NULL), 0);
+	assert_int_equal(worker_run_job(wopts(&F.ctx), &job, &jr, NULL), 0);
 	assert_true(jr.completed);
 	assert_int_equal(ledger_count(LEDGER_SUCCESS, NULL, 0), 1);
 	assert_true(marked());
@@ -607,13 +629,13 @@ static void failed_run_fails_the_job_and_the_retry_heals_it(void **state)
 	struct store_job j2;
 	assert_int_equal(store_job_get(F.store, job.id, &j2, NULL), 0);
 	assert_int_equal(j2.state, JOB_DONE);
-	orch_job_result_dispose(&jr);
+	worker_result_dispose(&jr);
 }
 
 static void delivery_failure_fails_the_job_and_retry_resends(void **state)
 {
 	struct store_job job;
-	struct orch_job_result jr;
+	struct worker_result jr;
 	char cls[32] = "";
 
 	add_task("gen", "echo report");
@@ -622,7 +644,7 @@ static void delivery_failure_fails_the_job_and_retry_resends(void **state)
 				       NULL, NULL, NULL), 0);
 	claim(&job);
 	int64_t t1 = sc_clock_now_ms(F.clock);
-	assert_int_equal(orch_run_job(&F.ctx, &job, &jr, NULL), 0);
+	assert_int_equal(worker_run_job(wopts(&F.ctx), &job, &jr, NULL), 0);
 	assert_false(jr.completed);
 	assert_string_equal(jr.error_class, "delivery");
 	/* The receiver's Retry-After (1 h) beats the 30 min backoff. */
@@ -630,7 +652,7 @@ static void delivery_failure_fails_the_job_and_retry_resends(void **state)
 	assert_int_equal(ledger_count(LEDGER_FAILED, cls, sizeof(cls)), 1);
 	assert_string_equal(cls, "delivery");
 	int64_t next = jr.next_ms;
-	orch_job_result_dispose(&jr);
+	worker_result_dispose(&jr);
 
 	/* Not before the hint. */
 	sc_clock_set_ms(F.clock, next - 1);
@@ -639,13 +661,13 @@ static void delivery_failure_fails_the_job_and_retry_resends(void **state)
 	assert_int_equal(n, 0);
 	sc_clock_set_ms(F.clock, next);
 	claim(&job);
-	assert_int_equal(orch_run_job(&F.ctx, &job, &jr, NULL), 0);
+	assert_int_equal(worker_run_job(wopts(&F.ctx), &job, &jr, NULL), 0);
 	assert_true(jr.completed);
 	assert_true(jr.rep.resent);
 	assert_int_equal(task_runs(), 1);
 	assert_int_equal(fake_http_count(srv, "/a"), 1);
 	assert_int_equal(fake_http_count(srv, "/b"), 2);
-	orch_job_result_dispose(&jr);
+	worker_result_dispose(&jr);
 }
 
 static void lost_slot_alerts_only_configured_targets(void **state)
@@ -653,18 +675,18 @@ static void lost_slot_alerts_only_configured_targets(void **state)
 	static const struct sc_retry_policy once = {1, SC_BACKOFF_EXPONENTIAL,
 						    MIN};
 	struct store_job job;
-	struct orch_job_result jr;
+	struct worker_result jr;
 
 	add_task("gen", "echo 'still broken' >&2; exit 1");
 	assert_int_equal(queue_enqueue(F.store, "weekly", SLOT, &once, NULL,
 				       NULL, NULL), 0);
 	claim(&job);
-	assert_int_equal(orch_run_job(&F.ctx, &job, &jr, NULL), 0);
+	assert_int_equal(worker_run_job(wopts(&F.ctx), &job, &jr, NULL), 0);
 	assert_true(jr.dead);
 	assert_int_equal(jr.n_alerts_sent, 0);
 	assert_int_equal(fake_http_count(srv, "/alerts"), 0);
 	assert_int_equal(ledger_count(LEDGER_LOST, NULL, 0), 1);
-	orch_job_result_dispose(&jr);
+	worker_result_dispose(&jr);
 
 	/* Same again with alert targets set: the alert goes out. */
 	assert_int_equal(queue_enqueue(F.store, "weekly", SLOT + MIN, &once,
@@ -672,7 +694,7 @@ static void lost_slot_alerts_only_configured_targets(void **state)
 	setenv("SURECRON_ALERT_TARGETS", "alerts", 1);
 	sc_clock_set_ms(F.clock, SLOT + 2 * MIN);
 	claim(&job);
-	assert_int_equal(orch_run_job(&F.ctx, &job, &jr, NULL), 0);
+	assert_int_equal(worker_run_job(wopts(&F.ctx), &job, &jr, NULL), 0);
 	unsetenv("SURECRON_ALERT_TARGETS");
 	assert_true(jr.dead);
 	assert_int_equal(jr.n_alerts_sent, 1);
@@ -681,30 +703,30 @@ static void lost_slot_alerts_only_configured_targets(void **state)
 	assert_string_equal(jget(o, "kind"), "alert");
 	assert_non_null(strstr(jget(o, "error"), "still broken"));
 	json_decref(o);
-	orch_job_result_dispose(&jr);
+	worker_result_dispose(&jr);
 }
 
 static void permanent_task_failure_kills_the_job_at_once(void **state)
 {
 	struct store_job job;
-	struct orch_job_result jr;
+	struct worker_result jr;
 
 	add_task("gen", "echo 'invalid API key' >&2; exit 78");
 	assert_int_equal(queue_enqueue(F.store, "weekly", SLOT, &weekly_policy,
 				       NULL, NULL, NULL), 0);
 	claim(&job);
-	assert_int_equal(orch_run_job(&F.ctx, &job, &jr, NULL), 0);
+	assert_int_equal(worker_run_job(wopts(&F.ctx), &job, &jr, NULL), 0);
 	assert_true(jr.dead);
 	assert_int_equal(job.attempts, 1);
 	assert_int_equal(ledger_count(LEDGER_LOST, NULL, 0), 1);
-	orch_job_result_dispose(&jr);
+	worker_result_dispose(&jr);
 }
 
 /* A worker whose lease was taken over must not run or send anything. */
 static void lost_lease_runs_and_sends_nothing(void **state)
 {
 	struct store_job stale, fresh;
-	struct orch_job_result jr;
+	struct worker_result jr;
 	struct sc_err err = {0};
 	int n = 0;
 
@@ -718,16 +740,17 @@ static void lost_lease_runs_and_sends_nothing(void **state)
 	assert_int_equal(queue_recover(F.store, QUEUE_STALL_LIMIT, &n, NULL), 0);
 	assert_int_equal(n, 1);
 	claim(&fresh);
-	assert_int_equal(orch_run_job(&F.ctx, &stale, &jr, &err), SC_ELEASE);
+	assert_int_equal(worker_run_job(wopts(&F.ctx), &stale, &jr, &err),
+			 SC_ELEASE);
 	assert_int_equal(task_runs(), 0);
 	assert_int_equal(fake_http_count(srv, NULL), 0);
 	assert_false(marked());
-	orch_job_result_dispose(&jr);
+	worker_result_dispose(&jr);
 	/* The new owner runs it normally. */
-	assert_int_equal(orch_run_job(&F.ctx, &fresh, &jr, &err), 0);
+	assert_int_equal(worker_run_job(wopts(&F.ctx), &fresh, &jr, &err), 0);
 	assert_true(jr.completed);
 	assert_int_equal(task_runs(), 1);
-	orch_job_result_dispose(&jr);
+	worker_result_dispose(&jr);
 }
 
 /*
@@ -745,7 +768,7 @@ static void two_recoveries_alert_a_lost_slot_once(void **state)
 	struct store *y = NULL, *c = NULL;
 	struct sc_clock *lag = NULL;
 	struct store_job job;
-	struct orch_ctx cx, cy;
+	struct orchestrator_ctx cx, cy;
 	char url[400];
 	size_t lost_x = 9, lost_y = 9;
 	int nx = -1, ny = -1;
@@ -763,8 +786,8 @@ static void two_recoveries_alert_a_lost_slot_once(void **state)
 	sc_clock_set_ms(F.clock, now);
 
 	cx = F.ctx;
-	assert_int_equal(orch_recover(&cx, QUEUE_STALL_LIMIT, &nx, &lost_x,
-				      NULL), 0);
+	assert_int_equal(worker_recover(wopts(&cx), QUEUE_STALL_LIMIT, &nx,
+					&lost_x, NULL), 0);
 	assert_int_equal(nx, 1);
 	assert_int_equal(lost_x, 1);
 
@@ -780,8 +803,8 @@ static void two_recoveries_alert_a_lost_slot_once(void **state)
 
 	cy = F.ctx;
 	cy.store = y;
-	assert_int_equal(orch_recover(&cy, QUEUE_STALL_LIMIT, &ny, &lost_y,
-				      NULL), 0);
+	assert_int_equal(worker_recover(wopts(&cy), QUEUE_STALL_LIMIT, &ny,
+					&lost_y, NULL), 0);
 	unsetenv("SURECRON_ALERT_TARGETS");
 	assert_int_equal(fake_http_count(srv, "/alerts"), 1);
 	assert_int_equal(ny, 1);
@@ -820,7 +843,7 @@ static int hook(void *ud, const struct task_spec *spec,
 
 static void run_task_hook_replaces_task_run(void **state)
 {
-	struct orch_report rep;
+	struct orchestrator_report rep;
 	struct sc_err err;
 	int calls = 0;
 
@@ -835,14 +858,14 @@ static void run_task_hook_replaces_task_run(void **state)
 	assert_non_null(strstr(err.msg, "quota exceeded"));
 	assert_int_equal(err.retry_after_ms, 5000);
 	assert_false(marked());
-	orch_report_dispose(&rep);
+	orchestrator_report_dispose(&rep);
 
 	/* Without the hook, task_run is used again: the slot succeeds. */
 	F.ctx.run_task = NULL;
 	assert_int_equal(run(2, &rep, &err), 0);
 	assert_int_equal(task_runs(), 3);
 	assert_true(marked());
-	orch_report_dispose(&rep);
+	orchestrator_report_dispose(&rep);
 }
 
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)

@@ -1,0 +1,312 @@
+/*
+ * worker.c - one claimed job, end to end: lease keeping, the slot run,
+ * the finish, the lost-slot alert, release on stop.
+ *
+ *   claimed job (queue_claim)
+ *        |
+ *   schedule in the config? --no--> run error SC_ECONFIG (permanent)
+ *        |yes                                           |
+ *   store_fence_set(job, token)                         |
+ *   orchestrator_run_slot, ticked by the keeper:        |
+ *     stop asked -> queue_release, run stops            |
+ *     a third of the lease gone -> queue_heartbeat      |
+ *       (SC_ELEASE: lease lost, run stops)              |
+ *   store_fence_clear                                   |
+ *        |                                              |
+ *   run ok? --yes--> queue_complete                     |
+ *        |no                                            |
+ *   queue_fail(class, error, hint) <--------------------+
+ *        |  DEAD? --yes--> alert_send_lost
+ *        v
+ *   finish failed with SC_EIO (and not released, lease not lost)?
+ *        --yes--> the same finish again, backing off, at most 20 times
+ *
+ * Invariants:
+ *   - one keeper: every driver (daemon workers, run --once, simulate) gets
+ *     the same heartbeats, the same stop check and the same log lines;
+ *   - the store handle is fenced to the job's lease for the run
+ *     (store_fence_set), so even a worker that missed its heartbeats (it
+ *     was paused) cannot write an outbox state, a guard, the marker or a
+ *     "duplicate" row once another claim took the job: the write fails
+ *     with SC_ELEASE and the run stops there; the finish is fenced by the
+ *     job's token itself;
+ *   - a run whose lease is lost, or that was released, stops where it is
+ *     (the tick answers non-zero from then on) and writes or sends nothing
+ *     more (orchestrator.c's lost-lease invariant): the slot has a new
+ *     owner, or the job is READY again with its attempt not counted;
+ *   - a job is never failed without a reason: a run error without a code
+ *     gets the return code's;
+ *   - a finish is retried only after SC_EIO, whose outcome is unknown; an
+ *     SC_ELEASE on a retry means the first try committed (or another
+ *     worker took over): nothing is left to do, so it is no error;
+ *   - the heartbeat period is real time (clock_real_delta_ms), since a
+ *     test build's clock may run faster; a claim the clock already finds
+ *     a third of its lease old is renewed at the first tick (which is also
+ *     how a stale ticket learns at once that its lease is gone).
+ */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "alert.h"
+#include "clock.h"
+#include "err.h"
+#include "log.h"
+#include "queue.h"
+#include "worker.h"
+
+/* The finish retry after SC_EIO: real time, 0.1 s doubling to 5 s. */
+#define FINISH_TRIES 20
+#define FINISH_BACKOFF_MIN_MS 100
+#define FINISH_BACKOFF_MAX_MS 5000
+
+void worker_result_dispose(struct worker_result *r)
+{
+	if (!r)
+		return;
+	orchestrator_report_dispose(&r->rep);
+	memset(r, 0, sizeof(*r));
+}
+
+static struct sc_clock *opts_clock(const struct worker_opts *o)
+{
+	return o->clock ? o->clock : store_clock(o->store);
+}
+
+static const struct schedule_spec *find_schedule(const struct config *c,
+						 const char *name)
+{
+	for (size_t i = 0; c && i < c->n_schedules; i++)
+		if (c->schedules[i].name && strcmp(c->schedules[i].name, name) == 0)
+			return &c->schedules[i];
+	return NULL;
+}
+
+static const char *error_class(int rc, const struct orchestrator_report *rep)
+{
+	if (rep->ran_tasks && rep->n_failed > 0 && rep->n_deliver == 0)
+		return "task";
+	if (rc == SC_EDELIVERY)
+		return "delivery";
+	if (rc == SC_ECONFIG)
+		return "config";
+	return "internal";
+}
+
+/* ---- the lease keeper ---------------------------------------------------- */
+
+/* Runs on the job's own thread, with the job's own store handle, from
+ * inside the task's poll loop, between tasks and before each send. */
+struct keeper {
+	const struct worker_opts *o;
+	struct sc_clock *clock;
+	struct store_job job;   /* the ticket; heartbeats move its expiry */
+	int64_t lease_ms;
+	int64_t last_hb_mono;   /* real ms of the last good heartbeat (or the
+				   start) */
+	bool released, lost;
+	bool hb_failing;        /* no store_failed hook: warned already */
+};
+
+static bool heartbeat_due(const struct keeper *k, int64_t mono)
+{
+	int64_t third = k->lease_ms / 3;
+
+	/* The lease runs on the job's clock; the period is measured in
+	 * real time. */
+	if (mono - k->last_hb_mono >= clock_real_delta_ms(k->clock, third))
+		return true;
+	/* A ticket the clock already finds a third of its lease old. */
+	return sc_clock_now_ms(k->clock) >=
+	       k->job.lease_expires_ms - k->lease_ms + third;
+}
+
+/* The run's tick: gives the job back when the driver says stop, and
+ * keeps the lease (every third of it). Non-zero stops the run. */
+static int keeper_tick(void *ud)
+{
+	struct keeper *k = ud;
+	const struct worker_opts *o = k->o;
+	struct sc_err e = {0};
+
+	if (k->released || k->lost)
+		return SC_ECANCELED;
+	if (o->stop && o->stop(o->ud)) {
+		int rc = queue_release(o->store, &k->job, &e);
+		k->released = true;
+		LOG(rc ? SC_LOG_WARN : SC_LOG_INFO, "daemon",
+		       "event=released job=%lld schedule=%s attempt=%d%s",
+		       (long long)k->job.id, k->job.schedule, k->job.attempts,
+		       rc ? " outcome=release-failed" : "");
+		return SC_ECANCELED;
+	}
+	int64_t mono = clock_mono_ms();
+	if (!heartbeat_due(k, mono))
+		return 0;
+	int rc = queue_heartbeat(o->store, &k->job, k->lease_ms, &e);
+	if (rc == SC_ELEASE) {
+		/* Another worker recovered the job: stop, it owns the slot. */
+		k->lost = true;
+		LOG(SC_LOG_ERROR, "daemon",
+		       "event=lease-lost job=%lld schedule=%s",
+		       (long long)k->job.id, k->job.schedule);
+		return rc;
+	}
+	if (rc) {
+		/* Tried again at the next tick: two periods may fail before
+		 * the lease runs out. */
+		if (o->store_failed)
+			o->store_failed(o->ud, "heartbeat", rc, e.msg);
+		else if (!k->hb_failing)
+			LOG(SC_LOG_WARN, "orchestrator",
+			       "job=%lld msg=\"heartbeat failed\" code=%d",
+			       (long long)k->job.id, rc);
+		k->hb_failing = true;
+		return 0;
+	}
+	if (o->store_fine)
+		o->store_fine(o->ud);
+	k->hb_failing = false;
+	k->last_hb_mono = mono;
+	return 0;
+}
+
+/* ---- the finish ---------------------------------------------------------- */
+
+/* Records the outcome once: complete, or fail (and alert when the job is
+ * now DEAD). */
+static int finish(const struct worker_opts *o, struct sc_clock *clock,
+		  const struct store_job *job, bool ok,
+		  struct worker_result *out, struct sc_err *err)
+{
+	int rc;
+
+	if (ok) {
+		rc = queue_complete(o->store, job, out->rep.details_json, err);
+		out->completed = rc == 0;
+		return rc;
+	}
+	rc = queue_fail(o->store, job, out->error_class, &out->run_err,
+			out->rep.details_json, &out->next_ms, &out->dead, err);
+	if (rc == 0 && out->dead)
+		alert_send_lost(o->config, clock, job->schedule, job->slot_ms,
+				job->attempts, &out->run_err,
+				&out->n_alerts_sent);
+	return rc;
+}
+
+/*
+ * A finish lost to a connection error: the outcome is known, so record it
+ * again once the store answers. SC_ELEASE then means the first try did
+ * commit (or another worker took over): nothing left to do.
+ */
+static int finish_again(const struct worker_opts *o, struct sc_clock *clock,
+			const struct store_job *job, bool ok,
+			struct worker_result *out)
+{
+	int64_t backoff = FINISH_BACKOFF_MIN_MS;
+	int rc = SC_EIO;
+
+	for (int i = 0; i < FINISH_TRIES && rc == SC_EIO; i++) {
+		struct sc_err e = {0};
+		struct timespec ts = {.tv_sec = backoff / 1000,
+				      .tv_nsec = (backoff % 1000) * 1000000};
+		nanosleep(&ts, NULL);
+		rc = finish(o, clock, job, ok, out, &e);
+		backoff = backoff * 2 > FINISH_BACKOFF_MAX_MS
+				  ? FINISH_BACKOFF_MAX_MS
+				  : backoff * 2;
+	}
+	if (rc == SC_ELEASE) {
+		out->completed = ok;
+		return 0;
+	}
+	return rc;
+}
+
+/* ---- one job ------------------------------------------------------------- */
+
+int worker_run_job(const struct worker_opts *o, const struct store_job *job_in,
+		   struct worker_result *out, struct sc_err *err)
+{
+	struct keeper k = {.o = o, .clock = opts_clock(o), .job = *job_in,
+			   .last_hb_mono = clock_mono_ms()};
+	const struct store_job *job = &k.job;
+	const struct schedule_spec *sched = find_schedule(o->config,
+							  job->schedule);
+	int rc;
+
+	k.lease_ms = o->lease_ms > 0 ? o->lease_ms
+				     : job->lease_expires_ms - job->started_ms;
+	if (k.lease_ms <= 0)
+		k.lease_ms = QUEUE_LEASE_MS;
+	memset(out, 0, sizeof(*out));
+	out->next_ms = INT64_MAX;
+	if (!sched) {
+		sc_err_set(&out->run_err, SC_ECONFIG, "schedule %s is not in "
+			   "the configuration", job->schedule);
+		out->run_err.permanent = true;
+		rc = SC_ECONFIG;
+	} else {
+		const struct orchestrator_ctx ctx = {
+			.store = o->store, .clock = k.clock,
+			.config = o->config, .auths = o->auths,
+			.n_auths = o->n_auths, .tick = keeper_tick,
+			.tick_ud = &k, .tick_ms = WORKER_TICK_MS,
+			.run_task = o->run_task, .run_task_ud = o->run_task_ud,
+		};
+		/* Every outbox, guard, marker and duplicate-row write of
+		 * the run commits only while this claim holds the job
+		 * (store.h, fencing); the finish below has its own token. */
+		store_fence_set(o->store, job->id, job->lease_token);
+		rc = orchestrator_run_slot(&ctx, sched, job->slot_ms, job->id,
+					   job->attempts, &out->rep,
+					   &out->run_err);
+		store_fence_clear(o->store);
+	}
+	bool ok = rc == 0;
+	if (!ok) {
+		if (out->run_err.code == 0) /* never fail without a reason */
+			sc_err_set(&out->run_err, rc, "%s", sc_strerror(rc));
+		snprintf(out->error_class, sizeof(out->error_class), "%s",
+			 sched ? error_class(rc, &out->rep) : "config");
+	}
+	rc = finish(o, k.clock, job, ok, out, err);
+	if (rc == SC_EIO && !k.released && !k.lost)
+		rc = finish_again(o, k.clock, job, ok, out);
+	out->released = k.released;
+	out->lease_lost = k.lost || (rc == SC_ELEASE && !k.released);
+	return rc;
+}
+
+/* ---- stalled recovery ---------------------------------------------------- */
+
+int worker_recover(const struct worker_opts *o, int stall_limit, int *n,
+		   size_t *n_lost, struct sc_err *err)
+{
+	struct store_dead_list dead = {0};
+	int got = 0;
+	int rc = queue_recover_dead(o->store, stall_limit, &got, &dead, err);
+
+	/* Alert from the list this call's transactions committed, never
+	 * from the ledger: a "lost" row another node's recovery wrote at the
+	 * same moment is that node's to alert. The list is sound even when
+	 * the call failed part way (it holds only committed batches). */
+	for (size_t i = 0; i < dead.n; i++) {
+		struct sc_err why = {0};
+		sc_err_set(&why, SC_ETIMEDOUT, "%s", dead.v[i].error_msg);
+		alert_send_lost(o->config, opts_clock(o), dead.v[i].schedule,
+				dead.v[i].slot_ms, dead.v[i].attempt, &why,
+				NULL);
+	}
+	if (dead.n_more)
+		LOG(SC_LOG_ERROR, "orchestrator", "event=lost_not_alerted "
+		       "n=%zu msg=\"more slots lost in one recovery than "
+		       "alerted; see surecron ledger --lost\"", dead.n_more);
+	if (n)
+		*n = rc ? 0 : got;
+	if (n_lost)
+		*n_lost = dead.n + dead.n_more;
+	store_dead_list_dispose(&dead);
+	return rc;
+}
