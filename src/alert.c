@@ -60,7 +60,8 @@ void alert_targets(const struct config *c, const struct target_spec **out,
 				if (t)
 					out[(*n)++] = t;
 				else
-					LOG(SC_LOG_WARN, "orchestrator",
+					LOG(SC_LOG_WARN, "alert",
+					       "event=alert_target_unknown "
 					       "alert_target=%s msg=\"unknown "
 					       "target in "
 					       "SURECRON_ALERT_TARGETS\"", name);
@@ -74,8 +75,9 @@ void alert_targets(const struct config *c, const struct target_spec **out,
 		if (t)
 			out[(*n)++] = t;
 		else
-			LOG(SC_LOG_WARN, "orchestrator",
-			       "alert_target=%s msg=\"unknown alert target\"",
+			LOG(SC_LOG_WARN, "alert",
+			       "event=alert_target_unknown alert_target=%s "
+			       "msg=\"unknown alert target\"",
 			       c->alert_targets[i]);
 	}
 }
@@ -93,8 +95,9 @@ void alert_send_lost(const struct config *c, struct sc_clock *clock,
 		*n_sent = 0;
 	alert_targets(c, t, MAX_TARGETS, &n);
 	if (n == 0) {
-		LOG(SC_LOG_ERROR, "orchestrator",
-		       "schedule=%s slot_ms=%lld outcome=lost "
+		LOG(SC_LOG_ERROR, "alert",
+		       "event=alert_not_sent schedule=%s slot_ms=%lld "
+		       "outcome=lost "
 		       "msg=\"no alert targets configured\"", schedule,
 		       (long long)slot_ms);
 		return;
@@ -121,8 +124,9 @@ void alert_send_lost(const struct config *c, struct sc_clock *clock,
 		if (target_send(&s, &aerr) == 0) {
 			sent++;
 		} else {
-			LOG(SC_LOG_WARN, "orchestrator",
-			       "schedule=%s slot_ms=%lld target=%s msg=\"lost-"
+			LOG(SC_LOG_WARN, "alert",
+			       "event=alert_not_sent schedule=%s slot_ms=%lld "
+			       "target=%s msg=\"lost-"
 			       "slot alert not sent\" code=%d http_status=%d",
 			       schedule, (long long)slot_ms, t[i]->name,
 			       aerr.code, aerr.http_status);

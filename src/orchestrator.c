@@ -195,6 +195,7 @@ static int failed_run(const struct orchestrator_ctx *ctx,
 	/* Out of memory only costs the notices, never the run's error. */
 	if (!fl || message_compose(&m, &body, &cerr) != 0)
 		LOG(SC_LOG_WARN, "orchestrator",
+		       "event=notice_failed "
 		       "schedule=%s slot_ms=%lld msg=\"cannot compose the "
 		       "failure notice\" code=%d", sched->name,
 		       (long long)slot_ms, cerr.code);
@@ -205,6 +206,7 @@ static int failed_run(const struct orchestrator_ctx *ctx,
 		 * not speak for a slot that has a new owner). */
 		if (store_fence_check(ctx->store, &nerr1) == SC_ELEASE) {
 			LOG(SC_LOG_WARN, "orchestrator",
+			       "event=lease_lost "
 			       "schedule=%s slot_ms=%lld attempt=%d "
 			       "msg=\"lease lost; no more failure notices\"",
 			       sched->name, (long long)slot_ms, attempt);
@@ -224,6 +226,7 @@ static int failed_run(const struct orchestrator_ctx *ctx,
 		/* A warning only: the run's error stays the task's. */
 		rep->n_notices_failed++;
 		LOG(SC_LOG_WARN, "orchestrator",
+		       "event=notice_not_sent "
 		       "schedule=%s slot_ms=%lld attempt=%d target=%s "
 		       "msg=\"failure notice not sent\" code=%d http_status=%d",
 		       sched->name, (long long)slot_ms, attempt,
@@ -238,6 +241,7 @@ static int failed_run(const struct orchestrator_ctx *ctx,
 	json_decref(nerr);
 	err_copy(err, &first->err);
 	LOG(SC_LOG_ERROR, "orchestrator",
+	       "event=failed "
 	       "schedule=%s slot_ms=%lld attempt=%d outcome=failed failed=%zu "
 	       "notices_sent=%zu notices_failed=%zu", sched->name,
 	       (long long)slot_ms, attempt, rep->n_failed, rep->n_notices_sent,
@@ -389,6 +393,7 @@ static int compose_result(const struct schedule_spec *sched, int64_t slot_ms,
 	}
 	if (rc == 0 && total > budget)
 		LOG(SC_LOG_WARN, "orchestrator",
+		       "event=result_truncated "
 		       "schedule=%s slot_ms=%lld result_bytes=%zu limit=%zu "
 		       "msg=\"result truncated\"", sched->name,
 		       (long long)slot_ms, total, budget);
@@ -434,6 +439,7 @@ static int flush_and_mark(const struct outbox_slot *ds,
 	add_delivery_details(rep);
 	if (rc) {
 		LOG(SC_LOG_ERROR, "orchestrator",
+		       "event=delivery_failed "
 		       "schedule=%s slot_ms=%lld attempt=%d outcome=delivery_failed "
 		       "sent=%zu guarded=%zu failed=%zu held=%zu", ds->schedule,
 		       (long long)ds->slot_ms, ds->attempt, rep->delivery.n_sent,
@@ -445,6 +451,7 @@ static int flush_and_mark(const struct outbox_slot *ds,
 	rc = store_slot_mark(ds->store, ds->schedule, ds->slot_ms, err);
 	if (rc == 0)
 		LOG(SC_LOG_INFO, "orchestrator",
+		       "event=delivered "
 		       "schedule=%s slot_ms=%lld attempt=%d outcome=delivered "
 		       "sent=%zu guarded=%zu duplicates=%zu", ds->schedule,
 		       (long long)ds->slot_ms, ds->attempt, rep->delivery.n_sent,
@@ -501,6 +508,7 @@ int orchestrator_run_slot(const struct orchestrator_ctx *ctx,
 	if (marked) {
 		rep->already_marked = true;
 		LOG(SC_LOG_INFO, "orchestrator",
+		       "event=already_done "
 		       "schedule=%s slot_ms=%lld attempt=%d outcome=already_done",
 		       sched->name, (long long)slot_ms, attempt);
 		return 0;
@@ -515,6 +523,7 @@ int orchestrator_run_slot(const struct orchestrator_ctx *ctx,
 	if (staged) {
 		rep->resent = true;
 		LOG(SC_LOG_INFO, "orchestrator",
+		       "event=resend_from_outbox "
 		       "schedule=%s slot_ms=%lld attempt=%d msg=\"resending "
 		       "from the outbox; tasks not run\"", sched->name,
 		       (long long)slot_ms, attempt);
@@ -580,6 +589,7 @@ int orchestrator_run_slot(const struct orchestrator_ctx *ctx,
 	if (rep->n_deliver == 0) {
 		/* Every task skipped (or there are none): done, silently. */
 		LOG(SC_LOG_INFO, "orchestrator",
+		       "event=skipped "
 		       "schedule=%s slot_ms=%lld attempt=%d outcome=skipped",
 		       sched->name, (long long)slot_ms, attempt);
 		rc = store_slot_mark(ctx->store, sched->name, slot_ms, err);

@@ -158,8 +158,9 @@ static int keeper_tick(void *ud)
 		if (o->store_failed)
 			o->store_failed(o->ud, "heartbeat", rc, e.msg);
 		else if (!k->hb_failing)
-			LOG(SC_LOG_WARN, "orchestrator",
-			       "job=%lld msg=\"heartbeat failed\" code=%d",
+			LOG(SC_LOG_WARN, "worker",
+			       "event=heartbeat_failed job=%lld "
+			       "msg=\"heartbeat failed\" code=%d",
 			       (long long)k->job.id, rc);
 		k->hb_failing = true;
 		return 0;
@@ -300,7 +301,7 @@ int worker_recover(const struct worker_opts *o, int stall_limit, int *n,
 				NULL);
 	}
 	if (dead.n_more)
-		LOG(SC_LOG_ERROR, "orchestrator", "event=lost_not_alerted "
+		LOG(SC_LOG_ERROR, "worker", "event=lost_not_alerted "
 		       "n=%zu msg=\"more slots lost in one recovery than "
 		       "alerted; see surecron ledger --lost\"", dead.n_more);
 	if (n)
