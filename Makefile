@@ -254,7 +254,9 @@ _bench: $(BIN) $(BENCH_BIN)
 	@SURECRON_BIN=$(abspath $(BIN)) SURECRON_BUILD=$(abspath $(B)) \
 		sh bench/run.sh $(BENCH_BIN)
 
-_lint:
+# The prefix rule reads the symbol tables of the test build's objects.
+_lint: $(LIB_OBJ) $(CLI_OBJ)
+	sh scripts/check-prefix.sh $(B)/obj/src
 	sh scripts/lint.sh
 
 install: all
