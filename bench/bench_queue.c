@@ -89,7 +89,7 @@ static int work(const char *url, const char *name, bool mark)
 			break;
 		for (size_t i = 0; i < n; i++) {
 			if (mark && store_slot_mark(s, j[i].schedule, j[i].slot_ms,
-					      &err))
+						    &err))
 				die("mark", &err);
 			if (queue_complete(s, &j[i], NULL, &err))
 				die("complete", &err);

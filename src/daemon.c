@@ -3,9 +3,10 @@
  * thread, signals forwarded by the CLI (docs/internals/daemon.md).
  *
  *   calling thread (scheduler)      watcher thread         N workers
- *   scheduler_tick at each due slot     store_wait (SQLite:    claim -> worker_run_job
- *   sleeps until next slot          the db files moved;    (own store handle,
- *   (timed condvar wait)            PG: LISTEN/NOTIFY)     heartbeat in tick)
+ *   scheduler_tick at each slot     store_wait (SQLite:    claim ->
+ *   sleeps until next slot          the db files moved;    worker_run_job
+ *   (timed condvar wait)            PG: LISTEN/NOTIFY)     (own store handle,
+ *                                                          lease kept)
  *          |   enqueued: bump gen        | change: bump gen       ^
  *          +-------------------> d->gen, d->cond ----------------+
  *
@@ -830,7 +831,7 @@ static int64_t tick(struct daemon *d, int64_t lead_ms,
 	struct sc_err e = {0};
 	int64_t now = sc_clock_now_ms(d->clock) + lead_ms;
 	int rc = scheduler_tick_memo(d->store, cr->cfg, now, cr->memo, NULL, &r,
-				 &e);
+				     &e);
 
 	cfg_put(d, cr);
 	if (rc && (r.n_errors == 0 || r.n_errors == r.n_schedules)) {

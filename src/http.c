@@ -35,7 +35,7 @@
 
 #include "buf.h"
 #include "clock.h"
-#include "dl_curl.h"
+#include "lazylib_curl.h"
 #include "err.h"
 #include "http.h"
 #include "log.h"

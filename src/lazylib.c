@@ -18,9 +18,9 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "dl_crypto.h"
-#include "dl_curl.h"
-#include "dl_pq.h"
+#include "lazylib_crypto.h"
+#include "lazylib_curl.h"
+#include "lazylib_pq.h"
 
 struct dl_curl_table dl_curl;
 struct dl_pq_table dl_pq;

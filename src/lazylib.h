@@ -5,11 +5,11 @@
  * them (nor their ~30 dependencies: krb5, ldap, gnutls, ...), which is
  * most of the daemon's resident memory.
  *
- * Use: include "dl_curl.h", "dl_pq.h" or "dl_crypto.h" instead of
+ * Use: include "lazylib_curl.h", "lazylib_pq.h" or "lazylib_crypto.h" instead of
  * <curl/curl.h>, <libpq-fe.h> or <openssl/evp.h>; the functions keep their
  * usual names (macros onto a table of pointers). Call dl_curl_load /
  * dl_pq_load / dl_crypto_load (lazylib_load of that row) before the first
- * call. Another library is one dl_*.h header and one row in lazylib.c.
+ * call. Another library is one lazylib_*.h header and one row in lazylib.c.
  *
  * Thread-safety: the load functions may be called from any thread, any
  * number of times; the work is done once (pthread_once) and the tables are
@@ -31,7 +31,7 @@ enum lazylib_id {
 };
 
 /*
- * Loads library id and resolves every function its dl_*.h header lists.
+ * Loads library id and resolves every function its lazylib_*.h header lists.
  * 0, or SC_EIO with "libcurl.so.4 could not be loaded: ...; install
  * libcurl4" (the soname and package of that row) in err; the same answer
  * for the life of the process.

@@ -22,7 +22,7 @@
 
 #include "buf.h"
 #include "clock.h"
-#include "dl_crypto.h"
+#include "lazylib_crypto.h"
 #include "err.h"
 #include "message.h"
 #include "text.h"
@@ -68,8 +68,9 @@ int message_compose(const struct message *m, char **out,
 	for (size_t i = 0; !bad && i < m->n_failures; i++) {
 		json_t *f = json_object();
 		bad |= !f;
-		bad |= set_new(f, "task", jstr(m->failures[i].task ? m->failures[i].task : "")) != 0;
-		bad |= set_new(f, "error", jstr(m->failures[i].error ? m->failures[i].error : "")) != 0;
+		const char *task = m->failures[i].task, *why = m->failures[i].error;
+		bad |= set_new(f, "task", jstr(task ? task : "")) != 0;
+		bad |= set_new(f, "error", jstr(why ? why : "")) != 0;
 		bad |= json_array_append_new(fl, f) != 0;
 	}
 	if (!bad) {
@@ -145,7 +146,7 @@ static int render_obj(json_t *o, char **out)
 		message_notice_line(
 			json_string_value(json_object_get(f, "task")),
 			json_string_value(json_object_get(f, "error")), line,
-			sizeof(line));
+				    sizeof(line));
 		/* Notices after results get a blank line; between each other,
 		 * one line each. */
 		rc = add_para(&b, line, i == 0 ? "\n\n" : "\n");

@@ -72,7 +72,7 @@ static struct sc_clock *slot_clock(const struct outbox_slot *ds)
 }
 
 int outbox_staged(const struct outbox_slot *ds, bool *staged, char **body,
-		    struct sc_err *err)
+		  struct sc_err *err)
 {
 	*staged = false;
 	if (body)
@@ -81,7 +81,7 @@ int outbox_staged(const struct outbox_slot *ds, bool *staged, char **body,
 		struct outbox_entry e = {0};
 		struct sc_err lerr = {0};
 		int rc = store_outbox_get(ds->store, ds->schedule, ds->slot_ms,
-				    ds->targets[i]->name, &e, &lerr);
+					  ds->targets[i]->name, &e, &lerr);
 		if (rc == SC_ENOENT)
 			continue; /* not staged for this one: next target */
 		if (rc) {
@@ -100,7 +100,7 @@ int outbox_staged(const struct outbox_slot *ds, bool *staged, char **body,
 }
 
 int outbox_stage(const struct outbox_slot *ds, const char *body,
-		   struct sc_err *err)
+		 struct sc_err *err)
 {
 	for (size_t i = 0; i < ds->n_targets; i++) {
 		bool created = false;
@@ -177,7 +177,7 @@ static int send_one(const struct outbox_slot *ds,
 	 * with SC_ELEASE, and nothing is sent, once another worker took the
 	 * job over, even when no heartbeat was due (a paused worker). */
 	rc = store_outbox_set_state(ds->store, ds->schedule, ds->slot_ms, t->name,
-			      SEND_SENDING, err);
+				    SEND_SENDING, err);
 	if (rc)
 		return rc;
 	FAILPOINT("delivery.after_sending_commit");
@@ -195,7 +195,7 @@ static int send_one(const struct outbox_slot *ds,
 		/* If this commit fails the row stays SENDING: the next attempt
 		 * treats it as ambiguous, which is the truth. */
 		rc = store_outbox_set_state(ds->store, ds->schedule, ds->slot_ms,
-				      t->name, SEND_SENT, err);
+					    t->name, SEND_SENT, err);
 		if (rc == 0) {
 			rep->n_sent++;
 			LOG(SC_LOG_INFO, "delivery",
@@ -232,7 +232,8 @@ static int send_one(const struct outbox_slot *ds,
 			     maybe ? SEND_UNKNOWN : SEND_FAILED, &ferr) != 0)
 		LOG(SC_LOG_WARN, "delivery",
 		       "event=record_failed schedule=%s target=%s "
-		       "msg=\"cannot record the failed send\" code=%d", ds->schedule, t->name, ferr.code);
+		       "msg=\"cannot record the failed send\" code=%d",
+		       ds->schedule, t->name, ferr.code);
 	if (hold) {
 		int code = sc_err_set(err, SC_EDELIVERY, "%s; held "
 				      "(on_ambiguous: hold): nothing is sent "
@@ -247,7 +248,7 @@ static int send_one(const struct outbox_slot *ds,
 }
 
 int outbox_flush(const struct outbox_slot *ds, struct outbox_report *rep,
-		   struct sc_err *err)
+		 struct sc_err *err)
 {
 	struct outbox_report local;
 	int n_unknown = 0, first = 0, rc;
@@ -258,7 +259,7 @@ int outbox_flush(const struct outbox_slot *ds, struct outbox_report *rep,
 	/* We hold the job's lease: a row still SENDING belongs to an attempt
 	 * that died mid-send. */
 	rc = store_outbox_mark_unknown(ds->store, ds->schedule, ds->slot_ms,
-				 &n_unknown, err);
+				       &n_unknown, err);
 	if (rc)
 		return rc;
 	if (n_unknown)
@@ -273,7 +274,7 @@ int outbox_flush(const struct outbox_slot *ds, struct outbox_report *rep,
 		struct sc_err terr = {0};
 
 		rc = store_outbox_get(ds->store, ds->schedule, ds->slot_ms, t->name,
-				&e, &terr);
+				      &e, &terr);
 		if (rc == SC_ENOENT)
 			sc_err_set(&terr, SC_ESTATE, "target %s: nothing "
 				   "staged for this slot", t->name);
@@ -340,7 +341,7 @@ int outbox_flush(const struct outbox_slot *ds, struct outbox_report *rep,
 }
 
 int outbox_release(struct store *s, const char *schedule, int64_t slot_ms,
-		     const char *target, bool arrived, struct sc_err *err)
+		   const char *target, bool arrived, struct sc_err *err)
 {
 	struct outbox_entry e = {0};
 	int rc = store_outbox_get(s, schedule, slot_ms, target, &e, err);
@@ -356,5 +357,5 @@ int outbox_release(struct store *s, const char *schedule, int64_t slot_ms,
 				  "send is %s)", target,
 				  (unsigned)st < 6 ? names[st] : "?");
 	return store_outbox_set_state(s, schedule, slot_ms, target,
-				arrived ? SEND_SENT : SEND_FAILED, err);
+				      arrived ? SEND_SENT : SEND_FAILED, err);
 }

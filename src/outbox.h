@@ -51,7 +51,7 @@ struct outbox_report {
  * retry resends, it does not run the tasks again.
  */
 int outbox_staged(const struct outbox_slot *ds, bool *staged, char **body,
-		    struct sc_err *err);
+		  struct sc_err *err);
 
 /*
  * Stores body as the message of every target that has no outbox row yet
@@ -59,7 +59,7 @@ int outbox_staged(const struct outbox_slot *ds, bool *staged, char **body,
  * message is the one that goes out). Must complete before any send.
  */
 int outbox_stage(const struct outbox_slot *ds, const char *body,
-		   struct sc_err *err);
+		 struct sc_err *err);
 
 /*
  * Sends the staged message to every target whose row is not SENT.
@@ -77,7 +77,7 @@ int outbox_stage(const struct outbox_slot *ds, const char *body,
  * Writes no slot marker: the caller does, after this returns 0.
  */
 int outbox_flush(const struct outbox_slot *ds, struct outbox_report *rep,
-		   struct sc_err *err);
+		 struct sc_err *err);
 
 /*
  * An operator's decision on a held (UNKNOWN) row: arrived = true makes it
@@ -85,6 +85,6 @@ int outbox_flush(const struct outbox_slot *ds, struct outbox_report *rep,
  * sends it). SC_ESTATE when the row is not UNKNOWN, SC_ENOENT when none.
  */
 int outbox_release(struct store *s, const char *schedule, int64_t slot_ms,
-		     const char *target, bool arrived, struct sc_err *err);
+		   const char *target, bool arrived, struct sc_err *err);
 
 #endif

@@ -334,7 +334,7 @@ static int spec_resolved(const struct schedule_spec *spec, struct sc_err *err)
 }
 
 int scheduler_next_slot(const struct schedule_spec *spec, int64_t after_ms,
-		    int64_t *out_ms, struct sc_err *err)
+			int64_t *out_ms, struct sc_err *err)
 {
 	int rc = spec_resolved(spec, err);
 
@@ -343,7 +343,7 @@ int scheduler_next_slot(const struct schedule_spec *spec, int64_t after_ms,
 }
 
 int scheduler_schedule_next(struct store *s, const struct schedule_spec *spec,
-			int64_t now_ms, int64_t *out_ms, struct sc_err *err)
+			    int64_t now_ms, int64_t *out_ms, struct sc_err *err)
 {
 	int64_t last;
 	int rc = store_sched_last_get(s, spec->name, &last, err);
@@ -351,7 +351,7 @@ int scheduler_schedule_next(struct store *s, const struct schedule_spec *spec,
 	if (rc)
 		return rc;
 	return scheduler_next_slot(spec, last > now_ms ? last : now_ms, out_ms,
-			       err);
+				   err);
 }
 
 /*
@@ -501,8 +501,8 @@ static int record_missed(struct store *s, const struct schedule_spec *spec,
 	if (rc || !wrote)
 		goto out;
 	LOG(SC_LOG_WARN, "scheduler", "event=missed schedule=%s slot=%s "
-	       "outcome=missed summary=true count=%" PRIu64 " until=%s", spec->name, t1, rest,
-	       t2);
+	       "outcome=missed summary=true count=%" PRIu64 " until=%s",
+	       spec->name, t1, rest, t2);
 	*n_missed += rest > 0 ? (size_t)rest : 1;
 out:
 	free(have);
@@ -510,8 +510,8 @@ out:
 }
 
 int scheduler_schedule_tick(struct store *s, const struct schedule_spec *spec,
-			int64_t now_ms, const struct sched_opts *opts,
-			struct sched_result *out, struct sc_err *err)
+			    int64_t now_ms, const struct sched_opts *opts,
+			    struct sched_result *out, struct sc_err *err)
 {
 	struct sched_opts o;
 	struct window w = {0};
@@ -632,7 +632,7 @@ void scheduler_result_init(struct sched_result *r)
 
 int scheduler_tick_memo(struct store *s, const struct config *cfg,
 		    int64_t now_ms, int64_t *memo, const struct sched_opts *opts,
-		    struct sched_result *out, struct sc_err *err)
+			struct sched_result *out, struct sc_err *err)
 {
 	int first_rc = 0;
 
@@ -651,7 +651,7 @@ int scheduler_tick_memo(struct store *s, const struct config *cfg,
 		}
 		scheduler_result_init(&one);
 		int rc = scheduler_schedule_tick(s, &cfg->schedules[i], now_ms, opts,
-					     &one, err);
+						 &one, err);
 		out->n_schedules += one.n_schedules;
 		out->n_enqueued += one.n_enqueued;
 		out->n_missed += one.n_missed;
@@ -669,8 +669,8 @@ int scheduler_tick_memo(struct store *s, const struct config *cfg,
 }
 
 int scheduler_tick(struct store *s, const struct config *cfg, int64_t now_ms,
-	       const struct sched_opts *opts, struct sched_result *out,
-	       struct sc_err *err)
+		   const struct sched_opts *opts, struct sched_result *out,
+		   struct sc_err *err)
 {
 	return scheduler_tick_memo(s, cfg, now_ms, NULL, opts, out, err);
 }

@@ -120,8 +120,8 @@ struct sched_result {
  * out may not be NULL.
  */
 int scheduler_tick(struct store *s, const struct config *cfg, int64_t now_ms,
-	       const struct sched_opts *opts, struct sched_result *out,
-	       struct sc_err *err);
+		   const struct sched_opts *opts, struct sched_result *out,
+		   struct sc_err *err);
 
 /*
  * scheduler_tick with a memo of each schedule's next slot, so that a tick
@@ -136,7 +136,7 @@ int scheduler_tick(struct store *s, const struct config *cfg, int64_t now_ms,
  */
 int scheduler_tick_memo(struct store *s, const struct config *cfg,
 		    int64_t now_ms, int64_t *memo, const struct sched_opts *opts,
-		    struct sched_result *out, struct sc_err *err);
+			struct sched_result *out, struct sc_err *err);
 
 /* Empties *r: counts 0, next_ms INT64_MAX. */
 void scheduler_result_init(struct sched_result *r);
@@ -149,8 +149,8 @@ void scheduler_result_init(struct sched_result *r);
  * store errors.
  */
 int scheduler_schedule_tick(struct store *s, const struct schedule_spec *spec,
-			int64_t now_ms, const struct sched_opts *opts,
-			struct sched_result *out, struct sc_err *err);
+			    int64_t now_ms, const struct sched_opts *opts,
+			    struct sched_result *out, struct sc_err *err);
 
 /*
  * The first slot of spec strictly after after_ms (final expression, its
@@ -160,7 +160,7 @@ int scheduler_schedule_tick(struct store *s, const struct schedule_spec *spec,
  * Thread-safe, touches no store, parses nothing.
  */
 int scheduler_next_slot(const struct schedule_spec *spec, int64_t after_ms,
-		    int64_t *out_ms, struct sc_err *err);
+			int64_t *out_ms, struct sc_err *err);
 
 /*
  * When a daemon should next call scheduler_tick for one schedule: the first

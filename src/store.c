@@ -418,7 +418,7 @@ int store_fence_check(struct store *s, struct sc_err *err)
 /* ---- ledger ---------------------------------------------------------- */
 
 int store_ledger_append(struct store *s, const struct ledger_row *row,
-		  struct sc_err *err)
+			struct sc_err *err)
 {
 	bool written;
 
@@ -426,7 +426,7 @@ int store_ledger_append(struct store *s, const struct ledger_row *row,
 }
 
 int store_ledger_append_written(struct store *s, const struct ledger_row *row,
-			  bool *written, struct sc_err *err)
+				bool *written, struct sc_err *err)
 {
 	bool dummy;
 	int rc;
@@ -445,15 +445,15 @@ int store_ledger_append_written(struct store *s, const struct ledger_row *row,
 			   sizeof(row->error_class))
 		rc = sc_err_set(err, SC_EINVAL, "ledger error class too long");
 	return rc ? rc : s->ops->ledger_append(
-			    s->impl,
+					       s->impl,
 			    strcmp(row->outcome, LEDGER_MISSED) == 0
-				    ? NULL
-				    : fence_of(s),
-			    row, written, err);
+					       ? NULL
+					       : fence_of(s),
+					       row, written, err);
 }
 
 int store_ledger_query(struct store *s, const struct ledger_filter *f,
-		 struct ledger_row **rows, size_t *n, struct sc_err *err)
+		       struct ledger_row **rows, size_t *n, struct sc_err *err)
 {
 	static const struct ledger_filter all = {
 		.since_ms = INT64_MIN, .until_ms = INT64_MAX};
@@ -490,8 +490,8 @@ static int check_slot_target(const char *schedule, const char *target,
 }
 
 int store_outbox_put(struct store *s, const char *schedule, int64_t slot_ms,
-	       const char *target, const char *body, bool *created,
-	       struct sc_err *err)
+		     const char *target, const char *body, bool *created,
+		     struct sc_err *err)
 {
 	int rc = check_slot_target(schedule, target, err);
 
@@ -503,8 +503,8 @@ int store_outbox_put(struct store *s, const char *schedule, int64_t slot_ms,
 }
 
 int store_outbox_get(struct store *s, const char *schedule, int64_t slot_ms,
-	       const char *target, struct outbox_entry *out,
-	       struct sc_err *err)
+		     const char *target, struct outbox_entry *out,
+		     struct sc_err *err)
 {
 	int rc = check_slot_target(schedule, target, err);
 
@@ -524,8 +524,8 @@ void store_outbox_entry_dispose(struct outbox_entry *e)
 }
 
 int store_outbox_set_state(struct store *s, const char *schedule, int64_t slot_ms,
-		     const char *target, enum send_state state,
-		     struct sc_err *err)
+			   const char *target, enum send_state state,
+			   struct sc_err *err)
 {
 	int rc = check_slot_target(schedule, target, err);
 
@@ -539,7 +539,7 @@ int store_outbox_set_state(struct store *s, const char *schedule, int64_t slot_m
 }
 
 int store_outbox_mark_unknown(struct store *s, const char *schedule,
-			int64_t slot_ms, int *n, struct sc_err *err)
+			      int64_t slot_ms, int *n, struct sc_err *err)
 {
 	int dummy;
 	int rc = check_name("schedule name", schedule, STORE_NAME_MAX, err);
@@ -550,7 +550,7 @@ int store_outbox_mark_unknown(struct store *s, const char *schedule,
 }
 
 int store_slot_mark(struct store *s, const char *schedule, int64_t slot_ms,
-	      struct sc_err *err)
+		    struct sc_err *err)
 {
 	int rc = check_name("schedule name", schedule, STORE_NAME_MAX, err);
 
@@ -559,7 +559,7 @@ int store_slot_mark(struct store *s, const char *schedule, int64_t slot_ms,
 }
 
 int store_slot_is_marked(struct store *s, const char *schedule, int64_t slot_ms,
-		   bool *marked, struct sc_err *err)
+			 bool *marked, struct sc_err *err)
 {
 	int rc = check_name("schedule name", schedule, STORE_NAME_MAX, err);
 
@@ -573,7 +573,7 @@ int store_slot_is_marked(struct store *s, const char *schedule, int64_t slot_ms,
 /* ---- scheduler state, token cache ------------------------------------ */
 
 int store_sched_last_get(struct store *s, const char *schedule, int64_t *slot_ms,
-		   struct sc_err *err)
+			 struct sc_err *err)
 {
 	int rc = check_name("schedule name", schedule, STORE_NAME_MAX, err);
 
@@ -583,7 +583,7 @@ int store_sched_last_get(struct store *s, const char *schedule, int64_t *slot_ms
 }
 
 int store_sched_last_set(struct store *s, const char *schedule, int64_t slot_ms,
-		   struct sc_err *err)
+			 struct sc_err *err)
 {
 	int rc = check_name("schedule name", schedule, STORE_NAME_MAX, err);
 
@@ -591,7 +591,7 @@ int store_sched_last_set(struct store *s, const char *schedule, int64_t slot_ms,
 }
 
 int store_token_get(struct store *s, const char *provider, char **token,
-	      int64_t *expires_ms, struct sc_err *err)
+		    int64_t *expires_ms, struct sc_err *err)
 {
 	int rc = check_name("provider name", provider, STORE_NAME_MAX, err);
 
@@ -605,7 +605,7 @@ int store_token_get(struct store *s, const char *provider, char **token,
 }
 
 int store_token_put(struct store *s, const char *provider, const char *token,
-	      int64_t expires_ms, struct sc_err *err)
+		    int64_t expires_ms, struct sc_err *err)
 {
 	int rc = check_name("provider name", provider, STORE_NAME_MAX, err);
 

@@ -313,17 +313,17 @@ int store_job_counts(struct store *s, const char *schedule,
  * never deduplicated.
  */
 int store_ledger_append(struct store *s, const struct ledger_row *row,
-		  struct sc_err *err);
+			struct sc_err *err);
 
 /* store_ledger_append that says whether the row was written: *written is false
  * only for a LEDGER_MISSED row whose slot had one already. */
 int store_ledger_append_written(struct store *s, const struct ledger_row *row,
-			  bool *written, struct sc_err *err);
+				bool *written, struct sc_err *err);
 
 /* Rows matching f (NULL: every row), oldest first (by id, the order they
  * were written); free with store_ledger_rows_free. *rows is NULL when n is 0. */
 int store_ledger_query(struct store *s, const struct ledger_filter *f,
-		 struct ledger_row **rows, size_t *n, struct sc_err *err);
+		       struct ledger_row **rows, size_t *n, struct sc_err *err);
 void store_ledger_rows_free(struct ledger_row *rows, size_t n);
 
 /* ---- fencing: writes made for a claimed job --------------------------- */
@@ -370,13 +370,13 @@ int store_fence_check(struct store *s, struct sc_err *err);
  * The message is kept apart from the row's send state (schema 3) and
  * written only here, so state changes never copy it. Fenced. */
 int store_outbox_put(struct store *s, const char *schedule, int64_t slot_ms,
-	       const char *target, const char *body, bool *created,
-	       struct sc_err *err);
+		     const char *target, const char *body, bool *created,
+		     struct sc_err *err);
 
 /* Reads a row; SC_ENOENT when there is none. Free with store_outbox_entry_dispose. */
 int store_outbox_get(struct store *s, const char *schedule, int64_t slot_ms,
-	       const char *target, struct outbox_entry *out,
-	       struct sc_err *err);
+		     const char *target, struct outbox_entry *out,
+		     struct sc_err *err);
 void store_outbox_entry_dispose(struct outbox_entry *e);
 
 /*
@@ -391,35 +391,35 @@ void store_outbox_entry_dispose(struct outbox_entry *e);
  * layer owns the order of its states.
  */
 int store_outbox_set_state(struct store *s, const char *schedule, int64_t slot_ms,
-		     const char *target, enum send_state state,
-		     struct sc_err *err);
+			   const char *target, enum send_state state,
+			   struct sc_err *err);
 
 /* Every row of a slot still in SENDING becomes UNKNOWN (crash recovery);
  * *n gets how many. */
 int store_outbox_mark_unknown(struct store *s, const char *schedule,
-			int64_t slot_ms, int *n, struct sc_err *err);
+			      int64_t slot_ms, int *n, struct sc_err *err);
 
 /* Records that the slot is complete (durable). Idempotent. */
 int store_slot_mark(struct store *s, const char *schedule, int64_t slot_ms,
-	      struct sc_err *err);
+		    struct sc_err *err);
 int store_slot_is_marked(struct store *s, const char *schedule, int64_t slot_ms,
-		   bool *marked, struct sc_err *err);
+			 bool *marked, struct sc_err *err);
 
 /* ---- scheduler state, token cache ------------------------------------ */
 
 /* The last slot materialised for a schedule; SC_ENOENT when never. */
 int store_sched_last_get(struct store *s, const char *schedule, int64_t *slot_ms,
-		   struct sc_err *err);
+			 struct sc_err *err);
 /* Sets it, never moving it backwards. */
 int store_sched_last_set(struct store *s, const char *schedule, int64_t slot_ms,
-		   struct sc_err *err);
+			 struct sc_err *err);
 
 /* Cached access token of a provider; SC_ENOENT when none. *token is
  * allocated (wipe and free with sc_free). */
 int store_token_get(struct store *s, const char *provider, char **token,
-	      int64_t *expires_ms, struct sc_err *err);
+		    int64_t *expires_ms, struct sc_err *err);
 int store_token_put(struct store *s, const char *provider, const char *token,
-	      int64_t expires_ms, struct sc_err *err);
+		    int64_t expires_ms, struct sc_err *err);
 int store_token_drop(struct store *s, const char *provider, struct sc_err *err);
 
 /* ---- waiting for work ------------------------------------------------- */

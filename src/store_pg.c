@@ -76,7 +76,7 @@
 #include <time.h>
 
 #include "clock.h"
-#include "dl_pq.h"
+#include "lazylib_pq.h"
 #include "err.h"
 #include "failpoint.h"
 #include "log.h"

@@ -1842,7 +1842,7 @@ static int sq_ledger_append(void *impl, const struct store_fence *fence,
 
 	if (!rc)
 		rc = ledger_insert_st(q, missed ? ST_LEDGER_INSERT_MISSED
-						: ST_LEDGER_INSERT,
+				      : ST_LEDGER_INSERT,
 				      missed ? NULL : fence, row, err);
 	/* Autocommit: the statement was its own transaction, and
 	 * sqlite3_changes says whether it inserted the row. */

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "err.h"
+#include "surecron.h"
 #include "text.h"
 
 /*

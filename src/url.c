@@ -28,8 +28,8 @@
 #include <string.h>
 #include <strings.h>
 
-#include "dl_curl.h"
-#include "dl_pq.h"
+#include "lazylib_curl.h"
+#include "lazylib_pq.h"
 #include "url.h"
 
 /* Parse flags, shared by the check and (through url_parse) the send: no

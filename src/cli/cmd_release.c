@@ -53,7 +53,7 @@ static void print_states(struct store *s, const struct schedule_spec *sc,
 	for (size_t i = 0; i < sc->n_targets; i++) {
 		struct outbox_entry e = {0};
 		int rc = store_outbox_get(s, sc->name, slot_ms, sc->targets[i], &e,
-				    NULL);
+					  NULL);
 		cli_out(stdout, "%-24s %s (tries %d)\n", sc->targets[i],
 			rc == 0 ? state_name(e.state) : "none", rc == 0 ? e.n_tries : 0);
 		store_outbox_entry_dispose(&e);
@@ -176,7 +176,7 @@ int cmd_release(int argc, char **argv)
 		goto done;
 	}
 	if (outbox_release(s, sc->name, slot_ms, pos[2], decision == 1,
-			     &err) != 0) {
+			   &err) != 0) {
 		code = cli_fail(err.code == SC_ENOENT || err.code == SC_ESTATE
 					? EXIT_USAGE : EXIT_FAIL,
 				"%s", err.msg);

@@ -363,7 +363,7 @@ static void crash_after_2xx_with_hold_sends_nothing(void **state)
 	/* The operator says the copy arrived: the slot completes, nothing
 	 * more is sent. */
 	assert_int_equal(outbox_release(W.store, "weekly", SLOT, "B", true,
-					  NULL), 0);
+					NULL), 0);
 	assert_int_equal(recover(&rep, &err), 0);
 	assert_int_equal(fake_http_count(srv, NULL), 2);
 	assert_true(marked());
@@ -582,8 +582,8 @@ static void kill_at_random_during_sends(void **state)
 			assert_int_equal(slot_state(slot, "B"), SEND_UNKNOWN);
 			bool arrived = copies_of(log, slot, "B", "/b") > 0;
 			assert_int_equal(outbox_release(W.store, "weekly",
-							  slot, "B", arrived,
-							  NULL), 0);
+							slot, "B", arrived,
+							NULL), 0);
 		}
 		if (rc != 0) {
 			bad++;
@@ -592,7 +592,7 @@ static void kill_at_random_during_sends(void **state)
 		held += was_held;
 		bool m = true;
 		assert_int_equal(store_slot_is_marked(W.store, "weekly", slot, &m,
-						NULL), 0);
+						      NULL), 0);
 		if (!m || slot_state(slot, "A") != SEND_SENT ||
 		    slot_state(slot, "B") != SEND_SENT)
 			corrupt++;

@@ -230,7 +230,7 @@ static void held_send_released_by_the_operator(void **state)
 	assert_int_equal(store_outbox_put(store, "weekly", SLOT, "hook",
 				    "{\"kind\":\"result\"}", NULL, &err), 0);
 	assert_int_equal(store_outbox_set_state(store, "weekly", SLOT, "hook",
-					  SEND_SENDING, &err), 0);
+						SEND_SENDING, &err), 0);
 	assert_int_equal(queue_enqueue(store, "weekly", SLOT, &two, NULL, NULL,
 				       &err), 0);
 	assert_int_equal(queue_claim(store, "w", 300000, &job, 1, &n, &err), 0);
@@ -244,14 +244,14 @@ static void held_send_released_by_the_operator(void **state)
 	/* Two answers at once are refused, and change nothing. */
 	struct outbox_entry before = {0}, after = {0};
 	assert_int_equal(store_outbox_get(store, "weekly", SLOT, "hook", &before,
-				    &err), 0);
+					  &err), 0);
 	snprintf(cmd, sizeof(cmd), "'%s' release --config='%s' --arrived "
 		 "--resend weekly 2026-11-27T17:00:00Z hook >/dev/null 2>&1",
 		 tu_bin(), cfgpath);
 	na = system(cmd);
 	assert_true(WIFEXITED(na) && WEXITSTATUS(na) == 2);
 	assert_int_equal(store_outbox_get(store, "weekly", SLOT, "hook", &after,
-				    &err), 0);
+					  &err), 0);
 	assert_int_equal(after.state, before.state);
 	store_outbox_entry_dispose(&before);
 	store_outbox_entry_dispose(&after);

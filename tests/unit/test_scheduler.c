@@ -373,7 +373,7 @@ static void two_processes_racing_enqueue_each_slot_once(void **state)
 				_exit(2);
 			for (int i = 1; i <= N_TICKS; i++)
 				bad += scheduler_tick(s, F.cfg, t + i * MIN, NULL,
-						  &r, NULL) != 0;
+						      &r, NULL) != 0;
 			store_close(s);
 			_exit(bad ? 1 : 0);
 		}
@@ -708,7 +708,7 @@ static void memo_ticks_match_plain_ticks(void **state)
 		int64_t now = iso(nows[i]);
 		sc_clock_set_ms(F.clock, now);
 		assert_int_equal(scheduler_tick_memo(F.s, F.cfg, now, memo, NULL, &r,
-						 NULL), 0);
+						     NULL), 0);
 		if (n_jobs() != jobs[i])
 			fail_msg("tick %zu (%s): %lld jobs, want %lld", i,
 				 nows[i], (long long)n_jobs(),
@@ -744,7 +744,7 @@ static void bad_zone_is_counted_and_others_still_run(void **state)
 	 * (config_parse resolves every zone once, so only this is left). */
 	F.cfg->schedules[1].zone = NULL;
 	int rc = scheduler_tick(F.s, F.cfg, iso("2026-01-01T00:00:00Z"), NULL, &r,
-			    &err);
+				&err);
 	assert_int_equal(rc, SC_EZONE);
 	assert_int_equal(r.n_errors, 1);
 	assert_int_equal(r.n_schedules, 2);

@@ -875,7 +875,7 @@ static void ledger_queries_filter(void **state)
 		struct ledger_row *rows;
 		size_t n;
 		assert_int_equal(store_ledger_query(f.s, &cases[i].f, &rows, &n,
-					      NULL),
+						    NULL),
 				 0);
 		if (n != cases[i].n)
 			fail_msg("case %zu: %zu rows, want %zu", i, n,
@@ -942,7 +942,7 @@ static void missed_row_is_kept_once_per_slot(void **state)
 		snprintf(r.outcome, sizeof(r.outcome), "%s", seq[i].outcome);
 		r.error_msg = (char *)"not run";
 		assert_int_equal(store_ledger_append_written(f.s, &r, &written,
-						       NULL),
+							     NULL),
 				 0);
 		if (written != seq[i].written)
 			fail_msg("row %zu: written %d, want %d", i, written,
@@ -1018,11 +1018,11 @@ static void version_2_outbox_bodies_migrate(void **state)
 
 	fix_open(state, &f);
 	assert_int_equal(store_outbox_put(f.s, "s", T0, "a", "body of a", NULL,
-				    NULL), 0);
-	assert_int_equal(store_outbox_put(f.s, "s", T0, "b", "body of b", NULL,
-				    NULL), 0);
-	assert_int_equal(store_outbox_set_state(f.s, "s", T0, "a", SEND_SENDING,
 					  NULL), 0);
+	assert_int_equal(store_outbox_put(f.s, "s", T0, "b", "body of b", NULL,
+					  NULL), 0);
+	assert_int_equal(store_outbox_set_state(f.s, "s", T0, "a", SEND_SENDING,
+						NULL), 0);
 	assert_int_equal(store_outbox_set_state(f.s, "s", T0, "a", SEND_SENT, NULL),
 			 0);
 	store_close(f.s);
@@ -1038,9 +1038,9 @@ static void version_2_outbox_bodies_migrate(void **state)
 	assert_string_equal(e.body, "body of b");
 	store_outbox_entry_dispose(&e);
 	assert_int_equal(store_outbox_set_state(f.s, "s", T0, "b", SEND_SENDING,
-					  NULL), 0);
+						NULL), 0);
 	assert_int_equal(store_outbox_put(f.s, "s", T0, "c", "body of c", NULL,
-				    NULL), 0);
+					  NULL), 0);
 	assert_int_equal(store_outbox_get(f.s, "s", T0, "c", &e, NULL), 0);
 	assert_string_equal(e.body, "body of c");
 	store_outbox_entry_dispose(&e);
@@ -1272,15 +1272,15 @@ static void outbox_state_machine_and_guard(void **state)
 	assert_int_equal(store_outbox_get(f.s, "s", T0, "slack", &e, NULL),
 			 SC_ENOENT);
 	assert_int_equal(store_outbox_set_state(f.s, "s", T0, "slack", SEND_SENDING,
-					  NULL),
+						NULL),
 			 SC_ENOENT);
 	assert_int_equal(store_outbox_put(f.s, "s", T0, "slack", "first", &created,
-				    NULL),
+					  NULL),
 			 0);
 	assert_true(created);
 	/* The first composed message is the one that goes out. */
 	assert_int_equal(store_outbox_put(f.s, "s", T0, "slack", "second", &created,
-				    NULL),
+					  NULL),
 			 0);
 	assert_false(created);
 	assert_int_equal(store_outbox_get(f.s, "s", T0, "slack", &e, NULL), 0);
@@ -1289,13 +1289,13 @@ static void outbox_state_machine_and_guard(void **state)
 	store_outbox_entry_dispose(&e);
 
 	assert_int_equal(store_outbox_set_state(f.s, "s", T0, "slack", SEND_SENDING,
-					  NULL),
+						NULL),
 			 0);
 	assert_int_equal(store_outbox_set_state(f.s, "s", T0, "slack", SEND_FAILED,
-					  NULL),
+						NULL),
 			 0);
 	assert_int_equal(store_outbox_set_state(f.s, "s", T0, "slack", SEND_SENDING,
-					  NULL),
+						NULL),
 			 0);
 	/* A crash while SENDING: recovery marks it UNKNOWN. */
 	assert_int_equal(store_outbox_put(f.s, "s", T0, "file", "x", NULL, NULL), 0);
@@ -1311,10 +1311,10 @@ static void outbox_state_machine_and_guard(void **state)
 
 	sc_clock_advance_ms(f.clock, 42);
 	assert_int_equal(store_outbox_set_state(f.s, "s", T0, "slack", SEND_SENDING,
-					  NULL),
+						NULL),
 			 0);
 	assert_int_equal(store_outbox_set_state(f.s, "s", T0, "slack", SEND_SENT,
-					  NULL),
+						NULL),
 			 0);
 	/* A guard never reopens: no state change is accepted any more. */
 	static const enum send_state after[] = {SEND_PENDING, SEND_SENDING,
@@ -1323,7 +1323,7 @@ static void outbox_state_machine_and_guard(void **state)
 	for (size_t i = 0; i < sizeof(after) / sizeof(after[0]); i++) {
 		sc_err_clear(&err);
 		assert_int_equal(store_outbox_set_state(f.s, "s", T0, "slack",
-						  after[i], &err),
+							after[i], &err),
 				 SC_ESTATE);
 		assert_non_null(strstr(err.msg, "already sent"));
 	}
@@ -1335,7 +1335,7 @@ static void outbox_state_machine_and_guard(void **state)
 	assert_int_equal(e.n_tries, 3);
 	store_outbox_entry_dispose(&e);
 	assert_int_equal(store_outbox_set_state(f.s, "s", T0, "slack", SEND_NONE,
-					  NULL),
+						NULL),
 			 SC_EINVAL);
 	fix_close(&f);
 }
@@ -1367,7 +1367,7 @@ static void fenced_writes_refuse_a_stale_lease(void **state)
 	assert_int_equal(store_outbox_put(f.s, "s", T0, "a", "m", &created, NULL), 0);
 	assert_true(created);
 	assert_int_equal(store_outbox_set_state(f.s, "s", T0, "a", SEND_SENDING,
-					  NULL), 0);
+						NULL), 0);
 	store_fence_clear(f.s);
 
 	/* The lease runs out; another worker recovers and claims the job. */
@@ -1388,7 +1388,7 @@ static void fenced_writes_refuse_a_stale_lease(void **state)
 			 SC_ELEASE);
 	assert_non_null(strstr(err.msg, "refused"));
 	assert_int_equal(store_outbox_set_state(f.s, "s", T0, "a", SEND_SENDING,
-					  NULL), SC_ELEASE);
+						NULL), SC_ELEASE);
 	assert_int_equal(store_outbox_mark_unknown(f.s, "s", T0, &n, NULL),
 			 SC_ELEASE);
 	assert_int_equal(store_outbox_put(f.s, "s", T0, "b", "m", NULL, NULL),
@@ -1429,7 +1429,7 @@ static void fenced_writes_refuse_a_stale_lease(void **state)
 	assert_int_equal(store_outbox_put(f.s, "s", T0, "b", "m", &created, NULL), 0);
 	assert_false(created);
 	assert_int_equal(store_outbox_set_state(f.s, "s", T0, "a", SEND_SENDING,
-					  NULL), 0);
+						NULL), 0);
 	assert_int_equal(store_outbox_set_state(f.s, "s", T0, "a", SEND_SENT, NULL),
 			 0);
 	/* A guard still never reopens, fenced or not. */
@@ -1744,7 +1744,7 @@ static void outbox_state_change_writes_no_body(void **state)
 	snprintf(wal, sizeof(wal), "%s-wal", tb_path(state));
 	for (int t = 0; t < 2; t++)
 		assert_int_equal(store_outbox_put(f.s, "s", T0, tg[t], body, NULL,
-					    NULL), 0);
+						  NULL), 0);
 	off_t before = file_size(wal);
 	for (int round = 0; round < 10; round++)
 		for (int t = 0; t < 2; t++) {
@@ -1823,7 +1823,7 @@ static void full_volume_recovers_after_space_is_freed(void **state)
 		for (int t = 0; t < 2; t++)
 			assert_int_equal(store_outbox_put(s, "s", T0 + k,
 						    t ? "b" : "a", body, NULL,
-						    NULL), 0);
+							  NULL), 0);
 
 	/* Fill the volume to the last block. */
 	int fd = open(filler, O_WRONLY | O_CREAT | O_TRUNC, 0600);
@@ -1849,7 +1849,7 @@ static void full_volume_recovers_after_space_is_freed(void **state)
 				      i % 2 ? SEND_SENDING : SEND_FAILED, &err);
 		if (rc == 0 && i % 50 == 0) /* new rows need new pages */
 			rc = store_outbox_put(s, "s", T0 + 100 + i, "a", body, NULL,
-					&err);
+					      &err);
 	}
 	assert_int_equal(rc, SC_ENOSPC);
 	assert_non_null(strstr(err.msg, "disk full") ? err.msg
@@ -1860,14 +1860,14 @@ static void full_volume_recovers_after_space_is_freed(void **state)
 	close(fd);
 	for (int i = 0; i < 600; i++)
 		ONCE_FULL_AT_MOST(store_outbox_set_state(s, "s", T0 + i % 4,
-						   i % 2 ? "b" : "a",
-						   i % 2 ? SEND_FAILED
+							 i % 2 ? "b" : "a",
+							 i % 2 ? SEND_FAILED
 							 : SEND_SENDING,
-						   &e_),
+							 &e_),
 				  n_full);
 	for (int k = 0; k < 4; k++)
 		ONCE_FULL_AT_MOST(store_outbox_put(s, "s", T0 + 1000 + k, "a", body,
-					     NULL, &e_),
+						   NULL, &e_),
 				  n_full);
 	ONCE_FULL_AT_MOST(store_slot_mark(s, "s", T0, &e_), n_full);
 	store_close(s);

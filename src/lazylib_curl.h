@@ -1,11 +1,11 @@
 /*
- * dl_curl.h - libcurl through the lazily loaded table (see lazylib.h).
+ * lazylib_curl.h - libcurl through the lazily loaded table (see lazylib.h).
  * Include this instead of <curl/curl.h>; call dl_curl_load first. The
  * compile-time option type checks of curl's gcc macros are lost: the two
  * variadic functions are plain pointers here.
  */
-#ifndef SURECRON_DL_CURL_H
-#define SURECRON_DL_CURL_H
+#ifndef SURECRON_LAZYLIB_CURL_H
+#define SURECRON_LAZYLIB_CURL_H
 
 #include <curl/curl.h>
 

@@ -1,9 +1,9 @@
 /*
- * dl_pq.h - libpq through the lazily loaded table (see lazylib.h).
+ * lazylib_pq.h - libpq through the lazily loaded table (see lazylib.h).
  * Include this instead of <libpq-fe.h>; call dl_pq_load first.
  */
-#ifndef SURECRON_DL_PQ_H
-#define SURECRON_DL_PQ_H
+#ifndef SURECRON_LAZYLIB_PQ_H
+#define SURECRON_LAZYLIB_PQ_H
 
 #include <libpq-fe.h>
 

@@ -1,12 +1,12 @@
 /*
- * dl_crypto.h - libcrypto (OpenSSL 3) through the lazily loaded table (see
+ * lazylib_crypto.h - libcrypto (OpenSSL 3) through the lazily loaded table (see
  * lazylib.h). Include this instead of <openssl/evp.h> / <openssl/hmac.h>;
  * call dl_crypto_load first. Only the webhook-style targets need it (the
  * idempotency key's SHA-256 and the HMAC signature), so a daemon that
  * delivers to files never maps libcrypto.
  */
-#ifndef SURECRON_DL_CRYPTO_H
-#define SURECRON_DL_CRYPTO_H
+#ifndef SURECRON_LAZYLIB_CRYPTO_H
+#define SURECRON_LAZYLIB_CRYPTO_H
 
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
