@@ -705,6 +705,17 @@ static int tx_commit(struct sq *q, struct sc_err *err)
 	return rc;
 }
 
+/* Ends the transaction of an operation whose writes gave rc: ROLLBACK and
+ * rc when they failed, else COMMIT and its result. */
+static int tx_end(struct sq *q, int rc, struct sc_err *err)
+{
+	if (rc) {
+		tx_rollback(q);
+		return rc;
+	}
+	return tx_commit(q, err);
+}
+
 /* Begins a statement that runs alone in autocommit mode at `level`. */
 static int solo(struct sq *q, enum stmt_id id, enum sync_level level,
 		sqlite3_stmt **st, struct sc_err *err)
@@ -889,6 +900,50 @@ static int fence_refused(struct sq *q, const struct store_fence *f,
 				op, (long long)f->job_id,
 				(long long)f->lease_token);
 	return rc;
+}
+
+/*
+ * Binds the fence of a fenced write whose own parameters are bound, steps
+ * and resets it; *n (may be NULL) gets the rows it changed, 0 when it
+ * failed. A write that changed nothing is SC_ELEASE when the fence no
+ * longer holds, else 0: what nothing to do means is the caller's. `op`
+ * names the write in either error.
+ */
+static int fenced_step(struct sq *q, sqlite3_stmt *st,
+		       const struct store_fence *f, const char *op, int *n,
+		       struct sc_err *err)
+{
+	int rc, changed;
+
+	bind_fence(st, f);
+	rc = step_done(q, st, op, err);
+	changed = rc ? 0 : sqlite3_changes(q->db);
+	if (n)
+		*n = changed;
+	if (!rc && changed == 0)
+		rc = fence_refused(q, f, op, err);
+	return rc;
+}
+
+/*
+ * A write of one slot's rows that runs alone at `level`, with parameters
+ * (schedule, slot, now) and the fence f (NULL: unfenced, and a write that
+ * changed nothing is no error): the slot marker, outbox recovery and the
+ * scheduler state. *n as in fenced_step.
+ */
+static int slot_write(struct sq *q, enum stmt_id id, enum sync_level level,
+		      const struct store_fence *f, const char *schedule,
+		      int64_t slot_ms, const char *op, int *n,
+		      struct sc_err *err)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = solo(q, id, level, &st, err);
+
+	if (rc)
+		return rc;
+	bind_slot(st, schedule, slot_ms);
+	sqlite3_bind_int64(st, 3, now_ms(q));
+	return fenced_step(q, st, f, op, n, err);
 }
 
 /* ---- open / migrate / close ------------------------------------------ */
@@ -1308,10 +1363,7 @@ static int sq_job_enqueue(void *impl, const char *schedule, int64_t slot_ms,
 	if (!rc)
 		rc = made ? (id = sqlite3_last_insert_rowid(q->db), 0)
 			  : job_id_of(q, schedule, slot_ms, &id, err);
-	if (!rc)
-		rc = tx_commit(q, err);
-	else
-		tx_rollback(q);
+	rc = tx_end(q, rc, err);
 	if (rc)
 		return rc;
 	if (job_id)
@@ -1336,11 +1388,7 @@ static int sq_job_enqueue_many(void *impl, const char *schedule,
 	for (size_t i = 0; !rc && i < n; i++)
 		rc = insert_job(q, schedule, slots_ms[i], policy, slots_ms[i],
 				false, &made, err);
-	if (rc) {
-		tx_rollback(q);
-		return rc;
-	}
-	return tx_commit(q, err);
+	return tx_end(q, rc, err);
 }
 
 static int sq_job_claim(void *impl, const char *worker, int64_t lease_ms,
@@ -1367,18 +1415,12 @@ static int sq_job_claim(void *impl, const char *worker, int64_t lease_ms,
 	sqlite3_bind_int64(st, 5, ahead_ms);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW && got < max)
 		read_job(st, &out[got++]);
-	if (rc != SQLITE_DONE) {
-		rc = db_fail(q, rc, "claim", err);
-		unprep(st);
-		tx_rollback(q);
-		return rc;
-	}
+	rc = rc == SQLITE_DONE ? 0 : db_fail(q, rc, "claim", err);
 	unprep(st);
-	rc = tx_commit(q, err);
-	if (rc)
-		return rc;
-	*n = got;
-	return 0;
+	rc = tx_end(q, rc, err);
+	if (!rc)
+		*n = got;
+	return rc;
 }
 
 /*
@@ -1549,11 +1591,7 @@ static int sq_job_release(void *impl, int64_t id, int64_t lease_token,
 		snprintf(r.outcome, sizeof(r.outcome), "%s", LEDGER_RELEASED);
 		rc = ledger_insert(q, &r, err);
 	}
-	if (rc) {
-		tx_rollback(q);
-		return rc;
-	}
-	return tx_commit(q, err);
+	return tx_end(q, rc, err);
 }
 
 struct expired {
@@ -1943,6 +1981,7 @@ static int sq_outbox_put(void *impl, const struct store_fence *fence,
 {
 	struct sq *q = impl;
 	sqlite3_stmt *st = NULL;
+	int n = 0;
 	bool made = false;
 	/* The state row and its body in one transaction: a row never
 	 * exists without its message. */
@@ -1955,13 +1994,8 @@ static int sq_outbox_put(void *impl, const struct store_fence *fence,
 		goto done;
 	bind_slot_target(st, schedule, slot_ms, target);
 	sqlite3_bind_int64(st, 5, now_ms(q));
-	bind_fence(st, fence);
-	rc = sqlite3_step(st);
-	rc = rc == SQLITE_DONE ? 0 : db_fail(q, rc, "outbox put", err);
-	unprep(st);
-	made = !rc && sqlite3_changes(q->db) > 0;
-	if (!rc && !made)
-		rc = fence_refused(q, fence, "outbox put", err);
+	rc = fenced_step(q, st, fence, "outbox put", &n, err);
+	made = n > 0;
 	if (rc || !made)
 		goto done;
 	rc = prep(q, ST_OUTBOX_BODY_PUT, &st, err);
@@ -1971,15 +2005,12 @@ static int sq_outbox_put(void *impl, const struct store_fence *fence,
 	bind_text(st, 4, body);
 	rc = step_done(q, st, "outbox put", err);
 done:
-	if (rc) {
-		tx_rollback(q);
-		return rc;
-	}
-	rc = tx_commit(q, err);
+	rc = tx_end(q, rc, err);
 	if (!rc && created)
 		*created = made;
 	return rc;
 }
+
 
 static int sq_outbox_get(void *impl, const char *schedule, int64_t slot_ms,
 			 const char *target, struct outbox_entry *out,
@@ -2021,6 +2052,7 @@ static int sq_outbox_set_state(void *impl, const struct store_fence *fence,
 	struct sq *q = impl;
 	struct outbox_entry cur;
 	sqlite3_stmt *st = NULL;
+	int n;
 	/* SENT is the send guard, and SENDING is what makes a crash after
 	 * the request left a declared duplicate instead of a silent one:
 	 * both are fsync'd before this returns (and the request leaves). */
@@ -2034,15 +2066,11 @@ static int sq_outbox_set_state(void *impl, const struct store_fence *fence,
 	bind_slot_target(st, schedule, slot_ms, target);
 	sqlite3_bind_int(st, 4, (int)state);
 	sqlite3_bind_int64(st, 5, now_ms(q));
-	bind_fence(st, fence);
-	rc = sqlite3_step(st);
-	rc = rc == SQLITE_DONE ? 0 : db_fail(q, rc, "outbox state", err);
-	unprep(st);
-	if (rc || sqlite3_changes(q->db) > 0)
+	rc = fenced_step(q, st, fence, "outbox state", &n, err);
+	if (rc || n > 0)
 		return rc;
-	rc = fence_refused(q, fence, "outbox state", err);
-	if (rc)
-		return rc;
+	/* The fence holds and nothing changed: no row (the read says
+	 * SC_ENOENT), or a send guard, which never reopens. */
 	rc = sq_outbox_get(q, schedule, slot_ms, target, &cur, err);
 	if (rc)
 		return rc;
@@ -2057,45 +2085,16 @@ static int sq_outbox_mark_unknown(void *impl, const struct store_fence *fence,
 				  const char *schedule, int64_t slot_ms, int *n,
 				  struct sc_err *err)
 {
-	struct sq *q = impl;
-	sqlite3_stmt *st = NULL;
-	int rc = solo(q, ST_OUTBOX_UNKNOWN, SYNC_NORMAL, &st, err);
-
-	if (rc)
-		return rc;
-	bind_text(st, 1, schedule);
-	sqlite3_bind_int64(st, 2, slot_ms);
-	sqlite3_bind_int64(st, 3, now_ms(q));
-	bind_fence(st, fence);
-	rc = sqlite3_step(st);
-	rc = rc == SQLITE_DONE ? 0 : db_fail(q, rc, "outbox recovery", err);
-	unprep(st);
-	*n = rc ? 0 : sqlite3_changes(q->db);
-	if (!rc && *n == 0)
-		rc = fence_refused(q, fence, "outbox recovery", err);
-	return rc;
+	return slot_write(impl, ST_OUTBOX_UNKNOWN, SYNC_NORMAL, fence,
+			  schedule, slot_ms, "outbox recovery", n, err);
 }
 
 static int sq_slot_mark(void *impl, const struct store_fence *fence,
 			const char *schedule, int64_t slot_ms,
 			struct sc_err *err)
 {
-	struct sq *q = impl;
-	sqlite3_stmt *st = NULL;
-	int rc = solo(q, ST_MARK, SYNC_FULL, &st, err);
-
-	if (rc)
-		return rc;
-	bind_text(st, 1, schedule);
-	sqlite3_bind_int64(st, 2, slot_ms);
-	sqlite3_bind_int64(st, 3, now_ms(q));
-	bind_fence(st, fence);
-	rc = sqlite3_step(st);
-	rc = rc == SQLITE_DONE ? 0 : db_fail(q, rc, "slot mark", err);
-	unprep(st);
-	if (!rc && sqlite3_changes(q->db) == 0)
-		rc = fence_refused(q, fence, "slot mark", err);
-	return rc;
+	return slot_write(impl, ST_MARK, SYNC_FULL, fence, schedule, slot_ms,
+			  "slot mark", NULL, err);
 }
 
 static int sq_slot_is_marked(void *impl, const char *schedule,
@@ -2139,20 +2138,10 @@ static int sq_sched_last_get(void *impl, const char *schedule,
 static int sq_sched_last_set(void *impl, const char *schedule,
 			     int64_t slot_ms, struct sc_err *err)
 {
-	struct sq *q = impl;
-	sqlite3_stmt *st = NULL;
-	int rc = solo(q, ST_SCHED_SET, SYNC_NORMAL, &st, err);
-
-	if (rc)
-		return rc;
-	bind_text(st, 1, schedule);
-	sqlite3_bind_int64(st, 2, slot_ms);
-	sqlite3_bind_int64(st, 3, now_ms(q));
-	rc = sqlite3_step(st);
-	rc = rc == SQLITE_DONE ? 0 : db_fail(q, rc, "scheduler state", err);
-	unprep(st);
-	return rc;
+	return slot_write(impl, ST_SCHED_SET, SYNC_NORMAL, NULL, schedule,
+			  slot_ms, "scheduler state", NULL, err);
 }
+
 
 static int sq_token_get(void *impl, const char *provider, char **token,
 			int64_t *expires_ms, struct sc_err *err)
