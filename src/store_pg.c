@@ -1735,7 +1735,6 @@ static int pg_token_get(void *impl, const char *provider, char **token,
 	if (rc)
 		return rc;
 	char *t = get_dup(res, 0, 0, &oom);
-
 	int64_t exp = get_i64(res, 0, 1);
 	/* libpq's copy of the secret goes with the result; wipe it first. */
 	char *v = PQgetvalue(res, 0, 0);

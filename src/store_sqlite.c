@@ -906,7 +906,7 @@ static int fence_refused(struct sq *q, const struct store_fence *f,
  * Binds the fence of a fenced write whose own parameters are bound, steps
  * and resets it; *n (may be NULL) gets the rows it changed, 0 when it
  * failed. A write that changed nothing is SC_ELEASE when the fence no
- * longer holds, else 0: what nothing to do means is the caller's. `op`
+ * longer holds, else 0 (the caller says what nothing to do means). `op`
  * names the write in either error.
  */
 static int fenced_step(struct sq *q, sqlite3_stmt *st,
@@ -2011,7 +2011,6 @@ done:
 	return rc;
 }
 
-
 static int sq_outbox_get(void *impl, const char *schedule, int64_t slot_ms,
 			 const char *target, struct outbox_entry *out,
 			 struct sc_err *err)
@@ -2142,7 +2141,6 @@ static int sq_sched_last_set(void *impl, const char *schedule,
 			  slot_ms, "scheduler state", NULL, err);
 }
 
-
 static int sq_token_get(void *impl, const char *provider, char **token,
 			int64_t *expires_ms, struct sc_err *err)
 {
@@ -2195,7 +2193,6 @@ static int sq_token_drop(void *impl, const char *provider, struct sc_err *err)
 		return rc;
 	bind_text(st, 1, provider);
 	return step_done(q, st, "token drop", err);
-
 }
 
 /* ---- waiting for work ------------------------------------------------ */
