@@ -520,6 +520,13 @@ static void arg_bool(struct args *a, bool b)
 	a->v[a->n++] = b ? "t" : "f";
 }
 
+/* The key of a slot's rows: schedule and slot. */
+static void arg_slot(struct args *a, const char *schedule, int64_t slot_ms)
+{
+	arg_str(a, schedule);
+	arg_i64(a, slot_ms);
+}
+
 /* The two fence parameters: job id and token, or NULL and NULL. */
 static void arg_fence(struct args *a, const struct store_fence *f)
 {
@@ -793,6 +800,39 @@ static int run_n(struct pg *p, enum stmt st, const struct args *a,
 	return 0;
 }
 
+/* Like run, for a statement whose rows only count: *n gets how many. */
+static int run_count(struct pg *p, enum stmt st, const struct args *a,
+		     int *n, struct sc_err *err)
+{
+	PGresult *res;
+	int rc = run(p, st, a, &res, err);
+
+	if (rc)
+		return rc;
+	*n = PQntuples(res);
+	PQclear(res);
+	return 0;
+}
+
+/*
+ * Like run, for a statement that answers one row: no row (or more) is
+ * SC_ENOENT with message `missing`, and *out is NULL.
+ */
+static int run_one(struct pg *p, enum stmt st, const struct args *a,
+		   const char *missing, PGresult **out, struct sc_err *err)
+{
+	int rc = run(p, st, a, out, err);
+
+	if (rc)
+		return rc;
+	if (PQntuples(*out) != 1) {
+		PQclear(*out);
+		*out = NULL;
+		return sc_err_set(err, SC_ENOENT, "%s", missing);
+	}
+	return 0;
+}
+
 static int64_t get_i64(const PGresult *r, int row, int col)
 {
 	if (PQgetisnull(r, row, col))
@@ -1015,8 +1055,7 @@ static int pg_job_enqueue(void *impl, const char *schedule, int64_t slot_ms,
 	PGresult *res;
 	int rc;
 
-	arg_str(&a, schedule);
-	arg_i64(&a, slot_ms);
+	arg_slot(&a, schedule, slot_ms);
 	arg_policy(&a, policy);
 	arg_i64(&a, run_at_ms);
 	arg_i64(&a, now_ms(p));
@@ -1031,8 +1070,7 @@ static int pg_job_enqueue(void *impl, const char *schedule, int64_t slot_ms,
 		/* ON CONFLICT waited for any concurrent insert of this slot
 		 * to commit, so the row is visible now. */
 		struct args b = {0};
-		arg_str(&b, schedule);
-		arg_i64(&b, slot_ms);
+		arg_slot(&b, schedule, slot_ms);
 		rc = run(p, ST_JOB_ID, &b, &res, err);
 		if (rc)
 			return rc;
@@ -1058,7 +1096,6 @@ static int pg_job_enqueue_many(void *impl, const char *schedule,
 {
 	struct pg *p = impl;
 	struct args a = {0};
-	PGresult *res;
 	char *arr;
 	size_t len = 0, cap;
 	int rc;
@@ -1081,12 +1118,9 @@ static int pg_job_enqueue_many(void *impl, const char *schedule,
 	arg_str(&a, arr);
 	arg_policy(&a, policy);
 	arg_i64(&a, now_ms(p));
-	rc = run(p, ST_ENQUEUE_MANY, &a, &res, err);
+	rc = run_n(p, ST_ENQUEUE_MANY, &a, NULL, err);
 	free(arr);
-	if (rc)
-		return rc;
-	PQclear(res);
-	return 0;
+	return rc;
 }
 
 static int pg_job_claim(void *impl, const char *worker, int64_t lease_ms,
@@ -1121,16 +1155,14 @@ static int fence_error(struct pg *p, int64_t id, int64_t lease_token,
 		       const char *op, struct sc_err *err)
 {
 	struct args a = {0};
-	PGresult *res;
+	int n = 0;
 	int rc;
 
 	arg_i64(&a, id);
-	rc = run(p, ST_JOB_GET, &a, &res, err);
+	rc = run_count(p, ST_JOB_GET, &a, &n, err);
 	if (rc)
 		return rc;
-	bool exists = PQntuples(res) == 1;
-	PQclear(res);
-	if (!exists)
+	if (n != 1)
 		return sc_err_set(err, SC_ENOENT, "no job %" PRId64, id);
 	return sc_err_set(err, SC_ELEASE, "%s of job %" PRId64 " refused: "
 			  "lease lost (token %" PRId64 " no longer current: "
@@ -1225,18 +1257,16 @@ static int pg_job_release(void *impl, int64_t id, int64_t lease_token,
 {
 	struct pg *p = impl;
 	struct args a = {0};
-	PGresult *res;
+	int n = 0;
 	int rc;
 
 	arg_i64(&a, id);
 	arg_i64(&a, lease_token);
 	arg_i64(&a, now_ms(p));
-	rc = run(p, ST_RELEASE, &a, &res, err);
+	rc = run_count(p, ST_RELEASE, &a, &n, err);
 	if (rc)
 		return rc;
-	bool done = PQntuples(res) == 1;
-	PQclear(res);
-	return done ? 0 : fence_error(p, id, lease_token, "release", err);
+	return n == 1 ? 0 : fence_error(p, id, lease_token, "release", err);
 }
 
 /*
@@ -1251,20 +1281,15 @@ static int pg_job_recover(void *impl, int max_stalls, int *n_recovered,
 {
 	struct pg *p = impl;
 	struct args a = {0};
-	PGresult *res = NULL, *r2;
+	PGresult *res = NULL;
 	int64_t now = now_ms(p);
 	int n = 0, rc;
 
 	*n_recovered = 0;
 	arg_i64(&a, now);
-	rc = run(p, ST_ANY_EXPIRED, &a, &res, err);
-	if (rc)
+	rc = run_count(p, ST_ANY_EXPIRED, &a, &n, err);
+	if (rc || n == 0)
 		return rc;
-	n = PQntuples(res);
-	PQclear(res);
-	res = NULL;
-	if (n == 0)
-		return 0;
 	rc = exec_const(p, "BEGIN", err);
 	if (rc)
 		return rc;
@@ -1290,9 +1315,7 @@ static int pg_job_recover(void *impl, int max_stalls, int *n_recovered,
 		arg_i64(&b, v.dead ? JOB_DEAD : JOB_READY);
 		arg_str(&b, v.stalled_msg);
 		arg_str(&b, v.dead ? v.lost_msg : NULL);
-		rc = run(p, ST_STALL, &b, &r2, err);
-		if (rc == 0)
-			PQclear(r2);
+		rc = run_n(p, ST_STALL, &b, NULL, err);
 	}
 	if (rc)
 		goto rollback;
@@ -1341,14 +1364,10 @@ static int one_job(struct pg *p, enum stmt st, const struct args *a,
 		   struct store_job *out, struct sc_err *err)
 {
 	PGresult *res;
-	int rc = run(p, st, a, &res, err);
+	int rc = run_one(p, st, a, "no such job", &res, err);
 
 	if (rc)
 		return rc;
-	if (PQntuples(res) != 1) {
-		PQclear(res);
-		return sc_err_set(err, SC_ENOENT, "no such job");
-	}
 	if (out)
 		get_job(res, 0, out);
 	PQclear(res);
@@ -1369,8 +1388,7 @@ static int pg_job_find(void *impl, const char *schedule, int64_t slot_ms,
 {
 	struct args a = {0};
 
-	arg_str(&a, schedule);
-	arg_i64(&a, slot_ms);
+	arg_slot(&a, schedule, slot_ms);
 	return one_job(impl, ST_JOB_FIND, &a, out, err);
 }
 
@@ -1379,20 +1397,16 @@ static int pg_job_revive(void *impl, int64_t id, int budget,
 {
 	struct pg *p = impl;
 	struct args a = {0};
-	PGresult *res;
 	struct store_job j;
+	int n = 0;
 	int rc;
 
 	arg_i64(&a, id);
 	arg_i64(&a, now_ms(p));
 	arg_i64(&a, budget);
-	rc = run(p, ST_REVIVE, &a, &res, err);
-	if (rc)
+	rc = run_count(p, ST_REVIVE, &a, &n, err);
+	if (rc || n == 1)
 		return rc;
-	bool done = PQntuples(res) == 1;
-	PQclear(res);
-	if (done)
-		return 0;
 	rc = pg_job_get(p, id, &j, err);
 	if (rc)
 		return rc;
@@ -1440,8 +1454,8 @@ static int pg_ledger_append(void *impl, const struct store_fence *fence,
 			    struct sc_err *err)
 {
 	struct args a = {0};
-	PGresult *res;
 	int64_t rows = 0;
+	int n = 0;
 	int rc;
 
 	*written = false;
@@ -1463,12 +1477,9 @@ static int pg_ledger_append(void *impl, const struct store_fence *fence,
 		*written = rc == 0 && rows == 1;
 		return rc;
 	}
-	rc = run(impl, ST_LEDGER_APPEND_MISSED, &a, &res, err);
-	if (rc)
-		return rc;
-	*written = PQntuples(res) == 1;
-	PQclear(res);
-	return 0;
+	rc = run_count(impl, ST_LEDGER_APPEND_MISSED, &a, &n, err);
+	*written = rc == 0 && n == 1;
+	return rc;
 }
 
 static void row_dispose(struct ledger_row *r)
@@ -1546,8 +1557,7 @@ static int pg_ledger_query(void *impl, const struct ledger_filter *f,
 static void arg_slot_target(struct args *a, const char *schedule,
 			    int64_t slot_ms, const char *target)
 {
-	arg_str(a, schedule);
-	arg_i64(a, slot_ms);
+	arg_slot(a, schedule, slot_ms);
 	arg_str(a, target);
 }
 
@@ -1584,13 +1594,10 @@ static int pg_outbox_get(void *impl, const char *schedule, int64_t slot_ms,
 	int rc;
 
 	arg_slot_target(&a, schedule, slot_ms, target);
-	rc = run(impl, ST_OUTBOX_GET, &a, &res, err);
+	rc = run_one(impl, ST_OUTBOX_GET, &a, "no outbox row for target", &res,
+		     err);
 	if (rc)
 		return rc;
-	if (PQntuples(res) != 1) {
-		PQclear(res);
-		return sc_err_set(err, SC_ENOENT, "no outbox row for target");
-	}
 	if (PQgetisnull(res, 0, 3)) {
 		PQclear(res);
 		return sc_err_set(err, SC_ECORRUPT, "outbox row of target %s "
@@ -1647,8 +1654,7 @@ static int pg_outbox_mark_unknown(void *impl, const struct store_fence *fence,
 	int64_t rows = 0;
 	int rc;
 
-	arg_str(&a, schedule);
-	arg_i64(&a, slot_ms);
+	arg_slot(&a, schedule, slot_ms);
 	arg_fence(&a, fence);
 	rc = run_fenced(impl, ST_OUTBOX_UNKNOWN, &a, fence, "outbox recovery",
 			&rows, err);
@@ -1666,8 +1672,7 @@ static int pg_slot_mark(void *impl, const struct store_fence *fence,
 	struct pg *p = impl;
 	struct args a = {0};
 
-	arg_str(&a, schedule);
-	arg_i64(&a, slot_ms);
+	arg_slot(&a, schedule, slot_ms);
 	arg_i64(&a, now_ms(p));
 	arg_fence(&a, fence);
 	return run_fenced(p, ST_SLOT_MARK, &a, fence, "slot mark", NULL, err);
@@ -1678,16 +1683,14 @@ static int pg_slot_is_marked(void *impl, const char *schedule,
 			     struct sc_err *err)
 {
 	struct args a = {0};
-	PGresult *res;
+	int n = 0;
 	int rc;
 
-	arg_str(&a, schedule);
-	arg_i64(&a, slot_ms);
-	rc = run(impl, ST_SLOT_IS, &a, &res, err);
+	arg_slot(&a, schedule, slot_ms);
+	rc = run_count(impl, ST_SLOT_IS, &a, &n, err);
 	if (rc)
 		return rc;
-	*marked = PQntuples(res) > 0;
-	PQclear(res);
+	*marked = n > 0;
 	return 0;
 }
 
@@ -1701,13 +1704,10 @@ static int pg_sched_last_get(void *impl, const char *schedule,
 	int rc;
 
 	arg_str(&a, schedule);
-	rc = run(impl, ST_SCHED_GET, &a, &res, err);
+	rc = run_one(impl, ST_SCHED_GET, &a, "schedule never materialised",
+		     &res, err);
 	if (rc)
 		return rc;
-	if (PQntuples(res) != 1) {
-		PQclear(res);
-		return sc_err_set(err, SC_ENOENT, "schedule never materialised");
-	}
 	*slot_ms = get_i64(res, 0, 0);
 	PQclear(res);
 	return 0;
@@ -1718,8 +1718,7 @@ static int pg_sched_last_set(void *impl, const char *schedule,
 {
 	struct args a = {0};
 
-	arg_str(&a, schedule);
-	arg_i64(&a, slot_ms);
+	arg_slot(&a, schedule, slot_ms);
 	return run_n(impl, ST_SCHED_SET, &a, NULL, err);
 }
 
@@ -1732,13 +1731,9 @@ static int pg_token_get(void *impl, const char *provider, char **token,
 	int rc;
 
 	arg_str(&a, provider);
-	rc = run(impl, ST_TOKEN_GET, &a, &res, err);
+	rc = run_one(impl, ST_TOKEN_GET, &a, "no cached token", &res, err);
 	if (rc)
 		return rc;
-	if (PQntuples(res) != 1) {
-		PQclear(res);
-		return sc_err_set(err, SC_ENOENT, "no cached token");
-	}
 	char *t = get_dup(res, 0, 0, &oom);
 	int64_t exp = get_i64(res, 0, 1);
 	/* libpq's copy of the secret goes with the result; wipe it first. */

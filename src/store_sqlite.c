@@ -705,6 +705,17 @@ static int tx_commit(struct sq *q, struct sc_err *err)
 	return rc;
 }
 
+/* Ends the transaction of an operation whose writes gave rc: ROLLBACK and
+ * rc when they failed, else COMMIT and its result. */
+static int tx_end(struct sq *q, int rc, struct sc_err *err)
+{
+	if (rc) {
+		tx_rollback(q);
+		return rc;
+	}
+	return tx_commit(q, err);
+}
+
 /* Begins a statement that runs alone in autocommit mode at `level`. */
 static int solo(struct sq *q, enum stmt_id id, enum sync_level level,
 		sqlite3_stmt **st, struct sc_err *err)
@@ -725,6 +736,54 @@ static void bind_text(sqlite3_stmt *st, int i, const char *s)
 		sqlite3_bind_text(st, i, s, -1, SQLITE_STATIC);
 	else
 		sqlite3_bind_null(st, i);
+}
+
+/* Binds (schedule, slot) to parameters 1 and 2: the key of a slot's rows. */
+static void bind_slot(sqlite3_stmt *st, const char *schedule, int64_t slot_ms)
+{
+	bind_text(st, 1, schedule);
+	sqlite3_bind_int64(st, 2, slot_ms);
+}
+
+/*
+ * Steps a statement that answers no row and resets it: 0, or the error of
+ * `op` (mapped before the reset, which would lose SQLite's message).
+ */
+static int step_done(struct sq *q, sqlite3_stmt *st, const char *op,
+		     struct sc_err *err)
+{
+	int rc = sqlite3_step(st);
+
+	rc = rc == SQLITE_DONE ? 0 : db_fail(q, rc, op, err);
+	unprep(st);
+	return rc;
+}
+
+/*
+ * Steps a statement that answers one row or none; *row says which. 0 or
+ * the error of `op`. The statement is not reset, so the row stays
+ * readable: the caller reads it, then calls unprep.
+ */
+static int step_row(struct sq *q, sqlite3_stmt *st, const char *op,
+		    bool *row, struct sc_err *err)
+{
+	int rc = sqlite3_step(st);
+
+	*row = rc == SQLITE_ROW;
+	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0
+						    : db_fail(q, rc, op, err);
+}
+
+/* step_row for a row that must be there: none is SC_ENOENT, `missing`. */
+static int step_one(struct sq *q, sqlite3_stmt *st, const char *op,
+		    const char *missing, struct sc_err *err)
+{
+	bool row;
+	int rc = step_row(q, st, op, &row, err);
+
+	if (!rc && !row)
+		rc = sc_err_set(err, SC_ENOENT, "%s", missing);
+	return rc;
 }
 
 static void copy_text(char *dst, size_t cap, sqlite3_stmt *st, int col)
@@ -802,10 +861,7 @@ static int ledger_insert_st(struct sq *q, enum stmt_id id,
 	bind_text(st, 11, r->details_json);
 	if (id == ST_LEDGER_INSERT)
 		bind_fence(st, fence);
-	rc = sqlite3_step(st);
-	rc = rc == SQLITE_DONE ? 0 : db_fail(q, rc, "ledger insert", err);
-	unprep(st);
-	return rc;
+	return step_done(q, st, "ledger insert", err);
 }
 
 /* Inserts one ledger row of a job transition (never deduplicated). */
@@ -825,6 +881,7 @@ static int fence_refused(struct sq *q, const struct store_fence *f,
 			 const char *op, struct sc_err *err)
 {
 	sqlite3_stmt *st = NULL;
+	bool holds;
 	int rc;
 
 	if (!f)
@@ -833,20 +890,60 @@ static int fence_refused(struct sq *q, const struct store_fence *f,
 	if (rc)
 		return rc;
 	bind_fence(st, f);
-	rc = sqlite3_step(st);
-	if (rc == SQLITE_DONE)
+	rc = step_row(q, st, op, &holds, err);
+	unprep(st);
+	if (!rc && !holds)
 		rc = sc_err_set(err, SC_ELEASE,
 				"%s refused: job %lld is no longer held under "
 				"lease %lld (taken over or finished); this "
 				"worker stops",
 				op, (long long)f->job_id,
 				(long long)f->lease_token);
-	else if (rc == SQLITE_ROW)
-		rc = 0;
-	else
-		rc = db_fail(q, rc, op, err);
-	unprep(st);
 	return rc;
+}
+
+/*
+ * Binds the fence of a fenced write whose own parameters are bound, steps
+ * and resets it; *n (may be NULL) gets the rows it changed, 0 when it
+ * failed. A write that changed nothing is SC_ELEASE when the fence no
+ * longer holds, else 0 (the caller says what nothing to do means). `op`
+ * names the write in either error.
+ */
+static int fenced_step(struct sq *q, sqlite3_stmt *st,
+		       const struct store_fence *f, const char *op, int *n,
+		       struct sc_err *err)
+{
+	int rc, changed;
+
+	bind_fence(st, f);
+	rc = step_done(q, st, op, err);
+	changed = rc ? 0 : sqlite3_changes(q->db);
+	if (n)
+		*n = changed;
+	if (!rc && changed == 0)
+		rc = fence_refused(q, f, op, err);
+	return rc;
+}
+
+/*
+ * A write of one slot's rows that runs alone at `level`, with parameters
+ * (schedule, slot, now) and the fence f (NULL: unfenced, and a write that
+ * changed nothing is no error): the slot marker, outbox recovery and the
+ * scheduler state. *n as in fenced_step.
+ */
+static int slot_write(struct sq *q, enum stmt_id id, enum sync_level level,
+		      const struct store_fence *f, const char *schedule,
+		      int64_t slot_ms, const char *op, int *n,
+		      struct sc_err *err)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = solo(q, id, level, &st, err);
+
+	if (rc)
+		return rc;
+	bind_slot(st, schedule, slot_ms);
+	sqlite3_bind_int64(st, 3, now_ms(q));
+	return fenced_step(q, st, f, op, n, err);
 }
 
 /* ---- open / migrate / close ------------------------------------------ */
@@ -1220,22 +1317,16 @@ static int insert_job(struct sq *q, const char *schedule, int64_t slot_ms,
 
 	if (rc)
 		return rc;
-	bind_text(st, 1, schedule);
-	sqlite3_bind_int64(st, 2, slot_ms);
+	bind_slot(st, schedule, slot_ms);
 	sqlite3_bind_int(st, 3, p->attempts);
 	sqlite3_bind_int(st, 4, (int)p->backoff);
 	sqlite3_bind_int64(st, 5, p->delay_ms);
 	sqlite3_bind_int64(st, 6, run_at_ms);
 	sqlite3_bind_int64(st, 7, now_ms(q));
 	sqlite3_bind_int(st, 8, manual);
-	rc = sqlite3_step(st);
-	if (rc != SQLITE_DONE) {
-		rc = db_fail(q, rc, "enqueue", err);
-	} else {
+	rc = step_done(q, st, "enqueue", err);
+	if (!rc)
 		*created = sqlite3_changes(q->db) > 0;
-		rc = 0;
-	}
-	unprep(st);
 	return rc;
 }
 
@@ -1247,17 +1338,10 @@ static int job_id_of(struct sq *q, const char *schedule, int64_t slot_ms,
 
 	if (rc)
 		return rc;
-	bind_text(st, 1, schedule);
-	sqlite3_bind_int64(st, 2, slot_ms);
-	rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW) {
+	bind_slot(st, schedule, slot_ms);
+	rc = step_one(q, st, "job lookup", "no job for that slot", err);
+	if (!rc)
 		*id = sqlite3_column_int64(st, 0);
-		rc = 0;
-	} else if (rc == SQLITE_DONE) {
-		rc = sc_err_set(err, SC_ENOENT, "no job for that slot");
-	} else {
-		rc = db_fail(q, rc, "job lookup", err);
-	}
 	unprep(st);
 	return rc;
 }
@@ -1279,10 +1363,7 @@ static int sq_job_enqueue(void *impl, const char *schedule, int64_t slot_ms,
 	if (!rc)
 		rc = made ? (id = sqlite3_last_insert_rowid(q->db), 0)
 			  : job_id_of(q, schedule, slot_ms, &id, err);
-	if (!rc)
-		rc = tx_commit(q, err);
-	else
-		tx_rollback(q);
+	rc = tx_end(q, rc, err);
 	if (rc)
 		return rc;
 	if (job_id)
@@ -1307,11 +1388,7 @@ static int sq_job_enqueue_many(void *impl, const char *schedule,
 	for (size_t i = 0; !rc && i < n; i++)
 		rc = insert_job(q, schedule, slots_ms[i], policy, slots_ms[i],
 				false, &made, err);
-	if (rc) {
-		tx_rollback(q);
-		return rc;
-	}
-	return tx_commit(q, err);
+	return tx_end(q, rc, err);
 }
 
 static int sq_job_claim(void *impl, const char *worker, int64_t lease_ms,
@@ -1338,42 +1415,47 @@ static int sq_job_claim(void *impl, const char *worker, int64_t lease_ms,
 	sqlite3_bind_int64(st, 5, ahead_ms);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW && got < max)
 		read_job(st, &out[got++]);
-	if (rc != SQLITE_DONE) {
-		rc = db_fail(q, rc, "claim", err);
-		unprep(st);
-		tx_rollback(q);
-		return rc;
-	}
+	rc = rc == SQLITE_DONE ? 0 : db_fail(q, rc, "claim", err);
 	unprep(st);
-	rc = tx_commit(q, err);
+	rc = tx_end(q, rc, err);
+	if (!rc)
+		*n = got;
+	return rc;
+}
+
+/*
+ * After a write by job id changed nothing: 0 when job id exists (the
+ * caller says why its write was refused), else SC_ENOENT "no job N".
+ */
+static int job_exists(struct sq *q, int64_t id, const char *op,
+		      struct sc_err *err)
+{
+	sqlite3_stmt *st = NULL;
+	bool row;
+	int rc = prep(q, ST_JOB_STATE, &st, err);
+
 	if (rc)
 		return rc;
-	*n = got;
-	return 0;
+	sqlite3_bind_int64(st, 1, id);
+	rc = step_row(q, st, op, &row, err);
+	unprep(st);
+	if (!rc && !row)
+		rc = sc_err_set(err, SC_ENOENT, "no job %lld", (long long)id);
+	return rc;
 }
 
 /* After a fenced UPDATE changed nothing: SC_ENOENT or SC_ELEASE. */
 static int fence_error(struct sq *q, int64_t id, const char *op,
 		       struct sc_err *err)
 {
-	sqlite3_stmt *st = NULL;
-	int rc = prep(q, ST_JOB_STATE, &st, err);
+	int rc = job_exists(q, id, op, err);
 
 	if (rc)
 		return rc;
-	sqlite3_bind_int64(st, 1, id);
-	rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW)
-		rc = sc_err_set(err, SC_ELEASE,
-				"%s of job %lld refused: the lease is no longer "
-				"this worker's (job taken over or finished)",
-				op, (long long)id);
-	else if (rc == SQLITE_DONE)
-		rc = sc_err_set(err, SC_ENOENT, "no job %lld", (long long)id);
-	else
-		rc = db_fail(q, rc, op, err);
-	unprep(st);
-	return rc;
+	return sc_err_set(err, SC_ELEASE,
+			  "%s of job %lld refused: the lease is no longer "
+			  "this worker's (job taken over or finished)",
+			  op, (long long)id);
 }
 
 static int sq_job_heartbeat(void *impl, int64_t id, int64_t lease_token,
@@ -1388,13 +1470,9 @@ static int sq_job_heartbeat(void *impl, int64_t id, int64_t lease_token,
 	sqlite3_bind_int64(st, 1, id);
 	sqlite3_bind_int64(st, 2, lease_token);
 	sqlite3_bind_int64(st, 3, now_ms(q) + lease_ms);
-	rc = sqlite3_step(st);
-	if (rc != SQLITE_DONE) {
-		rc = db_fail(q, rc, "heartbeat", err);
-		unprep(st);
+	rc = step_done(q, st, "heartbeat", err);
+	if (rc)
 		return rc;
-	}
-	unprep(st);
 	if (sqlite3_changes(q->db) == 0)
 		return fence_error(q, id, "heartbeat", err);
 	return 0;
@@ -1513,11 +1591,7 @@ static int sq_job_release(void *impl, int64_t id, int64_t lease_token,
 		snprintf(r.outcome, sizeof(r.outcome), "%s", LEDGER_RELEASED);
 		rc = ledger_insert(q, &r, err);
 	}
-	if (rc) {
-		tx_rollback(q);
-		return rc;
-	}
-	return tx_commit(q, err);
+	return tx_end(q, rc, err);
 }
 
 struct expired {
@@ -1613,9 +1687,7 @@ static int recover_batch(struct sq *q, int max_stalls, int *n,
 		sqlite3_bind_int64(st, 1, x->id);
 		sqlite3_bind_int(st, 2, is_dead ? JOB_DEAD : JOB_READY);
 		sqlite3_bind_int64(st, 3, now);
-		rc = sqlite3_step(st);
-		rc = rc == SQLITE_DONE ? 0 : db_fail(q, rc, "recover", err);
-		unprep(st);
+		rc = step_done(q, st, "recover", err);
 		if (!rc && is_dead && dead) {
 			struct store_dead_job dj = {
 				.job_id = x->id, .slot_ms = x->slot_ms,
@@ -1659,17 +1731,15 @@ done:
 static int any_expired(struct sq *q, int *n, struct sc_err *err)
 {
 	sqlite3_stmt *st = NULL;
+	bool row;
 	int rc = prep(q, ST_JOB_EXPIRED, &st, err);
 
 	if (rc)
 		return rc;
 	sqlite3_bind_int64(st, 1, now_ms(q));
 	sqlite3_bind_int(st, 2, 1);
-	rc = sqlite3_step(st);
-	*n = rc == SQLITE_ROW;
-	rc = rc == SQLITE_ROW || rc == SQLITE_DONE ? 0
-						    : db_fail(q, rc, "recover",
-							      err);
+	rc = step_row(q, st, "recover", &row, err);
+	*n = row;
 	unprep(st);
 	return rc;
 }
@@ -1703,21 +1773,13 @@ static int get_job(struct sq *q, enum stmt_id id_st, int64_t id,
 
 	if (rc)
 		return rc;
-	if (id_st == ST_JOB_GET) {
+	if (id_st == ST_JOB_GET)
 		sqlite3_bind_int64(st, 1, id);
-	} else {
-		bind_text(st, 1, schedule);
-		sqlite3_bind_int64(st, 2, slot_ms);
-	}
-	rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW) {
+	else
+		bind_slot(st, schedule, slot_ms);
+	rc = step_one(q, st, "job read", "no such job", err);
+	if (!rc)
 		read_job(st, out);
-		rc = 0;
-	} else if (rc == SQLITE_DONE) {
-		rc = sc_err_set(err, SC_ENOENT, "no such job");
-	} else {
-		rc = db_fail(q, rc, "job read", err);
-	}
 	unprep(st);
 	return rc;
 }
@@ -1746,25 +1808,14 @@ static int sq_job_revive(void *impl, int64_t id, int budget,
 	sqlite3_bind_int64(st, 1, id);
 	sqlite3_bind_int64(st, 2, now_ms(q));
 	sqlite3_bind_int(st, 3, budget);
-	rc = sqlite3_step(st);
-	rc = rc == SQLITE_DONE ? 0 : db_fail(q, rc, "revive", err);
-	unprep(st);
+	rc = step_done(q, st, "revive", err);
 	if (rc || sqlite3_changes(q->db) > 0)
 		return rc;
-	rc = prep(q, ST_JOB_STATE, &st, err);
+	rc = job_exists(q, id, "revive", err);
 	if (rc)
 		return rc;
-	sqlite3_bind_int64(st, 1, id);
-	rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW)
-		rc = sc_err_set(err, SC_ESTATE, "job %lld is not dead",
-				(long long)id);
-	else if (rc == SQLITE_DONE)
-		rc = sc_err_set(err, SC_ENOENT, "no job %lld", (long long)id);
-	else
-		rc = db_fail(q, rc, "revive", err);
-	unprep(st);
-	return rc;
+	return sc_err_set(err, SC_ESTATE, "job %lld is not dead",
+			  (long long)id);
 }
 
 static int sq_job_next_due(void *impl, int64_t *out_ms, struct sc_err *err)
@@ -1919,8 +1970,7 @@ static int sq_ledger_query(void *impl, const struct ledger_filter *f,
 static void bind_slot_target(sqlite3_stmt *st, const char *schedule,
 			     int64_t slot_ms, const char *target)
 {
-	bind_text(st, 1, schedule);
-	sqlite3_bind_int64(st, 2, slot_ms);
+	bind_slot(st, schedule, slot_ms);
 	bind_text(st, 3, target);
 }
 
@@ -1931,6 +1981,7 @@ static int sq_outbox_put(void *impl, const struct store_fence *fence,
 {
 	struct sq *q = impl;
 	sqlite3_stmt *st = NULL;
+	int n = 0;
 	bool made = false;
 	/* The state row and its body in one transaction: a row never
 	 * exists without its message. */
@@ -1943,13 +1994,8 @@ static int sq_outbox_put(void *impl, const struct store_fence *fence,
 		goto done;
 	bind_slot_target(st, schedule, slot_ms, target);
 	sqlite3_bind_int64(st, 5, now_ms(q));
-	bind_fence(st, fence);
-	rc = sqlite3_step(st);
-	rc = rc == SQLITE_DONE ? 0 : db_fail(q, rc, "outbox put", err);
-	unprep(st);
-	made = !rc && sqlite3_changes(q->db) > 0;
-	if (!rc && !made)
-		rc = fence_refused(q, fence, "outbox put", err);
+	rc = fenced_step(q, st, fence, "outbox put", &n, err);
+	made = n > 0;
 	if (rc || !made)
 		goto done;
 	rc = prep(q, ST_OUTBOX_BODY_PUT, &st, err);
@@ -1957,15 +2003,9 @@ static int sq_outbox_put(void *impl, const struct store_fence *fence,
 		goto done;
 	bind_slot_target(st, schedule, slot_ms, target);
 	bind_text(st, 4, body);
-	rc = sqlite3_step(st);
-	rc = rc == SQLITE_DONE ? 0 : db_fail(q, rc, "outbox put", err);
-	unprep(st);
+	rc = step_done(q, st, "outbox put", err);
 done:
-	if (rc) {
-		tx_rollback(q);
-		return rc;
-	}
-	rc = tx_commit(q, err);
+	rc = tx_end(q, rc, err);
 	if (!rc && created)
 		*created = made;
 	return rc;
@@ -1984,8 +2024,8 @@ static int sq_outbox_get(void *impl, const char *schedule, int64_t slot_ms,
 	if (rc)
 		return rc;
 	bind_slot_target(st, schedule, slot_ms, target);
-	rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW) {
+	rc = step_one(q, st, "outbox get", "no outbox row", err);
+	if (!rc) {
 		e.state = (enum send_state)sqlite3_column_int(st, 0);
 		e.n_tries = sqlite3_column_int(st, 1);
 		e.sent_ms = sqlite3_column_int64(st, 2);
@@ -1996,12 +2036,6 @@ static int sq_outbox_get(void *impl, const char *schedule, int64_t slot_ms,
 			rc = sc_err_set(err, SC_ECORRUPT,
 					"outbox row of target %s has no message "
 					"body in %s", target, q->path);
-		else
-			rc = 0;
-	} else if (rc == SQLITE_DONE) {
-		rc = sc_err_set(err, SC_ENOENT, "no outbox row");
-	} else {
-		rc = db_fail(q, rc, "outbox get", err);
 	}
 	unprep(st);
 	if (!rc)
@@ -2017,6 +2051,7 @@ static int sq_outbox_set_state(void *impl, const struct store_fence *fence,
 	struct sq *q = impl;
 	struct outbox_entry cur;
 	sqlite3_stmt *st = NULL;
+	int n;
 	/* SENT is the send guard, and SENDING is what makes a crash after
 	 * the request left a declared duplicate instead of a silent one:
 	 * both are fsync'd before this returns (and the request leaves). */
@@ -2030,15 +2065,11 @@ static int sq_outbox_set_state(void *impl, const struct store_fence *fence,
 	bind_slot_target(st, schedule, slot_ms, target);
 	sqlite3_bind_int(st, 4, (int)state);
 	sqlite3_bind_int64(st, 5, now_ms(q));
-	bind_fence(st, fence);
-	rc = sqlite3_step(st);
-	rc = rc == SQLITE_DONE ? 0 : db_fail(q, rc, "outbox state", err);
-	unprep(st);
-	if (rc || sqlite3_changes(q->db) > 0)
+	rc = fenced_step(q, st, fence, "outbox state", &n, err);
+	if (rc || n > 0)
 		return rc;
-	rc = fence_refused(q, fence, "outbox state", err);
-	if (rc)
-		return rc;
+	/* The fence holds and nothing changed: no row (the read says
+	 * SC_ENOENT), or a send guard, which never reopens. */
 	rc = sq_outbox_get(q, schedule, slot_ms, target, &cur, err);
 	if (rc)
 		return rc;
@@ -2053,45 +2084,16 @@ static int sq_outbox_mark_unknown(void *impl, const struct store_fence *fence,
 				  const char *schedule, int64_t slot_ms, int *n,
 				  struct sc_err *err)
 {
-	struct sq *q = impl;
-	sqlite3_stmt *st = NULL;
-	int rc = solo(q, ST_OUTBOX_UNKNOWN, SYNC_NORMAL, &st, err);
-
-	if (rc)
-		return rc;
-	bind_text(st, 1, schedule);
-	sqlite3_bind_int64(st, 2, slot_ms);
-	sqlite3_bind_int64(st, 3, now_ms(q));
-	bind_fence(st, fence);
-	rc = sqlite3_step(st);
-	rc = rc == SQLITE_DONE ? 0 : db_fail(q, rc, "outbox recovery", err);
-	unprep(st);
-	*n = rc ? 0 : sqlite3_changes(q->db);
-	if (!rc && *n == 0)
-		rc = fence_refused(q, fence, "outbox recovery", err);
-	return rc;
+	return slot_write(impl, ST_OUTBOX_UNKNOWN, SYNC_NORMAL, fence,
+			  schedule, slot_ms, "outbox recovery", n, err);
 }
 
 static int sq_slot_mark(void *impl, const struct store_fence *fence,
 			const char *schedule, int64_t slot_ms,
 			struct sc_err *err)
 {
-	struct sq *q = impl;
-	sqlite3_stmt *st = NULL;
-	int rc = solo(q, ST_MARK, SYNC_FULL, &st, err);
-
-	if (rc)
-		return rc;
-	bind_text(st, 1, schedule);
-	sqlite3_bind_int64(st, 2, slot_ms);
-	sqlite3_bind_int64(st, 3, now_ms(q));
-	bind_fence(st, fence);
-	rc = sqlite3_step(st);
-	rc = rc == SQLITE_DONE ? 0 : db_fail(q, rc, "slot mark", err);
-	unprep(st);
-	if (!rc && sqlite3_changes(q->db) == 0)
-		rc = fence_refused(q, fence, "slot mark", err);
-	return rc;
+	return slot_write(impl, ST_MARK, SYNC_FULL, fence, schedule, slot_ms,
+			  "slot mark", NULL, err);
 }
 
 static int sq_slot_is_marked(void *impl, const char *schedule,
@@ -2099,20 +2101,16 @@ static int sq_slot_is_marked(void *impl, const char *schedule,
 {
 	struct sq *q = impl;
 	sqlite3_stmt *st = NULL;
+	bool row;
 	int rc = prep(q, ST_MARK_GET, &st, err);
 
 	if (rc)
 		return rc;
-	bind_text(st, 1, schedule);
-	sqlite3_bind_int64(st, 2, slot_ms);
-	rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW || rc == SQLITE_DONE) {
-		*marked = rc == SQLITE_ROW;
-		rc = 0;
-	} else {
-		rc = db_fail(q, rc, "slot marker read", err);
-	}
+	bind_slot(st, schedule, slot_ms);
+	rc = step_row(q, st, "slot marker read", &row, err);
 	unprep(st);
+	if (!rc)
+		*marked = row;
 	return rc;
 }
 
@@ -2128,15 +2126,10 @@ static int sq_sched_last_get(void *impl, const char *schedule,
 	if (rc)
 		return rc;
 	bind_text(st, 1, schedule);
-	rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW) {
+	rc = step_one(q, st, "scheduler state read",
+		      "no slot materialised yet", err);
+	if (!rc)
 		*slot_ms = sqlite3_column_int64(st, 0);
-		rc = 0;
-	} else if (rc == SQLITE_DONE) {
-		rc = sc_err_set(err, SC_ENOENT, "no slot materialised yet");
-	} else {
-		rc = db_fail(q, rc, "scheduler state read", err);
-	}
 	unprep(st);
 	return rc;
 }
@@ -2144,19 +2137,8 @@ static int sq_sched_last_get(void *impl, const char *schedule,
 static int sq_sched_last_set(void *impl, const char *schedule,
 			     int64_t slot_ms, struct sc_err *err)
 {
-	struct sq *q = impl;
-	sqlite3_stmt *st = NULL;
-	int rc = solo(q, ST_SCHED_SET, SYNC_NORMAL, &st, err);
-
-	if (rc)
-		return rc;
-	bind_text(st, 1, schedule);
-	sqlite3_bind_int64(st, 2, slot_ms);
-	sqlite3_bind_int64(st, 3, now_ms(q));
-	rc = sqlite3_step(st);
-	rc = rc == SQLITE_DONE ? 0 : db_fail(q, rc, "scheduler state", err);
-	unprep(st);
-	return rc;
+	return slot_write(impl, ST_SCHED_SET, SYNC_NORMAL, NULL, schedule,
+			  slot_ms, "scheduler state", NULL, err);
 }
 
 static int sq_token_get(void *impl, const char *provider, char **token,
@@ -2170,8 +2152,8 @@ static int sq_token_get(void *impl, const char *provider, char **token,
 	if (rc)
 		return rc;
 	bind_text(st, 1, provider);
-	rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW) {
+	rc = step_one(q, st, "token read", "no cached token", err);
+	if (!rc) {
 		char *t = dup_text(st, 0, &oom);
 		if (oom || !t) {
 			free(t);
@@ -2179,12 +2161,7 @@ static int sq_token_get(void *impl, const char *provider, char **token,
 		} else {
 			*token = t;
 			*expires_ms = sqlite3_column_int64(st, 1);
-			rc = 0;
 		}
-	} else if (rc == SQLITE_DONE) {
-		rc = sc_err_set(err, SC_ENOENT, "no cached token");
-	} else {
-		rc = db_fail(q, rc, "token read", err);
 	}
 	unprep(st);
 	return rc;
@@ -2203,10 +2180,7 @@ static int sq_token_put(void *impl, const char *provider, const char *token,
 	bind_text(st, 2, token);
 	sqlite3_bind_int64(st, 3, expires_ms);
 	sqlite3_bind_int64(st, 4, now_ms(q));
-	rc = sqlite3_step(st);
-	rc = rc == SQLITE_DONE ? 0 : db_fail(q, rc, "token write", err);
-	unprep(st);
-	return rc;
+	return step_done(q, st, "token write", err);
 }
 
 static int sq_token_drop(void *impl, const char *provider, struct sc_err *err)
@@ -2218,10 +2192,7 @@ static int sq_token_drop(void *impl, const char *provider, struct sc_err *err)
 	if (rc)
 		return rc;
 	bind_text(st, 1, provider);
-	rc = sqlite3_step(st);
-	rc = rc == SQLITE_DONE ? 0 : db_fail(q, rc, "token drop", err);
-	unprep(st);
-	return rc;
+	return step_done(q, st, "token drop", err);
 }
 
 /* ---- waiting for work ------------------------------------------------ */
