@@ -29,15 +29,6 @@
 
 #define MAX_TARGETS 64
 
-static const struct target_spec *find_target(const struct config *c,
-					     const char *name)
-{
-	for (size_t i = 0; c && i < c->n_targets; i++)
-		if (c->targets[i].name && strcmp(c->targets[i].name, name) == 0)
-			return &c->targets[i];
-	return NULL;
-}
-
 void alert_targets(const struct config *c, const struct target_spec **out,
 		   size_t max, size_t *n)
 {
@@ -56,7 +47,7 @@ void alert_targets(const struct config *c, const struct target_spec **out,
 			if (e > s && (size_t)(e - s) < sizeof(name)) {
 				memcpy(name, s, (size_t)(e - s));
 				name[e - s] = '\0';
-				const struct target_spec *t = find_target(c, name);
+				const struct target_spec *t = config_target(c, name);
 				if (t)
 					out[(*n)++] = t;
 				else
@@ -71,7 +62,7 @@ void alert_targets(const struct config *c, const struct target_spec **out,
 		return;
 	}
 	for (size_t i = 0; c && i < c->n_alert_targets && *n < max; i++) {
-		const struct target_spec *t = find_target(c, c->alert_targets[i]);
+		const struct target_spec *t = config_target(c, c->alert_targets[i]);
 		if (t)
 			out[(*n)++] = t;
 		else

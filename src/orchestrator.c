@@ -86,15 +86,6 @@ static struct sc_clock *ctx_clock(const struct orchestrator_ctx *ctx)
 	return ctx->clock ? ctx->clock : store_clock(ctx->store);
 }
 
-static const struct target_spec *find_target(const struct config *c,
-					     const char *name)
-{
-	for (size_t i = 0; c && i < c->n_targets; i++)
-		if (c->targets[i].name && strcmp(c->targets[i].name, name) == 0)
-			return &c->targets[i];
-	return NULL;
-}
-
 /* ---- token cache of per-run auth providers, kept in the store --------- */
 
 static int tok_get(void *ud, const char *provider, char **token,
@@ -485,7 +476,7 @@ int orchestrator_run_slot(const struct orchestrator_ctx *ctx,
 		return rc;
 	}
 	for (size_t i = 0; i < sched->n_targets; i++) {
-		targets[i] = find_target(ctx->config, sched->targets[i]);
+		targets[i] = config_target(ctx->config, sched->targets[i]);
 		if (!targets[i]) {
 			rc = sc_err_set(err, SC_ECONFIG, "schedule %s: unknown "
 					"target %s", sched->name,

@@ -73,15 +73,6 @@ static struct sc_clock *opts_clock(const struct worker_opts *o)
 	return o->clock ? o->clock : store_clock(o->store);
 }
 
-static const struct schedule_spec *find_schedule(const struct config *c,
-						 const char *name)
-{
-	for (size_t i = 0; c && i < c->n_schedules; i++)
-		if (c->schedules[i].name && strcmp(c->schedules[i].name, name) == 0)
-			return &c->schedules[i];
-	return NULL;
-}
-
 static const char *error_class(int rc, const struct orchestrator_report *rep)
 {
 	if (rep->ran_tasks && rep->n_failed > 0 && rep->n_deliver == 0)
@@ -233,7 +224,7 @@ int worker_run_job(const struct worker_opts *o, const struct store_job *job_in,
 	struct keeper k = {.o = o, .clock = opts_clock(o), .job = *job_in,
 			   .last_hb_mono = clock_mono_ms()};
 	const struct store_job *job = &k.job;
-	const struct schedule_spec *sched = find_schedule(o->config,
+	const struct schedule_spec *sched = config_schedule(o->config,
 							  job->schedule);
 	int rc;
 
