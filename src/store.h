@@ -352,7 +352,7 @@ struct store_fence {
 };
 
 /* Fences every write listed above to job job_id under lease_token until
- * store_fence_clear. The orchestrator sets it around a job's run. */
+ * store_fence_clear. The worker (worker.c) sets it around a job's run. */
 void store_fence_set(struct store *s, int64_t job_id, int64_t lease_token);
 void store_fence_clear(struct store *s);
 

@@ -911,12 +911,48 @@ static void get_job(const PGresult *r, int row, struct store_job *j)
 
 /* ---- open, migrate, close --------------------------------------------- */
 
+/*
+ * The schema's version without the migration lock: 1 when it is current
+ * (nothing to do), 0 when a migration may be needed (or the read failed:
+ * the locked path reads again and reports), SC_EVERSION when the schema
+ * is newer than this binary. Outside any transaction, so a failed read
+ * leaves the connection as it was.
+ */
+static int schema_current(struct pg *p, struct sc_err *err)
+{
+	/* On a new database the table is missing and this fails: then the
+	 * locked path creates it. */
+	PGresult *res = PQexec(p->conn, "SELECT max(version) FROM "
+			       "schema_version");
+	int version = -1;
+
+	if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1 &&
+	    !PQgetisnull(res, 0, 0))
+		version = (int)get_i64(res, 0, 0);
+	PQclear(res);
+	if (version > SCHEMA_VERSION)
+		return sc_err_set(err, SC_EVERSION,
+				  "database schema version %d is newer than "
+				  "this surecron supports (%d); refusing to "
+				  "touch it", version, SCHEMA_VERSION);
+	return version == SCHEMA_VERSION;
+}
+
 static int migrate(struct pg *p, struct sc_err *err)
 {
 	PGresult *res;
 	int version = 0, rc;
 	bool exists;
 
+	/* The usual open finds the schema current and takes no lock: a node
+	 * paused in the middle of its open (SIGSTOP, a VM freeze) must not
+	 * hold every other node's open, and so the whole fleet, behind the
+	 * migration lock. */
+	rc = schema_current(p, err);
+	if (rc < 0)
+		return rc;
+	if (rc == 1)
+		return 0;
 	rc = exec_const(p, "BEGIN", err);
 	if (rc)
 		return rc;

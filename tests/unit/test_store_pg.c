@@ -857,6 +857,41 @@ static void nodes_migrate_once_when_starting_together(void **state)
 }
 
 /*
+ * A node that holds the migration lock (paused in the middle of its own
+ * open: SIGSTOP, a frozen VM) must not hold the open of every other node
+ * once the schema is current: such an open takes no lock. Before, it
+ * waited for the lock and the whole fleet stood still behind the paused
+ * node. The open runs in a thread; the test waits for it up to 10 s.
+ */
+static void open_of_a_current_schema_takes_no_lock(void **state)
+{
+	PGFX_NEED_SERVER();
+	struct sc_clock *clk = sc_clock_virtual_new(T0);
+	struct opener o = {clk, -1};
+	pthread_t th;
+	struct timespec until;
+
+	store_pg_ops.close(open_store(clk)); /* migrates */
+	PGconn *holder = PQconnectdb(pgfx_url());
+	assert_int_equal(PQstatus(holder), CONNECTION_OK);
+	PGresult *r = PQexec(holder, "SELECT pg_advisory_lock("
+			     "7305521930218410813)"); /* MIGRATE_LOCK_KEY */
+	assert_int_equal(PQresultStatus(r), PGRES_TUPLES_OK);
+	PQclear(r);
+
+	assert_int_equal(pthread_create(&th, NULL, opener_run, &o), 0);
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 10;
+	int joined = pthread_timedjoin_np(th, NULL, &until);
+	PQfinish(holder); /* lets a blocked open through, so the join ends */
+	if (joined != 0)
+		pthread_join(th, NULL);
+	assert_int_equal(joined, 0);
+	assert_int_equal(o.rc, 0);
+	sc_clock_free(clk);
+}
+
+/*
  * The privileges store_pg.md promises: a role with no CREATE is refused a
  * fresh schema with SC_EACCES; on a migrated schema, USAGE on it plus
  * SELECT/INSERT/UPDATE/DELETE on the tables and USAGE on the sequences is
@@ -1144,6 +1179,9 @@ int main(void)
 			pgfx_setup, pgfx_teardown),
 		cmocka_unit_test_setup_teardown(
 			nodes_migrate_once_when_starting_together, pgfx_setup,
+			pgfx_teardown),
+		cmocka_unit_test_setup_teardown(
+			open_of_a_current_schema_takes_no_lock, pgfx_setup,
 			pgfx_teardown),
 		cmocka_unit_test_setup_teardown(
 			limited_role_works_on_a_migrated_schema, pgfx_setup,
