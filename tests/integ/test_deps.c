@@ -106,7 +106,7 @@ static int setup(void **state)
 
 static void check_names_what_is_missing_and_installs_nothing(void **state)
 {
-	struct env e;
+	struct env e = {0};
 	char *argv[] = {"sh", "scripts/install-deps.sh", "--check", "test",
 			NULL};
 	(void)state;
@@ -122,7 +122,7 @@ static void check_names_what_is_missing_and_installs_nothing(void **state)
 
 static void make_stops_without_apt_get(void **state)
 {
-	struct env e;
+	struct env e = {0};
 	char *argv[] = {"make", "-s", "need", NULL};
 	(void)state;
 
@@ -137,7 +137,7 @@ static void make_stops_without_apt_get(void **state)
  * commands run as root), so the two tests above would see it. */
 static void make_deps_form_installs(void **state)
 {
-	struct env e;
+	struct env e = {0};
 	char *argv[] = {"sh", "scripts/install-deps.sh", "build", NULL};
 	(void)state;
 
