@@ -154,21 +154,32 @@ struct ybuild {
 	bool oom;
 };
 
+/*
+ * libyaml's mark as a 1-based position inside the file. At the end of a
+ * file without a final line break libyaml counts an implied one, so its
+ * mark can be the start of a line that is not in the file: that is the
+ * end of the last line instead (found by fuzzing, for errors and for the
+ * empty value of a last key such as "  ?").
+ */
+static void mark_pos(const struct ybuild *b, const yaml_mark_t *m, int *line,
+		     int *col)
+{
+	*line = (int)m->line + 1;
+	*col = (int)m->column + 1;
+	if (*line > b->end_line || (*line == b->end_line && *col > b->end_col)) {
+		*line = b->end_line;
+		*col = b->end_col;
+	}
+}
+
 /* Reports libyaml's error with its position. */
 static void yaml_problem(struct ybuild *b)
 {
 	const yaml_parser_t *p = &b->parser;
-	int line = (int)p->problem_mark.line + 1;
-	int col = (int)p->problem_mark.column + 1;
+	int line, col;
 	const char *problem = p->problem ? p->problem : "malformed YAML";
 
-	/* At the end of a file without a final line break libyaml counts an
-	 * implied one, so its mark is the start of a line that is not in the
-	 * file: report the end of the last line instead (found by fuzzing). */
-	if (line > b->end_line || (line == b->end_line && col > b->end_col)) {
-		line = b->end_line;
-		col = b->end_col;
-	}
+	mark_pos(b, &p->problem_mark, &line, &col);
 
 	if (p->error == YAML_MEMORY_ERROR) {
 		b->oom = true;
@@ -209,9 +220,11 @@ static struct config_node *node_new(struct ybuild *b,
 				    enum config_node_kind kind,
 				    const yaml_mark_t *m)
 {
+	int line, col;
+
+	mark_pos(b, m, &line, &col);
 	if (++b->n_nodes > CONFIG_MAX_NODES) {
-		config_problem_add(b->probs, (int)m->line + 1,
-				   (int)m->column + 1,
+		config_problem_add(b->probs, line, col,
 				   "too many YAML nodes (more than %d)",
 				   CONFIG_MAX_NODES);
 		return NULL;
@@ -223,8 +236,8 @@ static struct config_node *node_new(struct ybuild *b,
 		return NULL;
 	}
 	n->kind = kind;
-	n->line = (int)m->line + 1;
-	n->col = (int)m->column + 1;
+	n->line = line;
+	n->col = col;
 	return n;
 }
 
