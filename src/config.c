@@ -936,6 +936,7 @@ static void parse_alerts(struct pc *pc, const struct config_node *root)
 	const struct config_node *a = config_yaml_get(root, "alerts");
 	struct config *c = pc->c;
 
+	c->alert_on = CONFIG_ALERT_ON_DEFAULT;
 	if (a && map_keys(pc, a, "alerts", keys, "alerts") &&
 	    get_strv(pc, a, "alerts", "targets", false, &c->alert_targets,
 		     &c->n_alert_targets) == 1)

@@ -65,6 +65,17 @@ enum target_kind {
 
 enum on_ambiguous { AMBIGUOUS_RESEND = 0, AMBIGUOUS_HOLD = 1 };
 
+/*
+ * `notices:` (issue 13): which failed attempts send a failure notice to a
+ * delivery target. A schedule's policy applies to each of its targets
+ * unless the target sets its own. The ledger is the same under every one.
+ */
+enum notice_policy {
+	NOTICES_EVERY = 0, /* every failed attempt (the default) */
+	NOTICES_FINAL = 1, /* only the attempt that loses the slot */
+	NOTICES_NONE = 2,  /* never; alerts still go out */
+};
+
 struct target_spec {
 	char *name;
 	enum target_kind kind;
@@ -76,6 +87,9 @@ struct target_spec {
 	int64_t connect_timeout_ms; /* default 10 s */
 	int64_t timeout_ms;         /* default 30 s */
 	enum on_ambiguous on_ambiguous;
+	bool has_notices;       /* `notices:` set on the target: it wins
+				   over the schedule's */
+	enum notice_policy notices;
 };
 
 enum auth_kind { AUTH_OAUTH2 = 0, AUTH_BEARER = 1 };
@@ -124,9 +138,20 @@ struct schedule_spec {
 	enum sc_freq_class cls; /* the frequency class of expr */
 	struct sc_retry_policy policy; /* retry when has_retry, else the
 					  policy of cls */
+	enum notice_policy notices;    /* `notices:`, default every */
+	/* `expect:` (issue 13): a run whose deliverables fall short is a
+	 * failed run (cause "expectation"). 0: no expectation. */
+	int expect_min_previews;
+	int expect_min_summary_chars;
 };
 
 struct config_locs;
+
+/* The reasons `alerts: on` may name. Later issues add late, overrun and
+ * stale. */
+#define CONFIG_ALERT_ON_LOST 1u
+#define CONFIG_ALERT_ON_MISSED 2u
+#define CONFIG_ALERT_ON_DEFAULT (CONFIG_ALERT_ON_LOST | CONFIG_ALERT_ON_MISSED)
 
 struct config {
 	char *path;             /* the file it came from */
@@ -142,6 +167,10 @@ struct config {
 	size_t n_targets;
 	char **alert_targets;   /* NULL-terminated names, may be empty */
 	size_t n_alert_targets;
+	unsigned alert_on;      /* `alerts: on`: CONFIG_ALERT_ON_* bits;
+				   config_parse sets the default (both); a
+				   hand-made config with 0 raises none */
+	int64_t alert_realert_ms; /* `alerts: realert`; 0: never repeat */
 	struct auth_spec *auths;
 	size_t n_auths;
 	struct schedule_spec *schedules;

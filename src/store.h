@@ -82,6 +82,14 @@ struct store_counts {
 #define LEDGER_RELEASED "released"   /* an attempt given back on shutdown */
 #define LEDGER_DECISION "decision"   /* an operator's `release` decision
 					(details: target, decision, by) */
+#define LEDGER_ALERT "alert"         /* an alert send's state changed
+					(details: alert_id, reason, round,
+					target, state, tries) */
+#define LEDGER_ACKED "acked"         /* an operator's `ack` of an open
+					alert (details: alert_id, reason,
+					note, by) */
+#define LEDGER_RECOVERED "recovered" /* an alerted slot later succeeded
+					(details: alert_id, reason) */
 
 struct ledger_row {
 	int64_t id;                 /* assigned by the store */
@@ -124,6 +132,8 @@ enum send_state {
 	SEND_SENT = 3,    /* delivered: the send guard; never sent again */
 	SEND_FAILED = 4,  /* the last try failed for sure */
 	SEND_UNKNOWN = 5, /* found SENDING after a crash: may have arrived */
+	SEND_ABANDONED = 6, /* alert sends only: still failing when the
+			       retry bound ran out; never tried again */
 };
 
 struct outbox_entry {
@@ -289,7 +299,9 @@ int store_job_find(struct store *s, const char *schedule, int64_t slot_ms,
  * `budget` more attempts (<= 0: as many as its current max_attempts).
  * attempts is kept, so attempt numbers go on across the revival (the
  * ledger never shows two attempts 1 of one slot): max_attempts becomes
- * attempts + budget. SC_ESTATE if it is not DEAD. */
+ * attempts + budget. Its lost alert counts as not raised again, so that
+ * store_alert_dead_unalerted lists it if it dies again. SC_ESTATE if it
+ * is not DEAD. */
 int store_job_revive(struct store *s, int64_t id, int budget,
 		     struct sc_err *err);
 
@@ -325,6 +337,184 @@ int store_ledger_append_written(struct store *s, const struct ledger_row *row,
 int store_ledger_query(struct store *s, const struct ledger_filter *f,
 		       struct ledger_row **rows, size_t *n, struct sc_err *err);
 void store_ledger_rows_free(struct ledger_row *rows, size_t n);
+
+/* ---- alerts (alert.c owns the rules; docs/internals/alert.md) ---------- */
+
+/*
+ * An alert is a delivery too (issue 13): it is a row of its own, raised in
+ * the store, and its copies are send rows that are retried until they are
+ * taken or the bound runs out. The rows:
+ *
+ *   alert       one per (schedule, slot_ms, reason, generation); the
+ *               incident's record: OPEN until an operator acks it or the
+ *               slot recovers. `rounds` counts its messages (1, plus one
+ *               per realert); `staged_rounds` how many of them have send
+ *               rows yet.
+ *   alert send  one per (alert, round, target): the message of that
+ *               round for that target and its send state
+ *               (PENDING -> SENDING -> SENT | FAILED | UNKNOWN,
+ *               FAILED|UNKNOWN -> SENDING again, or -> ABANDONED).
+ *
+ * Every function is one transaction. Several nodes may call them at once:
+ * the unique key makes a raise happen once, the compare-and-set of
+ * store_alert_realert makes a round happen once, and the lease of
+ * store_alert_send_claim makes one node send one copy.
+ */
+#define ALERT_REASON_LOST "lost"
+#define ALERT_REASON_MISSED "missed"
+#define ALERT_REASON_RECOVERED "recovered"
+
+enum alert_status {
+	ALERT_OPEN = 0,      /* lost or missed, nobody has acted yet */
+	ALERT_ACKED = 1,     /* an operator ran `surecron ack` */
+	ALERT_HEALED = 2,    /* the slot(s) later succeeded */
+	ALERT_CLOSED = 3,    /* not an incident (a "recovered" message), or
+				replaced by a newer alert of the slot */
+};
+
+struct store_alert {
+	int64_t id;                 /* assigned by the store */
+	char schedule[STORE_NAME_MAX];
+	int64_t slot_ms;            /* lost: the slot; missed: the first */
+	int64_t last_slot_ms;       /* missed: the last; else slot_ms */
+	int64_t n_slots;            /* missed: how many; else 1 */
+	char reason[16];            /* ALERT_REASON_* */
+	int64_t generation;         /* lost: the job's attempts when it died
+				       (a revived slot that dies again is a
+				       new alert); recovered: the id of the
+				       alert it closes; missed: 0 */
+	enum alert_status status;   /* raise: OPEN, or CLOSED for recovered */
+	int attempts;               /* attempts made */
+	char error_msg[256];        /* why; never holds secrets */
+	int64_t job_id;             /* lost: the DEAD job; else 0 */
+	int rounds;                 /* messages created: raise makes 1 */
+	int staged_rounds;          /* rounds with send rows */
+	int64_t created_ms;         /* store's now at raise */
+	int64_t round_ms;           /* when the latest round was created */
+	int64_t closed_ms;          /* 0 while OPEN */
+	char note[256];             /* ack's --note, else "" */
+};
+
+struct alert_filter {
+	const char *schedule;       /* NULL: all */
+	bool open_only;             /* status OPEN */
+	bool unstaged_only;         /* staged_rounds < rounds */
+	int64_t slot_ms;            /* INT64_MIN: any; else alerts whose
+				       [slot_ms, last_slot_ms] holds it */
+	int64_t since_ms;           /* slot_ms >= since (INT64_MIN: open) */
+	int64_t until_ms;           /* slot_ms <  until (INT64_MAX: open) */
+	int limit;                  /* 0: no limit */
+};
+
+struct store_alert_send {
+	int64_t id;
+	int64_t alert_id;
+	int round;
+	char target[STORE_NAME_MAX];
+	enum send_state state;      /* claim: the state BEFORE the claim, an
+				       expired SENDING given as UNKNOWN */
+	int n_tries;                /* times it went to SENDING (claim:
+				       including this one) */
+	int64_t next_try_ms;        /* FAILED/UNKNOWN: not before this */
+	int64_t lease_token;        /* claim: this claim's token */
+	int64_t created_ms, sent_ms;
+	char last_error[256];
+	char *body;                 /* the message (owned); claim only, NULL
+				       from store_alert_sends */
+	/* Of its alert, so a sender needs no second read: */
+	char schedule[STORE_NAME_MAX];
+	int64_t slot_ms;
+	char reason[16];
+	int64_t alert_created_ms;
+};
+
+/*
+ * Raises a->reason for (a->schedule, a->slot_ms) unless an alert with the
+ * same (schedule, slot_ms, reason, generation) exists. Written: every
+ * field of a but id, rounds (1), staged_rounds (0), created_ms and
+ * round_ms (now), closed_ms (0; now for CLOSED). *created says which;
+ * *id (NULL allowed) gets the alert's id either way. When a->job_id is
+ * not 0, that job's lost alert counts as raised from now on (it leaves
+ * store_alert_dead_unalerted), created or not. A new lost alert CLOSES
+ * the older OPEN lost alerts of the same slot (it replaces them).
+ */
+int store_alert_raise(struct store *s, const struct store_alert *a,
+		      bool *created, int64_t *id, struct sc_err *err);
+
+/*
+ * DEAD jobs whose lost alert is not raised yet (died since the store's
+ * schema 4, or revived and dead again), oldest job first, at most max.
+ * Each entry's error_msg is the message of the job's latest "lost" row
+ * and attempt its attempts.
+ */
+int store_alert_dead_unalerted(struct store *s, struct store_dead_job *out,
+			       size_t max, size_t *n, struct sc_err *err);
+
+/* Alerts matching f (NULL: all), oldest first (by id); free with
+ * sc_free(*out) (no owned fields). *out is NULL when *n is 0. */
+int store_alert_list(struct store *s, const struct alert_filter *f,
+		     struct store_alert **out, size_t *n, struct sc_err *err);
+
+/*
+ * Closes alert id if it is OPEN: status to (ACKED or HEALED), closed_ms
+ * now, note (NULL: ""). In the same transaction, when it closed: the
+ * alert `then` is raised (NULL: none; a "recovered" message) as by
+ * store_alert_raise, and the ledger row `row` is appended (NULL: none).
+ * *changed false (and nothing written) when it was not OPEN; SC_ENOENT
+ * when there is no such alert.
+ */
+int store_alert_close(struct store *s, int64_t id, enum alert_status to,
+		      const char *note, const struct store_alert *then,
+		      const struct ledger_row *row, bool *changed,
+		      struct sc_err *err);
+
+/* A new round (a realert) of alert id: rounds = rounds_seen + 1 and
+ * round_ms now, only if it is OPEN and rounds is still rounds_seen.
+ * *won says whether this call made it. */
+int store_alert_realert(struct store *s, int64_t id, int rounds_seen,
+			bool *won, struct sc_err *err);
+
+/*
+ * Stages round `round` of alert id: one PENDING send row (next_try now)
+ * per name in targets[0..n) with body, unless the row exists; then
+ * staged_rounds = max(staged_rounds, round + 1). n may be 0 (no alert
+ * target: the round counts as staged, nothing will be sent).
+ */
+int store_alert_stage(struct store *s, int64_t id, int round,
+		      const char *const *targets, size_t n, const char *body,
+		      struct sc_err *err);
+
+/*
+ * Claims up to max due alert sends: PENDING, FAILED or UNKNOWN with
+ * next_try_ms <= now, or SENDING whose lease expired (its sender died
+ * mid-send). Each becomes SENDING with n_tries + 1, a fresh lease_token,
+ * lease until now + lease_ms; out[i] (fill, then free each with
+ * store_alert_send_dispose) tells the state it had before. Oldest first.
+ * Two claimers never get the same row.
+ */
+int store_alert_send_claim(struct store *s, int64_t lease_ms,
+			   struct store_alert_send *out, size_t max,
+			   size_t *n, struct sc_err *err);
+
+/*
+ * Ends a claimed send, fenced by lease_token (SC_ELEASE, nothing written,
+ * when another claim took it): state SENT (sent_ms now; committed
+ * durably), FAILED or UNKNOWN (next_try_ms), or ABANDONED; last_error
+ * (NULL: ""); and the ledger row `row` (NULL: none) in the same
+ * transaction.
+ */
+int store_alert_send_finish(struct store *s, int64_t send_id,
+			    int64_t lease_token, enum send_state state,
+			    int64_t next_try_ms, const char *last_error,
+			    const struct ledger_row *row, struct sc_err *err);
+
+/* The send rows of alert id (every round), by id; body NULL. Free with
+ * store_alert_sends_free. */
+int store_alert_sends(struct store *s, int64_t alert_id,
+		      struct store_alert_send **out, size_t *n,
+		      struct sc_err *err);
+void store_alert_sends_free(struct store_alert_send *v, size_t n);
+void store_alert_send_dispose(struct store_alert_send *a);
 
 /* ---- fencing: writes made for a claimed job --------------------------- */
 
@@ -550,6 +740,34 @@ struct store_ops {
 			 int64_t expires_ms, struct sc_err *err);
 	int (*token_drop)(void *impl, const char *provider,
 			  struct sc_err *err);
+	int (*alert_raise)(void *impl, const struct store_alert *a,
+			   bool *created, int64_t *id, struct sc_err *err);
+	int (*alert_dead_unalerted)(void *impl, struct store_dead_job *out,
+				    size_t max, size_t *n,
+				    struct sc_err *err);
+	int (*alert_list)(void *impl, const struct alert_filter *f,
+			  struct store_alert **out, size_t *n,
+			  struct sc_err *err);
+	int (*alert_close)(void *impl, int64_t id, enum alert_status to,
+			   const char *note, const struct store_alert *then,
+			   const struct ledger_row *row, bool *changed,
+			   struct sc_err *err);
+	int (*alert_realert)(void *impl, int64_t id, int rounds_seen,
+			     bool *won, struct sc_err *err);
+	int (*alert_stage)(void *impl, int64_t id, int round,
+			   const char *const *targets, size_t n,
+			   const char *body, struct sc_err *err);
+	int (*alert_send_claim)(void *impl, int64_t lease_ms,
+				struct store_alert_send *out, size_t max,
+				size_t *n, struct sc_err *err);
+	int (*alert_send_finish)(void *impl, int64_t send_id,
+				 int64_t lease_token, enum send_state state,
+				 int64_t next_try_ms, const char *last_error,
+				 const struct ledger_row *row,
+				 struct sc_err *err);
+	int (*alert_sends)(void *impl, int64_t alert_id,
+			   struct store_alert_send **out, size_t *n,
+			   struct sc_err *err);
 	/* Optional; NULL: store_wait sleeps. changed: never NULL. */
 	int (*wait)(void *impl, int64_t timeout_ms, bool *changed,
 		    struct sc_err *err);

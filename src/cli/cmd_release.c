@@ -43,6 +43,7 @@ static const char *state_name(enum send_state s)
 	case SEND_SENT: return "sent";
 	case SEND_FAILED: return "failed";
 	case SEND_UNKNOWN: return "unknown (may have arrived)";
+	case SEND_ABANDONED: return "abandoned";
 	}
 	return "?";
 }
