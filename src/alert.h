@@ -1,22 +1,48 @@
 /*
- * alert.h - the alert targets and the lost-slot alert
- * (docs/internals/alert.md).
+ * alert.h - loud loss: the alerts of lost and missed slots, delivered
+ * like results (docs/internals/alert.md, docs/delivery.md).
  *
  * A slot is lost when its job goes DEAD: its attempts are used up, a
- * failure was permanent, or it stalled too often. That must never be
- * silent: the ledger gets a "lost" row (the queue writes it), and the
- * alert targets get a `kind: "alert"` message from here.
+ * failure was permanent, or it stalled too often. A slot is missed when
+ * the scheduler did not run it after downtime (its catchup policy). Both
+ * are raised as alert rows in the store (store.h, "alerts"), whose copies
+ * to the alert targets are send rows retried with backoff until they are
+ * taken or ALERT_GIVE_UP_MS runs out. An alert stays OPEN until the slot
+ * recovers (then a "recovered" message goes to the same targets) or an
+ * operator acks it; with `alerts: realert`, an open alert is sent again at
+ * that interval, each time as a new message.
  *
- * Thread-safety: any thread; the config is read only.
+ * Who raises: the worker, right after a finish or a recovery moved a job
+ * to DEAD (alert_raise_lost); the scheduler, once per catch-up pass
+ * (alert_raise_missed); and alert_tick's sweep, for any DEAD job whose
+ * alert a crash kept from being raised. Who sends: alert_tick, run by the
+ * daemon's alerter thread and at the end of `run --once`.
+ *
+ * Thread-safety: any thread, each with its own store handle; the config
+ * is read only.
  */
 #ifndef SURECRON_ALERT_H
 #define SURECRON_ALERT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "spec.h"
+#include "store.h"
 #include "surecron.h"
+
+/* An alert send still failing this long after its alert was raised is
+ * given up (ABANDONED, an error line and a ledger row). */
+#define ALERT_GIVE_UP_MS (48LL * 3600 * 1000)
+/* The resend backoff: 1 s doubling, at most 10 min (real sends). */
+#define ALERT_BACKOFF_MIN_MS 1000
+#define ALERT_BACKOFF_MAX_MS (10 * 60 * 1000)
+/* How long a claimed send is ours before another sender may take it for
+ * a crashed one (above every target's timeout). */
+#define ALERT_SEND_LEASE_MS (5 * 60 * 1000)
+/* How often the daemon's alerter runs alert_tick (real time). */
+#define ALERT_TICK_MS 1000
 
 /*
  * The alert targets: the comma-separated names in SURECRON_ALERT_TARGETS
@@ -26,15 +52,67 @@
 void alert_targets(const struct config *c, const struct target_spec **out,
 		   size_t max, size_t *n);
 
+/* The delay before try n_tries + 1 of a send that failed n_tries times. */
+int64_t alert_backoff_ms(int n_tries);
+
 /*
- * Sends the "slot lost" alert for (schedule, slot) to the alert targets,
- * if any are configured (otherwise sends nothing, logs an error line and
- * returns). why is the error that ended the last attempt (NULL or code 0:
- * "unknown error"); clock dates the sends (borrowed). Failures to send are
- * warnings; how many alert targets took it goes to *n_sent (NULL allowed).
+ * Raises the lost alert of job j (which a finish or recovery just moved to
+ * DEAD), unless `alerts: on` leaves lost out. Idempotent: a second raise of
+ * the same death (another node, the sweep) writes nothing.
  */
-void alert_send_lost(const struct config *c, struct sc_clock *clock,
-		     const char *schedule, int64_t slot_ms, int attempts,
-		     const struct sc_err *why, size_t *n_sent);
+int alert_raise_lost(struct store *s, const struct config *c,
+		     const struct store_dead_job *j, struct sc_err *err);
+
+/*
+ * Raises the missed alert of one catch-up pass of schedule: n slots from
+ * first_ms to last_ms were not run. The key is (schedule, first_ms), so
+ * the same pass replayed after a crash, or run by two nodes at once,
+ * raises it once. The caller checks `alerts: on`.
+ */
+int alert_raise_missed(struct store *s, const char *schedule,
+		       int64_t first_ms, int64_t last_ms, int64_t n,
+		       struct sc_err *err);
+
+/* What one alert_tick did. */
+struct alert_report {
+	size_t n_raised;     /* lost alerts the sweep raised */
+	size_t n_healed;     /* open alerts closed because the slot succeeded */
+	size_t n_rounds;     /* realert rounds made */
+	size_t n_staged;     /* rounds staged */
+	size_t n_sent, n_failed, n_abandoned, n_duplicates;
+};
+
+struct alert_ctx {
+	struct store *store;        /* borrowed; this thread's handle */
+	const struct config *config;
+	struct sc_clock *clock;     /* NULL: the store's */
+	bool (*stop)(void *ud);     /* asked between sends (NULL: never) */
+	void *ud;
+};
+
+/*
+ * One pass: raise the lost alerts a crash left unraised, close the open
+ * alerts whose slots succeeded (raising their "recovered" message), make
+ * the realert rounds that are due, stage every round not staged yet (one
+ * send row per alert target; none when no alert target is configured,
+ * which is logged as an error), then send every due send row. A store
+ * error ends the pass (returned); a send that fails is only counted and
+ * retried later.
+ */
+int alert_tick(const struct alert_ctx *a, struct alert_report *rep,
+	       struct sc_err *err);
+
+/*
+ * `surecron ack`: closes every OPEN alert of schedule whose slots hold
+ * slot_ms, each with an "acked" ledger row (note and by in its details;
+ * NULL: none). When no alert is open but the ledger holds a lost or
+ * missed row of that slot (its alert was never raised, or not by this
+ * version), one "acked" row for the slot is written, so that
+ * `ledger --lost` counts it as handled. *n_acked counts the alerts
+ * closed (the lone row counts 1). SC_ENOENT: nothing to acknowledge.
+ */
+int alert_ack(struct store *s, const char *schedule, int64_t slot_ms,
+	      const char *note, const char *by, size_t *n_acked,
+	      struct sc_err *err);
 
 #endif

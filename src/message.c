@@ -79,6 +79,25 @@ int message_compose(const struct message *m, char **out,
 	}
 	if (!bad && m->error)
 		bad |= set_new(o, "error", jstr(m->error)) != 0;
+	if (!bad && m->reason) {
+		char last[CLOCK_ISO_MAX];
+		json_t *sl = json_object();
+		bad |= !sl;
+		bad |= set_new(o, "reason", jstr(m->reason)) != 0;
+		bad |= set_new(sl, "first",
+			       jstr(clock_format_utc(m->slot_ms, iso))) != 0;
+		bad |= set_new(sl, "last",
+			       jstr(clock_format_utc(m->n_slots > 1
+							     ? m->last_slot_ms
+							     : m->slot_ms,
+						     last))) != 0;
+		bad |= set_new(sl, "count",
+			       json_integer(m->n_slots > 0 ? m->n_slots : 1)) != 0;
+		bad |= set_new(o, "slots", sl) != 0;
+		bad |= set_new(o, "round", json_integer(m->round)) != 0;
+		if (!bad && m->command)
+			bad |= set_new(o, "command", jstr(m->command)) != 0;
+	}
 	/* The chat rendering rides along, so every target (not only slack)
 	 * shows failures in the notice format. */
 	char *text = NULL;
@@ -136,9 +155,17 @@ static int render_obj(json_t *o, char **out)
 	for (size_t i = 0; !rc && i < json_array_size(pv); i++)
 		rc = add_para(&b, json_string_value(json_array_get(pv, i)),
 			      "\n\n");
-	if (!rc && kind && strcmp(kind, MESSAGE_ALERT) == 0)
+	if (!rc && kind && strcmp(kind, MESSAGE_ALERT) == 0) {
 		rc = add_para(&b, json_string_value(json_object_get(o, "error")),
 			      "\n");
+		/* What to run, on a line of its own: the one thing an
+		 * on-call reader needs to act. */
+		const char *cmd = json_string_value(json_object_get(o, "command"));
+		if (!rc && cmd) {
+			rc = add_para(&b, "\xE2\x86\x92 ", "\n");
+			rc = rc ? rc : buf_adds(&b, cmd);
+		}
+	}
 	json_t *fl = json_object_get(o, "failures");
 	for (size_t i = 0; !rc && i < json_array_size(fl); i++) {
 		json_t *f = json_array_get(fl, i);

@@ -8,15 +8,18 @@
  *    "schedule": "...", "slot": "ISO 8601 UTC", "attempt": N,
  *    "summary": "..." | null, "previews": ["..."],
  *    "failures": [{"task": "...", "error": "..."}]}
- * followed, for alerts, by "error": "...", and by "text": the chat
+ * followed, for alerts, by "error": "...", "reason": "lost" | "missed" |
+ * "recovered", "slots": {"first", "last", "count"} (ISO 8601 UTC),
+ * "round" (0, then one more per realert) and "command" (what to run),
+ * and by "text": the chat
  * rendering (summary, previews, one notice line per failure) that slack
  * posts. Receivers must ignore fields they do not know: more may follow.
  *
  * Results go out through the outbox (outbox.h), which stores the composed
- * message and sends it once per target. Failure notices and alerts are
- * composed here too but bypass the outbox: their callers send them
- * directly with target_send, and a failure to send them is only a warning
- * for the caller to log.
+ * message and sends it once per target; alerts through their own send
+ * rows (alert.h), retried the same way. Failure notices are composed here
+ * too but bypass both: the orchestrator sends them directly with
+ * target_send, and a failure to send one is only a warning.
  *
  * Memory: composed and rendered strings are allocated here and freed by
  * the caller with free(); keys and signatures go into caller buffers of
@@ -57,6 +60,13 @@ struct message {
 	const struct message_failure *failures;
 	size_t n_failures;
 	const char *error;          /* alerts: why the slot was lost; or NULL */
+	/* Alerts only (kind MESSAGE_ALERT; issue 13): reason NULL for
+	 * every other kind, and then none of these is written. */
+	const char *reason;         /* "lost" | "missed" | "recovered" */
+	int64_t last_slot_ms;       /* missed: the last slot missed */
+	int64_t n_slots;            /* missed: how many slots */
+	int round;                  /* 0, then 1, 2... for each realert */
+	const char *command;        /* what an operator runs next, or NULL */
 };
 
 /*

@@ -16,7 +16,7 @@
  *   run ok? --yes--> queue_complete                     |
  *        |no                                            |
  *   queue_fail(class, error, hint) <--------------------+
- *        |  DEAD? --yes--> alert_send_lost
+ *        |  DEAD? --yes--> alert_raise_lost, alert_tick (alert.h)
  *        v
  *   finish failed with SC_EIO (and not released, lease not lost)?
  *        --yes--> the same finish again, backing off, at most 20 times
@@ -51,6 +51,7 @@
 #include "alert.h"
 #include "clock.h"
 #include "err.h"
+#include "failpoint.h"
 #include "log.h"
 #include "queue.h"
 #include "worker.h"
@@ -165,6 +166,34 @@ static int keeper_tick(void *ud)
 
 /* ---- the finish ---------------------------------------------------------- */
 
+/*
+ * Raises the lost alert of d and sends what is due at once, on this
+ * thread: the on-call hears of the loss now, not at the alerter's next
+ * tick. A failure is only logged: the alert row (or, if even the raise
+ * failed, the DEAD job itself) is still there for the next alert_tick.
+ */
+static void alert_now(const struct worker_opts *o, struct sc_clock *clock,
+		      const struct store_dead_job *d, size_t *n_sent)
+{
+	struct alert_ctx a = {.store = o->store, .config = o->config,
+			      .clock = clock, .stop = o->stop, .ud = o->ud};
+	struct alert_report rep;
+	struct sc_err e = {0};
+	int rc = alert_raise_lost(o->store, o->config, d, &e);
+
+	if (rc == 0)
+		rc = alert_tick(&a, &rep, &e);
+	if (rc) {
+		LOG(SC_LOG_WARN, "alert", "event=alert_deferred schedule=%s "
+		       "job=%lld code=%d msg=\"the lost alert goes out at the "
+		       "next alert pass\"", d->schedule, (long long)d->job_id,
+		       rc);
+		return;
+	}
+	if (n_sent)
+		*n_sent += rep.n_sent;
+}
+
 /* Records the outcome once: complete, or fail (and alert when the job is
  * now DEAD). */
 static int finish(const struct worker_opts *o, struct sc_clock *clock,
@@ -180,10 +209,20 @@ static int finish(const struct worker_opts *o, struct sc_clock *clock,
 	}
 	rc = queue_fail(o->store, job, out->error_class, &out->run_err,
 			out->rep.details_json, &out->next_ms, &out->dead, err);
-	if (rc == 0 && out->dead)
-		alert_send_lost(o->config, clock, job->schedule, job->slot_ms,
-				job->attempts, &out->run_err,
-				&out->n_alerts_sent);
+	if (rc == 0 && out->dead) {
+		struct store_dead_job d = {.job_id = job->id,
+					   .slot_ms = job->slot_ms,
+					   .attempt = job->attempts};
+		snprintf(d.schedule, sizeof(d.schedule), "%s", job->schedule);
+		/* Cut to the row's size, on purpose. */
+		size_t len = strnlen(out->run_err.msg, sizeof(d.error_msg) - 1);
+		memcpy(d.error_msg, out->run_err.msg, len);
+		d.error_msg[len] = '\0';
+		/* A crash here leaves the job DEAD with its alert unraised:
+		 * the next alert_tick's sweep raises it. */
+		FAILPOINT("worker.after_lost_before_alert");
+		alert_now(o, clock, &d, &out->n_alerts_sent);
+	}
 	return rc;
 }
 
@@ -284,13 +323,8 @@ int worker_recover(const struct worker_opts *o, int stall_limit, int *n,
 	 * from the ledger: a "lost" row another node's recovery wrote at the
 	 * same moment is that node's to alert. The list is sound even when
 	 * the call failed part way (it holds only committed batches). */
-	for (size_t i = 0; i < dead.n; i++) {
-		struct sc_err why = {0};
-		sc_err_set(&why, SC_ETIMEDOUT, "%s", dead.v[i].error_msg);
-		alert_send_lost(o->config, opts_clock(o), dead.v[i].schedule,
-				dead.v[i].slot_ms, dead.v[i].attempt, &why,
-				NULL);
-	}
+	for (size_t i = 0; i < dead.n; i++)
+		alert_now(o, opts_clock(o), &dead.v[i], NULL);
 	if (dead.n_more)
 		LOG(SC_LOG_ERROR, "worker", "event=lost_not_alerted "
 		       "n=%zu msg=\"more slots lost in one recovery than "

@@ -71,7 +71,8 @@ struct worker_result {
 	bool lease_lost;          /* another worker took the job over */
 	int64_t next_ms;          /* retry: when the next attempt is due
 				     (INT64_MAX: none) */
-	size_t n_alerts_sent;     /* lost: alert targets that took the alert */
+	size_t n_alerts_sent;     /* lost: alert copies sent at once (the
+				     rest are retried by alert_tick) */
 	struct sc_err run_err;    /* the run's error (code 0 on success) */
 	char error_class[16];     /* "task", "delivery", "config", "internal" */
 	struct orchestrator_report rep; /* owned */
@@ -86,7 +87,8 @@ void worker_result_dispose(struct worker_result *r);
  *   - failure: queue_fail with the run's error, its retry hint and
  *     permanence, and its class ("task" for a failed run, "delivery",
  *     "config", "internal"); when that makes the job DEAD, the lost-slot
- *     alert goes to the alert targets (alert_send_lost);
+ *     alert is raised and what is due is sent at once (alert_raise_lost,
+ *     alert_tick); a crash in between leaves it to the next alert_tick;
  *   - a job whose schedule is no longer in the config fails permanently
  *     (it cannot be run, and that must be loud);
  *   - a finish that fails with SC_EIO (the connection went) is tried
@@ -108,11 +110,11 @@ int worker_run_job(const struct worker_opts *o, const struct store_job *job,
 
 /*
  * Recovers jobs whose lease expired (queue_recover_dead with stall_limit)
- * and sends the lost-slot alert for each job THIS call moved to DEAD
- * (worker_run_job alerts only for runs that failed). When several nodes
- * recover at the same moment, each lost slot is alerted once: by the node
- * whose recovery transaction declared the job dead, never by one that only
- * sees its "lost" row. *n gets the jobs recovered and *n_lost the slots
+ * and raises the lost-slot alert for each job THIS call moved to DEAD
+ * (worker_run_job alerts only for runs that failed), sending it at once.
+ * When several nodes recover at the same moment, each lost slot is
+ * alerted once: the raise is keyed by the job's death, and each copy is
+ * claimed by one sender (alert.h). *n gets the jobs recovered and *n_lost the slots
  * declared lost (both may be NULL). Uses o's store, clock and config only.
  * Returns 0 or the queue's error; the alerts for transitions that were
  * committed before an error still go out.
