@@ -53,6 +53,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "alert.h"
 #include "clock.h"
 #include "config.h"
 #include "daemon.h"
@@ -141,6 +142,8 @@ struct daemon {
 	int n_target;            /* under mu: worker.concurrency in force */
 	pthread_t watcher;
 	bool watcher_started;
+	pthread_t alerter;
+	bool alerter_started;
 	char host[64];           /* for worker names */
 
 	/* The store outage (under mu): begun when n_failing went 0 -> 1,
@@ -663,6 +666,74 @@ static void *watcher_main(void *arg)
 	return NULL;
 }
 
+/* ---- alerter: the alerts' sends ------------------------------------------- */
+
+static bool alerter_stop(void *ud)
+{
+	struct daemon *d = ud;
+
+	pthread_mutex_lock(&d->mu);
+	bool stop = d->stopping;
+	pthread_mutex_unlock(&d->mu);
+	return stop;
+}
+
+/* One alert pass on s (alert_tick); failures are logged, never fatal:
+ * every row stays for the next pass. */
+static void alert_pass(struct daemon *d, struct store *s)
+{
+	struct cfg_ref *cr = cfg_get(d);
+	const struct alert_ctx a = {.store = s, .config = cr->cfg,
+				    .clock = d->clock, .stop = alerter_stop,
+				    .ud = d};
+	struct alert_report rep;
+	struct sc_err e = {0};
+	int rc = alert_tick(&a, &rep, &e);
+
+	cfg_put(d, cr);
+	if (rc)
+		LOG(SC_LOG_WARN, "alert", "event=alert_pass_failed code=%s "
+		       "msg=\"%s\"", sc_strerror(rc), e.msg);
+}
+
+/*
+ * Sends the alerts: every ALERT_TICK_MS of real time, one alert_tick on
+ * its own store handle, so that a slow alert target never holds up a
+ * worker or the scheduler, and a send that failed is retried while the
+ * daemon runs (workers send a fresh lost alert at once themselves).
+ */
+static void *alerter_main(void *arg)
+{
+	struct daemon *d = arg;
+	struct store *s = NULL;
+	struct store_health h = {.backoff_ms = BACKOFF_MIN_MS};
+
+	while (!alerter_stop(d)) {
+		struct sc_err e = {0};
+
+		if (!s && open_store(d, &s, &e) != 0) {
+			s = NULL;
+			store_backoff(d, &h);
+			continue;
+		}
+		alert_pass(d, s);
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		int64_t until = ((int64_t)ts.tv_sec * 1000 +
+				 ts.tv_nsec / 1000000) + ALERT_TICK_MS;
+		ts.tv_sec = (time_t)(until / 1000);
+		ts.tv_nsec = (long)(until % 1000) * 1000000;
+		pthread_mutex_lock(&d->mu);
+		while (!d->stopping &&
+		       pthread_cond_timedwait(&d->cond, &d->mu, &ts) !=
+			       ETIMEDOUT)
+			;
+		pthread_mutex_unlock(&d->mu);
+	}
+	store_close(s);
+	return NULL;
+}
+
 /* ---- the daemon ----------------------------------------------------------- */
 
 int daemon_new(const struct daemon_opts *o, struct daemon **out,
@@ -893,6 +964,9 @@ static int run_once(struct daemon *d)
 		run_job(d, d->store, cr, &job, &h);
 		cfg_put(d, cr);
 	}
+	/* The alerts of this run and any an earlier process left due; a
+	 * send that fails here waits for the next run or the daemon. */
+	alert_pass(d, d->store);
 	return d->n_failed ? 1 : 0;
 }
 
@@ -909,6 +983,9 @@ static void stop_threads(struct daemon *d)
 	if (d->watcher_started)
 		pthread_join(d->watcher, NULL);
 	d->watcher_started = false;
+	if (d->alerter_started)
+		pthread_join(d->alerter, NULL);
+	d->alerter_started = false;
 }
 
 /* Takes the pending stop and reload requests: reloads if asked, and
@@ -950,6 +1027,12 @@ int daemon_run(struct daemon *d, struct sc_err *err)
 	}
 	if (pthread_create(&d->watcher, NULL, watcher_main, d) == 0)
 		d->watcher_started = true;
+	if (pthread_create(&d->alerter, NULL, alerter_main, d) == 0)
+		d->alerter_started = true;
+	else
+		LOG(SC_LOG_ERROR, "alert", "event=alerter_not_started "
+		       "msg=\"alerts are sent only by workers: failed sends "
+		       "wait for the next lost slot or restart\"");
 
 	int64_t last_recover = clock_mono_ms();
 	struct store_health h = {.backoff_ms = BACKOFF_MIN_MS};

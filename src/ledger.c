@@ -8,16 +8,21 @@
  *   - a row counts as recovered only when the same (schedule, slot) has a
  *     success row; its instant is that row's finish (the newest, when a
  *     slot succeeded twice);
+ *   - a row counts as acked only when an "acked" row of its schedule
+ *     names a range (details first_ms..last_ms) that holds its slot;
  *   - the store is only read: nothing here writes.
  */
 #include <stdlib.h>
 #include <string.h>
+
+#include <jansson.h>
 
 #include "ledger.h"
 
 const char *const ledger_outcomes[] = {
 	LEDGER_SUCCESS, LEDGER_FAILED, LEDGER_LOST, LEDGER_STALLED,
 	LEDGER_MISSED, LEDGER_DUPLICATE, LEDGER_RELEASED, LEDGER_DECISION,
+	LEDGER_ALERT, LEDGER_ACKED, LEDGER_RECOVERED,
 };
 const size_t ledger_n_outcomes =
 	sizeof(ledger_outcomes) / sizeof(ledger_outcomes[0]);
@@ -65,9 +70,44 @@ static int recovered_at(struct store *s, const struct ledger_row *r,
 	return rc;
 }
 
+/* The acknowledged ranges of f's schedule(s): the "acked" rows. */
+struct acks {
+	struct ledger_row *rows;
+	size_t n;
+};
+
+static int64_t detail_int(const char *json, const char *key, int64_t dflt)
+{
+	json_t *d = json ? json_loads(json, 0, NULL) : NULL;
+	json_t *v = json_object_get(d, key);
+	int64_t x = json_is_integer(v) ? (int64_t)json_integer_value(v) : dflt;
+
+	json_decref(d);
+	return x;
+}
+
+/* When r's slot was acked (the newest ack holding it), or 0. */
+static int64_t acked_at(const struct acks *a, const struct ledger_row *r)
+{
+	int64_t at = 0;
+
+	for (size_t i = 0; i < a->n; i++) {
+		const struct ledger_row *k = &a->rows[i];
+		if (strcmp(k->schedule, r->schedule) != 0)
+			continue;
+		int64_t first = detail_int(k->details_json, "first_ms",
+					   k->slot_ms);
+		int64_t last = detail_int(k->details_json, "last_ms", first);
+		if (r->slot_ms >= first && r->slot_ms <= last)
+			at = k->finished_ms ? k->finished_ms : 1;
+	}
+	return at;
+}
+
 int ledger_lost_report(struct store *s, const struct ledger_filter *f,
 		       struct ledger_report *out, struct sc_err *err)
 {
+	struct acks acks = {0};
 	struct ledger_filter lf = *f;
 	int rc;
 
@@ -81,20 +121,33 @@ int ledger_lost_report(struct store *s, const struct ledger_filter *f,
 	if (rc || out->n == 0)
 		return rc;
 	out->recovered_ms = calloc(out->n, sizeof(*out->recovered_ms));
-	if (!out->recovered_ms)
+	out->acked_ms = calloc(out->n, sizeof(*out->acked_ms));
+	if (!out->recovered_ms || !out->acked_ms)
 		return sc_err_set(err, SC_ENOMEM, "out of memory");
-	for (size_t i = 0; i < out->n; i++) {
+	/* Every ack of the schedule(s), whatever its slot: an ack of a
+	 * missed range is filed under the range's first slot, which may lie
+	 * before the period. */
+	struct ledger_filter af = {.schedule = f->schedule,
+				   .since_ms = INT64_MIN,
+				   .until_ms = INT64_MAX,
+				   .outcome = LEDGER_ACKED};
+	rc = store_ledger_query(s, &af, &acks.rows, &acks.n, err);
+	for (size_t i = 0; rc == 0 && i < out->n; i++) {
 		rc = recovered_at(s, &out->rows[i], &out->recovered_ms[i], err);
 		if (rc)
-			return rc;
+			break;
+		out->acked_ms[i] = acked_at(&acks, &out->rows[i]);
 		if (out->recovered_ms[i])
 			out->n_recovered++;
+		else if (out->acked_ms[i])
+			out->n_acked++;
 		else if (strcmp(out->rows[i].outcome, LEDGER_LOST) == 0)
 			out->n_lost++;
 		else
 			out->n_missed++;
 	}
-	return 0;
+	store_ledger_rows_free(acks.rows, acks.n);
+	return rc;
 }
 
 void ledger_report_dispose(struct ledger_report *r)
@@ -103,5 +156,6 @@ void ledger_report_dispose(struct ledger_report *r)
 		return;
 	store_ledger_rows_free(r->rows, r->n);
 	free(r->recovered_ms);
+	free(r->acked_ms);
 	memset(r, 0, sizeof(*r));
 }

@@ -13,8 +13,11 @@
  *   - a lost or missed slot that later succeeded (after `retry` or
  *     `trigger --slot`) is "recovered": still listed, with the instant of
  *     that success, but it no longer counts as lost (ledger_lost_report).
- *     The report fails only while a slot of the period is lost and not
- *     recovered: the alarm stops once the operator fixed it.
+ *     A lost or missed slot an operator acknowledged (an "acked" row
+ *     whose first_ms..last_ms holds it: surecron ack) is "acked": still
+ *     listed, no longer counted. The report fails while a slot of the
+ *     period is lost or missed and neither: the alarm stops once the
+ *     operator fixed it or took it on.
  */
 #ifndef SURECRON_LEDGER_H
 #define SURECRON_LEDGER_H
@@ -47,10 +50,14 @@ struct ledger_report {
 	struct ledger_row *rows;  /* lost and missed rows, oldest first */
 	int64_t *recovered_ms;    /* per row: when a later attempt
 				     succeeded (its finish), 0 when none */
+	int64_t *acked_ms;        /* per row: when an operator acked it
+				     (surecron ack), 0 when not */
 	size_t n;
-	size_t n_lost;            /* lost, not recovered: these fail it */
-	size_t n_missed;          /* missed (catchup), not recovered */
+	size_t n_lost;            /* lost, neither recovered nor acked:
+				     these fail it */
+	size_t n_missed;          /* missed (catchup), the same */
 	size_t n_recovered;       /* lost or missed, then recovered */
+	size_t n_acked;           /* lost or missed, acked, not recovered */
 };
 
 /*

@@ -90,6 +90,9 @@ struct sched_opts {
 	int64_t grace_ms;
 	size_t max_catchup;
 	size_t max_missed_rows;
+	bool alert_missed;   /* raise one missed alert per catch-up pass
+				(alert_raise_missed); scheduler_tick sets it
+				from the config's `alerts: on` */
 };
 
 /* What one scheduler_tick did. Zeroed by scheduler_tick. */

@@ -180,6 +180,11 @@ int cli_schedule_info(const struct schedule_spec *s, int64_t from_ms,
 		      struct cli_schedule_info *out);
 
 /* The commands. Keep in the same order as the table in main.c. */
+/* Who acts, for the ledger: by when set, else the user sudo ran us for,
+ * else the real user (its name, or "uid N"). Into out (size n). */
+void cli_operator_name(const char *by, char *out, size_t n);
+
+int cmd_ack(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_explain(int argc, char **argv);
 int cmd_help(int argc, char **argv);

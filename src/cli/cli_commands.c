@@ -10,6 +10,20 @@
 
 /* Sorted by name; `help` lists them in this order. */
 static const struct cli_command commands[] = {
+	{"ack", cmd_ack,
+	 "ack [--config FILE] [--note TEXT] [--by NAME] SCHEDULE SLOT",
+	 "acknowledge a lost or missed slot: its alert stops",
+	 "Closes every open alert of SCHEDULE whose slots hold SLOT (ISO 8601,\n"
+	 "as the alert and `surecron ledger --lost` print it): it is not sent\n"
+	 "again (realert stops), and `ledger --lost` lists the slot as acked\n"
+	 "and no longer exits 1 for it. An \"acked\" ledger row records who\n"
+	 "(--by NAME, else the user sudo ran us for, else the real user),\n"
+	 "when, and --note TEXT (at most 200 bytes).\n"
+	 "A lost slot can also be run again (`surecron retry JOB`, or\n"
+	 "`surecron trigger --slot SLOT SCHEDULE`): when that succeeds, its\n"
+	 "alert closes by itself and a \"recovered\" message goes out.\n"
+	 "Exit status: 0 acknowledged, 1 nothing to acknowledge at that slot\n"
+	 "(or a store error), 2 usage, config or unknown schedule.\n"},
 	{"check", cmd_check, "check [--config FILE | FILE]",
 	 "validate a config file without running anything",
 	 "Reads FILE (default ./surecron.yaml) and checks everything: YAML\n"
@@ -77,18 +91,22 @@ static const struct cli_command commands[] = {
 	 "inclusive, --until exclusive); T is ISO 8601\n"
 	 "(2026-11-27T17:00:00Z, or with an offset) or an age before now\n"
 	 "(7d, 36h, 90m). --outcome is one of success, failed, lost, stalled,\n"
-	 "missed, duplicate, released. --limit N keeps the N most recent\n"
+	 "missed, duplicate, released, decision, alert (an alert send's\n"
+	 "state), acked, recovered. --limit N keeps the N most recent\n"
 	 "rows (1-1000000), still listed oldest first.\n"
 	 "\n"
 	 "--lost reports only the lost slots (all attempts failed) and the\n"
 	 "missed ones (not run after downtime, by the catchup policy), with a\n"
 	 "header line counting them, and exits 1 when any slot of the period\n"
-	 "was lost, so `surecron ledger --lost --since 1d` can page someone.\n"
-	 "A slot that later succeeded (retry, trigger --slot) stays listed,\n"
-	 "marked recovered, and no longer counts. --lost takes no --outcome\n"
-	 "or --limit: the report covers the whole period.\n"
+	 "was lost or missed and nobody acted, so `surecron ledger --lost\n"
+	 "--since 1d` can page someone. A slot that later succeeded (retry,\n"
+	 "trigger --slot) stays listed, marked recovered, and no longer\n"
+	 "counts; so does one acknowledged with `surecron ack`, marked acked.\n"
+	 "--lost takes no --outcome or --limit: the report covers the whole\n"
+	 "period.\n"
 	 "A lost job can be run again with `surecron retry JOB`.\n"
-	 "Exit status: 0, 1 (lost slots with --lost, or a store error), 2\n"
+	 "Exit status: 0, 1 (open lost or missed slots with --lost, or a\n"
+	 "store error), 2\n"
 	 "(bad option, time, outcome, config or unknown schedule).\n"},
 	{"next", cmd_next, "next [--tz ZONE] [--from ISO8601] [--count N] EXPR",
 	 "print the next fire times of a cron expression",

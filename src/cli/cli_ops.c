@@ -14,10 +14,12 @@
  */
 #include <jansson.h>
 #include <ctype.h>
+#include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "buf.h"
 #include "cli.h"
@@ -357,4 +359,19 @@ int cli_cron_opts_parse(const char *cmd, int argc, char **argv,
 		o->from_ms = sc_clock_now_ms(sc_clock_real());
 	}
 	return EXIT_OK;
+}
+
+void cli_operator_name(const char *by, char *out, size_t n)
+{
+	const char *sudo = getenv("SUDO_USER");
+	struct passwd *pw;
+
+	if (by && *by)
+		snprintf(out, n, "%s", by);
+	else if (sudo && *sudo)
+		snprintf(out, n, "%s", sudo);
+	else if ((pw = getpwuid(getuid())) && pw->pw_name)
+		snprintf(out, n, "%s", pw->pw_name);
+	else
+		snprintf(out, n, "uid %ld", (long)getuid());
 }

@@ -32,9 +32,10 @@
 #include "ledger.h"
 #include "store.h"
 
-static json_t *row_json(const struct ledger_row *r, int64_t rec_ms)
+static json_t *row_json(const struct ledger_row *r, int64_t rec_ms,
+			int64_t ack_ms)
 {
-	char rc_s[CLOCK_ISO_MAX];
+	char rc_s[CLOCK_ISO_MAX], ack_s[CLOCK_ISO_MAX];
 
 	char s[CLOCK_ISO_MAX], a[CLOCK_ISO_MAX], b[CLOCK_ISO_MAX];
 	json_t *details = NULL;
@@ -44,7 +45,7 @@ static json_t *row_json(const struct ledger_row *r, int64_t rec_ms)
 	if (r->details_json && !details)
 		details = json_string(r->details_json);
 	return json_pack("{s:I, s:s, s:s, s:I, s:I, s:i, s:s?, s:s?, s:s, "
-			 "s:s?, s:o?, s:I, s:o?, s:s?}",
+			 "s:s?, s:o?, s:I, s:o?, s:s?, s:s?}",
 			 "id", (json_int_t)r->id, "schedule", r->schedule,
 			 "slot", clock_format_utc(r->slot_ms, s),
 			 "slot_ms", (json_int_t)r->slot_ms,
@@ -60,7 +61,9 @@ static json_t *row_json(const struct ledger_row *r, int64_t rec_ms)
 			 "retry_hint_ms", (json_int_t)r->retry_hint_ms,
 			 "details", details,
 			 "recovered_at", rec_ms
-			 ? clock_format_utc(rec_ms, rc_s) : NULL);
+			 ? clock_format_utc(rec_ms, rc_s) : NULL,
+			 "acked_at", ack_ms && !rec_ms
+			 ? clock_format_utc(ack_ms, ack_s) : NULL);
 }
 
 static int print_json(const struct ledger_row *rows, const int64_t *rec,
@@ -80,9 +83,13 @@ static int print_json(const struct ledger_row *rows, const int64_t *rec,
 				    json_integer((json_int_t)lost->n_missed));
 		json_object_set_new(root, "recovered",
 				    json_integer((json_int_t)lost->n_recovered));
+		json_object_set_new(root, "acked",
+				    json_integer((json_int_t)lost->n_acked));
 	}
 	for (size_t i = 0; i < n; i++) {
-		json_t *o = row_json(&rows[i], rec ? rec[i] : 0);
+		json_t *o = row_json(&rows[i], rec ? rec[i] : 0,
+				     lost && lost->acked_ms ? lost->acked_ms[i]
+							    : 0);
 		if (!o) {
 			json_decref(arr);
 			json_decref(root);
@@ -260,9 +267,17 @@ int cmd_ledger(int argc, char **argv)
 		if (rep.n_recovered)
 			cli_out(stdout, "; %zu recovered later",
 				rep.n_recovered);
+		if (rep.n_acked)
+			cli_out(stdout, "; %zu acknowledged", rep.n_acked);
 		cli_out(stdout, "\n");
-		for (size_t i = 0; i < n; i++)
+		for (size_t i = 0; i < n; i++) {
 			print_row(&rows[i], rep.recovered_ms[i]);
+			if (!rep.recovered_ms[i] && rep.acked_ms[i]) {
+				char t[CLOCK_ISO_MAX];
+				cli_out(stdout, "%22s[acked at %s]\n", "",
+					clock_format_utc(rep.acked_ms[i], t));
+			}
+		}
 		r = EXIT_OK;
 	} else {
 		if (n) {
@@ -280,8 +295,9 @@ int cmd_ledger(int argc, char **argv)
 			print_row(&rows[i], 0);
 		r = EXIT_OK;
 	}
-	/* The loud part: lost slots in the period fail the report. */
-	if (r == EXIT_OK && lost && rep.n_lost)
+	/* The loud part: a lost or missed slot of the period that nobody
+	 * fixed or took on fails the report. */
+	if (r == EXIT_OK && lost && (rep.n_lost || rep.n_missed))
 		r = EXIT_FAIL;
 done:
 	if (lost)

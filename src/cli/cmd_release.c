@@ -21,7 +21,6 @@
  * written fails the command (exit 1) and says the decision took effect.
  */
 #include <jansson.h>
-#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,22 +58,6 @@ static void print_states(struct store *s, const struct schedule_spec *sc,
 			rc == 0 ? state_name(e.state) : "none", rc == 0 ? e.n_tries : 0);
 		store_outbox_entry_dispose(&e);
 	}
-}
-
-/* Who decides: --by, else the user sudo ran us for, else the real user. */
-static void operator_name(const char *by, char *out, size_t n)
-{
-	const char *sudo = getenv("SUDO_USER");
-	struct passwd *pw;
-
-	if (by && *by)
-		snprintf(out, n, "%s", by);
-	else if (sudo && *sudo)
-		snprintf(out, n, "%s", sudo);
-	else if ((pw = getpwuid(getuid())) && pw->pw_name)
-		snprintf(out, n, "%s", pw->pw_name);
-	else
-		snprintf(out, n, "uid %ld", (long)getuid());
 }
 
 /* The "decision" ledger row of one release. */
@@ -191,7 +174,7 @@ int cmd_release(int argc, char **argv)
 	char who[128];
 	sc_err_clear(&err);
 	have_job = store_job_find(s, sc->name, slot_ms, &job, &err) == 0;
-	operator_name(by, who, sizeof(who));
+	cli_operator_name(by, who, sizeof(who));
 	sc_err_clear(&err);
 	if (record_decision(s, sc->name, slot_ms, pos[2], decision == 1, who,
 			    have_job ? job.id : 0, &err) != 0) {

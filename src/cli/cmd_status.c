@@ -3,8 +3,9 @@
  * schedule of the config: its final expression (and the variable that
  * overrode it), next slot in its zone, frequency class with the field that
  * decided it, retry policy (the config's or the class's), the last ledger
- * outcome, and its jobs waiting, delayed (a retry pending), running and
- * dead (slots lost, waiting for `surecron retry`).
+ * outcome, its jobs waiting, delayed (a retry pending), running and
+ * dead (slots lost, waiting for `surecron retry`), and its open alerts
+ * (lost or missed slots nobody has recovered or acknowledged yet).
  *
  * Jobs of schedules that are no longer in the config (renamed or removed)
  * are counted too, as "other": a dead job must not vanish from the report
@@ -27,7 +28,62 @@ struct sched_status {
 	struct store_counts counts;
 	bool has_last;
 	struct ledger_row last;  /* error_msg / details_json owned */
+	struct store_alert *alerts; /* the open ones, owned (sc_free) */
+	size_t n_alerts;
 };
+
+static int open_alerts(struct store *s, const char *name,
+		       struct sched_status *out, struct sc_err *err)
+{
+	struct alert_filter f = {.schedule = name, .open_only = true,
+				 .slot_ms = INT64_MIN, .since_ms = INT64_MIN,
+				 .until_ms = INT64_MAX};
+
+	return store_alert_list(s, &f, &out->alerts, &out->n_alerts, err);
+}
+
+static void print_alerts(const char *name, const struct sched_status *x)
+{
+	char a[CLOCK_ISO_MAX], b[CLOCK_ISO_MAX];
+
+	if (x->n_alerts == 0) {
+		cli_out(stdout, "  alerts   none open\n");
+		return;
+	}
+	cli_out(stdout, "  alerts   %zu open  <- surecron ack %s SLOT, or "
+		"run the slot again\n", x->n_alerts, name);
+	for (size_t k = 0; k < x->n_alerts; k++) {
+		const struct store_alert *al = &x->alerts[k];
+		cli_out(stdout, "           %-6s %s", al->reason,
+			clock_format_utc(al->slot_ms, a));
+		if (al->n_slots > 1)
+			cli_out(stdout, " .. %s (%lld slots)",
+				clock_format_utc(al->last_slot_ms, b),
+				(long long)al->n_slots);
+		cli_out(stdout, ", raised %s, %d message%s\n",
+			clock_format_utc(al->created_ms, b), al->rounds,
+			al->rounds == 1 ? "" : "s");
+	}
+}
+
+static json_t *alerts_json(const struct sched_status *x)
+{
+	char a[CLOCK_ISO_MAX], b[CLOCK_ISO_MAX], c[CLOCK_ISO_MAX];
+	json_t *arr = json_array();
+
+	for (size_t k = 0; arr && k < x->n_alerts; k++) {
+		const struct store_alert *al = &x->alerts[k];
+		json_array_append_new(arr, json_pack(
+			"{s:I, s:s, s:s, s:s, s:I, s:s, s:i, s:s}",
+			"id", (json_int_t)al->id, "reason", al->reason,
+			"slot", clock_format_utc(al->slot_ms, a),
+			"last_slot", clock_format_utc(al->last_slot_ms, b),
+			"slots", (json_int_t)al->n_slots,
+			"raised", clock_format_utc(al->created_ms, c),
+			"messages", al->rounds, "error", al->error_msg));
+	}
+	return arr;
+}
 
 /* The schedule's latest ledger row (written last). */
 static int last_row(struct store *s, const char *name,
@@ -118,6 +174,7 @@ static void print_text(const struct cli_state *st, struct sched_status *v,
 			(long long)x->counts.active, (long long)x->counts.dead,
 			x->counts.dead ? "  <- lost slots: surecron ledger --lost"
 				       : "");
+		print_alerts(sc->name, x);
 	}
 	if (any_pending(other))
 		cli_out(stdout,
@@ -197,6 +254,7 @@ static int print_json(const struct cli_state *st, struct sched_status *v,
 			"running", (json_int_t)x->counts.active,
 			"dead", (json_int_t)x->counts.dead,
 			"done", (json_int_t)x->counts.done));
+		json_object_set_new(o, "open_alerts", alerts_json(x));
 		json_array_append_new(arr, o);
 	}
 	return cli_print_json(root);
@@ -238,7 +296,8 @@ int cmd_status(int argc, char **argv)
 		if ((r = cli_schedule_info(sc, now_ms, &v[i].info)))
 			goto done;
 		if (store_job_counts(st.store, sc->name, &v[i].counts, &err) ||
-		    last_row(st.store, sc->name, &v[i], &err)) {
+		    last_row(st.store, sc->name, &v[i], &err) ||
+		    open_alerts(st.store, sc->name, &v[i], &err)) {
 			r = cli_fail(EXIT_FAIL, "store: %s", err.msg);
 			goto done;
 		}
@@ -256,6 +315,7 @@ done:
 		for (size_t i = 0; st.cfg && i < st.cfg->n_schedules; i++) {
 			free(v[i].last.error_msg);
 			free(v[i].last.details_json);
+			sc_free(v[i].alerts);
 		}
 		free(v);
 	}
