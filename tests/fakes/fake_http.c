@@ -522,7 +522,8 @@ static void completed_cb(void *cls, struct MHD_Connection *conn,
 
 /* ---- public functions ---- */
 
-static struct fake_http *start(const char *cert_pem, const char *key_pem)
+static struct fake_http *start(const char *cert_pem, const char *key_pem,
+			       int port)
 {
 	struct fake_http *f = xcalloc(1, sizeof(*f));
 	struct sockaddr_in sa;
@@ -531,6 +532,8 @@ static struct fake_http *start(const char *cert_pem, const char *key_pem)
 
 	fake_mhd_sync_init(&f->mu, &f->cv);
 	fake_mhd_loopback(&sa);
+	if (port > 0)
+		sa.sin_port = htons((uint16_t)port);
 	f->tls = cert_pem != NULL;
 	if (f->tls)
 		f->d = MHD_start_daemon(
@@ -568,14 +571,19 @@ fail:
 
 struct fake_http *fake_http_start(void)
 {
-	return start(NULL, NULL);
+	return start(NULL, NULL, 0);
+}
+
+struct fake_http *fake_http_start_on(int port)
+{
+	return start(NULL, NULL, port);
 }
 
 struct fake_http *fake_https_start(const char *cert_pem, const char *key_pem)
 {
 	if (!cert_pem || !key_pem || !MHD_is_feature_supported(MHD_FEATURE_TLS))
 		return NULL;
-	return start(cert_pem, key_pem);
+	return start(cert_pem, key_pem, 0);
 }
 
 void fake_http_stop(struct fake_http *f)

@@ -40,6 +40,10 @@ struct fake_http;
 /* Starts a server on 127.0.0.1:<free port>. NULL when it cannot start. */
 struct fake_http *fake_http_start(void);
 
+/* The same on a given port: a receiver that comes back where a stopped
+ * one was (its senders keep their URL). NULL when the port is taken. */
+struct fake_http *fake_http_start_on(int port);
+
 /* The same over TLS with the given PEM certificate and key (copied by
  * libmicrohttpd); URLs are then https://. NULL when it cannot start or
  * libmicrohttpd lacks TLS support (tests should skip then). */
