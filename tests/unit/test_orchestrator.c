@@ -93,6 +93,7 @@ static int setup(void **state)
 	}
 	F.cfg.targets = F.targets;
 	F.cfg.n_targets = 4;
+	F.cfg.alert_on = CONFIG_ALERT_ON_DEFAULT;
 	F.target_names[0] = "A";
 	F.target_names[1] = "B";
 	F.sched.name = "weekly";
@@ -504,25 +505,31 @@ static void unknown_target_fails_permanently_before_tasks(void **state)
 
 static void lost_alert_only_when_alert_targets_are_set(void **state)
 {
-	struct sc_err why = {0};
-	size_t n = 99;
+	struct store_dead_job d = {.job_id = 7, .slot_ms = SLOT, .attempt = 4};
+	const struct alert_ctx a = {.store = F.store, .config = F.ctx.config};
+	struct alert_report rep;
 
-	sc_err_set(&why, SC_ETASK, "task gen: API quota exceeded");
-	alert_send_lost(F.ctx.config, store_clock(F.store), "weekly", SLOT, 4,
-			&why, &n);
-	assert_int_equal(n, 0);
+	snprintf(d.schedule, sizeof(d.schedule), "weekly");
+	snprintf(d.error_msg, sizeof(d.error_msg),
+		 "task gen: API quota exceeded");
+	assert_int_equal(alert_raise_lost(F.store, F.ctx.config, &d, NULL), 0);
+	assert_int_equal(alert_tick(&a, &rep, NULL), 0);
+	assert_int_equal(rep.n_sent, 0);
 	assert_int_equal(fake_http_count(srv, NULL), 0);
 
 	/* From the environment. */
 	setenv("SURECRON_ALERT_TARGETS", " alerts , nosuch", 1);
-	alert_send_lost(F.ctx.config, store_clock(F.store), "weekly", SLOT, 4,
-			&why, &n);
-	assert_int_equal(n, 1);
+	d.slot_ms = SLOT + 1000;
+	assert_int_equal(alert_raise_lost(F.store, F.ctx.config, &d, NULL), 0);
+	assert_int_equal(alert_tick(&a, &rep, NULL), 0);
+	assert_int_equal(rep.n_sent, 1);
 	assert_int_equal(fake_http_count(srv, "/alerts"), 1);
 	assert_int_equal(fake_http_count(srv, NULL), 1);
 	json_t *o = request_json("/alerts", 0);
 	assert_string_equal(jget(o, "kind"), "alert");
+	assert_string_equal(jget(o, "reason"), "lost");
 	assert_string_equal(jget(o, "error"), "task gen: API quota exceeded");
+	assert_non_null(strstr(jget(o, "command"), "surecron retry 7"));
 	assert_int_equal(json_integer_value(json_object_get(o, "attempt")), 4);
 	json_decref(o);
 	unsetenv("SURECRON_ALERT_TARGETS");
@@ -531,9 +538,24 @@ static void lost_alert_only_when_alert_targets_are_set(void **state)
 	F.alert_names[0] = "C";
 	F.cfg.alert_targets = F.alert_names;
 	F.cfg.n_alert_targets = 1;
-	alert_send_lost(F.ctx.config, store_clock(F.store), "weekly", SLOT, 4,
-			&why, &n);
-	assert_int_equal(n, 1);
+	d.slot_ms = SLOT + 2000;
+	assert_int_equal(alert_raise_lost(F.store, F.ctx.config, &d, NULL), 0);
+	assert_int_equal(alert_tick(&a, &rep, NULL), 0);
+	assert_int_equal(rep.n_sent, 1);
+	assert_int_equal(fake_http_count(srv, "/c"), 1);
+
+	/* The same death raised again (another node, the sweep): nothing. */
+	assert_int_equal(alert_raise_lost(F.store, F.ctx.config, &d, NULL), 0);
+	assert_int_equal(alert_tick(&a, &rep, NULL), 0);
+	assert_int_equal(rep.n_sent, 0);
+	assert_int_equal(fake_http_count(srv, "/c"), 1);
+
+	/* `alerts: on` without lost: no alert. */
+	F.cfg.alert_on = CONFIG_ALERT_ON_MISSED;
+	d.slot_ms = SLOT + 3000;
+	assert_int_equal(alert_raise_lost(F.store, F.ctx.config, &d, NULL), 0);
+	assert_int_equal(alert_tick(&a, &rep, NULL), 0);
+	assert_int_equal(rep.n_sent, 0);
 	assert_int_equal(fake_http_count(srv, "/c"), 1);
 }
 
