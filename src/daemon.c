@@ -1,6 +1,7 @@
 /*
  * daemon.c - `surecron run`: scheduler thread, worker threads, watcher
- * thread, signals forwarded by the CLI (docs/internals/daemon.md).
+ * thread, alerter thread, signals forwarded by the CLI
+ * (docs/internals/daemon.md).
  *
  *   calling thread (scheduler)      watcher thread         N workers
  *   scheduler_tick at each slot     store_wait (SQLite:    claim ->
@@ -18,6 +19,11 @@
  *   - a worker reads gen BEFORE it looks for work, so a wakeup between
  *     its look and its sleep is never lost;
  *   - each thread has its own store handle (store.h's threading rule);
+ *   - the alerter thread runs alert_tick every ALERT_TICK_MS of real time
+ *     (the one exception to "nothing polls": a failed alert copy is
+ *     retried on its own backoff, with no event to wake on), so a slow or
+ *     dead alert target never holds up a worker or the scheduler; a
+ *     worker that loses a slot sends its alert at once itself;
  *   - the config is shared read-only behind a reference count: a reload
  *     swaps the pointer, a running job keeps the config it started with
  *     (its lease and task settings); the next claim takes the new one's

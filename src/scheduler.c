@@ -18,6 +18,10 @@
  *     at once may both decide to write it; the store's unique index
  *     (schema 2) keeps the first and drops the second, which is then not
  *     counted in n_missed.
+ *   - One missed alert per catch-up pass (alert_raise_missed, when
+ *     opts.alert_missed): raised after the missed rows and before the
+ *     enqueue, keyed by the first slot of the pass that does not run, so a
+ *     pass replayed after a crash, or run by two nodes, raises it once.
  *   - The work per call is bounded whatever the gap: at most
  *     SCAN_BUDGET cron steps forward from L; beyond that the middle of
  *     the gap is summarised without being enumerated, and only the newest
