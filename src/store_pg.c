@@ -9,8 +9,10 @@
  *     (INSERT ... ON CONFLICT DO NOTHING), so every node may run the
  *     scheduler for every schedule: the second insert of a slot is a no-op.
  *   - Claims lock candidate rows with FOR UPDATE SKIP LOCKED and update
- *     them in the same statement: two claimers never get the same job and
- *     never wait on each other.
+ *     them in the same statement: two claimers never get the same job (or
+ *     alert send) and never wait on each other. An alert is raised once
+ *     by its unique key (ON CONFLICT DO NOTHING), closed and realerted by
+ *     compare-and-set on its row.
  *   - Every state change that touches more than one row is ONE statement
  *     (data-modifying CTEs: the job update and its ledger row together) or
  *     one explicit transaction, so a crash or a lost connection leaves all
@@ -37,7 +39,8 @@
  * (lost, the daemons that enqueued it believe it exists and would not look
  * at the slot again before the schedule's next fire: a week for a weekly
  * one), a revival, the slot marker, a job turning DEAD, stalled recovery,
- * a "lost" ledger row - set synchronous_commit back to the server's
+ * a "lost" ledger row, an alert's raise, close, send claim (SENDING), SENT
+ * and ABANDONED - set synchronous_commit back to the server's
  * default inside their own statement (DURABLE below; on unless the DBA
  * changed it): once they return, they survive a crash, and because WAL is
  * sequential every earlier commit is flushed with them. What each

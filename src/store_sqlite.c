@@ -13,11 +13,14 @@
  *            the request leaves: lost, the next attempt would send again
  *            without a "duplicate" row), a slot marker, a job turning DEAD
  *            (its "lost" ledger row), a "lost" row appended on its own,
- *            and stalled-job recovery (rare, and it may turn jobs DEAD).
+ *            stalled-job recovery (rare, and it may turn jobs DEAD), and
+ *            of the alerts (schema 4): a raise, a close, a send claim
+ *            (SENDING), SENT and ABANDONED.
  *   NORMAL - no fsync at commit; the WAL is fsync'd at checkpoints. Used for
  *            enqueue, claims, heartbeats, completions, retry scheduling,
- *            staging, FAILED, UNKNOWN, other ledger rows, scheduler state
- *            and the token cache.
+ *            staging, FAILED, UNKNOWN, other ledger rows, scheduler state,
+ *            the token cache, and an alert's staging, realert, FAILED and
+ *            UNKNOWN.
  * The WAL is append-only and a FULL commit syncs it up to its own frame, so
  * it also makes every earlier NORMAL commit durable, and a power cut always
  * leaves a prefix of the commit history (never a hole in the middle).
