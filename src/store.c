@@ -14,6 +14,8 @@
  *     store_stall_rule's verdict and texts; a claim returns its jobs in
  *     any order and store_job_claim_ahead sorts them.
  *   - The handle owns the backend's impl pointer; store_close frees both.
+ *   - An alert handed to a backend has last_slot_ms >= slot_ms and
+ *     n_slots >= 1 (alert_norm), a known status, and terminated texts.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -477,6 +479,239 @@ void store_ledger_rows_free(struct ledger_row *rows, size_t n)
 		free(rows[i].details_json);
 	}
 	free(rows);
+}
+
+/* ---- alerts ---------------------------------------------------------- */
+
+/* A ledger row handed to an alert operation: checked like an append. */
+static int check_row(const struct ledger_row *row, struct sc_err *err)
+{
+	int rc;
+
+	if (!row)
+		return 0;
+	rc = check_name("schedule name", row->schedule, STORE_NAME_MAX, err);
+	if (!rc)
+		rc = check_name("ledger outcome", row->outcome,
+				sizeof(row->outcome), err);
+	if (!rc && strnlen(row->error_class, sizeof(row->error_class)) >=
+			   sizeof(row->error_class))
+		rc = sc_err_set(err, SC_EINVAL, "ledger error class too long");
+	return rc;
+}
+
+static int check_alert(const struct store_alert *a, struct sc_err *err)
+{
+	int rc;
+
+	if (!a)
+		return sc_err_set(err, SC_EINVAL, "alert is NULL");
+	rc = check_name("schedule name", a->schedule, STORE_NAME_MAX, err);
+	if (!rc)
+		rc = check_name("alert reason", a->reason, sizeof(a->reason),
+				err);
+	if (!rc && (a->status < ALERT_OPEN || a->status > ALERT_CLOSED))
+		rc = sc_err_set(err, SC_EINVAL, "alert status out of range");
+	if (!rc && (strnlen(a->error_msg, sizeof(a->error_msg)) >=
+			    sizeof(a->error_msg) ||
+		    strnlen(a->note, sizeof(a->note)) >= sizeof(a->note)))
+		rc = sc_err_set(err, SC_EINVAL,
+				"alert text not terminated");
+	return rc;
+}
+
+/* The alert as the backends write it: a last slot before the first, or
+ * fewer than one slot, is read as a single slot (the fields a lost alert
+ * need not fill in). */
+static void alert_norm(const struct store_alert *a, struct store_alert *out)
+{
+	*out = *a;
+	if (out->last_slot_ms < out->slot_ms)
+		out->last_slot_ms = out->slot_ms;
+	if (out->n_slots < 1)
+		out->n_slots = 1;
+}
+
+int store_alert_raise(struct store *s, const struct store_alert *a,
+		      bool *created, int64_t *id, struct sc_err *err)
+{
+	struct store_alert n;
+	bool dummy_c;
+	int64_t dummy_id;
+	int rc = check_alert(a, err);
+
+	if (rc)
+		return rc;
+	alert_norm(a, &n);
+	return s->ops->alert_raise(s->impl, &n, created ? created : &dummy_c,
+				   id ? id : &dummy_id, err);
+}
+
+int store_alert_dead_unalerted(struct store *s, struct store_dead_job *out,
+			       size_t max, size_t *n, struct sc_err *err)
+{
+	int rc = check_out(n, "count output", err);
+
+	if (!rc && max > 0)
+		rc = check_out(out, "dead job output", err);
+	if (rc)
+		return rc;
+	*n = 0;
+	if (max == 0)
+		return 0;
+	return s->ops->alert_dead_unalerted(s->impl, out, max, n, err);
+}
+
+int store_alert_list(struct store *s, const struct alert_filter *f,
+		     struct store_alert **out, size_t *n, struct sc_err *err)
+{
+	static const struct alert_filter all = {
+		.slot_ms = INT64_MIN, .since_ms = INT64_MIN,
+		.until_ms = INT64_MAX};
+	int rc = check_out(out, "alerts output", err);
+
+	if (!rc)
+		rc = check_out(n, "alert count", err);
+	if (rc)
+		return rc;
+	*out = NULL;
+	*n = 0;
+	if (f && f->limit < 0)
+		return sc_err_set(err, SC_EINVAL, "negative limit");
+	return s->ops->alert_list(s->impl, f ? f : &all, out, n, err);
+}
+
+int store_alert_close(struct store *s, int64_t id, enum alert_status to,
+		      const char *note, const struct store_alert *then,
+		      const struct ledger_row *row, bool *changed,
+		      struct sc_err *err)
+{
+	struct store_alert n;
+	bool dummy;
+	int rc = 0;
+
+	if (to != ALERT_ACKED && to != ALERT_HEALED)
+		return sc_err_set(err, SC_EINVAL,
+				  "an alert closes as ACKED or HEALED");
+	if (note && strlen(note) >= sizeof(n.note))
+		return sc_err_set(err, SC_EINVAL,
+				  "note is too long (at most %zu bytes)",
+				  sizeof(n.note) - 1);
+	if (then)
+		rc = check_alert(then, err);
+	if (!rc)
+		rc = check_row(row, err);
+	if (rc)
+		return rc;
+	if (then)
+		alert_norm(then, &n);
+	return s->ops->alert_close(s->impl, id, to, note ? note : "",
+				   then ? &n : NULL, row,
+				   changed ? changed : &dummy, err);
+}
+
+int store_alert_realert(struct store *s, int64_t id, int rounds_seen,
+			bool *won, struct sc_err *err)
+{
+	bool dummy;
+
+	if (rounds_seen < 1)
+		return sc_err_set(err, SC_EINVAL,
+				  "rounds_seen must be at least 1");
+	return s->ops->alert_realert(s->impl, id, rounds_seen,
+				     won ? won : &dummy, err);
+}
+
+int store_alert_stage(struct store *s, int64_t id, int round,
+		      const char *const *targets, size_t n, const char *body,
+		      struct sc_err *err)
+{
+	int rc = 0;
+
+	if (round < 0)
+		return sc_err_set(err, SC_EINVAL, "negative alert round");
+	if (n > 0) {
+		rc = check_out(targets, "target list", err);
+		if (!rc)
+			rc = check_out(body, "message body", err);
+	}
+	for (size_t i = 0; !rc && i < n; i++)
+		rc = check_name("target name", targets[i], STORE_NAME_MAX, err);
+	if (rc)
+		return rc;
+	return s->ops->alert_stage(s->impl, id, round, targets, n,
+				   body ? body : "", err);
+}
+
+int store_alert_send_claim(struct store *s, int64_t lease_ms,
+			   struct store_alert_send *out, size_t max,
+			   size_t *n, struct sc_err *err)
+{
+	int rc = check_out(n, "count output", err);
+
+	if (!rc && max > 0)
+		rc = check_out(out, "send output", err);
+	if (rc)
+		return rc;
+	*n = 0;
+	if (lease_ms <= 0)
+		return sc_err_set(err, SC_EINVAL, "lease must be positive");
+	if (max == 0)
+		return 0;
+	return s->ops->alert_send_claim(s->impl, lease_ms, out, max, n, err);
+}
+
+int store_alert_send_finish(struct store *s, int64_t send_id,
+			    int64_t lease_token, enum send_state state,
+			    int64_t next_try_ms, const char *last_error,
+			    const struct ledger_row *row, struct sc_err *err)
+{
+	int rc;
+
+	if (state != SEND_SENT && state != SEND_FAILED &&
+	    state != SEND_UNKNOWN && state != SEND_ABANDONED)
+		return sc_err_set(err, SC_EINVAL,
+				  "a send ends SENT, FAILED, UNKNOWN or "
+				  "ABANDONED");
+	rc = check_row(row, err);
+	if (rc)
+		return rc;
+	return s->ops->alert_send_finish(s->impl, send_id, lease_token, state,
+					 next_try_ms,
+					 last_error ? last_error : "", row,
+					 err);
+}
+
+int store_alert_sends(struct store *s, int64_t alert_id,
+		      struct store_alert_send **out, size_t *n,
+		      struct sc_err *err)
+{
+	int rc = check_out(out, "sends output", err);
+
+	if (!rc)
+		rc = check_out(n, "send count", err);
+	if (rc)
+		return rc;
+	*out = NULL;
+	*n = 0;
+	return s->ops->alert_sends(s->impl, alert_id, out, n, err);
+}
+
+void store_alert_send_dispose(struct store_alert_send *a)
+{
+	if (!a)
+		return;
+	free(a->body);
+	a->body = NULL;
+}
+
+void store_alert_sends_free(struct store_alert_send *v, size_t n)
+{
+	if (!v)
+		return;
+	for (size_t i = 0; i < n; i++)
+		free(v[i].body);
+	free(v);
 }
 
 /* ---- outbox, guards, markers ----------------------------------------- */

@@ -9,8 +9,10 @@
  *     (INSERT ... ON CONFLICT DO NOTHING), so every node may run the
  *     scheduler for every schedule: the second insert of a slot is a no-op.
  *   - Claims lock candidate rows with FOR UPDATE SKIP LOCKED and update
- *     them in the same statement: two claimers never get the same job and
- *     never wait on each other.
+ *     them in the same statement: two claimers never get the same job (or
+ *     alert send) and never wait on each other. An alert is raised once
+ *     by its unique key (ON CONFLICT DO NOTHING), closed and realerted by
+ *     compare-and-set on its row.
  *   - Every state change that touches more than one row is ONE statement
  *     (data-modifying CTEs: the job update and its ledger row together) or
  *     one explicit transaction, so a crash or a lost connection leaves all
@@ -37,7 +39,8 @@
  * (lost, the daemons that enqueued it believe it exists and would not look
  * at the slot again before the schedule's next fire: a week for a weekly
  * one), a revival, the slot marker, a job turning DEAD, stalled recovery,
- * a "lost" ledger row - set synchronous_commit back to the server's
+ * a "lost" ledger row, an alert's raise, close, send claim (SENDING), SENT
+ * and ABANDONED - set synchronous_commit back to the server's
  * default inside their own statement (DURABLE below; on unless the DBA
  * changed it): once they return, they survive a crash, and because WAL is
  * sequential every earlier commit is flushed with them. What each
@@ -60,7 +63,7 @@
  * operations are drained right away (memory stays bounded) and remembered,
  * so the next wait returns at once.
  *
- * Schema version 3 (schema_version table, one row). To change the schema,
+ * Schema version 4 (schema_version table, one row). To change the schema,
  * append a migration to `migrations` and bump SCHEMA_VERSION; a database
  * whose version is newer than SCHEMA_VERSION is refused with SC_EVERSION
  * and never touched. Migrations run under a transaction-scoped advisory
@@ -83,7 +86,7 @@
 #include "store.h"
 #include "url.h"
 
-#define SCHEMA_VERSION 3
+#define SCHEMA_VERSION 4
 #define CHANNEL "surecron_jobs"
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 5000
@@ -192,10 +195,70 @@ static const char *const migration_3[] = {
 	NULL,
 };
 
+/*
+ * 3 -> 4: an alert is a delivery too (issue 13), as on SQLite. The jobs
+ * already DEAD had their alerts under the old code, so they count as
+ * alerted (a first start after the upgrade must not alert history); the
+ * partial index keeps finished jobs out of the search for unalerted ones.
+ * alerts: one row per (schedule, slot, reason, generation); alert_sends:
+ * one per (alert, round, target), with its send state and lease. Status
+ * and states are the integer values of enum alert_status / send_state.
+ */
+static const char *const migration_4[] = {
+	"ALTER TABLE jobs ADD COLUMN alerted smallint NOT NULL DEFAULT 0",
+	"UPDATE jobs SET alerted = 1 WHERE state = 3",
+	"CREATE INDEX jobs_unalerted ON jobs (id) WHERE state = 3"
+	" AND alerted = 0",
+	"CREATE TABLE alerts ("
+	" id bigserial PRIMARY KEY,"
+	" schedule text NOT NULL,"
+	" slot_ms bigint NOT NULL,"
+	" last_slot_ms bigint NOT NULL,"
+	" n_slots bigint NOT NULL DEFAULT 1,"
+	" reason text NOT NULL,"
+	" generation bigint NOT NULL DEFAULT 0,"
+	" status smallint NOT NULL CHECK (status BETWEEN 0 AND 3),"
+	" attempts integer NOT NULL DEFAULT 0,"
+	" error_msg text NOT NULL DEFAULT '',"
+	" job_id bigint NOT NULL DEFAULT 0,"
+	" rounds integer NOT NULL DEFAULT 1,"
+	" staged_rounds integer NOT NULL DEFAULT 0,"
+	" created_ms bigint NOT NULL,"
+	" round_ms bigint NOT NULL,"
+	" closed_ms bigint NOT NULL DEFAULT 0,"
+	" note text NOT NULL DEFAULT '',"
+	" UNIQUE (schedule, slot_ms, reason, generation))",
+	"CREATE INDEX alerts_open ON alerts (schedule, slot_ms)"
+	" WHERE status = 0",
+	"CREATE TABLE alert_sends ("
+	" id bigserial PRIMARY KEY,"
+	" alert_id bigint NOT NULL REFERENCES alerts (id),"
+	" round integer NOT NULL,"
+	" target text NOT NULL,"
+	" state smallint NOT NULL CHECK (state BETWEEN 1 AND 6),"
+	" n_tries integer NOT NULL DEFAULT 0,"
+	" next_try_ms bigint NOT NULL,"
+	" lease_token bigint NOT NULL DEFAULT 0,"
+	" lease_expires_ms bigint NOT NULL DEFAULT 0,"
+	" body text NOT NULL,"
+	" created_ms bigint NOT NULL,"
+	" sent_ms bigint NOT NULL DEFAULT 0,"
+	" last_error text NOT NULL DEFAULT '',"
+	" UNIQUE (alert_id, round, target))",
+	/* A claim reads rows waiting for a try, and SENDING rows by lease
+	 * expiry; SENT and ABANDONED rows weigh on neither. */
+	"CREATE INDEX alert_sends_due ON alert_sends (next_try_ms)"
+	" WHERE state IN (1, 4, 5)",
+	"CREATE INDEX alert_sends_lease ON alert_sends (lease_expires_ms)"
+	" WHERE state = 2",
+	NULL,
+};
+
 static const char *const *const migrations[SCHEMA_VERSION] = {
 	migration_1,
 	migration_2,
 	migration_3,
+	migration_4,
 };
 
 /* ---- statements ------------------------------------------------------- */
@@ -212,6 +275,17 @@ static const char *const *const migrations[SCHEMA_VERSION] = {
 #define LEDGER_COLS                                                        \
 	"schedule, slot_ms, job_id, attempt, started_ms, finished_ms, "    \
 	"outcome, error_class, error_msg, retry_hint_ms, details_json"
+#define ALERT_COLS                                                         \
+	"id, schedule, slot_ms, last_slot_ms, n_slots, reason, generation, " \
+	"status, attempts, error_msg, job_id, rounds, staged_rounds, "      \
+	"created_ms, round_ms, closed_ms, note"
+/* A send row and its alert's fields, as get_send reads them; the state
+ * column and the body column are given by the statement. */
+#define SEND_COLS(state, body)                                             \
+	"s.id, s.alert_id, s.round, s.target, " state ", s.n_tries, "       \
+	"s.next_try_ms, s.lease_token, s.created_ms, s.sent_ms, "           \
+	"s.last_error, " body ", a.schedule, a.slot_ms, a.reason, "         \
+	"a.created_ms"
 #define NOTIFY "pg_notify('" CHANNEL "', '')"
 /*
  * Evaluated by a statement that wrote something that must survive a crash
@@ -269,6 +343,18 @@ enum stmt {
 	ST_TOKEN_GET,
 	ST_TOKEN_PUT,
 	ST_TOKEN_DROP,
+	ST_ALERT_RAISE,
+	ST_ALERT_ID,
+	ST_DEAD_UNALERTED,
+	ST_ALERT_LIST,
+	ST_ALERT_CLOSE,
+	ST_ALERT_EXISTS,
+	ST_ALERT_REALERT,
+	ST_ALERT_STAGE,
+	ST_SEND_CLAIM,
+	ST_SEND_FINISH,
+	ST_SEND_EXISTS,
+	ST_ALERT_SENDS,
 	ST_COUNT
 };
 
@@ -361,7 +447,8 @@ static const char *const sql[ST_COUNT] = {
 	[ST_REVIVE] =
 	"UPDATE jobs SET state = 0, max_attempts = attempts +"
 	" CASE WHEN $3::int > 0 THEN $3::int ELSE max_attempts END,"
-	" n_stalls = 0, run_at_ms = $2::bigint, lease_expires_ms = 0"
+	" n_stalls = 0, run_at_ms = $2::bigint, lease_expires_ms = 0,"
+	" alerted = 0"
 	" WHERE id = $1 AND state = 3 RETURNING id, " NOTIFY ", " DURABLE,
 	[ST_NEXT_DUE] =
 	"SELECT LEAST((SELECT min(run_at_ms) FROM jobs WHERE state = 0),"
@@ -467,6 +554,115 @@ static const char *const sql[ST_COUNT] = {
 	" VALUES ($1, $2, $3::bigint) ON CONFLICT (provider) DO UPDATE"
 	" SET token = EXCLUDED.token, expires_ms = EXCLUDED.expires_ms",
 	[ST_TOKEN_DROP] = "DELETE FROM token_cache WHERE provider = $1",
+	/* $1 schedule, $2 slot, $3 last slot, $4 n_slots, $5 reason,
+	 * $6 generation, $7 status, $8 attempts, $9 error, $10 job id,
+	 * $11 now, $12 note. One statement: the insert (or nothing, when
+	 * the key exists: ON CONFLICT waits for a concurrent raise of it),
+	 * the older open lost alerts of the slot closed (only by a new
+	 * one: id < NULL is never true), the job marked alerted either
+	 * way. Answer: the new id or NULL. Durable: a record nothing would
+	 * write again. */
+	[ST_ALERT_RAISE] =
+	"WITH i AS (INSERT INTO alerts (schedule, slot_ms, last_slot_ms,"
+	" n_slots, reason, generation, status, attempts, error_msg, job_id,"
+	" rounds, staged_rounds, created_ms, round_ms, closed_ms, note)"
+	" VALUES ($1::text, $2::bigint, $3::bigint, $4::bigint, $5::text,"
+	" $6::bigint, $7::smallint, $8::integer, $9::text, $10::bigint, 1, 0,"
+	" $11::bigint, $11::bigint, CASE WHEN $7::smallint = 0 THEN 0"
+	" ELSE $11::bigint END, $12::text)"
+	" ON CONFLICT (schedule, slot_ms, reason, generation) DO NOTHING"
+	" RETURNING id),"
+	" c AS (UPDATE alerts SET status = 3, closed_ms = $11::bigint"
+	" WHERE schedule = $1::text AND slot_ms = $2::bigint"
+	" AND reason = '" ALERT_REASON_LOST "' AND $5::text = '"
+	ALERT_REASON_LOST "' AND status = 0 AND id < (SELECT id FROM i)"
+	" RETURNING 1),"
+	" j AS (UPDATE jobs SET alerted = 1 WHERE id = $10::bigint"
+	" AND $10::bigint <> 0 RETURNING 1)"
+	" SELECT (SELECT id FROM i), (SELECT count(*) FROM c),"
+	" (SELECT count(*) FROM j), " DURABLE,
+	[ST_ALERT_ID] =
+	"SELECT id FROM alerts WHERE schedule = $1 AND slot_ms = $2::bigint"
+	" AND reason = $3 AND generation = $4::bigint",
+	[ST_DEAD_UNALERTED] =
+	"SELECT j.id, j.schedule, j.slot_ms, j.attempts,"
+	" COALESCE((SELECT l.error_msg FROM ledger l"
+	" WHERE l.schedule = j.schedule AND l.slot_ms = j.slot_ms"
+	" AND l.outcome = '" LEDGER_LOST "' ORDER BY l.id DESC LIMIT 1), '')"
+	" FROM jobs j WHERE j.state = 3 AND j.alerted = 0 ORDER BY j.id"
+	" LIMIT $1::bigint",
+	/* LIMIT NULL is no limit; $4 NULL: any slot. */
+	[ST_ALERT_LIST] =
+	"SELECT " ALERT_COLS " FROM alerts"
+	" WHERE ($1::text IS NULL OR schedule = $1::text)"
+	" AND (NOT $2::boolean OR status = 0)"
+	" AND (NOT $3::boolean OR staged_rounds < rounds)"
+	" AND ($4::bigint IS NULL OR (slot_ms <= $4::bigint"
+	" AND last_slot_ms >= $4::bigint))"
+	" AND slot_ms >= $5::bigint AND slot_ms < $6::bigint"
+	" ORDER BY id LIMIT $7::bigint",
+	/* Two nodes closing one alert: the second waits on the row lock,
+	 * then finds it no longer OPEN. */
+	[ST_ALERT_CLOSE] =
+	"UPDATE alerts SET status = $2::smallint, closed_ms = $3::bigint,"
+	" note = $4::text WHERE id = $1::bigint AND status = 0"
+	" RETURNING id, " DURABLE,
+	[ST_ALERT_EXISTS] = "SELECT 1 FROM alerts WHERE id = $1::bigint",
+	[ST_ALERT_REALERT] =
+	"UPDATE alerts SET rounds = $2::integer + 1, round_ms = $3::bigint"
+	" WHERE id = $1::bigint AND status = 0 AND rounds = $2::integer",
+	/* $1 id, $2 round, $3 targets (text[]), $4 now, $5 body. The send
+	 * rows hang off the alert's update, so a missing alert writes none.
+	 * Answer: alerts updated, rows inserted. */
+	[ST_ALERT_STAGE] =
+	"WITH u AS (UPDATE alerts SET staged_rounds ="
+	" GREATEST(staged_rounds, $2::integer + 1) WHERE id = $1::bigint"
+	" RETURNING id),"
+	" i AS (INSERT INTO alert_sends (alert_id, round, target, state,"
+	" next_try_ms, body, created_ms) SELECT u.id, $2::integer, t, 1,"
+	" $4::bigint, $5::text, $4::bigint FROM u"
+	" CROSS JOIN unnest($3::text[]) AS t"
+	" ON CONFLICT (alert_id, round, target) DO NOTHING RETURNING 1)"
+	" SELECT (SELECT count(*) FROM u), (SELECT count(*) FROM i)",
+	/* $1 now, $2 max, $3 lease_ms. The due rows locked with SKIP
+	 * LOCKED and taken in the same statement: two claimers never get
+	 * one row and never wait on each other. An expired SENDING is
+	 * reported UNKNOWN (its copy may have arrived). The token comes
+	 * from the jobs' sequence: unique across nodes. Durable, as the
+	 * outbox's SENDING is. */
+	[ST_SEND_CLAIM] =
+	"WITH c AS (SELECT id, state FROM alert_sends"
+	" WHERE (state IN (1, 4, 5) AND next_try_ms <= $1::bigint)"
+	" OR (state = 2 AND lease_expires_ms < $1::bigint)"
+	" ORDER BY id LIMIT $2::bigint FOR UPDATE SKIP LOCKED)"
+	" UPDATE alert_sends s SET state = 2, n_tries = s.n_tries + 1,"
+	" lease_token = nextval('lease_tokens'),"
+	" lease_expires_ms = $1::bigint + $3::bigint"
+	" FROM c, alerts a WHERE s.id = c.id AND a.id = s.alert_id"
+	" RETURNING " SEND_COLS("CASE WHEN c.state = 2 THEN 5 ELSE c.state"
+				" END", "s.body") ", " DURABLE,
+	/* $1 id, $2 token, $3 state, $4 next try, $5 error, $6 now, $7..$17
+	 * the ledger row ($13 outcome NULL: none). SENT (the guard) and
+	 * ABANDONED are durable. Answer: sends changed, rows written. */
+	[ST_SEND_FINISH] =
+	"WITH u AS (UPDATE alert_sends SET state = $3::smallint,"
+	" lease_expires_ms = 0, next_try_ms = CASE WHEN $3::smallint"
+	" IN (4, 5) THEN $4::bigint ELSE next_try_ms END,"
+	" sent_ms = CASE WHEN $3::smallint = 3 THEN $6::bigint"
+	" ELSE sent_ms END, last_error = $5::text"
+	" WHERE id = $1::bigint AND lease_token = $2::bigint AND state = 2"
+	" RETURNING 1),"
+	" l AS (INSERT INTO ledger (" LEDGER_COLS ") SELECT $7::text,"
+	" $8::bigint, $9::bigint, $10::integer, $11::bigint, $12::bigint,"
+	" $13::text, $14::text, $15::text, $16::bigint, $17::text FROM u"
+	" WHERE $13::text IS NOT NULL RETURNING 1)"
+	" SELECT (SELECT count(*) FROM u), (SELECT count(*) FROM l),"
+	" CASE WHEN $3::smallint IN (3, 6) THEN " DURABLE " END",
+	[ST_SEND_EXISTS] = "SELECT 1 FROM alert_sends WHERE id = $1::bigint",
+	[ST_ALERT_SENDS] =
+	"SELECT " SEND_COLS("s.state", "NULL") " FROM alert_sends s"
+	" JOIN alerts a ON a.id = s.alert_id WHERE s.alert_id = $1::bigint"
+	" ORDER BY s.id",
 };
 
 /*
@@ -479,6 +675,7 @@ static const bool oneshot[ST_COUNT] = {
 	[ST_COUNTS] = true,
 	[ST_LEDGER_QUERY] = true,
 	[ST_LEDGER_QUERY_DESC] = true,
+	[ST_ALERT_LIST] = true,
 };
 
 /* ---- the handle ------------------------------------------------------- */
@@ -496,7 +693,7 @@ struct pg {
 };
 
 /* Parameters of one statement: values as text, NULL for SQL NULL. */
-#define ARGS_MAX 16
+#define ARGS_MAX 20
 struct args {
 	const char *v[ARGS_MAX];
 	char num[ARGS_MAX][24];
@@ -1803,6 +2000,460 @@ static int pg_token_drop(void *impl, const char *provider, struct sc_err *err)
 	return run_n(impl, ST_TOKEN_DROP, &a, NULL, err);
 }
 
+/* ---- alerts ------------------------------------------------------------ */
+
+/* Raises a (store_alert_raise): ST_ALERT_RAISE, then, when the key
+ * existed, the id of the alert that holds it. Inside or outside a
+ * transaction: the caller's. */
+static int alert_raise_run(struct pg *p, const struct store_alert *al,
+			   bool *created, int64_t *id, struct sc_err *err)
+{
+	struct args a = {0};
+	PGresult *res;
+	int rc;
+
+	arg_slot(&a, al->schedule, al->slot_ms);
+	arg_i64(&a, al->last_slot_ms);
+	arg_i64(&a, al->n_slots);
+	arg_str(&a, al->reason);
+	arg_i64(&a, al->generation);
+	arg_i64(&a, (int64_t)al->status);
+	arg_i64(&a, al->attempts);
+	arg_str(&a, al->error_msg);
+	arg_i64(&a, al->job_id);
+	arg_i64(&a, now_ms(p));
+	arg_str(&a, al->note);
+	rc = run(p, ST_ALERT_RAISE, &a, &res, err);
+	if (rc)
+		return rc;
+	*created = PQntuples(res) == 1 && !PQgetisnull(res, 0, 0);
+	*id = *created ? get_i64(res, 0, 0) : 0;
+	PQclear(res);
+	if (*created)
+		return 0;
+	/* ON CONFLICT waited for a concurrent raise of the key to commit,
+	 * so the row is visible to this next statement. */
+	struct args b = {0};
+	arg_slot(&b, al->schedule, al->slot_ms);
+	arg_str(&b, al->reason);
+	arg_i64(&b, al->generation);
+	rc = run_one(p, ST_ALERT_ID, &b, "alert raise: the alert of the key "
+		     "vanished", &res, err);
+	if (rc)
+		return rc;
+	*id = get_i64(res, 0, 0);
+	PQclear(res);
+	return 0;
+}
+
+static int pg_alert_raise(void *impl, const struct store_alert *a,
+			  bool *created, int64_t *id, struct sc_err *err)
+{
+	return alert_raise_run(impl, a, created, id, err);
+}
+
+static int pg_alert_dead_unalerted(void *impl, struct store_dead_job *out,
+				   size_t max, size_t *n, struct sc_err *err)
+{
+	struct args a = {0};
+	PGresult *res;
+	int rc;
+
+	arg_i64(&a, max > INT32_MAX ? INT32_MAX : (int64_t)max);
+	rc = run(impl, ST_DEAD_UNALERTED, &a, &res, err);
+	if (rc)
+		return rc;
+	size_t got = (size_t)PQntuples(res);
+	if (got > max)
+		got = max;
+	for (size_t i = 0; i < got; i++) {
+		struct store_dead_job *d = &out[i];
+		int row = (int)i;
+		memset(d, 0, sizeof(*d));
+		d->job_id = get_i64(res, row, 0);
+		get_str(res, row, 1, d->schedule, sizeof(d->schedule));
+		d->slot_ms = get_i64(res, row, 2);
+		d->attempt = (int)get_i64(res, row, 3);
+		get_str(res, row, 4, d->error_msg, sizeof(d->error_msg));
+	}
+	PQclear(res);
+	*n = got;
+	return 0;
+}
+
+static void get_alert(const PGresult *r, int row, struct store_alert *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->id = get_i64(r, row, 0);
+	get_str(r, row, 1, a->schedule, sizeof(a->schedule));
+	a->slot_ms = get_i64(r, row, 2);
+	a->last_slot_ms = get_i64(r, row, 3);
+	a->n_slots = get_i64(r, row, 4);
+	get_str(r, row, 5, a->reason, sizeof(a->reason));
+	a->generation = get_i64(r, row, 6);
+	a->status = (enum alert_status)get_i64(r, row, 7);
+	a->attempts = (int)get_i64(r, row, 8);
+	get_str(r, row, 9, a->error_msg, sizeof(a->error_msg));
+	a->job_id = get_i64(r, row, 10);
+	a->rounds = (int)get_i64(r, row, 11);
+	a->staged_rounds = (int)get_i64(r, row, 12);
+	a->created_ms = get_i64(r, row, 13);
+	a->round_ms = get_i64(r, row, 14);
+	a->closed_ms = get_i64(r, row, 15);
+	get_str(r, row, 16, a->note, sizeof(a->note));
+}
+
+static int pg_alert_list(void *impl, const struct alert_filter *f,
+			 struct store_alert **out, size_t *n,
+			 struct sc_err *err)
+{
+	struct args a = {0};
+	PGresult *res;
+	int rc;
+
+	arg_str(&a, f->schedule);
+	arg_bool(&a, f->open_only);
+	arg_bool(&a, f->unstaged_only);
+	if (f->slot_ms != INT64_MIN)
+		arg_i64(&a, f->slot_ms);
+	else
+		arg_str(&a, NULL);
+	arg_i64(&a, f->since_ms);
+	arg_i64(&a, f->until_ms);
+	if (f->limit > 0)
+		arg_i64(&a, f->limit);
+	else
+		arg_str(&a, NULL);
+	rc = run(impl, ST_ALERT_LIST, &a, &res, err);
+	if (rc)
+		return rc;
+	size_t got = (size_t)PQntuples(res);
+	if (got == 0) {
+		PQclear(res);
+		return 0;
+	}
+	struct store_alert *v = calloc(got, sizeof(*v));
+	if (!v) {
+		PQclear(res);
+		return sc_err_set(err, SC_ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < got; i++)
+		get_alert(res, (int)i, &v[i]);
+	PQclear(res);
+	*out = v;
+	*n = got;
+	return 0;
+}
+
+/* Appends row unfenced inside the caller's transaction. */
+static int ledger_row_run(struct pg *p, const struct ledger_row *row,
+			  struct sc_err *err)
+{
+	struct args a = {0};
+
+	arg_str(&a, row->schedule);
+	arg_i64(&a, row->slot_ms);
+	arg_i64(&a, row->job_id);
+	arg_i64(&a, row->attempt);
+	arg_i64(&a, row->started_ms);
+	arg_i64(&a, row->finished_ms);
+	arg_str(&a, row->outcome);
+	arg_str(&a, row->error_class);
+	arg_str(&a, row->error_msg);
+	arg_i64(&a, row->retry_hint_ms);
+	arg_str(&a, row->details_json);
+	arg_fence(&a, NULL);
+	return run_fenced(p, ST_LEDGER_APPEND, &a, NULL, "ledger row", NULL,
+			  err);
+}
+
+/*
+ * One explicit transaction: the close (a row lock: a second closer waits
+ * and then finds it closed), the `then` raise and the ledger row. Crash
+ * contract like the SQLite commit's: "store.commit:err" fails it right
+ * before COMMIT, and nothing of it is committed.
+ */
+static int pg_alert_close(void *impl, int64_t id, enum alert_status to,
+			  const char *note, const struct store_alert *then,
+			  const struct ledger_row *row, bool *changed,
+			  struct sc_err *err)
+{
+	struct pg *p = impl;
+	struct args a = {0};
+	bool closed = false, made;
+	int64_t then_id;
+	int n = 0;
+	int rc = ensure_conn(p, err);
+
+	if (!rc)
+		rc = exec_const(p, "BEGIN", err);
+	if (rc)
+		return rc;
+	arg_i64(&a, id);
+	arg_i64(&a, (int64_t)to);
+	arg_i64(&a, now_ms(p));
+	arg_str(&a, note);
+	rc = run_count(p, ST_ALERT_CLOSE, &a, &n, err);
+	if (rc)
+		goto rollback;
+	closed = n == 1;
+	if (!closed) {
+		struct args b = {0};
+		arg_i64(&b, id);
+		rc = run_count(p, ST_ALERT_EXISTS, &b, &n, err);
+		if (!rc && n != 1)
+			rc = sc_err_set(err, SC_ENOENT, "no alert %" PRId64, id);
+		goto rollback; /* nothing was written */
+	}
+	if (then)
+		rc = alert_raise_run(p, then, &made, &then_id, err);
+	if (!rc && row)
+		rc = ledger_row_run(p, row, err);
+	if (!rc && FAILPOINT_ERR("store.commit"))
+		rc = sc_err_set(err, SC_EIO, "I/O error during commit: "
+				"injected by failpoint store.commit");
+	if (rc)
+		goto rollback;
+	rc = exec_const(p, "COMMIT", err);
+	if (!rc)
+		*changed = true;
+	return rc;
+rollback:
+	if (p->conn)
+		(void)exec_const(p, "ROLLBACK", NULL);
+	if (!rc)
+		*changed = false;
+	return rc;
+}
+
+static int pg_alert_realert(void *impl, int64_t id, int rounds_seen,
+			    bool *won, struct sc_err *err)
+{
+	struct pg *p = impl;
+	struct args a = {0};
+	int64_t rows = 0;
+	int rc;
+
+	arg_i64(&a, id);
+	arg_i64(&a, rounds_seen);
+	arg_i64(&a, now_ms(p));
+	rc = run_n(p, ST_ALERT_REALERT, &a, &rows, err);
+	if (!rc)
+		*won = rows == 1;
+	return rc;
+}
+
+/* Appends s to the array literal in *b as one quoted element. */
+static bool array_add(char **b, size_t *len, size_t *cap, const char *s)
+{
+	size_t need = *len + 2 * strlen(s) + 4;
+
+	if (need > *cap) {
+		size_t ncap = need * 2;
+		char *nb = realloc(*b, ncap);
+		if (!nb)
+			return false;
+		*b = nb;
+		*cap = ncap;
+	}
+	char *o = *b + *len;
+	if (*len > 1)
+		*o++ = ',';
+	*o++ = '"';
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			*o++ = '\\';
+		*o++ = *s;
+	}
+	*o++ = '"';
+	*len = (size_t)(o - *b);
+	return true;
+}
+
+static int pg_alert_stage(void *impl, int64_t id, int round,
+			  const char *const *targets, size_t n,
+			  const char *body, struct sc_err *err)
+{
+	struct pg *p = impl;
+	struct args a = {0};
+	PGresult *res;
+	size_t len = 1, cap = 64;
+	char *arr = malloc(cap);
+	int rc;
+
+	if (!arr)
+		return sc_err_set(err, SC_ENOMEM, "out of memory");
+	/* The targets travel as one text[] literal ("{\"a\",\"b\"}"): one
+	 * statement, so every row of the round or none. */
+	arr[0] = '{';
+	for (size_t i = 0; i < n; i++) {
+		if (!array_add(&arr, &len, &cap, targets[i])) {
+			free(arr);
+			return sc_err_set(err, SC_ENOMEM, "out of memory");
+		}
+	}
+	arr[len++] = '}';
+	arr[len] = '\0';
+	arg_i64(&a, id);
+	arg_i64(&a, round);
+	arg_str(&a, arr);
+	arg_i64(&a, now_ms(p));
+	arg_str(&a, body);
+	rc = run(p, ST_ALERT_STAGE, &a, &res, err);
+	free(arr);
+	if (rc)
+		return rc;
+	bool found = get_i64(res, 0, 0) == 1;
+	PQclear(res);
+	return found ? 0 : sc_err_set(err, SC_ENOENT, "no alert %" PRId64, id);
+}
+
+/* Fills s from a row selected with SEND_COLS; body only when wanted. */
+static void get_send(const PGresult *r, int row, struct store_alert_send *s,
+		     bool body, bool *oom)
+{
+	memset(s, 0, sizeof(*s));
+	s->id = get_i64(r, row, 0);
+	s->alert_id = get_i64(r, row, 1);
+	s->round = (int)get_i64(r, row, 2);
+	get_str(r, row, 3, s->target, sizeof(s->target));
+	s->state = (enum send_state)get_i64(r, row, 4);
+	s->n_tries = (int)get_i64(r, row, 5);
+	s->next_try_ms = get_i64(r, row, 6);
+	s->lease_token = get_i64(r, row, 7);
+	s->created_ms = get_i64(r, row, 8);
+	s->sent_ms = get_i64(r, row, 9);
+	get_str(r, row, 10, s->last_error, sizeof(s->last_error));
+	if (body)
+		s->body = get_dup(r, row, 11, oom);
+	get_str(r, row, 12, s->schedule, sizeof(s->schedule));
+	s->slot_ms = get_i64(r, row, 13);
+	get_str(r, row, 14, s->reason, sizeof(s->reason));
+	s->alert_created_ms = get_i64(r, row, 15);
+}
+
+static int cmp_send_id(const void *x, const void *y)
+{
+	const struct store_alert_send *a = x, *b = y;
+
+	return (a->id > b->id) - (a->id < b->id);
+}
+
+static int pg_alert_send_claim(void *impl, int64_t lease_ms,
+			       struct store_alert_send *out, size_t max,
+			       size_t *n, struct sc_err *err)
+{
+	struct pg *p = impl;
+	struct args a = {0};
+	PGresult *res;
+	bool oom = false;
+	int rc;
+
+	arg_i64(&a, now_ms(p));
+	arg_i64(&a, max > INT32_MAX ? INT32_MAX : (int64_t)max);
+	arg_i64(&a, lease_ms);
+	rc = run(p, ST_SEND_CLAIM, &a, &res, err);
+	if (rc)
+		return rc;
+	size_t got = (size_t)PQntuples(res);
+	if (got > max)
+		got = max;
+	for (size_t i = 0; i < got; i++)
+		get_send(res, (int)i, &out[i], true, &oom);
+	PQclear(res);
+	if (oom) {
+		/* The rows are claimed all the same: their leases expire
+		 * and the next claim takes them, reported UNKNOWN. */
+		for (size_t i = 0; i < got; i++)
+			store_alert_send_dispose(&out[i]);
+		return sc_err_set(err, SC_ENOMEM, "out of memory");
+	}
+	/* RETURNING has no order: oldest first, as store.h says. */
+	qsort(out, got, sizeof(*out), cmp_send_id);
+	*n = got;
+	return 0;
+}
+
+static int pg_alert_send_finish(void *impl, int64_t send_id,
+				int64_t lease_token, enum send_state state,
+				int64_t next_try_ms, const char *last_error,
+				const struct ledger_row *row,
+				struct sc_err *err)
+{
+	struct pg *p = impl;
+	struct args a = {0};
+	PGresult *res;
+	int n = 0;
+	int rc;
+
+	arg_i64(&a, send_id);
+	arg_i64(&a, lease_token);
+	arg_i64(&a, (int64_t)state);
+	arg_i64(&a, next_try_ms);
+	arg_str(&a, last_error);
+	arg_i64(&a, now_ms(p));
+	arg_str(&a, row ? row->schedule : NULL);
+	arg_i64(&a, row ? row->slot_ms : 0);
+	arg_i64(&a, row ? row->job_id : 0);
+	arg_i64(&a, row ? row->attempt : 0);
+	arg_i64(&a, row ? row->started_ms : 0);
+	arg_i64(&a, row ? row->finished_ms : 0);
+	arg_str(&a, row ? row->outcome : NULL);
+	arg_str(&a, row ? row->error_class : NULL);
+	arg_str(&a, row ? row->error_msg : NULL);
+	arg_i64(&a, row ? row->retry_hint_ms : 0);
+	arg_str(&a, row ? row->details_json : NULL);
+	rc = run(p, ST_SEND_FINISH, &a, &res, err);
+	if (rc)
+		return rc;
+	bool done = get_i64(res, 0, 0) == 1;
+	PQclear(res);
+	if (done)
+		return 0;
+	struct args b = {0};
+	arg_i64(&b, send_id);
+	rc = run_count(p, ST_SEND_EXISTS, &b, &n, err);
+	if (rc)
+		return rc;
+	if (n != 1)
+		return sc_err_set(err, SC_ENOENT, "no alert send %" PRId64,
+				  send_id);
+	return sc_err_set(err, SC_ELEASE, "alert send %" PRId64 " refused: "
+			  "lease %" PRId64 " is no longer current (another "
+			  "claim took it)", send_id, lease_token);
+}
+
+static int pg_alert_sends(void *impl, int64_t alert_id,
+			  struct store_alert_send **out, size_t *n,
+			  struct sc_err *err)
+{
+	struct args a = {0};
+	PGresult *res;
+	bool oom = false;
+	int rc;
+
+	arg_i64(&a, alert_id);
+	rc = run(impl, ST_ALERT_SENDS, &a, &res, err);
+	if (rc)
+		return rc;
+	size_t got = (size_t)PQntuples(res);
+	if (got == 0) {
+		PQclear(res);
+		return 0;
+	}
+	struct store_alert_send *v = calloc(got, sizeof(*v));
+	if (!v) {
+		PQclear(res);
+		return sc_err_set(err, SC_ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < got; i++)
+		get_send(res, (int)i, &v[i], false, &oom);
+	PQclear(res);
+	*out = v;
+	*n = got;
+	return 0;
+}
+
 /* ---- waiting for work --------------------------------------------------- */
 
 static void sleep_ms(int64_t ms)
@@ -1892,5 +2543,14 @@ const struct store_ops store_pg_ops = {
 	.token_get = pg_token_get,
 	.token_put = pg_token_put,
 	.token_drop = pg_token_drop,
+	.alert_raise = pg_alert_raise,
+	.alert_dead_unalerted = pg_alert_dead_unalerted,
+	.alert_list = pg_alert_list,
+	.alert_close = pg_alert_close,
+	.alert_realert = pg_alert_realert,
+	.alert_stage = pg_alert_stage,
+	.alert_send_claim = pg_alert_send_claim,
+	.alert_send_finish = pg_alert_send_finish,
+	.alert_sends = pg_alert_sends,
 	.wait = pg_wait,
 };

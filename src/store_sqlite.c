@@ -13,11 +13,14 @@
  *            the request leaves: lost, the next attempt would send again
  *            without a "duplicate" row), a slot marker, a job turning DEAD
  *            (its "lost" ledger row), a "lost" row appended on its own,
- *            and stalled-job recovery (rare, and it may turn jobs DEAD).
+ *            stalled-job recovery (rare, and it may turn jobs DEAD), and
+ *            of the alerts (schema 4): a raise, a close, a send claim
+ *            (SENDING), SENT and ABANDONED.
  *   NORMAL - no fsync at commit; the WAL is fsync'd at checkpoints. Used for
  *            enqueue, claims, heartbeats, completions, retry scheduling,
- *            staging, FAILED, UNKNOWN, other ledger rows, scheduler state
- *            and the token cache.
+ *            staging, FAILED, UNKNOWN, other ledger rows, scheduler state,
+ *            the token cache, and an alert's staging, realert, FAILED and
+ *            UNKNOWN.
  * The WAL is append-only and a FULL commit syncs it up to its own frame, so
  * it also makes every earlier NORMAL commit durable, and a power cut always
  * leaves a prefix of the commit history (never a hole in the middle).
@@ -83,7 +86,7 @@
 #include "log.h"
 #include "store.h"
 
-#define SCHEMA_VERSION 3
+#define SCHEMA_VERSION 4
 #define APP_ID 0x53435231 /* "SCR1": this file belongs to surecron */
 #define BUSY_TIMEOUT_MS 10000
 /* Checkpoint the WAL every this many pages (~16 MB) rather than SQLite's
@@ -214,6 +217,63 @@ static const char *const migrations[SCHEMA_VERSION] = {
 	" SELECT schedule, slot_ms, target, body FROM outbox;"
 	"ALTER TABLE outbox DROP COLUMN body;"
 	"PRAGMA user_version = 3;",
+	/* 3 -> 4: an alert is a delivery too (issue 13). jobs.alerted says
+	 * whether a DEAD job's lost alert was raised; the jobs already DEAD
+	 * had theirs under the old code (sent directly, or not at all), so
+	 * they count as alerted: a first start after the upgrade must not
+	 * alert history. The partial index keeps the finished jobs out of
+	 * the search for unalerted ones. An alert is one row per (schedule,
+	 * slot, reason, generation); its copies are alert_sends rows, one
+	 * per (alert, round, target), with their own send state and lease.
+	 * Status, and send states, are the integer values of enum
+	 * alert_status and enum send_state (store.h). */
+	"ALTER TABLE jobs ADD COLUMN alerted INTEGER NOT NULL DEFAULT 0;"
+	"UPDATE jobs SET alerted = 1 WHERE state = 3;"
+	"CREATE INDEX jobs_unalerted ON jobs(id) WHERE state = 3 AND "
+	"alerted = 0;"
+	"CREATE TABLE alerts("
+	" id INTEGER PRIMARY KEY,"
+	" schedule TEXT NOT NULL,"
+	" slot_ms INTEGER NOT NULL,"
+	" last_slot_ms INTEGER NOT NULL,"
+	" n_slots INTEGER NOT NULL DEFAULT 1,"
+	" reason TEXT NOT NULL,"
+	" generation INTEGER NOT NULL DEFAULT 0,"
+	" status INTEGER NOT NULL CHECK (status BETWEEN 0 AND 3),"
+	" attempts INTEGER NOT NULL DEFAULT 0,"
+	" error_msg TEXT NOT NULL DEFAULT '',"
+	" job_id INTEGER NOT NULL DEFAULT 0,"
+	" rounds INTEGER NOT NULL DEFAULT 1,"
+	" staged_rounds INTEGER NOT NULL DEFAULT 0,"
+	" created_ms INTEGER NOT NULL,"
+	" round_ms INTEGER NOT NULL,"
+	" closed_ms INTEGER NOT NULL DEFAULT 0,"
+	" note TEXT NOT NULL DEFAULT '',"
+	" UNIQUE (schedule, slot_ms, reason, generation));"
+	"CREATE INDEX alerts_open ON alerts(schedule, slot_ms) WHERE "
+	"status = 0;"
+	"CREATE TABLE alert_sends("
+	" id INTEGER PRIMARY KEY,"
+	" alert_id INTEGER NOT NULL REFERENCES alerts(id),"
+	" round INTEGER NOT NULL,"
+	" target TEXT NOT NULL,"
+	" state INTEGER NOT NULL CHECK (state BETWEEN 1 AND 6),"
+	" n_tries INTEGER NOT NULL DEFAULT 0,"
+	" next_try_ms INTEGER NOT NULL,"
+	" lease_token INTEGER NOT NULL DEFAULT 0,"
+	" lease_expires_ms INTEGER NOT NULL DEFAULT 0,"
+	" body TEXT NOT NULL,"
+	" created_ms INTEGER NOT NULL,"
+	" sent_ms INTEGER NOT NULL DEFAULT 0,"
+	" last_error TEXT NOT NULL DEFAULT '',"
+	" UNIQUE (alert_id, round, target));"
+	/* What a claim looks at: rows waiting for a try, and SENDING rows
+	 * by lease expiry; SENT and ABANDONED rows weigh on neither. */
+	"CREATE INDEX alert_sends_due ON alert_sends(next_try_ms) WHERE "
+	"state IN (1, 4, 5);"
+	"CREATE INDEX alert_sends_lease ON alert_sends(lease_expires_ms) "
+	"WHERE state = 2;"
+	"PRAGMA user_version = 4;",
 };
 
 /* ---- the statement cache --------------------------------------------- */
@@ -222,6 +282,20 @@ static const char *const migrations[SCHEMA_VERSION] = {
 	"id, schedule, slot_ms, state, attempts, n_stalls, max_attempts, "   \
 	"backoff, delay_ms, run_at_ms, lease_token, lease_owner, "           \
 	"lease_expires_ms, started_ms, created_ms, manual"
+
+#define ALERT_COLS                                                        \
+	"id, schedule, slot_ms, last_slot_ms, n_slots, reason, generation, " \
+	"status, attempts, error_msg, job_id, rounds, staged_rounds, "       \
+	"created_ms, round_ms, closed_ms, note"
+
+/* A send row and its alert's fields, as read_send reads them; column 4
+ * is given by the statement (a claim reports an expired SENDING as
+ * UNKNOWN), column 11 is the body or NULL. */
+#define SEND_COLS(state, body)                                            \
+	"s.id, s.alert_id, s.round, s.target, " state ", s.n_tries, "        \
+	"s.next_try_ms, s.lease_token, s.created_ms, s.sent_ms, "            \
+	"s.last_error, " body ", a.schedule, a.slot_ms, a.reason, "          \
+	"a.created_ms FROM alert_sends s JOIN alerts a ON a.id = s.alert_id"
 
 #define LEDGER_COLS                                                       \
 	"id, schedule, slot_ms, job_id, attempt, started_ms, finished_ms, "  \
@@ -262,6 +336,22 @@ enum stmt_id {
 	ST_TOKEN_GET,
 	ST_TOKEN_PUT,
 	ST_TOKEN_DROP,
+	ST_ALERT_INSERT,
+	ST_ALERT_ID_OF,
+	ST_ALERT_SUPERSEDE,
+	ST_JOB_ALERTED,
+	ST_DEAD_UNALERTED,
+	ST_ALERT_LIST,
+	ST_ALERT_CLOSE,
+	ST_ALERT_EXISTS,
+	ST_ALERT_REALERT,
+	ST_SEND_INSERT,
+	ST_ALERT_STAGED,
+	ST_SEND_DUE,
+	ST_SEND_TAKE,
+	ST_SEND_FINISH,
+	ST_SEND_EXISTS,
+	ST_ALERT_SENDS,
 	N_STMT
 };
 
@@ -315,7 +405,7 @@ static const char *const stmt_sql[N_STMT] = {
 	[ST_JOB_REVIVE] =
 		"UPDATE jobs SET state = 0, max_attempts = attempts + "
 		"CASE WHEN ?3 > 0 THEN ?3 ELSE max_attempts END, n_stalls = 0, "
-		"run_at_ms = ?2, lease_expires_ms = 0 "
+		"run_at_ms = ?2, lease_expires_ms = 0, alerted = 0 "
 		"WHERE id = ?1 AND state = 3",
 	[ST_JOB_NEXT_DUE] =
 		"SELECT min(m) FROM ("
@@ -400,6 +490,75 @@ static const char *const stmt_sql[N_STMT] = {
 		"expires_ms = excluded.expires_ms, "
 		"updated_ms = excluded.updated_ms",
 	[ST_TOKEN_DROP] = "DELETE FROM token_cache WHERE provider = ?1",
+	/* ?11 now; a CLOSED ("recovered") alert is closed at birth. */
+	[ST_ALERT_INSERT] =
+		"INSERT INTO alerts(schedule, slot_ms, last_slot_ms, n_slots, "
+		"reason, generation, status, attempts, error_msg, job_id, "
+		"rounds, staged_rounds, created_ms, round_ms, closed_ms, note) "
+		"VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 1, 0, ?11, "
+		"?11, CASE WHEN ?7 = 0 THEN 0 ELSE ?11 END, ?12) "
+		"ON CONFLICT (schedule, slot_ms, reason, generation) DO NOTHING",
+	[ST_ALERT_ID_OF] =
+		"SELECT id FROM alerts WHERE schedule = ?1 AND slot_ms = ?2 "
+		"AND reason = ?3 AND generation = ?4",
+	/* A new lost alert of a slot replaces the older open ones. */
+	[ST_ALERT_SUPERSEDE] =
+		"UPDATE alerts SET status = 3, closed_ms = ?4 "
+		"WHERE schedule = ?1 AND slot_ms = ?2 AND reason = 'lost' AND "
+		"status = 0 AND id < ?3",
+	[ST_JOB_ALERTED] = "UPDATE jobs SET alerted = 1 WHERE id = ?1",
+	[ST_DEAD_UNALERTED] =
+		"SELECT j.id, j.schedule, j.slot_ms, j.attempts, "
+		"COALESCE((SELECT l.error_msg FROM ledger l WHERE "
+		"l.schedule = j.schedule AND l.slot_ms = j.slot_ms AND "
+		"l.outcome = 'lost' ORDER BY l.id DESC LIMIT 1), '') "
+		"FROM jobs j WHERE j.state = 3 AND j.alerted = 0 "
+		"ORDER BY j.id LIMIT ?1",
+	[ST_ALERT_LIST] =
+		"SELECT " ALERT_COLS " FROM alerts "
+		"WHERE (?1 IS NULL OR schedule = ?1) AND (?2 = 0 OR status = 0) "
+		"AND (?3 = 0 OR staged_rounds < rounds) AND (?4 IS NULL OR "
+		"(slot_ms <= ?4 AND last_slot_ms >= ?4)) AND slot_ms >= ?5 AND "
+		"slot_ms < ?6 ORDER BY id LIMIT ?7",
+	[ST_ALERT_CLOSE] =
+		"UPDATE alerts SET status = ?2, closed_ms = ?3, note = ?4 "
+		"WHERE id = ?1 AND status = 0",
+	[ST_ALERT_EXISTS] = "SELECT 1 FROM alerts WHERE id = ?1",
+	[ST_ALERT_REALERT] =
+		"UPDATE alerts SET rounds = ?2 + 1, round_ms = ?3 "
+		"WHERE id = ?1 AND status = 0 AND rounds = ?2",
+	[ST_SEND_INSERT] =
+		"INSERT INTO alert_sends(alert_id, round, target, state, "
+		"next_try_ms, body, created_ms) VALUES (?1, ?2, ?3, 1, ?4, ?5, "
+		"?4) ON CONFLICT (alert_id, round, target) DO NOTHING",
+	[ST_ALERT_STAGED] =
+		"UPDATE alerts SET staged_rounds = max(staged_rounds, ?2 + 1) "
+		"WHERE id = ?1",
+	/* ?1 now, ?2 max. Due: waiting for a try whose time has come, or
+	 * SENDING under a lease that expired (its sender died mid-send:
+	 * the copy may have arrived, hence UNKNOWN). */
+	[ST_SEND_DUE] =
+		"SELECT " SEND_COLS("CASE WHEN s.state = 2 THEN 5 ELSE "
+				    "s.state END", "s.body") " "
+		"WHERE (s.state IN (1, 4, 5) AND s.next_try_ms <= ?1) OR "
+		"(s.state = 2 AND s.lease_expires_ms < ?1) "
+		"ORDER BY s.id LIMIT ?2",
+	/* The token is per row and only grows, like a job's. */
+	[ST_SEND_TAKE] =
+		"UPDATE alert_sends SET state = 2, n_tries = n_tries + 1, "
+		"lease_token = lease_token + 1, lease_expires_ms = ?2 "
+		"WHERE id = ?1 RETURNING n_tries, lease_token",
+	/* ?1 id, ?2 token, ?3 state, ?4 next try, ?5 error, ?6 now. */
+	[ST_SEND_FINISH] =
+		"UPDATE alert_sends SET state = ?3, lease_expires_ms = 0, "
+		"next_try_ms = CASE WHEN ?3 IN (4, 5) THEN ?4 ELSE "
+		"next_try_ms END, sent_ms = CASE WHEN ?3 = 3 THEN ?6 ELSE "
+		"sent_ms END, last_error = ?5 "
+		"WHERE id = ?1 AND lease_token = ?2 AND state = 2",
+	[ST_SEND_EXISTS] = "SELECT 1 FROM alert_sends WHERE id = ?1",
+	[ST_ALERT_SENDS] =
+		"SELECT " SEND_COLS("s.state", "NULL") " WHERE s.alert_id = ?1 "
+		"ORDER BY s.id",
 };
 
 enum sync_level { SYNC_UNSET = 0, SYNC_NORMAL = 1, SYNC_FULL = 2 };
@@ -2195,6 +2354,467 @@ static int sq_token_drop(void *impl, const char *provider, struct sc_err *err)
 	return step_done(q, st, "token drop", err);
 }
 
+/* ---- alerts ---------------------------------------------------------- */
+
+/* Raises a inside the caller's transaction (store_alert_raise). */
+static int alert_raise_tx(struct sq *q, const struct store_alert *a,
+			  bool *created, int64_t *id, struct sc_err *err)
+{
+	sqlite3_stmt *st = NULL;
+	int64_t now = now_ms(q);
+	int rc = prep(q, ST_ALERT_INSERT, &st, err);
+
+	if (rc)
+		return rc;
+	bind_slot(st, a->schedule, a->slot_ms);
+	sqlite3_bind_int64(st, 3, a->last_slot_ms);
+	sqlite3_bind_int64(st, 4, a->n_slots);
+	bind_text(st, 5, a->reason);
+	sqlite3_bind_int64(st, 6, a->generation);
+	sqlite3_bind_int(st, 7, (int)a->status);
+	sqlite3_bind_int(st, 8, a->attempts);
+	bind_text(st, 9, a->error_msg);
+	sqlite3_bind_int64(st, 10, a->job_id);
+	sqlite3_bind_int64(st, 11, now);
+	bind_text(st, 12, a->note);
+	rc = step_done(q, st, "alert raise", err);
+	if (rc)
+		return rc;
+	*created = sqlite3_changes(q->db) > 0;
+	if (*created) {
+		*id = sqlite3_last_insert_rowid(q->db);
+	} else {
+		rc = prep(q, ST_ALERT_ID_OF, &st, err);
+		if (rc)
+			return rc;
+		bind_slot(st, a->schedule, a->slot_ms);
+		bind_text(st, 3, a->reason);
+		sqlite3_bind_int64(st, 4, a->generation);
+		rc = step_one(q, st, "alert raise", "alert vanished", err);
+		if (!rc)
+			*id = sqlite3_column_int64(st, 0);
+		unprep(st);
+		if (rc)
+			return rc;
+	}
+	if (*created && strcmp(a->reason, ALERT_REASON_LOST) == 0) {
+		rc = prep(q, ST_ALERT_SUPERSEDE, &st, err);
+		if (rc)
+			return rc;
+		bind_slot(st, a->schedule, a->slot_ms);
+		sqlite3_bind_int64(st, 3, *id);
+		sqlite3_bind_int64(st, 4, now);
+		rc = step_done(q, st, "alert raise", err);
+		if (rc)
+			return rc;
+	}
+	if (a->job_id != 0) {
+		rc = prep(q, ST_JOB_ALERTED, &st, err);
+		if (rc)
+			return rc;
+		sqlite3_bind_int64(st, 1, a->job_id);
+		rc = step_done(q, st, "alert raise", err);
+	}
+	return rc;
+}
+
+/* An alert is a loud record like a "lost" row: raised with FULL. */
+static int sq_alert_raise(void *impl, const struct store_alert *a,
+			  bool *created, int64_t *id, struct sc_err *err)
+{
+	struct sq *q = impl;
+	bool made = false;
+	int64_t got = 0;
+	int rc = tx_begin(q, SYNC_FULL, err);
+
+	if (rc)
+		return rc;
+	rc = alert_raise_tx(q, a, &made, &got, err);
+	rc = tx_end(q, rc, err);
+	if (!rc) {
+		*created = made;
+		*id = got;
+	}
+	return rc;
+}
+
+static int sq_alert_dead_unalerted(void *impl, struct store_dead_job *out,
+				   size_t max, size_t *n, struct sc_err *err)
+{
+	struct sq *q = impl;
+	sqlite3_stmt *st = NULL;
+	size_t got = 0;
+	int rc = prep(q, ST_DEAD_UNALERTED, &st, err);
+
+	if (rc)
+		return rc;
+	sqlite3_bind_int64(st, 1, max > INT32_MAX ? INT32_MAX : (int64_t)max);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW && got < max) {
+		struct store_dead_job *d = &out[got++];
+		memset(d, 0, sizeof(*d));
+		d->job_id = sqlite3_column_int64(st, 0);
+		copy_text(d->schedule, sizeof(d->schedule), st, 1);
+		d->slot_ms = sqlite3_column_int64(st, 2);
+		d->attempt = sqlite3_column_int(st, 3);
+		copy_text(d->error_msg, sizeof(d->error_msg), st, 4);
+	}
+	rc = rc == SQLITE_DONE || rc == SQLITE_ROW
+		     ? 0 : db_fail(q, rc, "dead jobs read", err);
+	unprep(st);
+	if (!rc)
+		*n = got;
+	return rc;
+}
+
+static void read_alert(sqlite3_stmt *st, struct store_alert *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->id = sqlite3_column_int64(st, 0);
+	copy_text(a->schedule, sizeof(a->schedule), st, 1);
+	a->slot_ms = sqlite3_column_int64(st, 2);
+	a->last_slot_ms = sqlite3_column_int64(st, 3);
+	a->n_slots = sqlite3_column_int64(st, 4);
+	copy_text(a->reason, sizeof(a->reason), st, 5);
+	a->generation = sqlite3_column_int64(st, 6);
+	a->status = (enum alert_status)sqlite3_column_int(st, 7);
+	a->attempts = sqlite3_column_int(st, 8);
+	copy_text(a->error_msg, sizeof(a->error_msg), st, 9);
+	a->job_id = sqlite3_column_int64(st, 10);
+	a->rounds = sqlite3_column_int(st, 11);
+	a->staged_rounds = sqlite3_column_int(st, 12);
+	a->created_ms = sqlite3_column_int64(st, 13);
+	a->round_ms = sqlite3_column_int64(st, 14);
+	a->closed_ms = sqlite3_column_int64(st, 15);
+	copy_text(a->note, sizeof(a->note), st, 16);
+}
+
+/* Makes room for one more element of size sz in *v (len, cap). */
+static bool grow(void **v, size_t len, size_t *cap, size_t sz)
+{
+	if (len < *cap)
+		return true;
+	size_t ncap = *cap ? *cap * 2 : 16;
+	void *nv = realloc(*v, ncap * sz);
+	if (!nv)
+		return false;
+	*v = nv;
+	*cap = ncap;
+	return true;
+}
+
+static int sq_alert_list(void *impl, const struct alert_filter *f,
+			 struct store_alert **out, size_t *n,
+			 struct sc_err *err)
+{
+	struct sq *q = impl;
+	void *v = NULL;
+	size_t len = 0, cap = 0;
+	sqlite3_stmt *st = NULL;
+	int rc = prep(q, ST_ALERT_LIST, &st, err);
+
+	if (rc)
+		return rc;
+	bind_text(st, 1, f->schedule);
+	sqlite3_bind_int(st, 2, f->open_only);
+	sqlite3_bind_int(st, 3, f->unstaged_only);
+	if (f->slot_ms != INT64_MIN)
+		sqlite3_bind_int64(st, 4, f->slot_ms);
+	sqlite3_bind_int64(st, 5, f->since_ms);
+	sqlite3_bind_int64(st, 6, f->until_ms);
+	sqlite3_bind_int64(st, 7, f->limit > 0 ? f->limit : -1);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (!grow(&v, len, &cap, sizeof(struct store_alert))) {
+			rc = SQLITE_NOMEM;
+			break;
+		}
+		read_alert(st, (struct store_alert *)v + len++);
+	}
+	rc = rc == SQLITE_DONE ? 0
+	     : rc == SQLITE_NOMEM ? sc_err_set(err, SC_ENOMEM, "out of memory")
+				  : db_fail(q, rc, "alert list", err);
+	unprep(st);
+	if (rc) {
+		free(v);
+		return rc;
+	}
+	*out = len ? v : NULL;
+	if (!len)
+		free(v);
+	*n = len;
+	return 0;
+}
+
+/* After a write by id changed nothing: 0 when row id exists in the table
+ * that statement `exists` reads, else SC_ENOENT naming `what`. */
+static int row_exists(struct sq *q, enum stmt_id exists, int64_t id,
+		      const char *what, struct sc_err *err)
+{
+	sqlite3_stmt *st = NULL;
+	bool row;
+	int rc = prep(q, exists, &st, err);
+
+	if (rc)
+		return rc;
+	sqlite3_bind_int64(st, 1, id);
+	rc = step_row(q, st, what, &row, err);
+	unprep(st);
+	if (!rc && !row)
+		rc = sc_err_set(err, SC_ENOENT, "no %s %lld", what,
+				(long long)id);
+	return rc;
+}
+
+static int sq_alert_close(void *impl, int64_t id, enum alert_status to,
+			  const char *note, const struct store_alert *then,
+			  const struct ledger_row *row, bool *changed,
+			  struct sc_err *err)
+{
+	struct sq *q = impl;
+	sqlite3_stmt *st = NULL;
+	bool closed = false, made;
+	int64_t then_id;
+	/* An ack, a recovery: records nothing would write again. */
+	int rc = tx_begin(q, SYNC_FULL, err);
+
+	if (rc)
+		return rc;
+	rc = prep(q, ST_ALERT_CLOSE, &st, err);
+	if (rc)
+		goto done;
+	sqlite3_bind_int64(st, 1, id);
+	sqlite3_bind_int(st, 2, (int)to);
+	sqlite3_bind_int64(st, 3, now_ms(q));
+	bind_text(st, 4, note);
+	rc = step_done(q, st, "alert close", err);
+	if (rc)
+		goto done;
+	closed = sqlite3_changes(q->db) > 0;
+	if (!closed) {
+		rc = row_exists(q, ST_ALERT_EXISTS, id, "alert", err);
+		goto done;
+	}
+	if (then)
+		rc = alert_raise_tx(q, then, &made, &then_id, err);
+	if (!rc && row)
+		rc = ledger_insert(q, row, err);
+done:
+	rc = tx_end(q, rc, err);
+	if (!rc)
+		*changed = closed;
+	return rc;
+}
+
+static int sq_alert_realert(void *impl, int64_t id, int rounds_seen,
+			    bool *won, struct sc_err *err)
+{
+	struct sq *q = impl;
+	sqlite3_stmt *st = NULL;
+	int rc = solo(q, ST_ALERT_REALERT, SYNC_NORMAL, &st, err);
+
+	if (rc)
+		return rc;
+	sqlite3_bind_int64(st, 1, id);
+	sqlite3_bind_int(st, 2, rounds_seen);
+	sqlite3_bind_int64(st, 3, now_ms(q));
+	rc = step_done(q, st, "realert", err);
+	if (!rc)
+		*won = sqlite3_changes(q->db) > 0;
+	return rc;
+}
+
+static int sq_alert_stage(void *impl, int64_t id, int round,
+			  const char *const *targets, size_t n,
+			  const char *body, struct sc_err *err)
+{
+	struct sq *q = impl;
+	sqlite3_stmt *st = NULL;
+	int64_t now = now_ms(q);
+	int rc = tx_begin(q, SYNC_NORMAL, err);
+
+	if (rc)
+		return rc;
+	/* The alert first: a missing one is SC_ENOENT before any send row
+	 * could point at it. */
+	rc = prep(q, ST_ALERT_STAGED, &st, err);
+	if (!rc) {
+		sqlite3_bind_int64(st, 1, id);
+		sqlite3_bind_int(st, 2, round);
+		rc = step_done(q, st, "alert stage", err);
+	}
+	if (!rc && sqlite3_changes(q->db) == 0)
+		rc = sc_err_set(err, SC_ENOENT, "no alert %lld", (long long)id);
+	for (size_t i = 0; !rc && i < n; i++) {
+		rc = prep(q, ST_SEND_INSERT, &st, err);
+		if (rc)
+			break;
+		sqlite3_bind_int64(st, 1, id);
+		sqlite3_bind_int(st, 2, round);
+		bind_text(st, 3, targets[i]);
+		sqlite3_bind_int64(st, 4, now);
+		bind_text(st, 5, body);
+		rc = step_done(q, st, "alert stage", err);
+	}
+	return tx_end(q, rc, err);
+}
+
+/* Fills s from a row selected with SEND_COLS; body only when wanted. */
+static void read_send(sqlite3_stmt *st, struct store_alert_send *s,
+		      bool body, bool *oom)
+{
+	memset(s, 0, sizeof(*s));
+	s->id = sqlite3_column_int64(st, 0);
+	s->alert_id = sqlite3_column_int64(st, 1);
+	s->round = sqlite3_column_int(st, 2);
+	copy_text(s->target, sizeof(s->target), st, 3);
+	s->state = (enum send_state)sqlite3_column_int(st, 4);
+	s->n_tries = sqlite3_column_int(st, 5);
+	s->next_try_ms = sqlite3_column_int64(st, 6);
+	s->lease_token = sqlite3_column_int64(st, 7);
+	s->created_ms = sqlite3_column_int64(st, 8);
+	s->sent_ms = sqlite3_column_int64(st, 9);
+	copy_text(s->last_error, sizeof(s->last_error), st, 10);
+	if (body)
+		s->body = dup_text(st, 11, oom);
+	copy_text(s->schedule, sizeof(s->schedule), st, 12);
+	s->slot_ms = sqlite3_column_int64(st, 13);
+	copy_text(s->reason, sizeof(s->reason), st, 14);
+	s->alert_created_ms = sqlite3_column_int64(st, 15);
+}
+
+/*
+ * The due rows are read first, then taken one by one, all under the
+ * write lock of BEGIN IMMEDIATE: another handle's claim waits for the
+ * COMMIT and then finds them SENDING under a live lease. SENDING is
+ * committed with FULL, as the outbox's is: lost to a power cut, a copy
+ * that may have arrived would be sent again as a first try.
+ */
+static int sq_alert_send_claim(void *impl, int64_t lease_ms,
+			       struct store_alert_send *out, size_t max,
+			       size_t *n, struct sc_err *err)
+{
+	struct sq *q = impl;
+	sqlite3_stmt *st = NULL;
+	int64_t now = now_ms(q);
+	bool oom = false;
+	size_t got = 0;
+	int rc = tx_begin(q, SYNC_FULL, err);
+
+	if (rc)
+		return rc;
+	rc = prep(q, ST_SEND_DUE, &st, err);
+	if (rc)
+		goto done;
+	sqlite3_bind_int64(st, 1, now);
+	sqlite3_bind_int64(st, 2, max > INT32_MAX ? INT32_MAX : (int64_t)max);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW && got < max && !oom)
+		read_send(st, &out[got++], true, &oom);
+	rc = oom ? sc_err_set(err, SC_ENOMEM, "out of memory")
+	     : rc == SQLITE_DONE || rc == SQLITE_ROW
+		     ? 0 : db_fail(q, rc, "alert send claim", err);
+	unprep(st);
+	for (size_t i = 0; !rc && i < got; i++) {
+		rc = prep(q, ST_SEND_TAKE, &st, err);
+		if (rc)
+			break;
+		sqlite3_bind_int64(st, 1, out[i].id);
+		sqlite3_bind_int64(st, 2, now + lease_ms);
+		rc = step_one(q, st, "alert send claim", "alert send vanished",
+			      err);
+		if (!rc) {
+			out[i].n_tries = sqlite3_column_int(st, 0);
+			out[i].lease_token = sqlite3_column_int64(st, 1);
+			int src = sqlite3_step(st);
+			rc = src == SQLITE_DONE
+				     ? 0 : db_fail(q, src, "alert send claim",
+						   err);
+		}
+		unprep(st);
+	}
+done:
+	rc = tx_end(q, rc, err);
+	if (rc) {
+		for (size_t i = 0; i < got; i++)
+			store_alert_send_dispose(&out[i]);
+		return rc;
+	}
+	*n = got;
+	return 0;
+}
+
+static int sq_alert_send_finish(void *impl, int64_t send_id,
+				int64_t lease_token, enum send_state state,
+				int64_t next_try_ms, const char *last_error,
+				const struct ledger_row *row,
+				struct sc_err *err)
+{
+	struct sq *q = impl;
+	sqlite3_stmt *st = NULL;
+	/* SENT is the alert's send guard; ABANDONED its final word. */
+	int rc = tx_begin(q, state == SEND_SENT || state == SEND_ABANDONED
+			     ? SYNC_FULL : SYNC_NORMAL, err);
+
+	if (rc)
+		return rc;
+	rc = prep(q, ST_SEND_FINISH, &st, err);
+	if (rc)
+		goto done;
+	sqlite3_bind_int64(st, 1, send_id);
+	sqlite3_bind_int64(st, 2, lease_token);
+	sqlite3_bind_int(st, 3, (int)state);
+	sqlite3_bind_int64(st, 4, next_try_ms);
+	bind_text(st, 5, last_error);
+	sqlite3_bind_int64(st, 6, now_ms(q));
+	rc = step_done(q, st, "alert send finish", err);
+	if (!rc && sqlite3_changes(q->db) == 0) {
+		rc = row_exists(q, ST_SEND_EXISTS, send_id, "alert send", err);
+		if (!rc)
+			rc = sc_err_set(err, SC_ELEASE,
+					"alert send %lld refused: lease %lld "
+					"is no longer current (another claim "
+					"took it)",
+					(long long)send_id,
+					(long long)lease_token);
+	}
+	if (!rc && row)
+		rc = ledger_insert(q, row, err);
+done:
+	return tx_end(q, rc, err);
+}
+
+static int sq_alert_sends(void *impl, int64_t alert_id,
+			  struct store_alert_send **out, size_t *n,
+			  struct sc_err *err)
+{
+	struct sq *q = impl;
+	void *v = NULL;
+	size_t len = 0, cap = 0;
+	bool oom = false;
+	sqlite3_stmt *st = NULL;
+	int rc = prep(q, ST_ALERT_SENDS, &st, err);
+
+	if (rc)
+		return rc;
+	sqlite3_bind_int64(st, 1, alert_id);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (!grow(&v, len, &cap, sizeof(struct store_alert_send))) {
+			oom = true;
+			break;
+		}
+		read_send(st, (struct store_alert_send *)v + len++, false,
+			  &oom);
+	}
+	rc = oom ? sc_err_set(err, SC_ENOMEM, "out of memory")
+	     : rc == SQLITE_DONE ? 0 : db_fail(q, rc, "alert sends", err);
+	unprep(st);
+	if (rc || !len) {
+		free(v);
+		return rc;
+	}
+	*out = v;
+	*n = len;
+	return 0;
+}
+
 /* ---- waiting for work ------------------------------------------------ */
 
 /* mtime (ns) and size of path into out[0..2); zeros when it is absent. */
@@ -2271,5 +2891,14 @@ const struct store_ops store_sqlite_ops = {
 	.token_get = sq_token_get,
 	.token_put = sq_token_put,
 	.token_drop = sq_token_drop,
+	.alert_raise = sq_alert_raise,
+	.alert_dead_unalerted = sq_alert_dead_unalerted,
+	.alert_list = sq_alert_list,
+	.alert_close = sq_alert_close,
+	.alert_realert = sq_alert_realert,
+	.alert_stage = sq_alert_stage,
+	.alert_send_claim = sq_alert_send_claim,
+	.alert_send_finish = sq_alert_send_finish,
+	.alert_sends = sq_alert_sends,
 	.wait = sq_wait,
 };

@@ -991,10 +991,15 @@ static void raw_sql(void **state, const char *sql)
 		fail_msg("postgresql: %s", q);
 }
 
-/* Turns a current (version 3) store back into version 2: the body back
- * in the outbox row, no outbox_body table. */
+/* Turns a current (version 4) store back into version 2: no alert
+ * tables (version 4), the body back in the outbox row, no outbox_body
+ * table. */
 static void to_version_2(void **state)
 {
+	raw_sql(state, "DROP TABLE alert_sends");
+	raw_sql(state, "DROP TABLE alerts");
+	raw_sql(state, "DROP INDEX jobs_unalerted");
+	raw_sql(state, "ALTER TABLE jobs DROP COLUMN alerted");
 	raw_sql(state, "ALTER TABLE outbox ADD COLUMN body TEXT NOT NULL "
 		       "DEFAULT ''");
 	raw_sql(state, "UPDATE outbox SET body = (SELECT b.body FROM "
