@@ -763,20 +763,24 @@ static void *named_items(struct pc *pc, const struct config_node *n,
 static const char *const target_kinds[] = {"slack", "webhook", "file",
 					   "command", NULL};
 static const char *const ambiguous_names[] = {"resend", "hold", NULL};
+/* In the order of enum notice_policy. */
+static const char *const notice_names[] = {"every", "final", "none", NULL};
 
 static void parse_target(struct pc *pc, const struct config_node *k,
 			 const struct config_node *v, void *item)
 {
 	static const char *const slack_keys[] = {
 		"kind", "url_env", "on_ambiguous", "timeout",
-		"connect_timeout", NULL};
+		"connect_timeout", "notices", NULL};
 	static const char *const webhook_keys[] = {
 		"kind", "url_env", "secret_env", "signature_header",
-		"on_ambiguous", "timeout", "connect_timeout", NULL};
+		"on_ambiguous", "timeout", "connect_timeout", "notices", NULL};
 	static const char *const file_keys[] = {"kind", "path",
-						"on_ambiguous", NULL};
+						"on_ambiguous", "notices",
+						NULL};
 	static const char *const command_keys[] = {
-		"kind", "command", "on_ambiguous", "timeout", NULL};
+		"kind", "command", "on_ambiguous", "timeout", "notices",
+		NULL};
 	static const char *const *const keys_by_kind[] = {
 		slack_keys, webhook_keys, file_keys, command_keys};
 	static const char *const what_by_kind[] = {
@@ -784,7 +788,7 @@ static void parse_target(struct pc *pc, const struct config_node *k,
 		"a command target"};
 	struct target_spec *t = item;
 	char path[PATH_MAX_KEY], kp[PATH_MAX_KEY];
-	int kind = 0, amb = 0;
+	int kind = 0, amb = 0, nt = 0;
 
 	pjoin(path, sizeof(path), "targets", k->str);
 	t->name = xstrdup(pc, k->str);
@@ -805,6 +809,10 @@ static void parse_target(struct pc *pc, const struct config_node *k,
 		return;
 	if (get_enum(pc, v, path, "on_ambiguous", ambiguous_names, &amb) == 1)
 		t->on_ambiguous = (enum on_ambiguous)amb;
+	if (get_enum(pc, v, path, "notices", notice_names, &nt) == 1) {
+		t->has_notices = true;
+		t->notices = (enum notice_policy)nt;
+	}
 	get_duration(pc, v, path, "timeout", 1, INT64_C(3600000),
 		     &t->timeout_ms);
 	get_duration(pc, v, path, "connect_timeout", 1, INT64_C(600000),
@@ -930,18 +938,69 @@ static void check_target_refs(struct pc *pc, const struct config_node *m,
 	}
 }
 
+/*
+ * `alerts: on`: the reasons that raise an alert, as CONFIG_ALERT_ON_*
+ * bits. An empty list is allowed (no alert is sent; the ledger still
+ * records every loss); an unknown word is refused, naming the allowed
+ * ones, so that a typo never silences a reason.
+ */
+static void parse_alert_on(struct pc *pc, const struct config_node *a)
+{
+	static const struct {
+		const char *word;
+		unsigned bit;
+	} reasons[] = {{"lost", CONFIG_ALERT_ON_LOST},
+		       {"missed", CONFIG_ALERT_ON_MISSED}};
+	const struct config_node *v = config_yaml_get(a, "on");
+	char ip[PATH_MAX_KEY];
+	unsigned on = 0;
+	bool ok = true;
+
+	if (!v || !want(pc, v, "alerts.on", NODE_SEQ))
+		return;
+	for (size_t i = 0; i < v->n; i++) {
+		const struct config_node *it = v->kids[i];
+		size_t j = 0;
+
+		pindex(ip, sizeof(ip), "alerts.on", i);
+		config_locs_add(pc->c->locs, ip, it->line, it->col);
+		if (!want(pc, it, ip, NODE_SCALAR)) {
+			ok = false;
+			continue;
+		}
+		while (j < sizeof(reasons) / sizeof(reasons[0]) &&
+		       strcmp(reasons[j].word, it->str) != 0)
+			j++;
+		if (j == sizeof(reasons) / sizeof(reasons[0])) {
+			bad(pc, it, ip, "unknown alert reason \"%s\" "
+			    "(expected lost or missed)", it->str);
+			ok = false;
+			continue;
+		}
+		on |= reasons[j].bit;
+	}
+	if (ok)
+		pc->c->alert_on = on;
+}
+
 static void parse_alerts(struct pc *pc, const struct config_node *root)
 {
-	static const char *const keys[] = {"targets", NULL};
+	static const char *const keys[] = {"targets", "on", "realert", NULL};
 	const struct config_node *a = config_yaml_get(root, "alerts");
 	struct config *c = pc->c;
 
 	c->alert_on = CONFIG_ALERT_ON_DEFAULT;
-	if (a && map_keys(pc, a, "alerts", keys, "alerts") &&
-	    get_strv(pc, a, "alerts", "targets", false, &c->alert_targets,
-		     &c->n_alert_targets) == 1)
-		check_target_refs(pc, a, "alerts", "targets",
-				  c->alert_targets);
+	if (a && map_keys(pc, a, "alerts", keys, "alerts")) {
+		if (get_strv(pc, a, "alerts", "targets", false,
+			     &c->alert_targets, &c->n_alert_targets) == 1)
+			check_target_refs(pc, a, "alerts", "targets",
+					  c->alert_targets);
+		parse_alert_on(pc, a);
+		/* At least a second: a repeat faster than that is a flood,
+		 * not a reminder. */
+		get_duration(pc, a, "alerts", "realert", 1000,
+			     INT64_C(30) * 86400000, &c->alert_realert_ms);
+	}
 	if (!c->alert_targets && !(c->alert_targets = calloc(1, sizeof(char *))))
 		oom(pc);
 }
@@ -1207,6 +1266,44 @@ static void parse_retry(struct pc *pc, const struct config_node *r,
 	s->has_retry = true;
 }
 
+/* A count of `expect:`, 0 to max. A negative one is named as such (the
+ * integer getter would only say it is no integer). */
+static void get_count(struct pc *pc, const struct config_node *m,
+		      const char *path, const char *key, long long max,
+		      int *out)
+{
+	const struct config_node *v = config_yaml_get(m, key);
+	char kp[PATH_MAX_KEY];
+	long long x = 0;
+
+	if (v && v->kind == NODE_SCALAR && !v->is_null && v->str[0] == '-') {
+		pjoin(kp, sizeof(kp), path, key);
+		bad(pc, v, kp, "must not be negative (got %s)", v->str);
+		return;
+	}
+	if (get_int(pc, m, path, key, 0, max, &x) == 1)
+		*out = (int)x;
+}
+
+/*
+ * `expect: {min_previews: N, min_summary_chars: N}`: what a run's
+ * deliverables must hold to count as delivered (orchestrator.c). The
+ * summary bound is in characters and cannot pass what one result
+ * carries.
+ */
+static void parse_expect(struct pc *pc, const struct config_node *e,
+			 const char *path, struct schedule_spec *s)
+{
+	static const char *const keys[] = {"min_previews",
+					   "min_summary_chars", NULL};
+
+	if (!map_keys(pc, e, path, keys, "expect"))
+		return;
+	get_count(pc, e, path, "min_previews", 100000, &s->expect_min_previews);
+	get_count(pc, e, path, "min_summary_chars", (long long)SPEC_RESULT_MAX,
+		  &s->expect_min_summary_chars);
+}
+
 /*
  * Resolves a schedule once, after its environment override: the final
  * expression must parse and the zone must load, through the cron module,
@@ -1258,11 +1355,12 @@ static void parse_schedule(struct pc *pc, const struct config_node *k,
 {
 	static const char *const keys[] = {"cron",    "tz",    "catchup",
 					   "targets", "tasks", "retry",
-					   "schedule_env", NULL};
+					   "schedule_env", "notices",
+					   "expect", NULL};
 	static const char *const catchups[] = {"latest", "all", "none", NULL};
 	struct schedule_spec *s = item;
 	char path[PATH_MAX_KEY], kp[PATH_MAX_KEY], ip[PATH_MAX_KEY];
-	int cu = 0;
+	int cu = 0, nt = 0;
 
 	pjoin(path, sizeof(path), "schedules", k->str);
 	s->name = xstrdup(pc, k->str);
@@ -1273,6 +1371,13 @@ static void parse_schedule(struct pc *pc, const struct config_node *k,
 	get_str(pc, v, path, "tz", false, &s->tz);
 	if (get_enum(pc, v, path, "catchup", catchups, &cu) == 1)
 		s->catchup = (enum catchup)cu;
+	if (get_enum(pc, v, path, "notices", notice_names, &nt) == 1)
+		s->notices = (enum notice_policy)nt;
+	const struct config_node *ex = config_yaml_get(v, "expect");
+	if (ex) {
+		pjoin(kp, sizeof(kp), path, "expect");
+		parse_expect(pc, ex, kp, s);
+	}
 	if (get_strv(pc, v, path, "targets", false, &s->targets,
 		     &s->n_targets) == 1)
 		check_target_refs(pc, v, path, "targets", s->targets);

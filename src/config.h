@@ -101,6 +101,16 @@ void config_free(struct config *c);
 int config_check(const struct config *c, struct config_problems *probs);
 
 /*
+ * Appends the warnings about a loaded config to warns (like problems,
+ * "key.path: warning: reason" at the key's position): no alert target
+ * configured, and each schedule whose only delivery target is the only
+ * alert target. Reads SURECRON_ALERT_TARGETS. Returns the number of
+ * warnings appended (0: none), or SC_ENOMEM.
+ */
+int config_check_warnings(const struct config *c,
+			  struct config_problems *warns);
+
+/*
  * The position recorded for a key path such as "schedules.weekly.cron" or
  * "schedules.weekly.tasks[1].command" (the node of the value). Returns
  * true and sets *line, *col when known; else false and sets both to 0.

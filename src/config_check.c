@@ -18,6 +18,13 @@
  * Cron expressions and time zones are checked earlier, by config_parse, so
  * that no loaded config holds one the scheduler cannot use.
  *
+ * config_check_warnings adds what is legal but leaves a loss unheard
+ * (issue 13): no alert target at all (neither alerts.targets nor
+ * SURECRON_ALERT_TARGETS), and a schedule whose only delivery target is
+ * also the only alert target (one outage silences both). Warnings are
+ * kept apart from problems so that `check` still exits 0 on them, unless
+ * --strict.
+ *
  * Each finding is located at the key it is about (config_locate) so it
  * prints as FILE:LINE:COLUMN. Checking reads the environment and the file
  * system only; it changes nothing.
@@ -197,6 +204,99 @@ static void check_dir(struct chk *k, const char *path, const char *dir,
 		problem(k, path, "%s is not a folder", dir);
 	else if (writable && access(dir, W_OK | X_OK) != 0)
 		problem(k, path, "folder %s is not writable", dir);
+}
+
+/* Records "warning: path: message" at the position of path, else of
+ * `near` (NULL: none), else with no position. */
+static void warning(struct chk *k, const char *path, const char *near,
+		    const char *fmt, ...) SC_PRINTF(4, 5);
+
+static void warning(struct chk *k, const char *path, const char *near,
+		    const char *fmt, ...)
+{
+	char msg[SC_ERR_MSG_MAX - 64];
+	int line, col;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (!config_locate(k->c, path, &line, &col) && near)
+		config_locate(k->c, near, &line, &col);
+	if (config_problem_add(k->probs, line, col, "warning: %s: %s", path,
+			       msg))
+		k->oom = true;
+	k->n++;
+}
+
+/*
+ * The alert targets the run would use (alert.c's rule): the known names in
+ * SURECRON_ALERT_TARGETS when it is set and non-empty, else alerts.targets.
+ * Fills up to max names (borrowed from the config); returns how many.
+ */
+static size_t alert_names(const struct config *c, const char **out,
+			  size_t max)
+{
+	const char *v = getenv("SURECRON_ALERT_TARGETS");
+	char name[CONFIG_NAME_MAX + 1];
+	size_t n = 0;
+
+	if (!v || !*v) {
+		for (size_t i = 0; i < c->n_alert_targets && n < max; i++)
+			out[n++] = c->alert_targets[i];
+		return n;
+	}
+	while (*v && n < max) {
+		v += strspn(v, ", \t");
+		size_t len = strcspn(v, ", \t");
+		if (len == 0)
+			break;
+		if (len <= CONFIG_NAME_MAX) {
+			memcpy(name, v, len);
+			name[len] = '\0';
+			const struct target_spec *t = config_target(c, name);
+			bool dup = false;
+			for (size_t j = 0; t && j < n; j++)
+				dup |= strcmp(out[j], t->name) == 0;
+			if (t && !dup)
+				out[n++] = t->name;
+		}
+		v += len;
+	}
+	return n;
+}
+
+int config_check_warnings(const struct config *c,
+			  struct config_problems *warns)
+{
+	struct chk k = {.c = c, .probs = warns};
+	size_t first = warns->n;
+	const char *alert[2];
+	char path[512];
+
+	if (!warns->file && c->path && !(warns->file = strdup(c->path)))
+		return SC_ENOMEM;
+	size_t n_alert = alert_names(c, alert, 2);
+	if (n_alert == 0) {
+		warning(&k, "alerts.targets", "alerts", "no alert target is "
+			"configured (neither alerts.targets nor "
+			"SURECRON_ALERT_TARGETS): a lost or missed slot alerts "
+			"no one");
+	} else if (n_alert == 1) {
+		for (size_t i = 0; i < c->n_schedules; i++) {
+			const struct schedule_spec *s = &c->schedules[i];
+			if (s->n_targets != 1 ||
+			    strcmp(s->targets[0], alert[0]) != 0)
+				continue;
+			snprintf(path, sizeof(path), "schedules.%s.targets",
+				 s->name);
+			warning(&k, path, NULL, "schedule %s delivers only to "
+				"target %s, which is also the only alert target: "
+				"one outage silences both", s->name, alert[0]);
+		}
+	}
+	config_problems_sort(warns, first);
+	return k.oom ? SC_ENOMEM : k.n;
 }
 
 int config_check(const struct config *c, struct config_problems *probs)

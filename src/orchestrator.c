@@ -14,14 +14,16 @@
  *        failed = #FAILED, deliverable = any summary or preview          |
  *                          |                                             |
  *     +--------------------+--------------------+                        |
- *     | failed > 0 and     | deliverable        | no failure and         |
- *     | no deliverable     | (maybe + failures) | no deliverable         |
- *     v                    v                    v  (all skipped)         |
- *  FAILED RUN          compose result        store_slot_mark                   |
- *  notice to every     (+ a notice line      return 0, nothing sent      |
- *  target, directly    per failed task)                                  |
+ *     | failed > 0 and     | otherwise, and     | otherwise, and         |
+ *     | no deliverable,    | deliverable        | no deliverable         |
+ *     | or short of expect | (maybe + failures) | (all skipped)          |
+ *     v                    v                    v                        |
+ *  FAILED RUN          compose result        store_slot_mark             |
+ *  notice to each      (+ a notice line      return 0, nothing sent      |
+ *  target its policy   per failed task)                                  |
+ *  lets speak, direct      |                                             |
  *  (errors: warnings)      |                                             |
- *  NO guard, NO marker  outbox_stage: outbox row for EVERY target      |
+ *  NO guard, NO marker  outbox_stage: outbox row for EVERY target        |
  *  return FIRST task       |  first, before any send                     |
  *  error (+hint,           v                                             |
  *  permanence)         outbox_flush <-------------------------------- -+
@@ -37,12 +39,27 @@
  *   [failed_run]; RUN -> STAGED [outbox_stage]; STAGED -> SENT per
  *   target [outbox_flush]; SENT(all) -> MARKED [store_slot_mark].
  *
+ *   short of expect (falls_short): with `expect` set, fewer previews than
+ *   min_previews or fewer summary characters (code points, across the
+ *   tasks) than min_summary_chars; exactly at a threshold meets it. An
+ *   all-skipped run has neither, so with `expect` it falls short too.
+ *   Its error names the expectation and both numbers, is never
+ *   permanent, and marks the report (error class "expectation").
+ *
+ *   notice policy (notice_for), per target: the target's `notices:` if
+ *   set, else the schedule's. every: each failed attempt; final: only the
+ *   attempt that loses the slot (permanent error, or the job's max
+ *   attempts reached), whose notice says so with the attempt count;
+ *   none: never. The policy changes only the sends: the run's error, so
+ *   the ledger row's outcome, attempt and error class, is the same under
+ *   all three.
+ *
  * Invariants:
  *   - on the failure path nothing that blocks a retry (send guard, slot
  *     marker, outbox row) is written before the job fails;
- *   - the run's error is the first failed task's; a notice that cannot be
- *     sent never replaces it (err_copy/first-error-wins, notices use their
- *     own sc_err);
+ *   - the run's error is the first failed task's (for a hollow run, the
+ *     expectation it missed); a notice that cannot be sent never replaces
+ *     it (err_copy/first-error-wins, notices use their own sc_err);
  *   - a result is generated once: once any outbox row of the slot exists,
  *     later attempts resend the stored message and never run tasks;
  *   - the slot marker is written only after every target's row is SENT;
@@ -149,49 +166,148 @@ done:
 
 /* ---- the two paths ------------------------------------------------------ */
 
+/* What a failed attempt sends to one target. */
+enum notice_kind {
+	NOTICE_WITHHELD, /* its policy sends none for this attempt */
+	NOTICE_PLAIN,    /* today's failure notice */
+	NOTICE_LOST,     /* `final` on the attempt that loses the slot: the
+			    notice says so, with the attempt count */
+};
+
 /*
- * Failed run: a failure notice to every target, directly. No outbox, no
- * guard, no marker. Returns the first failed task's error.
+ * The notice policy for sends to target t is its own when it sets one,
+ * else the schedule's. every: each failed attempt; final: only the one
+ * that loses the slot (when the job's max attempts are unknown, each
+ * attempt may be that one, so each sends); none: never.
+ */
+static enum notice_kind notice_for(const struct orchestrator_ctx *ctx,
+				   const struct schedule_spec *sched,
+				   const struct target_spec *t, bool last)
+{
+	enum notice_policy p = t->has_notices ? t->notices : sched->notices;
+
+	switch (p) {
+	case NOTICES_EVERY: return NOTICE_PLAIN;
+	case NOTICES_FINAL:
+		if (last)
+			return NOTICE_LOST;
+		return ctx->max_attempts > 0 ? NOTICE_WITHHELD : NOTICE_PLAIN;
+	case NOTICES_NONE: break;
+	}
+	return NOTICE_WITHHELD;
+}
+
+/*
+ * Composes the failure notice: a failure entry per failed task; the
+ * summary (NULL when neither applies) says what `expect` missed (why, for
+ * a hollow run) and, when lost_line, that this attempt lost the slot after
+ * `attempt` attempts. *body is allocated; NULL after a failure (logged: a
+ * notice never costs the run its error).
+ */
+static void compose_notice(const struct schedule_spec *sched, int64_t slot_ms,
+			   int attempt, const struct message_failure *fl,
+			   size_t nf, const char *why, bool lost_line,
+			   char **body)
+{
+	char summary[SC_ERR_MSG_MAX + 256];
+	size_t n = 0;
+	struct sc_err cerr = {0};
+
+	summary[0] = '\0';
+	if (why)
+		n += (size_t)snprintf(summary, sizeof(summary),
+				      "\xE2\x9A\xA0\xEF\xB8\x8F %s", why);
+	if (lost_line && n < sizeof(summary))
+		snprintf(summary + n, sizeof(summary) - n,
+			 "%s\xF0\x9F\x9A\xA8 %s: the slot is lost after %d "
+			 "attempt%s (no attempt left)", n ? "\n" : "",
+			 sched->name, attempt, attempt == 1 ? "" : "s");
+	struct message m = {
+		.kind = MESSAGE_NOTICE, .schedule = sched->name,
+		.slot_ms = slot_ms, .attempt = attempt,
+		.summary = summary[0] ? summary : NULL,
+		.failures = fl, .n_failures = nf,
+	};
+	*body = NULL;
+	if (message_compose(&m, body, &cerr) != 0) {
+		*body = NULL;
+		LOG(SC_LOG_WARN, "orchestrator",
+		       "event=notice_failed "
+		       "schedule=%s slot_ms=%lld msg=\"cannot compose the "
+		       "failure notice\" code=%d", sched->name,
+		       (long long)slot_ms, cerr.code);
+	}
+}
+
+/*
+ * Failed run: a failure notice to every target whose notice policy sends
+ * one for this attempt, directly. No outbox, no guard, no marker. Returns
+ * the run's error: `why` when given (a hollow run: the expectation it
+ * missed), else the first failed task's. The ledger row the caller
+ * writes does not depend on the policies: only the sends do.
  */
 static int failed_run(const struct orchestrator_ctx *ctx,
 		      const struct schedule_spec *sched, int64_t slot_ms,
 		      int attempt, const struct target_spec *const *targets,
 		      size_t n_targets, const struct task_result *res,
-		      struct orchestrator_report *rep, struct sc_err *err)
+		      const struct sc_err *why, struct orchestrator_report *rep,
+		      struct sc_err *err)
 {
 	struct message_failure *fl = calloc(sched->n_tasks ? sched->n_tasks : 1,
 					      sizeof(*fl));
-	const struct task_result *first = NULL;
+	const struct sc_err *run_err = why;
 	json_t *nerr = json_array();
 	size_t nf = 0;
-	char *body = NULL;
+	char *body = NULL, *body_final = NULL;
 
 	for (size_t i = 0; i < sched->n_tasks; i++) {
 		if (res[i].outcome != TASK_FAILED)
 			continue;
-		if (!first)
-			first = &res[i];
+		if (!run_err)
+			run_err = &res[i].err;
 		if (fl) {
 			fl[nf].task = sched->tasks[i].name;
 			fl[nf].error = res[i].reason;
 			nf++;
 		}
 	}
-	struct message m = {
-		.kind = MESSAGE_NOTICE, .schedule = sched->name,
-		.slot_ms = slot_ms, .attempt = attempt,
-		.failures = fl, .n_failures = nf,
-	};
-	struct sc_err cerr = {0};
+	/* The attempt that loses the slot: the queue gives up on a
+	 * permanent error or when the attempts are spent (queue_fail). */
+	rep->is_last_attempt = run_err->permanent ||
+			       (ctx->max_attempts > 0 &&
+				attempt >= ctx->max_attempts);
+	bool want_plain = false, want_final = false;
+	for (size_t i = 0; i < n_targets; i++) {
+		enum notice_kind k = notice_for(ctx, sched, targets[i],
+						rep->is_last_attempt);
+		want_plain |= k == NOTICE_PLAIN;
+		want_final |= k == NOTICE_LOST;
+	}
 	/* Out of memory only costs the notices, never the run's error. */
-	if (!fl || message_compose(&m, &body, &cerr) != 0)
+	if (!fl)
 		LOG(SC_LOG_WARN, "orchestrator",
 		       "event=notice_failed "
 		       "schedule=%s slot_ms=%lld msg=\"cannot compose the "
 		       "failure notice\" code=%d", sched->name,
-		       (long long)slot_ms, cerr.code);
-	for (size_t i = 0; body && i < n_targets; i++) {
+		       (long long)slot_ms, SC_ENOMEM);
+	const char *why_text = why ? why->msg : NULL;
+	if (fl && want_plain)
+		compose_notice(sched, slot_ms, attempt, fl, nf, why_text, false,
+			       &body);
+	if (fl && want_final)
+		compose_notice(sched, slot_ms, attempt, fl, nf, why_text, true,
+			       &body_final);
+	for (size_t i = 0; fl && i < n_targets; i++) {
 		struct sc_err nerr1 = {0};
+		enum notice_kind k = notice_for(ctx, sched, targets[i],
+						rep->is_last_attempt);
+		if (k == NOTICE_WITHHELD) {
+			rep->n_notices_withheld++;
+			continue;
+		}
+		const char *b = k == NOTICE_LOST ? body_final : body;
+		if (!b)
+			continue; /* could not be composed: logged */
 		/* A notice is no store write, so no fence stops it: check the
 		 * lease before each one (a worker resumed after a pause must
 		 * not speak for a slot that has a new owner). */
@@ -204,7 +320,7 @@ static int failed_run(const struct orchestrator_ctx *ctx,
 			break;
 		}
 		/* The target computes the key if it sends one. */
-		struct target_copy s = {.target = targets[i], .body = body,
+		struct target_copy s = {.target = targets[i], .body = b,
 					  .kind = MESSAGE_NOTICE,
 					  .schedule = sched->name,
 					  .slot_ms = slot_ms,
@@ -227,17 +343,71 @@ static int failed_run(const struct orchestrator_ctx *ctx,
 						      nerr1.msg));
 	}
 	free(body);
+	free(body_final);
 	free(fl);
 	rep->details_json = details(sched->tasks, res, sched->n_tasks, nerr);
 	json_decref(nerr);
-	err_copy(err, &first->err);
+	err_copy(err, run_err);
 	LOG(SC_LOG_ERROR, "orchestrator",
 	       "event=failed "
-	       "schedule=%s slot_ms=%lld attempt=%d outcome=failed failed=%zu "
-	       "notices_sent=%zu notices_failed=%zu", sched->name,
-	       (long long)slot_ms, attempt, rep->n_failed, rep->n_notices_sent,
-	       rep->n_notices_failed);
-	return first->err.code ? first->err.code : SC_ETASK;
+	       "schedule=%s slot_ms=%lld attempt=%d outcome=failed "
+	       "cause=%s failed=%zu notices_sent=%zu notices_failed=%zu "
+	       "notices_withheld=%zu", sched->name, (long long)slot_ms,
+	       attempt, why ? "expectation" : "task", rep->n_failed,
+	       rep->n_notices_sent, rep->n_notices_failed,
+	       rep->n_notices_withheld);
+	return run_err->code ? run_err->code : SC_ETASK;
+}
+
+/* UTF-8 code points in s: every byte that does not continue a
+ * character (task output is valid UTF-8, task_output.c). */
+static size_t utf8_chars(const char *s)
+{
+	size_t n = 0;
+
+	for (; *s; s++)
+		n += ((unsigned char)*s & 0xC0) != 0x80;
+	return n;
+}
+
+/*
+ * The schedule's `expect` against the run's deliverables, counted across
+ * every delivering task: previews, and summary characters (code points,
+ * what a reader sees; the blank lines that join summaries do not count).
+ * Exactly at a threshold meets it. Returns true and fills *why (code
+ * SC_ETASK, never permanent: the next attempt may do better) when the run
+ * falls short.
+ */
+static bool falls_short(const struct schedule_spec *sched,
+			const struct task_result *res, struct sc_err *why)
+{
+	size_t np = 0, nc = 0;
+
+	if (sched->expect_min_previews <= 0 &&
+	    sched->expect_min_summary_chars <= 0)
+		return false;
+	for (size_t i = 0; i < sched->n_tasks; i++) {
+		if (res[i].outcome != TASK_DELIVER)
+			continue;
+		np += res[i].n_previews;
+		if (res[i].summary)
+			nc += utf8_chars(res[i].summary);
+	}
+	if (np < (size_t)sched->expect_min_previews) {
+		sc_err_set(why, SC_ETASK, "schedule %s: the result fell short "
+			   "of expect.min_previews: %zu preview%s, at least %d "
+			   "expected", sched->name, np, np == 1 ? "" : "s",
+			   sched->expect_min_previews);
+		return true;
+	}
+	if (nc < (size_t)sched->expect_min_summary_chars) {
+		sc_err_set(why, SC_ETASK, "schedule %s: the result fell short "
+			   "of expect.min_summary_chars: a summary of %zu "
+			   "character%s, at least %d expected", sched->name, nc,
+			   nc == 1 ? "" : "s", sched->expect_min_summary_chars);
+		return true;
+	}
+	return false;
 }
 
 /* Bytes up to which s may be cut (at most max) without splitting a
@@ -573,7 +743,16 @@ int orchestrator_run_slot(const struct orchestrator_ctx *ctx,
 
 	if (rep->n_failed > 0 && rep->n_deliver == 0) {
 		rc = failed_run(ctx, sched, slot_ms, attempt, targets,
-				sched->n_targets, res, rep, err);
+				sched->n_targets, res, NULL, rep, err);
+		goto done;
+	}
+	/* A hollow result is a failed run too (the seed's incident in
+	 * disguise): the same path, before anything is staged. */
+	struct sc_err why = {0};
+	if (falls_short(sched, res, &why)) {
+		rep->expectation_failed = true;
+		rc = failed_run(ctx, sched, slot_ms, attempt, targets,
+				sched->n_targets, res, &why, rep, err);
 		goto done;
 	}
 	rep->details_json = details(sched->tasks, res, sched->n_tasks, NULL);

@@ -51,6 +51,12 @@ struct orchestrator_ctx {
 	int (*run_task)(void *ud, const struct task_spec *spec,
 			const struct task_ctx *tctx, struct task_result *out);
 	void *run_task_ud;
+	/* The job's max attempts (its policy's): a failed attempt whose
+	 * number reaches it, or whose error is permanent, loses the slot,
+	 * which is when `notices: final` speaks. <= 0: unknown, so every
+	 * failed attempt may be the last and `final` sends as `every` does
+	 * (a duplicate notice beats a silent loss). */
+	int max_attempts;
 };
 
 /* What happened in one slot run. Zeroed by orchestrator_run_slot;
@@ -63,6 +69,13 @@ struct orchestrator_report {
 	bool resent;              /* the outbox held the slot's message */
 	size_t n_notices_sent;    /* failed run: notices that went out */
 	size_t n_notices_failed;  /* failed run: notices that did not */
+	size_t n_notices_withheld; /* failed run: targets whose notice policy
+				      (final, none) sent none this attempt */
+	bool is_last_attempt;     /* failed run: this attempt loses the slot
+				     (permanent, or max_attempts reached) */
+	bool expectation_failed;  /* the deliverables fell short of the
+				     schedule's `expect` (cause
+				     "expectation") */
 	int64_t started_ns;       /* when the first task began (clock UTC ns;
 				     0: no task started) */
 	struct outbox_report delivery;
@@ -82,6 +95,16 @@ void orchestrator_report_dispose(struct orchestrator_report *r);
  *     directly (a notice that cannot be sent is a warning), no guard, no
  *     marker; returns the FIRST failed task's error (code, message, retry
  *     hint, permanence) in err, the others in rep->details_json;
+ *   - otherwise, when the schedule has an `expect` and the deliverables
+ *     fall short of it (fewer previews than expect_min_previews, or fewer
+ *     summary characters, UTF-8 code points, than
+ *     expect_min_summary_chars): the same failure path, returning SC_ETASK
+ *     with an error naming the expectation and both numbers (never
+ *     permanent: retried like any failure), rep->expectation_failed set;
+ *   - on the failure path each target's notice follows its notice
+ *     policy (the target's `notices:` if set, else the schedule's):
+ *     every: sent; final: sent only when this attempt loses the slot,
+ *     saying so and the attempt count; none: never;
  *   - otherwise: the result (deliverables + a notice line per failed task)
  *     goes to the outbox for every target first, then to each target;
  *     guard after each send, marker after the last; returns 0, or the

@@ -76,6 +76,8 @@ static struct sc_clock *opts_clock(const struct worker_opts *o)
 
 static const char *error_class(int rc, const struct orchestrator_report *rep)
 {
+	if (rep->expectation_failed)
+		return "expectation";
 	if (rep->ran_tasks && rep->n_failed > 0 && rep->n_deliver == 0)
 		return "task";
 	if (rc == SC_EDELIVERY)
@@ -285,6 +287,7 @@ int worker_run_job(const struct worker_opts *o, const struct store_job *job_in,
 			.n_auths = o->n_auths, .tick = keeper_tick,
 			.tick_ud = &k, .tick_ms = WORKER_TICK_MS,
 			.run_task = o->run_task, .run_task_ud = o->run_task_ud,
+			.max_attempts = job->policy.attempts,
 		};
 		/* Every outbox, guard, marker and duplicate-row write of
 		 * the run commits only while this claim holds the job

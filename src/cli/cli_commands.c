@@ -24,14 +24,22 @@ static const struct cli_command commands[] = {
 	 "alert closes by itself and a \"recovered\" message goes out.\n"
 	 "Exit status: 0 acknowledged, 1 nothing to acknowledge at that slot\n"
 	 "(or a store error), 2 usage, config or unknown schedule.\n"},
-	{"check", cmd_check, "check [--config FILE | FILE]",
+	{"check", cmd_check, "check [--strict] [--config FILE | FILE]",
 	 "validate a config file without running anything",
 	 "Reads FILE (default ./surecron.yaml) and checks everything: YAML\n"
 	 "syntax, known keys and types, durations, names, references between\n"
 	 "sections, environment variables the config names, task programs,\n"
 	 "folders, cron expressions and time zones. Prints each problem as\n"
 	 "FILE:LINE:COLUMN: key.path: reason on stderr. Exit 0 when clean\n"
-	 "(and prints \"ok: N schedules, N targets\"), 2 otherwise.\n"},
+	 "(and prints \"ok: N schedules, N targets\"), 2 otherwise.\n"
+	 "\n"
+	 "It also warns, as FILE:LINE:COLUMN: warning: key.path: reason on\n"
+	 "stderr, when no alert target is configured (neither alerts.targets\n"
+	 "nor SURECRON_ALERT_TARGETS) and when a schedule's only delivery\n"
+	 "target is also the only alert target (one outage silences both).\n"
+	 "Warnings alone keep exit 0.\n"
+	 "\n"
+	 "  --strict   warnings are errors: exit 2 when there is one\n"},
 	{"explain", cmd_explain,
 	 "explain [--tz ZONE] [--from ISO8601] [--json] EXPR\n"
 	 "       surecron explain [--config FILE] [--from ISO8601] [--json] "

@@ -7,6 +7,11 @@
  * it loads, what the machine gets wrong (config_check: variables, programs,
  * folders, cron expressions, zones). Exit 0 and "ok: N schedules, N
  * targets" on stdout when clean, 2 otherwise.
+ *
+ * Then the warnings (config_check_warnings: no alert target, a schedule
+ * whose only target is the only alert target), as "FILE:LINE:COLUMN:
+ * warning: key.path: reason" on stderr after the problems. Warnings alone
+ * keep exit 0 and the "ok" line; with --strict they are errors (exit 2).
  */
 #include <stdbool.h>
 #include <stdio.h>
@@ -30,9 +35,9 @@ static void print_problems(const struct config_problems *p)
 int cmd_check(int argc, char **argv)
 {
 	const char *path = "surecron.yaml";
-	struct config_problems probs = {0};
+	struct config_problems probs = {0}, warns = {0};
 	struct config *c = NULL;
-	bool positional = false;
+	bool positional = false, strict = false;
 
 	for (int i = 1; i < argc; i++) {
 		int r = cli_opt_config("check", argc, argv, &i, &path);
@@ -40,7 +45,9 @@ int cmd_check(int argc, char **argv)
 			return -r;
 		if (r)
 			continue;
-		if (argv[i][0] == '-') {
+		if (strcmp(argv[i], "--strict") == 0) {
+			strict = true;
+		} else if (argv[i][0] == '-') {
 			return cli_usage_error("check", "unknown option '%s'",
 					       argv[i]);
 		} else if (!positional) {
@@ -57,14 +64,22 @@ int cmd_check(int argc, char **argv)
 	int rc = config_parse(path, &c, &probs);
 	if (rc == 0)
 		rc = config_check(c, &probs);
-	if (rc != 0 || probs.n || probs.n_dropped) {
+	int wrc = c ? config_check_warnings(c, &warns) : 0;
+	if (rc >= 0 && wrc < 0)
+		rc = wrc;
+	if (rc != 0 || probs.n || probs.n_dropped ||
+	    (strict && (warns.n || warns.n_dropped))) {
 		print_problems(&probs);
+		print_problems(&warns);
 		if (rc < 0 && probs.n == 0)
 			cli_out(stderr, "%s: %s\n", path, sc_strerror(rc));
 		config_problems_dispose(&probs);
+		config_problems_dispose(&warns);
 		config_free(c);
 		return EXIT_USAGE;
 	}
+	print_problems(&warns);
+	config_problems_dispose(&warns);
 	cli_out(stdout, "ok: %zu schedule%s, %zu target%s\n", c->n_schedules,
 	       c->n_schedules == 1 ? "" : "s", c->n_targets,
 	       c->n_targets == 1 ? "" : "s");

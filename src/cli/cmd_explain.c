@@ -10,7 +10,9 @@
  * (after SURECRON_SCHEDULE_<NAME> or its schedule_env), in its zone, with
  * the policy that will really apply (the config's `retry:` or the class's),
  * so an operator sees what an override changed before the daemon acts on
- * it.
+ * it. It also says the schedule's notice policy (which failed attempts
+ * send a failure notice), each target's own policy where it sets one, and
+ * the schedule's `expect`.
  */
 #include <jansson.h>
 #include <stdio.h>
@@ -32,7 +34,83 @@ struct explained {
 	struct sc_retry_policy policy;
 	struct sc_retry_timeline tl;
 	const struct schedule_spec *sched; /* explain SCHEDULE, else NULL */
+	const struct config *cfg;          /* with sched: its config */
 };
+
+static const char *const notice_words[] = {"every", "final", "none"};
+
+static const char *notice_word(enum notice_policy p)
+{
+	return (unsigned)p < 3 ? notice_words[p] : "?";
+}
+
+static const char *notice_meaning(enum notice_policy p)
+{
+	switch (p) {
+	case NOTICES_EVERY: return "a failure notice on every failed attempt";
+	case NOTICES_FINAL: return "a failure notice only on the attempt "
+				   "that loses the slot";
+	case NOTICES_NONE: return "no failure notice (alerts still go out)";
+	}
+	return "";
+}
+
+/* The notice policy and `expect` lines of explain SCHEDULE. */
+static void print_notices_expect(const struct explained *x)
+{
+	const struct schedule_spec *s = x->sched;
+
+	cli_out(stdout, "notices     %s (%s)\n", notice_word(s->notices),
+		notice_meaning(s->notices));
+	for (size_t i = 0; i < s->n_targets; i++) {
+		const struct target_spec *t = config_target(x->cfg,
+							    s->targets[i]);
+		if (t && t->has_notices)
+			cli_out(stdout, "            to %s: %s (the target's "
+				"own)\n", t->name, notice_word(t->notices));
+	}
+	if (!s->expect_min_previews && !s->expect_min_summary_chars) {
+		cli_out(stdout, "expect      nothing (any deliverable is a "
+			"success)\n");
+		return;
+	}
+	cli_out(stdout, "expect      ");
+	if (s->expect_min_previews)
+		cli_out(stdout, "at least %d preview%s",
+			s->expect_min_previews,
+			s->expect_min_previews == 1 ? "" : "s");
+	if (s->expect_min_summary_chars)
+		cli_out(stdout, "%sa summary of at least %d character%s",
+			s->expect_min_previews ? ", " : "",
+			s->expect_min_summary_chars,
+			s->expect_min_summary_chars == 1 ? "" : "s");
+	cli_out(stdout, " (less is a failed run, cause expectation)\n");
+}
+
+static json_t *notices_expect_json(const struct explained *x)
+{
+	const struct schedule_spec *s = x->sched;
+	json_t *per = json_array();
+
+	for (size_t i = 0; per && i < s->n_targets; i++) {
+		const struct target_spec *t = config_target(x->cfg,
+							    s->targets[i]);
+		if (!t)
+			continue;
+		json_array_append_new(per, json_pack(
+			"{s:s, s:s, s:s}", "target", t->name, "notices",
+			notice_word(t->has_notices ? t->notices : s->notices),
+			"source", t->has_notices ? "target" : "schedule"));
+	}
+	return json_pack("{s:s, s:o, s:o}", "notices", notice_word(s->notices),
+			 "target_notices", per ? per : json_array(), "expect",
+			 s->expect_min_previews || s->expect_min_summary_chars
+				 ? json_pack("{s:i, s:i}", "min_previews",
+					     s->expect_min_previews,
+					     "min_summary_chars",
+					     s->expect_min_summary_chars)
+				 : json_null());
+}
 
 static int print_text(const struct cli_cron_opts *o, const struct explained *x)
 {
@@ -85,6 +163,8 @@ static int print_text(const struct cli_cron_opts *o, const struct explained *x)
 	cli_out(stdout, "recovery window %s (until %s)\n",
 		cli_format_dur(x->tl.window_ms, d, sizeof(d)),
 		cli_format_local(x->tl.window_end_ms, o->zone, t));
+	if (x->sched)
+		print_notices_expect(x);
 	return EXIT_OK;
 }
 
@@ -124,6 +204,10 @@ static int print_json(const struct cli_cron_opts *o, const struct explained *x)
 				    : json_null());
 		json_object_set_new(root, "policy_source", json_string(
 			x->sched->has_retry ? "config" : "class"));
+		json_t *ne = notices_expect_json(x);
+		if (ne)
+			json_object_update(root, ne);
+		json_decref(ne);
 	}
 	json_object_set_new(root, "expression", json_string(o->expr));
 	json_object_set_new(root, "zone", json_string(sc_zone_name(o->zone)));
@@ -207,6 +291,7 @@ int cmd_explain(int argc, char **argv)
 		if ((rc = cli_state_open(path, false, &st)))
 			goto done;
 		x.sched = config_schedule(st.cfg, o.expr);
+		x.cfg = st.cfg;
 		if (!x.sched) {
 			rc = cli_fail(EXIT_USAGE, "no schedule '%s' in %s "
 				      "(nor is it a cron expression)", o.expr,

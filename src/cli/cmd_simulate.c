@@ -18,6 +18,12 @@
  * real file or runs a delivery command. The temp folder (store and
  * recordings) is removed at exit.
  *
+ * Each failed attempt also says what its notice policy did: the notices
+ * sent show as deliveries, and the targets whose policy (`notices: final`
+ * before the last attempt, `none`) withheld one are named on their own
+ * line. A result short of the schedule's `expect` shows as the failure it
+ * is ("failed (expectation)").
+ *
  * Invariants: the virtual clock only moves forwards, to the next event;
  * the process's real clock is never consulted for scheduling.
  */
@@ -333,6 +339,44 @@ static void report_missed(struct sim *sm)
 
 /* ---- the run ------------------------------------------------------------- */
 
+static const char *const notice_words[] = {"every", "final", "none"};
+
+/* After a failed attempt whose policy withheld notices: names each target
+ * of the schedule that got none, with its policy (the orchestrator's rule:
+ * the target's own, else the schedule's). */
+static void report_withheld(struct sim *sm, const struct store_job *job,
+			    const struct worker_result *jr)
+{
+	const struct schedule_spec *s = config_schedule(sm->cfg, job->schedule);
+	char names[768] = "";
+	size_t len = 0;
+	json_t *arr = json_array();
+
+	if (!s || jr->rep.n_notices_withheld == 0)
+		return;
+	for (size_t i = 0; i < s->n_targets; i++) {
+		const struct target_spec *t = config_target(sm->cfg,
+							    s->targets[i]);
+		if (!t)
+			continue;
+		enum notice_policy p = t->has_notices ? t->notices : s->notices;
+		if (p == NOTICES_EVERY ||
+		    (p == NOTICES_FINAL && jr->rep.is_last_attempt))
+			continue;
+		if (len < sizeof(names))
+			len += (size_t)snprintf(names + len, sizeof(names) - len,
+						"%s%s (notices: %s)",
+						len ? ", " : "", t->name,
+						notice_words[p]);
+		json_array_append_new(arr, json_pack("{s:s, s:s}", "target",
+						     t->name, "notices",
+						     notice_words[p]));
+	}
+	emit(sm, job->schedule, job->slot_ms, "notice_withheld",
+	     json_pack("{s:i, s:o}", "attempt", job->attempts, "targets", arr),
+	     "attempt %d: no failure notice to %s", job->attempts, names);
+}
+
 static int run_job(struct sim *sm, const struct store_job *job)
 {
 	const struct worker_opts wo = {
@@ -364,6 +408,8 @@ static int run_job(struct sim *sm, const struct store_job *job)
 	/* What went out during the attempt (notices, results, alerts), then
 	 * the attempt's verdict. */
 	report_recordings(sm, sch, job->slot_ms);
+	const char *cause = strcmp(jr.error_class, "expectation") == 0
+				    ? " (expectation)" : "";
 	if (jr.completed) {
 		sm->n_succeeded++;
 		emit(sm, sch, job->slot_ms, "attempt_succeeded",
@@ -376,12 +422,15 @@ static int run_job(struct sim *sm, const struct store_job *job)
 		sm->n_failed++;
 		sm->n_lost++;
 		emit(sm, sch, job->slot_ms, "attempt_failed",
-		     json_pack("{s:i, s:s, s:s, s:b}", "attempt",
+		     json_pack("{s:i, s:s, s:s, s:b, s:i, s:i}", "attempt",
 			       job->attempts, "error", jr.run_err.msg,
 			       "error_class", jr.error_class, "permanent",
-			       jr.run_err.permanent),
-		     "attempt %d failed: %s; no attempt left", job->attempts,
-		     jr.run_err.msg);
+			       jr.run_err.permanent, "notices_sent",
+			       (int)jr.rep.n_notices_sent, "notices_withheld",
+			       (int)jr.rep.n_notices_withheld),
+		     "attempt %d failed%s: %s; no attempt left", job->attempts,
+		     cause, jr.run_err.msg);
+		report_withheld(sm, job, &jr);
 		emit(sm, sch, job->slot_ms, "slot_lost",
 		     json_pack("{s:i}", "alerts_sent", (int)jr.n_alerts_sent),
 		     "slot LOST after %d attempt%s; alert sent to %zu "
@@ -391,12 +440,15 @@ static int run_job(struct sim *sm, const struct store_job *job)
 		sm->n_failed++;
 		cli_format_local(jr.next_ms, zone_of(sm, sch), next);
 		emit(sm, sch, job->slot_ms, "attempt_failed",
-		     json_pack("{s:i, s:s, s:s, s:s}", "attempt",
+		     json_pack("{s:i, s:s, s:s, s:s, s:i, s:i}", "attempt",
 			       job->attempts, "error", jr.run_err.msg,
 			       "error_class", jr.error_class, "next_attempt",
-			       next),
-		     "attempt %d failed: %s; next attempt at %s",
-		     job->attempts, jr.run_err.msg, next);
+			       next, "notices_sent",
+			       (int)jr.rep.n_notices_sent, "notices_withheld",
+			       (int)jr.rep.n_notices_withheld),
+		     "attempt %d failed%s: %s; next attempt at %s",
+		     job->attempts, cause, jr.run_err.msg, next);
+		report_withheld(sm, job, &jr);
 	}
 	if (!sm->rec && sm->deliver && jr.rep.n_notices_sent)
 		emit(sm, sch, job->slot_ms, "delivery",

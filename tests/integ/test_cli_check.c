@@ -80,7 +80,17 @@ static void example_is_clean(void **state)
 
 	assert_int_equal(run(tmp, env, args), 0);
 	assert_string_equal(out, "ok: 2 schedules, 1 target\n");
-	assert_string_equal(err, "");
+	/* Issue 13: its one file target is both schedules' only target and
+	 * the only alert target: warned, still exit 0. */
+	char want[2 * PATH_MAX + 512];
+	snprintf(want, sizeof(want),
+		 "%s:24:14: warning: schedules.weekly-summary.targets: schedule "
+		 "weekly-summary delivers only to target archive, which is also "
+		 "the only alert target: one outage silences both\n"
+		 "%s:35:14: warning: schedules.daily-digest.targets: schedule "
+		 "daily-digest delivers only to target archive, which is also "
+		 "the only alert target: one outage silences both\n", cfg, cfg);
+	assert_string_equal(err, want);
 }
 
 static void team_example_needs_its_webhook(void **state)
@@ -97,7 +107,12 @@ static void team_example_needs_its_webhook(void **state)
 	assert_string_equal(out, "");
 	assert_string_equal(err, "examples/team.yaml:10:37: "
 				 "targets.team-chat.url_env: environment "
-				 "variable SLACK_WEBHOOK_URL is not set\n");
+				 "variable SLACK_WEBHOOK_URL is not set\n"
+				 "examples/team.yaml:29:14: warning: "
+				 "schedules.daily-digest.targets: schedule "
+				 "daily-digest delivers only to target "
+				 "team-chat, which is also the only alert "
+				 "target: one outage silences both\n");
 
 	assert_int_equal(run(src(), set, args), 0);
 	assert_string_equal(out, "ok: 2 schedules, 2 targets\n");
@@ -176,7 +191,9 @@ static void usage_and_unreadable(void **state)
 
 	const char *help[] = {"check", "--help", NULL};
 	assert_int_equal(run(NULL, NULL, help), 0);
-	assert_non_null(strstr(out, "usage: surecron check [--config FILE"));
+	assert_non_null(strstr(out, "usage: surecron check [--strict] "
+				    "[--config FILE"));
+	assert_non_null(strstr(out, "--strict   warnings are errors"));
 
 	/* The file may also be given bare, like crontab -T FILE. */
 	const char *bare[] = {"check", "examples/surecron.yaml", NULL};
@@ -268,6 +285,125 @@ static void url_rule_as_the_run_applies_it(void **state)
 	}
 }
 
+/* Issue 13: check warns (stderr, exit 0) when no alert target is
+ * configured, and when a schedule's only delivery target is also the only
+ * alert target; --strict makes them errors (exit 2);
+ * SURECRON_ALERT_TARGETS counts as configured. */
+static void issue13_alert_warnings(void **state)
+{
+	const char *path = write_file(
+		"a.yaml",
+		"targets:\n"
+		"  archive: {kind: file, path: ./a.jsonl}\n"
+		"  pager: {kind: file, path: ./p.jsonl}\n"
+		"schedules:\n"
+		"  s:\n"
+		"    cron: \"0 3 * * *\"\n"
+		"    targets: [archive]\n"
+		"    tasks: [{name: a, command: [/bin/true]}]\n");
+	const char *args[] = {"check", path, NULL};
+	const char *strict[] = {"check", "--strict", "--config", path, NULL};
+	const char *unset[] = {"SURECRON_ALERT_TARGETS", NULL};
+	const char *pager[] = {"SURECRON_ALERT_TARGETS=pager", NULL};
+	const char *archive[] = {"SURECRON_ALERT_TARGETS= archive", NULL};
+	char want[2048];
+
+	/* No alerts section at all: the file as a whole is concerned. */
+	snprintf(want, sizeof(want),
+		 "%s: warning: alerts.targets: no alert target is configured "
+		 "(neither alerts.targets nor SURECRON_ALERT_TARGETS): a lost "
+		 "or missed slot alerts no one\n", path);
+	assert_int_equal(run(NULL, unset, args), 0);
+	assert_string_equal(out, "ok: 1 schedule, 2 targets\n");
+	assert_string_equal(err, want);
+	assert_int_equal(run(NULL, unset, strict), 2);
+	assert_string_equal(out, "");
+	assert_string_equal(err, want);
+
+	/* The variable names an alert target: nothing to warn about. */
+	assert_int_equal(run(NULL, pager, args), 0);
+	assert_string_equal(err, "");
+	assert_int_equal(run(NULL, pager, strict), 0);
+	assert_string_equal(out, "ok: 1 schedule, 2 targets\n");
+	assert_string_equal(err, "");
+
+	/* The variable names the schedule's only target. */
+	snprintf(want, sizeof(want),
+		 "%s:7:14: warning: schedules.s.targets: schedule s delivers "
+		 "only to target archive, which is also the only alert target: "
+		 "one outage silences both\n", path);
+	assert_int_equal(run(NULL, archive, args), 0);
+	assert_string_equal(err, want);
+	assert_int_equal(run(NULL, archive, strict), 2);
+	assert_string_equal(err, want);
+
+	/* In the file: an empty list is located; only the schedule whose
+	 * one target is the one alert target is named. */
+	path = write_file(
+		"b.yaml",
+		"targets:\n"
+		"  archive: {kind: file, path: ./a.jsonl}\n"
+		"  pager: {kind: file, path: ./p.jsonl}\n"
+		"alerts: {targets: []}\n"
+		"schedules:\n"
+		"  s: {cron: \"0 3 * * *\", tasks: [{name: a, command: "
+		"[/bin/true]}]}\n");
+	const char *b[] = {"check", path, NULL};
+	assert_int_equal(run(NULL, unset, b), 0);
+	snprintf(want, sizeof(want), "%s:4:19: warning: alerts.targets: no "
+		 "alert target is configured", path);
+	if (strncmp(err, want, strlen(want)) != 0)
+		fail_msg("want %s, got %s", want, err);
+
+	path = write_file(
+		"c.yaml",
+		"targets:\n"
+		"  archive: {kind: file, path: ./a.jsonl}\n"
+		"  pager: {kind: file, path: ./p.jsonl}\n"
+		"alerts: {targets: [archive]}\n"
+		"schedules:\n"
+		"  one:\n"
+		"    cron: \"0 3 * * *\"\n"
+		"    targets: [archive]\n"
+		"    tasks: [{name: a, command: [/bin/true]}]\n"
+		"  two:\n"
+		"    cron: \"0 4 * * *\"\n"
+		"    targets: [archive, pager]\n"
+		"    tasks: [{name: a, command: [/bin/true]}]\n"
+		"  other:\n"
+		"    cron: \"0 5 * * *\"\n"
+		"    targets: [pager]\n"
+		"    tasks: [{name: a, command: [/bin/true]}]\n");
+	const char *c[] = {"check", path, NULL};
+	const char *cs[] = {"check", "--strict", path, NULL};
+	snprintf(want, sizeof(want),
+		 "%s:8:14: warning: schedules.one.targets: schedule one "
+		 "delivers only to target archive, which is also the only "
+		 "alert target: one outage silences both\n", path);
+	assert_int_equal(run(NULL, unset, c), 0);
+	assert_string_equal(out, "ok: 3 schedules, 2 targets\n");
+	assert_string_equal(err, want);
+	assert_int_equal(run(NULL, unset, cs), 2);
+	assert_string_equal(err, want);
+
+	/* A good config: two alert targets. */
+	path = write_file(
+		"d.yaml",
+		"targets:\n"
+		"  archive: {kind: file, path: ./a.jsonl}\n"
+		"  pager: {kind: file, path: ./p.jsonl}\n"
+		"alerts: {targets: [archive, pager]}\n"
+		"schedules:\n"
+		"  one:\n"
+		"    cron: \"0 3 * * *\"\n"
+		"    targets: [archive]\n"
+		"    tasks: [{name: a, command: [/bin/true]}]\n");
+	const char *d[] = {"check", "--strict", path, NULL};
+	assert_int_equal(run(NULL, unset, d), 0);
+	assert_string_equal(out, "ok: 1 schedule, 2 targets\n");
+	assert_string_equal(err, "");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -283,6 +419,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(url_rule_as_the_run_applies_it,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(issue13_alert_warnings, setup,
+						teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -307,6 +307,97 @@ static void defaults_apply(void **state)
 	config_free(c);
 }
 
+/* Issue 13: alerts.on, alerts.realert, notices (schedule and target) and
+ * expect, each into its field; and the defaults when absent. */
+static void issue13_alert_notice_expect_keys(void **state)
+{
+	const char *path = write_file(
+		"n.yaml",
+		"targets:\n"
+		"  chat: {kind: slack, url_env: U, notices: none}\n"
+		"  pager: {kind: webhook, url_env: P, notices: every}\n"
+		"  archive: {kind: file, path: a.jsonl, notices: final}\n"
+		"  pipe: {kind: command, command: [/bin/cat]}\n"
+		"alerts: {targets: [pager], on: [missed], realert: 4h}\n"
+		"schedules:\n"
+		"  s:\n"
+		"    cron: \"0 3 * * *\"\n"
+		"    notices: final\n"
+		"    expect: {min_previews: 2, min_summary_chars: 40}\n"
+		"    targets: [chat, pipe]\n"
+		"    tasks: [{name: a, command: [/bin/true]}]\n"
+		"  t:\n"
+		"    cron: \"0 4 * * *\"\n"
+		"    notices: none\n"
+		"    expect: {min_summary_chars: 0}\n"
+		"    tasks: [{name: a, command: [/bin/true]}]\n"
+		"  u:\n"
+		"    cron: \"0 5 * * *\"\n"
+		"    tasks: [{name: a, command: [/bin/true]}]\n");
+	unsetenv("SURECRON_SCHEDULE_S");
+	unsetenv("SURECRON_SCHEDULE_T");
+	unsetenv("SURECRON_SCHEDULE_U");
+	struct config *c = load_ok(path);
+
+	assert_int_equal(c->alert_on, CONFIG_ALERT_ON_MISSED);
+	assert_int_equal(c->alert_realert_ms, INT64_C(4) * 3600000);
+	const struct target_spec *t = config_target(c, "chat");
+	assert_true(t->has_notices);
+	assert_int_equal(t->notices, NOTICES_NONE);
+	t = config_target(c, "pager");
+	assert_true(t->has_notices);
+	assert_int_equal(t->notices, NOTICES_EVERY);
+	t = config_target(c, "archive");
+	assert_true(t->has_notices);
+	assert_int_equal(t->notices, NOTICES_FINAL);
+	t = config_target(c, "pipe");
+	assert_false(t->has_notices);
+
+	const struct schedule_spec *s = config_schedule(c, "s");
+	assert_int_equal(s->notices, NOTICES_FINAL);
+	assert_int_equal(s->expect_min_previews, 2);
+	assert_int_equal(s->expect_min_summary_chars, 40);
+	s = config_schedule(c, "t");
+	assert_int_equal(s->notices, NOTICES_NONE);
+	assert_int_equal(s->expect_min_previews, 0);
+	assert_int_equal(s->expect_min_summary_chars, 0);
+	/* Defaults: notices every, no expectation. */
+	s = config_schedule(c, "u");
+	assert_int_equal(s->notices, NOTICES_EVERY);
+	assert_int_equal(s->expect_min_previews, 0);
+	assert_int_equal(s->expect_min_summary_chars, 0);
+	config_free(c);
+
+	/* Without `alerts:` both reasons alert and nothing repeats; `on: []`
+	 * is allowed and raises none. */
+	path = write_file("d.yaml",
+			  "schedules:\n"
+			  "  s: {cron: \"0 3 * * *\", tasks: [{name: a, "
+			  "command: [/bin/true]}]}\n");
+	c = load_ok(path);
+	assert_int_equal(c->alert_on,
+			 CONFIG_ALERT_ON_LOST | CONFIG_ALERT_ON_MISSED);
+	assert_int_equal(c->alert_realert_ms, 0);
+	config_free(c);
+	path = write_file("e.yaml",
+			  "alerts: {on: []}\n"
+			  "schedules:\n"
+			  "  s: {cron: \"0 3 * * *\", tasks: [{name: a, "
+			  "command: [/bin/true]}]}\n");
+	c = load_ok(path);
+	assert_int_equal(c->alert_on, 0);
+	config_free(c);
+	path = write_file("f.yaml",
+			  "alerts: {on: [lost, missed, lost], targets: []}\n"
+			  "schedules:\n"
+			  "  s: {cron: \"0 3 * * *\", tasks: [{name: a, "
+			  "command: [/bin/true]}]}\n");
+	c = load_ok(path);
+	assert_int_equal(c->alert_on,
+			 CONFIG_ALERT_ON_LOST | CONFIG_ALERT_ON_MISSED);
+	config_free(c);
+}
+
 static void durations_table(void **state)
 {
 	static const struct {
@@ -972,6 +1063,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(every_key_parsed, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(defaults_apply, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			issue13_alert_notice_expect_keys, setup, teardown),
 		cmocka_unit_test_setup_teardown(durations_table, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(env_override_forms, setup,

@@ -890,6 +890,189 @@ static void run_task_hook_replaces_task_run(void **state)
 	orchestrator_report_dispose(&rep);
 }
 
+/* ---- issue 13: hollow results (expect) and the notice policy ----------- */
+
+/* A result that falls short of `expect` is a failed run: cause
+ * expectation, retried (not permanent: the job is READY again), the
+ * failure path's notice, nothing staged, no guard, no marker. */
+static void issue13_expect_below_threshold_fails_and_is_retried(void **state)
+{
+	struct store_job job, j2;
+	struct worker_result jr;
+	char cls[32] = "";
+
+	add_task("list", "echo '{\"summary\": \"top stories\", \"previews\": "
+			 "[\"only one\"]}'");
+	F.sched.expect_min_previews = 2;
+	assert_int_equal(queue_enqueue(F.store, "weekly", SLOT, &weekly_policy,
+				       NULL, NULL, NULL), 0);
+	claim(&job);
+	int64_t t1 = sc_clock_now_ms(F.clock);
+	assert_int_equal(worker_run_job(wopts(&F.ctx), &job, &jr, NULL), 0);
+	assert_false(jr.completed);
+	assert_false(jr.dead);
+	assert_true(jr.rep.expectation_failed);
+	assert_string_equal(jr.error_class, "expectation");
+	assert_false(jr.run_err.permanent);
+	assert_non_null(strstr(jr.run_err.msg, "expect.min_previews: 1 "
+				"preview, at least 2 expected"));
+	assert_int_equal(jr.next_ms, t1 + 30 * MIN);
+	assert_int_equal(store_job_get(F.store, job.id, &j2, NULL), 0);
+	assert_int_equal(j2.state, JOB_READY);
+	assert_int_equal(ledger_count(LEDGER_FAILED, cls, sizeof(cls)), 1);
+	assert_string_equal(cls, "expectation");
+	/* Nothing staged, no guard, no marker. */
+	assert_false(marked());
+	assert_int_equal(state_of("A"), SEND_NONE);
+	assert_int_equal(state_of("B"), SEND_NONE);
+	/* The failure notice (notices: every), saying what fell short. */
+	assert_int_equal(fake_http_count(srv, "/a"), 1);
+	json_t *o = request_json("/a", 0);
+	assert_string_equal(jget(o, "kind"), "failure_notice");
+	assert_non_null(strstr(jget(o, "summary"), "expect.min_previews"));
+	json_decref(o);
+	worker_result_dispose(&jr);
+
+	/* The retry that meets the expectation delivers. */
+	add_task("more", "echo '{\"previews\": [\"a second\"]}'");
+	sc_clock_set_ms(F.clock, t1 + 30 * MIN);
+	claim(&job);
+	assert_int_equal(job.attempts, 2);
+	assert_int_equal(worker_run_job(wopts(&F.ctx), &job, &jr, NULL), 0);
+	assert_true(jr.completed);
+	assert_true(marked());
+	worker_result_dispose(&jr);
+}
+
+/* Exactly at a threshold is delivered; summary characters are code
+ * points, counted across every task's summary. */
+static void issue13_expect_at_threshold_and_code_points(void **state)
+{
+	static const struct {
+		int min_previews, min_chars;
+		int want_rc; /* 0 delivered, else failed */
+		const char *in; /* in the error */
+	} rows[] = {
+		/* "héllo" (5 characters, 6 bytes) + "ab" = 7 characters. */
+		{2, 7, 0, NULL},
+		{3, 0, SC_ETASK, "expect.min_previews: 2 previews, at least 3"},
+		{0, 8, SC_ETASK, "expect.min_summary_chars: a summary of 7 "
+		 "characters, at least 8"},
+		{2, 0, 0, NULL},
+		{0, 0, 0, NULL},
+		/* An all-skipped run has no deliverable: short of expect. */
+		{1, 0, SC_ETASK, "expect.min_previews: 0 previews"},
+	};
+
+	add_task("one", "printf '{\"summary\": \"h\\303\\251llo\", \"previews\": "
+			"[\"p1\"]}'");
+	add_task("two", "echo '{\"summary\": \"ab\", \"previews\": [\"p2\"]}'");
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		struct orchestrator_report rep;
+		struct sc_err err;
+		int64_t slot = SLOT + (int64_t)i * 60000;
+
+		F.sched.expect_min_previews = rows[i].min_previews;
+		F.sched.expect_min_summary_chars = rows[i].min_chars;
+		if (i == sizeof(rows) / sizeof(rows[0]) - 1) {
+			add_task("empty", "echo '{\"previews\": []}'");
+			F.tasks[0] = F.tasks[2];
+			F.sched.n_tasks = 1;
+		}
+		sc_err_clear(&err);
+		int rc = orchestrator_run_slot(&F.ctx, &F.sched, slot, 7, 1,
+					       &rep, &err);
+		if (rc != rows[i].want_rc)
+			fail_msg("row %zu: rc %d (%s)", i, rc, err.msg);
+		bool m = false;
+		assert_int_equal(store_slot_is_marked(F.store, "weekly", slot,
+						      &m, NULL), 0);
+		assert_int_equal(m, rows[i].want_rc == 0);
+		assert_int_equal(rep.expectation_failed, rows[i].want_rc != 0);
+		if (rows[i].in && !strstr(err.msg, rows[i].in))
+			fail_msg("row %zu: %s", i, err.msg);
+		if (rows[i].want_rc) {
+			struct outbox_entry e = {0};
+			assert_int_equal(store_outbox_get(F.store, "weekly", slot,
+							  "A", &e, NULL),
+					 SC_ENOENT);
+			assert_false(err.permanent);
+		}
+		orchestrator_report_dispose(&rep);
+	}
+}
+
+/* Per target: the target's own policy, else the schedule's. final sends
+ * nothing on an attempt that will be retried, one notice saying the slot
+ * is lost and the attempt count on the attempt that loses it (the last,
+ * or a permanent error); none never sends. */
+static void issue13_notice_policy_per_target(void **state)
+{
+	struct orchestrator_report rep;
+	struct sc_err err;
+
+	add_task("gen", "echo 'quota' >&2; exit 75");
+	F.ctx.max_attempts = 4;
+	F.sched.notices = NOTICES_FINAL;
+	F.targets[1].has_notices = true; /* B: none */
+	F.targets[1].notices = NOTICES_NONE;
+	for (int a = 1; a <= 3; a++) {
+		assert_int_equal(run(a, &rep, &err), SC_ETASK);
+		assert_false(rep.is_last_attempt);
+		assert_int_equal(rep.n_notices_sent, 0);
+		assert_int_equal(rep.n_notices_withheld, 2);
+		orchestrator_report_dispose(&rep);
+	}
+	assert_int_equal(fake_http_count(srv, "/a"), 0);
+	assert_int_equal(run(4, &rep, &err), SC_ETASK);
+	assert_true(rep.is_last_attempt);
+	assert_int_equal(rep.n_notices_sent, 1);
+	assert_int_equal(rep.n_notices_withheld, 1);
+	orchestrator_report_dispose(&rep);
+	assert_int_equal(fake_http_count(srv, "/a"), 1);
+	assert_int_equal(fake_http_count(srv, "/b"), 0);
+	json_t *o = request_json("/a", 0);
+	assert_string_equal(jget(o, "kind"), "failure_notice");
+	assert_int_equal(json_integer_value(json_object_get(o, "attempt")), 4);
+	assert_non_null(strstr(jget(o, "summary"), "weekly: the slot is lost "
+				"after 4 attempts"));
+	json_decref(o);
+
+	/* B's own `every` wins over the schedule's `none`. */
+	fake_http_reset(srv);
+	fake_http_set_default(srv, "/a", 200, NULL, "ok");
+	fake_http_set_default(srv, "/b", 200, NULL, "ok");
+	F.sched.notices = NOTICES_NONE;
+	F.targets[1].notices = NOTICES_EVERY;
+	assert_int_equal(run(1, &rep, &err), SC_ETASK);
+	assert_int_equal(rep.n_notices_sent, 1);
+	orchestrator_report_dispose(&rep);
+	assert_int_equal(fake_http_count(srv, "/a"), 0);
+	assert_int_equal(fake_http_count(srv, "/b"), 1);
+	o = request_json("/b", 0);
+	assert_true(json_is_null(json_object_get(o, "summary")));
+	json_decref(o);
+
+	/* A permanent error loses the slot at attempt 1: final speaks. */
+	fake_http_reset(srv);
+	fake_http_set_default(srv, "/a", 200, NULL, "ok");
+	fake_http_set_default(srv, "/b", 200, NULL, "ok");
+	F.sched.notices = NOTICES_FINAL;
+	F.targets[1].has_notices = false;
+	F.tasks[0].argv[0] = F.paths[0];
+	add_task("broken", "exit 78");
+	F.tasks[0] = F.tasks[1];
+	F.sched.n_tasks = 1;
+	assert_int_equal(run(1, &rep, &err), SC_ETASK);
+	assert_true(err.permanent);
+	assert_true(rep.is_last_attempt);
+	assert_int_equal(rep.n_notices_sent, 2);
+	orchestrator_report_dispose(&rep);
+	o = request_json("/b", 0);
+	assert_non_null(strstr(jget(o, "summary"), "lost after 1 attempt "));
+	json_decref(o);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
@@ -914,6 +1097,9 @@ int main(void)
 		T(lost_lease_runs_and_sends_nothing),
 		T(two_recoveries_alert_a_lost_slot_once),
 		T(run_task_hook_replaces_task_run),
+		T(issue13_expect_below_threshold_fails_and_is_retried),
+		T(issue13_expect_at_threshold_and_code_points),
+		T(issue13_notice_policy_per_target),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
