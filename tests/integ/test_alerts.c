@@ -346,15 +346,22 @@ static bool wait_received(const struct env *e, const char *reason, size_t n)
 }
 
 /* `surecron ARGS...` with the test's config; its exit status. */
+static int cli5(const struct env *e, char *out, size_t n_out,
+		const char *a1, const char *a2, const char *a3,
+		const char *a4, const char *a5)
+{
+	char err[4096], buf[8192];
+	const char *args[] = {a1, "--config", e->cfg, a2, a3, a4, a5, NULL};
+
+	return tu_run_bin(e->dir, e->dir, NULL, args, out ? out : buf,
+			  out ? n_out : sizeof(buf), err, sizeof(err));
+}
+
 static int cli(const struct env *e, char *out, size_t n_out,
 	       const char *a1, const char *a2, const char *a3,
 	       const char *a4)
 {
-	char err[4096], buf[8192];
-	const char *args[] = {a1, "--config", e->cfg, a2, a3, a4, NULL};
-
-	return tu_run_bin(e->dir, e->dir, NULL, args, out ? out : buf,
-			  out ? n_out : sizeof(buf), err, sizeof(err));
+	return cli5(e, out, n_out, a1, a2, a3, a4, NULL);
 }
 
 static const char LOSE_ONCE[] =
@@ -592,8 +599,8 @@ static void missed_alert_acked_stops_realert(void **state)
 
 	/* Open: it comes again every 2 s, each time a new message. */
 	assert_true(wait_received(&e, "missed", 4));
-	assert_int_equal(cli(&e, NULL, 0, "ack", "minutely",
-			     "2026-03-06T07:03:00Z", NULL), 0);
+	assert_int_equal(cli5(&e, NULL, 0, "ack", "--note", "rerun by hand",
+			      "minutely", "2026-03-06T07:03:00Z"), 0);
 	assert_int_equal(alerts_of(&e, "minutely", "missed", &x), 1);
 	assert_int_equal(x.status, ALERT_ACKED);
 	/* `other` is still open: it keeps failing the report. */
@@ -624,6 +631,17 @@ static void missed_alert_acked_stops_realert(void **state)
 			     "2026-03-06T07:00:30Z", NULL), 0);
 	assert_int_equal(cli(&e, NULL, 0, "ledger", "--lost", NULL, NULL), 0);
 	assert_int_equal(tu_ledger_count(e.store_url, NULL, LEDGER_ACKED), 2);
+	/* The ack's row carries the note and who. */
+	char lo[16384];
+	assert_int_equal(cli5(&e, lo, sizeof(lo), "ledger", "--outcome",
+			      "acked", "--json", NULL), 0);
+	assert_non_null(strstr(lo, "rerun by hand"));
+	assert_non_null(strstr(lo, "\"by\""));
+	/* --lost lists the acked slots, marked. */
+	assert_int_equal(cli(&e, lo, sizeof(lo), "ledger", "--lost", NULL,
+			     NULL), 0);
+	assert_non_null(strstr(lo, "[acked at "));
+	assert_non_null(strstr(lo, "10 acknowledged"));
 	/* Nothing to acknowledge: exit 1. */
 	assert_int_equal(cli(&e, NULL, 0, "ack", "minutely",
 			     "2026-03-06T09:00:00Z", NULL), 1);
@@ -647,6 +665,20 @@ static void retry_sends_recovered_once(void **state)
 	int64_t job = trigger(&e, "daily", tu_now_ms() / 1000 * 1000);
 	assert_true(wait_received(&e, "lost", 1));
 	assert_int_equal(cli(&e, NULL, 0, "ledger", "--lost", NULL, NULL), 1);
+	/* status names the open alert, in text and JSON. */
+	assert_int_equal(cli(&e, out, sizeof(out), "status", NULL, NULL, NULL),
+			 0);
+	assert_non_null(strstr(out, "alerts   1 open"));
+	assert_non_null(strstr(out, "lost"));
+	assert_int_equal(cli(&e, out, sizeof(out), "status", "--json", NULL,
+			     NULL), 0);
+	json_t *st = json_loads(out, 0, NULL);
+	assert_non_null(st);
+	json_t *oa = json_object_get(json_array_get(json_object_get(
+				st, "schedules"), 0), "open_alerts");
+	assert_int_equal(json_array_size(oa), 1);
+	assert_string_equal(str_of(json_array_get(oa, 0), "reason"), "lost");
+	json_decref(st);
 
 	snprintf(p, sizeof(p), "%s/ok", e.dir);
 	FILE *f = fopen(p, "w");
@@ -665,6 +697,9 @@ static void retry_sends_recovered_once(void **state)
 	assert_int_equal(tu_ledger_count(e.store_url, "daily",
 					 LEDGER_RECOVERED), 1);
 	assert_int_equal(cli(&e, NULL, 0, "ledger", "--lost", NULL, NULL), 0);
+	assert_int_equal(cli(&e, out, sizeof(out), "status", NULL, NULL, NULL),
+			 0);
+	assert_non_null(strstr(out, "alerts   none open"));
 	env_dispose(&e);
 }
 

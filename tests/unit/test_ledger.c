@@ -80,6 +80,67 @@ static void report_counts_recovered_slots_apart(void **state)
 	sc_clock_free(clock);
 }
 
+static void append_ack(struct store *s, const char *sched, int64_t first,
+		       int64_t last, int64_t at)
+{
+	struct ledger_row r = {.slot_ms = first, .finished_ms = at};
+	char d[128];
+
+	snprintf(r.schedule, sizeof(r.schedule), "%s", sched);
+	snprintf(r.outcome, sizeof(r.outcome), "%s", LEDGER_ACKED);
+	snprintf(d, sizeof(d), "{\"first_ms\":%lld,\"last_ms\":%lld}",
+		 (long long)first, (long long)last);
+	r.details_json = d;
+	assert_int_equal(store_ledger_append(s, &r, NULL), 0);
+}
+
+/* An acked slot is listed and no longer counts, inside its ack's range
+ * only and for its own schedule only; missed slots count like lost ones
+ * until then. */
+static void report_counts_acked_slots_apart(void **state)
+{
+	struct sc_clock *clock = sc_clock_virtual_new(T0);
+	struct store *s = tb_open(state, clock);
+	struct ledger_report rep;
+	struct sc_err err = {0};
+
+	for (int i = 0; i < 4; i++)
+		append(s, "hourly", T0 + i * HOUR, LEDGER_MISSED, T0 + 5 * HOUR);
+	append(s, "daily", T0, LEDGER_LOST, T0 + 1000);
+	assert_int_equal(ledger_lost_report(s, &all, &rep, &err), 0);
+	assert_int_equal(rep.n_missed, 4);
+	assert_int_equal(rep.n_lost, 1);
+	ledger_report_dispose(&rep);
+
+	/* An ack of hours 1..2 of hourly; one of "daily" at another slot;
+	 * one of another schedule over everything. */
+	append_ack(s, "hourly", T0 + HOUR, T0 + 2 * HOUR, T0 + 6 * HOUR);
+	append_ack(s, "daily", T0 + HOUR, T0 + HOUR, T0 + 6 * HOUR);
+	append_ack(s, "other", T0 - HOUR, T0 + 9 * HOUR, T0 + 6 * HOUR);
+	assert_int_equal(ledger_lost_report(s, &all, &rep, &err), 0);
+	assert_int_equal(rep.n, 5);
+	assert_int_equal(rep.n_acked, 2);
+	assert_int_equal(rep.n_missed, 2);
+	assert_int_equal(rep.n_lost, 1);
+	for (size_t i = 0; i < rep.n; i++) {
+		const struct ledger_row *r = &rep.rows[i];
+		bool in = strcmp(r->schedule, "hourly") == 0 &&
+			  r->slot_ms >= T0 + HOUR && r->slot_ms <= T0 + 2 * HOUR;
+		assert_int_equal(rep.acked_ms[i], in ? T0 + 6 * HOUR : 0);
+	}
+	ledger_report_dispose(&rep);
+
+	/* The rest acked: nothing counts any more. */
+	append_ack(s, "hourly", T0, T0 + 3 * HOUR, T0 + 7 * HOUR);
+	append_ack(s, "daily", T0, T0, T0 + 7 * HOUR);
+	assert_int_equal(ledger_lost_report(s, &all, &rep, &err), 0);
+	assert_int_equal(rep.n_acked, 5);
+	assert_int_equal(rep.n_missed + rep.n_lost, 0);
+	ledger_report_dispose(&rep);
+	store_close(s);
+	sc_clock_free(clock);
+}
+
 /* The report refuses the filters that could drop one of its rows. */
 static void report_takes_no_limit_or_outcome(void **state)
 {
@@ -128,15 +189,19 @@ static void outcome_words(void **state)
 	(void)state;
 	assert_true(ledger_outcome_known(LEDGER_LOST));
 	assert_true(ledger_outcome_known(LEDGER_DECISION));
+	assert_true(ledger_outcome_known(LEDGER_ALERT));
+	assert_true(ledger_outcome_known(LEDGER_ACKED));
+	assert_true(ledger_outcome_known(LEDGER_RECOVERED));
 	assert_false(ledger_outcome_known("completed"));
 	assert_false(ledger_outcome_known(NULL));
-	assert_int_equal(ledger_n_outcomes, 8);
+	assert_int_equal(ledger_n_outcomes, 11);
 }
 
 int main(void)
 {
 	struct CMUnitTest tests[] = {
 		cmocka_unit_test(report_counts_recovered_slots_apart),
+		cmocka_unit_test(report_counts_acked_slots_apart),
 		cmocka_unit_test(report_takes_no_limit_or_outcome),
 		cmocka_unit_test(read_turns_newest_first_around),
 		cmocka_unit_test(outcome_words),
