@@ -2243,10 +2243,12 @@ static int pg_alert_realert(void *impl, int64_t id, int rounds_seen,
 	return rc;
 }
 
-/* Appends s to the array literal in *b as one quoted element. */
+/* Appends s to the array literal in *b as one quoted element, keeping
+ * room for the closing brace and the NUL. */
 static bool array_add(char **b, size_t *len, size_t *cap, const char *s)
 {
-	size_t need = *len + 2 * strlen(s) + 4;
+	/* comma, two quotes, every byte escaped, '}', NUL */
+	size_t need = *len + 2 * strlen(s) + 5;
 
 	if (need > *cap) {
 		size_t ncap = need * 2;

@@ -640,6 +640,14 @@ static void stage_is_idempotent(void **state)
 	assert_int_equal(get(&f, id).staged_rounds, 3);
 	assert_int_equal(sends(&f, id, &v), 3);
 	store_alert_sends_free(v, 3);
+	/* A name is kept byte for byte, quotes and backslashes included
+	 * (PostgreSQL gets the round's targets as one array). */
+	const char *odd[] = {"q\"uo\\te", "b,c}"};
+	assert_int_equal(store_alert_stage(f.s, id, 3, odd, 2, "m", NULL), 0);
+	assert_int_equal(sends(&f, id, &v), 5);
+	assert_string_equal(v[3].target, "q\"uo\\te");
+	assert_string_equal(v[4].target, "b,c}");
+	store_alert_sends_free(v, 5);
 	/* No such alert: nothing written. */
 	assert_int_equal(store_alert_stage(f.s, id + 99, 0, ab, 2, "m", NULL),
 			 SC_ENOENT);
