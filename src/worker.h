@@ -73,7 +73,8 @@ struct worker_result {
 				     (INT64_MAX: none) */
 	size_t n_alerts_sent;     /* lost: alert targets that took the alert */
 	struct sc_err run_err;    /* the run's error (code 0 on success) */
-	char error_class[16];     /* "task", "delivery", "config", "internal" */
+	char error_class[16];     /* "task", "expectation", "delivery",
+				     "config", "internal" */
 	struct orchestrator_report rep; /* owned */
 };
 
