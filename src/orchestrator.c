@@ -271,6 +271,11 @@ static int failed_run(const struct orchestrator_ctx *ctx,
 			nf++;
 		}
 	}
+	/* Callers come here with a failed task or an expectation. */
+	static const struct sc_err no_detail = {.code = SC_ETASK,
+						.msg = "failed (no detail)"};
+	if (!run_err)
+		run_err = &no_detail;
 	/* The attempt that loses the slot: the queue gives up on a
 	 * permanent error or when the attempts are spent (queue_fail). */
 	rep->is_last_attempt = run_err->permanent ||

@@ -74,7 +74,8 @@ struct worker_result {
 	size_t n_alerts_sent;     /* lost: alert copies sent at once (the
 				     rest are retried by alert_tick) */
 	struct sc_err run_err;    /* the run's error (code 0 on success) */
-	char error_class[16];     /* "task", "delivery", "config", "internal" */
+	char error_class[16];     /* "task", "expectation", "delivery",
+				     "config", "internal" */
 	struct orchestrator_report rep; /* owned */
 };
 

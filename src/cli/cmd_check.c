@@ -62,9 +62,11 @@ int cmd_check(int argc, char **argv)
 	cli_setup_logging(SC_LOG_WARN);
 
 	int rc = config_parse(path, &c, &probs);
-	if (rc == 0)
+	bool loaded = rc == 0;
+	if (loaded)
 		rc = config_check(c, &probs);
-	int wrc = c ? config_check_warnings(c, &warns) : 0;
+	/* Warnings are about a config that loads. */
+	int wrc = loaded ? config_check_warnings(c, &warns) : 0;
 	if (rc >= 0 && wrc < 0)
 		rc = wrc;
 	if (rc != 0 || probs.n || probs.n_dropped ||

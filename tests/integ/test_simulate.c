@@ -574,6 +574,228 @@ static void temp_folder_is_removed(void **state)
 	assert_int_equal(system(cmd), 0);
 }
 
+/* ---- issue 13: the notice policy and expect ----------------------------- */
+
+/* "attempt outcome class;" of every ledger row, in order. */
+static void ledger_text(json_t *root, char *out, size_t n)
+{
+	json_t *arr = json_object_get(root, "ledger"), *e;
+	size_t i, len = 0;
+
+	out[0] = '\0';
+	json_array_foreach(arr, i, e) {
+		const char *cls = json_string_value(json_object_get(
+			e, "error_class"));
+		if (len < n)
+			len += (size_t)snprintf(
+				out + len, n - len, "%d %s %s;",
+				(int)json_integer_value(json_object_get(
+					e, "attempt")),
+				json_string_value(json_object_get(e, "outcome")),
+				cls ? cls : "");
+	}
+}
+
+/* The seed's timeline (3 failures, then a success) under every, final and
+ * none: the receiver gets 3, 0 and 0 failure notices and one result, the
+ * timeline says which attempts withheld one, and the ledger is the same. */
+static void issue13_notice_policies_over_the_seed_timeline(void **state)
+{
+	static const struct {
+		const char *lines;
+		size_t notices, withheld_events;
+	} rows[] = {
+		{"    notices: every\n", 3, 0},
+		{"    notices: final\n", 0, 3},
+		{"    notices: none\n", 0, 3},
+	};
+	char first[1024] = "", ledger[1024];
+	struct run r;
+	json_t *ev[8];
+
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		fake_http_reset(srv);
+		fake_http_set_default(srv, "/hook", 200, NULL, "ok");
+		fake_http_set_default(srv, "/pager", 200, NULL, "ok");
+		write_weekly(rows[i].lines);
+		char db[400];
+		snprintf(db, sizeof(db), "%s/deliveries.jsonl", dir);
+		unlink(db);
+		run_bin(&r, "--config", "c.yaml", "--from", WEEK_FROM,
+			"--until", WEEK_UNTIL, "--fail", QUOTA, "--deliver",
+			"--json", (char *)NULL);
+		if (r.status != 0 || !r.json)
+			fail_msg("%s: status %d, stderr: %s", rows[i].lines,
+				 r.status, r.err);
+		/* At the real receiver and the real file. */
+		assert_int_equal(received("/hook", "failure_notice"),
+				 rows[i].notices);
+		assert_int_equal(received("/hook", "result"), 1);
+		assert_int_equal(file_kind("deliveries.jsonl",
+					   "failure_notice"), rows[i].notices);
+		assert_int_equal(file_kind("deliveries.jsonl", "result"), 1);
+		/* Per attempt: what the policy did. */
+		assert_int_equal(events(r.json, "attempt_failed", ev, 8), 3);
+		for (int k = 0; k < 3; k++) {
+			assert_int_equal(json_integer_value(json_object_get(
+						 ev[k], "notices_sent")),
+					 rows[i].notices ? 2 : 0);
+			assert_int_equal(json_integer_value(json_object_get(
+						 ev[k], "notices_withheld")),
+					 rows[i].notices ? 0 : 2);
+		}
+		assert_int_equal(events(r.json, "notice_withheld", ev, 8),
+				 rows[i].withheld_events);
+		ledger_text(r.json, ledger, sizeof(ledger));
+		if (i == 0)
+			snprintf(first, sizeof(first), "%s", ledger);
+		assert_string_equal(ledger, first);
+		run_dispose(&r);
+	}
+	assert_string_equal(first, "1 failed task;2 failed task;3 failed task;"
+				   "4 success ;");
+
+	/* The text timeline names the targets and their policy. */
+	write_weekly("    notices: final\n");
+	run_bin(&r, "--config", "c.yaml", "--from", WEEK_FROM, "--until",
+		WEEK_UNTIL, "--fail", QUOTA, (char *)NULL);
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.out, "weekly-summary  attempt 1: no failure "
+				      "notice to hook (notices: final), archive "
+				      "(notices: final)\n"));
+	run_dispose(&r);
+}
+
+/* final when the slot is lost: exactly one notice per target, from the
+ * last attempt, saying the slot is lost and the attempt count. A target's
+ * own policy wins over the schedule's. */
+static void issue13_final_notice_when_the_slot_is_lost(void **state)
+{
+	struct fake_request fr;
+	struct run r;
+
+	write_weekly("    notices: final\n"
+		     "    retry: {attempts: 2, backoff: exponential, "
+		     "delay: 60s}\n");
+	run_bin(&r, "--config", "c.yaml", "--from", WEEK_FROM, "--until",
+		WEEK_UNTIL, "--fail", QUOTA, "--deliver", (char *)NULL);
+	if (r.status != 0)
+		fail_msg("status %d, stderr: %s", r.status, r.err);
+	assert_int_equal(received("/hook", "failure_notice"), 1);
+	assert_int_equal(fake_http_count(srv, "/hook"), 1);
+	assert_true(fake_http_request(srv, "/hook", 0, &fr));
+	json_t *m = json_loads(fr.body, 0, NULL);
+	fake_request_dispose(&fr);
+	assert_non_null(m);
+	assert_int_equal(json_integer_value(json_object_get(m, "attempt")), 2);
+	assert_non_null(strstr(json_string_value(json_object_get(m, "summary")),
+			       "weekly-summary: the slot is lost after 2 "
+			       "attempts"));
+	json_decref(m);
+	assert_int_equal(file_kind("deliveries.jsonl", "failure_notice"), 1);
+	assert_non_null(strstr(r.out, "attempt 1: no failure notice to hook "
+				      "(notices: final), archive (notices: "
+				      "final)"));
+	run_dispose(&r);
+}
+
+/* A result short of expect is a failed run (cause expectation), retried
+ * and finally lost; meeting it delivers. explain prints the policy and
+ * the expectation. */
+static void issue13_expect_in_simulate_and_explain(void **state)
+{
+	struct run r;
+	json_t *ev[8];
+
+	write_weekly("    notices: final\n"
+		     "    expect: {min_previews: 1, min_summary_chars: 5}\n"
+		     "    retry: {attempts: 2, backoff: fixed, delay: 60s}\n");
+	run_bin(&r, "--config", "c.yaml", "--from", WEEK_FROM, "--until",
+		WEEK_UNTIL, "--json", (char *)NULL);
+	if (r.status != 0 || !r.json)
+		fail_msg("status %d, stderr: %s", r.status, r.err);
+	assert_int_equal(events(r.json, "attempt_failed", ev, 8), 2);
+	for (int k = 0; k < 2; k++) {
+		assert_string_equal(json_string_value(json_object_get(
+					    ev[k], "error_class")),
+				    "expectation");
+		assert_non_null(strstr(json_string_value(json_object_get(
+					       ev[k], "error")),
+				       "expect.min_previews: 0 previews, at "
+				       "least 1 expected"));
+	}
+	assert_int_equal(events(r.json, "slot_lost", ev, 8), 1);
+	assert_int_equal(ledger_count(r.json, "failed"), 1);
+	assert_int_equal(ledger_count(r.json, "lost"), 1);
+	assert_int_equal(delivered(r.json, "hook", "result"), 0);
+	assert_int_equal(delivered(r.json, "hook", "failure_notice"), 1);
+	run_dispose(&r);
+
+	run_bin(&r, "--config", "c.yaml", "--from", WEEK_FROM, "--until",
+		WEEK_UNTIL, (char *)NULL);
+	assert_non_null(strstr(r.out, "attempt 1 failed (expectation): "
+				      "schedule weekly-summary: the result fell "
+				      "short of expect.min_previews"));
+	run_dispose(&r);
+
+	/* With a preview, the expectation is met. */
+	write_file("summary.sh", "#!/bin/sh\nprintf '{\"summary\": \"five!\", "
+		   "\"previews\": [\"p\"]}'\n", 0700);
+	run_bin(&r, "--config", "c.yaml", "--from", WEEK_FROM, "--until",
+		WEEK_UNTIL, "--json", (char *)NULL);
+	assert_int_equal(r.status, 0);
+	assert_int_equal(events(r.json, "attempt_succeeded", ev, 8), 1);
+	assert_int_equal(delivered(r.json, "hook", "result"), 1);
+	run_dispose(&r);
+
+	/* explain SCHEDULE: the policy, a target's own, the expectation. */
+	write_file("c.yaml",
+		   "targets:\n"
+		   "  hook: {kind: webhook, url_env: SIM_HOOK_URL, "
+		   "notices: none}\n"
+		   "  archive: {kind: file, path: ./deliveries.jsonl}\n"
+		   "schedules:\n"
+		   "  weekly-summary:\n"
+		   "    cron: \"0 17 * * 5\"\n"
+		   "    tz: Asia/Seoul\n"
+		   "    notices: final\n"
+		   "    expect: {min_previews: 1, min_summary_chars: 5}\n"
+		   "    targets: [hook, archive]\n"
+		   "    tasks:\n"
+		   "      - {name: summary, command: [./summary.sh]}\n",
+		   0600);
+	char out[16384], err[4096];
+	const char *args[] = {"explain", "--config", "c.yaml",
+			      "weekly-summary", NULL};
+	assert_int_equal(tu_run_bin(dir, dir, NULL, args, out, sizeof(out), err,
+				    sizeof(err)), 0);
+	assert_non_null(strstr(out, "notices     final (a failure notice only "
+				    "on the attempt that loses the slot)\n"
+				    "            to hook: none (the target's "
+				    "own)\n"
+				    "expect      at least 1 preview, a summary "
+				    "of at least 5 characters"));
+	const char *jargs[] = {"explain", "--json", "--config", "c.yaml",
+			       "weekly-summary", NULL};
+	assert_int_equal(tu_run_bin(dir, dir, NULL, jargs, out, sizeof(out),
+				    err, sizeof(err)), 0);
+	json_t *j = json_loads(out, 0, NULL);
+	assert_non_null(j);
+	assert_string_equal(json_string_value(json_object_get(j, "notices")),
+			    "final");
+	json_t *ex = json_object_get(j, "expect");
+	assert_int_equal(json_integer_value(json_object_get(ex,
+							    "min_previews")), 1);
+	json_t *tn = json_object_get(j, "target_notices");
+	assert_int_equal(json_array_size(tn), 2);
+	assert_string_equal(json_string_value(json_object_get(
+				    json_array_get(tn, 0), "notices")), "none");
+	assert_string_equal(json_string_value(json_object_get(
+				    json_array_get(tn, 1), "source")),
+			    "schedule");
+	json_decref(j);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
@@ -586,6 +808,9 @@ int main(void)
 		T(downtime_over_two_weekly_slots_catches_up),
 		T(malformed_fail_argument_is_located),
 		T(temp_folder_is_removed),
+		T(issue13_notice_policies_over_the_seed_timeline),
+		T(issue13_final_notice_when_the_slot_is_lost),
+		T(issue13_expect_in_simulate_and_explain),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
