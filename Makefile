@@ -78,7 +78,8 @@ soak: need-test
 # goes through `setarch -R` (no ASLR) when setarch is there.
 TSAN_SUITES ?= test_daemon test_http test_nodes_daemon_pg test_pg_faults \
 	test_secrets test_delivery test_orchestrator test_slot_e2e \
-	test_delivery_crash test_task test_tz test_target_file
+	test_delivery_crash test_task test_tz test_target_file test_alerts \
+	test_notice_policy
 tsan: need-test
 	@$(SUBMAKE) _tsan MODE=tsan
 
@@ -89,7 +90,8 @@ tsan: need-test
 # code paths that ship are the ones tested. A test that needs a test
 # build's seams (failpoints, SURECRON_TEST_CLOCK) skips there with its
 # reason (TU_NEED_TEST_SEAMS in tests/testutil.h); the rest really run.
-REL_SUITES ?= test_store test_store_pg test_queue test_nodes_pg test_daemon
+REL_SUITES ?= test_store test_store_pg test_queue test_nodes_pg test_daemon \
+	test_store_alert test_alerts
 test-release: need-test
 	@$(SUBMAKE) _test_release MODE=rel
 
