@@ -523,6 +523,8 @@ static void close_writes_all_or_nothing(void **state)
 	struct fix f;
 	bool changed = true;
 
+	TU_NEED_TEST_SEAMS(); /* the store.commit:err failpoint */
+
 	fix_open(state, &f);
 	struct store_alert a = mk("daily", T0, ALERT_REASON_LOST, 1, 0);
 	int64_t id = do_raise(&f, &a, true);
