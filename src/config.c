@@ -950,7 +950,10 @@ static void parse_alert_on(struct pc *pc, const struct config_node *a)
 		const char *word;
 		unsigned bit;
 	} reasons[] = {{"lost", CONFIG_ALERT_ON_LOST},
-		       {"missed", CONFIG_ALERT_ON_MISSED}};
+		       {"missed", CONFIG_ALERT_ON_MISSED},
+		       {"late", CONFIG_ALERT_ON_LATE},
+		       {"overrun", CONFIG_ALERT_ON_OVERRUN},
+		       {"stale", CONFIG_ALERT_ON_STALE}};
 	const struct config_node *v = config_yaml_get(a, "on");
 	char ip[PATH_MAX_KEY];
 	unsigned on = 0;
@@ -973,7 +976,8 @@ static void parse_alert_on(struct pc *pc, const struct config_node *a)
 			j++;
 		if (j == sizeof(reasons) / sizeof(reasons[0])) {
 			bad(pc, it, ip, "unknown alert reason \"%s\" "
-			    "(expected lost or missed)", it->str);
+			    "(expected lost, missed, late, overrun or "
+			    "stale)", it->str);
 			ok = false;
 			continue;
 		}
@@ -1305,6 +1309,52 @@ static void parse_expect(struct pc *pc, const struct config_node *e,
 }
 
 /*
+ * `heartbeat: {url_env: NAME, every: DUR}`; every only at the top level
+ * (a schedule's pings follow its slots).
+ */
+static void parse_heartbeat(struct pc *pc, const struct config_node *h,
+			    const char *path, bool top,
+			    struct heartbeat_spec *out)
+{
+	static const char *const top_keys[] = {"url_env", "every", NULL};
+	static const char *const sched_keys[] = {"url_env", NULL};
+
+	if (!map_keys(pc, h, path, top ? top_keys : sched_keys,
+		      top ? "heartbeat" : "a schedule's heartbeat"))
+		return;
+	get_env_name(pc, h, path, "url_env", true, &out->url_env);
+	if (!top)
+		return;
+	out->every_ms = 60000;
+	/* A ping a second at most; a day at most, so that a monitor's
+	 * period and grace stay meaningful. */
+	get_duration(pc, h, path, "every", 1000, INT64_C(86400000),
+		     &out->every_ms);
+}
+
+/* `sla: {start_within, max_runtime, success_within}`: at least one. */
+static void parse_sla(struct pc *pc, const struct config_node *v,
+		      const char *path, struct schedule_spec *s)
+{
+	static const char *const keys[] = {"start_within", "max_runtime",
+					   "success_within", NULL};
+	const int64_t year = INT64_C(366) * 86400000;
+
+	if (!map_keys(pc, v, path, keys, "sla"))
+		return;
+	s->has_sla = true;
+	get_duration(pc, v, path, "start_within", 1000, year,
+		     &s->sla.start_within_ms);
+	get_duration(pc, v, path, "max_runtime", 1000, year,
+		     &s->sla.max_runtime_ms);
+	get_duration(pc, v, path, "success_within", 1000, year,
+		     &s->sla.success_within_ms);
+	if (v->n == 0)
+		bad(pc, v, path, "must set at least one of start_within, "
+		    "max_runtime, success_within");
+}
+
+/*
  * Resolves a schedule once, after its environment override: the final
  * expression must parse and the zone must load, through the cron module,
  * so that every loaded schedule can fire; its class and final policy
@@ -1356,7 +1406,8 @@ static void parse_schedule(struct pc *pc, const struct config_node *k,
 	static const char *const keys[] = {"cron",    "tz",    "catchup",
 					   "targets", "tasks", "retry",
 					   "schedule_env", "notices",
-					   "expect", NULL};
+					   "expect", "heartbeat", "sla",
+					   "renamed_from", NULL};
 	static const char *const catchups[] = {"latest", "all", "none", NULL};
 	struct schedule_spec *s = item;
 	char path[PATH_MAX_KEY], kp[PATH_MAX_KEY], ip[PATH_MAX_KEY];
@@ -1378,6 +1429,18 @@ static void parse_schedule(struct pc *pc, const struct config_node *k,
 		pjoin(kp, sizeof(kp), path, "expect");
 		parse_expect(pc, ex, kp, s);
 	}
+	const struct config_node *hb = config_yaml_get(v, "heartbeat");
+	if (hb) {
+		pjoin(kp, sizeof(kp), path, "heartbeat");
+		parse_heartbeat(pc, hb, kp, false, &s->heartbeat);
+	}
+	const struct config_node *sl = config_yaml_get(v, "sla");
+	if (sl) {
+		pjoin(kp, sizeof(kp), path, "sla");
+		parse_sla(pc, sl, kp, s);
+	}
+	get_strv(pc, v, path, "renamed_from", false, &s->renamed_from,
+		 &s->n_renamed_from);
 	if (get_strv(pc, v, path, "targets", false, &s->targets,
 		     &s->n_targets) == 1)
 		check_target_refs(pc, v, path, "targets", s->targets);
@@ -1424,6 +1487,8 @@ static void parse_schedule(struct pc *pc, const struct config_node *k,
 	}
 env:
 	if (!s->targets && !(s->targets = calloc(1, sizeof(char *))))
+		oom(pc);
+	if (!s->renamed_from && !(s->renamed_from = calloc(1, sizeof(char *))))
 		oom(pc);
 	if (!s->name)
 		return;
@@ -1506,6 +1571,52 @@ static void override_collisions(struct pc *pc, const struct config_node *m)
 	free(v);
 }
 
+/*
+ * `renamed_from:` names are earlier names: none may be a schedule of the
+ * file (that one would run under two names), and no two schedules may
+ * claim the same one (its state would have two heirs).
+ */
+static void renames_whole(struct pc *pc, const struct config_node *m)
+{
+	const struct config *c = pc->c;
+	char sp[PATH_MAX_KEY], kp[PATH_MAX_KEY], ip[PATH_MAX_KEY];
+
+	for (size_t i = 0; i < c->n_schedules; i++) {
+		const struct schedule_spec *s = &c->schedules[i];
+		const struct config_node *v = NULL;
+
+		for (size_t k = 0; k + 1 < m->n; k += 2)
+			if (s->name && strcmp(m->kids[k]->str, s->name) == 0)
+				v = config_yaml_get(m->kids[k + 1],
+						    "renamed_from");
+		pjoin(sp, sizeof(sp), "schedules", s->name ? s->name : "");
+		pjoin(kp, sizeof(kp), sp, "renamed_from");
+		for (size_t j = 0; j < s->n_renamed_from; j++) {
+			const char *old = s->renamed_from[j];
+			const struct config_node *at =
+				v && v->kind == NODE_SEQ && j < v->n
+					? v->kids[j] : v;
+			pindex(ip, sizeof(ip), kp, j);
+			if (config_schedule(c, old)) {
+				bad(pc, at, ip, "\"%s\" is a schedule of this "
+				    "file; renamed_from names earlier names "
+				    "only", old);
+				continue;
+			}
+			for (size_t o = 0; o < i; o++)
+				for (size_t q = 0;
+				     q < c->schedules[o].n_renamed_from; q++)
+					if (strcmp(c->schedules[o]
+							   .renamed_from[q],
+						   old) == 0)
+						bad(pc, at, ip, "\"%s\" is "
+						    "claimed by schedule %s "
+						    "too", old,
+						    c->schedules[o].name);
+		}
+	}
+}
+
 static void parse_schedules(struct pc *pc, const struct config_node *root)
 {
 	const struct config_node *m = config_yaml_get(root, "schedules");
@@ -1526,6 +1637,7 @@ static void parse_schedules(struct pc *pc, const struct config_node *root)
 		    "run)");
 	else
 		override_collisions(pc, m);
+	renames_whole(pc, m);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1607,12 +1719,15 @@ void config_free(struct config *c)
 		free(s->schedule_env);
 		free(s->tz);
 		strv_free(s->targets);
+		strv_free(s->renamed_from);
+		free(s->heartbeat.url_env);
 		for (size_t j = 0; j < s->n_tasks; j++)
 			task_free(&s->tasks[j]);
 		free(s->tasks);
 	}
 	free(c->schedules);
 	strv_free(c->alert_targets);
+	free(c->heartbeat.url_env);
 	free(c->store_url);
 	free(c->path);
 	free(c->dir);
@@ -1763,7 +1878,7 @@ int config_parse(const char *path, struct config **out,
 
 	static const char *const top[] = {"store",  "worker", "targets",
 					  "alerts", "auth",   "schedules",
-					  NULL};
+					  "heartbeat", NULL};
 	struct pc pc = {.c = c, .probs = probs};
 	map_keys(&pc, root, "", top, "the top level");
 	parse_store(&pc, root);
@@ -1771,6 +1886,9 @@ int config_parse(const char *path, struct config **out,
 	parse_targets(&pc, root);
 	parse_auths(&pc, root);
 	parse_alerts(&pc, root);
+	const struct config_node *hb = config_yaml_get(root, "heartbeat");
+	if (hb)
+		parse_heartbeat(&pc, hb, "heartbeat", true, &c->heartbeat);
 	parse_schedules(&pc, root);
 	if (pc.oom)
 		rc = SC_ENOMEM;

@@ -110,6 +110,27 @@ struct auth_spec {
 
 enum catchup { CATCHUP_LATEST = 0, CATCHUP_ALL = 1, CATCHUP_NONE = 2 };
 
+/*
+ * `heartbeat:` (issue 14): pings to an external monitor in the shape of
+ * Healthchecks.io's ping API (GET URL, URL/start, URL/fail, ?rid=UUID).
+ * The URL is a secret: only the NAME of its variable is in the file.
+ */
+struct heartbeat_spec {
+	char *url_env;          /* NULL: no heartbeat */
+	int64_t every_ms;       /* top level: the daemon's ping period
+				   (default 1m); 0 for a schedule's */
+};
+
+/*
+ * `sla:` (issue 14): timing checks of a schedule; 0: that check is off.
+ * A breach is a ledger row and an alert (reasons late, overrun, stale).
+ */
+struct sla_spec {
+	int64_t start_within_ms;   /* a due slot not started by then: late */
+	int64_t max_runtime_ms;    /* an attempt running longer: overrun */
+	int64_t success_within_ms; /* no delivered slot for that long: stale */
+};
+
 struct schedule_spec {
 	char *name;
 	char *cron;             /* the final expression (after overrides) */
@@ -143,6 +164,13 @@ struct schedule_spec {
 	 * failed run (cause "expectation"). 0: no expectation. */
 	int expect_min_previews;
 	int expect_min_summary_chars;
+	struct heartbeat_spec heartbeat; /* `heartbeat: {url_env}` (issue 14) */
+	bool has_sla;                    /* `sla:` written */
+	struct sla_spec sla;
+	char **renamed_from;    /* `renamed_from:` names, NULL-terminated
+				   (never NULL once loaded): the schedule's
+				   earlier names, whose state it keeps */
+	size_t n_renamed_from;
 };
 
 struct config_locs;
@@ -151,7 +179,13 @@ struct config_locs;
  * stale. */
 #define CONFIG_ALERT_ON_LOST 1u
 #define CONFIG_ALERT_ON_MISSED 2u
-#define CONFIG_ALERT_ON_DEFAULT (CONFIG_ALERT_ON_LOST | CONFIG_ALERT_ON_MISSED)
+#define CONFIG_ALERT_ON_LATE 4u     /* sla.start_within breached */
+#define CONFIG_ALERT_ON_OVERRUN 8u  /* sla.max_runtime breached */
+#define CONFIG_ALERT_ON_STALE 16u   /* sla.success_within breached */
+/* Every reason: the sla ones fire only for schedules with `sla:`. */
+#define CONFIG_ALERT_ON_DEFAULT                                           \
+	(CONFIG_ALERT_ON_LOST | CONFIG_ALERT_ON_MISSED | CONFIG_ALERT_ON_LATE | \
+	 CONFIG_ALERT_ON_OVERRUN | CONFIG_ALERT_ON_STALE)
 
 struct config {
 	char *path;             /* the file it came from */
@@ -171,6 +205,7 @@ struct config {
 				   config_parse sets the default (both); a
 				   hand-made config with 0 raises none */
 	int64_t alert_realert_ms; /* `alerts: realert`; 0: never repeat */
+	struct heartbeat_spec heartbeat; /* top-level `heartbeat:` (issue 14) */
 	struct auth_spec *auths;
 	size_t n_auths;
 	struct schedule_spec *schedules;

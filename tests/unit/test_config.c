@@ -307,6 +307,70 @@ static void defaults_apply(void **state)
 	config_free(c);
 }
 
+/* Issue 14: heartbeat (top level and per schedule), sla, renamed_from,
+ * and the sla reasons of alerts.on; the defaults when absent. */
+static void issue14_heartbeat_sla_renamed_keys(void **state)
+{
+	const char *path = write_file(
+		"h.yaml",
+		"heartbeat: {url_env: HC_DAEMON, every: 30s}\n"
+		"alerts: {on: [late, overrun, stale]}\n"
+		"schedules:\n"
+		"  weekly:\n"
+		"    cron: \"0 17 * * 5\"\n"
+		"    heartbeat: {url_env: HC_WEEKLY}\n"
+		"    sla: {start_within: 5m, max_runtime: 45m, "
+		"success_within: 8d}\n"
+		"    renamed_from: [weekly-report, friday]\n"
+		"    tasks: [{name: a, command: [/bin/true]}]\n"
+		"  daily:\n"
+		"    cron: \"0 3 * * *\"\n"
+		"    sla: {max_runtime: 1h}\n"
+		"    tasks: [{name: a, command: [/bin/true]}]\n"
+		"  plain:\n"
+		"    cron: \"0 4 * * *\"\n"
+		"    tasks: [{name: a, command: [/bin/true]}]\n");
+	struct config *c = load_ok(path);
+
+	assert_string_equal(c->heartbeat.url_env, "HC_DAEMON");
+	assert_int_equal(c->heartbeat.every_ms, 30000);
+	assert_int_equal(c->alert_on, CONFIG_ALERT_ON_LATE |
+					      CONFIG_ALERT_ON_OVERRUN |
+					      CONFIG_ALERT_ON_STALE);
+	const struct schedule_spec *w = config_schedule(c, "weekly");
+	assert_string_equal(w->heartbeat.url_env, "HC_WEEKLY");
+	assert_int_equal(w->heartbeat.every_ms, 0);
+	assert_true(w->has_sla);
+	assert_int_equal(w->sla.start_within_ms, 5 * 60000);
+	assert_int_equal(w->sla.max_runtime_ms, 45 * 60000);
+	assert_int_equal(w->sla.success_within_ms, 8LL * 86400000);
+	assert_int_equal(w->n_renamed_from, 2);
+	assert_string_equal(w->renamed_from[0], "weekly-report");
+	assert_string_equal(w->renamed_from[1], "friday");
+	assert_null(w->renamed_from[2]);
+	const struct schedule_spec *d = config_schedule(c, "daily");
+	assert_true(d->has_sla);
+	assert_int_equal(d->sla.start_within_ms, 0);
+	assert_int_equal(d->sla.max_runtime_ms, 3600000);
+	assert_int_equal(d->sla.success_within_ms, 0);
+	const struct schedule_spec *p = config_schedule(c, "plain");
+	assert_false(p->has_sla);
+	assert_null(p->heartbeat.url_env);
+	assert_non_null(p->renamed_from);
+	assert_int_equal(p->n_renamed_from, 0);
+	config_free(c);
+
+	/* A top-level heartbeat without every pings each minute. */
+	path = write_file("h2.yaml",
+			  "heartbeat: {url_env: HC_DAEMON}\n"
+			  "schedules:\n"
+			  "  s: {cron: \"0 3 * * *\", tasks: [{name: a, "
+			  "command: [/bin/true]}]}\n");
+	c = load_ok(path);
+	assert_int_equal(c->heartbeat.every_ms, 60000);
+	config_free(c);
+}
+
 /* Issue 13: alerts.on, alerts.realert, notices (schedule and target) and
  * expect, each into its field; and the defaults when absent. */
 static void issue13_alert_notice_expect_keys(void **state)
@@ -368,15 +432,18 @@ static void issue13_alert_notice_expect_keys(void **state)
 	assert_int_equal(s->expect_min_summary_chars, 0);
 	config_free(c);
 
-	/* Without `alerts:` both reasons alert and nothing repeats; `on: []`
-	 * is allowed and raises none. */
+	/* Without `alerts:` every reason alerts (the sla ones only where
+	 * `sla:` is set) and nothing repeats; `on: []` is allowed and raises
+	 * none. */
 	path = write_file("d.yaml",
 			  "schedules:\n"
 			  "  s: {cron: \"0 3 * * *\", tasks: [{name: a, "
 			  "command: [/bin/true]}]}\n");
 	c = load_ok(path);
 	assert_int_equal(c->alert_on,
-			 CONFIG_ALERT_ON_LOST | CONFIG_ALERT_ON_MISSED);
+			 CONFIG_ALERT_ON_LOST | CONFIG_ALERT_ON_MISSED |
+				 CONFIG_ALERT_ON_LATE | CONFIG_ALERT_ON_OVERRUN |
+				 CONFIG_ALERT_ON_STALE);
 	assert_int_equal(c->alert_realert_ms, 0);
 	config_free(c);
 	path = write_file("e.yaml",
@@ -1065,6 +1132,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(defaults_apply, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			issue13_alert_notice_expect_keys, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			issue14_heartbeat_sla_renamed_keys, setup, teardown),
 		cmocka_unit_test_setup_teardown(durations_table, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(env_override_forms, setup,
