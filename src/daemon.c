@@ -51,7 +51,8 @@
  *     at the first failing store call of any thread and ends when every
  *     thread that saw a failure has had a store call succeed since;
  *   - the external heartbeat (heartbeat.h) is told "alive" by the
- *     scheduler loop only, after a tick the store answered, and systemd's
+ *     scheduler loop only, after a tick the store answered while no
+ *     store outage is on (n_failing == 0), and systemd's
  *     watchdog (sdnotify.h) is pinged by the scheduler loop only: a stuck
  *     scheduler thread stops both. So the loop never sleeps longer than a
  *     quarter of the watchdog interval nor half the heartbeat period
@@ -1179,7 +1180,15 @@ int daemon_run(struct daemon *d, struct sc_err *err)
 				break;
 			continue;
 		}
-		heartbeat_alive(d->hb);
+		/* An idle tick may not touch the store (the memo): "the
+		 * store answers" is the outage state, which every thread's
+		 * store calls keep (the recovery pass here at least every
+		 * RECOVER_EVERY_MS). */
+		pthread_mutex_lock(&d->mu);
+		bool store_ok = d->n_failing == 0;
+		pthread_mutex_unlock(&d->mu);
+		if (store_ok)
+			heartbeat_alive(d->hb);
 		int64_t now = sc_clock_now_ms(d->clock);
 		if (next != INT64_MAX)
 			next -= LEAD_MS;

@@ -463,6 +463,41 @@ static void daemon_ping_stops_when_killed(void **state)
 	env_dispose(&e);
 }
 
+/* The store does not answer (PostgreSQL stopped): no daemon ping; back:
+ * the pings come again. */
+static void daemon_ping_stops_when_store_down_pg(void **state)
+{
+	struct env e;
+	(void)state;
+	PGFX_NEED_SERVER();
+	if (!pgfx_restartable())
+		skip(); /* an external server: not ours to stop */
+
+	env_init(&e, pgfx_url());
+	/* A per-second schedule: the scheduler asks the store every
+	 * second. */
+	write_cfg(&e, DAEMON_TOP,
+		  "  persec:\n"
+		  "    cron: \"* * * * * *\"\n"
+		  "    tz: UTC\n"
+		  "    catchup: none\n"
+		  "    targets: [archive]\n"
+		  "    tasks: [{name: t, shell: \"echo tick\"}]\n");
+	pid_t pid = start_daemon(&e, NULL);
+	assert_true(fake_http_wait(e.mon, "/hc/daemon", 2, PATIENCE_MS));
+	assert_int_equal(pgfx_server("stop", NULL, 0), 0);
+	assert_true(wait_log(&e, "event=store-outage state=begin", 1,
+			     PATIENCE_MS));
+	size_t n0 = fake_http_count(e.mon, "/hc/daemon");
+	tu_sleep_ms(3500); /* three periods: pings would have come */
+	size_t n1 = fake_http_count(e.mon, "/hc/daemon");
+	assert_true(n1 <= n0 + 1);
+	assert_int_equal(pgfx_server("start", NULL, 0), 0);
+	assert_true(fake_http_wait(e.mon, "/hc/daemon", n1 + 2, 30000));
+	stop_daemon(pid);
+	env_dispose(&e);
+}
+
 /* ---- a bad monitor never delays a slot -------------------------------- */
 
 static const char SEC_SCHEDULE[] =
@@ -598,6 +633,9 @@ int main(void)
 	const struct CMUnitTest pg_tests[] = {
 		cmocka_unit_test_setup_teardown(slot_pings_pg, pgfx_setup,
 						pg_teardown),
+		cmocka_unit_test_setup_teardown(
+			daemon_ping_stops_when_store_down_pg, pgfx_setup,
+			pg_teardown),
 	};
 	int rc = cmocka_run_group_tests_name("heartbeat", tests, NULL, NULL);
 	rc += cmocka_run_group_tests_name("heartbeat_pg", pg_tests,
