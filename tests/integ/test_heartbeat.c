@@ -392,6 +392,37 @@ static void once_pings(void **state)
 	env_dispose(&e);
 }
 
+/* A reload takes the new heartbeat settings: a schedule that gains a
+ * heartbeat pings from its next slot on. */
+static void reload_takes_heartbeat(void **state)
+{
+	struct env e;
+	char kinds[128], rid[64];
+	(void)state;
+
+	env_init(&e, NULL);
+	write_cfg(&e, "",
+		  "  ok:\n"
+		  "    cron: \"0 0 1 1 *\"\n"
+		  "    tz: UTC\n"
+		  "    targets: [archive]\n"
+		  "    tasks: [{name: t, shell: \"echo fine\"}]\n");
+	pid_t pid = start_daemon(&e, NULL);
+	assert_true(wait_log(&e, "event=started", 1, PATIENCE_MS));
+	trigger(&e, "ok", INT64_C(1772784000000));
+	assert_true(wait_log(&e, "event=finish schedule=ok", 1, PATIENCE_MS));
+	assert_int_equal(fake_http_count(e.mon, NULL), 0);
+	write_cfg(&e, "", SLOT_SCHEDULES);
+	kill(pid, SIGHUP);
+	assert_true(wait_log(&e, "event=reload outcome=ok", 1, PATIENCE_MS));
+	trigger(&e, "ok", INT64_C(1772870400000));
+	assert_true(fake_http_wait(e.mon, "/hc/ok", 1, PATIENCE_MS));
+	stop_daemon(pid);
+	pings(&e, "ok", kinds, sizeof(kinds), rid, sizeof(rid));
+	assert_string_equal(kinds, "start success");
+	env_dispose(&e);
+}
+
 /* ---- the daemon's ping ------------------------------------------------- */
 
 static const char DAEMON_TOP[] = "heartbeat: {url_env: HC_DAEMON, every: 1s}\n";
@@ -622,6 +653,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(slot_pings, reap_all),
 		cmocka_unit_test_teardown(once_pings, reap_all),
+		cmocka_unit_test_teardown(reload_takes_heartbeat, reap_all),
 		cmocka_unit_test_teardown(daemon_ping_stops_when_stuck,
 					  reap_all),
 		cmocka_unit_test_teardown(daemon_ping_stops_when_killed,
