@@ -334,6 +334,16 @@ int config_check(const struct config *c, struct config_problems *probs)
 			check_program(&k, path, t->argv);
 		}
 	}
+	/* The heartbeat URLs (issue 14): a ping goes nowhere when the
+	 * variable is unset, and the URL carries the check's key, so it
+	 * follows the secret rule (https, or http to loopback). */
+	check_env(&k, "heartbeat.url_env", c->heartbeat.url_env, true);
+	for (size_t i = 0; i < c->n_schedules; i++) {
+		const struct schedule_spec *s = &c->schedules[i];
+		snprintf(path, sizeof(path), "schedules.%s.heartbeat.url_env",
+			 s->name);
+		check_env(&k, path, s->heartbeat.url_env, true);
+	}
 	for (size_t i = 0; i < c->n_auths; i++) {
 		const struct auth_spec *a = &c->auths[i];
 		snprintf(path, sizeof(path), "auth.%s.client_secret_env",

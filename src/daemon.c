@@ -49,7 +49,18 @@
  *     OUTAGE_LOG_EVERY_MS while it lasts, then once when it ends, with its
  *     duration: the outage is one daemon-wide state (under mu) that begins
  *     at the first failing store call of any thread and ends when every
- *     thread that saw a failure has had a store call succeed since.
+ *     thread that saw a failure has had a store call succeed since;
+ *   - the external heartbeat (heartbeat.h) is told "alive" by the
+ *     scheduler loop only, after a tick the store answered while no
+ *     store outage is on (n_failing == 0), and systemd's
+ *     watchdog (sdnotify.h) is pinged by the scheduler loop only: a stuck
+ *     scheduler thread stops both. So the loop never sleeps longer than a
+ *     quarter of the watchdog interval nor half the heartbeat period
+ *     (loop_cap_ms), and a watchdog ping goes out at most every quarter
+ *     interval, so two are never more than half the interval apart;
+ *   - slot pings (start, delivered, lost) are queued from the workers'
+ *     slot_event hook and sent by the heartbeat's own thread: a slow or
+ *     dead monitor never delays a run.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -64,9 +75,12 @@
 #include "config.h"
 #include "daemon.h"
 #include "err.h"
+#include "failpoint.h"
+#include "heartbeat.h"
 #include "log.h"
 #include "queue.h"
 #include "scheduler.h"
+#include "sdnotify.h"
 #include "store.h"
 #include "worker.h"
 
@@ -151,6 +165,10 @@ struct daemon {
 	pthread_t alerter;
 	bool alerter_started;
 	char host[64];           /* for worker names */
+	struct heartbeat *hb;    /* external pings; reconfigured on reload */
+	int64_t wd_ms;           /* systemd watchdog interval, 0: none */
+	int64_t wd_last_mono_ms; /* the last WATCHDOG=1 */
+	bool notify_failed;      /* a notify send failed: warned once */
 
 	/* The store outage (under mu): begun when n_failing went 0 -> 1,
 	 * ended when it is back at 0. */
@@ -319,6 +337,16 @@ static void store_backoff(struct daemon *d, struct store_health *h)
 
 /* ---- recovery ------------------------------------------------------------- */
 
+/* The daemon's side of a running job (worker.h's hooks): the stop flag
+ * once grace is over, and the worker thread's part in the store outage. */
+struct run_hooks {
+	struct daemon *d;
+	struct store_health *health;
+};
+
+static void run_slot_event(void *ud, const struct store_job *job,
+			   enum worker_event ev);
+
 /*
  * Recovers stalled jobs and sends the lost-slot alert for each one this
  * node's recovery declared dead (worker_recover; worker_run_job only
@@ -329,7 +357,9 @@ static int recover(struct store *s, struct daemon *d,
 		   const struct config *cfg, struct store_health *h)
 {
 	struct sc_err e = {0};
-	struct worker_opts wo = {.store = s, .clock = d->clock, .config = cfg};
+	struct run_hooks rh = {.d = d, .health = h};
+	struct worker_opts wo = {.store = s, .clock = d->clock, .config = cfg,
+				 .slot_event = run_slot_event, .ud = &rh};
 	int n = 0;
 	int rc = worker_recover(&wo, QUEUE_STALL_LIMIT, &n, NULL, &e);
 
@@ -350,13 +380,6 @@ static int recover(struct store *s, struct daemon *d,
 }
 
 /* ---- running one job ------------------------------------------------------ */
-
-/* The daemon's side of a running job (worker.h's hooks): the stop flag
- * once grace is over, and the worker thread's part in the store outage. */
-struct run_hooks {
-	struct daemon *d;
-	struct store_health *health;
-};
 
 static bool run_stop(void *ud)
 {
@@ -380,6 +403,20 @@ static void run_store_fine(void *ud)
 	store_fine(rh->d, rh->health);
 }
 
+/* A slot's start, delivery or loss: its external ping is queued (never
+ * sent here: the worker must not wait on a monitor). */
+static void run_slot_event(void *ud, const struct store_job *job,
+			   enum worker_event ev)
+{
+	const struct run_hooks *rh = ud;
+	enum heartbeat_kind k = ev == WORKER_EVENT_START ? HEARTBEAT_START
+				: ev == WORKER_EVENT_DELIVERED
+					? HEARTBEAT_SUCCESS
+					: HEARTBEAT_FAIL;
+
+	heartbeat_slot(rh->d->hb, job->schedule, job->slot_ms, k);
+}
+
 static void run_job(struct daemon *d, struct store *s, struct cfg_ref *cr,
 		    const struct store_job *job, struct store_health *h)
 {
@@ -388,7 +425,7 @@ static void run_job(struct daemon *d, struct store *s, struct cfg_ref *cr,
 		.store = s, .clock = d->clock, .config = cr->cfg,
 		.lease_ms = cr->cfg->lease_ms, .stop = run_stop,
 		.store_failed = run_store_failed, .store_fine = run_store_fine,
-		.ud = &rh,
+		.slot_event = run_slot_event, .ud = &rh,
 	};
 	struct worker_result res;
 	struct sc_err e = {0};
@@ -775,6 +812,9 @@ int daemon_new(const struct daemon_opts *o, struct daemon **out,
 		rc = sc_err_set(err, SC_ENOMEM, "out of memory");
 		goto fail;
 	}
+	rc = heartbeat_new(d->cur->cfg, &d->hb, err);
+	if (rc)
+		goto fail;
 	rc = open_store(d, &d->store, err);
 	if (rc)
 		goto fail;
@@ -788,6 +828,7 @@ int daemon_new(const struct daemon_opts *o, struct daemon **out,
 	*out = d;
 	return 0;
 fail:
+	heartbeat_free(d->hb);
 	if (d->cur) {
 		config_free(d->cur->cfg);
 		free(d->cur->memo);
@@ -871,6 +912,13 @@ static void do_reload(struct daemon *d)
 	d->cur = r;
 	pthread_mutex_unlock(&d->mu);
 	cfg_put(d, old);
+	/* The heartbeat URLs of the new config (read from the environment
+	 * again); pings already queued keep theirs. r->cfg stays alive: the
+	 * daemon holds its reference. */
+	if (heartbeat_configure(d->hb, r->cfg, &e) != 0)
+		LOG(SC_LOG_ERROR, "heartbeat", "event=reload "
+		       "outcome=heartbeat-kept code=%s msg=%s",
+		       sc_strerror(e.code), log_quote(msg, sizeof(msg), e.msg));
 	if (conc != was) {
 		if (set_workers(d, conc, &e) != 0)
 			LOG(SC_LOG_ERROR, "daemon",
@@ -937,6 +985,13 @@ static int64_t tick(struct daemon *d, int64_t lead_ms,
 	return r.next_ms;
 }
 
+/* How long `run --once` waits for its pings at exit: every try of one
+ * ping and a margin. */
+#define ONCE_FLUSH_MS \
+	((int64_t)HEARTBEAT_TRIES * HEARTBEAT_TIMEOUT_MS + 2000)
+/* How long a stopping daemon waits for its last pings. */
+#define STOP_FLUSH_MS 2000
+
 /* --once: every due job, on this thread, then back. */
 static int run_once(struct daemon *d)
 {
@@ -973,6 +1028,11 @@ static int run_once(struct daemon *d)
 	/* The alerts of this run and any an earlier process left due; a
 	 * send that fails here waits for the next run or the daemon. */
 	alert_pass(d, d->store);
+	/* The slot pings go out before the process ends, bounded by their
+	 * tries and timeouts. */
+	if (!heartbeat_flush(d->hb, ONCE_FLUSH_MS))
+		LOG(SC_LOG_WARN, "heartbeat", "event=ping_failed kind=flush "
+		       "msg=\"pings still queued at exit were not sent\"");
 	return d->n_failed ? 1 : 0;
 }
 
@@ -1005,6 +1065,67 @@ static bool serve_requests(struct daemon *d)
 	if (!stop && reload)
 		do_reload(d);
 	return stop;
+}
+
+/* Tells systemd state (sdnotify.h); a failure is warned once, never
+ * fatal: the daemon runs the same without a service manager. */
+static void notify(struct daemon *d, const char *state)
+{
+	struct sc_err e = {0};
+	char q[SC_ERR_MSG_MAX + 8];
+
+	if (sdnotify_send(state, &e) == 0 || d->notify_failed)
+		return;
+	d->notify_failed = true;
+	LOG(SC_LOG_WARN, "daemon", "event=notify_failed state=%s code=%s "
+	       "msg=%s", state, sc_strerror(e.code),
+	       log_quote(q, sizeof(q), e.msg));
+}
+
+/* The scheduler loop ran: a WATCHDOG=1 when a quarter of the interval
+ * has passed since the last one. */
+static void watchdog_ping(struct daemon *d)
+{
+	int64_t mono = clock_mono_ms();
+
+	if (d->wd_ms <= 0 || mono - d->wd_last_mono_ms < d->wd_ms / 4)
+		return;
+	d->wd_last_mono_ms = mono;
+	notify(d, "WATCHDOG=1");
+}
+
+/* The longest the scheduler loop may sleep (real ms): a quarter of the
+ * watchdog interval, half the heartbeat period; INT64_MAX: no cap. */
+static int64_t loop_cap_ms(struct daemon *d)
+{
+	int64_t cap = INT64_MAX;
+	int64_t every = heartbeat_every_ms(d->hb);
+
+	if (d->wd_ms > 0)
+		cap = d->wd_ms / 4 > 0 ? d->wd_ms / 4 : 1;
+	if (every > 0 && every / 2 < cap)
+		cap = every / 2;
+	return cap;
+}
+
+/* The test point "daemon.scheduler_stuck:err" (optionally @N: the N-th
+ * pass): the scheduler thread blocks here, as a hung one would, pinging
+ * nothing; only a stop lets it go (so a test can still end the process
+ * cleanly). Compiled out of the release build. */
+static void maybe_stuck(struct daemon *d)
+{
+	if (!FAILPOINT_ERR("daemon.scheduler_stuck"))
+		return;
+	LOG(SC_LOG_WARN, "daemon", "event=scheduler_stuck "
+	       "msg=\"test point: the scheduler loop blocks\"");
+	pthread_mutex_lock(&d->mu);
+	while (!d->stopping) {
+		pthread_mutex_unlock(&d->mu);
+		struct timespec ts = {.tv_sec = 0, .tv_nsec = 50 * 1000000};
+		nanosleep(&ts, NULL);
+		pthread_mutex_lock(&d->mu);
+	}
+	pthread_mutex_unlock(&d->mu);
 }
 
 int daemon_run(struct daemon *d, struct sc_err *err)
@@ -1040,16 +1161,34 @@ int daemon_run(struct daemon *d, struct sc_err *err)
 		       "msg=\"alerts are sent only by workers: failed sends "
 		       "wait for the next lost slot or restart\"");
 
+	/* The workers are up: systemd may consider the service started. */
+	d->wd_ms = sdnotify_watchdog_usec() / 1000;
+	d->wd_last_mono_ms = clock_mono_ms();
+	notify(d, "READY=1");
 	int64_t last_recover = clock_mono_ms();
 	struct store_health h = {.backoff_ms = BACKOFF_MIN_MS};
 	for (;;) {
+		maybe_stuck(d);
 		int64_t next = tick(d, LEAD_MS, &h);
+		/* The loop runs: systemd's watchdog hears so even in a store
+		 * outage (a restart would not bring the store back); the
+		 * external monitor only when the store answered. */
+		watchdog_ping(d);
 		if (next == TICK_STORE_DOWN) {
 			store_backoff(d, &h);
 			if (serve_requests(d))
 				break;
 			continue;
 		}
+		/* An idle tick may not touch the store (the memo): "the
+		 * store answers" is the outage state, which every thread's
+		 * store calls keep (the recovery pass here at least every
+		 * RECOVER_EVERY_MS). */
+		pthread_mutex_lock(&d->mu);
+		bool store_ok = d->n_failing == 0;
+		pthread_mutex_unlock(&d->mu);
+		if (store_ok)
+			heartbeat_alive(d->hb);
 		int64_t now = sc_clock_now_ms(d->clock);
 		if (next != INT64_MAX)
 			next -= LEAD_MS;
@@ -1063,6 +1202,19 @@ int daemon_run(struct daemon *d, struct sc_err *err)
 			next = now + SCHED_MAX_SLEEP_MS;
 		if (next > now + RECOVER_EVERY_MS)
 			next = now + RECOVER_EVERY_MS;
+		/* The watchdog and the heartbeat need the loop this often
+		 * (real time; a fast test clock covers more clock time). */
+		int64_t cap = loop_cap_ms(d);
+		if (cap != INT64_MAX) {
+			/* cap real ms in clock ms: times the clock's rate. */
+			int64_t real_ns = clock_real_delta_ns(d->clock,
+							      1000000000);
+			int64_t rate = real_ns > 0 ? 1000000000 / real_ns : 1;
+			if (rate < 1)
+				rate = 1;
+			if (next > now + cap * rate)
+				next = now + cap * rate;
+		}
 		pthread_mutex_lock(&d->mu);
 		if (!d->stopping && !d->reload)
 			wait_until_ns(d, &d->main_cond, ms_to_ns(next));
@@ -1077,6 +1229,7 @@ int daemon_run(struct daemon *d, struct sc_err *err)
 	cr = cfg_get(d);
 	int64_t grace = cr->cfg->grace_ms;
 	cfg_put(d, cr);
+	notify(d, "STOPPING=1");
 	LOG(SC_LOG_INFO, "daemon", "event=stopping grace_ms=%lld",
 	       (long long)grace);
 	int64_t deadline = clock_mono_ms() +
@@ -1099,6 +1252,9 @@ int daemon_run(struct daemon *d, struct sc_err *err)
 		atomic_store(&d->abort_runs, true);
 	}
 	stop_threads(d);
+	/* The last slots' pings, briefly: a monitor that hangs must not
+	 * hold up the stop. */
+	heartbeat_flush(d->hb, STOP_FLUSH_MS);
 	LOG(SC_LOG_INFO, "daemon", "event=stopped");
 	return 0;
 }
@@ -1108,6 +1264,7 @@ void daemon_free(struct daemon *d)
 	if (!d)
 		return;
 	stop_threads(d);
+	heartbeat_free(d->hb);
 	for (int i = 0; i < d->n_slots; i++)
 		free(d->workers[i]);
 	free(d->workers);

@@ -20,6 +20,8 @@
  *        v
  *   finish failed with SC_EIO (and not released, lease not lost)?
  *        --yes--> the same finish again, backing off, at most 20 times
+ *   recorded DONE or DEAD: slot_event DELIVERED or LOST (START was said
+ *   before the run)
  *
  * Invariants:
  *   - one keeper: every driver (daemon workers, run --once, simulate) gets
@@ -293,6 +295,8 @@ int worker_run_job(const struct worker_opts *o, const struct store_job *job_in,
 		 * the run commits only while this claim holds the job
 		 * (store.h, fencing); the finish below has its own token. */
 		store_fence_set(o->store, job->id, job->lease_token);
+		if (o->slot_event)
+			o->slot_event(o->ud, job, WORKER_EVENT_START);
 		rc = orchestrator_run_slot(&ctx, sched, job->slot_ms, job->id,
 					   job->attempts, &out->rep,
 					   &out->run_err);
@@ -310,6 +314,10 @@ int worker_run_job(const struct worker_opts *o, const struct store_job *job_in,
 		rc = finish_again(o, k.clock, job, ok, out);
 	out->released = k.released;
 	out->lease_lost = k.lost || (rc == SC_ELEASE && !k.released);
+	if (rc == 0 && o->slot_event && (out->completed || out->dead))
+		o->slot_event(o->ud, job, out->completed
+					  ? WORKER_EVENT_DELIVERED
+					  : WORKER_EVENT_LOST);
 	return rc;
 }
 
@@ -326,8 +334,18 @@ int worker_recover(const struct worker_opts *o, int stall_limit, int *n,
 	 * from the ledger: a "lost" row another node's recovery wrote at the
 	 * same moment is that node's to alert. The list is sound even when
 	 * the call failed part way (it holds only committed batches). */
-	for (size_t i = 0; i < dead.n; i++)
+	for (size_t i = 0; i < dead.n; i++) {
 		alert_now(o, opts_clock(o), &dead.v[i], NULL);
+		if (o->slot_event) {
+			struct store_job j = {.id = dead.v[i].job_id,
+					      .slot_ms = dead.v[i].slot_ms,
+					      .attempts = dead.v[i].attempt,
+					      .state = JOB_DEAD};
+			snprintf(j.schedule, sizeof(j.schedule), "%s",
+				 dead.v[i].schedule);
+			o->slot_event(o->ud, &j, WORKER_EVENT_LOST);
+		}
+	}
 	if (dead.n_more)
 		LOG(SC_LOG_ERROR, "worker", "event=lost_not_alerted "
 		       "n=%zu msg=\"more slots lost in one recovery than "

@@ -30,6 +30,14 @@
 
 struct http_auth;
 
+/* What happened to a claimed job's slot, for the driver's slot_event hook
+ * (the external heartbeat, heartbeat.h). */
+enum worker_event {
+	WORKER_EVENT_START,     /* the attempt is about to run */
+	WORKER_EVENT_DELIVERED, /* queue_complete: the marker is written */
+	WORKER_EVENT_LOST,      /* the job is DEAD: the slot is lost */
+};
+
 /* What a job run needs (all borrowed). */
 struct worker_opts {
 	struct store *store;
@@ -51,7 +59,15 @@ struct worker_opts {
 	void (*store_failed)(void *ud, const char *where, int code,
 			     const char *msg);
 	void (*store_fine)(void *ud);
-	void *ud;                      /* for stop, store_failed, store_fine */
+	/* Told of the slot's events, on the calling thread: START before
+	 * the run, then DELIVERED or LOST once the queue recorded it (a
+	 * failed attempt that will be retried, a release or a lost lease
+	 * say nothing more); worker_recover says LOST for each job it
+	 * declared dead. Must not block. NULL: none. */
+	void (*slot_event)(void *ud, const struct store_job *job,
+			   enum worker_event ev);
+	void *ud;                      /* for stop, store_failed, store_fine,
+					  slot_event */
 	/* Runs one task in place of task_run (orchestrator_ctx.run_task). */
 	int (*run_task)(void *ud, const struct task_spec *spec,
 			const struct task_ctx *tctx, struct task_result *out);

@@ -1,0 +1,271 @@
+/*
+ * test_sdnotify.c - `surecron run` under a stand-in for systemd: the test
+ * binds a unix datagram socket, starts a real daemon with NOTIFY_SOCKET
+ * pointing at it and WATCHDOG_USEC=400000 (WATCHDOG_PID unset), and reads
+ * what arrives, with the real time each message came.
+ *
+ * What must hold (sdnotify.h, daemon.c):
+ *   - READY=1 once the daemon runs (before any WATCHDOG=1);
+ *   - WATCHDOG=1 keeps a rhythm: several within 2 s, never two more than
+ *     the interval apart;
+ *   - STOPPING=1 on SIGTERM;
+ *   - a stuck scheduler loop (the daemon.scheduler_stuck test point)
+ *     sends no more WATCHDOG=1, so systemd would restart it;
+ *   - WATCHDOG_PID naming another process: no WATCHDOG=1 at all.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "store.h"
+#include "daemon_util.h"
+#include "testutil.h"
+
+#define PATIENCE_MS 20000
+#define WD_US 400000
+
+struct env {
+	char dir[256];
+	char cfg[512];
+	char sock[300];
+	char notify_env[320];
+	int fd;
+};
+
+static pid_t pids[8];
+static size_t n_pids;
+
+static int reap_all(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < n_pids; i++) {
+		if (pids[i] > 0 && waitpid(pids[i], NULL, WNOHANG) == 0) {
+			kill(pids[i], SIGKILL);
+			waitpid(pids[i], NULL, 0);
+		}
+	}
+	n_pids = 0;
+	return 0;
+}
+
+static void env_init(struct env *e)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+
+	memset(e, 0, sizeof(*e));
+	snprintf(e->dir, sizeof(e->dir), "%s", tu_tmpdir());
+	snprintf(e->cfg, sizeof(e->cfg), "%s/surecron.yaml", e->dir);
+	snprintf(e->sock, sizeof(e->sock), "%s/notify.sock", e->dir);
+	assert_true(strlen(e->sock) < sizeof(sa.sun_path));
+	memcpy(sa.sun_path, e->sock, strlen(e->sock) + 1);
+	e->fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	assert_true(e->fd >= 0);
+	assert_int_equal(bind(e->fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	snprintf(e->notify_env, sizeof(e->notify_env), "NOTIFY_SOCKET=%s",
+		 e->sock);
+	FILE *f = fopen(e->cfg, "w");
+	assert_non_null(f);
+	fprintf(f, "store: sqlite:%s/s.db\n"
+		   "worker: {concurrency: 1, lease: 2s, grace: 1s}\n"
+		   "targets:\n"
+		   "  archive: {kind: file, path: ./deliveries.jsonl}\n"
+		   "schedules:\n"
+		   "  yearly:\n"
+		   "    cron: \"0 0 1 1 *\"\n"
+		   "    tz: UTC\n"
+		   "    targets: [archive]\n"
+		   "    tasks: [{name: t, shell: \"echo fine\"}]\n",
+		e->dir);
+	fclose(f);
+}
+
+static void env_dispose(struct env *e)
+{
+	close(e->fd);
+	tu_rmrf(e->dir);
+}
+
+static pid_t start_daemon(struct env *e, const char *extra1,
+			  const char *extra2)
+{
+	char wd[64];
+	snprintf(wd, sizeof(wd), "WATCHDOG_USEC=%d", WD_US);
+	const char *envs[] = {"SURECRON_LOG=debug", e->notify_env, wd,
+			      extra1, extra2, NULL};
+	pid_t pid = tu_start_daemon(e->dir, e->cfg, envs, 0);
+	if (n_pids < sizeof(pids) / sizeof(pids[0]))
+		pids[n_pids++] = pid;
+	return pid;
+}
+
+/* The next datagram within ms (real time) into buf; false on timeout. */
+static bool recv_msg(struct env *e, char *buf, size_t n, int64_t ms)
+{
+	struct pollfd p = {.fd = e->fd, .events = POLLIN};
+	int64_t end = tu_now_ms() + ms;
+
+	for (;;) {
+		int64_t left = end - tu_now_ms();
+		if (left <= 0)
+			return false;
+		int rc = poll(&p, 1, (int)left);
+		if (rc < 0 && errno == EINTR)
+			continue;
+		if (rc <= 0)
+			return false;
+		ssize_t got = recv(e->fd, buf, n - 1, 0);
+		if (got < 0)
+			return false;
+		buf[got] = '\0';
+		return true;
+	}
+}
+
+/* Waits for a message equal to want, within ms; counts the WATCHDOG=1
+ * seen on the way into *n_wd (may be NULL). */
+static bool wait_msg(struct env *e, const char *want, int64_t ms,
+		     size_t *n_wd)
+{
+	char buf[256];
+	int64_t end = tu_now_ms() + ms;
+
+	while (tu_now_ms() < end) {
+		if (!recv_msg(e, buf, sizeof(buf), end - tu_now_ms()))
+			return false;
+		if (n_wd && strcmp(buf, "WATCHDOG=1") == 0)
+			(*n_wd)++;
+		if (strcmp(buf, want) == 0)
+			return true;
+	}
+	return false;
+}
+
+static size_t log_count(const struct env *e, const char *needle)
+{
+	char p[512], line[8192];
+	size_t n = 0;
+
+	snprintf(p, sizeof(p), "%s/daemon.log", e->dir);
+	FILE *f = fopen(p, "r");
+	while (f && fgets(line, sizeof(line), f))
+		n += strstr(line, needle) != NULL;
+	if (f)
+		fclose(f);
+	return n;
+}
+
+/* READY, then the watchdog's rhythm, then STOPPING on SIGTERM. */
+static void ready_watchdog_stopping(void **state)
+{
+	struct env e;
+	char buf[256];
+	(void)state;
+
+	env_init(&e);
+	pid_t pid = start_daemon(&e, NULL, NULL);
+	/* The first message is READY=1: the workers are up. */
+	assert_true(recv_msg(&e, buf, sizeof(buf), PATIENCE_MS));
+	assert_string_equal(buf, "READY=1");
+	assert_true(log_count(&e, "event=started") == 1);
+	/* 2 s of watchdog pings: several, none more than the interval
+	 * apart. */
+	int64_t t0 = tu_now_ms(), last = t0, worst = 0;
+	size_t n = 0;
+	while (tu_now_ms() - t0 < 2000) {
+		if (!recv_msg(&e, buf, sizeof(buf), WD_US / 1000 * 2))
+			fail_msg("no WATCHDOG=1 for %d ms", WD_US / 1000 * 2);
+		assert_string_equal(buf, "WATCHDOG=1");
+		int64_t now = tu_now_ms();
+		worst = now - last > worst ? now - last : worst;
+		last = now;
+		n++;
+	}
+	print_message("%zu WATCHDOG=1 in 2 s, at most %lld ms apart\n", n,
+		      (long long)worst);
+	assert_true(n >= 5);
+	assert_true(worst < WD_US / 1000);
+	kill(pid, SIGTERM);
+	assert_true(wait_msg(&e, "STOPPING=1", PATIENCE_MS, NULL));
+	assert_true(tu_wait_exit(pid, PATIENCE_MS) != -1);
+	env_dispose(&e);
+}
+
+/* A stuck scheduler loop: the pings stop (systemd would restart it). */
+static void stuck_scheduler_stops_watchdog(void **state)
+{
+	struct env e;
+	char buf[256];
+	size_t n_wd = 0;
+	(void)state;
+	TU_NEED_TEST_SEAMS();
+
+	env_init(&e);
+	/* The loop passes every ~100 ms (a quarter of the interval): stuck
+	 * after about a second of pings. */
+	pid_t pid = start_daemon(
+		&e, "SURECRON_FAILPOINTS=daemon.scheduler_stuck:err@10", NULL);
+	assert_true(wait_msg(&e, "READY=1", PATIENCE_MS, NULL));
+	int64_t end = tu_now_ms() + PATIENCE_MS;
+	while (log_count(&e, "event=scheduler_stuck") == 0) {
+		assert_true(tu_now_ms() < end);
+		if (recv_msg(&e, buf, sizeof(buf), 20))
+			n_wd += strcmp(buf, "WATCHDOG=1") == 0;
+	}
+	assert_true(n_wd >= 2); /* it pinged while it ran */
+	/* Drain what was sent before the loop blocked, then nothing for
+	 * three intervals: systemd's watchdog would fire. */
+	while (recv_msg(&e, buf, sizeof(buf), 0))
+		;
+	int64_t t0 = tu_now_ms();
+	while (tu_now_ms() - t0 < 3 * WD_US / 1000) {
+		if (recv_msg(&e, buf, sizeof(buf), 3 * WD_US / 1000))
+			assert_string_not_equal(buf, "WATCHDOG=1");
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	env_dispose(&e);
+}
+
+/* WATCHDOG_PID names another process: the watchdog is not ours. */
+static void watchdog_pid_of_another(void **state)
+{
+	struct env e;
+	char buf[256];
+	(void)state;
+
+	env_init(&e);
+	pid_t pid = start_daemon(&e, "WATCHDOG_PID=1", NULL);
+	assert_true(recv_msg(&e, buf, sizeof(buf), PATIENCE_MS));
+	assert_string_equal(buf, "READY=1");
+	/* Three intervals without a ping. */
+	assert_false(recv_msg(&e, buf, sizeof(buf), 3 * WD_US / 1000));
+	kill(pid, SIGTERM);
+	assert_true(wait_msg(&e, "STOPPING=1", PATIENCE_MS, NULL));
+	assert_true(tu_wait_exit(pid, PATIENCE_MS) != -1);
+	env_dispose(&e);
+}
+
+int main(void)
+{
+	if (getenv("TEST_FILTER"))
+		cmocka_set_test_filter(getenv("TEST_FILTER"));
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_teardown(ready_watchdog_stopping, reap_all),
+		cmocka_unit_test_teardown(stuck_scheduler_stops_watchdog,
+					  reap_all),
+		cmocka_unit_test_teardown(watchdog_pid_of_another, reap_all),
+	};
+	return cmocka_run_group_tests_name("sdnotify", tests, NULL, NULL);
+}
