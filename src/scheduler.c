@@ -26,6 +26,11 @@
  *     SCAN_BUDGET cron steps forward from L; beyond that the middle of
  *     the gap is summarised without being enumerated, and only the newest
  *     slots (found by scanning back-off windows that end at now) matter.
+ *   - A rename is not a first start: a schedule with no state whose
+ *     renamed_from names have some takes over the newest of their states
+ *     (recorded under the new name before anything else, so once), and
+ *     its first window is (old L, now], as if the name had not changed.
+ *     Jobs and ledger rows of the old name are never rewritten.
  *   - No clock is read: now_ms comes from the caller (pure over config,
  *     store, now), so the daemon and `simulate` drive the same code.
  *   - No cron is parsed and no zone loaded here: each schedule comes
@@ -540,6 +545,49 @@ static int raise_missed(struct store *s, const struct schedule_spec *spec,
 				  (int64_t)(w->total - n_run), err);
 }
 
+/*
+ * A schedule with no state of its own whose renamed_from names have some
+ * takes the newest of theirs over (*last), so a rename is not a first
+ * start: the slots since the old name's last one are caught up or
+ * recorded as missed under the new name by its own catchup policy. The
+ * state is recorded under the new name first, so this happens once (a
+ * crash after it replays the same window, as any tick does); the old
+ * name's jobs and ledger rows stay as they are. Returns 1 when taken
+ * over, SC_ENOENT when no earlier name has state, or a store error.
+ */
+static int take_renamed(struct store *s, const struct schedule_spec *spec,
+			int64_t *last, struct sc_err *err)
+{
+	const char *from = NULL;
+	int64_t best = INT64_MIN;
+	char t1[CLOCK_ISO_MAX];
+
+	for (size_t i = 0; i < spec->n_renamed_from; i++) {
+		int64_t l;
+		struct sc_err e = {0};
+		int rc = store_sched_last_get(s, spec->renamed_from[i], &l, &e);
+
+		if (rc == SC_ENOENT)
+			continue;
+		if (rc)
+			return sc_err_set(err, rc, "%s", e.msg);
+		if (!from || l > best) {
+			from = spec->renamed_from[i];
+			best = l;
+		}
+	}
+	if (!from)
+		return SC_ENOENT;
+	int rc = store_sched_last_set(s, spec->name, best, err);
+	if (rc)
+		return rc;
+	*last = best;
+	LOG(SC_LOG_INFO, "scheduler", "event=renamed schedule=%s from=%s "
+	    "to=%s slot=%s", spec->name, from, spec->name,
+	    clock_format_utc(best, t1));
+	return 1;
+}
+
 int scheduler_schedule_tick(struct store *s, const struct schedule_spec *spec,
 			    int64_t now_ms, const struct sched_opts *opts,
 			    struct sched_result *out, struct sc_err *err)
@@ -558,6 +606,15 @@ int scheduler_schedule_tick(struct store *s, const struct schedule_spec *spec,
 		goto done;
 	struct sc_err e = {0};
 	rc = store_sched_last_get(s, spec->name, &last, &e);
+	if (rc == SC_ENOENT) {
+		/* Taken over from an earlier name: go on as that name. */
+		rc = take_renamed(s, spec, &last, err);
+		if (rc == 1) {
+			rc = 0;
+		} else if (rc != SC_ENOENT) {
+			goto done;
+		}
+	}
 	if (rc == SC_ENOENT) {
 		/* First start: from now on; a slot at exactly now counts. */
 		first_start = true;

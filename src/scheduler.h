@@ -8,6 +8,11 @@
  * `surecron simulate` (virtual clock). For each schedule it
  *
  *   1. reads the last materialised instant L (store_sched_last_get);
+ *      - none recorded, but one of spec->renamed_from has one (a
+ *        rename): L is that name's (the newest of them), recorded under
+ *        the new name at once; the downtime since is caught up by the
+ *        schedule's catchup policy, exactly as without the rename (the
+ *        old name's jobs and ledger rows stay under it);
  *      - none recorded (first start): L = now - 1, i.e. start from now:
  *        no past slot is invented; the baseline is recorded at once so a
  *        stop before the first slot is seen as downtime on the next start;

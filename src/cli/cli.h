@@ -185,6 +185,7 @@ int cli_schedule_info(const struct schedule_spec *s, int64_t from_ms,
 void cli_operator_name(const char *by, char *out, size_t n);
 
 int cmd_ack(int argc, char **argv);
+int cmd_audit(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_explain(int argc, char **argv);
 int cmd_help(int argc, char **argv);

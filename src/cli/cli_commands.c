@@ -24,6 +24,31 @@ static const struct cli_command commands[] = {
 	 "alert closes by itself and a \"recovered\" message goes out.\n"
 	 "Exit status: 0 acknowledged, 1 nothing to acknowledge at that slot\n"
 	 "(or a store error), 2 usage, config or unknown schedule.\n"},
+	{"audit", cmd_audit,
+	 "audit [--config FILE] [--schedule S] [--since T] [--until T] "
+	 "[--json]",
+	 "name every slot of a period that the store has no record of",
+	 "Recomputes from the config every slot each schedule (or only\n"
+	 "--schedule S) should have fired in the period, and lists each one\n"
+	 "that has no job and no ledger row (not run, not missed, not lost):\n"
+	 "an unaccounted slot, with why. Records under a name in the\n"
+	 "schedule's renamed_from count. T is ISO 8601 or an age before now\n"
+	 "(7d, 36h, 90m); --since defaults to 7d, --until to now (since\n"
+	 "inclusive, until exclusive). A slot the scheduler has not reached\n"
+	 "yet and at most 10 s old is not a hole; an older one is (the\n"
+	 "daemon is not running on this store). A slot before a schedule's\n"
+	 "first record in the store is a hole too, unless the store has a\n"
+	 "record of the schedule before --since: a rename without\n"
+	 "renamed_from, a store switch and a schedule added since all look\n"
+	 "alike there; pass --since after the first start to accept one.\n"
+	 "At most 100000 slots per schedule are looked at; the output says\n"
+	 "where it cut.\n"
+	 "\n"
+	 "  --json   one JSON object: since, until, slots, unaccounted,\n"
+	 "           truncated, schedules[], holes[] (schedule, slot, why)\n"
+	 "\n"
+	 "Exit status: 0 no unaccounted slot, 1 at least one (or a store\n"
+	 "error), 2 usage, config or unknown schedule.\n"},
 	{"check", cmd_check, "check [--strict] [--config FILE | FILE]",
 	 "validate a config file without running anything",
 	 "Reads FILE (default ./surecron.yaml) and checks everything: YAML\n"

@@ -1,0 +1,429 @@
+/*
+ * test_audit.c - `surecron audit` and `renamed_from` as an operator meets
+ * them: real daemons (`surecron run`, the real binary) on a per-second
+ * schedule, stopped and started again around some downtime, on a real
+ * store (SQLite, and PostgreSQL for the cases run by tb_run_all), then
+ * the real `surecron audit` over the period.
+ *
+ *   (a) downtime with catchup none: the slots of the downtime are missed
+ *       rows, which account for them: no hole, exit 0;
+ *   (b) a rename while the daemon is down, without renamed_from: the new
+ *       name starts afresh, and every slot of the period before its first
+ *       record (the old name's runs and the downtime) is a hole, exit 1;
+ *   (c) the same with renamed_from: the new name takes the old state
+ *       over (event=renamed), catches the downtime up by its catchup
+ *       (latest: one runs, the rest missed, under the new name) and the
+ *       audit finds no hole: the old name's rows count;
+ *   (d) a store switch (SQLite file A, then a fresh file B): B's first
+ *       start is a first start, and the audit on B names the slots A ran
+ *       before it; the same audit on A finds none.
+ * Waits are on conditions (rows in the ledger, the clock passing a slot),
+ * never fixed sleeps.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "daemon_util.h"
+#include "store_backend.h"
+
+#define WAIT_MS 30000
+
+static char out[1 << 20], errb[65536];
+
+/* Writes dir/name.yaml: one per-second schedule `sched` on store url. */
+static void write_config(const char *dir, const char *file, const char *url,
+			 const char *sched, const char *catchup,
+			 const char *renamed_from)
+{
+	char path[512];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	FILE *f = fopen(path, "wb");
+	assert_non_null(f);
+	fprintf(f, "store: \"%s\"\n"
+		"schedules:\n"
+		"  %s:\n"
+		"    cron: \"* * * * * *\"\n"
+		"    tz: UTC\n"
+		"    catchup: %s\n", url, sched, catchup);
+	if (renamed_from)
+		fprintf(f, "    renamed_from: [%s]\n", renamed_from);
+	fprintf(f, "    tasks:\n"
+		"      - {name: t, command: [/bin/true]}\n");
+	fclose(f);
+}
+
+/* The daemon's clock starts at start_ms (the test seam), so a downtime
+ * of any length costs no real time: a restart just starts later. */
+static pid_t start(const char *dir, const char *file, int64_t start_ms)
+{
+	static char env[64];
+	char path[512], t[CLOCK_ISO_MAX];
+	const char *envs[] = {env, NULL};
+
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	snprintf(env, sizeof(env), "SURECRON_TEST_CLOCK=%s",
+		 clock_format_utc(start_ms, t));
+	return tu_start_daemon(dir, path, envs, 0);
+}
+
+/* The daemon's first clock reading: a Monday morning, long past, so that
+ * every slot of the test is old for the audit's (real) clock. */
+#define V0 INT64_C(1772445600000) /* 2026-03-02T10:00:00Z */
+
+static void stop(pid_t pid)
+{
+	kill(pid, SIGTERM);
+	int st = tu_wait_exit(pid, WAIT_MS);
+	if (st == -1) {
+		kill(pid, SIGKILL);
+		tu_wait_exit(pid, WAIT_MS);
+		fail_msg("the daemon did not stop on SIGTERM");
+	}
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+}
+
+/* Rows of sched with outcome whose slot is at least from_ms. */
+static size_t rows_since(const char *url, const char *sched,
+			 const char *outcome, int64_t from_ms)
+{
+	struct store *s = tu_store_open(url);
+	struct ledger_filter f = {.schedule = sched, .since_ms = from_ms,
+				  .until_ms = INT64_MAX, .outcome = outcome};
+	struct ledger_row *rows = NULL;
+	size_t n = 0;
+
+	assert_int_equal(store_ledger_query(s, &f, &rows, &n, NULL), 0);
+	store_ledger_rows_free(rows, n);
+	store_close(s);
+	return n;
+}
+
+/* Waits until sched has n success rows of slots from from_ms on. */
+static void wait_success(const char *url, const char *sched, size_t n,
+			 int64_t from_ms)
+{
+	int64_t end = tu_now_ms() + WAIT_MS;
+
+	while (rows_since(url, sched, LEDGER_SUCCESS, from_ms) < n) {
+		if (tu_now_ms() > end)
+			fail_msg("%s: fewer than %zu successes after %d s",
+				 sched, n, WAIT_MS / 1000);
+		tu_sleep_ms(50);
+	}
+}
+
+/* The schedule's last materialised slot (the scheduler's state). */
+static int64_t state_last(const char *url, const char *sched)
+{
+	struct store *s = tu_store_open(url);
+	int64_t last = 0;
+
+	assert_int_equal(store_sched_last_get(s, sched, &last, NULL), 0);
+	store_close(s);
+	return last;
+}
+
+/* PostgreSQL cases skip without a server; they get a folder of their own
+ * for the config and the logs (returned; remove with tu_rmrf). */
+static const char *case_dir(void **state)
+{
+	TU_NEED_TEST_SEAMS();
+	if (tb_is_sqlite(state))
+		return tb_dir(state);
+	store_close(tb_open(state, sc_clock_real()));
+	return tu_tmpdir();
+}
+
+static void case_done(void **state, const char *dir)
+{
+	if (!tb_is_sqlite(state))
+		tu_rmrf(dir);
+}
+
+static void span(const char *url, const char *sched, int64_t *first,
+		 int64_t *last)
+{
+	struct store *s = tu_store_open(url);
+	tu_success_span(s, sched, first, last);
+	store_close(s);
+}
+
+/* Runs `surecron audit --config dir/file --since A --until B --json`
+ * (until exclusive); returns the exit status, the JSON in *j. */
+static int audit(const char *dir, const char *file, int64_t since,
+		 int64_t until, json_t **j)
+{
+	char cfg[512], a[CLOCK_ISO_MAX], b[CLOCK_ISO_MAX];
+
+	snprintf(cfg, sizeof(cfg), "%s/%s", dir, file);
+	const char *args[] = {"audit", "--config", cfg, "--since",
+			      clock_format_utc(since, a), "--until",
+			      clock_format_utc(until, b), "--json", NULL};
+	int rc = tu_run_bin(dir, NULL, NULL, args, out, sizeof(out), errb,
+			    sizeof(errb));
+	json_error_t je;
+	*j = json_loads(out, 0, &je);
+	if (!*j)
+		fail_msg("audit printed no JSON (rc %d): %s / %s", rc, out,
+			 errb);
+	return rc;
+}
+
+static json_int_t jint(json_t *o, const char *k)
+{
+	return json_integer_value(json_object_get(o, k));
+}
+
+/* Is there a hole of sched at slot in the report? */
+static bool has_hole(json_t *j, const char *sched, int64_t slot)
+{
+	json_t *h;
+	size_t i;
+
+	json_array_foreach(json_object_get(j, "holes"), i, h) {
+		if (strcmp(json_string_value(json_object_get(h, "schedule")),
+			   sched) == 0 && jint(h, "slot_ms") == slot)
+			return true;
+	}
+	return false;
+}
+
+/* Run 1 from V0 until three slots succeeded, then a stop. Returns the
+ * instant a restart after gap_ms of downtime starts at; *first gets the
+ * first success slot and *last the last materialised slot. */
+static int64_t first_run(const char *dir, const char *url, int64_t gap_ms,
+			 int64_t *first, int64_t *last)
+{
+	int64_t l;
+	pid_t pid = start(dir, "a.yaml", V0);
+
+	wait_success(url, "job", 3, INT64_MIN);
+	stop(pid);
+	span(url, "job", first, &l);
+	*last = state_last(url, "job");
+	return *last + gap_ms;
+}
+
+/* (a) downtime with catchup none: no hole. 200 slots of downtime: 100
+ * missed rows one by one and one summary row for the rest (the
+ * scheduler's bound), which the audit reads as covering its range. */
+static void downtime_no_hole(void **state)
+{
+	const char *dir = case_dir(state), *url = tb_url(state);
+	int64_t first, last1, last2, restart;
+	json_t *j;
+
+	write_config(dir, "a.yaml", url, "job", "none", NULL);
+	restart = first_run(dir, url, 200 * 1000, &first, &last1);
+	pid_t pid = start(dir, "a.yaml", restart);
+	wait_success(url, "job", 2, restart);
+	stop(pid);
+	span(url, "job", &first, &last2);
+	/* The downtime is on record as missed, by catchup none. */
+	assert_true(rows_since(url, "job", LEDGER_MISSED, last1) >= 101);
+
+	int rc = audit(dir, "a.yaml", first, last2 + 1, &j);
+	assert_int_equal(jint(j, "unaccounted"), 0);
+	assert_int_equal(rc, 0);
+	assert_int_equal(jint(j, "slots"), (last2 - first) / 1000 + 1);
+	json_decref(j);
+	/* The text form says so in its header. */
+	char cfg[512], a[CLOCK_ISO_MAX], b[CLOCK_ISO_MAX];
+	snprintf(cfg, sizeof(cfg), "%s/a.yaml", dir);
+	const char *args[] = {"audit", "--config", cfg, "--since",
+			      clock_format_utc(first, a), "--until",
+			      clock_format_utc(last2 + 1, b), NULL};
+	assert_int_equal(tu_run_bin(dir, NULL, NULL, args, out, sizeof(out),
+				    errb, sizeof(errb)), 0);
+	assert_non_null(strstr(out, "no unaccounted slots"));
+	/* Past the daemon's last slot, the scheduler has not reached the
+	 * slots (it is down): holes, so monitoring hears of a dead daemon. */
+	rc = audit(dir, "a.yaml", first, last2 + 60 * 1000, &j);
+	assert_int_equal(rc, 1);
+	json_t *h = json_array_get(json_object_get(j, "holes"), 0);
+	assert_string_equal(json_string_value(json_object_get(h, "why")),
+			    "not_reached");
+	json_decref(j);
+	case_done(state, dir);
+}
+
+/* (b) and (c): a rename while the daemon is down (60 slots), with or
+ * without renamed_from; catchup latest. */
+static void rename_case(void **state, bool with_renamed_from)
+{
+	const char *dir = case_dir(state), *url = tb_url(state);
+	int64_t first_old, last_old, first_new, last_new, restart;
+	json_t *j;
+	char log[512];
+	static char text[1 << 20];
+
+	write_config(dir, "a.yaml", url, "job", "latest", NULL);
+	restart = first_run(dir, url, 60 * 1000, &first_old, &last_old);
+	write_config(dir, "b.yaml", url, "renamed", "latest",
+		     with_renamed_from ? "job" : NULL);
+	pid_t pid = start(dir, "b.yaml", restart);
+	wait_success(url, "renamed", 2, restart);
+	stop(pid);
+	span(url, "renamed", &first_new, &last_new);
+	/* The old name's history stays its own: nothing after the stop. */
+	assert_int_equal(rows_since(url, "job", NULL, last_old + 1), 0);
+
+	int rc = audit(dir, "b.yaml", first_old, last_new + 1, &j);
+	if (!with_renamed_from) {
+		/* Started afresh: no missed row, and every slot of the period
+		 * before the new name's first record is a hole, the downtime
+		 * first of all. */
+		assert_int_equal(rows_since(url, "renamed", LEDGER_MISSED,
+					    INT64_MIN), 0);
+		assert_true(first_new >= restart);
+		assert_int_equal(rc, 1);
+		for (int64_t t = last_old + 1000; t < first_new; t += 1000)
+			assert_true(has_hole(j, "renamed", t));
+		for (int64_t t = first_old; t <= last_old; t += 1000)
+			assert_true(has_hole(j, "renamed", t));
+		assert_int_equal(jint(j, "unaccounted"),
+				 (first_new - first_old) / 1000);
+		json_t *h = json_array_get(json_object_get(j, "holes"), 0);
+		assert_string_equal(json_string_value(json_object_get(h,
+						       "why")),
+				    "before_first_record");
+	} else {
+		/* Taken over: the downtime is the new name's, by catchup
+		 * latest: the slots within the grace ran (on time), so no
+		 * late one did, and the older ones are missed rows. */
+		assert_true(rows_since(url, "renamed", LEDGER_MISSED,
+				       INT64_MIN) >= 40);
+		assert_int_equal(rows_since(url, "renamed", LEDGER_MISSED,
+					    last_old + 1),
+				 rows_since(url, "renamed", LEDGER_MISSED,
+					    INT64_MIN));
+		assert_true(first_new < restart);
+		assert_int_equal(jint(j, "unaccounted"), 0);
+		assert_int_equal(rc, 0);
+		snprintf(log, sizeof(log), "%s/daemon.log", dir);
+		tu_slurp(log, text, sizeof(text));
+		assert_non_null(strstr(text, "event=renamed schedule=renamed "
+					     "from=job to=renamed"));
+		/* Once: the restart after it is an ordinary one. */
+		assert_null(strstr(strstr(text, "event=renamed") + 1,
+				   "event=renamed"));
+	}
+	json_decref(j);
+	case_done(state, dir);
+}
+
+static void rename_without_renamed_from(void **state)
+{
+	rename_case(state, false);
+}
+
+static void rename_with_renamed_from(void **state)
+{
+	rename_case(state, true);
+}
+
+/* (d) a store switch: file A, then a fresh file B (a first start). */
+static void store_switch(void **state)
+{
+	const char *dir = tb_dir(state);
+	char url_a[600], url_b[600];
+	int64_t first_a, last_a, la, first_b, last_b, restart;
+	json_t *j;
+
+	TU_NEED_TEST_SEAMS();
+	snprintf(url_a, sizeof(url_a), "sqlite:%s/a.db", dir);
+	snprintf(url_b, sizeof(url_b), "sqlite:%s/b.db", dir);
+	write_config(dir, "a.yaml", url_a, "job", "latest", NULL);
+	restart = first_run(dir, url_a, 60 * 1000, &first_a, &la);
+	span(url_a, "job", &first_a, &last_a);
+	write_config(dir, "b.yaml", url_b, "job", "latest", NULL);
+	pid_t pid = start(dir, "b.yaml", restart);
+	wait_success(url_b, "job", 2, restart);
+	stop(pid);
+	span(url_b, "job", &first_b, &last_b);
+
+	/* On B: the slots before its first record are holes, those A ran
+	 * among them, and so is the downtime of the switch. */
+	int rc = audit(dir, "b.yaml", first_a, last_b + 1, &j);
+	assert_int_equal(rc, 1);
+	for (int64_t t = first_a; t < first_b; t += 1000)
+		assert_true(has_hole(j, "job", t));
+	assert_int_equal(jint(j, "unaccounted"), (first_b - first_a) / 1000);
+	json_decref(j);
+
+	/* On A, over what A ran: all accounted. */
+	rc = audit(dir, "a.yaml", first_a, last_a + 1, &j);
+	assert_int_equal(jint(j, "unaccounted"), 0);
+	assert_int_equal(rc, 0);
+	json_decref(j);
+
+	/* A period that starts at B's first record accepts the first start:
+	 * it is not named forever. */
+	rc = audit(dir, "b.yaml", first_b, last_b + 1, &j);
+	assert_int_equal(jint(j, "unaccounted"), 0);
+	assert_int_equal(rc, 0);
+	json_decref(j);
+}
+
+/* Usage and config errors are 2; a schedule not in the config too. */
+static void usage_errors(void **state)
+{
+	const char *dir = tb_dir(state);
+	char cfg[512];
+
+	write_config(dir, "a.yaml", tb_url(state), "job", "none", NULL);
+	snprintf(cfg, sizeof(cfg), "%s/a.yaml", dir);
+	const char *bad_since[] = {"audit", "--config", cfg, "--since",
+				   "yesterday", NULL};
+	const char *reversed[] = {"audit", "--config", cfg, "--since", "1h",
+				  "--until", "2h", NULL};
+	const char *unknown[] = {"audit", "--config", cfg, "--schedule",
+				 "nope", NULL};
+	const char *no_cfg[] = {"audit", "--config", "/nonexistent.yaml",
+				NULL};
+	const char *const *cases[] = {bad_since, reversed, unknown, no_cfg};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		assert_int_equal(tu_run_bin(dir, NULL, NULL, cases[i], out,
+					    sizeof(out), errb, sizeof(errb)),
+				 2);
+	/* Never run against this store: every slot old enough is a hole,
+	 * and a slot within the grace is not. */
+	json_t *j;
+	int64_t now = tu_now_ms();
+	assert_int_equal(audit(dir, "a.yaml", now - 30000, now, &j), 1);
+	assert_true(jint(j, "unaccounted") >= 19);
+	assert_true(jint(j, "unaccounted") <= 21);
+	json_decref(j);
+}
+
+int main(void)
+{
+	struct CMUnitTest both[] = {
+		cmocka_unit_test(downtime_no_hole),
+		cmocka_unit_test(rename_without_renamed_from),
+		cmocka_unit_test(rename_with_renamed_from),
+	};
+	const struct CMUnitTest sqlite_only[] = {
+		cmocka_unit_test_setup_teardown(store_switch, tb_setup_sqlite,
+						tb_teardown_sqlite),
+		cmocka_unit_test_setup_teardown(usage_errors, tb_setup_sqlite,
+						tb_teardown_sqlite),
+	};
+	int failed = tb_run_all("test_audit", both,
+				sizeof(both) / sizeof(both[0]));
+
+	return failed + cmocka_run_group_tests_name("test_audit/sqlite_only",
+						    sqlite_only, NULL, NULL);
+}

@@ -1,0 +1,326 @@
+/*
+ * test_audit.c - the audit module (audit.h): the classes of a slot without
+ * a record (one table, one loop), the slot arithmetic (the half-open
+ * period, the cap, a DST day in a real zone), and audit_schedule against a
+ * real SQLite store whose rows the test writes: a missed summary row that
+ * reaches into the period from before it, rows under a renamed_from name,
+ * a slot with only a job, and the first-start rule.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "audit.h"
+#include "clock.h"
+#include "queue.h"
+#include "store.h"
+#include "testutil.h"
+
+#define SEC 1000LL
+#define MIN (60 * SEC)
+#define HOUR (60 * MIN)
+#define DAY (24 * HOUR)
+
+static int64_t iso(const char *s)
+{
+	int64_t ms;
+
+	assert_int_equal(clock_parse_iso(s, &ms, NULL), 0);
+	return ms;
+}
+
+/* A schedule as config_parse leaves it: expression parsed, zone loaded. */
+static struct schedule_spec spec_of(const char *name, const char *expr,
+				    const char *zone, char **renamed)
+{
+	static char *none[] = {NULL};
+	struct schedule_spec s = {.name = (char *)name};
+
+	assert_int_equal(sc_cron_parse(expr, &s.expr, NULL), 0);
+	assert_int_equal(sc_zone_load(zone, &s.zone, NULL), 0);
+	s.renamed_from = renamed ? renamed : none;
+	while (s.renamed_from[s.n_renamed_from])
+		s.n_renamed_from++;
+	return s;
+}
+
+/* ---- the classes -------------------------------------------------------- */
+
+#define NOW INT64_C(1000000000)
+#define G (10 * SEC)
+
+static void classes(void **state)
+{
+	static const struct row {
+		const char *what;
+		struct audit_view v;
+		int64_t slot;
+		int pending;            /* expected return */
+		enum audit_why why;
+	} rows[] = {
+		{"not reached, in the grace: pending",
+		 {true, NOW - MIN, NOW - 2 * MIN, false, NOW, G},
+		 NOW - 5 * SEC, 1, 0},
+		{"not reached, older than the grace",
+		 {true, NOW - MIN, NOW - 2 * MIN, false, NOW, G},
+		 NOW - 30 * SEC, 0, AUDIT_NOT_REACHED},
+		{"reached, in the grace: a hole all the same",
+		 {true, NOW, NOW - 2 * MIN, false, NOW, G},
+		 NOW - 5 * SEC, 0, AUDIT_NO_RECORD},
+		{"reached, after the first record",
+		 {true, NOW - MIN, NOW - 2 * MIN, false, NOW, G},
+		 NOW - 90 * SEC, 0, AUDIT_NO_RECORD},
+		{"before the first record, none before the period",
+		 {true, NOW - MIN, NOW - 2 * MIN, false, NOW, G},
+		 NOW - 3 * MIN, 0, AUDIT_BEFORE_FIRST},
+		{"before the first record, records before the period",
+		 {true, NOW - MIN, NOW - 2 * MIN, true, NOW, G},
+		 NOW - 3 * MIN, 0, AUDIT_NO_RECORD},
+		{"state only (a first start, no row yet): at or before it",
+		 {true, NOW - MIN, INT64_MAX, false, NOW, G},
+		 NOW - MIN, 0, AUDIT_BEFORE_FIRST},
+		{"state only: after it, older than the grace",
+		 {true, NOW - MIN, INT64_MAX, false, NOW, G},
+		 NOW - 30 * SEC, 0, AUDIT_NOT_REACHED},
+		{"nothing at all",
+		 {false, 0, INT64_MAX, false, NOW, G},
+		 NOW - MIN, 0, AUDIT_NEVER_RUN},
+		{"nothing at all, in the grace: pending",
+		 {false, 0, INT64_MAX, false, NOW, G},
+		 NOW - SEC, 1, 0},
+		{"rows but no state (trigger only): before them",
+		 {false, 0, NOW - MIN, false, NOW, G},
+		 NOW - 2 * MIN, 0, AUDIT_BEFORE_FIRST},
+		{"rows but no state: after them",
+		 {false, 0, NOW - MIN, false, NOW, G},
+		 NOW - 30 * SEC, 0, AUDIT_NOT_REACHED},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		enum audit_why why = (enum audit_why)-1;
+		int rc = audit_classify(&rows[i].v, rows[i].slot, &why);
+
+		if (rc != rows[i].pending || (!rc && why != rows[i].why))
+			fail_msg("%s: got %d/%s", rows[i].what, rc,
+				 rc ? "-" : audit_why_name(why));
+	}
+}
+
+/* ---- the slots ---------------------------------------------------------- */
+
+static void slots_half_open_and_capped(void **state)
+{
+	struct schedule_spec s = spec_of("s", "*/15 * * * *", "UTC", NULL);
+	int64_t *v;
+	size_t n;
+	bool cut;
+	int64_t since = iso("2026-03-02T10:00:00Z");
+
+	(void)state;
+	/* since inclusive, until exclusive: 10:00, 10:15, 10:30, 10:45. */
+	assert_int_equal(audit_slots(&s, since, since + HOUR, 1000, &v, &n,
+				     &cut, NULL), 0);
+	assert_int_equal(n, 4);
+	assert_false(cut);
+	assert_true(v[0] == since && v[3] == since + 45 * MIN);
+	free(v);
+	/* The cap: the first max slots, and the cut said. */
+	assert_int_equal(audit_slots(&s, since, since + DAY, 10, &v, &n, &cut,
+				     NULL), 0);
+	assert_int_equal(n, 10);
+	assert_true(cut);
+	assert_true(v[9] == since + 9 * 15 * MIN);
+	free(v);
+	/* Exactly max slots in the period is no cut. */
+	assert_int_equal(audit_slots(&s, since, since + HOUR, 4, &v, &n, &cut,
+				     NULL), 0);
+	assert_int_equal(n, 4);
+	assert_false(cut);
+	free(v);
+	/* An empty period. */
+	assert_int_equal(audit_slots(&s, since + 1, since + 2, 10, &v, &n,
+				     &cut, NULL), 0);
+	assert_int_equal(n, 0);
+	assert_null(v);
+	/* Not resolved by config_parse: refused. */
+	s.zone = NULL;
+	assert_int_equal(audit_slots(&s, since, since + HOUR, 10, &v, &n, &cut,
+				     NULL), SC_EZONE);
+}
+
+/* A spring-forward day: 02:30 does not exist in Berlin on 2026-03-29, so
+ * a daily 02:30 fires at 03:00 CEST (the engine's DST rule), once. */
+static void slots_dst_day(void **state)
+{
+	struct schedule_spec s = spec_of("s", "30 2 * * *", "Europe/Berlin",
+					 NULL);
+	int64_t *v;
+	size_t n;
+	bool cut;
+
+	(void)state;
+	assert_int_equal(audit_slots(&s, iso("2026-03-28T00:00:00Z"),
+				     iso("2026-03-31T00:00:00Z"), 100, &v, &n,
+				     &cut, NULL), 0);
+	assert_int_equal(n, 3);
+	assert_true(v[0] == iso("2026-03-28T01:30:00Z"));
+	assert_true(v[1] == iso("2026-03-29T01:00:00Z"));
+	assert_true(v[2] == iso("2026-03-30T00:30:00Z"));
+	free(v);
+}
+
+/* ---- against a store ---------------------------------------------------- */
+
+static char dir[256], url[320];
+static struct store *st;
+
+static int store_setup(void **state)
+{
+	(void)state;
+	snprintf(dir, sizeof(dir), "%s", tu_tmpdir());
+	snprintf(url, sizeof(url), "sqlite:%s/a.db", dir);
+	return store_open(url, sc_clock_real(), &st, NULL);
+}
+
+static int store_teardown(void **state)
+{
+	(void)state;
+	store_close(st);
+	tu_rmrf(dir);
+	return 0;
+}
+
+static void add_row(const char *sched, int64_t slot, const char *outcome,
+		    const char *details)
+{
+	struct ledger_row r = {0};
+
+	snprintf(r.schedule, sizeof(r.schedule), "%s", sched);
+	r.slot_ms = slot;
+	r.started_ms = r.finished_ms = slot;
+	snprintf(r.outcome, sizeof(r.outcome), "%s", outcome);
+	r.details_json = (char *)details;
+	assert_int_equal(store_ledger_append(st, &r, NULL), 0);
+}
+
+static const struct sc_retry_policy pol = {
+	.attempts = 1, .backoff = SC_BACKOFF_FIXED, .delay_ms = 1000};
+
+/*
+ * A per-minute schedule "new", renamed from "old": the old name ran
+ * 10:00-10:04 and has a summary missed row for 10:05-10:20 (written
+ * before the period starts at 10:10); the new name has missed rows for
+ * 10:21-10:22, a job for 10:23 and nothing for 10:24; its state is
+ * 10:25. Audit [10:10, 10:26) at 11:00: only 10:24 and 10:25 are holes
+ * (no record at or before the last slot).
+ */
+static void accounted_by_rows_ranges_jobs_and_old_names(void **state)
+{
+	static char *renamed[] = {"old", NULL};
+	struct schedule_spec s = spec_of("new", "* * * * *", "UTC", renamed);
+	int64_t t0 = iso("2026-03-02T10:00:00Z");
+	struct audit_report rep = {0};
+	char until[CLOCK_ISO_MAX], d[256];
+
+	(void)state;
+	for (int i = 0; i < 5; i++)
+		add_row("old", t0 + i * MIN, LEDGER_SUCCESS, NULL);
+	snprintf(d, sizeof(d), "{\"catchup\":\"none\",\"summary\":true,"
+		 "\"count\":16,\"from\":\"x\",\"until\":\"%s\"}",
+		 clock_format_utc(t0 + 20 * MIN, until));
+	add_row("old", t0 + 5 * MIN, LEDGER_MISSED, d);
+	assert_int_equal(store_sched_last_set(st, "old", t0 + 20 * MIN, NULL),
+			 0);
+	add_row("new", t0 + 21 * MIN, LEDGER_MISSED, NULL);
+	add_row("new", t0 + 22 * MIN, LEDGER_MISSED, NULL);
+	assert_int_equal(queue_enqueue(st, "new", t0 + 23 * MIN, &pol, NULL,
+				       NULL, NULL), 0);
+	assert_int_equal(store_sched_last_set(st, "new", t0 + 25 * MIN, NULL),
+			 0);
+
+	assert_int_equal(audit_schedule(st, &s, t0 + 10 * MIN, t0 + 26 * MIN,
+					t0 + HOUR, NULL, &rep, NULL), 0);
+	assert_int_equal(rep.n_scheds, 1);
+	assert_int_equal(rep.n_slots, 16);
+	assert_int_equal(rep.n_holes, 2);
+	assert_true(rep.holes[0].slot_ms == t0 + 24 * MIN);
+	assert_int_equal(rep.holes[0].why, AUDIT_NO_RECORD);
+	assert_true(rep.holes[1].slot_ms == t0 + 25 * MIN);
+	assert_true(rep.scheds[0].before_period);
+	audit_report_dispose(&rep);
+
+	/* Without renamed_from, the same store: the old name's records do
+	 * not count, so the period before the new name's first record
+	 * (10:21) is named as before the first start. */
+	struct schedule_spec alone = spec_of("new", "* * * * *", "UTC", NULL);
+	assert_int_equal(audit_schedule(st, &alone, t0 + 10 * MIN,
+					t0 + 26 * MIN, t0 + HOUR, NULL, &rep,
+					NULL), 0);
+	assert_int_equal(rep.n_holes, 11 + 2);
+	assert_int_equal(rep.holes[0].why, AUDIT_BEFORE_FIRST);
+	assert_true(rep.holes[10].slot_ms == t0 + 20 * MIN);
+	assert_int_equal(rep.holes[11].why, AUDIT_NO_RECORD);
+	audit_report_dispose(&rep);
+
+	/* A period from the new name's first record on accepts it. */
+	assert_int_equal(audit_schedule(st, &alone, t0 + 21 * MIN,
+					t0 + 24 * MIN, t0 + HOUR, NULL, &rep,
+					NULL), 0);
+	assert_int_equal(rep.n_holes, 0);
+	audit_report_dispose(&rep);
+}
+
+/* audit_run: every schedule, or only one; SC_ENOENT for an unknown one;
+ * the cap reported. */
+static void run_and_cap(void **state)
+{
+	struct schedule_spec v[2] = {
+		spec_of("a", "* * * * *", "UTC", NULL),
+		spec_of("b", "*/5 * * * *", "UTC", NULL)};
+	struct config cfg = {.schedules = v, .n_schedules = 2};
+	struct audit_report rep = {0};
+	struct audit_opts o = {.max_slots = 30};
+	int64_t t0 = iso("2026-03-02T10:00:00Z");
+
+	(void)state;
+	assert_int_equal(audit_run(st, &cfg, NULL, t0, t0 + HOUR, t0 + DAY,
+				   &o, &rep, NULL), 0);
+	assert_int_equal(rep.n_scheds, 2);
+	assert_true(rep.scheds[0].truncated);
+	assert_int_equal(rep.scheds[0].n_slots, 30);
+	assert_true(rep.scheds[0].cut_ms == t0 + 29 * MIN);
+	assert_false(rep.scheds[1].truncated);
+	assert_int_equal(rep.scheds[1].n_slots, 12);
+	assert_true(rep.truncated);
+	assert_int_equal(rep.n_holes, 42);
+	assert_int_equal(rep.holes[0].why, AUDIT_NEVER_RUN);
+	audit_report_dispose(&rep);
+	assert_int_equal(audit_run(st, &cfg, "b", t0, t0 + HOUR, t0 + DAY, &o,
+				   &rep, NULL), 0);
+	assert_int_equal(rep.n_scheds, 1);
+	audit_report_dispose(&rep);
+	assert_int_equal(audit_run(st, &cfg, "c", t0, t0 + HOUR, t0 + DAY, &o,
+				   &rep, NULL), SC_ENOENT);
+	audit_report_dispose(&rep);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(classes),
+		cmocka_unit_test(slots_half_open_and_capped),
+		cmocka_unit_test(slots_dst_day),
+		cmocka_unit_test_setup_teardown(
+			accounted_by_rows_ranges_jobs_and_old_names,
+			store_setup, store_teardown),
+		cmocka_unit_test_setup_teardown(run_and_cap, store_setup,
+						store_teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
