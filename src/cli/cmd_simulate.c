@@ -350,10 +350,10 @@ static void report_withheld(struct sim *sm, const struct store_job *job,
 	const struct schedule_spec *s = config_schedule(sm->cfg, job->schedule);
 	char names[768] = "";
 	size_t len = 0;
-	json_t *arr = json_array();
 
 	if (!s || jr->rep.n_notices_withheld == 0)
 		return;
+	json_t *arr = json_array();
 	for (size_t i = 0; i < s->n_targets; i++) {
 		const struct target_spec *t = config_target(sm->cfg,
 							    s->targets[i]);
