@@ -14,9 +14,14 @@
  *
  * Who raises: the worker, right after a finish or a recovery moved a job
  * to DEAD (alert_raise_lost); the scheduler, once per catch-up pass
- * (alert_raise_missed); and alert_tick's sweep, for any DEAD job whose
- * alert a crash kept from being raised. Who sends: alert_tick, run by the
- * daemon's alerter thread and at the end of `run --once`.
+ * (alert_raise_missed); alert_tick's sweep, for any DEAD job whose alert a
+ * crash kept from being raised; and alert_tick's timing pass (issue 14),
+ * for the `sla:` breaches: late (slot_ms the slot, generation 0), overrun
+ * (the slot, generation the attempt) and stale (slot_ms the instant the
+ * staleness counts from, generation 0), job_id 0 in all three. Their
+ * "recovered" message names the healed reason in its note. Who sends:
+ * alert_tick, run by the daemon's alerter thread and at the end of
+ * `run --once`.
  *
  * Thread-safety: any thread, each with its own store handle; the config
  * is read only.
