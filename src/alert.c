@@ -11,6 +11,7 @@
  *
  *   job DEAD ---------> raise "lost" (OPEN) <-- sweep: DEAD, not raised
  *   catch-up pass ----> raise "missed" (OPEN)
+ *   timing pass ------> raise "late", "overrun", "stale" (OPEN, `sla:`)
  *        |
  *        +-- round 0 staged: one send row per alert target
  *        +-- realert due (OPEN, every `alerts: realert`) -> round 1, 2...
@@ -42,6 +43,13 @@
  *   - a lost slot with no alert target configured is still loud: an
  *     `error` line says so at each round, and the open alert keeps
  *     `ledger --lost` failing until someone acts;
+ *   - the timing checks (issue 14) read the store once per pass for
+ *     every schedule (store_sla_scan) and raise keyed alerts, so a breach
+ *     seen by every node at once is one alert; each has one ledger row
+ *     (late, overrun, stale), written by the raise that created it. A
+ *     breach that ends (the slot started, the attempt ended, a slot was
+ *     delivered) heals its alert like a succeeded slot: HEALED and one
+ *     "recovered" message, whatever `alerts: on` says meanwhile;
  *   - the log lines are module=alert, the vocabulary docs/operations.md
  *     documents.
  */
@@ -193,13 +201,243 @@ static int sweep(const struct alert_ctx *a, struct alert_report *rep,
 	return rc;
 }
 
+/* ---- timing checks (sla:, issue 14) --------------------------------------- */
+
+/* "45m", "8d", "90s": the largest unit that divides ms exactly. */
+static const char *dur_text(int64_t ms, char *out, size_t n)
+{
+	static const struct { int64_t ms; const char *unit; } u[] = {
+		{86400000, "d"}, {3600000, "h"}, {60000, "m"}, {1000, "s"},
+	};
+	for (size_t i = 0; i < sizeof(u) / sizeof(u[0]); i++)
+		if (ms >= u[i].ms && ms % u[i].ms == 0) {
+			snprintf(out, n, "%lld%s", (long long)(ms / u[i].ms),
+				 u[i].unit);
+			return out;
+		}
+	snprintf(out, n, "%lldms", (long long)ms);
+	return out;
+}
+
+/* The scan's record of schedule name, or NULL. */
+static const struct store_sla_last *sla_last_of(const struct store_sla *x,
+						const char *name)
+{
+	for (size_t i = 0; x && i < x->n_last; i++)
+		if (strcmp(x->last[i].schedule, name) == 0)
+			return &x->last[i];
+	return NULL;
+}
+
+/* The instant a stale check counts from: the latest delivery, else the
+ * first job (a schedule that never delivered counts from its first
+ * start); 0 when neither exists (nothing was ever due). */
+static int64_t sla_base_ms(const struct store_sla_last *l)
+{
+	if (!l)
+		return 0;
+	return l->delivered_ms ? l->delivered_ms : l->first_ms;
+}
+
+/* Raises one breach and, when this call created it, its ledger row. */
+static int raise_breach(const struct alert_ctx *a, struct store_alert *al,
+			const char *outcome, int attempt, int64_t now,
+			size_t *n_raised, struct sc_err *err)
+{
+	char iso[CLOCK_ISO_MAX];
+	bool created = false;
+	int64_t id = 0;
+	int rc;
+
+	al->status = ALERT_OPEN;
+	al->n_slots = 1;
+	al->last_slot_ms = al->slot_ms;
+	/* job_id stays 0: a lost alert of the job must still be raised. */
+	if ((rc = store_alert_raise(a->store, al, &created, &id, err)) != 0 ||
+	    !created)
+		return rc;
+	(*n_raised)++;
+	LOG(SC_LOG_ERROR, "alert", "event=alert_raised alert=%lld "
+	       "schedule=%s slot=%s reason=%s slots=1", (long long)id,
+	       al->schedule, clock_format_utc(al->slot_ms, iso), al->reason);
+	LOG(SC_LOG_WARN, "alert", "event=sla_breach schedule=%s slot=%s "
+	       "reason=%s attempt=%d msg=\"%s\"", al->schedule,
+	       clock_format_utc(al->slot_ms, iso), al->reason, attempt,
+	       al->error_msg);
+	struct ledger_row row;
+	memset(&row, 0, sizeof(row));
+	snprintf(row.schedule, sizeof(row.schedule), "%s", al->schedule);
+	row.slot_ms = al->slot_ms;
+	row.attempt = attempt;
+	row.started_ms = row.finished_ms = now;
+	snprintf(row.outcome, sizeof(row.outcome), "%s", outcome);
+	snprintf(row.error_class, sizeof(row.error_class), "sla");
+	row.error_msg = al->error_msg;
+	json_t *d = json_pack("{s:I, s:s}", "alert_id", (json_int_t)id,
+			      "reason", al->reason);
+	row.details_json = d ? json_dumps(d, JSON_COMPACT |
+						 JSON_PRESERVE_ORDER)
+			     : NULL;
+	json_decref(d);
+	rc = store_ledger_append(a->store, &row, err);
+	free(row.details_json);
+	return rc;
+}
+
+static bool any_sla(const struct config *c)
+{
+	for (size_t i = 0; c && i < c->n_schedules; i++)
+		if (c->schedules[i].has_sla)
+			return true;
+	return false;
+}
+
+/*
+ * The one read of a pass: the thresholds are the smallest start_within
+ * and max_runtime of the config, so the rows of every schedule come in
+ * one go; each row is then held against its own schedule's value.
+ */
+static int sla_scan(const struct alert_ctx *a, int64_t now,
+		    struct store_sla *x, struct sc_err *err)
+{
+	int64_t min_start = INT64_MAX, min_run = INT64_MAX;
+	const struct config *c = a->config;
+
+	for (size_t i = 0; i < c->n_schedules; i++) {
+		const struct schedule_spec *sp = &c->schedules[i];
+		if (!sp->has_sla)
+			continue;
+		if (sp->sla.start_within_ms > 0 &&
+		    sp->sla.start_within_ms < min_start)
+			min_start = sp->sla.start_within_ms;
+		if (sp->sla.max_runtime_ms > 0 &&
+		    sp->sla.max_runtime_ms < min_run)
+			min_run = sp->sla.max_runtime_ms;
+	}
+	if (min_start == INT64_MAX || !(c->alert_on & CONFIG_ALERT_ON_LATE))
+		x->max_late = 0;
+	if (min_run == INT64_MAX || !(c->alert_on & CONFIG_ALERT_ON_OVERRUN))
+		x->max_running = 0;
+	return store_sla_scan(a->store,
+			      min_start == INT64_MAX ? INT64_MIN
+						     : now - min_start - 1,
+			      min_run == INT64_MAX ? INT64_MIN
+						   : now - min_run - 1, x, err);
+}
+
+/* Raises every breach the scan shows (a reason left out of `alerts: on`
+ * raises nothing). */
+static int sla_raise(const struct alert_ctx *a, const struct store_sla *x,
+		     int64_t now, struct alert_report *rep, struct sc_err *err)
+{
+	const struct config *c = a->config;
+	char d1[32], iso[CLOCK_ISO_MAX];
+	int rc = 0;
+
+	for (size_t i = 0; rc == 0 && i < x->n_late; i++) {
+		const struct store_job *j = &x->late[i];
+		const struct schedule_spec *sp = config_schedule(c, j->schedule);
+		struct store_alert al;
+		/* A manual run counts too: run_at is when it was asked for. */
+		if (!sp || !sp->has_sla || sp->sla.start_within_ms <= 0 ||
+		    now - j->run_at_ms <= sp->sla.start_within_ms)
+			continue;
+		memset(&al, 0, sizeof(al));
+		snprintf(al.schedule, sizeof(al.schedule), "%s", j->schedule);
+		snprintf(al.reason, sizeof(al.reason), "%s", ALERT_REASON_LATE);
+		al.slot_ms = j->slot_ms;
+		snprintf(al.error_msg, sizeof(al.error_msg), "not started %s "
+			 "after it was due at %s (sla start_within)",
+			 dur_text(sp->sla.start_within_ms, d1, sizeof(d1)),
+			 clock_format_utc(j->run_at_ms, iso));
+		rc = raise_breach(a, &al, LEDGER_LATE, 0, now, &rep->n_late,
+				  err);
+	}
+	for (size_t i = 0; rc == 0 && i < x->n_running; i++) {
+		const struct store_job *j = &x->running[i];
+		const struct schedule_spec *sp = config_schedule(c, j->schedule);
+		struct store_alert al;
+		if (!sp || !sp->has_sla || sp->sla.max_runtime_ms <= 0 ||
+		    now - j->started_ms <= sp->sla.max_runtime_ms)
+			continue;
+		memset(&al, 0, sizeof(al));
+		snprintf(al.schedule, sizeof(al.schedule), "%s", j->schedule);
+		snprintf(al.reason, sizeof(al.reason), "%s",
+			 ALERT_REASON_OVERRUN);
+		al.slot_ms = j->slot_ms;
+		/* Each attempt that overruns is its own breach. */
+		al.generation = j->attempts;
+		al.attempts = j->attempts;
+		snprintf(al.error_msg, sizeof(al.error_msg), "attempt %d still "
+			 "running %s after it started at %s (sla max_runtime); "
+			 "it is not stopped", j->attempts,
+			 dur_text(sp->sla.max_runtime_ms, d1, sizeof(d1)),
+			 clock_format_utc(j->started_ms, iso));
+		rc = raise_breach(a, &al, LEDGER_OVERRUN, j->attempts, now,
+				  &rep->n_overrun, err);
+	}
+	for (size_t i = 0; rc == 0 && (c->alert_on & CONFIG_ALERT_ON_STALE) &&
+			   i < c->n_schedules; i++) {
+		const struct schedule_spec *sp = &c->schedules[i];
+		if (!sp->has_sla || sp->sla.success_within_ms <= 0)
+			continue;
+		const struct store_sla_last *l = sla_last_of(x, sp->name);
+		int64_t base = sla_base_ms(l);
+		if (base == 0 || now - base <= sp->sla.success_within_ms)
+			continue;
+		struct store_alert al;
+		memset(&al, 0, sizeof(al));
+		snprintf(al.schedule, sizeof(al.schedule), "%s", sp->name);
+		snprintf(al.reason, sizeof(al.reason), "%s", ALERT_REASON_STALE);
+		/* Keyed by the instant it counts from: the same staleness on
+		 * every node, and a new one after the next delivery. */
+		al.slot_ms = base;
+		snprintf(al.error_msg, sizeof(al.error_msg), "no slot delivered "
+			 "for %s (sla success_within), %s %s",
+			 dur_text(sp->sla.success_within_ms, d1, sizeof(d1)),
+			 l->delivered_ms ? "the last at" : "none since its first "
+			 "start at", clock_format_utc(base, iso));
+		rc = raise_breach(a, &al, LEDGER_STALE, 0, now, &rep->n_stale,
+				  err);
+	}
+	return rc;
+}
+
 /* ---- healing ------------------------------------------------------------- */
 
-/* Have the slots of alert x all succeeded since? */
+/* Have the slots of alert x all succeeded since (a timing breach: has
+ * it ended)? scan: this pass's timing read (NULL: none was made). */
 static int slots_succeeded(struct store *s, const struct store_alert *x,
-			   bool *yes, struct sc_err *err)
+			   const struct store_sla *scan, bool *yes,
+			   struct sc_err *err)
 {
 	*yes = false;
+	if (strcmp(x->reason, ALERT_REASON_LATE) == 0 ||
+	    strcmp(x->reason, ALERT_REASON_OVERRUN) == 0) {
+		/* late: the slot's first attempt began, or the job is gone;
+		 * overrun: that attempt ended (or the job is gone). */
+		struct store_job j;
+		int rc = store_job_find(s, x->schedule, x->slot_ms, &j, err);
+		if (rc == SC_ENOENT) {
+			*yes = true;
+			return 0;
+		}
+		if (rc)
+			return rc;
+		if (x->reason[0] == 'l')
+			*yes = j.state != JOB_READY || j.attempts > 0;
+		else
+			*yes = j.state != JOB_ACTIVE ||
+			       j.attempts != x->generation;
+		return 0;
+	}
+	if (strcmp(x->reason, ALERT_REASON_STALE) == 0) {
+		/* A slot delivered after the instant it counted from; a
+		 * schedule the pass did not read stays open (ack closes). */
+		const struct store_sla_last *l = sla_last_of(scan, x->schedule);
+		*yes = l && l->delivered_ms > x->slot_ms;
+		return 0;
+	}
 	if (strcmp(x->reason, ALERT_REASON_LOST) == 0) {
 		struct store_job j;
 		int rc = store_job_find(s, x->schedule, x->slot_ms, &j, err);
@@ -251,11 +489,20 @@ static void row_for(struct ledger_row *row, const struct store_alert *x,
 	snprintf(row->outcome, sizeof(row->outcome), "%s", outcome);
 }
 
+/* Is reason one of the timing checks'? */
+static bool is_sla_reason(const char *reason)
+{
+	return strcmp(reason, ALERT_REASON_LATE) == 0 ||
+	       strcmp(reason, ALERT_REASON_OVERRUN) == 0 ||
+	       strcmp(reason, ALERT_REASON_STALE) == 0;
+}
+
 static int heal(const struct alert_ctx *a, const struct store_alert *x,
-		struct alert_report *rep, struct sc_err *err)
+		const struct store_sla *scan, struct alert_report *rep,
+		struct sc_err *err)
 {
 	bool yes = false, changed = false;
-	int rc = slots_succeeded(a->store, x, &yes, err);
+	int rc = slots_succeeded(a->store, x, scan, &yes, err);
 
 	if (rc || !yes)
 		return rc;
@@ -267,12 +514,22 @@ static int heal(const struct alert_ctx *a, const struct store_alert *x,
 	then.status = ALERT_CLOSED;
 	then.error_msg[0] = '\0';
 	then.note[0] = '\0';
+	/* A timing breach's "recovered" message says which one ended. */
+	if (is_sla_reason(x->reason))
+		snprintf(then.note, sizeof(then.note), "%s", x->reason);
 	struct ledger_row row;
 	char msg[STORE_NAME_MAX + 96];
 	row_for(&row, x, LEDGER_RECOVERED,
 		sc_clock_now_ms(a->clock ? a->clock : store_clock(a->store)));
-	snprintf(msg, sizeof(msg), "the %s alert of %s is closed: the slot "
-		 "succeeded since", x->reason, x->schedule);
+	if (is_sla_reason(x->reason))
+		snprintf(msg, sizeof(msg), "the %s alert of %s is closed: %s",
+			 x->reason, x->schedule,
+			 x->reason[0] == 'l' ? "the slot started"
+			 : x->reason[0] == 'o' ? "the attempt ended"
+					       : "a slot was delivered since");
+	else
+		snprintf(msg, sizeof(msg), "the %s alert of %s is closed: the "
+			 "slot succeeded since", x->reason, x->schedule);
 	row.error_msg = msg;
 	row.details_json = details_of(x, NULL, NULL);
 	rc = store_alert_close(a->store, x->id, ALERT_HEALED, NULL, &then,
@@ -319,6 +576,36 @@ static void compose_text(const struct store_alert *x, int round,
 		snprintf(command, nc, "surecron trigger --slot %s %s (or: "
 			 "surecron ack %s %s)", t1, x->schedule, x->schedule,
 			 t1);
+	} else if (strcmp(x->reason, ALERT_REASON_LATE) == 0) {
+		snprintf(summary, ns, "\xE2\x8F\xB0 %s: the run of %s is late: "
+			 "not started yet%s", x->schedule, t1, again);
+		snprintf(command, nc, "surecron ledger --schedule %s (or: "
+			 "surecron ack %s %s)", x->schedule, x->schedule, t1);
+	} else if (strcmp(x->reason, ALERT_REASON_OVERRUN) == 0) {
+		snprintf(summary, ns, "\xE2\x8F\xB0 %s: attempt %d of the run of "
+			 "%s overruns its max_runtime (still running)%s",
+			 x->schedule, x->attempts, t1, again);
+		snprintf(command, nc, "surecron ledger --schedule %s (or: "
+			 "surecron ack %s %s)", x->schedule, x->schedule, t1);
+	} else if (strcmp(x->reason, ALERT_REASON_STALE) == 0) {
+		snprintf(summary, ns, "\xE2\x8F\xB0 %s is stale: no run "
+			 "delivered since %s%s", x->schedule, t1, again);
+		snprintf(command, nc, "surecron status --stale (or: surecron "
+			 "ack %s %s)", x->schedule, t1);
+	} else if (strcmp(x->note, ALERT_REASON_LATE) == 0) {
+		snprintf(summary, ns, "\xE2\x9C\x85 %s: the late run of %s has "
+			 "started; its alert is closed", x->schedule, t1);
+		*has_command = false;
+	} else if (strcmp(x->note, ALERT_REASON_OVERRUN) == 0) {
+		snprintf(summary, ns, "\xE2\x9C\x85 %s: the overrunning attempt "
+			 "of the run of %s has ended; its alert is closed",
+			 x->schedule, t1);
+		*has_command = false;
+	} else if (strcmp(x->note, ALERT_REASON_STALE) == 0) {
+		snprintf(summary, ns, "\xE2\x9C\x85 %s delivered a run again "
+			 "(stale since %s); its alert is closed", x->schedule,
+			 t1);
+		*has_command = false;
 	} else {
 		snprintf(summary, ns, "\xE2\x9C\x85 %s: the run of %s recovered; "
 			 "its alert is closed", x->schedule, t1);
@@ -391,7 +678,8 @@ static int rounds(const struct alert_ctx *a, struct alert_report *rep,
 
 /* The open alerts: heal those whose slots succeeded, then realert. */
 static int open_alerts(const struct alert_ctx *a, int64_t now,
-		       struct alert_report *rep, struct sc_err *err)
+		       const struct store_sla *scan, struct alert_report *rep,
+		       struct sc_err *err)
 {
 	struct alert_filter f = {.open_only = true, .slot_ms = INT64_MIN,
 				 .since_ms = INT64_MIN, .until_ms = INT64_MAX};
@@ -404,7 +692,7 @@ static int open_alerts(const struct alert_ctx *a, int64_t now,
 		const struct store_alert *x = &v[i];
 		bool won = false;
 
-		rc = heal(a, x, rep, err);
+		rc = heal(a, x, scan, rep, err);
 		if (rc || every <= 0 || x->staged_rounds < x->rounds ||
 		    now - x->round_ms < every)
 			continue;
@@ -624,7 +912,29 @@ int alert_tick(const struct alert_ctx *a, struct alert_report *rep,
 	memset(rep, 0, sizeof(*rep));
 	if ((rc = sweep(a, rep, err)) != 0)
 		return rc;
-	if ((rc = open_alerts(a, now, rep, err)) != 0)
+	/* The timing pass: one read for every schedule, only when some
+	 * schedule has `sla:` (without one, an old stale alert waits for
+	 * an ack). */
+	struct store_sla scan = {0}, *sp = NULL;
+	if (any_sla(a->config)) {
+		scan.max_late = scan.max_running = scan.max_last = ALERT_SLA_MAX;
+		scan.late = calloc(ALERT_SLA_MAX, sizeof(*scan.late));
+		scan.running = calloc(ALERT_SLA_MAX, sizeof(*scan.running));
+		scan.last = calloc(ALERT_SLA_MAX, sizeof(*scan.last));
+		if (!scan.late || !scan.running || !scan.last)
+			rc = sc_err_set(err, SC_ENOMEM, "out of memory");
+		if (rc == 0)
+			rc = sla_scan(a, now, &scan, err);
+		if (rc == 0)
+			rc = sla_raise(a, &scan, now, rep, err);
+		sp = &scan;
+	}
+	if (rc == 0)
+		rc = open_alerts(a, now, sp, rep, err);
+	free(scan.late);
+	free(scan.running);
+	free(scan.last);
+	if (rc)
 		return rc;
 	if ((rc = rounds(a, rep, err)) != 0)
 		return rc;

@@ -14,9 +14,14 @@
  *
  * Who raises: the worker, right after a finish or a recovery moved a job
  * to DEAD (alert_raise_lost); the scheduler, once per catch-up pass
- * (alert_raise_missed); and alert_tick's sweep, for any DEAD job whose
- * alert a crash kept from being raised. Who sends: alert_tick, run by the
- * daemon's alerter thread and at the end of `run --once`.
+ * (alert_raise_missed); alert_tick's sweep, for any DEAD job whose alert a
+ * crash kept from being raised; and alert_tick's timing pass (issue 14),
+ * for the `sla:` breaches: late (slot_ms the slot, generation 0), overrun
+ * (the slot, generation the attempt) and stale (slot_ms the instant the
+ * staleness counts from, generation 0), job_id 0 in all three. Their
+ * "recovered" message names the healed reason in its note. Who sends:
+ * alert_tick, run by the daemon's alerter thread and at the end of
+ * `run --once`.
  *
  * Thread-safety: any thread, each with its own store handle; the config
  * is read only.
@@ -73,9 +78,20 @@ int alert_raise_missed(struct store *s, const char *schedule,
 		       int64_t first_ms, int64_t last_ms, int64_t n,
 		       struct sc_err *err);
 
+/* The timing checks' reasons (issue 14), alert rows and message words;
+ * store.h's ALERT_REASON_* are the loss reasons. */
+#define ALERT_REASON_LATE "late"
+#define ALERT_REASON_OVERRUN "overrun"
+#define ALERT_REASON_STALE "stale"
+
+/* The most late, overrunning and schedule rows one timing pass reads;
+ * the rest wait for the next pass (oldest first). */
+#define ALERT_SLA_MAX 256
+
 /* What one alert_tick did. */
 struct alert_report {
 	size_t n_raised;     /* lost alerts the sweep raised */
+	size_t n_late, n_overrun, n_stale; /* timing breaches raised here */
 	size_t n_healed;     /* open alerts closed because the slot succeeded */
 	size_t n_rounds;     /* realert rounds made */
 	size_t n_staged;     /* rounds staged */
@@ -91,8 +107,11 @@ struct alert_ctx {
 };
 
 /*
- * One pass: raise the lost alerts a crash left unraised, close the open
- * alerts whose slots succeeded (raising their "recovered" message), make
+ * One pass: raise the lost alerts a crash left unraised, the timing
+ * breaches of the schedules with `sla:` (one store_sla_scan for all of
+ * them; each breach raised once, keyed, with its ledger row), close the open
+ * alerts whose slots succeeded or whose breach ended (raising their
+ * "recovered" message), make
  * the realert rounds that are due, stage every round not staged yet (one
  * send row per alert target; none when no alert target is configured,
  * which is logged as an error), then send every due send row. A store

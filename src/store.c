@@ -697,6 +697,22 @@ int store_alert_sends(struct store *s, int64_t alert_id,
 	return s->ops->alert_sends(s->impl, alert_id, out, n, err);
 }
 
+int store_sla_scan(struct store *s, int64_t ready_before_ms,
+		   int64_t started_before_ms, struct store_sla *x,
+		   struct sc_err *err)
+{
+	int rc = check_out(x, "sla scan output", err);
+
+	if (rc)
+		return rc;
+	x->n_late = x->n_running = x->n_last = 0;
+	if ((x->max_late && !x->late) || (x->max_running && !x->running) ||
+	    (x->max_last && !x->last))
+		return sc_err_set(err, SC_EINVAL, "sla scan array is NULL");
+	return s->ops->sla_scan(s->impl, ready_before_ms, started_before_ms,
+				x, err);
+}
+
 void store_alert_send_dispose(struct store_alert_send *a)
 {
 	if (!a)

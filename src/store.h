@@ -90,6 +90,12 @@ struct store_counts {
 					note, by) */
 #define LEDGER_RECOVERED "recovered" /* an alerted slot later succeeded
 					(details: alert_id, reason) */
+#define LEDGER_LATE "late"           /* a due slot not started within
+					sla.start_within (issue 14) */
+#define LEDGER_OVERRUN "overrun"     /* an attempt running past
+					sla.max_runtime */
+#define LEDGER_STALE "stale"         /* no delivered slot within
+					sla.success_within */
 
 struct ledger_row {
 	int64_t id;                 /* assigned by the store */
@@ -516,6 +522,45 @@ int store_alert_sends(struct store *s, int64_t alert_id,
 void store_alert_sends_free(struct store_alert_send *v, size_t n);
 void store_alert_send_dispose(struct store_alert_send *a);
 
+/* ---- timing checks (issue 14; alert.c owns the rules) ------------------ */
+
+/* A schedule's delivery record, as store_sla_scan reads it. */
+struct store_sla_last {
+	char schedule[STORE_NAME_MAX];
+	int64_t delivered_ms;       /* completed_ms of the marker of its
+				       latest delivered slot; 0: none yet */
+	int64_t first_ms;           /* created_ms of its earliest job (its
+				       first start); 0: no job yet */
+};
+
+/*
+ * What one timing pass reads, for every schedule at once. The caller
+ * gives the arrays and their sizes (a size 0 skips that part); the store
+ * fills n_* (at most max_*, the oldest first).
+ */
+struct store_sla {
+	struct store_job *late;     /* READY, never started (attempts 0),
+				       run_at <= ready_before */
+	size_t max_late, n_late;
+	struct store_job *running;  /* ACTIVE, started <= started_before */
+	size_t max_running, n_running;
+	struct store_sla_last *last; /* one per schedule the store knows
+				       (its scheduler state), by name */
+	size_t max_last, n_last;
+};
+
+/*
+ * One read for the whole timing pass: the never-started READY jobs due
+ * at or before ready_before_ms (the claim's partial index), the ACTIVE
+ * jobs started at or before started_before_ms (the recovery's partial
+ * index) and, per schedule of the scheduler state, its latest delivered
+ * slot and its first job (one primary-key lookup each). Finished jobs
+ * are never scanned. Read-only.
+ */
+int store_sla_scan(struct store *s, int64_t ready_before_ms,
+		   int64_t started_before_ms, struct store_sla *x,
+		   struct sc_err *err);
+
 /* ---- fencing: writes made for a claimed job --------------------------- */
 
 /*
@@ -768,6 +813,9 @@ struct store_ops {
 	int (*alert_sends)(void *impl, int64_t alert_id,
 			   struct store_alert_send **out, size_t *n,
 			   struct sc_err *err);
+	int (*sla_scan)(void *impl, int64_t ready_before_ms,
+			int64_t started_before_ms, struct store_sla *x,
+			struct sc_err *err);
 	/* Optional; NULL: store_wait sleeps. changed: never NULL. */
 	int (*wait)(void *impl, int64_t timeout_ms, bool *changed,
 		    struct sc_err *err);

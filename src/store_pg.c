@@ -355,6 +355,9 @@ enum stmt {
 	ST_SEND_FINISH,
 	ST_SEND_EXISTS,
 	ST_ALERT_SENDS,
+	ST_SLA_LATE,
+	ST_SLA_RUNNING,
+	ST_SLA_LAST,
 	ST_COUNT
 };
 
@@ -663,6 +666,23 @@ static const char *const sql[ST_COUNT] = {
 	"SELECT " SEND_COLS("s.state", "NULL") " FROM alert_sends s"
 	" JOIN alerts a ON a.id = s.alert_id WHERE s.alert_id = $1::bigint"
 	" ORDER BY s.id",
+	/* The timing pass (store_sla_scan): jobs_due and jobs_lease, the
+	 * partial indexes of READY and ACTIVE rows, and per schedule known
+	 * to the scheduler two primary-key probes. */
+	[ST_SLA_LATE] =
+	"SELECT " JOB_COLS " FROM jobs WHERE state = 0 AND attempts = 0"
+	" AND run_at_ms <= $1::bigint ORDER BY run_at_ms, id"
+	" LIMIT $2::bigint",
+	[ST_SLA_RUNNING] =
+	"SELECT " JOB_COLS " FROM jobs WHERE state = 1"
+	" AND started_ms <= $1::bigint ORDER BY started_ms, id"
+	" LIMIT $2::bigint",
+	[ST_SLA_LAST] =
+	"SELECT s.schedule, COALESCE((SELECT m.completed_ms FROM slot_markers m"
+	" WHERE m.schedule = s.schedule ORDER BY m.slot_ms DESC LIMIT 1), 0),"
+	" COALESCE((SELECT j.created_ms FROM jobs j WHERE j.schedule ="
+	" s.schedule ORDER BY j.slot_ms LIMIT 1), 0)"
+	" FROM sched_state s ORDER BY s.schedule LIMIT $1::bigint",
 };
 
 /*
@@ -2456,6 +2476,66 @@ static int pg_alert_sends(void *impl, int64_t alert_id,
 	return 0;
 }
 
+/* ---- timing checks ----------------------------------------------------- */
+
+static int sla_jobs(struct pg *p, enum stmt st, int64_t before,
+		    struct store_job *out, size_t max, size_t *n,
+		    struct sc_err *err)
+{
+	struct args a = {0};
+	PGresult *res;
+	int rc;
+
+	if (max == 0)
+		return 0;
+	arg_i64(&a, before);
+	arg_i64(&a, max > INT32_MAX ? INT32_MAX : (int64_t)max);
+	if ((rc = run(p, st, &a, &res, err)) != 0)
+		return rc;
+	size_t got = (size_t)PQntuples(res);
+	if (got > max)
+		got = max;
+	for (size_t i = 0; i < got; i++)
+		get_job(res, (int)i, &out[i]);
+	PQclear(res);
+	*n = got;
+	return 0;
+}
+
+static int pg_sla_scan(void *impl, int64_t ready_before_ms,
+		       int64_t started_before_ms, struct store_sla *x,
+		       struct sc_err *err)
+{
+	struct pg *p = impl;
+	struct args a = {0};
+	PGresult *res;
+	int rc = sla_jobs(p, ST_SLA_LATE, ready_before_ms, x->late,
+			  x->max_late, &x->n_late, err);
+
+	if (!rc)
+		rc = sla_jobs(p, ST_SLA_RUNNING, started_before_ms, x->running,
+			      x->max_running, &x->n_running, err);
+	if (rc || x->max_last == 0)
+		return rc;
+	arg_i64(&a, x->max_last > INT32_MAX ? INT32_MAX
+					    : (int64_t)x->max_last);
+	if ((rc = run(p, ST_SLA_LAST, &a, &res, err)) != 0)
+		return rc;
+	size_t got = (size_t)PQntuples(res);
+	if (got > x->max_last)
+		got = x->max_last;
+	for (size_t i = 0; i < got; i++) {
+		struct store_sla_last *l = &x->last[i];
+		memset(l, 0, sizeof(*l));
+		get_str(res, (int)i, 0, l->schedule, sizeof(l->schedule));
+		l->delivered_ms = get_i64(res, (int)i, 1);
+		l->first_ms = get_i64(res, (int)i, 2);
+	}
+	PQclear(res);
+	x->n_last = got;
+	return 0;
+}
+
 /* ---- waiting for work --------------------------------------------------- */
 
 static void sleep_ms(int64_t ms)
@@ -2554,5 +2634,6 @@ const struct store_ops store_pg_ops = {
 	.alert_send_claim = pg_alert_send_claim,
 	.alert_send_finish = pg_alert_send_finish,
 	.alert_sends = pg_alert_sends,
+	.sla_scan = pg_sla_scan,
 	.wait = pg_wait,
 };

@@ -352,6 +352,9 @@ enum stmt_id {
 	ST_SEND_FINISH,
 	ST_SEND_EXISTS,
 	ST_ALERT_SENDS,
+	ST_SLA_LATE,
+	ST_SLA_RUNNING,
+	ST_SLA_LAST,
 	N_STMT
 };
 
@@ -559,6 +562,22 @@ static const char *const stmt_sql[N_STMT] = {
 	[ST_ALERT_SENDS] =
 		"SELECT " SEND_COLS("s.state", "NULL") " WHERE s.alert_id = ?1 "
 		"ORDER BY s.id",
+	/* The timing pass (store_sla_scan): the claim's and the recovery's
+	 * partial indexes, and per schedule known to the scheduler two
+	 * primary-key probes; DONE jobs and old markers are never read. */
+	[ST_SLA_LATE] =
+		"SELECT " JOB_COLS " FROM jobs WHERE state = 0 AND "
+		"attempts = 0 AND run_at_ms <= ?1 ORDER BY run_at_ms, id "
+		"LIMIT ?2",
+	[ST_SLA_RUNNING] =
+		"SELECT " JOB_COLS " FROM jobs WHERE state = 1 AND "
+		"started_ms <= ?1 ORDER BY started_ms, id LIMIT ?2",
+	[ST_SLA_LAST] =
+		"SELECT s.schedule, COALESCE((SELECT m.completed_ms FROM "
+		"slot_markers m WHERE m.schedule = s.schedule ORDER BY "
+		"m.slot_ms DESC LIMIT 1), 0), COALESCE((SELECT j.created_ms "
+		"FROM jobs j WHERE j.schedule = s.schedule ORDER BY j.slot_ms "
+		"LIMIT 1), 0) FROM sched_state s ORDER BY s.schedule LIMIT ?1",
 };
 
 enum sync_level { SYNC_UNSET = 0, SYNC_NORMAL = 1, SYNC_FULL = 2 };
@@ -2781,6 +2800,64 @@ done:
 	return tx_end(q, rc, err);
 }
 
+/* ---- timing checks ----------------------------------------------------- */
+
+static int sla_jobs(struct sq *q, enum stmt_id id, int64_t before,
+		    struct store_job *out, size_t max, size_t *n,
+		    struct sc_err *err)
+{
+	sqlite3_stmt *st = NULL;
+	size_t got = 0;
+	int rc;
+
+	if (max == 0)
+		return 0;
+	if ((rc = prep(q, id, &st, err)) != 0)
+		return rc;
+	sqlite3_bind_int64(st, 1, before);
+	sqlite3_bind_int64(st, 2, max > INT32_MAX ? INT32_MAX : (int64_t)max);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW && got < max)
+		read_job(st, &out[got++]);
+	rc = rc == SQLITE_DONE || rc == SQLITE_ROW
+		     ? 0 : db_fail(q, rc, "sla scan", err);
+	unprep(st);
+	*n = got;
+	return rc;
+}
+
+static int sq_sla_scan(void *impl, int64_t ready_before_ms,
+		       int64_t started_before_ms, struct store_sla *x,
+		       struct sc_err *err)
+{
+	struct sq *q = impl;
+	sqlite3_stmt *st = NULL;
+	int rc = sla_jobs(q, ST_SLA_LATE, ready_before_ms, x->late,
+			  x->max_late, &x->n_late, err);
+
+	if (!rc)
+		rc = sla_jobs(q, ST_SLA_RUNNING, started_before_ms, x->running,
+			      x->max_running, &x->n_running, err);
+	if (rc || x->max_last == 0)
+		return rc;
+	if ((rc = prep(q, ST_SLA_LAST, &st, err)) != 0)
+		return rc;
+	sqlite3_bind_int64(st, 1, x->max_last > INT32_MAX
+				      ? INT32_MAX : (int64_t)x->max_last);
+	size_t got = 0;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW && got < x->max_last) {
+		struct store_sla_last *l = &x->last[got++];
+		memset(l, 0, sizeof(*l));
+		copy_text(l->schedule, sizeof(l->schedule), st, 0);
+		l->delivered_ms = sqlite3_column_int64(st, 1);
+		l->first_ms = sqlite3_column_int64(st, 2);
+	}
+	rc = rc == SQLITE_DONE || rc == SQLITE_ROW
+		     ? 0 : db_fail(q, rc, "sla scan", err);
+	unprep(st);
+	x->n_last = got;
+	return rc;
+}
+
 static int sq_alert_sends(void *impl, int64_t alert_id,
 			  struct store_alert_send **out, size_t *n,
 			  struct sc_err *err)
@@ -2900,5 +2977,6 @@ const struct store_ops store_sqlite_ops = {
 	.alert_send_claim = sq_alert_send_claim,
 	.alert_send_finish = sq_alert_send_finish,
 	.alert_sends = sq_alert_sends,
+	.sla_scan = sq_sla_scan,
 	.wait = sq_wait,
 };

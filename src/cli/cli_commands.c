@@ -245,13 +245,17 @@ static const struct cli_command commands[] = {
 	 "with times in the schedule's zone, then the ledger and the totals.\n"
 	 "Exit status 0 when the simulation ran (lost slots are results, not\n"
 	 "errors), 2 on usage or config errors, 1 on internal failures.\n"},
-	{"status", cmd_status, "status [--config FILE] [--json]",
+	{"status", cmd_status, "status [--config FILE] [--stale] [--json]",
 	 "show each schedule's next slot, retry class, last outcome and jobs",
 	 "For each schedule of the config: the final cron expression (and\n"
 	 "the variable that overrode it), the next slot in its zone, the\n"
 	 "frequency class with the field that decided it, the retry policy,\n"
 	 "the last ledger outcome and the counts of its jobs waiting, delayed\n"
 	 "(a retry pending), running and dead. --json prints one object.\n"
+	 "--stale: only whether each schedule delivered a slot within its\n"
+	 "sla success_within (without sla: two periods of the schedule plus\n"
+	 "its recovery window), counted from its last delivery or, when it\n"
+	 "never delivered, from its first job; exit 1 when one is stale.\n"
 	 "Exit 0; 2 when the config does not load; 1 on store errors.\n"},
 	{"trigger", cmd_trigger, "trigger [--config FILE] [--slot T] SCHEDULE",
 	 "enqueue a manual slot of a schedule, due now",

@@ -11,6 +11,18 @@
  * are counted too, as "other": a dead job must not vanish from the report
  * because its schedule left the file.
  *
+ * `--stale` (issue 14) prints only whether each schedule delivered a slot
+ * recently enough, and exits 1 when one did not: its `sla:
+ * success_within`, or without one two periods of the schedule plus its
+ * recovery window (the second slot after the last delivery plus the
+ * retry timeline's window: calendar slots, so a weekday schedule is not
+ * stale over a weekend). The count starts at the last delivery (the
+ * completion of its latest slot marker) or, for a schedule that never
+ * delivered, at its first job; one that has no job yet has had nothing
+ * due and is not stale. The store is read once for every schedule
+ * (store_sla_scan), as the daemon's timing pass does. No alert is raised
+ * here: alerts are the daemon's, and only with `sla:`.
+ *
  * Read-only: it opens the store, queries, and changes nothing.
  */
 #include <jansson.h>
@@ -22,6 +34,10 @@
 #include "clock.h"
 #include "config.h"
 #include "store.h"
+
+/* Schedules of the store's scheduler state read by --stale beyond those
+ * of the config (removed or renamed ones take room too). */
+#define STALE_EXTRA 1024
 
 struct sched_status {
 	struct cli_schedule_info info;
@@ -260,10 +276,177 @@ static int print_json(const struct cli_state *st, struct sched_status *v,
 	return cli_print_json(root);
 }
 
+/* --stale: one schedule's verdict. */
+struct stale_status {
+	bool started;          /* it has a job or a delivery */
+	bool delivered;        /* counts from a delivery, else its first job */
+	int64_t since_ms;      /* the instant it counts from */
+	int64_t within_ms;     /* success_within (sla), else the default */
+	bool from_sla;
+	int64_t deadline_ms;   /* stale once now is past this */
+	bool stale;
+};
+
+/* The deadline of a schedule without sla: the second slot after since,
+ * plus the recovery window of its policy. */
+static int default_deadline(const struct schedule_spec *sc, int64_t since,
+			    int64_t *out, struct sc_err *err)
+{
+	struct sc_retry_timeline tl;
+	int64_t s1 = 0, s2 = 0;
+	int rc = sc_cron_next(&sc->expr, sc->zone, since, &s1, err);
+
+	if (rc == 0)
+		rc = sc_cron_next(&sc->expr, sc->zone, s1, &s2, err);
+	if (rc == 0)
+		rc = sc_retry_timeline(&sc->policy, s2, &tl, err);
+	if (rc == SC_ENEVER) {
+		*out = INT64_MAX; /* never fires again: never stale */
+		return 0;
+	}
+	if (rc == 0)
+		*out = tl.window_end_ms;
+	return rc;
+}
+
+static int stale_verdicts(const struct cli_state *st, int64_t now,
+			  struct stale_status *v, struct sc_err *err)
+{
+	size_t n = st->cfg->n_schedules;
+	struct store_sla x = {.max_last = n + STALE_EXTRA};
+	int rc;
+
+	x.last = calloc(x.max_last, sizeof(*x.last));
+	if (!x.last)
+		return sc_err_set(err, SC_ENOMEM, "out of memory");
+	rc = store_sla_scan(st->store, INT64_MIN, INT64_MIN, &x, err);
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		const struct schedule_spec *sc = &st->cfg->schedules[i];
+		const struct store_sla_last *l = NULL;
+		struct stale_status *o = &v[i];
+
+		memset(o, 0, sizeof(*o));
+		for (size_t k = 0; k < x.n_last && !l; k++)
+			if (strcmp(x.last[k].schedule, sc->name) == 0)
+				l = &x.last[k];
+		if (!l || (!l->delivered_ms && !l->first_ms))
+			continue;
+		o->started = true;
+		o->delivered = l->delivered_ms != 0;
+		o->since_ms = o->delivered ? l->delivered_ms : l->first_ms;
+		if (sc->has_sla && sc->sla.success_within_ms > 0) {
+			o->from_sla = true;
+			o->within_ms = sc->sla.success_within_ms;
+			o->deadline_ms = o->since_ms + o->within_ms;
+		} else {
+			rc = default_deadline(sc, o->since_ms, &o->deadline_ms,
+					      err);
+			o->within_ms = o->deadline_ms == INT64_MAX
+				? 0 : o->deadline_ms - o->since_ms;
+		}
+		o->stale = rc == 0 && now > o->deadline_ms;
+	}
+	free(x.last);
+	return rc;
+}
+
+static int print_stale_text(const struct cli_state *st,
+			    const struct stale_status *v, size_t n_stale)
+{
+	char a[CLOCK_ISO_MAX], b[CLOCK_ISO_MAX], d[32];
+
+	if (n_stale == 0)
+		cli_out(stdout, "no stale schedules (%zu checked)\n",
+			st->cfg->n_schedules);
+	else
+		cli_out(stdout, "STALE: %zu schedule%s delivered nothing within "
+			"its success_within\n", n_stale, n_stale == 1 ? "" : "s");
+	for (size_t i = 0; i < st->cfg->n_schedules; i++) {
+		const struct stale_status *o = &v[i];
+		const char *name = st->cfg->schedules[i].name;
+
+		if (!o->started) {
+			cli_out(stdout, "  ok     %s: nothing due yet\n", name);
+			continue;
+		}
+		if (o->deadline_ms == INT64_MAX) {
+			cli_out(stdout, "  ok     %s: fires no more\n", name);
+			continue;
+		}
+		cli_out(stdout, "  %-6s %s: %s %s, within %s (%s), %s %s\n",
+			o->stale ? "STALE" : "ok", name,
+			o->delivered ? "last delivered" : "never delivered; "
+			"first job", clock_format_utc(o->since_ms, a),
+			cli_format_dur(o->within_ms, d, sizeof(d)),
+			o->from_sla ? "sla success_within"
+				    : "default: two periods + recovery window",
+			o->stale ? "stale since" : "until",
+			clock_format_utc(o->deadline_ms, b));
+	}
+	return n_stale ? EXIT_FAIL : EXIT_OK;
+}
+
+static int print_stale_json(const struct cli_state *st,
+			    const struct stale_status *v, size_t n_stale)
+{
+	char a[CLOCK_ISO_MAX], b[CLOCK_ISO_MAX];
+	json_t *root = json_object(), *arr = json_array();
+
+	if (!root || !arr) {
+		json_decref(root);
+		json_decref(arr);
+		return cli_fail(EXIT_FAIL, "out of memory");
+	}
+	json_object_set_new(root, "store", json_string(store_backend_name(
+						   st->store)));
+	json_object_set_new(root, "stale", json_integer((json_int_t)n_stale));
+	json_object_set_new(root, "schedules", arr);
+	for (size_t i = 0; i < st->cfg->n_schedules; i++) {
+		const struct stale_status *o = &v[i];
+		bool dated = o->started && o->deadline_ms != INT64_MAX;
+		json_array_append_new(arr, json_pack(
+			"{s:s, s:b, s:b, s:b, s:s*, s:o, s:o, s:s*, s:s*}",
+			"name", st->cfg->schedules[i].name, "stale", o->stale,
+			"started", o->started, "delivered", o->delivered,
+			"since", o->started ? clock_format_utc(o->since_ms, a)
+					    : NULL,
+			"since_ms", o->started ? json_integer(o->since_ms)
+					       : json_null(),
+			"success_within_ms", dated ? json_integer(o->within_ms)
+						   : json_null(),
+			"source", !dated ? NULL : o->from_sla ? "sla" : "default",
+			"deadline", dated ? clock_format_utc(o->deadline_ms, b)
+					  : NULL));
+	}
+	int r = cli_print_json(root);
+	return r != EXIT_OK ? r : n_stale ? EXIT_FAIL : EXIT_OK;
+}
+
+static int run_stale(const struct cli_state *st, bool json, int64_t now)
+{
+	struct stale_status *v = calloc(st->cfg->n_schedules
+					? st->cfg->n_schedules : 1, sizeof(*v));
+	struct sc_err err = {0};
+	size_t n_stale = 0;
+
+	if (!v)
+		return cli_fail(EXIT_FAIL, "out of memory");
+	if (stale_verdicts(st, now, v, &err) != 0) {
+		free(v);
+		return cli_fail(EXIT_FAIL, "store: %s", err.msg);
+	}
+	for (size_t i = 0; i < st->cfg->n_schedules; i++)
+		n_stale += v[i].stale;
+	int r = json ? print_stale_json(st, v, n_stale)
+		     : print_stale_text(st, v, n_stale);
+	free(v);
+	return r;
+}
+
 int cmd_status(int argc, char **argv)
 {
 	const char *path = NULL;
-	bool json = false;
+	bool json = false, stale = false;
 	struct cli_state st;
 	struct sched_status *v = NULL;
 	struct sc_err err = {0};
@@ -277,6 +460,8 @@ int cmd_status(int argc, char **argv)
 			continue;
 		if (strcmp(argv[i], "--json") == 0)
 			json = true;
+		else if (strcmp(argv[i], "--stale") == 0)
+			stale = true;
 		else if (argv[i][0] == '-')
 			return cli_usage_error("status", "unknown option '%s'",
 					       argv[i]);
@@ -286,6 +471,10 @@ int cmd_status(int argc, char **argv)
 	}
 	if ((r = cli_state_open(path, true, &st)))
 		goto done;
+	if (stale) {
+		r = run_stale(&st, json, now_ms);
+		goto done;
+	}
 	v = calloc(st.cfg->n_schedules ? st.cfg->n_schedules : 1, sizeof(*v));
 	if (!v) {
 		r = cli_fail(EXIT_FAIL, "out of memory");

@@ -192,9 +192,12 @@ static void outcome_words(void **state)
 	assert_true(ledger_outcome_known(LEDGER_ALERT));
 	assert_true(ledger_outcome_known(LEDGER_ACKED));
 	assert_true(ledger_outcome_known(LEDGER_RECOVERED));
+	assert_true(ledger_outcome_known(LEDGER_LATE));
+	assert_true(ledger_outcome_known(LEDGER_OVERRUN));
+	assert_true(ledger_outcome_known(LEDGER_STALE));
 	assert_false(ledger_outcome_known("completed"));
 	assert_false(ledger_outcome_known(NULL));
-	assert_int_equal(ledger_n_outcomes, 11);
+	assert_int_equal(ledger_n_outcomes, 14);
 }
 
 int main(void)

@@ -1,0 +1,378 @@
+/*
+ * test_sla_daemon.c - the timing checks end to end (issue 14): a real
+ * daemon of $SURECRON_BIN on the test clock (SURECRON_TEST_CLOCK) and a
+ * real alert receiver on 127.0.0.1, on SQLite and PostgreSQL; and
+ * `surecron status --stale` as an operator runs it.
+ *
+ *   - a task that runs past sla.max_runtime gets one overrun alert at the
+ *     receiver while it runs (it is not stopped), and one recovered
+ *     message once it ended;
+ *   - `status --stale` exits 0 while every schedule delivered within its
+ *     success_within (or has had nothing due), 1 naming the schedule once
+ *     one did not: with sla, and with the default (two periods plus the
+ *     recovery window) for a schedule without it.
+ *
+ * Every wait has a deadline only a broken daemon reaches.
+ */
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <jansson.h>
+
+#include "alert.h"
+#include "config.h"
+#include "fakes/fake_http.h"
+#include "queue.h"
+#include "store.h"
+#include "daemon_util.h"
+#include "testutil.h"
+#include "pg_fixture.h"
+
+#define PATIENCE_MS 30000
+
+static bool g_pg;
+
+struct env {
+	char dir[256];
+	char cfg[512];
+	char store_url[600];
+	struct fake_http *alert;
+};
+
+static pid_t pids[4];
+static size_t n_pids;
+
+static int sq_setup(void **state)
+{
+	(void)state;
+	g_pg = false;
+	return 0;
+}
+
+static int pg_setup(void **state)
+{
+	g_pg = true;
+	return pgfx_setup(state);
+}
+
+static int reap_all(void **state)
+{
+	for (size_t i = 0; i < n_pids; i++)
+		if (pids[i] > 0 && waitpid(pids[i], NULL, WNOHANG) == 0) {
+			kill(pids[i], SIGKILL);
+			waitpid(pids[i], NULL, 0);
+		}
+	n_pids = 0;
+	return g_pg ? pgfx_teardown(state) : 0;
+}
+
+static void env_init(struct env *e)
+{
+	char url[256];
+
+	memset(e, 0, sizeof(*e));
+	snprintf(e->dir, sizeof(e->dir), "%s", tu_tmpdir());
+	snprintf(e->cfg, sizeof(e->cfg), "%s/surecron.yaml", e->dir);
+	if (g_pg)
+		snprintf(e->store_url, sizeof(e->store_url), "%s", pgfx_url());
+	else
+		snprintf(e->store_url, sizeof(e->store_url), "sqlite:%s/s.db",
+			 e->dir);
+	e->alert = fake_http_start();
+	assert_non_null(e->alert);
+	fake_http_set_default(e->alert, "/alert", 200, NULL, "ok");
+	setenv("SLA_ONCALL_URL", fake_http_url(e->alert, "/alert", url,
+					       sizeof(url)), 1);
+}
+
+static void env_dispose(struct env *e)
+{
+	fake_http_stop(e->alert);
+	tu_rmrf(e->dir);
+}
+
+static void write_cfg(const struct env *e, const char *schedules)
+{
+	FILE *f = fopen(e->cfg, "w");
+
+	assert_non_null(f);
+	fprintf(f, "store: %s\n"
+		   "worker: {concurrency: 1, lease: 2s, grace: 1s}\n"
+		   "targets:\n"
+		   "  oncall: {kind: webhook, url_env: SLA_ONCALL_URL}\n"
+		   "  archive: {kind: file, path: ./results.jsonl}\n"
+		   "alerts: {targets: [oncall]}\n"
+		   "schedules:\n%s", e->store_url, schedules);
+	fclose(f);
+}
+
+static pid_t start_daemon(const struct env *e, const char *const *envs)
+{
+	const char *all[8] = {"SURECRON_LOG=debug"};
+	size_t n = 1;
+
+	for (size_t i = 0; envs && envs[i] && n < 7; i++)
+		all[n++] = envs[i];
+	pid_t pid = tu_start_daemon(e->dir, e->cfg, all, 0);
+	if (n_pids < sizeof(pids) / sizeof(pids[0]))
+		pids[n_pids++] = pid;
+	return pid;
+}
+
+static void stop_daemon(pid_t pid)
+{
+	kill(pid, SIGTERM);
+	if (tu_wait_exit(pid, 10000) == -1) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+	}
+}
+
+/* The requests to /alert whose "reason" is reason. */
+static size_t received(const struct env *e, const char *reason)
+{
+	size_t n = fake_http_count(e->alert, "/alert"), k = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		struct fake_request r;
+		assert_true(fake_http_request(e->alert, "/alert", (long)i, &r));
+		json_t *o = json_loads(r.body, 0, NULL);
+		fake_request_dispose(&r);
+		assert_non_null(o);
+		const char *s = json_string_value(json_object_get(o, "reason"));
+		k += s && strcmp(s, reason) == 0;
+		json_decref(o);
+	}
+	return k;
+}
+
+static bool wait_received(const struct env *e, const char *reason, size_t n)
+{
+	int64_t end = tu_now_ms() + PATIENCE_MS;
+
+	while (received(e, reason) < n)
+		if (tu_now_ms() > end)
+			return false;
+		else
+			tu_sleep_ms(20);
+	return true;
+}
+
+/* Jobs of schedule in state st. */
+static int64_t jobs_in(const struct env *e, const char *schedule,
+		       enum job_state st)
+{
+	struct store *s = tu_store_open(e->store_url);
+	struct store_counts c;
+
+	assert_int_equal(store_job_counts(s, schedule, &c, NULL), 0);
+	store_close(s);
+	return st == JOB_ACTIVE ? c.active : st == JOB_DONE ? c.done
+							    : c.ready_due;
+}
+
+/* `surecron ARGS... --config CFG`; its exit status, stdout into out. */
+static int cli(const struct env *e, char *out, size_t n_out, const char *a1,
+	       const char *a2, const char *a3)
+{
+	char err[4096], buf[8192];
+	const char *args[] = {a1, "--config", e->cfg, a2, a3, NULL};
+
+	return tu_run_bin(e->dir, e->dir, NULL, args, out ? out : buf,
+			  out ? n_out : sizeof(buf), err, sizeof(err));
+}
+
+/* ---- overrun ------------------------------------------------------------- */
+
+static void overrun_alerts_once_and_recovers_once(void **state)
+{
+	struct env e;
+	(void)state;
+	TU_NEED_TEST_SEAMS();
+	if (g_pg)
+		PGFX_NEED_SERVER();
+	env_init(&e);
+	/* 08:00 is three seconds after the start; the task runs 4 s, past
+	 * its max_runtime of 1 s, and is not stopped for it. */
+	write_cfg(&e, "  nightly:\n"
+		      "    cron: \"0 8 * * *\"\n"
+		      "    tz: UTC\n"
+		      "    targets: [archive]\n"
+		      "    sla: {max_runtime: 1s}\n"
+		      "    tasks:\n"
+		      "      - {name: slow, shell: \"sleep 4; echo done\"}\n");
+	const char *envs[] = {"SURECRON_TEST_CLOCK=2026-03-06T07:59:57Z",
+			      NULL};
+	pid_t pid = start_daemon(&e, envs);
+
+	assert_true(wait_received(&e, "overrun", 1));
+	/* The alert came while the attempt still runs. */
+	assert_int_equal(jobs_in(&e, "nightly", JOB_ACTIVE), 1);
+	assert_int_equal(received(&e, "recovered"), 0);
+	assert_true(wait_received(&e, "recovered", 1));
+	assert_int_equal(jobs_in(&e, "nightly", JOB_DONE), 1);
+	/* A few more passes: nothing more comes. */
+	tu_sleep_ms(2500);
+	stop_daemon(pid);
+	assert_int_equal(received(&e, "overrun"), 1);
+	assert_int_equal(received(&e, "recovered"), 1);
+	assert_int_equal(tu_ledger_count(e.store_url, "nightly",
+					 LEDGER_OVERRUN), 1);
+	assert_int_equal(tu_ledger_count(e.store_url, "nightly",
+					 LEDGER_SUCCESS), 1);
+	struct fake_request r;
+	assert_true(fake_http_request(e.alert, "/alert", 0, &r));
+	assert_non_null(strstr(r.body, "max_runtime"));
+	fake_request_dispose(&r);
+	env_dispose(&e);
+}
+
+/* ---- status --stale ------------------------------------------------------ */
+
+static const char WEEKLY[] =
+	"  weekly:\n"
+	"    cron: \"0 3 29 2 *\"\n" /* never fires by itself */
+	"    tz: UTC\n"
+	"    targets: [archive]\n"
+	"    sla: {success_within: %s}\n"
+	"    retry: {attempts: 1, backoff: fixed, delay: 1s}\n"
+	"    tasks:\n"
+	"      - {name: report, shell: \"echo the report\"}\n";
+
+/* Every second, no sla, one attempt (no recovery window): its default
+ * success_within is two seconds. */
+static const char IDLE[] =
+	"  idle:\n"
+	"    cron: \"* * * * * *\"\n"
+	"    tz: UTC\n"
+	"    retry: {attempts: 1, backoff: fixed, delay: 1s}\n"
+	"    tasks:\n"
+	"      - {name: tick, shell: \"true\"}\n";
+
+static void write_weekly(const struct env *e, const char *within,
+			 bool idle)
+{
+	char buf[2048];
+
+	snprintf(buf, sizeof(buf), WEEKLY, within);
+	if (idle)
+		snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf), "%s",
+			 IDLE);
+	write_cfg(e, buf);
+}
+
+/* Polls `status --stale` until it exits want (or the patience ends). */
+static int wait_stale_exit(const struct env *e, int want, char *out,
+			   size_t n)
+{
+	int64_t end = tu_now_ms() + PATIENCE_MS;
+	int rc;
+
+	while ((rc = cli(e, out, n, "status", "--stale", NULL)) != want &&
+	       tu_now_ms() < end)
+		tu_sleep_ms(200);
+	return rc;
+}
+
+static void status_stale_exit_codes(void **state)
+{
+	struct env e;
+	char out[8192];
+	(void)state;
+	if (g_pg)
+		PGFX_NEED_SERVER();
+	env_init(&e);
+	write_weekly(&e, "1h", false);
+	/* Nothing due yet: not stale. */
+	assert_int_equal(cli(&e, out, sizeof(out), "status", "--stale", NULL),
+			 0);
+	assert_non_null(strstr(out, "nothing due yet"));
+
+	/* One slot, delivered now: within its hour. */
+	assert_int_equal(cli(&e, NULL, 0, "trigger", "weekly", NULL), 0);
+	assert_int_equal(cli(&e, NULL, 0, "run", "--once", NULL), 0);
+	assert_int_equal(jobs_in(&e, "weekly", JOB_DONE), 1);
+	assert_int_equal(cli(&e, out, sizeof(out), "status", "--stale", NULL),
+			 0);
+	assert_non_null(strstr(out, "no stale schedules"));
+	assert_non_null(strstr(out, "last delivered"));
+
+	/* A schedule without sla whose first job never ran: stale once two
+	 * of its periods (2 s; no recovery window) have passed. */
+	write_weekly(&e, "1h", true);
+	struct store *s = tu_store_open(e.store_url);
+	struct config *cfg = NULL;
+	assert_int_equal(config_load(e.cfg, &cfg, NULL), 0);
+	const struct schedule_spec *sp = config_schedule(cfg, "idle");
+	assert_non_null(sp);
+	assert_int_equal(store_sched_last_set(s, "idle", tu_now_ms(), NULL),
+			 0);
+	assert_int_equal(queue_trigger(s, "idle", tu_now_ms() / 1000 * 1000,
+				       &sp->policy, NULL, NULL, NULL), 0);
+	config_free(cfg);
+	store_close(s);
+	assert_int_equal(wait_stale_exit(&e, 1, out, sizeof(out)), 1);
+	assert_non_null(strstr(out, "STALE  idle"));
+	assert_non_null(strstr(out, "never delivered"));
+	assert_non_null(strstr(out, "ok     weekly"));
+	assert_int_equal(cli(&e, out, sizeof(out), "status", "--stale",
+			     "--json"), 1);
+	json_t *o = json_loads(out, 0, NULL);
+	assert_non_null(o);
+	assert_int_equal(json_integer_value(json_object_get(o, "stale")), 1);
+	json_t *arr = json_object_get(o, "schedules");
+	assert_int_equal(json_array_size(arr), 2);
+	for (size_t i = 0; i < 2; i++) {
+		json_t *x = json_array_get(arr, i);
+		const char *name = json_string_value(json_object_get(x, "name"));
+		bool stale = json_is_true(json_object_get(x, "stale"));
+		const char *src = json_string_value(json_object_get(x,
+								    "source"));
+		assert_int_equal(stale, strcmp(name, "idle") == 0);
+		assert_string_equal(src, stale ? "default" : "sla");
+	}
+	json_decref(o);
+
+	/* The weekly's own success_within, shorter than its age: stale too. */
+	write_weekly(&e, "1s", true);
+	assert_int_equal(wait_stale_exit(&e, 1, out, sizeof(out)), 1);
+	int64_t end = tu_now_ms() + PATIENCE_MS;
+	while (!strstr(out, "STALE  weekly") && tu_now_ms() < end) {
+		tu_sleep_ms(200);
+		cli(&e, out, sizeof(out), "status", "--stale", NULL);
+	}
+	assert_non_null(strstr(out, "STALE: 2 schedules"));
+	/* Plain status is unchanged by it. */
+	assert_int_equal(cli(&e, NULL, 0, "status", NULL, NULL), 0);
+	env_dispose(&e);
+}
+
+int main(void)
+{
+	if (getenv("TEST_FILTER"))
+		cmocka_set_test_filter(getenv("TEST_FILTER"));
+#define SQ(t) cmocka_unit_test_setup_teardown(t, sq_setup, reap_all)
+#define PG(t) cmocka_unit_test_setup_teardown(t, pg_setup, reap_all)
+	const struct CMUnitTest tests[] = {
+		SQ(overrun_alerts_once_and_recovers_once),
+		SQ(status_stale_exit_codes),
+	};
+	const struct CMUnitTest pg_tests[] = {
+		PG(overrun_alerts_once_and_recovers_once),
+		PG(status_stale_exit_codes),
+	};
+	int rc = cmocka_run_group_tests_name("sla_daemon_sqlite", tests, NULL,
+					     NULL);
+	rc += cmocka_run_group_tests_name("sla_daemon_pg", pg_tests,
+					  pgfx_group_setup,
+					  pgfx_group_teardown);
+	return rc;
+}
