@@ -1009,6 +1009,25 @@ static void parse_alerts(struct pc *pc, const struct config_node *root)
 		oom(pc);
 }
 
+/* `retention: {ledger, jobs, outbox}` (issue 15): ages after which
+ * prune may remove rows; each absent one keeps its rows forever. A day at
+ * least: a shorter one would prune what an operator is still reading. */
+static void parse_retention(struct pc *pc, const struct config_node *root)
+{
+	static const char *const keys[] = {"ledger", "jobs", "outbox", NULL};
+	const struct config_node *r = config_yaml_get(root, "retention");
+	const int64_t day = INT64_C(86400000), most = INT64_C(36500) * day;
+
+	if (!r || !map_keys(pc, r, "retention", keys, "retention"))
+		return;
+	get_duration(pc, r, "retention", "ledger", day, most,
+		     &pc->c->retention_ledger_ms);
+	get_duration(pc, r, "retention", "jobs", day, most,
+		     &pc->c->retention_jobs_ms);
+	get_duration(pc, r, "retention", "outbox", day, most,
+		     &pc->c->retention_outbox_ms);
+}
+
 static void parse_http(struct pc *pc, const struct config_node *h,
 		       const char *path, struct task_spec *t)
 {
@@ -1729,6 +1748,9 @@ void config_free(struct config *c)
 	strv_free(c->alert_targets);
 	free(c->heartbeat.url_env);
 	free(c->store_url);
+	for (size_t i = 0; i < c->n_files; i++)
+		free(c->files[i].path);
+	free(c->files);
 	free(c->path);
 	free(c->dir);
 	config_locs_free(c->locs);
@@ -1878,7 +1900,7 @@ int config_parse(const char *path, struct config **out,
 
 	static const char *const top[] = {"store",  "worker", "targets",
 					  "alerts", "auth",   "schedules",
-					  "heartbeat", NULL};
+					  "heartbeat", "retention", NULL};
 	struct pc pc = {.c = c, .probs = probs};
 	map_keys(&pc, root, "", top, "the top level");
 	parse_store(&pc, root);
@@ -1886,6 +1908,7 @@ int config_parse(const char *path, struct config **out,
 	parse_targets(&pc, root);
 	parse_auths(&pc, root);
 	parse_alerts(&pc, root);
+	parse_retention(&pc, root);
 	const struct config_node *hb = config_yaml_get(root, "heartbeat");
 	if (hb)
 		parse_heartbeat(&pc, hb, "heartbeat", true, &c->heartbeat);

@@ -187,6 +187,12 @@ struct config_locs;
 	(CONFIG_ALERT_ON_LOST | CONFIG_ALERT_ON_MISSED | CONFIG_ALERT_ON_LATE | \
 	 CONFIG_ALERT_ON_OVERRUN | CONFIG_ALERT_ON_STALE)
 
+/* One file of a config: the main file or an included fragment. */
+struct config_file {
+	char *path;             /* as resolved (absolute) */
+	size_t n_schedules, n_targets, n_auths; /* defined in this file */
+};
+
 struct config {
 	char *path;             /* the file it came from */
 	char *dir;              /* its folder, absolute: relative paths in the
@@ -206,6 +212,15 @@ struct config {
 				   hand-made config with 0 raises none */
 	int64_t alert_realert_ms; /* `alerts: realert`; 0: never repeat */
 	struct heartbeat_spec heartbeat; /* top-level `heartbeat:` (issue 14) */
+	/* `retention:` (issue 15): how long rows are kept, by age of their
+	 * slot; 0 = forever (the default). prune.h says what is never
+	 * removed whatever these say. */
+	int64_t retention_ledger_ms, retention_jobs_ms, retention_outbox_ms;
+	/* The files the config came from (issue 15, `include:`): [0] is the
+	 * main file, then each fragment in the order it was read, with how
+	 * many schedules each defined (for `check`). */
+	struct config_file *files;
+	size_t n_files;
 	struct auth_spec *auths;
 	size_t n_auths;
 	struct schedule_spec *schedules;

@@ -344,6 +344,50 @@ int store_ledger_query(struct store *s, const struct ledger_filter *f,
 		       struct ledger_row **rows, size_t *n, struct sc_err *err);
 void store_ledger_rows_free(struct ledger_row *rows, size_t n);
 
+/*
+ * Appends n rows in one transaction (all or none), unfenced: for bulk
+ * writers that own their rows (the scale benchmark's generator, tests).
+ * A missed row whose slot has one already is skipped, as
+ * store_ledger_append_written does; *n_written (NULL allowed) counts the
+ * rows written.
+ */
+int store_ledger_append_many(struct store *s, const struct ledger_row *rows,
+			     size_t n, size_t *n_written, struct sc_err *err);
+
+/*
+ * The lost-slot report's read (issue 15), in one query whatever the
+ * ledger's depth: every LEDGER_LOST and LEDGER_MISSED row of f's period
+ * (f->schedule NULL: all schedules; f->outcome, f->limit, f->newest_first
+ * and f->lost_or_missed are ignored), oldest slot first, with in
+ * (*recovered_ms)[i] the finish of the newest LEDGER_SUCCESS row of the
+ * same (schedule, slot), 1 when that row has no finish, 0 when none.
+ * Both arrays are allocated: free rows with store_ledger_rows_free and
+ * recovered_ms with free(). n = 0 leaves both NULL.
+ */
+int store_ledger_lost(struct store *s, const struct ledger_filter *f,
+		      struct ledger_row **rows, int64_t **recovered_ms,
+		      size_t *n, struct sc_err *err);
+
+/*
+ * What `status` shows of each schedule, read in one pass (issue 15): job
+ * counts by state and the newest ledger row, for every schedule that has
+ * jobs or ledger rows (schedule NULL), or for that one only. Sorted by
+ * schedule name (strcmp). `last` is the row with the newest slot (of
+ * those, the last written); has_last is false when the schedule has jobs
+ * but no row. Free with store_sched_summaries_free.
+ */
+struct store_sched_summary {
+	char schedule[STORE_NAME_MAX];
+	struct store_counts counts;
+	bool has_last;
+	struct ledger_row last;     /* error_msg, details_json owned */
+};
+
+int store_sched_summaries(struct store *s, const char *schedule,
+			  struct store_sched_summary **out, size_t *n,
+			  struct sc_err *err);
+void store_sched_summaries_free(struct store_sched_summary *v, size_t n);
+
 /* ---- alerts (alert.c owns the rules; docs/internals/alert.md) ---------- */
 
 /*
@@ -648,6 +692,42 @@ int store_sched_last_get(struct store *s, const char *schedule, int64_t *slot_ms
 /* Sets it, never moving it backwards. */
 int store_sched_last_set(struct store *s, const char *schedule, int64_t slot_ms,
 			 struct sc_err *err);
+
+/* Every schedule's last slot, in one read (issue 15: the scheduler keeps
+ * them in memory). *out is allocated (free()), sorted by name; n = 0
+ * leaves it NULL. */
+struct store_sched_last {
+	char schedule[STORE_NAME_MAX];
+	int64_t slot_ms;
+};
+
+int store_sched_last_all(struct store *s, struct store_sched_last **out,
+			 size_t *n, struct sc_err *err);
+/* Sets many in one transaction, each never moving backwards (a first
+ * start of 100,000 schedules is one commit, not 100,000). */
+int store_sched_last_set_many(struct store *s,
+			      const struct store_sched_last *v, size_t n,
+			      struct sc_err *err);
+
+/* ---- leases between nodes (issue 15) ---------------------------------- */
+
+/*
+ * A named lease held by one owner at a time (table leases): *won is true
+ * when owner holds `name` from now until now + ttl_ms, because it was
+ * free, expired, or already owner's (then renewed); false when another
+ * owner holds it unexpired. Compare-and-set in one statement, so two
+ * nodes asking at once get one winner. The daemon's daily prune takes
+ * "prune" before running.
+ */
+int store_lease_take(struct store *s, const char *name, const char *owner,
+		     int64_t ttl_ms, bool *won, struct sc_err *err);
+/* Gives it back when owner holds it (else does nothing). */
+int store_lease_drop(struct store *s, const char *name, const char *owner,
+		     struct sc_err *err);
+
+/* ---- retention (issue 15; prune.c owns the rules) --------------------- */
+
+/* (declared by the prune work: store_prune_* and its ops entries) */
 
 /* Cached access token of a provider; SC_ENOENT when none. *token is
  * allocated (wipe and free with sc_free). */

@@ -63,7 +63,7 @@
  * operations are drained right away (memory stays bounded) and remembered,
  * so the next wait returns at once.
  *
- * Schema version 4 (schema_version table, one row). To change the schema,
+ * Schema version 5 (schema_version table, one row). To change the schema,
  * append a migration to `migrations` and bump SCHEMA_VERSION; a database
  * whose version is newer than SCHEMA_VERSION is refused with SC_EVERSION
  * and never touched. Migrations run under a transaction-scoped advisory
@@ -86,7 +86,7 @@
 #include "store.h"
 #include "url.h"
 
-#define SCHEMA_VERSION 4
+#define SCHEMA_VERSION 5
 #define CHANNEL "surecron_jobs"
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 5000
@@ -254,11 +254,31 @@ static const char *const migration_4[] = {
 	NULL,
 };
 
+/*
+ * 4 -> 5: scale (issue 15), as on SQLite: ledger_slot for the queries
+ * over all schedules by period (and prune by age), two partial indexes
+ * for the lost-slot report (lost and missed rows by period, the acks),
+ * and leases, named expiring locks between nodes (the daily prune).
+ */
+static const char *const migration_5[] = {
+	"CREATE INDEX ledger_slot ON ledger (slot_ms)",
+	"CREATE INDEX ledger_lost ON ledger (slot_ms)"
+	" WHERE outcome IN ('lost', 'missed')",
+	"CREATE INDEX ledger_acked ON ledger (schedule, slot_ms)"
+	" WHERE outcome = 'acked'",
+	"CREATE TABLE leases ("
+	" name text PRIMARY KEY,"
+	" owner text NOT NULL,"
+	" expires_ms bigint NOT NULL)",
+	NULL,
+};
+
 static const char *const *const migrations[SCHEMA_VERSION] = {
 	migration_1,
 	migration_2,
 	migration_3,
 	migration_4,
+	migration_5,
 };
 
 /* ---- statements ------------------------------------------------------- */

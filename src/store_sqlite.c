@@ -86,7 +86,7 @@
 #include "log.h"
 #include "store.h"
 
-#define SCHEMA_VERSION 4
+#define SCHEMA_VERSION 5
 #define APP_ID 0x53435231 /* "SCR1": this file belongs to surecron */
 #define BUSY_TIMEOUT_MS 10000
 /* Checkpoint the WAL every this many pages (~16 MB) rather than SQLite's
@@ -274,6 +274,22 @@ static const char *const migrations[SCHEMA_VERSION] = {
 	"CREATE INDEX alert_sends_lease ON alert_sends(lease_expires_ms) "
 	"WHERE state = 2;"
 	"PRAGMA user_version = 4;",
+	/* 4 -> 5: scale (issue 15). ledger_slot serves the queries over all
+	 * schedules by period (the ledger without --schedule, prune by age);
+	 * the two partial indexes keep the lost-slot report's reads to the
+	 * rows it lists (lost and missed ones by period, and the acks), so
+	 * attempt rows pay for one index more, not three. leases: named,
+	 * expiring locks between nodes (the daily prune runs on one). */
+	"CREATE INDEX ledger_slot ON ledger(slot_ms);"
+	"CREATE INDEX ledger_lost ON ledger(slot_ms) WHERE outcome IN "
+	"('lost', 'missed');"
+	"CREATE INDEX ledger_acked ON ledger(schedule, slot_ms) WHERE "
+	"outcome = 'acked';"
+	"CREATE TABLE leases("
+	" name TEXT PRIMARY KEY,"
+	" owner TEXT NOT NULL,"
+	" expires_ms INTEGER NOT NULL);"
+	"PRAGMA user_version = 5;",
 };
 
 /* ---- the statement cache --------------------------------------------- */

@@ -991,11 +991,15 @@ static void raw_sql(void **state, const char *sql)
 		fail_msg("postgresql: %s", q);
 }
 
-/* Turns a current (version 4) store back into version 2: no alert
+/* Turns a current (version 5) store back into version 2: no alert
  * tables (version 4), the body back in the outbox row, no outbox_body
  * table. */
 static void to_version_2(void **state)
 {
+	raw_sql(state, "DROP TABLE leases");
+	raw_sql(state, "DROP INDEX ledger_slot");
+	raw_sql(state, "DROP INDEX ledger_lost");
+	raw_sql(state, "DROP INDEX ledger_acked");
 	raw_sql(state, "DROP TABLE alert_sends");
 	raw_sql(state, "DROP TABLE alerts");
 	raw_sql(state, "DROP INDEX jobs_unalerted");

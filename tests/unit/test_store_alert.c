@@ -315,9 +315,13 @@ static void raw_sql(void **state, const char *sql)
 		fail_msg("postgresql: %s", q);
 }
 
-/* Turns a current (version 4) store back into version 3. */
+/* Turns a current (version 5) store back into version 3. */
 static void to_version_3(void **state)
 {
+	raw_sql(state, "DROP TABLE leases");
+	raw_sql(state, "DROP INDEX ledger_slot");
+	raw_sql(state, "DROP INDEX ledger_lost");
+	raw_sql(state, "DROP INDEX ledger_acked");
 	raw_sql(state, "DROP TABLE alert_sends");
 	raw_sql(state, "DROP TABLE alerts");
 	raw_sql(state, "DROP INDEX jobs_unalerted");
