@@ -255,13 +255,13 @@ static const char *const migration_4[] = {
 };
 
 /*
- * 4 -> 5: scale (issue 15), as on SQLite: ledger_slot for the queries
+ * 4 -> 5: scale (issue 15), as on SQLite: ledger_period for the queries
  * over all schedules by period (and prune by age), two partial indexes
  * for the lost-slot report (lost and missed rows by period, the acks),
  * and leases, named expiring locks between nodes (the daily prune).
  */
 static const char *const migration_5[] = {
-	"CREATE INDEX ledger_slot ON ledger (slot_ms)",
+	"CREATE INDEX ledger_period ON ledger (slot_ms)",
 	"CREATE INDEX ledger_lost ON ledger (slot_ms)"
 	" WHERE outcome IN ('lost', 'missed')",
 	"CREATE INDEX ledger_acked ON ledger (schedule, slot_ms)"

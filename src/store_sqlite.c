@@ -274,13 +274,13 @@ static const char *const migrations[SCHEMA_VERSION] = {
 	"CREATE INDEX alert_sends_lease ON alert_sends(lease_expires_ms) "
 	"WHERE state = 2;"
 	"PRAGMA user_version = 4;",
-	/* 4 -> 5: scale (issue 15). ledger_slot serves the queries over all
+	/* 4 -> 5: scale (issue 15). ledger_period serves the queries over all
 	 * schedules by period (the ledger without --schedule, prune by age);
 	 * the two partial indexes keep the lost-slot report's reads to the
 	 * rows it lists (lost and missed ones by period, and the acks), so
 	 * attempt rows pay for one index more, not three. leases: named,
 	 * expiring locks between nodes (the daily prune runs on one). */
-	"CREATE INDEX ledger_slot ON ledger(slot_ms);"
+	"CREATE INDEX ledger_period ON ledger(slot_ms);"
 	"CREATE INDEX ledger_lost ON ledger(slot_ms) WHERE outcome IN "
 	"('lost', 'missed');"
 	"CREATE INDEX ledger_acked ON ledger(schedule, slot_ms) WHERE "

@@ -319,7 +319,7 @@ static void raw_sql(void **state, const char *sql)
 static void to_version_3(void **state)
 {
 	raw_sql(state, "DROP TABLE leases");
-	raw_sql(state, "DROP INDEX ledger_slot");
+	raw_sql(state, "DROP INDEX ledger_period");
 	raw_sql(state, "DROP INDEX ledger_lost");
 	raw_sql(state, "DROP INDEX ledger_acked");
 	raw_sql(state, "DROP TABLE alert_sends");
