@@ -8,6 +8,10 @@
 #define SURECRON_TESTS_DAEMON_UTIL_H
 
 #include <errno.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -140,6 +144,73 @@ static inline size_t tu_success_span(struct store *s, const char *schedule,
 	}
 	store_ledger_rows_free(rows, n);
 	return n;
+}
+
+/*
+ * The daemons a suite started, so a test's teardown can kill what a
+ * failed assertion left running (a static per suite: each suite is one
+ * translation unit). tu_track records one; tu_reap_all kills and reaps
+ * every one still running and forgets them all.
+ */
+static pid_t tu_pids[16];
+static size_t tu_n_pids;
+
+static inline pid_t tu_track(pid_t pid)
+{
+	if (tu_n_pids < sizeof(tu_pids) / sizeof(tu_pids[0]))
+		tu_pids[tu_n_pids++] = pid;
+	return pid;
+}
+
+static inline void tu_reap_all(void)
+{
+	for (size_t i = 0; i < tu_n_pids; i++)
+		if (tu_pids[i] > 0 && waitpid(tu_pids[i], NULL, WNOHANG) == 0) {
+			kill(tu_pids[i], SIGKILL);
+			waitpid(tu_pids[i], NULL, 0);
+		}
+	tu_n_pids = 0;
+}
+
+/* SIGTERM, then up to timeout_ms for the exit; SIGKILL after that.
+ * Returns whether it stopped on SIGTERM. */
+static inline bool tu_stop_daemon(pid_t pid, int64_t timeout_ms)
+{
+	kill(pid, SIGTERM);
+	if (tu_wait_exit(pid, timeout_ms) != -1)
+		return true;
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	return false;
+}
+
+/* Lines of dir/daemon.log (tu_start_daemon's) holding needle. */
+static inline size_t tu_log_count(const char *dir, const char *needle)
+{
+	char p[512], line[8192];
+	size_t n = 0;
+
+	snprintf(p, sizeof(p), "%s/daemon.log", dir);
+	FILE *f = fopen(p, "r");
+	while (f && fgets(line, sizeof(line), f))
+		n += strstr(line, needle) != NULL;
+	if (f)
+		fclose(f);
+	return n;
+}
+
+/* Waits up to ms for at least n such lines. */
+static inline bool tu_wait_log(const char *dir, const char *needle, size_t n,
+			       int64_t ms)
+{
+	int64_t end = tu_now_ms() + ms;
+
+	while (tu_log_count(dir, needle) < n) {
+		if (tu_now_ms() > end)
+			return false;
+		tu_sleep_ms(10);
+	}
+	return true;
 }
 
 #endif

@@ -46,9 +46,6 @@ struct env {
 	int alert_port;
 };
 
-static pid_t pids[8];
-static size_t n_pids;
-
 static int sq_setup(void **state)
 {
 	(void)state;
@@ -64,12 +61,7 @@ static int pg_setup(void **state)
 
 static int reap_all(void **state)
 {
-	for (size_t i = 0; i < n_pids; i++)
-		if (pids[i] > 0 && waitpid(pids[i], NULL, WNOHANG) == 0) {
-			kill(pids[i], SIGKILL);
-			waitpid(pids[i], NULL, 0);
-		}
-	n_pids = 0;
+	tu_reap_all();
 	return g_pg ? pgfx_teardown(state) : 0;
 }
 
@@ -154,45 +146,17 @@ static pid_t start_daemon(const struct env *e, const char *const *envs)
 
 	for (size_t i = 0; envs && envs[i] && n < 15; i++)
 		all[n++] = envs[i];
-	pid_t pid = tu_start_daemon(e->dir, e->cfg, all, 0);
-	if (n_pids < sizeof(pids) / sizeof(pids[0]))
-		pids[n_pids++] = pid;
-	return pid;
+	return tu_track(tu_start_daemon(e->dir, e->cfg, all, 0));
 }
 
 static void stop_daemon(pid_t pid)
 {
-	kill(pid, SIGTERM);
-	if (tu_wait_exit(pid, 10000) == -1) {
-		kill(pid, SIGKILL);
-		waitpid(pid, NULL, 0);
-	}
-}
-
-static size_t log_count(const struct env *e, const char *needle)
-{
-	char p[512], line[4096];
-	size_t n = 0;
-
-	snprintf(p, sizeof(p), "%s/daemon.log", e->dir);
-	FILE *f = fopen(p, "r");
-	while (f && fgets(line, sizeof(line), f))
-		n += strstr(line, needle) != NULL;
-	if (f)
-		fclose(f);
-	return n;
+	tu_stop_daemon(pid, 10000);
 }
 
 static bool wait_log(const struct env *e, const char *needle, size_t n)
 {
-	int64_t end = tu_now_ms() + PATIENCE_MS;
-
-	while (log_count(e, needle) < n)
-		if (tu_now_ms() > end)
-			return false;
-		else
-			tu_sleep_ms(10);
-	return true;
+	return tu_wait_log(e->dir, needle, n, PATIENCE_MS);
 }
 
 static int64_t trigger(const struct env *e, const char *schedule,

@@ -54,19 +54,10 @@ struct env {
 	const char *envp[8];
 };
 
-static pid_t pids[8];
-static size_t n_pids;
-
 static int reap_all(void **state)
 {
 	(void)state;
-	for (size_t i = 0; i < n_pids; i++) {
-		if (pids[i] > 0 && waitpid(pids[i], NULL, WNOHANG) == 0) {
-			kill(pids[i], SIGKILL);
-			waitpid(pids[i], NULL, 0);
-		}
-	}
-	n_pids = 0;
+	tu_reap_all();
 	return 0;
 }
 
@@ -149,48 +140,25 @@ static pid_t start_daemon(struct env *e, const char *extra)
 	if (extra)
 		all[n++] = extra;
 	all[n] = NULL;
-	pid_t pid = tu_start_daemon(e->dir, e->cfg, all, 0);
-	if (n_pids < sizeof(pids) / sizeof(pids[0]))
-		pids[n_pids++] = pid;
-	return pid;
+	return tu_track(tu_start_daemon(e->dir, e->cfg, all, 0));
 }
 
 static void stop_daemon(pid_t pid)
 {
-	kill(pid, SIGTERM);
-	if (tu_wait_exit(pid, 15000) == -1) {
-		kill(pid, SIGKILL);
-		waitpid(pid, NULL, 0);
+	if (!tu_stop_daemon(pid, 15000))
 		fail_msg("the daemon did not stop on SIGTERM");
-	}
 }
 
 /* Lines of the daemon log holding needle. */
 static size_t log_count(const struct env *e, const char *needle)
 {
-	char p[512], line[8192];
-	size_t n = 0;
-
-	snprintf(p, sizeof(p), "%s/daemon.log", e->dir);
-	FILE *f = fopen(p, "r");
-	while (f && fgets(line, sizeof(line), f))
-		n += strstr(line, needle) != NULL;
-	if (f)
-		fclose(f);
-	return n;
+	return tu_log_count(e->dir, needle);
 }
 
 static bool wait_log(const struct env *e, const char *needle, size_t n,
 		     int64_t ms)
 {
-	int64_t end = tu_now_ms() + ms;
-
-	while (log_count(e, needle) < n) {
-		if (tu_now_ms() > end)
-			return false;
-		tu_sleep_ms(10);
-	}
-	return true;
+	return tu_wait_log(e->dir, needle, n, ms);
 }
 
 /* The largest late_us of the event=start lines of schedule, skipping

@@ -44,19 +44,10 @@ struct env {
 	int fd;
 };
 
-static pid_t pids[8];
-static size_t n_pids;
-
 static int reap_all(void **state)
 {
 	(void)state;
-	for (size_t i = 0; i < n_pids; i++) {
-		if (pids[i] > 0 && waitpid(pids[i], NULL, WNOHANG) == 0) {
-			kill(pids[i], SIGKILL);
-			waitpid(pids[i], NULL, 0);
-		}
-	}
-	n_pids = 0;
+	tu_reap_all();
 	return 0;
 }
 
@@ -104,10 +95,7 @@ static pid_t start_daemon(struct env *e, const char *extra1,
 	snprintf(wd, sizeof(wd), "WATCHDOG_USEC=%d", WD_US);
 	const char *envs[] = {"SURECRON_LOG=debug", e->notify_env, wd,
 			      extra1, extra2, NULL};
-	pid_t pid = tu_start_daemon(e->dir, e->cfg, envs, 0);
-	if (n_pids < sizeof(pids) / sizeof(pids[0]))
-		pids[n_pids++] = pid;
-	return pid;
+	return tu_track(tu_start_daemon(e->dir, e->cfg, envs, 0));
 }
 
 /* The next datagram within ms (real time) into buf; false on timeout. */
@@ -154,16 +142,7 @@ static bool wait_msg(struct env *e, const char *want, int64_t ms,
 
 static size_t log_count(const struct env *e, const char *needle)
 {
-	char p[512], line[8192];
-	size_t n = 0;
-
-	snprintf(p, sizeof(p), "%s/daemon.log", e->dir);
-	FILE *f = fopen(p, "r");
-	while (f && fgets(line, sizeof(line), f))
-		n += strstr(line, needle) != NULL;
-	if (f)
-		fclose(f);
-	return n;
+	return tu_log_count(e->dir, needle);
 }
 
 /* READY, then the watchdog's rhythm, then STOPPING on SIGTERM. */

@@ -47,9 +47,6 @@ struct env {
 	struct fake_http *alert;
 };
 
-static pid_t pids[4];
-static size_t n_pids;
-
 static int sq_setup(void **state)
 {
 	(void)state;
@@ -65,12 +62,7 @@ static int pg_setup(void **state)
 
 static int reap_all(void **state)
 {
-	for (size_t i = 0; i < n_pids; i++)
-		if (pids[i] > 0 && waitpid(pids[i], NULL, WNOHANG) == 0) {
-			kill(pids[i], SIGKILL);
-			waitpid(pids[i], NULL, 0);
-		}
-	n_pids = 0;
+	tu_reap_all();
 	return g_pg ? pgfx_teardown(state) : 0;
 }
 
@@ -121,19 +113,12 @@ static pid_t start_daemon(const struct env *e, const char *const *envs)
 
 	for (size_t i = 0; envs && envs[i] && n < 7; i++)
 		all[n++] = envs[i];
-	pid_t pid = tu_start_daemon(e->dir, e->cfg, all, 0);
-	if (n_pids < sizeof(pids) / sizeof(pids[0]))
-		pids[n_pids++] = pid;
-	return pid;
+	return tu_track(tu_start_daemon(e->dir, e->cfg, all, 0));
 }
 
 static void stop_daemon(pid_t pid)
 {
-	kill(pid, SIGTERM);
-	if (tu_wait_exit(pid, 10000) == -1) {
-		kill(pid, SIGKILL);
-		waitpid(pid, NULL, 0);
-	}
+	tu_stop_daemon(pid, 10000);
 }
 
 /* The requests to /alert whose "reason" is reason. */
