@@ -237,7 +237,7 @@ ifeq ($(MODE),tsan)
 else
 	@SURECRON_BIN=$(abspath $(BIN)) SURECRON_BUILD=$(abspath $(B)) \
 		SURECRON_SAN=$(filter san,$(MODE)) SC_PG_FSYNC=off \
-		sh tests/pg_server.sh run sh tests/run.sh $(UNIT_BIN) $(INTEG_BIN)
+		sh tests/pg_server.sh run bash tests/run.sh $(UNIT_BIN) $(INTEG_BIN)
 endif
 
 # TSan runs are judged by their reports (tests/tsan.sh says why).
@@ -251,7 +251,7 @@ REL_BIN := $(filter $(addprefix $(B)/tests/,$(REL_SUITES)),$(UNIT_BIN) $(INTEG_B
 _test_release: $(BIN) $(REL_BIN)
 	@SURECRON_BIN=$(abspath $(BIN)) SURECRON_BUILD=$(abspath $(B)) \
 		SC_PG_FSYNC=off \
-		sh tests/pg_server.sh run sh tests/run.sh $(REL_BIN)
+		sh tests/pg_server.sh run bash tests/run.sh $(REL_BIN)
 
 _bench: $(BIN) $(BENCH_BIN)
 	@SURECRON_BIN=$(abspath $(BIN)) SURECRON_BUILD=$(abspath $(B)) \

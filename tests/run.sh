@@ -1,4 +1,4 @@
-#!/bin/sh
+#!/bin/bash
 # Runs every test binary given on the command line, shows its output, and
 # ends with one total line "N passed, N failed, N skipped" summed from the
 # cmocka summaries. A binary that crashes or prints no summary counts as one
@@ -8,19 +8,34 @@
 # default): SIGTERM then, SIGKILL 30 s later if it is still there. timeout
 # signals the binary's whole process group, so daemons and workers a test
 # forked go with it; a binary that timed out counts as a failure.
+# SURECRON_TEST_JOBS=N runs N binaries at a time (default 1). Every suite
+# works in its own temporary folder, PostgreSQL schema and loopback ports,
+# so they do not meet; each one's output is shown whole when it ends.
+# Every suite's wall time is printed after its name, the slowest at the end.
 set -u
 
 passed=0 failed=0 skipped=0
 failed_suites=""
-log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+jobs=${SURECRON_TEST_JOBS:-1}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
 
-for t in "$@"; do
+# Runs one binary into $work/NAME.{log,rc,ms}.
+run_one() {
+  local t=$1 name start
   name=$(basename "$t")
-  case "$name" in *"${SURECRON_TEST_FILTER:-}"*) ;; *) continue ;; esac
-  echo "== $name"
-  timeout -k 30 "${SURECRON_TEST_TIMEOUT:-900}" "$t" >"$log" 2>&1
-  rc=$?
+  start=$(date +%s%N)
+  timeout -k 30 "${SURECRON_TEST_TIMEOUT:-900}" "$t" >"$work/$name.log" 2>&1
+  echo $? >"$work/$name.rc"
+  echo $(( ($(date +%s%N) - start) / 1000000 )) >"$work/$name.ms"
+}
+
+# Shows one finished binary's output and adds its counts to the total.
+tally_one() {
+  local name=$1 rc ms p f s log="$work/$1.log"
+  rc=$(cat "$work/$name.rc") ms=$(cat "$work/$name.ms")
+  printf '== %s (%d.%01d s)\n' "$name" $((ms / 1000)) $((ms % 1000 / 100))
+  echo "$ms $name" >>"$work/times"
   cat "$log"
   case $rc in
     124) echo "!! $name timed out after ${SURECRON_TEST_TIMEOUT:-900} s" >&2 ;;
@@ -42,8 +57,37 @@ for t in "$@"; do
   fi
   [ "$f" -gt 0 ] && failed_suites="$failed_suites $name"
   passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
-done
+}
 
+running=()
+for t in "$@"; do
+  name=$(basename "$t")
+  case "$name" in *"${SURECRON_TEST_FILTER:-}"*) ;; *) continue ;; esac
+  if [ "$jobs" -le 1 ]; then
+    run_one "$t"
+    tally_one "$name"
+    continue
+  fi
+  run_one "$t" &
+  running+=("$name")
+  # At the limit: wait for one to end, then show every finished one.
+  while [ "${#running[@]}" -ge "$jobs" ]; do
+    wait -n
+    left=()
+    for n in "${running[@]}"; do
+      if [ -f "$work/$n.ms" ]; then tally_one "$n"; else left+=("$n"); fi
+    done
+    running=("${left[@]}")
+  done
+done
+wait
+for n in "${running[@]}"; do tally_one "$n"; done
+
+if [ -f "$work/times" ]; then
+  echo "slowest suites (s):" \
+    "$(sort -rn "$work/times" | head -n 5 |
+      awk '{printf "%s %.1f  ", $2, $1 / 1000}')"
+fi
 [ -n "$failed_suites" ] && echo "failing suites:$failed_suites"
 echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]

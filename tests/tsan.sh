@@ -31,7 +31,7 @@ fi
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 # shellcheck disable=SC2086
-$arch sh tests/pg_server.sh run sh tests/run.sh "$@" 2>&1 | tee "$log"
+$arch sh tests/pg_server.sh run bash tests/run.sh "$@" 2>&1 | tee "$log"
 total=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1)
 suites=$(sed -n 's/^failing suites://p' "$log" | tail -n 1)
 n=$(ls "$dir" 2>/dev/null | wc -l | tr -d ' ')
