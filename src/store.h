@@ -859,6 +859,12 @@ struct store_ops {
 			      int64_t *slot_ms, struct sc_err *err);
 	int (*sched_last_set)(void *impl, const char *schedule,
 			      int64_t slot_ms, struct sc_err *err);
+	/* *out and *n come zeroed; n > 0 and every name checked. */
+	int (*sched_last_all)(void *impl, struct store_sched_last **out,
+			      size_t *n, struct sc_err *err);
+	int (*sched_last_set_many)(void *impl,
+				   const struct store_sched_last *v, size_t n,
+				   struct sc_err *err);
 	int (*token_get)(void *impl, const char *provider, char **token,
 			 int64_t *expires_ms, struct sc_err *err);
 	int (*token_put)(void *impl, const char *provider, const char *token,

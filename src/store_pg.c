@@ -360,6 +360,8 @@ enum stmt {
 	ST_SLOT_IS,
 	ST_SCHED_GET,
 	ST_SCHED_SET,
+	ST_SCHED_ALL,
+	ST_SCHED_SET_MANY,
 	ST_TOKEN_GET,
 	ST_TOKEN_PUT,
 	ST_TOKEN_DROP,
@@ -568,6 +570,18 @@ static const char *const sql[ST_COUNT] = {
 	[ST_SCHED_SET] =
 	"INSERT INTO sched_state (schedule, last_slot_ms)"
 	" VALUES ($1, $2::bigint) ON CONFLICT (schedule) DO UPDATE"
+	" SET last_slot_ms = GREATEST(sched_state.last_slot_ms,"
+	" EXCLUDED.last_slot_ms)",
+	/* Byte order, as strcmp (the database's collation may be another). */
+	[ST_SCHED_ALL] =
+	"SELECT schedule, last_slot_ms FROM sched_state"
+	" ORDER BY schedule COLLATE \"C\"",
+	/* $1 names, $2 slots (parallel arrays); a name given twice keeps its
+	 * newest slot (one row may not be updated twice by one statement). */
+	[ST_SCHED_SET_MANY] =
+	"INSERT INTO sched_state (schedule, last_slot_ms)"
+	" SELECT n, max(l) FROM unnest($1::text[], $2::bigint[]) AS u(n, l)"
+	" GROUP BY n ON CONFLICT (schedule) DO UPDATE"
 	" SET last_slot_ms = GREATEST(sched_state.last_slot_ms,"
 	" EXCLUDED.last_slot_ms)",
 	[ST_TOKEN_GET] =
@@ -1995,6 +2009,93 @@ static int pg_sched_last_set(void *impl, const char *schedule,
 	return run_n(impl, ST_SCHED_SET, &a, NULL, err);
 }
 
+/* Every schedule's state in one read (the scheduler's plan). */
+static int pg_sched_last_all(void *impl, struct store_sched_last **out,
+			     size_t *n, struct sc_err *err)
+{
+	PGresult *res;
+	int rc = run(impl, ST_SCHED_ALL, NULL, &res, err);
+
+	if (rc)
+		return rc;
+	size_t len = (size_t)PQntuples(res);
+	struct store_sched_last *v = NULL;
+	if (len > 0) {
+		v = malloc(len * sizeof(*v));
+		if (!v) {
+			PQclear(res);
+			return sc_err_set(err, SC_ENOMEM, "out of memory");
+		}
+	}
+	for (size_t i = 0; i < len; i++) {
+		get_str(res, (int)i, 0, v[i].schedule, sizeof(v[i].schedule));
+		v[i].slot_ms = get_i64(res, (int)i, 1);
+	}
+	PQclear(res);
+	*out = v;
+	*n = len;
+	return 0;
+}
+
+/*
+ * Appends name to an array literal as a quoted element ("a\"b"): a
+ * backslash and a double quote are escaped, everything else is literal.
+ */
+static size_t array_text(char *dst, size_t at, const char *name)
+{
+	dst[at++] = '"';
+	for (const char *c = name; *c; c++) {
+		if (*c == '"' || *c == '\\')
+			dst[at++] = '\\';
+		dst[at++] = *c;
+	}
+	dst[at++] = '"';
+	return at;
+}
+
+/* Many states in one statement (so one transaction and one round trip),
+ * names and slots as two array parameters; never moves one backwards. */
+static int pg_sched_last_set_many(void *impl,
+				  const struct store_sched_last *v, size_t n,
+				  struct sc_err *err)
+{
+	struct args a = {0};
+	size_t cap_names = 3, cap_slots = n * 22 + 3, ln = 0, ls = 0;
+	int rc;
+
+	if (n > 10000000)
+		return sc_err_set(err, SC_ETOOBIG, "set_many: too many states");
+	for (size_t i = 0; i < n; i++)
+		cap_names += 2 * strlen(v[i].schedule) + 3;
+	char *names = malloc(cap_names), *slots = malloc(cap_slots);
+	if (!names || !slots) {
+		free(names);
+		free(slots);
+		return sc_err_set(err, SC_ENOMEM, "out of memory");
+	}
+	names[ln++] = '{';
+	slots[ls++] = '{';
+	for (size_t i = 0; i < n; i++) {
+		if (i) {
+			names[ln++] = ',';
+			slots[ls++] = ',';
+		}
+		ln = array_text(names, ln, v[i].schedule);
+		ls += (size_t)snprintf(slots + ls, cap_slots - ls, "%" PRId64,
+				       v[i].slot_ms);
+	}
+	names[ln++] = '}';
+	names[ln] = '\0';
+	slots[ls++] = '}';
+	slots[ls] = '\0';
+	arg_str(&a, names);
+	arg_str(&a, slots);
+	rc = run_n(impl, ST_SCHED_SET_MANY, &a, NULL, err);
+	free(names);
+	free(slots);
+	return rc;
+}
+
 static int pg_token_get(void *impl, const char *provider, char **token,
 			int64_t *expires_ms, struct sc_err *err)
 {
@@ -2642,6 +2743,8 @@ const struct store_ops store_pg_ops = {
 	.slot_is_marked = pg_slot_is_marked,
 	.sched_last_get = pg_sched_last_get,
 	.sched_last_set = pg_sched_last_set,
+	.sched_last_all = pg_sched_last_all,
+	.sched_last_set_many = pg_sched_last_set_many,
 	.token_get = pg_token_get,
 	.token_put = pg_token_put,
 	.token_drop = pg_token_drop,
