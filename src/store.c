@@ -186,6 +186,23 @@ int store_job_enqueue_many(struct store *s, const char *schedule,
 					err);
 }
 
+int store_job_enqueue_batch(struct store *s, struct store_enqueue *v,
+			    size_t n, struct sc_err *err)
+{
+	if (n == 0)
+		return 0;
+	int rc = check_out(v, "slots", err);
+
+	for (size_t i = 0; !rc && i < n; i++) {
+		rc = check_name("schedule name", v[i].schedule, STORE_NAME_MAX,
+				err);
+		if (!rc)
+			rc = check_policy(v[i].policy, err);
+		v[i].created = false;
+	}
+	return rc ? rc : s->ops->job_enqueue_batch(s->impl, v, n, err);
+}
+
 /* Earliest run_at first; the job id breaks ties (the order it was made). */
 static int cmp_claimed(const void *x, const void *y)
 {
