@@ -33,6 +33,18 @@
  *     Jobs and ledger rows of the old name are never rewritten.
  *   - No clock is read: now_ms comes from the caller (pure over config,
  *     store, now), so the daemon and `simulate` drive the same code.
+ *   - The plan (scheduler_plan_*) runs the same pass per schedule with
+ *     the last slot it keeps in memory instead of a read: its heap holds
+ *     every schedule that can fire (not retrying) exactly once, keyed by
+ *     the first slot after max(last, the tick's now), so a tick pops
+ *     exactly the due ones and an idle tick makes no store call. Its copy
+ *     of last only moves after the store has it (written through, or the
+ *     batch committed), and is read again before a catch-up, so a copy
+ *     behind the store (another node ticked first) never turns that
+ *     node's slots into missed rows or alerts here. The batch of a tick
+ *     holds only passes with nothing missed; their jobs and states commit
+ *     in one transaction (both or neither), so "missed rows -> enqueue ->
+ *     last_set" holds per schedule.
  *   - No cron is parsed and no zone loaded here: each schedule comes
  *     resolved from config_parse (spec.h: expr, zone, policy), so a tick
  *     costs no parse and fires on exactly what the config validated.

@@ -52,10 +52,11 @@
  * Threading: one call at a time per store handle (store.h's rule); the
  * config is read-only and may be shared.
  *
- * The daemon's loop:
+ * The daemon's loop (a plan per loaded config, see scheduler_plan_new):
  *     for (;;) {
  *         now = sc_clock_now_ms(clock);
- *         scheduler_tick_memo(store, cfg, now, memo, NULL, &r, &err);
+ *         if (!plan) scheduler_plan_new(store, cfg, now, NULL, &plan, &err);
+ *         scheduler_plan_tick(plan, store, now, &r, &err);
  *                                  // or scheduler_tick; log r.n_errors
  *         queue_next_due(store, &job_due, &err);
  *         wake = min(r.next_ms, job_due);
