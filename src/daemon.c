@@ -4,7 +4,7 @@
  * (docs/internals/daemon.md).
  *
  *   calling thread (scheduler)      watcher thread         N workers
- *   scheduler_tick at each slot     store_wait (SQLite:    claim ->
+ *   scheduler_plan_tick at a slot   store_wait (SQLite:    claim ->
  *   sleeps until next slot          the db files moved;    worker_run_job
  *   (timed condvar wait)            PG: LISTEN/NOTIFY)     (own store handle,
  *                                                          lease kept)
@@ -12,6 +12,10 @@
  *          +-------------------> d->gen, d->cond ----------------+
  *
  * Invariants:
+ *   - each loaded config has its scheduler plan (scheduler.h), built at
+ *     its first tick from one store read and rebuilt after a reload (a
+ *     new cfg_ref); a tick touches only the due schedules, an idle tick
+ *     no store at all, so 100,000 schedules cost what is due;
  *   - nothing polls once a second: the scheduler sleeps until the next
  *     slot (at most SCHED_MAX_SLEEP_MS, for wall-clock jumps); an idle
  *     worker sleeps until store_job_next_due (a retry's due instant, or a
