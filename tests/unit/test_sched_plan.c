@@ -325,6 +325,28 @@ static void plan_matches_tick_over_downtime(void **state)
 	store_ledger_rows_free(rows, n);
 }
 
+/* A rename (renamed_from) across a downtime: the plan's build takes the
+ * old name's state over as the tick does, and catches up the same. */
+static void plan_matches_tick_over_a_rename(void **state)
+{
+	open_both(state);
+	load("  old: {cron: \"0 * * * *\", tz: Europe/Berlin, catchup: all, "
+	     "tasks: [{name: a, command: [/bin/true]}]}\n");
+	drive_both(iso("2026-03-28T20:00:00Z"), iso("2026-03-29T00:00:00Z"),
+		   NULL, 0);
+	load("  new: {cron: \"0 * * * *\", tz: Europe/Berlin, catchup: all, "
+	     "renamed_from: [old], tasks: [{name: a, command: "
+	     "[/bin/true]}]}\n");
+	int64_t from = iso("2026-03-29T04:30:00Z");
+	drive_both(from, iso("2026-03-29T09:00:00Z"), NULL, 0);
+	/* 01:00 .. 04:00 UTC caught up under the new name, then on time. */
+	assert_int_equal(compare_stores(iso("2026-03-29T00:00:01Z"),
+					iso("2026-03-29T09:00:00Z")), 9);
+	int64_t last;
+	assert_int_equal(store_sched_last_get(F.b, "new", &last, NULL), 0);
+	assert_int_equal(last, iso("2026-03-29T09:00:00Z"));
+}
+
 /* Fails every call: a store of the backend whose tables are gone. */
 static struct store *broken_store(void **state, char *url, size_t n,
 				  char *schema, size_t ns)
@@ -666,6 +688,7 @@ int main(void)
 	struct CMUnitTest tests[] = {
 		T(plan_matches_tick_over_dst),
 		T(plan_matches_tick_over_downtime),
+		T(plan_matches_tick_over_a_rename),
 		T(idle_tick_touches_no_store),
 		T(reload_rebuilds_the_plan),
 		T(two_plans_on_one_store_make_one_job_per_slot),
