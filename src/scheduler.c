@@ -955,7 +955,7 @@ static int last_cmp(const void *a, const void *b)
 static const struct store_sched_last *
 last_find(const struct store_sched_last *v, size_t n, const char *name)
 {
-	struct store_sched_last key;
+	struct store_sched_last key = {.slot_ms = 0};
 
 	snprintf(key.schedule, sizeof(key.schedule), "%s", name);
 	return n ? bsearch(&key, v, n, sizeof(*v), last_cmp) : NULL;

@@ -32,6 +32,7 @@ struct env {
 
 static void env_init(struct env *e)
 {
+	memset(e, 0, sizeof(*e));
 	snprintf(e->dir, sizeof(e->dir), "%s", tu_tmpdir());
 	snprintf(e->cfg, sizeof(e->cfg), "%s/c.yaml", e->dir);
 	snprintf(e->url, sizeof(e->url), "sqlite:%s/s.db", e->dir);
@@ -104,7 +105,7 @@ static void stop(pid_t pid)
 /* SIGHUP: the new config's plan is built from the store. */
 static void reload_rebuilds_the_plan(void **state)
 {
-	struct env e;
+	struct env e = {0};
 	(void)state;
 
 	env_init(&e);
@@ -146,7 +147,7 @@ static void reload_rebuilds_the_plan(void **state)
  * every slot becomes one job and runs. */
 static void burst_of_1000_due_all_run(void **state)
 {
-	struct env e;
+	struct env e = {0};
 	(void)state;
 	TU_NEED_TEST_SEAMS(); /* SURECRON_TEST_CLOCK */
 	size_t cap = 1000 * 120, len = 0;

@@ -267,7 +267,7 @@ static void drive_both(int64_t from, int64_t until, const struct gap *gaps,
 		assert_int_equal(rb.n_errors, 0);
 		assert_int_equal(ra.next_ms, rb.next_ms);
 		int64_t next = ra.next_ms;
-		if (g < n_gaps && next >= gaps[g].at) {
+		if (gaps && g < n_gaps && next >= gaps[g].at) {
 			next = gaps[g].until;
 			g++;
 		}
