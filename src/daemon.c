@@ -4,7 +4,7 @@
  * (docs/internals/daemon.md).
  *
  *   calling thread (scheduler)      watcher thread         N workers
- *   scheduler_tick at each slot     store_wait (SQLite:    claim ->
+ *   scheduler_plan_tick at a slot   store_wait (SQLite:    claim ->
  *   sleeps until next slot          the db files moved;    worker_run_job
  *   (timed condvar wait)            PG: LISTEN/NOTIFY)     (own store handle,
  *                                                          lease kept)
@@ -12,6 +12,10 @@
  *          +-------------------> d->gen, d->cond ----------------+
  *
  * Invariants:
+ *   - each loaded config has its scheduler plan (scheduler.h), built at
+ *     its first tick from one store read and rebuilt after a reload (a
+ *     new cfg_ref); a tick touches only the due schedules, an idle tick
+ *     no store at all, so 100,000 schedules cost what is due;
  *   - nothing polls once a second: the scheduler sleeps until the next
  *     slot (at most SCHED_MAX_SLEEP_MS, for wall-clock jumps); an idle
  *     worker sleeps until store_job_next_due (a retry's due instant, or a
@@ -101,8 +105,9 @@
 
 struct cfg_ref {
 	struct config *cfg;
-	int64_t *memo; /* scheduler_tick_memo's, one per schedule; scheduler
-			  thread only */
+	struct sched_plan *plan; /* built at this config's first tick (one
+				    bulk read); NULL until then or while the
+				    store fails; scheduler thread only */
 	int refs;      /* under daemon.mu */
 };
 
@@ -111,20 +116,24 @@ struct cfg_ref {
 static struct cfg_ref *cfg_wrap(struct config *cfg)
 {
 	struct cfg_ref *r = calloc(1, sizeof(*r));
-	size_t n = cfg->n_schedules ? cfg->n_schedules : 1;
 
-	if (r)
-		r->memo = malloc(n * sizeof(*r->memo));
-	if (!r || !r->memo) {
-		free(r);
+	if (!r) {
 		config_free(cfg);
 		return NULL;
 	}
-	for (size_t i = 0; i < n; i++)
-		r->memo[i] = INT64_MIN;
 	r->cfg = cfg;
 	r->refs = 1;
 	return r;
+}
+
+static void cfg_ref_free(struct cfg_ref *r)
+{
+	if (!r)
+		return;
+	/* The plan borrows the config: it goes first. */
+	scheduler_plan_free(r->plan);
+	config_free(r->cfg);
+	free(r);
 }
 
 /* One worker thread. The struct outlives the thread: the scheduler thread
@@ -196,11 +205,8 @@ static void cfg_put(struct daemon *d, struct cfg_ref *r)
 	pthread_mutex_lock(&d->mu);
 	last = --r->refs == 0;
 	pthread_mutex_unlock(&d->mu);
-	if (last) {
-		config_free(r->cfg);
-		free(r->memo);
-		free(r);
-	}
+	if (last)
+		cfg_ref_free(r);
 }
 
 /* Waits on cond until deadline (clock ns) unless pred-like state changed;
@@ -829,11 +835,7 @@ int daemon_new(const struct daemon_opts *o, struct daemon **out,
 	return 0;
 fail:
 	heartbeat_free(d->hb);
-	if (d->cur) {
-		config_free(d->cur->cfg);
-		free(d->cur->memo);
-		free(d->cur);
-	}
+	cfg_ref_free(d->cur);
 	free(d->store_url);
 	free(d->config_path);
 	free(d);
@@ -955,8 +957,17 @@ static int64_t tick(struct daemon *d, int64_t lead_ms,
 	struct sched_result r;
 	struct sc_err e = {0};
 	int64_t now = sc_clock_now_ms(d->clock) + lead_ms;
-	int rc = scheduler_tick_memo(d->store, cr->cfg, now, cr->memo, NULL, &r,
-				     &e);
+	int rc = 0;
+
+	/* The plan of this config: built at its first tick (daemon start,
+	 * reload), again at the next tick when the store failed. Only this
+	 * thread touches cr->plan. */
+	scheduler_result_init(&r);
+	if (!cr->plan)
+		rc = scheduler_plan_new(d->store, cr->cfg, now, NULL, &cr->plan,
+					&e);
+	if (cr->plan)
+		rc = scheduler_plan_tick(cr->plan, d->store, now, &r, &e);
 
 	cfg_put(d, cr);
 	if (rc && (r.n_errors == 0 || r.n_errors == r.n_schedules)) {
@@ -1180,7 +1191,7 @@ int daemon_run(struct daemon *d, struct sc_err *err)
 				break;
 			continue;
 		}
-		/* An idle tick may not touch the store (the memo): "the
+		/* An idle tick does not touch the store (the plan): "the
 		 * store answers" is the outage state, which every thread's
 		 * store calls keep (the recovery pass here at least every
 		 * RECOVER_EVERY_MS). */
@@ -1269,11 +1280,7 @@ void daemon_free(struct daemon *d)
 		free(d->workers[i]);
 	free(d->workers);
 	store_close(d->store);
-	if (d->cur) {
-		config_free(d->cur->cfg);
-		free(d->cur->memo);
-		free(d->cur);
-	}
+	cfg_ref_free(d->cur);
 	pthread_mutex_destroy(&d->mu);
 	pthread_cond_destroy(&d->cond);
 	pthread_cond_destroy(&d->main_cond);

@@ -134,6 +134,12 @@ int queue_enqueue_many(struct store *s, const char *schedule,
 	return store_job_enqueue_many(s, schedule, slots_ms, n, policy, err);
 }
 
+int queue_enqueue_batch(struct store *s, struct store_enqueue *v, size_t n,
+			struct sc_err *err)
+{
+	return store_job_enqueue_batch(s, v, n, err);
+}
+
 int queue_trigger(struct store *s, const char *schedule, int64_t slot_ms,
 		  const struct sc_retry_policy *policy, int64_t *job_id,
 		  bool *created, struct sc_err *err)

@@ -40,6 +40,12 @@ int queue_enqueue_many(struct store *s, const char *schedule,
 		       const struct sc_retry_policy *policy,
 		       struct sc_err *err);
 
+/* The slots of several schedules and their states in one transaction
+ * (store_job_enqueue_batch): a scheduler tick where many are due at once.
+ * Sets each v[i].created. */
+int queue_enqueue_batch(struct store *s, struct store_enqueue *v, size_t n,
+			struct sc_err *err);
+
 /*
  * Manual trigger (`surecron trigger`): makes sure the slot runs now. A new
  * job is enqueued as manual and due now; a DEAD job is revived with a fresh

@@ -33,6 +33,18 @@
  *     Jobs and ledger rows of the old name are never rewritten.
  *   - No clock is read: now_ms comes from the caller (pure over config,
  *     store, now), so the daemon and `simulate` drive the same code.
+ *   - The plan (scheduler_plan_*) runs the same pass per schedule with
+ *     the last slot it keeps in memory instead of a read: its heap holds
+ *     every schedule that can fire (not retrying) exactly once, keyed by
+ *     the first slot after max(last, the tick's now), so a tick pops
+ *     exactly the due ones and an idle tick makes no store call. Its copy
+ *     of last only moves after the store has it (written through, or the
+ *     batch committed), and is read again before a catch-up, so a copy
+ *     behind the store (another node ticked first) never turns that
+ *     node's slots into missed rows or alerts here. The batch of a tick
+ *     holds only passes with nothing missed; their jobs and states commit
+ *     in one transaction (both or neither), so "missed rows -> enqueue ->
+ *     last_set" holds per schedule.
  *   - No cron is parsed and no zone loaded here: each schedule comes
  *     resolved from config_parse (spec.h: expr, zone, policy), so a tick
  *     costs no parse and fires on exactly what the config validated.
@@ -588,47 +600,65 @@ static int take_renamed(struct store *s, const struct schedule_spec *spec,
 	return 1;
 }
 
-int scheduler_schedule_tick(struct store *s, const struct schedule_spec *spec,
-			    int64_t now_ms, const struct sched_opts *opts,
-			    struct sched_result *out, struct sc_err *err)
-{
-	struct sched_opts o;
-	struct window w = {0};
-	int64_t last, *run = NULL;
-	size_t n_run = 0, n_missed = 0;
-	bool first_start = false;
-	char t1[CLOCK_ISO_MAX];
-	int rc;
+/* The jobs and states of one plan tick, committed together. */
+struct batch {
+	struct store_enqueue *v;
+	size_t n, cap;
+};
 
-	opts_fill(opts, &o);
-	out->n_schedules++;
-	if ((rc = spec_resolved(spec, err)) != 0)
-		goto done;
-	struct sc_err e = {0};
-	rc = store_sched_last_get(s, spec->name, &last, &e);
-	if (rc == SC_ENOENT) {
-		/* Taken over from an earlier name: go on as that name. */
-		rc = take_renamed(s, spec, &last, err);
-		if (rc == 1) {
-			rc = 0;
-		} else if (rc != SC_ENOENT) {
-			goto done;
-		}
+static int batch_add(struct batch *b, const struct schedule_spec *spec,
+		     const int64_t *run, size_t n_run, int64_t last,
+		     struct sc_err *err)
+{
+	if (b->n + n_run > b->cap) {
+		size_t cap = b->cap ? b->cap : 64;
+		while (cap < b->n + n_run)
+			cap *= 2;
+		struct store_enqueue *v = realloc(b->v, cap * sizeof(*v));
+		if (!v)
+			return sc_err_set(err, SC_ENOMEM, "out of memory");
+		b->v = v;
+		b->cap = cap;
 	}
-	if (rc == SC_ENOENT) {
-		/* First start: from now on; a slot at exactly now counts. */
-		first_start = true;
-		last = now_ms - 1;
-	} else if (rc) {
-		sc_err_set(err, rc, "%s", e.msg);
-		goto done;
-	}
+	for (size_t i = 0; i < n_run; i++)
+		b->v[b->n++] = (struct store_enqueue){
+			.schedule = spec->name, .slot_ms = run[i],
+			.policy = &spec->policy, .last_ms = last};
+	return 0;
+}
+
+/*
+ * The pass of one schedule over (last, now_ms] once its last materialised
+ * slot is known (read from the store, or the plan's copy in memory): the
+ * missed rows, the alert, the jobs, then the state (the order of this
+ * file's invariants). first_start: last is the baseline now_ms - 1 of a
+ * schedule never seen, recorded here when the window is empty (the plan
+ * records it before, in bulk, and passes false). *last_out gets the new
+ * last slot and *next_out the first slot after max(it, now_ms) (INT64_MAX:
+ * none); both untouched on failure. Counts go to *out (not counted:
+ * n_schedules, n_errors, n_first_start: the callers do those).
+ * b (the plan's tick; NULL: write now): a pass whose every slot runs (no
+ * missed row, no alert: the normal case) only adds its jobs and state to
+ * b, committed by the caller in one transaction for all schedules
+ * (plan_flush); b->n grows then, and *last_out is what the state
+ * will be once that commit is made.
+ */
+static int pass(struct store *s, const struct schedule_spec *spec,
+		int64_t now_ms, const struct sched_opts *o, int64_t last,
+		bool first_start, struct batch *b, struct sched_result *out,
+		int64_t *last_out, int64_t *next_out, struct sc_err *err)
+{
+	struct window w = {0};
+	int64_t *run = NULL;
+	size_t n_run = 0, n_missed = 0;
+	char t1[CLOCK_ISO_MAX];
+	int rc = 0;
 
 	if (now_ms > last) {
 		/* The ring must hold every slot that may run: the late ones
 		 * (max_catchup) and the on-time ones (one a second at most). */
-		w.cap_ring = o.max_catchup + (size_t)(o.grace_ms / 1000) + 2;
-		w.cap_head = o.max_missed_rows + w.cap_ring + 1;
+		w.cap_ring = o->max_catchup + (size_t)(o->grace_ms / 1000) + 2;
+		w.cap_head = o->max_missed_rows + w.cap_ring + 1;
 		w.counted = true;
 		w.head = malloc(w.cap_head * sizeof(*w.head));
 		w.ring = malloc(w.cap_ring * sizeof(*w.ring));
@@ -643,8 +673,19 @@ int scheduler_schedule_tick(struct store *s, const struct schedule_spec *spec,
 			goto done;
 	}
 	if (w.total > 0) {
-		choose(spec, &w, now_ms, &o, run, &n_run);
-		rc = record_missed(s, spec, last, now_ms, &w, run, n_run, &o,
+		choose(spec, &w, now_ms, o, run, &n_run);
+		if (b && n_run == w.total && n_run > 0) {
+			/* Nothing missed: the jobs and the state go with the
+			 * other due schedules' in one transaction, which
+			 * keeps "jobs, then state" (both or neither). */
+			rc = batch_add(b, spec, run, n_run, ring_newest(&w, 0),
+				       err);
+			if (rc)
+				goto done;
+			last = ring_newest(&w, 0);
+			goto next_slot;
+		}
+		rc = record_missed(s, spec, last, now_ms, &w, run, n_run, o,
 				   &n_missed, err);
 		if (rc)
 			goto done;
@@ -652,7 +693,7 @@ int scheduler_schedule_tick(struct store *s, const struct schedule_spec *spec,
 		/* After the rows, before the jobs and the state: a crash in
 		 * between replays the pass, which raises the same alert (its
 		 * key is the first missed slot), so it is raised once. */
-		if (o.alert_missed && w.total > n_run &&
+		if (o->alert_missed && w.total > n_run &&
 		    (rc = raise_missed(s, spec, &w, run, n_run, err)) != 0)
 			goto done;
 		if (n_run == 1) {
@@ -690,31 +731,84 @@ int scheduler_schedule_tick(struct store *s, const struct schedule_spec *spec,
 		if (rc)
 			goto done;
 	}
+
+	int64_t next;
+	struct sc_err ne;
+next_slot:
+	next = INT64_MAX;
+	ne = (struct sc_err){0};
+	rc = sc_cron_next(&spec->expr, spec->zone,
+			  last > now_ms ? last : now_ms, &next, &ne);
+	if (rc == SC_ENEVER) {
+		rc = 0;
+		next = INT64_MAX;
+	} else if (rc) {
+		sc_err_set(err, rc, "%s", ne.msg);
+		goto done;
+	}
+	*last_out = last;
+	*next_out = next;
+done:
+	window_dispose(&w);
+	free(run);
+	return rc;
+}
+
+static void log_error(const struct schedule_spec *spec, int rc)
+{
+	LOG(SC_LOG_ERROR, "scheduler", "schedule=%s event=error "
+	       "error=\"%s\"", spec->name, sc_strerror(rc));
+}
+
+int scheduler_schedule_tick(struct store *s, const struct schedule_spec *spec,
+			    int64_t now_ms, const struct sched_opts *opts,
+			    struct sched_result *out, struct sc_err *err)
+{
+	struct sched_opts o;
+	int64_t last, next = INT64_MAX;
+	bool first_start = false;
+	char t1[CLOCK_ISO_MAX];
+	int rc;
+
+	opts_fill(opts, &o);
+	out->n_schedules++;
+	if ((rc = spec_resolved(spec, err)) != 0)
+		goto done;
+	struct sc_err e = {0};
+	rc = store_sched_last_get(s, spec->name, &last, &e);
+	if (rc == SC_ENOENT) {
+		/* Taken over from an earlier name: go on as that name. */
+		rc = take_renamed(s, spec, &last, err);
+		if (rc == 1) {
+			rc = 0;
+		} else if (rc != SC_ENOENT) {
+			goto done;
+		}
+	}
+	if (rc == SC_ENOENT) {
+		/* First start: from now on; a slot at exactly now counts. */
+		first_start = true;
+		last = now_ms - 1;
+	} else if (rc) {
+		sc_err_set(err, rc, "%s", e.msg);
+		goto done;
+	}
+	rc = pass(s, spec, now_ms, &o, last, first_start, NULL, out, &last,
+		  &next, err);
+	if (rc)
+		goto done;
 	if (first_start) {
 		out->n_first_start++;
 		LOG(SC_LOG_INFO, "scheduler", "schedule=%s event=first_start "
 		       "from=%s", spec->name, clock_format_utc(now_ms, t1));
 	}
-
-	int64_t next;
-	struct sc_err ne = {0};
-	rc = sc_cron_next(&spec->expr, spec->zone,
-			  last > now_ms ? last : now_ms, &next, &ne);
-	if (rc == SC_ENEVER) {
-		rc = 0;
-	} else if (rc) {
-		sc_err_set(err, rc, "%s", ne.msg);
-	} else if (next < out->next_ms) {
+	if (next < out->next_ms)
 		out->next_ms = next;
-	}
 done:
 	if (rc) {
 		out->n_errors++;
-		LOG(SC_LOG_ERROR, "scheduler", "schedule=%s event=error "
-		       "error=\"%s\"", spec->name, sc_strerror(rc));
+		log_error(spec, rc);
 	}
-	window_dispose(&w);
-	free(run);
 	return rc;
 }
 
@@ -769,4 +863,398 @@ int scheduler_tick(struct store *s, const struct config *cfg, int64_t now_ms,
 		   struct sc_err *err)
 {
 	return scheduler_tick_memo(s, cfg, now_ms, NULL, opts, out, err);
+}
+
+/* ---- the plan: a heap of next fire instants ---------------------------- */
+
+/* A schedule whose pass waits for the tick's batch to commit. */
+struct plan_pending {
+	size_t idx;
+	int64_t last_ms, next_ms;
+};
+
+/* A heap entry: schedule idx of the config fires next at due_ms. */
+struct plan_ent {
+	int64_t due_ms;
+	size_t idx;
+};
+
+struct sched_plan {
+	const struct config *cfg;   /* borrowed: outlives the plan */
+	struct sched_opts o;        /* filled, alert_missed from the config */
+	int64_t *last;              /* [n]: each schedule's last slot */
+	bool *fresh;                /* [n]: last as read from the store by
+				       the build, no pass since */
+	struct plan_ent *heap;      /* min-heap on due_ms, n_heap entries */
+	size_t n_heap;
+	size_t *retry, n_retry;     /* failed: passed again on every tick */
+	size_t *due;                /* scratch: this tick's schedules */
+	size_t n_first_start;       /* baselines of the build, reported by
+				       the first tick */
+	struct batch batch;         /* this tick's deferred jobs and states */
+	struct plan_pending *pending; /* [n]: the deferred schedules */
+	size_t n_pending;
+};
+
+static bool ent_less(const struct plan_ent *a, const struct plan_ent *b)
+{
+	return a->due_ms < b->due_ms ||
+	       (a->due_ms == b->due_ms && a->idx < b->idx);
+}
+
+static void heap_down(struct plan_ent *h, size_t n, size_t i)
+{
+	for (;;) {
+		size_t l = 2 * i + 1, r = l + 1, m = i;
+
+		if (l < n && ent_less(&h[l], &h[m]))
+			m = l;
+		if (r < n && ent_less(&h[r], &h[m]))
+			m = r;
+		if (m == i)
+			return;
+		struct plan_ent t = h[i];
+		h[i] = h[m];
+		h[m] = t;
+		i = m;
+	}
+}
+
+/* O(log n). The heap has room: it never holds more than n_schedules. */
+static void heap_push(struct sched_plan *p, int64_t due_ms, size_t idx)
+{
+	size_t i = p->n_heap++;
+
+	p->heap[i] = (struct plan_ent){.due_ms = due_ms, .idx = idx};
+	while (i > 0) {
+		size_t up = (i - 1) / 2;
+		if (!ent_less(&p->heap[i], &p->heap[up]))
+			break;
+		struct plan_ent t = p->heap[i];
+		p->heap[i] = p->heap[up];
+		p->heap[up] = t;
+		i = up;
+	}
+}
+
+static size_t heap_pop(struct sched_plan *p)
+{
+	size_t idx = p->heap[0].idx;
+
+	p->heap[0] = p->heap[--p->n_heap];
+	heap_down(p->heap, p->n_heap, 0);
+	return idx;
+}
+
+static int last_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct store_sched_last *)a)->schedule,
+		      ((const struct store_sched_last *)b)->schedule);
+}
+
+static const struct store_sched_last *
+last_find(const struct store_sched_last *v, size_t n, const char *name)
+{
+	struct store_sched_last key = {.slot_ms = 0};
+
+	snprintf(key.schedule, sizeof(key.schedule), "%s", name);
+	return n ? bsearch(&key, v, n, sizeof(*v), last_cmp) : NULL;
+}
+
+void scheduler_plan_free(struct sched_plan *p)
+{
+	if (!p)
+		return;
+	free(p->last);
+	free(p->fresh);
+	free(p->heap);
+	free(p->retry);
+	free(p->due);
+	free(p->pending);
+	free(p->batch.v);
+	free(p);
+}
+
+/* How many first starts are logged one by one at a build; the rest are
+ * one line, so a first start of 100,000 schedules is not 100,000 lines. */
+#define FIRST_START_LOG_MAX 20
+
+int scheduler_plan_new(struct store *s, const struct config *cfg,
+		       int64_t now_ms, const struct sched_opts *opts,
+		       struct sched_plan **out, struct sc_err *err)
+{
+	size_t n = cfg->n_schedules, cap = n ? n : 1;
+	struct sched_plan *p = calloc(1, sizeof(*p));
+	struct store_sched_last *have = NULL, *base = NULL;
+	size_t n_have = 0, n_base = 0;
+	char t1[CLOCK_ISO_MAX];
+	int rc;
+
+	*out = NULL;
+	if (!p)
+		return sc_err_set(err, SC_ENOMEM, "out of memory");
+	p->cfg = cfg;
+	opts_fill(opts, &p->o);
+	p->o.alert_missed = (cfg->alert_on & CONFIG_ALERT_ON_MISSED) != 0;
+	p->last = malloc(cap * sizeof(*p->last));
+	p->fresh = calloc(cap, sizeof(*p->fresh));
+	p->heap = malloc(cap * sizeof(*p->heap));
+	p->retry = malloc(cap * sizeof(*p->retry));
+	p->due = malloc(cap * sizeof(*p->due));
+	p->pending = malloc(cap * sizeof(*p->pending));
+	base = malloc(cap * sizeof(*base));
+	if (!p->last || !p->fresh || !p->heap || !p->retry || !p->due ||
+	    !p->pending || !base) {
+		rc = sc_err_set(err, SC_ENOMEM, "out of memory");
+		goto fail;
+	}
+	/* One read for every schedule's state (O(rows)), then a binary
+	 * search per schedule. The store answers in name order; sorted
+	 * again only if not, so a backend's collation cannot break it. */
+	rc = store_sched_last_all(s, &have, &n_have, err);
+	if (rc)
+		goto fail;
+	for (size_t i = 1; i < n_have; i++)
+		if (last_cmp(&have[i - 1], &have[i]) > 0) {
+			qsort(have, n_have, sizeof(*have), last_cmp);
+			break;
+		}
+	for (size_t i = 0; i < n; i++) {
+		const struct schedule_spec *spec = &cfg->schedules[i];
+		const struct store_sched_last *l = NULL;
+		const char *from = NULL;
+
+		if (!spec->zone || !spec->name) {
+			/* Not resolved: refused by every pass (spec_resolved),
+			 * so it is counted as failing on every tick. */
+			p->retry[p->n_retry++] = i;
+			continue;
+		}
+		l = last_find(have, n_have, spec->name);
+		/* A rename: the newest state of the earlier names, recorded
+		 * under the new name with the baselines below, before any
+		 * pass (take_renamed's rule). */
+		for (size_t k = 0; !l && k < spec->n_renamed_from; k++) {
+			const struct store_sched_last *o =
+				last_find(have, n_have, spec->renamed_from[k]);
+			if (o && (!from || o->slot_ms > base[n_base].slot_ms)) {
+				from = spec->renamed_from[k];
+				snprintf(base[n_base].schedule,
+					 sizeof(base[n_base].schedule), "%s",
+					 spec->name);
+				base[n_base].slot_ms = o->slot_ms;
+			}
+		}
+		if (l) {
+			p->last[i] = l->slot_ms;
+			p->fresh[i] = true;
+		} else if (from) {
+			p->last[i] = base[n_base++].slot_ms;
+			p->fresh[i] = true;
+			LOG(SC_LOG_INFO, "scheduler", "event=renamed "
+			    "schedule=%s from=%s to=%s slot=%s", spec->name,
+			    from, spec->name,
+			    clock_format_utc(p->last[i], t1));
+		} else {
+			/* First start: from now on; a slot at exactly now
+			 * counts (the first tick's window is (now - 1, now]). */
+			p->last[i] = now_ms - 1;
+			snprintf(base[n_base].schedule,
+				 sizeof(base[n_base].schedule), "%s",
+				 spec->name);
+			base[n_base++].slot_ms = p->last[i];
+			if (++p->n_first_start <= FIRST_START_LOG_MAX)
+				LOG(SC_LOG_INFO, "scheduler", "schedule=%s "
+				    "event=first_start from=%s", spec->name,
+				    clock_format_utc(now_ms, t1));
+		}
+		/* Due at the first slot after last: in the past after a
+		 * downtime (the first tick catches up), after now when the
+		 * clock was set back (nothing reruns). */
+		int64_t due;
+		struct sc_err ce = {0};
+		int crc = sc_cron_next(&spec->expr, spec->zone, p->last[i],
+				       &due, &ce);
+		if (crc == 0)
+			p->heap[p->n_heap++] =
+				(struct plan_ent){.due_ms = due, .idx = i};
+		else if (crc != SC_ENEVER)
+			p->retry[p->n_retry++] = i;
+	}
+	if (p->n_first_start > FIRST_START_LOG_MAX)
+		LOG(SC_LOG_INFO, "scheduler", "event=first_start schedules=%zu "
+		    "from=%s", p->n_first_start, clock_format_utc(now_ms, t1));
+	/* The baselines and renames in one transaction: a stop before a
+	 * schedule's first slot is then downtime on the next start. */
+	if (n_base > 0) {
+			rc = store_sched_last_set_many(s, base, n_base, err);
+		if (rc)
+			goto fail;
+	}
+	for (size_t i = p->n_heap / 2; i-- > 0;)
+		heap_down(p->heap, p->n_heap, i);
+	free(have);
+	free(base);
+	*out = p;
+	return 0;
+fail:
+	free(have);
+	free(base);
+	scheduler_plan_free(p);
+	return rc;
+}
+
+int64_t scheduler_plan_next(const struct sched_plan *p)
+{
+	return p->n_heap ? p->heap[0].due_ms : INT64_MAX;
+}
+
+/*
+ * One schedule's pass from the plan's copy of its last slot. That copy can
+ * be behind the store (another node passed it since): harmless for slots
+ * on time (enqueue is idempotent, and the state never moves backwards),
+ * but late slots would read as a downtime this node did not have (missed
+ * rows are skipped for slots with a job, but the missed alert would be
+ * raised). So before a catch-up the state is read again: one read, only
+ * for a schedule with a late slot, never on the normal path.
+ */
+static int plan_pass(struct sched_plan *p, struct store *s, size_t i,
+		     int64_t now_ms, struct sched_result *out, int64_t *next,
+		     bool *deferred, struct sc_err *err)
+{
+	const struct schedule_spec *spec = &p->cfg->schedules[i];
+	int64_t last = p->last[i], first;
+	int rc = spec_resolved(spec, err);
+
+	if (rc)
+		return rc;
+	if (!p->fresh[i] &&
+	    sc_cron_next(&spec->expr, spec->zone, last, &first, NULL) == 0 &&
+	    first < now_ms - p->o.grace_ms) {
+		int64_t stored;
+		struct sc_err e = {0};
+			rc = store_sched_last_get(s, spec->name, &stored, &e);
+		if (rc == 0 && stored > last)
+			last = stored;
+		else if (rc && rc != SC_ENOENT)
+			return sc_err_set(err, rc, "%s", e.msg);
+	}
+	size_t before = p->batch.n;
+	rc = pass(s, spec, now_ms, &p->o, last, false, &p->batch, out, &last,
+		  next, err);
+	if (rc) {
+		p->batch.n = before; /* none of its slots is committed */
+		return rc;
+	}
+	*deferred = p->batch.n > before;
+	/* A deferred one's copy moves once its commit is made. */
+	if (!*deferred) {
+		p->last[i] = last;
+		p->fresh[i] = false;
+	}
+	return 0;
+}
+
+/*
+ * Commits the tick's batch (every deferred schedule's jobs and state, one
+ * transaction) and settles the deferred schedules: on success each one's
+ * last moves and it goes back on the heap at its next instant; on failure
+ * none of it was written, and each is retried on the next tick.
+ */
+static int plan_flush(struct sched_plan *p, struct store *s, int64_t now_ms,
+		      struct sched_result *out, size_t *n_retry,
+		      struct sc_err *err)
+{
+	struct batch *b = &p->batch;
+	char t1[CLOCK_ISO_MAX];
+	int rc = 0;
+
+	if (p->n_pending == 0)
+		return 0;
+	/* Crash tests stop here: jobs written, states not. */
+	if (FAILPOINT_ERR("sched.before_last_set")) {
+		for (size_t k = 0; k < b->n && !rc; k++)
+			rc = queue_enqueue(s, b->v[k].schedule, b->v[k].slot_ms,
+					   b->v[k].policy, NULL, NULL, err);
+		if (!rc)
+			rc = sc_err_set(err, SC_EIO, "failpoint "
+					"sched.before_last_set");
+	} else {
+		rc = queue_enqueue_batch(s, b->v, b->n, err);
+	}
+	if (rc == 0)
+		for (size_t k = 0; k < b->n; k++) {
+			out->n_enqueued += b->v[k].created;
+			LOG(SC_LOG_INFO, "scheduler", "schedule=%s slot=%s "
+			    "event=enqueued late_ms=%lld", b->v[k].schedule,
+			    clock_format_utc(b->v[k].slot_ms, t1),
+			    (long long)(now_ms - b->v[k].slot_ms));
+		}
+	for (size_t k = 0; k < p->n_pending; k++) {
+		const struct plan_pending *d = &p->pending[k];
+		if (rc) {
+			out->n_errors++;
+			log_error(&p->cfg->schedules[d->idx], rc);
+			p->retry[(*n_retry)++] = d->idx;
+			continue;
+		}
+		p->last[d->idx] = d->last_ms;
+		p->fresh[d->idx] = false;
+		if (d->next_ms != INT64_MAX)
+			heap_push(p, d->next_ms, d->idx);
+	}
+	p->n_pending = 0;
+	b->n = 0;
+	return rc;
+}
+
+int scheduler_plan_tick(struct sched_plan *p, struct store *s, int64_t now_ms,
+			struct sched_result *out, struct sc_err *err)
+{
+	size_t n_due = 0, n_retry = 0;
+	int first_rc = 0;
+
+	scheduler_result_init(out);
+	out->n_schedules = p->cfg->n_schedules;
+	out->n_first_start = p->n_first_start;
+	p->n_first_start = 0;
+	/* The failed ones first (every tick), then every schedule whose
+	 * next slot has come: O(due * log n), nothing for the others. */
+	for (size_t k = 0; k < p->n_retry; k++)
+		p->due[n_due++] = p->retry[k];
+	while (p->n_heap > 0 && p->heap[0].due_ms <= now_ms)
+		p->due[n_due++] = heap_pop(p);
+	for (size_t k = 0; k < n_due; k++) {
+		size_t i = p->due[k];
+		int64_t next = INT64_MAX;
+		bool deferred = false;
+		int rc = plan_pass(p, s, i, now_ms, out, &next, &deferred, err);
+
+		if (rc == 0 && deferred) {
+			p->pending[p->n_pending++] = (struct plan_pending){
+				.idx = i, .last_ms = p->batch.v[p->batch.n - 1]
+							 .last_ms,
+				.next_ms = next};
+			continue;
+		}
+		if (rc) {
+			/* Tried again on every tick, as scheduler_tick_memo
+			 * does; it does not set next_ms. */
+			out->n_errors++;
+			log_error(&p->cfg->schedules[i], rc);
+			p->retry[n_retry++] = i;
+			if (!first_rc)
+				first_rc = rc;
+		} else if (next != INT64_MAX) {
+			heap_push(p, next, i);
+		}
+	}
+	/* The due schedules with nothing missed: one commit for them all
+	 * (1,000 due at one instant are one transaction, not 1,000). */
+	int frc = plan_flush(p, s, now_ms, out, &n_retry, err);
+	if (frc && !first_rc)
+		first_rc = frc;
+	p->n_retry = n_retry;
+	out->next_ms = scheduler_plan_next(p);
+	return first_rc;
 }

@@ -52,10 +52,11 @@
  * Threading: one call at a time per store handle (store.h's rule); the
  * config is read-only and may be shared.
  *
- * The daemon's loop:
+ * The daemon's loop (a plan per loaded config, see scheduler_plan_new):
  *     for (;;) {
  *         now = sc_clock_now_ms(clock);
- *         scheduler_tick_memo(store, cfg, now, memo, NULL, &r, &err);
+ *         if (!plan) scheduler_plan_new(store, cfg, now, NULL, &plan, &err);
+ *         scheduler_plan_tick(plan, store, now, &r, &err);
  *                                  // or scheduler_tick; log r.n_errors
  *         queue_next_due(store, &job_due, &err);
  *         wake = min(r.next_ms, job_due);
@@ -145,6 +146,55 @@ int scheduler_tick(struct store *s, const struct config *cfg, int64_t now_ms,
 int scheduler_tick_memo(struct store *s, const struct config *cfg,
 		    int64_t now_ms, int64_t *memo, const struct sched_opts *opts,
 			struct sched_result *out, struct sc_err *err);
+
+/*
+ * The plan: what the daemon ticks, so that a tick costs what is due, not
+ * how many schedules exist. Built once per loaded config (and again after
+ * a reload): ONE store read for every schedule's last slot
+ * (store_sched_last_all), ONE transaction for the baselines of the
+ * schedules seen for the first time and the states taken over by renames
+ * (store_sched_last_set_many). It then keeps in memory each schedule's
+ * last slot and a binary min-heap of (next fire instant, schedule).
+ * A tick pops the schedules whose instant has come (O(due * log n)) and
+ * runs each one's pass exactly as scheduler_schedule_tick does after its
+ * read of the last slot (missed rows -> alert -> enqueue -> last_set,
+ * written through to the store); a tick with nothing due touches no
+ * store. A schedule that fails is passed again on every tick until it
+ * works. The copy of last may be behind the store when other nodes tick
+ * the same schedules: safe (enqueue is idempotent, missed rows are
+ * skipped for slots that have a job or a row, the state never moves
+ * backwards), and before a catch-up (a late slot in the window) the state
+ * is read again, so a node never takes another node's work for downtime.
+ * Same jobs, missed rows and alerts as scheduler_tick called at the same
+ * instants (tests/unit/test_sched_plan.c runs both side by side).
+ *
+ * The config is borrowed and must outlive the plan; the store is passed
+ * to each call (the caller's handle; one thread at a time). opts: as for
+ * scheduler_tick (NULL: defaults; alert_missed is taken from the config).
+ * Returns 0, or a store / memory error (nothing kept: build again later).
+ * Free with scheduler_plan_free (NULL is ignored).
+ */
+struct sched_plan;
+
+int scheduler_plan_new(struct store *s, const struct config *cfg,
+		       int64_t now_ms, const struct sched_opts *opts,
+		       struct sched_plan **out, struct sc_err *err);
+
+/*
+ * One tick at now_ms. *out: n_schedules is the config's count,
+ * n_first_start the build's baselines (reported by the first tick),
+ * next_ms the heap's top (INT64_MAX: nothing will ever fire). Returns 0
+ * when every due schedule was handled, else the first failure's code
+ * (each failure logged, counted in n_errors).
+ */
+int scheduler_plan_tick(struct sched_plan *p, struct store *s, int64_t now_ms,
+			struct sched_result *out, struct sc_err *err);
+
+/* The next instant a tick has work (the heap's top), INT64_MAX: none.
+ * O(1), touches no store. */
+int64_t scheduler_plan_next(const struct sched_plan *p);
+
+void scheduler_plan_free(struct sched_plan *p);
 
 /* Empties *r: counts 0, next_ms INT64_MAX. */
 void scheduler_result_init(struct sched_result *r);

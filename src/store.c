@@ -186,6 +186,23 @@ int store_job_enqueue_many(struct store *s, const char *schedule,
 					err);
 }
 
+int store_job_enqueue_batch(struct store *s, struct store_enqueue *v,
+			    size_t n, struct sc_err *err)
+{
+	if (n == 0)
+		return 0;
+	int rc = check_out(v, "slots", err);
+
+	for (size_t i = 0; !rc && i < n; i++) {
+		rc = check_name("schedule name", v[i].schedule, STORE_NAME_MAX,
+				err);
+		if (!rc)
+			rc = check_policy(v[i].policy, err);
+		v[i].created = false;
+	}
+	return rc ? rc : s->ops->job_enqueue_batch(s->impl, v, n, err);
+}
+
 /* Earliest run_at first; the job id breaks ties (the order it was made). */
 static int cmp_claimed(const void *x, const void *y)
 {
@@ -839,6 +856,34 @@ int store_sched_last_set(struct store *s, const char *schedule, int64_t slot_ms,
 	int rc = check_name("schedule name", schedule, STORE_NAME_MAX, err);
 
 	return rc ? rc : s->ops->sched_last_set(s->impl, schedule, slot_ms, err);
+}
+
+int store_sched_last_all(struct store *s, struct store_sched_last **out,
+			 size_t *n, struct sc_err *err)
+{
+	int rc = check_out(out, "output", err);
+
+	if (!rc)
+		rc = check_out(n, "count output", err);
+	if (rc)
+		return rc;
+	*out = NULL;
+	*n = 0;
+	return s->ops->sched_last_all(s->impl, out, n, err);
+}
+
+int store_sched_last_set_many(struct store *s,
+			      const struct store_sched_last *v, size_t n,
+			      struct sc_err *err)
+{
+	if (n == 0)
+		return 0;
+	int rc = check_out(v, "states", err);
+
+	for (size_t i = 0; !rc && i < n; i++)
+		rc = check_name("schedule name", v[i].schedule, STORE_NAME_MAX,
+				err);
+	return rc ? rc : s->ops->sched_last_set_many(s->impl, v, n, err);
 }
 
 int store_token_get(struct store *s, const char *provider, char **token,

@@ -193,6 +193,29 @@ int store_job_enqueue_many(struct store *s, const char *schedule,
 			   struct sc_err *err);
 
 /*
+ * One slot for store_job_enqueue_batch: a job for (schedule, slot_ms),
+ * due at its slot (run_at = slot), then the schedule's state moved to
+ * last_ms (store_sched_last_set's rule: never backwards). created: out.
+ */
+struct store_enqueue {
+	const char *schedule;
+	int64_t slot_ms;
+	const struct sc_retry_policy *policy;
+	int64_t last_ms;
+	bool created;
+};
+
+/*
+ * The scheduler's tick in one transaction (the 1,000 schedules due on the
+ * same instant): every job of v (idempotent, like store_job_enqueue) and
+ * every state, all committed together or none, so each schedule's
+ * "enqueue, then last_set" order holds (both or neither). Sets each
+ * v[i].created. n = 0 does nothing.
+ */
+int store_job_enqueue_batch(struct store *s, struct store_enqueue *v,
+			    size_t n, struct sc_err *err);
+
+/*
  * Claims up to max due jobs (READY, run_at <= now), earliest run_at first:
  * each becomes ACTIVE with attempts+1, a fresh lease_token, lease_owner =
  * worker, lease_expires = now + lease_ms, started = now. Fills out[0..*n).
@@ -805,6 +828,9 @@ struct store_ops {
 				const int64_t *slots_ms, size_t n,
 				const struct sc_retry_policy *policy,
 				struct sc_err *err);
+	/* n > 0, names and policies checked, created all false. */
+	int (*job_enqueue_batch)(void *impl, struct store_enqueue *v,
+				 size_t n, struct sc_err *err);
 	int (*job_claim)(void *impl, const char *worker, int64_t lease_ms,
 			 int64_t ahead_ms, struct store_job *out, size_t max,
 			 size_t *n, struct sc_err *err);
@@ -859,6 +885,12 @@ struct store_ops {
 			      int64_t *slot_ms, struct sc_err *err);
 	int (*sched_last_set)(void *impl, const char *schedule,
 			      int64_t slot_ms, struct sc_err *err);
+	/* *out and *n come zeroed; n > 0 and every name checked. */
+	int (*sched_last_all)(void *impl, struct store_sched_last **out,
+			      size_t *n, struct sc_err *err);
+	int (*sched_last_set_many)(void *impl,
+				   const struct store_sched_last *v, size_t n,
+				   struct sc_err *err);
 	int (*token_get)(void *impl, const char *provider, char **token,
 			 int64_t *expires_ms, struct sc_err *err);
 	int (*token_put)(void *impl, const char *provider, const char *token,

@@ -336,6 +336,7 @@ enum stmt {
 	ST_ENQUEUE,
 	ST_JOB_ID,
 	ST_ENQUEUE_MANY,
+	ST_ENQUEUE_BATCH,
 	ST_CLAIM,
 	ST_HEARTBEAT,
 	ST_FINISH,
@@ -360,6 +361,8 @@ enum stmt {
 	ST_SLOT_IS,
 	ST_SCHED_GET,
 	ST_SCHED_SET,
+	ST_SCHED_ALL,
+	ST_SCHED_SET_MANY,
 	ST_TOKEN_GET,
 	ST_TOKEN_PUT,
 	ST_TOKEN_DROP,
@@ -399,6 +402,32 @@ static const char *const sql[ST_COUNT] = {
 	" ON CONFLICT (schedule, slot_ms) DO NOTHING RETURNING 1)"
 	" SELECT count(*), CASE WHEN count(*) > 0 THEN " NOTIFY " END,"
 	" CASE WHEN count(*) > 0 THEN " DURABLE " END FROM i",
+	/* A scheduler tick: $1 names, $2 slots, $3 attempts, $4 backoff,
+	 * $5 delay, $6 last slots (parallel arrays), $7 now. The jobs and the
+	 * states in one statement (one transaction, one round trip; data-
+	 * modifying CTEs all run). Answer: the 1-based positions of the
+	 * slots that got a new job, as "1,4,...". */
+	[ST_ENQUEUE_BATCH] =
+	"WITH v AS (SELECT * FROM unnest($1::text[], $2::bigint[],"
+	" $3::integer[], $4::smallint[], $5::bigint[], $6::bigint[])"
+	" WITH ORDINALITY AS v(schedule, slot_ms, attempts, backoff, delay_ms,"
+	" last_ms, ord)),"
+	" i AS (INSERT INTO jobs (schedule, slot_ms, max_attempts, backoff,"
+	" delay_ms, run_at_ms, created_ms, manual)"
+	" SELECT schedule, slot_ms, attempts, backoff, delay_ms, slot_ms,"
+	" $7::bigint, false FROM v ORDER BY ord"
+	" ON CONFLICT (schedule, slot_ms) DO NOTHING"
+	" RETURNING schedule, slot_ms),"
+	" s AS (INSERT INTO sched_state (schedule, last_slot_ms)"
+	" SELECT schedule, max(last_ms) FROM v GROUP BY schedule"
+	" ON CONFLICT (schedule) DO UPDATE"
+	" SET last_slot_ms = GREATEST(sched_state.last_slot_ms,"
+	" EXCLUDED.last_slot_ms) RETURNING 1)"
+	" SELECT (SELECT string_agg(v.ord::text, ',') FROM v JOIN i"
+	" ON i.schedule = v.schedule AND i.slot_ms = v.slot_ms),"
+	" CASE WHEN EXISTS (SELECT 1 FROM i) THEN " NOTIFY " END,"
+	" CASE WHEN EXISTS (SELECT 1 FROM i) THEN " DURABLE " END,"
+	" (SELECT count(*) FROM s)",
 	/* $1 now, $2 max, $3 worker, $4 lease_ms, $5 ahead_ms. */
 	[ST_CLAIM] =
 	"WITH c AS (SELECT id FROM jobs WHERE state = 0"
@@ -568,6 +597,18 @@ static const char *const sql[ST_COUNT] = {
 	[ST_SCHED_SET] =
 	"INSERT INTO sched_state (schedule, last_slot_ms)"
 	" VALUES ($1, $2::bigint) ON CONFLICT (schedule) DO UPDATE"
+	" SET last_slot_ms = GREATEST(sched_state.last_slot_ms,"
+	" EXCLUDED.last_slot_ms)",
+	/* Byte order, as strcmp (the database's collation may be another). */
+	[ST_SCHED_ALL] =
+	"SELECT schedule, last_slot_ms FROM sched_state"
+	" ORDER BY schedule COLLATE \"C\"",
+	/* $1 names, $2 slots (parallel arrays); a name given twice keeps its
+	 * newest slot (one row may not be updated twice by one statement). */
+	[ST_SCHED_SET_MANY] =
+	"INSERT INTO sched_state (schedule, last_slot_ms)"
+	" SELECT n, max(l) FROM unnest($1::text[], $2::bigint[]) AS u(n, l)"
+	" GROUP BY n ON CONFLICT (schedule) DO UPDATE"
 	" SET last_slot_ms = GREATEST(sched_state.last_slot_ms,"
 	" EXCLUDED.last_slot_ms)",
 	[ST_TOKEN_GET] =
@@ -1393,6 +1434,159 @@ static int pg_job_enqueue_many(void *impl, const char *schedule,
 	arg_i64(&a, now_ms(p));
 	rc = run_n(p, ST_ENQUEUE_MANY, &a, NULL, err);
 	free(arr);
+	return rc;
+}
+
+/* Appends name to a text array literal as a quoted element: a backslash
+ * and a double quote are escaped, everything else is literal. */
+static size_t array_quoted(char *dst, size_t at, const char *name)
+{
+	dst[at++] = '"';
+	for (const char *c = name; *c; c++) {
+		if (*c == '"' || *c == '\\')
+			dst[at++] = '\\';
+		dst[at++] = *c;
+	}
+	dst[at++] = '"';
+	return at;
+}
+
+/* The jobs and states of a scheduler tick in one statement: six parallel
+ * array parameters; the answer names the slots that got a new job. */
+static int pg_job_enqueue_batch(void *impl, struct store_enqueue *v,
+				size_t n, struct sc_err *err)
+{
+	struct pg *p = impl;
+	struct args a = {0};
+	char *arr[6] = {0};
+	size_t len[6] = {0}, cap[6];
+	PGresult *res;
+	int rc = 0;
+
+	if (n > 1000000)
+		return sc_err_set(err, SC_ETOOBIG, "enqueue_batch: too many");
+	cap[0] = 3;
+	for (size_t i = 0; i < n; i++)
+		cap[0] += 2 * strlen(v[i].schedule) + 3;
+	for (int k = 1; k < 6; k++)
+		cap[k] = n * 22 + 3;
+	for (int k = 0; k < 6; k++) {
+		arr[k] = malloc(cap[k]);
+		if (!arr[k]) {
+			rc = sc_err_set(err, SC_ENOMEM, "out of memory");
+			goto done;
+		}
+		arr[k][len[k]++] = '{';
+	}
+	for (size_t i = 0; i < n; i++) {
+		const int64_t x[6] = {0, v[i].slot_ms, v[i].policy->attempts,
+				      (int64_t)v[i].policy->backoff,
+				      v[i].policy->delay_ms, v[i].last_ms};
+		for (int k = 0; k < 6; k++)
+			if (i)
+				arr[k][len[k]++] = ',';
+		len[0] = array_quoted(arr[0], len[0], v[i].schedule);
+		for (int k = 1; k < 6; k++)
+			len[k] += (size_t)snprintf(arr[k] + len[k],
+						   cap[k] - len[k],
+						   "%" PRId64, x[k]);
+	}
+	for (int k = 0; k < 6; k++) {
+		arr[k][len[k]++] = '}';
+		arr[k][len[k]] = '\0';
+		arg_str(&a, arr[k]);
+	}
+	arg_i64(&a, now_ms(p));
+	rc = run(p, ST_ENQUEUE_BATCH, &a, &res, err);
+	if (rc)
+		goto done;
+	if (PQntuples(res) == 1 && !PQgetisnull(res, 0, 0)) {
+		const char *c = PQgetvalue(res, 0, 0);
+		while (*c) {
+			char *end;
+			long long ord = strtoll(c, &end, 10);
+			if (end == c)
+				break;
+			if (ord >= 1 && (size_t)ord <= n)
+				v[ord - 1].created = true;
+			c = *end == ',' ? end + 1 : end;
+		}
+	}
+	PQclear(res);
+done:
+	for (int k = 0; k < 6; k++)
+		free(arr[k]);
+	return rc;
+}
+
+/* Every schedule's state in one read (the scheduler's plan). */
+static int pg_sched_last_all(void *impl, struct store_sched_last **out,
+			     size_t *n, struct sc_err *err)
+{
+	PGresult *res;
+	int rc = run(impl, ST_SCHED_ALL, NULL, &res, err);
+
+	if (rc)
+		return rc;
+	size_t len = (size_t)PQntuples(res);
+	struct store_sched_last *v = NULL;
+	if (len > 0) {
+		v = malloc(len * sizeof(*v));
+		if (!v) {
+			PQclear(res);
+			return sc_err_set(err, SC_ENOMEM, "out of memory");
+		}
+	}
+	for (size_t i = 0; i < len; i++) {
+		get_str(res, (int)i, 0, v[i].schedule, sizeof(v[i].schedule));
+		v[i].slot_ms = get_i64(res, (int)i, 1);
+	}
+	PQclear(res);
+	*out = v;
+	*n = len;
+	return 0;
+}
+
+/* Many states in one statement (so one transaction and one round trip),
+ * names and slots as two array parameters; never moves one backwards. */
+static int pg_sched_last_set_many(void *impl,
+				  const struct store_sched_last *v, size_t n,
+				  struct sc_err *err)
+{
+	struct args a = {0};
+	size_t cap_names = 3, cap_slots = n * 22 + 3, ln = 0, ls = 0;
+	int rc;
+
+	if (n > 10000000)
+		return sc_err_set(err, SC_ETOOBIG, "set_many: too many states");
+	for (size_t i = 0; i < n; i++)
+		cap_names += 2 * strlen(v[i].schedule) + 3;
+	char *names = malloc(cap_names), *slots = malloc(cap_slots);
+	if (!names || !slots) {
+		free(names);
+		free(slots);
+		return sc_err_set(err, SC_ENOMEM, "out of memory");
+	}
+	names[ln++] = '{';
+	slots[ls++] = '{';
+	for (size_t i = 0; i < n; i++) {
+		if (i) {
+			names[ln++] = ',';
+			slots[ls++] = ',';
+		}
+		ln = array_quoted(names, ln, v[i].schedule);
+		ls += (size_t)snprintf(slots + ls, cap_slots - ls, "%" PRId64,
+				       v[i].slot_ms);
+	}
+	names[ln++] = '}';
+	names[ln] = '\0';
+	slots[ls++] = '}';
+	slots[ls] = '\0';
+	arg_str(&a, names);
+	arg_str(&a, slots);
+	rc = run_n(impl, ST_SCHED_SET_MANY, &a, NULL, err);
+	free(names);
+	free(slots);
 	return rc;
 }
 
@@ -2622,6 +2816,7 @@ const struct store_ops store_pg_ops = {
 	.close = pg_close,
 	.job_enqueue = pg_job_enqueue,
 	.job_enqueue_many = pg_job_enqueue_many,
+	.job_enqueue_batch = pg_job_enqueue_batch,
 	.job_claim = pg_job_claim,
 	.job_heartbeat = pg_job_heartbeat,
 	.job_finish = pg_job_finish,
@@ -2642,6 +2837,8 @@ const struct store_ops store_pg_ops = {
 	.slot_is_marked = pg_slot_is_marked,
 	.sched_last_get = pg_sched_last_get,
 	.sched_last_set = pg_sched_last_set,
+	.sched_last_all = pg_sched_last_all,
+	.sched_last_set_many = pg_sched_last_set_many,
 	.token_get = pg_token_get,
 	.token_put = pg_token_put,
 	.token_drop = pg_token_drop,

@@ -349,6 +349,7 @@ enum stmt_id {
 	ST_MARK_GET,
 	ST_SCHED_GET,
 	ST_SCHED_SET,
+	ST_SCHED_ALL,
 	ST_TOKEN_GET,
 	ST_TOKEN_PUT,
 	ST_TOKEN_DROP,
@@ -500,6 +501,8 @@ static const char *const stmt_sql[N_STMT] = {
 		"VALUES (?1, ?2, ?3) ON CONFLICT (schedule) DO UPDATE SET "
 		"last_slot_ms = max(last_slot_ms, excluded.last_slot_ms), "
 		"updated_ms = excluded.updated_ms",
+	[ST_SCHED_ALL] = "SELECT schedule, last_slot_ms FROM sched_state "
+			 "ORDER BY schedule",
 	[ST_TOKEN_GET] = "SELECT token, expires_ms FROM token_cache "
 			 "WHERE provider = ?1",
 	[ST_TOKEN_PUT] =
@@ -1582,6 +1585,102 @@ static int sq_job_enqueue_many(void *impl, const char *schedule,
 	for (size_t i = 0; !rc && i < n; i++)
 		rc = insert_job(q, schedule, slots_ms[i], policy, slots_ms[i],
 				false, &made, err);
+	return tx_end(q, rc, err);
+}
+
+/* The jobs and states of a scheduler tick, one transaction (SYNC_NORMAL,
+ * like an enqueue): each job, then its schedule's state. */
+static int sq_job_enqueue_batch(void *impl, struct store_enqueue *v,
+				size_t n, struct sc_err *err)
+{
+	struct sq *q = impl;
+	int rc = tx_begin(q, SYNC_NORMAL, err);
+
+	if (rc)
+		return rc;
+	for (size_t i = 0; !rc && i < n; i++) {
+		sqlite3_stmt *st = NULL;
+		rc = insert_job(q, v[i].schedule, v[i].slot_ms, v[i].policy,
+				v[i].slot_ms, false, &v[i].created, err);
+		if (!rc)
+			rc = prep(q, ST_SCHED_SET, &st, err);
+		if (rc)
+			break;
+		bind_slot(st, v[i].schedule, v[i].last_ms);
+		sqlite3_bind_int64(st, 3, now_ms(q));
+		rc = step_done(q, st, "scheduler state", err);
+	}
+	rc = tx_end(q, rc, err);
+	if (rc)
+		for (size_t i = 0; i < n; i++)
+			v[i].created = false;
+	return rc;
+}
+
+/* Every schedule's state in one read (the scheduler's plan, built once per
+ * loaded config); ST_SCHED_ALL answers in name order (BINARY collation:
+ * byte order, as strcmp). */
+static int sq_sched_last_all(void *impl, struct store_sched_last **out,
+			     size_t *n, struct sc_err *err)
+{
+	struct sq *q = impl;
+	sqlite3_stmt *st = NULL;
+	struct store_sched_last *v = NULL;
+	size_t len = 0, cap = 0;
+	int rc = prep(q, ST_SCHED_ALL, &st, err);
+
+	if (rc)
+		return rc;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (len == cap) {
+			size_t ncap = cap ? cap * 2 : 64;
+			struct store_sched_last *nv =
+				realloc(v, ncap * sizeof(*v));
+			if (!nv) {
+				unprep(st);
+				free(v);
+				return sc_err_set(err, SC_ENOMEM,
+						  "out of memory");
+			}
+			v = nv;
+			cap = ncap;
+		}
+		copy_text(v[len].schedule, sizeof(v[len].schedule), st, 0);
+		v[len].slot_ms = sqlite3_column_int64(st, 1);
+		len++;
+	}
+	rc = rc == SQLITE_DONE ? 0 : db_fail(q, rc, "scheduler state read",
+					     err);
+	unprep(st);
+	if (rc) {
+		free(v);
+		return rc;
+	}
+	*out = v;
+	*n = len;
+	return 0;
+}
+
+/* Many states in one transaction (a first start of many schedules is one
+ * commit), each through ST_SCHED_SET, so none moves backwards. */
+static int sq_sched_last_set_many(void *impl,
+				  const struct store_sched_last *v, size_t n,
+				  struct sc_err *err)
+{
+	struct sq *q = impl;
+	int rc = tx_begin(q, SYNC_NORMAL, err);
+
+	if (rc)
+		return rc;
+	for (size_t i = 0; !rc && i < n; i++) {
+		sqlite3_stmt *st = NULL;
+		rc = prep(q, ST_SCHED_SET, &st, err);
+		if (rc)
+			break;
+		bind_slot(st, v[i].schedule, v[i].slot_ms);
+		sqlite3_bind_int64(st, 3, now_ms(q));
+		rc = step_done(q, st, "scheduler state", err);
+	}
 	return tx_end(q, rc, err);
 }
 
@@ -2961,6 +3060,7 @@ const struct store_ops store_sqlite_ops = {
 	.close = sq_close,
 	.job_enqueue = sq_job_enqueue,
 	.job_enqueue_many = sq_job_enqueue_many,
+	.job_enqueue_batch = sq_job_enqueue_batch,
 	.job_claim = sq_job_claim,
 	.job_heartbeat = sq_job_heartbeat,
 	.job_finish = sq_job_finish,
@@ -2981,6 +3081,8 @@ const struct store_ops store_sqlite_ops = {
 	.slot_is_marked = sq_slot_is_marked,
 	.sched_last_get = sq_sched_last_get,
 	.sched_last_set = sq_sched_last_set,
+	.sched_last_all = sq_sched_last_all,
+	.sched_last_set_many = sq_sched_last_set_many,
 	.token_get = sq_token_get,
 	.token_put = sq_token_put,
 	.token_drop = sq_token_drop,
