@@ -344,14 +344,21 @@ d, day, month = sys.argv[1], sys.argv[2], sys.argv[3]
 n = 0
 def fix(m):
     global n
-    f = m.group(2).split()
+    raw = m.group(2) if m.group(2) is not None else m.group(3)
+    tail = "" if m.group(2) is not None else raw[len(raw.rstrip()):]
+    f = raw.split()
     if len(f) == 6:   # seconds first
         f = f[1:]
+    if len(f) != 5:
+        return m.group(0)
     n += 1
-    return f'{m.group(1)}"{f[0] if f[0] != "*" else "0"} {f[1] if f[1] != "*" else "0"} {day} {month} *"'
+    return (f'{m.group(1)}"{f[0] if f[0] != "*" else "0"} '
+            f'{f[1] if f[1] != "*" else "0"} {day} {month} *"{tail}')
+# quoted ("..." or '...') or plain (up to a comma, brace or comment)
+pat = re.compile(r'(\bcron:[ \t]*)(?:["\']([^"\'\n]*)["\']|([^"\'\s,}#][^,}#\n]*))')
 for p in glob.glob(os.path.join(d, "**", "*.yaml"), recursive=True):
     t = open(p).read()
-    t = re.sub(r'(cron:\s*)["\']([^"\']*)["\']', fix, t)
+    t = pat.sub(fix, t)
     open(p, "w").write(t)
 print(n)
 PY
@@ -391,6 +398,7 @@ ledger_case() {
     note="the include config was refused ($(first_err | cut -c1-120)): single.yaml, its first $n_cfg schedules"
   fi
   ledger_cfg=$cfg
+  want ledger || return 0
   size="$(kv "$g" rows) rows, $(kv "$g" days) days"
   for since in 7d 90d; do
     goal=50; [ $since = 90d ] && goal=500
