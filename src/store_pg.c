@@ -1780,7 +1780,7 @@ static bool col_room(struct col_buf *c, size_t more)
 {
 	if (c->oom)
 		return false;
-	if (c->len + more + 2 > c->cap) {
+	if (!c->b || c->len + more + 2 > c->cap) {
 		size_t ncap = 2 * (c->len + more + 2);
 		char *nb = realloc(c->b, ncap);
 		if (!nb) {
@@ -1831,7 +1831,7 @@ static void col_str(struct col_buf *c, const char *s)
 /* Closes the literal (n >= 1 elements were put); false when out of memory. */
 static bool col_end(struct col_buf *c)
 {
-	if (c->oom)
+	if (c->oom || !c->b)
 		return false;
 	c->b[c->len++] = '}';
 	c->b[c->len] = '\0';
