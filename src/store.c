@@ -471,6 +471,33 @@ int store_ledger_append_written(struct store *s, const struct ledger_row *row,
 					       row, written, err);
 }
 
+static int check_row(const struct ledger_row *row, struct sc_err *err);
+
+int store_ledger_append_many(struct store *s, const struct ledger_row *rows,
+			     size_t n, size_t *n_written, struct sc_err *err)
+{
+	size_t dummy;
+	int rc = 0;
+
+	if (!n_written)
+		n_written = &dummy;
+	*n_written = 0;
+	if (n == 0)
+		return 0;
+	if (!rows)
+		return sc_err_set(err, SC_EINVAL, "ledger rows are NULL");
+	/* Every row is checked before any is written: all or none. */
+	for (size_t i = 0; i < n && !rc; i++) {
+		struct sc_err e = {0};
+
+		rc = check_row(&rows[i], &e);
+		if (rc)
+			sc_err_set(err, rc, "ledger row %zu: %s", i, e.msg);
+	}
+	return rc ? rc : s->ops->ledger_append_many(s->impl, rows, n,
+						    n_written, err);
+}
+
 int store_ledger_query(struct store *s, const struct ledger_filter *f,
 		       struct ledger_row **rows, size_t *n, struct sc_err *err)
 {

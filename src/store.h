@@ -857,6 +857,10 @@ struct store_ops {
 	int (*ledger_append)(void *impl, const struct store_fence *fence,
 			     const struct ledger_row *row, bool *written,
 			     struct sc_err *err);
+	/* rows checked by store.c; n >= 1; n_written: never NULL. */
+	int (*ledger_append_many)(void *impl, const struct ledger_row *rows,
+				  size_t n, size_t *n_written,
+				  struct sc_err *err);
 	int (*ledger_query)(void *impl, const struct ledger_filter *f,
 			    struct ledger_row **rows, size_t *n,
 			    struct sc_err *err);

@@ -351,6 +351,7 @@ enum stmt {
 	ST_COUNTS,
 	ST_LEDGER_APPEND,
 	ST_LEDGER_APPEND_MISSED,
+	ST_LEDGER_APPEND_MANY,
 	ST_LEDGER_QUERY,
 	ST_LEDGER_QUERY_DESC,
 	ST_OUTBOX_PUT,
@@ -529,6 +530,17 @@ static const char *const sql[ST_COUNT] = {
 	" $3::bigint, $4::integer, $5::bigint, $6::bigint, $7::text, $8, $9,"
 	" $10::bigint, $11) ON CONFLICT (schedule, slot_ms)"
 	" WHERE outcome = '" LEDGER_MISSED "' DO NOTHING RETURNING 1",
+	/* Rows as one array per column: one statement, so all or none. The
+	 * conflict clause only ever matches a missed row (the partial index
+	 * ledger_missed_once); a lost row makes the commit durable. */
+	[ST_LEDGER_APPEND_MANY] =
+	"WITH i AS (INSERT INTO ledger (" LEDGER_COLS ") SELECT * FROM"
+	" unnest($1::text[], $2::bigint[], $3::bigint[], $4::integer[],"
+	" $5::bigint[], $6::bigint[], $7::text[], $8::text[], $9::text[],"
+	" $10::bigint[], $11::text[]) ON CONFLICT (schedule, slot_ms)"
+	" WHERE outcome = '" LEDGER_MISSED "' DO NOTHING RETURNING outcome)"
+	" SELECT count(*), CASE WHEN bool_or(outcome = '" LEDGER_LOST "')"
+	" THEN " DURABLE " END FROM i",
 	/* LIMIT NULL is no limit. */
 	[ST_LEDGER_QUERY] =
 	"SELECT id, " LEDGER_COLS " FROM ledger"
@@ -1949,6 +1961,122 @@ static int pg_ledger_append(void *impl, const struct store_fence *fence,
 	return rc;
 }
 
+/* A growing array literal ("{...}") of one column of append_many. */
+struct col_buf {
+	char *b;
+	size_t len, cap;
+	bool oom;
+};
+
+/* Room for `more` bytes plus the closing '}' and NUL; false when out of
+ * memory (then every later write is dropped). */
+static bool col_room(struct col_buf *c, size_t more)
+{
+	if (c->oom)
+		return false;
+	if (!c->b || c->len + more + 2 > c->cap) {
+		size_t ncap = 2 * (c->len + more + 2);
+		char *nb = realloc(c->b, ncap);
+		if (!nb) {
+			c->oom = true;
+			return false;
+		}
+		c->b = nb;
+		c->cap = ncap;
+	}
+	return true;
+}
+
+/* Opens the element: '{' before the first, ',' before the others. */
+static void col_sep(struct col_buf *c)
+{
+	c->b[c->len] = c->len == 0 ? '{' : ',';
+	c->len++;
+}
+
+static void col_i64(struct col_buf *c, int64_t x)
+{
+	if (!col_room(c, 24))
+		return;
+	col_sep(c);
+	c->len += (size_t)snprintf(c->b + c->len, 22, "%" PRId64, x);
+}
+
+/* A text element, quoted and escaped; s NULL: SQL NULL. */
+static void col_str(struct col_buf *c, const char *s)
+{
+	if (!col_room(c, s ? 2 * strlen(s) + 3 : 5))
+		return;
+	col_sep(c);
+	if (!s) {
+		memcpy(c->b + c->len, "NULL", 4);
+		c->len += 4;
+		return;
+	}
+	c->b[c->len++] = '"';
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			c->b[c->len++] = '\\';
+		c->b[c->len++] = *s;
+	}
+	c->b[c->len++] = '"';
+}
+
+/* Closes the literal (n >= 1 elements were put); false when out of memory. */
+static bool col_end(struct col_buf *c)
+{
+	if (c->oom || !c->b)
+		return false;
+	c->b[c->len++] = '}';
+	c->b[c->len] = '\0';
+	return true;
+}
+
+static int pg_ledger_append_many(void *impl, const struct ledger_row *rows,
+				 size_t n, size_t *n_written,
+				 struct sc_err *err)
+{
+	struct col_buf c[11];
+	struct args a = {0};
+	PGresult *res = NULL;
+	bool oom = false;
+	int rc;
+
+	memset(c, 0, sizeof(c));
+	for (size_t i = 0; i < n; i++) {
+		const struct ledger_row *r = &rows[i];
+
+		col_str(&c[0], r->schedule);
+		col_i64(&c[1], r->slot_ms);
+		col_i64(&c[2], r->job_id);
+		col_i64(&c[3], r->attempt);
+		col_i64(&c[4], r->started_ms);
+		col_i64(&c[5], r->finished_ms);
+		col_str(&c[6], r->outcome);
+		col_str(&c[7], r->error_class);
+		col_str(&c[8], r->error_msg);
+		col_i64(&c[9], r->retry_hint_ms);
+		col_str(&c[10], r->details_json);
+	}
+	for (int k = 0; k < 11; k++) {
+		oom |= !col_end(&c[k]);
+		arg_str(&a, c[k].b);
+	}
+	if (oom)
+		rc = sc_err_set(err, SC_ENOMEM, "out of memory");
+	else if (FAILPOINT_ERR("store.commit"))
+		rc = sc_err_set(err, SC_EIO, "I/O error during commit: "
+				"injected by failpoint store.commit");
+	else
+		rc = run(impl, ST_LEDGER_APPEND_MANY, &a, &res, err);
+	if (!rc)
+		*n_written = (size_t)get_i64(res, 0, 0);
+	PQclear(res);
+	for (int k = 0; k < 11; k++)
+		free(c[k].b);
+	return rc;
+}
+
 static void row_dispose(struct ledger_row *r)
 {
 	sc_free(r->error_msg);
@@ -2828,6 +2956,7 @@ const struct store_ops store_pg_ops = {
 	.job_next_due = pg_job_next_due,
 	.job_counts = pg_job_counts,
 	.ledger_append = pg_ledger_append,
+	.ledger_append_many = pg_ledger_append_many,
 	.ledger_query = pg_ledger_query,
 	.outbox_put = pg_outbox_put,
 	.outbox_get = pg_outbox_get,

@@ -2196,6 +2196,39 @@ static int sq_ledger_append(void *impl, const struct store_fence *fence,
 	return rc;
 }
 
+/*
+ * The rows in one transaction, each through the statement its single
+ * append would use (unfenced): a missed row whose slot has one already
+ * is skipped by the conflict clause, any other failure rolls back all.
+ * Durable (SYNC_FULL) when one of the rows is a lost slot, as a single
+ * lost row is.
+ */
+static int sq_ledger_append_many(void *impl, const struct ledger_row *rows,
+				 size_t n, size_t *n_written,
+				 struct sc_err *err)
+{
+	struct sq *q = impl;
+	bool loud = false;
+	size_t w = 0;
+	int rc;
+
+	for (size_t i = 0; i < n && !loud; i++)
+		loud = strcmp(rows[i].outcome, LEDGER_LOST) == 0;
+	rc = tx_begin(q, loud ? SYNC_FULL : SYNC_NORMAL, err);
+	for (size_t i = 0; i < n && !rc; i++) {
+		bool missed = strcmp(rows[i].outcome, LEDGER_MISSED) == 0;
+
+		rc = ledger_insert_st(q, missed ? ST_LEDGER_INSERT_MISSED
+				      : ST_LEDGER_INSERT, NULL, &rows[i],
+				      err);
+		if (!rc)
+			w += (size_t)sqlite3_changes(q->db);
+	}
+	rc = tx_end(q, rc, err);
+	*n_written = rc ? 0 : w;
+	return rc;
+}
+
 static int sq_ledger_query(void *impl, const struct ledger_filter *f,
 			   struct ledger_row **rows, size_t *n,
 			   struct sc_err *err)
@@ -3072,6 +3105,7 @@ const struct store_ops store_sqlite_ops = {
 	.job_next_due = sq_job_next_due,
 	.job_counts = sq_job_counts,
 	.ledger_append = sq_ledger_append,
+	.ledger_append_many = sq_ledger_append_many,
 	.ledger_query = sq_ledger_query,
 	.outbox_put = sq_outbox_put,
 	.outbox_get = sq_outbox_get,
