@@ -36,6 +36,7 @@
 #include <glob.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,12 +69,17 @@ struct src {
 	struct config_node *root;  /* NULL: not read, or empty */
 };
 
-/* Where each named item came from: its name's and value's nodes and its
- * file (index into pc.srcs), by index in the section's array. */
+/* Where each named item came from: its name (the item's own string),
+ * file (index into pc.srcs) and the name's position, by index in the
+ * section's array. Kept after the file's tree is freed. */
 struct nref {
-	const struct config_node *k, *v;
+	const char *name;
 	size_t file;
+	int line, col;
 };
+
+/* Which section (and per-file counter of struct config_file). */
+enum section_count { COUNT_TARGETS, COUNT_AUTHS, COUNT_SCHEDULES };
 
 struct pc {
 	struct config *c;
@@ -83,7 +89,16 @@ struct pc {
 				      paths resolve against it */
 	struct src *srcs;
 	size_t n_srcs;
-	struct nref *sched_refs;   /* by schedule index */
+	/* The sections' arrays grow file by file (a file's tree is freed
+	 * once read, so a config of many fragments never holds more than
+	 * one fragment's tree): capacity and origins, by section. */
+	size_t cap[3];
+	struct nref *refs[3];
+	bool present[3];           /* some file has the section */
+	bool defer_refs;           /* names of targets and auth providers
+				      are checked once every file is read */
+	size_t sched_file;         /* first file with `schedules:`, */
+	int sched_line, sched_col; /* its position, for "no schedule" */
 };
 
 /* The problems and positions that follow are in file i. */
@@ -113,6 +128,31 @@ static void bad(struct pc *pc, const struct config_node *n, const char *path,
 	va_end(ap);
 	if (config_problem_add(pc->probs, n ? n->line : 0, n ? n->col : 0,
 			       "%s%s%s", path, *path ? ": " : "", msg))
+		pc->oom = true;
+}
+
+static void bad_at(struct pc *pc, const char *where, const char *near,
+		   const char *path, const char *fmt, ...) SC_PRINTF(5, 6);
+
+/* Records "path: message" at the position recorded for key path `where`
+ * (else for `near`, when not NULL), in the file that holds it: for the
+ * checks made once every file is read, when the trees are gone. */
+static void bad_at(struct pc *pc, const char *where, const char *near,
+		   const char *path, const char *fmt, ...)
+{
+	char msg[SC_ERR_MSG_MAX - 64];
+	int line, col;
+	size_t fx;
+	const char *file;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (!config_locate_in(pc->c, where, &line, &col, &fx, &file) && near)
+		config_locate_in(pc->c, near, &line, &col, &fx, &file);
+	if (config_problem_add_in(pc->probs, fx, file, line, col, "%s%s%s",
+				  path, *path ? ": " : "", msg))
 		pc->oom = true;
 }
 
@@ -269,6 +309,25 @@ static void dup_keys(struct pc *pc, const struct config_node *n,
 
 	if (cnt < 2)
 		return;
+	if (cnt <= 16) {
+		/* A schedule's or a task's few keys: pairwise, without the
+		 * allocation and sort (100,000 schedules have 200,000 such
+		 * mappings). Same reports, in the same order. */
+		for (size_t i = 1; i < cnt; i++) {
+			const struct config_node *k = n->kids[2 * i];
+			for (size_t j = 0; j < i; j++) {
+				const struct config_node *f = n->kids[2 * j];
+				if (nocase ? strcasecmp(k->str, f->str)
+					   : strcmp(k->str, f->str))
+					continue;
+				pjoin(kp, sizeof(kp), path, k->str);
+				bad(pc, k, kp, "duplicate %s (first at %d:%d)",
+				    what, f->line, f->col);
+				break;
+			}
+		}
+		return;
+	}
 	struct keyref *v = malloc(cnt * sizeof(*v));
 	if (!v) {
 		oom(pc);
@@ -782,15 +841,23 @@ typedef void named_item_fn(struct pc *pc, const struct config_node *k,
 static int nref_cmp(const void *a, const void *b)
 {
 	const struct nref *x = a, *y = b;
-	int c = strcmp(x->k->str, y->k->str);
+	int c = strcmp(x->name, y->name);
 
 	if (c)
 		return c;
 	if (x->file != y->file)
 		return x->file < y->file ? -1 : 1;
-	if (x->k->line != y->k->line)
-		return x->k->line < y->k->line ? -1 : 1;
-	return (x->k->col > y->k->col) - (x->k->col < y->k->col);
+	if (x->line != y->line)
+		return x->line < y->line ? -1 : 1;
+	return (x->col > y->col) - (x->col < y->col);
+}
+
+/* The printed name of file f. */
+static const char *src_name(const struct pc *pc, size_t f)
+{
+	const char *n = f ? pc->srcs[f].shown : pc->probs->file;
+
+	return n ? n : "config";
 }
 
 /*
@@ -798,42 +865,49 @@ static int nref_cmp(const void *a, const void *b)
  * first file and position ("also defined at FILE:LINE:COL"). Repeats in
  * one file are dup_keys' (reported per file). Sorted: O(n log n).
  */
-static void dup_across(struct pc *pc, const struct nref *refs, size_t n,
-		       const char *section, const char *what)
+static void dup_across(struct pc *pc, enum section_count w,
+		       const char *section, const char *what, size_t n)
 {
 	char kp[PATH_MAX_KEY];
+	const struct nref *refs = pc->refs[w];
 
-	if (pc->n_srcs < 2 || n < 2)
+	if (pc->n_srcs < 2 || n < 2 || !refs)
 		return;
 	struct nref *v = malloc(n * sizeof(*v));
 	if (!v) {
 		oom(pc);
 		return;
 	}
-	memcpy(v, refs, n * sizeof(*v));
-	qsort(v, n, sizeof(*v), nref_cmp);
+	size_t m = 0;
+	for (size_t i = 0; i < n; i++)
+		if (refs[i].name)
+			v[m++] = refs[i];
+	qsort(v, m, sizeof(*v), nref_cmp);
 	size_t first = 0;
-	for (size_t i = 1; i < n; i++) {
-		if (strcmp(v[i].k->str, v[first].k->str) != 0) {
+	for (size_t i = 1; i < m; i++) {
+		if (strcmp(v[i].name, v[first].name) != 0) {
 			first = i;
 			continue;
 		}
 		if (v[i].file == v[first].file)
 			continue;
-		const char *f = v[first].file ? pc->srcs[v[first].file].shown
-					      : pc->probs->file;
-		pc_enter(pc, v[i].file);
-		pjoin(kp, sizeof(kp), section, v[i].k->str);
-		bad(pc, v[i].k, kp, "duplicate %s \"%s\": also defined at "
-		    "%s:%d:%d", what, v[i].k->str, f ? f : "config",
-		    v[first].k->line, v[first].k->col);
+		pjoin(kp, sizeof(kp), section, v[i].name);
+		if (config_problem_add_in(
+			    pc->probs, v[i].file,
+			    v[i].file ? pc->srcs[v[i].file].shown : NULL,
+			    v[i].line, v[i].col, "%s: duplicate %s \"%s\": "
+			    "also defined at %s:%d:%d", kp, what, v[i].name,
+			    src_name(pc, v[first].file), v[first].line,
+			    v[first].col))
+			pc->oom = true;
 	}
-	pc_enter(pc, 0);
 	free(v);
 }
 
-/* Which per-file counter of struct config_file a section fills. */
-enum section_count { COUNT_TARGETS, COUNT_AUTHS, COUNT_SCHEDULES };
+_Static_assert(offsetof(struct target_spec, name) == 0 &&
+		       offsetof(struct auth_spec, name) == 0 &&
+		       offsetof(struct schedule_spec, name) == 0,
+	       "named_section reads an item's name as its first member");
 
 static size_t *file_count(struct config *c, size_t i, enum section_count w)
 {
@@ -843,79 +917,85 @@ static size_t *file_count(struct config *c, size_t i, enum section_count w)
 	       : w == COUNT_AUTHS ? &f->n_auths : &f->n_schedules;
 }
 
+/* Room for `more` items (and the spare) in a section's array and its
+ * origins; new room zeroed. */
+static bool section_grow(struct pc *pc, enum section_count w, void **items,
+			 size_t count, size_t more, size_t size)
+{
+	size_t need = count + more + 1, cap = pc->cap[w];
+
+	if (need <= cap && *items)
+		return true;
+	size_t ncap = cap ? cap : 8;
+	while (ncap < need)
+		ncap *= 2;
+	char *v = realloc(*items, ncap * size);
+	if (!v) {
+		oom(pc);
+		return false;
+	}
+	*items = v;
+	memset(v + cap * size, 0, (ncap - cap) * size);
+	struct nref *r = realloc(pc->refs[w], ncap * sizeof(*r));
+	if (!r) {
+		oom(pc);
+		return false;
+	}
+	memset(r + cap, 0, (ncap - cap) * sizeof(*r));
+	pc->refs[w] = r;
+	pc->cap[w] = ncap;
+	return true;
+}
+
 /*
- * A mapping of name -> object (targets, auth, schedules) in every file of
- * the config, the same checks for each: checks the names ("invalid WHAT
- * name"), refuses duplicates in a file ("duplicate WHAT") and across
- * files (dup_across), records each name's position under section.name,
- * then calls fn for every item, main file first, then each fragment, in
- * file order, into one new array of elements of `size` bytes (one spare,
- * zeroed). *count counts the items filled so far, so config_free frees
- * exactly those; each file's counter (struct config_file) gets its own.
- * *refs_out (when not NULL) gets where each item came from (free it).
- * Returns the array, or NULL when no file has the section, or out of
- * memory. *present tells whether some file has the section.
+ * A mapping of name -> object (targets, auth, schedules) in file f, the
+ * same checks for each: checks the names ("invalid WHAT name"), refuses
+ * duplicates in the file ("duplicate WHAT"; across files: dup_across,
+ * once all are read), records each name's position under section.name,
+ * then calls fn for every item, in file order, appending to the
+ * section's array *items (elements of `size` bytes, one spare, zeroed;
+ * files are read main file first, then each fragment). *count counts
+ * the items filled so far, so config_free frees exactly those; the
+ * file's counter (struct config_file) gets its own.
  */
-static void *named_section(struct pc *pc, const char *section,
-			   const char *what, size_t size, named_item_fn *fn,
-			   size_t *count, enum section_count which,
-			   struct nref **refs_out, bool *present)
+static void named_section(struct pc *pc, size_t f, const char *section,
+			  const char *what, size_t size, named_item_fn *fn,
+			  void **items, size_t *count, enum section_count w)
 {
 	char kp[PATH_MAX_KEY];
-	size_t total = 0;
-	bool any = false;
+	const struct config_node *n =
+		config_yaml_get(pc->srcs[f].root, section);
 
-	for (size_t f = 0; f < pc->n_srcs; f++) {
-		const struct config_node *n =
-			config_yaml_get(pc->srcs[f].root, section);
-		if (n) {
-			any = true;
-			if (n->kind == NODE_MAP)
-				total += n->n / 2;
-		}
+	if (!n)
+		return;
+	pc->present[w] = true;
+	if (w == COUNT_SCHEDULES && !pc->sched_line) {
+		pc->sched_file = f;
+		pc->sched_line = n->kind == NODE_MAP ? n->line : -1;
+		pc->sched_col = n->col;
 	}
-	if (present)
-		*present = any;
-	if (!any)
-		return NULL;
-	char *items = calloc(total + 1, size);
-	struct nref *refs = calloc(total + 1, sizeof(*refs));
-	if (!items || !refs) {
-		free(items);
-		free(refs);
-		oom(pc);
-		return NULL;
+	if (!want(pc, n, section, NODE_MAP))
+		return;
+	dup_keys(pc, n, section, what, false);
+	for (size_t i = 0; i + 1 < n->n; i += 2) {
+		const struct config_node *k = n->kids[i];
+		pjoin(kp, sizeof(kp), section, k->str);
+		check_name(pc, k, kp, what);
+		config_locs_add(pc->c->locs, kp, k->line, k->col);
 	}
-	for (size_t f = 0; f < pc->n_srcs; f++) {
-		const struct config_node *n =
-			config_yaml_get(pc->srcs[f].root, section);
-		if (!n)
-			continue;
-		pc_enter(pc, f);
-		if (!want(pc, n, section, NODE_MAP))
-			continue;
-		dup_keys(pc, n, section, what, false);
-		for (size_t i = 0; i + 1 < n->n; i += 2) {
-			const struct config_node *k = n->kids[i];
-			pjoin(kp, sizeof(kp), section, k->str);
-			check_name(pc, k, kp, what);
-			config_locs_add(pc->c->locs, kp, k->line, k->col);
-		}
-		for (size_t i = 0; i + 1 < n->n; i += 2) {
-			refs[*count] = (struct nref){n->kids[i], n->kids[i + 1],
-						     f};
-			fn(pc, n->kids[i], n->kids[i + 1],
-			   items + (*count)++ * size);
-			(*file_count(pc->c, f, which))++;
-		}
+	if (!section_grow(pc, w, items, *count, n->n / 2, size))
+		return;
+	for (size_t i = 0; i + 1 < n->n; i += 2) {
+		const struct config_node *k = n->kids[i];
+		size_t ix = (*count)++;
+		fn(pc, k, n->kids[i + 1], (char *)*items + ix * size);
+		(*file_count(pc->c, f, w))++;
+		/* name is the first member of the three specs (asserted
+		 * below): the item's own string, which no realloc moves. */
+		const char *nm;
+		memcpy(&nm, (char *)*items + ix * size, sizeof(nm));
+		pc->refs[w][ix] = (struct nref){nm, f, k->line, k->col};
 	}
-	pc_enter(pc, 0);
-	dup_across(pc, refs, *count, section, what);
-	if (refs_out)
-		*refs_out = refs;
-	else
-		free(refs);
-	return items;
 }
 
 static const char *const target_kinds[] = {"slack", "webhook", "file",
@@ -1008,15 +1088,13 @@ static void parse_target(struct pc *pc, const struct config_node *k,
 	}
 }
 
-static void index_build(struct pc *pc, enum section_count which);
-
-static void parse_targets(struct pc *pc)
+static void parse_targets(struct pc *pc, size_t f)
 {
-	pc->c->targets = named_section(pc, "targets", "target",
-				       sizeof(struct target_spec),
-				       parse_target, &pc->c->n_targets,
-				       COUNT_TARGETS, NULL, NULL);
-	index_build(pc, COUNT_TARGETS);
+	void *v = pc->c->targets;
+
+	named_section(pc, f, "targets", "target", sizeof(struct target_spec),
+		      parse_target, &v, &pc->c->n_targets, COUNT_TARGETS);
+	pc->c->targets = v;
 }
 
 static void parse_auth(struct pc *pc, const struct config_node *k,
@@ -1065,12 +1143,13 @@ static void parse_auth(struct pc *pc, const struct config_node *k,
 		a->client_auth_body = ca == 1;
 }
 
-static void parse_auths(struct pc *pc)
+static void parse_auths(struct pc *pc, size_t f)
 {
-	pc->c->auths = named_section(pc, "auth", "auth provider",
-				     sizeof(struct auth_spec), parse_auth,
-				     &pc->c->n_auths, COUNT_AUTHS, NULL, NULL);
-	index_build(pc, COUNT_AUTHS);
+	void *v = pc->c->auths;
+
+	named_section(pc, f, "auth", "auth provider", sizeof(struct auth_spec),
+		      parse_auth, &v, &pc->c->n_auths, COUNT_AUTHS);
+	pc->c->auths = v;
 }
 
 /* Every item of the list at path.key names an existing target, once. */
@@ -1085,7 +1164,9 @@ static void check_target_refs(struct pc *pc, const struct config_node *m,
 	pjoin(kp, sizeof(kp), path, key);
 	for (size_t i = 0; i < v->n && names[i]; i++) {
 		pindex(ip, sizeof(ip), kp, i);
-		if (!config_target(pc->c, names[i]))
+		/* While files are read, the check waits for every file's
+		 * targets (refs_whole; get_strv kept the position). */
+		if (!pc->defer_refs && !config_target(pc->c, names[i]))
 			bad(pc, v->kids[i], ip, "unknown target \"%s\" (not "
 			    "defined under targets:)", names[i]);
 		for (size_t j = 0; j < i; j++)
@@ -1222,8 +1303,10 @@ static void parse_http(struct pc *pc, const struct config_node *h,
 	}
 	if (get_int(pc, h, path, "expect_status", 100, 599, &st) == 1)
 		t->expect_status = (int)st;
+	/* While files are read, the check waits for every file's auth
+	 * (refs_whole). */
 	if (get_str(pc, h, path, "auth", false, &t->auth) == 1 &&
-	    !config_auth(pc->c, t->auth)) {
+	    !pc->defer_refs && !config_auth(pc->c, t->auth)) {
 		pjoin(kp, sizeof(kp), path, "auth");
 		bad(pc, config_yaml_get(h, "auth"), kp, "unknown auth "
 		    "provider \"%s\" (not defined under auth:)", t->auth);
@@ -1700,7 +1783,7 @@ env:
  */
 struct varref {
 	char var[CONFIG_NAME_MAX + 32];
-	const struct config_node *k;
+	const char *name;
 	size_t idx;
 };
 
@@ -1711,49 +1794,56 @@ static int varref_cmp(const void *a, const void *b)
 	return c ? c : (x->idx < y->idx ? -1 : x->idx > y->idx);
 }
 
-static void override_collisions(struct pc *pc, const struct nref *refs,
-				size_t cnt)
+static void override_collisions(struct pc *pc)
 {
+	const struct nref *refs = pc->refs[COUNT_SCHEDULES];
+	size_t cnt = pc->c->n_schedules;
 	char kp[PATH_MAX_KEY];
 
-	if (cnt < 2)
+	if (cnt < 2 || !refs)
 		return;
 	struct varref *v = calloc(cnt, sizeof(*v));
 	if (!v) {
 		oom(pc);
 		return;
 	}
+	size_t m = 0;
 	for (size_t i = 0; i < cnt; i++) {
-		v[i].k = refs[i].k;
-		v[i].idx = i;
-		if (config_env_default_var(v[i].k->str, v[i].var,
-					   sizeof(v[i].var)))
-			v[i].var[0] = '\0'; /* too long: already refused */
+		if (!refs[i].name)
+			continue;
+		v[m].name = refs[i].name;
+		v[m].idx = i;
+		if (config_env_default_var(v[m].name, v[m].var,
+					   sizeof(v[m].var)))
+			v[m].var[0] = '\0'; /* too long: already refused */
+		m++;
 	}
-	qsort(v, cnt, sizeof(*v), varref_cmp);
+	qsort(v, m, sizeof(*v), varref_cmp);
 	size_t first = 0;
-	for (size_t i = 1; i < cnt; i++) {
+	for (size_t i = 1; i < m; i++) {
 		if (!v[i].var[0] || strcmp(v[i].var, v[first].var) != 0) {
 			first = i;
 			continue;
 		}
-		if (strcmp(v[i].k->str, v[first].k->str) == 0)
+		if (strcmp(v[i].name, v[first].name) == 0)
 			continue; /* the same name: a duplicate, reported */
-		pc_enter(pc, refs[v[i].idx].file);
-		pjoin(kp, sizeof(kp), "schedules", v[i].k->str);
-		bad(pc, v[i].k, kp, "schedules \"%s\" and \"%s\" share the "
-		    "override variable %s; rename one", v[first].k->str,
-		    v[i].k->str, v[i].var);
+		const struct nref *r = &refs[v[i].idx];
+		pjoin(kp, sizeof(kp), "schedules", v[i].name);
+		if (config_problem_add_in(
+			    pc->probs, r->file,
+			    r->file ? pc->srcs[r->file].shown : NULL, r->line,
+			    r->col, "%s: schedules \"%s\" and \"%s\" share the "
+			    "override variable %s; rename one", kp,
+			    v[first].name, v[i].name, v[i].var))
+			pc->oom = true;
 	}
-	pc_enter(pc, 0);
 	free(v);
 }
 
-/* One `renamed_from:` name: which schedule claims it, where. */
+/* One `renamed_from:` name: which schedule claims it. */
 struct rref {
 	const char *old;
 	size_t sched, j;
-	const struct config_node *at;
 	bool own;              /* names a schedule of the config */
 };
 
@@ -1774,6 +1864,7 @@ static int rref_cmp(const void *a, const void *b)
  * config (that one would run under two names), and no two schedules may
  * claim the same one (its state would have two heirs). By lookup and
  * sort: O(n log n) in the number of schedules and names (issue 15).
+ * Positions come from the table (get_strv kept each name's).
  */
 static void renames_whole(struct pc *pc)
 {
@@ -1793,24 +1884,17 @@ static void renames_whole(struct pc *pc)
 	n = 0;
 	for (size_t i = 0; i < c->n_schedules; i++) {
 		const struct schedule_spec *s = &c->schedules[i];
-		const struct config_node *rf =
-			config_yaml_get(pc->sched_refs[i].v, "renamed_from");
+		pjoin(sp, sizeof(sp), "schedules", s->name ? s->name : "");
+		pjoin(kp, sizeof(kp), sp, "renamed_from");
 		for (size_t j = 0; j < s->n_renamed_from; j++) {
 			const char *old = s->renamed_from[j];
-			v[n] = (struct rref){
-				old, i, j,
-				rf && rf->kind == NODE_SEQ && j < rf->n
-					? rf->kids[j] : rf,
-				config_schedule(c, old) != NULL};
+			v[n] = (struct rref){old, i, j,
+					     config_schedule(c, old) != NULL};
 			if (v[n].own) {
-				pc_enter(pc, pc->sched_refs[i].file);
-				pjoin(sp, sizeof(sp), "schedules",
-				      s->name ? s->name : "");
-				pjoin(kp, sizeof(kp), sp, "renamed_from");
 				pindex(ip, sizeof(ip), kp, j);
-				bad(pc, v[n].at, ip, "\"%s\" is a schedule of "
-				    "this file; renamed_from names earlier "
-				    "names only", old);
+				bad_at(pc, ip, kp, ip, "\"%s\" is a schedule "
+				       "of this file; renamed_from names "
+				       "earlier names only", old);
 			}
 			n++;
 		}
@@ -1825,56 +1909,100 @@ static void renames_whole(struct pc *pc)
 		if (v[i].own)
 			continue;
 		const struct schedule_spec *s = &c->schedules[v[i].sched];
-		pc_enter(pc, pc->sched_refs[v[i].sched].file);
 		pjoin(sp, sizeof(sp), "schedules", s->name ? s->name : "");
 		pjoin(kp, sizeof(kp), sp, "renamed_from");
 		pindex(ip, sizeof(ip), kp, v[i].j);
 		for (size_t o = first; o < i; o++)
 			if (v[o].sched < v[i].sched)
-				bad(pc, v[i].at, ip, "\"%s\" is claimed by "
-				    "schedule %s too", v[i].old,
-				    c->schedules[v[o].sched].name);
+				bad_at(pc, ip, kp, ip, "\"%s\" is claimed by "
+				       "schedule %s too", v[i].old,
+				       c->schedules[v[o].sched].name);
 	}
-	pc_enter(pc, 0);
 	free(v);
 }
 
-static void parse_schedules(struct pc *pc)
+static void index_build(struct pc *pc, enum section_count which);
+
+/* The names every file's schedules and alerts use, checked once all files
+ * are read (a schedule may deliver to a target of another file). */
+static void refs_whole(struct pc *pc)
+{
+	const struct config *c = pc->c;
+	char sp[PATH_MAX_KEY], kp[PATH_MAX_KEY], ip[PATH_MAX_KEY];
+
+	for (size_t i = 0; i < c->n_schedules; i++) {
+		const struct schedule_spec *s = &c->schedules[i];
+		if (!s->name)
+			continue;
+		pjoin(sp, sizeof(sp), "schedules", s->name);
+		for (size_t j = 0; s->targets && s->targets[j]; j++) {
+			if (config_target(c, s->targets[j]))
+				continue;
+			pjoin(kp, sizeof(kp), sp, "targets");
+			pindex(ip, sizeof(ip), kp, j);
+			bad_at(pc, ip, sp, ip, "unknown target \"%s\" (not "
+			       "defined under targets:)", s->targets[j]);
+		}
+		for (size_t j = 0; j < s->n_tasks; j++) {
+			const struct task_spec *t = &s->tasks[j];
+			if (t->kind != TASK_HTTP || !t->auth ||
+			    config_auth(c, t->auth))
+				continue;
+			pjoin(kp, sizeof(kp), sp, "tasks");
+			pindex(ip, sizeof(ip), kp, j);
+			pjoin(kp, sizeof(kp), ip, "http.auth");
+			snprintf(ip, sizeof(ip), "%s", kp);
+			bad_at(pc, ip, sp, ip, "unknown auth provider \"%s\" "
+			       "(not defined under auth:)", t->auth);
+		}
+	}
+}
+
+static void parse_schedules(struct pc *pc, size_t f)
+{
+	void *v = pc->c->schedules;
+
+	named_section(pc, f, "schedules", "schedule",
+		      sizeof(struct schedule_spec), parse_schedule, &v,
+		      &pc->c->n_schedules, COUNT_SCHEDULES);
+	pc->c->schedules = v;
+}
+
+/* What holds across the files' sections, once every file is read: names
+ * defined twice, the name indexes, the references, the schedules as a
+ * whole. */
+static void sections_whole(struct pc *pc)
 {
 	struct config *c = pc->c;
-	const struct config_node *root = pc->srcs[0].root;
-	bool present = false;
 
-	c->schedules = named_section(pc, "schedules", "schedule",
-				     sizeof(struct schedule_spec),
-				     parse_schedule, &c->n_schedules,
-				     COUNT_SCHEDULES, &pc->sched_refs,
-				     &present);
-	if (!present) {
-		bad(pc, root, "", "missing required key \"schedules\" "
-		    "(nothing to run)");
-		return;
-	}
-	if (!c->schedules)
-		return;
+	dup_across(pc, COUNT_TARGETS, "targets", "target", c->n_targets);
+	dup_across(pc, COUNT_AUTHS, "auth", "auth provider", c->n_auths);
+	dup_across(pc, COUNT_SCHEDULES, "schedules", "schedule",
+		   c->n_schedules);
+	index_build(pc, COUNT_TARGETS);
+	index_build(pc, COUNT_AUTHS);
 	index_build(pc, COUNT_SCHEDULES);
-	const struct config_node *m = config_yaml_get(root, "schedules");
-	if (c->n_schedules == 0) {
-		/* Said where the main file's (empty) section is, else where
-		 * the first fragment's is. */
-		for (size_t f = 0; !m && f < pc->n_srcs; f++)
-			if ((m = config_yaml_get(pc->srcs[f].root,
-						 "schedules"))) {
-				pc_enter(pc, f);
-				break;
-			}
-		if (m && m->kind == NODE_MAP)
-			bad(pc, m, "schedules", "no schedule defined (nothing "
-			    "to run)");
-		pc_enter(pc, 0);
-	} else {
-		override_collisions(pc, pc->sched_refs, c->n_schedules);
+	refs_whole(pc);
+	if (!pc->present[COUNT_SCHEDULES]) {
+		bad(pc, pc->srcs[0].root, "", "missing required key "
+		    "\"schedules\" (nothing to run)");
+		return;
 	}
+	if (c->n_schedules == 0) {
+		/* Said at the first (empty) `schedules:` mapping. */
+		if (pc->sched_line > 0 &&
+		    config_problem_add_in(pc->probs, pc->sched_file,
+					  pc->sched_file
+						  ? pc->srcs[pc->sched_file]
+							    .shown
+						  : NULL,
+					  pc->sched_line, pc->sched_col,
+					  "schedules: no schedule defined "
+					  "(nothing to run)"))
+			pc->oom = true;
+		return;
+	}
+	override_collisions(pc);
 	renames_whole(pc);
 }
 
@@ -2517,26 +2645,40 @@ int config_parse(const char *path, struct config **out,
 					  "heartbeat", "retention",
 					  "include", NULL};
 	map_keys(&pc, root, "", top, "the top level");
-	parse_include(&pc, path, root);
-	bool frag_read_failed = false;
-	for (size_t i = 1; i < pc.n_srcs; i++) {
-		int frc = read_fragment(&pc, i);
-		if (frc == SC_ENOMEM)
-			oom(&pc);
-		else if (frc)
-			frag_read_failed = true;
-	}
-	pc_enter(&pc, 0);
 	parse_store(&pc, root);
 	parse_worker(&pc, root);
-	parse_targets(&pc);
-	parse_auths(&pc);
-	parse_alerts(&pc, root);
 	parse_retention(&pc, root);
 	const struct config_node *hb = config_yaml_get(root, "heartbeat");
 	if (hb)
 		parse_heartbeat(&pc, hb, "heartbeat", true, &c->heartbeat);
-	parse_schedules(&pc);
+	parse_include(&pc, path, root);
+	/* File by file, each fragment's tree freed once its sections are
+	 * read: the peak is one fragment's tree, not all of them. */
+	bool frag_read_failed = false;
+	pc.defer_refs = true;
+	for (size_t i = 0; i < pc.n_srcs; i++) {
+		if (i) {
+			int frc = read_fragment(&pc, i);
+			if (frc == SC_ENOMEM)
+				oom(&pc);
+			else if (frc)
+				frag_read_failed = true;
+		}
+		pc_enter(&pc, i);
+		parse_targets(&pc, i);
+		parse_auths(&pc, i);
+		parse_schedules(&pc, i);
+		if (i) {
+			config_yaml_free(pc.srcs[i].root);
+			pc.srcs[i].root = NULL;
+			free(pc.srcs[i].text);
+			pc.srcs[i].text = NULL;
+		}
+	}
+	pc_enter(&pc, 0);
+	pc.defer_refs = false;
+	sections_whole(&pc);
+	parse_alerts(&pc, root);
 	if (pc.oom)
 		rc = SC_ENOMEM;
 	else if (probs->n + probs->n_dropped == before && !frag_read_failed)
@@ -2560,7 +2702,8 @@ done:
 			config_yaml_free(pc.srcs[i].root);
 	}
 	free(pc.srcs);
-	free(pc.sched_refs);
+	for (size_t i = 0; i < 3; i++)
+		free(pc.refs[i]);
 	config_yaml_free(root);
 	free(text);
 	return rc;
