@@ -10,6 +10,15 @@
  * override, config_env.c): the parsed expression, the zone, the class and
  * the final retry policy.
  *
+ * `include:` (issue 15): the main file's patterns are matched (glob(3),
+ * relative to its folder, sorted) into fragments, read one after the
+ * other, each with its own per-file limits, and each one's tree freed
+ * once its targets, auth and schedules are read; what spans files (names
+ * defined twice, references, override collisions, renamed_from) is
+ * checked when all are read (sections_whole), by sorting or through the
+ * name index, never by a scan per item: 100,000 schedules load in linear
+ * or n log n time.
+ *
  * Invariants:
  *   - Every problem names the key path and the position of the node it is
  *     about; parsing goes on after a problem wherever the rest can still be
@@ -18,8 +27,17 @@
  *   - Unknown keys, duplicate keys and wrong types are errors: a typo must
  *     never silently drop a setting.
  *   - A config that loads is referentially whole (every target, alert
- *     target and auth it names exists) and every relative path in it has
- *     been resolved against the folder of the file.
+ *     target and auth it names exists, in any of its files) and every
+ *     relative path in it has been resolved against the folder of the
+ *     file that holds it (a fragment's own, for a fragment).
+ *   - Every problem names its file: a fragment's problems carry the
+ *     fragment's printed name (config_problems.at_file while it is
+ *     read), the main file's print as they always did.
+ *   - A fragment holds schedules, targets and auth only, and includes
+ *     nothing; a name is defined once across all the files.
+ *   - config_target/auth/schedule answer through the index built at the
+ *     end of the load (O(1)), and fall back to a linear search for a
+ *     config made or changed by hand.
  *   - Every schedule of a config that loads is resolved: its final cron
  *     expression parsed (expr), its zone loaded (zone, never NULL), its
  *     class and policy computed; nobody parses a schedule's cron again.
