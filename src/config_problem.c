@@ -180,16 +180,16 @@ void config_problems_sort(struct config_problems *p, size_t from)
 
 /* ---- positions by key path ---- */
 
+/* 16 bytes: a config of 100,000 schedules has some 800,000 of them. */
 struct config_loc {
-	size_t off;          /* the path's bytes in pool */
-	size_t hash;         /* path_hash of the path */
+	uint32_t off;        /* the path's bytes in pool */
+	uint32_t file_ix;
 	int line, col;
-	size_t file_ix;
 };
 
 /* A slot of the hash table: the entry's hash beside its index, so a
- * probe compares strings only on a full hash match and a rehash reads
- * no path. */
+ * probe compares strings only when the kept hash bits match, and a
+ * rehash reads no path. */
 struct loc_slot {
 	uint32_t hash;       /* the low bits of path_hash */
 	uint32_t ix;         /* index into v + 1; 0: empty */
@@ -250,7 +250,7 @@ static size_t path_hash(const char *s)
 static size_t locs_slot(const struct config_locs *l, const char *path,
 			size_t h)
 {
-	size_t mask = l->n_slots - 1, i = h & mask;
+	size_t mask = l->n_slots - 1, i = (uint32_t)h & mask;
 
 	while (l->slots[i].ix &&
 	       (l->slots[i].hash != (uint32_t)h ||
@@ -262,21 +262,27 @@ static size_t locs_slot(const struct config_locs *l, const char *path,
 static bool locs_grow_slots(struct config_locs *l)
 {
 	size_t ns = l->n_slots ? l->n_slots * 2 : 256;
-	struct loc_slot *s = calloc(ns, sizeof(*s));
 
+	if (ns > ((size_t)1 << 32))
+		return false;
+	struct loc_slot *s = calloc(ns, sizeof(*s));
 	if (!s)
 		return false;
+	/* The paths are distinct: each goes to the first free slot. The
+	 * table never exceeds 2^32 slots, so the 32 bits of the hash a slot
+	 * keeps place it as the full hash would. */
+	for (size_t k = 0; k < l->n_slots; k++) {
+		const struct loc_slot *o = &l->slots[k];
+		if (!o->ix)
+			continue;
+		size_t i = o->hash & (ns - 1);
+		while (s[i].ix)
+			i = (i + 1) & (ns - 1);
+		s[i] = *o;
+	}
 	free(l->slots);
 	l->slots = s;
 	l->n_slots = ns;
-	/* The paths are distinct: each goes to the first free slot. */
-	for (size_t k = 0; k < l->n; k++) {
-		size_t i = l->v[k].hash & (ns - 1);
-		while (s[i].ix)
-			i = (i + 1) & (ns - 1);
-		s[i] = (struct loc_slot){(uint32_t)l->v[k].hash,
-					 (uint32_t)(k + 1)};
-	}
 	return true;
 }
 
@@ -286,6 +292,9 @@ void config_locs_add(struct config_locs *l, const char *path, int line,
 {
 	if (!l || l->n >= UINT32_MAX - 1)
 		return;
+	size_t len = strlen(path) + 1;
+	if (l->pool_len + len > UINT32_MAX)
+		return; /* past what an offset holds: the position is lost */
 	if ((l->n + 1) * 2 > l->n_slots && !locs_grow_slots(l))
 		return;
 	size_t h = path_hash(path);
@@ -300,7 +309,6 @@ void config_locs_add(struct config_locs *l, const char *path, int line,
 		l->v = v;
 		l->cap = ncap;
 	}
-	size_t len = strlen(path) + 1;
 	if (l->pool_len + len > l->pool_cap) {
 		size_t ncap = l->pool_cap ? l->pool_cap * 2 : 4096;
 		while (ncap < l->pool_len + len)
@@ -312,8 +320,8 @@ void config_locs_add(struct config_locs *l, const char *path, int line,
 		l->pool_cap = ncap;
 	}
 	memcpy(l->pool + l->pool_len, path, len);
-	l->v[l->n] = (struct config_loc){l->pool_len, h, line, col,
-					 l->cur_file};
+	l->v[l->n] = (struct config_loc){(uint32_t)l->pool_len,
+					 (uint32_t)l->cur_file, line, col};
 	l->pool_len += len;
 	l->slots[slot] = (struct loc_slot){(uint32_t)h, (uint32_t)++l->n};
 }
