@@ -335,8 +335,9 @@ static void dup_keys(struct pc *pc, const struct config_node *n,
 			const struct config_node *k = n->kids[2 * i];
 			for (size_t j = 0; j < i; j++) {
 				const struct config_node *f = n->kids[2 * j];
-				if (nocase ? strcasecmp(k->str, f->str)
-					   : strcmp(k->str, f->str))
+				int c = nocase ? strcasecmp(k->str, f->str)
+					       : strcmp(k->str, f->str);
+				if (c != 0)
 					continue;
 				pjoin(kp, sizeof(kp), path, k->str);
 				bad(pc, k, kp, "duplicate %s (first at %d:%d)",
@@ -2364,11 +2365,11 @@ static void add_fragment(struct pc *pc, const char *shown)
 	char *real = realpath(shown, NULL);
 	char *dir = folder_of(shown);
 
+	/* files[i].path is each file's resolved path (the main file's
+	 * folder resolved, its own name as given). */
 	for (size_t i = 0; real && i < pc->n_srcs; i++) {
-		char *other = realpath(pc->srcs[i].shown, NULL);
-		bool same = other && strcmp(other, real) == 0;
-		free(other);
-		if (same) {
+		if (pc->c->files[i].path &&
+		    strcmp(pc->c->files[i].path, real) == 0) {
 			free(real);
 			free(dir);
 			return;
@@ -2559,7 +2560,7 @@ static int read_fragment(struct pc *pc, size_t i)
 	/* Unknown keys and repeats, with the usual "did you mean", over the
 	 * keys not reported above (a shallow copy that borrows the kids). */
 	struct config_node rest = *root;
-	rest.kids = malloc((root->n + 1) * sizeof(*rest.kids));
+	rest.kids = malloc((root->n + 1) * sizeof(struct config_node *));
 	if (!rest.kids)
 		return SC_ENOMEM;
 	rest.n = 0;
@@ -2654,6 +2655,13 @@ int config_parse(const char *path, struct config **out,
 		goto done;
 	}
 	snprintf(c->files[0].path, flen, "%s/%s", c->dir, base);
+	char *real = realpath(path, NULL);
+	if (real) {
+		/* A main file that is a link: its target, so that a pattern
+		 * matching it does not read it again as a fragment. */
+		free(c->files[0].path);
+		c->files[0].path = real;
+	}
 	pc.srcs[0].root = root;
 	pc.n_srcs = c->n_files = 1;
 	pc.dir = c->dir;

@@ -305,8 +305,8 @@ static int node_push(struct ybuild *b, struct config_node *parent,
 		 * as the final one. */
 		struct config_node **v = arena_alloc(
 			b->arena, ncap * sizeof(struct config_node *));
-		if (v && parent->n)
-			memcpy(v, parent->kids, parent->n * sizeof(*v));
+		for (size_t i = 0; v && i < parent->n; i++)
+			v[i] = parent->kids[i];
 		if (!v) {
 			b->oom = true;
 			config_problem_oom(b->probs);
