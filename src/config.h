@@ -101,7 +101,12 @@ int config_parse(const char *path, struct config **out,
 
 /*
  * config_parse reporting only the first problem: err->msg is
- * "FILE:LINE:COLUMN: reason". Returns as config_parse.
+ * "FILE:LINE:COLUMN: reason". Returns as config_parse. For the commands
+ * and the daemon, which run a config and never check it: the key-path
+ * positions are dropped once it loads (config_locate then answers false,
+ * config_check's findings carry no position, the load's warnings are
+ * gone), which is about a third of the memory of a config of 100,000
+ * schedules. `check` uses config_parse.
  */
 int config_load(const char *path, struct config **out, struct sc_err *err);
 

@@ -298,7 +298,18 @@ static void twenty_thousand_in_four_fragments(void **state)
 	assert_null(config_schedule(c, "s019999"));
 	assert_ptr_equal(config_schedule(c, "s000009"), &c->schedules[9]);
 	c->n_schedules = 20000;
+	int line, col;
+	assert_true(config_locate(c, "schedules.s019999.cron", &line, &col));
+	assert_int_equal(line, 2 + 6 * 4999 + 1);
 	config_problems_dispose(&probs);
+	config_free(c);
+	/* config_load (the daemon's, the commands'): the same config,
+	 * without the positions nobody reads there. */
+	struct sc_err err = {0};
+	assert_int_equal(config_load(p, &c, &err), 0);
+	assert_int_equal(c->n_schedules, 20000);
+	assert_ptr_equal(config_schedule(c, "s019999"), &c->schedules[19999]);
+	assert_false(config_locate(c, "schedules.s019999.cron", &line, &col));
 	config_free(c);
 	tu_rmrf(dir);
 }
