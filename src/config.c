@@ -2579,8 +2579,11 @@ static int read_fragment(struct pc *pc, size_t i)
 	return 0;
 }
 
-int config_parse(const char *path, struct config **out,
-		 struct config_problems *probs)
+/* config_parse; with positions false, no key-path position is recorded
+ * (config_load's first pass: less memory, and a failure is parsed again
+ * with them, so its problems are the same). */
+static int parse_config(const char *path, struct config **out,
+			struct config_problems *probs, bool positions)
 {
 	size_t before = probs->n + probs->n_dropped;
 	size_t first = probs->n;
@@ -2617,8 +2620,8 @@ int config_parse(const char *path, struct config **out,
 	}
 
 	c = calloc(1, sizeof(*c));
-	struct config_locs *locs = config_locs_new();
-	if (!c || !locs) {
+	struct config_locs *locs = positions ? config_locs_new() : NULL;
+	if (!c || (positions && !locs)) {
 		config_locs_free(locs);
 		rc = SC_ENOMEM;
 		config_problem_oom(probs);
@@ -2735,18 +2738,29 @@ done:
 	return rc;
 }
 
+int config_parse(const char *path, struct config **out,
+		 struct config_problems *probs)
+{
+	return parse_config(path, out, probs, true);
+}
+
 int config_load(const char *path, struct config **out, struct sc_err *err)
 {
 	struct config_problems probs = {0};
 	char line[SC_ERR_MSG_MAX];
 
-	int rc = config_parse(path, out, &probs);
-	if (rc == 0) {
-		/* Nobody checks a config loaded this way (check uses
-		 * config_parse): its key-path positions, a third of a large
-		 * config's memory, go now (issue 15). */
-		config_locs_free((*out)->locs);
-		(*out)->locs = NULL;
+	/* Nobody checks a config loaded this way (check uses config_parse):
+	 * it is read without the key-path positions, a third of a large
+	 * config's memory (issue 15). A config that fails is read again
+	 * with them, for the same first problem config_parse gives. */
+	int rc = parse_config(path, out, &probs, false);
+	if (rc != 0 && rc != SC_ENOMEM) {
+		config_problems_dispose(&probs);
+		rc = parse_config(path, out, &probs, true);
+		if (rc == 0) {
+			config_locs_free((*out)->locs);
+			(*out)->locs = NULL;
+		}
 	}
 	if (rc) {
 		if (probs.n)
