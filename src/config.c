@@ -10,6 +10,15 @@
  * override, config_env.c): the parsed expression, the zone, the class and
  * the final retry policy.
  *
+ * `include:` (issue 15): the main file's patterns are matched (glob(3),
+ * relative to its folder, sorted) into fragments, read one after the
+ * other, each with its own per-file limits, and each one's tree freed
+ * once its targets, auth and schedules are read; what spans files (names
+ * defined twice, references, override collisions, renamed_from) is
+ * checked when all are read (sections_whole), by sorting or through the
+ * name index, never by a scan per item: 100,000 schedules load in linear
+ * or n log n time.
+ *
  * Invariants:
  *   - Every problem names the key path and the position of the node it is
  *     about; parsing goes on after a problem wherever the rest can still be
@@ -18,8 +27,17 @@
  *   - Unknown keys, duplicate keys and wrong types are errors: a typo must
  *     never silently drop a setting.
  *   - A config that loads is referentially whole (every target, alert
- *     target and auth it names exists) and every relative path in it has
- *     been resolved against the folder of the file.
+ *     target and auth it names exists, in any of its files) and every
+ *     relative path in it has been resolved against the folder of the
+ *     file that holds it (a fragment's own, for a fragment).
+ *   - Every problem names its file: a fragment's problems carry the
+ *     fragment's printed name (config_problems.at_file while it is
+ *     read), the main file's print as they always did.
+ *   - A fragment holds schedules, targets and auth only, and includes
+ *     nothing; a name is defined once across all the files.
+ *   - config_target/auth/schedule answer through the index built at the
+ *     end of the load (O(1)), and fall back to a linear search for a
+ *     config made or changed by hand.
  *   - Every schedule of a config that loads is resolved: its final cron
  *     expression parsed (expr), its zone loaded (zone, never NULL), its
  *     class and policy computed; nobody parses a schedule's cron again.
@@ -33,8 +51,10 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <glob.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,11 +77,59 @@
 /* Tree walking helpers                                               */
 /* ------------------------------------------------------------------ */
 
+/* One file of the config being read: [0] the main file, then each
+ * fragment `include:` names, in load order. */
+struct src {
+	char *shown;               /* printed name: the main file's path as
+				      given, a fragment's as matched */
+	char *dir;                 /* its folder, absolute */
+	char *text;
+	struct config_node *root;  /* NULL: not read, or empty */
+};
+
+/* Where each named item came from: its name (the item's own string),
+ * file (index into pc.srcs) and the name's position, by index in the
+ * section's array. Kept after the file's tree is freed. */
+struct nref {
+	const char *name;
+	size_t file;
+	int line, col;
+};
+
+/* Which section (and per-file counter of struct config_file). */
+enum section_count { COUNT_TARGETS, COUNT_AUTHS, COUNT_SCHEDULES };
+
 struct pc {
 	struct config *c;
 	struct config_problems *probs;
 	bool oom;
+	const char *dir;           /* the current file's folder: relative
+				      paths resolve against it */
+	struct src *srcs;
+	size_t n_srcs;
+	/* The sections' arrays grow file by file (a file's tree is freed
+	 * once read, so a config of many fragments never holds more than
+	 * one fragment's tree): capacity and origins, by section. */
+	size_t cap[3];
+	struct nref *refs[3];
+	bool present[3];           /* some file has the section */
+	bool defer_refs;           /* names of targets and auth providers
+				      are checked once every file is read */
+	size_t sched_file;         /* first file with `schedules:`, */
+	int sched_line, sched_col; /* its position, for "no schedule" */
 };
+
+/* The problems and positions that follow are in file i. */
+static void pc_enter(struct pc *pc, size_t i)
+{
+	pc->probs->at_file = i ? pc->srcs[i].shown : NULL;
+	pc->probs->at_file_ix = i;
+	pc->dir = pc->srcs[i].dir;
+	if (config_locs_file(pc->c->locs, i, pc->srcs[i].shown) && !pc->oom) {
+		config_problem_oom(pc->probs);
+		pc->oom = true;
+	}
+}
 
 static void bad(struct pc *pc, const struct config_node *n, const char *path,
 		const char *fmt, ...) SC_PRINTF(4, 5);
@@ -78,6 +146,31 @@ static void bad(struct pc *pc, const struct config_node *n, const char *path,
 	va_end(ap);
 	if (config_problem_add(pc->probs, n ? n->line : 0, n ? n->col : 0,
 			       "%s%s%s", path, *path ? ": " : "", msg))
+		pc->oom = true;
+}
+
+static void bad_at(struct pc *pc, const char *where, const char *near,
+		   const char *path, const char *fmt, ...) SC_PRINTF(5, 6);
+
+/* Records "path: message" at the position recorded for key path `where`
+ * (else for `near`, when not NULL), in the file that holds it: for the
+ * checks made once every file is read, when the trees are gone. */
+static void bad_at(struct pc *pc, const char *where, const char *near,
+		   const char *path, const char *fmt, ...)
+{
+	char msg[SC_ERR_MSG_MAX - 64];
+	int line, col;
+	size_t fx;
+	const char *file;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (!config_locate_in(pc->c, where, &line, &col, &fx, &file) && near)
+		config_locate_in(pc->c, near, &line, &col, &fx, &file);
+	if (config_problem_add_in(pc->probs, fx, file, line, col, "%s%s%s",
+				  path, *path ? ": " : "", msg))
 		pc->oom = true;
 }
 
@@ -117,8 +210,24 @@ static char *xstrdup(struct pc *pc, const char *s)
  * shortens a message. */
 static void pjoin(char *out, size_t n, const char *base, const char *key)
 {
-	if (snprintf(out, n, "%s%s%s", base, *base ? "." : "", key) >= (int)n)
-		out[n - 1] = '\0';
+	/* By hand: a config of 100,000 schedules joins millions of paths,
+	 * and snprintf was a tenth of the load (issue 15). */
+	size_t bl = strlen(base), kl = strlen(key), o = 0;
+
+	if (n == 0)
+		return;
+	if (out != base) {
+		o = bl < n - 1 ? bl : n - 1;
+		memmove(out, base, o);
+	} else {
+		o = bl;
+	}
+	if (bl && o < n - 1)
+		out[o++] = '.';
+	if (kl > n - 1 - o)
+		kl = n - 1 - o;
+	memmove(out + o, key, kl);
+	out[o + kl] = '\0';
 }
 
 static void pindex(char *out, size_t n, const char *base, size_t i)
@@ -218,6 +327,26 @@ static void dup_keys(struct pc *pc, const struct config_node *n,
 
 	if (cnt < 2)
 		return;
+	if (cnt <= 16) {
+		/* A schedule's or a task's few keys: pairwise, without the
+		 * allocation and sort (100,000 schedules have 200,000 such
+		 * mappings). Same reports, in the same order. */
+		for (size_t i = 1; i < cnt; i++) {
+			const struct config_node *k = n->kids[2 * i];
+			for (size_t j = 0; j < i; j++) {
+				const struct config_node *f = n->kids[2 * j];
+				int c = nocase ? strcasecmp(k->str, f->str)
+					       : strcmp(k->str, f->str);
+				if (c != 0)
+					continue;
+				pjoin(kp, sizeof(kp), path, k->str);
+				bad(pc, k, kp, "duplicate %s (first at %d:%d)",
+				    what, f->line, f->col);
+				break;
+			}
+		}
+		return;
+	}
 	struct keyref *v = malloc(cnt * sizeof(*v));
 	if (!v) {
 		oom(pc);
@@ -263,22 +392,22 @@ static bool map_keys(struct pc *pc, const struct config_node *n,
 		size_t best = 3;
 
 		pjoin(kp, sizeof(kp), path, k->str);
+		for (size_t j = 0; allowed[j] && !known; j++)
+			known = strcmp(allowed[j], k->str) == 0;
+		if (known) {
+			config_locs_add(pc->c->locs, kp, n->kids[i + 1]->line,
+					n->kids[i + 1]->col);
+			continue;
+		}
+		/* "Did you mean" only for an unknown key: a config of many
+		 * schedules must not pay a distance per known key. */
 		for (size_t j = 0; allowed[j]; j++) {
-			if (strcmp(allowed[j], k->str) == 0) {
-				config_locs_add(pc->c->locs, kp,
-						n->kids[i + 1]->line,
-						n->kids[i + 1]->col);
-				known = true;
-				break;
-			}
 			size_t d = edit_distance(allowed[j], k->str);
 			if (d < best) {
 				best = d;
 				near = allowed[j];
 			}
 		}
-		if (known)
-			continue;
 		struct buf list;
 		buf_init(&list, 400);
 		for (size_t j = 0; allowed[j]; j++)
@@ -585,23 +714,25 @@ static int get_strv(struct pc *pc, const struct config_node *m,
 	return rc;
 }
 
-/* dir + "/" + p unless p is absolute; "./" prefixes are dropped. */
+/* dir + "/" + p unless p is absolute; "./" prefixes are dropped. dir is
+ * the folder of the file being read (a fragment's own, for what it
+ * holds). */
 static char *resolve(struct pc *pc, const char *p)
 {
 	if (p[0] == '/')
 		return xstrdup(pc, p);
 	while (p[0] == '.' && p[1] == '/')
 		p += 2;
-	size_t len = strlen(pc->c->dir) + strlen(p) + 2;
+	size_t len = strlen(pc->dir) + strlen(p) + 2;
 	char *r = malloc(len);
 	if (!r) {
 		oom(pc);
 		return NULL;
 	}
 	if (*p)
-		snprintf(r, len, "%s/%s", pc->c->dir, p);
+		snprintf(r, len, "%s/%s", pc->dir, p);
 	else
-		snprintf(r, len, "%s", pc->c->dir);
+		snprintf(r, len, "%s", pc->dir);
 	return r;
 }
 
@@ -726,23 +857,144 @@ static void parse_worker(struct pc *pc, const struct config_node *root)
 typedef void named_item_fn(struct pc *pc, const struct config_node *k,
 			   const struct config_node *v, void *item);
 
+static int nref_cmp(const void *a, const void *b)
+{
+	const struct nref *x = a, *y = b;
+	int c = strcmp(x->name, y->name);
+
+	if (c)
+		return c;
+	if (x->file != y->file)
+		return x->file < y->file ? -1 : 1;
+	if (x->line != y->line)
+		return x->line < y->line ? -1 : 1;
+	return (x->col > y->col) - (x->col < y->col);
+}
+
+/* The printed name of file f. */
+static const char *src_name(const struct pc *pc, size_t f)
+{
+	const char *n = f ? pc->srcs[f].shown : pc->probs->file;
+
+	return n ? n : "config";
+}
+
 /*
- * A mapping of name -> object (targets, auth, schedules), the same checks
- * for each: checks the names ("invalid WHAT name"), refuses duplicates
- * ("duplicate WHAT"), records each name's position under section.name,
- * then calls fn for every item, in file order, into a new array of
- * elements of `size` bytes (one spare, zeroed). *n counts the items
- * filled so far, so config_free frees exactly those. Returns the array,
- * or NULL when the section is not a mapping (reported) or out of memory.
+ * A name defined in two files: reported in the later file, naming the
+ * first file and position ("also defined at FILE:LINE:COL"). Repeats in
+ * one file are dup_keys' (reported per file). Sorted: O(n log n).
  */
-static void *named_items(struct pc *pc, const struct config_node *n,
-			 const char *section, const char *what, size_t size,
-			 named_item_fn *fn, size_t *count)
+static void dup_across(struct pc *pc, enum section_count w,
+		       const char *section, const char *what, size_t n)
 {
 	char kp[PATH_MAX_KEY];
+	const struct nref *refs = pc->refs[w];
 
+	if (pc->n_srcs < 2 || n < 2 || !refs)
+		return;
+	struct nref *v = malloc(n * sizeof(*v));
+	if (!v) {
+		oom(pc);
+		return;
+	}
+	size_t m = 0;
+	for (size_t i = 0; i < n; i++)
+		if (refs[i].name)
+			v[m++] = refs[i];
+	qsort(v, m, sizeof(*v), nref_cmp);
+	size_t first = 0;
+	for (size_t i = 1; i < m; i++) {
+		if (strcmp(v[i].name, v[first].name) != 0) {
+			first = i;
+			continue;
+		}
+		if (v[i].file == v[first].file)
+			continue;
+		pjoin(kp, sizeof(kp), section, v[i].name);
+		if (config_problem_add_in(
+			    pc->probs, v[i].file,
+			    v[i].file ? pc->srcs[v[i].file].shown : NULL,
+			    v[i].line, v[i].col, "%s: duplicate %s \"%s\": "
+			    "also defined at %s:%d:%d", kp, what, v[i].name,
+			    src_name(pc, v[first].file), v[first].line,
+			    v[first].col))
+			pc->oom = true;
+	}
+	free(v);
+}
+
+_Static_assert(offsetof(struct target_spec, name) == 0 &&
+		       offsetof(struct auth_spec, name) == 0 &&
+		       offsetof(struct schedule_spec, name) == 0,
+	       "named_section reads an item's name as its first member");
+
+static size_t *file_count(struct config *c, size_t i, enum section_count w)
+{
+	struct config_file *f = &c->files[i];
+
+	return w == COUNT_TARGETS ? &f->n_targets
+	       : w == COUNT_AUTHS ? &f->n_auths : &f->n_schedules;
+}
+
+/* Room for `more` items (and the spare) in a section's array and its
+ * origins; new room zeroed. */
+static bool section_grow(struct pc *pc, enum section_count w, void **items,
+			 size_t count, size_t more, size_t size)
+{
+	size_t need = count + more + 1, cap = pc->cap[w];
+
+	if (need <= cap && *items)
+		return true;
+	size_t ncap = cap ? cap : 8;
+	while (ncap < need)
+		ncap *= 2;
+	char *v = realloc(*items, ncap * size);
+	if (!v) {
+		oom(pc);
+		return false;
+	}
+	*items = v;
+	memset(v + cap * size, 0, (ncap - cap) * size);
+	struct nref *r = realloc(pc->refs[w], ncap * sizeof(*r));
+	if (!r) {
+		oom(pc);
+		return false;
+	}
+	memset(r + cap, 0, (ncap - cap) * sizeof(*r));
+	pc->refs[w] = r;
+	pc->cap[w] = ncap;
+	return true;
+}
+
+/*
+ * A mapping of name -> object (targets, auth, schedules) in file f, the
+ * same checks for each: checks the names ("invalid WHAT name"), refuses
+ * duplicates in the file ("duplicate WHAT"; across files: dup_across,
+ * once all are read), records each name's position under section.name,
+ * then calls fn for every item, in file order, appending to the
+ * section's array *items (elements of `size` bytes, one spare, zeroed;
+ * files are read main file first, then each fragment). *count counts
+ * the items filled so far, so config_free frees exactly those; the
+ * file's counter (struct config_file) gets its own.
+ */
+static void named_section(struct pc *pc, size_t f, const char *section,
+			  const char *what, size_t size, named_item_fn *fn,
+			  void **items, size_t *count, enum section_count w)
+{
+	char kp[PATH_MAX_KEY];
+	const struct config_node *n =
+		config_yaml_get(pc->srcs[f].root, section);
+
+	if (!n)
+		return;
+	pc->present[w] = true;
+	if (w == COUNT_SCHEDULES && !pc->sched_line) {
+		pc->sched_file = f;
+		pc->sched_line = n->kind == NODE_MAP ? n->line : -1;
+		pc->sched_col = n->col;
+	}
 	if (!want(pc, n, section, NODE_MAP))
-		return NULL;
+		return;
 	dup_keys(pc, n, section, what, false);
 	for (size_t i = 0; i + 1 < n->n; i += 2) {
 		const struct config_node *k = n->kids[i];
@@ -750,14 +1002,19 @@ static void *named_items(struct pc *pc, const struct config_node *n,
 		check_name(pc, k, kp, what);
 		config_locs_add(pc->c->locs, kp, k->line, k->col);
 	}
-	char *items = calloc(n->n / 2 + 1, size);
-	if (!items) {
-		oom(pc);
-		return NULL;
+	if (!section_grow(pc, w, items, *count, n->n / 2, size))
+		return;
+	for (size_t i = 0; i + 1 < n->n; i += 2) {
+		const struct config_node *k = n->kids[i];
+		size_t ix = (*count)++;
+		fn(pc, k, n->kids[i + 1], (char *)*items + ix * size);
+		(*file_count(pc->c, f, w))++;
+		/* name is the first member of the three specs (asserted
+		 * below): the item's own string, which no realloc moves. */
+		const char *nm;
+		memcpy(&nm, (char *)*items + ix * size, sizeof(nm));
+		pc->refs[w][ix] = (struct nref){nm, f, k->line, k->col};
 	}
-	for (size_t i = 0; i + 1 < n->n; i += 2)
-		fn(pc, n->kids[i], n->kids[i + 1], items + (*count)++ * size);
-	return items;
 }
 
 static const char *const target_kinds[] = {"slack", "webhook", "file",
@@ -850,14 +1107,13 @@ static void parse_target(struct pc *pc, const struct config_node *k,
 	}
 }
 
-static void parse_targets(struct pc *pc, const struct config_node *root)
+static void parse_targets(struct pc *pc, size_t f)
 {
-	const struct config_node *m = config_yaml_get(root, "targets");
+	void *v = pc->c->targets;
 
-	if (m)
-		pc->c->targets = named_items(pc, m, "targets", "target",
-					     sizeof(struct target_spec),
-					     parse_target, &pc->c->n_targets);
+	named_section(pc, f, "targets", "target", sizeof(struct target_spec),
+		      parse_target, &v, &pc->c->n_targets, COUNT_TARGETS);
+	pc->c->targets = v;
 }
 
 static void parse_auth(struct pc *pc, const struct config_node *k,
@@ -906,14 +1162,13 @@ static void parse_auth(struct pc *pc, const struct config_node *k,
 		a->client_auth_body = ca == 1;
 }
 
-static void parse_auths(struct pc *pc, const struct config_node *root)
+static void parse_auths(struct pc *pc, size_t f)
 {
-	const struct config_node *m = config_yaml_get(root, "auth");
+	void *v = pc->c->auths;
 
-	if (m)
-		pc->c->auths = named_items(pc, m, "auth", "auth provider",
-					   sizeof(struct auth_spec), parse_auth,
-					   &pc->c->n_auths);
+	named_section(pc, f, "auth", "auth provider", sizeof(struct auth_spec),
+		      parse_auth, &v, &pc->c->n_auths, COUNT_AUTHS);
+	pc->c->auths = v;
 }
 
 /* Every item of the list at path.key names an existing target, once. */
@@ -928,7 +1183,9 @@ static void check_target_refs(struct pc *pc, const struct config_node *m,
 	pjoin(kp, sizeof(kp), path, key);
 	for (size_t i = 0; i < v->n && names[i]; i++) {
 		pindex(ip, sizeof(ip), kp, i);
-		if (!config_target(pc->c, names[i]))
+		/* While files are read, the check waits for every file's
+		 * targets (refs_whole; get_strv kept the position). */
+		if (!pc->defer_refs && !config_target(pc->c, names[i]))
 			bad(pc, v->kids[i], ip, "unknown target \"%s\" (not "
 			    "defined under targets:)", names[i]);
 		for (size_t j = 0; j < i; j++)
@@ -1065,8 +1322,10 @@ static void parse_http(struct pc *pc, const struct config_node *h,
 	}
 	if (get_int(pc, h, path, "expect_status", 100, 599, &st) == 1)
 		t->expect_status = (int)st;
+	/* While files are read, the check waits for every file's auth
+	 * (refs_whole). */
 	if (get_str(pc, h, path, "auth", false, &t->auth) == 1 &&
-	    !config_auth(pc->c, t->auth)) {
+	    !pc->defer_refs && !config_auth(pc->c, t->auth)) {
 		pjoin(kp, sizeof(kp), path, "auth");
 		bad(pc, config_yaml_get(h, "auth"), kp, "unknown auth "
 		    "provider \"%s\" (not defined under auth:)", t->auth);
@@ -1543,7 +1802,7 @@ env:
  */
 struct varref {
 	char var[CONFIG_NAME_MAX + 32];
-	const struct config_node *k;
+	const char *name;
 	size_t idx;
 };
 
@@ -1554,140 +1813,350 @@ static int varref_cmp(const void *a, const void *b)
 	return c ? c : (x->idx < y->idx ? -1 : x->idx > y->idx);
 }
 
-static void override_collisions(struct pc *pc, const struct config_node *m)
+static void override_collisions(struct pc *pc)
 {
-	size_t cnt = m->n / 2;
+	const struct nref *refs = pc->refs[COUNT_SCHEDULES];
+	size_t cnt = pc->c->n_schedules;
 	char kp[PATH_MAX_KEY];
 
-	if (cnt < 2)
+	if (cnt < 2 || !refs)
 		return;
 	struct varref *v = calloc(cnt, sizeof(*v));
 	if (!v) {
 		oom(pc);
 		return;
 	}
+	size_t m = 0;
 	for (size_t i = 0; i < cnt; i++) {
-		v[i].k = m->kids[2 * i];
-		v[i].idx = i;
-		if (config_env_default_var(v[i].k->str, v[i].var,
-					   sizeof(v[i].var)))
-			v[i].var[0] = '\0'; /* too long: already refused */
+		if (!refs[i].name)
+			continue;
+		v[m].name = refs[i].name;
+		v[m].idx = i;
+		if (config_env_default_var(v[m].name, v[m].var,
+					   sizeof(v[m].var)))
+			v[m].var[0] = '\0'; /* too long: already refused */
+		m++;
 	}
-	qsort(v, cnt, sizeof(*v), varref_cmp);
+	qsort(v, m, sizeof(*v), varref_cmp);
 	size_t first = 0;
-	for (size_t i = 1; i < cnt; i++) {
+	for (size_t i = 1; i < m; i++) {
 		if (!v[i].var[0] || strcmp(v[i].var, v[first].var) != 0) {
 			first = i;
 			continue;
 		}
-		if (strcmp(v[i].k->str, v[first].k->str) == 0)
+		if (strcmp(v[i].name, v[first].name) == 0)
 			continue; /* the same name: a duplicate, reported */
-		pjoin(kp, sizeof(kp), "schedules", v[i].k->str);
-		bad(pc, v[i].k, kp, "schedules \"%s\" and \"%s\" share the "
-		    "override variable %s; rename one", v[first].k->str,
-		    v[i].k->str, v[i].var);
+		const struct nref *r = &refs[v[i].idx];
+		pjoin(kp, sizeof(kp), "schedules", v[i].name);
+		if (config_problem_add_in(
+			    pc->probs, r->file,
+			    r->file ? pc->srcs[r->file].shown : NULL, r->line,
+			    r->col, "%s: schedules \"%s\" and \"%s\" share the "
+			    "override variable %s; rename one", kp,
+			    v[first].name, v[i].name, v[i].var))
+			pc->oom = true;
 	}
 	free(v);
 }
 
+/* One `renamed_from:` name: which schedule claims it. */
+struct rref {
+	const char *old;
+	size_t sched, j;
+	bool own;              /* names a schedule of the config */
+};
+
+static int rref_cmp(const void *a, const void *b)
+{
+	const struct rref *x = a, *y = b;
+	int c = strcmp(x->old, y->old);
+
+	if (c)
+		return c;
+	if (x->sched != y->sched)
+		return x->sched < y->sched ? -1 : 1;
+	return (x->j > y->j) - (x->j < y->j);
+}
+
 /*
  * `renamed_from:` names are earlier names: none may be a schedule of the
- * file (that one would run under two names), and no two schedules may
- * claim the same one (its state would have two heirs).
+ * config (that one would run under two names), and no two schedules may
+ * claim the same one (its state would have two heirs). By lookup and
+ * sort: O(n log n) in the number of schedules and names (issue 15).
+ * Positions come from the table (get_strv kept each name's).
  */
-static void renames_whole(struct pc *pc, const struct config_node *m)
+static void renames_whole(struct pc *pc)
+{
+	const struct config *c = pc->c;
+	char sp[PATH_MAX_KEY], kp[PATH_MAX_KEY], ip[PATH_MAX_KEY];
+	size_t n = 0;
+
+	for (size_t i = 0; i < c->n_schedules; i++)
+		n += c->schedules[i].n_renamed_from;
+	if (n == 0)
+		return;
+	struct rref *v = calloc(n, sizeof(*v));
+	if (!v) {
+		oom(pc);
+		return;
+	}
+	n = 0;
+	for (size_t i = 0; i < c->n_schedules; i++) {
+		const struct schedule_spec *s = &c->schedules[i];
+		pjoin(sp, sizeof(sp), "schedules", s->name ? s->name : "");
+		pjoin(kp, sizeof(kp), sp, "renamed_from");
+		for (size_t j = 0; j < s->n_renamed_from; j++) {
+			const char *old = s->renamed_from[j];
+			v[n] = (struct rref){old, i, j,
+					     config_schedule(c, old) != NULL};
+			if (v[n].own) {
+				pindex(ip, sizeof(ip), kp, j);
+				bad_at(pc, ip, kp, ip, "\"%s\" is a schedule "
+				       "of this file; renamed_from names "
+				       "earlier names only", old);
+			}
+			n++;
+		}
+	}
+	qsort(v, n, sizeof(*v), rref_cmp);
+	size_t first = 0;
+	for (size_t i = 1; i < n; i++) {
+		if (strcmp(v[i].old, v[first].old) != 0) {
+			first = i;
+			continue;
+		}
+		if (v[i].own)
+			continue;
+		const struct schedule_spec *s = &c->schedules[v[i].sched];
+		pjoin(sp, sizeof(sp), "schedules", s->name ? s->name : "");
+		pjoin(kp, sizeof(kp), sp, "renamed_from");
+		pindex(ip, sizeof(ip), kp, v[i].j);
+		for (size_t o = first; o < i; o++)
+			if (v[o].sched < v[i].sched)
+				bad_at(pc, ip, kp, ip, "\"%s\" is claimed by "
+				       "schedule %s too", v[i].old,
+				       c->schedules[v[o].sched].name);
+	}
+	free(v);
+}
+
+static void index_build(struct pc *pc, enum section_count which);
+
+/* The names every file's schedules and alerts use, checked once all files
+ * are read (a schedule may deliver to a target of another file). */
+static void refs_whole(struct pc *pc)
 {
 	const struct config *c = pc->c;
 	char sp[PATH_MAX_KEY], kp[PATH_MAX_KEY], ip[PATH_MAX_KEY];
 
 	for (size_t i = 0; i < c->n_schedules; i++) {
 		const struct schedule_spec *s = &c->schedules[i];
-		const struct config_node *v = NULL;
-
-		for (size_t k = 0; k + 1 < m->n; k += 2)
-			if (s->name && strcmp(m->kids[k]->str, s->name) == 0)
-				v = config_yaml_get(m->kids[k + 1],
-						    "renamed_from");
-		pjoin(sp, sizeof(sp), "schedules", s->name ? s->name : "");
-		pjoin(kp, sizeof(kp), sp, "renamed_from");
-		for (size_t j = 0; j < s->n_renamed_from; j++) {
-			const char *old = s->renamed_from[j];
-			const struct config_node *at =
-				v && v->kind == NODE_SEQ && j < v->n
-					? v->kids[j] : v;
-			pindex(ip, sizeof(ip), kp, j);
-			if (config_schedule(c, old)) {
-				bad(pc, at, ip, "\"%s\" is a schedule of this "
-				    "file; renamed_from names earlier names "
-				    "only", old);
+		if (!s->name)
+			continue;
+		pjoin(sp, sizeof(sp), "schedules", s->name);
+		for (size_t j = 0; s->targets && s->targets[j]; j++) {
+			if (config_target(c, s->targets[j]))
 				continue;
-			}
-			for (size_t o = 0; o < i; o++)
-				for (size_t q = 0;
-				     q < c->schedules[o].n_renamed_from; q++)
-					if (strcmp(c->schedules[o]
-							   .renamed_from[q],
-						   old) == 0)
-						bad(pc, at, ip, "\"%s\" is "
-						    "claimed by schedule %s "
-						    "too", old,
-						    c->schedules[o].name);
+			pjoin(kp, sizeof(kp), sp, "targets");
+			pindex(ip, sizeof(ip), kp, j);
+			bad_at(pc, ip, sp, ip, "unknown target \"%s\" (not "
+			       "defined under targets:)", s->targets[j]);
+		}
+		for (size_t j = 0; j < s->n_tasks; j++) {
+			const struct task_spec *t = &s->tasks[j];
+			if (t->kind != TASK_HTTP || !t->auth ||
+			    config_auth(c, t->auth))
+				continue;
+			pjoin(kp, sizeof(kp), sp, "tasks");
+			pindex(ip, sizeof(ip), kp, j);
+			pjoin(kp, sizeof(kp), ip, "http.auth");
+			snprintf(ip, sizeof(ip), "%s", kp);
+			bad_at(pc, ip, sp, ip, "unknown auth provider \"%s\" "
+			       "(not defined under auth:)", t->auth);
 		}
 	}
 }
 
-static void parse_schedules(struct pc *pc, const struct config_node *root)
+static void parse_schedules(struct pc *pc, size_t f)
 {
-	const struct config_node *m = config_yaml_get(root, "schedules");
+	void *v = pc->c->schedules;
+
+	named_section(pc, f, "schedules", "schedule",
+		      sizeof(struct schedule_spec), parse_schedule, &v,
+		      &pc->c->n_schedules, COUNT_SCHEDULES);
+	pc->c->schedules = v;
+}
+
+/* What holds across the files' sections, once every file is read: names
+ * defined twice, the name indexes, the references, the schedules as a
+ * whole. */
+static void sections_whole(struct pc *pc)
+{
 	struct config *c = pc->c;
 
-	if (!m) {
-		bad(pc, root, "", "missing required key \"schedules\" "
-		    "(nothing to run)");
+	dup_across(pc, COUNT_TARGETS, "targets", "target", c->n_targets);
+	dup_across(pc, COUNT_AUTHS, "auth", "auth provider", c->n_auths);
+	dup_across(pc, COUNT_SCHEDULES, "schedules", "schedule",
+		   c->n_schedules);
+	index_build(pc, COUNT_TARGETS);
+	index_build(pc, COUNT_AUTHS);
+	index_build(pc, COUNT_SCHEDULES);
+	refs_whole(pc);
+	if (!pc->present[COUNT_SCHEDULES]) {
+		bad(pc, pc->srcs[0].root, "", "missing required key "
+		    "\"schedules\" (nothing to run)");
 		return;
 	}
-	c->schedules = named_items(pc, m, "schedules", "schedule",
-				   sizeof(struct schedule_spec),
-				   parse_schedule, &c->n_schedules);
-	if (!c->schedules)
+	if (c->n_schedules == 0) {
+		/* Said at the first (empty) `schedules:` mapping. */
+		if (pc->sched_line > 0 &&
+		    config_problem_add_in(pc->probs, pc->sched_file,
+					  pc->sched_file
+						  ? pc->srcs[pc->sched_file]
+							    .shown
+						  : NULL,
+					  pc->sched_line, pc->sched_col,
+					  "schedules: no schedule defined "
+					  "(nothing to run)"))
+			pc->oom = true;
 		return;
-	if (m->n == 0)
-		bad(pc, m, "schedules", "no schedule defined (nothing to "
-		    "run)");
-	else
-		override_collisions(pc, m);
-	renames_whole(pc, m);
+	}
+	override_collisions(pc);
+	renames_whole(pc);
 }
 
 /* ------------------------------------------------------------------ */
 /* Lookups, free, load                                                */
 /* ------------------------------------------------------------------ */
 
+/*
+ * The name index (issue 15): one open-addressing hash table per section,
+ * built by config_parse once a section is read, so the lookups below are
+ * O(1) for a config of 100,000 schedules. A table records how many items
+ * it was built over: a config made or changed by hand (n_* different, or
+ * no index) is searched linearly, as before. The first item of a name
+ * wins, like the linear search.
+ */
+struct name_table {
+	size_t *slots;         /* item index + 1; 0: empty */
+	size_t n_slots;        /* a power of two, or 0: not built */
+	size_t n_items;        /* the section's count when built */
+};
+
+struct config_index {
+	struct name_table t[3]; /* by enum section_count */
+};
+
+static size_t name_hash(const char *s)
+{
+	uint64_t h = UINT64_C(14695981039346656037);
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * UINT64_C(1099511628211);
+	/* FNV's low bits mix poorly and the table masks them: a
+	 * finalizer (MurmurHash3's fmix64) spreads every bit. */
+	h ^= h >> 33;
+	h *= UINT64_C(0xff51afd7ed558ccd);
+	h ^= h >> 33;
+	h *= UINT64_C(0xc4ceb9fe1a85ec53);
+	h ^= h >> 33;
+	return (size_t)h;
+}
+
+static const char *item_name(const struct config *c, enum section_count w,
+			     size_t i)
+{
+	return w == COUNT_TARGETS ? c->targets[i].name
+	       : w == COUNT_AUTHS ? c->auths[i].name : c->schedules[i].name;
+}
+
+static size_t section_n(const struct config *c, enum section_count w)
+{
+	return w == COUNT_TARGETS ? c->n_targets
+	       : w == COUNT_AUTHS ? c->n_auths : c->n_schedules;
+}
+
+static void index_build(struct pc *pc, enum section_count w)
+{
+	struct config *c = pc->c;
+	size_t n = section_n(c, w);
+
+	if (!c->index && !(c->index = calloc(1, sizeof(*c->index)))) {
+		oom(pc);
+		return;
+	}
+	struct name_table *t = &c->index->t[w];
+	size_t ns = 16;
+	while (ns < 2 * n)
+		ns *= 2;
+	free(t->slots);
+	*t = (struct name_table){0};
+	if (!(t->slots = calloc(ns, sizeof(*t->slots)))) {
+		oom(pc);
+		return;
+	}
+	t->n_slots = ns;
+	t->n_items = n;
+	for (size_t i = 0; i < n; i++) {
+		const char *name = item_name(c, w, i);
+		if (!name)
+			continue;
+		size_t k = name_hash(name) & (ns - 1);
+		bool dup = false;
+		while (t->slots[k] && !dup) {
+			dup = strcmp(item_name(c, w, t->slots[k] - 1), name) ==
+			      0;
+			k = (k + 1) & (ns - 1);
+		}
+		if (!dup)
+			t->slots[k] = i + 1;
+	}
+}
+
+/* The index of the item called name, or -1. */
+static long index_find(const struct config *c, enum section_count w,
+		       const char *name)
+{
+	if (!c || !name)
+		return -1;
+	size_t n = section_n(c, w);
+	const struct name_table *t = c->index ? &c->index->t[w] : NULL;
+	if (!t || !t->n_slots || t->n_items != n) {
+		for (size_t i = 0; i < n; i++) {
+			const char *nm = item_name(c, w, i);
+			if (nm && strcmp(nm, name) == 0)
+				return (long)i;
+		}
+		return -1;
+	}
+	for (size_t k = name_hash(name) & (t->n_slots - 1); t->slots[k];
+	     k = (k + 1) & (t->n_slots - 1))
+		if (strcmp(item_name(c, w, t->slots[k] - 1), name) == 0)
+			return (long)(t->slots[k] - 1);
+	return -1;
+}
+
 const struct target_spec *config_target(const struct config *c,
 					const char *name)
 {
-	for (size_t i = 0; c && name && i < c->n_targets; i++)
-		if (c->targets[i].name && strcmp(c->targets[i].name, name) == 0)
-			return &c->targets[i];
-	return NULL;
+	long i = c ? index_find(c, COUNT_TARGETS, name) : -1;
+
+	return i < 0 ? NULL : &c->targets[i];
 }
 
 const struct auth_spec *config_auth(const struct config *c, const char *name)
 {
-	for (size_t i = 0; c && name && i < c->n_auths; i++)
-		if (c->auths[i].name && strcmp(c->auths[i].name, name) == 0)
-			return &c->auths[i];
-	return NULL;
+	long i = c ? index_find(c, COUNT_AUTHS, name) : -1;
+
+	return i < 0 ? NULL : &c->auths[i];
 }
 
 const struct schedule_spec *config_schedule(const struct config *c,
 					    const char *name)
 {
-	for (size_t i = 0; c && name && i < c->n_schedules; i++)
-		if (c->schedules[i].name &&
-		    strcmp(c->schedules[i].name, name) == 0)
-			return &c->schedules[i];
-	return NULL;
+	long i = c ? index_find(c, COUNT_SCHEDULES, name) : -1;
+
+	return i < 0 ? NULL : &c->schedules[i];
 }
 
 static void task_free(struct task_spec *t)
@@ -1754,6 +2223,10 @@ void config_free(struct config *c)
 	free(c->path);
 	free(c->dir);
 	config_locs_free(c->locs);
+	if (c->index)
+		for (size_t i = 0; i < 3; i++)
+			free(c->index->t[i].slots);
+	free(c->index);
 	free(c);
 }
 
@@ -1840,8 +2313,277 @@ static char *folder_of(const char *path)
 	return abs;
 }
 
-int config_parse(const char *path, struct config **out,
-		 struct config_problems *probs)
+/* True when text holds no YAML document: only blank and comment lines
+ * (an empty fragment is allowed, like an empty file in /etc/cron.d). */
+static bool text_blank(const char *t, size_t len)
+{
+	bool in_comment = false;
+
+	for (size_t i = 0; i < len; i++) {
+		char ch = t[i];
+		if (ch == '\n' || ch == '\r')
+			in_comment = false;
+		else if (in_comment || ch == ' ' || ch == '\t')
+			continue;
+		else if (ch == '#')
+			in_comment = true;
+		else
+			return false;
+	}
+	return true;
+}
+
+/* The folder part of path as written, with the glob characters escaped,
+ * plus "/"; "" when path has no folder. Caller frees. */
+static char *glob_prefix(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	size_t n = slash ? (size_t)(slash - path) + 1 : 0;
+	char *out = malloc(2 * n + 1), *o = out;
+
+	if (!out)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		if (strchr("*?[]\\", path[i]))
+			*o++ = '\\';
+		*o++ = path[i];
+	}
+	*o = '\0';
+	return out;
+}
+
+static int str_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Adds the fragment at `shown` (a path to open) unless that file is
+ * already in the config (the main file, or matched by an earlier
+ * pattern): a file is read once. */
+static void add_fragment(struct pc *pc, const char *shown)
+{
+	char *real = realpath(shown, NULL);
+	char *dir = folder_of(shown);
+
+	/* files[i].path is each file's resolved path (the main file's
+	 * folder resolved, its own name as given). */
+	for (size_t i = 0; real && i < pc->n_srcs; i++) {
+		if (pc->c->files[i].path &&
+		    strcmp(pc->c->files[i].path, real) == 0) {
+			free(real);
+			free(dir);
+			return;
+		}
+	}
+	struct src *v = realloc(pc->srcs, (pc->n_srcs + 1) * sizeof(*v));
+	struct config_file *f = realloc(pc->c->files, (pc->n_srcs + 1) *
+					sizeof(*f));
+	if (v)
+		pc->srcs = v;
+	if (f)
+		pc->c->files = f;
+	char *sh = strdup(shown);
+	if (!v || !f || !sh || !dir) {
+		free(sh);
+		free(real);
+		free(dir);
+		oom(pc);
+		return;
+	}
+	v[pc->n_srcs] = (struct src){.shown = sh, .dir = dir};
+	f[pc->n_srcs] = (struct config_file){.path = real};
+	if (!real) {
+		/* Vanished since the glob: read_file says so. */
+		const char *base = strrchr(shown, '/');
+		base = base ? base + 1 : shown;
+		size_t len = strlen(dir) + strlen(base) + 2;
+		if ((f[pc->n_srcs].path = malloc(len)))
+			snprintf(f[pc->n_srcs].path, len, "%s/%s", dir, base);
+	}
+	pc->n_srcs++;
+	pc->c->n_files = pc->n_srcs;
+}
+
+static bool has_glob(const char *s)
+{
+	return strpbrk(s, "*?[") != NULL;
+}
+
+/*
+ * `include: [PATTERN, ...]` of the main file: each pattern, relative to
+ * the main file's folder (as written, so the fragments print as
+ * "conf.d/teams.yaml" when the main file is "surecron.yaml"), matched by
+ * glob(3) and sorted; a pattern matching nothing is a load-time warning;
+ * a plain path (no glob character) must exist.
+ */
+static void parse_include(struct pc *pc, const char *path,
+			  const struct config_node *root)
+{
+	const struct config_node *v = config_yaml_get(root, "include");
+	char ip[PATH_MAX_KEY];
+
+	if (!v)
+		return;
+	if (v->kind == NODE_SCALAR && !v->is_null) {
+		bad(pc, v, "include", "expected a list of file patterns, "
+		    "e.g. include: [\"conf.d/*.yaml\"]");
+		return;
+	}
+	if (!want(pc, v, "include", NODE_SEQ))
+		return;
+	char *prefix = glob_prefix(path);
+	if (!prefix) {
+		oom(pc);
+		return;
+	}
+	for (size_t i = 0; i < v->n; i++) {
+		const struct config_node *it = v->kids[i];
+		pindex(ip, sizeof(ip), "include", i);
+		config_locs_add(pc->c->locs, ip, it->line, it->col);
+		if (!want(pc, it, ip, NODE_SCALAR))
+			continue;
+		bool abs = it->str[0] == '/';
+		size_t len = strlen(prefix) + strlen(it->str) + 1;
+		char *pat = malloc(len);
+		if (!pat) {
+			oom(pc);
+			break;
+		}
+		snprintf(pat, len, "%s%s", abs ? "" : prefix, it->str);
+		if (!has_glob(it->str)) {
+			struct stat st;
+			/* The prefix is escaped for glob only: a plain path
+			 * uses the folder as written. */
+			const char *slash = strrchr(path, '/');
+			size_t pl = slash ? (size_t)(slash - path) + 1 : 0;
+			snprintf(pat, len, "%.*s%s", abs ? 0 : (int)pl, path,
+				 it->str);
+			if (stat(pat, &st) != 0)
+				bad(pc, it, ip, "%s: %s", it->str,
+				    strerror(errno));
+			else if (!S_ISREG(st.st_mode))
+				bad(pc, it, ip, "%s is not a regular file",
+				    it->str);
+			else
+				add_fragment(pc, pat);
+			free(pat);
+			continue;
+		}
+		glob_t g;
+		int grc = glob(pat, 0, NULL, &g);
+		free(pat);
+		if (grc == GLOB_NOMATCH) {
+			struct config_problems *w =
+				config_locs_warns(pc->c->locs);
+			if (w && config_problem_add(w, it->line, it->col,
+						    "warning: %s: \"%s\" "
+						    "matches no file", ip,
+						    it->str))
+				oom(pc);
+			continue;
+		}
+		if (grc == GLOB_NOSPACE) {
+			oom(pc);
+			break;
+		}
+		if (grc) {
+			bad(pc, it, ip, "cannot read the folder of \"%s\"",
+			    it->str);
+			globfree(&g);
+			continue;
+		}
+		/* glob sorts by strcoll; the order is the bytes' order,
+		 * whatever the locale. */
+		qsort(g.gl_pathv, g.gl_pathc, sizeof(char *), str_cmp);
+		for (size_t k = 0; k < g.gl_pathc; k++) {
+			struct stat st;
+			if (stat(g.gl_pathv[k], &st) == 0 &&
+			    S_ISDIR(st.st_mode))
+				continue; /* a folder the pattern matched */
+			add_fragment(pc, g.gl_pathv[k]);
+		}
+		globfree(&g);
+	}
+	free(prefix);
+}
+
+/*
+ * Reads and parses fragment i into pc->srcs[i].root (NULL when empty),
+ * checking its top-level keys: schedules, targets and auth only.
+ */
+static int read_fragment(struct pc *pc, size_t i)
+{
+	static const char *const frag[] = {"schedules", "targets", "auth",
+					   NULL};
+	static const char *const main_only[] = {
+		"store", "worker", "alerts", "heartbeat", "retention", NULL};
+	struct src *sr = &pc->srcs[i];
+	size_t len = 0;
+
+	pc_enter(pc, i);
+	int rc = read_file(sr->shown, &sr->text, &len, pc->probs);
+	if (rc)
+		return rc;
+	if (text_blank(sr->text, len))
+		return 0;
+	struct config_node *root = config_yaml_parse(sr->text, len,
+						     pc->probs);
+	if (!root)
+		return SC_ECONFIG;
+	if (root->kind == NODE_SCALAR && root->is_null) {
+		config_yaml_free(root);
+		return 0;
+	}
+	if (root->kind != NODE_MAP) {
+		config_problem_add(pc->probs, root->line, root->col,
+				   "expected a mapping at the top level, got "
+				   "%s", config_yaml_kind(root));
+		config_yaml_free(root);
+		return SC_ECONFIG;
+	}
+	sr->root = root;
+	for (size_t k = 0; k + 1 < root->n; k += 2) {
+		const struct config_node *key = root->kids[k];
+		if (strcmp(key->str, "include") == 0) {
+			bad(pc, key, "include", "an included file cannot "
+			    "include others (only the main file's include: "
+			    "is read)");
+			continue;
+		}
+		for (size_t m = 0; main_only[m]; m++)
+			if (strcmp(key->str, main_only[m]) == 0)
+				bad(pc, key, key->str, "only the main file may "
+				    "set %s (an included file holds "
+				    "schedules, targets and auth only)",
+				    key->str);
+	}
+	/* Unknown keys and repeats, with the usual "did you mean", over the
+	 * keys not reported above (a shallow copy that borrows the kids). */
+	struct config_node rest = *root;
+	rest.kids = malloc((root->n + 1) * sizeof(struct config_node *));
+	if (!rest.kids)
+		return SC_ENOMEM;
+	rest.n = 0;
+	for (size_t k = 0; k + 1 < root->n; k += 2) {
+		bool reported = strcmp(root->kids[k]->str, "include") == 0;
+		for (size_t m = 0; main_only[m]; m++)
+			reported |= strcmp(root->kids[k]->str, main_only[m]) ==
+				    0;
+		if (reported)
+			continue;
+		rest.kids[rest.n++] = root->kids[k];
+		rest.kids[rest.n++] = root->kids[k + 1];
+	}
+	map_keys(pc, &rest, "", frag, "an included file");
+	free(rest.kids);
+	return 0;
+}
+
+/* config_parse; with positions false, no key-path position is recorded
+ * (config_load's first pass: less memory, and a failure is parsed again
+ * with them, so its problems are the same). */
+static int parse_config(const char *path, struct config **out,
+			struct config_problems *probs, bool positions)
 {
 	size_t before = probs->n + probs->n_dropped;
 	size_t first = probs->n;
@@ -1849,10 +2591,13 @@ int config_parse(const char *path, struct config **out,
 	size_t len = 0;
 	struct config_node *root = NULL;
 	struct config *c = NULL;
+	struct pc pc = {.probs = probs};
 	int rc;
 
 	if (!probs->file && !(probs->file = strdup(path)))
 		return SC_ENOMEM;
+	probs->at_file = NULL;
+	probs->at_file_ix = 0;
 	rc = read_file(path, &text, &len, probs);
 	if (rc)
 		return rc;
@@ -1875,8 +2620,8 @@ int config_parse(const char *path, struct config **out,
 	}
 
 	c = calloc(1, sizeof(*c));
-	struct config_locs *locs = config_locs_new();
-	if (!c || !locs) {
+	struct config_locs *locs = positions ? config_locs_new() : NULL;
+	if (!c || (positions && !locs)) {
 		config_locs_free(locs);
 		rc = SC_ENOMEM;
 		config_problem_oom(probs);
@@ -1898,26 +2643,78 @@ int config_parse(const char *path, struct config **out,
 	c->lease_ms = 5 * 60 * 1000;
 	c->grace_ms = 30 * 1000;
 
+	/* The main file is srcs[0] and files[0]; the fragments follow. */
+	const char *base = strrchr(path, '/');
+	base = base ? base + 1 : path;
+	size_t flen = strlen(c->dir) + strlen(base) + 2;
+	pc.c = c;
+	pc.srcs = calloc(1, sizeof(*pc.srcs));
+	c->files = calloc(1, sizeof(*c->files));
+	if (!pc.srcs || !c->files ||
+	    !(pc.srcs[0].shown = strdup(path)) ||
+	    !(pc.srcs[0].dir = strdup(c->dir)) ||
+	    !(c->files[0].path = malloc(flen))) {
+		config_problem_oom(probs);
+		goto done;
+	}
+	snprintf(c->files[0].path, flen, "%s/%s", c->dir, base);
+	char *real = realpath(path, NULL);
+	if (real) {
+		/* A main file that is a link: its target, so that a pattern
+		 * matching it does not read it again as a fragment. */
+		free(c->files[0].path);
+		c->files[0].path = real;
+	}
+	pc.srcs[0].root = root;
+	pc.n_srcs = c->n_files = 1;
+	pc.dir = c->dir;
+
 	static const char *const top[] = {"store",  "worker", "targets",
 					  "alerts", "auth",   "schedules",
-					  "heartbeat", "retention", NULL};
-	struct pc pc = {.c = c, .probs = probs};
+					  "heartbeat", "retention",
+					  "include", NULL};
 	map_keys(&pc, root, "", top, "the top level");
 	parse_store(&pc, root);
 	parse_worker(&pc, root);
-	parse_targets(&pc, root);
-	parse_auths(&pc, root);
-	parse_alerts(&pc, root);
 	parse_retention(&pc, root);
 	const struct config_node *hb = config_yaml_get(root, "heartbeat");
 	if (hb)
 		parse_heartbeat(&pc, hb, "heartbeat", true, &c->heartbeat);
-	parse_schedules(&pc, root);
+	parse_include(&pc, path, root);
+	/* File by file, each fragment's tree freed once its sections are
+	 * read: the peak is one fragment's tree, not all of them. */
+	bool frag_read_failed = false;
+	pc.defer_refs = true;
+	for (size_t i = 0; i < pc.n_srcs; i++) {
+		if (i) {
+			int frc = read_fragment(&pc, i);
+			if (frc == SC_ENOMEM)
+				oom(&pc);
+			else if (frc)
+				frag_read_failed = true;
+		}
+		pc_enter(&pc, i);
+		parse_targets(&pc, i);
+		parse_auths(&pc, i);
+		parse_schedules(&pc, i);
+		if (i) {
+			config_yaml_free(pc.srcs[i].root);
+			pc.srcs[i].root = NULL;
+			free(pc.srcs[i].text);
+			pc.srcs[i].text = NULL;
+		}
+	}
+	pc_enter(&pc, 0);
+	pc.defer_refs = false;
+	sections_whole(&pc);
+	parse_alerts(&pc, root);
 	if (pc.oom)
 		rc = SC_ENOMEM;
-	else if (probs->n + probs->n_dropped == before)
+	else if (probs->n + probs->n_dropped == before && !frag_read_failed)
 		rc = 0;
 done:
+	probs->at_file = NULL;
+	probs->at_file_ix = 0;
 	config_problems_sort(probs, first);
 	/* A problem born of a failed allocation is not the file's fault. */
 	if (probs->oom)
@@ -1926,9 +2723,25 @@ done:
 		*out = c;
 	else
 		config_free(c);
+	for (size_t i = 0; i < pc.n_srcs; i++) {
+		free(pc.srcs[i].shown);
+		free(pc.srcs[i].dir);
+		free(pc.srcs[i].text);
+		if (i)
+			config_yaml_free(pc.srcs[i].root);
+	}
+	free(pc.srcs);
+	for (size_t i = 0; i < 3; i++)
+		free(pc.refs[i]);
 	config_yaml_free(root);
 	free(text);
 	return rc;
+}
+
+int config_parse(const char *path, struct config **out,
+		 struct config_problems *probs)
+{
+	return parse_config(path, out, probs, true);
 }
 
 int config_load(const char *path, struct config **out, struct sc_err *err)
@@ -1936,7 +2749,19 @@ int config_load(const char *path, struct config **out, struct sc_err *err)
 	struct config_problems probs = {0};
 	char line[SC_ERR_MSG_MAX];
 
-	int rc = config_parse(path, out, &probs);
+	/* Nobody checks a config loaded this way (check uses config_parse):
+	 * it is read without the key-path positions, a third of a large
+	 * config's memory (issue 15). A config that fails is read again
+	 * with them, for the same first problem config_parse gives. */
+	int rc = parse_config(path, out, &probs, false);
+	if (rc != 0 && rc != SC_ENOMEM) {
+		config_problems_dispose(&probs);
+		rc = parse_config(path, out, &probs, true);
+		if (rc == 0) {
+			config_locs_free((*out)->locs);
+			(*out)->locs = NULL;
+		}
+	}
 	if (rc) {
 		if (probs.n)
 			config_problem_format(&probs, 0, line, sizeof(line));

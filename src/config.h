@@ -15,7 +15,10 @@
  *   config_check  the environment: referenced variables are set, task
  *       programs exist and are executable, working folders exist.
  * Every problem carries the line and column (1-based) of the YAML node it
- * is about, so it prints as "FILE:LINE:COLUMN: reason".
+ * is about, so it prints as "FILE:LINE:COLUMN: reason", FILE being the
+ * fragment it is in when the main file includes others (`include:`,
+ * issue 15: the main file may hold `include: [GLOB, ...]`; a fragment
+ * holds schedules, targets and auth only).
  *
  * Thread-safety: loading and checking touch no global state except reading
  * the environment (getenv); a loaded config is read-only and may be shared.
@@ -29,8 +32,10 @@
 
 #include "spec.h"
 
-/* Size cap on a config file, in bytes. */
-#define CONFIG_MAX_BYTES (1024 * 1024)
+/* Size cap on one file of a config (the main file or one fragment it
+ * includes), in bytes: a defensive limit per file; the total of a config
+ * split by `include:` is bounded only by memory (issue 15). */
+#define CONFIG_MAX_BYTES (4 * 1024 * 1024)
 /* At most this many problems are kept; the rest are counted. */
 #define CONFIG_MAX_PROBLEMS 100
 /* Longest schedule, target, auth or task name. */
@@ -41,11 +46,20 @@ struct config_problem {
 	int line;  /* 1-based, 0: no position */
 	int col;   /* 1-based, 0: no position */
 	char *msg; /* "key.path: reason", owned */
+	char *file;    /* the included fragment it is in, as printed
+			  ("conf.d/teams.yaml"), owned; NULL: the main
+			  file (config_problems.file) */
+	size_t file_ix; /* 0: the main file; i: config.files[i] */
 };
 
 /* A list of problems, initialised with {0}. */
 struct config_problems {
 	char *file;                   /* the config's path, owned */
+	/* While the loader reads an included fragment: its printed name
+	 * (borrowed) and index, given to each problem added; NULL, 0: the
+	 * main file. Callers leave them alone. */
+	const char *at_file;
+	size_t at_file_ix;
 	struct config_problem *items; /* in file order of discovery */
 	size_t n;
 	size_t cap;
@@ -69,7 +83,8 @@ int config_problem_add(struct config_problems *p, int line, int col,
 int config_problem_oom(struct config_problems *p);
 
 /* Writes problem i as "FILE:LINE:COLUMN: reason" (or "FILE: reason" when
- * it has no position) into out (size n), truncating. Returns out. */
+ * it has no position) into out (size n), truncating; FILE is the problem's
+ * fragment when it has one, else p->file. Returns out. */
 const char *config_problem_format(const struct config_problems *p, size_t i,
 				  char *out, size_t n);
 
@@ -86,7 +101,12 @@ int config_parse(const char *path, struct config **out,
 
 /*
  * config_parse reporting only the first problem: err->msg is
- * "FILE:LINE:COLUMN: reason". Returns as config_parse.
+ * "FILE:LINE:COLUMN: reason". Returns as config_parse. For the commands
+ * and the daemon, which run a config and never check it: the key-path
+ * positions are dropped once it loads (config_locate then answers false,
+ * config_check's findings carry no position, the load's warnings are
+ * gone), which is about a third of the memory of a config of 100,000
+ * schedules. `check` uses config_parse.
  */
 int config_load(const char *path, struct config **out, struct sc_err *err);
 

@@ -11,7 +11,9 @@
  * config_check.c includes it too, for the problem sort.
  *
  * Ownership: config_yaml_parse returns a tree the caller frees with
- * config_yaml_free; every string and child of a node belongs to the node.
+ * config_yaml_free (on the root); every node, string and kids array of the
+ * tree is in one arena the root owns, so a 170,000-node fragment is freed
+ * at once, not node by node.
  * A struct config_locs is created by config_locs_new and freed by
  * config_locs_free (config_free does it for the config's own).
  * Thread-safety: none of these touch global state.
@@ -26,9 +28,11 @@
 
 /* ---- config_yaml.c: the positioned node tree ---- */
 
-/* Deepest nesting and most nodes a file may have (the tree is bounded). */
+/* Deepest nesting and most nodes one file may have (the tree is bounded;
+ * each fragment of an `include:` has its own bound, the total has none
+ * but memory: 400,000 nodes is some 20,000 schedules in block style). */
 #define CONFIG_MAX_DEPTH 32
-#define CONFIG_MAX_NODES 50000
+#define CONFIG_MAX_NODES 400000
 
 enum config_node_kind { NODE_SCALAR, NODE_SEQ, NODE_MAP };
 
@@ -40,6 +44,9 @@ struct config_node {
 	struct config_node **kids;  /* seq: items; map: key, value, key, ... */
 	size_t n;
 	size_t cap;
+	struct config_arena *arena; /* the root only: where every node,
+				       string and kids array of the tree
+				       lives (config_yaml.c) */
 };
 
 /*
@@ -55,7 +62,8 @@ struct config_node {
 struct config_node *config_yaml_parse(const char *text, size_t len,
 				      struct config_problems *probs);
 
-/* Frees a node and everything under it. NULL is ignored. */
+/* Frees a tree, given its root (the one config_yaml_parse returned).
+ * NULL is ignored. */
 void config_yaml_free(struct config_node *n);
 
 /* The value of `key` in mapping m (the first one, when a key repeats);
@@ -68,8 +76,16 @@ const char *config_yaml_kind(const struct config_node *n);
 
 /* ---- config_problem.c: problem order and positions by key path ---- */
 
+/* config_problem_add with an explicit file (index and printed name, NULL:
+ * the main file) instead of p->at_file: for findings located after the
+ * load (config_check), whose file comes from the position table. */
+int config_problem_add_in(struct config_problems *p, size_t file_ix,
+			  const char *file, int line, int col,
+			  const char *fmt, ...) SC_PRINTF(6, 7);
+
 /*
- * Sorts the problems p->items[from..n) by position (line, then column),
+ * Sorts the problems p->items[from..n) by file (index), then position
+ * (line, then column),
  * keeping the order of problems at the same position, so that the first
  * problem is the earliest in the file. O(n^2) worst case on the range,
  * which is at most CONFIG_MAX_PROBLEMS long.
@@ -90,5 +106,19 @@ void config_locs_free(struct config_locs *l);
  */
 void config_locs_add(struct config_locs *l, const char *path, int line,
 		     int col);
+
+/* The records that follow are in file ix (0: the main file), printed as
+ * name (copied; ignored for 0 or when already known). Returns 0 or
+ * SC_ENOMEM. l may be NULL. */
+int config_locs_file(struct config_locs *l, size_t ix, const char *name);
+
+/* config_locate, also giving the file of the position: its index and
+ * printed name (NULL: the main file). Either out pointer may be NULL. */
+bool config_locate_in(const struct config *c, const char *path, int *line,
+		      int *col, size_t *file_ix, const char **file);
+
+/* The warnings found while loading (an include pattern matching no
+ * file), kept with the config for config_check_warnings; owned by l. */
+struct config_problems *config_locs_warns(struct config_locs *l);
 
 #endif

@@ -174,6 +174,7 @@ struct schedule_spec {
 };
 
 struct config_locs;
+struct config_index;
 
 /* The reasons `alerts: on` may name. Later issues add late, overrun and
  * stale. */
@@ -227,9 +228,11 @@ struct config {
 	size_t n_schedules;
 	struct config_locs *locs; /* private to config.c: key path ->
 				     line:column, for config_check */
+	struct config_index *index; /* private to config.c: name -> item */
 };
 
-/* Lookups by name (config.c, linear over the section); NULL when absent
+/* Lookups by name (config.c: O(1) through the index config_parse builds;
+ * linear over the section for a config made by hand); NULL when absent
  * or when c or name is NULL. The pointer is valid until config_free. */
 const struct target_spec *config_target(const struct config *c,
 					const char *name);

@@ -1,0 +1,393 @@
+/*
+ * test_config_include.c - a config in pieces (issue 15): `include:` globs
+ * matched and sorted relative to the main file, fragments' relative paths
+ * resolved against their own folder, names defined twice across files,
+ * keys a fragment may not hold, nested includes, a missing plain path, a
+ * pattern that matches nothing (a warning), the per-file counts (struct
+ * config.files and `check`), and a 20,000-schedule config in 4 fragments
+ * with config_schedule finding its first, its last and a missing name.
+ *
+ * Fixtures: tests/fixtures/config/include/{ok,dup,badkey,nested,missing}.
+ * Each test loads "surecron.yaml" from inside the fixture's folder, so the
+ * fragments print as written ("conf.d/teams.yaml:5:3: ...").
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "testutil.h"
+
+static char here[PATH_MAX];
+
+/* The fixture folder include/NAME, absolute. */
+static const char *fixture(const char *name)
+{
+	static char dir[PATH_MAX + 64];
+	const char *src = getenv("SURECRON_SRC");
+
+	snprintf(dir, sizeof(dir), "%s/tests/fixtures/config/include/%s",
+		 src ? src : here, name);
+	return dir;
+}
+
+static int setup(void **state)
+{
+	assert_non_null(getcwd(here, sizeof(here)));
+	return 0;
+}
+
+static int back(void **state)
+{
+	assert_int_equal(chdir(here), 0);
+	return 0;
+}
+
+/* Loads fixture NAME's surecron.yaml from inside its folder. */
+static int load(const char *name, struct config **c,
+		struct config_problems *probs)
+{
+	assert_int_equal(chdir(fixture(name)), 0);
+	return config_parse("surecron.yaml", c, probs);
+}
+
+/* True when some problem formats exactly as `want` (prefix match on
+ * "FILE:LINE:COL: ", then a substring of the rest). */
+static bool has_problem(const struct config_problems *p, const char *where,
+			const char *text)
+{
+	char line[1024];
+
+	for (size_t i = 0; i < p->n; i++) {
+		config_problem_format(p, i, line, sizeof(line));
+		if (strncmp(line, where, strlen(where)) == 0 &&
+		    strstr(line + strlen(where), text))
+			return true;
+	}
+	return false;
+}
+
+static void dump(const struct config_problems *p)
+{
+	char line[1024];
+
+	for (size_t i = 0; i < p->n; i++)
+		fprintf(stderr, "  %s\n",
+			config_problem_format(p, i, line, sizeof(line)));
+}
+
+static void globs_sorted_relative_and_counted(void **state)
+{
+	struct config_problems probs = {0};
+	struct config *c = NULL;
+	char want[PATH_MAX + 128];
+
+	int rc = load("ok", &c, &probs);
+	dump(&probs);
+	assert_int_equal(rc, 0);
+	assert_int_equal(probs.n, 0);
+	/* Main file, then the conf.d glob's matches in byte order (10-zulu before
+	 * 20-alpha, whatever their schedules are called; notes.txt and the
+	 * sub-folder not matched), then the plain path. */
+	assert_int_equal(c->n_files, 4);
+	snprintf(want, sizeof(want), "%s/surecron.yaml", fixture("ok"));
+	assert_string_equal(c->files[0].path, want);
+	snprintf(want, sizeof(want), "%s/conf.d/10-zulu.yaml", fixture("ok"));
+	assert_string_equal(c->files[1].path, want);
+	snprintf(want, sizeof(want), "%s/conf.d/20-alpha.yaml",
+		 fixture("ok"));
+	assert_string_equal(c->files[2].path, want);
+	snprintf(want, sizeof(want), "%s/teams/ops.yaml", fixture("ok"));
+	assert_string_equal(c->files[3].path, want);
+	assert_int_equal(c->files[0].n_schedules, 1);
+	assert_int_equal(c->files[0].n_targets, 1);
+	assert_int_equal(c->files[1].n_schedules, 2);
+	assert_int_equal(c->files[1].n_targets, 1);
+	assert_int_equal(c->files[2].n_schedules, 1);
+	assert_int_equal(c->files[3].n_schedules, 1);
+	assert_int_equal(c->files[3].n_auths, 1);
+	assert_int_equal(c->n_schedules, 5);
+	/* Schedules in file order: main, then each fragment's. */
+	assert_string_equal(c->schedules[0].name, "main-hourly");
+	assert_string_equal(c->schedules[1].name, "zulu");
+	assert_string_equal(c->schedules[2].name, "yankee");
+	assert_string_equal(c->schedules[3].name, "alpha");
+	assert_string_equal(c->schedules[4].name, "ops");
+	assert_null(config_schedule(c, "deep"));
+	/* References across files: main -> a fragment's target, a fragment
+	 * -> the main file's target and another fragment's. */
+	assert_non_null(config_target(c, "team"));
+	assert_non_null(config_auth(c, "ops-api"));
+	assert_string_equal(config_schedule(c, "ops")->tasks[0].auth,
+			    "ops-api");
+	config_problems_dispose(&probs);
+	config_free(c);
+}
+
+static void fragment_paths_are_its_own(void **state)
+{
+	struct config_problems probs = {0};
+	struct config *c = NULL;
+	char want[PATH_MAX + 128];
+
+	assert_int_equal(load("ok", &c, &probs), 0);
+	/* The fragment's file target, program and cwd: against conf.d/. */
+	snprintf(want, sizeof(want), "%s/conf.d/team.jsonl", fixture("ok"));
+	assert_string_equal(config_target(c, "team")->path, want);
+	const struct schedule_spec *a = config_schedule(c, "alpha");
+	snprintf(want, sizeof(want), "%s/conf.d/bin/job.sh", fixture("ok"));
+	assert_string_equal(a->tasks[0].argv[0], want);
+	snprintf(want, sizeof(want), "%s/conf.d/work", fixture("ok"));
+	assert_string_equal(a->tasks[0].cwd, want);
+	/* The main file's: against its own folder. */
+	snprintf(want, sizeof(want), "%s/main.jsonl", fixture("ok"));
+	assert_string_equal(config_target(c, "log")->path, want);
+	snprintf(want, sizeof(want), "sqlite:%s/surecron.db", fixture("ok"));
+	assert_string_equal(c->store_url, want);
+	config_problems_dispose(&probs);
+	config_free(c);
+}
+
+static void check_names_the_fragment(void **state)
+{
+	struct config_problems probs = {0}, warns = {0};
+	struct config *c = NULL;
+
+	assert_int_equal(load("ok", &c, &probs), 0);
+	unsetenv("OPS_TOKEN");
+	assert_int_equal(config_check(c, &probs), 1);
+	dump(&probs);
+	/* config_check's finding, located in the fragment that has it. */
+	assert_true(has_problem(&probs, "teams/ops.yaml:2:38: ",
+				"auth.ops-api.token_env: environment variable "
+				"OPS_TOKEN is not set"));
+	/* The empty glob: a warning, in the main file, at the pattern. */
+	assert_int_equal(config_check_warnings(c, &warns), 1);
+	dump(&warns);
+	assert_true(has_problem(&warns, "surecron.yaml:5:46: ",
+				"warning: include[2]: \"nothing/*.yaml\" "
+				"matches no file"));
+	config_problems_dispose(&probs);
+	config_problems_dispose(&warns);
+	config_free(c);
+}
+
+static void duplicate_across_files_names_both(void **state)
+{
+	struct config_problems probs = {0};
+	struct config *c = NULL;
+
+	assert_int_equal(load("dup", &c, &probs), SC_ECONFIG);
+	assert_null(c);
+	dump(&probs);
+	assert_true(has_problem(&probs, "conf.d/teams.yaml:5:3: ",
+				"schedules.nightly: duplicate schedule "
+				"\"nightly\": also defined at "
+				"surecron.yaml:5:3"));
+	assert_true(has_problem(&probs, "conf.d/teams.yaml:9:3: ",
+				"targets.log: duplicate target \"log\": also "
+				"defined at surecron.yaml:2:3"));
+	assert_int_equal(probs.n, 2);
+	config_problems_dispose(&probs);
+}
+
+static void fragment_keys_and_nesting_refused(void **state)
+{
+	struct config_problems probs = {0};
+	struct config *c = NULL;
+
+	assert_int_equal(load("badkey", &c, &probs), SC_ECONFIG);
+	dump(&probs);
+	assert_true(has_problem(&probs, "conf.d/teams.yaml:5:1: ",
+				"worker: only the main file may set worker"));
+	assert_true(has_problem(&probs, "conf.d/teams.yaml:6:1: ",
+				"schedulez: unknown key in an included file "
+				"(did you mean schedules?)"));
+	config_problems_dispose(&probs);
+	assert_int_equal(back(state), 0);
+
+	assert_int_equal(load("nested", &c, &probs), SC_ECONFIG);
+	dump(&probs);
+	assert_true(has_problem(&probs, "conf.d/a.yaml:1:1: ",
+				"include: an included file cannot include "
+				"others"));
+	assert_int_equal(probs.n, 1);
+	config_problems_dispose(&probs);
+}
+
+static void missing_plain_path_is_an_error(void **state)
+{
+	struct config_problems probs = {0};
+	struct config *c = NULL;
+
+	assert_int_equal(load("missing", &c, &probs), SC_ECONFIG);
+	dump(&probs);
+	assert_true(has_problem(&probs, "surecron.yaml:2:5: ",
+				"include[0]: conf.d/absent.yaml: No such "
+				"file"));
+	config_problems_dispose(&probs);
+}
+
+/* Writes a config of n schedules in k fragments under dir. */
+static void write_big(const char *dir, int n, int k)
+{
+	char p[PATH_MAX + 64];
+
+	snprintf(p, sizeof(p), "%s/conf.d", dir);
+	assert_int_equal(mkdir(p, 0700), 0);
+	snprintf(p, sizeof(p), "%s/surecron.yaml", dir);
+	FILE *f = fopen(p, "w");
+	assert_non_null(f);
+	fprintf(f, "targets:\n  log: {kind: file, path: ./d.jsonl}\n"
+		   "include: [\"conf.d/*.yaml\"]\n");
+	fclose(f);
+	for (int i = 0, fi = 0; fi < k; fi++) {
+		snprintf(p, sizeof(p), "%s/conf.d/%02d.yaml", dir, fi);
+		f = fopen(p, "w");
+		assert_non_null(f);
+		fprintf(f, "schedules:\n");
+		for (int end = (fi + 1) * n / k; i < end; i++)
+			fprintf(f, "  s%06d:\n    cron: \"%d * * * *\"\n"
+				   "    tz: %s\n    targets: [log]\n"
+				   "    tasks:\n      - {name: run, "
+				   "command: [/bin/true]}\n",
+				i, i % 60, i % 2 ? "UTC" : "Europe/Paris");
+		fclose(f);
+	}
+}
+
+static void twenty_thousand_in_four_fragments(void **state)
+{
+	const char *dir = tu_tmpdir();
+	struct config_problems probs = {0};
+	struct config *c = NULL;
+	char p[PATH_MAX + 64];
+
+	write_big(dir, 20000, 4);
+	snprintf(p, sizeof(p), "%s/surecron.yaml", dir);
+	int rc = config_parse(p, &c, &probs);
+	dump(&probs);
+	assert_int_equal(rc, 0);
+	assert_int_equal(c->n_schedules, 20000);
+	assert_int_equal(c->n_files, 5);
+	for (size_t i = 1; i < 5; i++)
+		assert_int_equal(c->files[i].n_schedules, 5000);
+	const struct schedule_spec *s = config_schedule(c, "s000000");
+	assert_ptr_equal(s, &c->schedules[0]);
+	s = config_schedule(c, "s019999");
+	assert_ptr_equal(s, &c->schedules[19999]);
+	assert_string_equal(s->cron, "19 * * * *");
+	assert_ptr_equal(config_schedule(c, "s012345"), &c->schedules[12345]);
+	assert_null(config_schedule(c, "s020000"));
+	assert_null(config_schedule(c, "nope"));
+	assert_null(config_schedule(c, NULL));
+	/* One zone object per zone, shared. */
+	assert_ptr_equal(c->schedules[0].zone, c->schedules[2].zone);
+	assert_ptr_equal(c->schedules[1].zone, c->schedules[3].zone);
+	/* A config changed by hand after the load (its count) is searched
+	 * linearly: the index never answers for items it did not see. */
+	c->n_schedules = 10;
+	assert_null(config_schedule(c, "s019999"));
+	assert_ptr_equal(config_schedule(c, "s000009"), &c->schedules[9]);
+	c->n_schedules = 20000;
+	int line, col;
+	assert_true(config_locate(c, "schedules.s019999.cron", &line, &col));
+	assert_int_equal(line, 2 + 6 * 4999 + 1);
+	config_problems_dispose(&probs);
+	config_free(c);
+	/* config_load (the daemon's, the commands'): the same config,
+	 * without the positions nobody reads there. */
+	struct sc_err err = {0};
+	assert_int_equal(config_load(p, &c, &err), 0);
+	assert_int_equal(c->n_schedules, 20000);
+	assert_ptr_equal(config_schedule(c, "s019999"), &c->schedules[19999]);
+	assert_false(config_locate(c, "schedules.s019999.cron", &line, &col));
+	config_free(c);
+	tu_rmrf(dir);
+}
+
+/* The same 20,000 in one file is past the per-file node limit: the
+ * limits stay per file. */
+static void per_file_limit_stays(void **state)
+{
+	const char *dir = tu_tmpdir();
+	struct config_problems probs = {0};
+	struct config *c = NULL;
+	char p[PATH_MAX + 64];
+
+	write_big(dir, 25000, 1);
+	snprintf(p, sizeof(p), "%s/conf.d/00.yaml", dir);
+	assert_int_equal(config_parse(p, &c, &probs), SC_ECONFIG);
+	assert_true(has_problem(&probs, p, "too many YAML nodes"));
+	config_problems_dispose(&probs);
+	tu_rmrf(dir);
+}
+
+static void check_prints_counts_per_file(void **state)
+{
+	char out[4096], err[4096];
+	const char *env[] = {"OPS_TOKEN=t", NULL};
+	const char *args[] = {"check", "surecron.yaml", NULL};
+	const char *scratch = tu_tmpdir();
+
+	int st = tu_run_bin(scratch, fixture("ok"), env, args, out,
+			    sizeof(out), err, sizeof(err));
+	fprintf(stderr, "%s%s", out, err);
+	assert_int_equal(st, 0);
+	assert_non_null(strstr(out, "ok: 5 schedules, 2 targets\n"
+				    "  surecron.yaml: 1 schedule, 1 target, "
+				    "0 auth\n"
+				    "  conf.d/10-zulu.yaml: 2 schedules, 1 "
+				    "target, 0 auth\n"
+				    "  conf.d/20-alpha.yaml: 1 schedule, 0 "
+				    "targets, 0 auth\n"
+				    "  teams/ops.yaml: 1 schedule, 0 targets, "
+				    "1 auth\n"));
+	assert_non_null(strstr(err, "surecron.yaml:5:46: warning: include[2]"
+				    ": \"nothing/*.yaml\" matches no file"));
+	/* A warning, not an error; --strict makes it one. */
+	const char *strict[] = {"check", "--strict", "surecron.yaml", NULL};
+	st = tu_run_bin(scratch, fixture("ok"), env, strict, out, sizeof(out),
+			err, sizeof(err));
+	assert_int_equal(st, 2);
+	/* A single file: no per-file lines. */
+	const char *one[] = {"check", "conf.d/sub/deep.yaml", NULL};
+	st = tu_run_bin(scratch, fixture("ok"), env, one, out, sizeof(out),
+			err, sizeof(err));
+	assert_int_equal(st, 0);
+	assert_string_equal(out, "ok: 1 schedule, 0 targets\n");
+	tu_rmrf(scratch);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(
+			globs_sorted_relative_and_counted, setup, back),
+		cmocka_unit_test_setup_teardown(fragment_paths_are_its_own,
+						setup, back),
+		cmocka_unit_test_setup_teardown(check_names_the_fragment, setup,
+						back),
+		cmocka_unit_test_setup_teardown(
+			duplicate_across_files_names_both, setup, back),
+		cmocka_unit_test_setup_teardown(
+			fragment_keys_and_nesting_refused, setup, back),
+		cmocka_unit_test_setup_teardown(missing_plain_path_is_an_error,
+						setup, back),
+		cmocka_unit_test_setup_teardown(
+			twenty_thousand_in_four_fragments, setup, back),
+		cmocka_unit_test_setup_teardown(per_file_limit_stays, setup,
+						back),
+		cmocka_unit_test_setup_teardown(check_prints_counts_per_file,
+						setup, back),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
