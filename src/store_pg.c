@@ -266,6 +266,9 @@ static const char *const migration_5[] = {
 	" WHERE outcome IN ('lost', 'missed')",
 	"CREATE INDEX ledger_acked ON ledger (schedule, slot_ms)"
 	" WHERE outcome = 'acked'",
+	/* The unfinished jobs by schedule, for status (as on SQLite). */
+	"CREATE INDEX jobs_open ON jobs (schedule, state, run_at_ms)"
+	" WHERE state <> 2",
 	"CREATE TABLE leases ("
 	" name text PRIMARY KEY,"
 	" owner text NOT NULL,"
@@ -295,6 +298,44 @@ static const char *const *const migrations[SCHEMA_VERSION] = {
 #define LEDGER_COLS                                                        \
 	"schedule, slot_ms, job_id, attempt, started_ms, finished_ms, "    \
 	"outcome, error_class, error_msg, retry_hint_ms, details_json"
+/* store_sched_summaries' schedules of the ledger: a skip scan of
+ * ledger_slot, one index seek per name whatever the number of rows. */
+#define PG_SUM_NAMES_ALL                                                   \
+	"n(name) AS ((SELECT schedule FROM ledger ORDER BY schedule LIMIT 1)" \
+	" UNION ALL SELECT (SELECT l.schedule FROM ledger l WHERE"          \
+	" l.schedule > n.name ORDER BY l.schedule LIMIT 1) FROM n"           \
+	" WHERE n.name IS NOT NULL)"
+#define PG_SUM_NAMES_ONE                                                   \
+	"n(name) AS (SELECT schedule FROM ledger WHERE schedule = $2::text"  \
+	" LIMIT 1)"
+/*
+ * store_sched_summaries ($1 now, $2 the schedule of the _ONE form): the
+ * unfinished jobs by state from the partial index jobs_open (no DONE job
+ * in it), DONE as the schedule's total (over the unique index on
+ * (schedule, slot_ms)) less those, and the newest row of each schedule
+ * by one descending probe of ledger_slot (LATERAL). Columns: name,
+ * ready_due, delayed, active, dead, total, then id and LEDGER_COLS (NULL
+ * without a row). Sorted as strcmp does (COLLATE "C").
+ */
+#define PG_SUMMARIES(names, filter)                                        \
+	"WITH RECURSIVE " names ","                                          \
+	" c AS (SELECT schedule,"                                            \
+	" count(*) FILTER (WHERE state = 0 AND run_at_ms <= $1::bigint) rd," \
+	" count(*) FILTER (WHERE state = 0 AND run_at_ms > $1::bigint) dl,"  \
+	" count(*) FILTER (WHERE state = 1) ac,"                             \
+	" count(*) FILTER (WHERE state = 3) de"                              \
+	" FROM jobs WHERE state <> 2" filter " GROUP BY schedule),"          \
+	" t AS (SELECT schedule, count(*) tot FROM jobs WHERE true" filter   \
+	" GROUP BY schedule),"                                               \
+	" s(name) AS (SELECT name FROM n WHERE name IS NOT NULL UNION"       \
+	" SELECT schedule FROM t)"                                           \
+	" SELECT s.name, COALESCE(c.rd, 0), COALESCE(c.dl, 0),"              \
+	" COALESCE(c.ac, 0), COALESCE(c.de, 0), COALESCE(t.tot, 0), l.*"     \
+	" FROM s LEFT JOIN c ON c.schedule = s.name"                         \
+	" LEFT JOIN t ON t.schedule = s.name"                                \
+	" LEFT JOIN LATERAL (SELECT id, " LEDGER_COLS " FROM ledger"         \
+	" WHERE schedule = s.name ORDER BY slot_ms DESC, id DESC LIMIT 1) l" \
+	" ON true ORDER BY s.name COLLATE \"C\""
 #define ALERT_COLS                                                         \
 	"id, schedule, slot_ms, last_slot_ms, n_slots, reason, generation, " \
 	"status, attempts, error_msg, job_id, rounds, staged_rounds, "      \
@@ -352,6 +393,9 @@ enum stmt {
 	ST_LEDGER_APPEND_MISSED,
 	ST_LEDGER_QUERY,
 	ST_LEDGER_QUERY_DESC,
+	ST_LEDGER_LOST,
+	ST_SUMMARIES,
+	ST_SUMMARIES_ONE,
 	ST_OUTBOX_PUT,
 	ST_OUTBOX_GET,
 	ST_OUTBOX_SET,
@@ -515,6 +559,24 @@ static const char *const sql[ST_COUNT] = {
 	" AND ($4::text IS NULL OR outcome = $4::text)"
 	" AND (NOT $5::boolean OR outcome IN ('" LEDGER_LOST "', '"
 	LEDGER_MISSED "')) ORDER BY id DESC LIMIT $6::bigint",
+	/* The lost-slot report (store_ledger_lost): lost and missed rows of
+	 * the period (ledger_lost), each with the finish of the newest
+	 * success row of its (schedule, slot) through ledger_slot; column
+	 * 12 is recovered_ms. Run unnamed: planned with the schedule. */
+	[ST_LEDGER_LOST] =
+	"SELECT l.id, l.schedule, l.slot_ms, l.job_id, l.attempt,"
+	" l.started_ms, l.finished_ms, l.outcome, l.error_class, l.error_msg,"
+	" l.retry_hint_ms, l.details_json, COALESCE((SELECT CASE WHEN"
+	" s.finished_ms <> 0 THEN s.finished_ms ELSE 1 END FROM ledger s"
+	" WHERE s.schedule = l.schedule AND s.slot_ms = l.slot_ms AND"
+	" s.outcome = '" LEDGER_SUCCESS "' ORDER BY s.id DESC LIMIT 1), 0)"
+	" FROM ledger l WHERE l.outcome IN ('" LEDGER_LOST "', '"
+	LEDGER_MISSED "') AND l.slot_ms >= $2::bigint AND l.slot_ms <"
+	" $3::bigint AND ($1::text IS NULL OR l.schedule = $1::text)"
+	" ORDER BY l.id",
+	[ST_SUMMARIES] = PG_SUMMARIES(PG_SUM_NAMES_ALL, ""),
+	[ST_SUMMARIES_ONE] = PG_SUMMARIES(PG_SUM_NAMES_ONE,
+					  " AND schedule = $2::text"),
 	/* $6, $7: the fence. Answer: ok, rows inserted. */
 	[ST_OUTBOX_PUT] =
 	"WITH " FENCE_CTE("$6", "$7") ","
@@ -715,6 +777,7 @@ static const bool oneshot[ST_COUNT] = {
 	[ST_COUNTS] = true,
 	[ST_LEDGER_QUERY] = true,
 	[ST_LEDGER_QUERY_DESC] = true,
+	[ST_LEDGER_LOST] = true,
 	[ST_ALERT_LIST] = true,
 };
 
@@ -1761,14 +1824,73 @@ static void row_dispose(struct ledger_row *r)
 	sc_free(r->details_json);
 }
 
+/* Reads id and LEDGER_COLS from column c0 of row `row` into r. */
+static void pg_read_row(const PGresult *res, int row, int c0,
+			struct ledger_row *r, bool *oom)
+{
+	memset(r, 0, sizeof(*r));
+	r->id = get_i64(res, row, c0);
+	get_str(res, row, c0 + 1, r->schedule, sizeof(r->schedule));
+	r->slot_ms = get_i64(res, row, c0 + 2);
+	r->job_id = get_i64(res, row, c0 + 3);
+	r->attempt = (int)get_i64(res, row, c0 + 4);
+	r->started_ms = get_i64(res, row, c0 + 5);
+	r->finished_ms = get_i64(res, row, c0 + 6);
+	get_str(res, row, c0 + 7, r->outcome, sizeof(r->outcome));
+	get_str(res, row, c0 + 8, r->error_class, sizeof(r->error_class));
+	r->error_msg = get_dup(res, row, c0 + 9, oom);
+	r->retry_hint_ms = get_i64(res, row, c0 + 10);
+	r->details_json = get_dup(res, row, c0 + 11, oom);
+}
+
+/* The rows of res (PQclear'd here); with rec, column 12 into *rec. */
+static int pg_read_rows(PGresult *res, struct ledger_row **rows,
+			int64_t **rec, size_t *n, struct sc_err *err)
+{
+	size_t got = (size_t)PQntuples(res);
+	struct ledger_row *out = NULL;
+	int64_t *r = NULL;
+	bool oom = false;
+
+	if (got == 0) {
+		PQclear(res);
+		return 0;
+	}
+	out = calloc(got, sizeof(*out));
+	r = rec ? calloc(got, sizeof(*r)) : NULL;
+	oom = !out || (rec && !r);
+	for (size_t i = 0; !oom && i < got; i++) {
+		pg_read_row(res, (int)i, 0, &out[i], &oom);
+		if (rec)
+			r[i] = get_i64(res, (int)i, 12);
+	}
+	PQclear(res);
+	if (oom) {
+		for (size_t i = 0; out && i < got; i++)
+			row_dispose(&out[i]);
+		free(out);
+		free(r);
+		return sc_err_set(err, SC_ENOMEM, "out of memory");
+	}
+	*rows = out;
+	if (rec)
+		*rec = r;
+	*n = got;
+	return 0;
+}
+
+/*
+ * One statement for every filter, run unnamed (oneshot[]): planned with
+ * its values, so "$1 IS NULL OR schedule = $1" folds away and the planner
+ * picks the index the filter has (ledger_slot for a schedule, ledger_period
+ * for a period, the partial ones for lost, missed and acked rows).
+ */
 static int pg_ledger_query(void *impl, const struct ledger_filter *f,
 			   struct ledger_row **rows, size_t *n,
 			   struct sc_err *err)
 {
 	struct args a = {0};
 	PGresult *res;
-	struct ledger_row *out;
-	bool oom = false;
 	int rc;
 
 	*rows = NULL;
@@ -1785,42 +1907,64 @@ static int pg_ledger_query(void *impl, const struct ledger_filter *f,
 	rc = run(impl, f && f->newest_first ? ST_LEDGER_QUERY_DESC
 					      : ST_LEDGER_QUERY,
 		 &a, &res, err);
+	return rc ? rc : pg_read_rows(res, rows, NULL, n, err);
+}
+
+static int pg_ledger_lost(void *impl, const struct ledger_filter *f,
+			  struct ledger_row **rows, int64_t **recovered_ms,
+			  size_t *n, struct sc_err *err)
+{
+	struct args a = {0};
+	PGresult *res;
+	int rc;
+
+	arg_str(&a, f->schedule);
+	arg_i64(&a, f->since_ms);
+	arg_i64(&a, f->until_ms);
+	rc = run(impl, ST_LEDGER_LOST, &a, &res, err);
+	return rc ? rc : pg_read_rows(res, rows, recovered_ms, n, err);
+}
+
+static int pg_sched_summaries(void *impl, const char *schedule,
+			      struct store_sched_summary **out, size_t *n,
+			      struct sc_err *err)
+{
+	struct pg *p = impl;
+	struct args a = {0};
+	PGresult *res;
+	bool oom = false;
+	int rc;
+
+	arg_i64(&a, now_ms(p));
+	if (schedule)
+		arg_str(&a, schedule);
+	rc = run(p, schedule ? ST_SUMMARIES_ONE : ST_SUMMARIES, &a, &res, err);
 	if (rc)
 		return rc;
 	size_t got = (size_t)PQntuples(res);
-	if (got == 0) {
-		PQclear(res);
-		return 0;
-	}
-	out = calloc(got, sizeof(*out));
-	if (!out) {
-		PQclear(res);
-		return sc_err_set(err, SC_ENOMEM, "out of memory");
-	}
-	for (size_t i = 0; i < got; i++) {
-		struct ledger_row *r = &out[i];
+	struct store_sched_summary *v = got ? calloc(got, sizeof(*v)) : NULL;
+	oom = got && !v;
+	for (size_t i = 0; !oom && i < got; i++) {
+		struct store_sched_summary *x = &v[i];
 		int row = (int)i;
-		r->id = get_i64(res, row, 0);
-		get_str(res, row, 1, r->schedule, sizeof(r->schedule));
-		r->slot_ms = get_i64(res, row, 2);
-		r->job_id = get_i64(res, row, 3);
-		r->attempt = (int)get_i64(res, row, 4);
-		r->started_ms = get_i64(res, row, 5);
-		r->finished_ms = get_i64(res, row, 6);
-		get_str(res, row, 7, r->outcome, sizeof(r->outcome));
-		get_str(res, row, 8, r->error_class, sizeof(r->error_class));
-		r->error_msg = get_dup(res, row, 9, &oom);
-		r->retry_hint_ms = get_i64(res, row, 10);
-		r->details_json = get_dup(res, row, 11, &oom);
+		get_str(res, row, 0, x->schedule, sizeof(x->schedule));
+		x->counts.ready_due = get_i64(res, row, 1);
+		x->counts.delayed = get_i64(res, row, 2);
+		x->counts.active = get_i64(res, row, 3);
+		x->counts.dead = get_i64(res, row, 4);
+		x->counts.done = get_i64(res, row, 5) - x->counts.ready_due -
+				 x->counts.delayed - x->counts.active -
+				 x->counts.dead;
+		x->has_last = !PQgetisnull(res, row, 6);
+		if (x->has_last)
+			pg_read_row(res, row, 6, &x->last, &oom);
 	}
 	PQclear(res);
 	if (oom) {
-		for (size_t i = 0; i < got; i++)
-			row_dispose(&out[i]);
-		free(out);
+		store_sched_summaries_free(v, got);
 		return sc_err_set(err, SC_ENOMEM, "out of memory");
 	}
-	*rows = out;
+	*out = v;
 	*n = got;
 	return 0;
 }
@@ -2634,6 +2778,8 @@ const struct store_ops store_pg_ops = {
 	.job_counts = pg_job_counts,
 	.ledger_append = pg_ledger_append,
 	.ledger_query = pg_ledger_query,
+	.ledger_lost = pg_ledger_lost,
+	.sched_summaries = pg_sched_summaries,
 	.outbox_put = pg_outbox_put,
 	.outbox_get = pg_outbox_get,
 	.outbox_set_state = pg_outbox_set_state,

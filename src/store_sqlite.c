@@ -285,6 +285,12 @@ static const char *const migrations[SCHEMA_VERSION] = {
 	"('lost', 'missed');"
 	"CREATE INDEX ledger_acked ON ledger(schedule, slot_ms) WHERE "
 	"outcome = 'acked';"
+	/* The unfinished jobs (READY, ACTIVE, DEAD) by schedule, for
+	 * `status` (store_sched_summaries): DONE jobs, nearly all of them,
+	 * are not in it, so a job pays for it until it finishes, and the
+	 * per-schedule counts read it alone, not the table. */
+	"CREATE INDEX jobs_open ON jobs(schedule, state, run_at_ms) WHERE "
+	"state <> 2;"
 	"CREATE TABLE leases("
 	" name TEXT PRIMARY KEY,"
 	" owner TEXT NOT NULL,"
@@ -317,6 +323,68 @@ static const char *const migrations[SCHEMA_VERSION] = {
 	"id, schedule, slot_ms, job_id, attempt, started_ms, finished_ms, "  \
 	"outcome, error_class, error_msg, retry_hint_ms, details_json"
 
+#define LEDGER_COLS_L                                                     \
+	"l.id, l.schedule, l.slot_ms, l.job_id, l.attempt, l.started_ms, "   \
+	"l.finished_ms, l.outcome, l.error_class, l.error_msg, "             \
+	"l.retry_hint_ms, l.details_json"
+
+/* The lost-slot report (store_ledger_lost): the lost and missed rows of
+ * the period through the partial index ledger_lost (they are few however
+ * deep the ledger is), each with the finish of the newest success row of
+ * its (schedule, slot): one probe of ledger_schedule per row, whose
+ * entries for a slot come in id order. Column 12: recovered_ms. */
+#define LEDGER_LOST_SQL(filter)                                           \
+	"SELECT " LEDGER_COLS_L ", COALESCE((SELECT CASE WHEN "              \
+	"s.finished_ms <> 0 THEN s.finished_ms ELSE 1 END FROM ledger s "    \
+	"WHERE s.schedule = l.schedule AND s.slot_ms = l.slot_ms AND "       \
+	"s.outcome = 'success' ORDER BY s.id DESC LIMIT 1), 0) "             \
+	"FROM ledger l INDEXED BY ledger_lost "                              \
+	"WHERE l.outcome IN ('lost', 'missed') AND l.slot_ms >= ?2 AND "     \
+	"l.slot_ms < ?3" filter " ORDER BY l.id"
+
+/* The schedules of the ledger, by a skip scan of ledger_schedule: each
+ * step seeks the next name, so 10,000 schedules cost 10,000 seeks
+ * whatever the number of rows. */
+#define SUM_NAMES_ALL                                                     \
+	"n(name) AS (SELECT (SELECT min(schedule) FROM ledger) UNION ALL "   \
+	"SELECT (SELECT min(schedule) FROM ledger WHERE schedule > n.name) " \
+	"FROM n WHERE n.name IS NOT NULL)"
+#define SUM_NAMES_ONE                                                     \
+	"n(name) AS (SELECT schedule FROM ledger WHERE schedule = ?2 "       \
+	"LIMIT 1)"
+
+/*
+ * store_sched_summaries: ?1 now, ?2 the schedule (the _ONE form). The
+ * unfinished jobs (READY, ACTIVE, DEAD) are counted from the partial
+ * covering index jobs_open, which holds no DONE job; DONE is the
+ * schedule's total (a count over the covering unique index on (schedule,
+ * slot_ms), not the table) less those. The newest row of each schedule
+ * is one descending probe of ledger_schedule (slot, then id: the rowid
+ * ends each index entry). Columns: name, ready_due, delayed, active,
+ * dead, total, then LEDGER_COLS_L (NULL when the schedule has no row).
+ */
+#define SUMMARIES_SQL(names, filter)                                      \
+	"WITH RECURSIVE " names ", "                                         \
+	"c AS (SELECT schedule, sum(state = 0 AND run_at_ms <= ?1) AS rd, "  \
+	"sum(state = 0 AND run_at_ms > ?1) AS dl, sum(state = 1) AS ac, "    \
+	"sum(state = 3) AS de FROM jobs WHERE state <> 2" filter             \
+	" GROUP BY schedule), "                                              \
+	"t AS (SELECT schedule, count(*) AS tot FROM jobs WHERE 1" filter    \
+	" GROUP BY schedule), "                                              \
+	"s(name) AS (SELECT name FROM n WHERE name IS NOT NULL UNION "       \
+	"SELECT schedule FROM t) "                                           \
+	"SELECT s.name, COALESCE(c.rd, 0), COALESCE(c.dl, 0), "              \
+	"COALESCE(c.ac, 0), COALESCE(c.de, 0), COALESCE(t.tot, 0), "         \
+	LEDGER_COLS_L " FROM s LEFT JOIN c ON c.schedule = s.name "          \
+	"LEFT JOIN t ON t.schedule = s.name LEFT JOIN ledger l ON l.id = "   \
+	"(SELECT id FROM ledger WHERE schedule = s.name ORDER BY slot_ms "   \
+	"DESC, id DESC LIMIT 1) ORDER BY s.name"
+
+/* The ledger query's filter shapes: schedule or not (2) x outcome kind
+ * (LQ_KINDS) x period bounded or open (2) x order (2). */
+#define LQ_KINDS 5
+#define LQ_SHAPES (2 * LQ_KINDS * 2 * 2)
+
 enum stmt_id {
 	ST_BEGIN,
 	ST_COMMIT,
@@ -338,8 +406,14 @@ enum stmt_id {
 	ST_JOB_COUNTS,
 	ST_LEDGER_INSERT,
 	ST_LEDGER_INSERT_MISSED,
+	/* One statement per filter shape (lq_shape): its SQL is built by
+	 * lq_sql, not listed in stmt_sql. */
 	ST_LEDGER_QUERY,
-	ST_LEDGER_QUERY_DESC,
+	ST_LEDGER_QUERY_END = ST_LEDGER_QUERY + LQ_SHAPES - 1,
+	ST_LEDGER_LOST,
+	ST_LEDGER_LOST_ONE,
+	ST_SUMMARIES,
+	ST_SUMMARIES_ONE,
 	ST_OUTBOX_PUT,
 	ST_OUTBOX_BODY_PUT,
 	ST_OUTBOX_GET,
@@ -450,18 +524,11 @@ static const char *const stmt_sql[N_STMT] = {
 		"VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) "
 		"ON CONFLICT (schedule, slot_ms) WHERE outcome = 'missed' "
 		"DO NOTHING",
-	[ST_LEDGER_QUERY] =
-		"SELECT " LEDGER_COLS " FROM ledger "
-		"WHERE (?1 IS NULL OR schedule = ?1) AND slot_ms >= ?2 AND "
-		"slot_ms < ?3 AND (?4 IS NULL OR outcome = ?4) AND "
-		"(?5 = 0 OR outcome IN ('lost', 'missed')) "
-		"ORDER BY id LIMIT ?6",
-	[ST_LEDGER_QUERY_DESC] =
-		"SELECT " LEDGER_COLS " FROM ledger "
-		"WHERE (?1 IS NULL OR schedule = ?1) AND slot_ms >= ?2 AND "
-		"slot_ms < ?3 AND (?4 IS NULL OR outcome = ?4) AND "
-		"(?5 = 0 OR outcome IN ('lost', 'missed')) "
-		"ORDER BY id DESC LIMIT ?6",
+	[ST_LEDGER_LOST] = LEDGER_LOST_SQL(""),
+	[ST_LEDGER_LOST_ONE] = LEDGER_LOST_SQL(" AND l.schedule = ?1"),
+	[ST_SUMMARIES] = SUMMARIES_SQL(SUM_NAMES_ALL, ""),
+	[ST_SUMMARIES_ONE] = SUMMARIES_SQL(SUM_NAMES_ONE,
+					   " AND schedule = ?2"),
 	[ST_OUTBOX_PUT] =
 		"INSERT INTO outbox(schedule, slot_ms, target, state, "
 		"created_ms, updated_ms) SELECT ?1, ?2, ?3, 1, ?5, ?5 "
@@ -2097,17 +2164,169 @@ static int sq_ledger_append(void *impl, const struct store_fence *fence,
 	return rc;
 }
 
+/*
+ * The ledger query's filter shapes (issue 15). One statement with
+ * "(?1 IS NULL OR schedule = ?1)" forms is planned once for every filter,
+ * so SQLite could use no index for the schedule and scanned the ledger:
+ * each shape gets its own statement instead, whose WHERE names only the
+ * terms the filter has, so the planner sees them all. Outcomes with a
+ * partial index (acked, missed) are written as literals so that index
+ * applies; the lost-or-missed shape without a schedule reads ledger_lost,
+ * a bounded period without a schedule ledger_period. An open period (no
+ * bound at all) drops the slot terms: with neither a schedule nor such an
+ * outcome, that shape reads every row, which is what it returns.
+ */
+enum lq_kind { LQ_ANY, LQ_OUTCOME, LQ_LOST, LQ_ACKED, LQ_MISSED };
+
+static int lq_shape(const struct ledger_filter *f)
+{
+	int kind = LQ_ANY;
+
+	if (f->lost_or_missed)
+		kind = LQ_LOST;
+	else if (f->outcome && strcmp(f->outcome, LEDGER_ACKED) == 0)
+		kind = LQ_ACKED;
+	else if (f->outcome && strcmp(f->outcome, LEDGER_MISSED) == 0)
+		kind = LQ_MISSED;
+	else if (f->outcome)
+		kind = LQ_OUTCOME;
+	bool open = f->since_ms == INT64_MIN && f->until_ms == INT64_MAX;
+	return (((f->schedule != NULL) * LQ_KINDS + kind) * 2 + open) * 2 +
+	       f->newest_first;
+}
+
+/* The SQL of shape k into buf (cap >= 512). Parameters: ?1 schedule, ?2
+ * since, ?3 until, ?4 outcome, ?6 limit (-1: none); a shape names only
+ * those it uses, plus ?6. */
+static void lq_sql(int k, char *buf, size_t cap)
+{
+	bool desc = k % 2, open = k / 2 % 2;
+	int kind = k / 4 % LQ_KINDS;
+	bool sched = k / (4 * LQ_KINDS);
+	const char *by = "";
+
+	if (kind == LQ_ACKED)
+		by = " INDEXED BY ledger_acked";
+	else if (kind == LQ_MISSED)
+		by = " INDEXED BY ledger_missed_once";
+	else if (!sched && kind == LQ_LOST)
+		by = " INDEXED BY ledger_lost";
+	else if (!sched && !open)
+		by = " INDEXED BY ledger_period";
+	snprintf(buf, cap, "SELECT " LEDGER_COLS " FROM ledger%s WHERE 1%s%s%s "
+		 "ORDER BY id%s LIMIT ?6", by,
+		 sched ? " AND schedule = ?1" : "",
+		 open ? "" : " AND slot_ms >= ?2 AND slot_ms < ?3",
+		 kind == LQ_OUTCOME ? " AND outcome = ?4"
+		 : kind == LQ_LOST ? " AND outcome IN ('lost', 'missed') AND "
+				     "(?4 IS NULL OR outcome = ?4)"
+		 : kind == LQ_ACKED ? " AND outcome = 'acked'"
+		 : kind == LQ_MISSED ? " AND outcome = 'missed'" : "",
+		 desc ? " DESC" : "");
+}
+
+static int lq_prep(struct sq *q, int k, sqlite3_stmt **out,
+		   struct sc_err *err)
+{
+	sqlite3_stmt **slot = &q->stmt[ST_LEDGER_QUERY + k];
+	char sql[640];
+
+	if (!*slot) {
+		lq_sql(k, sql, sizeof(sql));
+		int rc = sqlite3_prepare_v3(q->db, sql, -1,
+					    SQLITE_PREPARE_PERSISTENT, slot,
+					    NULL);
+		if (rc != SQLITE_OK) {
+			*slot = NULL;
+			return db_fail(q, rc, "prepare", err);
+		}
+	}
+	*out = *slot;
+	return 0;
+}
+
+/* Reads LEDGER_COLS from column c0 of st into r (zeroed first). */
+static void read_row(sqlite3_stmt *st, int c0, struct ledger_row *r,
+		     bool *oom)
+{
+	memset(r, 0, sizeof(*r));
+	r->id = sqlite3_column_int64(st, c0);
+	copy_text(r->schedule, sizeof(r->schedule), st, c0 + 1);
+	r->slot_ms = sqlite3_column_int64(st, c0 + 2);
+	r->job_id = sqlite3_column_int64(st, c0 + 3);
+	r->attempt = sqlite3_column_int(st, c0 + 4);
+	r->started_ms = sqlite3_column_int64(st, c0 + 5);
+	r->finished_ms = sqlite3_column_int64(st, c0 + 6);
+	copy_text(r->outcome, sizeof(r->outcome), st, c0 + 7);
+	copy_text(r->error_class, sizeof(r->error_class), st, c0 + 8);
+	r->error_msg = dup_text(st, c0 + 9, oom);
+	r->retry_hint_ms = sqlite3_column_int64(st, c0 + 10);
+	r->details_json = dup_text(st, c0 + 11, oom);
+}
+
+/* Grows *v (of *cap) to hold one more than len; false when out of memory. */
+static bool room_for(void **v, size_t *cap, size_t len, size_t size)
+{
+	if (len < *cap)
+		return true;
+	size_t ncap = *cap ? *cap * 2 : 16;
+	void *nv = realloc(*v, ncap * size);
+	if (!nv)
+		return false;
+	*v = nv;
+	*cap = ncap;
+	return true;
+}
+
+/* Steps st (bound) and reads its rows: LEDGER_COLS, then for *rec (NULL
+ * allowed) one integer. Resets st. */
+static int read_rows(struct sq *q, sqlite3_stmt *st, const char *op,
+		     struct ledger_row **rows, int64_t **rec, size_t *n,
+		     struct sc_err *err)
+{
+	struct ledger_row *v = NULL;
+	int64_t *r = NULL;
+	size_t len = 0, cap = 0, rcap = 0;
+	bool oom = false;
+	int rc;
+
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (!room_for((void **)&v, &cap, len, sizeof(*v)) ||
+		    (rec && !room_for((void **)&r, &rcap, len, sizeof(*r)))) {
+			oom = true;
+			break;
+		}
+		read_row(st, 0, &v[len], &oom);
+		if (rec)
+			r[len] = sqlite3_column_int64(st, 12);
+		len++;
+		if (oom)
+			break;
+	}
+	if (oom)
+		rc = sc_err_set(err, SC_ENOMEM, "out of memory");
+	else
+		rc = rc == SQLITE_DONE ? 0 : db_fail(q, rc, op, err);
+	unprep(st);
+	if (rc) {
+		store_ledger_rows_free(v, len);
+		free(r);
+		return rc;
+	}
+	*rows = v;
+	if (rec)
+		*rec = r;
+	*n = len;
+	return 0;
+}
+
 static int sq_ledger_query(void *impl, const struct ledger_filter *f,
 			   struct ledger_row **rows, size_t *n,
 			   struct sc_err *err)
 {
 	struct sq *q = impl;
-	struct ledger_row *v = NULL;
-	size_t len = 0, cap = 0;
-	bool oom = false;
 	sqlite3_stmt *st = NULL;
-	int rc = prep(q, f->newest_first ? ST_LEDGER_QUERY_DESC
-					 : ST_LEDGER_QUERY, &st, err);
+	int rc = lq_prep(q, lq_shape(f), &st, err);
 
 	if (rc)
 		return rc;
@@ -2115,48 +2334,101 @@ static int sq_ledger_query(void *impl, const struct ledger_filter *f,
 	sqlite3_bind_int64(st, 2, f->since_ms);
 	sqlite3_bind_int64(st, 3, f->until_ms);
 	bind_text(st, 4, f->outcome);
-	sqlite3_bind_int(st, 5, f->lost_or_missed);
 	sqlite3_bind_int64(st, 6, f->limit > 0 ? f->limit : -1);
+	return read_rows(q, st, "ledger query", rows, NULL, n, err);
+}
+
+static int sq_ledger_lost(void *impl, const struct ledger_filter *f,
+			  struct ledger_row **rows, int64_t **recovered_ms,
+			  size_t *n, struct sc_err *err)
+{
+	struct sq *q = impl;
+	sqlite3_stmt *st = NULL;
+	int rc = prep(q, f->schedule ? ST_LEDGER_LOST_ONE : ST_LEDGER_LOST,
+		      &st, err);
+
+	if (rc)
+		return rc;
+	bind_text(st, 1, f->schedule);
+	sqlite3_bind_int64(st, 2, f->since_ms);
+	sqlite3_bind_int64(st, 3, f->until_ms);
+	return read_rows(q, st, "lost-slot query", rows, recovered_ms, n,
+			 err);
+}
+
+static int sq_sched_summaries(void *impl, const char *schedule,
+			      struct store_sched_summary **out, size_t *n,
+			      struct sc_err *err)
+{
+	struct sq *q = impl;
+	struct store_sched_summary *v = NULL;
+	size_t len = 0, cap = 0;
+	bool oom = false;
+	sqlite3_stmt *st = NULL;
+	int rc = prep(q, schedule ? ST_SUMMARIES_ONE : ST_SUMMARIES, &st, err);
+
+	if (rc)
+		return rc;
+	sqlite3_bind_int64(st, 1, now_ms(q));
+	bind_text(st, 2, schedule);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (len == cap) {
-			size_t ncap = cap ? cap * 2 : 16;
-			struct ledger_row *nv = realloc(v, ncap * sizeof(*v));
-			if (!nv) {
-				oom = true;
-				break;
-			}
-			v = nv;
-			cap = ncap;
+		if (!room_for((void **)&v, &cap, len, sizeof(*v))) {
+			oom = true;
+			break;
 		}
-		struct ledger_row *r = &v[len++];
-		memset(r, 0, sizeof(*r));
-		r->id = sqlite3_column_int64(st, 0);
-		copy_text(r->schedule, sizeof(r->schedule), st, 1);
-		r->slot_ms = sqlite3_column_int64(st, 2);
-		r->job_id = sqlite3_column_int64(st, 3);
-		r->attempt = sqlite3_column_int(st, 4);
-		r->started_ms = sqlite3_column_int64(st, 5);
-		r->finished_ms = sqlite3_column_int64(st, 6);
-		copy_text(r->outcome, sizeof(r->outcome), st, 7);
-		copy_text(r->error_class, sizeof(r->error_class), st, 8);
-		r->error_msg = dup_text(st, 9, &oom);
-		r->retry_hint_ms = sqlite3_column_int64(st, 10);
-		r->details_json = dup_text(st, 11, &oom);
+		struct store_sched_summary *x = &v[len++];
+		memset(x, 0, sizeof(*x));
+		copy_text(x->schedule, sizeof(x->schedule), st, 0);
+		x->counts.ready_due = sqlite3_column_int64(st, 1);
+		x->counts.delayed = sqlite3_column_int64(st, 2);
+		x->counts.active = sqlite3_column_int64(st, 3);
+		x->counts.dead = sqlite3_column_int64(st, 4);
+		x->counts.done = sqlite3_column_int64(st, 5) -
+				 x->counts.ready_due - x->counts.delayed -
+				 x->counts.active - x->counts.dead;
+		x->has_last = sqlite3_column_type(st, 6) != SQLITE_NULL;
+		if (x->has_last)
+			read_row(st, 6, &x->last, &oom);
 		if (oom)
 			break;
 	}
 	if (oom)
 		rc = sc_err_set(err, SC_ENOMEM, "out of memory");
 	else
-		rc = rc == SQLITE_DONE ? 0 : db_fail(q, rc, "ledger query", err);
+		rc = rc == SQLITE_DONE ? 0 : db_fail(q, rc, "summaries", err);
 	unprep(st);
 	if (rc) {
-		store_ledger_rows_free(v, len);
+		store_sched_summaries_free(v, len);
 		return rc;
 	}
-	*rows = v;
+	*out = v;
 	*n = len;
 	return 0;
+}
+
+const char *store_sqlite_plan_sql(size_t i, char *buf, size_t cap,
+				  bool *reads_all)
+{
+	static const enum stmt_id fixed[] = {
+		ST_LEDGER_LOST, ST_LEDGER_LOST_ONE, ST_SUMMARIES,
+		ST_SUMMARIES_ONE,
+	};
+
+	*reads_all = false;
+	if (i < LQ_SHAPES) {
+		int kind = (int)i / 4 % LQ_KINDS;
+		/* No schedule, open period, any or a parameter outcome: the
+		 * answer is every row (of that outcome). */
+		*reads_all = i / (4 * LQ_KINDS) == 0 && i / 2 % 2 &&
+			     (kind == LQ_ANY || kind == LQ_OUTCOME);
+		lq_sql((int)i, buf, cap);
+		return buf;
+	}
+	i -= LQ_SHAPES;
+	if (i >= sizeof(fixed) / sizeof(fixed[0]))
+		return NULL;
+	snprintf(buf, cap, "%s", stmt_sql[fixed[i]]);
+	return buf;
 }
 
 /* ---- outbox, guards, markers ----------------------------------------- */
@@ -2973,6 +3245,8 @@ const struct store_ops store_sqlite_ops = {
 	.job_counts = sq_job_counts,
 	.ledger_append = sq_ledger_append,
 	.ledger_query = sq_ledger_query,
+	.ledger_lost = sq_ledger_lost,
+	.sched_summaries = sq_sched_summaries,
 	.outbox_put = sq_outbox_put,
 	.outbox_get = sq_outbox_get,
 	.outbox_set_state = sq_outbox_set_state,
