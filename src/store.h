@@ -390,7 +390,7 @@ int store_sched_summaries(struct store *s, const char *schedule,
 void store_sched_summaries_free(struct store_sched_summary *v, size_t n);
 
 /*
- * Test seam (the plan guard of tests/unit/test_ledger_plan.c): the SQL of
+ * Test seam (the plan guard of tests/unit/test_ledger_query.c): the SQL of
  * the i-th ledger read of the SQLite backend (every filter shape of
  * store_ledger_query, then store_ledger_lost's and store_sched_summaries'
  * statements), written into buf (cap >= 1024), or NULL past the last.
