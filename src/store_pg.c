@@ -373,6 +373,11 @@ static const char *const *const migrations[SCHEMA_VERSION] = {
 	" WHERE id = " id "::bigint AND lease_token = " tok "::bigint"      \
 	" AND state = 1 FOR SHARE)) AS ok)"
 
+/* The ledger query's filter shapes, as on SQLite: schedule or not (2) x
+ * outcome kind (5) x period bounded or open (2) x order (2). */
+#define PG_LQ_KINDS 5
+#define PG_LQ_SHAPES (2 * PG_LQ_KINDS * 2 * 2)
+
 enum stmt {
 	ST_ENQUEUE,
 	ST_JOB_ID,
@@ -391,8 +396,9 @@ enum stmt {
 	ST_COUNTS,
 	ST_LEDGER_APPEND,
 	ST_LEDGER_APPEND_MISSED,
+	/* One per filter shape (pg_lq_sql builds the SQL; no sql[] entry). */
 	ST_LEDGER_QUERY,
-	ST_LEDGER_QUERY_DESC,
+	ST_LEDGER_QUERY_END = ST_LEDGER_QUERY + PG_LQ_SHAPES - 1,
 	ST_LEDGER_LOST,
 	ST_SUMMARIES,
 	ST_SUMMARIES_ONE,
@@ -544,25 +550,11 @@ static const char *const sql[ST_COUNT] = {
 	" $3::bigint, $4::integer, $5::bigint, $6::bigint, $7::text, $8, $9,"
 	" $10::bigint, $11) ON CONFLICT (schedule, slot_ms)"
 	" WHERE outcome = '" LEDGER_MISSED "' DO NOTHING RETURNING 1",
-	/* LIMIT NULL is no limit. */
-	[ST_LEDGER_QUERY] =
-	"SELECT id, " LEDGER_COLS " FROM ledger"
-	" WHERE ($1::text IS NULL OR schedule = $1::text)"
-	" AND slot_ms >= $2::bigint AND slot_ms < $3::bigint"
-	" AND ($4::text IS NULL OR outcome = $4::text)"
-	" AND (NOT $5::boolean OR outcome IN ('" LEDGER_LOST "', '"
-	LEDGER_MISSED "')) ORDER BY id LIMIT $6::bigint",
-	[ST_LEDGER_QUERY_DESC] =
-	"SELECT id, " LEDGER_COLS " FROM ledger"
-	" WHERE ($1::text IS NULL OR schedule = $1::text)"
-	" AND slot_ms >= $2::bigint AND slot_ms < $3::bigint"
-	" AND ($4::text IS NULL OR outcome = $4::text)"
-	" AND (NOT $5::boolean OR outcome IN ('" LEDGER_LOST "', '"
-	LEDGER_MISSED "')) ORDER BY id DESC LIMIT $6::bigint",
 	/* The lost-slot report (store_ledger_lost): lost and missed rows of
 	 * the period (ledger_lost), each with the finish of the newest
 	 * success row of its (schedule, slot) through ledger_slot; column
-	 * 12 is recovered_ms. Run unnamed: planned with the schedule. */
+	 * 12 is recovered_ms. A generic plan serves: the schedule term is a
+	 * filter on the few lost rows, never an index choice. */
 	[ST_LEDGER_LOST] =
 	"SELECT l.id, l.schedule, l.slot_ms, l.job_id, l.attempt,"
 	" l.started_ms, l.finished_ms, l.outcome, l.error_class, l.error_msg,"
@@ -775,9 +767,6 @@ static const char *const sql[ST_COUNT] = {
  */
 static const bool oneshot[ST_COUNT] = {
 	[ST_COUNTS] = true,
-	[ST_LEDGER_QUERY] = true,
-	[ST_LEDGER_QUERY_DESC] = true,
-	[ST_LEDGER_LOST] = true,
 	[ST_ALERT_LIST] = true,
 };
 
@@ -1046,8 +1035,8 @@ static int exec_const(struct pg *p, const char *q, struct sc_err *err)
  * Runs prepared statement st with a's values. On success *out holds the
  * result (PQclear it); on failure it is NULL and the code is returned.
  */
-static int run(struct pg *p, enum stmt st, const struct args *a,
-	       PGresult **out, struct sc_err *err)
+static int run_text(struct pg *p, enum stmt st, const char *text,
+		    const struct args *a, PGresult **out, struct sc_err *err)
 {
 	char name[16];
 	PGresult *res;
@@ -1059,7 +1048,7 @@ static int run(struct pg *p, enum stmt st, const struct args *a,
 		return rc;
 	snprintf(name, sizeof(name), "sc%d", (int)st);
 	if (!oneshot[st] && !p->prepared[st]) {
-		res = PQprepare(p->conn, name, sql[st], 0, NULL);
+		res = PQprepare(p->conn, name, text, 0, NULL);
 		if (PQresultStatus(res) != PGRES_COMMAND_OK) {
 			rc = fail(p, res, "prepare", err);
 			PQclear(res);
@@ -1069,7 +1058,7 @@ static int run(struct pg *p, enum stmt st, const struct args *a,
 		p->prepared[st] = true;
 	}
 	if (oneshot[st])
-		res = PQexecParams(p->conn, sql[st], a ? a->n : 0, NULL,
+		res = PQexecParams(p->conn, text, a ? a->n : 0, NULL,
 				   a ? a->v : NULL, NULL, NULL, 0);
 	else
 		res = PQexecPrepared(p->conn, name, a ? a->n : 0,
@@ -1083,6 +1072,13 @@ static int run(struct pg *p, enum stmt st, const struct args *a,
 	drain_notifies(p);
 	*out = res;
 	return 0;
+}
+
+/* run_text with the statement's own SQL (sql[st]). */
+static int run(struct pg *p, enum stmt st, const struct args *a,
+	       PGresult **out, struct sc_err *err)
+{
+	return run_text(p, st, sql[st], a, out, err);
 }
 
 /* Like run, for a statement without result rows we need. */
@@ -1880,33 +1876,105 @@ static int pg_read_rows(PGresult *res, struct ledger_row **rows,
 }
 
 /*
- * One statement for every filter, run unnamed (oneshot[]): planned with
- * its values, so "$1 IS NULL OR schedule = $1" folds away and the planner
- * picks the index the filter has (ledger_slot for a schedule, ledger_period
- * for a period, the partial ones for lost, missed and acked rows).
+ * One prepared statement per filter shape (issue 15). The session plans
+ * generically (plan_cache_mode), so one statement with "$1 IS NULL OR
+ * schedule = $1" forms could use no index for the schedule; each shape
+ * names only the terms its filter has, numbered in order of use (no
+ * unused parameter, whose type PostgreSQL could not infer), and spells
+ * the outcomes of the partial indexes (acked, missed) as literals, so
+ * those indexes apply under a generic plan too. Shape k as on SQLite:
+ * ((schedule * 5 + kind) * 2 + open) * 2 + newest_first.
  */
+enum pg_lq_kind { PG_LQ_ANY, PG_LQ_OUTCOME, PG_LQ_LOST, PG_LQ_ACKED,
+		  PG_LQ_MISSED };
+
+static int pg_lq_shape(const struct ledger_filter *f)
+{
+	int kind = PG_LQ_ANY;
+
+	if (f->lost_or_missed)
+		kind = PG_LQ_LOST;
+	else if (f->outcome && strcmp(f->outcome, LEDGER_ACKED) == 0)
+		kind = PG_LQ_ACKED;
+	else if (f->outcome && strcmp(f->outcome, LEDGER_MISSED) == 0)
+		kind = PG_LQ_MISSED;
+	else if (f->outcome)
+		kind = PG_LQ_OUTCOME;
+	bool open = f->since_ms == INT64_MIN && f->until_ms == INT64_MAX;
+	return (((f->schedule != NULL) * PG_LQ_KINDS + kind) * 2 + open) * 2 +
+	       f->newest_first;
+}
+
+/* The SQL of shape k into buf and, when f is given, its values into a. */
+static void pg_lq_sql(int k, const struct ledger_filter *f, char *buf,
+		      size_t cap, struct args *a)
+{
+	bool desc = k % 2, open = k / 2 % 2;
+	int kind = k / 4 % PG_LQ_KINDS;
+	bool sched = k / (4 * PG_LQ_KINDS);
+	int n = 0;
+	size_t len = (size_t)snprintf(buf, cap, "SELECT id, " LEDGER_COLS
+				      " FROM ledger WHERE true");
+
+#define PG_LQ_ADD(...)                                                    \
+	(len += (size_t)snprintf(buf + len, len < cap ? cap - len : 0,       \
+				 __VA_ARGS__))
+	if (sched) {
+		PG_LQ_ADD(" AND schedule = $%d::text", ++n);
+		if (f)
+			arg_str(a, f->schedule);
+	}
+	if (!open) {
+		PG_LQ_ADD(" AND slot_ms >= $%d::bigint AND slot_ms < $%d::bigint",
+			  n + 1, n + 2);
+		n += 2;
+		if (f) {
+			arg_i64(a, f->since_ms);
+			arg_i64(a, f->until_ms);
+		}
+	}
+	if (kind == PG_LQ_OUTCOME || kind == PG_LQ_LOST) {
+		if (kind == PG_LQ_LOST)
+			PG_LQ_ADD(" AND outcome IN ('" LEDGER_LOST "', '"
+				  LEDGER_MISSED "') AND ($%d::text IS NULL OR "
+				  "outcome = $%d::text)", n + 1, n + 1);
+		else
+			PG_LQ_ADD(" AND outcome = $%d::text", n + 1);
+		n++;
+		if (f)
+			arg_str(a, f->outcome);
+	} else if (kind == PG_LQ_ACKED) {
+		PG_LQ_ADD(" AND outcome = '" LEDGER_ACKED "'");
+	} else if (kind == PG_LQ_MISSED) {
+		PG_LQ_ADD(" AND outcome = '" LEDGER_MISSED "'");
+	}
+	/* LIMIT NULL is no limit. */
+	PG_LQ_ADD(" ORDER BY id%s LIMIT $%d::bigint", desc ? " DESC" : "",
+		  n + 1);
+#undef PG_LQ_ADD
+	if (f) {
+		if (f->limit > 0)
+			arg_i64(a, f->limit);
+		else
+			arg_str(a, NULL);
+	}
+}
+
 static int pg_ledger_query(void *impl, const struct ledger_filter *f,
 			   struct ledger_row **rows, size_t *n,
 			   struct sc_err *err)
 {
 	struct args a = {0};
 	PGresult *res;
+	char text[640];
+	int k = pg_lq_shape(f);
 	int rc;
 
 	*rows = NULL;
 	*n = 0;
-	arg_str(&a, f ? f->schedule : NULL);
-	arg_i64(&a, f ? f->since_ms : INT64_MIN);
-	arg_i64(&a, f ? f->until_ms : INT64_MAX);
-	arg_str(&a, f ? f->outcome : NULL);
-	arg_bool(&a, f && f->lost_or_missed);
-	if (f && f->limit > 0)
-		arg_i64(&a, f->limit);
-	else
-		arg_str(&a, NULL);
-	rc = run(impl, f && f->newest_first ? ST_LEDGER_QUERY_DESC
-					      : ST_LEDGER_QUERY,
-		 &a, &res, err);
+	pg_lq_sql(k, f, text, sizeof(text), &a);
+	rc = run_text(impl, (enum stmt)(ST_LEDGER_QUERY + k), text, &a, &res,
+		      err);
 	return rc ? rc : pg_read_rows(res, rows, NULL, n, err);
 }
 
