@@ -342,43 +342,31 @@ static const char *const migrations[SCHEMA_VERSION] = {
 	"WHERE l.outcome IN ('lost', 'missed') AND l.slot_ms >= ?2 AND "     \
 	"l.slot_ms < ?3" filter " ORDER BY l.id"
 
-/* The schedules of the ledger, by a skip scan of ledger_schedule: each
- * step seeks the next name, so 10,000 schedules cost 10,000 seeks
- * whatever the number of rows. */
-#define SUM_NAMES_ALL                                                     \
+/*
+ * store_sched_summaries reads three streams, each in schedule order and
+ * each from an index alone, and merges them (sq_sched_summaries):
+ *   - the newest row of each schedule of the ledger: the names by a skip
+ *     scan of ledger_schedule (each step seeks the next name, so 10,000
+ *     schedules cost 10,000 seeks whatever the number of rows), the row
+ *     by one descending seek (slot, then id: the rowid ends each entry);
+ *   - the jobs of each schedule (count over the covering unique index on
+ *     (schedule, slot_ms), never the table);
+ *   - its unfinished jobs (READY due or delayed, ACTIVE, DEAD) from the
+ *     partial covering index jobs_open, which holds no DONE job.
+ * DONE is the total less the unfinished.
+ */
+#define SUM_NAMES                                                         \
 	"n(name) AS (SELECT (SELECT min(schedule) FROM ledger) UNION ALL "   \
 	"SELECT (SELECT min(schedule) FROM ledger WHERE schedule > n.name) " \
 	"FROM n WHERE n.name IS NOT NULL)"
-#define SUM_NAMES_ONE                                                     \
-	"n(name) AS (SELECT schedule FROM ledger WHERE schedule = ?2 "       \
-	"LIMIT 1)"
-
-/*
- * store_sched_summaries: ?1 now, ?2 the schedule (the _ONE form). The
- * unfinished jobs (READY, ACTIVE, DEAD) are counted from the partial
- * covering index jobs_open, which holds no DONE job; DONE is the
- * schedule's total (a count over the covering unique index on (schedule,
- * slot_ms), not the table) less those. The newest row of each schedule
- * is one descending probe of ledger_schedule (slot, then id: the rowid
- * ends each index entry). Columns: name, ready_due, delayed, active,
- * dead, total, then LEDGER_COLS_L (NULL when the schedule has no row).
- */
-#define SUMMARIES_SQL(names, filter)                                      \
-	"WITH RECURSIVE " names ", "                                         \
-	"c AS (SELECT schedule, sum(state = 0 AND run_at_ms <= ?1) AS rd, "  \
-	"sum(state = 0 AND run_at_ms > ?1) AS dl, sum(state = 1) AS ac, "    \
-	"sum(state = 3) AS de FROM jobs WHERE state <> 2" filter             \
-	" GROUP BY schedule), "                                              \
-	"t AS (SELECT schedule, count(*) AS tot FROM jobs WHERE 1" filter    \
-	" GROUP BY schedule), "                                              \
-	"s(name) AS (SELECT name FROM n WHERE name IS NOT NULL UNION "       \
-	"SELECT schedule FROM t) "                                           \
-	"SELECT s.name, COALESCE(c.rd, 0), COALESCE(c.dl, 0), "              \
-	"COALESCE(c.ac, 0), COALESCE(c.de, 0), COALESCE(t.tot, 0), "         \
-	LEDGER_COLS_L " FROM s LEFT JOIN c ON c.schedule = s.name "          \
-	"LEFT JOIN t ON t.schedule = s.name LEFT JOIN ledger l ON l.id = "   \
-	"(SELECT id FROM ledger WHERE schedule = s.name ORDER BY slot_ms "   \
-	"DESC, id DESC LIMIT 1) ORDER BY s.name"
+#define SUM_NEWEST(name)                                                  \
+	"(SELECT id FROM ledger WHERE schedule = " name " ORDER BY slot_ms " \
+	"DESC, id DESC LIMIT 1)"
+/* ?1 now. Columns: schedule, ready_due, delayed, active, dead. */
+#define SUM_OPEN_SQL(filter)                                              \
+	"SELECT schedule, sum(state = 0 AND run_at_ms <= ?1), "              \
+	"sum(state = 0 AND run_at_ms > ?1), sum(state = 1), sum(state = 3) " \
+	"FROM jobs WHERE state <> 2" filter " GROUP BY schedule"
 
 /* The ledger query's filter shapes: schedule or not (2) x outcome kind
  * (LQ_KINDS) x period bounded or open (2) x order (2). */
@@ -412,8 +400,12 @@ enum stmt_id {
 	ST_LEDGER_QUERY_END = ST_LEDGER_QUERY + LQ_SHAPES - 1,
 	ST_LEDGER_LOST,
 	ST_LEDGER_LOST_ONE,
-	ST_SUMMARIES,
-	ST_SUMMARIES_ONE,
+	ST_SUM_LAST,
+	ST_SUM_LAST_ONE,
+	ST_SUM_TOTAL,
+	ST_SUM_TOTAL_ONE,
+	ST_SUM_OPEN,
+	ST_SUM_OPEN_ONE,
 	ST_OUTBOX_PUT,
 	ST_OUTBOX_BODY_PUT,
 	ST_OUTBOX_GET,
@@ -526,9 +518,18 @@ static const char *const stmt_sql[N_STMT] = {
 		"DO NOTHING",
 	[ST_LEDGER_LOST] = LEDGER_LOST_SQL(""),
 	[ST_LEDGER_LOST_ONE] = LEDGER_LOST_SQL(" AND l.schedule = ?1"),
-	[ST_SUMMARIES] = SUMMARIES_SQL(SUM_NAMES_ALL, ""),
-	[ST_SUMMARIES_ONE] = SUMMARIES_SQL(SUM_NAMES_ONE,
-					   " AND schedule = ?2"),
+	/* store_sched_summaries' three reads (sq_sched_summaries). */
+	[ST_SUM_LAST] =
+		"WITH RECURSIVE " SUM_NAMES " SELECT " LEDGER_COLS_L " FROM n "
+		"JOIN ledger l ON l.id = " SUM_NEWEST("n.name"),
+	[ST_SUM_LAST_ONE] = "SELECT " LEDGER_COLS_L " FROM ledger l WHERE "
+			    "l.id = " SUM_NEWEST("?1"),
+	[ST_SUM_TOTAL] = "SELECT schedule, count(*) FROM jobs "
+			 "GROUP BY schedule",
+	[ST_SUM_TOTAL_ONE] = "SELECT schedule, count(*) FROM jobs "
+			     "WHERE schedule = ?1 GROUP BY schedule",
+	[ST_SUM_OPEN] = SUM_OPEN_SQL(""),
+	[ST_SUM_OPEN_ONE] = SUM_OPEN_SQL(" AND schedule = ?2"),
 	[ST_OUTBOX_PUT] =
 		"INSERT INTO outbox(schedule, slot_ms, target, state, "
 		"created_ms, updated_ms) SELECT ?1, ?2, ?3, 1, ?5, ?5 "
@@ -2356,6 +2357,37 @@ static int sq_ledger_lost(void *impl, const struct ledger_filter *f,
 			 err);
 }
 
+/* The summary of `name` in v (sorted by name, len of cap): found, or
+ * inserted at its place. NULL when out of memory. Streams come in name
+ * order, so an insert is nearly always at the end. */
+static struct store_sched_summary *sum_at(struct store_sched_summary **v,
+					  size_t *len, size_t *cap,
+					  const char *name)
+{
+	size_t lo = 0, hi = *len;
+
+	if (*len && strcmp((*v)[*len - 1].schedule, name) < 0)
+		lo = *len;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strcmp((*v)[mid].schedule, name);
+		if (c == 0)
+			return &(*v)[mid];
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!room_for((void **)v, cap, *len, sizeof(**v)))
+		return NULL;
+	memmove(&(*v)[lo + 1], &(*v)[lo], (*len - lo) * sizeof(**v));
+	(*len)++;
+	struct store_sched_summary *x = &(*v)[lo];
+	memset(x, 0, sizeof(*x));
+	snprintf(x->schedule, sizeof(x->schedule), "%s", name);
+	return x;
+}
+
 static int sq_sched_summaries(void *impl, const char *schedule,
 			      struct store_sched_summary **out, size_t *n,
 			      struct sc_err *err)
@@ -2364,39 +2396,59 @@ static int sq_sched_summaries(void *impl, const char *schedule,
 	struct store_sched_summary *v = NULL;
 	size_t len = 0, cap = 0;
 	bool oom = false;
-	sqlite3_stmt *st = NULL;
-	int rc = prep(q, schedule ? ST_SUMMARIES_ONE : ST_SUMMARIES, &st, err);
+	int rc = 0;
 
-	if (rc)
-		return rc;
-	sqlite3_bind_int64(st, 1, now_ms(q));
-	bind_text(st, 2, schedule);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (!room_for((void **)&v, &cap, len, sizeof(*v))) {
-			oom = true;
+	/* Stream 0: newest rows; 1: totals; 2: unfinished jobs. */
+	for (int k = 0; k < 3 && rc == 0 && !oom; k++) {
+		static const enum stmt_id all[] = {ST_SUM_LAST, ST_SUM_TOTAL,
+						   ST_SUM_OPEN};
+		static const enum stmt_id one[] = {
+			ST_SUM_LAST_ONE, ST_SUM_TOTAL_ONE, ST_SUM_OPEN_ONE};
+		sqlite3_stmt *st = NULL;
+		if ((rc = prep(q, schedule ? one[k] : all[k], &st, err)) != 0)
 			break;
+		if (k == 2) {
+			sqlite3_bind_int64(st, 1, now_ms(q));
+			bind_text(st, 2, schedule);
+		} else {
+			bind_text(st, 1, schedule);
 		}
-		struct store_sched_summary *x = &v[len++];
-		memset(x, 0, sizeof(*x));
-		copy_text(x->schedule, sizeof(x->schedule), st, 0);
-		x->counts.ready_due = sqlite3_column_int64(st, 1);
-		x->counts.delayed = sqlite3_column_int64(st, 2);
-		x->counts.active = sqlite3_column_int64(st, 3);
-		x->counts.dead = sqlite3_column_int64(st, 4);
-		x->counts.done = sqlite3_column_int64(st, 5) -
-				 x->counts.ready_due - x->counts.delayed -
-				 x->counts.active - x->counts.dead;
-		x->has_last = sqlite3_column_type(st, 6) != SQLITE_NULL;
-		if (x->has_last)
-			read_row(st, 6, &x->last, &oom);
-		if (oom)
-			break;
+		while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+			const char *name = (const char *)sqlite3_column_text(
+				st, k == 0 ? 1 : 0);
+			struct store_sched_summary *x =
+				name ? sum_at(&v, &len, &cap, name) : NULL;
+			if (!x) {
+				oom = name != NULL;
+				if (oom)
+					break;
+				continue;
+			}
+			if (k == 0) {
+				x->has_last = true;
+				read_row(st, 0, &x->last, &oom);
+			} else if (k == 1) {
+				x->counts.done = sqlite3_column_int64(st, 1);
+			} else {
+				x->counts.ready_due = sqlite3_column_int64(st, 1);
+				x->counts.delayed = sqlite3_column_int64(st, 2);
+				x->counts.active = sqlite3_column_int64(st, 3);
+				x->counts.dead = sqlite3_column_int64(st, 4);
+				x->counts.done -= x->counts.ready_due +
+						  x->counts.delayed +
+						  x->counts.active +
+						  x->counts.dead;
+			}
+			if (oom)
+				break;
+		}
+		if (!oom)
+			rc = rc == SQLITE_DONE ? 0
+					       : db_fail(q, rc, "summaries", err);
+		unprep(st);
 	}
 	if (oom)
 		rc = sc_err_set(err, SC_ENOMEM, "out of memory");
-	else
-		rc = rc == SQLITE_DONE ? 0 : db_fail(q, rc, "summaries", err);
-	unprep(st);
 	if (rc) {
 		store_sched_summaries_free(v, len);
 		return rc;
@@ -2410,8 +2462,9 @@ const char *store_sqlite_plan_sql(size_t i, char *buf, size_t cap,
 				  bool *reads_all)
 {
 	static const enum stmt_id fixed[] = {
-		ST_LEDGER_LOST, ST_LEDGER_LOST_ONE, ST_SUMMARIES,
-		ST_SUMMARIES_ONE,
+		ST_LEDGER_LOST, ST_LEDGER_LOST_ONE, ST_SUM_LAST,
+		ST_SUM_LAST_ONE, ST_SUM_TOTAL, ST_SUM_TOTAL_ONE, ST_SUM_OPEN,
+		ST_SUM_OPEN_ONE,
 	};
 
 	*reads_all = false;
