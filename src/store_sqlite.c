@@ -59,6 +59,13 @@
  * newer version, a foreign application id, a foreign schema, or no SQLite
  * header at all is refused before anything is written to it.
  *
+ * Reads at depth (issue 15): every ledger read a ledger years deep can
+ * slow down has a statement whose plan uses an index (a statement per
+ * filter shape of store_ledger_query; store_ledger_lost and
+ * store_sched_summaries read lost rows, per-schedule seeks and covering
+ * indexes only). tests/unit/test_ledger_query.c checks the plans through
+ * store_sqlite_plan_sql; a new read belongs in that list.
+ *
  * Waiting for work (store_wait): SQLite has no notification channel, so
  * sq_wait looks at what another process's commit changes: the database
  * file and its -wal file (size and mtime), once per call after sleeping

@@ -1,11 +1,12 @@
 /*
  * cmd_status.c - `surecron status [--config FILE] [--json] [SCHEDULE]`: one
- * block per schedule of the config (or SCHEDULE only): its final expression (and the variable that
- * overrode it), next slot in its zone, frequency class with the field that
- * decided it, retry policy (the config's or the class's), the last ledger
- * outcome, its jobs waiting, delayed (a retry pending), running and
- * dead (slots lost, waiting for `surecron retry`), and its open alerts
- * (lost or missed slots nobody has recovered or acknowledged yet).
+ * block per schedule of the config (or SCHEDULE only): its final expression
+ * (and the variable that overrode it), next slot in its zone, frequency
+ * class with the field that decided it, retry policy (the config's or the
+ * class's), the last ledger outcome (the row of its newest slot), its jobs
+ * waiting, delayed (a retry pending), running and dead (slots lost,
+ * waiting for `surecron retry`), and its open alerts (lost or missed slots
+ * nobody has recovered or acknowledged yet).
  *
  * Jobs of schedules that are no longer in the config (renamed or removed)
  * are counted too, as "other": a dead job must not vanish from the report
