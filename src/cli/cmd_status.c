@@ -454,6 +454,7 @@ static int gather(const struct cli_state *st, const char *one,
 				  .until_ms = INT64_MAX};
 	int rc = store_sched_summaries(st->store, one, sum, n_sum, err);
 
+	memset(other, 0, sizeof(*other));
 	if (rc == 0)
 		rc = store_alert_list(st->store, &af, al, n_al, err);
 	if (rc)
@@ -551,7 +552,7 @@ int cmd_status(int argc, char **argv)
 		if ((r = cli_schedule_info(v[i].sc, now_ms, &v[i].info)))
 			goto done;
 	}
-	struct store_counts other;
+	struct store_counts other = {0};
 	if (gather(&st, one, v, nv, &sum, &n_sum, &al, &n_al, &other,
 		   &err) != 0) {
 		r = cli_fail(EXIT_FAIL, "store: %s", err.msg);
