@@ -10,6 +10,8 @@
  *     slot succeeded twice);
  *   - a row counts as acked only when an "acked" row of its schedule
  *     names a range (details first_ms..last_ms) that holds its slot;
+ *   - the report is two reads whatever the ledger's depth: the lost and
+ *     missed rows with their recoveries (store_ledger_lost), and the acks;
  *   - the store is only read: nothing here writes.
  */
 #include <stdlib.h>
@@ -51,26 +53,6 @@ int ledger_read(struct store *s, const struct ledger_filter *f,
 	return 0;
 }
 
-/* When the slot of r later succeeded: the finish of its newest success
- * row (1 when that row has no finish), or 0. */
-static int recovered_at(struct store *s, const struct ledger_row *r,
-			int64_t *at_ms, struct sc_err *err)
-{
-	struct ledger_filter f = {.schedule = r->schedule,
-				  .since_ms = r->slot_ms,
-				  .until_ms = r->slot_ms + 1,
-				  .outcome = LEDGER_SUCCESS};
-	struct ledger_row *rows = NULL;
-	size_t n = 0;
-	int rc = store_ledger_query(s, &f, &rows, &n, err);
-
-	*at_ms = 0;
-	if (rc == 0 && n > 0)
-		*at_ms = rows[n - 1].finished_ms ? rows[n - 1].finished_ms : 1;
-	store_ledger_rows_free(rows, n);
-	return rc;
-}
-
 /* The acknowledged ranges of f's schedule(s): the "acked" rows. */
 struct acks {
 	struct ledger_row *rows;
@@ -109,34 +91,30 @@ int ledger_lost_report(struct store *s, const struct ledger_filter *f,
 		       struct ledger_report *out, struct sc_err *err)
 {
 	struct acks acks = {0};
-	struct ledger_filter lf = *f;
 	int rc;
 
 	memset(out, 0, sizeof(*out));
 	if (f->outcome || f->limit)
 		return sc_err_set(err, SC_EINVAL, "the lost-slot report takes "
 				  "no outcome filter and no limit");
-	lf.lost_or_missed = true;
-	lf.newest_first = false;
-	rc = store_ledger_query(s, &lf, &out->rows, &out->n, err);
+	/* One read for every row and its recovery, whatever the depth of
+	 * the ledger (issue 15): no query per row. */
+	rc = store_ledger_lost(s, f, &out->rows, &out->recovered_ms,
+			       &out->n, err);
 	if (rc || out->n == 0)
 		return rc;
-	out->recovered_ms = calloc(out->n, sizeof(*out->recovered_ms));
 	out->acked_ms = calloc(out->n, sizeof(*out->acked_ms));
-	if (!out->recovered_ms || !out->acked_ms)
+	if (!out->acked_ms)
 		return sc_err_set(err, SC_ENOMEM, "out of memory");
 	/* Every ack of the schedule(s), whatever its slot: an ack of a
 	 * missed range is filed under the range's first slot, which may lie
-	 * before the period. */
+	 * before the period. The acks alone are read (ledger_acked). */
 	struct ledger_filter af = {.schedule = f->schedule,
 				   .since_ms = INT64_MIN,
 				   .until_ms = INT64_MAX,
 				   .outcome = LEDGER_ACKED};
 	rc = store_ledger_query(s, &af, &acks.rows, &acks.n, err);
 	for (size_t i = 0; rc == 0 && i < out->n; i++) {
-		rc = recovered_at(s, &out->rows[i], &out->recovered_ms[i], err);
-		if (rc)
-			break;
 		out->acked_ms[i] = acked_at(&acks, &out->rows[i]);
 		if (out->recovered_ms[i])
 			out->n_recovered++;

@@ -525,6 +525,60 @@ void store_ledger_rows_free(struct ledger_row *rows, size_t n)
 	free(rows);
 }
 
+int store_ledger_lost(struct store *s, const struct ledger_filter *f,
+		      struct ledger_row **rows, int64_t **recovered_ms,
+		      size_t *n, struct sc_err *err)
+{
+	static const struct ledger_filter all = {
+		.since_ms = INT64_MIN, .until_ms = INT64_MAX};
+	int rc = check_out(rows, "rows output", err);
+
+	if (!rc)
+		rc = check_out(recovered_ms, "recovered output", err);
+	if (!rc)
+		rc = check_out(n, "row count", err);
+	if (!rc && f && f->schedule)
+		rc = check_name("schedule name", f->schedule, STORE_NAME_MAX,
+				err);
+	if (rc)
+		return rc;
+	*rows = NULL;
+	*recovered_ms = NULL;
+	*n = 0;
+	return s->ops->ledger_lost(s->impl, f ? f : &all, rows, recovered_ms,
+				   n, err);
+}
+
+int store_sched_summaries(struct store *s, const char *schedule,
+			  struct store_sched_summary **out, size_t *n,
+			  struct sc_err *err)
+{
+	int rc = schedule ? check_name("schedule name", schedule,
+				       STORE_NAME_MAX, err)
+			  : 0;
+
+	if (!rc)
+		rc = check_out(out, "summaries output", err);
+	if (!rc)
+		rc = check_out(n, "summary count", err);
+	if (rc)
+		return rc;
+	*out = NULL;
+	*n = 0;
+	return s->ops->sched_summaries(s->impl, schedule, out, n, err);
+}
+
+void store_sched_summaries_free(struct store_sched_summary *v, size_t n)
+{
+	if (!v)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		free(v[i].last.error_msg);
+		free(v[i].last.details_json);
+	}
+	free(v);
+}
+
 /* ---- alerts ---------------------------------------------------------- */
 
 /* A ledger row handed to an alert operation: checked like an append. */

@@ -381,7 +381,8 @@ int store_ledger_append_many(struct store *s, const struct ledger_row *rows,
  * The lost-slot report's read (issue 15), in one query whatever the
  * ledger's depth: every LEDGER_LOST and LEDGER_MISSED row of f's period
  * (f->schedule NULL: all schedules; f->outcome, f->limit, f->newest_first
- * and f->lost_or_missed are ignored), oldest slot first, with in
+ * and f->lost_or_missed are ignored), in the order they were written (by
+ * id, as store_ledger_query), with in
  * (*recovered_ms)[i] the finish of the newest LEDGER_SUCCESS row of the
  * same (schedule, slot), 1 when that row has no finish, 0 when none.
  * Both arrays are allocated: free rows with store_ledger_rows_free and
@@ -410,6 +411,17 @@ int store_sched_summaries(struct store *s, const char *schedule,
 			  struct store_sched_summary **out, size_t *n,
 			  struct sc_err *err);
 void store_sched_summaries_free(struct store_sched_summary *v, size_t n);
+
+/*
+ * Test seam (the plan guard of tests/unit/test_ledger_query.c): the SQL of
+ * the i-th ledger read of the SQLite backend (every filter shape of
+ * store_ledger_query, then store_ledger_lost's and store_sched_summaries'
+ * statements), written into buf (cap >= 1024), or NULL past the last.
+ * *reads_all is true for a shape whose answer is every row (no schedule,
+ * no period, no indexed outcome), which a full scan serves best.
+ */
+const char *store_sqlite_plan_sql(size_t i, char *buf, size_t cap,
+				  bool *reads_all);
 
 /* ---- alerts (alert.c owns the rules; docs/internals/alert.md) ---------- */
 
@@ -864,6 +876,13 @@ struct store_ops {
 	int (*ledger_query)(void *impl, const struct ledger_filter *f,
 			    struct ledger_row **rows, size_t *n,
 			    struct sc_err *err);
+	/* f: never NULL. */
+	int (*ledger_lost)(void *impl, const struct ledger_filter *f,
+			   struct ledger_row **rows, int64_t **recovered_ms,
+			   size_t *n, struct sc_err *err);
+	int (*sched_summaries)(void *impl, const char *schedule,
+			       struct store_sched_summary **out, size_t *n,
+			       struct sc_err *err);
 	int (*outbox_put)(void *impl, const struct store_fence *fence,
 			  const char *schedule, int64_t slot_ms,
 			  const char *target, const char *body, bool *created,

@@ -266,6 +266,9 @@ static const char *const migration_5[] = {
 	" WHERE outcome IN ('lost', 'missed')",
 	"CREATE INDEX ledger_acked ON ledger (schedule, slot_ms)"
 	" WHERE outcome = 'acked'",
+	/* The unfinished jobs by schedule, for status (as on SQLite). */
+	"CREATE INDEX jobs_open ON jobs (schedule, state, run_at_ms)"
+	" WHERE state <> 2",
 	"CREATE TABLE leases ("
 	" name text PRIMARY KEY,"
 	" owner text NOT NULL,"
@@ -295,6 +298,44 @@ static const char *const *const migrations[SCHEMA_VERSION] = {
 #define LEDGER_COLS                                                        \
 	"schedule, slot_ms, job_id, attempt, started_ms, finished_ms, "    \
 	"outcome, error_class, error_msg, retry_hint_ms, details_json"
+/* store_sched_summaries' schedules of the ledger: a skip scan of
+ * ledger_slot, one index seek per name whatever the number of rows. */
+#define PG_SUM_NAMES_ALL                                                   \
+	"n(name) AS ((SELECT schedule FROM ledger ORDER BY schedule LIMIT 1)" \
+	" UNION ALL SELECT (SELECT l.schedule FROM ledger l WHERE"          \
+	" l.schedule > n.name ORDER BY l.schedule LIMIT 1) FROM n"           \
+	" WHERE n.name IS NOT NULL)"
+#define PG_SUM_NAMES_ONE                                                   \
+	"n(name) AS (SELECT schedule FROM ledger WHERE schedule = $2::text"  \
+	" LIMIT 1)"
+/*
+ * store_sched_summaries ($1 now, $2 the schedule of the _ONE form): the
+ * unfinished jobs by state from the partial index jobs_open (no DONE job
+ * in it), DONE as the schedule's total (over the unique index on
+ * (schedule, slot_ms)) less those, and the newest row of each schedule
+ * by one descending probe of ledger_slot (LATERAL). Columns: name,
+ * ready_due, delayed, active, dead, total, then id and LEDGER_COLS (NULL
+ * without a row). Sorted as strcmp does (COLLATE "C").
+ */
+#define PG_SUMMARIES(names, filter)                                        \
+	"WITH RECURSIVE " names ","                                          \
+	" c AS (SELECT schedule,"                                            \
+	" count(*) FILTER (WHERE state = 0 AND run_at_ms <= $1::bigint) rd," \
+	" count(*) FILTER (WHERE state = 0 AND run_at_ms > $1::bigint) dl,"  \
+	" count(*) FILTER (WHERE state = 1) ac,"                             \
+	" count(*) FILTER (WHERE state = 3) de"                              \
+	" FROM jobs WHERE state <> 2" filter " GROUP BY schedule),"          \
+	" t AS (SELECT schedule, count(*) tot FROM jobs WHERE true" filter   \
+	" GROUP BY schedule),"                                               \
+	" s(name) AS (SELECT name FROM n WHERE name IS NOT NULL UNION"       \
+	" SELECT schedule FROM t)"                                           \
+	" SELECT s.name, COALESCE(c.rd, 0), COALESCE(c.dl, 0),"              \
+	" COALESCE(c.ac, 0), COALESCE(c.de, 0), COALESCE(t.tot, 0), l.*"     \
+	" FROM s LEFT JOIN c ON c.schedule = s.name"                         \
+	" LEFT JOIN t ON t.schedule = s.name"                                \
+	" LEFT JOIN LATERAL (SELECT id, " LEDGER_COLS " FROM ledger"         \
+	" WHERE schedule = s.name ORDER BY slot_ms DESC, id DESC LIMIT 1) l" \
+	" ON true ORDER BY s.name COLLATE \"C\""
 #define ALERT_COLS                                                         \
 	"id, schedule, slot_ms, last_slot_ms, n_slots, reason, generation, " \
 	"status, attempts, error_msg, job_id, rounds, staged_rounds, "      \
@@ -332,6 +373,11 @@ static const char *const *const migrations[SCHEMA_VERSION] = {
 	" WHERE id = " id "::bigint AND lease_token = " tok "::bigint"      \
 	" AND state = 1 FOR SHARE)) AS ok)"
 
+/* The ledger query's filter shapes, as on SQLite: schedule or not (2) x
+ * outcome kind (5) x period bounded or open (2) x order (2). */
+#define PG_LQ_KINDS 5
+#define PG_LQ_SHAPES (2 * PG_LQ_KINDS * 2 * 2)
+
 enum stmt {
 	ST_ENQUEUE,
 	ST_JOB_ID,
@@ -352,8 +398,12 @@ enum stmt {
 	ST_LEDGER_APPEND,
 	ST_LEDGER_APPEND_MISSED,
 	ST_LEDGER_APPEND_MANY,
+	/* One per filter shape (pg_lq_sql builds the SQL; no sql[] entry). */
 	ST_LEDGER_QUERY,
-	ST_LEDGER_QUERY_DESC,
+	ST_LEDGER_QUERY_END = ST_LEDGER_QUERY + PG_LQ_SHAPES - 1,
+	ST_LEDGER_LOST,
+	ST_SUMMARIES,
+	ST_SUMMARIES_ONE,
 	ST_OUTBOX_PUT,
 	ST_OUTBOX_GET,
 	ST_OUTBOX_SET,
@@ -541,21 +591,25 @@ static const char *const sql[ST_COUNT] = {
 	" WHERE outcome = '" LEDGER_MISSED "' DO NOTHING RETURNING outcome)"
 	" SELECT count(*), CASE WHEN bool_or(outcome = '" LEDGER_LOST "')"
 	" THEN " DURABLE " END FROM i",
-	/* LIMIT NULL is no limit. */
-	[ST_LEDGER_QUERY] =
-	"SELECT id, " LEDGER_COLS " FROM ledger"
-	" WHERE ($1::text IS NULL OR schedule = $1::text)"
-	" AND slot_ms >= $2::bigint AND slot_ms < $3::bigint"
-	" AND ($4::text IS NULL OR outcome = $4::text)"
-	" AND (NOT $5::boolean OR outcome IN ('" LEDGER_LOST "', '"
-	LEDGER_MISSED "')) ORDER BY id LIMIT $6::bigint",
-	[ST_LEDGER_QUERY_DESC] =
-	"SELECT id, " LEDGER_COLS " FROM ledger"
-	" WHERE ($1::text IS NULL OR schedule = $1::text)"
-	" AND slot_ms >= $2::bigint AND slot_ms < $3::bigint"
-	" AND ($4::text IS NULL OR outcome = $4::text)"
-	" AND (NOT $5::boolean OR outcome IN ('" LEDGER_LOST "', '"
-	LEDGER_MISSED "')) ORDER BY id DESC LIMIT $6::bigint",
+	/* The lost-slot report (store_ledger_lost): lost and missed rows of
+	 * the period (ledger_lost), each with the finish of the newest
+	 * success row of its (schedule, slot) through ledger_slot; column
+	 * 12 is recovered_ms. A generic plan serves: the schedule term is a
+	 * filter on the few lost rows, never an index choice. */
+	[ST_LEDGER_LOST] =
+	"SELECT l.id, l.schedule, l.slot_ms, l.job_id, l.attempt,"
+	" l.started_ms, l.finished_ms, l.outcome, l.error_class, l.error_msg,"
+	" l.retry_hint_ms, l.details_json, COALESCE((SELECT CASE WHEN"
+	" s.finished_ms <> 0 THEN s.finished_ms ELSE 1 END FROM ledger s"
+	" WHERE s.schedule = l.schedule AND s.slot_ms = l.slot_ms AND"
+	" s.outcome = '" LEDGER_SUCCESS "' ORDER BY s.id DESC LIMIT 1), 0)"
+	" FROM ledger l WHERE l.outcome IN ('" LEDGER_LOST "', '"
+	LEDGER_MISSED "') AND l.slot_ms >= $2::bigint AND l.slot_ms <"
+	" $3::bigint AND ($1::text IS NULL OR l.schedule = $1::text)"
+	" ORDER BY l.id",
+	[ST_SUMMARIES] = PG_SUMMARIES(PG_SUM_NAMES_ALL, ""),
+	[ST_SUMMARIES_ONE] = PG_SUMMARIES(PG_SUM_NAMES_ONE,
+					  " AND schedule = $2::text"),
 	/* $6, $7: the fence. Answer: ok, rows inserted. */
 	[ST_OUTBOX_PUT] =
 	"WITH " FENCE_CTE("$6", "$7") ","
@@ -766,8 +820,6 @@ static const char *const sql[ST_COUNT] = {
  */
 static const bool oneshot[ST_COUNT] = {
 	[ST_COUNTS] = true,
-	[ST_LEDGER_QUERY] = true,
-	[ST_LEDGER_QUERY_DESC] = true,
 	[ST_ALERT_LIST] = true,
 };
 
@@ -1036,8 +1088,8 @@ static int exec_const(struct pg *p, const char *q, struct sc_err *err)
  * Runs prepared statement st with a's values. On success *out holds the
  * result (PQclear it); on failure it is NULL and the code is returned.
  */
-static int run(struct pg *p, enum stmt st, const struct args *a,
-	       PGresult **out, struct sc_err *err)
+static int run_text(struct pg *p, enum stmt st, const char *text,
+		    const struct args *a, PGresult **out, struct sc_err *err)
 {
 	char name[16];
 	PGresult *res;
@@ -1049,7 +1101,7 @@ static int run(struct pg *p, enum stmt st, const struct args *a,
 		return rc;
 	snprintf(name, sizeof(name), "sc%d", (int)st);
 	if (!oneshot[st] && !p->prepared[st]) {
-		res = PQprepare(p->conn, name, sql[st], 0, NULL);
+		res = PQprepare(p->conn, name, text, 0, NULL);
 		if (PQresultStatus(res) != PGRES_COMMAND_OK) {
 			rc = fail(p, res, "prepare", err);
 			PQclear(res);
@@ -1059,7 +1111,7 @@ static int run(struct pg *p, enum stmt st, const struct args *a,
 		p->prepared[st] = true;
 	}
 	if (oneshot[st])
-		res = PQexecParams(p->conn, sql[st], a ? a->n : 0, NULL,
+		res = PQexecParams(p->conn, text, a ? a->n : 0, NULL,
 				   a ? a->v : NULL, NULL, NULL, 0);
 	else
 		res = PQexecPrepared(p->conn, name, a ? a->n : 0,
@@ -1073,6 +1125,13 @@ static int run(struct pg *p, enum stmt st, const struct args *a,
 	drain_notifies(p);
 	*out = res;
 	return 0;
+}
+
+/* run_text with the statement's own SQL (sql[st]). */
+static int run(struct pg *p, enum stmt st, const struct args *a,
+	       PGresult **out, struct sc_err *err)
+{
+	return run_text(p, st, sql[st], a, out, err);
 }
 
 /* Like run, for a statement without result rows we need. */
@@ -2083,66 +2142,219 @@ static void row_dispose(struct ledger_row *r)
 	sc_free(r->details_json);
 }
 
+/* Reads id and LEDGER_COLS from column c0 of row `row` into r. */
+static void pg_read_row(const PGresult *res, int row, int c0,
+			struct ledger_row *r, bool *oom)
+{
+	memset(r, 0, sizeof(*r));
+	r->id = get_i64(res, row, c0);
+	get_str(res, row, c0 + 1, r->schedule, sizeof(r->schedule));
+	r->slot_ms = get_i64(res, row, c0 + 2);
+	r->job_id = get_i64(res, row, c0 + 3);
+	r->attempt = (int)get_i64(res, row, c0 + 4);
+	r->started_ms = get_i64(res, row, c0 + 5);
+	r->finished_ms = get_i64(res, row, c0 + 6);
+	get_str(res, row, c0 + 7, r->outcome, sizeof(r->outcome));
+	get_str(res, row, c0 + 8, r->error_class, sizeof(r->error_class));
+	r->error_msg = get_dup(res, row, c0 + 9, oom);
+	r->retry_hint_ms = get_i64(res, row, c0 + 10);
+	r->details_json = get_dup(res, row, c0 + 11, oom);
+}
+
+/* The rows of res (PQclear'd here); with rec, column 12 into *rec. */
+static int pg_read_rows(PGresult *res, struct ledger_row **rows,
+			int64_t **rec, size_t *n, struct sc_err *err)
+{
+	size_t got = (size_t)PQntuples(res);
+	struct ledger_row *out = NULL;
+	int64_t *r = NULL;
+	bool oom = false;
+
+	if (got == 0) {
+		PQclear(res);
+		return 0;
+	}
+	out = calloc(got, sizeof(*out));
+	r = rec ? calloc(got, sizeof(*r)) : NULL;
+	oom = !out || (rec && !r);
+	for (size_t i = 0; !oom && i < got; i++) {
+		pg_read_row(res, (int)i, 0, &out[i], &oom);
+		if (rec)
+			r[i] = get_i64(res, (int)i, 12);
+	}
+	PQclear(res);
+	if (oom) {
+		for (size_t i = 0; out && i < got; i++)
+			row_dispose(&out[i]);
+		free(out);
+		free(r);
+		return sc_err_set(err, SC_ENOMEM, "out of memory");
+	}
+	*rows = out;
+	if (rec)
+		*rec = r;
+	*n = got;
+	return 0;
+}
+
+/*
+ * One prepared statement per filter shape (issue 15). The session plans
+ * generically (plan_cache_mode), so one statement with "$1 IS NULL OR
+ * schedule = $1" forms could use no index for the schedule; each shape
+ * names only the terms its filter has, numbered in order of use (no
+ * unused parameter, whose type PostgreSQL could not infer), and spells
+ * the outcomes of the partial indexes (acked, missed) as literals, so
+ * those indexes apply under a generic plan too. Shape k as on SQLite:
+ * ((schedule * 5 + kind) * 2 + open) * 2 + newest_first.
+ */
+enum pg_lq_kind { PG_LQ_ANY, PG_LQ_OUTCOME, PG_LQ_LOST, PG_LQ_ACKED,
+		  PG_LQ_MISSED };
+
+static int pg_lq_shape(const struct ledger_filter *f)
+{
+	int kind = PG_LQ_ANY;
+
+	if (f->lost_or_missed)
+		kind = PG_LQ_LOST;
+	else if (f->outcome && strcmp(f->outcome, LEDGER_ACKED) == 0)
+		kind = PG_LQ_ACKED;
+	else if (f->outcome && strcmp(f->outcome, LEDGER_MISSED) == 0)
+		kind = PG_LQ_MISSED;
+	else if (f->outcome)
+		kind = PG_LQ_OUTCOME;
+	bool open = f->since_ms == INT64_MIN && f->until_ms == INT64_MAX;
+	return (((f->schedule != NULL) * PG_LQ_KINDS + kind) * 2 + open) * 2 +
+	       f->newest_first;
+}
+
+/* The SQL of shape k into buf and, when f is given, its values into a. */
+static void pg_lq_sql(int k, const struct ledger_filter *f, char *buf,
+		      size_t cap, struct args *a)
+{
+	bool desc = k % 2, open = k / 2 % 2;
+	int kind = k / 4 % PG_LQ_KINDS;
+	bool sched = k / (4 * PG_LQ_KINDS);
+	int n = 0;
+	size_t len = (size_t)snprintf(buf, cap, "SELECT id, " LEDGER_COLS
+				      " FROM ledger WHERE true");
+
+#define PG_LQ_ADD(...)                                                    \
+	(len += (size_t)snprintf(buf + len, len < cap ? cap - len : 0,       \
+				 __VA_ARGS__))
+	if (sched) {
+		PG_LQ_ADD(" AND schedule = $%d::text", ++n);
+		if (f)
+			arg_str(a, f->schedule);
+	}
+	if (!open) {
+		PG_LQ_ADD(" AND slot_ms >= $%d::bigint AND slot_ms < $%d::bigint",
+			  n + 1, n + 2);
+		n += 2;
+		if (f) {
+			arg_i64(a, f->since_ms);
+			arg_i64(a, f->until_ms);
+		}
+	}
+	if (kind == PG_LQ_OUTCOME || kind == PG_LQ_LOST) {
+		if (kind == PG_LQ_LOST)
+			PG_LQ_ADD(" AND outcome IN ('" LEDGER_LOST "', '"
+				  LEDGER_MISSED "') AND ($%d::text IS NULL OR "
+				  "outcome = $%d::text)", n + 1, n + 1);
+		else
+			PG_LQ_ADD(" AND outcome = $%d::text", n + 1);
+		n++;
+		if (f)
+			arg_str(a, f->outcome);
+	} else if (kind == PG_LQ_ACKED) {
+		PG_LQ_ADD(" AND outcome = '" LEDGER_ACKED "'");
+	} else if (kind == PG_LQ_MISSED) {
+		PG_LQ_ADD(" AND outcome = '" LEDGER_MISSED "'");
+	}
+	/* LIMIT NULL is no limit. */
+	PG_LQ_ADD(" ORDER BY id%s LIMIT $%d::bigint", desc ? " DESC" : "",
+		  n + 1);
+#undef PG_LQ_ADD
+	if (f) {
+		if (f->limit > 0)
+			arg_i64(a, f->limit);
+		else
+			arg_str(a, NULL);
+	}
+}
+
 static int pg_ledger_query(void *impl, const struct ledger_filter *f,
 			   struct ledger_row **rows, size_t *n,
 			   struct sc_err *err)
 {
 	struct args a = {0};
 	PGresult *res;
-	struct ledger_row *out;
-	bool oom = false;
+	char text[640];
+	int k = pg_lq_shape(f);
 	int rc;
 
 	*rows = NULL;
 	*n = 0;
-	arg_str(&a, f ? f->schedule : NULL);
-	arg_i64(&a, f ? f->since_ms : INT64_MIN);
-	arg_i64(&a, f ? f->until_ms : INT64_MAX);
-	arg_str(&a, f ? f->outcome : NULL);
-	arg_bool(&a, f && f->lost_or_missed);
-	if (f && f->limit > 0)
-		arg_i64(&a, f->limit);
-	else
-		arg_str(&a, NULL);
-	rc = run(impl, f && f->newest_first ? ST_LEDGER_QUERY_DESC
-					      : ST_LEDGER_QUERY,
-		 &a, &res, err);
+	pg_lq_sql(k, f, text, sizeof(text), &a);
+	rc = run_text(impl, (enum stmt)(ST_LEDGER_QUERY + k), text, &a, &res,
+		      err);
+	return rc ? rc : pg_read_rows(res, rows, NULL, n, err);
+}
+
+static int pg_ledger_lost(void *impl, const struct ledger_filter *f,
+			  struct ledger_row **rows, int64_t **recovered_ms,
+			  size_t *n, struct sc_err *err)
+{
+	struct args a = {0};
+	PGresult *res;
+	int rc;
+
+	arg_str(&a, f->schedule);
+	arg_i64(&a, f->since_ms);
+	arg_i64(&a, f->until_ms);
+	rc = run(impl, ST_LEDGER_LOST, &a, &res, err);
+	return rc ? rc : pg_read_rows(res, rows, recovered_ms, n, err);
+}
+
+static int pg_sched_summaries(void *impl, const char *schedule,
+			      struct store_sched_summary **out, size_t *n,
+			      struct sc_err *err)
+{
+	struct pg *p = impl;
+	struct args a = {0};
+	PGresult *res;
+	bool oom = false;
+	int rc;
+
+	arg_i64(&a, now_ms(p));
+	if (schedule)
+		arg_str(&a, schedule);
+	rc = run(p, schedule ? ST_SUMMARIES_ONE : ST_SUMMARIES, &a, &res, err);
 	if (rc)
 		return rc;
 	size_t got = (size_t)PQntuples(res);
-	if (got == 0) {
-		PQclear(res);
-		return 0;
-	}
-	out = calloc(got, sizeof(*out));
-	if (!out) {
-		PQclear(res);
-		return sc_err_set(err, SC_ENOMEM, "out of memory");
-	}
-	for (size_t i = 0; i < got; i++) {
-		struct ledger_row *r = &out[i];
+	struct store_sched_summary *v = got ? calloc(got, sizeof(*v)) : NULL;
+	oom = got && !v;
+	for (size_t i = 0; !oom && i < got; i++) {
+		struct store_sched_summary *x = &v[i];
 		int row = (int)i;
-		r->id = get_i64(res, row, 0);
-		get_str(res, row, 1, r->schedule, sizeof(r->schedule));
-		r->slot_ms = get_i64(res, row, 2);
-		r->job_id = get_i64(res, row, 3);
-		r->attempt = (int)get_i64(res, row, 4);
-		r->started_ms = get_i64(res, row, 5);
-		r->finished_ms = get_i64(res, row, 6);
-		get_str(res, row, 7, r->outcome, sizeof(r->outcome));
-		get_str(res, row, 8, r->error_class, sizeof(r->error_class));
-		r->error_msg = get_dup(res, row, 9, &oom);
-		r->retry_hint_ms = get_i64(res, row, 10);
-		r->details_json = get_dup(res, row, 11, &oom);
+		get_str(res, row, 0, x->schedule, sizeof(x->schedule));
+		x->counts.ready_due = get_i64(res, row, 1);
+		x->counts.delayed = get_i64(res, row, 2);
+		x->counts.active = get_i64(res, row, 3);
+		x->counts.dead = get_i64(res, row, 4);
+		x->counts.done = get_i64(res, row, 5) - x->counts.ready_due -
+				 x->counts.delayed - x->counts.active -
+				 x->counts.dead;
+		x->has_last = !PQgetisnull(res, row, 6);
+		if (x->has_last)
+			pg_read_row(res, row, 6, &x->last, &oom);
 	}
 	PQclear(res);
 	if (oom) {
-		for (size_t i = 0; i < got; i++)
-			row_dispose(&out[i]);
-		free(out);
+		store_sched_summaries_free(v, got);
 		return sc_err_set(err, SC_ENOMEM, "out of memory");
 	}
-	*rows = out;
+	*out = v;
 	*n = got;
 	return 0;
 }
@@ -2958,6 +3170,8 @@ const struct store_ops store_pg_ops = {
 	.ledger_append = pg_ledger_append,
 	.ledger_append_many = pg_ledger_append_many,
 	.ledger_query = pg_ledger_query,
+	.ledger_lost = pg_ledger_lost,
+	.sched_summaries = pg_sched_summaries,
 	.outbox_put = pg_outbox_put,
 	.outbox_get = pg_outbox_get,
 	.outbox_set_state = pg_outbox_set_state,

@@ -59,6 +59,13 @@
  * newer version, a foreign application id, a foreign schema, or no SQLite
  * header at all is refused before anything is written to it.
  *
+ * Reads at depth (issue 15): every ledger read a ledger years deep can
+ * slow down has a statement whose plan uses an index (a statement per
+ * filter shape of store_ledger_query; store_ledger_lost and
+ * store_sched_summaries read lost rows, per-schedule seeks and covering
+ * indexes only). tests/unit/test_ledger_query.c checks the plans through
+ * store_sqlite_plan_sql; a new read belongs in that list.
+ *
  * Waiting for work (store_wait): SQLite has no notification channel, so
  * sq_wait looks at what another process's commit changes: the database
  * file and its -wal file (size and mtime), once per call after sleeping
@@ -285,6 +292,12 @@ static const char *const migrations[SCHEMA_VERSION] = {
 	"('lost', 'missed');"
 	"CREATE INDEX ledger_acked ON ledger(schedule, slot_ms) WHERE "
 	"outcome = 'acked';"
+	/* The unfinished jobs (READY, ACTIVE, DEAD) by schedule, for
+	 * `status` (store_sched_summaries): DONE jobs, nearly all of them,
+	 * are not in it, so a job pays for it until it finishes, and the
+	 * per-schedule counts read it alone, not the table. */
+	"CREATE INDEX jobs_open ON jobs(schedule, state, run_at_ms) WHERE "
+	"state <> 2;"
 	"CREATE TABLE leases("
 	" name TEXT PRIMARY KEY,"
 	" owner TEXT NOT NULL,"
@@ -317,6 +330,56 @@ static const char *const migrations[SCHEMA_VERSION] = {
 	"id, schedule, slot_ms, job_id, attempt, started_ms, finished_ms, "  \
 	"outcome, error_class, error_msg, retry_hint_ms, details_json"
 
+#define LEDGER_COLS_L                                                     \
+	"l.id, l.schedule, l.slot_ms, l.job_id, l.attempt, l.started_ms, "   \
+	"l.finished_ms, l.outcome, l.error_class, l.error_msg, "             \
+	"l.retry_hint_ms, l.details_json"
+
+/* The lost-slot report (store_ledger_lost): the lost and missed rows of
+ * the period through the partial index ledger_lost (they are few however
+ * deep the ledger is), each with the finish of the newest success row of
+ * its (schedule, slot): one probe of ledger_schedule per row, whose
+ * entries for a slot come in id order. Column 12: recovered_ms. */
+#define LEDGER_LOST_SQL(filter)                                           \
+	"SELECT " LEDGER_COLS_L ", COALESCE((SELECT CASE WHEN "              \
+	"s.finished_ms <> 0 THEN s.finished_ms ELSE 1 END FROM ledger s "    \
+	"WHERE s.schedule = l.schedule AND s.slot_ms = l.slot_ms AND "       \
+	"s.outcome = 'success' ORDER BY s.id DESC LIMIT 1), 0) "             \
+	"FROM ledger l INDEXED BY ledger_lost "                              \
+	"WHERE l.outcome IN ('lost', 'missed') AND l.slot_ms >= ?2 AND "     \
+	"l.slot_ms < ?3" filter " ORDER BY l.id"
+
+/*
+ * store_sched_summaries reads three streams, each in schedule order and
+ * each from an index alone, and merges them (sq_sched_summaries):
+ *   - the newest row of each schedule of the ledger: the names by a skip
+ *     scan of ledger_schedule (each step seeks the next name, so 10,000
+ *     schedules cost 10,000 seeks whatever the number of rows), the row
+ *     by one descending seek (slot, then id: the rowid ends each entry);
+ *   - the jobs of each schedule (count over the covering unique index on
+ *     (schedule, slot_ms), never the table);
+ *   - its unfinished jobs (READY due or delayed, ACTIVE, DEAD) from the
+ *     partial covering index jobs_open, which holds no DONE job.
+ * DONE is the total less the unfinished.
+ */
+#define SUM_NAMES                                                         \
+	"n(name) AS (SELECT (SELECT min(schedule) FROM ledger) UNION ALL "   \
+	"SELECT (SELECT min(schedule) FROM ledger WHERE schedule > n.name) " \
+	"FROM n WHERE n.name IS NOT NULL)"
+#define SUM_NEWEST(name)                                                  \
+	"(SELECT id FROM ledger WHERE schedule = " name " ORDER BY slot_ms " \
+	"DESC, id DESC LIMIT 1)"
+/* ?1 now. Columns: schedule, ready_due, delayed, active, dead. */
+#define SUM_OPEN_SQL(filter)                                              \
+	"SELECT schedule, sum(state = 0 AND run_at_ms <= ?1), "              \
+	"sum(state = 0 AND run_at_ms > ?1), sum(state = 1), sum(state = 3) " \
+	"FROM jobs WHERE state <> 2" filter " GROUP BY schedule"
+
+/* The ledger query's filter shapes: schedule or not (2) x outcome kind
+ * (LQ_KINDS) x period bounded or open (2) x order (2). */
+#define LQ_KINDS 5
+#define LQ_SHAPES (2 * LQ_KINDS * 2 * 2)
+
 enum stmt_id {
 	ST_BEGIN,
 	ST_COMMIT,
@@ -338,8 +401,18 @@ enum stmt_id {
 	ST_JOB_COUNTS,
 	ST_LEDGER_INSERT,
 	ST_LEDGER_INSERT_MISSED,
+	/* One statement per filter shape (lq_shape): its SQL is built by
+	 * lq_sql, not listed in stmt_sql. */
 	ST_LEDGER_QUERY,
-	ST_LEDGER_QUERY_DESC,
+	ST_LEDGER_QUERY_END = ST_LEDGER_QUERY + LQ_SHAPES - 1,
+	ST_LEDGER_LOST,
+	ST_LEDGER_LOST_ONE,
+	ST_SUM_LAST,
+	ST_SUM_LAST_ONE,
+	ST_SUM_TOTAL,
+	ST_SUM_TOTAL_ONE,
+	ST_SUM_OPEN,
+	ST_SUM_OPEN_ONE,
 	ST_OUTBOX_PUT,
 	ST_OUTBOX_BODY_PUT,
 	ST_OUTBOX_GET,
@@ -451,18 +524,20 @@ static const char *const stmt_sql[N_STMT] = {
 		"VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) "
 		"ON CONFLICT (schedule, slot_ms) WHERE outcome = 'missed' "
 		"DO NOTHING",
-	[ST_LEDGER_QUERY] =
-		"SELECT " LEDGER_COLS " FROM ledger "
-		"WHERE (?1 IS NULL OR schedule = ?1) AND slot_ms >= ?2 AND "
-		"slot_ms < ?3 AND (?4 IS NULL OR outcome = ?4) AND "
-		"(?5 = 0 OR outcome IN ('lost', 'missed')) "
-		"ORDER BY id LIMIT ?6",
-	[ST_LEDGER_QUERY_DESC] =
-		"SELECT " LEDGER_COLS " FROM ledger "
-		"WHERE (?1 IS NULL OR schedule = ?1) AND slot_ms >= ?2 AND "
-		"slot_ms < ?3 AND (?4 IS NULL OR outcome = ?4) AND "
-		"(?5 = 0 OR outcome IN ('lost', 'missed')) "
-		"ORDER BY id DESC LIMIT ?6",
+	[ST_LEDGER_LOST] = LEDGER_LOST_SQL(""),
+	[ST_LEDGER_LOST_ONE] = LEDGER_LOST_SQL(" AND l.schedule = ?1"),
+	/* store_sched_summaries' three reads (sq_sched_summaries). */
+	[ST_SUM_LAST] =
+		"WITH RECURSIVE " SUM_NAMES " SELECT " LEDGER_COLS_L " FROM n "
+		"JOIN ledger l ON l.id = " SUM_NEWEST("n.name"),
+	[ST_SUM_LAST_ONE] = "SELECT " LEDGER_COLS_L " FROM ledger l WHERE "
+			    "l.id = " SUM_NEWEST("?1"),
+	[ST_SUM_TOTAL] = "SELECT schedule, count(*) FROM jobs "
+			 "GROUP BY schedule",
+	[ST_SUM_TOTAL_ONE] = "SELECT schedule, count(*) FROM jobs "
+			     "WHERE schedule = ?1 GROUP BY schedule",
+	[ST_SUM_OPEN] = SUM_OPEN_SQL(""),
+	[ST_SUM_OPEN_ONE] = SUM_OPEN_SQL(" AND schedule = ?2"),
 	[ST_OUTBOX_PUT] =
 		"INSERT INTO outbox(schedule, slot_ms, target, state, "
 		"created_ms, updated_ms) SELECT ?1, ?2, ?3, 1, ?5, ?5 "
@@ -2229,17 +2304,169 @@ static int sq_ledger_append_many(void *impl, const struct ledger_row *rows,
 	return rc;
 }
 
+/*
+ * The ledger query's filter shapes (issue 15). One statement with
+ * "(?1 IS NULL OR schedule = ?1)" forms is planned once for every filter,
+ * so SQLite could use no index for the schedule and scanned the ledger:
+ * each shape gets its own statement instead, whose WHERE names only the
+ * terms the filter has, so the planner sees them all. Outcomes with a
+ * partial index (acked, missed) are written as literals so that index
+ * applies; the lost-or-missed shape without a schedule reads ledger_lost,
+ * a bounded period without a schedule ledger_period. An open period (no
+ * bound at all) drops the slot terms: with neither a schedule nor such an
+ * outcome, that shape reads every row, which is what it returns.
+ */
+enum lq_kind { LQ_ANY, LQ_OUTCOME, LQ_LOST, LQ_ACKED, LQ_MISSED };
+
+static int lq_shape(const struct ledger_filter *f)
+{
+	int kind = LQ_ANY;
+
+	if (f->lost_or_missed)
+		kind = LQ_LOST;
+	else if (f->outcome && strcmp(f->outcome, LEDGER_ACKED) == 0)
+		kind = LQ_ACKED;
+	else if (f->outcome && strcmp(f->outcome, LEDGER_MISSED) == 0)
+		kind = LQ_MISSED;
+	else if (f->outcome)
+		kind = LQ_OUTCOME;
+	bool open = f->since_ms == INT64_MIN && f->until_ms == INT64_MAX;
+	return (((f->schedule != NULL) * LQ_KINDS + kind) * 2 + open) * 2 +
+	       f->newest_first;
+}
+
+/* The SQL of shape k into buf (cap >= 512). Parameters: ?1 schedule, ?2
+ * since, ?3 until, ?4 outcome, ?6 limit (-1: none); a shape names only
+ * those it uses, plus ?6. */
+static void lq_sql(int k, char *buf, size_t cap)
+{
+	bool desc = k % 2, open = k / 2 % 2;
+	int kind = k / 4 % LQ_KINDS;
+	bool sched = k / (4 * LQ_KINDS);
+	const char *by = "";
+
+	if (kind == LQ_ACKED)
+		by = " INDEXED BY ledger_acked";
+	else if (kind == LQ_MISSED)
+		by = " INDEXED BY ledger_missed_once";
+	else if (!sched && kind == LQ_LOST)
+		by = " INDEXED BY ledger_lost";
+	else if (!sched && !open)
+		by = " INDEXED BY ledger_period";
+	snprintf(buf, cap, "SELECT " LEDGER_COLS " FROM ledger%s WHERE 1%s%s%s "
+		 "ORDER BY id%s LIMIT ?6", by,
+		 sched ? " AND schedule = ?1" : "",
+		 open ? "" : " AND slot_ms >= ?2 AND slot_ms < ?3",
+		 kind == LQ_OUTCOME ? " AND outcome = ?4"
+		 : kind == LQ_LOST ? " AND outcome IN ('lost', 'missed') AND "
+				     "(?4 IS NULL OR outcome = ?4)"
+		 : kind == LQ_ACKED ? " AND outcome = 'acked'"
+		 : kind == LQ_MISSED ? " AND outcome = 'missed'" : "",
+		 desc ? " DESC" : "");
+}
+
+static int lq_prep(struct sq *q, int k, sqlite3_stmt **out,
+		   struct sc_err *err)
+{
+	sqlite3_stmt **slot = &q->stmt[ST_LEDGER_QUERY + k];
+	char sql[640];
+
+	if (!*slot) {
+		lq_sql(k, sql, sizeof(sql));
+		int rc = sqlite3_prepare_v3(q->db, sql, -1,
+					    SQLITE_PREPARE_PERSISTENT, slot,
+					    NULL);
+		if (rc != SQLITE_OK) {
+			*slot = NULL;
+			return db_fail(q, rc, "prepare", err);
+		}
+	}
+	*out = *slot;
+	return 0;
+}
+
+/* Reads LEDGER_COLS from column c0 of st into r (zeroed first). */
+static void read_row(sqlite3_stmt *st, int c0, struct ledger_row *r,
+		     bool *oom)
+{
+	memset(r, 0, sizeof(*r));
+	r->id = sqlite3_column_int64(st, c0);
+	copy_text(r->schedule, sizeof(r->schedule), st, c0 + 1);
+	r->slot_ms = sqlite3_column_int64(st, c0 + 2);
+	r->job_id = sqlite3_column_int64(st, c0 + 3);
+	r->attempt = sqlite3_column_int(st, c0 + 4);
+	r->started_ms = sqlite3_column_int64(st, c0 + 5);
+	r->finished_ms = sqlite3_column_int64(st, c0 + 6);
+	copy_text(r->outcome, sizeof(r->outcome), st, c0 + 7);
+	copy_text(r->error_class, sizeof(r->error_class), st, c0 + 8);
+	r->error_msg = dup_text(st, c0 + 9, oom);
+	r->retry_hint_ms = sqlite3_column_int64(st, c0 + 10);
+	r->details_json = dup_text(st, c0 + 11, oom);
+}
+
+/* Grows *v (of *cap) to hold one more than len; false when out of memory. */
+static bool room_for(void **v, size_t *cap, size_t len, size_t size)
+{
+	if (len < *cap)
+		return true;
+	size_t ncap = *cap ? *cap * 2 : 16;
+	void *nv = realloc(*v, ncap * size);
+	if (!nv)
+		return false;
+	*v = nv;
+	*cap = ncap;
+	return true;
+}
+
+/* Steps st (bound) and reads its rows: LEDGER_COLS, then for *rec (NULL
+ * allowed) one integer. Resets st. */
+static int read_rows(struct sq *q, sqlite3_stmt *st, const char *op,
+		     struct ledger_row **rows, int64_t **rec, size_t *n,
+		     struct sc_err *err)
+{
+	struct ledger_row *v = NULL;
+	int64_t *r = NULL;
+	size_t len = 0, cap = 0, rcap = 0;
+	bool oom = false;
+	int rc;
+
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (!room_for((void **)&v, &cap, len, sizeof(*v)) ||
+		    (rec && !room_for((void **)&r, &rcap, len, sizeof(*r)))) {
+			oom = true;
+			break;
+		}
+		read_row(st, 0, &v[len], &oom);
+		if (rec)
+			r[len] = sqlite3_column_int64(st, 12);
+		len++;
+		if (oom)
+			break;
+	}
+	if (oom)
+		rc = sc_err_set(err, SC_ENOMEM, "out of memory");
+	else
+		rc = rc == SQLITE_DONE ? 0 : db_fail(q, rc, op, err);
+	unprep(st);
+	if (rc) {
+		store_ledger_rows_free(v, len);
+		free(r);
+		return rc;
+	}
+	*rows = v;
+	if (rec)
+		*rec = r;
+	*n = len;
+	return 0;
+}
+
 static int sq_ledger_query(void *impl, const struct ledger_filter *f,
 			   struct ledger_row **rows, size_t *n,
 			   struct sc_err *err)
 {
 	struct sq *q = impl;
-	struct ledger_row *v = NULL;
-	size_t len = 0, cap = 0;
-	bool oom = false;
 	sqlite3_stmt *st = NULL;
-	int rc = prep(q, f->newest_first ? ST_LEDGER_QUERY_DESC
-					 : ST_LEDGER_QUERY, &st, err);
+	int rc = lq_prep(q, lq_shape(f), &st, err);
 
 	if (rc)
 		return rc;
@@ -2247,48 +2474,153 @@ static int sq_ledger_query(void *impl, const struct ledger_filter *f,
 	sqlite3_bind_int64(st, 2, f->since_ms);
 	sqlite3_bind_int64(st, 3, f->until_ms);
 	bind_text(st, 4, f->outcome);
-	sqlite3_bind_int(st, 5, f->lost_or_missed);
 	sqlite3_bind_int64(st, 6, f->limit > 0 ? f->limit : -1);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (len == cap) {
-			size_t ncap = cap ? cap * 2 : 16;
-			struct ledger_row *nv = realloc(v, ncap * sizeof(*v));
-			if (!nv) {
-				oom = true;
-				break;
-			}
-			v = nv;
-			cap = ncap;
-		}
-		struct ledger_row *r = &v[len++];
-		memset(r, 0, sizeof(*r));
-		r->id = sqlite3_column_int64(st, 0);
-		copy_text(r->schedule, sizeof(r->schedule), st, 1);
-		r->slot_ms = sqlite3_column_int64(st, 2);
-		r->job_id = sqlite3_column_int64(st, 3);
-		r->attempt = sqlite3_column_int(st, 4);
-		r->started_ms = sqlite3_column_int64(st, 5);
-		r->finished_ms = sqlite3_column_int64(st, 6);
-		copy_text(r->outcome, sizeof(r->outcome), st, 7);
-		copy_text(r->error_class, sizeof(r->error_class), st, 8);
-		r->error_msg = dup_text(st, 9, &oom);
-		r->retry_hint_ms = sqlite3_column_int64(st, 10);
-		r->details_json = dup_text(st, 11, &oom);
-		if (oom)
+	return read_rows(q, st, "ledger query", rows, NULL, n, err);
+}
+
+static int sq_ledger_lost(void *impl, const struct ledger_filter *f,
+			  struct ledger_row **rows, int64_t **recovered_ms,
+			  size_t *n, struct sc_err *err)
+{
+	struct sq *q = impl;
+	sqlite3_stmt *st = NULL;
+	int rc = prep(q, f->schedule ? ST_LEDGER_LOST_ONE : ST_LEDGER_LOST,
+		      &st, err);
+
+	if (rc)
+		return rc;
+	bind_text(st, 1, f->schedule);
+	sqlite3_bind_int64(st, 2, f->since_ms);
+	sqlite3_bind_int64(st, 3, f->until_ms);
+	return read_rows(q, st, "lost-slot query", rows, recovered_ms, n,
+			 err);
+}
+
+/* The summary of `name` in v (sorted by name, len of cap): found, or
+ * inserted at its place. NULL when out of memory. Streams come in name
+ * order, so an insert is nearly always at the end. */
+static struct store_sched_summary *sum_at(struct store_sched_summary **v,
+					  size_t *len, size_t *cap,
+					  const char *name)
+{
+	size_t lo = 0, hi = *len;
+
+	if (*len && strcmp((*v)[*len - 1].schedule, name) < 0)
+		lo = *len;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strcmp((*v)[mid].schedule, name);
+		if (c == 0)
+			return &(*v)[mid];
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!room_for((void **)v, cap, *len, sizeof(**v)))
+		return NULL;
+	memmove(&(*v)[lo + 1], &(*v)[lo], (*len - lo) * sizeof(**v));
+	(*len)++;
+	struct store_sched_summary *x = &(*v)[lo];
+	memset(x, 0, sizeof(*x));
+	snprintf(x->schedule, sizeof(x->schedule), "%s", name);
+	return x;
+}
+
+static int sq_sched_summaries(void *impl, const char *schedule,
+			      struct store_sched_summary **out, size_t *n,
+			      struct sc_err *err)
+{
+	struct sq *q = impl;
+	struct store_sched_summary *v = NULL;
+	size_t len = 0, cap = 0;
+	bool oom = false;
+	int rc = 0;
+
+	/* Stream 0: newest rows; 1: totals; 2: unfinished jobs. */
+	for (int k = 0; k < 3 && rc == 0 && !oom; k++) {
+		static const enum stmt_id all[] = {ST_SUM_LAST, ST_SUM_TOTAL,
+						   ST_SUM_OPEN};
+		static const enum stmt_id one[] = {
+			ST_SUM_LAST_ONE, ST_SUM_TOTAL_ONE, ST_SUM_OPEN_ONE};
+		sqlite3_stmt *st = NULL;
+		if ((rc = prep(q, schedule ? one[k] : all[k], &st, err)) != 0)
 			break;
+		if (k == 2) {
+			sqlite3_bind_int64(st, 1, now_ms(q));
+			bind_text(st, 2, schedule);
+		} else {
+			bind_text(st, 1, schedule);
+		}
+		while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+			const char *name = (const char *)sqlite3_column_text(
+				st, k == 0 ? 1 : 0);
+			struct store_sched_summary *x =
+				name ? sum_at(&v, &len, &cap, name) : NULL;
+			if (!x) {
+				oom = name != NULL;
+				if (oom)
+					break;
+				continue;
+			}
+			if (k == 0) {
+				x->has_last = true;
+				read_row(st, 0, &x->last, &oom);
+			} else if (k == 1) {
+				x->counts.done = sqlite3_column_int64(st, 1);
+			} else {
+				x->counts.ready_due = sqlite3_column_int64(st, 1);
+				x->counts.delayed = sqlite3_column_int64(st, 2);
+				x->counts.active = sqlite3_column_int64(st, 3);
+				x->counts.dead = sqlite3_column_int64(st, 4);
+				x->counts.done -= x->counts.ready_due +
+						  x->counts.delayed +
+						  x->counts.active +
+						  x->counts.dead;
+			}
+			if (oom)
+				break;
+		}
+		if (!oom)
+			rc = rc == SQLITE_DONE ? 0
+					       : db_fail(q, rc, "summaries", err);
+		unprep(st);
 	}
 	if (oom)
 		rc = sc_err_set(err, SC_ENOMEM, "out of memory");
-	else
-		rc = rc == SQLITE_DONE ? 0 : db_fail(q, rc, "ledger query", err);
-	unprep(st);
 	if (rc) {
-		store_ledger_rows_free(v, len);
+		store_sched_summaries_free(v, len);
 		return rc;
 	}
-	*rows = v;
+	*out = v;
 	*n = len;
 	return 0;
+}
+
+const char *store_sqlite_plan_sql(size_t i, char *buf, size_t cap,
+				  bool *reads_all)
+{
+	static const enum stmt_id fixed[] = {
+		ST_LEDGER_LOST, ST_LEDGER_LOST_ONE, ST_SUM_LAST,
+		ST_SUM_LAST_ONE, ST_SUM_TOTAL, ST_SUM_TOTAL_ONE, ST_SUM_OPEN,
+		ST_SUM_OPEN_ONE,
+	};
+
+	*reads_all = false;
+	if (i < LQ_SHAPES) {
+		int kind = (int)i / 4 % LQ_KINDS;
+		/* No schedule, open period, any or a parameter outcome: the
+		 * answer is every row (of that outcome). */
+		*reads_all = i / (4 * LQ_KINDS) == 0 && i / 2 % 2 &&
+			     (kind == LQ_ANY || kind == LQ_OUTCOME);
+		lq_sql((int)i, buf, cap);
+		return buf;
+	}
+	i -= LQ_SHAPES;
+	if (i >= sizeof(fixed) / sizeof(fixed[0]))
+		return NULL;
+	snprintf(buf, cap, "%s", stmt_sql[fixed[i]]);
+	return buf;
 }
 
 /* ---- outbox, guards, markers ----------------------------------------- */
@@ -3107,6 +3439,8 @@ const struct store_ops store_sqlite_ops = {
 	.ledger_append = sq_ledger_append,
 	.ledger_append_many = sq_ledger_append_many,
 	.ledger_query = sq_ledger_query,
+	.ledger_lost = sq_ledger_lost,
+	.sched_summaries = sq_sched_summaries,
 	.outbox_put = sq_outbox_put,
 	.outbox_get = sq_outbox_get,
 	.outbox_set_state = sq_outbox_set_state,

@@ -245,13 +245,16 @@ static const struct cli_command commands[] = {
 	 "with times in the schedule's zone, then the ledger and the totals.\n"
 	 "Exit status 0 when the simulation ran (lost slots are results, not\n"
 	 "errors), 2 on usage or config errors, 1 on internal failures.\n"},
-	{"status", cmd_status, "status [--config FILE] [--stale] [--json]",
+	{"status", cmd_status,
+	 "status [--config FILE] [--stale] [--json] [SCHEDULE]",
 	 "show each schedule's next slot, retry class, last outcome and jobs",
-	 "For each schedule of the config: the final cron expression (and\n"
-	 "the variable that overrode it), the next slot in its zone, the\n"
-	 "frequency class with the field that decided it, the retry policy,\n"
-	 "the last ledger outcome and the counts of its jobs waiting, delayed\n"
-	 "(a retry pending), running and dead. --json prints one object.\n"
+	 "For each schedule of the config (or SCHEDULE only): the final cron\n"
+	 "expression (and the variable that overrode it), the next slot in\n"
+	 "its zone, the frequency class with the field that decided it, the\n"
+	 "retry policy, the last ledger outcome and the counts of its jobs\n"
+	 "waiting, delayed (a retry pending), running and dead, and its open\n"
+	 "alerts. --json prints one object. With SCHEDULE, only that one is\n"
+	 "read (no \"schedules not in the config\"); an unknown name exits 2.\n"
 	 "--stale: only whether each schedule delivered a slot within its\n"
 	 "sla success_within (without sla: two periods of the schedule plus\n"
 	 "its recovery window), counted from its last delivery or, when it\n"

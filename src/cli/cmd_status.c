@@ -1,11 +1,12 @@
 /*
- * cmd_status.c - `surecron status [--config FILE] [--json]`: one block per
- * schedule of the config: its final expression (and the variable that
- * overrode it), next slot in its zone, frequency class with the field that
- * decided it, retry policy (the config's or the class's), the last ledger
- * outcome, its jobs waiting, delayed (a retry pending), running and
- * dead (slots lost, waiting for `surecron retry`), and its open alerts
- * (lost or missed slots nobody has recovered or acknowledged yet).
+ * cmd_status.c - `surecron status [--config FILE] [--json] [SCHEDULE]`: one
+ * block per schedule of the config (or SCHEDULE only): its final expression
+ * (and the variable that overrode it), next slot in its zone, frequency
+ * class with the field that decided it, retry policy (the config's or the
+ * class's), the last ledger outcome (the row of its newest slot), its jobs
+ * waiting, delayed (a retry pending), running and dead (slots lost,
+ * waiting for `surecron retry`), and its open alerts (lost or missed slots
+ * nobody has recovered or acknowledged yet).
  *
  * Jobs of schedules that are no longer in the config (renamed or removed)
  * are counted too, as "other": a dead job must not vanish from the report
@@ -22,6 +23,12 @@
  * due and is not stale. The store is read once for every schedule
  * (store_sla_scan), as the daemon's timing pass does. No alert is raised
  * here: alerts are the daemon's, and only with `sla:`.
+ *
+ * The store is read in one pass whatever the number of schedules (issue
+ * 15): one store_sched_summaries (job counts and newest row of every
+ * schedule, or of SCHEDULE only) and one store_alert_list of the open
+ * alerts, grouped here; the "other" jobs are the summaries of schedules
+ * the config does not name, so no count of all jobs is needed.
  *
  * Read-only: it opens the store, queries, and changes nothing.
  */
@@ -40,22 +47,28 @@
 #define STALE_EXTRA 1024
 
 struct sched_status {
+	const struct schedule_spec *sc;
 	struct cli_schedule_info info;
 	struct store_counts counts;
 	bool has_last;
-	struct ledger_row last;  /* error_msg / details_json owned */
-	struct store_alert *alerts; /* the open ones, owned (sc_free) */
+	const struct ledger_row *last; /* in the summaries, or NULL */
+	const struct store_alert *alerts; /* its open ones: a slice of
+					     the one alert read */
 	size_t n_alerts;
 };
 
-static int open_alerts(struct store *s, const char *name,
-		       struct sched_status *out, struct sc_err *err)
+/* Open alerts by schedule name, then id: each schedule's are a slice. */
+static int cmp_alert(const void *a, const void *b)
 {
-	struct alert_filter f = {.schedule = name, .open_only = true,
-				 .slot_ms = INT64_MIN, .since_ms = INT64_MIN,
-				 .until_ms = INT64_MAX};
+	const struct store_alert *x = a, *y = b;
+	int c = strcmp(x->schedule, y->schedule);
 
-	return store_alert_list(s, &f, &out->alerts, &out->n_alerts, err);
+	return c ? c : (x->id > y->id) - (x->id < y->id);
+}
+
+static int cmp_summary(const void *key, const void *elt)
+{
+	return strcmp(key, ((const struct store_sched_summary *)elt)->schedule);
 }
 
 static void print_alerts(const char *name, const struct sched_status *x)
@@ -101,42 +114,21 @@ static json_t *alerts_json(const struct sched_status *x)
 	return arr;
 }
 
-/* The schedule's latest ledger row (written last). */
-static int last_row(struct store *s, const char *name,
-		    struct sched_status *out, struct sc_err *err)
+/* Jobs of the schedules the store knows and the config does not: the
+ * summaries no schedule of the config took (used[i] false). */
+static struct store_counts others(const struct store_sched_summary *sum,
+				  const bool *used, size_t n)
 {
-	struct ledger_filter f = {.schedule = name, .since_ms = INT64_MIN,
-				  .until_ms = INT64_MAX, .limit = 1,
-				  .newest_first = true};
-	struct ledger_row *rows = NULL;
-	size_t n = 0;
-	int rc = store_ledger_query(s, &f, &rows, &n, err);
-
-	if (rc)
-		return rc;
-	if (n) {
-		out->has_last = true;
-		out->last = rows[0];
-		/* Take the row's strings; the array is freed below. */
-		rows[0].error_msg = NULL;
-		rows[0].details_json = NULL;
-	}
-	store_ledger_rows_free(rows, n);
-	return 0;
-}
-
-/* Jobs of the store not under a schedule of the config: all - listed. */
-static struct store_counts others(const struct store_counts *all,
-				  const struct sched_status *v, size_t n)
-{
-	struct store_counts o = *all;
+	struct store_counts o = {0};
 
 	for (size_t i = 0; i < n; i++) {
-		o.ready_due -= v[i].counts.ready_due;
-		o.delayed -= v[i].counts.delayed;
-		o.active -= v[i].counts.active;
-		o.done -= v[i].counts.done;
-		o.dead -= v[i].counts.dead;
+		if (used[i])
+			continue;
+		o.ready_due += sum[i].counts.ready_due;
+		o.delayed += sum[i].counts.delayed;
+		o.active += sum[i].counts.active;
+		o.done += sum[i].counts.done;
+		o.dead += sum[i].counts.dead;
 	}
 	return o;
 }
@@ -146,15 +138,16 @@ static bool any_pending(const struct store_counts *c)
 	return c->ready_due || c->delayed || c->active || c->dead;
 }
 
+/* other: NULL when one schedule was asked for (nothing else was read). */
 static void print_text(const struct cli_state *st, struct sched_status *v,
-		       const struct store_counts *other)
+		       size_t nv, const struct store_counts *other)
 {
 	char t[CLI_TIME_MAX], p[96], u[CLOCK_ISO_MAX];
 
 	cli_out(stdout,
 		"config: %s\nstore:  %s\n", st->path, st->cfg->store_url);
-	for (size_t i = 0; i < st->cfg->n_schedules; i++) {
-		const struct schedule_spec *sc = &st->cfg->schedules[i];
+	for (size_t i = 0; i < nv; i++) {
+		const struct schedule_spec *sc = v[i].sc;
 		struct sched_status *x = &v[i];
 
 		cli_out(stdout, "\n%s\n", sc->name);
@@ -176,11 +169,11 @@ static void print_text(const struct cli_state *st, struct sched_status *v,
 		if (x->has_last)
 			cli_out(stdout,
 				"  last     %s, slot %s, attempt %d%s%s\n",
-				x->last.outcome,
-				clock_format_utc(x->last.slot_ms, u),
-				x->last.attempt,
-				x->last.error_msg ? ": " : "",
-				x->last.error_msg ? x->last.error_msg : "");
+				x->last->outcome,
+				clock_format_utc(x->last->slot_ms, u),
+				x->last->attempt,
+				x->last->error_msg ? ": " : "",
+				x->last->error_msg ? x->last->error_msg : "");
 		else
 			cli_out(stdout, "  last     never run\n");
 		cli_out(stdout,
@@ -192,7 +185,7 @@ static void print_text(const struct cli_state *st, struct sched_status *v,
 				       : "");
 		print_alerts(sc->name, x);
 	}
-	if (any_pending(other))
+	if (other && any_pending(other))
 		cli_out(stdout,
 			"\nschedules not in the config\n  jobs     %lld waiting, "
 			"%lld delayed, %lld running, %lld dead%s\n",
@@ -203,7 +196,7 @@ static void print_text(const struct cli_state *st, struct sched_status *v,
 }
 
 static int print_json(const struct cli_state *st, struct sched_status *v,
-		      const struct store_counts *other)
+		      size_t nv, const struct store_counts *other)
 {
 	char t[CLI_TIME_MAX], u[CLOCK_ISO_MAX];
 	json_t *root = json_object(), *arr = json_array();
@@ -216,28 +209,28 @@ static int print_json(const struct cli_state *st, struct sched_status *v,
 	json_object_set_new(root, "store", json_string(store_backend_name(
 						   st->store)));
 	json_object_set_new(root, "schedules", arr);
-	json_object_set_new(root, "other_jobs", json_pack(
-		"{s:I, s:I, s:I, s:I, s:I}",
-		"waiting", (json_int_t)other->ready_due,
-		"delayed", (json_int_t)other->delayed,
-		"running", (json_int_t)other->active,
-		"dead", (json_int_t)other->dead,
-		"done", (json_int_t)other->done));
-	for (size_t i = 0; i < st->cfg->n_schedules; i++) {
-		const struct schedule_spec *sc = &st->cfg->schedules[i];
+	json_object_set_new(root, "other_jobs", !other ? json_null()
+			    : json_pack("{s:I, s:I, s:I, s:I, s:I}",
+				"waiting", (json_int_t)other->ready_due,
+				"delayed", (json_int_t)other->delayed,
+				"running", (json_int_t)other->active,
+				"dead", (json_int_t)other->dead,
+				"done", (json_int_t)other->done));
+	for (size_t i = 0; i < nv; i++) {
+		const struct schedule_spec *sc = v[i].sc;
 		struct sched_status *x = &v[i];
 		json_t *o = json_object(), *last = json_null();
 
 		if (x->has_last) {
 			last = json_pack("{s:s, s:s, s:I, s:i, s:s*, s:o*}",
-					 "outcome", x->last.outcome, "slot",
-					 clock_format_utc(x->last.slot_ms, u),
-					 "slot_ms", (json_int_t)x->last.slot_ms,
-					 "attempt", x->last.attempt,
-					 "error_class", x->last.error_class[0]
-					 ? x->last.error_class : NULL,
+					 "outcome", x->last->outcome, "slot",
+					 clock_format_utc(x->last->slot_ms, u),
+					 "slot_ms", (json_int_t)x->last->slot_ms,
+					 "attempt", x->last->attempt,
+					 "error_class", x->last->error_class[0]
+					 ? x->last->error_class : NULL,
 					 "error",
-					 cli_json_text(x->last.error_msg));
+					 cli_json_text(x->last->error_msg));
 		}
 		json_object_set_new(o, "name", json_string(sc->name));
 		json_object_set_new(o, "cron", json_string(sc->cron));
@@ -443,12 +436,74 @@ static int run_stale(const struct cli_state *st, bool json, int64_t now)
 	return r;
 }
 
+/*
+ * Fills v (one entry per schedule of the config, or only `one`) from three
+ * reads whatever the number of schedules: the summaries (job counts and
+ * newest row of every schedule, or of `one`), the open alerts (all of
+ * them, or `one`'s), grouped here by schedule. *other gets the jobs of
+ * schedules not in the config (all schedules only).
+ */
+static int gather(const struct cli_state *st, const char *one,
+		  struct sched_status *v, size_t nv,
+		  struct store_sched_summary **sum, size_t *n_sum,
+		  struct store_alert **al, size_t *n_al,
+		  struct store_counts *other, struct sc_err *err)
+{
+	struct alert_filter af = {.schedule = one, .open_only = true,
+				  .slot_ms = INT64_MIN, .since_ms = INT64_MIN,
+				  .until_ms = INT64_MAX};
+	int rc = store_sched_summaries(st->store, one, sum, n_sum, err);
+
+	memset(other, 0, sizeof(*other));
+	if (rc == 0)
+		rc = store_alert_list(st->store, &af, al, n_al, err);
+	if (rc)
+		return rc;
+	if (*n_al > 1)
+		qsort(*al, *n_al, sizeof(**al), cmp_alert);
+	bool *used = calloc(*n_sum ? *n_sum : 1, sizeof(*used));
+	if (!used)
+		return sc_err_set(err, SC_ENOMEM, "out of memory");
+	for (size_t i = 0; i < nv; i++) {
+		struct sched_status *x = &v[i];
+		const struct store_sched_summary *m =
+			bsearch(x->sc->name, *sum, *n_sum, sizeof(**sum),
+				cmp_summary);
+		if (m) {
+			used[m - *sum] = true;
+			x->counts = m->counts;
+			x->has_last = m->has_last;
+			x->last = m->has_last ? &m->last : NULL;
+		}
+		/* Its open alerts: the slice of the sorted list. */
+		size_t lo = 0, hi = *n_al;
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+			if (strcmp((*al)[mid].schedule, x->sc->name) < 0)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		x->alerts = *al + lo;
+		while (lo + x->n_alerts < *n_al &&
+		       strcmp((*al)[lo + x->n_alerts].schedule,
+			      x->sc->name) == 0)
+			x->n_alerts++;
+	}
+	*other = others(*sum, used, *n_sum);
+	free(used);
+	return 0;
+}
+
 int cmd_status(int argc, char **argv)
 {
-	const char *path = NULL;
+	const char *path = NULL, *one = NULL;
 	bool json = false, stale = false;
 	struct cli_state st;
 	struct sched_status *v = NULL;
+	struct store_sched_summary *sum = NULL;
+	struct store_alert *al = NULL;
+	size_t nv = 0, n_sum = 0, n_al = 0;
 	struct sc_err err = {0};
 	int64_t now_ms = sc_clock_now_ms(sc_clock_real());
 	int r;
@@ -465,49 +520,50 @@ int cmd_status(int argc, char **argv)
 		else if (argv[i][0] == '-')
 			return cli_usage_error("status", "unknown option '%s'",
 					       argv[i]);
+		else if (!one)
+			one = argv[i];
 		else
 			return cli_usage_error("status", "unexpected argument "
 					       "'%s'", argv[i]);
 	}
+	if (one && stale)
+		return cli_usage_error("status", "--stale checks every "
+				       "schedule: it takes no SCHEDULE");
 	if ((r = cli_state_open(path, true, &st)))
 		goto done;
 	if (stale) {
 		r = run_stale(&st, json, now_ms);
 		goto done;
 	}
-	v = calloc(st.cfg->n_schedules ? st.cfg->n_schedules : 1, sizeof(*v));
+	const struct schedule_spec *only = one ? config_schedule(st.cfg, one)
+					       : NULL;
+	if (one && !only) {
+		r = cli_fail(EXIT_USAGE, "no schedule '%s' in %s", one, st.path);
+		goto done;
+	}
+	nv = only ? 1 : st.cfg->n_schedules;
+	v = calloc(nv ? nv : 1, sizeof(*v));
 	if (!v) {
 		r = cli_fail(EXIT_FAIL, "out of memory");
 		goto done;
 	}
-	for (size_t i = 0; i < st.cfg->n_schedules; i++) {
-		const struct schedule_spec *sc = &st.cfg->schedules[i];
-		if ((r = cli_schedule_info(sc, now_ms, &v[i].info)))
+	for (size_t i = 0; i < nv; i++) {
+		v[i].sc = only ? only : &st.cfg->schedules[i];
+		if ((r = cli_schedule_info(v[i].sc, now_ms, &v[i].info)))
 			goto done;
-		if (store_job_counts(st.store, sc->name, &v[i].counts, &err) ||
-		    last_row(st.store, sc->name, &v[i], &err) ||
-		    open_alerts(st.store, sc->name, &v[i], &err)) {
-			r = cli_fail(EXIT_FAIL, "store: %s", err.msg);
-			goto done;
-		}
 	}
-	struct store_counts all, other;
-	if (store_job_counts(st.store, NULL, &all, &err) != 0) {
+	struct store_counts other = {0};
+	if (gather(&st, one, v, nv, &sum, &n_sum, &al, &n_al, &other,
+		   &err) != 0) {
 		r = cli_fail(EXIT_FAIL, "store: %s", err.msg);
 		goto done;
 	}
-	other = others(&all, v, st.cfg->n_schedules);
-	r = json ? print_json(&st, v, &other)
-		 : (print_text(&st, v, &other), EXIT_OK);
+	r = json ? print_json(&st, v, nv, one ? NULL : &other)
+		 : (print_text(&st, v, nv, one ? NULL : &other), EXIT_OK);
 done:
-	if (v) {
-		for (size_t i = 0; st.cfg && i < st.cfg->n_schedules; i++) {
-			free(v[i].last.error_msg);
-			free(v[i].last.details_json);
-			sc_free(v[i].alerts);
-		}
-		free(v);
-	}
+	free(v);
+	store_sched_summaries_free(sum, n_sum);
+	sc_free(al);
 	cli_state_close(&st);
 	return r;
 }

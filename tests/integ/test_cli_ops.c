@@ -282,6 +282,45 @@ static void status_counts_and_last(void **state)
 				    "0 waiting, 0 delayed, 0 running, 1 dead"));
 }
 
+/* status SCHEDULE (issue 15): that schedule only, nothing else read. */
+static void status_of_one_schedule(void **state)
+{
+	struct store *s = open_store(NULL);
+	make_done(s, "daily", now_ms - 2 * DAY_MS);
+	store_close(s);
+	make_lost("weekly", now_ms - 3 * DAY_MS);
+	make_lost("retired", now_ms - 4 * DAY_MS);
+
+	const char *json[] = {"status", "--config", cfg, "--json", "weekly",
+			      NULL};
+	assert_int_equal(run(json), 0);
+	json_t *root = out_json();
+	json_t *arr = json_object_get(root, "schedules");
+	assert_int_equal(json_array_size(arr), 1);
+	json_t *w = sched_obj(root, "weekly");
+	assert_string_equal(jstr(w, "last", "outcome"), "lost");
+	assert_int_equal(jint(w, "jobs", "dead"), 1);
+	assert_true(json_is_null(json_object_get(root, "other_jobs")));
+	json_decref(root);
+
+	const char *text[] = {"status", "--config", cfg, "daily", NULL};
+	assert_int_equal(run(text), 0);
+	assert_non_null(strstr(out, "\ndaily\n"));
+	assert_null(strstr(out, "weekly"));
+	assert_null(strstr(out, "schedules not in the config"));
+	assert_non_null(strstr(out, "last     success"));
+
+	const char *unknown[] = {"status", "--config", cfg, "nope", NULL};
+	assert_int_equal(run(unknown), 2);
+	assert_non_null(strstr(err, "no schedule 'nope'"));
+	const char *two[] = {"status", "--config", cfg, "daily", "weekly",
+			     NULL};
+	assert_int_equal(run(two), 2);
+	const char *stale[] = {"status", "--config", cfg, "--stale", "daily",
+			       NULL};
+	assert_int_equal(run(stale), 2);
+}
+
 static void status_errors(void **state)
 {
 	const char *bad_opt[] = {"status", "--config", cfg, "--bogus", NULL};
@@ -786,6 +825,7 @@ int main(void)
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 	const struct CMUnitTest tests[] = {
 		T(status_counts_and_last),
+		T(status_of_one_schedule),
 		T(status_errors),
 		T(ledger_filters),
 		T(ledger_lost_report),

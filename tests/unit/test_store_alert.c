@@ -322,6 +322,7 @@ static void to_version_3(void **state)
 	raw_sql(state, "DROP INDEX ledger_period");
 	raw_sql(state, "DROP INDEX ledger_lost");
 	raw_sql(state, "DROP INDEX ledger_acked");
+	raw_sql(state, "DROP INDEX jobs_open");
 	raw_sql(state, "DROP TABLE alert_sends");
 	raw_sql(state, "DROP TABLE alerts");
 	raw_sql(state, "DROP INDEX jobs_unalerted");
