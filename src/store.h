@@ -146,7 +146,9 @@ struct outbox_entry {
 	enum send_state state;
 	int n_tries;                /* times it went to SENDING */
 	int64_t sent_ms;            /* when SENT, else 0 */
-	char *body;                 /* the composed message (owned) */
+	char *body;                 /* the composed message (owned); NULL
+				       for a SENT row whose body prune took
+				       (store_prune_batch) */
 };
 
 /* ---- the handle ------------------------------------------------------ */
@@ -741,7 +743,9 @@ int store_lease_drop(struct store *s, const char *name, const char *owner,
  *   alerts (last_slot < ledger_before): closed ones (not OPEN) whose
  *     sends are all SENT or ABANDONED, with their sends.
  *   jobs (slot < jobs_before): DONE only (never READY, ACTIVE, DEAD).
- *   outbox bodies (slot < outbox_before): of SENT rows only.
+ *   outbox bodies (slot < outbox_before): of SENT rows of a marked
+ *     (complete) slot only, which is never delivered again; the row
+ *     stays, store_outbox_get reads it with body NULL.
  *   send guards and slot markers (slot < jobs_before): a SENT outbox row
  *     (with its body), a marker, of a slot whose job is DONE or gone (no
  *     READY, ACTIVE or DEAD job); a marker also needs no unsent outbox

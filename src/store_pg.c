@@ -1871,7 +1871,8 @@ static int pg_outbox_get(void *impl, const char *schedule, int64_t slot_ms,
 		     err);
 	if (rc)
 		return rc;
-	if (PQgetisnull(res, 0, 3)) {
+	/* A guard keeps its row when prune takes its body (store.h). */
+	if (PQgetisnull(res, 0, 3) && get_i64(res, 0, 0) != SEND_SENT) {
 		PQclear(res);
 		return sc_err_set(err, SC_ECORRUPT, "outbox row of target %s "
 				  "has no message body", target);
@@ -2135,8 +2136,10 @@ static int pg_lease_drop(void *impl, const char *name, const char *owner,
  * table). Keyed phases (end != NULL): $1 horizon, $2..$3 the batch's
  * range (lo, hi] of the slot or id; `end` ($1 horizon, $2 lo, $3 offset)
  * finds hi. The tables without an id (bodies, guards, markers): $1
- * horizon, $2 how many at most (NULL: all, a dry run's single batch);
- * the rows that stay fail the condition, so each batch finds new ones.
+ * horizon, $2 how many at most (NULL: all, a dry run's single batch),
+ * $3 the jobs horizon (the bodies leave those of the guards that go in
+ * the guards phase); the rows that stay fail the condition, so each
+ * batch finds new ones.
  */
 enum pg_phase {
 	PG_LEDGER, PG_ALERTS, PG_JOBS, PG_BODIES, PG_GUARDS, PG_MARKERS,
@@ -2159,7 +2162,8 @@ static const struct {
 		PG_ACK_FIRST("a") " AND " PG_ACK_LAST("a") "))"
 		" OR (r.outcome = 'acked' AND EXISTS (SELECT 1 FROM ledger l "
 		"WHERE l.outcome IN ('lost', 'missed') AND l.schedule = "
-		"r.schedule AND (l.slot_ms <= $2 OR l.slot_ms > $3) AND "
+		"r.schedule AND (l.slot_ms <= $2 OR l.slot_ms > $3 OR l.slot_ms >= "
+		"$1) AND "
 		"l.slot_ms BETWEEN " PG_ACK_FIRST("r") " AND " PG_ACK_LAST("r")
 		"))) RETURNING 1) SELECT count(*), 0 FROM d",
 	},
@@ -2188,7 +2192,11 @@ static const struct {
 		"SELECT b.ctid FROM outbox_body b WHERE b.slot_ms < $1 AND "
 		"EXISTS (SELECT 1 FROM outbox o WHERE o.schedule = b.schedule "
 		"AND o.slot_ms = b.slot_ms AND o.target = b.target AND "
-		"o.state = 3) LIMIT $2)) RETURNING 1) SELECT count(*), 0 "
+		"o.state = 3) AND EXISTS (SELECT 1 FROM slot_markers m WHERE "
+		"m.schedule = b.schedule AND m.slot_ms = b.slot_ms) AND NOT ($3 "
+		"> 0 AND b.slot_ms < $3 AND NOT EXISTS (SELECT 1 FROM jobs j "
+		"WHERE j.schedule = b.schedule AND j.slot_ms = b.slot_ms AND "
+		"j.state <> 2)) LIMIT $2)) RETURNING 1) SELECT count(*), 0 "
 		"FROM d",
 	},
 	[PG_GUARDS] = {
@@ -2258,8 +2266,9 @@ static void pg_prune_count(struct store_prune_result *r, int ph, int64_t n1,
 /* The batch's statements inside the caller's transaction: *n1, *n2 what
  * it deleted, *hi and *last where it ended. */
 static int pg_prune_run(struct pg *p, int ph, int64_t horizon, int64_t lo,
-			int max_rows, bool dry_run, int64_t *n1, int64_t *n2,
-			int64_t *hi, bool *last, struct sc_err *err)
+			int max_rows, bool dry_run, int64_t jobs_before,
+			int64_t *n1, int64_t *n2, int64_t *hi, bool *last,
+			struct sc_err *err)
 {
 	struct args a = {0};
 	PGresult *res;
@@ -2279,10 +2288,14 @@ static int pg_prune_run(struct pg *p, int ph, int64_t horizon, int64_t lo,
 		PQclear(res);
 		a.n = 2;
 		arg_i64(&a, *hi);
-	} else if (dry_run) {
-		a.v[a.n++] = NULL; /* LIMIT NULL: every row, in one batch */
 	} else {
-		arg_i64(&a, max_rows);
+		if (dry_run)
+			a.v[a.n++] = NULL; /* LIMIT NULL: all, one batch */
+		else
+			arg_i64(&a, max_rows);
+		/* The bodies leave those of the guards the guards phase
+		 * takes, so each body is counted once. */
+		arg_i64(&a, jobs_before);
 	}
 	rc = pg_exec_once(p, pg_prune_sql[ph].del, &a, "iii", &res, err);
 	if (rc)
@@ -2326,7 +2339,7 @@ static int pg_prune_batch(void *impl, const struct store_prune_opts *o,
 	if (rc)
 		return rc;
 	rc = pg_prune_run(p, ph, horizon, res->cursor, max_rows, o->dry_run,
-			  &n1, &n2, &hi, &last, err);
+			  o->jobs_before_ms, &n1, &n2, &hi, &last, err);
 	if (rc || o->dry_run) {
 		if (p->conn)
 			(void)exec_const(p, "ROLLBACK", NULL);
