@@ -89,9 +89,12 @@ int prune_run(struct store *s, const struct prune_plan *p, bool dry_run,
 	bool more = p->any;
 	int rc;
 
+	/* <= 0: sized by time (PRUNE_BATCH_TARGET_MS per batch). */
+	bool adapt = batch_rows <= 0;
+
 	memset(out, 0, sizeof(*out));
 	o.dry_run = dry_run;
-	if (batch_rows <= 0)
+	if (adapt)
 		batch_rows = PRUNE_BATCH_ROWS;
 	rc = store_prune_size(s, &out->used_before, &out->file_before,
 			      &out->size_how, err);
@@ -106,6 +109,19 @@ int prune_run(struct store *s, const struct prune_plan *p, bool dry_run,
 		if (took > out->max_batch_ms)
 			out->max_batch_ms = took;
 		out->n_batches++;
+		/* A batch's cost is mostly the index pages it dirties: about
+		 * one leaf of ledger(schedule, slot_ms) per schedule however
+		 * few rows it takes, plus a little per row. So batches grow
+		 * while they stay under half the bound, and shrink when one
+		 * went past it (a busy disk). */
+		if (adapt && took < PRUNE_BATCH_BOUND_MS / 2 &&
+		    batch_rows < PRUNE_BATCH_MAX)
+			batch_rows *= 2;
+		else if (adapt && took > PRUNE_BATCH_BOUND_MS &&
+			 batch_rows > PRUNE_BATCH_MIN)
+			batch_rows /= 2;
+		if (batch_rows > out->max_batch_rows)
+			out->max_batch_rows = batch_rows;
 	}
 	if (!rc)
 		rc = store_prune_size(s, &out->used_after, &out->file_after,

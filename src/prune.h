@@ -41,12 +41,18 @@
 
 /*
  * Rows per batch: each batch is one write transaction, and on SQLite the
- * only writer while it runs, so it bounds how long a running daemon's
- * claims wait. Measured (docs/internals/prune.md): about 15-25 ms per
- * batch of 2,000 ledger rows on a 9,000,000-row store, well under the
- * 100 ms goal, and 9,000,000 rows in about 40 s.
+ * only writer while it runs, so its duration bounds how long a running
+ * daemon's claims wait (PRUNE_BATCH_BOUND_MS, the issue's 100 ms). A
+ * batch costs about one index page per schedule whatever its size, plus
+ * a little per row, so prune_run sizes batches by time: it starts at
+ * PRUNE_BATCH_ROWS, doubles while a batch takes less than half the bound
+ * and halves after one that took longer, within PRUNE_BATCH_MIN ..
+ * PRUNE_BATCH_MAX. Measured figures: docs/internals/prune.md.
  */
-#define PRUNE_BATCH_ROWS 2000
+#define PRUNE_BATCH_ROWS 4000
+#define PRUNE_BATCH_MIN 1000
+#define PRUNE_BATCH_MAX 64000
+#define PRUNE_BATCH_BOUND_MS 100
 
 /* The daemon's daily prune: first PRUNE_FIRST_DELAY_MS after start (a
  * restart loop does not prune every minute), then every PRUNE_EVERY_MS,
@@ -86,12 +92,14 @@ struct prune_report {
 	const char *size_how;              /* static */
 	int64_t n_batches;
 	int64_t max_batch_ms;              /* the longest batch (real time) */
+	int max_batch_rows;                /* the largest batch size used */
 	int64_t elapsed_ms;
 };
 
 /*
- * Runs plan p on s: store_prune_batch until done (batches of batch_rows,
- * <= 0: PRUNE_BATCH_ROWS), with the store's size before and after.
+ * Runs plan p on s: store_prune_batch until done (batches of batch_rows
+ * rows; <= 0: sized by time, see PRUNE_BATCH_ROWS), with the store's size
+ * before and after.
  * Nothing is deleted when p->any is false or dry_run. Stops early, with
  * SC_ECANCELED, when stop (may be NULL) returns true between batches.
  * On error *out holds what was done before it.

@@ -2683,8 +2683,16 @@ static int sq_prune_batch(void *impl, const struct store_prune_opts *o,
 	bool last = true;
 	int rc;
 
-	if (res->phase == 0)
+	if (res->phase == 0) {
 		res->cursor = INT64_MIN;
+		/* The oldest rows of every schedule sit on a few thousand
+		 * leaf pages of ledger(schedule, slot_ms) that each batch
+		 * revisits: keep them cached (64 MiB at most, for this
+		 * handle; SQLite's default is 2 MiB). */
+		rc = exec_pragma(q, "PRAGMA cache_size = -65536", err);
+		if (rc)
+			return rc;
+	}
 	while (ph < SQ_N_PHASE && (horizon = sq_phase_horizon(o, ph)) <= 0) {
 		ph++;
 		res->cursor = INT64_MIN;
