@@ -82,6 +82,7 @@
 #include "failpoint.h"
 #include "heartbeat.h"
 #include "log.h"
+#include "prune.h"
 #include "queue.h"
 #include "scheduler.h"
 #include "sdnotify.h"
@@ -745,6 +746,22 @@ static void alert_pass(struct daemon *d, struct store *s)
 		       "msg=\"%s\"", sc_strerror(rc), e.msg);
 }
 
+/* The daily prune (prune.h), on the alerter's handle: due once a day
+ * when a retention is set, run by the node that takes the lease.
+ * Failures are logged by prune_daily_tick and retried the next day. */
+static void prune_pass(struct daemon *d, struct store *s,
+		       struct prune_daily *pd)
+{
+	struct cfg_ref *cr = cfg_get(d);
+	char owner[96];
+	struct sc_err e = {0};
+
+	snprintf(owner, sizeof(owner), "%s:%ld", d->host, (long)getpid());
+	(void)prune_daily_tick(pd, s, cr->cfg, sc_clock_now_ms(d->clock),
+			       owner, alerter_stop, d, NULL, &e);
+	cfg_put(d, cr);
+}
+
 /*
  * Sends the alerts: every ALERT_TICK_MS of real time, one alert_tick on
  * its own store handle, so that a slow alert target never holds up a
@@ -756,6 +773,7 @@ static void *alerter_main(void *arg)
 	struct daemon *d = arg;
 	struct store *s = NULL;
 	struct store_health h = {.backoff_ms = BACKOFF_MIN_MS};
+	struct prune_daily pd = {0};
 
 	while (!alerter_stop(d)) {
 		struct sc_err e = {0};
@@ -766,6 +784,7 @@ static void *alerter_main(void *arg)
 			continue;
 		}
 		alert_pass(d, s);
+		prune_pass(d, s, &pd);
 		struct timespec ts;
 		clock_gettime(CLOCK_MONOTONIC, &ts);
 		int64_t until = ((int64_t)ts.tv_sec * 1000 +

@@ -146,11 +146,21 @@ int queue_trigger(struct store *s, const char *schedule, int64_t slot_ms,
 {
 	char iso[CLOCK_ISO_MAX];
 	struct store_job j;
-	bool made = false;
+	bool made = false, marked = false;
 	int64_t id = 0;
-	int rc = store_job_enqueue(s, schedule, slot_ms, policy, now_ms(s),
-				   true, &id, &made, err);
+	/* A slot with a marker is complete even when prune took its DONE
+	 * job row (issue 15): a new job would deliver it twice. */
+	int rc = store_slot_is_marked(s, schedule, slot_ms, &marked, err);
 
+	if (rc)
+		return rc;
+	if (marked && store_job_find(s, schedule, slot_ms, &j, NULL) != 0)
+		return sc_err_set(err, SC_ESTATE,
+				  "already completed (its slot marker is "
+				  "kept); running it again would deliver it "
+				  "twice");
+	rc = store_job_enqueue(s, schedule, slot_ms, policy, now_ms(s), true,
+			       &id, &made, err);
 	if (rc)
 		return rc;
 	if (!made) {

@@ -50,7 +50,8 @@ int queue_enqueue_batch(struct store *s, struct store_enqueue *v, size_t n,
  * Manual trigger (`surecron trigger`): makes sure the slot runs now. A new
  * job is enqueued as manual and due now; a DEAD job is revived with a fresh
  * attempt budget; a READY or ACTIVE job is left as it is (*created false).
- * SC_ESTATE when the slot's job is already DONE.
+ * SC_ESTATE when the slot's job is already DONE, or when the slot has a
+ * marker and no job (prune removed the DONE job row, issue 15).
  */
 int queue_trigger(struct store *s, const char *schedule, int64_t slot_ms,
 		  const struct sc_retry_policy *policy, int64_t *job_id,

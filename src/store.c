@@ -999,6 +999,64 @@ int store_token_drop(struct store *s, const char *provider, struct sc_err *err)
 	return rc ? rc : s->ops->token_drop(s->impl, provider, err);
 }
 
+/* ---- leases, retention ------------------------------------------------- */
+
+int store_lease_take(struct store *s, const char *name, const char *owner,
+		     int64_t ttl_ms, bool *won, struct sc_err *err)
+{
+	int rc = check_name("lease name", name, STORE_NAME_MAX, err);
+
+	if (!rc)
+		rc = check_name("lease owner", owner, STORE_NAME_MAX, err);
+	if (!rc)
+		rc = check_out(won, "lease output", err);
+	if (!rc && ttl_ms < 1)
+		rc = sc_err_set(err, SC_EINVAL, "lease ttl must be positive");
+	return rc ? rc : s->ops->lease_take(s->impl, name, owner, ttl_ms, won,
+					     err);
+}
+
+int store_lease_drop(struct store *s, const char *name, const char *owner,
+		     struct sc_err *err)
+{
+	int rc = check_name("lease name", name, STORE_NAME_MAX, err);
+
+	if (!rc)
+		rc = check_name("lease owner", owner, STORE_NAME_MAX, err);
+	return rc ? rc : s->ops->lease_drop(s->impl, name, owner, err);
+}
+
+int store_prune_batch(struct store *s, const struct store_prune_opts *o,
+		      int max_rows, struct store_prune_result *res,
+		      bool *more, struct sc_err *err)
+{
+	int rc = check_out(o, "prune options", err);
+
+	if (!rc)
+		rc = check_out(res, "prune result", err);
+	if (!rc)
+		rc = check_out(more, "prune output", err);
+	if (!rc && max_rows < 1)
+		rc = sc_err_set(err, SC_EINVAL, "prune batch size must be "
+				"positive");
+	return rc ? rc : s->ops->prune_batch(s->impl, o, max_rows, res, more,
+					      err);
+}
+
+int store_prune_size(struct store *s, int64_t *used_bytes,
+		     int64_t *file_bytes, const char **how,
+		     struct sc_err *err)
+{
+	int rc = check_out(used_bytes, "size output", err);
+
+	if (!rc)
+		rc = check_out(file_bytes, "size output", err);
+	if (!rc)
+		rc = check_out(how, "size output", err);
+	return rc ? rc : s->ops->prune_size(s->impl, used_bytes, file_bytes,
+					     how, err);
+}
+
 /* ---- waiting for work ------------------------------------------------ */
 
 int store_wait(struct store *s, int64_t timeout_ms, bool *changed,

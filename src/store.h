@@ -146,7 +146,9 @@ struct outbox_entry {
 	enum send_state state;
 	int n_tries;                /* times it went to SENDING */
 	int64_t sent_ms;            /* when SENT, else 0 */
-	char *body;                 /* the composed message (owned) */
+	char *body;                 /* the composed message (owned); NULL
+				       for a SENT row whose body prune took
+				       (store_prune_batch) */
 };
 
 /* ---- the handle ------------------------------------------------------ */
@@ -762,7 +764,71 @@ int store_lease_drop(struct store *s, const char *name, const char *owner,
 
 /* ---- retention (issue 15; prune.c owns the rules) --------------------- */
 
-/* (declared by the prune work: store_prune_* and its ops entries) */
+/*
+ * What may be deleted, by age of the slot; prune.c computes the horizons
+ * (retention, the longest recovery window, a margin) and the store
+ * applies the rows' own rules, the same on every backend:
+ *   ledger (slot < ledger_before): every row except an unrecovered,
+ *     unacknowledged "lost" or "missed" row (no "success" row of its
+ *     (schedule, slot), no "acked" row whose first_ms..last_ms holds it),
+ *     and except an "acked" row that still covers a lost or missed row
+ *     left in the ledger (so a kept row never turns unacknowledged). A
+ *     slot's rows go in one batch: a success row never goes before the
+ *     lost row it recovers.
+ *   alerts (last_slot < ledger_before): closed ones (not OPEN) whose
+ *     sends are all SENT or ABANDONED, with their sends.
+ *   jobs (slot < jobs_before): DONE only (never READY, ACTIVE, DEAD).
+ *   outbox bodies (slot < outbox_before): of SENT rows of a marked
+ *     (complete) slot only, which is never delivered again; the row
+ *     stays, store_outbox_get reads it with body NULL.
+ *   send guards and slot markers (slot < jobs_before): a SENT outbox row
+ *     (with its body), a marker, of a slot whose job is DONE or gone (no
+ *     READY, ACTIVE or DEAD job); a marker also needs no unsent outbox
+ *     row left, and the newest marker of each schedule stays (the timing
+ *     checks read it). Other outbox states are in flight: kept.
+ * A field <= 0 (INT64_MIN included) skips that part. ledger_before = 0
+ * skips the ledger and alerts, jobs_before = 0 jobs, guards and markers,
+ * outbox_before = 0 the bodies.
+ */
+struct store_prune_opts {
+	int64_t ledger_before_ms;
+	int64_t jobs_before_ms;
+	int64_t outbox_before_ms;
+	bool dry_run;               /* each batch is rolled back: counts only */
+};
+
+/* Counts (added to by every batch) and the position of the batch loop.
+ * Start zeroed ({0}) and pass the same one to every batch of a run. */
+struct store_prune_result {
+	int64_t n_ledger, n_alerts, n_alert_sends, n_jobs, n_bodies,
+		n_guards, n_markers;
+	int phase;                  /* the loop's position: the store's */
+	int64_t cursor;
+};
+
+/*
+ * Deletes (dry_run: counts) at most about max_rows rows of one table, in
+ * one short transaction, adds what it did to *res and says in *more
+ * whether batches are left (loop until false). A batch takes whole slots
+ * of the ledger, so it may exceed max_rows by the rows of its last slot.
+ * max_rows < 1: SC_EINVAL. PostgreSQL dry runs count everything in the
+ * first call (one transaction, rolled back; *more false). On error the
+ * batch is rolled back and *res is unchanged.
+ */
+int store_prune_batch(struct store *s, const struct store_prune_opts *o,
+		      int max_rows, struct store_prune_result *res,
+		      bool *more, struct sc_err *err);
+
+/*
+ * The database's size, for the bytes a prune freed: *used_bytes is what
+ * the rows take, *file_bytes what the files take (SQLite: (page_count -
+ * freelist_count) * page_size, and page_count * page_size;
+ * PostgreSQL: the sum of pg_total_relation_size of the store's tables,
+ * both). *how names the measure (static text).
+ */
+int store_prune_size(struct store *s, int64_t *used_bytes,
+		     int64_t *file_bytes, const char **how,
+		     struct sc_err *err);
 
 /* Cached access token of a provider; SC_ENOENT when none. *token is
  * allocated (wipe and free with sc_free). */
@@ -919,6 +985,16 @@ struct store_ops {
 	int (*token_put)(void *impl, const char *provider, const char *token,
 			 int64_t expires_ms, struct sc_err *err);
 	int (*token_drop)(void *impl, const char *provider,
+			  struct sc_err *err);
+	int (*lease_take)(void *impl, const char *name, const char *owner,
+			  int64_t ttl_ms, bool *won, struct sc_err *err);
+	int (*lease_drop)(void *impl, const char *name, const char *owner,
+			  struct sc_err *err);
+	int (*prune_batch)(void *impl, const struct store_prune_opts *o,
+			   int max_rows, struct store_prune_result *res,
+			   bool *more, struct sc_err *err);
+	int (*prune_size)(void *impl, int64_t *used_bytes,
+			  int64_t *file_bytes, const char **how,
 			  struct sc_err *err);
 	int (*alert_raise)(void *impl, const struct store_alert *a,
 			   bool *created, int64_t *id, struct sc_err *err);

@@ -2405,7 +2405,8 @@ static int pg_outbox_get(void *impl, const char *schedule, int64_t slot_ms,
 		     err);
 	if (rc)
 		return rc;
-	if (PQgetisnull(res, 0, 3)) {
+	/* A guard keeps its row when prune takes its body (store.h). */
+	if (PQgetisnull(res, 0, 3) && get_i64(res, 0, 0) != SEND_SENT) {
 		PQclear(res);
 		return sc_err_set(err, SC_ECORRUPT, "outbox row of target %s "
 				  "has no message body", target);
@@ -2572,6 +2573,357 @@ static int pg_token_drop(void *impl, const char *provider, struct sc_err *err)
 
 	arg_str(&a, provider);
 	return run_n(impl, ST_TOKEN_DROP, &a, NULL, err);
+}
+
+/* ---- leases, retention (issue 15) ------------------------------------- */
+
+/*
+ * Runs text (not prepared: a prune runs each statement once per batch, the
+ * lease once a day) with a's values, every one typed bigint or text as
+ * `types` says ('i' or 't' per value), so a statement may leave one
+ * unused. *out as for run.
+ */
+static int pg_exec_once(struct pg *p, const char *text, const struct args *a,
+			const char *types, PGresult **out, struct sc_err *err)
+{
+	Oid oids[ARGS_MAX];
+	PGresult *res;
+	int rc = ensure_conn(p, err);
+
+	*out = NULL;
+	if (rc)
+		return rc;
+	for (int i = 0; i < a->n; i++)
+		oids[i] = types[i] == 'i' ? 20 : 25; /* int8, text */
+	res = PQexecParams(p->conn, text, a->n, oids, a->v, NULL, NULL, 0);
+	ExecStatusType s = PQresultStatus(res);
+	if (s != PGRES_COMMAND_OK && s != PGRES_TUPLES_OK) {
+		rc = fail(p, res, "prune", err);
+		PQclear(res);
+		return rc;
+	}
+	drain_notifies(p);
+	*out = res;
+	return 0;
+}
+
+/* Compare-and-set in one statement: ON CONFLICT locks the row, and the
+ * WHERE is checked on its newest version, so of two nodes asking at once
+ * one writes (a row back) and the other finds it held (no row). */
+static int pg_lease_take(void *impl, const char *name, const char *owner,
+			 int64_t ttl_ms, bool *won, struct sc_err *err)
+{
+	struct pg *p = impl;
+	struct args a = {0};
+	PGresult *res;
+	int rc;
+
+	arg_str(&a, name);
+	arg_str(&a, owner);
+	arg_i64(&a, now_ms(p));
+	arg_i64(&a, ttl_ms);
+	rc = pg_exec_once(p,
+		"INSERT INTO leases (name, owner, expires_ms) VALUES ($1, $2, "
+		"$3 + $4) ON CONFLICT (name) DO UPDATE SET owner = "
+		"EXCLUDED.owner, expires_ms = EXCLUDED.expires_ms WHERE "
+		"leases.owner = EXCLUDED.owner OR leases.expires_ms <= $3 "
+		"RETURNING 1", &a, "ttii", &res, err);
+	if (rc)
+		return rc;
+	*won = PQntuples(res) == 1;
+	PQclear(res);
+	return 0;
+}
+
+static int pg_lease_drop(void *impl, const char *name, const char *owner,
+			 struct sc_err *err)
+{
+	struct args a = {0};
+	PGresult *res;
+	int rc;
+
+	arg_str(&a, name);
+	arg_str(&a, owner);
+	rc = pg_exec_once(impl, "DELETE FROM leases WHERE name = $1 AND "
+			  "owner = $2", &a, "tt", &res, err);
+	PQclear(res);
+	return rc;
+}
+
+/* An acked row's range (alias x): details first_ms..last_ms, its slot
+ * when they are missing (ledger.c reads them the same way). Read as text,
+ * so a malformed details_json cannot fail the prune. */
+#define PG_ACK_FIRST(x)                                                    \
+	"COALESCE(substring(" x ".details_json from "                       \
+	"'\"first_ms\"\\s*:\\s*(-?[0-9]+)')::bigint, " x ".slot_ms)"
+#define PG_ACK_LAST(x)                                                     \
+	"COALESCE(substring(" x ".details_json from "                       \
+	"'\"last_ms\"\\s*:\\s*(-?[0-9]+)')::bigint, " PG_ACK_FIRST(x) ")"
+#define PG_GUARD_GOES                                                      \
+	"o.state = 3 AND o.slot_ms < $1 AND NOT EXISTS (SELECT 1 FROM jobs " \
+	"j WHERE j.schedule = o.schedule AND j.slot_ms = o.slot_ms AND "    \
+	"j.state <> 2)"
+
+/*
+ * The phases of a prune, in the order and with the rules of the SQLite
+ * backend (store.h). Each `del` answers (rows, rows of the second
+ * table). Keyed phases (end != NULL): $1 horizon, $2..$3 the batch's
+ * range (lo, hi] of the slot or id; `end` ($1 horizon, $2 lo, $3 offset)
+ * finds hi. The tables without an id (bodies, guards, markers): $1
+ * horizon, $2 how many at most (NULL: all, a dry run's single batch),
+ * $3 the jobs horizon (the bodies leave those of the guards that go in
+ * the guards phase); the rows that stay fail the condition, so each
+ * batch finds new ones.
+ */
+enum pg_phase {
+	PG_LEDGER, PG_ALERTS, PG_JOBS, PG_BODIES, PG_GUARDS, PG_MARKERS,
+	PG_N_PHASE
+};
+
+static const struct {
+	const char *end, *del;
+} pg_prune_sql[PG_N_PHASE] = {
+	[PG_LEDGER] = {
+		"SELECT slot_ms FROM ledger WHERE slot_ms > $2 AND slot_ms < $1 "
+		"ORDER BY slot_ms LIMIT 1 OFFSET $3",
+		"WITH d AS (DELETE FROM ledger r WHERE r.slot_ms > $2 AND "
+		"r.slot_ms <= $3 AND r.slot_ms < $1 AND NOT ("
+		"(r.outcome IN ('lost', 'missed') AND NOT EXISTS (SELECT 1 FROM "
+		"ledger s WHERE s.schedule = r.schedule AND s.slot_ms = "
+		"r.slot_ms AND s.outcome = 'success') AND NOT EXISTS (SELECT 1 "
+		"FROM ledger a WHERE a.outcome = 'acked' AND a.schedule = "
+		"r.schedule AND a.slot_ms <= r.slot_ms AND r.slot_ms BETWEEN "
+		PG_ACK_FIRST("a") " AND " PG_ACK_LAST("a") "))"
+		" OR (r.outcome = 'acked' AND EXISTS (SELECT 1 FROM ledger l "
+		"WHERE l.outcome IN ('lost', 'missed') AND l.schedule = "
+		"r.schedule AND (l.slot_ms <= $2 OR l.slot_ms > $3 OR l.slot_ms >= "
+		"$1) AND "
+		"l.slot_ms BETWEEN " PG_ACK_FIRST("r") " AND " PG_ACK_LAST("r")
+		"))) RETURNING 1) SELECT count(*), 0 FROM d",
+	},
+	[PG_ALERTS] = {
+		"SELECT id FROM alerts WHERE id > $2 ORDER BY id LIMIT 1 "
+		"OFFSET $3",
+		"WITH g AS (SELECT al.id FROM alerts al WHERE al.id > $2 AND "
+		"al.id <= $3 AND al.status <> 0 AND al.last_slot_ms < $1 AND "
+		"NOT EXISTS (SELECT 1 FROM alert_sends x WHERE x.alert_id = "
+		"al.id AND x.state NOT IN (3, 6))), s AS (DELETE FROM "
+		"alert_sends x USING g WHERE x.alert_id = g.id RETURNING 1), "
+		"d AS (DELETE FROM alerts x USING g WHERE x.id = g.id "
+		"RETURNING 1) SELECT (SELECT count(*) FROM d), (SELECT "
+		"count(*) FROM s)",
+	},
+	[PG_JOBS] = {
+		"SELECT id FROM jobs WHERE id > $2 ORDER BY id LIMIT 1 "
+		"OFFSET $3",
+		"WITH d AS (DELETE FROM jobs WHERE id > $2 AND id <= $3 AND "
+		"state = 2 AND slot_ms < $1 RETURNING 1) SELECT count(*), 0 "
+		"FROM d",
+	},
+	[PG_BODIES] = {
+		NULL,
+		"WITH d AS (DELETE FROM outbox_body WHERE ctid = ANY (ARRAY("
+		"SELECT b.ctid FROM outbox_body b WHERE b.slot_ms < $1 AND "
+		"EXISTS (SELECT 1 FROM outbox o WHERE o.schedule = b.schedule "
+		"AND o.slot_ms = b.slot_ms AND o.target = b.target AND "
+		"o.state = 3) AND EXISTS (SELECT 1 FROM slot_markers m WHERE "
+		"m.schedule = b.schedule AND m.slot_ms = b.slot_ms) AND NOT ($3 "
+		"> 0 AND b.slot_ms < $3 AND NOT EXISTS (SELECT 1 FROM jobs j "
+		"WHERE j.schedule = b.schedule AND j.slot_ms = b.slot_ms AND "
+		"j.state <> 2)) LIMIT $2)) RETURNING 1) SELECT count(*), 0 "
+		"FROM d",
+	},
+	[PG_GUARDS] = {
+		NULL,
+		"WITH g AS (SELECT o.schedule, o.slot_ms, o.target FROM outbox "
+		"o WHERE " PG_GUARD_GOES " LIMIT $2), b AS (DELETE FROM "
+		"outbox_body x USING g WHERE x.schedule = g.schedule AND "
+		"x.slot_ms = g.slot_ms AND x.target = g.target RETURNING 1), "
+		"d AS (DELETE FROM outbox x USING g WHERE x.schedule = "
+		"g.schedule AND x.slot_ms = g.slot_ms AND x.target = g.target "
+		"RETURNING 1) SELECT (SELECT count(*) FROM d), (SELECT "
+		"count(*) FROM b)",
+	},
+	[PG_MARKERS] = {
+		NULL,
+		"WITH d AS (DELETE FROM slot_markers WHERE ctid = ANY (ARRAY("
+		"SELECT m.ctid FROM slot_markers m WHERE m.slot_ms < $1 AND NOT "
+		"EXISTS (SELECT 1 FROM jobs j WHERE j.schedule = m.schedule AND "
+		"j.slot_ms = m.slot_ms AND j.state <> 2) AND NOT EXISTS (SELECT "
+		"1 FROM outbox o WHERE o.schedule = m.schedule AND o.slot_ms = "
+		"m.slot_ms AND o.state <> 3) AND m.slot_ms < (SELECT "
+		"max(n.slot_ms) FROM slot_markers n WHERE n.schedule = "
+		"m.schedule) LIMIT $2)) RETURNING 1) SELECT count(*), 0 FROM d",
+	},
+};
+
+static int64_t pg_phase_horizon(const struct store_prune_opts *o, int ph)
+{
+	switch (ph) {
+	case PG_LEDGER:
+	case PG_ALERTS:
+		return o->ledger_before_ms;
+	case PG_BODIES:
+		return o->outbox_before_ms;
+	default:
+		return o->jobs_before_ms;
+	}
+}
+
+static void pg_prune_count(struct store_prune_result *r, int ph, int64_t n1,
+			   int64_t n2)
+{
+	switch (ph) {
+	case PG_LEDGER:
+		r->n_ledger += n1;
+		break;
+	case PG_ALERTS:
+		r->n_alerts += n1;
+		r->n_alert_sends += n2;
+		break;
+	case PG_JOBS:
+		r->n_jobs += n1;
+		break;
+	case PG_BODIES:
+		r->n_bodies += n1;
+		break;
+	case PG_GUARDS:
+		r->n_guards += n1;
+		r->n_bodies += n2;
+		break;
+	default:
+		r->n_markers += n1;
+		break;
+	}
+}
+
+/* The batch's statements inside the caller's transaction: *n1, *n2 what
+ * it deleted, *hi and *last where it ended. */
+static int pg_prune_run(struct pg *p, int ph, int64_t horizon, int64_t lo,
+			int max_rows, bool dry_run, int64_t jobs_before,
+			int64_t *n1, int64_t *n2, int64_t *hi, bool *last,
+			struct sc_err *err)
+{
+	struct args a = {0};
+	PGresult *res;
+	int rc;
+
+	*last = true;
+	arg_i64(&a, horizon);
+	if (pg_prune_sql[ph].end) {
+		arg_i64(&a, lo);
+		arg_i64(&a, (int64_t)max_rows - 1);
+		rc = pg_exec_once(p, pg_prune_sql[ph].end, &a, "iii", &res,
+				  err);
+		if (rc)
+			return rc;
+		*last = PQntuples(res) == 0;
+		*hi = *last ? INT64_MAX : get_i64(res, 0, 0);
+		PQclear(res);
+		a.n = 2;
+		arg_i64(&a, *hi);
+	} else {
+		if (dry_run)
+			a.v[a.n++] = NULL; /* LIMIT NULL: all, one batch */
+		else
+			arg_i64(&a, max_rows);
+		/* The bodies leave those of the guards the guards phase
+		 * takes, so each body is counted once. */
+		arg_i64(&a, jobs_before);
+	}
+	rc = pg_exec_once(p, pg_prune_sql[ph].del, &a, "iii", &res, err);
+	if (rc)
+		return rc;
+	*n1 = get_i64(res, 0, 0);
+	*n2 = get_i64(res, 0, 1);
+	PQclear(res);
+	/* A batch of a table without an id that found fewer rows than it
+	 * may take was the last (a dry run's one batch always is). */
+	if (!pg_prune_sql[ph].end)
+		*last = dry_run || *n1 < max_rows;
+	return 0;
+}
+
+static int pg_prune_batch(void *impl, const struct store_prune_opts *o,
+			  int max_rows, struct store_prune_result *res,
+			  bool *more, struct sc_err *err)
+{
+	struct pg *p = impl;
+	/* res->phase: 0 before the first batch, else 1 + the phase under
+	 * way, whose range so far ends at res->cursor. */
+	int ph = res->phase > 0 ? res->phase - 1 : 0;
+	int64_t horizon = 0, hi = 0, n1 = 0, n2 = 0;
+	bool last = true;
+	int rc;
+
+	if (res->phase == 0)
+		res->cursor = INT64_MIN;
+	while (ph < PG_N_PHASE && (horizon = pg_phase_horizon(o, ph)) <= 0) {
+		ph++;
+		res->cursor = INT64_MIN;
+	}
+	res->phase = ph + 1;
+	if (ph >= PG_N_PHASE) {
+		*more = false;
+		return 0;
+	}
+	rc = ensure_conn(p, err);
+	if (!rc)
+		rc = exec_const(p, "BEGIN", err);
+	if (rc)
+		return rc;
+	rc = pg_prune_run(p, ph, horizon, res->cursor, max_rows, o->dry_run,
+			  o->jobs_before_ms, &n1, &n2, &hi, &last, err);
+	if (rc || o->dry_run) {
+		if (p->conn)
+			(void)exec_const(p, "ROLLBACK", NULL);
+		if (rc)
+			return rc;
+	} else if ((rc = exec_const(p, "COMMIT", err)) != 0) {
+		if (p->conn)
+			(void)exec_const(p, "ROLLBACK", NULL);
+		return rc;
+	}
+	pg_prune_count(res, ph, n1, n2);
+	if (last) {
+		res->phase = ph + 2;
+		res->cursor = INT64_MIN;
+	} else {
+		res->cursor = hi;
+	}
+	*more = res->phase <= PG_N_PHASE;
+	return 0;
+}
+
+static int pg_prune_size(void *impl, int64_t *used_bytes,
+			 int64_t *file_bytes, const char **how,
+			 struct sc_err *err)
+{
+	static const char *const tables[] = {
+		"jobs", "ledger", "outbox", "outbox_body", "slot_markers",
+		"alerts", "alert_sends",
+	};
+	struct args a = {0};
+	PGresult *res;
+	int64_t sum = 0;
+	int rc;
+
+	for (size_t i = 0; i < sizeof(tables) / sizeof(tables[0]); i++) {
+		a.n = 0;
+		arg_str(&a, tables[i]);
+		rc = pg_exec_once(impl, "SELECT COALESCE(pg_total_relation_size("
+				  "to_regclass($1)), 0)", &a, "t", &res, err);
+		if (rc)
+			return rc;
+		sum += get_i64(res, 0, 0);
+		PQclear(res);
+	}
+	*used_bytes = sum;
+	*file_bytes = sum;
+	*how = "postgresql pg_total_relation_size of the tables (space of "
+	       "deleted rows is reused after autovacuum; it shrinks only "
+	       "with VACUUM FULL)";
+	return 0;
 }
 
 /* ---- alerts ------------------------------------------------------------ */
@@ -3185,6 +3537,10 @@ const struct store_ops store_pg_ops = {
 	.token_get = pg_token_get,
 	.token_put = pg_token_put,
 	.token_drop = pg_token_drop,
+	.lease_take = pg_lease_take,
+	.lease_drop = pg_lease_drop,
+	.prune_batch = pg_prune_batch,
+	.prune_size = pg_prune_size,
 	.alert_raise = pg_alert_raise,
 	.alert_dead_unalerted = pg_alert_dead_unalerted,
 	.alert_list = pg_alert_list,

@@ -2690,7 +2690,7 @@ static int sq_outbox_get(void *impl, const char *schedule, int64_t slot_ms,
 		e.body = dup_text(st, 3, &oom);
 		if (oom)
 			rc = sc_err_set(err, SC_ENOMEM, "out of memory");
-		else if (!e.body)
+		else if (!e.body && e.state != SEND_SENT) /* prune: store.h */
 			rc = sc_err_set(err, SC_ECORRUPT,
 					"outbox row of target %s has no message "
 					"body in %s", target, q->path);
@@ -2851,6 +2851,369 @@ static int sq_token_drop(void *impl, const char *provider, struct sc_err *err)
 		return rc;
 	bind_text(st, 1, provider);
 	return step_done(q, st, "token drop", err);
+}
+
+/* ---- leases, retention (issue 15) ------------------------------------- */
+
+/*
+ * Prepared per call, not in the statement cache: a prune batch runs a few
+ * thousand deletions, so one prepare per batch costs nothing, and the
+ * lease is taken once a day.
+ */
+static int sq_prep_once(struct sq *q, const char *sql, sqlite3_stmt **st,
+			struct sc_err *err)
+{
+	int rc = sqlite3_prepare_v2(q->db, sql, -1, st, NULL);
+
+	return rc == SQLITE_OK ? 0 : db_fail(q, rc, "prepare", err);
+}
+
+/* Runs a one-shot write; *changes (NULL allowed) gets its row count. */
+static int sq_write_once(struct sq *q, sqlite3_stmt *st, const char *op,
+			 int64_t *changes, struct sc_err *err)
+{
+	int rc = sqlite3_step(st);
+
+	rc = rc == SQLITE_DONE ? 0 : db_fail(q, rc, op, err);
+	if (!rc && changes)
+		*changes = sqlite3_changes64(q->db);
+	sqlite3_finalize(st);
+	return rc;
+}
+
+/* Compare-and-set in one statement: the row is written only when it is
+ * free (no row), expired, or already owner's; changes() says which. */
+static int sq_lease_take(void *impl, const char *name, const char *owner,
+			 int64_t ttl_ms, bool *won, struct sc_err *err)
+{
+	struct sq *q = impl;
+	sqlite3_stmt *st = NULL;
+	int64_t n = 0, now = now_ms(q);
+	int rc = set_sync(q, SYNC_NORMAL, err);
+
+	if (!rc)
+		rc = sq_prep_once(q,
+			"INSERT INTO leases(name, owner, expires_ms) "
+			"VALUES(?1, ?2, ?3 + ?4) ON CONFLICT(name) DO UPDATE "
+			"SET owner = excluded.owner, expires_ms = "
+			"excluded.expires_ms WHERE leases.owner = "
+			"excluded.owner OR leases.expires_ms <= ?3", &st, err);
+	if (rc)
+		return rc;
+	bind_text(st, 1, name);
+	bind_text(st, 2, owner);
+	sqlite3_bind_int64(st, 3, now);
+	sqlite3_bind_int64(st, 4, ttl_ms);
+	rc = sq_write_once(q, st, "lease take", &n, err);
+	if (!rc)
+		*won = n == 1;
+	return rc;
+}
+
+static int sq_lease_drop(void *impl, const char *name, const char *owner,
+			 struct sc_err *err)
+{
+	struct sq *q = impl;
+	sqlite3_stmt *st = NULL;
+	int rc = set_sync(q, SYNC_NORMAL, err);
+
+	if (!rc)
+		rc = sq_prep_once(q, "DELETE FROM leases WHERE name = ?1 AND "
+				  "owner = ?2", &st, err);
+	if (rc)
+		return rc;
+	bind_text(st, 1, name);
+	bind_text(st, 2, owner);
+	return sq_write_once(q, st, "lease drop", NULL, err);
+}
+
+/* The range of acked row a (alias): details first_ms..last_ms, its slot
+ * when they are missing (ledger.c reads them the same way). */
+#define SQ_ACK_FIRST                                                      \
+	"COALESCE(CASE WHEN json_valid(a.details_json) THEN json_extract("   \
+	"a.details_json, '$.first_ms') END, a.slot_ms)"
+#define SQ_ACK_LAST                                                       \
+	"COALESCE(CASE WHEN json_valid(a.details_json) THEN json_extract("   \
+	"a.details_json, '$.last_ms') END, " SQ_ACK_FIRST ")"
+
+/*
+ * The phases of a prune, in order; each batch works on one. ?1 is the
+ * phase's horizon, ?2 and ?3 the batch's range (lo, hi] of the key (the
+ * ledger's slot, else id or rowid). `end` finds hi: the key of the
+ * max_rows-th row (?4 = max_rows - 1) past lo; none means this is the
+ * phase's last batch. A ledger range always ends on a whole slot.
+ * `pre` (may be NULL) runs before `del` in the same transaction and
+ * counts into n2 (bodies of guards, sends of alerts). The bodies phase
+ * leaves the bodies of guards the guards phase takes (?5: the jobs
+ * horizon), so that each body is counted once, dry run or not.
+ */
+enum sq_phase {
+	SQ_LEDGER, SQ_ALERTS, SQ_JOBS, SQ_BODIES, SQ_GUARDS, SQ_MARKERS,
+	SQ_N_PHASE
+};
+
+/* A SENT row of outbox alias o that may go: its slot is past the jobs
+ * horizon (?1) and has no job that may still run or be revived. */
+#define SQ_GUARD_GOES                                                     \
+	"o.state = 3 AND o.slot_ms < ?1 AND NOT EXISTS (SELECT 1 FROM jobs " \
+	"j WHERE j.schedule = o.schedule AND j.slot_ms = o.slot_ms AND "    \
+	"j.state <> 2)"
+/* A closed alert of alias al whose sends are all done. */
+#define SQ_ALERT_GOES                                                     \
+	"al.status <> 0 AND al.last_slot_ms < ?1 AND NOT EXISTS (SELECT 1 "  \
+	"FROM alert_sends x WHERE x.alert_id = al.id AND x.state NOT IN "   \
+	"(3, 6))"
+
+static const struct {
+	const char *end, *pre, *del;
+} sq_prune_sql[SQ_N_PHASE] = {
+	[SQ_LEDGER] = {
+		"SELECT slot_ms FROM ledger WHERE slot_ms > ?2 AND "
+		"slot_ms < ?1 ORDER BY slot_ms LIMIT 1 OFFSET ?4",
+		NULL,
+		"DELETE FROM ledger AS r WHERE r.slot_ms > ?2 AND r.slot_ms <= ?3 "
+		"AND r.slot_ms < ?1 AND NOT ("
+		/* an unrecovered, unacknowledged lost or missed row */
+		"(r.outcome IN ('lost', 'missed') AND NOT EXISTS (SELECT 1 "
+		"FROM ledger s WHERE s.schedule = r.schedule AND s.slot_ms = "
+		"r.slot_ms AND s.outcome = 'success') AND NOT EXISTS (SELECT "
+		"1 FROM ledger a WHERE a.outcome = 'acked' AND a.schedule = "
+		"r.schedule AND a.slot_ms <= r.slot_ms AND r.slot_ms BETWEEN "
+		SQ_ACK_FIRST " AND " SQ_ACK_LAST "))"
+		/* an ack covering a lost or missed row this batch keeps:
+		 * one outside its slots or past the horizon (inside, every
+		 * covered row goes: the ack makes it acked) */
+		" OR (r.outcome = 'acked' AND EXISTS (SELECT 1 FROM ledger l "
+		"WHERE l.outcome IN ('lost', 'missed') AND l.schedule = "
+		"r.schedule AND (l.slot_ms <= ?2 OR l.slot_ms > ?3 OR "
+		"l.slot_ms >= ?1) AND "
+		"l.slot_ms BETWEEN "
+		"COALESCE(CASE WHEN json_valid(r.details_json) THEN "
+		"json_extract(r.details_json, '$.first_ms') END, r.slot_ms) "
+		"AND COALESCE(CASE WHEN json_valid(r.details_json) THEN "
+		"json_extract(r.details_json, '$.last_ms') END, CASE WHEN "
+		"json_valid(r.details_json) THEN json_extract("
+		"r.details_json, '$.first_ms') END, r.slot_ms))))",
+	},
+	[SQ_ALERTS] = {
+		"SELECT id FROM alerts WHERE id > ?2 ORDER BY id LIMIT 1 "
+		"OFFSET ?4",
+		"DELETE FROM alert_sends WHERE alert_id IN (SELECT al.id FROM "
+		"alerts al WHERE al.id > ?2 AND al.id <= ?3 AND "
+		SQ_ALERT_GOES ")",
+		"DELETE FROM alerts AS al WHERE al.id > ?2 AND al.id <= ?3 "
+		"AND " SQ_ALERT_GOES,
+	},
+	[SQ_JOBS] = {
+		"SELECT id FROM jobs WHERE id > ?2 ORDER BY id LIMIT 1 "
+		"OFFSET ?4",
+		NULL,
+		"DELETE FROM jobs WHERE id > ?2 AND id <= ?3 AND state = 2 "
+		"AND slot_ms < ?1",
+	},
+	[SQ_BODIES] = {
+		"SELECT rowid FROM outbox_body WHERE rowid > ?2 ORDER BY "
+		"rowid LIMIT 1 OFFSET ?4",
+		NULL,
+		"DELETE FROM outbox_body AS b WHERE b.rowid > ?2 AND b.rowid "
+		"<= ?3 AND b.slot_ms < ?1 AND EXISTS (SELECT 1 FROM outbox o "
+		"WHERE o.schedule = b.schedule AND o.slot_ms = b.slot_ms AND "
+		"o.target = b.target AND o.state = 3) AND EXISTS (SELECT 1 "
+		"FROM slot_markers m WHERE m.schedule = b.schedule AND "
+		"m.slot_ms = b.slot_ms) AND NOT (?5 > 0 AND b.slot_ms < ?5 AND "
+		"NOT EXISTS (SELECT 1 FROM jobs j WHERE j.schedule = b.schedule "
+		"AND j.slot_ms = b.slot_ms AND j.state <> 2))",
+	},
+	[SQ_GUARDS] = {
+		"SELECT rowid FROM outbox WHERE rowid > ?2 ORDER BY rowid "
+		"LIMIT 1 OFFSET ?4",
+		"DELETE FROM outbox_body WHERE (schedule, slot_ms, target) IN "
+		"(SELECT o.schedule, o.slot_ms, o.target FROM outbox o WHERE "
+		"o.rowid > ?2 AND o.rowid <= ?3 AND " SQ_GUARD_GOES ")",
+		"DELETE FROM outbox AS o WHERE o.rowid > ?2 AND o.rowid <= ?3 "
+		"AND " SQ_GUARD_GOES,
+	},
+	[SQ_MARKERS] = {
+		"SELECT rowid FROM slot_markers WHERE rowid > ?2 ORDER BY "
+		"rowid LIMIT 1 OFFSET ?4",
+		NULL,
+		"DELETE FROM slot_markers AS m WHERE m.rowid > ?2 AND m.rowid "
+		"<= ?3 AND m.slot_ms < ?1 AND NOT EXISTS (SELECT 1 FROM jobs j "
+		"WHERE j.schedule = m.schedule AND j.slot_ms = m.slot_ms AND "
+		"j.state <> 2) AND NOT EXISTS (SELECT 1 FROM outbox o WHERE "
+		"o.schedule = m.schedule AND o.slot_ms = m.slot_ms AND "
+		"o.state <> 3) AND m.slot_ms < (SELECT max(n.slot_ms) FROM "
+		"slot_markers n WHERE n.schedule = m.schedule)",
+	},
+};
+
+static int64_t sq_phase_horizon(const struct store_prune_opts *o, int ph)
+{
+	switch (ph) {
+	case SQ_LEDGER:
+	case SQ_ALERTS:
+		return o->ledger_before_ms;
+	case SQ_BODIES:
+		return o->outbox_before_ms;
+	default:
+		return o->jobs_before_ms;
+	}
+}
+
+/* Runs one statement of a batch with the batch's parameters. */
+static int sq_prune_step(struct sq *q, const char *sql, int64_t horizon,
+			 int64_t lo, int64_t hi, int64_t jobs_before,
+			 int64_t *changes, struct sc_err *err)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = sq_prep_once(q, sql, &st, err);
+
+	if (rc)
+		return rc;
+	sqlite3_bind_int64(st, 1, horizon);
+	sqlite3_bind_int64(st, 2, lo);
+	sqlite3_bind_int64(st, 3, hi);
+	/* Only the bodies read ?5; SQLITE_RANGE elsewhere, harmless. */
+	(void)sqlite3_bind_int64(st, 5, jobs_before);
+	return sq_write_once(q, st, "prune", changes, err);
+}
+
+/* The end of the batch that starts past lo: *hi, *last when it is the
+ * phase's last. */
+static int sq_prune_end(struct sq *q, int ph, int64_t horizon, int64_t lo,
+			int max_rows, int64_t *hi, bool *last,
+			struct sc_err *err)
+{
+	sqlite3_stmt *st = NULL;
+	bool row = false;
+	int rc = sq_prep_once(q, sq_prune_sql[ph].end, &st, err);
+
+	if (rc)
+		return rc;
+	sqlite3_bind_int64(st, 1, horizon);
+	sqlite3_bind_int64(st, 2, lo);
+	sqlite3_bind_int64(st, 4, (int64_t)max_rows - 1);
+	rc = step_row(q, st, "prune", &row, err);
+	if (!rc) {
+		*last = !row;
+		*hi = row ? sqlite3_column_int64(st, 0) : INT64_MAX;
+	}
+	sqlite3_finalize(st);
+	return rc;
+}
+
+static void sq_prune_count(struct store_prune_result *r, int ph, int64_t n1,
+			   int64_t n2)
+{
+	switch (ph) {
+	case SQ_LEDGER:
+		r->n_ledger += n1;
+		break;
+	case SQ_ALERTS:
+		r->n_alerts += n1;
+		r->n_alert_sends += n2;
+		break;
+	case SQ_JOBS:
+		r->n_jobs += n1;
+		break;
+	case SQ_BODIES:
+		r->n_bodies += n1;
+		break;
+	case SQ_GUARDS:
+		r->n_guards += n1;
+		r->n_bodies += n2;
+		break;
+	default:
+		r->n_markers += n1;
+		break;
+	}
+}
+
+/*
+ * One batch: BEGIN IMMEDIATE, the batch's statements, COMMIT (dry run:
+ * ROLLBACK, which gives the same counts: no rule depends on what an
+ * earlier batch of the run deleted). The cursor moves only when the
+ * batch ended well.
+ */
+static int sq_prune_batch(void *impl, const struct store_prune_opts *o,
+			  int max_rows, struct store_prune_result *res,
+			  bool *more, struct sc_err *err)
+{
+	struct sq *q = impl;
+	/* res->phase: 0 before the first batch, else 1 + the phase under
+	 * way, whose range so far ends at res->cursor. */
+	int ph = res->phase > 0 ? res->phase - 1 : 0;
+	int64_t horizon = 0, hi = 0, n1 = 0, n2 = 0;
+	bool last = true;
+	int rc;
+
+	if (res->phase == 0) {
+		res->cursor = INT64_MIN;
+		/* The oldest rows of every schedule sit on a few thousand
+		 * leaf pages of ledger(schedule, slot_ms) that each batch
+		 * revisits: keep them cached (64 MiB at most, for this
+		 * handle; SQLite's default is 2 MiB). */
+		rc = exec_pragma(q, "PRAGMA cache_size = -65536", err);
+		if (rc)
+			return rc;
+	}
+	while (ph < SQ_N_PHASE && (horizon = sq_phase_horizon(o, ph)) <= 0) {
+		ph++;
+		res->cursor = INT64_MIN;
+	}
+	res->phase = ph + 1;
+	if (ph >= SQ_N_PHASE) {
+		*more = false;
+		return 0;
+	}
+	rc = tx_begin(q, SYNC_NORMAL, err);
+	if (rc)
+		return rc;
+	rc = sq_prune_end(q, ph, horizon, res->cursor, max_rows, &hi, &last,
+			  err);
+	if (!rc && sq_prune_sql[ph].pre)
+		rc = sq_prune_step(q, sq_prune_sql[ph].pre, horizon,
+				   res->cursor, hi, o->jobs_before_ms, &n2,
+				   err);
+	if (!rc)
+		rc = sq_prune_step(q, sq_prune_sql[ph].del, horizon,
+				   res->cursor, hi, o->jobs_before_ms, &n1,
+				   err);
+	if (rc || o->dry_run) {
+		tx_rollback(q);
+		if (rc)
+			return rc;
+	} else if ((rc = tx_commit(q, err)) != 0) {
+		return rc;
+	}
+	sq_prune_count(res, ph, n1, n2);
+	if (last) {
+		res->phase = ph + 2;
+		res->cursor = INT64_MIN;
+	} else {
+		res->cursor = hi;
+	}
+	*more = res->phase <= SQ_N_PHASE;
+	return 0;
+}
+
+static int sq_prune_size(void *impl, int64_t *used_bytes,
+			 int64_t *file_bytes, const char **how,
+			 struct sc_err *err)
+{
+	int64_t v[3] = {0, 0, 0};
+	int rc = query_ints(impl, "SELECT page_count, freelist_count, "
+			    "page_size FROM pragma_page_count(), "
+			    "pragma_freelist_count(), pragma_page_size()",
+			    v, 3, err);
+
+	if (rc)
+		return rc;
+	*file_bytes = v[0] * v[2];
+	*used_bytes = (v[0] - v[1]) * v[2];
+	*how = "sqlite pages in use, (page_count - freelist_count) * "
+	       "page_size";
+	return 0;
 }
 
 /* ---- alerts ---------------------------------------------------------- */
@@ -3454,6 +3817,10 @@ const struct store_ops store_sqlite_ops = {
 	.token_get = sq_token_get,
 	.token_put = sq_token_put,
 	.token_drop = sq_token_drop,
+	.lease_take = sq_lease_take,
+	.lease_drop = sq_lease_drop,
+	.prune_batch = sq_prune_batch,
+	.prune_size = sq_prune_size,
 	.alert_raise = sq_alert_raise,
 	.alert_dead_unalerted = sq_alert_dead_unalerted,
 	.alert_list = sq_alert_list,

@@ -192,6 +192,7 @@ int cmd_help(int argc, char **argv);
 int cmd_http(int argc, char **argv);
 int cmd_ledger(int argc, char **argv);
 int cmd_next(int argc, char **argv);
+int cmd_prune(int argc, char **argv);
 int cmd_release(int argc, char **argv);
 int cmd_retry(int argc, char **argv);
 int cmd_run(int argc, char **argv);

@@ -162,6 +162,32 @@ static const struct cli_command commands[] = {
 	 "skipped by a change fires once at the change, a repeated time fires\n"
 	 "once, in the first pass. Other expressions follow real time.\n"
 	 "Invalid expression or zone: a message on stderr, exit status 2.\n"},
+	{"prune", cmd_prune, "prune [--config FILE] [--dry-run] [--json]",
+	 "delete what the config's retention lets go",
+	 "Deletes, by age of the slot, the ledger rows, finished jobs, sent\n"
+	 "messages' bodies, send guards, slot markers and closed alerts older\n"
+	 "than `retention:` (ledger, jobs, outbox; unset: kept forever), in\n"
+	 "short batches a running daemon does not wait on. Each horizon is\n"
+	 "now minus the larger of the retention and the longest recovery\n"
+	 "window of the config's schedules, minus one day. Never deleted: a\n"
+	 "lost or missed slot neither recovered nor acked (and the ack that\n"
+	 "covers a kept one), a dead job, a ready or running job, a send not\n"
+	 "yet sent (held, pending, failed), an open alert, and the send guard\n"
+	 "and slot marker of a slot that still has a job or is newer than\n"
+	 "retention.jobs (`trigger --slot` refuses older slots), so a done\n"
+	 "slot is never delivered twice. The daemon runs this once a day\n"
+	 "when a retention is set (one node). Prints the horizons, the\n"
+	 "counts per table and the bytes freed (SQLite: pages in use; the\n"
+	 "file shrinks only with VACUUM, see docs/operations.md).\n"
+	 "\n"
+	 "  --dry-run   count what would go; remove nothing\n"
+	 "  --json      one JSON object: dry_run, the horizons (*_before_ms),\n"
+	 "              removed{ledger, jobs, outbox_bodies, send_guards,\n"
+	 "              slot_markers, alerts, alert_sends}, bytes_freed,\n"
+	 "              bytes_before, bytes_after, bytes_measure, batches\n"
+	 "\n"
+	 "Exit status: 0 done (or no retention set: nothing removed), 1 store\n"
+	 "error, 2 usage or config.\n"},
 	{"release", cmd_release,
 	 "release [--config FILE] [--arrived | --resend] [--by NAME] SCHEDULE "
 	 "SLOT [TARGET]",
@@ -267,10 +293,12 @@ static const struct cli_command commands[] = {
 	 "current second unless --slot T names one (ISO 8601 or an age such\n"
 	 "as 2h). One job per slot: triggering a slot that is already queued\n"
 	 "or running changes nothing, a dead one is revived, a done one is\n"
-	 "refused. Prints \"job ID: SCHEDULE slot T, new, due now (ready)\"\n"
+	 "refused, and so is one that has a slot marker (complete) and no job\n"
+	 "left. With retention.jobs set, a slot older than it is refused: its\n"
+	 "record may be pruned (`surecron prune`). Prints \"job ID: SCHEDULE slot T, new, due now (ready)\"\n"
 	 "or \"job ID: SCHEDULE slot T, already queued (STATE)\".\n"
-	 "Exit 0; 2 on an unknown schedule, a bad time or a done slot; 1 on\n"
-	 "store errors.\n"},
+	 "Exit 0; 2 on an unknown schedule, a bad time, a done slot or one\n"
+	 "past retention.jobs; 1 on store errors.\n"},
 	{"version", cmd_version, "version", "print the version",
 	 "Prints \"surecron VERSION\". The same as surecron --version.\n"},
 };

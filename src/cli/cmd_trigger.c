@@ -7,7 +7,9 @@
  * lost slot to run again. queue_trigger keeps one job per (schedule, slot):
  * a second trigger of the same slot finds the existing job and says so; a
  * DEAD job of that slot is revived; a DONE slot is refused (exit 2), since
- * running it again would deliver it twice.
+ * running it again would deliver it twice, and so is a slot with a marker
+ * but no job (prune took the job row) and, with retention.jobs set, a
+ * slot older than it (its record may be pruned: prune.h).
  */
 #include <stdio.h>
 #include <string.h>
@@ -15,6 +17,7 @@
 #include "cli.h"
 #include "clock.h"
 #include "config.h"
+#include "prune.h"
 #include "queue.h"
 #include "store.h"
 
@@ -59,6 +62,17 @@ int cmd_trigger(int argc, char **argv)
 	const struct schedule_spec *sc = config_schedule(st.cfg, name);
 	if (!sc) {
 		r = cli_fail(EXIT_USAGE, "no schedule '%s' in %s", name, st.path);
+		goto done;
+	}
+	/* A slot past retention.jobs may have lost its job row and send
+	 * guards to prune: running it could deliver it twice. */
+	if (slot_ms < prune_trigger_floor(st.cfg, now_ms)) {
+		char d[32];
+		r = cli_fail(EXIT_USAGE, "%s slot %s is older than the "
+			     "retention (%s): its record may be pruned",
+			     sc->name, clock_format_utc(slot_ms, t),
+			     cli_format_dur(st.cfg->retention_jobs_ms, d,
+					    sizeof(d)));
 		goto done;
 	}
 	if ((r = cli_state_store(&st)))

@@ -1,0 +1,204 @@
+/*
+ * bench_prune.c - `prune` of a deep ledger on SQLite (issue 15): how long
+ * N old rows take to prune, the longest batch, and how long a claim on
+ * another handle waited meanwhile (the daemon's claims must never wait
+ * more than 100 ms).
+ *
+ * Usage: bench_prune [DIR] [N] [fill|prune|both|api|bulk] [BATCH]   (DIR: where
+ * the database goes, default a temp folder; N: old ledger rows, default
+ * 9000000; fill only makes DIR/prune.db, prune only prunes it, both (the
+ * default) does both; api / bulk do both with that fill, see fill();
+ * BATCH, a 4th argument, fixes the batch size, default: sized by time.)
+ *
+ * The rows: N over 1,000 schedules, one a minute, 500 days old, 1 in
+ * 10,000 of them a lost row never recovered (prune keeps those). One
+ * output line per case (key=value).
+ */
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "prune.h"
+#include "store.h"
+
+#define DAY 86400000LL
+#define N_SCHEDULES 1000
+
+static void die(const char *what, const struct sc_err *err)
+{
+	fprintf(stderr, "bench_prune: %s: %s\n", what, err ? err->msg : "");
+	exit(1);
+}
+
+static struct store *open_store(const char *url)
+{
+	struct store *s = NULL;
+	struct sc_err err = {0};
+
+	if (store_open(url, sc_clock_real(), &s, &err))
+		die("open", &err);
+	return s;
+}
+
+/* Row i of the generated ledger. */
+static void make_row(long i, int64_t base, struct ledger_row *r)
+{
+	memset(r, 0, sizeof(*r));
+	snprintf(r->schedule, sizeof(r->schedule), "bench-%04ld",
+		 i % N_SCHEDULES);
+	r->slot_ms = base + (i / N_SCHEDULES) * 60000;
+	r->started_ms = r->slot_ms;
+	r->finished_ms = r->slot_ms + 1500;
+	r->attempt = 1;
+	snprintf(r->outcome, sizeof(r->outcome), "%s",
+		 i % 10000 == 7 ? LEDGER_LOST : LEDGER_SUCCESS);
+}
+
+/*
+ * The fill. With api (the default for N <= 1,000,000): store_ledger_append
+ * per row, one transaction each (about 6,000 rows/s here). Else a private
+ * bulk helper, until store_ledger_append_many (issue 15, another part)
+ * lands and replaces it: the same rows, written by SQLite in transactions
+ * of 100,000 into the columns of the store's own ledger table (the store
+ * made and migrated the file first, so the table is the store's).
+ */
+static void fill(const char *url, long n, bool api)
+{
+	struct store *s = open_store(url);
+	struct sc_err err = {0};
+	int64_t t0 = clock_mono_ms();
+	int64_t base = sc_clock_now_ms(sc_clock_real()) - 500 * DAY;
+	struct ledger_row r;
+
+	if (api) {
+		for (long i = 0; i < n; i++) {
+			make_row(i, base, &r);
+			if (store_ledger_append(s, &r, &err))
+				die("append", &err);
+		}
+	} else {
+		sqlite3 *db = NULL;
+		sqlite3_stmt *st = NULL;
+		if (sqlite3_open(url + 7, &db) != SQLITE_OK ||
+		    sqlite3_prepare_v2(db,
+				       "INSERT INTO ledger(schedule, slot_ms, "
+				       "attempt, started_ms, finished_ms, "
+				       "outcome) VALUES(?1, ?2, ?3, ?4, ?5, ?6)",
+				       -1, &st, NULL) != SQLITE_OK)
+			die("bulk fill: open", NULL);
+		for (long i = 0; i < n; i++) {
+			if (i % 100000 == 0)
+				sqlite3_exec(db, i ? "COMMIT; BEGIN" : "BEGIN",
+					     NULL, NULL, NULL);
+			make_row(i, base, &r);
+			sqlite3_bind_text(st, 1, r.schedule, -1, SQLITE_STATIC);
+			sqlite3_bind_int64(st, 2, r.slot_ms);
+			sqlite3_bind_int(st, 3, r.attempt);
+			sqlite3_bind_int64(st, 4, r.started_ms);
+			sqlite3_bind_int64(st, 5, r.finished_ms);
+			sqlite3_bind_text(st, 6, r.outcome, -1, SQLITE_STATIC);
+			if (sqlite3_step(st) != SQLITE_DONE)
+				die("bulk fill: insert", NULL);
+			sqlite3_reset(st);
+		}
+		sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+		sqlite3_finalize(st);
+		sqlite3_close(db);
+	}
+	printf("case=fill rows=%ld via=%s s=%.1f\n", n,
+	       api ? "store_ledger_append" : "bulk",
+	       (double)(clock_mono_ms() - t0) / 1000.0);
+	store_close(s);
+}
+
+/* A claimer on its own handle, as a daemon's worker: the longest a claim
+ * took while the prune ran. */
+struct claimer {
+	const char *url;
+	atomic_bool stop;
+	int64_t max_ms, n;
+};
+
+static void *claim_loop(void *arg)
+{
+	struct claimer *c = arg;
+	struct store *s = open_store(c->url);
+	struct store_job j;
+	struct sc_err err = {0};
+	size_t n;
+
+	while (!atomic_load(&c->stop)) {
+		int64_t t0 = clock_mono_ms();
+		if (store_job_claim(s, "bench", 60000, &j, 1, &n, &err))
+			die("claim", &err);
+		int64_t took = clock_mono_ms() - t0;
+		if (took > c->max_ms)
+			c->max_ms = took;
+		c->n++;
+		usleep(5000);
+	}
+	store_close(s);
+	return NULL;
+}
+
+static void prune(const char *url, int batch_rows)
+{
+	struct store *s = open_store(url);
+	struct schedule_spec sc = {.name = "bench",
+				   .policy = sc_retry_policy_for(
+					   SC_FREQ_DEFAULT)};
+	struct config cfg = {.lease_ms = 300000, .schedules = &sc,
+			     .n_schedules = 1, .retention_ledger_ms = 400 * DAY,
+			     .retention_jobs_ms = 30 * DAY,
+			     .retention_outbox_ms = 30 * DAY};
+	struct prune_plan p;
+	struct prune_report r;
+	struct claimer c = {.url = url};
+	struct sc_err err = {0};
+	pthread_t th;
+
+	prune_plan(&cfg, sc_clock_now_ms(sc_clock_real()), &p);
+	if (pthread_create(&th, NULL, claim_loop, &c))
+		die("thread", NULL);
+	if (prune_run(s, &p, false, batch_rows, NULL, NULL, &r, &err))
+		die("prune", &err);
+	atomic_store(&c.stop, true);
+	pthread_join(th, NULL);
+	printf("case=prune rows=%lld s=%.1f batches=%lld max_batch_rows=%d "
+	       "max_batch_ms=%lld claims=%lld max_claim_ms=%lld "
+	       "bytes_freed=%lld\n",
+	       (long long)r.n.n_ledger, (double)r.elapsed_ms / 1000.0,
+	       (long long)r.n_batches, r.max_batch_rows,
+	       (long long)r.max_batch_ms, (long long)c.n,
+	       (long long)c.max_ms,
+	       (long long)(r.used_before - r.used_after));
+	store_close(s);
+}
+
+int main(int argc, char **argv)
+{
+	char dir[256], url[300];
+	long n = argc > 2 ? atol(argv[2]) : 9000000;
+	const char *what = argc > 3 ? argv[3] : "both";
+
+	if (argc > 1) {
+		snprintf(dir, sizeof(dir), "%s", argv[1]);
+	} else {
+		snprintf(dir, sizeof(dir), "/tmp/surecron-bench-prune-XXXXXX");
+		if (!mkdtemp(dir))
+			die("mkdtemp", NULL);
+	}
+	snprintf(url, sizeof(url), "sqlite:%s/prune.db", dir);
+	if (strcmp(what, "prune") != 0)
+		fill(url, n, strcmp(what, "api") == 0 ||
+				     (strcmp(what, "bulk") != 0 &&
+				      n <= 1000000));
+	if (strcmp(what, "fill") != 0)
+		prune(url, argc > 4 ? atoi(argv[4]) : 0);
+	return 0;
+}
