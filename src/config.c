@@ -2704,6 +2704,8 @@ static int parse_config(const char *path, struct config **out,
 	size_t flen = strlen(c->dir) + strlen(base) + 2;
 	pc.c = c;
 	pc.srcs = calloc(1, sizeof(*pc.srcs));
+	if (pc.srcs)
+		pc.n_srcs = 1; /* so that `done` frees what srcs[0] gets */
 	c->files = calloc(1, sizeof(*c->files));
 	if (!pc.srcs || !c->files ||
 	    !(pc.srcs[0].shown = strdup(path)) ||
