@@ -8,6 +8,8 @@
  *                     table (struct config_locs);
  *   config.c          the node tree -> struct config (sections, typed
  *                     getters, load), using the two above.
+ *   config_pool.c     the config's interned strings and vectors
+ *                     (struct config_pool), freed by config_free.
  * config_check.c includes it too, for the problem sort.
  *
  * Ownership: config_yaml_parse returns a tree the caller frees with
