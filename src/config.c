@@ -712,7 +712,10 @@ static int get_strv(struct pc *pc, const struct config_node *m,
 			rc = -1;
 	}
 	if (rc < 0) {
-		strv_free(pc->c->pool, arr);
+		/* arr is this call's own (never pooled): its items may be. */
+		for (char **q = arr; *q; q++)
+			config_pool_release(pc->c->pool, *q);
+		free(arr);
 		return rc;
 	}
 	strv_free(pc->c->pool, *out);
