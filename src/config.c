@@ -57,6 +57,9 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
@@ -198,9 +201,12 @@ static void oom(struct pc *pc)
 	pc->oom = true;
 }
 
+/* A string of the config: interned in its pool (config_pool.c), so
+ * that the same zone, expression or name in 100,000 schedules is stored
+ * once. Released with config_pool_release, never free. */
 static char *xstrdup(struct pc *pc, const char *s)
 {
-	char *d = strdup(s);
+	char *d = pc->c->pool ? config_pool_str(pc->c->pool, s) : strdup(s);
 	if (!d)
 		oom(pc);
 	return d;
@@ -485,7 +491,7 @@ static int get_str(struct pc *pc, const struct config_node *m, const char *path,
 	char *s = xstrdup(pc, v->str);
 	if (!s)
 		return -1;
-	free(*out);
+	config_pool_release(pc->c->pool, *out);
 	*out = s;
 	return 1;
 }
@@ -654,12 +660,14 @@ static int get_enum(struct pc *pc, const struct config_node *m,
 	return -1;
 }
 
-static void strv_free(char **v)
+/* A vector and its strings, any of them possibly pooled (pool may be
+ * NULL: a config made by hand). A pooled vector is shared: left alone. */
+static void strv_free(const struct config_pool *pool, char **v)
 {
-	if (!v)
+	if (!v || config_pool_owns(pool, v))
 		return;
 	for (char **p = v; *p; p++)
-		free(*p);
+		config_pool_release(pool, *p);
 	free(v);
 }
 
@@ -704,10 +712,13 @@ static int get_strv(struct pc *pc, const struct config_node *m,
 			rc = -1;
 	}
 	if (rc < 0) {
-		strv_free(arr);
+		/* arr is this call's own (never pooled): its items may be. */
+		for (char **q = arr; *q; q++)
+			config_pool_release(pc->c->pool, *q);
+		free(arr);
 		return rc;
 	}
-	strv_free(*out);
+	strv_free(pc->c->pool, *out);
 	*out = arr;
 	if (n_out)
 		*n_out = n;
@@ -744,7 +755,7 @@ static void resolve_program(struct pc *pc, char **argv)
 		return;
 	char *r = resolve(pc, argv[0]);
 	if (r) {
-		free(argv[0]);
+		config_pool_release(pc->c->pool, argv[0]);
 		argv[0] = r;
 	}
 }
@@ -809,7 +820,7 @@ static void parse_store(struct pc *pc, const struct config_node *root)
 			snprintf(c->store_url, len, "sqlite:%s", abs);
 		else
 			oom(pc);
-		free(abs);
+		config_pool_release(pc->c->pool, abs);
 		return;
 	}
 	if (url_is_pg(s)) {
@@ -1088,7 +1099,7 @@ static void parse_target(struct pc *pc, const struct config_node *k,
 	case TARGET_FILE:
 		if (get_str(pc, v, path, "path", true, &t->path) == 1) {
 			char *r = resolve(pc, t->path);
-			free(t->path);
+			config_pool_release(pc->c->pool, t->path);
 			t->path = r;
 		}
 		break;
@@ -1507,7 +1518,7 @@ static void parse_task(struct pc *pc, const struct config_node *v,
 	}
 	if (get_str(pc, v, path, "cwd", false, &t->cwd) == 1) {
 		char *r = resolve(pc, t->cwd);
-		free(t->cwd);
+		config_pool_release(pc->c->pool, t->cwd);
 		t->cwd = r;
 	}
 	const struct config_node *e = config_yaml_get(v, "env");
@@ -1678,6 +1689,43 @@ static void resolve_schedule(struct pc *pc, const struct config_node *k,
 	s->policy = s->has_retry ? s->retry : sc_retry_policy_for(s->cls);
 }
 
+/*
+ * Moves what a schedule holds in malloc'd vectors and arrays into the
+ * config's pool once it is read: identical vectors (targets: [log],
+ * command: [/bin/true], the empty renamed_from) are then one copy for
+ * every schedule, and the tasks array costs no malloc header. Out of
+ * memory leaves the rest where it was (still valid, config_free frees it).
+ */
+static void schedule_pool(struct pc *pc, struct schedule_spec *s)
+{
+	struct config_pool *pool = pc->c->pool;
+	int rc = 0;
+
+	if (!pool)
+		return;
+	rc |= config_pool_strv(pool, &s->targets);
+	rc |= config_pool_strv(pool, &s->renamed_from);
+	for (size_t i = 0; i < s->n_tasks; i++) {
+		rc |= config_pool_strv(pool, &s->tasks[i].argv);
+		rc |= config_pool_strv(pool, &s->tasks[i].env);
+		rc |= config_pool_strv(pool, &s->tasks[i].headers);
+	}
+	/* n_tasks items, not the array's spare zeroed one (a task_spec is
+	 * 120 bytes: 12 MB over 100,000 schedules). */
+	if (s->n_tasks && !config_pool_owns(pool, s->tasks)) {
+		struct task_spec *t = config_pool_copy(
+			pool, s->tasks, s->n_tasks * sizeof(*s->tasks));
+		if (t) {
+			free(s->tasks);
+			s->tasks = t;
+		} else {
+			rc = SC_ENOMEM;
+		}
+	}
+	if (rc)
+		oom(pc);
+}
+
 static void parse_schedule(struct pc *pc, const struct config_node *k,
 			   const struct config_node *v, void *item)
 {
@@ -1692,7 +1740,11 @@ static void parse_schedule(struct pc *pc, const struct config_node *k,
 	int cu = 0, nt = 0;
 
 	pjoin(path, sizeof(path), "schedules", k->str);
-	s->name = xstrdup(pc, k->str);
+	/* Unique: copied into the pool, not interned (no table entry). */
+	s->name = pc->c->pool ? config_pool_dup(pc->c->pool, k->str)
+			      : strdup(k->str);
+	if (!s->name)
+		oom(pc);
 	if (!s->name || !map_keys(pc, v, path, keys, "a schedule"))
 		goto env;
 	get_str(pc, v, path, "cron", false, &s->cron_config);
@@ -1768,6 +1820,7 @@ env:
 		oom(pc);
 	if (!s->renamed_from && !(s->renamed_from = calloc(1, sizeof(char *))))
 		oom(pc);
+	schedule_pool(pc, s);
 	if (!s->name)
 		return;
 	int rc = config_env_apply(s);
@@ -2159,74 +2212,76 @@ const struct schedule_spec *config_schedule(const struct config *c,
 	return i < 0 ? NULL : &c->schedules[i];
 }
 
-static void task_free(struct task_spec *t)
+static void task_free(const struct config_pool *pool, struct task_spec *t)
 {
-	free(t->name);
-	strv_free(t->argv);
-	free(t->shell);
-	free(t->cwd);
-	strv_free(t->env);
-	free(t->method);
-	free(t->url);
-	strv_free(t->headers);
-	free(t->body);
-	free(t->auth);
+	config_pool_release(pool, t->name);
+	strv_free(pool, t->argv);
+	config_pool_release(pool, t->shell);
+	config_pool_release(pool, t->cwd);
+	strv_free(pool, t->env);
+	config_pool_release(pool, t->method);
+	config_pool_release(pool, t->url);
+	strv_free(pool, t->headers);
+	config_pool_release(pool, t->body);
+	config_pool_release(pool, t->auth);
 }
 
 void config_free(struct config *c)
 {
 	if (!c)
 		return;
+	const struct config_pool *pool = c->pool;
 	for (size_t i = 0; i < c->n_targets; i++) {
 		struct target_spec *t = &c->targets[i];
-		free(t->name);
-		free(t->url_env);
-		free(t->secret_env);
-		free(t->signature_header);
-		free(t->path);
-		strv_free(t->argv);
+		config_pool_release(pool, t->name);
+		config_pool_release(pool, t->url_env);
+		config_pool_release(pool, t->secret_env);
+		config_pool_release(pool, t->signature_header);
+		config_pool_release(pool, t->path);
+		strv_free(pool, t->argv);
 	}
-	free(c->targets);
+	config_pool_release(pool, c->targets);
 	for (size_t i = 0; i < c->n_auths; i++) {
 		struct auth_spec *a = &c->auths[i];
-		free(a->name);
-		free(a->token_url);
-		free(a->client_id);
-		free(a->client_secret_env);
-		free(a->scope);
-		free(a->reset_header);
-		free(a->token_env);
+		config_pool_release(pool, a->name);
+		config_pool_release(pool, a->token_url);
+		config_pool_release(pool, a->client_id);
+		config_pool_release(pool, a->client_secret_env);
+		config_pool_release(pool, a->scope);
+		config_pool_release(pool, a->reset_header);
+		config_pool_release(pool, a->token_env);
 	}
-	free(c->auths);
+	config_pool_release(pool, c->auths);
 	for (size_t i = 0; i < c->n_schedules; i++) {
 		struct schedule_spec *s = &c->schedules[i];
-		free(s->name);
-		free(s->cron);
-		free(s->cron_config);
-		free(s->override_var);
-		free(s->schedule_env);
-		free(s->tz);
-		strv_free(s->targets);
-		strv_free(s->renamed_from);
-		free(s->heartbeat.url_env);
+		config_pool_release(pool, s->name);
+		config_pool_release(pool, s->cron);
+		config_pool_release(pool, s->cron_config);
+		config_pool_release(pool, s->override_var);
+		config_pool_release(pool, s->schedule_env);
+		config_pool_release(pool, s->tz);
+		strv_free(pool, s->targets);
+		strv_free(pool, s->renamed_from);
+		config_pool_release(pool, s->heartbeat.url_env);
 		for (size_t j = 0; j < s->n_tasks; j++)
-			task_free(&s->tasks[j]);
-		free(s->tasks);
+			task_free(pool, &s->tasks[j]);
+		config_pool_release(pool, s->tasks);
 	}
-	free(c->schedules);
-	strv_free(c->alert_targets);
-	free(c->heartbeat.url_env);
-	free(c->store_url);
+	config_pool_release(pool, c->schedules);
+	strv_free(pool, c->alert_targets);
+	config_pool_release(pool, c->heartbeat.url_env);
+	config_pool_release(pool, c->store_url);
 	for (size_t i = 0; i < c->n_files; i++)
-		free(c->files[i].path);
-	free(c->files);
-	free(c->path);
-	free(c->dir);
+		config_pool_release(pool, c->files[i].path);
+	config_pool_release(pool, c->files);
+	config_pool_release(pool, c->path);
+	config_pool_release(pool, c->dir);
 	config_locs_free(c->locs);
 	if (c->index)
 		for (size_t i = 0; i < 3; i++)
 			free(c->index->t[i].slots);
 	free(c->index);
+	config_pool_free(c->pool);
 	free(c);
 }
 
@@ -2628,6 +2683,11 @@ static int parse_config(const char *path, struct config **out,
 		goto done;
 	}
 	c->locs = locs;
+	if (!(c->pool = config_pool_new())) {
+		rc = SC_ENOMEM;
+		config_problem_oom(probs);
+		goto done;
+	}
 	c->path = strdup(path);
 	c->dir = folder_of(path);
 	if (!c->path || !c->dir) {
@@ -2649,6 +2709,8 @@ static int parse_config(const char *path, struct config **out,
 	size_t flen = strlen(c->dir) + strlen(base) + 2;
 	pc.c = c;
 	pc.srcs = calloc(1, sizeof(*pc.srcs));
+	if (pc.srcs)
+		pc.n_srcs = 1; /* so that `done` frees what srcs[0] gets */
 	c->files = calloc(1, sizeof(*c->files));
 	if (!pc.srcs || !c->files ||
 	    !(pc.srcs[0].shown = strdup(path)) ||
@@ -2771,5 +2833,11 @@ int config_load(const char *path, struct config **out, struct sc_err *err)
 		sc_err_set(err, rc, "%s", line);
 	}
 	config_problems_dispose(&probs);
+#ifdef __GLIBC__
+	/* A load frees a fragment's tree after each fragment: the pages of
+	 * those frees stay with the process until trimmed, some 20 MB of
+	 * a 100,000-schedule config (docs/internals/config.md). */
+	malloc_trim(0);
+#endif
 	return rc;
 }

@@ -8,6 +8,8 @@
  *                     table (struct config_locs);
  *   config.c          the node tree -> struct config (sections, typed
  *                     getters, load), using the two above.
+ *   config_pool.c     the config's interned strings and vectors
+ *                     (struct config_pool), freed by config_free.
  * config_check.c includes it too, for the problem sort.
  *
  * Ownership: config_yaml_parse returns a tree the caller frees with
@@ -120,5 +122,36 @@ bool config_locate_in(const struct config *c, const char *path, int *line,
 /* The warnings found while loading (an include pattern matching no
  * file), kept with the config for config_check_warnings; owned by l. */
 struct config_problems *config_locs_warns(struct config_locs *l);
+
+/* ---- config_pool.c: the config's shared strings and vectors ---- */
+
+/*
+ * A config's pool (struct config's `pool`): each distinct string and
+ * NULL-terminated string vector once, freed all at once by
+ * config_pool_free (config_free does it). Pooled memory is read-only and
+ * may be shared by many fields: a field is replaced, never written, and
+ * its old value goes through config_pool_release. NULL on out of memory.
+ */
+struct config_pool *config_pool_new(void);
+void config_pool_free(struct config_pool *p);
+
+/* s interned: the pooled copy equal to s (made on first use). */
+char *config_pool_str(struct config_pool *p, const char *s);
+/* s copied into the pool, not interned (for strings seen once). */
+char *config_pool_dup(struct config_pool *p, const char *s);
+/* n bytes of src copied into the pool, aligned for any type. */
+void *config_pool_copy(struct config_pool *p, const void *src, size_t n);
+/* Replaces the malloc'd vector *v (and its malloc'd items) by the pooled
+ * vector equal to it, freeing what it replaced. NULL and pooled vectors
+ * are left alone. Returns 0 or SC_ENOMEM (*v then unchanged, still
+ * valid, possibly with some items pooled). */
+int config_pool_strv(struct config_pool *p, char ***v);
+
+/* Whether ptr lies in p's memory (false for NULL p or ptr). */
+bool config_pool_owns(const struct config_pool *p, const void *ptr);
+/* free(ptr) unless p owns it. */
+void config_pool_release(const struct config_pool *p, void *ptr);
+/* Bytes the pool holds (chunks and tables), for the docs' figures. */
+size_t config_pool_bytes(const struct config_pool *p);
 
 #endif

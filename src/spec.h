@@ -175,6 +175,7 @@ struct schedule_spec {
 
 struct config_locs;
 struct config_index;
+struct config_pool;
 
 /* The reasons `alerts: on` may name. Later issues add late, overrun and
  * stale. */
@@ -229,6 +230,10 @@ struct config {
 	struct config_locs *locs; /* private to config.c: key path ->
 				     line:column, for config_check */
 	struct config_index *index; /* private to config.c: name -> item */
+	struct config_pool *pool; /* private to config.c: the strings and
+				     vectors config_parse shares between
+				     items (config_pool.c); NULL in a
+				     config made by hand */
 };
 
 /* Lookups by name (config.c: O(1) through the index config_parse builds;

@@ -1,0 +1,172 @@
+/*
+ * test_config_pool.c - the config's string pool (config_pool.c, issue 15):
+ * equal strings and vectors are stored once, a loaded config's schedules
+ * share them (zone, expression, targets, argv, the empty renamed_from) and
+ * hold their tasks in the pool, unique names are not merged, an
+ * environment override replaces a pooled field without freeing it, and
+ * config_free frees everything (SAN=1 proves no leak or double free).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "config_int.h"
+#include "testutil.h"
+
+static char tmp[256];
+
+static int setup(void **state)
+{
+	snprintf(tmp, sizeof(tmp), "%s", tu_tmpdir());
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	tu_rmrf(tmp);
+	return 0;
+}
+
+static void pool_interns_strings_and_vectors(void **state)
+{
+	struct config_pool *p = config_pool_new();
+	assert_non_null(p);
+
+	char *a = config_pool_str(p, "Europe/Paris");
+	char *b = config_pool_str(p, "Europe/Paris");
+	char *c = config_pool_str(p, "Asia/Tokyo");
+	assert_ptr_equal(a, b);
+	assert_ptr_not_equal(a, c);
+	assert_string_equal(c, "Asia/Tokyo");
+	assert_true(config_pool_owns(p, a));
+	assert_ptr_equal(config_pool_str(p, a), a); /* pooled: itself */
+	char *d1 = config_pool_dup(p, "Europe/Paris");
+	assert_ptr_not_equal(d1, a); /* dup copies, never interns */
+	assert_string_equal(d1, "Europe/Paris");
+
+	/* Many strings: the table and chunks grow, earlier pointers stay. */
+	char name[32];
+	for (int i = 0; i < 5000; i++) {
+		snprintf(name, sizeof(name), "s%06d", i);
+		assert_non_null(config_pool_str(p, name));
+	}
+	assert_ptr_equal(config_pool_str(p, "Europe/Paris"), a);
+	assert_string_equal(a, "Europe/Paris");
+
+	/* Vectors: malloc'd ones, equal by content, become one copy. */
+	char **v1 = calloc(3, sizeof(char *));
+	char **v2 = calloc(3, sizeof(char *));
+	assert_non_null(v1);
+	assert_non_null(v2);
+	v1[0] = strdup("/bin/true");
+	v1[1] = strdup("-x");
+	v2[0] = strdup("/bin/true");
+	v2[1] = strdup("-x");
+	assert_int_equal(config_pool_strv(p, &v1), 0);
+	assert_int_equal(config_pool_strv(p, &v2), 0);
+	assert_ptr_equal(v1, v2);
+	assert_true(config_pool_owns(p, v1));
+	assert_string_equal(v1[0], "/bin/true");
+	assert_string_equal(v1[1], "-x");
+	assert_null(v1[2]);
+	char **v3 = calloc(2, sizeof(char *));
+	assert_non_null(v3);
+	v3[0] = strdup("/bin/true");
+	assert_int_equal(config_pool_strv(p, &v3), 0);
+	assert_ptr_not_equal(v3, v1); /* a prefix is another vector */
+	assert_ptr_equal(v3[0], v1[0]);
+
+	/* Release frees what the pool does not own, and only that. */
+	char *own = strdup("mine");
+	assert_false(config_pool_owns(p, own));
+	config_pool_release(p, own);
+	config_pool_release(p, a);
+	config_pool_release(NULL, NULL);
+	assert_true(config_pool_bytes(p) > 0);
+	config_pool_free(p);
+	config_pool_free(NULL);
+}
+
+static void loaded_schedules_share(void **state)
+{
+	char path[512];
+	snprintf(path, sizeof(path), "%s/surecron.yaml", tmp);
+	FILE *f = fopen(path, "wb");
+	assert_non_null(f);
+	fputs("targets:\n"
+	      "  log: {kind: file, path: ./d.jsonl}\n"
+	      "schedules:\n", f);
+	for (int i = 0; i < 3; i++)
+		fprintf(f, "  s%d:\n"
+			"    cron: \"0 * * * *\"\n"
+			"    tz: Europe/Paris\n"
+			"    targets: [log]\n"
+			"    tasks:\n"
+			"      - {name: run, command: [/bin/true],"
+			" env: {A: b}}\n", i);
+	fputs("  other:\n"
+	      "    cron: \"0 0 * * *\"\n"
+	      "    schedule_env: OTHER_CRON\n"
+	      "    tasks: [{name: go, command: [./prog]}]\n", f);
+	fclose(f);
+
+	setenv("OTHER_CRON", "5 4 * * *", 1);
+	struct config *c = NULL;
+	struct sc_err err = {0};
+	assert_int_equal(config_load(path, &c, &err), 0);
+	unsetenv("OTHER_CRON");
+	assert_non_null(c->pool);
+	assert_int_equal(c->n_schedules, 4);
+
+	const struct schedule_spec *s0 = config_schedule(c, "s0");
+	const struct schedule_spec *s2 = config_schedule(c, "s2");
+	const struct schedule_spec *o = config_schedule(c, "other");
+	assert_non_null(s0);
+	assert_non_null(s2);
+	assert_non_null(o);
+	/* Shared: one copy each. */
+	assert_ptr_equal(s0->tz, s2->tz);
+	assert_ptr_equal(s0->cron_config, s2->cron_config);
+	assert_ptr_equal(s0->targets, s2->targets);
+	assert_ptr_equal(s0->targets[0], c->targets[0].name);
+	assert_ptr_equal(s0->renamed_from, o->renamed_from);
+	assert_null(s0->renamed_from[0]);
+	assert_ptr_equal(s0->tasks[0].argv, s2->tasks[0].argv);
+	assert_ptr_equal(s0->tasks[0].env, s2->tasks[0].env);
+	assert_ptr_equal(s0->tasks[0].name, s2->tasks[0].name);
+	assert_string_equal(s0->tasks[0].env[0], "A=b");
+	assert_true(config_pool_owns(c->pool, s0->tasks));
+	/* Names are unique: never merged, each its own. */
+	assert_ptr_not_equal(s0->name, s2->name);
+	assert_string_equal(s2->name, "s2");
+	/* A resolved program is pooled like the rest. */
+	assert_true(config_pool_owns(c->pool, o->tasks[0].argv[0]));
+	assert_non_null(strstr(o->tasks[0].argv[0], "/prog"));
+	/* The override (config_env.c) made cron its own. */
+	assert_string_equal(o->cron, "5 4 * * *");
+	assert_string_equal(o->override_var, "OTHER_CRON");
+	assert_false(config_pool_owns(c->pool, o->cron));
+
+	/* Applying again (as a reload does) replaces, never frees, pooled
+	 * fields; config_free then frees every one once. */
+	struct schedule_spec *m = &c->schedules[0];
+	assert_int_equal(config_env_apply(m), 0);
+	assert_string_equal(m->cron, "0 * * * *");
+	config_free(c);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(pool_interns_strings_and_vectors),
+		cmocka_unit_test_setup_teardown(loaded_schedules_share, setup,
+						teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
