@@ -979,4 +979,10 @@ int store_dead_list_push(struct store_dead_list *dl,
 extern const struct store_ops store_sqlite_ops;
 extern const struct store_ops store_pg_ops;
 
+#ifdef SURECRON_DEBUG
+/* Tests only: how many group syncs (store_sqlite.c) this process made for
+ * the SQLite file at path while a handle on it was open; 0 if none is. */
+uint64_t store_sqlite_syncs(const char *path);
+#endif
+
 #endif
