@@ -979,10 +979,9 @@ int store_dead_list_push(struct store_dead_list *dl,
 extern const struct store_ops store_sqlite_ops;
 extern const struct store_ops store_pg_ops;
 
-#ifdef SURECRON_DEBUG
-/* Tests only: how many group syncs (store_sqlite.c) this process made for
- * the SQLite file at path while a handle on it was open; 0 if none is. */
+/* For tests: how many group syncs (store_sqlite.c) this process made for
+ * the SQLite file at path since a handle on it was first opened (the
+ * count restarts when its last handle closes); 0 if none is open. */
 uint64_t store_sqlite_syncs(const char *path);
-#endif
 
 #endif

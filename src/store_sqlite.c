@@ -642,8 +642,13 @@ static int db_fail(struct sq *q, int rc, const char *op, struct sc_err *err)
 	 * after a failed COMMIT); errno itself still holds it here. */
 	if (!sys && (rc & 0xff) == SQLITE_IOERR)
 		sys = saved_errno;
-	if (q->sync_errno && rc == SQLITE_IOERR_FSYNC) { /* wal_hook's */
+	/* wal_hook's failed sync: SQLite reports it as SQLITE_ERROR, "SQL
+	 * logic error"; the commit itself was made (set_sync's comment). */
+	if (q->sync_errno) {
+		rc = SQLITE_IOERR_FSYNC;
 		sys = q->sync_errno;
+		detail = "the WAL sync after the commit failed: the write "
+			 "may or may not survive a power cut";
 		q->sync_errno = 0;
 	}
 	switch (rc & 0xff) {
@@ -1032,7 +1037,6 @@ static int group_sync(struct sync_group *g)
 	return me.rc;
 }
 
-#ifdef SURECRON_DEBUG
 uint64_t store_sqlite_syncs(const char *path)
 {
 	struct stat st;
@@ -1050,7 +1054,6 @@ uint64_t store_sqlite_syncs(const char *path)
 	pthread_mutex_unlock(&groups_mu);
 	return n;
 }
-#endif
 
 /*
  * SQLite calls this after each commit of q's connection that wrote
@@ -1099,6 +1102,7 @@ static int set_sync(struct sq *q, enum sync_level level, struct sc_err *err)
 	 * give back the WAL's space after a full disk. */
 	reclaim_wal(q);
 	q->sync = level;
+	q->sync_errno = 0;
 	return 0;
 }
 
