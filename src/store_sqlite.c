@@ -7,26 +7,39 @@
  * no SQLITE_BUSY_SNAPSHOT). All SQL is prepared once per connection and
  * cached in `struct sq`; no SQL text is ever built from data.
  *
- * Durability (WAL mode). A commit is made with one of two settings:
- *   FULL   - the WAL is fsync'd before COMMIT returns. Used for the commits
+ * Durability (WAL mode). The connection runs with synchronous = NORMAL
+ * (SQLite never fsyncs at commit, so no fsync is made while the write lock
+ * is held), and a commit is made at one of two levels:
+ *   FULL   - the commit is durable before the store call returns: after
+ *            COMMIT (the write lock released) the handle waits for a
+ *            group sync, one fdatasync of the -wal file shared by every
+ *            handle of this process on the file whose durable commit was
+ *            waiting (see "group commit" below). Used for the commits
  *            that record a send guard (outbox state SENT), SENDING (before
  *            the request leaves: lost, the next attempt would send again
  *            without a "duplicate" row), a slot marker, a job turning DEAD
  *            (its "lost" ledger row), a "lost" row appended on its own,
- *            stalled-job recovery (rare, and it may turn jobs DEAD), and
- *            of the alerts (schema 4): a raise, a close, a send claim
- *            (SENDING), SENT and ABANDONED.
- *   NORMAL - no fsync at commit; the WAL is fsync'd at checkpoints. Used for
+ *            stalled-job recovery (rare, and it may turn jobs DEAD), the
+ *            migrations, and of the alerts (schema 4): a raise, a close,
+ *            a send claim (SENDING), SENT and ABANDONED.
+ *   NORMAL - no sync; the WAL is fsync'd at checkpoints and by the next
+ *            group sync. Used for
  *            enqueue, claims, heartbeats, completions, retry scheduling,
  *            staging, FAILED, UNKNOWN, other ledger rows, scheduler state,
  *            the token cache, and an alert's staging, realert, FAILED and
  *            UNKNOWN.
- * The WAL is append-only and a FULL commit syncs it up to its own frame, so
- * it also makes every earlier NORMAL commit durable, and a power cut always
+ * The WAL is append-only and a group sync flushes the whole file, so it
+ * also makes every earlier NORMAL commit durable, and a power cut always
  * leaves a prefix of the commit history (never a hole in the middle).
- *
+ * A durable commit is visible to other handles before its sync: what they
+ * do on it is later in the history, so a power cut that loses it loses
+ * that too, or (a skipped run, a refused send) re-runs as after a crash
+ * before the commit. A failed group sync is the call's error (SC_EIO, or
+ * SC_ENOSPC for ENOSPC/EDQUOT) although the row is committed: the caller
+ * treats it as it treats a failed commit, a write that may or may not
+ * survive (as a FULL commit whose fsync failed always was).
  * What a power cut (or kernel crash) can lose: the NORMAL commits made after
- * the last fsync (last FULL commit or checkpoint). Losing those re-runs
+ * the last fsync (last group sync or checkpoint). Losing those re-runs
  * work, never loses it: a lost claim leaves the job READY; a lost heartbeat
  * lets a lease expire early, and the run is recovered as stalled; a lost
  * completion puts the job back to ACTIVE with a lease that will expire, and
