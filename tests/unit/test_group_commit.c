@@ -78,7 +78,7 @@ static void *writer_main(void *arg)
 
 static void concurrent_durable_writes_all_succeed_and_share_syncs(void **st)
 {
-	struct gc g;
+	struct gc g = {0};
 	struct store *keep = NULL;
 	pthread_t th[N_THREADS];
 	struct writer w[N_THREADS];
@@ -128,7 +128,7 @@ static void concurrent_durable_writes_all_succeed_and_share_syncs(void **st)
 
 static void each_lone_durable_write_is_synced(void **st)
 {
-	struct gc g;
+	struct gc g = {0};
 	struct store *s = NULL;
 	uint64_t before;
 
@@ -151,7 +151,7 @@ static void each_lone_durable_write_is_synced(void **st)
 
 static void failed_sync_is_the_writes_error(void **st)
 {
-	struct gc g;
+	struct gc g = {0};
 	struct store *s = NULL;
 	struct sc_err e = {0};
 
