@@ -1074,4 +1074,9 @@ int store_dead_list_push(struct store_dead_list *dl,
 extern const struct store_ops store_sqlite_ops;
 extern const struct store_ops store_pg_ops;
 
+/* For tests: how many group syncs (store_sqlite.c) this process made for
+ * the SQLite file at path since a handle on it was first opened (the
+ * count restarts when its last handle closes); 0 if none is open. */
+uint64_t store_sqlite_syncs(const char *path);
+
 #endif

@@ -7,26 +7,39 @@
  * no SQLITE_BUSY_SNAPSHOT). All SQL is prepared once per connection and
  * cached in `struct sq`; no SQL text is ever built from data.
  *
- * Durability (WAL mode). A commit is made with one of two settings:
- *   FULL   - the WAL is fsync'd before COMMIT returns. Used for the commits
+ * Durability (WAL mode). The connection runs with synchronous = NORMAL
+ * (SQLite never fsyncs at commit, so no fsync is made while the write lock
+ * is held), and a commit is made at one of two levels:
+ *   FULL   - the commit is durable before the store call returns: after
+ *            COMMIT (the write lock released) the handle waits for a
+ *            group sync, one fdatasync of the -wal file shared by every
+ *            handle of this process on the file whose durable commit was
+ *            waiting (see "group commit" below). Used for the commits
  *            that record a send guard (outbox state SENT), SENDING (before
  *            the request leaves: lost, the next attempt would send again
  *            without a "duplicate" row), a slot marker, a job turning DEAD
  *            (its "lost" ledger row), a "lost" row appended on its own,
- *            stalled-job recovery (rare, and it may turn jobs DEAD), and
- *            of the alerts (schema 4): a raise, a close, a send claim
- *            (SENDING), SENT and ABANDONED.
- *   NORMAL - no fsync at commit; the WAL is fsync'd at checkpoints. Used for
+ *            stalled-job recovery (rare, and it may turn jobs DEAD), the
+ *            migrations, and of the alerts (schema 4): a raise, a close,
+ *            a send claim (SENDING), SENT and ABANDONED.
+ *   NORMAL - no sync; the WAL is fsync'd at checkpoints and by the next
+ *            group sync. Used for
  *            enqueue, claims, heartbeats, completions, retry scheduling,
  *            staging, FAILED, UNKNOWN, other ledger rows, scheduler state,
  *            the token cache, and an alert's staging, realert, FAILED and
  *            UNKNOWN.
- * The WAL is append-only and a FULL commit syncs it up to its own frame, so
- * it also makes every earlier NORMAL commit durable, and a power cut always
+ * The WAL is append-only and a group sync flushes the whole file, so it
+ * also makes every earlier NORMAL commit durable, and a power cut always
  * leaves a prefix of the commit history (never a hole in the middle).
- *
+ * A durable commit is visible to other handles before its sync: what they
+ * do on it is later in the history, so a power cut that loses it loses
+ * that too, or (a skipped run, a refused send) re-runs as after a crash
+ * before the commit. A failed group sync is the call's error (SC_EIO, or
+ * SC_ENOSPC for ENOSPC/EDQUOT) although the row is committed: the caller
+ * treats it as it treats a failed commit, a write that may or may not
+ * survive (as a FULL commit whose fsync failed always was).
  * What a power cut (or kernel crash) can lose: the NORMAL commits made after
- * the last fsync (last FULL commit or checkpoint). Losing those re-runs
+ * the last fsync (last group sync or checkpoint). Losing those re-runs
  * work, never loses it: a lost claim leaves the job READY; a lost heartbeat
  * lets a lease expire early, and the run is recovered as stalled; a lost
  * completion puts the job back to ACTIVE with a lease that will expire, and
@@ -675,6 +688,9 @@ static const char *const stmt_sql[N_STMT] = {
 };
 
 enum sync_level { SYNC_UNSET = 0, SYNC_NORMAL = 1, SYNC_FULL = 2 };
+struct sync_group;
+struct sq;
+static void hook_install(struct sq *q, int pages);
 
 struct sq {
 	sqlite3 *db;
@@ -686,6 +702,9 @@ struct sq {
 	bool wal_low;           /* free space below the WAL: fold it in */
 	unsigned busy_seed;
 	char path[PATH_MAX];
+	struct sync_group *group; /* the file's group commit (shared) */
+	int ckpt_pages;           /* checkpoint when the WAL has this many */
+	int sync_errno;           /* errno of a failed group sync, for db_fail */
 	sqlite3_stmt *stmt[N_STMT];
 	/* sq_wait's previous look at the files; !watched: none yet. */
 	bool watched;
@@ -711,6 +730,15 @@ static int db_fail(struct sq *q, int rc, const char *op, struct sc_err *err)
 	 * after a failed COMMIT); errno itself still holds it here. */
 	if (!sys && (rc & 0xff) == SQLITE_IOERR)
 		sys = saved_errno;
+	/* wal_hook's failed sync: SQLite reports it as SQLITE_ERROR, "SQL
+	 * logic error"; the commit itself was made (set_sync's comment). */
+	if (q->sync_errno) {
+		rc = SQLITE_IOERR_FSYNC;
+		sys = q->sync_errno;
+		detail = "the WAL sync after the commit failed: the write "
+			 "may or may not survive a power cut";
+		q->sync_errno = 0;
+	}
 	switch (rc & 0xff) {
 	case SQLITE_FULL:
 		code = SC_ENOSPC;
@@ -892,10 +920,10 @@ static void reclaim_wal(struct sq *q)
 	if (!q->wal_tight) {
 		sqlite3_stmt *st = NULL;
 		static const char *const tight[] = {
-			"PRAGMA wal_autocheckpoint = " STR(WAL_TIGHT_PAGES),
 			"PRAGMA journal_size_limit = 0",
 		};
-		for (size_t i = 0; i < 2; i++) {
+		hook_install(q, WAL_TIGHT_PAGES);
+		for (size_t i = 0; i < 1; i++) {
 			if (sqlite3_prepare_v2(q->db, tight[i], -1, &st,
 					       NULL) == SQLITE_OK)
 				while (sqlite3_step(st) == SQLITE_ROW)
@@ -907,40 +935,264 @@ static void reclaim_wal(struct sq *q)
 	}
 }
 
+/* ---- group commit ---------------------------------------------------- */
+
 /*
- * Sets PRAGMA synchronous for the next transactions. Not through the
- * statement cache: SQLite applies this pragma when the statement is
- * prepared, not when it is stepped, so a cached one would only work once.
- * In debug builds the level is read back to prove it took effect.
+ * The durable commits (SYNC_FULL) of every handle of one database file in
+ * this process share their fsyncs. A commit is made with synchronous =
+ * NORMAL, so SQLite never fsyncs while it holds the write lock; then,
+ * before the store call returns, wal_hook (which SQLite calls after the
+ * commit, with the lock released) waits in group_sync until one fdatasync
+ * of the -wal file that started after the commit has succeeded. fsync
+ * flushes the inode, whichever descriptor asks, and the WAL is
+ * append-only, so that sync makes the commit and every earlier one
+ * durable, and a power cut still leaves a prefix of the history.
+ *
+ * group_sync is the classic group commit: a waiter queues itself under
+ * mu; when no sync runs, the first waiter becomes the syncer, takes the
+ * whole queue (every commit that asked so far), syncs without the mutex,
+ * and answers each one; waiters that queued during its sync are taken by
+ * the next. A failed sync answers the failure to every waiter queued at
+ * its end (after a failed fsync the kernel may have dropped the dirty
+ * pages, so a later sync's success would prove nothing for them).
+ * Invariants: at most one sync per group runs; a waiter is answered only
+ * by a sync that began after it queued (its commit had returned) or by a
+ * failure; the queue lives on the waiters' stacks, under mu.
+ * Groups are keyed by the database file's device and inode, found or made
+ * at sq_open and freed with their last handle (groups_mu).
+ */
+struct sync_waiter {
+	struct sync_waiter *next;
+	int rc; /* 0, or the errno of the sync that answered */
+	bool done;
+};
+
+struct sync_group {
+	struct sync_group *next; /* in `groups`, under groups_mu */
+	dev_t dev;
+	ino_t ino;
+	int refs;                /* handles, under groups_mu */
+	char wal[PATH_MAX + 8];  /* <db path>-wal */
+	char dir[PATH_MAX];      /* its folder */
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct sync_waiter *queue; /* under mu */
+	bool running;              /* a sync is in progress, under mu */
+	ino_t synced_ino;          /* the -wal inode whose folder is synced */
+	uint64_t n_syncs;          /* syncs made, under mu (tests) */
+};
+
+static pthread_mutex_t groups_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct sync_group *groups;
+
+/* The group of q's file, found or made; NULL and an error when the file
+ * cannot be looked at or memory runs out. */
+static struct sync_group *group_get(struct sq *q, struct sc_err *err)
+{
+	struct stat st;
+	struct sync_group *g;
+
+	if (stat(q->path, &st) != 0) {
+		sc_err_set(err, SC_EIO, "cannot look at %s: %s", q->path,
+			   strerror(errno));
+		return NULL;
+	}
+	pthread_mutex_lock(&groups_mu);
+	for (g = groups; g; g = g->next)
+		if (g->dev == st.st_dev && g->ino == st.st_ino)
+			break;
+	if (!g && (g = calloc(1, sizeof(*g))) != NULL) {
+		const char *slash = strrchr(q->path, '/');
+
+		g->dev = st.st_dev;
+		g->ino = st.st_ino;
+		snprintf(g->wal, sizeof(g->wal), "%s-wal", q->path);
+		if (!slash)
+			snprintf(g->dir, sizeof(g->dir), ".");
+		else if (slash == q->path)
+			snprintf(g->dir, sizeof(g->dir), "/");
+		else
+			snprintf(g->dir, sizeof(g->dir), "%.*s",
+				 (int)(slash - q->path), q->path);
+		pthread_mutex_init(&g->mu, NULL);
+		pthread_cond_init(&g->cv, NULL);
+		g->next = groups;
+		groups = g;
+	}
+	if (g)
+		g->refs++;
+	pthread_mutex_unlock(&groups_mu);
+	if (!g)
+		sc_err_set(err, SC_ENOMEM, "out of memory");
+	return g;
+}
+
+static void group_put(struct sync_group *g)
+{
+	struct sync_group **pp;
+
+	if (!g)
+		return;
+	pthread_mutex_lock(&groups_mu);
+	if (--g->refs == 0) {
+		for (pp = &groups; *pp != g; pp = &(*pp)->next)
+			;
+		*pp = g->next;
+		pthread_mutex_destroy(&g->mu);
+		pthread_cond_destroy(&g->cv);
+		free(g);
+	}
+	pthread_mutex_unlock(&groups_mu);
+}
+
+/*
+ * One sync of the group's -wal file, opened afresh (SQLite may have cut or
+ * remade it), and of its folder the first time an inode is seen: SQLite
+ * syncs the folder of a new WAL at its first sync, which NORMAL commits
+ * never make. Returns 0 or an errno. Only the syncer calls it.
+ */
+static int group_fsync(struct sync_group *g)
+{
+	int fd = open(g->wal, O_RDONLY | O_CLOEXEC);
+	struct stat st = {0};
+	int e = 0;
+
+	if (fd < 0)
+		return errno ? errno : EIO;
+	if (FAILPOINT_ERR("store.sync"))
+		e = EIO;
+	else if (fdatasync(fd) != 0 || fstat(fd, &st) != 0)
+		e = errno ? errno : EIO;
+	close(fd);
+	if (!e && st.st_ino != g->synced_ino) {
+		int dfd = open(g->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+		if (dfd < 0 || fsync(dfd) != 0)
+			e = errno ? errno : EIO;
+		if (dfd >= 0)
+			close(dfd);
+		if (!e)
+			g->synced_ino = st.st_ino;
+	}
+	return e;
+}
+
+/* Answers the waiters of a list (under mu). */
+static void group_answer(struct sync_waiter *w, int e)
+{
+	while (w) {
+		struct sync_waiter *next = w->next;
+
+		w->rc = e;
+		w->done = true;
+		w = next;
+	}
+}
+
+/* Returns once a sync begun after this call has made the group's WAL
+ * durable: 0, or the errno of the failed sync. */
+static int group_sync(struct sync_group *g)
+{
+	struct sync_waiter me = {0};
+
+	pthread_mutex_lock(&g->mu);
+	me.next = g->queue;
+	/* Unlinked by whoever answers it, before it can return. */
+	/* cppcheck-suppress autoVariables */
+	g->queue = &me;
+	while (!me.done) {
+		struct sync_waiter *batch;
+		int e;
+
+		if (g->running) {
+			pthread_cond_wait(&g->cv, &g->mu);
+			continue;
+		}
+		batch = g->queue;
+		g->queue = NULL;
+		g->running = true;
+		pthread_mutex_unlock(&g->mu);
+		e = group_fsync(g);
+		pthread_mutex_lock(&g->mu);
+		g->running = false;
+		g->n_syncs++;
+		group_answer(batch, e);
+		if (e) { /* and those that queued meanwhile */
+			group_answer(g->queue, e);
+			g->queue = NULL;
+		}
+		pthread_cond_broadcast(&g->cv);
+	}
+	pthread_mutex_unlock(&g->mu);
+	return me.rc;
+}
+
+uint64_t store_sqlite_syncs(const char *path)
+{
+	struct stat st;
+	uint64_t n = 0;
+
+	if (stat(path, &st) != 0)
+		return 0;
+	pthread_mutex_lock(&groups_mu);
+	for (struct sync_group *g = groups; g; g = g->next)
+		if (g->dev == st.st_dev && g->ino == st.st_ino) {
+			pthread_mutex_lock(&g->mu);
+			n = g->n_syncs;
+			pthread_mutex_unlock(&g->mu);
+		}
+	pthread_mutex_unlock(&groups_mu);
+	return n;
+}
+
+/*
+ * SQLite calls this after each commit of q's connection that wrote
+ * frames, with the write lock released. A SYNC_FULL commit waits for its
+ * group sync here; a failed sync is the statement's error
+ * (SQLITE_IOERR_FSYNC, its errno in q->sync_errno for db_fail), though
+ * the commit happened. Then, as SQLite's own autocheckpoint would (which
+ * this hook replaces), a passive checkpoint once the WAL holds
+ * q->ckpt_pages.
+ */
+static int wal_hook(void *arg, sqlite3 *db, const char *name, int n_pages)
+{
+	struct sq *q = arg;
+	int rc = SQLITE_OK;
+
+	if (q->sync == SYNC_FULL && q->group) {
+		int e = group_sync(q->group);
+
+		if (e) {
+			q->sync_errno = e;
+			rc = SQLITE_IOERR_FSYNC;
+		}
+	}
+	if (n_pages >= q->ckpt_pages)
+		(void)sqlite3_wal_checkpoint(db, name);
+	return rc;
+}
+
+/* Installs wal_hook with a checkpoint every `pages` (PRAGMA
+ * wal_autocheckpoint would replace the hook: never use it). */
+static void hook_install(struct sq *q, int pages)
+{
+	q->ckpt_pages = pages;
+	sqlite3_wal_hook(q->db, wal_hook, q);
+}
+
+/*
+ * Sets the durability of the next transactions: SYNC_FULL waits for a
+ * group sync in wal_hook after the commit. The connection itself always
+ * runs with synchronous = NORMAL (set at open).
  */
 static int set_sync(struct sq *q, enum sync_level level, struct sc_err *err)
 {
-	const char *sql = level == SYNC_FULL ? "PRAGMA synchronous = FULL"
-					     : "PRAGMA synchronous = NORMAL";
-	sqlite3_stmt *st = NULL;
-	int rc;
-
+	(void)err;
 	/* Every write starts here, outside any transaction: the place to
 	 * give back the WAL's space after a full disk. */
 	reclaim_wal(q);
-	if (q->sync == level)
-		return 0;
-	rc = sqlite3_prepare_v2(q->db, sql, -1, &st, NULL);
-	if (rc == SQLITE_OK)
-		rc = sqlite3_step(st);
-	sqlite3_finalize(st);
-	if (rc != SQLITE_DONE && rc != SQLITE_ROW)
-		return db_fail(q, rc, "set synchronous", err);
-#ifdef SURECRON_DEBUG
-	rc = sqlite3_prepare_v2(q->db, "PRAGMA synchronous", -1, &st, NULL);
-	if (rc == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW &&
-	    sqlite3_column_int(st, 0) != (level == SYNC_FULL ? 2 : 1)) {
-		sqlite3_finalize(st);
-		return sc_err_set(err, SC_EDB, "synchronous level not applied");
-	}
-	sqlite3_finalize(st);
-#endif
 	q->sync = level;
+	q->sync_errno = 0;
 	return 0;
 }
 
@@ -1510,6 +1762,7 @@ static void sq_close(void *impl)
 	for (int i = 0; i < N_STMT; i++)
 		sqlite3_finalize(q->stmt[i]);
 	sqlite3_close(q->db);
+	group_put(q->group);
 	free(q);
 }
 
@@ -1552,17 +1805,21 @@ static int sq_open(const char *target, struct sc_clock *clock, void **impl,
 	rc = check_schema(q, &current, err);
 	if (rc)
 		goto fail_open;
+	/* Durable commits go through the group sync (wal_hook), from the
+	 * migration on; SQLite itself never fsyncs at commit. */
+	q->group = group_get(q, err);
+	if (!q->group) {
+		rc = err ? err->code : SC_ENOMEM;
+		goto fail_open;
+	}
+	hook_install(q, WAL_CHECKPOINT_PAGES);
 	rc = set_wal(q, err);
+	if (!rc)
+		rc = exec_pragma(q, "PRAGMA synchronous = NORMAL", err);
+	if (!rc)
+		rc = set_sync(q, SYNC_NORMAL, err);
 	if (!rc && !current)
 		rc = migrate(q, err);
-	if (rc)
-		goto fail_open;
-	rc = set_sync(q, SYNC_NORMAL, err);
-	if (!rc)
-		rc = exec_pragma(q,
-				 "PRAGMA wal_autocheckpoint = "
-				 STR(WAL_CHECKPOINT_PAGES),
-				 err);
 	if (!rc)
 		rc = exec_pragma(q,
 				 "PRAGMA journal_size_limit = "

@@ -1678,11 +1678,14 @@ static void only_guards_sending_markers_and_losses_fsync(void **state)
 		skip();
 	shim_install();
 	fix_open(state, &f);
+	/* SQLite's own syncs (the VFS) and the group syncs made after a
+	 * durable commit (store_sqlite.c), which do not go through it. */
+#define SYNCS() (n_syncs + (int)store_sqlite_syncs(tb_path(state)))
 #define STEP(call)                                                          \
 	do {                                                                \
-		before = n_syncs;                                           \
+		before = SYNCS();                                           \
 		assert_int_equal((call), 0);                                \
-		counts[k++] = n_syncs - before;                             \
+		counts[k++] = SYNCS() - before;                             \
 	} while (0)
 	STEP(store_job_enqueue(f.s, "s", T0, &low, T0, false, NULL, NULL,
 			       NULL));
@@ -1705,6 +1708,7 @@ static void only_guards_sending_markers_and_losses_fsync(void **state)
 	STEP(store_sched_last_set(f.s, "s", T0, NULL));
 	STEP(store_token_put(f.s, "p", "tok", T0, NULL));
 #undef STEP
+#undef SYNCS
 	fix_close(&f);
 	shim_remove();
 	for (size_t i = 0; i < sizeof(expect) / sizeof(expect[0]); i++)
