@@ -1,11 +1,11 @@
 /*
- * bench_prune.c - `prune` of a deep ledger on SQLite (issue 15): how long
+ * bench_prune.c - `prune` of a deep ledger (issue 15; SQLite, or PostgreSQL): how long
  * N old rows take to prune, the longest batch, and how long a claim on
  * another handle waited meanwhile (the daemon's claims must never wait
  * more than 100 ms).
  *
  * Usage: bench_prune [DIR] [N] [fill|prune|both] [BATCH]   (DIR: where
- * the database goes, default a temp folder; N: old ledger rows, default
+ * the database goes, default a temp folder, or a postgres:// URL; N: old ledger rows, default
  * 9000000; fill only makes DIR/prune.db, prune only prunes it, both (the
  * default) does both; BATCH, a 4th argument, fixes the batch size,
  * default: sized by time.)
@@ -165,7 +165,11 @@ int main(int argc, char **argv)
 		if (!mkdtemp(dir))
 			die("mkdtemp", NULL);
 	}
-	snprintf(url, sizeof(url), "sqlite:%s/prune.db", dir);
+	/* A PostgreSQL URL in place of DIR prunes that database. */
+	if (strncmp(dir, "postgres", 8) == 0)
+		snprintf(url, sizeof(url), "%s", dir);
+	else
+		snprintf(url, sizeof(url), "sqlite:%s/prune.db", dir);
 	if (strcmp(what, "prune") != 0)
 		fill(url, n);
 	if (strcmp(what, "fill") != 0)
