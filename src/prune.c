@@ -88,11 +88,10 @@ int64_t prune_trigger_floor(const struct config *c, int64_t now_ms)
  * at most doubling, within PRUNE_BATCH_MIN .. PRUNE_BATCH_MAX. Doubling
  * blindly went from a 40 ms batch to a 600 ms one on a busy machine.
  */
-static int next_batch(int rows, int64_t took_ms)
+static int next_batch(int rows, int64_t took_ms, int64_t target_ms)
 {
-	int64_t want = took_ms > 0
-			       ? (int64_t)rows * PRUNE_BATCH_TARGET_MS / took_ms
-			       : (int64_t)rows * 2;
+	int64_t want = took_ms > 0 ? (int64_t)rows * target_ms / took_ms
+				   : (int64_t)rows * 2;
 
 	if (want > (int64_t)rows * 2)
 		want = (int64_t)rows * 2;
@@ -114,6 +113,11 @@ int prune_run(struct store *s, const struct prune_plan *p, bool dry_run,
 
 	/* <= 0: sized by time (PRUNE_BATCH_TARGET_MS per batch). */
 	bool adapt = batch_rows <= 0;
+	/* PostgreSQL's claims do not wait on a prune (row locks on other
+	 * rows), so its batches only need to stay short transactions. */
+	int64_t target = strcmp(store_backend_name(s), "sqlite") == 0
+				 ? PRUNE_BATCH_TARGET_MS
+				 : PRUNE_BATCH_TARGET_PG_MS;
 
 	memset(out, 0, sizeof(*out));
 	o.dry_run = dry_run;
@@ -133,7 +137,7 @@ int prune_run(struct store *s, const struct prune_plan *p, bool dry_run,
 			out->max_batch_ms = took;
 		out->n_batches++;
 		if (adapt)
-			batch_rows = next_batch(batch_rows, took);
+			batch_rows = next_batch(batch_rows, took, target);
 		/* Let a writer waiting on the lock in (the daemon's busy
 		 * handler polls every 2-4 ms): without the gap the next
 		 * BEGIN IMMEDIATE wins again and a claim waits for several

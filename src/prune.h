@@ -57,6 +57,9 @@
 #define PRUNE_BATCH_MAX 64000
 #define PRUNE_BATCH_BOUND_MS 100
 #define PRUNE_BATCH_TARGET_MS 60
+/* PostgreSQL: a prune's batch does not block claims there (MVCC, row
+ * locks), so batches may run longer, for fewer statements. */
+#define PRUNE_BATCH_TARGET_PG_MS 500
 #define PRUNE_YIELD_MS 5
 
 /* The daemon's daily prune: first PRUNE_FIRST_DELAY_MS after start (a
