@@ -1,21 +1,20 @@
 /*
- * bench_prune.c - `prune` of a deep ledger on SQLite (issue 15): how long
+ * bench_prune.c - `prune` of a deep ledger (issue 15; SQLite, or PostgreSQL): how long
  * N old rows take to prune, the longest batch, and how long a claim on
  * another handle waited meanwhile (the daemon's claims must never wait
  * more than 100 ms).
  *
- * Usage: bench_prune [DIR] [N] [fill|prune|both|api|bulk] [BATCH]   (DIR: where
- * the database goes, default a temp folder; N: old ledger rows, default
+ * Usage: bench_prune [DIR] [N] [fill|prune|both] [BATCH]   (DIR: where
+ * the database goes, default a temp folder, or a postgres:// URL; N: old ledger rows, default
  * 9000000; fill only makes DIR/prune.db, prune only prunes it, both (the
- * default) does both; api / bulk do both with that fill, see fill();
- * BATCH, a 4th argument, fixes the batch size, default: sized by time.)
+ * default) does both; BATCH, a 4th argument, fixes the batch size,
+ * default: sized by time.)
  *
  * The rows: N over 1,000 schedules, one a minute, 500 days old, 1 in
  * 10,000 of them a lost row never recovered (prune keeps those). One
  * output line per case (key=value).
  */
 #include <pthread.h>
-#include <sqlite3.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,58 +59,31 @@ static void make_row(long i, int64_t base, struct ledger_row *r)
 }
 
 /*
- * The fill. With api (the default for N <= 1,000,000): store_ledger_append
- * per row, one transaction each (about 6,000 rows/s here). Else a private
- * bulk helper, until store_ledger_append_many (issue 15, another part)
- * lands and replaces it: the same rows, written by SQLite in transactions
- * of 100,000 into the columns of the store's own ledger table (the store
- * made and migrated the file first, so the table is the store's).
+ * The fill, through the store's own API: store_ledger_append_many in
+ * chunks of FILL_CHUNK rows (one transaction each), so the rows are the
+ * store's own, whatever its schema becomes.
  */
-static void fill(const char *url, long n, bool api)
+#define FILL_CHUNK 10000
+
+static void fill(const char *url, long n)
 {
 	struct store *s = open_store(url);
 	struct sc_err err = {0};
 	int64_t t0 = clock_mono_ms();
 	int64_t base = sc_clock_now_ms(sc_clock_real()) - 500 * DAY;
-	struct ledger_row r;
+	struct ledger_row *rows = calloc(FILL_CHUNK, sizeof(*rows));
 
-	if (api) {
-		for (long i = 0; i < n; i++) {
-			make_row(i, base, &r);
-			if (store_ledger_append(s, &r, &err))
-				die("append", &err);
-		}
-	} else {
-		sqlite3 *db = NULL;
-		sqlite3_stmt *st = NULL;
-		if (sqlite3_open(url + 7, &db) != SQLITE_OK ||
-		    sqlite3_prepare_v2(db,
-				       "INSERT INTO ledger(schedule, slot_ms, "
-				       "attempt, started_ms, finished_ms, "
-				       "outcome) VALUES(?1, ?2, ?3, ?4, ?5, ?6)",
-				       -1, &st, NULL) != SQLITE_OK)
-			die("bulk fill: open", NULL);
-		for (long i = 0; i < n; i++) {
-			if (i % 100000 == 0)
-				sqlite3_exec(db, i ? "COMMIT; BEGIN" : "BEGIN",
-					     NULL, NULL, NULL);
-			make_row(i, base, &r);
-			sqlite3_bind_text(st, 1, r.schedule, -1, SQLITE_STATIC);
-			sqlite3_bind_int64(st, 2, r.slot_ms);
-			sqlite3_bind_int(st, 3, r.attempt);
-			sqlite3_bind_int64(st, 4, r.started_ms);
-			sqlite3_bind_int64(st, 5, r.finished_ms);
-			sqlite3_bind_text(st, 6, r.outcome, -1, SQLITE_STATIC);
-			if (sqlite3_step(st) != SQLITE_DONE)
-				die("bulk fill: insert", NULL);
-			sqlite3_reset(st);
-		}
-		sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
-		sqlite3_finalize(st);
-		sqlite3_close(db);
+	if (!rows)
+		die("fill: out of memory", NULL);
+	for (long i = 0; i < n;) {
+		size_t k = 0, written = 0;
+		while (k < FILL_CHUNK && i < n)
+			make_row(i++, base, &rows[k++]);
+		if (store_ledger_append_many(s, rows, k, &written, &err))
+			die("append_many", &err);
 	}
-	printf("case=fill rows=%ld via=%s s=%.1f\n", n,
-	       api ? "store_ledger_append" : "bulk",
+	free(rows);
+	printf("case=fill rows=%ld via=store_ledger_append_many s=%.1f\n", n,
 	       (double)(clock_mono_ms() - t0) / 1000.0);
 	store_close(s);
 }
@@ -193,11 +165,13 @@ int main(int argc, char **argv)
 		if (!mkdtemp(dir))
 			die("mkdtemp", NULL);
 	}
-	snprintf(url, sizeof(url), "sqlite:%s/prune.db", dir);
+	/* A PostgreSQL URL in place of DIR prunes that database. */
+	if (strncmp(dir, "postgres", 8) == 0)
+		snprintf(url, sizeof(url), "%s", dir);
+	else
+		snprintf(url, sizeof(url), "sqlite:%s/prune.db", dir);
 	if (strcmp(what, "prune") != 0)
-		fill(url, n, strcmp(what, "api") == 0 ||
-				     (strcmp(what, "bulk") != 0 &&
-				      n <= 1000000));
+		fill(url, n);
 	if (strcmp(what, "fill") != 0)
 		prune(url, argc > 4 ? atoi(argv[4]) : 0);
 	return 0;

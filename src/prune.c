@@ -22,6 +22,7 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "clock.h"
 #include "err.h"
@@ -80,6 +81,27 @@ int64_t prune_trigger_floor(const struct config *c, int64_t now_ms)
 	return now_ms - c->retention_jobs_ms;
 }
 
+/*
+ * The next batch size from the last one's: aimed at PRUNE_BATCH_TARGET_MS
+ * (proportional: a batch's cost is about linear in its rows once past the
+ * fixed part, about one leaf of ledger(schedule, slot_ms) per schedule),
+ * at most doubling, within PRUNE_BATCH_MIN .. PRUNE_BATCH_MAX. Doubling
+ * blindly went from a 40 ms batch to a 600 ms one on a busy machine.
+ */
+static int next_batch(int rows, int64_t took_ms, int64_t target_ms)
+{
+	int64_t want = took_ms > 0 ? (int64_t)rows * target_ms / took_ms
+				   : (int64_t)rows * 2;
+
+	if (want > (int64_t)rows * 2)
+		want = (int64_t)rows * 2;
+	if (want < PRUNE_BATCH_MIN)
+		want = PRUNE_BATCH_MIN;
+	if (want > PRUNE_BATCH_MAX)
+		want = PRUNE_BATCH_MAX;
+	return (int)want;
+}
+
 int prune_run(struct store *s, const struct prune_plan *p, bool dry_run,
 	      int batch_rows, bool (*stop)(void *ud), void *ud,
 	      struct prune_report *out, struct sc_err *err)
@@ -91,6 +113,11 @@ int prune_run(struct store *s, const struct prune_plan *p, bool dry_run,
 
 	/* <= 0: sized by time (PRUNE_BATCH_TARGET_MS per batch). */
 	bool adapt = batch_rows <= 0;
+	/* PostgreSQL's claims do not wait on a prune (row locks on other
+	 * rows), so its batches only need to stay short transactions. */
+	int64_t target = strcmp(store_backend_name(s), "sqlite") == 0
+				 ? PRUNE_BATCH_TARGET_MS
+				 : PRUNE_BATCH_TARGET_PG_MS;
 
 	memset(out, 0, sizeof(*out));
 	o.dry_run = dry_run;
@@ -109,17 +136,16 @@ int prune_run(struct store *s, const struct prune_plan *p, bool dry_run,
 		if (took > out->max_batch_ms)
 			out->max_batch_ms = took;
 		out->n_batches++;
-		/* A batch's cost is mostly the index pages it dirties: about
-		 * one leaf of ledger(schedule, slot_ms) per schedule however
-		 * few rows it takes, plus a little per row. So batches grow
-		 * while they stay under half the bound, and shrink when one
-		 * went past it (a busy disk). */
-		if (adapt && took < PRUNE_BATCH_BOUND_MS / 2 &&
-		    batch_rows < PRUNE_BATCH_MAX)
-			batch_rows *= 2;
-		else if (adapt && took > PRUNE_BATCH_BOUND_MS &&
-			 batch_rows > PRUNE_BATCH_MIN)
-			batch_rows /= 2;
+		if (adapt)
+			batch_rows = next_batch(batch_rows, took, target);
+		/* Let a writer waiting on the lock in (the daemon's busy
+		 * handler polls every 2-4 ms): without the gap the next
+		 * BEGIN IMMEDIATE wins again and a claim waits for several
+		 * batches, not one. */
+		if (more) {
+			struct timespec ts = {0, PRUNE_YIELD_MS * 1000000L};
+			nanosleep(&ts, NULL);
+		}
 		if (batch_rows > out->max_batch_rows)
 			out->max_batch_rows = batch_rows;
 	}

@@ -45,14 +45,22 @@
  * daemon's claims wait (PRUNE_BATCH_BOUND_MS, the issue's 100 ms). A
  * batch costs about one index page per schedule whatever its size, plus
  * a little per row, so prune_run sizes batches by time: it starts at
- * PRUNE_BATCH_ROWS, doubles while a batch takes less than half the bound
- * and halves after one that took longer, within PRUNE_BATCH_MIN ..
- * PRUNE_BATCH_MAX. Measured figures: docs/internals/prune.md.
+ * PRUNE_BATCH_ROWS and sizes each next batch in proportion to aim at
+ * PRUNE_BATCH_TARGET_MS (at most doubling), within PRUNE_BATCH_MIN ..
+ * PRUNE_BATCH_MAX, leaving the bound room for the claim's own work.
+ * Between batches it pauses PRUNE_YIELD_MS so that a writer waiting on
+ * the lock gets it (its busy handler polls every 2-4 ms): a claim then
+ * waits for one batch at most. Measured figures: docs/internals/prune.md.
  */
 #define PRUNE_BATCH_ROWS 4000
 #define PRUNE_BATCH_MIN 1000
 #define PRUNE_BATCH_MAX 64000
 #define PRUNE_BATCH_BOUND_MS 100
+#define PRUNE_BATCH_TARGET_MS 60
+/* PostgreSQL: a prune's batch does not block claims there (MVCC, row
+ * locks), so batches may run longer, for fewer statements. */
+#define PRUNE_BATCH_TARGET_PG_MS 500
+#define PRUNE_YIELD_MS 5
 
 /* The daemon's daily prune: first PRUNE_FIRST_DELAY_MS after start (a
  * restart loop does not prune every minute), then every PRUNE_EVERY_MS,
