@@ -466,9 +466,11 @@ static int gather(const struct cli_state *st, const char *one,
 		return sc_err_set(err, SC_ENOMEM, "out of memory");
 	for (size_t i = 0; i < nv; i++) {
 		struct sched_status *x = &v[i];
+		/* No summaries: no array to search (bsearch takes none). */
 		const struct store_sched_summary *m =
-			bsearch(x->sc->name, *sum, *n_sum, sizeof(**sum),
-				cmp_summary);
+			*n_sum ? bsearch(x->sc->name, *sum, *n_sum,
+					 sizeof(**sum), cmp_summary)
+			       : NULL;
 		if (m) {
 			used[m - *sum] = true;
 			x->counts = m->counts;
