@@ -51,31 +51,10 @@ static void write_cfg(const struct env *e, int concurrency,
 	assert_int_equal(rename(tmp, e->cfg), 0);
 }
 
-static size_t log_count(const struct env *e, const char *needle)
-{
-	char p[512], line[4096];
-	size_t n = 0;
-
-	snprintf(p, sizeof(p), "%s/daemon.log", e->dir);
-	FILE *f = fopen(p, "r");
-	while (f && fgets(line, sizeof(line), f))
-		n += strstr(line, needle) != NULL;
-	if (f)
-		fclose(f);
-	return n;
-}
-
 static bool wait_log(const struct env *e, const char *needle, size_t n,
 		     int64_t ms)
 {
-	int64_t end = tu_now_ms() + ms;
-
-	while (log_count(e, needle) < n) {
-		if (tu_now_ms() > end)
-			return false;
-		tu_sleep_ms(20);
-	}
-	return true;
+	return tu_wait_log(e->dir, needle, n, ms);
 }
 
 static bool wait_successes(const struct env *e, const char *schedule,
