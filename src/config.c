@@ -120,6 +120,14 @@ struct pc {
 				      are checked once every file is read */
 	size_t sched_file;         /* first file with `schedules:`, */
 	int sched_line, sched_col; /* its position, for "no schedule" */
+	/* The light load (config_load_light): light skips what the
+	 * read-only commands never print (targets, auth, alerts, tasks and
+	 * the references between them); no_schedules reads no schedule
+	 * (and parses no fragment), only (non-NULL) parses only the
+	 * fragments whose text holds it. */
+	bool light;
+	bool no_schedules;
+	const char *only;
 };
 
 /* The problems and positions that follow are in file i. */
@@ -1262,7 +1270,7 @@ static void parse_alerts(struct pc *pc, const struct config_node *root)
 	struct config *c = pc->c;
 
 	c->alert_on = CONFIG_ALERT_ON_DEFAULT;
-	if (a && map_keys(pc, a, "alerts", keys, "alerts")) {
+	if (a && !pc->light && map_keys(pc, a, "alerts", keys, "alerts")) {
 		if (get_strv(pc, a, "alerts", "targets", false,
 			     &c->alert_targets, &c->n_alert_targets) == 1)
 			check_target_refs(pc, a, "alerts", "targets",
@@ -1771,6 +1779,10 @@ static void parse_schedule(struct pc *pc, const struct config_node *k,
 	}
 	get_strv(pc, v, path, "renamed_from", false, &s->renamed_from,
 		 &s->n_renamed_from);
+	/* The light load stops here: targets and tasks are what the
+	 * read-only commands never show (check reads them). */
+	if (pc->light)
+		goto env;
 	if (get_strv(pc, v, path, "targets", false, &s->targets,
 		     &s->n_targets) == 1)
 		check_target_refs(pc, v, path, "targets", s->targets);
@@ -2054,6 +2066,11 @@ static void sections_whole(struct pc *pc)
 	index_build(pc, COUNT_TARGETS);
 	index_build(pc, COUNT_AUTHS);
 	index_build(pc, COUNT_SCHEDULES);
+	/* The light load read no task or target to refer from, and may have
+	 * left fragments unread: no references, and "no schedule" is the
+	 * command's to say (`status NAME`: no schedule 'NAME'). */
+	if (pc->light)
+		goto light;
 	refs_whole(pc);
 	if (!pc->present[COUNT_SCHEDULES]) {
 		bad(pc, pc->srcs[0].root, "", "missing required key "
@@ -2074,6 +2091,7 @@ static void sections_whole(struct pc *pc)
 			pc->oom = true;
 		return;
 	}
+light:
 	override_collisions(pc);
 	renames_whole(pc);
 }
@@ -2581,6 +2599,11 @@ static int read_fragment(struct pc *pc, size_t i)
 		return rc;
 	if (text_blank(sr->text, len))
 		return 0;
+	/* The light load: a fragment that cannot define the schedule asked
+	 * for (its bytes do not hold the name) is read, never parsed. */
+	if (pc->no_schedules ||
+	    (pc->only && !memmem(sr->text, len, pc->only, strlen(pc->only))))
+		return 0;
 	struct config_node *root = config_yaml_parse(sr->text, len,
 						     pc->probs);
 	if (!root)
@@ -2637,8 +2660,16 @@ static int read_fragment(struct pc *pc, size_t i)
 /* config_parse; with positions false, no key-path position is recorded
  * (config_load's first pass: less memory, and a failure is parsed again
  * with them, so its problems are the same). */
+/* What the light load skips (struct pc's light, no_schedules, only). */
+struct light {
+	bool light;
+	bool no_schedules;
+	const char *only;
+};
+
 static int parse_config(const char *path, struct config **out,
-			struct config_problems *probs, bool positions)
+			struct config_problems *probs, bool positions,
+			const struct light *lt)
 {
 	size_t before = probs->n + probs->n_dropped;
 	size_t first = probs->n;
@@ -2649,6 +2680,11 @@ static int parse_config(const char *path, struct config **out,
 	struct pc pc = {.probs = probs};
 	int rc;
 
+	if (lt) {
+		pc.light = lt->light;
+		pc.no_schedules = lt->no_schedules;
+		pc.only = lt->only;
+	}
 	if (!probs->file && !(probs->file = strdup(path)))
 		return SC_ENOMEM;
 	probs->at_file = NULL;
@@ -2756,9 +2792,12 @@ static int parse_config(const char *path, struct config **out,
 				frag_read_failed = true;
 		}
 		pc_enter(&pc, i);
-		parse_targets(&pc, i);
-		parse_auths(&pc, i);
-		parse_schedules(&pc, i);
+		if (!pc.light) {
+			parse_targets(&pc, i);
+			parse_auths(&pc, i);
+		}
+		if (!pc.no_schedules)
+			parse_schedules(&pc, i);
 		if (i) {
 			config_yaml_free(pc.srcs[i].root);
 			pc.srcs[i].root = NULL;
@@ -2803,10 +2842,11 @@ done:
 int config_parse(const char *path, struct config **out,
 		 struct config_problems *probs)
 {
-	return parse_config(path, out, probs, true);
+	return parse_config(path, out, probs, true, NULL);
 }
 
-int config_load(const char *path, struct config **out, struct sc_err *err)
+static int load(const char *path, const struct light *lt,
+		struct config **out, struct sc_err *err)
 {
 	struct config_problems probs = {0};
 	char line[SC_ERR_MSG_MAX];
@@ -2815,10 +2855,10 @@ int config_load(const char *path, struct config **out, struct sc_err *err)
 	 * it is read without the key-path positions, a third of a large
 	 * config's memory (issue 15). A config that fails is read again
 	 * with them, for the same first problem config_parse gives. */
-	int rc = parse_config(path, out, &probs, false);
+	int rc = parse_config(path, out, &probs, false, lt);
 	if (rc != 0 && rc != SC_ENOMEM) {
 		config_problems_dispose(&probs);
-		rc = parse_config(path, out, &probs, true);
+		rc = parse_config(path, out, &probs, true, lt);
 		if (rc == 0) {
 			config_locs_free((*out)->locs);
 			(*out)->locs = NULL;
@@ -2840,4 +2880,18 @@ int config_load(const char *path, struct config **out, struct sc_err *err)
 	malloc_trim(0);
 #endif
 	return rc;
+}
+
+int config_load(const char *path, struct config **out, struct sc_err *err)
+{
+	return load(path, NULL, out, err);
+}
+
+int config_load_light(const char *path, bool schedules, const char *only,
+		      struct config **out, struct sc_err *err)
+{
+	struct light lt = {.light = true, .no_schedules = !schedules,
+			   .only = schedules ? only : NULL};
+
+	return load(path, &lt, out, err);
 }
