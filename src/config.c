@@ -2584,6 +2584,96 @@ static void parse_include(struct pc *pc, const char *path,
  * Reads and parses fragment i into pc->srcs[i].root (NULL when empty),
  * checking its top-level keys: schedules, targets and auth only.
  */
+/* The indentation of line t (spaces), or -1 when it is blank, a comment
+ * or holds a tab before its content (then only the full parse may judge). */
+static long line_indent(const char *t, const char *end, bool *tab)
+{
+	const char *p = t;
+
+	while (p < end && *p == ' ')
+		p++;
+	if (p < end && *p == '\t')
+		*tab = true;
+	if (p == end || *p == '\n' || *p == '\r' || *p == '#')
+		return -1;
+	return p - t;
+}
+
+/*
+ * The light load of `status NAME` (config_load_light's only): the part of
+ * a fragment that defines the schedule name, as a text of its own whose
+ * lines keep their numbers (blank lines, then "schedules:" on the line
+ * above the name's), so its problems point where they are in the file.
+ * Only for plain block style: a `schedules:` key at the top, the name a
+ * plain key at the indentation of its siblings, once, no tab, no
+ * directive. NULL (malloc'd otherwise, *out_len set): anything else, and
+ * the caller parses the whole fragment.
+ */
+static char *only_block(const char *t, size_t len, const char *name,
+			size_t *out_len)
+{
+	const char *end = t + len, *from = NULL, *to = end;
+	size_t nlen = strlen(name), line = 1, at_line = 0;
+	bool in_sched = false, tab = false;
+	long ci = -1;
+
+	for (const char *p = t; p < end; line++) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		const char *eol = nl ? nl : end;
+		long ind = line_indent(p, eol, &tab);
+		if (tab)
+			return NULL;
+		if (ind == 0) {
+			if (*p == '%' || *p == '-' || *p == '.' || *p == '"' ||
+			    *p == '\'' || *p == '{' || *p == '?')
+				return NULL;
+			if (from && to == end)
+				to = p;
+			in_sched = false;
+			if (eol - p >= 10 && memcmp(p, "schedules:", 10) == 0) {
+				const char *q = p + 10;
+				while (q < eol && (*q == ' ' || *q == '\r'))
+					q++;
+				if (q < eol && *q != '#')
+					return NULL; /* flow style */
+				in_sched = true;
+				ci = -1;
+			}
+		} else if (ind > 0 && in_sched) {
+			if (ci < 0)
+				ci = ind;
+			if (ind < ci)
+				return NULL;
+			if (ind == ci && from && to == end)
+				to = p;
+			const char *k = p + ind;
+			if (ind == ci && (size_t)(eol - k) > nlen &&
+			    memcmp(k, name, nlen) == 0 && k[nlen] == ':' &&
+			    (k + nlen + 1 == eol || k[nlen + 1] == ' ' ||
+			     k[nlen + 1] == '\r')) {
+				if (from)
+					return NULL; /* twice: the full parse */
+				from = p;
+				to = end;
+				at_line = line;
+			}
+		}
+		p = nl ? nl + 1 : end;
+	}
+	if (!from || at_line < 2)
+		return NULL;
+	size_t pad = at_line - 2, body = (size_t)(to - from);
+	char *out = malloc(pad + 11 + body + 1);
+	if (!out)
+		return NULL;
+	memset(out, '\n', pad);
+	memcpy(out + pad, "schedules:\n", 11);
+	memcpy(out + pad + 11, from, body);
+	out[pad + 11 + body] = '\0';
+	*out_len = pad + 11 + body;
+	return out;
+}
+
 static int read_fragment(struct pc *pc, size_t i)
 {
 	static const char *const frag[] = {"schedules", "targets", "auth",
@@ -2604,8 +2694,29 @@ static int read_fragment(struct pc *pc, size_t i)
 	if (pc->no_schedules ||
 	    (pc->only && !memmem(sr->text, len, pc->only, strlen(pc->only))))
 		return 0;
-	struct config_node *root = config_yaml_parse(sr->text, len,
-						     pc->probs);
+	struct config_node *root = NULL;
+	size_t ml = 0;
+	char *mini = pc->only ? only_block(sr->text, len, pc->only, &ml)
+			      : NULL;
+	if (mini) {
+		/* Only the name's block; when it does not parse on its own
+		 * (a construct only_block misjudged), the whole fragment is
+		 * parsed, and its problems are the ones said. */
+		struct config_problems scratch = {
+			.at_file = pc->probs->at_file,
+			.at_file_ix = pc->probs->at_file_ix};
+		root = config_yaml_parse(mini, ml, &scratch);
+		config_problems_dispose(&scratch);
+		if (root) {
+			free(sr->text);
+			sr->text = mini;
+			len = ml;
+		} else {
+			free(mini);
+		}
+	}
+	if (!root)
+		root = config_yaml_parse(sr->text, len, pc->probs);
 	if (!root)
 		return SC_ECONFIG;
 	if (root->kind == NODE_SCALAR && root->is_null) {
