@@ -1779,6 +1779,11 @@ static void parse_schedule(struct pc *pc, const struct config_node *k,
 	}
 	get_strv(pc, v, path, "renamed_from", false, &s->renamed_from,
 		 &s->n_renamed_from);
+	const struct config_node *r = config_yaml_get(v, "retry");
+	if (r) {
+		pjoin(kp, sizeof(kp), path, "retry");
+		parse_retry(pc, r, kp, s);
+	}
 	/* The light load stops here: targets and tasks are what the
 	 * read-only commands never show (check reads them). */
 	if (pc->light)
@@ -1786,12 +1791,6 @@ static void parse_schedule(struct pc *pc, const struct config_node *k,
 	if (get_strv(pc, v, path, "targets", false, &s->targets,
 		     &s->n_targets) == 1)
 		check_target_refs(pc, v, path, "targets", s->targets);
-
-	const struct config_node *r = config_yaml_get(v, "retry");
-	if (r) {
-		pjoin(kp, sizeof(kp), path, "retry");
-		parse_retry(pc, r, kp, s);
-	}
 
 	const struct config_node *tl = config_yaml_get(v, "tasks");
 	pjoin(kp, sizeof(kp), path, "tasks");
