@@ -261,6 +261,37 @@ static void skipped_checks_and_hard_failures(void **state)
 			 SC_ENOENT);
 }
 
+/* Through the binary: status NAME and ledger get past a broken fragment
+ * that status of every schedule (and check) refuses, naming it. */
+static void commands_past_a_broken_fragment(void **state)
+{
+	static char out[65536], err[4096];
+	const char *cfg = main_path();
+
+	put("conf.d/d.yaml", "schedules:\n  d-one: [unclosed\n");
+	const char *one[] = {"status", "--config", cfg, "b-one", NULL};
+	assert_int_equal(tu_run_bin(dir, dir, NULL, one, out, sizeof(out),
+				    err, sizeof(err)), 0);
+	assert_non_null(strstr(out, "\nb-one\n"));
+	assert_non_null(strstr(out, "*/5 * * * *"));
+	const char *led[] = {"ledger", "--config", cfg, "--lost", "--since",
+			     "7d", NULL};
+	assert_int_equal(tu_run_bin(dir, dir, NULL, led, out, sizeof(out),
+				    err, sizeof(err)), 0);
+	const char *all[] = {"status", "--config", cfg, NULL};
+	assert_int_equal(tu_run_bin(dir, dir, NULL, all, out, sizeof(out),
+				    err, sizeof(err)), 2);
+	assert_non_null(strstr(err, "conf.d/d.yaml:"));
+	const char *chk[] = {"check", "--config", cfg, NULL};
+	assert_int_not_equal(tu_run_bin(dir, dir, NULL, chk, out, sizeof(out),
+					err, sizeof(err)), 0);
+	/* A name no file holds: exits 2 as before. */
+	const char *none[] = {"status", "--config", cfg, "nosuch", NULL};
+	assert_int_equal(tu_run_bin(dir, dir, NULL, none, out, sizeof(out),
+				    err, sizeof(err)), 2);
+	assert_non_null(strstr(err, "no schedule 'nosuch'"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -273,6 +304,8 @@ int main(void)
 			teardown),
 		cmocka_unit_test_setup_teardown(
 			skipped_checks_and_hard_failures, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			commands_past_a_broken_fragment, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
