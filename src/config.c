@@ -26,6 +26,10 @@
  *     position at the end, so the first one is the earliest in the file.
  *   - Unknown keys, duplicate keys and wrong types are errors: a typo must
  *     never silently drop a setting.
+ *   - The light load (config_load_light, for status and ledger) is the
+ *     one exception to the two rules below: it reads no target, auth,
+ *     alert or task and checks no reference, and may leave fragments
+ *     unparsed (only_block); what it does read is read as here.
  *   - A config that loads is referentially whole (every target, alert
  *     target and auth it names exists, in any of its files) and every
  *     relative path in it has been resolved against the folder of the
