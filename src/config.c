@@ -26,6 +26,10 @@
  *     position at the end, so the first one is the earliest in the file.
  *   - Unknown keys, duplicate keys and wrong types are errors: a typo must
  *     never silently drop a setting.
+ *   - The light load (config_load_light, for status and ledger) is the
+ *     one exception to the two rules below: it reads no target, auth,
+ *     alert or task and checks no reference, and may leave fragments
+ *     unparsed (only_block); what it does read is read as here.
  *   - A config that loads is referentially whole (every target, alert
  *     target and auth it names exists, in any of its files) and every
  *     relative path in it has been resolved against the folder of the
@@ -120,6 +124,14 @@ struct pc {
 				      are checked once every file is read */
 	size_t sched_file;         /* first file with `schedules:`, */
 	int sched_line, sched_col; /* its position, for "no schedule" */
+	/* The light load (config_load_light): light skips what the
+	 * read-only commands never print (targets, auth, alerts, tasks and
+	 * the references between them); no_schedules reads no schedule
+	 * (and parses no fragment), only (non-NULL) parses only the
+	 * fragments whose text holds it. */
+	bool light;
+	bool no_schedules;
+	const char *only;
 };
 
 /* The problems and positions that follow are in file i. */
@@ -1262,7 +1274,7 @@ static void parse_alerts(struct pc *pc, const struct config_node *root)
 	struct config *c = pc->c;
 
 	c->alert_on = CONFIG_ALERT_ON_DEFAULT;
-	if (a && map_keys(pc, a, "alerts", keys, "alerts")) {
+	if (a && !pc->light && map_keys(pc, a, "alerts", keys, "alerts")) {
 		if (get_strv(pc, a, "alerts", "targets", false,
 			     &c->alert_targets, &c->n_alert_targets) == 1)
 			check_target_refs(pc, a, "alerts", "targets",
@@ -1771,15 +1783,18 @@ static void parse_schedule(struct pc *pc, const struct config_node *k,
 	}
 	get_strv(pc, v, path, "renamed_from", false, &s->renamed_from,
 		 &s->n_renamed_from);
-	if (get_strv(pc, v, path, "targets", false, &s->targets,
-		     &s->n_targets) == 1)
-		check_target_refs(pc, v, path, "targets", s->targets);
-
 	const struct config_node *r = config_yaml_get(v, "retry");
 	if (r) {
 		pjoin(kp, sizeof(kp), path, "retry");
 		parse_retry(pc, r, kp, s);
 	}
+	/* The light load stops here: targets and tasks are what the
+	 * read-only commands never show (check reads them). */
+	if (pc->light)
+		goto env;
+	if (get_strv(pc, v, path, "targets", false, &s->targets,
+		     &s->n_targets) == 1)
+		check_target_refs(pc, v, path, "targets", s->targets);
 
 	const struct config_node *tl = config_yaml_get(v, "tasks");
 	pjoin(kp, sizeof(kp), path, "tasks");
@@ -2054,6 +2069,11 @@ static void sections_whole(struct pc *pc)
 	index_build(pc, COUNT_TARGETS);
 	index_build(pc, COUNT_AUTHS);
 	index_build(pc, COUNT_SCHEDULES);
+	/* The light load read no task or target to refer from, and may have
+	 * left fragments unread: no references, and "no schedule" is the
+	 * command's to say (`status NAME`: no schedule 'NAME'). */
+	if (pc->light)
+		goto light;
 	refs_whole(pc);
 	if (!pc->present[COUNT_SCHEDULES]) {
 		bad(pc, pc->srcs[0].root, "", "missing required key "
@@ -2074,6 +2094,7 @@ static void sections_whole(struct pc *pc)
 			pc->oom = true;
 		return;
 	}
+light:
 	override_collisions(pc);
 	renames_whole(pc);
 }
@@ -2566,6 +2587,96 @@ static void parse_include(struct pc *pc, const char *path,
  * Reads and parses fragment i into pc->srcs[i].root (NULL when empty),
  * checking its top-level keys: schedules, targets and auth only.
  */
+/* The indentation of line t (spaces), or -1 when it is blank, a comment
+ * or holds a tab before its content (then only the full parse may judge). */
+static long line_indent(const char *t, const char *end, bool *tab)
+{
+	const char *p = t;
+
+	while (p < end && *p == ' ')
+		p++;
+	if (p < end && *p == '\t')
+		*tab = true;
+	if (p == end || *p == '\n' || *p == '\r' || *p == '#')
+		return -1;
+	return p - t;
+}
+
+/*
+ * The light load of `status NAME` (config_load_light's only): the part of
+ * a fragment that defines the schedule name, as a text of its own whose
+ * lines keep their numbers (blank lines, then "schedules:" on the line
+ * above the name's), so its problems point where they are in the file.
+ * Only for plain block style: a `schedules:` key at the top, the name a
+ * plain key at the indentation of its siblings, once, no tab, no
+ * directive. NULL (malloc'd otherwise, *out_len set): anything else, and
+ * the caller parses the whole fragment.
+ */
+static char *only_block(const char *t, size_t len, const char *name,
+			size_t *out_len)
+{
+	const char *end = t + len, *from = NULL, *to = end;
+	size_t nlen = strlen(name), line = 1, at_line = 0;
+	bool in_sched = false, tab = false;
+	long ci = -1;
+
+	for (const char *p = t; p < end; line++) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		const char *eol = nl ? nl : end;
+		long ind = line_indent(p, eol, &tab);
+		if (tab)
+			return NULL;
+		if (ind == 0) {
+			if (*p == '%' || *p == '-' || *p == '.' || *p == '"' ||
+			    *p == '\'' || *p == '{' || *p == '?')
+				return NULL;
+			if (from && to == end)
+				to = p;
+			in_sched = false;
+			if (eol - p >= 10 && memcmp(p, "schedules:", 10) == 0) {
+				const char *q = p + 10;
+				while (q < eol && (*q == ' ' || *q == '\r'))
+					q++;
+				if (q < eol && *q != '#')
+					return NULL; /* flow style */
+				in_sched = true;
+				ci = -1;
+			}
+		} else if (ind > 0 && in_sched) {
+			if (ci < 0)
+				ci = ind;
+			if (ind < ci)
+				return NULL;
+			if (ind == ci && from && to == end)
+				to = p;
+			const char *k = p + ind;
+			if (ind == ci && (size_t)(eol - k) > nlen &&
+			    memcmp(k, name, nlen) == 0 && k[nlen] == ':' &&
+			    (k + nlen + 1 == eol || k[nlen + 1] == ' ' ||
+			     k[nlen + 1] == '\r')) {
+				if (from)
+					return NULL; /* twice: the full parse */
+				from = p;
+				to = end;
+				at_line = line;
+			}
+		}
+		p = nl ? nl + 1 : end;
+	}
+	if (!from || at_line < 2)
+		return NULL;
+	size_t pad = at_line - 2, body = (size_t)(to - from);
+	char *out = malloc(pad + 11 + body + 1);
+	if (!out)
+		return NULL;
+	memset(out, '\n', pad);
+	memcpy(out + pad, "schedules:\n", 11);
+	memcpy(out + pad + 11, from, body);
+	out[pad + 11 + body] = '\0';
+	*out_len = pad + 11 + body;
+	return out;
+}
+
 static int read_fragment(struct pc *pc, size_t i)
 {
 	static const char *const frag[] = {"schedules", "targets", "auth",
@@ -2581,8 +2692,34 @@ static int read_fragment(struct pc *pc, size_t i)
 		return rc;
 	if (text_blank(sr->text, len))
 		return 0;
-	struct config_node *root = config_yaml_parse(sr->text, len,
-						     pc->probs);
+	/* The light load: a fragment that cannot define the schedule asked
+	 * for (its bytes do not hold the name) is read, never parsed. */
+	if (pc->no_schedules ||
+	    (pc->only && !memmem(sr->text, len, pc->only, strlen(pc->only))))
+		return 0;
+	struct config_node *root = NULL;
+	size_t ml = 0;
+	char *mini = pc->only ? only_block(sr->text, len, pc->only, &ml)
+			      : NULL;
+	if (mini) {
+		/* Only the name's block; when it does not parse on its own
+		 * (a construct only_block misjudged), the whole fragment is
+		 * parsed, and its problems are the ones said. */
+		struct config_problems scratch = {
+			.at_file = pc->probs->at_file,
+			.at_file_ix = pc->probs->at_file_ix};
+		root = config_yaml_parse(mini, ml, &scratch);
+		config_problems_dispose(&scratch);
+		if (root) {
+			free(sr->text);
+			sr->text = mini;
+			len = ml;
+		} else {
+			free(mini);
+		}
+	}
+	if (!root)
+		root = config_yaml_parse(sr->text, len, pc->probs);
 	if (!root)
 		return SC_ECONFIG;
 	if (root->kind == NODE_SCALAR && root->is_null) {
@@ -2637,8 +2774,16 @@ static int read_fragment(struct pc *pc, size_t i)
 /* config_parse; with positions false, no key-path position is recorded
  * (config_load's first pass: less memory, and a failure is parsed again
  * with them, so its problems are the same). */
+/* What the light load skips (struct pc's light, no_schedules, only). */
+struct light {
+	bool light;
+	bool no_schedules;
+	const char *only;
+};
+
 static int parse_config(const char *path, struct config **out,
-			struct config_problems *probs, bool positions)
+			struct config_problems *probs, bool positions,
+			const struct light *lt)
 {
 	size_t before = probs->n + probs->n_dropped;
 	size_t first = probs->n;
@@ -2649,6 +2794,11 @@ static int parse_config(const char *path, struct config **out,
 	struct pc pc = {.probs = probs};
 	int rc;
 
+	if (lt) {
+		pc.light = lt->light;
+		pc.no_schedules = lt->no_schedules;
+		pc.only = lt->only;
+	}
 	if (!probs->file && !(probs->file = strdup(path)))
 		return SC_ENOMEM;
 	probs->at_file = NULL;
@@ -2756,9 +2906,12 @@ static int parse_config(const char *path, struct config **out,
 				frag_read_failed = true;
 		}
 		pc_enter(&pc, i);
-		parse_targets(&pc, i);
-		parse_auths(&pc, i);
-		parse_schedules(&pc, i);
+		if (!pc.light) {
+			parse_targets(&pc, i);
+			parse_auths(&pc, i);
+		}
+		if (!pc.no_schedules)
+			parse_schedules(&pc, i);
 		if (i) {
 			config_yaml_free(pc.srcs[i].root);
 			pc.srcs[i].root = NULL;
@@ -2803,10 +2956,11 @@ done:
 int config_parse(const char *path, struct config **out,
 		 struct config_problems *probs)
 {
-	return parse_config(path, out, probs, true);
+	return parse_config(path, out, probs, true, NULL);
 }
 
-int config_load(const char *path, struct config **out, struct sc_err *err)
+static int load(const char *path, const struct light *lt,
+		struct config **out, struct sc_err *err)
 {
 	struct config_problems probs = {0};
 	char line[SC_ERR_MSG_MAX];
@@ -2815,10 +2969,10 @@ int config_load(const char *path, struct config **out, struct sc_err *err)
 	 * it is read without the key-path positions, a third of a large
 	 * config's memory (issue 15). A config that fails is read again
 	 * with them, for the same first problem config_parse gives. */
-	int rc = parse_config(path, out, &probs, false);
+	int rc = parse_config(path, out, &probs, false, lt);
 	if (rc != 0 && rc != SC_ENOMEM) {
 		config_problems_dispose(&probs);
-		rc = parse_config(path, out, &probs, true);
+		rc = parse_config(path, out, &probs, true, lt);
 		if (rc == 0) {
 			config_locs_free((*out)->locs);
 			(*out)->locs = NULL;
@@ -2840,4 +2994,18 @@ int config_load(const char *path, struct config **out, struct sc_err *err)
 	malloc_trim(0);
 #endif
 	return rc;
+}
+
+int config_load(const char *path, struct config **out, struct sc_err *err)
+{
+	return load(path, NULL, out, err);
+}
+
+int config_load_light(const char *path, bool schedules, const char *only,
+		      struct config **out, struct sc_err *err)
+{
+	struct light lt = {.light = true, .no_schedules = !schedules,
+			   .only = schedules ? only : NULL};
+
+	return load(path, &lt, out, err);
 }

@@ -110,6 +110,25 @@ int config_parse(const char *path, struct config **out,
  */
 int config_load(const char *path, struct config **out, struct sc_err *err);
 
+/*
+ * The light load of the read-only commands (status, ledger; issue 15):
+ * config_load that reads only what they print. The main file is parsed
+ * and its store, worker, retention and heartbeat read as by config_load;
+ * targets, auth, alerts, the schedules' targets and tasks, and every
+ * reference between them are not read, so the config holds no target,
+ * auth or task (n_targets, n_auths, n_tasks 0) and is for printing only,
+ * never for running. schedules false: no schedule is read and no
+ * fragment parsed (n_schedules 0). only non-NULL: the fragments whose
+ * bytes do not hold that name are read but not parsed, so a schedule
+ * named only is found as by config_load while the other fragments cost
+ * nothing (nor can they fail the load); the main file is parsed whole.
+ * A file that cannot be read, a YAML error or an unknown key in what is
+ * parsed, a bad store, cron or zone still fail it. `check` (config_parse)
+ * is what validates everything. Returns and frees as config_load.
+ */
+int config_load_light(const char *path, bool schedules, const char *only,
+		      struct config **out, struct sc_err *err);
+
 /* Frees a config and everything it owns. NULL is ignored. */
 void config_free(struct config *c);
 

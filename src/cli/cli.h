@@ -143,6 +143,11 @@ int cli_opt_config(const char *cmd, int argc, char **argv, int *i,
  * in every case.
  */
 int cli_state_open(const char *path, bool want_store, struct cli_state *st);
+/* cli_state_open through config_load_light (config.h; schedules, only as
+ * there): for the read-only commands, whose config is printed, never
+ * run. */
+int cli_state_open_light(const char *path, bool schedules, const char *only,
+			 bool want_store, struct cli_state *st);
 /* Opens the store of a loaded state (once). Returns EXIT_OK or EXIT_FAIL
  * after printing "surecron: store: reason". */
 int cli_state_store(struct cli_state *st);

@@ -96,6 +96,19 @@ int cli_state_open(const char *path, bool want_store, struct cli_state *st)
 	return want_store ? cli_state_store(st) : EXIT_OK;
 }
 
+int cli_state_open_light(const char *path, bool schedules, const char *only,
+			 bool want_store, struct cli_state *st)
+{
+	struct sc_err err = {0};
+
+	memset(st, 0, sizeof(*st));
+	st->path = path ? path : CLI_CONFIG_DEFAULT;
+	cli_setup_logging(SC_LOG_WARN);
+	if (config_load_light(st->path, schedules, only, &st->cfg, &err) != 0)
+		return cli_fail(EXIT_USAGE, "%s", err.msg);
+	return want_store ? cli_state_store(st) : EXIT_OK;
+}
+
 int cli_state_store(struct cli_state *st)
 {
 	struct sc_err err = {0};

@@ -235,7 +235,10 @@ int cmd_ledger(int argc, char **argv)
 		 * long ledger wants. Read newest first, shown oldest first. */
 		f.newest_first = true;
 	}
-	if ((r = cli_state_open(path, false, &st)))
+	/* The light load (config.h): the ledger needs the store, and a
+	 * schedule's name only when one is asked for. */
+	if ((r = cli_state_open_light(path, f.schedule != NULL, f.schedule,
+				      false, &st)))
 		goto done;
 	if (f.schedule && !config_schedule(st.cfg, f.schedule)) {
 		r = cli_fail(EXIT_USAGE, "no schedule '%s' in %s", f.schedule,

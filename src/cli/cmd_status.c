@@ -531,7 +531,11 @@ int cmd_status(int argc, char **argv)
 	if (one && stale)
 		return cli_usage_error("status", "--stale checks every "
 				       "schedule: it takes no SCHEDULE");
-	if ((r = cli_state_open(path, true, &st)))
+	/* --stale reads the heartbeats and slas: the full load. The rest
+	 * prints names, cron, zone and policy only: the light load, and for
+	 * one schedule only the fragments that can hold it (config.h). */
+	if ((r = stale ? cli_state_open(path, true, &st)
+		       : cli_state_open_light(path, true, one, true, &st)))
 		goto done;
 	if (stale) {
 		r = run_stale(&st, json, now_ms);
