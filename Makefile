@@ -156,9 +156,11 @@ CMOCKA_LIBS := $(shell pkg-config --libs cmocka 2>/dev/null)
 # SQLite never maps them and their ~30 dependencies. libmicrohttpd is for
 # the test fakes only. Tests and benchmarks keep PKG_LIBS (they call libpq
 # and libmicrohttpd themselves). dlopen is in glibc's libc since 2.34.
+# libmicrohttpd is linked: the daemon's web surface (src/web.c, issue 16).
 # libcrypto is dlopen'ed too, by the targets that send an idempotency key
 # or a signature (webhook, slack, command), never for a file target.
-BIN_LIBS := $(shell pkg-config --libs sqlite3 jansson yaml-0.1) -ldl
+BIN_LIBS := $(shell pkg-config --libs sqlite3 jansson yaml-0.1 \
+	libmicrohttpd) -ldl
 endif
 
 CC ?= gcc
