@@ -85,6 +85,7 @@
 #include "prune.h"
 #include "queue.h"
 #include "scheduler.h"
+#include "metrics.h"
 #include "sdnotify.h"
 #include "web.h"
 #include "store.h"
@@ -493,6 +494,7 @@ static void run_job(struct daemon *d, struct store *s, struct cfg_ref *cr,
 	       (long long)dur, task_late, next,
 	       rc ? sc_strerror(rc)
 		  : (res.run_err.code ? sc_strerror(res.run_err.code) : "ok"));
+	metrics_run(job->schedule, outcome, late_us, dur);
 	bool failed = !res.released && (rc || !res.completed);
 	worker_result_dispose(&res);
 

@@ -5,7 +5,10 @@
  *
  * Invariants:
  *   - every response this file builds carries the security headers
- *     (respond() is the only way out) and a JSON body made by jansson;
+ *     (respond(), and metrics_page for the one text body) and, but for
+ *     /metrics, a JSON body made by jansson;
+ *   - a scrape reads the process's counters and the store's job counts:
+ *     its cost follows the schedules, never the ledger's rows;
  *   - the store handle is used by the server's polling thread only (the
  *     handlers run there, one at a time);
  *   - no response carries the token or any other secret: the bodies say
@@ -18,6 +21,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -27,6 +32,7 @@
 
 #include "clock.h"
 #include "config.h"
+#include "metrics.h"
 #include "store.h"
 #include "web.h"
 
@@ -38,6 +44,7 @@ struct web {
 	const _Atomic int64_t *loop_mono_ms;
 	int64_t loop_stale_ms;
 	int port;
+	int64_t start_ms;       /* wall clock when the server started */
 };
 
 /* What a connection carries between the calls of its request. */
@@ -153,6 +160,111 @@ static enum MHD_Result healthz(struct web *w, struct MHD_Connection *c)
 					 store_backend_name(w->store)));
 }
 
+/* process_*: the resident size and CPU time from /proc/self, the start
+ * time from the boot time and the process's start tick. */
+static void process_series(char **buf, size_t *len, int64_t start_ms)
+{
+	long pages = 0, page = sysconf(_SC_PAGESIZE), tck = sysconf(_SC_CLK_TCK);
+	unsigned long long ut = 0, st = 0;
+	FILE *f = fopen("/proc/self/statm", "r");
+	if (f) {
+		if (fscanf(f, "%*s %ld", &pages) != 1)
+			pages = 0;
+		fclose(f);
+	}
+	f = fopen("/proc/self/stat", "r");
+	if (f) {
+		char line[1024];
+		if (fgets(line, sizeof(line), f)) {
+			const char *p = strrchr(line, ')');
+			if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u "
+					 "%*u %*u %*u %*u %llu %llu", &ut,
+					 &st) != 2)
+				ut = st = 0;
+		}
+		fclose(f);
+	}
+	char tmp[768];
+	int k = snprintf(tmp, sizeof(tmp),
+		"# HELP process_resident_memory_bytes Resident memory size.\n"
+		"# TYPE process_resident_memory_bytes gauge\n"
+		"process_resident_memory_bytes %lld\n"
+		"# HELP process_cpu_seconds_total User and system CPU time.\n"
+		"# TYPE process_cpu_seconds_total counter\n"
+		"process_cpu_seconds_total %.2f\n"
+		"# HELP process_start_time_seconds Start time, Unix seconds.\n"
+		"# TYPE process_start_time_seconds gauge\n"
+		"process_start_time_seconds %.3f\n",
+		(long long)pages * page,
+		tck > 0 ? (double)(ut + st) / (double)tck : 0.0,
+		(double)start_ms / 1000.0);
+	if (k <= 0 || (size_t)k >= sizeof(tmp))
+		return;
+	char *nb = realloc(*buf, *len + (size_t)k + 1);
+	if (!nb)
+		return;
+	memcpy(nb + *len, tmp, (size_t)k + 1);
+	*buf = nb;
+	*len += (size_t)k;
+}
+
+/* GET /metrics: the process's counters (metrics.c), then the store's
+ * gauges (job counts: no ledger scan), build and process series. */
+static enum MHD_Result metrics_page(struct web *w, struct MHD_Connection *c)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	struct store_counts k = {0};
+	struct sc_err e = {0};
+
+	if (store_job_counts(w->store, NULL, &k, &e) != 0)
+		return respond_error(c, 503, "the store does not answer");
+	if (metrics_render(&buf, &len) != 0) {
+		free(buf);
+		return respond_error(c, 500, "out of memory");
+	}
+	char tmp[1024];
+	int n = snprintf(tmp, sizeof(tmp),
+		"# HELP surecron_jobs Jobs in the store by state (every node "
+		"reports the same).\n# TYPE surecron_jobs gauge\n"
+		"surecron_jobs{state=\"ready\"} %lld\n"
+		"surecron_jobs{state=\"delayed\"} %lld\n"
+		"surecron_jobs{state=\"active\"} %lld\n"
+		"surecron_jobs{state=\"done\"} %lld\n"
+		"surecron_jobs{state=\"dead\"} %lld\n"
+		"# HELP surecron_build_info The running version.\n"
+		"# TYPE surecron_build_info gauge\n"
+		"surecron_build_info{version=\"%s\"} 1\n",
+		(long long)k.ready_due, (long long)k.delayed,
+		(long long)k.active, (long long)k.done, (long long)k.dead,
+		SC_VERSION);
+	char *nb = n > 0 && (size_t)n < sizeof(tmp)
+		? realloc(buf, len + (size_t)n + 1) : NULL;
+	if (!nb) {
+		free(buf);
+		return respond_error(c, 500, "out of memory");
+	}
+	memcpy(nb + len, tmp, (size_t)n + 1);
+	buf = nb;
+	len += (size_t)n;
+	process_series(&buf, &len, w->start_ms);
+	struct MHD_Response *r = MHD_create_response_from_buffer(
+		len, buf, MHD_RESPMEM_MUST_FREE);
+	if (!r) {
+		free(buf);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, "Content-Type",
+				"text/plain; version=0.0.4; charset=utf-8");
+	MHD_add_response_header(r, "Content-Security-Policy",
+				"default-src 'self'");
+	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+	MHD_add_response_header(r, "Cache-Control", "no-store");
+	enum MHD_Result rc = MHD_queue_response(c, 200, r);
+	MHD_destroy_response(r);
+	return rc;
+}
+
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
 			      const char *url, const char *method,
 			      const char *version, const char *upload,
@@ -191,6 +303,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
 		return respond_error(c, 405, "method not allowed");
 	if (!is_post && strcmp(url, "/healthz") == 0)
 		return healthz(w, c);
+	if (!is_post && strcmp(url, "/metrics") == 0)
+		return metrics_page(w, c);
 	return respond_error(c, 404, "no such path");
 }
 
@@ -225,6 +339,9 @@ int web_start(const struct web_opts *o, struct web **out,
 	if (!w)
 		return sc_err_set(err, SC_ENOMEM, "out of memory");
 	w->loopback = loopback;
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	w->start_ms = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
 	w->loop_mono_ms = o->loop_mono_ms;
 	w->loop_stale_ms = o->loop_stale_ms;
 	if (o->token_env) {

@@ -4,7 +4,8 @@
  *
  * Served: GET /healthz (200 {"status":"ok"} when the scheduler loop ran
  * within its interval and the store answers, else 503 with the reason);
- * every other path is a 404 JSON error. Rules on every request: a
+ * GET /metrics (Prometheus text 0.0.4: metrics.h's counters, the store's
+ * job counts, build and process series); every other path is a 404 JSON error. Rules on every request: a
  * Content-Security-Policy and X-Content-Type-Options header; an Origin
  * that is not the server's own is 403; a POST needs `Authorization:
  * Bearer TOKEN` (compared in constant time; 401), and off loopback every

@@ -110,8 +110,9 @@ static void write_config(const char *dir, const char *cfg, const char *http)
 	fprintf(f, "store: \"sqlite:%s/s.db\"\n"
 		"http: %s\n"
 		"targets:\n  hook: {kind: webhook, url_env: SC_WEB_HOOK}\n"
+		"  out: {kind: file, path: ./out.jsonl}\n"
 		"schedules:\n  tick: {cron: \"0 0 1 1 *\", tz: UTC, targets: "
-		"[hook], tasks: [{name: a, command: [/bin/true]}]}\n",
+		"[out], tasks: [{name: a, command: [/bin/true]}]}\n",
 		dir, http);
 	fclose(f);
 	assert_int_equal(rename(tmp, cfg), 0);
@@ -185,6 +186,55 @@ static void serves_healthz_and_keeps_its_rules(void **state)
 	assert_int_equal(http_req(port, "GET", path, NULL, resp,
 				  sizeof(resp)), 414);
 	check_response(resp);
+
+	/* /metrics after a run (`trigger`, run by the daemon). */
+	char out[4096], err[4096];
+	const char *trig[] = {"trigger", "--config", cfg, "tick", NULL};
+	assert_int_equal(tu_run_bin(dir, dir, envs, trig, out, sizeof(out),
+				    err, sizeof(err)), 0);
+	assert_true(tu_wait_log(dir, "event=finish schedule=tick", 1,
+				PATIENCE_MS));
+	assert_int_equal(http_req(port, "GET", "/metrics", NULL, resp,
+				  sizeof(resp)), 200);
+	assert_non_null(strstr(resp, "Content-Security-Policy: "
+				     "default-src 'self'\r\n"));
+	assert_non_null(strstr(resp, "X-Content-Type-Options: nosniff"));
+	assert_non_null(strstr(resp, "text/plain; version=0.0.4"));
+	assert_null(strstr(resp, TOKEN));
+	assert_null(strstr(resp, HOOK_SECRET));
+	const char *m = body_of(resp);
+	static const char *const series[] = {
+		"surecron_runs_total{schedule=\"tick\",outcome=\"success\"} 1\n",
+		"surecron_start_lateness_seconds_count 1\n",
+		"surecron_run_duration_seconds_count{schedule=\"tick\"} 1\n",
+		"surecron_jobs{state=\"done\"} 1\n",
+		"surecron_build_info{version=\"",
+		"\nprocess_resident_memory_bytes ",
+		"\nprocess_cpu_seconds_total ",
+		"\nprocess_start_time_seconds "};
+	for (size_t i = 0; i < sizeof(series) / sizeof(series[0]); i++)
+		if (!strstr(m, series[i]))
+			fail_msg("no %s in:\n%s", series[i], m);
+	/* The format, as Prometheus reads it. */
+	if (system("command -v promtool >/dev/null 2>&1") == 0) {
+		char mp[400], cmd[900];
+		snprintf(mp, sizeof(mp), "%s/metrics.txt", dir);
+		FILE *f = fopen(mp, "w");
+		assert_non_null(f);
+		fputs(m, f);
+		fclose(f);
+		snprintf(cmd, sizeof(cmd), "promtool check metrics < '%s' "
+			 ">'%s.out' 2>&1", mp, mp);
+		int prc = system(cmd);
+		if (prc != 0) {
+			snprintf(cmd, sizeof(cmd), "cat '%s.out'", mp);
+			(void)system(cmd);
+		}
+		assert_int_equal(prc, 0);
+	} else {
+		print_message("SKIP promtool check: promtool not installed "
+			      "(Debian package prometheus)\n");
+	}
 
 	assert_true(tu_stop_daemon(pid, PATIENCE_MS));
 	assert_int_equal(tu_log_count(dir, "event=http_stopped"), 1);
