@@ -80,7 +80,8 @@ TSAN_SUITES ?= test_daemon test_http test_nodes_daemon_pg test_pg_faults \
 	test_secrets test_delivery test_orchestrator test_slot_e2e \
 	test_delivery_crash test_task test_tz test_target_file test_alerts \
 	test_notice_policy test_heartbeat test_heartbeat_unit test_sdnotify \
-	test_sla test_sched_plan_daemon test_include_reload test_group_commit
+	test_sla test_sched_plan_daemon test_include_reload test_group_commit \
+	test_web_daemon
 tsan: need-test
 	@$(SUBMAKE) _tsan MODE=tsan
 
@@ -93,7 +94,7 @@ tsan: need-test
 # reason (TU_NEED_TEST_SEAMS in tests/testutil.h); the rest really run.
 REL_SUITES ?= test_store test_store_pg test_queue test_nodes_pg test_daemon \
 	test_store_alert test_alerts test_sla test_audit test_ledger_query test_prune \
-	test_sched_plan test_ledger_bulk
+	test_sched_plan test_ledger_bulk test_web_daemon
 test-release: need-test
 	@$(SUBMAKE) _test_release MODE=rel
 
@@ -156,9 +157,11 @@ CMOCKA_LIBS := $(shell pkg-config --libs cmocka 2>/dev/null)
 # SQLite never maps them and their ~30 dependencies. libmicrohttpd is for
 # the test fakes only. Tests and benchmarks keep PKG_LIBS (they call libpq
 # and libmicrohttpd themselves). dlopen is in glibc's libc since 2.34.
+# libmicrohttpd is linked: the daemon's web surface (src/web.c, issue 16).
 # libcrypto is dlopen'ed too, by the targets that send an idempotency key
 # or a signature (webhook, slack, command), never for a file target.
-BIN_LIBS := $(shell pkg-config --libs sqlite3 jansson yaml-0.1) -ldl
+BIN_LIBS := $(shell pkg-config --libs sqlite3 jansson yaml-0.1 \
+	libmicrohttpd) -ldl
 endif
 
 CC ?= gcc

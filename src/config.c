@@ -68,6 +68,8 @@
 #include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 
 #include "buf.h"
 #include "clock.h"
@@ -1308,6 +1310,107 @@ static void parse_retention(struct pc *pc, const struct config_node *root)
 		     &pc->c->retention_outbox_ms);
 }
 
+int config_http_addr(const char *listen, struct sockaddr_storage *ss,
+		     socklen_t *len, bool *loopback)
+{
+	char host[64];
+	const char *colon;
+	size_t hl;
+	bool v6 = listen && listen[0] == '[';
+
+	if (!listen)
+		return -1;
+	if (v6) {
+		const char *close = strchr(listen, ']');
+		if (!close || close[1] != ':')
+			return -1;
+		hl = (size_t)(close - listen - 1);
+		if (hl >= sizeof(host))
+			return -1;
+		memcpy(host, listen + 1, hl);
+		colon = close + 1;
+	} else {
+		colon = strrchr(listen, ':');
+		if (!colon || colon == listen || memchr(listen, ':',
+			(size_t)(colon - listen)))
+			return -1;
+		hl = (size_t)(colon - listen);
+		if (hl >= sizeof(host))
+			return -1;
+		memcpy(host, listen, hl);
+	}
+	host[hl] = '\0';
+	const char *ps = colon + 1;
+	long port = 0;
+	if (!*ps || strlen(ps) > 5)
+		return -1;
+	for (const char *q = ps; *q; q++) {
+		if (*q < '0' || *q > '9')
+			return -1;
+		port = port * 10 + (*q - '0');
+	}
+	if (port < 1 || port > 65535)
+		return -1;
+	memset(ss, 0, sizeof(*ss));
+	if (!v6 && strcmp(host, "localhost") == 0)
+		snprintf(host, sizeof(host), "127.0.0.1");
+	if (v6) {
+		struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)ss;
+		if (inet_pton(AF_INET6, host, &a6->sin6_addr) != 1)
+			return -1;
+		a6->sin6_family = AF_INET6;
+		a6->sin6_port = htons((uint16_t)port);
+		*len = sizeof(*a6);
+		*loopback = IN6_IS_ADDR_LOOPBACK(&a6->sin6_addr);
+	} else {
+		struct sockaddr_in *a4 = (struct sockaddr_in *)ss;
+		if (inet_pton(AF_INET, host, &a4->sin_addr) != 1)
+			return -1;
+		a4->sin_family = AF_INET;
+		a4->sin_port = htons((uint16_t)port);
+		*len = sizeof(*a4);
+		*loopback = (ntohl(a4->sin_addr.s_addr) >> 24) == 127;
+	}
+	return 0;
+}
+
+/* `http: {listen, token_env}` (issue 16): the web surface. A listen
+ * address off loopback without a token is refused here, so `check` and
+ * `run` both refuse it: anyone on the network could read the page. */
+static void parse_http_listen(struct pc *pc, const struct config_node *root)
+{
+	static const char *const keys[] = {"listen", "token_env", NULL};
+	const struct config_node *h = config_yaml_get(root, "http");
+	struct config *c = pc->c;
+	struct sockaddr_storage ss;
+	socklen_t len;
+	bool loopback = true;
+
+	if (!h || !map_keys(pc, h, "http", keys, "http"))
+		return;
+	if (get_str(pc, h, "http", "listen", true, &c->http_listen) != 1)
+		return;
+	const struct config_node *lv = config_yaml_get(h, "listen");
+	if (config_http_addr(c->http_listen, &ss, &len, &loopback) != 0) {
+		bad(pc, lv, "http.listen", "\"%s\" is not host:port (an IP "
+		    "address or localhost, [::1]:8077 for IPv6, a port from "
+		    "1 to 65535)", c->http_listen);
+		return;
+	}
+	const struct config_node *tv = config_yaml_get(h, "token_env");
+	if (get_str(pc, h, "http", "token_env", false,
+		    &c->http_token_env) == 1 &&
+	    !config_env_name_valid(c->http_token_env)) {
+		bad(pc, tv, "http.token_env", "\"%s\" is not a variable name",
+		    c->http_token_env);
+		return;
+	}
+	if (!loopback && !c->http_token_env)
+		bad(pc, lv, "http.listen", "\"%s\" is not a loopback address: "
+		    "it needs http.token_env (the token every request must "
+		    "carry)", c->http_listen);
+}
+
 static void parse_http(struct pc *pc, const struct config_node *h,
 		       const char *path, struct task_spec *t)
 {
@@ -2292,6 +2395,8 @@ void config_free(struct config *c)
 	strv_free(pool, c->alert_targets);
 	config_pool_release(pool, c->heartbeat.url_env);
 	config_pool_release(pool, c->store_url);
+	config_pool_release(pool, c->http_listen);
+	config_pool_release(pool, c->http_token_env);
 	for (size_t i = 0; i < c->n_files; i++)
 		config_pool_release(pool, c->files[i].path);
 	config_pool_release(pool, c->files);
@@ -2682,7 +2787,8 @@ static int read_fragment(struct pc *pc, size_t i)
 	static const char *const frag[] = {"schedules", "targets", "auth",
 					   NULL};
 	static const char *const main_only[] = {
-		"store", "worker", "alerts", "heartbeat", "retention", NULL};
+		"store", "worker", "alerts", "heartbeat", "retention", "http",
+		NULL};
 	struct src *sr = &pc->srcs[i];
 	size_t len = 0;
 
@@ -2884,11 +2990,12 @@ static int parse_config(const char *path, struct config **out,
 	static const char *const top[] = {"store",  "worker", "targets",
 					  "alerts", "auth",   "schedules",
 					  "heartbeat", "retention",
-					  "include", NULL};
+					  "include", "http", NULL};
 	map_keys(&pc, root, "", top, "the top level");
 	parse_store(&pc, root);
 	parse_worker(&pc, root);
 	parse_retention(&pc, root);
+	parse_http_listen(&pc, root);
 	const struct config_node *hb = config_yaml_get(root, "heartbeat");
 	if (hb)
 		parse_heartbeat(&pc, hb, "heartbeat", true, &c->heartbeat);

@@ -29,6 +29,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 #include "spec.h"
 
@@ -180,5 +181,11 @@ int config_env_apply(struct schedule_spec *s);
 
 /* True for a valid environment variable name: [A-Za-z_][A-Za-z0-9_]*. */
 bool config_env_name_valid(const char *name);
+
+/* Parses `http.listen` ("host:port", "[v6]:port"; host an IP literal or
+ * localhost) into *ss and *len, and says whether it is a loopback address.
+ * Returns 0, or -1 when listen is not such an address. */
+int config_http_addr(const char *listen, struct sockaddr_storage *ss,
+		     socklen_t *len, bool *loopback);
 
 #endif

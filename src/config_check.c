@@ -3,7 +3,7 @@
  * on: what `surecron check` adds to what config_load already refused.
  *
  *   - every environment variable the config names (url_env, secret_env,
- *     token_env, client_secret_env) is set and non-empty, never printing
+ *     token_env, client_secret_env, http.token_env) is set and non-empty, never printing
  *     a value; the URLs in url_env variables pass the URL rule of url.h
  *     as the send applies it (libcurl's parse, no userinfo, https or
  *     http to loopback);
@@ -383,6 +383,9 @@ int config_check(const struct config *c, struct config_problems *probs)
 			check_url(&k, path, NULL, a->token_url, URL_SECRET);
 		}
 	}
+	/* The web surface's token (issue 16): the daemon refuses to start
+	 * without it, so check says so first. */
+	check_env(&k, "http.token_env", c->http_token_env, false);
 	if (url_is_pg(c->store_url))
 		check_url(&k, "store", NULL, c->store_url, URL_SECRET);
 	check_alert_env(&k);

@@ -85,7 +85,9 @@
 #include "prune.h"
 #include "queue.h"
 #include "scheduler.h"
+#include "metrics.h"
 #include "sdnotify.h"
+#include "web.h"
 #include "store.h"
 #include "worker.h"
 
@@ -98,6 +100,9 @@
 #define BACKOFF_MAX_MS 5000
 /* While an outage lasts, one line per this much real time at most. */
 #define OUTAGE_LOG_EVERY_MS ((int64_t)30 * 1000)
+/* /healthz says the loop is stuck past this (real ms): its longest sleep
+ * (RECOVER_EVERY_MS) twice, and a slow store pass. */
+#define LOOP_STALE_MS (2 * RECOVER_EVERY_MS + 15000)
 #define LEAD_MS 50 /* slots are enqueued this much ahead (see tick) */
 /* A worker claims a job this much before it is due and waits for the due
  * instant with the claim already committed, so the claim's transaction is
@@ -186,6 +191,11 @@ struct daemon {
 	int64_t outage_mono_ms;   /* when it began */
 	int64_t outage_log_mono_ms; /* its last line */
 	uint64_t outage_errors;   /* failed store calls since it began */
+
+	/* The web surface (issue 16), NULL without http.listen; its
+	 * /healthz reads when the scheduler loop last ran. */
+	struct web *web;
+	_Atomic int64_t loop_mono_ms; /* clock_mono_ms at the loop's top */
 };
 
 /* ---- small helpers -------------------------------------------------------- */
@@ -484,6 +494,7 @@ static void run_job(struct daemon *d, struct store *s, struct cfg_ref *cr,
 	       (long long)dur, task_late, next,
 	       rc ? sc_strerror(rc)
 		  : (res.run_err.code ? sc_strerror(res.run_err.code) : "ok"));
+	metrics_run(job->schedule, outcome, late_us, dur);
 	bool failed = !res.released && (rc || !res.completed);
 	worker_result_dispose(&res);
 
@@ -1191,6 +1202,34 @@ int daemon_run(struct daemon *d, struct sc_err *err)
 		       "msg=\"alerts are sent only by workers: failed sends "
 		       "wait for the next lost slot or restart\"");
 
+	/* The web surface, when configured: a listen address that cannot
+	 * be had or a token variable that is unset stops the start. */
+	atomic_store(&d->loop_mono_ms, clock_mono_ms());
+	cr = cfg_get(d);
+	if (cr->cfg->http_listen) {
+		struct web_opts wo = {
+			.listen = cr->cfg->http_listen,
+			.token_env = cr->cfg->http_token_env,
+			.store_url = d->store_url, .clock = d->clock,
+			.loop_mono_ms = &d->loop_mono_ms,
+			.loop_stale_ms = LOOP_STALE_MS};
+		rc = web_start(&wo, &d->web, err);
+		if (rc) {
+			char q[SC_ERR_MSG_MAX + 8];
+			LOG(SC_LOG_ERROR, "web", "event=http_failed code=%s "
+			       "listen=%s msg=%s", sc_strerror(rc),
+			       cr->cfg->http_listen,
+			       log_quote(q, sizeof(q), err->msg));
+			cfg_put(d, cr);
+			daemon_stop(d);
+			stop_threads(d);
+			return rc;
+		}
+		LOG(SC_LOG_INFO, "web", "event=http_started listen=%s port=%d",
+		       cr->cfg->http_listen, web_port(d->web));
+	}
+	cfg_put(d, cr);
+
 	/* The workers are up: systemd may consider the service started. */
 	d->wd_ms = sdnotify_watchdog_usec() / 1000;
 	d->wd_last_mono_ms = clock_mono_ms();
@@ -1199,6 +1238,7 @@ int daemon_run(struct daemon *d, struct sc_err *err)
 	struct store_health h = {.backoff_ms = BACKOFF_MIN_MS};
 	for (;;) {
 		maybe_stuck(d);
+		atomic_store(&d->loop_mono_ms, clock_mono_ms());
 		int64_t next = tick(d, LEAD_MS, &h);
 		/* The loop runs: systemd's watchdog hears so even in a store
 		 * outage (a restart would not bring the store back); the
@@ -1282,6 +1322,11 @@ int daemon_run(struct daemon *d, struct sc_err *err)
 		atomic_store(&d->abort_runs, true);
 	}
 	stop_threads(d);
+	if (d->web) {
+		web_stop(d->web);
+		d->web = NULL;
+		LOG(SC_LOG_INFO, "web", "event=http_stopped");
+	}
 	/* The last slots' pings, briefly: a monitor that hangs must not
 	 * hold up the stop. */
 	heartbeat_flush(d->hb, STOP_FLUSH_MS);

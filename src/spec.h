@@ -218,6 +218,13 @@ struct config {
 	 * slot; 0 = forever (the default). prune.h says what is never
 	 * removed whatever these say. */
 	int64_t retention_ledger_ms, retention_jobs_ms, retention_outbox_ms;
+	/* `http:` (issue 16): the daemon's web surface, off when listen is
+	 * NULL. listen is "host:port" or "[v6]:port", an IP literal or
+	 * localhost (config_http_addr); a non-loopback one has token_env
+	 * (config_parse refuses it otherwise). token_env names the variable
+	 * that holds the bearer token POSTs need; NULL: no POST. */
+	char *http_listen;
+	char *http_token_env;
 	/* The files the config came from (issue 15, `include:`): [0] is the
 	 * main file, then each fragment in the order it was read, with how
 	 * many schedules each defined (for `check`). */

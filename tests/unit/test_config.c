@@ -14,6 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -1037,6 +1039,115 @@ static void check_urls_and_alert_env(void **state)
 
 /* Cron expressions (the final ones) and zones go through the cron module
  * at load: a loaded schedule can always fire. */
+/* `http:` (issue 16): listen forms, the loopback rule, token_env; each
+ * refusal at its key. */
+static void http_listen_table(void **state)
+{
+	static const struct {
+		const char *http;   /* the value of `http:` */
+		const char *expect; /* NULL: loads */
+		int port;           /* when it loads */
+		bool loopback;
+	} rows[] = {
+		{"{listen: \"127.0.0.1:8077\"}", NULL, 8077, true},
+		{"{listen: \"localhost:9\"}", NULL, 9, true},
+		{"{listen: \"[::1]:8077\"}", NULL, 8077, true},
+		{"{listen: \"127.3.4.5:65535\"}", NULL, 65535, true},
+		{"{listen: \"0.0.0.0:8077\", token_env: SC_T}", NULL, 8077,
+		 false},
+		{"{listen: \"[::]:80\", token_env: SC_T}", NULL, 80, false},
+		{"{listen: \"0.0.0.0:8077\"}",
+		 "2:16: http.listen: \"0.0.0.0:8077\" is not a loopback "
+		 "address: it needs http.token_env", 0, false},
+		{"{listen: \"[::]:8077\"}", "2:16: http.listen: \"[::]:8077\" "
+		 "is not a loopback", 0, false},
+		{"{listen: \"127.0.0.1\"}", "2:16: http.listen: \"127.0.0.1\" "
+		 "is not host:port", 0, false},
+		{"{listen: \"127.0.0.1:0\"}", "2:16: http.listen: ", 0, false},
+		{"{listen: \"127.0.0.1:65536\"}", "2:16: http.listen: ", 0,
+		 false},
+		{"{listen: \"example.com:80\"}", "2:16: http.listen: ", 0, false},
+		{"{listen: \"::1:80\"}", "2:16: http.listen: ", 0, false},
+		{"{listen: \"[::1]80\"}", "2:16: http.listen: ", 0, false},
+		{"{listen: \"127.0.0.1:8x\"}", "2:16: http.listen: ", 0, false},
+		{"{listen: \"127.0.0.1:1\", token_env: \"A-B\"}",
+		 "2:42: http.token_env: \"A-B\" is not a variable name", 0,
+		 false},
+		{"{token_env: SC_T}", "2:7: http: missing required key \"listen\"", 0,
+		 false},
+		{"{listen: \"127.0.0.1:1\", port: 3}", "2:31: http.port: unknown key in http",
+		 0, false},
+	};
+	char text[512], line[1024];
+
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		snprintf(text, sizeof(text),
+			 "# row\nhttp: %s\nschedules:\n  s:\n"
+			 "    cron: \"0 * * * *\"\n"
+			 "    tasks: [{name: a, command: [x]}]\n", rows[i].http);
+		const char *path = write_file("h.yaml", text);
+		struct config_problems probs = {0};
+		struct config *c = NULL;
+		int rc = config_parse(path, &c, &probs);
+		if (!rows[i].expect) {
+			for (size_t j = 0; j < probs.n; j++)
+				fprintf(stderr, "row %zu: %s\n", i,
+					config_problem_format(&probs, j, line,
+							      sizeof(line)));
+			assert_int_equal(rc, 0);
+			assert_non_null(c->http_listen);
+			struct sockaddr_storage ss;
+			socklen_t len;
+			bool lo = !rows[i].loopback;
+			assert_int_equal(config_http_addr(c->http_listen, &ss,
+							  &len, &lo), 0);
+			assert_int_equal(lo, rows[i].loopback);
+			int port = ss.ss_family == AF_INET6
+			    ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
+			    : ntohs(((struct sockaddr_in *)&ss)->sin_port);
+			assert_int_equal(port, rows[i].port);
+			config_free(c);
+		} else {
+			assert_int_not_equal(rc, 0);
+			assert_true(probs.n >= 1);
+			const char *got = config_problem_format(&probs, 0, line,
+								sizeof(line));
+			const char *at = strstr(got, ":");
+			/* FILE:LINE:COL: msg; compare from LINE on. */
+			if (!at || strncmp(at + 1, rows[i].expect,
+					   strlen(rows[i].expect)) != 0)
+				fail_msg("row %zu: got \"%s\", want \"%s\"", i,
+					 got, rows[i].expect);
+		}
+		config_problems_dispose(&probs);
+	}
+	/* check: the token's variable must be set (the daemon refuses to
+	 * start without it). */
+	struct config *c = load_ok(write_file("h.yaml",
+		"http: {listen: \"0.0.0.0:8077\", token_env: SC_TEST_WEB_T}\n"
+		"schedules:\n  s:\n    cron: \"0 * * * *\"\n"
+		"    tasks: [{name: a, command: [sh]}]\n"));
+	struct config_problems probs = {0};
+	unsetenv("SC_TEST_WEB_T");
+	assert_int_equal(config_check(c, &probs), 1);
+	assert_int_equal(probs.items[0].line, 1);
+	assert_string_equal(probs.items[0].msg, "http.token_env: environment "
+			    "variable SC_TEST_WEB_T is not set");
+	config_problems_dispose(&probs);
+	setenv("SC_TEST_WEB_T", "tok", 1);
+	assert_int_equal(config_check(c, &probs), 0);
+	config_problems_dispose(&probs);
+	unsetenv("SC_TEST_WEB_T");
+	config_free(c);
+	/* No http: the surface is off. */
+	c = load_ok(write_file("h.yaml",
+		"schedules:\n  s:\n    cron: \"0 * * * *\"\n"
+		"    tasks: [{name: a, command: [x]}]\n"));
+	assert_null(c->http_listen);
+	assert_null(c->http_token_env);
+	config_free(c);
+}
+
 static void cron_and_zone_at_load(void **state)
 {
 	static const struct {
@@ -1152,6 +1263,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(check_environment, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(check_urls_and_alert_env, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(http_listen_table, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(cron_and_zone_at_load, setup,
 						teardown),

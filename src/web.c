@@ -1,0 +1,408 @@
+/*
+ * web.c - the daemon's web surface (web.h): libmicrohttpd with one
+ * internal polling thread, a bounded number of connections and an idle
+ * timeout.
+ *
+ * Invariants:
+ *   - every response this file builds carries the security headers
+ *     (respond(), and metrics_page for the one text body) and, but for
+ *     /metrics, a JSON body made by jansson;
+ *   - a scrape reads the process's counters and the store's job counts:
+ *     its cost follows the schedules, never the ledger's rows;
+ *   - the store handle is used by the server's polling thread only (the
+ *     handlers run there, one at a time);
+ *   - no response carries the token or any other secret: the bodies say
+ *     what went wrong in words of this file, never a value they were
+ *     given;
+ *   - the checks run in this order, before any handler: Origin (403),
+ *     query size (414), token (401), body size (413).
+ */
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include <jansson.h>
+#include <microhttpd.h>
+
+#include "clock.h"
+#include "config.h"
+#include "metrics.h"
+#include "store.h"
+#include "web.h"
+
+struct web {
+	struct MHD_Daemon *mhd;
+	struct store *store;    /* the polling thread's only */
+	char *token;            /* NULL: no POST is accepted */
+	bool loopback;          /* off loopback, every request needs the token */
+	const _Atomic int64_t *loop_mono_ms;
+	int64_t loop_stale_ms;
+	int port;
+	int64_t start_ms;       /* wall clock when the server started */
+};
+
+/* What a connection carries between the calls of its request. */
+struct req {
+	size_t body_len;
+	bool too_big;
+};
+
+bool web_token_equal(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	unsigned char diff = (unsigned char)(la != lb);
+
+	/* Every byte of a is read whatever b holds: the loop's length is
+	 * a's, and b is read cyclically (never past its end). */
+	for (size_t i = 0; i < la; i++)
+		diff |= (unsigned char)a[i] ^
+			(unsigned char)(lb ? b[i % lb] : 0);
+	return diff == 0 && la == lb;
+}
+
+/* Sends status with the JSON body (stolen) and the security headers. */
+static enum MHD_Result respond(struct MHD_Connection *c, unsigned status,
+			       json_t *body)
+{
+	char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+	json_decref(body);
+	if (!text)
+		text = strdup("{\"error\":\"out of memory\"}");
+	if (!text)
+		return MHD_NO;
+	size_t len = strlen(text);
+	struct MHD_Response *r = MHD_create_response_from_buffer(
+		len, text, MHD_RESPMEM_MUST_FREE);
+	if (!r) {
+		free(text);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, "Content-Type",
+				"application/json; charset=utf-8");
+	MHD_add_response_header(r, "Content-Security-Policy",
+				"default-src 'self'");
+	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+	MHD_add_response_header(r, "Cache-Control", "no-store");
+	enum MHD_Result rc = MHD_queue_response(c, status, r);
+	MHD_destroy_response(r);
+	return rc;
+}
+
+static enum MHD_Result respond_error(struct MHD_Connection *c,
+				     unsigned status, const char *msg)
+{
+	return respond(c, status, json_pack("{s:s}", "error", msg));
+}
+
+/* Sums the sizes of the query string's arguments. */
+static enum MHD_Result add_arg(void *cls, enum MHD_ValueKind kind,
+			       const char *key, const char *value)
+{
+	size_t *n = cls;
+
+	*n += strlen(key) + (value ? strlen(value) + 1 : 0) + 1;
+	return MHD_YES;
+}
+
+/* An Origin, when sent, must be this server's own: http://HOST where HOST
+ * is the request's Host header. A page of another site that makes the
+ * browser call here sends its own origin. */
+static bool origin_ok(struct MHD_Connection *c)
+{
+	const char *origin = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+							 "Origin");
+	if (!origin)
+		return true;
+	const char *host = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+						       "Host");
+	if (!host || strncmp(origin, "http://", 7) != 0)
+		return false;
+	return strcmp(origin + 7, host) == 0;
+}
+
+static bool token_ok(const struct web *w, struct MHD_Connection *c)
+{
+	const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+						    "Authorization");
+	if (!w->token || !h || strncmp(h, "Bearer ", 7) != 0)
+		return false;
+	return web_token_equal(h + 7, w->token);
+}
+
+/* GET /healthz: the loop ran within its interval and the store answers. */
+static enum MHD_Result healthz(struct web *w, struct MHD_Connection *c)
+{
+	int64_t age = clock_mono_ms() - atomic_load(w->loop_mono_ms);
+	if (age > w->loop_stale_ms) {
+		char msg[128];
+		snprintf(msg, sizeof(msg), "the scheduler loop has not run "
+			 "for %lld ms", (long long)age);
+		return respond(c, 503, json_pack("{s:s,s:s,s:I}", "status",
+						 "unhealthy", "reason", msg,
+						 "loop_age_ms", (json_int_t)age));
+	}
+	struct sc_err e = {0};
+	int64_t due = 0;
+	if (store_job_next_due(w->store, &due, &e) != 0)
+		return respond(c, 503, json_pack("{s:s,s:s,s:s}", "status",
+						 "unhealthy", "reason",
+						 "the store does not answer",
+						 "code", sc_strerror(e.code)));
+	return respond(c, 200, json_pack("{s:s,s:I,s:s}", "status", "ok",
+					 "loop_age_ms", (json_int_t)age,
+					 "backend",
+					 store_backend_name(w->store)));
+}
+
+/* process_*: the resident size and CPU time from /proc/self, the start
+ * time from the boot time and the process's start tick. */
+static void process_series(char **buf, size_t *len, int64_t start_ms)
+{
+	long pages = 0, page = sysconf(_SC_PAGESIZE), tck = sysconf(_SC_CLK_TCK);
+	unsigned long long ut = 0, st = 0;
+	FILE *f = fopen("/proc/self/statm", "r");
+	if (f) {
+		if (fscanf(f, "%*s %ld", &pages) != 1)
+			pages = 0;
+		fclose(f);
+	}
+	f = fopen("/proc/self/stat", "r");
+	if (f) {
+		char line[1024];
+		if (fgets(line, sizeof(line), f)) {
+			const char *p = strrchr(line, ')');
+			if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u "
+					 "%*u %*u %*u %*u %llu %llu", &ut,
+					 &st) != 2)
+				ut = st = 0;
+		}
+		fclose(f);
+	}
+	char tmp[768];
+	int k = snprintf(tmp, sizeof(tmp),
+		"# HELP process_resident_memory_bytes Resident memory size.\n"
+		"# TYPE process_resident_memory_bytes gauge\n"
+		"process_resident_memory_bytes %lld\n"
+		"# HELP process_cpu_seconds_total User and system CPU time.\n"
+		"# TYPE process_cpu_seconds_total counter\n"
+		"process_cpu_seconds_total %.2f\n"
+		"# HELP process_start_time_seconds Start time, Unix seconds.\n"
+		"# TYPE process_start_time_seconds gauge\n"
+		"process_start_time_seconds %.3f\n",
+		(long long)pages * page,
+		tck > 0 ? (double)(ut + st) / (double)tck : 0.0,
+		(double)start_ms / 1000.0);
+	if (k <= 0 || (size_t)k >= sizeof(tmp))
+		return;
+	char *nb = realloc(*buf, *len + (size_t)k + 1);
+	if (!nb)
+		return;
+	memcpy(nb + *len, tmp, (size_t)k + 1);
+	*buf = nb;
+	*len += (size_t)k;
+}
+
+/* GET /metrics: the process's counters (metrics.c), then the store's
+ * gauges (job counts: no ledger scan), build and process series. */
+static enum MHD_Result metrics_page(struct web *w, struct MHD_Connection *c)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	struct store_counts k = {0};
+	struct sc_err e = {0};
+
+	if (store_job_counts(w->store, NULL, &k, &e) != 0)
+		return respond_error(c, 503, "the store does not answer");
+	if (metrics_render(&buf, &len) != 0) {
+		free(buf);
+		return respond_error(c, 500, "out of memory");
+	}
+	char tmp[1024];
+	int n = snprintf(tmp, sizeof(tmp),
+		"# HELP surecron_jobs Jobs in the store by state (every node "
+		"reports the same).\n# TYPE surecron_jobs gauge\n"
+		"surecron_jobs{state=\"ready\"} %lld\n"
+		"surecron_jobs{state=\"delayed\"} %lld\n"
+		"surecron_jobs{state=\"active\"} %lld\n"
+		"surecron_jobs{state=\"done\"} %lld\n"
+		"surecron_jobs{state=\"dead\"} %lld\n"
+		"# HELP surecron_build_info The running version.\n"
+		"# TYPE surecron_build_info gauge\n"
+		"surecron_build_info{version=\"%s\"} 1\n",
+		(long long)k.ready_due, (long long)k.delayed,
+		(long long)k.active, (long long)k.done, (long long)k.dead,
+		SC_VERSION);
+	char *nb = n > 0 && (size_t)n < sizeof(tmp)
+		? realloc(buf, len + (size_t)n + 1) : NULL;
+	if (!nb) {
+		free(buf);
+		return respond_error(c, 500, "out of memory");
+	}
+	memcpy(nb + len, tmp, (size_t)n + 1);
+	buf = nb;
+	len += (size_t)n;
+	process_series(&buf, &len, w->start_ms);
+	struct MHD_Response *r = MHD_create_response_from_buffer(
+		len, buf, MHD_RESPMEM_MUST_FREE);
+	if (!r) {
+		free(buf);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, "Content-Type",
+				"text/plain; version=0.0.4; charset=utf-8");
+	MHD_add_response_header(r, "Content-Security-Policy",
+				"default-src 'self'");
+	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+	MHD_add_response_header(r, "Cache-Control", "no-store");
+	enum MHD_Result rc = MHD_queue_response(c, 200, r);
+	MHD_destroy_response(r);
+	return rc;
+}
+
+static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
+			      const char *url, const char *method,
+			      const char *version, const char *upload,
+			      size_t *upload_size, void **con_cls)
+{
+	struct web *w = cls;
+	struct req *q = *con_cls;
+
+	if (!q) {
+		/* The headers are in: the checks that need no body. */
+		if (!(q = calloc(1, sizeof(*q))))
+			return MHD_NO;
+		*con_cls = q;
+		return MHD_YES;
+	}
+	if (*upload_size) {
+		q->body_len += *upload_size;
+		if (q->body_len > WEB_BODY_MAX)
+			q->too_big = true;
+		*upload_size = 0;
+		return MHD_YES;
+	}
+	if (!origin_ok(c))
+		return respond_error(c, 403, "cross-origin request refused");
+	size_t qlen = 0;
+	MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, add_arg, &qlen);
+	if (qlen > WEB_QUERY_MAX)
+		return respond_error(c, 414, "query string too long");
+	bool is_post = strcmp(method, "POST") == 0;
+	if ((is_post || !w->loopback) && !token_ok(w, c))
+		return respond_error(c, 401, "a bearer token is needed");
+	if (q->too_big)
+		return respond_error(c, 413, "request body too large");
+	if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0 &&
+	    !is_post)
+		return respond_error(c, 405, "method not allowed");
+	if (!is_post && strcmp(url, "/healthz") == 0)
+		return healthz(w, c);
+	if (!is_post && strcmp(url, "/metrics") == 0)
+		return metrics_page(w, c);
+	return respond_error(c, 404, "no such path");
+}
+
+static void request_done(void *cls, struct MHD_Connection *c,
+			 void **con_cls, enum MHD_RequestTerminationCode tc)
+{
+	free(*con_cls);
+	*con_cls = NULL;
+}
+
+static void forget(struct web *w)
+{
+	if (w->token) {
+		explicit_bzero(w->token, strlen(w->token));
+		free(w->token);
+	}
+	store_close(w->store);
+	free(w);
+}
+
+int web_start(const struct web_opts *o, struct web **out,
+	      struct sc_err *err)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	bool loopback = true;
+
+	if (config_http_addr(o->listen, &ss, &len, &loopback) != 0)
+		return sc_err_set(err, SC_ECONFIG, "http.listen: \"%s\" is "
+				  "not host:port", o->listen);
+	struct web *w = calloc(1, sizeof(*w));
+	if (!w)
+		return sc_err_set(err, SC_ENOMEM, "out of memory");
+	w->loopback = loopback;
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	w->start_ms = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+	w->loop_mono_ms = o->loop_mono_ms;
+	w->loop_stale_ms = o->loop_stale_ms;
+	if (o->token_env) {
+		const char *v = getenv(o->token_env);
+		if (!v || !*v) {
+			free(w);
+			return sc_err_set(err, SC_ECONFIG, "http.token_env: "
+					  "environment variable %s is %s",
+					  o->token_env, v ? "empty" :
+					  "not set");
+		}
+		if (!(w->token = strdup(v))) {
+			free(w);
+			return sc_err_set(err, SC_ENOMEM, "out of memory");
+		}
+	} else if (!loopback) {
+		free(w);
+		return sc_err_set(err, SC_ECONFIG, "http.listen: \"%s\" is not "
+				  "a loopback address: it needs "
+				  "http.token_env", o->listen);
+	}
+	int rc = store_open(o->store_url, o->clock, &w->store, err);
+	if (rc) {
+		forget(w);
+		return rc;
+	}
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
+	if (ss.ss_family == AF_INET6)
+		flags |= MHD_USE_IPv6;
+	int port = ss.ss_family == AF_INET6
+		? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
+		: ntohs(((struct sockaddr_in *)&ss)->sin_port);
+	w->mhd = MHD_start_daemon(
+		flags, (uint16_t)port, NULL, NULL, handle, w,
+		MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+		MHD_OPTION_CONNECTION_LIMIT, (unsigned)WEB_CONN_MAX,
+		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)WEB_CONN_TIMEOUT_S,
+		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024),
+		MHD_OPTION_NOTIFY_COMPLETED, request_done, w,
+		MHD_OPTION_END);
+	if (!w->mhd) {
+		forget(w);
+		return sc_err_set(err, SC_EIO, "http.listen: cannot listen on "
+				  "%s", o->listen);
+	}
+	const union MHD_DaemonInfo *di =
+		MHD_get_daemon_info(w->mhd, MHD_DAEMON_INFO_BIND_PORT);
+	w->port = di ? di->port : port;
+	*out = w;
+	return 0;
+}
+
+int web_port(const struct web *w)
+{
+	return w->port;
+}
+
+void web_stop(struct web *w)
+{
+	if (!w)
+		return;
+	MHD_stop_daemon(w->mhd);
+	forget(w);
+}

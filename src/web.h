@@ -1,0 +1,68 @@
+/*
+ * web.h - the daemon's web surface (issue 16): a libmicrohttpd server on
+ * `http.listen`, started by the daemon when the config has one.
+ *
+ * Served: GET /healthz (200 {"status":"ok"} when the scheduler loop ran
+ * within its interval and the store answers, else 503 with the reason);
+ * GET /metrics (Prometheus text 0.0.4: metrics.h's counters, the store's
+ * job counts, build and process series); every other path is a 404 JSON error. Rules on every request: a
+ * Content-Security-Policy and X-Content-Type-Options header; an Origin
+ * that is not the server's own is 403; a POST needs `Authorization:
+ * Bearer TOKEN` (compared in constant time; 401), and off loopback every
+ * request does; the query string and the body are size-limited (414,
+ * 413). Responses are JSON built with jansson.
+ *
+ * Threading: one internal polling thread of libmicrohttpd answers every
+ * request, so the server's own store handle (opened by web_start) is used
+ * by that thread only. web_start and web_stop are for the daemon's
+ * scheduler thread.
+ */
+#ifndef SURECRON_WEB_H
+#define SURECRON_WEB_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "surecron.h"
+
+struct web;
+
+/* Limits of a request. */
+#define WEB_QUERY_MAX 2048     /* bytes of query string arguments */
+#define WEB_BODY_MAX 16384     /* bytes of a request body */
+#define WEB_CONN_MAX 64        /* connections at once */
+#define WEB_CONN_TIMEOUT_S 10  /* an idle connection is closed */
+
+struct web_opts {
+	const char *listen;     /* http.listen (borrowed; copied) */
+	const char *token_env;  /* http.token_env or NULL (borrowed) */
+	const char *store_url;  /* the daemon's store (borrowed) */
+	struct sc_clock *clock; /* the daemon's clock (borrowed) */
+	/* When the scheduler loop last ran (clock_mono_ms), stored by the
+	 * daemon's loop; borrowed: it outlives the server. */
+	const _Atomic int64_t *loop_mono_ms;
+	int64_t loop_stale_ms;  /* /healthz is 503 past this (real ms) */
+};
+
+/*
+ * Opens the server's store handle, reads the token (its variable must be
+ * set and non-empty when token_env is given: SC_ECONFIG otherwise, naming
+ * the variable, never its value) and starts listening. On failure *out is
+ * untouched and err says why. Stop and free with web_stop.
+ */
+int web_start(const struct web_opts *o, struct web **out,
+	      struct sc_err *err);
+
+/* Stops listening (waits for the request in progress), closes the store
+ * handle, forgets the token and frees. NULL is ignored. */
+void web_stop(struct web *w);
+
+/* The port the server listens on (useful with port 0 in tests). */
+int web_port(const struct web *w);
+
+/* Constant-time equality of two NUL-terminated strings: the time depends
+ * on their lengths only, never on where they differ. */
+bool web_token_equal(const char *a, const char *b);
+
+#endif
