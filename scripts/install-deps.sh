@@ -58,5 +58,14 @@ fi
 echo "install-deps.sh: installing$missing" >&2
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq >/dev/null
+# The tests start their own PostgreSQL, Prometheus and Redis on loopback
+# ports of their own: keep the packages' services from starting on
+# install (a policy-rc.d that says no), unless the host already has one.
+rcd=/usr/sbin/policy-rc.d
+if [ ! -e "$rcd" ]; then
+  printf '#!/bin/sh\nexit 101\n' >"$rcd"
+  chmod 755 "$rcd"
+  trap 'rm -f "$rcd"' EXIT
+fi
 # shellcheck disable=SC2086
 apt-get install -y -qq --no-install-recommends $missing >/dev/null
