@@ -66,6 +66,29 @@ bool web_token_equal(const char *a, const char *b)
 	return diff == 0 && la == lb;
 }
 
+/* Sends status with body (len bytes, malloc'ed, stolen: freed here
+ * whatever happens) of type ctype, and the headers every response of
+ * the server carries. */
+static enum MHD_Result respond_bytes(struct MHD_Connection *c,
+				     unsigned status, char *body, size_t len,
+				     const char *ctype)
+{
+	struct MHD_Response *r = MHD_create_response_from_buffer(
+		len, body, MHD_RESPMEM_MUST_FREE);
+	if (!r) {
+		free(body);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, "Content-Type", ctype);
+	MHD_add_response_header(r, "Content-Security-Policy",
+				"default-src 'self'");
+	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+	MHD_add_response_header(r, "Cache-Control", "no-store");
+	enum MHD_Result rc = MHD_queue_response(c, status, r);
+	MHD_destroy_response(r);
+	return rc;
+}
+
 /* Sends status with the JSON body (stolen) and the security headers. */
 static enum MHD_Result respond(struct MHD_Connection *c, unsigned status,
 			       json_t *body)
@@ -76,22 +99,8 @@ static enum MHD_Result respond(struct MHD_Connection *c, unsigned status,
 		text = strdup("{\"error\":\"out of memory\"}");
 	if (!text)
 		return MHD_NO;
-	size_t len = strlen(text);
-	struct MHD_Response *r = MHD_create_response_from_buffer(
-		len, text, MHD_RESPMEM_MUST_FREE);
-	if (!r) {
-		free(text);
-		return MHD_NO;
-	}
-	MHD_add_response_header(r, "Content-Type",
-				"application/json; charset=utf-8");
-	MHD_add_response_header(r, "Content-Security-Policy",
-				"default-src 'self'");
-	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
-	MHD_add_response_header(r, "Cache-Control", "no-store");
-	enum MHD_Result rc = MHD_queue_response(c, status, r);
-	MHD_destroy_response(r);
-	return rc;
+	return respond_bytes(c, status, text, strlen(text),
+			     "application/json; charset=utf-8");
 }
 
 static enum MHD_Result respond_error(struct MHD_Connection *c,
@@ -248,21 +257,8 @@ static enum MHD_Result metrics_page(struct web *w, struct MHD_Connection *c)
 	buf = nb;
 	len += (size_t)n;
 	process_series(&buf, &len, w->start_ms);
-	struct MHD_Response *r = MHD_create_response_from_buffer(
-		len, buf, MHD_RESPMEM_MUST_FREE);
-	if (!r) {
-		free(buf);
-		return MHD_NO;
-	}
-	MHD_add_response_header(r, "Content-Type",
-				"text/plain; version=0.0.4; charset=utf-8");
-	MHD_add_response_header(r, "Content-Security-Policy",
-				"default-src 'self'");
-	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
-	MHD_add_response_header(r, "Cache-Control", "no-store");
-	enum MHD_Result rc = MHD_queue_response(c, 200, r);
-	MHD_destroy_response(r);
-	return rc;
+	return respond_bytes(c, 200, buf, len,
+			     "text/plain; version=0.0.4; charset=utf-8");
 }
 
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
