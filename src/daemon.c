@@ -200,6 +200,23 @@ struct daemon {
 
 /* ---- small helpers -------------------------------------------------------- */
 
+static struct cfg_ref *cfg_get(struct daemon *d);
+static void cfg_put(struct daemon *d, struct cfg_ref *r);
+
+/* The web server's view of the config (web_opts.cfg_hold/_release). */
+static const struct config *web_cfg_hold(void *ctx, void **ref)
+{
+	struct cfg_ref *r = cfg_get(ctx);
+
+	*ref = r;
+	return r->cfg;
+}
+
+static void web_cfg_release(void *ctx, void *ref)
+{
+	cfg_put(ctx, ref);
+}
+
 static struct cfg_ref *cfg_get(struct daemon *d)
 {
 	pthread_mutex_lock(&d->mu);
@@ -1212,7 +1229,9 @@ int daemon_run(struct daemon *d, struct sc_err *err)
 			.token_env = cr->cfg->http_token_env,
 			.store_url = d->store_url, .clock = d->clock,
 			.loop_mono_ms = &d->loop_mono_ms,
-			.loop_stale_ms = LOOP_STALE_MS};
+			.loop_stale_ms = LOOP_STALE_MS,
+			.cfg_hold = web_cfg_hold,
+			.cfg_release = web_cfg_release, .cfg_ctx = d};
 		rc = web_start(&wo, &d->web, err);
 		if (rc) {
 			char q[SC_ERR_MSG_MAX + 8];

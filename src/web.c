@@ -5,7 +5,7 @@
  *
  * Invariants:
  *   - every response this file builds carries the security headers
- *     (respond(), and metrics_page for the one text body) and, but for
+ *     (web_respond(), and metrics_page for the one text body) and, but for
  *     /metrics, a JSON body made by jansson;
  *   - a scrape reads the process's counters and the store's job counts:
  *     its cost follows the schedules, never the ledger's rows;
@@ -35,23 +35,7 @@
 #include "metrics.h"
 #include "store.h"
 #include "web.h"
-
-struct web {
-	struct MHD_Daemon *mhd;
-	struct store *store;    /* the polling thread's only */
-	char *token;            /* NULL: no POST is accepted */
-	bool loopback;          /* off loopback, every request needs the token */
-	const _Atomic int64_t *loop_mono_ms;
-	int64_t loop_stale_ms;
-	int port;
-	int64_t start_ms;       /* wall clock when the server started */
-};
-
-/* What a connection carries between the calls of its request. */
-struct req {
-	size_t body_len;
-	bool too_big;
-};
+#include "web_int.h"
 
 bool web_token_equal(const char *a, const char *b)
 {
@@ -66,12 +50,8 @@ bool web_token_equal(const char *a, const char *b)
 	return diff == 0 && la == lb;
 }
 
-/* Sends status with body (len bytes, malloc'ed, stolen: freed here
- * whatever happens) of type ctype, and the headers every response of
- * the server carries. */
-static enum MHD_Result respond_bytes(struct MHD_Connection *c,
-				     unsigned status, char *body, size_t len,
-				     const char *ctype)
+enum MHD_Result web_respond_bytes(struct MHD_Connection *c, unsigned status,
+				  char *body, size_t len, const char *ctype)
 {
 	struct MHD_Response *r = MHD_create_response_from_buffer(
 		len, body, MHD_RESPMEM_MUST_FREE);
@@ -89,9 +69,8 @@ static enum MHD_Result respond_bytes(struct MHD_Connection *c,
 	return rc;
 }
 
-/* Sends status with the JSON body (stolen) and the security headers. */
-static enum MHD_Result respond(struct MHD_Connection *c, unsigned status,
-			       json_t *body)
+enum MHD_Result web_respond(struct MHD_Connection *c, unsigned status,
+			    json_t *body)
 {
 	char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
 	json_decref(body);
@@ -99,14 +78,14 @@ static enum MHD_Result respond(struct MHD_Connection *c, unsigned status,
 		text = strdup("{\"error\":\"out of memory\"}");
 	if (!text)
 		return MHD_NO;
-	return respond_bytes(c, status, text, strlen(text),
+	return web_respond_bytes(c, status, text, strlen(text),
 			     "application/json; charset=utf-8");
 }
 
-static enum MHD_Result respond_error(struct MHD_Connection *c,
-				     unsigned status, const char *msg)
+enum MHD_Result web_respond_error(struct MHD_Connection *c, unsigned status,
+				  const char *msg)
 {
-	return respond(c, status, json_pack("{s:s}", "error", msg));
+	return web_respond(c, status, json_pack("{s:s}", "error", msg));
 }
 
 /* Sums the sizes of the query string's arguments. */
@@ -152,18 +131,18 @@ static enum MHD_Result healthz(struct web *w, struct MHD_Connection *c)
 		char msg[128];
 		snprintf(msg, sizeof(msg), "the scheduler loop has not run "
 			 "for %lld ms", (long long)age);
-		return respond(c, 503, json_pack("{s:s,s:s,s:I}", "status",
+		return web_respond(c, 503, json_pack("{s:s,s:s,s:I}", "status",
 						 "unhealthy", "reason", msg,
 						 "loop_age_ms", (json_int_t)age));
 	}
 	struct sc_err e = {0};
 	int64_t due = 0;
 	if (store_job_next_due(w->store, &due, &e) != 0)
-		return respond(c, 503, json_pack("{s:s,s:s,s:s}", "status",
+		return web_respond(c, 503, json_pack("{s:s,s:s,s:s}", "status",
 						 "unhealthy", "reason",
 						 "the store does not answer",
 						 "code", sc_strerror(e.code)));
-	return respond(c, 200, json_pack("{s:s,s:I,s:s}", "status", "ok",
+	return web_respond(c, 200, json_pack("{s:s,s:I,s:s}", "status", "ok",
 					 "loop_age_ms", (json_int_t)age,
 					 "backend",
 					 store_backend_name(w->store)));
@@ -227,10 +206,10 @@ static enum MHD_Result metrics_page(struct web *w, struct MHD_Connection *c)
 	struct sc_err e = {0};
 
 	if (store_job_counts(w->store, NULL, &k, &e) != 0)
-		return respond_error(c, 503, "the store does not answer");
+		return web_respond_error(c, 503, "the store does not answer");
 	if (metrics_render(&buf, &len) != 0) {
 		free(buf);
-		return respond_error(c, 500, "out of memory");
+		return web_respond_error(c, 500, "out of memory");
 	}
 	char tmp[1024];
 	int n = snprintf(tmp, sizeof(tmp),
@@ -251,13 +230,13 @@ static enum MHD_Result metrics_page(struct web *w, struct MHD_Connection *c)
 		? realloc(buf, len + (size_t)n + 1) : NULL;
 	if (!nb) {
 		free(buf);
-		return respond_error(c, 500, "out of memory");
+		return web_respond_error(c, 500, "out of memory");
 	}
 	memcpy(nb + len, tmp, (size_t)n + 1);
 	buf = nb;
 	len += (size_t)n;
 	process_series(&buf, &len, w->start_ms);
-	return respond_bytes(c, 200, buf, len,
+	return web_respond_bytes(c, 200, buf, len,
 			     "text/plain; version=0.0.4; charset=utf-8");
 }
 
@@ -277,37 +256,61 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
 		return MHD_YES;
 	}
 	if (*upload_size) {
-		q->body_len += *upload_size;
-		if (q->body_len > WEB_BODY_MAX)
+		/* Kept up to the limit; past it only counted, and the
+		 * request is refused once it is all in. */
+		if (!q->too_big && q->body_len + *upload_size <= WEB_BODY_MAX) {
+			char *nb = realloc(q->body, q->body_len +
+					   *upload_size + 1);
+			if (!nb)
+				return MHD_NO;
+			memcpy(nb + q->body_len, upload, *upload_size);
+			q->body = nb;
+			q->body_len += *upload_size;
+			q->body[q->body_len] = '\0';
+		} else {
 			q->too_big = true;
+		}
 		*upload_size = 0;
 		return MHD_YES;
 	}
 	if (!origin_ok(c))
-		return respond_error(c, 403, "cross-origin request refused");
+		return web_respond_error(c, 403, "cross-origin request refused");
 	size_t qlen = 0;
 	MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, add_arg, &qlen);
 	if (qlen > WEB_QUERY_MAX)
-		return respond_error(c, 414, "query string too long");
+		return web_respond_error(c, 414, "query string too long");
 	bool is_post = strcmp(method, "POST") == 0;
 	if ((is_post || !w->loopback) && !token_ok(w, c))
-		return respond_error(c, 401, "a bearer token is needed");
+		return web_respond_error(c, 401, "a bearer token is needed");
 	if (q->too_big)
-		return respond_error(c, 413, "request body too large");
+		return web_respond_error(c, 413, "request body too large");
 	if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0 &&
 	    !is_post)
-		return respond_error(c, 405, "method not allowed");
+		return web_respond_error(c, 405, "method not allowed");
 	if (!is_post && strcmp(url, "/healthz") == 0)
 		return healthz(w, c);
 	if (!is_post && strcmp(url, "/metrics") == 0)
 		return metrics_page(w, c);
-	return respond_error(c, 404, "no such path");
+	if (strncmp(url, "/api/", 5) == 0)
+		return web_api_handle(w, c, url, method,
+				      q->body ? q->body : "", q->body_len);
+	if (!is_post) {
+		bool handled = false;
+		enum MHD_Result rc = web_page_handle(w, c, url, &handled);
+		if (handled)
+			return rc;
+	}
+	return web_respond_error(c, 404, "no such path");
 }
 
 static void request_done(void *cls, struct MHD_Connection *c,
 			 void **con_cls, enum MHD_RequestTerminationCode tc)
 {
-	free(*con_cls);
+	struct req *q = *con_cls;
+
+	if (q)
+		free(q->body);
+	free(q);
 	*con_cls = NULL;
 }
 
@@ -339,6 +342,10 @@ int web_start(const struct web_opts *o, struct web **out,
 	clock_gettime(CLOCK_REALTIME, &now);
 	w->start_ms = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
 	w->loop_mono_ms = o->loop_mono_ms;
+	w->clock = o->clock;
+	w->cfg_hold = o->cfg_hold;
+	w->cfg_release = o->cfg_release;
+	w->cfg_ctx = o->cfg_ctx;
 	w->loop_stale_ms = o->loop_stale_ms;
 	if (o->token_env) {
 		const char *v = getenv(o->token_env);
@@ -388,6 +395,18 @@ int web_start(const struct web_opts *o, struct web **out,
 	w->port = di ? di->port : port;
 	*out = w;
 	return 0;
+}
+
+const struct config *web_cfg_hold(struct web *w, void **ref)
+{
+	*ref = NULL;
+	return w->cfg_hold ? w->cfg_hold(w->cfg_ctx, ref) : NULL;
+}
+
+void web_cfg_release(struct web *w, void *ref)
+{
+	if (w->cfg_release && ref)
+		w->cfg_release(w->cfg_ctx, ref);
 }
 
 int web_port(const struct web *w)

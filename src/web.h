@@ -26,6 +26,8 @@
 
 #include "surecron.h"
 
+struct config;
+
 struct web;
 
 /* Limits of a request. */
@@ -43,6 +45,13 @@ struct web_opts {
 	 * daemon's loop; borrowed: it outlives the server. */
 	const _Atomic int64_t *loop_mono_ms;
 	int64_t loop_stale_ms;  /* /healthz is 503 past this (real ms) */
+	/* The daemon's current config for the API and the page: cfg_hold
+	 * returns it with a reference in *ref, cfg_release gives that back.
+	 * Called on the server's thread; both NULL: no config (the API
+	 * answers 503). */
+	const struct config *(*cfg_hold)(void *ctx, void **ref);
+	void (*cfg_release)(void *ctx, void *ref);
+	void *cfg_ctx;
 };
 
 /*
