@@ -7,8 +7,10 @@
  *   - every response this file builds carries the security headers
  *     (web_respond(), and metrics_page for the one text body) and, but for
  *     /metrics, a JSON body made by jansson;
- *   - a scrape reads the process's counters and the store's job counts:
- *     its cost follows the schedules, never the ledger's rows;
+ *   - a scrape reads the process's counters, the store's job counts and
+ *     one summary per schedule (a schedule's last success is walked to
+ *     once per change of it, then cached), and the config: its cost
+ *     follows the schedules, never the ledger's rows;
  *   - the store handle is used by the server's polling thread only (the
  *     handlers run there, one at a time);
  *   - no response carries the token or any other secret: the bodies say
