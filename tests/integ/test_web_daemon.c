@@ -8,10 +8,10 @@
  * ledger has it, next slot as the cron engine computes it) and their
  * format (promtool); /healthz's 503 with its reason when the loop is
  * stale and when the store fails (failpoints: skipped in a release-like
- * build); and the start refused off loopback without a token, or with
- * its variable unset. The daemon suites run on SQLite and on the
- * PostgreSQL of tests/pg_fixture.h. Requests go through a plain socket:
- * the bytes on the wire are checked.
+ * build); the missed slots counted after downtime; and the start
+ * refused off loopback without a token, or with its variable unset. The
+ * daemon suites run on SQLite and on the PostgreSQL of tests/pg_fixture.h.
+ * Requests go through a plain socket: the bytes on the wire are checked.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -348,6 +348,67 @@ static void healthz_says_why_it_is_unhealthy(void **state)
 	tu_rmrf(dir);
 }
 
+/* The value of the series line (name and labels, up to the space) in
+ * the /metrics body m; -1 when absent. */
+static long long series_value(const char *m, const char *series)
+{
+	char needle[256];
+	snprintf(needle, sizeof(needle), "\n%s ", series);
+	const char *at = strstr(m, needle);
+	return at ? strtoll(at + strlen(needle), NULL, 10) : -1;
+}
+
+/* surecron_slots_missed_total counts the slots the scheduler recorded as
+ * missed: a start after 30 minutes of downtime, catchup none. */
+static void counts_missed_slots(void **state)
+{
+	char dir[256], cfg[320], url[700], tmp[400], resp[32768];
+	(void)state;
+
+	snprintf(dir, sizeof(dir), "%s", tu_tmpdir());
+	snprintf(cfg, sizeof(cfg), "%s/c.yaml", dir);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", cfg);
+	int port = free_port();
+	FILE *f = fopen(tmp, "w");
+	assert_non_null(f);
+	fprintf(f, "store: \"%s\"\nhttp: {listen: \"127.0.0.1:%d\"}\n"
+		"targets:\n  out: {kind: file, path: ./out.jsonl}\n"
+		"schedules:\n  minutely: {cron: \"* * * * *\", tz: UTC, "
+		"catchup: none, targets: [out], tasks: [{name: a, command: "
+		"[/bin/true]}]}\n", store_url(dir, url, sizeof(url)), port);
+	fclose(f);
+	assert_int_equal(rename(tmp, cfg), 0);
+	/* The scheduler last ran 30 minutes ago. */
+	struct store *st = tu_store_open(url);
+	int64_t last = (tu_now_ms() / 60000 - 30) * 60000;
+	assert_int_equal(store_sched_last_set(st, "minutely", last, NULL), 0);
+	store_close(st);
+	pid_t pid = tu_track(tu_start_daemon(dir, cfg, NULL, 0));
+	assert_true(tu_wait_log(dir, "event=http_started", 1, PATIENCE_MS));
+	assert_true(tu_wait_log(dir, "event=missed", 1, PATIENCE_MS));
+	/* Until the pass is over: the counter equals the ledger's rows
+	 * (each one slot: fewer than the summary's threshold). */
+	int64_t end = tu_now_ms() + PATIENCE_MS;
+	long long got = -1;
+	size_t rows = 0;
+	for (;;) {
+		rows = tu_ledger_count(url, "minutely", LEDGER_MISSED);
+		assert_int_equal(http_req(port, "GET", "/metrics", NULL, resp,
+					  sizeof(resp)), 200);
+		got = series_value(body_of(resp), "surecron_slots_missed_total"
+				   "{schedule=\"minutely\"}");
+		if ((got > 0 && (size_t)got == rows &&
+		     tu_ledger_count(url, "minutely", LEDGER_MISSED) == rows) ||
+		    tu_now_ms() > end)
+			break;
+		tu_sleep_ms(20);
+	}
+	assert_true(rows >= 28);
+	assert_int_equal(got, (long long)rows);
+	assert_true(tu_stop_daemon(pid, PATIENCE_MS));
+	tu_rmrf(dir);
+}
+
 static void refuses_to_start_without_a_token(void **state)
 {
 	char dir[256], cfg[320], out[4096], err[4096];
@@ -414,12 +475,14 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		SQ(serves_healthz_and_keeps_its_rules),
 		SQ(healthz_says_why_it_is_unhealthy),
+		SQ(counts_missed_slots),
 		SQ(refuses_to_start_without_a_token),
 	};
 	/* The daemon's store on PostgreSQL: the same requests. */
 	const struct CMUnitTest pg_tests[] = {
 		PG(serves_healthz_and_keeps_its_rules),
 		PG(healthz_says_why_it_is_unhealthy),
+		PG(counts_missed_slots),
 	};
 	int rc = cmocka_run_group_tests_name("web_daemon_sqlite", tests, NULL,
 					     NULL);
