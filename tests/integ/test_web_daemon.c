@@ -8,7 +8,8 @@
  * ledger has it, next slot as the cron engine computes it) and their
  * format (promtool); /healthz's 503 with its reason when the loop is
  * stale and when the store fails (failpoints: skipped in a release-like
- * build); the missed slots counted after downtime; and the start
+ * build); the missed slots counted after downtime, a lost slot and its
+ * alert counted; and the start
  * refused off loopback without a token, or with its variable unset. The
  * daemon suites run on SQLite and on the PostgreSQL of tests/pg_fixture.h.
  * Requests go through a plain socket: the bytes on the wire are checked.
@@ -409,6 +410,95 @@ static void counts_missed_slots(void **state)
 	tu_rmrf(dir);
 }
 
+/* A lost slot: the run counted lost, the lost-slot counter, and the
+ * alert copy sent (to a file target) counted by its reason; the last
+ * success, older than that newest row, still the store's. */
+static void counts_a_lost_slot_and_its_alert(void **state)
+{
+	char dir[256], cfg[320], url[700], tmp[400], resp[32768];
+	char out[4096], err[4096];
+	(void)state;
+
+	snprintf(dir, sizeof(dir), "%s", tu_tmpdir());
+	snprintf(cfg, sizeof(cfg), "%s/c.yaml", dir);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", cfg);
+	int port = free_port();
+	FILE *f = fopen(tmp, "w");
+	assert_non_null(f);
+	fprintf(f, "store: \"%s\"\nhttp: {listen: \"127.0.0.1:%d\"}\n"
+		"targets:\n  out: {kind: file, path: ./out.jsonl}\n"
+		"  archive: {kind: file, path: ./alerts.jsonl}\n"
+		"alerts:\n  targets: [archive]\n"
+		"schedules:\n  doomed: {cron: \"0 0 1 1 *\", tz: UTC, "
+		"targets: [out], retry: {attempts: 1, backoff: fixed, delay: "
+		"1s}, tasks: [{name: a, shell: \"echo hi; [ -e ok ]\"}]}\n",
+		store_url(dir, url, sizeof(url)), port);
+	fclose(f);
+	assert_int_equal(rename(tmp, cfg), 0);
+	pid_t pid = tu_track(tu_start_daemon(dir, cfg, NULL, 0));
+	assert_true(tu_wait_log(dir, "event=http_started", 1, PATIENCE_MS));
+	/* 2025's slot succeeds (the file ok is there), then 2026's is lost:
+	 * the newest row is no success, the last success is 2025's. */
+	char ok[320];
+	snprintf(ok, sizeof(ok), "%s/ok", dir);
+	FILE *okf = fopen(ok, "w");
+	assert_non_null(okf);
+	fclose(okf);
+	const char *trig[] = {"trigger", "--config", cfg, "--slot",
+			      "2025-01-01T00:00:00Z", "doomed", NULL};
+	assert_int_equal(tu_run_bin(dir, dir, NULL, trig, out, sizeof(out),
+				    err, sizeof(err)), 0);
+	assert_true(tu_wait_log(dir, "event=finish schedule=doomed", 1,
+				PATIENCE_MS));
+	assert_int_equal(unlink(ok), 0);
+	trig[4] = "2026-01-01T00:00:00Z";
+	assert_int_equal(tu_run_bin(dir, dir, NULL, trig, out, sizeof(out),
+				    err, sizeof(err)), 0);
+	/* The alert goes out from another thread: until it is counted. */
+	int64_t end = tu_now_ms() + PATIENCE_MS;
+	const char *m = "";
+	while (tu_now_ms() < end) {
+		assert_int_equal(http_req(port, "GET", "/metrics", NULL, resp,
+					  sizeof(resp)), 200);
+		m = body_of(resp);
+		if (series_value(m, "surecron_alerts_total{reason=\"lost\"}") ==
+		    1)
+			break;
+		tu_sleep_ms(20);
+	}
+	assert_int_equal(series_value(m, "surecron_alerts_total{reason="
+				      "\"lost\"}"), 1);
+	assert_int_equal(series_value(m, "surecron_runs_total{schedule="
+				      "\"doomed\",outcome=\"lost\"}"), 1);
+	assert_int_equal(series_value(m, "surecron_slots_lost_total{schedule="
+				      "\"doomed\"}"), 1);
+	assert_int_equal(tu_ledger_count(url, "doomed", LEDGER_LOST), 1);
+	/* The last success: 2025's, found behind the newer lost slot, and
+	 * the same again from the cache. */
+	struct store *st = tu_store_open(url);
+	struct ledger_filter lf = {.schedule = "doomed", .since_ms = INT64_MIN,
+				   .until_ms = INT64_MAX,
+				   .outcome = LEDGER_SUCCESS};
+	struct ledger_row *rows = NULL;
+	size_t n_rows = 0;
+	assert_int_equal(store_ledger_query(st, &lf, &rows, &n_rows, NULL), 0);
+	assert_int_equal(n_rows, 1);
+	char want[256];
+	snprintf(want, sizeof(want), "surecron_last_success_timestamp_seconds"
+		 "{schedule=\"doomed\"} %.3f\n",
+		 (double)rows[0].finished_ms / 1000.0);
+	store_ledger_rows_free(rows, n_rows);
+	store_close(st);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(http_req(port, "GET", "/metrics", NULL, resp,
+					  sizeof(resp)), 200);
+		if (!strstr(body_of(resp), want))
+			fail_msg("no %s in:\n%s", want, body_of(resp));
+	}
+	assert_true(tu_stop_daemon(pid, PATIENCE_MS));
+	tu_rmrf(dir);
+}
+
 static void refuses_to_start_without_a_token(void **state)
 {
 	char dir[256], cfg[320], out[4096], err[4096];
@@ -476,6 +566,7 @@ int main(void)
 		SQ(serves_healthz_and_keeps_its_rules),
 		SQ(healthz_says_why_it_is_unhealthy),
 		SQ(counts_missed_slots),
+		SQ(counts_a_lost_slot_and_its_alert),
 		SQ(refuses_to_start_without_a_token),
 	};
 	/* The daemon's store on PostgreSQL: the same requests. */
@@ -483,6 +574,7 @@ int main(void)
 		PG(serves_healthz_and_keeps_its_rules),
 		PG(healthz_says_why_it_is_unhealthy),
 		PG(counts_missed_slots),
+		PG(counts_a_lost_slot_and_its_alert),
 	};
 	int rc = cmocka_run_group_tests_name("web_daemon_sqlite", tests, NULL,
 					     NULL);
