@@ -34,7 +34,8 @@ void metrics_missed(const char *schedule, uint64_t n);
 /* A result send to target ended in state ("sent", "failed", "unknown"). */
 void metrics_delivery(const char *target, const char *state);
 
-/* An alert copy of reason ("lost", "missed", "recovered", ...) was sent. */
+/* An alert copy of reason ("lost", "missed", "recovered", "late",
+ * "overrun", "stale") was sent to one target. */
 void metrics_alert(const char *reason);
 
 /* Makes schedule's lost and missed counters exist (at 0 when new), so
