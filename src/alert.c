@@ -65,6 +65,7 @@
 #include "failpoint.h"
 #include "log.h"
 #include "message.h"
+#include "metrics.h"
 #include "target.h"
 
 #define MAX_TARGETS 64
@@ -836,6 +837,7 @@ static int send_one(const struct alert_ctx *a, struct store_alert_send *x,
 		rc = finish_send(a, x, SEND_SENT, 0, key, msg, err);
 		if (rc == 0) {
 			rep->n_sent++;
+			metrics_alert(x->reason);
 			LOG(SC_LOG_INFO, "alert", "event=alert_sent alert=%lld "
 			       "schedule=%s slot=%s reason=%s target=%s "
 			       "round=%d tries=%d", (long long)x->alert_id,

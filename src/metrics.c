@@ -1,11 +1,18 @@
 /*
  * metrics.c - the in-process counters of metrics.h.
  *
+ * Every series is one struct series in `ser` (creation order), found by
+ * (family, label values) through `tab`, an open-addressing hash table
+ * of indexes into `ser` (linear probing, a power of two at most half
+ * full, 0 meaning empty, so a lookup ends within a few probes). One
+ * find-or-append (series_get) serves every family; a histogram series
+ * uses its buckets, a counter only n.
+ *
  * Invariants: every access holds `mu`; a series, once created, is never
- * removed (counters only go up) until metrics_reset; series are kept in
- * creation order, so a scrape's output is stable. The per-schedule series
- * are a list searched linearly: fine for the schedules that run in one
- * process's life, a hash is the next step for 100,000 busy ones.
+ * removed (counters only go up) until metrics_reset; `ser` keeps creation
+ * order, so a scrape's output is stable; tab holds i + 1 for every i <
+ * n_ser and nothing else. A sample that cannot get its series (out of
+ * memory) is dropped, never half counted.
  */
 #include <pthread.h>
 #include <stdarg.h>
@@ -23,71 +30,113 @@ static const double dur_le[] = {0.1, 1, 10, 60, 300, 1800, 3600, 21600};
 #define N_LATE (sizeof(late_le) / sizeof(late_le[0]))
 #define N_DUR (sizeof(dur_le) / sizeof(dur_le[0]))
 
-struct run_series {
-	char *schedule, *outcome;
-	uint64_t n;
+/* The families, in the order a scrape shows them. */
+enum family {
+	F_RUNS,       /* {schedule, outcome} */
+	F_LOST,       /* {schedule} */
+	F_MISSED,     /* {schedule} */
+	F_DUR,        /* {schedule}, histogram */
+	F_DELIVERIES, /* {target, state} */
+	F_ALERTS,     /* {reason} */
 };
 
-struct dur_series {
-	char *schedule;
-	uint64_t bucket[N_DUR], n;
+struct series {
+	enum family fam;
+	char *a, *b;           /* label values; b NULL for one label */
+	uint64_t n;            /* the counter, or the histogram's count */
+	uint64_t bucket[N_DUR];
 	double sum;
 };
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static struct run_series *runs;
-static size_t n_runs, cap_runs;
-static struct dur_series *durs;
-static size_t n_durs, cap_durs;
+static struct series *ser;
+static size_t n_ser, cap_ser;
+static size_t *tab, cap_tab;  /* cap_tab: 0 or a power of two */
 static uint64_t late_bucket[N_LATE], late_n;
 static double late_sum;
 
-static struct run_series *run_get(const char *schedule, const char *outcome)
+/* FNV-1a over the family and both values (b NULL hashes as ""). */
+static size_t hash(enum family fam, const char *a, const char *b)
 {
-	for (size_t i = 0; i < n_runs; i++)
-		if (strcmp(runs[i].schedule, schedule) == 0 &&
-		    strcmp(runs[i].outcome, outcome) == 0)
-			return &runs[i];
-	if (n_runs == cap_runs) {
-		size_t nc = cap_runs ? 2 * cap_runs : 16;
-		struct run_series *v = realloc(runs, nc * sizeof(*v));
-		if (!v)
-			return NULL;
-		runs = v;
-		cap_runs = nc;
-	}
-	struct run_series *r = &runs[n_runs];
-	r->schedule = strdup(schedule);
-	r->outcome = strdup(outcome);
-	r->n = 0;
-	if (!r->schedule || !r->outcome) {
-		free(r->schedule);
-		free(r->outcome);
-		return NULL;
-	}
-	n_runs++;
-	return r;
+	uint64_t h = 14695981039346656037ULL;
+
+	h = (h ^ (unsigned)fam) * 1099511628211ULL;
+	for (const char *p = a; *p; p++)
+		h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+	h = (h ^ 0xff) * 1099511628211ULL; /* a's end: ("ab","c") != ("a","bc") */
+	for (const char *p = b ? b : ""; *p; p++)
+		h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+	return (size_t)h;
 }
 
-static struct dur_series *dur_get(const char *schedule)
+static bool same(const struct series *s, enum family fam, const char *a,
+		 const char *b)
 {
-	for (size_t i = 0; i < n_durs; i++)
-		if (strcmp(durs[i].schedule, schedule) == 0)
-			return &durs[i];
-	if (n_durs == cap_durs) {
-		size_t nc = cap_durs ? 2 * cap_durs : 16;
-		struct dur_series *v = realloc(durs, nc * sizeof(*v));
+	return s->fam == fam && strcmp(s->a, a) == 0 &&
+	       (s->b && b ? strcmp(s->b, b) == 0 : s->b == b);
+}
+
+/* Doubles the table (or makes the first) and puts every series back. */
+static bool tab_grow(void)
+{
+	size_t nc = cap_tab ? 2 * cap_tab : 64;
+	size_t *nt = calloc(nc, sizeof(*nt));
+
+	if (!nt)
+		return false;
+	for (size_t i = 0; i < n_ser; i++) {
+		size_t h = hash(ser[i].fam, ser[i].a, ser[i].b) & (nc - 1);
+		while (nt[h])
+			h = (h + 1) & (nc - 1);
+		nt[h] = i + 1;
+	}
+	free(tab);
+	tab = nt;
+	cap_tab = nc;
+	return true;
+}
+
+/* The series of (fam, a, b), created at zero when new; NULL when out of
+ * memory. b is NULL for the families with one label. */
+static struct series *series_get(enum family fam, const char *a,
+				 const char *b)
+{
+	/* At most half full: a miss ends at an empty slot soon. */
+	if (2 * (n_ser + 1) > cap_tab && !tab_grow())
+		return NULL;
+	size_t h = hash(fam, a, b) & (cap_tab - 1);
+	for (; tab[h]; h = (h + 1) & (cap_tab - 1))
+		if (same(&ser[tab[h] - 1], fam, a, b))
+			return &ser[tab[h] - 1];
+	if (n_ser == cap_ser) {
+		size_t nc = cap_ser ? 2 * cap_ser : 16;
+		struct series *v = realloc(ser, nc * sizeof(*v));
 		if (!v)
 			return NULL;
-		durs = v;
-		cap_durs = nc;
+		ser = v;
+		cap_ser = nc;
 	}
-	struct dur_series *d = &durs[n_durs];
-	memset(d, 0, sizeof(*d));
-	if (!(d->schedule = strdup(schedule)))
+	struct series *s = &ser[n_ser];
+	memset(s, 0, sizeof(*s));
+	s->fam = fam;
+	s->a = strdup(a);
+	s->b = b ? strdup(b) : NULL;
+	if (!s->a || (b && !s->b)) {
+		free(s->a);
+		free(s->b);
 		return NULL;
-	n_durs++;
-	return d;
+	}
+	tab[h] = ++n_ser;
+	return s;
+}
+
+static void bump(enum family fam, const char *a, const char *b, uint64_t by)
+{
+	pthread_mutex_lock(&mu);
+	struct series *s = series_get(fam, a, b);
+	if (s)
+		s->n += by;
+	pthread_mutex_unlock(&mu);
 }
 
 void metrics_run(const char *schedule, const char *outcome, int64_t late_us,
@@ -97,14 +146,17 @@ void metrics_run(const char *schedule, const char *outcome, int64_t late_us,
 	double dur = duration_ms > 0 ? (double)duration_ms / 1e3 : 0;
 
 	pthread_mutex_lock(&mu);
-	struct run_series *r = run_get(schedule, outcome);
+	struct series *r = series_get(F_RUNS, schedule, outcome);
 	if (r)
+		r->n++;
+	if (strcmp(outcome, "lost") == 0 &&
+	    (r = series_get(F_LOST, schedule, NULL)) != NULL)
 		r->n++;
 	for (size_t i = 0; i < N_LATE; i++)
 		late_bucket[i] += late <= late_le[i];
 	late_n++;
 	late_sum += late;
-	struct dur_series *d = dur_get(schedule);
+	struct series *d = series_get(F_DUR, schedule, NULL);
 	if (d) {
 		for (size_t i = 0; i < N_DUR; i++)
 			d->bucket[i] += dur <= dur_le[i];
@@ -112,6 +164,28 @@ void metrics_run(const char *schedule, const char *outcome, int64_t late_us,
 		d->sum += dur;
 	}
 	pthread_mutex_unlock(&mu);
+}
+
+void metrics_missed(const char *schedule, uint64_t n)
+{
+	if (n)
+		bump(F_MISSED, schedule, NULL, n);
+}
+
+void metrics_delivery(const char *target, const char *state)
+{
+	bump(F_DELIVERIES, target, state, 1);
+}
+
+void metrics_alert(const char *reason)
+{
+	bump(F_ALERTS, reason, NULL, 1);
+}
+
+void metrics_declare(const char *schedule)
+{
+	bump(F_LOST, schedule, NULL, 0);
+	bump(F_MISSED, schedule, NULL, 0);
 }
 
 char *metrics_escape(const char *value, char *out, size_t n)
@@ -172,10 +246,33 @@ static void put(struct out *o, const char *fmt, ...)
 	}
 }
 
+/* A counter family: its HELP and TYPE, then one line per series, the
+ * label names given (lb NULL for one label). O(series). */
+static void counters(struct out *o, enum family fam, const char *name,
+		     const char *help, const char *la, const char *lb)
+{
+	char a[512], b[128];
+
+	put(o, "# HELP %s %s\n# TYPE %s counter\n", name, help, name);
+	for (size_t i = 0; i < n_ser; i++) {
+		const struct series *s = &ser[i];
+		if (s->fam != fam)
+			continue;
+		metrics_escape(s->a, a, sizeof(a));
+		if (lb)
+			put(o, "%s{%s=\"%s\",%s=\"%s\"} %llu\n", name, la, a,
+			    lb, metrics_escape(s->b, b, sizeof(b)),
+			    (unsigned long long)s->n);
+		else
+			put(o, "%s{%s=\"%s\"} %llu\n", name, la, a,
+			    (unsigned long long)s->n);
+	}
+}
+
 int metrics_render(char **buf, size_t *len)
 {
 	struct out o = {.buf = buf, .len = len};
-	char a[512], b[64];
+	char a[512];
 
 	/* Room after *len is unknown: grow from what is used. */
 	char *nb = realloc(*buf, (*buf ? *len : 0) + 4096);
@@ -186,23 +283,13 @@ int metrics_render(char **buf, size_t *len)
 	*buf = nb;
 	o.cap = *len + 4096;
 	pthread_mutex_lock(&mu);
-	put(&o, "# HELP surecron_runs_total Attempts run by this process, by "
-	    "outcome.\n# TYPE surecron_runs_total counter\n");
-	for (size_t i = 0; i < n_runs; i++) {
-		metrics_escape(runs[i].schedule, a, sizeof(a));
-		metrics_escape(runs[i].outcome, b, sizeof(b));
-		put(&o, "surecron_runs_total{schedule=\"%s\",outcome=\"%s\"} "
-		    "%llu\n", a, b, (unsigned long long)runs[i].n);
-	}
-	put(&o, "# HELP surecron_slots_lost_total Slots this process saw "
-	    "lost (no attempt left).\n# TYPE surecron_slots_lost_total "
-	    "counter\n");
-	for (size_t i = 0; i < n_runs; i++)
-		if (strcmp(runs[i].outcome, "lost") == 0)
-			put(&o, "surecron_slots_lost_total{schedule=\"%s\"} "
-			    "%llu\n", metrics_escape(runs[i].schedule, a,
-						     sizeof(a)),
-			    (unsigned long long)runs[i].n);
+	counters(&o, F_RUNS, "surecron_runs_total", "Attempts run by this "
+		 "process, by outcome.", "schedule", "outcome");
+	counters(&o, F_LOST, "surecron_slots_lost_total", "Slots this process "
+		 "saw lost (no attempt left).", "schedule", NULL);
+	counters(&o, F_MISSED, "surecron_slots_missed_total", "Slots this "
+		 "process recorded as missed (not run after downtime).",
+		 "schedule", NULL);
 	put(&o, "# HELP surecron_start_lateness_seconds How late attempts "
 	    "started after their due instant.\n# TYPE "
 	    "surecron_start_lateness_seconds histogram\n");
@@ -215,9 +302,11 @@ int metrics_render(char **buf, size_t *len)
 	    (unsigned long long)late_n, late_sum, (unsigned long long)late_n);
 	put(&o, "# HELP surecron_run_duration_seconds How long attempts "
 	    "ran.\n# TYPE surecron_run_duration_seconds histogram\n");
-	for (size_t i = 0; i < n_durs; i++) {
-		const struct dur_series *d = &durs[i];
-		metrics_escape(d->schedule, a, sizeof(a));
+	for (size_t i = 0; i < n_ser; i++) {
+		const struct series *d = &ser[i];
+		if (d->fam != F_DUR)
+			continue;
+		metrics_escape(d->a, a, sizeof(a));
 		for (size_t j = 0; j < N_DUR; j++)
 			put(&o, "surecron_run_duration_seconds_bucket{schedule="
 			    "\"%s\",le=\"%g\"} %llu\n", a, dur_le[j],
@@ -229,6 +318,11 @@ int metrics_render(char **buf, size_t *len)
 		    "%llu\n", a, (unsigned long long)d->n, a, d->sum, a,
 		    (unsigned long long)d->n);
 	}
+	counters(&o, F_DELIVERIES, "surecron_deliveries_total", "Result sends "
+		 "this process made, by target and the state they ended in.",
+		 "target", "state");
+	counters(&o, F_ALERTS, "surecron_alerts_total", "Alert copies this "
+		 "process sent, by reason.", "reason", NULL);
 	pthread_mutex_unlock(&mu);
 	return o.oom ? SC_ENOMEM : 0;
 }
@@ -236,17 +330,15 @@ int metrics_render(char **buf, size_t *len)
 void metrics_reset(void)
 {
 	pthread_mutex_lock(&mu);
-	for (size_t i = 0; i < n_runs; i++) {
-		free(runs[i].schedule);
-		free(runs[i].outcome);
+	for (size_t i = 0; i < n_ser; i++) {
+		free(ser[i].a);
+		free(ser[i].b);
 	}
-	for (size_t i = 0; i < n_durs; i++)
-		free(durs[i].schedule);
-	free(runs);
-	free(durs);
-	runs = NULL;
-	durs = NULL;
-	n_runs = cap_runs = n_durs = cap_durs = 0;
+	free(ser);
+	free(tab);
+	ser = NULL;
+	tab = NULL;
+	n_ser = cap_ser = cap_tab = 0;
 	memset(late_bucket, 0, sizeof(late_bucket));
 	late_n = 0;
 	late_sum = 0;

@@ -1,9 +1,17 @@
 /*
- * metrics.h - the process's own counters for /metrics (issue 16): runs by
- * schedule and outcome, lost slots, start lateness and run durations.
- * They start at zero with the process, as Prometheus expects of
- * counters; the gauges (jobs by state, ...) come from the store at scrape
- * time (web.c), not from here.
+ * metrics.h - the process's own counters for /metrics (issue 16):
+ *   surecron_runs_total{schedule,outcome}      attempts, by outcome
+ *   surecron_slots_lost_total{schedule}        runs that ended "lost"
+ *   surecron_slots_missed_total{schedule}      slots recorded as missed
+ *   surecron_start_lateness_seconds            histogram, every attempt
+ *   surecron_run_duration_seconds{schedule}    histogram
+ *   surecron_deliveries_total{target,state}    result sends by final state
+ *                                              (sent, failed, unknown)
+ *   surecron_alerts_total{reason}              alert copies sent
+ * They are per node: each process counts what it did, from zero at its
+ * start, as Prometheus expects of counters (sum them over nodes). The
+ * store-wide gauges (jobs by state, last success, next slot) are read at
+ * scrape time by web.c, not kept here.
  *
  * Thread-safety: every function may be called from any thread (one mutex).
  * One registry per process.
@@ -19,6 +27,20 @@
  * duration_ms how long it took. Out of memory drops the sample. */
 void metrics_run(const char *schedule, const char *outcome, int64_t late_us,
 		 int64_t duration_ms);
+
+/* n slots of schedule were recorded as missed by this process (0: no-op). */
+void metrics_missed(const char *schedule, uint64_t n);
+
+/* A result send to target ended in state ("sent", "failed", "unknown"). */
+void metrics_delivery(const char *target, const char *state);
+
+/* An alert copy of reason ("lost", "missed", "recovered", "late",
+ * "overrun", "stale") was sent to one target. */
+void metrics_alert(const char *reason);
+
+/* Makes schedule's lost and missed counters exist (at 0 when new), so
+ * that its first lost slot is an increase Prometheus can see. */
+void metrics_declare(const char *schedule);
 
 /*
  * Appends the registry in Prometheus text format 0.0.4 (HELP, TYPE, one

@@ -65,6 +65,7 @@
 #include "err.h"
 #include "failpoint.h"
 #include "log.h"
+#include "metrics.h"
 
 static struct sc_clock *slot_clock(const struct outbox_slot *ds)
 {
@@ -198,6 +199,7 @@ static int send_one(const struct outbox_slot *ds,
 					    t->name, SEND_SENT, err);
 		if (rc == 0) {
 			rep->n_sent++;
+			metrics_delivery(t->name, "sent");
 			LOG(SC_LOG_INFO, "delivery",
 			       "event=sent schedule=%s slot_ms=%lld "
 			       "target=%s state=sent",
@@ -226,6 +228,7 @@ static int send_one(const struct outbox_slot *ds,
 	       hold ? "held" : maybe ? "unknown" : "failed", serr.code,
 	       serr.http_status, log_quote(why, sizeof(why), serr.msg));
 	struct sc_err ferr = {0};
+	metrics_delivery(t->name, maybe ? "unknown" : "failed");
 	/* If this commit fails the row stays SENDING, which the next
 	 * attempt takes for UNKNOWN: at worst a declared duplicate. */
 	if (store_outbox_set_state(ds->store, ds->schedule, ds->slot_ms, t->name,

@@ -58,6 +58,7 @@
 #include "clock.h"
 #include "failpoint.h"
 #include "log.h"
+#include "metrics.h"
 #include "queue.h"
 #include "scheduler.h"
 
@@ -690,6 +691,7 @@ static int pass(struct store *s, const struct schedule_spec *spec,
 		if (rc)
 			goto done;
 		out->n_missed += n_missed;
+		metrics_missed(spec->name, n_missed);
 		/* After the rows, before the jobs and the state: a crash in
 		 * between replays the pass, which raises the same alert (its
 		 * key is the first missed slot), so it is raised once. */

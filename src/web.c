@@ -7,8 +7,10 @@
  *   - every response this file builds carries the security headers
  *     (web_respond(), and metrics_page for the one text body) and, but for
  *     /metrics, a JSON body made by jansson;
- *   - a scrape reads the process's counters and the store's job counts:
- *     its cost follows the schedules, never the ledger's rows;
+ *   - a scrape reads the process's counters, the store's job counts and
+ *     one summary per schedule (a schedule's last success is walked to
+ *     once per change of it, then cached), and the config: its cost
+ *     follows the schedules, never the ledger's rows;
  *   - the store handle is used by the server's polling thread only (the
  *     handlers run there, one at a time);
  *   - no response carries the token or any other secret: the bodies say
@@ -17,6 +19,8 @@
  *   - the checks run in this order, before any handler: Origin (403),
  *     query size (414), token (401), body size (413).
  */
+#include <pthread.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +36,7 @@
 
 #include "clock.h"
 #include "config.h"
+#include "failpoint.h"
 #include "metrics.h"
 #include "store.h"
 #include "web.h"
@@ -123,11 +128,19 @@ static bool token_ok(const struct web *w, struct MHD_Connection *c)
 	return web_token_equal(h + 7, w->token);
 }
 
-/* GET /healthz: the loop ran within its interval and the store answers. */
+/*
+ * GET /healthz: the loop ran within its interval and the store answers.
+ * Test seams (test builds, SURECRON_FAILPOINTS): web.loop_stale:err
+ * takes any age of the loop for stale, web.store_down:err fails the
+ * store's answer, so that both 503s are seen without waiting a minute
+ * or stopping a server other suites share.
+ */
 static enum MHD_Result healthz(struct web *w, struct MHD_Connection *c)
 {
 	int64_t age = clock_mono_ms() - atomic_load(w->loop_mono_ms);
-	if (age > w->loop_stale_ms) {
+	int64_t stale_ms = FAILPOINT_ERR("web.loop_stale") ? -1
+							  : w->loop_stale_ms;
+	if (age > stale_ms) {
 		char msg[128];
 		snprintf(msg, sizeof(msg), "the scheduler loop has not run "
 			 "for %lld ms", (long long)age);
@@ -137,7 +150,9 @@ static enum MHD_Result healthz(struct web *w, struct MHD_Connection *c)
 	}
 	struct sc_err e = {0};
 	int64_t due = 0;
-	if (store_job_next_due(w->store, &due, &e) != 0)
+	if (FAILPOINT_ERR("web.store_down")
+		    ? sc_err_set(&e, SC_EIO, "injected") != 0
+		    : store_job_next_due(w->store, &due, &e) != 0)
 		return web_respond(c, 503, json_pack("{s:s,s:s,s:s}", "status",
 						 "unhealthy", "reason",
 						 "the store does not answer",
@@ -196,23 +211,238 @@ static void process_series(char **buf, size_t *len, int64_t start_ms)
 	*len += (size_t)k;
 }
 
+/* Appends fmt to *buf (*len bytes used, kept NUL-terminated); false when
+ * out of memory (*buf then unchanged, still the caller's). */
+static bool appendf(char **buf, size_t *len, const char *fmt, ...)
+	SC_PRINTF(3, 4);
+
+static bool appendf(char **buf, size_t *len, const char *fmt, ...)
+{
+	va_list ap;
+	char tmp[1024];
+
+	va_start(ap, fmt);
+	int k = vsnprintf(tmp, sizeof(tmp), fmt, ap);
+	va_end(ap);
+	if (k < 0 || (size_t)k >= sizeof(tmp))
+		return false;
+	char *nb = realloc(*buf, *len + (size_t)k + 1);
+	if (!nb)
+		return false;
+	memcpy(nb + *len, tmp, (size_t)k + 1);
+	*buf = nb;
+	*len += (size_t)k;
+	return true;
+}
+
+/*
+ * The last success of each schedule, between scrapes. A schedule's
+ * summary (store_sched_summaries) carries its newest row: when that is a
+ * success, it is the answer. Otherwise the success of the newest slot
+ * that had one is older, and only a walk back along the schedule's rows
+ * finds it; that walk is made once per change of the schedule, not per
+ * scrape: an entry stays right while the schedule's newest row (its id)
+ * and its number of DONE jobs are those it was read with, since a
+ * success always finishes a job (DONE grows by one). So a scrape costs
+ * one summary per schedule, plus one walk per schedule that changed
+ * without a success as its newest row.
+ *
+ * One cache per process (one server per daemon), sorted by name as the
+ * summaries are; reset when another server scrapes (tests). Its lock is
+ * held for the whole read, which only the server's thread does.
+ */
+struct last_ok {
+	char *schedule;
+	int64_t row_id, done;
+	int64_t ok_ms;          /* finished_ms of that success; 0: none */
+};
+
+static struct {
+	pthread_mutex_t mu;
+	const struct web *owner;
+	int64_t owner_start_ms;
+	struct last_ok *v;
+	size_t n;
+} last_ok_cache = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static const struct last_ok *last_ok_find(const char *schedule)
+{
+	size_t lo = 0, hi = last_ok_cache.n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(last_ok_cache.v[mid].schedule, schedule);
+		if (c == 0)
+			return &last_ok_cache.v[mid];
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+static void last_ok_free(struct last_ok *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(v[i].schedule);
+	free(v);
+}
+
+/* The success of sum's newest slot that had one: its finish in *ok_ms
+ * (0: none). A cache hit reads nothing; a miss is one bounded walk. */
+static int last_ok_of(struct web *w, const struct store_sched_summary *sum,
+		      int64_t *ok_ms, struct sc_err *err)
+{
+	if (sum->has_last && strcmp(sum->last.outcome, LEDGER_SUCCESS) == 0) {
+		*ok_ms = sum->last.finished_ms;
+		return 0;
+	}
+	const struct last_ok *k = last_ok_find(sum->schedule);
+	if (k && k->row_id == (sum->has_last ? sum->last.id : 0) &&
+	    k->done == sum->counts.done) {
+		*ok_ms = k->ok_ms;
+		return 0;
+	}
+	struct ledger_filter f = {.schedule = sum->schedule,
+				  .since_ms = INT64_MIN, .until_ms = INT64_MAX,
+				  .outcome = LEDGER_SUCCESS, .limit = 1,
+				  .newest_first = true};
+	struct ledger_row *rows = NULL;
+	size_t n = 0;
+	int rc = store_ledger_query(w->store, &f, &rows, &n, err);
+	if (rc)
+		return rc;
+	*ok_ms = n ? rows[0].finished_ms : 0;
+	store_ledger_rows_free(rows, n);
+	return 0;
+}
+
+/* surecron_last_success_timestamp_seconds, from the store: one summary
+ * per schedule (cfg non-NULL: only its schedules). */
+static int last_success_series(struct web *w, const struct config *cfg,
+			       char **buf, size_t *len, struct sc_err *err)
+{
+	struct store_sched_summary *v = NULL;
+	size_t n = 0;
+	char a[512];
+	bool ok = appendf(buf, len, "# HELP surecron_last_success_timestamp_"
+			  "seconds When the newest slot that succeeded "
+			  "finished, Unix seconds (the store's: every node "
+			  "reports the same).\n# TYPE surecron_last_success_"
+			  "timestamp_seconds gauge\n");
+	int rc = store_sched_summaries(w->store, NULL, &v, &n, err);
+	if (rc)
+		return rc;
+	struct last_ok *nv = n ? calloc(n, sizeof(*nv)) : NULL;
+	size_t nn = 0;
+	if (n && !nv) {
+		store_sched_summaries_free(v, n);
+		return sc_err_set(err, SC_ENOMEM, "out of memory");
+	}
+	pthread_mutex_lock(&last_ok_cache.mu);
+	if (last_ok_cache.owner != w ||
+	    last_ok_cache.owner_start_ms != w->start_ms) {
+		last_ok_free(last_ok_cache.v, last_ok_cache.n);
+		last_ok_cache.v = NULL;
+		last_ok_cache.n = 0;
+		last_ok_cache.owner = w;
+		last_ok_cache.owner_start_ms = w->start_ms;
+	}
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		const struct store_sched_summary *x = &v[i];
+		int64_t ok_ms = 0;
+		if (cfg && !config_schedule(cfg, x->schedule))
+			continue;
+		if ((rc = last_ok_of(w, x, &ok_ms, err)) != 0)
+			break;
+		if (!(nv[nn].schedule = strdup(x->schedule))) {
+			rc = sc_err_set(err, SC_ENOMEM, "out of memory");
+			break;
+		}
+		nv[nn].row_id = x->has_last ? x->last.id : 0;
+		nv[nn].done = x->counts.done;
+		nv[nn++].ok_ms = ok_ms;
+		if (ok_ms > 0)
+			ok = ok && appendf(buf, len, "surecron_last_success_"
+					   "timestamp_seconds{schedule=\"%s\"} "
+					   "%.3f\n", metrics_escape(
+						   x->schedule, a, sizeof(a)),
+					   (double)ok_ms / 1000.0);
+	}
+	if (rc == 0) {
+		last_ok_free(last_ok_cache.v, last_ok_cache.n);
+		last_ok_cache.v = nv;
+		last_ok_cache.n = nn;
+	} else {
+		last_ok_free(nv, nn);
+	}
+	pthread_mutex_unlock(&last_ok_cache.mu);
+	store_sched_summaries_free(v, n);
+	if (rc == 0 && !ok)
+		rc = sc_err_set(err, SC_ENOMEM, "out of memory");
+	return rc;
+}
+
+/* surecron_next_slot_timestamp_seconds from the config (the same on
+ * every node that has it), and each schedule's lost and missed counters
+ * made to exist at 0. O(schedules), no store read. */
+static bool next_slot_series(struct web *w, const struct config *cfg,
+			     char **buf, size_t *len)
+{
+	char a[512];
+	int64_t now = sc_clock_now_ms(w->clock ? w->clock : sc_clock_real());
+	bool ok = appendf(buf, len, "# HELP surecron_next_slot_timestamp_"
+			  "seconds The schedule's next slot after now, Unix "
+			  "seconds (from the config).\n# TYPE surecron_next_"
+			  "slot_timestamp_seconds gauge\n");
+
+	for (size_t i = 0; cfg && i < cfg->n_schedules && ok; i++) {
+		const struct schedule_spec *s = &cfg->schedules[i];
+		int64_t next = 0;
+		if (!s->zone ||
+		    sc_cron_next(&s->expr, s->zone, now, &next, NULL) != 0)
+			continue; /* never fires again: no next slot */
+		ok = appendf(buf, len, "surecron_next_slot_timestamp_seconds"
+			     "{schedule=\"%s\"} %.3f\n",
+			     metrics_escape(s->name, a, sizeof(a)),
+			     (double)next / 1000.0);
+	}
+	return ok;
+}
+
 /* GET /metrics: the process's counters (metrics.c), then the store's
- * gauges (job counts: no ledger scan), build and process series. */
+ * gauges (job counts and one summary per schedule: no ledger scan), the
+ * config's next slots, build and process series. */
 static enum MHD_Result metrics_page(struct web *w, struct MHD_Connection *c)
 {
 	char *buf = NULL;
 	size_t len = 0;
 	struct store_counts k = {0};
 	struct sc_err e = {0};
+	void *ref = NULL;
 
 	if (store_job_counts(w->store, NULL, &k, &e) != 0)
 		return web_respond_error(c, 503, "the store does not answer");
-	if (metrics_render(&buf, &len) != 0) {
+	const struct config *cfg = web_cfg_hold(w, &ref);
+	for (size_t i = 0; cfg && i < cfg->n_schedules; i++)
+		metrics_declare(cfg->schedules[i].name);
+	if (metrics_render(&buf, &len) != 0 ||
+	    !next_slot_series(w, cfg, &buf, &len)) {
+		web_cfg_release(w, ref);
 		free(buf);
 		return web_respond_error(c, 500, "out of memory");
 	}
-	char tmp[1024];
-	int n = snprintf(tmp, sizeof(tmp),
+	int rc = last_success_series(w, cfg, &buf, &len, &e);
+	web_cfg_release(w, ref);
+	if (rc) {
+		free(buf);
+		return rc == SC_ENOMEM
+			? web_respond_error(c, 500, "out of memory")
+			: web_respond_error(c, 503, "the store does not "
+					    "answer");
+	}
+	if (!appendf(&buf, &len,
 		"# HELP surecron_jobs Jobs in the store by state (every node "
 		"reports the same).\n# TYPE surecron_jobs gauge\n"
 		"surecron_jobs{state=\"ready\"} %lld\n"
@@ -225,16 +455,10 @@ static enum MHD_Result metrics_page(struct web *w, struct MHD_Connection *c)
 		"surecron_build_info{version=\"%s\"} 1\n",
 		(long long)k.ready_due, (long long)k.delayed,
 		(long long)k.active, (long long)k.done, (long long)k.dead,
-		SC_VERSION);
-	char *nb = n > 0 && (size_t)n < sizeof(tmp)
-		? realloc(buf, len + (size_t)n + 1) : NULL;
-	if (!nb) {
+		SC_VERSION)) {
 		free(buf);
 		return web_respond_error(c, 500, "out of memory");
 	}
-	memcpy(nb + len, tmp, (size_t)n + 1);
-	buf = nb;
-	len += (size_t)n;
 	process_series(&buf, &len, w->start_ms);
 	return web_respond_bytes(c, 200, buf, len,
 			     "text/plain; version=0.0.4; charset=utf-8");

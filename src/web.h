@@ -4,8 +4,18 @@
  *
  * Served: GET /healthz (200 {"status":"ok"} when the scheduler loop ran
  * within its interval and the store answers, else 503 with the reason);
- * GET /metrics (Prometheus text 0.0.4: metrics.h's counters, the store's
- * job counts, build and process series); every other path is a 404 JSON error. Rules on every request: a
+ * GET /metrics (Prometheus text 0.0.4):
+ *   per node, the process's counters (metrics.h): surecron_runs_total,
+ *     surecron_slots_lost_total, surecron_slots_missed_total,
+ *     surecron_start_lateness_seconds, surecron_run_duration_seconds,
+ *     surecron_deliveries_total, surecron_alerts_total, and process_*
+ *     (resident memory, CPU seconds, start time);
+ *   store-wide gauges, the same on every node: surecron_jobs{state},
+ *     surecron_last_success_timestamp_seconds{schedule} (the store's
+ *     per-schedule summaries), surecron_next_slot_timestamp_seconds
+ *     {schedule} (the config's cron and zone), surecron_build_info;
+ *   a scrape costs what the schedules do, never a ledger scan;
+ * every other path is a 404 JSON error. Rules on every request: a
  * Content-Security-Policy and X-Content-Type-Options header; an Origin
  * that is not the server's own is 403; a POST needs `Authorization:
  * Bearer TOKEN` (compared in constant time; 401), and off loopback every

@@ -3,8 +3,15 @@
  * with http.listen on a free loopback port: /healthz, the 404 JSON error,
  * the security headers on every response, the token rule for POST, a
  * foreign Origin refused, the query limit, no secret (the token, a
- * webhook URL from the environment) in any response; and the start
- * refused off loopback without a token, or with its variable unset.
+ * webhook URL from the environment) in any response; /metrics' series
+ * (the counters of a run, the store's gauges: last success as the
+ * ledger has it, next slot as the cron engine computes it) and their
+ * format (promtool); /healthz's 503 with its reason when the loop is
+ * stale and when the store fails (failpoints: skipped in a release-like
+ * build); the missed slots counted after downtime, a lost slot and its
+ * alert counted; and the start
+ * refused off loopback without a token, or with its variable unset. The
+ * daemon suites run on SQLite and on the PostgreSQL of tests/pg_fixture.h.
  * Requests go through a plain socket: the bytes on the wire are checked.
  */
 #include <setjmp.h>
@@ -23,10 +30,13 @@
 
 #include "daemon_util.h"
 #include "testutil.h"
+#include "pg_fixture.h"
 
 #define PATIENCE_MS 30000
 #define TOKEN "tok-canary-7f3a"
 #define HOOK_SECRET "hook-canary-91bc"
+
+static bool g_pg; /* this test's backend */
 
 /* A port nobody listens on now (bound then released). */
 static int free_port(void)
@@ -101,19 +111,31 @@ static const char *body_of(const char *resp)
 	return b + 4;
 }
 
+/* The store of this test's backend for dir, into url (n bytes). */
+static const char *store_url(const char *dir, char *url, size_t n)
+{
+	if (g_pg) {
+		PGFX_NEED_SERVER();
+		snprintf(url, n, "%s", pgfx_url());
+	} else {
+		snprintf(url, n, "sqlite:%s/s.db", dir);
+	}
+	return url;
+}
+
 static void write_config(const char *dir, const char *cfg, const char *http)
 {
-	char tmp[600];
+	char tmp[600], url[700];
 	snprintf(tmp, sizeof(tmp), "%s.tmp", cfg);
 	FILE *f = fopen(tmp, "w");
 	assert_non_null(f);
-	fprintf(f, "store: \"sqlite:%s/s.db\"\n"
+	fprintf(f, "store: \"%s\"\n"
 		"http: %s\n"
 		"targets:\n  hook: {kind: webhook, url_env: SC_WEB_HOOK}\n"
 		"  out: {kind: file, path: ./out.jsonl}\n"
 		"schedules:\n  tick: {cron: \"0 0 1 1 *\", tz: UTC, targets: "
-		"[out], tasks: [{name: a, command: [/bin/true]}]}\n",
-		dir, http);
+		"[out], tasks: [{name: a, command: [/bin/echo, hi]}]}\n",
+		store_url(dir, url, sizeof(url)), http);
 	fclose(f);
 	assert_int_equal(rename(tmp, cfg), 0);
 }
@@ -140,7 +162,9 @@ static void serves_healthz_and_keeps_its_rules(void **state)
 				  sizeof(resp)), 200);
 	check_response(resp);
 	assert_non_null(strstr(body_of(resp), "\"status\":\"ok\""));
-	assert_non_null(strstr(body_of(resp), "\"backend\":\"sqlite\""));
+	assert_non_null(strstr(body_of(resp), g_pg
+			       ? "\"backend\":\"postgresql\""
+			       : "\"backend\":\"sqlite\""));
 
 	/* An unknown path: 404, a JSON error. */
 	assert_int_equal(http_req(port, "GET", "/nope", NULL, resp,
@@ -211,10 +235,45 @@ static void serves_healthz_and_keeps_its_rules(void **state)
 		"surecron_build_info{version=\"",
 		"\nprocess_resident_memory_bytes ",
 		"\nprocess_cpu_seconds_total ",
-		"\nprocess_start_time_seconds "};
+		"\nprocess_start_time_seconds ",
+		"surecron_slots_lost_total{schedule=\"tick\"} 0\n",
+		"surecron_slots_missed_total{schedule=\"tick\"} 0\n",
+		"surecron_deliveries_total{target=\"out\",state=\"sent\"} 1\n",
+		"# TYPE surecron_alerts_total counter\n",
+		"# TYPE surecron_last_success_timestamp_seconds gauge\n",
+		"# TYPE surecron_next_slot_timestamp_seconds gauge\n"};
 	for (size_t i = 0; i < sizeof(series) / sizeof(series[0]); i++)
 		if (!strstr(m, series[i]))
 			fail_msg("no %s in:\n%s", series[i], m);
+	/* The store's gauges: the last success is the ledger's success row
+	 * (its finish), the next slot the cron engine's after now. */
+	char url[700], want[256];
+	struct store *st = tu_store_open(store_url(dir, url, sizeof(url)));
+	struct ledger_filter lf = {.schedule = "tick", .since_ms = INT64_MIN,
+				   .until_ms = INT64_MAX,
+				   .outcome = LEDGER_SUCCESS};
+	struct ledger_row *rows = NULL;
+	size_t n_rows = 0;
+	assert_int_equal(store_ledger_query(st, &lf, &rows, &n_rows, NULL), 0);
+	assert_int_equal(n_rows, 1);
+	snprintf(want, sizeof(want), "surecron_last_success_timestamp_seconds"
+		 "{schedule=\"tick\"} %.3f\n",
+		 (double)rows[0].finished_ms / 1000.0);
+	store_ledger_rows_free(rows, n_rows);
+	store_close(st);
+	if (!strstr(m, want))
+		fail_msg("no %s in:\n%s", want, m);
+	struct sc_cron cron;
+	const struct sc_zone *utc = NULL;
+	int64_t next = 0;
+	assert_int_equal(sc_cron_parse("0 0 1 1 *", &cron, NULL), 0);
+	assert_int_equal(sc_zone_load("UTC", &utc, NULL), 0);
+	assert_int_equal(sc_cron_next(&cron, utc, tu_now_ms(), &next, NULL),
+			 0);
+	snprintf(want, sizeof(want), "surecron_next_slot_timestamp_seconds"
+		 "{schedule=\"tick\"} %.3f\n", (double)next / 1000.0);
+	if (!strstr(m, want))
+		fail_msg("no %s in:\n%s", want, m);
 	/* The format, as Prometheus reads it. */
 	if (system("command -v promtool >/dev/null 2>&1") == 0) {
 		char mp[400], cmd[900];
@@ -241,6 +300,202 @@ static void serves_healthz_and_keeps_its_rules(void **state)
 	/* Stopped: nobody listens. */
 	assert_int_equal(http_req(port, "GET", "/healthz", NULL, resp,
 				  sizeof(resp)), -1);
+	tu_rmrf(dir);
+}
+
+/* /healthz's 503s, each with its reason, then healthy again: the
+ * failpoints fire on one request each (the second that reaches them). */
+static void healthz_says_why_it_is_unhealthy(void **state)
+{
+	char dir[256], cfg[320], http[128], resp[16384];
+	(void)state;
+
+	TU_NEED_TEST_SEAMS();
+	snprintf(dir, sizeof(dir), "%s", tu_tmpdir());
+	snprintf(cfg, sizeof(cfg), "%s/c.yaml", dir);
+	int port = free_port();
+	snprintf(http, sizeof(http), "{listen: \"127.0.0.1:%d\"}", port);
+	write_config(dir, cfg, http);
+	const char *envs[] = {"SC_WEB_HOOK=https://hooks.example/" HOOK_SECRET,
+			      "SURECRON_FAILPOINTS=web.loop_stale:err@2,"
+			      "web.store_down:err@2", NULL};
+	pid_t pid = tu_track(tu_start_daemon(dir, cfg, envs, 0));
+	assert_true(tu_wait_log(dir, "event=http_started", 1, PATIENCE_MS));
+
+	assert_int_equal(http_req(port, "GET", "/healthz", NULL, resp,
+				  sizeof(resp)), 200);
+	assert_non_null(strstr(body_of(resp), "\"status\":\"ok\""));
+	/* The loop is stale. */
+	assert_int_equal(http_req(port, "GET", "/healthz", NULL, resp,
+				  sizeof(resp)), 503);
+	check_response(resp);
+	assert_non_null(strstr(body_of(resp), "\"status\":\"unhealthy\""));
+	assert_non_null(strstr(body_of(resp), "\"reason\":\"the scheduler "
+				     "loop has not run for "));
+	assert_non_null(strstr(body_of(resp), "\"loop_age_ms\":"));
+	/* The store fails. */
+	assert_int_equal(http_req(port, "GET", "/healthz", NULL, resp,
+				  sizeof(resp)), 503);
+	check_response(resp);
+	assert_non_null(strstr(body_of(resp), "\"status\":\"unhealthy\""));
+	assert_non_null(strstr(body_of(resp), "\"reason\":\"the store does "
+				     "not answer\""));
+	assert_non_null(strstr(body_of(resp), "\"code\":\""));
+	/* Both past: healthy again. */
+	assert_int_equal(http_req(port, "GET", "/healthz", NULL, resp,
+				  sizeof(resp)), 200);
+	assert_non_null(strstr(body_of(resp), "\"status\":\"ok\""));
+	assert_true(tu_stop_daemon(pid, PATIENCE_MS));
+	tu_rmrf(dir);
+}
+
+/* The value of the series line (name and labels, up to the space) in
+ * the /metrics body m; -1 when absent. */
+static long long series_value(const char *m, const char *series)
+{
+	char needle[256];
+	snprintf(needle, sizeof(needle), "\n%s ", series);
+	const char *at = strstr(m, needle);
+	return at ? strtoll(at + strlen(needle), NULL, 10) : -1;
+}
+
+/* surecron_slots_missed_total counts the slots the scheduler recorded as
+ * missed: a start after 30 minutes of downtime, catchup none. */
+static void counts_missed_slots(void **state)
+{
+	char dir[256], cfg[320], url[700], tmp[400], resp[32768];
+	(void)state;
+
+	snprintf(dir, sizeof(dir), "%s", tu_tmpdir());
+	snprintf(cfg, sizeof(cfg), "%s/c.yaml", dir);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", cfg);
+	int port = free_port();
+	FILE *f = fopen(tmp, "w");
+	assert_non_null(f);
+	fprintf(f, "store: \"%s\"\nhttp: {listen: \"127.0.0.1:%d\"}\n"
+		"targets:\n  out: {kind: file, path: ./out.jsonl}\n"
+		"schedules:\n  minutely: {cron: \"* * * * *\", tz: UTC, "
+		"catchup: none, targets: [out], tasks: [{name: a, command: "
+		"[/bin/true]}]}\n", store_url(dir, url, sizeof(url)), port);
+	fclose(f);
+	assert_int_equal(rename(tmp, cfg), 0);
+	/* The scheduler last ran 30 minutes ago. */
+	struct store *st = tu_store_open(url);
+	int64_t last = (tu_now_ms() / 60000 - 30) * 60000;
+	assert_int_equal(store_sched_last_set(st, "minutely", last, NULL), 0);
+	store_close(st);
+	pid_t pid = tu_track(tu_start_daemon(dir, cfg, NULL, 0));
+	assert_true(tu_wait_log(dir, "event=http_started", 1, PATIENCE_MS));
+	assert_true(tu_wait_log(dir, "event=missed", 1, PATIENCE_MS));
+	/* Until the pass is over: the counter equals the ledger's rows
+	 * (each one slot: fewer than the summary's threshold). */
+	int64_t end = tu_now_ms() + PATIENCE_MS;
+	long long got = -1;
+	size_t rows = 0;
+	for (;;) {
+		rows = tu_ledger_count(url, "minutely", LEDGER_MISSED);
+		assert_int_equal(http_req(port, "GET", "/metrics", NULL, resp,
+					  sizeof(resp)), 200);
+		got = series_value(body_of(resp), "surecron_slots_missed_total"
+				   "{schedule=\"minutely\"}");
+		if ((got > 0 && (size_t)got == rows &&
+		     tu_ledger_count(url, "minutely", LEDGER_MISSED) == rows) ||
+		    tu_now_ms() > end)
+			break;
+		tu_sleep_ms(20);
+	}
+	assert_true(rows >= 28);
+	assert_int_equal(got, (long long)rows);
+	assert_true(tu_stop_daemon(pid, PATIENCE_MS));
+	tu_rmrf(dir);
+}
+
+/* A lost slot: the run counted lost, the lost-slot counter, and the
+ * alert copy sent (to a file target) counted by its reason; the last
+ * success, older than that newest row, still the store's. */
+static void counts_a_lost_slot_and_its_alert(void **state)
+{
+	char dir[256], cfg[320], url[700], tmp[400], resp[32768];
+	char out[4096], err[4096];
+	(void)state;
+
+	snprintf(dir, sizeof(dir), "%s", tu_tmpdir());
+	snprintf(cfg, sizeof(cfg), "%s/c.yaml", dir);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", cfg);
+	int port = free_port();
+	FILE *f = fopen(tmp, "w");
+	assert_non_null(f);
+	fprintf(f, "store: \"%s\"\nhttp: {listen: \"127.0.0.1:%d\"}\n"
+		"targets:\n  out: {kind: file, path: ./out.jsonl}\n"
+		"  archive: {kind: file, path: ./alerts.jsonl}\n"
+		"alerts:\n  targets: [archive]\n"
+		"schedules:\n  doomed: {cron: \"0 0 1 1 *\", tz: UTC, "
+		"targets: [out], retry: {attempts: 1, backoff: fixed, delay: "
+		"1s}, tasks: [{name: a, shell: \"echo hi; [ -e ok ]\"}]}\n",
+		store_url(dir, url, sizeof(url)), port);
+	fclose(f);
+	assert_int_equal(rename(tmp, cfg), 0);
+	pid_t pid = tu_track(tu_start_daemon(dir, cfg, NULL, 0));
+	assert_true(tu_wait_log(dir, "event=http_started", 1, PATIENCE_MS));
+	/* 2025's slot succeeds (the file ok is there), then 2026's is lost:
+	 * the newest row is no success, the last success is 2025's. */
+	char ok[320];
+	snprintf(ok, sizeof(ok), "%s/ok", dir);
+	FILE *okf = fopen(ok, "w");
+	assert_non_null(okf);
+	fclose(okf);
+	const char *trig[] = {"trigger", "--config", cfg, "--slot",
+			      "2025-01-01T00:00:00Z", "doomed", NULL};
+	assert_int_equal(tu_run_bin(dir, dir, NULL, trig, out, sizeof(out),
+				    err, sizeof(err)), 0);
+	assert_true(tu_wait_log(dir, "event=finish schedule=doomed", 1,
+				PATIENCE_MS));
+	assert_int_equal(unlink(ok), 0);
+	trig[4] = "2026-01-01T00:00:00Z";
+	assert_int_equal(tu_run_bin(dir, dir, NULL, trig, out, sizeof(out),
+				    err, sizeof(err)), 0);
+	/* The alert goes out from another thread: until it is counted. */
+	int64_t end = tu_now_ms() + PATIENCE_MS;
+	const char *m = "";
+	while (tu_now_ms() < end) {
+		assert_int_equal(http_req(port, "GET", "/metrics", NULL, resp,
+					  sizeof(resp)), 200);
+		m = body_of(resp);
+		if (series_value(m, "surecron_alerts_total{reason=\"lost\"}") ==
+		    1)
+			break;
+		tu_sleep_ms(20);
+	}
+	assert_int_equal(series_value(m, "surecron_alerts_total{reason="
+				      "\"lost\"}"), 1);
+	assert_int_equal(series_value(m, "surecron_runs_total{schedule="
+				      "\"doomed\",outcome=\"lost\"}"), 1);
+	assert_int_equal(series_value(m, "surecron_slots_lost_total{schedule="
+				      "\"doomed\"}"), 1);
+	assert_int_equal(tu_ledger_count(url, "doomed", LEDGER_LOST), 1);
+	/* The last success: 2025's, found behind the newer lost slot, and
+	 * the same again from the cache. */
+	struct store *st = tu_store_open(url);
+	struct ledger_filter lf = {.schedule = "doomed", .since_ms = INT64_MIN,
+				   .until_ms = INT64_MAX,
+				   .outcome = LEDGER_SUCCESS};
+	struct ledger_row *rows = NULL;
+	size_t n_rows = 0;
+	assert_int_equal(store_ledger_query(st, &lf, &rows, &n_rows, NULL), 0);
+	assert_int_equal(n_rows, 1);
+	char want[256];
+	snprintf(want, sizeof(want), "surecron_last_success_timestamp_seconds"
+		 "{schedule=\"doomed\"} %.3f\n",
+		 (double)rows[0].finished_ms / 1000.0);
+	store_ledger_rows_free(rows, n_rows);
+	store_close(st);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(http_req(port, "GET", "/metrics", NULL, resp,
+					  sizeof(resp)), 200);
+		if (!strstr(body_of(resp), want))
+			fail_msg("no %s in:\n%s", want, body_of(resp));
+	}
+	assert_true(tu_stop_daemon(pid, PATIENCE_MS));
 	tu_rmrf(dir);
 }
 
@@ -284,20 +539,47 @@ static void refuses_to_start_without_a_token(void **state)
 	tu_rmrf(dir);
 }
 
-static int teardown(void **state)
+static int sq_setup(void **state)
 {
 	(void)state;
-	tu_reap_all();
+	g_pg = false;
 	return 0;
+}
+
+static int pg_setup(void **state)
+{
+	g_pg = true;
+	return pgfx_setup(state);
+}
+
+static int teardown(void **state)
+{
+	tu_reap_all();
+	return g_pg ? pgfx_teardown(state) : 0;
 }
 
 int main(void)
 {
+#define SQ(t) cmocka_unit_test_setup_teardown(t, sq_setup, teardown)
+#define PG(t) cmocka_unit_test_setup_teardown(t, pg_setup, teardown)
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_teardown(serves_healthz_and_keeps_its_rules,
-					  teardown),
-		cmocka_unit_test_teardown(refuses_to_start_without_a_token,
-					  teardown),
+		SQ(serves_healthz_and_keeps_its_rules),
+		SQ(healthz_says_why_it_is_unhealthy),
+		SQ(counts_missed_slots),
+		SQ(counts_a_lost_slot_and_its_alert),
+		SQ(refuses_to_start_without_a_token),
 	};
-	return cmocka_run_group_tests_name("web_daemon", tests, NULL, NULL);
+	/* The daemon's store on PostgreSQL: the same requests. */
+	const struct CMUnitTest pg_tests[] = {
+		PG(serves_healthz_and_keeps_its_rules),
+		PG(healthz_says_why_it_is_unhealthy),
+		PG(counts_missed_slots),
+		PG(counts_a_lost_slot_and_its_alert),
+	};
+	int rc = cmocka_run_group_tests_name("web_daemon_sqlite", tests, NULL,
+					     NULL);
+	rc += cmocka_run_group_tests_name("web_daemon_pg", pg_tests,
+					  pgfx_group_setup,
+					  pgfx_group_teardown);
+	return rc;
 }

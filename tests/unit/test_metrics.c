@@ -1,13 +1,16 @@
 /*
  * test_metrics.c - the in-process registry of metrics.h: label values
  * escaped per the text format, counters by schedule and outcome, the
- * histograms' buckets cumulative, lost runs counted as lost slots.
+ * histograms' buckets cumulative, lost runs counted as lost slots; the
+ * missed, delivery and alert counters; declared schedules at 0; many
+ * series (the hash table) each counted apart, in creation order.
  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -70,11 +73,100 @@ static void counts_runs_and_buckets(void **state)
 	free(buf);
 }
 
+static void counts_missed_deliveries_alerts(void **state)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	(void)state;
+
+	metrics_reset();
+	metrics_declare("quiet");
+	metrics_missed("m", 3);
+	metrics_missed("m", 2);
+	metrics_missed("z", 0); /* nothing: no series */
+	metrics_delivery("hook", "sent");
+	metrics_delivery("hook", "sent");
+	metrics_delivery("hook", "unknown");
+	metrics_delivery("fi\\le", "failed");
+	metrics_alert("lost");
+	metrics_alert("missed");
+	metrics_alert("lost");
+	assert_int_equal(metrics_render(&buf, &len), 0);
+	static const char *const want[] = {
+		"surecron_slots_lost_total{schedule=\"quiet\"} 0\n",
+		"surecron_slots_missed_total{schedule=\"quiet\"} 0\n",
+		"surecron_slots_missed_total{schedule=\"m\"} 5\n",
+		"# TYPE surecron_slots_missed_total counter\n",
+		"surecron_deliveries_total{target=\"hook\",state=\"sent\"} 2\n",
+		"surecron_deliveries_total{target=\"hook\",state=\"unknown\"} "
+		"1\n",
+		"surecron_deliveries_total{target=\"fi\\\\le\",state=\"failed\"} "
+		"1\n",
+		"# TYPE surecron_deliveries_total counter\n",
+		"surecron_alerts_total{reason=\"lost\"} 2\n",
+		"surecron_alerts_total{reason=\"missed\"} 1\n",
+		"# TYPE surecron_alerts_total counter\n"};
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		if (!strstr(buf, want[i]))
+			fail_msg("no %s in:\n%s", want[i], buf);
+	assert_null(strstr(buf, "schedule=\"z\""));
+	/* Lost and missed are apart: declaring does not count. */
+	assert_null(strstr(buf, "surecron_runs_total{schedule=\"quiet\""));
+	free(buf);
+	metrics_reset();
+}
+
+/* Enough series to grow the table several times: each keeps its own
+ * count, and the output keeps creation order. */
+static void many_series_stay_apart(void **state)
+{
+	char *buf = NULL, name[32], line[128];
+	size_t len = 0;
+	enum { N = 3000 };
+	(void)state;
+
+	metrics_reset();
+	for (int round = 0; round < 3; round++)
+		for (int i = 0; i < N; i++) {
+			snprintf(name, sizeof(name), "s%d", i);
+			if (round <= i % 3)
+				metrics_run(name, "success", 0, 0);
+			metrics_delivery(name, i % 2 ? "sent" : "failed");
+		}
+	assert_int_equal(metrics_render(&buf, &len), 0);
+	/* Each family in creation order: one pass over the output each. */
+	const char *run_at = buf, *del_at = buf;
+	for (int i = 0; i < N; i++) {
+		snprintf(line, sizeof(line), "surecron_runs_total{schedule="
+			 "\"s%d\",outcome=\"success\"} %d\n", i, i % 3 + 1);
+		if (!(run_at = strstr(run_at, line)))
+			fail_msg("no (or out of order) %s", line);
+		snprintf(line, sizeof(line), "surecron_deliveries_total{target="
+			 "\"s%d\",state=\"%s\"} 3\n", i,
+			 i % 2 ? "sent" : "failed");
+		if (!(del_at = strstr(del_at, line)))
+			fail_msg("no (or out of order) %s", line);
+	}
+	/* ("ab","c") and ("a","bc") are two series. */
+	metrics_reset();
+	metrics_delivery("ab", "c");
+	metrics_delivery("a", "bc");
+	free(buf);
+	buf = NULL;
+	assert_int_equal(metrics_render(&buf, &len), 0);
+	assert_non_null(strstr(buf, "{target=\"ab\",state=\"c\"} 1\n"));
+	assert_non_null(strstr(buf, "{target=\"a\",state=\"bc\"} 1\n"));
+	free(buf);
+	metrics_reset();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(escapes_label_values),
 		cmocka_unit_test(counts_runs_and_buckets),
+		cmocka_unit_test(counts_missed_deliveries_alerts),
+		cmocka_unit_test(many_series_stay_apart),
 	};
 	return cmocka_run_group_tests_name("metrics", tests, NULL, NULL);
 }
