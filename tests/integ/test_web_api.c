@@ -79,7 +79,7 @@ enum { WITH_TOKEN = 1, FOREIGN_ORIGIN = 2 };
 static long req(const struct env *e, const char *path, const char *body,
 		int flags, struct resp *r)
 {
-	char url[2048], auth[128];
+	char url[2048];
 	struct curl_slist *h = NULL;
 	CURL *c = curl_easy_init();
 
@@ -95,6 +95,7 @@ static long req(const struct env *e, const char *path, const char *body,
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, r);
 	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 20000L);
 	if (flags & WITH_TOKEN) {
+		char auth[128];
 		snprintf(auth, sizeof(auth), "Authorization: Bearer %s", TOKEN);
 		h = curl_slist_append(h, auth);
 	}
@@ -436,6 +437,164 @@ static void lost_retried_recovered(void **state)
 	assert_true(json_is_string(json_object_get(row, "recovered_at")));
 	/* Done now: a second retry is refused. */
 	want_error(&e, "/api/retry", body, WITH_TOKEN, 409, &r);
+
+	/* One schedule: the list's object. */
+	assert_int_equal(req(&e, "/api/schedules", NULL, 0, &r), 200);
+	json_t *listed = json_incref(sched_of(r.json, "flaky"));
+	assert_int_equal(req(&e, "/api/schedules/flaky", NULL, 0, &r), 200);
+	assert_string_equal(jstr(r.json, "name"), "flaky");
+	assert_true(json_equal(json_object_get(r.json, "jobs"),
+			       json_object_get(listed, "jobs")));
+	assert_int_equal(json_array_size(json_object_get(r.json, "recent")),
+			 2);
+	json_decref(listed);
+
+	/* The ledger: ledger --json's rows, with its filters. */
+	assert_int_equal(req(&e, "/api/ledger?schedule=flaky", NULL, 0, &r),
+			 200);
+	assert_int_equal(cli(&e, out, sizeof(out), "ledger", "--json",
+			     "--schedule=flaky"), 0);
+	cl = json_loads(out, 0, NULL);
+	assert_non_null(cl);
+	assert_true(json_equal(cl, r.json));
+	json_decref(cl);
+	assert_int_equal(req(&e, "/api/ledger?schedule=flaky&outcome=success",
+			     NULL, 0, &r), 200);
+	json_t *rows = json_object_get(r.json, "rows");
+	assert_int_equal(json_array_size(rows), 1);
+	assert_int_equal(jint(json_array_get(rows, 0), "job"), job);
+	assert_int_equal(jint(json_array_get(rows, 0), "attempt"), 2);
+	assert_int_equal(req(&e, "/api/ledger?limit=1", NULL, 0, &r), 200);
+	assert_int_equal(json_array_size(json_object_get(r.json, "rows")), 1);
+	want_error(&e, "/api/ledger?outcome=great", NULL, 0, 400, &r);
+	want_error(&e, "/api/ledger?limit=0", NULL, 0, 400, &r);
+	want_error(&e, "/api/ledger?limit=5001", NULL, 0, 400, &r);
+	want_error(&e, "/api/ledger?limit=ten", NULL, 0, 400, &r);
+	want_error(&e, "/api/ledger?schedule=nope", NULL, 0, 404, &r);
+
+	/* The slot: its job, rows, timeline, send states, marker; by
+	 * milliseconds and by ISO 8601. */
+	char iso[64];
+	snprintf(path, sizeof(path), "/api/slots/flaky/%lld",
+		 (long long)slot_ms);
+	assert_int_equal(req(&e, path, NULL, 0, &r), 200);
+	snprintf(iso, sizeof(iso), "%s", jstr(r.json, "slot"));
+	assert_string_equal(jstr(r.json, "schedule"), "flaky");
+	assert_int_equal(jint(r.json, "slot_ms"), slot_ms);
+	json_t *jj = json_object_get(r.json, "job");
+	assert_int_equal(jint(jj, "id"), job);
+	assert_string_equal(jstr(jj, "state"), "done");
+	assert_int_equal(jint(jj, "attempts"), 2);
+	json_t *att = json_object_get(r.json, "attempts");
+	assert_true(json_array_size(att) >= 2);
+	assert_string_equal(jstr(json_array_get(att, 0), "outcome"), "lost");
+	json_t *tl = json_object_get(r.json, "timeline");
+	assert_int_equal(json_array_size(tl), 1);
+	assert_int_equal(jint(json_array_get(tl, 0), "attempt"), 1);
+	assert_int_equal(jint(json_array_get(tl, 0), "at_ms"), slot_ms);
+	json_t *sends = json_object_get(r.json, "sends");
+	assert_int_equal(json_array_size(sends), 1);
+	assert_string_equal(jstr(json_array_get(sends, 0), "target"), "out");
+	assert_string_equal(jstr(json_array_get(sends, 0), "kind"), "file");
+	assert_string_equal(jstr(json_array_get(sends, 0), "state"), "sent");
+	assert_true(json_is_true(json_object_get(r.json, "marker")));
+	snprintf(path, sizeof(path), "/api/slots/flaky/%s", iso);
+	assert_int_equal(req(&e, path, NULL, 0, &r), 200);
+	assert_int_equal(jint(r.json, "slot_ms"), slot_ms);
+	/* A slot nothing happened to: no job, the schedule's plan. */
+	assert_int_equal(req(&e, "/api/slots/doomed/1000", NULL, 0, &r), 200);
+	assert_true(json_is_null(json_object_get(r.json, "job")));
+	assert_int_equal(json_array_size(json_object_get(r.json, "attempts")),
+			 0);
+	assert_true(json_is_false(json_object_get(r.json, "marker")));
+	want_error(&e, "/api/slots/nope/1000", NULL, 0, 404, &r);
+	want_error(&e, "/api/slots/flaky/soon", NULL, 0, 400, &r);
+	want_error(&e, "/api/slots/flaky", NULL, 0, 404, &r);
+
+	/* Trigger: a done slot is refused; a new one runs. */
+	snprintf(body, sizeof(body), "{\"schedule\": \"flaky\", \"slot\": "
+		 "%lld}", (long long)slot_ms);
+	want_error(&e, "/api/trigger", body, WITH_TOKEN, 409, &r);
+	snprintf(body, sizeof(body), "{\"schedule\": \"flaky\", \"slot\": "
+		 "\"%s\"}", iso);
+	want_error(&e, "/api/trigger", body, WITH_TOKEN, 409, &r);
+	want_error(&e, "/api/trigger", "{\"schedule\": \"nope\"}",
+		   WITH_TOKEN, 404, &r);
+	want_error(&e, "/api/trigger", "{\"slot\": 1000}", WITH_TOKEN, 400,
+		   &r);
+	want_error(&e, "/api/trigger", "{\"schedule\": \"flaky\", "
+		   "\"slot\": true}", WITH_TOKEN, 400, &r);
+	want_error(&e, "/api/trigger", "{\"schedule\": \"doomed\"}", 0, 401,
+		   &r);
+	assert_int_equal(req(&e, "/api/trigger", "{\"schedule\": \"doomed\", "
+			     "\"by\": \"ops\"}", WITH_TOKEN, &r), 200);
+	assert_true(json_is_true(json_object_get(r.json, "created")));
+	json_int_t djob = jint(r.json, "job");
+	json_int_t dslot = jint(r.json, "slot_ms");
+	assert_true(djob > job);
+	assert_true(json_is_string(json_object_get(r.json, "state")));
+	/* Lost, alerted; ack closes the alert. */
+	end = tu_now_ms() + PATIENCE_MS;
+	json_t *dm;
+	for (;;) {
+		assert_int_equal(req(&e, "/api/schedules/doomed", NULL, 0, &r),
+				 200);
+		dm = r.json;
+		if (json_array_size(json_object_get(dm, "open_alerts")) == 1)
+			break;
+		assert_true(tu_now_ms() < end);
+		tu_sleep_ms(50);
+	}
+	assert_string_equal(jstr(json_array_get(json_object_get(
+		dm, "open_alerts"), 0), "reason"), "lost");
+	snprintf(body, sizeof(body), "{\"schedule\": \"doomed\", \"slot\": "
+		 "%lld, \"note\": \"known outage\", \"by\": \"ops\"}",
+		 (long long)dslot);
+	want_error(&e, "/api/ack", body, 0, 401, &r);
+	want_error(&e, "/api/ack", "{\"schedule\": \"doomed\"}", WITH_TOKEN,
+		   400, &r);
+	char longnote[400];
+	snprintf(longnote, sizeof(longnote), "{\"schedule\": \"doomed\", "
+		 "\"slot\": %lld, \"note\": \"%0201d\"}", (long long)dslot, 0);
+	want_error(&e, "/api/ack", longnote, WITH_TOKEN, 400, &r);
+	want_error(&e, "/api/ack", "{\"schedule\": \"doomed\", \"slot\": "
+		   "1000}", WITH_TOKEN, 409, &r);
+	assert_int_equal(req(&e, "/api/ack", body, WITH_TOKEN, &r), 200);
+	assert_int_equal(jint(r.json, "closed"), 1);
+	assert_int_equal(req(&e, "/api/schedules/doomed", NULL, 0, &r), 200);
+	assert_int_equal(json_array_size(json_object_get(r.json,
+							 "open_alerts")), 0);
+	assert_int_equal(req(&e, "/api/lost?schedule=doomed", NULL, 0, &r),
+			 200);
+	assert_int_equal(jint(r.json, "lost"), 0);
+	assert_int_equal(jint(r.json, "acked"), 1);
+	row = json_array_get(json_object_get(r.json, "rows"), 0);
+	assert_true(json_is_string(json_object_get(row, "acked_at")));
+	/* The ack is in the ledger with its note and who. */
+	assert_int_equal(req(&e, "/api/ledger?schedule=doomed&outcome=acked",
+			     NULL, 0, &r), 200);
+	json_t *det = json_object_get(json_array_get(json_object_get(
+		r.json, "rows"), 0), "details");
+	assert_string_equal(jstr(det, "note"), "known outage");
+	assert_string_equal(jstr(det, "by"), "ops");
+
+	/* Release: only a held send of one of the schedule's targets. */
+	snprintf(body, sizeof(body), "{\"schedule\": \"flaky\", \"slot\": "
+		 "%lld, \"target\": \"out\", \"decision\": \"arrived\"}",
+		 (long long)slot_ms);
+	want_error(&e, "/api/release", body, 0, 401, &r);
+	want_error(&e, "/api/release", body, WITH_TOKEN, 409, &r);
+	snprintf(body, sizeof(body), "{\"schedule\": \"flaky\", \"slot\": "
+		 "1000, \"target\": \"out\", \"decision\": \"resend\"}");
+	want_error(&e, "/api/release", body, WITH_TOKEN, 404, &r);
+	snprintf(body, sizeof(body), "{\"schedule\": \"flaky\", \"slot\": "
+		 "%lld, \"target\": \"archive\", \"decision\": "
+		 "\"arrived\"}", (long long)slot_ms);
+	want_error(&e, "/api/release", body, WITH_TOKEN, 404, &r);
+	snprintf(body, sizeof(body), "{\"schedule\": \"flaky\", \"slot\": "
+		 "%lld, \"target\": \"out\", \"decision\": \"maybe\"}",
+		 (long long)slot_ms);
+	want_error(&e, "/api/release", body, WITH_TOKEN, 400, &r);
 
 	/* Unknown names and bad parameters. */
 	want_error(&e, "/api/schedules/nope", NULL, 0, 404, &r);
