@@ -160,6 +160,21 @@ static bool field_by(const json_t *o, char out[BY_MAX + 1])
 
 /* ---- reading -------------------------------------------------------- */
 
+/* Is r the end of an attempt (or a missed slot)? The rest of the ledger
+ * (alerts, decisions, acks, late, overrun, ...) says something about a
+ * slot but ran nothing. */
+static bool is_attempt(const struct ledger_row *r)
+{
+	static const char *const words[] = {LEDGER_SUCCESS, LEDGER_FAILED,
+					    LEDGER_LOST, LEDGER_STALLED,
+					    LEDGER_MISSED};
+
+	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+		if (strcmp(r->outcome, words[i]) == 0)
+			return true;
+	return false;
+}
+
 /* A schedule's last attempts (and missed slots), oldest first: what the
  * dashboard's strip shows. One read of its newest rows. */
 static int recent_json(struct store *s, const char *name, json_t **out,
@@ -177,8 +192,7 @@ static int recent_json(struct store *s, const char *name, json_t **out,
 		return rc;
 	/* Oldest first: keep the last RECENT_MAX attempt rows. */
 	for (size_t i = n; i-- > 0 && kept < RECENT_MAX;) {
-		if (rows[i].attempt > 0 ||
-		    strcmp(rows[i].outcome, LEDGER_MISSED) == 0) {
+		if (is_attempt(&rows[i])) {
 			first = i;
 			kept++;
 		}
@@ -186,7 +200,7 @@ static int recent_json(struct store *s, const char *name, json_t **out,
 	json_t *arr = json_array();
 	for (size_t i = first; arr && kept && i < n; i++) {
 		const struct ledger_row *r = &rows[i];
-		if (r->attempt <= 0 && strcmp(r->outcome, LEDGER_MISSED) != 0)
+		if (!is_attempt(r))
 			continue;
 		json_t *o = json_pack(
 			"{s:s, s:s, s:I, s:i, s:s?, s:I}", "outcome",
@@ -220,6 +234,11 @@ static enum MHD_Result get_schedules(struct call *k, const char *one)
 				    &e);
 	if (rc) {
 		report_status_dispose(&rs);
+		/* Its store errors say "store: " (report.h); the others are
+		 * a schedule whose next slot cannot be computed. */
+		if (rc != SC_ENOMEM && strncmp(e.msg, "store: ", 7) != 0)
+			return web_respond_error(k->c, 500, "a schedule's next "
+						 "slot cannot be computed");
 		return store_failed(k, rc);
 	}
 	json_t *arr = json_array(), *root = NULL;
