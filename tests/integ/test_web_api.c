@@ -197,6 +197,8 @@ static void write_cfg(const struct env *e)
 		"targets:\n"
 		"  archive: {kind: file, path: ./alerts.jsonl}\n"
 		"  out: {kind: file, path: ./out.jsonl}\n"
+		"  careful: {kind: file, path: ./careful.jsonl, on_ambiguous: "
+		"hold}\n"
 		"alerts: {targets: [archive]}\n"
 		"schedules:\n"
 		"  flaky:\n"
@@ -211,6 +213,12 @@ static void write_cfg(const struct env *e)
 		"  doomed:\n"
 		"    cron: \"0 3 29 2 *\"\n"
 		"    tz: UTC\n"
+		"    retry: {attempts: 1, backoff: fixed, delay: 1s}\n"
+		"    tasks: [{name: t, command: [/bin/false]}]\n"
+		"  held:\n"
+		"    cron: \"0 3 29 2 *\"\n"
+		"    tz: UTC\n"
+		"    targets: [careful]\n"
 		"    retry: {attempts: 1, backoff: fixed, delay: 1s}\n"
 		"    tasks: [{name: t, command: [/bin/false]}]\n",
 		e->url, e->port);
@@ -338,7 +346,7 @@ static void lost_retried_recovered(void **state)
 	/* The list before anything ran: every schedule, config order. */
 	assert_int_equal(req(&e, "/api/schedules", NULL, 0, &r), 200);
 	json_t *arr = json_object_get(r.json, "schedules");
-	assert_int_equal(json_array_size(arr), 2);
+	assert_int_equal(json_array_size(arr), 3);
 	assert_string_equal(jstr(json_array_get(arr, 0), "name"), "flaky");
 	assert_string_equal(jstr(json_array_get(arr, 1), "name"), "doomed");
 	assert_string_equal(jstr(r.json, "store"),
@@ -619,10 +627,95 @@ static void lost_retried_recovered(void **state)
 	env_stop(&e);
 }
 
+/* A send held after a crash (made here in the store as a crash leaves
+ * it: SENDING, then UNKNOWN), released through POST /api/release: SENT,
+ * the decision in the ledger with who and through what, the dead job
+ * ready again, and the slot finished without running its task again. */
+static void held_send_released(void **state)
+{
+	struct env e;
+	static struct resp r;
+	char body[512], path[256];
+	struct sc_err err = {0};
+
+	if (!env_start(&e, state))
+		skip();
+	assert_int_equal(req(&e, "/api/trigger", "{\"schedule\": \"held\"}",
+			     WITH_TOKEN, &r), 200);
+	json_int_t job = jint(r.json, "job"), slot_ms = jint(r.json, "slot_ms");
+	wait_count(&e, "/api/lost?schedule=held", "lost", 1, &r);
+
+	/* The crash's trace: a composed message whose send may have left. */
+	struct store *s = tu_store_open(e.url);
+	int n = 0;
+	assert_int_equal(store_outbox_put(s, "held", slot_ms, "careful",
+					  "{\"kind\":\"result\"}", NULL, &err),
+			 0);
+	assert_int_equal(store_outbox_set_state(s, "held", slot_ms, "careful",
+						SEND_SENDING, &err), 0);
+	assert_int_equal(store_outbox_mark_unknown(s, "held", slot_ms, &n,
+						   &err), 0);
+	assert_int_equal(n, 1);
+	store_close(s);
+	snprintf(path, sizeof(path), "/api/slots/held/%lld", (long long)slot_ms);
+	assert_int_equal(req(&e, path, NULL, 0, &r), 200);
+	json_t *send = json_array_get(json_object_get(r.json, "sends"), 0);
+	assert_string_equal(jstr(send, "target"), "careful");
+	assert_string_equal(jstr(send, "state"), "unknown");
+	assert_string_equal(jstr(json_object_get(r.json, "job"), "state"),
+			    "dead");
+
+	/* Arrived: SENT, recorded, the job goes on and finishes the slot. */
+	snprintf(body, sizeof(body), "{\"schedule\": \"held\", \"slot\": "
+		 "%lld, \"target\": \"careful\", \"decision\": \"arrived\", "
+		 "\"by\": \"ops on call\"}", (long long)slot_ms);
+	want_error(&e, "/api/release", body, 0, 401, &r);
+	assert_int_equal(req(&e, "/api/release", body, WITH_TOKEN, &r), 200);
+	assert_string_equal(jstr(r.json, "target"), "careful");
+	assert_string_equal(jstr(r.json, "state"), "sent");
+	assert_true(json_is_true(json_object_get(r.json, "job_revived")));
+	assert_int_equal(jint(r.json, "job"), job);
+	/* Not held any more: a second decision is refused. */
+	want_error(&e, "/api/release", body, WITH_TOKEN, 409, &r);
+	int64_t end = tu_now_ms() + PATIENCE_MS;
+	for (;;) {
+		assert_int_equal(req(&e, path, NULL, 0, &r), 200);
+		if (json_is_true(json_object_get(r.json, "marker")))
+			break;
+		assert_true(tu_now_ms() < end);
+		tu_sleep_ms(50);
+	}
+	send = json_array_get(json_object_get(r.json, "sends"), 0);
+	assert_string_equal(jstr(send, "state"), "sent");
+	assert_string_equal(jstr(json_object_get(r.json, "job"), "state"),
+			    "done");
+	/* The decision row: who, what, through what. */
+	json_t *rows = json_object_get(r.json, "attempts"), *row, *dec = NULL;
+	size_t i;
+	json_array_foreach(rows, i, row)
+		if (strcmp(jstr(row, "outcome"), "decision") == 0)
+			dec = json_object_get(row, "details");
+	assert_non_null(dec);
+	assert_string_equal(jstr(dec, "target"), "careful");
+	assert_string_equal(jstr(dec, "decision"), "arrived");
+	assert_string_equal(jstr(dec, "by"), "ops on call");
+	assert_string_equal(jstr(dec, "via"), "http api");
+	/* The task did not run again: one attempt row, the lost one. */
+	size_t n_att = 0;
+	json_array_foreach(rows, i, row)
+		n_att += strcmp(jstr(row, "outcome"), "lost") == 0 ||
+			 strcmp(jstr(row, "outcome"), "failed") == 0;
+	assert_int_equal(n_att, 1);
+
+	resp_dispose(&r);
+	env_stop(&e);
+}
+
 int main(void)
 {
 	struct CMUnitTest both[] = {
 		cmocka_unit_test(lost_retried_recovered),
+		cmocka_unit_test(held_send_released),
 	};
 
 	curl_global_init(CURL_GLOBAL_DEFAULT);
