@@ -15,7 +15,8 @@
  *     per-schedule summaries), surecron_next_slot_timestamp_seconds
  *     {schedule} (the config's cron and zone), surecron_build_info;
  *   a scrape costs what the schedules do, never a ledger scan;
- * every other path is a 404 JSON error. Rules on every request: a
+ * the JSON API under /api/ (web_api.c, docs/api.md); the dashboard at /
+ * and its assets (web_page.c); every other path is a 404 JSON error. Rules on every request: a
  * Content-Security-Policy and X-Content-Type-Options header; an Origin
  * that is not the server's own is 403; a POST needs `Authorization:
  * Bearer TOKEN` (compared in constant time; 401), and off loopback every
