@@ -288,6 +288,12 @@ int target_email_send(const struct target_copy *s, const char *key,
 	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS,
 			 (long)(t->timeout_ms > 0 ? t->timeout_ms
 						  : TARGET_DEFAULT_TIMEOUT_MS));
+	/* Each SMTP answer, and the QUIT that curl_easy_cleanup sends after
+	 * a failed transfer, waits at most the target's timeout (libcurl's
+	 * own default is two minutes, which would hold a worker). */
+	curl_easy_setopt(h, CURLOPT_SERVER_RESPONSE_TIMEOUT,
+			 (long)((t->timeout_ms > 0 ? t->timeout_ms
+				 : TARGET_DEFAULT_TIMEOUT_MS) + 999) / 1000);
 	/* smtps is TLS from the first byte; smtp must upgrade with
 	 * STARTTLS, except on loopback, where nothing leaves the host. */
 	if (!loopback)
@@ -307,7 +313,7 @@ int target_email_send(const struct target_copy *s, const char *key,
 	if (cc != CURLE_OK) {
 		/* The whole mail went out and then the answer failed: the
 		 * server may have queued it. Earlier, it discards it. */
-		bool amb = up.done && up.left == 0 &&
+		bool amb = up.left == 0 &&
 			   (cc == CURLE_OPERATION_TIMEDOUT ||
 			    cc == CURLE_RECV_ERROR || cc == CURLE_GOT_NOTHING ||
 			    cc == CURLE_SEND_ERROR);
