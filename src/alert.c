@@ -793,6 +793,8 @@ static int send_one(const struct alert_ctx *a, struct store_alert_send *x,
 	struct sc_clock *clock = a->clock ? a->clock : store_clock(a->store);
 	int64_t now = sc_clock_now_ms(clock);
 	const struct target_spec *t = config_target(a->config, x->target);
+	const struct schedule_spec *sc_of = config_schedule(a->config,
+							    x->schedule);
 	char key[MESSAGE_KEY_MAX] = "", kind[32], msg[SC_ERR_MSG_MAX + 64];
 	char iso[CLOCK_ISO_MAX];
 	int rc;
@@ -828,6 +830,7 @@ static int send_one(const struct alert_ctx *a, struct store_alert_send *x,
 		.idempotency_key = key[0] ? key : NULL,
 		.kind = MESSAGE_ALERT, .schedule = x->schedule,
 		.slot_ms = x->slot_ms, .attempt = x->round, .clock = clock,
+		.zone = sc_of ? sc_of->zone : NULL,
 	};
 	struct sc_err serr = {0};
 	if (target_send(&c, &serr) == 0) {

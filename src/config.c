@@ -1043,10 +1043,60 @@ static void named_section(struct pc *pc, size_t f, const char *section,
 }
 
 static const char *const target_kinds[] = {"slack", "webhook", "file",
-					   "command", NULL};
+					   "command", "email", NULL};
 static const char *const ambiguous_names[] = {"resend", "hold", NULL};
 /* In the order of enum notice_policy. */
 static const char *const notice_names[] = {"every", "final", "none", NULL};
+
+/* A mail address as the email target takes it: local@domain, printable
+ * ASCII with no space, no angle bracket, no comma and one '@' that is
+ * neither first nor last. Anything else could not travel in a header or
+ * an SMTP command as it is, and a CR or LF would inject one. */
+static bool mail_address_ok(const char *a)
+{
+	const char *at = strchr(a, '@');
+
+	if (!at || at == a || !at[1] || strchr(at + 1, '@') ||
+	    strlen(a) > 254)
+		return false;
+	for (const char *p = a; *p; p++)
+		if (*p <= ' ' || *p >= 127 || strchr("<>,;\"()[]\\", *p))
+			return false;
+	return true;
+}
+
+static void parse_email(struct pc *pc, const struct config_node *v,
+			const char *path, struct target_spec *t)
+{
+	char kp[PATH_MAX_KEY], ip[PATH_MAX_KEY];
+
+	get_env_name(pc, v, path, "url_env", true, &t->url_env);
+	get_env_name(pc, v, path, "username_env", false, &t->username_env);
+	get_env_name(pc, v, path, "password_env", false, &t->password_env);
+	if (!t->username_env != !t->password_env)
+		bad(pc, v, path, "username_env and password_env go together "
+		    "(both, or neither for a server with no login)");
+	if (get_str(pc, v, path, "from", true, &t->mail_from) == 1 &&
+	    !mail_address_ok(t->mail_from)) {
+		pjoin(kp, sizeof(kp), path, "from");
+		bad(pc, config_yaml_get(v, "from"), kp, "not a mail address "
+		    "(local@domain, no spaces or brackets)");
+	}
+	const struct config_node *to = config_yaml_get(v, "to");
+	if (!to) {
+		missing(pc, v, path, "to", "a list of mail addresses");
+		return;
+	}
+	pjoin(kp, sizeof(kp), path, "to");
+	if (get_strv(pc, v, path, "to", true, &t->mail_to, NULL) != 1)
+		return;
+	for (size_t i = 0; t->mail_to[i]; i++)
+		if (!mail_address_ok(t->mail_to[i])) {
+			pindex(ip, sizeof(ip), kp, i);
+			bad(pc, to->kids[i], ip, "not a mail address "
+			    "(local@domain, no spaces or brackets)");
+		}
+}
 
 static void parse_target(struct pc *pc, const struct config_node *k,
 			 const struct config_node *v, void *item)
@@ -1063,11 +1113,15 @@ static void parse_target(struct pc *pc, const struct config_node *k,
 	static const char *const command_keys[] = {
 		"kind", "command", "on_ambiguous", "timeout", "notices",
 		NULL};
+	static const char *const email_keys[] = {
+		"kind", "url_env", "from", "to", "username_env",
+		"password_env", "on_ambiguous", "timeout", "connect_timeout",
+		"notices", NULL};
 	static const char *const *const keys_by_kind[] = {
-		slack_keys, webhook_keys, file_keys, command_keys};
+		slack_keys, webhook_keys, file_keys, command_keys, email_keys};
 	static const char *const what_by_kind[] = {
 		"a slack target", "a webhook target", "a file target",
-		"a command target"};
+		"a command target", "an email target"};
 	struct target_spec *t = item;
 	char path[PATH_MAX_KEY], kp[PATH_MAX_KEY];
 	int kind = 0, amb = 0, nt = 0;
@@ -1081,7 +1135,8 @@ static void parse_target(struct pc *pc, const struct config_node *k,
 	const struct config_node *kn = config_yaml_get(v, "kind");
 	pjoin(kp, sizeof(kp), path, "kind");
 	if (!kn) {
-		missing(pc, v, path, "kind", "slack, webhook, file or command");
+		missing(pc, v, path, "kind",
+			"slack, webhook, file, command or email");
 		return;
 	}
 	if (get_enum(pc, v, path, "kind", target_kinds, &kind) != 1)
@@ -1129,6 +1184,9 @@ static void parse_target(struct pc *pc, const struct config_node *k,
 			resolve_program(pc, t->argv);
 		break;
 	}
+	case TARGET_EMAIL:
+		parse_email(pc, v, path, t);
+		break;
 	}
 }
 
@@ -2363,6 +2421,10 @@ void config_free(struct config *c)
 		config_pool_release(pool, t->signature_header);
 		config_pool_release(pool, t->path);
 		strv_free(pool, t->argv);
+		config_pool_release(pool, t->mail_from);
+		strv_free(pool, t->mail_to);
+		config_pool_release(pool, t->username_env);
+		config_pool_release(pool, t->password_env);
 	}
 	config_pool_release(pool, c->targets);
 	for (size_t i = 0; i < c->n_auths; i++) {

@@ -79,8 +79,8 @@ static void problem(struct chk *k, const char *path, const char *fmt, ...)
 
 /* The variable is set and non-empty; when is_url, it holds a URL that
  * delivery accepts. The value itself is never printed: it is a secret. */
-static void check_env(struct chk *k, const char *path, const char *var,
-		      bool is_url)
+static void check_env_as(struct chk *k, const char *path, const char *var,
+			 bool is_url, enum url_use use)
 {
 	const char *v;
 
@@ -92,7 +92,13 @@ static void check_env(struct chk *k, const char *path, const char *var,
 	else if (!*v)
 		problem(k, path, "environment variable %s is empty", var);
 	else if (is_url)
-		check_url(k, path, var, v, URL_SECRET);
+		check_url(k, path, var, v, use);
+}
+
+static void check_env(struct chk *k, const char *path, const char *var,
+		      bool is_url)
+{
+	check_env_as(k, path, var, is_url, URL_SECRET);
 }
 
 /* The URL rule of url.h, as the send applies it. config_parse applied it
@@ -337,7 +343,14 @@ int config_check(const struct config *c, struct config_problems *probs)
 	for (size_t i = 0; i < c->n_targets; i++) {
 		const struct target_spec *t = &c->targets[i];
 		snprintf(path, sizeof(path), "targets.%s.url_env", t->name);
-		check_env(&k, path, t->url_env, true);
+		check_env_as(&k, path, t->url_env, true,
+			     t->kind == TARGET_EMAIL ? URL_MAIL : URL_SECRET);
+		snprintf(path, sizeof(path), "targets.%s.username_env",
+			 t->name);
+		check_env(&k, path, t->username_env, false);
+		snprintf(path, sizeof(path), "targets.%s.password_env",
+			 t->name);
+		check_env(&k, path, t->password_env, false);
 		snprintf(path, sizeof(path), "targets.%s.secret_env", t->name);
 		check_env(&k, path, t->secret_env, false);
 		if (t->kind == TARGET_FILE && t->path) {

@@ -330,7 +330,8 @@ static int failed_run(const struct orchestrator_ctx *ctx,
 					  .schedule = sched->name,
 					  .slot_ms = slot_ms,
 					  .attempt = attempt,
-					  .clock = ctx_clock(ctx)};
+					  .clock = ctx_clock(ctx),
+					  .zone = sched->zone};
 		if (target_send(&s, &nerr1) == 0) {
 			rep->n_notices_sent++;
 			continue;
@@ -662,7 +663,8 @@ int orchestrator_run_slot(const struct orchestrator_ctx *ctx,
 	}
 	struct outbox_slot ds = {
 		.store = ctx->store, .clock = ctx_clock(ctx),
-		.schedule = sched->name, .slot_ms = slot_ms, .job_id = job_id,
+		.schedule = sched->name, .zone = sched->zone,
+		.slot_ms = slot_ms, .job_id = job_id,
 		.attempt = attempt, .targets = targets,
 		.n_targets = sched->n_targets,
 		.tick = ctx->tick, .tick_ud = ctx->tick_ud,

@@ -189,6 +189,7 @@ static int send_one(const struct outbox_slot *ds,
 		.schedule = ds->schedule,
 		.slot_ms = ds->slot_ms,
 		.clock = slot_clock(ds),
+		.zone = ds->zone,
 	};
 	rc = target_send(&snd, &serr);
 	if (rc == 0) {

@@ -26,6 +26,8 @@ struct outbox_slot {
 	struct store *store;
 	struct sc_clock *clock;     /* NULL: the store's */
 	const char *schedule;
+	const struct sc_zone *zone; /* the schedule's (mail subjects); NULL:
+				       UTC */
 	int64_t slot_ms;
 	int64_t job_id;             /* for ledger rows; 0 when none */
 	int attempt;

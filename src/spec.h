@@ -61,6 +61,7 @@ enum target_kind {
 	TARGET_WEBHOOK = 1, /* POST the message object, optionally signed */
 	TARGET_FILE = 2,    /* append the message object as one JSON line */
 	TARGET_COMMAND = 3, /* the message object on the command's stdin */
+	TARGET_EMAIL = 4,   /* a plain-text mail over SMTP (issue 18) */
 };
 
 enum on_ambiguous { AMBIGUOUS_RESEND = 0, AMBIGUOUS_HOLD = 1 };
@@ -84,6 +85,13 @@ struct target_spec {
 	char *signature_header; /* webhook: default "X-Surecron-Signature" */
 	char *path;             /* file: absolute */
 	char **argv;            /* command: NULL-terminated */
+	/* email: url_env holds smtp:// or smtps:// (STARTTLS is required
+	 * but to a loopback host); the envelope sender and recipients, and
+	 * the variables of the SMTP login (both NULL: no login). */
+	char *mail_from;
+	char **mail_to;         /* NULL-terminated, at least one */
+	char *username_env;
+	char *password_env;
 	int64_t connect_timeout_ms; /* default 10 s */
 	int64_t timeout_ms;         /* default 30 s */
 	enum on_ambiguous on_ambiguous;

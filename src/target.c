@@ -25,6 +25,7 @@ static const struct target_ops kinds[] = {
 	{.kind = TARGET_FILE, .sends_key = false, .send = target_file_send},
 	{.kind = TARGET_COMMAND, .sends_key = true,
 	 .send = target_command_send},
+	{.kind = TARGET_EMAIL, .sends_key = true, .send = target_email_send},
 };
 
 const struct target_ops *target_ops_of(enum target_kind kind)

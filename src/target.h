@@ -4,7 +4,8 @@
  * Target kinds (spec.h target_kind): slack renders "text" from the
  * message and POSTs {"text": ...}; webhook POSTs the object
  * (Idempotency-Key header, optional HMAC-SHA256 signature); file appends
- * the object as one line; command gets it on stdin. URLs and secrets are
+ * the object as one line; command gets it on stdin; email sends the text
+ * as a plain-text mail over SMTP (Message-ID from the idempotency key). URLs and secrets are
  * read from the environment variables the target names, at send time, and
  * are never logged.
  *
@@ -49,6 +50,8 @@ struct target_copy {
 	int64_t slot_ms;
 	int attempt;                /* 0 for results (see message.h) */
 	struct sc_clock *clock;     /* signature timestamps; NULL: real */
+	const struct sc_zone *zone; /* the schedule's, for texts that show
+				       the slot locally (email); NULL: UTC */
 };
 
 /*
@@ -113,5 +116,23 @@ int target_file_send(const struct target_copy *s, const char *key,
 		     struct sc_err *err);
 int target_command_send(const struct target_copy *s, const char *key,
 			struct sc_err *err);
+int target_email_send(const struct target_copy *s, const char *key,
+		      struct sc_err *err);
+
+/*
+ * The mail an email target sends for s, with key its idempotency key:
+ * RFC 5322 headers (Date from s->clock, From, To, a Subject naming the
+ * schedule, the kind and the slot in s->zone, Message-ID <KEY@surecron>)
+ * and the chat text of the message as a quoted-printable UTF-8 body, CRLF
+ * line ends. *out is allocated (free()), *len its length. SC_ENOMEM, or
+ * SC_EINVAL when the body is not a message (message_render_text).
+ */
+int target_email_render(const struct target_copy *s, const char *key,
+			char **out, size_t *len, struct sc_err *err);
+
+/* The subject line of target_email_render, without "Subject: ", into out
+ * (at most n bytes, NUL-terminated). */
+void target_email_subject(const struct target_copy *s, const char *reason,
+			  char *out, size_t n);
 
 #endif

@@ -95,13 +95,21 @@ int url_parse(const char *url, enum url_use use, struct Curl_URL **out,
 	if (uc != CURLUE_OK ||
 	    curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
 	    curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK) {
-		rc = sc_err_set(err, SC_EINVAL, "not a valid http(s) URL");
+		rc = sc_err_set(err, SC_EINVAL, "not a valid %s URL",
+				use == URL_MAIL ? "smtp(s)" : "http(s)");
 		goto done;
 	}
 	/* Messages quote at most 40 bytes of the scheme and of the host, so
 	 * that the reason is never cut off (an escaped byte takes four). */
-	bool https = strcasecmp(scheme, "https") == 0;
-	if (!https && strcasecmp(scheme, "http") != 0) {
+	bool mail = use == URL_MAIL;
+	bool https = strcasecmp(scheme, mail ? "smtps" : "https") == 0;
+	if (mail && !https && strcasecmp(scheme, "smtp") != 0) {
+		rc = sc_err_set(err, SC_EINVAL,
+				"%.40s://%.40s: unsupported scheme (use "
+				"smtp:// or smtps://)", scheme, host);
+		goto done;
+	}
+	if (!mail && !https && strcasecmp(scheme, "http") != 0) {
 		rc = sc_err_set(err, SC_EINVAL,
 				"%.40s://%.40s: unsupported scheme (use "
 				"https://%s)",

@@ -4,7 +4,8 @@
  * is checked is what is sent), and every store URL through libpq's own
  * conninfo parser.
  *
- * The rule for http(s) URLs (url_check):
+ * The rule for http(s) URLs (url_check; URL_MAIL takes smtp and smtps
+ * in their place, with the same userinfo rule):
  *   - libcurl parses it (curl_url_set, no scheme guessing) and its scheme
  *     is http or https;
  *   - it holds no userinfo: libcurl reports no user and no password (an
@@ -42,6 +43,9 @@ struct Curl_URL;
 enum url_use {
 	URL_PLAIN = 0,  /* nothing secret: http or https to any host */
 	URL_SECRET = 1, /* a secret: https, or http to a loopback host */
+	URL_MAIL = 2,   /* an email target's server: smtps, or smtp (the
+			   send then requires STARTTLS but to a loopback
+			   host); no userinfo, as for the others */
 };
 
 /*
