@@ -641,9 +641,9 @@ static const char *const sql[ST_COUNT] = {
 	" $3::bigint AND ($1::text IS NULL OR l.schedule = $1::text)"
 	" ORDER BY l.id",
 	[ST_SUMMARIES] = PG_SUMMARIES(PG_SUM_NAMES_ALL, ""),
-	[ST_LAST_OK] = PG_LAST_OK_SQL,
 	[ST_SUMMARIES_ONE] = PG_SUMMARIES(PG_SUM_NAMES_ONE,
 					  " AND schedule = $2::text"),
+	[ST_LAST_OK] = PG_LAST_OK_SQL,
 	/* $6, $7: the fence. Answer: ok, rows inserted. */
 	[ST_OUTBOX_PUT] =
 	"WITH " FENCE_CTE("$6", "$7") ","
