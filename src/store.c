@@ -579,6 +579,20 @@ void store_sched_summaries_free(struct store_sched_summary *v, size_t n)
 	free(v);
 }
 
+int store_last_successes(struct store *s, struct store_last_ok **out,
+			 size_t *n, struct sc_err *err)
+{
+	int rc = check_out(out, "last successes output", err);
+
+	if (!rc)
+		rc = check_out(n, "last success count", err);
+	if (rc)
+		return rc;
+	*out = NULL;
+	*n = 0;
+	return s->ops->last_successes(s->impl, out, n, err);
+}
+
 /* ---- alerts ---------------------------------------------------------- */
 
 /* A ledger row handed to an alert operation: checked like an append. */

@@ -415,10 +415,30 @@ int store_sched_summaries(struct store *s, const char *schedule,
 void store_sched_summaries_free(struct store_sched_summary *v, size_t n);
 
 /*
+ * The last success of each schedule, for /metrics (issue 16): for every
+ * schedule that has a LEDGER_SUCCESS row, the one of its newest slot (of
+ * those, the last written), sorted by schedule name (strcmp). Schedules
+ * without a success are absent. Cost: one seek of the partial index
+ * ledger_ok (schema 6) per schedule, whatever the number of ledger rows
+ * or of failures since the success. *out is allocated (NULL when n is
+ * 0): free it with free(). On failure *out is NULL and *n is 0.
+ * Like every call on a handle, one thread at a time (see the top).
+ */
+struct store_last_ok {
+	char schedule[STORE_NAME_MAX];
+	int64_t id;          /* the success row */
+	int64_t slot_ms;
+	int64_t finished_ms;  /* 0 when the row has no finish */
+};
+
+int store_last_successes(struct store *s, struct store_last_ok **out,
+			 size_t *n, struct sc_err *err);
+
+/*
  * Test seam (the plan guard of tests/unit/test_ledger_query.c): the SQL of
  * the i-th ledger read of the SQLite backend (every filter shape of
- * store_ledger_query, then store_ledger_lost's and store_sched_summaries'
- * statements), written into buf (cap >= 1024), or NULL past the last.
+ * store_ledger_query, then store_ledger_lost's, store_sched_summaries'
+ * and store_last_successes' statements), written into buf (cap >= 1024), or NULL past the last.
  * *reads_all is true for a shape whose answer is every row (no schedule,
  * no period, no indexed outcome), which a full scan serves best.
  */
@@ -949,6 +969,8 @@ struct store_ops {
 	int (*sched_summaries)(void *impl, const char *schedule,
 			       struct store_sched_summary **out, size_t *n,
 			       struct sc_err *err);
+	int (*last_successes)(void *impl, struct store_last_ok **out,
+			      size_t *n, struct sc_err *err);
 	int (*outbox_put)(void *impl, const struct store_fence *fence,
 			  const char *schedule, int64_t slot_ms,
 			  const char *target, const char *body, bool *created,

@@ -63,7 +63,7 @@
  * operations are drained right away (memory stays bounded) and remembered,
  * so the next wait returns at once.
  *
- * Schema version 5 (schema_version table, one row). To change the schema,
+ * Schema version 6 (schema_version table, one row). To change the schema,
  * append a migration to `migrations` and bump SCHEMA_VERSION; a database
  * whose version is newer than SCHEMA_VERSION is refused with SC_EVERSION
  * and never touched. Migrations run under a transaction-scoped advisory
@@ -86,7 +86,7 @@
 #include "store.h"
 #include "url.h"
 
-#define SCHEMA_VERSION 5
+#define SCHEMA_VERSION 6
 #define CHANNEL "surecron_jobs"
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 5000
@@ -276,12 +276,26 @@ static const char *const migration_5[] = {
 	NULL,
 };
 
+/*
+ * 5 -> 6: the last success of each schedule (issue 16), as on SQLite:
+ * /metrics must not scan the ledger, and through ledger_slot a schedule
+ * failing for a month has its success behind 43,000 rows. This partial
+ * index holds success rows only, so store_last_successes costs one
+ * descending probe per schedule, and only success rows pay for it.
+ */
+static const char *const migration_6[] = {
+	"CREATE INDEX ledger_ok ON ledger (schedule, slot_ms)"
+	" WHERE outcome = 'success'",
+	NULL,
+};
+
 static const char *const *const migrations[SCHEMA_VERSION] = {
 	migration_1,
 	migration_2,
 	migration_3,
 	migration_4,
 	migration_5,
+	migration_6,
 };
 
 /* ---- statements ------------------------------------------------------- */
@@ -336,6 +350,24 @@ static const char *const *const migrations[SCHEMA_VERSION] = {
 	" LEFT JOIN LATERAL (SELECT id, " LEDGER_COLS " FROM ledger"         \
 	" WHERE schedule = s.name ORDER BY slot_ms DESC, id DESC LIMIT 1) l" \
 	" ON true ORDER BY s.name COLLATE \"C\""
+/*
+ * store_last_successes (issue 16): the schedules that have a success by
+ * a skip scan of the partial index ledger_ok (one seek per name, among
+ * success rows only), then the newest-slot success of each by one
+ * descending probe of it (LATERAL; a slot's few rows sorted by id).
+ * Columns: name, id, slot_ms, finished_ms; sorted as strcmp does.
+ */
+#define PG_LAST_OK_SQL                                                     \
+	"WITH RECURSIVE n(name) AS ((SELECT schedule FROM ledger WHERE"      \
+	" outcome = 'success' ORDER BY schedule LIMIT 1) UNION ALL SELECT"   \
+	" (SELECT l.schedule FROM ledger l WHERE l.outcome = 'success' AND"  \
+	" l.schedule > n.name ORDER BY l.schedule LIMIT 1) FROM n"           \
+	" WHERE n.name IS NOT NULL)"                                         \
+	" SELECT n.name, o.id, o.slot_ms, o.finished_ms FROM n CROSS JOIN"   \
+	" LATERAL (SELECT id, slot_ms, finished_ms FROM ledger WHERE"        \
+	" outcome = 'success' AND schedule = n.name"                         \
+	" ORDER BY slot_ms DESC, id DESC LIMIT 1) o"                         \
+	" ORDER BY n.name COLLATE \"C\""
 #define ALERT_COLS                                                         \
 	"id, schedule, slot_ms, last_slot_ms, n_slots, reason, generation, " \
 	"status, attempts, error_msg, job_id, rounds, staged_rounds, "      \
@@ -404,6 +436,7 @@ enum stmt {
 	ST_LEDGER_LOST,
 	ST_SUMMARIES,
 	ST_SUMMARIES_ONE,
+	ST_LAST_OK,
 	ST_OUTBOX_PUT,
 	ST_OUTBOX_GET,
 	ST_OUTBOX_SET,
@@ -610,6 +643,7 @@ static const char *const sql[ST_COUNT] = {
 	[ST_SUMMARIES] = PG_SUMMARIES(PG_SUM_NAMES_ALL, ""),
 	[ST_SUMMARIES_ONE] = PG_SUMMARIES(PG_SUM_NAMES_ONE,
 					  " AND schedule = $2::text"),
+	[ST_LAST_OK] = PG_LAST_OK_SQL,
 	/* $6, $7: the fence. Answer: ok, rows inserted. */
 	[ST_OUTBOX_PUT] =
 	"WITH " FENCE_CTE("$6", "$7") ","
@@ -2359,6 +2393,34 @@ static int pg_sched_summaries(void *impl, const char *schedule,
 	return 0;
 }
 
+static int pg_last_successes(void *impl, struct store_last_ok **out,
+			     size_t *n, struct sc_err *err)
+{
+	struct args a = {0};
+	PGresult *res;
+	int rc = run(impl, ST_LAST_OK, &a, &res, err);
+
+	if (rc)
+		return rc;
+	size_t got = (size_t)PQntuples(res);
+	struct store_last_ok *v = got ? calloc(got, sizeof(*v)) : NULL;
+	if (got && !v) {
+		PQclear(res);
+		return sc_err_set(err, SC_ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < got; i++) {
+		int row = (int)i;
+		get_str(res, row, 0, v[i].schedule, sizeof(v[i].schedule));
+		v[i].id = get_i64(res, row, 1);
+		v[i].slot_ms = get_i64(res, row, 2);
+		v[i].finished_ms = get_i64(res, row, 3);
+	}
+	PQclear(res);
+	*out = v;
+	*n = got;
+	return 0;
+}
+
 /* ---- outbox, guards, markers ------------------------------------------- */
 
 static void arg_slot_target(struct args *a, const char *schedule,
@@ -3524,6 +3586,7 @@ const struct store_ops store_pg_ops = {
 	.ledger_query = pg_ledger_query,
 	.ledger_lost = pg_ledger_lost,
 	.sched_summaries = pg_sched_summaries,
+	.last_successes = pg_last_successes,
 	.outbox_put = pg_outbox_put,
 	.outbox_get = pg_outbox_get,
 	.outbox_set_state = pg_outbox_set_state,

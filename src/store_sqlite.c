@@ -76,7 +76,7 @@
  * slow down has a statement whose plan uses an index (a statement per
  * filter shape of store_ledger_query; store_ledger_lost and
  * store_sched_summaries read lost rows, per-schedule seeks and covering
- * indexes only). tests/unit/test_ledger_query.c checks the plans through
+ * indexes only; store_last_successes one seek of ledger_ok per schedule). tests/unit/test_ledger_query.c checks the plans through
  * store_sqlite_plan_sql; a new read belongs in that list.
  *
  * Waiting for work (store_wait): SQLite has no notification channel, so
@@ -106,7 +106,7 @@
 #include "log.h"
 #include "store.h"
 
-#define SCHEMA_VERSION 5
+#define SCHEMA_VERSION 6
 #define APP_ID 0x53435231 /* "SCR1": this file belongs to surecron */
 #define BUSY_TIMEOUT_MS 10000
 /* Checkpoint the WAL every this many pages (~16 MB) rather than SQLite's
@@ -316,6 +316,15 @@ static const char *const migrations[SCHEMA_VERSION] = {
 	" owner TEXT NOT NULL,"
 	" expires_ms INTEGER NOT NULL);"
 	"PRAGMA user_version = 5;",
+	/* 5 -> 6: the last success of each schedule (issue 16: /metrics
+	 * must not scan the ledger). Through ledger_schedule, a schedule
+	 * failing for a month has its success behind 43,000 rows; this
+	 * partial index holds success rows only, so the newest is one
+	 * descending seek per schedule (store_last_successes), and only
+	 * success rows pay for one index more. */
+	"CREATE INDEX ledger_ok ON ledger(schedule, slot_ms) WHERE "
+	"outcome = 'success';"
+	"PRAGMA user_version = 6;",
 };
 
 /* ---- the statement cache --------------------------------------------- */
@@ -382,6 +391,24 @@ static const char *const migrations[SCHEMA_VERSION] = {
 #define SUM_NEWEST(name)                                                  \
 	"(SELECT id FROM ledger WHERE schedule = " name " ORDER BY slot_ms " \
 	"DESC, id DESC LIMIT 1)"
+/*
+ * store_last_successes (issue 16): the schedules that have a success by
+ * a skip scan of the partial index ledger_ok (each step seeks the next
+ * name among success rows only), then per name one descending seek of
+ * it (slot, then id: the rowid ends each entry) and one rowid lookup for
+ * the finish. INDEXED BY keeps the plan on ledger_ok: ledger_schedule
+ * would answer too, by walking every failure since the success. The
+ * ORDER BY sorts one entry per schedule (a temp B-tree), not rows.
+ * Columns: schedule, id, slot_ms, finished_ms.
+ */
+#define OK_FROM "FROM ledger INDEXED BY ledger_ok WHERE outcome = 'success'"
+#define LAST_OK_SQL                                                       \
+	"WITH RECURSIVE n(name) AS (SELECT (SELECT min(schedule) " OK_FROM   \
+	") UNION ALL SELECT (SELECT min(schedule) " OK_FROM " AND schedule " \
+	"> n.name) FROM n WHERE n.name IS NOT NULL) "                        \
+	"SELECT n.name, l.id, l.slot_ms, l.finished_ms FROM n JOIN ledger l " \
+	"ON l.id = (SELECT id " OK_FROM " AND schedule = n.name ORDER BY "    \
+	"slot_ms DESC, id DESC LIMIT 1) ORDER BY n.name"
 /* ?1 now. Columns: schedule, ready_due, delayed, active, dead. */
 #define SUM_OPEN_SQL(filter)                                              \
 	"SELECT schedule, sum(state = 0 AND run_at_ms <= ?1), "              \
@@ -426,6 +453,7 @@ enum stmt_id {
 	ST_SUM_TOTAL_ONE,
 	ST_SUM_OPEN,
 	ST_SUM_OPEN_ONE,
+	ST_LAST_OK,
 	ST_OUTBOX_PUT,
 	ST_OUTBOX_BODY_PUT,
 	ST_OUTBOX_GET,
@@ -551,6 +579,7 @@ static const char *const stmt_sql[N_STMT] = {
 			     "WHERE schedule = ?1 GROUP BY schedule",
 	[ST_SUM_OPEN] = SUM_OPEN_SQL(""),
 	[ST_SUM_OPEN_ONE] = SUM_OPEN_SQL(" AND schedule = ?2"),
+	[ST_LAST_OK] = LAST_OK_SQL,
 	[ST_OUTBOX_PUT] =
 		"INSERT INTO outbox(schedule, slot_ms, target, state, "
 		"created_ms, updated_ms) SELECT ?1, ?2, ?3, 1, ?5, ?5 "
@@ -2854,13 +2883,54 @@ static int sq_sched_summaries(void *impl, const char *schedule,
 	return 0;
 }
 
+static int sq_last_successes(void *impl, struct store_last_ok **out,
+			     size_t *n, struct sc_err *err)
+{
+	struct sq *q = impl;
+	struct store_last_ok *v = NULL;
+	size_t len = 0, cap = 0;
+	sqlite3_stmt *st = NULL;
+	bool oom = false;
+	int rc = prep(q, ST_LAST_OK, &st, err);
+
+	if (rc)
+		return rc;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *name = (const char *)sqlite3_column_text(st, 0);
+		if (!name)
+			continue;
+		if (!room_for((void **)&v, &cap, len, sizeof(*v))) {
+			oom = true;
+			break;
+		}
+		struct store_last_ok *x = &v[len++];
+		snprintf(x->schedule, sizeof(x->schedule), "%s", name);
+		x->id = sqlite3_column_int64(st, 1);
+		x->slot_ms = sqlite3_column_int64(st, 2);
+		x->finished_ms = sqlite3_column_int64(st, 3);
+	}
+	if (oom)
+		rc = sc_err_set(err, SC_ENOMEM, "out of memory");
+	else
+		rc = rc == SQLITE_DONE ? 0 : db_fail(q, rc, "last successes",
+						     err);
+	unprep(st);
+	if (rc) {
+		free(v);
+		return rc;
+	}
+	*out = v;
+	*n = len;
+	return 0;
+}
+
 const char *store_sqlite_plan_sql(size_t i, char *buf, size_t cap,
 				  bool *reads_all)
 {
 	static const enum stmt_id fixed[] = {
 		ST_LEDGER_LOST, ST_LEDGER_LOST_ONE, ST_SUM_LAST,
 		ST_SUM_LAST_ONE, ST_SUM_TOTAL, ST_SUM_TOTAL_ONE, ST_SUM_OPEN,
-		ST_SUM_OPEN_ONE,
+		ST_SUM_OPEN_ONE, ST_LAST_OK,
 	};
 
 	*reads_all = false;
@@ -4061,6 +4131,7 @@ const struct store_ops store_sqlite_ops = {
 	.ledger_query = sq_ledger_query,
 	.ledger_lost = sq_ledger_lost,
 	.sched_summaries = sq_sched_summaries,
+	.last_successes = sq_last_successes,
 	.outbox_put = sq_outbox_put,
 	.outbox_get = sq_outbox_get,
 	.outbox_set_state = sq_outbox_set_state,

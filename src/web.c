@@ -7,10 +7,9 @@
  *   - every response this file builds carries the security headers
  *     (web_respond(), and metrics_page for the one text body) and, but for
  *     /metrics, a JSON body made by jansson;
- *   - a scrape reads the process's counters, the store's job counts and
- *     one summary per schedule (a schedule's last success is walked to
- *     once per change of it, then cached), and the config: its cost
- *     follows the schedules, never the ledger's rows;
+ *   - a scrape reads the process's counters, the store's job counts,
+ *     each schedule's last success (one index seek per schedule) and the
+ *     config: its cost follows the schedules, never the ledger's rows;
  *   - the store handle is used by the server's polling thread only (the
  *     handlers run there, one at a time);
  *   - no response carries the token or any other secret: the bodies say
@@ -19,7 +18,6 @@
  *   - the checks run in this order, before any handler: Origin (403),
  *     query size (414), token (401), body size (413).
  */
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -235,95 +233,15 @@ static bool appendf(char **buf, size_t *len, const char *fmt, ...)
 	return true;
 }
 
-/*
- * The last success of each schedule, between scrapes. A schedule's
- * summary (store_sched_summaries) carries its newest row: when that is a
- * success, it is the answer. Otherwise the success of the newest slot
- * that had one is older, and only a walk back along the schedule's rows
- * finds it; that walk is made once per change of the schedule, not per
- * scrape: an entry stays right while the schedule's newest row (its id)
- * and its number of DONE jobs are those it was read with, since a
- * success always finishes a job (DONE grows by one). So a scrape costs
- * one summary per schedule, plus one walk per schedule that changed
- * without a success as its newest row.
- *
- * One cache per process (one server per daemon), sorted by name as the
- * summaries are; reset when another server scrapes (tests). Its lock is
- * held for the whole read, which only the server's thread does.
- */
-struct last_ok {
-	char *schedule;
-	int64_t row_id, done;
-	int64_t ok_ms;          /* finished_ms of that success; 0: none */
-};
-
-static struct {
-	pthread_mutex_t mu;
-	const struct web *owner;
-	int64_t owner_start_ms;
-	struct last_ok *v;
-	size_t n;
-} last_ok_cache = {.mu = PTHREAD_MUTEX_INITIALIZER};
-
-static const struct last_ok *last_ok_find(const char *schedule)
-{
-	size_t lo = 0, hi = last_ok_cache.n;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		int c = strcmp(last_ok_cache.v[mid].schedule, schedule);
-		if (c == 0)
-			return &last_ok_cache.v[mid];
-		if (c < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return NULL;
-}
-
-static void last_ok_free(struct last_ok *v, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		free(v[i].schedule);
-	free(v);
-}
-
-/* The success of sum's newest slot that had one: its finish in *ok_ms
- * (0: none). A cache hit reads nothing; a miss is one bounded walk. */
-static int last_ok_of(struct web *w, const struct store_sched_summary *sum,
-		      int64_t *ok_ms, struct sc_err *err)
-{
-	if (sum->has_last && strcmp(sum->last.outcome, LEDGER_SUCCESS) == 0) {
-		*ok_ms = sum->last.finished_ms;
-		return 0;
-	}
-	const struct last_ok *k = last_ok_find(sum->schedule);
-	if (k && k->row_id == (sum->has_last ? sum->last.id : 0) &&
-	    k->done == sum->counts.done) {
-		*ok_ms = k->ok_ms;
-		return 0;
-	}
-	struct ledger_filter f = {.schedule = sum->schedule,
-				  .since_ms = INT64_MIN, .until_ms = INT64_MAX,
-				  .outcome = LEDGER_SUCCESS, .limit = 1,
-				  .newest_first = true};
-	struct ledger_row *rows = NULL;
-	size_t n = 0;
-	int rc = store_ledger_query(w->store, &f, &rows, &n, err);
-	if (rc)
-		return rc;
-	*ok_ms = n ? rows[0].finished_ms : 0;
-	store_ledger_rows_free(rows, n);
-	return 0;
-}
-
-/* surecron_last_success_timestamp_seconds, from the store: one summary
- * per schedule (cfg non-NULL: only its schedules). */
+/* surecron_last_success_timestamp_seconds, from the store: one read of
+ * every schedule's newest-slot success (store_last_successes: one index
+ * seek per schedule, however many failures followed the success), of
+ * which only the config's schedules are shown (cfg non-NULL). A schedule
+ * that never succeeded, or whose success has no finish, has no series. */
 static int last_success_series(struct web *w, const struct config *cfg,
 			       char **buf, size_t *len, struct sc_err *err)
 {
-	struct store_sched_summary *v = NULL;
+	struct store_last_ok *v = NULL;
 	size_t n = 0;
 	char a[512];
 	bool ok = appendf(buf, len, "# HELP surecron_last_success_timestamp_"
@@ -331,57 +249,21 @@ static int last_success_series(struct web *w, const struct config *cfg,
 			  "finished, Unix seconds (the store's: every node "
 			  "reports the same).\n# TYPE surecron_last_success_"
 			  "timestamp_seconds gauge\n");
-	int rc = store_sched_summaries(w->store, NULL, &v, &n, err);
+	int rc = store_last_successes(w->store, &v, &n, err);
 	if (rc)
 		return rc;
-	struct last_ok *nv = n ? calloc(n, sizeof(*nv)) : NULL;
-	size_t nn = 0;
-	if (n && !nv) {
-		store_sched_summaries_free(v, n);
-		return sc_err_set(err, SC_ENOMEM, "out of memory");
-	}
-	pthread_mutex_lock(&last_ok_cache.mu);
-	if (last_ok_cache.owner != w ||
-	    last_ok_cache.owner_start_ms != w->start_ms) {
-		last_ok_free(last_ok_cache.v, last_ok_cache.n);
-		last_ok_cache.v = NULL;
-		last_ok_cache.n = 0;
-		last_ok_cache.owner = w;
-		last_ok_cache.owner_start_ms = w->start_ms;
-	}
-	for (size_t i = 0; i < n && rc == 0; i++) {
-		const struct store_sched_summary *x = &v[i];
-		int64_t ok_ms = 0;
-		if (cfg && !config_schedule(cfg, x->schedule))
+	for (size_t i = 0; i < n && ok; i++) {
+		const struct store_last_ok *x = &v[i];
+		if ((cfg && !config_schedule(cfg, x->schedule)) ||
+		    x->finished_ms <= 0)
 			continue;
-		if ((rc = last_ok_of(w, x, &ok_ms, err)) != 0)
-			break;
-		if (!(nv[nn].schedule = strdup(x->schedule))) {
-			rc = sc_err_set(err, SC_ENOMEM, "out of memory");
-			break;
-		}
-		nv[nn].row_id = x->has_last ? x->last.id : 0;
-		nv[nn].done = x->counts.done;
-		nv[nn++].ok_ms = ok_ms;
-		if (ok_ms > 0)
-			ok = ok && appendf(buf, len, "surecron_last_success_"
-					   "timestamp_seconds{schedule=\"%s\"} "
-					   "%.3f\n", metrics_escape(
-						   x->schedule, a, sizeof(a)),
-					   (double)ok_ms / 1000.0);
+		ok = appendf(buf, len, "surecron_last_success_timestamp_"
+			     "seconds{schedule=\"%s\"} %.3f\n",
+			     metrics_escape(x->schedule, a, sizeof(a)),
+			     (double)x->finished_ms / 1000.0);
 	}
-	if (rc == 0) {
-		last_ok_free(last_ok_cache.v, last_ok_cache.n);
-		last_ok_cache.v = nv;
-		last_ok_cache.n = nn;
-	} else {
-		last_ok_free(nv, nn);
-	}
-	pthread_mutex_unlock(&last_ok_cache.mu);
-	store_sched_summaries_free(v, n);
-	if (rc == 0 && !ok)
-		rc = sc_err_set(err, SC_ENOMEM, "out of memory");
-	return rc;
+	free(v);
+	return ok ? 0 : sc_err_set(err, SC_ENOMEM, "out of memory");
 }
 
 /* surecron_next_slot_timestamp_seconds from the config (the same on
@@ -412,8 +294,8 @@ static bool next_slot_series(struct web *w, const struct config *cfg,
 }
 
 /* GET /metrics: the process's counters (metrics.c), then the store's
- * gauges (job counts and one summary per schedule: no ledger scan), the
- * config's next slots, build and process series. */
+ * gauges (job counts and one last success per schedule: no ledger
+ * scan), the config's next slots, build and process series. */
 static enum MHD_Result metrics_page(struct web *w, struct MHD_Connection *c)
 {
 	char *buf = NULL;

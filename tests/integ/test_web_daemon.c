@@ -474,7 +474,7 @@ static void counts_a_lost_slot_and_its_alert(void **state)
 				      "\"doomed\"}"), 1);
 	assert_int_equal(tu_ledger_count(url, "doomed", LEDGER_LOST), 1);
 	/* The last success: 2025's, found behind the newer lost slot, and
-	 * the same again from the cache. */
+	 * the same again on the next scrape. */
 	struct store *st = tu_store_open(url);
 	struct ledger_filter lf = {.schedule = "doomed", .since_ms = INT64_MIN,
 				   .until_ms = INT64_MAX,

@@ -3,8 +3,8 @@
  * (store_backend.h): every filter shape of store_ledger_query answers what
  * the filter says (compared with the same filter applied here to the rows
  * written), store_ledger_lost's recoveries, store_sched_summaries' counts
- * and newest rows, and (SQLite) the plan guard: no shape that an index
- * can serve reads the whole ledger.
+ * and newest rows, store_last_successes (issue 16), and (SQLite) the plan
+ * guard: no shape that an index can serve reads the whole ledger.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -333,6 +333,137 @@ static void summaries_count_jobs_and_find_the_newest_row(void **state)
 	sc_clock_free(c);
 }
 
+/* The last success of sched in v (n of them), or NULL. */
+static const struct store_last_ok *ok_of(const struct store_last_ok *v,
+					 size_t n, const char *sched)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(v[i].schedule, sched) == 0)
+			return &v[i];
+	return NULL;
+}
+
+/*
+ * Issue 16: store_last_successes gives each schedule's newest-slot
+ * success: still the success when failures follow it, by slot rather
+ * than by write order (a retry of an older slot that succeeds later does
+ * not win), of one slot's rows the last written; a schedule that never
+ * succeeded is absent. Sorted as strcmp does ("Zed" before "a").
+ */
+static void last_successes_are_the_newest_success_slots(void **state)
+{
+	struct sc_clock *c = sc_clock_virtual_new(T0 + 600 * MIN);
+	struct store *s = tb_open(state, c);
+	struct store_last_ok *v = NULL;
+	size_t n = 7;
+
+	/* An empty ledger: nothing. */
+	assert_int_equal(store_last_successes(s, &v, &n, NULL), 0);
+	assert_int_equal(n, 0);
+	assert_null(v);
+
+	/* "a": a success, then a newer lost slot and 200 failures. */
+	append(s, "a", LEDGER_SUCCESS, T0, T0 + 1);
+	append(s, "a", LEDGER_LOST, T0 + MIN, T0 + MIN + 1);
+	for (int64_t k = 2; k < 202; k++)
+		append(s, "a", LEDGER_FAILED, T0 + k * MIN, T0 + k * MIN + 1);
+	/* "b": failures, a lost and a missed slot, no success. */
+	append(s, "b", LEDGER_FAILED, T0, T0 + 2);
+	append(s, "b", LEDGER_LOST, T0, T0 + 3);
+	append(s, "b", LEDGER_MISSED, T0 + MIN, 0);
+	/* "c": the newer slot succeeds first; the older slot's retry
+	 * succeeds after it (a larger id): the newer slot still wins. */
+	append(s, "c", LEDGER_FAILED, T0 + MIN, T0 + MIN + 1);
+	append(s, "c", LEDGER_SUCCESS, T0 + 2 * MIN, T0 + 2 * MIN + 5);
+	append(s, "c", LEDGER_SUCCESS, T0 + MIN, T0 + 9 * MIN);
+	append(s, "c", LEDGER_FAILED, T0 + 3 * MIN, T0 + 3 * MIN + 1);
+	/* "Zed": two successes of its newest slot: the last written. */
+	append(s, "Zed", LEDGER_SUCCESS, T0 + 5 * MIN, T0 + 5 * MIN + 1);
+	append(s, "Zed", LEDGER_SUCCESS, T0 + 5 * MIN, T0 + 5 * MIN + 7);
+	append(s, "Zed", LEDGER_SUCCESS, T0 + 4 * MIN, T0 + 8 * MIN);
+
+	assert_int_equal(store_last_successes(s, &v, &n, NULL), 0);
+	assert_int_equal(n, 3);
+	assert_string_equal(v[0].schedule, "Zed");
+	assert_string_equal(v[1].schedule, "a");
+	assert_string_equal(v[2].schedule, "c");
+	assert_null(ok_of(v, n, "b"));
+	const struct store_last_ok *a = ok_of(v, n, "a");
+	assert_int_equal(a->slot_ms, T0);
+	assert_int_equal(a->finished_ms, T0 + 1);
+	const struct store_last_ok *cc = ok_of(v, n, "c");
+	assert_int_equal(cc->slot_ms, T0 + 2 * MIN);
+	assert_int_equal(cc->finished_ms, T0 + 2 * MIN + 5);
+	const struct store_last_ok *z = ok_of(v, n, "Zed");
+	assert_int_equal(z->slot_ms, T0 + 5 * MIN);
+	assert_int_equal(z->finished_ms, T0 + 5 * MIN + 7);
+	assert_true(z->id > 0);
+	free(v);
+
+	/* A newer success replaces the answer; b's first success counts. */
+	append(s, "a", LEDGER_SUCCESS, T0 + 300 * MIN, T0 + 300 * MIN + 4);
+	append(s, "b", LEDGER_SUCCESS, T0 + 2 * MIN, T0 + 2 * MIN + 6);
+	assert_int_equal(store_last_successes(s, &v, &n, NULL), 0);
+	assert_int_equal(n, 4);
+	assert_int_equal(ok_of(v, n, "a")->finished_ms, T0 + 300 * MIN + 4);
+	assert_int_equal(ok_of(v, n, "b")->slot_ms, T0 + 2 * MIN);
+	free(v);
+	store_close(s);
+	sc_clock_free(c);
+}
+
+/*
+ * The plan of store_last_successes (SQLite), the last statement of the
+ * plan list: every read of the ledger is a SEARCH of ledger_ok (or the
+ * rowid lookup of the row found), never a scan of the table or of an
+ * index, so its cost is a few seeks per schedule (the plan guard below
+ * only refuses a scan of the table itself).
+ */
+static void last_successes_seek_ledger_ok(void **state)
+{
+	struct sc_clock *c;
+	struct store *s;
+	sqlite3 *db;
+	char sql[2048], q[2200];
+	size_t last = 0, n_ok = 0;
+	bool reads_all;
+
+	if (!tb_is_sqlite(state))
+		skip();
+	c = sc_clock_virtual_new(T0);
+	s = tb_open(state, c);
+	write_seed(s);
+	while (store_sqlite_plan_sql(last + 1, sql, sizeof(sql), &reads_all))
+		last++;
+	assert_non_null(store_sqlite_plan_sql(last, sql, sizeof(sql),
+					      &reads_all));
+	assert_non_null(strstr(sql, "ledger_ok"));
+	assert_false(reads_all);
+	assert_int_equal(sqlite3_open(tb_path(state), &db), SQLITE_OK);
+	snprintf(q, sizeof(q), "EXPLAIN QUERY PLAN %s", sql);
+	sqlite3_stmt *st = NULL;
+	if (sqlite3_prepare_v2(db, q, -1, &st, NULL) != SQLITE_OK)
+		fail_msg("%s: %s", sql, sqlite3_errmsg(db));
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		const char *d = (const char *)sqlite3_column_text(st, 3);
+		/* Any scan of the table or of one of its indexes, under
+		 * either name; the CTE's own rows (SCAN n) are the names. */
+		if (d && (strncmp(d, "SCAN ledger", 11) == 0 ||
+			  strcmp(d, "SCAN l") == 0 ||
+			  strncmp(d, "SCAN l ", 7) == 0))
+			fail_msg("a scan in the plan of the last successes: "
+				 "%s", d);
+		n_ok += d && strncmp(d, "SEARCH ledger USING INDEX ledger_ok",
+				     35) == 0;
+	}
+	sqlite3_finalize(st);
+	/* The first name, each next name, each newest success. */
+	assert_int_equal(n_ok, 3);
+	sqlite3_close(db);
+	store_close(s);
+	sc_clock_free(c);
+}
+
 /*
  * The plan guard (SQLite): EXPLAIN QUERY PLAN of every ledger read on a
  * store at the current schema. A full "SCAN ledger" is allowed only for
@@ -375,7 +506,8 @@ static void no_shape_scans_the_ledger(void **state)
 		n_scan += scans;
 		n++;
 	}
-	assert_true(n >= 44); /* 40 shapes, the lost and summary reads */
+	/* 40 shapes, the lost and summary reads, the last successes. */
+	assert_true(n >= 45);
 	assert_int_equal(n_scan, 4); /* the every-row shapes only */
 	sqlite3_close(db);
 	store_close(s);
@@ -388,6 +520,8 @@ int main(void)
 		cmocka_unit_test(every_shape_answers_its_filter),
 		cmocka_unit_test(lost_rows_carry_their_recovery),
 		cmocka_unit_test(summaries_count_jobs_and_find_the_newest_row),
+		cmocka_unit_test(last_successes_are_the_newest_success_slots),
+		cmocka_unit_test(last_successes_seek_ledger_ok),
 		cmocka_unit_test(no_shape_scans_the_ledger),
 	};
 	return tb_run_all("ledger_query", tests,

@@ -991,11 +991,12 @@ static void raw_sql(void **state, const char *sql)
 		fail_msg("postgresql: %s", q);
 }
 
-/* Turns a current (version 5) store back into version 2: no alert
+/* Turns a current (version 6) store back into version 2: no alert
  * tables (version 4), the body back in the outbox row, no outbox_body
  * table. */
 static void to_version_2(void **state)
 {
+	raw_sql(state, "DROP INDEX ledger_ok");
 	raw_sql(state, "DROP TABLE leases");
 	raw_sql(state, "DROP INDEX ledger_period");
 	raw_sql(state, "DROP INDEX ledger_lost");
@@ -1055,6 +1056,57 @@ static void version_2_outbox_bodies_migrate(void **state)
 	assert_string_equal(e.body, "body of c");
 	store_outbox_entry_dispose(&e);
 	fix_close(&f);
+}
+
+/*
+ * Issue 16: version 6 adds ledger_ok, the partial index of success rows
+ * that store_last_successes seeks. A version 5 store with its ledger
+ * migrates, answers from the rows it had, and then has the index (DROP
+ * INDEX fails the test when there is none).
+ */
+static void version_5_gains_the_success_index(void **state)
+{
+	static const struct {
+		const char *schedule, *outcome;
+		int64_t slot, finished;
+	} seed[] = {
+		{"a", LEDGER_SUCCESS, T0, T0 + 1},
+		{"a", LEDGER_FAILED, T0 + 1000, T0 + 1001},
+		{"b", LEDGER_FAILED, T0, T0 + 2},
+		{"c", LEDGER_SUCCESS, T0 + 2000, T0 + 2003},
+		{"c", LEDGER_SUCCESS, T0 + 1000, T0 + 3000},
+	};
+	struct fix f;
+	struct store_last_ok *v = NULL;
+	size_t n = 0;
+
+	fix_open(state, &f);
+	for (size_t i = 0; i < sizeof(seed) / sizeof(seed[0]); i++) {
+		struct ledger_row r = {.slot_ms = seed[i].slot,
+				       .finished_ms = seed[i].finished};
+		snprintf(r.schedule, sizeof(r.schedule), "%s",
+			 seed[i].schedule);
+		snprintf(r.outcome, sizeof(r.outcome), "%s", seed[i].outcome);
+		assert_int_equal(store_ledger_append(f.s, &r, NULL), 0);
+	}
+	store_close(f.s);
+	raw_sql(state, "DROP INDEX ledger_ok");
+	raw_sql(state, tb_is_sqlite(state)
+			       ? "PRAGMA user_version = 5"
+			       : "UPDATE schema_version SET version = 5");
+	f.s = tb_open(state, f.clock);
+	assert_int_equal(store_last_successes(f.s, &v, &n, NULL), 0);
+	assert_int_equal(n, 2);
+	assert_string_equal(v[0].schedule, "a");
+	assert_int_equal(v[0].finished_ms, T0 + 1);
+	assert_string_equal(v[1].schedule, "c");
+	assert_int_equal(v[1].slot_ms, T0 + 2000);
+	assert_int_equal(v[1].finished_ms, T0 + 2003);
+	free(v);
+	store_close(f.s);
+	f.s = NULL;
+	raw_sql(state, "DROP INDEX ledger_ok");
+	sc_clock_free(f.clock);
 }
 
 /*
@@ -2096,6 +2148,7 @@ int main(void)
 		cmocka_unit_test(missed_row_is_kept_once_per_slot),
 		cmocka_unit_test(version_1_with_duplicate_missed_rows_migrates),
 		cmocka_unit_test(version_2_outbox_bodies_migrate),
+		cmocka_unit_test(version_5_gains_the_success_index),
 		cmocka_unit_test(two_handles_recovering_one_job_list_it_once),
 		cmocka_unit_test(concurrent_recoveries_list_each_dead_job_once),
 		cmocka_unit_test(outbox_state_machine_and_guard),
