@@ -115,6 +115,32 @@ static const struct cli_command commands[] = {
 	 "(with a Retry-After hint, stdout gets one JSON line\n"
 	 "{\"retry_after\": SECONDS, \"error\": \"...\"}); 78 on 403 or an\n"
 	 "unusable auth provider; 1 on other statuses; 2 on usage errors.\n"},
+	{"import-crontab", cmd_import_crontab,
+	 "import-crontab [--system] [--user NAME] [--store URL] [--from ADDR] "
+	 "[FILE|-]",
+	 "print a surecron.yaml made from a crontab",
+	 "Reads a crontab (FILE, or stdin for - or no FILE) as cron(8) reads\n"
+	 "it and prints a surecron.yaml on stdout: one schedule per job line,\n"
+	 "named from its command; the command run through /bin/sh -c as cron\n"
+	 "runs it (`shell:`; the crontab's SHELL when it set one); NAME=VALUE\n"
+	 "lines as the task's env, CRON_TZ= or TZ= as tz, '%' input on stdin,\n"
+	 "MAILTO= as an email target (url_env SURECRON_SMTP_URL) that also\n"
+	 "gets the alerts. Lines that cannot be carried over (@reboot, another\n"
+	 "user's line, a line ending in a backslash, a line cron would refuse)\n"
+	 "are listed at the end as comments, with the reason.\n"
+	 "\n"
+	 "  --system     the format with a user column (/etc/crontab,\n"
+	 "               /etc/cron.d/*: the default for those paths)\n"
+	 "  --user NAME  the user the daemon runs as (default: you); in the\n"
+	 "               system format, other users' lines are not carried over\n"
+	 "  --store URL  the store line of the output (default\n"
+	 "               sqlite:./surecron.db)\n"
+	 "  --from ADDR  the mail sender (default USER@localhost)\n"
+	 "\n"
+	 "Then: surecron check --config OUT, surecron explain --config OUT\n"
+	 "NAME for each schedule's next runs, surecron run --config OUT.\n"
+	 "Exit status: 0 printed (notes included), 1 the file cannot be read,\n"
+	 "2 usage.\n"},
 	{"ledger", cmd_ledger,
 	 "ledger [--config FILE] [--schedule S] [--since T] [--until T] "
 	 "[--outcome O] [--limit N] [--json]\n"
