@@ -83,7 +83,7 @@ static void set_env(struct rd *r, const char *name, size_t n,
 	}
 	memcpy(kv, name, n);
 	kv[n] = '=';
-	strcpy(kv + n + 1, value);
+	memcpy(kv + n + 1, value, len - n);
 	for (size_t i = 0; i < r->n_env; i++)
 		if (strncmp(r->env[i], kv, n + 1) == 0) {
 			free(r->env[i]);
@@ -172,7 +172,7 @@ static void split_command(struct rd *r, const char *s, char **cmd,
 	}
 	for (const char *p = s; *p; p++) {
 		if (p[0] == '\\' && p[1] == '%') {
-			c[k++] = '%';
+			(in ? in : c)[k++] = '%';
 			p++;
 		} else if (*p == '%') {
 			if (!in) {
@@ -275,6 +275,11 @@ static void job_line(struct rd *r, int line, const char *raw, char *buf,
 		p++;
 	if (!*p) {
 		note(r, line, raw, "no command: cron would refuse this line");
+		return;
+	}
+	if (*p == '%') {
+		note(r, line, raw, "the command is empty (it starts with '%'): "
+		     "nothing to run");
 		return;
 	}
 	struct crontab *c = r->out;
@@ -445,7 +450,7 @@ static void add_part(char *out, size_t max, const char *w)
 void crontab_job_name(const char *command, char *out, size_t max)
 {
 	char buf[LINE_MAX_BYTES + 1], *p = buf, *w;
-	bool have_prog = false;
+	bool have_prog = false, skip_next = false;
 
 	out[0] = '\0';
 	/* "test -x PROG || real work": the guard names nothing. */
@@ -468,8 +473,12 @@ void crontab_job_name(const char *command, char *out, size_t max)
 			continue;
 		}
 		if (!have_prog) {
-			if (is_wrapper(w) || strchr(w, '=') || w[0] == '-' ||
-			    strcmp(w, "/") == 0)
+			/* cd's folder and an option's number name nothing. */
+			bool skip = skip_next;
+			skip_next = strcmp(w, "cd") == 0;
+			if (skip || is_wrapper(w) || strchr(w, '=') ||
+			    w[0] == '-' || strcmp(w, "/") == 0 ||
+			    strspn(w, "0123456789") == strlen(w))
 				continue;
 			add_part(out, max, w);
 			have_prog = true;
