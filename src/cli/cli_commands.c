@@ -49,7 +49,8 @@ static const struct cli_command commands[] = {
 	 "\n"
 	 "Exit status: 0 no unaccounted slot, 1 at least one (or a store\n"
 	 "error), 2 usage, config or unknown schedule.\n"},
-	{"check", cmd_check, "check [--strict] [--config FILE | FILE]",
+	{"check", cmd_check,
+	 "check [--strict | --names] [--config FILE | FILE]",
 	 "validate a config file without running anything",
 	 "Reads FILE (default ./surecron.yaml) and checks everything: YAML\n"
 	 "syntax, known keys and types, durations, names, references between\n"
@@ -64,7 +65,9 @@ static const struct cli_command commands[] = {
 	 "target is also the only alert target (one outage silences both).\n"
 	 "Warnings alone keep exit 0.\n"
 	 "\n"
-	 "  --strict   warnings are errors: exit 2 when there is one\n"},
+	 "  --strict   warnings are errors: exit 2 when there is one\n"
+	 "  --names    only print the schedules' names, one per line (for\n"
+	 "             shell completion; no other check)\n"},
 	{"explain", cmd_explain,
 	 "explain [--tz ZONE] [--from ISO8601] [--json] EXPR\n"
 	 "       surecron explain [--config FILE] [--from ISO8601] [--json] "
@@ -351,8 +354,13 @@ void cli_print_overview(FILE *f)
 	fputs("usage: surecron [--version] [--help] COMMAND [ARGS]\n\n"
 	      "surecron runs scheduled jobs and never loses a run in silence.\n\n"
 	      "Commands:\n", f);
+	int w = 0;
 	for (size_t i = 0; i < N_COMMANDS; i++)
-		fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+		if ((int)strlen(commands[i].name) > w)
+			w = (int)strlen(commands[i].name);
+	for (size_t i = 0; i < N_COMMANDS; i++)
+		fprintf(f, "  %-*s %s\n", w, commands[i].name,
+			commands[i].summary);
 	fputs("\nRun 'surecron help COMMAND' for a command's options.\n"
 	      "Exit status: 0 success, 1 failure, 2 usage or input error.\n",
 	      f);
