@@ -277,6 +277,7 @@ _lint: $(LIB_OBJ) $(CLI_OBJ)
 
 # What `make install` puts where; `make uninstall` removes the same list.
 INSTALLED := $(BINDIR)/surecron $(MANDIR)/man1/surecron.1 \
+	$(MANDIR)/man1/surecron-prune.1 \
 	$(MANDIR)/man5/surecron.yaml.5 $(BASHCOMPDIR)/surecron \
 	$(DOCDIR)/README.md $(DOCDIR)/examples/surecron.yaml \
 	$(DOCDIR)/examples/team.yaml $(DOCDIR)/examples/surecron.service \
@@ -288,7 +289,8 @@ install: all
 		$(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(BASHCOMPDIR) \
 		$(DESTDIR)$(DOCDIR)/examples/tasks
 	install -m 0755 build/surecron $(DESTDIR)$(BINDIR)/surecron
-	install -m 0644 docs/man/surecron.1 $(DESTDIR)$(MANDIR)/man1/
+	install -m 0644 docs/man/surecron.1 docs/man/surecron-prune.1 \
+		$(DESTDIR)$(MANDIR)/man1/
 	install -m 0644 docs/man/surecron.yaml.5 $(DESTDIR)$(MANDIR)/man5/
 	install -m 0644 completion/surecron.bash \
 		$(DESTDIR)$(BASHCOMPDIR)/surecron
