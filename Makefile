@@ -15,7 +15,10 @@
 #   make valgrind     the CLI's main paths under valgrind
 #   make example      build and run surecron on examples/surecron.yaml
 #   make man          regenerate the troff man pages (needs pandoc)
-#   make install      install the binary and man pages under PREFIX
+#   make install      install the binary, man pages, completion and the
+#                     example config and unit under PREFIX (DESTDIR,
+#                     BINDIR, MANDIR, DATADIR, DOCDIR as usual)
+#   make uninstall    remove what make install put there
 #   make fuzz         each fuzz target under libFuzzer (fuzz/fuzz.mk)
 #
 # Public targets first check that the Debian packages are present (quiet
@@ -24,11 +27,16 @@
 # work, so pkg-config is only asked once the libraries exist.
 
 PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+DATADIR ?= $(PREFIX)/share
+MANDIR ?= $(DATADIR)/man
+DOCDIR ?= $(DATADIR)/doc/surecron
+BASHCOMPDIR ?= $(DATADIR)/bash-completion/completions
 SAN ?= 0
 PKGS := sqlite3 libpq libcurl jansson yaml-0.1 libmicrohttpd libcrypto
 SUBMAKE = $(MAKE) --no-print-directory -f Makefile
 
-.PHONY: all test check asan bench lint example install clean deps \
+.PHONY: all test check asan bench lint example install uninstall clean deps \
 	deps-test deps-bench need need-test need-bench _all _test _bench soak \
 	man valgrind tsan _tsan test-release _test_release
 
@@ -267,13 +275,36 @@ _lint: $(LIB_OBJ) $(CLI_OBJ)
 	sh scripts/check-prefix.sh $(B)/obj/src
 	sh scripts/lint.sh
 
+# What `make install` puts where; `make uninstall` removes the same list.
+INSTALLED := $(BINDIR)/surecron $(MANDIR)/man1/surecron.1 \
+	$(MANDIR)/man1/surecron-prune.1 \
+	$(MANDIR)/man5/surecron.yaml.5 $(BASHCOMPDIR)/surecron \
+	$(DOCDIR)/README.md $(DOCDIR)/examples/surecron.yaml \
+	$(DOCDIR)/examples/team.yaml $(DOCDIR)/examples/surecron.service \
+	$(DOCDIR)/examples/prometheus-rules.yml \
+	$(addprefix $(DOCDIR)/,$(wildcard examples/tasks/*))
+
 install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 \
-		$(DESTDIR)$(PREFIX)/share/man/man5
-	install -m 0755 build/surecron $(DESTDIR)$(PREFIX)/bin/surecron
-	install -m 0644 docs/man/surecron.1 $(DESTDIR)$(PREFIX)/share/man/man1/
-	@if [ -f docs/man/surecron.yaml.5 ]; then install -m 0644 \
-		docs/man/surecron.yaml.5 $(DESTDIR)$(PREFIX)/share/man/man5/; fi
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 \
+		$(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(BASHCOMPDIR) \
+		$(DESTDIR)$(DOCDIR)/examples/tasks
+	install -m 0755 build/surecron $(DESTDIR)$(BINDIR)/surecron
+	install -m 0644 docs/man/surecron.1 docs/man/surecron-prune.1 \
+		$(DESTDIR)$(MANDIR)/man1/
+	install -m 0644 docs/man/surecron.yaml.5 $(DESTDIR)$(MANDIR)/man5/
+	install -m 0644 completion/surecron.bash \
+		$(DESTDIR)$(BASHCOMPDIR)/surecron
+	install -m 0644 README.md $(DESTDIR)$(DOCDIR)/
+	install -m 0644 examples/surecron.yaml examples/team.yaml \
+		examples/surecron.service examples/prometheus-rules.yml \
+		$(DESTDIR)$(DOCDIR)/examples/
+	install -m 0755 $(wildcard examples/tasks/*) \
+		$(DESTDIR)$(DOCDIR)/examples/tasks/
+
+uninstall:
+	rm -f $(addprefix $(DESTDIR),$(INSTALLED))
+	@for d in $(DOCDIR)/examples/tasks $(DOCDIR)/examples $(DOCDIR) \
+		$(BASHCOMPDIR); do rmdir "$(DESTDIR)$$d" 2>/dev/null || true; done
 
 clean:
 	rm -rf build

@@ -21,7 +21,8 @@ fi
 build_pkgs="gcc make pkg-config libsqlite3-dev libpq-dev libcurl4-openssl-dev
 libjansson-dev libyaml-dev libmicrohttpd-dev libssl-dev tzdata ca-certificates"
 test_pkgs="libcmocka-dev postgresql sqlite3 valgrind cppcheck clang-tidy clang
-libclang-rt-14-dev prometheus python3-aiosmtpd"
+libclang-rt-14-dev prometheus python3-aiosmtpd python3-croniter cron
+debhelper dpkg-dev lintian"
 bench_pkgs="redis-server nodejs npm"
 
 want=$build_pkgs

@@ -186,6 +186,7 @@ int cmd_check(int argc, char **argv);
 int cmd_explain(int argc, char **argv);
 int cmd_help(int argc, char **argv);
 int cmd_http(int argc, char **argv);
+int cmd_import_crontab(int argc, char **argv);
 int cmd_ledger(int argc, char **argv);
 int cmd_next(int argc, char **argv);
 int cmd_prune(int argc, char **argv);

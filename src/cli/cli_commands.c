@@ -49,7 +49,8 @@ static const struct cli_command commands[] = {
 	 "\n"
 	 "Exit status: 0 no unaccounted slot, 1 at least one (or a store\n"
 	 "error), 2 usage, config or unknown schedule.\n"},
-	{"check", cmd_check, "check [--strict] [--config FILE | FILE]",
+	{"check", cmd_check,
+	 "check [--strict | --names] [--config FILE | FILE]",
 	 "validate a config file without running anything",
 	 "Reads FILE (default ./surecron.yaml) and checks everything: YAML\n"
 	 "syntax, known keys and types, durations, names, references between\n"
@@ -64,7 +65,9 @@ static const struct cli_command commands[] = {
 	 "target is also the only alert target (one outage silences both).\n"
 	 "Warnings alone keep exit 0.\n"
 	 "\n"
-	 "  --strict   warnings are errors: exit 2 when there is one\n"},
+	 "  --strict   warnings are errors: exit 2 when there is one\n"
+	 "  --names    only print the schedules' names, one per line (for\n"
+	 "             shell completion; no other check)\n"},
 	{"explain", cmd_explain,
 	 "explain [--tz ZONE] [--from ISO8601] [--json] EXPR\n"
 	 "       surecron explain [--config FILE] [--from ISO8601] [--json] "
@@ -115,6 +118,32 @@ static const struct cli_command commands[] = {
 	 "(with a Retry-After hint, stdout gets one JSON line\n"
 	 "{\"retry_after\": SECONDS, \"error\": \"...\"}); 78 on 403 or an\n"
 	 "unusable auth provider; 1 on other statuses; 2 on usage errors.\n"},
+	{"import-crontab", cmd_import_crontab,
+	 "import-crontab [--system] [--user NAME] [--store URL] [--from ADDR] "
+	 "[FILE|-]",
+	 "print a surecron.yaml made from a crontab",
+	 "Reads a crontab (FILE, or stdin for - or no FILE) as cron(8) reads\n"
+	 "it and prints a surecron.yaml on stdout: one schedule per job line,\n"
+	 "named from its command; the command run through /bin/sh -c as cron\n"
+	 "runs it (`shell:`; the crontab's SHELL when it set one); NAME=VALUE\n"
+	 "lines as the task's env, CRON_TZ= or TZ= as tz, '%' input on stdin,\n"
+	 "MAILTO= as an email target (url_env SURECRON_SMTP_URL) that also\n"
+	 "gets the alerts. Lines that cannot be carried over (@reboot, another\n"
+	 "user's line, a line ending in a backslash, a line cron would refuse)\n"
+	 "are listed at the end as comments, with the reason.\n"
+	 "\n"
+	 "  --system     the format with a user column (/etc/crontab,\n"
+	 "               /etc/cron.d/*: the default for those paths)\n"
+	 "  --user NAME  the user the daemon runs as (default: you); in the\n"
+	 "               system format, other users' lines are not carried over\n"
+	 "  --store URL  the store line of the output (default\n"
+	 "               sqlite:./surecron.db)\n"
+	 "  --from ADDR  the mail sender (default USER@localhost)\n"
+	 "\n"
+	 "Then: surecron check --config OUT, surecron explain --config OUT\n"
+	 "NAME for each schedule's next runs, surecron run --config OUT.\n"
+	 "Exit status: 0 printed (notes included), 1 the file cannot be read,\n"
+	 "2 usage.\n"},
 	{"ledger", cmd_ledger,
 	 "ledger [--config FILE] [--schedule S] [--since T] [--until T] "
 	 "[--outcome O] [--limit N] [--json]\n"
@@ -325,8 +354,13 @@ void cli_print_overview(FILE *f)
 	fputs("usage: surecron [--version] [--help] COMMAND [ARGS]\n\n"
 	      "surecron runs scheduled jobs and never loses a run in silence.\n\n"
 	      "Commands:\n", f);
+	int w = 0;
 	for (size_t i = 0; i < N_COMMANDS; i++)
-		fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+		if ((int)strlen(commands[i].name) > w)
+			w = (int)strlen(commands[i].name);
+	for (size_t i = 0; i < N_COMMANDS; i++)
+		fprintf(f, "  %-*s %s\n", w, commands[i].name,
+			commands[i].summary);
 	fputs("\nRun 'surecron help COMMAND' for a command's options.\n"
 	      "Exit status: 0 success, 1 failure, 2 usage or input error.\n",
 	      f);

@@ -18,6 +18,10 @@
  * (and targets, auth providers) each defined:
  *   "  conf.d/teams.yaml: 120 schedules, 1 target, 0 auth"
  * (names relative to the main file's folder when under it).
+ *
+ * --names prints the schedules' names, one per line, and nothing else
+ * (for shell completion): the light load of `status` reads only what it
+ * needs, so it is quick on a big config and needs no variable set.
  */
 #include <stdbool.h>
 #include <stdio.h>
@@ -60,7 +64,7 @@ int cmd_check(int argc, char **argv)
 	const char *path = "surecron.yaml";
 	struct config_problems probs = {0}, warns = {0};
 	struct config *c = NULL;
-	bool positional = false, strict = false;
+	bool positional = false, strict = false, names = false;
 
 	for (int i = 1; i < argc; i++) {
 		int r = cli_opt_config("check", argc, argv, &i, &path);
@@ -70,6 +74,8 @@ int cmd_check(int argc, char **argv)
 			continue;
 		if (strcmp(argv[i], "--strict") == 0) {
 			strict = true;
+		} else if (strcmp(argv[i], "--names") == 0) {
+			names = true;
 		} else if (argv[i][0] == '-') {
 			return cli_usage_error("check", "unknown option '%s'",
 					       argv[i]);
@@ -83,6 +89,15 @@ int cmd_check(int argc, char **argv)
 		}
 	}
 	cli_setup_logging(SC_LOG_WARN);
+	if (names) {
+		struct sc_err err = {0};
+		if (config_load_light(path, true, NULL, &c, &err) != 0)
+			return cli_fail(EXIT_USAGE, "%s", err.msg);
+		for (size_t i = 0; i < c->n_schedules; i++)
+			cli_out(stdout, "%s\n", c->schedules[i].name);
+		config_free(c);
+		return EXIT_OK;
+	}
 
 	int rc = config_parse(path, &c, &probs);
 	bool loaded = rc == 0;

@@ -1,0 +1,137 @@
+/*
+ * test_completion.c - the bash completion (completion/surecron.bash,
+ * issue 18), run in a real bash against the binary under test: commands,
+ * a command's options, schedule names from --config or ./surecron.yaml,
+ * and nothing where nothing fits.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+static char dir[256];
+
+static int setup(void **state)
+{
+	(void)state;
+	snprintf(dir, sizeof(dir), "%s", tu_tmpdir());
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	tu_rmrf(dir);
+	return 0;
+}
+
+/* The completions of words (the last is the one being completed), one
+ * per line into out, as bash would offer them, run in folder cwd. */
+static void complete_in(const char *cwd, const char *words, char *out,
+			size_t n)
+{
+	char bin[PATH_MAX], bindir[PATH_MAX], script[PATH_MAX], cmd[4 * PATH_MAX + 1024];
+
+	assert_non_null(realpath(tu_bin(), bin));
+	assert_non_null(realpath("completion/surecron.bash", script));
+	snprintf(bindir, sizeof(bindir), "%s", bin);
+	*strrchr(bindir, '/') = '\0';
+	snprintf(cmd, sizeof(cmd),
+		 "cd '%s' && PATH='%s':$PATH bash -c 'source \"%s\"; "
+		 "COMP_WORDS=(%s); COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); "
+		 "_surecron; printf \"%%s\\n\" \"${COMPREPLY[@]}\" | sort'",
+		 cwd, bindir, script, words);
+	FILE *f = popen(cmd, "r");
+	assert_non_null(f);
+	size_t k = fread(out, 1, n - 1, f);
+	out[k] = '\0';
+	assert_int_equal(pclose(f), 0);
+}
+
+static void expect(const char *words, const char *want)
+{
+	char got[8192];
+
+	complete_in(dir, words, got, sizeof(got));
+	if (strcmp(got, want) != 0)
+		fail_msg("completing (%s): got\n%s\nexpected\n%s", words, got,
+			 want);
+}
+
+static const char cfg_text[] =
+	"store: sqlite:./s.db\n"
+	"schedules:\n"
+	"  weekly-summary: {cron: '0 17 * * 5', tasks: [{name: a, command: "
+	"[/bin/true]}]}\n"
+	"  daily-digest: {cron: '30 8 * * *', tasks: [{name: a, command: "
+	"[/bin/true]}]}\n"
+	"  day-end: {cron: '0 23 * * *', tasks: [{name: a, command: "
+	"[/bin/true]}]}\n";
+
+static void write_config(const char *name)
+{
+	char p[320];
+	FILE *f;
+
+	snprintf(p, sizeof(p), "%s/%s", dir, name);
+	f = fopen(p, "w");
+	assert_non_null(f);
+	fputs(cfg_text, f);
+	fclose(f);
+}
+
+static void commands_and_options(void **state)
+{
+	(void)state;
+	if (system("command -v bash >/dev/null 2>&1") != 0)
+		skip();
+	expect("surecron ch", "check\n");
+	expect("surecron im", "import-crontab\n");
+	expect("surecron --v", "--version\n");
+	expect("surecron ledger --l", "--limit\n--lost\n");
+	expect("surecron import-crontab --s", "--store\n--system\n");
+	expect("surecron help st", "status\n");
+	/* A value is not completed as an option or a name. */
+	expect("surecron ledger --since \"\"", "\n");
+	expect("surecron next --tz Asia/Seo", "Asia/Seoul\n");
+}
+
+static void schedule_names(void **state)
+{
+	(void)state;
+	if (system("command -v bash >/dev/null 2>&1") != 0)
+		skip();
+	write_config("team.yaml");
+	expect("surecron explain --config team.yaml we", "weekly-summary\n");
+	expect("surecron trigger --config team.yaml da",
+	       "daily-digest\nday-end\n");
+	expect("surecron ledger --config team.yaml --schedule day-",
+	       "day-end\n");
+	expect("surecron ledger --config=team.yaml --schedule day-",
+	       "day-end\n");
+	/* ack's second word is a slot, not a name. */
+	expect("surecron ack --config team.yaml weekly-summary \"\"", "\n");
+	/* No --config: ./surecron.yaml; none there: nothing. */
+	expect("surecron status \"\"", "\n");
+	write_config("surecron.yaml");
+	expect("surecron status w", "weekly-summary\n");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(commands_and_options, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(schedule_names, setup,
+						teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
