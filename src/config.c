@@ -1906,11 +1906,16 @@ static void parse_schedule(struct pc *pc, const struct config_node *k,
 					   "targets", "tasks", "retry",
 					   "schedule_env", "notices",
 					   "expect", "heartbeat", "sla",
-					   "renamed_from", NULL};
+					   "renamed_from", "overlap",
+					   "catchup_window", "jitter",
+					   "deadline", "enabled", NULL};
 	static const char *const catchups[] = {"latest", "all", "none", NULL};
+	/* In the order of enum overlap. */
+	static const char *const overlaps[] = {"queue", "skip", "allow", NULL};
+	static const char *const bools[] = {"false", "true", NULL};
 	struct schedule_spec *s = item;
 	char path[PATH_MAX_KEY], kp[PATH_MAX_KEY], ip[PATH_MAX_KEY];
-	int cu = 0, nt = 0;
+	int cu = 0, nt = 0, ov = 0, en = 1;
 
 	pjoin(path, sizeof(path), "schedules", k->str);
 	/* Unique: copied into the pool, not interned (no table entry). */
@@ -1927,6 +1932,17 @@ static void parse_schedule(struct pc *pc, const struct config_node *k,
 		s->catchup = (enum catchup)cu;
 	if (get_enum(pc, v, path, "notices", notice_names, &nt) == 1)
 		s->notices = (enum notice_policy)nt;
+	/* Operator controls (issue 17). */
+	if (get_enum(pc, v, path, "overlap", overlaps, &ov) == 1)
+		s->overlap = (enum overlap)ov;
+	get_duration(pc, v, path, "catchup_window", INT64_C(1000),
+		     INT64_C(400) * 86400000, &s->catchup_window_ms);
+	get_duration(pc, v, path, "jitter", 1, INT64_C(86400000),
+		     &s->jitter_ms);
+	get_duration(pc, v, path, "deadline", INT64_C(1000),
+		     INT64_C(400) * 86400000, &s->deadline_ms);
+	if (get_enum(pc, v, path, "enabled", bools, &en) == 1)
+		s->disabled = en == 0;
 	const struct config_node *ex = config_yaml_get(v, "expect");
 	if (ex) {
 		pjoin(kp, sizeof(kp), path, "expect");

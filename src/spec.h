@@ -118,6 +118,14 @@ struct auth_spec {
 
 enum catchup { CATCHUP_LATEST = 0, CATCHUP_ALL = 1, CATCHUP_NONE = 2 };
 
+/* `overlap:` (issue 17): what a slot does while another slot of the same
+ * schedule runs, on any node. */
+enum overlap {
+	OVERLAP_QUEUE = 0, /* it waits (the default); the wait is lateness */
+	OVERLAP_SKIP = 1,  /* it is not run: a `skipped` row, cause overlap */
+	OVERLAP_ALLOW = 2, /* it runs alongside */
+};
+
 /*
  * `heartbeat:` (issue 14): pings to an external monitor in the shape of
  * Healthchecks.io's ping API (GET URL, URL/start, URL/fail, ?rid=UUID).
@@ -179,6 +187,17 @@ struct schedule_spec {
 				   (never NULL once loaded): the schedule's
 				   earlier names, whose state it keeps */
 	size_t n_renamed_from;
+	/* Operator controls (issue 17); all 0 / default when not written. */
+	enum overlap overlap;       /* `overlap:`, default queue */
+	int64_t catchup_window_ms;  /* `catchup_window:`: a late slot older
+				       than this is missed, whatever
+				       `catchup`; 0: no bound */
+	int64_t jitter_ms;          /* `jitter:`: each slot starts up to this
+				       late, the offset a hash of (schedule,
+				       slot); 0: none */
+	int64_t deadline_ms;        /* `deadline:`: no attempt starts after
+				       slot + this; 0: none */
+	bool disabled;              /* `enabled: false`: fires nothing */
 };
 
 struct config_locs;
