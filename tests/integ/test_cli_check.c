@@ -179,8 +179,8 @@ static void usage_and_unreadable(void **state)
 
 	const char *help[] = {"check", "--help", NULL};
 	assert_int_equal(run(NULL, NULL, help), 0);
-	assert_non_null(strstr(out, "usage: surecron check [--strict] "
-				    "[--config FILE"));
+	assert_non_null(strstr(out, "usage: surecron check [--strict | "
+				    "--names] [--config FILE"));
 	assert_non_null(strstr(out, "--strict   warnings are errors"));
 
 	/* The file may also be given bare, like crontab -T FILE. */
