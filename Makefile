@@ -180,6 +180,12 @@ INTEG_SRC := $(sort $(wildcard tests/integ/test_*.c))
 BENCH_SRC := $(sort $(wildcard bench/bench_*.c))
 
 LIB_OBJ := $(LIB_SRC:%.c=$(B)/obj/%.o)
+# The dashboard's HTML, CSS and JavaScript (src/web/), turned into a C
+# file of the build directory by scripts/embed.sh and linked into the
+# library, so the page works on a host with no network (issue 16).
+WEB_FILES := $(sort $(wildcard src/web/*.html src/web/*.css src/web/*.js))
+WEB_GEN := $(B)/gen/web_assets.c
+LIB_OBJ += $(B)/obj/gen/web_assets.o
 CLI_OBJ := $(CLI_SRC:%.c=$(B)/obj/%.o)
 FAKE_OBJ := $(FAKE_SRC:%.c=$(B)/obj/%.o)
 LIB := $(B)/libsurecron.a
@@ -196,6 +202,14 @@ include fuzz/fuzz.mk
 _all: $(BIN)
 
 $(B)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) -c $< -o $@
+
+$(WEB_GEN): $(WEB_FILES) scripts/embed.sh
+	@mkdir -p $(dir $@)
+	sh scripts/embed.sh $@ $(WEB_FILES)
+
+$(B)/obj/gen/web_assets.o: $(WEB_GEN)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) -c $< -o $@
 
