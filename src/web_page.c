@@ -28,6 +28,7 @@ static const char *type_of(const char *path)
 		{".html", "text/html; charset=utf-8"},
 		{".css", "text/css; charset=utf-8"},
 		{".js", "text/javascript; charset=utf-8"},
+		{".svg", "image/svg+xml"},
 	};
 	size_t n = strlen(path);
 

@@ -69,9 +69,9 @@
     var a = Math.abs(d), t;
     if (a < 45000)
       return d >= 0 ? 'in a moment' : 'just now';
-    if (a < 3600000)
+    if (a < 3570000)
       t = Math.round(a / 60000) + ' min';
-    else if (a < 2 * 86400000)
+    else if (a < 2 * 86400000 - 1800000)
       t = Math.round(a / 3600000) + ' h';
     else
       t = Math.round(a / 86400000) + ' d';
