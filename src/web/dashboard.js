@@ -246,6 +246,19 @@
           });
         });
         actions.appendChild(retry);
+      } else if (st.word === 'open' && r.outcome === 'missed') {
+        /* A missed slot has no job to retry: run it now (trigger). */
+        var run = el('button', {type: 'button', class: 'primary',
+          'data-action': 'trigger'}, 'Retry');
+        run.addEventListener('click', function () {
+          run.disabled = true;
+          act('trigger', '/api/trigger', {schedule: r.schedule, slot: r.slot},
+            function (a) {
+              return r.schedule + ' ' + iso(r.slot) + ': job ' + a.job +
+                ' runs now (' + a.state + ').';
+            });
+        });
+        actions.appendChild(run);
       }
       if (st.word === 'open') {
         var ack = el('button', {type: 'button', 'data-action': 'ack'}, 'Ack');
