@@ -301,7 +301,8 @@
     if (typeof a === 'string')
       return a;
     if (a && typeof a === 'object') {
-      var parts = [a.reason, a.slot ? iso(a.slot) : null].filter(Boolean);
+      var parts = [a.reason, a.slot ? iso(a.slot) : null,
+        a.slots > 1 ? '(' + a.slots + ' slots)' : null].filter(Boolean);
       return parts.length ? parts.join(' ') : JSON.stringify(a);
     }
     return String(a);
@@ -347,7 +348,8 @@
       var alertCell = el('td', null);
       if (alerts.length)
         alerts.forEach(function (a) {
-          alertCell.appendChild(el('div', null, pill(alertText(a), 'open')));
+          alertCell.appendChild(el('div', {title: a && a.error ? a.error : null},
+            pill(alertText(a), 'open')));
         });
       else
         alertCell.appendChild(el('span', {class: 'sub'}, 'none'));
