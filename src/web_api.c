@@ -1,24 +1,404 @@
 /*
  * web_api.c - the JSON API under /api/ (web_int.h, docs/api.md).
  *
+ * Each endpoint says what a CLI command says, through the same library
+ * code: the objects of status and the ledger come from report.h, the
+ * lost-slot report from ledger.h, the actions from queue.h (retry,
+ * trigger), outbox.h (release) and alert.h (ack). This file only reads
+ * the request, calls them, and maps their codes to statuses:
+ *
+ *   400 a malformed body, field or parameter (the message names it);
+ *   404 no such path, schedule, job or slot;
+ *   409 the state refuses (SC_ESTATE: a job not dead, a slot done, ...);
+ *   503 the store does not answer (500 when out of memory).
+ *
  * Invariants:
  *   - every answer is JSON made by jansson, with a 4xx/5xx status and an
  *     "error" message on failure;
  *   - no answer carries a secret: schedules and targets are described by
- *     their names and kinds, never by a URL, header or variable's value.
+ *     their names and kinds, never by a URL, header or variable's value;
+ *     an error message is this file's own words, and names a schedule
+ *     only once it was found in the config (so it is one of its names,
+ *     never a long or secret value a request sent);
+ *   - the config is held (web_cfg_hold) for the whole request and given
+ *     back on every path; the store handle is the server thread's own.
  */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
+#include "config.h"
+#include "ledger.h"
+#include "queue.h"
+#include "report.h"
+#include "store.h"
 #include "web_int.h"
+
+/* The last attempts of a schedule in /api/schedules, and how many of its
+ * newest rows are read to find them (the rest are alerts, decisions and
+ * the like). */
+#define RECENT_MAX 12
+#define RECENT_READ (4 * RECENT_MAX)
+
+/* `by` of an action: who acted, as the CLI's --by. */
+#define BY_MAX 64
+
+/* Ledger rows of one GET /api/ledger. */
+#define LEDGER_LIMIT_DEFAULT 200
+#define LEDGER_LIMIT_MAX 5000
+
+/* What a request of this file needs: the connection, the server, the
+ * config held for it (NULL: none) and now on the daemon's clock. */
+struct call {
+	struct web *w;
+	struct MHD_Connection *c;
+	const struct config *cfg;
+	int64_t now_ms;
+};
+
+/* A store failure's answer: out of memory is the server's (500); any
+ * other code means the store did not answer (503). */
+static enum MHD_Result store_failed(struct call *k, int rc)
+{
+	if (rc == SC_ENOMEM)
+		return web_respond_error(k->c, 500, "out of memory");
+	return web_respond_error(k->c, 503, "the store does not answer");
+}
+
+static const char *arg(struct call *k, const char *name)
+{
+	return MHD_lookup_connection_value(k->c, MHD_GET_ARGUMENT_KIND, name);
+}
+
+/* A time as the CLI takes it (an age such as "7d" before now, or an ISO
+ * 8601 instant), or Unix milliseconds. False when s is none of them. */
+static bool parse_time(const char *s, int64_t now_ms, int64_t *out)
+{
+	int64_t d;
+	size_t n = strlen(s);
+
+	if (n == 0)
+		return false;
+	if (strspn(s, "0123456789") == n) {
+		if (n > 15) /* past year 33658: not a slot */
+			return false;
+		*out = strtoll(s, NULL, 10);
+		return true;
+	}
+	if (clock_parse_duration(s, &d, NULL) == 0) {
+		*out = now_ms - d;
+		return true;
+	}
+	return clock_parse_iso(s, out, NULL) == 0;
+}
+
+/* The schedule of the config named name, or NULL (none, or no config). */
+static const struct schedule_spec *schedule_of(struct call *k,
+					       const char *name)
+{
+	if (!k->cfg || !name)
+		return NULL;
+	return config_schedule(k->cfg, name);
+}
+
+/* The body as a JSON object, or NULL when it is not one. */
+static json_t *body_object(const char *body, size_t len)
+{
+	json_t *o = len ? json_loadb(body, len, JSON_REJECT_DUPLICATES, NULL)
+			: NULL;
+
+	if (o && !json_is_object(o)) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+/* `by` of an action body into out: absent is "web"; a string of 1 to
+ * BY_MAX printable characters otherwise (false: malformed). */
+static bool field_by(const json_t *o, char out[BY_MAX + 1])
+{
+	const json_t *v = json_object_get(o, "by");
+
+	if (!v) {
+		snprintf(out, BY_MAX + 1, "web");
+		return true;
+	}
+	const char *s = json_string_value(v);
+	size_t n = s ? strlen(s) : 0;
+	if (n == 0 || n > BY_MAX)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (iscntrl((unsigned char)s[i]))
+			return false;
+	memcpy(out, s, n + 1);
+	return true;
+}
+
+/* ---- reading -------------------------------------------------------- */
+
+/* A schedule's last attempts (and missed slots), oldest first: what the
+ * dashboard's strip shows. One read of its newest rows. */
+static int recent_json(struct store *s, const char *name, json_t **out,
+		       struct sc_err *err)
+{
+	struct ledger_filter f = {.schedule = name, .since_ms = INT64_MIN,
+				  .until_ms = INT64_MAX,
+				  .limit = RECENT_READ, .newest_first = true};
+	struct ledger_row *rows = NULL;
+	size_t n = 0, first = 0, kept = 0;
+	char a[CLOCK_ISO_MAX], b[CLOCK_ISO_MAX];
+	int rc = ledger_read(s, &f, &rows, &n, err);
+
+	if (rc)
+		return rc;
+	/* Oldest first: keep the last RECENT_MAX attempt rows. */
+	for (size_t i = n; i-- > 0 && kept < RECENT_MAX;) {
+		if (rows[i].attempt > 0 ||
+		    strcmp(rows[i].outcome, LEDGER_MISSED) == 0) {
+			first = i;
+			kept++;
+		}
+	}
+	json_t *arr = json_array();
+	for (size_t i = first; arr && kept && i < n; i++) {
+		const struct ledger_row *r = &rows[i];
+		if (r->attempt <= 0 && strcmp(r->outcome, LEDGER_MISSED) != 0)
+			continue;
+		json_t *o = json_pack(
+			"{s:s, s:s, s:I, s:i, s:s?, s:I}", "outcome",
+			r->outcome, "slot", clock_format_utc(r->slot_ms, a),
+			"slot_ms", (json_int_t)r->slot_ms, "attempt",
+			r->attempt, "finished", r->finished_ms
+			? clock_format_utc(r->finished_ms, b) : NULL,
+			"job", (json_int_t)r->job_id);
+		if (!o || json_array_append_new(arr, o) != 0) {
+			json_decref(arr);
+			arr = NULL;
+		}
+	}
+	store_ledger_rows_free(rows, n);
+	if (!arr)
+		return sc_err_set(err, SC_ENOMEM, "out of memory");
+	*out = arr;
+	return 0;
+}
+
+/* GET /api/schedules (one NULL) and GET /api/schedules/NAME. */
+static enum MHD_Result get_schedules(struct call *k, const char *one)
+{
+	struct report_status rs;
+	struct sc_err e = {0};
+	char now[CLOCK_ISO_MAX];
+
+	if (one && !schedule_of(k, one))
+		return web_respond_error(k->c, 404, "no such schedule");
+	int rc = report_status_read(k->w->store, k->cfg, one, k->now_ms, &rs,
+				    &e);
+	if (rc) {
+		report_status_dispose(&rs);
+		return store_failed(k, rc);
+	}
+	json_t *arr = json_array(), *root = NULL;
+	for (size_t i = 0; arr && rc == 0 && i < rs.n; i++) {
+		json_t *o = report_sched_json(&rs.v[i]), *recent = NULL;
+		rc = o ? recent_json(k->w->store, rs.v[i].sc->name, &recent,
+				     &e) : SC_ENOMEM;
+		if (rc == 0 && json_object_set_new(o, "recent", recent) != 0)
+			rc = SC_ENOMEM;
+		if (rc == 0 && json_array_append_new(arr, o) != 0)
+			rc = SC_ENOMEM;
+		else if (rc)
+			json_decref(o);
+	}
+	if (!arr)
+		rc = SC_ENOMEM;
+	if (rc == 0 && one) {
+		root = json_incref(json_array_get(arr, 0));
+	} else if (rc == 0) {
+		root = json_pack("{s:s, s:I, s:s, s:O, s:o}",
+				 "now", clock_format_utc(k->now_ms, now),
+				 "now_ms", (json_int_t)k->now_ms,
+				 "store", store_backend_name(k->w->store),
+				 "schedules", arr,
+				 "other_jobs", report_counts_json(&rs.other));
+	}
+	json_decref(arr);
+	report_status_dispose(&rs);
+	if (rc)
+		return store_failed(k, rc);
+	return web_respond(k->c, 200, root);
+}
+
+/* The period of /api/lost and /api/ledger from the query: schedule (it
+ * must be in the config), since, until. Sends the 400/404 and returns
+ * false when one is wrong. */
+static bool query_period(struct call *k, struct ledger_filter *f,
+			 const char *since_dflt, enum MHD_Result *sent)
+{
+	const char *name = arg(k, "schedule");
+	const char *since = arg(k, "since"), *until = arg(k, "until");
+
+	f->since_ms = INT64_MIN;
+	f->until_ms = INT64_MAX;
+	if (name) {
+		const struct schedule_spec *sc = schedule_of(k, name);
+		if (!sc) {
+			*sent = web_respond_error(k->c, 404, "no such schedule");
+			return false;
+		}
+		f->schedule = sc->name;
+	}
+	if (!since)
+		since = since_dflt;
+	if (since && !parse_time(since, k->now_ms, &f->since_ms)) {
+		*sent = web_respond_error(k->c, 400, "since: not an ISO 8601 "
+					  "instant, Unix milliseconds or an "
+					  "age such as 7d");
+		return false;
+	}
+	if (until && !parse_time(until, k->now_ms, &f->until_ms)) {
+		*sent = web_respond_error(k->c, 400, "until: not an ISO 8601 "
+					  "instant, Unix milliseconds or an "
+					  "age such as 7d");
+		return false;
+	}
+	return true;
+}
+
+/* GET /api/lost: `ledger --lost --json`, the same report. */
+static enum MHD_Result get_lost(struct call *k)
+{
+	struct ledger_filter f = {0};
+	struct ledger_report rep = {0};
+	struct sc_err e = {0};
+	enum MHD_Result sent;
+
+	if (!query_period(k, &f, "7d", &sent))
+		return sent;
+	int rc = ledger_lost_report(k->w->store, &f, &rep, &e);
+	json_t *root = rc ? NULL : report_ledger_json(rep.rows,
+						      rep.recovered_ms, rep.n,
+						      &rep);
+	ledger_report_dispose(&rep);
+	if (rc)
+		return store_failed(k, rc);
+	if (!root)
+		return store_failed(k, SC_ENOMEM);
+	return web_respond(k->c, 200, root);
+}
+
+/* ---- acting --------------------------------------------------------- */
+
+/* POST /api/retry {"job": N}: `surecron retry N`. */
+static enum MHD_Result post_retry(struct call *k, json_t *o)
+{
+	const json_t *v = json_object_get(o, "job");
+	char by[BY_MAX + 1];
+	struct store_job job;
+	struct sc_err e = {0};
+
+	if (!json_is_integer(v) || json_integer_value(v) <= 0)
+		return web_respond_error(k->c, 400, "job: a job id (a positive "
+					 "integer) is needed");
+	if (!field_by(o, by))
+		return web_respond_error(k->c, 400, "by: a name of 1 to 64 "
+					 "printable characters");
+	int64_t id = (int64_t)json_integer_value(v);
+	int rc = store_job_get(k->w->store, id, &job, &e);
+	if (rc == SC_ENOENT)
+		return web_respond_error(k->c, 404, "no such job");
+	if (rc)
+		return store_failed(k, rc);
+	if (job.state != JOB_DEAD)
+		return web_respond_error(k->c, 409, "the job is not dead: only "
+					 "a dead job can be retried");
+	/* The budget: the schedule's policy as the config has it now (a
+	 * schedule gone from the config: as many as the job had), as the
+	 * CLI does. */
+	const struct schedule_spec *sc = schedule_of(k, job.schedule);
+	int budget = sc ? sc->policy.attempts : 0;
+	rc = queue_retry_dead(k->w->store, id, budget, &e);
+	if (rc == SC_ENOENT)
+		return web_respond_error(k->c, 404, "no such job");
+	if (rc == SC_ESTATE)
+		return web_respond_error(k->c, 409, "the job is not dead: only "
+					 "a dead job can be retried");
+	if (rc)
+		return store_failed(k, rc);
+	if (budget <= 0)
+		budget = job.policy.attempts;
+	return web_respond(k->c, 200, json_pack("{s:I, s:s, s:i}", "job",
+						(json_int_t)id, "state",
+						"ready", "attempts", budget));
+}
+
+/* ---- routing -------------------------------------------------------- */
+
+typedef enum MHD_Result (*post_fn)(struct call *k, json_t *body);
+
+static const struct {
+	const char *path;
+	post_fn fn;
+} posts[] = {
+	{"/api/retry", post_retry},
+};
+
+static enum MHD_Result route(struct call *k, const char *url, bool is_post,
+			     const char *body, size_t body_len)
+{
+	const char *rest;
+
+	for (size_t i = 0; i < sizeof(posts) / sizeof(posts[0]); i++) {
+		if (strcmp(url, posts[i].path) != 0)
+			continue;
+		if (!is_post)
+			return web_respond_error(k->c, 405, "method not "
+						 "allowed: POST only");
+		json_t *o = body_object(body, body_len);
+		if (!o)
+			return web_respond_error(k->c, 400, "the body is not a "
+						 "JSON object");
+		enum MHD_Result r = posts[i].fn(k, o);
+		json_decref(o);
+		return r;
+	}
+	bool known = strcmp(url, "/api/schedules") == 0 ||
+		     strncmp(url, "/api/schedules/", 15) == 0 ||
+		     strcmp(url, "/api/lost") == 0;
+	if (!known)
+		return web_respond_error(k->c, 404, "no such path");
+	if (is_post)
+		return web_respond_error(k->c, 405, "method not allowed: GET "
+					 "only");
+	if (strcmp(url, "/api/schedules") == 0)
+		return get_schedules(k, NULL);
+	if (strcmp(url, "/api/lost") == 0)
+		return get_lost(k);
+	rest = url + 15;
+	if (!*rest || strchr(rest, '/'))
+		return web_respond_error(k->c, 404, "no such schedule");
+	return get_schedules(k, rest);
+}
 
 enum MHD_Result web_api_handle(struct web *w, struct MHD_Connection *c,
 			       const char *url, const char *method,
 			       const char *body, size_t body_len)
 {
-	(void)w;
-	(void)url;
-	(void)method;
-	(void)body;
-	(void)body_len;
-	return web_respond_error(c, 404, "no such path");
+	void *ref = NULL;
+	struct call k = {.w = w, .c = c};
+
+	k.cfg = web_cfg_hold(w, &ref);
+	if (!k.cfg) {
+		web_cfg_release(w, ref);
+		return web_respond_error(c, 503, "the daemon has no config "
+					 "loaded");
+	}
+	k.now_ms = sc_clock_now_ms(w->clock ? w->clock : sc_clock_real());
+	enum MHD_Result r = route(&k, url, strcmp(method, "POST") == 0, body,
+				  body_len);
+	web_cfg_release(w, ref);
+	return r;
 }

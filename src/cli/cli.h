@@ -168,21 +168,12 @@ const char *cli_format_dur(int64_t ms, char *out, size_t n);
 const char *cli_format_policy(const struct sc_retry_policy *p, char *out,
 			      size_t n);
 
-/* What status and explain say about a schedule of a loaded config. */
-struct cli_schedule_info {
-	const struct sc_zone *zone;
-	struct sc_cron cron;          /* the final expression, parsed */
-	enum sc_freq_class cls;       /* class of the final expression */
-	char reason[160];             /* the field that decided the class */
-	struct sc_retry_policy policy; /* `retry:` or the class's */
-	bool policy_from_config;
-	int64_t next_ms;              /* next slot strictly after from_ms */
-};
-
-/* Fills *out for s. Returns EXIT_OK, or EXIT_USAGE / EXIT_FAIL after
+/* Fills *out (report.h) for s: what status and explain say about a
+ * schedule of a loaded config. Returns EXIT_OK, or EXIT_FAIL after
  * printing one line. */
+struct report_sched_info;
 int cli_schedule_info(const struct schedule_spec *s, int64_t from_ms,
-		      struct cli_schedule_info *out);
+		      struct report_sched_info *out);
 
 /* The commands. Keep in the same order as the table in main.c. */
 /* Who acts, for the ledger: by when set, else the user sudo ran us for,

@@ -25,6 +25,7 @@
 #include "cli.h"
 #include "clock.h"
 #include "config.h"
+#include "report.h"
 #include "store.h"
 #include "text.h"
 
@@ -50,17 +51,7 @@ int cli_opt_value(const char *cmd, int argc, char **argv, int *i,
 
 json_t *cli_json_text(const char *s)
 {
-	if (!s)
-		return NULL;
-	json_t *j = json_string(s);
-	if (!j) {
-		struct buf b;
-		buf_init(&b, strlen(s) * 4 + 16);
-		if (text_clean_buf(&b, s, strlen(s), 0) == 0)
-			j = json_string(buf_str(&b));
-		buf_dispose(&b);
-	}
-	return j;
+	return report_json_text(s);
 }
 
 int cli_print_json(json_t *root)
@@ -185,19 +176,11 @@ const char *cli_format_policy(const struct sc_retry_policy *p, char *out,
 }
 
 int cli_schedule_info(const struct schedule_spec *s, int64_t from_ms,
-		      struct cli_schedule_info *out)
+		      struct report_sched_info *out)
 {
 	struct sc_err err = {0};
 
-	/* Resolved by config_parse (spec.h); only the reason is worded here. */
-	memset(out, 0, sizeof(*out));
-	out->zone = s->zone;
-	out->cron = s->expr;
-	out->cls = s->cls;
-	out->policy = s->policy;
-	sc_cron_class(&out->cron, out->reason, sizeof(out->reason));
-	out->policy_from_config = s->has_retry;
-	if (sc_cron_next(&out->cron, out->zone, from_ms, &out->next_ms, &err))
+	if (report_sched_info(s, from_ms, out, &err))
 		return cli_fail(EXIT_FAIL, "schedule %s: %s", s->name, err.msg);
 	return EXIT_OK;
 }
@@ -285,18 +268,7 @@ void cli_setup_logging(enum sc_log_level dflt)
 const char *cli_format_local(int64_t ms, const struct sc_zone *z,
 			     char out[CLI_TIME_MAX])
 {
-	int32_t off = sc_zone_offset_s(z, ms);
-	int64_t secs = ms / 1000 - (ms % 1000 < 0) + off;
-	int64_t days = secs / 86400 - (secs % 86400 < 0);
-	int sod = (int)(secs - days * 86400);
-	int64_t y;
-	int m, d, aoff = off < 0 ? -off : off;
-
-	clock_civil_from_days(days, &y, &m, &d);
-	snprintf(out, CLI_TIME_MAX, "%04lld-%02d-%02dT%02d:%02d:%02d%c%02d:%02d",
-		 (long long)y, m, d, sod / 3600, sod / 60 % 60, sod % 60,
-		 off < 0 ? '-' : '+', aoff / 3600, aoff / 60 % 60);
-	return out;
+	return report_format_local(ms, z, out);
 }
 
 int cli_cron_opts_parse(const char *cmd, int argc, char **argv,

@@ -21,6 +21,7 @@
 
 #include "cli.h"
 #include "config.h"
+#include "report.h"
 
 #define EXPLAIN_NEXT 5
 
@@ -279,7 +280,7 @@ int cmd_explain(int argc, char **argv)
 		return rc;
 	memset(&x, 0, sizeof(x));
 	if (path || names_schedule(o.expr)) {
-		struct cli_schedule_info info;
+		struct report_sched_info info;
 
 		if (!names_schedule(o.expr))
 			return cli_usage_error("explain", "with --config, give a "

@@ -30,74 +30,16 @@
 #include "clock.h"
 #include "config.h"
 #include "ledger.h"
+#include "report.h"
 #include "store.h"
-
-static json_t *row_json(const struct ledger_row *r, int64_t rec_ms,
-			int64_t ack_ms)
-{
-	char rc_s[CLOCK_ISO_MAX], ack_s[CLOCK_ISO_MAX];
-
-	char s[CLOCK_ISO_MAX], a[CLOCK_ISO_MAX], b[CLOCK_ISO_MAX];
-	json_t *details = NULL;
-
-	if (r->details_json)
-		details = json_loads(r->details_json, 0, NULL);
-	if (r->details_json && !details)
-		details = json_string(r->details_json);
-	return json_pack("{s:I, s:s, s:s, s:I, s:I, s:i, s:s?, s:s?, s:s, "
-			 "s:s?, s:o?, s:I, s:o?, s:s?, s:s?}",
-			 "id", (json_int_t)r->id, "schedule", r->schedule,
-			 "slot", clock_format_utc(r->slot_ms, s),
-			 "slot_ms", (json_int_t)r->slot_ms,
-			 "job", (json_int_t)r->job_id, "attempt", r->attempt,
-			 "started", r->started_ms
-			 ? clock_format_utc(r->started_ms, a) : NULL,
-			 "finished", r->finished_ms
-			 ? clock_format_utc(r->finished_ms, b) : NULL,
-			 "outcome", r->outcome,
-			 "error_class", r->error_class[0] ? r->error_class
-							  : NULL,
-			 "error", cli_json_text(r->error_msg),
-			 "retry_hint_ms", (json_int_t)r->retry_hint_ms,
-			 "details", details,
-			 "recovered_at", rec_ms
-			 ? clock_format_utc(rec_ms, rc_s) : NULL,
-			 "acked_at", ack_ms && !rec_ms
-			 ? clock_format_utc(ack_ms, ack_s) : NULL);
-}
 
 static int print_json(const struct ledger_row *rows, const int64_t *rec,
 		      size_t n, const struct ledger_report *lost)
 {
-	json_t *root = json_object(), *arr = json_array();
+	json_t *root = report_ledger_json(rows, rec, n, lost);
 
-	if (!root || !arr) {
-		json_decref(root);
-		json_decref(arr);
+	if (!root)
 		return cli_fail(EXIT_FAIL, "out of memory");
-	}
-	if (lost) {
-		json_object_set_new(root, "lost",
-				    json_integer((json_int_t)lost->n_lost));
-		json_object_set_new(root, "missed",
-				    json_integer((json_int_t)lost->n_missed));
-		json_object_set_new(root, "recovered",
-				    json_integer((json_int_t)lost->n_recovered));
-		json_object_set_new(root, "acked",
-				    json_integer((json_int_t)lost->n_acked));
-	}
-	for (size_t i = 0; i < n; i++) {
-		json_t *o = row_json(&rows[i], rec ? rec[i] : 0,
-				     lost && lost->acked_ms ? lost->acked_ms[i]
-							    : 0);
-		if (!o) {
-			json_decref(arr);
-			json_decref(root);
-			return cli_fail(EXIT_FAIL, "out of memory");
-		}
-		json_array_append_new(arr, o);
-	}
-	json_object_set_new(root, "rows", arr);
 	return cli_print_json(root);
 }
 

@@ -40,38 +40,14 @@
 #include "cli.h"
 #include "clock.h"
 #include "config.h"
+#include "report.h"
 #include "store.h"
 
 /* Schedules of the store's scheduler state read by --stale beyond those
  * of the config (removed or renamed ones take room too). */
 #define STALE_EXTRA 1024
 
-struct sched_status {
-	const struct schedule_spec *sc;
-	struct cli_schedule_info info;
-	struct store_counts counts;
-	bool has_last;
-	const struct ledger_row *last; /* in the summaries, or NULL */
-	const struct store_alert *alerts; /* its open ones: a slice of
-					     the one alert read */
-	size_t n_alerts;
-};
-
-/* Open alerts by schedule name, then id: each schedule's are a slice. */
-static int cmp_alert(const void *a, const void *b)
-{
-	const struct store_alert *x = a, *y = b;
-	int c = strcmp(x->schedule, y->schedule);
-
-	return c ? c : (x->id > y->id) - (x->id < y->id);
-}
-
-static int cmp_summary(const void *key, const void *elt)
-{
-	return strcmp(key, ((const struct store_sched_summary *)elt)->schedule);
-}
-
-static void print_alerts(const char *name, const struct sched_status *x)
+static void print_alerts(const char *name, const struct report_sched *x)
 {
 	char a[CLOCK_ISO_MAX], b[CLOCK_ISO_MAX];
 
@@ -95,51 +71,13 @@ static void print_alerts(const char *name, const struct sched_status *x)
 	}
 }
 
-static json_t *alerts_json(const struct sched_status *x)
-{
-	char a[CLOCK_ISO_MAX], b[CLOCK_ISO_MAX], c[CLOCK_ISO_MAX];
-	json_t *arr = json_array();
-
-	for (size_t k = 0; arr && k < x->n_alerts; k++) {
-		const struct store_alert *al = &x->alerts[k];
-		json_array_append_new(arr, json_pack(
-			"{s:I, s:s, s:s, s:s, s:I, s:s, s:i, s:s}",
-			"id", (json_int_t)al->id, "reason", al->reason,
-			"slot", clock_format_utc(al->slot_ms, a),
-			"last_slot", clock_format_utc(al->last_slot_ms, b),
-			"slots", (json_int_t)al->n_slots,
-			"raised", clock_format_utc(al->created_ms, c),
-			"messages", al->rounds, "error", al->error_msg));
-	}
-	return arr;
-}
-
-/* Jobs of the schedules the store knows and the config does not: the
- * summaries no schedule of the config took (used[i] false). */
-static struct store_counts others(const struct store_sched_summary *sum,
-				  const bool *used, size_t n)
-{
-	struct store_counts o = {0};
-
-	for (size_t i = 0; i < n; i++) {
-		if (used[i])
-			continue;
-		o.ready_due += sum[i].counts.ready_due;
-		o.delayed += sum[i].counts.delayed;
-		o.active += sum[i].counts.active;
-		o.done += sum[i].counts.done;
-		o.dead += sum[i].counts.dead;
-	}
-	return o;
-}
-
 static bool any_pending(const struct store_counts *c)
 {
 	return c->ready_due || c->delayed || c->active || c->dead;
 }
 
 /* other: NULL when one schedule was asked for (nothing else was read). */
-static void print_text(const struct cli_state *st, struct sched_status *v,
+static void print_text(const struct cli_state *st, struct report_sched *v,
 		       size_t nv, const struct store_counts *other)
 {
 	char t[CLI_TIME_MAX], p[96], u[CLOCK_ISO_MAX];
@@ -148,7 +86,7 @@ static void print_text(const struct cli_state *st, struct sched_status *v,
 		"config: %s\nstore:  %s\n", st->path, st->cfg->store_url);
 	for (size_t i = 0; i < nv; i++) {
 		const struct schedule_spec *sc = v[i].sc;
-		struct sched_status *x = &v[i];
+		struct report_sched *x = &v[i];
 
 		cli_out(stdout, "\n%s\n", sc->name);
 		cli_out(stdout, "  cron     %s", sc->cron);
@@ -195,10 +133,9 @@ static void print_text(const struct cli_state *st, struct sched_status *v,
 				    : "");
 }
 
-static int print_json(const struct cli_state *st, struct sched_status *v,
+static int print_json(const struct cli_state *st, struct report_sched *v,
 		      size_t nv, const struct store_counts *other)
 {
-	char t[CLI_TIME_MAX], u[CLOCK_ISO_MAX];
 	json_t *root = json_object(), *arr = json_array();
 
 	if (!root || !arr) {
@@ -210,61 +147,13 @@ static int print_json(const struct cli_state *st, struct sched_status *v,
 						   st->store)));
 	json_object_set_new(root, "schedules", arr);
 	json_object_set_new(root, "other_jobs", !other ? json_null()
-			    : json_pack("{s:I, s:I, s:I, s:I, s:I}",
-				"waiting", (json_int_t)other->ready_due,
-				"delayed", (json_int_t)other->delayed,
-				"running", (json_int_t)other->active,
-				"dead", (json_int_t)other->dead,
-				"done", (json_int_t)other->done));
+			    : report_counts_json(other));
 	for (size_t i = 0; i < nv; i++) {
-		const struct schedule_spec *sc = v[i].sc;
-		struct sched_status *x = &v[i];
-		json_t *o = json_object(), *last = json_null();
-
-		if (x->has_last) {
-			last = json_pack("{s:s, s:s, s:I, s:i, s:s*, s:o*}",
-					 "outcome", x->last->outcome, "slot",
-					 clock_format_utc(x->last->slot_ms, u),
-					 "slot_ms", (json_int_t)x->last->slot_ms,
-					 "attempt", x->last->attempt,
-					 "error_class", x->last->error_class[0]
-					 ? x->last->error_class : NULL,
-					 "error",
-					 cli_json_text(x->last->error_msg));
+		json_t *o = report_sched_json(&v[i]);
+		if (!o || json_array_append_new(arr, o) != 0) {
+			json_decref(root);
+			return cli_fail(EXIT_FAIL, "out of memory");
 		}
-		json_object_set_new(o, "name", json_string(sc->name));
-		json_object_set_new(o, "cron", json_string(sc->cron));
-		json_object_set_new(o, "cron_config", sc->cron_config
-				    ? json_string(sc->cron_config) : json_null());
-		json_object_set_new(o, "override_var", sc->override_var
-				    ? json_string(sc->override_var) : json_null());
-		json_object_set_new(o, "zone", json_string(sc_zone_name(
-						       x->info.zone)));
-		json_object_set_new(o, "next", json_string(cli_format_local(
-			x->info.next_ms, x->info.zone, t)));
-		json_object_set_new(o, "next_ms", json_integer(x->info.next_ms));
-		json_object_set_new(o, "class", json_string(sc_freq_class_name(
-							x->info.cls)));
-		json_object_set_new(o, "class_reason", json_string(
-						x->info.reason));
-		json_object_set_new(o, "policy", json_pack(
-			"{s:i, s:s, s:I, s:s}", "attempts",
-			x->info.policy.attempts, "backoff",
-			x->info.policy.backoff == SC_BACKOFF_FIXED
-				? "fixed" : "exponential",
-			"delay_ms", (json_int_t)x->info.policy.delay_ms,
-			"source", x->info.policy_from_config ? "config"
-							     : "class"));
-		json_object_set_new(o, "last", last ? last : json_null());
-		json_object_set_new(o, "jobs", json_pack(
-			"{s:I, s:I, s:I, s:I, s:I}",
-			"waiting", (json_int_t)x->counts.ready_due,
-			"delayed", (json_int_t)x->counts.delayed,
-			"running", (json_int_t)x->counts.active,
-			"dead", (json_int_t)x->counts.dead,
-			"done", (json_int_t)x->counts.done));
-		json_object_set_new(o, "open_alerts", alerts_json(x));
-		json_array_append_new(arr, o);
 	}
 	return cli_print_json(root);
 }
@@ -436,76 +325,12 @@ static int run_stale(const struct cli_state *st, bool json, int64_t now)
 	return r;
 }
 
-/*
- * Fills v (one entry per schedule of the config, or only `one`) from three
- * reads whatever the number of schedules: the summaries (job counts and
- * newest row of every schedule, or of `one`), the open alerts (all of
- * them, or `one`'s), grouped here by schedule. *other gets the jobs of
- * schedules not in the config (all schedules only).
- */
-static int gather(const struct cli_state *st, const char *one,
-		  struct sched_status *v, size_t nv,
-		  struct store_sched_summary **sum, size_t *n_sum,
-		  struct store_alert **al, size_t *n_al,
-		  struct store_counts *other, struct sc_err *err)
-{
-	struct alert_filter af = {.schedule = one, .open_only = true,
-				  .slot_ms = INT64_MIN, .since_ms = INT64_MIN,
-				  .until_ms = INT64_MAX};
-	int rc = store_sched_summaries(st->store, one, sum, n_sum, err);
-
-	memset(other, 0, sizeof(*other));
-	if (rc == 0)
-		rc = store_alert_list(st->store, &af, al, n_al, err);
-	if (rc)
-		return rc;
-	if (*n_al > 1)
-		qsort(*al, *n_al, sizeof(**al), cmp_alert);
-	bool *used = calloc(*n_sum ? *n_sum : 1, sizeof(*used));
-	if (!used)
-		return sc_err_set(err, SC_ENOMEM, "out of memory");
-	for (size_t i = 0; i < nv; i++) {
-		struct sched_status *x = &v[i];
-		/* No summaries: no array to search (bsearch takes none). */
-		const struct store_sched_summary *m =
-			*n_sum ? bsearch(x->sc->name, *sum, *n_sum,
-					 sizeof(**sum), cmp_summary)
-			       : NULL;
-		if (m) {
-			used[m - *sum] = true;
-			x->counts = m->counts;
-			x->has_last = m->has_last;
-			x->last = m->has_last ? &m->last : NULL;
-		}
-		/* Its open alerts: the slice of the sorted list. */
-		size_t lo = 0, hi = *n_al;
-		while (lo < hi) {
-			size_t mid = lo + (hi - lo) / 2;
-			if (strcmp((*al)[mid].schedule, x->sc->name) < 0)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		x->alerts = *al + lo;
-		while (lo + x->n_alerts < *n_al &&
-		       strcmp((*al)[lo + x->n_alerts].schedule,
-			      x->sc->name) == 0)
-			x->n_alerts++;
-	}
-	*other = others(*sum, used, *n_sum);
-	free(used);
-	return 0;
-}
-
 int cmd_status(int argc, char **argv)
 {
 	const char *path = NULL, *one = NULL;
 	bool json = false, stale = false;
 	struct cli_state st;
-	struct sched_status *v = NULL;
-	struct store_sched_summary *sum = NULL;
-	struct store_alert *al = NULL;
-	size_t nv = 0, n_sum = 0, n_al = 0;
+	struct report_status rs = {0};
 	struct sc_err err = {0};
 	int64_t now_ms = sc_clock_now_ms(sc_clock_real());
 	int r;
@@ -541,35 +366,21 @@ int cmd_status(int argc, char **argv)
 		r = run_stale(&st, json, now_ms);
 		goto done;
 	}
-	const struct schedule_spec *only = one ? config_schedule(st.cfg, one)
-					       : NULL;
-	if (one && !only) {
+	if (one && !config_schedule(st.cfg, one)) {
 		r = cli_fail(EXIT_USAGE, "no schedule '%s' in %s", one, st.path);
 		goto done;
 	}
-	nv = only ? 1 : st.cfg->n_schedules;
-	v = calloc(nv ? nv : 1, sizeof(*v));
-	if (!v) {
-		r = cli_fail(EXIT_FAIL, "out of memory");
+	/* The messages say "schedule NAME: ..." or "store: ..." (report.h). */
+	if (report_status_read(st.store, st.cfg, one, now_ms, &rs,
+			       &err) != 0) {
+		r = cli_fail(EXIT_FAIL, "%s", err.msg);
 		goto done;
 	}
-	for (size_t i = 0; i < nv; i++) {
-		v[i].sc = only ? only : &st.cfg->schedules[i];
-		if ((r = cli_schedule_info(v[i].sc, now_ms, &v[i].info)))
-			goto done;
-	}
-	struct store_counts other = {0};
-	if (gather(&st, one, v, nv, &sum, &n_sum, &al, &n_al, &other,
-		   &err) != 0) {
-		r = cli_fail(EXIT_FAIL, "store: %s", err.msg);
-		goto done;
-	}
-	r = json ? print_json(&st, v, nv, one ? NULL : &other)
-		 : (print_text(&st, v, nv, one ? NULL : &other), EXIT_OK);
+	r = json ? print_json(&st, rs.v, rs.n, one ? NULL : &rs.other)
+		 : (print_text(&st, rs.v, rs.n, one ? NULL : &rs.other),
+		    EXIT_OK);
 done:
-	free(v);
-	store_sched_summaries_free(sum, n_sum);
-	sc_free(al);
+	report_status_dispose(&rs);
 	cli_state_close(&st);
 	return r;
 }

@@ -1,0 +1,120 @@
+/*
+ * report.h - the JSON objects that say what the store holds about the
+ * schedules and the ledger, shared by every surface that shows them: the
+ * CLI's --json output (status, ledger, ledger --lost) and the daemon's
+ * HTTP API (web_api.c). One builder per object, so the two never drift:
+ * a field added here shows in both.
+ *
+ * Every json_t * returned is new (the caller owns one reference and
+ * releases it with json_decref); NULL means out of memory. Nothing here
+ * writes to the store, prints or logs. Thread-safety: none needed; every
+ * function works on what it is given (a store handle is used by one
+ * thread at a time, as store.h says).
+ *
+ * No object holds a secret: schedules are described by name, expression,
+ * zone, class and policy; rows by what the ledger says (error messages
+ * never hold secrets: store.h).
+ */
+#ifndef SURECRON_REPORT_H
+#define SURECRON_REPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "ledger.h"
+#include "store.h"
+#include "surecron.h"
+
+struct config;
+struct schedule_spec;
+
+/* Room for report_format_local's text, NUL included. */
+#define REPORT_TIME_MAX 40
+
+/* Formats ms as local ISO 8601 in zone z with its numeric offset at that
+ * instant: "2026-03-08T03:30:00-04:00". Returns out. */
+const char *report_format_local(int64_t ms, const struct sc_zone *z,
+				char out[REPORT_TIME_MAX]);
+
+/* A JSON string of s (NULL when s is NULL or out of memory), cleaned
+ * first only when s is not valid UTF-8, which jansson refuses. */
+json_t *report_json_text(const char *s);
+
+/* What status and explain say about a schedule of a loaded config. */
+struct report_sched_info {
+	const struct sc_zone *zone;
+	struct sc_cron cron;          /* the final expression, parsed */
+	enum sc_freq_class cls;       /* class of the final expression */
+	char reason[160];             /* the field that decided the class */
+	struct sc_retry_policy policy; /* `retry:` or the class's */
+	bool policy_from_config;
+	int64_t next_ms;              /* next slot strictly after from_ms */
+};
+
+/* Fills *out for s with the next slot after from_ms. 0, or the error of
+ * sc_cron_next (SC_ENEVER: the expression fires no more). */
+int report_sched_info(const struct schedule_spec *s, int64_t from_ms,
+		      struct report_sched_info *out, struct sc_err *err);
+
+/* One schedule as status shows it: the config's spec and what the store
+ * holds (borrowed from the report_status that gathered it). */
+struct report_sched {
+	const struct schedule_spec *sc;   /* borrowed from the config */
+	struct report_sched_info info;
+	struct store_counts counts;
+	bool has_last;
+	const struct ledger_row *last;    /* its newest row, or NULL */
+	const struct store_alert *alerts; /* its open alerts */
+	size_t n_alerts;
+};
+
+/* What status reads, in three store reads whatever the number of
+ * schedules (issue 15). Release with report_status_dispose. */
+struct report_status {
+	struct report_sched *v;     /* one per schedule asked for */
+	size_t n;
+	struct store_counts other;  /* jobs of schedules not in the config
+				       (all schedules only) */
+	struct store_sched_summary *sum;
+	size_t n_sum;
+	struct store_alert *al;
+	size_t n_al;
+};
+
+/*
+ * Fills *out for the schedules of cfg (in config order), or for the one
+ * named `one` only (it must be in cfg: SC_ENOENT otherwise), as of
+ * now_ms: next slot, class and policy, job counts, newest row and open
+ * alerts. *out borrows cfg, which must outlive it. 0, SC_ENOENT,
+ * SC_ENOMEM, an sc_cron_next error (err's message: "schedule NAME: ...")
+ * or the store's ("store: ..."). Release with report_status_dispose, also after an error.
+ */
+int report_status_read(struct store *s, const struct config *cfg,
+		       const char *one, int64_t now_ms,
+		       struct report_status *out, struct sc_err *err);
+void report_status_dispose(struct report_status *r);
+
+/* The object `status --json` prints for one schedule (name, cron,
+ * cron_config, override_var, zone, next, next_ms, class, class_reason,
+ * policy, last, jobs, open_alerts). */
+json_t *report_sched_json(const struct report_sched *x);
+
+/* The jobs of schedules not in the config: {waiting, delayed, running,
+ * dead, done}. */
+json_t *report_counts_json(const struct store_counts *c);
+
+/* One ledger row as `ledger --json` prints it; rec_ms / ack_ms (0:
+ * none) add recovered_at / acked_at (acked_at only when not recovered). */
+json_t *report_ledger_row_json(const struct ledger_row *r, int64_t rec_ms,
+			       int64_t ack_ms);
+
+/* `ledger --json`: {"rows": [...]} of n rows; with lost (then rows and
+ * rec are its own) `ledger --lost --json`: the counts first (lost,
+ * missed, recovered, acked), then the rows. */
+json_t *report_ledger_json(const struct ledger_row *rows, const int64_t *rec,
+			   size_t n, const struct ledger_report *lost);
+
+#endif

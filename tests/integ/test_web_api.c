@@ -1,0 +1,464 @@
+/*
+ * test_web_api.c - the JSON API under /api/ (docs/api.md) of a real
+ * `surecron run` with http.listen on a free loopback port (config takes
+ * no port 0; the port is checked in the daemon's log), asked through
+ * libcurl, on SQLite and on the
+ * PostgreSQL server of the fixture (tb_run_all).
+ *
+ * The story: a schedule whose task fails until a file exists is
+ * triggered, lost, and shows in /api/lost and in /api/schedules (its
+ * dead job, its open alert, its last attempts); the file is made, POST
+ * /api/retry runs it again, and it is a success in the ledger and
+ * "recovered" in /api/lost. A schedule that always fails is lost and
+ * acknowledged with POST /api/ack, which closes its alert. Along the way:
+ * each endpoint's shape, the answers the CLI gives for the same question
+ * (status --json, ledger --lost --json: the same objects), and the
+ * refusals: 400 (malformed JSON, a bad field or parameter), 401 (a POST
+ * without the token), 403 (a foreign Origin), 404 (no such schedule, job
+ * or path), 405, 409 (a job not dead, a done slot triggered).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <curl/curl.h>
+#include <jansson.h>
+
+#include "daemon_util.h"
+#include "store_backend.h"
+#include "testutil.h"
+
+#define PATIENCE_MS 30000
+#define TOKEN "api-token-5d1c"
+
+struct env {
+	char dir[256];
+	char cfg[320];
+	pid_t pid;
+	int port;
+	const char *url;
+};
+
+/* ---- HTTP through libcurl ------------------------------------------- */
+
+struct resp {
+	long status;
+	char body[1 << 18];
+	size_t len;
+	json_t *json; /* the body parsed, or NULL */
+};
+
+static size_t on_data(char *p, size_t size, size_t n, void *ud)
+{
+	struct resp *r = ud;
+	size_t k = size * n;
+
+	if (r->len + k >= sizeof(r->body))
+		return 0;
+	memcpy(r->body + r->len, p, k);
+	r->len += k;
+	r->body[r->len] = '\0';
+	return k;
+}
+
+enum { WITH_TOKEN = 1, FOREIGN_ORIGIN = 2 };
+
+/* One request: GET when body is NULL, else POST of body. Fills *r (its
+ * json released by the next call or resp_dispose) and returns the
+ * status. */
+static long req(const struct env *e, const char *path, const char *body,
+		int flags, struct resp *r)
+{
+	char url[2048], auth[128];
+	struct curl_slist *h = NULL;
+	CURL *c = curl_easy_init();
+
+	assert_non_null(c);
+	json_decref(r->json);
+	r->status = 0;
+	r->len = 0;
+	r->body[0] = '\0';
+	r->json = NULL;
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", e->port, path);
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, r);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 20000L);
+	if (flags & WITH_TOKEN) {
+		snprintf(auth, sizeof(auth), "Authorization: Bearer %s", TOKEN);
+		h = curl_slist_append(h, auth);
+	}
+	if (flags & FOREIGN_ORIGIN)
+		h = curl_slist_append(h, "Origin: http://evil.example");
+	if (body) {
+		h = curl_slist_append(h, "Content-Type: application/json");
+		curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+	}
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+	CURLcode rc = curl_easy_perform(c);
+	if (rc != CURLE_OK)
+		fail_msg("%s: %s", path, curl_easy_strerror(rc));
+	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r->status);
+	curl_slist_free_all(h);
+	curl_easy_cleanup(c);
+	r->json = json_loadb(r->body, r->len, 0, NULL);
+	if (!r->json)
+		fail_msg("%s: not JSON: %s", path, r->body);
+	return r->status;
+}
+
+static void resp_dispose(struct resp *r)
+{
+	json_decref(r->json);
+	r->json = NULL;
+}
+
+/* An error answer: the status, and {"error": "..."} only. */
+static void want_error(const struct env *e, const char *path,
+		       const char *body, int flags, long status,
+		       struct resp *r)
+{
+	long got = req(e, path, body, flags, r);
+	if (got != status)
+		fail_msg("%s %s: %ld, not %ld: %s", body ? "POST" : "GET",
+			 path, got, status, r->body);
+	assert_true(json_is_object(r->json));
+	assert_int_equal(json_object_size(r->json), 1);
+	assert_true(json_is_string(json_object_get(r->json, "error")));
+}
+
+static json_int_t jint(const json_t *o, const char *k)
+{
+	const json_t *v = json_object_get(o, k);
+	if (!json_is_integer(v))
+		fail_msg("no integer %s", k);
+	return json_integer_value(v);
+}
+
+static const char *jstr(const json_t *o, const char *k)
+{
+	const char *s = json_string_value(json_object_get(o, k));
+	if (!s)
+		fail_msg("no string %s", k);
+	return s;
+}
+
+/* The schedule named name in a GET /api/schedules answer. */
+static json_t *sched_of(json_t *root, const char *name)
+{
+	json_t *arr = json_object_get(root, "schedules"), *v;
+	size_t i;
+
+	json_array_foreach(arr, i, v)
+		if (strcmp(jstr(v, "name"), name) == 0)
+			return v;
+	fail_msg("no schedule %s", name);
+	return NULL;
+}
+
+/* ---- the daemon ------------------------------------------------------ */
+
+/* A port nobody listens on now (bound then released). */
+static int free_port(void)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET};
+	socklen_t len = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_true(fd >= 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+	close(fd);
+	return ntohs(a.sin_port);
+}
+
+static void write_cfg(const struct env *e)
+{
+	FILE *f = fopen(e->cfg, "w");
+
+	assert_non_null(f);
+	fprintf(f, "store: \"%s\"\n"
+		"http: {listen: \"127.0.0.1:%d\", token_env: SC_API_TOKEN}\n"
+		"worker: {concurrency: 1, lease: 5s, grace: 1s}\n"
+		"targets:\n"
+		"  archive: {kind: file, path: ./alerts.jsonl}\n"
+		"  out: {kind: file, path: ./out.jsonl}\n"
+		"alerts: {targets: [archive]}\n"
+		"schedules:\n"
+		"  flaky:\n"
+		"    cron: \"0 3 29 2 *\"\n" /* never fires by itself */
+		"    tz: Asia/Seoul\n"
+		"    targets: [out]\n"
+		"    retry: {attempts: 1, backoff: fixed, delay: 1s}\n"
+		"    tasks:\n"
+		"      - name: report\n"
+		"        shell: \"if [ -e ok ]; then echo fine; else echo "
+		"'quota <exceeded>' >&2; exit 75; fi\"\n"
+		"  doomed:\n"
+		"    cron: \"0 3 29 2 *\"\n"
+		"    tz: UTC\n"
+		"    retry: {attempts: 1, backoff: fixed, delay: 1s}\n"
+		"    tasks: [{name: t, command: [/bin/false]}]\n",
+		e->url, e->port);
+	fclose(f);
+}
+
+/* The port the daemon listens on, from its log line
+ * "event=http_started ... port=N". */
+static int port_from_log(const struct env *e)
+{
+	char p[512], line[8192];
+	int port = 0;
+
+	snprintf(p, sizeof(p), "%s/daemon.log", e->dir);
+	FILE *f = fopen(p, "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		const char *s = strstr(line, "event=http_started");
+		const char *q = s ? strstr(s, " port=") : NULL;
+		if (q)
+			port = atoi(q + 6);
+	}
+	fclose(f);
+	assert_true(port > 0);
+	return port;
+}
+
+/* false: the backend is not there (the test skips). */
+static bool env_start(struct env *e, void **state)
+{
+	static const char *const envs[] = {"SC_API_TOKEN=" TOKEN,
+					   "SURECRON_LOG=debug", NULL};
+
+	memset(e, 0, sizeof(*e));
+	e->url = tb_url(state);
+	if (!e->url[0])
+		return false;
+	snprintf(e->dir, sizeof(e->dir), "%s", tu_tmpdir());
+	snprintf(e->cfg, sizeof(e->cfg), "%s/c.yaml", e->dir);
+	e->port = free_port();
+	write_cfg(e);
+	e->pid = tu_track(tu_start_daemon(e->dir, e->cfg, envs, 0));
+	assert_true(tu_wait_log(e->dir, "event=http_started", 1, PATIENCE_MS));
+	assert_int_equal(port_from_log(e), e->port);
+	return true;
+}
+
+static void env_stop(struct env *e)
+{
+	assert_true(tu_stop_daemon(e->pid, PATIENCE_MS));
+	tu_rmrf(e->dir);
+}
+
+/* Runs the CLI on the test's config; returns its exit status. */
+static int cli(const struct env *e, char *out, size_t n, const char *a1,
+	       const char *a2, const char *a3)
+{
+	char err[8192];
+	const char *args[] = {a1, "--config", e->cfg, a2, a3, NULL};
+
+	return tu_run_bin(e->dir, e->dir, NULL, args, out, n, err,
+			  sizeof(err));
+}
+
+/* Waits until GET path answers 200 with integer key equal to want. */
+static void wait_count(const struct env *e, const char *path,
+		       const char *key, json_int_t want, struct resp *r)
+{
+	int64_t end = tu_now_ms() + PATIENCE_MS;
+
+	for (;;) {
+		assert_int_equal(req(e, path, NULL, 0, r), 200);
+		if (jint(r->json, key) == want)
+			return;
+		if (tu_now_ms() > end)
+			fail_msg("%s: %s never %lld: %s", path, key,
+				 (long long)want, r->body);
+		tu_sleep_ms(50);
+	}
+}
+
+/* The same object as `status --json` prints (the API adds "recent"). */
+static void same_as_status(const struct env *e, json_t *api)
+{
+	static char out[1 << 16];
+	char name[64];
+
+	snprintf(name, sizeof(name), "%s", jstr(api, "name"));
+	assert_int_equal(cli(e, out, sizeof(out), "status", "--json", name),
+			 0);
+	json_t *st = json_loads(out, 0, NULL);
+	assert_non_null(st);
+	json_t *cli_o = json_array_get(json_object_get(st, "schedules"), 0);
+	json_t *copy = json_deep_copy(api);
+	assert_int_equal(json_object_del(copy, "recent"), 0);
+	if (!json_equal(copy, cli_o)) {
+		char *a = json_dumps(copy, 0), *b = json_dumps(cli_o, 0);
+		fail_msg("api %s\ncli %s", a, b);
+	}
+	json_decref(copy);
+	json_decref(st);
+}
+
+/* ---- the tests ------------------------------------------------------- */
+
+static void lost_retried_recovered(void **state)
+{
+	struct env e;
+	static struct resp r;
+	static char out[1 << 16];
+	char body[256], path[256];
+
+	if (!env_start(&e, state))
+		skip();
+
+	/* The list before anything ran: every schedule, config order. */
+	assert_int_equal(req(&e, "/api/schedules", NULL, 0, &r), 200);
+	json_t *arr = json_object_get(r.json, "schedules");
+	assert_int_equal(json_array_size(arr), 2);
+	assert_string_equal(jstr(json_array_get(arr, 0), "name"), "flaky");
+	assert_string_equal(jstr(json_array_get(arr, 1), "name"), "doomed");
+	assert_string_equal(jstr(r.json, "store"),
+			    tb_is_sqlite(state) ? "sqlite" : "postgresql");
+	assert_true(jint(r.json, "now_ms") > 0);
+	assert_non_null(json_object_get(r.json, "other_jobs"));
+	json_t *fl = sched_of(r.json, "flaky");
+	assert_string_equal(jstr(fl, "zone"), "Asia/Seoul");
+	/* The next slot in its zone: 29 February, 03:00 KST. */
+	assert_non_null(strstr(jstr(fl, "next"), "-02-29T03:00:00+09:00"));
+	assert_true(jint(fl, "next_ms") > jint(r.json, "now_ms"));
+	assert_true(json_is_string(json_object_get(fl, "class")));
+	json_t *pol = json_object_get(fl, "policy");
+	assert_int_equal(jint(pol, "attempts"), 1);
+	assert_string_equal(jstr(pol, "backoff"), "fixed");
+	assert_string_equal(jstr(pol, "source"), "config");
+	assert_true(json_is_null(json_object_get(fl, "last")));
+	assert_int_equal(json_array_size(json_object_get(fl, "recent")), 0);
+	assert_int_equal(json_array_size(json_object_get(fl, "open_alerts")),
+			 0);
+	assert_int_equal(jint(json_object_get(fl, "jobs"), "dead"), 0);
+
+	/* Lost: the task fails, one attempt. */
+	assert_int_equal(cli(&e, out, sizeof(out), "trigger", "flaky", NULL),
+			 0);
+	wait_count(&e, "/api/lost", "lost", 1, &r);
+	assert_int_equal(jint(r.json, "missed"), 0);
+	assert_int_equal(jint(r.json, "recovered"), 0);
+	json_t *row = json_array_get(json_object_get(r.json, "rows"), 0);
+	assert_string_equal(jstr(row, "schedule"), "flaky");
+	assert_string_equal(jstr(row, "outcome"), "lost");
+	assert_non_null(strstr(jstr(row, "error"), "quota <exceeded>"));
+	json_int_t job = jint(row, "job");
+	json_int_t slot_ms = jint(row, "slot_ms");
+	assert_true(json_is_null(json_object_get(row, "recovered_at")));
+	/* The same report as `ledger --lost --json`. */
+	assert_int_equal(cli(&e, out, sizeof(out), "ledger", "--lost",
+			     "--json"), 1);
+	json_t *cl = json_loads(out, 0, NULL);
+	assert_non_null(cl);
+	assert_true(json_equal(cl, r.json));
+	json_decref(cl);
+	/* Its period and schedule narrow it. */
+	assert_int_equal(req(&e, "/api/lost?schedule=doomed", NULL, 0, &r),
+			 200);
+	assert_int_equal(jint(r.json, "lost"), 0);
+	snprintf(path, sizeof(path), "/api/lost?since=%lld",
+		 (long long)slot_ms + 1);
+	assert_int_equal(req(&e, path, NULL, 0, &r), 200);
+	assert_int_equal(jint(r.json, "lost"), 0);
+	assert_int_equal(req(&e, "/api/lost?since=30d&until=2099-01-01T00:00:"
+			     "00Z", NULL, 0, &r), 200);
+	assert_int_equal(jint(r.json, "lost"), 1);
+
+	/* In the list: its dead job, open alert, last outcome, attempts;
+	 * the object is status --json's. */
+	int64_t end = tu_now_ms() + PATIENCE_MS;
+	for (;;) {
+		assert_int_equal(req(&e, "/api/schedules", NULL, 0, &r), 200);
+		fl = sched_of(r.json, "flaky");
+		if (json_array_size(json_object_get(fl, "open_alerts")) == 1)
+			break;
+		assert_true(tu_now_ms() < end);
+		tu_sleep_ms(50);
+	}
+	assert_int_equal(jint(json_object_get(fl, "jobs"), "dead"), 1);
+	/* "last" is the newest row of the newest slot, as in status: here
+	 * the alert's row, written after the lost one. */
+	assert_int_equal(jint(json_object_get(fl, "last"), "slot_ms"),
+			 slot_ms);
+	json_t *rec = json_object_get(fl, "recent");
+	assert_int_equal(json_array_size(rec), 1);
+	assert_string_equal(jstr(json_array_get(rec, 0), "outcome"), "lost");
+	assert_int_equal(jint(json_array_get(rec, 0), "job"), job);
+	same_as_status(&e, fl);
+
+	/* Retry refused: malformed, unknown, no token, foreign origin. */
+	want_error(&e, "/api/retry", "{\"job\": ", WITH_TOKEN, 400, &r);
+	want_error(&e, "/api/retry", "[1]", WITH_TOKEN, 400, &r);
+	want_error(&e, "/api/retry", "", WITH_TOKEN, 400, &r);
+	want_error(&e, "/api/retry", "{\"job\": \"7\"}", WITH_TOKEN, 400, &r);
+	want_error(&e, "/api/retry", "{\"job\": -1}", WITH_TOKEN, 400, &r);
+	snprintf(body, sizeof(body), "{\"job\": %lld, \"by\": \"%065d\"}",
+		 (long long)job, 0);
+	want_error(&e, "/api/retry", body, WITH_TOKEN, 400, &r);
+	want_error(&e, "/api/retry", "{\"job\": 999999}", WITH_TOKEN, 404, &r);
+	snprintf(body, sizeof(body), "{\"job\": %lld}", (long long)job);
+	want_error(&e, "/api/retry", body, 0, 401, &r);
+	want_error(&e, "/api/retry", body, WITH_TOKEN | FOREIGN_ORIGIN, 403,
+		   &r);
+	want_error(&e, "/api/retry", NULL, WITH_TOKEN, 405, &r);
+	want_error(&e, "/api/schedules", "{}", WITH_TOKEN, 405, &r);
+
+	/* Fixed, retried: a success in the ledger, recovered in the report. */
+	char ok[400];
+	snprintf(ok, sizeof(ok), "%s/ok", e.dir);
+	FILE *f = fopen(ok, "w");
+	assert_non_null(f);
+	fclose(f);
+	assert_int_equal(req(&e, "/api/retry", body, WITH_TOKEN, &r), 200);
+	assert_int_equal(jint(r.json, "job"), job);
+	assert_string_equal(jstr(r.json, "state"), "ready");
+	assert_int_equal(jint(r.json, "attempts"), 1);
+	wait_count(&e, "/api/lost", "recovered", 1, &r);
+	assert_int_equal(jint(r.json, "lost"), 0);
+	row = json_array_get(json_object_get(r.json, "rows"), 0);
+	assert_true(json_is_string(json_object_get(row, "recovered_at")));
+	/* Done now: a second retry is refused. */
+	want_error(&e, "/api/retry", body, WITH_TOKEN, 409, &r);
+
+	/* Unknown names and bad parameters. */
+	want_error(&e, "/api/schedules/nope", NULL, 0, 404, &r);
+	want_error(&e, "/api/lost?schedule=nope", NULL, 0, 404, &r);
+	want_error(&e, "/api/lost?since=yesterday", NULL, 0, 400, &r);
+	want_error(&e, "/api/lost?until=%3Cscript%3E", NULL, 0, 400, &r);
+	assert_null(strstr(r.body, "script"));
+	want_error(&e, "/api/nothing", NULL, 0, 404, &r);
+
+	resp_dispose(&r);
+	env_stop(&e);
+}
+
+int main(void)
+{
+	struct CMUnitTest both[] = {
+		cmocka_unit_test(lost_retried_recovered),
+	};
+
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	int failed = tb_run_all("test_web_api", both,
+				sizeof(both) / sizeof(both[0]));
+	tu_reap_all();
+	curl_global_cleanup();
+	return failed;
+}
