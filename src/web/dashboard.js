@@ -318,13 +318,21 @@
       var p = s.policy || {};
       var policy = p.attempts ? p.attempts + ' \u00d7 ' + (p.backoff || '') +
         (p.delay_ms ? ' ' + durText(p.delay_ms) : '') : '';
-      var last = s.last || null;
+      /* The last outcome is the last attempt's (recent, oldest first);
+       * s.last may be a later record of another kind (an alert closed,
+       * an ack), shown beside it. Its error is the attempt's when both
+       * are the same record. */
       var recent = s.recent || [];
+      var rec = s.last || null;
+      var last = recent.length ? recent[recent.length - 1] : rec;
       var lastWhen = 0;
-      if (recent.length)
-        lastWhen = isoMs(recent[recent.length - 1].finished) || recent[recent.length - 1].slot_ms;
-      else if (last)
-        lastWhen = last.slot_ms;
+      if (last)
+        lastWhen = isoMs(last.finished) || last.slot_ms;
+      var lastErr = rec && last && rec.outcome === last.outcome &&
+        rec.slot_ms === last.slot_ms ? rec.error : null;
+      var note = rec && last && rec.outcome !== last.outcome &&
+        ['recovered', 'acked', 'missed', 'lost'].indexOf(rec.outcome) >= 0
+        ? rec.outcome + ' ' + iso(rec.slot) : null;
 
       var strip = el('div', {class: 'strip'});
       recent.forEach(function (r) {
@@ -338,8 +346,10 @@
       if (last && last.outcome) {
         lastCell.appendChild(pill(last.outcome));
         lastCell.appendChild(el('span', {class: 'sub'}, rel(lastWhen)));
-        if (last.error)
-          lastCell.appendChild(el('span', {class: 'sub error'}, last.error));
+        if (lastErr)
+          lastCell.appendChild(el('span', {class: 'sub error'}, lastErr));
+        if (note)
+          lastCell.appendChild(el('span', {class: 'sub', title: rec.error || null}, note));
       } else {
         lastCell.appendChild(el('span', {class: 'sub'}, 'never ran'));
       }
