@@ -286,6 +286,8 @@
         actions));
     });
     var open = rows.filter(function (r) { return slotState(r).word === 'open'; }).length;
+    /* Seen from another tab too. */
+    document.title = open ? '(' + open + ' open) surecron' : 'surecron';
     $('lost').hidden = rows.length === 0;
     $('lost-empty').hidden = rows.length !== 0;
     $('lost-count').textContent = rows.length
