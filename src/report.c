@@ -168,6 +168,7 @@ int report_status_read(struct store *s, const struct config *cfg,
 			/* The first error wins, with the schedule named. */
 			char msg[SC_ERR_MSG_MAX];
 			snprintf(msg, sizeof(msg), "%s", err ? err->msg : "");
+			sc_err_clear(err);
 			return sc_err_set(err, rc, "schedule %s: %s",
 					  out->v[i].sc->name, msg);
 		}
@@ -178,6 +179,7 @@ int report_status_read(struct store *s, const struct config *cfg,
 	if (rc) {
 		char msg[SC_ERR_MSG_MAX];
 		snprintf(msg, sizeof(msg), "%s", err ? err->msg : "");
+		sc_err_clear(err);
 		return sc_err_set(err, rc, "store: %s", msg);
 	}
 	if (out->n_al > 1)
@@ -337,4 +339,49 @@ fail:
 	json_decref(arr);
 	json_decref(root);
 	return NULL;
+}
+
+json_t *report_timeline_json(const struct sc_retry_timeline *tl,
+			     const struct sc_zone *z)
+{
+	char t[REPORT_TIME_MAX];
+	json_t *arr = json_array();
+
+	for (int k = 0; arr && k < tl->n_attempts; k++) {
+		json_t *o = json_pack(
+			"{s:i, s:s, s:I, s:I}", "attempt", k + 1, "at",
+			report_format_local(tl->attempt_ms[k], z, t), "at_ms",
+			(json_int_t)tl->attempt_ms[k], "after_slot_ms",
+			(json_int_t)(tl->attempt_ms[k] - tl->attempt_ms[0]));
+		if (!o || json_array_append_new(arr, o) != 0) {
+			json_decref(arr);
+			arr = NULL;
+		}
+	}
+	return arr;
+}
+
+const char *report_send_state_name(enum send_state st)
+{
+	switch (st) {
+	case SEND_NONE: return "none";
+	case SEND_PENDING: return "pending";
+	case SEND_SENDING: return "sending";
+	case SEND_SENT: return "sent";
+	case SEND_FAILED: return "failed";
+	case SEND_UNKNOWN: return "unknown";
+	case SEND_ABANDONED: return "abandoned";
+	}
+	return "unknown";
+}
+
+const char *report_target_kind_name(int kind)
+{
+	switch (kind) {
+	case TARGET_SLACK: return "slack";
+	case TARGET_WEBHOOK: return "webhook";
+	case TARGET_FILE: return "file";
+	case TARGET_COMMAND: return "command";
+	default: return "unknown";
+	}
 }

@@ -117,4 +117,17 @@ json_t *report_ledger_row_json(const struct ledger_row *r, int64_t rec_ms,
 json_t *report_ledger_json(const struct ledger_row *rows, const int64_t *rec,
 			   size_t n, const struct ledger_report *lost);
 
+/* explain's retry timeline of a slot: [{attempt, at (local time in z),
+ * at_ms, after_slot_ms}], one per attempt the policy allows, when each
+ * would start if every one before it failed. */
+json_t *report_timeline_json(const struct sc_retry_timeline *tl,
+			     const struct sc_zone *z);
+
+/* A send's state as the API and the dashboard name it: none, pending,
+ * sending, sent, failed, unknown (held after a crash), abandoned. */
+const char *report_send_state_name(enum send_state st);
+
+/* A target's kind: slack, webhook, file, command. */
+const char *report_target_kind_name(int kind);
+
 #endif

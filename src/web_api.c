@@ -28,10 +28,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alert.h"
 #include "clock.h"
 #include "config.h"
 #include "ledger.h"
+#include "outbox.h"
+#include "prune.h"
 #include "queue.h"
+#include "release.h"
 #include "report.h"
 #include "store.h"
 #include "web_int.h"
@@ -42,8 +46,10 @@
 #define RECENT_MAX 12
 #define RECENT_READ (4 * RECENT_MAX)
 
-/* `by` of an action: who acted, as the CLI's --by. */
+/* `by` of an action: who acted, as the CLI's --by; an ack's note, as
+ * its --note. */
 #define BY_MAX 64
+#define NOTE_MAX 200
 
 /* Ledger rows of one GET /api/ledger. */
 #define LEDGER_LIMIT_DEFAULT 200
@@ -94,6 +100,21 @@ static bool parse_time(const char *s, int64_t now_ms, int64_t *out)
 	return clock_parse_iso(s, out, NULL) == 0;
 }
 
+/* A time field of a body: a string parse_time takes, or an integer of
+ * Unix milliseconds. */
+static bool field_time(const json_t *v, int64_t now_ms, int64_t *out)
+{
+	if (json_is_integer(v)) {
+		json_int_t ms = json_integer_value(v);
+		if (ms < 0 || ms > 999999999999999LL)
+			return false;
+		*out = ms;
+		return true;
+	}
+	return json_is_string(v) && parse_time(json_string_value(v), now_ms,
+					       out);
+}
+
 /* The schedule of the config named name, or NULL (none, or no config). */
 static const struct schedule_spec *schedule_of(struct call *k,
 					       const char *name)
@@ -139,6 +160,21 @@ static bool field_by(const json_t *o, char out[BY_MAX + 1])
 
 /* ---- reading -------------------------------------------------------- */
 
+/* Is r the end of an attempt (or a missed slot)? The rest of the ledger
+ * (alerts, decisions, acks, late, overrun, ...) says something about a
+ * slot but ran nothing. */
+static bool is_attempt(const struct ledger_row *r)
+{
+	static const char *const words[] = {LEDGER_SUCCESS, LEDGER_FAILED,
+					    LEDGER_LOST, LEDGER_STALLED,
+					    LEDGER_MISSED};
+
+	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+		if (strcmp(r->outcome, words[i]) == 0)
+			return true;
+	return false;
+}
+
 /* A schedule's last attempts (and missed slots), oldest first: what the
  * dashboard's strip shows. One read of its newest rows. */
 static int recent_json(struct store *s, const char *name, json_t **out,
@@ -156,8 +192,7 @@ static int recent_json(struct store *s, const char *name, json_t **out,
 		return rc;
 	/* Oldest first: keep the last RECENT_MAX attempt rows. */
 	for (size_t i = n; i-- > 0 && kept < RECENT_MAX;) {
-		if (rows[i].attempt > 0 ||
-		    strcmp(rows[i].outcome, LEDGER_MISSED) == 0) {
+		if (is_attempt(&rows[i])) {
 			first = i;
 			kept++;
 		}
@@ -165,7 +200,7 @@ static int recent_json(struct store *s, const char *name, json_t **out,
 	json_t *arr = json_array();
 	for (size_t i = first; arr && kept && i < n; i++) {
 		const struct ledger_row *r = &rows[i];
-		if (r->attempt <= 0 && strcmp(r->outcome, LEDGER_MISSED) != 0)
+		if (!is_attempt(r))
 			continue;
 		json_t *o = json_pack(
 			"{s:s, s:s, s:I, s:i, s:s?, s:I}", "outcome",
@@ -199,6 +234,11 @@ static enum MHD_Result get_schedules(struct call *k, const char *one)
 				    &e);
 	if (rc) {
 		report_status_dispose(&rs);
+		/* Its store errors say "store: " (report.h); the others are
+		 * a schedule whose next slot cannot be computed. */
+		if (rc != SC_ENOMEM && strncmp(e.msg, "store: ", 7) != 0)
+			return web_respond_error(k->c, 500, "a schedule's next "
+						 "slot cannot be computed");
 		return store_failed(k, rc);
 	}
 	json_t *arr = json_array(), *root = NULL;
@@ -290,6 +330,169 @@ static enum MHD_Result get_lost(struct call *k)
 	return web_respond(k->c, 200, root);
 }
 
+/* GET /api/ledger: `ledger --json` with its filters; the newest
+ * `limit` rows of the period, oldest first. */
+static enum MHD_Result get_ledger(struct call *k)
+{
+	struct ledger_filter f = {0};
+	struct ledger_row *rows = NULL;
+	struct sc_err e = {0};
+	size_t n = 0;
+	enum MHD_Result sent;
+	const char *outcome = arg(k, "outcome"), *limit = arg(k, "limit");
+
+	if (!query_period(k, &f, NULL, &sent))
+		return sent;
+	if (outcome && !ledger_outcome_known(outcome))
+		return web_respond_error(k->c, 400, "outcome: not one of the "
+					 "ledger's outcomes");
+	f.outcome = outcome;
+	f.limit = LEDGER_LIMIT_DEFAULT;
+	if (limit) {
+		size_t len = strlen(limit);
+		long v = len && len < 5 && strspn(limit, "0123456789") == len
+			? strtol(limit, NULL, 10) : 0;
+		if (v < 1 || v > LEDGER_LIMIT_MAX)
+			return web_respond_error(k->c, 400, "limit: a number "
+						 "from 1 to 5000");
+		f.limit = (int)v;
+	}
+	f.newest_first = true;
+	int rc = ledger_read(k->w->store, &f, &rows, &n, &e);
+	json_t *root = rc ? NULL : report_ledger_json(rows, NULL, n, NULL);
+	store_ledger_rows_free(rows, n);
+	if (rc)
+		return store_failed(k, rc);
+	if (!root)
+		return store_failed(k, SC_ENOMEM);
+	return web_respond(k->c, 200, root);
+}
+
+/* The "job" of a slot's answer: null when the slot has none. */
+static int slot_job_json(struct call *k, const char *name, int64_t slot_ms,
+			 struct store_job *job, bool *has, json_t **out)
+{
+	char t[CLOCK_ISO_MAX];
+	struct sc_err e = {0};
+	int rc = store_job_find(k->w->store, name, slot_ms, job, &e);
+
+	*has = rc == 0;
+	if (rc == SC_ENOENT) {
+		*out = json_null();
+		return 0;
+	}
+	if (rc)
+		return rc;
+	*out = json_pack("{s:I, s:s, s:i, s:s, s:I, s:b}", "id",
+			 (json_int_t)job->id, "state",
+			 queue_state_name(job->state), "attempts", job->attempts,
+			 "run_at", clock_format_utc(job->run_at_ms, t),
+			 "run_at_ms", (json_int_t)job->run_at_ms, "manual",
+			 job->manual);
+	return *out ? 0 : SC_ENOMEM;
+}
+
+/* The send state of each of sc's targets for the slot: names and kinds
+ * only (a target's URL, path or command is never shown). */
+static int slot_sends_json(struct call *k, const struct schedule_spec *sc,
+			   int64_t slot_ms, json_t **out)
+{
+	json_t *arr = json_array();
+	int rc = arr ? 0 : SC_ENOMEM;
+
+	for (size_t i = 0; rc == 0 && i < sc->n_targets; i++) {
+		struct outbox_entry oe = {0};
+		struct sc_err e = {0};
+		const struct target_spec *t = config_target(k->cfg,
+							    sc->targets[i]);
+		rc = store_outbox_get(k->w->store, sc->name, slot_ms,
+				      sc->targets[i], &oe, &e);
+		bool none = rc == SC_ENOENT;
+		if (none)
+			rc = 0;
+		json_t *o = rc ? NULL : json_pack(
+			"{s:s, s:s, s:s, s:i}", "target", sc->targets[i],
+			"kind", t ? report_target_kind_name((int)t->kind)
+				  : "unknown",
+			"state", report_send_state_name(none ? SEND_NONE
+							     : oe.state),
+			"tries", none ? 0 : oe.n_tries);
+		store_outbox_entry_dispose(&oe);
+		if (rc == 0 && (!o || json_array_append_new(arr, o) != 0))
+			rc = SC_ENOMEM;
+	}
+	if (rc) {
+		json_decref(arr);
+		return rc;
+	}
+	*out = arr;
+	return 0;
+}
+
+/* GET /api/slots/NAME/SLOT: the slot's job, ledger rows, explain's
+ * timeline, send states and marker. */
+static enum MHD_Result get_slot(struct call *k, const char *name,
+				const char *slot)
+{
+	const struct schedule_spec *sc = schedule_of(k, name);
+	struct ledger_filter f = {0};
+	struct ledger_row *rows = NULL;
+	struct sc_retry_timeline tl;
+	struct store_job job;
+	struct sc_err e = {0};
+	char t[CLOCK_ISO_MAX];
+	int64_t slot_ms = 0;
+	size_t n = 0;
+	bool has_job = false, marked = false;
+	json_t *jjob = NULL, *attempts = NULL, *sends = NULL, *timeline;
+
+	if (!sc)
+		return web_respond_error(k->c, 404, "no such schedule");
+	if (!parse_time(slot, k->now_ms, &slot_ms))
+		return web_respond_error(k->c, 400, "slot: not an ISO 8601 "
+					 "instant or Unix milliseconds");
+	f.schedule = sc->name;
+	f.since_ms = slot_ms;
+	f.until_ms = slot_ms + 1;
+	int rc = slot_job_json(k, sc->name, slot_ms, &job, &has_job, &jjob);
+	if (rc == 0)
+		rc = ledger_read(k->w->store, &f, &rows, &n, &e);
+	if (rc == 0) {
+		attempts = report_ledger_json(rows, NULL, n, NULL);
+		rc = attempts ? 0 : SC_ENOMEM;
+	}
+	if (rc == 0)
+		rc = slot_sends_json(k, sc, slot_ms, &sends);
+	if (rc == 0)
+		rc = store_slot_is_marked(k->w->store, sc->name, slot_ms,
+					  &marked, &e);
+	store_ledger_rows_free(rows, n);
+	/* explain's plan: the schedule's policy from the slot (a job's own
+	 * budget grows when it is retried; the plan does not). */
+	if (sc_retry_timeline(&sc->policy, slot_ms, &tl, NULL) != 0)
+		tl.n_attempts = 0;
+	timeline = report_timeline_json(&tl, sc->zone);
+	if (rc == 0 && !timeline)
+		rc = SC_ENOMEM;
+	json_t *root = rc ? NULL : json_pack(
+		"{s:s, s:s, s:I, s:o, s:O, s:o, s:o, s:b}", "schedule",
+		sc->name, "slot", clock_format_utc(slot_ms, t), "slot_ms",
+		(json_int_t)slot_ms, "job", jjob, "attempts",
+		json_object_get(attempts, "rows"), "timeline", timeline,
+		"sends", sends, "marker", marked);
+	if (rc) {
+		json_decref(jjob);
+		json_decref(sends);
+		json_decref(timeline);
+	}
+	json_decref(attempts);
+	if (rc)
+		return store_failed(k, rc);
+	if (!root)
+		return store_failed(k, SC_ENOMEM);
+	return web_respond(k->c, 200, root);
+}
+
 /* ---- acting --------------------------------------------------------- */
 
 /* POST /api/retry {"job": N}: `surecron retry N`. */
@@ -335,6 +538,165 @@ static enum MHD_Result post_retry(struct call *k, json_t *o)
 						"ready", "attempts", budget));
 }
 
+/* The schedule and slot fields of an action body. slot may be absent
+ * when opt (then *slot_ms is untouched). Sends the 400/404 and returns
+ * NULL when one is wrong. */
+static const struct schedule_spec *field_slot(struct call *k, const json_t *o,
+					      bool opt, int64_t *slot_ms,
+					      enum MHD_Result *sent)
+{
+	const char *name = json_string_value(json_object_get(o, "schedule"));
+	const json_t *slot = json_object_get(o, "slot");
+
+	if (!name) {
+		*sent = web_respond_error(k->c, 400, "schedule: a schedule "
+					  "name is needed");
+		return NULL;
+	}
+	const struct schedule_spec *sc = schedule_of(k, name);
+	if (!sc) {
+		*sent = web_respond_error(k->c, 404, "no such schedule");
+		return NULL;
+	}
+	if ((!slot && !opt) ||
+	    (slot && !field_time(slot, k->now_ms, slot_ms))) {
+		*sent = web_respond_error(k->c, 400, "slot: an ISO 8601 instant "
+					  "or Unix milliseconds is needed");
+		return NULL;
+	}
+	return sc;
+}
+
+/* POST /api/trigger {"schedule", "slot"?}: `surecron trigger [--slot]`. */
+static enum MHD_Result post_trigger(struct call *k, json_t *o)
+{
+	/* A manual slot on a whole second, so it prints and parses back. */
+	int64_t slot_ms = k->now_ms - k->now_ms % 1000, job_id = 0;
+	bool created = false;
+	char by[BY_MAX + 1], t[CLOCK_ISO_MAX];
+	struct sc_err e = {0};
+	struct store_job job;
+	enum MHD_Result sent;
+	const struct schedule_spec *sc = field_slot(k, o, true, &slot_ms,
+						    &sent);
+
+	if (!sc)
+		return sent;
+	if (!field_by(o, by))
+		return web_respond_error(k->c, 400, "by: a name of 1 to 64 "
+					 "printable characters");
+	/* A slot past retention.jobs may have lost its job row and send
+	 * guards to prune: running it could deliver it twice. */
+	if (slot_ms < prune_trigger_floor(k->cfg, k->now_ms))
+		return web_respond_error(k->c, 409, "the slot is older than "
+					 "the retention: its record may be "
+					 "pruned");
+	int rc = queue_trigger(k->w->store, sc->name, slot_ms, &sc->policy,
+			       &job_id, &created, &e);
+	if (rc == SC_ESTATE)
+		return web_respond_error(k->c, 409, "the slot is done: running "
+					 "it again would deliver it twice");
+	if (rc)
+		return store_failed(k, rc);
+	const char *state = "ready";
+	if (store_job_get(k->w->store, job_id, &job, NULL) == 0)
+		state = queue_state_name(job.state);
+	return web_respond(k->c, 200, json_pack(
+		"{s:I, s:b, s:s, s:s, s:s, s:I}", "job", (json_int_t)job_id,
+		"created", created, "state", state, "schedule", sc->name,
+		"slot", clock_format_utc(slot_ms, t), "slot_ms",
+		(json_int_t)slot_ms));
+}
+
+/* POST /api/release {"schedule", "slot", "target", "decision"}:
+ * `surecron release --arrived|--resend` (release.h). */
+static enum MHD_Result post_release(struct call *k, json_t *o)
+{
+	int64_t slot_ms = 0;
+	char by[BY_MAX + 1];
+	struct release_result rr;
+	struct sc_err e = {0};
+	enum MHD_Result sent;
+	const struct schedule_spec *sc = field_slot(k, o, false, &slot_ms,
+						    &sent);
+	const char *target = json_string_value(json_object_get(o, "target"));
+	const char *d = json_string_value(json_object_get(o, "decision"));
+
+	if (!sc)
+		return sent;
+	if (!target)
+		return web_respond_error(k->c, 400, "target: a target name is "
+					 "needed");
+	if (!d || (strcmp(d, "arrived") != 0 && strcmp(d, "resend") != 0))
+		return web_respond_error(k->c, 400, "decision: \"arrived\" or "
+					 "\"resend\" is needed");
+	if (!field_by(o, by))
+		return web_respond_error(k->c, 400, "by: a name of 1 to 64 "
+					 "printable characters");
+	/* One of the schedule's targets: its name, from the config, is
+	 * what the answer carries. */
+	const char *tname = NULL;
+	for (size_t i = 0; i < sc->n_targets && !tname; i++)
+		if (strcmp(sc->targets[i], target) == 0)
+			tname = sc->targets[i];
+	if (!tname)
+		return web_respond_error(k->c, 404, "no such target for the "
+					 "schedule");
+	bool arrived = d[0] == 'a';
+	int rc = release_decide(k->w->store, sc, slot_ms, tname, arrived, by,
+				"http api", k->now_ms, &rr, &e);
+	if (rc && !rr.decided && rc == SC_ENOENT)
+		return web_respond_error(k->c, 404, "no such send");
+	if (rc && !rr.decided && rc == SC_ESTATE)
+		return web_respond_error(k->c, 409, "the send is not held");
+	if (rc && rr.decided && !rr.recorded)
+		return web_respond_error(k->c, 503, "the decision took effect "
+					 "but could not be written to the "
+					 "ledger");
+	if (rc && rr.recorded)
+		return web_respond_error(k->c, 503, "the decision is recorded "
+					 "but the job could not be made ready");
+	if (rc)
+		return store_failed(k, rc);
+	return web_respond(k->c, 200, json_pack(
+		"{s:s, s:s, s:b, s:o}", "target", tname, "state",
+		arrived ? "sent" : "failed", "job_revived", rr.job_revived,
+		"job", rr.job_id ? json_integer(rr.job_id) : json_null()));
+}
+
+/* POST /api/ack {"schedule", "slot", "note"?}: `surecron ack`. */
+static enum MHD_Result post_ack(struct call *k, json_t *o)
+{
+	int64_t slot_ms = 0;
+	char by[BY_MAX + 1];
+	size_t n = 0;
+	struct sc_err e = {0};
+	enum MHD_Result sent;
+	const struct schedule_spec *sc = field_slot(k, o, false, &slot_ms,
+						    &sent);
+	const json_t *jn = json_object_get(o, "note");
+
+	if (!sc)
+		return sent;
+	if (jn && !json_is_null(jn) && (!json_is_string(jn) ||
+					json_string_length(jn) > NOTE_MAX))
+		return web_respond_error(k->c, 400, "note: a text of at most "
+					 "200 bytes");
+	if (!field_by(o, by))
+		return web_respond_error(k->c, 400, "by: a name of 1 to 64 "
+					 "printable characters");
+	int rc = alert_ack(k->w->store, sc->name, slot_ms,
+			   json_string_value(jn), by, &n, &e);
+	if (rc == SC_ENOENT)
+		return web_respond_error(k->c, 409, "nothing to acknowledge: "
+					 "no open alert and no lost or missed "
+					 "row for the slot");
+	if (rc)
+		return store_failed(k, rc);
+	return web_respond(k->c, 200, json_pack("{s:I}", "closed",
+						(json_int_t)n));
+}
+
 /* ---- routing -------------------------------------------------------- */
 
 typedef enum MHD_Result (*post_fn)(struct call *k, json_t *body);
@@ -343,7 +705,10 @@ static const struct {
 	const char *path;
 	post_fn fn;
 } posts[] = {
+	{"/api/trigger", post_trigger},
 	{"/api/retry", post_retry},
+	{"/api/release", post_release},
+	{"/api/ack", post_ack},
 };
 
 static enum MHD_Result route(struct call *k, const char *url, bool is_post,
@@ -367,7 +732,9 @@ static enum MHD_Result route(struct call *k, const char *url, bool is_post,
 	}
 	bool known = strcmp(url, "/api/schedules") == 0 ||
 		     strncmp(url, "/api/schedules/", 15) == 0 ||
-		     strcmp(url, "/api/lost") == 0;
+		     strcmp(url, "/api/lost") == 0 ||
+		     strcmp(url, "/api/ledger") == 0 ||
+		     strncmp(url, "/api/slots/", 11) == 0;
 	if (!known)
 		return web_respond_error(k->c, 404, "no such path");
 	if (is_post)
@@ -377,6 +744,21 @@ static enum MHD_Result route(struct call *k, const char *url, bool is_post,
 		return get_schedules(k, NULL);
 	if (strcmp(url, "/api/lost") == 0)
 		return get_lost(k);
+	if (strcmp(url, "/api/ledger") == 0)
+		return get_ledger(k);
+	if (strncmp(url, "/api/slots/", 11) == 0) {
+		/* NAME/SLOT: a schedule name has no '/'; the slot is the
+		 * rest. */
+		char name[STORE_NAME_MAX];
+		const char *p = url + 11, *slash = strchr(p, '/');
+		if (!slash || slash == p || (size_t)(slash - p) >= sizeof(name)
+		    || !slash[1])
+			return web_respond_error(k->c, 404, "no such slot "
+						 "path: /api/slots/NAME/SLOT");
+		memcpy(name, p, (size_t)(slash - p));
+		name[slash - p] = '\0';
+		return get_slot(k, name, slash + 1);
+	}
 	rest = url + 15;
 	if (!*rest || strchr(rest, '/'))
 		return web_respond_error(k->c, 404, "no such schedule");

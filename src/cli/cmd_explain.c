@@ -173,7 +173,7 @@ static int print_json(const struct cli_cron_opts *o, const struct explained *x)
 {
 	char t[CLI_TIME_MAX], t2[CLI_TIME_MAX];
 	json_t *root = json_object(), *next = json_array(),
-	       *attempts = json_array();
+	       *attempts = report_timeline_json(&x->tl, o->zone);
 
 	if (!root || !next || !attempts) {
 		json_decref(root);
@@ -184,16 +184,6 @@ static int print_json(const struct cli_cron_opts *o, const struct explained *x)
 	for (int i = 0; i < x->n_next; i++)
 		json_array_append_new(next, json_string(cli_format_local(
 						    x->next_ms[i], o->zone, t)));
-	for (int k = 0; k < x->tl.n_attempts; k++)
-		json_array_append_new(
-			attempts,
-			json_pack("{s:i, s:s, s:I, s:I}", "attempt", k + 1, "at",
-				  cli_format_local(x->tl.attempt_ms[k], o->zone,
-						   t),
-				  "at_ms", (json_int_t)x->tl.attempt_ms[k],
-				  "after_slot_ms",
-				  (json_int_t)(x->tl.attempt_ms[k] -
-					       x->tl.attempt_ms[0])));
 	if (x->sched) {
 		json_object_set_new(root, "schedule",
 				    json_string(x->sched->name));

@@ -20,17 +20,14 @@
  * the row comes before the attempts it causes). A row that cannot be
  * written fails the command (exit 1) and says the decision took effect.
  */
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "cli.h"
 #include "clock.h"
 #include "config.h"
-#include "outbox.h"
-#include "queue.h"
+#include "release.h"
 #include "store.h"
 
 static const char *state_name(enum send_state s)
@@ -58,38 +55,6 @@ static void print_states(struct store *s, const struct schedule_spec *sc,
 			rc == 0 ? state_name(e.state) : "none", rc == 0 ? e.n_tries : 0);
 		store_outbox_entry_dispose(&e);
 	}
-}
-
-/* The "decision" ledger row of one release. */
-static int record_decision(struct store *s, const char *schedule,
-			   int64_t slot_ms, const char *target, bool arrived,
-			   const char *by, int64_t job_id, struct sc_err *err)
-{
-	struct ledger_row row;
-	int64_t now = sc_clock_now_ms(sc_clock_real());
-	json_t *d = json_pack("{s:s, s:s, s:s, s:I, s:s}", "target", target,
-			      "decision", arrived ? "arrived" : "resend",
-			      "by", by, "uid", (json_int_t)getuid(), "via",
-			      "surecron release");
-	char *details = d ? json_dumps(d, JSON_COMPACT | JSON_PRESERVE_ORDER)
-			  : NULL;
-	int rc;
-
-	json_decref(d);
-	if (!details)
-		return sc_err_set(err, SC_ENOMEM, "out of memory");
-	memset(&row, 0, sizeof(row));
-	snprintf(row.schedule, sizeof(row.schedule), "%s", schedule);
-	row.slot_ms = slot_ms;
-	row.job_id = job_id;
-	row.attempt = 0;
-	row.started_ms = now;
-	row.finished_ms = now;
-	snprintf(row.outcome, sizeof(row.outcome), "%s", LEDGER_DECISION);
-	row.details_json = details;
-	rc = store_ledger_append(s, &row, err);
-	free(details);
-	return rc;
 }
 
 int cmd_release(int argc, char **argv)
@@ -159,42 +124,28 @@ int cmd_release(int argc, char **argv)
 		code = EXIT_OK;
 		goto done;
 	}
-	if (outbox_release(s, sc->name, slot_ms, pos[2], decision == 1,
-			   &err) != 0) {
-		code = cli_fail(err.code == SC_ENOENT || err.code == SC_ESTATE
-					? EXIT_USAGE : EXIT_FAIL,
-				"%s", err.msg);
-		goto done;
-	}
-	cli_out(stdout, "%s: %s\n", pos[2], decision == 1
-		? "marked sent (it will not be sent again)"
-		: "marked failed (the next attempt sends it)");
-	struct store_job job;
-	bool have_job;
+	struct release_result rr;
 	char who[128];
-	sc_err_clear(&err);
-	have_job = store_job_find(s, sc->name, slot_ms, &job, &err) == 0;
 	cli_operator_name(by, who, sizeof(who));
-	sc_err_clear(&err);
-	if (record_decision(s, sc->name, slot_ms, pos[2], decision == 1, who,
-			    have_job ? job.id : 0, &err) != 0) {
-		code = cli_fail(EXIT_FAIL, "the decision took effect but "
-				"could not be written to the ledger: %s",
-				err.msg);
+	int rc = release_decide(s, sc, slot_ms, pos[2], decision == 1, who,
+				"surecron release",
+				sc_clock_now_ms(sc_clock_real()), &rr, &err);
+	if (rr.decided)
+		cli_out(stdout, "%s: %s\n", pos[2], decision == 1
+			? "marked sent (it will not be sent again)"
+			: "marked failed (the next attempt sends it)");
+	if (rc != 0) {
+		/* Refused before anything changed: a wrong name or a send
+		 * that is not held is the operator's (exit 2). */
+		code = cli_fail(!rr.decided && (rc == SC_ENOENT ||
+						rc == SC_ESTATE)
+				? EXIT_USAGE : EXIT_FAIL, "%s", err.msg);
 		goto done;
 	}
-	if (have_job && job.state == JOB_DEAD) {
-		int budget = sc->policy.attempts;
-		sc_err_clear(&err);
-		if (queue_retry_dead(s, job.id, budget, &err) != 0) {
-			code = cli_fail(EXIT_FAIL, "job %lld: %s",
-					(long long)job.id, err.msg);
-			goto done;
-		}
+	if (rr.job_revived)
 		cli_out(stdout, "job %lld: ready again from attempt %d; a worker "
-			"will finish the slot\n", (long long)job.id,
-			job.attempts + 1);
-	}
+			"will finish the slot\n", (long long)rr.job_id,
+			rr.next_attempt);
 	code = EXIT_OK;
 done:
 	store_close(s);

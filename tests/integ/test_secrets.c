@@ -19,7 +19,9 @@
  *   broken; the daemon (the slack retry, a failing run with its notices
  *   and its lost-slot alert, a second report slot with another 401);
  *   status, ledger, explain, http --auth, simulate (with and without
- *   --deliver). The error replies of the fake echo the credentials they
+ *   --deliver); and, while the daemon runs, every endpoint of its web
+ *   surface (the JSON API under /api/, its errors, /metrics, /healthz,
+ *   the dashboard at /): no answer holds a secret or the web token. The error replies of the fake echo the credentials they
  *   got, as proxies and debug pages do, since their excerpts are quoted
  *   in errors. Along the way: a command runs without a shell (a "$VAR"
  *   argument arrives literally), and a task inherits no descriptor of
@@ -45,6 +47,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <curl/curl.h>
 #include <jansson.h>
 
 #include "clock.h"
@@ -64,6 +71,7 @@
 #define CLIENT_SECRET "oauthClientSecret7a61cf"
 #define BEARER_TOKEN "bearerTaskToken42d0b8"
 #define TASK_QUERY_SECRET "cfgQuerySecret19e3aa"
+#define WEB_TOKEN "webApiToken6e02ad"
 /* Access tokens the fake token endpoint hands out, in order; the last
  * one is its default answer. */
 static const char *const access_tokens[] = {
@@ -319,6 +327,146 @@ static bool header_of(struct fake_http *srv, const char *path, long i,
 	return ok;
 }
 
+/* ---- the web surface ------------------------------------------------- */
+
+/* A port nobody listens on now (bound then released). */
+static int free_port(void)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET};
+	socklen_t len = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_true(fd >= 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+	close(fd);
+	return ntohs(a.sin_port);
+}
+
+struct web_body {
+	char buf[1 << 18];
+	size_t len;
+};
+
+static size_t web_data(char *p, size_t size, size_t n, void *ud)
+{
+	struct web_body *b = ud;
+	size_t k = size * n;
+
+	if (b->len + k >= sizeof(b->buf))
+		return 0;
+	memcpy(b->buf + b->len, p, k);
+	b->len += k;
+	b->buf[b->len] = '\0';
+	return k;
+}
+
+static struct web_body web_resp;
+
+/* GET (post NULL) or POST of path on the daemon's web port, with the
+ * token when token is true; every byte of the answer, headers included,
+ * is checked for secrets. Returns the status; the body is in web_resp. */
+static long web_req(int port, const char *path, const char *post,
+		    bool token)
+{
+	char url[1024], what[1200];
+	struct web_body head = {.len = 0};
+	struct curl_slist *h = NULL;
+	long status = 0;
+	CURL *c = curl_easy_init();
+
+	assert_non_null(c);
+	web_resp.len = 0;
+	web_resp.buf[0] = '\0';
+	head.buf[0] = '\0';
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", port, path);
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, web_data);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, &web_resp);
+	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, web_data);
+	curl_easy_setopt(c, CURLOPT_HEADERDATA, &head);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 20000L);
+	if (token)
+		h = curl_slist_append(h, "Authorization: Bearer " WEB_TOKEN);
+	if (post)
+		curl_easy_setopt(c, CURLOPT_POSTFIELDS, post);
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+	CURLcode rc = curl_easy_perform(c);
+	if (rc != CURLE_OK)
+		fail_msg("%s: %s", path, curl_easy_strerror(rc));
+	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+	curl_slist_free_all(h);
+	curl_easy_cleanup(c);
+	snprintf(what, sizeof(what), "the answer to %s %s", post ? "POST" :
+		 "GET", path);
+	assert_clean(what, head.buf);
+	assert_clean(what, web_resp.buf);
+	return status;
+}
+
+/* Every endpoint of the web surface, its answers and its errors, while
+ * the daemon runs after a lost slot of `broken` and two of `report`. */
+static void web_all_clean(int port)
+{
+	char path[512], body[512];
+
+	/* Reading: every schedule, one, the ledger, the lost report. */
+	static const char *const gets[] = {
+		"/api/schedules", "/api/schedules/report",
+		"/api/schedules/broken", "/api/ledger",
+		"/api/ledger?schedule=broken&limit=5000", "/api/lost",
+		"/api/lost?schedule=broken&since=3650d",
+		"/api/slots/report/2026-03-06T08:00:00Z", "/metrics",
+		"/healthz", "/",
+		/* Errors. */
+		"/api/schedules/nope", "/api/ledger?outcome=nope",
+		"/api/lost?since=" SLACK_PATH_SECRET, "/api/nope", "/nope"};
+	for (size_t i = 0; i < sizeof(gets) / sizeof(gets[0]); i++)
+		assert_true(web_req(port, gets[i], NULL, false) > 0);
+	assert_int_equal(web_req(port, "/api/schedules", NULL, false), 200);
+	assert_non_null(strstr(web_resp.buf, "\"broken\""));
+
+	/* The lost slot: its view, then the actions on it. */
+	assert_int_equal(web_req(port, "/api/lost?schedule=broken", NULL,
+				 false), 200);
+	json_t *lost = json_loads(web_resp.buf, 0, NULL);
+	assert_non_null(lost);
+	json_t *row = json_array_get(json_object_get(lost, "rows"), 0);
+	json_int_t slot = json_integer_value(json_object_get(row, "slot_ms"));
+	json_int_t job = json_integer_value(json_object_get(row, "job"));
+	json_decref(lost);
+	assert_true(slot > 0 && job > 0);
+	snprintf(path, sizeof(path), "/api/slots/broken/%lld", (long long)slot);
+	assert_int_equal(web_req(port, path, NULL, false), 200);
+	assert_non_null(strstr(web_resp.buf, "\"kind\":\"webhook\""));
+	snprintf(path, sizeof(path), "/api/slots/report/%lld", (long long)slot);
+	assert_int_equal(web_req(port, path, NULL, false), 200);
+
+	/* Acting: refused ones first (no token, malformed, unknown, state),
+	 * then ack, which closes the alert. */
+	snprintf(body, sizeof(body), "{\"schedule\": \"broken\", \"slot\": "
+		 "%lld, \"target\": \"hook\", \"decision\": \"arrived\"}",
+		 (long long)slot);
+	assert_int_equal(web_req(port, "/api/release", body, false), 401);
+	/* The task failed: nothing was composed, so there is no send. */
+	assert_int_equal(web_req(port, "/api/release", body, true), 404);
+	assert_int_equal(web_req(port, "/api/retry", "{\"job\": ", true),
+			 400);
+	assert_int_equal(web_req(port, "/api/retry", "{\"job\": 99999}",
+				 true), 404);
+	assert_int_equal(web_req(port, "/api/trigger", "{\"schedule\": \""
+				 SLACK_PATH_SECRET "\"}", true), 404);
+	assert_int_equal(web_req(port, "/api/trigger", "{\"schedule\": "
+				 "\"report\", \"slot\": "
+				 "\"2026-03-06T08:00:00Z\"}", true), 409);
+	snprintf(body, sizeof(body), "{\"schedule\": \"broken\", \"slot\": "
+		 "%lld, \"note\": \"seen\"}", (long long)slot);
+	assert_int_equal(web_req(port, "/api/ack", body, true), 200);
+	assert_int_equal(web_req(port, "/api/schedules/broken", NULL, false),
+			 200);
+}
+
 /* ---- the test --------------------------------------------------------- */
 
 static void story(bool pg)
@@ -349,6 +497,7 @@ static void story(bool pg)
 	setenv("SEC_HOOK_SECRET", HOOK_HMAC_SECRET, 1);
 	setenv("SEC_CLIENT_SECRET", CLIENT_SECRET, 1);
 	setenv("SEC_BEARER", BEARER_TOKEN, 1);
+	setenv("SEC_HTTP_TOKEN", WEB_TOKEN, 1);
 	setenv("SURECRON_LOG", "debug", 1);
 	unsetenv("SURECRON_ALERT_TARGETS");
 
@@ -366,6 +515,7 @@ static void story(bool pg)
 	add_needle("bearer token", BEARER_TOKEN, ANYWHERE_FORBIDDEN);
 	base64(BEARER_TOKEN, v, sizeof(v));
 	add_needle("bearer token, base64", v, ANYWHERE_FORBIDDEN);
+	add_needle("web api token", WEB_TOKEN, ANYWHERE_FORBIDDEN);
 	for (size_t i = 0; i < N_ACCESS; i++)
 		add_needle("oauth2 access token", access_tokens[i],
 			   STORE_ALLOWED);
@@ -420,11 +570,13 @@ static void story(bool pg)
 	fake_http_url(srv, "/token?tenant=" TASK_QUERY_SECRET, tokurl,
 		      sizeof(tokurl));
 
+	int web_port = free_port();
 	FILE *f = fopen(e.cfg, "w");
 	assert_non_null(f);
 	fprintf(f,
 		"store: %s\n"
 		"worker: {concurrency: 1, lease: 5s, grace: 1s}\n"
+		"http: {listen: \"127.0.0.1:%d\", token_env: SEC_HTTP_TOKEN}\n"
 		"targets:\n"
 		"  chat: {kind: slack, url_env: SEC_SLACK_URL}\n"
 		"  hook: {kind: webhook, url_env: SEC_HOOK_URL, "
@@ -459,7 +611,8 @@ static void story(bool pg)
 		"    retry: {attempts: 1, backoff: fixed, delay: 1s}\n"
 		"    tasks:\n"
 		"      - {name: upstream, http: {url: \"%s\", auth: model}}\n",
-		e.store_url, tokurl, CLIENT_ID, api, bearer, failurl);
+		e.store_url, web_port, tokurl, CLIENT_ID, api, bearer,
+		failurl);
 	fclose(f);
 	chmod(e.cfg, 0600);
 	char outdir[512];
@@ -567,6 +720,9 @@ static void story(bool pg)
 	assert_true(exp_ms > now_ms());
 	sc_free(cached);
 	store_close(s);
+	/* The web surface, every endpoint. */
+	assert_true(tu_wait_log(e.dir, "event=http_started", 1, 10000));
+	web_all_clean(web_port);
 	/* Every byte while the daemon runs: the WAL holds the latest pages. */
 	assert_true(scan_dir(e.dir, "") >= (pg ? 5u : 8u));
 
@@ -648,7 +804,9 @@ static void story(bool pg)
 	assert_int_equal(run(&e, ledger_t), 0);
 	const char *lost[] = {"ledger", "--config", e.cfg, "--lost", "--json",
 			      NULL};
-	assert_int_equal(run(&e, lost), 1);
+	/* The lost slot was acknowledged through the web API. */
+	assert_int_equal(run(&e, lost), 0);
+	assert_non_null(strstr(out, "\"acked\": 1"));
 	const char *explain[] = {"explain", "--config", e.cfg, "report", NULL};
 	assert_int_equal(run(&e, explain), 0);
 	const char *check2[] = {"check", e.cfg, NULL};
@@ -765,9 +923,11 @@ int main(void)
 		cmocka_unit_test_setup_teardown(secrets_pg, pgfx_setup,
 						pg_teardown),
 	};
+	curl_global_init(CURL_GLOBAL_DEFAULT);
 	int rc = cmocka_run_group_tests_name("secrets", tests, NULL, NULL);
 	rc += cmocka_run_group_tests_name("secrets_pg", pg_tests,
 					  pgfx_group_setup,
 					  pgfx_group_teardown);
+	curl_global_cleanup();
 	return rc;
 }

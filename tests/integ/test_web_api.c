@@ -22,9 +22,11 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <arpa/inet.h>
@@ -79,7 +81,7 @@ enum { WITH_TOKEN = 1, FOREIGN_ORIGIN = 2 };
 static long req(const struct env *e, const char *path, const char *body,
 		int flags, struct resp *r)
 {
-	char url[2048], auth[128];
+	char url[2048];
 	struct curl_slist *h = NULL;
 	CURL *c = curl_easy_init();
 
@@ -95,6 +97,7 @@ static long req(const struct env *e, const char *path, const char *body,
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, r);
 	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 20000L);
 	if (flags & WITH_TOKEN) {
+		char auth[128];
 		snprintf(auth, sizeof(auth), "Authorization: Bearer %s", TOKEN);
 		h = curl_slist_append(h, auth);
 	}
@@ -194,6 +197,8 @@ static void write_cfg(const struct env *e)
 		"targets:\n"
 		"  archive: {kind: file, path: ./alerts.jsonl}\n"
 		"  out: {kind: file, path: ./out.jsonl}\n"
+		"  careful: {kind: file, path: ./careful.jsonl, on_ambiguous: "
+		"hold}\n"
 		"alerts: {targets: [archive]}\n"
 		"schedules:\n"
 		"  flaky:\n"
@@ -208,6 +213,12 @@ static void write_cfg(const struct env *e)
 		"  doomed:\n"
 		"    cron: \"0 3 29 2 *\"\n"
 		"    tz: UTC\n"
+		"    retry: {attempts: 1, backoff: fixed, delay: 1s}\n"
+		"    tasks: [{name: t, command: [/bin/false]}]\n"
+		"  held:\n"
+		"    cron: \"0 3 29 2 *\"\n"
+		"    tz: UTC\n"
+		"    targets: [careful]\n"
 		"    retry: {attempts: 1, backoff: fixed, delay: 1s}\n"
 		"    tasks: [{name: t, command: [/bin/false]}]\n",
 		e->url, e->port);
@@ -255,9 +266,18 @@ static bool env_start(struct env *e, void **state)
 	return true;
 }
 
+/* Stops the daemon: it must exit 0 (under the sanitizers, a leak or a
+ * bad access of a handler is a failed exit). */
 static void env_stop(struct env *e)
 {
-	assert_true(tu_stop_daemon(e->pid, PATIENCE_MS));
+	kill(e->pid, SIGTERM);
+	int st = tu_wait_exit(e->pid, PATIENCE_MS);
+	if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+		char cmd[400];
+		snprintf(cmd, sizeof(cmd), "tail -n 30 '%s/daemon.log'", e->dir);
+		(void)system(cmd);
+		fail_msg("the daemon did not exit 0 (status %d)", st);
+	}
 	tu_rmrf(e->dir);
 }
 
@@ -326,7 +346,7 @@ static void lost_retried_recovered(void **state)
 	/* The list before anything ran: every schedule, config order. */
 	assert_int_equal(req(&e, "/api/schedules", NULL, 0, &r), 200);
 	json_t *arr = json_object_get(r.json, "schedules");
-	assert_int_equal(json_array_size(arr), 2);
+	assert_int_equal(json_array_size(arr), 3);
 	assert_string_equal(jstr(json_array_get(arr, 0), "name"), "flaky");
 	assert_string_equal(jstr(json_array_get(arr, 1), "name"), "doomed");
 	assert_string_equal(jstr(r.json, "store"),
@@ -437,6 +457,164 @@ static void lost_retried_recovered(void **state)
 	/* Done now: a second retry is refused. */
 	want_error(&e, "/api/retry", body, WITH_TOKEN, 409, &r);
 
+	/* One schedule: the list's object. */
+	assert_int_equal(req(&e, "/api/schedules", NULL, 0, &r), 200);
+	json_t *listed = json_incref(sched_of(r.json, "flaky"));
+	assert_int_equal(req(&e, "/api/schedules/flaky", NULL, 0, &r), 200);
+	assert_string_equal(jstr(r.json, "name"), "flaky");
+	assert_true(json_equal(json_object_get(r.json, "jobs"),
+			       json_object_get(listed, "jobs")));
+	assert_int_equal(json_array_size(json_object_get(r.json, "recent")),
+			 2);
+	json_decref(listed);
+
+	/* The ledger: ledger --json's rows, with its filters. */
+	assert_int_equal(req(&e, "/api/ledger?schedule=flaky", NULL, 0, &r),
+			 200);
+	assert_int_equal(cli(&e, out, sizeof(out), "ledger", "--json",
+			     "--schedule=flaky"), 0);
+	cl = json_loads(out, 0, NULL);
+	assert_non_null(cl);
+	assert_true(json_equal(cl, r.json));
+	json_decref(cl);
+	assert_int_equal(req(&e, "/api/ledger?schedule=flaky&outcome=success",
+			     NULL, 0, &r), 200);
+	json_t *rows = json_object_get(r.json, "rows");
+	assert_int_equal(json_array_size(rows), 1);
+	assert_int_equal(jint(json_array_get(rows, 0), "job"), job);
+	assert_int_equal(jint(json_array_get(rows, 0), "attempt"), 2);
+	assert_int_equal(req(&e, "/api/ledger?limit=1", NULL, 0, &r), 200);
+	assert_int_equal(json_array_size(json_object_get(r.json, "rows")), 1);
+	want_error(&e, "/api/ledger?outcome=great", NULL, 0, 400, &r);
+	want_error(&e, "/api/ledger?limit=0", NULL, 0, 400, &r);
+	want_error(&e, "/api/ledger?limit=5001", NULL, 0, 400, &r);
+	want_error(&e, "/api/ledger?limit=ten", NULL, 0, 400, &r);
+	want_error(&e, "/api/ledger?schedule=nope", NULL, 0, 404, &r);
+
+	/* The slot: its job, rows, timeline, send states, marker; by
+	 * milliseconds and by ISO 8601. */
+	char iso[64];
+	snprintf(path, sizeof(path), "/api/slots/flaky/%lld",
+		 (long long)slot_ms);
+	assert_int_equal(req(&e, path, NULL, 0, &r), 200);
+	snprintf(iso, sizeof(iso), "%s", jstr(r.json, "slot"));
+	assert_string_equal(jstr(r.json, "schedule"), "flaky");
+	assert_int_equal(jint(r.json, "slot_ms"), slot_ms);
+	json_t *jj = json_object_get(r.json, "job");
+	assert_int_equal(jint(jj, "id"), job);
+	assert_string_equal(jstr(jj, "state"), "done");
+	assert_int_equal(jint(jj, "attempts"), 2);
+	json_t *att = json_object_get(r.json, "attempts");
+	assert_true(json_array_size(att) >= 2);
+	assert_string_equal(jstr(json_array_get(att, 0), "outcome"), "lost");
+	json_t *tl = json_object_get(r.json, "timeline");
+	assert_int_equal(json_array_size(tl), 1);
+	assert_int_equal(jint(json_array_get(tl, 0), "attempt"), 1);
+	assert_int_equal(jint(json_array_get(tl, 0), "at_ms"), slot_ms);
+	json_t *sends = json_object_get(r.json, "sends");
+	assert_int_equal(json_array_size(sends), 1);
+	assert_string_equal(jstr(json_array_get(sends, 0), "target"), "out");
+	assert_string_equal(jstr(json_array_get(sends, 0), "kind"), "file");
+	assert_string_equal(jstr(json_array_get(sends, 0), "state"), "sent");
+	assert_true(json_is_true(json_object_get(r.json, "marker")));
+	snprintf(path, sizeof(path), "/api/slots/flaky/%s", iso);
+	assert_int_equal(req(&e, path, NULL, 0, &r), 200);
+	assert_int_equal(jint(r.json, "slot_ms"), slot_ms);
+	/* A slot nothing happened to: no job, the schedule's plan. */
+	assert_int_equal(req(&e, "/api/slots/doomed/1000", NULL, 0, &r), 200);
+	assert_true(json_is_null(json_object_get(r.json, "job")));
+	assert_int_equal(json_array_size(json_object_get(r.json, "attempts")),
+			 0);
+	assert_true(json_is_false(json_object_get(r.json, "marker")));
+	want_error(&e, "/api/slots/nope/1000", NULL, 0, 404, &r);
+	want_error(&e, "/api/slots/flaky/soon", NULL, 0, 400, &r);
+	want_error(&e, "/api/slots/flaky", NULL, 0, 404, &r);
+
+	/* Trigger: a done slot is refused; a new one runs. */
+	snprintf(body, sizeof(body), "{\"schedule\": \"flaky\", \"slot\": "
+		 "%lld}", (long long)slot_ms);
+	want_error(&e, "/api/trigger", body, WITH_TOKEN, 409, &r);
+	snprintf(body, sizeof(body), "{\"schedule\": \"flaky\", \"slot\": "
+		 "\"%s\"}", iso);
+	want_error(&e, "/api/trigger", body, WITH_TOKEN, 409, &r);
+	want_error(&e, "/api/trigger", "{\"schedule\": \"nope\"}",
+		   WITH_TOKEN, 404, &r);
+	want_error(&e, "/api/trigger", "{\"slot\": 1000}", WITH_TOKEN, 400,
+		   &r);
+	want_error(&e, "/api/trigger", "{\"schedule\": \"flaky\", "
+		   "\"slot\": true}", WITH_TOKEN, 400, &r);
+	want_error(&e, "/api/trigger", "{\"schedule\": \"doomed\"}", 0, 401,
+		   &r);
+	assert_int_equal(req(&e, "/api/trigger", "{\"schedule\": \"doomed\", "
+			     "\"by\": \"ops\"}", WITH_TOKEN, &r), 200);
+	assert_true(json_is_true(json_object_get(r.json, "created")));
+	json_int_t djob = jint(r.json, "job");
+	json_int_t dslot = jint(r.json, "slot_ms");
+	assert_true(djob > job);
+	assert_true(json_is_string(json_object_get(r.json, "state")));
+	/* Lost, alerted; ack closes the alert. */
+	end = tu_now_ms() + PATIENCE_MS;
+	json_t *dm;
+	for (;;) {
+		assert_int_equal(req(&e, "/api/schedules/doomed", NULL, 0, &r),
+				 200);
+		dm = r.json;
+		if (json_array_size(json_object_get(dm, "open_alerts")) == 1)
+			break;
+		assert_true(tu_now_ms() < end);
+		tu_sleep_ms(50);
+	}
+	assert_string_equal(jstr(json_array_get(json_object_get(
+		dm, "open_alerts"), 0), "reason"), "lost");
+	snprintf(body, sizeof(body), "{\"schedule\": \"doomed\", \"slot\": "
+		 "%lld, \"note\": \"known outage\", \"by\": \"ops\"}",
+		 (long long)dslot);
+	want_error(&e, "/api/ack", body, 0, 401, &r);
+	want_error(&e, "/api/ack", "{\"schedule\": \"doomed\"}", WITH_TOKEN,
+		   400, &r);
+	char longnote[400];
+	snprintf(longnote, sizeof(longnote), "{\"schedule\": \"doomed\", "
+		 "\"slot\": %lld, \"note\": \"%0201d\"}", (long long)dslot, 0);
+	want_error(&e, "/api/ack", longnote, WITH_TOKEN, 400, &r);
+	want_error(&e, "/api/ack", "{\"schedule\": \"doomed\", \"slot\": "
+		   "1000}", WITH_TOKEN, 409, &r);
+	assert_int_equal(req(&e, "/api/ack", body, WITH_TOKEN, &r), 200);
+	assert_int_equal(jint(r.json, "closed"), 1);
+	assert_int_equal(req(&e, "/api/schedules/doomed", NULL, 0, &r), 200);
+	assert_int_equal(json_array_size(json_object_get(r.json,
+							 "open_alerts")), 0);
+	assert_int_equal(req(&e, "/api/lost?schedule=doomed", NULL, 0, &r),
+			 200);
+	assert_int_equal(jint(r.json, "lost"), 0);
+	assert_int_equal(jint(r.json, "acked"), 1);
+	row = json_array_get(json_object_get(r.json, "rows"), 0);
+	assert_true(json_is_string(json_object_get(row, "acked_at")));
+	/* The ack is in the ledger with its note and who. */
+	assert_int_equal(req(&e, "/api/ledger?schedule=doomed&outcome=acked",
+			     NULL, 0, &r), 200);
+	json_t *det = json_object_get(json_array_get(json_object_get(
+		r.json, "rows"), 0), "details");
+	assert_string_equal(jstr(det, "note"), "known outage");
+	assert_string_equal(jstr(det, "by"), "ops");
+
+	/* Release: only a held send of one of the schedule's targets. */
+	snprintf(body, sizeof(body), "{\"schedule\": \"flaky\", \"slot\": "
+		 "%lld, \"target\": \"out\", \"decision\": \"arrived\"}",
+		 (long long)slot_ms);
+	want_error(&e, "/api/release", body, 0, 401, &r);
+	want_error(&e, "/api/release", body, WITH_TOKEN, 409, &r);
+	snprintf(body, sizeof(body), "{\"schedule\": \"flaky\", \"slot\": "
+		 "1000, \"target\": \"out\", \"decision\": \"resend\"}");
+	want_error(&e, "/api/release", body, WITH_TOKEN, 404, &r);
+	snprintf(body, sizeof(body), "{\"schedule\": \"flaky\", \"slot\": "
+		 "%lld, \"target\": \"archive\", \"decision\": "
+		 "\"arrived\"}", (long long)slot_ms);
+	want_error(&e, "/api/release", body, WITH_TOKEN, 404, &r);
+	snprintf(body, sizeof(body), "{\"schedule\": \"flaky\", \"slot\": "
+		 "%lld, \"target\": \"out\", \"decision\": \"maybe\"}",
+		 (long long)slot_ms);
+	want_error(&e, "/api/release", body, WITH_TOKEN, 400, &r);
+
 	/* Unknown names and bad parameters. */
 	want_error(&e, "/api/schedules/nope", NULL, 0, 404, &r);
 	want_error(&e, "/api/lost?schedule=nope", NULL, 0, 404, &r);
@@ -449,10 +627,95 @@ static void lost_retried_recovered(void **state)
 	env_stop(&e);
 }
 
+/* A send held after a crash (made here in the store as a crash leaves
+ * it: SENDING, then UNKNOWN), released through POST /api/release: SENT,
+ * the decision in the ledger with who and through what, the dead job
+ * ready again, and the slot finished without running its task again. */
+static void held_send_released(void **state)
+{
+	struct env e;
+	static struct resp r;
+	char body[512], path[256];
+	struct sc_err err = {0};
+
+	if (!env_start(&e, state))
+		skip();
+	assert_int_equal(req(&e, "/api/trigger", "{\"schedule\": \"held\"}",
+			     WITH_TOKEN, &r), 200);
+	json_int_t job = jint(r.json, "job"), slot_ms = jint(r.json, "slot_ms");
+	wait_count(&e, "/api/lost?schedule=held", "lost", 1, &r);
+
+	/* The crash's trace: a composed message whose send may have left. */
+	struct store *s = tu_store_open(e.url);
+	int n = 0;
+	assert_int_equal(store_outbox_put(s, "held", slot_ms, "careful",
+					  "{\"kind\":\"result\"}", NULL, &err),
+			 0);
+	assert_int_equal(store_outbox_set_state(s, "held", slot_ms, "careful",
+						SEND_SENDING, &err), 0);
+	assert_int_equal(store_outbox_mark_unknown(s, "held", slot_ms, &n,
+						   &err), 0);
+	assert_int_equal(n, 1);
+	store_close(s);
+	snprintf(path, sizeof(path), "/api/slots/held/%lld", (long long)slot_ms);
+	assert_int_equal(req(&e, path, NULL, 0, &r), 200);
+	json_t *send = json_array_get(json_object_get(r.json, "sends"), 0);
+	assert_string_equal(jstr(send, "target"), "careful");
+	assert_string_equal(jstr(send, "state"), "unknown");
+	assert_string_equal(jstr(json_object_get(r.json, "job"), "state"),
+			    "dead");
+
+	/* Arrived: SENT, recorded, the job goes on and finishes the slot. */
+	snprintf(body, sizeof(body), "{\"schedule\": \"held\", \"slot\": "
+		 "%lld, \"target\": \"careful\", \"decision\": \"arrived\", "
+		 "\"by\": \"ops on call\"}", (long long)slot_ms);
+	want_error(&e, "/api/release", body, 0, 401, &r);
+	assert_int_equal(req(&e, "/api/release", body, WITH_TOKEN, &r), 200);
+	assert_string_equal(jstr(r.json, "target"), "careful");
+	assert_string_equal(jstr(r.json, "state"), "sent");
+	assert_true(json_is_true(json_object_get(r.json, "job_revived")));
+	assert_int_equal(jint(r.json, "job"), job);
+	/* Not held any more: a second decision is refused. */
+	want_error(&e, "/api/release", body, WITH_TOKEN, 409, &r);
+	int64_t end = tu_now_ms() + PATIENCE_MS;
+	for (;;) {
+		assert_int_equal(req(&e, path, NULL, 0, &r), 200);
+		if (json_is_true(json_object_get(r.json, "marker")))
+			break;
+		assert_true(tu_now_ms() < end);
+		tu_sleep_ms(50);
+	}
+	send = json_array_get(json_object_get(r.json, "sends"), 0);
+	assert_string_equal(jstr(send, "state"), "sent");
+	assert_string_equal(jstr(json_object_get(r.json, "job"), "state"),
+			    "done");
+	/* The decision row: who, what, through what. */
+	json_t *rows = json_object_get(r.json, "attempts"), *row, *dec = NULL;
+	size_t i;
+	json_array_foreach(rows, i, row)
+		if (strcmp(jstr(row, "outcome"), "decision") == 0)
+			dec = json_object_get(row, "details");
+	assert_non_null(dec);
+	assert_string_equal(jstr(dec, "target"), "careful");
+	assert_string_equal(jstr(dec, "decision"), "arrived");
+	assert_string_equal(jstr(dec, "by"), "ops on call");
+	assert_string_equal(jstr(dec, "via"), "http api");
+	/* The task did not run again: one attempt row, the lost one. */
+	size_t n_att = 0;
+	json_array_foreach(rows, i, row)
+		n_att += strcmp(jstr(row, "outcome"), "lost") == 0 ||
+			 strcmp(jstr(row, "outcome"), "failed") == 0;
+	assert_int_equal(n_att, 1);
+
+	resp_dispose(&r);
+	env_stop(&e);
+}
+
 int main(void)
 {
 	struct CMUnitTest both[] = {
 		cmocka_unit_test(lost_retried_recovered),
+		cmocka_unit_test(held_send_released),
 	};
 
 	curl_global_init(CURL_GLOBAL_DEFAULT);
