@@ -428,7 +428,8 @@
     function fact(k, v) { facts.appendChild(el('dt', null, k)); facts.appendChild(el('dd', null, v)); }
     fact('slot', el('span', {class: 'mono'}, iso(j.slot)));
     fact('job', job ? 'job ' + job.id + ' \u00b7 ' + job.state + ' \u00b7 ' +
-      job.attempts + ' attempts' + (job.run_at ? ' \u00b7 runs at ' + iso(job.run_at) : '') : 'none');
+      job.attempts + ' attempts' + (job.run_at && job.state !== 'done' &&
+        job.state !== 'dead' ? ' \u00b7 runs at ' + iso(job.run_at) : '') : 'none');
     fact('done', j.marker ? 'yes' : 'no');
     body.appendChild(facts);
 
@@ -445,9 +446,13 @@
         el('th', null, 'Outcome'), el('th', null, 'Started'), el('th', null, 'Finished'),
         el('th', null, 'Error'))));
     var tb = el('tbody');
-    function row(n, planned, a) {
+    /* Planned times in UTC, as the attempts' are; the zone's own in
+     * the tooltip. */
+    function row(n, p, a) {
+      var planned = p ? (typeof p.at_ms === 'number' ? iso(new Date(p.at_ms).toISOString())
+        : iso(p.at)) : '';
       tb.appendChild(el('tr', {'data-attempt': n},
-        el('td', null, String(n)), el('td', null, planned ? iso(planned) : ''),
+        el('td', null, String(n)), el('td', {title: p ? p.at : null}, planned),
         el('td', null, a ? pill(a.outcome) : el('span', {class: 'sub'}, 'not run')),
         el('td', null, a ? iso(a.started) : ''), el('td', null, a ? iso(a.finished) : ''),
         el('td', {class: 'error'}, a && a.error ? a.error : '')));
@@ -455,7 +460,7 @@
     var seen = {};
     plan.forEach(function (p) {
       var got = byAttempt[p.attempt] || [null];
-      got.forEach(function (a) { row(p.attempt, p.at, a); });
+      got.forEach(function (a) { row(p.attempt, p, a); });
       seen[p.attempt] = true;
     });
     attempts.forEach(function (a) { if (!seen[a.attempt]) row(a.attempt, null, a); });

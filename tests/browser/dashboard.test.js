@@ -314,6 +314,8 @@ step('the ledger filters by outcome', async () => {
 
 step('a screenshot for a person to look at', async () => {
   const page = ctx.page;
+  /* The slot view too (build/dashboard-slot.png), then the page. */
+  await page.locator('#slot').screenshot({path: SHOT.replace(/\.png$/, '-slot.png')});
   await page.click('#slot-close');
   await page.evaluate(() => window.scrollTo(0, 0));
   fs.mkdirSync(path.dirname(SHOT), {recursive: true});
