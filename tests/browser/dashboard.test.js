@@ -325,6 +325,7 @@ step('a screenshot for a person to look at', async () => {
 });
 
 async function cleanup() {
+  let stopErr = null;
   if (ctx.browser)
     await ctx.browser.close().catch(() => {});
   if (ctx.daemon && !ctx.daemonExit) {
@@ -333,6 +334,12 @@ async function cleanup() {
     const t = setTimeout(() => ctx.daemon.kill('SIGKILL'), 15000);
     await gone;
     clearTimeout(t);
+    /* A clean stop is exit 0 (under SAN=1, a sanitizer's finding in a
+     * handler makes it non-zero). */
+    if (ctx.daemonExit.code !== 0) {
+      ctx.failed = true;
+      stopErr = `the daemon exited with ${JSON.stringify(ctx.daemonExit)} on SIGTERM`;
+    }
   }
   if (ctx.dir && ctx.failed) {
     const log = path.join(ctx.dir, 'daemon.log');
@@ -342,6 +349,7 @@ async function cleanup() {
   }
   if (ctx.dir)
     fs.rmSync(ctx.dir, {recursive: true, force: true});
+  return stopErr;
 }
 
 (async () => {
@@ -368,7 +376,12 @@ async function cleanup() {
       }
     }
   }
-  await cleanup();
+  const stop = await cleanup();
+  if (stop) {
+    console.log(`[  ERROR   ] ${stop}`);
+    if (!failures.length)
+      failures.push('the daemon stops cleanly');
+  }
   summary(passed, failures.length, 0, failures);
   process.exit(failures.length ? 1 : 0);
 })();
