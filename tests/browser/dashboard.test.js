@@ -9,7 +9,8 @@
  * test checks that the page lists every schedule of the config with its
  * next slot, shows that error as text without running it, obeys the
  * server's Content-Security-Policy (no violation reported), asks for the
- * token again after a 401, and that Retry on the lost slot, with the file
+ * token again after a 401, that Ack marks another lost slot acknowledged,
+ * and that Retry on the lost slot, with the file
  * now there, ends with the slot recovered and the last outcome success.
  * It also opens the slot view and filters the ledger, and saves a
  * screenshot to build/dashboard.png.
@@ -49,7 +50,9 @@ const SCHEDULES = {
   'nightly-report': {cron: '15 2 * * *', tz: 'Europe/Paris'},
   'hourly-sync': {cron: '7 * * * *', tz: 'UTC'},
   'flaky-export': {cron: '0 4 1 * *', tz: 'America/New_York'},
+  'doomed-import': {cron: '30 6 * * 1-5', tz: 'Europe/Berlin'},
 };
+const FAILING = ['flaky-export', 'doomed-import'];
 
 function summary(passed, failed, skipped, failures) {
   const run = passed + failed;
@@ -152,6 +155,10 @@ function writeConfig(dir, port) {
         '    tasks:\n      - name: export\n        shell: |\n' +
         `          if [ -f '${okFile}' ]; then echo 'export done'; ` +
         `else echo '${PWN}' >&2; exit 1; fi\n`;
+    } else if (name === 'doomed-import') {
+      /* Always fails, one attempt: lost at once, then acknowledged. */
+      y += '    retry: {attempts: 1, backoff: fixed, delay: 1s}\n' +
+        '    tasks: [{name: import, shell: "echo upstream gone >&2; exit 1"}]\n';
     } else {
       y += '    tasks: [{name: a, command: [/bin/echo, "all good"]}]\n';
     }
@@ -200,7 +207,12 @@ step('a slot whose every attempt fails is lost', async () => {
   await waitFor('the other schedules\' runs', async () => {
     const a = await get(ctx.port, '/api/schedules');
     return a.status === 200 && a.body.schedules.every((s) =>
-      s.name === 'flaky-export' || (s.last && s.last.outcome === 'success'));
+      FAILING.includes(s.name) || (s.last && s.last.outcome === 'success'));
+  });
+  await waitFor('doomed-import lost', async () => {
+    const a = await get(ctx.port, '/api/lost');
+    return a.status === 200 && (a.body.rows || []).some(
+      (x) => x.schedule === 'doomed-import' && x.outcome === 'lost');
   });
   ctx.lost = await waitFor('the lost slot in /api/lost', async () => {
     const a = await get(ctx.port, '/api/lost');
@@ -282,6 +294,20 @@ step('Retry on the lost slot, its task fixed, recovers it', async () => {
   check(/runs again/.test(notice), `no notice of the retry: "${notice}"`);
   check(await page.locator('#errors [data-source]').count() === 0,
     'an error is still shown: ' + await page.locator('#errors').innerText());
+});
+
+step('Ack on a lost slot marks it acknowledged', async () => {
+  const page = ctx.page;
+  const sel = '#lost tbody tr[data-schedule="doomed-import"]';
+  check(await page.getAttribute(sel, 'data-state') === 'open', 'doomed-import is not open');
+  await page.click(`${sel} button[data-action=ack]`);
+  await page.waitForFunction((q) => {
+    const r = document.querySelector(q);
+    return r && r.getAttribute('data-state') === 'acked' &&
+      !r.querySelector('button[data-action=ack]');
+  }, sel, {timeout: PATIENCE_MS});
+  const notice = await page.locator('#errors .notice').innerText();
+  check(/acknowledged/.test(notice), `no notice of the ack: "${notice}"`);
 });
 
 step('the slot view shows the attempts, their errors and the sends', async () => {
