@@ -9,11 +9,11 @@
  * test checks that the page lists every schedule of the config with its
  * next slot, shows that error as text without running it, obeys the
  * server's Content-Security-Policy (no violation reported), asks for the
- * token again after a 401, that Ack marks another lost slot acknowledged,
- * and that Retry on the lost slot, with the file
- * now there, ends with the slot recovered and the last outcome success.
- * It also opens the slot view and filters the ledger, and saves a
- * screenshot to build/dashboard.png.
+ * token again after a 401, that Retry on the lost slot, with the file now
+ * there, ends with the slot recovered and the last outcome success, and
+ * that Ack marks another lost slot (doomed-import, always failing)
+ * acknowledged. It also opens the slot view and filters the ledger, and
+ * saves screenshots to build/dashboard.png and build/dashboard-slot.png.
  *
  * Every wait is on a condition (the API polled, or the page's DOM), with
  * a deadline; none is a fixed sleep. The output ends in cmocka's summary
