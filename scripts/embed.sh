@@ -14,7 +14,7 @@ tmp=$out.tmp
   echo "#include \"web_assets.h\""
   n=0
   for f in "$@"; do
-    echo "static const unsigned char a$n[] = {"
+    echo "static const unsigned char a${n}[] = {"
     # One byte a field, 16 a line; -v keeps repeated lines (od folds them
     # into "*" otherwise).
     od -An -v -tx1 "$f" | awk '{ s = ""; for (i = 1; i <= NF; i++) s = s "0x" $i ","; print "\t" s }'

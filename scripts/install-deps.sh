@@ -46,18 +46,17 @@ done
 
 # The browser test's node modules (playwright-core, no browser download:
 # it drives Debian's chromium), as pinned by tests/browser/package-lock.json.
-# Run after the packages are there; only when the lock changed since.
+# Run after the packages are there; only when the lock differs from the
+# copy the last install left in node_modules.
 browser_modules() {
   case " $want " in *" chromium "*) ;; *) return 0 ;; esac
   d=$(cd "$(dirname "$0")/.." && pwd)/tests/browser
   lock=$d/package-lock.json
   [ -f "$lock" ] || return 0
-  if [ -f "$d/node_modules/.package-lock.json" ] &&
-    [ ! "$lock" -nt "$d/node_modules/.package-lock.json" ]; then
-    return 0
-  fi
+  cmp -s "$lock" "$d/node_modules/.installed-lock.json" && return 0
   echo "install-deps.sh: npm ci in tests/browser" >&2
-  (cd "$d" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+  (cd "$d" && npm ci --no-audit --no-fund --loglevel=error >/dev/null &&
+    cp package-lock.json node_modules/.installed-lock.json)
 }
 
 if [ -z "$missing" ]; then
