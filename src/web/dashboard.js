@@ -490,13 +490,31 @@
     } else {
       var st = el('table', {class: 'grid'},
         el('thead', null, el('tr', null, el('th', null, 'Target'), el('th', null, 'Kind'),
-          el('th', null, 'State'))));
+          el('th', null, 'State'), el('th', null, ''))));
       var stb = el('tbody');
       sends.forEach(function (x) {
-        var cls = x.state === 'sent' ? 'success' : x.state === 'failed' ? 'lost'
-          : x.state === 'unknown' ? 'failed' : 'acked';
-        stb.appendChild(el('tr', null, el('td', {class: 'name'}, x.target),
-          el('td', null, x.kind || ''), el('td', null, pill(x.state, cls))));
+        var cls = x.state === 'sent' ? 'success'
+          : x.state === 'failed' || x.state === 'abandoned' ? 'lost'
+            : x.state === 'unknown' ? 'failed' : 'acked';
+        var acts = el('td', {class: 'actions'});
+        /* A send held after a crash: did it arrive? (release) */
+        if (x.state === 'unknown')
+          [['arrived', 'It arrived'], ['resend', 'Send again']].forEach(function (d) {
+            var b = el('button', {type: 'button', 'data-action': 'release-' + d[0]}, d[1]);
+            b.addEventListener('click', function () {
+              b.disabled = true;
+              act('release', '/api/release', {schedule: j.schedule, slot: j.slot,
+                target: x.target, decision: d[0]}, function (a) {
+                return x.target + ': ' + a.state + (a.job_revived ? ', job ' + a.job +
+                  ' runs again' : '') + '.';
+              });
+            });
+            acts.appendChild(b);
+          });
+        stb.appendChild(el('tr', {'data-target': x.target}, el('td', {class: 'name'}, x.target),
+          el('td', null, x.kind || ''), el('td', null, pill(x.state, cls),
+            x.tries ? el('span', {class: 'sub'}, x.tries + (x.tries === 1 ? ' try' : ' tries')) : null),
+          acts));
       });
       st.appendChild(stb);
       body.appendChild(st);
