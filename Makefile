@@ -89,7 +89,7 @@ TSAN_SUITES ?= test_daemon test_http test_nodes_daemon_pg test_pg_faults \
 	test_delivery_crash test_task test_tz test_target_file test_alerts \
 	test_notice_policy test_heartbeat test_heartbeat_unit test_sdnotify \
 	test_sla test_sched_plan_daemon test_include_reload test_group_commit \
-	test_web_daemon test_prometheus test_web_api
+	test_web_daemon test_prometheus test_web_api test_web_page
 tsan: need-test
 	@$(SUBMAKE) _tsan MODE=tsan
 
@@ -103,7 +103,7 @@ tsan: need-test
 REL_SUITES ?= test_store test_store_pg test_queue test_nodes_pg test_daemon \
 	test_store_alert test_alerts test_sla test_audit test_ledger_query test_prune \
 	test_sched_plan test_ledger_bulk test_web_daemon test_prometheus \
-	test_web_api
+	test_web_api test_web_page
 test-release: need-test
 	@$(SUBMAKE) _test_release MODE=rel
 
@@ -189,6 +189,13 @@ INTEG_SRC := $(sort $(wildcard tests/integ/test_*.c))
 BENCH_SRC := $(sort $(wildcard bench/bench_*.c))
 
 LIB_OBJ := $(LIB_SRC:%.c=$(B)/obj/%.o)
+# The dashboard's HTML, CSS and JavaScript (src/web/), turned into a C
+# file of the build directory by scripts/embed.sh and linked into the
+# library, so the page works on a host with no network (issue 16).
+WEB_FILES := $(sort $(wildcard src/web/*.html src/web/*.css src/web/*.js \
+	src/web/*.svg))
+WEB_GEN := $(B)/gen/web_assets.c
+LIB_OBJ += $(B)/obj/gen/web_assets.o
 CLI_OBJ := $(CLI_SRC:%.c=$(B)/obj/%.o)
 FAKE_OBJ := $(FAKE_SRC:%.c=$(B)/obj/%.o)
 LIB := $(B)/libsurecron.a
@@ -205,6 +212,14 @@ include fuzz/fuzz.mk
 _all: $(BIN)
 
 $(B)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) -c $< -o $@
+
+$(WEB_GEN): $(WEB_FILES) scripts/embed.sh
+	@mkdir -p $(dir $@)
+	sh scripts/embed.sh $@ $(WEB_FILES)
+
+$(B)/obj/gen/web_assets.o: $(WEB_GEN)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) -c $< -o $@
 
@@ -243,6 +258,11 @@ $(B)/bench/%: bench/%.c $(LIB)
 
 # tests/pg_server.sh run: a throw-away PostgreSQL for the whole run, so
 # the store suites run on both backends (SURECRON_TEST_PG).
+# The dashboard in headless chromium (tests/browser/, issue 16) runs as
+# one more suite: its summary joins the total, and it is skipped when
+# chromium or its node modules are absent. SURECRON_TEST_FILTER=test_browser
+# runs it alone.
+BROWSER_SUITE := $(abspath tests/browser/test_browser.sh)
 _test: $(BIN) $(UNIT_BIN) $(INTEG_BIN)
 ifeq ($(MODE),tsan)
 	@$(TSAN_ENV) sh tests/tsan.sh $(abspath $(B))/tsan-reports \
@@ -250,7 +270,8 @@ ifeq ($(MODE),tsan)
 else
 	@SURECRON_BIN=$(abspath $(BIN)) SURECRON_BUILD=$(abspath $(B)) \
 		SURECRON_SAN=$(filter san,$(MODE)) SC_PG_FSYNC=off \
-		sh tests/pg_server.sh run bash tests/run.sh $(UNIT_BIN) $(INTEG_BIN)
+		sh tests/pg_server.sh run bash tests/run.sh $(UNIT_BIN) $(INTEG_BIN) \
+		$(BROWSER_SUITE)
 endif
 
 # TSan runs are judged by their reports (tests/tsan.sh says why).

@@ -23,12 +23,15 @@ libjansson-dev libyaml-dev libmicrohttpd-dev libssl-dev tzdata ca-certificates"
 test_pkgs="libcmocka-dev postgresql sqlite3 valgrind cppcheck clang-tidy clang
 libclang-rt-14-dev prometheus python3-aiosmtpd python3-croniter cron
 debhelper dpkg-dev lintian"
+# The dashboard's browser test (tests/browser/): installed by the `test`
+# set, but not demanded by --check, since the test skips without them.
+browser_pkgs="chromium nodejs npm"
 bench_pkgs="redis-server nodejs npm"
 
 want=$build_pkgs
 case "${1:-build}" in
   build) ;;
-  test) want="$want $test_pkgs" ;;
+  test) want="$want $test_pkgs"; [ "$check" = 1 ] || want="$want $browser_pkgs" ;;
   bench) want="$want $test_pkgs $bench_pkgs" ;;
   *) echo "install-deps.sh: unknown set '$1' (build, test or bench)" >&2; exit 2 ;;
 esac
@@ -41,7 +44,26 @@ for p in $want; do
     missing="$missing $p"
   fi
 done
-[ -z "$missing" ] && exit 0
+
+# The browser test's node modules (playwright-core, no browser download:
+# it drives Debian's chromium), as pinned by tests/browser/package-lock.json.
+# Run after the packages are there; only when the lock differs from the
+# copy the last install left in node_modules.
+browser_modules() {
+  case " $want " in *" chromium "*) ;; *) return 0 ;; esac
+  d=$(cd "$(dirname "$0")/.." && pwd)/tests/browser
+  lock=$d/package-lock.json
+  [ -f "$lock" ] || return 0
+  cmp -s "$lock" "$d/node_modules/.installed-lock.json" && return 0
+  echo "install-deps.sh: npm ci in tests/browser" >&2
+  (cd "$d" && npm ci --no-audit --no-fund --loglevel=error >/dev/null &&
+    cp package-lock.json node_modules/.installed-lock.json)
+}
+
+if [ -z "$missing" ]; then
+  [ "$check" = 1 ] || browser_modules
+  exit 0
+fi
 
 if [ "$check" = 1 ]; then
   set_name=${1:-build}
@@ -70,3 +92,4 @@ if [ ! -e "$rcd" ]; then
 fi
 # shellcheck disable=SC2086
 apt-get install -y -qq --no-install-recommends $missing >/dev/null
+browser_modules
