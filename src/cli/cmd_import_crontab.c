@@ -110,9 +110,13 @@ static const char *unique(char (*names)[NAME_LEN + 8], size_t *n,
 	snprintf(out, NAME_LEN + 8, "%s", base);
 	/* base is at most NAME_LEN bytes and k stays below 10^6 (two
 	 * names per job line of a 4 MiB file), so this always fits. */
-	for (int k = 2; name_taken(names, *n, out) && k < 1000000; k++)
-		snprintf(out, NAME_LEN + 8, "%.*s-%d", NAME_LEN, base,
-			 k % 1000000);
+	for (unsigned k = 2; name_taken(names, *n, out) && k < 1000000; k++) {
+		char sfx[8];
+		/* The suffix first, then as much of base as leaves room. */
+		int ls = snprintf(sfx, sizeof(sfx), "-%u", k % 1000000u);
+		snprintf(out, NAME_LEN + 8, "%.*s%s", NAME_LEN, base,
+			 ls > 0 ? sfx : "");
+	}
 	(*n)++;
 	return out;
 }
