@@ -211,6 +211,25 @@ int scheduler_schedule_tick(struct store *s, const struct schedule_spec *spec,
 			    struct sched_result *out, struct sc_err *err);
 
 /*
+ * The start offset of slot slot_ms of spec (`jitter:`), in [0, jitter_ms)
+ * (0 when jitter_ms is 0): a hash of (schedule name, slot), so every node,
+ * every restart, `explain`, `next` and `simulate` get the same one. The
+ * job of the slot is due at slot + offset; its slot stays the slot.
+ * Pure and thread-safe.
+ */
+int64_t scheduler_jitter_ms(const struct schedule_spec *spec, int64_t slot_ms);
+
+/* The real start instant of a slot: slot_ms + scheduler_jitter_ms. */
+int64_t scheduler_start_ms(const struct schedule_spec *spec, int64_t slot_ms);
+
+/*
+ * The instant after which no attempt of the slot starts (`deadline:`):
+ * slot_ms + deadline_ms, or INT64_MAX when the schedule has none.
+ */
+int64_t scheduler_deadline_at(const struct schedule_spec *spec,
+			      int64_t slot_ms);
+
+/*
  * The first slot of spec strictly after after_ms (final expression, its
  * zone), for `surecron status` and the like. Returns 0, SC_ENEVER (no
  * slot within 400 years of after_ms), SC_EINVAL (after_ms out of the

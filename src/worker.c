@@ -41,6 +41,14 @@
  *   - a finish is retried only after SC_EIO, whose outcome is unknown; an
  *     SC_ELEASE on a retry means the first try committed (or another
  *     worker took over): nothing is left to do, so it is no error;
+ *   - `deadline:` (scheduler_deadline_at): a job the scheduler made that
+ *     is claimed past its slot's deadline is not run: it is failed at
+ *     once, permanently, with class "deadline" (DEAD, a lost row, the
+ *     lost alert), so no attempt starts after the deadline; a failed
+ *     attempt whose retry would start past it loses the slot the same way
+ *     then, not at the retry. A manual job (trigger), or one revived after
+ *     the deadline (retry, trigger --slot: its run_at is past it), runs:
+ *     its success is delivered marked late (orchestrator.c);
  *   - the heartbeat period is real time (clock_real_delta_ms), since a
  *     test build's clock may run faster; a claim the clock already finds
  *     a third of its lease old is renewed at the first tick (which is also
@@ -56,6 +64,7 @@
 #include "failpoint.h"
 #include "log.h"
 #include "queue.h"
+#include "scheduler.h"
 #include "worker.h"
 
 /* The finish retry after SC_EIO: real time, 0.1 s doubling to 5 s. */
@@ -261,6 +270,42 @@ static int finish_again(const struct worker_opts *o, struct sc_clock *clock,
 
 /* ---- one job ------------------------------------------------------------- */
 
+/* True when job is bound by its slot's deadline: made by the scheduler to
+ * run before it (a manual or revived job is an operator's choice). */
+static bool deadline_binds(const struct store_job *job, int64_t dl)
+{
+	return dl != INT64_MAX && !job->manual && job->run_at_ms <= dl;
+}
+
+/* The attempt just failed: when its retry would start past the deadline,
+ * the failure becomes permanent with class "deadline", so the slot is
+ * lost now. */
+static void deadline_cut(const struct store_job *job, int64_t dl,
+			 int64_t now_ms, struct worker_result *out)
+{
+	char t[CLOCK_ISO_MAX], msg[sizeof(out->run_err.msg)];
+
+	if (!deadline_binds(job, dl) || out->run_err.permanent ||
+	    job->attempts >= job->policy.attempts)
+		return;
+	if (sc_retry_next_ms(&job->policy, job->attempts, now_ms,
+			     out->run_err.retry_after_ms) <= dl)
+		return;
+	int n = snprintf(msg, sizeof(msg), "deadline %s passes before "
+			 "attempt %d could start: ", clock_format_utc(dl, t),
+			 job->attempts + 1);
+	/* The cause's text, cut to what is left (on purpose). */
+	if (n > 0 && (size_t)n < sizeof(msg)) {
+		size_t room = sizeof(msg) - (size_t)n - 1;
+		size_t len = strnlen(out->run_err.msg, room);
+		memcpy(msg + n, out->run_err.msg, len);
+		msg[(size_t)n + len] = '\0';
+	}
+	memcpy(out->run_err.msg, msg, sizeof(msg));
+	out->run_err.permanent = true;
+	snprintf(out->error_class, sizeof(out->error_class), "deadline");
+}
+
 int worker_run_job(const struct worker_opts *o, const struct store_job *job_in,
 		   struct worker_result *out, struct sc_err *err)
 {
@@ -277,11 +322,23 @@ int worker_run_job(const struct worker_opts *o, const struct store_job *job_in,
 		k.lease_ms = QUEUE_LEASE_MS;
 	memset(out, 0, sizeof(*out));
 	out->next_ms = INT64_MAX;
+	int64_t dl = sched ? scheduler_deadline_at(sched, job->slot_ms)
+			   : INT64_MAX;
+	bool past = deadline_binds(job, dl) &&
+		    sc_clock_now_ms(k.clock) > dl;
 	if (!sched) {
 		sc_err_set(&out->run_err, SC_ECONFIG, "schedule %s is not in "
 			   "the configuration", job->schedule);
 		out->run_err.permanent = true;
 		rc = SC_ECONFIG;
+	} else if (past) {
+		char t[CLOCK_ISO_MAX];
+		/* No attempt starts after the deadline: lost, not run. */
+		sc_err_set(&out->run_err, SC_ETASK, "deadline %s passed before "
+			   "attempt %d started", clock_format_utc(dl, t),
+			   job->attempts);
+		out->run_err.permanent = true;
+		rc = SC_ETASK;
 	} else {
 		const struct orchestrator_ctx ctx = {
 			.store = o->store, .clock = k.clock,
@@ -307,7 +364,10 @@ int worker_run_job(const struct worker_opts *o, const struct store_job *job_in,
 		if (out->run_err.code == 0) /* never fail without a reason */
 			sc_err_set(&out->run_err, rc, "%s", sc_strerror(rc));
 		snprintf(out->error_class, sizeof(out->error_class), "%s",
-			 sched ? error_class(rc, &out->rep) : "config");
+			 !sched ? "config"
+			 : past ? "deadline" : error_class(rc, &out->rep));
+		if (sched && !past)
+			deadline_cut(job, dl, sc_clock_now_ms(k.clock), out);
 	}
 	rc = finish(o, k.clock, job, ok, out, err);
 	if (rc == SC_EIO && !k.released && !k.lost)
