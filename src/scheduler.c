@@ -113,6 +113,32 @@ int64_t scheduler_deadline_at(const struct schedule_spec *spec,
 	return slot_ms + spec->deadline_ms;
 }
 
+int scheduler_timeline(const struct schedule_spec *spec, int64_t slot_ms,
+		       struct sc_retry_timeline *out, int *n_cut,
+		       struct sc_err *err)
+{
+	int64_t start = scheduler_start_ms(spec, slot_ms);
+	int64_t dl = scheduler_deadline_at(spec, slot_ms);
+	int rc = sc_retry_timeline(&spec->policy, start, out, err);
+	int n = 0;
+
+	if (rc)
+		return rc;
+	/* The first attempt always counts (a start past the deadline is a
+	 * config check's business: jitter >= deadline); later ones that
+	 * would start after the deadline never do. */
+	while (out->n_attempts > 1 &&
+	       out->attempt_ms[out->n_attempts - 1] > dl) {
+		out->attempt_ms[--out->n_attempts] = 0;
+		n++;
+	}
+	out->window_end_ms = out->attempt_ms[out->n_attempts - 1];
+	out->window_ms = out->window_end_ms - start;
+	if (n_cut)
+		*n_cut = n;
+	return 0;
+}
+
 static const char *catchup_name(enum catchup c)
 {
 	switch (c) {

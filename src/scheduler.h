@@ -230,6 +230,18 @@ int64_t scheduler_deadline_at(const struct schedule_spec *spec,
 			      int64_t slot_ms);
 
 /*
+ * The retry timeline of slot slot_ms of spec as it will run: from the real
+ * start (scheduler_start_ms), with spec->policy, and clipped to the
+ * deadline (an attempt that would start after slot + deadline_ms is not
+ * in *out; window_end_ms is then the last attempt that starts). *n_cut
+ * (may be NULL) gets how many attempts the deadline took away. Returns 0
+ * or SC_EINVAL (sc_retry_timeline's). Pure and thread-safe.
+ */
+int scheduler_timeline(const struct schedule_spec *spec, int64_t slot_ms,
+		       struct sc_retry_timeline *out, int *n_cut,
+		       struct sc_err *err);
+
+/*
  * The first slot of spec strictly after after_ms (final expression, its
  * zone), for `surecron status` and the like. Returns 0, SC_ENEVER (no
  * slot within 400 years of after_ms), SC_EINVAL (after_ms out of the
