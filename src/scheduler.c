@@ -96,7 +96,13 @@ int64_t scheduler_jitter_ms(const struct schedule_spec *spec, int64_t slot_ms)
 	h ^= h >> 27;
 	h *= 0x94d049bb133111ebULL;
 	h ^= h >> 31;
-	return (int64_t)(h % (uint64_t)spec->jitter_ms);
+	/* Whole seconds (a jitter under 1 s: milliseconds), so every start
+	 * instant prints and parses back exactly; ceil keeps the last one,
+	 * (n - 1) s, below jitter_ms. */
+	if (spec->jitter_ms < 1000)
+		return (int64_t)(h % (uint64_t)spec->jitter_ms);
+	uint64_t n = ((uint64_t)spec->jitter_ms + 999) / 1000;
+	return (int64_t)(h % n) * 1000;
 }
 
 int64_t scheduler_start_ms(const struct schedule_spec *spec, int64_t slot_ms)

@@ -212,7 +212,8 @@ int scheduler_schedule_tick(struct store *s, const struct schedule_spec *spec,
 
 /*
  * The start offset of slot slot_ms of spec (`jitter:`), in [0, jitter_ms)
- * (0 when jitter_ms is 0): a hash of (schedule name, slot), so every node,
+ * (0 when jitter_ms is 0), in whole seconds when jitter_ms is 1 s or
+ * more: a hash of (schedule name, slot), so every node,
  * every restart, `explain`, `next` and `simulate` get the same one. The
  * job of the slot is due at slot + offset; its slot stays the slot.
  * Pure and thread-safe.
