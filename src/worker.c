@@ -340,13 +340,21 @@ int worker_run_job(const struct worker_opts *o, const struct store_job *job_in,
 		out->run_err.permanent = true;
 		rc = SC_ETASK;
 	} else {
+		/* A failure of this attempt loses the slot when its retry
+		 * would start past the deadline (deadline_cut): the notice
+		 * policy then treats it as the last attempt, as it is. */
+		int max_attempts = job->policy.attempts;
+		if (deadline_binds(job, dl) && job->attempts < max_attempts &&
+		    sc_retry_next_ms(&job->policy, job->attempts,
+				     sc_clock_now_ms(k.clock), 0) > dl)
+			max_attempts = job->attempts;
 		const struct orchestrator_ctx ctx = {
 			.store = o->store, .clock = k.clock,
 			.config = o->config, .auths = o->auths,
 			.n_auths = o->n_auths, .tick = keeper_tick,
 			.tick_ud = &k, .tick_ms = WORKER_TICK_MS,
 			.run_task = o->run_task, .run_task_ud = o->run_task_ud,
-			.max_attempts = job->policy.attempts,
+			.max_attempts = max_attempts,
 		};
 		/* Every outbox, guard, marker and duplicate-row write of
 		 * the run commits only while this claim holds the job

@@ -486,6 +486,50 @@ static void deadline_passed_at_claim_is_lost_unrun(void **state)
 	store_ledger_rows_free(rows, n);
 }
 
+/* Messages of kind in out.jsonl with the given attempt (0: any). */
+static size_t count_messages(const char *kind, int attempt)
+{
+	char p[320], line[65536];
+	size_t n = 0;
+
+	snprintf(p, sizeof(p), "%s/out.jsonl", F.dir);
+	FILE *f = fopen(p, "r");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		json_t *m = json_loads(line, 0, NULL);
+		const char *k = json_string_value(json_object_get(m, "kind"));
+		if (k && strcmp(k, kind) == 0 &&
+		    (!attempt || json_integer_value(json_object_get(
+				     m, "attempt")) == attempt))
+			n++;
+		json_decref(m);
+	}
+	fclose(f);
+	return n;
+}
+
+/* `notices: final` sends the notice of the attempt that loses the slot:
+ * with a deadline that is attempt 2, not attempt 4. */
+static void deadline_makes_the_cut_attempt_final_for_notices(void **state)
+{
+	int64_t slot = iso("2026-12-04T17:00:00Z");
+	bool claimed;
+
+	load("0 17 * * 5", "    deadline: 60m\n    notices: final\n");
+	tick(slot - HOUR);
+	tick(slot);
+	struct worker_result wr = run_one(slot, &claimed);
+	assert_true(claimed && !wr.dead);
+	worker_result_dispose(&wr);
+	assert_int_equal(count_messages("failure_notice", 0), 0);
+	wr = run_one(slot + 30 * MIN, &claimed);
+	assert_true(claimed && wr.dead);
+	worker_result_dispose(&wr);
+	assert_int_equal(count_messages("failure_notice", 2), 1);
+	assert_int_equal(count_messages("failure_notice", 0), 1);
+}
+
 static int setup_sqlite(void **state)
 {
 	return tb_setup_sqlite(state) || setup(state);
@@ -521,6 +565,7 @@ int main(void)
 		T(jitter_moves_run_at_not_the_slot),
 		T(deadline_cuts_the_weekly_timeline_after_attempt_2),
 		T(deadline_passed_at_claim_is_lost_unrun),
+		T(deadline_makes_the_cut_attempt_final_for_notices),
 	};
 	size_t n = sizeof(tests) / sizeof(tests[0]);
 	int failed;
