@@ -29,7 +29,7 @@
  *
  * Transitions (function that performs it; ledger row written in the same
  * transaction):
- *   (none) -> READY   [queue_enqueue, queue_enqueue_many, queue_trigger]  -
+ *   (none) -> READY   [queue_enqueue(_at, _many), queue_trigger]            -
  *   READY  -> ACTIVE  [queue_claim]                                       -
  *   ACTIVE -> ACTIVE  [queue_heartbeat] lease extended                    -
  *   ACTIVE -> DONE    [queue_complete]                            "success"

@@ -27,11 +27,14 @@
  *                          on-time slot runs (systemd's Persistent=);
  *          catchup all     every late slot runs (the newest max_catchup);
  *          catchup none    no late slot runs;
+ *        and with catchup_window set, a late slot older than it
+ *        (now - slot > window) never runs, whatever the policy;
  *      - every slot of S that does not run gets a LEDGER_MISSED row
  *        (at most max_missed_rows rows one by one, then ONE summarising
  *        missed row for the rest, so a per-second schedule down for a
  *        month costs a bounded amount of work and rows);
  *   4. enqueues the running slots in one transaction (queue_enqueue_many,
+ *      or one by one due at slot + scheduler_jitter_ms with `jitter:`,
  *      idempotent on (schedule, slot), with the schedule's final policy,
  *      spec->policy, so an env override moves the retry class too);
  *   5. records the newest slot of S as the last materialised one
