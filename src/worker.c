@@ -46,8 +46,9 @@
  *     once, permanently, with class "deadline" (DEAD, a lost row, the
  *     lost alert), so no attempt starts after the deadline; a failed
  *     attempt whose retry would start past it loses the slot the same way
- *     then, not at the retry. A manual job (trigger), or one revived after
- *     the deadline (retry, trigger --slot: its run_at is past it), runs:
+ *     then, not at the retry. A stalled job recovered after the deadline
+ *     is bound too. A manual job (trigger), or one an operator revived
+ *     after the deadline (retry, trigger --slot: deadline_binds), runs:
  *     its success is delivered marked late (orchestrator.c);
  *   - the heartbeat period is real time (clock_real_delta_ms), since a
  *     test build's clock may run faster; a claim the clock already finds
@@ -270,23 +271,46 @@ static int finish_again(const struct worker_opts *o, struct sc_clock *clock,
 
 /* ---- one job ------------------------------------------------------------- */
 
-/* True when job is bound by its slot's deadline: made by the scheduler to
- * run before it (a manual or revived job is an operator's choice). */
-static bool deadline_binds(const struct store_job *job, int64_t dl)
+/*
+ * True when job is bound by its slot's deadline: a manual job (trigger)
+ * is not, nor one an operator revived after the deadline (retry, trigger
+ * --slot or release of a dead slot: due past the deadline, and its slot
+ * has a lost row, which only a DEAD job leaves). A job due past it with
+ * no lost row is the scheduler's, late (a stall recovered after the
+ * deadline): bound. The ledger is read only in that rare case. A read
+ * error counts as bound: the deadline is the safer side.
+ */
+static bool deadline_binds(struct store *s, const struct store_job *job,
+			   int64_t dl)
 {
-	return dl != INT64_MAX && !job->manual && job->run_at_ms <= dl;
+	struct ledger_filter f = {.schedule = job->schedule,
+				  .since_ms = job->slot_ms,
+				  .until_ms = job->slot_ms + 1,
+				  .outcome = LEDGER_LOST, .limit = 1};
+	struct ledger_row *rows = NULL;
+	size_t n = 0;
+
+	if (dl == INT64_MAX || job->manual)
+		return false;
+	if (job->run_at_ms <= dl)
+		return true;
+	if (store_ledger_query(s, &f, &rows, &n, NULL) != 0)
+		return true;
+	store_ledger_rows_free(rows, n);
+	return n == 0;
 }
 
 /* The attempt just failed: when its retry would start past the deadline,
  * the failure becomes permanent with class "deadline", so the slot is
  * lost now. */
-static void deadline_cut(const struct store_job *job, int64_t dl,
-			 int64_t now_ms, struct worker_result *out)
+static void deadline_cut(struct store *s, const struct store_job *job,
+			 int64_t dl, int64_t now_ms, struct worker_result *out)
 {
 	char t[CLOCK_ISO_MAX], msg[sizeof(out->run_err.msg)];
 
-	if (!deadline_binds(job, dl) || out->run_err.permanent ||
-	    job->attempts >= job->policy.attempts)
+	if (dl == INT64_MAX || out->run_err.permanent ||
+	    job->attempts >= job->policy.attempts ||
+	    !deadline_binds(s, job, dl))
 		return;
 	if (sc_retry_next_ms(&job->policy, job->attempts, now_ms,
 			     out->run_err.retry_after_ms) <= dl)
@@ -324,8 +348,8 @@ int worker_run_job(const struct worker_opts *o, const struct store_job *job_in,
 	out->next_ms = INT64_MAX;
 	int64_t dl = sched ? scheduler_deadline_at(sched, job->slot_ms)
 			   : INT64_MAX;
-	bool past = deadline_binds(job, dl) &&
-		    sc_clock_now_ms(k.clock) > dl;
+	bool past = sc_clock_now_ms(k.clock) > dl &&
+		    deadline_binds(o->store, job, dl);
 	if (!sched) {
 		sc_err_set(&out->run_err, SC_ECONFIG, "schedule %s is not in "
 			   "the configuration", job->schedule);
@@ -344,9 +368,10 @@ int worker_run_job(const struct worker_opts *o, const struct store_job *job_in,
 		 * would start past the deadline (deadline_cut): the notice
 		 * policy then treats it as the last attempt, as it is. */
 		int max_attempts = job->policy.attempts;
-		if (deadline_binds(job, dl) && job->attempts < max_attempts &&
+		if (dl != INT64_MAX && job->attempts < max_attempts &&
 		    sc_retry_next_ms(&job->policy, job->attempts,
-				     sc_clock_now_ms(k.clock), 0) > dl)
+				     sc_clock_now_ms(k.clock), 0) > dl &&
+		    deadline_binds(o->store, job, dl))
 			max_attempts = job->attempts;
 		const struct orchestrator_ctx ctx = {
 			.store = o->store, .clock = k.clock,
@@ -375,7 +400,8 @@ int worker_run_job(const struct worker_opts *o, const struct store_job *job_in,
 			 !sched ? "config"
 			 : past ? "deadline" : error_class(rc, &out->rep));
 		if (sched && !past)
-			deadline_cut(job, dl, sc_clock_now_ms(k.clock), out);
+			deadline_cut(o->store, job, dl,
+				     sc_clock_now_ms(k.clock), out);
 	}
 	rc = finish(o, k.clock, job, ok, out, err);
 	if (rc == SC_EIO && !k.released && !k.lost)

@@ -486,6 +486,44 @@ static void deadline_passed_at_claim_is_lost_unrun(void **state)
 	store_ledger_rows_free(rows, n);
 }
 
+/* A worker that vanished mid-attempt before the deadline: its job is
+ * recovered after the deadline (READY, due now), and claimed then it is
+ * still bound: lost unrun, cause deadline. (Only an operator's revival
+ * of a lost slot frees a job from the deadline.) */
+static void deadline_binds_a_stall_recovered_after_it(void **state)
+{
+	int64_t slot = iso("2026-12-04T17:00:00Z");
+	struct store_job job;
+	struct sc_err err = {0};
+	size_t n = 0;
+	int got = 0;
+	bool claimed;
+
+	load("0 17 * * 5", "    deadline: 60m\n");
+	tick(slot - HOUR);
+	tick(slot);
+	sc_clock_set_ms(F.clock, slot);
+	assert_int_equal(queue_claim(F.s, "gone", 5 * MIN, &job, 1, &n, &err),
+			 0);
+	assert_int_equal(n, 1);
+	/* The lease runs out; recovery comes after the deadline. */
+	sc_clock_set_ms(F.clock, slot + 70 * MIN);
+	struct worker_opts wo = {.store = F.s, .config = F.cfg};
+	assert_int_equal(worker_recover(&wo, QUEUE_STALL_LIMIT, &got, NULL,
+					&err), 0);
+	assert_int_equal(got, 1);
+	struct worker_result wr = run_one(slot + 70 * MIN, &claimed);
+	assert_true(claimed);
+	assert_false(ran());
+	assert_true(wr.dead);
+	worker_result_dispose(&wr);
+	struct ledger_row *rows = NULL;
+	n = rows_of(LEDGER_LOST, &rows);
+	assert_int_equal(n, 1);
+	assert_string_equal(rows[0].error_class, "deadline");
+	store_ledger_rows_free(rows, n);
+}
+
 /* Messages of kind in out.jsonl with the given attempt (0: any). */
 static size_t count_messages(const char *kind, int attempt)
 {
@@ -566,6 +604,7 @@ int main(void)
 		T(deadline_cuts_the_weekly_timeline_after_attempt_2),
 		T(deadline_passed_at_claim_is_lost_unrun),
 		T(deadline_makes_the_cut_attempt_final_for_notices),
+		T(deadline_binds_a_stall_recovered_after_it),
 	};
 	size_t n = sizeof(tests) / sizeof(tests[0]);
 	int failed;
