@@ -33,7 +33,7 @@
 /* Slots one backfill call may enqueue; counting a range stops at
  * BACKFILL_COUNT_CAP, so a per-second schedule over years answers fast. */
 #define BACKFILL_MAX 1000
-#define BACKFILL_COUNT_CAP 10000000
+#define BACKFILL_COUNT_CAP 1000000
 
 /* Counts the slots of sc in [from, until), up to BACKFILL_COUNT_CAP. */
 static int backfill_count(const struct schedule_spec *sc, int64_t from,
