@@ -79,6 +79,10 @@ int message_compose(const struct message *m, char **out,
 	}
 	if (!bad && m->error)
 		bad |= set_new(o, "error", jstr(m->error)) != 0;
+	/* Only when late: receivers ignore unknown fields, and every other
+	 * message stays byte for byte what it was. */
+	if (!bad && m->late)
+		bad |= set_new(o, "late", json_true()) != 0;
 	if (!bad && m->reason) {
 		char last[CLOCK_ISO_MAX];
 		json_t *sl = json_object();

@@ -67,6 +67,9 @@ struct message {
 	int64_t n_slots;            /* missed: how many slots */
 	int round;                  /* 0, then 1, 2... for each realert */
 	const char *command;        /* what an operator runs next, or NULL */
+	bool late;                  /* results: delivered after the slot's
+				       `deadline:` (a manual run); writes
+				       "late": true, else no field */
 };
 
 /*

@@ -71,7 +71,10 @@
  *     the marker or a "duplicate" row once another claim took the job: the
  *     write fails with SC_ELEASE and the run stops there. This file only
  *     checks that fence before a direct notice (store_fence_check); it
- *     never touches the queue or the lease itself.
+ *     never touches the queue or the lease itself;
+ *   - a result delivered after the slot's `deadline:` (only a manual run
+ *     gets there: worker.c starts no other attempt past it) says so:
+ *     "late": true in the message and in the ledger row's details.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,6 +89,7 @@
 #include "http.h"
 #include "log.h"
 #include "orchestrator.h"
+#include "scheduler.h"
 #include "task.h"
 
 #define MAX_TARGETS 64
@@ -433,7 +437,7 @@ static size_t utf8_cut(const char *s, size_t max)
  * with both sizes ends the summary. *total gets the bytes the tasks gave.
  */
 static int compose_within(const struct schedule_spec *sched, int64_t slot_ms,
-			  int attempt, const struct task_result *res,
+			  int attempt, bool late, const struct task_result *res,
 			  size_t budget, char **body, size_t *total,
 			  struct sc_err *err)
 {
@@ -516,7 +520,7 @@ static int compose_within(const struct schedule_spec *sched, int64_t slot_ms,
 			.slot_ms = slot_ms, .attempt = attempt,
 			.summary = ns ? buf_str(&summary) : NULL,
 			.previews = pv, .n_previews = np,
-			.failures = fl, .n_failures = nf,
+			.failures = fl, .n_failures = nf, .late = late,
 		};
 		rc = message_compose(&m, body, err);
 	}
@@ -536,7 +540,7 @@ static int compose_within(const struct schedule_spec *sched, int64_t slot_ms,
  * is composed again, each time the same way for the same output.
  */
 static int compose_result(const struct schedule_spec *sched, int64_t slot_ms,
-			  int attempt, const struct task_result *res,
+			  int attempt, bool late, const struct task_result *res,
 			  char **body, struct sc_err *err)
 {
 	size_t budget = SPEC_RESULT_MAX, total = 0;
@@ -544,7 +548,8 @@ static int compose_result(const struct schedule_spec *sched, int64_t slot_ms,
 
 	for (int pass = 0; pass < 4 && rc == SC_ETOOBIG; pass++, budget /= 4) {
 		struct sc_err e = {0};
-		rc = compose_within(sched, slot_ms, attempt, res, budget, body,
+		rc = compose_within(sched, slot_ms, attempt, late, res, budget,
+				    body,
 				    &total, &e);
 		if (rc && rc != SC_ETOOBIG)
 			err_copy(err, &e);
@@ -594,6 +599,24 @@ static void add_delivery_details(struct orchestrator_report *rep)
 		free(rep->details_json);
 		rep->details_json = s;
 	}
+}
+
+/* "late": true in the report's details (the ledger row of the success).
+ * Best effort, as add_delivery_details. */
+static void mark_late(struct orchestrator_report *rep)
+{
+	json_t *o = rep->details_json ? json_loads(rep->details_json, 0, NULL)
+				      : json_object();
+
+	if (json_is_object(o) &&
+	    json_object_set_new(o, "late", json_true()) == 0) {
+		char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+		if (s) {
+			free(rep->details_json);
+			rep->details_json = s;
+		}
+	}
+	json_decref(o);
 }
 
 /* Sends the staged message to every target without a guard; marks the
@@ -772,7 +795,13 @@ int orchestrator_run_slot(const struct orchestrator_ctx *ctx,
 		rc = store_slot_mark(ctx->store, sched->name, slot_ms, err);
 		goto done;
 	}
-	rc = compose_result(sched, slot_ms, attempt, res, &body, err);
+	/* Past the deadline only a manual run gets here: still delivered,
+	 * marked late (the message and the ledger row). */
+	bool late = ctx->clock && sc_clock_now_ms(ctx->clock) >
+					  scheduler_deadline_at(sched, slot_ms);
+	if (late)
+		mark_late(rep);
+	rc = compose_result(sched, slot_ms, attempt, late, res, &body, err);
 	if (rc)
 		goto done;
 	/* Outbox first, for every target, before the first send. */

@@ -29,7 +29,7 @@
  *
  * Transitions (function that performs it; ledger row written in the same
  * transaction):
- *   (none) -> READY   [queue_enqueue, queue_enqueue_many, queue_trigger]  -
+ *   (none) -> READY   [queue_enqueue(_at, _many), queue_trigger]            -
  *   READY  -> ACTIVE  [queue_claim]                                       -
  *   ACTIVE -> ACTIVE  [queue_heartbeat] lease extended                    -
  *   ACTIVE -> DONE    [queue_complete]                            "success"
@@ -107,10 +107,18 @@ int queue_enqueue(struct store *s, const char *schedule, int64_t slot_ms,
 		  const struct sc_retry_policy *policy, int64_t *job_id,
 		  bool *created, struct sc_err *err)
 {
+	return queue_enqueue_at(s, schedule, slot_ms, policy, slot_ms, job_id,
+				created, err);
+}
+
+int queue_enqueue_at(struct store *s, const char *schedule, int64_t slot_ms,
+		     const struct sc_retry_policy *policy, int64_t run_at_ms,
+		     int64_t *job_id, bool *created, struct sc_err *err)
+{
 	char iso[CLOCK_ISO_MAX];
 	bool made = false;
 	int64_t id = 0;
-	int rc = store_job_enqueue(s, schedule, slot_ms, policy, slot_ms,
+	int rc = store_job_enqueue(s, schedule, slot_ms, policy, run_at_ms,
 				   false, &id, &made, err);
 
 	if (rc)

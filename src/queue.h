@@ -34,6 +34,13 @@ int queue_enqueue(struct store *s, const char *schedule, int64_t slot_ms,
 		  const struct sc_retry_policy *policy, int64_t *job_id,
 		  bool *created, struct sc_err *err);
 
+/* queue_enqueue, due at run_at_ms instead of the slot (a schedule with
+ * `jitter:`: run_at = slot + scheduler_jitter_ms; the job keeps its slot,
+ * so the ledger, the idempotency keys and the messages do too). */
+int queue_enqueue_at(struct store *s, const char *schedule, int64_t slot_ms,
+		     const struct sc_retry_policy *policy, int64_t run_at_ms,
+		     int64_t *job_id, bool *created, struct sc_err *err);
+
 /* Enqueues n slots of one schedule in one transaction (idempotent). */
 int queue_enqueue_many(struct store *s, const char *schedule,
 		       const int64_t *slots_ms, size_t n,

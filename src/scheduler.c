@@ -45,6 +45,13 @@
  *     holds only passes with nothing missed; their jobs and states commit
  *     in one transaction (both or neither), so "missed rows -> enqueue ->
  *     last_set" holds per schedule.
+ *   - `catchup_window:` bounds lateness whatever `catchup` says: a late
+ *     slot older than the window (now - slot > window) never runs; it
+ *     gets a missed row (and the missed alert) like any slot not run.
+ *   - `jitter:` moves only run_at (slot + scheduler_jitter_ms, a hash of
+ *     (schedule, slot)): the slot, its ledger rows and its keys stay the
+ *     slot. Such a schedule's jobs are enqueued one by one with their
+ *     run_at (never through the batch, whose jobs are due at the slot).
  *   - No cron is parsed and no zone loaded here: each schedule comes
  *     resolved from config_parse (spec.h: expr, zone, policy), so a tick
  *     costs no parse and fires on exactly what the config validated.
@@ -66,6 +73,77 @@
  * per-second schedule: a little over a day). sc_cron_next costs about a
  * microsecond, so this bounds a catch-up to a fraction of a second. */
 #define SCAN_BUDGET 100000
+
+/* FNV-1a over the name and the slot's 8 bytes, then a 64-bit finaliser
+ * (splitmix64's), so neighbouring slots get unrelated offsets. Only bytes
+ * enter it, never a pointer or the host's byte order: stable everywhere. */
+int64_t scheduler_jitter_ms(const struct schedule_spec *spec, int64_t slot_ms)
+{
+	uint64_t h = 1469598103934665603ULL, u = (uint64_t)slot_ms;
+
+	if (!spec || spec->jitter_ms <= 0)
+		return 0;
+	for (const char *c = spec->name ? spec->name : ""; *c; c++) {
+		h ^= (unsigned char)*c;
+		h *= 1099511628211ULL;
+	}
+	for (int i = 0; i < 8; i++) {
+		h ^= (u >> (8 * i)) & 0xff;
+		h *= 1099511628211ULL;
+	}
+	h ^= h >> 30;
+	h *= 0xbf58476d1ce4e5b9ULL;
+	h ^= h >> 27;
+	h *= 0x94d049bb133111ebULL;
+	h ^= h >> 31;
+	/* Whole seconds (a jitter under 1 s: milliseconds), so every start
+	 * instant prints and parses back exactly; ceil keeps the last one,
+	 * (n - 1) s, below jitter_ms. */
+	if (spec->jitter_ms < 1000)
+		return (int64_t)(h % (uint64_t)spec->jitter_ms);
+	uint64_t n = ((uint64_t)spec->jitter_ms + 999) / 1000;
+	return (int64_t)(h % n) * 1000;
+}
+
+int64_t scheduler_start_ms(const struct schedule_spec *spec, int64_t slot_ms)
+{
+	return slot_ms + scheduler_jitter_ms(spec, slot_ms);
+}
+
+int64_t scheduler_deadline_at(const struct schedule_spec *spec,
+			      int64_t slot_ms)
+{
+	if (!spec || spec->deadline_ms <= 0 ||
+	    slot_ms > INT64_MAX - spec->deadline_ms)
+		return INT64_MAX;
+	return slot_ms + spec->deadline_ms;
+}
+
+int scheduler_timeline(const struct schedule_spec *spec, int64_t slot_ms,
+		       struct sc_retry_timeline *out, int *n_cut,
+		       struct sc_err *err)
+{
+	int64_t start = scheduler_start_ms(spec, slot_ms);
+	int64_t dl = scheduler_deadline_at(spec, slot_ms);
+	int rc = sc_retry_timeline(&spec->policy, start, out, err);
+	int n = 0;
+
+	if (rc)
+		return rc;
+	/* The first attempt always counts (a start past the deadline is a
+	 * config check's business: jitter >= deadline); later ones that
+	 * would start after the deadline never do. */
+	while (out->n_attempts > 1 &&
+	       out->attempt_ms[out->n_attempts - 1] > dl) {
+		out->attempt_ms[--out->n_attempts] = 0;
+		n++;
+	}
+	out->window_end_ms = out->attempt_ms[out->n_attempts - 1];
+	out->window_ms = out->window_end_ms - start;
+	if (n_cut)
+		*n_cut = n;
+	return 0;
+}
 
 static const char *catchup_name(enum catchup c)
 {
@@ -398,6 +476,9 @@ static void choose(const struct schedule_spec *spec, const struct window *w,
 		if (ontime) {
 			take = true;
 			ontime_any = true;
+		} else if (spec->catchup_window_ms > 0 &&
+			   now - slot > spec->catchup_window_ms) {
+			take = false; /* too late to be worth running */
 		} else if (spec->catchup == CATCHUP_ALL) {
 			take = n_late_run < o->max_catchup;
 		} else if (spec->catchup == CATCHUP_LATEST) {
@@ -448,8 +529,14 @@ static int record_missed(struct store *s, const struct schedule_spec *spec,
 	FAILPOINT_HOOK("sched.missed_checked");
 	snprintf(msg, sizeof(msg), "not run: the scheduler was not running "
 		 "or the clock jumped (catchup: %s)", catchup_name(spec->catchup));
-	snprintf(details, sizeof(details), "{\"catchup\":\"%s\"}",
-		 catchup_name(spec->catchup));
+	if (spec->catchup_window_ms > 0)
+		snprintf(details, sizeof(details), "{\"catchup\":\"%s\","
+			 "\"catchup_window_ms\":%lld}",
+			 catchup_name(spec->catchup),
+			 (long long)spec->catchup_window_ms);
+	else
+		snprintf(details, sizeof(details), "{\"catchup\":\"%s\"}",
+			 catchup_name(spec->catchup));
 	/* The head holds every slot from the start, so it holds the first
 	 * max_missed_rows slots that do not run (cap_head says so). */
 	for (hi = 0; hi < w->n_head && n_rowed < o->max_missed_rows; hi++) {
@@ -675,7 +762,8 @@ static int pass(struct store *s, const struct schedule_spec *spec,
 	}
 	if (w.total > 0) {
 		choose(spec, &w, now_ms, o, run, &n_run);
-		if (b && n_run == w.total && n_run > 0) {
+		if (b && n_run == w.total && n_run > 0 &&
+		    spec->jitter_ms <= 0) {
 			/* Nothing missed: the jobs and the state go with the
 			 * other due schedules' in one transaction, which
 			 * keeps "jobs, then state" (both or neither). */
@@ -698,7 +786,17 @@ static int pass(struct store *s, const struct schedule_spec *spec,
 		if (o->alert_missed && w.total > n_run &&
 		    (rc = raise_missed(s, spec, &w, run, n_run, err)) != 0)
 			goto done;
-		if (n_run == 1) {
+		if (spec->jitter_ms > 0) {
+			/* Each job due at its own start instant. */
+			for (size_t i = 0; i < n_run && !rc; i++) {
+				bool created = false;
+				rc = queue_enqueue_at(
+					s, spec->name, run[i], &spec->policy,
+					scheduler_start_ms(spec, run[i]), NULL,
+					&created, err);
+				out->n_enqueued += created;
+			}
+		} else if (n_run == 1) {
 			bool created = false;
 			rc = queue_enqueue(s, spec->name, run[0],
 					   &spec->policy, NULL, &created, err);

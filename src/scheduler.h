@@ -27,11 +27,14 @@
  *                          on-time slot runs (systemd's Persistent=);
  *          catchup all     every late slot runs (the newest max_catchup);
  *          catchup none    no late slot runs;
+ *        and with catchup_window set, a late slot older than it
+ *        (now - slot > window) never runs, whatever the policy;
  *      - every slot of S that does not run gets a LEDGER_MISSED row
  *        (at most max_missed_rows rows one by one, then ONE summarising
  *        missed row for the rest, so a per-second schedule down for a
  *        month costs a bounded amount of work and rows);
  *   4. enqueues the running slots in one transaction (queue_enqueue_many,
+ *      or one by one due at slot + scheduler_jitter_ms with `jitter:`,
  *      idempotent on (schedule, slot), with the schedule's final policy,
  *      spec->policy, so an env override moves the retry class too);
  *   5. records the newest slot of S as the last materialised one
@@ -209,6 +212,38 @@ void scheduler_result_init(struct sched_result *r);
 int scheduler_schedule_tick(struct store *s, const struct schedule_spec *spec,
 			    int64_t now_ms, const struct sched_opts *opts,
 			    struct sched_result *out, struct sc_err *err);
+
+/*
+ * The start offset of slot slot_ms of spec (`jitter:`), in [0, jitter_ms)
+ * (0 when jitter_ms is 0), in whole seconds when jitter_ms is 1 s or
+ * more: a hash of (schedule name, slot), so every node,
+ * every restart, `explain`, `next` and `simulate` get the same one. The
+ * job of the slot is due at slot + offset; its slot stays the slot.
+ * Pure and thread-safe.
+ */
+int64_t scheduler_jitter_ms(const struct schedule_spec *spec, int64_t slot_ms);
+
+/* The real start instant of a slot: slot_ms + scheduler_jitter_ms. */
+int64_t scheduler_start_ms(const struct schedule_spec *spec, int64_t slot_ms);
+
+/*
+ * The instant after which no attempt of the slot starts (`deadline:`):
+ * slot_ms + deadline_ms, or INT64_MAX when the schedule has none.
+ */
+int64_t scheduler_deadline_at(const struct schedule_spec *spec,
+			      int64_t slot_ms);
+
+/*
+ * The retry timeline of slot slot_ms of spec as it will run: from the real
+ * start (scheduler_start_ms), with spec->policy, and clipped to the
+ * deadline (an attempt that would start after slot + deadline_ms is not
+ * in *out; window_end_ms is then the last attempt that starts). *n_cut
+ * (may be NULL) gets how many attempts the deadline took away. Returns 0
+ * or SC_EINVAL (sc_retry_timeline's). Pure and thread-safe.
+ */
+int scheduler_timeline(const struct schedule_spec *spec, int64_t slot_ms,
+		       struct sc_retry_timeline *out, int *n_cut,
+		       struct sc_err *err);
 
 /*
  * The first slot of spec strictly after after_ms (final expression, its

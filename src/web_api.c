@@ -37,6 +37,7 @@
 #include "queue.h"
 #include "release.h"
 #include "report.h"
+#include "scheduler.h"
 #include "store.h"
 #include "web_int.h"
 
@@ -467,9 +468,10 @@ static enum MHD_Result get_slot(struct call *k, const char *name,
 		rc = store_slot_is_marked(k->w->store, sc->name, slot_ms,
 					  &marked, &e);
 	store_ledger_rows_free(rows, n);
-	/* explain's plan: the schedule's policy from the slot (a job's own
-	 * budget grows when it is retried; the plan does not). */
-	if (sc_retry_timeline(&sc->policy, slot_ms, &tl, NULL) != 0)
+	/* explain's plan: the schedule's policy from the slot's real start
+	 * (jitter), clipped to its deadline (a job's own budget grows when
+	 * it is retried; the plan does not). */
+	if (scheduler_timeline(sc, slot_ms, &tl, NULL, NULL) != 0)
 		tl.n_attempts = 0;
 	timeline = report_timeline_json(&tl, sc->zone);
 	if (rc == 0 && !timeline)

@@ -41,6 +41,15 @@
  *   - a finish is retried only after SC_EIO, whose outcome is unknown; an
  *     SC_ELEASE on a retry means the first try committed (or another
  *     worker took over): nothing is left to do, so it is no error;
+ *   - `deadline:` (scheduler_deadline_at): a job the scheduler made that
+ *     is claimed past its slot's deadline is not run: it is failed at
+ *     once, permanently, with class "deadline" (DEAD, a lost row, the
+ *     lost alert), so no attempt starts after the deadline; a failed
+ *     attempt whose retry would start past it loses the slot the same way
+ *     then, not at the retry. A stalled job recovered after the deadline
+ *     is bound too. A manual job (trigger), or one an operator revived
+ *     after the deadline (retry, trigger --slot: deadline_binds), runs:
+ *     its success is delivered marked late (orchestrator.c);
  *   - the heartbeat period is real time (clock_real_delta_ms), since a
  *     test build's clock may run faster; a claim the clock already finds
  *     a third of its lease old is renewed at the first tick (which is also
@@ -56,6 +65,7 @@
 #include "failpoint.h"
 #include "log.h"
 #include "queue.h"
+#include "scheduler.h"
 #include "worker.h"
 
 /* The finish retry after SC_EIO: real time, 0.1 s doubling to 5 s. */
@@ -261,6 +271,65 @@ static int finish_again(const struct worker_opts *o, struct sc_clock *clock,
 
 /* ---- one job ------------------------------------------------------------- */
 
+/*
+ * True when job is bound by its slot's deadline: a manual job (trigger)
+ * is not, nor one an operator revived after the deadline (retry, trigger
+ * --slot or release of a dead slot: due past the deadline, and its slot
+ * has a lost row, which only a DEAD job leaves). A job due past it with
+ * no lost row is the scheduler's, late (a stall recovered after the
+ * deadline): bound. The ledger is read only in that rare case. A read
+ * error counts as bound: the deadline is the safer side.
+ */
+static bool deadline_binds(struct store *s, const struct store_job *job,
+			   int64_t dl)
+{
+	struct ledger_filter f = {.schedule = job->schedule,
+				  .since_ms = job->slot_ms,
+				  .until_ms = job->slot_ms + 1,
+				  .outcome = LEDGER_LOST, .limit = 1};
+	struct ledger_row *rows = NULL;
+	size_t n = 0;
+
+	if (dl == INT64_MAX || job->manual)
+		return false;
+	if (job->run_at_ms <= dl)
+		return true;
+	if (store_ledger_query(s, &f, &rows, &n, NULL) != 0)
+		return true;
+	store_ledger_rows_free(rows, n);
+	return n == 0;
+}
+
+/* The attempt just failed: when its retry would start past the deadline,
+ * the failure becomes permanent with class "deadline", so the slot is
+ * lost now. */
+static void deadline_cut(struct store *s, const struct store_job *job,
+			 int64_t dl, int64_t now_ms, struct worker_result *out)
+{
+	char t[CLOCK_ISO_MAX], msg[sizeof(out->run_err.msg)];
+
+	if (dl == INT64_MAX || out->run_err.permanent ||
+	    job->attempts >= job->policy.attempts ||
+	    !deadline_binds(s, job, dl))
+		return;
+	if (sc_retry_next_ms(&job->policy, job->attempts, now_ms,
+			     out->run_err.retry_after_ms) <= dl)
+		return;
+	int n = snprintf(msg, sizeof(msg), "deadline %s passes before "
+			 "attempt %d could start: ", clock_format_utc(dl, t),
+			 job->attempts + 1);
+	/* The cause's text, cut to what is left (on purpose). */
+	if (n > 0 && (size_t)n < sizeof(msg)) {
+		size_t room = sizeof(msg) - (size_t)n - 1;
+		size_t len = strnlen(out->run_err.msg, room);
+		memcpy(msg + n, out->run_err.msg, len);
+		msg[(size_t)n + len] = '\0';
+	}
+	memcpy(out->run_err.msg, msg, sizeof(msg));
+	out->run_err.permanent = true;
+	snprintf(out->error_class, sizeof(out->error_class), "deadline");
+}
+
 int worker_run_job(const struct worker_opts *o, const struct store_job *job_in,
 		   struct worker_result *out, struct sc_err *err)
 {
@@ -277,19 +346,40 @@ int worker_run_job(const struct worker_opts *o, const struct store_job *job_in,
 		k.lease_ms = QUEUE_LEASE_MS;
 	memset(out, 0, sizeof(*out));
 	out->next_ms = INT64_MAX;
+	int64_t dl = sched ? scheduler_deadline_at(sched, job->slot_ms)
+			   : INT64_MAX;
+	bool past = sc_clock_now_ms(k.clock) > dl &&
+		    deadline_binds(o->store, job, dl);
 	if (!sched) {
 		sc_err_set(&out->run_err, SC_ECONFIG, "schedule %s is not in "
 			   "the configuration", job->schedule);
 		out->run_err.permanent = true;
 		rc = SC_ECONFIG;
+	} else if (past) {
+		char t[CLOCK_ISO_MAX];
+		/* No attempt starts after the deadline: lost, not run. */
+		sc_err_set(&out->run_err, SC_ETASK, "deadline %s passed before "
+			   "attempt %d started", clock_format_utc(dl, t),
+			   job->attempts);
+		out->run_err.permanent = true;
+		rc = SC_ETASK;
 	} else {
+		/* A failure of this attempt loses the slot when its retry
+		 * would start past the deadline (deadline_cut): the notice
+		 * policy then treats it as the last attempt, as it is. */
+		int max_attempts = job->policy.attempts;
+		if (dl != INT64_MAX && job->attempts < max_attempts &&
+		    sc_retry_next_ms(&job->policy, job->attempts,
+				     sc_clock_now_ms(k.clock), 0) > dl &&
+		    deadline_binds(o->store, job, dl))
+			max_attempts = job->attempts;
 		const struct orchestrator_ctx ctx = {
 			.store = o->store, .clock = k.clock,
 			.config = o->config, .auths = o->auths,
 			.n_auths = o->n_auths, .tick = keeper_tick,
 			.tick_ud = &k, .tick_ms = WORKER_TICK_MS,
 			.run_task = o->run_task, .run_task_ud = o->run_task_ud,
-			.max_attempts = job->policy.attempts,
+			.max_attempts = max_attempts,
 		};
 		/* Every outbox, guard, marker and duplicate-row write of
 		 * the run commits only while this claim holds the job
@@ -307,7 +397,11 @@ int worker_run_job(const struct worker_opts *o, const struct store_job *job_in,
 		if (out->run_err.code == 0) /* never fail without a reason */
 			sc_err_set(&out->run_err, rc, "%s", sc_strerror(rc));
 		snprintf(out->error_class, sizeof(out->error_class), "%s",
-			 sched ? error_class(rc, &out->rep) : "config");
+			 !sched ? "config"
+			 : past ? "deadline" : error_class(rc, &out->rep));
+		if (sched && !past)
+			deadline_cut(o->store, job, dl,
+				     sc_clock_now_ms(k.clock), out);
 	}
 	rc = finish(o, k.clock, job, ok, out, err);
 	if (rc == SC_EIO && !k.released && !k.lost)

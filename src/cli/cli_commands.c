@@ -173,7 +173,8 @@ static const struct cli_command commands[] = {
 	 "Exit status: 0, 1 (open lost or missed slots with --lost, or a\n"
 	 "store error), 2\n"
 	 "(bad option, time, outcome, config or unknown schedule).\n"},
-	{"next", cmd_next, "next [--tz ZONE] [--from ISO8601] [--count N] EXPR",
+	{"next", cmd_next, "next [--tz ZONE | --config FILE] [--from ISO8601] "
+	 "[--count N] EXPR|SCHEDULE",
 	 "print the next fire times of a cron expression",
 	 "Prints the next N fire instants of EXPR strictly after --from, one\n"
 	 "per line, in ISO 8601 with the zone's offset at that instant, e.g.\n"
@@ -185,6 +186,10 @@ static const struct cli_command commands[] = {
 	 "  --from ISO8601   start after this instant, with Z or an offset\n"
 	 "                   (default: now)\n"
 	 "  --count N        how many instants (default 1, at most 10000)\n"
+	 "  --config FILE    SCHEDULE names a schedule of FILE: its final\n"
+	 "                   expression in its zone, each line the real start\n"
+	 "                   instant (slot + jitter), then the slot and the\n"
+	 "                   offset when there is one\n"
 	 "\n"
 	 "Daylight saving time: an expression whose minute and hour (and\n"
 	 "seconds) do not start with '*' goes by the wall clock: a time\n"
@@ -315,7 +320,8 @@ static const struct cli_command commands[] = {
 	 "its recovery window), counted from its last delivery or, when it\n"
 	 "never delivered, from its first job; exit 1 when one is stale.\n"
 	 "Exit 0; 2 when the config does not load; 1 on store errors.\n"},
-	{"trigger", cmd_trigger, "trigger [--config FILE] [--slot T] SCHEDULE",
+	{"trigger", cmd_trigger, "trigger [--config FILE] [--slot T | --from T "
+	 "--until T [--dry-run]] SCHEDULE",
 	 "enqueue a manual slot of a schedule, due now",
 	 "Enqueues a slot of SCHEDULE due now, with the schedule's retry\n"
 	 "policy; `surecron run` (or `run --once`) runs it. The slot is the\n"
@@ -326,8 +332,14 @@ static const struct cli_command commands[] = {
 	 "left. With retention.jobs set, a slot older than it is refused: its\n"
 	 "record may be pruned (`surecron prune`). Prints \"job ID: SCHEDULE slot T, new, due now (ready)\"\n"
 	 "or \"job ID: SCHEDULE slot T, already queued (STATE)\".\n"
-	 "Exit 0; 2 on an unknown schedule, a bad time, a done slot or one\n"
-	 "past retention.jobs; 1 on store errors.\n"},
+	 "\n"
+	 "Backfill: --from T --until T triggers every slot of SCHEDULE in\n"
+	 "[from, until) that has no job yet; slots with a job (queued,\n"
+	 "running, done, lost) or a marker are listed and left alone. At most\n"
+	 "1,000 slots per call (a larger range is refused, with its count).\n"
+	 "--dry-run lists what would be done and writes nothing.\n"
+	 "Exit 0; 2 on an unknown schedule, a bad time, a done slot, one\n"
+	 "past retention.jobs or a range over 1,000 slots; 1 on store errors.\n"},
 	{"version", cmd_version, "version", "print the version",
 	 "Prints \"surecron VERSION\". The same as surecron --version.\n"},
 };

@@ -13,6 +13,11 @@
  * it. It also says the schedule's notice policy (which failed attempts
  * send a failure notice), each target's own policy where it sets one, and
  * the schedule's `expect`.
+ *
+ * With `jitter:` each next slot is shown with its real start instant
+ * (scheduler_start_ms: the same offset the daemon uses), and the retry
+ * timeline counts from that start; with `deadline:` the timeline is
+ * clipped to it (scheduler_timeline) and the deadline is printed.
  */
 #include <jansson.h>
 #include <stdio.h>
@@ -22,6 +27,7 @@
 #include "cli.h"
 #include "config.h"
 #include "report.h"
+#include "scheduler.h"
 
 #define EXPLAIN_NEXT 5
 
@@ -34,6 +40,7 @@ struct explained {
 	char desc[256];
 	struct sc_retry_policy policy;
 	struct sc_retry_timeline tl;
+	int n_cut;                         /* attempts the deadline took */
 	const struct schedule_spec *sched; /* explain SCHEDULE, else NULL */
 	const struct config *cfg;          /* with sched: its config */
 };
@@ -141,9 +148,22 @@ static int print_text(const struct cli_cron_opts *o, const struct explained *x)
 			  "the change, a repeated time fires once"
 			: "follows real time: skipped times do not happen, "
 			  "repeated times fire twice");
-	for (int i = 0; i < x->n_next; i++)
-		cli_out(stdout, "%s%s\n", i ? "            " : "next        ",
+	for (int i = 0; i < x->n_next; i++) {
+		cli_out(stdout, "%s%s", i ? "            " : "next        ",
 			cli_format_local(x->next_ms[i], o->zone, t));
+		if (x->sched && x->sched->jitter_ms > 0)
+			cli_out(stdout, "  starts %s (jitter +%s)",
+				cli_format_local(scheduler_start_ms(
+					x->sched, x->next_ms[i]), o->zone, t),
+				cli_format_dur(scheduler_jitter_ms(
+					x->sched, x->next_ms[i]), d,
+					sizeof(d)));
+		cli_out(stdout, "\n");
+	}
+	if (x->sched && x->sched->jitter_ms > 0)
+		cli_out(stdout, "jitter      up to %s, the same offset for a "
+			"slot on every node\n",
+			cli_format_dur(x->sched->jitter_ms, d, sizeof(d)));
 	cli_out(stdout,
 		"class       %s (%s)\n", sc_freq_class_name(x->cls), x->reason);
 	char p[96];
@@ -153,14 +173,25 @@ static int print_text(const struct cli_cron_opts *o, const struct explained *x)
 		: x->sched->has_retry ? " (retry: in the config)"
 				      : " (the class's policy)");
 	cli_out(stdout, "retry timeline of the slot %s:\n",
-		cli_format_local(x->tl.attempt_ms[0], o->zone, t));
+		cli_format_local(x->next_ms[0], o->zone, t));
 	for (int k = 0; k < x->tl.n_attempts; k++)
 		cli_out(stdout, "  attempt %d  %s  %s%s\n", k + 1,
 			cli_format_local(x->tl.attempt_ms[k], o->zone, t),
 			k ? "+" : "",
 			k ? cli_format_dur(x->tl.attempt_ms[k] - x->tl.attempt_ms[0], d,
 				    sizeof(d))
-			  : "the slot");
+			  : x->tl.attempt_ms[0] != x->next_ms[0]
+				  ? "the start (slot + jitter)"
+				  : "the slot");
+	if (x->sched && x->sched->deadline_ms > 0)
+		cli_out(stdout, "deadline    %s (slot + %s): %d attempt%s cut "
+			"by it; no attempt starts later (the slot is lost, "
+			"cause deadline)\n",
+			cli_format_local(scheduler_deadline_at(x->sched,
+							       x->next_ms[0]),
+					 o->zone, t),
+			cli_format_dur(x->sched->deadline_ms, d, sizeof(d)),
+			x->n_cut, x->n_cut == 1 ? "" : "s");
 	cli_out(stdout, "recovery window %s (until %s)\n",
 		cli_format_dur(x->tl.window_ms, d, sizeof(d)),
 		cli_format_local(x->tl.window_end_ms, o->zone, t));
@@ -185,6 +216,19 @@ static int print_json(const struct cli_cron_opts *o, const struct explained *x)
 		json_array_append_new(next, json_string(cli_format_local(
 						    x->next_ms[i], o->zone, t)));
 	if (x->sched) {
+		json_t *starts = json_array();
+		for (int i = 0; starts && i < x->n_next; i++)
+			json_array_append_new(starts, json_string(
+				cli_format_local(scheduler_start_ms(
+					x->sched, x->next_ms[i]), o->zone, t)));
+		json_object_set_new(root, "starts",
+				    starts ? starts : json_null());
+		json_object_set_new(root, "jitter_ms",
+				    json_integer(x->sched->jitter_ms));
+		json_object_set_new(root, "deadline_ms",
+				    json_integer(x->sched->deadline_ms));
+		json_object_set_new(root, "catchup_window_ms",
+				    json_integer(x->sched->catchup_window_ms));
 		json_object_set_new(root, "schedule",
 				    json_string(x->sched->name));
 		json_object_set_new(root, "cron_config", x->sched->cron_config
@@ -215,13 +259,24 @@ static int print_json(const struct cli_cron_opts *o, const struct explained *x)
 		"{s:i, s:s, s:I}", "attempts", x->policy.attempts, "backoff",
 		x->policy.backoff == SC_BACKOFF_FIXED ? "fixed" : "exponential",
 		"delay_ms", (json_int_t)x->policy.delay_ms));
-	json_object_set_new(root, "timeline", json_pack(
+	json_t *tl = json_pack(
 		"{s:s, s:I, s:o, s:I, s:s}", "slot",
-		cli_format_local(x->tl.attempt_ms[0], o->zone, t), "slot_ms",
-		(json_int_t)x->tl.attempt_ms[0], "attempts", attempts,
+		cli_format_local(x->next_ms[0], o->zone, t), "slot_ms",
+		(json_int_t)x->next_ms[0], "attempts", attempts,
 		"recovery_window_ms", (json_int_t)x->tl.window_ms,
 		"recovery_end",
-		cli_format_local(x->tl.window_end_ms, o->zone, t2)));
+		cli_format_local(x->tl.window_end_ms, o->zone, t2));
+	if (tl && x->sched) {
+		int64_t dl = scheduler_deadline_at(x->sched, x->next_ms[0]);
+		json_object_set_new(tl, "start", json_string(cli_format_local(
+			x->tl.attempt_ms[0], o->zone, t)));
+		json_object_set_new(tl, "deadline", dl == INT64_MAX
+			? json_null()
+			: json_string(cli_format_local(dl, o->zone, t)));
+		json_object_set_new(tl, "attempts_cut",
+				    json_integer(x->n_cut));
+	}
+	json_object_set_new(root, "timeline", tl);
 	return cli_print_json(root);
 }
 
@@ -311,7 +366,9 @@ int cmd_explain(int argc, char **argv)
 	x.policy = sc_retry_policy_for(x.cls);
 	if (x.sched)
 		x.policy = x.sched->policy;
-	if (sc_retry_timeline(&x.policy, x.next_ms[0], &x.tl, &err)) {
+	if (x.sched ? scheduler_timeline(x.sched, x.next_ms[0], &x.tl,
+					 &x.n_cut, &err)
+		    : sc_retry_timeline(&x.policy, x.next_ms[0], &x.tl, &err)) {
 		rc = cli_fail(EXIT_FAIL, "%s", err.msg);
 		goto done;
 	}

@@ -1,12 +1,17 @@
 /*
  * cmd_next.c - `surecron next [--tz ZONE] [--from ISO8601] [--count N] EXPR`
+ * and `surecron next --config FILE [--from ISO8601] [--count N] SCHEDULE`
  * (its options are parsed by cli_cron_opts_parse in cli_ops.c, shared with
  * `explain`).
  *
  * Prints the next N fire instants strictly after --from (default: now),
  * one per line, ISO 8601 with seconds and the zone's numeric offset at that
- * instant ("2026-03-08T03:30:00-04:00"). Bad input (expression, zone,
- * time, option) is one line on stderr and exit status 2.
+ * instant ("2026-03-08T03:30:00-04:00"). With --config, of the schedule's
+ * final expression in its zone, and each line is the real start instant:
+ * the slot plus its `jitter:` offset (scheduler_start_ms, the daemon's),
+ * followed by "  slot T jitter +D" when the offset is not zero. Bad input
+ * (expression, zone, time, option, schedule) is one line on stderr and
+ * exit status 2.
  */
 #include <ctype.h>
 #include <stdio.h>
@@ -15,6 +20,49 @@
 
 #include "cli.h"
 #include "clock.h"
+#include "config.h"
+#include "report.h"
+#include "scheduler.h"
+
+/* next --config FILE SCHEDULE: the real start instants. */
+static int next_schedule(const char *path, struct cli_cron_opts *o)
+{
+	struct cli_state st = {0};
+	struct report_sched_info info;
+	char when[CLI_TIME_MAX], slot[CLI_TIME_MAX], d[32];
+	int64_t t = o->from_ms;
+	int rc;
+
+	if ((rc = cli_state_open(path, false, &st)))
+		goto done;
+	const struct schedule_spec *sc = config_schedule(st.cfg, o->expr);
+	if (!sc) {
+		rc = cli_fail(EXIT_USAGE, "no schedule '%s' in %s", o->expr,
+			      st.path);
+		goto done;
+	}
+	if ((rc = cli_schedule_info(sc, o->from_ms, &info)))
+		goto done;
+	for (int i = 0; i < o->count; i++) {
+		struct sc_err err = {0};
+		if (scheduler_next_slot(sc, t, &t, &err)) {
+			rc = cli_fail(EXIT_FAIL, "%s", err.msg);
+			goto done;
+		}
+		int64_t off = scheduler_jitter_ms(sc, t);
+		cli_out(stdout, "%s", cli_format_local(t + off, info.zone,
+						       when));
+		if (off)
+			cli_out(stdout, "  slot %s jitter +%s",
+				cli_format_local(t, info.zone, slot),
+				cli_format_dur(off, d, sizeof(d)));
+		cli_out(stdout, "\n");
+	}
+	rc = EXIT_OK;
+done:
+	cli_state_close(&st);
+	return rc;
+}
 
 int cmd_next(int argc, char **argv)
 {
@@ -22,10 +70,47 @@ int cmd_next(int argc, char **argv)
 	struct sc_cron c;
 	struct sc_err err = {0};
 	char when[CLI_TIME_MAX];
-	int rc = cli_cron_opts_parse("next", argc, argv, CLI_OPT_COUNT, &o);
+	const char *path = NULL;
+	bool has_tz = false;
+	char **rest = calloc((size_t)argc + 1, sizeof(*rest));
+	int n_rest = 0, rc;
 
+	if (!rest)
+		return cli_fail(EXIT_FAIL, "out of memory");
+	/* Take --config out; the rest is the expression's option set. */
+	for (int i = 0; i < argc; i++) {
+		if (i > 0 && strcmp(argv[i], "--") == 0) {
+			while (i < argc)
+				rest[n_rest++] = argv[i++];
+			break;
+		}
+		if (i > 0 && (rc = cli_opt_config("next", argc, argv, &i,
+						   &path)) != 0) {
+			if (rc < 0) {
+				free(rest);
+				return -rc;
+			}
+			continue;
+		}
+		if (strcmp(argv[i], "--tz") == 0 ||
+		    strncmp(argv[i], "--tz=", 5) == 0)
+			has_tz = true;
+		rest[n_rest++] = argv[i];
+	}
+	rc = cli_cron_opts_parse("next", n_rest, rest, CLI_OPT_COUNT, &o);
+	free(rest);
 	if (rc)
 		return rc;
+	if (path) {
+		if (has_tz)
+			return cli_usage_error("next", "--tz does not go with "
+					       "a schedule: it has its own zone");
+		if (strchr(o.expr, ' '))
+			return cli_usage_error("next", "with --config, give a "
+					       "schedule name, not an "
+					       "expression");
+		return next_schedule(path, &o);
+	}
 	if (sc_cron_parse(o.expr, &c, &err))
 		return cli_fail(EXIT_USAGE, "%s", err.msg);
 	int64_t t = o.from_ms;
