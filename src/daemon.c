@@ -474,9 +474,12 @@ static void run_job(struct daemon *d, struct store *s, struct cfg_ref *cr,
 	pthread_mutex_lock(&d->mu);
 	d->n_running++;
 	pthread_mutex_unlock(&d->mu);
+	/* Formatted here, not in the LOG's arguments: LOG skips them below
+	 * its level, and the finish line prints slot at any level. */
+	iso(job->slot_ms, slot);
 	LOG(SC_LOG_INFO, "daemon",
 	       "event=start schedule=%s slot=%s job=%lld attempt=%d "
-	       "late_us=%lld", job->schedule, iso(job->slot_ms, slot),
+	       "late_us=%lld", job->schedule, slot,
 	       (long long)job->id, job->attempts, (long long)late_us);
 
 	int rc = worker_run_job(&wo, job, &res, &e);
