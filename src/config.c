@@ -742,10 +742,17 @@ static int get_strv(struct pc *pc, const struct config_node *m,
 /* dir + "/" + p unless p is absolute; "./" prefixes are dropped. dir is
  * the folder of the file being read (a fragment's own, for what it
  * holds). */
+/* Always malloc'd, never pooled, absolute or not: a caller may replace
+ * the path and free() the old one (simulate does), and config_free's
+ * config_pool_release frees it either way. */
 static char *resolve(struct pc *pc, const char *p)
 {
-	if (p[0] == '/')
-		return xstrdup(pc, p);
+	if (p[0] == '/') {
+		char *r = strdup(p);
+		if (!r)
+			oom(pc);
+		return r;
+	}
 	while (p[0] == '.' && p[1] == '/')
 		p += 2;
 	size_t len = strlen(pc->dir) + strlen(p) + 2;
