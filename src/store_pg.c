@@ -1736,6 +1736,18 @@ static int pg_sched_last_set_many(void *impl,
 	return rc;
 }
 
+/* $1..$5 of ST_CLAIM and ST_CLAIM_RULED. */
+static void fill_claim_args(struct args *a, int64_t now, size_t max,
+			    const char *worker, int64_t lease_ms,
+			    int64_t ahead_ms)
+{
+	arg_i64(a, now);
+	arg_i64(a, (int64_t)max);
+	arg_str(a, worker);
+	arg_i64(a, lease_ms);
+	arg_i64(a, ahead_ms);
+}
+
 static void pg_claim_rule(void *impl, const struct store_claim_rule *r)
 {
 	struct pg *p = impl;
@@ -1772,24 +1784,25 @@ static int pg_job_claim(void *impl, const char *worker, int64_t lease_ms,
 	PGresult *res = NULL;
 	int rc;
 
-	int64_t now = now_ms(p);
-	arg_i64(&a, now);
-	arg_i64(&a, (int64_t)max);
-	arg_str(&a, worker);
-	arg_i64(&a, lease_ms);
-	arg_i64(&a, ahead_ms);
 	if (!on) {
+		fill_claim_args(&a, now_ms(p), max, worker, lease_ms,
+				ahead_ms);
 		rc = run(p, ST_CLAIM, &a, &res, err);
 		if (rc)
 			return rc;
 	} else {
-		arg_str(&a, r->allow);
-		arg_str(&a, r->skip);
 		rc = exec_const(p, "BEGIN", err);
 		if (rc)
 			return rc;
 		rc = exec_const(p, "SELECT pg_advisory_xact_lock("
 				CLAIM_LOCK_KEY ")", err);
+		/* "now" once the lock is held: a claim that waited for it
+		 * must not start its attempt, on record, before the finish
+		 * it waited behind (the started/finished of the ledger). */
+		fill_claim_args(&a, now_ms(p), max, worker, lease_ms,
+				ahead_ms);
+		arg_str(&a, r->allow);
+		arg_str(&a, r->skip);
 		if (!rc)
 			rc = run(p, ST_CLAIM_RULED, &a, &res, err);
 		if (!rc)

@@ -2093,7 +2093,7 @@ static int sq_job_claim(void *impl, const char *worker, int64_t lease_ms,
 	const struct store_claim_rule *r = q->rule;
 	bool on = r && r->on;
 	sqlite3_stmt *st = NULL;
-	int64_t now = now_ms(q);
+	int64_t now;
 	int64_t ids[CLAIM_PICK_MAX];
 	bool flag[CLAIM_PICK_MAX];
 	size_t got = 0, n_pick = 0;
@@ -2102,6 +2102,9 @@ static int sq_job_claim(void *impl, const char *worker, int64_t lease_ms,
 
 	if (rc)
 		return rc;
+	/* "now" under the write lock: a claim that waited for a finish's
+	 * commit never starts, on record, before that finish. */
+	now = now_ms(q);
 	rc = prep(q, ST_JOB_PICK, &st, err);
 	if (rc) {
 		tx_rollback(q);
