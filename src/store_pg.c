@@ -1791,7 +1791,11 @@ static int pg_job_claim(void *impl, const char *worker, int64_t lease_ms,
 		if (rc)
 			return rc;
 	} else {
-		rc = exec_const(p, "BEGIN", err);
+		/* exec_const never connects: after a lost connection the
+		 * claim is what reconnects (as run() would). */
+		rc = ensure_conn(p, err);
+		if (!rc)
+			rc = exec_const(p, "BEGIN", err);
 		if (rc)
 			return rc;
 		rc = exec_const(p, "SELECT pg_advisory_xact_lock("
