@@ -30,9 +30,11 @@
  * Transitions (function that performs it; ledger row written in the same
  * transaction):
  *   (none) -> READY   [queue_enqueue, queue_enqueue_many, queue_trigger]  -
- *   READY  -> ACTIVE  [queue_claim]                                       -
+ *   READY  -> ACTIVE  [queue_claim] claim order and overlap rule:       -
+ *                     store.h (store_overlap_set)
  *   ACTIVE -> ACTIVE  [queue_heartbeat] lease extended                    -
  *   ACTIVE -> DONE    [queue_complete]                            "success"
+ *   ACTIVE -> DONE    [queue_skip] overlap: skip, not run         "skipped"
  *   ACTIVE -> READY   [queue_fail] run_at = backoff or hint        "failed"
  *   ACTIVE -> DEAD    [queue_fail] attempts used up or permanent     "lost"
  *   ACTIVE -> READY   [queue_release] attempt not counted        "released"
