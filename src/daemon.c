@@ -534,6 +534,53 @@ static int open_store(struct daemon *d, struct store **out,
 	return store_open(d->store_url, d->clock, out, err);
 }
 
+/*
+ * One claim with the configuration's overlap rule (queue.h,
+ * queue_overlap_rule): *n 1 when a job to run is in *job. A skipped job
+ * (`overlap: skip`, another slot running) is finished here, never run:
+ * *skipped says so (and *n is 0), so that the caller claims again. A
+ * `queue` slot that waited past queue_overlap_wait_warn_ms for its turn
+ * is logged once, here, when it is claimed: one claim per attempt.
+ */
+static int claim(struct store *s, const struct config *cfg,
+		 const char *name, int64_t ahead_ms, struct store_job *job,
+		 size_t *n, bool *skipped, struct sc_err *e)
+{
+	int rc = queue_overlap_rule(s, cfg, e);
+
+	*skipped = false;
+	if (!rc)
+		rc = queue_claim_ahead(s, name, cfg->lease_ms, ahead_ms, job, 1,
+				       n, e);
+	if (rc || *n != 1)
+		return rc;
+	const struct schedule_spec *sp = config_schedule(cfg, job->schedule);
+	if (job->overlapped) {
+		*n = 0;
+		*skipped = true;
+		rc = queue_skip(s, job, e);
+		/* Another claim took it over meanwhile: its business. */
+		return rc == SC_ELEASE ? 0 : rc;
+	}
+	int64_t waited = sc_clock_now_ms(store_clock(s)) - job->run_at_ms;
+	int64_t next = 0;
+	if (sp && sp->overlap == OVERLAP_QUEUE && job->attempts == 1 &&
+	    waited > 0 &&
+	    sc_cron_next(&sp->expr, sp->zone, job->slot_ms, &next, NULL) == 0 &&
+	    waited > queue_overlap_wait_warn_ms(next - job->slot_ms)) {
+		char slot[CLOCK_ISO_MAX];
+		LOG(SC_LOG_WARN, "queue", "event=overlap-wait schedule=%s "
+		       "slot=%s job=%lld waited_ms=%lld warn_ms=%lld "
+		       "msg=\"the slot waited for an earlier slot of its "
+		       "schedule to finish (overlap: queue)\"", job->schedule,
+		       clock_format_utc(job->slot_ms, slot),
+		       (long long)job->id, (long long)waited,
+		       (long long)queue_overlap_wait_warn_ms(next -
+							     job->slot_ms));
+	}
+	return 0;
+}
+
 /* Sleeps until gen moves, stop, or the deadline (clock ms). */
 static void idle(struct daemon *d, uint64_t seen, int64_t deadline_ms)
 {
@@ -579,8 +626,13 @@ static void *worker_main(void *arg)
 		struct cfg_ref *cr = cfg_get(d);
 		struct store_job job;
 		size_t n = 0;
-		int rc = queue_claim_ahead(s, w->name, cr->cfg->lease_ms,
-					   CLAIM_AHEAD_MS, &job, 1, &n, &e);
+		bool skipped;
+		int rc = claim(s, cr->cfg, w->name, CLAIM_AHEAD_MS, &job, &n,
+			       &skipped, &e);
+		if (rc == 0 && skipped) {
+			cfg_put(d, cr);
+			continue;
+		}
 		if (rc == 0 && n == 1) {
 			store_fine(d, &h);
 			run_job(d, s, cr, &job, &h);
@@ -1071,8 +1123,13 @@ static int run_once(struct daemon *d)
 		size_t n = 0;
 
 		cr = cfg_get(d);
-		int rc = queue_claim(d->store, name, cr->cfg->lease_ms, &job, 1,
-				     &n, &e);
+		bool skipped;
+		int rc = claim(d->store, cr->cfg, name, 0, &job, &n, &skipped,
+			       &e);
+		if (rc == 0 && skipped) {
+			cfg_put(d, cr);
+			continue;
+		}
 		if (rc || n == 0) {
 			cfg_put(d, cr);
 			if (rc) {

@@ -25,7 +25,7 @@ const char *const ledger_outcomes[] = {
 	LEDGER_SUCCESS, LEDGER_FAILED, LEDGER_LOST, LEDGER_STALLED,
 	LEDGER_MISSED, LEDGER_DUPLICATE, LEDGER_RELEASED, LEDGER_DECISION,
 	LEDGER_ALERT, LEDGER_ACKED, LEDGER_RECOVERED, LEDGER_LATE,
-	LEDGER_OVERRUN, LEDGER_STALE,
+	LEDGER_OVERRUN, LEDGER_STALE, LEDGER_SKIPPED,
 };
 const size_t ledger_n_outcomes =
 	sizeof(ledger_outcomes) / sizeof(ledger_outcomes[0]);
@@ -101,6 +101,16 @@ int ledger_lost_report(struct store *s, const struct ledger_filter *f,
 	 * the ledger (issue 15): no query per row. */
 	rc = store_ledger_lost(s, f, &out->rows, &out->recovered_ms,
 			       &out->n, err);
+	if (rc)
+		return rc;
+	/* The skipped slots of the period, by the ledger's outcome read (no
+	 * partial index holds them: this read costs the period's rows of
+	 * the schedule(s), not the lost ones alone). */
+	struct ledger_filter sf = {.schedule = f->schedule,
+				   .since_ms = f->since_ms,
+				   .until_ms = f->until_ms,
+				   .outcome = LEDGER_SKIPPED};
+	rc = store_ledger_query(s, &sf, &out->skipped, &out->n_skipped, err);
 	if (rc || out->n == 0)
 		return rc;
 	out->acked_ms = calloc(out->n, sizeof(*out->acked_ms));
@@ -134,6 +144,7 @@ void ledger_report_dispose(struct ledger_report *r)
 	if (!r)
 		return;
 	store_ledger_rows_free(r->rows, r->n);
+	store_ledger_rows_free(r->skipped, r->n_skipped);
 	free(r->recovered_ms);
 	free(r->acked_ms);
 	memset(r, 0, sizeof(*r));

@@ -58,6 +58,10 @@ struct ledger_report {
 	size_t n_missed;          /* missed (catchup), the same */
 	size_t n_recovered;       /* lost or missed, then recovered */
 	size_t n_acked;           /* lost or missed, acked, not recovered */
+	/* Slots not run by `overlap: skip` (LEDGER_SKIPPED), oldest first:
+	 * listed and counted apart, they never fail the report. */
+	struct ledger_row *skipped;
+	size_t n_skipped;
 };
 
 /*

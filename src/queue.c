@@ -30,9 +30,11 @@
  * Transitions (function that performs it; ledger row written in the same
  * transaction):
  *   (none) -> READY   [queue_enqueue(_at, _many), queue_trigger]            -
- *   READY  -> ACTIVE  [queue_claim]                                       -
+ *   READY  -> ACTIVE  [queue_claim] claim order and overlap rule:       -
+ *                     store.h (store_overlap_set)
  *   ACTIVE -> ACTIVE  [queue_heartbeat] lease extended                    -
  *   ACTIVE -> DONE    [queue_complete]                            "success"
+ *   ACTIVE -> DONE    [queue_skip] overlap: skip, not run         "skipped"
  *   ACTIVE -> READY   [queue_fail] run_at = backoff or hint        "failed"
  *   ACTIVE -> DEAD    [queue_fail] attempts used up or permanent     "lost"
  *   ACTIVE -> READY   [queue_release] attempt not counted        "released"
@@ -73,10 +75,12 @@
  *   queue.after_fail_commit       the fail transaction committed
  */
 #include <limits.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "clock.h"
+#include "config.h"
 #include "err.h"
 #include "failpoint.h"
 #include "log.h"
@@ -259,6 +263,63 @@ int queue_complete(struct store *s, const struct store_job *job,
 	       clock_format_utc(job->slot_ms, iso),
 	       job->attempts);
 	return 0;
+}
+
+int queue_overlap_rule(struct store *s, const struct config *cfg,
+		       struct sc_err *err)
+{
+	size_t n = cfg ? cfg->n_schedules : 0, n_allow = 0, n_skip = 0;
+	const char **v = n ? calloc(n, sizeof(*v)) : NULL;
+
+	if (n && !v)
+		return sc_err_set(err, SC_ENOMEM, "out of memory");
+	/* allow names from the front of v, skip names from its back. */
+	for (size_t i = 0; i < n; i++) {
+		const struct schedule_spec *sp = &cfg->schedules[i];
+		if (sp->overlap == OVERLAP_ALLOW)
+			v[n_allow++] = sp->name;
+		else if (sp->overlap == OVERLAP_SKIP)
+			v[n - ++n_skip] = sp->name;
+	}
+	int rc = store_overlap_set(s, true, n_allow ? v : NULL, n_allow,
+				   n_skip ? v + n - n_skip : NULL, n_skip, err);
+	free(v);
+	return rc;
+}
+
+int queue_skip(struct store *s, const struct store_job *job,
+	       struct sc_err *err)
+{
+	char iso[CLOCK_ISO_MAX];
+	struct ledger_row row = {
+		.outcome = LEDGER_SKIPPED, .error_class = "overlap",
+		.error_msg = (char *)"another slot of the schedule was running "
+				     "(overlap: skip)",
+		.details_json = (char *)"{\"cause\":\"overlap\"}",
+	};
+	int rc;
+
+	if (!job)
+		return sc_err_set(err, SC_EINVAL, "job is NULL");
+	/* The row's interval is the claim's instant, not a run: started =
+	 * finished, so no reader takes it for an overlapping run. */
+	row.finished_ms = job->started_ms;
+	rc = store_job_finish(s, job->id, job->lease_token, JOB_DONE, 0, &row,
+			      err);
+	if (rc)
+		return rc;
+	LOG(SC_LOG_WARN, "queue",
+	       "event=skipped job=%lld schedule=%s slot=%s cause=overlap",
+	       (long long)job->id, job->schedule,
+	       clock_format_utc(job->slot_ms, iso));
+	return 0;
+}
+
+int64_t queue_overlap_wait_warn_ms(int64_t period_ms)
+{
+	int64_t tenth = period_ms > 0 ? period_ms / 10 : 0;
+
+	return tenth > 10000 ? tenth : 10000;
 }
 
 int queue_fail(struct store *s, const struct store_job *job,

@@ -21,6 +21,8 @@
 
 #include "store.h"
 
+struct config;
+
 #define QUEUE_LEASE_MS (5 * 60 * 1000) /* default lease of a claim */
 #define QUEUE_STALL_LIMIT 2 /* default stalls tolerated; the next is fatal */
 
@@ -106,6 +108,29 @@ int queue_fail(struct store *s, const struct store_job *job,
 	       const char *error_class, const struct sc_err *cause,
 	       const char *details_json, int64_t *next_ms, bool *dead,
 	       struct sc_err *err);
+
+/*
+ * Sets the overlap rule of s's claims (store_overlap_set) from cfg: every
+ * schedule of cfg is `queue` unless its `overlap:` says skip or allow.
+ * Errors: SC_ENOMEM (the previous rule stays). cfg borrowed.
+ */
+int queue_overlap_rule(struct store *s, const struct config *cfg,
+		       struct sc_err *err);
+
+/*
+ * Ends a claimed job that store_job.overlapped marks (an `overlap: skip`
+ * schedule whose other slot was running): DONE, not run, with a
+ * LEDGER_SKIPPED row, error_class "overlap" and details {"cause":
+ * "overlap"}. Never retried, never lost, never alerted. SC_ELEASE as
+ * queue_complete.
+ */
+int queue_skip(struct store *s, const struct store_job *job,
+	       struct sc_err *err);
+
+/* How long a slot of a `queue` schedule may wait for the slot before it
+ * to finish before the wait is worth a warning: max(10 s, 10 % of
+ * period_ms), period_ms the schedule's interval at that slot. */
+int64_t queue_overlap_wait_warn_ms(int64_t period_ms);
 
 /* Gives a claimed job back without counting the attempt (shutdown). */
 int queue_release(struct store *s, const struct store_job *job,

@@ -322,6 +322,17 @@ json_t *report_ledger_json(const struct ledger_row *rows, const int64_t *rec,
 				    json_integer((json_int_t)lost->n_recovered));
 		json_object_set_new(root, "acked",
 				    json_integer((json_int_t)lost->n_acked));
+		json_object_set_new(root, "skipped",
+				    json_integer((json_int_t)lost->n_skipped));
+		json_t *sk = json_array();
+		if (!sk || json_object_set_new(root, "skipped_rows", sk) != 0)
+			goto fail;
+		for (size_t i = 0; i < lost->n_skipped; i++) {
+			json_t *o = report_ledger_row_json(&lost->skipped[i],
+							   0, 0);
+			if (!o || json_array_append_new(sk, o) != 0)
+				goto fail;
+		}
 	}
 	for (size_t i = 0; i < n; i++) {
 		json_t *o = report_ledger_row_json(

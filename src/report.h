@@ -113,7 +113,8 @@ json_t *report_ledger_row_json(const struct ledger_row *r, int64_t rec_ms,
 
 /* `ledger --json`: {"rows": [...]} of n rows; with lost (then rows and
  * rec are its own) `ledger --lost --json`: the counts first (lost,
- * missed, recovered, acked), then the rows. */
+ * missed, recovered, acked, skipped), the skipped rows (skipped_rows),
+ * then the rows. */
 json_t *report_ledger_json(const struct ledger_row *rows, const int64_t *rec,
 			   size_t n, const struct ledger_report *lost);
 

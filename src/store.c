@@ -33,6 +33,7 @@ struct store {
 	void *impl;
 	struct sc_clock *clock;
 	struct store_fence fence;   /* job_id 0: not fenced */
+	struct store_claim_rule rule; /* store_overlap_set; strings owned */
 };
 
 /* The fence to hand to a backend write: NULL when none is set. */
@@ -137,6 +138,8 @@ void store_close(struct store *s)
 	if (!s)
 		return;
 	s->ops->close(s->impl);
+	free((char *)s->rule.allow);
+	free((char *)s->rule.skip);
 	free(s);
 }
 
@@ -204,10 +207,15 @@ int store_job_enqueue_batch(struct store *s, struct store_enqueue *v,
 }
 
 /* Earliest run_at first; the job id breaks ties (the order it was made). */
+/* The claim order (store.h): fresh jobs (their first attempt, now
+ * claimed: attempts 1) before retries, then run_at, then id. */
 static int cmp_claimed(const void *x, const void *y)
 {
 	const struct store_job *a = x, *b = y;
+	bool ra = a->attempts > 1, rb = b->attempts > 1;
 
+	if (ra != rb)
+		return ra ? 1 : -1;
 	if (a->run_at_ms != b->run_at_ms)
 		return a->run_at_ms < b->run_at_ms ? -1 : 1;
 	return (a->id > b->id) - (a->id < b->id);
@@ -399,6 +407,60 @@ int store_job_counts(struct store *s, const char *schedule,
 }
 
 /* ---- fencing ---------------------------------------------------------- */
+
+/* names[0..n) framed for struct store_claim_rule: "\n" NAME "\n" ... */
+static int frame_names(const char *const *names, size_t n, char **out,
+		       struct sc_err *err)
+{
+	size_t len = 2;
+
+	for (size_t i = 0; i < n; i++) {
+		int rc = check_name("schedule name", names[i], STORE_NAME_MAX,
+				    err);
+		if (rc)
+			return rc;
+		if (strchr(names[i], '\n'))
+			return sc_err_set(err, SC_EINVAL, "schedule name "
+					  "holds a newline");
+		len += strlen(names[i]) + 1;
+	}
+	char *p = malloc(len);
+	if (!p)
+		return sc_err_set(err, SC_ENOMEM, "out of memory");
+	size_t k = 0;
+	p[k++] = '\n';
+	for (size_t i = 0; i < n; i++) {
+		size_t l = strlen(names[i]);
+		memcpy(p + k, names[i], l);
+		k += l;
+		p[k++] = '\n';
+	}
+	p[k] = '\0';
+	*out = p;
+	return 0;
+}
+
+int store_overlap_set(struct store *s, bool on, const char *const *allow,
+		      size_t n_allow, const char *const *skip, size_t n_skip,
+		      struct sc_err *err)
+{
+	char *a = NULL, *k = NULL;
+	int rc = frame_names(allow, on ? n_allow : 0, &a, err);
+
+	if (!rc)
+		rc = frame_names(skip, on ? n_skip : 0, &k, err);
+	if (rc) {
+		free(a);
+		return rc;
+	}
+	free((char *)s->rule.allow);
+	free((char *)s->rule.skip);
+	s->rule.on = on;
+	s->rule.allow = a;
+	s->rule.skip = k;
+	s->ops->claim_rule(s->impl, &s->rule);
+	return 0;
+}
 
 void store_fence_set(struct store *s, int64_t job_id, int64_t lease_token)
 {

@@ -62,6 +62,10 @@ struct store_job {
 	int64_t started_ms;         /* when the current/last attempt began */
 	int64_t created_ms;
 	bool manual;                /* enqueued by `trigger`, not the scheduler */
+	bool overlapped;            /* claims only: a `skip` schedule's job
+				       claimed while another job of its
+				       schedule was ACTIVE (store_overlap_set):
+				       record it skipped, do not run it */
 };
 
 /* Counts of a schedule's jobs by state; `delayed` are READY jobs whose
@@ -96,6 +100,10 @@ struct store_counts {
 					sla.max_runtime */
 #define LEDGER_STALE "stale"         /* no delivered slot within
 					sla.success_within */
+#define LEDGER_SKIPPED "skipped"     /* a slot of an `overlap: skip`
+					schedule not run: another slot of
+					it was running (error_class and
+					details cause: "overlap"); not lost */
 
 struct ledger_row {
 	int64_t id;                 /* assigned by the store */
@@ -116,7 +124,9 @@ struct ledger_filter {
 	int64_t since_ms;           /* slot_ms >= since (INT64_MIN: open) */
 	int64_t until_ms;           /* slot_ms <  until (INT64_MAX: open) */
 	const char *outcome;        /* NULL: all; else one LEDGER_* word */
-	bool lost_or_missed;        /* only LEDGER_LOST and LEDGER_MISSED */
+	bool lost_or_missed;        /* only LEDGER_LOST and LEDGER_MISSED
+				       (and LEDGER_SKIPPED: the lost
+				       report counts those apart) */
 	int limit;                  /* 0: no limit */
 	bool newest_first;          /* newest row first: with limit 1, the
 				       latest row, without reading the rest */
@@ -218,7 +228,37 @@ int store_job_enqueue_batch(struct store *s, struct store_enqueue *v,
 			    size_t n, struct sc_err *err);
 
 /*
- * Claims up to max due jobs (READY, run_at <= now), earliest run_at first:
+ * The overlap rule of this handle's claims (issue 17; spec.h enum
+ * overlap). Off, the default of a new handle: a claim takes any due job,
+ * as `allow` does. On: a job of a schedule named in neither list is
+ * `queue`: it is not claimed while another job of its schedule is ACTIVE,
+ * whichever handle, process or node holds it (the claim itself checks,
+ * serialised with every other claim of the store), and one claim takes at
+ * most one job of such a schedule. A schedule in `allow` is claimed as if
+ * off; one in `skip` is claimed all the same, with store_job.overlapped
+ * set when another job of its schedule was ACTIVE (or an earlier one of it
+ * is in the same claim): the caller finishes it as LEDGER_SKIPPED.
+ * allow / skip: n_allow / n_skip names (NULL when 0), copied. The daemon
+ * sets it from the configuration before each claim.
+ * Errors: SC_EINVAL (a name empty, too long or holding a newline),
+ * SC_ENOMEM; on error the previous rule stays. Not thread-safe (the
+ * handle's thread).
+ */
+int store_overlap_set(struct store *s, bool on, const char *const *allow,
+		      size_t n_allow, const char *const *skip, size_t n_skip,
+		      struct sc_err *err);
+
+/*
+ * The claim order (docs/internals/queue.md), "fresh slots first": among
+ * the jobs a claim may take, first those never started (attempts 0: an
+ * on-time slot, or one given back by a release), then retries (attempts >
+ * 0: after a failure or a stall); within each, earliest run_at, then id.
+ * A due retry so never holds an on-time slot back: it waits at most for
+ * the attempt already running on the worker.
+ */
+
+/*
+ * Claims up to max due jobs (READY, run_at <= now), in the claim order:
  * each becomes ACTIVE with attempts+1, a fresh lease_token, lease_owner =
  * worker, lease_expires = now + lease_ms, started = now. Fills out[0..*n).
  * *n == 0 when nothing is due. Two claimers never get the same job.
@@ -913,6 +953,15 @@ const char *store_url_for_log(const char *url, char *out, size_t n);
  * fence->job_id is ACTIVE with fence->lease_token, in the same statement
  * or transaction, and return SC_ELEASE (nothing written) otherwise.
  */
+/* The overlap rule as a backend reads it: allow and skip are the names
+ * each followed and preceded by a newline ("\na\nb\n"; "\n" when none), so
+ * that one substring search of "\n" NAME "\n" tests membership in SQL. */
+struct store_claim_rule {
+	bool on;
+	const char *allow;
+	const char *skip;
+};
+
 struct store_ops {
 	const char *name;
 	int (*open)(const char *target, struct sc_clock *clock, void **impl,
@@ -929,6 +978,9 @@ struct store_ops {
 	/* n > 0, names and policies checked, created all false. */
 	int (*job_enqueue_batch)(void *impl, struct store_enqueue *v,
 				 size_t n, struct sc_err *err);
+	/* The rule the next claims apply (store_overlap_set): borrowed
+	 * until the next call or close; NULL or !on: off. */
+	void (*claim_rule)(void *impl, const struct store_claim_rule *r);
 	int (*job_claim)(void *impl, const char *worker, int64_t lease_ms,
 			 int64_t ahead_ms, struct store_job *out, size_t max,
 			 size_t *n, struct sc_err *err);

@@ -91,6 +91,7 @@
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 5000
 #define MIGRATE_LOCK_KEY "7305521930218410813" /* any constant bigint */
+#define CLAIM_LOCK_KEY "7305521930218410814"   /* pg_job_claim's */
 
 /* ---- schema ----------------------------------------------------------- */
 
@@ -416,6 +417,7 @@ enum stmt {
 	ST_ENQUEUE_MANY,
 	ST_ENQUEUE_BATCH,
 	ST_CLAIM,
+	ST_CLAIM_RULED,
 	ST_HEARTBEAT,
 	ST_FINISH,
 	ST_RELEASE,
@@ -512,16 +514,54 @@ static const char *const sql[ST_COUNT] = {
 	" CASE WHEN EXISTS (SELECT 1 FROM i) THEN " NOTIFY " END,"
 	" CASE WHEN EXISTS (SELECT 1 FROM i) THEN " DURABLE " END,"
 	" (SELECT count(*) FROM s)",
-	/* $1 now, $2 max, $3 worker, $4 lease_ms, $5 ahead_ms. */
+	/* $1 now, $2 max, $3 worker, $4 lease_ms, $5 ahead_ms. The rule
+	 * off (store_overlap_set): every job as `allow`, in the claim order
+	 * (store.h: fresh jobs first). The last column but one is the
+	 * overlapped flag, never set here. */
 	[ST_CLAIM] =
 	"WITH c AS (SELECT id FROM jobs WHERE state = 0"
 	" AND run_at_ms <= $1::bigint + $5::bigint"
-	" ORDER BY run_at_ms, id LIMIT $2 FOR UPDATE SKIP LOCKED)"
+	" ORDER BY attempts > 0, run_at_ms, id LIMIT $2"
+	" FOR UPDATE SKIP LOCKED)"
 	" UPDATE jobs j SET state = 1, attempts = j.attempts + 1,"
 	" lease_token = nextval('lease_tokens'), lease_owner = $3,"
 	" lease_expires_ms = $1::bigint + $4::bigint,"
 	" started_ms = GREATEST($1::bigint, j.run_at_ms)"
-	" FROM c WHERE j.id = c.id RETURNING " JOB_COLS_J ", " DURABLE,
+	" FROM c WHERE j.id = c.id RETURNING " JOB_COLS_J ", false, "
+	DURABLE,
+	/*
+	 * The claim with the overlap rule on: $6 allow, $7 skip (framed
+	 * lists, store_claim_rule). pol 2 allow, 1 skip, 0 queue; a queue
+	 * job only when no job of its schedule is ACTIVE and it is the first
+	 * of its schedule in the claim order (rn 1); a skip job always,
+	 * flagged when its schedule is busy or it is not the first (the
+	 * SQLite backend's ST_JOB_PICK, the same rule). Run by pg_job_claim
+	 * after CLAIM_LOCK_KEY is taken, in the same transaction: see there
+	 * why. FOR UPDATE cannot sit with the window function, so the
+	 * chosen rows are locked in a second step (rechecked READY).
+	 */
+	[ST_CLAIM_RULED] =
+	"WITH act AS (SELECT DISTINCT schedule FROM jobs WHERE state = 1),"
+	" k AS (SELECT j.id, j.run_at_ms, j.attempts > 0 AS retry,"
+	" CASE WHEN strpos($6::text, chr(10) || j.schedule || chr(10)) > 0"
+	" THEN 2 WHEN strpos($7::text, chr(10) || j.schedule || chr(10)) > 0"
+	" THEN 1 ELSE 0 END AS pol,"
+	" j.schedule IN (SELECT schedule FROM act) AS busy,"
+	" row_number() OVER (PARTITION BY j.schedule ORDER BY"
+	" j.attempts > 0, j.run_at_ms, j.id) AS rn"
+	" FROM jobs j WHERE j.state = 0"
+	" AND j.run_at_ms <= $1::bigint + $5::bigint),"
+	" pick AS (SELECT id, pol = 1 AND (busy OR rn > 1) AS flag FROM k"
+	" WHERE pol > 0 OR (NOT busy AND rn = 1)"
+	" ORDER BY retry, run_at_ms, id LIMIT $2),"
+	" c AS (SELECT j.id, pick.flag FROM jobs j JOIN pick ON j.id = pick.id"
+	" WHERE j.state = 0 FOR UPDATE OF j SKIP LOCKED)"
+	" UPDATE jobs j SET state = 1, attempts = j.attempts + 1,"
+	" lease_token = nextval('lease_tokens'), lease_owner = $3,"
+	" lease_expires_ms = $1::bigint + $4::bigint,"
+	" started_ms = GREATEST($1::bigint, j.run_at_ms)"
+	" FROM c WHERE j.id = c.id RETURNING " JOB_COLS_J ", c.flag, "
+	DURABLE,
 	[ST_HEARTBEAT] =
 	"UPDATE jobs SET lease_expires_ms = $3::bigint + $4::bigint"
 	" WHERE id = $1 AND state = 1 AND lease_token = $2",
@@ -869,6 +909,7 @@ struct pg {
 	int64_t next_try_mono_ms;  /* no reconnect before this */
 	int64_t backoff_ms;        /* the next backoff step */
 	char last_error[256];      /* why the last connect failed */
+	const struct store_claim_rule *rule; /* store_overlap_set; NULL: off */
 };
 
 /* Parameters of one statement: values as text, NULL for SQL NULL. */
@@ -1695,28 +1736,94 @@ static int pg_sched_last_set_many(void *impl,
 	return rc;
 }
 
+/* $1..$5 of ST_CLAIM and ST_CLAIM_RULED. */
+static void fill_claim_args(struct args *a, int64_t now, size_t max,
+			    const char *worker, int64_t lease_ms,
+			    int64_t ahead_ms)
+{
+	arg_i64(a, now);
+	arg_i64(a, (int64_t)max);
+	arg_str(a, worker);
+	arg_i64(a, lease_ms);
+	arg_i64(a, ahead_ms);
+}
+
+static void pg_claim_rule(void *impl, const struct store_claim_rule *r)
+{
+	struct pg *p = impl;
+
+	p->rule = r;
+}
+
+/*
+ * With the overlap rule on, "no ACTIVE job of the schedule" must hold
+ * against claims made at the same time on other nodes. In READ COMMITTED
+ * a statement sees what was committed when it began: two claims running
+ * together would each find no ACTIVE job and take two slots of one queue
+ * schedule (SKIP LOCKED keeps them off the same ROW, not the same
+ * schedule). So a ruled claim is a transaction that first takes one
+ * transaction-scoped advisory lock, CLAIM_LOCK_KEY, and only then runs
+ * its statement: that statement's snapshot is taken after the previous
+ * holder committed, so it sees that claim's ACTIVE rows. One lock for
+ * every schedule rather than one per schedule: the schedules a claim
+ * will touch are only known inside its statement, and per-schedule locks
+ * taken there would be taken after the snapshot. The cost is that claims
+ * of all nodes run one at a time, a few milliseconds each, and three
+ * more round trips per claim; finishes, heartbeats and enqueues never
+ * take it. The rule off (no configuration, tests, bench): one statement,
+ * as before.
+ */
 static int pg_job_claim(void *impl, const char *worker, int64_t lease_ms,
 			int64_t ahead_ms, struct store_job *out, size_t max,
 			size_t *n, struct sc_err *err)
 {
 	struct pg *p = impl;
+	const struct store_claim_rule *r = p->rule;
+	bool on = r && r->on;
 	struct args a = {0};
-	PGresult *res;
+	PGresult *res = NULL;
 	int rc;
 
-	int64_t now = now_ms(p);
-	arg_i64(&a, now);
-	arg_i64(&a, (int64_t)max);
-	arg_str(&a, worker);
-	arg_i64(&a, lease_ms);
-	arg_i64(&a, ahead_ms);
-	rc = run(p, ST_CLAIM, &a, &res, err);
-	if (rc)
-		return rc;
+	if (!on) {
+		fill_claim_args(&a, now_ms(p), max, worker, lease_ms,
+				ahead_ms);
+		rc = run(p, ST_CLAIM, &a, &res, err);
+		if (rc)
+			return rc;
+	} else {
+		/* exec_const never connects: after a lost connection the
+		 * claim is what reconnects (as run() would). */
+		rc = ensure_conn(p, err);
+		if (!rc)
+			rc = exec_const(p, "BEGIN", err);
+		if (rc)
+			return rc;
+		rc = exec_const(p, "SELECT pg_advisory_xact_lock("
+				CLAIM_LOCK_KEY ")", err);
+		/* "now" once the lock is held: a claim that waited for it
+		 * must not start its attempt, on record, before the finish
+		 * it waited behind (the started/finished of the ledger). */
+		fill_claim_args(&a, now_ms(p), max, worker, lease_ms,
+				ahead_ms);
+		arg_str(&a, r->allow);
+		arg_str(&a, r->skip);
+		if (!rc)
+			rc = run(p, ST_CLAIM_RULED, &a, &res, err);
+		if (!rc)
+			rc = exec_const(p, "COMMIT", err);
+		if (rc) {
+			if (p->conn)
+				(void)exec_const(p, "ROLLBACK", NULL);
+			PQclear(res);
+			return rc;
+		}
+	}
 	size_t got = (size_t)PQntuples(res);
 	/* LIMIT keeps the rows at most max; the bound is belt and braces. */
-	for (size_t i = 0; i < got && i < max; i++)
+	for (size_t i = 0; i < got && i < max; i++) {
 		get_job(res, (int)i, &out[i]);
+		out[i].overlapped = PQgetvalue(res, (int)i, 16)[0] == 't';
+	}
 	PQclear(res);
 	*n = got < max ? got : max;
 	return 0;
@@ -3571,6 +3678,7 @@ const struct store_ops store_pg_ops = {
 	.job_enqueue = pg_job_enqueue,
 	.job_enqueue_many = pg_job_enqueue_many,
 	.job_enqueue_batch = pg_job_enqueue_batch,
+	.claim_rule = pg_claim_rule,
 	.job_claim = pg_job_claim,
 	.job_heartbeat = pg_job_heartbeat,
 	.job_finish = pg_job_finish,

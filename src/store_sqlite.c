@@ -426,6 +426,7 @@ enum stmt_id {
 	ST_ROLLBACK,
 	ST_JOB_INSERT,
 	ST_JOB_ID_OF,
+	ST_JOB_PICK,
 	ST_JOB_CLAIM,
 	ST_JOB_HEARTBEAT,
 	ST_JOB_STATE,
@@ -500,14 +501,42 @@ static const char *const stmt_sql[N_STMT] = {
 		"ON CONFLICT (schedule, slot_ms) DO NOTHING",
 	[ST_JOB_ID_OF] = "SELECT id FROM jobs WHERE schedule = ?1 AND "
 			 "slot_ms = ?2",
+	/*
+	 * The claim's choice (store.h: the claim order and the overlap
+	 * rule). ?1 now, ?2 ahead, ?3 max, ?4 rule on, ?5 allow, ?6 skip
+	 * (store_claim_rule's framed lists). pol: 2 allow (or the rule is
+	 * off), 1 skip, 0 queue. A queue job is taken only when no job of
+	 * its schedule is ACTIVE and it is its schedule's first in the claim
+	 * order (rn 1); a skip job always, flagged when its schedule is busy
+	 * or it is not the first. The claim runs under BEGIN IMMEDIATE: no
+	 * other handle's claim or finish commits between this read and the
+	 * update, so "no ACTIVE job" holds across processes. The ACTIVE set
+	 * is read once (the jobs_active partial index: as many rows as
+	 * attempts running), never by schedule through the unique index
+	 * (every DONE row of the schedule).
+	 */
+	[ST_JOB_PICK] =
+		"WITH act AS (SELECT DISTINCT schedule FROM jobs "
+		"WHERE state = 1), "
+		"c AS (SELECT j.id, j.run_at_ms, j.attempts > 0 AS retry, "
+		"CASE WHEN ?4 = 0 OR instr(?5, char(10) || j.schedule || "
+		"char(10)) > 0 THEN 2 WHEN instr(?6, char(10) || j.schedule "
+		"|| char(10)) > 0 THEN 1 ELSE 0 END AS pol, "
+		"j.schedule IN (SELECT schedule FROM act) AS busy, "
+		"row_number() OVER (PARTITION BY j.schedule ORDER BY "
+		"j.attempts > 0, j.run_at_ms, j.id) AS rn "
+		"FROM jobs j WHERE j.state = 0 AND j.run_at_ms <= ?1 + ?2) "
+		"SELECT id, pol = 1 AND (busy OR rn > 1) FROM c "
+		"WHERE pol > 0 OR (NOT busy AND rn = 1) "
+		"ORDER BY retry, run_at_ms, id LIMIT ?3",
 	/* The fencing token is per job and only grows, so every claim of a
-	 * job hands out a token no earlier claim of it had. */
+	 * job hands out a token no earlier claim of it had. ?5: the job
+	 * ST_JOB_PICK chose. */
 	[ST_JOB_CLAIM] =
 		"UPDATE jobs SET state = 1, attempts = attempts + 1, "
 		"lease_token = lease_token + 1, lease_owner = ?1, "
 		"lease_expires_ms = ?2, started_ms = MAX(?3, run_at_ms) "
-		"WHERE id IN (SELECT id FROM jobs WHERE state = 0 AND "
-		"run_at_ms <= ?3 + ?5 ORDER BY run_at_ms, id LIMIT ?4) "
+		"WHERE id = ?5 AND state = 0 "
 		"RETURNING " JOB_COLS,
 	[ST_JOB_HEARTBEAT] =
 		"UPDATE jobs SET lease_expires_ms = ?3 "
@@ -730,6 +759,7 @@ struct sq {
 	bool wal_tight;         /* small checkpoints since a full disk */
 	bool wal_low;           /* free space below the WAL: fold it in */
 	unsigned busy_seed;
+	const struct store_claim_rule *rule; /* store_overlap_set; NULL: off */
 	char path[PATH_MAX];
 	struct sync_group *group; /* the file's group commit (shared) */
 	int ckpt_pages;           /* checkpoint when the WAL has this many */
@@ -2045,32 +2075,72 @@ static int sq_sched_last_set_many(void *impl,
 	return tx_end(q, rc, err);
 }
 
+static void sq_claim_rule(void *impl, const struct store_claim_rule *r)
+{
+	struct sq *q = impl;
+
+	q->rule = r;
+}
+
+/* The most jobs one claim takes (store.h: "up to max"). */
+#define CLAIM_PICK_MAX 256
+
 static int sq_job_claim(void *impl, const char *worker, int64_t lease_ms,
 			int64_t ahead_ms, struct store_job *out, size_t max,
 			size_t *n, struct sc_err *err)
 {
 	struct sq *q = impl;
+	const struct store_claim_rule *r = q->rule;
+	bool on = r && r->on;
 	sqlite3_stmt *st = NULL;
-	int64_t now = now_ms(q);
-	size_t got = 0;
+	int64_t now;
+	int64_t ids[CLAIM_PICK_MAX];
+	bool flag[CLAIM_PICK_MAX];
+	size_t got = 0, n_pick = 0;
+	size_t want = max < CLAIM_PICK_MAX ? max : CLAIM_PICK_MAX;
 	int rc = tx_begin(q, SYNC_NORMAL, err);
 
 	if (rc)
 		return rc;
-	rc = prep(q, ST_JOB_CLAIM, &st, err);
+	/* "now" under the write lock: a claim that waited for a finish's
+	 * commit never starts, on record, before that finish. */
+	now = now_ms(q);
+	rc = prep(q, ST_JOB_PICK, &st, err);
 	if (rc) {
 		tx_rollback(q);
 		return rc;
 	}
-	bind_text(st, 1, worker);
-	sqlite3_bind_int64(st, 2, now + lease_ms);
-	sqlite3_bind_int64(st, 3, now);
-	sqlite3_bind_int64(st, 4, max > INT32_MAX ? INT32_MAX : (int64_t)max);
-	sqlite3_bind_int64(st, 5, ahead_ms);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW && got < max)
-		read_job(st, &out[got++]);
-	rc = rc == SQLITE_DONE ? 0 : db_fail(q, rc, "claim", err);
+	sqlite3_bind_int64(st, 1, now);
+	sqlite3_bind_int64(st, 2, ahead_ms);
+	sqlite3_bind_int64(st, 3, (int64_t)want);
+	sqlite3_bind_int(st, 4, on);
+	bind_text(st, 5, on ? r->allow : "\n");
+	bind_text(st, 6, on ? r->skip : "\n");
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW && n_pick < want) {
+		ids[n_pick] = sqlite3_column_int64(st, 0);
+		flag[n_pick++] = sqlite3_column_int(st, 1) != 0;
+	}
+	rc = rc == SQLITE_DONE || rc == SQLITE_ROW
+		     ? 0 : db_fail(q, rc, "claim", err);
 	unprep(st);
+	for (size_t i = 0; !rc && i < n_pick; i++) {
+		st = NULL;
+		rc = prep(q, ST_JOB_CLAIM, &st, err);
+		if (rc)
+			break;
+		bind_text(st, 1, worker);
+		sqlite3_bind_int64(st, 2, now + lease_ms);
+		sqlite3_bind_int64(st, 3, now);
+		sqlite3_bind_int64(st, 5, ids[i]);
+		int src = sqlite3_step(st);
+		if (src == SQLITE_ROW) {
+			read_job(st, &out[got]);
+			out[got++].overlapped = flag[i];
+			src = sqlite3_step(st);
+		}
+		rc = src == SQLITE_DONE ? 0 : db_fail(q, src, "claim", err);
+		unprep(st);
+	}
 	rc = tx_end(q, rc, err);
 	if (!rc)
 		*n = got;
@@ -4116,6 +4186,7 @@ const struct store_ops store_sqlite_ops = {
 	.job_enqueue = sq_job_enqueue,
 	.job_enqueue_many = sq_job_enqueue_many,
 	.job_enqueue_batch = sq_job_enqueue_batch,
+	.claim_rule = sq_claim_rule,
 	.job_claim = sq_job_claim,
 	.job_heartbeat = sq_job_heartbeat,
 	.job_finish = sq_job_finish,

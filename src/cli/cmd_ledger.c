@@ -155,7 +155,8 @@ int cmd_ledger(int argc, char **argv)
 	if (f.outcome && !ledger_outcome_known(f.outcome))
 		return cli_usage_error("ledger", "--outcome: '%s' is not one of "
 				       "success, failed, lost, stalled, missed, "
-				       "duplicate, released, decision",
+				       "duplicate, released, decision, "
+				       "skipped",
 				       f.outcome);
 	if (since && (r = cli_parse_time("ledger", "--since", since, now_ms,
 					 &f.since_ms)))
@@ -214,7 +215,13 @@ int cmd_ledger(int argc, char **argv)
 				rep.n_recovered);
 		if (rep.n_acked)
 			cli_out(stdout, "; %zu acknowledged", rep.n_acked);
+		/* Not run by choice (overlap: skip): shown, never failing. */
+		if (rep.n_skipped)
+			cli_out(stdout, "; %zu skipped (overlap)",
+				rep.n_skipped);
 		cli_out(stdout, "\n");
+		for (size_t i = 0; i < rep.n_skipped; i++)
+			print_row(&rep.skipped[i], 0);
 		for (size_t i = 0; i < n; i++) {
 			print_row(&rows[i], rep.recovered_ms[i]);
 			if (!rep.recovered_ms[i] && rep.acked_ms[i]) {

@@ -195,9 +195,10 @@ static void outcome_words(void **state)
 	assert_true(ledger_outcome_known(LEDGER_LATE));
 	assert_true(ledger_outcome_known(LEDGER_OVERRUN));
 	assert_true(ledger_outcome_known(LEDGER_STALE));
+	assert_true(ledger_outcome_known(LEDGER_SKIPPED));
 	assert_false(ledger_outcome_known("completed"));
 	assert_false(ledger_outcome_known(NULL));
-	assert_int_equal(ledger_n_outcomes, 14);
+	assert_int_equal(ledger_n_outcomes, 15);
 }
 
 int main(void)

@@ -1,0 +1,451 @@
+/*
+ * test_overlap_daemon.c - `overlap:` and the claim order end to end
+ * (issue 17): real daemons of $SURECRON_BIN on SQLite and PostgreSQL, on
+ * the test clock (SURECRON_TEST_CLOCK, _RATE, _ANCHOR), so that clock
+ * seconds pass RATE times faster than real ones and every duration below
+ * is in clock time (a task's `sleep` is real time: it is divided by RATE).
+ *
+ *   - the issue's case, worker.concurrency 2, a 2 s schedule whose task
+ *     takes 5 s: under `queue` no two slots' [started, finished] overlap
+ *     and a slot that waited long logs event=overlap-wait; under `skip`
+ *     the overlapping slots get `skipped` rows, `ledger --lost` counts
+ *     them apart and exits 0; under `allow` two slots do run at once;
+ *   - two daemons on one PostgreSQL database, a per-second `queue`
+ *     schedule whose task takes longer than its period (four workers in
+ *     all would run four slots at once without the rule): over 200 slots
+ *     no two overlap;
+ *   - fresh slots first: concurrency 1, two slots whose attempts fail
+ *     (3 s each) and retry 1 s later, more work than the worker can do,
+ *     and an on-time schedule every 2 s: its slots start less than one
+ *     task's duration late.
+ *
+ * Every wait has a deadline only a broken daemon reaches.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <jansson.h>
+
+#include "clock.h"
+#include "store.h"
+#include "daemon_util.h"
+#include "testutil.h"
+#include "pg_fixture.h"
+
+#define PATIENCE_MS 30000
+#define T0 "2030-01-01T00:00:00Z"
+
+static bool g_pg;
+
+struct env {
+	char dir[256];
+	char cfg[512];
+	char store_url[600];
+	char anchor[64];
+	int rate;
+};
+
+static int sq_setup(void **state)
+{
+	(void)state;
+	g_pg = false;
+	return 0;
+}
+
+static int pg_setup(void **state)
+{
+	g_pg = true;
+	return pgfx_setup(state);
+}
+
+static int reap_all(void **state)
+{
+	tu_reap_all();
+	return g_pg ? pgfx_teardown(state) : 0;
+}
+
+static void env_init(struct env *e, int rate)
+{
+	memset(e, 0, sizeof(*e));
+	snprintf(e->dir, sizeof(e->dir), "%s", tu_tmpdir());
+	snprintf(e->cfg, sizeof(e->cfg), "%s/surecron.yaml", e->dir);
+	if (g_pg)
+		snprintf(e->store_url, sizeof(e->store_url), "%s", pgfx_url());
+	else
+		snprintf(e->store_url, sizeof(e->store_url), "sqlite:%s/s.db",
+			 e->dir);
+	char iso[CLOCK_ISO_MAX];
+	clock_format_utc(tu_now_ms(), iso);
+	snprintf(e->anchor, sizeof(e->anchor), "%s", iso);
+	e->rate = rate;
+}
+
+static void write_cfg(const struct env *e, int concurrency,
+		      const char *schedules)
+{
+	FILE *f = fopen(e->cfg, "w");
+
+	assert_non_null(f);
+	fprintf(f, "store: %s\n"
+		   "worker: {concurrency: %d, lease: 60s, grace: 5s}\n"
+		   "targets:\n"
+		   "  archive: {kind: file, path: ./results.jsonl}\n"
+		   "schedules:\n%s", e->store_url, concurrency, schedules);
+	fclose(f);
+}
+
+/* A daemon in dir (its daemon.log there) on the shared fast clock. */
+static pid_t start_in(const struct env *e, const char *dir)
+{
+	char anchor[128], rate[64];
+
+	snprintf(anchor, sizeof(anchor), "SURECRON_TEST_CLOCK_ANCHOR=%s",
+		 e->anchor);
+	snprintf(rate, sizeof(rate), "SURECRON_TEST_CLOCK_RATE=%d", e->rate);
+	const char *envs[] = {"SURECRON_TEST_CLOCK=" T0, anchor, rate,
+			      "SURECRON_LOG=info", NULL};
+	return tu_track(tu_start_daemon(dir, e->cfg, envs, 0));
+}
+
+/* The ledger rows of schedule with outcome; free with
+ * store_ledger_rows_free. */
+static struct ledger_row *rows_of(const struct env *e, const char *schedule,
+				  const char *outcome, size_t *n)
+{
+	struct store *s = tu_store_open(e->store_url);
+	struct ledger_filter f = {.schedule = schedule, .since_ms = INT64_MIN,
+				  .until_ms = INT64_MAX, .outcome = outcome};
+	struct ledger_row *rows = NULL;
+
+	assert_int_equal(store_ledger_query(s, &f, &rows, n, NULL), 0);
+	store_close(s);
+	return rows;
+}
+
+static bool wait_rows(const struct env *e, const char *schedule,
+		      const char *outcome, size_t want, int64_t patience_ms)
+{
+	int64_t end = tu_now_ms() + patience_ms;
+
+	while (tu_ledger_count(e->store_url, schedule, outcome) < want) {
+		if (tu_now_ms() > end)
+			return false;
+		tu_sleep_ms(50);
+	}
+	return true;
+}
+
+static int cmp_started(const void *x, const void *y)
+{
+	const struct ledger_row *a = x, *b = y;
+
+	return (a->started_ms > b->started_ms) - (a->started_ms < b->started_ms);
+}
+
+/*
+ * How many pairs of consecutive runs (by start) of the rows overlap: a
+ * run that starts more than slack_ms before the one before it finished.
+ * The slack is for PostgreSQL: a claim reads its clock, then its
+ * statement's snapshot is taken on the server, and a finish committed in
+ * between (its finished_ms read before its commit) can end a hair after
+ * the recorded start of the claim that saw it done: at most that one
+ * statement's trip, not a run at the same time.
+ */
+static size_t n_overlaps(struct ledger_row *rows, size_t n, int64_t slack_ms)
+{
+	size_t k = 0;
+
+	qsort(rows, n, sizeof(*rows), cmp_started);
+	for (size_t i = 1; i < n; i++)
+		if (rows[i].started_ms + slack_ms < rows[i - 1].finished_ms) {
+			print_message("overlap: slot %lld [%lld, %lld] and "
+				      "slot %lld starting %lld\n",
+				      (long long)rows[i - 1].slot_ms,
+				      (long long)rows[i - 1].started_ms,
+				      (long long)rows[i - 1].finished_ms,
+				      (long long)rows[i].slot_ms,
+				      (long long)rows[i].started_ms);
+			k++;
+		}
+	return k;
+}
+
+/* The issue's case at RATE 5: a 2 s schedule, a task of 5 s. */
+#define CASE_RATE 5
+static const char CASE[] =
+	"  every2:\n"
+	"    cron: \"*/2 * * * * *\"\n"
+	"    tz: UTC\n"
+	"    overlap: %s\n"
+	"    targets: [archive]\n"
+	"    retry: {attempts: 1, backoff: fixed, delay: 1s}\n"
+	"    tasks:\n"
+	"      - {name: slow, shell: \"sleep 1; echo done\"}\n";
+
+static void write_case(const struct env *e, const char *policy)
+{
+	char buf[1024];
+
+	snprintf(buf, sizeof(buf), CASE, policy);
+	write_cfg(e, 2, buf);
+}
+
+static void queue_never_overlaps(void **state)
+{
+	struct env e;
+	size_t n;
+	(void)state;
+	TU_NEED_TEST_SEAMS();
+	if (g_pg)
+		PGFX_NEED_SERVER();
+	env_init(&e, CASE_RATE);
+	write_case(&e, "queue");
+	pid_t pid = start_in(&e, e.dir);
+
+	/* Six runs: 30 clock seconds of work for 12 of slots, so the late
+	 * ones wait more than 10 s (the warning's floor). */
+	assert_true(wait_rows(&e, "every2", LEDGER_SUCCESS, 6, PATIENCE_MS));
+	assert_true(tu_stop_daemon(pid, 10000));
+	struct ledger_row *rows = rows_of(&e, "every2", LEDGER_SUCCESS, &n);
+	assert_true(n >= 6);
+	assert_int_equal(n_overlaps(rows, n, 0), 0);
+	/* The waits are lateness: the later runs start after their slot. */
+	assert_true(rows[n - 1].started_ms - rows[n - 1].slot_ms > 5000);
+	store_ledger_rows_free(rows, n);
+	assert_int_equal(tu_ledger_count(e.store_url, "every2",
+					 LEDGER_SKIPPED), 0);
+	assert_true(tu_log_count(e.dir, "event=overlap-wait") >= 1);
+	tu_rmrf(e.dir);
+}
+
+static void skip_records_skipped_rows(void **state)
+{
+	struct env e;
+	size_t n;
+	(void)state;
+	TU_NEED_TEST_SEAMS();
+	if (g_pg)
+		PGFX_NEED_SERVER();
+	env_init(&e, CASE_RATE);
+	write_case(&e, "skip");
+	pid_t pid = start_in(&e, e.dir);
+
+	assert_true(wait_rows(&e, "every2", LEDGER_SUCCESS, 3, PATIENCE_MS));
+	assert_true(wait_rows(&e, "every2", LEDGER_SKIPPED, 3, PATIENCE_MS));
+	assert_true(tu_stop_daemon(pid, 10000));
+	struct ledger_row *rows = rows_of(&e, "every2", LEDGER_SUCCESS, &n);
+	assert_int_equal(n_overlaps(rows, n, 0), 0);
+	store_ledger_rows_free(rows, n);
+	rows = rows_of(&e, "every2", LEDGER_SKIPPED, &n);
+	for (size_t i = 0; i < n; i++) {
+		assert_string_equal(rows[i].error_class, "overlap");
+		assert_non_null(strstr(rows[i].details_json, "overlap"));
+	}
+	store_ledger_rows_free(rows, n);
+	/* Skipped is neither retried nor lost. */
+	assert_int_equal(tu_ledger_count(e.store_url, "every2", LEDGER_LOST),
+			 0);
+	assert_int_equal(tu_ledger_count(e.store_url, "every2",
+					 LEDGER_FAILED), 0);
+
+	/* ledger --lost: its own count, exit 0. */
+	char out[65536], err[4096];
+	const char *args[] = {"ledger", "--config", e.cfg, "--lost",
+			      "--since", "2029-12-31T00:00:00Z", "--until",
+			      "2031-01-01T00:00:00Z", "--json", NULL};
+	int rc = tu_run_bin(e.dir, e.dir, NULL, args, out, sizeof(out), err,
+			    sizeof(err));
+	assert_int_equal(rc, 0);
+	json_t *o = json_loads(out, 0, NULL);
+	assert_non_null(o);
+	assert_true(json_integer_value(json_object_get(o, "skipped")) >= 3);
+	assert_int_equal(json_integer_value(json_object_get(o, "lost")), 0);
+	assert_true(json_array_size(json_object_get(o, "skipped_rows")) >= 3);
+	json_decref(o);
+	const char *text[] = {"ledger", "--config", e.cfg, "--lost",
+			      "--since", "2029-12-31T00:00:00Z", "--until",
+			      "2031-01-01T00:00:00Z", NULL};
+	rc = tu_run_bin(e.dir, e.dir, NULL, text, out, sizeof(out), err,
+			sizeof(err));
+	assert_int_equal(rc, 0);
+	assert_non_null(strstr(out, "skipped (overlap)"));
+	tu_rmrf(e.dir);
+}
+
+static void allow_overlaps(void **state)
+{
+	struct env e;
+	size_t n;
+	(void)state;
+	TU_NEED_TEST_SEAMS();
+	if (g_pg)
+		PGFX_NEED_SERVER();
+	env_init(&e, CASE_RATE);
+	write_case(&e, "allow");
+	pid_t pid = start_in(&e, e.dir);
+
+	assert_true(wait_rows(&e, "every2", LEDGER_SUCCESS, 4, PATIENCE_MS));
+	assert_true(tu_stop_daemon(pid, 10000));
+	struct ledger_row *rows = rows_of(&e, "every2", LEDGER_SUCCESS, &n);
+	assert_true(n_overlaps(rows, n, 0) >= 1);
+	store_ledger_rows_free(rows, n);
+	tu_rmrf(e.dir);
+}
+
+/* ---- two nodes ------------------------------------------------------------ */
+
+#define NODES_RATE 20
+#define NODES_SLOTS 200
+
+static void two_nodes_never_overlap(void **state)
+{
+	struct env e;
+	char dir_b[272];
+	size_t n;
+	(void)state;
+	TU_NEED_TEST_SEAMS();
+	PGFX_NEED_SERVER();
+	env_init(&e, NODES_RATE);
+	/* One slot a clock second (50 ms of real time), a task of about
+	 * 60 ms: slots pile up, and four workers could each take one. */
+	write_cfg(&e, 2, "  fast:\n"
+			 "    cron: \"* * * * * *\"\n"
+			 "    tz: UTC\n"
+			 "    targets: [archive]\n"
+			 "    retry: {attempts: 1, backoff: fixed, delay: 1s}\n"
+			 "    tasks:\n"
+			 "      - {name: t, shell: \"sleep 0.06\"}\n");
+	snprintf(dir_b, sizeof(dir_b), "%s/b", e.dir);
+	assert_int_equal(mkdir(dir_b, 0700), 0);
+	pid_t a = start_in(&e, e.dir);
+	pid_t b = start_in(&e, dir_b);
+
+	assert_true(wait_rows(&e, "fast", LEDGER_SUCCESS, NODES_SLOTS,
+			      35000));
+	assert_true(tu_stop_daemon(a, 10000));
+	assert_true(tu_stop_daemon(b, 10000));
+	struct ledger_row *rows = rows_of(&e, "fast", LEDGER_SUCCESS, &n);
+	assert_true(n >= NODES_SLOTS);
+	/* 5 ms of real time; a task takes 60. */
+	assert_int_equal(n_overlaps(rows, n, 5 * NODES_RATE), 0);
+	store_ledger_rows_free(rows, n);
+	/* Both nodes took part. */
+	assert_true(tu_log_count(e.dir, "event=start ") >= 1);
+	assert_true(tu_log_count(dir_b, "event=start ") >= 1);
+	tu_rmrf(e.dir);
+}
+
+/* ---- fresh slots first ---------------------------------------------------- */
+
+#define FRESH_RATE 5
+#define TASK_MS 3000 /* "sleep 0.6" at rate 5 */
+#define CLAIM_SLACK_MS 250 /* 50 ms of real time */
+
+static const char FLAKY[] =
+	"  flaky%d:\n"
+	"    cron: \"1 0 0 1 1 *\"\n"
+	"    tz: UTC\n"
+	"    targets: [archive]\n"
+	"    retry: {attempts: 10, backoff: fixed, delay: 1s}\n"
+	"    tasks:\n"
+	"      - {name: t, shell: \"sleep 0.6; exit 1\"}\n";
+
+static void fresh_slots_before_retries(void **state)
+{
+	struct env e;
+	char buf[4096];
+	size_t n;
+	(void)state;
+	TU_NEED_TEST_SEAMS();
+	if (g_pg)
+		PGFX_NEED_SERVER();
+	env_init(&e, FRESH_RATE);
+	/* Two schedules with one slot each, at 00:00:01, whose ten attempts
+	 * of 3 s each come 1 s apart: 6 s of retries due every 4 s, so that
+	 * from 00:00:07 (both first attempts done) the worker always has a
+	 * retry due, and in run_at order the on-time slots would queue
+	 * behind a growing backlog of them. */
+	snprintf(buf, sizeof(buf), FLAKY, 1);
+	snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf), FLAKY, 2);
+	snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf),
+		 "  ontime:\n"
+		 "    cron: \"*/2 * * * * *\"\n"
+		 "    tz: UTC\n"
+		 "    targets: [archive]\n"
+		 "    tasks:\n"
+		 "      - {name: t, shell: \"echo ok\"}\n");
+	write_cfg(&e, 1, buf);
+	pid_t pid = start_in(&e, e.dir);
+
+	/* Wait until both retry, then for eight on-time runs more. */
+	assert_true(wait_rows(&e, NULL, LEDGER_FAILED, 6, PATIENCE_MS));
+	size_t had = tu_ledger_count(e.store_url, "ontime", LEDGER_SUCCESS);
+	assert_true(wait_rows(&e, "ontime", LEDGER_SUCCESS, had + 8,
+			      PATIENCE_MS));
+	assert_true(tu_stop_daemon(pid, 10000));
+	struct ledger_row *rows = rows_of(&e, "ontime", LEDGER_SUCCESS, &n);
+	int64_t worst = 0, t30;
+	size_t n_busy = 0;
+	assert_int_equal(clock_parse_iso("2030-01-01T00:00:08Z", &t30, NULL),
+			 0);
+	for (size_t i = 0; i < n; i++) {
+		int64_t late = rows[i].started_ms - rows[i].slot_ms;
+		if (rows[i].slot_ms < t30)
+			continue;
+		n_busy++;
+		worst = late > worst ? late : worst;
+	}
+	store_ledger_rows_free(rows, n);
+	/* One task's duration: the longest failed attempt, as run. */
+	rows = rows_of(&e, NULL, LEDGER_FAILED, &n);
+	int64_t task = 0;
+	for (size_t i = 0; i < n; i++) {
+		int64_t d = rows[i].finished_ms - rows[i].started_ms;
+		task = d > task ? d : task;
+	}
+	store_ledger_rows_free(rows, n);
+	print_message("ontime: %zu runs while retries wait, worst start "
+		      "lateness %lld ms, task %lld ms\n", n_busy,
+		      (long long)worst, (long long)task);
+	assert_true(n_busy >= 8);
+	assert_true(task >= TASK_MS);
+	/* At most the attempt already running when the slot fell due, and
+	 * the claim after it (CLAIM_SLACK_MS). */
+	assert_true(worst < task + CLAIM_SLACK_MS);
+	tu_rmrf(e.dir);
+}
+
+int main(void)
+{
+	if (getenv("TEST_FILTER"))
+		cmocka_set_test_filter(getenv("TEST_FILTER"));
+#define SQ(t) cmocka_unit_test_setup_teardown(t, sq_setup, reap_all)
+#define PG(t) cmocka_unit_test_setup_teardown(t, pg_setup, reap_all)
+	const struct CMUnitTest tests[] = {
+		SQ(queue_never_overlaps),
+		SQ(skip_records_skipped_rows),
+		SQ(allow_overlaps),
+		SQ(fresh_slots_before_retries),
+	};
+	const struct CMUnitTest pg_tests[] = {
+		PG(queue_never_overlaps),
+		PG(skip_records_skipped_rows),
+		PG(allow_overlaps),
+		PG(fresh_slots_before_retries),
+		PG(two_nodes_never_overlap),
+	};
+	int rc = cmocka_run_group_tests_name("overlap_daemon_sqlite", tests,
+					     NULL, NULL);
+	rc += cmocka_run_group_tests_name("overlap_daemon_pg", pg_tests,
+					  pgfx_group_setup,
+					  pgfx_group_teardown);
+	return rc;
+}
