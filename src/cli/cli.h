@@ -94,6 +94,14 @@ struct cli_cron_opts {
 int cli_cron_opts_parse(const char *cmd, int argc, char **argv,
 			unsigned allowed, struct cli_cron_opts *o);
 
+/* cli_cron_opts_parse for the commands that also take a schedule of a
+ * config (explain, next): --config FILE is taken out first (*path, else
+ * NULL), and *has_tz says whether --tz was given (it does not go with a
+ * schedule, which has its own zone). Same returns. */
+int cli_cron_opts_config(const char *cmd, int argc, char **argv,
+			 unsigned allowed, struct cli_cron_opts *o,
+			 const char **path, bool *has_tz);
+
 /* Formats ms as local ISO 8601 in zone z with its numeric offset at that
  * instant: "2026-03-08T03:30:00-04:00". Returns out. */
 const char *cli_format_local(int64_t ms, const struct sc_zone *z,

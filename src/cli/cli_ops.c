@@ -271,6 +271,41 @@ const char *cli_format_local(int64_t ms, const struct sc_zone *z,
 	return report_format_local(ms, z, out);
 }
 
+int cli_cron_opts_config(const char *cmd, int argc, char **argv,
+			 unsigned allowed, struct cli_cron_opts *o,
+			 const char **path, bool *has_tz)
+{
+	char **rest = calloc((size_t)argc + 1, sizeof(*rest));
+	int n_rest = 0, rc;
+
+	*path = NULL;
+	*has_tz = false;
+	if (!rest)
+		return cli_fail(EXIT_FAIL, "out of memory");
+	for (int i = 0; i < argc; i++) {
+		if (i > 0 && strcmp(argv[i], "--") == 0) {
+			while (i < argc)
+				rest[n_rest++] = argv[i++];
+			break;
+		}
+		if (i > 0 && (rc = cli_opt_config(cmd, argc, argv, &i,
+						   path)) != 0) {
+			if (rc < 0) {
+				free(rest);
+				return -rc;
+			}
+			continue;
+		}
+		if (strcmp(argv[i], "--tz") == 0 ||
+		    strncmp(argv[i], "--tz=", 5) == 0)
+			*has_tz = true;
+		rest[n_rest++] = argv[i];
+	}
+	rc = cli_cron_opts_parse(cmd, n_rest, rest, allowed, o);
+	free(rest);
+	return rc;
+}
+
 int cli_cron_opts_parse(const char *cmd, int argc, char **argv,
 			unsigned allowed, struct cli_cron_opts *o)
 {

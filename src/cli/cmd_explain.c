@@ -294,33 +294,10 @@ int cmd_explain(int argc, char **argv)
 	struct cli_state st = {0};
 	const char *path = NULL;
 	bool has_tz = false;
-	char **rest = calloc((size_t)argc + 1, sizeof(*rest));
-	int n_rest = 0, rc;
+	int rc;
 
-	if (!rest)
-		return cli_fail(EXIT_FAIL, "out of memory");
-	/* Take --config out; the rest is the expression's option set. */
-	for (int i = 0; i < argc; i++) {
-		if (i > 0 && strcmp(argv[i], "--") == 0) {
-			while (i < argc)
-				rest[n_rest++] = argv[i++];
-			break;
-		}
-		if (i > 0 && (rc = cli_opt_config("explain", argc, argv, &i,
-						   &path)) != 0) {
-			if (rc < 0) {
-				free(rest);
-				return -rc;
-			}
-			continue;
-		}
-		if (strcmp(argv[i], "--tz") == 0 ||
-		    strncmp(argv[i], "--tz=", 5) == 0)
-			has_tz = true;
-		rest[n_rest++] = argv[i];
-	}
-	rc = cli_cron_opts_parse("explain", n_rest, rest, CLI_OPT_JSON, &o);
-	free(rest);
+	rc = cli_cron_opts_config("explain", argc, argv, CLI_OPT_JSON, &o,
+				  &path, &has_tz);
 	if (rc)
 		return rc;
 	memset(&x, 0, sizeof(x));

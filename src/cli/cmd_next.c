@@ -72,33 +72,10 @@ int cmd_next(int argc, char **argv)
 	char when[CLI_TIME_MAX];
 	const char *path = NULL;
 	bool has_tz = false;
-	char **rest = calloc((size_t)argc + 1, sizeof(*rest));
-	int n_rest = 0, rc;
+	int rc;
 
-	if (!rest)
-		return cli_fail(EXIT_FAIL, "out of memory");
-	/* Take --config out; the rest is the expression's option set. */
-	for (int i = 0; i < argc; i++) {
-		if (i > 0 && strcmp(argv[i], "--") == 0) {
-			while (i < argc)
-				rest[n_rest++] = argv[i++];
-			break;
-		}
-		if (i > 0 && (rc = cli_opt_config("next", argc, argv, &i,
-						   &path)) != 0) {
-			if (rc < 0) {
-				free(rest);
-				return -rc;
-			}
-			continue;
-		}
-		if (strcmp(argv[i], "--tz") == 0 ||
-		    strncmp(argv[i], "--tz=", 5) == 0)
-			has_tz = true;
-		rest[n_rest++] = argv[i];
-	}
-	rc = cli_cron_opts_parse("next", n_rest, rest, CLI_OPT_COUNT, &o);
-	free(rest);
+	rc = cli_cron_opts_config("next", argc, argv, CLI_OPT_COUNT, &o, &path,
+				  &has_tz);
 	if (rc)
 		return rc;
 	if (path) {
