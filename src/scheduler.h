@@ -112,6 +112,8 @@ struct sched_result {
 				 at least 1); a row that existed already,
 				 written by another node or an interrupted
 				 tick, is not counted */
+	size_t n_paused;      /* slots this call recorded as paused (same
+				 counting as n_missed) */
 	size_t n_first_start; /* schedules seen for the first time */
 	size_t n_errors;      /* schedules that could not be handled */
 	int64_t next_ms;      /* earliest slot of any schedule strictly after
