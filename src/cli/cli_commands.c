@@ -191,6 +191,21 @@ static const struct cli_command commands[] = {
 	 "skipped by a change fires once at the change, a repeated time fires\n"
 	 "once, in the first pass. Other expressions follow real time.\n"
 	 "Invalid expression or zone: a message on stderr, exit status 2.\n"},
+	{"pause", cmd_pause,
+	 "pause [--config FILE] (--for DUR | --until T) [--note TEXT] "
+	 "SCHEDULE",
+	 "pause a schedule for a maintenance window (an expiry is required)",
+	 "Pauses SCHEDULE from now for --for DUR (2h, 3d) or until --until T\n"
+	 "(ISO 8601 with Z or an offset); at most 30 days, so a forgotten\n"
+	 "pause ends by itself. The pause lives in the store: every node and\n"
+	 "every CLI sees it. Each slot inside the window gets a \"paused\"\n"
+	 "ledger row: not missed, not lost, not run late after the window.\n"
+	 "`surecron trigger` still runs the schedule by hand. `status` shows\n"
+	 "who paused (the user sudo ran us for, else the real user), why\n"
+	 "(--note TEXT, at most 200 bytes) and until when; the daemon logs\n"
+	 "the expiry (event=pause_expired). A new pause replaces the old.\n"
+	 "Exit status: 0 paused, 1 store error, 2 usage, config or unknown\n"
+	 "schedule.\n"},
 	{"prune", cmd_prune, "prune [--config FILE] [--dry-run] [--json]",
 	 "delete what the config's retention lets go",
 	 "Deletes, by age of the slot, the ledger rows, finished jobs, sent\n"
@@ -233,6 +248,12 @@ static const struct cli_command commands[] = {
 	 "--arrived/--resend, prints the send state of each target of the\n"
 	 "slot. Exit 0 when done, 2 on usage errors or when TARGET is not\n"
 	 "held, 1 on store errors.\n"},
+	{"resume", cmd_resume, "resume [--config FILE] SCHEDULE",
+	 "end a schedule's pause now",
+	 "Ends the running pause of SCHEDULE (`surecron pause`) now: its next\n"
+	 "slot runs. The slots inside the window up to now stay paused (not\n"
+	 "caught up). Exit status: 0 resumed, 1 not paused (or a store\n"
+	 "error), 2 usage, config or unknown schedule.\n"},
 	{"retry", cmd_retry, "retry [--config FILE] JOB",
 	 "run a dead job (a lost slot) again",
 	 "Makes dead job JOB (its id, as `ledger` and `status` show) ready\n"
