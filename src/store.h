@@ -776,7 +776,7 @@ int store_sched_last_set_many(struct store *s,
  * pause ends by itself). */
 #define STORE_PAUSE_MAX_MS ((int64_t)30 * 24 * 3600 * 1000)
 #define STORE_PAUSE_NOTE_MAX 201 /* the note: 200 bytes, incl. NUL */
-#define STORE_PAUSE_BY_MAX 64    /* who paused: a user name, incl. NUL */
+#define STORE_PAUSE_BY_MAX 65    /* who paused: 64 bytes, incl. NUL */
 
 /*
  * One schedule's pause (table pauses, schema 7: one row per schedule, the
