@@ -282,8 +282,8 @@ static const struct cli_command commands[] = {
 	 "command line or config.\n"},
 	{"simulate", cmd_simulate,
 	 "simulate [--config FILE] --from T --until T "
-	 "[--fail TASK@T1..T2[:exit=N]]... [--down T1..T2]... [--deliver] "
-	 "[--json]",
+	 "[--fail TASK@T1..T2[:exit=N]]... [--down T1..T2]... "
+	 "[--pause T1..T2] [--deliver] [--json]",
 	 "run the schedules on a virtual clock and print the timeline",
 	 "Runs the real scheduler, queue, orchestrator and delivery of FILE\n"
 	 "(default ./surecron.yaml) on a virtual clock from T to T (ISO 8601\n"
@@ -307,6 +307,10 @@ static const struct cli_command commands[] = {
 	 "                   (downtime): at T2 the schedules catch up by their\n"
 	 "                   catchup policy and missed slots are listed.\n"
 	 "                   May be repeated.\n"
+	 "  --pause T1..T2   every schedule is paused in [T1, T2) (at most 30\n"
+	 "                   days), as `surecron pause` would: the slots\n"
+	 "                   inside are listed as paused, not run, not missed,\n"
+	 "                   and not caught up afterwards.\n"
 	 "  --deliver        send to the real targets. Without it nothing\n"
 	 "                   leaves the machine: every target (slack, webhook,\n"
 	 "                   file, command) is replaced by a recorder in the\n"
