@@ -89,7 +89,7 @@ TSAN_SUITES ?= test_daemon test_http test_nodes_daemon_pg test_pg_faults \
 	test_delivery_crash test_task test_tz test_target_file test_alerts \
 	test_notice_policy test_heartbeat test_heartbeat_unit test_sdnotify \
 	test_sla test_sched_plan_daemon test_include_reload test_group_commit \
-	test_web_daemon test_prometheus test_web_api
+	test_web_daemon test_prometheus test_web_api test_pause_daemon
 tsan: need-test
 	@$(SUBMAKE) _tsan MODE=tsan
 
@@ -103,7 +103,7 @@ tsan: need-test
 REL_SUITES ?= test_store test_store_pg test_queue test_nodes_pg test_daemon \
 	test_store_alert test_alerts test_sla test_audit test_ledger_query test_prune \
 	test_sched_plan test_ledger_bulk test_web_daemon test_prometheus \
-	test_web_api
+	test_web_api test_pause_daemon
 test-release: need-test
 	@$(SUBMAKE) _test_release MODE=rel
 
