@@ -45,6 +45,10 @@
  *     holds only passes with nothing missed; their jobs and states commit
  *     in one transaction (both or neither), so "missed rows -> enqueue ->
  *     last_set" holds per schedule.
+ *   - A slot inside its schedule's pause is neither run nor missed: it
+ *     gets one paused row (the store keeps one per slot, schema 7), and
+ *     choose() never takes it, so a catch-up owes nothing for it. A
+ *     disabled schedule writes nothing but its state.
  *   - No cron is parsed and no zone loaded here: each schedule comes
  *     resolved from config_parse (spec.h: expr, zone, policy), so a tick
  *     costs no parse and fires on exactly what the config validated.
@@ -1123,7 +1127,7 @@ static int pause_cmp(const void *a, const void *b)
 static const struct store_pause *
 pause_find(const struct store_pause *v, size_t n, const char *name)
 {
-	struct store_pause key;
+	struct store_pause key = {.from_ms = 0};
 
 	snprintf(key.schedule, sizeof(key.schedule), "%s", name);
 	return n ? bsearch(&key, v, n, sizeof(*v), pause_cmp) : NULL;

@@ -745,7 +745,7 @@ static enum MHD_Result post_pause(struct call *k, json_t *o)
 					 "printable characters");
 	snprintf(p.schedule, sizeof(p.schedule), "%s", sc->name);
 	snprintf(p.note, sizeof(p.note), "%s",
-		 jn && json_is_string(jn) ? json_string_value(jn) : "");
+		 json_is_string(jn) ? json_string_value(jn) : "");
 	int rc = store_pause_set(k->w->store, &p, NULL);
 	if (rc)
 		return store_failed(k, rc);
