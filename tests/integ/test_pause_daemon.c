@@ -351,6 +351,10 @@ static void disabled_fires_nothing(void **state)
 	const char *sj[] = {"status", "--config", cfg, "--json", "off", NULL};
 	assert_int_equal(run(dir, sj), 0);
 	assert_non_null(strstr(g_out, "\"disabled\": true"));
+	/* No job is owed: audit finds no hole in it. */
+	const char *au[] = {"audit", "--config", cfg, "--schedule", "off",
+			    "--since", "1m", NULL};
+	assert_int_equal(run(dir, au), 0);
 	const char *sq[] = {"status", "--config", cfg, "q", NULL};
 	assert_int_equal(run(dir, sq), 0);
 	assert_null(strstr(g_out, "state "));
