@@ -161,14 +161,14 @@ static bool field_by(const json_t *o, char out[BY_MAX + 1])
 
 /* ---- reading -------------------------------------------------------- */
 
-/* Is r the end of an attempt (or a missed slot)? The rest of the ledger
- * (alerts, decisions, acks, late, overrun, ...) says something about a
- * slot but ran nothing. */
+/* Is r the end of an attempt (or a missed or paused slot)? The rest of
+ * the ledger (alerts, decisions, acks, late, overrun, ...) says something
+ * about a slot but ran nothing. */
 static bool is_attempt(const struct ledger_row *r)
 {
 	static const char *const words[] = {LEDGER_SUCCESS, LEDGER_FAILED,
 					    LEDGER_LOST, LEDGER_STALLED,
-					    LEDGER_MISSED};
+					    LEDGER_MISSED, LEDGER_PAUSED};
 
 	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
 		if (strcmp(r->outcome, words[i]) == 0)

@@ -197,7 +197,7 @@ static void outcome_words(void **state)
 	assert_true(ledger_outcome_known(LEDGER_STALE));
 	assert_false(ledger_outcome_known("completed"));
 	assert_false(ledger_outcome_known(NULL));
-	assert_int_equal(ledger_n_outcomes, 14);
+	assert_int_equal(ledger_n_outcomes, 15);
 }
 
 int main(void)
