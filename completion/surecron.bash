@@ -43,7 +43,7 @@ _surecron_takes_value()
 	--config | --tz | --from | --until | --since | --count | --slot | \
 		--schedule | --outcome | --limit | --note | --by | --fail | \
 		--down | --user | --store | --auth | --timeout | --data | -d | \
-		-H | --header)
+		-H | --header | --for | --pause)
 		return 0 ;;
 	esac
 	return 1
@@ -116,7 +116,7 @@ _surecron()
 		cmds=$("$bin" help 2>/dev/null |
 			awk '/^Commands:/ { on = 1; next } on && /^  [a-z]/ { print $1 }')
 		mapfile -t COMPREPLY < <(compgen -W "$cmds" -- "$cur") ;;
-	explain | status | trigger | ack | release)
+	explain | status | trigger | ack | release | pause | resume)
 		# The schedule is the first positional of these.
 		[[ $n_pos -eq 0 ]] || return
 		mapfile -t COMPREPLY < <(compgen -W "$(_surecron_names)" -- "$cur") ;;

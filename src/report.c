@@ -6,9 +6,9 @@
  *   - the CLI's output is these objects, key for key in this order
  *     (tests/integ/test_cli_*.c compare it): a change here is a change of
  *     `surecron status --json` and `ledger --json` too;
- *   - report_status_read reads the store three times whatever the number
- *     of schedules (summaries, open alerts; nothing per schedule), as
- *     `status` always did (issue 15);
+ *   - report_status_read reads the store a fixed number of times whatever
+ *     the number of schedules (summaries, open alerts, pauses; nothing
+ *     per schedule), as `status` always did (issue 15);
  *   - text from the store or a task goes through report_json_text, so a
  *     message that is not UTF-8 is cleaned, never dropped.
  */
@@ -186,6 +186,23 @@ int report_status_read(struct store *s, const struct config *cfg,
 		qsort(out->al, out->n_al, sizeof(*out->al), cmp_alert);
 	if (group(out) != 0)
 		return sc_err_set(err, SC_ENOMEM, "out of memory");
+	/* The running pauses: few rows (one per schedule ever paused), each
+	 * matched by name (O(schedules x pauses), both small in practice). */
+	rc = store_pause_all(s, &out->pz, &out->n_pz, err);
+	if (rc) {
+		char msg[SC_ERR_MSG_MAX];
+		snprintf(msg, sizeof(msg), "%s", err ? err->msg : "");
+		sc_err_clear(err);
+		return sc_err_set(err, rc, "store: %s", msg);
+	}
+	for (size_t k = 0; k < out->n_pz; k++) {
+		const struct store_pause *pz = &out->pz[k];
+		if (pz->from_ms > now_ms || pz->until_ms <= now_ms)
+			continue;
+		for (size_t i = 0; i < out->n; i++)
+			if (strcmp(out->v[i].sc->name, pz->schedule) == 0)
+				out->v[i].pause = pz;
+	}
 	return 0;
 }
 
@@ -194,6 +211,7 @@ void report_status_dispose(struct report_status *r)
 	free(r->v);
 	store_sched_summaries_free(r->sum, r->n_sum);
 	sc_free(r->al);
+	free(r->pz);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -270,6 +288,19 @@ json_t *report_sched_json(const struct report_sched *x)
 	json_object_set_new(o, "last", last ? last : json_null());
 	json_object_set_new(o, "jobs", report_counts_json(&x->counts));
 	json_object_set_new(o, "open_alerts", alerts_json(x));
+	if (sc->disabled)
+		json_object_set_new(o, "disabled", json_true());
+	if (x->pause) {
+		char a[CLOCK_ISO_MAX], b[CLOCK_ISO_MAX];
+		json_object_set_new(o, "paused", json_pack(
+			"{s:o, s:o, s:s, s:I, s:s, s:I}",
+			"by", report_json_text(x->pause->by),
+			"note", report_json_text(x->pause->note),
+			"since", clock_format_utc(x->pause->from_ms, a),
+			"since_ms", (json_int_t)x->pause->from_ms,
+			"until", clock_format_utc(x->pause->until_ms, b),
+			"until_ms", (json_int_t)x->pause->until_ms));
+	}
 	return o;
 }
 

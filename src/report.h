@@ -69,6 +69,7 @@ struct report_sched {
 	const struct ledger_row *last;    /* its newest row, or NULL */
 	const struct store_alert *alerts; /* its open alerts */
 	size_t n_alerts;
+	const struct store_pause *pause;  /* its running pause, or NULL */
 };
 
 /* What status reads, in three store reads whatever the number of
@@ -82,13 +83,15 @@ struct report_status {
 	size_t n_sum;
 	struct store_alert *al;
 	size_t n_al;
+	struct store_pause *pz;     /* every pause row (store_pause_all) */
+	size_t n_pz;
 };
 
 /*
  * Fills *out for the schedules of cfg (in config order), or for the one
  * named `one` only (it must be in cfg: SC_ENOENT otherwise), as of
- * now_ms: next slot, class and policy, job counts, newest row and open
- * alerts. *out borrows cfg, which must outlive it. 0, SC_ENOENT,
+ * now_ms: next slot, class and policy, job counts, newest row, open
+ * alerts and the running pause (one more read: every pause row). *out borrows cfg, which must outlive it. 0, SC_ENOENT,
  * SC_ENOMEM, an sc_cron_next error (err's message: "schedule NAME: ...")
  * or the store's ("store: ..."). Release with report_status_dispose, also after an error.
  */
@@ -99,7 +102,10 @@ void report_status_dispose(struct report_status *r);
 
 /* The object `status --json` prints for one schedule (name, cron,
  * cron_config, override_var, zone, next, next_ms, class, class_reason,
- * policy, last, jobs, open_alerts). */
+ * policy, last, jobs, open_alerts; then "disabled": true for a schedule
+ * with `enabled: false`, and "paused": {by, note, since, since_ms,
+ * until, until_ms} while it is paused: both keys absent otherwise, so
+ * the object of a schedule neither paused nor disabled is unchanged). */
 json_t *report_sched_json(const struct report_sched *x);
 
 /* The jobs of schedules not in the config: {waiting, delayed, running,

@@ -52,6 +52,10 @@
  *     (schedule, slot)): the slot, its ledger rows and its keys stay the
  *     slot. Such a schedule's jobs are enqueued one by one with their
  *     run_at (never through the batch, whose jobs are due at the slot).
+ *   - A slot inside its schedule's pause is neither run nor missed: it
+ *     gets one paused row (the store keeps one per slot, schema 7), and
+ *     choose() never takes it, so a catch-up owes nothing for it. A
+ *     disabled schedule writes nothing but its state.
  *   - No cron is parsed and no zone loaded here: each schedule comes
  *     resolved from config_parse (spec.h: expr, zone, policy), so a tick
  *     costs no parse and fires on exactly what the config validated.
@@ -339,6 +343,35 @@ static bool in_set(const int64_t *v, size_t n, int64_t x)
 	return false;
 }
 
+/* Is slot inside the pause pz (NULL: none)? [from_ms, until_ms). */
+static bool in_pause(const struct store_pause *pz, int64_t slot)
+{
+	return pz && slot >= pz->from_ms && slot < pz->until_ms;
+}
+
+/* Appends one paused row (store.h: LEDGER_PAUSED); *written as for
+ * write_missed (the store keeps one per slot, schema 7). */
+static int write_paused(struct store *s, const struct schedule_spec *spec,
+			const struct store_pause *pz, int64_t slot, int64_t now,
+			const char *summary, bool *written, struct sc_err *err)
+{
+	struct ledger_row row = {0};
+	char msg[STORE_PAUSE_NOTE_MAX + STORE_PAUSE_BY_MAX + 256];
+	char t1[CLOCK_ISO_MAX];
+
+	snprintf(row.schedule, sizeof(row.schedule), "%s", spec->name);
+	row.slot_ms = slot;
+	row.started_ms = row.finished_ms = now;
+	snprintf(row.outcome, sizeof(row.outcome), "%s", LEDGER_PAUSED);
+	snprintf(row.error_class, sizeof(row.error_class), "paused");
+	snprintf(msg, sizeof(msg), "%snot run: paused by %s until %s%s%s",
+		 summary ? summary : "", pz->by[0] ? pz->by : "?",
+		 clock_format_utc(pz->until_ms, t1), pz->note[0] ? ": " : "",
+		 pz->note);
+	row.error_msg = msg;
+	return store_ledger_append_written(s, &row, written, err);
+}
+
 /* Appends one missed row; kept short so the ledger reads well. *written
  * is false when the slot had a missed row already (another node wrote it
  * since we looked: the store keeps one per slot). */
@@ -381,13 +414,15 @@ static int already_recorded(struct store *s, const char *name, int64_t slot,
 	return rc;
 }
 
-/* The slots of this schedule already recorded as missed in (from, to]. */
+/* The slots of this schedule already recorded with outcome (missed or
+ * paused) in (from, to]. */
 static int missed_rows(struct store *s, const char *name, int64_t from,
-		       int64_t to, int64_t **out, size_t *n, struct sc_err *err)
+		       int64_t to, const char *outcome, int64_t **out,
+		       size_t *n, struct sc_err *err)
 {
 	struct ledger_filter f = {
 		.schedule = name, .since_ms = from + 1, .until_ms = to + 1,
-		.outcome = LEDGER_MISSED,
+		.outcome = outcome,
 	};
 	struct ledger_row *rows = NULL;
 	size_t nr = 0;
@@ -457,12 +492,12 @@ int scheduler_schedule_next(struct store *s, const struct schedule_spec *spec,
 
 /*
  * Decides which slots of w run (run[0..*n_run), oldest first): the on-time
- * ones always; late ones by the catch-up policy. All of them are in the
- * ring, which holds the newest slots.
+ * ones always; late ones by the catch-up policy; none inside the pause pz
+ * (NULL: none). All of them are in the ring, which holds the newest slots.
  */
 static void choose(const struct schedule_spec *spec, const struct window *w,
-		   int64_t now, const struct sched_opts *o, int64_t *run,
-		   size_t *n_run)
+		   const struct store_pause *pz, int64_t now,
+		   const struct sched_opts *o, int64_t *run, size_t *n_run)
 {
 	size_t n = 0, n_late_run = 0;
 	bool ontime_any = false;
@@ -473,6 +508,10 @@ static void choose(const struct schedule_spec *spec, const struct window *w,
 		bool ontime = slot >= now - o->grace_ms;
 		bool take = false;
 
+		/* A paused slot never runs, on time or late, and does not
+		 * stand in for a late one: catch-up owes nothing for it. */
+		if (in_pause(pz, slot))
+			continue;
 		if (ontime) {
 			take = true;
 			ontime_any = true;
@@ -499,30 +538,39 @@ static void choose(const struct schedule_spec *spec, const struct window *w,
 
 /*
  * Writes the missed rows of w (every slot not in run[]): one row each for
- * the first max_missed_rows, then one summarising row for the rest.
- * *n_missed counts the slots whose rows THIS call wrote: a row that
- * existed already (an interrupted earlier tick, or another node catching
- * up the same downtime at the same moment) is neither written again nor
- * counted.
+ * the first max_missed_rows, then one summarising row for the rest. A
+ * slot inside the pause pz (NULL: none) gets a paused row instead of a
+ * missed one; a summary whose first and last slots are both inside is a
+ * paused summary.
+ * *n_missed (*n_paused) counts the slots whose missed (paused) rows THIS
+ * call wrote: a row that existed already (an interrupted earlier tick,
+ * or another node catching up the same downtime at the same moment) is
+ * neither written again nor counted.
  */
 static int record_missed(struct store *s, const struct schedule_spec *spec,
-			 int64_t from, int64_t now, const struct window *w,
+			 const struct store_pause *pz, int64_t from,
+			 int64_t now, const struct window *w,
 			 const int64_t *run, size_t n_run,
 			 const struct sched_opts *o, size_t *n_missed,
-			 struct sc_err *err)
+			 size_t *n_paused, struct sc_err *err)
 {
-	int64_t *have = NULL;
-	size_t n_have = 0, n_rowed = 0, n_written = 0, hi;
+	int64_t *have = NULL, *have_p = NULL;
+	size_t n_have = 0, n_have_p = 0, n_rowed = 0, n_written = 0, hi;
 	bool wrote = false;
 	char msg[256], details[512], t1[CLOCK_ISO_MAX], t2[CLOCK_ISO_MAX];
 	int rc;
 
 	*n_missed = 0;
+	*n_paused = 0;
 	if (w->total <= n_run)
 		return 0;
-	rc = missed_rows(s, spec->name, from, now, &have, &n_have, err);
+	rc = missed_rows(s, spec->name, from, now, LEDGER_MISSED, &have,
+			 &n_have, err);
+	if (!rc && pz)
+		rc = missed_rows(s, spec->name, from, now, LEDGER_PAUSED,
+				 &have_p, &n_have_p, err);
 	if (rc)
-		return rc;
+		goto out;
 	/* Between the look above and the writes below, another node may
 	 * write the same rows: the store drops the second (tests play that
 	 * race out here). */
@@ -545,6 +593,25 @@ static int record_missed(struct store *s, const struct schedule_spec *spec,
 
 		if (in_set(run, n_run, slot))
 			continue;
+		if (in_pause(pz, slot)) {
+			rc = already_recorded(s, spec->name, slot, have_p,
+					      n_have_p, &done, err);
+			if (!rc && !done)
+				rc = write_paused(s, spec, pz, slot, now, NULL,
+						  &wrote, err);
+			if (rc)
+				goto out;
+			if (!done && wrote) {
+				(*n_paused)++;
+				LOG(SC_LOG_INFO, "scheduler", "event=paused "
+				    "schedule=%s slot=%s outcome=paused by=%s "
+				    "until=%s", spec->name,
+				    clock_format_utc(slot, t1), pz->by,
+				    clock_format_utc(pz->until_ms, t2));
+			}
+			n_rowed++;
+			continue;
+		}
 		rc = already_recorded(s, spec->name, slot, have, n_have, &done,
 				      err);
 		if (rc)
@@ -585,11 +652,35 @@ static int record_missed(struct store *s, const struct schedule_spec *spec,
 	if (first == INT64_MIN || newest == INT64_MIN || newest < first)
 		goto out;
 	bool done;
+	clock_format_utc(first, t1);
+	clock_format_utc(newest, t2);
+	if (in_pause(pz, first) && in_pause(pz, newest)) {
+		/* The rest lies inside the pause: one paused row. */
+		char head[160];
+		rc = already_recorded(s, spec->name, first, have_p, n_have_p,
+				      &done, err);
+		if (rc || done)
+			goto out;
+		if (w->counted)
+			snprintf(head, sizeof(head), "%" PRIu64 " slots from "
+				 "%s to %s (one row for them all): ", rest, t1,
+				 t2);
+		else
+			snprintf(head, sizeof(head), "at least %" PRIu64
+				 " slots from %s to %s (one row for them "
+				 "all): ", rest, t1, t2);
+		rc = write_paused(s, spec, pz, first, now, head, &wrote, err);
+		if (rc || !wrote)
+			goto out;
+		LOG(SC_LOG_INFO, "scheduler", "event=paused schedule=%s "
+		    "slot=%s outcome=paused summary=true count=%" PRIu64
+		    " until=%s", spec->name, t1, rest, t2);
+		*n_paused += rest > 0 ? (size_t)rest : 1;
+		goto out;
+	}
 	rc = already_recorded(s, spec->name, first, have, n_have, &done, err);
 	if (rc || done)
 		goto out;
-	clock_format_utc(first, t1);
-	clock_format_utc(newest, t2);
 	if (w->counted) {
 		snprintf(msg, sizeof(msg), "%" PRIu64 " slots from %s to %s "
 			 "not run (one row for them all; catchup: %s)", rest, t1,
@@ -616,33 +707,43 @@ static int record_missed(struct store *s, const struct schedule_spec *spec,
 	*n_missed += rest > 0 ? (size_t)rest : 1;
 out:
 	free(have);
+	free(have_p);
 	return rc;
 }
 
 /* The missed alert of this pass: every slot of w that does not run,
  * whether its row was written now or by an interrupted earlier pass. */
 static int raise_missed(struct store *s, const struct schedule_spec *spec,
-			const struct window *w, const int64_t *run,
-			size_t n_run, struct sc_err *err)
+			const struct store_pause *pz, const struct window *w,
+			const int64_t *run, size_t n_run, struct sc_err *err)
 {
 	int64_t first = INT64_MIN, last = INT64_MIN;
+	uint64_t n_paused = 0;
 
-	for (size_t i = 0; i < w->n_head; i++)
-		if (!in_set(run, n_run, w->head[i])) {
+	/* Paused slots are not missed: no alert for them. Their count is
+	 * exact when the window was counted into the head, a floor else. */
+	for (size_t i = 0; i < w->n_head; i++) {
+		if (in_pause(pz, w->head[i])) {
+			n_paused++;
+			continue;
+		}
+		if (first == INT64_MIN && !in_set(run, n_run, w->head[i]))
 			first = w->head[i];
+	}
+	for (size_t i = 0; i < w->n_ring; i++) {
+		int64_t slot = ring_newest(w, i);
+		if (!in_set(run, n_run, slot) && !in_pause(pz, slot)) {
+			last = slot;
 			break;
 		}
-	for (size_t i = 0; i < w->n_ring; i++)
-		if (!in_set(run, n_run, ring_newest(w, i))) {
-			last = ring_newest(w, i);
-			break;
-		}
+	}
 	if (first == INT64_MIN)
 		return 0;
 	if (last == INT64_MIN || last < first)
 		last = first;
-	return alert_raise_missed(s, spec->name, first, last,
-				  (int64_t)(w->total - n_run), err);
+	uint64_t n = w->total - n_run;
+	n = n > n_paused ? n - n_paused : 1;
+	return alert_raise_missed(s, spec->name, first, last, (int64_t)n, err);
 }
 
 /*
@@ -732,16 +833,36 @@ static int batch_add(struct batch *b, const struct schedule_spec *spec,
  * will be once that commit is made.
  */
 static int pass(struct store *s, const struct schedule_spec *spec,
-		int64_t now_ms, const struct sched_opts *o, int64_t last,
-		bool first_start, struct batch *b, struct sched_result *out,
-		int64_t *last_out, int64_t *next_out, struct sc_err *err)
+		const struct store_pause *pz, int64_t now_ms,
+		const struct sched_opts *o, int64_t last, bool first_start,
+		struct batch *b, struct sched_result *out, int64_t *last_out,
+		int64_t *next_out, struct sc_err *err)
 {
 	struct window w = {0};
 	int64_t *run = NULL;
-	size_t n_run = 0, n_missed = 0;
+	size_t n_run = 0, n_missed = 0, n_paused = 0;
 	char t1[CLOCK_ISO_MAX];
 	int rc = 0;
 
+	if (spec->disabled) {
+		/* `enabled: false`: nothing fires and nothing is missed; the
+		 * state still moves past each slot, so enabling it again
+		 * starts from then instead of catching the time up. */
+		int64_t first;
+		if (now_ms > last &&
+		    sc_cron_next(&spec->expr, spec->zone, last, &first,
+				 NULL) == 0 && first <= now_ms) {
+			rc = store_sched_last_set(s, spec->name, now_ms, err);
+			if (rc)
+				goto done;
+			last = now_ms;
+		} else if (first_start) {
+			rc = store_sched_last_set(s, spec->name, last, err);
+			if (rc)
+				goto done;
+		}
+		goto next_slot;
+	}
 	if (now_ms > last) {
 		/* The ring must hold every slot that may run: the late ones
 		 * (max_catchup) and the on-time ones (one a second at most). */
@@ -761,7 +882,7 @@ static int pass(struct store *s, const struct schedule_spec *spec,
 			goto done;
 	}
 	if (w.total > 0) {
-		choose(spec, &w, now_ms, o, run, &n_run);
+		choose(spec, &w, pz, now_ms, o, run, &n_run);
 		if (b && n_run == w.total && n_run > 0 &&
 		    spec->jitter_ms <= 0) {
 			/* Nothing missed: the jobs and the state go with the
@@ -774,17 +895,18 @@ static int pass(struct store *s, const struct schedule_spec *spec,
 			last = ring_newest(&w, 0);
 			goto next_slot;
 		}
-		rc = record_missed(s, spec, last, now_ms, &w, run, n_run, o,
-				   &n_missed, err);
+		rc = record_missed(s, spec, pz, last, now_ms, &w, run, n_run,
+				   o, &n_missed, &n_paused, err);
 		if (rc)
 			goto done;
 		out->n_missed += n_missed;
+		out->n_paused += n_paused;
 		metrics_missed(spec->name, n_missed);
 		/* After the rows, before the jobs and the state: a crash in
 		 * between replays the pass, which raises the same alert (its
 		 * key is the first missed slot), so it is raised once. */
 		if (o->alert_missed && w.total > n_run &&
-		    (rc = raise_missed(s, spec, &w, run, n_run, err)) != 0)
+		    (rc = raise_missed(s, spec, pz, &w, run, n_run, err)) != 0)
 			goto done;
 		if (spec->jitter_ms > 0) {
 			/* Each job due at its own start instant. */
@@ -893,8 +1015,20 @@ int scheduler_schedule_tick(struct store *s, const struct schedule_spec *spec,
 		sc_err_set(err, rc, "%s", e.msg);
 		goto done;
 	}
-	rc = pass(s, spec, now_ms, &o, last, first_start, NULL, out, &last,
-		  &next, err);
+	/* The schedule's pause: one point read (this path reads the state
+	 * per schedule anyway; the plan reads every pause once per tick). */
+	struct store_pause pz;
+	bool has_pz = false;
+	e = (struct sc_err){0};
+	rc = store_pause_get(s, spec->name, &pz, &e);
+	if (rc == 0) {
+		has_pz = true;
+	} else if (rc != SC_ENOENT) {
+		sc_err_set(err, rc, "%s", e.msg);
+		goto done;
+	}
+	rc = pass(s, spec, has_pz ? &pz : NULL, now_ms, &o, last, first_start,
+		  NULL, out, &last, &next, err);
 	if (rc)
 		goto done;
 	if (first_start) {
@@ -945,6 +1079,7 @@ int scheduler_tick_memo(struct store *s, const struct config *cfg,
 		out->n_schedules += one.n_schedules;
 		out->n_enqueued += one.n_enqueued;
 		out->n_missed += one.n_missed;
+		out->n_paused += one.n_paused;
 		out->n_first_start += one.n_first_start;
 		out->n_errors += one.n_errors;
 		if (one.next_ms < out->next_ms)
@@ -994,6 +1129,11 @@ struct sched_plan {
 	struct batch batch;         /* this tick's deferred jobs and states */
 	struct plan_pending *pending; /* [n]: the deferred schedules */
 	size_t n_pending;
+	struct store_pause *pz;     /* every pause row as last read, by name */
+	size_t n_pz;
+	int64_t pz_read_ms;         /* the tick that read them */
+	int64_t pz_next_ms;         /* the earliest end of a pause running
+				       then (INT64_MAX: none) */
 };
 
 static bool ent_less(const struct plan_ent *a, const struct plan_ent *b)
@@ -1072,7 +1212,74 @@ void scheduler_plan_free(struct sched_plan *p)
 	free(p->due);
 	free(p->pending);
 	free(p->batch.v);
+	free(p->pz);
 	free(p);
+}
+
+static int pause_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct store_pause *)a)->schedule,
+		      ((const struct store_pause *)b)->schedule);
+}
+
+static const struct store_pause *
+pause_find(const struct store_pause *v, size_t n, const char *name)
+{
+	struct store_pause key = {.from_ms = 0};
+
+	snprintf(key.schedule, sizeof(key.schedule), "%s", name);
+	return n ? bsearch(&key, v, n, sizeof(*v), pause_cmp) : NULL;
+}
+
+/*
+ * Reads every pause again (one read, O(pause rows), whatever the number
+ * of schedules) and logs what changed since the last read: a pause this
+ * node sees for the first time (event=pause_seen), one that ended
+ * (event=pause_expired, or event=resumed when a resume ended it). Done on
+ * a tick that has a schedule due, or when a pause it knows of ends; an
+ * idle tick reads nothing. On failure the old copy is kept.
+ */
+static int plan_pauses(struct sched_plan *p, struct store *s, int64_t now_ms,
+		       struct sc_err *err)
+{
+	struct store_pause *v = NULL;
+	size_t n = 0;
+	char t1[CLOCK_ISO_MAX];
+	int64_t next = INT64_MAX;
+	int rc = store_pause_all(s, &v, &n, err);
+
+	if (rc)
+		return rc;
+	for (size_t i = 1; i < n; i++)
+		if (pause_cmp(&v[i - 1], &v[i]) > 0) {
+			qsort(v, n, sizeof(*v), pause_cmp);
+			break;
+		}
+	for (size_t i = 0; i < n; i++) {
+		const struct store_pause *o = pause_find(p->pz, p->n_pz,
+							 v[i].schedule);
+		bool was = o && o->from_ms == v[i].from_ms &&
+			   o->until_ms > p->pz_read_ms;
+		bool is = v[i].until_ms > now_ms && v[i].from_ms <= now_ms;
+
+		if (is && !was)
+			LOG(SC_LOG_INFO, "scheduler", "event=pause_seen "
+			    "schedule=%s until=%s by=%s", v[i].schedule,
+			    clock_format_utc(v[i].until_ms, t1), v[i].by);
+		else if (!is && was && v[i].until_ms <= now_ms)
+			LOG(SC_LOG_INFO, "scheduler", "event=%s schedule=%s "
+			    "until=%s by=%s", v[i].resumed ? "resumed" :
+			    "pause_expired", v[i].schedule,
+			    clock_format_utc(v[i].until_ms, t1), v[i].by);
+		if (v[i].until_ms > now_ms && v[i].until_ms < next)
+			next = v[i].until_ms;
+	}
+	free(p->pz);
+	p->pz = v;
+	p->n_pz = n;
+	p->pz_read_ms = now_ms;
+	p->pz_next_ms = next;
+	return 0;
 }
 
 /* How many first starts are logged one by one at a build; the rest are
@@ -1094,6 +1301,8 @@ int scheduler_plan_new(struct store *s, const struct config *cfg,
 	if (!p)
 		return sc_err_set(err, SC_ENOMEM, "out of memory");
 	p->cfg = cfg;
+	p->pz_read_ms = INT64_MIN;
+	p->pz_next_ms = INT64_MAX;
 	opts_fill(opts, &p->o);
 	p->o.alert_missed = (cfg->alert_on & CONFIG_ALERT_ON_MISSED) != 0;
 	p->last = malloc(cap * sizeof(*p->last));
@@ -1112,6 +1321,9 @@ int scheduler_plan_new(struct store *s, const struct config *cfg,
 	 * search per schedule. The store answers in name order; sorted
 	 * again only if not, so a backend's collation cannot break it. */
 	rc = store_sched_last_all(s, &have, &n_have, err);
+	if (rc)
+		goto fail;
+	rc = plan_pauses(p, s, now_ms, err);
 	if (rc)
 		goto fail;
 	for (size_t i = 1; i < n_have; i++)
@@ -1206,7 +1418,10 @@ fail:
 
 int64_t scheduler_plan_next(const struct sched_plan *p)
 {
-	return p->n_heap ? p->heap[0].due_ms : INT64_MAX;
+	int64_t top = p->n_heap ? p->heap[0].due_ms : INT64_MAX;
+
+	/* A pause's end is an instant too: the tick then logs it. */
+	return p->pz_next_ms < top ? p->pz_next_ms : top;
 }
 
 /*
@@ -1240,8 +1455,8 @@ static int plan_pass(struct sched_plan *p, struct store *s, size_t i,
 			return sc_err_set(err, rc, "%s", e.msg);
 	}
 	size_t before = p->batch.n;
-	rc = pass(s, spec, now_ms, &p->o, last, false, &p->batch, out, &last,
-		  next, err);
+	rc = pass(s, spec, pause_find(p->pz, p->n_pz, spec->name), now_ms,
+		  &p->o, last, false, &p->batch, out, &last, next, err);
 	if (rc) {
 		p->batch.n = before; /* none of its slots is committed */
 		return rc;
@@ -1324,6 +1539,23 @@ int scheduler_plan_tick(struct sched_plan *p, struct store *s, int64_t now_ms,
 		p->due[n_due++] = p->retry[k];
 	while (p->n_heap > 0 && p->heap[0].due_ms <= now_ms)
 		p->due[n_due++] = heap_pop(p);
+	/* The pauses, read once for the whole tick when a schedule is due
+	 * or a known pause ends: nothing paused costs one read of an empty
+	 * table per busy tick, whatever the number of schedules. Without
+	 * them no due schedule is passed (a paused slot would run). */
+	if (n_due > 0 || p->pz_next_ms <= now_ms) {
+		int prc = plan_pauses(p, s, now_ms, err);
+		if (prc) {
+			for (size_t k = 0; k < n_due; k++) {
+				log_error(&p->cfg->schedules[p->due[k]], prc);
+				p->retry[n_retry++] = p->due[k];
+			}
+			out->n_errors += n_due;
+			p->n_retry = n_retry;
+			out->next_ms = scheduler_plan_next(p);
+			return prc;
+		}
+	}
 	for (size_t k = 0; k < n_due; k++) {
 		size_t i = p->due[k];
 		int64_t next = INT64_MAX;

@@ -39,6 +39,14 @@
  *      spec->policy, so an env override moves the retry class too);
  *   5. records the newest slot of S as the last materialised one
  *      (store_sched_last_set, which never moves backwards).
+ * Pauses (issue 17, store_pause_set): a slot of S inside the schedule's
+ * pause [from, until) never runs; it gets a LEDGER_PAUSED row instead of
+ * a missed one (same caps, same once-per-slot rule) and is not a late
+ * slot for catch-up (`latest` takes the newest late slot outside the
+ * pause), so nothing is owed for the window, even after a downtime
+ * across it; no missed alert counts it. A schedule with `enabled: false`
+ * (spec->disabled) fires nothing and writes no row: its state moves to
+ * now at each of its slots, so enabling it again starts from then.
  * Order 3-4-5 is what makes a crash between the steps harmless: a rerun
  * enqueues idempotently and skips missed rows already written (or for a
  * slot that has a job), then records the state.
@@ -115,6 +123,8 @@ struct sched_result {
 				 at least 1); a row that existed already,
 				 written by another node or an interrupted
 				 tick, is not counted */
+	size_t n_paused;      /* slots this call recorded as paused (same
+				 counting as n_missed) */
 	size_t n_first_start; /* schedules seen for the first time */
 	size_t n_errors;      /* schedules that could not be handled */
 	int64_t next_ms;      /* earliest slot of any schedule strictly after
@@ -158,6 +168,13 @@ int scheduler_tick_memo(struct store *s, const struct config *cfg,
  * schedules seen for the first time and the states taken over by renames
  * (store_sched_last_set_many). It then keeps in memory each schedule's
  * last slot and a binary min-heap of (next fire instant, schedule).
+ * The plan also keeps every pause row (store_pause_all), read again on a
+ * tick that has a schedule due or a known pause ending: one read of a
+ * table of at most one row per schedule ever paused, so a tick costs
+ * what is due, paused or not, and an idle tick still reads nothing. It
+ * logs event=pause_seen (a pause new to this node), event=pause_expired
+ * and event=resumed (a pause it knew ended); scheduler_plan_next counts
+ * the end of a running pause as an instant, so the expiry is logged then.
  * A tick pops the schedules whose instant has come (O(due * log n)) and
  * runs each one's pass exactly as scheduler_schedule_tick does after its
  * read of the last slot (missed rows -> alert -> enqueue -> last_set,

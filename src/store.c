@@ -1043,6 +1043,62 @@ int store_sched_last_set_many(struct store *s,
 	return rc ? rc : s->ops->sched_last_set_many(s->impl, v, n, err);
 }
 
+int store_pause_set(struct store *s, const struct store_pause *p,
+		    struct sc_err *err)
+{
+	int rc = check_out(p, "pause", err);
+
+	if (!rc)
+		rc = check_name("schedule name", p->schedule, STORE_NAME_MAX,
+				err);
+	if (rc)
+		return rc;
+	if (p->until_ms <= p->from_ms)
+		return sc_err_set(err, SC_EINVAL, "pause of %s: it must end "
+				  "after it starts", p->schedule);
+	if (p->until_ms - p->from_ms > STORE_PAUSE_MAX_MS)
+		return sc_err_set(err, SC_EINVAL, "pause of %s: at most 30 "
+				  "days", p->schedule);
+	return s->ops->pause_set(s->impl, p, err);
+}
+
+int store_pause_end(struct store *s, const char *schedule, int64_t at_ms,
+		    bool *ended, struct sc_err *err)
+{
+	int rc = check_name("schedule name", schedule, STORE_NAME_MAX, err);
+
+	if (!rc)
+		rc = check_out(ended, "output", err);
+	if (rc)
+		return rc;
+	*ended = false;
+	return s->ops->pause_end(s->impl, schedule, at_ms, ended, err);
+}
+
+int store_pause_get(struct store *s, const char *schedule,
+		    struct store_pause *out, struct sc_err *err)
+{
+	int rc = check_name("schedule name", schedule, STORE_NAME_MAX, err);
+
+	if (!rc)
+		rc = check_out(out, "output", err);
+	return rc ? rc : s->ops->pause_get(s->impl, schedule, out, err);
+}
+
+int store_pause_all(struct store *s, struct store_pause **out, size_t *n,
+		    struct sc_err *err)
+{
+	int rc = check_out(out, "output", err);
+
+	if (!rc)
+		rc = check_out(n, "count output", err);
+	if (rc)
+		return rc;
+	*out = NULL;
+	*n = 0;
+	return s->ops->pause_all(s->impl, out, n, err);
+}
+
 int store_token_get(struct store *s, const char *provider, char **token,
 		    int64_t *expires_ms, struct sc_err *err)
 {

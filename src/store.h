@@ -82,6 +82,9 @@ struct store_counts {
 #define LEDGER_LOST "lost"           /* the last attempt failed: slot lost */
 #define LEDGER_STALLED "stalled"     /* an attempt's worker vanished */
 #define LEDGER_MISSED "missed"       /* a slot not run after downtime */
+#define LEDGER_PAUSED "paused"       /* a slot not run: its schedule was
+					paused (store_pause_set); neither
+					missed nor lost, owed nothing */
 #define LEDGER_DUPLICATE "duplicate" /* an extra copy may have been sent */
 #define LEDGER_RELEASED "released"   /* an attempt given back on shutdown */
 #define LEDGER_DECISION "decision"   /* an operator's `release` decision
@@ -399,7 +402,8 @@ int store_ledger_append(struct store *s, const struct ledger_row *row,
 			struct sc_err *err);
 
 /* store_ledger_append that says whether the row was written: *written is false
- * only for a LEDGER_MISSED row whose slot had one already. */
+ * only for a LEDGER_MISSED row whose slot had one already, or a
+ * LEDGER_PAUSED row likewise (kept once per slot too, schema 7). */
 int store_ledger_append_written(struct store *s, const struct ledger_row *row,
 				bool *written, struct sc_err *err);
 
@@ -806,6 +810,50 @@ int store_sched_last_set_many(struct store *s,
 			      const struct store_sched_last *v, size_t n,
 			      struct sc_err *err);
 
+/* ---- pauses (issue 17) ------------------------------------------------ */
+
+/* A pause lasts at most this long (an expiry is required, so a forgotten
+ * pause ends by itself). */
+#define STORE_PAUSE_MAX_MS ((int64_t)30 * 24 * 3600 * 1000)
+#define STORE_PAUSE_NOTE_MAX 201 /* the note: 200 bytes, incl. NUL */
+#define STORE_PAUSE_BY_MAX 65    /* who paused: 64 bytes, incl. NUL */
+
+/*
+ * One schedule's pause (table pauses, schema 7: one row per schedule, the
+ * newest pause). Slots in [from_ms, until_ms) are not run: the scheduler
+ * gives each a LEDGER_PAUSED row. A resume ends it early (until_ms moves
+ * to the resume instant, resumed set), so the window stays known to a
+ * node that was down and catches up afterwards: it owes nothing for it.
+ * A row whose until_ms has passed is an ended pause, kept as that record
+ * until the next pause of the schedule replaces it.
+ */
+struct store_pause {
+	char schedule[STORE_NAME_MAX];
+	int64_t from_ms, until_ms;
+	char by[STORE_PAUSE_BY_MAX];     /* may be empty */
+	char note[STORE_PAUSE_NOTE_MAX]; /* may be empty */
+	bool resumed;                    /* ended by store_pause_end */
+};
+
+/* Records p (replacing the schedule's earlier pause, ended or not).
+ * SC_EINVAL: until_ms <= from_ms, or longer than STORE_PAUSE_MAX_MS. */
+int store_pause_set(struct store *s, const struct store_pause *p,
+		    struct sc_err *err);
+/* Ends the schedule's pause at at_ms when it is still running then
+ * (until_ms > at_ms): *ended true. No pause, or one ended already:
+ * *ended false, nothing written. */
+int store_pause_end(struct store *s, const char *schedule, int64_t at_ms,
+		    bool *ended, struct sc_err *err);
+/* The schedule's newest pause (maybe ended: compare until_ms with now);
+ * SC_ENOENT when it never had one. */
+int store_pause_get(struct store *s, const char *schedule,
+		    struct store_pause *out, struct sc_err *err);
+/* Every pause row in one read, sorted by name (byte order). *out is
+ * allocated (free()); n = 0 leaves it NULL. O(pause rows): at most one
+ * per schedule ever paused, none for the others. */
+int store_pause_all(struct store *s, struct store_pause **out, size_t *n,
+		    struct sc_err *err);
+
 /* ---- leases between nodes (issue 15) ---------------------------------- */
 
 /*
@@ -1054,6 +1102,16 @@ struct store_ops {
 	int (*sched_last_set_many)(void *impl,
 				   const struct store_sched_last *v, size_t n,
 				   struct sc_err *err);
+	int (*pause_set)(void *impl, const struct store_pause *p,
+			 struct sc_err *err);
+	int (*pause_end)(void *impl, const char *schedule, int64_t at_ms,
+			 bool *ended, struct sc_err *err);
+	/* SC_ENOENT when none. */
+	int (*pause_get)(void *impl, const char *schedule,
+			 struct store_pause *out, struct sc_err *err);
+	/* *out and *n come zeroed. */
+	int (*pause_all)(void *impl, struct store_pause **out, size_t *n,
+			 struct sc_err *err);
 	int (*token_get)(void *impl, const char *provider, char **token,
 			 int64_t *expires_ms, struct sc_err *err);
 	int (*token_put)(void *impl, const char *provider, const char *token,

@@ -86,7 +86,7 @@
 #include "store.h"
 #include "url.h"
 
-#define SCHEMA_VERSION 6
+#define SCHEMA_VERSION 7
 #define CHANNEL "surecron_jobs"
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 5000
@@ -290,6 +290,25 @@ static const char *const migration_6[] = {
 	NULL,
 };
 
+/*
+ * 6 -> 7: pauses (issue 17), as on SQLite: one row per schedule ever
+ * paused (its newest pause, ended ones kept for a later catch-up), and
+ * a paused ledger row kept once per slot whatever the nodes do, by a
+ * partial unique index as ledger_missed_once does for missed rows.
+ */
+static const char *const migration_7[] = {
+	"CREATE TABLE pauses ("
+	" schedule text PRIMARY KEY,"
+	" from_ms bigint NOT NULL,"
+	" until_ms bigint NOT NULL,"
+	" paused_by text NOT NULL,"
+	" note text NOT NULL,"
+	" resumed boolean NOT NULL DEFAULT false)",
+	"CREATE UNIQUE INDEX ledger_paused_once ON ledger (schedule, slot_ms)"
+	" WHERE outcome = '" LEDGER_PAUSED "'",
+	NULL,
+};
+
 static const char *const *const migrations[SCHEMA_VERSION] = {
 	migration_1,
 	migration_2,
@@ -297,6 +316,7 @@ static const char *const *const migrations[SCHEMA_VERSION] = {
 	migration_4,
 	migration_5,
 	migration_6,
+	migration_7,
 };
 
 /* ---- statements ------------------------------------------------------- */
@@ -310,6 +330,8 @@ static const char *const *const migrations[SCHEMA_VERSION] = {
 	"j.max_attempts, j.backoff, j.delay_ms, j.run_at_ms, "             \
 	"j.lease_token, j.lease_owner, j.lease_expires_ms, j.started_ms, " \
 	"j.created_ms, j.manual"
+#define PAUSE_COLS "schedule, from_ms, until_ms, paused_by, note, resumed"
+
 #define LEDGER_COLS                                                        \
 	"schedule, slot_ms, job_id, attempt, started_ms, finished_ms, "    \
 	"outcome, error_class, error_msg, retry_hint_ms, details_json"
@@ -449,6 +471,11 @@ enum stmt {
 	ST_SCHED_SET,
 	ST_SCHED_ALL,
 	ST_SCHED_SET_MANY,
+	ST_PAUSE_SET,
+	ST_PAUSE_END,
+	ST_PAUSE_GET,
+	ST_PAUSE_ALL,
+	ST_LEDGER_APPEND_PAUSED,
 	ST_TOKEN_GET,
 	ST_TOKEN_PUT,
 	ST_TOKEN_DROP,
@@ -751,6 +778,27 @@ static const char *const sql[ST_COUNT] = {
 	" GROUP BY n ON CONFLICT (schedule) DO UPDATE"
 	" SET last_slot_ms = GREATEST(sched_state.last_slot_ms,"
 	" EXCLUDED.last_slot_ms)",
+	[ST_PAUSE_SET] =
+	"INSERT INTO pauses (schedule, from_ms, until_ms, paused_by, note,"
+	" resumed) VALUES ($1, $2::bigint, $3::bigint, $4, $5, false)"
+	" ON CONFLICT (schedule) DO UPDATE SET from_ms = EXCLUDED.from_ms,"
+	" until_ms = EXCLUDED.until_ms, paused_by = EXCLUDED.paused_by,"
+	" note = EXCLUDED.note, resumed = false",
+	[ST_PAUSE_END] =
+	"UPDATE pauses SET until_ms = $2::bigint, resumed = true"
+	" WHERE schedule = $1 AND until_ms > $2::bigint",
+	[ST_PAUSE_GET] =
+	"SELECT " PAUSE_COLS " FROM pauses WHERE schedule = $1",
+	/* Byte order, as strcmp. */
+	[ST_PAUSE_ALL] =
+	"SELECT " PAUSE_COLS " FROM pauses ORDER BY schedule COLLATE \"C\"",
+	/* A paused row for a slot that has one already is dropped, as a
+	 * missed one is (the partial index ledger_paused_once). */
+	[ST_LEDGER_APPEND_PAUSED] =
+	"INSERT INTO ledger (" LEDGER_COLS ") VALUES ($1, $2::bigint,"
+	" $3::bigint, $4::integer, $5::bigint, $6::bigint, $7::text, $8, $9,"
+	" $10::bigint, $11) ON CONFLICT (schedule, slot_ms)"
+	" WHERE outcome = '" LEDGER_PAUSED "' DO NOTHING RETURNING 1",
 	[ST_TOKEN_GET] =
 	"SELECT token, expires_ms FROM token_cache WHERE provider = $1",
 	[ST_TOKEN_PUT] =
@@ -2149,14 +2197,17 @@ static int pg_ledger_append(void *impl, const struct store_fence *fence,
 	arg_str(&a, row->error_msg);
 	arg_i64(&a, row->retry_hint_ms);
 	arg_str(&a, row->details_json);
-	if (strcmp(row->outcome, LEDGER_MISSED) != 0) {
+	if (strcmp(row->outcome, LEDGER_MISSED) != 0 &&
+	    strcmp(row->outcome, LEDGER_PAUSED) != 0) {
 		arg_fence(&a, fence);
 		rc = run_fenced(impl, ST_LEDGER_APPEND, &a, fence,
 				"ledger row", &rows, err);
 		*written = rc == 0 && rows == 1;
 		return rc;
 	}
-	rc = run_count(impl, ST_LEDGER_APPEND_MISSED, &a, &n, err);
+	rc = run_count(impl, strcmp(row->outcome, LEDGER_PAUSED) == 0
+		       ? ST_LEDGER_APPEND_PAUSED : ST_LEDGER_APPEND_MISSED,
+		       &a, &n, err);
 	*written = rc == 0 && n == 1;
 	return rc;
 }
@@ -2742,6 +2793,88 @@ static int pg_token_drop(void *impl, const char *provider, struct sc_err *err)
 
 	arg_str(&a, provider);
 	return run_n(impl, ST_TOKEN_DROP, &a, NULL, err);
+}
+
+/* ---- pauses (issue 17) ------------------------------------------------ */
+
+static int pg_pause_set(void *impl, const struct store_pause *p,
+			struct sc_err *err)
+{
+	struct args a = {0};
+
+	arg_str(&a, p->schedule);
+	arg_i64(&a, p->from_ms);
+	arg_i64(&a, p->until_ms);
+	arg_str(&a, p->by);
+	arg_str(&a, p->note);
+	return run_n(impl, ST_PAUSE_SET, &a, NULL, err);
+}
+
+static int pg_pause_end(void *impl, const char *schedule, int64_t at_ms,
+			bool *ended, struct sc_err *err)
+{
+	struct args a = {0};
+	int64_t n = 0;
+	int rc;
+
+	arg_str(&a, schedule);
+	arg_i64(&a, at_ms);
+	rc = run_n(impl, ST_PAUSE_END, &a, &n, err);
+	*ended = rc == 0 && n > 0;
+	return rc;
+}
+
+/* Row `row` of r (columns PAUSE_COLS) into *p. */
+static void read_pause(const PGresult *r, int row, struct store_pause *p)
+{
+	memset(p, 0, sizeof(*p));
+	get_str(r, row, 0, p->schedule, sizeof(p->schedule));
+	p->from_ms = get_i64(r, row, 1);
+	p->until_ms = get_i64(r, row, 2);
+	get_str(r, row, 3, p->by, sizeof(p->by));
+	get_str(r, row, 4, p->note, sizeof(p->note));
+	p->resumed = PQgetvalue(r, row, 5)[0] == 't';
+}
+
+static int pg_pause_get(void *impl, const char *schedule,
+			struct store_pause *out, struct sc_err *err)
+{
+	struct args a = {0};
+	PGresult *res;
+	int rc;
+
+	arg_str(&a, schedule);
+	rc = run_one(impl, ST_PAUSE_GET, &a, "not paused", &res, err);
+	if (rc)
+		return rc;
+	read_pause(res, 0, out);
+	PQclear(res);
+	return 0;
+}
+
+static int pg_pause_all(void *impl, struct store_pause **out, size_t *n,
+			struct sc_err *err)
+{
+	PGresult *res;
+	int rc = run(impl, ST_PAUSE_ALL, NULL, &res, err);
+
+	if (rc)
+		return rc;
+	size_t len = (size_t)PQntuples(res);
+	struct store_pause *v = NULL;
+	if (len > 0) {
+		v = malloc(len * sizeof(*v));
+		if (!v) {
+			PQclear(res);
+			return sc_err_set(err, SC_ENOMEM, "out of memory");
+		}
+	}
+	for (size_t i = 0; i < len; i++)
+		read_pause(res, (int)i, &v[i]);
+	PQclear(res);
+	*out = v;
+	*n = len;
+	return 0;
 }
 
 /* ---- leases, retention (issue 15) ------------------------------------- */
@@ -3708,6 +3841,10 @@ const struct store_ops store_pg_ops = {
 	.token_get = pg_token_get,
 	.token_put = pg_token_put,
 	.token_drop = pg_token_drop,
+	.pause_set = pg_pause_set,
+	.pause_end = pg_pause_end,
+	.pause_get = pg_pause_get,
+	.pause_all = pg_pause_all,
 	.lease_take = pg_lease_take,
 	.lease_drop = pg_lease_drop,
 	.prune_batch = pg_prune_batch,

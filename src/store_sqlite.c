@@ -106,7 +106,7 @@
 #include "log.h"
 #include "store.h"
 
-#define SCHEMA_VERSION 6
+#define SCHEMA_VERSION 7
 #define APP_ID 0x53435231 /* "SCR1": this file belongs to surecron */
 #define BUSY_TIMEOUT_MS 10000
 /* Checkpoint the WAL every this many pages (~16 MB) rather than SQLite's
@@ -325,6 +325,21 @@ static const char *const migrations[SCHEMA_VERSION] = {
 	"CREATE INDEX ledger_ok ON ledger(schedule, slot_ms) WHERE "
 	"outcome = 'success';"
 	"PRAGMA user_version = 6;",
+	/* 6 -> 7: pauses (issue 17). One row per schedule ever paused, its
+	 * newest pause (ended ones kept, so a catch-up after the window
+	 * still knows it). A paused slot gets one paused ledger row
+	 * whatever the nodes do, as a missed one does (ledger_missed_once):
+	 * partial, so only paused rows pay for it. */
+	"CREATE TABLE pauses("
+	" schedule TEXT PRIMARY KEY,"
+	" from_ms INTEGER NOT NULL,"
+	" until_ms INTEGER NOT NULL,"
+	" paused_by TEXT NOT NULL,"
+	" note TEXT NOT NULL,"
+	" resumed INTEGER NOT NULL DEFAULT 0);"
+	"CREATE UNIQUE INDEX ledger_paused_once ON ledger(schedule, slot_ms)"
+	" WHERE outcome = 'paused';"
+	"PRAGMA user_version = 7;",
 };
 
 /* ---- the statement cache --------------------------------------------- */
@@ -347,6 +362,8 @@ static const char *const migrations[SCHEMA_VERSION] = {
 	"s.next_try_ms, s.lease_token, s.created_ms, s.sent_ms, "            \
 	"s.last_error, " body ", a.schedule, a.slot_ms, a.reason, "          \
 	"a.created_ms FROM alert_sends s JOIN alerts a ON a.id = s.alert_id"
+
+#define PAUSE_COLS "schedule, from_ms, until_ms, paused_by, note, resumed"
 
 #define LEDGER_COLS                                                       \
 	"id, schedule, slot_ms, job_id, attempt, started_ms, finished_ms, "  \
@@ -465,6 +482,11 @@ enum stmt_id {
 	ST_SCHED_GET,
 	ST_SCHED_SET,
 	ST_SCHED_ALL,
+	ST_PAUSE_SET,
+	ST_PAUSE_END,
+	ST_PAUSE_GET,
+	ST_PAUSE_ALL,
+	ST_LEDGER_INSERT_PAUSED,
 	ST_TOKEN_GET,
 	ST_TOKEN_PUT,
 	ST_TOKEN_DROP,
@@ -649,6 +671,27 @@ static const char *const stmt_sql[N_STMT] = {
 		"updated_ms = excluded.updated_ms",
 	[ST_SCHED_ALL] = "SELECT schedule, last_slot_ms FROM sched_state "
 			 "ORDER BY schedule",
+	[ST_PAUSE_SET] =
+		"INSERT INTO pauses(schedule, from_ms, until_ms, paused_by, "
+		"note, resumed) VALUES (?1, ?2, ?3, ?4, ?5, 0) "
+		"ON CONFLICT (schedule) DO UPDATE SET from_ms = excluded.from_ms, "
+		"until_ms = excluded.until_ms, paused_by = excluded.paused_by, "
+		"note = excluded.note, resumed = 0",
+	[ST_PAUSE_END] = "UPDATE pauses SET until_ms = ?2, resumed = 1 "
+			 "WHERE schedule = ?1 AND until_ms > ?2",
+	[ST_PAUSE_GET] = "SELECT " PAUSE_COLS " FROM pauses "
+			 "WHERE schedule = ?1",
+	[ST_PAUSE_ALL] = "SELECT " PAUSE_COLS " FROM pauses "
+			 "ORDER BY schedule",
+	/* A paused row for a slot that has one already is dropped, as a
+	 * missed one is (the partial index ledger_paused_once). */
+	[ST_LEDGER_INSERT_PAUSED] =
+		"INSERT INTO ledger(schedule, slot_ms, job_id, attempt, "
+		"started_ms, finished_ms, outcome, error_class, error_msg, "
+		"retry_hint_ms, details_json) "
+		"VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) "
+		"ON CONFLICT (schedule, slot_ms) WHERE outcome = 'paused' "
+		"DO NOTHING",
 	[ST_TOKEN_GET] = "SELECT token, expires_ms FROM token_cache "
 			 "WHERE provider = ?1",
 	[ST_TOKEN_PUT] =
@@ -2612,11 +2655,13 @@ static int sq_ledger_append(void *impl, const struct store_fence *fence,
 	 * durable. A missed row may be lost with the scheduler state
 	 * written after it, and is then written again on the next start. */
 	bool loud = strcmp(row->outcome, LEDGER_LOST) == 0;
-	bool missed = strcmp(row->outcome, LEDGER_MISSED) == 0;
+	bool paused = strcmp(row->outcome, LEDGER_PAUSED) == 0;
+	bool missed = paused || strcmp(row->outcome, LEDGER_MISSED) == 0;
 	int rc = set_sync(q, loud ? SYNC_FULL : SYNC_NORMAL, err);
 
 	if (!rc)
-		rc = ledger_insert_st(q, missed ? ST_LEDGER_INSERT_MISSED
+		rc = ledger_insert_st(q, paused ? ST_LEDGER_INSERT_PAUSED
+				      : missed ? ST_LEDGER_INSERT_MISSED
 				      : ST_LEDGER_INSERT,
 				      missed ? NULL : fence, row, err);
 	/* Autocommit: the statement was its own transaction, and
@@ -3194,6 +3239,107 @@ static int sq_sched_last_set(void *impl, const char *schedule,
 {
 	return slot_write(impl, ST_SCHED_SET, SYNC_NORMAL, NULL, schedule,
 			  slot_ms, "scheduler state", NULL, err);
+}
+
+/* ---- pauses (issue 17) ------------------------------------------------ */
+
+static int sq_pause_set(void *impl, const struct store_pause *p,
+			struct sc_err *err)
+{
+	struct sq *q = impl;
+	sqlite3_stmt *st = NULL;
+	int rc = solo(q, ST_PAUSE_SET, SYNC_NORMAL, &st, err);
+
+	if (rc)
+		return rc;
+	bind_text(st, 1, p->schedule);
+	sqlite3_bind_int64(st, 2, p->from_ms);
+	sqlite3_bind_int64(st, 3, p->until_ms);
+	bind_text(st, 4, p->by);
+	bind_text(st, 5, p->note);
+	return step_done(q, st, "pause write", err);
+}
+
+static int sq_pause_end(void *impl, const char *schedule, int64_t at_ms,
+			bool *ended, struct sc_err *err)
+{
+	struct sq *q = impl;
+	sqlite3_stmt *st = NULL;
+	int rc = solo(q, ST_PAUSE_END, SYNC_NORMAL, &st, err);
+
+	if (rc)
+		return rc;
+	bind_text(st, 1, schedule);
+	sqlite3_bind_int64(st, 2, at_ms);
+	rc = step_done(q, st, "pause end", err);
+	*ended = !rc && sqlite3_changes(q->db) > 0;
+	return rc;
+}
+
+/* Columns PAUSE_COLS of st's row into *p. */
+static void read_pause(sqlite3_stmt *st, struct store_pause *p)
+{
+	memset(p, 0, sizeof(*p));
+	copy_text(p->schedule, sizeof(p->schedule), st, 0);
+	p->from_ms = sqlite3_column_int64(st, 1);
+	p->until_ms = sqlite3_column_int64(st, 2);
+	copy_text(p->by, sizeof(p->by), st, 3);
+	copy_text(p->note, sizeof(p->note), st, 4);
+	p->resumed = sqlite3_column_int64(st, 5) != 0;
+}
+
+static int sq_pause_get(void *impl, const char *schedule,
+			struct store_pause *out, struct sc_err *err)
+{
+	struct sq *q = impl;
+	sqlite3_stmt *st = NULL;
+	int rc = prep(q, ST_PAUSE_GET, &st, err);
+
+	if (rc)
+		return rc;
+	bind_text(st, 1, schedule);
+	rc = step_one(q, st, "pause read", "not paused", err);
+	if (!rc)
+		read_pause(st, out);
+	unprep(st);
+	return rc;
+}
+
+static int sq_pause_all(void *impl, struct store_pause **out, size_t *n,
+			struct sc_err *err)
+{
+	struct sq *q = impl;
+	sqlite3_stmt *st = NULL;
+	struct store_pause *v = NULL;
+	size_t len = 0, cap = 0;
+	int rc = prep(q, ST_PAUSE_ALL, &st, err);
+
+	if (rc)
+		return rc;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (len == cap) {
+			size_t ncap = cap ? cap * 2 : 8;
+			struct store_pause *nv = realloc(v, ncap * sizeof(*v));
+			if (!nv) {
+				unprep(st);
+				free(v);
+				return sc_err_set(err, SC_ENOMEM,
+						  "out of memory");
+			}
+			v = nv;
+			cap = ncap;
+		}
+		read_pause(st, &v[len++]);
+	}
+	rc = rc == SQLITE_DONE ? 0 : db_fail(q, rc, "pause read", err);
+	unprep(st);
+	if (rc) {
+		free(v);
+		return rc;
+	}
+	*out = v;
+	*n = len;
+	return 0;
 }
 
 static int sq_token_get(void *impl, const char *provider, char **token,
@@ -4216,6 +4362,10 @@ const struct store_ops store_sqlite_ops = {
 	.token_get = sq_token_get,
 	.token_put = sq_token_put,
 	.token_drop = sq_token_drop,
+	.pause_set = sq_pause_set,
+	.pause_end = sq_pause_end,
+	.pause_get = sq_pause_get,
+	.pause_all = sq_pause_all,
 	.lease_take = sq_lease_take,
 	.lease_drop = sq_lease_drop,
 	.prune_batch = sq_prune_batch,

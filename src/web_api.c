@@ -4,7 +4,8 @@
  * Each endpoint says what a CLI command says, through the same library
  * code: the objects of status and the ledger come from report.h, the
  * lost-slot report from ledger.h, the actions from queue.h (retry,
- * trigger), outbox.h (release) and alert.h (ack). This file only reads
+ * trigger), outbox.h (release), alert.h (ack) and store.h's pauses
+ * (pause, resume). This file only reads
  * the request, calls them, and maps their codes to statuses:
  *
  *   400 a malformed body, field or parameter (the message names it);
@@ -161,14 +162,14 @@ static bool field_by(const json_t *o, char out[BY_MAX + 1])
 
 /* ---- reading -------------------------------------------------------- */
 
-/* Is r the end of an attempt (or a missed slot)? The rest of the ledger
- * (alerts, decisions, acks, late, overrun, ...) says something about a
- * slot but ran nothing. */
+/* Is r the end of an attempt (or a missed or paused slot)? The rest of
+ * the ledger (alerts, decisions, acks, late, overrun, ...) says something
+ * about a slot but ran nothing. */
 static bool is_attempt(const struct ledger_row *r)
 {
 	static const char *const words[] = {LEDGER_SUCCESS, LEDGER_FAILED,
 					    LEDGER_LOST, LEDGER_STALLED,
-					    LEDGER_MISSED};
+					    LEDGER_MISSED, LEDGER_PAUSED};
 
 	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
 		if (strcmp(r->outcome, words[i]) == 0)
@@ -699,6 +700,90 @@ static enum MHD_Result post_ack(struct call *k, json_t *o)
 						(json_int_t)n));
 }
 
+/* POST /api/pause {"schedule", "for" | "until", "note"?, "by"?}:
+ * `surecron pause` (store_pause_set). "for" is a duration ("2h", "3d"),
+ * "until" an ISO 8601 instant or Unix milliseconds; exactly one, the
+ * expiry in the future and at most 30 days away. */
+static enum MHD_Result post_pause(struct call *k, json_t *o)
+{
+	const char *name = json_string_value(json_object_get(o, "schedule"));
+	const json_t *jf = json_object_get(o, "for"),
+		     *ju = json_object_get(o, "until"),
+		     *jn = json_object_get(o, "note");
+	struct store_pause p = {.from_ms = k->now_ms};
+	char t[CLOCK_ISO_MAX], t2[CLOCK_ISO_MAX];
+	int64_t ms = 0;
+
+	if (!name)
+		return web_respond_error(k->c, 400, "schedule: a schedule "
+					 "name is needed");
+	const struct schedule_spec *sc = schedule_of(k, name);
+	if (!sc)
+		return web_respond_error(k->c, 404, "no such schedule");
+	if (!jf == !ju)
+		return web_respond_error(k->c, 400, "for or until: exactly one "
+					 "is needed (an expiry is required)");
+	if (jf) {
+		const char *d = json_string_value(jf);
+		if (!d || clock_parse_duration(d, &ms, NULL) != 0 || ms <= 0)
+			return web_respond_error(k->c, 400, "for: a duration "
+						 "such as \"2h\" or \"3d\"");
+		p.until_ms = k->now_ms + ms;
+	} else if (!field_time(ju, k->now_ms, &p.until_ms) ||
+		   p.until_ms <= k->now_ms) {
+		return web_respond_error(k->c, 400, "until: an ISO 8601 "
+					 "instant or Unix milliseconds in the "
+					 "future");
+	}
+	if (p.until_ms - k->now_ms > STORE_PAUSE_MAX_MS)
+		return web_respond_error(k->c, 400, "a pause lasts at most 30 "
+					 "days");
+	if (jn && !json_is_null(jn) && (!json_is_string(jn) ||
+					json_string_length(jn) > NOTE_MAX))
+		return web_respond_error(k->c, 400, "note: a text of at most "
+					 "200 bytes");
+	if (!field_by(o, p.by))
+		return web_respond_error(k->c, 400, "by: a name of 1 to 64 "
+					 "printable characters");
+	snprintf(p.schedule, sizeof(p.schedule), "%s", sc->name);
+	snprintf(p.note, sizeof(p.note), "%s",
+		 json_is_string(jn) ? json_string_value(jn) : "");
+	int rc = store_pause_set(k->w->store, &p, NULL);
+	if (rc)
+		return store_failed(k, rc);
+	return web_respond(k->c, 200, json_pack(
+		"{s:s, s:s, s:o, s:s, s:I, s:s, s:I}", "schedule", sc->name,
+		"by", p.by, "note", report_json_text(p.note),
+		"since", clock_format_utc(p.from_ms, t), "since_ms",
+		(json_int_t)p.from_ms, "until",
+		clock_format_utc(p.until_ms, t2), "until_ms",
+		(json_int_t)p.until_ms));
+}
+
+/* POST /api/resume {"schedule"}: `surecron resume` (store_pause_end);
+ * 409 when the schedule is not paused. */
+static enum MHD_Result post_resume(struct call *k, json_t *o)
+{
+	const char *name = json_string_value(json_object_get(o, "schedule"));
+	bool ended = false;
+
+	if (!name)
+		return web_respond_error(k->c, 400, "schedule: a schedule "
+					 "name is needed");
+	const struct schedule_spec *sc = schedule_of(k, name);
+	if (!sc)
+		return web_respond_error(k->c, 404, "no such schedule");
+	int rc = store_pause_end(k->w->store, sc->name, k->now_ms, &ended,
+				 NULL);
+	if (rc)
+		return store_failed(k, rc);
+	if (!ended)
+		return web_respond_error(k->c, 409, "the schedule is not "
+					 "paused");
+	return web_respond(k->c, 200, json_pack("{s:s, s:b}", "schedule",
+						sc->name, "resumed", 1));
+}
+
 /* ---- routing -------------------------------------------------------- */
 
 typedef enum MHD_Result (*post_fn)(struct call *k, json_t *body);
@@ -711,6 +796,8 @@ static const struct {
 	{"/api/retry", post_retry},
 	{"/api/release", post_release},
 	{"/api/ack", post_ack},
+	{"/api/pause", post_pause},
+	{"/api/resume", post_resume},
 };
 
 static enum MHD_Result route(struct call *k, const char *url, bool is_post,

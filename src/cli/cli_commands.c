@@ -196,6 +196,21 @@ static const struct cli_command commands[] = {
 	 "skipped by a change fires once at the change, a repeated time fires\n"
 	 "once, in the first pass. Other expressions follow real time.\n"
 	 "Invalid expression or zone: a message on stderr, exit status 2.\n"},
+	{"pause", cmd_pause,
+	 "pause [--config FILE] (--for DUR | --until T) [--note TEXT] "
+	 "SCHEDULE",
+	 "pause a schedule for a maintenance window (an expiry is required)",
+	 "Pauses SCHEDULE from now for --for DUR (2h, 3d) or until --until T\n"
+	 "(ISO 8601 with Z or an offset); at most 30 days, so a forgotten\n"
+	 "pause ends by itself. The pause lives in the store: every node and\n"
+	 "every CLI sees it. Each slot inside the window gets a \"paused\"\n"
+	 "ledger row: not missed, not lost, not run late after the window.\n"
+	 "`surecron trigger` still runs the schedule by hand. `status` shows\n"
+	 "who paused (the user sudo ran us for, else the real user), why\n"
+	 "(--note TEXT, at most 200 bytes) and until when; the daemon logs\n"
+	 "the expiry (event=pause_expired). A new pause replaces the old.\n"
+	 "Exit status: 0 paused, 1 store error, 2 usage, config or unknown\n"
+	 "schedule.\n"},
 	{"prune", cmd_prune, "prune [--config FILE] [--dry-run] [--json]",
 	 "delete what the config's retention lets go",
 	 "Deletes, by age of the slot, the ledger rows, finished jobs, sent\n"
@@ -238,6 +253,12 @@ static const struct cli_command commands[] = {
 	 "--arrived/--resend, prints the send state of each target of the\n"
 	 "slot. Exit 0 when done, 2 on usage errors or when TARGET is not\n"
 	 "held, 1 on store errors.\n"},
+	{"resume", cmd_resume, "resume [--config FILE] SCHEDULE",
+	 "end a schedule's pause now",
+	 "Ends the running pause of SCHEDULE (`surecron pause`) now: its next\n"
+	 "slot runs. The slots inside the window up to now stay paused (not\n"
+	 "caught up). Exit status: 0 resumed, 1 not paused (or a store\n"
+	 "error), 2 usage, config or unknown schedule.\n"},
 	{"retry", cmd_retry, "retry [--config FILE] JOB",
 	 "run a dead job (a lost slot) again",
 	 "Makes dead job JOB (its id, as `ledger` and `status` show) ready\n"
@@ -266,8 +287,8 @@ static const struct cli_command commands[] = {
 	 "command line or config.\n"},
 	{"simulate", cmd_simulate,
 	 "simulate [--config FILE] --from T --until T "
-	 "[--fail TASK@T1..T2[:exit=N]]... [--down T1..T2]... [--deliver] "
-	 "[--json]",
+	 "[--fail TASK@T1..T2[:exit=N]]... [--down T1..T2]... "
+	 "[--pause T1..T2] [--deliver] [--json]",
 	 "run the schedules on a virtual clock and print the timeline",
 	 "Runs the real scheduler, queue, orchestrator and delivery of FILE\n"
 	 "(default ./surecron.yaml) on a virtual clock from T to T (ISO 8601\n"
@@ -291,6 +312,10 @@ static const struct cli_command commands[] = {
 	 "                   (downtime): at T2 the schedules catch up by their\n"
 	 "                   catchup policy and missed slots are listed.\n"
 	 "                   May be repeated.\n"
+	 "  --pause T1..T2   every schedule is paused in [T1, T2) (at most 30\n"
+	 "                   days), as `surecron pause` would: the slots\n"
+	 "                   inside are listed as paused, not run, not missed,\n"
+	 "                   and not caught up afterwards.\n"
 	 "  --deliver        send to the real targets. Without it nothing\n"
 	 "                   leaves the machine: every target (slack, webhook,\n"
 	 "                   file, command) is replaced by a recorder in the\n"

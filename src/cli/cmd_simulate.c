@@ -24,6 +24,9 @@
  * line. A result short of the schedule's `expect` shows as the failure it
  * is ("failed (expectation)").
  *
+ * --pause T1..T2 pauses every schedule in [T1, T2) in the throw-away
+ * store, as `surecron pause` would: the slots inside show as paused.
+ *
  * Invariants: the virtual clock only moves forwards, to the next event;
  * the process's real clock is never consulted for scheduling.
  */
@@ -82,6 +85,9 @@ struct sim {
 	json_t *events;       /* --json */
 	size_t n_slots, n_attempts, n_succeeded, n_failed, n_lost, n_missed;
 	int64_t last_ledger_id;
+	struct down pause;    /* --pause: every schedule paused in [from,
+				 until); until 0: none */
+	int64_t last_paused_id;
 };
 
 /* ---- argument parsing ---------------------------------------------------- */
@@ -160,10 +166,10 @@ static int parse_fail(const char *arg, struct fail_rule *r)
 	return EXIT_OK;
 }
 
-/* T1..T2: the scheduler and the worker are down in [T1, T2). */
-static int parse_down(const char *arg, struct down *d)
+/* T1..T2 of option opt (--down: the scheduler and the worker are down
+ * in [T1, T2); --pause: every schedule is paused then). */
+static int parse_window(const char *opt, const char *arg, struct down *d)
 {
-	const char *opt = "--down";
 	const char *dots = strstr(arg, "..");
 	int rc;
 
@@ -309,6 +315,32 @@ static void report_recordings(struct sim *sm, const char *schedule,
 		free(line);
 		fclose(f);
 	}
+}
+
+/* Reports the paused rows the scheduler wrote (--pause). */
+static void report_paused(struct sim *sm)
+{
+	struct ledger_filter f = {.since_ms = INT64_MIN, .until_ms = INT64_MAX,
+				  .outcome = LEDGER_PAUSED};
+	struct ledger_row *rows = NULL;
+	size_t n = 0;
+
+	if (sm->pause.until_ms == 0 ||
+	    store_ledger_query(sm->store, &f, &rows, &n, NULL) != 0)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		if (rows[i].id <= sm->last_paused_id)
+			continue;
+		sm->last_paused_id = rows[i].id;
+		char slot[CLI_TIME_MAX];
+		cli_format_local(rows[i].slot_ms, zone_of(sm, rows[i].schedule),
+				 slot);
+		emit(sm, rows[i].schedule, rows[i].slot_ms, "paused",
+		     json_pack("{s:s?}", "note", rows[i].error_msg),
+		     "slot %s paused: %s", slot,
+		     rows[i].error_msg ? rows[i].error_msg : "");
+	}
+	store_ledger_rows_free(rows, n);
 }
 
 /* Reports ledger rows written by the scheduler (missed slots). */
@@ -503,6 +535,7 @@ static int simulate(struct sim *sm, int64_t from, int64_t until)
 			return cli_fail(EXIT_FAIL, "simulate: scheduler: %s",
 					err.msg);
 		report_missed(sm);
+		report_paused(sm);
 		for (;;) {
 			struct store_job job;
 			size_t n = 0;
@@ -734,10 +767,26 @@ int cmd_simulate(int argc, char **argv)
 			if (sm.n_downs >= SIM_MAX_DOWN)
 				return cli_usage_error("simulate", "at most %d "
 						       "--down", SIM_MAX_DOWN);
-			int rc = parse_down(v, &sm.downs[sm.n_downs]);
+			int rc = parse_window("--down", v,
+					      &sm.downs[sm.n_downs]);
 			if (rc)
 				return rc;
 			sm.n_downs++;
+		} else if ((m = opt("--pause", argc, argv, &i, &v)) != 0) {
+			if (m < 0)
+				return cli_usage_error("simulate", "--pause "
+						       "needs T1..T2");
+			if (sm.pause.until_ms != 0)
+				return cli_usage_error("simulate", "at most one "
+						       "--pause");
+			int rc = parse_window("--pause", v, &sm.pause);
+			if (rc)
+				return rc;
+			if (sm.pause.until_ms - sm.pause.from_ms >
+			    STORE_PAUSE_MAX_MS)
+				return cli_usage_error("simulate", "--pause: a "
+						       "pause lasts at most 30 "
+						       "days");
 		} else if (strcmp(argv[i], "--json") == 0) {
 			sm.json = true;
 		} else if (strcmp(argv[i], "--deliver") == 0) {
@@ -795,6 +844,20 @@ int cmd_simulate(int argc, char **argv)
 	}
 	if (!sm.deliver && (code = redirect_targets(&sm)) != EXIT_OK)
 		goto out_store;
+	/* --pause: what `surecron pause` writes, for every schedule. */
+	for (size_t i = 0; sm.pause.until_ms && i < sm.cfg->n_schedules; i++) {
+		struct store_pause p = {.from_ms = sm.pause.from_ms,
+					.until_ms = sm.pause.until_ms};
+		snprintf(p.schedule, sizeof(p.schedule), "%s",
+			 sm.cfg->schedules[i].name);
+		snprintf(p.by, sizeof(p.by), "simulate");
+		snprintf(p.note, sizeof(p.note), "--pause");
+		if (store_pause_set(sm.store, &p, &err) != 0) {
+			code = cli_fail(EXIT_FAIL, "simulate: store: %s",
+					err.msg);
+			goto out_store;
+		}
+	}
 	sm.events = json_array();
 
 	char f1[CLI_TIME_MAX], f2[CLI_TIME_MAX];

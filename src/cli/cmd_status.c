@@ -6,7 +6,10 @@
  * class's), the last ledger outcome (the row of its newest slot), its jobs
  * waiting, delayed (a retry pending), running and dead (slots lost,
  * waiting for `surecron retry`), and its open alerts (lost or missed slots
- * nobody has recovered or acknowledged yet).
+ * nobody has recovered or acknowledged yet). A schedule with `enabled:
+ * false` has a "state disabled" line, a paused one (surecron pause) a
+ * "state paused by WHO until T: NOTE" line; the others print exactly what
+ * they always did.
  *
  * Jobs of schedules that are no longer in the config (renamed or removed)
  * are counted too, as "other": a dead job must not vanish from the report
@@ -97,6 +100,18 @@ static void print_text(const struct cli_state *st, struct report_sched *v,
 		cli_out(stdout, "\n  next     %s %s\n",
 			cli_format_local(x->info.next_ms, x->info.zone, t),
 			sc_zone_name(x->info.zone));
+		/* Only for a schedule disabled or paused: the others' lines
+		 * are as they always were. */
+		if (sc->disabled)
+			cli_out(stdout, "  state    disabled (enabled: false in "
+				"the config): fires nothing\n");
+		if (x->pause)
+			cli_out(stdout, "  state    paused by %s until %s%s%s  "
+				"<- surecron resume %s\n",
+				x->pause->by[0] ? x->pause->by : "?",
+				clock_format_utc(x->pause->until_ms, u),
+				x->pause->note[0] ? ": " : "", x->pause->note,
+				sc->name);
 		cli_out(stdout,
 			"  class    %s (%s)\n", sc_freq_class_name(x->info.cls),
 			x->info.reason);

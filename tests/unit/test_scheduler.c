@@ -723,6 +723,102 @@ static void memo_ticks_match_plain_ticks(void **state)
 	store_ledger_rows_free(rows, n);
 }
 
+/*
+ * Issue 17: a downtime across a pause. Hourly, back at 06:30 after a stop
+ * at 00:30, paused [05:00, 07:00): 05:00 and 06:00 get paused rows, not
+ * missed ones; catchup latest runs the newest late slot OUTSIDE the pause
+ * (04:00), not one inside; 01:00..03:00 are missed; no missed alert counts
+ * the paused ones. The same through the plan (the daemon's path).
+ */
+static void pause_case(bool plan)
+{
+	struct store_pause pz = {.from_ms = iso("2026-01-01T05:00:00Z"),
+				 .until_ms = iso("2026-01-01T07:00:00Z")};
+	struct sched_result r;
+	struct sched_plan *pl = NULL;
+	struct sc_err err = {0};
+	int64_t t0 = iso("2026-01-01T00:30:00Z"), t1 = iso("2026-01-01T06:30:00Z");
+
+	load("0 * * * *", "UTC", "latest");
+	snprintf(pz.schedule, sizeof(pz.schedule), "%s", F.name);
+	snprintf(pz.by, sizeof(pz.by), "ops");
+	if (plan) {
+		sc_clock_set_ms(F.clock, t0);
+		assert_int_equal(scheduler_plan_new(F.s, F.cfg, t0, NULL, &pl,
+						    &err), 0);
+		assert_int_equal(scheduler_plan_tick(pl, F.s, t0, &r, &err), 0);
+		assert_int_equal(store_pause_set(F.s, &pz, NULL), 0);
+		sc_clock_set_ms(F.clock, t1);
+		assert_int_equal(scheduler_plan_tick(pl, F.s, t1, &r, &err), 0);
+	} else {
+		tick(t0);
+		assert_int_equal(store_pause_set(F.s, &pz, NULL), 0);
+		r = tick(t1);
+	}
+	assert_int_equal(r.n_paused, 2);
+	assert_int_equal(r.n_missed, 3);
+	assert_int_equal(n_jobs(), 1);
+	assert_true(has_job(iso("2026-01-01T04:00:00Z"), NULL));
+	struct ledger_filter lf = {.schedule = F.name, .since_ms = INT64_MIN,
+				   .until_ms = INT64_MAX,
+				   .outcome = LEDGER_PAUSED};
+	struct ledger_row *rows = NULL;
+	size_t n = 0;
+	assert_int_equal(store_ledger_query(F.s, &lf, &rows, &n, NULL), 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(rows[0].slot_ms, iso("2026-01-01T05:00:00Z"));
+	assert_int_equal(rows[1].slot_ms, iso("2026-01-01T06:00:00Z"));
+	store_ledger_rows_free(rows, n);
+	n = missed(&rows);
+	assert_int_equal(n, 3);
+	for (size_t i = 0; i < n; i++)
+		assert_true(rows[i].slot_ms < pz.from_ms);
+	store_ledger_rows_free(rows, n);
+	/* After the window: 07:00 runs on time, nothing owed for it. */
+	int64_t t2 = iso("2026-01-01T07:00:00Z");
+	sc_clock_set_ms(F.clock, t2);
+	if (plan)
+		assert_int_equal(scheduler_plan_tick(pl, F.s, t2, &r, &err), 0);
+	else
+		r = tick(t2);
+	assert_int_equal(r.n_paused + r.n_missed, 0);
+	assert_int_equal(r.n_enqueued, 1);
+	assert_true(has_job(t2, NULL));
+	scheduler_plan_free(pl);
+}
+
+static void pause_is_not_missed_nor_caught_up(void **state)
+{
+	pause_case(false);
+}
+
+static void pause_is_not_missed_nor_caught_up_in_the_plan(void **state)
+{
+	pause_case(true);
+}
+
+/* enabled: false writes nothing but its state; enabling it again starts
+ * from then, with nothing missed for the disabled time. */
+static void disabled_writes_nothing_and_owes_nothing(void **state)
+{
+	struct sched_result r;
+
+	load("0 * * * *", "UTC", "all");
+	F.cfg->schedules[0].disabled = true;
+	tick(iso("2026-01-01T00:30:00Z"));
+	drive(iso("2026-01-01T00:30:00Z"), iso("2026-01-01T05:30:00Z"));
+	assert_int_equal(n_jobs(), 0);
+	struct ledger_row *rows;
+	size_t n = missed(&rows);
+	assert_int_equal(n, 0);
+	store_ledger_rows_free(rows, n);
+	F.cfg->schedules[0].disabled = false;
+	r = tick(iso("2026-01-01T06:00:00Z"));
+	assert_int_equal(r.n_missed, 0);
+	assert_int_equal(r.n_enqueued, 1);
+	assert_int_equal(n_jobs(), 1);
+}
+
 static void bad_zone_is_counted_and_others_still_run(void **state)
 {
 	char path[320];
@@ -791,6 +887,9 @@ int main(void)
 		T(catchup_latest_runs_newest_once),
 		T(catchup_all_runs_every_slot),
 		T(catchup_none_runs_nothing),
+		T(pause_is_not_missed_nor_caught_up),
+		T(pause_is_not_missed_nor_caught_up_in_the_plan),
+		T(disabled_writes_nothing_and_owes_nothing),
 		T(interrupted_tick_is_repaired_without_duplicates),
 		T(late_within_grace_is_not_missed),
 		T(huge_gap_is_bounded_and_summarised),

@@ -994,8 +994,16 @@ static void raw_sql(void **state, const char *sql)
 /* Turns a current (version 6) store back into version 2: no alert
  * tables (version 4), the body back in the outbox row, no outbox_body
  * table. */
+/* Undoes version 7 (pauses), which every rollback below starts with. */
+static void drop_version_7(void **state)
+{
+	raw_sql(state, "DROP TABLE pauses");
+	raw_sql(state, "DROP INDEX ledger_paused_once");
+}
+
 static void to_version_2(void **state)
 {
+	drop_version_7(state);
 	raw_sql(state, "DROP INDEX ledger_ok");
 	raw_sql(state, "DROP TABLE leases");
 	raw_sql(state, "DROP INDEX ledger_period");
@@ -1064,6 +1072,69 @@ static void version_2_outbox_bodies_migrate(void **state)
  * migrates, answers from the rows it had, and then has the index (DROP
  * INDEX fails the test when there is none).
  */
+/* Issue 17: a pause row per schedule (replaced by the next pause, ended
+ * early by resume), bounded to 30 days; a paused ledger row is kept once
+ * per slot, as a missed one is. */
+static void pauses_are_stored_replaced_and_ended(void **state)
+{
+	struct fix f;
+	struct store_pause p = {.from_ms = T0, .until_ms = T0 + 60 * MIN},
+			   got, *v = NULL;
+	size_t n = 0;
+	bool ended = true, written = false;
+
+	fix_open(state, &f);
+	assert_int_equal(store_pause_get(f.s, "a", &got, NULL), SC_ENOENT);
+	assert_int_equal(store_pause_end(f.s, "a", T0, &ended, NULL), 0);
+	assert_false(ended);
+	snprintf(p.schedule, sizeof(p.schedule), "b");
+	snprintf(p.by, sizeof(p.by), "alice");
+	snprintf(p.note, sizeof(p.note), "upgrade");
+	assert_int_equal(store_pause_set(f.s, &p, NULL), 0);
+	snprintf(p.schedule, sizeof(p.schedule), "a");
+	assert_int_equal(store_pause_set(f.s, &p, NULL), 0);
+	/* Replaced by the next pause of the schedule. */
+	p.until_ms = T0 + 120 * MIN;
+	snprintf(p.note, sizeof(p.note), "longer");
+	assert_int_equal(store_pause_set(f.s, &p, NULL), 0);
+	assert_int_equal(store_pause_get(f.s, "a", &got, NULL), 0);
+	assert_int_equal(got.until_ms, T0 + 120 * MIN);
+	assert_string_equal(got.by, "alice");
+	assert_string_equal(got.note, "longer");
+	assert_false(got.resumed);
+	assert_int_equal(store_pause_all(f.s, &v, &n, NULL), 0);
+	assert_int_equal(n, 2);
+	assert_string_equal(v[0].schedule, "a");
+	assert_string_equal(v[1].schedule, "b");
+	free(v);
+	/* Ended early once; a second end finds nothing running. */
+	assert_int_equal(store_pause_end(f.s, "a", T0 + 5 * MIN, &ended, NULL),
+			 0);
+	assert_true(ended);
+	assert_int_equal(store_pause_get(f.s, "a", &got, NULL), 0);
+	assert_int_equal(got.until_ms, T0 + 5 * MIN);
+	assert_true(got.resumed);
+	assert_int_equal(store_pause_end(f.s, "a", T0 + 6 * MIN, &ended, NULL),
+			 0);
+	assert_false(ended);
+	/* Bounds. */
+	p.until_ms = p.from_ms + STORE_PAUSE_MAX_MS + 1;
+	assert_int_equal(store_pause_set(f.s, &p, NULL), SC_EINVAL);
+	p.until_ms = p.from_ms;
+	assert_int_equal(store_pause_set(f.s, &p, NULL), SC_EINVAL);
+	/* One paused row per slot. */
+	struct ledger_row r = {.slot_ms = T0 + MIN};
+	snprintf(r.schedule, sizeof(r.schedule), "a");
+	snprintf(r.outcome, sizeof(r.outcome), "%s", LEDGER_PAUSED);
+	assert_int_equal(store_ledger_append_written(f.s, &r, &written, NULL),
+			 0);
+	assert_true(written);
+	assert_int_equal(store_ledger_append_written(f.s, &r, &written, NULL),
+			 0);
+	assert_false(written);
+	fix_close(&f);
+}
+
 static void version_5_gains_the_success_index(void **state)
 {
 	static const struct {
@@ -1090,6 +1161,7 @@ static void version_5_gains_the_success_index(void **state)
 		assert_int_equal(store_ledger_append(f.s, &r, NULL), 0);
 	}
 	store_close(f.s);
+	drop_version_7(state);
 	raw_sql(state, "DROP INDEX ledger_ok");
 	raw_sql(state, tb_is_sqlite(state)
 			       ? "PRAGMA user_version = 5"
@@ -2149,6 +2221,7 @@ int main(void)
 		cmocka_unit_test(version_1_with_duplicate_missed_rows_migrates),
 		cmocka_unit_test(version_2_outbox_bodies_migrate),
 		cmocka_unit_test(version_5_gains_the_success_index),
+		cmocka_unit_test(pauses_are_stored_replaced_and_ended),
 		cmocka_unit_test(two_handles_recovering_one_job_list_it_once),
 		cmocka_unit_test(concurrent_recoveries_list_each_dead_job_once),
 		cmocka_unit_test(outbox_state_machine_and_guard),
