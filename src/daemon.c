@@ -115,6 +115,8 @@ struct cfg_ref {
 				    bulk read); NULL until then or while the
 				    store fails; scheduler thread only */
 	int refs;      /* under daemon.mu */
+	uint64_t id;   /* unique per wrap, never reused: a store handle's
+			  overlap rule is set again only when it changes */
 };
 
 /* Wraps a loaded config (taken over) with one reference. NULL: no memory
@@ -127,8 +129,11 @@ static struct cfg_ref *cfg_wrap(struct config *cfg)
 		config_free(cfg);
 		return NULL;
 	}
+	static _Atomic uint64_t next_id;
+
 	r->cfg = cfg;
 	r->refs = 1;
+	r->id = atomic_fetch_add(&next_id, 1) + 1;
 	return r;
 }
 
@@ -542,11 +547,18 @@ static int open_store(struct daemon *d, struct store **out,
  * `queue` slot that waited past queue_overlap_wait_warn_ms for its turn
  * is logged once, here, when it is claimed: one claim per attempt.
  */
-static int claim(struct store *s, const struct config *cfg,
-		 const char *name, int64_t ahead_ms, struct store_job *job,
-		 size_t *n, bool *skipped, struct sc_err *e)
+static int claim(struct store *s, const struct cfg_ref *cr,
+		 uint64_t *rule_of, const char *name, int64_t ahead_ms,
+		 struct store_job *job, size_t *n, bool *skipped,
+		 struct sc_err *e)
 {
-	int rc = queue_overlap_rule(s, cfg, e);
+	const struct config *cfg = cr->cfg;
+	int rc = 0;
+
+	/* The rule walks every schedule: set it on this handle once per
+	 * config (*rule_of: the cfg_ref id it was set from, 0: none). */
+	if (*rule_of != cr->id && (rc = queue_overlap_rule(s, cfg, e)) == 0)
+		*rule_of = cr->id;
 
 	*skipped = false;
 	if (!rc)
@@ -596,6 +608,7 @@ static void *worker_main(void *arg)
 	struct daemon *d = w->d;
 	struct store *s = NULL;
 	struct store_health h = {.backoff_ms = BACKOFF_MIN_MS};
+	uint64_t rule_of = 0; /* the cfg_ref whose rule s holds; 0: none */
 
 	for (;;) {
 		struct sc_err e = {0};
@@ -617,18 +630,23 @@ static void *worker_main(void *arg)
 		if (stop || retire)
 			break;
 		int64_t now = sc_clock_now_ms(d->clock);
-		if (!s && open_store(d, &s, &e) != 0) {
-			store_failed(d, &h, "store-open", e.code, e.msg);
-			s = NULL;
-			store_backoff(d, &h);
-			continue;
+		if (!s) {
+			if (open_store(d, &s, &e) != 0) {
+				store_failed(d, &h, "store-open", e.code,
+					     e.msg);
+				s = NULL;
+				store_backoff(d, &h);
+				continue;
+			}
+			rule_of = 0; /* a new handle has no rule yet */
 		}
+
 		struct cfg_ref *cr = cfg_get(d);
 		struct store_job job;
 		size_t n = 0;
 		bool skipped;
-		int rc = claim(s, cr->cfg, w->name, CLAIM_AHEAD_MS, &job, &n,
-			       &skipped, &e);
+		int rc = claim(s, cr, &rule_of, w->name, CLAIM_AHEAD_MS, &job,
+			       &n, &skipped, &e);
 		if (rc == 0 && skipped) {
 			cfg_put(d, cr);
 			continue;
@@ -1113,6 +1131,8 @@ static int run_once(struct daemon *d)
 
 	struct store_health h = {.backoff_ms = BACKOFF_MIN_MS};
 
+	uint64_t rule_of = 0;
+
 	snprintf(name, sizeof(name), "once-%ld", (long)getpid());
 	recover(d->store, d, cr->cfg, NULL);
 	cfg_put(d, cr);
@@ -1124,8 +1144,8 @@ static int run_once(struct daemon *d)
 
 		cr = cfg_get(d);
 		bool skipped;
-		int rc = claim(d->store, cr->cfg, name, 0, &job, &n, &skipped,
-			       &e);
+		int rc = claim(d->store, cr, &rule_of, name, 0, &job, &n,
+			       &skipped, &e);
 		if (rc == 0 && skipped) {
 			cfg_put(d, cr);
 			continue;
