@@ -11,12 +11,17 @@
 # SURECRON_TEST_JOBS=N runs N binaries at a time (default 1). Every suite
 # works in its own temporary folder, PostgreSQL schema and loopback ports,
 # so they do not meet; each one's output is shown whole when it ends.
+# The suites that stop and restart the PostgreSQL server of the run
+# (SURECRON_TEST_PG_OWN) would cut the others' connections when several
+# run at once: with N > 1 each of them starts a throw-away server of its
+# own instead (tests/pg_fixture.h does when SURECRON_TEST_PG is unset).
 # Every suite's wall time is printed after its name, the slowest at the end.
 set -u
 
 passed=0 failed=0 skipped=0
 failed_suites=""
 jobs=${SURECRON_TEST_JOBS:-1}
+pg_own=" ${SURECRON_TEST_PG_OWN-test_pg_faults test_daemon test_nodes_pg test_soak} "
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
@@ -25,7 +30,13 @@ run_one() {
   local t=$1 name start
   name=$(basename "$t")
   start=$(date +%s%N)
-  timeout -k 30 "${SURECRON_TEST_TIMEOUT:-900}" "$t" >"$work/$name.log" 2>&1
+  local own=()
+  case $pg_own in
+    *" $name "*) [ "$jobs" -gt 1 ] &&
+      own=(env -u SURECRON_TEST_PG -u SURECRON_TEST_PG_DIR) ;;
+  esac
+  "${own[@]}" timeout -k 30 "${SURECRON_TEST_TIMEOUT:-900}" "$t" \
+    >"$work/$name.log" 2>&1
   echo $? >"$work/$name.rc"
   echo $(( ($(date +%s%N) - start) / 1000000 )) >"$work/$name.ms"
 }
