@@ -12,7 +12,10 @@
  * threads never mistake each other's children; the host process itself
  * stays an ordinary parent and reaps nothing but its reapers.
  *
- * The reaper is started one of two ways. In the surecron binary (which
+ * The reaper is started one of three ways. In the daemon, the launcher
+ * forks it (proc_launcher_start: a small single-threaded process started
+ * once, see "the launcher" below). Without a launcher, in the surecron
+ * binary (which
  * calls proc_set_reaper_exe) it is that binary again, posix_spawn'ed with
  * PROC_REAPER_ARG: no copy of the host's page tables, and no copy-on-write
  * faults in the host while the run lasts (a fork of a large or ASan
@@ -50,10 +53,12 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <dirent.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
@@ -438,6 +443,14 @@ static _Noreturn void reaper_main(const struct proc_spec *spec,
 	(void)prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
 	int sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
 
+	/* A launched reaper may start late (a stopped launcher): when
+	 * proc_run has given up already (end of file on the control
+	 * channel), the program must not start at all. */
+	char peek;
+	if (recv(ctl_fd, &peek, 1, MSG_PEEK | MSG_DONTWAIT) == 0) {
+		reap_send(st_fd, REAP_SPAWN_FAILED, ECANCELED);
+		_exit(0);
+	}
 	int rc = posix_spawnp(&prog, spec->argv[0], fa, attr, spec->argv,
 			      spec->envp ? spec->envp : environ);
 	/* The program has its copies; ours would keep its pipes open. */
@@ -591,6 +604,379 @@ static int spawn_reaper_exe(const struct proc_spec *spec, const int src[5],
 	return rc;
 }
 
+/* ---- the launcher ----
+ *
+ * One process, started once (proc_launcher_start: this program again,
+ * PROC_LAUNCHER_ARG), small and single-threaded, that forks a reaper per
+ * run on request. A fork of it copies a few pages, where the exec of the
+ * reaper program costs a program start per run: under a burst of runs
+ * that start is most of a run's CPU. A request is one SOCK_SEQPACKET
+ * message (struct launch_req) with six descriptors: the run's stdin,
+ * stdout and stderr, its control socket, its status pipe (exactly the
+ * five of the exec'd reaper) and a memfd holding the working directory,
+ * the arguments and the environment, each NUL-ended. The reaper it forks
+ * is not our child: proc_run learns that it exited (after it reaped
+ * everything under it) from the end of file on the status pipe, and the
+ * launcher reaps it (SIGCHLD ignored). The launcher exits at the end of
+ * file on its socket, that is when the host closes its end or dies; a
+ * launcher that is gone (killed) makes proc_run go back to the exec'd
+ * reaper for good.
+ */
+#define LAUNCH_MAGIC 0x73636c31u /* "scl1" */
+#define LAUNCH_FDS 6
+#define LAUNCH_ARG_MAX (64u << 20) /* bytes of cwd + argv + envp */
+/* How long proc_run waits for a launched reaper to say it started: a
+ * launcher that is stopped (SIGSTOP) must not hang the run. */
+#define LAUNCH_WAIT_MS 10000
+/* How long a request may wait for room in the launcher's socket. */
+#define LAUNCH_SEND_MS 2000
+
+struct launch_req {
+	uint32_t magic;
+	uint32_t argc;  /* strings of argv, after the cwd */
+	uint32_t envc;  /* strings of envp, after argv */
+	uint32_t has_cwd;
+	uint64_t len;   /* bytes in the memfd */
+};
+
+/* Set by proc_launcher_start before threads run; launcher_gone once a
+ * request found the launcher gone (any thread). */
+static int launcher_fd = -1;
+static pid_t launcher_pid = -1;
+static atomic_bool launcher_gone;
+
+/* Reads the request's strings from the memfd into one allocation and
+ * points spec's arrays at them. The launcher's child only (it exits). */
+static int launch_unpack(const struct launch_req *r, int mfd,
+			 struct proc_spec *spec)
+{
+	if (r->len == 0 || r->len > LAUNCH_ARG_MAX || r->argc == 0 ||
+	    r->argc > LAUNCH_ARG_MAX / 2 || r->envc > LAUNCH_ARG_MAX / 2)
+		return EINVAL;
+	char *blob = malloc((size_t)r->len);
+	char **av = calloc((size_t)r->argc + 1, sizeof(char *));
+	char **ev = calloc((size_t)r->envc + 1, sizeof(char *));
+	if (!blob || !av || !ev)
+		return ENOMEM;
+	size_t got = 0;
+	while (got < r->len) {
+		ssize_t n = pread(mfd, blob + got, (size_t)r->len - got,
+				  (off_t)got);
+		if (n <= 0) {
+			if (n < 0 && errno == EINTR)
+				continue;
+			return EIO;
+		}
+		got += (size_t)n;
+	}
+	if (blob[r->len - 1] != '\0')
+		return EINVAL;
+	/* Strings in order: the cwd (when has_cwd), argv, envp. */
+	size_t off = 0, want = (r->has_cwd ? 1 : 0) + (size_t)r->argc +
+			       (size_t)r->envc;
+	for (size_t i = 0; i < want; i++) {
+		if (off >= r->len)
+			return EINVAL;
+		char *str = blob + off;
+		off += strlen(str) + 1;
+		size_t k = r->has_cwd ? i : i + 1; /* 0 is the cwd */
+		if (k == 0)
+			spec->cwd = str;
+		else if (k <= r->argc)
+			av[k - 1] = str;
+		else
+			ev[k - 1 - r->argc] = str;
+	}
+	if (off != r->len)
+		return EINVAL;
+	spec->argv = av;
+	spec->envp = ev;
+	return 0;
+}
+
+/* The reaper of one request, in a fork of the launcher. */
+static _Noreturn void launch_child(const struct launch_req *r,
+				   const int fd[LAUNCH_FDS])
+{
+	struct proc_spec spec = {0};
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t attr;
+	int rc = launch_unpack(r, fd[5], &spec);
+
+	close(fd[5]);
+	if (rc == 0 && spawn_prepare(&spec, fd[0], fd[1], fd[2], &fa, &attr,
+				     NULL) != 0)
+		rc = ENOMEM;
+	if (rc) {
+		reap_send(fd[4], REAP_SPAWN_FAILED, rc);
+		_exit(0);
+	}
+	/* posix_spawnp searches the PATH of environ: the program's own, as
+	 * in the exec'd reaper. */
+	environ = (char **)spec.envp;
+	reaper_main(&spec, &fa, &attr, fd[3], fd[4], fd[0], fd[1], fd[2]);
+}
+
+int proc_launcher_exec_main(int argc, char **argv)
+{
+	static const int quiet[] = {SIGINT,  SIGQUIT, SIGHUP,  SIGTERM,
+				    SIGPIPE, SIGUSR1, SIGUSR2, SIGALRM};
+	struct sigaction sa;
+	sigset_t none;
+
+	(void)argv;
+	if (argc != 2 || fcntl(3, F_SETFD, FD_CLOEXEC) != 0)
+		return 2;
+	/* The host decides when we end (end of file); signals sent to its
+	 * group are not for us. SIGCHLD ignored: the kernel reaps the
+	 * reapers (each sets it back to the default for itself). */
+	memset(&sa, 0, sizeof(sa));
+	sigemptyset(&sa.sa_mask);
+	sa.sa_handler = SIG_IGN;
+	for (size_t i = 0; i < sizeof(quiet) / sizeof(quiet[0]); i++)
+		(void)sigaction(quiet[i], &sa, NULL);
+	(void)sigaction(SIGCHLD, &sa, NULL);
+	sigemptyset(&none);
+	(void)sigprocmask(SIG_SETMASK, &none, NULL);
+
+	for (;;) {
+		struct launch_req r;
+		union {
+			char buf[CMSG_SPACE(sizeof(int) * LAUNCH_FDS)];
+			struct cmsghdr align;
+		} u;
+		struct iovec iov = {&r, sizeof(r)};
+		struct msghdr mh = {0};
+		int fd[LAUNCH_FDS], nfd = 0;
+
+		mh.msg_iov = &iov;
+		mh.msg_iovlen = 1;
+		mh.msg_control = u.buf;
+		mh.msg_controllen = sizeof(u.buf);
+		ssize_t n = recvmsg(3, &mh, MSG_CMSG_CLOEXEC);
+		if (n == 0)
+			return 0; /* the host is gone or done */
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return 1;
+		}
+		for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c;
+		     c = CMSG_NXTHDR(&mh, c)) {
+			if (c->cmsg_level != SOL_SOCKET ||
+			    c->cmsg_type != SCM_RIGHTS)
+				continue;
+			size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+			int *p = (int *)(void *)CMSG_DATA(c);
+			for (size_t i = 0; i < k; i++) {
+				if (nfd < LAUNCH_FDS)
+					fd[nfd++] = p[i];
+				else
+					close(p[i]);
+			}
+		}
+		bool good = (size_t)n == sizeof(r) && nfd == LAUNCH_FDS &&
+			    r.magic == LAUNCH_MAGIC &&
+			    !(mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC));
+		if (good) {
+			pid_t pid = fork();
+			if (pid == 0) {
+				close(3);
+				launch_child(&r, fd);
+			}
+			if (pid < 0)
+				reap_send(fd[4], REAP_SPAWN_FAILED, errno);
+		}
+		for (int i = 0; i < nfd; i++)
+			close(fd[i]);
+	}
+}
+
+int proc_launcher_start(struct sc_err *err)
+{
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t attr;
+	sigset_t none, dfl;
+	int sv[2];
+
+	if (launcher_fd >= 0)
+		return 0;
+	if (!reaper_exe[0])
+		return sc_err_set(err, SC_EINVAL, "no reaper program set");
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
+		return sc_err_set(err, SC_EIO, "socketpair: %s",
+				  strerror(errno));
+	char *av[] = {reaper_exe, (char *)PROC_LAUNCHER_ARG, NULL};
+	int r = posix_spawn_file_actions_init(&fa);
+	if (r == 0 && (r = posix_spawnattr_init(&attr)) != 0)
+		posix_spawn_file_actions_destroy(&fa);
+	if (r) {
+		close(sv[0]);
+		close(sv[1]);
+		return sc_err_set(err, SC_ENOMEM, "out of memory");
+	}
+	for (int i = 0; i < 3 && !r; i++)
+		r = posix_spawn_file_actions_addopen(&fa, i, "/dev/null",
+						     i ? O_WRONLY : O_RDONLY, 0);
+	if (!r)
+		r = posix_spawn_file_actions_adddup2(&fa, sv[1], 3);
+	sigemptyset(&none);
+	sigfillset(&dfl);
+	sigdelset(&dfl, SIGKILL);
+	sigdelset(&dfl, SIGSTOP);
+	if (!r)
+		r = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK |
+						    POSIX_SPAWN_SETSIGDEF);
+	if (!r)
+		r = posix_spawnattr_setsigmask(&attr, &none);
+	if (!r)
+		r = posix_spawnattr_setsigdefault(&attr, &dfl);
+	pid_t pid = -1;
+	if (!r)
+		r = posix_spawn(&pid, reaper_exe, &fa, &attr, av, environ);
+	posix_spawnattr_destroy(&attr);
+	posix_spawn_file_actions_destroy(&fa);
+	close(sv[1]);
+	if (r) {
+		close(sv[0]);
+		return sc_err_set(err, errno_code(r), "cannot start the "
+				  "launcher %s: %s", reaper_exe, strerror(r));
+	}
+	/* A full socket (a stopped launcher) must not hold a run for long:
+	 * the request then goes to the exec'd reaper. */
+	struct timeval tv = {LAUNCH_SEND_MS / 1000,
+			     (LAUNCH_SEND_MS % 1000) * 1000};
+	(void)setsockopt(sv[0], SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	launcher_fd = sv[0];
+	launcher_pid = pid;
+	atomic_store(&launcher_gone, false);
+	return 0;
+}
+
+void proc_launcher_stop(void)
+{
+	if (launcher_fd < 0)
+		return;
+	close(launcher_fd);
+	launcher_fd = -1;
+	while (waitpid(launcher_pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	launcher_pid = -1;
+}
+
+pid_t proc_launcher_pid(void)
+{
+	return launcher_fd >= 0 && !atomic_load(&launcher_gone) ? launcher_pid
+								 : -1;
+}
+
+/* Appends str and its NUL to the memfd through buf (used bytes held);
+ * false when a write failed. */
+static bool pack_str(int mfd, char *buf, size_t cap, size_t *used,
+		     const char *str, struct launch_req *r)
+{
+	size_t len = strlen(str) + 1;
+
+	r->len += len;
+	while (len > 0) {
+		size_t k = cap - *used < len ? cap - *used : len;
+		memcpy(buf + *used, str, k);
+		*used += k;
+		str += k;
+		len -= k;
+		if (*used == cap) {
+			if (write(mfd, buf, cap) != (ssize_t)cap)
+				return false;
+			*used = 0;
+		}
+	}
+	return true;
+}
+
+/* Writes the request's strings (cwd, argv, envp) to a memfd; -1 when that
+ * cannot be done (the caller then starts the exec'd reaper). */
+static int launch_pack(const struct proc_spec *spec, char *const *envp,
+		       struct launch_req *r)
+{
+	char buf[8192];
+	size_t used = 0;
+	int mfd = memfd_create("surecron-run", MFD_CLOEXEC);
+
+	if (mfd < 0)
+		return -1;
+	memset(r, 0, sizeof(*r));
+	r->magic = LAUNCH_MAGIC;
+	r->has_cwd = spec->cwd != NULL;
+	bool ok = !spec->cwd ||
+		  pack_str(mfd, buf, sizeof(buf), &used, spec->cwd, r);
+	for (size_t i = 0; ok && spec->argv[i]; i++, r->argc++)
+		ok = pack_str(mfd, buf, sizeof(buf), &used, spec->argv[i], r);
+	for (size_t i = 0; ok && envp[i]; i++, r->envc++)
+		ok = pack_str(mfd, buf, sizeof(buf), &used, envp[i], r);
+	if (ok && used)
+		ok = write(mfd, buf, used) == (ssize_t)used;
+	if (!ok || r->len > LAUNCH_ARG_MAX) {
+		close(mfd);
+		return -1;
+	}
+	return mfd;
+}
+
+/* LAUNCH_WAIT_MS; test builds take SURECRON_TEST_LAUNCH_WAIT_MS, so a
+ * test of a stopped launcher need not wait the whole bound. */
+static int launch_wait_ms(void)
+{
+#ifdef SURECRON_FAILPOINTS
+	const char *v = getenv("SURECRON_TEST_LAUNCH_WAIT_MS");
+	if (v && atoi(v) > 0)
+		return atoi(v);
+#endif
+	return LAUNCH_WAIT_MS;
+}
+
+/* Hands one run to the launcher; false when it cannot take it (then the
+ * caller starts the reaper itself). */
+static bool launch_send(const struct proc_spec *spec, const int src[5])
+{
+	struct launch_req r;
+
+	if (launcher_fd < 0 || atomic_load(&launcher_gone))
+		return false;
+	int mfd = launch_pack(spec, spec->envp ? spec->envp : environ, &r);
+	if (mfd < 0)
+		return false;
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * LAUNCH_FDS)];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = {&r, sizeof(r)};
+	struct msghdr mh = {0};
+	int fds[LAUNCH_FDS] = {src[0], src[1], src[2], src[3], src[4], mfd};
+
+	memset(&u, 0, sizeof(u));
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	mh.msg_control = u.buf;
+	mh.msg_controllen = sizeof(u.buf);
+	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(fds));
+	memcpy(CMSG_DATA(c), fds, sizeof(fds));
+	ssize_t n;
+	do
+		n = sendmsg(launcher_fd, &mh, MSG_NOSIGNAL);
+	while (n < 0 && errno == EINTR);
+	int e = errno;
+	close(mfd);
+	if (n == (ssize_t)sizeof(r))
+		return true;
+	if (n < 0 && e != EAGAIN && e != EWOULDBLOCK && e != ENOBUFS &&
+	    e != ENOMEM)
+		atomic_store(&launcher_gone, true); /* EPIPE: it is gone */
+	return false;
+}
+
 /* ---- proc_run ---- */
 
 /* Asks the reaper for something ('T' or 'K'); a reaper already gone
@@ -659,12 +1045,13 @@ int proc_run(const struct proc_spec *spec, struct proc_result *res,
 		}
 	}
 	int64_t start = clock_mono_ms();
-	bool spawned = false;
-	if (reaper_exe[0]) {
+	const int src[5] = {inp[0], outp[1], errp[1], ctl[1], stp[1]};
+	bool launched = launch_send(spec, src), spawned = launched;
+	bool lost_launch = false; /* the launched reaper never answered */
+	if (!spawned && reaper_exe[0]) {
 		/* posix_spawn of the reaper program: no copy of this
 		 * process's page tables, no copy-on-write while it runs.
 		 * Should it fail to start (no /proc), fork as elsewhere. */
-		const int src[5] = {inp[0], outp[1], errp[1], ctl[1], stp[1]};
 		spawned = spawn_reaper_exe(spec, src, &rpid, NULL) == 0;
 	}
 	if (!spawned) {
@@ -693,7 +1080,23 @@ int proc_run(const struct proc_spec *spec, struct proc_result *res,
 	if (rc)
 		goto done;
 	/* The reaper answers once posix_spawn returned: the program was
-	 * exec'd and runs. */
+	 * exec'd and runs. A launched reaper gets a bound: should the
+	 * launcher be stopped, the run fails instead of waiting, and the
+	 * reaper, if it starts later, finds us gone and starts nothing. */
+	if (launched) {
+		struct pollfd p = {stp[0], POLLIN, 0};
+		int pr, wait_ms = launch_wait_ms();
+		do
+			pr = poll(&p, 1, wait_ms);
+		while (pr < 0 && errno == EINTR);
+		if (pr == 0) {
+			lost_launch = true;
+			rc = sc_err_set(err, SC_EIO, "cannot run %s: the "
+					"launcher did not start it in %d ms",
+					spec->argv[0], wait_ms);
+			goto reap;
+		}
+	}
 	if (!read_msg(stp[0], &m) || m.kind != REAP_STARTED) {
 		if (m.kind == REAP_SPAWN_FAILED)
 			rc = spawn_error(spec, m.value, err);
@@ -841,8 +1244,18 @@ reap:
 	/* End of file on the control channel tells a reaper still waiting
 	 * to end everything; then it exits. */
 	close_fd(&ctl[0]);
-	while (waitpid(rpid, NULL, 0) < 0 && errno == EINTR)
-		;
+	if (rpid > 0) {
+		while (waitpid(rpid, NULL, 0) < 0 && errno == EINTR)
+			;
+	} else if (launched && !lost_launch) {
+		/* Not our child: its end of the status pipe closes when it
+		 * exits, after it reaped everything under it. */
+		while (read_msg(stp[0], &m))
+			if (m.kind == REAP_ENDED && !have_status) {
+				status = m.value;
+				have_status = true;
+			}
+	}
 	if (rc)
 		goto done;
 	if (!have_status) {

@@ -13,9 +13,10 @@
  * holds its stdout.
  *
  * Thread-safety: proc_run may be called from several threads at once; each
- * run starts its own reaper (a posix_spawn of the program set with
- * proc_set_reaper_exe, else a fork that makes only system calls before it
- * exits, safe in a fork of a threaded process), and changes no
+ * run starts its own reaper (forked by the launcher when one runs, else a
+ * posix_spawn of the program set with proc_set_reaper_exe, else a fork
+ * that makes only system calls before it exits, safe in a fork of a
+ * threaded process), and changes no
  * process-wide state of the host (no signal dispositions, no environment,
  * no subreaper flag: the host reaps nothing but its own reapers).
  */
@@ -25,6 +26,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "buf.h"
 #include "surecron.h"
@@ -91,6 +93,33 @@ void proc_set_reaper_exe(const char *path);
 /* The reaper program's main (see proc_set_reaper_exe); never returns on
  * a good argv. */
 int proc_reaper_exec_main(int argc, char **argv);
+
+/* The argument that makes a program run proc_launcher_exec_main. */
+#define PROC_LAUNCHER_ARG "__surecron_launcher"
+
+/*
+ * Starts the launcher: the reaper program (proc_set_reaper_exe, which
+ * must be set) run once more as PROC_LAUNCHER_ARG, a small
+ * single-threaded process that forks a reaper for each later proc_run,
+ * so that a run costs a fork of a small process instead of a program
+ * start (under a burst of runs, most of a run's CPU). A launcher that is
+ * gone (killed) makes proc_run start its reapers as before; one that is
+ * stopped makes a run fail after 10 s instead of hanging it. Call it
+ * before the threads that call proc_run; a second call does nothing.
+ * Returns 0, SC_EINVAL (no reaper program), SC_EIO or SC_ENOMEM.
+ */
+int proc_launcher_start(struct sc_err *err);
+
+/* Ends the launcher (end of file on its socket) and reaps it, after the
+ * last proc_run returned. Nothing when none was started. */
+void proc_launcher_stop(void);
+
+/* The launcher's pid while proc_run uses it, else -1 (tests). */
+pid_t proc_launcher_pid(void);
+
+/* The launcher program's main (fd 3: its socket); returns at the end of
+ * file on it. */
+int proc_launcher_exec_main(int argc, char **argv);
 
 /* Frees the captured output. NULL is ignored. */
 void proc_result_dispose(struct proc_result *res);

@@ -20,6 +20,8 @@
 
 #include "../clock.h"
 #include "../daemon.h"
+#include "../log.h"
+#include "../proc.h"
 #include "cli.h"
 
 struct sigctx {
@@ -102,6 +104,16 @@ int cmd_run(int argc, char **argv)
 				"%s", err.msg);
 	}
 
+	/* Task runs go through the launcher (src/proc.c): without it each
+	 * run would start this program once more for its reaper. Spawned,
+	 * not forked, so it holds none of the config loaded above. */
+	if (proc_launcher_start(&err) != 0) {
+		char q[SC_ERR_MSG_MAX + 8];
+		LOG(SC_LOG_WARN, "daemon", "event=launcher_unavailable "
+		    "error=%s", log_quote(q, sizeof(q), err.msg));
+		err = (struct sc_err){0};
+	}
+
 	struct sigctx sc = {.d = d};
 	pthread_t sig_thread;
 	bool have_sig = false;
@@ -128,6 +140,7 @@ int cmd_run(int argc, char **argv)
 		pthread_join(sig_thread, NULL);
 	}
 	daemon_free(d);
+	proc_launcher_stop();
 	sc_clock_free(clock);
 	if (rc < 0)
 		return cli_fail(EXIT_FAIL, "%s", err.msg);

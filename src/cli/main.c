@@ -1,5 +1,6 @@
 /*
- * main.c - the surecron binary's entry: the reaper's re-entry, then
+ * main.c - the surecron binary's entry: the reaper's and the launcher's
+ * re-entries (src/proc.c), then
  * dispatch through the command table (cli_commands.c).
  *
  * `surecron CMD --help` and `surecron help CMD` print the same text.
@@ -36,6 +37,8 @@ int main(int argc, char **argv)
 	 * proc_run, so that no run forks the whole daemon. */
 	if (argc > 1 && strcmp(argv[1], PROC_REAPER_ARG) == 0)
 		return proc_reaper_exec_main(argc, argv);
+	if (argc > 1 && strcmp(argv[1], PROC_LAUNCHER_ARG) == 0)
+		return proc_launcher_exec_main(argc, argv);
 	proc_set_reaper_exe(self_exe());
 	if (argc < 2) {
 		cli_print_overview(stderr);

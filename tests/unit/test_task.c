@@ -15,12 +15,15 @@
 #include <stdio.h>
 #include <string.h>
 #include <pthread.h>
+#include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "clock.h"
 #include "fakes/fake_http.h"
+#include "proc.h"
 #include "task.h"
 #include "testutil.h"
 
@@ -658,8 +661,152 @@ static void lost_exit_status_is_a_failure(void **state)
 	task_result_dispose(&r);
 }
 
+/* ---- the same runs through the launcher (src/proc.c) ----------------
+ *
+ * The daemon's runs go through the launcher: a process started once that
+ * forks each run's reaper. Its group runs the process tests above again
+ * that way (the surecron binary of the build, SURECRON_BIN, is the
+ * launcher), plus what is the launcher's own: runs really go through it,
+ * one that is killed leaves the runs to the exec'd reaper, and one that
+ * is stopped fails a run in bounded time without ever starting it. */
+
+static int launcher_setup(void **state)
+{
+	const char *bin = getenv("SURECRON_BIN");
+	struct sc_err err = {0};
+
+	if (!bin || access(bin, X_OK) != 0)
+		return 0; /* each test skips */
+	proc_set_reaper_exe(bin);
+	return proc_launcher_start(&err);
+}
+
+static int launcher_teardown(void **state)
+{
+	proc_launcher_stop();
+	proc_set_reaper_exe(NULL);
+	return 0;
+}
+
+static int lsetup(void **state)
+{
+	if (proc_launcher_pid() < 0) {
+		/* No binary, or a test below left it gone: start again. */
+		struct sc_err err = {0};
+		proc_launcher_stop();
+		if (!getenv("SURECRON_BIN") ||
+		    proc_launcher_start(&err) != 0)
+			skip();
+	}
+	return setup(state);
+}
+
+/* Polls pred(pid) every 5 ms for at most ms; its last answer. */
+static bool wait_for(bool (*pred)(pid_t), pid_t pid, int64_t ms)
+{
+	int64_t end = clock_mono_ms() + ms;
+	const struct timespec tick = {0, 5000000};
+
+	while (!pred(pid) && clock_mono_ms() < end)
+		nanosleep(&tick, NULL);
+	return pred(pid);
+}
+
+/* The parent of the reaper of a run: its script's grandparent. */
+static pid_t run_reaper_parent(void)
+{
+	struct task_result r;
+	assert_int_equal(run_script("awk '{print $4}' /proc/$PPID/stat", NULL,
+				    30000, 0, &r), 0);
+	assert_int_equal(r.outcome, TASK_DELIVER);
+	pid_t pp = (pid_t)atol(r.summary ? r.summary : "0");
+	task_result_dispose(&r);
+	return pp;
+}
+
+static void runs_go_through_the_launcher(void **state)
+{
+	pid_t l = proc_launcher_pid();
+	assert_true(l > 0);
+	assert_int_equal(run_reaper_parent(), l);
+	assert_int_equal(run_reaper_parent(), l);
+}
+
+static void a_killed_launcher_leaves_runs_to_the_reaper(void **state)
+{
+	pid_t l = proc_launcher_pid();
+	assert_true(l > 0);
+	assert_int_equal(kill(l, SIGKILL), 0);
+	assert_true(wait_for(tu_pid_gone, l, 10000));
+	/* The first run finds it gone and starts its reaper itself (our
+	 * child); so does every later one. */
+	assert_int_equal(run_reaper_parent(), getpid());
+	assert_int_equal(proc_launcher_pid(), -1);
+	assert_int_equal(run_reaper_parent(), getpid());
+}
+
+/* Whether the launcher has no child left (its reapers all exited). */
+static bool launcher_idle(pid_t l)
+{
+	char path[96], buf[256] = "";
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)l,
+		 (int)l);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return true;
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	return strspn(buf, " \n") == n;
+}
+
+static void a_stopped_launcher_fails_the_run_and_starts_nothing(void **state)
+{
+	struct task_result r;
+	char marker[512], body[1024];
+	pid_t l = proc_launcher_pid();
+
+	assert_true(l > 0);
+	snprintf(marker, sizeof(marker), "%s/ran", dir);
+	snprintf(body, sizeof(body), "touch '%s'", marker);
+	setenv("SURECRON_TEST_LAUNCH_WAIT_MS", "300", 1);
+	assert_int_equal(kill(l, SIGSTOP), 0);
+	int64_t t0 = clock_mono_ms();
+	int rc = run_script(body, NULL, 30000, 0, &r);
+	int64_t took = clock_mono_ms() - t0;
+	unsetenv("SURECRON_TEST_LAUNCH_WAIT_MS");
+	assert_int_equal(kill(l, SIGCONT), 0);
+	assert_int_not_equal(rc, 0);
+	assert_int_equal(r.outcome, TASK_FAILED);
+	assert_non_null(strstr(r.err.msg, "launcher did not start it"));
+	assert_true(took < 10000);
+	task_result_dispose(&r);
+	/* Continued, it forks the late request's reaper, which finds the run
+	 * given up and starts nothing; the next run works. */
+	assert_int_equal(run_reaper_parent(), l);
+	assert_true(wait_for(launcher_idle, l, 10000));
+	assert_int_not_equal(access(marker, F_OK), 0);
+}
+
 int main(void)
 {
+	const struct CMUnitTest launched[] = {
+		cmocka_unit_test_setup_teardown(runs_go_through_the_launcher, lsetup, teardown),
+		cmocka_unit_test_setup_teardown(argv_runs_without_shell, lsetup, teardown),
+		cmocka_unit_test_setup_teardown(start_time_is_recorded, lsetup, teardown),
+		cmocka_unit_test_setup_teardown(shell_only_when_asked, lsetup, teardown),
+		cmocka_unit_test_setup_teardown(environment_and_cwd, lsetup, teardown),
+		cmocka_unit_test_setup_teardown(timeout_kills_the_group, lsetup, teardown),
+		cmocka_unit_test_setup_teardown(escaped_helpers_end_with_the_task, lsetup, teardown),
+		cmocka_unit_test_setup_teardown(escaped_helpers_end_with_a_timeout, lsetup, teardown),
+		cmocka_unit_test_setup_teardown(escaped_helpers_end_when_the_run_is_stopped, lsetup, teardown),
+		cmocka_unit_test_setup_teardown(concurrent_runs_keep_their_processes, lsetup, teardown),
+		cmocka_unit_test_setup_teardown(stdout_cap_stops_the_task, lsetup, teardown),
+		cmocka_unit_test_setup_teardown(other_exit_and_signal_are_retryable, lsetup, teardown),
+		cmocka_unit_test_setup_teardown(ticks_run_inside_long_tasks_and_can_stop_them, lsetup, teardown),
+		cmocka_unit_test_setup_teardown(a_stopped_launcher_fails_the_run_and_starts_nothing, lsetup, teardown),
+		cmocka_unit_test_setup_teardown(a_killed_launcher_leaves_runs_to_the_reaper, lsetup, teardown),
+	};
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(argv_runs_without_shell, setup, teardown),
 		cmocka_unit_test_setup_teardown(start_time_is_recorded, setup, teardown),
@@ -682,5 +829,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(lost_exit_status_is_a_failure, setup, teardown),
 		cmocka_unit_test_setup_teardown(ticks_run_inside_long_tasks_and_can_stop_them, setup, teardown),
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	int failed = cmocka_run_group_tests(tests, NULL, NULL);
+	return failed + cmocka_run_group_tests_name("launcher", launched,
+						    launcher_setup,
+						    launcher_teardown);
 }
