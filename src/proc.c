@@ -859,6 +859,10 @@ void proc_launcher_stop(void)
 		return;
 	close(launcher_fd);
 	launcher_fd = -1;
+	/* It ends at the socket's EOF; a stopped one is woken to read it,
+	 * and one given up on (it let a run time out) is not waited for. */
+	(void)kill(launcher_pid,
+		   atomic_load(&launcher_gone) ? SIGKILL : SIGCONT);
 	while (waitpid(launcher_pid, NULL, 0) < 0 && errno == EINTR)
 		;
 	launcher_pid = -1;
@@ -1082,7 +1086,8 @@ int proc_run(const struct proc_spec *spec, struct proc_result *res,
 	/* The reaper answers once posix_spawn returned: the program was
 	 * exec'd and runs. A launched reaper gets a bound: should the
 	 * launcher be stopped, the run fails instead of waiting, and the
-	 * reaper, if it starts later, finds us gone and starts nothing. */
+	 * reaper, if it starts later, finds us gone and starts nothing.
+	 * Later runs go to the exec'd reaper. */
 	if (launched) {
 		struct pollfd p = {stp[0], POLLIN, 0};
 		int pr, wait_ms = launch_wait_ms();
@@ -1090,6 +1095,9 @@ int proc_run(const struct proc_spec *spec, struct proc_result *res,
 			pr = poll(&p, 1, wait_ms);
 		while (pr < 0 && errno == EINTR);
 		if (pr == 0) {
+			/* A launcher that sat on a run is not trusted with
+			 * the next ones: they take the exec'd reaper. */
+			atomic_store(&launcher_gone, true);
 			lost_launch = true;
 			rc = sc_err_set(err, SC_EIO, "cannot run %s: the "
 					"launcher did not start it in %d ms",

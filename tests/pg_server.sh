@@ -79,7 +79,7 @@ start() {
     fi
     if as_pg "$PGBIN/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 30 \
       -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c fsync=$fsync \
-          -c max_connections=100 -c shared_buffers=128MB" \
+          -c max_connections=300 -c shared_buffers=128MB" \
       start >/dev/null 2>&1; then
       echo "$port" >"$dir/port"
       break

@@ -21,7 +21,7 @@ set -u
 passed=0 failed=0 skipped=0
 failed_suites=""
 jobs=${SURECRON_TEST_JOBS:-1}
-pg_own=" ${SURECRON_TEST_PG_OWN-test_pg_faults test_daemon test_nodes_pg test_soak} "
+pg_own=" ${SURECRON_TEST_PG_OWN-test_pg_faults test_daemon test_nodes_pg test_soak test_heartbeat test_store_pg} "
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
