@@ -8,7 +8,8 @@
 # default): SIGTERM then, SIGKILL 30 s later if it is still there. timeout
 # signals the binary's whole process group, so daemons and workers a test
 # forked go with it; a binary that timed out counts as a failure.
-# SURECRON_TEST_JOBS=N runs N binaries at a time (default 1). Every suite
+# SURECRON_TEST_JOBS=N runs N binaries at a time (default 2 on a machine
+# with two cores or more, else 1; 1 gives each suite the machine). Every suite
 # works in its own temporary folder, PostgreSQL schema and loopback ports,
 # so they do not meet; each one's output is shown whole when it ends.
 # The suites that stop and restart the PostgreSQL server of the run
@@ -20,7 +21,8 @@ set -u
 
 passed=0 failed=0 skipped=0
 failed_suites=""
-jobs=${SURECRON_TEST_JOBS:-1}
+cores=$(nproc 2>/dev/null || echo 1)
+jobs=${SURECRON_TEST_JOBS:-$([ "$cores" -ge 2 ] && echo 2 || echo 1)}
 pg_own=" ${SURECRON_TEST_PG_OWN-test_pg_faults test_daemon test_nodes_pg test_soak test_heartbeat test_store_pg} "
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

@@ -41,6 +41,10 @@
 #include "pg_fixture.h"
 
 #define PATIENCE_MS 30000
+/* A stop: the grace, the release of a running slot, the threads' joins,
+ * the store's close. What it is bounded by is test_daemon's; here it only
+ * must end (under ASan beside another suite one took more than 10 s). */
+#define STOP_MS PATIENCE_MS
 #define T0 "2030-01-01T00:00:00Z"
 
 static bool g_pg;
@@ -213,7 +217,7 @@ static void queue_never_overlaps(void **state)
 	/* Six runs: 30 clock seconds of work for 12 of slots, so the late
 	 * ones wait more than 10 s (the warning's floor). */
 	assert_true(wait_rows(&e, "every2", LEDGER_SUCCESS, 6, PATIENCE_MS));
-	assert_true(tu_stop_daemon(pid, 10000));
+	assert_true(tu_stop_daemon(pid, STOP_MS));
 	struct ledger_row *rows = rows_of(&e, "every2", LEDGER_SUCCESS, &n);
 	assert_true(n >= 6);
 	assert_int_equal(n_overlaps(rows, n, 0), 0);
@@ -240,7 +244,7 @@ static void skip_records_skipped_rows(void **state)
 
 	assert_true(wait_rows(&e, "every2", LEDGER_SUCCESS, 3, PATIENCE_MS));
 	assert_true(wait_rows(&e, "every2", LEDGER_SKIPPED, 3, PATIENCE_MS));
-	assert_true(tu_stop_daemon(pid, 10000));
+	assert_true(tu_stop_daemon(pid, STOP_MS));
 	struct ledger_row *rows = rows_of(&e, "every2", LEDGER_SUCCESS, &n);
 	assert_int_equal(n_overlaps(rows, n, 0), 0);
 	store_ledger_rows_free(rows, n);
@@ -293,7 +297,7 @@ static void allow_overlaps(void **state)
 	pid_t pid = start_in(&e, e.dir);
 
 	assert_true(wait_rows(&e, "every2", LEDGER_SUCCESS, 4, PATIENCE_MS));
-	assert_true(tu_stop_daemon(pid, 10000));
+	assert_true(tu_stop_daemon(pid, STOP_MS));
 	struct ledger_row *rows = rows_of(&e, "every2", LEDGER_SUCCESS, &n);
 	assert_true(n_overlaps(rows, n, 0) >= 1);
 	store_ledger_rows_free(rows, n);
@@ -330,12 +334,14 @@ static void two_nodes_never_overlap(void **state)
 
 	assert_true(wait_rows(&e, "fast", LEDGER_SUCCESS, NODES_SLOTS,
 			      35000));
-	assert_true(tu_stop_daemon(a, 10000));
-	assert_true(tu_stop_daemon(b, 10000));
+	assert_true(tu_stop_daemon(a, STOP_MS));
+	assert_true(tu_stop_daemon(b, STOP_MS));
 	struct ledger_row *rows = rows_of(&e, "fast", LEDGER_SUCCESS, &n);
 	assert_true(n >= NODES_SLOTS);
-	/* 5 ms of real time; a task takes 60. */
-	assert_int_equal(n_overlaps(rows, n, 5 * NODES_RATE), 0);
+	/* The slack: 20 ms of real time, for a claim's statement trip on a
+	 * loaded server (n_overlaps; 7 ms measured with two suites beside
+	 * it). Two runs at once would overlap by about a task's 60 ms. */
+	assert_int_equal(n_overlaps(rows, n, 20 * NODES_RATE), 0);
 	store_ledger_rows_free(rows, n);
 	/* Both nodes took part. */
 	assert_true(tu_log_count(e.dir, "event=start ") >= 1);
@@ -390,7 +396,7 @@ static void fresh_slots_before_retries(void **state)
 	size_t had = tu_ledger_count(e.store_url, "ontime", LEDGER_SUCCESS);
 	assert_true(wait_rows(&e, "ontime", LEDGER_SUCCESS, had + 8,
 			      PATIENCE_MS));
-	assert_true(tu_stop_daemon(pid, 10000));
+	assert_true(tu_stop_daemon(pid, STOP_MS));
 	struct ledger_row *rows = rows_of(&e, "ontime", LEDGER_SUCCESS, &n);
 	int64_t worst = 0, t30;
 	size_t n_busy = 0;
