@@ -57,6 +57,7 @@
 #include <fcntl.h>
 #include <glob.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -94,6 +95,13 @@ struct src {
 	char *dir;                 /* its folder, absolute */
 	char *text;
 	struct config_node *root;  /* NULL: not read, or empty */
+	/* A fragment's first stage (parse_fragment): its status and its
+	 * problems, moved to the load's list in file order by
+	 * read_fragment; parsed is set (under the read-ahead's lock when
+	 * two threads parse) once the stage is over. */
+	int rc;
+	struct config_problems probs;
+	bool parsed;
 };
 
 /* Where each named item came from: its name (the item's own string),
@@ -2867,27 +2875,29 @@ static char *only_block(const char *t, size_t len, const char *name,
 	return out;
 }
 
-static int read_fragment(struct pc *pc, size_t i)
+/*
+ * A fragment's first stage: read and, unless the light load skips it,
+ * parsed into sr->root (NULL: blank, skipped or null), its problems in
+ * sr->probs and its status in sr->rc. It reads the load's settings and
+ * writes srcs[i] only, so two fragments' stages may run at once
+ * (read-ahead below); read_fragment takes the result in file order.
+ */
+static void parse_fragment(const struct pc *pc, size_t i)
 {
-	static const char *const frag[] = {"schedules", "targets", "auth",
-					   NULL};
-	static const char *const main_only[] = {
-		"store", "worker", "alerts", "heartbeat", "retention", "http",
-		NULL};
 	struct src *sr = &pc->srcs[i];
+	struct config_problems *probs = &sr->probs;
 	size_t len = 0;
 
-	pc_enter(pc, i);
-	int rc = read_file(sr->shown, &sr->text, &len, pc->probs);
-	if (rc)
-		return rc;
-	if (text_blank(sr->text, len))
-		return 0;
+	probs->at_file = sr->shown;
+	probs->at_file_ix = i;
+	sr->rc = read_file(sr->shown, &sr->text, &len, probs);
+	if (sr->rc || text_blank(sr->text, len))
+		return;
 	/* The light load: a fragment that cannot define the schedule asked
 	 * for (its bytes do not hold the name) is read, never parsed. */
 	if (pc->no_schedules ||
 	    (pc->only && !memmem(sr->text, len, pc->only, strlen(pc->only))))
-		return 0;
+		return;
 	struct config_node *root = NULL;
 	size_t ml = 0;
 	char *mini = pc->only ? only_block(sr->text, len, pc->only, &ml)
@@ -2897,8 +2907,8 @@ static int read_fragment(struct pc *pc, size_t i)
 		 * (a construct only_block misjudged), the whole fragment is
 		 * parsed, and its problems are the ones said. */
 		struct config_problems scratch = {
-			.at_file = pc->probs->at_file,
-			.at_file_ix = pc->probs->at_file_ix};
+			.at_file = probs->at_file,
+			.at_file_ix = probs->at_file_ix};
 		root = config_yaml_parse(mini, ml, &scratch);
 		config_problems_dispose(&scratch);
 		if (root) {
@@ -2910,21 +2920,42 @@ static int read_fragment(struct pc *pc, size_t i)
 		}
 	}
 	if (!root)
-		root = config_yaml_parse(sr->text, len, pc->probs);
-	if (!root)
-		return SC_ECONFIG;
+		root = config_yaml_parse(sr->text, len, probs);
+	if (!root) {
+		sr->rc = SC_ECONFIG;
+		return;
+	}
 	if (root->kind == NODE_SCALAR && root->is_null) {
 		config_yaml_free(root);
-		return 0;
+		return;
 	}
+	sr->root = root;
+}
+
+/* The second stage of fragment i, on the loading thread: its first
+ * stage's problems join the load's, then its top level is judged. */
+static int read_fragment(struct pc *pc, size_t i)
+{
+	static const char *const frag[] = {"schedules", "targets", "auth",
+					   NULL};
+	static const char *const main_only[] = {
+		"store", "worker", "alerts", "heartbeat", "retention", "http",
+		NULL};
+	struct src *sr = &pc->srcs[i];
+	struct config_node *root = sr->root;
+
+	pc_enter(pc, i);
+	config_problems_move(pc->probs, &sr->probs);
+	if (sr->rc || !root)
+		return sr->rc;
 	if (root->kind != NODE_MAP) {
 		config_problem_add(pc->probs, root->line, root->col,
 				   "expected a mapping at the top level, got "
 				   "%s", config_yaml_kind(root));
 		config_yaml_free(root);
+		sr->root = NULL;
 		return SC_ECONFIG;
 	}
-	sr->root = root;
 	for (size_t k = 0; k + 1 < root->n; k += 2) {
 		const struct config_node *key = root->kids[k];
 		if (strcmp(key->str, "include") == 0) {
@@ -2960,6 +2991,104 @@ static int read_fragment(struct pc *pc, size_t i)
 	map_keys(pc, &rest, "", frag, "an included file");
 	free(rest.kids);
 	return 0;
+}
+
+/*
+ * Read-ahead: the first stages of the fragments (read, libyaml, the tree:
+ * most of a large config's load) run on the loading thread and one
+ * helper at once, and the second stages on the loading thread, in file
+ * order, so what the load does and says does not depend on which thread
+ * parsed what. Each thread takes the next fragment not yet taken, but
+ * never more than AHEAD_TREES past the one the load is at, so at most
+ * that many trees are held besides the one being read. Used for two
+ * fragments or more of a full load; a load that cannot start the helper
+ * parses them all on its own thread.
+ */
+#define AHEAD_TREES 2
+
+struct ahead {
+	struct pc *pc;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	size_t next;   /* the next fragment to parse */
+	size_t at;     /* the fragment the load is at */
+	bool helper;   /* the helper thread runs, */
+	pthread_t th_id;  /* as this thread */
+};
+
+/* Takes the next fragment to parse when there is one within reach (its
+ * index, mu held), else 0. */
+static size_t ahead_take(struct ahead *a)
+{
+	if (a->next < a->pc->n_srcs && a->next < a->at + AHEAD_TREES)
+		return a->next++;
+	return 0;
+}
+
+/* Parses fragment k (mu held on entry and on return). */
+static void ahead_parse(struct ahead *a, size_t k)
+{
+	pthread_mutex_unlock(&a->mu);
+	parse_fragment(a->pc, k);
+	pthread_mutex_lock(&a->mu);
+	a->pc->srcs[k].parsed = true;
+	pthread_cond_broadcast(&a->cv);
+}
+
+static void *ahead_main(void *arg)
+{
+	struct ahead *a = arg;
+	size_t k;
+
+	pthread_mutex_lock(&a->mu);
+	while (a->next < a->pc->n_srcs) {
+		if ((k = ahead_take(a)))
+			ahead_parse(a, k);
+		else
+			pthread_cond_wait(&a->cv, &a->mu);
+	}
+	pthread_mutex_unlock(&a->mu);
+	return NULL;
+}
+
+static void ahead_start(struct ahead *a, struct pc *pc)
+{
+	pthread_t th;
+
+	*a = (struct ahead){.pc = pc, .next = 1, .at = 1};
+	pthread_mutex_init(&a->mu, NULL);
+	pthread_cond_init(&a->cv, NULL);
+	if (pc->n_srcs < 3 || pc->only || pc->no_schedules)
+		return;
+	if (pthread_create(&th, NULL, ahead_main, a) == 0) {
+		a->helper = true;
+		a->th_id = th;
+	}
+}
+
+/* Returns once fragment i is parsed, parsing what it can meanwhile. */
+static void ahead_wait(struct ahead *a, size_t i)
+{
+	size_t k;
+
+	pthread_mutex_lock(&a->mu);
+	a->at = i;
+	pthread_cond_broadcast(&a->cv);
+	while (!a->pc->srcs[i].parsed) {
+		if ((k = ahead_take(a)))
+			ahead_parse(a, k);
+		else
+			pthread_cond_wait(&a->cv, &a->mu);
+	}
+	pthread_mutex_unlock(&a->mu);
+}
+
+static void ahead_stop(struct ahead *a)
+{
+	if (a->helper)
+		pthread_join(a->th_id, NULL);
+	pthread_cond_destroy(&a->cv);
+	pthread_mutex_destroy(&a->mu);
 }
 
 /* config_parse; with positions false, no key-path position is recorded
@@ -3088,9 +3217,12 @@ static int parse_config(const char *path, struct config **out,
 	/* File by file, each fragment's tree freed once its sections are
 	 * read: the peak is one fragment's tree, not all of them. */
 	bool frag_read_failed = false;
+	struct ahead ahead;
 	pc.defer_refs = true;
+	ahead_start(&ahead, &pc);
 	for (size_t i = 0; i < pc.n_srcs; i++) {
 		if (i) {
+			ahead_wait(&ahead, i);
 			int frc = read_fragment(&pc, i);
 			if (frc == SC_ENOMEM)
 				oom(&pc);
@@ -3111,6 +3243,7 @@ static int parse_config(const char *path, struct config **out,
 			pc.srcs[i].text = NULL;
 		}
 	}
+	ahead_stop(&ahead);
 	pc_enter(&pc, 0);
 	pc.defer_refs = false;
 	sections_whole(&pc);
@@ -3134,6 +3267,7 @@ done:
 		free(pc.srcs[i].shown);
 		free(pc.srcs[i].dir);
 		free(pc.srcs[i].text);
+		config_problems_dispose(&pc.srcs[i].probs);
 		if (i)
 			config_yaml_free(pc.srcs[i].root);
 	}

@@ -86,6 +86,14 @@ int config_problem_add_in(struct config_problems *p, size_t file_ix,
 			  const char *fmt, ...) SC_PRINTF(6, 7);
 
 /*
+ * Moves every problem of from to the end of to (to's cap holds: what is
+ * past CONFIG_MAX_PROBLEMS is counted in n_dropped), with from's dropped
+ * count and oom; from is left empty (its file and at_file untouched).
+ */
+void config_problems_move(struct config_problems *to,
+			  struct config_problems *from);
+
+/*
  * Sorts the problems p->items[from..n) by file (index), then position
  * (line, then column),
  * keeping the order of problems at the same position, so that the first

@@ -104,6 +104,38 @@ static int problem_vadd(struct config_problems *p, size_t file_ix,
 	return 0;
 }
 
+void config_problems_move(struct config_problems *to,
+			  struct config_problems *from)
+{
+	for (size_t i = 0; i < from->n; i++) {
+		struct config_problem *pr = &from->items[i];
+		if (to->n == to->cap && to->n < CONFIG_MAX_PROBLEMS) {
+			size_t ncap = to->cap ? to->cap * 2 : 8;
+			struct config_problem *v =
+				realloc(to->items, ncap * sizeof(*v));
+			if (v) {
+				to->items = v;
+				to->cap = ncap;
+			} else {
+				to->oom = true;
+			}
+		}
+		if (to->n < to->cap && to->n < CONFIG_MAX_PROBLEMS) {
+			to->items[to->n++] = *pr;
+			continue;
+		}
+		free(pr->msg);
+		free(pr->file);
+		to->n_dropped++;
+	}
+	to->n_dropped += from->n_dropped;
+	to->oom |= from->oom;
+	free(from->items);
+	from->items = NULL;
+	from->n = from->cap = from->n_dropped = 0;
+	from->oom = false;
+}
+
 int config_problem_add(struct config_problems *p, int line, int col,
 		       const char *fmt, ...)
 {

@@ -391,20 +391,27 @@ static const char *const migrations[SCHEMA_VERSION] = {
 /*
  * store_sched_summaries reads three streams, each in schedule order and
  * each from an index alone, and merges them (sq_sched_summaries):
- *   - the newest row of each schedule of the ledger: the names by a skip
- *     scan of ledger_schedule (each step seeks the next name, so 10,000
- *     schedules cost 10,000 seeks whatever the number of rows), the row
- *     by one descending seek (slot, then id: the rowid ends each entry);
+ *   - the newest row of each schedule of the ledger, by a descending
+ *     skip scan of ledger_schedule: the last entry below the name before
+ *     is the newest row of the next name down (slot, then id: the rowid
+ *     ends each entry), so one seek finds both and 10,000 schedules cost
+ *     10,000 seeks and rowid lookups whatever the number of rows (half
+ *     the seeks of a scan for names then one for each newest row). The
+ *     names come out in descending order; the ORDER BY sorts one row per
+ *     schedule for the merge, which wants them ascending;
  *   - the jobs of each schedule (count over the covering unique index on
  *     (schedule, slot_ms), never the table);
  *   - its unfinished jobs (READY due or delayed, ACTIVE, DEAD) from the
  *     partial covering index jobs_open, which holds no DONE job.
  * DONE is the total less the unfinished.
  */
+#define SUM_DESC "ORDER BY schedule DESC, slot_ms DESC, id DESC LIMIT 1"
 #define SUM_NAMES                                                         \
-	"n(name) AS (SELECT (SELECT min(schedule) FROM ledger) UNION ALL "   \
-	"SELECT (SELECT min(schedule) FROM ledger WHERE schedule > n.name) " \
-	"FROM n WHERE n.name IS NOT NULL)"
+	"n(name, id) AS (SELECT * FROM (SELECT schedule, id FROM ledger "    \
+	"INDEXED BY ledger_schedule " SUM_DESC ") UNION ALL "                \
+	"SELECT l.schedule, l.id FROM n JOIN ledger l ON l.id = (SELECT id " \
+	"FROM ledger INDEXED BY ledger_schedule WHERE schedule < n.name "    \
+	SUM_DESC "))"
 #define SUM_NEWEST(name)                                                  \
 	"(SELECT id FROM ledger WHERE schedule = " name " ORDER BY slot_ms " \
 	"DESC, id DESC LIMIT 1)"
@@ -621,7 +628,7 @@ static const char *const stmt_sql[N_STMT] = {
 	/* store_sched_summaries' three reads (sq_sched_summaries). */
 	[ST_SUM_LAST] =
 		"WITH RECURSIVE " SUM_NAMES " SELECT " LEDGER_COLS_L " FROM n "
-		"JOIN ledger l ON l.id = " SUM_NEWEST("n.name"),
+		"JOIN ledger l ON l.id = n.id ORDER BY n.name",
 	[ST_SUM_LAST_ONE] = "SELECT " LEDGER_COLS_L " FROM ledger l WHERE "
 			    "l.id = " SUM_NEWEST("?1"),
 	[ST_SUM_TOTAL] = "SELECT schedule, count(*) FROM jobs "

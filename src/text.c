@@ -137,6 +137,11 @@ int text_clean_buf(struct buf *b, const char *s, size_t len, unsigned flags)
 		/* Copy the longest run that needs no escape in one append. */
 		size_t run = 0;
 		while (run < len) {
+			/* Printable ASCII, nearly all of it: no decoding. */
+			if (p[run] >= 0x20 && p[run] < 0x7F) {
+				run++;
+				continue;
+			}
 			size_t take = p[run] == 0
 					      ? 0
 					      : piece(p + run, len - run,
@@ -177,6 +182,11 @@ bool text_printable(const char *s, unsigned flags)
 	size_t el;
 
 	while (len > 0) {
+		if (*p >= 0x20 && *p < 0x7F) {
+			p++;
+			len--;
+			continue;
+		}
 		size_t take = piece(p, len, flags, esc, &el);
 		if (el)
 			return false;

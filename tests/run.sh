@@ -102,5 +102,15 @@ if [ -f "$work/times" ]; then
       awk '{printf "%s %.1f  ", $2, $1 / 1000}')"
 fi
 [ -n "$failed_suites" ] && echo "failing suites:$failed_suites"
+# Launchers (src/proc.c) of this tree's binaries that outlived every
+# suite: their daemon is gone and they should have ended with it. Named
+# and killed here, so that they neither go unseen nor load the steps
+# after (once, three of an ASan build spun for 35 minutes after a CI run).
+left=$(pgrep -f "$(cd "$(dirname "$0")/.." && pwd)/build/.*__surecron_launcher" || true)
+if [ -n "$left" ]; then
+  echo "!! launcher processes outlived their daemons (killed):" $left >&2
+  ps -o pid,ppid,stat,etime,pcpu,args -p "$(echo $left | tr ' ' ',')" >&2 || true
+  kill -9 $left 2>/dev/null || true
+fi
 echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]

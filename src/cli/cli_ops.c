@@ -191,19 +191,34 @@ int cli_schedule_info(const struct schedule_spec *s, int64_t from_ms,
  * task, a peer, the config or the command line shows as "\x1b" and never
  * acts on the terminal (issue 11). JSON output does not come here.
  */
+/* A line that fits the stack buffer and is clean already (nearly every
+ * one: `status` of 10,000 schedules prints 90,000) is written as it is,
+ * with no allocation; the rest is cleaned. */
 static void vout(FILE *f, unsigned flags, const char *fmt, va_list ap)
 {
-	char *raw = NULL;
+	char small[512], *raw = small;
 	struct buf b;
-	int n = vasprintf(&raw, fmt, ap);
+	va_list again;
+	int n;
 
+	va_copy(again, ap);
+	n = vsnprintf(small, sizeof(small), fmt, ap);
+	if (n >= 0 && (size_t)n >= sizeof(small))
+		n = vasprintf(&raw, fmt, again);
+	va_end(again);
 	if (n < 0)
 		return;
-	buf_init(&b, (size_t)n * 4 + 16);
-	if (text_clean_buf(&b, raw, (size_t)n, flags) == 0)
-		fputs(buf_str(&b), f);
-	buf_dispose(&b);
-	free(raw);
+	/* A NUL inside (a %c of 0) is not clean: text_clean_buf shows it. */
+	if (!memchr(raw, 0, (size_t)n) && text_printable(raw, flags)) {
+		fputs(raw, f);
+	} else {
+		buf_init(&b, (size_t)n * 4 + 16);
+		if (text_clean_buf(&b, raw, (size_t)n, flags) == 0)
+			fputs(buf_str(&b), f);
+		buf_dispose(&b);
+	}
+	if (raw != small)
+		free(raw);
 }
 
 int cli_out(FILE *f, const char *fmt, ...)

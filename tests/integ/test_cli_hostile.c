@@ -187,6 +187,14 @@ static void raw_ledger_rows_are_cleaned(void **state)
 	r.error_msg = "\x1b]0;pwned\x07\x1b[2J\x9b\xc2\x9b\xff tail";
 	r.attempt = 1;
 	assert_int_equal(store_ledger_append(s, &r, &e), 0);
+	/* A line longer than the CLI's line buffer (cli_ops.c's vout) is
+	 * cleaned the same way. */
+	char longmsg[700];
+	memset(longmsg, 'a', 600);
+	snprintf(longmsg + 600, sizeof(longmsg) - 600, "\x1b[2J long end");
+	r.error_msg = longmsg;
+	r.slot_ms += 3600 * 1000;
+	assert_int_equal(store_ledger_append(s, &r, &e), 0);
 	store_close(s);
 
 	const char *led[] = {"ledger", "--config", cfg, NULL};
@@ -199,11 +207,12 @@ static void raw_ledger_rows_are_cleaned(void **state)
 	assert_clean_run("ledger");
 	assert_non_null(strstr(out, "\\x1b]0;pwned\\x07\\x1b[2J\\x9b\\u009b"
 				    "\\xff tail"));
+	assert_non_null(strstr(out, "aaaa\\x1b[2J long end"));
 	run(lost);
 	assert_clean_run("ledger --lost");
 	assert_int_equal(run(st), 0);
 	assert_clean_run("status");
-	assert_non_null(strstr(out, "\\x1b]0;pwned"));
+	assert_non_null(strstr(out, "aaaa\\x1b[2J long end"));
 	assert_int_equal(run(ledj), 0);
 	json_t *j = out_json();
 	const char *m = json_string_value(json_object_get(

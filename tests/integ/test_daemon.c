@@ -675,7 +675,9 @@ static void reload_to(const struct env *e, pid_t pid, const char *worker,
 {
 	write_cfg((struct env *)e, worker, schedules);
 	kill(pid, SIGHUP);
-	int64_t end = now_ms() + 10000;
+	/* PATIENCE_MS: under TSan beside another suite a reload took more
+	 * than 10 s. */
+	int64_t end = now_ms() + PATIENCE_MS;
 	while (log_count(e, "event=reload outcome=ok") < n && now_ms() < end)
 		sleep_ms(10);
 	assert_int_equal(log_count(e, "event=reload outcome=ok"), n);

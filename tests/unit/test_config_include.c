@@ -314,6 +314,97 @@ static void twenty_thousand_in_four_fragments(void **state)
 	tu_rmrf(dir);
 }
 
+/*
+ * Fragments are parsed two at a time (config.c's read-ahead) and judged
+ * in file order: whatever thread parsed which, the problems are the same
+ * and in file order, each naming its fragment, the ones past the cap are
+ * counted, and the load of a healthy set of twelve gives its schedules in
+ * file order. Run twice to catch an order that depends on timing.
+ */
+static void fragments_judged_in_file_order(void **state)
+{
+	const char *dir = tu_tmpdir();
+	char p[PATH_MAX + 64], line[1024];
+	struct config_problems probs = {0};
+	struct config *c = NULL;
+
+	write_big(dir, 1200, 12);
+	/* 03: a YAML error; 06: not a mapping; 09: 120 bad crons (past
+	 * the cap of 100, with what came before). */
+	snprintf(p, sizeof(p), "%s/conf.d/03.yaml", dir);
+	FILE *f = fopen(p, "w");
+	assert_non_null(f);
+	fprintf(f, "schedules:\n  a: [unclosed\n");
+	fclose(f);
+	snprintf(p, sizeof(p), "%s/conf.d/06.yaml", dir);
+	assert_non_null(f = fopen(p, "w"));
+	fprintf(f, "- a list\n");
+	fclose(f);
+	snprintf(p, sizeof(p), "%s/conf.d/09.yaml", dir);
+	assert_non_null(f = fopen(p, "w"));
+	fprintf(f, "schedules:\n");
+	for (int i = 0; i < 120; i++)
+		fprintf(f, "  bad%03d:\n    cron: \"61 * * * *\"\n"
+			   "    targets: [log]\n    tasks:\n"
+			   "      - {name: run, command: [/bin/true]}\n", i);
+	fclose(f);
+	char p_06[PATH_MAX + 64];
+	snprintf(p_06, sizeof(p_06), "%s/conf.d/06.yaml:1:1: ", dir);
+	snprintf(p, sizeof(p), "%s/surecron.yaml", dir);
+	char first[2][1024], last[2][1024];
+	size_t n[2], dropped[2];
+	for (int round = 0; round < 2; round++) {
+		assert_int_equal(config_parse(p, &c, &probs), SC_ECONFIG);
+		assert_null(c);
+		n[round] = probs.n;
+		dropped[round] = probs.n_dropped;
+		config_problem_format(&probs, 0, first[round], 1024);
+		config_problem_format(&probs, probs.n - 1, last[round], 1024);
+		assert_true(has_problem(&probs, p_06, "expected a mapping at "
+					"the top level, got a list"));
+		size_t prev = 0;
+		for (size_t i = 0; i < probs.n; i++) {
+			assert_true(probs.items[i].file_ix >= prev);
+			prev = probs.items[i].file_ix;
+		}
+		config_problems_dispose(&probs);
+	}
+	print_message("%zu problems, %zu more; first %s; last %s\n", n[0],
+		      dropped[0], first[0], last[0]);
+	assert_int_equal(n[0], 100);
+	assert_int_equal(n[1], 100);
+	assert_int_equal(dropped[0], dropped[1]);
+	assert_string_equal(first[0], first[1]);
+	assert_string_equal(last[0], last[1]);
+	/* Kept: 03's, 06's and the first 98 of 09's, in that order. */
+	assert_non_null(strstr(first[0], "conf.d/03.yaml:3:1: YAML syntax"));
+	assert_non_null(strstr(last[0], "conf.d/09.yaml:488:11: "
+				       "schedules.bad097.cron: invalid cron"));
+	assert_int_equal(dropped[0], 22);
+	/* The healthy set. */
+	tu_rmrf(dir);
+	dir = tu_tmpdir();
+	write_big(dir, 1200, 12);
+	snprintf(p, sizeof(p), "%s/surecron.yaml", dir);
+	int rc = config_parse(p, &c, &probs);
+	for (size_t i = 0; i < probs.n; i++)
+		fprintf(stderr, "  %s\n",
+			config_problem_format(&probs, i, line, sizeof(line)));
+	assert_int_equal(rc, 0);
+	assert_int_equal(c->n_files, 13);
+	assert_int_equal(c->n_schedules, 1200);
+	for (size_t i = 0; i < c->n_schedules; i++) {
+		char want[32];
+		snprintf(want, sizeof(want), "s%06zu", i);
+		assert_string_equal(c->schedules[i].name, want);
+	}
+	for (size_t i = 1; i < 13; i++)
+		assert_int_equal(c->files[i].n_schedules, 100);
+	config_problems_dispose(&probs);
+	config_free(c);
+	tu_rmrf(dir);
+}
+
 /* The same 20,000 in one file is past the per-file node limit: the
  * limits stay per file. */
 static void per_file_limit_stays(void **state)
@@ -384,6 +475,8 @@ int main(void)
 						setup, back),
 		cmocka_unit_test_setup_teardown(
 			twenty_thousand_in_four_fragments, setup, back),
+		cmocka_unit_test_setup_teardown(fragments_judged_in_file_order,
+						setup, back),
 		cmocka_unit_test_setup_teardown(per_file_limit_stays, setup,
 						back),
 		cmocka_unit_test_setup_teardown(check_prints_counts_per_file,
