@@ -3001,8 +3001,9 @@ static int read_fragment(struct pc *pc, size_t i)
  * parsed what. Each thread takes the next fragment not yet taken, but
  * never more than AHEAD_TREES past the one the load is at, so at most
  * that many trees are held besides the one being read. Used for two
- * fragments or more of a full load; a load that cannot start the helper
- * parses them all on its own thread.
+ * fragments or more by check (config_parse) and the light load of
+ * status, not by config_load (see parse_config); a load that cannot
+ * start the helper parses them all on its own thread.
  */
 #define AHEAD_TREES 2
 
@@ -3051,14 +3052,15 @@ static void *ahead_main(void *arg)
 	return NULL;
 }
 
-static void ahead_start(struct ahead *a, struct pc *pc)
+/* helper: false parses every fragment on the loading thread. */
+static void ahead_start(struct ahead *a, struct pc *pc, bool helper)
 {
 	pthread_t th;
 
 	*a = (struct ahead){.pc = pc, .next = 1, .at = 1};
 	pthread_mutex_init(&a->mu, NULL);
 	pthread_cond_init(&a->cv, NULL);
-	if (pc->n_srcs < 3 || pc->only || pc->no_schedules)
+	if (!helper || pc->n_srcs < 3 || pc->only || pc->no_schedules)
 		return;
 	if (pthread_create(&th, NULL, ahead_main, a) == 0) {
 		a->helper = true;
@@ -3219,7 +3221,12 @@ static int parse_config(const char *path, struct config **out,
 	bool frag_read_failed = false;
 	struct ahead ahead;
 	pc.defer_refs = true;
-	ahead_start(&ahead, &pc);
+	/* Not for config_load (the daemon and the commands that run a
+	 * config): there one tree at a time keeps the daemon's peak down
+	 * (100,000 schedules: 88 MB, against 107-115 MB with the helper),
+	 * for a start that was 5 % faster. check and the light load are
+	 * short-lived; a person waits for them. */
+	ahead_start(&ahead, &pc, positions || pc.light);
 	for (size_t i = 0; i < pc.n_srcs; i++) {
 		if (i) {
 			ahead_wait(&ahead, i);
