@@ -292,8 +292,10 @@ static void nodes_daemons_exactly_once(void **state)
 				 done_prefix(NULL, NULL), RUN_LIMIT_MS);
 		sleep_ms(100);
 	}
+	int64_t t_stop = now_ms();
 	stop_daemons((pid_t[]){a, b, c}, 3);
 	int64_t t_run = now_ms() - t_start;
+	t_stop = now_ms() - t_stop;
 
 	/* One job per slot (the unique key), and slots [first, hi] all DONE:
 	 * hi is the last slot before the first one not done. */
@@ -315,7 +317,13 @@ static void nodes_daemons_exactly_once(void **state)
 		 "SELECT count(*) FROM jobs WHERE schedule = 'persec' AND "
 		 "slot_ms > %lld", (long long)hi);
 	int64_t tail = pgfx_int(q);
-	assert_true(tail <= TAIL_MAX);
+	/* The slots that fell due while the three stopped (RATE a second:
+	 * a loaded machine, another suite beside, makes the stop slower)
+	 * come on top of the bound. */
+	int64_t tail_max = TAIL_MAX + (int64_t)RATE * (t_stop + 999) / 1000;
+	print_message("tail %lld (bound %lld, stop %lld ms)\n",
+		      (long long)tail, (long long)tail_max, (long long)t_stop);
+	assert_true(tail <= tail_max);
 
 	/* Exactly one success row per slot of the range. */
 	snprintf(q, sizeof(q),
