@@ -338,10 +338,14 @@ static void two_nodes_never_overlap(void **state)
 	assert_true(tu_stop_daemon(b, STOP_MS));
 	struct ledger_row *rows = rows_of(&e, "fast", LEDGER_SUCCESS, &n);
 	assert_true(n >= NODES_SLOTS);
-	/* The slack: 20 ms of real time, for a claim's statement trip on a
-	 * loaded server (n_overlaps; 7 ms measured with two suites beside
-	 * it). Two runs at once would overlap by about a task's 60 ms. */
-	assert_int_equal(n_overlaps(rows, n, 20 * NODES_RATE), 0);
+	/* The slack: 50 ms of real time, for the window between a claim's
+	 * clock read and its statement's snapshot, in which a finish can
+	 * read its clock and commit (n_overlaps): a process descheduled
+	 * there on a loaded machine widens it (7 and 34 ms seen with two
+	 * suites and a CI run beside). Two runs taken at once start
+	 * together and overlap by a whole run (60 ms of task, about 120 ms
+	 * as recorded). */
+	assert_int_equal(n_overlaps(rows, n, 50 * NODES_RATE), 0);
 	store_ledger_rows_free(rows, n);
 	/* Both nodes took part. */
 	assert_true(tu_log_count(e.dir, "event=start ") >= 1);
