@@ -65,6 +65,7 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "clock.h"
@@ -630,6 +631,9 @@ static int spawn_reaper_exe(const struct proc_spec *spec, const int src[5],
 #define LAUNCH_WAIT_MS 10000
 /* How long a request may wait for room in the launcher's socket. */
 #define LAUNCH_SEND_MS 2000
+/* How long proc_launcher_stop waits for the launcher to end by itself
+ * (a multiple of its 10 ms step). */
+#define LAUNCH_STOP_MS 3000
 
 struct launch_req {
 	uint32_t magic;
@@ -754,12 +758,16 @@ int proc_launcher_exec_main(int argc, char **argv)
 		mh.msg_control = u.buf;
 		mh.msg_controllen = sizeof(u.buf);
 		ssize_t n = recvmsg(3, &mh, MSG_CMSG_CLOEXEC);
+		/* _exit: the launcher has nothing to flush, and the exit
+		 * handlers are not for it (under ASan, LeakSanitizer's at
+		 * exit was seen spinning in a launcher with a reaper alive,
+		 * SIGCHLD ignored). */
 		if (n == 0)
-			return 0; /* the host is gone or done */
+			_exit(0); /* the host is gone or done */
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
-			return 1;
+			_exit(1);
 		}
 		for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c;
 		     c = CMSG_NXTHDR(&mh, c)) {
@@ -863,8 +871,23 @@ void proc_launcher_stop(void)
 	 * and one given up on (it let a run time out) is not waited for. */
 	(void)kill(launcher_pid,
 		   atomic_load(&launcher_gone) ? SIGKILL : SIGCONT);
-	while (waitpid(launcher_pid, NULL, 0) < 0 && errno == EINTR)
-		;
+	/* Bounded: a launcher that does not end within LAUNCH_STOP_MS is
+	 * killed, so the daemon's stop never hangs on it (under ASan one
+	 * was seen spinning at its exit, its daemon stuck in this wait). */
+	for (int waited = 0;; waited += 10) {
+		pid_t w = waitpid(launcher_pid, NULL, WNOHANG);
+		if (w == launcher_pid || (w < 0 && errno != EINTR))
+			break;
+		if (waited == LAUNCH_STOP_MS) {
+			(void)kill(launcher_pid, SIGKILL);
+			while (waitpid(launcher_pid, NULL, 0) < 0 &&
+			       errno == EINTR)
+				;
+			break;
+		}
+		struct timespec ts = {0, 10 * 1000 * 1000};
+		nanosleep(&ts, NULL);
+	}
 	launcher_pid = -1;
 }
 

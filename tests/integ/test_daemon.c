@@ -673,6 +673,12 @@ static int64_t read_ns(const struct env *e, const char *name)
 static void reload_to(const struct env *e, pid_t pid, const char *worker,
 		      const char *schedules, size_t n)
 {
+	/* A SIGHUP before the daemon blocks it (cmd_run.c, before
+	 * event=started) would end it: wait for the start, not a fixed
+	 * time. */
+	int64_t up = now_ms() + PATIENCE_MS;
+	while (log_count(e, "event=started") < 1 && now_ms() < up)
+		sleep_ms(10);
 	write_cfg((struct env *)e, worker, schedules);
 	kill(pid, SIGHUP);
 	/* PATIENCE_MS: under TSan beside another suite a reload took more
