@@ -56,6 +56,23 @@ void config_problems_dispose(struct config_problems *p)
 	p->n = p->cap = p->n_dropped = 0;
 }
 
+/* Room for one more item in p (below the cap): true, or false when
+ * out of memory (p->oom set). */
+static bool room(struct config_problems *p)
+{
+	if (p->n < p->cap)
+		return true;
+	size_t ncap = p->cap ? p->cap * 2 : 8;
+	struct config_problem *v = realloc(p->items, ncap * sizeof(*v));
+	if (!v) {
+		p->oom = true;
+		return false;
+	}
+	p->items = v;
+	p->cap = ncap;
+	return true;
+}
+
 static int problem_vadd(struct config_problems *p, size_t file_ix,
 			const char *file, int line, int col, const char *fmt,
 			va_list ap) SC_PRINTF(6, 0);
@@ -70,17 +87,9 @@ static int problem_vadd(struct config_problems *p, size_t file_ix,
 		p->n_dropped++;
 		return 0;
 	}
-	if (p->n == p->cap) {
-		size_t ncap = p->cap ? p->cap * 2 : 8;
-		struct config_problem *v =
-			realloc(p->items, ncap * sizeof(*v));
-		if (!v) {
-			p->n_dropped++;
-			p->oom = true;
-			return SC_ENOMEM;
-		}
-		p->items = v;
-		p->cap = ncap;
+	if (!room(p)) {
+		p->n_dropped++;
+		return SC_ENOMEM;
 	}
 	char raw[SC_ERR_MSG_MAX];
 	vsnprintf(raw, sizeof(raw), fmt, ap);
@@ -109,18 +118,7 @@ void config_problems_move(struct config_problems *to,
 {
 	for (size_t i = 0; i < from->n; i++) {
 		struct config_problem *pr = &from->items[i];
-		if (to->n == to->cap && to->n < CONFIG_MAX_PROBLEMS) {
-			size_t ncap = to->cap ? to->cap * 2 : 8;
-			struct config_problem *v =
-				realloc(to->items, ncap * sizeof(*v));
-			if (v) {
-				to->items = v;
-				to->cap = ncap;
-			} else {
-				to->oom = true;
-			}
-		}
-		if (to->n < to->cap && to->n < CONFIG_MAX_PROBLEMS) {
+		if (to->n < CONFIG_MAX_PROBLEMS && room(to)) {
 			to->items[to->n++] = *pr;
 			continue;
 		}
