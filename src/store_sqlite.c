@@ -533,31 +533,38 @@ static const char *const stmt_sql[N_STMT] = {
 	/*
 	 * The claim's choice (store.h: the claim order and the overlap
 	 * rule). ?1 now, ?2 ahead, ?3 max, ?4 rule on, ?5 allow, ?6 skip
-	 * (store_claim_rule's framed lists). pol: 2 allow (or the rule is
-	 * off), 1 skip, 0 queue. A queue job is taken only when no job of
-	 * its schedule is ACTIVE and it is its schedule's first in the claim
-	 * order (rn 1); a skip job always, flagged when its schedule is busy
-	 * or it is not the first. The claim runs under BEGIN IMMEDIATE: no
-	 * other handle's claim or finish commits between this read and the
-	 * update, so "no ACTIVE job" holds across processes. The ACTIVE set
-	 * is read once (the jobs_active partial index: as many rows as
-	 * attempts running), never by schedule through the unique index
-	 * (every DONE row of the schedule).
+	 * (store_claim_rule's framed lists), ?7 1 for retries, 0 for first
+	 * attempts: the claim order is first attempts, then retries, each by
+	 * (run_at, id), so sq_job_claim runs this once for each, and each
+	 * walks jobs_ready in its order and stops at ?3 rows taken. pol: 2
+	 * allow (or the rule is off), 1 skip, 0 queue. A queue job is taken
+	 * only when no job of its schedule is ACTIVE (busy) and it is its
+	 * schedule's first due READY job in the claim order (first); a skip
+	 * job always, flagged when its schedule is busy or it is not the
+	 * first. Both are seeks of jobs_open (schedule, state, run_at), which
+	 * holds no DONE job (hence the literal `state <> 2`, which lets
+	 * SQLite use that partial index), so a claim costs a few seeks per
+	 * job it passes over, not a pass over every READY job: 1,000 jobs
+	 * due at one instant are 1,000 claims of O(log n) each, not O(n^2).
+	 * The claim runs under BEGIN IMMEDIATE: no other handle's claim or
+	 * finish commits between this read and the update, so "no ACTIVE
+	 * job" holds across processes.
 	 */
 	[ST_JOB_PICK] =
-		"WITH act AS (SELECT DISTINCT schedule FROM jobs "
-		"WHERE state = 1), "
-		"c AS (SELECT j.id, j.run_at_ms, j.attempts > 0 AS retry, "
+		"SELECT id, pol = 1 AND (busy OR NOT first) FROM ("
+		"SELECT j.id, j.run_at_ms, "
 		"CASE WHEN ?4 = 0 OR instr(?5, char(10) || j.schedule || "
 		"char(10)) > 0 THEN 2 WHEN instr(?6, char(10) || j.schedule "
 		"|| char(10)) > 0 THEN 1 ELSE 0 END AS pol, "
-		"j.schedule IN (SELECT schedule FROM act) AS busy, "
-		"row_number() OVER (PARTITION BY j.schedule ORDER BY "
-		"j.attempts > 0, j.run_at_ms, j.id) AS rn "
-		"FROM jobs j WHERE j.state = 0 AND j.run_at_ms <= ?1 + ?2) "
-		"SELECT id, pol = 1 AND (busy OR rn > 1) FROM c "
-		"WHERE pol > 0 OR (NOT busy AND rn = 1) "
-		"ORDER BY retry, run_at_ms, id LIMIT ?3",
+		"EXISTS (SELECT 1 FROM jobs a WHERE a.schedule = j.schedule "
+		"AND a.state = 1 AND a.state <> 2) AS busy, "
+		"NOT EXISTS (SELECT 1 FROM jobs b WHERE b.schedule = j.schedule "
+		"AND b.state = 0 AND b.state <> 2 AND b.run_at_ms <= ?1 + ?2 "
+		"AND (b.attempts > 0, b.run_at_ms, b.id) < "
+		"(j.attempts > 0, j.run_at_ms, j.id)) AS first "
+		"FROM jobs j WHERE j.state = 0 AND j.run_at_ms <= ?1 + ?2 "
+		"AND (j.attempts > 0) = ?7 ORDER BY j.run_at_ms, j.id) "
+		"WHERE pol > 0 OR (NOT busy AND first) LIMIT ?3",
 	/* The fencing token is per job and only grows, so every claim of a
 	 * job hands out a token no earlier claim of it had. ?5: the job
 	 * ST_JOB_PICK chose. */
@@ -2162,16 +2169,22 @@ static int sq_job_claim(void *impl, const char *worker, int64_t lease_ms,
 	}
 	sqlite3_bind_int64(st, 1, now);
 	sqlite3_bind_int64(st, 2, ahead_ms);
-	sqlite3_bind_int64(st, 3, (int64_t)want);
 	sqlite3_bind_int(st, 4, on);
 	bind_text(st, 5, on ? r->allow : "\n");
 	bind_text(st, 6, on ? r->skip : "\n");
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW && n_pick < want) {
-		ids[n_pick] = sqlite3_column_int64(st, 0);
-		flag[n_pick++] = sqlite3_column_int(st, 1) != 0;
+	/* First attempts, then retries (the claim order). */
+	for (int retry = 0; !rc && retry < 2 && n_pick < want; retry++) {
+		sqlite3_bind_int64(st, 3, (int64_t)(want - n_pick));
+		sqlite3_bind_int(st, 7, retry);
+		while ((rc = sqlite3_step(st)) == SQLITE_ROW &&
+		       n_pick < want) {
+			ids[n_pick] = sqlite3_column_int64(st, 0);
+			flag[n_pick++] = sqlite3_column_int(st, 1) != 0;
+		}
+		rc = rc == SQLITE_DONE || rc == SQLITE_ROW
+			     ? 0 : db_fail(q, rc, "claim", err);
+		sqlite3_reset(st);
 	}
-	rc = rc == SQLITE_DONE || rc == SQLITE_ROW
-		     ? 0 : db_fail(q, rc, "claim", err);
 	unprep(st);
 	for (size_t i = 0; !rc && i < n_pick; i++) {
 		st = NULL;

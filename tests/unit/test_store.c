@@ -448,6 +448,60 @@ static void claim_takes_earliest_due_first(void **state)
 	fix_close(&f);
 }
 
+/*
+ * The overlap rule in one claim of many jobs (store_overlap_set): a queue
+ * schedule gives only its first READY job in the claim order, and none
+ * while one of its jobs is ACTIVE; a skip schedule gives all of its due
+ * jobs, every one but an idle schedule's first flagged `overlapped`; an
+ * allow schedule gives all, none flagged.
+ */
+static void claim_follows_the_overlap_rule(void **state)
+{
+	struct fix f;
+	struct store_job j[8];
+	const char *allow[] = {"a"}, *skip[] = {"k"};
+	struct sc_err err = {0};
+
+	fix_open(state, &f);
+	assert_int_equal(store_overlap_set(f.s, true, allow, 1, skip, 1, &err),
+			 0);
+	int64_t q1 = enqueue(&f, "q", T0 + 1, T0 - 3 * MIN, NULL);
+	int64_t q2 = enqueue(&f, "q", T0 + 2, T0 - 2 * MIN, NULL);
+	int64_t k1 = enqueue(&f, "k", T0 + 1, T0 - 3 * MIN, NULL);
+	int64_t k2 = enqueue(&f, "k", T0 + 2, T0 - 2 * MIN, NULL);
+	int64_t a1 = enqueue(&f, "a", T0 + 1, T0 - 3 * MIN, NULL);
+	int64_t a2 = enqueue(&f, "a", T0 + 2, T0 - 2 * MIN, NULL);
+
+	/* Claim order: run_at, then id. */
+	assert_int_equal(claim(&f, "w1", j, 8), 5);
+	assert_int_equal(j[0].id, q1);
+	assert_false(j[0].overlapped);
+	assert_int_equal(j[1].id, k1);
+	assert_false(j[1].overlapped);
+	assert_int_equal(j[2].id, a1);
+	assert_false(j[2].overlapped);
+	assert_int_equal(j[3].id, k2);
+	assert_true(j[3].overlapped);
+	assert_int_equal(j[4].id, a2);
+	assert_false(j[4].overlapped);
+	int64_t q1_token = j[0].lease_token;
+
+	/* q1 is ACTIVE: q2 waits, and a new skip slot of busy k is flagged. */
+	int64_t k3 = enqueue(&f, "k", T0 + 3, T0 - 1 * MIN, NULL);
+	assert_int_equal(claim(&f, "w2", j, 8), 1);
+	assert_int_equal(j[0].id, k3);
+	assert_true(j[0].overlapped);
+	assert_int_equal(claim(&f, "w2", j, 8), 0);
+	/* q1 done: q2 is its schedule's first now. */
+	assert_int_equal(store_job_finish(f.s, q1, q1_token, JOB_DONE, 0,
+					  NULL, &err),
+			 0);
+	assert_int_equal(claim(&f, "w3", j, 8), 1);
+	assert_int_equal(j[0].id, q2);
+	assert_false(j[0].overlapped);
+	fix_close(&f);
+}
+
 /* A worker may claim a job a little before it is due (so the claim's
  * transaction is not part of the task's lateness): only jobs within the
  * window, and the attempt's start on record is the due instant. */
@@ -2207,6 +2261,7 @@ int main(void)
 		cmocka_unit_test(enqueue_is_idempotent),
 		cmocka_unit_test(bad_arguments_are_refused),
 		cmocka_unit_test(claim_takes_earliest_due_first),
+		cmocka_unit_test(claim_follows_the_overlap_rule),
 		cmocka_unit_test(claim_ahead_takes_only_jobs_due_within_the_window),
 		cmocka_unit_test(leases_are_fenced),
 		cmocka_unit_test(finish_writes_one_ledger_row),
