@@ -552,7 +552,7 @@ static const char *const stmt_sql[N_STMT] = {
 	 */
 	[ST_JOB_PICK] =
 		"SELECT id, pol = 1 AND (busy OR NOT first) FROM ("
-		"SELECT j.id, j.run_at_ms, "
+		"SELECT j.id, "
 		"CASE WHEN ?4 = 0 OR instr(?5, char(10) || j.schedule || "
 		"char(10)) > 0 THEN 2 WHEN instr(?6, char(10) || j.schedule "
 		"|| char(10)) > 0 THEN 1 ELSE 0 END AS pol, "
