@@ -163,16 +163,16 @@ ifneq ($(filter _%,$(MAKECMDGOALS)),)
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
 PKG_LIBS := $(shell pkg-config --libs $(PKGS))
 CMOCKA_LIBS := $(shell pkg-config --libs cmocka 2>/dev/null)
-# The binary does not link libcurl and libpq: src/lazylib.c dlopens them
-# on first use (their headers still come from PKG_CFLAGS), so a daemon on
-# SQLite never maps them and their ~30 dependencies. libmicrohttpd is for
-# the test fakes only. Tests and benchmarks keep PKG_LIBS (they call libpq
-# and libmicrohttpd themselves). dlopen is in glibc's libc since 2.34.
-# libmicrohttpd is linked: the daemon's web surface (src/web.c, issue 16).
-# libcrypto is dlopen'ed too, by the targets that send an idempotency key
-# or a signature (webhook, slack, command), never for a file target.
-BIN_LIBS := $(shell pkg-config --libs sqlite3 jansson yaml-0.1 \
-	libmicrohttpd) -ldl
+# The binary does not link libcurl, libpq, libcrypto nor libmicrohttpd:
+# src/lazylib.c dlopens them on first use (their headers still come from
+# PKG_CFLAGS), so a daemon on SQLite never maps them and their ~30
+# dependencies. libcrypto is for the targets that send an idempotency key
+# or a signature (webhook, slack, command), never for a file target;
+# libmicrohttpd (and gnutls behind it) for the daemon's web surface only
+# (src/web.c), so a command starts without them. Tests and benchmarks
+# keep PKG_LIBS (they call libpq and libmicrohttpd themselves). dlopen is
+# in glibc's libc since 2.34.
+BIN_LIBS := $(shell pkg-config --libs sqlite3 jansson yaml-0.1) -ldl
 endif
 
 CC ?= gcc

@@ -99,7 +99,9 @@ else
 fi
 check "depends on the libraries opened with dlopen" \
   sh -c "dpkg-deb -f '$deb' Depends | grep -q libcurl4 &&
-         dpkg-deb -f '$deb' Depends | grep -q libpq5"
+         dpkg-deb -f '$deb' Depends | grep -q libpq5 &&
+         dpkg-deb -f '$deb' Depends | grep -q libssl3 &&
+         dpkg-deb -f '$deb' Depends | grep -q libmicrohttpd12"
 if command -v lintian >/dev/null 2>&1; then
   if lintian --fail-on error "$deb" >"$work/lintian.log" 2>&1; then
     ok "lintian: no error"

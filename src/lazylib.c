@@ -1,6 +1,6 @@
 /*
- * lazylib.c - the one-time loader of libcurl, libpq and libcrypto (see
- * lazylib.h): one table of libraries, one load path.
+ * lazylib.c - the one-time loader of libcurl, libpq, libcrypto and
+ * libmicrohttpd (see lazylib.h): one table of libraries, one load path.
  *
  * Invariants:
  *   - Each library is dlopen'ed at most once per process (pthread_once);
@@ -20,11 +20,13 @@
 
 #include "lazylib_crypto.h"
 #include "lazylib_curl.h"
+#include "lazylib_mhd.h"
 #include "lazylib_pq.h"
 
 struct dl_curl_table dl_curl;
 struct dl_pq_table dl_pq;
 struct dl_crypto_table dl_crypto;
+struct dl_mhd_table dl_mhd;
 
 /*
  * One row per library: where it is, which Debian package has it, how its
@@ -81,6 +83,13 @@ static void crypto_resolve(void *h, bool *ok)
 #undef CRYPTO_RESOLVE
 }
 
+static void mhd_resolve(void *h, bool *ok)
+{
+#define MHD_RESOLVE(f) LAZY_RESOLVE(dl_mhd, f)
+	DL_MHD_FUNCS(MHD_RESOLVE)
+#undef MHD_RESOLVE
+}
+
 /* curl_global_init is not thread-safe itself: it runs inside the once. */
 static int curl_init(char *msg, size_t n)
 {
@@ -100,6 +109,8 @@ static struct lazy_lib libs[LAZYLIB_N] = {
 			PTHREAD_ONCE_INIT, 0, ""},
 	[LAZYLIB_CRYPTO] = {"libcrypto.so.3", "libssl3", crypto_resolve, NULL,
 			    PTHREAD_ONCE_INIT, 0, ""},
+	[LAZYLIB_MHD] = {"libmicrohttpd.so.12", "libmicrohttpd12",
+			 mhd_resolve, NULL, PTHREAD_ONCE_INIT, 0, ""},
 };
 
 static void lazy_fail(struct lazy_lib *l)
@@ -136,11 +147,13 @@ static void lazy_load(struct lazy_lib *l)
 LAZY_ONCE(LAZYLIB_CURL)
 LAZY_ONCE(LAZYLIB_PQ)
 LAZY_ONCE(LAZYLIB_CRYPTO)
+LAZY_ONCE(LAZYLIB_MHD)
 
 static void (*const once_fn[LAZYLIB_N])(void) = {
 	[LAZYLIB_CURL] = once_LAZYLIB_CURL,
 	[LAZYLIB_PQ] = once_LAZYLIB_PQ,
 	[LAZYLIB_CRYPTO] = once_LAZYLIB_CRYPTO,
+	[LAZYLIB_MHD] = once_LAZYLIB_MHD,
 };
 
 int lazylib_load(enum lazylib_id id, struct sc_err *err)

@@ -1912,6 +1912,13 @@ static int sq_open(const char *target, struct sc_clock *clock, void **impl,
 		goto fail_open;
 	}
 	sqlite3_extended_result_codes(q->db, 1);
+	/* The last handle to close keeps the -wal and -shm files (the WAL
+	 * is still checkpointed, and truncated by journal_size_limit):
+	 * without it every command on a store no daemon holds open created
+	 * both and deleted them again, 1.5 ms of a 6.5 ms `status NAME`. */
+	int persist = 1;
+	(void)sqlite3_file_control(q->db, "main", SQLITE_FCNTL_PERSIST_WAL,
+				   &persist);
 	q->busy_seed = (unsigned)getpid() ^ (unsigned)(uintptr_t)q;
 	sqlite3_busy_handler(q->db, busy_wait, q);
 

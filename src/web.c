@@ -472,7 +472,11 @@ int web_start(const struct web_opts *o, struct web **out,
 				  "a loopback address: it needs "
 				  "http.token_env", o->listen);
 	}
-	int rc = store_open(o->store_url, o->clock, &w->store, err);
+	/* The server's library is loaded here, not at the process start:
+	 * only a daemon with `http:` maps it (lazylib_mhd.h). */
+	int rc = dl_mhd_load(err);
+	if (!rc)
+		rc = store_open(o->store_url, o->clock, &w->store, err);
 	if (rc) {
 		forget(w);
 		return rc;

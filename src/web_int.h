@@ -17,8 +17,8 @@
 #include <stdint.h>
 
 #include <jansson.h>
-#include <microhttpd.h>
 
+#include "lazylib_mhd.h"
 #include "web.h"
 
 struct config;

@@ -1,8 +1,9 @@
 /*
- * test_lazylib.c - libcurl, libpq and libcrypto are loaded on first use
- * (lazylib.c): the real binary ($SURECRON_BIN) runs with LD_LIBRARY_PATH
- * pointing at a folder whose libcurl.so.4, libpq.so.5 and libcrypto.so.3
- * are empty files, so dlopen of them fails. Commands that need none still
+ * test_lazylib.c - libcurl, libpq, libcrypto and libmicrohttpd are loaded
+ * on first use (lazylib.c): the real binary ($SURECRON_BIN) runs with
+ * LD_LIBRARY_PATH pointing at a folder whose libcurl.so.4, libpq.so.5,
+ * libcrypto.so.3 and libmicrohttpd.so.12 are empty files, so dlopen of
+ * them fails. Commands that need none still
  * work (the binary does not link them), a file delivery included; those
  * that need one fail with the clear error, not a crash.
  */
@@ -56,6 +57,7 @@ static int setup(void **state)
 	write_file("libcurl.so.4", "");
 	write_file("libpq.so.5", "");
 	write_file("libcrypto.so.3", "");
+	write_file("libmicrohttpd.so.12", "");
 	/* One schedule per target kind: a file (no key, no libcrypto) and a
 	 * webhook (its Idempotency-Key is a SHA-256: libcrypto). */
 	write_file("targets.yaml",
@@ -111,7 +113,7 @@ static int run(bool broken, const char *const *args)
 	return rc;
 }
 
-/* The binary starts and a SQLite store works with the three libraries
+/* The binary starts and a SQLite store works with the four libraries
  * broken: none is linked, none is loaded when not needed. */
 static void sqlite_needs_neither(void **state)
 {
@@ -199,6 +201,33 @@ static void webhook_without_libcrypto_fails_clearly(void **state)
 	assert_null(strstr(first_err + 1, "could not be loaded"));
 }
 
+/* The web surface (http: in the config) is the only user of
+ * libmicrohttpd: without it the daemon refuses to start, saying which
+ * library and package, and `run --once` (no server) still works above
+ * (file_delivery_needs_no_libcrypto). */
+static void web_without_libmicrohttpd_fails_clearly(void **state)
+{
+	write_file("web.yaml",
+		   "store: sqlite:./w.db\n"
+		   "http: {listen: \"127.0.0.1:1\"}\n"
+		   "schedules:\n"
+		   "  a:\n"
+		   "    cron: \"0 3 1 1 *\"\n"
+		   "    tasks:\n"
+		   "      - {name: t, command: [\"/bin/true\"]}\n");
+	/* Port 1 is never bound: the library is loaded first. */
+	const char *args[] = {"run", "--config", "web.yaml", NULL};
+	const char *st[] = {"status", "--config", "web.yaml", NULL};
+
+	assert_int_not_equal(run(true, args), 0);
+	assert_non_null(strstr(err, "libmicrohttpd.so.12 could not be "
+				    "loaded: "));
+	assert_non_null(strstr(err, "install libmicrohttpd12"));
+	/* The commands that serve nothing never load it. */
+	assert_int_equal(run(true, st), 0);
+	assert_null(strstr(err, "could not be loaded"));
+}
+
 /* The URL rule needs libcurl (and the store rule libpq). Without them a
  * config still loads for commands that never send (status), and `check`,
  * which must apply every rule the run applies, says which URL it could
@@ -254,6 +283,9 @@ int main(void)
 			teardown),
 		cmocka_unit_test_setup_teardown(
 			url_rule_without_the_libraries, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			web_without_libmicrohttpd_fails_clearly, setup,
+			teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
