@@ -63,7 +63,7 @@
  * operations are drained right away (memory stays bounded) and remembered,
  * so the next wait returns at once.
  *
- * Schema version 6 (schema_version table, one row). To change the schema,
+ * Schema version 8 (schema_version table, one row). To change the schema,
  * append a migration to `migrations` and bump SCHEMA_VERSION; a database
  * whose version is newer than SCHEMA_VERSION is refused with SC_EVERSION
  * and never touched. Migrations run under a transaction-scoped advisory
@@ -86,7 +86,7 @@
 #include "store.h"
 #include "url.h"
 
-#define SCHEMA_VERSION 7
+#define SCHEMA_VERSION 8
 #define CHANNEL "surecron_jobs"
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 5000
@@ -309,6 +309,17 @@ static const char *const migration_7[] = {
 	NULL,
 };
 
+/*
+ * 7 -> 8: the skipped slots of a period, as on SQLite: the lost-slot
+ * report lists them apart, and without this partial index it read every
+ * row of the period.
+ */
+static const char *const migration_8[] = {
+	"CREATE INDEX ledger_skipped ON ledger (slot_ms)"
+	" WHERE outcome = '" LEDGER_SKIPPED "'",
+	NULL,
+};
+
 static const char *const *const migrations[SCHEMA_VERSION] = {
 	migration_1,
 	migration_2,
@@ -317,6 +328,7 @@ static const char *const *const migrations[SCHEMA_VERSION] = {
 	migration_5,
 	migration_6,
 	migration_7,
+	migration_8,
 };
 
 /* ---- statements ------------------------------------------------------- */
@@ -429,8 +441,8 @@ static const char *const *const migrations[SCHEMA_VERSION] = {
 	" AND state = 1 FOR SHARE)) AS ok)"
 
 /* The ledger query's filter shapes, as on SQLite: schedule or not (2) x
- * outcome kind (5) x period bounded or open (2) x order (2). */
-#define PG_LQ_KINDS 5
+ * outcome kind (6) x period bounded or open (2) x order (2). */
+#define PG_LQ_KINDS 6
 #define PG_LQ_SHAPES (2 * PG_LQ_KINDS * 2 * 2)
 
 enum stmt {
@@ -2395,12 +2407,12 @@ static int pg_read_rows(PGresult *res, struct ledger_row **rows,
  * schedule = $1" forms could use no index for the schedule; each shape
  * names only the terms its filter has, numbered in order of use (no
  * unused parameter, whose type PostgreSQL could not infer), and spells
- * the outcomes of the partial indexes (acked, missed) as literals, so
- * those indexes apply under a generic plan too. Shape k as on SQLite:
- * ((schedule * 5 + kind) * 2 + open) * 2 + newest_first.
+ * the outcomes of the partial indexes (acked, missed, skipped) as
+ * literals, so those indexes apply under a generic plan too. Shape k as
+ * on SQLite: ((schedule * 6 + kind) * 2 + open) * 2 + newest_first.
  */
 enum pg_lq_kind { PG_LQ_ANY, PG_LQ_OUTCOME, PG_LQ_LOST, PG_LQ_ACKED,
-		  PG_LQ_MISSED };
+		  PG_LQ_MISSED, PG_LQ_SKIPPED };
 
 static int pg_lq_shape(const struct ledger_filter *f)
 {
@@ -2412,6 +2424,8 @@ static int pg_lq_shape(const struct ledger_filter *f)
 		kind = PG_LQ_ACKED;
 	else if (f->outcome && strcmp(f->outcome, LEDGER_MISSED) == 0)
 		kind = PG_LQ_MISSED;
+	else if (f->outcome && strcmp(f->outcome, LEDGER_SKIPPED) == 0)
+		kind = PG_LQ_SKIPPED;
 	else if (f->outcome)
 		kind = PG_LQ_OUTCOME;
 	bool open = f->since_ms == INT64_MIN && f->until_ms == INT64_MAX;
@@ -2461,6 +2475,8 @@ static void pg_lq_sql(int k, const struct ledger_filter *f, char *buf,
 		PG_LQ_ADD(" AND outcome = '" LEDGER_ACKED "'");
 	} else if (kind == PG_LQ_MISSED) {
 		PG_LQ_ADD(" AND outcome = '" LEDGER_MISSED "'");
+	} else if (kind == PG_LQ_SKIPPED) {
+		PG_LQ_ADD(" AND outcome = '" LEDGER_SKIPPED "'");
 	}
 	/* LIMIT NULL is no limit. */
 	PG_LQ_ADD(" ORDER BY id%s LIMIT $%d::bigint", desc ? " DESC" : "",

@@ -1048,9 +1048,11 @@ static void raw_sql(void **state, const char *sql)
 /* Turns a current (version 6) store back into version 2: no alert
  * tables (version 4), the body back in the outbox row, no outbox_body
  * table. */
-/* Undoes version 7 (pauses), which every rollback below starts with. */
+/* Undoes versions 8 (ledger_skipped) and 7 (pauses), which every
+ * rollback below starts with. */
 static void drop_version_7(void **state)
 {
+	raw_sql(state, "DROP INDEX ledger_skipped");
 	raw_sql(state, "DROP TABLE pauses");
 	raw_sql(state, "DROP INDEX ledger_paused_once");
 }

@@ -315,9 +315,10 @@ static void raw_sql(void **state, const char *sql)
 		fail_msg("postgresql: %s", q);
 }
 
-/* Turns a current (version 7) store back into version 3. */
+/* Turns a current (version 8) store back into version 3. */
 static void to_version_3(void **state)
 {
+	raw_sql(state, "DROP INDEX ledger_skipped");
 	raw_sql(state, "DROP TABLE pauses");
 	raw_sql(state, "DROP INDEX ledger_paused_once");
 	raw_sql(state, "DROP INDEX ledger_ok");
