@@ -238,6 +238,13 @@ static int cmd_gen(int argc, char **argv)
 			"[DAYS] [CONFDIR]\n");
 		return 2;
 	}
+	/* Made before the rows, so a long generation never ends on a
+	 * folder that is not there. */
+	if (confdir && mkdir(confdir, 0755) && errno != EEXIST) {
+		fprintf(stderr, "bench_scale: %s: %s\n", confdir,
+			strerror(errno));
+		return 1;
+	}
 	/* rows = hourly * 24 * days + (n_sched - hourly) * days */
 	if (rows < (int64_t)n_sched * days) {
 		days = rows / n_sched > 0 ? rows / n_sched : 1;
