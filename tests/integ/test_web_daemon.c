@@ -466,6 +466,8 @@ static void counts_a_lost_slot_and_its_alert(void **state)
 			break;
 		tu_sleep_ms(20);
 	}
+	if (series_value(m, "surecron_alerts_total{reason=\"lost\"}") != 1)
+		print_message("the last /metrics read:\n%s\n", m);
 	assert_int_equal(series_value(m, "surecron_alerts_total{reason="
 				      "\"lost\"}"), 1);
 	assert_int_equal(series_value(m, "surecron_runs_total{schedule="
