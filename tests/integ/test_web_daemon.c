@@ -454,7 +454,10 @@ static void counts_a_lost_slot_and_its_alert(void **state)
 	trig[4] = "2026-01-01T00:00:00Z";
 	assert_int_equal(tu_run_bin(dir, dir, NULL, trig, out, sizeof(out),
 				    err, sizeof(err)), 0);
-	/* The alert goes out from another thread: until it is counted. */
+	/* The alert goes out from the alerter thread, and the run is counted
+	 * by its worker after the commit that queued that alert: the two
+	 * counters move in either order, so wait for both (a loaded
+	 * PostgreSQL run saw the alert counted before the run). */
 	int64_t end = tu_now_ms() + PATIENCE_MS;
 	const char *m = "";
 	while (tu_now_ms() < end) {
@@ -462,11 +465,15 @@ static void counts_a_lost_slot_and_its_alert(void **state)
 					  sizeof(resp)), 200);
 		m = body_of(resp);
 		if (series_value(m, "surecron_alerts_total{reason=\"lost\"}") ==
-		    1)
+			    1 &&
+		    series_value(m, "surecron_runs_total{schedule=\"doomed\","
+				 "outcome=\"lost\"}") == 1)
 			break;
 		tu_sleep_ms(20);
 	}
-	if (series_value(m, "surecron_alerts_total{reason=\"lost\"}") != 1)
+	if (series_value(m, "surecron_alerts_total{reason=\"lost\"}") != 1 ||
+	    series_value(m, "surecron_runs_total{schedule=\"doomed\","
+			 "outcome=\"lost\"}") != 1)
 		print_message("the last /metrics read:\n%s\n", m);
 	assert_int_equal(series_value(m, "surecron_alerts_total{reason="
 				      "\"lost\"}"), 1);
