@@ -511,6 +511,9 @@ static void run_job(struct daemon *d, struct store *s, struct cfg_ref *cr,
 	char next[CLOCK_ISO_MAX] = "-";
 	if (!rc && !res.completed && !res.dead && res.next_ms != INT64_MAX)
 		iso(res.next_ms, next);
+	/* Counted before the finish line: whoever waits on that line (an
+	 * operator's tail, a test) then reads a /metrics that has the run. */
+	metrics_run(job->schedule, outcome, late_us, dur);
 	LOG(res.completed || res.released ? SC_LOG_INFO : SC_LOG_ERROR,
 	       "daemon",
 	       "event=finish schedule=%s slot=%s job=%lld attempt=%d "
@@ -519,7 +522,6 @@ static void run_job(struct daemon *d, struct store *s, struct cfg_ref *cr,
 	       (long long)dur, task_late, next,
 	       rc ? sc_strerror(rc)
 		  : (res.run_err.code ? sc_strerror(res.run_err.code) : "ok"));
-	metrics_run(job->schedule, outcome, late_us, dur);
 	bool failed = !res.released && (rc || !res.completed);
 	worker_result_dispose(&res);
 
@@ -1329,16 +1331,25 @@ int daemon_run(struct daemon *d, struct sc_err *err)
 	}
 	cfg_put(d, cr);
 
-	/* The workers are up: systemd may consider the service started. */
 	d->wd_ms = sdnotify_watchdog_usec() / 1000;
 	d->wd_last_mono_ms = clock_mono_ms();
-	notify(d, "READY=1");
 	int64_t last_recover = clock_mono_ms();
 	struct store_health h = {.backoff_ms = BACKOFF_MIN_MS};
+	bool ready = false;
 	for (;;) {
 		maybe_stuck(d);
 		atomic_store(&d->loop_mono_ms, clock_mono_ms());
 		int64_t next = tick(d, LEAD_MS, &h);
+		/* READY=1 after the first tick, whatever the store said: the
+		 * workers are up and every schedule's plan is built (its one
+		 * store read, 100,000 schedules' first starts), so what
+		 * follows READY is the daemon's steady state, not the end of
+		 * its start. A store that is down does not hold READY back:
+		 * the loop's backoff is the daemon working. */
+		if (!ready) {
+			notify(d, "READY=1");
+			ready = true;
+		}
 		/* The loop runs: systemd's watchdog hears so even in a store
 		 * outage (a restart would not bring the store back); the
 		 * external monitor only when the store answered. */
