@@ -88,7 +88,8 @@ TSAN_SUITES ?= test_daemon test_http test_nodes_daemon_pg test_pg_faults \
 	test_secrets test_delivery test_orchestrator test_slot_e2e \
 	test_delivery_crash test_task test_tz test_target_file test_alerts \
 	test_notice_policy test_heartbeat test_heartbeat_unit test_sdnotify \
-	test_sla test_sched_plan_daemon test_include_reload test_config_include \
+	test_sla test_sla_daemon test_sched_plan_daemon test_include_reload \
+	test_config_include \
 	test_group_commit \
 	test_web_daemon test_prometheus test_web_api test_web_page \
 	test_timing_daemon test_overlap_daemon test_pause_daemon

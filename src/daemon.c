@@ -1,6 +1,6 @@
 /*
  * daemon.c - `surecron run`: scheduler thread, worker threads, watcher
- * thread, alerter thread, signals forwarded by the CLI
+ * thread, alerter thread, pruner thread, signals forwarded by the CLI
  * (docs/internals/daemon.md).
  *
  *   calling thread (scheduler)      watcher thread         N workers
@@ -28,6 +28,9 @@
  *     retried on its own backoff, with no event to wake on), so a slow or
  *     dead alert target never holds up a worker or the scheduler; a
  *     worker that loses a slot sends its alert at once itself;
+ *   - the daily prune (prune.h) runs on a thread of its own with its own
+ *     store handle, so a prune of minutes never delays the alerter's
+ *     timing checks and retries; it stops between two batches;
  *   - the config is shared read-only behind a reference count: a reload
  *     swaps the pointer, a running job keeps the config it started with
  *     (its lease and task settings); the next claim takes the new one's
@@ -184,6 +187,8 @@ struct daemon {
 	bool watcher_started;
 	pthread_t alerter;
 	bool alerter_started;
+	pthread_t pruner;        /* the daily prune (retention) */
+	bool pruner_started;
 	char host[64];           /* for worker names */
 	struct heartbeat *hb;    /* external pings; reconfigured on reload */
 	int64_t wd_ms;           /* systemd watchdog interval, 0: none */
@@ -849,7 +854,7 @@ static void alert_pass(struct daemon *d, struct store *s)
 		       "msg=\"%s\"", sc_strerror(rc), e.msg);
 }
 
-/* The daily prune (prune.h), on the alerter's handle: due once a day
+/* The daily prune (prune.h), on the pruner's own handle: due once a day
  * when a retention is set, run by the node that takes the lease.
  * Failures are logged by prune_daily_tick and retried the next day. */
 static void prune_pass(struct daemon *d, struct store *s,
@@ -865,15 +870,23 @@ static void prune_pass(struct daemon *d, struct store *s,
 	cfg_put(d, cr);
 }
 
-/*
- * Sends the alerts: every ALERT_TICK_MS of real time, one alert_tick on
- * its own store handle, so that a slow alert target never holds up a
- * worker or the scheduler, and a send that failed is retried while the
- * daemon runs (workers send a fresh lost alert at once themselves).
- */
-static void *alerter_main(void *arg)
+static void alert_pass_of(struct daemon *d, struct store *s,
+			  struct prune_daily *pd)
 {
-	struct daemon *d = arg;
+	(void)pd;
+	alert_pass(d, s);
+}
+
+/*
+ * The body of the alerter and the pruner threads: pass every
+ * ALERT_TICK_MS of real time on the thread's own store handle (opened
+ * again after a failure, with the store-error backoff), until the stop.
+ * pd is the pruner's state; the alerter ignores it.
+ */
+static void every_tick(struct daemon *d,
+		       void (*pass)(struct daemon *, struct store *,
+				    struct prune_daily *))
+{
 	struct store *s = NULL;
 	struct store_health h = {.backoff_ms = BACKOFF_MIN_MS};
 	struct prune_daily pd = {0};
@@ -886,8 +899,7 @@ static void *alerter_main(void *arg)
 			store_backoff(d, &h);
 			continue;
 		}
-		alert_pass(d, s);
-		prune_pass(d, s, &pd);
+		pass(d, s, &pd);
 		struct timespec ts;
 		clock_gettime(CLOCK_MONOTONIC, &ts);
 		int64_t until = ((int64_t)ts.tv_sec * 1000 +
@@ -902,6 +914,28 @@ static void *alerter_main(void *arg)
 		pthread_mutex_unlock(&d->mu);
 	}
 	store_close(s);
+}
+
+/*
+ * Sends the alerts: every ALERT_TICK_MS of real time, one alert_tick on
+ * its own store handle, so that a slow alert target never holds up a
+ * worker or the scheduler, and a send that failed is retried while the
+ * daemon runs (workers send a fresh lost alert at once themselves).
+ */
+static void *alerter_main(void *arg)
+{
+	every_tick(arg, alert_pass_of);
+	return NULL;
+}
+
+/*
+ * The daily prune, on a thread of its own: a prune of a deep store runs
+ * for minutes (9,000,000 rows on SQLite: about ten), and on the alerter's
+ * thread it held up the timing checks and the alerts' retries that long.
+ */
+static void *pruner_main(void *arg)
+{
+	every_tick(arg, prune_pass);
 	return NULL;
 }
 
@@ -1192,6 +1226,9 @@ static void stop_threads(struct daemon *d)
 	if (d->alerter_started)
 		pthread_join(d->alerter, NULL);
 	d->alerter_started = false;
+	if (d->pruner_started)
+		pthread_join(d->pruner, NULL);
+	d->pruner_started = false;
 }
 
 /* Takes the pending stop and reload requests: reloads if asked, and
@@ -1300,6 +1337,12 @@ int daemon_run(struct daemon *d, struct sc_err *err)
 		LOG(SC_LOG_ERROR, "alert", "event=alerter_not_started "
 		       "msg=\"alerts are sent only by workers: failed sends "
 		       "wait for the next lost slot or restart\"");
+	if (pthread_create(&d->pruner, NULL, pruner_main, d) == 0)
+		d->pruner_started = true;
+	else
+		LOG(SC_LOG_ERROR, "prune", "event=pruner_not_started "
+		       "msg=\"no daily prune until restart; surecron prune "
+		       "still works\"");
 
 	/* The web surface, when configured: a listen address that cannot
 	 * be had or a token variable that is unset stops the start. */

@@ -8,10 +8,13 @@
  * process-wide pointer, set by a test while it is alone.
  */
 #ifdef SURECRON_FAILPOINTS
+#include <fcntl.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "failpoint.h"
@@ -72,7 +75,8 @@ void failpoint_kill(const char *name)
 {
 	const char *suffix;
 
-	if (!listed(name, &suffix) || strncmp(suffix, ":err", 4) == 0)
+	/* ":err" and ":stall" are the other kinds: never a kill. */
+	if (!listed(name, &suffix) || *suffix == ':')
 		return;
 	if (due(name, suffix))
 		kill(getpid(), SIGKILL);
@@ -100,6 +104,25 @@ bool failpoint_err(const char *name)
 	if (!listed(name, &suffix) || strncmp(suffix, ":err", 4) != 0)
 		return false;
 	return due(name, suffix + 4);
+}
+
+void failpoint_stall(const char *name)
+{
+	const char *suffix, *file = getenv("SURECRON_FAILPOINT_STALL");
+	char hit[4096];
+
+	if (!file || !*file || !listed(name, &suffix) ||
+	    strncmp(suffix, ":stall", 6) != 0 || !due(name, suffix + 6))
+		return;
+	/* Tell the test where the thread is, then hold it there. */
+	snprintf(hit, sizeof(hit), "%s.hit", file);
+	int fd = open(hit, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	if (fd >= 0)
+		close(fd);
+	while (access(file, F_OK) == 0) {
+		struct timespec ts = {0, 10 * 1000000L};
+		nanosleep(&ts, NULL);
+	}
 }
 #else
 /* ISO C forbids an empty translation unit. */

@@ -15,6 +15,12 @@
  * calling thread. A test uses it to run another node's step at that exact
  * point, so that a race between nodes is played out deterministically.
  * Install and remove the hook while no other thread can pass a point.
+ *
+ * FAILPOINT_STALL("name") holds the calling thread when the list has
+ * "name:stall" ("name:stall@N": the N-th hit only) and the environment
+ * variable SURECRON_FAILPOINT_STALL names a file: it creates FILE.hit,
+ * then sleeps while FILE exists. A test of another process uses it to
+ * keep a long step (a prune) under way while it checks what else goes on.
  */
 #ifndef SURECRON_FAILPOINT_H
 #define SURECRON_FAILPOINT_H
@@ -26,16 +32,19 @@ typedef void (*failpoint_hook_fn)(const char *name, void *ud);
 #ifdef SURECRON_FAILPOINTS
 void failpoint_kill(const char *name);
 bool failpoint_err(const char *name);
+void failpoint_stall(const char *name);
 void failpoint_hook(const char *name);
 /* Installs fn (NULL: removes the hook); ud is handed to every call. */
 void failpoint_set_hook(failpoint_hook_fn fn, void *ud);
 #define FAILPOINT(name) failpoint_kill(name)
 #define FAILPOINT_ERR(name) failpoint_err(name)
 #define FAILPOINT_HOOK(name) failpoint_hook(name)
+#define FAILPOINT_STALL(name) failpoint_stall(name)
 #else
 #define FAILPOINT(name) ((void)0)
 #define FAILPOINT_ERR(name) false
 #define FAILPOINT_HOOK(name) ((void)0)
+#define FAILPOINT_STALL(name) ((void)0)
 #endif
 
 #endif

@@ -26,6 +26,7 @@
 
 #include "clock.h"
 #include "err.h"
+#include "failpoint.h"
 #include "log.h"
 #include "prune.h"
 #include "surecron.h"
@@ -130,6 +131,7 @@ int prune_run(struct store *s, const struct prune_plan *p, bool dry_run,
 			rc = sc_err_set(err, SC_ECANCELED, "prune stopped");
 			break;
 		}
+		FAILPOINT_STALL("prune.before_batch");
 		int64_t b0 = clock_mono_ms();
 		rc = store_prune_batch(s, &o, batch_rows, &out->n, &more, err);
 		int64_t took = clock_mono_ms() - b0;

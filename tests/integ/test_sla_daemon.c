@@ -10,7 +10,9 @@
  *   - `status --stale` exits 0 while every schedule delivered within its
  *     success_within (or has had nothing due), 1 naming the schedule once
  *     one did not: with sla, and with the default (two periods plus the
- *     recovery window) for a schedule without it.
+ *     recovery window) for a schedule without it;
+ *   - a daily prune held for as long as the test likes delays no timing
+ *     alert (the prune has a thread of its own).
  *
  * Every wait has a deadline only a broken daemon reaches.
  */
@@ -340,6 +342,77 @@ static void status_stale_exit_codes(void **state)
 	env_dispose(&e);
 }
 
+/* ---- a long prune ------------------------------------------------------- */
+
+/*
+ * The daily prune (retention) is held at its first batch by the failpoint
+ * prune.before_batch:stall while a run goes past its max_runtime: the
+ * overrun alert still reaches the receiver, and only then is the prune
+ * let go. When the prune ran on the alerter's thread, a prune of minutes
+ * held the timing checks and the alerts' retries for as long.
+ *
+ * On a clock 1,000 times real time: the prune is due 15 minutes after
+ * the start (0.9 s real), the slot at 08:00 (1.2 s), its overrun two
+ * hours later (8.4 s), while the task sleeps 12 s.
+ */
+static void a_long_prune_holds_up_no_alert(void **state)
+{
+	struct env e;
+	char stall[320], hit[340], fp_env[400];
+	(void)state;
+	TU_NEED_TEST_SEAMS();
+	if (g_pg)
+		PGFX_NEED_SERVER();
+	env_init(&e);
+	snprintf(stall, sizeof(stall), "%s/prune.stall", e.dir);
+	snprintf(hit, sizeof(hit), "%s.hit", stall);
+	snprintf(fp_env, sizeof(fp_env), "SURECRON_FAILPOINT_STALL=%s", stall);
+	FILE *f = fopen(stall, "w");
+	assert_non_null(f);
+	fclose(f);
+	f = fopen(e.cfg, "w");
+	assert_non_null(f);
+	fprintf(f, "store: %s\n"
+		   "worker: {concurrency: 1, lease: 10h, grace: 1s}\n"
+		   "retention: {ledger: 1d}\n"
+		   "targets:\n"
+		   "  oncall: {kind: webhook, url_env: SLA_ONCALL_URL}\n"
+		   "  archive: {kind: file, path: ./results.jsonl}\n"
+		   "alerts: {targets: [oncall]}\n"
+		   "schedules:\n"
+		   "  nightly:\n"
+		   "    cron: \"0 8 * * *\"\n"
+		   "    tz: UTC\n"
+		   "    targets: [archive]\n"
+		   "    sla: {max_runtime: 2h}\n"
+		   "    tasks:\n"
+		   "      - {name: slow, shell: \"sleep 12; echo done\"}\n",
+		e.store_url);
+	fclose(f);
+	const char *envs[] = {"SURECRON_TEST_CLOCK=2026-03-06T07:40:00Z",
+			      "SURECRON_TEST_CLOCK_RATE=1000",
+			      "SURECRON_FAILPOINTS=prune.before_batch:stall@1",
+			      fp_env, NULL};
+	pid_t pid = start_daemon(&e, envs);
+
+	/* The prune is under way and held, before the overrun is due. */
+	int64_t end = tu_now_ms() + PATIENCE_MS;
+	while (access(hit, F_OK) != 0 && tu_now_ms() < end)
+		tu_sleep_ms(20);
+	assert_int_equal(access(hit, F_OK), 0);
+	assert_int_equal(received(&e, "overrun"), 0);
+	/* The timing check goes on beside it. */
+	assert_true(wait_received(&e, "overrun", 1));
+	assert_int_equal(access(stall, F_OK), 0); /* still held */
+	assert_int_equal(tu_ledger_count(e.store_url, "nightly",
+					 LEDGER_OVERRUN), 1);
+	/* Let go, the prune ends, and the daemon stops as usual. */
+	assert_int_equal(unlink(stall), 0);
+	assert_true(tu_wait_log(e.dir, "event=prune ", 1, PATIENCE_MS));
+	stop_daemon(pid);
+	env_dispose(&e);
+}
+
 int main(void)
 {
 	if (getenv("TEST_FILTER"))
@@ -349,10 +422,12 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		SQ(overrun_alerts_once_and_recovers_once),
 		SQ(status_stale_exit_codes),
+		SQ(a_long_prune_holds_up_no_alert),
 	};
 	const struct CMUnitTest pg_tests[] = {
 		PG(overrun_alerts_once_and_recovers_once),
 		PG(status_stale_exit_codes),
+		PG(a_long_prune_holds_up_no_alert),
 	};
 	int rc = cmocka_run_group_tests_name("sla_daemon_sqlite", tests, NULL,
 					     NULL);
