@@ -184,10 +184,10 @@ struct daemon {
 	int n_slots;
 	int n_target;            /* under mu: worker.concurrency in force */
 	pthread_t watcher;
-	bool watcher_started;
 	pthread_t alerter;
-	bool alerter_started;
 	pthread_t pruner;        /* the daily prune (retention) */
+	bool watcher_started;
+	bool alerter_started;
 	bool pruner_started;
 	char host[64];           /* for worker names */
 	struct heartbeat *hb;    /* external pings; reconfigured on reload */
