@@ -870,50 +870,21 @@ static void prune_pass(struct daemon *d, struct store *s,
 	cfg_put(d, cr);
 }
 
-static void alert_pass_of(struct daemon *d, struct store *s,
-			  struct prune_daily *pd)
+/* Sleeps ALERT_TICK_MS of real time, or until the stop. */
+static void wait_tick(struct daemon *d)
 {
-	(void)pd;
-	alert_pass(d, s);
-}
+	struct timespec ts;
 
-/*
- * The body of the alerter and the pruner threads: pass every
- * ALERT_TICK_MS of real time on the thread's own store handle (opened
- * again after a failure, with the store-error backoff), until the stop.
- * pd is the pruner's state; the alerter ignores it.
- */
-static void every_tick(struct daemon *d,
-		       void (*pass)(struct daemon *, struct store *,
-				    struct prune_daily *))
-{
-	struct store *s = NULL;
-	struct store_health h = {.backoff_ms = BACKOFF_MIN_MS};
-	struct prune_daily pd = {0};
-
-	while (!alerter_stop(d)) {
-		struct sc_err e = {0};
-
-		if (!s && open_store(d, &s, &e) != 0) {
-			s = NULL;
-			store_backoff(d, &h);
-			continue;
-		}
-		pass(d, s, &pd);
-		struct timespec ts;
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		int64_t until = ((int64_t)ts.tv_sec * 1000 +
-				 ts.tv_nsec / 1000000) + ALERT_TICK_MS;
-		ts.tv_sec = (time_t)(until / 1000);
-		ts.tv_nsec = (long)(until % 1000) * 1000000;
-		pthread_mutex_lock(&d->mu);
-		while (!d->stopping &&
-		       pthread_cond_timedwait(&d->cond, &d->mu, &ts) !=
-			       ETIMEDOUT)
-			;
-		pthread_mutex_unlock(&d->mu);
-	}
-	store_close(s);
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	int64_t until = ((int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000) +
+			ALERT_TICK_MS;
+	ts.tv_sec = (time_t)(until / 1000);
+	ts.tv_nsec = (long)(until % 1000) * 1000000;
+	pthread_mutex_lock(&d->mu);
+	while (!d->stopping &&
+	       pthread_cond_timedwait(&d->cond, &d->mu, &ts) != ETIMEDOUT)
+		;
+	pthread_mutex_unlock(&d->mu);
 }
 
 /*
@@ -924,7 +895,22 @@ static void every_tick(struct daemon *d,
  */
 static void *alerter_main(void *arg)
 {
-	every_tick(arg, alert_pass_of);
+	struct daemon *d = arg;
+	struct store *s = NULL;
+	struct store_health h = {.backoff_ms = BACKOFF_MIN_MS};
+
+	while (!alerter_stop(d)) {
+		struct sc_err e = {0};
+
+		if (!s && open_store(d, &s, &e) != 0) {
+			s = NULL;
+			store_backoff(d, &h);
+			continue;
+		}
+		alert_pass(d, s);
+		wait_tick(d);
+	}
+	store_close(s);
 	return NULL;
 }
 
@@ -932,10 +918,29 @@ static void *alerter_main(void *arg)
  * The daily prune, on a thread of its own: a prune of a deep store runs
  * for minutes (9,000,000 rows on SQLite: about ten), and on the alerter's
  * thread it held up the timing checks and the alerts' retries that long.
+ * It holds a store handle only while a prune is due (a PostgreSQL
+ * connection per node for a once-a-day job would sit idle all day).
  */
 static void *pruner_main(void *arg)
 {
-	every_tick(arg, prune_pass);
+	struct daemon *d = arg;
+	struct store_health h = {.backoff_ms = BACKOFF_MIN_MS};
+	struct prune_daily pd = {0};
+
+	while (!alerter_stop(d)) {
+		if (prune_daily_due(&pd, sc_clock_now_ms(d->clock))) {
+			struct store *s = NULL;
+			struct sc_err e = {0};
+
+			if (open_store(d, &s, &e) != 0) {
+				store_backoff(d, &h);
+				continue;
+			}
+			prune_pass(d, s, &pd);
+			store_close(s);
+		}
+		wait_tick(d);
+	}
 	return NULL;
 }
 

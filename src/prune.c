@@ -158,6 +158,13 @@ int prune_run(struct store *s, const struct prune_plan *p, bool dry_run,
 	return rc;
 }
 
+bool prune_daily_due(struct prune_daily *pd, int64_t now_ms)
+{
+	if (pd->next_ms == 0)
+		pd->next_ms = now_ms + PRUNE_FIRST_DELAY_MS;
+	return now_ms >= pd->next_ms;
+}
+
 int prune_daily_tick(struct prune_daily *pd, struct store *s,
 		     const struct config *c, int64_t now_ms,
 		     const char *owner, bool (*stop)(void *ud), void *ud,
@@ -170,9 +177,7 @@ int prune_daily_tick(struct prune_daily *pd, struct store *s,
 
 	if (ran)
 		*ran = false;
-	if (pd->next_ms == 0)
-		pd->next_ms = now_ms + PRUNE_FIRST_DELAY_MS;
-	if (now_ms < pd->next_ms)
+	if (!prune_daily_due(pd, now_ms))
 		return 0;
 	prune_plan(c, now_ms, &p);
 	if (!p.any) {

@@ -116,11 +116,16 @@ int prune_run(struct store *s, const struct prune_plan *p, bool dry_run,
 	      int batch_rows, bool (*stop)(void *ud), void *ud,
 	      struct prune_report *out, struct sc_err *err);
 
-/* The daemon's daily prune (daemon.c's alerter thread): zero it, then
- * call prune_daily_tick at every pass. */
+/* The daemon's daily prune (daemon.c's pruner thread): zero it, then
+ * call prune_daily_tick at every pass where prune_daily_due says so. */
 struct prune_daily {
 	int64_t next_ms;            /* 0: not yet planned */
 };
+
+/* Whether prune_daily_tick has work at now_ms (the first call plans the
+ * first prune PRUNE_FIRST_DELAY_MS later): the daemon opens a store
+ * handle for the prune only then. */
+bool prune_daily_due(struct prune_daily *pd, int64_t now_ms);
 
 /*
  * Runs a prune when one is due at now_ms and some retention is set, after
