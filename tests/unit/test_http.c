@@ -522,6 +522,11 @@ static void concurrent_401s_share_one_refresh(void **state)
 	 * that fetched on its own would have shown up by now. */
 	if (all_in)
 		wait_lined_up(N_THREADS - 1, 2);
+	/* The fetcher's held request may not have reached the server yet
+	 * (seen under TSan): wait for it, so the count below is not read
+	 * before it. Extra fetches are still caught: by this count when
+	 * they came already, by tokens_issued after the join otherwise. */
+	(void)fake_http_wait(srv, "/token", 2, 30000);
 	int n_waits = log_count("event=token_wait");
 	size_t n_fetches = fake_http_count(srv, "/token");
 	release_and_join(th, N_THREADS);
