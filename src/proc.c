@@ -411,10 +411,10 @@ static void kill_all(pid_t prog, int st_fd, bool prog_done)
 	}
 }
 
-static _Noreturn void reaper_main(const struct proc_spec *spec,
-				  const posix_spawn_file_actions_t *fa,
-				  const posix_spawnattr_t *attr, int ctl_fd,
-				  int st_fd, int in_fd, int out_fd, int err_fd)
+/* Once per reaper process: the signals it takes, every descriptor but
+ * the n in keep closed, the subreaper flag. Returns the signalfd of
+ * SIGCHLD, or -1 (then reaper_serve polls). */
+static int reaper_setup(const int *keep, int n)
 {
 	/* The daemon decides when a run stops: terminal and service
 	 * signals aimed at the host's group do not end the reaper (its
@@ -424,9 +424,6 @@ static _Noreturn void reaper_main(const struct proc_spec *spec,
 				    SIGPIPE, SIGUSR1, SIGUSR2, SIGALRM};
 	struct sigaction sa;
 	sigset_t chld;
-	pid_t prog;
-	bool prog_done = false;
-	int keep[] = {ctl_fd, st_fd, in_fd, out_fd, err_fd};
 
 	memset(&sa, 0, sizeof(sa));
 	sigemptyset(&sa.sa_mask);
@@ -438,19 +435,38 @@ static _Noreturn void reaper_main(const struct proc_spec *spec,
 	sigemptyset(&chld);
 	sigaddset(&chld, SIGCHLD);
 	(void)sigprocmask(SIG_SETMASK, &chld, NULL);
-	close_others(keep, (int)(sizeof(keep) / sizeof(keep[0])));
+	close_others(keep, n);
 	/* Without it (Linux before 3.4) orphans go to init: the group is
 	 * still ended, as it was before reapers. */
 	(void)prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
-	int sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+	return signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+}
+
+/*
+ * One run: starts the program, passes on proc_run's requests, and
+ * returns once the program and every process under this reaper are
+ * reaped. in_fd, out_fd and err_fd are closed here; ctl_fd and st_fd are
+ * left to the caller, whose closing them (or exit) is the end of file
+ * that tells proc_run that nothing of the run is left.
+ */
+static void reaper_serve(const struct proc_spec *spec,
+			 const posix_spawn_file_actions_t *fa,
+			 const posix_spawnattr_t *attr, int ctl_fd, int st_fd,
+			 int in_fd, int out_fd, int err_fd, int sfd)
+{
+	pid_t prog;
+	bool prog_done = false;
 
 	/* A launched reaper may start late (a stopped launcher): when
 	 * proc_run has given up already (end of file on the control
 	 * channel), the program must not start at all. */
 	char peek;
 	if (recv(ctl_fd, &peek, 1, MSG_PEEK | MSG_DONTWAIT) == 0) {
+		close(in_fd);
+		close(out_fd);
+		close(err_fd);
 		reap_send(st_fd, REAP_SPAWN_FAILED, ECANCELED);
-		_exit(0);
+		return;
 	}
 	int rc = posix_spawnp(&prog, spec->argv[0], fa, attr, spec->argv,
 			      spec->envp ? spec->envp : environ);
@@ -460,7 +476,7 @@ static _Noreturn void reaper_main(const struct proc_spec *spec,
 	close(err_fd);
 	if (rc != 0) {
 		reap_send(st_fd, REAP_SPAWN_FAILED, rc);
-		_exit(0);
+		return;
 	}
 	reap_send(st_fd, REAP_STARTED, 0);
 
@@ -494,6 +510,20 @@ static _Noreturn void reaper_main(const struct proc_spec *spec,
 		reap_ended(prog, st_fd, &prog_done);
 	}
 	kill_all(prog, st_fd, prog_done);
+}
+
+/* A reaper of one run (forked by proc_run, or exec'd): it exits when
+ * the run is over. */
+static _Noreturn void reaper_main(const struct proc_spec *spec,
+				  const posix_spawn_file_actions_t *fa,
+				  const posix_spawnattr_t *attr, int ctl_fd,
+				  int st_fd, int in_fd, int out_fd, int err_fd)
+{
+	int keep[] = {ctl_fd, st_fd, in_fd, out_fd, err_fd};
+	int sfd = reaper_setup(keep, (int)(sizeof(keep) / sizeof(keep[0])));
+
+	reaper_serve(spec, fa, attr, ctl_fd, st_fd, in_fd, out_fd, err_fd,
+		     sfd);
 	_exit(0);
 }
 
@@ -608,20 +638,37 @@ static int spawn_reaper_exe(const struct proc_spec *spec, const int src[5],
 /* ---- the launcher ----
  *
  * One process, started once (proc_launcher_start: this program again,
- * PROC_LAUNCHER_ARG), small and single-threaded, that forks a reaper per
- * run on request. A fork of it copies a few pages, where the exec of the
- * reaper program costs a program start per run: under a burst of runs
- * that start is most of a run's CPU. A request is one SOCK_SEQPACKET
- * message (struct launch_req) with six descriptors: the run's stdin,
- * stdout and stderr, its control socket, its status pipe (exactly the
- * five of the exec'd reaper) and a memfd holding the working directory,
- * the arguments and the environment, each NUL-ended. The reaper it forks
- * is not our child: proc_run learns that it exited (after it reaped
- * everything under it) from the end of file on the status pipe, and the
- * launcher reaps it (SIGCHLD ignored). The launcher exits at the end of
- * file on its socket, that is when the host closes its end or dies; a
- * launcher that is gone (killed) makes proc_run go back to the exec'd
- * reaper for good.
+ * PROC_LAUNCHER_ARG), small and single-threaded, that hands each run to
+ * a reaper of its own. A request is one SOCK_SEQPACKET message (struct
+ * launch_req) with six descriptors: the run's stdin, stdout and stderr,
+ * its control socket, its status pipe (exactly the five of the exec'd
+ * reaper) and a memfd holding the working directory, the arguments and
+ * the environment, each NUL-ended.
+ *
+ * The reapers are kept. The launcher forks one when a request finds none
+ * idle; after its run (every process of it reaped) the reaper closes the
+ * run's status pipe, says so to the launcher on a socket of its own (its
+ * channel) and waits there for the next request. An exec of the reaper
+ * program costs a program start per run, a fork of the launcher a copy
+ * of its page tables and the faults that follow: on a host where those
+ * are dear (a virtual machine that traps page-table writes), either was
+ * as much CPU as the run's own program under a burst of runs. A kept
+ * reaper serves one run at a time and ends each one whole, so "it holds
+ * only this run's processes" stays true, run after run. A reaper idle
+ * for REAPER_IDLE_MS is let go (the launcher closes its channel), so a
+ * burst leaves no crowd behind; at most REAPER_KEPT are kept, a reaper
+ * beyond them serves its one run and exits.
+ *
+ * A reaper is not our child: proc_run learns that its run is over (all
+ * of it reaped) from the end of file on the status pipe, and the
+ * launcher reaps its reapers (SIGCHLD ignored). The launcher exits at
+ * the end of file on its socket, that is when the host closes its end or
+ * dies, and its reapers at the end of file on their channels, that is
+ * when the launcher is gone; a launcher that is gone (killed) makes
+ * proc_run go back to the exec'd reaper for good. Only the launcher
+ * reads the host's socket: a request is never taken by a stopped or busy
+ * reaper, and a stopped launcher stops every new run (see
+ * launch_wait_ms).
  */
 #define LAUNCH_MAGIC 0x73636c31u /* "scl1" */
 #define LAUNCH_FDS 6
@@ -634,6 +681,10 @@ static int spawn_reaper_exe(const struct proc_spec *spec, const int src[5],
 /* How long proc_launcher_stop waits for the launcher to end by itself
  * (a multiple of its 10 ms step). */
 #define LAUNCH_STOP_MS 3000
+/* How long a kept reaper may wait idle, and how many are kept. A minute:
+ * a schedule's burst every minute finds its reapers still there. */
+#define REAPER_IDLE_MS 60000
+#define REAPER_KEPT 256
 
 struct launch_req {
 	uint32_t magic;
@@ -649,17 +700,22 @@ static int launcher_fd = -1;
 static pid_t launcher_pid = -1;
 static atomic_bool launcher_gone;
 
-/* Reads the request's strings from the memfd into one allocation and
- * points spec's arrays at them. The launcher's child only (it exits). */
+/* Reads the request's strings from the memfd into one allocation (*blob)
+ * and points spec's arrays at them. The caller frees *blob, spec->argv
+ * and spec->envp, also on failure (they may be NULL). */
 static int launch_unpack(const struct launch_req *r, int mfd,
-			 struct proc_spec *spec)
+			 struct proc_spec *spec, char **blob_out)
 {
+	*blob_out = NULL;
 	if (r->len == 0 || r->len > LAUNCH_ARG_MAX || r->argc == 0 ||
 	    r->argc > LAUNCH_ARG_MAX / 2 || r->envc > LAUNCH_ARG_MAX / 2)
 		return EINVAL;
 	char *blob = malloc((size_t)r->len);
 	char **av = calloc((size_t)r->argc + 1, sizeof(char *));
 	char **ev = calloc((size_t)r->envc + 1, sizeof(char *));
+	*blob_out = blob;
+	spec->argv = av;
+	spec->envp = ev;
 	if (!blob || !av || !ev)
 		return ENOMEM;
 	size_t got = 0;
@@ -693,40 +749,221 @@ static int launch_unpack(const struct launch_req *r, int mfd,
 	}
 	if (off != r->len)
 		return EINVAL;
-	spec->argv = av;
-	spec->envp = ev;
 	return 0;
 }
 
-/* The reaper of one request, in a fork of the launcher. */
-static _Noreturn void launch_child(const struct launch_req *r,
-				   const int fd[LAUNCH_FDS])
+/*
+ * Receives one request on sock into r and fd (close-on-exec). Returns 1
+ * for a well-formed request, 0 at end of file, -1 on an error (errno) or
+ * a malformed request (errno EBADMSG; its descriptors are closed).
+ */
+static int launch_recv(int sock, int flags, struct launch_req *r,
+		       int fd[LAUNCH_FDS])
 {
-	struct proc_spec spec = {0};
-	posix_spawn_file_actions_t fa;
-	posix_spawnattr_t attr;
-	int rc = launch_unpack(r, fd[5], &spec);
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * LAUNCH_FDS)];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = {r, sizeof(*r)};
+	struct msghdr mh = {0};
+	int nfd = 0;
 
-	close(fd[5]);
-	if (rc == 0 && spawn_prepare(&spec, fd[0], fd[1], fd[2], &fa, &attr,
-				     NULL) != 0)
-		rc = ENOMEM;
-	if (rc) {
-		reap_send(fd[4], REAP_SPAWN_FAILED, rc);
-		_exit(0);
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	mh.msg_control = u.buf;
+	mh.msg_controllen = sizeof(u.buf);
+	ssize_t n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC | flags);
+	if (n <= 0)
+		return n == 0 ? 0 : -1;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c;
+	     c = CMSG_NXTHDR(&mh, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		int *p = (int *)(void *)CMSG_DATA(c);
+		for (size_t i = 0; i < k; i++) {
+			if (nfd < LAUNCH_FDS)
+				fd[nfd++] = p[i];
+			else
+				close(p[i]);
+		}
 	}
-	/* posix_spawnp searches the PATH of environ: the program's own, as
-	 * in the exec'd reaper. */
-	environ = (char **)spec.envp;
-	reaper_main(&spec, &fa, &attr, fd[3], fd[4], fd[0], fd[1], fd[2]);
+	if ((size_t)n == sizeof(*r) && nfd == LAUNCH_FDS &&
+	    r->magic == LAUNCH_MAGIC &&
+	    !(mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)))
+		return 1;
+	for (int i = 0; i < nfd; i++)
+		close(fd[i]);
+	errno = EBADMSG;
+	return -1;
+}
+
+/* Sends a request (r and its descriptors) on sock; the byte count sent
+ * or -1 (errno). Never raises SIGPIPE. */
+static ssize_t launch_send_req(int sock, const struct launch_req *r,
+			       const int fd[LAUNCH_FDS], int flags)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * LAUNCH_FDS)];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = {(void *)r, sizeof(*r)};
+	struct msghdr mh = {0};
+	ssize_t n;
+
+	memset(&u, 0, sizeof(u));
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	mh.msg_control = u.buf;
+	mh.msg_controllen = sizeof(u.buf);
+	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int) * LAUNCH_FDS);
+	memcpy(CMSG_DATA(c), fd, sizeof(int) * LAUNCH_FDS);
+	do
+		n = sendmsg(sock, &mh, MSG_NOSIGNAL | flags);
+	while (n < 0 && errno == EINTR);
+	return n;
+}
+
+/*
+ * A reaper forked by the launcher: serves the request r, then (when it
+ * has a channel, chan >= 0) the requests that come on its channel, one
+ * at a time, until the channel ends. The memfd is read and closed, the
+ * run's other descriptors closed after its run. Single-threaded (a fork
+ * of the launcher), so it may allocate.
+ */
+static _Noreturn void launch_child(struct launch_req r, int fd[LAUNCH_FDS],
+				   int chan)
+{
+	static char *no_env[] = {NULL};
+	/* The memfd is read below, before the loop closes it. */
+	int keep[] = {fd[0], fd[1], fd[2], fd[3], fd[4], fd[5], chan};
+	int sfd = reaper_setup(keep, chan >= 0 ? 7 : 6);
+
+	for (;;) {
+		struct proc_spec spec = {0};
+		posix_spawn_file_actions_t fa;
+		posix_spawnattr_t attr;
+		char *blob;
+		int rc = launch_unpack(&r, fd[5], &spec, &blob);
+
+		close(fd[5]);
+		if (rc == 0 && spawn_prepare(&spec, fd[0], fd[1], fd[2], &fa,
+					     &attr, NULL) != 0)
+			rc = ENOMEM;
+		if (rc) {
+			for (int i = 0; i < 3; i++)
+				close(fd[i]);
+			reap_send(fd[4], REAP_SPAWN_FAILED, rc);
+		} else {
+			/* posix_spawnp searches the PATH of environ: the
+			 * program's own, as in the exec'd reaper. */
+			environ = (char **)spec.envp;
+			reaper_serve(&spec, &fa, &attr, fd[3], fd[4], fd[0],
+				     fd[1], fd[2], sfd);
+			environ = no_env;
+			posix_spawnattr_destroy(&attr);
+			posix_spawn_file_actions_destroy(&fa);
+		}
+		free(blob);
+		free((void *)spec.argv);
+		free((void *)spec.envp);
+		/* Idle, said before the status pipe's end of file (proc_run's
+		 * "all of it is reaped"), so that a run its caller starts
+		 * next finds this reaper idle. The launcher may hand us the
+		 * next run, or close the channel (let go, or gone itself). */
+		bool more = chan >= 0 && send(chan, "I", 1, MSG_NOSIGNAL) == 1;
+		close(fd[3]);
+		close(fd[4]);
+		if (!more)
+			_exit(0);
+		int got;
+		while ((got = launch_recv(chan, 0, &r, fd)) < 0 &&
+		       (errno == EINTR || errno == EBADMSG))
+			;
+		if (got != 1)
+			_exit(0);
+	}
+}
+
+/* REAPER_IDLE_MS; test builds take SURECRON_TEST_REAPER_IDLE_MS, so a
+ * test can see idle reapers let go without waiting a minute. */
+static int64_t reaper_idle_ms(void)
+{
+#ifdef SURECRON_FAILPOINTS
+	const char *v = getenv("SURECRON_TEST_REAPER_IDLE_MS");
+	if (v && atoi(v) > 0)
+		return atoi(v);
+#endif
+	return REAPER_IDLE_MS;
+}
+
+/* The launcher's kept reapers: each one's end of its channel, whether it
+ * waits for a run, and since when. */
+struct kept_reaper {
+	int chan;
+	bool idle;
+	int64_t idle_since;
+};
+
+/* Hands the request to the reaper that turned idle last (the others then
+ * age out first), or to a new one. Its descriptors stay ours to close. */
+static void launch_dispatch(struct kept_reaper *kept, int *nkept,
+			    const struct launch_req *r,
+			    const int fd[LAUNCH_FDS])
+{
+	for (;;) {
+		int best = -1;
+		for (int i = 0; i < *nkept; i++)
+			if (kept[i].idle && (best < 0 || kept[i].idle_since >=
+							 kept[best].idle_since))
+				best = i;
+		if (best < 0)
+			break;
+		if (launch_send_req(kept[best].chan, r, fd, MSG_DONTWAIT) ==
+		    (ssize_t)sizeof(*r)) {
+			kept[best].idle = false;
+			return;
+		}
+		/* Gone (killed): forget it and try the next. */
+		close(kept[best].chan);
+		kept[best] = kept[--*nkept];
+	}
+	int sv[2] = {-1, -1};
+	if (*nkept < REAPER_KEPT &&
+	    socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
+		sv[0] = sv[1] = -1;
+	pid_t pid = fork();
+	if (pid == 0) {
+		int mine[LAUNCH_FDS];
+		memcpy(mine, fd, sizeof(mine));
+		launch_child(*r, mine, sv[1]);
+	}
+	int e = errno;
+	if (sv[1] >= 0)
+		close(sv[1]);
+	if (pid < 0) {
+		if (sv[0] >= 0)
+			close(sv[0]);
+		reap_send(fd[4], REAP_SPAWN_FAILED, e);
+	} else if (sv[0] >= 0) {
+		kept[*nkept] = (struct kept_reaper){sv[0], false, 0};
+		++*nkept;
+	}
 }
 
 int proc_launcher_exec_main(int argc, char **argv)
 {
 	static const int quiet[] = {SIGINT,  SIGQUIT, SIGHUP,  SIGTERM,
 				    SIGPIPE, SIGUSR1, SIGUSR2, SIGALRM};
+	static struct kept_reaper kept[REAPER_KEPT];
+	static struct pollfd p[1 + REAPER_KEPT];
 	struct sigaction sa;
 	sigset_t none;
+	int nkept = 0;
+	int64_t idle_ms = reaper_idle_ms();
 
 	(void)argv;
 	if (argc != 2 || fcntl(3, F_SETFD, FD_CLOEXEC) != 0)
@@ -744,58 +981,69 @@ int proc_launcher_exec_main(int argc, char **argv)
 	(void)sigprocmask(SIG_SETMASK, &none, NULL);
 
 	for (;;) {
+		/* Sleep until a request, a reaper's word, or the first
+		 * idle reaper's time is up. */
+		int64_t now = clock_mono_ms(), wait = -1;
+		p[0] = (struct pollfd){3, POLLIN, 0};
+		for (int i = 0; i < nkept; i++) {
+			p[1 + i] = (struct pollfd){kept[i].chan, POLLIN, 0};
+			if (kept[i].idle) {
+				int64_t left = kept[i].idle_since + idle_ms -
+					       now;
+				if (left < 0)
+					left = 0;
+				if (wait < 0 || left < wait)
+					wait = left;
+			}
+		}
+		int n = poll(p, (nfds_t)(1 + nkept),
+			     wait < 0 ? -1 : (int)(wait > INT32_MAX ? INT32_MAX
+								   : wait));
+		if (n < 0 && errno != EINTR)
+			_exit(1);
+		now = clock_mono_ms();
+		/* Last to first: a reaper forgotten here is replaced by the
+		 * last one, whose answer was read already. */
+		for (int i = nkept - 1; i >= 0; i--) {
+			bool drop = false;
+			if (n > 0 && p[1 + i].revents) {
+				char c;
+				ssize_t k = recv(kept[i].chan, &c, 1,
+						 MSG_DONTWAIT);
+				if (k == 1) {
+					kept[i].idle = true;
+					kept[i].idle_since = now;
+				} else if (k == 0 || (errno != EAGAIN &&
+						      errno != EINTR)) {
+					drop = true; /* killed */
+				}
+			}
+			if (kept[i].idle && now - kept[i].idle_since >= idle_ms)
+				drop = true; /* let go: it exits at EOF */
+			if (drop) {
+				close(kept[i].chan);
+				kept[i] = kept[--nkept];
+			}
+		}
+		if (n <= 0 || !p[0].revents)
+			continue;
 		struct launch_req r;
-		union {
-			char buf[CMSG_SPACE(sizeof(int) * LAUNCH_FDS)];
-			struct cmsghdr align;
-		} u;
-		struct iovec iov = {&r, sizeof(r)};
-		struct msghdr mh = {0};
-		int fd[LAUNCH_FDS], nfd = 0;
-
-		mh.msg_iov = &iov;
-		mh.msg_iovlen = 1;
-		mh.msg_control = u.buf;
-		mh.msg_controllen = sizeof(u.buf);
-		ssize_t n = recvmsg(3, &mh, MSG_CMSG_CLOEXEC);
+		int fd[LAUNCH_FDS];
+		int got = launch_recv(3, MSG_DONTWAIT, &r, fd);
 		/* _exit: the launcher has nothing to flush, and the exit
 		 * handlers are not for it (under ASan, LeakSanitizer's at
 		 * exit was seen spinning in a launcher with a reaper alive,
 		 * SIGCHLD ignored). */
-		if (n == 0)
+		if (got == 0)
 			_exit(0); /* the host is gone or done */
-		if (n < 0) {
-			if (errno == EINTR)
+		if (got < 0) {
+			if (errno == EINTR || errno == EAGAIN ||
+			    errno == EBADMSG)
 				continue;
 			_exit(1);
 		}
-		for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c;
-		     c = CMSG_NXTHDR(&mh, c)) {
-			if (c->cmsg_level != SOL_SOCKET ||
-			    c->cmsg_type != SCM_RIGHTS)
-				continue;
-			size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-			int *p = (int *)(void *)CMSG_DATA(c);
-			for (size_t i = 0; i < k; i++) {
-				if (nfd < LAUNCH_FDS)
-					fd[nfd++] = p[i];
-				else
-					close(p[i]);
-			}
-		}
-		bool good = (size_t)n == sizeof(r) && nfd == LAUNCH_FDS &&
-			    r.magic == LAUNCH_MAGIC &&
-			    !(mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC));
-		if (good) {
-			pid_t pid = fork();
-			if (pid == 0) {
-				close(3);
-				launch_child(&r, fd);
-			}
-			if (pid < 0)
-				reap_send(fd[4], REAP_SPAWN_FAILED, errno);
-		}
-		for (int i = 0; i < nfd; i++)
+		launch_dispatch(kept, &nkept, &r, fd);
+		for (int i = 0; i < LAUNCH_FDS; i++)
 			close(fd[i]);
 	}
 }
@@ -972,28 +1220,8 @@ static bool launch_send(const struct proc_spec *spec, const int src[5])
 	int mfd = launch_pack(spec, spec->envp ? spec->envp : environ, &r);
 	if (mfd < 0)
 		return false;
-	union {
-		char buf[CMSG_SPACE(sizeof(int) * LAUNCH_FDS)];
-		struct cmsghdr align;
-	} u;
-	struct iovec iov = {&r, sizeof(r)};
-	struct msghdr mh = {0};
 	int fds[LAUNCH_FDS] = {src[0], src[1], src[2], src[3], src[4], mfd};
-
-	memset(&u, 0, sizeof(u));
-	mh.msg_iov = &iov;
-	mh.msg_iovlen = 1;
-	mh.msg_control = u.buf;
-	mh.msg_controllen = sizeof(u.buf);
-	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-	c->cmsg_level = SOL_SOCKET;
-	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(fds));
-	memcpy(CMSG_DATA(c), fds, sizeof(fds));
-	ssize_t n;
-	do
-		n = sendmsg(launcher_fd, &mh, MSG_NOSIGNAL);
-	while (n < 0 && errno == EINTR);
+	ssize_t n = launch_send_req(launcher_fd, &r, fds, 0);
 	int e = errno;
 	close(mfd);
 	if (n == (ssize_t)sizeof(r))

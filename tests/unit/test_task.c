@@ -664,11 +664,15 @@ static void lost_exit_status_is_a_failure(void **state)
 /* ---- the same runs through the launcher (src/proc.c) ----------------
  *
  * The daemon's runs go through the launcher: a process started once that
- * forks each run's reaper. Its group runs the process tests above again
- * that way (the surecron binary of the build, SURECRON_BIN, is the
- * launcher), plus what is the launcher's own: runs really go through it,
- * one that is killed leaves the runs to the exec'd reaper, and one that
- * is stopped fails a run in bounded time without ever starting it. */
+ * hands each run to a reaper it forked and keeps. Its group runs the
+ * process tests above again that way (the surecron binary of the build,
+ * SURECRON_BIN, is the launcher), plus what is the launcher's own: runs
+ * really go through it, a kept reaper serves run after run and ends each
+ * one whole, idle reapers are let go, one that is killed leaves the runs
+ * to the exec'd reaper, and one that is stopped fails a run in bounded
+ * time without ever starting it. Kept reapers are let go after
+ * REAPER_IDLE_MS of idleness, a second here (the variable is read at the
+ * launcher's start). */
 
 static int launcher_setup(void **state)
 {
@@ -677,6 +681,7 @@ static int launcher_setup(void **state)
 
 	if (!bin || access(bin, X_OK) != 0)
 		return 0; /* each test skips */
+	setenv("SURECRON_TEST_REAPER_IDLE_MS", "1000", 1);
 	proc_set_reaper_exe(bin);
 	return proc_launcher_start(&err);
 }
@@ -730,6 +735,59 @@ static void runs_go_through_the_launcher(void **state)
 	assert_true(l > 0);
 	assert_int_equal(run_reaper_parent(), l);
 	assert_int_equal(run_reaper_parent(), l);
+}
+
+static bool launcher_idle(pid_t l);
+
+/* The reaper of a run (its script's parent) and that reaper's parent. */
+static void run_reaper(pid_t *reaper, pid_t *parent)
+{
+	struct task_result r;
+	assert_int_equal(run_script("echo $PPID $(awk '{print $4}' "
+				    "/proc/$PPID/stat)", NULL, 30000, 0, &r),
+			 0);
+	assert_int_equal(r.outcome, TASK_DELIVER);
+	long a = 0, b = 0;
+	assert_int_equal(sscanf(r.summary ? r.summary : "", "%ld %ld", &a, &b),
+			 2);
+	*reaper = (pid_t)a;
+	*parent = (pid_t)b;
+	task_result_dispose(&r);
+}
+
+/* Run after run, one kept reaper serves (no fork per run), and each run
+ * still ends whole: the helpers an earlier run left behind under that
+ * same reaper are gone before its next run starts. */
+static void a_kept_reaper_serves_run_after_run(void **state)
+{
+	struct task_result r;
+	char body[4096];
+	pid_t l = proc_launcher_pid(), r1, p1, r2, p2;
+
+	assert_true(l > 0);
+	run_reaper(&r1, &p1);
+	assert_int_equal(p1, l);
+	escaping_script(body, sizeof(body), "echo report; exit 0");
+	assert_int_equal(run_script(body, NULL, 60000, 0, &r), 0);
+	assert_int_equal(r.outcome, TASK_DELIVER);
+	task_result_dispose(&r);
+	assert_true(helpers_gone());
+	run_reaper(&r2, &p2);
+	assert_int_equal(p2, l);
+	assert_int_equal(r2, r1);
+}
+
+/* An idle reaper is let go: after its run, the launcher is left with no
+ * child once the idle time (a second here) is up. */
+static void idle_reapers_are_let_go(void **state)
+{
+	pid_t l = proc_launcher_pid(), r1, p1;
+
+	assert_true(l > 0);
+	run_reaper(&r1, &p1);
+	assert_int_equal(p1, l);
+	assert_true(wait_for(launcher_idle, l, 10000));
+	assert_true(wait_for(tu_pid_gone, r1, 10000));
 }
 
 static void a_killed_launcher_leaves_runs_to_the_reaper(void **state)
@@ -809,6 +867,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(other_exit_and_signal_are_retryable, lsetup, teardown),
 		cmocka_unit_test_setup_teardown(ticks_run_inside_long_tasks_and_can_stop_them, lsetup, teardown),
 		cmocka_unit_test_setup_teardown(a_stopped_launcher_fails_the_run_and_starts_nothing, lsetup, teardown),
+		cmocka_unit_test_setup_teardown(a_kept_reaper_serves_run_after_run, lsetup, teardown),
+		cmocka_unit_test_setup_teardown(idle_reapers_are_let_go, lsetup, teardown),
 		cmocka_unit_test_setup_teardown(a_killed_launcher_leaves_runs_to_the_reaper, lsetup, teardown),
 	};
 	const struct CMUnitTest tests[] = {
