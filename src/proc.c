@@ -1,20 +1,23 @@
 /*
  * proc.c - child processes for command tasks and command targets.
  *
- * Every run has a reaper: a process forked for this one run, which makes
- * itself a child subreaper (PR_SET_CHILD_SUBREAPER), spawns the program
- * and stays its parent. Whatever the program starts stays a descendant of
- * the reaper even if it leaves the process group (setsid, setpgid) and its
- * parent exits (a double fork): the orphan is re-parented to the reaper,
- * not to init. When the program ends, the reaper kills its group and then
- * every process left under it, until it has no child at all, and exits.
+ * Every run has a reaper: a process that serves one run at a time
+ * (forked or exec'd for it, or kept by the launcher and given one run
+ * after another), which makes itself a child subreaper
+ * (PR_SET_CHILD_SUBREAPER), spawns the program and stays its parent.
+ * Whatever the program starts stays a descendant of the reaper even if
+ * it leaves the process group (setsid, setpgid) and its parent exits (a
+ * double fork): the orphan is re-parented to the reaper, not to init.
+ * When the program ends, the reaper kills its group and then every
+ * process left under it, until it has no child at all, and only then
+ * exits or takes its next run.
  * The reaper holds only this run's processes, so several runs in several
  * threads never mistake each other's children; the host process itself
  * stays an ordinary parent and reaps nothing but its reapers.
  *
  * The reaper is started one of three ways. In the daemon, the launcher
- * forks it (proc_launcher_start: a small single-threaded process started
- * once, see "the launcher" below). Without a launcher, in the surecron
+ * forks it and keeps it for later runs (proc_launcher_start: a small
+ * single-threaded process started once, see "the launcher" below). Without a launcher, in the surecron
  * binary (which
  * calls proc_set_reaper_exe) it is that binary again, posix_spawn'ed with
  * PROC_REAPER_ARG: no copy of the host's page tables, and no copy-on-write
@@ -996,7 +999,7 @@ int proc_launcher_exec_main(int argc, char **argv)
 					wait = left;
 			}
 		}
-		int n = poll(p, (nfds_t)(1 + nkept),
+		int n = poll(p, (nfds_t)nkept + 1,
 			     wait < 0 ? -1 : (int)(wait > INT32_MAX ? INT32_MAX
 								   : wait));
 		if (n < 0 && errno != EINTR)
@@ -1027,7 +1030,7 @@ int proc_launcher_exec_main(int argc, char **argv)
 		}
 		if (n <= 0 || !p[0].revents)
 			continue;
-		struct launch_req r;
+		struct launch_req r = {0};
 		int fd[LAUNCH_FDS];
 		int got = launch_recv(3, MSG_DONTWAIT, &r, fd);
 		/* _exit: the launcher has nothing to flush, and the exit
