@@ -30,15 +30,25 @@
  *       Start lateness (started_ms - slot_ms) of the first attempts of
  *       the slots in [SINCE_MS, UNTIL_MS): n, p50, p99 and max in ms,
  *       and how many started within 2 s.
+ *   bench_scale spawn N THREADS [PROGRAM]
+ *       The floor of a burst of N runs at THREADS at a time: THREADS
+ *       threads posix_spawn PROGRAM (default /bin/true) and wait for it,
+ *       N times in all, with no scheduler, store or reaper around it.
+ *       Prints n, threads and the wall time in ms: what the same
+ *       processes cost this machine, beside the daemon's burst.
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
+#include <spawn.h>
+#include <stdatomic.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <sys/wait.h>
 
 #include "clock.h"
 #include "store.h"
@@ -346,13 +356,70 @@ static int cmd_late(int argc, char **argv)
 	return 0;
 }
 
+extern char **environ;
+
+static atomic_long spawn_left;
+static const char *spawn_prog = "/bin/true";
+static atomic_int spawn_failed;
+
+static void *spawn_worker(void *arg)
+{
+	char *av[] = {(char *)spawn_prog, NULL};
+
+	(void)arg;
+	while (atomic_fetch_sub(&spawn_left, 1) > 0) {
+		pid_t pid;
+		int st;
+		if (posix_spawn(&pid, spawn_prog, NULL, NULL, av, environ) != 0) {
+			atomic_store(&spawn_failed, 1);
+			break;
+		}
+		while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+			;
+	}
+	return NULL;
+}
+
+static int cmd_spawn(int argc, char **argv)
+{
+	long n = atol(argv[2]);
+	int t = argc > 3 ? atoi(argv[3]) : 16;
+	pthread_t th[256];
+
+	if (argc > 4)
+		spawn_prog = argv[4];
+	if (n < 1 || t < 1 || t > 256) {
+		fprintf(stderr, "bench_scale spawn: N >= 1, 1 <= THREADS <= "
+			"256\n");
+		return 2;
+	}
+	atomic_store(&spawn_left, n);
+	int64_t t0 = clock_mono_ms();
+	for (int i = 0; i < t; i++)
+		if (pthread_create(&th[i], NULL, spawn_worker, NULL) != 0)
+			die("pthread_create", NULL);
+	for (int i = 0; i < t; i++)
+		pthread_join(th[i], NULL);
+	int64_t took = clock_mono_ms() - t0;
+	if (atomic_load(&spawn_failed)) {
+		fprintf(stderr, "bench_scale spawn: cannot run %s\n",
+			spawn_prog);
+		return 1;
+	}
+	printf("spawn n=%ld threads=%d wall_ms=%" PRId64 "\n", n, t, took);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc >= 3 && strcmp(argv[1], "gen") == 0)
 		return cmd_gen(argc, argv);
 	if (argc >= 3 && strcmp(argv[1], "late") == 0)
 		return cmd_late(argc, argv);
+	if (argc >= 3 && strcmp(argv[1], "spawn") == 0)
+		return cmd_spawn(argc, argv);
 	fprintf(stderr, "usage: bench_scale gen URL ROWS SCHEDULES [DAYS] "
-		"[CONFDIR]\n       bench_scale late URL SINCE_MS UNTIL_MS\n");
+		"[CONFDIR]\n       bench_scale late URL SINCE_MS UNTIL_MS\n"
+		"       bench_scale spawn N THREADS [PROGRAM]\n");
 	return 2;
 }
