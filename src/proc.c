@@ -671,7 +671,7 @@ static int spawn_reaper_exe(const struct proc_spec *spec, const int src[5],
  * proc_run go back to the exec'd reaper for good. Only the launcher
  * reads the host's socket: a request is never taken by a stopped or busy
  * reaper, and a stopped launcher stops every new run (see
- * launch_wait_ms).
+ * LAUNCH_WAIT_MS).
  */
 #define LAUNCH_MAGIC 0x73636c31u /* "scl1" */
 #define LAUNCH_FDS 6
@@ -891,16 +891,20 @@ static _Noreturn void launch_child(struct launch_req r, int fd[LAUNCH_FDS],
 	}
 }
 
-/* REAPER_IDLE_MS; test builds take SURECRON_TEST_REAPER_IDLE_MS, so a
- * test can see idle reapers let go without waiting a minute. */
-static int64_t reaper_idle_ms(void)
+/* A bound in ms: dflt, or in test builds the positive value of the
+ * environment variable test_var, so a test of that bound need not wait
+ * it whole (SURECRON_TEST_REAPER_IDLE_MS: idle reapers let go;
+ * SURECRON_TEST_LAUNCH_WAIT_MS: a stopped launcher). */
+static int test_bound_ms(const char *test_var, int dflt)
 {
 #ifdef SURECRON_FAILPOINTS
-	const char *v = getenv("SURECRON_TEST_REAPER_IDLE_MS");
+	const char *v = getenv(test_var);
 	if (v && atoi(v) > 0)
 		return atoi(v);
+#else
+	(void)test_var;
 #endif
-	return REAPER_IDLE_MS;
+	return dflt;
 }
 
 /* The launcher's kept reapers: each one's end of its channel, whether it
@@ -966,7 +970,8 @@ int proc_launcher_exec_main(int argc, char **argv)
 	struct sigaction sa;
 	sigset_t none;
 	int nkept = 0;
-	int64_t idle_ms = reaper_idle_ms();
+	int64_t idle_ms = test_bound_ms("SURECRON_TEST_REAPER_IDLE_MS",
+					 REAPER_IDLE_MS);
 
 	(void)argv;
 	if (argc != 2 || fcntl(3, F_SETFD, FD_CLOEXEC) != 0)
@@ -1200,17 +1205,6 @@ static int launch_pack(const struct proc_spec *spec, char *const *envp,
 	return mfd;
 }
 
-/* LAUNCH_WAIT_MS; test builds take SURECRON_TEST_LAUNCH_WAIT_MS, so a
- * test of a stopped launcher need not wait the whole bound. */
-static int launch_wait_ms(void)
-{
-#ifdef SURECRON_FAILPOINTS
-	const char *v = getenv("SURECRON_TEST_LAUNCH_WAIT_MS");
-	if (v && atoi(v) > 0)
-		return atoi(v);
-#endif
-	return LAUNCH_WAIT_MS;
-}
 
 /* Hands one run to the launcher; false when it cannot take it (then the
  * caller starts the reaper itself). */
@@ -1344,7 +1338,8 @@ int proc_run(const struct proc_spec *spec, struct proc_result *res,
 	 * Later runs go to the exec'd reaper. */
 	if (launched) {
 		struct pollfd p = {stp[0], POLLIN, 0};
-		int pr, wait_ms = launch_wait_ms();
+		int pr, wait_ms = test_bound_ms("SURECRON_TEST_LAUNCH_WAIT_MS",
+					   LAUNCH_WAIT_MS);
 		do
 			pr = poll(&p, 1, wait_ms);
 		while (pr < 0 && errno == EINTR);
