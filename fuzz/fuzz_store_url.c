@@ -14,7 +14,9 @@
  *   2. accepted => PQconninfoParse parses the URL and reports no option
  *      set that holds or locates a password (password, passfile,
  *      sslpassword, or any other whose name holds "pass" or "secret");
- *   3. a refusal's message never quotes the password libpq read;
+ *   3. a refusal's message never quotes the password libpq read (one
+ *      that is a substring of the refusals' own words is not looked
+ *      for: "passw" is in every password refusal);
  *   4. a config the loader accepts has a store URL for which 2 holds, and
  *      for a printable ASCII URL the loader accepts the file exactly when
  *      url_check_store accepts the URL (the rest of the file is valid).
@@ -34,9 +36,26 @@
 
 static const char *path; /* fuzz_scratch_file */
 
+/* The words of url_check_store's refusals for URLs with a neutral
+ * password: a password that is a substring of them (the fuzzer found
+ * "passw", in "password") is in a refusal as our own words, not quoted. */
+static char own_words[4096];
+
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
+	static const char *const refused[] = {
+		"postgres://h/?password=x", "postgres://h/?passfile=x",
+		"postgres://h/?sslpassword=x", "postgres://[", "mysql://h"};
+
 	path = fuzz_scratch_file("store");
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		struct sc_err err = {0};
+		if (url_check_store(refused[i], &err) == 0)
+			continue;
+		size_t n = strlen(own_words);
+		snprintf(own_words + n, sizeof(own_words) - n, "%s\n",
+			 err.msg);
+	}
 	return 0;
 }
 
@@ -118,7 +137,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FUZZ_CHECK(parsed && !secret, data, size,
 			   "accepted, libpq %s", parsed ? "reads a password"
 							: "cannot parse it");
-	if (rc && pw && strlen(pw) >= 3)
+	if (rc && pw && strlen(pw) >= 3 && !strstr(own_words, pw))
 		FUZZ_CHECK(!strstr(err.msg, pw), data, size,
 			   "message quotes the password: %s", err.msg);
 	free(pw);
