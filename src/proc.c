@@ -17,9 +17,9 @@
  *
  * The reaper is started one of three ways. In the daemon, the launcher
  * forks it and keeps it for later runs (proc_launcher_start: a small
- * single-threaded process started once, see "the launcher" below). Without a launcher, in the surecron
- * binary (which
- * calls proc_set_reaper_exe) it is that binary again, posix_spawn'ed with
+ * single-threaded process started once, see "the launcher" below).
+ * Without a launcher, in the surecron binary (which calls
+ * proc_set_reaper_exe) it is that binary again, posix_spawn'ed with
  * PROC_REAPER_ARG: no copy of the host's page tables, and no copy-on-write
  * faults in the host while the run lasts (a fork of a large or ASan
  * daemon per run cost it about 20 ms a spawn under ASan and slowed a busy
@@ -649,9 +649,9 @@ static int spawn_reaper_exe(const struct proc_spec *spec, const int src[5],
  * the environment, each NUL-ended.
  *
  * The reapers are kept. The launcher forks one when a request finds none
- * idle; after its run (every process of it reaped) the reaper closes the
- * run's status pipe, says so to the launcher on a socket of its own (its
- * channel) and waits there for the next request. An exec of the reaper
+ * idle; after its run (every process of it reaped) the reaper tells the
+ * launcher it is idle, on a socket of its own (its channel), then closes
+ * the run's status pipe and waits on its channel for the next request. An exec of the reaper
  * program costs a program start per run, a fork of the launcher a copy
  * of its page tables and the faults that follow: on a host where those
  * are dear (a virtual machine that traps page-table writes), either was
