@@ -106,7 +106,7 @@
 #include "log.h"
 #include "store.h"
 
-#define SCHEMA_VERSION 8
+#define SCHEMA_VERSION 9
 #define APP_ID 0x53435231 /* "SCR1": this file belongs to surecron */
 #define BUSY_TIMEOUT_MS 10000
 /* Checkpoint the WAL every this many pages (~16 MB) rather than SQLite's
@@ -143,6 +143,22 @@
  * integer values of enum job_state / enum send_state (store.h), which are
  * therefore part of the file format.
  */
+/* The day of a slot, as ledger_day indexes it: a read that seeks the
+ * index must spell the expression the same way. */
+#define DAY_OF(col) col " / 86400000"
+/* The bucket list of the days from lo to hi (SQL expressions), for an IN:
+ * a schedule's rows over a period are one seek of ledger_day per day. */
+#define DAYS_FROM_TO(lo, hi)                                              \
+	"(WITH RECURSIVE d(b) AS (SELECT " DAY_OF("(" lo ")") " UNION ALL "   \
+	"SELECT b + 1 FROM d WHERE b < " DAY_OF("(" hi ")") ") SELECT b FROM d)"
+/* The trigger's test: the inserted row (excluded) is newer than the head,
+ * by slot then id, or the head has none. */
+#define HEAD_NEWER                                                        \
+	"(id IS NULL OR (excluded.slot_ms, excluded.id) > (slot_ms, id))"
+#define HEAD_OK_NEWER                                                     \
+	"(excluded.ok_id IS NOT NULL AND (ok_id IS NULL OR "                 \
+	"(excluded.ok_slot_ms, excluded.ok_id) > (ok_slot_ms, ok_id)))"
+
 static const char *const migrations[SCHEMA_VERSION] = {
 	/* 0 -> 1 */
 	"CREATE TABLE jobs("
@@ -347,6 +363,53 @@ static const char *const migrations[SCHEMA_VERSION] = {
 	"CREATE INDEX ledger_skipped ON ledger(slot_ms) WHERE outcome = "
 	"'skipped';"
 	"PRAGMA user_version = 8;",
+	/* 8 -> 9: a ledger that prunes by time (issue 15). A prune deletes
+	 * the oldest slots of every schedule at once, and in the two indexes
+	 * on (schedule, slot_ms) those rows sit on one leaf per schedule:
+	 * each batch rewrote thousands of leaves, 51 us a row, 581 s for
+	 * 9,000,000 rows. ledger_day puts the day of the slot first, so the
+	 * rows of a batch are on a few hundred leaves (7 us a row), and a
+	 * (schedule, slot) is still one seek, its day being known. What the
+	 * per-schedule order served, the newest row and the newest success
+	 * of each schedule, is kept in ledger_head by a trigger (the prune
+	 * repairs a head it deleted: sq_prune_sql). The heads come from the
+	 * old indexes before they go. */
+	"CREATE TABLE ledger_head("
+	" schedule TEXT PRIMARY KEY,"
+	" id INTEGER,"
+	" slot_ms INTEGER,"
+	" ok_id INTEGER,"
+	" ok_slot_ms INTEGER) WITHOUT ROWID;"
+	"WITH RECURSIVE n(name) AS (SELECT min(schedule) FROM ledger "
+	"INDEXED BY ledger_schedule UNION ALL SELECT (SELECT min(schedule) "
+	"FROM ledger INDEXED BY ledger_schedule WHERE schedule > n.name) "
+	"FROM n WHERE n.name IS NOT NULL) "
+	"INSERT INTO ledger_head(schedule, id, slot_ms) SELECT n.name, l.id, "
+	"l.slot_ms FROM n JOIN ledger l ON l.id = (SELECT id FROM ledger "
+	"INDEXED BY ledger_schedule WHERE schedule = n.name ORDER BY "
+	"slot_ms DESC, id DESC LIMIT 1);"
+	"UPDATE ledger_head SET (ok_id, ok_slot_ms) = (SELECT id, slot_ms "
+	"FROM ledger INDEXED BY ledger_ok WHERE outcome = 'success' AND "
+	"schedule = ledger_head.schedule ORDER BY slot_ms DESC, id DESC "
+	"LIMIT 1);"
+	"CREATE TRIGGER ledger_head_new AFTER INSERT ON ledger BEGIN "
+	"INSERT INTO ledger_head(schedule, id, slot_ms, ok_id, ok_slot_ms) "
+	"VALUES (new.schedule, new.id, new.slot_ms, CASE WHEN new.outcome = "
+	"'success' THEN new.id END, CASE WHEN new.outcome = 'success' THEN "
+	"new.slot_ms END) ON CONFLICT (schedule) DO UPDATE SET "
+	"id = CASE WHEN " HEAD_NEWER " THEN excluded.id ELSE id END, "
+	"slot_ms = CASE WHEN " HEAD_NEWER " THEN excluded.slot_ms ELSE "
+	"slot_ms END, "
+	"ok_id = CASE WHEN " HEAD_OK_NEWER " THEN excluded.ok_id ELSE ok_id "
+	"END, "
+	"ok_slot_ms = CASE WHEN " HEAD_OK_NEWER " THEN excluded.ok_slot_ms "
+	"ELSE ok_slot_ms END; "
+	"END;"
+	"DROP INDEX ledger_ok;"
+	"DROP INDEX ledger_schedule;"
+	"CREATE INDEX ledger_day ON ledger(" DAY_OF("slot_ms") ", schedule, "
+	"slot_ms);"
+	"PRAGMA user_version = 9;",
 };
 
 /* ---- the statement cache --------------------------------------------- */
@@ -384,62 +447,43 @@ static const char *const migrations[SCHEMA_VERSION] = {
 /* The lost-slot report (store_ledger_lost): the lost and missed rows of
  * the period through the partial index ledger_lost (they are few however
  * deep the ledger is), each with the finish of the newest success row of
- * its (schedule, slot): one probe of ledger_schedule per row, whose
- * entries for a slot come in id order. Column 12: recovered_ms. */
+ * its (schedule, slot): one probe of ledger_day per row, whose entries
+ * for a slot come in id order. Column 12: recovered_ms. */
 #define LEDGER_LOST_SQL(filter)                                           \
 	"SELECT " LEDGER_COLS_L ", COALESCE((SELECT CASE WHEN "              \
 	"s.finished_ms <> 0 THEN s.finished_ms ELSE 1 END FROM ledger s "    \
-	"WHERE s.schedule = l.schedule AND s.slot_ms = l.slot_ms AND "       \
+	"INDEXED BY ledger_day WHERE " DAY_OF("s.slot_ms") " = "             \
+	DAY_OF("l.slot_ms") " AND s.schedule = l.schedule AND "              \
+	"s.slot_ms = l.slot_ms AND "                                         \
 	"s.outcome = 'success' ORDER BY s.id DESC LIMIT 1), 0) "             \
 	"FROM ledger l INDEXED BY ledger_lost "                              \
 	"WHERE l.outcome IN ('lost', 'missed') AND l.slot_ms >= ?2 AND "     \
 	"l.slot_ms < ?3" filter " ORDER BY l.id"
 
 /*
- * store_sched_summaries reads three streams, each in schedule order and
- * each from an index alone, and merges them (sq_sched_summaries):
- *   - the newest row of each schedule of the ledger, by a descending
- *     skip scan of ledger_schedule: the last entry below the name before
- *     is the newest row of the next name down (slot, then id: the rowid
- *     ends each entry), so one seek finds both and 10,000 schedules cost
- *     10,000 seeks and rowid lookups whatever the number of rows (half
- *     the seeks of a scan for names then one for each newest row). The
- *     names come out in descending order; the ORDER BY sorts one row per
- *     schedule for the merge, which wants them ascending;
+ * store_sched_summaries reads three streams, each in schedule order, and
+ * merges them (sq_sched_summaries):
+ *   - the newest row of each schedule: ledger_head, kept by the trigger
+ *     ledger_head_new, in schedule order (its primary key), one rowid
+ *     lookup per schedule whatever the number of rows;
  *   - the jobs of each schedule (count over the covering unique index on
  *     (schedule, slot_ms), never the table);
  *   - its unfinished jobs (READY due or delayed, ACTIVE, DEAD) from the
  *     partial covering index jobs_open, which holds no DONE job.
- * DONE is the total less the unfinished.
+ * DONE is the total less the unfinished. A head whose row is gone (a
+ * prune in the same instant) joins no row: the schedule has none.
  */
-#define SUM_DESC "ORDER BY schedule DESC, slot_ms DESC, id DESC LIMIT 1"
-#define SUM_NAMES                                                         \
-	"n(name, id) AS (SELECT * FROM (SELECT schedule, id FROM ledger "    \
-	"INDEXED BY ledger_schedule " SUM_DESC ") UNION ALL "                \
-	"SELECT l.schedule, l.id FROM n JOIN ledger l ON l.id = (SELECT id " \
-	"FROM ledger INDEXED BY ledger_schedule WHERE schedule < n.name "    \
-	SUM_DESC "))"
-#define SUM_NEWEST(name)                                                  \
-	"(SELECT id FROM ledger WHERE schedule = " name " ORDER BY slot_ms " \
-	"DESC, id DESC LIMIT 1)"
+#define SUM_LAST_SQL(filter)                                              \
+	"SELECT " LEDGER_COLS_L " FROM ledger_head h JOIN ledger l ON "      \
+	"l.id = h.id" filter " ORDER BY h.schedule"
 /*
- * store_last_successes (issue 16): the schedules that have a success by
- * a skip scan of the partial index ledger_ok (each step seeks the next
- * name among success rows only), then per name one descending seek of
- * it (slot, then id: the rowid ends each entry) and one rowid lookup for
- * the finish. INDEXED BY keeps the plan on ledger_ok: ledger_schedule
- * would answer too, by walking every failure since the success. The
- * ORDER BY sorts one entry per schedule (a temp B-tree), not rows.
- * Columns: schedule, id, slot_ms, finished_ms.
+ * store_last_successes (issue 16): ledger_head's newest success of each
+ * schedule (the trigger keeps it by slot, then id), and one rowid lookup
+ * for its finish. Columns: schedule, id, slot_ms, finished_ms.
  */
-#define OK_FROM "FROM ledger INDEXED BY ledger_ok WHERE outcome = 'success'"
 #define LAST_OK_SQL                                                       \
-	"WITH RECURSIVE n(name) AS (SELECT (SELECT min(schedule) " OK_FROM   \
-	") UNION ALL SELECT (SELECT min(schedule) " OK_FROM " AND schedule " \
-	"> n.name) FROM n WHERE n.name IS NOT NULL) "                        \
-	"SELECT n.name, l.id, l.slot_ms, l.finished_ms FROM n JOIN ledger l " \
-	"ON l.id = (SELECT id " OK_FROM " AND schedule = n.name ORDER BY "    \
-	"slot_ms DESC, id DESC LIMIT 1) ORDER BY n.name"
+	"SELECT h.schedule, l.id, l.slot_ms, l.finished_ms FROM ledger_head " \
+	"h JOIN ledger l ON l.id = h.ok_id ORDER BY h.schedule"
 /* ?1 now. Columns: schedule, ready_due, delayed, active, dead. */
 #define SUM_OPEN_SQL(filter)                                              \
 	"SELECT schedule, sum(state = 0 AND run_at_ms <= ?1), "              \
@@ -450,6 +494,7 @@ static const char *const migrations[SCHEMA_VERSION] = {
  * (LQ_KINDS) x period bounded or open (2) x order (2). */
 #define LQ_KINDS 6
 #define LQ_SHAPES (2 * LQ_KINDS * 2 * 2)
+#define LQ_SQL_MAX 1024
 
 enum stmt_id {
 	ST_BEGIN,
@@ -640,11 +685,8 @@ static const char *const stmt_sql[N_STMT] = {
 	[ST_LEDGER_LOST] = LEDGER_LOST_SQL(""),
 	[ST_LEDGER_LOST_ONE] = LEDGER_LOST_SQL(" AND l.schedule = ?1"),
 	/* store_sched_summaries' three reads (sq_sched_summaries). */
-	[ST_SUM_LAST] =
-		"WITH RECURSIVE " SUM_NAMES " SELECT " LEDGER_COLS_L " FROM n "
-		"JOIN ledger l ON l.id = n.id ORDER BY n.name",
-	[ST_SUM_LAST_ONE] = "SELECT " LEDGER_COLS_L " FROM ledger l WHERE "
-			    "l.id = " SUM_NEWEST("?1"),
+	[ST_SUM_LAST] = SUM_LAST_SQL(""),
+	[ST_SUM_LAST_ONE] = SUM_LAST_SQL(" WHERE h.schedule = ?1"),
 	[ST_SUM_TOTAL] = "SELECT schedule, count(*) FROM jobs "
 			 "GROUP BY schedule",
 	[ST_SUM_TOTAL_ONE] = "SELECT schedule, count(*) FROM jobs "
@@ -741,8 +783,10 @@ static const char *const stmt_sql[N_STMT] = {
 	[ST_JOB_ALERTED] = "UPDATE jobs SET alerted = 1 WHERE id = ?1",
 	[ST_DEAD_UNALERTED] =
 		"SELECT j.id, j.schedule, j.slot_ms, j.attempts, "
-		"COALESCE((SELECT l.error_msg FROM ledger l WHERE "
-		"l.schedule = j.schedule AND l.slot_ms = j.slot_ms AND "
+		"COALESCE((SELECT l.error_msg FROM ledger l INDEXED BY "
+		"ledger_day WHERE " DAY_OF("l.slot_ms") " = "
+		DAY_OF("j.slot_ms") " AND l.schedule = j.schedule AND "
+		"l.slot_ms = j.slot_ms AND "
 		"l.outcome = 'lost' ORDER BY l.id DESC LIMIT 1), '') "
 		"FROM jobs j WHERE j.state = 3 AND j.alerted = 0 "
 		"ORDER BY j.id LIMIT ?1",
@@ -2775,15 +2819,17 @@ static int lq_shape(const struct ledger_filter *f)
 	       f->newest_first;
 }
 
-/* The SQL of shape k into buf (cap >= 512). Parameters: ?1 schedule, ?2
- * since, ?3 until, ?4 outcome, ?6 limit (-1: none); a shape names only
- * those it uses, plus ?6. */
+/* The SQL of shape k into buf (cap >= LQ_SQL_MAX). Parameters: ?1
+ * schedule, ?2 since, ?3 until, ?4 outcome, ?6 limit (-1: none); a shape
+ * names only those it uses, plus ?6. A schedule's shapes without a
+ * partial index of their own seek ledger_day once per day of the period,
+ * clipped to the days the ledger holds (an open period: all of them). */
 static void lq_sql(int k, char *buf, size_t cap)
 {
 	bool desc = k % 2, open = k / 2 % 2;
 	int kind = k / 4 % LQ_KINDS;
 	bool sched = k / (4 * LQ_KINDS);
-	const char *by = "";
+	const char *by = "", *days = "";
 
 	if (kind == LQ_ACKED)
 		by = " INDEXED BY ledger_acked";
@@ -2795,8 +2841,19 @@ static void lq_sql(int k, char *buf, size_t cap)
 		by = " INDEXED BY ledger_lost";
 	else if (!sched && !open)
 		by = " INDEXED BY ledger_period";
-	snprintf(buf, cap, "SELECT " LEDGER_COLS " FROM ledger%s WHERE 1%s%s%s "
-		 "ORDER BY id%s LIMIT ?6", by,
+	else if (sched) {
+		by = " INDEXED BY ledger_day";
+		days = open ? " AND " DAY_OF("slot_ms") " IN " DAYS_FROM_TO(
+				      "SELECT min(slot_ms) FROM ledger",
+				      "SELECT max(slot_ms) FROM ledger")
+			    : " AND " DAY_OF("slot_ms") " IN " DAYS_FROM_TO(
+				      "max(?2, (SELECT min(slot_ms) FROM "
+				      "ledger))",
+				      "min(?3 - 1, (SELECT max(slot_ms) FROM "
+				      "ledger))");
+	}
+	snprintf(buf, cap, "SELECT " LEDGER_COLS " FROM ledger%s WHERE 1%s%s%s%s "
+		 "ORDER BY id%s LIMIT ?6", by, days,
 		 sched ? " AND schedule = ?1" : "",
 		 open ? "" : " AND slot_ms >= ?2 AND slot_ms < ?3",
 		 kind == LQ_OUTCOME ? " AND outcome = ?4"
@@ -2812,7 +2869,7 @@ static int lq_prep(struct sq *q, int k, sqlite3_stmt **out,
 		   struct sc_err *err)
 {
 	sqlite3_stmt **slot = &q->stmt[ST_LEDGER_QUERY + k];
-	char sql[640];
+	char sql[LQ_SQL_MAX];
 
 	if (!*slot) {
 		lq_sql(k, sql, sizeof(sql));
@@ -3549,8 +3606,15 @@ enum sq_phase {
 	"FROM alert_sends x WHERE x.alert_id = al.id AND x.state NOT IN "   \
 	"(3, 6))"
 
+/* A head (ledger_head) of the batch's slots whose row the batch deleted:
+ * the newest row left of its schedule (a kept lost row, an ack), or none;
+ * no success is kept, so a deleted newest success leaves none. */
+#define SQ_HEAD_GONE(id, slot)                                            \
+	slot " > ?2 AND " slot " <= ?3 AND NOT EXISTS (SELECT 1 FROM ledger " \
+	"WHERE id = ledger_head." id ")"
+
 static const struct {
-	const char *end, *pre, *del;
+	const char *end, *pre, *del, *post[2];
 } sq_prune_sql[SQ_N_PHASE] = {
 	[SQ_LEDGER] = {
 		"SELECT slot_ms FROM ledger WHERE slot_ms > ?2 AND "
@@ -3560,8 +3624,10 @@ static const struct {
 		"AND r.slot_ms < ?1 AND NOT ("
 		/* an unrecovered, unacknowledged lost or missed row */
 		"(r.outcome IN ('lost', 'missed') AND NOT EXISTS (SELECT 1 "
-		"FROM ledger s WHERE s.schedule = r.schedule AND s.slot_ms = "
-		"r.slot_ms AND s.outcome = 'success') AND NOT EXISTS (SELECT "
+		"FROM ledger s INDEXED BY ledger_day WHERE " DAY_OF("s.slot_ms")
+		" = " DAY_OF("r.slot_ms") " AND s.schedule = r.schedule AND "
+		"s.slot_ms = r.slot_ms AND s.outcome = 'success') AND NOT "
+		"EXISTS (SELECT "
 		"1 FROM ledger a WHERE a.outcome = 'acked' AND a.schedule = "
 		"r.schedule AND a.slot_ms <= r.slot_ms AND r.slot_ms BETWEEN "
 		SQ_ACK_FIRST " AND " SQ_ACK_LAST "))"
@@ -3579,6 +3645,14 @@ static const struct {
 		"json_extract(r.details_json, '$.last_ms') END, CASE WHEN "
 		"json_valid(r.details_json) THEN json_extract("
 		"r.details_json, '$.first_ms') END, r.slot_ms))))",
+		{"UPDATE ledger_head SET (id, slot_ms) = (SELECT id, slot_ms "
+		 "FROM ledger INDEXED BY ledger_day WHERE " DAY_OF("slot_ms")
+		 " IN " DAYS_FROM_TO("SELECT min(slot_ms) FROM ledger",
+				     "ledger_head.slot_ms")
+		 " AND schedule = ledger_head.schedule ORDER BY slot_ms DESC, "
+		 "id DESC LIMIT 1) WHERE " SQ_HEAD_GONE("id", "slot_ms"),
+		 "UPDATE ledger_head SET ok_id = NULL, ok_slot_ms = NULL WHERE "
+		 SQ_HEAD_GONE("ok_id", "ok_slot_ms")},
 	},
 	[SQ_ALERTS] = {
 		"SELECT id FROM alerts WHERE id > ?2 ORDER BY id LIMIT 1 "
@@ -3763,6 +3837,10 @@ static int sq_prune_batch(void *impl, const struct store_prune_opts *o,
 	if (!rc)
 		rc = sq_prune_step(q, sq_prune_sql[ph].del, horizon,
 				   res->cursor, hi, o->jobs_before_ms, &n1,
+				   err);
+	for (int k = 0; k < 2 && !rc && sq_prune_sql[ph].post[k]; k++)
+		rc = sq_prune_step(q, sq_prune_sql[ph].post[k], horizon,
+				   res->cursor, hi, o->jobs_before_ms, NULL,
 				   err);
 	if (rc || o->dry_run) {
 		tx_rollback(q);
