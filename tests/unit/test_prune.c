@@ -599,6 +599,90 @@ static void no_retention_removes_nothing(void **state)
 	fix_close(&f);
 }
 
+/* The newest row of a schedule, as `status` reads it: *slot and its
+ * outcome into out, or false when the schedule has none. */
+static bool newest(struct fix *f, const char *sched, int64_t *slot,
+		   char *out, size_t cap)
+{
+	struct store_sched_summary *v = NULL;
+	size_t n = 0;
+	bool found = false;
+
+	assert_int_equal(store_sched_summaries(f->s, sched, &v, &n, NULL), 0);
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(v[i].schedule, sched) == 0 && v[i].has_last) {
+			*slot = v[i].last.slot_ms;
+			snprintf(out, cap, "%s", v[i].last.outcome);
+			found = true;
+		}
+	store_sched_summaries_free(v, n);
+	return found;
+}
+
+/* The newest success of sched (store_last_successes), or 0. */
+static int64_t last_ok(struct fix *f, const char *sched)
+{
+	struct store_last_ok *v = NULL;
+	size_t n = 0;
+	int64_t slot = 0;
+
+	assert_int_equal(store_last_successes(f->s, &v, &n, NULL), 0);
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(v[i].schedule, sched) == 0)
+			slot = v[i].slot_ms;
+	free(v);
+	return slot;
+}
+
+/*
+ * What `status` and /metrics read after a prune: a schedule whose newest
+ * rows went shows the newest row left (a kept lost row, days older, in an
+ * earlier batch), and no last success; one with nothing left shows none;
+ * one with new rows keeps them. On SQLite these come from ledger_head,
+ * which the prune repairs when it deletes a head's row.
+ */
+static void the_newest_rows_follow_a_prune(void **state)
+{
+	struct fix f;
+	char oc[32];
+	int64_t slot = 0;
+
+	fix_open(state, &f, 30 * DAY);
+	row(&f, "g", OLD - 2 * DAY, LEDGER_LOST, NULL); /* kept */
+	row(&f, "g", OLD, LEDGER_SUCCESS, NULL);
+	row(&f, "g", OLD + MIN, LEDGER_SUCCESS, NULL);
+	row(&f, "g", OLD + 2 * MIN, LEDGER_FAILED, NULL);
+	row(&f, "h", OLD, LEDGER_SUCCESS, NULL);
+	row(&f, "s", OLD, LEDGER_SUCCESS, NULL);
+	row(&f, "s", NEW - HOUR, LEDGER_SUCCESS, NULL);
+	row(&f, "s", NEW, LEDGER_FAILED, NULL);
+	assert_true(newest(&f, "g", &slot, oc, sizeof(oc)));
+	assert_int_equal(slot, OLD + 2 * MIN);
+	assert_int_equal(last_ok(&f, "g"), OLD + MIN);
+	/* A dry run changes nothing of it. */
+	prune(&f, true, 1);
+	assert_true(newest(&f, "g", &slot, oc, sizeof(oc)));
+	assert_int_equal(slot, OLD + 2 * MIN);
+	assert_int_equal(last_ok(&f, "h"), OLD);
+	struct prune_report r = prune(&f, false, 1);
+	assert_int_equal(r.n.n_ledger, 5);
+	assert_true(newest(&f, "g", &slot, oc, sizeof(oc)));
+	assert_int_equal(slot, OLD - 2 * DAY);
+	assert_string_equal(oc, LEDGER_LOST);
+	assert_int_equal(last_ok(&f, "g"), 0);
+	assert_false(newest(&f, "h", &slot, oc, sizeof(oc)));
+	assert_int_equal(last_ok(&f, "h"), 0);
+	assert_true(newest(&f, "s", &slot, oc, sizeof(oc)));
+	assert_int_equal(slot, NEW);
+	assert_int_equal(last_ok(&f, "s"), NEW - HOUR);
+	/* New rows after the prune are heads again. */
+	row(&f, "g", NEW, LEDGER_SUCCESS, NULL);
+	assert_true(newest(&f, "g", &slot, oc, sizeof(oc)));
+	assert_int_equal(slot, NEW);
+	assert_int_equal(last_ok(&f, "g"), NEW);
+	fix_close(&f);
+}
+
 /* max_rows bounds a batch (a ledger batch takes whole slots), and the
  * `more` loop ends. */
 static void batches_respect_max_rows(void **state)
@@ -733,6 +817,7 @@ int main(void)
 		cmocka_unit_test(a_dry_run_removes_nothing_and_counts_the_same),
 		cmocka_unit_test(no_retention_removes_nothing),
 		cmocka_unit_test(batches_respect_max_rows),
+		cmocka_unit_test(the_newest_rows_follow_a_prune),
 		cmocka_unit_test(a_lease_has_one_winner),
 		cmocka_unit_test(
 			the_daily_prune_waits_then_runs_once_a_day_on_one_node),
