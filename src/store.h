@@ -462,9 +462,10 @@ void store_sched_summaries_free(struct store_sched_summary *v, size_t n);
  * The last success of each schedule, for /metrics (issue 16): for every
  * schedule that has a LEDGER_SUCCESS row, the one of its newest slot (of
  * those, the last written), sorted by schedule name (strcmp). Schedules
- * without a success are absent. Cost: one seek of the partial index
- * ledger_ok (schema 6) per schedule, whatever the number of ledger rows
- * or of failures since the success. *out is allocated (NULL when n is
+ * without a success are absent. Cost: one row lookup per schedule
+ * (SQLite: ledger_head, schema 9; PostgreSQL: a seek of the partial
+ * index ledger_ok), whatever the number of ledger rows or of failures
+ * since the success. *out is allocated (NULL when n is
  * 0): free it with free(). On failure *out is NULL and *n is 0.
  * Like every call on a handle, one thread at a time (see the top).
  */

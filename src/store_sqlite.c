@@ -74,10 +74,13 @@
  *
  * Reads at depth (issue 15): every ledger read a ledger years deep can
  * slow down has a statement whose plan uses an index (a statement per
- * filter shape of store_ledger_query; store_ledger_lost and
- * store_sched_summaries read lost rows, per-schedule seeks and covering
- * indexes only; store_last_successes one seek of ledger_ok per schedule). tests/unit/test_ledger_query.c checks the plans through
- * store_sqlite_plan_sql; a new read belongs in that list.
+ * filter shape of store_ledger_query; store_ledger_lost reads lost rows
+ * and one seek each; store_sched_summaries and store_last_successes read
+ * ledger_head, one row per schedule, and covering indexes).
+ * tests/unit/test_ledger_query.c checks the plans through
+ * store_sqlite_plan_sql; a new read belongs in that list. Since schema 9
+ * no index of the ledger is in schedule order: ledger_day leads with the
+ * day, so that a prune of the oldest days touches few pages (prune.md).
  *
  * Waiting for work (store_wait): SQLite has no notification channel, so
  * sq_wait looks at what another process's commit changes: the database
@@ -3808,10 +3811,10 @@ static int sq_prune_batch(void *impl, const struct store_prune_opts *o,
 
 	if (res->phase == 0) {
 		res->cursor = INT64_MIN;
-		/* The oldest rows of every schedule sit on a few thousand
-		 * leaf pages of ledger(schedule, slot_ms) that each batch
-		 * revisits: keep them cached (64 MiB at most, for this
-		 * handle; SQLite's default is 2 MiB). */
+		/* A batch's day of ledger_day sits on a few hundred leaf
+		 * pages that the next batches of that day revisit: keep
+		 * them cached (64 MiB at most, for this handle; SQLite's
+		 * default is 2 MiB). */
 		rc = exec_pragma(q, "PRAGMA cache_size = -65536", err);
 		if (rc)
 			return rc;
