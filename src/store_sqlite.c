@@ -3665,6 +3665,7 @@ static const struct {
 		SQ_ALERT_GOES ")",
 		"DELETE FROM alerts AS al WHERE al.id > ?2 AND al.id <= ?3 "
 		"AND " SQ_ALERT_GOES,
+		{NULL, NULL},
 	},
 	[SQ_JOBS] = {
 		"SELECT id FROM jobs WHERE id > ?2 ORDER BY id LIMIT 1 "
@@ -3672,6 +3673,7 @@ static const struct {
 		NULL,
 		"DELETE FROM jobs WHERE id > ?2 AND id <= ?3 AND state = 2 "
 		"AND slot_ms < ?1",
+		{NULL, NULL},
 	},
 	[SQ_BODIES] = {
 		"SELECT rowid FROM outbox_body WHERE rowid > ?2 ORDER BY "
@@ -3685,6 +3687,7 @@ static const struct {
 		"m.slot_ms = b.slot_ms) AND NOT (?5 > 0 AND b.slot_ms < ?5 AND "
 		"NOT EXISTS (SELECT 1 FROM jobs j WHERE j.schedule = b.schedule "
 		"AND j.slot_ms = b.slot_ms AND j.state <> 2))",
+		{NULL, NULL},
 	},
 	[SQ_GUARDS] = {
 		"SELECT rowid FROM outbox WHERE rowid > ?2 ORDER BY rowid "
@@ -3694,6 +3697,7 @@ static const struct {
 		"o.rowid > ?2 AND o.rowid <= ?3 AND " SQ_GUARD_GOES ")",
 		"DELETE FROM outbox AS o WHERE o.rowid > ?2 AND o.rowid <= ?3 "
 		"AND " SQ_GUARD_GOES,
+		{NULL, NULL},
 	},
 	[SQ_MARKERS] = {
 		"SELECT rowid FROM slot_markers WHERE rowid > ?2 ORDER BY "
@@ -3706,6 +3710,7 @@ static const struct {
 		"o.schedule = m.schedule AND o.slot_ms = m.slot_ms AND "
 		"o.state <> 3) AND m.slot_ms < (SELECT max(n.slot_ms) FROM "
 		"slot_markers n WHERE n.schedule = m.schedule)",
+		{NULL, NULL},
 	},
 };
 
