@@ -312,6 +312,19 @@ static void hostile_lines_stay_data(void **state)
 			    "echo one\rtwo: three");
 	config_free(cfg);
 
+	/* Time fields longer than the spec holds (a fuzz finding): the
+	 * line is listed as not carried over, never cut into another
+	 * schedule. */
+	char longf[700];
+	memset(longf, '5', 600);
+	snprintf(longf + 600, sizeof(longf) - 600, " * * * * echo long\n");
+	const char *lc = write_file("long.cron", longf, strlen(longf));
+	const char *a1[] = {lc, NULL};
+	assert_int_equal(import(a1), 0);
+	assert_non_null(strstr(out, "longer than 511 bytes"));
+	assert_non_null(strstr(out, "schedules: {}"));
+	assert_non_null(strstr(errb, "0 schedules, 1 line"));
+
 	/* A NUL byte: not a crontab, said so, exit 1, nothing printed. */
 	const char *bin = write_file("nul.cron", "0 * * * * a\0b\n", 14);
 	const char *a2[] = {bin, NULL};
