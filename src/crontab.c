@@ -250,17 +250,18 @@ static void job_line(struct rd *r, int line, const char *raw, char *buf,
 				     "this line");
 				return;
 			}
-			size_t k = strlen(spec);
+			size_t k = strlen(spec), tl = strlen(t);
 			/* A spec that does not fit is refused whole: cut, it
 			 * would be another schedule than the line's. */
-			if (k + (f > 0) + strlen(t) >= sizeof(spec)) {
+			if (k + (f > 0) + tl >= sizeof(spec)) {
 				note(r, line, raw, "the time fields are longer "
 				     "than 511 bytes: no cron field is, and "
 				     "cron would refuse this line");
 				return;
 			}
-			snprintf(spec + k, sizeof(spec) - k, "%s%s",
-				 f ? " " : "", t);
+			if (f > 0)
+				spec[k++] = ' ';
+			memcpy(spec + k, t, tl + 1);
 		}
 	}
 	if (system) {
