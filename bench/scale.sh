@@ -16,7 +16,8 @@
 #            start lateness of the slots of one minute boundary (the
 #            1,000 per-minute ones among them): p50/p99/max, all <= 2 s,
 #            and beside it the floor: as many bare posix_spawns of
-#            /bin/true, 16 at a time (bench_scale spawn)
+#            /bin/true, 16 at a time (bench_scale spawn); the same
+#            boundary again with the store on PostgreSQL
 #   ledger   a store of SCALE_ROWS (10,000,000) ledger rows over
 #            SCALE_STATUS_SCHEDULES (10,000) schedules (bench_scale gen,
 #            through store_ledger_append_many), then
@@ -140,6 +141,27 @@ report() {
 
 first_err() { head -c 300 "$work/err" | tr '\n' ' '; }
 
+# pg_start: sets pgurl to SURECRON_TEST_PG, or to a throw-away server
+# started once (stopped by cleanup); returns non-zero if there is none.
+pgurl=""
+pg_start() {
+  [ -n "$pgurl" ] && return 0
+  pgurl=${SURECRON_TEST_PG:-}
+  [ -n "$pgurl" ] && return 0
+  pgdir=$work/pg
+  mkdir -p "$pgdir"
+  pgurl=$(sh tests/pg_server.sh start "$pgdir" 2>"$work/err") || pgurl=""
+  [ -n "$pgurl" ]
+}
+
+# pg_schema NAME: a URL of pgurl whose tables live in schema NAME, made
+# empty (a server given by SURECRON_TEST_PG keeps its other data).
+pg_schema() {
+  psql "$pgurl" -qc "DROP SCHEMA IF EXISTS $1 CASCADE; CREATE SCHEMA $1" >/dev/null 2>&1
+  case $pgurl in *\?*) sep='&' ;; *) sep='?' ;; esac
+  echo "${pgurl}${sep}options=-csearch_path%3D$1"
+}
+
 # The config generator's output (case check; reused by daemon and peer).
 gen_big_config() {
   [ -f "$work/big/surecron.yaml" ] && return 0
@@ -187,9 +209,9 @@ fi
 # start lateness of that boundary's slots; quiet: right away). Prints
 # one key=value line.
 daemon_probe() {
-  python3 - "$BIN" "$GEN" "$1" "$2" "$3" "$work/pids" <<'PY'
+  python3 - "$BIN" "$GEN" "$1" "$2" "$3" "$work/pids" "${4:-}" <<'PY'
 import os, socket, subprocess, sys, time
-bin_, gen, cfg, mode, window, piddir = sys.argv[1:7]
+bin_, gen, cfg, mode, window, piddir, url = sys.argv[1:8]
 window = float(window)
 cwd = os.path.dirname(cfg)
 tck = os.sysconf("SC_CLK_TCK")
@@ -231,7 +253,7 @@ try:
         sys.exit(1)
     out["ready_ms"] = round((ready - t0) * 1000)
     start = time.time()
-    if mode == "busy":
+    if mode.startswith("busy"):
         b = (int(start) // 60 + 1) * 60
         if b - start < 3:
             b += 60
@@ -240,7 +262,7 @@ try:
     c0 = cpu_ms(p.pid)
     time.sleep(max(0.0, start + window - time.time()))
     c1 = cpu_ms(p.pid)
-    if mode == "busy" and window < 15:
+    if mode.startswith("busy") and window < 15:
         time.sleep(15 - window)
     out["hwm_kb"] = status(p.pid, "VmHWM")
     out["rss_kb"] = status(p.pid, "VmRSS")
@@ -252,8 +274,8 @@ try:
     n = sum(1 for l in open(os.path.join(cwd, f"daemon-{mode}.log"))
             if "event=start " in l)
     out["runs"] = n
-    if mode == "busy":
-        url = "sqlite:" + os.path.join(cwd, "scale-daemon.db")
+    if mode.startswith("busy"):
+        url = url or "sqlite:" + os.path.join(cwd, "scale-daemon.db")
         r = subprocess.run([gen, "late", url, str(int(start * 1000)),
                             str(int(start * 1000) + 1)],
                            capture_output=True, text=True)
@@ -386,6 +408,31 @@ PY
   fi
 fi
 
+# The same boundary with the store on PostgreSQL (SCALE_PG_ROWS=0 skips
+# it): 100,000 schedules, the claims of 16 workers on one server.
+if want daemon && [ $big_ok = 1 ] && [ "$PG_ROWS" -gt 0 ]; then
+  if ! pg_start; then
+    skip daemon_burst_postgresql "cannot start PostgreSQL: $(first_err)"
+  else
+    burl=$(pg_schema sc_burst_$$)
+    cp "$work/big/surecron.yaml" "$work/big/surecron-pg.yaml"
+    set_top "$work/big/surecron-pg.yaml" store "store: \"$burl\""
+    if pgb=$(daemon_probe "$work/big/surecron-pg.yaml" busy-pg 15 "$burl"); then
+      echo "ours daemon store=postgresql config=as-written schedules=$NSCHED $pgb"
+      late_n=$(kv "$pgb" late_n)
+      if [ -n "$late_n" ] && [ "$late_n" != 0 ]; then
+        report daemon_burst_max_lateness_postgresql "$(kv "$pgb" late_max_ms)" 2000 ms \
+          "$late_n slots due at one instant, concurrency 16, PostgreSQL: p50 $(kv "$pgb" late_p50_ms) ms, p99 $(kv "$pgb" late_p99_ms) ms, $(kv "$pgb" late_within_2s)/$late_n started within 2 s; ready after $(kv "$pgb" ready_ms) ms"
+      else
+        skip daemon_burst_postgresql "no slot of the minute boundary started (see $work/big/daemon-busy-pg.log)"
+      fi
+    else
+      skip daemon_burst_postgresql "the daemon failed: $pgb"
+    fi
+    psql "$pgurl" -qc "DROP SCHEMA IF EXISTS sc_burst_$$ CASCADE" >/dev/null 2>&1
+  fi
+fi
+
 # ---- ledger and status ------------------------------------------------
 # ledger_case BACKEND URL ROWS DIR: generates the store and its configs in
 # DIR, then times the read commands. Sets gen_days.
@@ -503,22 +550,11 @@ if want ledger || want prune; then
   fi
   rm -rf "$work/ledger"
   if [ "$PG_ROWS" -gt 0 ]; then
-    pgurl=${SURECRON_TEST_PG:-}
-    if [ -z "$pgurl" ]; then
-      pgdir=$work/pg
-      mkdir -p "$pgdir"
-      pgurl=$(sh tests/pg_server.sh start "$pgdir" 2>"$work/err") || {
-        skip ledger_postgresql "cannot start PostgreSQL: $(first_err)"
-        pgurl=""
-      }
-    fi
-    if [ -n "$pgurl" ]; then
-      # A schema of our own, so a server given by SURECRON_TEST_PG keeps
-      # its other data.
+    if ! pg_start; then
+      skip ledger_postgresql "cannot start PostgreSQL: $(first_err)"
+    else
       schema=sc_scale_$$
-      psql "$pgurl" -qc "DROP SCHEMA IF EXISTS $schema CASCADE; CREATE SCHEMA $schema" >/dev/null 2>&1
-      case $pgurl in *\?*) sep='&' ;; *) sep='?' ;; esac
-      url="${pgurl}${sep}options=-csearch_path%3D$schema"
+      url=$(pg_schema $schema)
       if ledger_case postgresql "$url" "$PG_ROWS" "$work/ledger-pg"; then
         want prune && prune_case postgresql "$url" "$work/ledger-pg"
       fi

@@ -92,6 +92,7 @@
 #define BACKOFF_MAX_MS 5000
 #define MIGRATE_LOCK_KEY "7305521930218410813" /* any constant bigint */
 #define CLAIM_LOCK_KEY "7305521930218410814"   /* pg_job_claim's */
+#define CLAIM_SCHED_SPACE "1935895404" /* CLAIM_SCHED_LOCK's first key */
 
 /* ---- schema ----------------------------------------------------------- */
 
@@ -443,6 +444,32 @@ static const char *const *const migrations[SCHEMA_VERSION] = {
 	" WHERE id = " id "::bigint AND lease_token = " tok "::bigint"      \
 	" AND state = 1 FOR SHARE)) AS ok)"
 
+/*
+ * The overlap rule's pieces for the claim (ST_CLAIM_PICK, ST_CLAIM_TAKE).
+ * CLAIM_POL: the schedule's policy from the framed allow and skip lists
+ * (store_claim_rule): 2 allow, 1 skip, 0 queue. CLAIM_HELD: a job of the
+ * schedule is ACTIVE, or a READY one due by `due` comes before this one
+ * in the claim order (fresh before retries, then run_at, then id): both
+ * seeks of jobs_open. CLAIM_SCHED_LOCK: the schedule's lock, taken only
+ * if free, held to the end of the transaction. Its two-key form has a
+ * key space of its own, apart from the one-key locks (CLAIM_LOCK_KEY,
+ * MIGRATE_LOCK_KEY); two schedules whose names hash alike share a lock,
+ * which costs a skipped turn, never a wrong claim.
+ */
+#define CLAIM_POL(t, allow, skip)                                            \
+	"CASE WHEN strpos(" allow "::text, chr(10) || " t ".schedule"       \
+	" || chr(10)) > 0 THEN 2 WHEN strpos(" skip "::text, chr(10) || "   \
+	t ".schedule || chr(10)) > 0 THEN 1 ELSE 0 END"
+#define CLAIM_HELD(t, retry, due)                                            \
+	"(EXISTS (SELECT 1 FROM jobs a WHERE a.schedule = " t ".schedule"   \
+	" AND a.state = 1) OR EXISTS (SELECT 1 FROM jobs o"                 \
+	" WHERE o.schedule = " t ".schedule AND o.state = 0"                \
+	" AND o.run_at_ms <= " due " AND (o.attempts > 0, o.run_at_ms,"     \
+	" o.id) < (" retry ", " t ".run_at_ms, " t ".id)))"
+#define CLAIM_SCHED_LOCK(t)                                                  \
+	"pg_try_advisory_xact_lock(" CLAIM_SCHED_SPACE ", hashtext(" t      \
+	".schedule))"
+
 /* The ledger query's filter shapes, as on SQLite: schedule or not (2) x
  * outcome kind (6) x period bounded or open (2) x order (2). */
 #define PG_LQ_KINDS 6
@@ -454,7 +481,8 @@ enum stmt {
 	ST_ENQUEUE_MANY,
 	ST_ENQUEUE_BATCH,
 	ST_CLAIM,
-	ST_CLAIM_RULED,
+	ST_CLAIM_PICK,
+	ST_CLAIM_TAKE,
 	ST_HEARTBEAT,
 	ST_FINISH,
 	ST_RELEASE,
@@ -572,38 +600,65 @@ static const char *const sql[ST_COUNT] = {
 	" FROM c WHERE j.id = c.id RETURNING " JOB_COLS_J ", false, "
 	DURABLE,
 	/*
-	 * The claim with the overlap rule on: $6 allow, $7 skip (framed
-	 * lists, store_claim_rule). pol 2 allow, 1 skip, 0 queue; a queue
-	 * job only when no job of its schedule is ACTIVE and it is the first
-	 * of its schedule in the claim order (rn 1); a skip job always,
-	 * flagged when its schedule is busy or it is not the first (the
-	 * SQLite backend's ST_JOB_PICK, the same rule). Run by pg_job_claim
-	 * after CLAIM_LOCK_KEY is taken, in the same transaction: see there
-	 * why. FOR UPDATE cannot sit with the window function, so the
-	 * chosen rows are locked in a second step (rechecked READY).
+	 * The claim with the overlap rule on, in two statements of one
+	 * transaction (pg_job_claim says why). pol 2 allow, 1 skip, 0 queue
+	 * (CLAIM_POL); a queue job only when no job of its schedule is ACTIVE
+	 * and it is the first of its schedule in the claim order
+	 * (CLAIM_HELD false); a skip job always, flagged when held; the
+	 * SQLite backend's ST_JOB_PICK, the same rule.
+	 *
+	 * ST_CLAIM_PICK: $1 now, $2 max, $3 ahead_ms, $4 allow, $5 skip. Walks
+	 * the due READY jobs in the claim order and returns up to $2 whose
+	 * schedule lock (CLAIM_SCHED_LOCK) it could take without waiting; a
+	 * schedule another claimer holds is passed over, as SKIP LOCKED
+	 * passes over rows. The claim order is two walks of jobs_due, fresh
+	 * jobs then retries, so that a claim reads a few rows, not every due
+	 * one (a sort of them all cost 1.3 ms a claim with 1,576 due). The
+	 * lock is taken in the outer WHERE, after each ORDER BY: a volatile
+	 * condition is never pushed below a sort, so only the rows walked
+	 * until LIMIT are locked. A CASE, not AND/OR, because only CASE fixes
+	 * the order of evaluation. The walks' order holds because the Append
+	 * of a UNION ALL runs its branches one after the other, unless it is
+	 * parallel, which pg_claim_ruled turns off for its transaction.
 	 */
-	[ST_CLAIM_RULED] =
-	"WITH act AS (SELECT DISTINCT schedule FROM jobs WHERE state = 1),"
-	" k AS (SELECT j.id, j.run_at_ms, j.attempts > 0 AS retry,"
-	" CASE WHEN strpos($6::text, chr(10) || j.schedule || chr(10)) > 0"
-	" THEN 2 WHEN strpos($7::text, chr(10) || j.schedule || chr(10)) > 0"
-	" THEN 1 ELSE 0 END AS pol,"
-	" j.schedule IN (SELECT schedule FROM act) AS busy,"
-	" row_number() OVER (PARTITION BY j.schedule ORDER BY"
-	" j.attempts > 0, j.run_at_ms, j.id) AS rn"
-	" FROM jobs j WHERE j.state = 0"
+	[ST_CLAIM_PICK] =
+	"SELECT k.id FROM ((SELECT j.id, j.schedule, j.run_at_ms, false AS retry, "
+	CLAIM_POL("j", "$4", "$5") " AS pol FROM jobs j WHERE j.state = 0"
+	" AND j.attempts = 0 AND j.run_at_ms <= $1::bigint + $3::bigint"
+	" ORDER BY j.run_at_ms, j.id) UNION ALL"
+	" (SELECT j.id, j.schedule, j.run_at_ms, true, "
+	CLAIM_POL("j", "$4", "$5") " FROM jobs j WHERE j.state = 0"
+	" AND j.attempts > 0 AND j.run_at_ms <= $1::bigint + $3::bigint"
+	" ORDER BY j.run_at_ms, j.id)) k"
+	" WHERE CASE WHEN k.pol = 2 THEN true"
+	" WHEN k.pol = 0 AND " CLAIM_HELD("k", "k.retry", "$1::bigint + $3::bigint")
+	" THEN false ELSE " CLAIM_SCHED_LOCK("k") " END LIMIT $2",
+	/*
+	 * ST_CLAIM_TAKE: $1 now, $2 the picked ids ("{1,2}"), $3 worker,
+	 * $4 lease_ms, $5 ahead_ms, $6 allow, $7 skip. Checks the rule again
+	 * for the picked jobs in a snapshot taken after their schedules'
+	 * locks were, and claims those that still pass; the rows in the claim
+	 * order. The last column but one is the overlapped flag. The ids are
+	 * joined from unnest so that the plan (generic after a few runs) reads
+	 * them by primary key; `id = ANY` was planned as a bitmap AND with
+	 * every due row of jobs_due.
+	 */
+	[ST_CLAIM_TAKE] =
+	"WITH k AS (SELECT j.id, " CLAIM_POL("j", "$6", "$7") " AS pol, "
+	CLAIM_HELD("j", "j.attempts > 0", "$1::bigint + $5::bigint") " AS held"
+	" FROM unnest($2::bigint[]) AS p(id) JOIN jobs j ON j.id = p.id"
+	" WHERE j.state = 0"
 	" AND j.run_at_ms <= $1::bigint + $5::bigint),"
-	" pick AS (SELECT id, pol = 1 AND (busy OR rn > 1) AS flag FROM k"
-	" WHERE pol > 0 OR (NOT busy AND rn = 1)"
-	" ORDER BY retry, run_at_ms, id LIMIT $2),"
-	" c AS (SELECT j.id, pick.flag FROM jobs j JOIN pick ON j.id = pick.id"
-	" WHERE j.state = 0 FOR UPDATE OF j SKIP LOCKED)"
-	" UPDATE jobs j SET state = 1, attempts = j.attempts + 1,"
+	" c AS (SELECT j.id, k.pol = 1 AND k.held AS flag FROM jobs j"
+	" JOIN k ON j.id = k.id WHERE j.state = 0 AND (k.pol > 0 OR NOT k.held)"
+	" FOR UPDATE OF j SKIP LOCKED),"
+	" u AS (UPDATE jobs j SET state = 1, attempts = j.attempts + 1,"
 	" lease_token = nextval('lease_tokens'), lease_owner = $3,"
 	" lease_expires_ms = $1::bigint + $4::bigint,"
 	" started_ms = GREATEST($1::bigint, j.run_at_ms)"
 	" FROM c WHERE j.id = c.id RETURNING " JOB_COLS_J ", c.flag, "
-	DURABLE,
+	DURABLE " AS durable)"
+	" SELECT * FROM u ORDER BY attempts > 1, run_at_ms, id",
 	[ST_HEARTBEAT] =
 	"UPDATE jobs SET lease_expires_ms = $3::bigint + $4::bigint"
 	" WHERE id = $1 AND state = 1 AND lease_token = $2",
@@ -1799,7 +1854,7 @@ static int pg_sched_last_set_many(void *impl,
 	return rc;
 }
 
-/* $1..$5 of ST_CLAIM and ST_CLAIM_RULED. */
+/* $1..$5 of ST_CLAIM. */
 static void fill_claim_args(struct args *a, int64_t now, size_t max,
 			    const char *worker, int64_t lease_ms,
 			    int64_t ahead_ms)
@@ -1818,69 +1873,146 @@ static void pg_claim_rule(void *impl, const struct store_claim_rule *r)
 	p->rule = r;
 }
 
+/* How many times a ruled claim picks again when every job it picked was
+ * taken meanwhile (see pg_claim_ruled). */
+#define CLAIM_TRIES 4
+
+/* The ids of a ST_CLAIM_PICK result as an array literal, "{1,2}", in buf
+ * of CLAIM_IDS_LEN(n) bytes. */
+#define CLAIM_IDS_LEN(n) ((n) * 21 + 3)
+static void claim_ids(const PGresult *res, char *buf)
+{
+	size_t at = 0;
+	int n = PQntuples(res);
+
+	buf[at++] = '{';
+	for (int i = 0; i < n; i++) {
+		if (i)
+			buf[at++] = ',';
+		at += (size_t)sprintf(buf + at, "%" PRId64, get_i64(res, i, 0));
+	}
+	buf[at++] = '}';
+	buf[at] = '\0';
+}
+
 /*
- * With the overlap rule on, "no ACTIVE job of the schedule" must hold
- * against claims made at the same time on other nodes. In READ COMMITTED
- * a statement sees what was committed when it began: two claims running
- * together would each find no ACTIVE job and take two slots of one queue
- * schedule (SKIP LOCKED keeps them off the same ROW, not the same
- * schedule). So a ruled claim is a transaction that first takes one
- * transaction-scoped advisory lock, CLAIM_LOCK_KEY, and only then runs
- * its statement: that statement's snapshot is taken after the previous
- * holder committed, so it sees that claim's ACTIVE rows. One lock for
- * every schedule rather than one per schedule: the schedules a claim
- * will touch are only known inside its statement, and per-schedule locks
- * taken there would be taken after the snapshot. The cost is that claims
- * of all nodes run one at a time, a few milliseconds each, and three
- * more round trips per claim; finishes, heartbeats and enqueues never
- * take it. The rule off (no configuration, tests, bench): one statement,
- * as before.
+ * The claim with the overlap rule on: "no ACTIVE job of the schedule"
+ * must hold against claims made at the same time on other nodes. In READ
+ * COMMITTED a statement sees what was committed when it began, so two
+ * claims running together could each find no ACTIVE job and take two
+ * slots of one queue schedule (SKIP LOCKED keeps them off the same ROW,
+ * not the same schedule: say a retry due since a minute, claimed by one,
+ * and a fresh slot just due, which comes first in the claim order for
+ * the other). Hence one lock per schedule, held by the claiming
+ * transaction to its COMMIT, and the rule checked under it:
+ *   1. ST_CLAIM_PICK walks the due jobs and takes the locks of the
+ *      schedules it picks, passing over those held by other claimers;
+ *   2. ST_CLAIM_TAKE checks the rule again for the picked jobs, in a
+ *      snapshot taken after the locks were: a claim of the same schedule
+ *      that committed before is seen there; one that has not committed
+ *      holds the lock, so it was passed over.
+ * Claims of different schedules run side by side, on every node. (Until
+ * 2026-12 one lock served every schedule: claims of all nodes ran one at
+ * a time, each holding it through its COMMIT's WAL flush, and 1,576 slots
+ * due at once took 6-7 s to start on PostgreSQL; docs/bench.md.) A job
+ * picked but claimed by another meanwhile (its commit fell between the
+ * two snapshots) is dropped by step 2; if all were, step 1 runs again, at
+ * most CLAIM_TRIES times. "now" is read anew for step 2, once the locks
+ * are held, so that an attempt never starts on record before the finish
+ * of its schedule's previous one that step 2 sees.
+ *
+ * Every claim also takes CLAIM_LOCK_KEY shared: a node of an earlier
+ * version takes it exclusively for its whole claim, so the two kinds
+ * never claim at the same time while a fleet is being upgraded. And no
+ * parallel plan, which ST_CLAIM_PICK's order relies on (see there).
  */
+static int pg_claim_ruled(struct pg *p, const struct store_claim_rule *r,
+			  const char *worker, int64_t lease_ms,
+			  int64_t ahead_ms, size_t max, PGresult **out,
+			  struct sc_err *err)
+{
+	PGresult *res = NULL;
+	char *ids = malloc(CLAIM_IDS_LEN(max));
+	int rc;
+
+	if (!ids)
+		return sc_err_set(err, SC_ENOMEM, "out of memory");
+	/* exec_const never connects: after a lost connection the claim is
+	 * what reconnects (as run() would). */
+	rc = ensure_conn(p, err);
+	if (!rc)
+		rc = exec_const(p, "BEGIN; SET LOCAL "
+				"max_parallel_workers_per_gather = 0; "
+				"SELECT pg_advisory_xact_lock_shared("
+				CLAIM_LOCK_KEY ")", err);
+	for (int t = 0; !rc && t < CLAIM_TRIES; t++) {
+		struct args a = {0};
+		PGresult *picked = NULL;
+
+		arg_i64(&a, now_ms(p));
+		arg_i64(&a, (int64_t)max);
+		arg_i64(&a, ahead_ms);
+		arg_str(&a, r->allow);
+		arg_str(&a, r->skip);
+		rc = run(p, ST_CLAIM_PICK, &a, &picked, err);
+		if (rc)
+			break;
+		int n_picked = PQntuples(picked);
+		claim_ids(picked, ids);
+		PQclear(picked);
+		if (n_picked == 0)
+			break; /* nothing due, or every one held by others */
+		/* Picked, locks held, nothing claimed yet: where tests play
+		 * another node's claim (test_store_pg.c). */
+		FAILPOINT_HOOK("pg.claim_picked");
+		a = (struct args){0};
+		fill_claim_args(&a, now_ms(p), max, worker, lease_ms,
+				ahead_ms);
+		a.v[1] = ids; /* $2: the picked ids, not max */
+		arg_str(&a, r->allow);
+		arg_str(&a, r->skip);
+		PQclear(res);
+		res = NULL;
+		rc = run(p, ST_CLAIM_TAKE, &a, &res, err);
+		if (rc || PQntuples(res) > 0)
+			break;
+	}
+	free(ids);
+	if (!rc)
+		rc = exec_const(p, "COMMIT", err);
+	if (rc) {
+		if (p->conn)
+			(void)exec_const(p, "ROLLBACK", NULL);
+		PQclear(res);
+		return rc;
+	}
+	*out = res; /* NULL when nothing was picked: no rows */
+	return 0;
+}
+
 static int pg_job_claim(void *impl, const char *worker, int64_t lease_ms,
 			int64_t ahead_ms, struct store_job *out, size_t max,
 			size_t *n, struct sc_err *err)
 {
 	struct pg *p = impl;
 	const struct store_claim_rule *r = p->rule;
-	bool on = r && r->on;
-	struct args a = {0};
 	PGresult *res = NULL;
 	int rc;
 
-	if (!on) {
+	if (r && r->on) {
+		rc = pg_claim_ruled(p, r, worker, lease_ms, ahead_ms, max,
+				    &res, err);
+	} else {
+		/* The rule off (no configuration, tests, bench): one
+		 * statement. */
+		struct args a = {0};
+
 		fill_claim_args(&a, now_ms(p), max, worker, lease_ms,
 				ahead_ms);
 		rc = run(p, ST_CLAIM, &a, &res, err);
-		if (rc)
-			return rc;
-	} else {
-		/* exec_const never connects: after a lost connection the
-		 * claim is what reconnects (as run() would). */
-		rc = ensure_conn(p, err);
-		if (!rc)
-			rc = exec_const(p, "BEGIN", err);
-		if (rc)
-			return rc;
-		rc = exec_const(p, "SELECT pg_advisory_xact_lock("
-				CLAIM_LOCK_KEY ")", err);
-		/* "now" once the lock is held: a claim that waited for it
-		 * must not start its attempt, on record, before the finish
-		 * it waited behind (the started/finished of the ledger). */
-		fill_claim_args(&a, now_ms(p), max, worker, lease_ms,
-				ahead_ms);
-		arg_str(&a, r->allow);
-		arg_str(&a, r->skip);
-		if (!rc)
-			rc = run(p, ST_CLAIM_RULED, &a, &res, err);
-		if (!rc)
-			rc = exec_const(p, "COMMIT", err);
-		if (rc) {
-			if (p->conn)
-				(void)exec_const(p, "ROLLBACK", NULL);
-			PQclear(res);
-			return rc;
-		}
 	}
+	if (rc)
+		return rc;
 	size_t got = (size_t)PQntuples(res);
 	/* LIMIT keeps the rows at most max; the bound is belt and braces. */
 	for (size_t i = 0; i < got && i < max; i++) {

@@ -13,12 +13,14 @@
 #include <inttypes.h>
 #include <libpq-fe.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "clock.h"
+#include "failpoint.h"
 #include "store.h"
 #include "testutil.h"
 #include "pg_fixture.h"
@@ -493,6 +495,212 @@ static void concurrent_claimers_never_share_a_job(void **state)
 				 " = 'success'"), N_JOBS);
 	assert_int_equal(pgfx_int("SELECT count(*) FROM jobs WHERE state = 2"),
 			 N_JOBS);
+	ops->close(h);
+	sc_clock_free(clk);
+}
+
+/* ---- the overlap rule across nodes ------------------------------------ */
+
+/* Every schedule `queue` (no allow, no skip names). */
+static const struct store_claim_rule RULE_QUEUE = {true, "\n", "\n"};
+
+/* Another node's step, played by the hook at pg.claim_picked, once. */
+struct other_node {
+	void *h;           /* the other node: claims; NULL: none */
+	int64_t active_id; /* made ACTIVE from outside; 0: none */
+	int hits;
+	int rc;
+	size_t n;
+	struct store_job got;
+};
+
+static void other_node_step(const char *name, void *ud)
+{
+	struct other_node *o = ud;
+	char q[160];
+
+	if (strcmp(name, "pg.claim_picked") != 0 || o->hits++ > 0)
+		return; /* the other node's own claim passes here too */
+	if (o->h)
+		o->rc = ops->job_claim(o->h, "other", MIN, 0, &o->got, 1,
+				       &o->n, NULL);
+	if (o->active_id) {
+		snprintf(q, sizeof(q), "UPDATE jobs SET state = 1, attempts = 1,"
+			 " lease_expires_ms = %lld WHERE id = %lld",
+			 (long long)(T0 + MIN), (long long)o->active_id);
+		PQclear(pgfx_sql(q));
+	}
+}
+
+/*
+ * A claim holds the lock of the schedules it picked until it commits;
+ * another node's claim made meanwhile passes that schedule over (it does
+ * not wait, and does not take the job) and takes the next one. With one
+ * lock for every schedule it would wait (and this test would hang); with
+ * no lock it would take q1, the first in the claim order.
+ */
+static void another_node_passes_over_a_schedule_being_claimed(void **state)
+{
+	PGFX_NEED_SERVER();
+	struct sc_clock *clk = sc_clock_virtual_new(T0);
+	void *a = open_store(clk), *b = open_store(clk);
+	struct other_node o = {.h = b};
+
+	ops->claim_rule(a, &RULE_QUEUE);
+	ops->claim_rule(b, &RULE_QUEUE);
+	int64_t q1 = enq(a, "q", T0 - 2 * MIN);
+	int64_t r1 = enq(a, "r", T0 - MIN);
+	failpoint_set_hook(other_node_step, &o);
+	struct store_job j = claim1(a, "a", MIN);
+	failpoint_set_hook(NULL, NULL);
+	assert_int_equal(o.hits, 2); /* a's claim, then b's inside it */
+	assert_int_equal(o.rc, 0);
+	assert_int_equal(j.id, q1);
+	assert_int_equal(o.n, 1);
+	assert_int_equal(o.got.id, r1);
+	ops->close(b);
+	ops->close(a);
+	sc_clock_free(clk);
+}
+
+/*
+ * What a claim picked is checked again once its locks are held: here a
+ * job of q turns ACTIVE between the pick and the claim (as a claim that
+ * committed between the pick's snapshot and its lock would have made
+ * it), so q1 must wait and the claim takes r1. Without the second check
+ * it would take q1, and q would run two slots at once.
+ */
+static void a_claim_checks_the_rule_again_under_its_locks(void **state)
+{
+	PGFX_NEED_SERVER();
+	struct sc_clock *clk = sc_clock_virtual_new(T0);
+	void *a = open_store(clk);
+	struct store_job j;
+
+	ops->claim_rule(a, &RULE_QUEUE);
+	int64_t q0 = enq(a, "q", T0 + 10 * MIN); /* not due */
+	int64_t q1 = enq(a, "q", T0 - 2 * MIN);
+	int64_t r1 = enq(a, "r", T0 - MIN);
+	struct other_node o = {.active_id = q0};
+	failpoint_set_hook(other_node_step, &o);
+	j = claim1(a, "a", MIN);
+	failpoint_set_hook(NULL, NULL);
+	assert_int_equal(j.id, r1);
+	assert_int_equal(ops->job_get(a, q1, &j, NULL), 0);
+	assert_int_equal(j.state, JOB_READY);
+	ops->close(a);
+	sc_clock_free(clk);
+}
+
+/*
+ * Many nodes claiming at once never run two slots of one `queue`
+ * schedule at the same time, and every slot runs once. Each claimer
+ * marks the schedule running from its claim until just before its
+ * finish; finding it marked is a breach.
+ */
+#define RULE_SCHEDS 6
+#define RULE_SLOTS 25
+#define RULE_THREADS 6
+
+struct rule_claimer {
+	struct sc_clock *clk;
+	pthread_mutex_t *mu;
+	int *running; /* per schedule */
+	int *runs;    /* per schedule */
+	int *done;    /* slots finished, by every claimer */
+	int breaches;
+	int failed;
+};
+
+static void *rule_claimer_run(void *arg)
+{
+	struct rule_claimer *c = arg;
+	void *h = NULL;
+
+	if (ops->open(pgfx_url(), c->clk, &h, NULL) != 0) {
+		c->failed = 1;
+		return NULL;
+	}
+	ops->claim_rule(h, &RULE_QUEUE);
+	int64_t deadline = clock_mono_ms() + 60000;
+	for (;;) {
+		struct store_job j;
+		size_t n = 0;
+		pthread_mutex_lock(c->mu);
+		bool all = *c->done == RULE_SCHEDS * RULE_SLOTS;
+		pthread_mutex_unlock(c->mu);
+		if (all)
+			break;
+		if (clock_mono_ms() > deadline ||
+		    ops->job_claim(h, "w", MIN, 0, &j, 1, &n, NULL)) {
+			c->failed = 1;
+			break;
+		}
+		if (n == 0) {
+			/* The rest is running elsewhere, or waits behind a
+			 * running slot of its schedule. */
+			sched_yield();
+			continue;
+		}
+		int k = j.schedule[1] - '0';
+		pthread_mutex_lock(c->mu);
+		c->breaches += c->running[k]++ > 0;
+		c->runs[k]++;
+		pthread_mutex_unlock(c->mu);
+		/* The run: a store round trip, as a worker's heartbeat. */
+		if (ops->job_heartbeat(h, j.id, j.lease_token, MIN, NULL))
+			c->failed = 1;
+		pthread_mutex_lock(c->mu);
+		c->running[k]--;
+		pthread_mutex_unlock(c->mu);
+		if (ops->job_finish(h, j.id, j.lease_token, JOB_DONE, 0, NULL,
+				    NULL))
+			c->failed = 1;
+		pthread_mutex_lock(c->mu);
+		(*c->done)++;
+		pthread_mutex_unlock(c->mu);
+	}
+	ops->close(h);
+	return NULL;
+}
+
+static void nodes_claiming_together_keep_the_queue_rule(void **state)
+{
+	PGFX_NEED_SERVER();
+	struct sc_clock *clk = sc_clock_virtual_new(T0);
+	void *h = open_store(clk);
+	pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+	int running[RULE_SCHEDS] = {0}, runs[RULE_SCHEDS] = {0}, done = 0;
+	struct rule_claimer c[RULE_THREADS];
+	pthread_t th[RULE_THREADS];
+	int64_t slots[RULE_SLOTS];
+
+	for (int i = 0; i < RULE_SLOTS; i++)
+		slots[i] = T0 - RULE_SLOTS + i;
+	for (int k = 0; k < RULE_SCHEDS; k++) {
+		char name[8];
+		snprintf(name, sizeof(name), "q%d", k);
+		assert_int_equal(ops->job_enqueue_many(h, name, slots,
+						       RULE_SLOTS, &POL, NULL),
+				 0);
+	}
+	for (int t = 0; t < RULE_THREADS; t++) {
+		c[t] = (struct rule_claimer){clk, &mu, running, runs, &done,
+					     0, 0};
+		assert_int_equal(pthread_create(&th[t], NULL, rule_claimer_run,
+						&c[t]), 0);
+	}
+	int breaches = 0;
+	for (int t = 0; t < RULE_THREADS; t++) {
+		pthread_join(th[t], NULL);
+		assert_int_equal(c[t].failed, 0);
+		breaches += c[t].breaches;
+	}
+	assert_int_equal(breaches, 0);
+	for (int k = 0; k < RULE_SCHEDS; k++)
+		assert_int_equal(runs[k], RULE_SLOTS);
+	assert_int_equal(pgfx_int("SELECT count(*) FROM jobs WHERE state = 2"),
+			 RULE_SCHEDS * RULE_SLOTS);
 	ops->close(h);
 	sc_clock_free(clk);
 }
@@ -1156,6 +1364,15 @@ int main(void)
 						pgfx_setup, pgfx_teardown),
 		cmocka_unit_test_setup_teardown(next_due_empty_is_max, pgfx_setup,
 						pgfx_teardown),
+		cmocka_unit_test_setup_teardown(
+			another_node_passes_over_a_schedule_being_claimed,
+			pgfx_setup, pgfx_teardown),
+		cmocka_unit_test_setup_teardown(
+			a_claim_checks_the_rule_again_under_its_locks,
+			pgfx_setup, pgfx_teardown),
+		cmocka_unit_test_setup_teardown(
+			nodes_claiming_together_keep_the_queue_rule, pgfx_setup,
+			pgfx_teardown),
 		cmocka_unit_test_setup_teardown(
 			fencing_tokens_guard_every_change, pgfx_setup, pgfx_teardown),
 		cmocka_unit_test_setup_teardown(
