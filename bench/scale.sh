@@ -91,7 +91,10 @@ cleanup() {
     kill -KILL "$p" 2>/dev/null
     rm -f "$f"
   done
-  [ -n "$pgdir" ] && sh tests/pg_server.sh stop "$pgdir" >/dev/null 2>&1
+  if [ -n "$pgdir" ]; then
+    sh tests/pg_server.sh stop "$pgdir" >/dev/null 2>&1
+    rm -rf "$pgdir"
+  fi
   pgdir=""
   [ "${SCALE_KEEP:-0}" = 1 ] || rm -rf "$work"
 }
@@ -148,8 +151,9 @@ pg_start() {
   [ -n "$pgurl" ] && return 0
   pgurl=${SURECRON_TEST_PG:-}
   [ -n "$pgurl" ] && return 0
-  pgdir=$work/pg
-  mkdir -p "$pgdir"
+  # A folder of its own: pg_server.sh gives it to the postgres user,
+  # who cannot enter $work (mktemp's 0700, when run as root).
+  pgdir=$(mktemp -d "${TMPDIR:-/tmp}/surecron-scale-pg-XXXXXX") || return 1
   pgurl=$(sh tests/pg_server.sh start "$pgdir" 2>"$work/err") || pgurl=""
   [ -n "$pgurl" ]
 }
