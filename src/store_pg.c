@@ -12,7 +12,10 @@
  *     them in the same statement: two claimers never get the same job (or
  *     alert send) and never wait on each other. An alert is raised once
  *     by its unique key (ON CONFLICT DO NOTHING), closed and realerted by
- *     compare-and-set on its row.
+ *     compare-and-set on its row. With the overlap rule on, a claim also
+ *     holds the lock of each schedule it takes to its COMMIT and checks
+ *     the rule under it (pg_claim_ruled): two nodes never run two slots
+ *     of one `queue` schedule at once, and still never wait on each other.
  *   - Every state change that touches more than one row is ONE statement
  *     (data-modifying CTEs: the job update and its ledger row together) or
  *     one explicit transaction, so a crash or a lost connection leaves all

@@ -678,7 +678,7 @@ static void nodes_claiming_together_keep_the_queue_rule(void **state)
 	for (int i = 0; i < RULE_SLOTS; i++)
 		slots[i] = T0 - RULE_SLOTS + i;
 	for (int k = 0; k < RULE_SCHEDS; k++) {
-		char name[8];
+		char name[16];
 		snprintf(name, sizeof(name), "q%d", k);
 		assert_int_equal(ops->job_enqueue_many(h, name, slots,
 						       RULE_SLOTS, &POL, NULL),
