@@ -1969,9 +1969,11 @@ static int pg_claim_ruled(struct pg *p, const struct store_claim_rule *r,
 		 * another node's claim (test_store_pg.c). */
 		FAILPOINT_HOOK("pg.claim_picked");
 		a = (struct args){0};
-		fill_claim_args(&a, now_ms(p), max, worker, lease_ms,
-				ahead_ms);
-		a.v[1] = ids; /* $2: the picked ids, not max */
+		arg_i64(&a, now_ms(p));
+		arg_str(&a, ids);
+		arg_str(&a, worker);
+		arg_i64(&a, lease_ms);
+		arg_i64(&a, ahead_ms);
 		arg_str(&a, r->allow);
 		arg_str(&a, r->skip);
 		PQclear(res);
