@@ -818,6 +818,11 @@ static bool launcher_idle(pid_t l)
 	return strspn(buf, " \n") == n;
 }
 
+static bool launcher_busy(pid_t l)
+{
+	return !launcher_idle(l);
+}
+
 static void a_stopped_launcher_fails_the_run_and_starts_nothing(void **state)
 {
 	struct task_result r;
@@ -827,10 +832,19 @@ static void a_stopped_launcher_fails_the_run_and_starts_nothing(void **state)
 	assert_true(l > 0);
 	snprintf(marker, sizeof(marker), "%s/ran", dir);
 	snprintf(body, sizeof(body), "touch '%s'", marker);
+	/* No kept reaper left from the tests before: the late request
+	 * below is then served by a reaper forked for it, which the end of
+	 * the test can see come and go. */
+	assert_true(wait_for(launcher_idle, l, 10000));
 	setenv("SURECRON_TEST_LAUNCH_WAIT_MS", "300", 1);
 	assert_int_equal(kill(l, SIGSTOP), 0);
+	/* A script of its own: the runs below write task.sh again, and a
+	 * late start of this one must find its own body. */
+	char *argv[] = {(char *)script("late.sh", body), NULL};
+	struct task_spec t = {.name = "report", .argv = argv,
+			      .timeout_ms = 30000, .grace_ms = 200};
 	int64_t t0 = clock_mono_ms();
-	int rc = run_script(body, NULL, 30000, 0, &r);
+	int rc = task_run(&t, &ctx, &r);
 	int64_t took = clock_mono_ms() - t0;
 	unsetenv("SURECRON_TEST_LAUNCH_WAIT_MS");
 	assert_int_equal(kill(l, SIGCONT), 0);
@@ -843,9 +857,15 @@ static void a_stopped_launcher_fails_the_run_and_starts_nothing(void **state)
 	 * reaper. Continued, the launcher forks the late request's reaper,
 	 * which finds the run given up and starts nothing. (The reaper's
 	 * kill at its control socket's EOF would also end the program, so
-	 * the marker checks the outcome, not which of the two did it.) */
+	 * the marker checks the outcome, not which of the two did it.)
+	 * That reaper is the launcher's child from the request until a
+	 * second after its answer (let go when idle), so it is seen; once
+	 * it is gone, whatever it started has ended. Waiting
+	 * for "no child" alone would pass before the launcher even read
+	 * the request. */
 	assert_int_equal(proc_launcher_pid(), -1);
 	assert_int_equal(run_reaper_parent(), getpid());
+	assert_true(wait_for(launcher_busy, l, 10000));
 	assert_true(wait_for(launcher_idle, l, 10000));
 	assert_int_not_equal(access(marker, F_OK), 0);
 }
