@@ -453,7 +453,14 @@ static const char *const *const migrations[SCHEMA_VERSION] = {
  * (store_claim_rule): 2 allow, 1 skip, 0 queue. CLAIM_HELD: a job of the
  * schedule is ACTIVE, or a READY one due by `due` comes before this one
  * in the claim order (fresh before retries, then run_at, then id): both
- * seeks of jobs_open. CLAIM_SCHED_LOCK: the schedule's lock, taken only
+ * seeks of jobs_open. The READY test is written "state <> 2 AND state <
+ * 1" (states are 0 to 3, so it is state = 0) because "state = 0" also
+ * lets the planner read jobs_due (WHERE state = 0) filtered on the
+ * schedule, and the claims' generic plans, made on statistics with few
+ * READY rows, chose that: every due job read for each row a pick walks,
+ * a claim's cost growing with the jobs due (docs/bench.md, 2026-12-05,
+ * evening). This form implies jobs_open's predicate, not jobs_due's.
+ * CLAIM_SCHED_LOCK: the schedule's lock, taken only
  * if free, held to the end of the transaction. Its two-key form has a
  * key space of its own, apart from the one-key locks (CLAIM_LOCK_KEY,
  * MIGRATE_LOCK_KEY); two schedules whose names hash alike share a lock,
@@ -466,7 +473,8 @@ static const char *const *const migrations[SCHEMA_VERSION] = {
 #define CLAIM_HELD(t, retry, due)                                            \
 	"(EXISTS (SELECT 1 FROM jobs a WHERE a.schedule = " t ".schedule"   \
 	" AND a.state = 1) OR EXISTS (SELECT 1 FROM jobs o"                 \
-	" WHERE o.schedule = " t ".schedule AND o.state = 0"                \
+	" WHERE o.schedule = " t ".schedule AND o.state <> 2"               \
+	" AND o.state < 1"                                                  \
 	" AND o.run_at_ms <= " due " AND (o.attempts > 0, o.run_at_ms,"     \
 	" o.id) < (" retry ", " t ".run_at_ms, " t ".id)))"
 #define CLAIM_SCHED_LOCK(t)                                                  \
