@@ -715,6 +715,81 @@ static void nodes_claiming_together_keep_the_queue_rule(void **state)
 	sc_clock_free(clk);
 }
 
+/*
+ * A claim reads the due jobs at most once, however many are due. Its two
+ * statements' plans are generic, made at their first run on a
+ * connection: here as at a daemon's start, the pick's on an empty table,
+ * the take's at the first claim that finds work. Then 2,000 slots of
+ * 2,000 schedules fall due at once and one claim takes 4. What it read
+ * (index entries and rows of jobs) comes from the server's statistics
+ * (on by default; they reach pg_stat_user_* once the session is idle, so
+ * the test waits for its own writes to show). The take reads the READY
+ * jobs once (its plan hashes the picked ids against them: a known cost,
+ * docs/bench.md); when the pick's check for an earlier READY job of the
+ * schedule could go through jobs_due, each row it walked read every due
+ * job again, five times the due jobs for this claim.
+ */
+#define BURST_JOBS 2000
+
+/* Index entries and rows of jobs read by scans so far, and its rows
+ * inserted and updated: the server's cumulative statistics. */
+static void jobs_reads(int64_t *read, int64_t *written)
+{
+	*read = pgfx_int("SELECT (SELECT coalesce(sum(idx_tup_read), 0)"
+			 " FROM pg_stat_user_indexes WHERE relid ="
+			 " 'jobs'::regclass) + (SELECT coalesce(seq_tup_read,"
+			 " 0) FROM pg_stat_user_tables WHERE relid ="
+			 " 'jobs'::regclass)");
+	*written = pgfx_int("SELECT n_tup_ins + n_tup_upd FROM"
+			    " pg_stat_user_tables WHERE relid = 'jobs'::regclass");
+}
+
+/* Waits until the statistics show at least `want` rows written; false
+ * after 30 s (a session flushes them within a second or so of idling). */
+static bool jobs_writes_show(int64_t want, int64_t *read)
+{
+	const struct timespec tick = {0, 50000000};
+	int64_t end = clock_mono_ms() + 30000, written = 0;
+
+	for (;;) {
+		jobs_reads(read, &written);
+		if (written >= want)
+			return true;
+		if (clock_mono_ms() > end)
+			return false;
+		nanosleep(&tick, NULL);
+	}
+}
+
+static void a_claim_reads_the_due_jobs_at_most_once(void **state)
+{
+	PGFX_NEED_SERVER();
+	struct sc_clock *clk = sc_clock_virtual_new(T0);
+	void *h = open_store(clk);
+	struct store_job out[4];
+	size_t n = 0;
+	int64_t before = 0, after = 0;
+
+	ops->claim_rule(h, &RULE_QUEUE);
+	/* The pick's plan is made now, on an empty table. */
+	assert_int_equal(ops->job_claim(h, "w", MIN, 0, out, 4, &n, NULL), 0);
+	assert_int_equal(n, 0);
+	for (int i = 0; i < BURST_JOBS; i++) {
+		char name[16];
+		snprintf(name, sizeof(name), "s%04d", i);
+		enq(h, name, T0 - MIN);
+	}
+	assert_true(jobs_writes_show(BURST_JOBS, &before));
+	assert_int_equal(ops->job_claim(h, "w", MIN, 0, out, 4, &n, NULL), 0);
+	assert_int_equal(n, 4);
+	assert_true(jobs_writes_show(BURST_JOBS + 4, &after));
+	print_message("a claim of 4 among %d due read %lld index entries "
+		      "and rows\n", BURST_JOBS, (long long)(after - before));
+	assert_true(after - before < BURST_JOBS * 5 / 2);
+	ops->close(h);
+	sc_clock_free(clk);
+}
+
 /* ---- ledger, outbox, markers, scheduler state, tokens ----------------- */
 
 static void ledger_append_and_filters(void **state)
@@ -1393,6 +1468,9 @@ int main(void)
 						pgfx_setup, pgfx_teardown),
 		cmocka_unit_test_setup_teardown(
 			concurrent_claimers_never_share_a_job, pgfx_setup, pgfx_teardown),
+		cmocka_unit_test_setup_teardown(
+			a_claim_reads_the_due_jobs_at_most_once,
+			pgfx_setup, pgfx_teardown),
 		cmocka_unit_test_setup_teardown(ledger_append_and_filters, pgfx_setup,
 						pgfx_teardown),
 		cmocka_unit_test_setup_teardown(outbox_states_and_guard, pgfx_setup,
