@@ -18,7 +18,8 @@
  *   queue_fail(class, error, hint) <--------------------+
  *        |  DEAD? --yes--> alert_raise_lost, alert_tick (alert.h)
  *        v
- *   finish failed with SC_EIO (and not released, lease not lost)?
+ *   finish failed with SC_EIO or SC_ENOSPC (and not released, lease not
+ *   lost)?
  *        --yes--> the same finish again, backing off, at most 20 times
  *   recorded DONE or DEAD: slot_event DELIVERED or LOST (START was said
  *   before the run)
@@ -38,9 +39,12 @@
  *     owner, or the job is READY again with its attempt not counted;
  *   - a job is never failed without a reason: a run error without a code
  *     gets the return code's;
- *   - a finish is retried only after SC_EIO, whose outcome is unknown; an
+ *   - a finish is retried only after SC_EIO or SC_ENOSPC, whose outcome
+ *     is unknown (store.h: a failed sync may follow a commit); an
  *     SC_ELEASE on a retry means the first try committed (or another
- *     worker took over): nothing is left to do, so it is no error;
+ *     worker took over): nothing is left to do, so it is no error. A full
+ *     disk is retried so that the job does not stay ACTIVE until its
+ *     lease runs out, holding a `queue` schedule's later slots that long;
  *   - `deadline:` (scheduler_deadline_at): a job the scheduler made that
  *     is claimed past its slot's deadline is not run: it is failed at
  *     once, permanently, with class "deadline" (DEAD, a lost row, the
@@ -68,7 +72,8 @@
 #include "scheduler.h"
 #include "worker.h"
 
-/* The finish retry after SC_EIO: real time, 0.1 s doubling to 5 s. */
+/* The finish retry after SC_EIO or SC_ENOSPC: real time, 0.1 s doubling
+ * to 5 s. */
 #define FINISH_TRIES 20
 #define FINISH_BACKOFF_MIN_MS 100
 #define FINISH_BACKOFF_MAX_MS 5000
@@ -216,6 +221,10 @@ static int finish(const struct worker_opts *o, struct sc_clock *clock,
 {
 	int rc;
 
+	/* Test builds: the store's disk full at this finish. */
+	if (FAILPOINT_ERR("worker.finish_full"))
+		return sc_err_set(err, SC_ENOSPC, "database or disk is full "
+				  "(injected by failpoint worker.finish_full)");
 	if (ok) {
 		rc = queue_complete(o->store, job, out->rep.details_json, err);
 		out->completed = rc == 0;
@@ -240,10 +249,18 @@ static int finish(const struct worker_opts *o, struct sc_clock *clock,
 	return rc;
 }
 
+/* Whether a finish that failed with rc may have failed for a while only
+ * (a lost connection, a full disk), with an outcome unknown. */
+static bool finish_retryable(int rc)
+{
+	return rc == SC_EIO || rc == SC_ENOSPC;
+}
+
 /*
- * A finish lost to a connection error: the outcome is known, so record it
- * again once the store answers. SC_ELEASE then means the first try did
- * commit (or another worker took over): nothing left to do.
+ * A finish lost to a connection error or a full disk: the run's outcome
+ * is known, so record it again once the store answers. SC_ELEASE then
+ * means the first try did commit (or another worker took over): nothing
+ * left to do.
  */
 static int finish_again(const struct worker_opts *o, struct sc_clock *clock,
 			const struct store_job *job, bool ok,
@@ -252,7 +269,7 @@ static int finish_again(const struct worker_opts *o, struct sc_clock *clock,
 	int64_t backoff = FINISH_BACKOFF_MIN_MS;
 	int rc = SC_EIO;
 
-	for (int i = 0; i < FINISH_TRIES && rc == SC_EIO; i++) {
+	for (int i = 0; i < FINISH_TRIES && finish_retryable(rc); i++) {
 		struct sc_err e = {0};
 		struct timespec ts = {.tv_sec = backoff / 1000,
 				      .tv_nsec = (backoff % 1000) * 1000000};
@@ -404,7 +421,7 @@ int worker_run_job(const struct worker_opts *o, const struct store_job *job_in,
 				     sc_clock_now_ms(k.clock), out);
 	}
 	rc = finish(o, k.clock, job, ok, out, err);
-	if (rc == SC_EIO && !k.released && !k.lost)
+	if (finish_retryable(rc) && !k.released && !k.lost)
 		rc = finish_again(o, k.clock, job, ok, out);
 	out->released = k.released;
 	out->lease_lost = k.lost || (rc == SC_ELEASE && !k.released);

@@ -744,6 +744,35 @@ static void permanent_task_failure_kills_the_job_at_once(void **state)
 	worker_result_dispose(&jr);
 }
 
+/*
+ * A finish that meets a full disk is recorded once there is room: the
+ * worker tries it again (as after a lost connection), so the job does not
+ * stay ACTIVE until its lease runs out, holding a `queue` schedule's later
+ * slots all that time (a slot was lost that way under a full disk, in
+ * test_disk_full). The disk is full for the first try only
+ * (worker.finish_full:err@1).
+ */
+static void a_finish_on_a_full_disk_is_recorded_when_room_returns(void **state)
+{
+	struct store_job job, after;
+	struct worker_result jr;
+
+	TU_NEED_TEST_SEAMS(); /* the worker.finish_full failpoint */
+	add_task("digest", "echo 'weekly digest'");
+	assert_int_equal(queue_enqueue(F.store, "weekly", SLOT, &weekly_policy,
+				       NULL, NULL, NULL), 0);
+	claim(&job);
+	setenv("SURECRON_FAILPOINTS", "worker.finish_full:err@1", 1);
+	int rc = worker_run_job(wopts(&F.ctx), &job, &jr, NULL);
+	unsetenv("SURECRON_FAILPOINTS");
+	assert_int_equal(rc, 0);
+	assert_true(jr.completed);
+	assert_int_equal(store_job_get(F.store, job.id, &after, NULL), 0);
+	assert_int_equal(after.state, JOB_DONE);
+	assert_int_equal(ledger_count(LEDGER_SUCCESS, NULL, 0), 1);
+	worker_result_dispose(&jr);
+}
+
 /* A worker whose lease was taken over must not run or send anything. */
 static void lost_lease_runs_and_sends_nothing(void **state)
 {
@@ -1094,6 +1123,7 @@ int main(void)
 		T(delivery_failure_fails_the_job_and_retry_resends),
 		T(lost_slot_alerts_only_configured_targets),
 		T(permanent_task_failure_kills_the_job_at_once),
+		T(a_finish_on_a_full_disk_is_recorded_when_room_returns),
 		T(lost_lease_runs_and_sends_nothing),
 		T(two_recoveries_alert_a_lost_slot_once),
 		T(run_task_hook_replaces_task_run),
