@@ -452,14 +452,17 @@ static const char *const *const migrations[SCHEMA_VERSION] = {
  * CLAIM_POL: the schedule's policy from the framed allow and skip lists
  * (store_claim_rule): 2 allow, 1 skip, 0 queue. CLAIM_HELD: a job of the
  * schedule is ACTIVE, or a READY one due by `due` comes before this one
- * in the claim order (fresh before retries, then run_at, then id): both
- * seeks of jobs_open. The READY test is written "state <> 2 AND state <
- * 1" (states are 0 to 3, so it is state = 0) because "state = 0" also
- * lets the planner read jobs_due (WHERE state = 0) filtered on the
- * schedule, and the claims' generic plans, made on statistics with few
- * READY rows, chose that: every due job read for each row a pick walks,
- * a claim's cost growing with the jobs due (docs/bench.md, 2026-12-05,
- * evening). This form implies jobs_open's predicate, not jobs_due's.
+ * in the claim order (fresh before retries, then run_at, then id): one
+ * seek of jobs_open by schedule, over the schedule's unfinished jobs.
+ * Its state tests are written so that only jobs_open's predicate
+ * (state <> 2) follows from them: "state < 2" and "state > 0" for READY
+ * or ACTIVE and ACTIVE (the states are 0 to 3). The claims' plans are
+ * generic, made on statistics that may show few READY or ACTIVE rows,
+ * and with "state = 0" the planner read jobs_due (WHERE state = 0)
+ * filtered on the schedule, every due job for each row a pick walked;
+ * with a separate "state = 1" test it read every entry of jobs_lease
+ * (WHERE state = 1) at each claim, which between two vacuums holds one
+ * dead entry per job finished since (docs/bench.md, 2026-12-05).
  * CLAIM_SCHED_LOCK: the schedule's lock, taken only
  * if free, held to the end of the transaction. Its two-key form has a
  * key space of its own, apart from the one-key locks (CLAIM_LOCK_KEY,
@@ -471,12 +474,10 @@ static const char *const *const migrations[SCHEMA_VERSION] = {
 	" || chr(10)) > 0 THEN 2 WHEN strpos(" skip "::text, chr(10) || "   \
 	t ".schedule || chr(10)) > 0 THEN 1 ELSE 0 END"
 #define CLAIM_HELD(t, retry, due)                                            \
-	"(EXISTS (SELECT 1 FROM jobs a WHERE a.schedule = " t ".schedule"   \
-	" AND a.state = 1) OR EXISTS (SELECT 1 FROM jobs o"                 \
-	" WHERE o.schedule = " t ".schedule AND o.state <> 2"               \
-	" AND o.state < 1"                                                  \
-	" AND o.run_at_ms <= " due " AND (o.attempts > 0, o.run_at_ms,"     \
-	" o.id) < (" retry ", " t ".run_at_ms, " t ".id)))"
+	"EXISTS (SELECT 1 FROM jobs o WHERE o.schedule = " t ".schedule"    \
+	" AND o.state <> 2 AND o.state < 2 AND (o.state > 0"                \
+	" OR (o.run_at_ms <= " due " AND (o.attempts > 0, o.run_at_ms,"     \
+	" o.id) < (" retry ", " t ".run_at_ms, " t ".id))))"
 #define CLAIM_SCHED_LOCK(t)                                                  \
 	"pg_try_advisory_xact_lock(" CLAIM_SCHED_SPACE ", hashtext(" t      \
 	".schedule))"
@@ -633,11 +634,12 @@ static const char *const sql[ST_COUNT] = {
 	 * parallel, which pg_claim_ruled turns off for its transaction.
 	 */
 	[ST_CLAIM_PICK] =
-	"SELECT k.id FROM ((SELECT j.id, j.schedule, j.run_at_ms, false AS retry, "
+	"SELECT k.id, k.tid FROM ((SELECT j.id, j.ctid AS tid, j.schedule,"
+	" j.run_at_ms, false AS retry, "
 	CLAIM_POL("j", "$4", "$5") " AS pol FROM jobs j WHERE j.state = 0"
 	" AND j.attempts = 0 AND j.run_at_ms <= $1::bigint + $3::bigint"
 	" ORDER BY j.run_at_ms, j.id) UNION ALL"
-	" (SELECT j.id, j.schedule, j.run_at_ms, true, "
+	" (SELECT j.id, j.ctid, j.schedule, j.run_at_ms, true, "
 	CLAIM_POL("j", "$4", "$5") " FROM jobs j WHERE j.state = 0"
 	" AND j.attempts > 0 AND j.run_at_ms <= $1::bigint + $3::bigint"
 	" ORDER BY j.run_at_ms, j.id)) k"
@@ -646,29 +648,38 @@ static const char *const sql[ST_COUNT] = {
 	" THEN false ELSE " CLAIM_SCHED_LOCK("k") " END LIMIT $2",
 	/*
 	 * ST_CLAIM_TAKE: $1 now, $2 the picked ids ("{1,2}"), $3 worker,
-	 * $4 lease_ms, $5 ahead_ms, $6 allow, $7 skip. Checks the rule again
+	 * $4 lease_ms, $5 ahead_ms, $6 allow, $7 skip, $8 the picked rows'
+	 * addresses (ctid, "{\"(0,1)\",\"(0,2)\"}"). Checks the rule again
 	 * for the picked jobs in a snapshot taken after their schedules'
 	 * locks were, and claims those that still pass; the rows in the claim
-	 * order. The last column but one is the overlapped flag. The ids are
-	 * joined from unnest so that the plan (generic after a few runs) reads
-	 * them by primary key; `id = ANY` was planned as a bitmap AND with
-	 * every due row of jobs_due.
+	 * order. The last column but one is the overlapped flag.
+	 *
+	 * Every read of jobs here goes by a picked address or id, whatever
+	 * the statistics say: the row addresses make a TID scan (a few
+	 * page reads, cheaper than any index walk in every estimate), and
+	 * the READY test is written "state + 0 = 0" so that no partial index
+	 * (jobs_due, jobs_open) can stand in for it. Joined by id, or with
+	 * "state = 0", the generic plan made on a table with few READY rows
+	 * read every READY job once a take: 0.4 ms a take with 1,576 due,
+	 * 5.6 ms with 2,000 after an ANALYZE of DONE rows (docs/bench.md,
+	 * 2026-12-05, night). An address is only a hint: a row updated since
+	 * the pick has moved, so its old address shows nothing in this
+	 * snapshot and the job is left to the next pick (it was claimed, or
+	 * changed); a freed address taken by another row fails the id test.
 	 */
 	[ST_CLAIM_TAKE] =
-	"WITH k AS (SELECT j.id, " CLAIM_POL("j", "$6", "$7") " AS pol, "
+	"WITH c AS (SELECT k.id, k.tid, k.pol = 1 AND k.held AS flag FROM"
+	" (SELECT j.id, j.ctid AS tid, " CLAIM_POL("j", "$6", "$7") " AS pol, "
 	CLAIM_HELD("j", "j.attempts > 0", "$1::bigint + $5::bigint") " AS held"
-	" FROM unnest($2::bigint[]) AS p(id) JOIN jobs j ON j.id = p.id"
-	" WHERE j.state = 0"
-	" AND j.run_at_ms <= $1::bigint + $5::bigint),"
-	" c AS (SELECT j.id, k.pol = 1 AND k.held AS flag FROM jobs j"
-	" JOIN k ON j.id = k.id WHERE j.state = 0 AND (k.pol > 0 OR NOT k.held)"
-	" FOR UPDATE OF j SKIP LOCKED),"
+	" FROM jobs j WHERE j.ctid = ANY($8::tid[]) AND j.id = ANY($2::bigint[])"
+	" AND j.state + 0 = 0 AND j.run_at_ms <= $1::bigint + $5::bigint) k"
+	" WHERE k.pol > 0 OR NOT k.held FOR UPDATE OF k SKIP LOCKED),"
 	" u AS (UPDATE jobs j SET state = 1, attempts = j.attempts + 1,"
 	" lease_token = nextval('lease_tokens'), lease_owner = $3,"
 	" lease_expires_ms = $1::bigint + $4::bigint,"
 	" started_ms = GREATEST($1::bigint, j.run_at_ms)"
-	" FROM c WHERE j.id = c.id RETURNING " JOB_COLS_J ", c.flag, "
-	DURABLE " AS durable)"
+	" FROM c WHERE j.ctid = c.tid AND j.id = c.id RETURNING " JOB_COLS_J
+	", c.flag, " DURABLE " AS durable)"
 	" SELECT * FROM u ORDER BY attempts > 1, run_at_ms, id",
 	[ST_HEARTBEAT] =
 	"UPDATE jobs SET lease_expires_ms = $3::bigint + $4::bigint"
@@ -1888,22 +1899,30 @@ static void pg_claim_rule(void *impl, const struct store_claim_rule *r)
  * taken meanwhile (see pg_claim_ruled). */
 #define CLAIM_TRIES 4
 
-/* The ids of a ST_CLAIM_PICK result as an array literal, "{1,2}", in buf
- * of CLAIM_IDS_LEN(n) bytes. */
+/* The ids and row addresses of a ST_CLAIM_PICK result as array literals,
+ * "{1,2}" in ids and "{\"(0,1)\",\"(0,2)\"}" in tids, each a buffer of
+ * CLAIM_IDS_LEN(n) bytes (a tid is at most "(4294967295,65535)"). */
 #define CLAIM_IDS_LEN(n) ((n) * 21 + 3)
-static void claim_ids(const PGresult *res, char *buf)
+static void claim_ids(const PGresult *res, char *ids, char *tids)
 {
-	size_t at = 0;
+	size_t at = 0, tat = 0;
 	int n = PQntuples(res);
 
-	buf[at++] = '{';
+	ids[at++] = '{';
+	tids[tat++] = '{';
 	for (int i = 0; i < n; i++) {
-		if (i)
-			buf[at++] = ',';
-		at += (size_t)sprintf(buf + at, "%" PRId64, get_i64(res, i, 0));
+		if (i) {
+			ids[at++] = ',';
+			tids[tat++] = ',';
+		}
+		at += (size_t)sprintf(ids + at, "%" PRId64, get_i64(res, i, 0));
+		tat += (size_t)snprintf(tids + tat, 21, "\"%.18s\"",
+					PQgetvalue(res, i, 1));
 	}
-	buf[at++] = '}';
-	buf[at] = '\0';
+	ids[at++] = '}';
+	ids[at] = '\0';
+	tids[tat++] = '}';
+	tids[tat] = '\0';
 }
 
 /*
@@ -1944,10 +1963,14 @@ static int pg_claim_ruled(struct pg *p, const struct store_claim_rule *r,
 {
 	PGresult *res = NULL;
 	char *ids = malloc(CLAIM_IDS_LEN(max));
+	char *tids = malloc(CLAIM_IDS_LEN(max));
 	int rc;
 
-	if (!ids)
+	if (!ids || !tids) {
+		free(ids);
+		free(tids);
 		return sc_err_set(err, SC_ENOMEM, "out of memory");
+	}
 	/* exec_const never connects: after a lost connection the claim is
 	 * what reconnects (as run() would). */
 	rc = ensure_conn(p, err);
@@ -1969,7 +1992,7 @@ static int pg_claim_ruled(struct pg *p, const struct store_claim_rule *r,
 		if (rc)
 			break;
 		int n_picked = PQntuples(picked);
-		claim_ids(picked, ids);
+		claim_ids(picked, ids, tids);
 		PQclear(picked);
 		if (n_picked == 0)
 			break; /* nothing due, or every one held by others */
@@ -1984,6 +2007,7 @@ static int pg_claim_ruled(struct pg *p, const struct store_claim_rule *r,
 		arg_i64(&a, ahead_ms);
 		arg_str(&a, r->allow);
 		arg_str(&a, r->skip);
+		arg_str(&a, tids);
 		PQclear(res);
 		res = NULL;
 		rc = run(p, ST_CLAIM_TAKE, &a, &res, err);
@@ -1991,6 +2015,7 @@ static int pg_claim_ruled(struct pg *p, const struct store_claim_rule *r,
 			break;
 	}
 	free(ids);
+	free(tids);
 	if (!rc)
 		rc = exec_const(p, "COMMIT", err);
 	if (rc) {
