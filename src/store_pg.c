@@ -455,8 +455,8 @@ static const char *const *const migrations[SCHEMA_VERSION] = {
  * in the claim order (fresh before retries, then run_at, then id): one
  * seek of jobs_open by schedule, over the schedule's unfinished jobs.
  * Its state tests are written so that only jobs_open's predicate
- * (state <> 2) follows from them: "state < 2" and "state > 0" for READY
- * or ACTIVE and ACTIVE (the states are 0 to 3). The claims' plans are
+ * (state <> 2) follows from them: "state < 2" (READY or ACTIVE; the
+ * states are 0 to 3), then "state > 0" (ACTIVE). The claims' plans are
  * generic, made on statistics that may show few READY or ACTIVE rows,
  * and with "state = 0" the planner read jobs_due (WHERE state = 0)
  * filtered on the schedule, every due job for each row a pick walked;
@@ -620,9 +620,10 @@ static const char *const sql[ST_COUNT] = {
 	 * SQLite backend's ST_JOB_PICK, the same rule.
 	 *
 	 * ST_CLAIM_PICK: $1 now, $2 max, $3 ahead_ms, $4 allow, $5 skip. Walks
-	 * the due READY jobs in the claim order and returns up to $2 whose
-	 * schedule lock (CLAIM_SCHED_LOCK) it could take without waiting; a
-	 * schedule another claimer holds is passed over, as SKIP LOCKED
+	 * the due READY jobs in the claim order and returns (id and row
+	 * address, for ST_CLAIM_TAKE) up to $2 whose schedule lock
+	 * (CLAIM_SCHED_LOCK) it could take without waiting; a schedule
+	 * another claimer holds is passed over, as SKIP LOCKED
 	 * passes over rows. The claim order is two walks of jobs_due, fresh
 	 * jobs then retries, so that a claim reads a few rows, not every due
 	 * one (a sort of them all cost 1.3 ms a claim with 1,576 due). The
@@ -658,12 +659,13 @@ static const char *const sql[ST_COUNT] = {
 	 * the statistics say: the row addresses make a TID scan (a few
 	 * page reads, cheaper than any index walk in every estimate), and
 	 * the READY test is written "state + 0 = 0" so that no partial index
-	 * (jobs_due, jobs_open) can stand in for it. Joined by id, or with
-	 * "state = 0", the generic plan made on a table with few READY rows
-	 * read every READY job once a take: 0.4 ms a take with 1,576 due,
-	 * 5.6 ms with 2,000 after an ANALYZE of DONE rows (docs/bench.md,
-	 * 2026-12-05, night). An address is only a hint: a row updated since
-	 * the pick has moved, so its old address shows nothing in this
+	 * (jobs_due, jobs_open) can stand in for it; the rows are locked in
+	 * that same scan. Joined by id, or with "state = 0", the generic plan
+	 * made on a table with few READY rows read every READY job at least
+	 * once a take: 0.4 ms a take with 1,576 due on a fresh table; after
+	 * an ANALYZE of DONE rows, 6 ms with 2,000 due and over 100 s with
+	 * 20,000 (docs/bench.md, 2026-12-05, night). An address is only a
+	 * hint: a row updated since the pick has moved, so its old address shows nothing in this
 	 * snapshot and the job is left to the next pick (it was claimed, or
 	 * changed); a freed address taken by another row fails the id test.
 	 */
