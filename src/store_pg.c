@@ -665,9 +665,10 @@ static const char *const sql[ST_COUNT] = {
 	 * once a take: 0.4 ms a take with 1,576 due on a fresh table; after
 	 * an ANALYZE of DONE rows, 6 ms with 2,000 due and over 100 s with
 	 * 20,000 (docs/bench.md, 2026-12-05, night). An address is only a
-	 * hint: a row updated since the pick has moved, so its old address shows nothing in this
-	 * snapshot and the job is left to the next pick (it was claimed, or
-	 * changed); a freed address taken by another row fails the id test.
+	 * hint: a row updated since the pick has moved, so its old address
+	 * shows nothing in this snapshot and the job is left to the next
+	 * pick (it was claimed, or changed); a freed address taken by another
+	 * row fails the id test.
 	 */
 	[ST_CLAIM_TAKE] =
 	"WITH c AS (SELECT k.id, k.tid, k.pol = 1 AND k.held AS flag FROM"
