@@ -434,6 +434,18 @@ static const char *const *const migrations[SCHEMA_VERSION] = {
 #define DURABLE "set_config('synchronous_commit', NULL, true)"
 
 /*
+ * The ACTIVE test of a statement that finds its job by id (the fence
+ * below, heartbeat, finish, release, stall), written so that the row is
+ * read by primary key whatever the statistics say. Written "state = 1",
+ * it let the generic plans, made on statistics with few ACTIVE rows, walk
+ * jobs_lease (WHERE state = 1) filtered on the id instead: every ACTIVE
+ * job, and between two vacuums a dead entry for every job finished
+ * since, read at each heartbeat, fenced write and finish (docs/bench.md,
+ * 2026-12-05, night).
+ */
+#define BY_ID_ACTIVE "state + 0 = 1"
+
+/*
  * The lease fence of a write made for a claimed job (store.h, fencing),
  * as the first CTE of the writing statement: f.ok is true when the handle
  * is not fenced (job id NULL) or the job is ACTIVE under the token. The
@@ -445,7 +457,7 @@ static const char *const *const migrations[SCHEMA_VERSION] = {
 #define FENCE_CTE(id, tok)                                                 \
 	"f AS (SELECT (" id "::bigint IS NULL OR EXISTS (SELECT 1 FROM jobs" \
 	" WHERE id = " id "::bigint AND lease_token = " tok "::bigint"      \
-	" AND state = 1 FOR SHARE)) AS ok)"
+	" AND " BY_ID_ACTIVE " FOR SHARE)) AS ok)"
 
 /*
  * The overlap rule's pieces for the claim (ST_CLAIM_PICK, ST_CLAIM_TAKE).
@@ -686,13 +698,13 @@ static const char *const sql[ST_COUNT] = {
 	" SELECT * FROM u ORDER BY attempts > 1, run_at_ms, id",
 	[ST_HEARTBEAT] =
 	"UPDATE jobs SET lease_expires_ms = $3::bigint + $4::bigint"
-	" WHERE id = $1 AND state = 1 AND lease_token = $2",
+	" WHERE id = $1 AND " BY_ID_ACTIVE " AND lease_token = $2",
 	/* $1 id, $2 token, $3 new state, $4 run_at, $5 now, $6.. ledger. */
 	[ST_FINISH] =
 	"WITH u AS (UPDATE jobs SET state = $3::smallint,"
 	" run_at_ms = CASE WHEN $3::smallint = 0 THEN $4::bigint"
 	" ELSE run_at_ms END, lease_expires_ms = 0"
-	" WHERE id = $1 AND state = 1 AND lease_token = $2"
+	" WHERE id = $1 AND " BY_ID_ACTIVE " AND lease_token = $2"
 	" RETURNING id, schedule, slot_ms, attempts, started_ms)"
 	" INSERT INTO ledger (" LEDGER_COLS ")"
 	" SELECT schedule, slot_ms, id, attempts, started_ms, $5::bigint,"
@@ -704,7 +716,7 @@ static const char *const sql[ST_COUNT] = {
 	[ST_RELEASE] =
 	"WITH u AS (UPDATE jobs SET state = 0, run_at_ms = $3::bigint,"
 	" attempts = attempts - 1, lease_expires_ms = 0"
-	" WHERE id = $1 AND state = 1 AND lease_token = $2"
+	" WHERE id = $1 AND " BY_ID_ACTIVE " AND lease_token = $2"
 	" RETURNING id, schedule, slot_ms, attempts, started_ms)"
 	" INSERT INTO ledger (" LEDGER_COLS ")"
 	" SELECT schedule, slot_ms, id, attempts + 1, started_ms, $3::bigint,"
@@ -729,7 +741,7 @@ static const char *const sql[ST_COUNT] = {
 	[ST_STALL] =
 	"WITH u AS (UPDATE jobs SET n_stalls = n_stalls + 1,"
 	" state = $3::smallint, run_at_ms = $1::bigint, lease_expires_ms = 0"
-	" WHERE id = $2::bigint AND state = 1"
+	" WHERE id = $2::bigint AND " BY_ID_ACTIVE
 	" RETURNING id, schedule, slot_ms, attempts, started_ms),"
 	" l AS (INSERT INTO ledger (" LEDGER_COLS ")"
 	" SELECT u.schedule, u.slot_ms, u.id, u.attempts, u.started_ms,"

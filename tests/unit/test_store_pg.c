@@ -763,6 +763,33 @@ static bool jobs_reads_settled(int64_t want, int64_t *read)
 	}
 }
 
+/* n jobs of their own schedules, claimed and finished on w, then the
+ * table analyzed: the statistics of a store that has run a while, with no
+ * READY or ACTIVE job, and the index entries of those jobs' earlier
+ * versions still there (no vacuum yet). */
+static void jobs_done_and_analyzed(void *w, int n_jobs)
+{
+	struct store_job out[16];
+	size_t n = 0;
+
+	for (int i = 0; i < n_jobs; i++) {
+		char name[16];
+		snprintf(name, sizeof(name), "d%04d", i);
+		enq(w, name, T0 - 2 * MIN);
+	}
+	for (int done = 0; done < n_jobs; done += (int)n) {
+		assert_int_equal(ops->job_claim(w, "w", MIN, 0, out, 16, &n,
+						NULL), 0);
+		assert_true(n > 0);
+		for (size_t i = 0; i < n; i++)
+			assert_int_equal(ops->job_finish(w, out[i].id,
+							 out[i].lease_token,
+							 JOB_DONE, 0, NULL,
+							 NULL), 0);
+	}
+	PQclear(pgfx_sql("ANALYZE jobs"));
+}
+
 static void a_claim_reads_a_few_rows_however_many_are_due(void **state)
 {
 	PGFX_NEED_SERVER();
@@ -773,22 +800,7 @@ static void a_claim_reads_a_few_rows_however_many_are_due(void **state)
 	int64_t before = 0, after = 0;
 
 	ops->claim_rule(w, &RULE_QUEUE);
-	for (int i = 0; i < DONE_JOBS; i++) {
-		char name[16];
-		snprintf(name, sizeof(name), "d%04d", i);
-		enq(w, name, T0 - 2 * MIN);
-	}
-	for (int done = 0; done < DONE_JOBS; done += (int)n) {
-		assert_int_equal(ops->job_claim(w, "w", MIN, 0, out, 4, &n,
-						NULL), 0);
-		assert_true(n > 0);
-		for (size_t i = 0; i < n; i++)
-			assert_int_equal(ops->job_finish(w, out[i].id,
-							 out[i].lease_token,
-							 JOB_DONE, 0, NULL,
-							 NULL), 0);
-	}
-	PQclear(pgfx_sql("ANALYZE jobs"));
+	jobs_done_and_analyzed(w, DONE_JOBS);
 	/* The claimer's pick is planned now, on those statistics. */
 	h = open_store(clk);
 	ops->claim_rule(h, &RULE_QUEUE);
@@ -808,6 +820,57 @@ static void a_claim_reads_a_few_rows_however_many_are_due(void **state)
 	print_message("a claim of 4 among %d due read %lld index entries "
 		      "and rows\n", BURST_JOBS, (long long)(after - before));
 	assert_true(after - before < BURST_JOBS / 20);
+	sc_clock_free(clk);
+}
+
+/*
+ * A job's own statements (heartbeat, a fenced write, finish) read its
+ * row by primary key. Planned on statistics as above, of 1,000 DONE jobs
+ * (on a table of a few pages a sequential scan is the cheaper plan, and
+ * is taken), with the index entries of those jobs' ACTIVE versions still
+ * in jobs_lease: written "state = 1", each walked jobs_lease and filtered
+ * on the id. What the claim, the heartbeat, the fenced ledger write and
+ * the finish read together is counted as above.
+ */
+#define KEYED_DONE_JOBS 1000
+
+static void a_job_s_statements_read_its_row_by_key(void **state)
+{
+	PGFX_NEED_SERVER();
+	struct sc_clock *clk = sc_clock_virtual_new(T0);
+	void *w = open_store(clk), *h;
+	struct store_job j;
+	size_t n = 0;
+	int64_t before = 0, after = 0;
+	struct ledger_row r = {0};
+	bool wr = false;
+
+	ops->claim_rule(w, &RULE_QUEUE);
+	jobs_done_and_analyzed(w, KEYED_DONE_JOBS);
+	enq(w, "x", T0 - MIN);
+	ops->close(w);
+	assert_true(jobs_reads_settled(3 * KEYED_DONE_JOBS + 1, &before));
+	h = open_store(clk);
+	ops->claim_rule(h, &RULE_QUEUE);
+	assert_int_equal(ops->job_claim(h, "w", MIN, 0, &j, 1, &n, NULL), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(ops->job_heartbeat(h, j.id, j.lease_token, MIN, NULL),
+			 0);
+	snprintf(r.schedule, sizeof(r.schedule), "x");
+	r.slot_ms = j.slot_ms;
+	snprintf(r.outcome, sizeof(r.outcome), "%s", LEDGER_SUCCESS);
+	r.error_msg = (char *)"";
+	const struct store_fence fence = {j.id, j.lease_token};
+	assert_int_equal(ops->ledger_append(h, &fence, &r, &wr, NULL), 0);
+	assert_true(wr);
+	assert_int_equal(ops->job_finish(h, j.id, j.lease_token, JOB_DONE, 0,
+					 NULL, NULL), 0);
+	ops->close(h);
+	/* Written: the claim, the heartbeat and the finish. */
+	assert_true(jobs_reads_settled(3 * KEYED_DONE_JOBS + 4, &after));
+	print_message("a claim, heartbeat, fenced write and finish read %lld "
+		      "index entries and rows\n", (long long)(after - before));
+	assert_true(after - before < 50);
 	sc_clock_free(clk);
 }
 
@@ -1492,6 +1555,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(
 			a_claim_reads_a_few_rows_however_many_are_due,
 			pgfx_setup, pgfx_teardown),
+		cmocka_unit_test_setup_teardown(
+			a_job_s_statements_read_its_row_by_key, pgfx_setup,
+			pgfx_teardown),
 		cmocka_unit_test_setup_teardown(ledger_append_and_filters, pgfx_setup,
 						pgfx_teardown),
 		cmocka_unit_test_setup_teardown(outbox_states_and_guard, pgfx_setup,
