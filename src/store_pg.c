@@ -66,7 +66,7 @@
  * operations are drained right away (memory stays bounded) and remembered,
  * so the next wait returns at once.
  *
- * Schema version 8 (schema_version table, one row). To change the schema,
+ * Schema version 9 (schema_version table, one row). To change the schema,
  * append a migration to `migrations` and bump SCHEMA_VERSION; a database
  * whose version is newer than SCHEMA_VERSION is refused with SC_EVERSION
  * and never touched. Migrations run under a transaction-scoped advisory
@@ -89,7 +89,7 @@
 #include "store.h"
 #include "url.h"
 
-#define SCHEMA_VERSION 8
+#define SCHEMA_VERSION 9
 #define CHANNEL "surecron_jobs"
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 5000
@@ -324,6 +324,62 @@ static const char *const migration_8[] = {
 	NULL,
 };
 
+/*
+ * 8 -> 9: each schedule's newest ledger row and newest success in
+ * ledger_head, as on SQLite (schema 9 there), kept by a trigger on every
+ * insert and repaired by the prune when it deletes a head's row
+ * (PG_HEAD_REPAIR). `status` of every schedule read them with a skip
+ * scan of ledger_slot and a probe per name: two index descents per
+ * schedule, about 1 s for 10,000 schedules over 10,000,000 rows
+ * (docs/bench.md, 2026-12-05, late). The order is the ledger's "newest":
+ * (slot_ms, id), the greater wins; a row of an older slot written later
+ * (a late retry's) does not replace the head. The function pins its
+ * search_path, so the trigger finds this schema's ledger_head whatever
+ * the session's is. The heads are filled from the existing rows before
+ * the trigger exists, in the same transaction as the rest.
+ */
+#define HEAD_NEWER "(excluded.slot_ms, excluded.id) > (h.slot_ms, h.id)"
+#define HEAD_OK_NEWER                                                      \
+	"excluded.ok_id IS NOT NULL AND (h.ok_id IS NULL OR"                \
+	" (excluded.ok_slot_ms, excluded.ok_id) > (h.ok_slot_ms, h.ok_id))"
+static const char *const migration_9[] = {
+	"CREATE TABLE ledger_head ("
+	" schedule text PRIMARY KEY,"
+	" id bigint NOT NULL,"
+	" slot_ms bigint NOT NULL,"
+	" ok_id bigint,"
+	" ok_slot_ms bigint)",
+	"INSERT INTO ledger_head (schedule, id, slot_ms, ok_id, ok_slot_ms)"
+	" WITH RECURSIVE n(name) AS ((SELECT schedule FROM ledger ORDER BY"
+	" schedule LIMIT 1) UNION ALL SELECT (SELECT l.schedule FROM ledger l"
+	" WHERE l.schedule > n.name ORDER BY l.schedule LIMIT 1) FROM n"
+	" WHERE n.name IS NOT NULL)"
+	" SELECT n.name, l.id, l.slot_ms, o.id, o.slot_ms FROM n"
+	" CROSS JOIN LATERAL (SELECT id, slot_ms FROM ledger WHERE schedule ="
+	" n.name ORDER BY slot_ms DESC, id DESC LIMIT 1) l"
+	" LEFT JOIN LATERAL (SELECT id, slot_ms FROM ledger WHERE outcome ="
+	" '" LEDGER_SUCCESS "' AND schedule = n.name ORDER BY slot_ms DESC,"
+	" id DESC LIMIT 1) o ON true",
+	"CREATE FUNCTION ledger_head_new() RETURNS trigger LANGUAGE plpgsql"
+	" SET search_path FROM CURRENT AS $$ BEGIN"
+	" INSERT INTO ledger_head AS h (schedule, id, slot_ms, ok_id,"
+	" ok_slot_ms) VALUES (NEW.schedule, NEW.id, NEW.slot_ms,"
+	" CASE WHEN NEW.outcome = '" LEDGER_SUCCESS "' THEN NEW.id END,"
+	" CASE WHEN NEW.outcome = '" LEDGER_SUCCESS "' THEN NEW.slot_ms END)"
+	" ON CONFLICT (schedule) DO UPDATE SET"
+	" id = CASE WHEN " HEAD_NEWER " THEN excluded.id ELSE h.id END,"
+	" slot_ms = CASE WHEN " HEAD_NEWER " THEN excluded.slot_ms"
+	" ELSE h.slot_ms END,"
+	" ok_id = CASE WHEN " HEAD_OK_NEWER " THEN excluded.ok_id"
+	" ELSE h.ok_id END,"
+	" ok_slot_ms = CASE WHEN " HEAD_OK_NEWER " THEN excluded.ok_slot_ms"
+	" ELSE h.ok_slot_ms END;"
+	" RETURN NULL; END $$",
+	"CREATE TRIGGER ledger_head_new AFTER INSERT ON ledger"
+	" FOR EACH ROW EXECUTE FUNCTION ledger_head_new()",
+	NULL,
+};
+
 static const char *const *const migrations[SCHEMA_VERSION] = {
 	migration_1,
 	migration_2,
@@ -333,6 +389,7 @@ static const char *const *const migrations[SCHEMA_VERSION] = {
 	migration_6,
 	migration_7,
 	migration_8,
+	migration_9,
 };
 
 /* ---- statements ------------------------------------------------------- */
@@ -351,27 +408,23 @@ static const char *const *const migrations[SCHEMA_VERSION] = {
 #define LEDGER_COLS                                                        \
 	"schedule, slot_ms, job_id, attempt, started_ms, finished_ms, "    \
 	"outcome, error_class, error_msg, retry_hint_ms, details_json"
-/* store_sched_summaries' schedules of the ledger: a skip scan of
- * ledger_slot, one index seek per name whatever the number of rows. */
-#define PG_SUM_NAMES_ALL                                                   \
-	"n(name) AS ((SELECT schedule FROM ledger ORDER BY schedule LIMIT 1)" \
-	" UNION ALL SELECT (SELECT l.schedule FROM ledger l WHERE"          \
-	" l.schedule > n.name ORDER BY l.schedule LIMIT 1) FROM n"           \
-	" WHERE n.name IS NOT NULL)"
+/* store_sched_summaries' schedules of the ledger: the heads (migration
+ * 9), one row per schedule that has a ledger row. */
+#define PG_SUM_NAMES_ALL "n(name) AS (SELECT schedule FROM ledger_head)"
 #define PG_SUM_NAMES_ONE                                                   \
-	"n(name) AS (SELECT schedule FROM ledger WHERE schedule = $2::text"  \
-	" LIMIT 1)"
+	"n(name) AS (SELECT schedule FROM ledger_head WHERE schedule ="      \
+	" $2::text)"
 /*
  * store_sched_summaries ($1 now, $2 the schedule of the _ONE form): the
  * unfinished jobs by state from the partial index jobs_open (no DONE job
  * in it), DONE as the schedule's total (over the unique index on
  * (schedule, slot_ms)) less those, and the newest row of each schedule
- * by one descending probe of ledger_slot (LATERAL). Columns: name,
+ * by its head (ledger_head, then the row by primary key). Columns: name,
  * ready_due, delayed, active, dead, total, then id and LEDGER_COLS (NULL
  * without a row). Sorted as strcmp does (COLLATE "C").
  */
 #define PG_SUMMARIES(names, filter)                                        \
-	"WITH RECURSIVE " names ","                                          \
+	"WITH " names ","                                                    \
 	" c AS (SELECT schedule,"                                            \
 	" count(*) FILTER (WHERE state = 0 AND run_at_ms <= $1::bigint) rd," \
 	" count(*) FILTER (WHERE state = 0 AND run_at_ms > $1::bigint) dl,"  \
@@ -380,33 +433,48 @@ static const char *const *const migrations[SCHEMA_VERSION] = {
 	" FROM jobs WHERE state <> 2" filter " GROUP BY schedule),"          \
 	" t AS (SELECT schedule, count(*) tot FROM jobs WHERE true" filter   \
 	" GROUP BY schedule),"                                               \
-	" s(name) AS (SELECT name FROM n WHERE name IS NOT NULL UNION"       \
-	" SELECT schedule FROM t)"                                           \
+	" s(name) AS (SELECT name FROM n UNION SELECT schedule FROM t)"      \
 	" SELECT s.name, COALESCE(c.rd, 0), COALESCE(c.dl, 0),"              \
 	" COALESCE(c.ac, 0), COALESCE(c.de, 0), COALESCE(t.tot, 0), l.*"     \
 	" FROM s LEFT JOIN c ON c.schedule = s.name"                         \
 	" LEFT JOIN t ON t.schedule = s.name"                                \
+	" LEFT JOIN ledger_head h ON h.schedule = s.name"                    \
 	" LEFT JOIN LATERAL (SELECT id, " LEDGER_COLS " FROM ledger"         \
-	" WHERE schedule = s.name ORDER BY slot_ms DESC, id DESC LIMIT 1) l" \
-	" ON true ORDER BY s.name COLLATE \"C\""
+	" WHERE id = h.id) l ON true ORDER BY s.name COLLATE \"C\""
 /*
- * store_last_successes (issue 16): the schedules that have a success by
- * a skip scan of the partial index ledger_ok (one seek per name, among
- * success rows only), then the newest-slot success of each by one
- * descending probe of it (LATERAL; a slot's few rows sorted by id).
- * Columns: name, id, slot_ms, finished_ms; sorted as strcmp does.
+ * store_last_successes (issue 16): the heads' newest successes (ok_id,
+ * kept by the trigger of migration 9), each row by primary key. Columns:
+ * name, id, slot_ms, finished_ms; sorted as strcmp does.
  */
 #define PG_LAST_OK_SQL                                                     \
-	"WITH RECURSIVE n(name) AS ((SELECT schedule FROM ledger WHERE"      \
-	" outcome = 'success' ORDER BY schedule LIMIT 1) UNION ALL SELECT"   \
-	" (SELECT l.schedule FROM ledger l WHERE l.outcome = 'success' AND"  \
-	" l.schedule > n.name ORDER BY l.schedule LIMIT 1) FROM n"           \
-	" WHERE n.name IS NOT NULL)"                                         \
-	" SELECT n.name, o.id, o.slot_ms, o.finished_ms FROM n CROSS JOIN"   \
-	" LATERAL (SELECT id, slot_ms, finished_ms FROM ledger WHERE"        \
-	" outcome = 'success' AND schedule = n.name"                         \
-	" ORDER BY slot_ms DESC, id DESC LIMIT 1) o"                         \
-	" ORDER BY n.name COLLATE \"C\""
+	"SELECT h.schedule, l.id, l.slot_ms, l.finished_ms FROM ledger_head" \
+	" h JOIN ledger l ON l.id = h.ok_id ORDER BY h.schedule COLLATE \"C\""
+/*
+ * The prune's repair of the heads whose row its batch deleted ($1, $2:
+ * the batch's slots, (lo, hi]): such a head has its slot there and its
+ * row gone. PG_HEAD_DROP removes those of schedules with no row left;
+ * PG_HEAD_REPAIR gives the others the schedule's newest row left, and
+ * PG_HEAD_OK_REPAIR the newest success left, or none. Statements of
+ * their own, in this order, each seeing what the one before did.
+ */
+#define PG_HEAD_DROP                                                       \
+	"DELETE FROM ledger_head h WHERE h.slot_ms > $1::bigint AND"         \
+	" h.slot_ms <= $2::bigint AND NOT EXISTS (SELECT 1 FROM ledger l"    \
+	" WHERE l.id = h.id) AND NOT EXISTS (SELECT 1 FROM ledger l WHERE"   \
+	" l.schedule = h.schedule)"
+#define PG_HEAD_REPAIR                                                     \
+	"UPDATE ledger_head h SET (id, slot_ms) = (SELECT l.id, l.slot_ms"   \
+	" FROM ledger l WHERE l.schedule = h.schedule ORDER BY l.slot_ms"    \
+	" DESC, l.id DESC LIMIT 1) WHERE h.slot_ms > $1::bigint AND"         \
+	" h.slot_ms <= $2::bigint AND NOT EXISTS (SELECT 1 FROM ledger l"    \
+	" WHERE l.id = h.id)"
+#define PG_HEAD_OK_REPAIR                                                  \
+	"UPDATE ledger_head h SET (ok_id, ok_slot_ms) = (SELECT l.id,"       \
+	" l.slot_ms FROM ledger l WHERE l.outcome = '" LEDGER_SUCCESS "'"    \
+	" AND l.schedule = h.schedule ORDER BY l.slot_ms DESC, l.id DESC"    \
+	" LIMIT 1) WHERE h.ok_slot_ms > $1::bigint AND h.ok_slot_ms <="      \
+	" $2::bigint AND NOT EXISTS (SELECT 1 FROM ledger l WHERE l.id ="    \
+	" h.ok_id)"
 #define ALERT_COLS                                                         \
 	"id, schedule, slot_ms, last_slot_ms, n_slots, reason, generation, " \
 	"status, attempts, error_msg, job_id, rounds, staged_rounds, "      \
@@ -3343,6 +3411,23 @@ static int pg_prune_run(struct pg *p, int ph, int64_t horizon, int64_t lo,
 	*n1 = get_i64(res, 0, 0);
 	*n2 = get_i64(res, 0, 1);
 	PQclear(res);
+	if (ph == PG_LEDGER && *n1 > 0) {
+		static const char *const repair[] = {
+			PG_HEAD_DROP, PG_HEAD_REPAIR, PG_HEAD_OK_REPAIR,
+		};
+		struct args b = {0};
+
+		arg_i64(&b, lo);
+		arg_i64(&b, *hi);
+		for (size_t i = 0; !rc && i < sizeof(repair) / sizeof(*repair);
+		     i++) {
+			rc = pg_exec_once(p, repair[i], &b, "ii", &res, err);
+			if (!rc)
+				PQclear(res);
+		}
+		if (rc)
+			return rc;
+	}
 	/* A batch of a table without an id that found fewer rows than it
 	 * may take was the last (a dry run's one batch always is). */
 	if (!pg_prune_sql[ph].end)

@@ -33,15 +33,22 @@ struct tb {
 
 static struct tb tb_sqlite_state, tb_pg_state;
 
-/* SQLite only: takes a store of schema 9 back to 8 (ledger_day and
- * ledger_head out, the two per-schedule indexes back), for the migration
- * tests that start from an older file. PostgreSQL is at 8. */
+/* Takes a store of schema 9 back to 8, for the migration tests that
+ * start from an older one. SQLite: ledger_day and ledger_head out, the
+ * two per-schedule indexes back. PostgreSQL: ledger_head, its trigger
+ * and function out. */
 #define TB_SQLITE_UNDO_9                                                  \
 	"DROP TRIGGER ledger_head_new; DROP TABLE ledger_head; "             \
 	"DROP INDEX ledger_day; "                                            \
 	"CREATE INDEX ledger_schedule ON ledger(schedule, slot_ms); "         \
 	"CREATE INDEX ledger_ok ON ledger(schedule, slot_ms) WHERE "         \
 	"outcome = 'success'; PRAGMA user_version = 8"
+#define TB_PG_UNDO_9                                                      \
+	"DROP TRIGGER ledger_head_new ON ledger; "                           \
+	"DROP FUNCTION ledger_head_new(); DROP TABLE ledger_head; "          \
+	"UPDATE schema_version SET version = 8"
+#define TB_UNDO_9(state)                                                  \
+	(tb_is_sqlite(state) ? TB_SQLITE_UNDO_9 : TB_PG_UNDO_9)
 
 static inline const char *tb_url(void **state)
 {

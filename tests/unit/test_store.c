@@ -1052,8 +1052,7 @@ static void raw_sql(void **state, const char *sql)
  * rollback below starts with. */
 static void drop_version_7(void **state)
 {
-	if (tb_is_sqlite(state))
-		raw_sql(state, TB_SQLITE_UNDO_9);
+	raw_sql(state, TB_UNDO_9(state));
 	raw_sql(state, "DROP INDEX ledger_skipped");
 	raw_sql(state, "DROP TABLE pauses");
 	raw_sql(state, "DROP INDEX ledger_paused_once");
@@ -1249,6 +1248,90 @@ static void version_5_gains_the_success_index(void **state)
 	raw_sql(state, tb_is_sqlite(state) ? "DROP INDEX ledger_day"
 					   : "DROP INDEX ledger_ok");
 	sc_clock_free(f.clock);
+}
+
+/* The newest row and the newest success of one schedule, as status and
+ * /metrics read them; 0 for none. */
+static void heads_of(struct fix *f, const char *sched, int64_t *slot,
+		     int64_t *ok_slot)
+{
+	struct store_sched_summary *sum = NULL;
+	struct store_last_ok *v = NULL;
+	size_t n = 0;
+
+	*slot = 0;
+	*ok_slot = 0;
+	assert_int_equal(store_sched_summaries(f->s, sched, &sum, &n, NULL),
+			 0);
+	assert_true(n <= 1);
+	if (n == 1 && sum[0].has_last)
+		*slot = sum[0].last.slot_ms;
+	store_sched_summaries_free(sum, n);
+	assert_int_equal(store_last_successes(f->s, &v, &n, NULL), 0);
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(v[i].schedule, sched) == 0)
+			*ok_slot = v[i].slot_ms;
+	free(v);
+}
+
+static void append_row(struct fix *f, const char *sched, int64_t slot,
+		       const char *outcome)
+{
+	struct ledger_row r = {.slot_ms = slot, .finished_ms = T0};
+
+	snprintf(r.schedule, sizeof(r.schedule), "%s", sched);
+	snprintf(r.outcome, sizeof(r.outcome), "%s", outcome);
+	assert_int_equal(store_ledger_append(f->s, &r, NULL), 0);
+}
+
+/*
+ * Schema 9 keeps each schedule's newest ledger row and newest success in
+ * ledger_head (both backends). A version 8 store gets them from its rows
+ * when it migrates, and from then on each new row moves them when it is
+ * newer by (slot, id): a row of an older slot written later (a late
+ * retry's) does not.
+ */
+static void version_8_heads_fill_and_follow_new_rows(void **state)
+{
+	struct fix f;
+	int64_t slot, ok;
+
+	fix_open(state, &f);
+	append_row(&f, "a", T0, LEDGER_SUCCESS);
+	append_row(&f, "a", T0 + 2 * MIN, LEDGER_FAILED);
+	append_row(&f, "a", T0 + MIN, LEDGER_SUCCESS); /* written later */
+	append_row(&f, "b", T0, LEDGER_LOST);
+	store_close(f.s);
+	raw_sql(state, TB_UNDO_9(state));
+	f.s = tb_open(state, f.clock);
+	heads_of(&f, "a", &slot, &ok);
+	assert_int_equal(slot, T0 + 2 * MIN);
+	assert_int_equal(ok, T0 + MIN);
+	heads_of(&f, "b", &slot, &ok);
+	assert_int_equal(slot, T0);
+	assert_int_equal(ok, 0);
+	heads_of(&f, "c", &slot, &ok);
+	assert_int_equal(slot, 0);
+	/* Older than the heads: nothing moves. */
+	append_row(&f, "a", T0 - MIN, LEDGER_SUCCESS);
+	heads_of(&f, "a", &slot, &ok);
+	assert_int_equal(slot, T0 + 2 * MIN);
+	assert_int_equal(ok, T0 + MIN);
+	/* A second row of the head's slot is newer (its id). */
+	append_row(&f, "a", T0 + 2 * MIN, LEDGER_SUCCESS);
+	heads_of(&f, "a", &slot, &ok);
+	assert_int_equal(slot, T0 + 2 * MIN);
+	assert_int_equal(ok, T0 + 2 * MIN);
+	/* A failure moves the newest row only; a first row makes a head. */
+	append_row(&f, "a", T0 + 3 * MIN, LEDGER_FAILED);
+	append_row(&f, "c", T0, LEDGER_SUCCESS);
+	heads_of(&f, "a", &slot, &ok);
+	assert_int_equal(slot, T0 + 3 * MIN);
+	assert_int_equal(ok, T0 + 2 * MIN);
+	heads_of(&f, "c", &slot, &ok);
+	assert_int_equal(slot, T0);
+	assert_int_equal(ok, T0);
+	fix_close(&f);
 }
 
 /*
@@ -2291,6 +2374,7 @@ int main(void)
 		cmocka_unit_test(missed_row_is_kept_once_per_slot),
 		cmocka_unit_test(version_1_with_duplicate_missed_rows_migrates),
 		cmocka_unit_test(version_2_outbox_bodies_migrate),
+		cmocka_unit_test(version_8_heads_fill_and_follow_new_rows),
 		cmocka_unit_test(version_5_gains_the_success_index),
 		cmocka_unit_test(pauses_are_stored_replaced_and_ended),
 		cmocka_unit_test(two_handles_recovering_one_job_list_it_once),

@@ -315,11 +315,10 @@ static void raw_sql(void **state, const char *sql)
 		fail_msg("postgresql: %s", q);
 }
 
-/* Turns a current store (SQLite 9, PostgreSQL 8) back into version 3. */
+/* Turns a current store (schema 9) back into version 3. */
 static void to_version_3(void **state)
 {
-	if (tb_is_sqlite(state))
-		raw_sql(state, TB_SQLITE_UNDO_9);
+	raw_sql(state, TB_UNDO_9(state));
 	raw_sql(state, "DROP INDEX ledger_skipped");
 	raw_sql(state, "DROP TABLE pauses");
 	raw_sql(state, "DROP INDEX ledger_paused_once");
