@@ -452,29 +452,37 @@ static const char *const *const migrations[SCHEMA_VERSION] = {
 /*
  * The prune's repair of the heads whose row its batch deleted ($1, $2:
  * the batch's slots, (lo, hi]): such a head has its slot there and its
- * row gone. PG_HEAD_DROP removes those of schedules with no row left;
- * PG_HEAD_REPAIR gives the others the schedule's newest row left, and
- * PG_HEAD_OK_REPAIR the newest success left, or none. Statements of
+ * row gone. PG_HEAD_GONE finds them, in one scan of the heads (one row
+ * per schedule, no index but the name: an index on the slot would cost
+ * every ledger insert a non-HOT update of the head); usually there are
+ * none. For those it names ($3, the names joined by newlines, which no
+ * name holds), PG_HEAD_DROP removes the heads of schedules with no row
+ * left, PG_HEAD_REPAIR gives the others the schedule's newest row left,
+ * and PG_HEAD_OK_REPAIR the newest success left, or none: statements of
  * their own, in this order, each seeing what the one before did.
  */
+#define PG_HEAD_IN_BATCH(col)                                              \
+	"h." col "slot_ms > $1::bigint AND h." col "slot_ms <= $2::bigint"  \
+	" AND NOT EXISTS (SELECT 1 FROM ledger l WHERE l.id = h." col "id)"
+#define PG_HEAD_NAMED                                                      \
+	" AND h.schedule = ANY(string_to_array($3::text, chr(10)))"
+#define PG_HEAD_GONE                                                       \
+	"SELECT h.schedule FROM ledger_head h WHERE (" PG_HEAD_IN_BATCH("")  \
+	") OR (" PG_HEAD_IN_BATCH("ok_") ")"
 #define PG_HEAD_DROP                                                       \
-	"DELETE FROM ledger_head h WHERE h.slot_ms > $1::bigint AND"         \
-	" h.slot_ms <= $2::bigint AND NOT EXISTS (SELECT 1 FROM ledger l"    \
-	" WHERE l.id = h.id) AND NOT EXISTS (SELECT 1 FROM ledger l WHERE"   \
+	"DELETE FROM ledger_head h WHERE " PG_HEAD_IN_BATCH("")              \
+	PG_HEAD_NAMED " AND NOT EXISTS (SELECT 1 FROM ledger l WHERE"        \
 	" l.schedule = h.schedule)"
 #define PG_HEAD_REPAIR                                                     \
 	"UPDATE ledger_head h SET (id, slot_ms) = (SELECT l.id, l.slot_ms"   \
 	" FROM ledger l WHERE l.schedule = h.schedule ORDER BY l.slot_ms"    \
-	" DESC, l.id DESC LIMIT 1) WHERE h.slot_ms > $1::bigint AND"         \
-	" h.slot_ms <= $2::bigint AND NOT EXISTS (SELECT 1 FROM ledger l"    \
-	" WHERE l.id = h.id)"
+	" DESC, l.id DESC LIMIT 1) WHERE " PG_HEAD_IN_BATCH("")              \
+	PG_HEAD_NAMED
 #define PG_HEAD_OK_REPAIR                                                  \
 	"UPDATE ledger_head h SET (ok_id, ok_slot_ms) = (SELECT l.id,"       \
 	" l.slot_ms FROM ledger l WHERE l.outcome = '" LEDGER_SUCCESS "'"    \
 	" AND l.schedule = h.schedule ORDER BY l.slot_ms DESC, l.id DESC"    \
-	" LIMIT 1) WHERE h.ok_slot_ms > $1::bigint AND h.ok_slot_ms <="      \
-	" $2::bigint AND NOT EXISTS (SELECT 1 FROM ledger l WHERE l.id ="    \
-	" h.ok_id)"
+	" LIMIT 1) WHERE " PG_HEAD_IN_BATCH("ok_") PG_HEAD_NAMED
 #define ALERT_COLS                                                         \
 	"id, schedule, slot_ms, last_slot_ms, n_slots, reason, generation, " \
 	"status, attempts, error_msg, job_id, rounds, staged_rounds, "      \
@@ -3371,6 +3379,55 @@ static void pg_prune_count(struct store_prune_result *r, int ph, int64_t n1,
 	}
 }
 
+/* After a ledger batch of slots (lo, hi]: the heads whose row it deleted
+ * (see PG_HEAD_GONE). */
+static int pg_head_repair(struct pg *p, int64_t lo, int64_t hi,
+			  struct sc_err *err)
+{
+	static const char *const fix[] = {
+		PG_HEAD_DROP, PG_HEAD_REPAIR, PG_HEAD_OK_REPAIR,
+	};
+	struct args a = {0};
+	PGresult *res;
+	char *names;
+	size_t len = 0;
+	int n, rc;
+
+	arg_i64(&a, lo);
+	arg_i64(&a, hi);
+	rc = pg_exec_once(p, PG_HEAD_GONE, &a, "ii", &res, err);
+	if (rc)
+		return rc;
+	n = PQntuples(res);
+	if (n <= 0) {
+		PQclear(res);
+		return 0; /* the usual case: no head's row went */
+	}
+	for (int i = 0; i < n; i++)
+		len += strlen(PQgetvalue(res, i, 0)) + 1;
+	names = malloc(len);
+	if (!names) {
+		PQclear(res);
+		return sc_err_set(err, SC_ENOMEM, "out of memory");
+	}
+	len = 0;
+	for (int i = 0; i < n; i++) {
+		size_t k = strlen(PQgetvalue(res, i, 0));
+		memcpy(names + len, PQgetvalue(res, i, 0), k);
+		len += k;
+		names[len++] = i + 1 < n ? '\n' : '\0';
+	}
+	PQclear(res);
+	arg_str(&a, names);
+	for (size_t i = 0; !rc && i < sizeof(fix) / sizeof(*fix); i++) {
+		rc = pg_exec_once(p, fix[i], &a, "iit", &res, err);
+		if (!rc)
+			PQclear(res);
+	}
+	free(names);
+	return rc;
+}
+
 /* The batch's statements inside the caller's transaction: *n1, *n2 what
  * it deleted, *hi and *last where it ended. */
 static int pg_prune_run(struct pg *p, int ph, int64_t horizon, int64_t lo,
@@ -3412,19 +3469,7 @@ static int pg_prune_run(struct pg *p, int ph, int64_t horizon, int64_t lo,
 	*n2 = get_i64(res, 0, 1);
 	PQclear(res);
 	if (ph == PG_LEDGER && *n1 > 0) {
-		static const char *const repair[] = {
-			PG_HEAD_DROP, PG_HEAD_REPAIR, PG_HEAD_OK_REPAIR,
-		};
-		struct args b = {0};
-
-		arg_i64(&b, lo);
-		arg_i64(&b, *hi);
-		for (size_t i = 0; !rc && i < sizeof(repair) / sizeof(*repair);
-		     i++) {
-			rc = pg_exec_once(p, repair[i], &b, "ii", &res, err);
-			if (!rc)
-				PQclear(res);
-		}
+		rc = pg_head_repair(p, lo, *hi, err);
 		if (rc)
 			return rc;
 	}
