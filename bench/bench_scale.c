@@ -446,42 +446,24 @@ static int rc_ok(const char *list, int rc)
 	return 0;
 }
 
-static double mono_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static int cmp_dbl(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
-/* One run of CMD: its wall time in *secs; returns its exit status (128 +
- * signal when killed, 124 when it outlived timeout_s, -1 when it could
- * not be started). SIGCHLD is blocked by the caller, so that the wait
- * for it can have a time limit (sigtimedwait) and no poll adds to the
- * time measured. */
+/* One run of CMD: its wall time in *ns; returns its exit status (128 +
+ * signal when killed, 124 when it outlived timeout_ns, -1 when it could
+ * not be started). The caller has blocked *chld (SIGCHLD), so that the
+ * wait for it can have a time limit (sigtimedwait) and no poll adds to
+ * the time measured. */
 static int time_one(char **cmd, const char *out, const char *errf,
-		    double timeout_s, double *secs)
+		    int64_t timeout_ns, const sigset_t *chld, int64_t *ns)
 {
 	posix_spawn_file_actions_t fa;
-	sigset_t chld;
 	pid_t pid;
 	int st = 0, rc;
 
-	sigemptyset(&chld);
-	sigaddset(&chld, SIGCHLD);
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_addopen(&fa, 1, out,
 					 O_WRONLY | O_CREAT | O_TRUNC, 0600);
 	posix_spawn_file_actions_addopen(&fa, 2, errf,
 					 O_WRONLY | O_CREAT | O_TRUNC, 0600);
-	double t0 = mono_s();
+	int64_t t0 = clock_mono_ns();
 	rc = posix_spawnp(&pid, cmd[0], &fa, NULL, cmd, environ);
 	posix_spawn_file_actions_destroy(&fa);
 	if (rc != 0) {
@@ -494,19 +476,18 @@ static int time_one(char **cmd, const char *out, const char *errf,
 		pid_t w = waitpid(pid, &st, WNOHANG);
 		if (w == pid)
 			break;
-		double left = timeout_s - (mono_s() - t0);
+		int64_t left = timeout_ns - (clock_mono_ns() - t0);
 		if (left <= 0) {
 			kill(pid, SIGKILL);
 			waitpid(pid, &st, 0);
 			timed_out = 1;
 			break;
 		}
-		struct timespec ts = {.tv_sec = (time_t)left,
-				      .tv_nsec = (long)((left - (double)(time_t)left)
-							* 1e9)};
-		(void)sigtimedwait(&chld, NULL, &ts);
+		struct timespec ts = {.tv_sec = (time_t)(left / 1000000000),
+				      .tv_nsec = (long)(left % 1000000000)};
+		(void)sigtimedwait(chld, NULL, &ts);
 	}
-	*secs = mono_s() - t0;
+	*ns = clock_mono_ns() - t0;
 	if (timed_out)
 		return 124;
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
@@ -521,6 +502,7 @@ static int cmd_time(int argc, char **argv)
 	}
 	int runs = atoi(argv[2]);
 	double timeout_s = atof(argv[3]);
+	int64_t timeout_ns = (int64_t)(timeout_s * 1e9);
 	const char *okrc = argv[4], *out = argv[5], *errf = argv[6];
 	char **cmd = argv + 7;
 	sigset_t chld;
@@ -530,7 +512,7 @@ static int cmd_time(int argc, char **argv)
 			"TIMEOUT_S > 0\n");
 		return 2;
 	}
-	double *v = calloc((size_t)runs, sizeof(*v));
+	int64_t *v = calloc((size_t)runs, sizeof(*v));
 	if (!v)
 		die("out of memory", NULL);
 	sigemptyset(&chld);
@@ -538,7 +520,7 @@ static int cmd_time(int argc, char **argv)
 	sigprocmask(SIG_BLOCK, &chld, NULL);
 	int k = 0;
 	while (k < runs) {
-		int rc = time_one(cmd, out, errf, timeout_s, &v[k]);
+		int rc = time_one(cmd, out, errf, timeout_ns, &chld, &v[k]);
 		if (rc < 0 || !rc_ok(okrc, rc)) {
 			FILE *f = fopen(errf, "a");
 			if (f) {
@@ -549,11 +531,11 @@ static int cmd_time(int argc, char **argv)
 			free(v);
 			return rc < 0 ? 1 : rc;
 		}
-		if (v[k++] > 5.0)
+		if (v[k++] > 5000000000LL)
 			break;
 	}
-	qsort(v, (size_t)k, sizeof(*v), cmp_dbl);
-	printf("%.1f\n", v[k / 2] * 1000.0);
+	qsort(v, (size_t)k, sizeof(*v), cmp_i64);
+	printf("%.1f\n", (double)pct(v, (size_t)k, 50) / 1e6);
 	free(v);
 	return 0;
 }

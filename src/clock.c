@@ -162,12 +162,17 @@ void sc_clock_advance_ms(struct sc_clock *c, int64_t delta_ms)
 		atomic_fetch_add(&c->virt_ms, delta_ms);
 }
 
-int64_t clock_mono_ms(void)
+int64_t clock_mono_ns(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+int64_t clock_mono_ms(void)
+{
+	return clock_mono_ns() / 1000000;
 }
 
 int64_t clock_days_from_civil(int64_t y, int m, int d)

@@ -10,8 +10,10 @@
 
 #include "surecron.h"
 
-/* Monotonic milliseconds, for timeouts and latency only (never stored). */
+/* Monotonic milliseconds (nanoseconds), for timeouts and latency only
+ * (never stored). */
 int64_t clock_mono_ms(void);
+int64_t clock_mono_ns(void);
 
 /* The clock's time in UTC nanoseconds: sc_clock_now_ms with the
  * sub-millisecond part, so a sleeper can wake exactly at a due instant. */
