@@ -265,6 +265,13 @@ static int cmd_gen(int argc, char **argv)
 			"[DAYS] [CONFDIR]\n");
 		return 2;
 	}
+	/* The URL is also written into the configs, whose store key takes
+	 * only these two forms (a bare path opens here but not there). */
+	if (strncmp(url, "sqlite:", 7) != 0 && strncmp(url, "postgres", 8)) {
+		fprintf(stderr, "bench_scale: gen: URL must be sqlite:PATH or "
+			"postgresql://..., as in a config's store: key\n");
+		return 2;
+	}
 	/* Made before the rows, so a long generation never ends on a
 	 * folder that is not there. */
 	if (confdir && mkdir(confdir, 0755) && errno != EEXIST) {
