@@ -29,7 +29,15 @@
  *   bench_scale late URL SINCE_MS UNTIL_MS
  *       Start lateness (started_ms - slot_ms) of the first attempts of
  *       the slots in [SINCE_MS, UNTIL_MS): n, p50, p99 and max in ms,
- *       and how many started within 2 s.
+ *       and how many started within 2 s. started_ms is when the claim
+ *       was sent (a worker claims up to 20 ms ahead, and then records
+ *       the slot): it leaves out the claim's own wait and the spawn.
+ *   bench_scale tasklate LOG SINCE_MS UNTIL_MS
+ *       The same figures from a daemon's log (SURECRON_LOG=info): its
+ *       event=finish lines' task_late_us, how late the first task of
+ *       each first attempt was exec'd after the slot. The start lateness
+ *       the issue means; `late` beside it shows how much of it the
+ *       claims took.
  *   bench_scale spawn N THREADS [PROGRAM]
  *       The floor of a burst of N runs at THREADS at a time: THREADS
  *       threads posix_spawn PROGRAM (default /bin/true) and wait for it,
@@ -342,6 +350,23 @@ static int64_t pct(const int64_t *v, size_t n, double p)
 	return v[i ? (i > n ? n - 1 : i - 1) : 0];
 }
 
+/* One summary line of start latenesses v[0..k) in ms (sorted here). */
+static void print_late(int64_t *v, size_t k)
+{
+	size_t within = 0;
+
+	if (!k) {
+		printf("late n=0\n");
+		return;
+	}
+	qsort(v, k, sizeof(*v), cmp_i64);
+	for (size_t i = 0; i < k; i++)
+		within += v[i] <= 2000;
+	printf("late n=%zu p50_ms=%" PRId64 " p99_ms=%" PRId64
+	       " max_ms=%" PRId64 " within_2s=%zu\n",
+	       k, pct(v, k, 50), pct(v, k, 99), v[k - 1], within);
+}
+
 static int cmd_late(int argc, char **argv)
 {
 	struct ledger_filter f = {.since_ms = argc > 3 ? atoll(argv[3]) : 0,
@@ -350,7 +375,7 @@ static int cmd_late(int argc, char **argv)
 	struct store *s = open_store(argv[2]);
 	struct ledger_row *rows = NULL;
 	struct sc_err err = {0};
-	size_t n = 0, k = 0, within = 0;
+	size_t n = 0, k = 0;
 
 	if (store_ledger_query(s, &f, &rows, &n, &err))
 		die("ledger query", &err);
@@ -361,21 +386,67 @@ static int cmd_late(int argc, char **argv)
 		const struct ledger_row *r = &rows[i];
 		if (r->attempt != 1 || !r->started_ms)
 			continue;
-		v[k] = r->started_ms - r->slot_ms;
-		within += v[k] <= 2000;
-		k++;
+		v[k++] = r->started_ms - r->slot_ms;
 	}
 	store_ledger_rows_free(rows, n);
 	store_close(s);
-	if (!k) {
-		printf("late n=0\n");
-		free(v);
-		return 0;
+	print_late(v, k);
+	free(v);
+	return 0;
+}
+
+/* The value of " key=" in line, or NULL. */
+static const char *field(const char *line, const char *key)
+{
+	size_t n = strlen(key);
+
+	for (const char *p = strstr(line, key); p; p = strstr(p + 1, key))
+		if (p > line && p[-1] == ' ' && p[n] == '=')
+			return p + n + 1;
+	return NULL;
+}
+
+static int cmd_tasklate(int argc, char **argv)
+{
+	int64_t since = argc > 3 ? atoll(argv[3]) : 0;
+	int64_t until = argc > 4 ? atoll(argv[4]) : INT64_MAX;
+	FILE *f = fopen(argv[2], "r");
+	char line[4096];
+	int64_t *v = NULL;
+	size_t k = 0, cap = 0;
+
+	if (!f) {
+		fprintf(stderr, "bench_scale: %s: %s\n", argv[2],
+			strerror(errno));
+		return 1;
 	}
-	qsort(v, k, sizeof(*v), cmp_i64);
-	printf("late n=%zu p50_ms=%" PRId64 " p99_ms=%" PRId64
-	       " max_ms=%" PRId64 " within_2s=%zu\n",
-	       k, pct(v, k, 50), pct(v, k, 99), v[k - 1], within);
+	while (fgets(line, sizeof(line), f)) {
+		const char *slot = field(line, "slot");
+		const char *att = field(line, "attempt");
+		const char *late = field(line, "task_late_us");
+		char iso[64];
+		int64_t ms;
+
+		if (!strstr(line, " event=finish ") || !slot || !att ||
+		    !late || atoi(att) != 1 || *late == '-')
+			continue;
+		snprintf(iso, sizeof(iso), "%.*s", (int)strcspn(slot, " \n"),
+			 slot);
+		if (clock_parse_iso(iso, &ms, NULL) || ms < since || ms >= until)
+			continue;
+		if (k == cap) {
+			cap = cap ? cap * 2 : 1024;
+			int64_t *nv = realloc(v, cap * sizeof(*v));
+			if (!nv)
+				die("out of memory", NULL);
+			v = nv;
+		}
+		/* to ms, rounded to the nearest */
+		int64_t us = atoll(late);
+		v[k++] = (us >= 0 ? us + 500 : us - 500) / 1000;
+	}
+	fclose(f);
+	print_late(v, k);
 	free(v);
 	return 0;
 }
@@ -573,6 +644,8 @@ int main(int argc, char **argv)
 		return cmd_gen(argc, argv);
 	if (argc >= 3 && strcmp(argv[1], "late") == 0)
 		return cmd_late(argc, argv);
+	if (argc >= 3 && strcmp(argv[1], "tasklate") == 0)
+		return cmd_tasklate(argc, argv);
 	if (argc >= 3 && strcmp(argv[1], "spawn") == 0)
 		return cmd_spawn(argc, argv);
 	if (argc >= 3 && strcmp(argv[1], "time") == 0)
@@ -581,6 +654,7 @@ int main(int argc, char **argv)
 		return cmd_head(argc, argv);
 	fprintf(stderr, "usage: bench_scale gen URL ROWS SCHEDULES [DAYS] "
 		"[CONFDIR]\n       bench_scale late URL SINCE_MS UNTIL_MS\n"
+		"       bench_scale tasklate LOG SINCE_MS UNTIL_MS\n"
 		"       bench_scale spawn N THREADS [PROGRAM]\n"
 		"       bench_scale time RUNS TIMEOUT_S OKRC OUT ERR CMD "
 		"[ARG...]\n       bench_scale head URL NAME\n");
