@@ -275,7 +275,8 @@ static int cmd_gen(int argc, char **argv)
 	}
 	/* The URL is also written into the configs, whose store key takes
 	 * only these two forms (a bare path opens here but not there). */
-	if (strncmp(url, "sqlite:", 7) != 0 && strncmp(url, "postgres", 8)) {
+	if (strncmp(url, "sqlite:", 7) != 0 &&
+	    strncmp(url, "postgres", 8) != 0) {
 		fprintf(stderr, "bench_scale: gen: URL must be sqlite:PATH or "
 			"postgresql://..., as in a config's store: key\n");
 		return 2;
