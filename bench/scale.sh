@@ -472,6 +472,22 @@ ledger_case() {
   }
   echo "$g"
   gen_days=$(kv "$g" days)
+  # PostgreSQL: the store's own tables (those of its schema, listed
+  # from the catalog, not named here) are vacuumed and analyzed once
+  # generated, as docs/operations.md advises after bulk changes, so that
+  # the reads and the prune meet a settled store, as one grown over 400
+  # days would be, not an autovacuum pass of the fresh rows that happens
+  # to run beside them (one run's prune met an autovacuum of the ledger,
+  # and a slot of the daemon beside it started 219 ms late:
+  # docs/bench.md, 2026-12-06).
+  if [ "$be" = postgresql ]; then
+    printf '%s\n' "SELECT format('VACUUM (ANALYZE) %I.%I', schemaname," \
+      "tablename) FROM pg_tables WHERE schemaname = current_schema()" \
+      '\gexec' >"$work/vacuum.sql"
+    t=$(ms psql "$url" -qX -v ON_ERROR_STOP=1 -f "$work/vacuum.sql") &&
+      echo "scale pg_vacuum_after_gen seconds=$(awk -v t="$t" 'BEGIN { printf "%.1f", t / 1000 }')" ||
+      echo "scale pg_vacuum_after_gen failed: $(first_err)"
+  fi
   cfg=$dir/surecron.yaml
   n_cfg=$NSTATUS
   note=""
