@@ -298,7 +298,6 @@ try:
             k, v = kv.split("=", 1)
             out["claim_late_" + k] = v
         # The start the issue means: when each first task was exec'd.
-        log.flush()
         r = subprocess.run([gen, "tasklate",
                             os.path.join(cwd, f"daemon-{mode}.log"),
                             str(int(start * 1000)),
