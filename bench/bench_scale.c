@@ -77,6 +77,7 @@
 
 #include "clock.h"
 #include "store.h"
+#include "url.h"
 
 #define MIN_MS 60000LL
 #define HOUR_MS 3600000LL
@@ -275,8 +276,7 @@ static int cmd_gen(int argc, char **argv)
 	}
 	/* The URL is also written into the configs, whose store key takes
 	 * only these two forms (a bare path opens here but not there). */
-	if (strncmp(url, "sqlite:", 7) != 0 &&
-	    strncmp(url, "postgres", 8) != 0) {
+	if (strncmp(url, "sqlite:", 7) != 0 && !url_is_pg(url)) {
 		fprintf(stderr, "bench_scale: gen: URL must be sqlite:PATH or "
 			"postgresql://..., as in a config's store: key\n");
 		return 2;
@@ -422,14 +422,15 @@ static int cmd_tasklate(int argc, char **argv)
 		return 1;
 	}
 	while (fgets(line, sizeof(line), f)) {
+		if (!strstr(line, " event=finish "))
+			continue;
 		const char *slot = field(line, "slot");
 		const char *att = field(line, "attempt");
 		const char *late = field(line, "task_late_us");
 		char iso[64];
 		int64_t ms;
 
-		if (!strstr(line, " event=finish ") || !slot || !att ||
-		    !late || atoi(att) != 1 || *late == '-')
+		if (!slot || !att || !late || atoi(att) != 1 || *late == '-')
 			continue;
 		snprintf(iso, sizeof(iso), "%.*s", (int)strcspn(slot, " \n"),
 			 slot);
