@@ -17,20 +17,26 @@
 	X(PQconninfoFree)                                                   \
 	X(PQconninfoParse)                                                  \
 	X(PQconsumeInput)                                                   \
+	X(PQenterPipelineMode)                                              \
 	X(PQerrorMessage)                                                   \
 	X(PQexec)                                                           \
 	X(PQexecParams)                                                     \
 	X(PQexecPrepared)                                                   \
+	X(PQexitPipelineMode)                                               \
 	X(PQfinish)                                                         \
 	X(PQfreemem)                                                        \
+	X(PQgetResult)                                                      \
 	X(PQgetisnull)                                                      \
 	X(PQgetvalue)                                                       \
 	X(PQnotifies)                                                       \
 	X(PQntuples)                                                        \
+	X(PQpipelineSync)                                                   \
 	X(PQprepare)                                                        \
 	X(PQresultErrorField)                                               \
 	X(PQresultErrorMessage)                                             \
 	X(PQresultStatus)                                                   \
+	X(PQsendQueryParams)                                                \
+	X(PQsendQueryPrepared)                                              \
 	X(PQsetNoticeProcessor)                                             \
 	X(PQsocket)                                                         \
 	X(PQstatus)
@@ -51,20 +57,26 @@ extern struct dl_pq_table dl_pq;
 #define PQconninfoFree (dl_pq.PQconninfoFree)
 #define PQconninfoParse (dl_pq.PQconninfoParse)
 #define PQconsumeInput (dl_pq.PQconsumeInput)
+#define PQenterPipelineMode (dl_pq.PQenterPipelineMode)
 #define PQerrorMessage (dl_pq.PQerrorMessage)
 #define PQexec (dl_pq.PQexec)
 #define PQexecParams (dl_pq.PQexecParams)
 #define PQexecPrepared (dl_pq.PQexecPrepared)
+#define PQexitPipelineMode (dl_pq.PQexitPipelineMode)
 #define PQfinish (dl_pq.PQfinish)
 #define PQfreemem (dl_pq.PQfreemem)
+#define PQgetResult (dl_pq.PQgetResult)
 #define PQgetisnull (dl_pq.PQgetisnull)
 #define PQgetvalue (dl_pq.PQgetvalue)
 #define PQnotifies (dl_pq.PQnotifies)
 #define PQntuples (dl_pq.PQntuples)
+#define PQpipelineSync (dl_pq.PQpipelineSync)
 #define PQprepare (dl_pq.PQprepare)
 #define PQresultErrorField (dl_pq.PQresultErrorField)
 #define PQresultErrorMessage (dl_pq.PQresultErrorMessage)
 #define PQresultStatus (dl_pq.PQresultStatus)
+#define PQsendQueryParams (dl_pq.PQsendQueryParams)
+#define PQsendQueryPrepared (dl_pq.PQsendQueryPrepared)
 #define PQsetNoticeProcessor (dl_pq.PQsetNoticeProcessor)
 #define PQsocket (dl_pq.PQsocket)
 #define PQstatus (dl_pq.PQstatus)

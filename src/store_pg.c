@@ -1440,6 +1440,130 @@ static int run(struct pg *p, enum stmt st, const struct args *a,
 	return run_text(p, st, sql[st], a, out, err);
 }
 
+/*
+ * One statement of a pipelined batch (pipe_run): the prepared statement
+ * st with a's values, or, when text is set, that constant statement
+ * without values. *out gets its result (PQclear it); NULL out: not
+ * wanted.
+ */
+struct pipe_step {
+	enum stmt st;
+	const char *text;
+	const struct args *a;
+	PGresult **out;
+};
+
+/*
+ * Sends the n steps in one round trip (libpq pipeline mode: the
+ * statements, then one Sync) and reads every answer. The server runs
+ * them in order and skips those after the first that fails, up to the
+ * Sync; so on failure the first failure's code is returned, every *out
+ * is NULL, and a transaction the steps opened is left open, in error:
+ * the caller rolls it back. The connection is out of pipeline mode on
+ * return, or dropped when it broke. Statements not yet prepared on this
+ * connection are prepared first, one round trip each, as run() does.
+ */
+static int pipe_run(struct pg *p, const struct pipe_step *v, size_t n,
+		    struct sc_err *err)
+{
+	PGresult *bad = NULL; /* the first failed result */
+	const char *bad_what = "pipeline";
+	int rc = ensure_conn(p, err);
+
+	for (size_t i = 0; i < n; i++)
+		if (v[i].out)
+			*v[i].out = NULL;
+	for (size_t i = 0; !rc && i < n; i++) {
+		char name[16];
+		PGresult *res;
+
+		if (v[i].text || oneshot[v[i].st] || p->prepared[v[i].st])
+			continue;
+		snprintf(name, sizeof(name), "sc%d", (int)v[i].st);
+		res = PQprepare(p->conn, name, sql[v[i].st], 0, NULL);
+		if (PQresultStatus(res) != PGRES_COMMAND_OK)
+			rc = fail(p, res, "prepare", err);
+		else
+			p->prepared[v[i].st] = true;
+		PQclear(res);
+	}
+	if (rc)
+		return rc;
+	if (!PQenterPipelineMode(p->conn))
+		return fail(p, NULL, "pipeline", err);
+	bool sent = true;
+	for (size_t i = 0; sent && i < n; i++) {
+		const struct args *a = v[i].a;
+		char name[16];
+
+		snprintf(name, sizeof(name), "sc%d", (int)v[i].st);
+		if (v[i].text)
+			sent = PQsendQueryParams(p->conn, v[i].text, 0, NULL,
+						 NULL, NULL, NULL, 0);
+		else
+			sent = PQsendQueryPrepared(p->conn, name,
+						   a ? a->n : 0,
+						   a ? a->v : NULL, NULL,
+						   NULL, 0);
+	}
+	if (!sent || !PQpipelineSync(p->conn)) {
+		rc = fail(p, NULL, "pipeline", err);
+		drop_conn(p); /* half a batch sent: start afresh */
+		return rc;
+	}
+	/* Each statement answers one result and a NULL; the Sync, its own. */
+	for (size_t i = 0; i < n; i++) {
+		PGresult *res = PQgetResult(p->conn);
+		ExecStatusType s = PQresultStatus(res);
+
+		if (!res || PQstatus(p->conn) != CONNECTION_OK) {
+			PQclear(bad);
+			bad = NULL;
+			rc = fail(p, res, v[i].text ? v[i].text : "pipeline",
+				  err);
+			PQclear(res);
+			drop_conn(p); /* broken, or out of step */
+			goto out;
+		}
+		if (s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK) {
+			if (v[i].out)
+				*v[i].out = res;
+			else
+				PQclear(res);
+		} else if (s == PGRES_PIPELINE_ABORTED || bad) {
+			PQclear(res);
+		} else {
+			bad = res;
+			bad_what = v[i].text ? v[i].text : "pipeline";
+		}
+		res = PQgetResult(p->conn); /* the NULL that ends it */
+		PQclear(res);
+	}
+	PGresult *sync = PQgetResult(p->conn);
+	bool synced = PQresultStatus(sync) == PGRES_PIPELINE_SYNC;
+	PQclear(sync);
+	if (!synced || !PQexitPipelineMode(p->conn)) {
+		drop_conn(p); /* out of step with the server: start afresh */
+		PQclear(bad);
+		bad = NULL;
+		rc = sc_err_set(err, SC_EIO, "PostgreSQL pipeline out of step; "
+				"reconnecting on the next operation");
+		goto out;
+	}
+	drain_notifies(p);
+	if (bad)
+		rc = fail(p, bad, bad_what, err);
+out:
+	PQclear(bad);
+	if (rc)
+		for (size_t i = 0; i < n; i++)
+			if (v[i].out) {
+				PQclear(*v[i].out);
+				*v[i].out = NULL;
+			}
+	return rc;
+}
+
 /* Like run, for a statement without result rows we need. */
 static int run_n(struct pg *p, enum stmt st, const struct args *a,
 		 int64_t *n_rows, struct sc_err *err)
@@ -2037,15 +2161,24 @@ static void claim_ids(const PGresult *res, char *ids, char *tids)
  * a time, each holding it through its COMMIT's WAL flush, and 1,576 slots
  * due at once took 6-7 s to start on PostgreSQL; docs/bench.md.) A job
  * picked but claimed by another meanwhile (its commit fell between the
- * two snapshots) is dropped by step 2; if all were, step 1 runs again, at
- * most CLAIM_TRIES times. "now" is read anew for step 2, once the locks
- * are held, so that an attempt never starts on record before the finish
- * of its schedule's previous one that step 2 sees.
+ * two snapshots) is dropped by step 2; if all were, step 1 runs again, in
+ * a new transaction, at most CLAIM_TRIES times. "now" is read anew for
+ * step 2, once the locks are held, so that an attempt never starts on
+ * record before the finish of its schedule's previous one that step 2
+ * sees.
  *
  * Every claim also takes CLAIM_LOCK_KEY shared: a node of an earlier
  * version takes it exclusively for its whole claim, so the two kinds
  * never claim at the same time while a fleet is being upgraded. And no
  * parallel plan, which ST_CLAIM_PICK's order relies on (see there).
+ *
+ * Two round trips (pipe_run): BEGIN, the settings, the shared lock and
+ * step 1 in one; step 2 and COMMIT in the other. Step 2 must wait for
+ * step 1's answer (its ids), the COMMIT need not: a take that claimed
+ * nothing commits nothing. A burst of runs on a busy 2-core host spent
+ * its CPU on each statement's wake-ups as much as on the statements
+ * (docs/bench.md, 2026-12-06); four round trips a claim were two more
+ * than the claim needs.
  */
 static int pg_claim_ruled(struct pg *p, const struct store_claim_rule *r,
 			  const char *worker, int64_t lease_ms,
@@ -2055,21 +2188,14 @@ static int pg_claim_ruled(struct pg *p, const struct store_claim_rule *r,
 	PGresult *res = NULL;
 	char *ids = malloc(CLAIM_IDS_LEN(max));
 	char *tids = malloc(CLAIM_IDS_LEN(max));
-	int rc;
+	bool open = false; /* a transaction of ours is open */
+	int rc = 0;
 
 	if (!ids || !tids) {
 		free(ids);
 		free(tids);
 		return sc_err_set(err, SC_ENOMEM, "out of memory");
 	}
-	/* exec_const never connects: after a lost connection the claim is
-	 * what reconnects (as run() would). */
-	rc = ensure_conn(p, err);
-	if (!rc)
-		rc = exec_const(p, "BEGIN; SET LOCAL "
-				"max_parallel_workers_per_gather = 0; "
-				"SELECT pg_advisory_xact_lock_shared("
-				CLAIM_LOCK_KEY ")", err);
 	for (int t = 0; !rc && t < CLAIM_TRIES; t++) {
 		struct args a = {0};
 		PGresult *picked = NULL;
@@ -2079,7 +2205,16 @@ static int pg_claim_ruled(struct pg *p, const struct store_claim_rule *r,
 		arg_i64(&a, ahead_ms);
 		arg_str(&a, r->allow);
 		arg_str(&a, r->skip);
-		rc = run(p, ST_CLAIM_PICK, &a, &picked, err);
+		const struct pipe_step pick[] = {
+			{.text = "BEGIN"},
+			{.text = "SET LOCAL max_parallel_workers_per_gather = 0"},
+			{.text = "SELECT pg_advisory_xact_lock_shared("
+				 CLAIM_LOCK_KEY ")"},
+			{.st = ST_CLAIM_PICK, .a = &a, .out = &picked},
+		};
+		/* pipe_run connects when needed, as run() would. */
+		rc = pipe_run(p, pick, sizeof(pick) / sizeof(pick[0]), err);
+		open = p->conn != NULL;
 		if (rc)
 			break;
 		int n_picked = PQntuples(picked);
@@ -2099,15 +2234,24 @@ static int pg_claim_ruled(struct pg *p, const struct store_claim_rule *r,
 		arg_str(&a, r->allow);
 		arg_str(&a, r->skip);
 		arg_str(&a, tids);
+		const struct pipe_step take[] = {
+			{.st = ST_CLAIM_TAKE, .a = &a, .out = &res},
+			{.text = "COMMIT"},
+		};
+		rc = pipe_run(p, take, sizeof(take) / sizeof(take[0]), err);
+		if (rc)
+			break;
+		open = false;
+		if (PQntuples(res) > 0)
+			break;
+		/* Every picked job was claimed meanwhile: pick again, in a
+		 * new transaction (this one committed nothing). */
 		PQclear(res);
 		res = NULL;
-		rc = run(p, ST_CLAIM_TAKE, &a, &res, err);
-		if (rc || PQntuples(res) > 0)
-			break;
 	}
 	free(ids);
 	free(tids);
-	if (!rc)
+	if (!rc && open)
 		rc = exec_const(p, "COMMIT", err);
 	if (rc) {
 		if (p->conn)
