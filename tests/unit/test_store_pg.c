@@ -602,6 +602,60 @@ static void a_claim_checks_the_rule_again_under_its_locks(void **state)
 	sc_clock_free(clk);
 }
 
+/* At pg.claim_picked, once: every lease token used up, so the take's
+ * nextval fails on the server while the connection stays up. */
+static void tokens_run_out(const char *name, void *ud)
+{
+	int *hits = ud;
+
+	if (strcmp(name, "pg.claim_picked") != 0 || (*hits)++ > 0)
+		return;
+	PQclear(pgfx_sql("SELECT setval('lease_tokens', "
+			 "9223372036854775807)"));
+}
+
+/*
+ * The take and its COMMIT go to the server together (pipe_run): when the
+ * take fails there, the COMMIT is skipped and the transaction must be
+ * rolled back. So a failed take claims nothing, holds no lock after it
+ * returns, says what failed, and leaves a handle that claims again.
+ */
+static void a_failed_take_claims_nothing_and_the_handle_goes_on(void **state)
+{
+	TU_NEED_TEST_SEAMS();
+	PGFX_NEED_SERVER();
+	struct sc_clock *clk = sc_clock_virtual_new(T0);
+	void *a = open_store(clk);
+	struct store_job j;
+	struct sc_err e = {0};
+	size_t n = 9;
+	int hits = 0;
+
+	ops->claim_rule(a, &RULE_QUEUE);
+	int64_t q1 = enq(a, "q", T0 - MIN);
+	SET_HOOK(tokens_run_out, &hits);
+	assert_int_equal(ops->job_claim(a, "a", MIN, 0, &j, 1, &n, &e),
+			 SC_EDB);
+	SET_HOOK(NULL, NULL);
+	assert_int_equal(hits, 1);
+	assert_non_null(strstr(e.msg, "maximum value"));
+	assert_int_equal(pgfx_int("SELECT count(*) FROM pg_locks WHERE"
+				  " locktype = 'advisory'"), 0);
+	assert_int_equal(pgfx_int("SELECT count(*) FROM pg_stat_activity"
+				  " WHERE state LIKE 'idle in transaction%'"),
+			 0);
+	assert_int_equal(ops->job_get(a, q1, &j, NULL), 0);
+	assert_int_equal(j.state, JOB_READY);
+	assert_int_equal(j.attempts, 0);
+	PQclear(pgfx_sql("SELECT setval('lease_tokens', 1000)"));
+	j = claim1(a, "a", MIN);
+	assert_int_equal(j.id, q1);
+	assert_int_equal(j.state, JOB_ACTIVE);
+	assert_int_equal(j.lease_token, 1001);
+	ops->close(a);
+	sc_clock_free(clk);
+}
+
 /*
  * Many nodes claiming at once never run two slots of one `queue`
  * schedule at the same time, and every slot runs once. Each claimer
@@ -1538,6 +1592,9 @@ int main(void)
 			pgfx_setup, pgfx_teardown),
 		cmocka_unit_test_setup_teardown(
 			a_claim_checks_the_rule_again_under_its_locks,
+			pgfx_setup, pgfx_teardown),
+		cmocka_unit_test_setup_teardown(
+			a_failed_take_claims_nothing_and_the_handle_goes_on,
 			pgfx_setup, pgfx_teardown),
 		cmocka_unit_test_setup_teardown(
 			nodes_claiming_together_keep_the_queue_rule, pgfx_setup,
