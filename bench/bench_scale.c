@@ -58,6 +58,10 @@
  *       Opens the store, reads NAME's summary (store_sched_summaries:
  *       the read of `surecron status NAME`) and closes it: with `time`,
  *       the floor of that command on this machine, without its config.
+ *   bench_scale load pq|none
+ *       Loads libpq as a PostgreSQL store does (lazylib_load: dlopen
+ *       and every function looked up), or nothing, and exits: with
+ *       `time`, the part of that floor spent before connecting.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -76,6 +80,7 @@
 #include <time.h>
 
 #include "clock.h"
+#include "lazylib.h"
 #include "store.h"
 #include "url.h"
 
@@ -640,6 +645,22 @@ static int cmd_head(int argc, char **argv)
 	return 0;
 }
 
+/* What opening a PostgreSQL store pays before it connects: libpq and
+ * the libraries it needs, loaded as the store loads them. */
+static int cmd_load(int argc, char **argv)
+{
+	struct sc_err err = {0};
+
+	if (argc < 3 || (strcmp(argv[2], "pq") != 0 &&
+			 strcmp(argv[2], "none") != 0)) {
+		fprintf(stderr, "usage: bench_scale load pq|none\n");
+		return 2;
+	}
+	if (strcmp(argv[2], "pq") == 0 && lazylib_load(LAZYLIB_PQ, &err))
+		die("load", &err);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc >= 3 && strcmp(argv[1], "gen") == 0)
@@ -654,11 +675,14 @@ int main(int argc, char **argv)
 		return cmd_time(argc, argv);
 	if (argc >= 3 && strcmp(argv[1], "head") == 0)
 		return cmd_head(argc, argv);
+	if (argc >= 3 && strcmp(argv[1], "load") == 0)
+		return cmd_load(argc, argv);
 	fprintf(stderr, "usage: bench_scale gen URL ROWS SCHEDULES [DAYS] "
 		"[CONFDIR]\n       bench_scale late URL SINCE_MS UNTIL_MS\n"
 		"       bench_scale tasklate LOG SINCE_MS UNTIL_MS\n"
 		"       bench_scale spawn N THREADS [PROGRAM]\n"
 		"       bench_scale time RUNS TIMEOUT_S OKRC OUT ERR CMD "
-		"[ARG...]\n       bench_scale head URL NAME\n");
+		"[ARG...]\n       bench_scale head URL NAME\n"
+		"       bench_scale load pq|none\n");
 	return 2;
 }

@@ -31,7 +31,8 @@
 #            (medians of 11 runs, 21 for status NAME, timed by
 #            bench_scale time), and beside status NAME its floors: a bare
 #            process start and a process that opens the store and does
-#            the same read (bench_scale head); the same on PostgreSQL with
+#            the same read (bench_scale head), and on PostgreSQL the load
+#            of libpq (bench_scale load); the same on PostgreSQL with
 #            SCALE_PG_ROWS (1,000,000) rows
 #   prune    `surecron prune` with a ledger retention that leaves the
 #            newest tenth of that store (9,000,000 of 10,000,000 rows
@@ -528,6 +529,12 @@ ledger_case() {
       if [ "$be" = postgresql ] && command -v psql >/dev/null &&
         tp=$(runs 21 psql -X -q -A -t -c "select 1" "$url"); then
         fp="; psql -c 'select 1': ${tp}ms"
+      fi
+      # And what the command pays before it connects: libpq and the
+      # libraries it pulls in, loaded as the store loads them.
+      if [ "$be" = postgresql ] && l0=$(runs 21 "$GEN" load none) &&
+        l1=$(runs 21 "$GEN" load pq); then
+        fp="$fp; libpq's load: $(awk -v a="$l1" -v b="$l0" 'BEGIN{printf "%.1f", a-b}')ms (bench_scale load pq ${l1}ms, load none ${l0}ms)"
       fi
       echo "scale case=status_one_floor_$be value=${fh}ms (bench_scale head: open the store, read scale-00001's summary, close; a bare process, /bin/true: ${ft}ms$fp; status NAME is $(awk -v a="$t" -v b="$fh" 'BEGIN{printf "%.2f", a/b}') times the former)"
     else
