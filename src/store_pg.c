@@ -1279,24 +1279,28 @@ static int connect_now(struct pg *p, struct sc_err *err)
 				  p->last_error);
 	}
 	PQsetNoticeProcessor(p->conn, on_notice, p);
-	/* Hot-path commits skip the WAL flush wait (see the file comment);
+	/*
+	 * Hot-path commits skip the WAL flush wait (see the file comment);
 	 * the records that must survive set it back in their statement.
-	 * Session SETs and named prepared statements are why a pooler in
-	 * transaction mode cannot sit between us and the server. */
-	int rc = exec_const(p, "SET synchronous_commit TO off", err);
-	/* Our statements are written for generic plans (partial indexes on
+	 * Our statements are written for generic plans (partial indexes on
 	 * literal states, no value-dependent shapes); re-planning each
 	 * execution for a custom plan cost up to half the hot path's time.
 	 * The two filter queries whose best plan depends on the values run
-	 * as one-shot statements instead (see `oneshot`). */
-	if (rc == 0)
-		rc = exec_const(p, "SET plan_cache_mode TO force_generic_plan",
-				err);
-	if (rc == 0 && p->listening) {
-		rc = exec_const(p, "LISTEN " CHANNEL, err);
-		/* We may have missed notifications while disconnected. */
+	 * as one-shot statements instead (see `oneshot`). Session SETs,
+	 * LISTEN and named prepared statements are why a pooler in
+	 * transaction mode cannot sit between us and the server. All in one
+	 * round trip: every command pays it once, and it is one implicit
+	 * transaction, so a failure leaves none of it.
+	 */
+#define SESSION_SETS                                                      \
+	"SET synchronous_commit TO off; "                                 \
+	"SET plan_cache_mode TO force_generic_plan"
+	int rc = exec_const(p, p->listening ? SESSION_SETS "; LISTEN " CHANNEL
+					    : SESSION_SETS, err);
+#undef SESSION_SETS
+	/* We may have missed notifications while disconnected. */
+	if (rc == 0 && p->listening)
 		p->notified = true;
-	}
 	if (rc) {
 		drop_conn(p);
 		return rc;
@@ -1390,6 +1394,34 @@ static int exec_const(struct pg *p, const char *q, struct sc_err *err)
 	return rc;
 }
 
+/* The name statement st is prepared under on a connection. */
+#define STMT_NAME_LEN 16
+static void stmt_name(enum stmt st, char *name)
+{
+	snprintf(name, STMT_NAME_LEN, "sc%d", (int)st);
+}
+
+/* Prepares st as text on the live connection, unless st runs unnamed
+ * (oneshot) or is prepared there already. */
+static int prepare_once(struct pg *p, enum stmt st, const char *text,
+			struct sc_err *err)
+{
+	char name[STMT_NAME_LEN];
+	PGresult *res;
+	int rc = 0;
+
+	if (oneshot[st] || p->prepared[st])
+		return 0;
+	stmt_name(st, name);
+	res = PQprepare(p->conn, name, text, 0, NULL);
+	if (PQresultStatus(res) != PGRES_COMMAND_OK)
+		rc = fail(p, res, "prepare", err);
+	else
+		p->prepared[st] = true;
+	PQclear(res);
+	return rc;
+}
+
 /*
  * Runs prepared statement st with a's values. On success *out holds the
  * result (PQclear it); on failure it is NULL and the code is returned.
@@ -1397,25 +1429,17 @@ static int exec_const(struct pg *p, const char *q, struct sc_err *err)
 static int run_text(struct pg *p, enum stmt st, const char *text,
 		    const struct args *a, PGresult **out, struct sc_err *err)
 {
-	char name[16];
+	char name[STMT_NAME_LEN];
 	PGresult *res;
 	int rc;
 
 	*out = NULL;
 	rc = ensure_conn(p, err);
+	if (!rc)
+		rc = prepare_once(p, st, text, err);
 	if (rc)
 		return rc;
-	snprintf(name, sizeof(name), "sc%d", (int)st);
-	if (!oneshot[st] && !p->prepared[st]) {
-		res = PQprepare(p->conn, name, text, 0, NULL);
-		if (PQresultStatus(res) != PGRES_COMMAND_OK) {
-			rc = fail(p, res, "prepare", err);
-			PQclear(res);
-			return rc;
-		}
-		PQclear(res);
-		p->prepared[st] = true;
-	}
+	stmt_name(st, name);
 	if (oneshot[st])
 		res = PQexecParams(p->conn, text, a ? a->n : 0, NULL,
 				   a ? a->v : NULL, NULL, NULL, 0);
@@ -1473,20 +1497,9 @@ static int pipe_run(struct pg *p, const struct pipe_step *v, size_t n,
 	for (size_t i = 0; i < n; i++)
 		if (v[i].out)
 			*v[i].out = NULL;
-	for (size_t i = 0; !rc && i < n; i++) {
-		char name[16];
-		PGresult *res;
-
-		if (v[i].text || oneshot[v[i].st] || p->prepared[v[i].st])
-			continue;
-		snprintf(name, sizeof(name), "sc%d", (int)v[i].st);
-		res = PQprepare(p->conn, name, sql[v[i].st], 0, NULL);
-		if (PQresultStatus(res) != PGRES_COMMAND_OK)
-			rc = fail(p, res, "prepare", err);
-		else
-			p->prepared[v[i].st] = true;
-		PQclear(res);
-	}
+	for (size_t i = 0; !rc && i < n; i++)
+		if (!v[i].text)
+			rc = prepare_once(p, v[i].st, sql[v[i].st], err);
 	if (rc)
 		return rc;
 	if (!PQenterPipelineMode(p->conn))
@@ -1494,12 +1507,17 @@ static int pipe_run(struct pg *p, const struct pipe_step *v, size_t n,
 	bool sent = true;
 	for (size_t i = 0; sent && i < n; i++) {
 		const struct args *a = v[i].a;
-		char name[16];
+		char name[STMT_NAME_LEN];
 
-		snprintf(name, sizeof(name), "sc%d", (int)v[i].st);
+		stmt_name(v[i].st, name);
 		if (v[i].text)
 			sent = PQsendQueryParams(p->conn, v[i].text, 0, NULL,
 						 NULL, NULL, NULL, 0);
+		else if (oneshot[v[i].st])
+			sent = PQsendQueryParams(p->conn, sql[v[i].st],
+						 a ? a->n : 0, NULL,
+						 a ? a->v : NULL, NULL, NULL,
+						 0);
 		else
 			sent = PQsendQueryPrepared(p->conn, name,
 						   a ? a->n : 0,
