@@ -1288,12 +1288,15 @@ static int connect_now(struct pg *p, struct sc_err *err)
 	 * The two filter queries whose best plan depends on the values run
 	 * as one-shot statements instead (see `oneshot`). Session SETs,
 	 * LISTEN and named prepared statements are why a pooler in
-	 * transaction mode cannot sit between us and the server. All in one
-	 * round trip: every command pays it once, and it is one implicit
-	 * transaction, so a failure leaves none of it.
+	 * transaction mode cannot sit between us and the server. A pooler
+	 * in session mode may hand us a server session an earlier client
+	 * left its prepared statements in (PgBouncer with an empty
+	 * server_reset_query): ours would collide with them, so none is
+	 * kept. All in one round trip: every command pays it once, and it
+	 * is one implicit transaction, so a failure leaves none of it.
 	 */
 #define SESSION_SETS                                                      \
-	"SET synchronous_commit TO off; "                                 \
+	"DEALLOCATE ALL; SET synchronous_commit TO off; "                 \
 	"SET plan_cache_mode TO force_generic_plan"
 	int rc = exec_const(p, p->listening ? SESSION_SETS "; LISTEN " CHANNEL
 					    : SESSION_SETS, err);

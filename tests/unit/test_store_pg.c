@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
 
 #include "clock.h"
 #include "failpoint.h"
@@ -653,6 +654,109 @@ static void a_failed_take_claims_nothing_and_the_handle_goes_on(void **state)
 	assert_int_equal(j.state, JOB_ACTIVE);
 	assert_int_equal(j.lease_token, 1001);
 	ops->close(a);
+	sc_clock_free(clk);
+}
+
+/* Runs `tests/pgbouncer.sh start` in front of the test server for
+ * database db; its URL goes to url. 3: PgBouncer is not installed. */
+static int bouncer_start(const char *dir, const char *db, char *url,
+			 size_t n)
+{
+	char cmd[1024];
+	int port = 0;
+
+	if (sscanf(pgfx_url(), "postgresql://postgres@127.0.0.1:%d/", &port)
+	    != 1)
+		return 3; /* a server given from outside: not ours to pool */
+	snprintf(cmd, sizeof(cmd), "sh tests/pgbouncer.sh start '%s' "
+		 "127.0.0.1 %d %s 2>&1", dir, port, db);
+	FILE *f = popen(cmd, "r");
+	if (!f)
+		return -1;
+	if (!fgets(url, (int)n, f))
+		url[0] = '\0';
+	url[strcspn(url, "\n")] = '\0';
+	int rc = pclose(f);
+	return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+/* The pooler and database of the test below, for its teardown: a failed
+ * assert leaves the test at once, and neither may outlive it. */
+static char bouncer_dir[64];
+static char bouncer_db[64];
+
+static int bouncer_teardown(void **state)
+{
+	char cmd[128], q[128];
+
+	if (bouncer_dir[0]) {
+		snprintf(cmd, sizeof(cmd), "sh tests/pgbouncer.sh stop '%s'",
+			 bouncer_dir);
+		if (system(cmd) != 0)
+			fprintf(stderr, "pgbouncer.sh stop failed\n");
+		tu_rmrf(bouncer_dir);
+		bouncer_dir[0] = '\0';
+	}
+	if (bouncer_db[0]) {
+		unsetenv("PGOPTIONS");
+		snprintf(q, sizeof(q), "DROP DATABASE IF EXISTS %s WITH (FORCE)",
+			 bouncer_db);
+		PQclear(pgfx_sql(q));
+		bouncer_db[0] = '\0';
+	}
+	return pgfx_teardown(state);
+}
+
+/*
+ * Behind a pooler in session mode that does not reset a server session
+ * between its clients (PgBouncer with server_reset_query empty), a handle
+ * gets the session the one before left, with that one's prepared
+ * statements in it. Ours are named per statement, so the second handle's
+ * first prepare would fail ("already exists") had the connect not
+ * cleared them. Both handles here get the one server session (a pool of
+ * one), checked by the server's count of sessions of the database.
+ */
+static void a_pooled_session_left_with_our_statements_still_works(
+	void **state)
+{
+	PGFX_NEED_SERVER();
+	char url[512] = "", q[128];
+	const char *opts = getenv("PGOPTIONS");
+	char saved[128];
+	struct sc_err e = {0};
+	void *a = NULL, *b = NULL;
+
+	snprintf(bouncer_db, sizeof(bouncer_db), "sc_pool_%d", (int)getpid());
+	snprintf(q, sizeof(q), "CREATE DATABASE %s", bouncer_db);
+	PQclear(pgfx_sql(q));
+	/* A folder of its own under /tmp: the pooler runs as `postgres`
+	 * when we are root, and cannot enter the test's own temp folder. */
+	snprintf(bouncer_dir, sizeof(bouncer_dir),
+		 "/tmp/surecron-pgbouncer-XXXXXX");
+	assert_non_null(mkdtemp(bouncer_dir));
+	int rc = bouncer_start(bouncer_dir, bouncer_db, url, sizeof(url));
+	if (rc == 3)
+		skip(); /* no PgBouncer here; the teardown cleans up */
+	assert_int_equal(rc, 0);
+	/* The schema option is the fixture's; the pooler does not pass it
+	 * on, and this database is the test's own. */
+	snprintf(saved, sizeof(saved), "%s", opts ? opts : "");
+	unsetenv("PGOPTIONS");
+	struct sc_clock *clk = sc_clock_virtual_new(T0);
+	assert_int_equal(ops->open(url, clk, &a, &e), 0);
+	int64_t q1 = enq(a, "q", T0 - MIN);
+	assert_int_equal(claim1(a, "a", MIN).id, q1);
+	ops->close(a);
+	assert_int_equal(ops->open(url, clk, &b, &e), 0);
+	int64_t r1 = enq(b, "r", T0 - MIN);
+	assert_int_not_equal(r1, q1);
+	struct store_job j = claim1(b, "b", MIN);
+	assert_int_equal(j.id, r1);
+	setenv("PGOPTIONS", saved, 1);
+	snprintf(q, sizeof(q), "SELECT count(*) FROM pg_stat_activity WHERE "
+		 "datname = '%s'", bouncer_db);
+	assert_int_equal(pgfx_int(q), 1);
+	ops->close(b);
 	sc_clock_free(clk);
 }
 
@@ -1596,6 +1700,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(
 			a_failed_take_claims_nothing_and_the_handle_goes_on,
 			pgfx_setup, pgfx_teardown),
+		cmocka_unit_test_setup_teardown(
+			a_pooled_session_left_with_our_statements_still_works,
+			pgfx_setup, bouncer_teardown),
 		cmocka_unit_test_setup_teardown(
 			nodes_claiming_together_keep_the_queue_rule, pgfx_setup,
 			pgfx_teardown),
