@@ -44,13 +44,8 @@ if [ -z "$PGBIN" ]; then
   done
 fi
 
-as_pg() {
-  if [ "$(id -u)" = 0 ]; then
-    runuser -u postgres -- "$@"
-  else
-    "$@"
-  fi
-}
+# shellcheck source=tests/as_pg.sh
+. "$(dirname "$0")/as_pg.sh"
 
 url_of() {
   echo "postgresql://postgres@127.0.0.1:$(cat "$1/port")/postgres"

@@ -24,13 +24,8 @@ if [ -z "$BIN" ]; then
   done
 fi
 
-as_pg() {
-  if [ "$(id -u)" = 0 ]; then
-    runuser -u postgres -- "$@"
-  else
-    "$@"
-  fi
-}
+# shellcheck source=tests/as_pg.sh
+. "$(dirname "$0")/as_pg.sh"
 
 start() {
   dir=$1 host=$2 sport=$3 db=$4
