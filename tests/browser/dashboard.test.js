@@ -224,8 +224,9 @@ step('a slot whose every attempt fails is lost', async () => {
 });
 
 step('the page lists every schedule with its next slot', async () => {
+  ctx.profile = fs.mkdtempSync(path.join(os.tmpdir(), 'surecron-chromium-'));
   ctx.browser = await playwright.chromium.launchPersistentContext(
-    fs.mkdtempSync(path.join(os.tmpdir(), 'surecron-chromium-')), {
+    ctx.profile, {
       executablePath: CHROMIUM, headless: true, args: FLAGS,
       viewport: {width: 1280, height: 1000}, deviceScaleFactor: 1,
     });
@@ -380,6 +381,10 @@ async function cleanup() {
   }
   if (ctx.dir)
     fs.rmSync(ctx.dir, {recursive: true, force: true});
+  /* Chromium's profile, once it has closed: left behind, every run
+   * would leave one in the temp folder. */
+  if (ctx.profile)
+    fs.rmSync(ctx.profile, {recursive: true, force: true});
   return stopErr;
 }
 
