@@ -2235,9 +2235,9 @@ static int pg_claim_ruled(struct pg *p, const struct store_claim_rule *r,
 		};
 		/* pipe_run connects when needed, as run() would. */
 		rc = pipe_run(p, pick, sizeof(pick) / sizeof(pick[0]), err);
-		open = p->conn != NULL;
 		if (rc)
-			break;
+			break; /* what BEGIN opened is rolled back below */
+		open = true;
 		int n_picked = PQntuples(picked);
 		claim_ids(picked, ids, tids);
 		PQclear(picked);
