@@ -92,8 +92,6 @@
 #include "scheduler.h"
 #include "task.h"
 
-#define MAX_TARGETS 64
-
 void orchestrator_report_dispose(struct orchestrator_report *r)
 {
 	if (!r)
@@ -654,7 +652,7 @@ int orchestrator_run_slot(const struct orchestrator_ctx *ctx,
 			  int64_t job_id, int attempt,
 			  struct orchestrator_report *rep, struct sc_err *err)
 {
-	const struct target_spec *targets[MAX_TARGETS];
+	const struct target_spec *targets[OUTBOX_MAX_TARGETS];
 	struct task_result *res = NULL;
 	char *body = NULL;
 	bool marked = false, staged = false;
@@ -668,9 +666,9 @@ int orchestrator_run_slot(const struct orchestrator_ctx *ctx,
 		return rc;
 	}
 	memset(rep, 0, sizeof(*rep));
-	if (sched->n_targets > MAX_TARGETS) {
+	if (sched->n_targets > OUTBOX_MAX_TARGETS) {
 		rc = sc_err_set(err, SC_ECONFIG, "schedule %s: more than %d "
-				"targets", sched->name, MAX_TARGETS);
+				"targets", sched->name, OUTBOX_MAX_TARGETS);
 		err_set_permanent(err);
 		return rc;
 	}
@@ -693,10 +691,14 @@ int orchestrator_run_slot(const struct orchestrator_ctx *ctx,
 		.tick = ctx->tick, .tick_ud = ctx->tick_ud,
 	};
 
-	rc = store_slot_is_marked(ctx->store, sched->name, slot_ms, &marked, err);
+	/* A message in the outbox means an earlier attempt generated the
+	 * result and a delivery failed or was cut short: resend it, never
+	 * generate a second one. */
+	rc = outbox_look(&ds, &marked, &staged, &body, err);
 	if (rc)
 		return rc;
 	if (marked) {
+		free(body);
 		rep->already_marked = true;
 		LOG(SC_LOG_INFO, "orchestrator",
 		       "event=already_done "
@@ -705,12 +707,6 @@ int orchestrator_run_slot(const struct orchestrator_ctx *ctx,
 		return 0;
 	}
 
-	/* A message in the outbox means an earlier attempt generated the
-	 * result and a delivery failed or was cut short: resend it, never
-	 * generate a second one. */
-	rc = outbox_staged(&ds, &staged, &body, err);
-	if (rc)
-		return rc;
 	if (staged) {
 		rep->resent = true;
 		LOG(SC_LOG_INFO, "orchestrator",

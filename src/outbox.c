@@ -72,31 +72,32 @@ static struct sc_clock *slot_clock(const struct outbox_slot *ds)
 	return ds->clock ? ds->clock : store_clock(ds->store);
 }
 
-int outbox_staged(const struct outbox_slot *ds, bool *staged, char **body,
-		  struct sc_err *err)
+int outbox_look(const struct outbox_slot *ds, bool *marked, bool *staged,
+		char **body, struct sc_err *err)
 {
-	*staged = false;
+	const char *names[OUTBOX_MAX_TARGETS];
+	struct outbox_entry e = {0};
+	int first = -1;
+	int rc;
+
+	*marked = *staged = false;
 	if (body)
 		*body = NULL;
-	for (size_t i = 0; i < ds->n_targets; i++) {
-		struct outbox_entry e = {0};
-		struct sc_err lerr = {0};
-		int rc = store_outbox_get(ds->store, ds->schedule, ds->slot_ms,
-					  ds->targets[i]->name, &e, &lerr);
-		if (rc == SC_ENOENT)
-			continue; /* not staged for this one: next target */
-		if (rc) {
-			err_copy(err, &lerr);
-			return rc;
-		}
-		*staged = true;
-		if (body) {
-			*body = e.body;
-			e.body = NULL;
-		}
-		store_outbox_entry_dispose(&e);
-		return 0;
+	if (ds->n_targets > OUTBOX_MAX_TARGETS)
+		return sc_err_set(err, SC_ECONFIG, "schedule %s: more than %d "
+				  "targets", ds->schedule, OUTBOX_MAX_TARGETS);
+	for (size_t i = 0; i < ds->n_targets; i++)
+		names[i] = ds->targets[i]->name;
+	rc = store_slot_look(ds->store, ds->schedule, ds->slot_ms, names,
+			     ds->n_targets, marked, &first, &e, err);
+	if (rc)
+		return rc;
+	*staged = first >= 0;
+	if (body && *staged) {
+		*body = e.body;
+		e.body = NULL;
 	}
+	store_outbox_entry_dispose(&e);
 	return 0;
 }
 

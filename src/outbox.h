@@ -21,6 +21,10 @@
 #include "spec.h"
 #include "store.h"
 
+/* The most targets one slot may have: a run of a schedule with more
+ * fails, permanently (orchestrator.c). */
+#define OUTBOX_MAX_TARGETS 64
+
 /* The slot a flush works for (all borrowed). */
 struct outbox_slot {
 	struct store *store;
@@ -47,13 +51,15 @@ struct outbox_report {
 };
 
 /*
- * Is anything of this slot in the outbox yet? *body gets a copy of the
- * stored message of the first target that has a row (allocated; NULL when
- * none; pass NULL to skip). A slot with rows was generated already: a
- * retry resends, it does not run the tasks again.
+ * Where an attempt starts, in one store read: *marked when the slot is
+ * complete already (nothing to do), *staged when anything of it is in
+ * the outbox. *body gets a copy of the stored message of the first
+ * target that has a row (allocated; NULL when none; pass NULL to skip).
+ * A slot with rows was generated already: a retry resends, it does not
+ * run the tasks again. At most OUTBOX_MAX_TARGETS targets.
  */
-int outbox_staged(const struct outbox_slot *ds, bool *staged, char **body,
-		  struct sc_err *err);
+int outbox_look(const struct outbox_slot *ds, bool *marked, bool *staged,
+		char **body, struct sc_err *err);
 
 /*
  * Stores body as the message of every target that has no outbox row yet

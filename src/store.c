@@ -995,6 +995,49 @@ int store_slot_is_marked(struct store *s, const char *schedule, int64_t slot_ms,
 					   err);
 }
 
+int store_slot_look(struct store *s, const char *schedule, int64_t slot_ms,
+		    const char *const *targets, size_t n_targets, bool *marked,
+		    int *staged, struct outbox_entry *out, struct sc_err *err)
+{
+	int rc = check_name("schedule name", schedule, STORE_NAME_MAX, err);
+
+	if (!rc)
+		rc = check_out(marked, "marked output", err);
+	if (!rc)
+		rc = check_out(staged, "staged output", err);
+	if (!rc)
+		rc = check_out(out, "outbox output", err);
+	if (!rc && n_targets && !targets)
+		rc = sc_err_set(err, SC_EINVAL, "target list is NULL");
+	for (size_t i = 0; !rc && i < n_targets; i++)
+		rc = check_name("target name", targets[i], STORE_NAME_MAX, err);
+	if (rc)
+		return rc;
+	*marked = false;
+	*staged = -1;
+	memset(out, 0, sizeof(*out));
+	if (s->ops->slot_look)
+		return s->ops->slot_look(s->impl, schedule, slot_ms, targets,
+					 n_targets, marked, staged, out, err);
+	rc = s->ops->slot_is_marked(s->impl, schedule, slot_ms, marked, err);
+	for (size_t i = 0; !rc && i < n_targets; i++) {
+		struct sc_err lerr = {0};
+
+		rc = s->ops->outbox_get(s->impl, schedule, slot_ms, targets[i],
+					out, &lerr);
+		if (rc == SC_ENOENT) {
+			rc = 0; /* not staged for this one: next target */
+			continue;
+		}
+		if (rc)
+			err_copy(err, &lerr);
+		else
+			*staged = (int)i;
+		break;
+	}
+	return rc;
+}
+
 /* ---- scheduler state, token cache ------------------------------------ */
 
 int store_sched_last_get(struct store *s, const char *schedule, int64_t *slot_ms,

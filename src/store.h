@@ -786,6 +786,18 @@ int store_slot_mark(struct store *s, const char *schedule, int64_t slot_ms,
 int store_slot_is_marked(struct store *s, const char *schedule, int64_t slot_ms,
 			 bool *marked, struct sc_err *err);
 
+/*
+ * The two reads an attempt starts with, as one (on PostgreSQL, one round
+ * trip instead of two for every run): *marked as store_slot_is_marked
+ * says, and the outbox row of the first of targets[0..n_targets), in
+ * that order, that has one: *staged gets its index, or -1 when none has
+ * a row (then *out stays zeroed). The caller frees *out with
+ * store_outbox_entry_dispose. n_targets may be 0 (targets NULL).
+ */
+int store_slot_look(struct store *s, const char *schedule, int64_t slot_ms,
+		    const char *const *targets, size_t n_targets, bool *marked,
+		    int *staged, struct outbox_entry *out, struct sc_err *err);
+
 /* ---- scheduler state, token cache ------------------------------------ */
 
 /* The last slot materialised for a schedule; SC_ENOENT when never. */
@@ -1093,6 +1105,13 @@ struct store_ops {
 	int (*slot_is_marked)(void *impl, const char *schedule,
 			      int64_t slot_ms, bool *marked,
 			      struct sc_err *err);
+	/* Optional: NULL makes store.c read the marker and each target's
+	 * row in turn (SQLite, where a read is no round trip). Outputs come
+	 * zeroed, *staged -1; names checked. */
+	int (*slot_look)(void *impl, const char *schedule, int64_t slot_ms,
+			 const char *const *targets, size_t n_targets,
+			 bool *marked, int *staged, struct outbox_entry *out,
+			 struct sc_err *err);
 	int (*sched_last_get)(void *impl, const char *schedule,
 			      int64_t *slot_ms, struct sc_err *err);
 	int (*sched_last_set)(void *impl, const char *schedule,

@@ -610,6 +610,7 @@ enum stmt {
 	ST_OUTBOX_UNKNOWN,
 	ST_SLOT_MARK,
 	ST_SLOT_IS,
+	ST_SLOT_LOOK,
 	ST_SCHED_GET,
 	ST_SCHED_SET,
 	ST_SCHED_ALL,
@@ -942,6 +943,19 @@ static const char *const sql[ST_COUNT] = {
 	DURABLE " END FROM f",
 	[ST_SLOT_IS] =
 	"SELECT 1 FROM slot_markers WHERE schedule = $1 AND slot_ms = $2",
+	/* $3: the targets (text[]), in order. One row: marked (0/1), then
+	 * the outbox row of the first of them that has one, NULLs when
+	 * none: its place in $3 (from 1), state, tries, sent, body. */
+	[ST_SLOT_LOOK] =
+	"SELECT (EXISTS (SELECT 1 FROM slot_markers"
+	" WHERE schedule = $1 AND slot_ms = $2))::int,"
+	" o.i, o.state, o.n_tries, o.sent_ms, b.body FROM (SELECT 1) AS one"
+	" LEFT JOIN LATERAL (SELECT x.target, x.state, x.n_tries, x.sent_ms,"
+	" array_position($3::text[], x.target) AS i FROM outbox x"
+	" WHERE x.schedule = $1 AND x.slot_ms = $2"
+	" AND x.target = ANY($3::text[]) ORDER BY i LIMIT 1) AS o ON true"
+	" LEFT JOIN outbox_body b ON b.schedule = $1 AND b.slot_ms = $2"
+	" AND b.target = o.target",
 	[ST_SCHED_GET] =
 	"SELECT last_slot_ms FROM sched_state WHERE schedule = $1",
 	[ST_SCHED_SET] =
@@ -1166,6 +1180,56 @@ static void arg_str(struct args *a, const char *s)
 static void arg_bool(struct args *a, bool b)
 {
 	a->v[a->n++] = b ? "t" : "f";
+}
+
+/* Appends s to the array literal in *b as one quoted element, keeping
+ * room for the closing brace and the NUL. */
+static bool array_add(char **b, size_t *len, size_t *cap, const char *s)
+{
+	/* comma, two quotes, every byte escaped, '}', NUL */
+	size_t need = *len + 2 * strlen(s) + 5;
+
+	if (need > *cap) {
+		size_t ncap = need * 2;
+		char *nb = realloc(*b, ncap);
+		if (!nb)
+			return false;
+		*b = nb;
+		*cap = ncap;
+	}
+	char *o = *b + *len;
+	if (*len > 1)
+		*o++ = ',';
+	*o++ = '"';
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			*o++ = '\\';
+		*o++ = *s;
+	}
+	*o++ = '"';
+	*len = (size_t)(o - *b);
+	return true;
+}
+
+/* v[0..n) as one text[] literal ("{\"a\",\"b\"}"), allocated (free());
+ * NULL when out of memory. */
+static char *text_array(const char *const *v, size_t n)
+{
+	size_t len = 1, cap = 64;
+	char *arr = malloc(cap);
+
+	if (!arr)
+		return NULL;
+	arr[0] = '{';
+	for (size_t i = 0; i < n; i++) {
+		if (!array_add(&arr, &len, &cap, v[i])) {
+			free(arr);
+			return NULL;
+		}
+	}
+	arr[len++] = '}';
+	arr[len] = '\0';
+	return arr;
 }
 
 /* The key of a slot's rows: schedule and slot. */
@@ -3056,13 +3120,33 @@ static int pg_outbox_put(void *impl, const struct store_fence *fence,
 	return 0;
 }
 
+/* *out from the first row's state, tries, sent and body, in columns
+ * c..c+3 (target names the row in an error). */
+static int get_outbox(const PGresult *res, int c, const char *target,
+		      struct outbox_entry *out, struct sc_err *err)
+{
+	bool oom = false;
+
+	/* A guard keeps its row when prune takes its body (store.h). */
+	if (PQgetisnull(res, 0, c + 3) && get_i64(res, 0, c) != SEND_SENT)
+		return sc_err_set(err, SC_ECORRUPT, "outbox row of target %s "
+				  "has no message body", target);
+	char *body = get_dup(res, 0, c + 3, &oom);
+	if (oom)
+		return sc_err_set(err, SC_ENOMEM, "out of memory");
+	out->state = (enum send_state)get_i64(res, 0, c);
+	out->n_tries = (int)get_i64(res, 0, c + 1);
+	out->sent_ms = get_i64(res, 0, c + 2);
+	out->body = body;
+	return 0;
+}
+
 static int pg_outbox_get(void *impl, const char *schedule, int64_t slot_ms,
 			 const char *target, struct outbox_entry *out,
 			 struct sc_err *err)
 {
 	struct args a = {0};
 	PGresult *res;
-	bool oom = false;
 	int rc;
 
 	arg_slot_target(&a, schedule, slot_ms, target);
@@ -3070,23 +3154,9 @@ static int pg_outbox_get(void *impl, const char *schedule, int64_t slot_ms,
 		     err);
 	if (rc)
 		return rc;
-	/* A guard keeps its row when prune takes its body (store.h). */
-	if (PQgetisnull(res, 0, 3) && get_i64(res, 0, 0) != SEND_SENT) {
-		PQclear(res);
-		return sc_err_set(err, SC_ECORRUPT, "outbox row of target %s "
-				  "has no message body", target);
-	}
-	char *body = get_dup(res, 0, 3, &oom);
-	if (oom) {
-		PQclear(res);
-		return sc_err_set(err, SC_ENOMEM, "out of memory");
-	}
-	out->state = (enum send_state)get_i64(res, 0, 0);
-	out->n_tries = (int)get_i64(res, 0, 1);
-	out->sent_ms = get_i64(res, 0, 2);
-	out->body = body;
+	rc = get_outbox(res, 0, target, out, err);
 	PQclear(res);
-	return 0;
+	return rc;
 }
 
 static int pg_outbox_set_state(void *impl, const struct store_fence *fence,
@@ -3165,6 +3235,36 @@ static int pg_slot_is_marked(void *impl, const char *schedule,
 		return rc;
 	*marked = n > 0;
 	return 0;
+}
+
+static int pg_slot_look(void *impl, const char *schedule, int64_t slot_ms,
+			const char *const *targets, size_t n_targets,
+			bool *marked, int *staged, struct outbox_entry *out,
+			struct sc_err *err)
+{
+	struct args a = {0};
+	PGresult *res;
+	char *arr = text_array(targets, n_targets);
+	int rc;
+
+	if (!arr)
+		return sc_err_set(err, SC_ENOMEM, "out of memory");
+	arg_slot(&a, schedule, slot_ms);
+	arg_str(&a, arr);
+	rc = run_one(impl, ST_SLOT_LOOK, &a, "slot look: no answer", &res,
+		     err);
+	free(arr);
+	if (rc)
+		return rc;
+	*marked = get_i64(res, 0, 0) != 0;
+	int64_t i = get_i64(res, 0, 1); /* NULL (0): no target has a row */
+	if (i >= 1 && (size_t)i <= n_targets) {
+		rc = get_outbox(res, 2, targets[i - 1], out, err);
+		if (!rc)
+			*staged = (int)(i - 1);
+	}
+	PQclear(res);
+	return rc;
 }
 
 /* ---- scheduler state, token cache -------------------------------------- */
@@ -3970,35 +4070,6 @@ static int pg_alert_realert(void *impl, int64_t id, int rounds_seen,
 	return rc;
 }
 
-/* Appends s to the array literal in *b as one quoted element, keeping
- * room for the closing brace and the NUL. */
-static bool array_add(char **b, size_t *len, size_t *cap, const char *s)
-{
-	/* comma, two quotes, every byte escaped, '}', NUL */
-	size_t need = *len + 2 * strlen(s) + 5;
-
-	if (need > *cap) {
-		size_t ncap = need * 2;
-		char *nb = realloc(*b, ncap);
-		if (!nb)
-			return false;
-		*b = nb;
-		*cap = ncap;
-	}
-	char *o = *b + *len;
-	if (*len > 1)
-		*o++ = ',';
-	*o++ = '"';
-	for (; *s; s++) {
-		if (*s == '"' || *s == '\\')
-			*o++ = '\\';
-		*o++ = *s;
-	}
-	*o++ = '"';
-	*len = (size_t)(o - *b);
-	return true;
-}
-
 static int pg_alert_stage(void *impl, int64_t id, int round,
 			  const char *const *targets, size_t n,
 			  const char *body, struct sc_err *err)
@@ -4006,23 +4077,13 @@ static int pg_alert_stage(void *impl, int64_t id, int round,
 	struct pg *p = impl;
 	struct args a = {0};
 	PGresult *res;
-	size_t len = 1, cap = 64;
-	char *arr = malloc(cap);
+	/* The targets travel as one array: one statement, so every row of
+	 * the round or none. */
+	char *arr = text_array(targets, n);
 	int rc;
 
 	if (!arr)
 		return sc_err_set(err, SC_ENOMEM, "out of memory");
-	/* The targets travel as one text[] literal ("{\"a\",\"b\"}"): one
-	 * statement, so every row of the round or none. */
-	arr[0] = '{';
-	for (size_t i = 0; i < n; i++) {
-		if (!array_add(&arr, &len, &cap, targets[i])) {
-			free(arr);
-			return sc_err_set(err, SC_ENOMEM, "out of memory");
-		}
-	}
-	arr[len++] = '}';
-	arr[len] = '\0';
 	arg_i64(&a, id);
 	arg_i64(&a, round);
 	arg_str(&a, arr);
@@ -4333,6 +4394,7 @@ const struct store_ops store_pg_ops = {
 	.outbox_mark_unknown = pg_outbox_mark_unknown,
 	.slot_mark = pg_slot_mark,
 	.slot_is_marked = pg_slot_is_marked,
+	.slot_look = pg_slot_look,
 	.sched_last_get = pg_sched_last_get,
 	.sched_last_set = pg_sched_last_set,
 	.sched_last_all = pg_sched_last_all,
