@@ -239,6 +239,39 @@ def status(pid, key):
         if l.startswith(key + ":"):
             return int(l.split()[1])
     return 0
+# The PostgreSQL server's CPU, when it runs on this machine: its
+# postmaster (with the backends it reaped) and every live child. None
+# when the server is elsewhere or cannot be read.
+def server_pid(url):
+    if not url or url.startswith("sqlite:"):
+        return None
+    # Asked while the session is open: its backend's parent.
+    q = subprocess.Popen(["psql", url.split("?")[0], "-At"],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL, text=True)
+    try:
+        q.stdin.write("SELECT pg_backend_pid();\n")
+        q.stdin.flush()
+        ppid = status(int(q.stdout.readline().strip()), "PPid")
+        return ppid if open(f"/proc/{ppid}/comm").read().strip() in (
+            "postgres", "postmaster") else None
+    except (ValueError, OSError):
+        return None
+    finally:
+        q.stdin.close()
+        q.wait()
+def server_cpu_ms(pm):
+    f = open(f"/proc/{pm}/stat").read().rsplit(")", 1)[1].split()
+    t = sum(int(x) for x in f[11:15])
+    for c in os.listdir("/proc"):
+        if c.isdigit() and c != str(pm):
+            try:
+                g = open(f"/proc/{c}/stat").read().rsplit(")", 1)[1].split()
+                if int(g[1]) == pm:
+                    t += int(g[11]) + int(g[12])
+            except (OSError, IndexError):
+                pass
+    return t * 1000 / tck
 sock_path = os.path.join(cwd, "notify.sock")
 if os.path.exists(sock_path):
     os.unlink(sock_path)
@@ -275,9 +308,13 @@ try:
             b += 60
         time.sleep(b - time.time())
         start = b
+    pm = server_pid(url)
+    s0 = server_cpu_ms(pm) if pm else None
     c0 = cpu_ms(p.pid)
     time.sleep(max(0.0, start + window - time.time()))
     c1 = cpu_ms(p.pid)
+    if pm:
+        out["server_cpu_ms"] = round(server_cpu_ms(pm) - s0)
     if mode.startswith("busy") and window < 15:
         time.sleep(15 - window)
     out["hwm_kb"] = status(p.pid, "VmHWM")
@@ -442,12 +479,13 @@ if want daemon && [ $big_ok = 1 ] && [ "$PG_ROWS" -gt 0 ]; then
     burl=$(pg_schema sc_burst_$$)
     cp "$work/big/surecron.yaml" "$work/big/surecron-pg.yaml"
     set_top "$work/big/surecron-pg.yaml" store "store: \"$burl\""
-    if pgb=$(daemon_probe "$work/big/surecron-pg.yaml" busy-pg 15 "$burl"); then
+    pgwin=15
+    if pgb=$(daemon_probe "$work/big/surecron-pg.yaml" busy-pg $pgwin "$burl"); then
       echo "ours daemon store=postgresql config=as-written schedules=$NSCHED $pgb"
       late_n=$(kv "$pgb" late_n)
       if [ -n "$late_n" ] && [ "$late_n" != 0 ]; then
         report daemon_burst_max_lateness_postgresql "$(kv "$pgb" late_max_ms)" 2000 ms \
-          "$late_n slots due at one instant, concurrency 16, PostgreSQL: p50 $(kv "$pgb" late_p50_ms) ms, p99 $(kv "$pgb" late_p99_ms) ms, $(kv "$pgb" late_within_2s)/$late_n started within 2 s; their claims were sent after p50 $(kv "$pgb" claim_late_p50_ms), max $(kv "$pgb" claim_late_max_ms) ms; ready after $(kv "$pgb" ready_ms) ms"
+          "$late_n slots due at one instant, concurrency 16, PostgreSQL: p50 $(kv "$pgb" late_p50_ms) ms, p99 $(kv "$pgb" late_p99_ms) ms, $(kv "$pgb" late_within_2s)/$late_n started within 2 s; their claims were sent after p50 $(kv "$pgb" claim_late_p50_ms), max $(kv "$pgb" claim_late_max_ms) ms; ready after $(kv "$pgb" ready_ms) ms; the server's CPU over the ${pgwin}s window $(kv "$pgb" server_cpu_ms) ms, the daemon's $(kv "$pgb" cpu_ms) ms"
       else
         skip daemon_burst_postgresql "no slot of the minute boundary started (see $work/big/daemon-busy-pg.log)"
       fi

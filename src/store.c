@@ -1007,8 +1007,10 @@ int store_slot_look(struct store *s, const char *schedule, int64_t slot_ms,
 		rc = check_out(staged, "staged output", err);
 	if (!rc)
 		rc = check_out(out, "outbox output", err);
-	if (!rc && n_targets && !targets)
-		rc = sc_err_set(err, SC_EINVAL, "target list is NULL");
+	if (rc)
+		return rc;
+	if (n_targets && !targets)
+		return sc_err_set(err, SC_EINVAL, "target list is NULL");
 	for (size_t i = 0; !rc && i < n_targets; i++)
 		rc = check_name("target name", targets[i], STORE_NAME_MAX, err);
 	if (rc)
