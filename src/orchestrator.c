@@ -697,8 +697,7 @@ int orchestrator_run_slot(const struct orchestrator_ctx *ctx,
 	rc = outbox_look(&ds, &marked, &staged, &body, err);
 	if (rc)
 		return rc;
-	if (marked) {
-		free(body);
+	if (marked) { /* done: nothing staged is read for it */
 		rep->already_marked = true;
 		LOG(SC_LOG_INFO, "orchestrator",
 		       "event=already_done "

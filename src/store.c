@@ -1022,7 +1022,7 @@ int store_slot_look(struct store *s, const char *schedule, int64_t slot_ms,
 		return s->ops->slot_look(s->impl, schedule, slot_ms, targets,
 					 n_targets, marked, staged, out, err);
 	rc = s->ops->slot_is_marked(s->impl, schedule, slot_ms, marked, err);
-	for (size_t i = 0; !rc && i < n_targets; i++) {
+	for (size_t i = 0; !rc && !*marked && i < n_targets; i++) {
 		struct sc_err lerr = {0};
 
 		rc = s->ops->outbox_get(s->impl, schedule, slot_ms, targets[i],

@@ -789,10 +789,12 @@ int store_slot_is_marked(struct store *s, const char *schedule, int64_t slot_ms,
 /*
  * The two reads an attempt starts with, as one (on PostgreSQL, one round
  * trip instead of two for every run): *marked as store_slot_is_marked
- * says, and the outbox row of the first of targets[0..n_targets), in
- * that order, that has one: *staged gets its index, or -1 when none has
- * a row (then *out stays zeroed). The caller frees *out with
- * store_outbox_entry_dispose. n_targets may be 0 (targets NULL).
+ * says, and, for a slot not marked, the outbox row of the first of
+ * targets[0..n_targets), in that order, that has one: *staged gets its
+ * index, or -1 when none has a row or the slot is marked (a marked slot
+ * is done, whatever its outbox holds; *out then stays zeroed). The
+ * caller frees *out with store_outbox_entry_dispose. n_targets may be 0
+ * (targets NULL).
  */
 int store_slot_look(struct store *s, const char *schedule, int64_t slot_ms,
 		    const char *const *targets, size_t n_targets, bool *marked,

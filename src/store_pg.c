@@ -3258,7 +3258,7 @@ static int pg_slot_look(void *impl, const char *schedule, int64_t slot_ms,
 		return rc;
 	*marked = get_i64(res, 0, 0) != 0;
 	int64_t i = get_i64(res, 0, 1); /* NULL (0): no target has a row */
-	if (i >= 1 && (size_t)i <= n_targets) {
+	if (!*marked && i >= 1 && (size_t)i <= n_targets) {
 		rc = get_outbox(res, 2, targets[i - 1], out, err);
 		if (!rc)
 			*staged = (int)(i - 1);
