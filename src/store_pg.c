@@ -581,6 +581,7 @@ enum stmt {
 	ST_ENQUEUE_MANY,
 	ST_ENQUEUE_BATCH,
 	ST_CLAIM,
+	ST_CLAIM_OPEN,
 	ST_CLAIM_PICK,
 	ST_CLAIM_TAKE,
 	ST_HEARTBEAT,
@@ -723,6 +724,14 @@ static const char *const sql[ST_COUNT] = {
 	 * of a UNION ALL runs its branches one after the other, unless it is
 	 * parallel, which pg_claim_ruled turns off for its transaction.
 	 */
+	/* The ruled claim's transaction, after its BEGIN: no parallel plan
+	 * (ST_CLAIM_PICK's order relies on it) and the shared lock of
+	 * pg_claim_ruled. One prepared statement: the SET LOCAL and the
+	 * lock as statements of their own were parsed and planned anew at
+	 * every claim. */
+	[ST_CLAIM_OPEN] =
+	"SELECT set_config('max_parallel_workers_per_gather', '0', true),"
+	" pg_advisory_xact_lock_shared(" CLAIM_LOCK_KEY ")",
 	[ST_CLAIM_PICK] =
 	"SELECT k.id, k.tid FROM ((SELECT j.id, j.ctid AS tid, j.schedule,"
 	" j.run_at_ms, false AS retry, "
@@ -2257,10 +2266,11 @@ static void claim_ids(const PGresult *res, char *ids, char *tids)
  * never claim at the same time while a fleet is being upgraded. And no
  * parallel plan, which ST_CLAIM_PICK's order relies on (see there).
  *
- * Two round trips (pipe_run): BEGIN, the settings, the shared lock and
- * step 1 in one; step 2 and COMMIT in the other. Step 2 must wait for
- * step 1's answer (its ids), the COMMIT need not: a take that claimed
- * nothing commits nothing. A burst of runs on a busy 2-core host spent
+ * Two round trips (pipe_run): BEGIN, the settings and the shared lock
+ * (ST_CLAIM_OPEN), and step 1 in one; step 2 and COMMIT in the other.
+ * Step 2 must wait for step 1's answer (its ids), the COMMIT need not:
+ * a take that claimed nothing commits nothing. A burst of runs on a
+ * busy 2-core host spent
  * its CPU on each statement's wake-ups as much as on the statements
  * (docs/bench.md, 2026-12-06); four round trips a claim were two more
  * than the claim needs.
@@ -2292,9 +2302,7 @@ static int pg_claim_ruled(struct pg *p, const struct store_claim_rule *r,
 		arg_str(&a, r->skip);
 		const struct pipe_step pick[] = {
 			{.text = "BEGIN"},
-			{.text = "SET LOCAL max_parallel_workers_per_gather = 0"},
-			{.text = "SELECT pg_advisory_xact_lock_shared("
-				 CLAIM_LOCK_KEY ")"},
+			{.st = ST_CLAIM_OPEN},
 			{.st = ST_CLAIM_PICK, .a = &a, .out = &picked},
 		};
 		/* pipe_run connects when needed, as run() would. */

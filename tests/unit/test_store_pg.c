@@ -657,6 +657,56 @@ static void a_failed_take_claims_nothing_and_the_handle_goes_on(void **state)
 	sc_clock_free(clk);
 }
 
+/* At pg.claim_picked: how many sessions hold the fleet's claim lock
+ * (store_pg.c CLAIM_LOCK_KEY) shared, and exclusively. */
+struct fleet_lock_seen {
+	int shared, exclusive;
+};
+
+#define FLEET_LOCK_HELD                                                    \
+	"SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND"      \
+	" granted AND classid::bigint = (7305521930218410814 >> 32) AND"     \
+	" objid::bigint = (7305521930218410814 & 4294967295) AND"            \
+	" objsubid = 1 AND mode = "
+
+static void fleet_lock_look(const char *name, void *ud)
+{
+	struct fleet_lock_seen *s = ud;
+
+	if (strcmp(name, "pg.claim_picked") != 0)
+		return;
+	s->shared = pgfx_int(FLEET_LOCK_HELD "'ShareLock'");
+	s->exclusive = pgfx_int(FLEET_LOCK_HELD "'ExclusiveLock'");
+}
+
+/*
+ * A claim holds the fleet's claim lock shared (pg_claim_ruled), so that a
+ * node of an earlier version, which takes it exclusively for its whole
+ * claim, never claims beside it while a fleet is being upgraded; and it
+ * holds it no longer than its transaction.
+ */
+static void a_claim_holds_the_fleet_lock_shared(void **state)
+{
+	TU_NEED_TEST_SEAMS();
+	PGFX_NEED_SERVER();
+	struct sc_clock *clk = sc_clock_virtual_new(T0);
+	void *a = open_store(clk);
+	struct fleet_lock_seen seen = {-1, -1};
+
+	ops->claim_rule(a, &RULE_QUEUE);
+	int64_t q1 = enq(a, "q", T0 - MIN);
+	SET_HOOK(fleet_lock_look, &seen);
+	struct store_job j = claim1(a, "a", MIN);
+	SET_HOOK(NULL, NULL);
+	assert_int_equal(j.id, q1);
+	assert_int_equal(seen.shared, 1);
+	assert_int_equal(seen.exclusive, 0);
+	assert_int_equal(pgfx_int("SELECT count(*) FROM pg_locks WHERE"
+				  " locktype = 'advisory'"), 0);
+	ops->close(a);
+	sc_clock_free(clk);
+}
+
 /* Runs `tests/pgbouncer.sh start` in front of the test server for
  * database db; its URL goes to url. 3: PgBouncer is not installed. */
 static int bouncer_start(const char *dir, const char *db, char *url,
@@ -1699,6 +1749,9 @@ int main(void)
 			pgfx_setup, pgfx_teardown),
 		cmocka_unit_test_setup_teardown(
 			a_failed_take_claims_nothing_and_the_handle_goes_on,
+			pgfx_setup, pgfx_teardown),
+		cmocka_unit_test_setup_teardown(
+			a_claim_holds_the_fleet_lock_shared,
 			pgfx_setup, pgfx_teardown),
 		cmocka_unit_test_setup_teardown(
 			a_pooled_session_left_with_our_statements_still_works,
