@@ -246,7 +246,7 @@ def server_pid(url):
     if not url or url.startswith("sqlite:"):
         return None
     # Asked while the session is open: its backend's parent.
-    q = subprocess.Popen(["psql", url.split("?")[0], "-At"],
+    q = subprocess.Popen(["psql", "-w", url.split("?")[0], "-At"],
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                          stderr=subprocess.DEVNULL, text=True)
     try:
@@ -483,9 +483,11 @@ if want daemon && [ $big_ok = 1 ] && [ "$PG_ROWS" -gt 0 ]; then
     if pgb=$(daemon_probe "$work/big/surecron-pg.yaml" busy-pg $pgwin "$burl"); then
       echo "ours daemon store=postgresql config=as-written schedules=$NSCHED $pgb"
       late_n=$(kv "$pgb" late_n)
+      scpu=$(kv "$pgb" server_cpu_ms)
+      [ -n "$scpu" ] && scpu="$scpu ms"
       if [ -n "$late_n" ] && [ "$late_n" != 0 ]; then
         report daemon_burst_max_lateness_postgresql "$(kv "$pgb" late_max_ms)" 2000 ms \
-          "$late_n slots due at one instant, concurrency 16, PostgreSQL: p50 $(kv "$pgb" late_p50_ms) ms, p99 $(kv "$pgb" late_p99_ms) ms, $(kv "$pgb" late_within_2s)/$late_n started within 2 s; their claims were sent after p50 $(kv "$pgb" claim_late_p50_ms), max $(kv "$pgb" claim_late_max_ms) ms; ready after $(kv "$pgb" ready_ms) ms; the server's CPU over the ${pgwin}s window $(kv "$pgb" server_cpu_ms) ms, the daemon's $(kv "$pgb" cpu_ms) ms"
+          "$late_n slots due at one instant, concurrency 16, PostgreSQL: p50 $(kv "$pgb" late_p50_ms) ms, p99 $(kv "$pgb" late_p99_ms) ms, $(kv "$pgb" late_within_2s)/$late_n started within 2 s; their claims were sent after p50 $(kv "$pgb" claim_late_p50_ms), max $(kv "$pgb" claim_late_max_ms) ms; ready after $(kv "$pgb" ready_ms) ms; CPU over the ${pgwin}s window: the server's ${scpu:-(not on this machine)}, the daemon's $(kv "$pgb" cpu_ms) ms"
       else
         skip daemon_burst_postgresql "no slot of the minute boundary started (see $work/big/daemon-busy-pg.log)"
       fi
