@@ -27,6 +27,17 @@ fi
 # shellcheck source=tests/as_pg.sh
 . "$(dirname "$0")/as_pg.sh"
 
+# ready PORT DB: the pooler on 127.0.0.1:PORT answers a connection to DB
+# (pg_isready: it speaks the protocol, so another kind of server on the
+# port does not count); without pg_isready, its pid file and Unix socket.
+ready() {
+  if command -v pg_isready >/dev/null 2>&1; then
+    pg_isready -q -h 127.0.0.1 -p "$1" -d "$2" -U postgres -t 2
+  else
+    [ -s "$dir/pgbouncer.pid" ] && [ -S "$dir/.s.PGSQL.$1" ]
+  fi
+}
+
 start() {
   dir=$1 host=$2 sport=$3 db=$4
   [ -n "$BIN" ] || { echo "pgbouncer.sh: PgBouncer is not installed" >&2; exit 3; }
@@ -56,13 +67,15 @@ pidfile = $dir/pgbouncer.pid
 EOF
     [ "$(id -u)" = 0 ] && chown postgres: "$dir"/*
     if as_pg "$BIN" -d "$dir/pgbouncer.ini" >/dev/null 2>&1; then
-      # -d returns once it forked; wait for the listening socket.
+      # -d returns once it forked; wait until the TCP port the tests use
+      # answers (the Unix socket may come first, and a port taken by
+      # another process leaves no pooler behind it).
       n=0
-      while [ $n -lt 100 ] && [ ! -S "$dir/.s.PGSQL.$port" ]; do
+      until ready "$port" "$db" || [ $n -ge 100 ]; do
         sleep 0.1
         n=$((n + 1))
       done
-      [ -S "$dir/.s.PGSQL.$port" ] && break
+      ready "$port" "$db" && break
     fi
     stop "$dir"
     tries=$((tries + 1))

@@ -793,7 +793,10 @@ static void a_pooled_session_left_with_our_statements_still_works(
 	snprintf(saved, sizeof(saved), "%s", opts ? opts : "");
 	unsetenv("PGOPTIONS");
 	struct sc_clock *clk = sc_clock_virtual_new(T0);
-	assert_int_equal(ops->open(url, clk, &a, &e), 0);
+	rc = ops->open(url, clk, &a, &e);
+	if (rc)
+		fprintf(stderr, "open through the pooler: %s\n", e.msg);
+	assert_int_equal(rc, 0);
 	int64_t q1 = enq(a, "q", T0 - MIN);
 	assert_int_equal(claim1(a, "a", MIN).id, q1);
 	ops->close(a);
