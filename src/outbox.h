@@ -53,10 +53,11 @@ struct outbox_report {
 /*
  * Where an attempt starts, in one store read: *marked when the slot is
  * complete already (nothing to do; then *staged is false), else *staged
- * when anything of it is in the outbox. *body gets a copy of the stored message of the first
- * target that has a row (allocated; NULL when none; pass NULL to skip).
- * A slot with rows was generated already: a retry resends, it does not
- * run the tasks again. At most OUTBOX_MAX_TARGETS targets.
+ * when anything of it is in the outbox. *body gets a copy of the stored
+ * message of the first target that has a row (allocated; NULL when none;
+ * pass NULL to skip). A slot with rows was generated already: a retry
+ * resends, it does not run the tasks again. At most OUTBOX_MAX_TARGETS
+ * targets.
  */
 int outbox_look(const struct outbox_slot *ds, bool *marked, bool *staged,
 		char **body, struct sc_err *err);

@@ -2270,10 +2270,9 @@ static void claim_ids(const PGresult *res, char *ids, char *tids)
  * (ST_CLAIM_OPEN), and step 1 in one; step 2 and COMMIT in the other.
  * Step 2 must wait for step 1's answer (its ids), the COMMIT need not:
  * a take that claimed nothing commits nothing. A burst of runs on a
- * busy 2-core host spent
- * its CPU on each statement's wake-ups as much as on the statements
- * (docs/bench.md, 2026-12-06); four round trips a claim were two more
- * than the claim needs.
+ * busy 2-core host spent its CPU on each statement's wake-ups as much as
+ * on the statements (docs/bench.md, 2026-12-06); four round trips a
+ * claim were two more than the claim needs.
  */
 static int pg_claim_ruled(struct pg *p, const struct store_claim_rule *r,
 			  const char *worker, int64_t lease_ms,
