@@ -18,7 +18,7 @@
  *     | no deliverable,    | deliverable        | no deliverable         |
  *     | or short of expect | (maybe + failures) | (all skipped)          |
  *     v                    v                    v                        |
- *  FAILED RUN          compose result        store_slot_mark             |
+ *  FAILED RUN          compose result        mark the slot (*)           |
  *  notice to each      (+ a notice line      return 0, nothing sent      |
  *  target its policy   per failed task)                                  |
  *  lets speak, direct      |                                             |
@@ -32,12 +32,20 @@
  *                          |
  *                 all SENT? --no--> return first delivery error
  *                          |yes      -> job fails -> retry RESENDs
- *                       store_slot_mark      from the outbox (tasks not rerun)
+ *                       mark the slot (*)    from the outbox (tasks not rerun)
  *                       return 0 -> job completes
  *
  *   transitions: (none) -> RUN [orchestrator_run_slot]; RUN -> FAILED RUN
  *   [failed_run]; RUN -> STAGED [outbox_stage]; STAGED -> SENT per
- *   target [outbox_flush]; SENT(all) -> MARKED [store_slot_mark].
+ *   target [outbox_flush]; SENT(all) -> MARKED [mark_done].
+ *
+ *   (*) mark_done: store_slot_mark, or, when the caller asks for it
+ *   (ctx->mark_at_finish: worker.c does), rep->mark_slot, and the caller
+ *   writes the marker in the same commit as the job's completion. Either
+ *   way the slot is done only once the marker is durable; a crash before
+ *   that leaves it to the next attempt, which finds every target's guard
+ *   and sends nothing again (or, for an all-skipped run, runs its tasks
+ *   again: nothing of them was kept).
  *
  *   short of expect (falls_short): with `expect` set, fewer previews than
  *   min_previews or fewer summary characters (code points, across the
@@ -62,7 +70,8 @@
  *     it (err_copy/first-error-wins, notices use their own sc_err);
  *   - a result is generated once: once any outbox row of the slot exists,
  *     later attempts resend the stored message and never run tasks;
- *   - the slot marker is written only after every target's row is SENT;
+ *   - the slot marker is written (or asked of the caller) only after
+ *     every target's row is SENT;
  *   - a run whose lease is lost (ctx->tick answers non-zero) stops where it
  *     is and writes or sends nothing more: the slot has a new owner;
  *   - the caller (worker.c) fences the store handle to the job's lease
@@ -617,9 +626,24 @@ static void mark_late(struct orchestrator_report *rep)
 	json_decref(o);
 }
 
+/* The slot is done: its marker now, or, with ctx->mark_at_finish, with
+ * the job's completion (the caller's). */
+static int mark_done(const struct orchestrator_ctx *ctx,
+		     const struct schedule_spec *sched, int64_t slot_ms,
+		     struct orchestrator_report *rep, struct sc_err *err)
+{
+	if (ctx->mark_at_finish) {
+		rep->mark_slot = true;
+		return 0;
+	}
+	return store_slot_mark(ctx->store, sched->name, slot_ms, err);
+}
+
 /* Sends the staged message to every target without a guard; marks the
  * slot when all are SENT. */
-static int flush_and_mark(const struct outbox_slot *ds,
+static int flush_and_mark(const struct orchestrator_ctx *ctx,
+			  const struct schedule_spec *sched,
+			  const struct outbox_slot *ds,
 			  struct orchestrator_report *rep, struct sc_err *err)
 {
 	int rc = outbox_flush(ds, &rep->delivery, err);
@@ -636,7 +660,7 @@ static int flush_and_mark(const struct outbox_slot *ds,
 		return rc;
 	}
 	FAILPOINT("delivery.after_last_sent_before_marker");
-	rc = store_slot_mark(ds->store, ds->schedule, ds->slot_ms, err);
+	rc = mark_done(ctx, sched, ds->slot_ms, rep, err);
 	if (rc == 0)
 		LOG(SC_LOG_INFO, "orchestrator",
 		       "event=delivered "
@@ -717,7 +741,7 @@ int orchestrator_run_slot(const struct orchestrator_ctx *ctx,
 		 * added to the config since, get the same message. */
 		rc = outbox_stage(&ds, body, err);
 		free(body);
-		return rc ? rc : flush_and_mark(&ds, rep, err);
+		return rc ? rc : flush_and_mark(ctx, sched, &ds, rep, err);
 	}
 
 	res = calloc(sched->n_tasks ? sched->n_tasks : 1, sizeof(*res));
@@ -787,7 +811,7 @@ int orchestrator_run_slot(const struct orchestrator_ctx *ctx,
 		       "event=skipped "
 		       "schedule=%s slot_ms=%lld attempt=%d outcome=skipped",
 		       sched->name, (long long)slot_ms, attempt);
-		rc = store_slot_mark(ctx->store, sched->name, slot_ms, err);
+		rc = mark_done(ctx, sched, slot_ms, rep, err);
 		goto done;
 	}
 	/* Past the deadline only a manual run gets here: still delivered,
@@ -803,7 +827,7 @@ int orchestrator_run_slot(const struct orchestrator_ctx *ctx,
 	rc = outbox_stage(&ds, body, err);
 	if (rc)
 		goto done;
-	rc = flush_and_mark(&ds, rep, err);
+	rc = flush_and_mark(ctx, sched, &ds, rep, err);
 done:
 	free(body);
 	for (size_t i = 0; i < sched->n_tasks; i++)

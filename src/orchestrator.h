@@ -57,6 +57,12 @@ struct orchestrator_ctx {
 	 * failed attempt may be the last and `final` sends as `every` does
 	 * (a duplicate notice beats a silent loss). */
 	int max_attempts;
+	/* The caller writes the slot's marker itself, with the job's
+	 * completion (queue_complete_marked: one durable commit for both,
+	 * not two). A run that would mark the slot sets rep->mark_slot
+	 * instead and returns 0; the slot is done only once the caller's
+	 * commit is. false: the run writes the marker (store_slot_mark). */
+	bool mark_at_finish;
 };
 
 /* What happened in one slot run. Zeroed by orchestrator_run_slot;
@@ -67,6 +73,8 @@ struct orchestrator_report {
 				     slot was already marked */
 	bool already_marked;      /* the slot was complete before this run */
 	bool resent;              /* the outbox held the slot's message */
+	bool mark_slot;           /* ctx->mark_at_finish: the run succeeded
+				     and the caller must write the marker */
 	size_t n_notices_sent;    /* failed run: notices that went out */
 	size_t n_notices_failed;  /* failed run: notices that did not */
 	size_t n_notices_withheld; /* failed run: targets whose notice policy

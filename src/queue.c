@@ -242,8 +242,8 @@ int queue_heartbeat(struct store *s, struct store_job *job,
 	return rc;
 }
 
-int queue_complete(struct store *s, const struct store_job *job,
-		   const char *details_json, struct sc_err *err)
+static int complete(struct store *s, const struct store_job *job,
+		    const char *details_json, bool mark, struct sc_err *err)
 {
 	char iso[CLOCK_ISO_MAX];
 	struct ledger_row row = {.outcome = LEDGER_SUCCESS,
@@ -252,8 +252,10 @@ int queue_complete(struct store *s, const struct store_job *job,
 
 	if (!job)
 		return sc_err_set(err, SC_EINVAL, "job is NULL");
-	rc = store_job_finish(s, job->id, job->lease_token, JOB_DONE, 0, &row,
-			      err);
+	rc = mark ? store_job_complete_marked(s, job->id, job->lease_token,
+					      &row, err)
+		  : store_job_finish(s, job->id, job->lease_token, JOB_DONE, 0,
+				     &row, err);
 	if (rc)
 		return rc;
 	FAILPOINT("queue.after_complete_commit");
@@ -263,6 +265,18 @@ int queue_complete(struct store *s, const struct store_job *job,
 	       clock_format_utc(job->slot_ms, iso),
 	       job->attempts);
 	return 0;
+}
+
+int queue_complete(struct store *s, const struct store_job *job,
+		   const char *details_json, struct sc_err *err)
+{
+	return complete(s, job, details_json, false, err);
+}
+
+int queue_complete_marked(struct store *s, const struct store_job *job,
+			  const char *details_json, struct sc_err *err)
+{
+	return complete(s, job, details_json, true, err);
 }
 
 int queue_overlap_rule(struct store *s, const struct config *cfg,

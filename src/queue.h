@@ -93,6 +93,12 @@ int queue_heartbeat(struct store *s, struct store_job *job,
 int queue_complete(struct store *s, const struct store_job *job,
 		   const char *details_json, struct sc_err *err);
 
+/* queue_complete, and the job's slot marked done (store_slot_mark) in the
+ * same commit, made durable: the slot is done exactly when its attempt
+ * is complete. SC_ELEASE: neither is written. */
+int queue_complete_marked(struct store *s, const struct store_job *job,
+			  const char *details_json, struct sc_err *err);
+
 /*
  * Fails the attempt with `cause` (its message goes to the ledger; its
  * retry_after_ms is a "not before" hint; permanent means do not retry).

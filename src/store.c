@@ -266,9 +266,10 @@ int store_job_heartbeat(struct store *s, int64_t id, int64_t lease_token,
 	return s->ops->job_heartbeat(s->impl, id, lease_token, lease_ms, err);
 }
 
-int store_job_finish(struct store *s, int64_t id, int64_t lease_token,
-		     enum job_state new_state, int64_t run_at_ms,
-		     const struct ledger_row *row, struct sc_err *err)
+static int job_finish(struct store *s, int64_t id, int64_t lease_token,
+		      enum job_state new_state, int64_t run_at_ms,
+		      const struct ledger_row *row, bool mark,
+		      struct sc_err *err)
 {
 	if (new_state != JOB_DONE && new_state != JOB_READY &&
 	    new_state != JOB_DEAD)
@@ -279,7 +280,21 @@ int store_job_finish(struct store *s, int64_t id, int64_t lease_token,
 			   sizeof(row->outcome))
 		return sc_err_set(err, SC_EINVAL, "ledger outcome too long");
 	return s->ops->job_finish(s->impl, id, lease_token, new_state,
-				  run_at_ms, row, err);
+				  run_at_ms, row, mark, err);
+}
+
+int store_job_finish(struct store *s, int64_t id, int64_t lease_token,
+		     enum job_state new_state, int64_t run_at_ms,
+		     const struct ledger_row *row, struct sc_err *err)
+{
+	return job_finish(s, id, lease_token, new_state, run_at_ms, row, false,
+			  err);
+}
+
+int store_job_complete_marked(struct store *s, int64_t id, int64_t lease_token,
+			      const struct ledger_row *row, struct sc_err *err)
+{
+	return job_finish(s, id, lease_token, JOB_DONE, 0, row, true, err);
 }
 
 int store_job_release(struct store *s, int64_t id, int64_t lease_token,

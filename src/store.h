@@ -308,6 +308,17 @@ int store_job_finish(struct store *s, int64_t id, int64_t lease_token,
 		     enum job_state new_state, int64_t run_at_ms,
 		     const struct ledger_row *row, struct sc_err *err);
 
+/*
+ * store_job_finish to DONE and store_slot_mark of the job's slot in one
+ * transaction, committed durably as the marker alone is: both or
+ * neither. Fenced by lease_token (SC_ELEASE: neither is written), which
+ * is the fence store_slot_mark would check for the same claim. The
+ * crash points are store_job_finish's for DONE.
+ */
+int store_job_complete_marked(struct store *s, int64_t id, int64_t lease_token,
+			      const struct ledger_row *row,
+			      struct sc_err *err);
+
 /* Gives an ACTIVE job back (graceful shutdown): READY, run_at = now, the
  * attempt not counted (attempts - 1), with a "released" ledger row for
  * that attempt number; fenced like finish. */
@@ -1049,9 +1060,11 @@ struct store_ops {
 			 size_t *n, struct sc_err *err);
 	int (*job_heartbeat)(void *impl, int64_t id, int64_t lease_token,
 			     int64_t lease_ms, struct sc_err *err);
+	/* mark: DONE only; the slot's marker in the same transaction. */
 	int (*job_finish)(void *impl, int64_t id, int64_t lease_token,
 			  enum job_state new_state, int64_t run_at_ms,
-			  const struct ledger_row *row, struct sc_err *err);
+			  const struct ledger_row *row, bool mark,
+			  struct sc_err *err);
 	int (*job_release)(void *impl, int64_t id, int64_t lease_token,
 			   struct sc_err *err);
 	/* dead: NULL, or an empty list to append the DEAD jobs to. */

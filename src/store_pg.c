@@ -785,18 +785,25 @@ static const char *const sql[ST_COUNT] = {
 	[ST_HEARTBEAT] =
 	"UPDATE jobs SET lease_expires_ms = $3::bigint + $4::bigint"
 	" WHERE id = $1 AND " BY_ID_ACTIVE " AND lease_token = $2",
-	/* $1 id, $2 token, $3 new state, $4 run_at, $5 now, $6.. ledger. */
+	/* $1 id, $2 token, $3 new state, $4 run_at, $5 now, $6..$10 ledger,
+	 * $11 the slot's marker too (DONE only). A WITH's write runs
+	 * whether or not the rest reads it; both read u, so neither is
+	 * written when the fence refuses. A DEAD job's row and a marker
+	 * must survive a crash of the server: durable. */
 	[ST_FINISH] =
 	"WITH u AS (UPDATE jobs SET state = $3::smallint,"
 	" run_at_ms = CASE WHEN $3::smallint = 0 THEN $4::bigint"
 	" ELSE run_at_ms END, lease_expires_ms = 0"
 	" WHERE id = $1 AND " BY_ID_ACTIVE " AND lease_token = $2"
-	" RETURNING id, schedule, slot_ms, attempts, started_ms)"
+	" RETURNING id, schedule, slot_ms, attempts, started_ms),"
+	" m AS (INSERT INTO slot_markers (schedule, slot_ms, completed_ms)"
+	" SELECT schedule, slot_ms, $5::bigint FROM u WHERE $11::boolean"
+	" ON CONFLICT (schedule, slot_ms) DO NOTHING)"
 	" INSERT INTO ledger (" LEDGER_COLS ")"
 	" SELECT schedule, slot_ms, id, attempts, started_ms, $5::bigint,"
 	" $6, $7, $8, $9::bigint, $10 FROM u"
 	" RETURNING id, CASE WHEN $3::smallint = 0 THEN " NOTIFY " END,"
-	" CASE WHEN $3::smallint = 3 THEN " DURABLE " END",
+	" CASE WHEN $3::smallint = 3 OR $11::boolean THEN " DURABLE " END",
 	/* $1 id, $2 token, $3 now. The attempt is given back uncounted; the
 	 * ledger still says it happened. */
 	[ST_RELEASE] =
@@ -2465,7 +2472,8 @@ static int run_finish(struct pg *p, const struct args *a,
 
 static int pg_job_finish(void *impl, int64_t id, int64_t lease_token,
 			 enum job_state new_state, int64_t run_at_ms,
-			 const struct ledger_row *row, struct sc_err *err)
+			 const struct ledger_row *row, bool mark,
+			 struct sc_err *err)
 {
 	struct pg *p = impl;
 	struct args a = {0};
@@ -2483,6 +2491,7 @@ static int pg_job_finish(void *impl, int64_t id, int64_t lease_token,
 	arg_str(&a, row ? row->error_msg : NULL);
 	arg_i64(&a, row ? row->retry_hint_ms : 0);
 	arg_str(&a, row ? row->details_json : NULL);
+	arg_bool(&a, mark && new_state == JOB_DONE);
 	rc = run_finish(p, &a, new_state, &res, err);
 	if (rc)
 		return rc;

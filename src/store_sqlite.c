@@ -2378,15 +2378,33 @@ static const char *default_outcome(enum job_state s)
 			     : s == JOB_DEAD ? LEDGER_LOST : LEDGER_FAILED;
 }
 
+/* The marker of the slot of row r, in the caller's transaction, whose
+ * fenced update of the job stands for the fence. */
+static int mark_in_tx(struct sq *q, const struct ledger_row *r,
+		      struct sc_err *err)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = prep(q, ST_MARK, &st, err);
+
+	if (rc)
+		return rc;
+	bind_slot(st, r->schedule, r->slot_ms);
+	sqlite3_bind_int64(st, 3, r->finished_ms);
+	return step_done(q, st, "slot mark", err);
+}
+
 static int sq_job_finish(void *impl, int64_t id, int64_t lease_token,
 			 enum job_state new_state, int64_t run_at_ms,
-			 const struct ledger_row *row, struct sc_err *err)
+			 const struct ledger_row *row, bool mark,
+			 struct sc_err *err)
 {
 	struct sq *q = impl;
 	struct ledger_row r = {0};
 	/* A DEAD job's "lost" row is the loud record of a lost slot: it
-	 * must survive a power cut like a guard does. */
-	int rc = tx_begin(q, new_state == JOB_DEAD ? SYNC_FULL : SYNC_NORMAL,
+	 * must survive a power cut like a guard does; so must a marker. */
+	mark = mark && new_state == JOB_DONE;
+	int rc = tx_begin(q, new_state == JOB_DEAD || mark ? SYNC_FULL
+							    : SYNC_NORMAL,
 			  err);
 
 	if (rc)
@@ -2410,6 +2428,8 @@ static int sq_job_finish(void *impl, int64_t id, int64_t lease_token,
 	r.job_id = id;
 	r.finished_ms = row && row->finished_ms ? row->finished_ms : now_ms(q);
 	rc = ledger_insert(q, &r, err);
+	if (!rc && mark)
+		rc = mark_in_tx(q, &r, err);
 	if (rc) {
 		tx_rollback(q);
 		return rc;

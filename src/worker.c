@@ -13,7 +13,8 @@
  *       (SC_ELEASE: lease lost, run stops)              |
  *   store_fence_clear                                   |
  *        |                                              |
- *   run ok? --yes--> queue_complete                     |
+ *   run ok? --yes--> queue_complete (with the slot's    |
+ *        |           marker when the run asks: one commit)|
  *        |no                                            |
  *   queue_fail(class, error, hint) <--------------------+
  *        |  DEAD? --yes--> alert_raise_lost, alert_tick (alert.h)
@@ -226,7 +227,11 @@ static int finish(const struct worker_opts *o, struct sc_clock *clock,
 		return sc_err_set(err, SC_ENOSPC, "database or disk is full "
 				  "(injected by failpoint worker.finish_full)");
 	if (ok) {
-		rc = queue_complete(o->store, job, out->rep.details_json, err);
+		rc = out->rep.mark_slot
+			     ? queue_complete_marked(o->store, job,
+						     out->rep.details_json, err)
+			     : queue_complete(o->store, job,
+					      out->rep.details_json, err);
 		out->completed = rc == 0;
 		return rc;
 	}
@@ -397,6 +402,9 @@ int worker_run_job(const struct worker_opts *o, const struct store_job *job_in,
 			.tick_ud = &k, .tick_ms = WORKER_TICK_MS,
 			.run_task = o->run_task, .run_task_ud = o->run_task_ud,
 			.max_attempts = max_attempts,
+			/* The marker goes with the completion (finish):
+			 * one durable commit a run instead of two. */
+			.mark_at_finish = true,
 		};
 		/* Every outbox, guard, marker and duplicate-row write of
 		 * the run commits only while this claim holds the job

@@ -12,6 +12,10 @@
  *   - attempts match the ledger: attempts == success + failed + stalled
  *     rows, and n_stalls == stalled rows;
  *   - the file passes PRAGMA integrity_check.
+ * Jobs with an even id complete with their slot's marker in the same
+ * commit (queue_complete_marked, as a daemon's worker does); at every
+ * top-up and at the end, a marker is there exactly for the DONE even
+ * jobs: never before the completion, never without it.
  * >= 200 kills in `make test`; SURECRON_SOAK=1 (`make soak`) does 3000.
  * Real time is used (separate processes cannot share a virtual clock), with
  * short leases, so the test takes a few seconds.
@@ -60,6 +64,13 @@ static bool should_fail(const struct store_job *j)
 	return j->id % 5 == 0 && j->attempts == 1;
 }
 
+/* Even ids complete with their marker, odd ones without. */
+static int complete(struct store *s, const struct store_job *j)
+{
+	return j->id % 2 == 0 ? queue_complete_marked(s, j, NULL, NULL)
+			      : queue_complete(s, j, NULL, NULL);
+}
+
 static void worker_main(void)
 {
 	struct store *s = NULL;
@@ -89,7 +100,7 @@ static void worker_main(void)
 			int rc = should_fail(&j[i])
 					 ? queue_fail(s, &j[i], "task", &cause,
 						      NULL, NULL, NULL, NULL)
-					 : queue_complete(s, &j[i], NULL, NULL);
+					 : complete(s, &j[i]);
 			/* A slow worker may have lost its lease: fine. */
 			if (rc && rc != SC_ELEASE)
 				_exit(14);
@@ -153,6 +164,31 @@ static int64_t sql_int(sqlite3 *db, const char *sql)
 	return v;
 }
 
+/* The marker rule, on what is committed now: markers are exactly those
+ * of the DONE jobs with an even id. */
+static void check_markers(void)
+{
+	sqlite3 *db;
+
+	assert_int_equal(sqlite3_open_v2(url + 7, &db, SQLITE_OPEN_READWRITE,
+					 NULL),
+			 SQLITE_OK);
+	sqlite3_busy_timeout(db, 5000);
+	assert_int_equal(
+		sql_int(db, "SELECT count(*) FROM slot_markers m LEFT JOIN jobs "
+			    "j ON j.schedule = m.schedule AND j.slot_ms = "
+			    "m.slot_ms WHERE j.id IS NULL OR j.state <> 2 OR "
+			    "j.id % 2 = 1"),
+		0);
+	assert_int_equal(
+		sql_int(db, "SELECT count(*) FROM jobs j WHERE j.state = 2 AND "
+			    "j.id % 2 = 0 AND NOT EXISTS (SELECT 1 FROM "
+			    "slot_markers m WHERE m.schedule = j.schedule AND "
+			    "m.slot_ms = j.slot_ms)"),
+		0);
+	sqlite3_close(db);
+}
+
 /* A failed assertion leaves the test at once: no worker may outlive it. */
 static int kill_leftovers(void **state)
 {
@@ -210,8 +246,10 @@ static void kill_workers_at_random_then_check(void **state)
 				assert_int_equal(WTERMSIG(status), SIGKILL);
 				fp_kills++;
 			}
-			if ((kills + fp_kills) % 16 == 0 || WIFEXITED(status))
+			if ((kills + fp_kills) % 16 == 0 || WIFEXITED(status)) {
 				top_up(&enqueued);
+				check_markers();
+			}
 			pids[i] = spawn(&seed);
 		}
 	}
@@ -239,14 +277,14 @@ static void kill_workers_at_random_then_check(void **state)
 		assert_int_equal(queue_claim(s, "drain", 60000, j, 16, &n, NULL),
 				 0);
 		for (size_t i = 0; i < n; i++)
-			assert_int_equal(queue_complete(s, &j[i], NULL, NULL),
-					 0);
+			assert_int_equal(complete(s, &j[i]), 0);
 	} while (n > 0);
 	struct store_counts c;
 	assert_int_equal(store_job_counts(s, NULL, &c, NULL), 0);
 	store_close(s);
 	assert_int_equal(c.done, enqueued);
 	assert_int_equal(c.ready_due + c.delayed + c.active + c.dead, 0);
+	check_markers();
 
 	sqlite3 *db;
 	char path[600];

@@ -120,6 +120,12 @@ static void yaml_to_delivered_slot(void **state)
 	assert_int_equal(worker_run_job(&wo, &job, &jr, &err), 0);
 	assert_true(jr.completed);
 	worker_result_dispose(&jr);
+	/* Marked with the completion (the worker's one commit): never run
+	 * again. */
+	bool marked = false;
+	assert_int_equal(store_slot_is_marked(store, "weekly", SLOT, &marked,
+					      &err), 0);
+	assert_true(marked);
 
 	json_t *arr = lines(dir, &n);
 	assert_int_equal(n, 1);

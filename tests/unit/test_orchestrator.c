@@ -488,6 +488,54 @@ static void marked_slot_is_never_run_again(void **state)
 	orchestrator_report_dispose(&rep);
 }
 
+/* ctx.mark_at_finish (worker.c's way): a delivered run and an
+ * all-skipped one ask the caller for the marker (rep.mark_slot) and do
+ * not write it; a resend asks the same once every target is SENT; a
+ * failed run does not ask. */
+static void mark_at_finish_leaves_the_marker_to_the_caller(void **state)
+{
+	struct orchestrator_report rep;
+	struct sc_err err;
+
+	F.ctx.mark_at_finish = true;
+	add_task("gen", "echo hello");
+	fake_http_set_default(srv, "/b", 503, NULL, "down");
+	assert_int_not_equal(run(1, &rep, &err), 0);
+	assert_false(rep.mark_slot);
+	assert_false(marked());
+	orchestrator_report_dispose(&rep);
+
+	fake_http_set_default(srv, "/b", 200, NULL, "ok");
+	assert_int_equal(run(2, &rep, &err), 0);
+	assert_true(rep.resent);
+	assert_true(rep.mark_slot);
+	assert_false(marked());
+	assert_int_equal(state_of("A"), SEND_SENT);
+	assert_int_equal(state_of("B"), SEND_SENT);
+	orchestrator_report_dispose(&rep);
+
+	/* The caller's commit never came (a crash): the next attempt sends
+	 * nothing again and asks once more. */
+	size_t sent = fake_http_count(srv, NULL);
+	assert_int_equal(run(3, &rep, &err), 0);
+	assert_true(rep.mark_slot);
+	assert_int_equal(fake_http_count(srv, NULL), sent);
+	assert_int_equal(task_runs(), 1);
+	orchestrator_report_dispose(&rep);
+
+	/* All skipped: asked too, nothing written. */
+	F.sched.name = "quiet";
+	F.sched.n_tasks = 0;
+	add_task("s1", "exit 0");
+	assert_int_equal(run(1, &rep, &err), 0);
+	assert_true(rep.mark_slot);
+	bool m = true;
+	assert_int_equal(store_slot_is_marked(F.store, "quiet", SLOT, &m, NULL),
+			 0);
+	assert_false(m);
+	orchestrator_report_dispose(&rep);
+}
+
 static void unknown_target_fails_permanently_before_tasks(void **state)
 {
 	struct orchestrator_report rep;
@@ -1117,6 +1165,7 @@ int main(void)
 		T(delivery_failure_retry_resends_only_to_b_from_outbox),
 		T(all_skipped_succeeds_silently),
 		T(marked_slot_is_never_run_again),
+		T(mark_at_finish_leaves_the_marker_to_the_caller),
 		T(unknown_target_fails_permanently_before_tasks),
 		T(lost_alert_only_when_alert_targets_are_set),
 		T(failed_run_fails_the_job_and_the_retry_heals_it),

@@ -1755,6 +1755,99 @@ static void slot_markers_are_idempotent(void **state)
 	fix_close(&f);
 }
 
+static bool is_marked(struct fix *f, const char *sched, int64_t slot)
+{
+	bool m = true;
+
+	assert_int_equal(store_slot_is_marked(f->s, sched, slot, &m, NULL), 0);
+	return m;
+}
+
+/* store_job_complete_marked: the job DONE with its success row, and its
+ * slot marked, together; a stale token writes neither; a marker already
+ * there is no error. */
+static void complete_marked_writes_both_or_neither(void **state)
+{
+	struct fix f;
+	struct store_job j, again, now;
+	struct sc_err err = {0};
+	int n = 0;
+
+	fix_open(state, &f);
+	int64_t id = enqueue(&f, "s", T0, T0, NULL);
+	assert_int_equal(claim(&f, "slow", &j, 1), 1);
+	sc_clock_advance_ms(f.clock, 6 * MIN);
+	assert_int_equal(store_job_recover(f.s, 3, &n, NULL), 0);
+	assert_int_equal(claim(&f, "fast", &again, 1), 1);
+
+	/* The paused worker's claim: refused, nothing written. */
+	assert_int_equal(store_job_complete_marked(f.s, id, j.lease_token, NULL,
+						   &err),
+			 SC_ELEASE);
+	assert_false(is_marked(&f, "s", T0));
+	assert_int_equal(count_rows(&f, "s", LEDGER_SUCCESS), 0);
+	assert_int_equal(store_job_get(f.s, id, &now, NULL), 0);
+	assert_int_equal(now.state, JOB_ACTIVE);
+
+	/* The current claim: both. */
+	struct ledger_row row = {.outcome = LEDGER_SUCCESS,
+				 .details_json = "{\"sent\":1}"};
+	assert_int_equal(store_job_complete_marked(f.s, id, again.lease_token,
+						   &row, NULL),
+			 0);
+	assert_true(is_marked(&f, "s", T0));
+	assert_int_equal(count_rows(&f, "s", LEDGER_SUCCESS), 1);
+	assert_int_equal(store_job_get(f.s, id, &now, NULL), 0);
+	assert_int_equal(now.state, JOB_DONE);
+	assert_int_equal(store_job_complete_marked(f.s, id, again.lease_token,
+						   NULL, NULL),
+			 SC_ELEASE);
+	assert_int_equal(count_rows(&f, "s", LEDGER_SUCCESS), 1);
+
+	/* Another slot whose marker is there already (an earlier run of
+	 * this store marked it): completes, one marker. */
+	int64_t id2 = enqueue(&f, "s", T0 + MIN, sc_clock_now_ms(f.clock),
+			      NULL);
+	assert_int_equal(store_slot_mark(f.s, "s", T0 + MIN, NULL), 0);
+	assert_int_equal(claim(&f, "w", &j, 1), 1);
+	assert_int_equal(j.id, id2);
+	assert_int_equal(store_job_complete_marked(f.s, id2, j.lease_token, NULL,
+						   NULL),
+			 0);
+	assert_true(is_marked(&f, "s", T0 + MIN));
+	assert_false(is_marked(&f, "s", T0 + 2 * MIN));
+	assert_int_equal(count_rows(&f, "s", LEDGER_SUCCESS), 2);
+	fix_close(&f);
+}
+
+/* A completion with its marker that fails at the commit keeps neither:
+ * the job stays ACTIVE under its claim, which can finish it again. */
+static void complete_marked_failed_at_commit_keeps_neither(void **state)
+{
+	TU_NEED_TEST_SEAMS(); /* the store.commit:err failpoint */
+	struct fix f;
+	struct store_job j, now;
+	struct sc_err err = {0};
+
+	fix_open(state, &f);
+	int64_t id = enqueue(&f, "s", T0, T0, NULL);
+	assert_int_equal(claim(&f, "w", &j, 1), 1);
+	setenv("SURECRON_FAILPOINTS", "store.commit:err", 1);
+	int rc = store_job_complete_marked(f.s, id, j.lease_token, NULL, &err);
+	unsetenv("SURECRON_FAILPOINTS");
+	assert_int_equal(rc, SC_EIO);
+	assert_false(is_marked(&f, "s", T0));
+	assert_int_equal(count_rows(&f, "s", NULL), 0);
+	assert_int_equal(store_job_get(f.s, id, &now, NULL), 0);
+	assert_int_equal(now.state, JOB_ACTIVE);
+	assert_int_equal(store_job_complete_marked(f.s, id, j.lease_token, NULL,
+						   NULL),
+			 0);
+	assert_true(is_marked(&f, "s", T0));
+	assert_int_equal(count_rows(&f, "s", LEDGER_SUCCESS), 1);
+	fix_close(&f);
+}
+
 /* store_slot_look: the marker and the first staged target of a list, in
  * the list's order, as the two reads it replaces would answer. */
 static void look(struct fix *f, int64_t slot, const char *const *v, size_t n,
@@ -2462,6 +2555,8 @@ int main(void)
 		cmocka_unit_test(outbox_state_machine_and_guard),
 		cmocka_unit_test(fenced_writes_refuse_a_stale_lease),
 		cmocka_unit_test(slot_markers_are_idempotent),
+		cmocka_unit_test(complete_marked_writes_both_or_neither),
+		cmocka_unit_test(complete_marked_failed_at_commit_keeps_neither),
 		cmocka_unit_test(slot_look_reads_the_marker_and_the_first_staged_target),
 		cmocka_unit_test(sched_state_never_moves_backwards),
 		cmocka_unit_test(token_cache_round_trips),

@@ -217,7 +217,7 @@ static void fencing_tokens_guard_every_change(void **state)
 			 SC_ELEASE);
 	assert_non_null(strstr(err.msg, "lease lost"));
 	assert_int_equal(ops->job_finish(h, id, a.lease_token, JOB_DONE, 0,
-					 NULL, NULL), SC_ELEASE);
+					 NULL, false, NULL), SC_ELEASE);
 	assert_int_equal(ops->job_release(h, id, a.lease_token, NULL),
 			 SC_ELEASE);
 	assert_int_equal(ops->job_get(h, id, &j, NULL), 0);
@@ -226,7 +226,7 @@ static void fencing_tokens_guard_every_change(void **state)
 	assert_int_equal(j.lease_expires_ms, T0 + 40000);
 
 	assert_int_equal(ops->job_finish(h, id, b.lease_token, JOB_DONE, 0,
-					 NULL, NULL), 0);
+					 NULL, false, NULL), 0);
 	/* Finished: even the current token no longer works. */
 	assert_int_equal(ops->job_heartbeat(h, id, b.lease_token, 1, NULL),
 			 SC_ELEASE);
@@ -252,7 +252,7 @@ static void finish_writes_job_and_ledger_together(void **state)
 	r.retry_hint_ms = 120000;
 	r.details_json = "{\"task\":\"gen\"}";
 	assert_int_equal(ops->job_finish(h, id, a.lease_token, JOB_READY,
-					 T0 + 10 * MIN, &r, NULL), 0);
+					 T0 + 10 * MIN, &r, false, NULL), 0);
 	assert_int_equal(ops->job_get(h, id, &j, NULL), 0);
 	assert_int_equal(j.state, JOB_READY);
 	assert_int_equal(j.run_at_ms, T0 + 10 * MIN);
@@ -265,7 +265,7 @@ static void finish_writes_job_and_ledger_together(void **state)
 	assert_int_equal(b.attempts, 2);
 	sc_clock_advance_ms(clk, 200);
 	assert_int_equal(ops->job_finish(h, id, b.lease_token, JOB_DONE, 0,
-					 NULL, NULL), 0);
+					 NULL, false, NULL), 0);
 
 	size_t n = ledger_all(h, &rows);
 	assert_int_equal(n, 2);
@@ -296,13 +296,13 @@ static void finish_writes_job_and_ledger_together(void **state)
 	snprintf(boom.outcome, sizeof(boom.outcome), "boom");
 	struct sc_err err = {0};
 	assert_int_equal(ops->job_finish(h, id2, c.lease_token, JOB_DEAD, 0,
-					 &boom, &err), SC_EDB);
+					 &boom, false, &err), SC_EDB);
 	assert_non_null(strstr(err.msg, "no_boom"));
 	assert_int_equal(ops->job_get(h, id2, &j, NULL), 0);
 	assert_int_equal(j.state, JOB_ACTIVE);
 	assert_int_equal(j.lease_token, c.lease_token);
 	assert_int_equal(ops->job_finish(h, id2, c.lease_token, JOB_DEAD, 0,
-					 NULL, NULL), 0);
+					 NULL, false, NULL), 0);
 	assert_int_equal(ops->job_get(h, id2, &j, NULL), 0);
 	assert_int_equal(j.state, JOB_DEAD);
 	assert_int_equal(pgfx_int("SELECT count(*) FROM ledger WHERE outcome"
@@ -449,7 +449,7 @@ static void *claimer_run(void *arg)
 			pthread_mutex_unlock(c->mu);
 			if (store_pg_ops.job_finish(h, out[i].id,
 						    out[i].lease_token,
-						    JOB_DONE, 0, NULL, NULL))
+						    JOB_DONE, 0, NULL, false, NULL))
 				c->failed = 1;
 			c->done++;
 		}
@@ -874,7 +874,7 @@ static void *rule_claimer_run(void *arg)
 		pthread_mutex_lock(c->mu);
 		c->running[k]--;
 		pthread_mutex_unlock(c->mu);
-		if (ops->job_finish(h, j.id, j.lease_token, JOB_DONE, 0, NULL,
+		if (ops->job_finish(h, j.id, j.lease_token, JOB_DONE, 0, NULL, false,
 				    NULL))
 			c->failed = 1;
 		pthread_mutex_lock(c->mu);
@@ -995,7 +995,7 @@ static void jobs_done_and_analyzed(void *w, int n_jobs)
 		for (size_t i = 0; i < n; i++)
 			assert_int_equal(ops->job_finish(w, out[i].id,
 							 out[i].lease_token,
-							 JOB_DONE, 0, NULL,
+							 JOB_DONE, 0, NULL, false,
 							 NULL), 0);
 	}
 	PQclear(pgfx_sql("ANALYZE jobs"));
@@ -1075,7 +1075,7 @@ static void a_job_s_statements_read_its_row_by_key(void **state)
 	assert_int_equal(ops->ledger_append(h, &fence, &r, &wr, NULL), 0);
 	assert_true(wr);
 	assert_int_equal(ops->job_finish(h, j.id, j.lease_token, JOB_DONE, 0,
-					 NULL, NULL), 0);
+					 NULL, false, NULL), 0);
 	ops->close(h);
 	/* Written: the claim, the heartbeat and the finish. */
 	assert_true(jobs_reads_settled(3 * KEYED_DONE_JOBS + 4, &after));
@@ -1354,7 +1354,7 @@ static void only_records_that_must_survive_wait_for_the_flush(void **state)
 			 0);
 	expect_sync("off");
 	assert_int_equal(ops->job_finish(h, id, j.lease_token, JOB_READY, T0,
-					 NULL, NULL), 0);
+					 NULL, false, NULL), 0);
 	expect_sync("off");
 	j = claim1(h, "w", 1000);
 	expect_sync("on");
@@ -1363,7 +1363,7 @@ static void only_records_that_must_survive_wait_for_the_flush(void **state)
 	j = claim1(h, "w", 1000);
 	expect_sync("on");
 	assert_int_equal(ops->job_finish(h, id, j.lease_token, JOB_DEAD, 0,
-					 NULL, NULL), 0);
+					 NULL, false, NULL), 0);
 	expect_sync("on");
 	assert_int_equal(ops->job_revive(h, id, 0, NULL), 0);
 	expect_sync("on");
@@ -1377,7 +1377,7 @@ static void only_records_that_must_survive_wait_for_the_flush(void **state)
 	j = claim1(h, "w", 1000);
 	expect_sync("on");
 	assert_int_equal(ops->job_finish(h, id, j.lease_token, JOB_DONE, 0,
-					 NULL, NULL), 0);
+					 NULL, false, NULL), 0);
 	expect_sync("off");
 
 	assert_int_equal(ops->outbox_put(h, NULL, "s", T0, "t", "m", NULL, NULL), 0);
@@ -1533,7 +1533,7 @@ static void limited_role_works_on_a_migrated_schema(void **state)
 					       NULL), 0);
 	assert_int_equal(ops->slot_mark(h, NULL, "s", T0, NULL), 0);
 	assert_int_equal(ops->job_finish(h, id, j.lease_token, JOB_DONE, 0,
-					 NULL, NULL), 0);
+					 NULL, false, NULL), 0);
 	int n = -1;
 	assert_int_equal(ops->job_recover(h, 2, &n, NULL, NULL), 0);
 	assert_int_equal(ops->sched_last_set(h, "s", T0, NULL), 0);
@@ -1715,7 +1715,7 @@ static void server_restart_fails_then_recovers(void **state)
 	} while (rc && clock_mono_ms() < deadline);
 	assert_int_equal(rc, 0);
 	assert_int_equal(ops->job_finish(h, id, a.lease_token, JOB_DONE, 0,
-					 NULL, NULL), 0);
+					 NULL, false, NULL), 0);
 	assert_int_equal(ops->job_get(h, id, &j, NULL), 0);
 	assert_int_equal(j.state, JOB_DONE);
 	/* LISTEN is back too. */
