@@ -68,7 +68,14 @@ tally_one() {
     echo "!! $name ran no test" >&2
     f=1
   fi
-  [ "$f" -gt 0 ] && failed_suites="$failed_suites $name"
+  if [ "$f" -gt 0 ]; then
+    # The failed cases by name, so that the last lines of a long log
+    # still say which ones.
+    local cases
+    cases=$(sed -n 's/^\[  FAILED  \] \([A-Za-z_][A-Za-z0-9_]*\)$/\1/p' "$log" |
+      sort -u | tr '\n' ' ')
+    failed_suites="$failed_suites $name${cases:+ (${cases% })}"
+  fi
   passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
 }
 
