@@ -1060,7 +1060,8 @@ struct store_ops {
 			 size_t *n, struct sc_err *err);
 	int (*job_heartbeat)(void *impl, int64_t id, int64_t lease_token,
 			     int64_t lease_ms, struct sc_err *err);
-	/* mark: DONE only; the slot's marker in the same transaction. */
+	/* mark: the slot's marker in the same transaction; store.c sets it
+	 * only with DONE (store_job_complete_marked). */
 	int (*job_finish)(void *impl, int64_t id, int64_t lease_token,
 			  enum job_state new_state, int64_t run_at_ms,
 			  const struct ledger_row *row, bool mark,

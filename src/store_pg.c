@@ -2491,7 +2491,7 @@ static int pg_job_finish(void *impl, int64_t id, int64_t lease_token,
 	arg_str(&a, row ? row->error_msg : NULL);
 	arg_i64(&a, row ? row->retry_hint_ms : 0);
 	arg_str(&a, row ? row->details_json : NULL);
-	arg_bool(&a, mark && new_state == JOB_DONE);
+	arg_bool(&a, mark);
 	rc = run_finish(p, &a, new_state, &res, err);
 	if (rc)
 		return rc;

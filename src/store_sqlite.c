@@ -2402,7 +2402,6 @@ static int sq_job_finish(void *impl, int64_t id, int64_t lease_token,
 	struct ledger_row r = {0};
 	/* A DEAD job's "lost" row is the loud record of a lost slot: it
 	 * must survive a power cut like a guard does; so must a marker. */
-	mark = mark && new_state == JOB_DONE;
 	int rc = tx_begin(q, new_state == JOB_DEAD || mark ? SYNC_FULL
 							    : SYNC_NORMAL,
 			  err);
