@@ -204,22 +204,6 @@ static int sweep(const struct alert_ctx *a, struct alert_report *rep,
 
 /* ---- timing checks (sla:, issue 14) --------------------------------------- */
 
-/* "45m", "8d", "90s": the largest unit that divides ms exactly. */
-static const char *dur_text(int64_t ms, char *out, size_t n)
-{
-	static const struct { int64_t ms; const char *unit; } u[] = {
-		{86400000, "d"}, {3600000, "h"}, {60000, "m"}, {1000, "s"},
-	};
-	for (size_t i = 0; i < sizeof(u) / sizeof(u[0]); i++)
-		if (ms >= u[i].ms && ms % u[i].ms == 0) {
-			snprintf(out, n, "%lld%s", (long long)(ms / u[i].ms),
-				 u[i].unit);
-			return out;
-		}
-	snprintf(out, n, "%lldms", (long long)ms);
-	return out;
-}
-
 /* The scan's record of schedule name, or NULL. */
 static const struct store_sla_last *sla_last_of(const struct store_sla *x,
 						const char *name)
@@ -332,7 +316,7 @@ static int sla_raise(const struct alert_ctx *a, const struct store_sla *x,
 		     int64_t now, struct alert_report *rep, struct sc_err *err)
 {
 	const struct config *c = a->config;
-	char d1[32], iso[CLOCK_ISO_MAX];
+	char d1[CLOCK_DUR_MAX], iso[CLOCK_ISO_MAX];
 	int rc = 0;
 
 	for (size_t i = 0; rc == 0 && i < x->n_late; i++) {
@@ -349,7 +333,8 @@ static int sla_raise(const struct alert_ctx *a, const struct store_sla *x,
 		al.slot_ms = j->slot_ms;
 		snprintf(al.error_msg, sizeof(al.error_msg), "not started %s "
 			 "after it was due at %s (sla start_within)",
-			 dur_text(sp->sla.start_within_ms, d1, sizeof(d1)),
+			 clock_format_duration(sp->sla.start_within_ms, d1,
+					       sizeof(d1)),
 			 clock_format_utc(j->run_at_ms, iso));
 		rc = raise_breach(a, &al, LEDGER_LATE, 0, now, &rep->n_late,
 				  err);
@@ -372,7 +357,8 @@ static int sla_raise(const struct alert_ctx *a, const struct store_sla *x,
 		snprintf(al.error_msg, sizeof(al.error_msg), "attempt %d still "
 			 "running %s after it started at %s (sla max_runtime); "
 			 "it is not stopped", j->attempts,
-			 dur_text(sp->sla.max_runtime_ms, d1, sizeof(d1)),
+			 clock_format_duration(sp->sla.max_runtime_ms, d1,
+					       sizeof(d1)),
 			 clock_format_utc(j->started_ms, iso));
 		rc = raise_breach(a, &al, LEDGER_OVERRUN, j->attempts, now,
 				  &rep->n_overrun, err);
@@ -395,7 +381,8 @@ static int sla_raise(const struct alert_ctx *a, const struct store_sla *x,
 		al.slot_ms = base;
 		snprintf(al.error_msg, sizeof(al.error_msg), "no slot delivered "
 			 "for %s (sla success_within), %s %s",
-			 dur_text(sp->sla.success_within_ms, d1, sizeof(d1)),
+			 clock_format_duration(sp->sla.success_within_ms, d1,
+					       sizeof(d1)),
 			 l->delivered_ms ? "the last at" : "none since its first "
 			 "start at", clock_format_utc(base, iso));
 		rc = raise_breach(a, &al, LEDGER_STALE, 0, now, &rep->n_stale,

@@ -1,5 +1,6 @@
 /*
- * clock.c - the real and virtual clocks, and calendar arithmetic.
+ * clock.c - the real and virtual clocks, calendar arithmetic, and the
+ * reading and printing of instants and durations.
  *
  * The calendar functions are pure integer arithmetic on the proleptic
  * Gregorian calendar (the "days from civil" algorithm), so they are
@@ -374,4 +375,33 @@ bad:
 	return sc_err_set(err, SC_EINVAL,
 			  "invalid duration \"%s\": expected a number with a "
 			  "unit (ms, s, m, h, d), e.g. 90s or 30m", s);
+}
+
+const char *clock_format_duration(int64_t ms, char *out, size_t n)
+{
+	static const struct {
+		int64_t ms;
+		const char *unit;
+	} u[] = {
+		{86400000, "d"}, {3600000, "h"}, {60000, "m"}, {1000, "s"},
+		{1, "ms"},
+	};
+	size_t len = 0;
+
+	if (n == 0)
+		return out;
+	out[0] = '\0';
+	if (ms <= 0) {
+		snprintf(out, n, ms ? "%lldms" : "0s", (long long)ms);
+		return out;
+	}
+	for (size_t i = 0; i < sizeof(u) / sizeof(u[0]) && len < n; i++) {
+		if (ms < u[i].ms)
+			continue;
+		int w = snprintf(out + len, n - len, "%lld%s",
+				 (long long)(ms / u[i].ms), u[i].unit);
+		len += w > 0 ? (size_t)w : 0;
+		ms %= u[i].ms;
+	}
+	return out;
 }

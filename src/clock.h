@@ -93,4 +93,15 @@ int clock_parse_iso(const char *s, int64_t *out_ms, struct sc_err *err);
  */
 int clock_parse_duration(const char *s, int64_t *out_ms, struct sc_err *err);
 
+/* Room for any duration clock_format_duration writes, with its NUL. */
+#define CLOCK_DUR_MAX 32
+
+/*
+ * A duration of ms >= 0 as clock_parse_duration reads it back, each unit
+ * once, largest first, zero parts left out: "1d12h", "45m", "1s500ms";
+ * 0 is "0s". A negative ms (never a config's) is written "-5ms". Writes
+ * at most n bytes (CLOCK_DUR_MAX is always enough) into out; returns out.
+ */
+const char *clock_format_duration(int64_t ms, char *out, size_t n);
+
 #endif

@@ -554,8 +554,10 @@ static int get_duration(struct pc *pc, const struct config_node *m,
 		return -1;
 	}
 	if (ms < min_ms || ms > max_ms) {
-		bad(pc, v, kp, "duration %s is out of range (%lldms to "
-		    "%lldms)", v->str, (long long)min_ms, (long long)max_ms);
+		char lo[CLOCK_DUR_MAX], hi[CLOCK_DUR_MAX];
+		bad(pc, v, kp, "duration %s is out of range (%s to %s)",
+		    v->str, clock_format_duration(min_ms, lo, sizeof(lo)),
+		    clock_format_duration(max_ms, hi, sizeof(hi)));
 		return -1;
 	}
 	*out = ms;

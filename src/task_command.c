@@ -23,20 +23,6 @@
 #include "proc.h"
 #include "task.h"
 
-/* "10m", "1h30m", "2500ms": for messages. */
-static const char *fmt_duration(int64_t ms, char *out, size_t n)
-{
-	if (ms % 1000 != 0)
-		snprintf(out, n, "%lldms", (long long)ms);
-	else if (ms % 3600000 == 0)
-		snprintf(out, n, "%lldh", (long long)(ms / 3600000));
-	else if (ms % 60000 == 0)
-		snprintf(out, n, "%lldm", (long long)(ms / 60000));
-	else
-		snprintf(out, n, "%llds", (long long)(ms / 1000));
-	return out;
-}
-
 /* Exit 75: stdout may be {"retry_after": SECONDS, "error": "..."}. */
 static void tempfail_hint(const struct buf *out, int64_t *hint_ms,
 			  char *msg, size_t n)
@@ -68,7 +54,7 @@ static int command_outcome(const struct task_spec *spec,
 			   const struct proc_result *pr,
 			   struct task_result *out)
 {
-	char tail[320], d[32];
+	char tail[320], d[CLOCK_DUR_MAX];
 
 	proc_tail_summary(pr->err_tail, tail, sizeof(tail));
 	if (pr->stdout_overflow)
@@ -83,10 +69,11 @@ static int command_outcome(const struct task_spec *spec,
 	if (pr->timed_out)
 		return task_fail(out, spec->name, SC_ETIMEDOUT,
 				 "timed out after %s%s%s",
-				 fmt_duration(spec->timeout_ms > 0
-						      ? spec->timeout_ms
-						      : TASK_DEFAULT_TIMEOUT_MS,
-					      d, sizeof(d)),
+				 clock_format_duration(
+					 spec->timeout_ms > 0
+						 ? spec->timeout_ms
+						 : TASK_DEFAULT_TIMEOUT_MS,
+					 d, sizeof(d)),
 				 *tail ? ": " : "", tail);
 	if (!pr->exited)
 		return task_fail(out, spec->name, SC_ETASK,

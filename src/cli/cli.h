@@ -169,9 +169,6 @@ void cli_state_close(struct cli_state *st);
 int cli_parse_time(const char *cmd, const char *opt, const char *s,
 		   int64_t now_ms, int64_t *out_ms);
 
-/* "3h30m", "30m", "1m30s", "0s" into out (size n). Returns out. */
-const char *cli_format_dur(int64_t ms, char *out, size_t n);
-
 /* "4 attempts, exponential backoff from 30m" into out. Returns out. */
 const char *cli_format_policy(const struct sc_retry_policy *p, char *out,
 			      size_t n);

@@ -139,30 +139,10 @@ int cli_parse_time(const char *cmd, const char *opt, const char *s,
 	(void)cmd;
 }
 
-const char *cli_format_dur(int64_t ms, char *out, size_t n)
-{
-	int64_t s = ms / 1000;
-	size_t len = 0;
-
-	out[0] = '\0';
-	if (s >= 86400)
-		len += (size_t)snprintf(out + len, n - len, "%lldd",
-					(long long)(s / 86400));
-	if (s % 86400 >= 3600 && len < n)
-		len += (size_t)snprintf(out + len, n - len, "%lldh",
-					(long long)(s % 86400 / 3600));
-	if (s % 3600 >= 60 && len < n)
-		len += (size_t)snprintf(out + len, n - len, "%lldm",
-					(long long)(s % 3600 / 60));
-	if ((s % 60 || s == 0) && len < n)
-		snprintf(out + len, n - len, "%llds", (long long)(s % 60));
-	return out;
-}
-
 const char *cli_format_policy(const struct sc_retry_policy *p, char *out,
 			      size_t n)
 {
-	char d[32];
+	char d[CLOCK_DUR_MAX];
 
 	/* "from": an exponential delay grows from it; a fixed one stays. */
 	snprintf(out, n, "%d attempt%s, %s", p->attempts,
@@ -171,7 +151,7 @@ const char *cli_format_policy(const struct sc_retry_policy *p, char *out,
 						: "exponential backoff from");
 	size_t len = strlen(out);
 	snprintf(out + len, n - len, " %s",
-		 cli_format_dur(p->delay_ms, d, sizeof(d)));
+		 clock_format_duration(p->delay_ms, d, sizeof(d)));
 	return out;
 }
 

@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "clock.h"
 #include "config.h"
 #include "report.h"
 #include "scheduler.h"
@@ -122,7 +123,7 @@ static json_t *notices_expect_json(const struct explained *x)
 
 static int print_text(const struct cli_cron_opts *o, const struct explained *x)
 {
-	char t[CLI_TIME_MAX], d[32];
+	char t[CLI_TIME_MAX], d[CLOCK_DUR_MAX];
 
 	if (x->sched) {
 		cli_out(stdout, "schedule    %s\n", x->sched->name);
@@ -155,7 +156,7 @@ static int print_text(const struct cli_cron_opts *o, const struct explained *x)
 			cli_out(stdout, "  starts %s (jitter +%s)",
 				cli_format_local(scheduler_start_ms(
 					x->sched, x->next_ms[i]), o->zone, t),
-				cli_format_dur(scheduler_jitter_ms(
+				clock_format_duration(scheduler_jitter_ms(
 					x->sched, x->next_ms[i]), d,
 					sizeof(d)));
 		cli_out(stdout, "\n");
@@ -163,7 +164,8 @@ static int print_text(const struct cli_cron_opts *o, const struct explained *x)
 	if (x->sched && x->sched->jitter_ms > 0)
 		cli_out(stdout, "jitter      up to %s, the same offset for a "
 			"slot on every node\n",
-			cli_format_dur(x->sched->jitter_ms, d, sizeof(d)));
+			clock_format_duration(x->sched->jitter_ms, d,
+					      sizeof(d)));
 	cli_out(stdout,
 		"class       %s (%s)\n", sc_freq_class_name(x->cls), x->reason);
 	char p[96];
@@ -178,8 +180,9 @@ static int print_text(const struct cli_cron_opts *o, const struct explained *x)
 		cli_out(stdout, "  attempt %d  %s  %s%s\n", k + 1,
 			cli_format_local(x->tl.attempt_ms[k], o->zone, t),
 			k ? "+" : "",
-			k ? cli_format_dur(x->tl.attempt_ms[k] - x->tl.attempt_ms[0], d,
-				    sizeof(d))
+			k ? clock_format_duration(x->tl.attempt_ms[k] -
+						  x->tl.attempt_ms[0],
+						  d, sizeof(d))
 			  : x->tl.attempt_ms[0] != x->next_ms[0]
 				  ? "the start (slot + jitter)"
 				  : "the slot");
@@ -190,10 +193,11 @@ static int print_text(const struct cli_cron_opts *o, const struct explained *x)
 			cli_format_local(scheduler_deadline_at(x->sched,
 							       x->next_ms[0]),
 					 o->zone, t),
-			cli_format_dur(x->sched->deadline_ms, d, sizeof(d)),
+			clock_format_duration(x->sched->deadline_ms, d,
+					      sizeof(d)),
 			x->n_cut, x->n_cut == 1 ? "" : "s");
 	cli_out(stdout, "recovery window %s (until %s)\n",
-		cli_format_dur(x->tl.window_ms, d, sizeof(d)),
+		clock_format_duration(x->tl.window_ms, d, sizeof(d)),
 		cli_format_local(x->tl.window_end_ms, o->zone, t));
 	if (x->sched)
 		print_notices_expect(x);

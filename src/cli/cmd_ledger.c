@@ -76,9 +76,9 @@ static void print_row(const struct ledger_row *r, int64_t rec_ms)
 			r->error_class[0] && r->error_msg ? ": " : "",
 			r->error_msg ? r->error_msg : "");
 	if (r->retry_hint_ms > 0) {
-		char d[32];
+		char d[CLOCK_DUR_MAX];
 		cli_out(stdout, " (retry after %s)",
-			cli_format_dur(r->retry_hint_ms, d, sizeof(d)));
+			clock_format_duration(r->retry_hint_ms, d, sizeof(d)));
 	}
 	if (rec_ms)
 		cli_out(stdout, "  [recovered: success at %s]",

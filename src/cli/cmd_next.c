@@ -29,7 +29,7 @@ static int next_schedule(const char *path, struct cli_cron_opts *o)
 {
 	struct cli_state st = {0};
 	struct report_sched_info info;
-	char when[CLI_TIME_MAX], slot[CLI_TIME_MAX], d[32];
+	char when[CLI_TIME_MAX], slot[CLI_TIME_MAX], d[CLOCK_DUR_MAX];
 	int64_t t = o->from_ms;
 	int rc;
 
@@ -55,7 +55,7 @@ static int next_schedule(const char *path, struct cli_cron_opts *o)
 		if (off)
 			cli_out(stdout, "  slot %s jitter +%s",
 				cli_format_local(t, info.zone, slot),
-				cli_format_dur(off, d, sizeof(d)));
+				clock_format_duration(off, d, sizeof(d)));
 		cli_out(stdout, "\n");
 	}
 	rc = EXIT_OK;

@@ -20,26 +20,26 @@
 static void print_horizon(const char *what, int64_t retention_ms,
 			  int64_t before_ms)
 {
-	char t[CLOCK_ISO_MAX], d[32];
+	char t[CLOCK_ISO_MAX], d[CLOCK_DUR_MAX];
 
 	if (retention_ms <= 0)
 		cli_out(stdout, "  %-7s kept forever (no retention)\n", what);
 	else
 		cli_out(stdout, "  %-7s retention %s: slots before %s\n", what,
-			cli_format_dur(retention_ms, d, sizeof(d)),
+			clock_format_duration(retention_ms, d, sizeof(d)),
 			clock_format_utc(before_ms, t));
 }
 
 static int print_text(const struct config *c, const struct prune_plan *p,
 		      const struct prune_report *r, bool dry_run)
 {
-	char w[32];
+	char w[CLOCK_DUR_MAX];
 	const struct store_prune_result *n = &r->n;
 	const char *verb = dry_run ? "would remove" : "removed";
 
 	cli_out(stdout, "%s (longest recovery window %s, margin 1d):\n",
 		dry_run ? "dry run, nothing removed" : "pruned",
-		cli_format_dur(p->window_ms, w, sizeof(w)));
+		clock_format_duration(p->window_ms, w, sizeof(w)));
 	print_horizon("ledger", c->retention_ledger_ms,
 		      p->opts.ledger_before_ms);
 	print_horizon("jobs", c->retention_jobs_ms, p->opts.jobs_before_ms);

@@ -250,7 +250,7 @@ static int stale_verdicts(const struct cli_state *st, int64_t now,
 static int print_stale_text(const struct cli_state *st,
 			    const struct stale_status *v, size_t n_stale)
 {
-	char a[CLOCK_ISO_MAX], b[CLOCK_ISO_MAX], d[32];
+	char a[CLOCK_ISO_MAX], b[CLOCK_ISO_MAX], d[CLOCK_DUR_MAX];
 
 	if (n_stale == 0)
 		cli_out(stdout, "no stale schedules (%zu checked)\n",
@@ -274,7 +274,7 @@ static int print_stale_text(const struct cli_state *st,
 			o->stale ? "STALE" : "ok", name,
 			o->delivered ? "last delivered" : "never delivered; "
 			"first job", clock_format_utc(o->since_ms, a),
-			cli_format_dur(o->within_ms, d, sizeof(d)),
+			clock_format_duration(o->within_ms, d, sizeof(d)),
 			o->from_sla ? "sla success_within"
 				    : "default: two periods + recovery window",
 			o->stale ? "stale since" : "until",

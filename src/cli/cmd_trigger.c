@@ -223,11 +223,11 @@ int cmd_trigger(int argc, char **argv)
 	/* A slot past retention.jobs may have lost its job row and send
 	 * guards to prune: running it could deliver it twice. */
 	if (slot_ms < prune_trigger_floor(st.cfg, now_ms)) {
-		char d[32];
+		char d[CLOCK_DUR_MAX];
 		r = cli_fail(EXIT_USAGE, "%s slot %s is older than the "
 			     "retention (%s): its record may be pruned",
 			     sc->name, clock_format_utc(slot_ms, t),
-			     cli_format_dur(st.cfg->retention_jobs_ms, d,
+			     clock_format_duration(st.cfg->retention_jobs_ms, d,
 					    sizeof(d)));
 		goto done;
 	}

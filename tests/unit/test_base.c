@@ -182,6 +182,49 @@ static void issue11_duration_sum_is_capped(void **state)
 }
 
 /*
+ * A duration in messages (config ranges, alerts, timeouts, explain):
+ * each unit once, largest first, and what it prints reads back to the
+ * same value, up to the largest accepted one.
+ */
+static void durations_print_as_they_are_written(void **state)
+{
+	static const struct {
+		int64_t ms;
+		const char *out;
+	} cases[] = {
+		{0, "0s"},
+		{1, "1ms"},
+		{999, "999ms"},
+		{1000, "1s"},
+		{1500, "1s500ms"},
+		{90000, "1m30s"},
+		{5400000, "1h30m"},
+		{86400000, "1d"},
+		{INT64_C(3153600000000), "36500d"},
+		{86400000 + 5, "1d5ms"},
+		{CLOCK_DURATION_MAX_MS, "3652425d"},
+		{CLOCK_DURATION_MAX_MS - 1, "3652424d23h59m59s999ms"},
+		{-5, "-5ms"},
+	};
+	char out[CLOCK_DUR_MAX], small[4];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		assert_string_equal(clock_format_duration(cases[i].ms, out,
+							  sizeof(out)),
+				    cases[i].out);
+		int64_t back = -1;
+		if (cases[i].ms < 0)
+			continue;
+		assert_int_equal(clock_parse_duration(out, &back, NULL), 0);
+		assert_int_equal(back, cases[i].ms);
+	}
+	/* Cut, never overrun, when the buffer is short. */
+	assert_string_equal(clock_format_duration(5400000, small,
+						  sizeof(small)), "1h3");
+}
+
+/*
  * Issue 11, item 13: an ISO instant is in the years 1-9999 after its
  * offset is applied, not only as written.
  */
@@ -238,6 +281,7 @@ int main(void)
 		cmocka_unit_test(iso_parse_and_format),
 		cmocka_unit_test(durations),
 		cmocka_unit_test(issue11_duration_sum_is_capped),
+		cmocka_unit_test(durations_print_as_they_are_written),
 		cmocka_unit_test(issue11_iso_range_after_offset),
 		cmocka_unit_test(virtual_clock_moves_only_when_told),
 	};

@@ -216,8 +216,9 @@ static void timeout_kills_the_group(void **state)
 		if (i + 1 < sizeof(timeouts) / sizeof(timeouts[0]))
 			task_result_dispose(&r);
 	}
-	snprintf(want, sizeof(want), "task report: timed out after %lldms",
-		 (long long)timeout);
+	char dur[CLOCK_DUR_MAX];
+	snprintf(want, sizeof(want), "task report: timed out after %s",
+		 clock_format_duration(timeout, dur, sizeof(dur)));
 	assert_int_equal(r.outcome, TASK_FAILED);
 	assert_non_null(strstr(r.err.msg, want));
 	assert_non_null(strstr(r.err.msg, "started"));
