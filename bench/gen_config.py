@@ -10,10 +10,10 @@ schedules between them (as evenly as possible). The mix is the one of issue
 15: 1,000 per-minute schedules (or N/100 when N is smaller), the rest
 hourly, daily and weekly in turn, spread over 6 time zones (at their
 minutes and hours, so that few fall on the same instant: with 100,000
-schedules about 577 fall on each minute beside the 1,000 per-minute ones);
-one command task
-each (/bin/true) and one file target shared by all. Alerts go to a second
-file target, so `check` has no warning to print.
+schedules about 577 fall on each minute beside the 1,000 per-minute
+ones); one command task each (/bin/true) and one file target shared by
+all. Alerts go to a second file target, so `check` has no warning to
+print.
 
 --free-minute M (0-59) keeps minute M of every hour free of all but the
 per-minute schedules: the others take the 59 other minutes, so the
@@ -88,7 +88,8 @@ def main():
         lines = ["schedules:\n"]
         for _ in range(count):
             lines.append("  s%06d:\n" % i)
-            lines.append("    cron: \"%s\"\n" % cron_of(i, n_minutely, a.free_minute))
+            lines.append("    cron: \"%s\"\n"
+                         % cron_of(i, n_minutely, a.free_minute))
             lines.append("    tz: %s\n" % ZONES[i % len(ZONES)])
             lines.append("    targets: [log]\n")
             lines.append("    tasks:\n")
