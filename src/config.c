@@ -2708,8 +2708,9 @@ static bool has_glob(const char *s)
  * `include: [PATTERN, ...]` of the main file: each pattern, relative to
  * the main file's folder (as written, so the fragments print as
  * "conf.d/teams.yaml" when the main file is "surecron.yaml"), matched by
- * glob(3) and sorted; a pattern matching nothing is a load-time warning;
- * a plain path (no glob character) must exist.
+ * glob(3) and sorted; a pattern matching nothing, or a folder, is a
+ * load-time warning (a folder is passed over); a plain path (no glob
+ * character) must exist and be a file.
  */
 static void parse_include(struct pc *pc, const char *path,
 			  const struct config_node *root)
@@ -2793,8 +2794,21 @@ static void parse_include(struct pc *pc, const char *path,
 		for (size_t k = 0; k < g.gl_pathc; k++) {
 			struct stat st;
 			if (stat(g.gl_pathv[k], &st) == 0 &&
-			    S_ISDIR(st.st_mode))
-				continue; /* a folder the pattern matched */
+			    S_ISDIR(st.st_mode)) {
+				/* A folder the pattern matched is passed
+				 * over, as cron.d does, but said: a
+				 * "teams.yaml/" made by mistake would
+				 * otherwise hide its schedules in silence. */
+				struct config_problems *w =
+					config_locs_warns(pc->c->locs);
+				if (w && config_problem_add(
+						 w, it->line, it->col,
+						 "warning: %s: \"%s\" matches "
+						 "the folder %s, passed over",
+						 ip, it->str, g.gl_pathv[k]))
+					oom(pc);
+				continue;
+			}
 			add_fragment(pc, g.gl_pathv[k]);
 		}
 		globfree(&g);

@@ -405,6 +405,46 @@ static void fragments_judged_in_file_order(void **state)
 	tu_rmrf(dir);
 }
 
+/* A folder a pattern matches is passed over with a warning at the
+ * pattern; the files beside it load. */
+static void a_folder_matched_is_passed_over_with_a_warning(void **state)
+{
+	const char *dir = tu_tmpdir();
+	struct config_problems probs = {0}, warns = {0};
+	struct config *c = NULL;
+	char p[PATH_MAX + 64], want[PATH_MAX + 64];
+	FILE *f;
+
+	(void)state;
+	snprintf(p, sizeof(p), "%s/conf.d", dir);
+	assert_int_equal(mkdir(p, 0700), 0);
+	snprintf(p, sizeof(p), "%s/conf.d/teams.yaml", dir);
+	assert_int_equal(mkdir(p, 0700), 0);
+	snprintf(p, sizeof(p), "%s/conf.d/a.yaml", dir);
+	assert_non_null(f = fopen(p, "w"));
+	fputs("schedules:\n  a:\n    cron: \"0 * * * *\"\n"
+	      "    tasks: [{name: t, command: [/bin/true]}]\n", f);
+	fclose(f);
+	snprintf(p, sizeof(p), "%s/surecron.yaml", dir);
+	assert_non_null(f = fopen(p, "w"));
+	fputs("store: sqlite:./s.db\n"
+	      "include: [\"conf.d/*.yaml\"]\n", f);
+	fclose(f);
+	assert_int_equal(config_parse(p, &c, &probs), 0);
+	assert_int_equal(c->n_files, 2);
+	assert_int_equal(c->n_schedules, 1);
+	/* Beside it, the warning that no alert target is set. */
+	assert_int_equal(config_check_warnings(c, &warns), 2);
+	dump(&warns);
+	snprintf(want, sizeof(want), "matches the folder %s/conf.d/teams.yaml, "
+		 "passed over", dir);
+	assert_true(has_problem(&warns, p, want));
+	config_problems_dispose(&probs);
+	config_problems_dispose(&warns);
+	config_free(c);
+	tu_rmrf(dir);
+}
+
 /* The same 20,000 in one file is past the per-file node limit: the
  * limits stay per file. */
 static void per_file_limit_stays(void **state)
@@ -477,6 +517,9 @@ int main(void)
 			twenty_thousand_in_four_fragments, setup, back),
 		cmocka_unit_test_setup_teardown(fragments_judged_in_file_order,
 						setup, back),
+		cmocka_unit_test_setup_teardown(
+			a_folder_matched_is_passed_over_with_a_warning, setup,
+			back),
 		cmocka_unit_test_setup_teardown(per_file_limit_stays, setup,
 						back),
 		cmocka_unit_test_setup_teardown(check_prints_counts_per_file,
