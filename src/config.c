@@ -2738,6 +2738,11 @@ static void parse_include(struct pc *pc, const char *path,
 		config_locs_add(pc->c->locs, ip, it->line, it->col);
 		if (!want(pc, it, ip, NODE_SCALAR))
 			continue;
+		if (!it->str[0]) {
+			bad(pc, it, ip, "an empty pattern; expected a file or "
+			    "a glob pattern, e.g. \"conf.d/*.yaml\"");
+			continue;
+		}
 		bool abs = it->str[0] == '/';
 		size_t len = strlen(prefix) + strlen(it->str) + 1;
 		char *pat = malloc(len);
