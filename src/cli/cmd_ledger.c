@@ -164,6 +164,11 @@ int cmd_ledger(int argc, char **argv)
 	if (until && (r = cli_parse_time("ledger", "--until", until, now_ms,
 					 &f.until_ms)))
 		return r;
+	/* An empty period would answer "no lost or missed slots", exit 0:
+	 * a false all-clear for `--since 7d --until 30d` (ages both). */
+	if (since && until && f.since_ms >= f.until_ms)
+		return cli_usage_error("ledger", "--since (%s) must be before "
+				       "--until (%s)", since, until);
 	if (limit) {
 		char *end;
 		errno = 0;

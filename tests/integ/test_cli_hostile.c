@@ -329,6 +329,32 @@ static void numbers_take_their_documented_form(void **state)
 	assert_int_equal(run(ok), 0);
 }
 
+/* A period that ends before it starts is a usage error, not an empty
+ * report: `ledger --lost` would print "no lost or missed slots" and
+ * exit 0, the all-clear monitoring reads. */
+static void an_inverted_period_exits_2(void **state)
+{
+	static const char *const lost[] = {"--lost", NULL};
+	for (size_t k = 0; k < 2; k++) {
+		const char *args[] = {"ledger",   "--config", cfg, "--since",
+				      "7d",       "--until",  "30d", lost[k],
+				      NULL};
+		int rc = run(args);
+		if (rc != 2)
+			fail_msg("ledger %s --since 7d --until 30d: exit %d, "
+				 "want 2 (%s)", k ? "" : "--lost", rc, err);
+		assert_non_null(strstr(err, "--since (7d) must be before "
+					    "--until (30d)"));
+	}
+	const char *same[] = {"ledger", "--config", cfg, "--since",
+			      "2026-01-01T00:00:00Z", "--until",
+			      "2026-01-01T00:00:00Z", NULL};
+	assert_int_equal(run(same), 2);
+	const char *ok[] = {"ledger", "--config", cfg, "--lost", "--since",
+			    "30d", "--until", "7d", NULL};
+	assert_int_not_equal(run(ok), 2); /* 0, or 1 for a lost slot */
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -338,6 +364,7 @@ int main(void)
 		T(echoed_input_is_cleaned),
 		T(from_outside_the_years_exits_2),
 		T(numbers_take_their_documented_form),
+		T(an_inverted_period_exits_2),
 	};
 #undef T
 	return cmocka_run_group_tests(tests, NULL, NULL);
