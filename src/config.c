@@ -223,6 +223,29 @@ static void oom(struct pc *pc)
 	pc->oom = true;
 }
 
+/* Records "warning: path: message" at node n among the load's warnings
+ * (config_locs_warns: `check` prints them, --strict makes them errors). */
+static void warn_at_node(struct pc *pc, const struct config_node *n,
+			 const char *path, const char *fmt, ...)
+	SC_PRINTF(4, 5);
+
+static void warn_at_node(struct pc *pc, const struct config_node *n,
+			 const char *path, const char *fmt, ...)
+{
+	struct config_problems *w = config_locs_warns(pc->c->locs);
+	char msg[SC_ERR_MSG_MAX - 64];
+	va_list ap;
+
+	if (!w)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (config_problem_add(w, n->line, n->col, "warning: %s: %s", path,
+			       msg))
+		oom(pc);
+}
+
 /* A string of the config: interned in its pool (config_pool.c), so
  * that the same zone, expression or name in 100,000 schedules is stored
  * once. Released with config_pool_release, never free. */
@@ -2774,13 +2797,8 @@ static void parse_include(struct pc *pc, const char *path,
 		int grc = glob(pat, 0, NULL, &g);
 		free(pat);
 		if (grc == GLOB_NOMATCH) {
-			struct config_problems *w =
-				config_locs_warns(pc->c->locs);
-			if (w && config_problem_add(w, it->line, it->col,
-						    "warning: %s: \"%s\" "
-						    "matches no file", ip,
-						    it->str))
-				oom(pc);
+			warn_at_node(pc, it, ip, "\"%s\" matches no file",
+				     it->str);
 			continue;
 		}
 		if (grc == GLOB_NOSPACE) {
@@ -2798,23 +2816,16 @@ static void parse_include(struct pc *pc, const char *path,
 		qsort(g.gl_pathv, g.gl_pathc, sizeof(char *), str_cmp);
 		for (size_t k = 0; k < g.gl_pathc; k++) {
 			struct stat st;
+			/* A folder the pattern matched is passed over, as
+			 * cron.d does, but said: a "teams.yaml/" made by
+			 * mistake would otherwise hide its schedules. */
 			if (stat(g.gl_pathv[k], &st) == 0 &&
-			    S_ISDIR(st.st_mode)) {
-				/* A folder the pattern matched is passed
-				 * over, as cron.d does, but said: a
-				 * "teams.yaml/" made by mistake would
-				 * otherwise hide its schedules in silence. */
-				struct config_problems *w =
-					config_locs_warns(pc->c->locs);
-				if (w && config_problem_add(
-						 w, it->line, it->col,
-						 "warning: %s: \"%s\" matches "
-						 "the folder %s, passed over",
-						 ip, it->str, g.gl_pathv[k]))
-					oom(pc);
-				continue;
-			}
-			add_fragment(pc, g.gl_pathv[k]);
+			    S_ISDIR(st.st_mode))
+				warn_at_node(pc, it, ip, "\"%s\" matches the "
+					     "folder %s, passed over", it->str,
+					     g.gl_pathv[k]);
+			else
+				add_fragment(pc, g.gl_pathv[k]);
 		}
 		globfree(&g);
 	}
