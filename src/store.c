@@ -106,8 +106,8 @@ static int pick_backend(const char *url, const struct store_ops **ops,
 	return 0;
 }
 
-int store_open(const char *url, struct sc_clock *clock, struct store **out,
-	       struct sc_err *err)
+static int open_store(const char *url, struct sc_clock *clock, bool create,
+		      struct store **out, struct sc_err *err)
 {
 	const struct store_ops *ops = NULL;
 	const char *target = NULL;
@@ -124,13 +124,25 @@ int store_open(const char *url, struct sc_clock *clock, struct store **out,
 		return sc_err_set(err, SC_ENOMEM, "out of memory");
 	s->ops = ops;
 	s->clock = clock;
-	rc = ops->open(target, clock, &s->impl, err);
+	rc = ops->open(target, clock, create, &s->impl, err);
 	if (rc) {
 		free(s);
 		return rc;
 	}
 	*out = s;
 	return 0;
+}
+
+int store_open(const char *url, struct sc_clock *clock, struct store **out,
+	       struct sc_err *err)
+{
+	return open_store(url, clock, true, out, err);
+}
+
+int store_open_existing(const char *url, struct sc_clock *clock,
+			struct store **out, struct sc_err *err)
+{
+	return open_store(url, clock, false, out, err);
 }
 
 void store_close(struct store *s)

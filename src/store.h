@@ -180,6 +180,17 @@ struct store;
 int store_open(const char *url, struct sc_clock *clock, struct store **out,
 	       struct sc_err *err);
 
+/*
+ * store_open for a store that must already be there: SC_ENOENT, and
+ * nothing created, when the SQLite file does not exist or holds no
+ * surecron schema (empty), or the PostgreSQL database (search path) has
+ * no surecron tables. An older schema is still migrated forward. For the
+ * commands that read or act on the store a daemon keeps: a mistyped
+ * path must fail, not read as a store where nothing ever went wrong.
+ */
+int store_open_existing(const char *url, struct sc_clock *clock,
+			struct store **out, struct sc_err *err);
+
 /* Closes the handle; NULL is ignored. */
 void store_close(struct store *s);
 
@@ -1038,8 +1049,9 @@ struct store_claim_rule {
 
 struct store_ops {
 	const char *name;
-	int (*open)(const char *target, struct sc_clock *clock, void **impl,
-		    struct sc_err *err);
+	/* create false: SC_ENOENT for a store never made (store_open_existing) */
+	int (*open)(const char *target, struct sc_clock *clock, bool create,
+		    void **impl, struct sc_err *err);
 	void (*close)(void *impl);
 	int (*job_enqueue)(void *impl, const char *schedule, int64_t slot_ms,
 			   const struct sc_retry_policy *policy,

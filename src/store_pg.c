@@ -1818,7 +1818,23 @@ static int schema_current(struct pg *p, struct sc_err *err)
 	return version == SCHEMA_VERSION;
 }
 
-static int migrate(struct pg *p, struct sc_err *err)
+/* 1 when the schema_version table is on the search path, 0 when not. */
+static int schema_present(struct pg *p, struct sc_err *err)
+{
+	PGresult *res = PQexec(p->conn, "SELECT to_regclass('schema_version') "
+			       "IS NOT NULL");
+	int rc;
+
+	if (PQresultStatus(res) != PGRES_TUPLES_OK)
+		rc = fail(p, res, "schema check", err);
+	else
+		rc = PQgetvalue(res, 0, 0)[0] == 't';
+	PQclear(res);
+	return rc;
+}
+
+/* create false: a database without our tables is SC_ENOENT, untouched. */
+static int migrate(struct pg *p, bool create, struct sc_err *err)
 {
 	PGresult *res;
 	int version = 0, rc;
@@ -1833,6 +1849,17 @@ static int migrate(struct pg *p, struct sc_err *err)
 		return rc;
 	if (rc == 1)
 		return 0;
+	if (!create) {
+		/* Read before any lock: the usual case (an older schema)
+		 * goes on to migrate as store_open would. */
+		rc = schema_present(p, err);
+		if (rc < 0)
+			return rc;
+		if (rc == 0)
+			return sc_err_set(err, SC_ENOENT, "no store in this "
+					  "database: no surecron tables on "
+					  "its search path");
+	}
 	rc = exec_const(p, "BEGIN", err);
 	if (rc)
 		return rc;
@@ -1842,14 +1869,11 @@ static int migrate(struct pg *p, struct sc_err *err)
 			err);
 	if (rc)
 		goto fail_tx;
-	res = PQexec(p->conn, "SELECT to_regclass('schema_version') IS NOT NULL");
-	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-		rc = fail(p, res, "schema check", err);
-		PQclear(res);
+	rc = schema_present(p, err);
+	if (rc < 0)
 		goto fail_tx;
-	}
-	exists = PQgetvalue(res, 0, 0)[0] == 't';
-	PQclear(res);
+	exists = rc == 1;
+	rc = 0;
 	if (exists) {
 		res = PQexec(p->conn, "SELECT max(version) FROM schema_version");
 		if (PQresultStatus(res) != PGRES_TUPLES_OK) {
@@ -1913,8 +1937,8 @@ static void pg_close(void *impl)
 	free(p);
 }
 
-static int pg_open(const char *target, struct sc_clock *clock, void **impl,
-		   struct sc_err *err)
+static int pg_open(const char *target, struct sc_clock *clock, bool create,
+		   void **impl, struct sc_err *err)
 {
 	struct pg *p;
 	int rc;
@@ -1941,7 +1965,7 @@ static int pg_open(const char *target, struct sc_clock *clock, void **impl,
 	rc = connect_now(p, err);
 	if (rc)
 		goto fail_alloc;
-	rc = migrate(p, err);
+	rc = migrate(p, create, err);
 	if (rc)
 		goto fail_alloc;
 	*impl = p;

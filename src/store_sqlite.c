@@ -1685,23 +1685,29 @@ static bool already_checked(const char *path, bool add)
 }
 
 /*
- * Creates the file 0600 if it does not exist, and otherwise checks its
- * 100-byte SQLite header before SQLite sees it: not SQLite, another
- * application's database, or a newer schema are refused here, so such a
- * file is never opened for writing at all.
+ * Creates the file 0600 if it does not exist (create; otherwise
+ * SC_ENOENT), and otherwise checks its 100-byte SQLite header before
+ * SQLite sees it: not SQLite, another application's database, or a newer
+ * schema are refused here, so such a file is never opened for writing at
+ * all.
  */
-static int precheck_file(const char *path, struct sc_err *err)
+static int precheck_file(const char *path, bool create, struct sc_err *err)
 {
 	unsigned char hdr[100];
 	struct stat sb;
 	ssize_t got;
-	int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	int fd = create ? open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC,
+			       0600)
+			: -1;
 
 	if (fd >= 0) {
 		close(fd);
 		return 0;
 	}
-	if (errno != EEXIST) {
+	if (!create && stat(path, &sb) != 0 && errno == ENOENT)
+		return sc_err_set(err, SC_ENOENT, "no store at %s: the file "
+				  "does not exist", path);
+	if (create && errno != EEXIST) {
 		int e = errno;
 		return sc_err_set(err, e == EACCES ? SC_EACCES : -e,
 				  "cannot create database %s: %s", path,
@@ -1722,6 +1728,9 @@ static int precheck_file(const char *path, struct sc_err *err)
 	}
 	got = sb.st_size == 0 ? 0 : pread(fd, hdr, sizeof(hdr), 0);
 	close(fd);
+	if (sb.st_size == 0 && !create)
+		return sc_err_set(err, SC_ENOENT, "no store at %s: the file "
+				  "is empty", path);
 	if (sb.st_size == 0)
 		return 0; /* an empty file: ours to initialise */
 	if (got != (ssize_t)sizeof(hdr) ||
@@ -1799,7 +1808,8 @@ static int query_ints(struct sq *q, const char *sql, int64_t *out, int n,
  * page or a newer version held in the WAL), writing nothing. *current
  * says whether the schema is already at SCHEMA_VERSION.
  */
-static int check_schema(struct sq *q, bool *current, struct sc_err *err)
+static int check_schema(struct sq *q, bool create, bool *current,
+			struct sc_err *err)
 {
 	int64_t v[3] = {0, 0, 0};
 	struct sc_err e = {0};
@@ -1834,6 +1844,9 @@ static int check_schema(struct sq *q, bool *current, struct sc_err *err)
 				  "this surecron understands (%d); the file "
 				  "was not changed",
 				  q->path, (long long)version, SCHEMA_VERSION);
+	if (version == 0 && !create)
+		return sc_err_set(err, SC_ENOENT, "no store at %s: the "
+				  "database holds no surecron schema", q->path);
 	*current = version == SCHEMA_VERSION;
 	return 0;
 }
@@ -1936,8 +1949,8 @@ static void sq_close(void *impl)
 	free(q);
 }
 
-static int sq_open(const char *target, struct sc_clock *clock, void **impl,
-		   struct sc_err *err)
+static int sq_open(const char *target, struct sc_clock *clock, bool create,
+		   void **impl, struct sc_err *err)
 {
 	struct sq *q;
 	bool current = false;
@@ -1946,7 +1959,7 @@ static int sq_open(const char *target, struct sc_clock *clock, void **impl,
 	if (strlen(target) >= PATH_MAX)
 		return sc_err_set(err, SC_EINVAL, "database path too long");
 	if (!already_checked(target, false)) {
-		rc = precheck_file(target, err);
+		rc = precheck_file(target, create, err);
 		if (rc)
 			return rc;
 		already_checked(target, true);
@@ -1979,7 +1992,7 @@ static int sq_open(const char *target, struct sc_clock *clock, void **impl,
 	/* Check (read only), then WAL, then migrate: a refused file is never
 	 * written, and a new file is migrated in WAL mode, so a process
 	 * opening it meanwhile never reads a half-written main file. */
-	rc = check_schema(q, &current, err);
+	rc = check_schema(q, create, &current, err);
 	if (rc)
 		goto fail_open;
 	/* Durable commits go through the group sync (wal_hook), from the

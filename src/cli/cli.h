@@ -120,6 +120,7 @@ struct cli_state {
 	const char *path;        /* the config file (borrowed) */
 	struct config *cfg;
 	struct store *store;  /* NULL unless asked for */
+	bool make_store;      /* cli_state_store may make a missing store */
 };
 
 /*
@@ -156,9 +157,19 @@ int cli_state_open(const char *path, bool want_store, struct cli_state *st);
  * run. */
 int cli_state_open_light(const char *path, bool schedules, const char *only,
 			 bool want_store, struct cli_state *st);
-/* Opens the store of a loaded state (once). Returns EXIT_OK or EXIT_FAIL
- * after printing "surecron: store: reason". */
+/* Opens the store of a loaded state (once), through cli_store_open with
+ * st->make_store. Returns EXIT_OK or EXIT_FAIL after printing "surecron:
+ * store: reason". */
 int cli_state_store(struct cli_state *st);
+/*
+ * Opens the store at url into *out (the caller closes it): one that
+ * exists (store_open_existing), or, when make, a new one, with a note on
+ * stderr saying it was made. Returns EXIT_OK or EXIT_FAIL after printing
+ * "surecron: store: reason", which for a store never made names
+ * config_path and the daemon that makes it.
+ */
+int cli_store_open(const char *url, const char *config_path, bool make,
+		   struct store **out);
 void cli_state_close(struct cli_state *st);
 
 /*

@@ -102,14 +102,42 @@ int cli_state_open_light(const char *path, bool schedules, const char *only,
 
 int cli_state_store(struct cli_state *st)
 {
-	struct sc_err err = {0};
-
 	if (st->store)
 		return EXIT_OK;
-	if (store_open(st->cfg->store_url, sc_clock_real(), &st->store,
-		       &err) != 0)
-		return cli_fail(EXIT_FAIL, "store: %s", err.msg);
-	return EXIT_OK;
+	return cli_store_open(st->cfg->store_url, st->path, st->make_store,
+			      &st->store);
+}
+
+int cli_store_open(const char *url, const char *config_path, bool make,
+		   struct store **out)
+{
+	struct sc_err err = {0};
+	char shown[512];
+
+	/* Only the daemon makes a store as a matter of course: a command
+	 * reading a path that names none would report a store where nothing
+	 * ever failed. One that queues work for the daemon (trigger, pause)
+	 * may make it, as on a first install, and says so: the daemon sees
+	 * that work only if it runs on the same store. */
+	if (store_open_existing(url, sc_clock_real(), out, &err) == 0)
+		return EXIT_OK;
+	if (err.code == SC_ENOENT && make) {
+		sc_err_clear(&err);
+		if (store_open(url, sc_clock_real(), out, &err) == 0) {
+			fprintf(stderr, "surecron: note: no store at %s yet: "
+				"made a new one (a daemon runs what is queued "
+				"there once its config names the same "
+				"store)\n",
+				store_url_for_log(url, shown, sizeof(shown)));
+			return EXIT_OK;
+		}
+	}
+	if (err.code == SC_ENOENT)
+		return cli_fail(EXIT_FAIL, "store: %s (the daemon, surecron "
+				"run, makes it on its first start: is the "
+				"store: of %s the daemon's?)",
+				err.msg, config_path);
+	return cli_fail(EXIT_FAIL, "store: %s", err.msg);
 }
 
 void cli_state_close(struct cli_state *st)

@@ -67,13 +67,15 @@ int cmd_ack(int argc, char **argv)
 		return cli_usage_error("ack", "need SCHEDULE SLOT");
 	if ((r = cli_parse_time("ack", "SLOT", pos[1], now_ms, &slot_ms)))
 		return r;
-	if ((r = cli_state_open(path, true, &st)))
+	if ((r = cli_state_open(path, false, &st)))
 		goto done;
 	if (!config_schedule(st.cfg, pos[0])) {
 		r = cli_fail(EXIT_USAGE, "no schedule '%s' in %s", pos[0],
 			     st.path);
 		goto done;
 	}
+	if ((r = cli_state_store(&st)))
+		goto done;
 	cli_operator_name(by, who, sizeof(who));
 	if (alert_ack(st.store, pos[0], slot_ms, note, who, &n, &err) != 0) {
 		r = cli_fail(EXIT_FAIL, "%s: %s", pos[0], err.msg);

@@ -11,13 +11,15 @@
  * period selects rows by their SLOT instant, since inclusive, until
  * exclusive. --lost is the report that must not be missed: a header with
  * the counts, one line per lost or missed slot with its cause, and exit
- * status 1 when at least one slot of the period was LOST (missed slots,
- * skipped on purpose by `catchup`, are listed but do not fail it), so
- * `surecron ledger --lost --since 1d || alert` works from cron or a
- * monitoring check. A lost or missed slot that later succeeded (after
- * `surecron retry` or `trigger --slot`) is still listed, marked recovered,
- * and no longer fails the report: the alarm stops once the operator fixed
- * it. Rows come oldest first (the order they were written).
+ * status 1 when at least one slot of the period was lost or missed and
+ * nobody acted (a missed slot's result never came either), so `surecron
+ * ledger --lost --since 1d || alert` works from cron or a monitoring
+ * check; so does a store that does not exist (cli_store_open). A lost or
+ * missed slot that later succeeded (after `surecron retry` or `trigger
+ * --slot`) or was acknowledged (`surecron ack`) is still listed, marked
+ * recovered or acked, and no longer fails the report: the alarm stops once
+ * the operator fixed it. Rows come oldest first (the order they were
+ * written).
  */
 #include <ctype.h>
 #include <errno.h>

@@ -89,13 +89,17 @@ int cmd_pause(int argc, char **argv)
 	}
 	if (p.until_ms - now_ms > STORE_PAUSE_MAX_MS)
 		return cli_usage_error("pause", "a pause lasts at most 30 days");
-	if ((r = cli_state_open(path, true, &st)))
+	if ((r = cli_state_open(path, false, &st)))
 		goto done;
 	if (!config_schedule(st.cfg, name)) {
 		r = cli_fail(EXIT_USAGE, "no schedule '%s' in %s", name,
 			     st.path);
 		goto done;
 	}
+	/* A pause set before the daemon's first start is kept for it. */
+	st.make_store = true;
+	if ((r = cli_state_store(&st)))
+		goto done;
 	snprintf(p.schedule, sizeof(p.schedule), "%s", name);
 	p.from_ms = now_ms;
 	cli_operator_name(NULL, p.by, sizeof(p.by));
@@ -136,13 +140,15 @@ int cmd_resume(int argc, char **argv)
 	}
 	if (!name)
 		return cli_usage_error("resume", "need SCHEDULE");
-	if ((r = cli_state_open(path, true, &st)))
+	if ((r = cli_state_open(path, false, &st)))
 		goto done;
 	if (!config_schedule(st.cfg, name)) {
 		r = cli_fail(EXIT_USAGE, "no schedule '%s' in %s", name,
 			     st.path);
 		goto done;
 	}
+	if ((r = cli_state_store(&st)))
+		goto done;
 	if (store_pause_end(st.store, name, now_ms, &ended, &err) != 0) {
 		r = cli_fail(EXIT_FAIL, "%s: %s", name, err.msg);
 		goto done;

@@ -115,10 +115,8 @@ int cmd_release(int argc, char **argv)
 		code = cli_fail(EXIT_USAGE, "no schedule '%s' in %s", pos[0], path);
 		goto done;
 	}
-	if (store_open(c->store_url, sc_clock_real(), &s, &err) != 0) {
-		code = cli_fail(EXIT_FAIL, "store: %s", err.msg);
+	if ((code = cli_store_open(c->store_url, path, false, &s)) != EXIT_OK)
 		goto done;
-	}
 	if (decision < 0) {
 		print_states(s, sc, slot_ms);
 		code = EXIT_OK;

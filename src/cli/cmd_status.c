@@ -375,7 +375,7 @@ int cmd_status(int argc, char **argv)
 	 * prints names, cron, zone and policy only: the light load, and for
 	 * one schedule only the fragments that can hold it (config.h). */
 	if ((r = stale ? cli_state_open(path, true, &st)
-		       : cli_state_open_light(path, true, one, true, &st)))
+		       : cli_state_open_light(path, true, one, false, &st)))
 		goto done;
 	if (stale) {
 		r = run_stale(&st, json, now_ms);
@@ -385,6 +385,8 @@ int cmd_status(int argc, char **argv)
 		r = cli_fail(EXIT_USAGE, "no schedule '%s' in %s", one, st.path);
 		goto done;
 	}
+	if ((r = cli_state_store(&st)))
+		goto done;
 	/* The messages say "schedule NAME: ..." or "store: ..." (report.h). */
 	if (report_status_read(st.store, st.cfg, one, now_ms, &rs,
 			       &err) != 0) {

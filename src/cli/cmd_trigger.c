@@ -210,6 +210,9 @@ int cmd_trigger(int argc, char **argv)
 		return r;
 	if ((r = cli_state_open(path, false, &st)))
 		goto done;
+	/* A first install triggers before the daemon's first start (the
+	 * README does): the store may be made here, with a note. */
+	st.make_store = true;
 	const struct schedule_spec *sc = config_schedule(st.cfg, name);
 	if (!sc) {
 		r = cli_fail(EXIT_USAGE, "no schedule '%s' in %s", name, st.path);

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -820,6 +821,77 @@ static void trigger_then_run_once(void **state)
 	assert_string_equal(nl + 1, "");
 }
 
+/* Every command that reads the store or acts on what is in it refuses
+ * one that was never made (a mistyped store:, a config the daemon does
+ * not run), with exit 1 and a line naming the path and the config, and
+ * makes nothing: `ledger --lost` must not read a missing store as a clean
+ * one. trigger and pause, which queue work for the daemon (a first
+ * install triggers before the daemon's first start), make it and say
+ * so. */
+static void a_store_never_made_is_refused_by_every_command(void **state)
+{
+	static const char *const cmds[][6] = {
+		{"ledger", "--lost", NULL},
+		{"ledger", NULL},
+		{"status", NULL},
+		{"status", "daily", NULL},
+		{"status", "--stale", NULL},
+		{"audit", "--since", "2d", NULL},
+		{"ack", "daily", "2026-11-27T08:30:00Z", NULL},
+		{"retry", "1", NULL},
+		{"resume", "daily", NULL},
+		{"release", "daily", "2026-11-27T08:30:00Z", NULL},
+	};
+	char db[400], want[600];
+	struct stat sb;
+
+	snprintf(db, sizeof(db), "%s/state.db", tmp);
+	snprintf(want, sizeof(want), "no store at %s: the file does not exist",
+		 db);
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+		const char *args[10] = {cmds[i][0], "--config", cfg};
+		size_t n = 3;
+		for (size_t k = 1; cmds[i][k]; k++)
+			args[n++] = cmds[i][k];
+		args[n] = NULL;
+		int rc = run(args);
+		if (rc != 1 || !strstr(err, want) || !strstr(err, cfg))
+			fail_msg("%s %s: exit %d, want 1 naming the path and "
+				 "the config: %s", cmds[i][0],
+				 cmds[i][1] ? cmds[i][1] : "", rc, err);
+		if (stat(db, &sb) == 0)
+			fail_msg("%s %s made %s", cmds[i][0],
+				 cmds[i][1] ? cmds[i][1] : "", db);
+	}
+	/* An unknown schedule is still a usage error, found before the
+	 * store is looked for. */
+	const char *nope[] = {"status", "--config", cfg, "nope", NULL};
+	assert_int_equal(run(nope), 2);
+	assert_non_null(strstr(err, "no schedule 'nope'"));
+	/* trigger makes the store, says so once, and the job is in it. */
+	const char *trig[] = {"trigger", "--config", cfg, "--slot",
+			      "2026-11-27T08:30:00Z", "daily", NULL};
+	assert_int_equal(run(trig), 0);
+	assert_non_null(strstr(err, "note: no store at sqlite:"));
+	assert_non_null(strstr(err, "made a new one"));
+	assert_int_equal(stat(db, &sb), 0);
+	assert_int_equal(sb.st_mode & 0777, 0600);
+	assert_int_equal(run(trig), 0);
+	assert_null(strstr(err, "made a new one"));
+	struct store *s = open_store(NULL);
+	struct store_job j;
+	assert_int_equal(store_job_find(s, "daily",
+					 1795768200000LL /* that slot */, &j,
+					 NULL),
+			 0);
+	store_close(s);
+	/* Once made, the reading commands work on it. */
+	const char *lost[] = {"ledger", "--config", cfg, "--lost", NULL};
+	assert_int_equal(run(lost), 0);
+	const char *st[] = {"status", "--config", cfg, "daily", NULL};
+	assert_int_equal(run(st), 0);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -827,6 +899,7 @@ int main(void)
 		T(status_counts_and_last),
 		T(status_of_one_schedule),
 		T(status_errors),
+		T(a_store_never_made_is_refused_by_every_command),
 		T(ledger_filters),
 		T(ledger_lost_report),
 		T(ledger_errors),

@@ -278,6 +278,10 @@ static void status_stale_exit_codes(void **state)
 		PGFX_NEED_SERVER();
 	env_init(&e);
 	write_weekly(&e, "1h", false);
+	/* No store yet (no daemon ever started on it): the check fails. */
+	assert_int_equal(cli(&e, out, sizeof(out), "status", "--stale", NULL),
+			 1);
+	store_close(tu_store_open(e.store_url));
 	/* Nothing due yet: not stale. */
 	assert_int_equal(cli(&e, out, sizeof(out), "status", "--stale", NULL),
 			 0);

@@ -268,6 +268,10 @@ static void commands_past_a_broken_fragment(void **state)
 	static char out[65536], err[4096];
 	const char *cfg = main_path();
 
+	/* The store the commands read, made while every file loads. */
+	const char *trig[] = {"trigger", "--config", cfg, "b-one", NULL};
+	assert_int_equal(tu_run_bin(dir, dir, NULL, trig, out, sizeof(out),
+				    err, sizeof(err)), 0);
 	put("conf.d/d.yaml", "schedules:\n  d-one: [unclosed\n");
 	const char *one[] = {"status", "--config", cfg, "b-one", NULL};
 	assert_int_equal(tu_run_bin(dir, dir, NULL, one, out, sizeof(out),

@@ -124,6 +124,60 @@ static void url_forms(void **state)
 	sc_clock_free(c);
 }
 
+/* The commands that read or act on a store open it with
+ * store_open_existing: a path or a database where no store was ever made
+ * is refused (SC_ENOENT) and left as it was, so `ledger --lost` on a
+ * mistyped path fails instead of reporting a clean store, and `trigger`
+ * never writes where no daemon looks. */
+static void a_store_never_made_is_refused_and_left_unmade(void **state)
+{
+	struct sc_clock *c;
+	struct store *s = NULL;
+	struct sc_err err = {0};
+	struct stat sb;
+
+	if (((struct tb *)*state)->is_pg && !tb_url(state)[0])
+		skip();
+	c = sc_clock_virtual_new(T0);
+	/* Twice: had the first refusal made the store (a file, the
+	 * tables), the second open would succeed. */
+	for (int k = 0; k < 2; k++) {
+		assert_int_equal(store_open_existing(tb_url(state), c, &s,
+						     &err),
+				 SC_ENOENT);
+		assert_null(s);
+		assert_non_null(strstr(err.msg, "no store"));
+		sc_err_clear(&err);
+	}
+	if (tb_is_sqlite(state)) {
+		assert_int_not_equal(stat(tb_path(state), &sb), 0);
+		/* An empty file (a `touch`) is no store either. */
+		int fd = open(tb_path(state), O_CREAT | O_WRONLY, 0600);
+		assert_true(fd >= 0);
+		close(fd);
+		assert_int_equal(store_open_existing(tb_url(state), c, &s,
+						     &err),
+				 SC_ENOENT);
+		assert_non_null(strstr(err.msg, "no store at"));
+		assert_int_equal(stat(tb_path(state), &sb), 0);
+		assert_int_equal(sb.st_size, 0);
+	}
+	/* Once the daemon's open has made it, it opens, with its rows. */
+	s = tb_open(state, c);
+	bool created = false;
+	assert_int_equal(store_job_enqueue(s, "a", T0, &(struct sc_retry_policy){
+						   2, SC_BACKOFF_FIXED, 60000},
+					   T0, false, NULL, &created, NULL),
+			 0);
+	store_close(s);
+	s = NULL;
+	assert_int_equal(store_open_existing(tb_url(state), c, &s, &err), 0);
+	struct store_job j;
+	assert_int_equal(store_job_find(s, "a", T0, &j, NULL), 0);
+	store_close(s);
+	sc_clock_free(c);
+}
+
 static void file_is_0600_and_reopens(void **state)
 {
 	struct fix f;
@@ -2526,6 +2580,7 @@ int main(void)
 	struct CMUnitTest tests[] = {
 		cmocka_unit_test(url_forms),
 		cmocka_unit_test(store_url_for_log_hides_password),
+		cmocka_unit_test(a_store_never_made_is_refused_and_left_unmade),
 		cmocka_unit_test(file_is_0600_and_reopens),
 		cmocka_unit_test(newer_version_is_refused_untouched),
 		cmocka_unit_test(corrupt_or_foreign_files_are_refused_untouched),

@@ -38,7 +38,7 @@ static void *open_store(struct sc_clock *clock)
 	void *h = NULL;
 	struct sc_err err = {0};
 
-	int rc = ops->open(pgfx_url(), clock, &h, &err);
+	int rc = ops->open(pgfx_url(), clock, true, &h, &err);
 	if (rc)
 		fail_msg("open: %s", err.msg);
 	return h;
@@ -430,7 +430,7 @@ static void *claimer_run(void *arg)
 	char name[32];
 
 	snprintf(name, sizeof(name), "w%p", (void *)c);
-	if (store_pg_ops.open(pgfx_url(), c->clk, &h, NULL) != 0) {
+	if (store_pg_ops.open(pgfx_url(), c->clk, true, &h, NULL) != 0) {
 		c->failed = 1;
 		return NULL;
 	}
@@ -793,14 +793,14 @@ static void a_pooled_session_left_with_our_statements_still_works(
 	snprintf(saved, sizeof(saved), "%s", opts ? opts : "");
 	unsetenv("PGOPTIONS");
 	struct sc_clock *clk = sc_clock_virtual_new(T0);
-	rc = ops->open(url, clk, &a, &e);
+	rc = ops->open(url, clk, true, &a, &e);
 	if (rc)
 		fprintf(stderr, "open through the pooler: %s\n", e.msg);
 	assert_int_equal(rc, 0);
 	int64_t q1 = enq(a, "q", T0 - MIN);
 	assert_int_equal(claim1(a, "a", MIN).id, q1);
 	ops->close(a);
-	assert_int_equal(ops->open(url, clk, &b, &e), 0);
+	assert_int_equal(ops->open(url, clk, true, &b, &e), 0);
 	int64_t r1 = enq(b, "r", T0 - MIN);
 	assert_int_not_equal(r1, q1);
 	struct store_job j = claim1(b, "b", MIN);
@@ -838,7 +838,7 @@ static void *rule_claimer_run(void *arg)
 	struct rule_claimer *c = arg;
 	void *h = NULL;
 
-	if (ops->open(pgfx_url(), c->clk, &h, NULL) != 0) {
+	if (ops->open(pgfx_url(), c->clk, true, &h, NULL) != 0) {
 		c->failed = 1;
 		return NULL;
 	}
@@ -1275,7 +1275,8 @@ static void migrations_run_once_and_refuse_newer(void **state)
 	assert_int_equal(pgfx_int("SELECT count(*) FROM jobs"), 1);
 
 	PQclear(pgfx_sql("UPDATE schema_version SET version = 99"));
-	assert_int_equal(ops->open(pgfx_url(), clk, &h2, &err), SC_EVERSION);
+	assert_int_equal(ops->open(pgfx_url(), clk, true, &h2, &err),
+			 SC_EVERSION);
 	assert_null(h2);
 	assert_non_null(strstr(err.msg, "newer"));
 	assert_int_equal(pgfx_int("SELECT version FROM schema_version"), 99);
@@ -1294,7 +1295,7 @@ static void *opener_run(void *arg)
 	struct opener *o = arg;
 	void *h = NULL;
 
-	o->rc = store_pg_ops.open(pgfx_url(), o->clk, &h, NULL);
+	o->rc = store_pg_ops.open(pgfx_url(), o->clk, true, &h, NULL);
 	store_pg_ops.close(h);
 	return NULL;
 }
@@ -1507,7 +1508,7 @@ static void limited_role_works_on_a_migrated_schema(void **state)
 	PQclear(pgfx_sql(q));
 
 	/* No CREATE: migrating is refused, clearly. */
-	int rc = ops->open(url, clk, &h, &err);
+	int rc = ops->open(url, clk, true, &h, &err);
 	assert_int_equal(rc, SC_EACCES);
 	assert_non_null(strstr(err.msg, "permission denied"));
 
@@ -1521,7 +1522,7 @@ static void limited_role_works_on_a_migrated_schema(void **state)
 		 pgfx_schema, role, pgfx_schema, role);
 	PQclear(pgfx_sql(q));
 	sc_err_clear(&err);
-	rc = ops->open(url, clk, &h, &err);
+	rc = ops->open(url, clk, true, &h, &err);
 	if (rc)
 		fail_msg("limited open: %s", err.msg);
 	int64_t id = enq(h, "s", T0);
@@ -1582,8 +1583,9 @@ static void unreachable_server_is_a_clear_error(void **state)
 	void *h = NULL;
 	struct sc_err err = {0};
 
-	assert_int_equal(ops->open("postgresql://127.0.0.1:1/none", clk, &h,
-				   &err), SC_EIO);
+	assert_int_equal(ops->open("postgresql://127.0.0.1:1/none", clk, true,
+				   &h, &err),
+			 SC_EIO);
 	assert_null(h);
 	assert_non_null(strstr(err.msg, "cannot connect"));
 	sc_clock_free(clk);
