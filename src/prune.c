@@ -75,6 +75,13 @@ void prune_plan(const struct config *c, int64_t now_ms,
 		   c->retention_outbox_ms > 0;
 }
 
+int64_t prune_ledger_floor(const struct config *c, int64_t now_ms)
+{
+	if (!c || c->retention_ledger_ms <= 0)
+		return INT64_MIN;
+	return horizon(now_ms, c->retention_ledger_ms, prune_window_ms(c));
+}
+
 int64_t prune_trigger_floor(const struct config *c, int64_t now_ms)
 {
 	if (!c || c->retention_jobs_ms <= 0)

@@ -87,6 +87,17 @@ void prune_plan(const struct config *c, int64_t now_ms,
 		struct prune_plan *out);
 
 /*
+ * The oldest slot whose ledger rows every prune under c up to now_ms has
+ * left (the ledger horizon of prune_plan: a prune at an earlier instant
+ * had an earlier one), or INT64_MIN when retention.ledger is not set.
+ * Before it a slot's record may be gone, so `audit` does not judge such
+ * slots: a pruned slot is not a hole. (A retention shortened and then
+ * lengthened again is not known here: prunes under the shorter one went
+ * further back.)
+ */
+int64_t prune_ledger_floor(const struct config *c, int64_t now_ms);
+
+/*
  * The oldest slot `trigger --slot` may run: now - retention.jobs, or
  * INT64_MIN when retention.jobs is not set (jobs are kept forever).
  */

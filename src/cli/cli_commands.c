@@ -42,13 +42,18 @@ static const struct cli_command commands[] = {
 	 "renamed_from, a store switch and a schedule added since all look\n"
 	 "alike there; pass --since after the first start to accept one.\n"
 	 "At most 100000 slots per schedule are looked at; the output says\n"
-	 "where it cut.\n"
+	 "where it cut. With retention.ledger set, slots older than what it\n"
+	 "keeps (the prune horizon: the retention or the longest recovery\n"
+	 "window, plus a day) are not judged, since prune may have removed\n"
+	 "their records: an older --since is moved up to it, with a note.\n"
 	 "\n"
 	 "  --json   one JSON object: since, until, slots, unaccounted,\n"
-	 "           truncated, schedules[], holes[] (schedule, slot, why)\n"
+	 "           truncated, retention_floor, schedules[], holes[]\n"
+	 "           (schedule, slot, why)\n"
 	 "\n"
 	 "Exit status: 0 no unaccounted slot, 1 at least one (or a store\n"
-	 "error), 2 usage, config or unknown schedule.\n"},
+	 "error), 2 usage, config, unknown schedule, or a period that ends\n"
+	 "before what retention.ledger keeps.\n"},
 	{"check", cmd_check,
 	 "check [--strict | --names] [--config FILE | FILE]",
 	 "validate a config file without running anything",

@@ -6,9 +6,12 @@
  *   audit [--config FILE] [--schedule S] [--since T] [--until T] [--json]
  *
  * T as for `ledger`: ISO 8601 or an age ("7d"); --since defaults to 7d,
- * --until to now; since inclusive, until exclusive. Exit 1 when any slot
- * is unaccounted (so monitoring can run it), 0 when none, 2 on usage or
- * config errors; a store error is 1 too, with its message.
+ * --until to now; since inclusive, until exclusive. With retention.ledger
+ * set, the period starts no earlier than its horizon (prune_ledger_floor):
+ * an older slot's record may be pruned, and its absence proves nothing.
+ * Exit 1 when any slot is unaccounted (so monitoring can run it), 0 when
+ * none, 2 on usage or config errors (and a period wholly before that
+ * horizon); a store error is 1 too, with its message.
  */
 #include <jansson.h>
 #include <stdio.h>
@@ -18,12 +21,13 @@
 #include "cli.h"
 #include "clock.h"
 #include "config.h"
+#include "prune.h"
 #include "store.h"
 
 #define DEFAULT_SINCE "7d"
 
 static int print_json(const struct audit_report *rep, int64_t since_ms,
-		      int64_t until_ms)
+		      int64_t until_ms, int64_t floor_ms)
 {
 	char a[CLOCK_ISO_MAX], b[CLOCK_ISO_MAX];
 	json_t *root = json_pack("{s:s, s:s, s:I, s:I, s:b}",
@@ -36,6 +40,12 @@ static int print_json(const struct audit_report *rep, int64_t since_ms,
 
 	if (!root || !scheds || !holes)
 		goto oom;
+	/* The oldest slot retention keeps a record of (null: no
+	 * retention.ledger); --since was moved up to it when older. */
+	json_object_set_new(root, "retention_floor",
+			    floor_ms == INT64_MIN
+			    ? json_null()
+			    : json_string(clock_format_utc(floor_ms, a)));
 	for (size_t i = 0; i < rep->n_scheds; i++) {
 		const struct audit_sched *s = &rep->scheds[i];
 		json_t *o = json_pack(
@@ -163,6 +173,32 @@ int cmd_audit(int argc, char **argv)
 			     st.path);
 		goto done;
 	}
+	/* A slot older than the ledger's retention may have had its rows
+	 * pruned: no record is then no news, so such slots are not judged
+	 * (each would be named a hole). */
+	int64_t floor_ms = prune_ledger_floor(st.cfg, now_ms);
+	char t1[CLOCK_ISO_MAX], t2[CLOCK_ISO_MAX], d[CLOCK_DUR_MAX];
+	if (until_ms <= floor_ms) {
+		r = cli_fail(EXIT_USAGE, "the period ends (%s) before the "
+			     "oldest slot whose record retention.ledger (%s) "
+			     "keeps (%s): prune may have removed its slots' "
+			     "records; audit a later period",
+			     clock_format_utc(until_ms, t1),
+			     clock_format_duration(st.cfg->retention_ledger_ms,
+						   d, sizeof(d)),
+			     clock_format_utc(floor_ms, t2));
+		goto done;
+	}
+	if (since_ms < floor_ms) {
+		fprintf(stderr, "surecron: note: audited from %s, not %s: "
+			"with retention.ledger %s, prune may have removed "
+			"the records of older slots\n",
+			clock_format_utc(floor_ms, t1),
+			clock_format_utc(since_ms, t2),
+			clock_format_duration(st.cfg->retention_ledger_ms, d,
+					      sizeof(d)));
+		since_ms = floor_ms;
+	}
 	if ((r = cli_state_store(&st)))
 		goto done;
 	if (audit_run(st.store, st.cfg, only, since_ms, until_ms, now_ms,
@@ -171,7 +207,7 @@ int cmd_audit(int argc, char **argv)
 		goto done;
 	}
 	if (json) {
-		r = print_json(&rep, since_ms, until_ms);
+		r = print_json(&rep, since_ms, until_ms, floor_ms);
 	} else {
 		print_text(&rep, since_ms, until_ms);
 		r = EXIT_OK;

@@ -377,6 +377,75 @@ static void store_switch(void **state)
 }
 
 /* Usage and config errors are 2; a schedule not in the config too. */
+/* (e) retention: prune removes old slots' records, and the audit does
+ * not read their absence as holes. A --since older than the ledger's
+ * prune horizon is moved up to it (a note says so, the JSON has it as
+ * retention_floor), and a period wholly before it is refused (exit 2);
+ * the same config without the retention names the pruned slots. */
+static void pruned_slots_are_not_holes(void **state)
+{
+	const char *dir = case_dir(state), *url = tb_url(state);
+	int64_t first, last;
+	char cfg[512], a[CLOCK_ISO_MAX], b[CLOCK_ISO_MAX];
+	json_t *j, *h;
+	size_t i;
+
+	snprintf(cfg, sizeof(cfg), "%s/a.yaml", dir);
+	write_config(dir, "a.yaml", url, "job", "none", NULL);
+	(void)first_run(dir, url, 0, &first, &last);
+	assert_int_equal(audit(dir, "a.yaml", first, last + 1, &j), 0);
+	json_decref(j);
+
+	/* The slots ran on V0, months ago: a day's retention lets them go. */
+	FILE *f = fopen(cfg, "ab");
+	assert_non_null(f);
+	fputs("retention: {ledger: 1d, jobs: 1d}\n", f);
+	fclose(f);
+	const char *prune[] = {"prune", "--config", cfg, NULL};
+	assert_int_equal(tu_run_bin(dir, NULL, NULL, prune, out, sizeof(out),
+				    errb, sizeof(errb)),
+			 0);
+	assert_int_equal(rows_since(url, "job", LEDGER_SUCCESS, INT64_MIN),
+			 0);
+
+	const char *old[] = {"audit", "--config", cfg, "--since",
+			     clock_format_utc(first, a), "--until",
+			     clock_format_utc(last + 1, b), NULL};
+	assert_int_equal(tu_run_bin(dir, NULL, NULL, old, out, sizeof(out),
+				    errb, sizeof(errb)),
+			 2);
+	assert_non_null(strstr(errb, "retention.ledger (1d)"));
+
+	/* From V0 to 47 h ago: audited from the horizon (about 2 days ago:
+	 * a day's retention and a day's margin) on. The daemon never got
+	 * there, so those slots are holes, and only those. */
+	int64_t now = tu_now_ms(), floor_ms = 0;
+	int rc = audit(dir, "a.yaml", first, now - 47 * 3600 * 1000LL, &j);
+	assert_int_equal(rc, 1);
+	json_t *fl = json_object_get(j, "retention_floor");
+	assert_true(json_is_string(fl));
+	assert_int_equal(clock_parse_iso(json_string_value(fl), &floor_ms,
+					 NULL),
+			 0);
+	assert_string_equal(json_string_value(json_object_get(j, "since")),
+			    json_string_value(fl));
+	assert_true(floor_ms > now - 3 * 24 * 3600 * 1000LL);
+	assert_true(floor_ms < now - 47 * 3600 * 1000LL);
+	assert_non_null(strstr(errb, "note: audited from"));
+	assert_true(jint(j, "unaccounted") > 0);
+	json_array_foreach(json_object_get(j, "holes"), i, h)
+		assert_true(jint(h, "slot_ms") >= floor_ms);
+	json_decref(j);
+
+	/* Without the retention, the pruned slots are holes. */
+	write_config(dir, "a.yaml", url, "job", "none", NULL);
+	assert_int_equal(audit(dir, "a.yaml", first, last + 1, &j), 1);
+	assert_true(has_hole(j, "job", first));
+	assert_true(json_is_null(json_object_get(j, "retention_floor")));
+	json_decref(j);
+	case_done(state, dir);
+}
+
 static void usage_errors(void **state)
 {
 	const char *dir = tb_dir(state);
@@ -414,6 +483,7 @@ int main(void)
 {
 	struct CMUnitTest both[] = {
 		cmocka_unit_test(downtime_no_hole),
+		cmocka_unit_test(pruned_slots_are_not_holes),
 		cmocka_unit_test(rename_without_renamed_from),
 		cmocka_unit_test(rename_with_renamed_from),
 	};
