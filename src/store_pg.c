@@ -1873,7 +1873,6 @@ static int migrate(struct pg *p, bool create, struct sc_err *err)
 	if (rc < 0)
 		goto fail_tx;
 	exists = rc == 1;
-	rc = 0;
 	if (exists) {
 		res = PQexec(p->conn, "SELECT max(version) FROM schema_version");
 		if (PQresultStatus(res) != PGRES_TUPLES_OK) {

@@ -433,8 +433,11 @@ static void pruned_slots_are_not_holes(void **state)
 	assert_true(floor_ms < now - 47 * 3600 * 1000LL);
 	assert_non_null(strstr(errb, "note: audited from"));
 	assert_true(jint(j, "unaccounted") > 0);
-	json_array_foreach(json_object_get(j, "holes"), i, h)
+	json_t *holes = json_object_get(j, "holes");
+	for (i = 0; i < json_array_size(holes); i++) {
+		h = json_array_get(holes, i);
 		assert_true(jint(h, "slot_ms") >= floor_ms);
+	}
 	json_decref(j);
 
 	/* Without the retention, the pruned slots are holes. */
