@@ -917,7 +917,9 @@ int store_lease_drop(struct store *s, const char *name, const char *owner,
  *     unacknowledged "lost" or "missed" row (no "success" row of its
  *     (schedule, slot), no "acked" row whose first_ms..last_ms holds it),
  *     and except an "acked" row that still covers a lost or missed row
- *     left in the ledger (so a kept row never turns unacknowledged). A
+ *     left in the ledger (so a kept row never turns unacknowledged), and
+ *     except the newest row and the newest success of each schedule (its
+ *     ledger_head: status's last outcome, the metrics' last success). A
  *     slot's rows go in one batch: a success row never goes before the
  *     lost row it recovers.
  *   alerts (last_slot < ledger_before): closed ones (not OPEN) whose

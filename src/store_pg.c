@@ -459,7 +459,9 @@ static const char *const *const migrations[SCHEMA_VERSION] = {
  * name holds), PG_HEAD_DROP removes the heads of schedules with no row
  * left, PG_HEAD_REPAIR gives the others the schedule's newest row left,
  * and PG_HEAD_OK_REPAIR the newest success left, or none: statements of
- * their own, in this order, each seeing what the one before did.
+ * their own, in this order, each seeing what the one before did. The
+ * ledger DELETE keeps the heads' rows (store.h, "retention"), so this
+ * finds a head only if its row went by another way.
  */
 #define PG_HEAD_IN_BATCH(col)                                              \
 	"h." col "slot_ms > $1::bigint AND h." col "slot_ms <= $2::bigint"  \
@@ -3585,7 +3587,9 @@ static const struct {
 		"r.schedule AND (l.slot_ms <= $2 OR l.slot_ms > $3 OR l.slot_ms >= "
 		"$1) AND "
 		"l.slot_ms BETWEEN " PG_ACK_FIRST("r") " AND " PG_ACK_LAST("r")
-		"))) RETURNING 1) SELECT count(*), 0 FROM d",
+		"))) AND NOT EXISTS (SELECT 1 FROM ledger_head h WHERE "
+		"h.schedule = r.schedule AND (h.id = r.id OR h.ok_id = r.id))"
+		" RETURNING 1) SELECT count(*), 0 FROM d",
 	},
 	[PG_ALERTS] = {
 		"SELECT id FROM alerts WHERE id > $2 ORDER BY id LIMIT 1 "

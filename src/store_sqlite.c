@@ -3642,8 +3642,9 @@ enum sq_phase {
 	"(3, 6))"
 
 /* A head (ledger_head) of the batch's slots whose row the batch deleted:
- * the newest row left of its schedule (a kept lost row, an ack), or none;
- * no success is kept, so a deleted newest success leaves none. */
+ * the newest row left of its schedule, or none. The ledger DELETE keeps
+ * every head's rows, so this finds nothing unless a row went by another
+ * way (a store written before that rule); it stays as the repair. */
 #define SQ_HEAD_GONE(id, slot)                                            \
 	slot " > ?2 AND " slot " <= ?3 AND NOT EXISTS (SELECT 1 FROM ledger " \
 	"WHERE id = ledger_head." id ")"
@@ -3679,7 +3680,14 @@ static const struct {
 		"AND COALESCE(CASE WHEN json_valid(r.details_json) THEN "
 		"json_extract(r.details_json, '$.last_ms') END, CASE WHEN "
 		"json_valid(r.details_json) THEN json_extract("
-		"r.details_json, '$.first_ms') END, r.slot_ms))))",
+		"r.details_json, '$.first_ms') END, r.slot_ms))))"
+		/* the newest row and the newest success of its schedule:
+		 * what `status` shows as last and /metrics as the last
+		 * success (a weekly slot older than a short retention must
+		 * not read as never run, nor its series vanish) */
+		" AND NOT EXISTS (SELECT 1 FROM ledger_head h WHERE "
+		"h.schedule = r.schedule AND (h.id = r.id OR h.ok_id = "
+		"r.id))",
 		{"UPDATE ledger_head SET (id, slot_ms) = (SELECT id, slot_ms "
 		 "FROM ledger INDEXED BY ledger_day WHERE " DAY_OF("slot_ms")
 		 " IN " DAYS_FROM_TO("SELECT min(slot_ms) FROM ledger",
