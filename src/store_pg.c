@@ -327,8 +327,7 @@ static const char *const migration_8[] = {
 /*
  * 8 -> 9: each schedule's newest ledger row and newest success in
  * ledger_head, as on SQLite (schema 9 there), kept by a trigger on every
- * insert and repaired by the prune when it deletes a head's row
- * (PG_HEAD_REPAIR). `status` of every schedule read them with a skip
+ * insert; the prune never deletes a head's rows (pg_prune_sql). `status` of every schedule read them with a skip
  * scan of ledger_slot and a probe per name: two index descents per
  * schedule, about 1 s for 10,000 schedules over 10,000,000 rows
  * (docs/bench.md, 2026-12-05, late). The order is the ledger's "newest":
@@ -449,42 +448,6 @@ static const char *const *const migrations[SCHEMA_VERSION] = {
 #define PG_LAST_OK_SQL                                                     \
 	"SELECT h.schedule, l.id, l.slot_ms, l.finished_ms FROM ledger_head" \
 	" h JOIN ledger l ON l.id = h.ok_id ORDER BY h.schedule COLLATE \"C\""
-/*
- * The prune's repair of the heads whose row its batch deleted ($1, $2:
- * the batch's slots, (lo, hi]): such a head has its slot there and its
- * row gone. PG_HEAD_GONE finds them, in one scan of the heads (one row
- * per schedule, no index but the name: an index on the slot would cost
- * every ledger insert a non-HOT update of the head); usually there are
- * none. For those it names ($3, the names joined by newlines, which no
- * name holds), PG_HEAD_DROP removes the heads of schedules with no row
- * left, PG_HEAD_REPAIR gives the others the schedule's newest row left,
- * and PG_HEAD_OK_REPAIR the newest success left, or none: statements of
- * their own, in this order, each seeing what the one before did. The
- * ledger DELETE keeps the heads' rows (store.h, "retention"), so this
- * finds a head only if its row went by another way.
- */
-#define PG_HEAD_IN_BATCH(col)                                              \
-	"h." col "slot_ms > $1::bigint AND h." col "slot_ms <= $2::bigint"  \
-	" AND NOT EXISTS (SELECT 1 FROM ledger l WHERE l.id = h." col "id)"
-#define PG_HEAD_NAMED                                                      \
-	" AND h.schedule = ANY(string_to_array($3::text, chr(10)))"
-#define PG_HEAD_GONE                                                       \
-	"SELECT h.schedule FROM ledger_head h WHERE (" PG_HEAD_IN_BATCH("")  \
-	") OR (" PG_HEAD_IN_BATCH("ok_") ")"
-#define PG_HEAD_DROP                                                       \
-	"DELETE FROM ledger_head h WHERE " PG_HEAD_IN_BATCH("")              \
-	PG_HEAD_NAMED " AND NOT EXISTS (SELECT 1 FROM ledger l WHERE"        \
-	" l.schedule = h.schedule)"
-#define PG_HEAD_REPAIR                                                     \
-	"UPDATE ledger_head h SET (id, slot_ms) = (SELECT l.id, l.slot_ms"   \
-	" FROM ledger l WHERE l.schedule = h.schedule ORDER BY l.slot_ms"    \
-	" DESC, l.id DESC LIMIT 1) WHERE " PG_HEAD_IN_BATCH("")              \
-	PG_HEAD_NAMED
-#define PG_HEAD_OK_REPAIR                                                  \
-	"UPDATE ledger_head h SET (ok_id, ok_slot_ms) = (SELECT l.id,"       \
-	" l.slot_ms FROM ledger l WHERE l.outcome = '" LEDGER_SUCCESS "'"    \
-	" AND l.schedule = h.schedule ORDER BY l.slot_ms DESC, l.id DESC"    \
-	" LIMIT 1) WHERE " PG_HEAD_IN_BATCH("ok_") PG_HEAD_NAMED
 #define ALERT_COLS                                                         \
 	"id, schedule, slot_ms, last_slot_ms, n_slots, reason, generation, " \
 	"status, attempts, error_msg, job_id, rounds, staged_rounds, "      \
@@ -3587,9 +3550,10 @@ static const struct {
 		"r.schedule AND (l.slot_ms <= $2 OR l.slot_ms > $3 OR l.slot_ms >= "
 		"$1) AND "
 		"l.slot_ms BETWEEN " PG_ACK_FIRST("r") " AND " PG_ACK_LAST("r")
-		"))) AND NOT EXISTS (SELECT 1 FROM ledger_head h WHERE "
-		"h.schedule = r.schedule AND (h.id = r.id OR h.ok_id = r.id))"
-		" RETURNING 1) SELECT count(*), 0 FROM d",
+		"))) AND r.id NOT IN (SELECT id FROM ledger_head WHERE slot_ms "
+		"> $2 AND slot_ms <= $3 UNION ALL SELECT ok_id FROM ledger_head "
+		"WHERE ok_slot_ms > $2 AND ok_slot_ms <= $3 AND ok_id IS NOT "
+		"NULL) RETURNING 1) SELECT count(*), 0 FROM d",
 	},
 	[PG_ALERTS] = {
 		"SELECT id FROM alerts WHERE id > $2 ORDER BY id LIMIT 1 "
@@ -3687,55 +3651,6 @@ static void pg_prune_count(struct store_prune_result *r, int ph, int64_t n1,
 	}
 }
 
-/* After a ledger batch of slots (lo, hi]: the heads whose row it deleted
- * (see PG_HEAD_GONE). */
-static int pg_head_repair(struct pg *p, int64_t lo, int64_t hi,
-			  struct sc_err *err)
-{
-	static const char *const fix[] = {
-		PG_HEAD_DROP, PG_HEAD_REPAIR, PG_HEAD_OK_REPAIR,
-	};
-	struct args a = {0};
-	PGresult *res;
-	char *names;
-	size_t len = 0;
-	int n, rc;
-
-	arg_i64(&a, lo);
-	arg_i64(&a, hi);
-	rc = pg_exec_once(p, PG_HEAD_GONE, &a, "ii", &res, err);
-	if (rc)
-		return rc;
-	n = PQntuples(res);
-	if (n <= 0) {
-		PQclear(res);
-		return 0; /* the usual case: no head's row went */
-	}
-	for (int i = 0; i < n; i++)
-		len += strlen(PQgetvalue(res, i, 0)) + 1;
-	names = malloc(len);
-	if (!names) {
-		PQclear(res);
-		return sc_err_set(err, SC_ENOMEM, "out of memory");
-	}
-	len = 0;
-	for (int i = 0; i < n; i++) {
-		size_t k = strlen(PQgetvalue(res, i, 0));
-		memcpy(names + len, PQgetvalue(res, i, 0), k);
-		len += k;
-		names[len++] = i + 1 < n ? '\n' : '\0';
-	}
-	PQclear(res);
-	arg_str(&a, names);
-	for (size_t i = 0; !rc && i < sizeof(fix) / sizeof(*fix); i++) {
-		rc = pg_exec_once(p, fix[i], &a, "iit", &res, err);
-		if (!rc)
-			PQclear(res);
-	}
-	free(names);
-	return rc;
-}
-
 /* The batch's statements inside the caller's transaction: *n1, *n2 what
  * it deleted, *hi and *last where it ended. */
 static int pg_prune_run(struct pg *p, int ph, int64_t horizon, int64_t lo,
@@ -3776,11 +3691,6 @@ static int pg_prune_run(struct pg *p, int ph, int64_t horizon, int64_t lo,
 	*n1 = get_i64(res, 0, 0);
 	*n2 = get_i64(res, 0, 1);
 	PQclear(res);
-	if (ph == PG_LEDGER && *n1 > 0) {
-		rc = pg_head_repair(p, lo, *hi, err);
-		if (rc)
-			return rc;
-	}
 	/* A batch of a table without an id that found fewer rows than it
 	 * may take was the last (a dry run's one batch always is). */
 	if (!pg_prune_sql[ph].end)
@@ -3812,8 +3722,12 @@ static int pg_prune_batch(void *impl, const struct store_prune_opts *o,
 		return 0;
 	}
 	rc = ensure_conn(p, err);
+	/* A batch's statements cost past the planner's JIT threshold, and
+	 * the compiling (7 to 10 ms a statement here) is never paid back in
+	 * one execution. Local to the batch: the handle's other work keeps
+	 * the server's setting. */
 	if (!rc)
-		rc = exec_const(p, "BEGIN", err);
+		rc = exec_const(p, "BEGIN; SET LOCAL jit = off", err);
 	if (rc)
 		return rc;
 	rc = pg_prune_run(p, ph, horizon, res->cursor, max_rows, o->dry_run,

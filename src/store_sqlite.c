@@ -375,8 +375,8 @@ static const char *const migrations[SCHEMA_VERSION] = {
 	 * (schedule, slot) is still one seek, its day being known. What the
 	 * per-schedule order served, the newest row and the newest success
 	 * of each schedule, is kept in ledger_head by a trigger (the prune
-	 * repairs a head it deleted: sq_prune_sql). The heads come from the
-	 * old indexes before they go. */
+	 * never deletes a head's rows: sq_prune_sql). The heads come from
+	 * the old indexes before they go. */
 	"CREATE TABLE ledger_head("
 	" schedule TEXT PRIMARY KEY,"
 	" id INTEGER,"
@@ -3641,16 +3641,17 @@ enum sq_phase {
 	"FROM alert_sends x WHERE x.alert_id = al.id AND x.state NOT IN "   \
 	"(3, 6))"
 
-/* A head (ledger_head) of the batch's slots whose row the batch deleted:
- * the newest row left of its schedule, or none. The ledger DELETE keeps
- * every head's rows, so this finds nothing unless a row went by another
- * way (a store written before that rule); it stays as the repair. */
-#define SQ_HEAD_GONE(id, slot)                                            \
-	slot " > ?2 AND " slot " <= ?3 AND NOT EXISTS (SELECT 1 FROM ledger " \
-	"WHERE id = ledger_head." id ")"
+/* The rows the heads (ledger_head) of the batch's slots (?2, ?3] point
+ * at, which the ledger DELETE keeps. A scan of the heads, one row per
+ * schedule, into a list of usually none: probing the heads for every row
+ * of the batch made the DELETE 70 % slower, this about 5 %. */
+#define SQ_HEADS_IN_BATCH                                                 \
+	"SELECT id FROM ledger_head WHERE slot_ms > ?2 AND slot_ms <= ?3 "  \
+	"UNION ALL SELECT ok_id FROM ledger_head WHERE ok_slot_ms > ?2 AND " \
+	"ok_slot_ms <= ?3 AND ok_id IS NOT NULL"
 
 static const struct {
-	const char *end, *pre, *del, *post[2];
+	const char *end, *pre, *del;
 } sq_prune_sql[SQ_N_PHASE] = {
 	[SQ_LEDGER] = {
 		"SELECT slot_ms FROM ledger WHERE slot_ms > ?2 AND "
@@ -3685,17 +3686,7 @@ static const struct {
 		 * what `status` shows as last and /metrics as the last
 		 * success (a weekly slot older than a short retention must
 		 * not read as never run, nor its series vanish) */
-		" AND NOT EXISTS (SELECT 1 FROM ledger_head h WHERE "
-		"h.schedule = r.schedule AND (h.id = r.id OR h.ok_id = "
-		"r.id))",
-		{"UPDATE ledger_head SET (id, slot_ms) = (SELECT id, slot_ms "
-		 "FROM ledger INDEXED BY ledger_day WHERE " DAY_OF("slot_ms")
-		 " IN " DAYS_FROM_TO("SELECT min(slot_ms) FROM ledger",
-				     "ledger_head.slot_ms")
-		 " AND schedule = ledger_head.schedule ORDER BY slot_ms DESC, "
-		 "id DESC LIMIT 1) WHERE " SQ_HEAD_GONE("id", "slot_ms"),
-		 "UPDATE ledger_head SET ok_id = NULL, ok_slot_ms = NULL WHERE "
-		 SQ_HEAD_GONE("ok_id", "ok_slot_ms")},
+		" AND r.id NOT IN (" SQ_HEADS_IN_BATCH ")",
 	},
 	[SQ_ALERTS] = {
 		"SELECT id FROM alerts WHERE id > ?2 ORDER BY id LIMIT 1 "
@@ -3705,7 +3696,6 @@ static const struct {
 		SQ_ALERT_GOES ")",
 		"DELETE FROM alerts AS al WHERE al.id > ?2 AND al.id <= ?3 "
 		"AND " SQ_ALERT_GOES,
-		{NULL, NULL},
 	},
 	[SQ_JOBS] = {
 		"SELECT id FROM jobs WHERE id > ?2 ORDER BY id LIMIT 1 "
@@ -3713,7 +3703,6 @@ static const struct {
 		NULL,
 		"DELETE FROM jobs WHERE id > ?2 AND id <= ?3 AND state = 2 "
 		"AND slot_ms < ?1",
-		{NULL, NULL},
 	},
 	[SQ_BODIES] = {
 		"SELECT rowid FROM outbox_body WHERE rowid > ?2 ORDER BY "
@@ -3727,7 +3716,6 @@ static const struct {
 		"m.slot_ms = b.slot_ms) AND NOT (?5 > 0 AND b.slot_ms < ?5 AND "
 		"NOT EXISTS (SELECT 1 FROM jobs j WHERE j.schedule = b.schedule "
 		"AND j.slot_ms = b.slot_ms AND j.state <> 2))",
-		{NULL, NULL},
 	},
 	[SQ_GUARDS] = {
 		"SELECT rowid FROM outbox WHERE rowid > ?2 ORDER BY rowid "
@@ -3737,7 +3725,6 @@ static const struct {
 		"o.rowid > ?2 AND o.rowid <= ?3 AND " SQ_GUARD_GOES ")",
 		"DELETE FROM outbox AS o WHERE o.rowid > ?2 AND o.rowid <= ?3 "
 		"AND " SQ_GUARD_GOES,
-		{NULL, NULL},
 	},
 	[SQ_MARKERS] = {
 		"SELECT rowid FROM slot_markers WHERE rowid > ?2 ORDER BY "
@@ -3750,7 +3737,6 @@ static const struct {
 		"o.schedule = m.schedule AND o.slot_ms = m.slot_ms AND "
 		"o.state <> 3) AND m.slot_ms < (SELECT max(n.slot_ms) FROM "
 		"slot_markers n WHERE n.schedule = m.schedule)",
-		{NULL, NULL},
 	},
 };
 
@@ -3885,10 +3871,6 @@ static int sq_prune_batch(void *impl, const struct store_prune_opts *o,
 	if (!rc)
 		rc = sq_prune_step(q, sq_prune_sql[ph].del, horizon,
 				   res->cursor, hi, o->jobs_before_ms, &n1,
-				   err);
-	for (int k = 0; k < 2 && !rc && sq_prune_sql[ph].post[k]; k++)
-		rc = sq_prune_step(q, sq_prune_sql[ph].post[k], horizon,
-				   res->cursor, hi, o->jobs_before_ms, NULL,
 				   err);
 	if (rc || o->dry_run) {
 		tx_rollback(q);
