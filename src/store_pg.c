@@ -327,10 +327,10 @@ static const char *const migration_8[] = {
 /*
  * 8 -> 9: each schedule's newest ledger row and newest success in
  * ledger_head, as on SQLite (schema 9 there), kept by a trigger on every
- * insert; the prune never deletes a head's rows (pg_prune_sql). `status` of every schedule read them with a skip
- * scan of ledger_slot and a probe per name: two index descents per
- * schedule, about 1 s for 10,000 schedules over 10,000,000 rows
- * (docs/bench.md, 2026-12-05, late). The order is the ledger's "newest":
+ * insert; the prune never deletes a head's rows (pg_prune_sql). `status`
+ * of every schedule read them with a skip scan of ledger_slot and a probe
+ * per name: two index descents per schedule, about 1 s for 10,000
+ * schedules over 10,000,000 rows (docs/bench.md, 2026-12-05, late). The order is the ledger's "newest":
  * (slot_ms, id), the greater wins; a row of an older slot written later
  * (a late retry's) does not replace the head. The function pins its
  * search_path, so the trigger finds this schema's ledger_head whatever

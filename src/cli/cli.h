@@ -179,6 +179,15 @@ void cli_state_close(struct cli_state *st);
  */
 int cli_parse_time(const char *cmd, const char *opt, const char *s,
 		   int64_t now_ms, int64_t *out_ms);
+/*
+ * Parses a period's --since and --until (cli_parse_time; a NULL one
+ * leaves its *_ms as the caller set it, "now" for an until) and refuses
+ * one that does not start before it ends: an empty period would read as
+ * "nothing went wrong", a report's all-clear. Returns EXIT_OK or
+ * EXIT_USAGE after printing one line.
+ */
+int cli_parse_period(const char *cmd, const char *since, const char *until,
+		     int64_t now_ms, int64_t *since_ms, int64_t *until_ms);
 
 /* "4 attempts, exponential backoff from 30m" into out. Returns out. */
 const char *cli_format_policy(const struct sc_retry_policy *p, char *out,

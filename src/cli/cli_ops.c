@@ -183,6 +183,24 @@ const char *cli_format_policy(const struct sc_retry_policy *p, char *out,
 	return out;
 }
 
+int cli_parse_period(const char *cmd, const char *since, const char *until,
+		     int64_t now_ms, int64_t *since_ms, int64_t *until_ms)
+{
+	int r;
+
+	if (since && (r = cli_parse_time(cmd, "--since", since, now_ms,
+					 since_ms)))
+		return r;
+	if (until && (r = cli_parse_time(cmd, "--until", until, now_ms,
+					 until_ms)))
+		return r;
+	if (*since_ms >= *until_ms)
+		return cli_usage_error(cmd, "--since (%s) must be before "
+				       "--until (%s)", since ? since : "?",
+				       until ? until : "now");
+	return EXIT_OK;
+}
+
 int cli_schedule_info(const struct schedule_spec *s, int64_t from_ms,
 		      struct report_sched_info *out)
 {

@@ -157,15 +157,9 @@ int cmd_audit(int argc, char **argv)
 			return cli_usage_error("audit", "unknown option '%s'", a);
 		return cli_usage_error("audit", "unexpected argument '%s'", a);
 	}
-	if ((r = cli_parse_time("audit", "--since", since, now_ms,
-				&since_ms)))
+	if ((r = cli_parse_period("audit", since, until, now_ms, &since_ms,
+				  &until_ms)))
 		return r;
-	if (until && (r = cli_parse_time("audit", "--until", until, now_ms,
-					 &until_ms)))
-		return r;
-	if (since_ms >= until_ms)
-		return cli_usage_error("audit", "--since must be before "
-				       "--until");
 	if ((r = cli_state_open(path, false, &st)))
 		goto done;
 	if (only && !config_schedule(st.cfg, only)) {

@@ -160,17 +160,11 @@ int cmd_ledger(int argc, char **argv)
 				       "duplicate, released, decision, "
 				       "skipped",
 				       f.outcome);
-	if (since && (r = cli_parse_time("ledger", "--since", since, now_ms,
-					 &f.since_ms)))
+	/* `--since 7d --until 30d` (ages both) would answer "no lost or
+	 * missed slots", exit 0. */
+	if ((r = cli_parse_period("ledger", since, until, now_ms, &f.since_ms,
+				  &f.until_ms)))
 		return r;
-	if (until && (r = cli_parse_time("ledger", "--until", until, now_ms,
-					 &f.until_ms)))
-		return r;
-	/* An empty period would answer "no lost or missed slots", exit 0:
-	 * a false all-clear for `--since 7d --until 30d` (ages both). */
-	if (since && until && f.since_ms >= f.until_ms)
-		return cli_usage_error("ledger", "--since (%s) must be before "
-				       "--until (%s)", since, until);
 	if (limit) {
 		char *end;
 		errno = 0;
