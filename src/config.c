@@ -879,9 +879,12 @@ static void parse_store(struct pc *pc, const struct config_node *root)
 	}
 	if (url_is_pg(s)) {
 		/* libpq's own parse judges (url.h); without libpq the store
-		 * cannot open, and `check` says so (config_check). */
+		 * cannot open, and `check` says so (config_check). Not in the
+		 * light load: loading libpq costs `status NAME` more than
+		 * its answer through the daemon (status_socket.h), and the
+		 * store's open judges the URL the same way before any use. */
 		struct sc_err err = {0};
-		int rc = url_check_store(s, &err);
+		int rc = pc->light ? 0 : url_check_store(s, &err);
 		if (rc == SC_ENOMEM) {
 			oom(pc);
 			return;
@@ -1507,6 +1510,33 @@ static void parse_http_listen(struct pc *pc, const struct config_node *root)
 		bad(pc, lv, "http.listen", "\"%s\" is not a loopback address: "
 		    "it needs http.token_env (the token every request must "
 		    "carry)", c->http_listen);
+}
+
+/* `status_socket: PATH` (issue 15): where the daemon answers `status
+ * NAME` (status_socket.h); relative to the config's folder. */
+static void parse_status_socket(struct pc *pc, const struct config_node *root)
+{
+	const struct config_node *v = config_yaml_get(root, "status_socket");
+	struct config *c = pc->c;
+
+	if (!v || !want(pc, v, "status_socket", NODE_SCALAR))
+		return;
+	if (!*v->str) {
+		bad(pc, v, "status_socket", "needs a file path, e.g. "
+		    "/run/surecron/status.sock");
+		return;
+	}
+	char *abs = resolve(pc, v->str);
+	if (!abs)
+		return;
+	if (strlen(abs) >= CONFIG_SOCKET_PATH_MAX) {
+		bad(pc, v, "status_socket", "\"%s\" is %zu bytes long: a "
+		    "socket path holds at most %d", abs, strlen(abs),
+		    CONFIG_SOCKET_PATH_MAX - 1);
+		config_pool_release(c->pool, abs);
+		return;
+	}
+	c->status_socket = abs;
 }
 
 static void parse_http(struct pc *pc, const struct config_node *h,
@@ -2515,6 +2545,7 @@ void config_free(struct config *c)
 	config_pool_release(pool, c->store_url);
 	config_pool_release(pool, c->http_listen);
 	config_pool_release(pool, c->http_token_env);
+	config_pool_release(pool, c->status_socket);
 	for (size_t i = 0; i < c->n_files; i++)
 		config_pool_release(pool, c->files[i].path);
 	config_pool_release(pool, c->files);
@@ -2993,7 +3024,7 @@ static int read_fragment(struct pc *pc, size_t i)
 					   NULL};
 	static const char *const main_only[] = {
 		"store", "worker", "alerts", "heartbeat", "retention", "http",
-		NULL};
+		"status_socket", NULL};
 	struct src *sr = &pc->srcs[i];
 	struct config_node *root = sr->root;
 
@@ -3259,12 +3290,14 @@ static int parse_config(const char *path, struct config **out,
 	static const char *const top[] = {"store",  "worker", "targets",
 					  "alerts", "auth",   "schedules",
 					  "heartbeat", "retention",
-					  "include", "http", NULL};
+					  "include", "http", "status_socket",
+					  NULL};
 	map_keys(&pc, root, "", top, "the top level");
 	parse_store(&pc, root);
 	parse_worker(&pc, root);
 	parse_retention(&pc, root);
 	parse_http_listen(&pc, root);
+	parse_status_socket(&pc, root);
 	const struct config_node *hb = config_yaml_get(root, "heartbeat");
 	if (hb)
 		parse_heartbeat(&pc, hb, "heartbeat", true, &c->heartbeat);

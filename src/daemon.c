@@ -90,6 +90,7 @@
 #include "scheduler.h"
 #include "metrics.h"
 #include "sdnotify.h"
+#include "status_socket.h"
 #include "web.h"
 #include "store.h"
 #include "worker.h"
@@ -206,6 +207,8 @@ struct daemon {
 	 * /healthz reads when the scheduler loop last ran. */
 	struct web *web;
 	_Atomic int64_t loop_mono_ms; /* clock_mono_ms at the loop's top */
+	/* `status_socket:` (issue 15), NULL without it. */
+	struct status_socket *ssock;
 };
 
 /* ---- small helpers -------------------------------------------------------- */
@@ -1377,6 +1380,29 @@ int daemon_run(struct daemon *d, struct sc_err *err)
 		LOG(SC_LOG_INFO, "web", "event=http_started listen=%s port=%d",
 		       cr->cfg->http_listen, web_port(d->web));
 	}
+	/* status NAME's answers, when configured: like http.listen, a
+	 * socket that cannot be made stops the start, so the operator
+	 * hears of it now, not as commands that quietly go the slow way. */
+	if (cr->cfg->status_socket) {
+		rc = status_socket_start(cr->cfg->status_socket, d->store_url,
+					 d->clock, &d->ssock, err);
+		if (rc) {
+			char q[SC_ERR_MSG_MAX + 8];
+			LOG(SC_LOG_ERROR, "daemon", "event=status_socket_failed "
+			       "code=%s msg=%s", sc_strerror(rc),
+			       log_quote(q, sizeof(q), err->msg));
+			cfg_put(d, cr);
+			if (d->web) {
+				web_stop(d->web);
+				d->web = NULL;
+			}
+			daemon_stop(d);
+			stop_threads(d);
+			return rc;
+		}
+		LOG(SC_LOG_INFO, "daemon", "event=status_socket_started "
+		       "path=%s", cr->cfg->status_socket);
+	}
 	cfg_put(d, cr);
 
 	d->wd_ms = sdnotify_watchdog_usec() / 1000;
@@ -1485,6 +1511,11 @@ int daemon_run(struct daemon *d, struct sc_err *err)
 		d->web = NULL;
 		LOG(SC_LOG_INFO, "web", "event=http_stopped");
 	}
+	if (d->ssock) {
+		status_socket_stop(d->ssock);
+		d->ssock = NULL;
+		LOG(SC_LOG_INFO, "daemon", "event=status_socket_stopped");
+	}
 	/* The last slots' pings, briefly: a monitor that hangs must not
 	 * hold up the stop. */
 	heartbeat_flush(d->hb, STOP_FLUSH_MS);
@@ -1497,6 +1528,7 @@ void daemon_free(struct daemon *d)
 	if (!d)
 		return;
 	stop_threads(d);
+	status_socket_stop(d->ssock);
 	heartbeat_free(d->hb);
 	for (int i = 0; i < d->n_slots; i++)
 		free(d->workers[i]);

@@ -142,18 +142,43 @@ static int group(struct report_status *r)
 	return 0;
 }
 
+/* The store's message, prefixed "store: ". */
+static int store_failed(int rc, struct sc_err *err)
+{
+	char msg[SC_ERR_MSG_MAX];
+
+	snprintf(msg, sizeof(msg), "%s", err ? err->msg : "");
+	sc_err_clear(err);
+	return sc_err_set(err, rc, "store: %s", msg);
+}
+
 int report_status_read(struct store *s, const struct config *cfg,
 		       const char *one, int64_t now_ms,
 		       struct report_status *out, struct sc_err *err)
 {
-	const struct schedule_spec *only = one ? config_schedule(cfg, one)
-					       : NULL;
 	struct alert_filter af = {.schedule = one, .open_only = true,
 				  .slot_ms = INT64_MIN, .since_ms = INT64_MIN,
 				  .until_ms = INT64_MAX};
 	int rc;
 
 	memset(out, 0, sizeof(*out));
+	if (one && !config_schedule(cfg, one))
+		return sc_err_set(err, SC_ENOENT, "no schedule '%s'", one);
+	if ((rc = store_sched_summaries(s, one, &out->sum, &out->n_sum, err)) ||
+	    (rc = store_alert_list(s, &af, &out->al, &out->n_al, err)) ||
+	    (rc = store_pause_all(s, &out->pz, &out->n_pz, err)))
+		return store_failed(rc, err);
+	return report_status_build(cfg, one, now_ms, out, err);
+}
+
+int report_status_build(const struct config *cfg, const char *one,
+			int64_t now_ms, struct report_status *out,
+			struct sc_err *err)
+{
+	const struct schedule_spec *only = one ? config_schedule(cfg, one)
+					       : NULL;
+	int rc;
+
 	if (one && !only)
 		return sc_err_set(err, SC_ENOENT, "no schedule '%s'", one);
 	out->n = only ? 1 : cfg->n_schedules;
@@ -173,28 +198,12 @@ int report_status_read(struct store *s, const struct config *cfg,
 					  out->v[i].sc->name, msg);
 		}
 	}
-	rc = store_sched_summaries(s, one, &out->sum, &out->n_sum, err);
-	if (rc == 0)
-		rc = store_alert_list(s, &af, &out->al, &out->n_al, err);
-	if (rc) {
-		char msg[SC_ERR_MSG_MAX];
-		snprintf(msg, sizeof(msg), "%s", err ? err->msg : "");
-		sc_err_clear(err);
-		return sc_err_set(err, rc, "store: %s", msg);
-	}
 	if (out->n_al > 1)
 		qsort(out->al, out->n_al, sizeof(*out->al), cmp_alert);
 	if (group(out) != 0)
 		return sc_err_set(err, SC_ENOMEM, "out of memory");
 	/* The running pauses: few rows (one per schedule ever paused), each
 	 * matched by name (O(schedules x pauses), both small in practice). */
-	rc = store_pause_all(s, &out->pz, &out->n_pz, err);
-	if (rc) {
-		char msg[SC_ERR_MSG_MAX];
-		snprintf(msg, sizeof(msg), "%s", err ? err->msg : "");
-		sc_err_clear(err);
-		return sc_err_set(err, rc, "store: %s", msg);
-	}
 	for (size_t k = 0; k < out->n_pz; k++) {
 		const struct store_pause *pz = &out->pz[k];
 		if (pz->from_ms > now_ms || pz->until_ms <= now_ms)

@@ -98,6 +98,15 @@ struct report_status {
 int report_status_read(struct store *s, const struct config *cfg,
 		       const char *one, int64_t now_ms,
 		       struct report_status *out, struct sc_err *err);
+/*
+ * The part of report_status_read that reads no store: given out->sum,
+ * out->al and out->pz as the store's reads return them (out zeroed
+ * otherwise; report_status_dispose frees them), fills the rest. For an
+ * answer that came another way (status_socket.h). Same returns.
+ */
+int report_status_build(const struct config *cfg, const char *one,
+			int64_t now_ms, struct report_status *out,
+			struct sc_err *err);
 void report_status_dispose(struct report_status *r);
 
 /* The object `status --json` prints for one schedule (name, cron,

@@ -222,6 +222,9 @@ struct config_file {
 	size_t n_schedules, n_targets, n_auths; /* defined in this file */
 };
 
+/* Room of a Unix socket's path, NUL included (sockaddr_un.sun_path). */
+#define CONFIG_SOCKET_PATH_MAX 108
+
 struct config {
 	char *path;             /* the file it came from */
 	char *dir;              /* its folder, absolute: relative paths in the
@@ -252,6 +255,9 @@ struct config {
 	 * that holds the bearer token POSTs need; NULL: no POST. */
 	char *http_listen;
 	char *http_token_env;
+	/* `status_socket:` (issue 15): the Unix socket on which the daemon
+	 * answers `status NAME` (status_socket.h), absolute; NULL: none. */
+	char *status_socket;
 	/* The files the config came from (issue 15, `include:`): [0] is the
 	 * main file, then each fragment in the order it was read, with how
 	 * many schedules each defined (for `check`). */
