@@ -92,7 +92,8 @@ TSAN_SUITES ?= test_daemon test_http test_nodes_daemon_pg test_pg_faults \
 	test_config_include \
 	test_group_commit \
 	test_web_daemon test_prometheus test_web_api test_web_page \
-	test_timing_daemon test_overlap_daemon test_pause_daemon
+	test_timing_daemon test_overlap_daemon test_pause_daemon \
+	test_status_socket test_status_socket_daemon
 tsan: need-test
 	@$(SUBMAKE) _tsan MODE=tsan
 
@@ -106,7 +107,8 @@ tsan: need-test
 REL_SUITES ?= test_store test_store_pg test_queue test_nodes_pg test_daemon \
 	test_store_alert test_alerts test_sla test_audit test_ledger_query test_prune \
 	test_sched_plan test_ledger_bulk test_web_daemon test_prometheus \
-	test_web_api test_web_page test_timing test_timing_daemon test_overlap_daemon test_pause_daemon
+	test_web_api test_web_page test_timing test_timing_daemon test_overlap_daemon test_pause_daemon \
+	test_status_socket test_status_socket_daemon
 test-release: need-test
 	@$(SUBMAKE) _test_release MODE=rel
 

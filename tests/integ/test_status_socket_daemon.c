@@ -1,0 +1,262 @@
+/*
+ * test_status_socket_daemon.c - `status_socket:` (issue 15) with the real
+ * daemon and the real binary, on SQLite and on the PostgreSQL of
+ * tests/pg_fixture.h:
+ *   - `status NAME` through the daemon prints exactly what it prints
+ *     reading the store itself, as text and as --json, with a ledger
+ *     row, an open alert and a running pause to show;
+ *   - a daemon's stop removes its socket, and `status NAME` then reads
+ *     the store itself: same output, exit 0;
+ *   - a daemon whose status_socket is a plain file does not start, names
+ *     the file, and leaves it as it was;
+ *   - `check` refuses an empty status_socket and one too long for a
+ *     socket, with its line and column.
+ * SURECRON_STATUS_VIA=daemon makes a failed ask say why on stderr, so an
+ * empty stderr proves the answer came through the socket. Every wait is
+ * on a condition (a log line, a file), never a fixed sleep.
+ */
+#pragma GCC diagnostic ignored "-Wformat-truncation"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "daemon_util.h"
+#include "testutil.h"
+#include "pg_fixture.h"
+
+#define PATIENCE_MS 30000
+#define HOUR_MS ((int64_t)3600 * 1000)
+
+static bool g_pg;
+static char g_out[65536], g_err[8192];
+
+static const char *store_url(const char *dir, char *url, size_t n)
+{
+	if (g_pg)
+		snprintf(url, n, "%s", pgfx_url());
+	else
+		snprintf(url, n, "sqlite:%s/s.db", dir);
+	return url;
+}
+
+/* dir/c.yaml with status_socket `sock` (NULL: none): a weekly schedule,
+ * whose next slot does not move while the test runs, and another. */
+static void write_config(const char *dir, const char *url, const char *sock)
+{
+	char cfg[320];
+
+	snprintf(cfg, sizeof(cfg), "%s/c.yaml", dir);
+	FILE *f = fopen(cfg, "w");
+	assert_non_null(f);
+	fprintf(f, "store: \"%s\"\n", url);
+	if (sock)
+		fprintf(f, "status_socket: %s\n", sock);
+	fprintf(f, "schedules:\n"
+		"  weekly: {cron: \"0 17 * * 5\", tz: Asia/Seoul, tasks: "
+		"[{name: a, command: [/bin/true]}]}\n"
+		"  other: {cron: \"0 3 1 1 *\", tz: UTC, tasks: [{name: b, "
+		"command: [/bin/true]}]}\n");
+	fclose(f);
+}
+
+static int run(const char *dir, const char *via, const char *const *args)
+{
+	char v[64];
+	snprintf(v, sizeof(v), "SURECRON_STATUS_VIA=%s", via);
+	const char *const env[] = {v, NULL};
+	int rc = tu_run_bin(dir, dir, env, args, g_out, sizeof(g_out), g_err,
+			    sizeof(g_err));
+
+	assert_true(rc >= 0);
+	return rc;
+}
+
+/* A failed row, an open alert and a running pause for weekly. */
+static void fill(const char *url)
+{
+	struct store *s = tu_store_open(url);
+	struct sc_err err = {0};
+	int64_t now = tu_now_ms(), id;
+	bool created;
+
+	struct ledger_row r = {.slot_ms = now - 24 * HOUR_MS, .attempt = 2,
+			       .started_ms = now - 24 * HOUR_MS + 10,
+			       .finished_ms = now - 24 * HOUR_MS + 900};
+	snprintf(r.schedule, sizeof(r.schedule), "weekly");
+	snprintf(r.outcome, sizeof(r.outcome), "%s", LEDGER_LOST);
+	snprintf(r.error_class, sizeof(r.error_class), "task");
+	r.error_msg = "quota exceeded";
+	assert_int_equal(store_ledger_append(s, &r, &err), 0);
+	struct store_alert a = {.slot_ms = r.slot_ms,
+				.last_slot_ms = r.slot_ms, .n_slots = 1,
+				.generation = 2, .status = ALERT_OPEN,
+				.attempts = 2};
+	snprintf(a.schedule, sizeof(a.schedule), "weekly");
+	snprintf(a.reason, sizeof(a.reason), ALERT_REASON_LOST);
+	snprintf(a.error_msg, sizeof(a.error_msg), "quota exceeded");
+	assert_int_equal(store_alert_raise(s, &a, &created, &id, &err), 0);
+	struct store_pause p = {.from_ms = now - HOUR_MS,
+				.until_ms = now + 24 * HOUR_MS};
+	snprintf(p.schedule, sizeof(p.schedule), "weekly");
+	snprintf(p.by, sizeof(p.by), "ops-alice");
+	snprintf(p.note, sizeof(p.note), "vendor outage");
+	assert_int_equal(store_pause_set(s, &p, &err), 0);
+	store_close(s);
+}
+
+static void status_through_the_daemon_says_the_same(void **state)
+{
+	char dir[256], url[1024], sock[300], via_daemon[65536];
+	const char *const text[] = {"status", "--config", "c.yaml", "weekly",
+				    NULL};
+	const char *const json[] = {"status", "--json", "--config", "c.yaml",
+				    "weekly", NULL};
+	struct stat st;
+
+	(void)state;
+	if (g_pg && !pgfx_url()[0])
+		skip();
+	snprintf(dir, sizeof(dir), "%s", tu_tmpdir());
+	snprintf(sock, sizeof(sock), "%s/st.sock", dir);
+	write_config(dir, store_url(dir, url, sizeof(url)), "./st.sock");
+	/* The daemon makes the store; the rows go in once it has. */
+	pid_t pid = tu_track(tu_start_daemon(dir, "c.yaml", NULL, 0));
+	assert_true(tu_wait_log(dir, "event=status_socket_started", 1,
+				PATIENCE_MS));
+	assert_int_equal(lstat(sock, &st), 0);
+	assert_true(S_ISSOCK(st.st_mode));
+	assert_int_equal(st.st_mode & 0777, 0600);
+	fill(url);
+
+	for (int k = 0; k < 2; k++) {
+		const char *const *args = k ? json : text;
+		assert_int_equal(run(dir, "daemon", args), 0);
+		assert_string_equal(g_err, "");
+		snprintf(via_daemon, sizeof(via_daemon), "%s", g_out);
+		assert_int_equal(run(dir, "store", args), 0);
+		assert_string_equal(via_daemon, g_out);
+		/* What there is to show is shown. */
+		assert_non_null(strstr(g_out, "vendor outage"));
+		assert_non_null(strstr(g_out, "quota exceeded"));
+		assert_non_null(strstr(g_out, g_pg ? "postgresql" : "sqlite"));
+	}
+
+	/* Stopped, the daemon takes its socket with it; status reads the
+	 * store itself and says the same. */
+	assert_true(tu_stop_daemon(pid, PATIENCE_MS));
+	assert_true(tu_wait_log(dir, "event=status_socket_stopped", 1,
+				PATIENCE_MS));
+	assert_int_equal(access(sock, F_OK), -1);
+	assert_int_equal(run(dir, "daemon", json), 0);
+	assert_non_null(strstr(g_err, "no daemon answers"));
+	assert_string_equal(via_daemon, g_out);
+	/* Without the debugging variable, nothing on stderr. */
+	assert_int_equal(run(dir, "auto", json), 0);
+	assert_string_equal(g_err, "");
+	assert_string_equal(via_daemon, g_out);
+	tu_rmrf(dir);
+}
+
+static void a_plain_file_stops_the_start(void **state)
+{
+	char dir[256], url[1024], path[300], buf[64] = {0};
+
+	(void)state;
+	if (g_pg && !pgfx_url()[0])
+		skip();
+	snprintf(dir, sizeof(dir), "%s", tu_tmpdir());
+	snprintf(path, sizeof(path), "%s/notes.txt", dir);
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("my notes", f);
+	fclose(f);
+	write_config(dir, store_url(dir, url, sizeof(url)), "notes.txt");
+	pid_t pid = tu_track(tu_start_daemon(dir, "c.yaml", NULL, 0));
+	int st = tu_wait_exit(pid, PATIENCE_MS);
+	assert_true(st != -1);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) != 0);
+	assert_int_equal(tu_log_count(dir, "event=status_socket_failed"), 1);
+	assert_true(tu_log_count(dir, "notes.txt exists and is not a "
+				      "socket") >= 1);
+	tu_slurp(path, buf, sizeof(buf));
+	assert_string_equal(buf, "my notes");
+	tu_rmrf(dir);
+}
+
+static void check_refuses_bad_paths(void **state)
+{
+	char dir[256], cfg[320], long_path[200];
+	const char *const args[] = {"check", "--config", "c.yaml", NULL};
+
+	(void)state;
+	snprintf(dir, sizeof(dir), "%s", tu_tmpdir());
+	snprintf(cfg, sizeof(cfg), "%s/c.yaml", dir);
+	memset(long_path, 'p', sizeof(long_path) - 1);
+	long_path[sizeof(long_path) - 1] = '\0';
+	const char *bad[][2] = {
+		{"\"\"", "status_socket: needs a file path"},
+		{long_path, "a socket path holds at most 107"},
+		{"[a, b]", "status_socket"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		FILE *f = fopen(cfg, "w");
+		assert_non_null(f);
+		fprintf(f, "store: sqlite:./s.db\nstatus_socket: %s\n"
+			"schedules:\n  a: {cron: \"@daily\", tasks: [{name: t, "
+			"command: [/bin/true]}]}\n", bad[i][0]);
+		fclose(f);
+		assert_int_equal(run(dir, "auto", args), 2);
+		if (!strstr(g_err, bad[i][1]) || !strstr(g_err, "c.yaml:2:"))
+			fail_msg("%s: %s", bad[i][0], g_err);
+	}
+	tu_rmrf(dir);
+}
+
+static int sq_setup(void **state)
+{
+	(void)state;
+	g_pg = false;
+	return 0;
+}
+
+static int pg_setup(void **state)
+{
+	g_pg = true;
+	return pgfx_setup(state);
+}
+
+static int teardown(void **state)
+{
+	tu_reap_all();
+	return g_pg ? pgfx_teardown(state) : 0;
+}
+
+int main(void)
+{
+#define SQ(t) cmocka_unit_test_setup_teardown(t, sq_setup, teardown)
+#define PG(t) cmocka_unit_test_setup_teardown(t, pg_setup, teardown)
+	const struct CMUnitTest tests[] = {
+		SQ(status_through_the_daemon_says_the_same),
+		SQ(a_plain_file_stops_the_start),
+		SQ(check_refuses_bad_paths),
+	};
+	const struct CMUnitTest pg_tests[] = {
+		PG(status_through_the_daemon_says_the_same),
+		PG(a_plain_file_stops_the_start),
+	};
+	int rc = cmocka_run_group_tests_name("status_socket_daemon_sqlite",
+					     tests, NULL, NULL);
+	rc += cmocka_run_group_tests_name("status_socket_daemon_pg", pg_tests,
+					  pgfx_group_setup,
+					  pgfx_group_teardown);
+	return rc;
+}
