@@ -33,6 +33,8 @@
 #            `ledger --lost --since 90d`                      goal <= 500 ms
 #            `status` (every schedule)                        goal <= 200 ms
 #            `status NAME`                                      goal <= 5 ms
+#            (and the same answered through a daemon's status_socket,
+#            status_one_socket)
 #            (medians of 11 runs, 21 for status NAME, timed by
 #            bench_scale time), and beside status NAME its floors: a bare
 #            process start and a process that opens the store and does
@@ -567,6 +569,43 @@ if want daemon && [ $big_ok = 1 ] && [ "$PG_ROWS" -gt 0 ]; then
   fi
 fi
 
+# status_socket_case BACKEND DIR DIRECT_MS: `status NAME` answered
+# through a daemon's status_socket (status_socket.h): a daemon on the same
+# store with one schedule that never fires in the run (so it adds no
+# rows), the command on DIR/surecron.yaml plus the socket's line.
+# SURECRON_STATUS_VIA=daemon makes a run whose ask failed say so on
+# stderr (the last run's is kept), and the figure is refused then.
+status_socket_case() {
+  be=$1; sdir=$2; direct=$3
+  sock=$sdir/st.sock
+  { grep '^store:' "$sdir/surecron.yaml"
+    echo "status_socket: $sock"
+    echo "schedules:"
+    echo "  idle: {cron: \"0 0 1 1 *\", tz: UTC, tasks: [{name: t, command: [/bin/true]}]}"
+  } >"$sdir/sockd.yaml"
+  { echo "status_socket: $sock"; cat "$sdir/surecron.yaml"; } >"$sdir/sock.yaml"
+  (cd "$sdir" && exec "$BIN" run --config sockd.yaml 2>"$sdir/sockd.log") &
+  echo $! >"$work/pids/sockd"
+  i=0
+  while [ ! -S "$sock" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+  if [ ! -S "$sock" ]; then
+    skip "status_one_socket_$be" "the daemon made no socket: $(tail -c 300 "$sdir/sockd.log" | tr '\n' ' ')"
+  else
+    export SURECRON_STATUS_VIA=daemon
+    if ts=$(runs 21 "$BIN" status --config "$sdir/sock.yaml" scale-00001) &&
+      ! grep -q 'status_socket:' "$work/err"; then
+      report "status_one_socket_$be" "$ts" 5 ms "status scale-00001 answered through the daemon's status_socket; ${direct}ms reading the store itself in this run, $(awk -v a="$ts" -v b="$direct" 'BEGIN{printf "%.2f", a/b}') of it"
+    else
+      skip "status_one_socket_$be" "status NAME through the socket: $(first_err)"
+    fi
+    unset SURECRON_STATUS_VIA
+  fi
+  p=$(cat "$work/pids/sockd")
+  kill -TERM "$p" 2>/dev/null
+  wait "$p" 2>/dev/null
+  rm -f "$work/pids/sockd"
+}
+
 # ---- ledger and status ------------------------------------------------
 # ledger_case BACKEND URL ROWS DIR: generates the store and its configs in
 # DIR, then times the read commands. Sets gen_days.
@@ -649,6 +688,7 @@ ledger_case() {
     else
       skip "status_one_floor_$be" "$(first_err)"
     fi
+    status_socket_case "$be" "$dir" "$t"
   else
     skip "status_one_$be" "status NAME: $(first_err)"
   fi
