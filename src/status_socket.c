@@ -40,6 +40,7 @@
 #include "clock.h"
 #include "report.h"
 #include "status_socket.h"
+#include "url.h"
 
 #define PROTO_VERSION 1
 
@@ -55,15 +56,33 @@ struct status_socket {
 	bool started;
 };
 
-void status_socket_store_id(const char *store_url, char out[17])
+static uint64_t fnv(uint64_t h, const char *s)
 {
-	uint64_t h = 0xcbf29ce484222325ULL;
-
-	for (const unsigned char *p = (const unsigned char *)store_url; *p;
-	     p++) {
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
 		h ^= *p;
 		h *= 0x100000001b3ULL;
 	}
+	/* The NUL too, so ("ab", "c") and ("a", "bc") differ. */
+	return (h ^ 0xff) * 0x100000001b3ULL;
+}
+
+void status_socket_store_id(const char *store_url, char out[17])
+{
+	/* The libpq variables that can make one URL name another database
+	 * (a URL leaves out what they supply): a command run with other
+	 * ones reads where the daemon does not, so it must not take the
+	 * daemon's answer. Passwords are no part of where. */
+	static const char *const pgenv[] = {
+		"PGHOST", "PGHOSTADDR", "PGPORT", "PGDATABASE", "PGUSER",
+		"PGOPTIONS", "PGSERVICE", "PGSERVICEFILE", "PGSYSCONFDIR",
+		"PGTARGETSESSIONATTRS", NULL};
+	uint64_t h = fnv(0xcbf29ce484222325ULL, store_url);
+
+	if (url_is_pg(store_url))
+		for (size_t i = 0; pgenv[i]; i++) {
+			const char *v = getenv(pgenv[i]);
+			h = fnv(fnv(h, pgenv[i]), v ? v : "\x01unset");
+		}
 	snprintf(out, 17, "%016llx", (unsigned long long)h);
 }
 

@@ -43,9 +43,12 @@ struct status_socket;
 #define STATUS_SOCKET_REPLY_MAX (4 * 1024 * 1024)
 #define STATUS_SOCKET_TIMEOUT_MS 1000
 
-/* A store's identity in the exchange: 16 hex digits of a hash of its
- * resolved URL (FNV-1a, 64 bits), into out. Not a secret, not a check of
- * trust: it tells two stores apart. */
+/* A store's identity in the exchange: 16 hex digits of a hash (FNV-1a,
+ * 64 bits) of its resolved URL and, for PostgreSQL, of the libpq
+ * variables that can change where that URL leads (PGHOST, PGPORT,
+ * PGDATABASE, PGUSER, PGOPTIONS, PGSERVICE, ...; never a password), into
+ * out. Not a secret, not a check of trust: it tells two stores apart, so
+ * a command whose URL or environment leads elsewhere reads its own. */
 void status_socket_store_id(const char *store_url, char out[17]);
 
 /*

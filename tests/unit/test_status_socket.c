@@ -250,6 +250,28 @@ static void another_store_or_none_is_no_answer(void **state)
 	assert_null(a.sum);
 	assert_null(a.al);
 	assert_null(a.pz);
+	/* The same URL with libpq variables that lead elsewhere is another
+	 * store on PostgreSQL; on SQLite they change nothing. */
+	const char *was = getenv("PGOPTIONS");
+	char keep[256] = "";
+	if (was)
+		snprintf(keep, sizeof(keep), "%s", was);
+	setenv("PGOPTIONS", "-c search_path=elsewhere", 1);
+	sc_err_clear(&err);
+	int rc = status_socket_ask(path, tb_url(state), "a", 2000, &a, &err);
+	if (was)
+		setenv("PGOPTIONS", keep, 1);
+	else
+		unsetenv("PGOPTIONS");
+	if (tb_is_sqlite(state)) {
+		assert_int_equal(rc, 0);
+		free_answer(&a);
+	} else {
+		assert_int_equal(rc, SC_EINVAL);
+	}
+	assert_int_equal(status_socket_ask(path, tb_url(state), "a", 2000, &a,
+					   &err), 0);
+	free_answer(&a);
 	/* A name no store can hold is refused by the daemon. */
 	char long_name[STORE_NAME_MAX + 10];
 	memset(long_name, 'x', sizeof(long_name) - 1);
