@@ -43,7 +43,9 @@
  * at the slot again before the schedule's next fire: a week for a weekly
  * one), a revival, the slot marker, a job turning DEAD, stalled recovery,
  * a "lost" ledger row, an alert's raise, close, send claim (SENDING), SENT
- * and ABANDONED - set synchronous_commit back to the server's
+ * and ABANDONED, a pause and its end (an operator was told it is done:
+ * a forgotten pause runs what they stopped) - set synchronous_commit
+ * back to the server's
  * default inside their own statement (DURABLE below; on unless the DBA
  * changed it): once they return, they survive a crash, and because WAL is
  * sequential every earlier commit is flushed with them. What each
@@ -961,10 +963,10 @@ static const char *const sql[ST_COUNT] = {
 	" resumed) VALUES ($1, $2::bigint, $3::bigint, $4, $5, false)"
 	" ON CONFLICT (schedule) DO UPDATE SET from_ms = EXCLUDED.from_ms,"
 	" until_ms = EXCLUDED.until_ms, paused_by = EXCLUDED.paused_by,"
-	" note = EXCLUDED.note, resumed = false",
+	" note = EXCLUDED.note, resumed = false RETURNING " DURABLE,
 	[ST_PAUSE_END] =
 	"UPDATE pauses SET until_ms = $2::bigint, resumed = true"
-	" WHERE schedule = $1 AND until_ms > $2::bigint",
+	" WHERE schedule = $1 AND until_ms > $2::bigint RETURNING " DURABLE,
 	[ST_PAUSE_GET] =
 	"SELECT " PAUSE_COLS " FROM pauses WHERE schedule = $1",
 	/* Byte order, as strcmp. */

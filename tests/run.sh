@@ -23,7 +23,7 @@ passed=0 failed=0 skipped=0
 failed_suites=""
 cores=$(nproc 2>/dev/null || echo 1)
 jobs=${SURECRON_TEST_JOBS:-$([ "$cores" -ge 2 ] && echo 2 || echo 1)}
-pg_own=" ${SURECRON_TEST_PG_OWN-test_pg_faults test_daemon test_nodes_pg test_soak test_heartbeat test_store_pg} "
+pg_own=" ${SURECRON_TEST_PG_OWN-test_pg_faults test_daemon test_nodes_pg test_soak test_heartbeat test_store_pg test_pause_daemon test_status_socket_daemon} "
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 

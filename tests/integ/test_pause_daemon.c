@@ -16,7 +16,9 @@
  *     unknown schedule, 400 for a bad body, 409 resuming what is not
  *     paused; GET /api/schedules shows the pause;
  *   - simulate --pause: the window's slots are paused, not missed, and
- *     not caught up after a downtime across it.
+ *     not caught up after a downtime across it;
+ *   - on PostgreSQL, a pause and a resume the CLI reported done survive
+ *     a crash of the server right after.
  * Every wait is on a condition (a log line, a ledger count), never a
  * fixed sleep. The daemon suites run on SQLite and on the PostgreSQL of
  * tests/pg_fixture.h.
@@ -532,6 +534,41 @@ static void simulate_rehearses_a_pause(void **state)
 	tu_rmrf(dir);
 }
 
+/* A pause the CLI reported done, and its end, survive the database
+ * server's crash right after (PostgreSQL: the session commits without
+ * waiting for the WAL flush, except for the writes that must not be
+ * forgotten; a pause is one). */
+static void a_pause_and_its_end_survive_a_server_crash(void **state)
+{
+	char dir[256], url[1024], cfg[320];
+
+	(void)state;
+	if (!pgfx_restartable())
+		skip();
+	snprintf(dir, sizeof(dir), "%s", tu_tmpdir());
+	snprintf(cfg, sizeof(cfg), "%s/c.yaml", dir);
+	write_config(dir, store_url(dir, url, sizeof(url)), NULL);
+	const char *const pause[] = {"pause", "--config", cfg, "p", "--for",
+				     "1h", "--note", "vendor outage", NULL};
+	const char *const status[] = {"status", "--config", cfg, "p", NULL};
+	const char *const resume[] = {"resume", "--config", cfg, "p", NULL};
+
+	assert_int_equal(run(dir, pause), 0);
+	assert_int_equal(pgfx_server("crash", NULL, 0), 0);
+	assert_int_equal(pgfx_server("start", NULL, 0), 0);
+	assert_int_equal(run(dir, status), 0);
+	if (!strstr(g_out, "paused by ops-alice"))
+		fail_msg("the pause was lost in the crash: %s", g_out);
+
+	assert_int_equal(run(dir, resume), 0);
+	assert_int_equal(pgfx_server("crash", NULL, 0), 0);
+	assert_int_equal(pgfx_server("start", NULL, 0), 0);
+	assert_int_equal(run(dir, status), 0);
+	if (strstr(g_out, "paused by"))
+		fail_msg("the resume was lost in the crash: %s", g_out);
+	tu_rmrf(dir);
+}
+
 static int sq_setup(void **state)
 {
 	(void)state;
@@ -571,6 +608,7 @@ int main(void)
 		PG(trigger_works_while_paused),
 		PG(disabled_fires_nothing),
 		PG(api_pauses_and_resumes),
+		PG(a_pause_and_its_end_survive_a_server_crash),
 	};
 	int rc = cmocka_run_group_tests_name("pause_daemon_sqlite", tests,
 					     NULL, NULL);

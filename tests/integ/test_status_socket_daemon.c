@@ -7,6 +7,9 @@
  *     row, an open alert and a running pause to show;
  *   - a daemon's stop removes its socket, and `status NAME` then reads
  *     the store itself: same output, exit 0;
+ *   - PostgreSQL crashing and coming back costs asks, never an answer:
+ *     the command reads the store itself meanwhile, and the daemon's
+ *     handle reconnects so asks go through it again;
  *   - a daemon whose status_socket is a plain file does not start, names
  *     the file, and leaves it as it was;
  *   - `check` refuses an empty status_socket and one too long for a
@@ -166,6 +169,50 @@ static void status_through_the_daemon_says_the_same(void **state)
 	tu_rmrf(dir);
 }
 
+/* PostgreSQL crashes and comes back: the ask in flight fails (the
+ * command then reads the store itself, and its output is right all the
+ * same), and the daemon's handle reconnects, so asks go through it
+ * again. */
+static void a_server_restart_costs_an_ask_not_an_answer(void **state)
+{
+	char dir[256], url[1024], want[65536];
+	const char *const args[] = {"status", "--config", "c.yaml", "weekly",
+				    NULL};
+
+	(void)state;
+	if (!pgfx_restartable())
+		skip();
+	snprintf(dir, sizeof(dir), "%s", tu_tmpdir());
+	write_config(dir, store_url(dir, url, sizeof(url)), "st.sock");
+	tu_track(tu_start_daemon(dir, "c.yaml", NULL, 0));
+	assert_true(tu_wait_log(dir, "event=status_socket_started", 1,
+				PATIENCE_MS));
+	fill(url);
+	assert_int_equal(run(dir, "store", args), 0);
+	snprintf(want, sizeof(want), "%s", g_out);
+	assert_int_equal(run(dir, "daemon", args), 0);
+	assert_string_equal(g_err, "");
+
+	assert_int_equal(pgfx_server("crash", NULL, 0), 0);
+	assert_int_equal(pgfx_server("start", NULL, 0), 0);
+	int64_t end = tu_now_ms() + PATIENCE_MS;
+	size_t fell_back = 0;
+	for (;;) {
+		assert_int_equal(run(dir, "daemon", args), 0);
+		assert_string_equal(g_out, want);
+		if (!g_err[0])
+			break;
+		assert_non_null(strstr(g_err, "status_socket:"));
+		fell_back++;
+		assert_true(tu_now_ms() < end);
+		tu_sleep_ms(20);
+	}
+	/* The daemon's handle saw the crash at most once or twice (its next
+	 * read reconnects, or waits out the reconnect backoff). */
+	assert_true(fell_back <= 50);
+	tu_rmrf(dir);
+}
+
 static void a_plain_file_stops_the_start(void **state)
 {
 	char dir[256], url[1024], path[300], buf[64] = {0};
@@ -252,6 +299,7 @@ int main(void)
 	const struct CMUnitTest pg_tests[] = {
 		PG(status_through_the_daemon_says_the_same),
 		PG(a_plain_file_stops_the_start),
+		PG(a_server_restart_costs_an_ask_not_an_answer),
 	};
 	int rc = cmocka_run_group_tests_name("status_socket_daemon_sqlite",
 					     tests, NULL, NULL);
