@@ -14,7 +14,9 @@
  *   - every task program and command-target program exists and is
  *     executable (absolute, resolved against the config's folder at load,
  *     or found on PATH); `shell:` tasks need /bin/sh;
- *   - working folders exist; file targets' folders exist and are writable.
+ *   - working folders exist; file targets' folders exist and are writable;
+ *     status_socket's folder too, and no other kind of file holds its
+ *     path.
  * Cron expressions and time zones are checked earlier, by config_parse, so
  * that no loaded config holds one the scheduler cannot use.
  *
@@ -226,6 +228,25 @@ static void check_dir(struct chk *k, const char *path, const char *dir,
 		problem(k, path, "folder %s is not writable", dir);
 }
 
+/* status_socket (issue 15): the daemon refuses to start when it cannot
+ * make the socket, so check says so first: a folder that is missing or
+ * not writable, or a file in the way that is not a socket (a socket is
+ * fine: the daemon replaces a stale one, and a live one is its own). */
+static void check_socket(struct chk *k, const char *sock)
+{
+	char dir[CONFIG_SOCKET_PATH_MAX];
+	struct stat st;
+
+	snprintf(dir, sizeof(dir), "%s", sock);
+	char *slash = strrchr(dir, '/');
+	if (slash)
+		*(slash == dir ? slash + 1 : slash) = '\0';
+	check_dir(k, "status_socket", dir, true);
+	if (lstat(sock, &st) == 0 && !S_ISSOCK(st.st_mode))
+		problem(k, "status_socket", "%s exists and is not a socket",
+			sock);
+}
+
 /* Records "warning: path: message" at the position of path, else of
  * `near` (NULL: none), else with no position. */
 static void warning(struct chk *k, const char *path, const char *near,
@@ -399,6 +420,8 @@ int config_check(const struct config *c, struct config_problems *probs)
 	/* The web surface's token (issue 16): the daemon refuses to start
 	 * without it, so check says so first. */
 	check_env(&k, "http.token_env", c->http_token_env, false);
+	if (c->status_socket)
+		check_socket(&k, c->status_socket);
 	if (url_is_pg(c->store_url))
 		check_url(&k, "store", NULL, c->store_url, URL_SECRET);
 	check_alert_env(&k);

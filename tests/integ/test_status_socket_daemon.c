@@ -13,7 +13,8 @@
  *   - a daemon whose status_socket is a plain file does not start, names
  *     the file, and leaves it as it was;
  *   - `check` refuses an empty status_socket and one too long for a
- *     socket, with its line and column.
+ *     socket, with its line and column, and says what would stop the
+ *     daemon's start: a missing folder, a file in the way.
  * SURECRON_STATUS_VIA=daemon makes a failed ask say why on stderr, so an
  * empty stderr proves the answer came through the socket. Every wait is
  * on a condition (a log line, a file), never a fixed sleep.
@@ -264,6 +265,39 @@ static void check_refuses_bad_paths(void **state)
 		assert_int_equal(run(dir, "auto", args), 2);
 		if (!strstr(g_err, bad[i][1]) || !strstr(g_err, "c.yaml:2:"))
 			fail_msg("%s: %s", bad[i][0], g_err);
+	}
+	/* What the daemon would refuse at its start, check says first: a
+	 * folder that is not there, a file in the way. A stale socket is
+	 * no problem (the daemon replaces it). */
+	char notes[320];
+	snprintf(notes, sizeof(notes), "%s/notes.txt", dir);
+	FILE *nf = fopen(notes, "w");
+	assert_non_null(nf);
+	fclose(nf);
+	const char *env[][2] = {
+		{"./nowhere/st.sock", "folder"},
+		{"notes.txt", "notes.txt exists and is not a socket"},
+		{"./st.sock", NULL},
+	};
+	for (size_t i = 0; i < sizeof(env) / sizeof(env[0]); i++) {
+		FILE *f = fopen(cfg, "w");
+		assert_non_null(f);
+		fprintf(f, "store: sqlite:./s.db\nstatus_socket: %s\n"
+			"alerts: {targets: [t]}\ntargets:\n  t: {kind: file, "
+			"path: ./out.jsonl}\nschedules:\n  a: {cron: \"@daily\","
+			" targets: [t], tasks: [{name: t, command: [/bin/true]}]}"
+			"\n", env[i][0]);
+		fclose(f);
+		int rc = run(dir, "auto", args);
+		if (!env[i][1]) {
+			if (rc != 0)
+				fail_msg("%s: exit %d: %s", env[i][0], rc, g_err);
+			continue;
+		}
+		assert_int_equal(rc, 2);
+		if (!strstr(g_err, env[i][1]) ||
+		    !strstr(g_err, "c.yaml:2:"))
+			fail_msg("%s: %s", env[i][0], g_err);
 	}
 	tu_rmrf(dir);
 }
