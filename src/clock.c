@@ -340,6 +340,8 @@ int clock_parse_duration(const char *s, int64_t *out_ms, struct sc_err *err)
 		errno = 0;
 		char *end;
 		long long v = strtoll(p, &end, 10);
+		if (errno == ERANGE)
+			goto too_long;
 		if (errno || v < 0)
 			goto bad;
 		p = end;
@@ -366,11 +368,17 @@ int clock_parse_duration(const char *s, int64_t *out_ms, struct sc_err *err)
 		 * overflow and no sum can wrap (issue 11). */
 		if (v > CLOCK_DURATION_MAX_MS / unit ||
 		    v * unit > CLOCK_DURATION_MAX_MS - total)
-			goto bad;
+			goto too_long;
 		total += v * unit;
 	}
 	*out_ms = total;
 	return 0;
+too_long:
+	/* Well formed, but past what any setting could mean: said so,
+	 * rather than "invalid", which sends the reader to the syntax. */
+	return sc_err_set(err, SC_EINVAL, "duration \"%s\" is too long (at "
+			  "most %lldd)", s,
+			  (long long)(CLOCK_DURATION_MAX_MS / 86400000));
 bad:
 	return sc_err_set(err, SC_EINVAL,
 			  "invalid duration \"%s\": expected a number with a "

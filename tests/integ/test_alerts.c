@@ -32,10 +32,10 @@
 #include "daemon_util.h"
 #include "testutil.h"
 #include "pg_fixture.h"
+#include "daemon_stores.h"
 
 #define PATIENCE_MS 30000
 
-static bool g_pg; /* this test's backend */
 
 struct env {
 	char dir[256];
@@ -45,25 +45,6 @@ struct env {
 	struct fake_http *alert;  /* the alert receiver: NULL while down */
 	int alert_port;
 };
-
-static int sq_setup(void **state)
-{
-	(void)state;
-	g_pg = false;
-	return 0;
-}
-
-static int pg_setup(void **state)
-{
-	g_pg = true;
-	return pgfx_setup(state);
-}
-
-static int reap_all(void **state)
-{
-	tu_reap_all();
-	return g_pg ? pgfx_teardown(state) : 0;
-}
 
 /* The alert receiver comes up (again) on its port. */
 static void alert_up(struct env *e)
@@ -91,7 +72,7 @@ static void env_init(struct env *e, bool alert_up_first)
 	memset(e, 0, sizeof(*e));
 	snprintf(e->dir, sizeof(e->dir), "%s", tu_tmpdir());
 	snprintf(e->cfg, sizeof(e->cfg), "%s/surecron.yaml", e->dir);
-	if (g_pg)
+	if (ds_pg)
 		snprintf(e->store_url, sizeof(e->store_url), "%s", pgfx_url());
 	else
 		snprintf(e->store_url, sizeof(e->store_url), "sqlite:%s/s.db",
@@ -345,7 +326,7 @@ static void alert_waits_for_its_receiver(void **state)
 {
 	struct env e;
 	(void)state;
-	if (g_pg)
+	if (ds_pg)
 		PGFX_NEED_SERVER();
 	env_init(&e, false);
 	write_cfg(&e, "  targets: [oncall]\n", LOSE_ONCE);
@@ -398,7 +379,7 @@ static void alert_survives_kill9(void **state)
 	struct env e;
 	(void)state;
 	TU_NEED_TEST_SEAMS();
-	if (g_pg)
+	if (ds_pg)
 		PGFX_NEED_SERVER();
 	env_init(&e, true);
 	write_cfg(&e, "  targets: [oncall]\n", LOSE_ONCE);
@@ -428,7 +409,7 @@ static void alert_resend_after_kill9_is_declared(void **state)
 	struct env e;
 	(void)state;
 	TU_NEED_TEST_SEAMS();
-	if (g_pg)
+	if (ds_pg)
 		PGFX_NEED_SERVER();
 	env_init(&e, true);
 	write_cfg(&e, "  targets: [oncall]\n", LOSE_ONCE);
@@ -520,7 +501,7 @@ static void missed_alert_acked_stops_realert(void **state)
 	struct store_alert x, y;
 	(void)state;
 	TU_NEED_TEST_SEAMS();
-	if (g_pg)
+	if (ds_pg)
 		PGFX_NEED_SERVER();
 	env_init(&e, true);
 	write_cfg(&e, "  targets: [oncall]\n  on: [lost, missed]\n"
@@ -621,7 +602,7 @@ static void retry_sends_recovered_once(void **state)
 	struct store_alert x;
 	char out[8192], idbuf[32], p[600];
 	(void)state;
-	if (g_pg)
+	if (ds_pg)
 		PGFX_NEED_SERVER();
 	env_init(&e, true);
 	write_cfg(&e, "  targets: [oncall]\n", LOSE_ONCE);
@@ -673,7 +654,7 @@ static void no_alert_target_is_an_error_line(void **state)
 {
 	struct env e;
 	(void)state;
-	if (g_pg)
+	if (ds_pg)
 		PGFX_NEED_SERVER();
 	env_init(&e, true);
 	write_cfg(&e, "  targets: []\n", LOSE_ONCE);
@@ -692,8 +673,8 @@ int main(void)
 	if (getenv("TEST_FILTER"))
 		cmocka_set_test_filter(getenv("TEST_FILTER"));
 #define BOTH(t)                                                            \
-	cmocka_unit_test_setup_teardown(t, sq_setup, reap_all)
-#define PG(t) cmocka_unit_test_setup_teardown(t, pg_setup, reap_all)
+	cmocka_unit_test_setup_teardown(t, ds_sqlite_setup, ds_teardown)
+#define PG(t) cmocka_unit_test_setup_teardown(t, ds_pg_setup, ds_teardown)
 	const struct CMUnitTest tests[] = {
 		BOTH(alert_waits_for_its_receiver),
 		BOTH(alert_survives_kill9),

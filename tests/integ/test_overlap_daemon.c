@@ -39,6 +39,7 @@
 #include "daemon_util.h"
 #include "testutil.h"
 #include "pg_fixture.h"
+#include "daemon_stores.h"
 
 #define PATIENCE_MS 30000
 /* A stop: the grace, the release of a running slot, the threads' joins,
@@ -47,7 +48,6 @@
 #define STOP_MS PATIENCE_MS
 #define T0 "2030-01-01T00:00:00Z"
 
-static bool g_pg;
 
 struct env {
 	char dir[256];
@@ -57,31 +57,12 @@ struct env {
 	int rate;
 };
 
-static int sq_setup(void **state)
-{
-	(void)state;
-	g_pg = false;
-	return 0;
-}
-
-static int pg_setup(void **state)
-{
-	g_pg = true;
-	return pgfx_setup(state);
-}
-
-static int reap_all(void **state)
-{
-	tu_reap_all();
-	return g_pg ? pgfx_teardown(state) : 0;
-}
-
 static void env_init(struct env *e, int rate)
 {
 	memset(e, 0, sizeof(*e));
 	snprintf(e->dir, sizeof(e->dir), "%s", tu_tmpdir());
 	snprintf(e->cfg, sizeof(e->cfg), "%s/surecron.yaml", e->dir);
-	if (g_pg)
+	if (ds_pg)
 		snprintf(e->store_url, sizeof(e->store_url), "%s", pgfx_url());
 	else
 		snprintf(e->store_url, sizeof(e->store_url), "sqlite:%s/s.db",
@@ -208,7 +189,7 @@ static void queue_never_overlaps(void **state)
 	size_t n;
 	(void)state;
 	TU_NEED_TEST_SEAMS();
-	if (g_pg)
+	if (ds_pg)
 		PGFX_NEED_SERVER();
 	env_init(&e, CASE_RATE);
 	write_case(&e, "queue");
@@ -236,7 +217,7 @@ static void skip_records_skipped_rows(void **state)
 	size_t n;
 	(void)state;
 	TU_NEED_TEST_SEAMS();
-	if (g_pg)
+	if (ds_pg)
 		PGFX_NEED_SERVER();
 	env_init(&e, CASE_RATE);
 	write_case(&e, "skip");
@@ -290,7 +271,7 @@ static void allow_overlaps(void **state)
 	size_t n;
 	(void)state;
 	TU_NEED_TEST_SEAMS();
-	if (g_pg)
+	if (ds_pg)
 		PGFX_NEED_SERVER();
 	env_init(&e, CASE_RATE);
 	write_case(&e, "allow");
@@ -375,7 +356,7 @@ static void fresh_slots_before_retries(void **state)
 	size_t n;
 	(void)state;
 	TU_NEED_TEST_SEAMS();
-	if (g_pg)
+	if (ds_pg)
 		PGFX_NEED_SERVER();
 	env_init(&e, FRESH_RATE);
 	/* Two schedules with one slot each, at 00:00:10, whose ten attempts
@@ -439,8 +420,8 @@ int main(void)
 {
 	if (getenv("TEST_FILTER"))
 		cmocka_set_test_filter(getenv("TEST_FILTER"));
-#define SQ(t) cmocka_unit_test_setup_teardown(t, sq_setup, reap_all)
-#define PG(t) cmocka_unit_test_setup_teardown(t, pg_setup, reap_all)
+#define SQ(t) cmocka_unit_test_setup_teardown(t, ds_sqlite_setup, ds_teardown)
+#define PG(t) cmocka_unit_test_setup_teardown(t, ds_pg_setup, ds_teardown)
 	const struct CMUnitTest tests[] = {
 		SQ(queue_never_overlaps),
 		SQ(skip_records_skipped_rows),

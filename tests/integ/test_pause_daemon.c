@@ -45,22 +45,12 @@
 #include "daemon_util.h"
 #include "testutil.h"
 #include "pg_fixture.h"
+#include "daemon_stores.h"
 
 #define PATIENCE_MS 30000
 #define TOKEN "tok-pause-5e1d"
 
-static bool g_pg; /* this test's backend */
 static char g_out[65536], g_err[8192];
-
-/* The store of this test's backend for dir, into url (n bytes). */
-static const char *store_url(const char *dir, char *url, size_t n)
-{
-	if (g_pg)
-		snprintf(url, n, "%s", pgfx_url());
-	else
-		snprintf(url, n, "sqlite:%s/s.db", dir);
-	return url;
-}
 
 /* dir/c.yaml: schedule p every 2 s, q every second (a control), off
  * every second with enabled: false, never on 1 January only; http when
@@ -160,16 +150,16 @@ static struct store_pause pause_of(const char *url, const char *schedule)
 static void pause_is_seen_recorded_and_expires(void **state)
 {
 	char dirs[2][256], cfgs[2][320], url[256];
-	size_t n_nodes = g_pg ? 2 : 1;
+	size_t n_nodes = ds_pg ? 2 : 1;
 	(void)state;
 
-	if (g_pg)
+	if (ds_pg)
 		PGFX_NEED_SERVER();
 	for (size_t k = 0; k < n_nodes; k++) {
 		snprintf(dirs[k], sizeof(dirs[k]), "%s", tu_tmpdir());
 		snprintf(cfgs[k], sizeof(cfgs[k]), "%s/c.yaml", dirs[k]);
 	}
-	store_url(dirs[0], url, sizeof(url));
+	ds_store_url(dirs[0], url, sizeof(url));
 	for (size_t k = 0; k < n_nodes; k++) {
 		write_config(dirs[k], url, NULL);
 		tu_track(tu_start_daemon(dirs[k], cfgs[k], NULL, 0));
@@ -247,11 +237,11 @@ static void resume_ends_a_pause(void **state)
 	char dir[256], cfg[320], url[256];
 	(void)state;
 
-	if (g_pg)
+	if (ds_pg)
 		PGFX_NEED_SERVER();
 	snprintf(dir, sizeof(dir), "%s", tu_tmpdir());
 	snprintf(cfg, sizeof(cfg), "%s/c.yaml", dir);
-	write_config(dir, store_url(dir, url, sizeof(url)), NULL);
+	write_config(dir, ds_store_url(dir, url, sizeof(url)), NULL);
 	tu_track(tu_start_daemon(dir, cfg, NULL, 0));
 	assert_true(wait_rows(url, "p", LEDGER_SUCCESS, 1));
 	const char *pause[] = {"pause", "--config", cfg, "--for", "1h", "p",
@@ -284,7 +274,7 @@ static void refuses_bad_pauses(void **state)
 
 	snprintf(dir, sizeof(dir), "%s", tu_tmpdir());
 	snprintf(cfg, sizeof(cfg), "%s/c.yaml", dir);
-	write_config(dir, store_url(dir, url, sizeof(url)), NULL);
+	write_config(dir, ds_store_url(dir, url, sizeof(url)), NULL);
 	memset(note, 'n', 201);
 	note[201] = '\0';
 	const char *const bad[][9] = {
@@ -316,11 +306,11 @@ static void trigger_works_while_paused(void **state)
 	char dir[256], cfg[320], url[256];
 	(void)state;
 
-	if (g_pg)
+	if (ds_pg)
 		PGFX_NEED_SERVER();
 	snprintf(dir, sizeof(dir), "%s", tu_tmpdir());
 	snprintf(cfg, sizeof(cfg), "%s/c.yaml", dir);
-	write_config(dir, store_url(dir, url, sizeof(url)), NULL);
+	write_config(dir, ds_store_url(dir, url, sizeof(url)), NULL);
 	const char *pause[] = {"pause", "--config", cfg, "--for", "1h",
 			       "never", NULL};
 	assert_int_equal(run(dir, pause), 0);
@@ -338,11 +328,11 @@ static void disabled_fires_nothing(void **state)
 	char dir[256], cfg[320], url[256];
 	(void)state;
 
-	if (g_pg)
+	if (ds_pg)
 		PGFX_NEED_SERVER();
 	snprintf(dir, sizeof(dir), "%s", tu_tmpdir());
 	snprintf(cfg, sizeof(cfg), "%s/c.yaml", dir);
-	write_config(dir, store_url(dir, url, sizeof(url)), NULL);
+	write_config(dir, ds_store_url(dir, url, sizeof(url)), NULL);
 	tu_track(tu_start_daemon(dir, cfg, NULL, 0));
 	assert_true(wait_rows(url, "q", LEDGER_SUCCESS, 3));
 	assert_int_equal(tu_ledger_count(url, "off", NULL), 0);
@@ -432,14 +422,14 @@ static void api_pauses_and_resumes(void **state)
 	char dir[256], cfg[320], url[256], http[128], resp[65536];
 	(void)state;
 
-	if (g_pg)
+	if (ds_pg)
 		PGFX_NEED_SERVER();
 	snprintf(dir, sizeof(dir), "%s", tu_tmpdir());
 	snprintf(cfg, sizeof(cfg), "%s/c.yaml", dir);
 	int port = free_port();
 	snprintf(http, sizeof(http), "{listen: \"127.0.0.1:%d\", token_env: "
 		 "SC_WEB_TOKEN}", port);
-	write_config(dir, store_url(dir, url, sizeof(url)), http);
+	write_config(dir, ds_store_url(dir, url, sizeof(url)), http);
 	const char *envs[] = {"SC_WEB_TOKEN=" TOKEN, NULL};
 	tu_track(tu_start_daemon(dir, cfg, envs, 0));
 	assert_true(tu_wait_log(dir, "event=http_started", 1, PATIENCE_MS));
@@ -547,7 +537,7 @@ static void a_pause_and_its_end_survive_a_server_crash(void **state)
 		skip();
 	snprintf(dir, sizeof(dir), "%s", tu_tmpdir());
 	snprintf(cfg, sizeof(cfg), "%s/c.yaml", dir);
-	write_config(dir, store_url(dir, url, sizeof(url)), NULL);
+	write_config(dir, ds_store_url(dir, url, sizeof(url)), NULL);
 	const char *const pause[] = {"pause", "--config", cfg, "p", "--for",
 				     "1h", "--note", "vendor outage", NULL};
 	const char *const status[] = {"status", "--config", cfg, "p", NULL};
@@ -569,29 +559,10 @@ static void a_pause_and_its_end_survive_a_server_crash(void **state)
 	tu_rmrf(dir);
 }
 
-static int sq_setup(void **state)
-{
-	(void)state;
-	g_pg = false;
-	return 0;
-}
-
-static int pg_setup(void **state)
-{
-	g_pg = true;
-	return pgfx_setup(state);
-}
-
-static int teardown(void **state)
-{
-	tu_reap_all();
-	return g_pg ? pgfx_teardown(state) : 0;
-}
-
 int main(void)
 {
-#define SQ(t) cmocka_unit_test_setup_teardown(t, sq_setup, teardown)
-#define PG(t) cmocka_unit_test_setup_teardown(t, pg_setup, teardown)
+#define SQ(t) cmocka_unit_test_setup_teardown(t, ds_sqlite_setup, ds_teardown)
+#define PG(t) cmocka_unit_test_setup_teardown(t, ds_pg_setup, ds_teardown)
 	const struct CMUnitTest tests[] = {
 		SQ(pause_is_seen_recorded_and_expires),
 		SQ(resume_ends_a_pause),

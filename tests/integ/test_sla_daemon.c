@@ -37,10 +37,10 @@
 #include "daemon_util.h"
 #include "testutil.h"
 #include "pg_fixture.h"
+#include "daemon_stores.h"
 
 #define PATIENCE_MS 30000
 
-static bool g_pg;
 
 struct env {
 	char dir[256];
@@ -49,25 +49,6 @@ struct env {
 	struct fake_http *alert;
 };
 
-static int sq_setup(void **state)
-{
-	(void)state;
-	g_pg = false;
-	return 0;
-}
-
-static int pg_setup(void **state)
-{
-	g_pg = true;
-	return pgfx_setup(state);
-}
-
-static int reap_all(void **state)
-{
-	tu_reap_all();
-	return g_pg ? pgfx_teardown(state) : 0;
-}
-
 static void env_init(struct env *e)
 {
 	char url[256];
@@ -75,7 +56,7 @@ static void env_init(struct env *e)
 	memset(e, 0, sizeof(*e));
 	snprintf(e->dir, sizeof(e->dir), "%s", tu_tmpdir());
 	snprintf(e->cfg, sizeof(e->cfg), "%s/surecron.yaml", e->dir);
-	if (g_pg)
+	if (ds_pg)
 		snprintf(e->store_url, sizeof(e->store_url), "%s", pgfx_url());
 	else
 		snprintf(e->store_url, sizeof(e->store_url), "sqlite:%s/s.db",
@@ -184,7 +165,7 @@ static void overrun_alerts_once_and_recovers_once(void **state)
 	struct env e;
 	(void)state;
 	TU_NEED_TEST_SEAMS();
-	if (g_pg)
+	if (ds_pg)
 		PGFX_NEED_SERVER();
 	env_init(&e);
 	/* 08:00 is three seconds after the start; the task runs 4 s, past
@@ -274,7 +255,7 @@ static void status_stale_exit_codes(void **state)
 	struct env e;
 	char out[8192];
 	(void)state;
-	if (g_pg)
+	if (ds_pg)
 		PGFX_NEED_SERVER();
 	env_init(&e);
 	write_weekly(&e, "1h", false);
@@ -365,7 +346,7 @@ static void a_long_prune_holds_up_no_alert(void **state)
 	char stall[320], hit[340], fp_env[400];
 	(void)state;
 	TU_NEED_TEST_SEAMS();
-	if (g_pg)
+	if (ds_pg)
 		PGFX_NEED_SERVER();
 	env_init(&e);
 	snprintf(stall, sizeof(stall), "%s/prune.stall", e.dir);
@@ -421,8 +402,8 @@ int main(void)
 {
 	if (getenv("TEST_FILTER"))
 		cmocka_set_test_filter(getenv("TEST_FILTER"));
-#define SQ(t) cmocka_unit_test_setup_teardown(t, sq_setup, reap_all)
-#define PG(t) cmocka_unit_test_setup_teardown(t, pg_setup, reap_all)
+#define SQ(t) cmocka_unit_test_setup_teardown(t, ds_sqlite_setup, ds_teardown)
+#define PG(t) cmocka_unit_test_setup_teardown(t, ds_pg_setup, ds_teardown)
 	const struct CMUnitTest tests[] = {
 		SQ(overrun_alerts_once_and_recovers_once),
 		SQ(status_stale_exit_codes),

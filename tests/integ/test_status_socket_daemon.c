@@ -36,21 +36,12 @@
 #include "daemon_util.h"
 #include "testutil.h"
 #include "pg_fixture.h"
+#include "daemon_stores.h"
 
 #define PATIENCE_MS 30000
 #define HOUR_MS ((int64_t)3600 * 1000)
 
-static bool g_pg;
 static char g_out[65536], g_err[8192];
-
-static const char *store_url(const char *dir, char *url, size_t n)
-{
-	if (g_pg)
-		snprintf(url, n, "%s", pgfx_url());
-	else
-		snprintf(url, n, "sqlite:%s/s.db", dir);
-	return url;
-}
 
 /* dir/c.yaml with status_socket `sock` (NULL: none): a weekly schedule,
  * whose next slot does not move while the test runs, and another. */
@@ -127,11 +118,11 @@ static void status_through_the_daemon_says_the_same(void **state)
 	struct stat st;
 
 	(void)state;
-	if (g_pg && !pgfx_url()[0])
+	if (ds_pg && !pgfx_url()[0])
 		skip();
 	snprintf(dir, sizeof(dir), "%s", tu_tmpdir());
 	snprintf(sock, sizeof(sock), "%s/st.sock", dir);
-	write_config(dir, store_url(dir, url, sizeof(url)), "./st.sock");
+	write_config(dir, ds_store_url(dir, url, sizeof(url)), "./st.sock");
 	/* The daemon makes the store; the rows go in once it has. */
 	pid_t pid = tu_track(tu_start_daemon(dir, "c.yaml", NULL, 0));
 	assert_true(tu_wait_log(dir, "event=status_socket_started", 1,
@@ -151,7 +142,7 @@ static void status_through_the_daemon_says_the_same(void **state)
 		/* What there is to show is shown. */
 		assert_non_null(strstr(g_out, "vendor outage"));
 		assert_non_null(strstr(g_out, "quota exceeded"));
-		assert_non_null(strstr(g_out, g_pg ? "postgresql" : "sqlite"));
+		assert_non_null(strstr(g_out, ds_pg ? "postgresql" : "sqlite"));
 	}
 
 	/* Stopped, the daemon takes its socket with it; status reads the
@@ -184,7 +175,7 @@ static void a_server_restart_costs_an_ask_not_an_answer(void **state)
 	if (!pgfx_restartable())
 		skip();
 	snprintf(dir, sizeof(dir), "%s", tu_tmpdir());
-	write_config(dir, store_url(dir, url, sizeof(url)), "st.sock");
+	write_config(dir, ds_store_url(dir, url, sizeof(url)), "st.sock");
 	tu_track(tu_start_daemon(dir, "c.yaml", NULL, 0));
 	assert_true(tu_wait_log(dir, "event=status_socket_started", 1,
 				PATIENCE_MS));
@@ -219,7 +210,7 @@ static void a_plain_file_stops_the_start(void **state)
 	char dir[256], url[1024], path[300], buf[64] = {0};
 
 	(void)state;
-	if (g_pg && !pgfx_url()[0])
+	if (ds_pg && !pgfx_url()[0])
 		skip();
 	snprintf(dir, sizeof(dir), "%s", tu_tmpdir());
 	snprintf(path, sizeof(path), "%s/notes.txt", dir);
@@ -227,7 +218,7 @@ static void a_plain_file_stops_the_start(void **state)
 	assert_non_null(f);
 	fputs("my notes", f);
 	fclose(f);
-	write_config(dir, store_url(dir, url, sizeof(url)), "notes.txt");
+	write_config(dir, ds_store_url(dir, url, sizeof(url)), "notes.txt");
 	pid_t pid = tu_track(tu_start_daemon(dir, "c.yaml", NULL, 0));
 	int st = tu_wait_exit(pid, PATIENCE_MS);
 	assert_true(st != -1);
@@ -302,29 +293,10 @@ static void check_refuses_bad_paths(void **state)
 	tu_rmrf(dir);
 }
 
-static int sq_setup(void **state)
-{
-	(void)state;
-	g_pg = false;
-	return 0;
-}
-
-static int pg_setup(void **state)
-{
-	g_pg = true;
-	return pgfx_setup(state);
-}
-
-static int teardown(void **state)
-{
-	tu_reap_all();
-	return g_pg ? pgfx_teardown(state) : 0;
-}
-
 int main(void)
 {
-#define SQ(t) cmocka_unit_test_setup_teardown(t, sq_setup, teardown)
-#define PG(t) cmocka_unit_test_setup_teardown(t, pg_setup, teardown)
+#define SQ(t) cmocka_unit_test_setup_teardown(t, ds_sqlite_setup, ds_teardown)
+#define PG(t) cmocka_unit_test_setup_teardown(t, ds_pg_setup, ds_teardown)
 	const struct CMUnitTest tests[] = {
 		SQ(status_through_the_daemon_says_the_same),
 		SQ(a_plain_file_stops_the_start),

@@ -31,12 +31,12 @@
 #include "daemon_util.h"
 #include "testutil.h"
 #include "pg_fixture.h"
+#include "daemon_stores.h"
 
 #define PATIENCE_MS 30000
 #define TOKEN "tok-canary-7f3a"
 #define HOOK_SECRET "hook-canary-91bc"
 
-static bool g_pg; /* this test's backend */
 
 /* A port nobody listens on now (bound then released). */
 static int free_port(void)
@@ -111,18 +111,6 @@ static const char *body_of(const char *resp)
 	return b + 4;
 }
 
-/* The store of this test's backend for dir, into url (n bytes). */
-static const char *store_url(const char *dir, char *url, size_t n)
-{
-	if (g_pg) {
-		PGFX_NEED_SERVER();
-		snprintf(url, n, "%s", pgfx_url());
-	} else {
-		snprintf(url, n, "sqlite:%s/s.db", dir);
-	}
-	return url;
-}
-
 static void write_config(const char *dir, const char *cfg, const char *http)
 {
 	char tmp[600], url[700];
@@ -135,7 +123,7 @@ static void write_config(const char *dir, const char *cfg, const char *http)
 		"  out: {kind: file, path: ./out.jsonl}\n"
 		"schedules:\n  tick: {cron: \"0 0 1 1 *\", tz: UTC, targets: "
 		"[out], tasks: [{name: a, command: [/bin/echo, hi]}]}\n",
-		store_url(dir, url, sizeof(url)), http);
+		ds_store_url(dir, url, sizeof(url)), http);
 	fclose(f);
 	assert_int_equal(rename(tmp, cfg), 0);
 }
@@ -162,7 +150,7 @@ static void serves_healthz_and_keeps_its_rules(void **state)
 				  sizeof(resp)), 200);
 	check_response(resp);
 	assert_non_null(strstr(body_of(resp), "\"status\":\"ok\""));
-	assert_non_null(strstr(body_of(resp), g_pg
+	assert_non_null(strstr(body_of(resp), ds_pg
 			       ? "\"backend\":\"postgresql\""
 			       : "\"backend\":\"sqlite\""));
 
@@ -248,7 +236,7 @@ static void serves_healthz_and_keeps_its_rules(void **state)
 	/* The store's gauges: the last success is the ledger's success row
 	 * (its finish), the next slot the cron engine's after now. */
 	char url[700], want[256];
-	struct store *st = tu_store_open(store_url(dir, url, sizeof(url)));
+	struct store *st = tu_store_open(ds_store_url(dir, url, sizeof(url)));
 	struct ledger_filter lf = {.schedule = "tick", .since_ms = INT64_MIN,
 				   .until_ms = INT64_MAX,
 				   .outcome = LEDGER_SUCCESS};
@@ -376,7 +364,7 @@ static void counts_missed_slots(void **state)
 		"targets:\n  out: {kind: file, path: ./out.jsonl}\n"
 		"schedules:\n  minutely: {cron: \"* * * * *\", tz: UTC, "
 		"catchup: none, targets: [out], tasks: [{name: a, command: "
-		"[/bin/true]}]}\n", store_url(dir, url, sizeof(url)), port);
+		"[/bin/true]}]}\n", ds_store_url(dir, url, sizeof(url)), port);
 	fclose(f);
 	assert_int_equal(rename(tmp, cfg), 0);
 	/* The scheduler last ran 30 minutes ago. */
@@ -432,7 +420,7 @@ static void counts_a_lost_slot_and_its_alert(void **state)
 		"schedules:\n  doomed: {cron: \"0 0 1 1 *\", tz: UTC, "
 		"targets: [out], retry: {attempts: 1, backoff: fixed, delay: "
 		"1s}, tasks: [{name: a, shell: \"echo hi; [ -e ok ]\"}]}\n",
-		store_url(dir, url, sizeof(url)), port);
+		ds_store_url(dir, url, sizeof(url)), port);
 	fclose(f);
 	assert_int_equal(rename(tmp, cfg), 0);
 	pid_t pid = tu_track(tu_start_daemon(dir, cfg, NULL, 0));
@@ -548,29 +536,10 @@ static void refuses_to_start_without_a_token(void **state)
 	tu_rmrf(dir);
 }
 
-static int sq_setup(void **state)
-{
-	(void)state;
-	g_pg = false;
-	return 0;
-}
-
-static int pg_setup(void **state)
-{
-	g_pg = true;
-	return pgfx_setup(state);
-}
-
-static int teardown(void **state)
-{
-	tu_reap_all();
-	return g_pg ? pgfx_teardown(state) : 0;
-}
-
 int main(void)
 {
-#define SQ(t) cmocka_unit_test_setup_teardown(t, sq_setup, teardown)
-#define PG(t) cmocka_unit_test_setup_teardown(t, pg_setup, teardown)
+#define SQ(t) cmocka_unit_test_setup_teardown(t, ds_sqlite_setup, ds_teardown)
+#define PG(t) cmocka_unit_test_setup_teardown(t, ds_pg_setup, ds_teardown)
 	const struct CMUnitTest tests[] = {
 		SQ(serves_healthz_and_keeps_its_rules),
 		SQ(healthz_says_why_it_is_unhealthy),

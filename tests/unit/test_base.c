@@ -159,6 +159,19 @@ static void issue11_duration_sum_is_capped(void **state)
 					      NULL), SC_EINVAL);
 	assert_int_equal(clock_parse_duration("99999999999999999999d", &ms,
 					      NULL), SC_EINVAL);
+	/* Too long is said so, not "invalid": the form is right. */
+	struct sc_err e = {0};
+	assert_int_equal(clock_parse_duration("99999999999d", &ms, &e),
+			 SC_EINVAL);
+	assert_string_equal(e.msg, "duration \"99999999999d\" is too long "
+			    "(at most 3652425d)");
+	sc_err_clear(&e);
+	assert_int_equal(clock_parse_duration("99999999999999999999d", &ms,
+					      &e), SC_EINVAL);
+	assert_non_null(strstr(e.msg, "is too long"));
+	sc_err_clear(&e);
+	assert_int_equal(clock_parse_duration("5x", &ms, &e), SC_EINVAL);
+	assert_non_null(strstr(e.msg, "invalid duration \"5x\""));
 	/* The largest accepted value, in one term and as a sum. */
 	snprintf(in, sizeof(in), "%lldms", (long long)CLOCK_DURATION_MAX_MS);
 	assert_int_equal(clock_parse_duration(in, &ms, NULL), 0);
