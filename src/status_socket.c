@@ -569,8 +569,16 @@ static void *serve(void *arg)
 		if (!(p[0].revents & POLLIN))
 			continue;
 		int c = accept4(s->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-		if (c < 0)
+		if (c < 0) {
+			/* Out of descriptors or memory: the connection stays
+			 * in the backlog and poll would wake at once, so
+			 * wait a little (or for the stop) before trying
+			 * again. */
+			if (errno != EAGAIN && errno != EINTR &&
+			    errno != ECONNABORTED)
+				poll(&p[1], 1, 100);
 			continue;
+		}
 		serve_one(s, c);
 		close(c);
 	}
