@@ -512,6 +512,15 @@ int store_last_successes(struct store *s, struct store_last_ok **out,
 const char *store_sqlite_plan_sql(size_t i, char *buf, size_t cap,
 				  bool *reads_all);
 
+/*
+ * Test seam (the plan guard of tests/unit/test_store_pg.c): the SQL of
+ * the i-th PostgreSQL read that finds each schedule's rows through its
+ * ledger_head row (store_sched_summaries' two forms, parameters $1 now
+ * and $2 the schedule, then store_last_successes', none), or NULL past
+ * the last. Static text.
+ */
+const char *store_pg_plan_sql(size_t i);
+
 /* ---- alerts (alert.c owns the rules; docs/internals/alert.md) ---------- */
 
 /*

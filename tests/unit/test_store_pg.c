@@ -1737,6 +1737,79 @@ static void server_restart_fails_then_recovers(void **state)
 	sc_clock_free(clk);
 }
 
+/*
+ * The plan guard of the reads that go through each schedule's head
+ * (store_pg_plan_sql): with a compact ledger_head (a store the daemon
+ * grew, vacuumed) and a ledger many times larger, the planner must still
+ * read one ledger row per head by its primary key, never scan the
+ * ledger. A plain join by id let it price one scan below the lookups and
+ * read the whole ledger for `status` and every /metrics scrape. Plans as
+ * the store runs them: generic (plan_cache_mode = force_generic_plan).
+ */
+static void head_reads_never_scan_the_ledger(void **state)
+{
+	void *h = open_store(sc_clock_real());
+	struct sc_err err = {0};
+	/* Many heads, few rows each: the shape in which a scan prices
+	 * below the lookups (a store of 10,000 schedules has it at any
+	 * size). */
+	enum { SCHEDS = 2000, PER = 10 };
+	static struct ledger_row rows[SCHEDS * PER];
+	size_t n = 0, wrote = 0;
+
+	(void)state;
+	for (int k = 0; k < SCHEDS; k++)
+		for (int j = 0; j < PER; j++, n++) {
+			struct ledger_row *r = &rows[n];
+			memset(r, 0, sizeof(*r));
+			snprintf(r->schedule, sizeof(r->schedule), "s%04d", k);
+			r->slot_ms = T0 + (int64_t)j * MIN;
+			r->attempt = 1;
+			r->started_ms = r->slot_ms;
+			r->finished_ms = r->slot_ms + 10;
+			snprintf(r->outcome, sizeof(r->outcome), "%s",
+				 j % 3 ? LEDGER_SUCCESS : LEDGER_FAILED);
+		}
+	assert_int_equal(ops->ledger_append_many(h, rows, n, &wrote, &err), 0);
+	assert_int_equal(wrote, n);
+	ops->close(h);
+	PQclear(pgfx_sql("VACUUM (FULL, ANALYZE) ledger_head"));
+	PQclear(pgfx_sql("VACUUM ANALYZE ledger"));
+
+	const char *args[] = {"(0)", "(0, 's0007')", ""};
+	const char *q;
+	for (size_t i = 0; (q = store_pg_plan_sql(i)) != NULL; i++) {
+		size_t len = strlen(q) + 256;
+		char *plan_sql = malloc(len), explain[64];
+		assert_non_null(plan_sql);
+		snprintf(plan_sql, len, "SET plan_cache_mode = "
+			 "force_generic_plan; PREPARE p%zu AS %s", i, q);
+		snprintf(explain, sizeof(explain), "EXPLAIN EXECUTE p%zu%s", i,
+			 args[i]);
+		PGconn *c = PQconnectdb(pgfx_url());
+		assert_int_equal(PQstatus(c), CONNECTION_OK);
+		PGresult *r = PQexec(c, plan_sql);
+		if (PQresultStatus(r) != PGRES_COMMAND_OK)
+			fail_msg("%s: %s", q, PQresultErrorMessage(r));
+		PQclear(r);
+		r = PQexec(c, explain);
+		assert_int_equal(PQresultStatus(r), PGRES_TUPLES_OK);
+		bool by_id = false;
+		for (int row = 0; row < PQntuples(r); row++) {
+			const char *line = PQgetvalue(r, row, 0);
+			if (strstr(line, " on ledger ") &&
+			    !strstr(line, "Index Scan using ledger_pkey"))
+				fail_msg("read %zu reads the ledger other than by "
+					 "id: %s\n%s", i, line, q);
+			by_id |= strstr(line, "ledger_pkey") != NULL;
+		}
+		assert_true(by_id);
+		PQclear(r);
+		PQfinish(c);
+		free(plan_sql);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1808,6 +1881,9 @@ int main(void)
 						pgfx_teardown),
 		cmocka_unit_test_setup_teardown(
 			server_restart_fails_then_recovers, pgfx_setup, pgfx_teardown),
+		cmocka_unit_test_setup_teardown(
+			head_reads_never_scan_the_ledger, pgfx_setup,
+			pgfx_teardown),
 	};
 	return cmocka_run_group_tests(tests, pgfx_group_setup,
 				      pgfx_group_teardown);
