@@ -21,19 +21,16 @@ valgrind -q --leak-check=full --errors-for-leak-kinds=definite,indirect \
   --log-file="$tmp/vg-ssd.log" "$bin" run --config "$tmp/ss/surecron.yaml" \
   >/dev/null 2>"$tmp/ss/log" &
 ss_pid=$!
-i=0
-while ! grep -q "event=status_socket_started" "$tmp/ss/log" 2>/dev/null &&
-  [ "$i" -lt 600 ]; do
-  sleep 0.1
-  i=$((i + 1))
-done
+ss_wait() { # $1 needle: waits up to 60 s for it in the daemon's log
+  i=0
+  while ! grep -q -- "$1" "$tmp/ss/log" 2>/dev/null && [ "$i" -lt 600 ]; do
+    sleep 0.1
+    i=$((i + 1))
+  done
+}
+ss_wait "event=status_socket_started"
 "$bin" trigger --config "$tmp/ss/surecron.yaml" s >/dev/null 2>&1
-i=0
-while ! grep -q "outcome=success" "$tmp/ss/log" 2>/dev/null &&
-  [ "$i" -lt 600 ]; do
-  sleep 0.1
-  i=$((i + 1))
-done
+ss_wait "outcome=success"
 export SURECRON_STATUS_VIA=daemon
 case_ status-one-socket 0 status --config "$tmp/ss/surecron.yaml" s
 if grep -q "status_socket:" "$tmp/out" || ! grep -q "last     success" "$tmp/out"; then
