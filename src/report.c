@@ -152,9 +152,8 @@ static int store_failed(int rc, struct sc_err *err)
 	return sc_err_set(err, rc, "store: %s", msg);
 }
 
-int report_status_read(struct store *s, const struct config *cfg,
-		       const char *one, int64_t now_ms,
-		       struct report_status *out, struct sc_err *err)
+int report_status_fetch(struct store *s, const char *one,
+			struct report_status *out, struct sc_err *err)
 {
 	struct alert_filter af = {.schedule = one, .open_only = true,
 				  .slot_ms = INT64_MIN, .since_ms = INT64_MIN,
@@ -162,12 +161,24 @@ int report_status_read(struct store *s, const struct config *cfg,
 	int rc;
 
 	memset(out, 0, sizeof(*out));
-	if (one && !config_schedule(cfg, one))
-		return sc_err_set(err, SC_ENOENT, "no schedule '%s'", one);
 	if ((rc = store_sched_summaries(s, one, &out->sum, &out->n_sum, err)) ||
 	    (rc = store_alert_list(s, &af, &out->al, &out->n_al, err)) ||
 	    (rc = store_pause_all(s, &out->pz, &out->n_pz, err)))
 		return store_failed(rc, err);
+	return 0;
+}
+
+int report_status_read(struct store *s, const struct config *cfg,
+		       const char *one, int64_t now_ms,
+		       struct report_status *out, struct sc_err *err)
+{
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if (one && !config_schedule(cfg, one))
+		return sc_err_set(err, SC_ENOENT, "no schedule '%s'", one);
+	if ((rc = report_status_fetch(s, one, out, err)))
+		return rc;
 	return report_status_build(cfg, one, now_ms, out, err);
 }
 

@@ -99,6 +99,17 @@ int report_status_read(struct store *s, const struct config *cfg,
 		       const char *one, int64_t now_ms,
 		       struct report_status *out, struct sc_err *err);
 /*
+ * The store reads of report_status_read and nothing else: out->sum (the
+ * summaries of `one`, or of every schedule when NULL), out->al (the open
+ * alerts, of `one` only when given) and out->pz (every pause row); the
+ * rest of *out zeroed. 0, or the store's error ("store: ..."). Release
+ * with report_status_dispose, also after an error. The daemon's answer
+ * to `status NAME` (status_socket.h) is these reads.
+ */
+int report_status_fetch(struct store *s, const char *one,
+			struct report_status *out, struct sc_err *err);
+
+/*
  * The part of report_status_read that reads no store: given out->sum,
  * out->al and out->pz as the store's reads return them (out zeroed
  * otherwise; report_status_dispose frees them), fills the rest. For an

@@ -413,16 +413,8 @@ static int pause_parse(const json_t *o, struct store_pause *p)
 		get_str(o, "note", p->note, sizeof(p->note))) ? -1 : 0;
 }
 
-static void answer_free(struct status_socket_answer *a)
-{
-	store_sched_summaries_free(a->sum, a->n_sum);
-	free(a->al);
-	free(a->pz);
-	memset(a, 0, sizeof(*a));
-}
-
 /* Fills *a from a reply's object: 0, or -1 (with *a empty). */
-static int answer_parse(const json_t *o, struct status_socket_answer *a)
+static int answer_parse(const json_t *o, struct report_status *a)
 {
 	const json_t *sum = json_object_get(o, "summary");
 	const json_t *al = json_object_get(o, "alerts");
@@ -458,7 +450,7 @@ static int answer_parse(const json_t *o, struct status_socket_answer *a)
 	}
 	return 0;
 bad:
-	answer_free(a);
+	report_status_dispose(a);
 	return -1;
 }
 
@@ -470,24 +462,15 @@ static json_t *error_reply(const char *msg)
 			 report_json_text(msg));
 }
 
-/* The store's answer for one schedule: the reads of report_status_read
- * (store_sched_summaries, its open alerts, the pauses), the pauses
- * narrowed to the schedule's. */
+/* The store's answer for one schedule: report_status_fetch's reads, the
+ * pauses narrowed to the schedule's. */
 static json_t *answer(struct status_socket *s, const char *name)
 {
-	struct alert_filter af = {.schedule = name, .open_only = true,
-				  .slot_ms = INT64_MIN, .since_ms = INT64_MIN,
-				  .until_ms = INT64_MAX};
-	struct store_sched_summary *sum = NULL;
-	struct store_alert *al = NULL;
-	struct store_pause *pz = NULL;
-	size_t n_sum = 0, n_al = 0, n_pz = 0;
+	struct report_status rs;
 	struct sc_err err = {0};
 	json_t *o = NULL, *ja = NULL, *jp = NULL;
 
-	if (store_sched_summaries(s->store, name, &sum, &n_sum, &err) ||
-	    store_alert_list(s->store, &af, &al, &n_al, &err) ||
-	    store_pause_all(s->store, &pz, &n_pz, &err)) {
+	if (report_status_fetch(s->store, name, &rs, &err)) {
 		o = error_reply(err.msg);
 		goto done;
 	}
@@ -495,23 +478,22 @@ static json_t *answer(struct status_socket *s, const char *name)
 	jp = json_array();
 	if (!ja || !jp)
 		goto done;
-	for (size_t i = 0; i < n_al; i++)
-		if (json_array_append_new(ja, alert_json(&al[i])))
+	for (size_t i = 0; i < rs.n_al; i++)
+		if (json_array_append_new(ja, alert_json(&rs.al[i])))
 			goto done;
-	for (size_t i = 0; i < n_pz; i++)
-		if (strcmp(pz[i].schedule, name) == 0 &&
-		    json_array_append_new(jp, pause_json(&pz[i])))
+	for (size_t i = 0; i < rs.n_pz; i++)
+		if (strcmp(rs.pz[i].schedule, name) == 0 &&
+		    json_array_append_new(jp, pause_json(&rs.pz[i])))
 			goto done;
 	o = json_pack("{si sb so* so so}", "v", PROTO_VERSION, "ok", 1,
-		      "summary", n_sum ? summary_json(&sum[0]) : json_null(),
+		      "summary", rs.n_sum ? summary_json(&rs.sum[0])
+					  : json_null(),
 		      "alerts", ja, "pauses", jp);
 	ja = jp = NULL; /* taken by json_pack, even when it failed */
 done:
 	json_decref(ja);
 	json_decref(jp);
-	store_sched_summaries_free(sum, n_sum);
-	free(al);
-	free(pz);
+	report_status_dispose(&rs);
 	return o;
 }
 
@@ -722,7 +704,7 @@ void status_socket_stop(struct status_socket *s)
 
 int status_socket_ask(const char *path, const char *store_url,
 		      const char *schedule, int timeout_ms,
-		      struct status_socket_answer *out, struct sc_err *err)
+		      struct report_status *out, struct sc_err *err)
 {
 	int64_t deadline = mono_ms() + timeout_ms;
 	struct sockaddr_un a;

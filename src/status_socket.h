@@ -33,7 +33,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "store.h"
+#include "report.h"
 #include "surecron.h"
 
 struct status_socket;
@@ -67,27 +67,17 @@ int status_socket_start(const char *path, const char *store_url,
  * is ignored. */
 void status_socket_stop(struct status_socket *s);
 
-/* The store's answer for one schedule, as the store's own reads give it:
- * each array allocated as store.h's functions allocate theirs. */
-struct status_socket_answer {
-	struct store_sched_summary *sum; /* 0 or 1 rows:
-					    store_sched_summaries_free */
-	size_t n_sum;
-	struct store_alert *al;          /* open alerts: free() */
-	size_t n_al;
-	struct store_pause *pz;          /* the schedule's pauses: free() */
-	size_t n_pz;
-};
-
 /*
  * Asks the daemon at path for schedule's store reads, waiting at most
- * timeout_ms in all. 0 and *out filled (the caller owns its arrays), or
- * an error with *out empty: SC_ENOENT (no daemon there), SC_ETIMEDOUT,
- * SC_EIO (the daemon's store failed, or a reply that does not parse), or
+ * timeout_ms in all. 0 and *out filled as report_status_fetch(store,
+ * schedule) fills it, except that out->pz holds the schedule's pause rows
+ * only (the caller owns them: report_status_dispose); or an error with
+ * *out empty: SC_ENOENT (no daemon there), SC_ETIMEDOUT, SC_EIO (the
+ * daemon's store failed), SC_EPROTO (a reply that does not parse), or
  * SC_EINVAL (a daemon of another store). Never prints.
  */
 int status_socket_ask(const char *path, const char *store_url,
 		      const char *schedule, int timeout_ms,
-		      struct status_socket_answer *out, struct sc_err *err);
+		      struct report_status *out, struct sc_err *err);
 
 #endif

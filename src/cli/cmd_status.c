@@ -351,21 +351,14 @@ static int ask_daemon(const struct cli_state *st, const char *one,
 		      int64_t now_ms, struct report_status *rs)
 {
 	const char *via = getenv("SURECRON_STATUS_VIA");
-	struct status_socket_answer a;
 	struct sc_err err = {0};
 	int rc;
 
 	if (via && strcmp(via, "store") == 0)
 		return -1;
 	rc = status_socket_ask(st->cfg->status_socket, st->cfg->store_url,
-			       one, STATUS_SOCKET_TIMEOUT_MS, &a, &err);
+			       one, STATUS_SOCKET_TIMEOUT_MS, rs, &err);
 	if (rc == 0) {
-		rs->sum = a.sum;
-		rs->n_sum = a.n_sum;
-		rs->al = a.al;
-		rs->n_al = a.n_al;
-		rs->pz = a.pz;
-		rs->n_pz = a.n_pz;
 		rc = report_status_build(st->cfg, one, now_ms, rs, &err);
 		if (rc)
 			report_status_dispose(rs);

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "report.h"
 #include "status_socket.h"
 #include "store.h"
 #include "testutil.h"
@@ -144,13 +145,6 @@ static void same_alert(const struct store_alert *x,
 	assert_string_equal(x->note, y->note);
 }
 
-static void free_answer(struct status_socket_answer *a)
-{
-	store_sched_summaries_free(a->sum, a->n_sum);
-	free(a->al);
-	free(a->pz);
-	memset(a, 0, sizeof(*a));
-}
 
 /* The answer holds, field by field, what the store's own reads of the
  * schedule hold, and nothing of another schedule. */
@@ -158,7 +152,7 @@ static void the_answer_is_what_the_store_says(void **state)
 {
 	struct store *s = tb_open(state, sc_clock_real());
 	const char *path = path_of("st.sock");
-	struct status_socket_answer a;
+	struct report_status a;
 	struct sc_err err = {0};
 	struct stat st;
 
@@ -202,7 +196,7 @@ static void the_answer_is_what_the_store_says(void **state)
 	assert_string_equal(a.pz[0].by, "ops-a");
 	assert_string_equal(a.pz[0].note, "window 0");
 	assert_false(a.pz[0].resumed);
-	free_answer(&a);
+	report_status_dispose(&a);
 
 	/* Read when asked: a row written now is in the next answer. */
 	struct ledger_row r = {.slot_ms = T0, .attempt = 1,
@@ -216,13 +210,13 @@ static void the_answer_is_what_the_store_says(void **state)
 	assert_string_equal(a.sum[0].last.outcome, LEDGER_SUCCESS);
 	assert_null(a.sum[0].last.error_msg);
 	assert_null(a.sum[0].last.details_json);
-	free_answer(&a);
+	report_status_dispose(&a);
 
 	/* A schedule the store has never seen: an empty answer. */
 	assert_int_equal(status_socket_ask(path, tb_url(state), "zz", 5000,
 					   &a, &err), 0);
 	assert_int_equal(a.n_sum + a.n_al + a.n_pz, 0);
-	free_answer(&a);
+	report_status_dispose(&a);
 
 	status_socket_stop(ss);
 	assert_int_equal(lstat(path, &st), -1);
@@ -236,7 +230,7 @@ static void another_store_or_none_is_no_answer(void **state)
 {
 	struct store *s = tb_open(state, sc_clock_real());
 	const char *path = path_of("st.sock");
-	struct status_socket_answer a;
+	struct report_status a;
 	struct sc_err err = {0};
 
 	assert_int_equal(status_socket_ask(path, tb_url(state), "a", 2000, &a,
@@ -265,13 +259,13 @@ static void another_store_or_none_is_no_answer(void **state)
 		unsetenv("PGOPTIONS");
 	if (tb_is_sqlite(state)) {
 		assert_int_equal(rc, 0);
-		free_answer(&a);
+		report_status_dispose(&a);
 	} else {
 		assert_int_equal(rc, SC_EINVAL);
 	}
 	assert_int_equal(status_socket_ask(path, tb_url(state), "a", 2000, &a,
 					   &err), 0);
-	free_answer(&a);
+	report_status_dispose(&a);
 	/* A name no store can hold is refused by the daemon. */
 	char long_name[STORE_NAME_MAX + 10];
 	memset(long_name, 'x', sizeof(long_name) - 1);
@@ -304,7 +298,7 @@ static void the_socket_file_is_guarded(void **state)
 	struct store *s = tb_open(state, sc_clock_real());
 	const char *path = path_of("st.sock");
 	struct status_socket *ss = NULL, *other = NULL;
-	struct status_socket_answer a;
+	struct report_status a;
 	struct sc_err err = {0};
 	char buf[64] = {0};
 
@@ -327,7 +321,7 @@ static void the_socket_file_is_guarded(void **state)
 	ss = start(state, path);
 	assert_int_equal(status_socket_ask(path, tb_url(state), "a", 2000, &a,
 					   &err), 0);
-	free_answer(&a);
+	report_status_dispose(&a);
 
 	/* A live one is left to its daemon, which goes on answering. */
 	sc_err_clear(&err);
@@ -337,7 +331,7 @@ static void the_socket_file_is_guarded(void **state)
 	assert_non_null(strstr(err.msg, "another daemon answers"));
 	assert_int_equal(status_socket_ask(path, tb_url(state), "a", 2000, &a,
 					   &err), 0);
-	free_answer(&a);
+	report_status_dispose(&a);
 
 	/* The file replaced under it (a newer daemon took the path): its
 	 * stop leaves the newer socket in place. */
@@ -346,7 +340,7 @@ static void the_socket_file_is_guarded(void **state)
 	status_socket_stop(ss);
 	assert_int_equal(status_socket_ask(path, tb_url(state), "a", 2000, &a,
 					   &err), 0);
-	free_answer(&a);
+	report_status_dispose(&a);
 	status_socket_stop(other);
 	assert_int_equal(access(path, F_OK), -1);
 
@@ -400,7 +394,7 @@ static void hostile_peers_cost_one_timeout_at_most(void **state)
 	struct store *s = tb_open(state, sc_clock_real());
 	const char *path = path_of("st.sock");
 	struct status_socket *ss = start(state, path);
-	struct status_socket_answer a;
+	struct report_status a;
 	struct sc_err err = {0};
 	char reply[4096];
 	static char big[STATUS_SOCKET_REQ_MAX * 3];
@@ -418,7 +412,7 @@ static void hostile_peers_cost_one_timeout_at_most(void **state)
 		assert_non_null(strstr(reply, "\"ok\":false"));
 		assert_int_equal(status_socket_ask(path, tb_url(state), "a",
 						   2000, &a, &err), 0);
-		free_answer(&a);
+		report_status_dispose(&a);
 	}
 	/* Longer than a request may be, with no newline: closed unanswered. */
 	memset(big, '{', sizeof(big));
@@ -426,7 +420,7 @@ static void hostile_peers_cost_one_timeout_at_most(void **state)
 				  sizeof(reply)), 0);
 	assert_int_equal(status_socket_ask(path, tb_url(state), "a", 2000, &a,
 					   &err), 0);
-	free_answer(&a);
+	report_status_dispose(&a);
 
 	/* A silent peer holds the server for one timeout; an ask behind it
 	 * that waits longer is answered once it is dropped. */
@@ -434,7 +428,7 @@ static void hostile_peers_cost_one_timeout_at_most(void **state)
 	assert_int_equal(status_socket_ask(path, tb_url(state), "a",
 					   4 * STATUS_SOCKET_TIMEOUT_MS, &a,
 					   &err), 0);
-	free_answer(&a);
+	report_status_dispose(&a);
 	assert_int_equal(read(quiet, reply, sizeof(reply)), 0);
 	close(quiet);
 
@@ -472,7 +466,7 @@ static void asks_reply(const char *path, const char *url, const char *reply,
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	struct fake f = {.reply = reply, .n = 1};
-	struct status_socket_answer a;
+	struct report_status a;
 	struct sc_err err = {0};
 	pthread_t t;
 
