@@ -152,12 +152,19 @@ int cron_wall_next(const struct sc_cron *c, int64_t lo, int64_t hi,
 				sod = 0;
 			}
 		}
-		first += dim;
-		if (++m > 12) {
-			m = 1;
+		/* On to the next month of the set, skipping the others whole
+		 * (a yearly expression visits one month a year, not twelve). */
+		int m2 = next_bit(c->mon, m + 1);
+		if (m2 < 0 || m2 > 12) {
+			m2 = next_bit(c->mon, 1);
 			if (++y > ylimit)
 				return SC_ENEVER;
+			first = clock_days_from_civil(y, m2, 1);
+		} else {
+			first = m2 == m + 1 ? first + dim
+					    : clock_days_from_civil(y, m2, 1);
 		}
+		m = m2;
 		d = 1;
 		sod = 0;
 		if (first * 86400 >= hi)

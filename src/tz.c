@@ -62,6 +62,13 @@ struct tz_rule {
 	bool all_dst;     /* DST all year: std_off is the DST offset */
 	struct rule_date start, end; /* into and out of DST */
 	char std_abbr[ABBR_MAX], dst_abbr[ABBR_MAX];
+	/* With DST: the rule's changes over one 400-year cycle and a year
+	 * on each side (CYCLE_Y0.., CYCLE_NY years), sorted; they alternate,
+	 * so change i goes into DST iff (i & 1) == cyc_first_off. Owned by
+	 * the zone; NULL without DST. */
+	int64_t *cyc;
+	int n_cyc;
+	int cyc_first_off;
 };
 
 struct tz_type {
@@ -290,23 +297,33 @@ static void rule_changes(const struct tz_rule *r, int64_t y, int64_t *start,
 
 /*
  * Checks that a DST rule alternates (see the top of the file) over one
- * whole 400-year cycle plus a year on each side for the wrap: all its
+ * whole 400-year cycle plus two years on each side for the wrap: all its
  * changes in time order must go start, end, start, ... strictly
  * ascending. A rule that is DST all year (each end is the next year's
  * start) is turned into one with a single (DST) offset. Runs once per
- * loaded rule: 806 changes, nearly sorted. Returns 0 or -1 with *why.
+ * loaded rule: 810 changes, nearly sorted. The sorted changes are kept
+ * (r->cyc): the calendar, and so the rule, repeats every 400 years
+ * (146097 days, a whole number of weeks), so rule_span finds any
+ * instant's span by one binary search in them. Returns 0 or -1 with *why.
  */
-#define CHECK_Y0 1999
-#define CHECK_NY 403
+#define CYCLE_Y0 1998
+#define CYCLE_NY 405
+/* 2000-01-01T00:00:00Z: the cycle rule_span folds instants into starts
+ * here and ends 400 years later. Every change of 1998 lies before it and
+ * every change of 2402 after its end (change times are within +-167 h of
+ * their day and offsets within +-25 h), so an instant of the cycle has a
+ * change at or before it and one after it in the table. */
+#define CYCLE_BASE_S INT64_C(946684800)
+#define CYCLE_S (INT64_C(146097) * 86400)
 static int rule_check(struct tz_rule *r, const char **why)
 {
-	struct rule_change ch[2 * CHECK_NY];
+	struct rule_change ch[2 * CYCLE_NY];
 	int n = 0;
 	bool all_dst = true, alternates = true;
 
 	if (!r->has_dst)
 		return 0;
-	for (int64_t y = CHECK_Y0; y < CHECK_Y0 + CHECK_NY; y++) {
+	for (int64_t y = CYCLE_Y0; y < CYCLE_Y0 + CYCLE_NY; y++) {
 		int64_t st, en, st1, en1;
 		rule_changes(r, y, &st, &en);
 		rule_changes(r, y + 1, &st1, &en1);
@@ -324,8 +341,18 @@ static int rule_check(struct tz_rule *r, const char **why)
 	for (int i = 1; i < n && alternates; i++)
 		if (ch[i].at <= ch[i - 1].at || ch[i].to_dst == ch[i - 1].to_dst)
 			alternates = false;
-	if (alternates)
+	if (alternates) {
+		r->cyc = malloc(sizeof(*r->cyc) * (size_t)n);
+		if (!r->cyc) {
+			*why = "out of memory";
+			return -1;
+		}
+		for (int i = 0; i < n; i++)
+			r->cyc[i] = ch[i].at;
+		r->n_cyc = n;
+		r->cyc_first_off = ch[0].to_dst ? 0 : 1;
 		return 0;
+	}
 	if (all_dst) {
 		r->has_dst = false;
 		r->all_dst = true;
@@ -338,49 +365,29 @@ static int rule_check(struct tz_rule *r, const char **why)
 	return -1;
 }
 
-/* The span of a DST rule holding t (UTC seconds). The rule alternates
- * (rule_check), so sorted changes go start, end, start, ... */
+/* The span of a DST rule holding t (UTC seconds): t folded into the
+ * cycle of r->cyc, one binary search, and the answer moved back. The rule
+ * alternates (rule_check), so the changes go start, end, start, ... */
 static void rule_span(const struct tz_rule *r, int64_t t, struct tz_span *o)
 {
-	struct rule_change ch[10];
-	int64_t days = (t + r->std_off) / 86400 - ((t + r->std_off) % 86400 < 0);
-	int64_t y;
-	int m, d, n = 0;
-
-	clock_civil_from_days(days, &y, &m, &d);
-	/* Years y-2 .. y+2: with change times of up to +-167 h both of a
-	 * year's changes can land in the next (or previous) year, and the
-	 * change before t must still be in the list. */
-	for (int k = 0; k < 5; k++) {
-		int64_t yy = y - 2 + k;
-		ch[n++] = (struct rule_change){
-			rule_local(&r->start, yy) - r->std_off, true};
-		ch[n++] = (struct rule_change){
-			rule_local(&r->end, yy) - r->dst_off, false};
+	int64_t k = (t - CYCLE_BASE_S) / CYCLE_S;
+	if ((t - CYCLE_BASE_S) % CYCLE_S < 0)
+		k--;
+	int64_t shift = k * CYCLE_S, tt = t - shift;
+	/* cyc[lo] <= tt < cyc[hi]; both exist (see CYCLE_BASE_S). */
+	int lo = 0, hi = r->n_cyc - 1;
+	while (hi - lo > 1) {
+		int mid = lo + (hi - lo) / 2;
+		if (r->cyc[mid] <= tt)
+			lo = mid;
+		else
+			hi = mid;
 	}
-	/* Insertion sort: 10 items, nearly sorted. */
-	for (int i = 1; i < n; i++)
-		for (int j = i; j > 0 && ch[j - 1].at > ch[j].at; j--) {
-			struct rule_change tmp = ch[j];
-			ch[j] = ch[j - 1];
-			ch[j - 1] = tmp;
-		}
-	int i = 0;
-	while (i + 1 < n && ch[i + 1].at <= t)
-		i++;
-	bool dst = ch[i].at <= t ? ch[i].to_dst : !ch[0].to_dst;
-	o->start_s = ch[i].at <= t ? ch[i].at : INT64_MIN;
-	o->end_s = INT64_MAX;
-	for (int j = i; j < n; j++)
-		if (ch[j].at > t) {
-			o->end_s = ch[j].at;
-			o->next_off_s = ch[j].to_dst ? r->dst_off : r->std_off;
-			break;
-		}
+	bool dst = (lo & 1) == r->cyc_first_off;
+	o->start_s = r->cyc[lo] + shift;
+	o->end_s = r->cyc[hi] + shift;
 	o->off_s = dst ? r->dst_off : r->std_off;
-	o->prev_off_s = dst ? r->std_off : r->dst_off;
-	if (o->end_s == INT64_MAX)
-		o->next_off_s = o->off_s;
+	o->prev_off_s = o->next_off_s = dst ? r->std_off : r->dst_off;
 	o->is_dst = dst;
 	o->abbr = dst ? r->dst_abbr : r->std_abbr;
 }
@@ -634,6 +641,7 @@ static void zone_free(struct sc_zone *z)
 		return;
 	free(z->at);
 	free(z->type);
+	free(z->rule.cyc);
 	free(z);
 }
 

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "clock.h"
 #include "testutil.h"
@@ -427,6 +428,76 @@ static void posix_rules(void **state)
 	}
 }
 
+/* A POSIX rule's span comes from one 400-year table of its changes
+ * (tz.c rule_span): instants far from the table's cycle (2000-2400), on
+ * both sides of its edges and in other centuries, get the offset glibc
+ * computes for the same rule (glibc applies rules from 1970 on), each
+ * span holds its instant, and the span of the same instant 400 and 800
+ * years earlier is the same span moved by as much. */
+static void rules_agree_with_libc_in_every_cycle(void **state)
+{
+	static const char *const rules[] = {
+		"EST5EDT,M3.2.0,M11.1.0",
+		"<+1030>-10:30<+11>-11,M10.1.0,M4.1.0",
+		"XST5XDT,J60/2,300/2",
+		"CET-1CEST,M3.5.0,M10.5.0/3",
+	};
+	static const char *const edges[] = {
+		"1999-12-31T12:00:00Z", "2000-01-01T00:00:00Z",
+		"2399-12-31T12:00:00Z", "2400-01-01T00:00:00Z",
+		"2800-03-01T00:00:00Z", "2800-10-01T00:00:00Z",
+		"9999-06-01T00:00:00Z", "1970-03-01T00:00:00Z",
+	};
+	const int64_t cycle = INT64_C(146097) * 86400;
+	const char *old = getenv("TZ");
+	char *saved = old ? strdup(old) : NULL;
+
+	for (size_t i = 0; i < sizeof(rules) / sizeof(rules[0]); i++) {
+		const struct sc_zone *z;
+		assert_int_equal(tz_load_rule(rules[i], &z, NULL), 0);
+		setenv("TZ", rules[i], 1);
+		tzset();
+		uint64_t x = 0x9e3779b97f4a7c15u + i;
+		for (int k = 0; k < 4000; k++) {
+			int64_t t;
+			if (k < (int)(sizeof(edges) / sizeof(edges[0])) * 200) {
+				/* Every 6 h 7 min over 50 days around an edge. */
+				int e = k / 200;
+				t = iso(edges[e]) / 1000 - 25 * 86400 +
+				    (int64_t)(k % 200) * 22020;
+			} else {
+				x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+				/* Years 1970 to 2770. */
+				t = (int64_t)(x % (UINT64_C(800) * 31556952));
+			}
+			time_t tt = (time_t)t;
+			struct tm tm;
+			assert_non_null(localtime_r(&tt, &tm));
+			struct tz_span sp;
+			tz_span_at(z, t, &sp);
+			if (sp.off_s != tm.tm_gmtoff)
+				fail_msg("%s at %lld: ours %d, libc %ld",
+					 rules[i], (long long)t, sp.off_s,
+					 (long)tm.tm_gmtoff);
+			assert_true(sp.start_s <= t && t < sp.end_s);
+			assert_int_not_equal(sp.prev_off_s, sp.off_s);
+			for (int back = 1; back <= 2; back++) {
+				struct tz_span sb;
+				tz_span_at(z, t - back * cycle, &sb);
+				assert_int_equal(sb.off_s, sp.off_s);
+				assert_true(sb.start_s == sp.start_s - back * cycle);
+				assert_true(sb.end_s == sp.end_s - back * cycle);
+			}
+		}
+	}
+	if (saved)
+		setenv("TZ", saved, 1);
+	else
+		unsetenv("TZ");
+	tzset();
+	free(saved);
+}
+
 static void builtin_and_local(void **state)
 {
 	const struct sc_zone *u = sc_zone_utc();
@@ -520,6 +591,7 @@ int main(void)
 		cmocka_unit_test(tzdir_and_handmade_files),
 		cmocka_unit_test(slim_file_from_zic),
 		cmocka_unit_test(posix_rules),
+		cmocka_unit_test(rules_agree_with_libc_in_every_cycle),
 		cmocka_unit_test(builtin_and_local),
 		cmocka_unit_test(out_of_memory_is_reported),
 		cmocka_unit_test(threads_agree),
