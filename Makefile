@@ -11,6 +11,7 @@
 #   make tsan         the threaded suites only (daemon, HTTP, ...) under TSan
 #   make soak         the long runs (SURECRON_SOAK_SECONDS, default 3600)
 #   make bench        benchmarks, with the peers named in the issues
+#   make budget       instruction budgets under callgrind (bench/budgets.txt)
 #   make lint         cppcheck and clang-tidy
 #   make valgrind     the CLI's main paths under valgrind
 #   make example      build and run surecron on examples/surecron.yaml
@@ -38,7 +39,7 @@ SUBMAKE = $(MAKE) --no-print-directory -f Makefile
 
 .PHONY: all test check asan bench lint example install uninstall clean deps \
 	deps-test deps-bench need need-test need-bench _all _test _bench soak \
-	man valgrind tsan _tsan test-release _test_release
+	man valgrind tsan _tsan test-release _test_release budget _budget
 
 all: need
 	@$(SUBMAKE) _all MODE=release
@@ -291,6 +292,12 @@ _test_release: $(BIN) $(REL_BIN)
 	@SURECRON_BIN=$(abspath $(BIN)) SURECRON_BUILD=$(abspath $(B)) \
 		SC_PG_FSYNC=off \
 		sh tests/pg_server.sh run bash tests/run.sh $(REL_BIN)
+
+# Instruction counts, not times: CI checks them (bench/budget.sh says why).
+budget: need
+	@$(SUBMAKE) _budget MODE=release
+_budget: $(BIN) $(B)/bench/bench_queue $(B)/bench/bench_cron
+	@sh bench/budget.sh $(B)
 
 _bench: $(BIN) $(BENCH_BIN)
 	@SURECRON_BIN=$(abspath $(BIN)) SURECRON_BUILD=$(abspath $(B)) \

@@ -8,6 +8,10 @@
  * CHAIN steps so that sparse expressions (29 February) stay in range; the
  * peers do exactly the same. Each case runs for about TARGET_NS after a
  * warm-up. With --tsv the lines are "kind<TAB>zone<TAB>expr<TAB>ns".
+ *
+ * bench_cron --calls N ZONE EXPR runs that one next() case exactly N
+ * times and prints nothing timed: the instruction budget (bench/budget.sh)
+ * counts it under callgrind, where a time-bound loop would not repeat.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -101,10 +105,32 @@ static double parse_fn(const void *a, long n)
 	return run_parse(a, n);
 }
 
+/* --calls N ZONE EXPR: one case, N calls, for counting instructions. */
+static int calls_only(int argc, char **argv)
+{
+	struct sc_err err = {0};
+	struct next_arg na;
+
+	if (argc != 5 || atol(argv[2]) <= 0) {
+		fprintf(stderr, "usage: bench_cron --calls N ZONE EXPR\n");
+		return 2;
+	}
+	if (sc_zone_load(argv[3], &na.z, &err) != 0 ||
+	    sc_cron_parse(argv[4], &na.c, &err) != 0) {
+		fprintf(stderr, "bench_cron: %s\n", err.msg);
+		return 1;
+	}
+	run_next(&na.c, na.z, atol(argv[2]));
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	bool tsv = argc > 1 && strcmp(argv[1], "--tsv") == 0;
 	struct sc_err err = {0};
+
+	if (argc > 1 && strcmp(argv[1], "--calls") == 0)
+		return calls_only(argc, argv);
 
 	for (size_t e = 0; e < sizeof(exprs) / sizeof(exprs[0]); e++) {
 		double ns = measure(parse_fn, exprs[e]);

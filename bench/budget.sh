@@ -1,0 +1,106 @@
+#!/bin/sh
+# bench/budget.sh - instruction budgets, counted with callgrind.
+#
+# A timed test drifts with the machine and with whatever else runs on it;
+# an instruction count does not: callgrind gives the same total for the
+# same binary, inputs and libraries whatever the other core does. So the
+# costs the queue and the scheduler are judged by (issue 45) are guarded
+# here as instructions, each against its budget in bench/budgets.txt, and
+# CI fails when one is exceeded:
+#
+#   claim_complete  one job claimed and completed on SQLite, durable
+#                   settings as shipped: bench_queue's one-worker case over
+#                   2,000 jobs of one schedule, the worker process's count
+#                   less the parent's (the parent enqueued them), per job;
+#   next_*          one sc_cron_next() call of a case of bench_cron, the
+#                   difference between 2,000 and 1,000 calls over 1,000
+#                   (the zone load and the start cancel out);
+#   check_per_schedule
+#                   `surecron check` of a config of 6,000 schedules less one
+#                   of 1,000 (bench/gen_config.py), per schedule.
+#
+# Usage: bench/budget.sh [BUILD]  (BUILD: the release build's folder,
+# default build; `make budget` builds it and runs this). Prints one line a
+# budget and the total line "N passed, N failed".
+set -u
+cd "$(dirname "$0")/.."
+build=${1:-${SURECRON_BUILD:-build}}
+budgets=bench/budgets.txt
+passed=0 failed=0
+
+for tool in valgrind python3; do
+  command -v "$tool" >/dev/null 2>&1 || {
+    echo "budget.sh: $tool is missing (sh scripts/install-deps.sh test)" >&2
+    exit 1
+  }
+done
+for f in "$build/surecron" "$build/bench/bench_queue" "$build/bench/bench_cron"; do
+  [ -x "$f" ] || { echo "budget.sh: $f is missing (run make budget)" >&2; exit 1; }
+done
+work=$(mktemp -d /tmp/surecron-budget-XXXXXX)
+trap 'rm -rf "$work"' EXIT
+
+# count OUT CMD...: runs CMD under callgrind (children too, one file each)
+# and prints the totals of the files, one a line, in the order of the pids.
+count() {
+  out=$1
+  shift
+  mkdir -p "$work/$out"
+  valgrind --tool=callgrind --trace-children=yes \
+    --callgrind-out-file="$work/$out/cg.%p" "$@" >"$work/$out.log" 2>&1 || {
+    echo "budget.sh: '$*' failed under callgrind:" >&2
+    tail -n 20 "$work/$out.log" >&2
+    return 1
+  }
+  for f in $(ls "$work/$out" | sort -t. -k2 -n); do
+    sed -n 's/^totals: //p' "$work/$out/$f"
+  done
+}
+
+# judge NAME VALUE: compares with NAME's budget and prints one line.
+judge() {
+  limit=$(awk -v n="$1" '$1 == n {print $2}' "$budgets")
+  if [ -z "$limit" ]; then
+    echo "budget $1: no budget in $budgets"
+    failed=$((failed + 1))
+  elif [ "$2" -le "$limit" ]; then
+    echo "budget $1: $2 instructions (budget $limit) ok"
+    passed=$((passed + 1))
+  else
+    echo "budget $1: $2 instructions, over the budget of $limit: FAILED"
+    failed=$((failed + 1))
+  fi
+}
+
+# Claim + complete. bench_queue forks its worker after the enqueue; the
+# worker's file holds the parent's count up to the fork, so the
+# difference is the worker's own work.
+jobs=2000
+if totals=$(count queue "$build/bench/bench_queue" "$work" "$jobs" 1); then
+  parent=$(echo "$totals" | head -n 1) child=$(echo "$totals" | tail -n 1)
+  judge claim_complete $(( (child - parent) / jobs ))
+else
+  failed=$((failed + 1))
+fi
+
+# next(): the cheapest cases and the dearest (29 February past a zone's
+# table, where the POSIX rule takes over).
+for c in "UTC|*/5 * * * *|next_utc_every5" \
+  "America/New_York|0 0 29 2 *|next_ny_leap_day" \
+  "America/New_York|0 9 1 * *|next_ny_monthly"; do
+  zone=${c%%|*} rest=${c#*|}
+  expr=${rest%%|*} name=${rest#*|}
+  a=$(count "$name-1" "$build/bench/bench_cron" --calls 1000 "$zone" "$expr") &&
+    b=$(count "$name-2" "$build/bench/bench_cron" --calls 2000 "$zone" "$expr") &&
+    judge "$name" $(( (b - a) / 1000 )) || failed=$((failed + 1))
+done
+
+# The config load, per schedule.
+python3 bench/gen_config.py --schedules 1000 --fragments 1 --out "$work/c1" >/dev/null &&
+  python3 bench/gen_config.py --schedules 6000 --fragments 2 --out "$work/c6" >/dev/null &&
+  a=$(count check1 "$build/surecron" check --config "$work/c1/surecron.yaml") &&
+  b=$(count check6 "$build/surecron" check --config "$work/c6/surecron.yaml") &&
+  judge check_per_schedule $(( (b - a) / 5000 )) || failed=$((failed + 1))
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
