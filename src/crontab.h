@@ -29,6 +29,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "buf.h"
 #include "err.h"
 
 /* One job line. */
@@ -83,5 +84,28 @@ void crontab_dispose(struct crontab *c);
  * at most max - 1 bytes (max >= 8) into out. Never empty ("job").
  */
 void crontab_job_name(const char *command, char *out, size_t max);
+
+/* What crontab_yaml writes around the jobs. */
+struct crontab_yaml_opts {
+	const char *source;     /* where the crontab came from, named in the
+				   first comment (any bytes: escaped) */
+	const char *store;      /* the store URL; NULL: sqlite:./surecron.db */
+	const char *from;       /* the mail targets' sender (a mail address) */
+};
+
+/*
+ * Appends to out the surecron.yaml of c (crontab_yaml.c says how each
+ * line is carried over): printable ASCII only, one schedule per job line
+ * that can be carried, every other line listed at the end in a comment
+ * with its reason. For any c the text loads (config_parse) with exactly
+ * those schedules and nothing else. *n_sched and *n_skip get the
+ * schedules written and the lines listed. Returns 0; SC_EINVAL when
+ * o->from is not a mail address or o->store not UTF-8; SC_ENOMEM, or
+ * SC_ETOOBIG past out's cap (out then holds part of the text). Thread-
+ * safe.
+ */
+int crontab_yaml(const struct crontab *c, const struct crontab_yaml_opts *o,
+		 struct buf *out, size_t *n_sched, size_t *n_skip,
+		 struct sc_err *err);
 
 #endif
