@@ -350,6 +350,11 @@ static void one_line(struct rd *r, int line, const char *raw, bool system,
 				note(r, line, raw, "a variable name surecron "
 				     "cannot pass to a task (letters, digits "
 				     "and '_', not starting with a digit)");
+			else if (strncmp(nm, "SURECRON_", 9) == 0)
+				/* The task loader's rule (config.c): these
+				 * are surecron's to set. */
+				note(r, line, raw, "SURECRON_* variables are "
+				     "set by surecron itself");
 			else
 				set_env(r, name, n_name, value);
 		}

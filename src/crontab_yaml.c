@@ -246,7 +246,9 @@ static int job_text(const struct crontab_job *j, struct job_text *t)
 		t->cmd = quote(j->command, &rc);
 	if (!rc && j->shell)
 		t->shell = quote(j->shell, &rc);
-	if (!rc && j->input)
+	/* An empty input ("cmd%") is an empty stdin: what a task reads
+	 * from /dev/null (and an empty argument is refused at load). */
+	if (!rc && j->input && *j->input)
 		t->input = quote(j->input, &rc);
 	for (size_t i = 0; !rc && i < t->n_env; i++) {
 		const char *eq = strchr(j->env[i], '=');
@@ -266,7 +268,7 @@ static int job_text(const struct crontab_job *j, struct job_text *t)
 		return rc;
 	/* cron takes some lines surecron refuses: an expression that never
 	 * fires (cron keeps it and never runs it), a zone it cannot read,
-	 * an empty SHELL (cron cannot exec it either). */
+	 * a SHELL that names no absolute path. */
 	struct sc_cron cr;
 	struct sc_err err = {0};
 	const struct sc_zone *z = NULL;
@@ -279,9 +281,13 @@ static int job_text(const struct crontab_job *j, struct job_text *t)
 			 err.msg);
 		return 0;
 	}
-	if (j->shell && !*j->shell) {
-		snprintf(t->why, sizeof(t->why), "SHELL is empty: no shell to "
-			 "run the command");
+	if (j->shell && j->shell[0] != '/') {
+		/* cron execs SHELL as written, from the user's home folder;
+		 * surecron would look a bare name up on PATH and a relative
+		 * path up in the config's folder: another program. */
+		snprintf(t->why, sizeof(t->why), "SHELL is not an absolute "
+			 "path: cron runs it from the user's home folder, "
+			 "surecron would not find the same program");
 		return 0;
 	}
 	t->ok = true;
