@@ -156,11 +156,29 @@ struct mail {
 	char name[NAME_SIZE];
 };
 
+/* The mail targets by MAILTO value: open addressing over mails[], index
+ * + 1, 0 empty; room for every job's. */
+struct mail_index {
+	size_t *slot;
+	size_t mask;
+};
+
+static size_t *mail_slot(const struct mail_index *mi, const struct mail *m,
+			 const char *mailto)
+{
+	size_t i = (size_t)hash(mailto) & mi->mask;
+
+	while (mi->slot[i] && strcmp(m[mi->slot[i] - 1].mailto, mailto) != 0)
+		i = (i + 1) & mi->mask;
+	return &mi->slot[i];
+}
+
 /* The quoted scalars of one job; all set when ok. */
 struct job_text {
 	char *spec, *tz, *cmd, *shell, *input;
 	char **env_k, **env_v;  /* quoted names and values, as j->env */
 	size_t n_env;
+	size_t mail;            /* its mail target: index + 1, 0 none */
 	bool ok;
 	char why[SC_ERR_MSG_MAX + 64]; /* !ok: the reason, for the note */
 };
@@ -399,11 +417,15 @@ int crontab_yaml(const struct crontab *c, const struct crontab_yaml_opts *o,
 	struct job_text *tx = calloc(c->n_jobs + 1, sizeof(*tx));
 	struct mail *mails = calloc(c->n_jobs + 1, sizeof(*mails));
 	struct names ns;
+	struct mail_index mi = {0};
 	char *sq = NULL, *fq = NULL;
 	size_t n_mail = 0, ns_ = 0, nk = c->n_notes;
 	int rc = names_init(&ns, 2 * c->n_jobs + 1);
 
-	if (rc || !tx || !mails) {
+	/* Twice the names' table: as many slots as that has for 2n + 1. */
+	mi.mask = ns.mask;
+	mi.slot = calloc(mi.mask + 1, sizeof(*mi.slot));
+	if (rc || !tx || !mails || !mi.slot) {
 		rc = SC_ENOMEM;
 		goto done;
 	}
@@ -428,17 +450,16 @@ int crontab_yaml(const struct crontab *c, const struct crontab_yaml_opts *o,
 			goto done;
 		if (!tx[i].ok || !j->mailto || !*j->mailto)
 			continue;
-		struct mail *m = NULL;
-		for (size_t k = 0; k < n_mail && !m; k++)
-			if (strcmp(mails[k].mailto, j->mailto) == 0)
-				m = &mails[k];
-		if (m)
+		size_t *slot = mail_slot(&mi, mails, j->mailto);
+		if (*slot) {
+			tx[i].mail = *slot;
 			continue;
+		}
 		/* A MAILTO seen for the first time: its recipients decide
 		 * whether the line can be carried. A value refused once is
 		 * refused again for each of its lines, which is as costly
 		 * as the lines are. */
-		m = &mails[n_mail];
+		struct mail *m = &mails[n_mail];
 		rc = recipients(j->mailto, &m->to, tx[i].why,
 				sizeof(tx[i].why));
 		if (rc == SC_EINVAL) {
@@ -453,7 +474,7 @@ int crontab_yaml(const struct crontab *c, const struct crontab_yaml_opts *o,
 		m->mailto = j->mailto;
 		snprintf(m->name, sizeof(m->name), "%s",
 			 names_unique(&ns, base));
-		n_mail++;
+		tx[i].mail = *slot = ++n_mail;
 	}
 
 	rc = buf_adds(out, "# surecron.yaml imported from a crontab by "
@@ -491,11 +512,8 @@ int crontab_yaml(const struct crontab *c, const struct crontab_yaml_opts *o,
 		const struct crontab_job *j = &c->jobs[i];
 		if (!tx[i].ok)
 			continue;
-		const struct mail *m = NULL;
-		for (size_t k = 0; j->mailto && *j->mailto && k < n_mail && !m;
-		     k++)
-			if (strcmp(mails[k].mailto, j->mailto) == 0)
-				m = &mails[k];
+		const struct mail *m = tx[i].mail ? &mails[tx[i].mail - 1]
+						  : NULL;
 		char base[NAME_LEN + 1];
 		crontab_job_name(j->command, base, sizeof(base));
 		rc = write_job(out, j, &tx[i], names_unique(&ns, base), m);
@@ -521,6 +539,7 @@ done:
 		free(mails[i].to);
 	free(tx);
 	free(mails);
+	free(mi.slot);
 	free(sq);
 	free(fq);
 	names_dispose(&ns);
