@@ -268,14 +268,15 @@ static int job_text(const struct crontab_job *j, struct job_text *t)
 	 * from /dev/null (and an empty argument is refused at load). */
 	if (!rc && j->input && *j->input)
 		t->input = quote(j->input, &rc);
-	for (size_t i = 0; !rc && i < t->n_env; i++) {
-		const char *eq = strchr(j->env[i], '=');
+	/* NAME=VALUE, NAME shorter than 128 bytes (crontab.c). */
+	for (size_t i = 0; !rc && j->env && i < t->n_env; i++) {
+		const char *kv = j->env[i], *eq = strchr(kv, '=');
 		char name[256];
 		snprintf(name, sizeof(name), "%.*s",
-			 (int)(eq - j->env[i]), j->env[i]);
+			 (int)(eq ? (size_t)(eq - kv) : strlen(kv)), kv);
 		t->env_k[i] = quote(name, &rc);
 		if (!rc)
-			t->env_v[i] = quote(eq + 1, &rc);
+			t->env_v[i] = quote(eq ? eq + 1 : "", &rc);
 	}
 	if (rc == SC_EINVAL) {
 		snprintf(t->why, sizeof(t->why), "not valid UTF-8: surecron's "
