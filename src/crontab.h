@@ -13,8 +13,8 @@
  *   - a job line is five fields or a macro (@hourly ... @yearly), the user
  *     in the system format, then the command: the rest of the line;
  *   - in the command, an unescaped '%' ends the command and starts its
- *     standard input, in which each further '%' is a newline; "\%" is a
- *     literal '%' in both.
+ *     standard input, in which each further '%' is a newline and which
+ *     ends with a newline; "\%" is a literal '%' in both.
  * What cron would do but surecron cannot carry over becomes a note with
  * its line: @reboot, another user's line, a line ending in a backslash
  * (cron has no continuation lines: the next line is a line of its own),
@@ -42,7 +42,9 @@ struct crontab_job {
 	char *command;          /* what cron hands to the shell: up to the
 				   first unescaped '%', "\%" made '%' */
 	char *input;            /* standard input after the first '%' (each
-				   further '%' a newline), or NULL */
+				   further '%' a newline, and one at the
+				   end when it has none, as cron writes
+				   it), or NULL */
 	/* The variables in effect at this line (set on lines above it). */
 	char *mailto;           /* NULL: never set; "": set empty (no mail) */
 	char *tz;               /* CRON_TZ, else TZ, or NULL */
