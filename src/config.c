@@ -1091,11 +1091,9 @@ static const char *const ambiguous_names[] = {"resend", "hold", NULL};
 /* In the order of enum notice_policy. */
 static const char *const notice_names[] = {"every", "final", "none", NULL};
 
-/* A mail address as the email target takes it: local@domain, printable
- * ASCII with no space, no angle bracket, no comma and one '@' that is
- * neither first nor last. Anything else could not travel in a header or
- * an SMTP command as it is, and a CR or LF would inject one. */
-static bool mail_address_ok(const char *a)
+/* Anything but config.h's form of a mail address could not travel in a
+ * header or an SMTP command as it is, and a CR or LF would inject one. */
+bool config_mail_address_ok(const char *a)
 {
 	const char *at = strchr(a, '@');
 
@@ -1120,7 +1118,7 @@ static void parse_email(struct pc *pc, const struct config_node *v,
 		bad(pc, v, path, "username_env and password_env go together "
 		    "(both, or neither for a server with no login)");
 	if (get_str(pc, v, path, "from", true, &t->mail_from) == 1 &&
-	    !mail_address_ok(t->mail_from)) {
+	    !config_mail_address_ok(t->mail_from)) {
 		pjoin(kp, sizeof(kp), path, "from");
 		bad(pc, config_yaml_get(v, "from"), kp, "not a mail address "
 		    "(local@domain, no spaces or brackets)");
@@ -1134,7 +1132,7 @@ static void parse_email(struct pc *pc, const struct config_node *v,
 	if (get_strv(pc, v, path, "to", true, &t->mail_to, NULL) != 1)
 		return;
 	for (size_t i = 0; t->mail_to[i]; i++)
-		if (!mail_address_ok(t->mail_to[i])) {
+		if (!config_mail_address_ok(t->mail_to[i])) {
 			pindex(ip, sizeof(ip), kp, i);
 			bad(pc, to->kids[i], ip, "not a mail address "
 			    "(local@domain, no spaces or brackets)");

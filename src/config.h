@@ -182,6 +182,11 @@ int config_env_apply(struct schedule_spec *s);
 /* True for a valid environment variable name: [A-Za-z_][A-Za-z0-9_]*. */
 bool config_env_name_valid(const char *name);
 
+/* True when a is a mail address as the email target takes it
+ * (`from:`, `to:`): local@domain, printable ASCII with no space, no angle
+ * bracket, no comma and one '@' that is neither first nor last. */
+bool config_mail_address_ok(const char *a);
+
 /* Parses `http.listen` ("host:port", "[v6]:port"; host an IP literal or
  * localhost) into *ss and *len, and says whether it is a loopback address.
  * Returns 0, or -1 when listen is not such an address. */

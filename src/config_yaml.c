@@ -16,6 +16,12 @@
  *     (CONFIG_MAX_NODES), so a 1 MiB file cannot cost more than a bounded
  *     amount of memory and stack.
  *   - Exactly one document; keys are scalars; no value holds a NUL.
+ *   - NEL, LS and PS (U+0085, U+2028, U+2029) appear only inside quoted
+ *     scalars: YAML ends a line at each, so anywhere else one would end a
+ *     comment or a value where no reader of the file sees a line end
+ *     (issue 44: a crontab line injected keys that way). The pre-scan
+ *     notes where they are, the tree builder checks each against the
+ *     quoted scalars libyaml reports.
  *   - Every failure appends a problem before returning NULL, and a
  *     partial tree is freed: the caller never gets half a document.
  *   - A tree lives in one arena (chunks of at least 64 KiB) that its root
@@ -44,8 +50,35 @@
  * breaks, both as libyaml's do. *end_line and *end_col get the position
  * after the last character.
  */
+/* Where one NEL, LS or PS is, and which. */
+struct ubreak {
+	int line, col;
+	uint32_t cp;
+};
+
+/* The NEL, LS and PS of a file, in file order. */
+struct ubreaks {
+	struct ubreak *v;
+	size_t n, cap, next;    /* next: the first not yet seen by build */
+};
+
+static int ubreak_add(struct ubreaks *u, int line, int col, uint32_t cp)
+{
+	if (u->n == u->cap) {
+		size_t ncap = u->cap ? u->cap * 2 : 8;
+		struct ubreak *v = realloc(u->v, ncap * sizeof(*v));
+		if (!v)
+			return -1;
+		u->v = v;
+		u->cap = ncap;
+	}
+	u->v[u->n++] = (struct ubreak){line, col, cp};
+	return 0;
+}
+
 static int prescan(const unsigned char *s, size_t n,
-		   struct config_problems *probs, int *end_line, int *end_col)
+		   struct config_problems *probs, struct ubreaks *ub,
+		   int *end_line, int *end_col)
 {
 	int line = 1, col = 1;
 	bool at_indent = true;
@@ -100,6 +133,10 @@ static int prescan(const unsigned char *s, size_t n,
 			 * (issue 11). A tab on a blank line is harmless. */
 			if (cp == '\r' && i + 1 < n && s[i + 1] == '\n')
 				len = 2;
+			if (cp > 0x7F && ubreak_add(ub, line, col, cp)) {
+				config_problem_oom(probs);
+				return -1;
+			}
 			line++;
 			col = 1;
 			at_indent = true;
@@ -203,9 +240,51 @@ struct ybuild {
 	struct config_arena *arena;
 	int end_line, end_col; /* the position after the last character */
 	struct config_problems *probs;
+	struct ubreaks *ub;
 	size_t n_nodes;
 	bool oom;
 };
+
+/* True when position a comes before b. */
+static bool pos_before(int la, int ca, int lb, int cb)
+{
+	return la < lb || (la == lb && ca < cb);
+}
+
+/*
+ * Refuses the first NEL, LS or PS not yet seen when it comes before
+ * (line, col), the start of the next thing the parser read: the scalars
+ * that may hold one are passed over by skip_quoted. Returns -1 after
+ * recording the problem, 0 when there is none.
+ */
+static int ubreak_check(struct ybuild *b, int line, int col)
+{
+	struct ubreaks *u = b->ub;
+
+	if (u->next >= u->n ||
+	    !pos_before(u->v[u->next].line, u->v[u->next].col, line, col))
+		return 0;
+	const struct ubreak *k = &u->v[u->next];
+	const char *esc = k->cp == 0x85 ? "\\N" : k->cp == 0x2028 ? "\\L"
+								: "\\P";
+	config_problem_add(b->probs, k->line, k->col,
+			   "line break U+%04X outside a quoted string: YAML "
+			   "ends a line there that a reader of the file does "
+			   "not see (inside double quotes, write it as %s)",
+			   (unsigned)k->cp, esc);
+	return -1;
+}
+
+/* Passes over the breaks inside a quoted scalar that ends before (line,
+ * col): they are part of its value. */
+static void skip_quoted(struct ybuild *b, int line, int col)
+{
+	struct ubreaks *u = b->ub;
+
+	while (u->next < u->n &&
+	       pos_before(u->v[u->next].line, u->v[u->next].col, line, col))
+		u->next++;
+}
 
 /*
  * libyaml's mark as a 1-based position inside the file. At the end of a
@@ -234,6 +313,10 @@ static void yaml_problem(struct ybuild *b)
 
 	mark_pos(b, &p->problem_mark, &line, &col);
 
+	/* A NEL, LS or PS before the error is the likelier cause, and the
+	 * one a reader cannot see. */
+	if (p->error != YAML_MEMORY_ERROR && ubreak_check(b, line, col + 1))
+		return;
 	if (p->error == YAML_MEMORY_ERROR) {
 		b->oom = true;
 		config_problem_oom(b->probs);
@@ -327,7 +410,11 @@ static int node_push(struct ybuild *b, struct config_node *parent,
 static struct config_node *build(struct ybuild *b, yaml_event_t *ev, int depth)
 {
 	struct config_node *n = NULL;
+	int sl, sc;
 
+	mark_pos(b, &ev->start_mark, &sl, &sc);
+	if (ubreak_check(b, sl, sc))
+		goto fail;
 	if (depth > CONFIG_MAX_DEPTH) {
 		config_problem_add(b->probs, (int)ev->start_mark.line + 1,
 				   (int)ev->start_mark.column + 1,
@@ -357,6 +444,12 @@ static struct config_node *build(struct ybuild *b, yaml_event_t *ev, int depth)
 			b->oom = true;
 			config_problem_oom(b->probs);
 			goto fail;
+		}
+		if (ev->data.scalar.style == YAML_SINGLE_QUOTED_SCALAR_STYLE ||
+		    ev->data.scalar.style == YAML_DOUBLE_QUOTED_SCALAR_STYLE) {
+			int el, ec;
+			mark_pos(b, &ev->end_mark, &el, &ec);
+			skip_quoted(b, el, ec);
 		}
 		n->is_null = ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
 			     (len == 0 || strcmp(n->str, "~") == 0 ||
@@ -430,10 +523,11 @@ fail:
 /* Parses the text into one document's root node. NULL after a problem. */
 static struct config_node *parse_tree(const char *text, size_t len,
 				      int end_line, int end_col,
+				      struct ubreaks *ub,
 				      struct config_problems *probs)
 {
 	struct ybuild b = {.probs = probs, .end_line = end_line,
-			   .end_col = end_col};
+			   .end_col = end_col, .ub = ub};
 	struct config_node *root = NULL;
 	yaml_event_t ev;
 
@@ -481,6 +575,9 @@ static struct config_node *parse_tree(const char *text, size_t len,
 		goto fail;
 	}
 	yaml_event_delete(&ev);
+	/* One after the last value (in a comment at the end, say). */
+	if (ubreak_check(&b, INT32_MAX, INT32_MAX))
+		goto fail;
 	goto done;
 fail:
 	root = NULL;
@@ -497,11 +594,14 @@ struct config_node *config_yaml_parse(const char *text, size_t len,
 				      struct config_problems *probs)
 {
 	int end_line, end_col;
+	struct ubreaks ub = {0};
+	struct config_node *root = NULL;
 
-	if (prescan((const unsigned char *)text, len, probs, &end_line,
-		    &end_col))
-		return NULL;
-	return parse_tree(text, len, end_line, end_col, probs);
+	if (prescan((const unsigned char *)text, len, probs, &ub, &end_line,
+		    &end_col) == 0)
+		root = parse_tree(text, len, end_line, end_col, &ub, probs);
+	free(ub.v);
+	return root;
 }
 
 /* ------------------------------------------------------------------ */

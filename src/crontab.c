@@ -158,7 +158,8 @@ static bool is_assignment(char *buf, char **name, size_t *n_name,
 }
 
 /* The command and its input from the rest of a job line (crontab(5)'s
- * rule for '%'). */
+ * rule for '%'). cron ends a non-empty input with a newline when it does
+ * not end with one (do_command.c writes one after the last character). */
 static void split_command(struct rd *r, const char *s, char **cmd,
 			  char **input)
 {
@@ -177,7 +178,7 @@ static void split_command(struct rd *r, const char *s, char **cmd,
 		} else if (*p == '%') {
 			if (!in) {
 				c[k] = '\0';
-				if (!(in = malloc(n + 1))) {
+				if (!(in = malloc(n + 2))) {
 					r->oom = true;
 					free(c);
 					return;
@@ -190,6 +191,8 @@ static void split_command(struct rd *r, const char *s, char **cmd,
 			(in ? in : c)[k++] = *p;
 		}
 	}
+	if (in && k > 0 && in[k - 1] != '\n')
+		in[k++] = '\n';
 	(in ? in : c)[k] = '\0';
 	*cmd = c;
 	*input = in;
@@ -350,6 +353,11 @@ static void one_line(struct rd *r, int line, const char *raw, bool system,
 				note(r, line, raw, "a variable name surecron "
 				     "cannot pass to a task (letters, digits "
 				     "and '_', not starting with a digit)");
+			else if (strncmp(nm, "SURECRON_", 9) == 0)
+				/* The task loader's rule (config.c): these
+				 * are surecron's to set. */
+				note(r, line, raw, "SURECRON_* variables are "
+				     "set by surecron itself");
 			else
 				set_env(r, name, n_name, value);
 		}

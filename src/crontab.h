@@ -13,8 +13,8 @@
  *   - a job line is five fields or a macro (@hourly ... @yearly), the user
  *     in the system format, then the command: the rest of the line;
  *   - in the command, an unescaped '%' ends the command and starts its
- *     standard input, in which each further '%' is a newline; "\%" is a
- *     literal '%' in both.
+ *     standard input, in which each further '%' is a newline and which
+ *     ends with a newline; "\%" is a literal '%' in both.
  * What cron would do but surecron cannot carry over becomes a note with
  * its line: @reboot, another user's line, a line ending in a backslash
  * (cron has no continuation lines: the next line is a line of its own),
@@ -29,6 +29,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "buf.h"
 #include "err.h"
 
 /* One job line. */
@@ -41,7 +42,9 @@ struct crontab_job {
 	char *command;          /* what cron hands to the shell: up to the
 				   first unescaped '%', "\%" made '%' */
 	char *input;            /* standard input after the first '%' (each
-				   further '%' a newline), or NULL */
+				   further '%' a newline, and one at the
+				   end when it has none, as cron writes
+				   it), or NULL */
 	/* The variables in effect at this line (set on lines above it). */
 	char *mailto;           /* NULL: never set; "": set empty (no mail) */
 	char *tz;               /* CRON_TZ, else TZ, or NULL */
@@ -83,5 +86,28 @@ void crontab_dispose(struct crontab *c);
  * at most max - 1 bytes (max >= 8) into out. Never empty ("job").
  */
 void crontab_job_name(const char *command, char *out, size_t max);
+
+/* What crontab_yaml writes around the jobs. */
+struct crontab_yaml_opts {
+	const char *source;     /* where the crontab came from, named in the
+				   first comment (any bytes: escaped) */
+	const char *store;      /* the store URL; NULL: sqlite:./surecron.db */
+	const char *from;       /* the mail targets' sender (a mail address) */
+};
+
+/*
+ * Appends to out the surecron.yaml of c (crontab_yaml.c says how each
+ * line is carried over): printable ASCII only, one schedule per job line
+ * that can be carried, every other line listed at the end in a comment
+ * with its reason. For any c the text loads (config_parse) with exactly
+ * those schedules and nothing else. *n_sched and *n_skip get the
+ * schedules written and the lines listed. Returns 0; SC_EINVAL when
+ * o->from is not a mail address or o->store not UTF-8; SC_ENOMEM, or
+ * SC_ETOOBIG past out's cap (out then holds part of the text). Thread-
+ * safe.
+ */
+int crontab_yaml(const struct crontab *c, const struct crontab_yaml_opts *o,
+		 struct buf *out, size_t *n_sched, size_t *n_skip,
+		 struct sc_err *err);
 
 #endif

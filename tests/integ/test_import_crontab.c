@@ -11,12 +11,20 @@
  * environment, SHELL picks the shell. What cannot be carried over is
  * listed with its reason, and hostile bytes can neither break the YAML
  * nor change what it says.
+ *
+ * Issue 44 (checked against 2bbd5b8, where each issue44_ test fails): a
+ * Unicode line break in a line or a newline in the file name cannot add
+ * a key; one odd byte costs its own line at most; a '%' command is one
+ * opaque argument of the shell; naming is linear; and every input of the
+ * fuzz corpus (fuzz/corpus/import) imports to a config that loads with
+ * one schedule per carried line and nothing else.
  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <dirent.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +33,7 @@
 
 #include "clock.h"
 #include "config.h"
+#include "crontab.h"
 #include "spec.h"
 #include "testutil.h"
 
@@ -36,7 +45,7 @@
 #define N_NEXT 5
 
 static char dir[256];
-static char out[1 << 17], errb[1 << 14];
+static char out[1 << 21], errb[1 << 14];
 
 static int setup(void **state)
 {
@@ -97,7 +106,9 @@ static const char *out_path(void)
 	return p;
 }
 
-static void check_passes(void)
+/* `check --strict` of the output passes; returns how many schedules it
+ * says it loaded. */
+static size_t check_passes(void)
 {
 	static const char *env[] = {"SURECRON_SMTP_URL=smtp://127.0.0.1:25",
 				    NULL};
@@ -107,6 +118,10 @@ static void check_passes(void)
 	int rc = tu_run_bin(dir, NULL, env, args, o, sizeof(o), e, sizeof(e));
 	if (rc != 0)
 		fail_msg("check: %d: %s\n--- output ---\n%s", rc, e, out);
+	size_t n = 0;
+	if (sscanf(o, "ok: %zu schedule", &n) != 1)
+		fail_msg("check said: %s", o);
+	return n;
 }
 
 /* The schedule name written after "  # line N: " for line N, or NULL. */
@@ -266,7 +281,8 @@ static void commands_run_as_cron_runs_them(void **state)
 	char got[256], p[320];
 	snprintf(p, sizeof(p), "%s/stdin.txt", dir);
 	tu_slurp(p, got, sizeof(got));
-	assert_string_equal(got, "line one\n50% done");
+	/* cron ends the input with a newline (do_command.c). */
+	assert_string_equal(got, "line one\n50% done\n");
 	snprintf(p, sizeof(p), "%s/env.txt", dir);
 	tu_slurp(p, got, sizeof(got));
 	assert_string_equal(got, "hello world");
@@ -366,6 +382,251 @@ static void names_are_unique_and_readable(void **state)
 	}
 }
 
+/* The config the import printed: printable ASCII (a tab in a comment),
+ * passes `check --strict`, loads with n_sched schedules and nothing a
+ * crontab line could have added. Free with config_free. */
+static struct config *load_imported(size_t n_sched)
+{
+	size_t n_checked = check_passes();
+	if (n_checked != n_sched)
+		fail_msg("check loads %zu schedules, expected %zu:\n%s",
+			 n_checked, n_sched, out);
+	struct config *cfg = NULL;
+	struct sc_err err = {0};
+	if (config_load(out_path(), &cfg, &err) != 0)
+		fail_msg("%s", err.msg);
+	if (cfg->n_schedules != n_sched)
+		fail_msg("%zu schedules, expected %zu:\n%s", cfg->n_schedules,
+			 n_sched, out);
+	assert_null(cfg->http_listen);
+	assert_null(cfg->status_socket);
+	assert_int_equal(cfg->n_files, 1);
+	for (const char *p = out; *p; p++) {
+		unsigned char c = (unsigned char)*p;
+		if (!((c >= 0x20 && c < 0x7f) || c == '\n' || c == '\t'))
+			fail_msg("byte 0x%02X at %td of the output:\n%s", c,
+				 p - out, out);
+	}
+	return cfg;
+}
+
+/* Row 1: NEL, LS and PS in a line, or a newline in the crontab's file
+ * name, ended the comment they were printed in and added keys (another
+ * schedule, `http:`, `include:`) that `check` approved. */
+static void issue44_unicode_breaks_cannot_inject(void **state)
+{
+	(void)state;
+	static const char *const cmds[] = {
+		"echo a\xe2\x80\xa8  evil:\xe2\x80\xa8    cron: \"* * * * *\""
+		"\xe2\x80\xa8    tasks: [{name: x, shell: id}]",
+		"echo b\xc2\x85http: {listen: \"127.0.0.1:8077\"}",
+		"echo c\xe2\x80\xa9include: [\"/tmp/*.yaml\"]",
+		"echo d\xc2\x85status_socket: /tmp/s.sock\xc2\x85#",
+	};
+	/* Each after a plain line, and last: a top-level key injected
+	 * before another schedule would be a syntax error, not a key. */
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+		char text[512];
+		int n = snprintf(text, sizeof(text), "0 1 * * * echo first\n"
+				 "%zu * * * * %s\n", i, cmds[i]);
+		const char *cron = write_file("breaks.cron", text, (size_t)n);
+		const char *args[] = {cron, NULL};
+		assert_int_equal(import(args), 0);
+		struct config *cfg = load_imported(2);
+		assert_null(config_schedule(cfg, "evil"));
+		char name[128];
+		assert_non_null(name_of_line(2, name, sizeof(name)));
+		assert_string_equal(config_schedule(cfg, name)->tasks[0].shell,
+				    cmds[i]);
+		config_free(cfg);
+	}
+	/* What the comment shows of them. */
+	assert_non_null(strstr(out, "# line 2: 3 * * * * echo "
+			       "d\\u0085status_socket:"));
+
+	/* The file name is the crontab author's text too. */
+	static const char fname[] = "x\nhttp: {listen: \"127.0.0.1:8078\"}\n#"
+				    "\xe2\x80\xa8include: [\"*.yaml\"]";
+	const char *named = write_file(fname, "0 1 * * * echo ok\n", 18);
+	const char *a2[] = {named, NULL};
+	assert_int_equal(import(a2), 0);
+	config_free(load_imported(1));
+	assert_non_null(strstr(out, "x\\x0Ahttp: {listen"));
+}
+
+/* Row 2: one Latin-1 byte, DEL, C1 control or NEL in a line made the
+ * whole printed config fail `check`. Now what is UTF-8 is carried
+ * (escaped), what is not is listed with the byte shown, and every other
+ * line imports. */
+static void issue44_odd_bytes_cost_one_line(void **state)
+{
+	(void)state;
+	static const char *const cmds[] = {
+		"echo ok", "echo caf\xe9", "echo del\x7f", "echo c1\xc2\x9b",
+		"echo nel\xc2\x85x", "echo raw\x85", "echo ok2",
+	};
+	static const bool carried[] = {true, false, true, true, true, false,
+				       true};
+	char text[1024] = "";
+	size_t n = 0;
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+		n += (size_t)snprintf(text + n, sizeof(text) - n,
+				      "%zu * * * * %s\n", i, cmds[i]);
+	const char *cron = write_file("odd.cron", text, n);
+	const char *args[] = {cron, NULL};
+	assert_int_equal(import(args), 0);
+	struct config *cfg = load_imported(5);
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+		char name[128];
+		if (!carried[i])
+			continue;
+		assert_non_null(name_of_line((int)i + 1, name, sizeof(name)));
+		assert_string_equal(config_schedule(cfg, name)->tasks[0].shell,
+				    cmds[i]);
+	}
+	config_free(cfg);
+	assert_non_null(strstr(out, "#   line 2: 1 * * * * echo caf\\xE9\n"
+			       "#     not valid UTF-8"));
+	assert_non_null(strstr(out, "#   line 6: 5 * * * * echo raw\\x85\n"));
+	assert_non_null(strstr(errb, "5 schedules, 2 lines not carried"));
+}
+
+/* Row 3: the '%' input wrapped the command as `{ COMMAND }`, so an
+ * unbalanced '}' ran what cron's `sh -c` refuses to run. The command is
+ * one argument of the shell now, and the input still reaches stdin. */
+static void issue44_percent_command_stays_opaque(void **state)
+{
+	(void)state;
+	char text[1024], cmd1[512], o[4096], e[4096];
+	snprintf(cmd1, sizeof(cmd1), "echo a; }; touch %s/pwned; { echo b",
+		 dir);
+	int n = snprintf(text, sizeof(text),
+			 "0 4 * * * %s%%in\n"
+			 "0 5 * * * cat > %s/stdin.txt%%one%%two\\%%\n",
+			 cmd1, dir);
+	const char *cron = write_file("brace.cron", text, (size_t)n);
+	const char *args[] = {"--store", "sqlite:./s.db", cron, NULL};
+	assert_int_equal(import(args), 0);
+	char a[128], b[128];
+	assert_non_null(name_of_line(1, a, sizeof(a)));
+	assert_non_null(name_of_line(2, b, sizeof(b)));
+	const char *names[] = {a, b};
+	for (int i = 0; i < 2; i++) {
+		const char *trig[] = {"trigger", "--config", out_path(),
+				      names[i], NULL};
+		assert_int_equal(tu_run_bin(dir, NULL, NULL, trig, o,
+					    sizeof(o), e, sizeof(e)), 0);
+	}
+	const char *run[] = {"run", "--once", "--config", out_path(), NULL};
+	tu_run_bin(dir, NULL, NULL, run, o, sizeof(o), e, sizeof(e));
+	char got[256], p[320];
+	snprintf(p, sizeof(p), "%s/pwned", dir);
+	if (access(p, F_OK) == 0)
+		fail_msg("the '}' line ran a command sh -c refuses:\n%s", out);
+	snprintf(p, sizeof(p), "%s/stdin.txt", dir);
+	tu_slurp(p, got, sizeof(got));
+	assert_string_equal(got, "one\ntwo%\n");
+	/* The command is one argument of sh -c, the input another. */
+	struct config *cfg = load_imported(2);
+	const struct task_spec *t = &config_schedule(cfg, a)->tasks[0];
+	assert_non_null(t->argv);
+	assert_string_equal(t->argv[1], "-c");
+	assert_string_equal(t->argv[5], "in\n");
+	assert_string_equal(t->argv[6], cmd1);
+	config_free(cfg);
+}
+
+/* Row 4: naming was cubic in the lines sharing a program (2,000 lines:
+ * 9-34 s). Here the names' order and uniqueness, including a base that
+ * is another base's suffixed form; the time is in docs/bench.md. */
+static void issue44_many_lines_one_program(void **state)
+{
+	(void)state;
+	enum { N = 2000 };
+	static char text[N * 64];
+	size_t n = (size_t)snprintf(text, sizeof(text),
+				    "0 0 * * * /opt/backup-sh-2\n");
+	for (int i = 0; i < N; i++)
+		n += (size_t)snprintf(text + n, sizeof(text) - n,
+				      "%d %d * * * /usr/local/bin/backup.sh "
+				      "--n %d\n", i % 60, i / 60 % 24, i);
+	const char *cron = write_file("many.cron", text, n);
+	const char *args[] = {cron, NULL};
+	assert_int_equal(import(args), 0);
+	config_free(load_imported(N + 1));
+	static const struct {
+		int line;
+		const char *name;
+	} want[] = {{1, "backup-sh-2"}, {2, "backup-sh"}, {3, "backup-sh-3"},
+		    {4, "backup-sh-4"}, {N + 1, "backup-sh-2001"}};
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		char name[128];
+		assert_non_null(name_of_line(want[i].line, name, sizeof(name)));
+		assert_string_equal(name, want[i].name);
+	}
+}
+
+/* The property of fuzz/fuzz_import.c, through the binary, over its
+ * corpus: every input imports (first byte odd: the system format) to a
+ * config that loads with one schedule per carried line and nothing else;
+ * with no line carried, `check` refuses it for that alone. */
+static void issue44_fuzz_corpus_imports_and_loads(void **state)
+{
+	(void)state;
+	const char *cdir = "fuzz/corpus/import";
+	DIR *d = opendir(cdir);
+	struct dirent *de;
+	int n_files = 0;
+
+	assert_non_null(d);
+	while ((de = readdir(d)) != NULL) {
+		if (de->d_name[0] == '.')
+			continue;
+		char p[512];
+		static char data[1 << 16];
+		snprintf(p, sizeof(p), "%s/%s", cdir, de->d_name);
+		FILE *f = fopen(p, "rb");
+		assert_non_null(f);
+		size_t size = fread(data, 1, sizeof(data), f);
+		fclose(f);
+		if (size == 0 || memchr(data + 1, '\0', size - 1))
+			continue;
+		bool system = data[0] & 1;
+		const char *cron = write_file("corpus.cron", data + 1, size - 1);
+		const char *args[] = {"--system", "--user", "root", cron,
+				      NULL};
+		if (import(system ? args : args + 1) != 0)
+			fail_msg("%s: import: %s", p, errb);
+		size_t n_sched = 0, n_skip = 0;
+		const char *s = strstr(errb, "import-crontab: ");
+		assert_non_null(s);
+		assert_int_equal(sscanf(s, "import-crontab: %zu schedule%*[s,] "
+					"%zu line", &n_sched, &n_skip), 2);
+		struct crontab ct;
+		struct sc_err err = {0};
+		assert_int_equal(crontab_parse(data + 1, size - 1, system,
+					       "root", &ct, &err), 0);
+		if (n_sched + n_skip != ct.n_jobs + ct.n_notes)
+			fail_msg("%s: %zu + %zu lines, %zu jobs + %zu notes",
+				 p, n_sched, n_skip, ct.n_jobs, ct.n_notes);
+		crontab_dispose(&ct);
+		if (n_sched) {
+			config_free(load_imported(n_sched));
+		} else {
+			const char *chk[] = {"check", "--config", out_path(),
+					     NULL};
+			char o[4096], e[4096];
+			assert_int_equal(tu_run_bin(dir, NULL, NULL, chk, o,
+						    sizeof(o), e, sizeof(e)),
+					 2);
+			assert_non_null(strstr(e, "no schedule defined"));
+		}
+		n_files++;
+	}
+	closedir(d);
+	assert_true(n_files >= 8);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -381,6 +642,17 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			names_are_unique_and_readable, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			issue44_unicode_breaks_cannot_inject, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			issue44_odd_bytes_cost_one_line, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			issue44_percent_command_stays_opaque, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			issue44_many_lines_one_program, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			issue44_fuzz_corpus_imports_and_loads, setup,
+			teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

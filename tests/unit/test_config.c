@@ -770,6 +770,31 @@ static void bad_corpus(void **state)
 	assert_true(n_files >= 30);
 }
 
+/* Issue 44: NEL, LS and PS are refused outside quoted scalars (the bad
+ * corpus has them in a comment, a plain value and a last comment), and
+ * still load inside single and double quotes, where YAML folds them as it
+ * folds any line break of a quoted scalar. */
+static void issue44_unicode_breaks_only_in_quotes(void **state)
+{
+	(void)state;
+	const char *path = write_file(
+		"q.yaml", "schedules:\n  a:\n    cron: \"0 * * * *\"\n"
+		"    tasks:\n      - {name: t, shell: \"echo a\xe2\x80\xa8" "b\"}\n"
+		"      - {name: u, shell: 'echo c\xc2\x85" "d'}\n"
+		"      - {name: v, shell: \"echo \\L\\P\\N\"}\n");
+	struct config_problems probs = {0};
+	struct config *c = NULL;
+	int rc = config_parse(path, &c, &probs);
+	if (rc != 0)
+		fail_msg("%d: %s", rc, probs.n ? probs.items[0].msg : "");
+	assert_int_equal(c->n_schedules, 1);
+	/* The escapes are the way to put one in a value. */
+	assert_string_equal(c->schedules[0].tasks[2].shell,
+			    "echo \xe2\x80\xa8\xe2\x80\xa9\xc2\x85");
+	config_free(c);
+	config_problems_dispose(&probs);
+}
+
 static void size_and_file_limits(void **state)
 {
 	char path[512];
@@ -1254,6 +1279,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(relative_store_path, setup,
 						teardown),
 		cmocka_unit_test(bad_corpus),
+		cmocka_unit_test_setup_teardown(
+			issue44_unicode_breaks_only_in_quotes, setup, teardown),
 		cmocka_unit_test_setup_teardown(size_and_file_limits, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(wide_mapping_is_cheap, setup,
