@@ -17,7 +17,10 @@
 #                   (the zone load and the start cancel out);
 #   check_per_schedule
 #                   `surecron check` of a config of 6,000 schedules less one
-#                   of 1,000 (bench/gen_config.py), per schedule.
+#                   of 1,000 (bench/gen_config.py), per schedule;
+#   import_per_line `surecron import-crontab` of 2,000 lines that all run
+#                   one program less 200 such lines, per line (naming them
+#                   was cubic: issue 44, row 4).
 #
 # Usage: bench/budget.sh [BUILD]  (BUILD: the release build's folder,
 # default build; `make budget` builds it and runs this). Prints one line a
@@ -61,7 +64,7 @@ count() {
 judge() {
   limit=$(awk -v n="$1" '$1 == n {print $2}' "$budgets")
   if [ -z "$limit" ]; then
-    echo "budget $1: no budget in $budgets"
+    echo "budget $1: $2 instructions, no budget in $budgets"
     failed=$((failed + 1))
   elif [ "$2" -le "$limit" ]; then
     echo "budget $1: $2 instructions (budget $limit) ok"
@@ -101,6 +104,16 @@ python3 bench/gen_config.py --schedules 1000 --fragments 1 --out "$work/c1" >/de
   a=$(count check1 "$build/surecron" check --config "$work/c1/surecron.yaml") &&
   b=$(count check6 "$build/surecron" check --config "$work/c6/surecron.yaml") &&
   judge check_per_schedule $(( (b - a) / 5000 )) || failed=$((failed + 1))
+
+# import-crontab, per line of a crontab whose lines share one program.
+for n in 200 2000; do
+  awk -v n="$n" 'BEGIN { for (i = 0; i < n; i++)
+    printf "%d %d * * * /usr/local/bin/backup.sh --n %d\n", i % 60,
+      int(i / 60) % 24, i }' >"$work/import$n.cron"
+done
+a=$(count import200 "$build/surecron" import-crontab "$work/import200.cron") &&
+  b=$(count import2000 "$build/surecron" import-crontab "$work/import2000.cron") &&
+  judge import_per_line $(( (b - a) / 1800 )) || failed=$((failed + 1))
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
