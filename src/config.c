@@ -432,6 +432,31 @@ static void dup_keys(struct pc *pc, const struct config_node *n,
 }
 
 /*
+ * True when an unknown key may be quoted in a message: one that reads as
+ * a mistyped setting (lower-case letters, '_' and '-', at most two
+ * digits, 32 bytes at most). A file that is not a config at all (a
+ * fragment pattern that matched a secret file, a link to one) must not
+ * have its lines printed as the keys of errors (issue 44): its keys are
+ * then said to be there, not what they are.
+ */
+static bool key_plausible(const char *k)
+{
+	size_t n = 0, digits = 0;
+
+	if (!((*k >= 'a' && *k <= 'z') || *k == '_'))
+		return false;
+	for (; k[n]; n++) {
+		char ch = k[n];
+		if (ch >= '0' && ch <= '9')
+			digits++;
+		else if (!((ch >= 'a' && ch <= 'z') || ch == '_' ||
+			   ch == '-'))
+			return false;
+	}
+	return n <= 32 && digits <= 2;
+}
+
+/*
  * Checks that n is a mapping whose keys are all in `allowed` (NULL-ended)
  * and appear once; records the position of each value under path.key.
  * `what` names the object for messages ("a slack target"). Returns false
@@ -474,7 +499,15 @@ static bool map_keys(struct pc *pc, const struct config_node *n,
 		for (size_t j = 0; allowed[j]; j++)
 			buf_addf(&list, "%s%s", j ? ", " : "", allowed[j]);
 		const char *hint = secret_hint(k->str);
-		if (hint && strcmp(hint, near ? near : "") != 0)
+		if (!near && !key_plausible(k->str)) {
+			/* Near a known key, a key says nothing of a secret;
+			 * otherwise only a plausible one is quoted. */
+			pjoin(kp, sizeof(kp), path, "(key not shown)");
+			bad(pc, k, kp, "an unknown key in %s that does not "
+			    "read as a setting (not quoted: is this file a "
+			    "surecron config?); expected one of: %s", what,
+			    buf_str(&list));
+		} else if (hint && strcmp(hint, near ? near : "") != 0)
 			bad(pc, k, kp, "unknown key in %s (secrets and URLs "
 			    "are never written in the file: use %s); "
 			    "expected one of: %s", what, hint, buf_str(&list));
