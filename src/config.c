@@ -102,6 +102,7 @@ struct src {
 	int rc;
 	struct config_problems probs;
 	struct config_problems warns; /* its file-trust warning (check) */
+	bool unread;               /* read_file refused it */
 	bool parsed;
 };
 
@@ -149,6 +150,11 @@ struct pc {
 	bool light;
 	bool no_schedules;
 	const char *only;
+	/* Some fragment could not be read (read_file refused it): what
+	 * spans the files is not judged (sections_whole), since its
+	 * findings (a target "not defined", "no schedule") would be about
+	 * the missing file and hide the reason. */
+	bool unread;
 	/* `check` (config_parse): a file the file-trust rule refuses is a
 	 * warning, not an error (read_file). */
 	bool trust_warns;
@@ -2361,8 +2367,9 @@ static void sections_whole(struct pc *pc)
 	index_build(pc, COUNT_SCHEDULES);
 	/* The light load read no task or target to refer from, and may have
 	 * left fragments unread: no references, and "no schedule" is the
-	 * command's to say (`status NAME`: no schedule 'NAME'). */
-	if (pc->light)
+	 * command's to say (`status NAME`: no schedule 'NAME'). A fragment
+	 * that could not be read fails the load on its own. */
+	if (pc->light || pc->unread)
 		goto light;
 	refs_whole(pc);
 	if (!pc->present[COUNT_SCHEDULES]) {
@@ -3155,6 +3162,7 @@ static void parse_fragment(const struct pc *pc, size_t i)
 	probs->at_file_ix = sr->warns.at_file_ix = i;
 	sr->rc = read_file(sr->shown, &sr->text, &len, probs,
 			   pc->trust_warns ? &sr->warns : NULL);
+	sr->unread = sr->rc != 0;
 	if (sr->rc || text_blank(sr->text, len))
 		return;
 	/* The light load: a fragment that cannot define the schedule asked
@@ -3511,6 +3519,7 @@ static int parse_config(const char *path, struct config **out,
 		if (i) {
 			ahead_wait(&ahead, i);
 			int frc = read_fragment(&pc, i);
+			pc.unread |= pc.srcs[i].unread;
 			if (frc == SC_ENOMEM)
 				oom(&pc);
 			else if (frc)
