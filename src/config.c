@@ -2824,20 +2824,13 @@ static int str_cmp(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static uint64_t path_hash(const char *s)
-{
-	uint64_t h = 0xcbf29ce484222325ULL;
-
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++)
-		h = (h ^ *p) * 0x100000001b3ULL;
-	return h;
-}
+static size_t name_hash(const char *s);
 
 /* The slot of path in pc->seen: the one that holds it, or the empty one
  * where it would go. cap_seen must be non-zero. */
 static size_t seen_slot(const struct pc *pc, const char *path)
 {
-	size_t mask = pc->cap_seen - 1, i = path_hash(path) & mask;
+	size_t mask = pc->cap_seen - 1, i = name_hash(path) & mask;
 
 	while (pc->seen[i] &&
 	       strcmp(pc->c->files[pc->seen[i] - 1].path, path) != 0)
