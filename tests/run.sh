@@ -31,6 +31,8 @@ trap 'rm -rf "$work"' EXIT
 # umask 002 would fail every suite that loads one. Git keeps no write
 # bits, so taking them away changes nothing it tracks.
 chmod -R go-w tests/fixtures examples 2>/dev/null || true
+# And the configs the suites write, under a umask that leaves them so.
+umask 022
 
 # Runs one binary into $work/NAME.{log,rc,ms}.
 run_one() {
