@@ -362,6 +362,42 @@ static const char *secret_hint(const char *key)
 }
 
 /*
+ * True when an unknown key may be quoted in a message: one that reads as
+ * a mistyped setting (lower-case letters, '_' and '-', at most two
+ * digits, 32 bytes at most). A file that is not a config at all (a
+ * fragment pattern that matched a secret file, a link to one) must not
+ * have its lines printed as the keys of errors (issue 44): its keys are
+ * then said to be there, not what they are.
+ */
+static bool key_plausible(const char *k)
+{
+	size_t n = 0, digits = 0;
+
+	if (!((*k >= 'a' && *k <= 'z') || *k == '_'))
+		return false;
+	for (; k[n]; n++) {
+		char ch = k[n];
+		if (ch >= '0' && ch <= '9')
+			digits++;
+		else if (!((ch >= 'a' && ch <= 'z') || ch == '_' ||
+			   ch == '-'))
+			return false;
+	}
+	return n <= 32 && digits <= 2;
+}
+
+/* The key path of key k under path, for a message about k: "(key not
+ * shown)" instead of a key of a mapping of settings (what is "key") that
+ * does not read as one (key_plausible). */
+static void key_path(char *kp, size_t n, const char *path, const char *k,
+		     const char *what)
+{
+	bool hide = strcmp(what, "key") == 0 && !key_plausible(k);
+
+	pjoin(kp, n, path, hide ? "(key not shown)" : k);
+}
+
+/*
  * Reports every key of mapping n that repeats an earlier key ("duplicate
  * WHAT (first at L:C)"), comparing case-insensitively when nocase (HTTP
  * header names). Sorting makes it O(n log n): a 1 MiB file of keys must
@@ -406,7 +442,7 @@ static void dup_keys(struct pc *pc, const struct config_node *n,
 					       : strcmp(k->str, f->str);
 				if (c != 0)
 					continue;
-				pjoin(kp, sizeof(kp), path, k->str);
+				key_path(kp, sizeof(kp), path, k->str, what);
 				bad(pc, k, kp, "duplicate %s (first at %d:%d)",
 				    what, f->line, f->col);
 				break;
@@ -430,36 +466,11 @@ static void dup_keys(struct pc *pc, const struct config_node *n,
 			first = i;
 			continue;
 		}
-		pjoin(kp, sizeof(kp), path, v[i].k->str);
+		key_path(kp, sizeof(kp), path, v[i].k->str, what);
 		bad(pc, v[i].k, kp, "duplicate %s (first at %d:%d)", what,
 		    v[first].k->line, v[first].k->col);
 	}
 	free(v);
-}
-
-/*
- * True when an unknown key may be quoted in a message: one that reads as
- * a mistyped setting (lower-case letters, '_' and '-', at most two
- * digits, 32 bytes at most). A file that is not a config at all (a
- * fragment pattern that matched a secret file, a link to one) must not
- * have its lines printed as the keys of errors (issue 44): its keys are
- * then said to be there, not what they are.
- */
-static bool key_plausible(const char *k)
-{
-	size_t n = 0, digits = 0;
-
-	if (!((*k >= 'a' && *k <= 'z') || *k == '_'))
-		return false;
-	for (; k[n]; n++) {
-		char ch = k[n];
-		if (ch >= '0' && ch <= '9')
-			digits++;
-		else if (!((ch >= 'a' && ch <= 'z') || ch == '_' ||
-			   ch == '-'))
-			return false;
-	}
-	return n <= 32 && digits <= 2;
 }
 
 /*
