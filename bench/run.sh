@@ -6,6 +6,9 @@
 # per case plus the ratio.
 set -u
 cd "$(dirname "$0")/.."
+# The configs made here must be writable by their owner only: surecron
+# refuses one its group or others can write (issue 44).
+umask 022
 status=0
 for s in bench/*.sh; do
   [ "$s" = bench/run.sh ] && continue

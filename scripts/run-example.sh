@@ -18,6 +18,9 @@ dir=build/example
 rm -rf "$dir"
 mkdir -p "$dir"
 cp -R examples/. "$dir/"
+# Writable by its owner only, as surecron asks of a config (a checkout
+# made under umask 002 has group-writable files).
+chmod -R go-w "$dir"
 cfg=$dir/surecron.yaml
 
 say() { printf '\n$ surecron %s\n' "$*"; }

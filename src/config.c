@@ -101,6 +101,8 @@ struct src {
 	 * two threads parse) once the stage is over. */
 	int rc;
 	struct config_problems probs;
+	struct config_problems warns; /* its file-trust warning (check) */
+	bool unread;               /* read_file refused it */
 	bool parsed;
 };
 
@@ -124,6 +126,12 @@ struct pc {
 				      paths resolve against it */
 	struct src *srcs;
 	size_t n_srcs;
+	size_t cap_srcs;           /* room in srcs and c->files */
+	/* The files already in the config, by resolved path: an open
+	 * addressing table of indexes into c->files, plus one (0: empty),
+	 * n_seen of cap_seen (a power of two) used. add_fragment. */
+	size_t *seen;
+	size_t cap_seen, n_seen;
 	/* The sections' arrays grow file by file (a file's tree is freed
 	 * once read, so a config of many fragments never holds more than
 	 * one fragment's tree): capacity and origins, by section. */
@@ -142,6 +150,14 @@ struct pc {
 	bool light;
 	bool no_schedules;
 	const char *only;
+	/* Some fragment could not be read (read_file refused it): what
+	 * spans the files is not judged (sections_whole), since its
+	 * findings (a target "not defined", "no schedule") would be about
+	 * the missing file and hide the reason. */
+	bool unread;
+	/* `check` (config_parse): a file the file-trust rule refuses is a
+	 * warning, not an error (read_file). */
+	bool trust_warns;
 };
 
 /* The problems and positions that follow are in file i. */
@@ -346,6 +362,42 @@ static const char *secret_hint(const char *key)
 }
 
 /*
+ * True when an unknown key may be quoted in a message: one that reads as
+ * a mistyped setting (lower-case letters, '_' and '-', at most two
+ * digits, 32 bytes at most). A file that is not a config at all (a
+ * fragment pattern that matched a secret file, a link to one) must not
+ * have its lines printed as the keys of errors (issue 44): its keys are
+ * then said to be there, not what they are.
+ */
+static bool key_plausible(const char *k)
+{
+	size_t n = 0, digits = 0;
+
+	if (!((*k >= 'a' && *k <= 'z') || *k == '_'))
+		return false;
+	for (; k[n]; n++) {
+		char ch = k[n];
+		if (ch >= '0' && ch <= '9')
+			digits++;
+		else if (!((ch >= 'a' && ch <= 'z') || ch == '_' ||
+			   ch == '-'))
+			return false;
+	}
+	return n <= 32 && digits <= 2;
+}
+
+/* The key path of key k under path, for a message about k: "(key not
+ * shown)" instead of a key of a mapping of settings (what is "key") that
+ * does not read as one (key_plausible). */
+static void key_path(char *kp, size_t n, const char *path, const char *k,
+		     const char *what)
+{
+	bool hide = strcmp(what, "key") == 0 && !key_plausible(k);
+
+	pjoin(kp, n, path, hide ? "(key not shown)" : k);
+}
+
+/*
  * Reports every key of mapping n that repeats an earlier key ("duplicate
  * WHAT (first at L:C)"), comparing case-insensitively when nocase (HTTP
  * header names). Sorting makes it O(n log n): a 1 MiB file of keys must
@@ -390,7 +442,7 @@ static void dup_keys(struct pc *pc, const struct config_node *n,
 					       : strcmp(k->str, f->str);
 				if (c != 0)
 					continue;
-				pjoin(kp, sizeof(kp), path, k->str);
+				key_path(kp, sizeof(kp), path, k->str, what);
 				bad(pc, k, kp, "duplicate %s (first at %d:%d)",
 				    what, f->line, f->col);
 				break;
@@ -414,7 +466,7 @@ static void dup_keys(struct pc *pc, const struct config_node *n,
 			first = i;
 			continue;
 		}
-		pjoin(kp, sizeof(kp), path, v[i].k->str);
+		key_path(kp, sizeof(kp), path, v[i].k->str, what);
 		bad(pc, v[i].k, kp, "duplicate %s (first at %d:%d)", what,
 		    v[first].k->line, v[first].k->col);
 	}
@@ -464,7 +516,15 @@ static bool map_keys(struct pc *pc, const struct config_node *n,
 		for (size_t j = 0; allowed[j]; j++)
 			buf_addf(&list, "%s%s", j ? ", " : "", allowed[j]);
 		const char *hint = secret_hint(k->str);
-		if (hint && strcmp(hint, near ? near : "") != 0)
+		if (!near && !key_plausible(k->str)) {
+			/* Near a known key, a key says nothing of a secret;
+			 * otherwise only a plausible one is quoted. */
+			pjoin(kp, sizeof(kp), path, "(key not shown)");
+			bad(pc, k, kp, "an unknown key in %s that does not "
+			    "read as a setting (not quoted: is this file a "
+			    "surecron config?); expected one of: %s", what,
+			    buf_str(&list));
+		} else if (hint && strcmp(hint, near ? near : "") != 0)
 			bad(pc, k, kp, "unknown key in %s (secrets and URLs "
 			    "are never written in the file: use %s); "
 			    "expected one of: %s", what, hint, buf_str(&list));
@@ -2316,8 +2376,9 @@ static void sections_whole(struct pc *pc)
 	index_build(pc, COUNT_SCHEDULES);
 	/* The light load read no task or target to refer from, and may have
 	 * left fragments unread: no references, and "no schedule" is the
-	 * command's to say (`status NAME`: no schedule 'NAME'). */
-	if (pc->light)
+	 * command's to say (`status NAME`: no schedule 'NAME'). A fragment
+	 * that could not be read fails the load on its own. */
+	if (pc->light || pc->unread)
 		goto light;
 	refs_whole(pc);
 	if (!pc->present[COUNT_SCHEDULES]) {
@@ -2558,13 +2619,71 @@ void config_free(struct config *c)
 	free(c);
 }
 
-/* Reads the whole file, refusing what is not a regular file or is too
- * big. Returns 0 or a negative code after recording a problem. */
+/*
+ * The file-trust rule (issue 44), one for every file read as config (the
+ * main file and each fragment), as cron has for /etc/cron.d: a regular
+ * file that no one but its owner can write (no group or other write bit)
+ * and whose owner is root or the user running surecron (its effective
+ * uid). Whoever can write a config chooses the commands the daemon runs
+ * as its user; a file another user owns or may write hands them that.
+ * Returns NULL when st passes, else why not (into why, size n).
+ */
+static const char *untrusted(const struct stat *st, char *why, size_t n)
+{
+	uid_t me = geteuid();
+
+	if (st->st_mode & (S_IWGRP | S_IWOTH)) {
+		snprintf(why, n, "not trusted: writable by %s (mode %04o); "
+			 "a config file must be writable by its owner only "
+			 "(chmod go-w)", st->st_mode & S_IWOTH ? "any user"
+			 : "its group", (unsigned)(st->st_mode & 07777));
+		return why;
+	}
+	if (st->st_uid != 0 && st->st_uid != me) {
+		snprintf(why, n, "not trusted: owned by uid %lu, neither root "
+			 "nor the user surecron runs as (uid %lu)",
+			 (unsigned long)st->st_uid, (unsigned long)me);
+		return why;
+	}
+	return NULL;
+}
+
+/* The kind of a file that is not a regular one, for the message. */
+static const char *file_kind(mode_t m)
+{
+	return S_ISDIR(m) ? "a folder" : S_ISFIFO(m) ? "a FIFO"
+	       : S_ISSOCK(m) ? "a socket" : S_ISCHR(m) ? "a character device"
+	       : S_ISBLK(m) ? "a block device" : "not a regular file";
+}
+
+/*
+ * Reads the whole file, refusing what is not a regular file, what the
+ * file-trust rule refuses (untrusted(); into warns instead, as a warning,
+ * when warns is not NULL: `check`) or what is too big. Returns 0 or a
+ * negative code after recording a problem.
+ *
+ * The type is known before the file is opened (stat), so a FIFO, a
+ * device or a socket a pattern matched is never opened: opening a FIFO
+ * for reading waits for a writer, and opening a device may act on it
+ * (issue 44). The open itself is O_NONBLOCK and O_NOCTTY, and the rules
+ * are judged again on what fstat says of the open file, so a file
+ * swapped in between the stat and the open is judged too: the bytes read
+ * are those of the file judged, with no window between.
+ */
 static int read_file(const char *path, char **out, size_t *len,
-		     struct config_problems *probs)
+		     struct config_problems *probs,
+		     struct config_problems *warns)
 {
 	struct stat st;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	char why[200];
+	const char *bad_trust;
+
+	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+		config_problem_add(probs, 0, 0, "not a regular file but %s "
+				   "(not opened)", file_kind(st.st_mode));
+		return SC_ECONFIG;
+	}
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 
 	if (fd < 0) {
 		int e = errno;
@@ -2577,6 +2696,16 @@ static int read_file(const char *path, char **out, size_t *len,
 		close(fd);
 		config_problem_add(probs, 0, 0, "not a regular file");
 		return SC_ECONFIG;
+	}
+	if ((bad_trust = untrusted(&st, why, sizeof(why)))) {
+		if (!warns) {
+			close(fd);
+			config_problem_add(probs, 0, 0, "%s", bad_trust);
+			return SC_ECONFIG;
+		}
+		config_problem_add(warns, 0, 0, "warning: %s (the daemon and "
+				   "every other command refuse it)",
+				   bad_trust);
 	}
 	if (st.st_size > CONFIG_MAX_BYTES) {
 		close(fd);
@@ -2704,33 +2833,94 @@ static int str_cmp(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+static size_t name_hash(const char *s);
+
+/* The slot of path in pc->seen: the one that holds it, or the empty one
+ * where it would go. cap_seen must be non-zero. */
+static size_t seen_slot(const struct pc *pc, const char *path)
+{
+	size_t mask = pc->cap_seen - 1, i = name_hash(path) & mask;
+
+	while (pc->seen[i] &&
+	       strcmp(pc->c->files[pc->seen[i] - 1].path, path) != 0)
+		i = (i + 1) & mask;
+	return i;
+}
+
+/* Records file ix (its path resolved, not NULL) as in the config.
+ * False when out of memory. */
+static bool seen_add(struct pc *pc, size_t ix)
+{
+	if (2 * (pc->n_seen + 1) > pc->cap_seen) {
+		size_t cap = pc->cap_seen ? 2 * pc->cap_seen : 64;
+		size_t *old = pc->seen, old_cap = pc->cap_seen;
+		if (!(pc->seen = calloc(cap, sizeof(*pc->seen)))) {
+			pc->seen = old;
+			return false;
+		}
+		pc->cap_seen = cap;
+		for (size_t i = 0; i < old_cap; i++)
+			if (old[i])
+				pc->seen[seen_slot(pc, pc->c->files[old[i] -
+						   1].path)] = old[i];
+		free(old);
+	}
+	size_t at = seen_slot(pc, pc->c->files[ix].path);
+	if (!pc->seen[at]) {
+		pc->seen[at] = ix + 1;
+		pc->n_seen++;
+	}
+	return true;
+}
+
 /* Adds the fragment at `shown` (a path to open) unless that file is
  * already in the config (the main file, or matched by an earlier
- * pattern): a file is read once. */
+ * pattern): a file is read once. The lookup is a hash table of the
+ * files' resolved paths (O(1) a fragment; a compare with every earlier
+ * file made 20,000 fragments cost seconds: issue 44). */
 static void add_fragment(struct pc *pc, const char *shown)
 {
 	char *real = realpath(shown, NULL);
 	char *dir = folder_of(shown);
 
 	/* files[i].path is each file's resolved path (the main file's
-	 * folder resolved, its own name as given). */
-	for (size_t i = 0; real && i < pc->n_srcs; i++) {
-		if (pc->c->files[i].path &&
-		    strcmp(pc->c->files[i].path, real) == 0) {
+	 * folder resolved, its own name as given). The main file joins
+	 * the table with the first fragment. */
+	if (pc->n_seen == 0 && pc->n_srcs && pc->c->files[0].path &&
+	    !seen_add(pc, 0)) {
+		free(real);
+		free(dir);
+		oom(pc);
+		return;
+	}
+	if (real && pc->cap_seen && pc->seen[seen_slot(pc, real)]) {
+		free(real);
+		free(dir);
+		return;
+	}
+	if (pc->n_srcs == pc->cap_srcs) {
+		/* Doubling: one realloc a fragment copied both arrays
+		 * each time. */
+		size_t cap = pc->cap_srcs < 8 ? 8 : 2 * pc->cap_srcs;
+		struct src *v = realloc(pc->srcs, cap * sizeof(*v));
+		if (v)
+			pc->srcs = v;
+		struct config_file *f = realloc(pc->c->files, cap *
+						sizeof(*f));
+		if (f)
+			pc->c->files = f;
+		if (!v || !f) {
 			free(real);
 			free(dir);
+			oom(pc);
 			return;
 		}
+		pc->cap_srcs = cap;
 	}
-	struct src *v = realloc(pc->srcs, (pc->n_srcs + 1) * sizeof(*v));
-	struct config_file *f = realloc(pc->c->files, (pc->n_srcs + 1) *
-					sizeof(*f));
-	if (v)
-		pc->srcs = v;
-	if (f)
-		pc->c->files = f;
+	struct src *v = pc->srcs;
+	struct config_file *f = pc->c->files;
 	char *sh = strdup(shown);
-	if (!v || !f || !sh || !dir) {
+	if (!sh || !dir) {
 		free(sh);
 		free(real);
 		free(dir);
@@ -2749,6 +2939,8 @@ static void add_fragment(struct pc *pc, const char *shown)
 	}
 	pc->n_srcs++;
 	pc->c->n_files = pc->n_srcs;
+	if (real && !seen_add(pc, pc->n_srcs - 1))
+		oom(pc);
 }
 
 static bool has_glob(const char *s)
@@ -2968,9 +3160,11 @@ static void parse_fragment(const struct pc *pc, size_t i)
 	struct config_problems *probs = &sr->probs;
 	size_t len = 0;
 
-	probs->at_file = sr->shown;
-	probs->at_file_ix = i;
-	sr->rc = read_file(sr->shown, &sr->text, &len, probs);
+	probs->at_file = sr->warns.at_file = sr->shown;
+	probs->at_file_ix = sr->warns.at_file_ix = i;
+	sr->rc = read_file(sr->shown, &sr->text, &len, probs,
+			   pc->trust_warns ? &sr->warns : NULL);
+	sr->unread = sr->rc != 0;
 	if (sr->rc || text_blank(sr->text, len))
 		return;
 	/* The light load: a fragment that cannot define the schedule asked
@@ -3028,6 +3222,12 @@ static int read_fragment(struct pc *pc, size_t i)
 
 	pc_enter(pc, i);
 	config_problems_move(pc->probs, &sr->probs);
+	if (sr->warns.n) {
+		struct config_problems *w = config_locs_warns(pc->c->locs);
+		if (w)
+			config_problems_move(w, &sr->warns);
+		config_problems_dispose(&sr->warns);
+	}
 	if (sr->rc || !root)
 		return sr->rc;
 	if (root->kind != NODE_MAP) {
@@ -3185,9 +3385,10 @@ struct light {
 	const char *only;
 };
 
+/* trust_warns: see struct pc's. */
 static int parse_config(const char *path, struct config **out,
 			struct config_problems *probs, bool positions,
-			const struct light *lt)
+			const struct light *lt, bool trust_warns)
 {
 	size_t before = probs->n + probs->n_dropped;
 	size_t first = probs->n;
@@ -3195,7 +3396,8 @@ static int parse_config(const char *path, struct config **out,
 	size_t len = 0;
 	struct config_node *root = NULL;
 	struct config *c = NULL;
-	struct pc pc = {.probs = probs};
+	struct pc pc = {.probs = probs, .trust_warns = trust_warns};
+	struct config_problems main_warns = {0};
 	int rc;
 
 	if (lt) {
@@ -3207,7 +3409,8 @@ static int parse_config(const char *path, struct config **out,
 		return SC_ENOMEM;
 	probs->at_file = NULL;
 	probs->at_file_ix = 0;
-	rc = read_file(path, &text, &len, probs);
+	rc = read_file(path, &text, &len, probs,
+		       trust_warns ? &main_warns : NULL);
 	if (rc)
 		return rc;
 	rc = SC_ECONFIG;
@@ -3237,6 +3440,8 @@ static int parse_config(const char *path, struct config **out,
 		goto done;
 	}
 	c->locs = locs;
+	if (main_warns.n && locs)
+		config_problems_move(config_locs_warns(locs), &main_warns);
 	if (!(c->pool = config_pool_new())) {
 		rc = SC_ENOMEM;
 		config_problem_oom(probs);
@@ -3264,7 +3469,8 @@ static int parse_config(const char *path, struct config **out,
 	pc.c = c;
 	pc.srcs = calloc(1, sizeof(*pc.srcs));
 	if (pc.srcs)
-		pc.n_srcs = 1; /* so that `done` frees what srcs[0] gets */
+		pc.n_srcs = pc.cap_srcs = 1; /* so that `done` frees what
+						srcs[0] gets */
 	c->files = calloc(1, sizeof(*c->files));
 	if (!pc.srcs || !c->files ||
 	    !(pc.srcs[0].shown = strdup(path)) ||
@@ -3315,6 +3521,7 @@ static int parse_config(const char *path, struct config **out,
 		if (i) {
 			ahead_wait(&ahead, i);
 			int frc = read_fragment(&pc, i);
+			pc.unread |= pc.srcs[i].unread;
 			if (frc == SC_ENOMEM)
 				oom(&pc);
 			else if (frc)
@@ -3359,13 +3566,16 @@ done:
 		free(pc.srcs[i].dir);
 		free(pc.srcs[i].text);
 		config_problems_dispose(&pc.srcs[i].probs);
+		config_problems_dispose(&pc.srcs[i].warns);
 		if (i)
 			config_yaml_free(pc.srcs[i].root);
 	}
 	free(pc.srcs);
+	free(pc.seen);
 	for (size_t i = 0; i < 3; i++)
 		free(pc.refs[i]);
 	config_yaml_free(root);
+	config_problems_dispose(&main_warns);
 	free(text);
 	return rc;
 }
@@ -3373,7 +3583,7 @@ done:
 int config_parse(const char *path, struct config **out,
 		 struct config_problems *probs)
 {
-	return parse_config(path, out, probs, true, NULL);
+	return parse_config(path, out, probs, true, NULL, true);
 }
 
 static int load(const char *path, const struct light *lt,
@@ -3386,10 +3596,10 @@ static int load(const char *path, const struct light *lt,
 	 * it is read without the key-path positions, a third of a large
 	 * config's memory (issue 15). A config that fails is read again
 	 * with them, for the same first problem config_parse gives. */
-	int rc = parse_config(path, out, &probs, false, lt);
+	int rc = parse_config(path, out, &probs, false, lt, false);
 	if (rc != 0 && rc != SC_ENOMEM) {
 		config_problems_dispose(&probs);
-		rc = parse_config(path, out, &probs, true, lt);
+		rc = parse_config(path, out, &probs, true, lt, false);
 		if (rc == 0) {
 			config_locs_free((*out)->locs);
 			(*out)->locs = NULL;

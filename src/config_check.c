@@ -230,8 +230,9 @@ static void check_dir(struct chk *k, const char *path, const char *dir,
 
 /* status_socket (issue 15): the daemon refuses to start when it cannot
  * make the socket, so check says so first: a folder that is missing or
- * not writable, or a file in the way that is not a socket (a socket is
- * fine: the daemon replaces a stale one, and a live one is its own). */
+ * not writable, a folder others can write (issue 44), or a file in the
+ * way that is not a socket (a socket is fine: the daemon replaces a
+ * stale one, and a live one is its own). */
 static void check_socket(struct chk *k, const char *sock)
 {
 	char dir[CONFIG_SOCKET_PATH_MAX];
@@ -242,6 +243,23 @@ static void check_socket(struct chk *k, const char *sock)
 	if (slash)
 		*(slash == dir ? slash + 1 : slash) = '\0';
 	check_dir(k, "status_socket", dir, true);
+	/* A folder others can write lets another user bind the path
+	 * before the daemon does, and the daemon then cannot start (the
+	 * command refuses the impostor's answer: status_socket.c). Sticky
+	 * and owned by this user or root (/tmp, /run/user/UID), the name
+	 * is taken by whoever comes first but no one else can remove or
+	 * replace the daemon's socket. */
+	if (stat(dir, &st) == 0 && S_ISDIR(st.st_mode) &&
+	    (st.st_mode & (S_IWGRP | S_IWOTH)) &&
+	    !((st.st_mode & S_ISVTX) &&
+	      (st.st_uid == 0 || st.st_uid == geteuid())))
+		problem(k, "status_socket", "the folder %s is writable by "
+			"%s (mode %04o) and not sticky with owner root or "
+			"this user: another user could make the socket "
+			"before the daemon; use a folder only the daemon's "
+			"user can write (e.g. /run/surecron)", dir,
+			st.st_mode & S_IWOTH ? "any user" : "its group",
+			(unsigned)(st.st_mode & 07777));
 	if (lstat(sock, &st) == 0 && !S_ISSOCK(st.st_mode))
 		problem(k, "status_socket", "%s exists and is not a socket",
 			sock);

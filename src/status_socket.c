@@ -13,6 +13,10 @@
  *   - the socket file is 0600 before anyone can connect (chmod before
  *     listen), and a peer of another user (not root) is answered
  *     nothing;
+ *   - the ask takes an answer only from a server of its own user or
+ *     root (SO_PEERCRED, checked before a byte is sent): in a folder
+ *     others can write, another user may bind the path first and
+ *     forge "success, no open alert" (issue 44);
  *   - stop removes the file only while it is the one this server made
  *     (same inode), so it never takes a newer daemon's socket away;
  *   - the ask never fails the command: every failure is a code and a
@@ -734,6 +738,23 @@ int status_socket_ask(const char *path, const char *store_url,
 		rc = sc_err_set(err, errno == EAGAIN ? SC_ETIMEDOUT
 				: SC_ENOENT, "%s: no daemon answers: %s", path,
 				strerror(errno));
+		goto done;
+	}
+	/* Who listens: the credentials the server had when it called
+	 * listen, kept by the kernel, so no peer can pretend. */
+	struct ucred cr;
+	socklen_t crl = sizeof(cr);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &crl) != 0) {
+		rc = sc_err_set(err, SC_EIO, "%s: cannot tell who answers: "
+				"%s", path, strerror(errno));
+		goto done;
+	}
+	if (cr.uid != 0 && cr.uid != geteuid()) {
+		rc = sc_err_set(err, SC_EACCES, "%s: answered by uid %lu, "
+				"neither root nor this user (uid %lu): not the "
+				"daemon's answer, ignored", path,
+				(unsigned long)cr.uid,
+				(unsigned long)geteuid());
 		goto done;
 	}
 	size_t n = strlen(line);

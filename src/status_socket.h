@@ -21,7 +21,10 @@
  * "..."}. HASH (status_socket_store_id) names the store without carrying
  * its URL, so a daemon of another store is told apart and no password in
  * a URL travels. The socket file is 0600 (mode set before it listens) and
- * the daemon answers only a peer of its own user or root (SO_PEERCRED).
+ * the daemon answers only a peer of its own user or root (SO_PEERCRED);
+ * the command, in turn, takes an answer only from a server of its own
+ * user or root, so a socket another user bound first (in a folder others
+ * can write) is no answer: the command reads the store itself.
  *
  * Threading: the server runs one thread of its own, with its own store
  * handle; start and stop are for one thread (the daemon's). The ask is
@@ -73,8 +76,9 @@ void status_socket_stop(struct status_socket *s);
  * schedule) fills it, except that out->pz holds the schedule's pause rows
  * only (the caller owns them: report_status_dispose); or an error with
  * *out empty: SC_ENOENT (no daemon there), SC_ETIMEDOUT, SC_EIO (the
- * daemon's store failed), SC_EPROTO (a reply that does not parse), or
- * SC_EINVAL (a daemon of another store). Never prints.
+ * daemon's store failed), SC_EPROTO (a reply that does not parse),
+ * SC_EINVAL (a daemon of another store), or SC_EACCES (the server is of
+ * another user, not root: nothing is sent to it). Never prints.
  */
 int status_socket_ask(const char *path, const char *store_url,
 		      const char *schedule, int timeout_ms,

@@ -26,6 +26,13 @@ jobs=${SURECRON_TEST_JOBS:-$([ "$cores" -ge 2 ] && echo 2 || echo 1)}
 pg_own=" ${SURECRON_TEST_PG_OWN-test_pg_faults test_daemon test_nodes_pg test_soak test_heartbeat test_store_pg test_pause_daemon test_status_socket_daemon} "
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+# The configs in the tree are read by surecron, which refuses a config
+# file its group or others can write (issue 44): a checkout made under
+# umask 002 would fail every suite that loads one. Git keeps no write
+# bits, so taking them away changes nothing it tracks.
+chmod -R go-w tests/fixtures examples 2>/dev/null || true
+# And the configs the suites write, under a umask that leaves them so.
+umask 022
 
 # Runs one binary into $work/NAME.{log,rc,ms}.
 run_one() {

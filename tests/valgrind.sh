@@ -7,6 +7,9 @@
 # instead of holding CI up.
 set -u
 cd "$(dirname "$0")/.."
+# The configs made here must be writable by their owner only: surecron
+# refuses one its group or others can write (issue 44).
+umask 022
 bin=$(realpath "${1:-build/surecron}")
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

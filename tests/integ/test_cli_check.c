@@ -14,9 +14,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "fifo_watch.h"
 #include "testutil.h"
 
 static char tmp[256];
@@ -392,6 +394,68 @@ static void issue13_alert_warnings(void **state)
 	assert_string_equal(err, "");
 }
 
+/*
+ * Issue 44 rows 10 and 11, through the binary: a fragment its group can
+ * write is a warning at check (exit 0), an error under --strict and for
+ * the other commands (status here); a FIFO a pattern matches is refused,
+ * named, by check and by status without blocking on it (a watch opens it
+ * for writing if one of them blocks, so the code before the fix fails
+ * here instead of hanging).
+ */
+static void issue44_untrusted_or_fifo_fragment(void **state)
+{
+	char d[300], fifo[320];
+	const char *env[] = {"SURECRON_STATUS_VIA=store", NULL};
+	const char *chk[] = {"check", "surecron.yaml", NULL};
+	const char *strict[] = {"check", "--strict", "surecron.yaml", NULL};
+	const char *status[] = {"status", "--config", "surecron.yaml", "b",
+				NULL};
+	struct tu_fifo_watch w;
+
+	snprintf(d, sizeof(d), "%s/conf.d", tmp);
+	assert_int_equal(mkdir(d, 0755), 0);
+	write_file("surecron.yaml",
+		   "store: sqlite:./s.db\n"
+		   "targets:\n  log: {kind: file, path: ./out.jsonl}\n"
+		   "  al: {kind: file, path: ./alerts.jsonl}\n"
+		   "alerts: {targets: [al]}\n"
+		   "include: [\"conf.d/*.yaml\"]\n");
+	const char *frag = write_file(
+		"conf.d/b.yaml",
+		"schedules:\n  b: {cron: \"0 3 * * *\", targets: [log], "
+		"tasks: [{name: t, command: [/bin/true]}]}\n");
+	assert_int_equal(chmod(frag, 0664), 0);
+
+	assert_int_equal(run(tmp, NULL, chk), 0);
+	assert_non_null(strstr(out, "ok: 1 schedule, 2 targets\n"));
+	assert_non_null(strstr(err, "conf.d/b.yaml: warning: not trusted: "
+			       "writable by its group (mode 0664)"));
+	assert_int_equal(run(tmp, NULL, strict), 2);
+	assert_non_null(strstr(err, "conf.d/b.yaml: warning: not trusted"));
+	assert_int_equal(run(tmp, env, status), 2);
+	assert_non_null(strstr(err, "conf.d/b.yaml: not trusted: writable by "
+			       "its group"));
+	assert_int_equal(chmod(frag, 0644), 0);
+	assert_int_equal(run(tmp, NULL, strict), 0);
+	assert_string_equal(err, "");
+
+	snprintf(fifo, sizeof(fifo), "%s/conf.d/c.yaml", tmp);
+	assert_int_equal(mkfifo(fifo, 0644), 0);
+	tu_fifo_watch_start(&w, fifo, 3000);
+	int rc = run(tmp, NULL, chk);
+	assert_false(tu_fifo_watch_stop(&w));
+	assert_int_equal(rc, 2);
+	assert_non_null(strstr(err, "conf.d/c.yaml: not a regular file but a "
+			       "FIFO (not opened)"));
+	tu_fifo_watch_start(&w, fifo, 3000);
+	rc = run(tmp, env, status);
+	assert_false(tu_fifo_watch_stop(&w));
+	assert_int_equal(rc, 2);
+	assert_non_null(strstr(err, "conf.d/c.yaml: not a regular file but a "
+			       "FIFO"));
+	unlink(fifo);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -407,6 +471,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(url_rule_as_the_run_applies_it,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			issue44_untrusted_or_fifo_fragment, setup, teardown),
 		cmocka_unit_test_setup_teardown(issue13_alert_warnings, setup,
 						teardown),
 	};

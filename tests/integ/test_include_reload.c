@@ -3,7 +3,10 @@
  * 15): SIGHUP re-reads every fragment `include:` names, so a schedule
  * added in a new fragment is taken (and runs when triggered); a broken
  * fragment makes the reload refused, the log naming the fragment, and
- * the old config keeps running.
+ * the old config keeps running. Issue 44: so does a fragment others can
+ * write, or a FIFO a pattern matches (the reload does not block on it:
+ * schedules keep firing and SIGTERM stops the daemon); and the daemon
+ * does not start on a main file others can write.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,6 +19,7 @@
 #include <sys/stat.h>
 
 #include "daemon_util.h"
+#include "fifo_watch.h"
 #include "queue.h"
 
 #define PATIENCE_MS 20000
@@ -157,10 +161,74 @@ static void reload_reads_fragments(void **state)
 	tu_rmrf(dir);
 }
 
+static void reload_refuses_untrusted_or_fifo(void **state)
+{
+	char p[700], fifo[700];
+	struct tu_fifo_watch w;
+
+	snprintf(dir, sizeof(dir), "%s", tu_tmpdir());
+	snprintf(p, sizeof(p), "%s/conf.d", dir);
+	assert_int_equal(mkdir(p, 0700), 0);
+	put("surecron.yaml", main_yaml);
+	put("conf.d/10-first.yaml", first_yaml);
+	snprintf(p, sizeof(p), "%s/conf.d/10-first.yaml", dir);
+	assert_int_equal(chmod(p, 0644), 0);
+	pid_t pid = tu_track(tu_start_daemon(dir, "surecron.yaml", NULL, 0));
+	assert_true(wait_log("event=started", 1));
+
+	/* A fragment any user can write: refused, named, old config kept. */
+	put("conf.d/20-open.yaml", second_yaml);
+	snprintf(p, sizeof(p), "%s/conf.d/20-open.yaml", dir);
+	assert_int_equal(chmod(p, 0666), 0);
+	kill(pid, SIGHUP);
+	assert_true(wait_log("event=reload outcome=refused", 1));
+	assert_int_equal(log_count("conf.d/20-open.yaml: not trusted: "
+				   "writable by any user (mode 0666)"), 1);
+	assert_int_equal(chmod(p, 0644), 0);
+
+	/* A FIFO: refused without blocking the scheduler on it. */
+	snprintf(fifo, sizeof(fifo), "%s/conf.d/30-pipe.yaml", dir);
+	assert_int_equal(mkfifo(fifo, 0644), 0);
+	tu_fifo_watch_start(&w, fifo, 5000);
+	kill(pid, SIGHUP);
+	bool refused = wait_log("event=reload outcome=refused", 2);
+	assert_false(tu_fifo_watch_stop(&w));
+	assert_true(refused);
+	assert_int_equal(log_count("conf.d/30-pipe.yaml: not a regular file "
+				   "but a FIFO (not opened)"), 1);
+	assert_int_equal(log_count("event=reload outcome=ok"), 0);
+	assert_int_equal(trigger("first"), 0);
+	assert_true(wait_file("ran-first"));
+	kill(pid, SIGTERM);
+	int st = tu_wait_exit(pid, PATIENCE_MS);
+	assert_true(st != -1 && WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	unlink(fifo);
+
+	/* The start: a main file any user can write, refused. */
+	snprintf(p, sizeof(p), "%s/surecron.yaml", dir);
+	assert_int_equal(chmod(p, 0646), 0);
+	pid = tu_track(tu_start_daemon(dir, "surecron.yaml", NULL, 0));
+	st = tu_wait_exit(pid, PATIENCE_MS);
+	assert_true(st != -1 && WIFEXITED(st));
+	assert_true(WEXITSTATUS(st) != 0);
+	assert_true(log_count("surecron.yaml: not trusted: writable by any "
+			      "user (mode 0646)") >= 1);
+	tu_rmrf(dir);
+}
+
+static int reap(void **state)
+{
+	tu_reap_all();
+	return 0;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(reload_reads_fragments),
+		cmocka_unit_test_teardown(reload_refuses_untrusted_or_fifo,
+					  reap),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

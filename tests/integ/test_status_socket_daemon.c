@@ -14,7 +14,12 @@
  *     the file, and leaves it as it was;
  *   - `check` refuses an empty status_socket and one too long for a
  *     socket, with its line and column, and says what would stop the
- *     daemon's start: a missing folder, a file in the way.
+ *     daemon's start: a missing folder, a file in the way; and a folder
+ *     others can write, unless sticky and owned by root or this user
+ *     (issue 44);
+ *   - another user who bound the socket's path first (an impostor
+ *     answering "no run, no alert") is no answer: `status NAME` prints
+ *     what the store says (issue 44).
  * SURECRON_STATUS_VIA=daemon makes a failed ask say why on stderr, so an
  * empty stderr proves the answer came through the socket. Every wait is
  * on a condition (a log line, a file), never a fixed sleep.
@@ -35,6 +40,7 @@
 
 #include "daemon_util.h"
 #include "testutil.h"
+#include "sock_impostor.h"
 #include "pg_fixture.h"
 #include "daemon_stores.h"
 
@@ -265,10 +271,39 @@ static void check_refuses_bad_paths(void **state)
 	FILE *nf = fopen(notes, "w");
 	assert_non_null(nf);
 	fclose(nf);
+	/* Folders others can write (issue 44): another user could make
+	 * the socket first. Sticky and owned by root (or this user), as
+	 * /tmp is, the daemon's socket cannot be taken from it. */
+	const char *modes[][2] = {{"open", "0777"}, {"grp", "0770"},
+				  {"sticky", "1777"}};
+	for (size_t i = 0; i < 3; i++) {
+		char d[320];
+		snprintf(d, sizeof(d), "%s/%s", dir, modes[i][0]);
+		assert_int_equal(mkdir(d, 0700), 0);
+		assert_int_equal(chmod(d, (mode_t)strtol(modes[i][1], NULL,
+							 8)), 0);
+	}
+	bool root = geteuid() == 0;
+	if (root) {
+		char d[320];
+		snprintf(d, sizeof(d), "%s/theirs", dir);
+		assert_int_equal(mkdir(d, 0700), 0);
+		assert_int_equal(chmod(d, 01777), 0);
+		assert_int_equal(chown(d, 65534, 65534), 0);
+	}
 	const char *env[][2] = {
 		{"./nowhere/st.sock", "folder"},
 		{"notes.txt", "notes.txt exists and is not a socket"},
 		{"./st.sock", NULL},
+		{"./open/st.sock", "/open is writable by any user "
+				   "(mode 0777) and not sticky"},
+		{"./grp/st.sock", "/grp is writable by its group "
+				  "(mode 0770)"},
+		{"./sticky/st.sock", NULL},
+		{root ? "./theirs/st.sock" : "./st.sock",
+		 root ? "/theirs is writable by any user (mode "
+			"1777) and not sticky with owner root or this user"
+		      : NULL},
 	};
 	for (size_t i = 0; i < sizeof(env) / sizeof(env[0]); i++) {
 		FILE *f = fopen(cfg, "w");
@@ -293,6 +328,52 @@ static void check_refuses_bad_paths(void **state)
 	tu_rmrf(dir);
 }
 
+/*
+ * Issue 44 row 5: another local user binds the socket's path before the
+ * daemon (a sticky folder lets anyone make a name there) and answers
+ * `status NAME` with "no run, no open alert". The command refuses the
+ * answer of a server that is neither root nor its own user and prints
+ * what the store says: the lost slot and its open alert. Needs root, to
+ * be that other user.
+ */
+static void an_impostor_on_the_path_is_no_answer(void **state)
+{
+	char dir[256], url[1024], sock[320], truth[65536];
+	const char *const args[] = {"status", "--config", "c.yaml", "weekly",
+				    NULL};
+	struct tu_impostor im;
+
+	(void)state;
+	snprintf(dir, sizeof(dir), "%s", tu_tmpdir());
+	snprintf(sock, sizeof(sock), "%s/pub", dir);
+	assert_int_equal(mkdir(sock, 0700), 0);
+	assert_int_equal(chmod(sock, 01777), 0);
+	assert_int_equal(chmod(dir, 0711), 0);
+	snprintf(sock, sizeof(sock), "%s/pub/st.sock", dir);
+	write_config(dir, ds_store_url(dir, url, sizeof(url)),
+		     "./pub/st.sock");
+	fill(url);
+	assert_int_equal(run(dir, "store", args), 0);
+	snprintf(truth, sizeof(truth), "%s", g_out);
+	assert_non_null(strstr(truth, "quota exceeded"));
+
+	if (!tu_impostor_start(&im, sock, 65534,
+			       "{\"v\":1,\"ok\":true,\"summary\":null,"
+			       "\"alerts\":[],\"pauses\":[]}")) {
+		tu_rmrf(dir);
+		fprintf(stderr, "skipped: being another user needs root\n");
+		skip();
+	}
+	int rc = run(dir, "daemon", args);
+	char sent = tu_impostor_next(&im, 5000);
+	tu_impostor_stop(&im);
+	assert_int_equal(rc, 0);
+	assert_non_null(strstr(g_err, "answered by uid 65534"));
+	assert_string_equal(g_out, truth);
+	assert_int_equal(sent, 'n');
+	tu_rmrf(dir);
+}
+
 int main(void)
 {
 #define SQ(t) cmocka_unit_test_setup_teardown(t, ds_sqlite_setup, ds_teardown)
@@ -301,6 +382,7 @@ int main(void)
 		SQ(status_through_the_daemon_says_the_same),
 		SQ(a_plain_file_stops_the_start),
 		SQ(check_refuses_bad_paths),
+		SQ(an_impostor_on_the_path_is_no_answer),
 	};
 	const struct CMUnitTest pg_tests[] = {
 		PG(status_through_the_daemon_says_the_same),

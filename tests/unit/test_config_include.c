@@ -6,6 +6,10 @@
  * pattern that matches nothing (a warning), the per-file counts (struct
  * config.files and `check`), and a 20,000-schedule config in 4 fragments
  * with config_schedule finding its first, its last and a missing name.
+ * Issue 44: the file-trust rule (a warning at check, an error for every
+ * other load), a FIFO or device matched and refused without being
+ * opened, the lines of a file that is not a config never quoted, and a
+ * file matched many times over read once.
  *
  * Fixtures: tests/fixtures/config/include/{ok,dup,badkey,nested,missing}.
  * Each test loads "surecron.yaml" from inside the fixture's folder, so the
@@ -24,6 +28,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "fifo_watch.h"
 #include "testutil.h"
 
 static char here[PATH_MAX];
@@ -498,6 +503,294 @@ static void check_prints_counts_per_file(void **state)
 	tu_rmrf(scratch);
 }
 
+/* dir/name with text and mode. */
+static void put(const char *dir, const char *name, const char *text,
+		mode_t mode)
+{
+	char p[PATH_MAX + 64];
+
+	snprintf(p, sizeof(p), "%s/%s", dir, name);
+	FILE *f = fopen(p, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+	assert_int_equal(chmod(p, mode), 0);
+}
+
+static const char trust_main[] =
+	"targets:\n  log: {kind: file, path: ./d.jsonl}\n"
+	"include: [\"conf.d/*.yaml\"]\n";
+
+static const char trust_frag[] =
+	"schedules:\n  b:\n    cron: \"0 3 * * *\"\n    targets: [log]\n"
+	"    tasks: [{name: t, command: [/bin/true]}]\n";
+
+/* A warning of c's (config_check_warnings) holding text. */
+static bool has_warning(const struct config *c, const char *where,
+			const char *text)
+{
+	struct config_problems w = {0};
+
+	assert_true(config_check_warnings(c, &w) >= 0);
+	bool yes = has_problem(&w, where, text);
+	if (!yes)
+		dump(&w);
+	config_problems_dispose(&w);
+	return yes;
+}
+
+/*
+ * Issue 44 row 10: a config file its group or any user can write is
+ * loaded by check with a warning naming it (--strict makes that an
+ * error, test_cli_check), and refused by every other load (the daemon's
+ * start and reload, the commands', the light load of status), the main
+ * file as a fragment.
+ */
+static void writable_by_others_warned_at_check_refused_at_load(void **st)
+{
+	const char *dir = tu_tmpdir();
+	char p[PATH_MAX + 64], want[PATH_MAX + 128];
+	struct config_problems probs = {0};
+	struct config *c = NULL;
+	struct sc_err err = {0};
+
+	snprintf(p, sizeof(p), "%s/conf.d", dir);
+	assert_int_equal(mkdir(p, 0755), 0);
+	put(dir, "surecron.yaml", trust_main, 0644);
+	put(dir, "conf.d/b.yaml", trust_frag, 0664);
+	snprintf(p, sizeof(p), "%s/surecron.yaml", dir);
+	assert_int_equal(config_parse(p, &c, &probs), 0);
+	snprintf(want, sizeof(want), "%s/conf.d/b.yaml: ", dir);
+	assert_true(has_warning(c, want, "warning: not trusted: writable by "
+				"its group (mode 0664)"));
+	config_free(c);
+	c = NULL;
+	config_problems_dispose(&probs);
+	assert_int_equal(config_load(p, &c, &err), SC_ECONFIG);
+	assert_null(c);
+	assert_non_null(strstr(err.msg, "conf.d/b.yaml: not trusted: "
+			       "writable by its group"));
+	err = (struct sc_err){0};
+	assert_int_equal(config_load_light(p, true, "b", &c, &err),
+			 SC_ECONFIG);
+	assert_non_null(strstr(err.msg, "not trusted"));
+
+	/* The main file, writable by anyone. */
+	put(dir, "conf.d/b.yaml", trust_frag, 0644);
+	assert_int_equal(chmod(p, 0646), 0);
+	assert_int_equal(config_parse(p, &c, &probs), 0);
+	snprintf(want, sizeof(want), "%s: ", p);
+	assert_true(has_warning(c, want, "warning: not trusted: writable by "
+				"any user (mode 0646)"));
+	config_free(c);
+	c = NULL;
+	config_problems_dispose(&probs);
+	err = (struct sc_err){0};
+	assert_int_equal(config_load(p, &c, &err), SC_ECONFIG);
+	assert_non_null(strstr(err.msg, "surecron.yaml: not trusted"));
+
+	/* Owner-only writes: loads, no such warning. */
+	assert_int_equal(chmod(p, 0600), 0);
+	assert_int_equal(config_load(p, &c, &err), 0);
+	config_free(c);
+	tu_rmrf(dir);
+}
+
+/* Issue 44 row 10: a file owned by another user (not root) is refused
+ * the same way, as cron refuses it. Needs root to give a file away. */
+static void owned_by_another_user_refused(void **state)
+{
+	if (geteuid() != 0) {
+		fprintf(stderr, "skipped: giving a file to another user "
+			"needs root\n");
+		skip();
+	}
+	const char *dir = tu_tmpdir();
+	char p[PATH_MAX + 64], want[PATH_MAX + 128];
+	struct config_problems probs = {0};
+	struct config *c = NULL;
+	struct sc_err err = {0};
+
+	snprintf(p, sizeof(p), "%s/conf.d", dir);
+	assert_int_equal(mkdir(p, 0755), 0);
+	put(dir, "surecron.yaml", trust_main, 0644);
+	put(dir, "conf.d/b.yaml", trust_frag, 0644);
+	snprintf(p, sizeof(p), "%s/conf.d/b.yaml", dir);
+	assert_int_equal(chown(p, 65534, 65534), 0);
+	snprintf(p, sizeof(p), "%s/surecron.yaml", dir);
+	assert_int_equal(config_parse(p, &c, &probs), 0);
+	snprintf(want, sizeof(want), "%s/conf.d/b.yaml: ", dir);
+	assert_true(has_warning(c, want, "warning: not trusted: owned by uid "
+				"65534, neither root nor the user surecron "
+				"runs as (uid 0)"));
+	config_free(c);
+	c = NULL;
+	config_problems_dispose(&probs);
+	assert_int_equal(config_load(p, &c, &err), SC_ECONFIG);
+	assert_non_null(strstr(err.msg, "conf.d/b.yaml: not trusted: owned "
+			       "by uid 65534"));
+	tu_rmrf(dir);
+}
+
+/*
+ * Issue 44 row 11: a FIFO an include pattern matches is refused, naming
+ * it, without being opened (an open for reading waits for a writer:
+ * check, status and the daemon's reload hung); so is a device. The
+ * watch opens the FIFO for writing if the load blocks on it, so the
+ * code before the fix fails here instead of hanging.
+ */
+static void fifo_and_device_refused_unopened(void **state)
+{
+	const char *dir = tu_tmpdir();
+	char p[PATH_MAX + 64], fifo[512], want[PATH_MAX + 128];
+	struct config_problems probs = {0};
+	struct config *c = NULL;
+	struct sc_err err = {0};
+	struct tu_fifo_watch w;
+
+	snprintf(p, sizeof(p), "%s/conf.d", dir);
+	assert_int_equal(mkdir(p, 0755), 0);
+	put(dir, "surecron.yaml", trust_main, 0644);
+	put(dir, "conf.d/a.yaml", trust_frag, 0644);
+	snprintf(fifo, sizeof(fifo), "%s/conf.d/b.yaml", dir);
+	assert_int_equal(mkfifo(fifo, 0644), 0);
+	snprintf(p, sizeof(p), "%s/surecron.yaml", dir);
+
+	tu_fifo_watch_start(&w, fifo, 3000);
+	int rc = config_parse(p, &c, &probs);
+	assert_false(tu_fifo_watch_stop(&w));
+	assert_int_equal(rc, SC_ECONFIG);
+	snprintf(want, sizeof(want), "%s: ", fifo);
+	assert_true(has_problem(&probs, want, "not a regular file but a FIFO "
+				"(not opened)"));
+	config_problems_dispose(&probs);
+	/* The light load of `status NAME`, and the daemon's. */
+	tu_fifo_watch_start(&w, fifo, 3000);
+	err = (struct sc_err){0};
+	rc = config_load_light(p, true, "b", &c, &err);
+	assert_false(tu_fifo_watch_stop(&w));
+	assert_int_equal(rc, SC_ECONFIG);
+	assert_non_null(strstr(err.msg, "conf.d/b.yaml: not a regular file "
+			       "but a FIFO"));
+	tu_fifo_watch_start(&w, fifo, 3000);
+	err = (struct sc_err){0};
+	rc = config_load(p, &c, &err);
+	assert_false(tu_fifo_watch_stop(&w));
+	assert_int_equal(rc, SC_ECONFIG);
+
+	/* A device a pattern matches. */
+	put(dir, "surecron.yaml",
+	    "targets:\n  log: {kind: file, path: ./d.jsonl}\n"
+	    "include: [\"/dev/nul[l]\"]\n"
+	    "schedules:\n  a: {cron: \"0 3 * * *\", targets: [log], "
+	    "tasks: [{name: t, command: [/bin/true]}]}\n", 0644);
+	assert_int_equal(config_parse(p, &c, &probs), SC_ECONFIG);
+	assert_true(has_problem(&probs, "/dev/null: ", "not a regular file "
+				"but a character device (not opened)"));
+	config_problems_dispose(&probs);
+	unlink(fifo);
+	tu_rmrf(dir);
+}
+
+/*
+ * Issue 44 row 10: a pattern that matched a file which is not a config
+ * (a link to a secret file) must not have its lines printed as the keys
+ * of errors (nor in "duplicate key"). A key that reads as a mistyped
+ * setting is still quoted.
+ */
+static void lines_of_a_file_not_a_config_are_not_quoted(void **state)
+{
+	const char *dir = tu_tmpdir();
+	char p[PATH_MAX + 64], line[1024];
+	struct config_problems probs = {0};
+	struct config *c = NULL;
+
+	snprintf(p, sizeof(p), "%s/conf.d", dir);
+	assert_int_equal(mkdir(p, 0755), 0);
+	put(dir, "surecron.yaml", trust_main, 0644);
+	put(dir, "secret.env",
+	    "AWS_SECRET_ACCESS_KEY: wJalrXUtnFEMI\n"
+	    "ghp_16C7e42F292c6912E7710c838347Ae178B4a: x\n"
+	    "hunter2hunter2hunter2hunter2hunter2hunter2: y\n"
+	    "db pass: z\n"
+	    "schedueles: {}\n"
+	    "ghp_16C7e42F292c6912E7710c838347Ae178B4a: again\n", 0600);
+	snprintf(p, sizeof(p), "%s/secret.env", dir);
+	char link[1024];
+	snprintf(link, sizeof(link), "%s/conf.d/x.yaml", dir);
+	assert_int_equal(symlink(p, link), 0);
+	snprintf(p, sizeof(p), "%s/surecron.yaml", dir);
+	assert_int_equal(config_parse(p, &c, &probs), SC_ECONFIG);
+	size_t hidden = 0;
+	for (size_t i = 0; i < probs.n; i++) {
+		config_problem_format(&probs, i, line, sizeof(line));
+		fprintf(stderr, "%s\n", line);
+		assert_null(strstr(line, "AWS_SECRET"));
+		assert_null(strstr(line, "wJalr"));
+		assert_null(strstr(line, "ghp_"));
+		assert_null(strstr(line, "hunter2"));
+		assert_null(strstr(line, "db pass"));
+		hidden += strstr(line, "(key not shown)") != NULL;
+	}
+	/* Four unknown, the repeated one twice more: unknown, duplicate. */
+	assert_int_equal(hidden, 6);
+	snprintf(p, sizeof(p), "%s:1:1: ", link);
+	assert_true(has_problem(&probs, p, "(key not shown): an unknown key "
+				"in an included file that does not read as a "
+				"setting"));
+	snprintf(p, sizeof(p), "%s:5:1: ", link);
+	assert_true(has_problem(&probs, p, "schedueles: unknown key in an "
+				"included file (did you mean schedules?)"));
+	config_problems_dispose(&probs);
+	tu_rmrf(dir);
+}
+
+/*
+ * Issue 44 row 12: which files are already in the config is a hash
+ * table of resolved paths (it was a compare with every earlier file,
+ * O(N^2)); here its answers: 300 fragments (the table grows past its
+ * first size several times), each matched by two patterns, a link to one
+ * of them, and the main file matched by a pattern, are each read once.
+ */
+static void a_file_matched_many_times_is_read_once(void **state)
+{
+	const char *dir = tu_tmpdir();
+	char p[PATH_MAX + 64], name[64], text[256];
+	struct config_problems probs = {0};
+	struct config *c = NULL;
+
+	snprintf(p, sizeof(p), "%s/conf.d", dir);
+	assert_int_equal(mkdir(p, 0755), 0);
+	put(dir, "surecron.yaml",
+	    "targets:\n  log: {kind: file, path: ./d.jsonl}\n"
+	    "include: [\"conf.d/*.yaml\", \"conf.d/f*\", \"*.yaml\", "
+	    "\"link.yaml\"]\n", 0644);
+	for (int i = 0; i < 300; i++) {
+		snprintf(name, sizeof(name), "conf.d/f%03d.yaml", i);
+		snprintf(text, sizeof(text), "schedules:\n  s%03d: {cron: \"0 "
+			 "3 * * *\", targets: [log], tasks: [{name: t, "
+			 "command: [/bin/true]}]}\n", i);
+		put(dir, name, text, 0644);
+	}
+	char to[PATH_MAX + 64];
+	snprintf(p, sizeof(p), "%s/conf.d/f123.yaml", dir);
+	snprintf(to, sizeof(to), "%s/link.yaml", dir);
+	assert_int_equal(symlink(p, to), 0);
+	snprintf(p, sizeof(p), "%s/surecron.yaml", dir);
+	int rc = config_parse(p, &c, &probs);
+	dump(&probs);
+	assert_int_equal(rc, 0);
+	assert_int_equal(c->n_files, 301);
+	assert_int_equal(c->n_schedules, 300);
+	for (size_t i = 1; i < c->n_files; i++) {
+		snprintf(to, sizeof(to), "%s/conf.d/f%03zu.yaml", dir, i - 1);
+		assert_string_equal(c->files[i].path, to);
+	}
+	config_problems_dispose(&probs);
+	config_free(c);
+	tu_rmrf(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -524,6 +817,18 @@ int main(void)
 						back),
 		cmocka_unit_test_setup_teardown(check_prints_counts_per_file,
 						setup, back),
+		cmocka_unit_test_setup_teardown(
+			writable_by_others_warned_at_check_refused_at_load,
+			setup, back),
+		cmocka_unit_test_setup_teardown(owned_by_another_user_refused,
+						setup, back),
+		cmocka_unit_test_setup_teardown(
+			fifo_and_device_refused_unopened, setup, back),
+		cmocka_unit_test_setup_teardown(
+			lines_of_a_file_not_a_config_are_not_quoted, setup,
+			back),
+		cmocka_unit_test_setup_teardown(
+			a_file_matched_many_times_is_read_once, setup, back),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -4,8 +4,10 @@
  * is what the store's own reads say, field by field; a daemon of another
  * store, or none, is no answer; the socket file is 0600, a stale one is
  * replaced and a live one or a plain file is left alone; a hostile peer
- * costs the server one timeout at most and it goes on answering; and a
- * reply that does not parse is refused whole, never half read.
+ * costs the server one timeout at most and it goes on answering; a
+ * reply that does not parse is refused whole, never half read; and a
+ * server of another user (an impostor who bound the path first) is
+ * refused before the question is sent (issue 44).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -27,6 +29,7 @@
 #include "status_socket.h"
 #include "store.h"
 #include "testutil.h"
+#include "sock_impostor.h"
 #include "store_backend.h"
 
 #define T0 ((int64_t)1780000000000)
@@ -524,6 +527,45 @@ static void a_reply_that_does_not_parse_is_refused_whole(void **state)
 	rm_dir_of(path);
 }
 
+/*
+ * Issue 44 row 5: another local user binds the socket's path first and
+ * answers with a forged "no run, no alert". The ask reads who listens
+ * (SO_PEERCRED) and refuses the answer, sending nothing; the caller then
+ * reads the store itself. Needs root, to be that other user.
+ */
+static void an_answer_of_another_user_is_refused(void **state)
+{
+	const char *path = path_of("st.sock");
+	struct tu_impostor im;
+	struct report_status a;
+	struct sc_err err = {0};
+	char dir[300];
+
+	(void)state;
+	snprintf(dir, sizeof(dir), "%s", path);
+	*strrchr(dir, '/') = '\0';
+	assert_int_equal(chmod(dir, 01777), 0);
+	if (!tu_impostor_start(&im, path, 65534,
+			       "{\"v\":1,\"ok\":true,\"summary\":null,"
+			       "\"alerts\":[],\"pauses\":[]}")) {
+		rm_dir_of(path);
+		fprintf(stderr, "skipped: being another user needs root\n");
+		skip();
+	}
+	int rc = status_socket_ask(path, "sqlite:/x.db", "a", 2000, &a, &err);
+	char sent = tu_impostor_next(&im, 5000);
+	tu_impostor_stop(&im);
+	if (rc != SC_EACCES)
+		fail_msg("got %d (%s), want SC_EACCES", rc, err.msg);
+	assert_non_null(strstr(err.msg, "answered by uid 65534, neither root "
+			       "nor this user"));
+	assert_int_equal(sent, 'n');
+	assert_null(a.sum);
+	assert_int_equal(a.n_sum + a.n_al + a.n_pz, 0);
+	unlink(path);
+	rm_dir_of(path);
+}
+
 int main(void)
 {
 	struct CMUnitTest tests[] = {
@@ -532,6 +574,7 @@ int main(void)
 		cmocka_unit_test(the_socket_file_is_guarded),
 		cmocka_unit_test(hostile_peers_cost_one_timeout_at_most),
 		cmocka_unit_test(a_reply_that_does_not_parse_is_refused_whole),
+		cmocka_unit_test(an_answer_of_another_user_is_refused),
 	};
 
 	return tb_run_all("status_socket", tests,
