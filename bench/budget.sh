@@ -18,6 +18,10 @@
 #   check_per_schedule
 #                   `surecron check` of a config of 6,000 schedules less one
 #                   of 1,000 (bench/gen_config.py), per schedule;
+#   include_per_fragment
+#                   `surecron check` of 5,000 schedules in 5,000 `include:`
+#                   fragments less 500 in 500, per fragment (each fragment
+#                   was compared with every earlier one: issue 44, row 12);
 #   import_per_line `surecron import-crontab` of 2,000 lines that all run
 #                   one program less 200 such lines, per line (naming them
 #                   was cubic: issue 44, row 4).
@@ -104,6 +108,23 @@ python3 bench/gen_config.py --schedules 1000 --fragments 1 --out "$work/c1" >/de
   a=$(count check1 "$build/surecron" check --config "$work/c1/surecron.yaml") &&
   b=$(count check6 "$build/surecron" check --config "$work/c6/surecron.yaml") &&
   judge check_per_schedule $(( (b - a) / 5000 )) || failed=$((failed + 1))
+
+# The include loader, per fragment of one schedule (gen_config.py's main
+# file, its conf.d replaced by N fragments).
+fragments() {
+  python3 bench/gen_config.py --schedules 1 --fragments 1 --out "$work/$1" >/dev/null &&
+    rm -f "$work/$1"/conf.d/*.yaml &&
+    awk -v n="$2" -v d="$work/$1/conf.d" 'BEGIN { for (i = 0; i < n; i++) {
+      f = sprintf("%s/f%06d.yaml", d, i)
+      printf "schedules:\n  f%06d:\n    cron: \"%d * * * *\"\n" \
+        "    targets: [log]\n    tasks:\n      - {name: run, " \
+        "command: [/bin/true]}\n", i, i % 60 > f
+      close(f) } }'
+}
+fragments f500 500 && fragments f5000 5000 &&
+  a=$(count frag500 "$build/surecron" check --config "$work/f500/surecron.yaml") &&
+  b=$(count frag5000 "$build/surecron" check --config "$work/f5000/surecron.yaml") &&
+  judge include_per_fragment $(( (b - a) / 4500 )) || failed=$((failed + 1))
 
 # import-crontab, per line of a crontab whose lines share one program.
 for n in 200 2000; do
