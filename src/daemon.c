@@ -209,6 +209,11 @@ struct daemon {
 	_Atomic int64_t loop_mono_ms; /* clock_mono_ms at the loop's top */
 	/* `status_socket:` (issue 15), NULL without it. */
 	struct status_socket *ssock;
+	/* The store's schema is newer than this binary's (issue 42): the
+	 * first thread to learn it says so, stops the daemon, and
+	 * daemon_run returns SC_EVERSION with this message. Under mu. */
+	bool schema_newer;
+	char schema_msg[SC_ERR_MSG_MAX];
 };
 
 /* ---- small helpers -------------------------------------------------------- */
@@ -303,6 +308,26 @@ static void store_failed(struct daemon *d, struct store_health *h,
 	char q[SC_ERR_MSG_MAX + 8];
 
 	pthread_mutex_lock(&d->mu);
+	if (code == SC_EVERSION) {
+		/* Not an outage: waiting would not help, and every job this
+		 * node took would fail. Stop taking any, say why once, and
+		 * end the daemon non-zero (docs/operations.md). */
+		bool first = !d->schema_newer;
+		d->schema_newer = true;
+		if (first) {
+			snprintf(d->schema_msg, sizeof(d->schema_msg), "%s",
+				 msg ? msg : "store schema is newer");
+			LOG(SC_LOG_ERROR, "daemon", "event=store_schema_newer "
+			       "where=%s action=stopping msg=%s", where,
+			       log_quote(q, sizeof(q), d->schema_msg));
+			d->stopping = true;
+			store_stop_waits(true);
+			pthread_cond_broadcast(&d->cond);
+			pthread_cond_broadcast(&d->main_cond);
+		}
+		pthread_mutex_unlock(&d->mu);
+		return;
+	}
 	if (!h->failing) {
 		h->failing = true;
 		if (d->n_failing++ == 0) {
@@ -958,6 +983,7 @@ int daemon_new(const struct daemon_opts *o, struct daemon **out,
 
 	if (!d)
 		return sc_err_set(err, SC_ENOMEM, "out of memory");
+	store_stop_waits(false); /* a daemon run again in one process */
 	d->clock = o->clock ? o->clock : sc_clock_real();
 	d->once = o->once;
 	d->watch_ms = o->watch_ms > 0 ? o->watch_ms : WATCH_MS_DEFAULT;
@@ -1008,6 +1034,8 @@ fail:
 
 void daemon_stop(struct daemon *d)
 {
+	/* Waits on the store no longer hold the stop (store.h). */
+	store_stop_waits(true);
 	pthread_mutex_lock(&d->mu);
 	d->stopping = true;
 	pthread_cond_broadcast(&d->cond);
@@ -1438,10 +1466,12 @@ int daemon_run(struct daemon *d, struct sc_err *err)
 		 * store answers" is the outage state, which every thread's
 		 * store calls keep (the recovery pass here at least every
 		 * RECOVER_EVERY_MS). */
+		/* A store call stalled on any thread (store_stalled) counts
+		 * as an outage here, for as long as it waits. */
 		pthread_mutex_lock(&d->mu);
 		bool store_ok = d->n_failing == 0;
 		pthread_mutex_unlock(&d->mu);
-		if (store_ok)
+		if (store_ok && !store_stalled())
 			heartbeat_alive(d->hb);
 		int64_t now = sc_clock_now_ms(d->clock);
 		if (next != INT64_MAX)
@@ -1486,8 +1516,13 @@ int daemon_run(struct daemon *d, struct sc_err *err)
 	notify(d, "STOPPING=1");
 	LOG(SC_LOG_INFO, "daemon", "event=stopping grace_ms=%lld",
 	       (long long)grace);
-	int64_t deadline = clock_mono_ms() +
-			   clock_real_delta_ms(d->clock, grace);
+	/* The grace counts from the stop request, not from when this loop
+	 * saw it: a store call may have held the loop up to
+	 * STORE_STOP_WAIT_MS (store.h). */
+	int64_t from = store_stop_mono_ms(), mono = clock_mono_ms();
+	if (from <= 0 || from > mono)
+		from = mono;
+	int64_t deadline = from + clock_real_delta_ms(d->clock, grace);
 	pthread_mutex_lock(&d->mu);
 	while (d->n_running > 0 && clock_mono_ms() < deadline) {
 		struct timespec ts;
@@ -1520,6 +1555,11 @@ int daemon_run(struct daemon *d, struct sc_err *err)
 	 * hold up the stop. */
 	heartbeat_flush(d->hb, STOP_FLUSH_MS);
 	LOG(SC_LOG_INFO, "daemon", "event=stopped");
+	pthread_mutex_lock(&d->mu);
+	bool newer = d->schema_newer;
+	pthread_mutex_unlock(&d->mu);
+	if (newer)
+		return sc_err_set(err, SC_EVERSION, "%s", d->schema_msg);
 	return 0;
 }
 
