@@ -48,8 +48,12 @@
  *     when grace runs out, through its tick (worker.c), before the run
  *     writes anything more (orchestrator.c's lost-lease invariant), so
  *     its attempt is not counted and the next start runs it again;
- *   - a store error never ends the daemon: the thread backs off (real
- *     time, BACKOFF_MIN_MS doubling to BACKOFF_MAX_MS, a wakeup of gen
+ *   - a store whose schema is newer than this binary's (SC_EVERSION,
+ *     another node migrated it) is the one store error that ends the
+ *     daemon: logged once, a stop as on SIGTERM, daemon_run returns
+ *     SC_EVERSION (issue 42: an older node takes no more jobs);
+ *   - any other store error never ends the daemon: the thread backs off
+ *     (real time, BACKOFF_MIN_MS doubling to BACKOFF_MAX_MS, a wakeup of gen
  *     does not cut it short; only stop does) and the next store call
  *     reconnects (PostgreSQL restarts);
  *   - a store outage is logged once when it begins, then at most once per
@@ -59,7 +63,8 @@
  *     thread that saw a failure has had a store call succeed since;
  *   - the external heartbeat (heartbeat.h) is told "alive" by the
  *     scheduler loop only, after a tick the store answered while no
- *     store outage is on (n_failing == 0), and systemd's
+ *     store outage is on (n_failing == 0) and no store call of any
+ *     thread is stalled (store_stalled, store.h), and systemd's
  *     watchdog (sdnotify.h) is pinged by the scheduler loop only: a stuck
  *     scheduler thread stops both. So the loop never sleeps longer than a
  *     quarter of the watchdog interval nor half the heartbeat period

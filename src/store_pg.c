@@ -61,6 +61,26 @@
  * (100 ms doubling to 5 s, real monotonic time); operations inside the
  * backoff window fail fast with SC_EIO. Nothing here ever exits.
  *
+ * Every wait has an end (issue 42): the connection is non-blocking, every
+ * statement is sent with PQsend* and every result awaited by collect() or
+ * pipe_run() with poll() up to the wait's end (wait_end: the session's
+ * statement_timeout plus a margin; see "Timeouts" below). A wait past it
+ * abandons the connection (dropped: its outcome unknown, as a lost one),
+ * logs event=store_stalled (rate-bounded) and returns SC_EIO; the next
+ * operation reconnects. No cancel request is sent: libpq's PQcancel opens
+ * a connection of its own without any timeout, the very thing that must
+ * not hang here, and the server's statement_timeout, shorter than the
+ * client's deadline, has already ended the statement if the server sees
+ * it. A stop (store_stop_waits) cuts waits STORE_STOP_WAIT_MS after it.
+ * The only blocking libpq call left is PQconnectdbParams, bounded by
+ * connect_timeout.
+ *
+ * Mixed versions: a handle reads the schema's version before a claim (at
+ * most every VERSION_CHECK_MS) and before recovery, and after a statement
+ * that found a table, column or function missing; a version newer than
+ * SCHEMA_VERSION is SC_EVERSION, so an older node stops taking jobs
+ * before it charges an attempt to any.
+ *
  * Wake-ups: enqueue, retry scheduling, release, revive and stalled
  * recovery NOTIFY channel surecron_jobs (delivered at commit). pg_wait
  * LISTENs on it (from its first call on) and returns when a notification

@@ -45,6 +45,9 @@
  *   sigterm_in_stall   SIGTERM 1 s into a blackhole (every store call of
  *                      the daemon stuck): exit 0 within worker.grace (2 s)
  *                      + STOP_SLACK_MS. Figure: "stop_ms=".
+ *   finish_failing_stop  every finish fails (failpoint), SIGTERM: the
+ *                      finish retries end with the grace (they took ~80 s).
+ *                      Figure: "stop_ms=".
  *   newer_schema       the store's version record set above this build's
  *                      (as a newer surecron's migration would: the newer
  *                      node is emulated so): the daemon takes no more
@@ -105,6 +108,7 @@ struct env {
 
 static pid_t daemon_pid; /* the running test's daemon, for teardown */
 static struct fake_proxy *proxy; /* the running test's, for teardown */
+static const char *extra_env;    /* one more "K=V" for the daemon */
 
 /* The tests' server's port (pgfx_url: postgresql://u@127.0.0.1:PORT/db). */
 static int pg_port(void)
@@ -179,7 +183,7 @@ static void env_start_url(struct env *e, const char *url)
 	/* Its sessions carry their own application_name, so the terminate
 	 * fault hits this daemon's sessions only. */
 	const char *envs[] = {"SURECRON_LOG=warn", "PGAPPNAME=surecron-faults",
-			      NULL};
+			      extra_env, NULL};
 	e->pid = tu_start_daemon(e->dir, e->cfg, envs, 0);
 	daemon_pid = e->pid;
 }
@@ -591,6 +595,40 @@ static void sigterm_in_stall(void **state)
 	tu_rmrf(e.dir);
 }
 
+/* Issue 42: every finish failing (the store's disk full at each one,
+ * failpoint worker.finish_full), then SIGTERM: the finish's 20 retries
+ * (about 80 s) stop at the end of the grace. */
+static void finish_failing_stop(void **state)
+{
+	struct env e;
+
+	(void)state;
+	PGFX_NEED_SERVER();
+	TU_NEED_TEST_SEAMS();
+	extra_env = "SURECRON_FAILPOINTS=worker.finish_full:err";
+	env_start(&e);
+	extra_env = NULL;
+	/* A slot sent and its send guard written: its finish, next, fails
+	 * and is retried (the schedule's later slots queue behind it). */
+	assert_true(fake_http_wait(e.srv, "/hook", 1, PATIENCE_MS));
+	int64_t end = tu_now_ms() + PATIENCE_MS;
+	while (pgfx_int("SELECT count(*) FROM outbox WHERE state = 3") < 1 &&
+	       tu_now_ms() < end)
+		tu_sleep_ms(20);
+	int64_t t0 = tu_now_ms();
+	kill(e.pid, SIGTERM);
+	int st = tu_wait_exit(e.pid, PATIENCE_MS * 2);
+	int64_t stop_ms = tu_now_ms() - t0;
+	fprintf(stderr, "pg_faults: fault=finish-failing-stop stop_ms=%lld "
+		"grace_ms=%d\n", (long long)stop_ms, GRACE_MS);
+	assert_true(st != -1 && WIFEXITED(st));
+	e.pid = 0;
+	daemon_pid = 0;
+	assert_true(stop_ms <= GRACE_MS + STOP_SLACK_MS);
+	fake_http_stop(e.srv);
+	tu_rmrf(e.dir);
+}
+
 /* Rows of the ledger other than success, and jobs charged an attempt
  * that are not DONE. */
 static int64_t charged_not_done(void)
@@ -684,6 +722,7 @@ static int teardown(void **state)
 		waitpid(daemon_pid, NULL, 0);
 	}
 	daemon_pid = 0;
+	extra_env = NULL;
 	fake_proxy_stop(proxy);
 	proxy = NULL;
 	/* The server must be up for the next test (`start` on a running
@@ -711,6 +750,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(newer_schema, pgfx_setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(finish_failing_stop,
+						pgfx_setup, teardown),
 	};
 	return cmocka_run_group_tests_name("pg_faults", tests,
 					   pgfx_group_setup,
