@@ -1355,7 +1355,8 @@ static atomic_long stall_quiet;
 /*
  * Reports a stall: reason "deadline" (the client gave up a wait), "stop"
  * (a wait cut short by the stop), "lock" (lock_timeout), or
- * "statement_timeout" (the server's limit). At most one line per
+ * "statement_timeout" (the server's limit); waited_ms < 0: the server
+ * timed it (its own limit, not ours to state). At most one line per
  * STALL_LOG_EVERY_MS for the process; the lines held back are counted in
  * the next one's `suppressed=`.
  */
@@ -1371,10 +1372,15 @@ static void stall_log(const char *reason, const char *op, int64_t waited_ms,
 		atomic_fetch_add(&stall_quiet, 1);
 		return;
 	}
-	LOG(SC_LOG_WARN, "store", "event=store_stalled reason=%s op=%s "
-	       "waited_ms=%" PRId64 " limit_ms=%" PRId64 " suppressed=%ld",
-	       reason, log_quote(q, sizeof(q), op), waited_ms, limit_ms,
-	       atomic_exchange(&stall_quiet, 0));
+	long quiet = atomic_exchange(&stall_quiet, 0);
+	log_quote(q, sizeof(q), op);
+	if (waited_ms < 0)
+		LOG(SC_LOG_WARN, "store", "event=store_stalled reason=%s op=%s "
+		       "suppressed=%ld", reason, q, quiet);
+	else
+		LOG(SC_LOG_WARN, "store", "event=store_stalled reason=%s op=%s "
+		       "waited_ms=%" PRId64 " limit_ms=%" PRId64
+		       " suppressed=%ld", reason, q, waited_ms, limit_ms, quiet);
 }
 
 /* When a wait that began at start (mono ms) must end: the connection's
