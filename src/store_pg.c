@@ -1199,7 +1199,7 @@ struct pg {
 	char last_error[256];      /* why the last connect failed */
 	const struct store_claim_rule *rule; /* store_overlap_set; NULL: off */
 	int64_t deadline_ms;       /* a result wait's limit on this
-				      connection (session_limits) */
+				      connection (connect_now) */
 	int64_t long_ms;           /* > 0: this limit instead, for a long
 				      operation (prune, migrate) */
 	bool stalled;              /* counted in store_stalled() */
@@ -1403,6 +1403,16 @@ static int64_t wait_end(const struct pg *p, int64_t start)
 static int fail(struct pg *p, PGresult *res, const char *what,
 		struct sc_err *err);
 
+/* fail() for a wait that broke off in the middle of a query: whatever
+ * fail() judged, the connection is out of step now, so it goes. */
+static int fail_mid(struct pg *p, const char *what, struct sc_err *err)
+{
+	int rc = fail(p, NULL, what, err);
+
+	drop_conn(p);
+	return rc;
+}
+
 /*
  * Polls the connection's socket for ev (POLLIN, POLLOUT) until it is
  * ready or the wait's end; slices of POLL_SLICE_MS, so that a stop and a
@@ -1417,7 +1427,9 @@ static int wait_socket(struct pg *p, int64_t start, short ev, const char *what,
 	int64_t now = clock_mono_ms();
 	int64_t end = wait_end(p, start);
 
-	if (now - start >= STORE_STALL_SLOW_MS)
+	/* A long operation (prune, migrate) may be slow without being
+	 * stalled: only its deadline says so. */
+	if (p->long_ms == 0 && now - start >= STORE_STALL_SLOW_MS)
 		set_stalled(p, true);
 	if (now >= end) {
 		bool stopping = store_stop_mono_ms() > 0;
@@ -1435,7 +1447,7 @@ static int wait_socket(struct pg *p, int64_t start, short ev, const char *what,
 	struct pollfd pfd = {PQsocket(p->conn), ev, 0};
 	if (poll(&pfd, 1, left > POLL_SLICE_MS ? POLL_SLICE_MS : (int)left) < 0 &&
 	    errno != EINTR)
-		return fail(p, NULL, what, err);
+		return fail_mid(p, what, err);
 	return 0;
 }
 
@@ -1450,12 +1462,12 @@ static int flush_out(struct pg *p, int64_t start, const char *what,
 		if (f == 0)
 			return 0;
 		if (f < 0)
-			return fail(p, NULL, what, err);
+			return fail_mid(p, what, err);
 		int rc = wait_socket(p, start, POLLIN | POLLOUT, what, err);
 		if (rc)
 			return rc;
 		if (!PQconsumeInput(p->conn))
-			return fail(p, NULL, what, err);
+			return fail_mid(p, what, err);
 	}
 }
 
@@ -1468,7 +1480,7 @@ static int await_ready(struct pg *p, int64_t start, const char *what,
 		if (rc)
 			return rc;
 		if (!PQconsumeInput(p->conn))
-			return fail(p, NULL, what, err);
+			return fail_mid(p, what, err);
 	}
 	return 0;
 }
