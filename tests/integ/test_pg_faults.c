@@ -693,14 +693,23 @@ static void newer_schema(void **state)
 	const char *envs[] = {"SURECRON_LOG=warn", NULL};
 	e.pid = tu_start_daemon(e.dir, e.cfg, envs, 0);
 	daemon_pid = e.pid;
-	char q[256];
-	snprintf(q, sizeof(q), "SELECT count(*) FROM jobs WHERE schedule = "
-		 "'persec' AND slot_ms <= %lld AND state <> %d",
-		 (long long)gap_hi, (int)JOB_DONE);
+	/* Caught up: a slot at the gap's end done, none before it undone,
+	 * and no slot missing from the first to there. */
+	char q[512];
+	snprintf(q, sizeof(q), "SELECT CASE WHEN (SELECT count(*) FROM jobs "
+		 "WHERE schedule = 'persec' AND slot_ms >= %lld AND state = %d)"
+		 " > 0 THEN (SELECT count(*) FROM jobs WHERE schedule = "
+		 "'persec' AND slot_ms <= %lld AND state <> %d) ELSE -1 END",
+		 (long long)(gap_hi - 1000), (int)JOB_DONE, (long long)gap_hi,
+		 (int)JOB_DONE);
 	int64_t end = tu_now_ms() + PATIENCE_MS;
 	while (pgfx_int(q) != 0 && tu_now_ms() < end)
 		tu_sleep_ms(50);
 	assert_int_equal(pgfx_int(q), 0);
+	snprintf(q, sizeof(q), "SELECT (max(slot_ms) - min(slot_ms)) / 1000 + 1 "
+		 "- count(*) FROM jobs WHERE schedule = 'persec' AND slot_ms "
+		 "<= %lld", (long long)gap_hi);
+	assert_int_equal(pgfx_int(q), 0); /* no hole */
 	kill(e.pid, SIGTERM);
 	st = tu_wait_exit(e.pid, PATIENCE_MS);
 	e.pid = 0;
