@@ -48,8 +48,12 @@
  *     when grace runs out, through its tick (worker.c), before the run
  *     writes anything more (orchestrator.c's lost-lease invariant), so
  *     its attempt is not counted and the next start runs it again;
- *   - a store error never ends the daemon: the thread backs off (real
- *     time, BACKOFF_MIN_MS doubling to BACKOFF_MAX_MS, a wakeup of gen
+ *   - a store whose schema is newer than this binary's (SC_EVERSION,
+ *     another node migrated it) is the one store error that ends the
+ *     daemon: logged once, a stop as on SIGTERM, daemon_run returns
+ *     SC_EVERSION (issue 42: an older node takes no more jobs);
+ *   - any other store error never ends the daemon: the thread backs off
+ *     (real time, BACKOFF_MIN_MS doubling to BACKOFF_MAX_MS, a wakeup of gen
  *     does not cut it short; only stop does) and the next store call
  *     reconnects (PostgreSQL restarts);
  *   - a store outage is logged once when it begins, then at most once per
@@ -59,7 +63,8 @@
  *     thread that saw a failure has had a store call succeed since;
  *   - the external heartbeat (heartbeat.h) is told "alive" by the
  *     scheduler loop only, after a tick the store answered while no
- *     store outage is on (n_failing == 0), and systemd's
+ *     store outage is on (n_failing == 0) and no store call of any
+ *     thread is stalled (store_stalled, store.h), and systemd's
  *     watchdog (sdnotify.h) is pinged by the scheduler loop only: a stuck
  *     scheduler thread stops both. So the loop never sleeps longer than a
  *     quarter of the watchdog interval nor half the heartbeat period
@@ -209,6 +214,11 @@ struct daemon {
 	_Atomic int64_t loop_mono_ms; /* clock_mono_ms at the loop's top */
 	/* `status_socket:` (issue 15), NULL without it. */
 	struct status_socket *ssock;
+	/* The store's schema is newer than this binary's (issue 42): the
+	 * first thread to learn it says so, stops the daemon, and
+	 * daemon_run returns SC_EVERSION with this message. Under mu. */
+	bool schema_newer;
+	char schema_msg[SC_ERR_MSG_MAX];
 };
 
 /* ---- small helpers -------------------------------------------------------- */
@@ -303,6 +313,26 @@ static void store_failed(struct daemon *d, struct store_health *h,
 	char q[SC_ERR_MSG_MAX + 8];
 
 	pthread_mutex_lock(&d->mu);
+	if (code == SC_EVERSION) {
+		/* Not an outage: waiting would not help, and every job this
+		 * node took would fail. Stop taking any, say why once, and
+		 * end the daemon non-zero (docs/operations.md). */
+		bool first = !d->schema_newer;
+		d->schema_newer = true;
+		if (first) {
+			snprintf(d->schema_msg, sizeof(d->schema_msg), "%s",
+				 msg ? msg : "store schema is newer");
+			LOG(SC_LOG_ERROR, "daemon", "event=store_schema_newer "
+			       "where=%s action=stopping msg=%s", where,
+			       log_quote(q, sizeof(q), d->schema_msg));
+			d->stopping = true;
+			store_stop_waits(true);
+			pthread_cond_broadcast(&d->cond);
+			pthread_cond_broadcast(&d->main_cond);
+		}
+		pthread_mutex_unlock(&d->mu);
+		return;
+	}
 	if (!h->failing) {
 		h->failing = true;
 		if (d->n_failing++ == 0) {
@@ -958,6 +988,7 @@ int daemon_new(const struct daemon_opts *o, struct daemon **out,
 
 	if (!d)
 		return sc_err_set(err, SC_ENOMEM, "out of memory");
+	store_stop_waits(false); /* a daemon run again in one process */
 	d->clock = o->clock ? o->clock : sc_clock_real();
 	d->once = o->once;
 	d->watch_ms = o->watch_ms > 0 ? o->watch_ms : WATCH_MS_DEFAULT;
@@ -1008,6 +1039,8 @@ fail:
 
 void daemon_stop(struct daemon *d)
 {
+	/* Waits on the store no longer hold the stop (store.h). */
+	store_stop_waits(true);
 	pthread_mutex_lock(&d->mu);
 	d->stopping = true;
 	pthread_cond_broadcast(&d->cond);
@@ -1438,10 +1471,12 @@ int daemon_run(struct daemon *d, struct sc_err *err)
 		 * store answers" is the outage state, which every thread's
 		 * store calls keep (the recovery pass here at least every
 		 * RECOVER_EVERY_MS). */
+		/* A store call stalled on any thread (store_stalled) counts
+		 * as an outage here, for as long as it waits. */
 		pthread_mutex_lock(&d->mu);
 		bool store_ok = d->n_failing == 0;
 		pthread_mutex_unlock(&d->mu);
-		if (store_ok)
+		if (store_ok && !store_stalled())
 			heartbeat_alive(d->hb);
 		int64_t now = sc_clock_now_ms(d->clock);
 		if (next != INT64_MAX)
@@ -1486,8 +1521,13 @@ int daemon_run(struct daemon *d, struct sc_err *err)
 	notify(d, "STOPPING=1");
 	LOG(SC_LOG_INFO, "daemon", "event=stopping grace_ms=%lld",
 	       (long long)grace);
-	int64_t deadline = clock_mono_ms() +
-			   clock_real_delta_ms(d->clock, grace);
+	/* The grace counts from the stop request, not from when this loop
+	 * saw it: a store call may have held the loop up to
+	 * STORE_STOP_WAIT_MS (store.h). */
+	int64_t from = store_stop_mono_ms(), mono = clock_mono_ms();
+	if (from <= 0 || from > mono)
+		from = mono;
+	int64_t deadline = from + clock_real_delta_ms(d->clock, grace);
 	pthread_mutex_lock(&d->mu);
 	while (d->n_running > 0 && clock_mono_ms() < deadline) {
 		struct timespec ts;
@@ -1520,6 +1560,11 @@ int daemon_run(struct daemon *d, struct sc_err *err)
 	 * hold up the stop. */
 	heartbeat_flush(d->hb, STOP_FLUSH_MS);
 	LOG(SC_LOG_INFO, "daemon", "event=stopped");
+	pthread_mutex_lock(&d->mu);
+	bool newer = d->schema_newer;
+	pthread_mutex_unlock(&d->mu);
+	if (newer)
+		return sc_err_set(err, SC_EVERSION, "%s", d->schema_msg);
 	return 0;
 }
 

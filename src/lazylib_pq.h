@@ -1,6 +1,8 @@
 /*
  * lazylib_pq.h - libpq through the lazily loaded table (see lazylib.h).
  * Include this instead of <libpq-fe.h>; call dl_pq_load first.
+ * The store uses libpq's asynchronous calls only (store_pg.c: every wait
+ * bounded), so the synchronous PQexec family is not in the table.
  */
 #ifndef SURECRON_LAZYLIB_PQ_H
 #define SURECRON_LAZYLIB_PQ_H
@@ -19,27 +21,29 @@
 	X(PQconsumeInput)                                                   \
 	X(PQenterPipelineMode)                                              \
 	X(PQerrorMessage)                                                   \
-	X(PQexec)                                                           \
-	X(PQexecParams)                                                     \
-	X(PQexecPrepared)                                                   \
 	X(PQexitPipelineMode)                                               \
 	X(PQfinish)                                                         \
+	X(PQflush)                                                          \
 	X(PQfreemem)                                                        \
-	X(PQgetResult)                                                      \
 	X(PQgetisnull)                                                      \
+	X(PQgetResult)                                                      \
 	X(PQgetvalue)                                                       \
+	X(PQisBusy)                                                         \
 	X(PQnotifies)                                                       \
 	X(PQntuples)                                                        \
 	X(PQpipelineSync)                                                   \
-	X(PQprepare)                                                        \
 	X(PQresultErrorField)                                               \
 	X(PQresultErrorMessage)                                             \
 	X(PQresultStatus)                                                   \
+	X(PQsendPrepare)                                                    \
+	X(PQsendQuery)                                                      \
 	X(PQsendQueryParams)                                                \
 	X(PQsendQueryPrepared)                                              \
+	X(PQsetnonblocking)                                                 \
 	X(PQsetNoticeProcessor)                                             \
 	X(PQsocket)                                                         \
-	X(PQstatus)
+	X(PQstatus)                                                         \
+	X(PQtransactionStatus)
 
 struct dl_pq_table {
 #define DL_PQ_SLOT(f) __typeof__(f) *f;
@@ -59,27 +63,29 @@ extern struct dl_pq_table dl_pq;
 #define PQconsumeInput (dl_pq.PQconsumeInput)
 #define PQenterPipelineMode (dl_pq.PQenterPipelineMode)
 #define PQerrorMessage (dl_pq.PQerrorMessage)
-#define PQexec (dl_pq.PQexec)
-#define PQexecParams (dl_pq.PQexecParams)
-#define PQexecPrepared (dl_pq.PQexecPrepared)
 #define PQexitPipelineMode (dl_pq.PQexitPipelineMode)
 #define PQfinish (dl_pq.PQfinish)
+#define PQflush (dl_pq.PQflush)
 #define PQfreemem (dl_pq.PQfreemem)
-#define PQgetResult (dl_pq.PQgetResult)
 #define PQgetisnull (dl_pq.PQgetisnull)
+#define PQgetResult (dl_pq.PQgetResult)
 #define PQgetvalue (dl_pq.PQgetvalue)
+#define PQisBusy (dl_pq.PQisBusy)
 #define PQnotifies (dl_pq.PQnotifies)
 #define PQntuples (dl_pq.PQntuples)
 #define PQpipelineSync (dl_pq.PQpipelineSync)
-#define PQprepare (dl_pq.PQprepare)
 #define PQresultErrorField (dl_pq.PQresultErrorField)
 #define PQresultErrorMessage (dl_pq.PQresultErrorMessage)
 #define PQresultStatus (dl_pq.PQresultStatus)
+#define PQsendPrepare (dl_pq.PQsendPrepare)
+#define PQsendQuery (dl_pq.PQsendQuery)
 #define PQsendQueryParams (dl_pq.PQsendQueryParams)
 #define PQsendQueryPrepared (dl_pq.PQsendQueryPrepared)
+#define PQsetnonblocking (dl_pq.PQsetnonblocking)
 #define PQsetNoticeProcessor (dl_pq.PQsetNoticeProcessor)
 #define PQsocket (dl_pq.PQsocket)
 #define PQstatus (dl_pq.PQstatus)
+#define PQtransactionStatus (dl_pq.PQtransactionStatus)
 #endif
 
 #endif

@@ -17,11 +17,13 @@
  *   - An alert handed to a backend has last_slot_ms >= slot_ms and
  *     n_slots >= 1 (alert_norm), a known status, and terminated texts.
  */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "err.h"
 #include "log.h"
 #include "retry.h"
@@ -163,6 +165,35 @@ struct sc_clock *store_clock(const struct store *s)
 const char *store_backend_name(const struct store *s)
 {
 	return s->ops->name;
+}
+
+/* ---- stalls and stops ------------------------------------------------- */
+
+/* Process-wide (store.h): when the stop began (mono ms, 0: none) and how
+ * many handles are stalled now. */
+static _Atomic int64_t stop_mono;
+static atomic_int n_stalled;
+
+void store_stop_waits(bool on)
+{
+	int64_t now = clock_mono_ms();
+
+	atomic_store(&stop_mono, on ? (now > 0 ? now : 1) : 0);
+}
+
+int64_t store_stop_mono_ms(void)
+{
+	return atomic_load(&stop_mono);
+}
+
+void store_stall_mark(bool on)
+{
+	atomic_fetch_add(&n_stalled, on ? 1 : -1);
+}
+
+bool store_stalled(void)
+{
+	return atomic_load(&n_stalled) > 0;
 }
 
 /* ---- jobs ------------------------------------------------------------ */

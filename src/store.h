@@ -200,6 +200,43 @@ struct sc_clock *store_clock(const struct store *s);
 /* The backend's name ("sqlite", "postgresql"), static. */
 const char *store_backend_name(const struct store *s);
 
+/* ---- stalls and stops (process-wide) ---------------------------------- */
+
+/*
+ * A backend that waits on a server (PostgreSQL) bounds every wait
+ * (docs/operations.md, "Timeouts"); these two process-wide states tie
+ * those waits to the program around them. Both are atomics: any thread
+ * may call them at any time.
+ *
+ * store_stop_waits: the program is stopping (on true; false clears it,
+ * for a program that starts a daemon again in the same process). From
+ * then on a wait that has lasted STORE_STOP_WAIT_MS since the stop (or
+ * since it began, if later) is abandoned as a stall would be: its
+ * connection is dropped and the operation fails with SC_EIO. A healthy
+ * store answers well within it, so the writes of a graceful stop (a
+ * finish, a release) still go through; a stalled one no longer holds the
+ * stop up.
+ */
+#define STORE_STOP_WAIT_MS 1000
+void store_stop_waits(bool on);
+
+/*
+ * True while any handle of the process is stalled: one of its waits has
+ * lasted past STORE_STALL_SLOW_MS, or was abandoned at its deadline and
+ * no statement of that handle has been answered since. The daemon tells
+ * its external monitor nothing while this holds (as in an outage).
+ */
+#define STORE_STALL_SLOW_MS 5000
+bool store_stalled(void);
+
+/* For backends: a handle enters (on true) or leaves the stalled state.
+ * Each call of one kind is matched by one of the other. */
+void store_stall_mark(bool on);
+
+/* For backends: the CLOCK_MONOTONIC ms at which store_stop_waits(true)
+ * was called; 0 when it was not (or was cleared). */
+int64_t store_stop_mono_ms(void);
+
 /* ---- jobs (used by queue.c, which owns the state machine) ------------ */
 
 /*

@@ -61,6 +61,26 @@
  * (100 ms doubling to 5 s, real monotonic time); operations inside the
  * backoff window fail fast with SC_EIO. Nothing here ever exits.
  *
+ * Every wait has an end (issue 42): the connection is non-blocking, every
+ * statement is sent with PQsend* and every result awaited by collect() or
+ * pipe_run() with poll() up to the wait's end (wait_end: the session's
+ * statement_timeout plus a margin; see "Timeouts" below). A wait past it
+ * abandons the connection (dropped: its outcome unknown, as a lost one),
+ * logs event=store_stalled (rate-bounded) and returns SC_EIO; the next
+ * operation reconnects. No cancel request is sent: libpq's PQcancel opens
+ * a connection of its own without any timeout, the very thing that must
+ * not hang here, and the server's statement_timeout, shorter than the
+ * client's deadline, has already ended the statement if the server sees
+ * it. A stop (store_stop_waits) cuts waits STORE_STOP_WAIT_MS after it.
+ * The only blocking libpq call left is PQconnectdbParams, bounded by
+ * connect_timeout.
+ *
+ * Mixed versions: a handle reads the schema's version before a claim (at
+ * most every VERSION_CHECK_MS) and before recovery, and after a statement
+ * that found a table, column or function missing; a version newer than
+ * SCHEMA_VERSION is SC_EVERSION, so an older node stops taking jobs
+ * before it charges an attempt to any.
+ *
  * Wake-ups: enqueue, retry scheduling, release, revive and stalled
  * recovery NOTIFY channel surecron_jobs (delivered at commit). pg_wait
  * LISTENs on it (from its first call on) and returns when a notification
@@ -76,8 +96,10 @@
  *
  * Threading: one handle (one connection) per thread, as store.h says.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,6 +120,33 @@
 #define MIGRATE_LOCK_KEY "7305521930218410813" /* any constant bigint */
 #define CLAIM_LOCK_KEY "7305521930218410814"   /* pg_job_claim's */
 #define CLAIM_SCHED_SPACE "1935895404" /* CLAIM_SCHED_LOCK's first key */
+/*
+ * Timeouts (docs/operations.md, "Timeouts"). The session's limits, set
+ * at connect unless the connection (URL `options`, PGOPTIONS) or the
+ * role or database already set them: no statement of ours runs longer
+ * than 30 s, waits on a lock longer than 10 s, or leaves a transaction
+ * idle longer than 60 s (a connection lost in the middle of one does not
+ * hold its row locks for the server's keepalive time). Every result wait
+ * of the client ends at the session's statement_timeout plus a margin
+ * (half of it, 1 s to 5 s): the server's own error comes first while it
+ * answers; the client's deadline ends a wait the server cannot answer (a
+ * flow a NAT or a firewall lost, a frozen server). With statement_timeout
+ * 0 the client waits NO_LIMIT_WAIT_MS. Prune batches get LONG_OP_MS,
+ * migrations no limit but the connection's keepalives and stop.
+ */
+#define DEF_STATEMENT_TIMEOUT "30s"
+#define DEF_LOCK_TIMEOUT "10s"
+#define DEF_IDLE_TX_TIMEOUT "60s"
+#define DEF_TCP_USER_TIMEOUT "30000" /* ms */
+#define NO_LIMIT_WAIT_MS ((int64_t)300 * 1000)
+#define LONG_OP_MS ((int64_t)300 * 1000)
+#define LONG_OP_TIMEOUT "300s"       /* LONG_OP_MS, as a setting */
+#define STOP_CONNECT_TIMEOUT "2"     /* s: connecting after a stop */
+#define POLL_SLICE_MS 250            /* a wait looks at stop this often */
+#define STALL_LOG_EVERY_MS ((int64_t)10 * 1000)
+/* How often a claim reads the schema's version: a node that finds it
+ * newer than it understands claims nothing more (item of issue 42). */
+#define VERSION_CHECK_MS 1000
 
 /* ---- schema ----------------------------------------------------------- */
 
@@ -1149,6 +1198,13 @@ struct pg {
 	int64_t backoff_ms;        /* the next backoff step */
 	char last_error[256];      /* why the last connect failed */
 	const struct store_claim_rule *rule; /* store_overlap_set; NULL: off */
+	int64_t deadline_ms;       /* a result wait's limit on this
+				      connection (connect_now) */
+	int64_t long_ms;           /* > 0: this limit instead, for a long
+				      operation (prune, migrate) */
+	bool stalled;              /* counted in store_stalled() */
+	bool checking_version;     /* version_check runs: no recursion */
+	int64_t version_mono_ms;   /* when the schema version was read */
 };
 
 /* Parameters of one statement: values as text, NULL for SQL NULL. */
@@ -1266,6 +1322,242 @@ static void drop_conn(struct pg *p)
 	memset(p->prepared, 0, sizeof(p->prepared));
 }
 
+/* ---- bounded waits ------------------------------------------------------ */
+
+/* This handle's part in store_stalled(). */
+static void set_stalled(struct pg *p, bool on)
+{
+	if (p->stalled == on)
+		return;
+	p->stalled = on;
+	store_stall_mark(on);
+}
+
+/* The client's limit for one result wait, from the session's
+ * statement_timeout (ms; 0: none): see "Timeouts" above. */
+static int64_t deadline_for(int64_t statement_timeout_ms)
+{
+	if (statement_timeout_ms <= 0)
+		return NO_LIMIT_WAIT_MS;
+	int64_t margin = statement_timeout_ms / 2;
+	if (margin < 1000)
+		margin = 1000;
+	if (margin > 5000)
+		margin = 5000;
+	return statement_timeout_ms + margin;
+}
+
+/* Process-wide, so that many handles stalling at once (a partition hits
+ * every worker) still log one line per STALL_LOG_EVERY_MS. */
+static _Atomic int64_t stall_log_mono;
+static atomic_long stall_quiet;
+
+/*
+ * Reports a stall: reason "deadline" (the client gave up a wait), "stop"
+ * (a wait cut short by the stop), "lock" (lock_timeout), or
+ * "statement_timeout" (the server's limit); waited_ms < 0: the server
+ * timed it (its own limit, not ours to state). At most one line per
+ * STALL_LOG_EVERY_MS for the process; the lines held back are counted in
+ * the next one's `suppressed=`.
+ */
+static void stall_log(const char *reason, const char *op, int64_t waited_ms,
+		      int64_t limit_ms)
+{
+	int64_t now = clock_mono_ms();
+	int64_t last = atomic_load(&stall_log_mono);
+	char q[96];
+
+	if ((last != 0 && now - last < STALL_LOG_EVERY_MS) ||
+	    !atomic_compare_exchange_strong(&stall_log_mono, &last, now)) {
+		atomic_fetch_add(&stall_quiet, 1);
+		return;
+	}
+	long quiet = atomic_exchange(&stall_quiet, 0);
+	log_quote(q, sizeof(q), op);
+	if (waited_ms < 0)
+		LOG(SC_LOG_WARN, "store", "event=store_stalled reason=%s op=%s "
+		       "suppressed=%ld", reason, q, quiet);
+	else
+		LOG(SC_LOG_WARN, "store", "event=store_stalled reason=%s op=%s "
+		       "waited_ms=%" PRId64 " limit_ms=%" PRId64
+		       " suppressed=%ld", reason, q, waited_ms, limit_ms, quiet);
+}
+
+/* When a wait that began at start (mono ms) must end: the connection's
+ * limit (or the long operation's), cut to STORE_STOP_WAIT_MS after a
+ * stop (store.h). INT64_MAX: never. */
+static int64_t wait_end(const struct pg *p, int64_t start)
+{
+	int64_t lim = p->long_ms > 0 ? p->long_ms : p->deadline_ms;
+	int64_t end = lim == INT64_MAX ? INT64_MAX : start + lim;
+	int64_t stop = store_stop_mono_ms();
+
+	if (stop > 0) {
+		int64_t cut = (stop > start ? stop : start) + STORE_STOP_WAIT_MS;
+		if (cut < end)
+			end = cut;
+	}
+	return end;
+}
+
+static int fail(struct pg *p, PGresult *res, const char *what,
+		struct sc_err *err);
+
+/* fail() for a wait that broke off in the middle of a query: whatever
+ * fail() judged, the connection is out of step now, so it goes. */
+static int fail_mid(struct pg *p, const char *what, struct sc_err *err)
+{
+	int rc = fail(p, NULL, what, err);
+
+	drop_conn(p);
+	return rc;
+}
+
+/*
+ * Polls the connection's socket for ev (POLLIN, POLLOUT) until it is
+ * ready or the wait's end; slices of POLL_SLICE_MS, so that a stop and a
+ * stall are seen while the wait lasts. 0: ready (or a slice passed: the
+ * caller looks again). At the end the connection is abandoned: dropped
+ * (the statement's outcome is unknown, as after a lost connection), the
+ * stall reported, SC_EIO returned.
+ */
+static int wait_socket(struct pg *p, int64_t start, short ev, const char *what,
+		       struct sc_err *err)
+{
+	int64_t now = clock_mono_ms();
+	int64_t end = wait_end(p, start);
+
+	/* A long operation (prune, migrate) may be slow without being
+	 * stalled: only its deadline says so. */
+	if (p->long_ms == 0 && now - start >= STORE_STALL_SLOW_MS)
+		set_stalled(p, true);
+	if (now >= end) {
+		bool stopping = store_stop_mono_ms() > 0;
+		stall_log(stopping ? "stop" : "deadline", what, now - start,
+			  end - start);
+		set_stalled(p, true);
+		drop_conn(p);
+		return sc_err_set(err, SC_EIO, "PostgreSQL did not answer %s "
+				  "within %" PRId64 " ms%s; connection "
+				  "abandoned (reconnecting on the next "
+				  "operation)", what, end - start,
+				  stopping ? " of the stop" : "");
+	}
+	int64_t left = end - now;
+	struct pollfd pfd = {PQsocket(p->conn), ev, 0};
+	if (poll(&pfd, 1, left > POLL_SLICE_MS ? POLL_SLICE_MS : (int)left) < 0 &&
+	    errno != EINTR)
+		return fail_mid(p, what, err);
+	return 0;
+}
+
+/* Sends what the last PQsend* left queued (the connection is
+ * non-blocking), within the wait's end; answers are read meanwhile, so
+ * the server never blocks on us. */
+static int flush_out(struct pg *p, int64_t start, const char *what,
+		     struct sc_err *err)
+{
+	for (;;) {
+		int f = PQflush(p->conn);
+		if (f == 0)
+			return 0;
+		if (f < 0)
+			return fail_mid(p, what, err);
+		int rc = wait_socket(p, start, POLLIN | POLLOUT, what, err);
+		if (rc)
+			return rc;
+		if (!PQconsumeInput(p->conn))
+			return fail_mid(p, what, err);
+	}
+}
+
+/* Waits until PQgetResult will not block, within the wait's end. */
+static int await_ready(struct pg *p, int64_t start, const char *what,
+		       struct sc_err *err)
+{
+	while (PQisBusy(p->conn)) {
+		int rc = wait_socket(p, start, POLLIN, what, err);
+		if (rc)
+			return rc;
+		if (!PQconsumeInput(p->conn))
+			return fail_mid(p, what, err);
+	}
+	return 0;
+}
+
+static bool result_failed(const PGresult *r)
+{
+	ExecStatusType s = PQresultStatus(r);
+
+	return s != PGRES_COMMAND_OK && s != PGRES_TUPLES_OK;
+}
+
+/*
+ * After a PQsend* outside pipeline mode: flushes it and reads every
+ * result to the end, all within one wait's end (wait_end). *out: the
+ * first failed result, else the last one (PQexec's rule); NULL when the
+ * query answered none. On a returned error (the wait abandoned, the
+ * connection broke: dropped) *out is NULL.
+ */
+static int collect(struct pg *p, const char *what, PGresult **out,
+		   struct sc_err *err)
+{
+	int64_t start = clock_mono_ms();
+	PGresult *keep = NULL;
+	int rc = flush_out(p, start, what, err);
+
+	*out = NULL;
+	while (!rc) {
+		rc = await_ready(p, start, what, err);
+		if (rc)
+			break;
+		PGresult *r = PQgetResult(p->conn);
+		if (!r)
+			break;
+		if (keep && result_failed(keep)) {
+			PQclear(r);
+		} else {
+			PQclear(keep);
+			keep = r;
+		}
+		if (PQstatus(p->conn) != CONNECTION_OK)
+			break; /* no NULL will follow: fail() says why */
+	}
+	if (rc) {
+		PQclear(keep);
+		return rc;
+	}
+	set_stalled(p, false); /* the server answers */
+	*out = keep;
+	return 0;
+}
+
+/*
+ * Runs q (constant SQL, several statements allowed) within the wait's
+ * limit. *out: its last result (PQclear it); on failure NULL and the
+ * code (fail()).
+ */
+static int exec_res(struct pg *p, const char *q, const char *what,
+		    PGresult **out, struct sc_err *err)
+{
+	PGresult *res = NULL;
+	int rc;
+
+	*out = NULL;
+	if (!p->conn || !PQsendQuery(p->conn, q))
+		return fail(p, NULL, what, err);
+	rc = collect(p, what, &res, err);
+	if (rc)
+		return rc;
+	if (!res || result_failed(res)) {
+		rc = fail(p, res, what, err);
+		PQclear(res);
+		return rc;
+	}
+	*out = res;
+	return 0;
+}
+
 /* Frees every notification libpq has read; remembers that one came. */
 static void drain_notifies(struct pg *p)
 {
@@ -1279,6 +1571,7 @@ static void drain_notifies(struct pg *p)
 
 /* Runs a constant statement without values. */
 static int exec_const(struct pg *p, const char *q, struct sc_err *err);
+static int64_t get_i64(const PGresult *r, int row, int col);
 
 /* Server notices (NOTICE, WARNING) go to the log, never to stderr. */
 static void on_notice(void *arg, const char *message)
@@ -1291,7 +1584,7 @@ static void on_notice(void *arg, const char *message)
 
 static int connect_now(struct pg *p, struct sc_err *err)
 {
-	const char *keys[8], *vals[8];
+	const char *keys[12], *vals[12];
 	int k = 0;
 	char line[256];
 
@@ -1314,12 +1607,24 @@ static int connect_now(struct pg *p, struct sc_err *err)
 	vals[k++] = "10";
 	keys[k] = "keepalives_count";
 	vals[k++] = "3";
+	/* Data the server does not acknowledge (a partition) ends the
+	 * connection after 30 s, however much of it is queued. */
+	keys[k] = "tcp_user_timeout";
+	vals[k++] = DEF_TCP_USER_TIMEOUT;
 	keys[k] = "dbname";
 	vals[k++] = p->conninfo;
+	/* After a stop, a connect no longer waits the URL's timeout: after
+	 * dbname, so it wins over the URL's own. */
+	if (store_stop_mono_ms() > 0) {
+		keys[k] = "connect_timeout";
+		vals[k++] = STOP_CONNECT_TIMEOUT;
+	}
 	keys[k] = NULL;
 	vals[k] = NULL;
 
 	drop_conn(p);
+	/* Blocking, bounded by connect_timeout (10 s unless the URL or
+	 * PGCONNECT_TIMEOUT says otherwise) for each host. */
 	p->conn = PQconnectdbParams(keys, vals, 1);
 	if (!p->conn)
 		return sc_err_set(err, SC_ENOMEM, "out of memory connecting");
@@ -1337,6 +1642,13 @@ static int connect_now(struct pg *p, struct sc_err *err)
 				  p->last_error);
 	}
 	PQsetNoticeProcessor(p->conn, on_notice, p);
+	/* Every send then returns at once and every wait is ours, bounded
+	 * (collect, pipe_run). */
+	if (PQsetnonblocking(p->conn, 1) != 0) {
+		int rc = fail(p, NULL, "connect", err);
+		drop_conn(p);
+		return rc;
+	}
 	/*
 	 * Hot-path commits skip the WAL flush wait (see the file comment);
 	 * the records that must survive set it back in their statement.
@@ -1352,20 +1664,41 @@ static int connect_now(struct pg *p, struct sc_err *err)
 	 * server_reset_query): ours would collide with them, so none is
 	 * kept. All in one round trip: every command pays it once, and it
 	 * is one implicit transaction, so a failure leaves none of it.
+	 * The session's limits (see "Timeouts" above) are set where nobody
+	 * chose them for this session, role or database (pg_settings'
+	 * source), and the statement_timeout in force read back: it sets
+	 * the client's deadline on this connection.
 	 */
 #define SESSION_SETS                                                      \
 	"DEALLOCATE ALL; SET synchronous_commit TO off; "                 \
-	"SET plan_cache_mode TO force_generic_plan"
-	int rc = exec_const(p, p->listening ? SESSION_SETS "; LISTEN " CHANNEL
-					    : SESSION_SETS, err);
+	"SET plan_cache_mode TO force_generic_plan; "                     \
+	"SELECT set_config(name, CASE name"                               \
+	" WHEN 'statement_timeout' THEN '" DEF_STATEMENT_TIMEOUT "'"      \
+	" WHEN 'lock_timeout' THEN '" DEF_LOCK_TIMEOUT "'"                \
+	" ELSE '" DEF_IDLE_TX_TIMEOUT "' END, false) FROM pg_settings"    \
+	" WHERE name IN ('statement_timeout', 'lock_timeout',"            \
+	" 'idle_in_transaction_session_timeout') AND source NOT IN"       \
+	" ('client', 'user', 'database', 'database user'); "
+#define SESSION_READ                                                      \
+	"; SELECT setting FROM pg_settings WHERE name = 'statement_timeout'"
+	PGresult *res = NULL;
+	int rc = exec_res(p, p->listening
+			  ? SESSION_SETS "LISTEN " CHANNEL SESSION_READ
+			  : SESSION_SETS "SELECT 1" SESSION_READ,
+			  "session setup", &res, err);
 #undef SESSION_SETS
-	/* We may have missed notifications while disconnected. */
-	if (rc == 0 && p->listening)
-		p->notified = true;
+#undef SESSION_READ
 	if (rc) {
 		drop_conn(p);
 		return rc;
 	}
+	if (PQntuples(res) == 1)
+		p->deadline_ms = deadline_for(get_i64(res, 0, 0));
+	PQclear(res);
+	drain_notifies(p);
+	/* We may have missed notifications while disconnected. */
+	if (p->listening)
+		p->notified = true;
 	p->backoff_ms = BACKOFF_MIN_MS;
 	p->next_try_mono_ms = 0;
 	return 0;
@@ -1380,6 +1713,11 @@ static int ensure_conn(struct pg *p, struct sc_err *err)
 		LOG(SC_LOG_WARN, "store", "event=pg_connection_lost");
 		drop_conn(p);
 	}
+	/* A handle that stalled does not try again once the program
+	 * stops: the connect could wait connect_timeout more. */
+	if (p->stalled && store_stop_mono_ms() > 0)
+		return sc_err_set(err, SC_EIO, "PostgreSQL stalled and the "
+				  "program is stopping: not reconnecting");
 	int64_t wait_ms = p->next_try_mono_ms - clock_mono_ms();
 	if (wait_ms > 0)
 		return sc_err_set(err, SC_EIO,
@@ -1391,6 +1729,8 @@ static int ensure_conn(struct pg *p, struct sc_err *err)
 		LOG(SC_LOG_INFO, "store", "event=pg_connected");
 	return rc;
 }
+
+static int version_check(struct pg *p, struct sc_err *err);
 
 /*
  * Turns a failed result (res may be NULL) into an SC_E* code. A broken
@@ -1425,6 +1765,30 @@ static int fail(struct pg *p, PGresult *res, const char *what,
 				  "(reconnecting on the next operation): %s",
 				  what, line);
 	}
+	/* The session's own limits ended the statement (lock_timeout,
+	 * statement_timeout): it did nothing, and the next try may well
+	 * pass, so it is retried like a lost connection (a finish is). */
+	bool lock_to = state && strcmp(state, "55P03") == 0 &&
+		       strstr(line, "lock timeout");
+	bool stmt_to = state && strcmp(state, "57014") == 0 &&
+		       strstr(line, "statement timeout");
+	if (lock_to || stmt_to) {
+		stall_log(lock_to ? "lock" : "statement_timeout", what, -1, -1);
+		return sc_err_set(err, SC_EIO, "PostgreSQL %s failed: %s",
+				  what, line);
+	}
+	/* An undefined table, column or function: the schema may have
+	 * moved under us (a newer node migrated it). Read its version
+	 * now when no transaction of ours is open (one in error could not
+	 * read), else at the next claim. */
+	if (state && strncmp(state, "42", 2) == 0 &&
+	    strcmp(state, "42501") != 0 && !p->checking_version) {
+		struct sc_err ve = {0};
+		if (PQtransactionStatus(p->conn) != PQTRANS_IDLE)
+			p->version_mono_ms = INT64_MIN / 2;
+		else if (version_check(p, &ve) == SC_EVERSION)
+			return sc_err_set(err, SC_EVERSION, "%s", ve.msg);
+	}
 	if (state) {
 		if (strcmp(state, "53100") == 0)
 			code = SC_ENOSPC;
@@ -1443,15 +1807,13 @@ static int fail(struct pg *p, PGresult *res, const char *what,
 
 static int exec_const(struct pg *p, const char *q, struct sc_err *err)
 {
-	PGresult *res = PQexec(p->conn, q);
-	ExecStatusType st = PQresultStatus(res);
-	int rc = 0;
+	PGresult *res;
+	int rc = exec_res(p, q, q, &res, err);
 
-	if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
-		rc = fail(p, res, q, err);
-	else if (p->conn)
+	if (rc == 0) {
 		drain_notifies(p);
-	PQclear(res);
+		PQclear(res);
+	}
 	return rc;
 }
 
@@ -1474,8 +1836,12 @@ static int prepare_once(struct pg *p, enum stmt st, const char *text,
 	if (oneshot[st] || p->prepared[st])
 		return 0;
 	stmt_name(st, name);
-	res = PQprepare(p->conn, name, text, 0, NULL);
-	if (PQresultStatus(res) != PGRES_COMMAND_OK)
+	if (!PQsendPrepare(p->conn, name, text, 0, NULL))
+		return fail(p, NULL, "prepare", err);
+	rc = collect(p, "prepare", &res, err);
+	if (rc)
+		return rc;
+	if (!res || PQresultStatus(res) != PGRES_COMMAND_OK)
 		rc = fail(p, res, "prepare", err);
 	else
 		p->prepared[st] = true;
@@ -1501,14 +1867,19 @@ static int run_text(struct pg *p, enum stmt st, const char *text,
 	if (rc)
 		return rc;
 	stmt_name(st, name);
+	int sent;
 	if (oneshot[st])
-		res = PQexecParams(p->conn, text, a ? a->n : 0, NULL,
-				   a ? a->v : NULL, NULL, NULL, 0);
+		sent = PQsendQueryParams(p->conn, text, a ? a->n : 0, NULL,
+					 a ? a->v : NULL, NULL, NULL, 0);
 	else
-		res = PQexecPrepared(p->conn, name, a ? a->n : 0,
-				     a ? a->v : NULL, NULL, NULL, 0);
-	ExecStatusType s = PQresultStatus(res);
-	if (s != PGRES_COMMAND_OK && s != PGRES_TUPLES_OK) {
+		sent = PQsendQueryPrepared(p->conn, name, a ? a->n : 0,
+					   a ? a->v : NULL, NULL, NULL, 0);
+	if (!sent)
+		return fail(p, NULL, name, err);
+	rc = collect(p, name, &res, err);
+	if (rc)
+		return rc;
+	if (!res || result_failed(res)) {
 		rc = fail(p, res, name, err);
 		PQclear(res);
 		return rc;
@@ -1585,13 +1956,21 @@ static int pipe_run(struct pg *p, const struct pipe_step *v, size_t n,
 						   a ? a->v : NULL, NULL,
 						   NULL, 0);
 	}
-	if (!sent || !PQpipelineSync(p->conn)) {
-		rc = fail(p, NULL, "pipeline", err);
+	int64_t start = clock_mono_ms();
+	if (!sent || !PQpipelineSync(p->conn) ||
+	    (rc = flush_out(p, start, "pipeline", err)) != 0) {
+		if (!rc)
+			rc = fail(p, NULL, "pipeline", err);
 		drop_conn(p); /* half a batch sent: start afresh */
 		return rc;
 	}
-	/* Each statement answers one result and a NULL; the Sync, its own. */
+	/* Each statement answers one result and a NULL; the Sync, its own.
+	 * Every read waits within the batch's one limit (wait_end). */
 	for (size_t i = 0; i < n; i++) {
+		if ((rc = await_ready(p, start, "pipeline", err)) != 0) {
+			drop_conn(p); /* abandoned or broken */
+			goto out;
+		}
 		PGresult *res = PQgetResult(p->conn);
 		ExecStatusType s = PQresultStatus(res);
 
@@ -1615,8 +1994,16 @@ static int pipe_run(struct pg *p, const struct pipe_step *v, size_t n,
 			bad = res;
 			bad_what = v[i].text ? v[i].text : "pipeline";
 		}
+		if ((rc = await_ready(p, start, "pipeline", err)) != 0) {
+			drop_conn(p);
+			goto out;
+		}
 		res = PQgetResult(p->conn); /* the NULL that ends it */
 		PQclear(res);
+	}
+	if ((rc = await_ready(p, start, "pipeline", err)) != 0) {
+		drop_conn(p);
+		goto out;
 	}
 	PGresult *sync = PQgetResult(p->conn);
 	bool synced = PQresultStatus(sync) == PGRES_PIPELINE_SYNC;
@@ -1630,6 +2017,7 @@ static int pipe_run(struct pg *p, const struct pipe_step *v, size_t n,
 		goto out;
 	}
 	drain_notifies(p);
+	set_stalled(p, false); /* the server answers */
 	if (bad)
 		rc = fail(p, bad, bad_what, err);
 out:
@@ -1780,13 +2168,15 @@ static int schema_current(struct pg *p, struct sc_err *err)
 {
 	/* On a new database the table is missing and this fails: then the
 	 * locked path creates it. */
-	PGresult *res = PQexec(p->conn, "SELECT max(version) FROM "
-			       "schema_version");
+	PGresult *res = NULL;
 	int version = -1;
 
-	if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1 &&
-	    !PQgetisnull(res, 0, 0))
+	p->checking_version = true;
+	if (exec_res(p, "SELECT max(version) FROM schema_version",
+		     "schema version read", &res, NULL) == 0 &&
+	    PQntuples(res) == 1 && !PQgetisnull(res, 0, 0))
 		version = (int)get_i64(res, 0, 0);
+	p->checking_version = false;
 	PQclear(res);
 	if (version > SCHEMA_VERSION)
 		return sc_err_set(err, SC_EVERSION,
@@ -1796,17 +2186,55 @@ static int schema_current(struct pg *p, struct sc_err *err)
 	return version == SCHEMA_VERSION;
 }
 
+/*
+ * Reads the schema's version on the live connection: SC_EVERSION when it
+ * is newer than this binary's (a newer node migrated the store since we
+ * opened it), 0 otherwise (a failed read is left to the next statement
+ * to report). Claims and recovery call it at most every VERSION_CHECK_MS,
+ * so that a node of an older version stops taking jobs it would fail.
+ */
+static int version_check(struct pg *p, struct sc_err *err)
+{
+	PGresult *res = NULL;
+	int version = -1;
+
+	p->version_mono_ms = clock_mono_ms();
+	p->checking_version = true;
+	if (exec_res(p, "SELECT max(version) FROM schema_version",
+		     "schema version read", &res, NULL) == 0 &&
+	    PQntuples(res) == 1 && !PQgetisnull(res, 0, 0))
+		version = (int)get_i64(res, 0, 0);
+	p->checking_version = false;
+	PQclear(res);
+	if (version > SCHEMA_VERSION)
+		return sc_err_set(err, SC_EVERSION,
+				  "the store's schema is version %d, newer than "
+				  "this surecron understands (%d): a newer "
+				  "surecron migrated it; this node takes no more "
+				  "jobs (upgrade it)", version, SCHEMA_VERSION);
+	return 0;
+}
+
+/* Whether the schema's version is due for a look (version_check), and
+ * the look: connects first when needed. */
+static int version_due(struct pg *p, struct sc_err *err)
+{
+	if (clock_mono_ms() - p->version_mono_ms < VERSION_CHECK_MS)
+		return 0;
+	int rc = ensure_conn(p, err);
+	return rc ? rc : version_check(p, err);
+}
+
 /* 1 when the schema_version table is on the search path, 0 when not. */
 static int schema_present(struct pg *p, struct sc_err *err)
 {
-	PGresult *res = PQexec(p->conn, "SELECT to_regclass('schema_version') "
-			       "IS NOT NULL");
-	int rc;
+	PGresult *res;
+	int rc = exec_res(p, "SELECT to_regclass('schema_version') IS NOT NULL",
+			  "schema check", &res, err);
 
-	if (PQresultStatus(res) != PGRES_TUPLES_OK)
-		rc = fail(p, res, "schema check", err);
-	else
-		rc = PQgetvalue(res, 0, 0)[0] == 't';
+	if (rc)
+		return rc;
+	rc = PQgetvalue(res, 0, 0)[0] == 't';
 	PQclear(res);
 	return rc;
 }
@@ -1838,9 +2266,14 @@ static int migrate(struct pg *p, bool create, struct sc_err *err)
 					  "database: no surecron tables on "
 					  "its search path");
 	}
-	rc = exec_const(p, "BEGIN", err);
+	/* A migration may rewrite a large table and waits for another
+	 * node's: no statement or lock limit, and no client deadline but
+	 * the stop (the connection's keepalives still end a dead one). */
+	p->long_ms = INT64_MAX;
+	rc = exec_const(p, "BEGIN; SET LOCAL statement_timeout = 0; "
+			"SET LOCAL lock_timeout = 0", err);
 	if (rc)
-		return rc;
+		goto fail_tx;
 	/* Nodes starting together: the first migrates, the rest wait and
 	 * then find the schema current. */
 	rc = exec_const(p, "SELECT pg_advisory_xact_lock(" MIGRATE_LOCK_KEY ")",
@@ -1852,12 +2285,10 @@ static int migrate(struct pg *p, bool create, struct sc_err *err)
 		goto fail_tx;
 	exists = rc == 1;
 	if (exists) {
-		res = PQexec(p->conn, "SELECT max(version) FROM schema_version");
-		if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-			rc = fail(p, res, "schema version read", err);
-			PQclear(res);
+		rc = exec_res(p, "SELECT max(version) FROM schema_version",
+			      "schema version read", &res, err);
+		if (rc)
 			goto fail_tx;
-		}
 		version = (int)get_i64(res, 0, 0);
 		PQclear(res);
 	}
@@ -1895,11 +2326,14 @@ static int migrate(struct pg *p, bool create, struct sc_err *err)
 		if (rc)
 			goto fail_tx;
 	}
-	return exec_const(p, "COMMIT", err);
+	rc = exec_const(p, "COMMIT", err);
+	p->long_ms = 0;
+	return rc;
 
 fail_tx:
 	if (p->conn)
 		(void)exec_const(p, "ROLLBACK", NULL);
+	p->long_ms = 0;
 	return rc;
 }
 
@@ -1910,6 +2344,7 @@ static void pg_close(void *impl)
 	if (!p)
 		return;
 	drop_conn(p);
+	set_stalled(p, false);
 	free(p->conninfo);
 	free(p);
 }
@@ -1939,6 +2374,7 @@ static int pg_open(const char *target, struct sc_clock *clock, bool create,
 	}
 	p->clock = clock;
 	p->backoff_ms = BACKOFF_MIN_MS;
+	p->deadline_ms = deadline_for(30 * 1000); /* DEF_STATEMENT_TIMEOUT's */
 	rc = connect_now(p, err);
 	if (rc)
 		goto fail_alloc;
@@ -2370,8 +2806,10 @@ static int pg_job_claim(void *impl, const char *worker, int64_t lease_ms,
 	struct pg *p = impl;
 	const struct store_claim_rule *r = p->rule;
 	PGresult *res = NULL;
-	int rc;
+	int rc = version_due(p, err);
 
+	if (rc)
+		return rc;
 	if (r && r->on) {
 		rc = pg_claim_ruled(p, r, worker, lease_ms, ahead_ms, max,
 				    &res, err);
@@ -2538,6 +2976,11 @@ static int pg_job_recover(void *impl, int max_stalls, int *n_recovered,
 	arg_i64(&a, now);
 	rc = run_count(p, ST_ANY_EXPIRED, &a, &n, err);
 	if (rc || n == 0)
+		return rc;
+	/* An older node must not judge jobs by rules a newer schema may
+	 * have changed. */
+	rc = version_check(p, err);
+	if (rc)
 		return rc;
 	rc = exec_const(p, "BEGIN", err);
 	if (rc)
@@ -3469,9 +3912,12 @@ static int pg_exec_once(struct pg *p, const char *text, const struct args *a,
 		return rc;
 	for (int i = 0; i < a->n; i++)
 		oids[i] = types[i] == 'i' ? 20 : 25; /* int8, text */
-	res = PQexecParams(p->conn, text, a->n, oids, a->v, NULL, NULL, 0);
-	ExecStatusType s = PQresultStatus(res);
-	if (s != PGRES_COMMAND_OK && s != PGRES_TUPLES_OK) {
+	if (!PQsendQueryParams(p->conn, text, a->n, oids, a->v, NULL, NULL, 0))
+		return fail(p, NULL, "prune", err);
+	rc = collect(p, "prune", &res, err);
+	if (rc)
+		return rc;
+	if (!res || result_failed(res)) {
 		rc = fail(p, res, "prune", err);
 		PQclear(res);
 		return rc;
@@ -3749,22 +4195,31 @@ static int pg_prune_batch(void *impl, const struct store_prune_opts *o,
 	 * the compiling (7 to 10 ms a statement here) is never paid back in
 	 * one execution. Local to the batch: the handle's other work keeps
 	 * the server's setting. */
+	/* A batch of a large store may take longer than the session's
+	 * statement limit: LONG_OP_MS for its statements, on both sides. */
+	p->long_ms = deadline_for(LONG_OP_MS);
 	if (!rc)
-		rc = exec_const(p, "BEGIN; SET LOCAL jit = off", err);
-	if (rc)
+		rc = exec_const(p, "BEGIN; SET LOCAL jit = off; SET LOCAL "
+				"statement_timeout = '" LONG_OP_TIMEOUT "'", err);
+	if (rc) {
+		p->long_ms = 0;
 		return rc;
+	}
 	rc = pg_prune_run(p, ph, horizon, res->cursor, max_rows, o->dry_run,
 			  o->jobs_before_ms, &n1, &n2, &hi, &last, err);
 	if (rc || o->dry_run) {
 		if (p->conn)
 			(void)exec_const(p, "ROLLBACK", NULL);
+		p->long_ms = 0;
 		if (rc)
 			return rc;
 	} else if ((rc = exec_const(p, "COMMIT", err)) != 0) {
 		if (p->conn)
 			(void)exec_const(p, "ROLLBACK", NULL);
+		p->long_ms = 0;
 		return rc;
 	}
+	p->long_ms = 0;
 	pg_prune_count(res, ph, n1, n2);
 	if (last) {
 		res->phase = ph + 2;

@@ -21,7 +21,8 @@
  *        v
  *   finish failed with SC_EIO or SC_ENOSPC (and not released, lease not
  *   lost)?
- *        --yes--> the same finish again, backing off, at most 20 times
+ *        --yes--> the same finish again, backing off, at most 20 times,
+ *                 until the driver's stop (opts.stop) asks
  *   recorded DONE or DEAD: slot_event DELIVERED or LOST (START was said
  *   before the run)
  *
@@ -276,9 +277,22 @@ static int finish_again(const struct worker_opts *o, struct sc_clock *clock,
 
 	for (int i = 0; i < FINISH_TRIES && finish_retryable(rc); i++) {
 		struct sc_err e = {0};
-		struct timespec ts = {.tv_sec = backoff / 1000,
-				      .tv_nsec = (backoff % 1000) * 1000000};
-		nanosleep(&ts, NULL);
+		/* The backoff in steps of the tick, so that a stop (grace
+		 * over) ends the retries at once: the job stays ACTIVE and
+		 * lease recovery runs it again, as after a crash. */
+		for (int64_t slept = 0; slept < backoff;
+		     slept += WORKER_TICK_MS) {
+			if (o->stop && o->stop(o->ud))
+				return rc;
+			int64_t ms = backoff - slept < WORKER_TICK_MS
+					     ? backoff - slept
+					     : WORKER_TICK_MS;
+			struct timespec ts = {.tv_sec = ms / 1000,
+					      .tv_nsec = (ms % 1000) * 1000000};
+			nanosleep(&ts, NULL);
+		}
+		if (o->stop && o->stop(o->ud))
+			return rc;
 		rc = finish(o, clock, job, ok, out, &e);
 		backoff = backoff * 2 > FINISH_BACKOFF_MAX_MS
 				  ? FINISH_BACKOFF_MAX_MS

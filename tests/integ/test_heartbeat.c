@@ -10,8 +10,10 @@
  *     more than its start, so a slot that fails twice and then succeeds
  *     is start,start,start,success with one rid, R = heartbeat_rid(slot);
  *   - the daemon's ping comes every `every` and stops when the scheduler
- *     loop is blocked (the daemon.scheduler_stuck test point) and when
- *     the process is killed;
+ *     loop is blocked (the daemon.scheduler_stuck test point), when
+ *     the process is killed, while the store is down, and while its
+ *     PostgreSQL calls are stalled on flows a proxy stranded (issue 42;
+ *     they come again once the connections are replaced);
  *   - a monitor that hangs or answers 500 never delays a slot's start
  *     (the late_us the daemon logs at event=start stays within the same
  *     small bound as with a good monitor);
@@ -35,6 +37,7 @@
 
 #include "config.h"
 #include "fakes/fake_http.h"
+#include "fakes/fake_proxy.h"
 #include "heartbeat.h"
 #include "queue.h"
 #include "store.h"
@@ -514,6 +517,46 @@ static void daemon_ping_stops_when_store_down_pg(void **state)
 	env_dispose(&e);
 }
 
+/* Issue 42: the daemon's flows to PostgreSQL die without a reset (a
+ * proxy strands them; new ones pass): no daemon ping while its store
+ * calls are stalled; the stall is logged at the client's deadline
+ * (statement_timeout 2 s: 3 s), the connections are replaced, and the
+ * pings come again. Before, the daemon hung for good, silently. */
+static void daemon_ping_stops_while_store_stalled_pg(void **state)
+{
+	struct env e;
+	char url[600], opts[400];
+	(void)state;
+	PGFX_NEED_SERVER();
+
+	const char *colon = strrchr(pgfx_url(), ':');
+	struct fake_proxy *px = fake_proxy_start(atoi(colon + 1));
+	assert_non_null(px);
+	snprintf(url, sizeof(url), "%.*s:%d%s", (int)(colon - pgfx_url()),
+		 pgfx_url(), fake_proxy_port(px), strchr(colon, '/'));
+	snprintf(opts, sizeof(opts), "PGOPTIONS=%s -c statement_timeout=2s",
+		 getenv("PGOPTIONS"));
+	env_init(&e, url);
+	write_cfg(&e, DAEMON_TOP,
+		  "  persec:\n"
+		  "    cron: \"* * * * * *\"\n"
+		  "    tz: UTC\n"
+		  "    catchup: none\n"
+		  "    targets: [archive]\n"
+		  "    tasks: [{name: t, shell: \"echo tick\"}]\n");
+	pid_t pid = start_daemon(&e, opts);
+	assert_true(fake_http_wait(e.mon, "/hc/daemon", 2, PATIENCE_MS));
+	fake_proxy_set(px, PROXY_STRAND, 0);
+	size_t n0 = fake_http_count(e.mon, "/hc/daemon");
+	assert_true(wait_log(&e, "event=store_stalled", 1, PATIENCE_MS));
+	size_t n1 = fake_http_count(e.mon, "/hc/daemon");
+	assert_true(n1 <= n0 + 1);
+	assert_true(fake_http_wait(e.mon, "/hc/daemon", n1 + 2, 30000));
+	stop_daemon(pid);
+	fake_proxy_stop(px);
+	env_dispose(&e);
+}
+
 /* ---- a bad monitor never delays a slot -------------------------------- */
 
 static const char SEC_SCHEDULE[] =
@@ -652,6 +695,9 @@ int main(void)
 						pg_teardown),
 		cmocka_unit_test_setup_teardown(
 			daemon_ping_stops_when_store_down_pg, pgfx_setup,
+			pg_teardown),
+		cmocka_unit_test_setup_teardown(
+			daemon_ping_stops_while_store_stalled_pg, pgfx_setup,
 			pg_teardown),
 	};
 	int rc = cmocka_run_group_tests_name("heartbeat", tests, NULL, NULL);

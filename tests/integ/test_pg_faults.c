@@ -11,6 +11,22 @@
  *                      crash recovery: pg_ctl restart -m immediate)
  *   terminate_backends pg_terminate_backend of every session of the daemon
  *   down_10s           the server stopped for 10 s, then started again
+ *   blackhole_10s      (issue 42) the daemon reaches the server through a
+ *                      TCP proxy (tests/fakes/fake_proxy.h) that
+ *                      blackholes every flow, open and new, for 10 s
+ *                      without a reset, then lets new ones through (the
+ *                      stranded ones stay dead). The session's
+ *                      statement_timeout is 2 s (URL `options`), so the
+ *                      client's deadline is 3 s (src/store_pg.c); the
+ *                      issue's 60 s blackhole is shortened to 10 s, more
+ *                      than three deadlines. Also: stall_ms, from the
+ *                      blackhole to the `event=store_stalled` line,
+ *                      within the deadline + slack.
+ *   lock_held          (issue 42) another session holds an ACCESS
+ *                      EXCLUSIVE lock on the jobs table for 4 s; the
+ *                      daemon's lock_timeout is 1 s: the line
+ *                      `event=store_stalled reason=lock` comes while the
+ *                      lock is held
  *
  * Then, for every slot from the first to the last of the run:
  *   - lost: the slot's job is not DONE, or a `lost`/`missed` ledger row;
@@ -24,6 +40,23 @@
  *     closes with one `state=end` line.
  * One figure line per fault: "pg_faults: fault=... slots= lost= undeclared=
  * declared= reconnect_ms= log_lines=".
+ *
+ * Two more (issue 42), on their own:
+ *   sigterm_in_stall   SIGTERM 1 s into a blackhole (every store call of
+ *                      the daemon stuck): exit 0 within worker.grace (2 s)
+ *                      + STOP_SLACK_MS. Figure: "stop_ms=".
+ *   finish_failing_stop  every finish fails (failpoint), SIGTERM: the
+ *                      finish retries end with the grace (they took ~80 s).
+ *                      Figure: "stop_ms=".
+ *   newer_schema       the store's version record set above this build's
+ *                      (as a newer surecron's migration would: the newer
+ *                      node is emulated so): the daemon takes no more
+ *                      jobs, logs `event=store_schema_newer` once, exits
+ *                      1; no failed attempt, no job left charged; a start
+ *                      of this version is refused at open (exit 1); with
+ *                      the record back (the node upgraded), a start
+ *                      catches up every slot of the gap (catchup: all):
+ *                      the rolling upgrade of docs/operations.md.
  *
  * The server is restarted on the same port (tests/pg_server.sh); with an
  * external server (SURECRON_TEST_PG set by hand) the tests skip.
@@ -47,12 +80,22 @@
 #include "daemon_util.h"
 #include "testutil.h"
 #include "fakes/fake_http.h"
+#include "fakes/fake_proxy.h"
 #include "pg_fixture.h"
 
 #define BACKOFF_CAP_MS 5000 /* src/daemon.c BACKOFF_MAX_MS */
 #define RECONNECT_SLACK_MS 4000
 #define LOG_LINES_MAX 60    /* per fault, all levels >= warn */
 #define PATIENCE_MS 60000
+/* Through the proxy: statement_timeout 2 s, so the client's deadline is
+ * 2 s + its margin (1 s: src/store_pg.c deadline_for). */
+#define PROXY_OPTIONS "-c%20statement_timeout%3D2s"
+#define DEADLINE_MS 3000
+#define STALL_SLACK_MS 1500  /* poll slices, the log's write */
+#define BLACKHOLE_MS 10000
+#define LOCK_HOLD_MS 4000
+#define GRACE_MS 2000        /* worker.grace of the config below */
+#define STOP_SLACK_MS 1500
 
 struct env {
 	char dir[256];
@@ -64,8 +107,48 @@ struct env {
 };
 
 static pid_t daemon_pid; /* the running test's daemon, for teardown */
+static struct fake_proxy *proxy; /* the running test's, for teardown */
+static const char *extra_env;    /* one more "K=V" for the daemon */
+
+/* The tests' server's port (pgfx_url: postgresql://u@127.0.0.1:PORT/db). */
+static int pg_port(void)
+{
+	const char *at = strrchr(pgfx_url(), ':');
+
+	assert_non_null(at);
+	return atoi(at + 1);
+}
+
+/*
+ * A store URL for the daemon: the server's own, or (via_proxy) the
+ * proxy's port; with this test's schema and `extra` session options
+ * (URL-encoded) in `options` (which PGOPTIONS would not reach then).
+ */
+static void daemon_url(char *out, size_t n, bool via_proxy, const char *extra)
+{
+	char base[600];
+
+	snprintf(base, sizeof(base), "%s", pgfx_url());
+	if (via_proxy) {
+		char *colon = strrchr(base, ':');
+		const char *path = strchr(colon, '/');
+		char tail[128];
+		snprintf(tail, sizeof(tail), "%s", path);
+		snprintf(colon, sizeof(base) - (size_t)(colon - base), ":%d%s",
+			 fake_proxy_port(proxy), tail);
+	}
+	snprintf(out, n, "%s?connect_timeout=2&options=-c%%20search_path%%3D%s"
+		 "%%20%s", base, pgfx_schema, extra);
+}
+
+static void env_start_url(struct env *e, const char *url);
 
 static void env_start(struct env *e)
+{
+	env_start_url(e, pgfx_url());
+}
+
+static void env_start_url(struct env *e, const char *url)
 {
 	memset(e, 0, sizeof(*e));
 	snprintf(e->dir, sizeof(e->dir), "%s", tu_tmpdir());
@@ -80,7 +163,7 @@ static void env_start(struct env *e)
 	assert_non_null(f);
 	/* Lease 60 s: longer than any fault, so no takeover muddles what
 	 * the fault alone does. A failed attempt is retried 1 s later. */
-	fprintf(f, "store: %s\n"
+	fprintf(f, "store: \"%s\"\n"
 		   "worker: {concurrency: 2, lease: 60s, grace: 2s}\n"
 		   "targets:\n"
 		   "  hook: {kind: webhook, url_env: FAULTS_HOOK_URL}\n"
@@ -93,14 +176,14 @@ static void env_start(struct env *e)
 		   "    targets: [hook]\n"
 		   "    tasks:\n"
 		   "      - {name: t, shell: \"echo \\\"$SURECRON_SLOT\\\"\"}\n",
-		pgfx_url());
+		url);
 	fclose(f);
 	struct store *st = tu_store_open(pgfx_url()); /* the schema */
 	store_close(st);
 	/* Its sessions carry their own application_name, so the terminate
 	 * fault hits this daemon's sessions only. */
 	const char *envs[] = {"SURECRON_LOG=warn", "PGAPPNAME=surecron-faults",
-			      NULL};
+			      extra_env, NULL};
 	e->pid = tu_start_daemon(e->dir, e->cfg, envs, 0);
 	daemon_pid = e->pid;
 }
@@ -171,18 +254,64 @@ static long log_lines(const struct env *e, long from, const char *needle)
 	return n;
 }
 
-enum fault { F_RESTART_IMMEDIATE, F_TERMINATE, F_DOWN_10S };
+enum fault {
+	F_RESTART_IMMEDIATE, F_TERMINATE, F_DOWN_10S, F_BLACKHOLE, F_LOCK_HELD
+};
 
 static const char *fault_name(enum fault f)
 {
 	return f == F_RESTART_IMMEDIATE ? "restart-immediate"
 	       : f == F_TERMINATE       ? "terminate-backends"
-				        : "down-10s";
+	       : f == F_DOWN_10S        ? "down-10s"
+	       : f == F_BLACKHOLE       ? "blackhole-10s"
+					: "lock-held";
 }
 
-/* Fires the fault and returns once the server answers again. */
-static void fire(enum fault f)
+/* Waits until the log holds needle after byte from (or until limit_ms);
+ * returns the ms waited, -1 when it did not come. */
+static int64_t wait_log(const struct env *e, long from, const char *needle,
+			int64_t limit_ms)
 {
+	int64_t t0 = tu_now_ms();
+
+	while (log_lines(e, from, needle) == 0) {
+		if (tu_now_ms() - t0 > limit_ms)
+			return -1;
+		tu_sleep_ms(20);
+	}
+	return tu_now_ms() - t0;
+}
+
+/* Holds an ACCESS EXCLUSIVE lock on the jobs table (this test's schema,
+ * through PGOPTIONS) for hold_ms; *stall_ms: when the daemon's lock
+ * stall was logged after the lock was taken (-1: not while it held). */
+static void hold_lock(const struct env *e, long from, int64_t hold_ms,
+		      int64_t *stall_ms)
+{
+	PGconn *c = PQconnectdb(pgfx_url());
+	assert_int_equal(PQstatus(c), CONNECTION_OK);
+	PGresult *r = PQexec(c, "BEGIN; LOCK TABLE jobs IN ACCESS EXCLUSIVE "
+				"MODE");
+	assert_int_equal(PQresultStatus(r), PGRES_COMMAND_OK);
+	PQclear(r);
+	/* The lock held is the fault: this wait is its length. */
+	*stall_ms = wait_log(e, from, "event=store_stalled reason=lock",
+			     hold_ms);
+	int64_t left = hold_ms - (*stall_ms < 0 ? hold_ms : *stall_ms);
+	if (left > 0)
+		tu_sleep_ms(left);
+	r = PQexec(c, "COMMIT");
+	PQclear(r);
+	PQfinish(c);
+}
+
+/* Fires the fault and returns once the server answers again. *stall_ms:
+ * for the blackhole and the lock, when the stall was logged (-1: not in
+ * time). */
+static void fire(enum fault f, const struct env *e, long from,
+		 int64_t *stall_ms)
+{
+	*stall_ms = 0;
 	switch (f) {
 	case F_RESTART_IMMEDIATE:
 		assert_int_equal(pgfx_server("crash", NULL, 0), 0);
@@ -200,6 +329,21 @@ static void fire(enum fault f)
 		/* The fault itself lasts 10 s: this sleep is the outage. */
 		tu_sleep_ms(10000);
 		assert_int_equal(pgfx_server("start", NULL, 0), 0);
+		break;
+	case F_BLACKHOLE: {
+		int64_t t0 = tu_now_ms();
+		fake_proxy_set(proxy, PROXY_BLACKHOLE, 0);
+		*stall_ms = wait_log(e, from, "event=store_stalled",
+				     BLACKHOLE_MS);
+		/* The rest of the blackhole: the fault's length. */
+		int64_t left = BLACKHOLE_MS - (tu_now_ms() - t0);
+		if (left > 0)
+			tu_sleep_ms(left);
+		fake_proxy_set(proxy, PROXY_PASS, 0);
+		break;
+	}
+	case F_LOCK_HELD:
+		hold_lock(e, from, LOCK_HOLD_MS, stall_ms);
 		break;
 	}
 }
@@ -231,7 +375,19 @@ static void run_fault(enum fault fault)
 	PGFX_NEED_SERVER();
 	if (!pgfx_restartable())
 		skip(); /* an external server: not ours to restart */
-	env_start(&e);
+	if (fault == F_BLACKHOLE || fault == F_LOCK_HELD) {
+		char url[1024];
+		if (fault == F_BLACKHOLE) {
+			proxy = fake_proxy_start(pg_port());
+			assert_non_null(proxy);
+		}
+		daemon_url(url, sizeof(url), fault == F_BLACKHOLE,
+			   fault == F_BLACKHOLE ? PROXY_OPTIONS
+						: "-c%20lock_timeout%3D1s");
+		env_start_url(&e, url);
+	} else {
+		env_start(&e);
+	}
 	wait_success(3, PATIENCE_MS);
 
 	/* A send in flight: the receiver holds the next POST. */
@@ -239,7 +395,8 @@ static void run_fault(enum fault fault)
 	fake_http_hold(e.srv, "/hook", true);
 	assert_true(fake_http_wait(e.srv, "/hook", held0 + 1, PATIENCE_MS));
 	long log0 = log_size(&e);
-	fire(fault);
+	int64_t stall_ms;
+	fire(fault, &e, log0, &stall_ms);
 	int64_t t_up = tu_now_ms();
 	int64_t done_up = -1;
 	while (done_up < 0 && tu_now_ms() - t_up < PATIENCE_MS)
@@ -337,10 +494,10 @@ static void run_fault(enum fault fault)
 	fprintf(stderr,
 		"pg_faults: fault=%s slots=%ld tail=%lld lost=%lld "
 		"missing=%d undeclared=%d declared=%d reconnect_ms=%lld "
-		"log_lines=%ld outages=%ld/%ld\n",
+		"log_lines=%ld outages=%ld/%ld stall_ms=%lld\n",
 		fault_name(fault), n, (long long)tail, (long long)lost, missing,
 		undeclared, declared, (long long)reconnect_ms, lines, begins,
-		ends);
+		ends, (long long)stall_ms);
 	if (lines > LOG_LINES_MAX) {
 		char cmd[700];
 		snprintf(cmd, sizeof(cmd), "tail -c +%ld '%s' | head -n 30 >&2",
@@ -359,9 +516,18 @@ static void run_fault(enum fault fault)
 	 * once (the terminated sessions may be noticed without one: the next
 	 * call reconnects). */
 	assert_int_equal(begins, ends);
-	if (fault != F_TERMINATE)
+	if (fault != F_TERMINATE && fault != F_LOCK_HELD)
 		assert_true(begins >= 1);
+	/* Issue 42: the stall is told, within the client's deadline for a
+	 * flow that died, and while the lock is held for a lock. */
+	if (fault == F_BLACKHOLE)
+		assert_true(stall_ms >= 0 &&
+			    stall_ms <= DEADLINE_MS + STALL_SLACK_MS);
+	if (fault == F_LOCK_HELD)
+		assert_true(stall_ms >= 0);
 	fake_http_stop(e.srv);
+	fake_proxy_stop(proxy);
+	proxy = NULL;
 	tu_rmrf(e.dir);
 }
 
@@ -383,6 +549,179 @@ static void down_10s(void **state)
 	run_fault(F_DOWN_10S);
 }
 
+static void blackhole_10s(void **state)
+{
+	(void)state;
+	run_fault(F_BLACKHOLE);
+}
+
+static void lock_held(void **state)
+{
+	(void)state;
+	run_fault(F_LOCK_HELD);
+}
+
+/* Issue 42: SIGTERM while every store call of the daemon is stuck on a
+ * blackholed flow; the daemon exits 0 within its grace. */
+static void sigterm_in_stall(void **state)
+{
+	struct env e;
+	char url[1024];
+
+	(void)state;
+	PGFX_NEED_SERVER();
+	proxy = fake_proxy_start(pg_port());
+	assert_non_null(proxy);
+	daemon_url(url, sizeof(url), true, PROXY_OPTIONS);
+	env_start_url(&e, url);
+	wait_success(3, PATIENCE_MS);
+	fake_proxy_set(proxy, PROXY_BLACKHOLE, 0);
+	/* Inside the stall: the daemon's calls wait, none timed out yet. */
+	tu_sleep_ms(1000);
+	int64_t t0 = tu_now_ms();
+	kill(e.pid, SIGTERM);
+	int st = tu_wait_exit(e.pid, PATIENCE_MS);
+	int64_t stop_ms = tu_now_ms() - t0;
+	fprintf(stderr, "pg_faults: fault=sigterm-in-stall stop_ms=%lld "
+		"grace_ms=%d\n", (long long)stop_ms, GRACE_MS);
+	assert_true(st != -1 && WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	e.pid = 0;
+	daemon_pid = 0;
+	assert_true(stop_ms <= GRACE_MS + STOP_SLACK_MS);
+	fake_http_stop(e.srv);
+	fake_proxy_stop(proxy);
+	proxy = NULL;
+	tu_rmrf(e.dir);
+}
+
+/* Issue 42: every finish failing (the store's disk full at each one,
+ * failpoint worker.finish_full), then SIGTERM: the finish's 20 retries
+ * (about 80 s) stop at the end of the grace. */
+static void finish_failing_stop(void **state)
+{
+	struct env e;
+
+	(void)state;
+	PGFX_NEED_SERVER();
+	TU_NEED_TEST_SEAMS();
+	extra_env = "SURECRON_FAILPOINTS=worker.finish_full:err";
+	env_start(&e);
+	extra_env = NULL;
+	/* A slot sent and its send guard written: its finish, next, fails
+	 * and is retried (the schedule's later slots queue behind it). */
+	assert_true(fake_http_wait(e.srv, "/hook", 1, PATIENCE_MS));
+	int64_t end = tu_now_ms() + PATIENCE_MS;
+	while (pgfx_int("SELECT count(*) FROM outbox WHERE state = 3") < 1 &&
+	       tu_now_ms() < end)
+		tu_sleep_ms(20);
+	int64_t t0 = tu_now_ms();
+	kill(e.pid, SIGTERM);
+	int st = tu_wait_exit(e.pid, PATIENCE_MS * 2);
+	int64_t stop_ms = tu_now_ms() - t0;
+	fprintf(stderr, "pg_faults: fault=finish-failing-stop stop_ms=%lld "
+		"grace_ms=%d\n", (long long)stop_ms, GRACE_MS);
+	assert_true(st != -1 && WIFEXITED(st));
+	e.pid = 0;
+	daemon_pid = 0;
+	assert_true(stop_ms <= GRACE_MS + STOP_SLACK_MS);
+	fake_http_stop(e.srv);
+	tu_rmrf(e.dir);
+}
+
+/* Rows of the ledger other than success, and jobs charged an attempt
+ * that are not DONE. */
+static int64_t charged_not_done(void)
+{
+	char q[256];
+
+	snprintf(q, sizeof(q), "SELECT (SELECT count(*) FROM ledger WHERE "
+		 "outcome <> 'success') + (SELECT count(*) FROM jobs WHERE "
+		 "attempts > 0 AND state <> %d)", (int)JOB_DONE);
+	return pgfx_int(q);
+}
+
+/* Issue 42: a node older than the store's schema (a newer node migrated
+ * it, emulated by raising the version record) takes no more jobs, says
+ * so once and exits 1; then the rolling upgrade's last step. */
+static void newer_schema(void **state)
+{
+	struct env e;
+
+	(void)state;
+	PGFX_NEED_SERVER();
+	env_start(&e);
+	wait_success(3, PATIENCE_MS);
+	long log0 = log_size(&e);
+	int64_t t0 = tu_now_ms();
+	PQclear(pgfx_sql("UPDATE schema_version SET version = version + 1"));
+	int st = tu_wait_exit(e.pid, PATIENCE_MS);
+	int64_t exit_ms = tu_now_ms() - t0;
+	assert_true(st != -1 && WIFEXITED(st));
+	e.pid = 0;
+	daemon_pid = 0;
+	/* Slots went on being due while the node refused: none of them may
+	 * have been charged (the READY ones wait for a node that knows the
+	 * schema). */
+	int64_t charged = charged_not_done();
+	long said = log_lines(&e, log0, "event=store_schema_newer");
+	int64_t waiting = pgfx_int("SELECT count(*) FROM jobs WHERE state = 0");
+	fprintf(stderr, "pg_faults: fault=newer-schema exit=%d exit_ms=%lld "
+		"charged=%lld lines=%ld ready=%lld\n", WEXITSTATUS(st),
+		(long long)exit_ms, (long long)charged, said,
+		(long long)waiting);
+	assert_int_equal(WEXITSTATUS(st), 1);
+	assert_int_equal(charged, 0);
+	assert_int_equal(said, 1);
+
+	/* This version started again beside the newer schema: refused at
+	 * open, exit 1, nothing touched. */
+	long log1 = log_size(&e);
+	pid_t again = tu_start_daemon(e.dir, e.cfg, NULL, 0);
+	daemon_pid = again;
+	st = tu_wait_exit(again, PATIENCE_MS);
+	daemon_pid = 0;
+	assert_true(st != -1 && WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 1);
+	assert_true(log_lines(&e, log1, "newer than this surecron") >= 1);
+	assert_int_equal(charged_not_done(), 0);
+
+	/* The node upgraded (the record back to this build's version): it
+	 * catches up every slot of the gap, once. */
+	PQclear(pgfx_sql("UPDATE schema_version SET version = version - 1"));
+	int64_t gap_hi = tu_now_ms();
+	const char *envs[] = {"SURECRON_LOG=warn", NULL};
+	e.pid = tu_start_daemon(e.dir, e.cfg, envs, 0);
+	daemon_pid = e.pid;
+	/* Caught up: a slot at the gap's end done, none before it undone,
+	 * and no slot missing from the first to there. */
+	char q[512];
+	snprintf(q, sizeof(q), "SELECT CASE WHEN (SELECT count(*) FROM jobs "
+		 "WHERE schedule = 'persec' AND slot_ms >= %lld AND state = %d)"
+		 " > 0 THEN (SELECT count(*) FROM jobs WHERE schedule = "
+		 "'persec' AND slot_ms <= %lld AND state <> %d) ELSE -1 END",
+		 (long long)(gap_hi - 1000), (int)JOB_DONE, (long long)gap_hi,
+		 (int)JOB_DONE);
+	int64_t end = tu_now_ms() + PATIENCE_MS;
+	while (pgfx_int(q) != 0 && tu_now_ms() < end)
+		tu_sleep_ms(50);
+	assert_int_equal(pgfx_int(q), 0);
+	snprintf(q, sizeof(q), "SELECT (max(slot_ms) - min(slot_ms)) / 1000 + 1 "
+		 "- count(*) FROM jobs WHERE schedule = 'persec' AND slot_ms "
+		 "<= %lld", (long long)gap_hi);
+	assert_int_equal(pgfx_int(q), 0); /* no hole */
+	kill(e.pid, SIGTERM);
+	st = tu_wait_exit(e.pid, PATIENCE_MS);
+	e.pid = 0;
+	daemon_pid = 0;
+	assert_true(st != -1 && WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	assert_int_equal(pgfx_int("SELECT count(*) FROM ledger WHERE outcome "
+				  "IN ('lost', 'missed')"), 0);
+	fake_http_stop(e.srv);
+	tu_rmrf(e.dir);
+}
+
 static int teardown(void **state)
 {
 	/* A failed test leaves its daemon: stop it so the next test starts
@@ -392,6 +731,9 @@ static int teardown(void **state)
 		waitpid(daemon_pid, NULL, 0);
 	}
 	daemon_pid = 0;
+	extra_env = NULL;
+	fake_proxy_stop(proxy);
+	proxy = NULL;
 	/* The server must be up for the next test (`start` on a running
 	 * server would stop it). */
 	if (pgfx_restartable() && PQping(pgfx_url()) != PQPING_OK)
@@ -409,6 +751,16 @@ int main(void)
 		cmocka_unit_test_setup_teardown(terminate_backends, pgfx_setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(down_10s, pgfx_setup, teardown),
+		cmocka_unit_test_setup_teardown(blackhole_10s, pgfx_setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(lock_held, pgfx_setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(sigterm_in_stall, pgfx_setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(newer_schema, pgfx_setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(finish_failing_stop,
+						pgfx_setup, teardown),
 	};
 	return cmocka_run_group_tests_name("pg_faults", tests,
 					   pgfx_group_setup,

@@ -25,6 +25,7 @@
 #include "store.h"
 #include "testutil.h"
 #include "pg_fixture.h"
+#include "fakes/fake_proxy.h"
 
 #define T0 1800000000000LL /* a fixed virtual instant */
 #define MIN 60000LL
@@ -1591,6 +1592,168 @@ static void unreachable_server_is_a_clear_error(void **state)
 	sc_clock_free(clk);
 }
 
+/* ---- bounded waits (issue 42) -------------------------------------------- */
+
+/* Opens a handle through proxy p, the session's statement_timeout set to
+ * st (so the client's deadline is st + its margin). */
+static void *open_via(struct fake_proxy *p, struct sc_clock *clk,
+		      const char *st)
+{
+	char url[600], opts[320];
+	const char *at = strrchr(pgfx_url(), ':');
+	const char *path = strchr(at, '/');
+
+	snprintf(url, sizeof(url), "%.*s:%d%s", (int)(at - pgfx_url()),
+		 pgfx_url(), fake_proxy_port(p), path);
+	snprintf(opts, sizeof(opts), "%s -c statement_timeout=%s",
+		 getenv("PGOPTIONS"), st);
+	char *saved = strdup(getenv("PGOPTIONS"));
+	setenv("PGOPTIONS", opts, 1);
+	void *h = NULL;
+	struct sc_err err = {0};
+	int rc = ops->open(url, clk, true, &h, &err);
+	setenv("PGOPTIONS", saved, 1);
+	free(saved);
+	if (rc)
+		fail_msg("open: %s", err.msg);
+	return h;
+}
+
+/* A flow that dies without a reset: the statement is abandoned at the
+ * client's deadline (1 s statement_timeout + 1 s margin), the handle
+ * counts as stalled until a statement is answered again, and the next
+ * operation reconnects. Before issue 42 the enqueue never returned. */
+static void stranded_flow_is_abandoned_at_the_deadline(void **state)
+{
+	PGFX_NEED_SERVER();
+	struct sc_clock *clk = sc_clock_virtual_new(T0);
+	int port = atoi(strrchr(pgfx_url(), ':') + 1);
+	struct fake_proxy *px = fake_proxy_start(port);
+	assert_non_null(px);
+	void *h = open_via(px, clk, "1s");
+	struct sc_err err = {0};
+
+	enq(h, "s", T0);
+	assert_false(store_stalled());
+	fake_proxy_set(px, PROXY_STRAND, 0);
+	int64_t t0 = clock_mono_ms();
+	assert_int_equal(ops->job_enqueue(h, "s", T0 + MIN, &POL, T0 + MIN,
+					  false, NULL, NULL, &err), SC_EIO);
+	int64_t took = clock_mono_ms() - t0;
+	fprintf(stderr, "store_pg: stranded enqueue returned after %lld ms "
+		"(deadline 2000)\n", (long long)took);
+	assert_true(took >= 1900 && took < 4000);
+	assert_non_null(strstr(err.msg, "did not answer"));
+	assert_true(store_stalled());
+	/* New flows pass: the next operation reconnects and is answered. */
+	enq(h, "s", T0 + MIN);
+	assert_false(store_stalled());
+	assert_int_equal(pgfx_int("SELECT count(*) FROM jobs"), 2);
+	ops->close(h);
+	fake_proxy_stop(px);
+	sc_clock_free(clk);
+}
+
+/* A stop cuts a stalled wait STORE_STOP_WAIT_MS after it, long before
+ * the deadline (10 s statement_timeout: 15 s). */
+static void stop_cuts_a_stalled_wait(void **state)
+{
+	PGFX_NEED_SERVER();
+	struct sc_clock *clk = sc_clock_virtual_new(T0);
+	int port = atoi(strrchr(pgfx_url(), ':') + 1);
+	struct fake_proxy *px = fake_proxy_start(port);
+	assert_non_null(px);
+	void *h = open_via(px, clk, "10s");
+	struct sc_err err = {0};
+
+	enq(h, "s", T0);
+	fake_proxy_set(px, PROXY_BLACKHOLE, 0);
+	int64_t t0 = clock_mono_ms();
+	store_stop_waits(true);
+	assert_int_equal(ops->job_enqueue(h, "s", T0 + MIN, &POL, T0 + MIN,
+					  false, NULL, NULL, &err), SC_EIO);
+	int64_t took = clock_mono_ms() - t0;
+	/* Stalled and stopping: no new connection is tried. */
+	assert_int_equal(ops->job_enqueue(h, "s", T0 + MIN, &POL, T0 + MIN,
+					  false, NULL, NULL, &err), SC_EIO);
+	int64_t took2 = clock_mono_ms() - t0 - took;
+	store_stop_waits(false);
+	fprintf(stderr, "store_pg: stopped wait returned after %lld ms, the "
+		"next call after %lld ms\n", (long long)took, (long long)took2);
+	assert_true(took >= STORE_STOP_WAIT_MS - 100 && took < 2500);
+	assert_true(took2 < 200);
+	ops->close(h);
+	assert_false(store_stalled());
+	fake_proxy_stop(px);
+	sc_clock_free(clk);
+}
+
+/* A lock held by another session: lock_timeout (1 s here) ends the
+ * wait, the error is SC_EIO (retried like a lost connection), and the
+ * connection is kept. */
+static void lock_timeout_ends_a_lock_wait(void **state)
+{
+	PGFX_NEED_SERVER();
+	struct sc_clock *clk = sc_clock_virtual_new(T0);
+	char opts[320];
+	char *saved = strdup(getenv("PGOPTIONS"));
+	snprintf(opts, sizeof(opts), "%s -c lock_timeout=1s", saved);
+	setenv("PGOPTIONS", opts, 1);
+	void *h = open_store(clk);
+	setenv("PGOPTIONS", saved, 1);
+	free(saved);
+	struct sc_err err = {0};
+
+	enq(h, "s", T0);
+	PGconn *c = PQconnectdb(pgfx_url());
+	assert_int_equal(PQstatus(c), CONNECTION_OK);
+	PGresult *r = PQexec(c, "BEGIN; LOCK TABLE jobs IN ACCESS EXCLUSIVE "
+				"MODE");
+	assert_int_equal(PQresultStatus(r), PGRES_COMMAND_OK);
+	PQclear(r);
+	int64_t t0 = clock_mono_ms();
+	assert_int_equal(ops->job_enqueue(h, "s", T0 + MIN, &POL, T0 + MIN,
+					  false, NULL, NULL, &err), SC_EIO);
+	int64_t took = clock_mono_ms() - t0;
+	assert_non_null(strstr(err.msg, "lock timeout"));
+	assert_true(took >= 900 && took < 3000);
+	PQclear(PQexec(c, "COMMIT"));
+	PQfinish(c);
+	enq(h, "s", T0 + MIN);
+	ops->close(h);
+	sc_clock_free(clk);
+}
+
+/* Another node migrated the schema past this build's (its version record
+ * raised, the newer node emulated so): a claim takes nothing and says
+ * so; a statement that finds a table gone says so too. */
+static void newer_schema_refuses_claims(void **state)
+{
+	PGFX_NEED_SERVER();
+	struct sc_clock *clk = sc_clock_virtual_new(T0);
+	void *h = open_store(clk);
+	struct sc_err err = {0};
+	struct store_job j;
+	size_t n = 9;
+
+	enq(h, "s", T0);
+	PQclear(pgfx_sql("UPDATE schema_version SET version = version + 1"));
+	assert_int_equal(ops->job_claim(h, "w", MIN, 0, &j, 1, &n, &err),
+			 SC_EVERSION);
+	assert_non_null(strstr(err.msg, "newer than this surecron"));
+	assert_int_equal(pgfx_int("SELECT attempts FROM jobs"), 0);
+	assert_int_equal(pgfx_int("SELECT state FROM jobs"), JOB_READY);
+	/* A statement broken by the new schema: its error names the cause. */
+	PQclear(pgfx_sql("ALTER TABLE jobs RENAME TO jobs_next"));
+	err = (struct sc_err){0};
+	assert_int_equal(ops->job_enqueue(h, "s", T0 + MIN, &POL, T0 + MIN,
+					  false, NULL, NULL, &err),
+			 SC_EVERSION);
+	assert_non_null(strstr(err.msg, "newer than this surecron"));
+	ops->close(h);
+	sc_clock_free(clk);
+}
+
 /* ---- notifications ------------------------------------------------------- */
 
 struct waiter {
@@ -1877,6 +2040,15 @@ int main(void)
 			read_only_server_makes_the_next_op_reconnect, pgfx_setup,
 			pgfx_teardown),
 		cmocka_unit_test(unreachable_server_is_a_clear_error),
+		cmocka_unit_test_setup_teardown(
+			stranded_flow_is_abandoned_at_the_deadline, pgfx_setup,
+			pgfx_teardown),
+		cmocka_unit_test_setup_teardown(stop_cuts_a_stalled_wait,
+						pgfx_setup, pgfx_teardown),
+		cmocka_unit_test_setup_teardown(lock_timeout_ends_a_lock_wait,
+						pgfx_setup, pgfx_teardown),
+		cmocka_unit_test_setup_teardown(newer_schema_refuses_claims,
+						pgfx_setup, pgfx_teardown),
 		cmocka_unit_test_setup_teardown(wait_wakes_on_enqueue, pgfx_setup,
 						pgfx_teardown),
 		cmocka_unit_test_setup_teardown(
