@@ -230,6 +230,11 @@ static void auth_failed(struct web *w, struct MHD_Connection *c,
 		    "failures=%lld", ip, log_quote(q, sizeof(q), url),
 		    (long long)n);
 	}
+	/* Test seam (test builds): web.auth_nodelay:err answers at once,
+	 * for the fuzz target, which would otherwise sleep more than it
+	 * runs. */
+	if (FAILPOINT_ERR("web.auth_nodelay"))
+		return;
 	struct timespec d = {.tv_sec = WEB_AUTH_DELAY_MS / 1000,
 			     .tv_nsec = (WEB_AUTH_DELAY_MS % 1000) * 1000000L};
 	while (nanosleep(&d, &d) != 0 && errno == EINTR)
