@@ -85,8 +85,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	fuzz_scratch_file("web");
 	/* The folder's name is under 256 bytes (fuzz_scratch). */
-	memcpy(db, fuzz_scratch()->path, sizeof(db));
-	strcpy(strrchr(db, '/'), "/s.db");
+	int k = snprintf(db, sizeof(db), "%.256s/s.db", fuzz_scratch()->dir);
+	if (k < 0 || (size_t)k >= sizeof(db))
+		abort();
 	atexit(cleanup);
 	return 0;
 }

@@ -389,7 +389,7 @@ int clock_parse_when(const char *s, int64_t now_ms, unsigned flags,
 		     int64_t *out_ms, struct sc_err *err)
 {
 	size_t n = strlen(s);
-	int64_t ms, d;
+	int64_t ms, d = 0;
 
 	if (n == 0)
 		return sc_err_set(err, SC_EINVAL, "an empty time");

@@ -209,8 +209,9 @@ static void auth_failed(struct web *w, struct MHD_Connection *c,
 	char ip[INET6_ADDRSTRLEN] = "?", q[256];
 	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(
 		c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-	int64_t n = atomic_fetch_add(&w->auth_failed_n, 1) + 1;
 	int64_t now = clock_mono_ms(), last = atomic_load(&w->auth_logged_ms);
+
+	atomic_fetch_add(&w->auth_failed_n, 1);
 
 	if (ci && ci->client_addr) {
 		const struct sockaddr *sa = ci->client_addr;
@@ -225,7 +226,7 @@ static void auth_failed(struct web *w, struct MHD_Connection *c,
 	}
 	if ((last == 0 || now - last >= WEB_AUTH_LOG_EVERY_MS) &&
 	    atomic_compare_exchange_strong(&w->auth_logged_ms, &last, now)) {
-		n = atomic_exchange(&w->auth_failed_n, 0);
+		int64_t n = atomic_exchange(&w->auth_failed_n, 0);
 		LOG(SC_LOG_WARN, "web", "event=auth_failed ip=%s path=%s "
 		    "failures=%lld", ip, log_quote(q, sizeof(q), url),
 		    (long long)n);
