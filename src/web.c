@@ -516,21 +516,23 @@ static enum MHD_Result dispatch(struct web *w, struct MHD_Connection *c,
 
 	if (!is_post && strcmp(url, "/healthz") == 0)
 		return healthz(w, c);
+	bool is_api = strncmp(url, "/api/", 5) == 0;
+	if (is_api || (!is_post && strcmp(url, "/metrics") == 0)) {
+		pthread_mutex_lock(&w->lock);
+		rc = is_api ? web_api_handle(w, c, url, method,
+					     q->body ? q->body : "",
+					     q->body_len)
+			    : metrics_page(w, c);
+		pthread_mutex_unlock(&w->lock);
+		return rc;
+	}
 	if (!is_post) {
 		bool handled = false;
 		rc = web_page_handle(w, c, url, &handled);
 		if (handled)
 			return rc;
 	}
-	bool is_api = strncmp(url, "/api/", 5) == 0;
-	if (!is_api && (is_post || strcmp(url, "/metrics") != 0))
-		return web_respond_error(c, 404, "no such path");
-	pthread_mutex_lock(&w->lock);
-	rc = is_api ? web_api_handle(w, c, url, method,
-				     q->body ? q->body : "", q->body_len)
-		    : metrics_page(w, c);
-	pthread_mutex_unlock(&w->lock);
-	return rc;
+	return web_respond_error(c, 404, "no such path");
 }
 
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
