@@ -11,7 +11,8 @@
  *   - `check`, `next` and `explain` echo hostile expressions, zones and
  *     paths cleaned.
  *   - `next` and `explain` exit 2 for a --from outside the years 1-9999,
- *     also when only the offset takes it there.
+ *     also when only the offset takes it there; `ledger`, `audit` and
+ *     `ack` exit 2 for an age that reaches before the year 1 (issue 44).
  *
  * Every case asserts that no byte below 0x20 (but '\n') and no DEL
  * reaches stdout or stderr of the human output.

@@ -15,7 +15,8 @@
  * (status --json, ledger --lost --json: the same objects), and the
  * refusals: 400 (malformed JSON, a bad field or parameter), 401 (a POST
  * without the token), 403 (a foreign Origin), 404 (no such schedule, job
- * or path), 405, 409 (a job not dead, a done slot triggered).
+ * or path), 405, 409 (a job not dead, a done slot triggered), 421 (a
+ * rebound Host), and times outside the years 1-9999 (issue 44).
  */
 #include <setjmp.h>
 #include <stdarg.h>
