@@ -67,6 +67,14 @@ $(FZ)/obj/%.o: %.c
 	$(FUZZ_CC) $(CPPFLAGS_ALL) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link \
 		-c $< -o $@
 
+# The dashboard's files, embedded by scripts/embed.sh (the Makefile's
+# WEB_GEN): the web surface (fuzz_web_request) serves them.
+FUZZ_LIB_OBJ += $(FZ)/obj/gen/web_assets.o
+$(FZ)/obj/gen/web_assets.o: $(WEB_GEN)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(CPPFLAGS_ALL) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link \
+		-c $< -o $@
+
 $(FZ)/libsurecron.a: $(FUZZ_LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^

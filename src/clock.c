@@ -385,6 +385,40 @@ bad:
 			  "unit (ms, s, m, h, d), e.g. 90s or 30m", s);
 }
 
+int clock_parse_when(const char *s, int64_t now_ms, unsigned flags,
+		     int64_t *out_ms, struct sc_err *err)
+{
+	size_t n = strlen(s);
+	int64_t ms, d = 0;
+
+	if (n == 0)
+		return sc_err_set(err, SC_EINVAL, "an empty time");
+	if ((flags & CLOCK_WHEN_UNIX_MS) && strspn(s, "0123456789") == n) {
+		/* More than 15 digits is past the year 9999 anyway, and
+		 * strtoll cannot overflow on 15. */
+		if (n > 15)
+			return sc_err_set(err, SC_EINVAL, "time \"%.20s...\" "
+					  "is outside the years 1-9999 (UTC)",
+					  s);
+		ms = strtoll(s, NULL, 10);
+		goto bounded;
+	}
+	/* An age ("7d", "36h", "1h30m") counts back from now; anything else
+	 * must be an instant. An age is at most CLOCK_DURATION_MAX_MS, so
+	 * the subtraction cannot wrap, but it can leave the years. */
+	if (clock_parse_duration(s, &d, NULL) == 0) {
+		ms = now_ms - d;
+		goto bounded;
+	}
+	return clock_parse_iso(s, out_ms, err);
+bounded:
+	if (ms < CLOCK_MIN_MS || ms > CLOCK_MAX_MS)
+		return sc_err_set(err, SC_EINVAL, "time \"%s\" is outside the "
+				  "years 1-9999 (UTC)", s);
+	*out_ms = ms;
+	return 0;
+}
+
 const char *clock_format_duration(int64_t ms, char *out, size_t n)
 {
 	static const struct {

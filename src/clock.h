@@ -93,6 +93,24 @@ int clock_parse_iso(const char *s, int64_t *out_ms, struct sc_err *err);
  */
 int clock_parse_duration(const char *s, int64_t *out_ms, struct sc_err *err);
 
+/* How clock_parse_when reads its text. */
+enum clock_when_flags {
+	CLOCK_WHEN_UNIX_MS = 1 /* all digits: Unix milliseconds (the API) */
+};
+
+/*
+ * The one reader of an instant a person or a request names, for every
+ * command and every endpoint: an age before now_ms ("7d", "36h", as
+ * clock_parse_duration), an ISO 8601 instant (clock_parse_iso) or, with
+ * CLOCK_WHEN_UNIX_MS, Unix milliseconds (ASCII digits only). Whatever the
+ * form, the instant lies in CLOCK_MIN_MS..CLOCK_MAX_MS (the years 1-9999,
+ * UTC), so that every instant taken can be printed and read back by every
+ * other command. Returns 0 or SC_EINVAL with a message naming the text
+ * and the problem; *out_ms is untouched on failure.
+ */
+int clock_parse_when(const char *s, int64_t now_ms, unsigned flags,
+		     int64_t *out_ms, struct sc_err *err);
+
 /* Room for any duration clock_format_duration writes, with its NUL. */
 #define CLOCK_DUR_MAX 32
 

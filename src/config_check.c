@@ -4,7 +4,8 @@
  *
  *   - every environment variable the config names (url_env, secret_env,
  *     token_env, client_secret_env, http.token_env) is set and non-empty, never printing
- *     a value; the URLs in url_env variables pass the URL rule of url.h
+ *     a value; off loopback, http.token_env's token is not weak
+ *     (web_token_weak: at least 16 visible ASCII bytes); the URLs in url_env variables pass the URL rule of url.h
  *     as the send applies it (libcurl's parse, no userinfo, https or
  *     http to loopback);
  *   - the URL rule needs libcurl (and the store rule libpq): when it
@@ -44,6 +45,7 @@
 #include "config.h"
 #include "config_int.h"
 #include "url.h"
+#include "web.h"
 
 struct chk {
 	const struct config *c;
@@ -121,6 +123,25 @@ static void check_url(struct chk *k, const char *path, const char *var,
 		problem(k, path, "environment variable %s: %s", var, err.msg);
 	else if (rc)
 		problem(k, path, "%s", err.msg);
+}
+
+/* Off loopback the web surface's token guards every request: the
+ * daemon refuses to start on a weak one (web_token_weak, issue 44), so
+ * check says so first. The value is never printed. */
+static void check_http_token(struct chk *k, const struct config *c)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	bool loopback = true;
+	const char *v = c->http_token_env ? getenv(c->http_token_env) : NULL;
+
+	if (!v || !*v || !c->http_listen ||
+	    config_http_addr(c->http_listen, &ss, &len, &loopback) != 0 ||
+	    loopback || !web_token_weak(v))
+		return;
+	problem(k, "http.token_env", "the token in %s is too weak for a "
+		"listener off loopback: it needs at least %d visible ASCII "
+		"characters (no space)", c->http_token_env, WEB_TOKEN_MIN);
 }
 
 /* SURECRON_ALERT_TARGETS, when set, replaces alerts.targets: every name
@@ -438,6 +459,7 @@ int config_check(const struct config *c, struct config_problems *probs)
 	/* The web surface's token (issue 16): the daemon refuses to start
 	 * without it, so check says so first. */
 	check_env(&k, "http.token_env", c->http_token_env, false);
+	check_http_token(&k, c);
 	if (c->status_socket)
 		check_socket(&k, c->status_socket);
 	if (url_is_pg(c->store_url))

@@ -19,6 +19,7 @@
 	X(MHD_add_response_header)                                          \
 	X(MHD_create_response_from_buffer)                                  \
 	X(MHD_destroy_response)                                             \
+	X(MHD_get_connection_info)                                          \
 	X(MHD_get_connection_values)                                        \
 	X(MHD_get_daemon_info)                                              \
 	X(MHD_lookup_connection_value)                                      \
@@ -39,6 +40,7 @@ extern struct dl_mhd_table dl_mhd;
 #define MHD_add_response_header (dl_mhd.MHD_add_response_header)
 #define MHD_create_response_from_buffer (dl_mhd.MHD_create_response_from_buffer)
 #define MHD_destroy_response (dl_mhd.MHD_destroy_response)
+#define MHD_get_connection_info (dl_mhd.MHD_get_connection_info)
 #define MHD_get_connection_values (dl_mhd.MHD_get_connection_values)
 #define MHD_get_daemon_info (dl_mhd.MHD_get_daemon_info)
 #define MHD_lookup_connection_value (dl_mhd.MHD_lookup_connection_value)

@@ -131,7 +131,10 @@ static int group(struct report_status *r)
 			else
 				hi = mid;
 		}
-		x->alerts = r->al + lo;
+		/* No open alert at all: r->al is NULL, and NULL + 0 is
+		 * undefined behaviour in C (UBSan aborts the daemon on it),
+		 * so the slice is then NULL, of length 0. */
+		x->alerts = r->al ? r->al + lo : NULL;
 		while (lo + x->n_alerts < r->n_al &&
 		       strcmp(r->al[lo + x->n_alerts].schedule,
 			      x->sc->name) == 0)

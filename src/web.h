@@ -17,16 +17,22 @@
  *   a scrape costs what the schedules do, never a ledger scan;
  * the JSON API under /api/ (web_api.c, docs/api.md); the dashboard at /
  * and its assets (web_page.c); every other path is a 404 JSON error. Rules on every request: a
- * Content-Security-Policy and X-Content-Type-Options header; an Origin
- * that is not the server's own is 403; a POST needs `Authorization:
- * Bearer TOKEN` (compared in constant time; 401), and off loopback every
+ * Content-Security-Policy and X-Content-Type-Options header; on a
+ * loopback listener, a Host that is not one of its own names is 421 (DNS
+ * rebinding, issue 44); an Origin that is not the server's own is 403; a
+ * POST needs `Authorization: Bearer TOKEN` (compared in constant time;
+ * 401, after a delay, logged at a bounded rate), and off loopback every
  * request does; the query string and the body are size-limited (414,
  * 413). Responses are JSON built with jansson.
  *
- * Threading: one internal polling thread of libmicrohttpd answers every
- * request, so the server's own store handle (opened by web_start) is used
- * by that thread only. web_start and web_stop are for the daemon's
- * scheduler thread.
+ * Threading: a thread per connection (libmicrohttpd's), so that a slow
+ * handler delays only its own client: /healthz answers beside 40 clients
+ * looping on /api/schedules (issue 44). The handlers that read the store
+ * share one handle under a lock; /healthz has its own handle and lock,
+ * and waits for no other handler. A request's headers have a deadline
+ * (WEB_HEADER_DEADLINE_S, from the connection's start or the end of its
+ * previous request): a client that drips them is cut off (slowloris).
+ * web_start and web_stop are for the daemon's scheduler thread.
  */
 #ifndef SURECRON_WEB_H
 #define SURECRON_WEB_H
@@ -44,8 +50,19 @@ struct web;
 /* Limits of a request. */
 #define WEB_QUERY_MAX 2048     /* bytes of query string arguments */
 #define WEB_BODY_MAX 16384     /* bytes of a request body */
-#define WEB_CONN_MAX 64        /* connections at once */
+/* Connections at once: room for a crowd of slow or looping clients on
+ * loopback beside the probes of /healthz (a thread each). */
+#define WEB_CONN_MAX 256
+#define WEB_CONN_PER_IP 16     /* off loopback: connections of one address */
 #define WEB_CONN_TIMEOUT_S 10  /* an idle connection is closed */
+#define WEB_HEADER_DEADLINE_S 10 /* a request's headers are all in by then */
+/* A failed authentication (401) is answered after this delay, on the
+ * connection's own thread, and logged at most once per
+ * WEB_AUTH_LOG_EVERY_MS (with the count since the last line). */
+#define WEB_AUTH_DELAY_MS 250
+#define WEB_AUTH_LOG_EVERY_MS 10000
+/* The shortest token accepted off loopback, in visible ASCII bytes. */
+#define WEB_TOKEN_MIN 16
 
 struct web_opts {
 	const char *listen;     /* http.listen (borrowed; copied) */
@@ -66,9 +83,10 @@ struct web_opts {
 };
 
 /*
- * Opens the server's store handle, reads the token (its variable must be
- * set and non-empty when token_env is given: SC_ECONFIG otherwise, naming
- * the variable, never its value) and starts listening. On failure *out is
+ * Opens the server's store handles, reads the token (its variable must be
+ * set and non-empty when token_env is given, and off loopback at least
+ * WEB_TOKEN_MIN visible ASCII bytes (web_token_weak): SC_ECONFIG
+ * otherwise, naming the variable, never its value) and starts listening. On failure *out is
  * untouched and err says why. Stop and free with web_stop.
  */
 int web_start(const struct web_opts *o, struct web **out,
@@ -80,6 +98,12 @@ void web_stop(struct web *w);
 
 /* The port the server listens on (useful with port 0 in tests). */
 int web_port(const struct web *w);
+
+/* True when token is too weak for a listener off loopback: shorter than
+ * WEB_TOKEN_MIN bytes, or holding a byte that is not visible ASCII (a
+ * space, a control, a byte past 0x7e). The rule of `check` and of the
+ * daemon's start. */
+bool web_token_weak(const char *token);
 
 /* Constant-time equality of two NUL-terminated strings: the time depends
  * on their lengths only, never on where they differ. */

@@ -81,37 +81,25 @@ static const char *arg(struct call *k, const char *name)
 }
 
 /* A time as the CLI takes it (an age such as "7d" before now, or an ISO
- * 8601 instant), or Unix milliseconds. False when s is none of them. */
+ * 8601 instant), or Unix milliseconds: clock_parse_when, so within the
+ * years 1-9999 as every command's. False when s is none of them. */
 static bool parse_time(const char *s, int64_t now_ms, int64_t *out)
 {
-	int64_t d;
-	size_t n = strlen(s);
-
-	if (n == 0)
-		return false;
-	if (strspn(s, "0123456789") == n) {
-		if (n > 15) /* past year 33658: not a slot */
-			return false;
-		*out = strtoll(s, NULL, 10);
-		return true;
-	}
-	if (clock_parse_duration(s, &d, NULL) == 0) {
-		*out = now_ms - d;
-		return true;
-	}
-	return clock_parse_iso(s, out, NULL) == 0;
+	return clock_parse_when(s, now_ms, CLOCK_WHEN_UNIX_MS, out, NULL) == 0;
 }
 
 /* A time field of a body: a string parse_time takes, or an integer of
- * Unix milliseconds. */
+ * Unix milliseconds (read back through parse_time, so bounded alike). */
 static bool field_time(const json_t *v, int64_t now_ms, int64_t *out)
 {
+	char digits[32];
+
 	if (json_is_integer(v)) {
 		json_int_t ms = json_integer_value(v);
-		if (ms < 0 || ms > 999999999999999LL)
+		if (ms < 0)
 			return false;
-		*out = ms;
-		return true;
+		snprintf(digits, sizeof(digits), "%lld", (long long)ms);
+		return parse_time(digits, now_ms, out);
 	}
 	return json_is_string(v) && parse_time(json_string_value(v), now_ms,
 					       out);

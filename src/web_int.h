@@ -3,8 +3,10 @@
  * and the checks every request passes; web_api.c: the JSON API under
  * /api/; web_page.c: the dashboard at /). Not for other modules.
  *
- * Every handler runs on the server's one polling thread, so struct web's
- * store handle needs no lock. A handler that reads the config holds it
+ * Every connection has its own thread (web.h). The handlers of the API,
+ * the page and /metrics run under struct web's lock and use its store
+ * handle; /healthz uses health_store under health_lock, so it never waits
+ * for them. A handler that reads the config holds it
  * with web_cfg_hold for the request and gives it back with
  * web_cfg_release: the daemon may swap its config (SIGHUP) meanwhile.
  */
@@ -16,6 +18,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <pthread.h>
+
 #include <jansson.h>
 
 #include "lazylib_mhd.h"
@@ -23,11 +27,29 @@
 
 struct config;
 
+/* A connection, for the headers' deadline: linked into struct web's
+ * list from its start to its close (MHD_OPTION_NOTIFY_CONNECTION), under
+ * conn_lock. The socket stays open while it is linked: libmicrohttpd
+ * tells of the close before it closes the socket. */
+struct web_conn {
+	struct web_conn *prev, *next;
+	int fd;
+	int64_t since_ms;   /* clock_mono_ms of the start, or the end of the
+			       previous request: the headers' clock */
+	bool in_request;    /* the headers are in; the deadline is off */
+	bool cut;           /* shut down once already */
+};
+
 struct web {
 	struct MHD_Daemon *mhd;
-	struct store *store;    /* the polling thread's only */
+	pthread_mutex_t lock;   /* the handlers of the API, page, /metrics */
+	struct store *store;    /* under lock */
+	pthread_mutex_t health_lock;
+	struct store *health_store; /* /healthz's own, under health_lock */
 	char *token;            /* NULL: no POST is accepted */
 	bool loopback;          /* off loopback, every request needs the token */
+	char bind_host[64];     /* http.listen's host ("127.0.0.1", "[::1]",
+				   "localhost"), a name of its own for Host */
 	const _Atomic int64_t *loop_mono_ms;
 	int64_t loop_stale_ms;
 	int port;
@@ -36,6 +58,18 @@ struct web {
 	const struct config *(*cfg_hold)(void *ctx, void **ref);
 	void (*cfg_release)(void *ctx, void *ref);
 	void *cfg_ctx;
+	/* The headers' deadline: the connections, and the thread that cuts
+	 * those past it. */
+	pthread_mutex_t conn_lock;
+	pthread_cond_t conn_cv; /* wakes the reaper to stop */
+	struct web_conn *conns;
+	bool reaper_on, stopping;
+	pthread_t reaper;
+	int64_t header_deadline_ms;
+	/* Failed authentications: how many since the last log line, and
+	 * when that line was written (clock_mono_ms). */
+	_Atomic int64_t auth_failed_n;
+	_Atomic int64_t auth_logged_ms;
 };
 
 /* What a connection carries between the calls of its request: the body,

@@ -174,8 +174,9 @@ void cli_state_close(struct cli_state *st);
 
 /*
  * Parses a time option: an ISO 8601 instant with Z or an offset, or an age
- * such as "7d" or "36h" meaning now_ms minus it. Returns EXIT_OK or
- * EXIT_USAGE after printing one line naming opt.
+ * such as "7d" or "36h" meaning now_ms minus it (clock_parse_when: the
+ * instant lies in the years 1-9999). Returns EXIT_OK or EXIT_USAGE after
+ * printing one line naming opt.
  */
 int cli_parse_time(const char *cmd, const char *opt, const char *s,
 		   int64_t now_ms, int64_t *out_ms);

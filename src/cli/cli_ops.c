@@ -151,19 +151,14 @@ int cli_parse_time(const char *cmd, const char *opt, const char *s,
 		   int64_t now_ms, int64_t *out_ms)
 {
 	struct sc_err err = {0};
-	int64_t d;
 
-	/* An age ("7d", "36h", "1h30m") counts back from now; anything that
-	 * starts like a date is an instant. */
-	if (clock_parse_duration(s, &d, NULL) == 0) {
-		*out_ms = now_ms - d;
-		return EXIT_OK;
-	}
-	if (clock_parse_iso(s, out_ms, &err) == 0)
+	/* clock_parse_when: the bound of every time a command or the API
+	 * takes (the years 1-9999), so no age prints a negative year. */
+	if (clock_parse_when(s, now_ms, 0, out_ms, &err) == 0)
 		return EXIT_OK;
 	return cli_fail(EXIT_USAGE, "%s: '%s' is neither an ISO 8601 instant "
-			"(2026-11-27T17:00:00Z) nor an age (7d, 12h): %s", opt,
-			s, err.msg);
+			"(2026-11-27T17:00:00Z) nor an age (7d, 12h) within "
+			"the years 1-9999: %s", opt, s, err.msg);
 	(void)cmd;
 }
 

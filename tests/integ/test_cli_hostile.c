@@ -11,7 +11,8 @@
  *   - `check`, `next` and `explain` echo hostile expressions, zones and
  *     paths cleaned.
  *   - `next` and `explain` exit 2 for a --from outside the years 1-9999,
- *     also when only the offset takes it there.
+ *     also when only the offset takes it there; `ledger`, `audit` and
+ *     `ack` exit 2 for an age that reaches before the year 1 (issue 44).
  *
  * Every case asserts that no byte below 0x20 (but '\n') and no DEL
  * reaches stdout or stderr of the human output.
@@ -355,6 +356,38 @@ static void an_inverted_period_exits_2(void **state)
 	assert_int_not_equal(run(ok), 2); /* 0, or 1 for a lost slot */
 }
 
+/* Issue 44, row 13: an age that reaches before the year 1 is a usage
+ * error for every command that takes one (clock_parse_when), never a
+ * negative year printed nor a failure of the store (exit 1). */
+static void an_age_before_the_year_1_exits_2(void **state)
+{
+	static const char *const ages[] = {"3652425d", "800000d"};
+	for (size_t i = 0; i < sizeof(ages) / sizeof(ages[0]); i++) {
+		const char *lost[] = {"ledger", "--config", cfg, "--lost",
+				      "--since", ages[i], NULL};
+		const char *led[] = {"ledger", "--config", cfg, "--since",
+				     ages[i], NULL};
+		const char *aud[] = {"audit", "--config", cfg, "--since",
+				     ages[i], NULL};
+		const char *ack[] = {"ack", "--config", cfg, "hostile",
+				     ages[i], NULL};
+		const char *const *all[] = {lost, led, aud, ack};
+		for (size_t k = 0; k < 4; k++) {
+			int rc = run(all[k]);
+			if (rc != 2)
+				fail_msg("%s %s: exit %d, want 2 (%s)",
+					 all[k][0], ages[i], rc, err);
+			assert_non_null(strstr(err, "1-9999"));
+			assert_null(strstr(out, "-0"));
+			assert_clean_run(all[k][0]);
+		}
+	}
+	/* An age that stays in the years is taken. */
+	const char *ok[] = {"ledger", "--config", cfg, "--lost", "--since",
+			    "700000d", NULL};
+	assert_int_not_equal(run(ok), 2);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -365,6 +398,7 @@ int main(void)
 		T(from_outside_the_years_exits_2),
 		T(numbers_take_their_documented_form),
 		T(an_inverted_period_exits_2),
+		T(an_age_before_the_year_1_exits_2),
 	};
 #undef T
 	return cmocka_run_group_tests(tests, NULL, NULL);

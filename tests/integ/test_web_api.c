@@ -15,7 +15,8 @@
  * (status --json, ledger --lost --json: the same objects), and the
  * refusals: 400 (malformed JSON, a bad field or parameter), 401 (a POST
  * without the token), 403 (a foreign Origin), 404 (no such schedule, job
- * or path), 405, 409 (a job not dead, a done slot triggered).
+ * or path), 405, 409 (a job not dead, a done slot triggered), 421 (a
+ * rebound Host), and times outside the years 1-9999 (issue 44).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -73,7 +74,7 @@ static size_t on_data(char *p, size_t size, size_t n, void *ud)
 	return k;
 }
 
-enum { WITH_TOKEN = 1, FOREIGN_ORIGIN = 2 };
+enum { WITH_TOKEN = 1, FOREIGN_ORIGIN = 2, REBOUND_HOST = 4 };
 
 /* One request: GET when body is NULL, else POST of body. Fills *r (its
  * json released by the next call or resp_dispose) and returns the
@@ -103,6 +104,8 @@ static long req(const struct env *e, const char *path, const char *body,
 	}
 	if (flags & FOREIGN_ORIGIN)
 		h = curl_slist_append(h, "Origin: http://evil.example");
+	if (flags & REBOUND_HOST) /* a name rebound to 127.0.0.1 */
+		h = curl_slist_append(h, "Host: rebound.example:8080");
 	if (body) {
 		h = curl_slist_append(h, "Content-Type: application/json");
 		curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
@@ -562,6 +565,26 @@ static void lost_retried_recovered(void **state)
 	want_error(&e, "/api/slots/nope/1000", NULL, 0, 404, &r);
 	want_error(&e, "/api/slots/flaky/soon", NULL, 0, 400, &r);
 	want_error(&e, "/api/slots/flaky", NULL, 0, 404, &r);
+	/* Issue 44, row 13: the years 1-9999, as every command takes:
+	 * no age that reaches before the year 1, no Unix milliseconds past
+	 * 9999 (the API took both, and ack could not name them). */
+	want_error(&e, "/api/slots/flaky/3652425d", NULL, 0, 400, &r);
+	want_error(&e, "/api/slots/flaky/999999999999999", NULL, 0, 400, &r);
+	want_error(&e, "/api/lost?since=3652425d", NULL, 0, 400, &r);
+	want_error(&e, "/api/ledger?until=253402300800000", NULL, 0, 400, &r);
+	assert_int_equal(req(&e, "/api/ledger?until=253402300799999", NULL, 0,
+			     &r), 200);
+	want_error(&e, "/api/trigger", "{\"schedule\": \"doomed\", \"slot\": "
+		   "999999999999999}", WITH_TOKEN, 400, &r);
+	want_error(&e, "/api/trigger", "{\"schedule\": \"doomed\", \"slot\": "
+		   "\"999999999999999\"}", WITH_TOKEN, 400, &r);
+	want_error(&e, "/api/pause", "{\"schedule\": \"doomed\", \"until\": "
+		   "999999999999999}", WITH_TOKEN, 400, &r);
+	/* Issue 44, row 6: a rebound name is refused, read or action. */
+	want_error(&e, "/api/schedules", NULL, REBOUND_HOST, 421, &r);
+	want_error(&e, "/api/lost", NULL, REBOUND_HOST, 421, &r);
+	want_error(&e, "/api/trigger", "{\"schedule\": \"doomed\"}",
+		   WITH_TOKEN | REBOUND_HOST, 421, &r);
 
 	/* Trigger: a done slot is refused; a new one runs. */
 	snprintf(body, sizeof(body), "{\"schedule\": \"flaky\", \"slot\": "
