@@ -93,6 +93,7 @@
 #include "status_socket.h"
 #include "web.h"
 #include "store.h"
+#include "thread.h"
 #include "worker.h"
 
 #define WATCH_MS_DEFAULT 250
@@ -720,7 +721,7 @@ static void reap_worker(struct daemon *d, struct worker *w)
  * Makes `want` workers run: sets n_target (extra workers leave once their
  * running job is over; idle ones are woken to leave now), joins workers
  * that left, and starts the missing ones among 0..want-1. Scheduler
- * thread only. On failure (memory, pthread_create) n_target is lowered to
+ * thread only. On failure (memory, thread_start) n_target is lowered to
  * the workers that do run and err says why.
  */
 static int set_workers(struct daemon *d, int want, struct sc_err *err)
@@ -765,7 +766,7 @@ static int set_workers(struct daemon *d, int want, struct sc_err *err)
 		w->exited = false;
 		snprintf(w->name, sizeof(w->name), "%.32s:%ld:%d", d->host,
 			 (long)getpid(), i);
-		if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
+		if (thread_start(&w->thread, worker_main, w) != 0) {
 			rc = sc_err_set(err, SC_ENOMEM,
 					"cannot start worker %d", i);
 			want = i;
@@ -1337,15 +1338,15 @@ int daemon_run(struct daemon *d, struct sc_err *err)
 		stop_threads(d);
 		return rc;
 	}
-	if (pthread_create(&d->watcher, NULL, watcher_main, d) == 0)
+	if (thread_start(&d->watcher, watcher_main, d) == 0)
 		d->watcher_started = true;
-	if (pthread_create(&d->alerter, NULL, alerter_main, d) == 0)
+	if (thread_start(&d->alerter, alerter_main, d) == 0)
 		d->alerter_started = true;
 	else
 		LOG(SC_LOG_ERROR, "alert", "event=alerter_not_started "
 		       "msg=\"alerts are sent only by workers: failed sends "
 		       "wait for the next lost slot or restart\"");
-	if (pthread_create(&d->pruner, NULL, pruner_main, d) == 0)
+	if (thread_start(&d->pruner, pruner_main, d) == 0)
 		d->pruner_started = true;
 	else
 		LOG(SC_LOG_ERROR, "prune", "event=pruner_not_started "

@@ -37,6 +37,7 @@
 #include "failpoint.h"
 #include "metrics.h"
 #include "store.h"
+#include "thread.h"
 #include "web.h"
 #include "web_int.h"
 
@@ -487,6 +488,10 @@ int web_start(const struct web_opts *o, struct web **out,
 	int port = ss.ss_family == AF_INET6
 		? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
 		: ntohs(((struct sockaddr_in *)&ss)->sin_port);
+	/* Its polling thread inherits this mask: signals are the daemon's
+	 * sigwait thread's alone (thread.h). */
+	sigset_t old;
+	thread_signals_block(&old);
 	w->mhd = MHD_start_daemon(
 		flags, (uint16_t)port, NULL, NULL, handle, w,
 		MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
@@ -495,6 +500,7 @@ int web_start(const struct web_opts *o, struct web **out,
 		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024),
 		MHD_OPTION_NOTIFY_COMPLETED, request_done, w,
 		MHD_OPTION_END);
+	thread_signals_restore(&old);
 	if (!w->mhd) {
 		forget(w);
 		return sc_err_set(err, SC_EIO, "http.listen: cannot listen on "
