@@ -357,6 +357,17 @@ static size_t on_body(char *p, size_t sz, size_t n, void *ud)
 	return sz * n;
 }
 
+/* libcurl's progress callback: the request's keep hook; never aborts. */
+static int on_progress(void *ud, curl_off_t dltotal, curl_off_t dlnow,
+		       curl_off_t ultotal, curl_off_t ulnow)
+{
+	const struct http_request *req = ud;
+
+	(void)dltotal, (void)dlnow, (void)ultotal, (void)ulnow;
+	req->keep(req->keep_ud);
+	return 0;
+}
+
 static size_t on_header(char *p, size_t sz, size_t n, void *ud)
 {
 	struct sink *s = ud;
@@ -558,6 +569,11 @@ static int exchange(struct http_client *c, const struct http_request *req,
 	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
 	curl_easy_setopt(h, CURLOPT_HEADERDATA, &s);
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
+	if (req->keep) {
+		curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+		curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
+		curl_easy_setopt(h, CURLOPT_XFERINFODATA, (void *)req);
+	}
 
 	size_t blen = req->body ? (req->body_len ? req->body_len
 						  : strlen(req->body))

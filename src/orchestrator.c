@@ -342,7 +342,9 @@ static int failed_run(const struct orchestrator_ctx *ctx,
 					  .slot_ms = slot_ms,
 					  .attempt = attempt,
 					  .clock = ctx_clock(ctx),
-					  .zone = sched->zone};
+					  .zone = sched->zone,
+					  .keep = ctx->keep,
+					  .keep_ud = ctx->tick_ud};
 		if (target_send(&s, &nerr1) == 0) {
 			rep->n_notices_sent++;
 			continue;
@@ -713,6 +715,7 @@ int orchestrator_run_slot(const struct orchestrator_ctx *ctx,
 		.attempt = attempt, .targets = targets,
 		.n_targets = sched->n_targets,
 		.tick = ctx->tick, .tick_ud = ctx->tick_ud,
+		.keep = ctx->keep,
 	};
 
 	/* A message in the outbox means an earlier attempt generated the
@@ -755,6 +758,7 @@ int orchestrator_run_slot(const struct orchestrator_ctx *ctx,
 		.clock = ctx_clock(ctx), .config = ctx->config,
 		.auths = ctx->auths, .n_auths = ctx->n_auths, .tokens = &tokens,
 		.tick = ctx->tick, .tick_ud = ctx->tick_ud, .tick_ms = ctx->tick_ms,
+		.keep = ctx->keep,
 	};
 	rep->ran_tasks = true;
 	rep->n_tasks = sched->n_tasks;

@@ -84,6 +84,8 @@ int target_http_post(const struct target_copy *s, const char *body,
 		.body = body,
 		.body_len = strlen(body),
 		.url_is_secret = true,
+		.keep = s->keep,
+		.keep_ud = s->keep_ud,
 	};
 	rc = http_do(c, &req, &resp, &herr);
 	http_client_free(c);
