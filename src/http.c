@@ -406,6 +406,11 @@ static const char *transport_reason(CURLcode cc, long os_errno, int *code)
 	case CURLE_COULDNT_CONNECT:
 		if (os_errno == ECONNREFUSED)
 			return "connection refused";
+		/* No socket for us: the runner's own limit (issue 42). */
+		if (os_errno == EMFILE || os_errno == ENFILE) {
+			*code = SC_EEXHAUSTED;
+			return "out of file descriptors";
+		}
 		if (os_errno == ENETUNREACH || os_errno == EHOSTUNREACH)
 			return "host unreachable";
 		return "could not connect";
@@ -436,6 +441,9 @@ static const char *transport_reason(CURLcode cc, long os_errno, int *code)
 		return "malformed URL";
 	case CURLE_WEIRD_SERVER_REPLY:
 		return "malformed reply from server";
+	case CURLE_OUT_OF_MEMORY:
+		*code = SC_ENOMEM;
+		return "out of memory";
 	default:
 		return curl_easy_strerror(cc);
 	}

@@ -74,6 +74,9 @@
  *     every target's row is SENT;
  *   - a run whose lease is lost (ctx->tick answers non-zero) stops where it
  *     is and writes or sends nothing more: the slot has a new owner;
+ *   - a task the runner could not start for want of descriptors,
+ *     processes or memory (err_is_runner) ends the run with that error
+ *     before any notice or staging: the attempt was the runner's;
  *   - the caller (worker.c) fences the store handle to the job's lease
  *     for the run (store_fence_set), so a worker that missed its
  *     heartbeats (it was paused) cannot write an outbox state, a guard,
@@ -783,6 +786,16 @@ int orchestrator_run_slot(const struct orchestrator_ctx *ctx,
 		case TASK_DELIVER: rep->n_deliver++; break;
 		case TASK_SKIP: rep->n_skipped++; break;
 		case TASK_FAILED: rep->n_failed++; break;
+		}
+		/* The runner could not start the task (out of descriptors,
+		 * processes or memory): no outcome of the slot's, so no
+		 * notice and no result; the run ends here with that error
+		 * and worker.c gives the job back uncounted (issue 42). */
+		if (res[i].outcome == TASK_FAILED &&
+		    err_is_runner(res[i].err.code)) {
+			err_copy(err, &res[i].err);
+			rc = res[i].err.code;
+			goto done;
 		}
 	}
 	/* The last task may have been the one the tick ended (the daemon

@@ -83,8 +83,12 @@ int target_command_send(const struct target_copy *s, const char *k,
 	free(in);
 	struct sc_err out = {0};
 	if (rc) {
-		rc = sc_err_set(&out, SC_EDELIVERY, "target %s: %s", t->name,
-				perr.msg);
+		/* Not started because the runner is out of descriptors,
+		 * processes or memory: the runner's failure, not the
+		 * target's (issue 42), and surely nothing sent. */
+		bool runner = err_is_runner(rc) && pr.started_ns == 0;
+		rc = sc_err_set(&out, runner ? rc : SC_EDELIVERY,
+				"target %s: %s", t->name, perr.msg);
 		/* Failed after the program started (a poll or wait error):
 		 * it may have run. */
 		out.ambiguous = pr.started_ns != 0;

@@ -114,8 +114,12 @@ int target_http_post(const struct target_copy *s, const char *body,
 		/* The one fact the outbox needs: may this copy have been
 		 * taken? (http.h: err->ambiguous) */
 		out.ambiguous = herr.ambiguous;
+		/* Nothing sent because the runner is out of descriptors or
+		 * memory: the runner's failure, not the target's. */
+		rc = err_is_runner(herr.code) && !herr.ambiguous
+			     ? herr.code : SC_EDELIVERY;
+		out.code = rc;
 		err_copy(err, &out);
-		rc = SC_EDELIVERY;
 	}
 	http_response_dispose(&resp);
 	return rc;

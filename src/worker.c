@@ -321,6 +321,35 @@ static int finish_again(const struct worker_opts *o, struct sc_clock *clock,
 	return rc;
 }
 
+/* ---- the runner's exhaustion ---------------------------------------------- */
+
+/* Gives the job back uncounted, due after the backoff (clock ms), with
+ * the run's error as the ledger row's message. */
+static int give_back(const struct worker_opts *o, struct keeper *k, int rc,
+		     struct worker_result *out, struct sc_err *err)
+{
+	int64_t backoff = o->runner_backoff_ms > 0 ? o->runner_backoff_ms
+						   : WORKER_RUNNER_BACKOFF_MS;
+	int64_t at = sc_clock_now_ms(k->clock) + backoff;
+	char q[SC_ERR_MSG_MAX + 8];
+
+	if (out->run_err.code == 0)
+		sc_err_set(&out->run_err, rc, "%s", sc_strerror(rc));
+	snprintf(out->error_class, sizeof(out->error_class), "runner");
+	int frc = queue_give_back(o->store, &k->job, at, &out->run_err, err);
+	out->runner = frc == 0;
+	out->released = false;
+	out->lease_lost = frc == SC_ELEASE;
+	if (frc == 0)
+		out->next_ms = at;
+	LOG(SC_LOG_WARN, "worker", "event=runner_exhausted job=%lld "
+	    "schedule=%s attempt=%d code=%s backoff_ms=%lld given_back=%s "
+	    "msg=%s", (long long)k->job.id, k->job.schedule, k->job.attempts,
+	    sc_strerror(rc), (long long)backoff, frc ? "no" : "yes",
+	    log_quote(q, sizeof(q), out->run_err.msg));
+	return frc;
+}
+
 /* ---- one job ------------------------------------------------------------- */
 
 /*
@@ -448,6 +477,11 @@ int worker_run_job(const struct worker_opts *o, const struct store_job *job_in,
 					   &out->run_err);
 		store_fence_clear(o->store);
 	}
+	/* The runner's own exhaustion is not the slot's failure: the job
+	 * goes back, uncounted, after a backoff (issue 42). The worker and
+	 * the lease are fine, so it is ours to give. */
+	if (sched && !past && err_is_runner(rc) && !k.released && !k.lost)
+		return give_back(o, &k, rc, out, err);
 	bool ok = rc == 0;
 	if (!ok) {
 		if (out->run_err.code == 0) /* never fail without a reason */
