@@ -208,6 +208,8 @@ struct daemon {
 	int64_t wd_ms;           /* systemd watchdog interval, 0: none */
 	int64_t wd_last_mono_ms; /* the last WATCHDOG=1 */
 	bool notify_failed;      /* a notify send failed: warned once */
+	bool runner_out;         /* under mu: see runner_since_ms below */
+	bool runner_raising;     /* under mu: a worker raises its alert */
 
 	/* The store outage (under mu): begun when n_failing went 0 -> 1,
 	 * ended when it is back at 0. */
@@ -227,12 +229,11 @@ struct daemon {
 	 * job given back for it, ended by a run the runner could start once
 	 * no job was given back for RUNNER_QUIET_MS (so that runs that pass
 	 * between failing ones do not end it, and raise it again, each
-	 * time). Each worker holds on its own (struct worker). */
-	bool runner_out;
+	 * time); runner_out says it lasts. Each worker holds on its own
+	 * (struct worker). */
 	int64_t runner_since_ms;   /* clock ms it began */
 	int64_t runner_last_ms;    /* clock ms of the last give-back */
 	int64_t runner_alert;      /* its alert's id; 0: not raised (yet) */
-	bool runner_raising;       /* a worker is raising it */
 };
 
 /* ---- small helpers -------------------------------------------------------- */
