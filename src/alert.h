@@ -19,7 +19,9 @@
  * for the `sla:` breaches: late (slot_ms the slot, generation 0), overrun
  * (the slot, generation the attempt) and stale (slot_ms the instant the
  * staleness counts from, generation 0), job_id 0 in all three. Their
- * "recovered" message names the healed reason in its note. Who sends:
+ * "recovered" message names the healed reason in its note. The daemon
+ * raises and closes the node's runner alert (alert_raise_runner,
+ * alert_close_runner, issue 42). Who sends:
  * alert_tick, run by the daemon's alerter thread and at the end of
  * `run --once`.
  *

@@ -639,8 +639,10 @@ static void run_job(struct daemon *d, struct store *s, struct cfg_ref *cr,
 	       rc ? sc_strerror(rc)
 		  : (res.run_err.code ? sc_strerror(res.run_err.code) : "ok"));
 	bool failed = !res.released && (rc || !res.completed);
-	/* A run the runner could start (whatever its outcome) ends its
-	 * exhaustion; a job given back for it begins or prolongs it. */
+	/* A job given back for the runner's exhaustion holds this worker
+	 * and begins or prolongs the exhaustion; a run the runner could
+	 * start (whatever its outcome) resets the worker's backoff and may
+	 * end it (runner_fine). */
 	if (!rc && res.runner) {
 		if (w) {
 			w->runner_hold_ms = sc_clock_now_ms(d->clock) + backoff;

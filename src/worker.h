@@ -8,7 +8,8 @@
  * to a store I/O error is tried again, a bounded number of times, since
  * the outcome is known. When the driver asks the run to stop (the
  * daemon's grace is over), the job is given back (queue_release) without
- * counting the attempt.
+ * counting the attempt; so is a job the runner itself could not run (out
+ * of descriptors, processes or memory: queue_give_back, at a backoff).
  *
  * Every driver of a claimed job calls this: the daemon's worker threads,
  * `surecron run --once` (through the daemon) and `surecron simulate`.
@@ -103,7 +104,8 @@ struct worker_result {
 				     rest are retried by alert_tick) */
 	struct sc_err run_err;    /* the run's error (code 0 on success) */
 	char error_class[16];     /* "task", "expectation", "delivery",
-				     "config", "internal" */
+				     "config", "internal"; "runner" when
+				     given back (runner) */
 	struct orchestrator_report rep; /* owned */
 };
 
