@@ -1266,8 +1266,12 @@ static void offset_clock(void **state)
 
 #define EMFILE_SLOTS 24
 
-/* The runner alerts of the store: *n_open OPEN ones, *n_healed HEALED. */
-static void runner_alerts(const char *url, size_t *n_open, size_t *n_healed)
+/* The runner alerts of the store: *n_open OPEN ones, *n_healed HEALED;
+ * the name and slot of the last one into name and *slot_ms (NULL: not
+ * wanted). */
+static void runner_alerts_of(const char *url, size_t *n_open,
+			     size_t *n_healed, char *name, size_t n_name,
+			     int64_t *slot_ms)
 {
 	struct store *s = tu_store_open(url);
 	struct alert_filter f = {.slot_ms = INT64_MIN, .since_ms = INT64_MIN,
@@ -1283,9 +1287,18 @@ static void runner_alerts(const char *url, size_t *n_open, size_t *n_healed)
 		assert_int_equal(strncmp(v[i].schedule, "runner:", 7), 0);
 		*n_open += v[i].status == ALERT_OPEN;
 		*n_healed += v[i].status == ALERT_HEALED;
+		if (name)
+			snprintf(name, n_name, "%s", v[i].schedule);
+		if (slot_ms)
+			*slot_ms = v[i].slot_ms;
 	}
 	sc_free(v);
 	store_close(s);
+}
+
+static void runner_alerts(const char *url, size_t *n_open, size_t *n_healed)
+{
+	runner_alerts_of(url, n_open, n_healed, NULL, 0, NULL);
 }
 
 /* The ledger rows of outcome whose error class is cls (NULL: any). */
@@ -1393,6 +1406,19 @@ static void runner_exhaustion_is_the_runners(void **state)
 	assert_int_equal(healed, 1);
 	assert_true(tu_log_count(e.dir, "event=runner_exhausted state=end")
 		    == 1);
+	/* `surecron ack` knows the node's alert by its name (closed
+	 * already: nothing left to acknowledge, but not an unknown
+	 * schedule). */
+	char name[STORE_NAME_MAX], iso[CLOCK_ISO_MAX], out[2048], err[2048];
+	int64_t at = 0;
+	runner_alerts_of(e.store_url, &open, &healed, name, sizeof(name), &at);
+	const char *ack[] = {"ack", "--config", e.cfg, name,
+			     clock_format_utc(at, iso), NULL};
+	int arc = tu_run_bin(e.dir, e.dir, NULL, ack, out, sizeof(out), err,
+			     sizeof(err));
+	assert_int_equal(arc, 1);
+	assert_null(strstr(err, "no schedule"));
+	assert_non_null(strstr(err, name));
 	stop_daemon(pid);
 	assert_int_equal(rows_of(e.store_url, LEDGER_FAILED, NULL), 0);
 	assert_int_equal(rows_of(e.store_url, LEDGER_LOST, NULL), 0);
