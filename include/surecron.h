@@ -75,6 +75,8 @@ enum sc_errcode {
 	SC_EPROTO = -1012,     /* peer broke the protocol (bad JSON, bad reply) */
 	SC_EDELIVERY = -1013,  /* a delivery to a target failed */
 	SC_EDB = -1014,        /* database error not covered above */
+	SC_EEXHAUSTED = -1015, /* the runner itself is out of descriptors or
+				  processes (EMFILE, ENFILE, EAGAIN) */
 };
 
 #define SC_ERR_MSG_MAX 512

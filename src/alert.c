@@ -183,6 +183,29 @@ int alert_raise_missed(struct store *s, const char *schedule,
 	return raise_logged(s, &a, err);
 }
 
+int alert_raise_runner(struct store *s, const char *node, int64_t since_ms,
+		       const char *why, int64_t *id, struct sc_err *err)
+{
+	struct store_alert a;
+	bool created = false;
+
+	memset(&a, 0, sizeof(a));
+	snprintf(a.schedule, sizeof(a.schedule), "%s%s", ALERT_RUNNER_PREFIX,
+		 node);
+	snprintf(a.reason, sizeof(a.reason), "%s", ALERT_REASON_RUNNER);
+	snprintf(a.error_msg, sizeof(a.error_msg), "%s",
+		 why && *why ? why : "out of descriptors, processes or memory");
+	a.slot_ms = a.last_slot_ms = since_ms;
+	a.n_slots = 1;
+	a.status = ALERT_OPEN;
+	int rc = store_alert_raise(s, &a, &created, id, err);
+	if (rc == 0 && created)
+		LOG(SC_LOG_ERROR, "alert", "event=alert_raised alert=%lld "
+		       "schedule=%s reason=%s", id ? (long long)*id : 0LL,
+		       a.schedule, a.reason);
+	return rc;
+}
+
 /* Raises the lost alerts that a crash (between the DEAD transition and
  * alert_raise_lost) or an older version left unraised. */
 static int sweep(const struct alert_ctx *a, struct alert_report *rep,
@@ -400,6 +423,9 @@ static int slots_succeeded(struct store *s, const struct store_alert *x,
 			   struct sc_err *err)
 {
 	*yes = false;
+	/* The node's daemon closes it when the exhaustion ends. */
+	if (strcmp(x->reason, ALERT_REASON_RUNNER) == 0)
+		return 0;
 	if (strcmp(x->reason, ALERT_REASON_LATE) == 0 ||
 	    strcmp(x->reason, ALERT_REASON_OVERRUN) == 0) {
 		/* late: the slot's first attempt began, or the job is gone;
@@ -485,15 +511,12 @@ static bool is_sla_reason(const char *reason)
 	       strcmp(reason, ALERT_REASON_STALE) == 0;
 }
 
-static int heal(const struct alert_ctx *a, const struct store_alert *x,
-		const struct store_sla *scan, struct alert_report *rep,
-		struct sc_err *err)
+/* Closes x as HEALED with its "recovered" message and ledger row;
+ * *changed false when it was not OPEN any more. */
+static int close_healed(struct store *s, struct sc_clock *clock,
+			const struct store_alert *x, bool *changed,
+			struct sc_err *err)
 {
-	bool yes = false, changed = false;
-	int rc = slots_succeeded(a->store, x, scan, &yes, err);
-
-	if (rc || !yes)
-		return rc;
 	struct store_alert then = *x;
 	then.id = 0;
 	snprintf(then.reason, sizeof(then.reason), "%s",
@@ -502,14 +525,20 @@ static int heal(const struct alert_ctx *a, const struct store_alert *x,
 	then.status = ALERT_CLOSED;
 	then.error_msg[0] = '\0';
 	then.note[0] = '\0';
-	/* A timing breach's "recovered" message says which one ended. */
-	if (is_sla_reason(x->reason))
+	/* A timing breach's "recovered" message says which one ended, and
+	 * so does the runner's. */
+	if (is_sla_reason(x->reason) ||
+	    strcmp(x->reason, ALERT_REASON_RUNNER) == 0)
 		snprintf(then.note, sizeof(then.note), "%s", x->reason);
 	struct ledger_row row;
 	char msg[STORE_NAME_MAX + 96];
 	row_for(&row, x, LEDGER_RECOVERED,
-		sc_clock_now_ms(a->clock ? a->clock : store_clock(a->store)));
-	if (is_sla_reason(x->reason))
+		sc_clock_now_ms(clock ? clock : store_clock(s)));
+	if (strcmp(x->reason, ALERT_REASON_RUNNER) == 0)
+		snprintf(msg, sizeof(msg), "the runner alert of %s is closed: "
+			 "it runs tasks again", x->schedule +
+			 strlen(ALERT_RUNNER_PREFIX));
+	else if (is_sla_reason(x->reason))
 		snprintf(msg, sizeof(msg), "the %s alert of %s is closed: %s",
 			 x->reason, x->schedule,
 			 x->reason[0] == 'l' ? "the slot started"
@@ -520,15 +549,47 @@ static int heal(const struct alert_ctx *a, const struct store_alert *x,
 			 "slot succeeded since", x->reason, x->schedule);
 	row.error_msg = msg;
 	row.details_json = details_of(x, NULL, NULL);
-	rc = store_alert_close(a->store, x->id, ALERT_HEALED, NULL, &then,
-			       &row, &changed, err);
+	int rc = store_alert_close(s, x->id, ALERT_HEALED, NULL, &then, &row,
+				   changed, err);
 	free(row.details_json);
-	if (rc == 0 && changed) {
-		rep->n_healed++;
+	if (rc == 0 && *changed)
 		LOG(SC_LOG_INFO, "alert", "event=alert_healed alert=%lld "
 		       "schedule=%s reason=%s", (long long)x->id, x->schedule,
 		       x->reason);
-	}
+	return rc;
+}
+
+static int heal(const struct alert_ctx *a, const struct store_alert *x,
+		const struct store_sla *scan, struct alert_report *rep,
+		struct sc_err *err)
+{
+	bool yes = false, changed = false;
+	int rc = slots_succeeded(a->store, x, scan, &yes, err);
+
+	if (rc || !yes)
+		return rc;
+	rc = close_healed(a->store, a->clock, x, &changed, err);
+	if (rc == 0 && changed)
+		rep->n_healed++;
+	return rc;
+}
+
+int alert_close_runner(struct store *s, int64_t id, struct sc_err *err)
+{
+	struct alert_filter f = {.open_only = true, .slot_ms = INT64_MIN,
+				 .since_ms = INT64_MIN, .until_ms = INT64_MAX};
+	struct store_alert *v = NULL;
+	size_t n = 0;
+	bool changed = false;
+	int rc = store_alert_list(s, &f, &v, &n, err);
+
+	/* The open alerts are few: the one asked for is looked up among
+	 * them (an acked one is not there, and needs nothing). */
+	for (size_t i = 0; rc == 0 && i < n; i++)
+		if (v[i].id == id &&
+		    strcmp(v[i].reason, ALERT_REASON_RUNNER) == 0)
+			rc = close_healed(s, NULL, &v[i], &changed, err);
+	sc_free(v);
 	return rc;
 }
 
@@ -580,6 +641,19 @@ static void compose_text(const struct store_alert *x, int round,
 			 "delivered since %s%s", x->schedule, t1, again);
 		snprintf(command, nc, "surecron status --stale (or: surecron "
 			 "ack %s %s)", x->schedule, t1);
+	} else if (strcmp(x->reason, ALERT_REASON_RUNNER) == 0) {
+		snprintf(summary, ns, "\xF0\x9F\x9A\xA8 surecron on %s cannot run "
+			 "tasks since %s: out of descriptors, processes or "
+			 "memory; no slot is charged, they wait and run once "
+			 "it ends%s", x->schedule + strlen(ALERT_RUNNER_PREFIX),
+			 t1, again);
+		snprintf(command, nc, "surecron status (or: surecron ack %s "
+			 "%s)", x->schedule, t1);
+	} else if (strcmp(x->note, ALERT_REASON_RUNNER) == 0) {
+		snprintf(summary, ns, "\xE2\x9C\x85 surecron on %s runs tasks "
+			 "again (exhausted since %s); its alert is closed",
+			 x->schedule + strlen(ALERT_RUNNER_PREFIX), t1);
+		*has_command = false;
 	} else if (strcmp(x->note, ALERT_REASON_LATE) == 0) {
 		snprintf(summary, ns, "\xE2\x9C\x85 %s: the late run of %s has "
 			 "started; its alert is closed", x->schedule, t1);

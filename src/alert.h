@@ -19,7 +19,9 @@
  * for the `sla:` breaches: late (slot_ms the slot, generation 0), overrun
  * (the slot, generation the attempt) and stale (slot_ms the instant the
  * staleness counts from, generation 0), job_id 0 in all three. Their
- * "recovered" message names the healed reason in its note. Who sends:
+ * "recovered" message names the healed reason in its note. The daemon
+ * raises and closes the node's runner alert (alert_raise_runner,
+ * alert_close_runner, issue 42). Who sends:
  * alert_tick, run by the daemon's alerter thread and at the end of
  * `run --once`.
  *
@@ -83,6 +85,30 @@ int alert_raise_missed(struct store *s, const char *schedule,
 #define ALERT_REASON_LATE "late"
 #define ALERT_REASON_OVERRUN "overrun"
 #define ALERT_REASON_STALE "stale"
+
+/* The runner's own exhaustion (issue 42): out of descriptors, processes
+ * or memory, while it lasts. Its alert is the node's, not a schedule's:
+ * its schedule field is ALERT_RUNNER_PREFIX + the node's name, which no
+ * schedule name can be (they hold no ':'), its slot the instant the
+ * exhaustion began. */
+#define ALERT_REASON_RUNNER "runner"
+#define ALERT_RUNNER_PREFIX "runner:"
+
+/*
+ * Raises the runner alert of node for an exhaustion that began at
+ * since_ms, why its first error (never secrets). Idempotent on (node,
+ * since_ms). *id (NULL allowed) gets the alert's id, for
+ * alert_close_runner.
+ */
+int alert_raise_runner(struct store *s, const char *node, int64_t since_ms,
+		       const char *why, int64_t *id, struct sc_err *err);
+
+/*
+ * Closes the runner alert id (HEALED) once the exhaustion ended, with
+ * its "recovered" message and ledger row. Nothing when it is not OPEN
+ * (an operator acked it).
+ */
+int alert_close_runner(struct store *s, int64_t id, struct sc_err *err);
 
 /* The most late, overrunning and schedule rows one timing pass reads;
  * the rest wait for the next pass (oldest first). */

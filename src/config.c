@@ -79,6 +79,7 @@
 #include "log.h"
 #include "retry.h"
 #include "text.h"
+#include "thread.h"
 #include "url.h"
 
 #define PATH_MAX_KEY 512
@@ -3344,7 +3345,7 @@ static void ahead_start(struct ahead *a, struct pc *pc, bool helper)
 	pthread_cond_init(&a->cv, NULL);
 	if (!helper || pc->n_srcs < 3 || pc->only || pc->no_schedules)
 		return;
-	if (pthread_create(&th, NULL, ahead_main, a) == 0) {
+	if (thread_start(&th, ahead_main, a) == 0) {
 		a->helper = true;
 		a->th_id = th;
 	}

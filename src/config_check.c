@@ -26,7 +26,11 @@
  * SURECRON_ALERT_TARGETS), and a schedule whose only delivery target is
  * also the only alert target (one outage silences both). Warnings are
  * kept apart from problems so that `check` still exits 0 on them, unless
- * --strict. The load's own warnings (an `include:` pattern that matches no
+ * --strict. A target whose timeout is close to worker.lease or above it
+ * is warned of too (issue 42): the worker keeps the lease during a send,
+ * but only a worker that can still renew it; one whose renewals fail (a
+ * store outage, a paused process) loses the job mid-send once the lease
+ * runs out, and the next owner sends a declared second copy. The load's own warnings (an `include:` pattern that matches no
  * file, issue 15) come first.
  *
  * Each finding is located at the key it is about (config_locate_in) so it
@@ -348,6 +352,41 @@ static size_t alert_names(const struct config *c, const char **out,
 	return n;
 }
 
+/* "Close to" the lease: past two thirds of it, a send outlasts the
+ * second renewal, and one failed renewal then costs the lease. */
+#define LEASE_CLOSE_NUM 2
+#define LEASE_CLOSE_DEN 3
+
+/* The longest a send to each target may take (its timeout, with the
+ * kinds' default) against worker.lease. A file target has no timeout. */
+static void lease_warnings(struct chk *k)
+{
+	const struct config *c = k->c;
+	int64_t lease = c->lease_ms > 0 ? c->lease_ms : 5 * 60 * 1000;
+	char path[512], near[512];
+
+	for (size_t i = 0; i < c->n_targets; i++) {
+		const struct target_spec *t = &c->targets[i];
+		if (t->kind == TARGET_FILE)
+			continue;
+		/* target.h's TARGET_DEFAULT_TIMEOUT_MS for every kind. */
+		int64_t to = t->timeout_ms > 0 ? t->timeout_ms : 30000;
+		if (to * LEASE_CLOSE_DEN < lease * LEASE_CLOSE_NUM)
+			continue;
+		snprintf(path, sizeof(path), "targets.%s.timeout", t->name);
+		snprintf(near, sizeof(near), "targets.%s", t->name);
+		warning(k, path, near, "target %s may take up to %lld ms a "
+			"send, %s worker.lease (%lld ms): the lease is renewed "
+			"during the send, but a worker that cannot renew it (a "
+			"store outage, a paused process) loses the job mid-send "
+			"and the slot is sent again; keep the timeout well under "
+			"the lease (at most two thirds), or raise worker.lease",
+			t->name, (long long)to,
+			to >= lease ? "at or above" : "close to",
+			(long long)lease);
+	}
+}
+
 int config_check_warnings(const struct config *c,
 			  struct config_problems *warns)
 {
@@ -387,6 +426,7 @@ int config_check_warnings(const struct config *c,
 				"one outage silences both", s->name, alert[0]);
 		}
 	}
+	lease_warnings(&k);
 	config_problems_sort(warns, first);
 	return k.oom ? SC_ENOMEM : k.n;
 }

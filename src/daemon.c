@@ -98,6 +98,7 @@
 #include "status_socket.h"
 #include "web.h"
 #include "store.h"
+#include "thread.h"
 #include "worker.h"
 
 #define WATCH_MS_DEFAULT 250
@@ -117,6 +118,13 @@
  * instant with the claim already committed, so the claim's transaction is
  * not part of the task's lateness. Small, because the job is held. */
 #define CLAIM_AHEAD_MS 20
+/* The runner's exhaustion (issue 42): a worker whose job was given back
+ * for it holds this long (clock ms), doubling while its runs keep meeting
+ * it, and the job is due then; the exhaustion is over once a run could
+ * start and none was given back for RUNNER_QUIET_MS. */
+#define RUNNER_BACKOFF_MIN_MS 1000
+#define RUNNER_BACKOFF_MAX_MS 30000
+#define RUNNER_QUIET_MS 5000
 
 struct cfg_ref {
 	struct config *cfg;
@@ -165,6 +173,11 @@ struct worker {
 	bool started;   /* scheduler thread only: joinable */
 	bool exited;    /* under daemon.mu: the thread left its loop */
 	char name[STORE_WORKER_MAX];
+	/* The runner's exhaustion met by this worker's runs (its thread
+	 * only): the next give-back's backoff (0: the minimum) and the
+	 * clock ms before which it claims nothing. */
+	int64_t runner_backoff_ms;
+	int64_t runner_hold_ms;
 };
 
 struct daemon {
@@ -200,6 +213,8 @@ struct daemon {
 	int64_t wd_ms;           /* systemd watchdog interval, 0: none */
 	int64_t wd_last_mono_ms; /* the last WATCHDOG=1 */
 	bool notify_failed;      /* a notify send failed: warned once */
+	bool runner_out;         /* under mu: see runner_since_ms below */
+	bool runner_raising;     /* under mu: a worker raises its alert */
 
 	/* The store outage (under mu): begun when n_failing went 0 -> 1,
 	 * ended when it is back at 0. */
@@ -214,6 +229,16 @@ struct daemon {
 	_Atomic int64_t loop_mono_ms; /* clock_mono_ms at the loop's top */
 	/* `status_socket:` (issue 15), NULL without it. */
 	struct status_socket *ssock;
+
+	/* The runner's exhaustion (issue 42), under mu: begun by the first
+	 * job given back for it, ended by a run the runner could start once
+	 * no job was given back for RUNNER_QUIET_MS (so that runs that pass
+	 * between failing ones do not end it, and raise it again, each
+	 * time); runner_out says it lasts. Each worker holds on its own
+	 * (struct worker). */
+	int64_t runner_since_ms;   /* clock ms it began */
+	int64_t runner_last_ms;    /* clock ms of the last give-back */
+	int64_t runner_alert;      /* its alert's id; 0: not raised (yet) */
 	/* The store's schema is newer than this binary's (issue 42): the
 	 * first thread to learn it says so, stops the daemon, and
 	 * daemon_run returns SC_EVERSION with this message. Under mu. */
@@ -494,15 +519,96 @@ static void run_slot_event(void *ud, const struct store_job *job,
 	heartbeat_slot(rh->d->hb, job->schedule, job->slot_ms, k);
 }
 
+/*
+ * A job was given back for the runner's exhaustion: the node's runner
+ * alert is raised once per exhaustion, on this worker's store handle.
+ * hold_ms: how long the worker holds (for the log line).
+ */
+static void runner_exhausted(struct daemon *d, struct store *s,
+			     const struct sc_err *why, int64_t hold_ms)
+{
+	int64_t now = sc_clock_now_ms(d->clock);
+	struct sc_err e = {0};
+	char q[SC_ERR_MSG_MAX + 8];
+
+	pthread_mutex_lock(&d->mu);
+	bool begins = !d->runner_out;
+	if (begins) {
+		d->runner_out = true;
+		d->runner_since_ms = now;
+		d->runner_alert = 0;
+	}
+	d->runner_last_ms = now;
+	bool raise = d->runner_alert == 0 && !d->runner_raising;
+	d->runner_raising |= raise;
+	int64_t since = d->runner_since_ms;
+	pthread_mutex_unlock(&d->mu);
+	if (begins)
+		LOG(SC_LOG_ERROR, "daemon", "event=runner_exhausted "
+		    "state=begin hold_ms=%lld msg=%s", (long long)hold_ms,
+		    log_quote(q, sizeof(q), why->msg));
+	if (!raise)
+		return;
+	int64_t id = 0;
+	int rc = alert_raise_runner(s, d->host, since, why->msg, &id, &e);
+	if (rc)
+		LOG(SC_LOG_WARN, "alert", "event=alert_deferred reason=runner "
+		    "code=%s msg=\"the runner alert is raised at the next "
+		    "give-back\"", sc_strerror(rc));
+	pthread_mutex_lock(&d->mu);
+	d->runner_raising = false;
+	/* Ended meanwhile: runner_fine found no alert to close. */
+	bool close_now = rc == 0 && !d->runner_out;
+	if (rc == 0 && d->runner_out)
+		d->runner_alert = id;
+	pthread_mutex_unlock(&d->mu);
+	if (close_now)
+		(void)alert_close_runner(s, id, &e);
+}
+
+/* A run the runner could start: an exhaustion, if one lasted and no job
+ * was given back for it for RUNNER_QUIET_MS, is over, and its alert is
+ * closed. */
+static void runner_fine(struct daemon *d, struct store *s)
+{
+	struct sc_err e = {0};
+	int64_t now = sc_clock_now_ms(d->clock);
+
+	pthread_mutex_lock(&d->mu);
+	bool ends = d->runner_out &&
+		    now - d->runner_last_ms >= RUNNER_QUIET_MS;
+	if (!ends) {
+		pthread_mutex_unlock(&d->mu);
+		return;
+	}
+	int64_t id = d->runner_alert;
+	int64_t since = d->runner_since_ms;
+	d->runner_out = false;
+	d->runner_alert = 0;
+	pthread_mutex_unlock(&d->mu);
+	LOG(SC_LOG_INFO, "daemon", "event=runner_exhausted state=end "
+	    "lasted_ms=%lld", (long long)(now - since));
+	if (id && alert_close_runner(s, id, &e) != 0)
+		LOG(SC_LOG_WARN, "alert", "event=alert_not_closed "
+		    "reason=runner alert=%lld code=%s msg=\"surecron ack "
+		    "closes it\"", (long long)id, sc_strerror(e.code));
+}
+
+/* Runs one claimed job; w is the worker running it (NULL: --once), whose
+ * hold it sets when the runner could not run the job. */
 static void run_job(struct daemon *d, struct store *s, struct cfg_ref *cr,
-		    const struct store_job *job, struct store_health *h)
+		    const struct store_job *job, struct store_health *h,
+		    struct worker *w)
 {
 	struct run_hooks rh = {.d = d, .health = h};
+	int64_t backoff = w && w->runner_backoff_ms > 0 ? w->runner_backoff_ms
+							: RUNNER_BACKOFF_MIN_MS;
 	const struct worker_opts wo = {
 		.store = s, .clock = d->clock, .config = cr->cfg,
 		.lease_ms = cr->cfg->lease_ms, .stop = run_stop,
 		.store_failed = run_store_failed, .store_fine = run_store_fine,
 		.slot_event = run_slot_event, .ud = &rh,
+		.runner_backoff_ms = backoff,
 	};
 	struct worker_result res;
 	struct sc_err e = {0};
@@ -527,7 +633,9 @@ static void run_job(struct daemon *d, struct store *s, struct cfg_ref *cr,
 
 	int rc = worker_run_job(&wo, job, &res, &e);
 	const char *outcome;
-	if (res.released)
+	if (res.runner)
+		outcome = "runner";
+	else if (res.released)
 		outcome = "released";
 	else if (res.lease_lost)
 		outcome = "lease-lost";
@@ -561,6 +669,23 @@ static void run_job(struct daemon *d, struct store *s, struct cfg_ref *cr,
 	       rc ? sc_strerror(rc)
 		  : (res.run_err.code ? sc_strerror(res.run_err.code) : "ok"));
 	bool failed = !res.released && (rc || !res.completed);
+	/* A job given back for the runner's exhaustion holds this worker
+	 * and begins or prolongs the exhaustion; a run the runner could
+	 * start (whatever its outcome) resets the worker's backoff and may
+	 * end it (runner_fine). */
+	if (!rc && res.runner) {
+		if (w) {
+			w->runner_hold_ms = sc_clock_now_ms(d->clock) + backoff;
+			w->runner_backoff_ms = backoff * 2 > RUNNER_BACKOFF_MAX_MS
+						       ? RUNNER_BACKOFF_MAX_MS
+						       : backoff * 2;
+		}
+		runner_exhausted(d, s, &res.run_err, backoff);
+	} else if (!rc || res.rep.started_ns) {
+		if (w)
+			w->runner_backoff_ms = 0;
+		runner_fine(d, s);
+	}
 	worker_result_dispose(&res);
 
 	pthread_mutex_lock(&d->mu);
@@ -681,6 +806,14 @@ static void *worker_main(void *arg)
 			rule_of = 0; /* a new handle has no rule yet */
 		}
 
+		/* This worker's last job was given back for the runner's
+		 * exhaustion: claim nothing before its hold ends (a job
+		 * claimed now would likely be given back too). */
+		if (w->runner_hold_ms > now) {
+			idle(d, seen, w->runner_hold_ms);
+			continue;
+		}
+
 		struct cfg_ref *cr = cfg_get(d);
 		struct store_job job;
 		size_t n = 0;
@@ -693,7 +826,7 @@ static void *worker_main(void *arg)
 		}
 		if (rc == 0 && n == 1) {
 			store_fine(d, &h);
-			run_job(d, s, cr, &job, &h);
+			run_job(d, s, cr, &job, &h, w);
 			cfg_put(d, cr);
 			continue;
 		}
@@ -750,7 +883,7 @@ static void reap_worker(struct daemon *d, struct worker *w)
  * Makes `want` workers run: sets n_target (extra workers leave once their
  * running job is over; idle ones are woken to leave now), joins workers
  * that left, and starts the missing ones among 0..want-1. Scheduler
- * thread only. On failure (memory, pthread_create) n_target is lowered to
+ * thread only. On failure (memory, thread_start) n_target is lowered to
  * the workers that do run and err says why.
  */
 static int set_workers(struct daemon *d, int want, struct sc_err *err)
@@ -795,7 +928,7 @@ static int set_workers(struct daemon *d, int want, struct sc_err *err)
 		w->exited = false;
 		snprintf(w->name, sizeof(w->name), "%.32s:%ld:%d", d->host,
 			 (long)getpid(), i);
-		if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
+		if (thread_start(&w->thread, worker_main, w) != 0) {
 			rc = sc_err_set(err, SC_ENOMEM,
 					"cannot start worker %d", i);
 			want = i;
@@ -1237,7 +1370,7 @@ static int run_once(struct daemon *d)
 			}
 			break;
 		}
-		run_job(d, d->store, cr, &job, &h);
+		run_job(d, d->store, cr, &job, &h, NULL);
 		cfg_put(d, cr);
 	}
 	/* The alerts of this run and any an earlier process left due; a
@@ -1370,15 +1503,15 @@ int daemon_run(struct daemon *d, struct sc_err *err)
 		stop_threads(d);
 		return rc;
 	}
-	if (pthread_create(&d->watcher, NULL, watcher_main, d) == 0)
+	if (thread_start(&d->watcher, watcher_main, d) == 0)
 		d->watcher_started = true;
-	if (pthread_create(&d->alerter, NULL, alerter_main, d) == 0)
+	if (thread_start(&d->alerter, alerter_main, d) == 0)
 		d->alerter_started = true;
 	else
 		LOG(SC_LOG_ERROR, "alert", "event=alerter_not_started "
 		       "msg=\"alerts are sent only by workers: failed sends "
 		       "wait for the next lost slot or restart\"");
-	if (pthread_create(&d->pruner, NULL, pruner_main, d) == 0)
+	if (thread_start(&d->pruner, pruner_main, d) == 0)
 		d->pruner_started = true;
 	else
 		LOG(SC_LOG_ERROR, "prune", "event=pruner_not_started "

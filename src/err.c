@@ -123,6 +123,7 @@ const char *sc_strerror(int code)
 	case SC_EPROTO: return "protocol error";
 	case SC_EDELIVERY: return "delivery failed";
 	case SC_EDB: return "database error";
+	case SC_EEXHAUSTED: return "out of descriptors or processes";
 	default: return "unknown error";
 	}
 }

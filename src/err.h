@@ -22,6 +22,15 @@ void err_set_ambiguous(struct sc_err *err);
 void err_copy(struct sc_err *dst, const struct sc_err *src);
 
 /* True when err is non-NULL and holds an error. */
+/* Whether code is the runner's own exhaustion (issue 42): out of
+ * descriptors, processes (SC_EEXHAUSTED) or memory (SC_ENOMEM) inside
+ * surecron, not in the task. Such an attempt is not the slot's failure:
+ * the worker gives the job back without counting it. */
+static inline bool err_is_runner(int code)
+{
+	return code == SC_EEXHAUSTED || code == SC_ENOMEM;
+}
+
 static inline bool err_is_set(const struct sc_err *err)
 {
 	return err && err->code != 0;

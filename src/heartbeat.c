@@ -40,6 +40,7 @@
 #include "http.h"
 #include "lazylib_crypto.h"
 #include "log.h"
+#include "thread.h"
 #include "url.h"
 
 #define DROP_LOG_EVERY_MS ((int64_t)60 * 1000)
@@ -353,7 +354,7 @@ static int start_thread(struct heartbeat *hb, struct sc_err *err)
 {
 	if (hb->started || (hb->n_urls == 0 && !hb->daemon_url))
 		return 0;
-	if (pthread_create(&hb->thread, NULL, pinger_main, hb) != 0)
+	if (thread_start(&hb->thread, pinger_main, hb) != 0)
 		return sc_err_set(err, SC_ENOMEM, "cannot start the pinger "
 				  "thread");
 	hb->started = true;

@@ -357,6 +357,17 @@ static size_t on_body(char *p, size_t sz, size_t n, void *ud)
 	return sz * n;
 }
 
+/* libcurl's progress callback: the request's keep hook; never aborts. */
+static int on_progress(void *ud, curl_off_t dltotal, curl_off_t dlnow,
+		       curl_off_t ultotal, curl_off_t ulnow)
+{
+	const struct http_request *req = ud;
+
+	(void)dltotal, (void)dlnow, (void)ultotal, (void)ulnow;
+	req->keep(req->keep_ud);
+	return 0;
+}
+
 static size_t on_header(char *p, size_t sz, size_t n, void *ud)
 {
 	struct sink *s = ud;
@@ -395,6 +406,11 @@ static const char *transport_reason(CURLcode cc, long os_errno, int *code)
 	case CURLE_COULDNT_CONNECT:
 		if (os_errno == ECONNREFUSED)
 			return "connection refused";
+		/* No socket for us: the runner's own limit (issue 42). */
+		if (os_errno == EMFILE || os_errno == ENFILE) {
+			*code = SC_EEXHAUSTED;
+			return "out of file descriptors";
+		}
 		if (os_errno == ENETUNREACH || os_errno == EHOSTUNREACH)
 			return "host unreachable";
 		return "could not connect";
@@ -425,6 +441,9 @@ static const char *transport_reason(CURLcode cc, long os_errno, int *code)
 		return "malformed URL";
 	case CURLE_WEIRD_SERVER_REPLY:
 		return "malformed reply from server";
+	case CURLE_OUT_OF_MEMORY:
+		*code = SC_ENOMEM;
+		return "out of memory";
 	default:
 		return curl_easy_strerror(cc);
 	}
@@ -558,6 +577,11 @@ static int exchange(struct http_client *c, const struct http_request *req,
 	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
 	curl_easy_setopt(h, CURLOPT_HEADERDATA, &s);
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
+	if (req->keep) {
+		curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+		curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
+		curl_easy_setopt(h, CURLOPT_XFERINFODATA, (void *)req);
+	}
 
 	size_t blen = req->body ? (req->body_len ? req->body_len
 						  : strlen(req->body))

@@ -106,6 +106,13 @@ struct http_request {
 					only */
 	bool carries_secret;         /* headers or body hold a credential
 					(the token request's client secret) */
+	/* Called on the calling thread while the exchange lasts: often
+	 * while data moves, about once a second while it waits (libcurl's
+	 * progress callback). It cannot stop the exchange. The worker keeps
+	 * a job's lease with it through a slow answer (issue 42). NULL:
+	 * none. */
+	void (*keep)(void *ud);
+	void *keep_ud;
 };
 
 /*

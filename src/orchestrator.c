@@ -74,6 +74,9 @@
  *     every target's row is SENT;
  *   - a run whose lease is lost (ctx->tick answers non-zero) stops where it
  *     is and writes or sends nothing more: the slot has a new owner;
+ *   - a task the runner could not start for want of descriptors,
+ *     processes or memory (err_is_runner) ends the run with that error
+ *     before any notice or staging: the attempt was the runner's;
  *   - the caller (worker.c) fences the store handle to the job's lease
  *     for the run (store_fence_set), so a worker that missed its
  *     heartbeats (it was paused) cannot write an outbox state, a guard,
@@ -342,7 +345,9 @@ static int failed_run(const struct orchestrator_ctx *ctx,
 					  .slot_ms = slot_ms,
 					  .attempt = attempt,
 					  .clock = ctx_clock(ctx),
-					  .zone = sched->zone};
+					  .zone = sched->zone,
+					  .keep = ctx->keep,
+					  .keep_ud = ctx->tick_ud};
 		if (target_send(&s, &nerr1) == 0) {
 			rep->n_notices_sent++;
 			continue;
@@ -713,6 +718,7 @@ int orchestrator_run_slot(const struct orchestrator_ctx *ctx,
 		.attempt = attempt, .targets = targets,
 		.n_targets = sched->n_targets,
 		.tick = ctx->tick, .tick_ud = ctx->tick_ud,
+		.keep = ctx->keep,
 	};
 
 	/* A message in the outbox means an earlier attempt generated the
@@ -755,6 +761,7 @@ int orchestrator_run_slot(const struct orchestrator_ctx *ctx,
 		.clock = ctx_clock(ctx), .config = ctx->config,
 		.auths = ctx->auths, .n_auths = ctx->n_auths, .tokens = &tokens,
 		.tick = ctx->tick, .tick_ud = ctx->tick_ud, .tick_ms = ctx->tick_ms,
+		.keep = ctx->keep,
 	};
 	rep->ran_tasks = true;
 	rep->n_tasks = sched->n_tasks;
@@ -779,6 +786,16 @@ int orchestrator_run_slot(const struct orchestrator_ctx *ctx,
 		case TASK_DELIVER: rep->n_deliver++; break;
 		case TASK_SKIP: rep->n_skipped++; break;
 		case TASK_FAILED: rep->n_failed++; break;
+		}
+		/* The runner could not start the task (out of descriptors,
+		 * processes or memory): no outcome of the slot's, so no
+		 * notice and no result; the run ends here with that error
+		 * and worker.c gives the job back uncounted (issue 42). */
+		if (res[i].outcome == TASK_FAILED &&
+		    err_is_runner(res[i].err.code)) {
+			err_copy(err, &res[i].err);
+			rc = res[i].err.code;
+			goto done;
 		}
 	}
 	/* The last task may have been the one the tick ended (the daemon

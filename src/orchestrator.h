@@ -44,6 +44,11 @@ struct orchestrator_ctx {
 	int (*tick)(void *ud);
 	void *tick_ud;
 	int64_t tick_ms;
+	/* Called with tick_ud during a step that waits without ticking (a
+	 * send, a failure notice, an http task's exchange), about once a
+	 * second at least: keeps the lease, never stops the step. worker.c
+	 * sets it. NULL: none. */
+	void (*keep)(void *ud);
 	/* Runs one task in place of task_run when set (`surecron simulate`
 	 * fails named tasks in time windows with it; tests too). Same
 	 * contract as task_run: fills *out, returns 0 or the failure's code.

@@ -191,6 +191,11 @@ static int send_one(const struct outbox_slot *ds,
 		.slot_ms = ds->slot_ms,
 		.clock = slot_clock(ds),
 		.zone = ds->zone,
+		/* The lease is kept during the send as well: a target that
+		 * answers after more than the lease would otherwise see
+		 * the job recovered mid-send and sent again (issue 42). */
+		.keep = ds->keep,
+		.keep_ud = ds->tick_ud,
 	};
 	rc = target_send(&snd, &serr);
 	if (rc == 0) {

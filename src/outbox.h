@@ -39,6 +39,8 @@ struct outbox_slot {
 	size_t n_targets;
 	int (*tick)(void *ud);      /* called before each send (NULL: none);
 				       non-zero: that target is not sent */
+	void (*keep)(void *ud);     /* called with tick_ud during each send
+				       (target_copy.keep; NULL: none) */
 	void *tick_ud;
 };
 

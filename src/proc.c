@@ -106,6 +106,8 @@ static int errno_code(int e)
 	case ENOENT: return SC_ENOENT;
 	case EACCES: case EPERM: return SC_EACCES;
 	case ENOMEM: return SC_ENOMEM;
+	/* The runner's own limits (issue 42): not the task's failure. */
+	case EMFILE: case ENFILE: case EAGAIN: return SC_EEXHAUSTED;
 	default: return SC_EIO;
 	}
 }
@@ -1279,19 +1281,20 @@ int proc_run(const struct proc_spec *spec, struct proc_result *res,
 	if (pipe2(outp, O_CLOEXEC) != 0 || pipe2(errp, O_CLOEXEC) != 0 ||
 	    pipe2(stp, O_CLOEXEC) != 0 ||
 	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ctl) != 0) {
-		rc = sc_err_set(err, SC_EIO, "pipe: %s", strerror(errno));
+		rc = sc_err_set(err, errno_code(errno), "pipe: %s",
+				strerror(errno));
 		goto done;
 	}
 	if (spec->stdin_data) {
 		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, inp)) {
-			rc = sc_err_set(err, SC_EIO, "socketpair: %s",
+			rc = sc_err_set(err, errno_code(errno), "socketpair: %s",
 					strerror(errno));
 			goto done;
 		}
 	} else {
 		inp[0] = open("/dev/null", O_RDONLY | O_CLOEXEC);
 		if (inp[0] < 0) {
-			rc = sc_err_set(err, SC_EIO, "/dev/null: %s",
+			rc = sc_err_set(err, errno_code(errno), "/dev/null: %s",
 					strerror(errno));
 			goto done;
 		}

@@ -38,6 +38,8 @@
  *   ACTIVE -> READY   [queue_fail] run_at = backoff or hint        "failed"
  *   ACTIVE -> DEAD    [queue_fail] attempts used up or permanent     "lost"
  *   ACTIVE -> READY   [queue_release] attempt not counted        "released"
+ *   ACTIVE -> READY   [queue_give_back] the runner could not run it:
+ *                     at a backoff, attempt not counted  "released" (runner)
  *   ACTIVE -> READY   [queue_recover] lease expired               "stalled"
  *   ACTIVE -> DEAD    [queue_recover] budget or stall limit "stalled"+"lost"
  *                     (queue_recover_dead: listed to the caller that
@@ -401,6 +403,16 @@ int queue_release(struct store *s, const struct store_job *job,
 	if (!job)
 		return sc_err_set(err, SC_EINVAL, "job is NULL");
 	return store_job_release(s, job->id, job->lease_token, err);
+}
+
+int queue_give_back(struct store *s, const struct store_job *job,
+		    int64_t run_at_ms, const struct sc_err *cause,
+		    struct sc_err *err)
+{
+	if (!job)
+		return sc_err_set(err, SC_EINVAL, "job is NULL");
+	return store_job_give_back(s, job->id, job->lease_token, run_at_ms,
+				   "runner", cause ? cause->msg : "", err);
 }
 
 int queue_recover(struct store *s, int stall_limit, int *n,

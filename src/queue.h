@@ -142,6 +142,14 @@ int64_t queue_overlap_wait_warn_ms(int64_t period_ms);
 int queue_release(struct store *s, const struct store_job *job,
 		  struct sc_err *err);
 
+/* Gives a claimed job back without counting the attempt because the
+ * runner could not run it (out of descriptors, processes or memory,
+ * issue 42): READY at run_at_ms (a backoff), a "released" ledger row of
+ * class "runner" with cause's message. SC_ELEASE as queue_release. */
+int queue_give_back(struct store *s, const struct store_job *job,
+		    int64_t run_at_ms, const struct sc_err *cause,
+		    struct sc_err *err);
+
 /*
  * Recovers jobs whose lease expired (their worker died or hung): each
  * attempt gets a "stalled" ledger row and counts; the job is due again, or

@@ -44,6 +44,7 @@
 #include "clock.h"
 #include "report.h"
 #include "status_socket.h"
+#include "thread.h"
 #include "url.h"
 
 #define PROTO_VERSION 1
@@ -678,7 +679,7 @@ int status_socket_start(const char *path, const char *store_url,
 	s->dev = st.st_dev;
 	s->ino = st.st_ino;
 	if (listen(s->fd, 16) != 0 ||
-	    pthread_create(&s->thread, NULL, serve, s) != 0) {
+	    thread_start(&s->thread, serve, s) != 0) {
 		rc = sc_err_set(err, SC_EIO, "status_socket: cannot listen "
 				"on %s", path);
 		goto fail;

@@ -343,7 +343,17 @@ int store_job_complete_marked(struct store *s, int64_t id, int64_t lease_token,
 int store_job_release(struct store *s, int64_t id, int64_t lease_token,
 		      struct sc_err *err)
 {
-	return s->ops->job_release(s->impl, id, lease_token, err);
+	return s->ops->job_release(s->impl, id, lease_token, 0, "",
+				   "released on shutdown", err);
+}
+
+int store_job_give_back(struct store *s, int64_t id, int64_t lease_token,
+			int64_t run_at_ms, const char *error_class,
+			const char *msg, struct sc_err *err)
+{
+	return s->ops->job_release(s->impl, id, lease_token, run_at_ms,
+				   error_class ? error_class : "",
+				   msg ? msg : "", err);
 }
 
 int store_job_recover(struct store *s, int max_stalls, int *n_recovered,

@@ -373,6 +373,13 @@ int store_job_complete_marked(struct store *s, int64_t id, int64_t lease_token,
 int store_job_release(struct store *s, int64_t id, int64_t lease_token,
 		      struct sc_err *err);
 
+/* store_job_release due at run_at_ms instead of now (the runner could not
+ * run it: a backoff, issue 42), its ledger row with error_class and msg
+ * (never secrets; both copied). */
+int store_job_give_back(struct store *s, int64_t id, int64_t lease_token,
+			int64_t run_at_ms, const char *error_class,
+			const char *msg, struct sc_err *err);
+
 /*
  * Recovers ACTIVE jobs whose lease expired before now: each gets a
  * "stalled" ledger row and n_stalls+1; it becomes READY (run_at now) or,
@@ -1126,8 +1133,10 @@ struct store_ops {
 			  enum job_state new_state, int64_t run_at_ms,
 			  const struct ledger_row *row, bool mark,
 			  struct sc_err *err);
+	/* run_at_ms <= 0: now; error_class and msg never NULL. */
 	int (*job_release)(void *impl, int64_t id, int64_t lease_token,
-			   struct sc_err *err);
+			   int64_t run_at_ms, const char *error_class,
+			   const char *msg, struct sc_err *err);
 	/* dead: NULL, or an empty list to append the DEAD jobs to. */
 	int (*job_recover)(void *impl, int max_stalls, int *n_recovered,
 			   struct store_dead_list *dead, struct sc_err *err);

@@ -831,16 +831,17 @@ static const char *const sql[ST_COUNT] = {
 	" $6, $7, $8, $9::bigint, $10 FROM u"
 	" RETURNING id, CASE WHEN $3::smallint = 0 THEN " NOTIFY " END,"
 	" CASE WHEN $3::smallint = 3 OR $11::boolean THEN " DURABLE " END",
-	/* $1 id, $2 token, $3 now. The attempt is given back uncounted; the
+	/* $1 id, $2 token, $3 now, $4 run_at, $5 error class, $6 message.
+	 * The attempt is given back uncounted; the
 	 * ledger still says it happened. */
 	[ST_RELEASE] =
-	"WITH u AS (UPDATE jobs SET state = 0, run_at_ms = $3::bigint,"
+	"WITH u AS (UPDATE jobs SET state = 0, run_at_ms = $4::bigint,"
 	" attempts = attempts - 1, lease_expires_ms = 0"
 	" WHERE id = $1 AND " BY_ID_ACTIVE " AND lease_token = $2"
 	" RETURNING id, schedule, slot_ms, attempts, started_ms)"
 	" INSERT INTO ledger (" LEDGER_COLS ")"
 	" SELECT schedule, slot_ms, id, attempts + 1, started_ms, $3::bigint,"
-	" '" LEDGER_RELEASED "', '', 'released on shutdown', 0, NULL FROM u"
+	" '" LEDGER_RELEASED "', $5, $6, 0, NULL FROM u"
 	" RETURNING id, " NOTIFY,
 	/* $1 now. Whether any lease expired: the common answer, no, costs
 	 * one read and no transaction. */
@@ -2940,16 +2941,21 @@ static int pg_job_finish(void *impl, int64_t id, int64_t lease_token,
 }
 
 static int pg_job_release(void *impl, int64_t id, int64_t lease_token,
-			  struct sc_err *err)
+			  int64_t run_at_ms, const char *error_class,
+			  const char *msg, struct sc_err *err)
 {
 	struct pg *p = impl;
 	struct args a = {0};
+	int64_t now = now_ms(p);
 	int n = 0;
 	int rc;
 
 	arg_i64(&a, id);
 	arg_i64(&a, lease_token);
-	arg_i64(&a, now_ms(p));
+	arg_i64(&a, now);
+	arg_i64(&a, run_at_ms > 0 ? run_at_ms : now);
+	arg_str(&a, error_class);
+	arg_str(&a, msg);
 	rc = run_count(p, ST_RELEASE, &a, &n, err);
 	if (rc)
 		return rc;

@@ -2455,7 +2455,8 @@ static int sq_job_finish(void *impl, int64_t id, int64_t lease_token,
 }
 
 static int sq_job_release(void *impl, int64_t id, int64_t lease_token,
-			  struct sc_err *err)
+			  int64_t run_at_ms, const char *error_class,
+			  const char *msg, struct sc_err *err)
 {
 	struct sq *q = impl;
 	struct ledger_row r = {0};
@@ -2464,11 +2465,15 @@ static int sq_job_release(void *impl, int64_t id, int64_t lease_token,
 	if (rc)
 		return rc;
 	r.finished_ms = now_ms(q);
-	rc = fenced_update(q, ST_JOB_RELEASE, id, lease_token, 0, r.finished_ms,
+	rc = fenced_update(q, ST_JOB_RELEASE, id, lease_token, 0,
+			   run_at_ms > 0 ? run_at_ms : r.finished_ms,
 			   "release", &r, err);
 	if (!rc) {
 		r.job_id = id;
 		snprintf(r.outcome, sizeof(r.outcome), "%s", LEDGER_RELEASED);
+		snprintf(r.error_class, sizeof(r.error_class), "%s",
+			 error_class);
+		r.error_msg = (char *)msg;
 		rc = ledger_insert(q, &r, err);
 	}
 	return tx_end(q, rc, err);

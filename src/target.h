@@ -52,6 +52,13 @@ struct target_copy {
 	struct sc_clock *clock;     /* signature timestamps; NULL: real */
 	const struct sc_zone *zone; /* the schedule's, for texts that show
 				       the slot locally (email); NULL: UTC */
+	/* Called on the sending thread while the send lasts (about once a
+	 * second at least, while it waits for the target): the worker keeps
+	 * the job's lease with it, so a slow but healthy target is not
+	 * taken for a dead worker's (issue 42). It cannot stop the send.
+	 * NULL: none. */
+	void (*keep)(void *ud);
+	void *keep_ud;
 };
 
 /*

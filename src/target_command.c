@@ -27,6 +27,18 @@
 #define COMMAND_TARGET_GRACE_MS 2000
 #define COMMAND_TARGET_MAX_STDOUT (64 * 1024)
 
+/* How often a running command target calls the copy's keep hook. */
+#define KEEP_TICK_MS 500
+
+/* proc_run's tick: the copy's keep hook; never stops the command. */
+static int keep_tick(void *ud)
+{
+	const struct target_copy *s = ud;
+
+	s->keep(s->keep_ud);
+	return 0;
+}
+
 int target_command_send(const struct target_copy *s, const char *k,
 			struct sc_err *err)
 {
@@ -62,14 +74,21 @@ int target_command_send(const struct target_copy *s, const char *k,
 						: TARGET_DEFAULT_TIMEOUT_MS,
 		.grace_ms = COMMAND_TARGET_GRACE_MS,
 		.max_stdout = COMMAND_TARGET_MAX_STDOUT,
+		.tick = s->keep ? keep_tick : NULL,
+		.tick_ud = (void *)s,
+		.tick_ms = KEEP_TICK_MS,
 	};
 	rc = proc_run(&ps, &pr, &perr);
 	free(envp);
 	free(in);
 	struct sc_err out = {0};
 	if (rc) {
-		rc = sc_err_set(&out, SC_EDELIVERY, "target %s: %s", t->name,
-				perr.msg);
+		/* Not started because the runner is out of descriptors,
+		 * processes or memory: the runner's failure, not the
+		 * target's (issue 42), and surely nothing sent. */
+		bool runner = err_is_runner(rc) && pr.started_ns == 0;
+		rc = sc_err_set(&out, runner ? rc : SC_EDELIVERY,
+				"target %s: %s", t->name, perr.msg);
 		/* Failed after the program started (a poll or wait error):
 		 * it may have run. */
 		out.ambiguous = pr.started_ns != 0;

@@ -226,6 +226,17 @@ static const char *env_value(const struct target_spec *t, const char *var,
 	return v && *v ? v : NULL;
 }
 
+/* libcurl's progress callback: the copy's keep hook; never aborts. */
+static int on_progress(void *ud, curl_off_t dltotal, curl_off_t dlnow,
+		       curl_off_t ultotal, curl_off_t ulnow)
+{
+	const struct target_copy *s = ud;
+
+	(void)dltotal, (void)dlnow, (void)ultotal, (void)ulnow;
+	s->keep(s->keep_ud);
+	return 0;
+}
+
 int target_email_send(const struct target_copy *s, const char *key,
 		      struct sc_err *err)
 {
@@ -303,6 +314,11 @@ int target_email_send(const struct target_copy *s, const char *key,
 	curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
 	curl_easy_setopt(h, CURLOPT_READFUNCTION, read_mail);
 	curl_easy_setopt(h, CURLOPT_READDATA, &up);
+	if (s->keep) {
+		curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+		curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
+		curl_easy_setopt(h, CURLOPT_XFERINFODATA, (void *)s);
+	}
 	curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE, (curl_off_t)mail_len);
 	if (user) {
 		curl_easy_setopt(h, CURLOPT_USERNAME, user);

@@ -84,6 +84,8 @@ int target_http_post(const struct target_copy *s, const char *body,
 		.body = body,
 		.body_len = strlen(body),
 		.url_is_secret = true,
+		.keep = s->keep,
+		.keep_ud = s->keep_ud,
 	};
 	rc = http_do(c, &req, &resp, &herr);
 	http_client_free(c);
@@ -112,8 +114,12 @@ int target_http_post(const struct target_copy *s, const char *body,
 		/* The one fact the outbox needs: may this copy have been
 		 * taken? (http.h: err->ambiguous) */
 		out.ambiguous = herr.ambiguous;
+		/* Nothing sent because the runner is out of descriptors or
+		 * memory: the runner's failure, not the target's. */
+		rc = err_is_runner(herr.code) && !herr.ambiguous
+			     ? herr.code : SC_EDELIVERY;
+		out.code = rc;
 		err_copy(err, &out);
-		rc = SC_EDELIVERY;
 	}
 	http_response_dispose(&resp);
 	return rc;

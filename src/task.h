@@ -87,6 +87,10 @@ struct task_ctx {
 	int (*tick)(void *ud);
 	void *tick_ud;
 	int64_t tick_ms;
+	/* Called with tick_ud while an http task waits for its answer
+	 * (about once a second at least): keeps the job's lease through a
+	 * slow answer. It cannot stop the task. NULL: none. */
+	void (*keep)(void *ud);
 };
 
 /*

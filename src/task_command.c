@@ -162,7 +162,10 @@ static int command_run(const struct task_spec *spec,
 	free(envp);
 	free(set);
 	if (rc) {
-		task_fail(out, spec->name, rc == SC_ENOMEM ? SC_ENOMEM : SC_ETASK,
+		/* The runner out of descriptors, processes or memory keeps
+		 * its code: the attempt is the runner's, not the task's
+		 * (worker.c gives the job back uncounted). */
+		task_fail(out, spec->name, err_is_runner(rc) ? rc : SC_ETASK,
 			  "%s", perr.msg);
 	} else {
 		out->elapsed_ms = pr.elapsed_ms;

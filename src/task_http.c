@@ -92,6 +92,8 @@ int task_http_run(const struct task_spec *spec, const struct task_ctx *ctx,
 		.headers = (const char *const *)spec->headers,
 		.body = spec->body,
 		.auth = auth,
+		.keep = ctx->keep,
+		.keep_ud = ctx->tick_ud,
 	};
 	out->started_ns = clock_now_ns(ctx->clock);
 	rc = http_do(c, &req, &resp, &herr);

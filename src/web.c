@@ -47,6 +47,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "store.h"
+#include "thread.h"
 #include "web.h"
 #include "web_int.h"
 
@@ -813,7 +814,7 @@ int web_start(const struct web_opts *o, struct web **out,
 		rc = store_open(o->store_url, o->clock, &w->store, err);
 	if (!rc)
 		rc = store_open(o->store_url, o->clock, &w->health_store, err);
-	if (!rc && pthread_create(&w->reaper, NULL, reaper_main, w) != 0)
+	if (!rc && thread_start(&w->reaper, reaper_main, w) != 0)
 		rc = sc_err_set(err, SC_ENOMEM, "cannot start a thread");
 	w->reaper_on = rc == 0;
 	if (rc) {
@@ -833,6 +834,10 @@ int web_start(const struct web_opts *o, struct web **out,
 	/* Off loopback, one address holds at most WEB_CONN_PER_IP
 	 * connections; on loopback every client is 127.0.0.1, and the cap
 	 * would be the whole limit's. */
+	/* Its polling thread inherits this mask: signals are the daemon's
+	 * sigwait thread's alone (thread.h). */
+	sigset_t old;
+	thread_signals_block(&old);
 	w->mhd = MHD_start_daemon(
 		flags, (uint16_t)port, NULL, NULL, handle, w,
 		MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
@@ -845,6 +850,7 @@ int web_start(const struct web_opts *o, struct web **out,
 		MHD_OPTION_NOTIFY_COMPLETED, request_done, w,
 		MHD_OPTION_NOTIFY_CONNECTION, notify_conn, w,
 		MHD_OPTION_END);
+	thread_signals_restore(&old);
 	if (!w->mhd) {
 		reaper_stop(w);
 		forget(w);

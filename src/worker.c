@@ -11,6 +11,8 @@
  *     stop asked -> queue_release, run stops            |
  *     a third of the lease gone -> queue_heartbeat      |
  *       (SC_ELEASE: lease lost, run stops)              |
+ *     during a send or an http task: the lease only     |
+ *       (keeper_keep), the stop at the next tick        |
  *   store_fence_clear                                   |
  *        |                                              |
  *   run ok? --yes--> queue_complete (with the slot's    |
@@ -109,7 +111,8 @@ static const char *error_class(int rc, const struct orchestrator_report *rep)
 /* ---- the lease keeper ---------------------------------------------------- */
 
 /* Runs on the job's own thread, with the job's own store handle, from
- * inside the task's poll loop, between tasks and before each send. */
+ * inside the task's poll loop, between tasks, before each send, and
+ * (keeper_keep) during a send or an http task's exchange. */
 struct keeper {
 	const struct worker_opts *o;
 	struct sc_clock *clock;
@@ -134,26 +137,14 @@ static bool heartbeat_due(const struct keeper *k, int64_t mono)
 	       k->job.lease_expires_ms - k->lease_ms + third;
 }
 
-/* The run's tick: gives the job back when the driver says stop, and
- * keeps the lease (every third of it). Non-zero stops the run. */
-static int keeper_tick(void *ud)
+/* Renews the lease when a third of it is gone. Non-zero: the lease is
+ * lost (SC_ELEASE). */
+static int keeper_renew(struct keeper *k)
 {
-	struct keeper *k = ud;
 	const struct worker_opts *o = k->o;
 	struct sc_err e = {0};
-
-	if (k->released || k->lost)
-		return SC_ECANCELED;
-	if (o->stop && o->stop(o->ud)) {
-		int rc = queue_release(o->store, &k->job, &e);
-		k->released = true;
-		LOG(rc ? SC_LOG_WARN : SC_LOG_INFO, "daemon",
-		       "event=released job=%lld schedule=%s attempt=%d%s",
-		       (long long)k->job.id, k->job.schedule, k->job.attempts,
-		       rc ? " outcome=release-failed" : "");
-		return SC_ECANCELED;
-	}
 	int64_t mono = clock_mono_ms();
+
 	if (!heartbeat_due(k, mono))
 		return 0;
 	int rc = queue_heartbeat(o->store, &k->job, k->lease_ms, &e);
@@ -183,6 +174,45 @@ static int keeper_tick(void *ud)
 	k->hb_failing = false;
 	k->last_hb_mono = mono;
 	return 0;
+}
+
+/* The run's tick: gives the job back when the driver says stop, and
+ * keeps the lease (every third of it). Non-zero stops the run. */
+static int keeper_tick(void *ud)
+{
+	struct keeper *k = ud;
+	const struct worker_opts *o = k->o;
+	struct sc_err e = {0};
+
+	if (k->released || k->lost)
+		return SC_ECANCELED;
+	if (o->stop && o->stop(o->ud)) {
+		int rc = queue_release(o->store, &k->job, &e);
+		k->released = true;
+		LOG(rc ? SC_LOG_WARN : SC_LOG_INFO, "daemon",
+		       "event=released job=%lld schedule=%s attempt=%d%s",
+		       (long long)k->job.id, k->job.schedule, k->job.attempts,
+		       rc ? " outcome=release-failed" : "");
+		return SC_ECANCELED;
+	}
+	return keeper_renew(k);
+}
+
+/*
+ * The keep hook of a step that waits without ticking (a send, a failure
+ * notice, an http task's exchange; orchestrator_ctx.keep): the lease
+ * only, never the stop. A send cut short by a release would leave its
+ * row SENDING, and the next attempt would have to declare a possible
+ * second copy; the stop is served at the next tick, right after the
+ * send. The store handle is free meanwhile: the step is on this thread
+ * and holds no statement of it.
+ */
+static void keeper_keep(void *ud)
+{
+	struct keeper *k = ud;
+
+	if (!k->released && !k->lost)
+		(void)keeper_renew(k);
 }
 
 /* ---- the finish ---------------------------------------------------------- */
@@ -305,6 +335,35 @@ static int finish_again(const struct worker_opts *o, struct sc_clock *clock,
 	return rc;
 }
 
+/* ---- the runner's exhaustion ---------------------------------------------- */
+
+/* Gives the job back uncounted, due after the backoff (clock ms), with
+ * the run's error as the ledger row's message. */
+static int give_back(const struct worker_opts *o, struct keeper *k, int rc,
+		     struct worker_result *out, struct sc_err *err)
+{
+	int64_t backoff = o->runner_backoff_ms > 0 ? o->runner_backoff_ms
+						   : WORKER_RUNNER_BACKOFF_MS;
+	int64_t at = sc_clock_now_ms(k->clock) + backoff;
+	char q[SC_ERR_MSG_MAX + 8];
+
+	if (out->run_err.code == 0)
+		sc_err_set(&out->run_err, rc, "%s", sc_strerror(rc));
+	snprintf(out->error_class, sizeof(out->error_class), "runner");
+	int frc = queue_give_back(o->store, &k->job, at, &out->run_err, err);
+	out->runner = frc == 0;
+	out->released = false;
+	out->lease_lost = frc == SC_ELEASE;
+	if (frc == 0)
+		out->next_ms = at;
+	LOG(SC_LOG_WARN, "worker", "event=runner_exhausted job=%lld "
+	    "schedule=%s attempt=%d code=%s backoff_ms=%lld given_back=%s "
+	    "msg=%s", (long long)k->job.id, k->job.schedule, k->job.attempts,
+	    sc_strerror(rc), (long long)backoff, frc ? "no" : "yes",
+	    log_quote(q, sizeof(q), out->run_err.msg));
+	return frc;
+}
+
 /* ---- one job ------------------------------------------------------------- */
 
 /*
@@ -413,6 +472,7 @@ int worker_run_job(const struct worker_opts *o, const struct store_job *job_in,
 			.store = o->store, .clock = k.clock,
 			.config = o->config, .auths = o->auths,
 			.n_auths = o->n_auths, .tick = keeper_tick,
+			.keep = keeper_keep,
 			.tick_ud = &k, .tick_ms = WORKER_TICK_MS,
 			.run_task = o->run_task, .run_task_ud = o->run_task_ud,
 			.max_attempts = max_attempts,
@@ -431,6 +491,11 @@ int worker_run_job(const struct worker_opts *o, const struct store_job *job_in,
 					   &out->run_err);
 		store_fence_clear(o->store);
 	}
+	/* The runner's own exhaustion is not the slot's failure: the job
+	 * goes back, uncounted, after a backoff (issue 42). The worker and
+	 * the lease are fine, so it is ours to give. */
+	if (sched && !past && err_is_runner(rc) && !k.released && !k.lost)
+		return give_back(o, &k, rc, out, err);
 	bool ok = rc == 0;
 	if (!ok) {
 		if (out->run_err.code == 0) /* never fail without a reason */

@@ -8,7 +8,8 @@
  * to a store I/O error is tried again, a bounded number of times, since
  * the outcome is known. When the driver asks the run to stop (the
  * daemon's grace is over), the job is given back (queue_release) without
- * counting the attempt.
+ * counting the attempt; so is a job the runner itself could not run (out
+ * of descriptors, processes or memory: queue_give_back, at a backoff).
  *
  * Every driver of a claimed job calls this: the daemon's worker threads,
  * `surecron run --once` (through the daemon) and `surecron simulate`.
@@ -68,6 +69,11 @@ struct worker_opts {
 			   enum worker_event ev);
 	void *ud;                      /* for stop, store_failed, store_fine,
 					  slot_event */
+	/* The backoff of a job the runner could not run (out of
+	 * descriptors, processes or memory: queue_give_back), real ms; <= 0:
+	 * WORKER_RUNNER_BACKOFF_MS. The daemon grows it while the
+	 * exhaustion lasts. */
+	int64_t runner_backoff_ms;
 	/* Runs one task in place of task_run (orchestrator_ctx.run_task). */
 	int (*run_task)(void *ud, const struct task_spec *spec,
 			const struct task_ctx *tctx, struct task_result *out);
@@ -78,6 +84,9 @@ struct worker_opts {
  * this quickly; the lease is renewed at a tick every third of it. */
 #define WORKER_TICK_MS 100
 
+/* The default backoff of a job given back for the runner's exhaustion. */
+#define WORKER_RUNNER_BACKOFF_MS 1000
+
 /* How a claimed job ended. Zeroed by worker_run_job; release with
  * worker_result_dispose. */
 struct worker_result {
@@ -85,13 +94,18 @@ struct worker_result {
 	bool dead;                /* queue_fail made it DEAD: the slot is lost */
 	bool released;            /* given back on stop (opts.stop) */
 	bool lease_lost;          /* another worker took the job over */
+	bool runner;              /* the runner was out of descriptors,
+				     processes or memory: the job was given
+				     back uncounted, due at next_ms
+				     (queue_give_back); run_err says why */
 	int64_t next_ms;          /* retry: when the next attempt is due
 				     (INT64_MAX: none) */
 	size_t n_alerts_sent;     /* lost: alert copies sent at once (the
 				     rest are retried by alert_tick) */
 	struct sc_err run_err;    /* the run's error (code 0 on success) */
 	char error_class[16];     /* "task", "expectation", "delivery",
-				     "config", "internal" */
+				     "config", "internal"; "runner" when
+				     given back (runner) */
 	struct orchestrator_report rep; /* owned */
 };
 
@@ -108,6 +122,11 @@ void worker_result_dispose(struct worker_result *r);
  *     alert_tick); a crash in between leaves it to the next alert_tick;
  *   - a job whose schedule is no longer in the config fails permanently
  *     (it cannot be run, and that must be loud);
+ *   - a run that ended for the runner's own exhaustion (err_is_runner:
+ *     out of descriptors, processes or memory, the task not started)
+ *     gives the job back uncounted, due after opts.runner_backoff_ms
+ *     (queue_give_back; out->runner, out->next_ms): no attempt, no
+ *     notice, never a lost slot;
  *   - a finish that fails with SC_EIO (the connection went) is tried
  *     again up to 20 times, 0.1 s doubling to 5 s apart (real time), unless
  *     the job was released or its lease lost; SC_ELEASE on such a retry

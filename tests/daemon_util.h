@@ -15,6 +15,7 @@
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -41,6 +42,8 @@ enum {
 	TU_STDOUT_TO_LOG = 1, /* stdout to daemon.log too (else /dev/null) */
 	TU_ONLY_STDIO = 2,    /* close every descriptor above 2, as a
 				 service manager would */
+	TU_FDS_32 = 4,        /* TU_ONLY_STDIO, and `ulimit -n 32`: the
+				 runner's own exhaustion (issue 42) */
 };
 
 /*
@@ -73,9 +76,14 @@ static inline pid_t tu_start_daemon(const char *dir, const char *cfg,
 		close(fd);
 	if (nul >= 0)
 		close(nul);
-	if (flags & TU_ONLY_STDIO)
+	if (flags & (TU_ONLY_STDIO | TU_FDS_32))
 		for (int k = 3; k < 1024; k++)
 			close(k);
+	if (flags & TU_FDS_32) {
+		struct rlimit rl = {.rlim_cur = 32, .rlim_max = 32};
+		if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+			_exit(127);
+	}
 	if (chdir(dir) != 0)
 		_exit(127);
 	for (size_t i = 0; envs && envs[i]; i++)

@@ -2,8 +2,13 @@
  * cmd_run.c - `surecron run [--config FILE] [--once]`: the daemon.
  *
  * Signals are blocked in every thread and taken by one sigwait thread,
- * which forwards them to the daemon (SIGTERM/SIGINT: stop, SIGHUP:
- * reload), so no daemon code runs in a signal handler.
+ * which forwards them to the daemon (SIGTERM/SIGINT: stop, SIGHUP and
+ * SIGUSR1: reload), so no daemon code runs in a signal handler. They are
+ * blocked first thing, before the config is read: daemon_new already
+ * starts threads (the heartbeat pinger, the config's read-ahead), and a
+ * thread that took a stop signal with its default action would end the
+ * process with no graceful stop (issue 42); the library's threads block
+ * them themselves as well (thread.h).
  *
  * Test seam (test builds only, SURECRON_FAILPOINTS): SURECRON_TEST_CLOCK=ISO8601
  * starts the daemon's clock at that instant, running at real speed.
@@ -14,6 +19,7 @@
  */
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +33,7 @@
 struct sigctx {
 	sigset_t set;
 	struct daemon *d;
+	atomic_bool done; /* the daemon ended: the next SIGUSR1 is our cue */
 };
 
 static void *signal_main(void *arg)
@@ -37,13 +44,15 @@ static void *signal_main(void *arg)
 		int sig = 0;
 		if (sigwait(&sc->set, &sig) != 0)
 			continue;
-		if (sig == SIGHUP) {
+		/* SIGUSR1 from outside is a reload like SIGHUP: a tool that
+		 * sends it must not take the signal thread away (after which
+		 * every stop signal would be left pending, unserved). */
+		if (sig == SIGUSR1 && atomic_load(&sc->done))
+			return NULL;
+		if (sig == SIGHUP || sig == SIGUSR1)
 			daemon_reload(sc->d);
-		} else if (sig == SIGUSR1) {
-			return NULL; /* the daemon ended: our cue to go */
-		} else {
+		else
 			daemon_stop(sc->d);
-		}
 	}
 }
 
@@ -98,6 +107,23 @@ int cmd_run(int argc, char **argv)
 		o.clock = clock;
 	}
 #endif
+	struct sigctx sc = {.d = NULL};
+	pthread_t sig_thread;
+	bool have_sig = false;
+	sigemptyset(&sc.set);
+	sigaddset(&sc.set, SIGTERM);
+	sigaddset(&sc.set, SIGINT);
+	sigaddset(&sc.set, SIGHUP);
+	sigaddset(&sc.set, SIGUSR1);
+	atomic_init(&sc.done, false);
+	/* Before any thread starts (daemon_new starts some), so every
+	 * thread inherits the mask; a signal that comes meanwhile waits,
+	 * pending, for the signal thread below. Task children get a clean
+	 * mask from proc.c. --once keeps the default actions: a signal ends
+	 * it, and whatever it held is recovered by lease expiry like after a
+	 * crash. */
+	if (!o.once)
+		pthread_sigmask(SIG_BLOCK, &sc.set, NULL);
 	if (daemon_new(&o, &d, &err) != 0) {
 		sc_clock_free(clock);
 		return cli_fail(err.code == SC_ECONFIG ? EXIT_USAGE : EXIT_FAIL,
@@ -114,20 +140,8 @@ int cmd_run(int argc, char **argv)
 		err = (struct sc_err){0};
 	}
 
-	struct sigctx sc = {.d = d};
-	pthread_t sig_thread;
-	bool have_sig = false;
-	sigemptyset(&sc.set);
-	sigaddset(&sc.set, SIGTERM);
-	sigaddset(&sc.set, SIGINT);
-	sigaddset(&sc.set, SIGHUP);
-	sigaddset(&sc.set, SIGUSR1);
-	/* Before any thread starts, so every thread inherits the mask. Task
-	 * children get a clean mask from proc.c. --once keeps the default
-	 * actions: a signal ends it, and whatever it held is recovered by
-	 * lease expiry like after a crash. */
+	sc.d = d;
 	if (!o.once) {
-		pthread_sigmask(SIG_BLOCK, &sc.set, NULL);
 		if (pthread_create(&sig_thread, NULL, signal_main, &sc) == 0)
 			have_sig = true;
 		else /* no one would take them: keep the default actions */
@@ -136,6 +150,7 @@ int cmd_run(int argc, char **argv)
 
 	int rc = daemon_run(d, &err);
 	if (have_sig) {
+		atomic_store(&sc.done, true);
 		pthread_kill(sig_thread, SIGUSR1);
 		pthread_join(sig_thread, NULL);
 	}

@@ -275,6 +275,47 @@ static void url_rule_as_the_run_applies_it(void **state)
 	}
 }
 
+/* Issue 42: a target whose timeout is close to worker.lease (two thirds
+ * or more) or above it is warned of, located at its timeout; one well
+ * under it, and a file target, are not. */
+static void issue42_target_timeout_near_lease(void **state)
+{
+	const char *path = write_file(
+		"l.yaml",
+		"worker: {lease: 30s}\n"
+		"targets:\n"
+		"  archive: {kind: file, path: ./a.jsonl}\n"
+		"  slow: {kind: webhook, url_env: L42_URL, timeout: 25s}\n"
+		"  slower: {kind: webhook, url_env: L42_URL, timeout: 45s}\n"
+		"  quick: {kind: webhook, url_env: L42_URL, timeout: 10s}\n"
+		"alerts: {targets: [archive]}\n"
+		"schedules:\n"
+		"  s:\n"
+		"    cron: \"0 3 * * *\"\n"
+		"    targets: [slow, slower, quick, archive]\n"
+		"    tasks: [{name: a, command: [/bin/true]}]\n");
+	const char *args[] = {"check", path, NULL};
+	const char *strict[] = {"check", "--strict", path, NULL};
+	const char *env[] = {"L42_URL=http://127.0.0.1:9/hook", NULL};
+	char want[512];
+	(void)state;
+
+	assert_int_equal(run(NULL, env, args), 0);
+	snprintf(want, sizeof(want), "%s:4:52: warning: targets.slow.timeout: "
+		 "target slow may take up to 25000 ms a send, close to "
+		 "worker.lease (30000 ms)", path);
+	if (!strstr(err, want))
+		fail_msg("want %s, got %s", want, err);
+	snprintf(want, sizeof(want), "%s:5:54: warning: targets.slower.timeout: "
+		 "target slower may take up to 45000 ms a send, at or above "
+		 "worker.lease (30000 ms)", path);
+	if (!strstr(err, want))
+		fail_msg("want %s, got %s", want, err);
+	assert_null(strstr(err, "targets.quick"));
+	assert_null(strstr(err, "targets.archive"));
+	assert_int_equal(run(NULL, env, strict), 2);
+}
+
 /* Issue 13: check warns (stderr, exit 0) when no alert target is
  * configured, and when a schedule's only delivery target is also the only
  * alert target; --strict makes them errors (exit 2);
@@ -473,6 +514,8 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			issue44_untrusted_or_fifo_fragment, setup, teardown),
+		cmocka_unit_test_setup_teardown(issue42_target_timeout_near_lease,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(issue13_alert_warnings, setup,
 						teardown),
 	};

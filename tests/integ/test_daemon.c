@@ -1262,6 +1262,169 @@ static void offset_clock(void **state)
 	sc_clock_free(c);
 }
 
+/* ---- the runner's own exhaustion (issue 42) ---------------------------- */
+
+#define EMFILE_SLOTS 24
+
+/* The runner alerts of the store: *n_open OPEN ones, *n_healed HEALED;
+ * the name and slot of the last one into name and *slot_ms (NULL: not
+ * wanted). */
+static void runner_alerts_of(const char *url, size_t *n_open,
+			     size_t *n_healed, char *name, size_t n_name,
+			     int64_t *slot_ms)
+{
+	struct store *s = tu_store_open(url);
+	struct alert_filter f = {.slot_ms = INT64_MIN, .since_ms = INT64_MIN,
+				 .until_ms = INT64_MAX};
+	struct store_alert *v = NULL;
+	size_t n = 0;
+
+	assert_int_equal(store_alert_list(s, &f, &v, &n, NULL), 0);
+	*n_open = *n_healed = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (strcmp(v[i].reason, "runner") != 0)
+			continue;
+		assert_int_equal(strncmp(v[i].schedule, "runner:", 7), 0);
+		*n_open += v[i].status == ALERT_OPEN;
+		*n_healed += v[i].status == ALERT_HEALED;
+		if (name)
+			snprintf(name, n_name, "%s", v[i].schedule);
+		if (slot_ms)
+			*slot_ms = v[i].slot_ms;
+	}
+	sc_free(v);
+	store_close(s);
+}
+
+static void runner_alerts(const char *url, size_t *n_open, size_t *n_healed)
+{
+	runner_alerts_of(url, n_open, n_healed, NULL, 0, NULL);
+}
+
+/* The ledger rows of outcome whose error class is cls (NULL: any). */
+static size_t rows_of(const char *url, const char *outcome, const char *cls)
+{
+	struct store *s = tu_store_open(url);
+	struct ledger_filter f = {.since_ms = INT64_MIN, .until_ms = INT64_MAX,
+				  .outcome = outcome};
+	struct ledger_row *rows = NULL;
+	size_t n = 0, k = 0;
+
+	assert_int_equal(store_ledger_query(s, &f, &rows, &n, NULL), 0);
+	for (size_t i = 0; i < n; i++)
+		k += !cls || strcmp(rows[i].error_class, cls) == 0;
+	store_ledger_rows_free(rows, n);
+	store_close(s);
+	return k;
+}
+
+/*
+ * `ulimit -n 32` under load: four workers, 24 slots of four schedules at
+ * once, each task a program. The runner runs out of descriptors (its
+ * pipes, /dev/null): those attempts are the runner's, not the tasks':
+ * each job goes back uncounted (a "released" row of class "runner"),
+ * the worker holds, and a `runner` alert is open while it lasts. Every
+ * slot is delivered in the end: none failed, none lost; once runs pass
+ * again the alert is closed.
+ */
+static void runner_exhaustion_is_the_runners(void **state)
+{
+	struct env e;
+	char sched[2048] = "";
+	(void)state;
+
+	env_init(&e);
+	for (int i = 0; i < 4; i++)
+		snprintf(sched + strlen(sched), sizeof(sched) - strlen(sched),
+			 "  s%d:\n"
+			 "    cron: \"0 0 1 1 *\"\n"
+			 "    tz: UTC\n"
+			 "    retry: {attempts: 2, backoff: fixed, delay: 60s}\n"
+			 "    targets: [archive]\n"
+			 "    tasks: [{name: t, shell: \"sleep 0.2; echo %d\"}]\n",
+			 i, i);
+	write_cfg(&e, "{concurrency: 4, lease: 30s, grace: 5s}", sched);
+	const char *envs[] = {"SURECRON_LOG=debug", NULL};
+	pid_t pid = tu_start_daemon(e.dir, e.cfg, envs, TU_FDS_32);
+	if (n_pids < sizeof(pids) / sizeof(pids[0]))
+		pids[n_pids++] = pid;
+	assert_true(tu_wait_log(e.dir, "event=started", 1, 20000));
+	static const struct sc_retry_policy pol = {2, SC_BACKOFF_FIXED, 60000};
+	struct store *s = tu_store_open(e.store_url);
+	for (int i = 0; i < EMFILE_SLOTS; i++) {
+		char name[8];
+		int64_t id = 0;
+		snprintf(name, sizeof(name), "s%d", i % 4);
+		assert_int_equal(queue_trigger(s, name,
+					       INT64_C(1772784000000) +
+						       (i / 4) * 86400000LL,
+					       &pol, &id, NULL, NULL), 0);
+	}
+	store_close(s);
+	/* Every slot delivered; on the way, the runner alert open. */
+	int64_t end = now_ms() + 90000;
+	size_t done = 0, open = 0, healed = 0, seen_open = 0;
+	while (now_ms() < end) {
+		done = rows_of(e.store_url, LEDGER_SUCCESS, NULL);
+		runner_alerts(e.store_url, &open, &healed);
+		seen_open += open > 0;
+		if (done >= EMFILE_SLOTS)
+			break;
+		sleep_ms(50);
+	}
+	size_t given = rows_of(e.store_url, LEDGER_RELEASED, "runner");
+	size_t failed = rows_of(e.store_url, LEDGER_FAILED, NULL);
+	size_t lost = rows_of(e.store_url, LEDGER_LOST, NULL);
+	print_message("ulimit -n 32: slots %d, delivered %zu, lost %zu, "
+		      "attempts charged %zu, given back (runner) %zu, runner "
+		      "alert seen open %s\n", EMFILE_SLOTS, done, lost, failed,
+		      given, seen_open ? "yes" : "no");
+	assert_int_equal(done, EMFILE_SLOTS);
+	assert_int_equal(lost, 0);
+	assert_int_equal(failed, 0);
+	assert_true(given >= 1);   /* the limit was met */
+	assert_true(seen_open > 0 || healed > 0);
+	assert_true(tu_log_count(e.dir, "event=runner_exhausted state=begin")
+		    >= 1);
+	/* Runs that pass again close it: one slot after another until the
+	 * exhaustion is over. */
+	int64_t slot = INT64_C(1772784000000) + 400 * 86400000LL;
+	while (healed == 0 && now_ms() < end) {
+		s = tu_store_open(e.store_url);
+		int64_t id = 0;
+		assert_int_equal(queue_trigger(s, "s0", slot, &pol, &id, NULL,
+					       NULL), 0);
+		store_close(s);
+		size_t want = ++done;
+		while (rows_of(e.store_url, LEDGER_SUCCESS, NULL) < want &&
+		       now_ms() < end)
+			sleep_ms(50);
+		runner_alerts(e.store_url, &open, &healed);
+		slot += 86400000LL;
+	}
+	assert_int_equal(open, 0);
+	assert_int_equal(healed, 1);
+	assert_true(tu_log_count(e.dir, "event=runner_exhausted state=end")
+		    == 1);
+	/* `surecron ack` knows the node's alert by its name (closed
+	 * already: nothing left to acknowledge, but not an unknown
+	 * schedule). */
+	char name[STORE_NAME_MAX], iso[CLOCK_ISO_MAX], out[2048], err[2048];
+	int64_t at = 0;
+	runner_alerts_of(e.store_url, &open, &healed, name, sizeof(name), &at);
+	const char *ack[] = {"ack", "--config", e.cfg, name,
+			     clock_format_utc(at, iso), NULL};
+	int arc = tu_run_bin(e.dir, e.dir, NULL, ack, out, sizeof(out), err,
+			     sizeof(err));
+	assert_int_equal(arc, 1);
+	assert_null(strstr(err, "no schedule"));
+	assert_non_null(strstr(err, name));
+	stop_daemon(pid);
+	assert_int_equal(rows_of(e.store_url, LEDGER_FAILED, NULL), 0);
+	assert_int_equal(rows_of(e.store_url, LEDGER_LOST, NULL), 0);
+	env_dispose(&e);
+}
+
 static int pg_teardown(void **state)
 {
 	reap_all(state);
@@ -1274,6 +1437,8 @@ int main(void)
 		cmocka_set_test_filter(getenv("TEST_FILTER"));
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(offset_clock, reap_all),
+		cmocka_unit_test_teardown(runner_exhaustion_is_the_runners,
+					  reap_all),
 		cmocka_unit_test_teardown(quota_then_success, reap_all),
 		cmocka_unit_test_teardown(kill9_mid_slot, reap_all),
 		cmocka_unit_test_teardown(downtime_catchup_latest, reap_all),

@@ -30,6 +30,13 @@
  *   corrupt C
  * and fails when lost, undeclared, corrupt or any expectation above is
  * not 0. SURECRON_RECEIVER_ROUNDS=N runs the whole matrix N times.
+ *
+ * One more trial runs the real daemon (issue 42): a healthy receiver that
+ * answers every copy after 1.5 x worker.lease, with an idle worker ready
+ * to recover any lease that runs out. The lease is kept during the send,
+ * so each slot is sent once and delivered; its line
+ *   slow receiver: slots N, copies C, lost L, undeclared U, declared D
+ * must show C == N and L == U == D == 0.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -51,6 +58,7 @@
 #include "queue.h"
 #include "store.h"
 #include "testutil.h"
+#include "daemon_util.h"
 #include "worker.h"
 
 #define SLOT 1795798800000LL /* Friday 2026-11-27T17:00:00Z */
@@ -461,6 +469,102 @@ static void receiver_modes_both_policies(void **state)
 	assert_int_equal(fig.bad, 0);
 }
 
+
+/* ---- a slow but healthy receiver, through the daemon (issue 42) ------- */
+
+#define SLOW_LEASE_MS 2000
+#define SLOW_SLOTS 3
+
+static void slow_receiver_sent_once(void **state)
+{
+	char dir[256], cfg[320], log[320], db[320], url[256], store_url[400];
+	(void)state;
+
+	snprintf(dir, sizeof(dir), "%s", tu_tmpdir());
+	snprintf(cfg, sizeof(cfg), "%.200s/surecron.yaml", dir);
+	snprintf(log, sizeof(log), "%.200s/received.log", dir);
+	snprintf(db, sizeof(db), "%.200s/s.db", dir);
+	snprintf(store_url, sizeof(store_url), "sqlite:%s", db);
+	struct fake_receiver *rcv = fake_receiver_start(log, NULL, NULL);
+	assert_non_null(rcv);
+	/* Every copy is taken, and answered 1.5 leases later. */
+	fake_receiver_script(rcv, RECV_LATE, 1000, 0, NULL,
+			     SLOW_LEASE_MS * 3 / 2);
+	setenv("RM_HOOK_URL", fake_receiver_url(rcv, "/hook", url, sizeof(url)),
+	       1);
+	FILE *f = fopen(cfg, "w");
+	assert_non_null(f);
+	/* Two workers: while one sends, the other is idle, and recovers
+	 * the job as soon as its lease runs out. */
+	fprintf(f,
+		"store: %s\n"
+		"worker: {concurrency: 2, lease: %dms, grace: 10s}\n"
+		"targets:\n"
+		"  hook: {kind: webhook, url_env: RM_HOOK_URL, timeout: 20s}\n"
+		"schedules:\n"
+		"  weekly:\n"
+		"    cron: \"0 0 1 1 *\"\n"
+		"    tz: UTC\n"
+		"    targets: [hook]\n"
+		"    retry: {attempts: 3, backoff: fixed, delay: 1s}\n"
+		"    tasks:\n"
+		"      - {name: gen, shell: \"echo weekly report\"}\n",
+		store_url, SLOW_LEASE_MS);
+	fclose(f);
+	chmod(cfg, 0600);
+	const char *envs[] = {"SURECRON_LOG=debug", NULL};
+	pid_t pid = tu_track(tu_start_daemon(dir, cfg, envs, 0));
+	assert_true(tu_wait_log(dir, "event=started", 1, 20000));
+	static const struct sc_retry_policy pol = {3, SC_BACKOFF_FIXED, 1000};
+	struct store *s = tu_store_open(store_url);
+	for (int i = 0; i < SLOW_SLOTS; i++) {
+		int64_t id = 0;
+		assert_int_equal(queue_trigger(s, "weekly",
+					       SLOT + i * 86400000LL, &pol, &id,
+					       NULL, NULL), 0);
+	}
+	store_close(s);
+	/* Every slot ends: delivered, or lost. */
+	int64_t end = tu_now_ms() + 60000;
+	size_t done = 0, lost = 0;
+	while (tu_now_ms() < end) {
+		done = tu_ledger_count(store_url, "weekly", LEDGER_SUCCESS);
+		lost = tu_ledger_count(store_url, "weekly", LEDGER_LOST);
+		if (done + lost >= SLOW_SLOTS)
+			break;
+		tu_sleep_ms(50);
+	}
+	assert_true(tu_stop_daemon(pid, 20000));
+	assert_true(fake_receiver_wait_idle(rcv, 200, 10000));
+	size_t copies = fake_receiver_count(log, "/hook", NULL, true);
+	size_t declared = tu_ledger_count(store_url, "weekly",
+					  LEDGER_DUPLICATE);
+	size_t stalled = tu_ledger_count(store_url, "weekly", LEDGER_STALLED);
+	size_t undeclared = copies > SLOW_SLOTS + declared
+				    ? copies - SLOW_SLOTS - declared
+				    : 0;
+	print_message("slow receiver: slots %d, copies %zu, lost %zu, "
+		      "undeclared %zu, declared %zu (stalled %zu, delivered "
+		      "%zu)\n", SLOW_SLOTS, copies, lost, undeclared, declared,
+		      stalled, done);
+	assert_int_equal(lost, 0);
+	assert_int_equal(done, SLOW_SLOTS);
+	assert_int_equal(undeclared, 0);
+	assert_int_equal(declared, 0);
+	assert_int_equal(stalled, 0);
+	assert_int_equal(copies, SLOW_SLOTS);
+	fake_receiver_stop(rcv);
+	unsetenv("RM_HOOK_URL");
+	tu_rmrf(dir);
+}
+
+static int reap_all(void **state)
+{
+	(void)state;
+	tu_reap_all();
+	return 0;
+}
+
 static int group_setup(void **state)
 {
 	const char *dir = tu_tmpdir();
@@ -485,6 +589,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(receiver_modes_both_policies),
+		cmocka_unit_test_teardown(slow_receiver_sent_once, reap_all),
 	};
 	return cmocka_run_group_tests(tests, group_setup, NULL);
 }

@@ -219,7 +219,8 @@ static void fencing_tokens_guard_every_change(void **state)
 	assert_non_null(strstr(err.msg, "lease lost"));
 	assert_int_equal(ops->job_finish(h, id, a.lease_token, JOB_DONE, 0,
 					 NULL, false, NULL), SC_ELEASE);
-	assert_int_equal(ops->job_release(h, id, a.lease_token, NULL),
+	assert_int_equal(ops->job_release(h, id, a.lease_token, 0, "", "",
+					  NULL),
 			 SC_ELEASE);
 	assert_int_equal(ops->job_get(h, id, &j, NULL), 0);
 	assert_int_equal(j.state, JOB_ACTIVE);
@@ -397,12 +398,14 @@ static void release_gives_attempt_back(void **state)
 	int64_t id = enq(h, "s", T0 - 10);
 	struct store_job a = claim1(h, "w", MIN);
 	sc_clock_advance_ms(clk, 5);
-	assert_int_equal(ops->job_release(h, id, a.lease_token, NULL), 0);
+	assert_int_equal(ops->job_release(h, id, a.lease_token, 0, "", "",
+					  NULL), 0);
 	assert_int_equal(ops->job_get(h, id, &j, NULL), 0);
 	assert_int_equal(j.state, JOB_READY);
 	assert_int_equal(j.attempts, 0);
 	assert_int_equal(j.run_at_ms, T0 + 5);
-	assert_int_equal(ops->job_release(h, id, a.lease_token, NULL),
+	assert_int_equal(ops->job_release(h, id, a.lease_token, 0, "", "",
+					  NULL),
 			 SC_ELEASE);
 	struct store_job b = claim1(h, "w", MIN);
 	assert_int_equal(b.attempts, 1);
@@ -1360,7 +1363,8 @@ static void only_records_that_must_survive_wait_for_the_flush(void **state)
 	expect_sync("off");
 	j = claim1(h, "w", 1000);
 	expect_sync("on");
-	assert_int_equal(ops->job_release(h, id, j.lease_token, NULL), 0);
+	assert_int_equal(ops->job_release(h, id, j.lease_token, 0, "", "",
+					  NULL), 0);
 	expect_sync("off");
 	j = claim1(h, "w", 1000);
 	expect_sync("on");
