@@ -2165,10 +2165,11 @@ static void get_job(const PGresult *r, int row, struct store_job *j)
  * is newer than this binary. Outside any transaction, so a failed read
  * leaves the connection as it was.
  */
-static int schema_current(struct pg *p, struct sc_err *err)
+/* The schema_version table's newest version, -1 when it cannot be read
+ * (on a new database the table is missing: the locked path creates it;
+ * else the next statement reports the failure). */
+static int read_version(struct pg *p)
 {
-	/* On a new database the table is missing and this fails: then the
-	 * locked path creates it. */
 	PGresult *res = NULL;
 	int version = -1;
 
@@ -2179,6 +2180,13 @@ static int schema_current(struct pg *p, struct sc_err *err)
 		version = (int)get_i64(res, 0, 0);
 	p->checking_version = false;
 	PQclear(res);
+	return version;
+}
+
+static int schema_current(struct pg *p, struct sc_err *err)
+{
+	int version = read_version(p);
+
 	if (version > SCHEMA_VERSION)
 		return sc_err_set(err, SC_EVERSION,
 				  "database schema version %d is newer than "
@@ -2196,17 +2204,10 @@ static int schema_current(struct pg *p, struct sc_err *err)
  */
 static int version_check(struct pg *p, struct sc_err *err)
 {
-	PGresult *res = NULL;
-	int version = -1;
+	int version;
 
 	p->version_mono_ms = clock_mono_ms();
-	p->checking_version = true;
-	if (exec_res(p, "SELECT max(version) FROM schema_version",
-		     "schema version read", &res, NULL) == 0 &&
-	    PQntuples(res) == 1 && !PQgetisnull(res, 0, 0))
-		version = (int)get_i64(res, 0, 0);
-	p->checking_version = false;
-	PQclear(res);
+	version = read_version(p);
 	if (version > SCHEMA_VERSION)
 		return sc_err_set(err, SC_EVERSION,
 				  "the store's schema is version %d, newer than "

@@ -8,7 +8,7 @@
  * ASCII, so cleaning is idempotent; a cut never splits a character or an
  * escape. The output of text_utf8_clean is valid UTF-8 without NUL and
  * never longer than its input; both cleaners judge UTF-8 by the one
- * function utf8_seq, so they agree on what is valid.
+ * function text_utf8_seq, so they agree on what is valid.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -23,7 +23,7 @@
  * point in *cp; 0 when s does not start one (RFC 3629: no overlong form,
  * no surrogate, nothing above U+10FFFF).
  */
-static size_t utf8_seq(const unsigned char *s, size_t len, uint32_t *cp)
+size_t text_utf8_seq(const unsigned char *s, size_t len, uint32_t *cp)
 {
 	unsigned char c = s[0];
 	size_t n;
@@ -77,7 +77,7 @@ static size_t piece(const unsigned char *s, size_t len, unsigned flags,
 		    char esc[8], size_t *esc_len)
 {
 	uint32_t cp;
-	size_t n = utf8_seq(s, len, &cp);
+	size_t n = text_utf8_seq(s, len, &cp);
 
 	*esc_len = 0;
 	if (n == 0) {
@@ -207,7 +207,7 @@ char *text_utf8_clean(const char *p, size_t n)
 	if (!o)
 		return NULL;
 	for (size_t i = 0; i < n;) {
-		size_t len = utf8_seq(s + i, n - i, &cp);
+		size_t len = text_utf8_seq(s + i, n - i, &cp);
 		if (len == 0) {
 			o[j++] = '?';
 			i++;

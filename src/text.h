@@ -38,6 +38,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "buf.h"
 
@@ -57,6 +58,14 @@ char *text_clean(char *out, size_t n, const char *s, unsigned flags);
  * Returns 0, SC_ENOMEM or SC_ETOOBIG (b's cap; b keeps what fitted).
  */
 int text_clean_buf(struct buf *b, const char *s, size_t len, unsigned flags);
+
+/*
+ * Length of the valid UTF-8 sequence at s (at most len bytes, len >= 1)
+ * and its code point in *cp; 0 when s does not start one (RFC 3629: no
+ * overlong form, no surrogate, nothing above U+10FFFF, not cut short).
+ * The one judge of UTF-8 for every cleaner and writer of text.
+ */
+size_t text_utf8_seq(const unsigned char *s, size_t len, uint32_t *cp);
 
 /* True when s is already clean: text_clean would copy it unchanged. */
 bool text_printable(const char *s, unsigned flags);

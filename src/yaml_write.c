@@ -17,48 +17,17 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "text.h"
 #include "yaml_write.h"
 
-/*
- * The code point of the UTF-8 sequence at s (strict: no overlong form, no
- * surrogate, nothing above U+10FFFF, not cut short), its length in *len.
- * Returns false when s does not start with such a sequence.
- */
-static bool utf8_next(const unsigned char *s, uint32_t *cp, size_t *len)
+/* The code point of the UTF-8 sequence at s, end its string's end (a
+ * NUL there), its length in *len; false when s does not start a valid
+ * sequence (text_utf8_seq judges, as for every text surecron keeps). */
+static bool utf8_next(const unsigned char *s, const unsigned char *end,
+		      uint32_t *cp, size_t *len)
 {
-	unsigned char c = s[0];
-	size_t n;
-	uint32_t v;
-
-	if (c < 0x80) {
-		*cp = c;
-		*len = 1;
-		return true;
-	}
-	if (c >= 0xC2 && c <= 0xDF) {
-		n = 2;
-		v = c & 0x1Fu;
-	} else if (c >= 0xE0 && c <= 0xEF) {
-		n = 3;
-		v = c & 0x0Fu;
-	} else if (c >= 0xF0 && c <= 0xF4) {
-		n = 4;
-		v = c & 0x07u;
-	} else {
-		return false;
-	}
-	for (size_t k = 1; k < n; k++) {
-		/* A NUL ends the string: it is no continuation byte. */
-		if ((s[k] & 0xC0) != 0x80)
-			return false;
-		v = (v << 6) | (s[k] & 0x3Fu);
-	}
-	if ((n == 3 && (v < 0x800 || (v >= 0xD800 && v <= 0xDFFF))) ||
-	    (n == 4 && (v < 0x10000 || v > 0x10FFFF)))
-		return false;
-	*cp = v;
-	*len = n;
-	return true;
+	*len = text_utf8_seq(s, (size_t)(end - s), cp);
+	return *len > 0;
 }
 
 /* \uNNNN or \UNNNNNNNN for a code point above U+007F. */
@@ -71,6 +40,7 @@ static int add_unicode(struct buf *b, uint32_t cp)
 int yaml_write_str(struct buf *b, const char *s)
 {
 	const unsigned char *p = (const unsigned char *)s;
+	const unsigned char *end = p + strlen(s);
 	size_t mark = b->len;
 	uint32_t cp;
 	size_t len;
@@ -78,11 +48,11 @@ int yaml_write_str(struct buf *b, const char *s)
 
 	/* Refuse before writing anything, so that b stays unchanged. */
 	for (const unsigned char *q = p; *q; q += len)
-		if (!utf8_next(q, &cp, &len))
+		if (!utf8_next(q, end, &cp, &len))
 			return SC_EINVAL;
 	rc = buf_add(b, "\"", 1);
 	for (; !rc && *p; p += len) {
-		utf8_next(p, &cp, &len);
+		utf8_next(p, end, &cp, &len);
 		if (cp == '"' || cp == '\\')
 			rc = buf_addf(b, "\\%c", (char)cp);
 		else if (cp == '\t')
@@ -111,13 +81,14 @@ int yaml_write_str(struct buf *b, const char *s)
 int yaml_write_comment(struct buf *b, const char *prefix, const char *s)
 {
 	const unsigned char *p = (const unsigned char *)s;
+	const unsigned char *end = p + strlen(s);
 	int rc = buf_adds(b, prefix);
 
 	while (!rc && *p) {
 		uint32_t cp;
 		size_t len;
 
-		if (!utf8_next(p, &cp, &len)) {
+		if (!utf8_next(p, end, &cp, &len)) {
 			rc = buf_addf(b, "\\x%02X", (unsigned)*p);
 			p++;
 			continue;
