@@ -108,6 +108,15 @@ struct store_counts {
 					it was running (error_class and
 					details cause: "overlap"); not lost */
 
+/* The outcomes of a run: the rows an attempt (or a slot's skip) wrote,
+ * as against the notes about a slot (alert, acked, missed, late...).
+ * `status` shows a schedule's newest row of these as its last run
+ * (issue 43); both stores' ledger_head keep it (run_id, schema 10 on
+ * both), so the list, as SQL, is part of the file format: changing it
+ * takes a migration. */
+#define LEDGER_RUN_OUTCOMES_SQL                                           \
+	"('success', 'failed', 'lost', 'skipped', 'stalled', 'released')"
+
 struct ledger_row {
 	int64_t id;                 /* assigned by the store */
 	char schedule[STORE_NAME_MAX];
@@ -462,11 +471,13 @@ int store_ledger_lost(struct store *s, const struct ledger_filter *f,
 
 /*
  * What `status` shows of each schedule, read in one pass (issue 15): job
- * counts by state and the newest ledger row, for every schedule that has
+ * counts by state and the last run, for every schedule that has
  * jobs or ledger rows (schedule NULL), or for that one only. Sorted by
- * schedule name (strcmp). `last` is the row with the newest slot (of
- * those, the last written); has_last is false when the schedule has jobs
- * but no row. Free with store_sched_summaries_free.
+ * schedule name (strcmp). `last` is the run row (an outcome of
+ * LEDGER_RUN_OUTCOMES_SQL, never an alert's, an ack's or a missed
+ * slot's: issue 43) with the newest slot (of those, the last written);
+ * has_last is false when the schedule has no such row. Free with
+ * store_sched_summaries_free.
  */
 struct store_sched_summary {
 	char schedule[STORE_NAME_MAX];

@@ -109,7 +109,7 @@
 #include "log.h"
 #include "store.h"
 
-#define SCHEMA_VERSION 9
+#define SCHEMA_VERSION 10
 #define APP_ID 0x53435231 /* "SCR1": this file belongs to surecron */
 #define BUSY_TIMEOUT_MS 10000
 /* Checkpoint the WAL every this many pages (~16 MB) rather than SQLite's
@@ -161,6 +161,9 @@
 #define HEAD_OK_NEWER                                                     \
 	"(excluded.ok_id IS NOT NULL AND (ok_id IS NULL OR "                 \
 	"(excluded.ok_slot_ms, excluded.ok_id) > (ok_slot_ms, ok_id)))"
+#define HEAD_RUN_NEWER                                                    \
+	"(excluded.run_id IS NOT NULL AND (run_id IS NULL OR "               \
+	"(excluded.run_slot_ms, excluded.run_id) > (run_slot_ms, run_id)))"
 
 static const char *const migrations[SCHEMA_VERSION] = {
 	/* 0 -> 1 */
@@ -413,6 +416,54 @@ static const char *const migrations[SCHEMA_VERSION] = {
 	"CREATE INDEX ledger_day ON ledger(" DAY_OF("slot_ms") ", schedule, "
 	"slot_ms);"
 	"PRAGMA user_version = 9;",
+	/* 9 -> 10 (issue 43): `status` shows a schedule's last run, not its
+	 * newest row, which is as often an alert, an ack or a missed slot
+	 * ("last alert ... recovered alert sent to oncall"). ledger_head
+	 * keeps the newest row of a run outcome (LEDGER_RUN_OUTCOMES) beside
+	 * the newest row, by the same trigger. The heads are filled from the
+	 * rows: a head whose newest row is a run is its own run; the others
+	 * (the newest row an alert or a missed slot) take one pass over the
+	 * ledger for the newest run slot of each, then one seek of
+	 * ledger_day for its newest row; the pass is skipped when every head
+	 * is a run already. */
+	"ALTER TABLE ledger_head ADD COLUMN run_id INTEGER;"
+	"ALTER TABLE ledger_head ADD COLUMN run_slot_ms INTEGER;"
+	"UPDATE ledger_head SET run_id = id, run_slot_ms = slot_ms WHERE "
+	"(SELECT outcome FROM ledger WHERE id = ledger_head.id) IN "
+	LEDGER_RUN_OUTCOMES_SQL ";"
+	"WITH m AS (SELECT schedule, max(slot_ms) AS s FROM ledger WHERE "
+	"EXISTS (SELECT 1 FROM ledger_head WHERE run_id IS NULL) AND "
+	"outcome IN " LEDGER_RUN_OUTCOMES_SQL " GROUP BY schedule) "
+	"UPDATE ledger_head SET run_slot_ms = (SELECT s FROM m WHERE "
+	"m.schedule = ledger_head.schedule) WHERE run_id IS NULL;"
+	"UPDATE ledger_head SET run_id = (SELECT max(id) FROM ledger "
+	"INDEXED BY ledger_day WHERE " DAY_OF("slot_ms") " = "
+	DAY_OF("ledger_head.run_slot_ms") " AND schedule = "
+	"ledger_head.schedule AND slot_ms = ledger_head.run_slot_ms AND "
+	"outcome IN " LEDGER_RUN_OUTCOMES_SQL ") WHERE run_id IS NULL AND "
+	"run_slot_ms IS NOT NULL;"
+	"DROP TRIGGER ledger_head_new;"
+	"CREATE TRIGGER ledger_head_new AFTER INSERT ON ledger BEGIN "
+	"INSERT INTO ledger_head(schedule, id, slot_ms, ok_id, ok_slot_ms, "
+	"run_id, run_slot_ms) "
+	"VALUES (new.schedule, new.id, new.slot_ms, CASE WHEN new.outcome = "
+	"'success' THEN new.id END, CASE WHEN new.outcome = 'success' THEN "
+	"new.slot_ms END, CASE WHEN new.outcome IN " LEDGER_RUN_OUTCOMES_SQL
+	" THEN new.id END, CASE WHEN new.outcome IN " LEDGER_RUN_OUTCOMES_SQL
+	" THEN new.slot_ms END) ON CONFLICT (schedule) DO UPDATE SET "
+	"id = CASE WHEN " HEAD_NEWER " THEN excluded.id ELSE id END, "
+	"slot_ms = CASE WHEN " HEAD_NEWER " THEN excluded.slot_ms ELSE "
+	"slot_ms END, "
+	"ok_id = CASE WHEN " HEAD_OK_NEWER " THEN excluded.ok_id ELSE ok_id "
+	"END, "
+	"ok_slot_ms = CASE WHEN " HEAD_OK_NEWER " THEN excluded.ok_slot_ms "
+	"ELSE ok_slot_ms END, "
+	"run_id = CASE WHEN " HEAD_RUN_NEWER " THEN excluded.run_id ELSE "
+	"run_id END, "
+	"run_slot_ms = CASE WHEN " HEAD_RUN_NEWER " THEN excluded.run_slot_ms "
+	"ELSE run_slot_ms END; "
+	"END;"
+	"PRAGMA user_version = 10;",
 };
 
 /* ---- the statement cache --------------------------------------------- */
@@ -466,7 +517,9 @@ static const char *const migrations[SCHEMA_VERSION] = {
 /*
  * store_sched_summaries reads three streams, each in schedule order, and
  * merges them (sq_sched_summaries):
- *   - the newest row of each schedule: ledger_head, kept by the trigger
+ *   - the newest run row of each schedule (a row of
+ *     LEDGER_RUN_OUTCOMES, issue 43: never an alert's or a missed
+ *     slot's): ledger_head's run_id, kept by the trigger
  *     ledger_head_new, in schedule order (its primary key), one rowid
  *     lookup per schedule whatever the number of rows;
  *   - the jobs of each schedule (count over the covering unique index on
@@ -478,7 +531,7 @@ static const char *const migrations[SCHEMA_VERSION] = {
  */
 #define SUM_LAST_SQL(filter)                                              \
 	"SELECT " LEDGER_COLS_L " FROM ledger_head h JOIN ledger l ON "      \
-	"l.id = h.id" filter " ORDER BY h.schedule"
+	"l.id = h.run_id" filter " ORDER BY h.schedule"
 /*
  * store_last_successes (issue 16): ledger_head's newest success of each
  * schedule (the trigger keeps it by slot, then id), and one rowid lookup
@@ -3648,7 +3701,9 @@ enum sq_phase {
 #define SQ_HEADS_IN_BATCH                                                 \
 	"SELECT id FROM ledger_head WHERE slot_ms > ?2 AND slot_ms <= ?3 "  \
 	"UNION ALL SELECT ok_id FROM ledger_head WHERE ok_slot_ms > ?2 AND " \
-	"ok_slot_ms <= ?3 AND ok_id IS NOT NULL"
+	"ok_slot_ms <= ?3 AND ok_id IS NOT NULL "                            \
+	"UNION ALL SELECT run_id FROM ledger_head WHERE run_slot_ms > ?2 "  \
+	"AND run_slot_ms <= ?3 AND run_id IS NOT NULL"
 
 static const struct {
 	const char *end, *pre, *del;

@@ -1388,6 +1388,95 @@ static void version_8_heads_fill_and_follow_new_rows(void **state)
 	fix_close(&f);
 }
 
+/* The last run of one schedule as status reads it: its outcome and
+ * attempt ("" when none). */
+static void last_run_of(struct fix *f, const char *sched, char *outcome,
+			size_t n_outcome, int *attempt, int64_t *slot)
+{
+	struct store_sched_summary *sum = NULL;
+	size_t n = 0;
+
+	outcome[0] = '\0';
+	*attempt = 0;
+	*slot = 0;
+	assert_int_equal(store_sched_summaries(f->s, sched, &sum, &n, NULL),
+			 0);
+	if (n == 1 && sum[0].has_last) {
+		snprintf(outcome, n_outcome, "%s", sum[0].last.outcome);
+		*attempt = sum[0].last.attempt;
+		*slot = sum[0].last.slot_ms;
+	}
+	store_sched_summaries_free(sum, n);
+}
+
+static void append_attempt(struct fix *f, const char *sched, int64_t slot,
+			   const char *outcome, int attempt)
+{
+	struct ledger_row r = {.slot_ms = slot, .finished_ms = T0,
+			       .attempt = attempt};
+
+	snprintf(r.schedule, sizeof(r.schedule), "%s", sched);
+	snprintf(r.outcome, sizeof(r.outcome), "%s", outcome);
+	assert_int_equal(store_ledger_append(f->s, &r, NULL), 0);
+}
+
+/*
+ * Issue 43: status says what ran. A schedule's last is its newest run
+ * row (success, failed, lost, skipped, stalled, released) with its
+ * attempt, never the alert, ack, recovered, missed or late row written
+ * about a slot after it; a schedule with notes only has run never. A
+ * store of schema 9 (here: 8, then 9 and 10) finds the run under the
+ * notes when it migrates.
+ */
+static void issue43_status_last_is_a_run(void **state)
+{
+	struct fix f;
+	char out[32];
+	int attempt;
+	int64_t slot;
+
+	fix_open(state, &f);
+	append_attempt(&f, "a", T0, LEDGER_SUCCESS, 1);
+	append_attempt(&f, "a", T0 + MIN, LEDGER_FAILED, 1);
+	append_attempt(&f, "a", T0 + MIN, LEDGER_LOST, 2);
+	append_attempt(&f, "a", T0 + MIN, LEDGER_ALERT, 0);
+	append_attempt(&f, "a", T0 + 2 * MIN, LEDGER_MISSED, 0);
+	append_attempt(&f, "b", T0, LEDGER_MISSED, 0);
+	append_attempt(&f, "b", T0, LEDGER_ALERT, 0);
+	append_attempt(&f, "c", T0, LEDGER_SUCCESS, 3);
+	append_attempt(&f, "c", T0 + MIN, LEDGER_SKIPPED, 0);
+	append_attempt(&f, "c", T0 + MIN, LEDGER_LATE, 0);
+	for (int pass = 0; pass < 2; pass++) {
+		last_run_of(&f, "a", out, sizeof(out), &attempt, &slot);
+		assert_string_equal(out, LEDGER_LOST);
+		assert_int_equal(attempt, 2);
+		assert_int_equal(slot, T0 + MIN);
+		last_run_of(&f, "b", out, sizeof(out), &attempt, &slot);
+		assert_string_equal(out, "");
+		last_run_of(&f, "c", out, sizeof(out), &attempt, &slot);
+		assert_string_equal(out, LEDGER_SKIPPED);
+		assert_int_equal(slot, T0 + MIN);
+		if (pass)
+			break;
+		/* The same rows written before schema 10: the migration
+		 * fills the runs from them. */
+		store_close(f.s);
+		raw_sql(state, TB_UNDO_9(state));
+		f.s = tb_open(state, f.clock);
+	}
+	/* After the migration, the trigger: a recovery's rows. */
+	append_attempt(&f, "a", T0 + MIN, LEDGER_SUCCESS, 3);
+	append_attempt(&f, "a", T0 + MIN, LEDGER_RECOVERED, 0);
+	append_attempt(&f, "a", T0 + MIN, LEDGER_ACKED, 0);
+	append_attempt(&f, "b", T0 + MIN, LEDGER_STALLED, 1);
+	last_run_of(&f, "a", out, sizeof(out), &attempt, &slot);
+	assert_string_equal(out, LEDGER_SUCCESS);
+	assert_int_equal(attempt, 3);
+	last_run_of(&f, "b", out, sizeof(out), &attempt, &slot);
+	assert_string_equal(out, LEDGER_STALLED);
+	fix_close(&f);
+}
+
 /*
  * A database of schema version 1 that holds duplicate missed rows (two
  * nodes caught up the same downtime) migrates to one row per slot, the
@@ -2603,6 +2692,7 @@ int main(void)
 		cmocka_unit_test(version_1_with_duplicate_missed_rows_migrates),
 		cmocka_unit_test(version_2_outbox_bodies_migrate),
 		cmocka_unit_test(version_8_heads_fill_and_follow_new_rows),
+		cmocka_unit_test(issue43_status_last_is_a_run),
 		cmocka_unit_test(version_5_gains_the_success_index),
 		cmocka_unit_test(pauses_are_stored_replaced_and_ended),
 		cmocka_unit_test(two_handles_recovering_one_job_list_it_once),
