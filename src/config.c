@@ -2533,6 +2533,18 @@ const struct schedule_spec *config_schedule(const struct config *c,
 	return i < 0 ? NULL : &c->schedules[i];
 }
 
+const struct schedule_spec *config_schedule_of(const struct config *c,
+					       const char *name)
+{
+	const struct schedule_spec *s = config_schedule(c, name);
+
+	for (size_t i = 0; !s && c && name && i < c->n_schedules; i++)
+		for (size_t j = 0; j < c->schedules[i].n_renamed_from; j++)
+			if (strcmp(c->schedules[i].renamed_from[j], name) == 0)
+				return &c->schedules[i];
+	return s;
+}
+
 static void task_free(const struct config_pool *pool, struct task_spec *t)
 {
 	config_pool_release(pool, t->name);
