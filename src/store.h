@@ -272,6 +272,23 @@ int store_overlap_set(struct store *s, bool on, const char *const *allow,
 		      struct sc_err *err);
 
 /*
+ * The schedules this handle's claims may take (issue 43): while the rule
+ * of store_overlap_set is on, a claim takes only jobs whose schedule is
+ * one of names[0..n) (copied); the others wait for a node that knows
+ * them, READY and untouched, whatever their run_at. names NULL: any
+ * schedule (the default of a new handle); n 0 with names non-NULL: none.
+ * The daemon sets it from the configuration with the overlap rule
+ * (queue_overlap_rule): every schedule's name and its renamed_from names.
+ * The claim stays a walk of the due jobs in the claim order, the names a
+ * filter of it (a set built once per claim: SQLite json_each, PostgreSQL
+ * a hashed subplan). Errors: SC_EINVAL (a name empty or too long),
+ * SC_ENOMEM; on error the previous set stays. Not thread-safe (the
+ * handle's thread).
+ */
+int store_claim_known_set(struct store *s, const char *const *names,
+			  size_t n, struct sc_err *err);
+
+/*
  * The claim order (docs/internals/queue.md), "fresh slots first": among
  * the jobs a claim may take, first those never started (attempts 0: an
  * on-time slot, or one given back by a release), then retries (attempts >
@@ -1067,6 +1084,9 @@ struct store_claim_rule {
 	bool on;
 	const char *allow;
 	const char *skip;
+	/* store_claim_known_set: the schedules the claim may take, as a
+	 * JSON array of names; NULL: any. Applied while `on`. */
+	const char *known;
 };
 
 struct store_ops {

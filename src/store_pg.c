@@ -592,6 +592,13 @@ static const char *const *const migrations[SCHEMA_VERSION] = {
 	" AND o.state <> 2 AND o.state < 2 AND (o.state > 0"                \
 	" OR (o.run_at_ms <= " due " AND (o.attempts > 0, o.run_at_ms,"     \
 	" o.id) < (" retry ", " t ".run_at_ms, " t ".id))))"
+/* The schedules this node knows (store_claim_known_set, issue 43): a
+ * JSON array of names, NULL: any. Behind the OR the IN is not pulled up
+ * into a join that could reorder the walk: it stays a subplan, hashed,
+ * built once per run of the statement, a lookup per row walked. */
+#define CLAIM_KNOWN(t, known)                                                \
+	"(" known "::text IS NULL OR " t ".schedule IN (SELECT"             \
+	" json_array_elements_text(" known "::text::json)))"
 #define CLAIM_SCHED_LOCK(t)                                                  \
 	"pg_try_advisory_xact_lock(" CLAIM_SCHED_SPACE ", hashtext(" t      \
 	".schedule))"
@@ -735,7 +742,9 @@ static const char *const sql[ST_COUNT] = {
 	 * (CLAIM_HELD false); a skip job always, flagged when held; the
 	 * SQLite backend's ST_JOB_PICK, the same rule.
 	 *
-	 * ST_CLAIM_PICK: $1 now, $2 max, $3 ahead_ms, $4 allow, $5 skip. Walks
+	 * ST_CLAIM_PICK: $1 now, $2 max, $3 ahead_ms, $4 allow, $5 skip, $6
+	 * the known schedules (CLAIM_KNOWN; a job of another schedule is
+	 * passed over and waits for a node that knows it). Walks
 	 * the due READY jobs in the claim order and returns (id and row
 	 * address, for ST_CLAIM_TAKE) up to $2 whose schedule lock
 	 * (CLAIM_SCHED_LOCK) it could take without waiting; a schedule
@@ -763,11 +772,11 @@ static const char *const sql[ST_COUNT] = {
 	" j.run_at_ms, false AS retry, "
 	CLAIM_POL("j", "$4", "$5") " AS pol FROM jobs j WHERE j.state = 0"
 	" AND j.attempts = 0 AND j.run_at_ms <= $1::bigint + $3::bigint"
-	" ORDER BY j.run_at_ms, j.id) UNION ALL"
+	" AND " CLAIM_KNOWN("j", "$6") " ORDER BY j.run_at_ms, j.id) UNION ALL"
 	" (SELECT j.id, j.ctid, j.schedule, j.run_at_ms, true, "
 	CLAIM_POL("j", "$4", "$5") " FROM jobs j WHERE j.state = 0"
 	" AND j.attempts > 0 AND j.run_at_ms <= $1::bigint + $3::bigint"
-	" ORDER BY j.run_at_ms, j.id)) k"
+	" AND " CLAIM_KNOWN("j", "$6") " ORDER BY j.run_at_ms, j.id)) k"
 	" WHERE CASE WHEN k.pol = 2 THEN true"
 	" WHEN k.pol = 0 AND " CLAIM_HELD("k", "k.retry", "$1::bigint + $3::bigint")
 	" THEN false ELSE " CLAIM_SCHED_LOCK("k") " END LIMIT $2",
@@ -2355,6 +2364,7 @@ static int pg_claim_ruled(struct pg *p, const struct store_claim_rule *r,
 		arg_i64(&a, ahead_ms);
 		arg_str(&a, r->allow);
 		arg_str(&a, r->skip);
+		arg_str(&a, r->known);
 		const struct pipe_step pick[] = {
 			{.text = "BEGIN"},
 			{.st = ST_CLAIM_OPEN},

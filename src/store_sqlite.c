@@ -656,7 +656,12 @@ static const char *const stmt_sql[N_STMT] = {
 	 * due at one instant are 1,000 claims of O(log n) each, not O(n^2).
 	 * The claim runs under BEGIN IMMEDIATE: no other handle's claim or
 	 * finish commits between this read and the update, so "no ACTIVE
-	 * job" holds across processes.
+	 * job" holds across processes. ?8 (issue 43): the schedules this
+	 * node knows (store_claim_known_set, a JSON array; NULL: any); a
+	 * job of another schedule is passed over and waits for a node that
+	 * knows it. Behind the OR, SQLite cannot drive the walk from the
+	 * list (a seek of jobs by schedule for each name): the IN is a set
+	 * built once per run of the statement, a lookup per row walked.
 	 */
 	[ST_JOB_PICK] =
 		"SELECT id, pol = 1 AND (busy OR NOT first) FROM ("
@@ -671,7 +676,8 @@ static const char *const stmt_sql[N_STMT] = {
 		"AND (b.attempts > 0, b.run_at_ms, b.id) < "
 		"(j.attempts > 0, j.run_at_ms, j.id)) AS first "
 		"FROM jobs j WHERE j.state = 0 AND j.run_at_ms <= ?1 + ?2 "
-		"AND (j.attempts > 0) = ?7 ORDER BY j.run_at_ms, j.id) "
+		"AND (j.attempts > 0) = ?7 AND (?8 IS NULL OR j.schedule IN "
+		"(SELECT value FROM json_each(?8))) ORDER BY j.run_at_ms, j.id) "
 		"WHERE pol > 0 OR (NOT busy AND first) LIMIT ?3",
 	/* The fencing token is per job and only grows, so every claim of a
 	 * job hands out a token no earlier claim of it had. ?5: the job
@@ -2299,6 +2305,10 @@ static int sq_job_claim(void *impl, const char *worker, int64_t lease_ms,
 	sqlite3_bind_int(st, 4, on);
 	bind_text(st, 5, on ? r->allow : "\n");
 	bind_text(st, 6, on ? r->skip : "\n");
+	if (on && r->known)
+		bind_text(st, 8, r->known);
+	else
+		sqlite3_bind_null(st, 8);
 	/* First attempts, then retries (the claim order). */
 	for (int retry = 0; !rc && retry < 2 && n_pick < want; retry++) {
 		sqlite3_bind_int64(st, 3, (int64_t)(want - n_pick));

@@ -23,6 +23,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include "config.h"
 #include "queue.h"
 #include "store.h"
 #include "store_backend.h"
@@ -1478,6 +1479,55 @@ static void issue43_status_last_is_a_run(void **state)
 }
 
 /*
+ * Issue 43: a node never claims a job of a schedule its config lacks
+ * (by name or by renamed_from): the claim passes it over, and it waits,
+ * READY and never attempted, for a node that has the schedule, however
+ * long it has been due. The rule comes from the config as the daemon
+ * sets it (queue_overlap_rule).
+ */
+static void issue43_claim_takes_known_schedules_only(void **state)
+{
+	struct fix f;
+	struct store_job got[8], j;
+	size_t n = 0;
+	char *old[] = {(char *)"old", NULL}, *none[] = {NULL};
+	struct schedule_spec specs[2] = {
+		{.name = (char *)"a", .renamed_from = none},
+		{.name = (char *)"new", .renamed_from = old,
+		 .n_renamed_from = 1},
+	};
+	struct config cfg = {.schedules = specs, .n_schedules = 2};
+
+	fix_open(state, &f);
+	int64_t b = enqueue(&f, "b", T0, T0 - 60 * MIN, NULL);
+	enqueue(&f, "a", T0, T0, NULL);
+	enqueue(&f, "old", T0, T0, NULL);
+	assert_int_equal(queue_overlap_rule(f.s, &cfg, NULL), 0);
+	for (int round = 0; round < 2; round++) {
+		assert_int_equal(store_job_claim(f.s, "w", MIN, got, 8, &n,
+						 NULL), 0);
+		/* a and old (renamed to new), never b: none in round 2. */
+		assert_int_equal(n, round ? 0 : 2);
+		for (size_t i = 0; i < n; i++)
+			assert_string_not_equal(got[i].schedule, "b");
+	}
+	assert_int_equal(store_job_get(f.s, b, &j, NULL), 0);
+	assert_int_equal(j.state, JOB_READY);
+	assert_int_equal(j.attempts, 0);
+	/* An empty list claims nothing; NULL (a node that knows b, or no
+	 * config) any schedule. */
+	const char *empty[] = {NULL};
+	assert_int_equal(store_claim_known_set(f.s, empty, 0, NULL), 0);
+	assert_int_equal(store_job_claim(f.s, "w", MIN, got, 8, &n, NULL), 0);
+	assert_int_equal(n, 0);
+	assert_int_equal(store_claim_known_set(f.s, NULL, 0, NULL), 0);
+	assert_int_equal(store_job_claim(f.s, "w", MIN, got, 8, &n, NULL), 0);
+	assert_int_equal(n, 1);
+	assert_string_equal(got[0].schedule, "b");
+	fix_close(&f);
+}
+
+/*
  * A database of schema version 1 that holds duplicate missed rows (two
  * nodes caught up the same downtime) migrates to one row per slot, the
  * first one written, and from then on refuses a duplicate. Other rows,
@@ -2693,6 +2743,7 @@ int main(void)
 		cmocka_unit_test(version_2_outbox_bodies_migrate),
 		cmocka_unit_test(version_8_heads_fill_and_follow_new_rows),
 		cmocka_unit_test(issue43_status_last_is_a_run),
+		cmocka_unit_test(issue43_claim_takes_known_schedules_only),
 		cmocka_unit_test(version_5_gains_the_success_index),
 		cmocka_unit_test(pauses_are_stored_replaced_and_ended),
 		cmocka_unit_test(two_handles_recovering_one_job_list_it_once),

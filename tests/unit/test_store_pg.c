@@ -511,7 +511,8 @@ static void concurrent_claimers_never_share_a_job(void **state)
 #endif
 
 /* Every schedule `queue` (no allow, no skip names). */
-static const struct store_claim_rule RULE_QUEUE = {true, "\n", "\n"};
+static const struct store_claim_rule RULE_QUEUE = {true, "\n", "\n",
+						    NULL};
 
 /* Another node's step, played by the hook at pg.claim_picked, once. */
 struct other_node {
