@@ -2545,6 +2545,34 @@ const struct schedule_spec *config_schedule_of(const struct config *c,
 	return s;
 }
 
+static uint64_t digest_add(uint64_t h, const char *s)
+{
+	/* Each string with its NUL, so ("ab", "c") and ("a", "bc")
+	 * differ. */
+	for (const char *p = s ? s : ""; ; p++) {
+		h = (h ^ (unsigned char)*p) * UINT64_C(1099511628211);
+		if (!*p)
+			break;
+	}
+	return h;
+}
+
+void config_digest(const struct config *c, char out[17])
+{
+	uint64_t h = UINT64_C(14695981039346656037);
+
+	for (size_t i = 0; c && i < c->n_schedules; i++) {
+		const struct schedule_spec *s = &c->schedules[i];
+		h = digest_add(h, s->name);
+		h = digest_add(h, s->cron);
+		h = digest_add(h, s->tz);
+		for (size_t j = 0; j < s->n_renamed_from; j++)
+			h = digest_add(h, s->renamed_from[j]);
+		h = digest_add(h, "\n");
+	}
+	snprintf(out, 17, "%016llx", (unsigned long long)h);
+}
+
 static void task_free(const struct config_pool *pool, struct task_spec *t)
 {
 	config_pool_release(pool, t->name);

@@ -1206,6 +1206,35 @@ int store_pause_all(struct store *s, struct store_pause **out, size_t *n,
 	return s->ops->pause_all(s->impl, out, n, err);
 }
 
+int store_node_beat(struct store *s, const struct store_node *n,
+		    struct sc_err *err)
+{
+	int rc = check_out((void *)n, "node", err);
+
+	if (!rc && (!n->id[0] ||
+		    !memchr(n->id, '\0', sizeof(n->id)) ||
+		    !memchr(n->host, '\0', sizeof(n->host)) ||
+		    !memchr(n->version, '\0', sizeof(n->version)) ||
+		    !memchr(n->config_digest, '\0', sizeof(n->config_digest))))
+		rc = sc_err_set(err, SC_EINVAL, "node record: an empty id or "
+				"a field that does not fit");
+	return rc ? rc : s->ops->node_beat(s->impl, n, err);
+}
+
+int store_nodes(struct store *s, struct store_node **out, size_t *n,
+		struct sc_err *err)
+{
+	int rc = check_out(out, "output", err);
+
+	if (!rc)
+		rc = check_out(n, "count output", err);
+	if (rc)
+		return rc;
+	*out = NULL;
+	*n = 0;
+	return s->ops->nodes(s->impl, out, n, err);
+}
+
 int store_token_get(struct store *s, const char *provider, char **token,
 		    int64_t *expires_ms, struct sc_err *err)
 {

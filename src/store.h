@@ -928,6 +928,43 @@ int store_pause_get(struct store *s, const char *schedule,
 int store_pause_all(struct store *s, struct store_pause **out, size_t *n,
 		    struct sc_err *err);
 
+/* ---- nodes (issue 43) -------------------------------------------------- */
+
+/*
+ * A node: one running daemon, as it publishes itself in the store, so
+ * that nodes with different configs (a rolling deploy) are seen, not
+ * guessed. id is the daemon's own (host:pid:started); the record is
+ * written at start, at each reload and every STORE_NODE_BEAT_MS, and a
+ * node not seen for STORE_NODE_LIVE_MS is gone.
+ */
+#define STORE_NODE_ID_MAX 128
+#define STORE_NODE_HOST_MAX 96
+#define STORE_NODE_VERSION_MAX 32
+#define STORE_NODE_DIGEST_MAX 17 /* 16 hex digits */
+#define STORE_NODE_BEAT_MS ((int64_t)30 * 1000)
+#define STORE_NODE_LIVE_MS (3 * STORE_NODE_BEAT_MS)
+
+struct store_node {
+	char id[STORE_NODE_ID_MAX];
+	char host[STORE_NODE_HOST_MAX];
+	int64_t pid;
+	char version[STORE_NODE_VERSION_MAX];
+	char config_digest[STORE_NODE_DIGEST_MAX]; /* config_digest */
+	int64_t started_ms;
+	int64_t seen_ms;                           /* the store's clock */
+};
+
+/* Writes n (replacing its earlier record; seen_ms is the store clock's
+ * now, n->seen_ms is ignored). SC_EINVAL: an empty id or a field that
+ * does not fit. */
+int store_node_beat(struct store *s, const struct store_node *n,
+		    struct sc_err *err);
+/* Every node record in one read, sorted by id (byte order), the gone
+ * ones too (compare seen_ms with now). *out is allocated (free()); n = 0
+ * leaves it NULL. O(nodes). */
+int store_nodes(struct store *s, struct store_node **out, size_t *n,
+		struct sc_err *err);
+
 /* ---- leases between nodes (issue 15) ---------------------------------- */
 
 /*
@@ -1202,6 +1239,12 @@ struct store_ops {
 	/* *out and *n come zeroed. */
 	int (*pause_all)(void *impl, struct store_pause **out, size_t *n,
 			 struct sc_err *err);
+	/* n checked (id non-empty, every string NUL-terminated). */
+	int (*node_beat)(void *impl, const struct store_node *n,
+			 struct sc_err *err);
+	/* *out and *n come zeroed. */
+	int (*nodes)(void *impl, struct store_node **out, size_t *n,
+		     struct sc_err *err);
 	int (*token_get)(void *impl, const char *provider, char **token,
 			 int64_t *expires_ms, struct sc_err *err);
 	int (*token_put)(void *impl, const char *provider, const char *token,

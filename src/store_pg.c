@@ -91,7 +91,7 @@
 #include "store.h"
 #include "url.h"
 
-#define SCHEMA_VERSION 10
+#define SCHEMA_VERSION 11
 #define CHANNEL "surecron_jobs"
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 5000
@@ -427,6 +427,19 @@ static const char *const migration_10[] = {
 	NULL,
 };
 
+/* 10 -> 11 (issue 43): the nodes, as on SQLite (schema 11 there). */
+static const char *const migration_11[] = {
+	"CREATE TABLE nodes ("
+	" id text PRIMARY KEY,"
+	" host text NOT NULL,"
+	" pid bigint NOT NULL,"
+	" version text NOT NULL,"
+	" config_digest text NOT NULL,"
+	" started_ms bigint NOT NULL,"
+	" seen_ms bigint NOT NULL)",
+	NULL,
+};
+
 static const char *const *const migrations[SCHEMA_VERSION] = {
 	migration_1,
 	migration_2,
@@ -438,6 +451,7 @@ static const char *const *const migrations[SCHEMA_VERSION] = {
 	migration_8,
 	migration_9,
 	migration_10,
+	migration_11,
 };
 
 /* ---- statements ------------------------------------------------------- */
@@ -653,6 +667,8 @@ enum stmt {
 	ST_PAUSE_END,
 	ST_PAUSE_GET,
 	ST_PAUSE_ALL,
+	ST_NODE_BEAT,
+	ST_NODES,
 	ST_LEDGER_APPEND_PAUSED,
 	ST_TOKEN_GET,
 	ST_TOKEN_PUT,
@@ -1040,6 +1056,17 @@ static const char *const sql[ST_COUNT] = {
 	/* Byte order, as strcmp. */
 	[ST_PAUSE_ALL] =
 	"SELECT " PAUSE_COLS " FROM pauses ORDER BY schedule COLLATE \"C\"",
+	/* $1..$6 the record, $7 now (the store clock's). */
+	[ST_NODE_BEAT] =
+	"INSERT INTO nodes (id, host, pid, version, config_digest, started_ms,"
+	" seen_ms) VALUES ($1, $2, $3::bigint, $4, $5, $6::bigint, $7::bigint)"
+	" ON CONFLICT (id) DO UPDATE SET host = EXCLUDED.host,"
+	" pid = EXCLUDED.pid, version = EXCLUDED.version,"
+	" config_digest = EXCLUDED.config_digest,"
+	" started_ms = EXCLUDED.started_ms, seen_ms = EXCLUDED.seen_ms",
+	[ST_NODES] =
+	"SELECT id, host, pid, version, config_digest, started_ms, seen_ms"
+	" FROM nodes ORDER BY id COLLATE \"C\"",
 	/* A paused row for a slot that has one already is dropped, as a
 	 * missed one is (the partial index ledger_paused_once). */
 	[ST_LEDGER_APPEND_PAUSED] =
@@ -3507,6 +3534,53 @@ static int pg_pause_all(void *impl, struct store_pause **out, size_t *n,
 	return 0;
 }
 
+static int pg_node_beat(void *impl, const struct store_node *n,
+			struct sc_err *err)
+{
+	struct pg *p = impl;
+	struct args a = {0};
+
+	arg_str(&a, n->id);
+	arg_str(&a, n->host);
+	arg_i64(&a, n->pid);
+	arg_str(&a, n->version);
+	arg_str(&a, n->config_digest);
+	arg_i64(&a, n->started_ms);
+	arg_i64(&a, now_ms(p));
+	return run_n(impl, ST_NODE_BEAT, &a, NULL, err);
+}
+
+static int pg_nodes(void *impl, struct store_node **out, size_t *n,
+		    struct sc_err *err)
+{
+	PGresult *res;
+	int rc = run(impl, ST_NODES, NULL, &res, err);
+
+	if (rc)
+		return rc;
+	size_t len = (size_t)PQntuples(res);
+	struct store_node *v = NULL;
+	if (len > 0 && !(v = calloc(len, sizeof(*v)))) {
+		PQclear(res);
+		return sc_err_set(err, SC_ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < len; i++) {
+		int row = (int)i;
+		get_str(res, row, 0, v[i].id, sizeof(v[i].id));
+		get_str(res, row, 1, v[i].host, sizeof(v[i].host));
+		v[i].pid = get_i64(res, row, 2);
+		get_str(res, row, 3, v[i].version, sizeof(v[i].version));
+		get_str(res, row, 4, v[i].config_digest,
+			sizeof(v[i].config_digest));
+		v[i].started_ms = get_i64(res, row, 5);
+		v[i].seen_ms = get_i64(res, row, 6);
+	}
+	PQclear(res);
+	*out = v;
+	*n = len;
+	return 0;
+}
+
 /* ---- leases, retention (issue 15) ------------------------------------- */
 
 /*
@@ -4446,6 +4520,8 @@ const struct store_ops store_pg_ops = {
 	.pause_end = pg_pause_end,
 	.pause_get = pg_pause_get,
 	.pause_all = pg_pause_all,
+	.node_beat = pg_node_beat,
+	.nodes = pg_nodes,
 	.lease_take = pg_lease_take,
 	.lease_drop = pg_lease_drop,
 	.prune_batch = pg_prune_batch,

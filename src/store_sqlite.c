@@ -109,7 +109,7 @@
 #include "log.h"
 #include "store.h"
 
-#define SCHEMA_VERSION 10
+#define SCHEMA_VERSION 11
 #define APP_ID 0x53435231 /* "SCR1": this file belongs to surecron */
 #define BUSY_TIMEOUT_MS 10000
 /* Checkpoint the WAL every this many pages (~16 MB) rather than SQLite's
@@ -464,6 +464,17 @@ static const char *const migrations[SCHEMA_VERSION] = {
 	"ELSE run_slot_ms END; "
 	"END;"
 	"PRAGMA user_version = 10;",
+	/* 10 -> 11 (issue 43): the nodes, as each daemon publishes itself
+	 * (store_node_beat). One row per daemon run; O(nodes). */
+	"CREATE TABLE nodes("
+	" id TEXT PRIMARY KEY,"
+	" host TEXT NOT NULL,"
+	" pid INTEGER NOT NULL,"
+	" version TEXT NOT NULL,"
+	" config_digest TEXT NOT NULL,"
+	" started_ms INTEGER NOT NULL,"
+	" seen_ms INTEGER NOT NULL) WITHOUT ROWID;"
+	"PRAGMA user_version = 11;",
 };
 
 /* ---- the statement cache --------------------------------------------- */
@@ -601,6 +612,8 @@ enum stmt_id {
 	ST_PAUSE_END,
 	ST_PAUSE_GET,
 	ST_PAUSE_ALL,
+	ST_NODE_BEAT,
+	ST_NODES,
 	ST_LEDGER_INSERT_PAUSED,
 	ST_TOKEN_GET,
 	ST_TOKEN_PUT,
@@ -808,6 +821,15 @@ static const char *const stmt_sql[N_STMT] = {
 			 "WHERE schedule = ?1",
 	[ST_PAUSE_ALL] = "SELECT " PAUSE_COLS " FROM pauses "
 			 "ORDER BY schedule",
+	[ST_NODE_BEAT] =
+		"INSERT INTO nodes(id, host, pid, version, config_digest, "
+		"started_ms, seen_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) "
+		"ON CONFLICT (id) DO UPDATE SET host = excluded.host, "
+		"pid = excluded.pid, version = excluded.version, "
+		"config_digest = excluded.config_digest, "
+		"started_ms = excluded.started_ms, seen_ms = excluded.seen_ms",
+	[ST_NODES] = "SELECT id, host, pid, version, config_digest, "
+		     "started_ms, seen_ms FROM nodes ORDER BY id",
 	/* A paused row for a slot that has one already is dropped, as a
 	 * missed one is (the partial index ledger_paused_once). */
 	[ST_LEDGER_INSERT_PAUSED] =
@@ -3539,6 +3561,70 @@ static int sq_pause_all(void *impl, struct store_pause **out, size_t *n,
 	return 0;
 }
 
+static int sq_node_beat(void *impl, const struct store_node *n,
+			struct sc_err *err)
+{
+	struct sq *q = impl;
+	sqlite3_stmt *st = NULL;
+	int rc = solo(q, ST_NODE_BEAT, SYNC_NORMAL, &st, err);
+
+	if (rc)
+		return rc;
+	bind_text(st, 1, n->id);
+	bind_text(st, 2, n->host);
+	sqlite3_bind_int64(st, 3, n->pid);
+	bind_text(st, 4, n->version);
+	bind_text(st, 5, n->config_digest);
+	sqlite3_bind_int64(st, 6, n->started_ms);
+	sqlite3_bind_int64(st, 7, now_ms(q));
+	return step_done(q, st, "node write", err);
+}
+
+static int sq_nodes(void *impl, struct store_node **out, size_t *n,
+		    struct sc_err *err)
+{
+	struct sq *q = impl;
+	sqlite3_stmt *st = NULL;
+	struct store_node *v = NULL;
+	size_t len = 0, cap = 0;
+	int rc = prep(q, ST_NODES, &st, err);
+
+	if (rc)
+		return rc;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (len == cap) {
+			size_t ncap = cap ? cap * 2 : 8;
+			struct store_node *nv = realloc(v, ncap * sizeof(*v));
+			if (!nv) {
+				unprep(st);
+				free(v);
+				return sc_err_set(err, SC_ENOMEM,
+						  "out of memory");
+			}
+			v = nv;
+			cap = ncap;
+		}
+		struct store_node *x = &v[len++];
+		memset(x, 0, sizeof(*x));
+		copy_text(x->id, sizeof(x->id), st, 0);
+		copy_text(x->host, sizeof(x->host), st, 1);
+		x->pid = sqlite3_column_int64(st, 2);
+		copy_text(x->version, sizeof(x->version), st, 3);
+		copy_text(x->config_digest, sizeof(x->config_digest), st, 4);
+		x->started_ms = sqlite3_column_int64(st, 5);
+		x->seen_ms = sqlite3_column_int64(st, 6);
+	}
+	rc = rc == SQLITE_DONE ? 0 : db_fail(q, rc, "node read", err);
+	unprep(st);
+	if (rc) {
+		free(v);
+		return rc;
+	}
+	*out = v;
+	*n = len;
+	return 0;
+}
+
 static int sq_token_get(void *impl, const char *provider, char **token,
 			int64_t *expires_ms, struct sc_err *err)
 {
@@ -4581,6 +4667,8 @@ const struct store_ops store_sqlite_ops = {
 	.pause_end = sq_pause_end,
 	.pause_get = sq_pause_get,
 	.pause_all = sq_pause_all,
+	.node_beat = sq_node_beat,
+	.nodes = sq_nodes,
 	.lease_take = sq_lease_take,
 	.lease_drop = sq_lease_drop,
 	.prune_batch = sq_prune_batch,

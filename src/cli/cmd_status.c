@@ -16,6 +16,12 @@
  * are counted too, as "other": a dead job must not vanish from the report
  * because its schedule left the file.
  *
+ * The nodes (issue 43; status of every schedule only): each daemon live
+ * in the store (seen within STORE_NODE_LIVE_MS), with its host, pid,
+ * version and config digest, marked when its config is not this one,
+ * and how many records are of daemons gone. Config skew shows here: a
+ * node on another config claims only the schedules it has.
+ *
  * `--stale` (issue 14) prints only whether each schedule delivered a slot
  * recently enough, and exits 1 when one did not: its `sla:
  * success_within`, or without one two periods of the schedule plus its
@@ -151,8 +157,83 @@ static void print_text(const struct cli_state *st, struct report_sched *v,
 				    : "");
 }
 
+/* The nodes status shows: live ones and how many are gone. */
+struct node_view {
+	const struct store_node *v;
+	size_t n;
+	int64_t now_ms;
+	char digest[STORE_NODE_DIGEST_MAX]; /* this config's */
+};
+
+static bool node_live(const struct node_view *nv, const struct store_node *x)
+{
+	return nv->now_ms - x->seen_ms <= STORE_NODE_LIVE_MS;
+}
+
+static void print_nodes(const struct node_view *nv)
+{
+	char a[CLOCK_ISO_MAX], b[CLOCK_ISO_MAX];
+	size_t live = 0, skew = 0;
+
+	for (size_t i = 0; i < nv->n; i++)
+		if (node_live(nv, &nv->v[i])) {
+			live++;
+			skew += strcmp(nv->v[i].config_digest,
+				       nv->digest) != 0;
+		}
+	cli_out(stdout, "\nnodes\n  live     %zu%s, %zu gone\n", live,
+		skew ? " (configs differ: a node claims only the schedules "
+		       "its config has)" : "", nv->n - live);
+	for (size_t i = 0; i < nv->n; i++) {
+		const struct store_node *x = &nv->v[i];
+		if (!node_live(nv, x))
+			continue;
+		cli_out(stdout, "  %s  pid %lld, version %s, config %s%s, "
+			"started %s, seen %s\n", x->host, (long long)x->pid,
+			x->version, x->config_digest,
+			strcmp(x->config_digest, nv->digest) == 0
+				? " (this config)" : " (another config)",
+			clock_format_utc(x->started_ms, a),
+			clock_format_utc(x->seen_ms, b));
+	}
+}
+
+static json_t *nodes_json(const struct node_view *nv)
+{
+	char a[CLOCK_ISO_MAX], b[CLOCK_ISO_MAX];
+	json_t *arr = json_array();
+	size_t gone = 0;
+
+	for (size_t i = 0; arr && i < nv->n; i++) {
+		const struct store_node *x = &nv->v[i];
+		if (!node_live(nv, x)) {
+			gone++;
+			continue;
+		}
+		json_t *o = json_pack(
+			"{s:o?, s:o?, s:I, s:o?, s:s, s:b, s:s, s:I, s:s, s:I}",
+			"id", report_json_text(x->id), "host",
+			report_json_text(x->host), "pid", (json_int_t)x->pid,
+			"version", report_json_text(x->version),
+			"config_digest", x->config_digest, "same_config",
+			strcmp(x->config_digest, nv->digest) == 0, "started",
+			clock_format_utc(x->started_ms, a), "started_ms",
+			(json_int_t)x->started_ms, "last_seen",
+			clock_format_utc(x->seen_ms, b), "last_seen_ms",
+			(json_int_t)x->seen_ms);
+		if (!o || json_array_append_new(arr, o) != 0) {
+			json_decref(arr);
+			return NULL;
+		}
+	}
+	json_t *root = arr ? json_pack("{s:o, s:I}", "live", arr, "gone",
+				       (json_int_t)gone) : NULL;
+	return root;
+}
+
 static int print_json(const struct cli_state *st, struct report_sched *v,
-		      size_t nv, const struct store_counts *other)
+		      size_t nv, const struct store_counts *other,
+		      const struct node_view *nodes)
 {
 	json_t *root = json_object(), *arr = json_array();
 
@@ -167,6 +248,13 @@ static int print_json(const struct cli_state *st, struct report_sched *v,
 	json_object_set_new(root, "schedules", arr);
 	json_object_set_new(root, "other_jobs", !other ? json_null()
 			    : report_counts_json(other));
+	if (nodes) {
+		json_t *nj = nodes_json(nodes);
+		if (!nj || json_object_set_new(root, "nodes", nj) != 0) {
+			json_decref(root);
+			return cli_fail(EXIT_FAIL, "out of memory");
+		}
+	}
 	for (size_t i = 0; i < nv; i++) {
 		json_t *o = report_sched_json(&v[i]);
 		if (!o || json_array_append_new(arr, o) != 0) {
@@ -377,6 +465,9 @@ int cmd_status(int argc, char **argv)
 	struct report_status rs = {0};
 	struct sc_err err = {0};
 	int64_t now_ms = sc_clock_now_ms(sc_clock_real());
+	struct store_node *nodes = NULL;
+	size_t n_nodes = 0;
+	struct node_view nv = {.now_ms = now_ms};
 	int r;
 
 	for (int i = 1; i < argc; i++) {
@@ -427,11 +518,23 @@ int cmd_status(int argc, char **argv)
 		r = cli_fail(EXIT_FAIL, "%s", err.msg);
 		goto done;
 	}
+	/* Every schedule: the nodes too (one more read, O(nodes)). */
+	if (!one) {
+		if (store_nodes(st.store, &nodes, &n_nodes, &err) != 0) {
+			r = cli_fail(EXIT_FAIL, "store: %s", err.msg);
+			goto done;
+		}
+		nv.v = nodes;
+		nv.n = n_nodes;
+		config_digest(st.cfg, nv.digest);
+	}
 print:
-	r = json ? print_json(&st, rs.v, rs.n, one ? NULL : &rs.other)
+	r = json ? print_json(&st, rs.v, rs.n, one ? NULL : &rs.other,
+			      one ? NULL : &nv)
 		 : (print_text(&st, rs.v, rs.n, one ? NULL : &rs.other),
-		    EXIT_OK);
+		    one ? (void)0 : print_nodes(&nv), EXIT_OK);
 done:
+	free(nodes);
 	report_status_dispose(&rs);
 	cli_state_close(&st);
 	return r;

@@ -1527,6 +1527,45 @@ static void issue43_claim_takes_known_schedules_only(void **state)
 	fix_close(&f);
 }
 
+/* Issue 43: a node's record is written, replaced by its next beat (seen
+ * at the store clock's now), and listed by id; a bad record refused. */
+static void issue43_nodes_beat_and_list(void **state)
+{
+	struct fix f;
+	struct store_node a = {.pid = 42, .started_ms = T0 - MIN}, b = a;
+	struct store_node *v = NULL;
+	size_t n = 0;
+
+	fix_open(state, &f);
+	snprintf(a.id, sizeof(a.id), "h1:42:1");
+	snprintf(a.host, sizeof(a.host), "h1");
+	snprintf(a.version, sizeof(a.version), "1.0");
+	snprintf(a.config_digest, sizeof(a.config_digest), "00000000000000aa");
+	b = a;
+	snprintf(b.id, sizeof(b.id), "h0:7:1");
+	snprintf(b.config_digest, sizeof(b.config_digest), "00000000000000bb");
+	assert_int_equal(store_node_beat(f.s, &a, NULL), 0);
+	assert_int_equal(store_node_beat(f.s, &b, NULL), 0);
+	sc_clock_set_ms(f.clock, T0 + 30000);
+	snprintf(a.config_digest, sizeof(a.config_digest), "00000000000000cc");
+	assert_int_equal(store_node_beat(f.s, &a, NULL), 0);
+	assert_int_equal(store_nodes(f.s, &v, &n, NULL), 0);
+	assert_int_equal(n, 2);
+	assert_string_equal(v[0].id, "h0:7:1");
+	assert_int_equal(v[0].seen_ms, T0);
+	assert_string_equal(v[1].id, "h1:42:1");
+	assert_string_equal(v[1].host, "h1");
+	assert_int_equal(v[1].pid, 42);
+	assert_string_equal(v[1].version, "1.0");
+	assert_string_equal(v[1].config_digest, "00000000000000cc");
+	assert_int_equal(v[1].started_ms, T0 - MIN);
+	assert_int_equal(v[1].seen_ms, T0 + 30000);
+	free(v);
+	a.id[0] = '\0';
+	assert_int_equal(store_node_beat(f.s, &a, NULL), SC_EINVAL);
+	fix_close(&f);
+}
+
 /*
  * A database of schema version 1 that holds duplicate missed rows (two
  * nodes caught up the same downtime) migrates to one row per slot, the
@@ -2744,6 +2783,7 @@ int main(void)
 		cmocka_unit_test(version_8_heads_fill_and_follow_new_rows),
 		cmocka_unit_test(issue43_status_last_is_a_run),
 		cmocka_unit_test(issue43_claim_takes_known_schedules_only),
+		cmocka_unit_test(issue43_nodes_beat_and_list),
 		cmocka_unit_test(version_5_gains_the_success_index),
 		cmocka_unit_test(pauses_are_stored_replaced_and_ended),
 		cmocka_unit_test(two_handles_recovering_one_job_list_it_once),
