@@ -229,7 +229,9 @@ static void serves_healthz_and_keeps_its_rules(void **state)
 		"surecron_deliveries_total{target=\"out\",state=\"sent\"} 1\n",
 		"# TYPE surecron_alerts_total counter\n",
 		"# TYPE surecron_last_success_timestamp_seconds gauge\n",
-		"# TYPE surecron_next_slot_timestamp_seconds gauge\n"};
+		"# TYPE surecron_next_slot_timestamp_seconds gauge\n",
+		/* Issue 43: this daemon, alone, on its own config. */
+		"\nsurecron_nodes 1\n", "\nsurecron_config_skew 0\n"};
 	for (size_t i = 0; i < sizeof(series) / sizeof(series[0]); i++)
 		if (!strstr(m, series[i]))
 			fail_msg("no %s in:\n%s", series[i], m);
