@@ -198,39 +198,6 @@ static void print_nodes(const struct node_view *nv)
 	}
 }
 
-static json_t *nodes_json(const struct node_view *nv)
-{
-	char a[CLOCK_ISO_MAX], b[CLOCK_ISO_MAX];
-	json_t *arr = json_array();
-	size_t gone = 0;
-
-	for (size_t i = 0; arr && i < nv->n; i++) {
-		const struct store_node *x = &nv->v[i];
-		if (!node_live(nv, x)) {
-			gone++;
-			continue;
-		}
-		json_t *o = json_pack(
-			"{s:o?, s:o?, s:I, s:o?, s:s, s:b, s:s, s:I, s:s, s:I}",
-			"id", report_json_text(x->id), "host",
-			report_json_text(x->host), "pid", (json_int_t)x->pid,
-			"version", report_json_text(x->version),
-			"config_digest", x->config_digest, "same_config",
-			strcmp(x->config_digest, nv->digest) == 0, "started",
-			clock_format_utc(x->started_ms, a), "started_ms",
-			(json_int_t)x->started_ms, "last_seen",
-			clock_format_utc(x->seen_ms, b), "last_seen_ms",
-			(json_int_t)x->seen_ms);
-		if (!o || json_array_append_new(arr, o) != 0) {
-			json_decref(arr);
-			return NULL;
-		}
-	}
-	json_t *root = arr ? json_pack("{s:o, s:I}", "live", arr, "gone",
-				       (json_int_t)gone) : NULL;
-	return root;
-}
-
 static int print_json(const struct cli_state *st, struct report_sched *v,
 		      size_t nv, const struct store_counts *other,
 		      const struct node_view *nodes)
@@ -249,7 +216,8 @@ static int print_json(const struct cli_state *st, struct report_sched *v,
 	json_object_set_new(root, "other_jobs", !other ? json_null()
 			    : report_counts_json(other));
 	if (nodes) {
-		json_t *nj = nodes_json(nodes);
+		json_t *nj = report_nodes_json(nodes->v, nodes->n,
+						nodes->now_ms, nodes->digest);
 		if (!nj || json_object_set_new(root, "nodes", nj) != 0) {
 			json_decref(root);
 			return cli_fail(EXIT_FAIL, "out of memory");
