@@ -428,7 +428,10 @@ int store_job_revive(struct store *s, int64_t id, int budget,
 		     struct sc_err *err);
 
 /* The earliest instant at which something is due: a READY job's run_at or
- * an ACTIVE job's lease expiry. INT64_MAX when nothing is pending. */
+ * an ACTIVE job's lease expiry. INT64_MAX when nothing is pending. While
+ * the handle's rule is on, only READY jobs its claims may take count
+ * (store_claim_known_set): a job of a schedule this node lacks never
+ * reads as due, so a waiting one does not keep the worker polling. */
 int store_job_next_due(struct store *s, int64_t *out_ms,
 		       struct sc_err *err);
 

@@ -904,8 +904,12 @@ static const char *const sql[ST_COUNT] = {
 	" n_stalls = 0, run_at_ms = $2::bigint, lease_expires_ms = 0,"
 	" alerted = 0"
 	" WHERE id = $1 AND state = 3 RETURNING id, " NOTIFY ", " DURABLE,
+	/* $1: the known schedules (CLAIM_KNOWN, issue 43; NULL: any): the
+	 * first READY job the claim may take, by a walk of jobs_due in
+	 * order that passes over the others. */
 	[ST_NEXT_DUE] =
-	"SELECT LEAST((SELECT min(run_at_ms) FROM jobs WHERE state = 0),"
+	"SELECT LEAST((SELECT j.run_at_ms FROM jobs j WHERE j.state = 0 AND "
+	CLAIM_KNOWN("j", "$1") " ORDER BY j.run_at_ms LIMIT 1),"
 	" (SELECT min(lease_expires_ms) FROM jobs WHERE state = 1))",
 	/* O(rows of the schedule): fine for status pages, not a hot path. */
 	[ST_COUNTS] =
@@ -2749,8 +2753,12 @@ static int pg_job_revive(void *impl, int64_t id, int budget,
 
 static int pg_job_next_due(void *impl, int64_t *out_ms, struct sc_err *err)
 {
+	struct pg *p = impl;
+	struct args a = {0};
 	PGresult *res;
-	int rc = run(impl, ST_NEXT_DUE, NULL, &res, err);
+
+	arg_str(&a, p->rule && p->rule->on ? p->rule->known : NULL);
+	int rc = run(impl, ST_NEXT_DUE, &a, &res, err);
 
 	if (rc)
 		return rc;

@@ -733,9 +733,15 @@ static const char *const stmt_sql[N_STMT] = {
 		"CASE WHEN ?3 > 0 THEN ?3 ELSE max_attempts END, n_stalls = 0, "
 		"run_at_ms = ?2, lease_expires_ms = 0, alerted = 0 "
 		"WHERE id = ?1 AND state = 3",
+	/* ?1: the known schedules (ST_JOB_PICK's ?8, issue 43; NULL:
+	 * any): the first READY job the claim may take, by a walk of
+	 * jobs_ready in order that passes over the others, so that a job
+	 * no node of this config runs never reads as due here. */
 	[ST_JOB_NEXT_DUE] =
 		"SELECT min(m) FROM ("
-		"SELECT min(run_at_ms) AS m FROM jobs WHERE state = 0 "
+		"SELECT (SELECT run_at_ms FROM jobs WHERE state = 0 AND "
+		"(?1 IS NULL OR schedule IN (SELECT value FROM json_each(?1))) "
+		"ORDER BY run_at_ms LIMIT 1) AS m "
 		"UNION ALL "
 		"SELECT min(lease_expires_ms) FROM jobs WHERE state = 1)",
 	[ST_JOB_COUNTS] =
@@ -2791,6 +2797,7 @@ static int sq_job_next_due(void *impl, int64_t *out_ms, struct sc_err *err)
 
 	if (rc)
 		return rc;
+	bind_text(st, 1, q->rule && q->rule->on ? q->rule->known : NULL);
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW) {
 		*out_ms = sqlite3_column_type(st, 0) == SQLITE_NULL

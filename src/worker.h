@@ -106,8 +106,11 @@ void worker_result_dispose(struct worker_result *r);
  *     "config", "internal"); when that makes the job DEAD, the lost-slot
  *     alert is raised and what is due is sent at once (alert_raise_lost,
  *     alert_tick); a crash in between leaves it to the next alert_tick;
- *   - a job whose schedule is no longer in the config fails permanently
- *     (it cannot be run, and that must be loud);
+ *   - a job whose schedule is not in the config (by name or renamed_from:
+ *     config_schedule_of) is given back uncounted (queue_release, a
+ *     "released" row, out->released) for a node that has it: config skew
+ *     never fails nor loses a slot (issue 43). The daemon's claims never
+ *     take such a job (queue_overlap_rule);
  *   - a finish that fails with SC_EIO (the connection went) is tried
  *     again up to 20 times, 0.1 s doubling to 5 s apart (real time), unless
  *     the job was released or its lease lost; SC_ELEASE on such a retry

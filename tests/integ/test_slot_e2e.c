@@ -428,6 +428,28 @@ static void issue43_renamed_schedule_keeps_its_retrying_slot(void **state)
 			    "done");
 	json_decref(arr);
 
+	/* A job of a schedule this config lacks (claimed by a claimer
+	 * without the daemon's rule): given back uncounted, never lost. */
+	int64_t ghost = 0;
+	assert_int_equal(queue_enqueue(store, "ghost", SLOT, &three, &ghost,
+				       NULL, &err), 0);
+	assert_int_equal(queue_claim(store, "w", 300000, &job, 1, &n, &err), 0);
+	assert_int_equal(n, 1);
+	assert_string_equal(job.schedule, "ghost");
+	assert_int_equal(worker_run_job(&wo, &job, &jr, &err), 0);
+	assert_true(jr.released);
+	assert_false(jr.dead);
+	worker_result_dispose(&jr);
+	assert_int_equal(store_job_get(store, job.id, &job, &err), 0);
+	assert_int_equal(job.state, JOB_READY);
+	assert_int_equal(job.attempts, 0);
+	struct ledger_filter g = {.schedule = "ghost", .since_ms = INT64_MIN,
+				  .until_ms = INT64_MAX,
+				  .outcome = LEDGER_LOST};
+	assert_int_equal(store_ledger_query(store, &g, &rows, &n, NULL), 0);
+	assert_int_equal(n, 0);
+	store_ledger_rows_free(rows, n);
+
 	store_close(store);
 	config_free(cfg);
 	config_free(cfg2);

@@ -1514,6 +1514,17 @@ static void issue43_claim_takes_known_schedules_only(void **state)
 	assert_int_equal(store_job_get(f.s, b, &j, NULL), 0);
 	assert_int_equal(j.state, JOB_READY);
 	assert_int_equal(j.attempts, 0);
+	/* Nor is b due for this node: the next due is a's next job, not
+	 * b's, an hour late (else the worker would poll for it). */
+	int64_t next = 0;
+	enqueue(&f, "a", T0 + 5 * MIN, T0 + 5 * MIN, NULL);
+	assert_int_equal(store_job_next_due(f.s, &next, NULL), 0);
+	assert_true(next > T0);
+	assert_int_equal(store_overlap_set(f.s, false, NULL, 0, NULL, 0, NULL),
+			 0);
+	assert_int_equal(store_job_next_due(f.s, &next, NULL), 0);
+	assert_true(next <= T0 - 60 * MIN);
+	assert_int_equal(queue_overlap_rule(f.s, &cfg, NULL), 0);
 	/* An empty list claims nothing; NULL (a node that knows b, or no
 	 * config) any schedule. */
 	const char *empty[] = {NULL};
