@@ -2538,11 +2538,16 @@ const struct schedule_spec *config_schedule_of(const struct config *c,
 {
 	const struct schedule_spec *s = config_schedule(c, name);
 
-	for (size_t i = 0; !s && c && name && i < c->n_schedules; i++)
-		for (size_t j = 0; j < c->schedules[i].n_renamed_from; j++)
-			if (strcmp(c->schedules[i].renamed_from[j], name) == 0)
-				return &c->schedules[i];
-	return s;
+	if (s || !c || !name || !c->schedules)
+		return s;
+	for (size_t i = 0; i < c->n_schedules; i++) {
+		const struct schedule_spec *x = &c->schedules[i];
+		for (size_t j = 0; x->renamed_from && j < x->n_renamed_from;
+		     j++)
+			if (strcmp(x->renamed_from[j], name) == 0)
+				return x;
+	}
+	return NULL;
 }
 
 static uint64_t digest_add(uint64_t h, const char *s)
