@@ -155,6 +155,11 @@ static void print_text(const struct cli_state *st, struct report_sched *v,
 			(long long)other->active, (long long)other->dead,
 			other->dead ? "  <- lost slots: surecron ledger --lost"
 				    : "");
+	/* Issue 43: no node of this config claims them. */
+	if (other && (other->ready_due || other->delayed))
+		cli_out(stdout, "  note     a node claims only the schedules "
+			"of its config: these wait for a node whose config "
+			"has theirs\n");
 }
 
 /* The nodes status shows: live ones and how many are gone. */

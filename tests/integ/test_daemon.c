@@ -1063,6 +1063,15 @@ static void issue43_unknown_schedule_waits(void **state)
 	assert_int_equal(job.state, JOB_READY);
 	assert_int_equal(job.attempts, 0);
 	store_close(s);
+	/* status says where it is and why it waits. */
+	static char out[16384], err[4096];
+	const char *st[] = {"status", "--config", e.cfg, NULL};
+	assert_int_equal(tu_run_bin(e.dir, e.dir, NULL, st, out, sizeof(out),
+				    err, sizeof(err)), 0);
+	assert_non_null(strstr(out, "schedules not in the config\n  jobs     "
+				    "1 waiting, 0 delayed, 0 running, 0 dead\n"
+				    "  note     a node claims only the "
+				    "schedules of its config"));
 	/* The node that has it runs it. */
 	write_cfg(&e, W_FAST,
 		  "  added-elsewhere:\n"
