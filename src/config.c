@@ -1429,6 +1429,57 @@ static void parse_alert_on(struct pc *pc, const struct config_node *a)
 		pc->c->alert_on = on;
 }
 
+/*
+ * SURECRON_ALERT_TARGETS, when set and non-empty, replaces alerts.targets
+ * (issue 43): resolved here, once, by config_env_names' rule, so that
+ * `check`, the daemon (at start and at each reload, which keeps the old
+ * config when this fails) and every command agree. A name that is not a
+ * target, or a value that names none, is a problem of the load: an alert
+ * that would go nowhere is refused, never a warning in a log.
+ */
+static void alert_targets_env(struct pc *pc)
+{
+	const char *v = getenv("SURECRON_ALERT_TARGETS");
+	struct config *c = pc->c;
+	char shown[CONFIG_NAME_MAX * 4 + 16];
+	char **names = NULL;
+	size_t n = 0;
+	bool ok = true;
+
+	if (!v || !*v)
+		return;
+	if (config_env_names(v, &names, &n) != 0) {
+		oom(pc);
+		return;
+	}
+	if (n == 0) {
+		bad_at(pc, "alerts.targets", "alerts", "alerts.targets",
+		       "SURECRON_ALERT_TARGETS names no target (give target "
+		       "names separated by commas or spaces, or unset it)");
+		ok = false;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (config_target(c, names[i]))
+			continue;
+		/* The value is the operator's, not a secret; cleaned, since
+		 * it may hold anything. */
+		text_clean(shown, sizeof(shown), names[i], 0);
+		bad_at(pc, "alerts.targets", "alerts", "alerts.targets",
+		       "SURECRON_ALERT_TARGETS names unknown target \"%s\" "
+		       "(names are separated by commas or spaces)", shown);
+		ok = false;
+	}
+	if (!ok) {
+		for (size_t i = 0; i < n; i++)
+			free(names[i]);
+		free(names);
+		return;
+	}
+	strv_free(c->pool, c->alert_targets);
+	c->alert_targets = names;
+	c->n_alert_targets = n;
+}
+
 static void parse_alerts(struct pc *pc, const struct config_node *root)
 {
 	static const char *const keys[] = {"targets", "on", "realert", NULL};
@@ -1449,6 +1500,8 @@ static void parse_alerts(struct pc *pc, const struct config_node *root)
 	}
 	if (!c->alert_targets && !(c->alert_targets = calloc(1, sizeof(char *))))
 		oom(pc);
+	if (!pc->light)
+		alert_targets_env(pc);
 }
 
 /* `retention: {ledger, jobs, outbox}` (issue 15): ages after which
@@ -2538,6 +2591,51 @@ const struct schedule_spec *config_schedule(const struct config *c,
 	long i = c ? index_find(c, COUNT_SCHEDULES, name) : -1;
 
 	return i < 0 ? NULL : &c->schedules[i];
+}
+
+const struct schedule_spec *config_schedule_of(const struct config *c,
+					       const char *name)
+{
+	const struct schedule_spec *s = config_schedule(c, name);
+
+	if (s || !c || !name || !c->schedules)
+		return s;
+	for (size_t i = 0; i < c->n_schedules; i++) {
+		const struct schedule_spec *x = &c->schedules[i];
+		for (size_t j = 0; x->renamed_from && j < x->n_renamed_from;
+		     j++)
+			if (strcmp(x->renamed_from[j], name) == 0)
+				return x;
+	}
+	return NULL;
+}
+
+static uint64_t digest_add(uint64_t h, const char *s)
+{
+	/* Each string with its NUL, so ("ab", "c") and ("a", "bc")
+	 * differ. */
+	for (const char *p = s ? s : ""; ; p++) {
+		h = (h ^ (unsigned char)*p) * UINT64_C(1099511628211);
+		if (!*p)
+			break;
+	}
+	return h;
+}
+
+void config_digest(const struct config *c, char out[17])
+{
+	uint64_t h = UINT64_C(14695981039346656037);
+
+	for (size_t i = 0; c && i < c->n_schedules; i++) {
+		const struct schedule_spec *s = &c->schedules[i];
+		h = digest_add(h, s->name);
+		h = digest_add(h, s->cron);
+		h = digest_add(h, s->tz);
+		for (size_t j = 0; j < s->n_renamed_from; j++)
+			h = digest_add(h, s->renamed_from[j]);
+		h = digest_add(h, "\n");
+	}
+	snprintf(out, 17, "%016llx", (unsigned long long)h);
 }
 
 static void task_free(const struct config_pool *pool, struct task_spec *t)

@@ -209,6 +209,7 @@ struct daemon {
 	bool alerter_started;
 	bool pruner_started;
 	char host[64];           /* for worker names */
+	int64_t node_started_ms; /* this daemon's start, in its node id */
 	struct heartbeat *hb;    /* external pings; reconfigured on reload */
 	int64_t wd_ms;           /* systemd watchdog interval, 0: none */
 	int64_t wd_last_mono_ms; /* the last WATCHDOG=1 */
@@ -1195,6 +1196,8 @@ void daemon_reload(struct daemon *d)
  * tick, worker.lease at the next claim, worker.grace at the next stop,
  * worker.concurrency now (set_workers).
  */
+static void node_beat(struct daemon *d);
+
 static void do_reload(struct daemon *d)
 {
 	struct config *cfg = NULL;
@@ -1266,7 +1269,34 @@ static void do_reload(struct daemon *d)
 	LOG(SC_LOG_INFO, "daemon",
 	       "event=reload outcome=ok schedules=%zu concurrency=%d", n_sched,
 	       conc);
+	if (d->node_started_ms)
+		node_beat(d);
 	bump(d);
+}
+
+/*
+ * Publishes this daemon in the store's nodes (issue 43): id, host, pid,
+ * version and the digest of the config in force. At start, after each
+ * reload and at each recovery pass (RECOVER_EVERY_MS, which
+ * STORE_NODE_BEAT_MS matches). A failure is logged and waits for the
+ * next beat: the record informs operators, no claim depends on it.
+ */
+static void node_beat(struct daemon *d)
+{
+	struct store_node n = {.pid = (int64_t)getpid(),
+			       .started_ms = d->node_started_ms};
+	struct cfg_ref *cr = cfg_get(d);
+	struct sc_err e = {0};
+
+	snprintf(n.id, sizeof(n.id), "%.63s:%ld:%lld", d->host,
+		 (long)getpid(), (long long)d->node_started_ms);
+	snprintf(n.host, sizeof(n.host), "%s", d->host);
+	snprintf(n.version, sizeof(n.version), "%s", sc_version());
+	config_digest(cr->cfg, n.config_digest);
+	cfg_put(d, cr);
+	if (store_node_beat(d->store, &n, &e) != 0)
+		LOG(SC_LOG_WARN, "daemon", "event=node-beat-failed code=%s "
+		       "msg=\"%s\"", sc_strerror(e.code), e.msg);
 }
 
 /* tick's answer when no schedule could be looked at (the store is down). */
@@ -1497,6 +1527,8 @@ int daemon_run(struct daemon *d, struct sc_err *err)
 
 	snprintf(d->host, sizeof(d->host), "host");
 	gethostname(d->host, sizeof(d->host) - 1);
+	d->node_started_ms = sc_clock_now_ms(d->clock);
+	node_beat(d);
 	int rc = set_workers(d, conc, err);
 	if (rc) {
 		daemon_stop(d);
@@ -1619,6 +1651,7 @@ int daemon_run(struct daemon *d, struct sc_err *err)
 			recover(d->store, d, cr->cfg, &h);
 			cfg_put(d, cr);
 			last_recover = clock_mono_ms();
+			node_beat(d);
 		}
 		if (next > now + SCHED_MAX_SLEEP_MS)
 			next = now + SCHED_MAX_SLEEP_MS;

@@ -450,3 +450,36 @@ const char *report_target_kind_name(int kind)
 	default: return "unknown";
 	}
 }
+
+json_t *report_nodes_json(const struct store_node *v, size_t n,
+			  int64_t now_ms, const char *digest)
+{
+	char a[CLOCK_ISO_MAX], b[CLOCK_ISO_MAX];
+	json_t *arr = json_array();
+	size_t gone = 0;
+
+	for (size_t i = 0; arr && i < n; i++) {
+		const struct store_node *x = &v[i];
+		if (now_ms - x->seen_ms > STORE_NODE_LIVE_MS) {
+			gone++;
+			continue;
+		}
+		json_t *o = json_pack(
+			"{s:o?, s:o?, s:I, s:o?, s:s, s:b, s:s, s:I, s:s, s:I}",
+			"id", report_json_text(x->id), "host",
+			report_json_text(x->host), "pid", (json_int_t)x->pid,
+			"version", report_json_text(x->version),
+			"config_digest", x->config_digest, "same_config",
+			digest && strcmp(x->config_digest, digest) == 0,
+			"started", clock_format_utc(x->started_ms, a),
+			"started_ms", (json_int_t)x->started_ms, "last_seen",
+			clock_format_utc(x->seen_ms, b), "last_seen_ms",
+			(json_int_t)x->seen_ms);
+		if (!o || json_array_append_new(arr, o) != 0) {
+			json_decref(arr);
+			return NULL;
+		}
+	}
+	return arr ? json_pack("{s:o, s:I}", "live", arr, "gone",
+			       (json_int_t)gone) : NULL;
+}

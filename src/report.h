@@ -128,6 +128,15 @@ void report_status_dispose(struct report_status *r);
  * the object of a schedule neither paused nor disabled is unchanged). */
 json_t *report_sched_json(const struct report_sched *x);
 
+/* The nodes (issue 43) as `status --json` and GET /api/nodes give them:
+ * {"live": [{id, host, pid, version, config_digest, same_config, started,
+ * started_ms, last_seen, last_seen_ms}], "gone": N}: the records seen
+ * within STORE_NODE_LIVE_MS of now_ms, in their order, same_config true
+ * when the node's digest is `digest` (this config's, config_digest), and
+ * how many are older. NULL when out of memory. */
+json_t *report_nodes_json(const struct store_node *v, size_t n,
+			  int64_t now_ms, const char *digest);
+
 /* The jobs of schedules not in the config: {waiting, delayed, running,
  * dead, done}. */
 json_t *report_counts_json(const struct store_counts *c);

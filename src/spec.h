@@ -284,5 +284,23 @@ const struct target_spec *config_target(const struct config *c,
 const struct auth_spec *config_auth(const struct config *c, const char *name);
 const struct schedule_spec *config_schedule(const struct config *c,
 					    const char *name);
+/*
+ * The schedule that runs the jobs and rows stored under name (issue 43):
+ * the schedule of that name, else the one whose `renamed_from:` holds it
+ * (the config allows one heir per earlier name). NULL when neither. The
+ * rename lookup is linear in the schedules, and only made when no
+ * schedule has the name.
+ */
+const struct schedule_spec *config_schedule_of(const struct config *c,
+					       const char *name);
+/*
+ * The config's digest as nodes publish it (issue 43): 16 hex digits of
+ * a 64-bit FNV-1a over what decides which slots a node fires and claims,
+ * schedule by schedule in config order: name, final cron, tz and
+ * renamed_from names. Two nodes with the same digest fire and claim the
+ * same schedules; one that differs is config skew. Writes out (NUL
+ * included). O(schedules).
+ */
+void config_digest(const struct config *c, char out[17]);
 
 #endif

@@ -23,6 +23,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <jansson.h>
+
 #include "clock.h"
 #include "err.h"
 #include "log.h"
@@ -154,6 +156,7 @@ void store_close(struct store *s)
 	s->ops->close(s->impl);
 	free((char *)s->rule.allow);
 	free((char *)s->rule.skip);
+	free((char *)s->rule.known);
 	free(s);
 }
 
@@ -526,6 +529,38 @@ int store_overlap_set(struct store *s, bool on, const char *const *allow,
 	s->rule.on = on;
 	s->rule.allow = a;
 	s->rule.skip = k;
+	s->ops->claim_rule(s->impl, &s->rule);
+	return 0;
+}
+
+int store_claim_known_set(struct store *s, const char *const *names,
+			  size_t n, struct sc_err *err)
+{
+	char *text = NULL;
+
+	if (names) {
+		json_t *a = json_array();
+		int rc = a ? 0 : SC_ENOMEM;
+		for (size_t i = 0; !rc && i < n; i++) {
+			rc = check_name("schedule name", names[i],
+					STORE_NAME_MAX, err);
+			json_t *v = rc ? NULL : json_string(names[i]);
+			if (!rc && !v)
+				rc = sc_err_set(err, SC_EINVAL, "schedule "
+						"name is not UTF-8");
+			else if (!rc && json_array_append_new(a, v) != 0)
+				rc = SC_ENOMEM;
+		}
+		if (!rc && !(text = json_dumps(a, JSON_COMPACT)))
+			rc = SC_ENOMEM;
+		json_decref(a);
+		if (rc == SC_ENOMEM)
+			return sc_err_set(err, SC_ENOMEM, "out of memory");
+		if (rc)
+			return rc;
+	}
+	free((char *)s->rule.known);
+	s->rule.known = text;
 	s->ops->claim_rule(s->impl, &s->rule);
 	return 0;
 }
@@ -1210,6 +1245,35 @@ int store_pause_all(struct store *s, struct store_pause **out, size_t *n,
 	*out = NULL;
 	*n = 0;
 	return s->ops->pause_all(s->impl, out, n, err);
+}
+
+int store_node_beat(struct store *s, const struct store_node *n,
+		    struct sc_err *err)
+{
+	int rc = check_out((void *)n, "node", err);
+
+	if (!rc && (!n->id[0] ||
+		    !memchr(n->id, '\0', sizeof(n->id)) ||
+		    !memchr(n->host, '\0', sizeof(n->host)) ||
+		    !memchr(n->version, '\0', sizeof(n->version)) ||
+		    !memchr(n->config_digest, '\0', sizeof(n->config_digest))))
+		rc = sc_err_set(err, SC_EINVAL, "node record: an empty id or "
+				"a field that does not fit");
+	return rc ? rc : s->ops->node_beat(s->impl, n, err);
+}
+
+int store_nodes(struct store *s, struct store_node **out, size_t *n,
+		struct sc_err *err)
+{
+	int rc = check_out(out, "output", err);
+
+	if (!rc)
+		rc = check_out(n, "count output", err);
+	if (rc)
+		return rc;
+	*out = NULL;
+	*n = 0;
+	return s->ops->nodes(s->impl, out, n, err);
 }
 
 int store_token_get(struct store *s, const char *provider, char **token,

@@ -108,6 +108,15 @@ struct store_counts {
 					it was running (error_class and
 					details cause: "overlap"); not lost */
 
+/* The outcomes of a run: the rows an attempt (or a slot's skip) wrote,
+ * as against the notes about a slot (alert, acked, missed, late...).
+ * `status` shows a schedule's newest row of these as its last run
+ * (issue 43); both stores' ledger_head keep it (run_id, schema 10 on
+ * both), so the list, as SQL, is part of the file format: changing it
+ * takes a migration. */
+#define LEDGER_RUN_OUTCOMES_SQL                                           \
+	"('success', 'failed', 'lost', 'skipped', 'stalled', 'released')"
+
 struct ledger_row {
 	int64_t id;                 /* assigned by the store */
 	char schedule[STORE_NAME_MAX];
@@ -300,6 +309,23 @@ int store_overlap_set(struct store *s, bool on, const char *const *allow,
 		      struct sc_err *err);
 
 /*
+ * The schedules this handle's claims may take (issue 43): while the rule
+ * of store_overlap_set is on, a claim takes only jobs whose schedule is
+ * one of names[0..n) (copied); the others wait for a node that knows
+ * them, READY and untouched, whatever their run_at. names NULL: any
+ * schedule (the default of a new handle); n 0 with names non-NULL: none.
+ * The daemon sets it from the configuration with the overlap rule
+ * (queue_overlap_rule): every schedule's name and its renamed_from names.
+ * The claim stays a walk of the due jobs in the claim order, the names a
+ * filter of it (a set built once per claim: SQLite json_each, PostgreSQL
+ * a hashed subplan). Errors: SC_EINVAL (a name empty or too long),
+ * SC_ENOMEM; on error the previous set stays. Not thread-safe (the
+ * handle's thread).
+ */
+int store_claim_known_set(struct store *s, const char *const *names,
+			  size_t n, struct sc_err *err);
+
+/*
  * The claim order (docs/internals/queue.md), "fresh slots first": among
  * the jobs a claim may take, first those never started (attempts 0: an
  * on-time slot, or one given back by a release), then retries (attempts >
@@ -446,7 +472,10 @@ int store_job_revive(struct store *s, int64_t id, int budget,
 		     struct sc_err *err);
 
 /* The earliest instant at which something is due: a READY job's run_at or
- * an ACTIVE job's lease expiry. INT64_MAX when nothing is pending. */
+ * an ACTIVE job's lease expiry. INT64_MAX when nothing is pending. While
+ * the handle's rule is on, only READY jobs its claims may take count
+ * (store_claim_known_set): a job of a schedule this node lacks never
+ * reads as due, so a waiting one does not keep the worker polling. */
 int store_job_next_due(struct store *s, int64_t *out_ms,
 		       struct sc_err *err);
 
@@ -506,11 +535,13 @@ int store_ledger_lost(struct store *s, const struct ledger_filter *f,
 
 /*
  * What `status` shows of each schedule, read in one pass (issue 15): job
- * counts by state and the newest ledger row, for every schedule that has
+ * counts by state and the last run, for every schedule that has
  * jobs or ledger rows (schedule NULL), or for that one only. Sorted by
- * schedule name (strcmp). `last` is the row with the newest slot (of
- * those, the last written); has_last is false when the schedule has jobs
- * but no row. Free with store_sched_summaries_free.
+ * schedule name (strcmp). `last` is the run row (an outcome of
+ * LEDGER_RUN_OUTCOMES_SQL, never an alert's, an ack's or a missed
+ * slot's: issue 43) with the newest slot (of those, the last written);
+ * has_last is false when the schedule has no such row. Free with
+ * store_sched_summaries_free.
  */
 struct store_sched_summary {
 	char schedule[STORE_NAME_MAX];
@@ -944,6 +975,43 @@ int store_pause_get(struct store *s, const char *schedule,
 int store_pause_all(struct store *s, struct store_pause **out, size_t *n,
 		    struct sc_err *err);
 
+/* ---- nodes (issue 43) -------------------------------------------------- */
+
+/*
+ * A node: one running daemon, as it publishes itself in the store, so
+ * that nodes with different configs (a rolling deploy) are seen, not
+ * guessed. id is the daemon's own (host:pid:started); the record is
+ * written at start, at each reload and every STORE_NODE_BEAT_MS, and a
+ * node not seen for STORE_NODE_LIVE_MS is gone.
+ */
+#define STORE_NODE_ID_MAX 128
+#define STORE_NODE_HOST_MAX 96
+#define STORE_NODE_VERSION_MAX 32
+#define STORE_NODE_DIGEST_MAX 17 /* 16 hex digits */
+#define STORE_NODE_BEAT_MS ((int64_t)30 * 1000)
+#define STORE_NODE_LIVE_MS (3 * STORE_NODE_BEAT_MS)
+
+struct store_node {
+	char id[STORE_NODE_ID_MAX];
+	char host[STORE_NODE_HOST_MAX];
+	int64_t pid;
+	char version[STORE_NODE_VERSION_MAX];
+	char config_digest[STORE_NODE_DIGEST_MAX]; /* config_digest */
+	int64_t started_ms;
+	int64_t seen_ms;                           /* the store's clock */
+};
+
+/* Writes n (replacing its earlier record; seen_ms is the store clock's
+ * now, n->seen_ms is ignored). SC_EINVAL: an empty id or a field that
+ * does not fit. */
+int store_node_beat(struct store *s, const struct store_node *n,
+		    struct sc_err *err);
+/* Every node record in one read, sorted by id (byte order), the gone
+ * ones too (compare seen_ms with now). *out is allocated (free()); n = 0
+ * leaves it NULL. O(nodes). */
+int store_nodes(struct store *s, struct store_node **out, size_t *n,
+		struct sc_err *err);
+
 /* ---- leases between nodes (issue 15) ---------------------------------- */
 
 /*
@@ -1100,6 +1168,9 @@ struct store_claim_rule {
 	bool on;
 	const char *allow;
 	const char *skip;
+	/* store_claim_known_set: the schedules the claim may take, as a
+	 * JSON array of names; NULL: any. Applied while `on`. */
+	const char *known;
 };
 
 struct store_ops {
@@ -1217,6 +1288,12 @@ struct store_ops {
 	/* *out and *n come zeroed. */
 	int (*pause_all)(void *impl, struct store_pause **out, size_t *n,
 			 struct sc_err *err);
+	/* n checked (id non-empty, every string NUL-terminated). */
+	int (*node_beat)(void *impl, const struct store_node *n,
+			 struct sc_err *err);
+	/* *out and *n come zeroed. */
+	int (*nodes)(void *impl, struct store_node **out, size_t *n,
+		     struct sc_err *err);
 	int (*token_get)(void *impl, const char *provider, char **token,
 			 int64_t *expires_ms, struct sc_err *err);
 	int (*token_put)(void *impl, const char *provider, const char *token,

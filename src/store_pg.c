@@ -113,7 +113,7 @@
 #include "store.h"
 #include "url.h"
 
-#define SCHEMA_VERSION 9
+#define SCHEMA_VERSION 11
 #define CHANNEL "surecron_jobs"
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 5000
@@ -430,6 +430,65 @@ static const char *const migration_9[] = {
 	NULL,
 };
 
+/*
+ * 9 -> 10 (issue 43): each schedule's newest run row (an outcome of
+ * LEDGER_RUN_OUTCOMES_SQL) in ledger_head beside its newest row, kept by
+ * the same trigger, as on SQLite (schema 10 there): `status` shows the
+ * last run, never an alert's or a missed slot's row. The heads are
+ * filled by one backward walk of ledger_slot per schedule.
+ */
+#define HEAD_RUN_NEWER                                                     \
+	"excluded.run_id IS NOT NULL AND (h.run_id IS NULL OR"              \
+	" (excluded.run_slot_ms, excluded.run_id) > (h.run_slot_ms,"        \
+	" h.run_id))"
+static const char *const migration_10[] = {
+	"ALTER TABLE ledger_head ADD COLUMN run_id bigint,"
+	" ADD COLUMN run_slot_ms bigint",
+	"UPDATE ledger_head h SET run_id = r.id, run_slot_ms = r.slot_ms"
+	" FROM ledger_head h2 CROSS JOIN LATERAL (SELECT id, slot_ms FROM"
+	" ledger WHERE schedule = h2.schedule AND outcome IN "
+	LEDGER_RUN_OUTCOMES_SQL " ORDER BY slot_ms DESC, id DESC LIMIT 1) r"
+	" WHERE h2.schedule = h.schedule",
+	"CREATE OR REPLACE FUNCTION ledger_head_new() RETURNS trigger"
+	" LANGUAGE plpgsql SET search_path FROM CURRENT AS $$ BEGIN"
+	" INSERT INTO ledger_head AS h (schedule, id, slot_ms, ok_id,"
+	" ok_slot_ms, run_id, run_slot_ms) VALUES (NEW.schedule, NEW.id,"
+	" NEW.slot_ms,"
+	" CASE WHEN NEW.outcome = '" LEDGER_SUCCESS "' THEN NEW.id END,"
+	" CASE WHEN NEW.outcome = '" LEDGER_SUCCESS "' THEN NEW.slot_ms END,"
+	" CASE WHEN NEW.outcome IN " LEDGER_RUN_OUTCOMES_SQL " THEN NEW.id"
+	" END,"
+	" CASE WHEN NEW.outcome IN " LEDGER_RUN_OUTCOMES_SQL " THEN"
+	" NEW.slot_ms END)"
+	" ON CONFLICT (schedule) DO UPDATE SET"
+	" id = CASE WHEN " HEAD_NEWER " THEN excluded.id ELSE h.id END,"
+	" slot_ms = CASE WHEN " HEAD_NEWER " THEN excluded.slot_ms"
+	" ELSE h.slot_ms END,"
+	" ok_id = CASE WHEN " HEAD_OK_NEWER " THEN excluded.ok_id"
+	" ELSE h.ok_id END,"
+	" ok_slot_ms = CASE WHEN " HEAD_OK_NEWER " THEN excluded.ok_slot_ms"
+	" ELSE h.ok_slot_ms END,"
+	" run_id = CASE WHEN " HEAD_RUN_NEWER " THEN excluded.run_id"
+	" ELSE h.run_id END,"
+	" run_slot_ms = CASE WHEN " HEAD_RUN_NEWER " THEN"
+	" excluded.run_slot_ms ELSE h.run_slot_ms END;"
+	" RETURN NULL; END $$",
+	NULL,
+};
+
+/* 10 -> 11 (issue 43): the nodes, as on SQLite (schema 11 there). */
+static const char *const migration_11[] = {
+	"CREATE TABLE nodes ("
+	" id text PRIMARY KEY,"
+	" host text NOT NULL,"
+	" pid bigint NOT NULL,"
+	" version text NOT NULL,"
+	" config_digest text NOT NULL,"
+	" started_ms bigint NOT NULL,"
+	" seen_ms bigint NOT NULL)",
+	NULL,
+};
+
 static const char *const *const migrations[SCHEMA_VERSION] = {
 	migration_1,
 	migration_2,
@@ -440,6 +499,8 @@ static const char *const *const migrations[SCHEMA_VERSION] = {
 	migration_7,
 	migration_8,
 	migration_9,
+	migration_10,
+	migration_11,
 };
 
 /* ---- statements ------------------------------------------------------- */
@@ -468,8 +529,9 @@ static const char *const *const migrations[SCHEMA_VERSION] = {
  * store_sched_summaries ($1 now, $2 the schedule of the _ONE form): the
  * unfinished jobs by state from the partial index jobs_open (no DONE job
  * in it), DONE as the schedule's total (over the unique index on
- * (schedule, slot_ms)) less those, and the newest row of each schedule
- * by its head (ledger_head, then the row by primary key). Columns: name,
+ * (schedule, slot_ms)) less those, and the newest run row of each
+ * schedule by its head (ledger_head's run_id, issue 43, then the row by
+ * primary key). Columns: name,
  * ready_due, delayed, active, dead, total, then id and LEDGER_COLS (NULL
  * without a row). Sorted as strcmp does (COLLATE "C").
  */
@@ -490,7 +552,7 @@ static const char *const *const migrations[SCHEMA_VERSION] = {
 	" LEFT JOIN t ON t.schedule = s.name"                                \
 	" LEFT JOIN ledger_head h ON h.schedule = s.name"                    \
 	" LEFT JOIN LATERAL (SELECT id, " LEDGER_COLS " FROM ledger"         \
-	" WHERE id = h.id LIMIT 1) l ON true ORDER BY s.name COLLATE \"C\""
+	" WHERE id = h.run_id LIMIT 1) l ON true ORDER BY s.name COLLATE \"C\""
 /*
  * store_last_successes (issue 16): the heads' newest successes (ok_id,
  * kept by the trigger of migration 9), each row by primary key. Columns:
@@ -593,6 +655,13 @@ static const char *const *const migrations[SCHEMA_VERSION] = {
 	" AND o.state <> 2 AND o.state < 2 AND (o.state > 0"                \
 	" OR (o.run_at_ms <= " due " AND (o.attempts > 0, o.run_at_ms,"     \
 	" o.id) < (" retry ", " t ".run_at_ms, " t ".id))))"
+/* The schedules this node knows (store_claim_known_set, issue 43): a
+ * JSON array of names, NULL: any. Behind the OR the IN is not pulled up
+ * into a join that could reorder the walk: it stays a subplan, hashed,
+ * built once per run of the statement, a lookup per row walked. */
+#define CLAIM_KNOWN(t, known)                                                \
+	"(" known "::text IS NULL OR " t ".schedule IN (SELECT"             \
+	" json_array_elements_text(" known "::text::json)))"
 #define CLAIM_SCHED_LOCK(t)                                                  \
 	"pg_try_advisory_xact_lock(" CLAIM_SCHED_SPACE ", hashtext(" t      \
 	".schedule))"
@@ -647,6 +716,8 @@ enum stmt {
 	ST_PAUSE_END,
 	ST_PAUSE_GET,
 	ST_PAUSE_ALL,
+	ST_NODE_BEAT,
+	ST_NODES,
 	ST_LEDGER_APPEND_PAUSED,
 	ST_TOKEN_GET,
 	ST_TOKEN_PUT,
@@ -736,7 +807,9 @@ static const char *const sql[ST_COUNT] = {
 	 * (CLAIM_HELD false); a skip job always, flagged when held; the
 	 * SQLite backend's ST_JOB_PICK, the same rule.
 	 *
-	 * ST_CLAIM_PICK: $1 now, $2 max, $3 ahead_ms, $4 allow, $5 skip. Walks
+	 * ST_CLAIM_PICK: $1 now, $2 max, $3 ahead_ms, $4 allow, $5 skip, $6
+	 * the known schedules (CLAIM_KNOWN; a job of another schedule is
+	 * passed over and waits for a node that knows it). Walks
 	 * the due READY jobs in the claim order and returns (id and row
 	 * address, for ST_CLAIM_TAKE) up to $2 whose schedule lock
 	 * (CLAIM_SCHED_LOCK) it could take without waiting; a schedule
@@ -764,11 +837,11 @@ static const char *const sql[ST_COUNT] = {
 	" j.run_at_ms, false AS retry, "
 	CLAIM_POL("j", "$4", "$5") " AS pol FROM jobs j WHERE j.state = 0"
 	" AND j.attempts = 0 AND j.run_at_ms <= $1::bigint + $3::bigint"
-	" ORDER BY j.run_at_ms, j.id) UNION ALL"
+	" AND " CLAIM_KNOWN("j", "$6") " ORDER BY j.run_at_ms, j.id) UNION ALL"
 	" (SELECT j.id, j.ctid, j.schedule, j.run_at_ms, true, "
 	CLAIM_POL("j", "$4", "$5") " FROM jobs j WHERE j.state = 0"
 	" AND j.attempts > 0 AND j.run_at_ms <= $1::bigint + $3::bigint"
-	" ORDER BY j.run_at_ms, j.id)) k"
+	" AND " CLAIM_KNOWN("j", "$6") " ORDER BY j.run_at_ms, j.id)) k"
 	" WHERE CASE WHEN k.pol = 2 THEN true"
 	" WHEN k.pol = 0 AND " CLAIM_HELD("k", "k.retry", "$1::bigint + $3::bigint")
 	" THEN false ELSE " CLAIM_SCHED_LOCK("k") " END LIMIT $2",
@@ -881,8 +954,12 @@ static const char *const sql[ST_COUNT] = {
 	" n_stalls = 0, run_at_ms = $2::bigint, lease_expires_ms = 0,"
 	" alerted = 0"
 	" WHERE id = $1 AND state = 3 RETURNING id, " NOTIFY ", " DURABLE,
+	/* $1: the known schedules (CLAIM_KNOWN, issue 43; NULL: any): the
+	 * first READY job the claim may take, by a walk of jobs_due in
+	 * order that passes over the others. */
 	[ST_NEXT_DUE] =
-	"SELECT LEAST((SELECT min(run_at_ms) FROM jobs WHERE state = 0),"
+	"SELECT LEAST((SELECT j.run_at_ms FROM jobs j WHERE j.state = 0 AND "
+	CLAIM_KNOWN("j", "$1") " ORDER BY j.run_at_ms LIMIT 1),"
 	" (SELECT min(lease_expires_ms) FROM jobs WHERE state = 1))",
 	/* O(rows of the schedule): fine for status pages, not a hot path. */
 	[ST_COUNTS] =
@@ -1033,6 +1110,17 @@ static const char *const sql[ST_COUNT] = {
 	/* Byte order, as strcmp. */
 	[ST_PAUSE_ALL] =
 	"SELECT " PAUSE_COLS " FROM pauses ORDER BY schedule COLLATE \"C\"",
+	/* $1..$6 the record, $7 now (the store clock's). */
+	[ST_NODE_BEAT] =
+	"INSERT INTO nodes (id, host, pid, version, config_digest, started_ms,"
+	" seen_ms) VALUES ($1, $2, $3::bigint, $4, $5, $6::bigint, $7::bigint)"
+	" ON CONFLICT (id) DO UPDATE SET host = EXCLUDED.host,"
+	" pid = EXCLUDED.pid, version = EXCLUDED.version,"
+	" config_digest = EXCLUDED.config_digest,"
+	" started_ms = EXCLUDED.started_ms, seen_ms = EXCLUDED.seen_ms",
+	[ST_NODES] =
+	"SELECT id, host, pid, version, config_digest, started_ms, seen_ms"
+	" FROM nodes ORDER BY id COLLATE \"C\"",
 	/* A paused row for a slot that has one already is dropped, as a
 	 * missed one is (the partial index ledger_paused_once). */
 	[ST_LEDGER_APPEND_PAUSED] =
@@ -2745,6 +2833,7 @@ static int pg_claim_ruled(struct pg *p, const struct store_claim_rule *r,
 		arg_i64(&a, ahead_ms);
 		arg_str(&a, r->allow);
 		arg_str(&a, r->skip);
+		arg_str(&a, r->known);
 		const struct pipe_step pick[] = {
 			{.text = "BEGIN"},
 			{.st = ST_CLAIM_OPEN},
@@ -3114,8 +3203,12 @@ static int pg_job_revive(void *impl, int64_t id, int budget,
 
 static int pg_job_next_due(void *impl, int64_t *out_ms, struct sc_err *err)
 {
+	struct pg *p = impl;
+	struct args a = {0};
 	PGresult *res;
-	int rc = run(impl, ST_NEXT_DUE, NULL, &res, err);
+
+	arg_str(&a, p->rule && p->rule->on ? p->rule->known : NULL);
+	int rc = run(impl, ST_NEXT_DUE, &a, &res, err);
 
 	if (rc)
 		return rc;
@@ -3899,6 +3992,53 @@ static int pg_pause_all(void *impl, struct store_pause **out, size_t *n,
 	return 0;
 }
 
+static int pg_node_beat(void *impl, const struct store_node *n,
+			struct sc_err *err)
+{
+	struct pg *p = impl;
+	struct args a = {0};
+
+	arg_str(&a, n->id);
+	arg_str(&a, n->host);
+	arg_i64(&a, n->pid);
+	arg_str(&a, n->version);
+	arg_str(&a, n->config_digest);
+	arg_i64(&a, n->started_ms);
+	arg_i64(&a, now_ms(p));
+	return run_n(impl, ST_NODE_BEAT, &a, NULL, err);
+}
+
+static int pg_nodes(void *impl, struct store_node **out, size_t *n,
+		    struct sc_err *err)
+{
+	PGresult *res;
+	int rc = run(impl, ST_NODES, NULL, &res, err);
+
+	if (rc)
+		return rc;
+	size_t len = (size_t)PQntuples(res);
+	struct store_node *v = NULL;
+	if (len > 0 && !(v = calloc(len, sizeof(*v)))) {
+		PQclear(res);
+		return sc_err_set(err, SC_ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < len; i++) {
+		int row = (int)i;
+		get_str(res, row, 0, v[i].id, sizeof(v[i].id));
+		get_str(res, row, 1, v[i].host, sizeof(v[i].host));
+		v[i].pid = get_i64(res, row, 2);
+		get_str(res, row, 3, v[i].version, sizeof(v[i].version));
+		get_str(res, row, 4, v[i].config_digest,
+			sizeof(v[i].config_digest));
+		v[i].started_ms = get_i64(res, row, 5);
+		v[i].seen_ms = get_i64(res, row, 6);
+	}
+	PQclear(res);
+	*out = v;
+	*n = len;
+	return 0;
+}
+
 /* ---- leases, retention (issue 15) ------------------------------------- */
 
 /*
@@ -4029,6 +4169,8 @@ static const struct {
 		"))) AND r.id NOT IN (SELECT id FROM ledger_head WHERE slot_ms "
 		"> $2 AND slot_ms <= $3 UNION ALL SELECT ok_id FROM ledger_head "
 		"WHERE ok_slot_ms > $2 AND ok_slot_ms <= $3 AND ok_id IS NOT "
+		"NULL UNION ALL SELECT run_id FROM ledger_head WHERE "
+		"run_slot_ms > $2 AND run_slot_ms <= $3 AND run_id IS NOT "
 		"NULL) RETURNING 1) SELECT count(*), 0 FROM d",
 	},
 	[PG_ALERTS] = {
@@ -4848,6 +4990,8 @@ const struct store_ops store_pg_ops = {
 	.pause_end = pg_pause_end,
 	.pause_get = pg_pause_get,
 	.pause_all = pg_pause_all,
+	.node_beat = pg_node_beat,
+	.nodes = pg_nodes,
 	.lease_take = pg_lease_take,
 	.lease_drop = pg_lease_drop,
 	.prune_batch = pg_prune_batch,

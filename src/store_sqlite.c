@@ -109,7 +109,7 @@
 #include "log.h"
 #include "store.h"
 
-#define SCHEMA_VERSION 9
+#define SCHEMA_VERSION 11
 #define APP_ID 0x53435231 /* "SCR1": this file belongs to surecron */
 #define BUSY_TIMEOUT_MS 10000
 /* Checkpoint the WAL every this many pages (~16 MB) rather than SQLite's
@@ -161,6 +161,9 @@
 #define HEAD_OK_NEWER                                                     \
 	"(excluded.ok_id IS NOT NULL AND (ok_id IS NULL OR "                 \
 	"(excluded.ok_slot_ms, excluded.ok_id) > (ok_slot_ms, ok_id)))"
+#define HEAD_RUN_NEWER                                                    \
+	"(excluded.run_id IS NOT NULL AND (run_id IS NULL OR "               \
+	"(excluded.run_slot_ms, excluded.run_id) > (run_slot_ms, run_id)))"
 
 static const char *const migrations[SCHEMA_VERSION] = {
 	/* 0 -> 1 */
@@ -413,6 +416,65 @@ static const char *const migrations[SCHEMA_VERSION] = {
 	"CREATE INDEX ledger_day ON ledger(" DAY_OF("slot_ms") ", schedule, "
 	"slot_ms);"
 	"PRAGMA user_version = 9;",
+	/* 9 -> 10 (issue 43): `status` shows a schedule's last run, not its
+	 * newest row, which is as often an alert, an ack or a missed slot
+	 * ("last alert ... recovered alert sent to oncall"). ledger_head
+	 * keeps the newest row of a run outcome (LEDGER_RUN_OUTCOMES) beside
+	 * the newest row, by the same trigger. The heads are filled from the
+	 * rows: a head whose newest row is a run is its own run; the others
+	 * (the newest row an alert or a missed slot) take one pass over the
+	 * ledger for the newest run slot of each, then one seek of
+	 * ledger_day for its newest row; the pass is skipped when every head
+	 * is a run already. */
+	"ALTER TABLE ledger_head ADD COLUMN run_id INTEGER;"
+	"ALTER TABLE ledger_head ADD COLUMN run_slot_ms INTEGER;"
+	"UPDATE ledger_head SET run_id = id, run_slot_ms = slot_ms WHERE "
+	"(SELECT outcome FROM ledger WHERE id = ledger_head.id) IN "
+	LEDGER_RUN_OUTCOMES_SQL ";"
+	"WITH m AS (SELECT schedule, max(slot_ms) AS s FROM ledger WHERE "
+	"EXISTS (SELECT 1 FROM ledger_head WHERE run_id IS NULL) AND "
+	"outcome IN " LEDGER_RUN_OUTCOMES_SQL " GROUP BY schedule) "
+	"UPDATE ledger_head SET run_slot_ms = (SELECT s FROM m WHERE "
+	"m.schedule = ledger_head.schedule) WHERE run_id IS NULL;"
+	"UPDATE ledger_head SET run_id = (SELECT max(id) FROM ledger "
+	"INDEXED BY ledger_day WHERE " DAY_OF("slot_ms") " = "
+	DAY_OF("ledger_head.run_slot_ms") " AND schedule = "
+	"ledger_head.schedule AND slot_ms = ledger_head.run_slot_ms AND "
+	"outcome IN " LEDGER_RUN_OUTCOMES_SQL ") WHERE run_id IS NULL AND "
+	"run_slot_ms IS NOT NULL;"
+	"DROP TRIGGER ledger_head_new;"
+	"CREATE TRIGGER ledger_head_new AFTER INSERT ON ledger BEGIN "
+	"INSERT INTO ledger_head(schedule, id, slot_ms, ok_id, ok_slot_ms, "
+	"run_id, run_slot_ms) "
+	"VALUES (new.schedule, new.id, new.slot_ms, CASE WHEN new.outcome = "
+	"'success' THEN new.id END, CASE WHEN new.outcome = 'success' THEN "
+	"new.slot_ms END, CASE WHEN new.outcome IN " LEDGER_RUN_OUTCOMES_SQL
+	" THEN new.id END, CASE WHEN new.outcome IN " LEDGER_RUN_OUTCOMES_SQL
+	" THEN new.slot_ms END) ON CONFLICT (schedule) DO UPDATE SET "
+	"id = CASE WHEN " HEAD_NEWER " THEN excluded.id ELSE id END, "
+	"slot_ms = CASE WHEN " HEAD_NEWER " THEN excluded.slot_ms ELSE "
+	"slot_ms END, "
+	"ok_id = CASE WHEN " HEAD_OK_NEWER " THEN excluded.ok_id ELSE ok_id "
+	"END, "
+	"ok_slot_ms = CASE WHEN " HEAD_OK_NEWER " THEN excluded.ok_slot_ms "
+	"ELSE ok_slot_ms END, "
+	"run_id = CASE WHEN " HEAD_RUN_NEWER " THEN excluded.run_id ELSE "
+	"run_id END, "
+	"run_slot_ms = CASE WHEN " HEAD_RUN_NEWER " THEN excluded.run_slot_ms "
+	"ELSE run_slot_ms END; "
+	"END;"
+	"PRAGMA user_version = 10;",
+	/* 10 -> 11 (issue 43): the nodes, as each daemon publishes itself
+	 * (store_node_beat). One row per daemon run; O(nodes). */
+	"CREATE TABLE nodes("
+	" id TEXT PRIMARY KEY,"
+	" host TEXT NOT NULL,"
+	" pid INTEGER NOT NULL,"
+	" version TEXT NOT NULL,"
+	" config_digest TEXT NOT NULL,"
+	" started_ms INTEGER NOT NULL,"
+	" seen_ms INTEGER NOT NULL) WITHOUT ROWID;"
+	"PRAGMA user_version = 11;",
 };
 
 /* ---- the statement cache --------------------------------------------- */
@@ -466,7 +528,9 @@ static const char *const migrations[SCHEMA_VERSION] = {
 /*
  * store_sched_summaries reads three streams, each in schedule order, and
  * merges them (sq_sched_summaries):
- *   - the newest row of each schedule: ledger_head, kept by the trigger
+ *   - the newest run row of each schedule (a row of
+ *     LEDGER_RUN_OUTCOMES, issue 43: never an alert's or a missed
+ *     slot's): ledger_head's run_id, kept by the trigger
  *     ledger_head_new, in schedule order (its primary key), one rowid
  *     lookup per schedule whatever the number of rows;
  *   - the jobs of each schedule (count over the covering unique index on
@@ -478,7 +542,7 @@ static const char *const migrations[SCHEMA_VERSION] = {
  */
 #define SUM_LAST_SQL(filter)                                              \
 	"SELECT " LEDGER_COLS_L " FROM ledger_head h JOIN ledger l ON "      \
-	"l.id = h.id" filter " ORDER BY h.schedule"
+	"l.id = h.run_id" filter " ORDER BY h.schedule"
 /*
  * store_last_successes (issue 16): ledger_head's newest success of each
  * schedule (the trigger keeps it by slot, then id), and one rowid lookup
@@ -548,6 +612,8 @@ enum stmt_id {
 	ST_PAUSE_END,
 	ST_PAUSE_GET,
 	ST_PAUSE_ALL,
+	ST_NODE_BEAT,
+	ST_NODES,
 	ST_LEDGER_INSERT_PAUSED,
 	ST_TOKEN_GET,
 	ST_TOKEN_PUT,
@@ -603,7 +669,12 @@ static const char *const stmt_sql[N_STMT] = {
 	 * due at one instant are 1,000 claims of O(log n) each, not O(n^2).
 	 * The claim runs under BEGIN IMMEDIATE: no other handle's claim or
 	 * finish commits between this read and the update, so "no ACTIVE
-	 * job" holds across processes.
+	 * job" holds across processes. ?8 (issue 43): the schedules this
+	 * node knows (store_claim_known_set, a JSON array; NULL: any); a
+	 * job of another schedule is passed over and waits for a node that
+	 * knows it. Behind the OR, SQLite cannot drive the walk from the
+	 * list (a seek of jobs by schedule for each name): the IN is a set
+	 * built once per run of the statement, a lookup per row walked.
 	 */
 	[ST_JOB_PICK] =
 		"SELECT id, pol = 1 AND (busy OR NOT first) FROM ("
@@ -618,7 +689,8 @@ static const char *const stmt_sql[N_STMT] = {
 		"AND (b.attempts > 0, b.run_at_ms, b.id) < "
 		"(j.attempts > 0, j.run_at_ms, j.id)) AS first "
 		"FROM jobs j WHERE j.state = 0 AND j.run_at_ms <= ?1 + ?2 "
-		"AND (j.attempts > 0) = ?7 ORDER BY j.run_at_ms, j.id) "
+		"AND (j.attempts > 0) = ?7 AND (?8 IS NULL OR j.schedule IN "
+		"(SELECT value FROM json_each(?8))) ORDER BY j.run_at_ms, j.id) "
 		"WHERE pol > 0 OR (NOT busy AND first) LIMIT ?3",
 	/* The fencing token is per job and only grows, so every claim of a
 	 * job hands out a token no earlier claim of it had. ?5: the job
@@ -661,9 +733,15 @@ static const char *const stmt_sql[N_STMT] = {
 		"CASE WHEN ?3 > 0 THEN ?3 ELSE max_attempts END, n_stalls = 0, "
 		"run_at_ms = ?2, lease_expires_ms = 0, alerted = 0 "
 		"WHERE id = ?1 AND state = 3",
+	/* ?1: the known schedules (ST_JOB_PICK's ?8, issue 43; NULL:
+	 * any): the first READY job the claim may take, by a walk of
+	 * jobs_ready in order that passes over the others, so that a job
+	 * no node of this config runs never reads as due here. */
 	[ST_JOB_NEXT_DUE] =
 		"SELECT min(m) FROM ("
-		"SELECT min(run_at_ms) AS m FROM jobs WHERE state = 0 "
+		"SELECT (SELECT run_at_ms FROM jobs WHERE state = 0 AND "
+		"(?1 IS NULL OR schedule IN (SELECT value FROM json_each(?1))) "
+		"ORDER BY run_at_ms LIMIT 1) AS m "
 		"UNION ALL "
 		"SELECT min(lease_expires_ms) FROM jobs WHERE state = 1)",
 	[ST_JOB_COUNTS] =
@@ -749,6 +827,15 @@ static const char *const stmt_sql[N_STMT] = {
 			 "WHERE schedule = ?1",
 	[ST_PAUSE_ALL] = "SELECT " PAUSE_COLS " FROM pauses "
 			 "ORDER BY schedule",
+	[ST_NODE_BEAT] =
+		"INSERT INTO nodes(id, host, pid, version, config_digest, "
+		"started_ms, seen_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) "
+		"ON CONFLICT (id) DO UPDATE SET host = excluded.host, "
+		"pid = excluded.pid, version = excluded.version, "
+		"config_digest = excluded.config_digest, "
+		"started_ms = excluded.started_ms, seen_ms = excluded.seen_ms",
+	[ST_NODES] = "SELECT id, host, pid, version, config_digest, "
+		     "started_ms, seen_ms FROM nodes ORDER BY id",
 	/* A paused row for a slot that has one already is dropped, as a
 	 * missed one is (the partial index ledger_paused_once). */
 	[ST_LEDGER_INSERT_PAUSED] =
@@ -2246,6 +2333,10 @@ static int sq_job_claim(void *impl, const char *worker, int64_t lease_ms,
 	sqlite3_bind_int(st, 4, on);
 	bind_text(st, 5, on ? r->allow : "\n");
 	bind_text(st, 6, on ? r->skip : "\n");
+	if (on && r->known)
+		bind_text(st, 8, r->known);
+	else
+		sqlite3_bind_null(st, 8);
 	/* First attempts, then retries (the claim order). */
 	for (int retry = 0; !rc && retry < 2 && n_pick < want; retry++) {
 		sqlite3_bind_int64(st, 3, (int64_t)(want - n_pick));
@@ -2711,6 +2802,7 @@ static int sq_job_next_due(void *impl, int64_t *out_ms, struct sc_err *err)
 
 	if (rc)
 		return rc;
+	bind_text(st, 1, q->rule && q->rule->on ? q->rule->known : NULL);
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW) {
 		*out_ms = sqlite3_column_type(st, 0) == SQLITE_NULL
@@ -3481,6 +3573,70 @@ static int sq_pause_all(void *impl, struct store_pause **out, size_t *n,
 	return 0;
 }
 
+static int sq_node_beat(void *impl, const struct store_node *n,
+			struct sc_err *err)
+{
+	struct sq *q = impl;
+	sqlite3_stmt *st = NULL;
+	int rc = solo(q, ST_NODE_BEAT, SYNC_NORMAL, &st, err);
+
+	if (rc)
+		return rc;
+	bind_text(st, 1, n->id);
+	bind_text(st, 2, n->host);
+	sqlite3_bind_int64(st, 3, n->pid);
+	bind_text(st, 4, n->version);
+	bind_text(st, 5, n->config_digest);
+	sqlite3_bind_int64(st, 6, n->started_ms);
+	sqlite3_bind_int64(st, 7, now_ms(q));
+	return step_done(q, st, "node write", err);
+}
+
+static int sq_nodes(void *impl, struct store_node **out, size_t *n,
+		    struct sc_err *err)
+{
+	struct sq *q = impl;
+	sqlite3_stmt *st = NULL;
+	struct store_node *v = NULL;
+	size_t len = 0, cap = 0;
+	int rc = prep(q, ST_NODES, &st, err);
+
+	if (rc)
+		return rc;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (len == cap) {
+			size_t ncap = cap ? cap * 2 : 8;
+			struct store_node *nv = realloc(v, ncap * sizeof(*v));
+			if (!nv) {
+				unprep(st);
+				free(v);
+				return sc_err_set(err, SC_ENOMEM,
+						  "out of memory");
+			}
+			v = nv;
+			cap = ncap;
+		}
+		struct store_node *x = &v[len++];
+		memset(x, 0, sizeof(*x));
+		copy_text(x->id, sizeof(x->id), st, 0);
+		copy_text(x->host, sizeof(x->host), st, 1);
+		x->pid = sqlite3_column_int64(st, 2);
+		copy_text(x->version, sizeof(x->version), st, 3);
+		copy_text(x->config_digest, sizeof(x->config_digest), st, 4);
+		x->started_ms = sqlite3_column_int64(st, 5);
+		x->seen_ms = sqlite3_column_int64(st, 6);
+	}
+	rc = rc == SQLITE_DONE ? 0 : db_fail(q, rc, "node read", err);
+	unprep(st);
+	if (rc) {
+		free(v);
+		return rc;
+	}
+	*out = v;
+	*n = len;
+	return 0;
+}
+
 static int sq_token_get(void *impl, const char *provider, char **token,
 			int64_t *expires_ms, struct sc_err *err)
 {
@@ -3653,7 +3809,9 @@ enum sq_phase {
 #define SQ_HEADS_IN_BATCH                                                 \
 	"SELECT id FROM ledger_head WHERE slot_ms > ?2 AND slot_ms <= ?3 "  \
 	"UNION ALL SELECT ok_id FROM ledger_head WHERE ok_slot_ms > ?2 AND " \
-	"ok_slot_ms <= ?3 AND ok_id IS NOT NULL"
+	"ok_slot_ms <= ?3 AND ok_id IS NOT NULL "                            \
+	"UNION ALL SELECT run_id FROM ledger_head WHERE run_slot_ms > ?2 "  \
+	"AND run_slot_ms <= ?3 AND run_id IS NOT NULL"
 
 static const struct {
 	const char *end, *pre, *del;
@@ -4521,6 +4679,8 @@ const struct store_ops store_sqlite_ops = {
 	.pause_end = sq_pause_end,
 	.pause_get = sq_pause_get,
 	.pause_all = sq_pause_all,
+	.node_beat = sq_node_beat,
+	.nodes = sq_nodes,
 	.lease_take = sq_lease_take,
 	.lease_drop = sq_lease_drop,
 	.prune_batch = sq_prune_batch,

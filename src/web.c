@@ -402,6 +402,43 @@ static int last_success_series(struct web *w, const struct config *cfg,
 	return ok ? 0 : sc_err_set(err, SC_ENOMEM, "out of memory");
 }
 
+/* surecron_nodes and surecron_config_skew (issue 43), from the store's
+ * node records: the daemons seen within STORE_NODE_LIVE_MS of now, and
+ * 1 when those do not all run the same config (their digests differ: a
+ * rolling deploy in progress, or a node left behind). O(nodes). */
+static int node_series(struct web *w, char **buf, size_t *len,
+		       struct sc_err *err)
+{
+	struct store_node *v = NULL;
+	size_t n = 0, live = 0;
+	const char *first = NULL;
+	bool skew = false;
+	int64_t now = sc_clock_now_ms(w->clock ? w->clock : sc_clock_real());
+	int rc = store_nodes(w->store, &v, &n, err);
+
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < n; i++) {
+		if (now - v[i].seen_ms > STORE_NODE_LIVE_MS)
+			continue;
+		live++;
+		if (!first)
+			first = v[i].config_digest;
+		else if (strcmp(first, v[i].config_digest) != 0)
+			skew = true;
+	}
+	bool ok = appendf(buf, len, "# HELP surecron_nodes Daemons live in "
+			  "the store (seen within %lld s).\n# TYPE "
+			  "surecron_nodes gauge\nsurecron_nodes %zu\n"
+			  "# HELP surecron_config_skew 1 when the live "
+			  "daemons do not all run the same config.\n# TYPE "
+			  "surecron_config_skew gauge\nsurecron_config_skew "
+			  "%d\n", (long long)(STORE_NODE_LIVE_MS / 1000),
+			  live, skew ? 1 : 0);
+	free(v);
+	return ok ? 0 : sc_err_set(err, SC_ENOMEM, "out of memory");
+}
+
 /* surecron_next_slot_timestamp_seconds from the config (the same on
  * every node that has it), and each schedule's lost and missed counters
  * made to exist at 0. O(schedules), no store read. */
@@ -453,6 +490,8 @@ static enum MHD_Result metrics_page(struct web *w, struct MHD_Connection *c)
 	}
 	int rc = last_success_series(w, cfg, &buf, &len, &e);
 	web_cfg_release(w, ref);
+	if (!rc)
+		rc = node_series(w, &buf, &len, &e);
 	if (rc) {
 		free(buf);
 		return rc == SC_ENOMEM

@@ -13,7 +13,9 @@
  *   store-wide gauges, the same on every node: surecron_jobs{state},
  *     surecron_last_success_timestamp_seconds{schedule} (the store's
  *     per-schedule summaries), surecron_next_slot_timestamp_seconds
- *     {schedule} (the config's cron and zone), surecron_build_info;
+ *     {schedule} (the config's cron and zone), surecron_build_info,
+ *     surecron_nodes and surecron_config_skew (the store's node records,
+ *     issue 43);
  *   a scrape costs what the schedules do, never a ledger scan;
  * the JSON API under /api/ (web_api.c, docs/api.md); the dashboard at /
  * and its assets (web_page.c); every other path is a 404 JSON error. Rules on every request: a

@@ -320,6 +320,28 @@ static enum MHD_Result get_lost(struct call *k)
 	return web_respond(k->c, 200, root);
 }
 
+/* GET /api/nodes (issue 43): the daemons live in the store and how many
+ * records are of daemons gone, each marked same_config against the
+ * config of this daemon (report_nodes_json, as `status --json`). */
+static enum MHD_Result get_nodes(struct call *k)
+{
+	struct store_node *v = NULL;
+	size_t n = 0;
+	char digest[STORE_NODE_DIGEST_MAX] = "";
+	int rc = store_nodes(k->w->store, &v, &n, NULL);
+
+	if (rc)
+		return store_failed(k, rc);
+	if (k->cfg)
+		config_digest(k->cfg, digest);
+	json_t *root = report_nodes_json(v, n, k->now_ms,
+					 k->cfg ? digest : NULL);
+	free(v);
+	if (!root)
+		return store_failed(k, SC_ENOMEM);
+	return web_respond(k->c, 200, root);
+}
+
 /* GET /api/ledger: `ledger --json` with its filters; the newest
  * `limit` rows of the period, oldest first. */
 static enum MHD_Result get_ledger(struct call *k)
@@ -811,6 +833,7 @@ static enum MHD_Result route(struct call *k, const char *url, bool is_post,
 		     strncmp(url, "/api/schedules/", 15) == 0 ||
 		     strcmp(url, "/api/lost") == 0 ||
 		     strcmp(url, "/api/ledger") == 0 ||
+		     strcmp(url, "/api/nodes") == 0 ||
 		     strncmp(url, "/api/slots/", 11) == 0;
 	if (!known)
 		return web_respond_error(k->c, 404, "no such path");
@@ -823,6 +846,8 @@ static enum MHD_Result route(struct call *k, const char *url, bool is_post,
 		return get_lost(k);
 	if (strcmp(url, "/api/ledger") == 0)
 		return get_ledger(k);
+	if (strcmp(url, "/api/nodes") == 0)
+		return get_nodes(k);
 	if (strncmp(url, "/api/slots/", 11) == 0) {
 		/* NAME/SLOT: a schedule name has no '/'; the slot is the
 		 * rest. */

@@ -120,8 +120,11 @@ void worker_result_dispose(struct worker_result *r);
  *     "config", "internal"); when that makes the job DEAD, the lost-slot
  *     alert is raised and what is due is sent at once (alert_raise_lost,
  *     alert_tick); a crash in between leaves it to the next alert_tick;
- *   - a job whose schedule is no longer in the config fails permanently
- *     (it cannot be run, and that must be loud);
+ *   - a job whose schedule is not in the config (by name or renamed_from:
+ *     config_schedule_of) is given back uncounted (queue_release, a
+ *     "released" row, out->released) for a node that has it: config skew
+ *     never fails nor loses a slot (issue 43). The daemon's claims never
+ *     take such a job (queue_overlap_rule);
  *   - a run that ended for the runner's own exhaustion (err_is_runner:
  *     out of descriptors, processes or memory, the task not started)
  *     gives the job back uncounted, due after opts.runner_backoff_ms

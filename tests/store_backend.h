@@ -33,17 +33,19 @@ struct tb {
 
 static struct tb tb_sqlite_state, tb_pg_state;
 
-/* Takes a store of schema 9 back to 8, for the migration tests that
- * start from an older one. SQLite: ledger_day and ledger_head out, the
- * two per-schedule indexes back. PostgreSQL: ledger_head, its trigger
- * and function out. */
+/* Takes a store of schema 11 back to 8, for the migration tests that
+ * start from an older one. Both: nodes (11) out; ledger_head (9, with
+ * 10's columns) out. SQLite: ledger_day out, the two per-schedule
+ * indexes back. PostgreSQL: ledger_head's trigger and function out. */
 #define TB_SQLITE_UNDO_9                                                  \
+	"DROP TABLE nodes; "                                                 \
 	"DROP TRIGGER ledger_head_new; DROP TABLE ledger_head; "             \
 	"DROP INDEX ledger_day; "                                            \
 	"CREATE INDEX ledger_schedule ON ledger(schedule, slot_ms); "         \
 	"CREATE INDEX ledger_ok ON ledger(schedule, slot_ms) WHERE "         \
 	"outcome = 'success'; PRAGMA user_version = 8"
 #define TB_PG_UNDO_9                                                      \
+	"DROP TABLE nodes; "                                                 \
 	"DROP TRIGGER ledger_head_new ON ledger; "                           \
 	"DROP FUNCTION ledger_head_new(); DROP TABLE ledger_head; "          \
 	"UPDATE schema_version SET version = 8"

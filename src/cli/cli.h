@@ -74,6 +74,10 @@ int cli_wants_help(int argc, char **argv);
 /* Installs the stderr log sink at the level named by SURECRON_LOG (default
  * "info" for the daemon, "warn" otherwise). */
 void cli_setup_logging(enum sc_log_level dflt);
+/* cli_setup_logging only when SURECRON_LOG is set (simulate, whose
+ * timeline is its output, logs nothing otherwise). The variable is read
+ * here and in cli_setup_logging only. */
+void cli_setup_logging_if_asked(enum sc_log_level dflt);
 
 /* Options shared by `next` and `explain` (parsed in cli_ops.c). */
 #define CLI_OPT_COUNT 0x1 /* accept --count N */

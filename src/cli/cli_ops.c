@@ -301,6 +301,12 @@ void cli_setup_logging(enum sc_log_level dflt)
 	sc_log_set_sink(sc_log_stderr, NULL, level);
 }
 
+void cli_setup_logging_if_asked(enum sc_log_level dflt)
+{
+	if (getenv("SURECRON_LOG"))
+		cli_setup_logging(dflt);
+}
+
 const char *cli_format_local(int64_t ms, const struct sc_zone *z,
 			     char out[CLI_TIME_MAX])
 {

@@ -808,8 +808,7 @@ int cmd_simulate(int argc, char **argv)
 	if (until < from)
 		return cli_usage_error("simulate", "--until is before --from");
 
-	if (getenv("SURECRON_LOG"))
-		cli_setup_logging(SC_LOG_WARN);
+	cli_setup_logging_if_asked(SC_LOG_WARN);
 	if (config_load(path, &sm.cfg, &err) != 0) {
 		cli_out(stderr, "surecron: %s\n", err.msg);
 		return EXIT_USAGE;

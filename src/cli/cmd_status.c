@@ -3,7 +3,8 @@
  * block per schedule of the config (or SCHEDULE only): its final expression
  * (and the variable that overrode it), next slot in its zone, frequency
  * class with the field that decided it, retry policy (the config's or the
- * class's), the last ledger outcome (the row of its newest slot), its jobs
+ * class's), the last run (its newest row of a run outcome, with its
+ * attempt: never an alert, ack or missed row, issue 43), its jobs
  * waiting, delayed (a retry pending), running and dead (slots lost,
  * waiting for `surecron retry`), and its open alerts (lost or missed slots
  * nobody has recovered or acknowledged yet). A schedule with `enabled:
@@ -14,6 +15,12 @@
  * Jobs of schedules that are no longer in the config (renamed or removed)
  * are counted too, as "other": a dead job must not vanish from the report
  * because its schedule left the file.
+ *
+ * The nodes (issue 43; status of every schedule only): each daemon live
+ * in the store (seen within STORE_NODE_LIVE_MS), with its host, pid,
+ * version and config digest, marked when its config is not this one,
+ * and how many records are of daemons gone. Config skew shows here: a
+ * node on another config claims only the schedules it has.
  *
  * `--stale` (issue 14) prints only whether each schedule delivered a slot
  * recently enough, and exits 1 when one did not: its `sla:
@@ -148,10 +155,57 @@ static void print_text(const struct cli_state *st, struct report_sched *v,
 			(long long)other->active, (long long)other->dead,
 			other->dead ? "  <- lost slots: surecron ledger --lost"
 				    : "");
+	/* Issue 43: no node of this config claims them. */
+	if (other && (other->ready_due || other->delayed))
+		cli_out(stdout, "  note     a node claims only the schedules "
+			"of its config: these wait for a node whose config "
+			"has theirs\n");
+}
+
+/* The nodes status shows: live ones and how many are gone. */
+struct node_view {
+	const struct store_node *v;
+	size_t n;
+	int64_t now_ms;
+	char digest[STORE_NODE_DIGEST_MAX]; /* this config's */
+};
+
+static bool node_live(const struct node_view *nv, const struct store_node *x)
+{
+	return nv->now_ms - x->seen_ms <= STORE_NODE_LIVE_MS;
+}
+
+static void print_nodes(const struct node_view *nv)
+{
+	char a[CLOCK_ISO_MAX], b[CLOCK_ISO_MAX];
+	size_t live = 0, skew = 0;
+
+	for (size_t i = 0; i < nv->n; i++)
+		if (node_live(nv, &nv->v[i])) {
+			live++;
+			skew += strcmp(nv->v[i].config_digest,
+				       nv->digest) != 0;
+		}
+	cli_out(stdout, "\nnodes\n  live     %zu%s, %zu gone\n", live,
+		skew ? " (configs differ: a node claims only the schedules "
+		       "its config has)" : "", nv->n - live);
+	for (size_t i = 0; i < nv->n; i++) {
+		const struct store_node *x = &nv->v[i];
+		if (!node_live(nv, x))
+			continue;
+		cli_out(stdout, "  %s  pid %lld, version %s, config %s%s, "
+			"started %s, seen %s\n", x->host, (long long)x->pid,
+			x->version, x->config_digest,
+			strcmp(x->config_digest, nv->digest) == 0
+				? " (this config)" : " (another config)",
+			clock_format_utc(x->started_ms, a),
+			clock_format_utc(x->seen_ms, b));
+	}
 }
 
 static int print_json(const struct cli_state *st, struct report_sched *v,
-		      size_t nv, const struct store_counts *other)
+		      size_t nv, const struct store_counts *other,
+		      const struct node_view *nodes)
 {
 	json_t *root = json_object(), *arr = json_array();
 
@@ -166,6 +220,14 @@ static int print_json(const struct cli_state *st, struct report_sched *v,
 	json_object_set_new(root, "schedules", arr);
 	json_object_set_new(root, "other_jobs", !other ? json_null()
 			    : report_counts_json(other));
+	if (nodes) {
+		json_t *nj = report_nodes_json(nodes->v, nodes->n,
+						nodes->now_ms, nodes->digest);
+		if (!nj || json_object_set_new(root, "nodes", nj) != 0) {
+			json_decref(root);
+			return cli_fail(EXIT_FAIL, "out of memory");
+		}
+	}
 	for (size_t i = 0; i < nv; i++) {
 		json_t *o = report_sched_json(&v[i]);
 		if (!o || json_array_append_new(arr, o) != 0) {
@@ -376,6 +438,9 @@ int cmd_status(int argc, char **argv)
 	struct report_status rs = {0};
 	struct sc_err err = {0};
 	int64_t now_ms = sc_clock_now_ms(sc_clock_real());
+	struct store_node *nodes = NULL;
+	size_t n_nodes = 0;
+	struct node_view nv = {.now_ms = now_ms};
 	int r;
 
 	for (int i = 1; i < argc; i++) {
@@ -426,11 +491,23 @@ int cmd_status(int argc, char **argv)
 		r = cli_fail(EXIT_FAIL, "%s", err.msg);
 		goto done;
 	}
+	/* Every schedule: the nodes too (one more read, O(nodes)). */
+	if (!one) {
+		if (store_nodes(st.store, &nodes, &n_nodes, &err) != 0) {
+			r = cli_fail(EXIT_FAIL, "store: %s", err.msg);
+			goto done;
+		}
+		nv.v = nodes;
+		nv.n = n_nodes;
+		config_digest(st.cfg, nv.digest);
+	}
 print:
-	r = json ? print_json(&st, rs.v, rs.n, one ? NULL : &rs.other)
+	r = json ? print_json(&st, rs.v, rs.n, one ? NULL : &rs.other,
+			      one ? NULL : &nv)
 		 : (print_text(&st, rs.v, rs.n, one ? NULL : &rs.other),
-		    EXIT_OK);
+		    one ? (void)0 : print_nodes(&nv), EXIT_OK);
 done:
+	free(nodes);
 	report_status_dispose(&rs);
 	cli_state_close(&st);
 	return r;

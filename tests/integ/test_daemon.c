@@ -1033,6 +1033,59 @@ static void once_runs_what_is_due(void **state)
 	env_dispose(&e);
 }
 
+/* Issue 43: a node whose config lacks a schedule (a rolling deploy that
+ * adds it: this node still runs the old config) never claims its jobs,
+ * which wait, READY and never attempted, for a node that has it: not
+ * `lost` as "not in the configuration". Through the binary, as the
+ * daemon claims. */
+static void issue43_unknown_schedule_waits(void **state)
+{
+	struct env e;
+	(void)state;
+	env_init(&e);
+	write_cfg(&e, W_FAST,
+		  "  good:\n"
+		  "    cron: \"0 3 1 1 *\"\n"
+		  "    tz: UTC\n"
+		  "    targets: [hook]\n"
+		  "    tasks:\n"
+		  "      - {name: t, shell: \"echo good\"}\n");
+	int64_t now = now_ms() / 1000 * 1000;
+	/* The newer node's schedule, queued before this node's own. */
+	int64_t id = trigger(&e, "added-elsewhere", now - 1000);
+	trigger(&e, "good", now);
+	assert_int_equal(run_once(&e), 0);
+	assert_int_equal(ledger_count(&e, "good", LEDGER_SUCCESS), 1);
+	assert_int_equal(ledger_count(&e, "added-elsewhere", LEDGER_LOST), 0);
+	struct store *s = open_store(&e);
+	struct store_job job;
+	assert_int_equal(store_job_get(s, id, &job, NULL), 0);
+	assert_int_equal(job.state, JOB_READY);
+	assert_int_equal(job.attempts, 0);
+	store_close(s);
+	/* status says where it is and why it waits. */
+	static char out[16384], err[4096];
+	const char *st[] = {"status", "--config", e.cfg, NULL};
+	assert_int_equal(tu_run_bin(e.dir, e.dir, NULL, st, out, sizeof(out),
+				    err, sizeof(err)), 0);
+	assert_non_null(strstr(out, "schedules not in the config\n  jobs     "
+				    "1 waiting, 0 delayed, 0 running, 0 dead\n"
+				    "  note     a node claims only the "
+				    "schedules of its config"));
+	/* The node that has it runs it. */
+	write_cfg(&e, W_FAST,
+		  "  added-elsewhere:\n"
+		  "    cron: \"0 3 1 1 *\"\n"
+		  "    tz: UTC\n"
+		  "    targets: [hook]\n"
+		  "    tasks:\n"
+		  "      - {name: t, shell: \"echo added\"}\n");
+	assert_int_equal(run_once(&e), 0);
+	assert_int_equal(ledger_count(&e, "added-elsewhere", LEDGER_SUCCESS),
+			 1);
+	env_dispose(&e);
+}
+
 /* ---- issue 11 item 8: helpers that leave the task's group ------------ */
 
 /* Writes dir/helpers.sh: a task that starts a `setsid sleep` helper and a
@@ -1174,6 +1227,94 @@ static void two_daemons_pg(void **state)
 	free(bodies);
 	assert_int_equal(ledger_count(&e, "persec", LEDGER_SUCCESS), n);
 	assert_int_equal(ledger_count(&e, "persec", LEDGER_FAILED), 0);
+	env_dispose(&e);
+}
+
+/* `surecron status --json` (every schedule) with config cfg: the root
+ * object, or NULL when it failed. */
+static json_t *status_json(const struct env *e, const char *cfg)
+{
+	static char out[65536], err[8192];
+	const char *args[] = {"status", "--json", "--config", cfg, NULL};
+	int rc = tu_run_bin(e->dir, e->dir, NULL, args, out, sizeof(out), err,
+			    sizeof(err));
+
+	return rc == 0 ? json_loads(out, 0, NULL) : NULL;
+}
+
+/* Issue 43: each daemon publishes itself in the store (id, host, pid,
+ * version, config digest, started, last seen), and `status` shows the
+ * live nodes and which of them run another config: two daemons on
+ * PostgreSQL, the second with one schedule more (a rolling deploy). */
+static void issue43_nodes_published_pg(void **state)
+{
+	struct env e, e2;
+	(void)state;
+	PGFX_NEED_SERVER();
+	env_init(&e);
+	snprintf(e.store_url, sizeof(e.store_url), "%s", pgfx_url());
+	static const char one[] =
+		"  s1:\n"
+		"    cron: \"0 3 1 1 *\"\n"
+		"    tz: UTC\n"
+		"    targets: [hook]\n"
+		"    tasks:\n"
+		"      - {name: t, shell: \"echo s1\"}\n";
+	char two[1024];
+	snprintf(two, sizeof(two), "%s  s2:\n    renamed_from: [s0]\n"
+		 "    cron: \"0 4 1 1 *\"\n    tz: UTC\n"
+		 "    targets: [hook]\n    tasks:\n"
+		 "      - {name: t, shell: \"echo s2\"}\n", one);
+	write_cfg(&e, W_FAST, one);
+	e2 = e;
+	snprintf(e2.cfg, sizeof(e2.cfg), "%s/newer.yaml", e.dir);
+	write_cfg(&e2, W_FAST, two);
+	pid_t a = start_daemon(&e, NULL);
+	pid_t b = start_daemon(&e2, NULL);
+	json_t *st = NULL, *live = NULL;
+	int64_t end = now_ms() + PATIENCE_MS;
+	for (;;) {
+		json_decref(st);
+		st = status_json(&e, e.cfg);
+		live = st ? json_object_get(json_object_get(st, "nodes"),
+					   "live") : NULL;
+		if (json_array_size(live) == 2 || now_ms() > end)
+			break;
+		sleep_ms(100);
+	}
+	assert_int_equal(json_array_size(live), 2);
+	size_t same = 0;
+	for (size_t i = 0; i < 2; i++) {
+		json_t *x = json_array_get(live, i);
+		json_int_t pid = json_integer_value(json_object_get(x, "pid"));
+		assert_true(pid == a || pid == b);
+		assert_true(json_is_true(json_object_get(x, "same_config")) ==
+			    (pid == a));
+		same += json_is_true(json_object_get(x, "same_config"));
+		assert_int_equal(strlen(json_string_value(
+					 json_object_get(x, "config_digest"))),
+				 16);
+		assert_true(json_integer_value(json_object_get(
+				    x, "last_seen_ms")) >=
+			    json_integer_value(json_object_get(x,
+							       "started_ms")));
+	}
+	assert_int_equal(same, 1);
+	json_decref(st);
+	/* The other daemon's view: the same two, its own config marked. */
+	st = status_json(&e2, e2.cfg);
+	assert_non_null(st);
+	live = json_object_get(json_object_get(st, "nodes"), "live");
+	assert_int_equal(json_array_size(live), 2);
+	for (size_t i = 0; i < 2; i++) {
+		json_t *x = json_array_get(live, i);
+		json_int_t pid = json_integer_value(json_object_get(x, "pid"));
+		assert_true(json_is_true(json_object_get(x, "same_config")) ==
+			    (pid == b));
+	}
+	json_decref(st);
+	stop_daemon(a);
+	stop_daemon(b);
 	env_dispose(&e);
 }
 
@@ -1454,6 +1595,8 @@ int main(void)
 		cmocka_unit_test_teardown(trigger_starts_within_a_second, reap_all),
 		cmocka_unit_test_teardown(never_starts_before_due, reap_all),
 		cmocka_unit_test_teardown(once_runs_what_is_due, reap_all),
+		cmocka_unit_test_teardown(issue43_unknown_schedule_waits,
+					  reap_all),
 		cmocka_unit_test_teardown(escaped_helpers_end_with_daemon_stop,
 					  reap_all),
 		cmocka_unit_test_teardown(escaped_helpers_end_with_run_once,
@@ -1464,6 +1607,8 @@ int main(void)
 						pg_teardown),
 		cmocka_unit_test_setup_teardown(pg_restart, pgfx_setup,
 						pg_teardown),
+		cmocka_unit_test_setup_teardown(issue43_nodes_published_pg,
+						pgfx_setup, pg_teardown),
 	};
 	int rc = cmocka_run_group_tests_name("daemon", tests, NULL, NULL);
 	rc += cmocka_run_group_tests_name("daemon_pg", pg_tests,

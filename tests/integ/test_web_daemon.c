@@ -24,6 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <jansson.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -238,10 +239,29 @@ static void serves_healthz_and_keeps_its_rules(void **state)
 		"surecron_deliveries_total{target=\"out\",state=\"sent\"} 1\n",
 		"# TYPE surecron_alerts_total counter\n",
 		"# TYPE surecron_last_success_timestamp_seconds gauge\n",
-		"# TYPE surecron_next_slot_timestamp_seconds gauge\n"};
+		"# TYPE surecron_next_slot_timestamp_seconds gauge\n",
+		/* Issue 43: this daemon, alone, on its own config. */
+		"\nsurecron_nodes 1\n", "\nsurecron_config_skew 0\n"};
 	for (size_t i = 0; i < sizeof(series) / sizeof(series[0]); i++)
 		if (!strstr(m, series[i]))
 			fail_msg("no %s in:\n%s", series[i], m);
+	/* Issue 43: GET /api/nodes, this daemon on its own config. */
+	{
+		char nresp[16384];
+		assert_int_equal(http_req(port, "GET", "/api/nodes", NULL,
+					  nresp, sizeof(nresp)), 200);
+		json_t *nj = json_loads(body_of(nresp), 0, NULL);
+		assert_non_null(nj);
+		json_t *live = json_object_get(nj, "live");
+		assert_int_equal(json_array_size(live), 1);
+		json_t *x = json_array_get(live, 0);
+		assert_true(json_is_true(json_object_get(x, "same_config")));
+		assert_true(json_integer_value(json_object_get(x, "pid")) > 0);
+		assert_int_equal(json_integer_value(json_object_get(nj,
+								    "gone")),
+				 0);
+		json_decref(nj);
+	}
 	/* The store's gauges: the last success is the ledger's success row
 	 * (its finish), the next slot the cron engine's after now. */
 	char url[700], want[256];
