@@ -158,18 +158,25 @@ int alert_raise_missed(struct store *s, const char *schedule,
 	return raise_logged(s, &a, err);
 }
 
-int alert_raise_runner(struct store *s, const char *node, int64_t since_ms,
-		       const char *why, int64_t *id, struct sc_err *err)
+/* A node's alert (runner, skew): raised by the daemon that saw it, on
+ * its own name, and closed by it (alert_close_node). */
+static bool is_node_reason(const char *reason)
+{
+	return strcmp(reason, ALERT_REASON_RUNNER) == 0 ||
+	       strcmp(reason, ALERT_REASON_SKEW) == 0;
+}
+
+static int raise_node(struct store *s, const char *name, const char *reason,
+		      int64_t since_ms, const char *why, int64_t *id,
+		      struct sc_err *err)
 {
 	struct store_alert a;
 	bool created = false;
 
 	memset(&a, 0, sizeof(a));
-	snprintf(a.schedule, sizeof(a.schedule), "%s%s", ALERT_RUNNER_PREFIX,
-		 node);
-	snprintf(a.reason, sizeof(a.reason), "%s", ALERT_REASON_RUNNER);
-	snprintf(a.error_msg, sizeof(a.error_msg), "%s",
-		 why && *why ? why : "out of descriptors, processes or memory");
+	snprintf(a.schedule, sizeof(a.schedule), "%s", name);
+	snprintf(a.reason, sizeof(a.reason), "%s", reason);
+	snprintf(a.error_msg, sizeof(a.error_msg), "%s", why);
 	a.slot_ms = a.last_slot_ms = since_ms;
 	a.n_slots = 1;
 	a.status = ALERT_OPEN;
@@ -179,6 +186,24 @@ int alert_raise_runner(struct store *s, const char *node, int64_t since_ms,
 		       "schedule=%s reason=%s", id ? (long long)*id : 0LL,
 		       a.schedule, a.reason);
 	return rc;
+}
+
+int alert_raise_runner(struct store *s, const char *node, int64_t since_ms,
+		       const char *why, int64_t *id, struct sc_err *err)
+{
+	char name[STORE_NAME_MAX];
+
+	snprintf(name, sizeof(name), "%s%s", ALERT_RUNNER_PREFIX, node);
+	return raise_node(s, name, ALERT_REASON_RUNNER, since_ms,
+			  why && *why ? why
+				      : "out of descriptors, processes or memory",
+			  id, err);
+}
+
+int alert_raise_skew(struct store *s, const char *name, int64_t since_ms,
+		     const char *why, int64_t *id, struct sc_err *err)
+{
+	return raise_node(s, name, ALERT_REASON_SKEW, since_ms, why, id, err);
 }
 
 /* Raises the lost alerts that a crash (between the DEAD transition and
@@ -398,8 +423,8 @@ static int slots_succeeded(struct store *s, const struct store_alert *x,
 			   struct sc_err *err)
 {
 	*yes = false;
-	/* The node's daemon closes it when the exhaustion ends. */
-	if (strcmp(x->reason, ALERT_REASON_RUNNER) == 0)
+	/* The node's daemon closes it when what raised it ends. */
+	if (is_node_reason(x->reason))
 		return 0;
 	if (strcmp(x->reason, ALERT_REASON_LATE) == 0 ||
 	    strcmp(x->reason, ALERT_REASON_OVERRUN) == 0) {
@@ -501,9 +526,8 @@ static int close_healed(struct store *s, struct sc_clock *clock,
 	then.error_msg[0] = '\0';
 	then.note[0] = '\0';
 	/* A timing breach's "recovered" message says which one ended, and
-	 * so does the runner's. */
-	if (is_sla_reason(x->reason) ||
-	    strcmp(x->reason, ALERT_REASON_RUNNER) == 0)
+	 * so does a node's alert. */
+	if (is_sla_reason(x->reason) || is_node_reason(x->reason))
 		snprintf(then.note, sizeof(then.note), "%s", x->reason);
 	struct ledger_row row;
 	char msg[STORE_NAME_MAX + 96];
@@ -513,6 +537,9 @@ static int close_healed(struct store *s, struct sc_clock *clock,
 		snprintf(msg, sizeof(msg), "the runner alert of %s is closed: "
 			 "it runs tasks again", x->schedule +
 			 strlen(ALERT_RUNNER_PREFIX));
+	else if (strcmp(x->reason, ALERT_REASON_SKEW) == 0)
+		snprintf(msg, sizeof(msg), "the skew alert %s is closed: the "
+			 "nodes agree again", x->schedule);
 	else if (is_sla_reason(x->reason))
 		snprintf(msg, sizeof(msg), "the %s alert of %s is closed: %s",
 			 x->reason, x->schedule,
@@ -549,7 +576,7 @@ static int heal(const struct alert_ctx *a, const struct store_alert *x,
 	return rc;
 }
 
-int alert_close_runner(struct store *s, int64_t id, struct sc_err *err)
+int alert_close_node(struct store *s, int64_t id, struct sc_err *err)
 {
 	struct alert_filter f = {.open_only = true, .slot_ms = INT64_MIN,
 				 .since_ms = INT64_MIN, .until_ms = INT64_MAX};
@@ -561,8 +588,7 @@ int alert_close_runner(struct store *s, int64_t id, struct sc_err *err)
 	/* The open alerts are few: the one asked for is looked up among
 	 * them (an acked one is not there, and needs nothing). */
 	for (size_t i = 0; rc == 0 && i < n; i++)
-		if (v[i].id == id &&
-		    strcmp(v[i].reason, ALERT_REASON_RUNNER) == 0)
+		if (v[i].id == id && is_node_reason(v[i].reason))
 			rc = close_healed(s, NULL, &v[i], &changed, err);
 	sc_free(v);
 	return rc;
@@ -624,6 +650,20 @@ static void compose_text(const struct store_alert *x, int round,
 			 t1, again);
 		snprintf(command, nc, "surecron status (or: surecron ack %s "
 			 "%s)", x->schedule, t1);
+	} else if (strcmp(x->reason, ALERT_REASON_SKEW) == 0) {
+		/* error_msg is cut to fit: it names the nodes, which may
+		 * be many. */
+		if (snprintf(summary, ns, "\xF0\x9F\x9A\xA8 config skew since "
+			     "%s%s: no slot is charged, the jobs wait for a "
+			     "node that has the schedule: %s", t1, again,
+			     x->error_msg) < 0)
+			summary[0] = '\0';
+		snprintf(command, nc, "surecron status (or: surecron ack %s "
+			 "%s)", x->schedule, t1);
+	} else if (strcmp(x->note, ALERT_REASON_SKEW) == 0) {
+		snprintf(summary, ns, "\xE2\x9C\x85 config skew %s ended "
+			 "(since %s); its alert is closed", x->schedule, t1);
+		*has_command = false;
 	} else if (strcmp(x->note, ALERT_REASON_RUNNER) == 0) {
 		snprintf(summary, ns, "\xE2\x9C\x85 surecron on %s runs tasks "
 			 "again (exhausted since %s); its alert is closed",

@@ -21,7 +21,7 @@
  * staleness counts from, generation 0), job_id 0 in all three. Their
  * "recovered" message names the healed reason in its note. The daemon
  * raises and closes the node's runner alert (alert_raise_runner,
- * alert_close_runner, issue 42). Who sends:
+ * alert_close_node, issue 42). Who sends:
  * alert_tick, run by the daemon's alerter thread and at the end of
  * `run --once`.
  *
@@ -99,17 +99,36 @@ int alert_raise_missed(struct store *s, const char *schedule,
  * Raises the runner alert of node for an exhaustion that began at
  * since_ms, why its first error (never secrets). Idempotent on (node,
  * since_ms). *id (NULL allowed) gets the alert's id, for
- * alert_close_runner.
+ * alert_close_node.
  */
 int alert_raise_runner(struct store *s, const char *node, int64_t since_ms,
 		       const char *why, int64_t *id, struct sc_err *err);
 
 /*
- * Closes the runner alert id (HEALED) once the exhaustion ended, with
- * its "recovered" message and ledger row. Nothing when it is not OPEN
- * (an operator acked it).
+ * Config skew between nodes (issue 43): a job of a schedule this node's
+ * config lacks that has waited past worker.skew_grace (no node that has
+ * the schedule ran it), or live nodes whose config digests have differed
+ * for as long. Like the runner's, it is a node's alert, raised and closed
+ * by the daemon that saw it: its schedule field is ALERT_SKEW_PREFIX and
+ * the schedule's name (ALERT_SKEW_CONFIGS for the digests), its slot the
+ * instant the skew was first seen.
  */
-int alert_close_runner(struct store *s, int64_t id, struct sc_err *err);
+#define ALERT_REASON_SKEW "skew"
+#define ALERT_SKEW_PREFIX "skew:"
+#define ALERT_SKEW_CONFIGS "skew::configs"
+
+/* Raises the skew alert named `name` (ALERT_SKEW_PREFIX + a schedule, or
+ * ALERT_SKEW_CONFIGS) first seen at since_ms; why names the schedule and
+ * the nodes. Idempotent on (name, since_ms); *id as alert_raise_runner. */
+int alert_raise_skew(struct store *s, const char *name, int64_t since_ms,
+		     const char *why, int64_t *id, struct sc_err *err);
+
+/*
+ * Closes a node's alert id, a runner or a skew one (HEALED), once what
+ * raised it ended, with its "recovered" message and ledger row. Nothing
+ * when it is not OPEN (an operator acked it).
+ */
+int alert_close_node(struct store *s, int64_t id, struct sc_err *err);
 
 /* The most late, overrunning and schedule rows one timing pass reads;
  * the rest wait for the next pass (oldest first). */

@@ -964,7 +964,7 @@ static void parse_store(struct pc *pc, const struct config_node *root)
 static void parse_worker(struct pc *pc, const struct config_node *root)
 {
 	static const char *const keys[] = {"concurrency", "lease", "grace",
-					   NULL};
+					   "skew_grace", NULL};
 	const struct config_node *w = config_yaml_get(root, "worker");
 	long long conc;
 
@@ -976,6 +976,8 @@ static void parse_worker(struct pc *pc, const struct config_node *root)
 		     &pc->c->lease_ms);
 	get_duration(pc, w, "worker", "grace", 0, INT64_C(86400000),
 		     &pc->c->grace_ms);
+	get_duration(pc, w, "worker", "skew_grace", 1000,
+		     INT64_C(86400000) * 7, &pc->c->skew_grace_ms);
 }
 
 /*
@@ -3560,6 +3562,7 @@ static int parse_config(const char *path, struct config **out,
 	c->concurrency = 1;
 	c->lease_ms = 5 * 60 * 1000;
 	c->grace_ms = 30 * 1000;
+	c->skew_grace_ms = 10 * 60 * 1000;
 
 	/* The main file is srcs[0] and files[0]; the fragments follow. */
 	const char *base = strrchr(path, '/');

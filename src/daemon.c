@@ -210,6 +210,10 @@ struct daemon {
 	bool pruner_started;
 	char host[64];           /* for worker names */
 	int64_t node_started_ms; /* this daemon's start, in its node id */
+	/* Config skew seen by this node (issue 43): the scheduler thread's
+	 * alone (skew_check). */
+	struct skew_wait *skew;
+	size_t n_skew;
 	struct heartbeat *hb;    /* external pings; reconfigured on reload */
 	int64_t wd_ms;           /* systemd watchdog interval, 0: none */
 	int64_t wd_last_mono_ms; /* the last WATCHDOG=1 */
@@ -564,7 +568,7 @@ static void runner_exhausted(struct daemon *d, struct store *s,
 		d->runner_alert = id;
 	pthread_mutex_unlock(&d->mu);
 	if (close_now)
-		(void)alert_close_runner(s, id, &e);
+		(void)alert_close_node(s, id, &e);
 }
 
 /* A run the runner could start: an exhaustion, if one lasted and no job
@@ -589,7 +593,7 @@ static void runner_fine(struct daemon *d, struct store *s)
 	pthread_mutex_unlock(&d->mu);
 	LOG(SC_LOG_INFO, "daemon", "event=runner_exhausted state=end "
 	    "lasted_ms=%lld", (long long)(now - since));
-	if (id && alert_close_runner(s, id, &e) != 0)
+	if (id && alert_close_node(s, id, &e) != 0)
 		LOG(SC_LOG_WARN, "alert", "event=alert_not_closed "
 		    "reason=runner alert=%lld code=%s msg=\"surecron ack "
 		    "closes it\"", (long long)id, sc_strerror(e.code));
@@ -1197,6 +1201,7 @@ void daemon_reload(struct daemon *d)
  * worker.concurrency now (set_workers).
  */
 static void node_beat(struct daemon *d);
+static void skew_check(struct daemon *d);
 
 static void do_reload(struct daemon *d)
 {
@@ -1297,6 +1302,152 @@ static void node_beat(struct daemon *d)
 	if (store_node_beat(d->store, &n, &e) != 0)
 		LOG(SC_LOG_WARN, "daemon", "event=node-beat-failed code=%s "
 		       "msg=\"%s\"", sc_strerror(e.code), e.msg);
+}
+
+/*
+ * Config skew (issue 43). A node never claims a job of a schedule its
+ * config lacks (queue_overlap_rule), so during a rolling deploy such a
+ * job waits for a node that has it; if none does, it would wait in
+ * silence. So each pass, a schedule with due jobs that this config lacks
+ * (by name or renamed_from), and live nodes whose config digests differ,
+ * are noted with the clock instant first seen; one that lasts
+ * worker.skew_grace raises a skew alert (alert_raise_skew) naming the
+ * schedule and the live nodes, closed when it ends. Nothing is charged
+ * to a slot.
+ */
+struct skew_wait {
+	char name[STORE_NAME_MAX]; /* ALERT_SKEW_PREFIX + a schedule, or
+				      ALERT_SKEW_CONFIGS */
+	int64_t since_ms;          /* clock ms first seen */
+	int64_t alert;             /* its alert's id; 0: not raised */
+	bool seen;                 /* seen by this pass */
+};
+
+/* How often skew_check runs (mono ms): a quarter of the grace, within
+ * 1 s and RECOVER_EVERY_MS. */
+static int64_t skew_every_ms(const struct config *c)
+{
+	int64_t v = c->skew_grace_ms / 4;
+
+	return v < 1000 ? 1000 : v > RECOVER_EVERY_MS ? RECOVER_EVERY_MS : v;
+}
+
+/* Marks name as seen now; false when out of memory (logged: the entry is
+ * left out of this pass, and tried again at the next). */
+static bool skew_mark(struct daemon *d, const char *name, int64_t now)
+{
+	for (size_t i = 0; i < d->n_skew; i++)
+		if (strcmp(d->skew[i].name, name) == 0) {
+			d->skew[i].seen = true;
+			return true;
+		}
+	struct skew_wait *v = realloc(d->skew, (d->n_skew + 1) * sizeof(*v));
+	if (!v) {
+		LOG(SC_LOG_WARN, "daemon", "event=skew-check-failed "
+		       "msg=\"out of memory\"");
+		return false;
+	}
+	d->skew = v;
+	memset(&v[d->n_skew], 0, sizeof(v[0]));
+	snprintf(v[d->n_skew].name, sizeof(v[0].name), "%s", name);
+	v[d->n_skew].since_ms = now;
+	v[d->n_skew].seen = true;
+	d->n_skew++;
+	return true;
+}
+
+static void skew_check(struct daemon *d)
+{
+	struct cfg_ref *cr = cfg_get(d);
+	const struct config *c = cr->cfg;
+	int64_t now = sc_clock_now_ms(d->clock);
+	struct store_sched_summary *sum = NULL;
+	struct store_node *nodes = NULL;
+	size_t n_sum = 0, n_nodes = 0;
+	struct sc_err e = {0};
+	char live[768] = "", name[STORE_NAME_MAX];
+	const char *digest = NULL;
+	bool differ = false;
+
+	for (size_t i = 0; i < d->n_skew; i++)
+		d->skew[i].seen = false;
+	if (store_nodes(d->store, &nodes, &n_nodes, &e) == 0) {
+		for (size_t i = 0; i < n_nodes; i++) {
+			if (now - nodes[i].seen_ms > STORE_NODE_LIVE_MS)
+				continue;
+			size_t l = strlen(live);
+			snprintf(live + l, sizeof(live) - l, "%s%s (config %s)",
+				 l ? ", " : "", nodes[i].id,
+				 nodes[i].config_digest);
+			if (digest && strcmp(digest, nodes[i].config_digest))
+				differ = true;
+			digest = nodes[i].config_digest;
+		}
+		if (differ)
+			skew_mark(d, ALERT_SKEW_CONFIGS, now);
+	} else {
+		/* Unknown this pass: keep what was seen. */
+		for (size_t i = 0; i < d->n_skew; i++)
+			if (strcmp(d->skew[i].name, ALERT_SKEW_CONFIGS) == 0)
+				d->skew[i].seen = true;
+	}
+	if (store_sched_summaries(d->store, NULL, &sum, &n_sum, &e) == 0) {
+		for (size_t i = 0; i < n_sum; i++) {
+			if (sum[i].counts.ready_due <= 0 ||
+			    config_schedule_of(c, sum[i].schedule))
+				continue;
+			/* A stored name is a config's (CONFIG_NAME_MAX), so
+			 * the prefix fits; a longer one is not ours. */
+			if (snprintf(name, sizeof(name), "%s%s",
+				     ALERT_SKEW_PREFIX, sum[i].schedule) <
+			    (int)sizeof(name))
+				skew_mark(d, name, now);
+		}
+		store_sched_summaries_free(sum, n_sum);
+	} else {
+		for (size_t i = 0; i < d->n_skew; i++)
+			if (strcmp(d->skew[i].name, ALERT_SKEW_CONFIGS) != 0)
+				d->skew[i].seen = true;
+	}
+	for (size_t i = 0; i < d->n_skew;) {
+		struct skew_wait *w = &d->skew[i];
+		if (!w->seen) {
+			if (w->alert && alert_close_node(d->store, w->alert,
+							 &e) != 0) {
+				/* Closed at a later pass. */
+				w->seen = true;
+				i++;
+				continue;
+			}
+			if (w->alert)
+				LOG(SC_LOG_INFO, "daemon", "event=skew state=end "
+				       "name=%s", w->name);
+			*w = d->skew[--d->n_skew];
+			continue;
+		}
+		if (!w->alert && now - w->since_ms >= c->skew_grace_ms) {
+			char why[1024];
+			if (strcmp(w->name, ALERT_SKEW_CONFIGS) == 0)
+				snprintf(why, sizeof(why), "live nodes run "
+					 "different configs: %s", live);
+			else
+				snprintf(why, sizeof(why), "schedule %s has "
+					 "jobs due that no node ran, and the "
+					 "config of %s lacks it; live nodes: %s",
+					 w->name + strlen(ALERT_SKEW_PREFIX),
+					 d->host, *live ? live : "none");
+			if (alert_raise_skew(d->store, w->name, w->since_ms, why,
+					     &w->alert, &e) == 0)
+				LOG(SC_LOG_ERROR, "daemon", "event=skew "
+				       "state=begin name=%s since_ms=%lld",
+				       w->name, (long long)w->since_ms);
+			else
+				w->alert = 0;
+		}
+		i++;
+	}
+	free(nodes);
+	cfg_put(d, cr);
 }
 
 /* tick's answer when no schedule could be looked at (the store is down). */
@@ -1605,7 +1756,7 @@ int daemon_run(struct daemon *d, struct sc_err *err)
 
 	d->wd_ms = sdnotify_watchdog_usec() / 1000;
 	d->wd_last_mono_ms = clock_mono_ms();
-	int64_t last_recover = clock_mono_ms();
+	int64_t last_recover = clock_mono_ms(), last_skew = 0;
 	struct store_health h = {.backoff_ms = BACKOFF_MIN_MS};
 	bool ready = false;
 	for (;;) {
@@ -1653,6 +1804,16 @@ int daemon_run(struct daemon *d, struct sc_err *err)
 			last_recover = clock_mono_ms();
 			node_beat(d);
 		}
+		cr = cfg_get(d);
+		int64_t skew_every = skew_every_ms(cr->cfg);
+		cfg_put(d, cr);
+		if (clock_mono_ms() - last_skew >= skew_every) {
+			skew_check(d);
+			last_skew = clock_mono_ms();
+		}
+		/* While a skew is pending, look again in time for its grace. */
+		if (d->n_skew && next > now + skew_every)
+			next = now + skew_every;
 		if (next > now + SCHED_MAX_SLEEP_MS)
 			next = now + SCHED_MAX_SLEEP_MS;
 		if (next > now + RECOVER_EVERY_MS)
@@ -1749,6 +1910,7 @@ void daemon_free(struct daemon *d)
 	pthread_mutex_destroy(&d->mu);
 	pthread_cond_destroy(&d->cond);
 	pthread_cond_destroy(&d->main_cond);
+	free(d->skew);
 	free(d->store_url);
 	free(d->config_path);
 	free(d);

@@ -235,6 +235,7 @@ struct config {
 	int concurrency;        /* default 1 */
 	int64_t lease_ms;       /* default 5 min */
 	int64_t grace_ms;       /* default 30 s */
+	int64_t skew_grace_ms;  /* worker.skew_grace, default 10 min */
 	struct target_spec *targets;
 	size_t n_targets;
 	char **alert_targets;   /* NULL-terminated names, may be empty */

@@ -464,7 +464,7 @@ int worker_run_job(const struct worker_opts *o, const struct store_job *job_in,
 		int rrc = queue_release(o->store, &k.job, &e);
 		out->released = rrc == 0;
 		LOG(SC_LOG_WARN, "worker", "event=unknown-schedule job=%lld "
-		       "schedule=%s slot=%lld outcome=%s msg=\"schedule %s "
+		       "schedule=%s slot_ms=%lld outcome=%s msg=\"schedule %s "
 		       "is not in this node's configuration: the job waits for "
 		       "a node that has it\"", (long long)job->id,
 		       job->schedule, (long long)job->slot_ms,

@@ -69,10 +69,11 @@ int cmd_ack(int argc, char **argv)
 		return r;
 	if ((r = cli_state_open(path, false, &st)))
 		goto done;
-	/* A node's runner alert (alert.h) is named runner:HOST, which no
-	 * schedule can be. */
+	/* A node's runner or skew alert (alert.h) is named runner:HOST or
+	 * skew:..., which no schedule can be. */
 	if (strncmp(pos[0], ALERT_RUNNER_PREFIX,
 		    strlen(ALERT_RUNNER_PREFIX)) != 0 &&
+	    strncmp(pos[0], ALERT_SKEW_PREFIX, strlen(ALERT_SKEW_PREFIX)) != 0 &&
 	    !config_schedule(st.cfg, pos[0])) {
 		r = cli_fail(EXIT_USAGE, "no schedule '%s' in %s", pos[0],
 			     st.path);

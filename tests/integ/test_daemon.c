@@ -1086,6 +1086,56 @@ static void issue43_unknown_schedule_waits(void **state)
 	env_dispose(&e);
 }
 
+/*
+ * Issue 43: a job of a schedule no node has waits (never lost to config
+ * skew), and is not silent: past worker.skew_grace this node raises a
+ * skew alert naming the schedule; a reload that adds the schedule runs the
+ * job, and the alert closes with its recovered row. On the code before
+ * the skew alert the job waited with no word.
+ */
+static void issue43_skew_alerted_after_grace(void **state)
+{
+	struct env e;
+	(void)state;
+	env_init(&e);
+	write_cfg(&e, "{concurrency: 1, lease: 2s, grace: 1s, skew_grace: 1s}",
+		  "  good:\n"
+		  "    cron: \"0 3 1 1 *\"\n"
+		  "    tz: UTC\n"
+		  "    targets: [hook]\n"
+		  "    tasks:\n"
+		  "      - {name: t, shell: \"echo good\"}\n");
+	int64_t id = trigger(&e, "added-elsewhere", now_ms() / 1000 * 1000);
+	pid_t pid = start_daemon(&e, NULL);
+	assert_true(wait_log(&e, "event=skew state=begin "
+			     "name=skew:added-elsewhere", 1, 15000));
+	struct store *s = open_store(&e);
+	struct store_job job;
+	assert_int_equal(store_job_get(s, id, &job, NULL), 0);
+	assert_int_equal(job.state, JOB_READY);
+	assert_int_equal(job.attempts, 0);
+	store_close(s);
+	assert_int_equal(ledger_count(&e, "added-elsewhere", LEDGER_LOST), 0);
+	/* One alert, however many passes saw it. */
+	assert_int_equal(log_count(&e, "event=skew state=begin"), 1);
+	write_cfg(&e, "{concurrency: 1, lease: 2s, grace: 1s, skew_grace: 1s}",
+		  "  added-elsewhere:\n"
+		  "    cron: \"0 3 1 1 *\"\n"
+		  "    tz: UTC\n"
+		  "    targets: [hook]\n"
+		  "    tasks:\n"
+		  "      - {name: t, shell: \"echo added\"}\n");
+	kill(pid, SIGHUP);
+	assert_true(wait_log(&e, "event=skew state=end "
+			     "name=skew:added-elsewhere", 1, 15000));
+	assert_int_equal(ledger_count(&e, "added-elsewhere", LEDGER_SUCCESS),
+			 1);
+	assert_int_equal(ledger_count(&e, "skew:added-elsewhere",
+				      LEDGER_RECOVERED), 1);
+	stop_daemon(pid);
+	env_dispose(&e);
+}
+
 /* ---- issue 11 item 8: helpers that leave the task's group ------------ */
 
 /* Writes dir/helpers.sh: a task that starts a `setsid sleep` helper and a
@@ -1595,6 +1645,8 @@ int main(void)
 		cmocka_unit_test_teardown(trigger_starts_within_a_second, reap_all),
 		cmocka_unit_test_teardown(never_starts_before_due, reap_all),
 		cmocka_unit_test_teardown(once_runs_what_is_due, reap_all),
+		cmocka_unit_test_teardown(issue43_skew_alerted_after_grace,
+					  reap_all),
 		cmocka_unit_test_teardown(issue43_unknown_schedule_waits,
 					  reap_all),
 		cmocka_unit_test_teardown(escaped_helpers_end_with_daemon_stop,
