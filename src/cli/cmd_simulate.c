@@ -40,6 +40,7 @@
 
 #include <jansson.h>
 
+#include "alert.h"
 #include "cli.h"
 #include "clock.h"
 #include "config.h"
@@ -64,6 +65,28 @@ struct down {
 };
 
 #define SIM_MAX_DOWN 16
+#define SIM_MAX_ACKS 64
+#define SIM_MAX_OUTAGES 64
+
+/* --ack SCHEDULE@T: at T, every open alert of the schedule is acked. */
+struct ack_rule {
+	char schedule[STORE_NAME_MAX];
+	int64_t at_ms;
+	bool done;
+};
+
+/* --fail-target NAME@T1..T2: every send to the target fails in [T1, T2). */
+struct outage {
+	char target[STORE_NAME_MAX];
+	int64_t from_ms, until_ms;
+};
+
+/* A target's own kind and path, restored when no outage holds it. */
+struct saved_target {
+	enum target_kind kind;
+	char *path;        /* borrowed from the config (or the recorder) */
+	char *down_path;   /* a path that cannot be opened (owned) */
+};
 
 struct recorder {
 	char *path;   /* the recording of one target (owned) */
@@ -88,6 +111,15 @@ struct sim {
 	struct down pause;    /* --pause: every schedule paused in [from,
 				 until); until 0: none */
 	int64_t last_paused_id;
+	struct ack_rule acks[SIM_MAX_ACKS];
+	size_t n_acks;
+	struct outage outages[SIM_MAX_OUTAGES];
+	size_t n_outages;
+	struct saved_target *saved; /* one per config target; NULL: no
+				       --fail-target */
+	int64_t last_alert_row_id;  /* alert ledger rows reported */
+	int64_t last_alert_id;      /* alerts reported as raised */
+	size_t n_alerts_raised, n_alert_messages, n_acked;
 };
 
 /* ---- argument parsing ---------------------------------------------------- */
@@ -184,6 +216,74 @@ static int parse_window(const char *opt, const char *arg, struct down *d)
 	if (d->until_ms <= d->from_ms)
 		return arg_error(opt, arg, (size_t)(dots + 2 - arg) + 1,
 				 "the window ends before it starts");
+	return EXIT_OK;
+}
+
+/* NAME@REST: copies NAME (1..STORE_NAME_MAX-1 bytes) and points *rest
+ * after the '@'. */
+static int parse_name_at(const char *opt, const char *arg, const char *what,
+			 const char *shape, char *name, const char **rest)
+{
+	const char *at = strchr(arg, '@');
+	char why[128];
+
+	if (!at) {
+		snprintf(why, sizeof(why), "expected %s", shape);
+		return arg_error(opt, arg, strlen(arg) + 1, why);
+	}
+	if (at == arg) {
+		snprintf(why, sizeof(why), "expected a %s name before '@'",
+			 what);
+		return arg_error(opt, arg, 1, why);
+	}
+	if ((size_t)(at - arg) >= STORE_NAME_MAX) {
+		snprintf(why, sizeof(why), "%s name too long", what);
+		return arg_error(opt, arg, 1, why);
+	}
+	memcpy(name, arg, (size_t)(at - arg));
+	name[at - arg] = '\0';
+	*rest = at + 1;
+	return EXIT_OK;
+}
+
+/* SCHEDULE@T */
+static int parse_ack(const char *arg, struct ack_rule *r)
+{
+	const char *t;
+	int rc;
+
+	memset(r, 0, sizeof(*r));
+	if ((rc = parse_name_at("--ack", arg, "schedule", "SCHEDULE@T",
+				r->schedule, &t)) != EXIT_OK)
+		return rc;
+	return parse_time_part("--ack", arg, t, strlen(t), &r->at_ms);
+}
+
+/* NAME@T1..T2 */
+static int parse_outage(const char *arg, struct outage *o)
+{
+	const char *opt = "--fail-target", *t;
+	struct down w;
+	int rc;
+
+	memset(o, 0, sizeof(*o));
+	if ((rc = parse_name_at(opt, arg, "target", "NAME@T1..T2", o->target,
+				&t)) != EXIT_OK)
+		return rc;
+	const char *dots = strstr(t, "..");
+	if (!dots)
+		return arg_error(opt, arg, strlen(arg) + 1,
+				 "expected '..' between the two times");
+	if ((rc = parse_time_part(opt, arg, t, (size_t)(dots - t),
+				  &w.from_ms)) != EXIT_OK ||
+	    (rc = parse_time_part(opt, arg, dots + 2, strlen(dots + 2),
+				  &w.until_ms)) != EXIT_OK)
+		return rc;
+	if (w.until_ms <= w.from_ms)
+		return arg_error(opt, arg, (size_t)(dots + 2 - arg) + 1,
+				 "the window ends before it starts");
+	o->from_ms = w.from_ms;
+	o->until_ms = w.until_ms;
 	return EXIT_OK;
 }
 
@@ -297,18 +397,37 @@ static void report_recordings(struct sim *sm, const char *schedule,
 				json_object_get(m, "schedule"));
 			if (!kind)
 				kind = "?";
+			const char *reason = json_string_value(
+				json_object_get(m, "reason"));
+			int round = (int)json_integer_value(
+				json_object_get(m, "round"));
 			if (strcmp(kind, MESSAGE_RESULT) == 0)
 				r->n_result++;
 			else if (strcmp(kind, MESSAGE_NOTICE) == 0)
 				r->n_notice++;
 			else if (strcmp(kind, MESSAGE_ALERT) == 0)
 				r->n_alert++;
-			emit(sm, sched ? sched : schedule, slot_ms, "delivery",
-			     json_pack("{s:s, s:s, s:O?}", "target",
-				       sm->cfg->targets[i].name, "kind", kind,
-				       "message", m),
-			     "delivery: %s to %s (recorded)", kind,
-			     sm->cfg->targets[i].name);
+			json_t *x = json_pack("{s:s, s:s, s:O?}", "target",
+					      sm->cfg->targets[i].name, "kind",
+					      kind, "message", m);
+			if (x && reason && strcmp(kind, MESSAGE_ALERT) == 0) {
+				/* An alert's (reason, round): what the on-call
+				 * sees, and what a rehearsal compares. */
+				sm->n_alert_messages++;
+				json_object_set_new(x, "reason",
+						    json_string(reason));
+				json_object_set_new(x, "round",
+						    json_integer(round));
+				emit(sm, sched ? sched : schedule, slot_ms,
+				     "delivery", x, "delivery: alert (%s, "
+				     "round %d) to %s (recorded)", reason,
+				     round, sm->cfg->targets[i].name);
+			} else {
+				emit(sm, sched ? sched : schedule, slot_ms,
+				     "delivery", x, "delivery: %s to %s "
+				     "(recorded)", kind,
+				     sm->cfg->targets[i].name);
+			}
 			json_decref(m);
 		}
 		r->offset = ftell(f);
@@ -367,6 +486,257 @@ static void report_missed(struct sim *sm)
 		     rows[i].error_msg ? rows[i].error_msg : "");
 	}
 	store_ledger_rows_free(rows, n);
+}
+
+/* ---- the alerter -------------------------------------------------------- */
+
+/* Points each target held by a --fail-target window at now at a path
+ * that cannot be opened, and every other one back at its own. A held
+ * send fails like a down endpoint: the real alerter and outbox retry it
+ * with their own backoff. */
+static void apply_outages(struct sim *sm, int64_t now)
+{
+	for (size_t i = 0; sm->saved && i < sm->cfg->n_targets; i++) {
+		struct target_spec *t = &sm->cfg->targets[i];
+		bool held = false;
+		for (size_t k = 0; k < sm->n_outages; k++)
+			held |= strcmp(sm->outages[k].target, t->name) == 0 &&
+				now >= sm->outages[k].from_ms &&
+				now < sm->outages[k].until_ms;
+		t->kind = held ? TARGET_FILE : sm->saved[i].kind;
+		t->path = held ? sm->saved[i].down_path : sm->saved[i].path;
+	}
+}
+
+/* Gives every target its own kind and path back (before config_free). */
+static void restore_targets(struct sim *sm)
+{
+	for (size_t i = 0; sm->saved && i < sm->cfg->n_targets; i++) {
+		sm->cfg->targets[i].kind = sm->saved[i].kind;
+		sm->cfg->targets[i].path = sm->saved[i].path;
+		free(sm->saved[i].down_path);
+	}
+	free(sm->saved);
+	sm->saved = NULL;
+}
+
+/* Reports the alerts raised since the last call: lost, missed, late,
+ * overrun, stale, and the "recovered" message of each one closed. */
+static void report_alerts(struct sim *sm)
+{
+	struct alert_filter f = {.slot_ms = INT64_MIN, .since_ms = INT64_MIN,
+				 .until_ms = INT64_MAX};
+	struct store_alert *v = NULL;
+	size_t n = 0;
+	int64_t top = sm->last_alert_id;
+
+	if (store_alert_list(sm->store, &f, &v, &n, NULL) != 0)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		const struct store_alert *x = &v[i];
+		if (x->id <= sm->last_alert_id)
+			continue;
+		top = x->id > top ? x->id : top;
+		if (strcmp(x->reason, ALERT_REASON_RECOVERED) == 0) {
+			emit(sm, x->schedule, x->slot_ms, "alert_closed",
+			     json_pack("{s:s}", "healed", x->note[0] ? x->note
+								     : "slot"),
+			     "alert closed: %s ended; \"recovered\" message "
+			     "staged", x->note[0] ? x->note : "the loss");
+			continue;
+		}
+		sm->n_alerts_raised++;
+		emit(sm, x->schedule, x->slot_ms, "alert_raised",
+		     json_pack("{s:s, s:I, s:s}", "reason", x->reason, "slots",
+			       (json_int_t)x->n_slots, "error", x->error_msg),
+		     "alert raised: %s (%lld slot%s): %s", x->reason,
+		     (long long)x->n_slots, x->n_slots == 1 ? "" : "s",
+		     x->error_msg);
+	}
+	sm->last_alert_id = top;
+	sc_free(v);
+}
+
+/* Reports the alert sends that failed (held by an outage, say) and, with
+ * --deliver (no recorder), the ones sent. */
+static void report_alert_sends(struct sim *sm)
+{
+	struct ledger_filter f = {.since_ms = INT64_MIN, .until_ms = INT64_MAX,
+				  .outcome = LEDGER_ALERT};
+	struct ledger_row *rows = NULL;
+	size_t n = 0;
+	int64_t top = sm->last_alert_row_id;
+
+	if (store_ledger_query(sm->store, &f, &rows, &n, NULL) != 0)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		const struct ledger_row *w = &rows[i];
+		if (w->id <= sm->last_alert_row_id)
+			continue;
+		top = w->id > top ? w->id : top;
+		json_t *d = w->details_json ? json_loads(w->details_json, 0,
+							 NULL) : NULL;
+		const char *state = json_string_value(json_object_get(d,
+								      "state"));
+		const char *reason = json_string_value(json_object_get(d,
+								       "reason"));
+		const char *target = json_string_value(json_object_get(d,
+								       "target"));
+		int round = (int)json_integer_value(json_object_get(d, "round"));
+		if (!state || !reason || !target) {
+			json_decref(d);
+			continue;
+		}
+		if (strcmp(state, "sent") != 0)
+			emit(sm, w->schedule, w->slot_ms, "alert_send_failed",
+			     json_pack("{s:s, s:s, s:i, s:s, s:s?}", "target",
+				       target, "reason", reason, "round", round,
+				       "state", state, "error", w->error_msg),
+			     "alert (%s, round %d) to %s not delivered (%s): "
+			     "%s", reason, round, target, state,
+			     w->error_msg ? w->error_msg : "");
+		else if (!sm->rec) {
+			sm->n_alert_messages++;
+			emit(sm, w->schedule, w->slot_ms, "delivery",
+			     json_pack("{s:s, s:s, s:s, s:i}", "target", target,
+				       "kind", MESSAGE_ALERT, "reason", reason,
+				       "round", round),
+			     "delivery: alert (%s, round %d) sent to %s",
+			     reason, round, target);
+		}
+		json_decref(d);
+	}
+	sm->last_alert_row_id = top;
+	store_ledger_rows_free(rows, n);
+}
+
+/* --ack: at its instant, every open alert of the schedule is acked, as
+ * `surecron ack SCHEDULE SLOT` would for each. */
+static int run_acks(struct sim *sm, int64_t now)
+{
+	for (size_t i = 0; i < sm->n_acks; i++) {
+		struct ack_rule *r = &sm->acks[i];
+		struct alert_filter f = {.schedule = r->schedule,
+					 .open_only = true, .slot_ms = INT64_MIN,
+					 .since_ms = INT64_MIN,
+					 .until_ms = INT64_MAX};
+		struct store_alert *v = NULL;
+		struct sc_err err = {0};
+		size_t n = 0, total = 0;
+
+		if (r->done || r->at_ms > now)
+			continue;
+		r->done = true;
+		if (store_alert_list(sm->store, &f, &v, &n, &err) != 0)
+			return cli_fail(EXIT_FAIL, "simulate: --ack: %s",
+					err.msg);
+		for (size_t k = 0; k < n; k++) {
+			size_t acked = 0;
+			int rc = alert_ack(sm->store, r->schedule, v[k].slot_ms,
+					   "simulate --ack", "simulate", &acked,
+					   &err);
+			if (rc && rc != SC_ENOENT) {
+				sc_free(v);
+				return cli_fail(EXIT_FAIL, "simulate: --ack: "
+						"%s", err.msg);
+			}
+			total += acked;
+		}
+		sc_free(v);
+		sm->n_acked += total;
+		emit(sm, r->schedule, now, "acked",
+		     json_pack("{s:i}", "alerts", (int)total),
+		     "ack: %zu open alert%s acknowledged", total,
+		     total == 1 ? "" : "s");
+	}
+	return EXIT_OK;
+}
+
+/* One pass of the real alerter at the virtual now (the daemon's alerter
+ * thread runs the same alert_tick every second), and what it did. */
+static int alert_pass(struct sim *sm)
+{
+	struct alert_ctx a = {.store = sm->store, .config = sm->cfg,
+			      .clock = sm->clock};
+	struct sc_err err = {0};
+	int64_t now = sc_clock_now_ms(sm->clock);
+
+	apply_outages(sm, now);
+	if (alert_tick(&a, NULL, &err) != 0)
+		return cli_fail(EXIT_FAIL, "simulate: alerter: %s", err.msg);
+	report_alerts(sm);
+	report_recordings(sm, "(alerts)", now);
+	report_alert_sends(sm);
+	return EXIT_OK;
+}
+
+static void earliest(int64_t *next, int64_t t)
+{
+	if (t < *next)
+		*next = t;
+}
+
+/*
+ * The alerter's next event after now: a realert round due, a send due
+ * again after a failure, a stale deadline, an ack, the end of an outage.
+ * INT64_MAX when none.
+ */
+static int next_alert_event(struct sim *sm, int64_t now, int64_t *out)
+{
+	struct alert_filter f = {.slot_ms = INT64_MIN, .since_ms = INT64_MIN,
+				 .until_ms = INT64_MAX};
+	struct store_alert *v = NULL;
+	struct sc_err err = {0};
+	size_t n = 0;
+	int64_t next = INT64_MAX, every = sm->cfg->alert_realert_ms;
+
+	for (size_t i = 0; i < sm->n_acks; i++)
+		if (!sm->acks[i].done)
+			earliest(&next, sm->acks[i].at_ms);
+	for (size_t i = 0; i < sm->n_outages; i++) {
+		if (sm->outages[i].from_ms > now)
+			earliest(&next, sm->outages[i].from_ms);
+		if (sm->outages[i].until_ms > now)
+			earliest(&next, sm->outages[i].until_ms);
+	}
+	if (store_alert_list(sm->store, &f, &v, &n, &err) != 0)
+		return cli_fail(EXIT_FAIL, "simulate: alerts: %s", err.msg);
+	for (size_t i = 0; i < n; i++) {
+		if (v[i].status == ALERT_OPEN && every > 0)
+			earliest(&next, v[i].round_ms + every);
+		struct store_alert_send *x = NULL;
+		size_t nx = 0;
+		if (store_alert_sends(sm->store, v[i].id, &x, &nx, &err) != 0) {
+			sc_free(v);
+			return cli_fail(EXIT_FAIL, "simulate: alerts: %s",
+					err.msg);
+		}
+		for (size_t k = 0; k < nx; k++)
+			if (x[k].state == SEND_PENDING)
+				earliest(&next, now + 1);
+			else if (x[k].state == SEND_FAILED ||
+				 x[k].state == SEND_UNKNOWN)
+				earliest(&next, x[k].next_try_ms);
+		store_alert_sends_free(x, nx);
+	}
+	sc_free(v);
+	/* Stale: the instant each schedule with `success_within` has gone
+	 * that long without a delivered slot. */
+	struct store_sla_last last[ALERT_SLA_MAX];
+	struct store_sla scan = {.last = last, .max_last = ALERT_SLA_MAX};
+	if (store_sla_scan(sm->store, INT64_MIN, INT64_MIN, &scan, &err) != 0)
+		return cli_fail(EXIT_FAIL, "simulate: alerts: %s", err.msg);
+	for (size_t i = 0; i < scan.n_last; i++) {
+		const struct schedule_spec *sp = config_schedule(
+			sm->cfg, last[i].schedule);
+		int64_t base = last[i].delivered_ms ? last[i].delivered_ms
+						    : last[i].first_ms;
+		if (sp && sp->has_sla && sp->sla.success_within_ms > 0 &&
+		    base != 0 && base + sp->sla.success_within_ms + 1 > now)
+			earliest(&next, base + sp->sla.success_within_ms + 1);
+	}
+	*out = next;
+	return EXIT_OK;
 }
 
 /* ---- the run ------------------------------------------------------------- */
@@ -439,7 +809,9 @@ static int run_job(struct sim *sm, const struct store_job *job)
 	}
 	/* What went out during the attempt (notices, results, alerts), then
 	 * the attempt's verdict. */
+	report_alerts(sm);
 	report_recordings(sm, sch, job->slot_ms);
+	report_alert_sends(sm);
 	const char *cause = strcmp(jr.error_class, "expectation") == 0
 				    ? " (expectation)" : "";
 	if (jr.completed) {
@@ -536,6 +908,12 @@ static int simulate(struct sim *sm, int64_t from, int64_t until)
 					err.msg);
 		report_missed(sm);
 		report_paused(sm);
+		/* The alerter before the workers: a job that waited out a
+		 * downtime past its `start_within` is late when it starts. */
+		int arc;
+		if ((arc = run_acks(sm, now)) != EXIT_OK ||
+		    (arc = alert_pass(sm)) != EXIT_OK)
+			return arc;
 		for (;;) {
 			struct store_job job;
 			size_t n = 0;
@@ -553,10 +931,16 @@ static int simulate(struct sim *sm, int64_t from, int64_t until)
 			if (rc)
 				return rc;
 		}
-		int64_t due;
+		/* And after them: a slot that succeeded heals its alerts. */
+		if ((arc = alert_pass(sm)) != EXIT_OK)
+			return arc;
+		int64_t due, alert_next = INT64_MAX;
 		if (queue_next_due(sm->store, &due, &err) != 0)
 			return cli_fail(EXIT_FAIL, "simulate: %s", err.msg);
+		if ((arc = next_alert_event(sm, now, &alert_next)) != EXIT_OK)
+			return arc;
 		int64_t next = r.next_ms < due ? r.next_ms : due;
+		earliest(&next, alert_next);
 		if (next > until)
 			break;
 		/* The clock only moves forwards. */
@@ -640,19 +1024,25 @@ static void print_totals(struct sim *sm, json_t *out)
 	if (!sm->json)
 		cli_out(stdout,
 			"\n%zu slot%s, %zu attempt%s: %zu succeeded, %zu failed, "
-			"%zu slot%s lost, %zu missed\n", sm->n_slots,
+			"%zu slot%s lost, %zu missed; %zu alert%s raised, %zu "
+			"alert message%s, %zu acked\n", sm->n_slots,
 			sm->n_slots == 1 ? "" : "s", sm->n_attempts,
 			sm->n_attempts == 1 ? "" : "s", sm->n_succeeded,
 			sm->n_failed, sm->n_lost, sm->n_lost == 1 ? "" : "s",
-			sm->n_missed);
+			sm->n_missed, sm->n_alerts_raised,
+			sm->n_alerts_raised == 1 ? "" : "s",
+			sm->n_alert_messages,
+			sm->n_alert_messages == 1 ? "" : "s", sm->n_acked);
 	if (out) {
 		json_object_set_new(out, "deliveries", dl);
 		json_object_set_new(out, "totals", json_pack(
-			"{s:i, s:i, s:i, s:i, s:i, s:i}", "slots",
-			(int)sm->n_slots, "attempts", (int)sm->n_attempts,
-			"succeeded", (int)sm->n_succeeded, "failed",
-			(int)sm->n_failed, "lost", (int)sm->n_lost, "missed",
-			(int)sm->n_missed));
+			"{s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i}",
+			"slots", (int)sm->n_slots, "attempts",
+			(int)sm->n_attempts, "succeeded", (int)sm->n_succeeded,
+			"failed", (int)sm->n_failed, "lost", (int)sm->n_lost,
+			"missed", (int)sm->n_missed, "alerts_raised",
+			(int)sm->n_alerts_raised, "alert_messages",
+			(int)sm->n_alert_messages, "acked", (int)sm->n_acked));
 	} else {
 		json_decref(dl);
 	}
@@ -697,6 +1087,29 @@ static int redirect_targets(struct sim *sm)
 	return EXIT_OK;
 }
 
+/* Remembers each target's own kind and path for --fail-target, with a
+ * path under the temp folder that cannot be opened (its folder does not
+ * exist) for the windows. */
+static int save_targets(struct sim *sm)
+{
+	sm->saved = calloc(sm->cfg->n_targets ? sm->cfg->n_targets : 1,
+			   sizeof(*sm->saved));
+	if (!sm->saved)
+		return cli_fail(EXIT_FAIL, "simulate: out of memory");
+	for (size_t i = 0; i < sm->cfg->n_targets; i++) {
+		struct target_spec *t = &sm->cfg->targets[i];
+		char path[512];
+		snprintf(path, sizeof(path), "%s/unreachable/%s.jsonl",
+			 sm->dir, t->name);
+		sm->saved[i].kind = t->kind;
+		sm->saved[i].path = t->path;
+		sm->saved[i].down_path = strdup(path);
+		if (!sm->saved[i].down_path)
+			return cli_fail(EXIT_FAIL, "simulate: out of memory");
+	}
+	return EXIT_OK;
+}
+
 static int opt(const char *name, int argc, char **argv, int *i,
 	       const char **val)
 {
@@ -723,6 +1136,8 @@ int cmd_simulate(int argc, char **argv)
 {
 	const char *path = "surecron.yaml", *from_s = NULL, *until_s = NULL;
 	const char *fail_args[SIM_MAX_FAILS] = {0};
+	const char *ack_args[SIM_MAX_ACKS] = {0};
+	const char *outage_args[SIM_MAX_OUTAGES] = {0};
 	struct sim sm;
 	struct sc_err err = {0};
 	int64_t from = 0, until = 0;
@@ -787,6 +1202,31 @@ int cmd_simulate(int argc, char **argv)
 				return cli_usage_error("simulate", "--pause: a "
 						       "pause lasts at most 30 "
 						       "days");
+		} else if ((m = opt("--ack", argc, argv, &i, &v)) != 0) {
+			if (m < 0)
+				return cli_usage_error("simulate", "--ack needs "
+						       "SCHEDULE@T");
+			if (sm.n_acks >= SIM_MAX_ACKS)
+				return cli_usage_error("simulate", "at most %d "
+						       "--ack", SIM_MAX_ACKS);
+			ack_args[sm.n_acks] = v;
+			int rc = parse_ack(v, &sm.acks[sm.n_acks]);
+			if (rc)
+				return rc;
+			sm.n_acks++;
+		} else if ((m = opt("--fail-target", argc, argv, &i, &v)) != 0) {
+			if (m < 0)
+				return cli_usage_error("simulate", "--fail-target "
+						       "needs NAME@T1..T2");
+			if (sm.n_outages >= SIM_MAX_OUTAGES)
+				return cli_usage_error("simulate", "at most %d "
+						       "--fail-target",
+						       SIM_MAX_OUTAGES);
+			outage_args[sm.n_outages] = v;
+			int rc = parse_outage(v, &sm.outages[sm.n_outages]);
+			if (rc)
+				return rc;
+			sm.n_outages++;
 		} else if (strcmp(argv[i], "--json") == 0) {
 			sm.json = true;
 		} else if (strcmp(argv[i], "--deliver") == 0) {
@@ -823,6 +1263,23 @@ int cmd_simulate(int argc, char **argv)
 			goto out_cfg;
 		}
 
+	for (size_t i = 0; i < sm.n_acks; i++)
+		if (!config_schedule(sm.cfg, sm.acks[i].schedule)) {
+			code = cli_usage_error("simulate", "--ack '%s': column "
+					       "1: no schedule named '%s' in %s",
+					       ack_args[i], sm.acks[i].schedule,
+					       path);
+			goto out_cfg;
+		}
+	for (size_t i = 0; i < sm.n_outages; i++)
+		if (!config_target(sm.cfg, sm.outages[i].target)) {
+			code = cli_usage_error("simulate", "--fail-target '%s': "
+					       "column 1: no target named '%s' "
+					       "in %s", outage_args[i],
+					       sm.outages[i].target, path);
+			goto out_cfg;
+		}
+
 	const char *tmp = getenv("TMPDIR");
 	snprintf(sm.dir, sizeof(sm.dir), "%s/surecron-sim-XXXXXX",
 		 tmp && *tmp ? tmp : "/tmp");
@@ -843,6 +1300,8 @@ int cmd_simulate(int argc, char **argv)
 		goto out_clock;
 	}
 	if (!sm.deliver && (code = redirect_targets(&sm)) != EXIT_OK)
+		goto out_store;
+	if (sm.n_outages && (code = save_targets(&sm)) != EXIT_OK)
 		goto out_store;
 	/* --pause: what `surecron pause` writes, for every schedule. */
 	for (size_t i = 0; sm.pause.until_ms && i < sm.cfg->n_schedules; i++) {
@@ -896,6 +1355,7 @@ int cmd_simulate(int argc, char **argv)
 		free(sm.rec[i].path);
 	free(sm.rec);
 out_store:
+	restore_targets(&sm);
 	store_close(sm.store);
 out_clock:
 	sc_clock_free(sm.clock);
