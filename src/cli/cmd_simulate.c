@@ -58,6 +58,8 @@ struct fail_rule {
 	char task[SIM_TASK_MAX + 1];
 	int64_t from_ms, until_ms; /* fails when from <= now < until */
 	int exit_code;             /* 75 retryable (default), 78 permanent */
+	int64_t run_ms;            /* --slow: the attempt takes this long
+				      (virtual); 0: a --fail rule */
 };
 
 struct down {
@@ -120,6 +122,9 @@ struct sim {
 	int64_t last_alert_row_id;  /* alert ledger rows reported */
 	int64_t last_alert_id;      /* alerts reported as raised */
 	size_t n_alerts_raised, n_alert_messages, n_acked;
+	struct fail_rule slows[SIM_MAX_FAILS];
+	size_t n_slows;
+	int hook_rc;                /* an error inside a --slow stretch */
 };
 
 /* ---- argument parsing ---------------------------------------------------- */
@@ -155,9 +160,8 @@ static int parse_time_part(const char *opt, const char *arg, const char *p,
 }
 
 /* TASK@T1..T2[:exit=N] */
-static int parse_fail(const char *arg, struct fail_rule *r)
+static int parse_fail(const char *opt, const char *arg, struct fail_rule *r)
 {
-	const char *opt = "--fail";
 	const char *at = strchr(arg, '@');
 	int rc;
 
@@ -194,6 +198,38 @@ static int parse_fail(const char *arg, struct fail_rule *r)
 			return arg_error(opt, arg, (size_t)(num - arg) + 1,
 					      "exit=N needs N in 1..255");
 		r->exit_code = (int)v;
+	}
+	return EXIT_OK;
+}
+
+/* TASK@T1..T2=DUR */
+static int parse_slow(const char *arg, struct fail_rule *r)
+{
+	const char *opt = "--slow";
+	const char *eq = strchr(arg, '=');
+	char head[SIM_TASK_MAX + 2 * CLOCK_ISO_MAX + 8];
+	struct sc_err err = {0};
+	int rc;
+
+	if (!eq)
+		return arg_error(opt, arg, strlen(arg) + 1,
+				 "expected TASK@T1..T2=DURATION");
+	if ((size_t)(eq - arg) >= sizeof(head))
+		return arg_error(opt, arg, 1, "too long");
+	memcpy(head, arg, (size_t)(eq - arg));
+	head[eq - arg] = '\0';
+	if (strstr(head, ":exit="))
+		return arg_error(opt, arg, (size_t)(strstr(head, ":exit=") -
+						    head) + 1,
+				 "exit=N belongs to --fail");
+	if ((rc = parse_fail(opt, head, r)) != EXIT_OK)
+		return rc;
+	if (clock_parse_duration(eq + 1, &r->run_ms, &err) != 0 ||
+	    r->run_ms <= 0) {
+		char why[SC_ERR_MSG_MAX + 64];
+		snprintf(why, sizeof(why), "bad duration '%s'%s%s", eq + 1,
+			 err.msg[0] ? ": " : "", err.msg);
+		return arg_error(opt, arg, (size_t)(eq - arg) + 2, why);
 	}
 	return EXIT_OK;
 }
@@ -298,13 +334,30 @@ static bool task_known(const struct config *c, const char *name)
 
 /* ---- the task hook -------------------------------------------------------- */
 
-/* Fails a task named by --fail inside its window, like a command would
- * with that exit status; runs every other task for real. */
+static int stretch(struct sim *sm, const struct task_ctx *tctx,
+		   int64_t run_ms);
+
+/* Stretches an attempt of a task named by --slow inside its window over
+ * that much virtual time; fails a task named by --fail inside its window,
+ * like a command would with that exit status; runs every other task (and
+ * a stretched one at the end of its stretch) for real. */
 static int sim_run_task(void *ud, const struct task_spec *spec,
 			const struct task_ctx *tctx, struct task_result *out)
 {
-	const struct sim *sm = ud;
+	struct sim *sm = ud;
 	int64_t now = sc_clock_now_ms(sm->clock);
+
+	for (size_t i = 0; i < sm->n_slows; i++) {
+		const struct fail_rule *r = &sm->slows[i];
+		if (strcmp(r->task, spec->name) != 0 || now < r->from_ms ||
+		    now >= r->until_ms)
+			continue;
+		if ((sm->hook_rc = stretch(sm, tctx, r->run_ms)) != EXIT_OK)
+			return task_fail(out, spec->name, SC_EIO, "simulate: "
+					 "the --slow stretch failed");
+		now = sc_clock_now_ms(sm->clock);
+		break;
+	}
 
 	for (size_t i = 0; i < sm->n_fails; i++) {
 		const struct fail_rule *r = &sm->fails[i];
@@ -739,6 +792,61 @@ static int next_alert_event(struct sim *sm, int64_t now, int64_t *out)
 	return EXIT_OK;
 }
 
+/*
+ * --slow: the attempt running on this (the only) worker takes run_ms of
+ * virtual time. The clock steps through it to each event of the
+ * scheduler and the alerter (and to the schedule's max_runtime, where an
+ * overrun is due), which run as in the daemon while the worker is busy;
+ * the job's lease is kept through the task's tick, as a long command's
+ * is. Another job due meanwhile waits for the worker.
+ */
+static int stretch(struct sim *sm, const struct task_ctx *tctx,
+		   int64_t run_ms)
+{
+	const struct schedule_spec *sp = config_schedule(sm->cfg,
+							 tctx->schedule);
+	int64_t now = sc_clock_now_ms(sm->clock), end = now + run_ms;
+	int64_t over = sp && sp->has_sla && sp->sla.max_runtime_ms > 0
+			       ? now + sp->sla.max_runtime_ms + 1 : INT64_MAX;
+	char d[CLOCK_DUR_MAX];
+	struct sc_err err = {0};
+	int rc;
+
+	emit(sm, tctx->schedule, tctx->slot_ms, "attempt_running",
+	     json_pack("{s:i, s:I}", "attempt", tctx->attempt, "run_ms",
+		       (json_int_t)run_ms),
+	     "attempt %d runs for %s (--slow)", tctx->attempt,
+	     clock_format_duration(run_ms, d, sizeof(d)));
+	while (now < end) {
+		struct sched_result r;
+		int64_t alert_next = INT64_MAX;
+		if ((rc = next_alert_event(sm, now, &alert_next)) != EXIT_OK)
+			return rc;
+		if (scheduler_tick(sm->store, sm->cfg, now, NULL, &r, &err) != 0)
+			return cli_fail(EXIT_FAIL, "simulate: scheduler: %s",
+					err.msg);
+		int64_t next = end;
+		earliest(&next, alert_next);
+		earliest(&next, r.next_ms);
+		if (over > now)
+			earliest(&next, over);
+		now = next > now ? next : now + 1;
+		sc_clock_set_ms(sm->clock, now);
+		if (tctx->tick && tctx->tick(tctx->tick_ud) != 0)
+			return cli_fail(EXIT_FAIL, "simulate: the job's lease "
+					"was lost during --slow");
+		if (scheduler_tick(sm->store, sm->cfg, now, NULL, &r, &err) != 0)
+			return cli_fail(EXIT_FAIL, "simulate: scheduler: %s",
+					err.msg);
+		report_missed(sm);
+		report_paused(sm);
+		if ((rc = run_acks(sm, now)) != EXIT_OK ||
+		    (rc = alert_pass(sm)) != EXIT_OK)
+			return rc;
+	}
+	return EXIT_OK;
+}
+
 /* ---- the run ------------------------------------------------------------- */
 
 static const char *const notice_words[] = {"every", "final", "none"};
@@ -802,6 +910,10 @@ static int run_job(struct sim *sm, const struct store_job *job)
 	     "attempt %d started", job->attempts);
 	memset(&jr, 0, sizeof(jr));
 	int rc = worker_run_job(&wo, job, &jr, &err);
+	if (sm->hook_rc) {
+		worker_result_dispose(&jr);
+		return sm->hook_rc;
+	}
 	if (rc) {
 		worker_result_dispose(&jr);
 		return cli_fail(EXIT_FAIL, "simulate: job of %s: %s", sch,
@@ -1137,6 +1249,7 @@ int cmd_simulate(int argc, char **argv)
 	const char *path = "surecron.yaml", *from_s = NULL, *until_s = NULL;
 	const char *fail_args[SIM_MAX_FAILS] = {0};
 	const char *ack_args[SIM_MAX_ACKS] = {0};
+	const char *slow_args[SIM_MAX_FAILS] = {0};
 	const char *outage_args[SIM_MAX_OUTAGES] = {0};
 	struct sim sm;
 	struct sc_err err = {0};
@@ -1171,7 +1284,8 @@ int cmd_simulate(int argc, char **argv)
 				return cli_usage_error("simulate", "at most %d "
 						       "--fail", SIM_MAX_FAILS);
 			fail_args[sm.n_fails] = v;
-			int rc = parse_fail(v, &sm.fails[sm.n_fails]);
+			int rc = parse_fail("--fail", v,
+					    &sm.fails[sm.n_fails]);
 			if (rc)
 				return rc;
 			sm.n_fails++;
@@ -1202,6 +1316,18 @@ int cmd_simulate(int argc, char **argv)
 				return cli_usage_error("simulate", "--pause: a "
 						       "pause lasts at most 30 "
 						       "days");
+		} else if ((m = opt("--slow", argc, argv, &i, &v)) != 0) {
+			if (m < 0)
+				return cli_usage_error("simulate", "--slow needs "
+						       "TASK@T1..T2=DURATION");
+			if (sm.n_slows >= SIM_MAX_FAILS)
+				return cli_usage_error("simulate", "at most %d "
+						       "--slow", SIM_MAX_FAILS);
+			slow_args[sm.n_slows] = v;
+			int rc = parse_slow(v, &sm.slows[sm.n_slows]);
+			if (rc)
+				return rc;
+			sm.n_slows++;
 		} else if ((m = opt("--ack", argc, argv, &i, &v)) != 0) {
 			if (m < 0)
 				return cli_usage_error("simulate", "--ack needs "
@@ -1263,6 +1389,14 @@ int cmd_simulate(int argc, char **argv)
 			goto out_cfg;
 		}
 
+	for (size_t i = 0; i < sm.n_slows; i++)
+		if (!task_known(sm.cfg, sm.slows[i].task)) {
+			code = cli_usage_error("simulate", "--slow '%s': column "
+					       "1: no task named '%s' in %s",
+					       slow_args[i], sm.slows[i].task,
+					       path);
+			goto out_cfg;
+		}
 	for (size_t i = 0; i < sm.n_acks; i++)
 		if (!config_schedule(sm.cfg, sm.acks[i].schedule)) {
 			code = cli_usage_error("simulate", "--ack '%s': column "
