@@ -27,6 +27,16 @@
  * --pause T1..T2 pauses every schedule in [T1, T2) in the throw-away
  * store, as `surecron pause` would: the slots inside show as paused.
  *
+ * The alerter runs too: alert_tick, the daemon alerter's pass, at each
+ * step before and after the workers, and the clock also stops at its own
+ * events (a realert round, a failed send due again, a stale deadline), so
+ * missed, lost, late, overrun and stale alerts, their rounds and their
+ * "recovered" messages all show. --ack SCHEDULE@T acks the schedule's
+ * open alerts at T; --fail-target NAME@T1..T2 points the target at a path
+ * that cannot be opened in that window, so its sends fail and are retried
+ * by the real backoff; --slow TASK@T1..T2=DUR stretches an attempt over
+ * DUR of virtual time, stepping the scheduler and the alerter meanwhile.
+ *
  * Invariants: the virtual clock only moves forwards, to the next event;
  * the process's real clock is never consulted for scheduling.
  */
