@@ -295,7 +295,7 @@ static int parse_name_at(const char *opt, const char *arg, const char *what,
 /* SCHEDULE@T */
 static int parse_ack(const char *arg, struct ack_rule *r)
 {
-	const char *t;
+	const char *t = arg;
 	int rc;
 
 	memset(r, 0, sizeof(*r));
@@ -308,8 +308,8 @@ static int parse_ack(const char *arg, struct ack_rule *r)
 /* NAME@T1..T2 */
 static int parse_outage(const char *arg, struct outage *o)
 {
-	const char *opt = "--fail-target", *t;
-	struct down w;
+	const char *opt = "--fail-target", *t = arg;
+	struct down w = {0};
 	int rc;
 
 	memset(o, 0, sizeof(*o));

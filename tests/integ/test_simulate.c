@@ -905,7 +905,7 @@ static void join_sorted(char **v, size_t n, char *out, size_t cap)
 static void sim_multiset(json_t *root, char *out, size_t cap)
 {
 	json_t *arr = json_object_get(root, "events"), *e;
-	char *v[64];
+	char *v[64] = {0};
 	size_t i, n = 0;
 
 	json_array_foreach(arr, i, e) {
@@ -927,7 +927,7 @@ static void sim_multiset(json_t *root, char *out, size_t cap)
 static size_t file_multiset(char *out, size_t cap)
 {
 	char path[400], line[65536];
-	char *v[64];
+	char *v[64] = {0};
 	size_t n = 0;
 
 	snprintf(path, sizeof(path), "%s/out/pager.jsonl", dir);
