@@ -741,7 +741,8 @@ static void earliest(int64_t *next, int64_t t)
 
 /*
  * The alerter's next event after now: a realert round due, a send due
- * again after a failure, a stale deadline, an ack, the end of an outage.
+ * again after a failure, a late or stale deadline, an ack, the end of an
+ * outage.
  * INT64_MAX when none.
  */
 static int next_alert_event(struct sim *sm, int64_t now, int64_t *out)
@@ -783,11 +784,26 @@ static int next_alert_event(struct sim *sm, int64_t now, int64_t *out)
 		store_alert_sends_free(x, nx);
 	}
 	sc_free(v);
-	/* Stale: the instant each schedule with `success_within` has gone
-	 * that long without a delivered slot. */
+	/* Late: the instant a job that has not started (its worker busy
+	 * through a --slow stretch) passes its `start_within`. Stale: the
+	 * instant each schedule with `success_within` has gone that long
+	 * without a delivered slot. */
 	struct store_sla_last last[ALERT_SLA_MAX];
-	struct store_sla scan = {.last = last, .max_last = ALERT_SLA_MAX};
-	if (store_sla_scan(sm->store, INT64_MIN, INT64_MIN, &scan, &err) != 0)
+	struct store_job *late = calloc(ALERT_SLA_MAX, sizeof(*late));
+	struct store_sla scan = {.last = last, .max_last = ALERT_SLA_MAX,
+				 .late = late,
+				 .max_late = late ? ALERT_SLA_MAX : 0};
+	int rc = store_sla_scan(sm->store, INT64_MAX, INT64_MIN, &scan, &err);
+	for (size_t i = 0; rc == 0 && i < scan.n_late; i++) {
+		const struct schedule_spec *sp = config_schedule(
+			sm->cfg, late[i].schedule);
+		if (sp && sp->has_sla && sp->sla.start_within_ms > 0 &&
+		    late[i].run_at_ms + sp->sla.start_within_ms + 1 > now)
+			earliest(&next, late[i].run_at_ms +
+						sp->sla.start_within_ms + 1);
+	}
+	free(late);
+	if (rc != 0)
 		return cli_fail(EXIT_FAIL, "simulate: alerts: %s", err.msg);
 	for (size_t i = 0; i < scan.n_last; i++) {
 		const struct schedule_spec *sp = config_schedule(

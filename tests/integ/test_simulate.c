@@ -807,7 +807,9 @@ static void issue13_expect_in_simulate_and_explain(void **state)
 #define R_WORK "#!/bin/sh\ncase \"$SURECRON_SLOT\" in\n" \
 	"  " R_DAY "0[123]:*) echo quota >&2; exit 75;;\n" \
 	"  " R_DAY "05:*) [ -z \"$REHEARSAL_SLEEP\" ] || " \
-	"sleep \"$REHEARSAL_SLEEP\";;\nesac\necho ok\n"
+	"sleep \"$REHEARSAL_SLEEP\";;\nesac\n" \
+	"if [ \"$SURECRON_TASK\" = block ] && [ -n \"$REHEARSAL_SLEEP\" ]; " \
+	"then sleep \"$REHEARSAL_SLEEP\"; fi\necho ok\n"
 
 struct rehearsal {
 	const char *name;
@@ -820,40 +822,50 @@ struct rehearsal {
 	const char *outage;   /* --fail-target pager@T1..T2 (NULL: none) */
 	bool daemon;          /* replayed by a daemon too */
 	const char *want;     /* sorted "reason/round/target", space-separated */
-	const char *slow;     /* --slow work@T1..T2=DUR (NULL: none); the
+	const char *slow;     /* --slow TASK@T1..T2=DUR (NULL: none); the
 				 daemon sleeps an hour of its clock */
+	const char *more;     /* more schedules (NULL: none) */
 };
 
 static const struct rehearsal rehearsals[] = {
-	{"lost", "", "0 1 * * *", "", R_DAY "00:59:00Z", R_DAY "01:30:00Z",
-	 NULL, NULL, NULL, true, "lost/0/pager", NULL},
+	{"lost", "", "0 1 * * *", "", R_DAY "00:30:00Z", R_DAY "01:30:00Z",
+	 NULL, NULL, NULL, true, "lost/0/pager", NULL, NULL},
 	{"missed after downtime", "", "0 0-2 * * *", "    catchup: none\n",
 	 R_DAY "00:30:00Z", R_DAY "02:45:00Z",
-	 R_DAY "00:40:00Z.." R_DAY "02:30:00Z", NULL, NULL, true,
-	 "missed/0/pager", NULL},
+	 R_DAY "00:55:00Z.." R_DAY "02:30:00Z", NULL, NULL, true,
+	 "missed/0/pager", NULL, NULL},
 	{"three realert rounds", ", realert: 1h", "0 1 * * *", "",
-	 R_DAY "00:59:00Z", R_DAY "04:30:00Z", NULL, NULL, NULL, true,
-	 "lost/0/pager lost/1/pager lost/2/pager lost/3/pager", NULL},
+	 R_DAY "00:30:00Z", R_DAY "04:30:00Z", NULL, NULL, NULL, true,
+	 "lost/0/pager lost/1/pager lost/2/pager lost/3/pager", NULL, NULL},
 	{"late, then recovered", "", "0 * * * *",
 	 "    catchup: latest\n    sla: {start_within: 5m}\n",
 	 R_DAY "04:30:00Z", R_DAY "05:30:00Z",
 	 R_DAY "04:50:00Z.." R_DAY "05:10:00Z", NULL, NULL, false,
-	 "late/0/pager recovered/0/pager", NULL},
+	 "late/0/pager recovered/0/pager", NULL, NULL},
+	{"late behind a busy worker, then recovered", "", "0 * * * *",
+	 "    sla: {start_within: 5m}\n", R_DAY "06:30:00Z", R_DAY "08:30:00Z",
+	 NULL, NULL, NULL, true, "late/0/pager recovered/0/pager",
+	 "block@" R_DAY "06:58:00Z.." R_DAY "06:59:00Z=1h",
+	 "  blocker:\n"
+	 "    cron: \"58 6 * * *\"\n"
+	 "    tz: UTC\n"
+	 "    tasks:\n"
+	 "      - {name: block, command: [./work.sh]}\n"},
 	{"overrun, then recovered", "", "0 * * * *",
-	 "    sla: {max_runtime: 30m}\n", R_DAY "04:59:00Z", R_DAY "06:30:00Z",
+	 "    sla: {max_runtime: 30m}\n", R_DAY "04:30:00Z", R_DAY "06:30:00Z",
 	 NULL, NULL, NULL, true, "overrun/0/pager recovered/0/pager",
-	 "work@" R_DAY "05:00:00Z.." R_DAY "05:01:00Z=1h"},
+	 "work@" R_DAY "05:00:00Z.." R_DAY "05:01:00Z=1h", NULL},
 	{"stale, then recovered", ", on: [stale]", "0 * * * *",
-	 "    sla: {success_within: 90m}\n", R_DAY "00:00:00Z",
+	 "    sla: {success_within: 90m}\n", "2026-03-05T23:30:00Z",
 	 R_DAY "04:30:00Z", NULL, NULL, NULL, true,
-	 "recovered/0/pager stale/0/pager", NULL},
+	 "recovered/0/pager stale/0/pager", NULL, NULL},
 	{"ack stops the rounds", ", realert: 1h", "0 1 * * *", "",
-	 R_DAY "00:59:00Z", R_DAY "04:30:00Z", NULL, "job@" R_DAY "02:30:00Z",
-	 NULL, true, "lost/0/pager lost/1/pager", NULL},
-	{"target outage", "", "0 1 * * *", "", R_DAY "00:59:00Z",
+	 R_DAY "00:30:00Z", R_DAY "04:30:00Z", NULL, "job@" R_DAY "02:30:00Z",
+	 NULL, true, "lost/0/pager lost/1/pager", NULL, NULL},
+	{"target outage", "", "0 1 * * *", "", R_DAY "00:30:00Z",
 	 R_DAY "02:30:00Z", NULL, NULL,
-	 "pager@" R_DAY "00:58:00Z.." R_DAY "01:20:00Z", true,
-	 "lost/0/pager", NULL},
+	 "pager@" R_DAY "00:50:00Z.." R_DAY "01:20:00Z", true,
+	 "lost/0/pager", NULL, NULL},
 };
 
 static void write_rehearsal(const struct rehearsal *t, const char *store)
@@ -866,6 +878,7 @@ static void write_rehearsal(const struct rehearsal *t, const char *store)
 		 "  archive: {kind: file, path: ./deliveries.jsonl}\n"
 		 "  pager: {kind: file, path: ./out/pager.jsonl}\n"
 		 "alerts: {targets: [pager]%s}\n"
+		 "worker: {concurrency: 1}\n"
 		 "schedules:\n"
 		 "  job:\n"
 		 "    cron: \"%s\"\n"
@@ -874,9 +887,11 @@ static void write_rehearsal(const struct rehearsal *t, const char *store)
 		 "    retry: {attempts: 1, delay: 1m}\n"
 		 "%s"
 		 "    tasks:\n"
-		 "      - {name: work, command: [./work.sh]}\n",
+		 "      - {name: work, command: [./work.sh]}\n"
+		 "%s",
 		 store ? "store: \"" : "", store ? store : "",
-		 store ? "\"\n" : "", t->alerts, t->cron, t->extra);
+		 store ? "\"\n" : "", t->alerts, t->cron, t->extra,
+		 t->more ? t->more : "");
 	write_file("c.yaml", text, 0600);
 	write_file("work.sh", R_WORK, 0700);
 }
@@ -1023,6 +1038,18 @@ static void rehearsal_table_through_simulate(void **state)
 		if (t->ack)
 			assert_int_equal(json_integer_value(json_object_get(
 				json_object_get(r.json, "totals"), "acked")), 1);
+		if (t->more) {
+			/* Late when its start_within ran out, while the
+			 * worker was still busy, not when it got the worker. */
+			int64_t at = 0, due = 0;
+			assert_int_equal(events(r.json, "alert_raised", ev, 64),
+					 1);
+			assert_int_equal(clock_parse_iso(json_string_value(
+				json_object_get(ev[0], "time")), &at, NULL), 0);
+			assert_int_equal(clock_parse_iso(R_DAY "07:05:00Z",
+							 &due, NULL), 0);
+			assert_true(at >= due && at < due + 1000);
+		}
 		run_dispose(&r);
 	}
 }
@@ -1169,9 +1196,12 @@ static void daemon_rehearsal(const struct rehearsal *t, json_t *sim,
 	if (t->outage)
 		assert_int_equal(mkdir(held, 0700), 0);
 	p.t0 = r_iso(t->from);
-	/* A real second whole, so the anchor formats exactly; and time for
-	 * the daemon to start before its clock reaches the first slot. */
+	/* A real second whole, so the anchor formats exactly, and the
+	 * daemon started then: its clock starts at `from` (each row leaves
+	 * half an hour of it, a fraction of a real second, before its first
+	 * slot for the start-up). */
 	p.anchor = (tu_now_ms() / 1000 + 1) * 1000;
+	tu_sleep_ms(p.anchor - tu_now_ms());
 	pid_t pid = replay_start(&p);
 	int64_t until = r_iso(t->until);
 	if (t->down) {
