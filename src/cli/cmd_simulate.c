@@ -79,6 +79,7 @@ struct down {
 #define SIM_MAX_DOWN 16
 #define SIM_MAX_ACKS 64
 #define SIM_MAX_OUTAGES 64
+#define SIM_MAX_FAILED_ALERTS 1024
 
 /* --ack SCHEDULE@T: at T, every open alert of the schedule is acked. */
 struct ack_rule {
@@ -132,6 +133,11 @@ struct sim {
 	int64_t last_alert_row_id;  /* alert ledger rows reported */
 	int64_t last_alert_id;      /* alerts reported as raised */
 	size_t n_alerts_raised, n_alert_messages, n_acked;
+	/* Alerts with a send that failed: the only ones whose sends can be
+	 * due later (a round staged is sent in its own pass). */
+	int64_t failed_alerts[SIM_MAX_FAILED_ALERTS];
+	size_t n_failed_alerts;
+	bool failed_overflow;       /* more than that: scan every alert */
 	struct fail_rule slows[SIM_MAX_FAILS];
 	size_t n_slows;
 	int hook_rc;                /* an error inside a --slow stretch */
@@ -646,9 +652,22 @@ static void report_alert_sends(struct sim *sm)
 		const char *target = json_string_value(json_object_get(d,
 								       "target"));
 		int round = (int)json_integer_value(json_object_get(d, "round"));
+		int64_t alert_id = (int64_t)json_integer_value(json_object_get(
+			d, "alert_id"));
 		if (!state || !reason || !target) {
 			json_decref(d);
 			continue;
+		}
+		if (strcmp(state, "sent") != 0) {
+			bool known = false;
+			for (size_t k = 0; k < sm->n_failed_alerts; k++)
+				known |= sm->failed_alerts[k] == alert_id;
+			if (!known && sm->n_failed_alerts <
+					      SIM_MAX_FAILED_ALERTS)
+				sm->failed_alerts[sm->n_failed_alerts++] =
+					alert_id;
+			else if (!known)
+				sm->failed_overflow = true;
 		}
 		if (strcmp(state, "sent") != 0)
 			emit(sm, w->schedule, w->slot_ms, "alert_send_failed",
@@ -721,12 +740,19 @@ static int alert_pass(struct sim *sm)
 {
 	struct alert_ctx a = {.store = sm->store, .config = sm->cfg,
 			      .clock = sm->clock};
+	struct alert_report rep;
 	struct sc_err err = {0};
 	int64_t now = sc_clock_now_ms(sm->clock);
 
 	apply_outages(sm, now);
-	if (alert_tick(&a, NULL, &err) != 0)
-		return cli_fail(EXIT_FAIL, "simulate: alerter: %s", err.msg);
+	/* A pass sends a bounded number of copies; the daemon's next pass,
+	 * a second later, sends the rest: here at the same instant. */
+	do {
+		if (alert_tick(&a, &rep, &err) != 0)
+			return cli_fail(EXIT_FAIL, "simulate: alerter: %s",
+					err.msg);
+	} while (rep.n_sent + rep.n_failed + rep.n_abandoned > 0 &&
+		 rep.n_failed == 0);
 	report_alerts(sm);
 	report_recordings(sm, "(alerts)", now);
 	report_alert_sends(sm);
@@ -768,6 +794,11 @@ static int next_alert_event(struct sim *sm, int64_t now, int64_t *out)
 	for (size_t i = 0; i < n; i++) {
 		if (v[i].status == ALERT_OPEN && every > 0)
 			earliest(&next, v[i].round_ms + every);
+		bool failed = sm->failed_overflow;
+		for (size_t k = 0; !failed && k < sm->n_failed_alerts; k++)
+			failed = sm->failed_alerts[k] == v[i].id;
+		if (!failed)
+			continue;
 		struct store_alert_send *x = NULL;
 		size_t nx = 0;
 		if (store_alert_sends(sm->store, v[i].id, &x, &nx, &err) != 0) {
@@ -790,9 +821,10 @@ static int next_alert_event(struct sim *sm, int64_t now, int64_t *out)
 	 * without a delivered slot. */
 	struct store_sla_last last[ALERT_SLA_MAX];
 	struct store_job *late = calloc(ALERT_SLA_MAX, sizeof(*late));
+	if (!late)
+		return cli_fail(EXIT_FAIL, "simulate: out of memory");
 	struct store_sla scan = {.last = last, .max_last = ALERT_SLA_MAX,
-				 .late = late,
-				 .max_late = late ? ALERT_SLA_MAX : 0};
+				 .late = late, .max_late = ALERT_SLA_MAX};
 	int rc = store_sla_scan(sm->store, INT64_MAX, INT64_MIN, &scan, &err);
 	for (size_t i = 0; rc == 0 && i < scan.n_late; i++) {
 		const struct schedule_spec *sp = config_schedule(
