@@ -581,6 +581,9 @@ static void apply_outages(struct sim *sm, int64_t now)
 static void restore_targets(struct sim *sm)
 {
 	for (size_t i = 0; sm->saved && i < sm->cfg->n_targets; i++) {
+		/* Not saved (out of memory in save_targets): never moved. */
+		if (!sm->saved[i].down_path)
+			continue;
 		sm->cfg->targets[i].kind = sm->saved[i].kind;
 		sm->cfg->targets[i].path = sm->saved[i].path;
 		free(sm->saved[i].down_path);
