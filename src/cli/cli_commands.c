@@ -298,10 +298,12 @@ static const struct cli_command commands[] = {
 	 "command line or config.\n"},
 	{"simulate", cmd_simulate,
 	 "simulate [--config FILE] --from T --until T "
-	 "[--fail TASK@T1..T2[:exit=N]]... [--down T1..T2]... "
-	 "[--pause T1..T2] [--deliver] [--json]",
+	 "[--fail TASK@T1..T2[:exit=N]]... [--slow TASK@T1..T2=DUR]... "
+	 "[--down T1..T2]... [--pause T1..T2] [--ack SCHEDULE@T]... "
+	 "[--fail-target NAME@T1..T2]... [--deliver] [--json]",
 	 "run the schedules on a virtual clock and print the timeline",
-	 "Runs the real scheduler, queue, orchestrator and delivery of FILE\n"
+	 "Runs the real scheduler, queue, orchestrator, delivery and alerter\n"
+	 "of FILE\n"
 	 "(default ./surecron.yaml) on a virtual clock from T to T (ISO 8601\n"
 	 "with Z or an offset), single-threaded, with a throw-away store in a\n"
 	 "temp folder that is removed at exit (the config's store is never\n"
@@ -319,6 +321,16 @@ static const struct cli_command commands[] = {
 	 "                   retryable quota error, 78 a permanent failure,\n"
 	 "                   others retryable. May be repeated. Other tasks\n"
 	 "                   run for real.\n"
+	 "  --slow TASK@T1..T2=DUR\n"
+	 "                   an attempt of TASK that starts in [T1, T2) lasts\n"
+	 "                   DUR of the virtual clock (the scheduler and the\n"
+	 "                   alerter go on meanwhile: overrun alerts).\n"
+	 "  --ack SCHEDULE@T at T, every open alert of SCHEDULE is\n"
+	 "                   acknowledged: its reminder rounds stop.\n"
+	 "  --fail-target NAME@T1..T2\n"
+	 "                   every send to target NAME fails in [T1, T2):\n"
+	 "                   alerts are held, retried with their backoff and\n"
+	 "                   delivered once after T2.\n"
 	 "  --down T1..T2    the scheduler and worker are stopped in [T1, T2)\n"
 	 "                   (downtime): at T2 the schedules catch up by their\n"
 	 "                   catchup policy and missed slots are listed.\n"
@@ -337,8 +349,12 @@ static const struct cli_command commands[] = {
 	 "                   deliveries per target, totals\n"
 	 "\n"
 	 "Prints one line per event (slot fired, attempt started, failed with\n"
-	 "its error and next attempt, succeeded, delivery, slot lost, missed)\n"
-	 "with times in the schedule's zone, then the ledger and the totals.\n"
+	 "its error and next attempt, succeeded, delivery, slot lost, missed,\n"
+	 "alert raised or closed, alert send failed, ack) with times in the\n"
+	 "schedule's zone, then the ledger and the totals. The alerter runs\n"
+	 "as in the daemon: missed and lost alerts, realert rounds, late,\n"
+	 "overrun and stale breaches and recovered messages, each alert\n"
+	 "delivery with its reason and round.\n"
 	 "Exit status 0 when the simulation ran (lost slots are results, not\n"
 	 "errors), 2 on usage or config errors, 1 on internal failures.\n"},
 	{"status", cmd_status,

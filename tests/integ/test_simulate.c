@@ -25,6 +25,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
+#include "daemon_util.h"
 #include "fakes/fake_http.h"
 #include "testutil.h"
 
@@ -176,6 +178,7 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
+	tu_reap_all();
 	tu_rmrf(dir);
 	return 0;
 }
@@ -796,6 +799,474 @@ static void issue13_expect_in_simulate_and_explain(void **state)
 	json_decref(j);
 }
 
+/* ---- the rehearsal table (issue 43) --------------------------------------- */
+
+#define R_DAY "2026-03-06T"
+/* Fails (exit 75) the slots of 01:00 to 03:59, succeeds the others: the
+ * same failures in a simulation and in a daemon, with no --fail. */
+#define R_WORK "#!/bin/sh\ncase \"$SURECRON_SLOT\" in\n" \
+	"  " R_DAY "0[123]:*) echo quota >&2; exit 75;;\n" \
+	"  " R_DAY "05:*) [ -z \"$REHEARSAL_SLEEP\" ] || " \
+	"sleep \"$REHEARSAL_SLEEP\";;\nesac\n" \
+	"if [ \"$SURECRON_TASK\" = block ] && [ -n \"$REHEARSAL_SLEEP\" ]; " \
+	"then sleep \"$REHEARSAL_SLEEP\"; fi\necho ok\n"
+
+struct rehearsal {
+	const char *name;
+	const char *alerts;   /* more of `alerts: {...}` */
+	const char *cron;
+	const char *extra;    /* more schedule lines */
+	const char *from, *until;
+	const char *down;     /* --down T1..T2 (NULL: none) */
+	const char *ack;      /* --ack job@T (NULL: none) */
+	const char *outage;   /* --fail-target pager@T1..T2 (NULL: none) */
+	bool daemon;          /* replayed by a daemon too */
+	const char *want;     /* sorted "reason/round/target", space-separated */
+	const char *slow;     /* --slow TASK@T1..T2=DUR (NULL: none); the
+				 daemon sleeps an hour of its clock */
+	const char *more;     /* more schedules (NULL: none) */
+};
+
+static const struct rehearsal rehearsals[] = {
+	{"lost", "", "0 1 * * *", "", R_DAY "00:30:00Z", R_DAY "01:30:00Z",
+	 NULL, NULL, NULL, true, "lost/0/pager", NULL, NULL},
+	{"missed after downtime", "", "0 0-2 * * *", "    catchup: none\n",
+	 R_DAY "00:30:00Z", R_DAY "02:45:00Z",
+	 R_DAY "00:55:00Z.." R_DAY "02:30:00Z", NULL, NULL, true,
+	 "missed/0/pager", NULL, NULL},
+	{"three realert rounds", ", realert: 1h", "0 1 * * *", "",
+	 R_DAY "00:30:00Z", R_DAY "04:30:00Z", NULL, NULL, NULL, true,
+	 "lost/0/pager lost/1/pager lost/2/pager lost/3/pager", NULL, NULL},
+	{"late, then recovered", "", "0 * * * *",
+	 "    catchup: latest\n    sla: {start_within: 5m}\n",
+	 R_DAY "04:30:00Z", R_DAY "05:30:00Z",
+	 R_DAY "04:50:00Z.." R_DAY "05:10:00Z", NULL, NULL, false,
+	 "late/0/pager recovered/0/pager", NULL, NULL},
+	{"late behind a busy worker, then recovered", "", "0 * * * *",
+	 "    sla: {start_within: 5m}\n", R_DAY "06:30:00Z", R_DAY "08:30:00Z",
+	 NULL, NULL, NULL, true, "late/0/pager recovered/0/pager",
+	 "block@" R_DAY "06:58:00Z.." R_DAY "06:59:00Z=1h",
+	 "  blocker:\n"
+	 "    cron: \"58 6 * * *\"\n"
+	 "    tz: UTC\n"
+	 "    tasks:\n"
+	 "      - {name: block, command: [./work.sh]}\n"},
+	{"overrun, then recovered", "", "0 * * * *",
+	 "    sla: {max_runtime: 30m}\n", R_DAY "04:30:00Z", R_DAY "06:30:00Z",
+	 NULL, NULL, NULL, true, "overrun/0/pager recovered/0/pager",
+	 "work@" R_DAY "05:00:00Z.." R_DAY "05:01:00Z=1h", NULL},
+	{"stale, then recovered", ", on: [stale]", "0 * * * *",
+	 "    sla: {success_within: 90m}\n", "2026-03-05T23:30:00Z",
+	 R_DAY "04:30:00Z", NULL, NULL, NULL, true,
+	 "recovered/0/pager stale/0/pager", NULL, NULL},
+	{"ack stops the rounds", ", realert: 1h", "0 1 * * *", "",
+	 R_DAY "00:30:00Z", R_DAY "04:30:00Z", NULL, "job@" R_DAY "02:30:00Z",
+	 NULL, true, "lost/0/pager lost/1/pager", NULL, NULL},
+	{"target outage", "", "0 1 * * *", "", R_DAY "00:30:00Z",
+	 R_DAY "02:30:00Z", NULL, NULL,
+	 "pager@" R_DAY "00:50:00Z.." R_DAY "01:20:00Z", true,
+	 "lost/0/pager", NULL, NULL},
+};
+
+static void write_rehearsal(const struct rehearsal *t, const char *store)
+{
+	char text[2048];
+
+	snprintf(text, sizeof(text),
+		 "%s%s%s"
+		 "targets:\n"
+		 "  archive: {kind: file, path: ./deliveries.jsonl}\n"
+		 "  pager: {kind: file, path: ./out/pager.jsonl}\n"
+		 "alerts: {targets: [pager]%s}\n"
+		 "worker: {concurrency: 1}\n"
+		 "schedules:\n"
+		 "  job:\n"
+		 "    cron: \"%s\"\n"
+		 "    tz: UTC\n"
+		 "    targets: [archive]\n"
+		 "    retry: {attempts: 1, delay: 1m}\n"
+		 "%s"
+		 "    tasks:\n"
+		 "      - {name: work, command: [./work.sh]}\n"
+		 "%s",
+		 store ? "store: \"" : "", store ? store : "",
+		 store ? "\"\n" : "", t->alerts, t->cron, t->extra,
+		 t->more ? t->more : "");
+	write_file("c.yaml", text, 0600);
+	write_file("work.sh", R_WORK, 0700);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Sorts and joins the n strings of v (freed) into out. */
+static void join_sorted(char **v, size_t n, char *out, size_t cap)
+{
+	size_t len = 0;
+
+	qsort(v, n, sizeof(*v), cmp_str);
+	out[0] = '\0';
+	for (size_t i = 0; i < n; i++) {
+		if (len < cap)
+			len += (size_t)snprintf(out + len, cap - len, "%s%s",
+						i ? " " : "", v[i]);
+		free(v[i]);
+	}
+}
+
+/* The alert messages of a simulation, as the sorted multiset. */
+static void sim_multiset(json_t *root, char *out, size_t cap)
+{
+	json_t *arr = json_object_get(root, "events"), *e;
+	char *v[64] = {0};
+	size_t i, n = 0;
+
+	json_array_foreach(arr, i, e) {
+		const char *ev = json_string_value(json_object_get(e, "event"));
+		const char *reason = json_string_value(json_object_get(e,
+								       "reason"));
+		if (strcmp(ev, "delivery") != 0 || !reason || n == 64)
+			continue;
+		char buf[160];
+		snprintf(buf, sizeof(buf), "%s/%d/%s", reason,
+			 (int)json_integer_value(json_object_get(e, "round")),
+			 json_string_value(json_object_get(e, "target")));
+		v[n++] = strdup(buf);
+	}
+	join_sorted(v, n, out, cap);
+}
+
+/* The alert messages in the file target dir/out/pager.jsonl. */
+static size_t file_multiset(char *out, size_t cap)
+{
+	char path[400], line[65536];
+	char *v[64] = {0};
+	size_t n = 0;
+
+	snprintf(path, sizeof(path), "%s/out/pager.jsonl", dir);
+	FILE *f = fopen(path, "r");
+	while (f && fgets(line, sizeof(line), f) && n < 64) {
+		json_t *m = json_loads(line, 0, NULL);
+		assert_non_null(m);
+		const char *kind = json_string_value(json_object_get(m, "kind"));
+		if (kind && strcmp(kind, "alert") == 0) {
+			char buf[160];
+			snprintf(buf, sizeof(buf), "%s/%d/pager",
+				 json_string_value(json_object_get(m,
+								   "reason")),
+				 (int)json_integer_value(json_object_get(
+					 m, "round")));
+			v[n++] = strdup(buf);
+		}
+		json_decref(m);
+	}
+	if (f)
+		fclose(f);
+	join_sorted(v, n, out, cap);
+	return n;
+}
+
+static void simulate_rehearsal(const struct rehearsal *t, struct run *r)
+{
+	const char *a[12];
+	size_t n = 0;
+
+	a[n++] = "--from";
+	a[n++] = t->from;
+	a[n++] = "--until";
+	a[n++] = t->until;
+	if (t->down) {
+		a[n++] = "--down";
+		a[n++] = t->down;
+	}
+	if (t->ack) {
+		a[n++] = "--ack";
+		a[n++] = t->ack;
+	}
+	if (t->outage) {
+		a[n++] = "--fail-target";
+		a[n++] = t->outage;
+	}
+	if (t->slow) {
+		a[n++] = "--slow";
+		a[n++] = t->slow;
+	}
+	while (n < 10)
+		a[n++] = NULL;
+	run_bin(r, "--config", "c.yaml", "--json", a[0], a[1], a[2], a[3],
+		a[4], a[5], a[6], a[7], a[8], a[9], (char *)NULL);
+	if (r->status != 0 || !r->json)
+		fail_msg("%s: status %d, stderr: %s", t->name, r->status,
+			 r->err);
+}
+
+static void rehearsal_table_through_simulate(void **state)
+{
+	for (size_t i = 0; i < sizeof(rehearsals) / sizeof(rehearsals[0]);
+	     i++) {
+		const struct rehearsal *t = &rehearsals[i];
+		struct run r;
+		char got[1024];
+		json_t *ev[64];
+
+		write_rehearsal(t, NULL);
+		simulate_rehearsal(t, &r);
+		assert_fast(&r);
+		sim_multiset(r.json, got, sizeof(got));
+		if (strcmp(got, t->want) != 0)
+			fail_msg("%s: alert messages '%s', want '%s'", t->name,
+				 got, t->want);
+		if (t->outage) {
+			/* Held while the target was down, tried again with
+			 * backoff, delivered once after the window. */
+			assert_true(events(r.json, "alert_send_failed", ev, 64)
+				    >= 3);
+			size_t nd = events(r.json, "delivery", ev, 64);
+			int64_t end = 0, at = 0;
+			assert_int_equal(clock_parse_iso(R_DAY "01:20:00Z",
+							 &end, NULL), 0);
+			for (size_t k = 0; k < nd; k++)
+				if (json_object_get(ev[k], "reason"))
+					assert_int_equal(clock_parse_iso(
+						json_string_value(json_object_get(
+							ev[k], "time")), &at,
+						NULL), 0);
+			assert_true(at >= end);
+		}
+		if (t->ack)
+			assert_int_equal(json_integer_value(json_object_get(
+				json_object_get(r.json, "totals"), "acked")), 1);
+		if (t->more) {
+			/* Late when its start_within ran out, while the
+			 * worker was still busy, not when it got the worker. */
+			int64_t at = 0, due = 0;
+			assert_int_equal(events(r.json, "alert_raised", ev, 64),
+					 1);
+			assert_int_equal(clock_parse_iso(json_string_value(
+				json_object_get(ev[0], "time")), &at, NULL), 0);
+			assert_int_equal(clock_parse_iso(R_DAY "07:05:00Z",
+							 &due, NULL), 0);
+			assert_true(at >= due && at < due + 1000);
+		}
+		run_dispose(&r);
+	}
+}
+
+static void rehearsal_arguments_are_checked(void **state)
+{
+	static const struct {
+		const char *opt, *arg, *where;
+	} rows[] = {
+		{"--ack", "job", "expected SCHEDULE@T"},
+		{"--ack", "@" R_DAY "01:00:00Z", "column 1"},
+		{"--ack", "job@tomorrow", "column 5"},
+		{"--ack", "nosuch@" R_DAY "01:00:00Z", "no schedule named 'nosuch'"},
+		{"--fail-target", "pager@" R_DAY "01:00:00Z", "column 27"},
+		{"--fail-target", "pager@" R_DAY "02:00:00Z.." R_DAY "01:00:00Z",
+		 "ends before it starts"},
+		{"--fail-target", "nosuch@" R_DAY "01:00:00Z.." R_DAY "02:00:00Z",
+		 "no target named 'nosuch'"},
+		{"--slow", "work@" R_DAY "01:00:00Z.." R_DAY "02:00:00Z",
+		 "expected TASK@T1..T2=DURATION"},
+		{"--slow", "work@" R_DAY "01:00:00Z.." R_DAY "02:00:00Z=soon",
+		 "column 49: bad duration 'soon'"},
+		{"--slow", "nosuch@" R_DAY "01:00:00Z.." R_DAY "02:00:00Z=1h",
+		 "no task named 'nosuch'"},
+	};
+	struct run r;
+
+	write_rehearsal(&rehearsals[0], NULL);
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		run_bin(&r, "--config", "c.yaml", "--from", R_DAY "00:00:00Z",
+			"--until", R_DAY "01:00:00Z", rows[i].opt, rows[i].arg,
+			(char *)NULL);
+		assert_int_equal(r.status, 2);
+		if (!strstr(r.err, rows[i].where))
+			fail_msg("%s %s: stderr '%s' lacks '%s'", rows[i].opt,
+				 rows[i].arg, r.err, rows[i].where);
+		run_dispose(&r);
+	}
+}
+
+/* The daemon's clock: R_RATE clock-seconds a real second from the
+ * anchor (an hour a second; a third of that under the sanitizers). */
+static int64_t r_rate(void)
+{
+	const char *san = getenv("SURECRON_SAN");
+	return san && *san ? 1200 : 3600;
+}
+#define R_RATE r_rate()
+
+static int64_t r_iso(const char *s)
+{
+	int64_t ms = 0;
+
+	assert_int_equal(clock_parse_iso(s, &ms, NULL), 0);
+	return ms;
+}
+
+struct replay {
+	int64_t t0, anchor; /* clock t0 reads t0 at real anchor */
+};
+
+static int64_t virtual_now(const struct replay *p)
+{
+	return p->t0 + (tu_now_ms() - p->anchor) * R_RATE;
+}
+
+/* Waits (real time) until the daemons' clock reads t. */
+static void wait_virtual(const struct replay *p, int64_t t)
+{
+	int64_t left = (t - virtual_now(p)) / R_RATE;
+
+	if (left > 0)
+		tu_sleep_ms(left + 1);
+	while (virtual_now(p) < t)
+		tu_sleep_ms(1);
+}
+
+static pid_t replay_start(const struct replay *p)
+{
+	static char c[64], a[64], rt[64], sl[64];
+	char iso[CLOCK_ISO_MAX];
+
+	snprintf(c, sizeof(c), "SURECRON_TEST_CLOCK=%s",
+		 clock_format_utc(p->t0, iso));
+	snprintf(a, sizeof(a), "SURECRON_TEST_CLOCK_ANCHOR=%s",
+		 clock_format_utc(p->anchor, iso));
+	snprintf(rt, sizeof(rt), "SURECRON_TEST_CLOCK_RATE=%d", (int)R_RATE);
+	/* An hour of the clock, for the 05:00 slot of the overrun row. */
+	snprintf(sl, sizeof(sl), "REHEARSAL_SLEEP=%d", (int)(3600 / R_RATE));
+	const char *envs[] = {c, a, rt, sl, "SURECRON_LOG=warn", NULL};
+	return tu_track(tu_start_daemon(dir, "c.yaml", envs, 0));
+}
+
+/* Plays t in a real daemon on the fast test clock: the downtime as a
+ * stop and a restart on the same clock, the ack as `surecron ack`, the
+ * outage as a folder in the way of the target's file until the window
+ * ends. */
+/* How many alert messages the simulation delivered before instant t. */
+static size_t sim_before(json_t *root, int64_t t)
+{
+	json_t *arr = json_object_get(root, "events"), *e;
+	size_t i, n = 0;
+
+	json_array_foreach(arr, i, e) {
+		int64_t at = 0;
+		if (!json_object_get(e, "reason") ||
+		    strcmp(json_string_value(json_object_get(e, "event")),
+			   "delivery") != 0)
+			continue;
+		assert_int_equal(clock_parse_iso(json_string_value(
+				json_object_get(e, "time")), &at, NULL), 0);
+		n += at < t;
+	}
+	return n;
+}
+
+/* Waits (up to 30 s) for the daemon to have delivered n alert messages:
+ * a loaded machine may hold its passes back behind its clock. */
+static void wait_messages(size_t n, char *got, size_t cap)
+{
+	int64_t end = tu_now_ms() + 30000;
+
+	while (file_multiset(got, cap) < n && tu_now_ms() < end)
+		tu_sleep_ms(5);
+}
+
+static void daemon_rehearsal(const struct rehearsal *t, json_t *sim,
+			     const char *want, char *got, size_t cap)
+{
+	char url[400], out[512], err[512];
+	struct replay p;
+	size_t n_want = 1;
+
+	for (const char *c = want; *c; c++)
+		n_want += *c == ' ';
+	snprintf(url, sizeof(url), "sqlite:%s/store.db", dir);
+	write_rehearsal(t, url);
+	char outdir[400], held[420];
+	snprintf(outdir, sizeof(outdir), "%s/out", dir);
+	snprintf(held, sizeof(held), "%s/pager.jsonl", outdir);
+	assert_int_equal(mkdir(outdir, 0700), 0);
+	/* The outage: a folder where the target's file should be, so every
+	 * open of it fails (even as root) until it is removed. */
+	if (t->outage)
+		assert_int_equal(mkdir(held, 0700), 0);
+	p.t0 = r_iso(t->from);
+	/* A real second whole, so the anchor formats exactly, and the
+	 * daemon started then: its clock starts at `from` (each row leaves
+	 * half an hour of it, a fraction of a real second, before its first
+	 * slot for the start-up). */
+	p.anchor = (tu_now_ms() / 1000 + 1) * 1000;
+	tu_sleep_ms(p.anchor - tu_now_ms());
+	pid_t pid = replay_start(&p);
+	int64_t until = r_iso(t->until);
+	if (t->down) {
+		const char *dots = strstr(t->down, "..");
+		char d1[64];
+		snprintf(d1, sizeof(d1), "%.*s", (int)(dots - t->down),
+			 t->down);
+		wait_virtual(&p, r_iso(d1));
+		assert_true(tu_stop_daemon(pid, 10000));
+		wait_virtual(&p, r_iso(dots + 2));
+		pid = replay_start(&p);
+	}
+	if (t->ack) {
+		const char *at = strchr(t->ack, '@');
+		wait_virtual(&p, r_iso(at + 1));
+		/* The rounds due before the ack went out first. */
+		wait_messages(sim_before(sim, r_iso(at + 1)), got, cap);
+		/* What the on-call would run: ack the open alert's slot. */
+		const char *args[] = {"ack", "--config", "c.yaml", "job",
+				      R_DAY "01:00:00Z", NULL};
+		assert_int_equal(tu_run_bin(dir, dir, NULL, args, out,
+					    sizeof(out), err, sizeof(err)), 0);
+	}
+	if (t->outage) {
+		const char *dots = strstr(t->outage, "..");
+		wait_virtual(&p, r_iso(dots + 2));
+		assert_int_equal(rmdir(held), 0);
+	}
+	wait_virtual(&p, until);
+	/* A loaded machine may hold the daemon's passes back: wait for the
+	 * messages the clock has made due, then five clock minutes more for
+	 * any extra (every scenario ends half an hour from its next event),
+	 * before stopping it. */
+	wait_messages(n_want, got, cap);
+	tu_sleep_ms(5 * 60 * 1000 / R_RATE);
+	assert_true(tu_stop_daemon(pid, 10000));
+	file_multiset(got, cap);
+}
+
+static void rehearsal_table_simulate_equals_daemon(void **state)
+{
+	TU_NEED_TEST_SEAMS();
+	for (size_t i = 0; i < sizeof(rehearsals) / sizeof(rehearsals[0]);
+	     i++) {
+		const struct rehearsal *t = &rehearsals[i];
+		struct run r;
+		char sim[1024], dmn[1024];
+
+		if (!t->daemon)
+			continue;
+		write_rehearsal(t, NULL);
+		simulate_rehearsal(t, &r);
+		sim_multiset(r.json, sim, sizeof(sim));
+		daemon_rehearsal(t, r.json, sim, dmn, sizeof(dmn));
+		run_dispose(&r);
+		printf("%s: simulate '%s', daemon '%s'\n", t->name, sim, dmn);
+		if (strcmp(sim, dmn) != 0)
+			fail_msg("%s: simulate gave '%s', the daemon '%s'",
+				 t->name, sim, dmn);
+		/* The next scenario starts from a clean folder. */
+		tu_rmrf(dir);
+		assert_int_equal(mkdir(dir, 0700), 0);
+	}
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
@@ -811,6 +1282,9 @@ int main(void)
 		T(issue13_notice_policies_over_the_seed_timeline),
 		T(issue13_final_notice_when_the_slot_is_lost),
 		T(issue13_expect_in_simulate_and_explain),
+		T(rehearsal_table_through_simulate),
+		T(rehearsal_arguments_are_checked),
+		T(rehearsal_table_simulate_equals_daemon),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
