@@ -18,7 +18,9 @@
  *     schedule whose task takes 3 s, `skip`: every other slot skipped,
  *     the others start on time (also with two nodes on PostgreSQL,
  *     each slot recorded once); `buffer_one`: never more than one slot
- *     waits, the extra ones get `skipped` rows, cause buffered;
+ *     waits, the extra ones get `skipped` rows, cause buffered; the
+ *     overlap-wait warning says cause=workers for a slot that waited for
+ *     a free worker (cause=schedule in the issue-17 case above);
  *   - fresh slots first: concurrency 1, two slots whose attempts fail
  *     (3 s each) and retry 1 s later, more work than the worker can do,
  *     and an on-time schedule every 2 s: its slots start less than one
@@ -431,6 +433,42 @@ static void buffer_one_keeps_one_waiting(void **state)
 	tu_rmrf(e.dir);
 }
 
+/*
+ * The overlap-wait warning names what the slot waited for: one worker, a
+ * long slot of another schedule holding it, a `queue` schedule whose
+ * slot then waits past the warning's floor (10 s) for the worker, not
+ * for a slot of its own.
+ */
+static void overlap_wait_names_no_free_worker(void **state)
+{
+	struct env e;
+	(void)state;
+	TU_NEED_TEST_SEAMS();
+	if (ds_pg)
+		PGFX_NEED_SERVER();
+	env_init(&e, FIRE_RATE);
+	/* hog: one slot at 00:00:10 (2 s of real time after the anchor, as
+	 * in fresh_slots_before_retries), 20 s of clock. */
+	write_cfg(&e, 1, "  hog:\n"
+			 "    cron: \"10 0 0 1 1 *\"\n"
+			 "    tz: UTC\n"
+			 "    targets: [archive]\n"
+			 "    tasks:\n"
+			 "      - {name: t, shell: \"sleep 4\"}\n"
+			 "  other:\n"
+			 "    cron: \"*/5 * * * * *\"\n"
+			 "    tz: UTC\n"
+			 "    targets: [archive]\n"
+			 "    tasks:\n"
+			 "      - {name: t, shell: \"echo ok\"}\n");
+	pid_t pid = start_in(&e, e.dir);
+
+	assert_true(tu_wait_log(e.dir, "cause=workers", 1, PATIENCE_MS));
+	assert_true(tu_stop_daemon(pid, STOP_MS));
+	assert_true(tu_log_count(e.dir, "waited for a free worker") >= 1);
+	tu_rmrf(e.dir);
+}
+
 /* `skip` with two nodes of one worker each on PostgreSQL: judged through
  * the store, so the second node's free worker does not run a slot that
  * fell due while the first node runs one. */
@@ -611,6 +649,7 @@ int main(void)
 		SQ(fresh_slots_before_retries),
 		SQ(skip_judged_when_due),
 		SQ(buffer_one_keeps_one_waiting),
+		SQ(overlap_wait_names_no_free_worker),
 	};
 	const struct CMUnitTest pg_tests[] = {
 		PG(queue_never_overlaps),
