@@ -56,14 +56,18 @@
  *     gets one paused row (the store keeps one per slot, schema 7), and
  *     choose() never takes it, so a catch-up owes nothing for it. A
  *     disabled schedule writes nothing but its state.
- *   - `overlap: skip` and `buffer_one` are judged when a slot falls due,
- *     here, through the store (so across nodes): a skip slot while
+ *   - `overlap: skip`, `buffer_one` and `replace` are judged when a slot
+ *     falls due, here, through the store (so across nodes): a skip slot while
  *     another job of its schedule is READY or ACTIVE, a buffer_one slot
  *     while one is READY, gets a `skipped` row (cause overlap, buffered)
  *     and no job. Such schedules never go through the batch: each slot is
  *     judged after the one before it is enqueued. A slot with a job or a
  *     skipped row already (a pass replayed after a crash) is not judged
- *     again, so it is recorded once.
+ *     again, so it is recorded once. A `replace` slot is always
+ *     enqueued; before that, every ACTIVE job of an earlier slot of its
+ *     schedule is finished DONE with a `replaced` row (fenced by the
+ *     job's own lease token), which its worker sees at its next
+ *     heartbeat and ends the task (worker.c).
  *   - No cron is parsed and no zone loaded here: each schedule comes
  *     resolved from config_parse (spec.h: expr, zone, policy), so a tick
  *     costs no parse and fires on exactly what the config validated.
@@ -802,7 +806,61 @@ static int take_renamed(struct store *s, const struct schedule_spec *spec,
 static bool fire_time_overlap(const struct schedule_spec *spec)
 {
 	return spec->overlap == OVERLAP_SKIP ||
-	       spec->overlap == OVERLAP_BUFFER_ONE;
+	       spec->overlap == OVERLAP_BUFFER_ONE ||
+	       spec->overlap == OVERLAP_REPLACE;
+}
+
+/* Most running attempts of one schedule ended by one replace. */
+#define REPLACE_MAX 64
+
+/*
+ * `overlap: replace`: ends every running attempt of spec's earlier slots
+ * (ACTIVE, on any node) with a `replaced` row, through the attempt's own
+ * finish (store_job_finish, fenced by its lease token): the job is DONE,
+ * so its worker's next heartbeat fails and stops the task (worker.c:
+ * SIGTERM, then SIGKILL after the task's grace). An attempt that ended
+ * meanwhile (SC_ELEASE) is left as it ended.
+ */
+static int replace_running(struct store *s, const struct schedule_spec *spec,
+			   int64_t slot, int64_t now_ms, struct sc_err *err)
+{
+	struct store_job *run = calloc(REPLACE_MAX, sizeof(*run));
+	struct store_sla x = {.running = run, .max_running = REPLACE_MAX};
+	char iso[CLOCK_ISO_MAX], by[CLOCK_ISO_MAX], msg[200], details[96];
+	int rc;
+
+	if (!run)
+		return sc_err_set(err, SC_ENOMEM, "out of memory");
+	rc = store_sla_scan(s, INT64_MIN, INT64_MAX, &x, err);
+	clock_format_utc(slot, by);
+	for (size_t i = 0; !rc && i < x.n_running; i++) {
+		const struct store_job *j = &run[i];
+		if (strcmp(j->schedule, spec->name) != 0 || j->slot_ms >= slot)
+			continue;
+		struct ledger_row row = {
+			.outcome = LEDGER_REPLACED, .error_class = "overlap",
+			.error_msg = msg, .details_json = details};
+		snprintf(msg, sizeof(msg), "replaced by the slot %s "
+			 "(overlap: replace)", by);
+		snprintf(details, sizeof(details),
+			 "{\"cause\":\"replaced\",\"by\":\"%s\"}", by);
+		struct sc_err fe = {0};
+		int frc = store_job_finish(s, j->id, j->lease_token, JOB_DONE,
+					   0, &row, &fe);
+		if (frc == SC_ELEASE)
+			continue;
+		if (frc) {
+			rc = sc_err_set(err, frc, "%s", fe.msg);
+			break;
+		}
+		LOG(SC_LOG_WARN, "scheduler", "event=replaced schedule=%s "
+		    "slot=%s job=%lld attempt=%d by=%s late_ms=%lld",
+		    spec->name, clock_format_utc(j->slot_ms, iso),
+		    (long long)j->id, j->attempts, by,
+		    (long long)(now_ms - slot));
+	}
+	free(run);
+	return rc;
 }
 
 /*
@@ -850,6 +908,12 @@ static int judge(struct store *s, const struct schedule_spec *spec,
 		return rc;
 	int64_t waiting = c.ready_due + c.delayed;
 	const char *cause = NULL;
+	if (spec->overlap == OVERLAP_REPLACE) {
+		if (c.active > 0 &&
+		    (rc = replace_running(s, spec, slot, now_ms, err)) != 0)
+			return rc;
+		goto enqueue;
+	}
 	if (spec->overlap == OVERLAP_SKIP && waiting + c.active > 0)
 		cause = "overlap";
 	else if (spec->overlap == OVERLAP_BUFFER_ONE && waiting > 0)

@@ -129,6 +129,9 @@ enum overlap {
 	OVERLAP_BUFFER_ONE = 3, /* it waits, but at most one slot waits: a
 				   slot due while one waits gets a `skipped`
 				   row, cause buffered */
+	OVERLAP_REPLACE = 4, /* it runs: the running slot's attempt ends (a
+				`replaced` row; its task gets SIGTERM, then
+				SIGKILL after the task's grace) */
 };
 
 /*

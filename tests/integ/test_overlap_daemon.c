@@ -469,6 +469,61 @@ static void overlap_wait_names_no_free_worker(void **state)
 	tu_rmrf(e.dir);
 }
 
+/*
+ * `replace`: one worker, a slot every 4 s, a task that ignores SIGTERM
+ * and would run 6 s: each new slot ends the running attempt (a
+ * `replaced` row; SIGTERM, then SIGKILL after the task's grace) and
+ * starts within 1 s plus the grace.
+ */
+#define REPLACE_RATE 2
+#define REPLACE_GRACE_MS 500 /* real, the task's `grace` */
+
+static void replace_starts_the_new_slot(void **state)
+{
+	struct env e;
+	size_t n;
+	(void)state;
+	TU_NEED_TEST_SEAMS();
+	if (ds_pg)
+		PGFX_NEED_SERVER();
+	env_init(&e, REPLACE_RATE);
+	write_cfg(&e, 1, "  every4:\n"
+			 "    cron: \"*/4 * * * * *\"\n"
+			 "    tz: UTC\n"
+			 "    overlap: replace\n"
+			 "    targets: [archive]\n"
+			 "    retry: {attempts: 1, backoff: fixed, delay: 1s}\n"
+			 "    tasks:\n"
+			 "      - {name: slow, grace: 500ms, shell: \"trap '' "
+			 "TERM; sleep 3\"}\n");
+	pid_t pid = start_in(&e, e.dir);
+
+	assert_true(wait_rows(&e, "every4", LEDGER_REPLACED, 4,
+			      PATIENCE_MS * 2));
+	assert_true(tu_stop_daemon(pid, STOP_MS));
+	struct ledger_row *rows = rows_of(&e, "every4", LEDGER_REPLACED, &n);
+	int64_t bound = 1000 + REPLACE_GRACE_MS * REPLACE_RATE, worst = 0;
+	qsort(rows, n, sizeof(*rows), cmp_started);
+	/* The first attempt started on time; each later one once the one
+	 * before it was ended. */
+	for (size_t i = 1; i < n; i++) {
+		int64_t late = rows[i].started_ms - rows[i].slot_ms;
+		worst = late > worst ? late : worst;
+		assert_string_equal(rows[i].error_class, "overlap");
+		assert_non_null(strstr(rows[i].details_json,
+				       "\"cause\":\"replaced\""));
+	}
+	print_message("replace: %zu replaced, worst start lateness %lld ms "
+		      "(bound %lld)\n", n, (long long)worst, (long long)bound);
+	assert_true(worst < bound);
+	assert_int_equal(n_overlaps(rows, n, 0), 0);
+	store_ledger_rows_free(rows, n);
+	assert_int_equal(tu_ledger_count(e.store_url, "every4", LEDGER_LOST),
+			 0);
+	assert_true(tu_log_count(e.dir, "event=replaced") >= 4);
+	tu_rmrf(e.dir);
+}
+
 /* `skip` with two nodes of one worker each on PostgreSQL: judged through
  * the store, so the second node's free worker does not run a slot that
  * fell due while the first node runs one. */
@@ -650,6 +705,7 @@ int main(void)
 		SQ(skip_judged_when_due),
 		SQ(buffer_one_keeps_one_waiting),
 		SQ(overlap_wait_names_no_free_worker),
+		SQ(replace_starts_the_new_slot),
 	};
 	const struct CMUnitTest pg_tests[] = {
 		PG(queue_never_overlaps),
@@ -660,6 +716,7 @@ int main(void)
 		PG(skip_judged_when_due),
 		PG(buffer_one_keeps_one_waiting),
 		PG(two_nodes_skip_judged_when_due),
+		PG(replace_starts_the_new_slot),
 	};
 	int rc = cmocka_run_group_tests_name("overlap_daemon_sqlite", tests,
 					     NULL, NULL);

@@ -381,7 +381,8 @@ static void issue43_overlap_values(void **state)
 		const char *word;
 		enum overlap want;
 	} ok[] = {{"queue", OVERLAP_QUEUE}, {"skip", OVERLAP_SKIP},
-		  {"allow", OVERLAP_ALLOW}, {"buffer_one", OVERLAP_BUFFER_ONE}};
+		  {"allow", OVERLAP_ALLOW}, {"buffer_one", OVERLAP_BUFFER_ONE},
+		  {"replace", OVERLAP_REPLACE}};
 	char text[512];
 	(void)state;
 
