@@ -557,6 +557,10 @@ static void two_nodes_skip_judged_when_due(void **state)
 	assert_true(n_skip <= n + 1);
 	assert_true(worst < 2000);
 	store_ledger_rows_free(rows, n);
+	/* A node that found the other judging did not turn the slot into a
+	 * missed one. */
+	assert_int_equal(tu_ledger_count(e.store_url, "every2",
+					 LEDGER_MISSED), 0);
 	tu_rmrf(e.dir);
 }
 
