@@ -2095,7 +2095,8 @@ static void parse_schedule(struct pc *pc, const struct config_node *k,
 					   "deadline", "enabled", NULL};
 	static const char *const catchups[] = {"latest", "all", "none", NULL};
 	/* In the order of enum overlap. */
-	static const char *const overlaps[] = {"queue", "skip", "allow", NULL};
+	static const char *const overlaps[] = {"queue", "skip", "allow",
+					       "buffer_one", "replace", NULL};
 	static const char *const bools[] = {"false", "true", NULL};
 	struct schedule_spec *s = item;
 	char path[PATH_MAX_KEY], kp[PATH_MAX_KEY], ip[PATH_MAX_KEY];

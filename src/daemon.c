@@ -710,6 +710,29 @@ static int open_store(struct daemon *d, struct store **out,
 }
 
 /*
+ * Why a claimed slot waited (the overlap-wait warning): true when an
+ * earlier slot of its schedule finished after this one was due (the
+ * newest ledger row of an earlier slot ends after run_at), i.e. the slot
+ * waited for its schedule's own slot; false when it waited for a free
+ * worker, or when the ledger cannot tell.
+ */
+static bool waited_for_own(struct store *s, const struct store_job *job)
+{
+	struct ledger_filter f = {.schedule = job->schedule,
+				  .since_ms = INT64_MIN,
+				  .until_ms = job->slot_ms, .limit = 1,
+				  .newest_first = true};
+	struct ledger_row *rows = NULL;
+	size_t n = 0;
+	bool own = false;
+
+	if (store_ledger_query(s, &f, &rows, &n, NULL) == 0 && n == 1)
+		own = rows[0].finished_ms > job->run_at_ms;
+	store_ledger_rows_free(rows, n);
+	return own;
+}
+
+/*
  * One claim with the configuration's overlap rule (queue.h,
  * queue_overlap_rule): *n 1 when a job to run is in *job. A skipped job
  * (`overlap: skip`, another slot running) is finished here, never run:
@@ -746,19 +769,26 @@ static int claim(struct store *s, const struct cfg_ref *cr,
 	}
 	int64_t waited = sc_clock_now_ms(store_clock(s)) - job->run_at_ms;
 	int64_t next = 0;
-	if (sp && sp->overlap == OVERLAP_QUEUE && job->attempts == 1 &&
+	if (sp && (sp->overlap == OVERLAP_QUEUE ||
+		   sp->overlap == OVERLAP_BUFFER_ONE) && job->attempts == 1 &&
 	    waited > 0 &&
 	    sc_cron_next(&sp->expr, sp->zone, job->slot_ms, &next, NULL) == 0 &&
 	    waited > queue_overlap_wait_warn_ms(next - job->slot_ms)) {
 		char slot[CLOCK_ISO_MAX];
+		bool own = waited_for_own(s, job);
 		LOG(SC_LOG_WARN, "queue", "event=overlap-wait schedule=%s "
 		       "slot=%s job=%lld waited_ms=%lld warn_ms=%lld "
-		       "msg=\"the slot waited for an earlier slot of its "
-		       "schedule to finish (overlap: queue)\"", job->schedule,
+		       "cause=%s msg=\"%s\"", job->schedule,
 		       clock_format_utc(job->slot_ms, slot),
 		       (long long)job->id, (long long)waited,
 		       (long long)queue_overlap_wait_warn_ms(next -
-							     job->slot_ms));
+							     job->slot_ms),
+		       own ? "schedule" : "workers",
+		       own ? "the slot waited for an earlier slot of its "
+			     "schedule to finish (overlap: queue)"
+			   : "the slot waited for a free worker: every "
+			     "worker was busy with other schedules' slots "
+			     "(worker.concurrency)");
 	}
 	return 0;
 }

@@ -26,6 +26,7 @@ const char *const ledger_outcomes[] = {
 	LEDGER_MISSED, LEDGER_DUPLICATE, LEDGER_RELEASED, LEDGER_DECISION,
 	LEDGER_ALERT, LEDGER_ACKED, LEDGER_RECOVERED, LEDGER_LATE,
 	LEDGER_OVERRUN, LEDGER_STALE, LEDGER_SKIPPED, LEDGER_PAUSED,
+	LEDGER_REPLACED,
 };
 const size_t ledger_n_outcomes =
 	sizeof(ledger_outcomes) / sizeof(ledger_outcomes[0]);

@@ -1400,10 +1400,18 @@ int proc_run(const struct proc_spec *spec, struct proc_result *res,
 			break;
 		if (!ended && now >= next_tick) {
 			next_tick = now + spec->tick_ms;
+			int trc = 0;
 			if (!res->canceled && spec->tick &&
-			    spec->tick(spec->tick_ud) != 0) {
+			    (trc = spec->tick(spec->tick_ud)) != 0) {
 				res->canceled = true;
-				ctl_send(ctl[0], 'K');
+				if (trc == SC_ESTATE) {
+					/* Ended as a timeout ends it. */
+					ctl_send(ctl[0], 'T');
+					kill_at = now + (spec->grace_ms > 0
+							 ? spec->grace_ms : 0);
+				} else {
+					ctl_send(ctl[0], 'K');
+				}
 			}
 		}
 

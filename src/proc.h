@@ -44,7 +44,9 @@ struct proc_spec {
 	size_t max_stdout;      /* more than this ends the child */
 	/* Called every tick_ms while the child runs (from this thread), e.g.
 	 * to extend a job's lease. A non-zero return ends the child's group
-	 * at once (res->canceled). NULL: no ticks. */
+	 * at once (res->canceled); SC_ESTATE (the job was replaced by a
+	 * newer slot) ends it as a timeout does: SIGTERM, then SIGKILL
+	 * after grace_ms. NULL: no ticks. */
 	int (*tick)(void *ud);
 	void *tick_ud;
 	int64_t tick_ms;

@@ -56,6 +56,18 @@
  *     gets one paused row (the store keeps one per slot, schema 7), and
  *     choose() never takes it, so a catch-up owes nothing for it. A
  *     disabled schedule writes nothing but its state.
+ *   - `overlap: skip`, `buffer_one` and `replace` are judged when a slot
+ *     falls due, here, through the store (so across nodes): a skip slot while
+ *     another job of its schedule is READY or ACTIVE, a buffer_one slot
+ *     while one is READY, gets a `skipped` row (cause overlap, buffered)
+ *     and no job. Such schedules never go through the batch: each slot is
+ *     judged after the one before it is enqueued. A slot with a job or a
+ *     skipped row already (a pass replayed after a crash) is not judged
+ *     again, so it is recorded once. A `replace` slot is always
+ *     enqueued; before that, every ACTIVE job of an earlier slot of its
+ *     schedule is finished DONE with a `replaced` row (fenced by the
+ *     job's own lease token), which its worker sees at its next
+ *     heartbeat and ends the task (worker.c).
  *   - No cron is parsed and no zone loaded here: each schedule comes
  *     resolved from config_parse (spec.h: expr, zone, policy), so a tick
  *     costs no parse and fires on exactly what the config validated.
@@ -64,6 +76,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "alert.h"
 #include "clock.h"
@@ -789,6 +802,206 @@ static int take_renamed(struct store *s, const struct schedule_spec *spec,
 	return 1;
 }
 
+/* Judged when the slot falls due rather than when claimed (issue 43). */
+static bool fire_time_overlap(const struct schedule_spec *spec)
+{
+	return spec->overlap == OVERLAP_SKIP ||
+	       spec->overlap == OVERLAP_BUFFER_ONE ||
+	       spec->overlap == OVERLAP_REPLACE;
+}
+
+/* Most running attempts of one schedule ended by one replace. */
+#define REPLACE_MAX 64
+
+/*
+ * `overlap: replace`: ends every running attempt of spec's earlier slots
+ * (ACTIVE, on any node) with a `replaced` row, through the attempt's own
+ * finish (store_job_finish, fenced by its lease token): the job is DONE,
+ * so its worker's next heartbeat fails and stops the task (worker.c:
+ * SIGTERM, then SIGKILL after the task's grace). An attempt that ended
+ * meanwhile (SC_ELEASE) is left as it ended.
+ */
+static int replace_running(struct store *s, const struct schedule_spec *spec,
+			   int64_t slot, int64_t now_ms, struct sc_err *err)
+{
+	struct store_job *run = calloc(REPLACE_MAX, sizeof(*run));
+	struct store_sla x = {.running = run, .max_running = REPLACE_MAX};
+	char iso[CLOCK_ISO_MAX], by[CLOCK_ISO_MAX], msg[200], details[96];
+	int rc;
+
+	if (!run)
+		return sc_err_set(err, SC_ENOMEM, "out of memory");
+	rc = store_sla_scan(s, INT64_MIN, INT64_MAX, &x, err);
+	clock_format_utc(slot, by);
+	for (size_t i = 0; !rc && i < x.n_running; i++) {
+		const struct store_job *j = &run[i];
+		if (strcmp(j->schedule, spec->name) != 0 || j->slot_ms >= slot)
+			continue;
+		struct ledger_row row = {
+			.outcome = LEDGER_REPLACED, .error_class = "overlap",
+			.error_msg = msg, .details_json = details};
+		snprintf(msg, sizeof(msg), "replaced by the slot %s "
+			 "(overlap: replace)", by);
+		snprintf(details, sizeof(details),
+			 "{\"cause\":\"replaced\",\"by\":\"%s\"}", by);
+		struct sc_err fe = {0};
+		int frc = store_job_finish(s, j->id, j->lease_token, JOB_DONE,
+					   0, &row, &fe);
+		if (frc == SC_ELEASE)
+			continue;
+		if (frc) {
+			rc = sc_err_set(err, frc, "%s", fe.msg);
+			break;
+		}
+		LOG(SC_LOG_WARN, "scheduler", "event=replaced schedule=%s "
+		    "slot=%s job=%lld attempt=%d by=%s late_ms=%lld",
+		    spec->name, clock_format_utc(j->slot_ms, iso),
+		    (long long)j->id, j->attempts, by,
+		    (long long)(now_ms - slot));
+	}
+	free(run);
+	return rc;
+}
+
+/*
+ * The fire-time overlap verdict of one due slot of spec (fire_time_overlap):
+ * either its job is enqueued, due at run_at_ms (*created as queue_enqueue
+ * says), or it gets a `skipped` row at now_ms and no job (*skipped).
+ * Another job of the schedule READY or ACTIVE, on any node, skips a `skip`
+ * slot; another READY one skips a `buffer_one` slot (cause buffered). The
+ * read and the write are not one transaction: a job ending in between
+ * only makes the verdict the one of an instant earlier. Called under the
+ * schedule's fire lease (fire_one), so the nodes judge a slot one at a
+ * time: the second finds the first's job or row and writes nothing.
+ */
+static int judge(struct store *s, const struct schedule_spec *spec,
+		 int64_t slot, int64_t run_at_ms, int64_t now_ms,
+		 bool *created, bool *skipped, struct sc_err *err)
+{
+	struct store_job j;
+	struct store_counts c = {0};
+	struct sc_err e = {0};
+	char iso[CLOCK_ISO_MAX];
+	int rc;
+
+	/* A replayed pass, or another node's: the slot has its job (enqueue
+	 * is idempotent)... */
+	rc = store_job_find(s, spec->name, slot, &j, &e);
+	if (rc == 0)
+		goto enqueue;
+	if (rc != SC_ENOENT)
+		return sc_err_set(err, rc, "%s", e.msg);
+	/* ...or its skipped row already. */
+	struct ledger_filter f = {.schedule = spec->name, .since_ms = slot,
+				  .until_ms = slot + 1,
+				  .outcome = LEDGER_SKIPPED, .limit = 1};
+	struct ledger_row *rows = NULL;
+	size_t n = 0;
+	if ((rc = store_ledger_query(s, &f, &rows, &n, err)) != 0)
+		return rc;
+	store_ledger_rows_free(rows, n);
+	if (n > 0) {
+		*skipped = true;
+		return 0;
+	}
+	if ((rc = store_job_counts(s, spec->name, &c, err)) != 0)
+		return rc;
+	int64_t waiting = c.ready_due + c.delayed;
+	const char *cause = NULL;
+	if (spec->overlap == OVERLAP_REPLACE) {
+		if (c.active > 0 &&
+		    (rc = replace_running(s, spec, slot, now_ms, err)) != 0)
+			return rc;
+		goto enqueue;
+	}
+	if (spec->overlap == OVERLAP_SKIP && waiting + c.active > 0)
+		cause = "overlap";
+	else if (spec->overlap == OVERLAP_BUFFER_ONE && waiting > 0)
+		cause = "buffered";
+	if (!cause)
+		goto enqueue;
+
+	char msg[160], details[64];
+	struct ledger_row row = {
+		.slot_ms = slot, .started_ms = now_ms, .finished_ms = now_ms,
+		.outcome = LEDGER_SKIPPED, .error_class = "overlap",
+		.error_msg = msg, .details_json = details};
+	snprintf(row.schedule, sizeof(row.schedule), "%s", spec->name);
+	if (spec->overlap == OVERLAP_SKIP)
+		snprintf(msg, sizeof(msg), "another slot of the schedule was "
+			 "%s when this one fell due (overlap: skip)",
+			 c.active > 0 ? "running" : "waiting");
+	else
+		snprintf(msg, sizeof(msg), "a slot of the schedule was "
+			 "already waiting when this one fell due (overlap: "
+			 "buffer_one)");
+	snprintf(details, sizeof(details), "{\"cause\":\"%s\"}", cause);
+	if ((rc = store_ledger_append(s, &row, err)) != 0)
+		return rc;
+	*skipped = true;
+	LOG(SC_LOG_WARN, "scheduler", "event=skipped schedule=%s slot=%s "
+	    "cause=%s running=%lld waiting=%lld", spec->name,
+	    clock_format_utc(slot, iso), cause, (long long)c.active,
+	    (long long)waiting);
+	return 0;
+enqueue:
+	rc = queue_enqueue_at(s, spec->name, slot, &spec->policy, run_at_ms,
+			      NULL, created, err);
+	if (!rc && *created)
+		LOG(SC_LOG_INFO, "scheduler", "schedule=%s slot=%s "
+		    "event=enqueued late_ms=%lld", spec->name,
+		    clock_format_utc(slot, iso), (long long)(now_ms - slot));
+	return rc;
+}
+
+/* How long a node may hold a schedule's fire lease: far more than the
+ * four statements of one verdict, so that only a node that died holding
+ * it makes the others wait, and then not long. */
+#define FIRE_LEASE_MS 10000
+
+/*
+ * judge() under the lease "overlap:<schedule>" (store_lease_take), held
+ * for one verdict by this process: *deferred when another node holds it
+ * (it is judging the same slot right now); the caller then leaves the
+ * schedule's state where it was, so that a later pass judges the slot
+ * again if that node did not finish (it finds the verdict if it did).
+ */
+static int fire_one(struct store *s, const struct schedule_spec *spec,
+		    int64_t slot, int64_t run_at_ms, int64_t now_ms,
+		    bool *created, bool *skipped, bool *deferred,
+		    struct sc_err *err)
+{
+	char name[STORE_NAME_MAX], owner[STORE_NAME_MAX], host[64] = "";
+	bool won = false;
+	struct sc_err de = {0};
+	int rc;
+
+	*created = *skipped = *deferred = false;
+	if (snprintf(name, sizeof(name), "overlap:%s", spec->name) >=
+	    (int)sizeof(name)) {
+		/* A name too long for the lease: its hash (FNV-1a). */
+		uint64_t h = 1469598103934665603ULL;
+		for (const char *p = spec->name; *p; p++)
+			h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+		snprintf(name, sizeof(name), "overlap#%016" PRIx64, h);
+	}
+	if (gethostname(host, sizeof(host) - 1) != 0)
+		snprintf(host, sizeof(host), "host");
+	snprintf(owner, sizeof(owner), "%s:%ld", host, (long)getpid());
+	rc = store_lease_take(s, name, owner, FIRE_LEASE_MS, &won, err);
+	if (rc)
+		return rc;
+	if (!won) {
+		*deferred = true;
+		return 0;
+	}
+	rc = judge(s, spec, slot, run_at_ms, now_ms, created, skipped, err);
+	/* Dropped on failure too; a failed drop only delays the next
+	 * verdict until the lease expires. */
+	(void)store_lease_drop(s, name, owner, &de);
+	return rc;
+}
+
 /* The jobs and states of one plan tick, committed together. */
 struct batch {
 	struct store_enqueue *v;
@@ -842,6 +1055,7 @@ static int pass(struct store *s, const struct schedule_spec *spec,
 	int64_t *run = NULL;
 	size_t n_run = 0, n_missed = 0, n_paused = 0;
 	char t1[CLOCK_ISO_MAX];
+	bool deferred = false;
 	int rc = 0;
 
 	if (spec->disabled) {
@@ -884,7 +1098,7 @@ static int pass(struct store *s, const struct schedule_spec *spec,
 	if (w.total > 0) {
 		choose(spec, &w, pz, now_ms, o, run, &n_run);
 		if (b && n_run == w.total && n_run > 0 &&
-		    spec->jitter_ms <= 0) {
+		    spec->jitter_ms <= 0 && !fire_time_overlap(spec)) {
 			/* Nothing missed: the jobs and the state go with the
 			 * other due schedules' in one transaction, which
 			 * keeps "jobs, then state" (both or neither). */
@@ -908,7 +1122,17 @@ static int pass(struct store *s, const struct schedule_spec *spec,
 		if (o->alert_missed && w.total > n_run &&
 		    (rc = raise_missed(s, spec, pz, &w, run, n_run, err)) != 0)
 			goto done;
-		if (spec->jitter_ms > 0) {
+		if (fire_time_overlap(spec)) {
+			/* Each slot judged after the one before it. */
+			for (size_t i = 0; i < n_run && !rc && !deferred; i++) {
+				bool created = false, skipped = false;
+				rc = fire_one(s, spec, run[i],
+					      scheduler_start_ms(spec, run[i]),
+					      now_ms, &created, &skipped,
+					      &deferred, err);
+				out->n_enqueued += created;
+			}
+		} else if (spec->jitter_ms > 0) {
 			/* Each job due at its own start instant. */
 			for (size_t i = 0; i < n_run && !rc; i++) {
 				bool created = false;
@@ -931,11 +1155,16 @@ static int pass(struct store *s, const struct schedule_spec *spec,
 		}
 		if (rc)
 			goto done;
-		for (size_t i = 0; i < n_run; i++)
+		/* fire_one logs its own verdicts. */
+		for (size_t i = 0; i < n_run && !fire_time_overlap(spec); i++)
 			LOG(SC_LOG_INFO, "scheduler", "schedule=%s slot=%s "
 			       "event=enqueued late_ms=%lld", spec->name,
 			       clock_format_utc(run[i], t1),
 			       (long long)(now_ms - run[i]));
+		/* Another node is judging a slot (fire_one): the state stays,
+		 * so a later pass finds that verdict or makes it. */
+		if (deferred)
+			goto next_slot;
 		/* Crash tests stop here: rows and jobs written, state not. */
 		if (FAILPOINT_ERR("sched.before_last_set")) {
 			rc = sc_err_set(err, SC_EIO, "failpoint "

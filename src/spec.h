@@ -119,11 +119,19 @@ struct auth_spec {
 enum catchup { CATCHUP_LATEST = 0, CATCHUP_ALL = 1, CATCHUP_NONE = 2 };
 
 /* `overlap:` (issue 17): what a slot does while another slot of the same
- * schedule runs, on any node. */
+ * schedule runs, on any node. skip and buffer_one are judged when the
+ * slot falls due (scheduler.c, issue 43), through the store. */
 enum overlap {
 	OVERLAP_QUEUE = 0, /* it waits (the default); the wait is lateness */
-	OVERLAP_SKIP = 1,  /* it is not run: a `skipped` row, cause overlap */
+	OVERLAP_SKIP = 1,  /* not run while another slot of the schedule runs
+			      or waits: a `skipped` row, cause overlap */
 	OVERLAP_ALLOW = 2, /* it runs alongside */
+	OVERLAP_BUFFER_ONE = 3, /* it waits, but at most one slot waits: a
+				   slot due while one waits gets a `skipped`
+				   row, cause buffered */
+	OVERLAP_REPLACE = 4, /* it runs: the running slot's attempt ends (a
+				`replaced` row; its task gets SIGTERM, then
+				SIGKILL after the task's grace) */
 };
 
 /*

@@ -103,6 +103,10 @@ struct store_counts {
 					sla.max_runtime */
 #define LEDGER_STALE "stale"         /* no delivered slot within
 					sla.success_within */
+#define LEDGER_REPLACED "replaced"   /* an attempt ended by a newer slot
+					of its `overlap: replace` schedule
+					(error_class "overlap", details
+					cause "replaced", by: the slot) */
 #define LEDGER_SKIPPED "skipped"     /* a slot of an `overlap: skip`
 					schedule not run: another slot of
 					it was running (error_class and

@@ -157,7 +157,8 @@ static bool is_attempt(const struct ledger_row *r)
 {
 	static const char *const words[] = {LEDGER_SUCCESS, LEDGER_FAILED,
 					    LEDGER_LOST, LEDGER_STALLED,
-					    LEDGER_MISSED, LEDGER_PAUSED};
+					    LEDGER_MISSED, LEDGER_PAUSED,
+					    LEDGER_REPLACED};
 
 	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
 		if (strcmp(r->outcome, words[i]) == 0)

@@ -122,12 +122,22 @@ struct keeper {
 				   start) */
 	bool released, lost;
 	bool hb_failing;        /* no store_failed hook: warned already */
+	int64_t replace_poll_ms; /* `overlap: replace`: heartbeat at least
+				    this often (clock ms), so that a newer
+				    slot's replace is seen within it; 0:
+				    not such a schedule */
 };
+
+/* How soon an attempt of an `overlap: replace` schedule sees that a
+ * newer slot replaced it (clock ms): a heartbeat that often. */
+#define REPLACE_POLL_MS 250
 
 static bool heartbeat_due(const struct keeper *k, int64_t mono)
 {
 	int64_t third = k->lease_ms / 3;
 
+	if (k->replace_poll_ms > 0 && k->replace_poll_ms < third)
+		third = k->replace_poll_ms;
 	/* The lease runs on the job's clock; the period is measured in
 	 * real time. */
 	if (mono - k->last_hb_mono >= clock_real_delta_ms(k->clock, third))
@@ -148,6 +158,19 @@ static int keeper_renew(struct keeper *k)
 	if (!heartbeat_due(k, mono))
 		return 0;
 	int rc = queue_heartbeat(o->store, &k->job, k->lease_ms, &e);
+	struct store_job now;
+	if (rc == SC_ELEASE && k->replace_poll_ms > 0 &&
+	    store_job_get(o->store, k->job.id, &now, NULL) == 0 &&
+	    now.state == JOB_DONE) {
+		/* A newer slot replaced this attempt (overlap: replace; its
+		 * `replaced` row is written): SC_ESTATE ends the task as a
+		 * timeout does, SIGTERM then SIGKILL after its grace. */
+		k->lost = true;
+		LOG(SC_LOG_WARN, "worker", "event=replaced job=%lld "
+		    "schedule=%s attempt=%d", (long long)k->job.id,
+		    k->job.schedule, k->job.attempts);
+		return SC_ESTATE;
+	}
 	if (rc == SC_ELEASE) {
 		/* Another worker recovered the job: stop, it owns the slot. */
 		k->lost = true;
@@ -449,6 +472,8 @@ int worker_run_job(const struct worker_opts *o, const struct store_job *job_in,
 
 	k.lease_ms = o->lease_ms > 0 ? o->lease_ms
 				     : job->lease_expires_ms - job->started_ms;
+	if (sched && sched->overlap == OVERLAP_REPLACE)
+		k.replace_poll_ms = REPLACE_POLL_MS;
 	if (k.lease_ms <= 0)
 		k.lease_ms = QUEUE_LEASE_MS;
 	memset(out, 0, sizeof(*out));

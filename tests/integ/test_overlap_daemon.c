@@ -14,6 +14,13 @@
  *     schedule whose task takes longer than its period (four workers in
  *     all would run four slots at once without the rule): over 200 slots
  *     no two overlap;
+ *   - judged when the slot falls due (issue 43): one worker, a 2 s
+ *     schedule whose task takes 3 s, `skip`: every other slot skipped,
+ *     the others start on time (also with two nodes on PostgreSQL,
+ *     each slot recorded once); `buffer_one`: never more than one slot
+ *     waits, the extra ones get `skipped` rows, cause buffered; the
+ *     overlap-wait warning says cause=workers for a slot that waited for
+ *     a free worker (cause=schedule in the issue-17 case above);
  *   - fresh slots first: concurrency 1, two slots whose attempts fail
  *     (3 s each) and retry 1 s later, more work than the worker can do,
  *     and an on-time schedule every 2 s: its slots start less than one
@@ -208,6 +215,9 @@ static void queue_never_overlaps(void **state)
 	assert_int_equal(tu_ledger_count(e.store_url, "every2",
 					 LEDGER_SKIPPED), 0);
 	assert_true(tu_log_count(e.dir, "event=overlap-wait") >= 1);
+	/* Two workers, one schedule: it waited for its own slot. */
+	assert_true(tu_log_count(e.dir, "cause=schedule") >= 1);
+	assert_int_equal(tu_log_count(e.dir, "cause=workers"), 0);
 	tu_rmrf(e.dir);
 }
 
@@ -282,6 +292,275 @@ static void allow_overlaps(void **state)
 	struct ledger_row *rows = rows_of(&e, "every2", LEDGER_SUCCESS, &n);
 	assert_true(n_overlaps(rows, n, 0) >= 1);
 	store_ledger_rows_free(rows, n);
+	tu_rmrf(e.dir);
+}
+
+/* ---- judged when the slot falls due (issue 43) ---------------------------- */
+
+#define FIRE_RATE 5
+#define FIRE_RUNS 15 /* 60 clock seconds of a 4 s rhythm */
+
+static const char FIRE[] =
+	"  every2:\n"
+	"    cron: \"*/2 * * * * *\"\n"
+	"    tz: UTC\n"
+	"    overlap: %s\n"
+	"    targets: [archive]\n"
+	"    retry: {attempts: 1, backoff: fixed, delay: 1s}\n"
+	"    tasks:\n"
+	"      - {name: slow, shell: \"sleep %s; echo done\"}\n";
+
+static void write_fire(const struct env *e, int concurrency,
+		       const char *policy, const char *sleep_s)
+{
+	char buf[1024];
+
+	snprintf(buf, sizeof(buf), FIRE, policy, sleep_s);
+	write_cfg(e, concurrency, buf);
+}
+
+/* Jobs of schedule waiting (READY, due or not). */
+static int64_t n_waiting(const struct env *e, const char *schedule)
+{
+	struct store *s = tu_store_open(e->store_url);
+	struct store_counts c = {0};
+
+	assert_int_equal(store_job_counts(s, schedule, &c, NULL), 0);
+	store_close(s);
+	return c.ready_due + c.delayed;
+}
+
+/* The worst start lateness of the rows (started - slot). */
+static int64_t worst_lateness(const struct ledger_row *rows, size_t n)
+{
+	int64_t worst = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		int64_t late = rows[i].started_ms - rows[i].slot_ms;
+		worst = late > worst ? late : worst;
+	}
+	return worst;
+}
+
+/*
+ * The issue's case: one worker, a slot every 2 s, a task of 3 s, `skip`.
+ * Judged at the claim, every slot waited for the one before and ran (0
+ * skipped, lateness rising by 1 s a slot); judged when due, a slot
+ * falling due while the one before runs is skipped, so every other slot
+ * runs, on time.
+ */
+static void skip_judged_when_due(void **state)
+{
+	struct env e;
+	size_t n, n_skip;
+	(void)state;
+	TU_NEED_TEST_SEAMS();
+	if (ds_pg)
+		PGFX_NEED_SERVER();
+	env_init(&e, FIRE_RATE);
+	write_fire(&e, 1, "skip", "0.6"); /* 3 s of clock */
+	pid_t pid = start_in(&e, e.dir);
+
+	assert_true(wait_rows(&e, "every2", LEDGER_SUCCESS, FIRE_RUNS,
+			      PATIENCE_MS * 2));
+	assert_true(tu_stop_daemon(pid, STOP_MS));
+	struct ledger_row *rows = rows_of(&e, "every2", LEDGER_SUCCESS, &n);
+	struct ledger_row *skipped = rows_of(&e, "every2", LEDGER_SKIPPED,
+					     &n_skip);
+	int64_t worst = worst_lateness(rows, n);
+	print_message("skip, one worker: %zu runs, %zu skipped, worst start "
+		      "lateness %lld ms\n", n, n_skip, (long long)worst);
+	assert_int_equal(n_overlaps(rows, n, 0), 0);
+	/* Every other slot: one skipped between two runs. */
+	assert_true(n_skip + 1 >= n);
+	assert_true(n_skip <= n + 1);
+	assert_true(worst < 2000);
+	for (size_t i = 0; i < n_skip; i++) {
+		assert_string_equal(skipped[i].error_class, "overlap");
+		assert_non_null(strstr(skipped[i].details_json,
+				       "\"cause\":\"overlap\""));
+		/* Judged when due: recorded at its slot, not a run later. */
+		assert_true(skipped[i].finished_ms - skipped[i].slot_ms <
+			    2000);
+	}
+	store_ledger_rows_free(skipped, n_skip);
+	store_ledger_rows_free(rows, n);
+	assert_int_equal(tu_ledger_count(e.store_url, "every2", LEDGER_LOST),
+			 0);
+	tu_rmrf(e.dir);
+}
+
+/*
+ * `buffer_one`: one worker, a slot every 2 s, a task of 5 s: a slot falls
+ * due while one runs and one waits, so it is skipped (cause buffered);
+ * never more than one waits, and no slot is lost.
+ */
+static void buffer_one_keeps_one_waiting(void **state)
+{
+	struct env e;
+	size_t n;
+	int64_t most = 0;
+	(void)state;
+	TU_NEED_TEST_SEAMS();
+	if (ds_pg)
+		PGFX_NEED_SERVER();
+	env_init(&e, FIRE_RATE);
+	write_fire(&e, 1, "buffer_one", "1"); /* 5 s of clock */
+	pid_t pid = start_in(&e, e.dir);
+
+	int64_t end = tu_now_ms() + PATIENCE_MS * 2;
+	while (tu_ledger_count(e.store_url, "every2", LEDGER_SUCCESS) < 6 ||
+	       tu_ledger_count(e.store_url, "every2", LEDGER_SKIPPED) < 3) {
+		assert_true(tu_now_ms() < end);
+		int64_t w = n_waiting(&e, "every2");
+		most = w > most ? w : most;
+		tu_sleep_ms(20);
+	}
+	assert_true(tu_stop_daemon(pid, STOP_MS));
+	print_message("buffer_one: at most %lld waiting\n", (long long)most);
+	assert_true(most <= 1);
+	struct ledger_row *rows = rows_of(&e, "every2", LEDGER_SUCCESS, &n);
+	assert_int_equal(n_overlaps(rows, n, 0), 0);
+	store_ledger_rows_free(rows, n);
+	rows = rows_of(&e, "every2", LEDGER_SKIPPED, &n);
+	assert_true(n >= 3);
+	for (size_t i = 0; i < n; i++)
+		assert_non_null(strstr(rows[i].details_json,
+				       "\"cause\":\"buffered\""));
+	store_ledger_rows_free(rows, n);
+	assert_int_equal(tu_ledger_count(e.store_url, "every2", LEDGER_LOST),
+			 0);
+	tu_rmrf(e.dir);
+}
+
+/*
+ * The overlap-wait warning names what the slot waited for: one worker, a
+ * long slot of another schedule holding it, a `queue` schedule whose
+ * slot then waits past the warning's floor (10 s) for the worker, not
+ * for a slot of its own.
+ */
+static void overlap_wait_names_no_free_worker(void **state)
+{
+	struct env e;
+	(void)state;
+	TU_NEED_TEST_SEAMS();
+	if (ds_pg)
+		PGFX_NEED_SERVER();
+	env_init(&e, FIRE_RATE);
+	/* hog: one slot at 00:00:10 (2 s of real time after the anchor, as
+	 * in fresh_slots_before_retries), 20 s of clock. */
+	write_cfg(&e, 1, "  hog:\n"
+			 "    cron: \"10 0 0 1 1 *\"\n"
+			 "    tz: UTC\n"
+			 "    targets: [archive]\n"
+			 "    tasks:\n"
+			 "      - {name: t, shell: \"sleep 4\"}\n"
+			 "  other:\n"
+			 "    cron: \"*/5 * * * * *\"\n"
+			 "    tz: UTC\n"
+			 "    targets: [archive]\n"
+			 "    tasks:\n"
+			 "      - {name: t, shell: \"echo ok\"}\n");
+	pid_t pid = start_in(&e, e.dir);
+
+	assert_true(tu_wait_log(e.dir, "cause=workers", 1, PATIENCE_MS));
+	assert_true(tu_stop_daemon(pid, STOP_MS));
+	assert_true(tu_log_count(e.dir, "waited for a free worker") >= 1);
+	tu_rmrf(e.dir);
+}
+
+/*
+ * `replace`: one worker, a slot every 4 s, a task that ignores SIGTERM
+ * and would run 6 s: each new slot ends the running attempt (a
+ * `replaced` row; SIGTERM, then SIGKILL after the task's grace) and
+ * starts within 1 s plus the grace.
+ */
+#define REPLACE_RATE 2
+#define REPLACE_GRACE_MS 500 /* real, the task's `grace` */
+
+static void replace_starts_the_new_slot(void **state)
+{
+	struct env e;
+	size_t n;
+	(void)state;
+	TU_NEED_TEST_SEAMS();
+	if (ds_pg)
+		PGFX_NEED_SERVER();
+	env_init(&e, REPLACE_RATE);
+	write_cfg(&e, 1, "  every4:\n"
+			 "    cron: \"*/4 * * * * *\"\n"
+			 "    tz: UTC\n"
+			 "    overlap: replace\n"
+			 "    targets: [archive]\n"
+			 "    retry: {attempts: 1, backoff: fixed, delay: 1s}\n"
+			 "    tasks:\n"
+			 "      - {name: slow, grace: 500ms, shell: \"trap '' "
+			 "TERM; sleep 3\"}\n");
+	pid_t pid = start_in(&e, e.dir);
+
+	assert_true(wait_rows(&e, "every4", LEDGER_REPLACED, 4,
+			      PATIENCE_MS * 2));
+	assert_true(tu_stop_daemon(pid, STOP_MS));
+	struct ledger_row *rows = rows_of(&e, "every4", LEDGER_REPLACED, &n);
+	int64_t bound = 1000 + REPLACE_GRACE_MS * REPLACE_RATE, worst = 0;
+	qsort(rows, n, sizeof(*rows), cmp_started);
+	/* The first attempt started on time; each later one once the one
+	 * before it was ended. */
+	for (size_t i = 1; i < n; i++) {
+		int64_t late = rows[i].started_ms - rows[i].slot_ms;
+		worst = late > worst ? late : worst;
+		assert_string_equal(rows[i].error_class, "overlap");
+		assert_non_null(strstr(rows[i].details_json,
+				       "\"cause\":\"replaced\""));
+	}
+	print_message("replace: %zu replaced, worst start lateness %lld ms "
+		      "(bound %lld)\n", n, (long long)worst, (long long)bound);
+	assert_true(worst < bound);
+	assert_int_equal(n_overlaps(rows, n, 0), 0);
+	store_ledger_rows_free(rows, n);
+	assert_int_equal(tu_ledger_count(e.store_url, "every4", LEDGER_LOST),
+			 0);
+	assert_true(tu_log_count(e.dir, "event=replaced") >= 4);
+	tu_rmrf(e.dir);
+}
+
+/* `skip` with two nodes of one worker each on PostgreSQL: judged through
+ * the store, so the second node's free worker does not run a slot that
+ * fell due while the first node runs one. */
+static void two_nodes_skip_judged_when_due(void **state)
+{
+	struct env e;
+	char dir_b[272];
+	size_t n, n_skip;
+	(void)state;
+	TU_NEED_TEST_SEAMS();
+	PGFX_NEED_SERVER();
+	env_init(&e, FIRE_RATE);
+	write_fire(&e, 1, "skip", "0.6");
+	snprintf(dir_b, sizeof(dir_b), "%s/b", e.dir);
+	assert_int_equal(mkdir(dir_b, 0700), 0);
+	pid_t a = start_in(&e, e.dir);
+	pid_t b = start_in(&e, dir_b);
+
+	assert_true(wait_rows(&e, "every2", LEDGER_SUCCESS, FIRE_RUNS,
+			      PATIENCE_MS * 2));
+	assert_true(tu_stop_daemon(a, STOP_MS));
+	assert_true(tu_stop_daemon(b, STOP_MS));
+	struct ledger_row *rows = rows_of(&e, "every2", LEDGER_SUCCESS, &n);
+	n_skip = tu_ledger_count(e.store_url, "every2", LEDGER_SKIPPED);
+	int64_t worst = worst_lateness(rows, n);
+	print_message("skip, two nodes: %zu runs, %zu skipped, worst start "
+		      "lateness %lld ms\n", n, n_skip, (long long)worst);
+	assert_int_equal(n_overlaps(rows, n, 50 * FIRE_RATE), 0);
+	/* Every other slot, each recorded once whichever node judged it. */
+	assert_true(n_skip + 1 >= n);
+	assert_true(n_skip <= n + 1);
+	assert_true(worst < 2000);
+	store_ledger_rows_free(rows, n);
+	/* A node that found the other judging did not turn the slot into a
+	 * missed one. */
+	assert_int_equal(tu_ledger_count(e.store_url, "every2",
+					 LEDGER_MISSED), 0);
 	tu_rmrf(e.dir);
 }
 
@@ -427,6 +706,10 @@ int main(void)
 		SQ(skip_records_skipped_rows),
 		SQ(allow_overlaps),
 		SQ(fresh_slots_before_retries),
+		SQ(skip_judged_when_due),
+		SQ(buffer_one_keeps_one_waiting),
+		SQ(overlap_wait_names_no_free_worker),
+		SQ(replace_starts_the_new_slot),
 	};
 	const struct CMUnitTest pg_tests[] = {
 		PG(queue_never_overlaps),
@@ -434,6 +717,10 @@ int main(void)
 		PG(allow_overlaps),
 		PG(fresh_slots_before_retries),
 		PG(two_nodes_never_overlap),
+		PG(skip_judged_when_due),
+		PG(buffer_one_keeps_one_waiting),
+		PG(two_nodes_skip_judged_when_due),
+		PG(replace_starts_the_new_slot),
 	};
 	int rc = cmocka_run_group_tests_name("overlap_daemon_sqlite", tests,
 					     NULL, NULL);

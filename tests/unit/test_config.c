@@ -373,6 +373,40 @@ static void issue14_heartbeat_sla_renamed_keys(void **state)
 	config_free(c);
 }
 
+/* Issue 43: every value of `overlap:` into its enum; an unknown one is a
+ * problem naming the key and the values it takes. */
+static void issue43_overlap_values(void **state)
+{
+	static const struct {
+		const char *word;
+		enum overlap want;
+	} ok[] = {{"queue", OVERLAP_QUEUE}, {"skip", OVERLAP_SKIP},
+		  {"allow", OVERLAP_ALLOW}, {"buffer_one", OVERLAP_BUFFER_ONE},
+		  {"replace", OVERLAP_REPLACE}};
+	char text[512];
+	(void)state;
+
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		snprintf(text, sizeof(text),
+			 "schedules:\n"
+			 "  s: {cron: \"0 3 * * *\", overlap: %s, tasks: "
+			 "[{name: a, command: [/bin/true]}]}\n", ok[i].word);
+		struct config *c = load_ok(write_file("ov.yaml", text));
+		assert_int_equal(config_schedule(c, "s")->overlap, ok[i].want);
+		config_free(c);
+	}
+	const char *path = write_file(
+		"ov-bad.yaml", "schedules:\n"
+			       "  s: {cron: \"0 3 * * *\", overlap: buffer, "
+			       "tasks: [{name: a, command: [/bin/true]}]}\n");
+	struct config *c = NULL;
+	struct sc_err err = {0};
+	assert_int_equal(config_load(path, &c, &err), SC_ECONFIG);
+	assert_null(c);
+	assert_non_null(strstr(err.msg, "overlap"));
+	assert_non_null(strstr(err.msg, "buffer_one"));
+}
+
 /* Issue 13: alerts.on, alerts.realert, notices (schedule and target) and
  * expect, each into its field; and the defaults when absent. */
 static void issue13_alert_notice_expect_keys(void **state)
@@ -1289,6 +1323,8 @@ int main(void)
 			issue13_alert_notice_expect_keys, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			issue14_heartbeat_sla_renamed_keys, setup, teardown),
+		cmocka_unit_test_setup_teardown(issue43_overlap_values, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(durations_table, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(env_override_forms, setup,

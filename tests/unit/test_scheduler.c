@@ -871,6 +871,150 @@ static int teardown_pg(void **state)
 	return tb_teardown_pg(state);
 }
 
+/* ---- overlap judged when the slot falls due (issue 43) ------------------ */
+
+static void set_overlap(enum overlap ov)
+{
+	/* The test's own config: its spec changed in place. */
+	((struct schedule_spec *)config_schedule(F.cfg, F.name))->overlap = ov;
+}
+
+/* The skipped rows of slot; *cause gets the first one's details. */
+static size_t skipped_at(int64_t slot, char *cause, size_t cap)
+{
+	struct ledger_filter f = {.schedule = F.name, .since_ms = slot,
+				  .until_ms = slot + 1,
+				  .outcome = LEDGER_SKIPPED};
+	struct ledger_row *rows = NULL;
+	size_t n = 0;
+
+	assert_int_equal(store_ledger_query(F.s, &f, &rows, &n, NULL), 0);
+	if (cause && cap)
+		snprintf(cause, cap, "%s",
+			 n && rows[0].details_json ? rows[0].details_json : "");
+	store_ledger_rows_free(rows, n);
+	return n;
+}
+
+static struct store_job claim_one(void)
+{
+	struct store_job j;
+	size_t n = 0;
+
+	assert_int_equal(store_job_claim(F.s, "w", 60000, &j, 1, &n, NULL), 0);
+	assert_int_equal(n, 1);
+	return j;
+}
+
+static void finish_ok(const struct store_job *j)
+{
+	assert_int_equal(store_job_finish(F.s, j->id, j->lease_token,
+					  JOB_DONE, 0, NULL, NULL),
+			 0);
+}
+
+/* skip: a slot due while another waits or runs gets a skipped row and
+ * no job; once none does, the next one runs. A replayed tick writes
+ * nothing twice. */
+static void overlap_skip_judged_when_due(void **state)
+{
+	char cause[128];
+	(void)state;
+	load("* * * * *", "UTC", "latest");
+	set_overlap(OVERLAP_SKIP);
+	int64_t m1 = iso("2026-01-01T00:01:00Z");
+
+	tick(m1 - 30000);
+	tick(m1);
+	assert_true(has_job(m1, NULL));
+	/* m1 waits (no worker yet): m2 is skipped. */
+	tick(m1 + MIN);
+	assert_false(has_job(m1 + MIN, NULL));
+	assert_int_equal(skipped_at(m1 + MIN, cause, sizeof(cause)), 1);
+	assert_non_null(strstr(cause, "\"cause\":\"overlap\""));
+	/* m1 runs: m3 is skipped. */
+	struct store_job j = claim_one();
+	tick(m1 + 2 * MIN);
+	assert_false(has_job(m1 + 2 * MIN, NULL));
+	assert_int_equal(skipped_at(m1 + 2 * MIN, NULL, 0), 1);
+	/* m1 done: m4 runs. */
+	finish_ok(&j);
+	tick(m1 + 3 * MIN);
+	assert_true(has_job(m1 + 3 * MIN, NULL));
+	assert_int_equal(skipped_at(m1 + 3 * MIN, NULL, 0), 0);
+	/* A pass stopped before its state (a crash), then replayed over the
+	 * same slot: it keeps its one verdict. m4 waits, so m5 is skipped,
+	 * once. */
+	struct sched_result r;
+	struct sc_err err = {0};
+	setenv("SURECRON_FAILPOINTS", "sched.before_last_set:err", 1);
+	sc_clock_set_ms(F.clock, m1 + 4 * MIN);
+	int rc = scheduler_tick(F.s, F.cfg, m1 + 4 * MIN, NULL, &r, &err);
+	unsetenv("SURECRON_FAILPOINTS");
+	assert_int_equal(rc, SC_EIO);
+	assert_int_equal(skipped_at(m1 + 4 * MIN, NULL, 0), 1);
+	tick(m1 + 4 * MIN);
+	assert_int_equal(skipped_at(m1 + 4 * MIN, NULL, 0), 1);
+	assert_false(has_job(m1 + 4 * MIN, NULL));
+	assert_int_equal(n_jobs(), 2);
+}
+
+/* buffer_one: one slot may wait behind the running one; a slot due while
+ * one waits is skipped, cause buffered. */
+static void overlap_buffer_one_keeps_one_waiting(void **state)
+{
+	char cause[128];
+	(void)state;
+	load("* * * * *", "UTC", "latest");
+	set_overlap(OVERLAP_BUFFER_ONE);
+	int64_t m1 = iso("2026-01-01T00:01:00Z");
+
+	tick(m1 - 30000);
+	tick(m1);
+	struct store_job j = claim_one();
+	tick(m1 + MIN); /* waits behind m1 */
+	assert_true(has_job(m1 + MIN, NULL));
+	tick(m1 + 2 * MIN); /* one waits already */
+	assert_false(has_job(m1 + 2 * MIN, NULL));
+	assert_int_equal(skipped_at(m1 + 2 * MIN, cause, sizeof(cause)), 1);
+	assert_non_null(strstr(cause, "\"cause\":\"buffered\""));
+	finish_ok(&j);
+	struct store_job k = claim_one(); /* m2 runs, none waits */
+	assert_int_equal(k.slot_ms, m1 + MIN);
+	tick(m1 + 3 * MIN);
+	assert_true(has_job(m1 + 3 * MIN, NULL));
+}
+
+/* Another node judging the schedule (its lease held): this one writes
+ * nothing and keeps its state, and judges the slot once the lease is
+ * free. */
+static void overlap_judged_by_one_node_at_a_time(void **state)
+{
+	(void)state;
+	load("* * * * *", "UTC", "latest");
+	set_overlap(OVERLAP_SKIP);
+	int64_t m1 = iso("2026-01-01T00:01:00Z"), last = 0;
+	bool won = false;
+
+	tick(m1 - 30000);
+	assert_int_equal(store_lease_take(F.s, "overlap:s", "other-node",
+					  600000, &won, NULL),
+			 0);
+	assert_true(won);
+	tick(m1);
+	assert_false(has_job(m1, NULL));
+	assert_int_equal(skipped_at(m1, NULL, 0), 0);
+	assert_int_equal(store_sched_last_get(F.s, F.name, &last, NULL), 0);
+	assert_true(last < m1);
+	assert_int_equal(store_lease_drop(F.s, "overlap:s", "other-node",
+					  NULL),
+			 0);
+	tick(m1 + 1000);
+	assert_true(has_job(m1, NULL));
+	assert_int_equal(store_sched_last_get(F.s, F.name, &last, NULL), 0);
+	assert_int_equal(last, m1);
+}
+
 #define T(f) cmocka_unit_test(f)
 
 int main(void)
@@ -901,6 +1045,9 @@ int main(void)
 		T(env_override_moves_firing_and_class),
 		T(memo_ticks_match_plain_ticks),
 		T(bad_zone_is_counted_and_others_still_run),
+		T(overlap_skip_judged_when_due),
+		T(overlap_buffer_one_keeps_one_waiting),
+		T(overlap_judged_by_one_node_at_a_time),
 	};
 	size_t n = sizeof(tests) / sizeof(tests[0]);
 	int failed;
