@@ -2,10 +2,10 @@
  * alert.c - loud loss: raising alerts, closing them, repeating them, and
  * sending them like results (issue 13).
  *
- * Who is alerted: SURECRON_ALERT_TARGETS (comma-separated target names,
- * blanks around a name ignored) when set and non-empty, else the config's
- * `alerts: targets`. An unknown name is a warning, never an error: the
- * other targets still get the alert.
+ * Who is alerted: the config's alert targets, which config_parse resolved
+ * once (SURECRON_ALERT_TARGETS when set and non-empty, names separated by
+ * commas or spaces, else `alerts: targets`; an unknown name fails the
+ * load, so `check` and the daemon agree, issue 43).
  *
  * One alert's life (store.h has the rows):
  *
@@ -75,35 +75,10 @@
 void alert_targets(const struct config *c, const struct target_spec **out,
 		   size_t max, size_t *n)
 {
-	const char *env = getenv("SURECRON_ALERT_TARGETS");
-
 	*n = 0;
-	if (env && *env) {
-		char name[STORE_NAME_MAX];
-		for (const char *p = env; *p && *n < max;) {
-			size_t len = strcspn(p, ",");
-			const char *s = p, *e = p + len;
-			while (s < e && (*s == ' ' || *s == '\t'))
-				s++;
-			while (e > s && (e[-1] == ' ' || e[-1] == '\t'))
-				e--;
-			if (e > s && (size_t)(e - s) < sizeof(name)) {
-				memcpy(name, s, (size_t)(e - s));
-				name[e - s] = '\0';
-				const struct target_spec *t = config_target(c, name);
-				if (t)
-					out[(*n)++] = t;
-				else
-					LOG(SC_LOG_WARN, "alert",
-					       "event=alert_target_unknown "
-					       "alert_target=%s msg=\"unknown "
-					       "target in "
-					       "SURECRON_ALERT_TARGETS\"", name);
-			}
-			p += len + (p[len] == ',' ? 1 : 0);
-		}
-		return;
-	}
+	/* The config resolved SURECRON_ALERT_TARGETS at load and refused a
+	 * name that is no target; a config made by hand may still hold one,
+	 * which is skipped so that the other targets get the alert. */
 	for (size_t i = 0; c && i < c->n_alert_targets && *n < max; i++) {
 		const struct target_spec *t = config_target(c, c->alert_targets[i]);
 		if (t)

@@ -50,9 +50,10 @@
 #define ALERT_TICK_MS 1000
 
 /*
- * The alert targets: the comma-separated names in SURECRON_ALERT_TARGETS
- * when set and non-empty, else config->alert_targets. Fills out[0..*n)
- * with pointers into the config (unknown names are logged and skipped).
+ * The alert targets: config->alert_targets, which config_parse resolved
+ * from SURECRON_ALERT_TARGETS or `alerts: targets`. Fills out[0..*n)
+ * with pointers into the config (an unknown name, possible only in a
+ * config made by hand, is logged and skipped).
  */
 void alert_targets(const struct config *c, const struct target_spec **out,
 		   size_t max, size_t *n);

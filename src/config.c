@@ -1370,6 +1370,57 @@ static void parse_alert_on(struct pc *pc, const struct config_node *a)
 		pc->c->alert_on = on;
 }
 
+/*
+ * SURECRON_ALERT_TARGETS, when set and non-empty, replaces alerts.targets
+ * (issue 43): resolved here, once, by config_env_names' rule, so that
+ * `check`, the daemon (at start and at each reload, which keeps the old
+ * config when this fails) and every command agree. A name that is not a
+ * target, or a value that names none, is a problem of the load: an alert
+ * that would go nowhere is refused, never a warning in a log.
+ */
+static void alert_targets_env(struct pc *pc)
+{
+	const char *v = getenv("SURECRON_ALERT_TARGETS");
+	struct config *c = pc->c;
+	char shown[CONFIG_NAME_MAX * 4 + 16];
+	char **names = NULL;
+	size_t n = 0;
+	bool ok = true;
+
+	if (!v || !*v)
+		return;
+	if (config_env_names(v, &names, &n) != 0) {
+		oom(pc);
+		return;
+	}
+	if (n == 0) {
+		bad_at(pc, "alerts.targets", "alerts", "alerts.targets",
+		       "SURECRON_ALERT_TARGETS names no target (give target "
+		       "names separated by commas or spaces, or unset it)");
+		ok = false;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (config_target(c, names[i]))
+			continue;
+		/* The value is the operator's, not a secret; cleaned, since
+		 * it may hold anything. */
+		text_clean(shown, sizeof(shown), names[i], 0);
+		bad_at(pc, "alerts.targets", "alerts", "alerts.targets",
+		       "SURECRON_ALERT_TARGETS names unknown target \"%s\" "
+		       "(names are separated by commas or spaces)", shown);
+		ok = false;
+	}
+	if (!ok) {
+		for (size_t i = 0; i < n; i++)
+			free(names[i]);
+		free(names);
+		return;
+	}
+	strv_free(c->pool, c->alert_targets);
+	c->alert_targets = names;
+	c->n_alert_targets = n;
+}
+
 static void parse_alerts(struct pc *pc, const struct config_node *root)
 {
 	static const char *const keys[] = {"targets", "on", "realert", NULL};
@@ -1390,6 +1441,8 @@ static void parse_alerts(struct pc *pc, const struct config_node *root)
 	}
 	if (!c->alert_targets && !(c->alert_targets = calloc(1, sizeof(char *))))
 		oom(pc);
+	if (!pc->light)
+		alert_targets_env(pc);
 }
 
 /* `retention: {ledger, jobs, outbox}` (issue 15): ages after which
@@ -2478,6 +2531,18 @@ const struct schedule_spec *config_schedule(const struct config *c,
 	long i = c ? index_find(c, COUNT_SCHEDULES, name) : -1;
 
 	return i < 0 ? NULL : &c->schedules[i];
+}
+
+const struct schedule_spec *config_schedule_of(const struct config *c,
+					       const char *name)
+{
+	const struct schedule_spec *s = config_schedule(c, name);
+
+	for (size_t i = 0; !s && c && name && i < c->n_schedules; i++)
+		for (size_t j = 0; j < c->schedules[i].n_renamed_from; j++)
+			if (strcmp(c->schedules[i].renamed_from[j], name) == 0)
+				return &c->schedules[i];
+	return s;
 }
 
 static void task_free(const struct config_pool *pool, struct task_spec *t)

@@ -144,7 +144,8 @@ int config_check(const struct config *c, struct config_problems *probs);
  * Appends the warnings about a loaded config to warns (like problems,
  * "key.path: warning: reason" at the key's position): no alert target
  * configured, and each schedule whose only delivery target is the only
- * alert target. Reads SURECRON_ALERT_TARGETS. Returns the number of
+ * alert target. The alert targets are the loaded ones (config_parse
+ * resolved SURECRON_ALERT_TARGETS). Returns the number of
  * warnings appended (0: none), or SC_ENOMEM.
  */
 int config_check_warnings(const struct config *c,
@@ -178,6 +179,17 @@ int config_env_default_var(const char *schedule, char *out, size_t n);
  * SC_ENOMEM.
  */
 int config_env_apply(struct schedule_spec *s);
+
+/*
+ * The one parser of a list of names in an environment variable
+ * (SURECRON_ALERT_TARGETS): names separated by commas, spaces and tabs,
+ * in any mix ("a b", "a,b", "a, b", " a ,, b "); empty items are
+ * ignored and a name given twice is kept once. Nothing else separates:
+ * "a;b" is one name. *out is a new NULL-terminated vector of *n names
+ * (each and the vector freed with free()). Returns 0 or SC_ENOMEM (out
+ * and n untouched).
+ */
+int config_env_names(const char *v, char ***out, size_t *n);
 
 /* True for a valid environment variable name: [A-Za-z_][A-Za-z0-9_]*. */
 bool config_env_name_valid(const char *name);

@@ -10,7 +10,6 @@
  *   - the URL rule needs libcurl (and the store rule libpq): when it
  *     cannot be loaded, config_parse skipped those checks and the run
  *     could not send, so each URL it leaves unchecked is a finding;
- *   - SURECRON_ALERT_TARGETS, when set, names existing targets;
  *   - every task program and command-target program exists and is
  *     executable (absolute, resolved against the config's folder at load,
  *     or found on PATH); `shell:` tasks need /bin/sh;
@@ -121,33 +120,6 @@ static void check_url(struct chk *k, const char *path, const char *var,
 		problem(k, path, "environment variable %s: %s", var, err.msg);
 	else if (rc)
 		problem(k, path, "%s", err.msg);
-}
-
-/* SURECRON_ALERT_TARGETS, when set, replaces alerts.targets: every name
- * in it (separated by commas or spaces) must be a target. */
-static void check_alert_env(struct chk *k)
-{
-	const char *v = getenv("SURECRON_ALERT_TARGETS");
-	char name[CONFIG_NAME_MAX + 1];
-
-	while (v && *v) {
-		v += strspn(v, ", ");
-		size_t len = strcspn(v, ", ");
-		if (len == 0)
-			break;
-		if (len > CONFIG_NAME_MAX) {
-			problem(k, "alerts.targets", "SURECRON_ALERT_TARGETS "
-				"holds a name longer than %d characters",
-				CONFIG_NAME_MAX);
-			return;
-		}
-		memcpy(name, v, len);
-		name[len] = '\0';
-		if (!config_target(k->c, name))
-			problem(k, "alerts.targets", "SURECRON_ALERT_TARGETS "
-				"names unknown target \"%s\"", name);
-		v += len;
-	}
 }
 
 /* 0 when path is an executable regular file, else an errno value. */
@@ -273,39 +245,18 @@ static void warning(struct chk *k, const char *path, const char *near,
 }
 
 /*
- * The alert targets the run would use (alert.c's rule): the known names in
- * SURECRON_ALERT_TARGETS when it is set and non-empty, else alerts.targets.
- * Fills up to max names (borrowed from the config); returns how many.
+ * The alert targets the run uses: the config's, which config_parse
+ * resolved (SURECRON_ALERT_TARGETS or alerts.targets), so the warnings
+ * judge the list the daemon sends to. Fills up to max names (borrowed
+ * from the config); returns how many.
  */
 static size_t alert_names(const struct config *c, const char **out,
 			  size_t max)
 {
-	const char *v = getenv("SURECRON_ALERT_TARGETS");
-	char name[CONFIG_NAME_MAX + 1];
 	size_t n = 0;
 
-	if (!v || !*v) {
-		for (size_t i = 0; i < c->n_alert_targets && n < max; i++)
-			out[n++] = c->alert_targets[i];
-		return n;
-	}
-	while (*v && n < max) {
-		v += strspn(v, ", \t");
-		size_t len = strcspn(v, ", \t");
-		if (len == 0)
-			break;
-		if (len <= CONFIG_NAME_MAX) {
-			memcpy(name, v, len);
-			name[len] = '\0';
-			const struct target_spec *t = config_target(c, name);
-			bool dup = false;
-			for (size_t j = 0; t && j < n; j++)
-				dup |= strcmp(out[j], t->name) == 0;
-			if (t && !dup)
-				out[n++] = t->name;
-		}
-		v += len;
-	}
+	for (size_t i = 0; i < c->n_alert_targets && n < max; i++)
+		out[n++] = c->alert_targets[i];
 	return n;
 }
 
@@ -424,7 +375,6 @@ int config_check(const struct config *c, struct config_problems *probs)
 		check_socket(&k, c->status_socket);
 	if (url_is_pg(c->store_url))
 		check_url(&k, "store", NULL, c->store_url, URL_SECRET);
-	check_alert_env(&k);
 	for (size_t i = 0; i < c->n_schedules; i++) {
 		const struct schedule_spec *s = &c->schedules[i];
 		for (size_t j = 0; j < s->n_tasks; j++) {

@@ -15,11 +15,17 @@
  * (what the scheduler fires on and the retry class is derived from),
  * `cron_config` is the expression as written (NULL when the file has none),
  * `override_var` names the variable that applied (NULL when none did).
+ *
+ * The other override, SURECRON_ALERT_TARGETS, is split here and only here
+ * (config_env_names, issue 43): config_parse resolves it once against the
+ * targets, so `check`, the daemon and every command read the same list
+ * (struct config's alert_targets) and nobody reads the variable again.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "config.h"
+#include "err.h"
 
 bool config_env_name_valid(const char *name)
 {
@@ -99,5 +105,39 @@ int config_env_apply(struct schedule_spec *s)
 	free(s->override_var);
 	s->cron = cron;
 	s->override_var = ov;
+	return 0;
+}
+
+int config_env_names(const char *v, char ***out, size_t *n)
+{
+	static const char sep[] = ", \t";
+	size_t cap = 0, count = 0;
+	char **names;
+
+	/* An upper bound on the names: one per separator run, plus one. */
+	for (const char *p = v; *p; p++)
+		cap += strchr(sep, *p) != NULL;
+	names = calloc(cap + 2, sizeof(*names));
+	if (!names)
+		return SC_ENOMEM;
+	for (const char *p = v; *p;) {
+		p += strspn(p, sep);
+		size_t len = strcspn(p, sep);
+		if (len == 0)
+			break;
+		bool dup = false;
+		for (size_t j = 0; j < count && !dup; j++)
+			dup = strlen(names[j]) == len &&
+			      memcmp(names[j], p, len) == 0;
+		if (!dup && !(names[count++] = strndup(p, len))) {
+			for (size_t j = 0; j + 1 < count; j++)
+				free(names[j]);
+			free(names);
+			return SC_ENOMEM;
+		}
+		p += len;
+	}
+	*out = names;
+	*n = count;
 	return 0;
 }

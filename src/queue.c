@@ -298,6 +298,24 @@ int queue_overlap_rule(struct store *s, const struct config *cfg,
 	int rc = store_overlap_set(s, true, n_allow ? v : NULL, n_allow,
 				   n_skip ? v + n - n_skip : NULL, n_skip, err);
 	free(v);
+	if (rc)
+		return rc;
+	/* The names this node can run (worker.c: config_schedule_of). */
+	size_t n_known = n;
+	for (size_t i = 0; i < n; i++)
+		n_known += cfg->schedules[i].n_renamed_from;
+	const char **k = calloc(n_known + 1, sizeof(*k));
+	if (!k)
+		return sc_err_set(err, SC_ENOMEM, "out of memory");
+	n_known = 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct schedule_spec *sp = &cfg->schedules[i];
+		k[n_known++] = sp->name;
+		for (size_t j = 0; j < sp->n_renamed_from; j++)
+			k[n_known++] = sp->renamed_from[j];
+	}
+	rc = store_claim_known_set(s, k, n_known, err);
+	free(k);
 	return rc;
 }
 

@@ -116,9 +116,15 @@ int queue_fail(struct store *s, const struct store_job *job,
 	       struct sc_err *err);
 
 /*
- * Sets the overlap rule of s's claims (store_overlap_set) from cfg: every
- * schedule of cfg is `queue` unless its `overlap:` says skip or allow.
- * Errors: SC_ENOMEM (the previous rule stays). cfg borrowed.
+ * Sets the rule of s's claims from cfg: the overlap rule
+ * (store_overlap_set: every schedule of cfg is `queue` unless its
+ * `overlap:` says skip or allow) and the schedules it may claim
+ * (store_claim_known_set, issue 43): the names of cfg's schedules and
+ * their renamed_from names, so that a node never claims a job of a
+ * schedule its config lacks (a rolling deploy's newer schedule); such a
+ * job waits for a node that has it. Errors: SC_ENOMEM, SC_EINVAL (the
+ * previous rule may stay in part: the caller sets it again before its
+ * next claim). cfg borrowed.
  */
 int queue_overlap_rule(struct store *s, const struct config *cfg,
 		       struct sc_err *err);

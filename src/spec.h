@@ -284,5 +284,14 @@ const struct target_spec *config_target(const struct config *c,
 const struct auth_spec *config_auth(const struct config *c, const char *name);
 const struct schedule_spec *config_schedule(const struct config *c,
 					    const char *name);
+/*
+ * The schedule that runs the jobs and rows stored under name (issue 43):
+ * the schedule of that name, else the one whose `renamed_from:` holds it
+ * (the config allows one heir per earlier name). NULL when neither. The
+ * rename lookup is linear in the schedules, and only made when no
+ * schedule has the name.
+ */
+const struct schedule_spec *config_schedule_of(const struct config *c,
+					       const char *name);
 
 #endif

@@ -22,6 +22,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <jansson.h>
+
 #include "err.h"
 #include "log.h"
 #include "retry.h"
@@ -152,6 +154,7 @@ void store_close(struct store *s)
 	s->ops->close(s->impl);
 	free((char *)s->rule.allow);
 	free((char *)s->rule.skip);
+	free((char *)s->rule.known);
 	free(s);
 }
 
@@ -485,6 +488,38 @@ int store_overlap_set(struct store *s, bool on, const char *const *allow,
 	s->rule.on = on;
 	s->rule.allow = a;
 	s->rule.skip = k;
+	s->ops->claim_rule(s->impl, &s->rule);
+	return 0;
+}
+
+int store_claim_known_set(struct store *s, const char *const *names,
+			  size_t n, struct sc_err *err)
+{
+	char *text = NULL;
+
+	if (names) {
+		json_t *a = json_array();
+		int rc = a ? 0 : SC_ENOMEM;
+		for (size_t i = 0; !rc && i < n; i++) {
+			rc = check_name("schedule name", names[i],
+					STORE_NAME_MAX, err);
+			json_t *v = rc ? NULL : json_string(names[i]);
+			if (!rc && !v)
+				rc = sc_err_set(err, SC_EINVAL, "schedule "
+						"name is not UTF-8");
+			else if (!rc && json_array_append_new(a, v) != 0)
+				rc = SC_ENOMEM;
+		}
+		if (!rc && !(text = json_dumps(a, JSON_COMPACT)))
+			rc = SC_ENOMEM;
+		json_decref(a);
+		if (rc == SC_ENOMEM)
+			return sc_err_set(err, SC_ENOMEM, "out of memory");
+		if (rc)
+			return rc;
+	}
+	free((char *)s->rule.known);
+	s->rule.known = text;
 	s->ops->claim_rule(s->impl, &s->rule);
 	return 0;
 }

@@ -108,6 +108,15 @@ struct store_counts {
 					it was running (error_class and
 					details cause: "overlap"); not lost */
 
+/* The outcomes of a run: the rows an attempt (or a slot's skip) wrote,
+ * as against the notes about a slot (alert, acked, missed, late...).
+ * `status` shows a schedule's newest row of these as its last run
+ * (issue 43); both stores' ledger_head keep it (run_id, schema 10 on
+ * both), so the list, as SQL, is part of the file format: changing it
+ * takes a migration. */
+#define LEDGER_RUN_OUTCOMES_SQL                                           \
+	"('success', 'failed', 'lost', 'skipped', 'stalled', 'released')"
+
 struct ledger_row {
 	int64_t id;                 /* assigned by the store */
 	char schedule[STORE_NAME_MAX];
@@ -261,6 +270,23 @@ int store_job_enqueue_batch(struct store *s, struct store_enqueue *v,
 int store_overlap_set(struct store *s, bool on, const char *const *allow,
 		      size_t n_allow, const char *const *skip, size_t n_skip,
 		      struct sc_err *err);
+
+/*
+ * The schedules this handle's claims may take (issue 43): while the rule
+ * of store_overlap_set is on, a claim takes only jobs whose schedule is
+ * one of names[0..n) (copied); the others wait for a node that knows
+ * them, READY and untouched, whatever their run_at. names NULL: any
+ * schedule (the default of a new handle); n 0 with names non-NULL: none.
+ * The daemon sets it from the configuration with the overlap rule
+ * (queue_overlap_rule): every schedule's name and its renamed_from names.
+ * The claim stays a walk of the due jobs in the claim order, the names a
+ * filter of it (a set built once per claim: SQLite json_each, PostgreSQL
+ * a hashed subplan). Errors: SC_EINVAL (a name empty or too long),
+ * SC_ENOMEM; on error the previous set stays. Not thread-safe (the
+ * handle's thread).
+ */
+int store_claim_known_set(struct store *s, const char *const *names,
+			  size_t n, struct sc_err *err);
 
 /*
  * The claim order (docs/internals/queue.md), "fresh slots first": among
@@ -462,11 +488,13 @@ int store_ledger_lost(struct store *s, const struct ledger_filter *f,
 
 /*
  * What `status` shows of each schedule, read in one pass (issue 15): job
- * counts by state and the newest ledger row, for every schedule that has
+ * counts by state and the last run, for every schedule that has
  * jobs or ledger rows (schedule NULL), or for that one only. Sorted by
- * schedule name (strcmp). `last` is the row with the newest slot (of
- * those, the last written); has_last is false when the schedule has jobs
- * but no row. Free with store_sched_summaries_free.
+ * schedule name (strcmp). `last` is the run row (an outcome of
+ * LEDGER_RUN_OUTCOMES_SQL, never an alert's, an ack's or a missed
+ * slot's: issue 43) with the newest slot (of those, the last written);
+ * has_last is false when the schedule has no such row. Free with
+ * store_sched_summaries_free.
  */
 struct store_sched_summary {
 	char schedule[STORE_NAME_MAX];
@@ -1056,6 +1084,9 @@ struct store_claim_rule {
 	bool on;
 	const char *allow;
 	const char *skip;
+	/* store_claim_known_set: the schedules the claim may take, as a
+	 * JSON array of names; NULL: any. Applied while `on`. */
+	const char *known;
 };
 
 struct store_ops {

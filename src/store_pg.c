@@ -91,7 +91,7 @@
 #include "store.h"
 #include "url.h"
 
-#define SCHEMA_VERSION 9
+#define SCHEMA_VERSION 10
 #define CHANNEL "surecron_jobs"
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 5000
@@ -381,6 +381,52 @@ static const char *const migration_9[] = {
 	NULL,
 };
 
+/*
+ * 9 -> 10 (issue 43): each schedule's newest run row (an outcome of
+ * LEDGER_RUN_OUTCOMES_SQL) in ledger_head beside its newest row, kept by
+ * the same trigger, as on SQLite (schema 10 there): `status` shows the
+ * last run, never an alert's or a missed slot's row. The heads are
+ * filled by one backward walk of ledger_slot per schedule.
+ */
+#define HEAD_RUN_NEWER                                                     \
+	"excluded.run_id IS NOT NULL AND (h.run_id IS NULL OR"              \
+	" (excluded.run_slot_ms, excluded.run_id) > (h.run_slot_ms,"        \
+	" h.run_id))"
+static const char *const migration_10[] = {
+	"ALTER TABLE ledger_head ADD COLUMN run_id bigint,"
+	" ADD COLUMN run_slot_ms bigint",
+	"UPDATE ledger_head h SET run_id = r.id, run_slot_ms = r.slot_ms"
+	" FROM ledger_head h2 CROSS JOIN LATERAL (SELECT id, slot_ms FROM"
+	" ledger WHERE schedule = h2.schedule AND outcome IN "
+	LEDGER_RUN_OUTCOMES_SQL " ORDER BY slot_ms DESC, id DESC LIMIT 1) r"
+	" WHERE h2.schedule = h.schedule",
+	"CREATE OR REPLACE FUNCTION ledger_head_new() RETURNS trigger"
+	" LANGUAGE plpgsql SET search_path FROM CURRENT AS $$ BEGIN"
+	" INSERT INTO ledger_head AS h (schedule, id, slot_ms, ok_id,"
+	" ok_slot_ms, run_id, run_slot_ms) VALUES (NEW.schedule, NEW.id,"
+	" NEW.slot_ms,"
+	" CASE WHEN NEW.outcome = '" LEDGER_SUCCESS "' THEN NEW.id END,"
+	" CASE WHEN NEW.outcome = '" LEDGER_SUCCESS "' THEN NEW.slot_ms END,"
+	" CASE WHEN NEW.outcome IN " LEDGER_RUN_OUTCOMES_SQL " THEN NEW.id"
+	" END,"
+	" CASE WHEN NEW.outcome IN " LEDGER_RUN_OUTCOMES_SQL " THEN"
+	" NEW.slot_ms END)"
+	" ON CONFLICT (schedule) DO UPDATE SET"
+	" id = CASE WHEN " HEAD_NEWER " THEN excluded.id ELSE h.id END,"
+	" slot_ms = CASE WHEN " HEAD_NEWER " THEN excluded.slot_ms"
+	" ELSE h.slot_ms END,"
+	" ok_id = CASE WHEN " HEAD_OK_NEWER " THEN excluded.ok_id"
+	" ELSE h.ok_id END,"
+	" ok_slot_ms = CASE WHEN " HEAD_OK_NEWER " THEN excluded.ok_slot_ms"
+	" ELSE h.ok_slot_ms END,"
+	" run_id = CASE WHEN " HEAD_RUN_NEWER " THEN excluded.run_id"
+	" ELSE h.run_id END,"
+	" run_slot_ms = CASE WHEN " HEAD_RUN_NEWER " THEN"
+	" excluded.run_slot_ms ELSE h.run_slot_ms END;"
+	" RETURN NULL; END $$",
+	NULL,
+};
+
 static const char *const *const migrations[SCHEMA_VERSION] = {
 	migration_1,
 	migration_2,
@@ -391,6 +437,7 @@ static const char *const *const migrations[SCHEMA_VERSION] = {
 	migration_7,
 	migration_8,
 	migration_9,
+	migration_10,
 };
 
 /* ---- statements ------------------------------------------------------- */
@@ -419,8 +466,9 @@ static const char *const *const migrations[SCHEMA_VERSION] = {
  * store_sched_summaries ($1 now, $2 the schedule of the _ONE form): the
  * unfinished jobs by state from the partial index jobs_open (no DONE job
  * in it), DONE as the schedule's total (over the unique index on
- * (schedule, slot_ms)) less those, and the newest row of each schedule
- * by its head (ledger_head, then the row by primary key). Columns: name,
+ * (schedule, slot_ms)) less those, and the newest run row of each
+ * schedule by its head (ledger_head's run_id, issue 43, then the row by
+ * primary key). Columns: name,
  * ready_due, delayed, active, dead, total, then id and LEDGER_COLS (NULL
  * without a row). Sorted as strcmp does (COLLATE "C").
  */
@@ -441,7 +489,7 @@ static const char *const *const migrations[SCHEMA_VERSION] = {
 	" LEFT JOIN t ON t.schedule = s.name"                                \
 	" LEFT JOIN ledger_head h ON h.schedule = s.name"                    \
 	" LEFT JOIN LATERAL (SELECT id, " LEDGER_COLS " FROM ledger"         \
-	" WHERE id = h.id LIMIT 1) l ON true ORDER BY s.name COLLATE \"C\""
+	" WHERE id = h.run_id LIMIT 1) l ON true ORDER BY s.name COLLATE \"C\""
 /*
  * store_last_successes (issue 16): the heads' newest successes (ok_id,
  * kept by the trigger of migration 9), each row by primary key. Columns:
@@ -544,6 +592,13 @@ static const char *const *const migrations[SCHEMA_VERSION] = {
 	" AND o.state <> 2 AND o.state < 2 AND (o.state > 0"                \
 	" OR (o.run_at_ms <= " due " AND (o.attempts > 0, o.run_at_ms,"     \
 	" o.id) < (" retry ", " t ".run_at_ms, " t ".id))))"
+/* The schedules this node knows (store_claim_known_set, issue 43): a
+ * JSON array of names, NULL: any. Behind the OR the IN is not pulled up
+ * into a join that could reorder the walk: it stays a subplan, hashed,
+ * built once per run of the statement, a lookup per row walked. */
+#define CLAIM_KNOWN(t, known)                                                \
+	"(" known "::text IS NULL OR " t ".schedule IN (SELECT"             \
+	" json_array_elements_text(" known "::text::json)))"
 #define CLAIM_SCHED_LOCK(t)                                                  \
 	"pg_try_advisory_xact_lock(" CLAIM_SCHED_SPACE ", hashtext(" t      \
 	".schedule))"
@@ -687,7 +742,9 @@ static const char *const sql[ST_COUNT] = {
 	 * (CLAIM_HELD false); a skip job always, flagged when held; the
 	 * SQLite backend's ST_JOB_PICK, the same rule.
 	 *
-	 * ST_CLAIM_PICK: $1 now, $2 max, $3 ahead_ms, $4 allow, $5 skip. Walks
+	 * ST_CLAIM_PICK: $1 now, $2 max, $3 ahead_ms, $4 allow, $5 skip, $6
+	 * the known schedules (CLAIM_KNOWN; a job of another schedule is
+	 * passed over and waits for a node that knows it). Walks
 	 * the due READY jobs in the claim order and returns (id and row
 	 * address, for ST_CLAIM_TAKE) up to $2 whose schedule lock
 	 * (CLAIM_SCHED_LOCK) it could take without waiting; a schedule
@@ -715,11 +772,11 @@ static const char *const sql[ST_COUNT] = {
 	" j.run_at_ms, false AS retry, "
 	CLAIM_POL("j", "$4", "$5") " AS pol FROM jobs j WHERE j.state = 0"
 	" AND j.attempts = 0 AND j.run_at_ms <= $1::bigint + $3::bigint"
-	" ORDER BY j.run_at_ms, j.id) UNION ALL"
+	" AND " CLAIM_KNOWN("j", "$6") " ORDER BY j.run_at_ms, j.id) UNION ALL"
 	" (SELECT j.id, j.ctid, j.schedule, j.run_at_ms, true, "
 	CLAIM_POL("j", "$4", "$5") " FROM jobs j WHERE j.state = 0"
 	" AND j.attempts > 0 AND j.run_at_ms <= $1::bigint + $3::bigint"
-	" ORDER BY j.run_at_ms, j.id)) k"
+	" AND " CLAIM_KNOWN("j", "$6") " ORDER BY j.run_at_ms, j.id)) k"
 	" WHERE CASE WHEN k.pol = 2 THEN true"
 	" WHEN k.pol = 0 AND " CLAIM_HELD("k", "k.retry", "$1::bigint + $3::bigint")
 	" THEN false ELSE " CLAIM_SCHED_LOCK("k") " END LIMIT $2",
@@ -2307,6 +2364,7 @@ static int pg_claim_ruled(struct pg *p, const struct store_claim_rule *r,
 		arg_i64(&a, ahead_ms);
 		arg_str(&a, r->allow);
 		arg_str(&a, r->skip);
+		arg_str(&a, r->known);
 		const struct pipe_step pick[] = {
 			{.text = "BEGIN"},
 			{.st = ST_CLAIM_OPEN},
@@ -3576,6 +3634,8 @@ static const struct {
 		"))) AND r.id NOT IN (SELECT id FROM ledger_head WHERE slot_ms "
 		"> $2 AND slot_ms <= $3 UNION ALL SELECT ok_id FROM ledger_head "
 		"WHERE ok_slot_ms > $2 AND ok_slot_ms <= $3 AND ok_id IS NOT "
+		"NULL UNION ALL SELECT run_id FROM ledger_head WHERE "
+		"run_slot_ms > $2 AND run_slot_ms <= $3 AND run_id IS NOT "
 		"NULL) RETURNING 1) SELECT count(*), 0 FROM d",
 	},
 	[PG_ALERTS] = {

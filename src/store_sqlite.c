@@ -109,7 +109,7 @@
 #include "log.h"
 #include "store.h"
 
-#define SCHEMA_VERSION 9
+#define SCHEMA_VERSION 10
 #define APP_ID 0x53435231 /* "SCR1": this file belongs to surecron */
 #define BUSY_TIMEOUT_MS 10000
 /* Checkpoint the WAL every this many pages (~16 MB) rather than SQLite's
@@ -161,6 +161,9 @@
 #define HEAD_OK_NEWER                                                     \
 	"(excluded.ok_id IS NOT NULL AND (ok_id IS NULL OR "                 \
 	"(excluded.ok_slot_ms, excluded.ok_id) > (ok_slot_ms, ok_id)))"
+#define HEAD_RUN_NEWER                                                    \
+	"(excluded.run_id IS NOT NULL AND (run_id IS NULL OR "               \
+	"(excluded.run_slot_ms, excluded.run_id) > (run_slot_ms, run_id)))"
 
 static const char *const migrations[SCHEMA_VERSION] = {
 	/* 0 -> 1 */
@@ -413,6 +416,54 @@ static const char *const migrations[SCHEMA_VERSION] = {
 	"CREATE INDEX ledger_day ON ledger(" DAY_OF("slot_ms") ", schedule, "
 	"slot_ms);"
 	"PRAGMA user_version = 9;",
+	/* 9 -> 10 (issue 43): `status` shows a schedule's last run, not its
+	 * newest row, which is as often an alert, an ack or a missed slot
+	 * ("last alert ... recovered alert sent to oncall"). ledger_head
+	 * keeps the newest row of a run outcome (LEDGER_RUN_OUTCOMES) beside
+	 * the newest row, by the same trigger. The heads are filled from the
+	 * rows: a head whose newest row is a run is its own run; the others
+	 * (the newest row an alert or a missed slot) take one pass over the
+	 * ledger for the newest run slot of each, then one seek of
+	 * ledger_day for its newest row; the pass is skipped when every head
+	 * is a run already. */
+	"ALTER TABLE ledger_head ADD COLUMN run_id INTEGER;"
+	"ALTER TABLE ledger_head ADD COLUMN run_slot_ms INTEGER;"
+	"UPDATE ledger_head SET run_id = id, run_slot_ms = slot_ms WHERE "
+	"(SELECT outcome FROM ledger WHERE id = ledger_head.id) IN "
+	LEDGER_RUN_OUTCOMES_SQL ";"
+	"WITH m AS (SELECT schedule, max(slot_ms) AS s FROM ledger WHERE "
+	"EXISTS (SELECT 1 FROM ledger_head WHERE run_id IS NULL) AND "
+	"outcome IN " LEDGER_RUN_OUTCOMES_SQL " GROUP BY schedule) "
+	"UPDATE ledger_head SET run_slot_ms = (SELECT s FROM m WHERE "
+	"m.schedule = ledger_head.schedule) WHERE run_id IS NULL;"
+	"UPDATE ledger_head SET run_id = (SELECT max(id) FROM ledger "
+	"INDEXED BY ledger_day WHERE " DAY_OF("slot_ms") " = "
+	DAY_OF("ledger_head.run_slot_ms") " AND schedule = "
+	"ledger_head.schedule AND slot_ms = ledger_head.run_slot_ms AND "
+	"outcome IN " LEDGER_RUN_OUTCOMES_SQL ") WHERE run_id IS NULL AND "
+	"run_slot_ms IS NOT NULL;"
+	"DROP TRIGGER ledger_head_new;"
+	"CREATE TRIGGER ledger_head_new AFTER INSERT ON ledger BEGIN "
+	"INSERT INTO ledger_head(schedule, id, slot_ms, ok_id, ok_slot_ms, "
+	"run_id, run_slot_ms) "
+	"VALUES (new.schedule, new.id, new.slot_ms, CASE WHEN new.outcome = "
+	"'success' THEN new.id END, CASE WHEN new.outcome = 'success' THEN "
+	"new.slot_ms END, CASE WHEN new.outcome IN " LEDGER_RUN_OUTCOMES_SQL
+	" THEN new.id END, CASE WHEN new.outcome IN " LEDGER_RUN_OUTCOMES_SQL
+	" THEN new.slot_ms END) ON CONFLICT (schedule) DO UPDATE SET "
+	"id = CASE WHEN " HEAD_NEWER " THEN excluded.id ELSE id END, "
+	"slot_ms = CASE WHEN " HEAD_NEWER " THEN excluded.slot_ms ELSE "
+	"slot_ms END, "
+	"ok_id = CASE WHEN " HEAD_OK_NEWER " THEN excluded.ok_id ELSE ok_id "
+	"END, "
+	"ok_slot_ms = CASE WHEN " HEAD_OK_NEWER " THEN excluded.ok_slot_ms "
+	"ELSE ok_slot_ms END, "
+	"run_id = CASE WHEN " HEAD_RUN_NEWER " THEN excluded.run_id ELSE "
+	"run_id END, "
+	"run_slot_ms = CASE WHEN " HEAD_RUN_NEWER " THEN excluded.run_slot_ms "
+	"ELSE run_slot_ms END; "
+	"END;"
+	"PRAGMA user_version = 10;",
 };
 
 /* ---- the statement cache --------------------------------------------- */
@@ -466,7 +517,9 @@ static const char *const migrations[SCHEMA_VERSION] = {
 /*
  * store_sched_summaries reads three streams, each in schedule order, and
  * merges them (sq_sched_summaries):
- *   - the newest row of each schedule: ledger_head, kept by the trigger
+ *   - the newest run row of each schedule (a row of
+ *     LEDGER_RUN_OUTCOMES, issue 43: never an alert's or a missed
+ *     slot's): ledger_head's run_id, kept by the trigger
  *     ledger_head_new, in schedule order (its primary key), one rowid
  *     lookup per schedule whatever the number of rows;
  *   - the jobs of each schedule (count over the covering unique index on
@@ -478,7 +531,7 @@ static const char *const migrations[SCHEMA_VERSION] = {
  */
 #define SUM_LAST_SQL(filter)                                              \
 	"SELECT " LEDGER_COLS_L " FROM ledger_head h JOIN ledger l ON "      \
-	"l.id = h.id" filter " ORDER BY h.schedule"
+	"l.id = h.run_id" filter " ORDER BY h.schedule"
 /*
  * store_last_successes (issue 16): ledger_head's newest success of each
  * schedule (the trigger keeps it by slot, then id), and one rowid lookup
@@ -603,7 +656,12 @@ static const char *const stmt_sql[N_STMT] = {
 	 * due at one instant are 1,000 claims of O(log n) each, not O(n^2).
 	 * The claim runs under BEGIN IMMEDIATE: no other handle's claim or
 	 * finish commits between this read and the update, so "no ACTIVE
-	 * job" holds across processes.
+	 * job" holds across processes. ?8 (issue 43): the schedules this
+	 * node knows (store_claim_known_set, a JSON array; NULL: any); a
+	 * job of another schedule is passed over and waits for a node that
+	 * knows it. Behind the OR, SQLite cannot drive the walk from the
+	 * list (a seek of jobs by schedule for each name): the IN is a set
+	 * built once per run of the statement, a lookup per row walked.
 	 */
 	[ST_JOB_PICK] =
 		"SELECT id, pol = 1 AND (busy OR NOT first) FROM ("
@@ -618,7 +676,8 @@ static const char *const stmt_sql[N_STMT] = {
 		"AND (b.attempts > 0, b.run_at_ms, b.id) < "
 		"(j.attempts > 0, j.run_at_ms, j.id)) AS first "
 		"FROM jobs j WHERE j.state = 0 AND j.run_at_ms <= ?1 + ?2 "
-		"AND (j.attempts > 0) = ?7 ORDER BY j.run_at_ms, j.id) "
+		"AND (j.attempts > 0) = ?7 AND (?8 IS NULL OR j.schedule IN "
+		"(SELECT value FROM json_each(?8))) ORDER BY j.run_at_ms, j.id) "
 		"WHERE pol > 0 OR (NOT busy AND first) LIMIT ?3",
 	/* The fencing token is per job and only grows, so every claim of a
 	 * job hands out a token no earlier claim of it had. ?5: the job
@@ -2246,6 +2305,10 @@ static int sq_job_claim(void *impl, const char *worker, int64_t lease_ms,
 	sqlite3_bind_int(st, 4, on);
 	bind_text(st, 5, on ? r->allow : "\n");
 	bind_text(st, 6, on ? r->skip : "\n");
+	if (on && r->known)
+		bind_text(st, 8, r->known);
+	else
+		sqlite3_bind_null(st, 8);
 	/* First attempts, then retries (the claim order). */
 	for (int retry = 0; !rc && retry < 2 && n_pick < want; retry++) {
 		sqlite3_bind_int64(st, 3, (int64_t)(want - n_pick));
@@ -3648,7 +3711,9 @@ enum sq_phase {
 #define SQ_HEADS_IN_BATCH                                                 \
 	"SELECT id FROM ledger_head WHERE slot_ms > ?2 AND slot_ms <= ?3 "  \
 	"UNION ALL SELECT ok_id FROM ledger_head WHERE ok_slot_ms > ?2 AND " \
-	"ok_slot_ms <= ?3 AND ok_id IS NOT NULL"
+	"ok_slot_ms <= ?3 AND ok_id IS NOT NULL "                            \
+	"UNION ALL SELECT run_id FROM ledger_head WHERE run_slot_ms > ?2 "  \
+	"AND run_slot_ms <= ?3 AND run_id IS NOT NULL"
 
 static const struct {
 	const char *end, *pre, *del;

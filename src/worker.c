@@ -358,9 +358,21 @@ int worker_run_job(const struct worker_opts *o, const struct store_job *job_in,
 	struct keeper k = {.o = o, .clock = opts_clock(o), .job = *job_in,
 			   .last_hb_mono = clock_mono_ms()};
 	const struct store_job *job = &k.job;
-	const struct schedule_spec *sched = config_schedule(o->config,
-							  job->schedule);
+	const struct schedule_spec *sched = config_schedule_of(o->config,
+							     job->schedule);
+	struct schedule_spec renamed;
 	int rc;
+
+	/* A job of a schedule renamed since it was queued (renamed_from,
+	 * issue 43) runs under the new spec, and its rows (ledger, outbox,
+	 * guards, marker) stay under the name the slot was queued under,
+	 * with the slot's earlier attempts. A copy, borrowed fields and
+	 * all: only the name differs. */
+	if (sched && strcmp(sched->name, job->schedule) != 0) {
+		renamed = *sched;
+		renamed.name = k.job.schedule;
+		sched = &renamed;
+	}
 
 	k.lease_ms = o->lease_ms > 0 ? o->lease_ms
 				     : job->lease_expires_ms - job->started_ms;

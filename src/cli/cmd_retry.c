@@ -70,7 +70,7 @@ int cmd_retry(int argc, char **argv)
 	/* The budget: the schedule's policy as the config has it now (a
 	 * schedule gone from the config: as many as the job had). */
 	int budget = 0;
-	const struct schedule_spec *sc = config_schedule(st.cfg, job.schedule);
+	const struct schedule_spec *sc = config_schedule_of(st.cfg, job.schedule);
 	if (sc)
 		budget = sc->policy.attempts;
 	sc_err_clear(&err);

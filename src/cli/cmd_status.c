@@ -3,7 +3,8 @@
  * block per schedule of the config (or SCHEDULE only): its final expression
  * (and the variable that overrode it), next slot in its zone, frequency
  * class with the field that decided it, retry policy (the config's or the
- * class's), the last ledger outcome (the row of its newest slot), its jobs
+ * class's), the last run (its newest row of a run outcome, with its
+ * attempt: never an alert, ack or missed row, issue 43), its jobs
  * waiting, delayed (a retry pending), running and dead (slots lost,
  * waiting for `surecron retry`), and its open alerts (lost or missed slots
  * nobody has recovered or acknowledged yet). A schedule with `enabled:

@@ -17,6 +17,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "alert.h"
+#include "config.h"
 #include "testutil.h"
 
 static char tmp[256];
@@ -392,6 +394,96 @@ static void issue13_alert_warnings(void **state)
 	assert_string_equal(err, "");
 }
 
+/* Issue 43: SURECRON_ALERT_TARGETS has one parser. Each hostile value
+ * goes to `check` (the binary), to the daemon's start (the binary) and to
+ * the daemon's alert-target resolution on the same loaded config
+ * (config_load + alert_targets, what start and reload run): all agree on
+ * whether the value is good and on the targets it names. */
+static void issue43_alert_env_one_rule(void **state)
+{
+	static const struct {
+		const char *value;
+		const char *want; /* the targets, space-joined; NULL: refused */
+		const char *msg;  /* the refusal */
+	} rows[] = {
+		{"a b", "a b", NULL},
+		{"a,,b", "a b", NULL},
+		{" a ", "a", NULL},
+		{"a\tb", "a b", NULL},
+		{"b, a ,a", "b a", NULL},
+		{"", "b", NULL}, /* empty: unset, the file's list */
+		{"a;b", NULL, "SURECRON_ALERT_TARGETS names unknown target "
+		 "\"a;b\""},
+		{"a,zz", NULL, "SURECRON_ALERT_TARGETS names unknown target "
+		 "\"zz\""},
+		{"\xc3\xa9t\xc3\xa9", NULL, "unknown target \"\xc3\xa9t\xc3\xa9\""},
+		{"a \xff\x1b[2J", NULL, "unknown target \"\\xff\\x1b[2J\""},
+		{" , ", NULL, "SURECRON_ALERT_TARGETS names no target"},
+	};
+	const char *path = write_file(
+		"t.yaml",
+		"store: sqlite:./state.db\n"
+		"targets:\n"
+		"  a: {kind: file, path: ./a.jsonl}\n"
+		"  b: {kind: file, path: ./b.jsonl}\n"
+		"alerts: {targets: [b]}\n"
+		"schedules:\n"
+		"  s:\n"
+		"    cron: \"0 3 * * *\"\n"
+		"    targets: [a, b]\n"
+		"    tasks: [{name: a, command: [/bin/true]}]\n");
+	const char *check[] = {"check", "--strict", path, NULL};
+	const char *daemon[] = {"run", "--config", path, NULL};
+
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		char var[256], got[256] = "", e_check[65536];
+		const char *env[] = {var, NULL};
+		struct config *c = NULL;
+		struct sc_err e = {0};
+		const struct target_spec *t[8];
+		size_t n = 0;
+
+		snprintf(var, sizeof(var), "SURECRON_ALERT_TARGETS=%s",
+			 rows[i].value);
+		int rc_check = run(NULL, env, check);
+		snprintf(e_check, sizeof(e_check), "%s", err);
+		setenv("SURECRON_ALERT_TARGETS", rows[i].value, 1);
+		int rc_load = config_load(path, &c, &e);
+		if (rc_load == 0) {
+			/* With the daemon's environment, which stays set. */
+			alert_targets(c, t, 8, &n);
+			for (size_t j = 0; j < n; j++)
+				snprintf(got + strlen(got),
+					 sizeof(got) - strlen(got), "%s%s",
+					 j ? " " : "", t[j]->name);
+			config_free(c);
+		}
+		unsetenv("SURECRON_ALERT_TARGETS");
+		if (rows[i].want) {
+			if (rc_check != 0 || rc_load != 0)
+				fail_msg("row %zu: check %d (%s), load %d (%s)",
+					 i, rc_check, e_check, rc_load, e.msg);
+			if (strcmp(got, rows[i].want) != 0)
+				fail_msg("row %zu: targets '%s', want '%s'", i,
+					 got, rows[i].want);
+			continue;
+		}
+		/* Refused by check, by the load the daemon makes, and by
+		 * the daemon's start, with the same words. */
+		if (rc_check == 0 || rc_load == 0 || n != 0)
+			fail_msg("row %zu: check %d, load %d, %zu targets", i,
+				 rc_check, rc_load, n);
+		if (!strstr(e_check, rows[i].msg) || !strstr(e.msg, rows[i].msg))
+			fail_msg("row %zu: check '%s', load '%s', want '%s'", i,
+				 e_check, e.msg, rows[i].msg);
+		int rc_run = run(NULL, env, daemon);
+		if (rc_run == 0 || !strstr(err, rows[i].msg))
+			fail_msg("row %zu: run %d '%s'", i, rc_run, err);
+		/* Never the raw escape on a terminal. */
+		assert_null(strchr(e_check, '\x1b'));
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -409,6 +501,8 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(issue13_alert_warnings, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(issue43_alert_env_one_rule,
+						setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

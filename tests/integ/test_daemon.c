@@ -1033,6 +1033,50 @@ static void once_runs_what_is_due(void **state)
 	env_dispose(&e);
 }
 
+/* Issue 43: a node whose config lacks a schedule (a rolling deploy that
+ * adds it: this node still runs the old config) never claims its jobs,
+ * which wait, READY and never attempted, for a node that has it: not
+ * `lost` as "not in the configuration". Through the binary, as the
+ * daemon claims. */
+static void issue43_unknown_schedule_waits(void **state)
+{
+	struct env e;
+	(void)state;
+	env_init(&e);
+	write_cfg(&e, W_FAST,
+		  "  good:\n"
+		  "    cron: \"0 3 1 1 *\"\n"
+		  "    tz: UTC\n"
+		  "    targets: [hook]\n"
+		  "    tasks:\n"
+		  "      - {name: t, shell: \"echo good\"}\n");
+	int64_t now = now_ms() / 1000 * 1000;
+	/* The newer node's schedule, queued before this node's own. */
+	int64_t id = trigger(&e, "added-elsewhere", now - 1000);
+	trigger(&e, "good", now);
+	assert_int_equal(run_once(&e), 0);
+	assert_int_equal(ledger_count(&e, "good", LEDGER_SUCCESS), 1);
+	assert_int_equal(ledger_count(&e, "added-elsewhere", LEDGER_LOST), 0);
+	struct store *s = open_store(&e);
+	struct store_job job;
+	assert_int_equal(store_job_get(s, id, &job, NULL), 0);
+	assert_int_equal(job.state, JOB_READY);
+	assert_int_equal(job.attempts, 0);
+	store_close(s);
+	/* The node that has it runs it. */
+	write_cfg(&e, W_FAST,
+		  "  added-elsewhere:\n"
+		  "    cron: \"0 3 1 1 *\"\n"
+		  "    tz: UTC\n"
+		  "    targets: [hook]\n"
+		  "    tasks:\n"
+		  "      - {name: t, shell: \"echo added\"}\n");
+	assert_int_equal(run_once(&e), 0);
+	assert_int_equal(ledger_count(&e, "added-elsewhere", LEDGER_SUCCESS),
+			 1);
+	env_dispose(&e);
+}
+
 /* ---- issue 11 item 8: helpers that leave the task's group ------------ */
 
 /* Writes dir/helpers.sh: a task that starts a `setsid sleep` helper and a
@@ -1289,6 +1333,8 @@ int main(void)
 		cmocka_unit_test_teardown(trigger_starts_within_a_second, reap_all),
 		cmocka_unit_test_teardown(never_starts_before_due, reap_all),
 		cmocka_unit_test_teardown(once_runs_what_is_due, reap_all),
+		cmocka_unit_test_teardown(issue43_unknown_schedule_waits,
+					  reap_all),
 		cmocka_unit_test_teardown(escaped_helpers_end_with_daemon_stop,
 					  reap_all),
 		cmocka_unit_test_teardown(escaped_helpers_end_with_run_once,

@@ -333,11 +333,115 @@ static void held_send_released_by_the_operator(void **state)
 	tu_rmrf(dir);
 }
 
+/* Issue 43: a slot of a schedule renamed (renamed_from) while it was
+ * retrying runs its next attempt under the new spec, found through
+ * renamed_from, and keeps its rows under the name it was queued under:
+ * delivered, not lost as "not in the configuration". */
+static void issue43_renamed_schedule_keeps_its_retrying_slot(void **state)
+{
+	char dir[256], cfgpath[512], yaml1[2048], yaml2[2048], gate[300];
+	struct config *cfg = NULL, *cfg2 = NULL;
+	struct store *store = NULL;
+	struct sc_err err = {0};
+	struct sc_clock *clock = sc_clock_virtual_new(SLOT + 500);
+	struct store_job job;
+	struct worker_result jr;
+	size_t n = 0;
+	static const char sched[] =
+		"    cron: \"0 17 * * 5\"\n"
+		"    tz: UTC\n"
+		"    targets: [archive]\n"
+		"    retry: {attempts: 3, backoff: fixed, delay: 1m}\n"
+		"    tasks:\n"
+		"      - {name: gated, shell: \"test -f %s || exit 1; "
+		"echo '{\\\"summary\\\": \\\"done\\\"}'\"}\n";
+	char spec[512];
+
+	snprintf(dir, sizeof(dir), "%s", tu_tmpdir());
+	snprintf(gate, sizeof(gate), "%s/go", dir);
+	snprintf(spec, sizeof(spec), sched, gate);
+	snprintf(yaml1, sizeof(yaml1),
+		 "store: sqlite:./s.db\n"
+		 "targets:\n"
+		 "  archive: {kind: file, path: ./deliveries.jsonl}\n"
+		 "schedules:\n"
+		 "  old-name:\n%s", spec);
+	snprintf(yaml2, sizeof(yaml2),
+		 "store: sqlite:./s.db\n"
+		 "targets:\n"
+		 "  archive: {kind: file, path: ./deliveries.jsonl}\n"
+		 "schedules:\n"
+		 "  new-name:\n"
+		 "    renamed_from: [old-name]\n%s", spec);
+	write_file(dir, "surecron.yaml", yaml1, 0600);
+	snprintf(cfgpath, sizeof(cfgpath), "%s/surecron.yaml", dir);
+	assert_int_equal(config_load(cfgpath, &cfg, &err), 0);
+	assert_int_equal(store_open(cfg->store_url, clock, &store, &err), 0);
+	struct worker_opts wo = {.store = store, .config = cfg};
+	static const struct sc_retry_policy three = {3, SC_BACKOFF_FIXED,
+						     60000};
+
+	/* Attempt 1 fails: a retry is due a minute later. */
+	assert_int_equal(queue_enqueue(store, "old-name", SLOT, &three, NULL,
+				       NULL, &err), 0);
+	assert_int_equal(queue_claim(store, "w", 300000, &job, 1, &n, &err), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(worker_run_job(&wo, &job, &jr, &err), 0);
+	assert_false(jr.completed);
+	assert_false(jr.dead);
+	worker_result_dispose(&jr);
+
+	/* The reload: the schedule is renamed, and the task heals. */
+	write_file(dir, "surecron.yaml", yaml2, 0600);
+	assert_int_equal(config_load(cfgpath, &cfg2, &err), 0);
+	wo.config = cfg2;
+	write_file(dir, "go", "", 0600);
+	sc_clock_set_ms(clock, SLOT + 10 * 60000);
+	assert_int_equal(queue_claim(store, "w", 300000, &job, 1, &n, &err), 0);
+	assert_int_equal(n, 1);
+	assert_string_equal(job.schedule, "old-name");
+	assert_int_equal(worker_run_job(&wo, &job, &jr, &err), 0);
+	assert_true(jr.completed);
+	assert_false(jr.dead);
+	worker_result_dispose(&jr);
+
+	/* Delivered, its rows under the name it was queued under. */
+	bool marked = false;
+	assert_int_equal(store_slot_is_marked(store, "old-name", SLOT, &marked,
+					      &err), 0);
+	assert_true(marked);
+	struct ledger_filter f = {.schedule = "old-name",
+				  .since_ms = INT64_MIN,
+				  .until_ms = INT64_MAX};
+	struct ledger_row *rows = NULL;
+	assert_int_equal(store_ledger_query(store, &f, &rows, &n, NULL), 0);
+	assert_int_equal(n, 2);
+	assert_string_equal(rows[0].outcome, LEDGER_FAILED);
+	assert_string_equal(rows[1].outcome, LEDGER_SUCCESS);
+	assert_int_equal(rows[1].attempt, 2);
+	store_ledger_rows_free(rows, n);
+	/* The first attempt's failure notice, then the result. */
+	json_t *arr = lines(dir, &n);
+	assert_int_equal(n, 2);
+	assert_string_equal(json_string_value(json_object_get(
+				    json_array_get(arr, 1), "summary")),
+			    "done");
+	json_decref(arr);
+
+	store_close(store);
+	config_free(cfg);
+	config_free(cfg2);
+	sc_clock_free(clock);
+	tu_rmrf(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(yaml_to_delivered_slot),
 		cmocka_unit_test(held_send_released_by_the_operator),
+		cmocka_unit_test(
+			issue43_renamed_schedule_keeps_its_retrying_slot),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

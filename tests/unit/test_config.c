@@ -1005,20 +1005,33 @@ static void check_urls_and_alert_env(void **state)
 		 "the URL holds a user name or password"},
 		{"http://127.0.0.1:@hooks.example/sekrit", NULL, 1,
 		 "the URL holds a user name or password"},
-		{"https://hooks.example/sekrit", "chat,pager", 1,
+		/* Issue 43: the variable is resolved at load, so a name
+		 * that is no target fails the load (-1), located at the
+		 * alerts.targets key, before anything is checked. */
+		{"https://hooks.example/sekrit", "chat,pager", -1,
 		 "alerts.targets: SURECRON_ALERT_TARGETS names unknown target "
 		 "\"pager\""},
 		{"https://hooks.example/sekrit", " chat , chat ", 0, NULL},
 	};
-	struct config *c = load_ok(path);
 
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
 		struct config_problems probs = {0};
+		struct config *c = NULL;
 		setenv("SC_TEST_URL", rows[i].url, 1);
 		if (rows[i].alert_env)
 			setenv("SURECRON_ALERT_TARGETS", rows[i].alert_env, 1);
 		else
 			unsetenv("SURECRON_ALERT_TARGETS");
+		int rc = config_parse(path, &c, &probs);
+		if (rows[i].problems < 0) {
+			assert_int_equal(rc, SC_ECONFIG);
+			assert_non_null(strstr(probs.items[0].msg,
+					       rows[i].msg));
+			assert_int_equal(probs.items[0].line, 3);
+			config_problems_dispose(&probs);
+			continue;
+		}
+		assert_int_equal(rc, 0);
 		int n = config_check(c, &probs);
 		if (n != rows[i].problems)
 			fail_msg("row %zu: %d problems (%s)", i, n,
@@ -1031,10 +1044,10 @@ static void check_urls_and_alert_env(void **state)
 			assert_int_equal(count_containing(&probs, "sekrit"), 0);
 		}
 		config_problems_dispose(&probs);
+		config_free(c);
 	}
 	unsetenv("SC_TEST_URL");
 	unsetenv("SURECRON_ALERT_TARGETS");
-	config_free(c);
 }
 
 /* Cron expressions (the final ones) and zones go through the cron module

@@ -23,6 +23,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include "config.h"
 #include "queue.h"
 #include "store.h"
 #include "store_backend.h"
@@ -1388,6 +1389,144 @@ static void version_8_heads_fill_and_follow_new_rows(void **state)
 	fix_close(&f);
 }
 
+/* The last run of one schedule as status reads it: its outcome and
+ * attempt ("" when none). */
+static void last_run_of(struct fix *f, const char *sched, char *outcome,
+			size_t n_outcome, int *attempt, int64_t *slot)
+{
+	struct store_sched_summary *sum = NULL;
+	size_t n = 0;
+
+	outcome[0] = '\0';
+	*attempt = 0;
+	*slot = 0;
+	assert_int_equal(store_sched_summaries(f->s, sched, &sum, &n, NULL),
+			 0);
+	if (n == 1 && sum[0].has_last) {
+		snprintf(outcome, n_outcome, "%s", sum[0].last.outcome);
+		*attempt = sum[0].last.attempt;
+		*slot = sum[0].last.slot_ms;
+	}
+	store_sched_summaries_free(sum, n);
+}
+
+static void append_attempt(struct fix *f, const char *sched, int64_t slot,
+			   const char *outcome, int attempt)
+{
+	struct ledger_row r = {.slot_ms = slot, .finished_ms = T0,
+			       .attempt = attempt};
+
+	snprintf(r.schedule, sizeof(r.schedule), "%s", sched);
+	snprintf(r.outcome, sizeof(r.outcome), "%s", outcome);
+	assert_int_equal(store_ledger_append(f->s, &r, NULL), 0);
+}
+
+/*
+ * Issue 43: status says what ran. A schedule's last is its newest run
+ * row (success, failed, lost, skipped, stalled, released) with its
+ * attempt, never the alert, ack, recovered, missed or late row written
+ * about a slot after it; a schedule with notes only has run never. A
+ * store of schema 9 (here: 8, then 9 and 10) finds the run under the
+ * notes when it migrates.
+ */
+static void issue43_status_last_is_a_run(void **state)
+{
+	struct fix f;
+	char out[32];
+	int attempt;
+	int64_t slot;
+
+	fix_open(state, &f);
+	append_attempt(&f, "a", T0, LEDGER_SUCCESS, 1);
+	append_attempt(&f, "a", T0 + MIN, LEDGER_FAILED, 1);
+	append_attempt(&f, "a", T0 + MIN, LEDGER_LOST, 2);
+	append_attempt(&f, "a", T0 + MIN, LEDGER_ALERT, 0);
+	append_attempt(&f, "a", T0 + 2 * MIN, LEDGER_MISSED, 0);
+	append_attempt(&f, "b", T0, LEDGER_MISSED, 0);
+	append_attempt(&f, "b", T0, LEDGER_ALERT, 0);
+	append_attempt(&f, "c", T0, LEDGER_SUCCESS, 3);
+	append_attempt(&f, "c", T0 + MIN, LEDGER_SKIPPED, 0);
+	append_attempt(&f, "c", T0 + MIN, LEDGER_LATE, 0);
+	for (int pass = 0; pass < 2; pass++) {
+		last_run_of(&f, "a", out, sizeof(out), &attempt, &slot);
+		assert_string_equal(out, LEDGER_LOST);
+		assert_int_equal(attempt, 2);
+		assert_int_equal(slot, T0 + MIN);
+		last_run_of(&f, "b", out, sizeof(out), &attempt, &slot);
+		assert_string_equal(out, "");
+		last_run_of(&f, "c", out, sizeof(out), &attempt, &slot);
+		assert_string_equal(out, LEDGER_SKIPPED);
+		assert_int_equal(slot, T0 + MIN);
+		if (pass)
+			break;
+		/* The same rows written before schema 10: the migration
+		 * fills the runs from them. */
+		store_close(f.s);
+		raw_sql(state, TB_UNDO_9(state));
+		f.s = tb_open(state, f.clock);
+	}
+	/* After the migration, the trigger: a recovery's rows. */
+	append_attempt(&f, "a", T0 + MIN, LEDGER_SUCCESS, 3);
+	append_attempt(&f, "a", T0 + MIN, LEDGER_RECOVERED, 0);
+	append_attempt(&f, "a", T0 + MIN, LEDGER_ACKED, 0);
+	append_attempt(&f, "b", T0 + MIN, LEDGER_STALLED, 1);
+	last_run_of(&f, "a", out, sizeof(out), &attempt, &slot);
+	assert_string_equal(out, LEDGER_SUCCESS);
+	assert_int_equal(attempt, 3);
+	last_run_of(&f, "b", out, sizeof(out), &attempt, &slot);
+	assert_string_equal(out, LEDGER_STALLED);
+	fix_close(&f);
+}
+
+/*
+ * Issue 43: a node never claims a job of a schedule its config lacks
+ * (by name or by renamed_from): the claim passes it over, and it waits,
+ * READY and never attempted, for a node that has the schedule, however
+ * long it has been due. The rule comes from the config as the daemon
+ * sets it (queue_overlap_rule).
+ */
+static void issue43_claim_takes_known_schedules_only(void **state)
+{
+	struct fix f;
+	struct store_job got[8], j;
+	size_t n = 0;
+	char *old[] = {(char *)"old", NULL}, *none[] = {NULL};
+	struct schedule_spec specs[2] = {
+		{.name = (char *)"a", .renamed_from = none},
+		{.name = (char *)"new", .renamed_from = old,
+		 .n_renamed_from = 1},
+	};
+	struct config cfg = {.schedules = specs, .n_schedules = 2};
+
+	fix_open(state, &f);
+	int64_t b = enqueue(&f, "b", T0, T0 - 60 * MIN, NULL);
+	enqueue(&f, "a", T0, T0, NULL);
+	enqueue(&f, "old", T0, T0, NULL);
+	assert_int_equal(queue_overlap_rule(f.s, &cfg, NULL), 0);
+	for (int round = 0; round < 2; round++) {
+		assert_int_equal(store_job_claim(f.s, "w", MIN, got, 8, &n,
+						 NULL), 0);
+		/* a and old (renamed to new), never b: none in round 2. */
+		assert_int_equal(n, round ? 0 : 2);
+		for (size_t i = 0; i < n; i++)
+			assert_string_not_equal(got[i].schedule, "b");
+	}
+	assert_int_equal(store_job_get(f.s, b, &j, NULL), 0);
+	assert_int_equal(j.state, JOB_READY);
+	assert_int_equal(j.attempts, 0);
+	/* An empty list claims nothing; NULL (a node that knows b, or no
+	 * config) any schedule. */
+	const char *empty[] = {NULL};
+	assert_int_equal(store_claim_known_set(f.s, empty, 0, NULL), 0);
+	assert_int_equal(store_job_claim(f.s, "w", MIN, got, 8, &n, NULL), 0);
+	assert_int_equal(n, 0);
+	assert_int_equal(store_claim_known_set(f.s, NULL, 0, NULL), 0);
+	assert_int_equal(store_job_claim(f.s, "w", MIN, got, 8, &n, NULL), 0);
+	assert_int_equal(n, 1);
+	assert_string_equal(got[0].schedule, "b");
+	fix_close(&f);
+}
+
 /*
  * A database of schema version 1 that holds duplicate missed rows (two
  * nodes caught up the same downtime) migrates to one row per slot, the
@@ -2603,6 +2742,8 @@ int main(void)
 		cmocka_unit_test(version_1_with_duplicate_missed_rows_migrates),
 		cmocka_unit_test(version_2_outbox_bodies_migrate),
 		cmocka_unit_test(version_8_heads_fill_and_follow_new_rows),
+		cmocka_unit_test(issue43_status_last_is_a_run),
+		cmocka_unit_test(issue43_claim_takes_known_schedules_only),
 		cmocka_unit_test(version_5_gains_the_success_index),
 		cmocka_unit_test(pauses_are_stored_replaced_and_ended),
 		cmocka_unit_test(two_handles_recovering_one_job_list_it_once),

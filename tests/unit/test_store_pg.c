@@ -511,7 +511,8 @@ static void concurrent_claimers_never_share_a_job(void **state)
 #endif
 
 /* Every schedule `queue` (no allow, no skip names). */
-static const struct store_claim_rule RULE_QUEUE = {true, "\n", "\n"};
+static const struct store_claim_rule RULE_QUEUE = {true, "\n", "\n",
+						    NULL};
 
 /* Another node's step, played by the hook at pg.claim_picked, once. */
 struct other_node {
@@ -1270,7 +1271,7 @@ static void migrations_run_once_and_refuse_newer(void **state)
 	ops->close(h);
 	h = open_store(clk); /* already current: nothing to do */
 	ops->close(h);
-	assert_int_equal(pgfx_int("SELECT version FROM schema_version"), 9);
+	assert_int_equal(pgfx_int("SELECT version FROM schema_version"), 10);
 	assert_int_equal(pgfx_int("SELECT count(*) FROM schema_version"), 1);
 	assert_int_equal(pgfx_int("SELECT count(*) FROM jobs"), 1);
 
@@ -1441,7 +1442,7 @@ static void nodes_migrate_once_when_starting_together(void **state)
 		assert_int_equal(o[i].rc, 0);
 	}
 	assert_int_equal(pgfx_int("SELECT count(*) FROM schema_version"), 1);
-	assert_int_equal(pgfx_int("SELECT version FROM schema_version"), 9);
+	assert_int_equal(pgfx_int("SELECT version FROM schema_version"), 10);
 	sc_clock_free(clk);
 }
 
