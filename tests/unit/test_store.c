@@ -557,6 +557,87 @@ static void claim_follows_the_overlap_rule(void **state)
 	fix_close(&f);
 }
 
+/* Claims one job and gives it back as a retry due at run_at. */
+static void make_retry(struct fix *f, int64_t id, int64_t run_at)
+{
+	struct store_job j;
+	struct sc_err err = {0};
+
+	assert_int_equal(claim(f, "r", &j, 1), 1);
+	assert_int_equal(j.id, id);
+	assert_int_equal(store_job_finish(f->s, id, j.lease_token, JOB_READY,
+					  run_at, NULL, &err),
+			 0);
+}
+
+/* Claims one job (the rule on), checks it, and finishes it. */
+static void take_one(struct fix *f, int64_t want, bool overlapped)
+{
+	struct store_job j[8];
+	struct sc_err err = {0};
+
+	assert_int_equal(claim(f, "w", j, 8), 1);
+	assert_int_equal(j[0].id, want);
+	assert_int_equal(j[0].overlapped, overlapped);
+	assert_int_equal(store_job_finish(f->s, want, j[0].lease_token,
+					  JOB_DONE, 0, NULL, &err),
+			 0);
+}
+
+/*
+ * Issue 45: the claim's "first of its schedule" test is bounded by the
+ * candidate, not by now; the rule it keeps, under the overlap rule: a
+ * queue schedule's fresh slots go before its retries even when the
+ * retries are older (fresh first), a due fresh slot holds every retry
+ * but one not yet due does not, retries then go by run_at, and a tie on
+ * run_at goes by id. A skip schedule's retry in the same claim as its
+ * fresh slot is flagged.
+ */
+static void claim_keeps_fresh_first_and_order_per_schedule(void **state)
+{
+	struct fix f;
+	struct store_job j[8];
+	const char *skip[] = {"k"};
+	struct sc_err err = {0};
+
+	fix_open(state, &f);
+	int64_t r1 = enqueue(&f, "q", T0 + 1, T0 - 10 * MIN, NULL);
+	make_retry(&f, r1, T0 - 7 * MIN);
+	int64_t r2 = enqueue(&f, "q", T0 + 2, T0 - 9 * MIN, NULL);
+	make_retry(&f, r2, T0 - 8 * MIN); /* older than r1 now */
+	int64_t k1 = enqueue(&f, "k", T0 + 1, T0 - 10 * MIN, NULL);
+	make_retry(&f, k1, T0 - 6 * MIN);
+	int64_t f2 = enqueue(&f, "q", T0 + 4, T0 - 2 * MIN, NULL);
+	int64_t f1 = enqueue(&f, "q", T0 + 3, T0 - 2 * MIN, NULL); /* tie */
+	int64_t f0 = enqueue(&f, "q", T0 + 5, T0 - 3 * MIN, NULL);
+	enqueue(&f, "q", T0 + 6, T0 + 30 * MIN, NULL); /* not due */
+	int64_t k2 = enqueue(&f, "k", T0 + 2, T0 - 1 * MIN, NULL);
+	assert_int_equal(store_overlap_set(f.s, true, NULL, 0, skip, 1, &err),
+			 0);
+
+	/* One claim: q's first fresh slot, k's fresh one, then k's retry
+	 * flagged (its fresh slot comes first); q's retries wait. */
+	assert_int_equal(claim(&f, "w", j, 8), 3);
+	assert_int_equal(j[0].id, f0);
+	assert_false(j[0].overlapped);
+	assert_int_equal(j[1].id, k2);
+	assert_false(j[1].overlapped);
+	assert_int_equal(j[2].id, k1);
+	assert_true(j[2].overlapped);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(store_job_finish(f.s, j[i].id, j[i].lease_token,
+						  JOB_DONE, 0, NULL, &err),
+				 0);
+	/* The tie on run_at by id, then the retries by run_at: r2 was
+	 * enqueued later than r1 but is due first. */
+	take_one(&f, f2 < f1 ? f2 : f1, false);
+	take_one(&f, f2 < f1 ? f1 : f2, false);
+	take_one(&f, r2, false);
+	take_one(&f, r1, false);
+	assert_int_equal(claim(&f, "w", j, 8), 0);
+	fix_close(&f);
+}
+
 /* A worker may claim a job a little before it is due (so the claim's
  * transaction is not part of the task's lateness): only jobs within the
  * window, and the attempt's start on record is the due instant. */
@@ -2728,6 +2809,7 @@ int main(void)
 		cmocka_unit_test(bad_arguments_are_refused),
 		cmocka_unit_test(claim_takes_earliest_due_first),
 		cmocka_unit_test(claim_follows_the_overlap_rule),
+		cmocka_unit_test(claim_keeps_fresh_first_and_order_per_schedule),
 		cmocka_unit_test(claim_ahead_takes_only_jobs_due_within_the_window),
 		cmocka_unit_test(leases_are_fenced),
 		cmocka_unit_test(finish_writes_one_ledger_row),
