@@ -1559,6 +1559,101 @@ static void issue43_status_last_is_a_run(void **state)
 	fix_close(&f);
 }
 
+/* The outcomes of LEDGER_RUN_OUTCOMES_SQL, from its text, into v. */
+static size_t run_outcomes(char v[][16], size_t cap)
+{
+	const char *p = LEDGER_RUN_OUTCOMES_SQL;
+	size_t n = 0;
+
+	while (n < cap && (p = strchr(p, '\'')) != NULL) {
+		const char *end = strchr(p + 1, '\'');
+		assert_non_null(end);
+		snprintf(v[n++], 16, "%.*s", (int)(end - p - 1), p + 1);
+		p = end + 1;
+	}
+	return n;
+}
+
+/*
+ * Issue 45: the heads' trigger tells a run's outcome by a list of its
+ * own (SQLite's HEAD_RUN_OF, a CASE, not the IN of
+ * LEDGER_RUN_OUTCOMES_SQL): every outcome of that list, and only those,
+ * becomes a schedule's last run.
+ */
+static void heads_know_every_run_outcome(void **state)
+{
+	static const char *const notes[] = {LEDGER_ALERT, LEDGER_ACKED,
+					    LEDGER_RECOVERED, LEDGER_LATE,
+					    LEDGER_MISSED};
+	struct fix f;
+	char runs[16][16], out[32];
+	size_t n_runs = run_outcomes(runs, 16);
+	int64_t slot = T0, last;
+	int attempt;
+
+	assert_true(n_runs >= 6);
+	fix_open(state, &f);
+	for (size_t i = 0; i < n_runs; i++) {
+		slot += MIN;
+		append_attempt(&f, "a", slot, runs[i], 1);
+		last_run_of(&f, "a", out, sizeof(out), &attempt, &last);
+		assert_string_equal(out, runs[i]);
+		assert_int_equal(last, slot);
+		for (size_t k = 0; k < sizeof(notes) / sizeof(notes[0]); k++)
+			append_attempt(&f, "a", slot + 1 + (int64_t)k, notes[k],
+				       0);
+		last_run_of(&f, "a", out, sizeof(out), &attempt, &last);
+		assert_string_equal(out, runs[i]);
+		assert_int_equal(last, slot);
+	}
+	fix_close(&f);
+}
+
+/*
+ * Issue 45: a store of schema 10 (its trigger with the IN) gets the
+ * cheaper trigger when it opens (SQLite; the PostgreSQL trigger is a
+ * function and was not changed), and its heads go on following new rows.
+ */
+static void version_10_trigger_upgrades(void **state)
+{
+	struct fix f;
+	char out[32];
+	int attempt;
+	int64_t slot;
+
+	if (!tb_is_sqlite(state))
+		skip();
+	fix_open(state, &f);
+	append_attempt(&f, "a", T0, LEDGER_SUCCESS, 1);
+	store_close(f.s);
+	/* Schema 10's trigger, in short: its test of a run is an IN. */
+	raw_sql(state, "DROP TRIGGER ledger_head_new; CREATE TRIGGER "
+		       "ledger_head_new AFTER INSERT ON ledger WHEN new.outcome "
+		       "IN " LEDGER_RUN_OUTCOMES_SQL " BEGIN UPDATE ledger_head "
+		       "SET id = new.id, slot_ms = new.slot_ms WHERE schedule = "
+		       "new.schedule; END; PRAGMA user_version = 10");
+	f.s = tb_open(state, f.clock);
+	sqlite3 *db;
+	sqlite3_stmt *st;
+	assert_int_equal(sqlite3_open(tb_path(state), &db), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(db, "SELECT (SELECT user_version "
+					    "FROM pragma_user_version), sql "
+					    "FROM sqlite_master WHERE name = "
+					    "'ledger_head_new'", -1, &st, NULL),
+			 SQLITE_OK);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	assert_true(sqlite3_column_int(st, 0) >= 11);
+	assert_null(strstr((const char *)sqlite3_column_text(st, 1), " IN "));
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	append_attempt(&f, "a", T0 + MIN, LEDGER_STALLED, 2);
+	append_attempt(&f, "a", T0 + 2 * MIN, LEDGER_ALERT, 0);
+	last_run_of(&f, "a", out, sizeof(out), &attempt, &slot);
+	assert_string_equal(out, LEDGER_STALLED);
+	assert_int_equal(attempt, 2);
+	fix_close(&f);
+}
+
 /*
  * Issue 43: a node never claims a job of a schedule its config lacks
  * (by name or by renamed_from): the claim passes it over, and it waits,
@@ -2810,6 +2905,8 @@ int main(void)
 		cmocka_unit_test(claim_takes_earliest_due_first),
 		cmocka_unit_test(claim_follows_the_overlap_rule),
 		cmocka_unit_test(claim_keeps_fresh_first_and_order_per_schedule),
+		cmocka_unit_test(heads_know_every_run_outcome),
+		cmocka_unit_test(version_10_trigger_upgrades),
 		cmocka_unit_test(claim_ahead_takes_only_jobs_due_within_the_window),
 		cmocka_unit_test(leases_are_fenced),
 		cmocka_unit_test(finish_writes_one_ledger_row),
