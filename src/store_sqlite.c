@@ -109,7 +109,7 @@
 #include "log.h"
 #include "store.h"
 
-#define SCHEMA_VERSION 11
+#define SCHEMA_VERSION 12
 #define APP_ID 0x53435231 /* "SCR1": this file belongs to surecron */
 #define BUSY_TIMEOUT_MS 10000
 /* Checkpoint the WAL every this many pages (~16 MB) rather than SQLite's
@@ -164,6 +164,14 @@
 #define HEAD_RUN_NEWER                                                    \
 	"(excluded.run_id IS NOT NULL AND (run_id IS NULL OR "               \
 	"(excluded.run_slot_ms, excluded.run_id) > (run_slot_ms, run_id)))"
+
+/* Whether outcome x is a run's (LEDGER_RUN_OUTCOMES_SQL, the same list):
+ * a CASE, not an IN, whose constant list SQLite turns into a temporary
+ * b-tree at every run of a trigger. test_store checks the two agree. */
+#define HEAD_RUN_OF(x)                                                    \
+	"(CASE " x " WHEN 'success' THEN 1 WHEN 'failed' THEN 1 WHEN "      \
+	"'lost' THEN 1 WHEN 'skipped' THEN 1 WHEN 'stalled' THEN 1 WHEN "   \
+	"'released' THEN 1 ELSE 0 END)"
 
 static const char *const migrations[SCHEMA_VERSION] = {
 	/* 0 -> 1 */
@@ -475,6 +483,33 @@ static const char *const migrations[SCHEMA_VERSION] = {
 	" started_ms INTEGER NOT NULL,"
 	" seen_ms INTEGER NOT NULL) WITHOUT ROWID;"
 	"PRAGMA user_version = 11;",
+	/* 11 -> 12 (issue 45): the same heads, a cheaper trigger. An IN
+	 * over six constants is a temporary b-tree that SQLite builds at
+	 * every run of the program, and the trigger had two: a third of a
+	 * ledger insert's cost. A CASE over the outcome (HEAD_RUN_OF) is a
+	 * few comparisons. */
+	"DROP TRIGGER ledger_head_new;"
+	"CREATE TRIGGER ledger_head_new AFTER INSERT ON ledger BEGIN "
+	"INSERT INTO ledger_head(schedule, id, slot_ms, ok_id, ok_slot_ms, "
+	"run_id, run_slot_ms) "
+	"VALUES (new.schedule, new.id, new.slot_ms, CASE WHEN new.outcome = "
+	"'success' THEN new.id END, CASE WHEN new.outcome = 'success' THEN "
+	"new.slot_ms END, CASE WHEN " HEAD_RUN_OF("new.outcome")
+	" THEN new.id END, CASE WHEN " HEAD_RUN_OF("new.outcome")
+	" THEN new.slot_ms END) ON CONFLICT (schedule) DO UPDATE SET "
+	"id = CASE WHEN " HEAD_NEWER " THEN excluded.id ELSE id END, "
+	"slot_ms = CASE WHEN " HEAD_NEWER " THEN excluded.slot_ms ELSE "
+	"slot_ms END, "
+	"ok_id = CASE WHEN " HEAD_OK_NEWER " THEN excluded.ok_id ELSE ok_id "
+	"END, "
+	"ok_slot_ms = CASE WHEN " HEAD_OK_NEWER " THEN excluded.ok_slot_ms "
+	"ELSE ok_slot_ms END, "
+	"run_id = CASE WHEN " HEAD_RUN_NEWER " THEN excluded.run_id ELSE "
+	"run_id END, "
+	"run_slot_ms = CASE WHEN " HEAD_RUN_NEWER " THEN excluded.run_slot_ms "
+	"ELSE run_slot_ms END; "
+	"END;"
+	"PRAGMA user_version = 12;",
 };
 
 /* ---- the statement cache --------------------------------------------- */
@@ -576,6 +611,7 @@ enum stmt_id {
 	ST_FENCE,
 	ST_JOB_FINISH,
 	ST_JOB_RELEASE,
+	ST_JOB_ENDED,
 	ST_JOB_EXPIRED,
 	ST_JOB_STALL,
 	ST_JOB_GET,
@@ -584,6 +620,7 @@ enum stmt_id {
 	ST_JOB_NEXT_DUE,
 	ST_JOB_COUNTS,
 	ST_LEDGER_INSERT,
+	ST_LEDGER_INSERT_FREE,
 	ST_LEDGER_INSERT_MISSED,
 	/* One statement per filter shape (lq_shape): its SQL is built by
 	 * lq_sql, not listed in stmt_sql. */
@@ -653,20 +690,33 @@ static const char *const stmt_sql[N_STMT] = {
 			 "slot_ms = ?2",
 	/*
 	 * The claim's choice (store.h: the claim order and the overlap
-	 * rule). ?1 now, ?2 ahead, ?3 max, ?4 rule on, ?5 allow, ?6 skip
+	 * rule). ?1 now, ?2 ahead, ?4 rule on, ?5 allow, ?6 skip
 	 * (store_claim_rule's framed lists), ?7 1 for retries, 0 for first
 	 * attempts: the claim order is first attempts, then retries, each by
 	 * (run_at, id), so sq_job_claim runs this once for each, and each
-	 * walks jobs_ready in its order and stops at ?3 rows taken. pol: 2
-	 * allow (or the rule is off), 1 skip, 0 queue. A queue job is taken
-	 * only when no job of its schedule is ACTIVE (busy) and it is its
-	 * schedule's first due READY job in the claim order (first); a skip
-	 * job always, flagged when its schedule is busy or it is not the
-	 * first. Both are seeks of jobs_open (schedule, state, run_at), which
-	 * holds no DONE job (hence the literal `state <> 2`, which lets
-	 * SQLite use that partial index), so a claim costs a few seeks per
-	 * job it passes over, not a pass over every READY job: 1,000 jobs
-	 * due at one instant are 1,000 claims of O(log n) each, not O(n^2).
+	 * walks jobs_ready in its order; sq_job_claim stops stepping when it
+	 * has taken enough. Column 1 is the job's verdict: 0 take it, 1 take
+	 * it flagged overlapped, NULL pass over it. An allow job (or the rule
+	 * off) is taken with no further read. A queue job is taken only when
+	 * it is not held: no job of its schedule is ACTIVE (busy) and it is
+	 * its schedule's first due READY job in the claim order; a skip job
+	 * always, flagged when held. "First" is bounded by the candidate
+	 * itself, never by now: an earlier first attempt b of a first attempt
+	 * j has (b.run_at, b.id) < (j.run_at, j.id), and for a retry j, an
+	 * earlier job is any due first attempt (one seek, the first found
+	 * ends it) or a retry with (run_at, id) < j's. Every test is one seek
+	 * of jobs_open (schedule, state, run_at), which holds no DONE job
+	 * (hence the literal `state <> 2`, which lets SQLite use that partial
+	 * index), ended by the first entry that matches: the first job of a
+	 * schedule finds only itself in its range, a later one finds an
+	 * earlier one at once, whatever the depth of the backlog. The tests
+	 * sit in WHEN clauses, which SQLite evaluates lazily in order (an OR
+	 * there jumps), and each walked row is evaluated once: no outer
+	 * query repeats the expression in a WHERE. A schedule's due jobs of
+	 * the other class (retries before a first attempt's instant, first
+	 * attempts for a retry's own test) are passed over in that seek, so a
+	 * test costs one step more per such job; they are few (a retry waits
+	 * out its backoff, and first attempts are taken before retries).
 	 * The claim runs under BEGIN IMMEDIATE: no other handle's claim or
 	 * finish commits between this read and the update, so "no ACTIVE
 	 * job" holds across processes. ?8 (issue 43): the schedules this
@@ -677,30 +727,34 @@ static const char *const stmt_sql[N_STMT] = {
 	 * built once per run of the statement, a lookup per row walked.
 	 */
 	[ST_JOB_PICK] =
-		"SELECT id, pol = 1 AND (busy OR NOT first) FROM ("
-		"SELECT j.id, "
-		"CASE WHEN ?4 = 0 OR instr(?5, char(10) || j.schedule || "
-		"char(10)) > 0 THEN 2 WHEN instr(?6, char(10) || j.schedule "
-		"|| char(10)) > 0 THEN 1 ELSE 0 END AS pol, "
-		"EXISTS (SELECT 1 FROM jobs a WHERE a.schedule = j.schedule "
-		"AND a.state = 1 AND a.state <> 2) AS busy, "
-		"NOT EXISTS (SELECT 1 FROM jobs b WHERE b.schedule = j.schedule "
-		"AND b.state = 0 AND b.state <> 2 AND b.run_at_ms <= ?1 + ?2 "
-		"AND (b.attempts > 0, b.run_at_ms, b.id) < "
-		"(j.attempts > 0, j.run_at_ms, j.id)) AS first "
+		"SELECT j.id, CASE WHEN ?4 = 0 OR instr(?5, char(10) || "
+		"j.schedule || char(10)) > 0 THEN 0 "
+		"WHEN EXISTS (SELECT 1 FROM jobs a WHERE a.schedule = j.schedule "
+		"AND a.state = 1 AND a.state <> 2) "
+		"OR (?7 = 1 AND EXISTS (SELECT 1 FROM jobs f WHERE f.schedule = "
+		"j.schedule AND f.state = 0 AND f.state <> 2 AND f.run_at_ms <= "
+		"?1 + ?2 AND f.attempts = 0)) "
+		"OR EXISTS (SELECT 1 FROM jobs b WHERE b.schedule = j.schedule "
+		"AND b.state = 0 AND b.state <> 2 AND b.run_at_ms <= j.run_at_ms "
+		"AND (b.attempts > 0) = ?7 AND (b.run_at_ms, b.id) < "
+		"(j.run_at_ms, j.id)) "
+		"THEN CASE WHEN instr(?6, char(10) || j.schedule || char(10)) > 0 "
+		"THEN 1 END ELSE 0 END "
 		"FROM jobs j WHERE j.state = 0 AND j.run_at_ms <= ?1 + ?2 "
 		"AND (j.attempts > 0) = ?7 AND (?8 IS NULL OR j.schedule IN "
-		"(SELECT value FROM json_each(?8))) ORDER BY j.run_at_ms, j.id) "
-		"WHERE pol > 0 OR (NOT busy AND first) LIMIT ?3",
+		"(SELECT value FROM json_each(?8))) ORDER BY j.run_at_ms, j.id",
 	/* The fencing token is per job and only grows, so every claim of a
 	 * job hands out a token no earlier claim of it had. ?5: the job
-	 * ST_JOB_PICK chose. */
+	 * ST_JOB_PICK chose. No RETURNING: SQLite gathers a RETURNING
+	 * clause's rows in a temporary b-tree made and dropped at every
+	 * run (a quarter of a claim's cost), where a read of the row by
+	 * id afterwards (ST_JOB_GET, the same transaction) is one seek. The
+	 * same holds for the finish and the release. */
 	[ST_JOB_CLAIM] =
 		"UPDATE jobs SET state = 1, attempts = attempts + 1, "
 		"lease_token = lease_token + 1, lease_owner = ?1, "
 		"lease_expires_ms = ?2, started_ms = MAX(?3, run_at_ms) "
-		"WHERE id = ?5 AND state = 0 "
-		"RETURNING " JOB_COLS,
+		"WHERE id = ?5 AND state = 0",
 	[ST_JOB_HEARTBEAT] =
 		"UPDATE jobs SET lease_expires_ms = ?3 "
 		"WHERE id = ?1 AND lease_token = ?2 AND state = 1",
@@ -709,13 +763,17 @@ static const char *const stmt_sql[N_STMT] = {
 	[ST_JOB_FINISH] =
 		"UPDATE jobs SET state = ?3, lease_expires_ms = 0, "
 		"run_at_ms = CASE WHEN ?3 = 0 THEN ?4 ELSE run_at_ms END "
-		"WHERE id = ?1 AND lease_token = ?2 AND state = 1 "
-		"RETURNING schedule, slot_ms, attempts, started_ms",
+		"WHERE id = ?1 AND lease_token = ?2 AND state = 1",
 	[ST_JOB_RELEASE] =
 		"UPDATE jobs SET state = 0, attempts = attempts - 1, "
 		"run_at_ms = ?3, lease_expires_ms = 0 "
-		"WHERE id = ?1 AND lease_token = ?2 AND state = 1 "
-		"RETURNING schedule, slot_ms, attempts + 1, started_ms",
+		"WHERE id = ?1 AND lease_token = ?2 AND state = 1",
+	/* The ended attempt's fields, read after ST_JOB_FINISH or
+	 * ST_JOB_RELEASE in its transaction (?2: what the update took off
+	 * attempts, 1 after a release). */
+	[ST_JOB_ENDED] =
+		"SELECT schedule, slot_ms, attempts + ?2, started_ms FROM jobs "
+		"WHERE id = ?1",
 	[ST_JOB_EXPIRED] =
 		"SELECT id, schedule, slot_ms, attempts, n_stalls, "
 		"max_attempts, started_ms, lease_owner FROM jobs "
@@ -753,6 +811,13 @@ static const char *const stmt_sql[N_STMT] = {
 		"retry_hint_ms, details_json) "
 		"SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11 "
 		"WHERE " FENCE_OK,
+	/* The same, unfenced: an INSERT ... SELECT into a table with a
+	 * trigger goes through a temporary b-tree, VALUES does not. */
+	[ST_LEDGER_INSERT_FREE] =
+		"INSERT INTO ledger(schedule, slot_ms, job_id, attempt, "
+		"started_ms, finished_ms, outcome, error_class, error_msg, "
+		"retry_hint_ms, details_json) "
+		"VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
 	/* A missed row for a slot that has one already is dropped (the
 	 * conflict target names the partial index ledger_missed_once, so
 	 * only that conflict is ignored; any other constraint still fails). */
@@ -1618,15 +1683,19 @@ static void bind_fence(sqlite3_stmt *st, const struct store_fence *f)
 	}
 }
 
-/* Inserts one ledger row with statement id (ST_LEDGER_INSERT or
- * ST_LEDGER_INSERT_MISSED); the caller holds the transaction. */
+/* Inserts one ledger row with statement id (ST_LEDGER_INSERT, fenced by
+ * fence unless NULL, or ST_LEDGER_INSERT_MISSED / _PAUSED); the caller
+ * holds the transaction. */
 static int ledger_insert_st(struct sq *q, enum stmt_id id,
 			    const struct store_fence *fence,
 			    const struct ledger_row *r, struct sc_err *err)
 {
 	sqlite3_stmt *st = NULL;
-	int rc = prep(q, id, &st, err);
+	int rc;
 
+	if (id == ST_LEDGER_INSERT && !fence)
+		id = ST_LEDGER_INSERT_FREE;
+	rc = prep(q, id, &st, err);
 	if (rc)
 		return rc;
 	bind_text(st, 1, r->schedule);
@@ -2339,10 +2408,12 @@ static int sq_job_claim(void *impl, const char *worker, int64_t lease_ms,
 		sqlite3_bind_null(st, 8);
 	/* First attempts, then retries (the claim order). */
 	for (int retry = 0; !rc && retry < 2 && n_pick < want; retry++) {
-		sqlite3_bind_int64(st, 3, (int64_t)(want - n_pick));
 		sqlite3_bind_int(st, 7, retry);
-		while ((rc = sqlite3_step(st)) == SQLITE_ROW &&
-		       n_pick < want) {
+		/* Step only until enough are taken: the walk ends there. */
+		while (n_pick < want &&
+		       (rc = sqlite3_step(st)) == SQLITE_ROW) {
+			if (sqlite3_column_type(st, 1) == SQLITE_NULL)
+				continue; /* held: passed over */
 			ids[n_pick] = sqlite3_column_int64(st, 0);
 			flag[n_pick++] = sqlite3_column_int(st, 1) != 0;
 		}
@@ -2360,13 +2431,21 @@ static int sq_job_claim(void *impl, const char *worker, int64_t lease_ms,
 		sqlite3_bind_int64(st, 2, now + lease_ms);
 		sqlite3_bind_int64(st, 3, now);
 		sqlite3_bind_int64(st, 5, ids[i]);
-		int src = sqlite3_step(st);
-		if (src == SQLITE_ROW) {
+		rc = step_done(q, st, "claim", err);
+		unprep(st);
+		if (rc || sqlite3_changes(q->db) == 0)
+			continue;
+		bool row;
+		st = NULL;
+		rc = prep(q, ST_JOB_GET, &st, err);
+		if (rc)
+			break;
+		sqlite3_bind_int64(st, 1, ids[i]);
+		rc = step_row(q, st, "claim", &row, err);
+		if (!rc && row) {
 			read_job(st, &out[got]);
 			out[got++].overlapped = flag[i];
-			src = sqlite3_step(st);
 		}
-		rc = src == SQLITE_DONE ? 0 : db_fail(q, src, "claim", err);
 		unprep(st);
 	}
 	rc = tx_end(q, rc, err);
@@ -2431,8 +2510,10 @@ static int sq_job_heartbeat(void *impl, int64_t id, int64_t lease_token,
 }
 
 /*
- * Runs a fenced UPDATE ... RETURNING schedule, slot, attempt, started and
- * fills those fields of *r. SC_ELEASE / SC_ENOENT when nothing matched.
+ * Runs a fenced UPDATE (ST_JOB_FINISH or ST_JOB_RELEASE) and fills the
+ * schedule, slot, attempt and started fields of *r from the row it
+ * changed (ST_JOB_ENDED, in the same transaction). SC_ELEASE / SC_ENOENT
+ * when nothing matched.
  */
 static int fenced_update(struct sq *q, enum stmt_id id_st, int64_t id,
 			 int64_t token, int state, int64_t run_at_ms,
@@ -2440,6 +2521,7 @@ static int fenced_update(struct sq *q, enum stmt_id id_st, int64_t id,
 			 struct sc_err *err)
 {
 	sqlite3_stmt *st = NULL;
+	bool row;
 	int rc = prep(q, id_st, &st, err);
 
 	if (rc)
@@ -2452,28 +2534,27 @@ static int fenced_update(struct sq *q, enum stmt_id id_st, int64_t id,
 	} else {
 		sqlite3_bind_int64(st, 3, run_at_ms);
 	}
-	rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW) {
+	rc = step_done(q, st, op, err);
+	unprep(st);
+	if (rc)
+		return rc;
+	if (sqlite3_changes(q->db) == 0)
+		return fence_error(q, id, op, err);
+	st = NULL;
+	rc = prep(q, ST_JOB_ENDED, &st, err);
+	if (rc)
+		return rc;
+	sqlite3_bind_int64(st, 1, id);
+	sqlite3_bind_int(st, 2, id_st == ST_JOB_RELEASE);
+	rc = step_row(q, st, op, &row, err);
+	if (!rc && row) {
 		copy_text(r->schedule, sizeof(r->schedule), st, 0);
 		r->slot_ms = sqlite3_column_int64(st, 1);
 		r->attempt = sqlite3_column_int(st, 2);
 		r->started_ms = sqlite3_column_int64(st, 3);
-		rc = sqlite3_step(st);
-		if (rc == SQLITE_DONE) {
-			unprep(st);
-			return 0;
-		}
-		rc = db_fail(q, rc, op, err);
-		unprep(st);
-		return rc;
-	}
-	if (rc != SQLITE_DONE) {
-		rc = db_fail(q, rc, op, err);
-		unprep(st);
-		return rc;
 	}
 	unprep(st);
-	return fence_error(q, id, op, err);
+	return rc;
 }
 
 static const char *default_outcome(enum job_state s)

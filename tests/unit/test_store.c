@@ -557,6 +557,87 @@ static void claim_follows_the_overlap_rule(void **state)
 	fix_close(&f);
 }
 
+/* Claims one job and gives it back as a retry due at run_at. */
+static void make_retry(struct fix *f, int64_t id, int64_t run_at)
+{
+	struct store_job j;
+	struct sc_err err = {0};
+
+	assert_int_equal(claim(f, "r", &j, 1), 1);
+	assert_int_equal(j.id, id);
+	assert_int_equal(store_job_finish(f->s, id, j.lease_token, JOB_READY,
+					  run_at, NULL, &err),
+			 0);
+}
+
+/* Claims one job (the rule on), checks it, and finishes it. */
+static void take_one(struct fix *f, int64_t want, bool overlapped)
+{
+	struct store_job j[8];
+	struct sc_err err = {0};
+
+	assert_int_equal(claim(f, "w", j, 8), 1);
+	assert_int_equal(j[0].id, want);
+	assert_int_equal(j[0].overlapped, overlapped);
+	assert_int_equal(store_job_finish(f->s, want, j[0].lease_token,
+					  JOB_DONE, 0, NULL, &err),
+			 0);
+}
+
+/*
+ * Issue 45: the claim's "first of its schedule" test is bounded by the
+ * candidate, not by now; the rule it keeps, under the overlap rule: a
+ * queue schedule's fresh slots go before its retries even when the
+ * retries are older (fresh first), a due fresh slot holds every retry
+ * but one not yet due does not, retries then go by run_at, and a tie on
+ * run_at goes by id. A skip schedule's retry in the same claim as its
+ * fresh slot is flagged.
+ */
+static void claim_keeps_fresh_first_and_order_per_schedule(void **state)
+{
+	struct fix f;
+	struct store_job j[8];
+	const char *skip[] = {"k"};
+	struct sc_err err = {0};
+
+	fix_open(state, &f);
+	int64_t r1 = enqueue(&f, "q", T0 + 1, T0 - 10 * MIN, NULL);
+	make_retry(&f, r1, T0 - 7 * MIN);
+	int64_t r2 = enqueue(&f, "q", T0 + 2, T0 - 9 * MIN, NULL);
+	make_retry(&f, r2, T0 - 8 * MIN); /* older than r1 now */
+	int64_t k1 = enqueue(&f, "k", T0 + 1, T0 - 10 * MIN, NULL);
+	make_retry(&f, k1, T0 - 6 * MIN);
+	int64_t f2 = enqueue(&f, "q", T0 + 4, T0 - 2 * MIN, NULL);
+	int64_t f1 = enqueue(&f, "q", T0 + 3, T0 - 2 * MIN, NULL); /* tie */
+	int64_t f0 = enqueue(&f, "q", T0 + 5, T0 - 3 * MIN, NULL);
+	enqueue(&f, "q", T0 + 6, T0 + 30 * MIN, NULL); /* not due */
+	int64_t k2 = enqueue(&f, "k", T0 + 2, T0 - 1 * MIN, NULL);
+	assert_int_equal(store_overlap_set(f.s, true, NULL, 0, skip, 1, &err),
+			 0);
+
+	/* One claim: q's first fresh slot, k's fresh one, then k's retry
+	 * flagged (its fresh slot comes first); q's retries wait. */
+	assert_int_equal(claim(&f, "w", j, 8), 3);
+	assert_int_equal(j[0].id, f0);
+	assert_false(j[0].overlapped);
+	assert_int_equal(j[1].id, k2);
+	assert_false(j[1].overlapped);
+	assert_int_equal(j[2].id, k1);
+	assert_true(j[2].overlapped);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(store_job_finish(f.s, j[i].id, j[i].lease_token,
+						  JOB_DONE, 0, NULL, &err),
+				 0);
+	/* The tie on run_at by id, then the retries by run_at: r2 was
+	 * enqueued later than r1 but is due first. */
+	take_one(&f, f2 < f1 ? f2 : f1, false);
+	take_one(&f, f2 < f1 ? f1 : f2, false);
+	take_one(&f, r2, false);
+	take_one(&f, r1, false);
+	assert_int_equal(claim(&f, "w", j, 8), 0);
+	fix_close(&f);
+}
+
 /* A worker may claim a job a little before it is due (so the claim's
  * transaction is not part of the task's lateness): only jobs within the
  * window, and the attempt's start on record is the due instant. */
@@ -1475,6 +1556,102 @@ static void issue43_status_last_is_a_run(void **state)
 	assert_int_equal(attempt, 3);
 	last_run_of(&f, "b", out, sizeof(out), &attempt, &slot);
 	assert_string_equal(out, LEDGER_STALLED);
+	fix_close(&f);
+}
+
+/* The outcomes of LEDGER_RUN_OUTCOMES_SQL, from its text, into v. */
+static size_t run_outcomes(char v[][16], size_t cap)
+{
+	const char *p = LEDGER_RUN_OUTCOMES_SQL;
+	size_t n = 0;
+
+	while (n < cap && (p = strchr(p, '\'')) != NULL) {
+		const char *end = strchr(p + 1, '\'');
+		assert_non_null(end);
+		snprintf(v[n++], 16, "%.*s", (int)(end - p - 1), p + 1);
+		p = end + 1;
+	}
+	return n;
+}
+
+/*
+ * Issue 45: the heads' trigger tells a run's outcome by a list of its
+ * own (SQLite's HEAD_RUN_OF, a CASE, not the IN of
+ * LEDGER_RUN_OUTCOMES_SQL): every outcome of that list, and only those,
+ * becomes a schedule's last run.
+ */
+static void heads_know_every_run_outcome(void **state)
+{
+	static const char *const notes[] = {LEDGER_ALERT, LEDGER_ACKED,
+					    LEDGER_RECOVERED, LEDGER_LATE,
+					    LEDGER_MISSED};
+	struct fix f;
+	char runs[16][16], out[32];
+	size_t n_runs = run_outcomes(runs, 16);
+	int64_t slot = T0, last;
+	int attempt;
+
+	assert_true(n_runs >= 6);
+	fix_open(state, &f);
+	for (size_t i = 0; i < n_runs; i++) {
+		slot += MIN;
+		append_attempt(&f, "a", slot, runs[i], 1);
+		last_run_of(&f, "a", out, sizeof(out), &attempt, &last);
+		assert_string_equal(out, runs[i]);
+		assert_int_equal(last, slot);
+		for (size_t k = 0; k < sizeof(notes) / sizeof(notes[0]); k++)
+			append_attempt(&f, "a", slot + 1 + (int64_t)k, notes[k],
+				       0);
+		last_run_of(&f, "a", out, sizeof(out), &attempt, &last);
+		assert_string_equal(out, runs[i]);
+		assert_int_equal(last, slot);
+	}
+	fix_close(&f);
+}
+
+/*
+ * Issue 45: a store of schema 10 (its trigger with the IN, no nodes
+ * table) gets the nodes (11) and the cheaper trigger (12) when it opens (SQLite; the PostgreSQL trigger is a
+ * function and was not changed), and its heads go on following new rows.
+ */
+static void version_10_trigger_upgrades(void **state)
+{
+	struct fix f;
+	char out[32];
+	int attempt;
+	int64_t slot;
+
+	if (!tb_is_sqlite(state))
+		skip();
+	fix_open(state, &f);
+	append_attempt(&f, "a", T0, LEDGER_SUCCESS, 1);
+	store_close(f.s);
+	/* Schema 10's trigger, in short: its test of a run is an IN. */
+	raw_sql(state, "DROP TRIGGER ledger_head_new; CREATE TRIGGER "
+		       "ledger_head_new AFTER INSERT ON ledger WHEN new.outcome "
+		       "IN " LEDGER_RUN_OUTCOMES_SQL " BEGIN UPDATE ledger_head "
+		       "SET id = new.id, slot_ms = new.slot_ms WHERE schedule = "
+		       "new.schedule; END; DROP TABLE nodes; "
+		       "PRAGMA user_version = 10");
+	f.s = tb_open(state, f.clock);
+	sqlite3 *db;
+	sqlite3_stmt *st;
+	assert_int_equal(sqlite3_open(tb_path(state), &db), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(db, "SELECT (SELECT user_version "
+					    "FROM pragma_user_version), sql "
+					    "FROM sqlite_master WHERE name = "
+					    "'ledger_head_new'", -1, &st, NULL),
+			 SQLITE_OK);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	assert_true(sqlite3_column_int(st, 0) >= 12);
+	assert_null(strstr((const char *)sqlite3_column_text(st, 1), " IN "));
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	append_attempt(&f, "a", T0 + MIN, LEDGER_STALLED, 2);
+	append_attempt(&f, "a", T0 + 2 * MIN, LEDGER_ALERT, 0);
+	last_run_of(&f, "a", out, sizeof(out), &attempt, &slot);
+	assert_string_equal(out, LEDGER_STALLED);
+	assert_int_equal(attempt, 2);
 	fix_close(&f);
 }
 
@@ -2778,6 +2955,9 @@ int main(void)
 		cmocka_unit_test(bad_arguments_are_refused),
 		cmocka_unit_test(claim_takes_earliest_due_first),
 		cmocka_unit_test(claim_follows_the_overlap_rule),
+		cmocka_unit_test(claim_keeps_fresh_first_and_order_per_schedule),
+		cmocka_unit_test(heads_know_every_run_outcome),
+		cmocka_unit_test(version_10_trigger_upgrades),
 		cmocka_unit_test(claim_ahead_takes_only_jobs_due_within_the_window),
 		cmocka_unit_test(leases_are_fenced),
 		cmocka_unit_test(finish_writes_one_ledger_row),
