@@ -113,6 +113,11 @@
  * (RECOVER_EVERY_MS) twice, and a slow store pass. */
 #define LOOP_STALE_MS (2 * RECOVER_EVERY_MS + 15000)
 #define LEAD_MS 50 /* slots are enqueued this much ahead (see tick) */
+/* The wall clock may wander this far from the monotonic expectation
+ * before it counts as stepped, and a step it keeps this long (monotonic
+ * time) is taken as the new time (docs/operations.md, "Clock steps"). */
+#define CLOCK_TOLERANCE_MS 2000
+#define CLOCK_ACCEPT_MS ((int64_t)60 * 1000)
 /* A worker claims a job this much before it is due and waits for the due
  * instant with the claim already committed, so the claim's transaction is
  * not part of the task's lateness. Small, because the job is held. */
@@ -170,6 +175,7 @@ struct worker {
 struct daemon {
 	char *config_path;
 	struct sc_clock *clock;
+	struct sc_clock *own_clock; /* the trusted clock made here, or NULL */
 	bool once;
 	int64_t watch_ms;
 	char *store_url;        /* fixed at start: a reload cannot move it */
@@ -438,7 +444,20 @@ static int recover(struct store *s, struct daemon *d,
 	struct worker_opts wo = {.store = s, .clock = d->clock, .config = cfg,
 				 .slot_event = run_slot_event, .ud = &rh};
 	int n = 0;
-	int rc = worker_recover(&wo, QUEUE_STALL_LIMIT, &n, NULL, &e);
+	/* A lease ending further ahead than any is granted for was written
+	 * before the clock went back: it is judged by its length, from now
+	 * (a crashed worker's job is not held for the step's length). */
+	int rc = store_job_lease_clamp(s, cfg->lease_ms, CLOCK_TOLERANCE_MS,
+				       &n, &e);
+
+	if (!rc && n > 0)
+		LOG(SC_LOG_WARN, "daemon", "event=lease_clamped jobs=%d "
+		    "lease_ms=%lld msg=\"leases ended after now + their length: "
+		    "the clock went back since they were granted\"", n,
+		    (long long)cfg->lease_ms);
+	n = 0;
+	if (!rc)
+		rc = worker_recover(&wo, QUEUE_STALL_LIMIT, &n, NULL, &e);
 
 	if (rc) {
 		if (h)
@@ -989,7 +1008,13 @@ int daemon_new(const struct daemon_opts *o, struct daemon **out,
 	if (!d)
 		return sc_err_set(err, SC_ENOMEM, "out of memory");
 	store_stop_waits(false); /* a daemon run again in one process */
-	d->clock = o->clock ? o->clock : sc_clock_real();
+	/* A real (or offset) clock is read through the monotonic clock, so
+	 * a step of the wall clock moves no slot, lease or retry until the
+	 * loop takes it (check_clock). */
+	d->own_clock = clock_trusted_new(o->clock);
+	d->clock = d->own_clock ? d->own_clock
+		   : o->clock   ? o->clock
+				: sc_clock_real();
 	d->once = o->once;
 	d->watch_ms = o->watch_ms > 0 ? o->watch_ms : WATCH_MS_DEFAULT;
 	d->config_path = strdup(o->config_path);
@@ -1033,6 +1058,7 @@ fail:
 	cfg_ref_free(d->cur);
 	free(d->store_url);
 	free(d->config_path);
+	sc_clock_free(d->own_clock);
 	free(d);
 	return rc;
 }
@@ -1138,6 +1164,33 @@ static void do_reload(struct daemon *d)
 
 /* tick's answer when no schedule could be looked at (the store is down). */
 #define TICK_STORE_DOWN INT64_MIN
+
+/*
+ * Compares the wall clock with the trusted clock's monotonic expectation
+ * before each tick (issue 42): a step is logged when seen, while it lasts
+ * nothing is materialised beyond the trusted now and nothing written off
+ * (the scheduler only ever sees the trusted now), and it is logged again
+ * when corrected or, after CLOCK_ACCEPT_MS, taken as the new time.
+ */
+static void check_clock(struct daemon *d)
+{
+	int64_t step = 0;
+	enum clock_trust t = clock_trust_check(d->own_clock, CLOCK_TOLERANCE_MS,
+					       CLOCK_ACCEPT_MS, &step);
+	char t1[CLOCK_ISO_MAX];
+	static const char *const what[] = {
+		[CLOCK_TRUST_STEPPED] = "stepped",
+		[CLOCK_TRUST_CORRECTED] = "corrected",
+		[CLOCK_TRUST_ACCEPTED] = "accepted"};
+
+	if (t == CLOCK_TRUST_AGREES || t == CLOCK_TRUST_HOLDING)
+		return;
+	LOG(t == CLOCK_TRUST_CORRECTED ? SC_LOG_INFO : SC_LOG_WARN, "daemon",
+	    "event=clock_step step_ms=%lld state=%s trusted=%s "
+	    "tolerance_ms=%d accept_after_ms=%lld", (long long)step, what[t],
+	    clock_format_utc(sc_clock_now_ms(d->clock), t1),
+	    CLOCK_TOLERANCE_MS, (long long)CLOCK_ACCEPT_MS);
+}
 
 /*
  * One scheduler pass as of now + lead_ms; returns the next slot (clock
@@ -1446,6 +1499,7 @@ int daemon_run(struct daemon *d, struct sc_err *err)
 	for (;;) {
 		maybe_stuck(d);
 		atomic_store(&d->loop_mono_ms, clock_mono_ms());
+		check_clock(d);
 		int64_t next = tick(d, LEAD_MS, &h);
 		/* READY=1 after the first tick, whatever the store said: the
 		 * workers are up and every schedule's plan is built (its one
