@@ -122,11 +122,17 @@ enum clock_trust clock_trust_check(struct sc_clock *c, int64_t tolerance_ms,
 		c->split_ns = d;
 		return CLOCK_TRUST_STEPPED;
 	}
-	if (mono - c->split_mono_ns < accept_ms * 1000000)
+	if (accept_ms < 0 || mono - c->split_mono_ns < accept_ms * 1000000)
 		return CLOCK_TRUST_HOLDING;
 	atomic_fetch_add(&c->trust_off_ns, d);
 	c->split_mono_ns = 0;
 	return CLOCK_TRUST_ACCEPTED;
+}
+
+void clock_trust_adopt(struct sc_clock *c, int64_t delta_ms)
+{
+	if (c && c->base)
+		atomic_fetch_add(&c->trust_off_ns, delta_ms * 1000000);
 }
 
 int64_t clock_real_delta_ns(const struct sc_clock *c, int64_t delta_ns)

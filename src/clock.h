@@ -52,11 +52,16 @@ enum clock_trust {
  * CORRECTED); beyond it the trusted clock keeps its own time (STEPPED,
  * then HOLDING) until the wall clock has disagreed by the same step for
  * accept_ms of monotonic time, when the step is taken (ACCEPTED). *step_ms
- * is wall - trusted before the check (signed). One caller thread only.
- * Any other clock: AGREES, *step_ms 0.
+ * is wall - trusted before the check (signed). accept_ms < 0: a step is
+ * never taken (another reference, clock_trust_adopt, is followed). One
+ * caller thread only. Any other clock: AGREES, *step_ms 0.
  */
 enum clock_trust clock_trust_check(struct sc_clock *c, int64_t tolerance_ms,
 				   int64_t accept_ms, int64_t *step_ms);
+
+/* Moves a trusted clock by delta_ms (to another reference's time: the
+ * database server's). Thread-safe; any other clock: nothing. */
+void clock_trust_adopt(struct sc_clock *c, int64_t delta_ms);
 
 /*
  * The real time a span of c's time takes: delta / rate for a fast clock,

@@ -622,6 +622,7 @@ enum stmt {
 	ST_REVIVE,
 	ST_NEXT_DUE,
 	ST_LEASE_CLAMP,
+	ST_SERVER_NOW,
 	ST_COUNTS,
 	ST_LEDGER_APPEND,
 	ST_LEDGER_APPEND_MISSED,
@@ -886,6 +887,8 @@ static const char *const sql[ST_COUNT] = {
 	" WHERE state = 1"
 	" AND lease_expires_ms > $1::bigint + $2::bigint + $3::bigint"
 	" RETURNING id",
+	[ST_SERVER_NOW] =
+	"SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint",
 	[ST_NEXT_DUE] =
 	"SELECT LEAST((SELECT min(run_at_ms) FROM jobs WHERE state = 0),"
 	" (SELECT min(lease_expires_ms) FROM jobs WHERE state = 1))",
@@ -3123,6 +3126,19 @@ static int pg_job_lease_clamp(void *impl, int64_t lease_ms,
 	return run_count(p, ST_LEASE_CLAMP, &a, n, err);
 }
 
+static int pg_server_now(void *impl, int64_t *out_ms, struct sc_err *err)
+{
+	PGresult *res;
+	int rc = run_one(impl, ST_SERVER_NOW, NULL, "no server time", &res,
+			 err);
+
+	if (rc)
+		return rc;
+	*out_ms = get_i64(res, 0, 0);
+	PQclear(res);
+	return 0;
+}
+
 static int pg_job_next_due(void *impl, int64_t *out_ms, struct sc_err *err)
 {
 	PGresult *res;
@@ -4835,6 +4851,7 @@ const struct store_ops store_pg_ops = {
 	.job_revive = pg_job_revive,
 	.job_next_due = pg_job_next_due,
 	.job_lease_clamp = pg_job_lease_clamp,
+	.server_now = pg_server_now,
 	.job_counts = pg_job_counts,
 	.ledger_append = pg_ledger_append,
 	.ledger_append_many = pg_ledger_append_many,
