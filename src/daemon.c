@@ -179,11 +179,11 @@ struct daemon {
 	struct sc_clock *clock;
 	struct sc_clock *own_clock; /* the trusted clock made here, or NULL */
 	const struct sc_clock *wall; /* the clock it reads the wall through */
-	/* scheduler thread only (check_clock): the store server's clock */
+	/* scheduler thread only (check_server_clock): the store server's */
+	int64_t server_mono_ms;  /* when it was last read (0: never) */
 	bool no_server_clock;    /* the store has none (SQLite) */
 	bool server_ref;         /* it answered: it is the reference */
 	bool wall_skewed;        /* the wall clock disagrees with it */
-	int64_t server_mono_ms;  /* when it was last read (0: never) */
 	bool once;
 	int64_t watch_ms;
 	char *store_url;        /* fixed at start: a reload cannot move it */
