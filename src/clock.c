@@ -1,6 +1,8 @@
 /*
- * clock.c - the real and virtual clocks, calendar arithmetic, and the
- * reading and printing of instants and durations.
+ * clock.c - the real and virtual clocks, the daemon's trusted clock (the
+ * wall clock read through CLOCK_MONOTONIC, so a step moves nothing until
+ * it is taken), calendar arithmetic, and the reading and printing of
+ * instants and durations.
  *
  * The calendar functions are pure integer arithmetic on the proleptic
  * Gregorian calendar (the "days from civil" algorithm), so they are
