@@ -1,6 +1,8 @@
 /*
- * clock.c - the real and virtual clocks, calendar arithmetic, and the
- * reading and printing of instants and durations.
+ * clock.c - the real and virtual clocks, the daemon's trusted clock (the
+ * wall clock read through CLOCK_MONOTONIC, so a step moves nothing until
+ * it is taken), calendar arithmetic, and the reading and printing of
+ * instants and durations.
  *
  * The calendar functions are pure integer arithmetic on the proleptic
  * Gregorian calendar (the "days from civil" algorithm), so they are
@@ -24,6 +26,12 @@ struct sc_clock {
 	int64_t rate;      /* 0 or 1: real speed; else this many times faster,
 			      from clock base_ns at real instant anchor_ns */
 	int64_t base_ns, anchor_ns;
+	/* trusted (clock_trusted_new): reads base's wall time through the
+	 * monotonic clock, mono + trust_off_ns; split_mono_ns is when base
+	 * began to disagree (0: it agrees), split_ns by how much. */
+	const struct sc_clock *base;
+	_Atomic int64_t trust_off_ns;
+	int64_t split_mono_ns, split_ns;
 };
 
 static struct sc_clock real_clock = {.is_virtual = false};
@@ -73,6 +81,62 @@ struct sc_clock *clock_scaled_new(int64_t start_ms, int64_t anchor_ms,
 	return c;
 }
 
+struct sc_clock *clock_trusted_new(const struct sc_clock *base)
+{
+	struct sc_clock *c;
+
+	if (base && (base->is_virtual || base->rate > 1 || base->base))
+		return NULL;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	c->base = base ? base : &real_clock;
+	atomic_store(&c->trust_off_ns, clock_now_ns(c->base) - clock_mono_ns());
+	return c;
+}
+
+static int64_t abs64(int64_t v)
+{
+	return v < 0 ? -v : v;
+}
+
+enum clock_trust clock_trust_check(struct sc_clock *c, int64_t tolerance_ms,
+				   int64_t accept_ms, int64_t *step_ms)
+{
+	int64_t mono, d, tol = tolerance_ms * 1000000;
+
+	*step_ms = 0;
+	if (!c || !c->base)
+		return CLOCK_TRUST_AGREES;
+	mono = clock_mono_ns();
+	d = clock_now_ns(c->base) - (mono + atomic_load(&c->trust_off_ns));
+	*step_ms = d / 1000000;
+	if (abs64(d) <= tol) {
+		/* Agrees: follow it (an NTP slew moves both alike). */
+		atomic_fetch_add(&c->trust_off_ns, d);
+		if (!c->split_mono_ns)
+			return CLOCK_TRUST_AGREES;
+		c->split_mono_ns = 0;
+		return CLOCK_TRUST_CORRECTED;
+	}
+	if (!c->split_mono_ns || abs64(d - c->split_ns) > tol) {
+		c->split_mono_ns = mono;
+		c->split_ns = d;
+		return CLOCK_TRUST_STEPPED;
+	}
+	if (accept_ms < 0 || mono - c->split_mono_ns < accept_ms * 1000000)
+		return CLOCK_TRUST_HOLDING;
+	atomic_fetch_add(&c->trust_off_ns, d);
+	c->split_mono_ns = 0;
+	return CLOCK_TRUST_ACCEPTED;
+}
+
+void clock_trust_adopt(struct sc_clock *c, int64_t delta_ms)
+{
+	if (c && c->base)
+		atomic_fetch_add(&c->trust_off_ns, delta_ms * 1000000);
+}
+
 int64_t clock_real_delta_ns(const struct sc_clock *c, int64_t delta_ns)
 {
 	if (c && !c->is_virtual && c->rate > 1)
@@ -108,9 +172,15 @@ void clock_sleep_until_ns(const struct sc_clock *c, int64_t deadline_ns)
 
 	if ((c && c->is_virtual) || !clock_mono_deadline(c, deadline_ns, &ts))
 		return;
-	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) ==
-	       EINTR)
-		;
+	/* Relative sleeps until the monotonic instant: resumed after a
+	 * signal, and right under libfaketime too (its absolute monotonic
+	 * sleeps return at once when it leaves the monotonic clock real). */
+	int64_t until = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	for (int64_t left; (left = until - clock_mono_ns()) > 0;) {
+		struct timespec rel = {.tv_sec = (time_t)(left / 1000000000),
+				       .tv_nsec = (long)(left % 1000000000)};
+		(void)clock_nanosleep(CLOCK_MONOTONIC, 0, &rel, NULL);
+	}
 }
 
 void sc_clock_free(struct sc_clock *c)
@@ -125,7 +195,7 @@ int64_t sc_clock_now_ms(const struct sc_clock *c)
 
 	if (c && c->is_virtual)
 		return atomic_load(&((struct sc_clock *)c)->virt_ms);
-	if (c && c->rate > 1)
+	if (c && (c->rate > 1 || c->base))
 		return floor_div_ms(clock_now_ns(c));
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 +
@@ -138,6 +208,9 @@ int64_t clock_now_ns(const struct sc_clock *c)
 
 	if (c && c->is_virtual)
 		return atomic_load(&((struct sc_clock *)c)->virt_ms) * 1000000;
+	if (c && c->base)
+		return clock_mono_ns() +
+		       atomic_load(&((struct sc_clock *)c)->trust_off_ns);
 	clock_gettime(CLOCK_REALTIME, &ts);
 	if (c && c->rate > 1)
 		return c->base_ns + ((int64_t)ts.tv_sec * 1000000000 +

@@ -29,6 +29,41 @@ struct sc_clock *clock_scaled_new(int64_t start_ms, int64_t anchor_ms,
 				  int64_t rate);
 
 /*
+ * The daemon's trusted clock (issue 42): base's wall time (NULL: the real
+ * clock; base is borrowed and outlives it) as it read at the last check
+ * that found it trustworthy, plus the CLOCK_MONOTONIC time elapsed since,
+ * so a step of the wall clock moves nothing until clock_trust_check takes
+ * it. NULL when out of memory or when base is virtual or fast (those are
+ * used as they are). Free with sc_clock_free. Reading it is thread-safe.
+ */
+struct sc_clock *clock_trusted_new(const struct sc_clock *base);
+
+enum clock_trust {
+	CLOCK_TRUST_AGREES,    /* within the tolerance (followed) */
+	CLOCK_TRUST_STEPPED,   /* the wall clock has just stepped away */
+	CLOCK_TRUST_HOLDING,   /* it still disagrees, by the same step */
+	CLOCK_TRUST_CORRECTED, /* it agrees again after a step */
+	CLOCK_TRUST_ACCEPTED   /* it disagreed for accept_ms: taken */
+};
+
+/*
+ * Compares a trusted clock's wall clock with its monotonic expectation:
+ * within tolerance_ms the trusted clock follows the wall (AGREES or
+ * CORRECTED); beyond it the trusted clock keeps its own time (STEPPED,
+ * then HOLDING) until the wall clock has disagreed by the same step for
+ * accept_ms of monotonic time, when the step is taken (ACCEPTED). *step_ms
+ * is wall - trusted before the check (signed). accept_ms < 0: a step is
+ * never taken (another reference, clock_trust_adopt, is followed). One
+ * caller thread only. Any other clock: AGREES, *step_ms 0.
+ */
+enum clock_trust clock_trust_check(struct sc_clock *c, int64_t tolerance_ms,
+				   int64_t accept_ms, int64_t *step_ms);
+
+/* Moves a trusted clock by delta_ms (to another reference's time: the
+ * database server's). Thread-safe; any other clock: nothing. */
+void clock_trust_adopt(struct sc_clock *c, int64_t delta_ms);
+
+/*
  * The real time a span of c's time takes: delta / rate for a fast clock,
  * delta itself for the real, offset and virtual clocks. Every timed wait
  * computed from the clock goes through this. Thread-safe.

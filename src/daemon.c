@@ -114,6 +114,13 @@
  * (RECOVER_EVERY_MS) twice, and a slow store pass. */
 #define LOOP_STALE_MS (2 * RECOVER_EVERY_MS + 15000)
 #define LEAD_MS 50 /* slots are enqueued this much ahead (see tick) */
+/* The wall clock may wander this far from the monotonic expectation
+ * before it counts as stepped, and a step it keeps this long (monotonic
+ * time) is taken as the new time (docs/operations.md, "Clock steps"). */
+#define CLOCK_TOLERANCE_MS 2000
+#define CLOCK_ACCEPT_MS ((int64_t)60 * 1000)
+/* How often the database server's clock is read (PostgreSQL). */
+#define SERVER_CLOCK_EVERY_MS ((int64_t)10 * 1000)
 /* A worker claims a job this much before it is due and waits for the due
  * instant with the claim already committed, so the claim's transaction is
  * not part of the task's lateness. Small, because the job is held. */
@@ -183,6 +190,13 @@ struct worker {
 struct daemon {
 	char *config_path;
 	struct sc_clock *clock;
+	struct sc_clock *own_clock; /* the trusted clock made here, or NULL */
+	const struct sc_clock *wall; /* the clock it reads the wall through */
+	/* scheduler thread only (check_server_clock): the store server's */
+	int64_t server_mono_ms;  /* when it was last read (0: never) */
+	bool no_server_clock;    /* the store has none (SQLite) */
+	bool server_ref;         /* it answered: it is the reference */
+	bool wall_skewed;        /* the wall clock disagrees with it */
 	bool once;
 	int64_t watch_ms;
 	char *store_url;        /* fixed at start: a reload cannot move it */
@@ -468,7 +482,20 @@ static int recover(struct store *s, struct daemon *d,
 	struct worker_opts wo = {.store = s, .clock = d->clock, .config = cfg,
 				 .slot_event = run_slot_event, .ud = &rh};
 	int n = 0;
-	int rc = worker_recover(&wo, QUEUE_STALL_LIMIT, &n, NULL, &e);
+	/* A lease ending further ahead than any is granted for was written
+	 * before the clock went back: it is judged by its length, from now
+	 * (a crashed worker's job is not held for the step's length). */
+	int rc = store_job_lease_clamp(s, cfg->lease_ms, CLOCK_TOLERANCE_MS,
+				       &n, &e);
+
+	if (!rc && n > 0)
+		LOG(SC_LOG_WARN, "daemon", "event=lease_clamped jobs=%d "
+		    "lease_ms=%lld msg=\"leases ended after now + their length: "
+		    "the clock went back since they were granted\"", n,
+		    (long long)cfg->lease_ms);
+	n = 0;
+	if (!rc)
+		rc = worker_recover(&wo, QUEUE_STALL_LIMIT, &n, NULL, &e);
 
 	if (rc) {
 		if (h)
@@ -1157,7 +1184,16 @@ int daemon_new(const struct daemon_opts *o, struct daemon **out,
 	if (!d)
 		return sc_err_set(err, SC_ENOMEM, "out of memory");
 	store_stop_waits(false); /* a daemon run again in one process */
-	d->clock = o->clock ? o->clock : sc_clock_real();
+	/* A real (or offset) clock is read through the monotonic clock, so
+	 * a step of the wall clock moves no slot, lease or retry until the
+	 * loop takes it (check_clock). */
+	d->own_clock = clock_trusted_new(o->clock);
+	d->wall = o->clock ? o->clock : sc_clock_real();
+	/* A test seam's clock is off on purpose: not held to the server's. */
+	d->no_server_clock = o->clock != NULL;
+	d->clock = d->own_clock ? d->own_clock
+		   : o->clock   ? o->clock
+				: sc_clock_real();
 	d->once = o->once;
 	d->watch_ms = o->watch_ms > 0 ? o->watch_ms : WATCH_MS_DEFAULT;
 	d->config_path = strdup(o->config_path);
@@ -1201,6 +1237,7 @@ fail:
 	cfg_ref_free(d->cur);
 	free(d->store_url);
 	free(d->config_path);
+	sc_clock_free(d->own_clock);
 	free(d);
 	return rc;
 }
@@ -1484,6 +1521,89 @@ static void skew_check(struct daemon *d)
 #define TICK_STORE_DOWN INT64_MIN
 
 /*
+ * Compares the wall clock with the trusted clock's monotonic expectation
+ * before each tick (issue 42): a step is logged when seen, while it lasts
+ * nothing is materialised beyond the trusted now and nothing written off
+ * (the scheduler only ever sees the trusted now), and it is logged again
+ * when corrected or, after CLOCK_ACCEPT_MS, taken as the new time.
+ */
+static void check_clock(struct daemon *d)
+{
+	int64_t step = 0;
+	/* With the database's clock as reference, a step is never taken
+	 * from the wall clock alone: check_server_clock follows the server */
+	enum clock_trust t = clock_trust_check(
+		d->own_clock, CLOCK_TOLERANCE_MS,
+		d->server_ref ? -1 : CLOCK_ACCEPT_MS, &step);
+	char t1[CLOCK_ISO_MAX];
+	static const char *const what[] = {
+		[CLOCK_TRUST_STEPPED] = "stepped",
+		[CLOCK_TRUST_CORRECTED] = "corrected",
+		[CLOCK_TRUST_ACCEPTED] = "accepted"};
+
+	if (t == CLOCK_TRUST_AGREES || t == CLOCK_TRUST_HOLDING)
+		return;
+	LOG(t == CLOCK_TRUST_CORRECTED ? SC_LOG_INFO : SC_LOG_WARN, "daemon",
+	    "event=clock_step step_ms=%lld state=%s trusted=%s "
+	    "tolerance_ms=%d accept_after_ms=%lld", (long long)step, what[t],
+	    clock_format_utc(sc_clock_now_ms(d->clock), t1),
+	    CLOCK_TOLERANCE_MS, (long long)CLOCK_ACCEPT_MS);
+}
+
+/*
+ * On a store with a clock of its own (PostgreSQL), every
+ * SERVER_CLOCK_EVERY_MS: the daemon's time is held to the server's (the
+ * nodes' one reference), so a node whose clock is off claims, leases,
+ * recovers and schedules on the database's time, never on its own
+ * alone; a wall clock that disagrees with the server beyond the
+ * tolerance is logged when it begins (event=clock_skew state=disagrees)
+ * and when it ends (state=agrees). A failed read says nothing (the
+ * store's outage is logged where it happens).
+ */
+static void check_server_clock(struct daemon *d)
+{
+	struct sc_err e = {0};
+	int64_t srv, m0 = clock_mono_ms();
+
+	if (!d->own_clock || d->no_server_clock ||
+	    (d->server_mono_ms &&
+	     m0 - d->server_mono_ms < SERVER_CLOCK_EVERY_MS))
+		return;
+	d->server_mono_ms = m0 ? m0 : 1;
+	int rc = store_server_now_ms(d->store, &srv, &e);
+	int64_t rtt = clock_mono_ms() - m0;
+	if (rc == SC_ENOENT) {
+		d->no_server_clock = true;
+		return;
+	}
+	if (rc)
+		return;
+	/* Our reading at the middle of the round trip; what the trip
+	 * takes is uncertain by half of it. */
+	int64_t slack = CLOCK_TOLERANCE_MS + rtt / 2;
+	int64_t ours = sc_clock_now_ms(d->clock) - rtt / 2;
+	int64_t wall = sc_clock_now_ms(d->wall) - rtt / 2;
+	int64_t skew = srv - ours, wskew = srv - wall;
+	char t1[CLOCK_ISO_MAX];
+
+	d->server_ref = true;
+	if (skew > slack || skew < -slack)
+		clock_trust_adopt(d->own_clock, skew);
+	bool skewed = wskew > slack || wskew < -slack;
+	if (skewed != d->wall_skewed)
+		LOG(skewed ? SC_LOG_WARN : SC_LOG_INFO, "daemon",
+		    "event=clock_skew state=%s skew_ms=%lld rtt_ms=%lld "
+		    "server=%s msg=\"%s\"", skewed ? "disagrees" : "agrees",
+		    (long long)-wskew, (long long)rtt,
+		    clock_format_utc(srv, t1),
+		    skewed ? "this node's clock disagrees with the database "
+			     "server's: the server's time is used"
+			   : "this node's clock agrees with the database "
+			     "server's again");
+	d->wall_skewed = skewed;
+}
+
+/*
  * One scheduler pass as of now + lead_ms; returns the next slot (clock
  * ms), or TICK_STORE_DOWN when the store failed (h's outage then has it;
  * h NULL: logged, and the next look 5 s of clock later). With a lead, a slot is enqueued a moment BEFORE its instant, due at
@@ -1703,6 +1823,7 @@ int daemon_run(struct daemon *d, struct sc_err *err)
 		cfg_put(d, cr);
 		return run_once(d);
 	}
+	check_server_clock(d); /* before the first recovery and tick */
 	recover(d->store, d, cr->cfg, NULL);
 	cfg_put(d, cr);
 
@@ -1792,6 +1913,8 @@ int daemon_run(struct daemon *d, struct sc_err *err)
 	for (;;) {
 		maybe_stuck(d);
 		atomic_store(&d->loop_mono_ms, clock_mono_ms());
+		check_server_clock(d);
+		check_clock(d);
 		int64_t next = tick(d, LEAD_MS, &h);
 		/* READY=1 after the first tick, whatever the store said: the
 		 * workers are up and every schedule's plan is built (its one

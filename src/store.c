@@ -457,6 +457,25 @@ int store_job_revive(struct store *s, int64_t id, int budget,
 	return s->ops->job_revive(s->impl, id, budget, err);
 }
 
+int store_job_lease_clamp(struct store *s, int64_t lease_ms, int64_t slack_ms,
+			  int *n, struct sc_err *err)
+{
+	*n = 0;
+	if (lease_ms < 1 || slack_ms < 0)
+		return sc_err_set(err, SC_EINVAL, "lease clamp: lease %lld ms, "
+				  "slack %lld ms", (long long)lease_ms,
+				  (long long)slack_ms);
+	return s->ops->job_lease_clamp(s->impl, lease_ms, slack_ms, n, err);
+}
+
+int store_server_now_ms(struct store *s, int64_t *out_ms, struct sc_err *err)
+{
+	if (!s->ops->server_now)
+		return sc_err_set(err, SC_ENOENT, "the %s store has no clock "
+				  "of its own", s->ops->name);
+	return s->ops->server_now(s->impl, out_ms, err);
+}
+
 int store_job_next_due(struct store *s, int64_t *out_ms,
 		       struct sc_err *err)
 {

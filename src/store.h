@@ -421,6 +421,24 @@ int store_job_give_back(struct store *s, int64_t id, int64_t lease_token,
 int store_job_recover(struct store *s, int max_stalls, int *n_recovered,
 		      struct sc_err *err);
 
+/*
+ * Shortens every ACTIVE lease that ends more than lease_ms + slack_ms after
+ * now to end at now + lease_ms (issue 42): no lease is granted for longer,
+ * so one that ends later was written before the clock was stepped back,
+ * and it is judged by the time it was granted for, not by its absolute
+ * end (slack_ms: the clocks of nodes may differ by that much). *n counts
+ * the leases shortened. lease_ms < 1 or slack_ms < 0: SC_EINVAL.
+ */
+int store_job_lease_clamp(struct store *s, int64_t lease_ms, int64_t slack_ms,
+			  int *n, struct sc_err *err);
+
+/*
+ * The store server's own clock, UTC ms (PostgreSQL: clock_timestamp()),
+ * so nodes can hold their time to one reference. SC_ENOENT when the
+ * store has no clock of its own (SQLite: the host's is the only one).
+ */
+int store_server_now_ms(struct store *s, int64_t *out_ms, struct sc_err *err);
+
 /* A job that a recovery moved to DEAD: what its lost-slot alert says. */
 struct store_dead_job {
 	int64_t job_id;
@@ -1222,6 +1240,10 @@ struct store_ops {
 	int (*job_revive)(void *impl, int64_t id, int budget,
 			  struct sc_err *err);
 	int (*job_next_due)(void *impl, int64_t *out_ms, struct sc_err *err);
+	int (*job_lease_clamp)(void *impl, int64_t lease_ms, int64_t slack_ms,
+			       int *n, struct sc_err *err);
+	/* NULL: the store has no clock of its own */
+	int (*server_now)(void *impl, int64_t *out_ms, struct sc_err *err);
 	int (*job_counts)(void *impl, const char *schedule,
 			  struct store_counts *out, struct sc_err *err);
 	/* written: never NULL. */

@@ -707,6 +707,8 @@ enum stmt {
 	ST_JOB_FIND,
 	ST_REVIVE,
 	ST_NEXT_DUE,
+	ST_LEASE_CLAMP,
+	ST_SERVER_NOW,
 	ST_COUNTS,
 	ST_LEDGER_APPEND,
 	ST_LEDGER_APPEND_MISSED,
@@ -979,6 +981,13 @@ static const char *const sql[ST_COUNT] = {
 	" n_stalls = 0, run_at_ms = $2::bigint, lease_expires_ms = 0,"
 	" alerted = 0"
 	" WHERE id = $1 AND state = 3 RETURNING id, " NOTIFY ", " DURABLE,
+	[ST_LEASE_CLAMP] =
+	"UPDATE jobs SET lease_expires_ms = $1::bigint + $2::bigint"
+	" WHERE state = 1"
+	" AND lease_expires_ms > $1::bigint + $2::bigint + $3::bigint"
+	" RETURNING id",
+	[ST_SERVER_NOW] =
+	"SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint",
 	/* $1: the known schedules (CLAIM_KNOWN, issue 43; NULL: any): the
 	 * first READY job the claim may take, by a walk of jobs_due in
 	 * order that passes over the others. */
@@ -3226,6 +3235,31 @@ static int pg_job_revive(void *impl, int64_t id, int budget,
 	return sc_err_set(err, SC_ESTATE, "job %" PRId64 " is not dead", id);
 }
 
+static int pg_job_lease_clamp(void *impl, int64_t lease_ms,
+			      int64_t slack_ms, int *n, struct sc_err *err)
+{
+	struct pg *p = impl;
+	struct args a = {0};
+
+	arg_i64(&a, now_ms(p));
+	arg_i64(&a, lease_ms);
+	arg_i64(&a, slack_ms);
+	return run_count(p, ST_LEASE_CLAMP, &a, n, err);
+}
+
+static int pg_server_now(void *impl, int64_t *out_ms, struct sc_err *err)
+{
+	PGresult *res;
+	int rc = run_one(impl, ST_SERVER_NOW, NULL, "no server time", &res,
+			 err);
+
+	if (rc)
+		return rc;
+	*out_ms = get_i64(res, 0, 0);
+	PQclear(res);
+	return 0;
+}
+
 static int pg_job_next_due(void *impl, int64_t *out_ms, struct sc_err *err)
 {
 	struct pg *p = impl;
@@ -4990,6 +5024,8 @@ const struct store_ops store_pg_ops = {
 	.job_find = pg_job_find,
 	.job_revive = pg_job_revive,
 	.job_next_due = pg_job_next_due,
+	.job_lease_clamp = pg_job_lease_clamp,
+	.server_now = pg_server_now,
 	.job_counts = pg_job_counts,
 	.ledger_append = pg_ledger_append,
 	.ledger_append_many = pg_ledger_append_many,

@@ -618,6 +618,7 @@ enum stmt_id {
 	ST_JOB_FIND,
 	ST_JOB_REVIVE,
 	ST_JOB_NEXT_DUE,
+	ST_JOB_LEASE_CLAMP,
 	ST_JOB_COUNTS,
 	ST_LEDGER_INSERT,
 	ST_LEDGER_INSERT_FREE,
@@ -791,6 +792,9 @@ static const char *const stmt_sql[N_STMT] = {
 		"CASE WHEN ?3 > 0 THEN ?3 ELSE max_attempts END, n_stalls = 0, "
 		"run_at_ms = ?2, lease_expires_ms = 0, alerted = 0 "
 		"WHERE id = ?1 AND state = 3",
+	[ST_JOB_LEASE_CLAMP] =
+		"UPDATE jobs SET lease_expires_ms = ?1 + ?2 "
+		"WHERE state = 1 AND lease_expires_ms > ?1 + ?2 + ?3",
 	/* ?1: the known schedules (ST_JOB_PICK's ?8, issue 43; NULL:
 	 * any): the first READY job the claim may take, by a walk of
 	 * jobs_ready in order that passes over the others, so that a job
@@ -2875,6 +2879,24 @@ static int sq_job_revive(void *impl, int64_t id, int budget,
 			  (long long)id);
 }
 
+static int sq_job_lease_clamp(void *impl, int64_t lease_ms,
+			      int64_t slack_ms, int *n, struct sc_err *err)
+{
+	struct sq *q = impl;
+	sqlite3_stmt *st = NULL;
+	int rc = solo(q, ST_JOB_LEASE_CLAMP, SYNC_NORMAL, &st, err);
+
+	if (rc)
+		return rc;
+	sqlite3_bind_int64(st, 1, now_ms(q));
+	sqlite3_bind_int64(st, 2, lease_ms);
+	sqlite3_bind_int64(st, 3, slack_ms);
+	rc = step_done(q, st, "lease clamp", err);
+	if (!rc)
+		*n = sqlite3_changes(q->db);
+	return rc;
+}
+
 static int sq_job_next_due(void *impl, int64_t *out_ms, struct sc_err *err)
 {
 	struct sq *q = impl;
@@ -4736,6 +4758,7 @@ const struct store_ops store_sqlite_ops = {
 	.job_find = sq_job_find,
 	.job_revive = sq_job_revive,
 	.job_next_due = sq_job_next_due,
+	.job_lease_clamp = sq_job_lease_clamp,
 	.job_counts = sq_job_counts,
 	.ledger_append = sq_ledger_append,
 	.ledger_append_many = sq_ledger_append_many,

@@ -13,6 +13,15 @@
  *     with `catchup: all` and `catchup_window: 3h` runs only the 3 late
  *     slots inside the window when it starts again; the 17 others are
  *     missed rows.
+ *   - a wall clock stepped under libfaketime (issue 42; skipped when the
+ *     library is not installed), its offset changed at run time through
+ *     FAKETIME_TIMESTAMP_FILE while CLOCK_MONOTONIC stays real: +2 h for
+ *     15 s then corrected runs every slot at its real time, none early,
+ *     none written off as missed; a retry due in 3 s runs within seconds
+ *     after a -1 h step; after -1 h and a kill -9, the restarted daemon
+ *     recovers the running job within its lease's real length; on
+ *     PostgreSQL, one node of two 2 h ahead from its start holds its
+ *     time to the server's: no slot early, none missed, none recovered.
  * Every wait is on a condition (ledger rows, jobs), never a fixed sleep.
  */
 #include <setjmp.h>
@@ -24,7 +33,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "clock.h"
 #include "config.h"
@@ -205,6 +216,278 @@ static void hourly_catchup_window_after_downtime(void **state)
 	assert_int_equal(n_missed, 17);
 }
 
+/* ---- a stepped wall clock (libfaketime) ---------------------------------- */
+
+#define FAKETIME_LIB "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
+
+/* Sets the faked wall clock's offset ("+0", "+2h", "-1h") from now on. */
+static void set_offset(const char *offset)
+{
+	char p[300];
+
+	snprintf(p, sizeof(p), "%s/faketime.rc", dir);
+	FILE *f = fopen(p, "w");
+	assert_non_null(f);
+	fprintf(f, "%s\n", offset);
+	fclose(f);
+}
+
+/* A daemon whose wall clock reads real time + the offset of set_offset,
+ * its monotonic clock left real (as a stepped system clock leaves it). */
+static pid_t start_stepped(void)
+{
+	static char rc[320];
+
+	snprintf(rc, sizeof(rc), "FAKETIME_TIMESTAMP_FILE=%s/faketime.rc",
+		 dir);
+	const char *envs[] = {"LD_PRELOAD=" FAKETIME_LIB, rc,
+			      "FAKETIME_NO_CACHE=1",
+			      "FAKETIME_DONT_FAKE_MONOTONIC=1",
+			      /* its own monotonic timed waits stay right */
+			      "FAKETIME_FORCE_MONOTONIC_FIX=0",
+			      /* a sanitizer build: the preload comes first */
+			      "ASAN_OPTIONS=verify_asan_link_order=0",
+			      "SURECRON_LOG=info", NULL};
+	return tu_track(tu_start_daemon(dir, cfg, envs, 0));
+}
+
+#define NEED_FAKETIME()                                                    \
+	do {                                                               \
+		if (access(FAKETIME_LIB, R_OK) != 0)                       \
+			skip();                                            \
+	} while (0)
+
+static bool exists(const char *name)
+{
+	char p[300];
+
+	snprintf(p, sizeof(p), "%s/%s", dir, name);
+	return access(p, F_OK) == 0;
+}
+
+/*
+ * +2 h for 15 s, then corrected, on a schedule every 2 s: every slot is
+ * run at its real time (the slots are contiguous, none in the real
+ * future), none is written off as missed, and the step and its
+ * correction are logged.
+ */
+static void forward_step_then_corrected(void **state)
+{
+	NEED_FAKETIME();
+	set_offset("+0");
+	write_cfg("  tick:\n"
+		  "    cron: \"*/2 * * * * *\"\n"
+		  "    tz: UTC\n"
+		  "    tasks:\n"
+		  "      - {name: t, command: [/bin/true]}\n");
+	pid_t pid = start_stepped();
+	int64_t end = tu_now_ms() + PATIENCE_MS;
+	while (tu_ledger_count(url, "tick", LEDGER_SUCCESS) < 2 &&
+	       tu_now_ms() < end)
+		tu_sleep_ms(20);
+	assert_true(tu_ledger_count(url, "tick", LEDGER_SUCCESS) >= 2);
+	set_offset("+2h");
+	int64_t stepped = tu_now_ms();
+	/* The step lasts 15 s of real time: the daemon's slots go on. */
+	while (tu_now_ms() < stepped + 15000)
+		tu_sleep_ms(50);
+	set_offset("+0");
+	int64_t corrected = tu_now_ms();
+	struct store *s = tu_store_open(url);
+	int64_t first, last = INT64_MIN;
+	end = tu_now_ms() + PATIENCE_MS;
+	while (tu_success_span(s, "tick", &first, &last) > 0 &&
+	       last < corrected + 6000 && tu_now_ms() < end)
+		tu_sleep_ms(50);
+	stop(pid);
+	int64_t now = tu_now_ms();
+	size_t n = tu_success_span(s, "tick", &first, &last);
+	store_close(s);
+	print_message("clock +2h for 15 s: %zu slots run, last %lld ms "
+		      "before now, %zu missed\n", n, (long long)(now - last),
+		      tu_ledger_count(url, "tick", LEDGER_MISSED));
+	assert_int_equal(tu_ledger_count(url, "tick", LEDGER_MISSED), 0);
+	assert_true(last <= now); /* nothing from the real future */
+	assert_true(last >= corrected + 6000);
+	/* Every 2 s slot from the first to the last ran: none skipped. */
+	assert_int_equal(n, (size_t)((last - first) / 2000 + 1));
+	/* It ran through the step: the slots of those 15 s are there. */
+	assert_true(first < stepped);
+	assert_true(tu_log_count(dir, "state=stepped") >= 1);
+	assert_true(tu_log_count(dir, "state=corrected") >= 1);
+}
+
+/*
+ * A retry due 3 s after its failure, then the wall clock stepped back an
+ * hour: the retry runs at its real time, not an hour later.
+ */
+static void retry_survives_backward_step(void **state)
+{
+	char sh[1200];
+
+	NEED_FAKETIME();
+	set_offset("+0");
+	/* The first attempt ever fails; every other one succeeds. */
+	snprintf(sh, sizeof(sh),
+		 "  flaky:\n"
+		 "    cron: \"*/5 * * * * *\"\n"
+		 "    tz: UTC\n"
+		 "    retry: {attempts: 3, backoff: fixed, delay: 3s}\n"
+		 "    tasks:\n"
+		 "      - {name: t, command: [/bin/sh, -c, \"test -e %s/failed"
+		 " || { touch %s/failed; exit 1; }\"]}\n", dir, dir);
+	write_cfg(sh);
+	pid_t pid = start_stepped();
+	int64_t end = tu_now_ms() + PATIENCE_MS;
+	while (tu_ledger_count(url, "flaky", LEDGER_FAILED) == 0 &&
+	       tu_now_ms() < end)
+		tu_sleep_ms(10);
+	set_offset("-1h");
+	int64_t stepped = tu_now_ms();
+	struct ledger_row *rows = NULL;
+	size_t n = rows_of("flaky", &rows);
+	assert_true(n >= 1);
+	int64_t slot = INT64_MIN;
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(rows[i].outcome, LEDGER_FAILED) == 0)
+			slot = rows[i].slot_ms;
+	store_ledger_rows_free(rows, n);
+	assert_true(slot != INT64_MIN);
+	/* Its attempt 2 succeeds within seconds of real time. */
+	struct store *s = tu_store_open(url);
+	struct store_job j = {0};
+	end = tu_now_ms() + 20000;
+	for (;;) {
+		assert_int_equal(store_job_find(s, "flaky", slot, &j, NULL), 0);
+		if (j.state == JOB_DONE || tu_now_ms() > end)
+			break;
+		tu_sleep_ms(20);
+	}
+	int64_t took = tu_now_ms() - stepped;
+	store_close(s);
+	/* The loop sees the step at its next pass (a slot every 5 s). */
+	bool logged = tu_wait_log(dir, "event=clock_step", 1, 10000);
+	stop(pid);
+	print_message("retry after a -1 h step: done %lld ms after the "
+		      "step\n", (long long)took);
+	assert_int_equal(j.state, JOB_DONE);
+	assert_int_equal(j.attempts, 2);
+	assert_true(took < 10000);
+	assert_true(logged);
+}
+
+/*
+ * A job running under a 4 s lease; the wall clock stepped back an hour,
+ * the daemon killed with SIGKILL and started again: the new daemon
+ * recovers the job within the lease's real length (not an hour later).
+ */
+static void lease_survives_backward_step_and_kill(void **state)
+{
+	char sh[1400], p[300];
+
+	NEED_FAKETIME();
+	set_offset("+0");
+	/* The first run hangs (its pid kept for the cleanup); the others,
+	 * the recovered attempt among them, succeed at once. */
+	snprintf(sh, sizeof(sh),
+		 "worker: {concurrency: 2, lease: 4s}\n"
+		 "schedules:\n"
+		 "  hang:\n"
+		 "    cron: \"*/5 * * * * *\"\n"
+		 "    tz: UTC\n"
+		 "    retry: {attempts: 3, backoff: fixed, delay: 1s}\n"
+		 "    tasks:\n"
+		 "      - {name: t, command: [/bin/sh, -c, \"test -e %s/hung"
+		 " || { echo $$ > %s/hung; exec sleep 300; }\"]}\n", dir, dir);
+	FILE *f = fopen(cfg, "w");
+	assert_non_null(f);
+	fprintf(f, "store: \"%s\"\n%s", url, sh);
+	fclose(f);
+	pid_t pid = start_stepped();
+	int64_t end = tu_now_ms() + PATIENCE_MS;
+	while (!exists("hung") && tu_now_ms() < end)
+		tu_sleep_ms(10);
+	assert_true(exists("hung"));
+	tu_sleep_ms(100); /* the pid written */
+	set_offset("-1h");
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	int64_t killed = tu_now_ms();
+	snprintf(p, sizeof(p), "%s/hung", dir);
+	f = fopen(p, "r");
+	int task = 0;
+	if (f) {
+		if (fscanf(f, "%d", &task) != 1)
+			task = 0;
+		fclose(f);
+	}
+	if (task > 0)
+		kill(task, SIGKILL);
+	pid = start_stepped();
+	end = tu_now_ms() + 30000;
+	while (tu_ledger_count(url, "hang", LEDGER_STALLED) == 0 &&
+	       tu_now_ms() < end)
+		tu_sleep_ms(20);
+	int64_t took = tu_now_ms() - killed;
+	stop(pid);
+	print_message("lease after -1 h and kill -9: recovered %lld ms "
+		      "after the kill (lease 4 s)\n", (long long)took);
+	assert_int_equal(tu_ledger_count(url, "hang", LEDGER_STALLED), 1);
+	/* the lease's 4 s from the restart, and the start itself */
+	assert_true(took < 4000 + 6000);
+	/* SQLite: the lease judged by its length; PostgreSQL: the restarted
+	 * node holds its time to the server's, which was not stepped. */
+	if (strncmp(url, "sqlite", 6) == 0)
+		assert_true(tu_log_count(dir, "event=lease_clamped") >= 1);
+	else
+		assert_true(tu_log_count(dir, "state=disagrees") >= 1);
+}
+
+/*
+ * PostgreSQL: two nodes, one of them with its wall clock 2 h ahead from
+ * its start (no step to see locally): it holds its time to the server's,
+ * says so once, and together they run every slot at its real time, none
+ * early, none missed, no job recovered from the other node.
+ */
+static void one_node_of_two_ahead(void **state)
+{
+	NEED_FAKETIME();
+	if (strncmp(url, "postgres", 8) != 0)
+		skip();
+	set_offset("+2h");
+	write_cfg("  tick:\n"
+		  "    cron: \"*/2 * * * * *\"\n"
+		  "    tz: UTC\n"
+		  "    tasks:\n"
+		  "      - {name: t, command: [/bin/sh, -c, \"sleep 0.5\"]}\n");
+	const char *envs[] = {"SURECRON_LOG=info", NULL};
+	pid_t good = tu_track(tu_start_daemon(dir, cfg, envs, 0));
+	pid_t ahead = start_stepped();
+	int64_t t0 = tu_now_ms();
+	struct store *s = tu_store_open(url);
+	int64_t first, last = INT64_MIN;
+	int64_t end = tu_now_ms() + PATIENCE_MS;
+	while ((tu_success_span(s, "tick", &first, &last) == 0 ||
+		last < t0 + 12000) && tu_now_ms() < end)
+		tu_sleep_ms(50);
+	stop(ahead);
+	stop(good);
+	int64_t now = tu_now_ms();
+	size_t n = tu_success_span(s, "tick", &first, &last);
+	store_close(s);
+	size_t missed = tu_ledger_count(url, "tick", LEDGER_MISSED);
+	print_message("one node of two 2 h ahead: %zu slots run, last %lld "
+		      "ms before now, %zu missed\n", n, (long long)(now - last),
+		      missed);
+	assert_int_equal(missed, 0);
+	assert_true(last <= now);
+	assert_true(last >= t0 + 12000);
+	assert_int_equal(n, (size_t)((last - first) / 2000 + 1));
+	assert_int_equal(tu_ledger_count(url, "tick", LEDGER_STALLED), 0);
+	assert_int_equal(tu_log_count(dir, "event=clock_skew state=disagrees"),
+			 1);
+}
+
 static int setup_sqlite(void **state)
 {
 	return tb_setup_sqlite(state) || setup(state);
@@ -234,6 +517,10 @@ int main(void)
 	struct CMUnitTest tests[] = {
 		T(weekly_jitter_and_deadline),
 		T(hourly_catchup_window_after_downtime),
+		T(forward_step_then_corrected),
+		T(retry_survives_backward_step),
+		T(lease_survives_backward_step_and_kill),
+		T(one_node_of_two_ahead),
 	};
 	size_t n = sizeof(tests) / sizeof(tests[0]);
 	int failed;

@@ -790,6 +790,51 @@ static void release_does_not_count_the_attempt(void **state)
 	fix_close(&f);
 }
 
+/* A lease written before the clock went back an hour is judged by its
+ * length (issue 42): clamped to one lease from now, then recovered when
+ * that has passed, not an hour later; a lease within its length is left
+ * alone; the store server's clock is PostgreSQL's only. */
+static void lease_clamp_after_clock_set_back(void **state)
+{
+	struct fix f;
+	struct store_job j;
+	int n = -1, rec;
+	int64_t id, srv;
+
+	fix_open(state, &f);
+	assert_int_equal(store_job_enqueue(f.s, "s", T0, &low, T0, false, &id,
+					   NULL, NULL),
+			 0);
+	assert_int_equal(claim(&f, "w", &j, 1), 1);
+	assert_int_equal(store_job_lease_clamp(f.s, 5 * MIN, 2000, &n, NULL),
+			 0);
+	assert_int_equal(n, 0);
+	assert_int_equal(store_job_lease_clamp(f.s, 0, 2000, &n, NULL),
+			 SC_EINVAL);
+	sc_clock_advance_ms(f.clock, -60 * MIN);
+	int64_t now = sc_clock_now_ms(f.clock);
+	assert_int_equal(store_job_lease_clamp(f.s, 5 * MIN, 2000, &n, NULL),
+			 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(store_job_get(f.s, id, &j, NULL), 0);
+	assert_int_equal(j.lease_expires_ms, now + 5 * MIN);
+	assert_int_equal(store_job_lease_clamp(f.s, 5 * MIN, 2000, &n, NULL),
+			 0);
+	assert_int_equal(n, 0);
+	sc_clock_advance_ms(f.clock, 5 * MIN + 1);
+	assert_int_equal(store_job_recover(f.s, 3, &rec, NULL), 0);
+	assert_int_equal(rec, 1);
+	int rc = store_server_now_ms(f.s, &srv, NULL);
+	if (strcmp(store_backend_name(f.s), "sqlite") == 0) {
+		assert_int_equal(rc, SC_ENOENT);
+	} else {
+		assert_int_equal(rc, 0);
+		int64_t real = sc_clock_now_ms(sc_clock_real());
+		assert_true(srv > real - 60000 && srv < real + 60000);
+	}
+	fix_close(&f);
+}
+
 static void recover_counts_stalls_and_gives_up(void **state)
 {
 	struct fix f;
@@ -2963,6 +3008,7 @@ int main(void)
 		cmocka_unit_test(finish_writes_one_ledger_row),
 		cmocka_unit_test(release_does_not_count_the_attempt),
 		cmocka_unit_test(recover_counts_stalls_and_gives_up),
+		cmocka_unit_test(lease_clamp_after_clock_set_back),
 		cmocka_unit_test(recover_max_stalls_edge_is_the_same_on_every_backend),
 		cmocka_unit_test(recover_handles_many_jobs),
 		cmocka_unit_test(revive_only_dead_jobs),
