@@ -2066,5 +2066,7 @@ void daemon_free(struct daemon *d)
 	free(d->skew);
 	free(d->store_url);
 	free(d->config_path);
+	/* Last: the store, the heartbeat and the threads read it. */
+	sc_clock_free(d->own_clock);
 	free(d);
 }
