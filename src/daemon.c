@@ -1446,7 +1446,7 @@ static void skew_check(struct daemon *d)
 			snprintf(live + l, sizeof(live) - l, "%s%s (config %s)",
 				 l ? ", " : "", nodes[i].id,
 				 nodes[i].config_digest);
-			if (digest && strcmp(digest, nodes[i].config_digest))
+			if (digest && strcmp(digest, nodes[i].config_digest) != 0)
 				differ = true;
 			digest = nodes[i].config_digest;
 		}

@@ -3639,6 +3639,20 @@ static int sq_pause_get(void *impl, const char *schedule,
 	return rc;
 }
 
+/* Makes room for one more element of size sz in *v (len, cap). */
+static bool grow(void **v, size_t len, size_t *cap, size_t sz)
+{
+	if (len < *cap)
+		return true;
+	size_t ncap = *cap ? *cap * 2 : 16;
+	void *nv = realloc(*v, ncap * sz);
+	if (!nv)
+		return false;
+	*v = nv;
+	*cap = ncap;
+	return true;
+}
+
 static int sq_pause_all(void *impl, struct store_pause **out, size_t *n,
 			struct sc_err *err)
 {
@@ -3651,18 +3665,13 @@ static int sq_pause_all(void *impl, struct store_pause **out, size_t *n,
 	if (rc)
 		return rc;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (len == cap) {
-			size_t ncap = cap ? cap * 2 : 8;
-			struct store_pause *nv = realloc(v, ncap * sizeof(*v));
-			if (!nv) {
-				unprep(st);
-				free(v);
-				return sc_err_set(err, SC_ENOMEM,
-						  "out of memory");
-			}
-			v = nv;
-			cap = ncap;
+		void *room = v;
+		if (!grow(&room, len, &cap, sizeof(*v))) {
+			unprep(st);
+			free(v);
+			return sc_err_set(err, SC_ENOMEM, "out of memory");
 		}
+		v = room;
 		read_pause(st, &v[len++]);
 	}
 	rc = rc == SQLITE_DONE ? 0 : db_fail(q, rc, "pause read", err);
@@ -3707,18 +3716,13 @@ static int sq_nodes(void *impl, struct store_node **out, size_t *n,
 	if (rc)
 		return rc;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (len == cap) {
-			size_t ncap = cap ? cap * 2 : 8;
-			struct store_node *nv = realloc(v, ncap * sizeof(*v));
-			if (!nv) {
-				unprep(st);
-				free(v);
-				return sc_err_set(err, SC_ENOMEM,
-						  "out of memory");
-			}
-			v = nv;
-			cap = ncap;
+		void *room = v;
+		if (!grow(&room, len, &cap, sizeof(*v))) {
+			unprep(st);
+			free(v);
+			return sc_err_set(err, SC_ENOMEM, "out of memory");
 		}
+		v = room;
 		struct store_node *x = &v[len++];
 		memset(x, 0, sizeof(*x));
 		copy_text(x->id, sizeof(x->id), st, 0);
@@ -4307,20 +4311,6 @@ static void read_alert(sqlite3_stmt *st, struct store_alert *a)
 	a->round_ms = sqlite3_column_int64(st, 14);
 	a->closed_ms = sqlite3_column_int64(st, 15);
 	copy_text(a->note, sizeof(a->note), st, 16);
-}
-
-/* Makes room for one more element of size sz in *v (len, cap). */
-static bool grow(void **v, size_t len, size_t *cap, size_t sz)
-{
-	if (len < *cap)
-		return true;
-	size_t ncap = *cap ? *cap * 2 : 16;
-	void *nv = realloc(*v, ncap * sz);
-	if (!nv)
-		return false;
-	*v = nv;
-	*cap = ncap;
-	return true;
 }
 
 static int sq_alert_list(void *impl, const struct alert_filter *f,
