@@ -1353,6 +1353,13 @@ static void do_reload(struct daemon *d)
  * STORE_NODE_BEAT_MS matches). A failure is logged and waits for the
  * next beat: the record informs operators, no claim depends on it.
  */
+/* This daemon's node id (host:pid:started) into id. */
+static void node_id(const struct daemon *d, char id[STORE_NODE_ID_MAX])
+{
+	snprintf(id, STORE_NODE_ID_MAX, "%.63s:%ld:%lld", d->host,
+		 (long)getpid(), (long long)d->node_started_ms);
+}
+
 static void node_beat(struct daemon *d)
 {
 	struct store_node n = {.pid = (int64_t)getpid(),
@@ -1360,8 +1367,7 @@ static void node_beat(struct daemon *d)
 	struct cfg_ref *cr = cfg_get(d);
 	struct sc_err e = {0};
 
-	snprintf(n.id, sizeof(n.id), "%.63s:%ld:%lld", d->host,
-		 (long)getpid(), (long long)d->node_started_ms);
+	node_id(d, n.id);
 	snprintf(n.host, sizeof(n.host), "%s", d->host);
 	snprintf(n.version, sizeof(n.version), "%s", sc_version());
 	config_digest(cr->cfg, n.config_digest);
@@ -1381,6 +1387,19 @@ static void node_beat(struct daemon *d)
  * worker.skew_grace raises a skew alert (alert_raise_skew) naming the
  * schedule and the live nodes, closed when it ends. Nothing is charged
  * to a slot.
+ *
+ * A skew alert belongs to the store, not to the node that raised it, so
+ * that a deploy that restarts nodes neither leaves one open for ever nor
+ * doubles it:
+ *   - `skew::configs` is judged by one node, the live one with the
+ *     lowest id (every node reads the same records, so they agree on
+ *     it); when it dies or stops the next one takes over;
+ *   - before raising, a node takes over an open alert of the same name
+ *     (raised by a node that stopped, or by another that lacks the same
+ *     schedule), so there is one per skew;
+ *   - an open skew alert that no node of ours holds is closed when its
+ *     skew is over for everyone: the live digests agree (by the judge),
+ *     or its schedule has no due job left (by any node).
  */
 struct skew_wait {
 	char name[STORE_NAME_MAX]; /* ALERT_SKEW_PREFIX + a schedule, or
@@ -1423,6 +1442,36 @@ static bool skew_mark(struct daemon *d, const char *name, int64_t now)
 	return true;
 }
 
+/* This node's entry for name, or NULL. */
+static struct skew_wait *skew_find(struct daemon *d, const char *name)
+{
+	for (size_t i = 0; i < d->n_skew; i++)
+		if (strcmp(d->skew[i].name, name) == 0)
+			return &d->skew[i];
+	return NULL;
+}
+
+/* The open skew alert named name among open[0..n), or NULL. */
+static const struct store_alert *skew_open(const struct store_alert *open,
+					   size_t n, const char *name)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(open[i].reason, ALERT_REASON_SKEW) == 0 &&
+		    strcmp(open[i].schedule, name) == 0)
+			return &open[i];
+	return NULL;
+}
+
+/* Due jobs of schedule among the summaries. */
+static int64_t skew_due(const struct store_sched_summary *sum, size_t n,
+			const char *schedule)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(sum[i].schedule, schedule) == 0)
+			return sum[i].counts.ready_due;
+	return 0;
+}
+
 static void skew_check(struct daemon *d)
 {
 	struct cfg_ref *cr = cfg_get(d);
@@ -1430,52 +1479,59 @@ static void skew_check(struct daemon *d)
 	int64_t now = sc_clock_now_ms(d->clock);
 	struct store_sched_summary *sum = NULL;
 	struct store_node *nodes = NULL;
-	size_t n_sum = 0, n_nodes = 0;
+	struct store_alert *open = NULL;
+	size_t n_sum = 0, n_nodes = 0, n_open = 0;
 	struct sc_err e = {0};
-	char live[768] = "", name[STORE_NAME_MAX];
-	const char *digest = NULL;
-	bool differ = false;
+	char live[768] = "", name[STORE_NAME_MAX], me[STORE_NODE_ID_MAX];
+	const char *digest = NULL, *judge = NULL;
+	bool differ = false, nodes_ok, sum_ok, open_ok;
 
+	node_id(d, me);
 	for (size_t i = 0; i < d->n_skew; i++)
 		d->skew[i].seen = false;
-	if (store_nodes(d->store, &nodes, &n_nodes, &e) == 0) {
-		for (size_t i = 0; i < n_nodes; i++) {
-			if (now - nodes[i].seen_ms > STORE_NODE_LIVE_MS)
-				continue;
-			size_t l = strlen(live);
-			snprintf(live + l, sizeof(live) - l, "%s%s (config %s)",
-				 l ? ", " : "", nodes[i].id,
-				 nodes[i].config_digest);
-			if (digest && strcmp(digest, nodes[i].config_digest) != 0)
-				differ = true;
-			digest = nodes[i].config_digest;
-		}
-		if (differ)
-			skew_mark(d, ALERT_SKEW_CONFIGS, now);
-	} else {
-		/* Unknown this pass: keep what was seen. */
-		for (size_t i = 0; i < d->n_skew; i++)
-			if (strcmp(d->skew[i].name, ALERT_SKEW_CONFIGS) == 0)
-				d->skew[i].seen = true;
+	nodes_ok = store_nodes(d->store, &nodes, &n_nodes, &e) == 0;
+	for (size_t i = 0; nodes_ok && i < n_nodes; i++) {
+		if (now - nodes[i].seen_ms > STORE_NODE_LIVE_MS)
+			continue;
+		size_t l = strlen(live);
+		snprintf(live + l, sizeof(live) - l, "%s%s (config %s)",
+			 l ? ", " : "", nodes[i].id, nodes[i].config_digest);
+		if (digest && strcmp(digest, nodes[i].config_digest) != 0)
+			differ = true;
+		digest = nodes[i].config_digest;
+		if (!judge) /* sorted by id: the first live one */
+			judge = nodes[i].id;
 	}
-	if (store_sched_summaries(d->store, NULL, &sum, &n_sum, &e) == 0) {
-		for (size_t i = 0; i < n_sum; i++) {
-			if (sum[i].counts.ready_due <= 0 ||
-			    config_schedule_of(c, sum[i].schedule))
-				continue;
-			/* A stored name is a config's (CONFIG_NAME_MAX), so
-			 * the prefix fits; a longer one is not ours. */
-			if (snprintf(name, sizeof(name), "%s%s",
-				     ALERT_SKEW_PREFIX, sum[i].schedule) <
-			    (int)sizeof(name))
-				skew_mark(d, name, now);
-		}
-		store_sched_summaries_free(sum, n_sum);
-	} else {
+	/* This node judges the configs: it is the live one with the lowest
+	 * id. Unknown this pass (no read): keep what was seen. Another
+	 * node judges: this one forgets its entry (the alert, if any, stays
+	 * open for the judge to take over). */
+	bool judging = nodes_ok && judge && strcmp(judge, me) == 0;
+	struct skew_wait *cw = skew_find(d, ALERT_SKEW_CONFIGS);
+	if (judging && differ)
+		skew_mark(d, ALERT_SKEW_CONFIGS, now);
+	else if (!nodes_ok && cw)
+		cw->seen = true;
+	else if (nodes_ok && !judging && cw)
+		*cw = d->skew[--d->n_skew];
+	sum_ok = store_sched_summaries(d->store, NULL, &sum, &n_sum, &e) == 0;
+	for (size_t i = 0; sum_ok && i < n_sum; i++) {
+		if (sum[i].counts.ready_due <= 0 ||
+		    config_schedule_of(c, sum[i].schedule))
+			continue;
+		/* A stored name is a config's (CONFIG_NAME_MAX), so the
+		 * prefix fits; a longer one is not ours. */
+		if (snprintf(name, sizeof(name), "%s%s", ALERT_SKEW_PREFIX,
+			     sum[i].schedule) < (int)sizeof(name))
+			skew_mark(d, name, now);
+	}
+	if (!sum_ok)
 		for (size_t i = 0; i < d->n_skew; i++)
 			if (strcmp(d->skew[i].name, ALERT_SKEW_CONFIGS) != 0)
 				d->skew[i].seen = true;
-	}
+	struct alert_filter af = {.open_only = true, .slot_ms = INT64_MIN,
+				  .since_ms = INT64_MIN, .until_ms = INT64_MAX};
+	open_ok = store_alert_list(d->store, &af, &open, &n_open, &e) == 0;
 	for (size_t i = 0; i < d->n_skew;) {
 		struct skew_wait *w = &d->skew[i];
 		if (!w->seen) {
@@ -1492,7 +1548,13 @@ static void skew_check(struct daemon *d)
 			*w = d->skew[--d->n_skew];
 			continue;
 		}
-		if (!w->alert && now - w->since_ms >= c->skew_grace_ms) {
+		/* An alert of this skew already open (another node's, or one
+		 * whose node stopped) is taken over, not doubled; without the
+		 * list this pass, wait for the next. */
+		if (!w->alert && now - w->since_ms >= c->skew_grace_ms &&
+		    open_ok) {
+			const struct store_alert *x = skew_open(open, n_open,
+								w->name);
 			char why[1024];
 			if (strcmp(w->name, ALERT_SKEW_CONFIGS) == 0)
 				snprintf(why, sizeof(why), "live nodes run "
@@ -1503,16 +1565,45 @@ static void skew_check(struct daemon *d)
 					 "config of %s lacks it; live nodes: %s",
 					 w->name + strlen(ALERT_SKEW_PREFIX),
 					 d->host, *live ? live : "none");
-			if (alert_raise_skew(d->store, w->name, w->since_ms, why,
-					     &w->alert, &e) == 0)
-				LOG(SC_LOG_ERROR, "daemon", "event=skew "
-				       "state=begin name=%s since_ms=%lld",
-				       w->name, (long long)w->since_ms);
-			else
+			if (x)
+				w->alert = x->id;
+			else if (alert_raise_skew(d->store, w->name,
+						  w->since_ms, why, &w->alert,
+						  &e) != 0)
 				w->alert = 0;
+			if (w->alert)
+				LOG(SC_LOG_ERROR, "daemon", "event=skew "
+				       "state=begin name=%s since_ms=%lld "
+				       "alert=%lld", w->name,
+				       (long long)w->since_ms,
+				       (long long)w->alert);
 		}
 		i++;
 	}
+	/* The open skew alerts no entry here holds, whose skew is over for
+	 * every node: closed, whoever raised them. */
+	for (size_t i = 0; open_ok && i < n_open; i++) {
+		const struct store_alert *x = &open[i];
+		if (strcmp(x->reason, ALERT_REASON_SKEW) != 0 ||
+		    skew_find(d, x->schedule))
+			continue;
+		bool over;
+		if (strcmp(x->schedule, ALERT_SKEW_CONFIGS) == 0)
+			over = judging && !differ;
+		else
+			over = sum_ok &&
+			       strncmp(x->schedule, ALERT_SKEW_PREFIX,
+				       strlen(ALERT_SKEW_PREFIX)) == 0 &&
+			       skew_due(sum, n_sum, x->schedule +
+					strlen(ALERT_SKEW_PREFIX)) <= 0;
+		if (over && alert_close_node(d->store, x->id, &e) == 0)
+			LOG(SC_LOG_INFO, "daemon", "event=skew state=end "
+			       "name=%s alert=%lld", x->schedule,
+			       (long long)x->id);
+	}
+	sc_free(open);
+	if (sum_ok)
+		store_sched_summaries_free(sum, n_sum);
 	free(nodes);
 	cfg_put(d, cr);
 }
@@ -2039,6 +2130,18 @@ int daemon_run(struct daemon *d, struct sc_err *err)
 	/* The last slots' pings, briefly: a monitor that hangs must not
 	 * hold up the stop. */
 	heartbeat_flush(d->hb, STOP_FLUSH_MS);
+	/* Gone from the nodes at once: the record of a node restarted with
+	 * a new config would otherwise count as a live node of the old one
+	 * for STORE_NODE_LIVE_MS (a config skew that is not there). A
+	 * failure leaves it to age out. */
+	if (d->node_started_ms) {
+		char id[STORE_NODE_ID_MAX];
+		struct sc_err e = {0};
+		node_id(d, id);
+		if (store_node_leave(d->store, id, &e) != 0)
+			LOG(SC_LOG_WARN, "daemon", "event=node-leave-failed "
+			       "code=%s msg=\"%s\"", sc_strerror(e.code), e.msg);
+	}
 	LOG(SC_LOG_INFO, "daemon", "event=stopped");
 	pthread_mutex_lock(&d->mu);
 	bool newer = d->schema_newer;

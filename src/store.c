@@ -1295,6 +1295,13 @@ int store_nodes(struct store *s, struct store_node **out, size_t *n,
 	return s->ops->nodes(s->impl, out, n, err);
 }
 
+int store_node_leave(struct store *s, const char *id, struct sc_err *err)
+{
+	if (!id || !id[0])
+		return sc_err_set(err, SC_EINVAL, "node id is empty");
+	return s->ops->node_leave(s->impl, id, err);
+}
+
 int store_token_get(struct store *s, const char *provider, char **token,
 		    int64_t *expires_ms, struct sc_err *err)
 {

@@ -1033,6 +1033,11 @@ int store_node_beat(struct store *s, const struct store_node *n,
  * leaves it NULL. O(nodes). */
 int store_nodes(struct store *s, struct store_node **out, size_t *n,
 		struct sc_err *err);
+/* Removes the record of node id (a daemon that stops: it is gone at
+ * once, not STORE_NODE_LIVE_MS later, so a node restarted during a
+ * rolling deploy is not counted twice, once under each config). No
+ * record: 0. SC_EINVAL: an empty id. */
+int store_node_leave(struct store *s, const char *id, struct sc_err *err);
 
 /* ---- leases between nodes (issue 15) ---------------------------------- */
 
@@ -1320,6 +1325,7 @@ struct store_ops {
 	/* *out and *n come zeroed. */
 	int (*nodes)(void *impl, struct store_node **out, size_t *n,
 		     struct sc_err *err);
+	int (*node_leave)(void *impl, const char *id, struct sc_err *err);
 	int (*token_get)(void *impl, const char *provider, char **token,
 			 int64_t *expires_ms, struct sc_err *err);
 	int (*token_put)(void *impl, const char *provider, const char *token,

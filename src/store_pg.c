@@ -737,6 +737,7 @@ enum stmt {
 	ST_PAUSE_ALL,
 	ST_NODE_BEAT,
 	ST_NODES,
+	ST_NODE_LEAVE,
 	ST_LEDGER_APPEND_PAUSED,
 	ST_TOKEN_GET,
 	ST_TOKEN_PUT,
@@ -1155,6 +1156,7 @@ static const char *const sql[ST_COUNT] = {
 	[ST_NODES] =
 	"SELECT id, host, pid, version, config_digest, started_ms, seen_ms"
 	" FROM nodes ORDER BY id COLLATE \"C\"",
+	[ST_NODE_LEAVE] = "DELETE FROM nodes WHERE id = $1",
 	/* A paused row for a slot that has one already is dropped, as a
 	 * missed one is (the partial index ledger_paused_once). */
 	[ST_LEDGER_APPEND_PAUSED] =
@@ -4067,6 +4069,14 @@ static int pg_node_beat(void *impl, const struct store_node *n,
 	return run_n(impl, ST_NODE_BEAT, &a, NULL, err);
 }
 
+static int pg_node_leave(void *impl, const char *id, struct sc_err *err)
+{
+	struct args a = {0};
+
+	arg_str(&a, id);
+	return run_n(impl, ST_NODE_LEAVE, &a, NULL, err);
+}
+
 static int pg_nodes(void *impl, struct store_node **out, size_t *n,
 		    struct sc_err *err)
 {
@@ -5053,6 +5063,7 @@ const struct store_ops store_pg_ops = {
 	.pause_all = pg_pause_all,
 	.node_beat = pg_node_beat,
 	.nodes = pg_nodes,
+	.node_leave = pg_node_leave,
 	.lease_take = pg_lease_take,
 	.lease_drop = pg_lease_drop,
 	.prune_batch = pg_prune_batch,

@@ -652,6 +652,7 @@ enum stmt_id {
 	ST_PAUSE_ALL,
 	ST_NODE_BEAT,
 	ST_NODES,
+	ST_NODE_LEAVE,
 	ST_LEDGER_INSERT_PAUSED,
 	ST_TOKEN_GET,
 	ST_TOKEN_PUT,
@@ -905,6 +906,7 @@ static const char *const stmt_sql[N_STMT] = {
 		"started_ms = excluded.started_ms, seen_ms = excluded.seen_ms",
 	[ST_NODES] = "SELECT id, host, pid, version, config_digest, "
 		     "started_ms, seen_ms FROM nodes ORDER BY id",
+	[ST_NODE_LEAVE] = "DELETE FROM nodes WHERE id = ?1",
 	/* A paused row for a slot that has one already is dropped, as a
 	 * missed one is (the partial index ledger_paused_once). */
 	[ST_LEDGER_INSERT_PAUSED] =
@@ -3704,6 +3706,18 @@ static int sq_node_beat(void *impl, const struct store_node *n,
 	return step_done(q, st, "node write", err);
 }
 
+static int sq_node_leave(void *impl, const char *id, struct sc_err *err)
+{
+	struct sq *q = impl;
+	sqlite3_stmt *st = NULL;
+	int rc = solo(q, ST_NODE_LEAVE, SYNC_NORMAL, &st, err);
+
+	if (rc)
+		return rc;
+	bind_text(st, 1, id);
+	return step_done(q, st, "node removal", err);
+}
+
 static int sq_nodes(void *impl, struct store_node **out, size_t *n,
 		    struct sc_err *err)
 {
@@ -4775,6 +4789,7 @@ const struct store_ops store_sqlite_ops = {
 	.pause_all = sq_pause_all,
 	.node_beat = sq_node_beat,
 	.nodes = sq_nodes,
+	.node_leave = sq_node_leave,
 	.lease_take = sq_lease_take,
 	.lease_drop = sq_lease_drop,
 	.prune_batch = sq_prune_batch,

@@ -31,6 +31,7 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -415,6 +416,371 @@ static void nodes_daemons_exactly_once(void **state)
 	tu_rmrf(e.dir);
 }
 
+/* ---- a rolling deploy of a config over two nodes (issue 43) ------------- */
+
+/*
+ * Two daemons on the real clock, one PostgreSQL database, a webhook
+ * target on a real HTTP receiver. The deploy changes three schedules at
+ * once, and reaches node A first:
+ *   - `added` is new (every 2 s, a task of 1.2 s),
+ *   - `gone` is removed (every second),
+ *   - `recron` changes its cron from even seconds to odd ones,
+ * beside `keep` (every second), which both configs have. The steps are an
+ * operator's: A restarted with the new config; A down for a while in the
+ * middle of the deploy (stopped while a slot of `added` runs, which is
+ * released and waits: B lacks `added`); A back; B restarted with the new
+ * config. worker.skew_grace is 1 s. Then:
+ *   - 0 lost, 0 failed, 0 missed: every job up to the stop is DONE, with
+ *     one success row and one POST at the receiver (twice only when a
+ *     `duplicate` row declares it);
+ *   - `keep` ran every second; `gone` every second until B left the old
+ *     config, never after; `added` every 2 s from A's first start on,
+ *     also the slots due while A was down (catchup: all), with the
+ *     released one run by A once back, never by B; `recron` ran the even
+ *     seconds while B had the old config and the odd ones while A was up
+ *     with the new one, and only odd seconds once both had it;
+ *   - every skew was alerted (`skew::configs` while the live nodes'
+ *     digests differed, `skew:added` while its released job waited with
+ *     A down), each not before the grace and only once (one open alert
+ *     per name, whichever node saw it), and every one is closed, with a
+ *     `recovered` row, when the configs agree; `ledger --lost` says 0.
+ */
+#define ROLL_GRACE_MS 1000
+
+static const char ROLL_HEAD[] =
+	"store: %s\n"
+	"worker: {concurrency: 3, lease: 5s, grace: 300ms, skew_grace: 1s}\n"
+	"targets:\n"
+	"  hook: {kind: webhook, url_env: ROLL_HOOK_URL}\n"
+	"schedules:\n"
+	"  keep:\n"
+	"    cron: \"* * * * * *\"\n"
+	"    tz: UTC\n"
+	"    catchup: all\n"
+	"    targets: [hook]\n"
+	"    tasks:\n"
+	"      - {name: t, shell: \"echo keep\"}\n";
+static const char ROLL_V1[] =
+	"  gone:\n"
+	"    cron: \"* * * * * *\"\n"
+	"    tz: UTC\n"
+	"    catchup: all\n"
+	"    targets: [hook]\n"
+	"    tasks:\n"
+	"      - {name: t, shell: \"echo gone\"}\n"
+	"  recron:\n"
+	"    cron: \"*/2 * * * * *\"\n"
+	"    tz: UTC\n"
+	"    catchup: all\n"
+	"    targets: [hook]\n"
+	"    tasks:\n"
+	"      - {name: t, shell: \"echo even\"}\n";
+static const char ROLL_V2[] =
+	"  recron:\n"
+	"    cron: \"1-59/2 * * * * *\"\n"
+	"    tz: UTC\n"
+	"    catchup: all\n"
+	"    targets: [hook]\n"
+	"    tasks:\n"
+	"      - {name: t, shell: \"echo odd\"}\n"
+	"  added:\n"
+	"    cron: \"*/2 * * * * *\"\n"
+	"    tz: UTC\n"
+	"    catchup: all\n"
+	"    targets: [hook]\n"
+	"    tasks:\n"
+	"      - {name: t, shell: \"sleep 1.2; echo added\"}\n";
+
+static void roll_cfg(const char *dir, int version)
+{
+	char p[600];
+
+	snprintf(p, sizeof(p), "%s/surecron.yaml", dir);
+	FILE *f = fopen(p, "w");
+	assert_non_null(f);
+	fprintf(f, ROLL_HEAD, pgfx_url());
+	fputs(version == 1 ? ROLL_V1 : ROLL_V2, f);
+	fclose(f);
+}
+
+/* A daemon on the real clock, in dir (its config and log there). */
+static pid_t roll_start(const char *dir)
+{
+	char cfg[600];
+	const char *envs[] = {"SURECRON_LOG=info", NULL};
+
+	snprintf(cfg, sizeof(cfg), "%s/surecron.yaml", dir);
+	pid_t pid = tu_start_daemon(dir, cfg, envs, 0);
+	if (n_pids < sizeof(pids) / sizeof(pids[0]))
+		pids[n_pids++] = pid;
+	return pid;
+}
+
+static void roll_stop(pid_t pid)
+{
+	kill(pid, SIGTERM);
+	wait_stopped(pid);
+}
+
+/* Waits (real time, at most ms) until q answers at least want. */
+static void roll_wait(const char *q, int64_t want, int64_t ms)
+{
+	int64_t end = now_ms() + ms;
+
+	while (pgfx_int(q) < want) {
+		if (now_ms() > end)
+			fail_msg("%s: under %lld after %lld ms", q,
+				 (long long)want, (long long)ms);
+		sleep_ms(50);
+	}
+}
+
+/* Whether schedule has a job at slot_ms. */
+static bool roll_has(const char *schedule, int64_t slot_ms)
+{
+	char q[256];
+
+	snprintf(q, sizeof(q), "SELECT count(*) FROM jobs WHERE schedule = "
+		 "'%s' AND slot_ms = %lld", schedule, (long long)slot_ms);
+	return pgfx_int(q) == 1;
+}
+
+/* The first slot of schedule with a job. */
+static int64_t roll_first(const char *schedule)
+{
+	char q[256];
+
+	snprintf(q, sizeof(q), "SELECT min(slot_ms) FROM jobs WHERE schedule "
+		 "= '%s'", schedule);
+	return pgfx_int(q);
+}
+
+/* Every second step_s from..to (ms, from aligned to step_s) of schedule
+ * has a job; fails naming the first that has none. */
+static void roll_every(const char *schedule, int64_t from, int64_t to,
+		       int step_s, int phase_s)
+{
+	int64_t t = (from + 999) / 1000 * 1000;
+
+	while ((t / 1000) % step_s != phase_s)
+		t += 1000;
+	for (; t <= to; t += (int64_t)step_s * 1000)
+		if (!roll_has(schedule, t))
+			fail_msg("%s: no job for the slot %lld (from %lld to "
+				 "%lld)", schedule, (long long)t,
+				 (long long)from, (long long)to);
+}
+
+static void rolling_deploy(void **state)
+{
+	char dir[256], da[300], db[300], db2[300], url[256], q[512];
+	(void)state;
+	PGFX_NEED_SERVER();
+
+	snprintf(dir, sizeof(dir), "%s", tu_tmpdir());
+	snprintf(da, sizeof(da), "%s/a", dir);
+	snprintf(db, sizeof(db), "%s/b", dir);
+	snprintf(db2, sizeof(db2), "%s/b2", dir); /* B on the new config */
+	assert_int_equal(mkdir(da, 0700), 0);
+	assert_int_equal(mkdir(db, 0700), 0);
+	assert_int_equal(mkdir(db2, 0700), 0);
+	struct fake_http *srv = fake_http_start();
+	assert_non_null(srv);
+	fake_http_set_default(srv, "/hook", 200, NULL, "ok");
+	setenv("ROLL_HOOK_URL", fake_http_url(srv, "/hook", url, sizeof(url)),
+	       1);
+	roll_cfg(da, 1);
+	roll_cfg(db, 1);
+	struct store *st = NULL;
+	assert_int_equal(store_open(pgfx_url(), sc_clock_real(), &st, NULL), 0);
+	store_close(st);
+
+	int64_t t0 = now_ms();
+	pid_t a = roll_start(da);
+	pid_t b = roll_start(db);
+	roll_wait("SELECT count(*) FROM ledger WHERE schedule = 'keep' AND "
+		  "outcome = 'success'", 3, 15000);
+
+	/* 1. A restarted with the new config. */
+	roll_stop(a);
+	roll_cfg(da, 2);
+	int64_t t_a2 = now_ms();
+	a = roll_start(da);
+	/* Raised by one node, whichever judges (the lowest id). */
+	roll_wait("SELECT count(*) FROM alerts WHERE schedule = "
+		  "'skew::configs' AND status = 0", 1, 15000);
+
+	/* 2. A down in the middle of the deploy, while `added` runs: its
+	 * slot is released and waits, B lacks the schedule. */
+	size_t n_started = tu_log_count(da, "event=start schedule=added");
+	assert_true(tu_wait_log(da, "event=start schedule=added",
+				n_started + 1, 15000));
+	int64_t t_a_down = now_ms();
+	roll_stop(a);
+	assert_int_equal(pgfx_int("SELECT count(*) FROM ledger WHERE schedule "
+				  "= 'added' AND outcome = 'released'"), 1);
+	assert_true(tu_wait_log(db, "event=skew state=begin name=skew:added",
+				1, 15000));
+	int64_t t_a_up = now_ms();
+	a = roll_start(da);
+	assert_true(tu_wait_log(db, "event=skew state=end name=skew:added", 1,
+				15000));
+
+	/* 3. B restarted with the new config: the configs agree. */
+	sleep_ms(1500); /* a few slots with both nodes up, configs apart */
+	roll_stop(b);
+	roll_cfg(db2, 2);
+	int64_t t_b2 = now_ms();
+	b = roll_start(db2);
+	int64_t end = now_ms() + 15000;
+	while (pgfx_int("SELECT count(*) FROM alerts WHERE reason = 'skew' "
+			"AND status = 0") > 0) {
+		if (now_ms() > end)
+			fail_msg("a skew alert is still open 15 s after the "
+				 "configs agreed");
+		sleep_ms(50);
+	}
+	int64_t t_agree = now_ms();
+	sleep_ms(2500); /* slots of the new config on both nodes */
+
+	/* Every job up to 1.5 s before the stop is done; then stop. */
+	int64_t t_last = now_ms() / 1000 * 1000 - 1500;
+	snprintf(q, sizeof(q), "SELECT count(*) FROM jobs WHERE slot_ms <= %lld"
+		 " AND state = %d", (long long)t_last, (int)JOB_DONE);
+	int64_t n_upto = 0;
+	char qa[256];
+	snprintf(qa, sizeof(qa), "SELECT count(*) FROM jobs WHERE slot_ms <= "
+		 "%lld", (long long)t_last);
+	n_upto = pgfx_int(qa);
+	roll_wait(q, n_upto, 15000);
+	stop_daemons((pid_t[]){a, b}, 2);
+	int64_t t_run = now_ms() - t0;
+
+	/* 0 lost, 0 failed, 0 missed, nothing dead. */
+	assert_int_equal(pgfx_int("SELECT count(*) FROM ledger WHERE outcome "
+				  "IN ('lost', 'failed', 'missed')"), 0);
+	snprintf(q, sizeof(q), "SELECT count(*) FROM jobs WHERE state = %d",
+		 (int)JOB_DEAD);
+	assert_int_equal(pgfx_int(q), 0);
+	/* One success row per done job, and no success without its job. */
+	snprintf(q, sizeof(q),
+		 "SELECT count(*) FROM jobs j WHERE state = %d AND (SELECT "
+		 "count(*) FROM ledger l WHERE l.schedule = j.schedule AND "
+		 "l.slot_ms = j.slot_ms AND l.outcome = 'success') <> 1",
+		 (int)JOB_DONE);
+	assert_int_equal(pgfx_int(q), 0);
+	snprintf(q, sizeof(q), "SELECT count(*) FROM jobs WHERE state = %d",
+		 (int)JOB_DONE);
+	int64_t n_done = pgfx_int(q);
+	assert_int_equal(pgfx_int("SELECT count(*) FROM ledger WHERE outcome "
+				  "= 'success'"), n_done);
+
+	/* The receiver: one POST per success (twice only when declared). */
+	size_t n_req = fake_http_count(srv, "/hook");
+	for (size_t i = 0; i < n_req; i++) {
+		struct fake_request rq;
+		assert_true(fake_http_request(srv, "/hook", (long)i, &rq));
+		json_t *o = json_loads(rq.body, 0, NULL);
+		const char *sch = json_string_value(json_object_get(o,
+								    "schedule"));
+		const char *iso = json_string_value(json_object_get(o, "slot"));
+		int64_t ms = 0;
+		assert_non_null(sch);
+		assert_non_null(iso);
+		assert_int_equal(clock_parse_iso(iso, &ms, NULL), 0);
+		snprintf(q, sizeof(q), "SELECT count(*) FROM ledger WHERE "
+			 "schedule = '%s' AND slot_ms = %lld AND outcome = "
+			 "'success'", sch, (long long)ms);
+		assert_int_equal(pgfx_int(q), 1);
+		json_decref(o);
+		fake_request_dispose(&rq);
+	}
+	int64_t n_dup = pgfx_int("SELECT count(*) FROM ledger WHERE outcome = "
+				 "'duplicate'");
+	print_message("rolling deploy: %lld slots done, %zu POSTs, %lld "
+		      "declared duplicates\n", (long long)n_done, n_req,
+		      (long long)n_dup);
+	assert_true((int64_t)n_req >= n_done);
+	assert_true((int64_t)n_req <= n_done + n_dup);
+
+	/* keep: every second. */
+	int64_t first = roll_first("keep");
+	roll_every("keep", first, t_last, 1, 0);
+	/* gone: every second until B left the old config, never after. */
+	first = roll_first("gone");
+	roll_every("gone", first, t_b2 - 1000, 1, 0);
+	snprintf(q, sizeof(q), "SELECT count(*) FROM jobs WHERE schedule = "
+		 "'gone' AND slot_ms > %lld", (long long)t_b2 + 1000);
+	assert_int_equal(pgfx_int(q), 0);
+	/* added: every 2 s from A's first start on, never before, the
+	 * slots of A's downtime too; B ran none. */
+	first = roll_first("added");
+	assert_true(first >= t_a2 - 1000);
+	roll_every("added", first, t_last, 2, 0);
+	assert_int_equal(tu_log_count(db, "event=start schedule=added"), 0);
+	assert_true(tu_log_count(db2, "event=start schedule=added") >= 1);
+	/* recron: even seconds while B had the old config, odd ones while A
+	 * ran the new one, only odd ones once both had it. */
+	first = roll_first("recron");
+	roll_every("recron", first, t_b2 - 1000, 2, 0);
+	roll_every("recron", t_a2 + 1000, t_a_down - 1000, 2, 1);
+	roll_every("recron", t_a_up + 1000, t_last, 2, 1);
+	snprintf(q, sizeof(q), "SELECT count(*) FROM jobs WHERE schedule = "
+		 "'recron' AND slot_ms > %lld AND slot_ms %% 2000 = 0",
+		 (long long)t_b2 + 1000);
+	assert_int_equal(pgfx_int(q), 0);
+
+	/* The skew alerts: both kinds, after the grace, one open per name at
+	 * a time, every one closed with a recovered row. */
+	PGresult *r = pgfx_sql("SELECT schedule, slot_ms, created_ms, "
+			       "closed_ms, status FROM alerts WHERE reason = "
+			       "'skew' ORDER BY created_ms");
+	int n_al = PQntuples(r), n_cfg = 0, n_added = 0;
+	for (int i = 0; i < n_al; i++) {
+		const char *name = PQgetvalue(r, i, 0);
+		int64_t since = strtoll(PQgetvalue(r, i, 1), NULL, 10);
+		int64_t made = strtoll(PQgetvalue(r, i, 2), NULL, 10);
+		int64_t closed = strtoll(PQgetvalue(r, i, 3), NULL, 10);
+		print_message("  %s since +%lld raised +%lld closed +%lld\n",
+			      name, (long long)(since - t0),
+			      (long long)(made - t0), (long long)(closed - t0));
+		assert_true(made - since >= ROLL_GRACE_MS);
+		assert_int_not_equal(atoi(PQgetvalue(r, i, 4)), 0);
+		assert_true(closed >= made);
+		if (strcmp(name, "skew::configs") == 0) {
+			n_cfg++;
+			assert_true(made >= t_a2 + ROLL_GRACE_MS);
+			assert_true(closed <= t_agree);
+		} else {
+			assert_string_equal(name, "skew:added");
+			n_added++;
+			assert_true(made >= t_a_down + ROLL_GRACE_MS);
+			assert_true(closed >= t_a_up);
+		}
+		/* No other alert of its name open at the same time. */
+		for (int j = 0; j < i; j++)
+			if (strcmp(PQgetvalue(r, j, 0), name) == 0)
+				assert_true(strtoll(PQgetvalue(r, j, 3), NULL,
+						    10) <= made);
+	}
+	PQclear(r);
+	assert_true(n_cfg >= 1);
+	assert_int_equal(n_added, 1);
+	assert_int_equal(pgfx_int("SELECT count(*) FROM ledger WHERE outcome = "
+				  "'recovered' AND schedule LIKE 'skew:%'"),
+			 n_al);
+	/* What an operator checks last: nothing lost or missed. */
+	char cfg[600], out[4096], errb[4096];
+	snprintf(cfg, sizeof(cfg), "%s/surecron.yaml", db2);
+	const char *args[] = {"ledger", "--config", cfg, "--lost", NULL};
+	assert_int_equal(tu_run_bin(dir, dir, NULL, args, out, sizeof(out),
+				    errb, sizeof(errb)), 0);
+	print_message("rolling deploy: %d skew alerts, run %lld ms\n", n_al,
+		      (long long)t_run);
+	fake_http_stop(srv);
+	tu_rmrf(dir);
+}
+
 /* The fast clock itself: shared anchor, speed, and the wait conversion. */
 static void scaled_clock(void **state)
 {
@@ -459,6 +825,8 @@ int main(void)
 		cmocka_unit_test(scaled_clock),
 		cmocka_unit_test_setup_teardown(nodes_daemons_exactly_once,
 						pgfx_setup, teardown),
+		cmocka_unit_test_setup_teardown(rolling_deploy, pgfx_setup,
+						teardown),
 	};
 	return cmocka_run_group_tests_name("nodes_daemon_pg", tests,
 					   pgfx_group_setup,

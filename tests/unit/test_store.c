@@ -1761,7 +1761,8 @@ static void issue43_claim_takes_known_schedules_only(void **state)
 }
 
 /* Issue 43: a node's record is written, replaced by its next beat (seen
- * at the store clock's now), and listed by id; a bad record refused. */
+ * at the store clock's now), listed by id, and removed when the node
+ * leaves; a bad record refused. */
 static void issue43_nodes_beat_and_list(void **state)
 {
 	struct fix f;
@@ -1794,6 +1795,14 @@ static void issue43_nodes_beat_and_list(void **state)
 	assert_int_equal(v[1].started_ms, T0 - MIN);
 	assert_int_equal(v[1].seen_ms, T0 + 30000);
 	free(v);
+	/* A node that stops leaves at once; leaving twice is no error. */
+	assert_int_equal(store_node_leave(f.s, "h1:42:1", NULL), 0);
+	assert_int_equal(store_node_leave(f.s, "h1:42:1", NULL), 0);
+	assert_int_equal(store_nodes(f.s, &v, &n, NULL), 0);
+	assert_int_equal(n, 1);
+	assert_string_equal(v[0].id, "h0:7:1");
+	free(v);
+	assert_int_equal(store_node_leave(f.s, "", NULL), SC_EINVAL);
 	a.id[0] = '\0';
 	assert_int_equal(store_node_beat(f.s, &a, NULL), SC_EINVAL);
 	fix_close(&f);
