@@ -652,12 +652,29 @@ static void run_job(struct daemon *d, struct store *s, struct cfg_ref *cr,
 	int64_t late_us = (clock_now_ns(d->clock) - job->run_at_ms * 1000000) /
 			  1000;
 
+	/* A job claimed as the stop began (the claim was under way when
+	 * SIGTERM came, or early by CLAIM_AHEAD_MS) is given back unstarted:
+	 * the stop's grace waits only for runs it counted, so a run started
+	 * now would go on to its end however long, past the grace. */
+	FAILPOINT_STALL("daemon.before_start");
 	pthread_mutex_lock(&d->mu);
-	d->n_running++;
+	bool stop = d->stopping;
+	if (!stop)
+		d->n_running++;
 	pthread_mutex_unlock(&d->mu);
 	/* Formatted here, not in the LOG's arguments: LOG skips them below
 	 * its level, and the finish line prints slot at any level. */
 	iso(job->slot_ms, slot);
+	if (stop) {
+		int rrc = queue_release(s, job, &e);
+		LOG(rrc ? SC_LOG_WARN : SC_LOG_INFO, "daemon",
+		    "event=finish schedule=%s slot=%s job=%lld attempt=%d "
+		    "outcome=%s duration_ms=0 task_late_us=- next=- code=%s",
+		    job->schedule, slot, (long long)job->id, job->attempts,
+		    rrc ? "unrecorded" : "released",
+		    rrc ? sc_strerror(rrc) : "ok");
+		return;
+	}
 	LOG(SC_LOG_INFO, "daemon",
 	       "event=start schedule=%s slot=%s job=%lld attempt=%d "
 	       "late_us=%lld", job->schedule, slot,

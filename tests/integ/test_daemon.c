@@ -1136,6 +1136,57 @@ static void issue43_skew_alerted_after_grace(void **state)
 	env_dispose(&e);
 }
 
+/*
+ * A job claimed as the stop begins is given back unstarted, not run to
+ * its end past the grace: the claim is held (failpoint) until SIGTERM
+ * has come, then let go; the task would run 30 s. Before, the stop,
+ * which waits only for the runs it counted, joined the worker while it
+ * ran the whole task.
+ */
+static void claim_at_stop_is_released_unstarted(void **state)
+{
+	struct env e;
+	char stall[600], fp_env[640];
+	(void)state;
+	TU_NEED_TEST_SEAMS();
+	env_init(&e);
+	snprintf(stall, sizeof(stall), "%s/stall", e.dir);
+	snprintf(fp_env, sizeof(fp_env), "SURECRON_FAILPOINT_STALL=%s", stall);
+	FILE *f = fopen(stall, "w");
+	assert_non_null(f);
+	fclose(f);
+	write_cfg(&e, "{concurrency: 1, lease: 60s, grace: 300ms}",
+		  "  long:\n"
+		  "    cron: \"0 3 1 1 *\"\n"
+		  "    tz: UTC\n"
+		  "    targets: [hook]\n"
+		  "    tasks:\n"
+		  "      - {name: t, shell: \"touch ran; sleep 30\"}\n");
+	const char *envs[] = {"SURECRON_FAILPOINTS=daemon.before_start:stall",
+			      fp_env, NULL};
+	pid_t pid = start_daemon(&e, envs);
+	int64_t id = trigger(&e, "long", now_ms() / 1000 * 1000);
+	assert_true(wait_file(&e, "stall.hit", PATIENCE_MS));
+	kill(pid, SIGTERM);
+	assert_true(wait_log(&e, "event=stopping", 1, PATIENCE_MS));
+	int64_t t0 = now_ms();
+	assert_int_equal(unlink(stall), 0);
+	int st = wait_exit(pid, PATIENCE_MS);
+	int64_t took = now_ms() - t0;
+	assert_true(st != -1 && WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	assert_true(took < 5000);
+	assert_false(file_exists(&e, "ran"));
+	assert_int_equal(ledger_count(&e, "long", LEDGER_RELEASED), 1);
+	struct store *s = open_store(&e);
+	struct store_job job;
+	assert_int_equal(store_job_get(s, id, &job, NULL), 0);
+	assert_int_equal(job.state, JOB_READY);
+	assert_int_equal(job.attempts, 0);
+	store_close(s);
+	env_dispose(&e);
+}
+
 /* ---- issue 11 item 8: helpers that leave the task's group ------------ */
 
 /* Writes dir/helpers.sh: a task that starts a `setsid sleep` helper and a
@@ -1648,6 +1699,8 @@ int main(void)
 		cmocka_unit_test_teardown(issue43_skew_alerted_after_grace,
 					  reap_all),
 		cmocka_unit_test_teardown(issue43_unknown_schedule_waits,
+					  reap_all),
+		cmocka_unit_test_teardown(claim_at_stop_is_released_unstarted,
 					  reap_all),
 		cmocka_unit_test_teardown(escaped_helpers_end_with_daemon_stop,
 					  reap_all),
