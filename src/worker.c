@@ -49,6 +49,14 @@
  *     worker took over): nothing is left to do, so it is no error. A full
  *     disk is retried so that the job does not stay ACTIVE until its
  *     lease runs out, holding a `queue` schedule's later slots that long;
+ *   - `overlap: replace`: an attempt's tasks run only while it holds its
+ *     schedule's turn (the store lease "replace:SCHEDULE", renewed with
+ *     each heartbeat, its time to live the tasks' longest grace plus
+ *     REPLACE_TURN_SLACK_MS); it is dropped once the tasks ended. The
+ *     scheduler finishes a replaced attempt's job at once (so the new
+ *     slot is claimable), but its processes live on for up to their
+ *     grace: the new attempt, on this node or another, waits for the
+ *     turn, so that two attempts never run at once;
  *   - `deadline:` (scheduler_deadline_at): a job the scheduler made that
  *     is claimed past its slot's deadline is not run: it is failed at
  *     once, permanently, with class "deadline" (DEAD, a lost row, the
@@ -126,11 +134,27 @@ struct keeper {
 				    this often (clock ms), so that a newer
 				    slot's replace is seen within it; 0:
 				    not such a schedule */
+	/* `overlap: replace`: the schedule's turn, while held (renewed by
+	 * each heartbeat): lease name, owner, time to live (clock ms). */
+	bool has_turn;
+	char turn[STORE_NAME_MAX + 16];
+	char turn_owner[64];
+	int64_t turn_ttl_ms;
 };
 
 /* How soon an attempt of an `overlap: replace` schedule sees that a
  * newer slot replaced it (clock ms): a heartbeat that often. */
 #define REPLACE_POLL_MS 250
+
+/* A replace turn outlives its last renewal by the tasks' longest grace
+ * plus this (real ms): the heartbeat that finds the attempt replaced,
+ * the SIGTERM, the grace, the SIGKILL and the reaping all fit in it.
+ * It bounds, too, how long a turn whose node died holds up the next
+ * attempt. */
+#define REPLACE_TURN_SLACK_MS 2000
+
+/* How often an attempt waiting for its turn asks again (real ms). */
+#define REPLACE_TURN_WAIT_MS 20
 
 static bool heartbeat_due(const struct keeper *k, int64_t mono)
 {
@@ -196,6 +220,13 @@ static int keeper_renew(struct keeper *k)
 		o->store_fine(o->ud);
 	k->hb_failing = false;
 	k->last_hb_mono = mono;
+	if (k->has_turn) {
+		bool won = false;
+		/* A failed renewal is tried again at the next heartbeat,
+		 * well within the time to live. */
+		(void)store_lease_take(o->store, k->turn, k->turn_owner,
+				       k->turn_ttl_ms, &won, NULL);
+	}
 	return 0;
 }
 
@@ -236,6 +267,68 @@ static void keeper_keep(void *ud)
 
 	if (!k->released && !k->lost)
 		(void)keeper_renew(k);
+}
+
+/* ---- overlap: replace, one attempt at a time ----------------------------- */
+
+/* Clock ms of real_ms on k's clock (a test clock may run faster). */
+static int64_t clock_span_ms(const struct keeper *k, int64_t real_ms)
+{
+	int64_t per = clock_real_delta_ms(k->clock, 1000000);
+
+	return per > 0 ? real_ms * 1000000 / per : real_ms;
+}
+
+/*
+ * Waits for the schedule's turn (struct keeper: has_turn), ticking the
+ * keeper meanwhile: its lease is kept, a stop releases the job, a newer
+ * slot's replace ends the wait. 0 with the turn held; else the tick's
+ * code (the run does not start).
+ */
+static int turn_take(struct keeper *k, const struct schedule_spec *sched)
+{
+	const struct worker_opts *o = k->o;
+	int64_t grace = 0;
+
+	for (size_t i = 0; i < sched->n_tasks; i++)
+		if (sched->tasks[i].grace_ms > grace)
+			grace = sched->tasks[i].grace_ms;
+	snprintf(k->turn, sizeof(k->turn), "replace:%s", sched->name);
+	snprintf(k->turn_owner, sizeof(k->turn_owner), "job:%lld:%lld",
+		 (long long)k->job.id, (long long)k->job.lease_token);
+	k->turn_ttl_ms = clock_span_ms(k, grace + REPLACE_TURN_SLACK_MS);
+	for (bool logged = false;;) {
+		bool won = false;
+		struct sc_err e = {0};
+		int rc = store_lease_take(o->store, k->turn, k->turn_owner,
+					  k->turn_ttl_ms, &won, &e);
+		if (rc == 0 && won) {
+			k->has_turn = true;
+			return 0;
+		}
+		if (!logged) {
+			LOG(SC_LOG_INFO, "worker", "event=replace-wait job=%lld "
+			    "schedule=%s msg=\"the attempt it replaced is "
+			    "still ending\"", (long long)k->job.id,
+			    k->job.schedule);
+			logged = true;
+		}
+		rc = keeper_tick(k);
+		if (rc)
+			return rc;
+		struct timespec ts = {.tv_nsec = REPLACE_TURN_WAIT_MS * 1000000L};
+		nanosleep(&ts, NULL);
+	}
+}
+
+/* Gives the turn back once the tasks ended (the next attempt waits no
+ * longer); a failure leaves it to run out. */
+static void turn_drop(struct keeper *k)
+{
+	if (!k->has_turn)
+		return;
+	(void)store_lease_drop(k->o->store, k->turn, k->turn_owner, NULL);
+	k->has_turn = false;
 }
 
 /* ---- the finish ---------------------------------------------------------- */
@@ -534,13 +627,18 @@ int worker_run_job(const struct worker_opts *o, const struct store_job *job_in,
 		/* Every outbox, guard, marker and duplicate-row write of
 		 * the run commits only while this claim holds the job
 		 * (store.h, fencing); the finish below has its own token. */
-		store_fence_set(o->store, job->id, job->lease_token);
-		if (o->slot_event)
-			o->slot_event(o->ud, job, WORKER_EVENT_START);
-		rc = orchestrator_run_slot(&ctx, sched, job->slot_ms, job->id,
-					   job->attempts, &out->rep,
-					   &out->run_err);
-		store_fence_clear(o->store);
+		rc = sched->overlap == OVERLAP_REPLACE ? turn_take(&k, sched)
+						       : 0;
+		if (rc == 0) {
+			store_fence_set(o->store, job->id, job->lease_token);
+			if (o->slot_event)
+				o->slot_event(o->ud, job, WORKER_EVENT_START);
+			rc = orchestrator_run_slot(&ctx, sched, job->slot_ms,
+						   job->id, job->attempts,
+						   &out->rep, &out->run_err);
+			store_fence_clear(o->store);
+		}
+		turn_drop(&k);
 	}
 	/* The runner's own exhaustion is not the slot's failure: the job
 	 * goes back, uncounted, after a backoff (issue 42). The worker and
