@@ -391,6 +391,38 @@
     }
   }
 
+  /* ---- nodes (the daemons sharing the store) ----------------------------- */
+
+  /* /api/nodes: each live daemon with its config digest; one whose
+   * digest differs from this daemon's runs another config (a rolling
+   * deploy under way, or a node left behind) and is marked skewed. */
+  function renderNodes(j) {
+    var live = j.live || [];
+    var tbody = $('nodes').tBodies[0];
+    var skewed = 0;
+    clear(tbody);
+    live.forEach(function (n) {
+      var same = n.same_config !== false;
+      if (!same)
+        skewed++;
+      tbody.appendChild(el('tr', {'data-node': n.id,
+        'data-config': same ? 'same' : 'skewed'},
+        el('td', {class: 'mono'}, n.id || ''),
+        el('td', null, n.host || '', el('span', {class: 'sub'}, 'pid ' + n.pid)),
+        el('td', {class: 'mono'}, n.version || ''),
+        el('td', {class: 'config'}, el('span', {class: 'mono'}, n.config_digest || ''),
+          same ? el('span', {class: 'sub'}, 'this config')
+            : pill('skewed', 'open')),
+        el('td', {class: 'mono'}, iso(n.started),
+          el('span', {class: 'sub'}, rel(n.started_ms))),
+        el('td', {class: 'seen'}, el('span', {class: 'mono'}, iso(n.last_seen)),
+          el('span', {class: 'sub'}, rel(n.last_seen_ms)))));
+    });
+    $('nodes-count').textContent = live.length + ' live' +
+      (skewed ? ' \u00b7 ' + skewed + ' on another config' : '') +
+      (j.gone ? ' \u00b7 ' + j.gone + ' gone' : '');
+  }
+
   /* ---- the slot view --------------------------------------------------- */
 
   function openSlot(schedule, slotMs) {
@@ -576,6 +608,7 @@
     return Promise.all([
       load('schedules', '/api/schedules', renderSchedules),
       load('lost', '/api/lost', renderLost),
+      load('nodes', '/api/nodes', renderNodes),
       load('ledger', ledgerQuery(), renderLedger),
       loadSlot()
     ]).then(function () {

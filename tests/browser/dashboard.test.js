@@ -12,7 +12,10 @@
  * token again after a 401, that Retry on the lost slot, with the file now
  * there, ends with the slot recovered and the last outcome success, and
  * that Ack marks another lost slot (doomed-import, always failing)
- * acknowledged. It also opens the slot view and filters the ledger, and
+ * acknowledged. It lists the nodes (this daemon on this config, and a
+ * second daemon on the same store with another config, marked skewed,
+ * gone from the list once stopped). It also
+ * opens the slot view and filters the ledger, and
  * saves screenshots to build/dashboard.png and build/dashboard-slot.png.
  *
  * Every wait is on a condition (the API polled, or the page's DOM), with
@@ -133,6 +136,11 @@ async function waitFor(what, fn, ms = PATIENCE_MS) {
     await new Promise((r) => setImmediate(r));
     await new Promise((r) => setTimeout(r, 100)); /* poll interval */
   }
+}
+
+/* The page's way of showing an instant (dashboard.js iso). */
+function iso(s) {
+  return String(s || '').replace('T', ' ').replace(/\.\d+Z$/, 'Z');
 }
 
 function check(cond, msg) {
@@ -259,6 +267,61 @@ step('the page lists every schedule with its next slot', async () => {
   });
 });
 
+step('the page lists the nodes, each with its config', async () => {
+  const page = ctx.page;
+  const me = (await waitFor('this node in /api/nodes', async () => {
+    const a = await get(ctx.port, '/api/nodes');
+    return a.status === 200 && a.body.live.length === 1 && a.body;
+  })).live[0];
+  /* A second daemon on the same store with another config (a node of a
+   * rolling deploy): it claims none of this config's jobs. */
+  const odir = path.join(ctx.dir, 'other');
+  fs.mkdirSync(odir);
+  const ocfg = path.join(odir, 'surecron.yaml');
+  fs.writeFileSync(ocfg, `store: "sqlite:${ctx.dir}/s.db"\n` +
+    'worker: {concurrency: 1}\n' +
+    'targets:\n  out: {kind: file, path: ./out.jsonl}\n' +
+    'schedules:\n  elsewhere:\n    cron: "0 3 1 1 *"\n    tz: UTC\n' +
+    '    targets: [out]\n    tasks: [{name: a, command: [/bin/true]}]\n');
+  const log = fs.openSync(path.join(odir, 'daemon.log'), 'a', 0o600);
+  ctx.other = spawn(BIN, ['run', '--config', ocfg],
+    {cwd: odir, env: ctx.env, stdio: ['ignore', 'ignore', log]});
+  fs.closeSync(log);
+  ctx.other.on('exit', (code, sig) => { ctx.otherExit = {code, sig}; });
+  const other = (await waitFor('the other node in /api/nodes', async () => {
+    check(!ctx.otherExit, 'the other daemon exited: ' + JSON.stringify(ctx.otherExit));
+    const a = await get(ctx.port, '/api/nodes');
+    return a.status === 200 && a.body.live.length === 2 && a.body;
+  })).live.find((n) => n.id !== me.id);
+  check(other && other.same_config === false, 'the other node is not of another config');
+  await page.waitForFunction(() =>
+    document.querySelectorAll('#nodes tbody tr').length === 2, null,
+  {timeout: PATIENCE_MS});
+  const mine = page.locator(`#nodes tbody tr[data-node="${me.id}"]`);
+  check(await mine.getAttribute('data-config') === 'same', 'this node is not on this config');
+  const text = await mine.innerText();
+  for (const want of [me.id, me.host, me.version, me.config_digest, iso(me.started),
+    'this config'])
+    check(text.includes(want), `this node's row "${text}" lacks "${want}"`);
+  check(/just now|in a moment/.test(await mine.locator('td.seen').innerText()),
+    'this node\'s last seen is not recent');
+  const row = page.locator(`#nodes tbody tr[data-node="${other.id}"]`);
+  check(await row.getAttribute('data-config') === 'skewed', 'the other node is not marked skewed');
+  const otext = await row.innerText();
+  check(/skewed/.test(otext) && otext.includes(other.config_digest) &&
+    !otext.includes('this config'), `the other node's row: "${otext}"`);
+  check(/2 live .*1 on another config/.test(await page.locator('#nodes-count').innerText()),
+    'the count does not say one node runs another config');
+  /* Stopped, it leaves the list at once. */
+  const gone = new Promise((r) => ctx.other.once('exit', r));
+  ctx.other.kill('SIGTERM');
+  await gone;
+  check(ctx.otherExit.code === 0, 'the other daemon did not stop cleanly');
+  await page.waitForFunction(() =>
+    document.querySelectorAll('#nodes tbody tr').length === 1, null,
+  {timeout: PATIENCE_MS});
+});
+
 step('an error with markup renders as text and does not run', async () => {
   const page = ctx.page;
   const row = page.locator('#lost tbody tr[data-schedule="flaky-export"]');
@@ -360,6 +423,8 @@ async function cleanup() {
   let stopErr = null;
   if (ctx.browser)
     await ctx.browser.close().catch(() => {});
+  if (ctx.other && !ctx.otherExit)
+    ctx.other.kill('SIGKILL');
   if (ctx.daemon && !ctx.daemonExit) {
     const gone = new Promise((r) => ctx.daemon.once('exit', r));
     ctx.daemon.kill('SIGTERM');
