@@ -746,7 +746,6 @@ static void rolling_deploy(void **state)
 	assert_true(first >= t_a2 - 1000);
 	roll_every("added", first, t_last, 2, 0);
 	assert_int_equal(tu_log_count(db, "event=start schedule=added"), 0);
-	assert_true(tu_log_count(db2, "event=start schedule=added") >= 1);
 	/* recron: even seconds while B had the old config, odd ones while A
 	 * ran the new one, only odd ones once both had it. */
 	first = roll_first("recron");
