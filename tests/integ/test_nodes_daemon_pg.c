@@ -21,6 +21,12 @@
  *   - each target got each slot's message exactly once: twice only when a
  *     `duplicate` ledger row declares it for that slot and target (a send
  *     in flight at the SIGKILL), counted and printed.
+ *
+ * rolling_deploy (issue 43), on the real clock: a config deploy over two
+ * nodes, a schedule added, one removed and one cron changed on node A
+ * first, with restarts; every slot delivered once, none lost, every
+ * config skew alerted after worker.skew_grace and closed when the
+ * configs agree (the test's own comment has the details).
  */
 #include <setjmp.h>
 #include <stdarg.h>
