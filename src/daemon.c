@@ -1398,8 +1398,9 @@ static void node_beat(struct daemon *d)
  * Config skew (issue 43). A node never claims a job of a schedule its
  * config lacks (queue_overlap_rule), so during a rolling deploy such a
  * job waits for a node that has it; if none does, it would wait in
- * silence. So each pass, a schedule with due jobs that this config lacks
- * (by name or renamed_from), and live nodes whose config digests differ,
+ * silence. So each pass, a schedule with due jobs and none running
+ * (skew_waits) that this config lacks (by name or renamed_from), and
+ * live nodes whose config digests differ,
  * are noted with the clock instant first seen; one that lasts
  * worker.skew_grace raises a skew alert (alert_raise_skew) naming the
  * schedule and the live nodes, closed when it ends. Nothing is charged
@@ -1416,7 +1417,7 @@ static void node_beat(struct daemon *d)
  *     schedule), so there is one per skew;
  *   - an open skew alert that no node of ours holds is closed when its
  *     skew is over for everyone: the live digests agree (by the judge),
- *     or its schedule has no due job left (by any node).
+ *     or its schedule has no due job left or one running (by any node).
  */
 struct skew_wait {
 	char name[STORE_NAME_MAX]; /* ALERT_SKEW_PREFIX + a schedule, or
@@ -1479,14 +1480,23 @@ static const struct store_alert *skew_open(const struct store_alert *open,
 	return NULL;
 }
 
-/* Due jobs of schedule among the summaries. */
-static int64_t skew_due(const struct store_sched_summary *sum, size_t n,
-			const char *schedule)
+/* Whether a summary shows a skew: jobs due, and none running. A job of
+ * the schedule ACTIVE means a node that has it is at work, and one due
+ * beside it waits for that node (an `overlap:` rule, a backlog), not for
+ * a config. */
+static bool skew_waits(const struct store_sched_summary *x)
+{
+	return x->counts.ready_due > 0 && x->counts.active <= 0;
+}
+
+/* skew_waits for schedule among the summaries (false: none of it). */
+static bool skew_waits_for(const struct store_sched_summary *sum, size_t n,
+			   const char *schedule)
 {
 	for (size_t i = 0; i < n; i++)
 		if (strcmp(sum[i].schedule, schedule) == 0)
-			return sum[i].counts.ready_due;
-	return 0;
+			return skew_waits(&sum[i]);
+	return false;
 }
 
 static void skew_check(struct daemon *d)
@@ -1533,7 +1543,7 @@ static void skew_check(struct daemon *d)
 		*cw = d->skew[--d->n_skew];
 	sum_ok = store_sched_summaries(d->store, NULL, &sum, &n_sum, &e) == 0;
 	for (size_t i = 0; sum_ok && i < n_sum; i++) {
-		if (sum[i].counts.ready_due <= 0 ||
+		if (!skew_waits(&sum[i]) ||
 		    config_schedule_of(c, sum[i].schedule))
 			continue;
 		/* A stored name is a config's (CONFIG_NAME_MAX), so the
@@ -1611,8 +1621,8 @@ static void skew_check(struct daemon *d)
 			over = sum_ok &&
 			       strncmp(x->schedule, ALERT_SKEW_PREFIX,
 				       strlen(ALERT_SKEW_PREFIX)) == 0 &&
-			       skew_due(sum, n_sum, x->schedule +
-					strlen(ALERT_SKEW_PREFIX)) <= 0;
+			       !skew_waits_for(sum, n_sum, x->schedule +
+					       strlen(ALERT_SKEW_PREFIX));
 		if (over && alert_close_node(d->store, x->id, &e) == 0)
 			LOG(SC_LOG_INFO, "daemon", "event=skew state=end "
 			       "name=%s alert=%lld", x->schedule,

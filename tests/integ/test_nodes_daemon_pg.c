@@ -431,6 +431,9 @@ static void nodes_daemons_exactly_once(void **state)
  *   - `added` is new (every 2 s, a task of 1.2 s),
  *   - `gone` is removed (every second),
  *   - `recron` changes its cron from even seconds to odd ones,
+ *   - `busy` is new too, three slots triggered at once on A while B
+ *     lacks it, run one after the other (a task of 1.5 s, `queue`): for
+ *     3 s a slot of it is due and waits, for A, not for a config,
  * beside `keep` (every second), which both configs have. The steps are an
  * operator's: A restarted with the new config; A down for a while in the
  * middle of the deploy (stopped while a slot of `added` runs, which is
@@ -448,7 +451,8 @@ static void nodes_daemons_exactly_once(void **state)
  *   - every skew was alerted (`skew::configs` while the live nodes'
  *     digests differed, `skew:added` while its released job waited with
  *     A down), each not before the grace and only once (one open alert
- *     per name, whichever node saw it), and every one is closed, with a
+ *     per name, whichever node saw it); none for `busy`; every one is
+ *     closed, with a
  *     `recovered` row, when the configs agree; `ledger --lost` says 0.
  */
 #define ROLL_GRACE_MS 1000
@@ -495,7 +499,15 @@ static const char ROLL_V2[] =
 	"    catchup: all\n"
 	"    targets: [hook]\n"
 	"    tasks:\n"
-	"      - {name: t, shell: \"sleep 1.2; echo added\"}\n";
+	"      - {name: t, shell: \"sleep 1.2; echo added\"}\n"
+	/* Triggered by hand, three slots at once, run one at a time
+	 * (`queue`): due jobs that wait for the node at work, no skew. */
+	"  busy:\n"
+	"    cron: \"0 0 3 1 1 *\"\n"
+	"    tz: UTC\n"
+	"    targets: [hook]\n"
+	"    tasks:\n"
+	"      - {name: t, shell: \"sleep 1.5; echo busy\"}\n";
 
 static void roll_cfg(const char *dir, int version)
 {
@@ -637,6 +649,22 @@ static void rolling_deploy(void **state)
 	/* Raised by one node, whichever judges (the lowest id). */
 	roll_wait("SELECT count(*) FROM alerts WHERE schedule = "
 		  "'skew::configs' AND status = 0", 1, 15000);
+
+	/* Three slots of `busy` at once (an operator's `trigger`): B lacks
+	 * it, A runs them one at a time. */
+	char cfg_a[600], slot_arg[CLOCK_ISO_MAX], o_buf[1024], e_buf[1024];
+	snprintf(cfg_a, sizeof(cfg_a), "%s/surecron.yaml", da);
+	for (int i = 3; i >= 1; i--) {
+		const char *args[] = {"trigger", "--config", cfg_a, "--slot",
+				      clock_format_utc(now_ms() / 1000 * 1000 -
+						       i * 1000, slot_arg),
+				      "busy", NULL};
+		assert_int_equal(tu_run_bin(dir, da, NULL, args, o_buf,
+					    sizeof(o_buf), e_buf,
+					    sizeof(e_buf)), 0);
+	}
+	roll_wait("SELECT count(*) FROM ledger WHERE schedule = 'busy' AND "
+		  "outcome = 'success'", 3, 15000);
 
 	/* 2. A down in the middle of the deploy, while `added` runs: its
 	 * slot is released and waits, B lacks the schedule. */
@@ -789,6 +817,8 @@ static void rolling_deploy(void **state)
 			assert_true(made >= t_a2 + ROLL_GRACE_MS);
 			assert_true(closed <= t_agree);
 		} else {
+			/* Only while A, the one node with it, was down
+			 * (never `busy`'s). */
 			assert_string_equal(name, "skew:added");
 			n_added++;
 			assert_true(made >= t_a_down + ROLL_GRACE_MS);
