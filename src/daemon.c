@@ -641,16 +641,23 @@ static void run_job(struct daemon *d, struct store *s, struct cfg_ref *cr,
 		.store_failed = run_store_failed, .store_fine = run_store_fine,
 		.slot_event = run_slot_event, .ud = &rh,
 		.runner_backoff_ms = backoff,
+		/* Claimed up to CLAIM_AHEAD_MS early: nothing of the run
+		 * starts before due, but its store reads and the hand-over
+		 * of its first task to a reaper are done now, and the
+		 * reaper starts the program at the instant (proc.h). */
+		.not_before_ns = ms_to_ns(job->run_at_ms),
 	};
 	struct worker_result res;
 	struct sc_err e = {0};
 	char slot[CLOCK_ISO_MAX];
-	/* Claimed up to CLAIM_AHEAD_MS early: never start before due. */
-	clock_sleep_until_ns(d->clock, ms_to_ns(job->run_at_ms));
-	int64_t t0 = clock_mono_ms();
-	/* How late the run starts after the job's due instant, in us. */
+	/* How late the run starts after the job's due instant, in us:
+	 * negative for a run handed over ahead of it (the claim ahead). */
 	int64_t late_us = (clock_now_ns(d->clock) - job->run_at_ms * 1000000) /
 			  1000;
+	/* Its duration counts from the due instant (real ms). */
+	int64_t t0 = clock_mono_ms() +
+		     (late_us < 0 ? clock_real_delta_ms(d->clock, -late_us / 1000)
+				  : 0);
 
 	pthread_mutex_lock(&d->mu);
 	d->n_running++;
@@ -680,6 +687,8 @@ static void run_job(struct daemon *d, struct store *s, struct cfg_ref *cr,
 	else
 		outcome = "failed";
 	int64_t dur = clock_mono_ms() - t0;
+	if (dur < 0)
+		dur = 0;
 	/* How late its first task started (the program exec'd), in us. */
 	char task_late[24] = "-";
 	if (res.rep.started_ns)
@@ -691,7 +700,11 @@ static void run_job(struct daemon *d, struct store *s, struct cfg_ref *cr,
 		iso(res.next_ms, next);
 	/* Counted before the finish line: whoever waits on that line (an
 	 * operator's tail, a test) then reads a /metrics that has the run. */
-	metrics_run(job->schedule, outcome, late_us, dur);
+	metrics_run(job->schedule, outcome,
+		    res.rep.started_ns ? (res.rep.started_ns -
+					  job->run_at_ms * 1000000) / 1000
+				       : late_us,
+		    dur);
 	LOG(res.completed || res.released ? SC_LOG_INFO : SC_LOG_ERROR,
 	       "daemon",
 	       "event=finish schedule=%s slot=%s job=%lld attempt=%d "
