@@ -75,8 +75,10 @@ static int floor_main(int argc, char **argv)
 	    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP) != 0 ||
 	    posix_spawn_file_actions_init(&fa) != 0 ||
 	    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY,
-					     0) != 0)
+					     0) != 0) {
+		free(late);
 		return 1;
+	}
 	(void)prctl(PR_SET_TIMERSLACK, 1, 0, 0, 0);
 	clock_gettime(CLOCK_REALTIME, &ts);
 	int64_t at = ((int64_t)ts.tv_sec + 1) * 1000000000 + off_ns;
@@ -94,6 +96,7 @@ static int floor_main(int argc, char **argv)
 		if (rc != 0) {
 			fprintf(stderr, "bench_orch floor: %s: %s\n", argv[4],
 				strerror(rc));
+			free(late);
 			return 1;
 		}
 		late[ok++] = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec - at;
