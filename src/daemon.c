@@ -22,6 +22,11 @@
  *     lease expiry it must recover) or until gen moves;
  *   - a worker reads gen BEFORE it looks for work, so a wakeup between
  *     its look and its sleep is never lost;
+ *   - a job claimed ahead (CLAIM_AHEAD_MS) is run at once, its claim
+ *     committed, with its due instant as the run's not_before_ns
+ *     (worker.h): the store reads and the hand-over of the first task to
+ *     a reaper happen before the instant, and nothing of the run starts
+ *     before it (the reaper starts the program then, proc.h);
  *   - each thread has its own store handle (store.h's threading rule);
  *   - the alerter thread runs alert_tick every ALERT_TICK_MS of real time
  *     (the one exception to "nothing polls": a failed alert copy is
