@@ -19,13 +19,20 @@
 #   BullMQ: upsertJobScheduler every 1000 ms + 99 idle schedulers, one
 #           Worker, local redis-server; lateness = processor start -
 #           job.opts.prevMillis (in-process: no exec, which favours it).
+#   floor:  beside ours, in the same window, half a second off its
+#           slots: bench_orch floor, a bare program that sleeps until
+#           each instant and posix_spawns the same /bin/date, nothing
+#           else (no store, no reaper): how late posix_spawn returned.
 # SURECRON_BENCH_SECONDS (default 30) sets the length of each side.
 # Goals (issue 6): p99 <= 2 ms; RSS <= 1/10 of the BullMQ worker's.
+# Issue 45 (row P5): p99 <= the floor's p99 of the same run + 1 ms.
+# The last line is that row for bench/run.sh's summary (`row P5 ...`).
 set -eu
 cd "$(dirname "$0")/.."
 SECS=${SURECRON_BENCH_SECONDS:-30}
 BUILD=${SURECRON_BUILD:-build}
 BIN=$BUILD/surecron
+ORCH=$BUILD/bench/bench_orch
 PEER=bench/peers/bullmq
 
 [ -x "$BIN" ] || { echo "daemon.sh: $BIN missing (run make)" >&2; exit 1; }
@@ -67,6 +74,11 @@ trap cleanup EXIT INT TERM
 echo "-- ours: surecron run, 100 schedules, ${SECS}s"
 (cd "$work" && SURECRON_LOG=info exec "$BIN" run --config surecron.yaml 2>"$work/daemon.log") &
 pid=$!
+floor_pid=""
+if [ -x "$ORCH" ]; then
+  "$ORCH" floor $((SECS - 2)) 500 /bin/date +%s%N >"$work/floor.txt" 2>&1 &
+  floor_pid=$!
+fi
 sleep "$SECS"
 if ! kill -0 "$pid" 2>/dev/null; then
   echo "daemon.sh: the daemon exited early; its log:" >&2
@@ -108,14 +120,45 @@ print(f"ours runs={len(late)} p50_ms={pct(late, 50):.3f} "
 PY
 )
 echo "$ours"
+floor=""
+if [ -n "$floor_pid" ] && wait "$floor_pid"; then
+  floor=$(grep '^floor ' "$work/floor.txt" || true)
+  echo "$floor (bench_orch floor: a bare posix_spawn of the same program at each instant, same window)"
+else
+  echo "daemon.sh: the spawn floor did not run: $(head -c 200 "$work/floor.txt" 2>/dev/null)" >&2
+fi
+
+# row_p5 PEER_NOTE: issue 45's P5 row for bench/run.sh's summary.
+row_p5() {
+  python3 - "$ours" "$floor" "$1" <<'PY'
+import sys
+def kv(line):
+    return {k: v for k, v in (w.split("=", 1) for w in line.split()[1:] if "=" in w)}
+o, f, peer = kv(sys.argv[1]), kv(sys.argv[2]) if sys.argv[2] else {}, sys.argv[3]
+p99 = float(o["p99_ms"])
+if "p99_ms" in f:
+    fl = float(f["p99_ms"])
+    goal, met = f"<= floor p99 {fl:.3f} + 1 ms", "yes" if p99 <= fl + 1 else "no"
+    ratio = f"{p99 / fl:.2f}x floor" if fl > 0 else "-"
+else:
+    goal, met, ratio = "<= floor p99 + 1 ms", "not run (no floor)", "-"
+print(f'row P5 name="task start lateness p99" peer="{peer}" '
+      f'ours="{p99:.3f} ms" ratio="{ratio}" goal="{goal}" met="{met}"')
+PY
+}
 
 if ! command -v redis-server >/dev/null 2>&1 || ! command -v node >/dev/null 2>&1; then
   echo "daemon.sh: redis-server or node missing; BullMQ side skipped" >&2
+  row_p5 "BullMQ: not run (redis-server or node missing)"
   exit 0
 fi
 if [ ! -d "$PEER/node_modules/bullmq" ]; then
   echo "-- installing BullMQ into $PEER/node_modules"
-  (cd "$PEER" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+  if ! (cd "$PEER" && npm ci --no-audit --no-fund --loglevel=error >/dev/null); then
+    echo "daemon.sh: npm ci of BullMQ failed; BullMQ side skipped" >&2
+    row_p5 "BullMQ: not run (npm ci failed)"
+    exit 0
+  fi
 fi
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')
 mkdir -p "$work/redis"
@@ -149,3 +192,4 @@ print(f"goals: p99<=2ms {'met' if f(o,'p99_ms') <= 2 else 'NOT met'} "
       f"rss<=1/10 of bullmq {'met' if f(o,'rss_kb') * 10 <= f(b,'rss_kb') else 'NOT met'}; "
       f"anon<=1/10 {'met' if f(o,'anon_kb') * 10 <= f(b,'anon_kb') else 'NOT met'}")
 PY
+row_p5 "BullMQ p99 $(echo "$peer" | sed -n 's/.*p99_ms=\([0-9.]*\).*/\1/p') ms (in-process, no exec)"

@@ -33,6 +33,15 @@ out=$work/results.txt
 
 echo "-- ours (SQLite, $N jobs)"
 "$BIN" "$work" "$N" | tee -a "$out"
+# The floor, in the same minute: the same two commits a job (claim,
+# complete with its ledger row) in a plain SQLite loop (bench_floor.c).
+if [ -x "$BUILD/bench/bench_floor" ]; then
+  echo "-- floor (plain SQLite loop, the same commits, $N jobs)"
+  "$BUILD/bench/bench_floor" "$work" "$N" | tee -a "$out"
+  awk '/^ours case=work workers=1 / { for (i = 1; i <= NF; i++) if ($i ~ /^jobs_per_s=/) o = substr($i, 12) }
+       /^floor case=commits / { for (i = 1; i <= NF; i++) if ($i ~ /^jobs_per_s=/) f = substr($i, 12) }
+       END { if (o && f) printf "ratio work jobs/s, ours 1 worker vs the same commits in a plain loop %.2f (%s / %s; goal >= 0.5)\n", o / f, o, f }' "$out"
+fi
 
 if ! command -v redis-server >/dev/null 2>&1 || ! command -v node >/dev/null 2>&1; then
   echo "queue.sh: redis-server or node missing; BullMQ side skipped" >&2

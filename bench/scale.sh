@@ -526,6 +526,16 @@ if want daemon && [ $big_ok = 1 ]; then
   if gb=$(goal_burst sqlite "store: sqlite:./scale-daemon.db"); then
     echo "ours daemon config=free-minute schedules=$NSCHED $gb"
     goal_report daemon_burst_goal_max_lateness "$gb" ""
+    # Its own floor, right after it (issue 45's P9: <= 1.5 x this): as
+    # many bare posix_spawns of /bin/true, 16 at a time.
+    gn=$(kv "$gb" late_n)
+    if [ -n "$gn" ] && [ "$gn" != 0 ] &&
+       fl=$("$GEN" spawn "$gn" 16 /bin/true 2>"$work/err"); then
+      fw=$(kv "$fl" wall_ms)
+      echo "scale case=daemon_burst_goal_floor value=${fw}ms ($gn x /bin/true, 16 at a time, bare posix_spawn; the goal burst's max lateness is $(awk -v a="$(kv "$gb" late_max_ms)" -v b="$fw" 'BEGIN{printf "%.2f", a/b}') times it; goal <= 1.5)"
+    else
+      skip daemon_burst_goal_floor "no burst, or bench_scale spawn failed: $(first_err)"
+    fi
   else
     skip daemon_burst_goal_max_lateness "$gb"
   fi

@@ -22,6 +22,11 @@
  *     lease expiry it must recover) or until gen moves;
  *   - a worker reads gen BEFORE it looks for work, so a wakeup between
  *     its look and its sleep is never lost;
+ *   - a job claimed ahead (CLAIM_AHEAD_MS) is run at once, its claim
+ *     committed, with its due instant as the run's not_before_ns
+ *     (worker.h): the store reads and the hand-over of the first task to
+ *     a reaper happen before the instant, and nothing of the run starts
+ *     before it (the reaper starts the program then, proc.h);
  *   - each thread has its own store handle (store.h's threading rule);
  *   - the alerter thread runs alert_tick every ALERT_TICK_MS of real time
  *     (the one exception to "nothing polls": a failed alert copy is
@@ -641,16 +646,23 @@ static void run_job(struct daemon *d, struct store *s, struct cfg_ref *cr,
 		.store_failed = run_store_failed, .store_fine = run_store_fine,
 		.slot_event = run_slot_event, .ud = &rh,
 		.runner_backoff_ms = backoff,
+		/* Claimed up to CLAIM_AHEAD_MS early: nothing of the run
+		 * starts before due, but its store reads and the hand-over
+		 * of its first task to a reaper are done now, and the
+		 * reaper starts the program at the instant (proc.h). */
+		.not_before_ns = ms_to_ns(job->run_at_ms),
 	};
 	struct worker_result res;
 	struct sc_err e = {0};
 	char slot[CLOCK_ISO_MAX];
-	/* Claimed up to CLAIM_AHEAD_MS early: never start before due. */
-	clock_sleep_until_ns(d->clock, ms_to_ns(job->run_at_ms));
-	int64_t t0 = clock_mono_ms();
-	/* How late the run starts after the job's due instant, in us. */
+	/* How late the run starts after the job's due instant, in us:
+	 * negative for a run handed over ahead of it (the claim ahead). */
 	int64_t late_us = (clock_now_ns(d->clock) - job->run_at_ms * 1000000) /
 			  1000;
+	/* Its duration counts from the due instant (real ms). */
+	int64_t t0 = clock_mono_ms() +
+		     (late_us < 0 ? clock_real_delta_ms(d->clock, -late_us / 1000)
+				  : 0);
 
 	/* A job claimed as the stop began (the claim was under way when
 	 * SIGTERM came, or early by CLAIM_AHEAD_MS) is given back unstarted:
@@ -697,6 +709,8 @@ static void run_job(struct daemon *d, struct store *s, struct cfg_ref *cr,
 	else
 		outcome = "failed";
 	int64_t dur = clock_mono_ms() - t0;
+	if (dur < 0)
+		dur = 0;
 	/* How late its first task started (the program exec'd), in us. */
 	char task_late[24] = "-";
 	if (res.rep.started_ns)
@@ -708,7 +722,11 @@ static void run_job(struct daemon *d, struct store *s, struct cfg_ref *cr,
 		iso(res.next_ms, next);
 	/* Counted before the finish line: whoever waits on that line (an
 	 * operator's tail, a test) then reads a /metrics that has the run. */
-	metrics_run(job->schedule, outcome, late_us, dur);
+	metrics_run(job->schedule, outcome,
+		    res.rep.started_ns ? (res.rep.started_ns -
+					  job->run_at_ms * 1000000) / 1000
+				       : late_us,
+		    dur);
 	LOG(res.completed || res.released ? SC_LOG_INFO : SC_LOG_ERROR,
 	       "daemon",
 	       "event=finish schedule=%s slot=%s job=%lld attempt=%d "

@@ -737,6 +737,7 @@ int orchestrator_run_slot(const struct orchestrator_ctx *ctx,
 	}
 
 	if (staged) {
+		clock_sleep_until_ns(ctx_clock(ctx), ctx->not_before_ns);
 		rep->resent = true;
 		LOG(SC_LOG_INFO, "orchestrator",
 		       "event=resend_from_outbox "
@@ -774,6 +775,14 @@ int orchestrator_run_slot(const struct orchestrator_ctx *ctx,
 				   "(lease lost)", sched->tasks[i].name);
 			goto done;
 		}
+		/* The first task starts at the run's instant, never before:
+		 * a command is handed to its reaper now to start then, so
+		 * the hand-over is done ahead (task.h, start_ns). */
+		tctx.start_ns = 0;
+		if (i == 0 && !ctx->run_task)
+			tctx.start_ns = ctx->not_before_ns;
+		else
+			clock_sleep_until_ns(ctx_clock(ctx), ctx->not_before_ns);
 		/* Each task's failure is its own outcome: the loop goes on. */
 		if (ctx->run_task)
 			(void)ctx->run_task(ctx->run_task_ud, &sched->tasks[i],
@@ -798,6 +807,9 @@ int orchestrator_run_slot(const struct orchestrator_ctx *ctx,
 			goto done;
 		}
 	}
+	/* Nothing is sent nor marked before the run's instant, even when
+	 * no task waited for it (none, or the first failed to start). */
+	clock_sleep_until_ns(ctx_clock(ctx), ctx->not_before_ns);
 	/* The last task may have been the one the tick ended (the daemon
 	 * released the job at shutdown, or the lease was lost): its failure
 	 * is no outcome, and no notice may go out for it. */

@@ -68,6 +68,13 @@ struct orchestrator_ctx {
 	 * instead and returns 0; the slot is done only once the caller's
 	 * commit is. false: the run writes the marker (store_slot_mark). */
 	bool mark_at_finish;
+	/* 0: the run acts at once. Else the clock's UTC ns before which
+	 * nothing of the run may start (the job's due instant, for a job
+	 * claimed a little ahead): the run reads the store first, then
+	 * hands its first command task to its reaper to be started at that
+	 * instant (task.h, start_ns), or waits for it before an http task,
+	 * a run_task hook or a resend. */
+	int64_t not_before_ns;
 };
 
 /* What happened in one slot run. Zeroed by orchestrator_run_slot;

@@ -200,16 +200,44 @@ enum { REAP_STARTED = 1, REAP_SPAWN_FAILED, REAP_ENDED };
 struct reap_msg {
 	int kind;
 	int value; /* REAP_SPAWN_FAILED: errno; REAP_ENDED: wait status */
+	int64_t mono_ns; /* REAP_STARTED: CLOCK_MONOTONIC when posix_spawn
+			    returned (the program was exec'd); else 0 */
 };
 
-static void reap_send(int fd, int kind, int value)
+static int64_t mono_now_ns(void)
 {
-	struct reap_msg m = {kind, value};
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Sleeps until the CLOCK_MONOTONIC instant until_ns (0 or past: at
+ * once). Relative sleeps, resumed after a signal, as clock.c's (an
+ * absolute monotonic sleep returns at once under libfaketime). Only
+ * system calls: safe in a forked reaper of a threaded host. */
+static void sleep_until_mono(int64_t until_ns)
+{
+	for (int64_t left; until_ns > 0 && (left = until_ns - mono_now_ns()) > 0;) {
+		struct timespec rel = {.tv_sec = (time_t)(left / 1000000000),
+				       .tv_nsec = (long)(left % 1000000000)};
+		(void)clock_nanosleep(CLOCK_MONOTONIC, 0, &rel, NULL);
+	}
+}
+
+static void reap_send_at(int fd, int kind, int value, int64_t mono_ns)
+{
+	struct reap_msg m = {kind, value, mono_ns};
 	ssize_t n;
 
 	do
 		n = write(fd, &m, sizeof(m));
 	while (n < 0 && errno == EINTR);
+}
+
+static void reap_send(int fd, int kind, int value)
+{
+	reap_send_at(fd, kind, value, 0);
 }
 
 static void close_span(unsigned lo, unsigned hi)
@@ -444,6 +472,9 @@ static int reaper_setup(const int *keep, int n)
 	/* Without it (Linux before 3.4) orphans go to init: the group is
 	 * still ended, as it was before reapers. */
 	(void)prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+	/* A run handed over ahead wakes this reaper at its instant: no
+	 * timer slack (50 us by default) added to the program's start. */
+	(void)prctl(PR_SET_TIMERSLACK, 1, 0, 0, 0);
 	return signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
 }
 
@@ -462,6 +493,11 @@ static void reaper_serve(const struct proc_spec *spec,
 	pid_t prog;
 	bool prog_done = false;
 
+	/* A run handed over ahead of its instant (spec->start_mono_ns,
+	 * proc.h) starts here, by this reaper's own timer: the hand-over
+	 * (the host's request, the launcher, this reaper's wakeup) is then
+	 * done before the instant, not part of the program's lateness. */
+	sleep_until_mono(spec->start_mono_ns);
 	/* A launched reaper may start late (a stopped launcher): when
 	 * proc_run has given up already (end of file on the control
 	 * channel), the program must not start at all. */
@@ -475,6 +511,10 @@ static void reaper_serve(const struct proc_spec *spec,
 	}
 	int rc = posix_spawnp(&prog, spec->argv[0], fa, attr, spec->argv,
 			      spec->envp ? spec->envp : environ);
+	/* The instant the program was exec'd (posix_spawn waits for the
+	 * exec), stamped here: proc_run's res->started_ns is this instant,
+	 * not when proc_run next ran and read the message. */
+	int64_t started = mono_now_ns();
 	/* The program has its copies; ours would keep its pipes open. */
 	close(in_fd);
 	close(out_fd);
@@ -483,7 +523,7 @@ static void reaper_serve(const struct proc_spec *spec,
 		reap_send(st_fd, REAP_SPAWN_FAILED, rc);
 		return;
 	}
-	reap_send(st_fd, REAP_STARTED, 0);
+	reap_send_at(st_fd, REAP_STARTED, 0, started);
 
 	while (!prog_done) {
 		struct pollfd p[2] = {{ctl_fd, POLLIN, 0}, {sfd, POLLIN, 0}};
@@ -678,6 +718,10 @@ static int spawn_reaper_exe(const struct proc_spec *spec, const int src[5],
 #define LAUNCH_MAGIC 0x73636c31u /* "scl1" */
 #define LAUNCH_FDS 6
 #define LAUNCH_ARG_MAX (64u << 20) /* bytes of cwd + argv + envp */
+/* The farthest ahead a start is handed to a reaper (proc_spec's
+ * start_mono_ns); a start farther off is waited for here. proc_run does
+ * not tick while its reaper waits, so this stays small. */
+#define PROC_START_AHEAD_MAX_NS ((int64_t)1000 * 1000000)
 /* How long proc_run waits for a launched reaper to say it started: a
  * launcher that is stopped (SIGSTOP) must not hang the run. */
 #define LAUNCH_WAIT_MS 10000
@@ -697,6 +741,7 @@ struct launch_req {
 	uint32_t envc;  /* strings of envp, after argv */
 	uint32_t has_cwd;
 	uint64_t len;   /* bytes in the memfd */
+	int64_t start_mono_ns; /* proc_spec's start_mono_ns (0: at once) */
 };
 
 /* Set by proc_launcher_start before threads run; launcher_gone once a
@@ -854,6 +899,7 @@ static _Noreturn void launch_child(struct launch_req r, int fd[LAUNCH_FDS],
 		char *blob;
 		int rc = launch_unpack(&r, fd[5], &spec, &blob);
 
+		spec.start_mono_ns = r.start_mono_ns;
 		close(fd[5]);
 		if (rc == 0 && spawn_prepare(&spec, fd[0], fd[1], fd[2], &fa,
 					     &attr, NULL) != 0)
@@ -1210,7 +1256,8 @@ static int launch_pack(const struct proc_spec *spec, char *const *envp,
 
 /* Hands one run to the launcher; false when it cannot take it (then the
  * caller starts the reaper itself). */
-static bool launch_send(const struct proc_spec *spec, const int src[5])
+static bool launch_send(const struct proc_spec *spec, const int src[5],
+			int64_t start_mono_ns)
 {
 	struct launch_req r;
 
@@ -1219,6 +1266,7 @@ static bool launch_send(const struct proc_spec *spec, const int src[5])
 	int mfd = launch_pack(spec, spec->envp ? spec->envp : environ, &r);
 	if (mfd < 0)
 		return false;
+	r.start_mono_ns = start_mono_ns;
 	int fds[LAUNCH_FDS] = {src[0], src[1], src[2], src[3], src[4], mfd};
 	ssize_t n = launch_send_req(launcher_fd, &r, fds, 0);
 	int e = errno;
@@ -1272,7 +1320,7 @@ int proc_run(const struct proc_spec *spec, struct proc_result *res,
 	char chunk[16384];
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t attr;
-	struct reap_msg m = {0, 0};
+	struct reap_msg m = {0, 0, 0};
 
 	memset(res, 0, sizeof(*res));
 	buf_init(&res->out, spec->max_stdout);
@@ -1299,9 +1347,26 @@ int proc_run(const struct proc_spec *spec, struct proc_result *res,
 			goto done;
 		}
 	}
-	int64_t start = clock_mono_ms();
+	/* A start ahead (spec->start_mono_ns): handed to a launched reaper
+	 * now, which starts the program at the instant; any other reaper
+	 * is started when the instant has come. */
+	int64_t now_ns = mono_now_ns(), start_at = spec->start_mono_ns;
+	if (start_at <= now_ns)
+		start_at = 0;
+	else if (start_at - now_ns > PROC_START_AHEAD_MAX_NS ||
+		 launcher_fd < 0 || atomic_load(&launcher_gone)) {
+		sleep_until_mono(start_at);
+		start_at = 0;
+	}
 	const int src[5] = {inp[0], outp[1], errp[1], ctl[1], stp[1]};
-	bool launched = launch_send(spec, src), spawned = launched;
+	bool launched = launch_send(spec, src, start_at), spawned = launched;
+	if (!launched && start_at) {
+		sleep_until_mono(start_at);
+		start_at = 0;
+	}
+	/* The timeout counts from the program's start. */
+	int64_t start = start_at ? (start_at + 999999) / 1000000
+				 : clock_mono_ms();
 	bool lost_launch = false; /* the launched reaper never answered */
 	if (!spawned && reaper_exe[0]) {
 		/* posix_spawn of the reaper program: no copy of this
@@ -1343,6 +1408,8 @@ int proc_run(const struct proc_spec *spec, struct proc_result *res,
 		struct pollfd p = {stp[0], POLLIN, 0};
 		int pr, wait_ms = test_bound_ms("SURECRON_TEST_LAUNCH_WAIT_MS",
 					   LAUNCH_WAIT_MS);
+		if (start_at) /* and the wait it was asked for */
+			wait_ms += (int)((start_at - now_ns) / 1000000) + 1;
 		do
 			pr = poll(&p, 1, wait_ms);
 		while (pr < 0 && errno == EINTR);
@@ -1365,7 +1432,16 @@ int proc_run(const struct proc_spec *spec, struct proc_result *res,
 					"ended", spec->argv[0]);
 		goto reap;
 	}
+	/* When the reaper's posix_spawn returned, on spec->clock: now, less
+	 * the time the message took to be read here (in the clock's own
+	 * units: a test build's clock may run faster than real time). */
 	res->started_ns = clock_now_ns(spec->clock);
+	if (m.mono_ns > 0) {
+		int64_t back = mono_now_ns() - m.mono_ns;
+		int64_t real_s = clock_real_delta_ns(spec->clock, 1000000000);
+		if (back > 0 && real_s > 0 && back < 1000000000)
+			res->started_ns -= back * (1000000000 / real_s);
+	}
 	set_nonblock(outp[0]);
 	set_nonblock(errp[0]);
 	set_nonblock(stp[0]);

@@ -52,6 +52,14 @@ struct proc_spec {
 	int64_t tick_ms;
 	/* Clock that stamps res->started_ns; NULL: the real clock. */
 	const struct sc_clock *clock;
+	/* 0: start the program at once. Else the CLOCK_MONOTONIC instant
+	 * (ns) to start it at, never before: the run is handed to its
+	 * reaper now and the reaper starts the program at that instant by
+	 * its own timer, so the hand-over is not part of the program's
+	 * lateness. A start more than a second off, or without the
+	 * launcher (proc_launcher_start), is waited for in proc_run before
+	 * the hand-over. proc_run does not tick (tick) during that wait. */
+	int64_t start_mono_ns;
 };
 
 struct proc_result {
@@ -64,8 +72,9 @@ struct proc_result {
 	struct buf out;         /* stdout (at most max_stdout bytes) */
 	char err_tail[PROC_TAIL_MAX + 1]; /* last bytes of stderr, NUL-ended */
 	int64_t elapsed_ms;
-	int64_t started_ns;     /* spec->clock's UTC ns once the program was
-				   exec'd (posix_spawn returned); 0 if not */
+	int64_t started_ns;     /* spec->clock's UTC ns when the program was
+				   exec'd (the reaper's posix_spawn returned,
+				   stamped by the reaper); 0 if not */
 };
 
 /*

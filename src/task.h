@@ -91,6 +91,12 @@ struct task_ctx {
 	 * (about once a second at least): keeps the job's lease through a
 	 * slow answer. It cannot stop the task. NULL: none. */
 	void (*keep)(void *ud);
+	/* 0: the task starts at once. Else the clock's UTC ns before which
+	 * it must not start: a command is handed to its reaper now and
+	 * started at that instant (proc.h, start_mono_ns), an http request
+	 * waits for it here. The daemon's worker claims a job a little
+	 * ahead of its due instant and passes that instant here. */
+	int64_t start_ns;
 };
 
 /*

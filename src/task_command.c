@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <jansson.h>
 
@@ -158,6 +159,9 @@ static int command_run(const struct task_spec *spec,
 		.tick_ms = ctx->tick_ms,
 		.clock = ctx->clock,
 	};
+	struct timespec at;
+	if (ctx->start_ns && clock_mono_deadline(ctx->clock, ctx->start_ns, &at))
+		ps.start_mono_ns = (int64_t)at.tv_sec * 1000000000 + at.tv_nsec;
 	rc = proc_run(&ps, &pr, &perr);
 	free(envp);
 	free(set);

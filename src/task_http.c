@@ -95,6 +95,8 @@ int task_http_run(const struct task_spec *spec, const struct task_ctx *ctx,
 		.keep = ctx->keep,
 		.keep_ud = ctx->tick_ud,
 	};
+	if (ctx->start_ns)
+		clock_sleep_until_ns(ctx->clock, ctx->start_ns);
 	out->started_ns = clock_now_ns(ctx->clock);
 	rc = http_do(c, &req, &resp, &herr);
 	bool expected = spec->expect_status ? resp.status == spec->expect_status

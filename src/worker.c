@@ -623,6 +623,7 @@ int worker_run_job(const struct worker_opts *o, const struct store_job *job_in,
 			/* The marker goes with the completion (finish):
 			 * one durable commit a run instead of two. */
 			.mark_at_finish = true,
+			.not_before_ns = o->not_before_ns,
 		};
 		/* Every outbox, guard, marker and duplicate-row write of
 		 * the run commits only while this claim holds the job

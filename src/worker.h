@@ -78,6 +78,13 @@ struct worker_opts {
 	int (*run_task)(void *ud, const struct task_spec *spec,
 			const struct task_ctx *tctx, struct task_result *out);
 	void *run_task_ud;
+	/* 0: the run acts at once. Else the clock's UTC ns before which
+	 * nothing of the run starts (orchestrator_ctx.not_before_ns): the
+	 * daemon claims a job a little ahead of its due instant and passes
+	 * that instant, so the store reads and the hand-over of the first
+	 * task to its reaper are done before it (the START slot event is
+	 * said then too). */
+	int64_t not_before_ns;
 };
 
 /* How often a running job's tick comes (real ms): the stop flag is seen

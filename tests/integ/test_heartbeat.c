@@ -15,8 +15,8 @@
  *     PostgreSQL calls are stalled on flows a proxy stranded (issue 42;
  *     they come again once the connections are replaced);
  *   - a monitor that hangs or answers 500 never delays a slot's start
- *     (the late_us the daemon logs at event=start stays within the same
- *     small bound as with a good monitor);
+ *     (the task_late_us the daemon logs at event=finish stays within
+ *     the same small bound as with a good monitor);
  *   - the URLs never appear in the daemon's log (scheme and host only);
  *   - `run --once` sends its pings before it exits.
  * Waits are on conditions with a generous deadline; the only fixed waits
@@ -164,8 +164,6 @@ static bool wait_log(const struct env *e, const char *needle, size_t n,
 	return tu_wait_log(e->dir, needle, n, ms);
 }
 
-/* The largest late_us of the event=start lines of schedule, skipping
- * the first `skip` of them (start-up); -1 when there is none. */
 static int cmp_ll(const void *a, const void *b)
 {
 	long long x = *(const long long *)a, y = *(const long long *)b;
@@ -175,7 +173,9 @@ static int cmp_ll(const void *a, const void *b)
 
 /*
  * The median start lateness (us) of schedule's slots after the first
- * skip ones, from the daemon's start lines; -1 when there are none.
+ * skip ones, from the daemon's finish lines (task_late_us: when the
+ * task's program was exec'd; event=start comes before the due instant,
+ * the run being handed over ahead); -1 when there are none.
  * The median, not the worst: a ping on a run's path would delay every
  * slot (1.5 s of backoff against a 500, 10 s against a hanging
  * monitor), while a loaded machine (TSan, CI) can stall one slot for
@@ -188,15 +188,16 @@ static long long median_late_us(const struct env *e, const char *schedule,
 	long long v[64];
 	size_t n = 0, seen = 0;
 
-	snprintf(needle, sizeof(needle), "event=start schedule=%s ", schedule);
+	snprintf(needle, sizeof(needle), "event=finish schedule=%s ", schedule);
 	snprintf(p, sizeof(p), "%s/daemon.log", e->dir);
 	FILE *f = fopen(p, "r");
 	while (f && fgets(line, sizeof(line), f)) {
-		const char *k = strstr(line, needle) ? strstr(line, "late_us=")
-						    : NULL;
+		const char *k = strstr(line, needle)
+					? strstr(line, " task_late_us=")
+					: NULL;
 		if (!k || seen++ < skip || n == sizeof(v) / sizeof(v[0]))
 			continue;
-		v[n++] = strtoll(k + 8, NULL, 10);
+		v[n++] = strtoll(k + 14, NULL, 10);
 	}
 	if (f)
 		fclose(f);

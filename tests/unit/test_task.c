@@ -125,6 +125,32 @@ static void start_time_is_recorded(void **state)
 	task_result_dispose(&r);
 }
 
+/* A task given a start instant (task_ctx.start_ns: the daemon's claim
+ * ahead of the due instant) is handed over at once and started at that
+ * instant, never before: the program's own clock and the start on
+ * record both read at least the instant. Through the launcher the
+ * reaper itself waits (proc.h, start_mono_ns); without it, proc_run. */
+static void a_start_instant_is_kept(void **state)
+{
+	struct task_ctx c = ctx;
+	struct task_result r;
+
+	c.start_ns = clock_now_ns(NULL) + 300 * 1000000LL;
+	assert_int_equal(run_script_ctx("date +%s%N", &c, &r), 0);
+	assert_int_equal(r.outcome, TASK_DELIVER);
+	assert_true(r.started_ns >= c.start_ns);
+	assert_true(atoll(r.summary ? r.summary : "0") >= c.start_ns);
+	/* Its timeout counts from its start, not from the hand-over. */
+	assert_true(r.elapsed_ms < 300);
+	task_result_dispose(&r);
+	/* An instant already past: at once. */
+	c.start_ns = clock_now_ns(NULL) - 1000000000LL;
+	int64_t before = clock_now_ns(NULL);
+	assert_int_equal(run_script_ctx("date +%s%N", &c, &r), 0);
+	assert_true(r.started_ns >= before);
+	task_result_dispose(&r);
+}
+
 static void shell_only_when_asked(void **state)
 {
 	struct task_spec t = {.name = "sh", .shell = "echo one; echo two"};
@@ -877,6 +903,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(runs_go_through_the_launcher, lsetup, teardown),
 		cmocka_unit_test_setup_teardown(argv_runs_without_shell, lsetup, teardown),
 		cmocka_unit_test_setup_teardown(start_time_is_recorded, lsetup, teardown),
+		cmocka_unit_test_setup_teardown(a_start_instant_is_kept, lsetup, teardown),
 		cmocka_unit_test_setup_teardown(shell_only_when_asked, lsetup, teardown),
 		cmocka_unit_test_setup_teardown(environment_and_cwd, lsetup, teardown),
 		cmocka_unit_test_setup_teardown(timeout_kills_the_group, lsetup, teardown),
@@ -895,6 +922,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(argv_runs_without_shell, setup, teardown),
 		cmocka_unit_test_setup_teardown(start_time_is_recorded, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_start_instant_is_kept, setup, teardown),
 		cmocka_unit_test_setup_teardown(shell_only_when_asked, setup, teardown),
 		cmocka_unit_test_setup_teardown(environment_and_cwd, setup, teardown),
 		cmocka_unit_test_setup_teardown(timeout_kills_the_group, setup, teardown),
