@@ -397,6 +397,26 @@ int store_job_complete_marked(struct store *s, int64_t id, int64_t lease_token,
 			      const struct ledger_row *row,
 			      struct sc_err *err);
 
+/*
+ * Completes the claimed jobs jobs[0..n) that are ready together: each as
+ * store_job_finish to DONE with ledger row `row` (may be NULL; its
+ * finished_ms, when set, for every job), fenced by its own lease_token,
+ * in as few commits as the backend can: SQLite one transaction, at the
+ * level each completion has alone (NORMAL), so a power cut takes all of
+ * them or none; backends without it finish them one by one. rcs[i]
+ * (n entries, caller's) gets job i's result: 0, or SC_ELEASE / SC_ENOENT
+ * when its fence refused it (nothing of it written; the others are
+ * still completed). Returns 0, or an error of the store (rcs then
+ * undefined): any subset of the jobs may be complete, as after a failed
+ * commit, and completing each again is safe (a completed one answers
+ * SC_ELEASE). No marker: a marked completion is durable and goes alone
+ * (store_job_complete_marked). Crash point: "queue.before_complete_commit"
+ * before the commit. Not thread-safe per handle (as every call).
+ */
+int store_job_complete_many(struct store *s, const struct store_job *jobs,
+			    size_t n, const struct ledger_row *row, int *rcs,
+			    struct sc_err *err);
+
 /* Gives an ACTIVE job back (graceful shutdown): READY, run_at = now, the
  * attempt not counted (attempts - 1), with a "released" ledger row for
  * that attempt number; fenced like finish. */
@@ -1226,6 +1246,10 @@ struct store_ops {
 			  enum job_state new_state, int64_t run_at_ms,
 			  const struct ledger_row *row, bool mark,
 			  struct sc_err *err);
+	/* store_job_complete_many; NULL: store.c finishes one by one. */
+	int (*job_complete_many)(void *impl, const struct store_job *jobs,
+				 size_t n, const struct ledger_row *row,
+				 int *rcs, struct sc_err *err);
 	/* run_at_ms <= 0: now; error_class and msg never NULL. */
 	int (*job_release)(void *impl, int64_t id, int64_t lease_token,
 			   int64_t run_at_ms, const char *error_class,
