@@ -638,6 +638,11 @@ const char *store_sqlite_plan_sql(size_t i, char *buf, size_t cap,
  */
 const char *store_pg_plan_sql(size_t i);
 
+/* Test seam (the claim's plan guard, issue 45): the SQL of the PostgreSQL
+ * claim's pick with the overlap rule on (parameters $1 now, $2 max, $3
+ * ahead_ms, $4 allow, $5 skip, $6 known schedules). Static text. */
+const char *store_pg_claim_pick_sql(void);
+
 /* ---- alerts (alert.c owns the rules; docs/internals/alert.md) ---------- */
 
 /*
