@@ -607,6 +607,7 @@ int store_claim_known_set(struct store *s, const char *const *names,
 	}
 	free((char *)s->rule.known);
 	s->rule.known = text;
+	s->rule.known_gen++;
 	s->ops->claim_rule(s->impl, &s->rule);
 	return 0;
 }

@@ -1218,6 +1218,9 @@ struct store_claim_rule {
 	/* store_claim_known_set: the schedules the claim may take, as a
 	 * JSON array of names; NULL: any. Applied while `on`. */
 	const char *known;
+	/* Changes with every store_claim_known_set: a backend that keeps
+	 * the set on its side (PostgreSQL) sends it again only then. */
+	uint64_t known_gen;
 };
 
 struct store_ops {
