@@ -137,6 +137,12 @@ static void fresh(char *url, size_t cap, const char *dir, const char *tag)
 	snprintf(url, cap, "sqlite:%s", path);
 }
 
+/* What a worker process reports to the parent, in one write. */
+struct report {
+	int got;
+	long rss;
+};
+
 /* Runs `workers` processes (each its own handle) over a fresh queue of n
  * jobs; prints one line. */
 static void run_work(const char *dir, int n, int workers, enum mode mode)
@@ -161,26 +167,25 @@ static void run_work(const char *dir, int n, int workers, enum mode mode)
 			die("fork", NULL);
 		if (pid == 0) {
 			char name[16];
-			int got;
-			long r;
+			struct report rep;
 			snprintf(name, sizeof(name), "w%d", w);
-			got = work(url, name, mode);
-			r = maxrss_kb(RUSAGE_SELF);
-			if (write(fds[1], &got, sizeof(got)) < 0 ||
-			    write(fds[1], &r, sizeof(r)) < 0)
+			rep.got = work(url, name, mode);
+			rep.rss = maxrss_kb(RUSAGE_SELF);
+			/* One write (under PIPE_BUF, so atomic): the
+			 * workers' reports never interleave. */
+			if (write(fds[1], &rep, sizeof(rep)) !=
+			    (ssize_t)sizeof(rep))
 				_exit(1);
 			_exit(0);
 		}
 	}
 	close(fds[1]);
 	for (int w = 0; w < workers; w++) {
-		int got;
-		long r;
-		if (read(fds[0], &got, sizeof(got)) != (ssize_t)sizeof(got) ||
-		    read(fds[0], &r, sizeof(r)) != (ssize_t)sizeof(r))
+		struct report rep;
+		if (read(fds[0], &rep, sizeof(rep)) != (ssize_t)sizeof(rep))
 			die("worker died", NULL);
-		total += got;
-		rss = r > rss ? r : rss;
+		total += rep.got;
+		rss = rep.rss > rss ? rep.rss : rss;
 	}
 	close(fds[0]);
 	struct rusage ru;
