@@ -3,8 +3,8 @@
  *
  * Usage: bench_queue [DIR] [N] [CASES]   (DIR: where the database files
  * go, on a real disk; default: a temp folder. N: jobs, default 20000.
- * CASES: any of "e1 4 m" (enqueue, 1 worker, 4 workers, marked); all by
- * default.)
+ * CASES: any of "e14mb" (enqueue, 1 worker, 4 workers, marked, batch);
+ * all by default.)
  *
  * Cases, one output line each (key=value):
  *   enqueue       bulk enqueue of N no-op jobs, 1000 per transaction
@@ -13,6 +13,8 @@
  *   work w=4      four processes, each with its own handle, same work
  *   work_marked   like w=1, plus a slot marker per job: the fsync'd commit
  *                 the orchestrator makes for every completed slot
+ *   work_batch    like w=1, but the jobs of a claim, all done together,
+ *                 complete in one commit (queue_complete_many)
  * maxrss_kb is the peak RSS of the process that did the work (for w=4,
  * the largest of the four).
  */
@@ -73,12 +75,16 @@ static double enqueue_all(const char *url, int n)
 	return (double)(clock_mono_ms() - t0) / 1000.0;
 }
 
+enum mode { ONE, MARKED, BATCH };
+
 /* Claims and completes until nothing is due; returns jobs done. */
-static int work(const char *url, const char *name, bool mark)
+static int work(const char *url, const char *name, enum mode mode)
 {
 	struct store *s = open_store(url);
 	struct store_job j[CLAIM_BATCH];
+	int rcs[CLAIM_BATCH];
 	struct sc_err err = {0};
+	bool mark = mode == MARKED;
 	size_t n;
 	int done = 0;
 
@@ -87,6 +93,15 @@ static int work(const char *url, const char *name, bool mark)
 			die("claim", &err);
 		if (n == 0)
 			break;
+		if (mode == BATCH) {
+			if (queue_complete_many(s, j, n, NULL, rcs, &err))
+				die("complete", &err);
+			for (size_t i = 0; i < n; i++)
+				if (rcs[i])
+					die("complete (refused)", NULL);
+			done += (int)n;
+			continue;
+		}
 		for (size_t i = 0; i < n; i++) {
 			if (mark && store_slot_mark(s, j[i].schedule, j[i].slot_ms,
 						    &err))
@@ -122,17 +137,25 @@ static void fresh(char *url, size_t cap, const char *dir, const char *tag)
 	snprintf(url, cap, "sqlite:%s", path);
 }
 
+/* What a worker process reports to the parent, in one write. */
+struct report {
+	int got;
+	long rss;
+};
+
 /* Runs `workers` processes (each its own handle) over a fresh queue of n
  * jobs; prints one line. */
-static void run_work(const char *dir, int n, int workers, bool mark)
+static void run_work(const char *dir, int n, int workers, enum mode mode)
 {
+	const char *cases[] = {"work", "work_marked", "work_batch"};
 	char url[1100], tag[32];
 	int64_t t0;
 	long rss = 0;
 	int fds[2];
 	int total = 0;
 
-	snprintf(tag, sizeof(tag), "w%d%s", workers, mark ? "m" : "");
+	snprintf(tag, sizeof(tag), "w%d%s", workers,
+		 mode == MARKED ? "m" : mode == BATCH ? "b" : "");
 	fresh(url, sizeof(url), dir, tag);
 	enqueue_all(url, n);
 	if (pipe(fds))
@@ -144,26 +167,25 @@ static void run_work(const char *dir, int n, int workers, bool mark)
 			die("fork", NULL);
 		if (pid == 0) {
 			char name[16];
-			int got;
-			long r;
+			struct report rep;
 			snprintf(name, sizeof(name), "w%d", w);
-			got = work(url, name, mark);
-			r = maxrss_kb(RUSAGE_SELF);
-			if (write(fds[1], &got, sizeof(got)) < 0 ||
-			    write(fds[1], &r, sizeof(r)) < 0)
+			rep.got = work(url, name, mode);
+			rep.rss = maxrss_kb(RUSAGE_SELF);
+			/* One write (under PIPE_BUF, so atomic): the
+			 * workers' reports never interleave. */
+			if (write(fds[1], &rep, sizeof(rep)) !=
+			    (ssize_t)sizeof(rep))
 				_exit(1);
 			_exit(0);
 		}
 	}
 	close(fds[1]);
 	for (int w = 0; w < workers; w++) {
-		int got;
-		long r;
-		if (read(fds[0], &got, sizeof(got)) != (ssize_t)sizeof(got) ||
-		    read(fds[0], &r, sizeof(r)) != (ssize_t)sizeof(r))
+		struct report rep;
+		if (read(fds[0], &rep, sizeof(rep)) != (ssize_t)sizeof(rep))
 			die("worker died", NULL);
-		total += got;
-		rss = r > rss ? r : rss;
+		total += rep.got;
+		rss = rep.rss > rss ? rep.rss : rss;
 	}
 	close(fds[0]);
 	struct rusage ru;
@@ -179,7 +201,7 @@ static void run_work(const char *dir, int n, int workers, bool mark)
 	}
 	printf("ours case=%s workers=%d jobs=%d seconds=%.3f jobs_per_s=%.0f "
 	       "maxrss_kb=%ld cpu_s=%.2f\n",
-	       mark ? "work_marked" : "work", workers, n, secs,
+	       cases[mode], workers, n, secs,
 	       (double)n / secs, rss, cpu);
 	fflush(stdout);
 }
@@ -195,7 +217,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: bench_queue [DIR] [N]\n");
 		return 2;
 	}
-	const char *cases = argc > 3 ? argv[3] : "e14m";
+	const char *cases = argc > 3 ? argv[3] : "e14mb";
 	if (strchr(cases, 'e')) {
 		fresh(url, sizeof(url), dir, "enq");
 		double secs = enqueue_all(url, n);
@@ -205,11 +227,13 @@ int main(int argc, char **argv)
 		fflush(stdout);
 	}
 	if (strchr(cases, '1'))
-		run_work(dir, n, 1, false);
+		run_work(dir, n, 1, ONE);
 	if (strchr(cases, '4'))
-		run_work(dir, n, 4, false);
+		run_work(dir, n, 4, ONE);
 	if (strchr(cases, 'm'))
-		run_work(dir, n < 5000 ? n : 5000, 1, true);
+		run_work(dir, n < 5000 ? n : 5000, 1, MARKED);
+	if (strchr(cases, 'b'))
+		run_work(dir, n, 1, BATCH);
 	if (argc <= 1) {
 		char cmd[128];
 		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);

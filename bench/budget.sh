@@ -12,6 +12,12 @@
 #                   settings as shipped: bench_queue's one-worker case over
 #                   2,000 jobs of one schedule, the worker process's count
 #                   less the parent's (the parent enqueued them), per job;
+#                   claims take 32 jobs a transaction, each completion is
+#                   its own commit;
+#   claim_complete_batch
+#                   the same, the 32 jobs of a claim, done together,
+#                   completed in one commit (bench_queue's work_batch,
+#                   queue_complete_many);
 #   next_*          one sc_cron_next() call of a case of bench_cron, the
 #                   difference between 2,000 and 1,000 calls over 1,000
 #                   (the zone load and the start cancel out);
@@ -83,12 +89,14 @@ judge() {
 # worker's file holds the parent's count up to the fork, so the
 # difference is the worker's own work.
 jobs=2000
-if totals=$(count queue "$build/bench/bench_queue" "$work" "$jobs" 1); then
-  parent=$(echo "$totals" | head -n 1) child=$(echo "$totals" | tail -n 1)
-  judge claim_complete $(( (child - parent) / jobs ))
-else
-  failed=$((failed + 1))
-fi
+for c in "1|claim_complete" "b|claim_complete_batch"; do
+  if totals=$(count "queue${c%%|*}" "$build/bench/bench_queue" "$work" "$jobs" "${c%%|*}"); then
+    parent=$(echo "$totals" | head -n 1) child=$(echo "$totals" | tail -n 1)
+    judge "${c#*|}" $(( (child - parent) / jobs ))
+  else
+    failed=$((failed + 1))
+  fi
+done
 
 # next(): the cheapest cases and the dearest (29 February past a zone's
 # table, where the POSIX rule takes over).

@@ -275,6 +275,29 @@ int queue_complete(struct store *s, const struct store_job *job,
 	return complete(s, job, details_json, false, err);
 }
 
+int queue_complete_many(struct store *s, const struct store_job *jobs,
+			size_t n, const char *details_json, int *rcs,
+			struct sc_err *err)
+{
+	char iso[CLOCK_ISO_MAX];
+	struct ledger_row row = {.outcome = LEDGER_SUCCESS,
+				 .details_json = (char *)details_json};
+	int rc = store_job_complete_many(s, jobs, n, &row, rcs, err);
+
+	if (rc)
+		return rc;
+	FAILPOINT("queue.after_complete_commit");
+	for (size_t i = 0; i < n; i++)
+		if (rcs[i] == 0)
+			LOG(SC_LOG_INFO, "queue",
+			    "event=done job=%lld schedule=%s slot=%s "
+			    "attempt=%d",
+			    (long long)jobs[i].id, jobs[i].schedule,
+			    clock_format_utc(jobs[i].slot_ms, iso),
+			    jobs[i].attempts);
+	return 0;
+}
+
 int queue_complete_marked(struct store *s, const struct store_job *job,
 			  const char *details_json, struct sc_err *err)
 {

@@ -93,6 +93,14 @@ int queue_heartbeat(struct store *s, struct store_job *job,
 int queue_complete(struct store *s, const struct store_job *job,
 		   const char *details_json, struct sc_err *err);
 
+/* queue_complete of jobs[0..n) that are ready together, in one commit
+ * where the store can (store_job_complete_many: the same durability as
+ * one by one). rcs[i] (caller's, n entries): 0 or SC_ELEASE / SC_ENOENT
+ * for job i. An error return: retry each with queue_complete. */
+int queue_complete_many(struct store *s, const struct store_job *jobs,
+			size_t n, const char *details_json, int *rcs,
+			struct sc_err *err);
+
 /* queue_complete, and the job's slot marked done (store_slot_mark) in the
  * same commit, made durable: the slot is done exactly when its attempt
  * is complete. SC_ELEASE: neither is written. */

@@ -343,6 +343,33 @@ int store_job_complete_marked(struct store *s, int64_t id, int64_t lease_token,
 	return job_finish(s, id, lease_token, JOB_DONE, 0, row, true, err);
 }
 
+int store_job_complete_many(struct store *s, const struct store_job *jobs,
+			    size_t n, const struct ledger_row *row, int *rcs,
+			    struct sc_err *err)
+{
+	if (n && (!jobs || !rcs))
+		return sc_err_set(err, SC_EINVAL, "no jobs or no results");
+	if (row && strnlen(row->outcome, sizeof(row->outcome)) >=
+			   sizeof(row->outcome))
+		return sc_err_set(err, SC_EINVAL, "ledger outcome too long");
+	if (n == 0)
+		return 0;
+	if (s->ops->job_complete_many)
+		return s->ops->job_complete_many(s->impl, jobs, n, row, rcs,
+						 err);
+	for (size_t i = 0; i < n; i++) {
+		struct sc_err e = {0};
+		rcs[i] = s->ops->job_finish(s->impl, jobs[i].id,
+					    jobs[i].lease_token, JOB_DONE, 0,
+					    row, false, &e);
+		if (rcs[i] && rcs[i] != SC_ELEASE && rcs[i] != SC_ENOENT) {
+			err_copy(err, &e);
+			return rcs[i];
+		}
+	}
+	return 0;
+}
+
 int store_job_release(struct store *s, int64_t id, int64_t lease_token,
 		      struct sc_err *err)
 {
@@ -580,6 +607,7 @@ int store_claim_known_set(struct store *s, const char *const *names,
 	}
 	free((char *)s->rule.known);
 	s->rule.known = text;
+	s->rule.known_gen++;
 	s->ops->claim_rule(s->impl, &s->rule);
 	return 0;
 }

@@ -397,6 +397,26 @@ int store_job_complete_marked(struct store *s, int64_t id, int64_t lease_token,
 			      const struct ledger_row *row,
 			      struct sc_err *err);
 
+/*
+ * Completes the claimed jobs jobs[0..n) that are ready together: each as
+ * store_job_finish to DONE with ledger row `row` (may be NULL; its
+ * finished_ms, when set, for every job), fenced by its own lease_token,
+ * in as few commits as the backend can: SQLite one transaction, at the
+ * level each completion has alone (NORMAL), so a power cut takes all of
+ * them or none; backends without it finish them one by one. rcs[i]
+ * (n entries, caller's) gets job i's result: 0, or SC_ELEASE / SC_ENOENT
+ * when its fence refused it (nothing of it written; the others are
+ * still completed). Returns 0, or an error of the store (rcs then
+ * undefined): any subset of the jobs may be complete, as after a failed
+ * commit, and completing each again is safe (a completed one answers
+ * SC_ELEASE). No marker: a marked completion is durable and goes alone
+ * (store_job_complete_marked). Crash point: "queue.before_complete_commit"
+ * before the commit. Not thread-safe per handle (as every call).
+ */
+int store_job_complete_many(struct store *s, const struct store_job *jobs,
+			    size_t n, const struct ledger_row *row, int *rcs,
+			    struct sc_err *err);
+
 /* Gives an ACTIVE job back (graceful shutdown): READY, run_at = now, the
  * attempt not counted (attempts - 1), with a "released" ledger row for
  * that attempt number; fenced like finish. */
@@ -617,6 +637,11 @@ const char *store_sqlite_plan_sql(size_t i, char *buf, size_t cap,
  * the last. Static text.
  */
 const char *store_pg_plan_sql(size_t i);
+
+/* Test seam (the claim's plan guard, issue 45): the SQL of the PostgreSQL
+ * claim's pick with the overlap rule on (parameters $1 now, $2 max, $3
+ * ahead_ms, $4 allow, $5 skip, $6 known schedules). Static text. */
+const char *store_pg_claim_pick_sql(void);
 
 /* ---- alerts (alert.c owns the rules; docs/internals/alert.md) ---------- */
 
@@ -1198,6 +1223,9 @@ struct store_claim_rule {
 	/* store_claim_known_set: the schedules the claim may take, as a
 	 * JSON array of names; NULL: any. Applied while `on`. */
 	const char *known;
+	/* Changes with every store_claim_known_set: a backend that keeps
+	 * the set on its side (PostgreSQL) sends it again only then. */
+	uint64_t known_gen;
 };
 
 struct store_ops {
@@ -1231,6 +1259,10 @@ struct store_ops {
 			  enum job_state new_state, int64_t run_at_ms,
 			  const struct ledger_row *row, bool mark,
 			  struct sc_err *err);
+	/* store_job_complete_many; NULL: store.c finishes one by one. */
+	int (*job_complete_many)(void *impl, const struct store_job *jobs,
+				 size_t n, const struct ledger_row *row,
+				 int *rcs, struct sc_err *err);
 	/* run_at_ms <= 0: now; error_class and msg never NULL. */
 	int (*job_release)(void *impl, int64_t id, int64_t lease_token,
 			   int64_t run_at_ms, const char *error_class,

@@ -661,24 +661,38 @@ static const char *const *const migrations[SCHEMA_VERSION] = {
 	" || chr(10)) > 0 THEN 2 WHEN strpos(" skip "::text, chr(10) || "   \
 	t ".schedule || chr(10)) > 0 THEN 1 ELSE 0 END"
 #define CLAIM_HELD(t, retry, due)                                            \
-	"(EXISTS (SELECT 1 FROM jobs o WHERE o.schedule = " t ".schedule"   \
-	" AND o.state <> 2 AND o.state > 0 AND o.state < 2 AND o.id <> "   \
-	t ".id) OR (" retry " AND EXISTS (SELECT 1 FROM jobs o WHERE"       \
-	" o.schedule = " t ".schedule AND o.state <> 2 AND o.state = " t    \
-	".state AND o.run_at_ms <= " due " AND o.attempts = 0 AND o.id <> " \
-	t ".id))"                                                           \
-	" OR EXISTS (SELECT 1 FROM jobs o WHERE o.schedule = " t            \
-	".schedule AND o.state <> 2 AND o.state = " t ".state"              \
-	" AND o.run_at_ms <= " t ".run_at_ms AND (o.attempts > 0) = "       \
-	"(" retry ") AND (o.run_at_ms, o.id) < (" t ".run_at_ms, " t        \
-	".id)))"
-/* The schedules this node knows (store_claim_known_set, issue 43): a
- * JSON array of names, NULL: any. Behind the OR the IN is not pulled up
- * into a join that could reorder the walk: it stays a subplan, hashed,
- * built once per run of the statement, a lookup per row walked. */
+	"(" CLAIM_SEEK("o.schedule = " t ".schedule AND o.state <> 2 AND"   \
+	" o.state > 0 AND o.state < 2 AND o.id <> " t ".id")                \
+	" OR (" retry " AND " CLAIM_SEEK("o.schedule = " t ".schedule AND"  \
+	" o.state <> 2 AND o.state = " t ".state AND o.run_at_ms <= " due   \
+	" AND o.attempts = 0 AND o.id <> " t ".id") ")"                      \
+	" OR " CLAIM_SEEK("o.schedule = " t ".schedule AND o.state <> 2 AND" \
+	" o.state = " t ".state AND o.run_at_ms <= " t ".run_at_ms AND"     \
+	" (o.attempts > 0) = (" retry ") AND (o.run_at_ms, o.id) < ("       \
+	t ".run_at_ms, " t ".id)") ")"
+/* Whether a job of jobs o matches cond: a scalar subquery in jobs_open's
+ * order, LIMIT 1, not an EXISTS (whose ORDER BY the planner drops). The
+ * order leaves the planner one cheap path, the seek of jobs_open: any
+ * other must read and sort every match. As an EXISTS, with a deep backlog
+ * of one schedule in the statistics (nearly every row "matches"), the
+ * generic plan ran the test as a scan of jobs expected to stop at once,
+ * and the first job of a schedule, which matches nothing, read the whole
+ * table at each claim (issue 45: 10 ms with 100,000 due, growing with
+ * the DONE rows). COALESCE: no row is false, never NULL. */
+#define CLAIM_SEEK(cond)                                                     \
+	"COALESCE((SELECT true FROM jobs o WHERE " cond " ORDER BY"          \
+	" o.schedule, o.state, o.run_at_ms LIMIT 1), false)"
+/* The schedules this node knows (store_claim_known_set, issue 43): with
+ * known true, only those in the connection's temporary table
+ * claim_known (known_sync loads it when the set changes, issue 45: the
+ * list, ~2 MB of JSON at 100,000 schedules, was sent and hashed at every
+ * claim); false: any. A scalar subquery, one probe of the table's key
+ * per row walked, never a join that could reorder the walk nor a hash
+ * built at each run. */
 #define CLAIM_KNOWN(t, known)                                                \
-	"(" known "::text IS NULL OR " t ".schedule IN (SELECT"             \
-	" json_array_elements_text(" known "::text::json)))"
+	"(" known "::boolean IS NOT TRUE OR (SELECT true FROM"              \
+	" pg_temp.claim_known k WHERE k.name = " t ".schedule ORDER BY"     \
+	" k.name LIMIT 1))"
 #define CLAIM_SCHED_LOCK(t)                                                  \
 	"pg_try_advisory_xact_lock(" CLAIM_SCHED_SPACE ", hashtext(" t      \
 	".schedule))"
@@ -697,6 +711,7 @@ enum stmt {
 	ST_CLAIM_OPEN,
 	ST_CLAIM_PICK,
 	ST_CLAIM_TAKE,
+	ST_KNOWN_LOAD,
 	ST_HEARTBEAT,
 	ST_FINISH,
 	ST_RELEASE,
@@ -836,7 +851,7 @@ static const char *const sql[ST_COUNT] = {
 	 * SQLite backend's ST_JOB_PICK, the same rule.
 	 *
 	 * ST_CLAIM_PICK: $1 now, $2 max, $3 ahead_ms, $4 allow, $5 skip, $6
-	 * the known schedules (CLAIM_KNOWN; a job of another schedule is
+	 * filter on the known schedules (CLAIM_KNOWN; a job of another schedule is
 	 * passed over and waits for a node that knows it). Walks
 	 * the due READY jobs in the claim order and returns (id and row
 	 * address, for ST_CLAIM_TAKE) up to $2 whose schedule lock
@@ -910,6 +925,10 @@ static const char *const sql[ST_COUNT] = {
 	" FROM c WHERE j.ctid = c.tid AND j.id = c.id RETURNING " JOB_COLS_J
 	", c.flag, " DURABLE " AS durable)"
 	" SELECT * FROM u ORDER BY attempts > 1, run_at_ms, id",
+	/* $1 the known schedules, a JSON array (known_sync). */
+	[ST_KNOWN_LOAD] =
+	"INSERT INTO pg_temp.claim_known SELECT DISTINCT"
+	" json_array_elements_text($1::text::json)",
 	[ST_HEARTBEAT] =
 	"UPDATE jobs SET lease_expires_ms = $3::bigint + $4::bigint"
 	" WHERE id = $1 AND " BY_ID_ACTIVE " AND lease_token = $2",
@@ -989,7 +1008,7 @@ static const char *const sql[ST_COUNT] = {
 	" RETURNING id",
 	[ST_SERVER_NOW] =
 	"SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint",
-	/* $1: the known schedules (CLAIM_KNOWN, issue 43; NULL: any): the
+	/* $1: filter on the known schedules (CLAIM_KNOWN, issue 43): the
 	 * first READY job the claim may take, by a walk of jobs_due in
 	 * order that passes over the others. */
 	[ST_NEXT_DUE] =
@@ -1323,6 +1342,8 @@ struct pg {
 	int64_t backoff_ms;        /* the next backoff step */
 	char last_error[256];      /* why the last connect failed */
 	const struct store_claim_rule *rule; /* store_overlap_set; NULL: off */
+	bool known_table;          /* claim_known exists on this connection */
+	uint64_t known_gen;        /* the rule's known_gen it holds; 0: none */
 	int64_t deadline_ms;       /* a result wait's limit on this
 				      connection (connect_now) */
 	int64_t long_ms;           /* > 0: this limit instead, for a long
@@ -1445,6 +1466,8 @@ static void drop_conn(struct pg *p)
 		PQfinish(p->conn);
 	p->conn = NULL;
 	memset(p->prepared, 0, sizeof(p->prepared));
+	p->known_table = false; /* temporary: gone with the session */
+	p->known_gen = 0;
 }
 
 /* ---- bounded waits ------------------------------------------------------ */
@@ -2844,6 +2867,46 @@ static void claim_ids(const PGresult *res, char *ids, char *tids)
  * on the statements (docs/bench.md, 2026-12-06); four round trips a
  * claim were two more than the claim needs.
  */
+/*
+ * Makes the connection's claim_known table (CLAIM_KNOWN) hold the rule's
+ * known schedules: created on the connection's first claim or next-due
+ * read (before their statements are prepared, which name it), loaded
+ * again only when store_claim_known_set changed the set (known_gen), so
+ * a claim sends a flag, not the list. *on says whether to filter.
+ */
+static int known_sync(struct pg *p, bool *on, struct sc_err *err)
+{
+	const struct store_claim_rule *r = p->rule;
+	int rc = ensure_conn(p, err);
+
+	*on = r && r->on && r->known;
+	if (!rc && !p->known_table) {
+		rc = exec_const(p, "CREATE TEMPORARY TABLE IF NOT EXISTS "
+				"claim_known (name text PRIMARY KEY)", err);
+		p->known_table = rc == 0;
+	}
+	if (rc || !*on || p->known_gen == r->known_gen)
+		return rc;
+	struct args a = {0};
+	arg_str(&a, r->known);
+	/* ANALYZE: the probe's plan is then the key's, for any size. */
+	const struct pipe_step load[] = {
+		{.text = "BEGIN"},
+		{.text = "DELETE FROM pg_temp.claim_known"},
+		{.st = ST_KNOWN_LOAD, .a = &a},
+		{.text = "ANALYZE pg_temp.claim_known"},
+		{.text = "COMMIT"},
+	};
+	rc = pipe_run(p, load, sizeof(load) / sizeof(load[0]), err);
+	if (rc) {
+		if (p->conn)
+			(void)exec_const(p, "ROLLBACK", NULL);
+		return rc;
+	}
+	p->known_gen = r->known_gen;
+	return 0;
+}
+
 static int pg_claim_ruled(struct pg *p, const struct store_claim_rule *r,
 			  const char *worker, int64_t lease_ms,
 			  int64_t ahead_ms, size_t max, PGresult **out,
@@ -2860,6 +2923,8 @@ static int pg_claim_ruled(struct pg *p, const struct store_claim_rule *r,
 		free(tids);
 		return sc_err_set(err, SC_ENOMEM, "out of memory");
 	}
+	bool known = false;
+	rc = known_sync(p, &known, err);
 	for (int t = 0; !rc && t < CLAIM_TRIES; t++) {
 		struct args a = {0};
 		PGresult *picked = NULL;
@@ -2869,7 +2934,7 @@ static int pg_claim_ruled(struct pg *p, const struct store_claim_rule *r,
 		arg_i64(&a, ahead_ms);
 		arg_str(&a, r->allow);
 		arg_str(&a, r->skip);
-		arg_str(&a, r->known);
+		arg_bool(&a, known);
 		const struct pipe_step pick[] = {
 			{.text = "BEGIN"},
 			{.st = ST_CLAIM_OPEN},
@@ -3268,9 +3333,12 @@ static int pg_job_next_due(void *impl, int64_t *out_ms, struct sc_err *err)
 	struct args a = {0};
 	PGresult *res;
 
-	arg_str(&a, p->rule && p->rule->on ? p->rule->known : NULL);
-	int rc = run(impl, ST_NEXT_DUE, &a, &res, err);
+	bool known = false;
+	int rc = known_sync(p, &known, err);
 
+	arg_bool(&a, known);
+	if (!rc)
+		rc = run(impl, ST_NEXT_DUE, &a, &res, err);
 	if (rc)
 		return rc;
 	*out_ms = PQgetisnull(res, 0, 0) ? INT64_MAX : get_i64(res, 0, 0);
@@ -3969,6 +4037,11 @@ const char *store_pg_plan_sql(size_t i)
 					  ST_LAST_OK};
 
 	return i < sizeof(heads) / sizeof(heads[0]) ? sql[heads[i]] : NULL;
+}
+
+const char *store_pg_claim_pick_sql(void)
+{
+	return sql[ST_CLAIM_PICK];
 }
 
 /* ---- pauses (issue 17) ------------------------------------------------ */

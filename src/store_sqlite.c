@@ -519,6 +519,13 @@ static const char *const migrations[SCHEMA_VERSION] = {
 	"backoff, delay_ms, run_at_ms, lease_token, lease_owner, "           \
 	"lease_expires_ms, started_ms, created_ms, manual"
 
+/* JOB_COLS of the row aliased j, in the same order (read_job). */
+#define JOB_COLS_J                                                        \
+	"j.id, j.schedule, j.slot_ms, j.state, j.attempts, j.n_stalls, "    \
+	"j.max_attempts, j.backoff, j.delay_ms, j.run_at_ms, "              \
+	"j.lease_token, j.lease_owner, j.lease_expires_ms, j.started_ms, "  \
+	"j.created_ms, j.manual"
+
 #define ALERT_COLS                                                        \
 	"id, schedule, slot_ms, last_slot_ms, n_slots, reason, generation, " \
 	"status, attempts, error_msg, job_id, rounds, staged_rounds, "       \
@@ -697,8 +704,11 @@ static const char *const stmt_sql[N_STMT] = {
 	 * attempts: the claim order is first attempts, then retries, each by
 	 * (run_at, id), so sq_job_claim runs this once for each, and each
 	 * walks jobs_ready in its order; sq_job_claim stops stepping when it
-	 * has taken enough. Column 1 is the job's verdict: 0 take it, 1 take
-	 * it flagged overlapped, NULL pass over it. An allow job (or the rule
+	 * has taken enough. Columns 0-15 are the job (JOB_COLS: the walk
+	 * reads the row anyway, and the claim then sets the taken job's new
+	 * fields itself rather than reading the row again, issue 45);
+	 * column 16 is the job's verdict: 0 take it, 1 take it flagged
+	 * overlapped, NULL pass over it. An allow job (or the rule
 	 * off) is taken with no further read. A queue job is taken only when
 	 * it is not held: no job of its schedule is ACTIVE (busy) and it is
 	 * its schedule's first due READY job in the claim order; a skip job
@@ -729,7 +739,8 @@ static const char *const stmt_sql[N_STMT] = {
 	 * built once per run of the statement, a lookup per row walked.
 	 */
 	[ST_JOB_PICK] =
-		"SELECT j.id, CASE WHEN ?4 = 0 OR instr(?5, char(10) || "
+		"SELECT " JOB_COLS_J ", CASE WHEN ?4 = 0 OR instr(?5, "
+		"char(10) || "
 		"j.schedule || char(10)) > 0 THEN 0 "
 		"WHEN EXISTS (SELECT 1 FROM jobs a WHERE a.schedule = j.schedule "
 		"AND a.state = 1 AND a.state <> 2) "
@@ -749,9 +760,11 @@ static const char *const stmt_sql[N_STMT] = {
 	 * job hands out a token no earlier claim of it had. ?5: the job
 	 * ST_JOB_PICK chose. No RETURNING: SQLite gathers a RETURNING
 	 * clause's rows in a temporary b-tree made and dropped at every
-	 * run (a quarter of a claim's cost), where a read of the row by
-	 * id afterwards (ST_JOB_GET, the same transaction) is one seek. The
-	 * same holds for the finish and the release. */
+	 * run (a quarter of a claim's cost). Nor a read of the row after
+	 * it: ST_JOB_PICK returned the row under the same write lock, so
+	 * sq_job_claim applies these same changes to it (keep the two in
+	 * step). The finish and the release read their row back by id
+	 * (ST_JOB_ENDED), one seek. */
 	[ST_JOB_CLAIM] =
 		"UPDATE jobs SET state = 1, attempts = attempts + 1, "
 		"lease_token = lease_token + 1, lease_owner = ?1, "
@@ -2387,8 +2400,6 @@ static int sq_job_claim(void *impl, const char *worker, int64_t lease_ms,
 	bool on = r && r->on;
 	sqlite3_stmt *st = NULL;
 	int64_t now;
-	int64_t ids[CLAIM_PICK_MAX];
-	bool flag[CLAIM_PICK_MAX];
 	size_t got = 0, n_pick = 0;
 	size_t want = max < CLAIM_PICK_MAX ? max : CLAIM_PICK_MAX;
 	int rc = tx_begin(q, SYNC_NORMAL, err);
@@ -2412,16 +2423,18 @@ static int sq_job_claim(void *impl, const char *worker, int64_t lease_ms,
 		bind_text(st, 8, r->known);
 	else
 		sqlite3_bind_null(st, 8);
-	/* First attempts, then retries (the claim order). */
+	/* First attempts, then retries (the claim order). The picked rows go
+	 * straight into out: the caller's array holds at least want. */
 	for (int retry = 0; !rc && retry < 2 && n_pick < want; retry++) {
 		sqlite3_bind_int(st, 7, retry);
 		/* Step only until enough are taken: the walk ends there. */
 		while (n_pick < want &&
 		       (rc = sqlite3_step(st)) == SQLITE_ROW) {
-			if (sqlite3_column_type(st, 1) == SQLITE_NULL)
+			if (sqlite3_column_type(st, 16) == SQLITE_NULL)
 				continue; /* held: passed over */
-			ids[n_pick] = sqlite3_column_int64(st, 0);
-			flag[n_pick++] = sqlite3_column_int(st, 1) != 0;
+			read_job(st, &out[n_pick]);
+			out[n_pick++].overlapped =
+				sqlite3_column_int(st, 16) != 0;
 		}
 		rc = rc == SQLITE_DONE || rc == SQLITE_ROW
 			     ? 0 : db_fail(q, rc, "claim", err);
@@ -2429,6 +2442,7 @@ static int sq_job_claim(void *impl, const char *worker, int64_t lease_ms,
 	}
 	unprep(st);
 	for (size_t i = 0; !rc && i < n_pick; i++) {
+		struct store_job *j = &out[i];
 		st = NULL;
 		rc = prep(q, ST_JOB_CLAIM, &st, err);
 		if (rc)
@@ -2436,23 +2450,21 @@ static int sq_job_claim(void *impl, const char *worker, int64_t lease_ms,
 		bind_text(st, 1, worker);
 		sqlite3_bind_int64(st, 2, now + lease_ms);
 		sqlite3_bind_int64(st, 3, now);
-		sqlite3_bind_int64(st, 5, ids[i]);
+		sqlite3_bind_int64(st, 5, j->id);
 		rc = step_done(q, st, "claim", err);
-		unprep(st);
 		if (rc || sqlite3_changes(q->db) == 0)
 			continue;
-		bool row;
-		st = NULL;
-		rc = prep(q, ST_JOB_GET, &st, err);
-		if (rc)
-			break;
-		sqlite3_bind_int64(st, 1, ids[i]);
-		rc = step_row(q, st, "claim", &row, err);
-		if (!rc && row) {
-			read_job(st, &out[got]);
-			out[got++].overlapped = flag[i];
-		}
-		unprep(st);
+		/* What ST_JOB_CLAIM wrote, on the row read under the same
+		 * write lock: no other write came between. */
+		j->state = JOB_ACTIVE;
+		j->attempts++;
+		j->lease_token++;
+		snprintf(j->lease_owner, sizeof(j->lease_owner), "%s", worker);
+		j->lease_expires_ms = now + lease_ms;
+		j->started_ms = now > j->run_at_ms ? now : j->run_at_ms;
+		if (got != i)
+			out[got] = *j;
+		got++;
 	}
 	rc = tx_end(q, rc, err);
 	if (!rc)
@@ -2584,27 +2596,23 @@ static int mark_in_tx(struct sq *q, const struct ledger_row *r,
 	return step_done(q, st, "slot mark", err);
 }
 
-static int sq_job_finish(void *impl, int64_t id, int64_t lease_token,
-			 enum job_state new_state, int64_t run_at_ms,
-			 const struct ledger_row *row, bool mark,
-			 struct sc_err *err)
+/*
+ * The writes of one finish (store_job_finish) in the caller's
+ * transaction: the fenced update, its ledger row, the marker when asked.
+ * SC_ELEASE / SC_ENOENT come before any write (the update changed
+ * nothing), so the transaction may go on with other work.
+ */
+static int finish_in_tx(struct sq *q, int64_t id, int64_t lease_token,
+			enum job_state new_state, int64_t run_at_ms,
+			const struct ledger_row *row, bool mark,
+			struct sc_err *err)
 {
-	struct sq *q = impl;
 	struct ledger_row r = {0};
-	/* A DEAD job's "lost" row is the loud record of a lost slot: it
-	 * must survive a power cut like a guard does; so must a marker. */
-	int rc = tx_begin(q, new_state == JOB_DEAD || mark ? SYNC_FULL
-							    : SYNC_NORMAL,
-			  err);
+	int rc = fenced_update(q, ST_JOB_FINISH, id, lease_token,
+			       (int)new_state, run_at_ms, "finish", &r, err);
 
 	if (rc)
 		return rc;
-	rc = fenced_update(q, ST_JOB_FINISH, id, lease_token, (int)new_state,
-			   run_at_ms, "finish", &r, err);
-	if (rc) {
-		tx_rollback(q);
-		return rc;
-	}
 	if (row) {
 		memcpy(r.outcome, row->outcome, sizeof(r.outcome));
 		memcpy(r.error_class, row->error_class, sizeof(r.error_class));
@@ -2620,6 +2628,25 @@ static int sq_job_finish(void *impl, int64_t id, int64_t lease_token,
 	rc = ledger_insert(q, &r, err);
 	if (!rc && mark)
 		rc = mark_in_tx(q, &r, err);
+	return rc;
+}
+
+static int sq_job_finish(void *impl, int64_t id, int64_t lease_token,
+			 enum job_state new_state, int64_t run_at_ms,
+			 const struct ledger_row *row, bool mark,
+			 struct sc_err *err)
+{
+	struct sq *q = impl;
+	/* A DEAD job's "lost" row is the loud record of a lost slot: it
+	 * must survive a power cut like a guard does; so must a marker. */
+	int rc = tx_begin(q, new_state == JOB_DEAD || mark ? SYNC_FULL
+							    : SYNC_NORMAL,
+			  err);
+
+	if (rc)
+		return rc;
+	rc = finish_in_tx(q, id, lease_token, new_state, run_at_ms, row, mark,
+			  err);
 	if (rc) {
 		tx_rollback(q);
 		return rc;
@@ -2629,6 +2656,41 @@ static int sq_job_finish(void *impl, int64_t id, int64_t lease_token,
 		FAILPOINT("queue.before_complete_commit");
 	else if (new_state == JOB_READY)
 		FAILPOINT("queue.in_retry_schedule");
+	return tx_commit(q, err);
+}
+
+/*
+ * Completions ready together, one commit (store_job_complete_many). The
+ * level is NORMAL, each completion's own: sharing the commit changes
+ * what a power cut can take (all of them or none, where it was a prefix
+ * of them), not whether it can. A refused job (SC_ELEASE, SC_ENOENT)
+ * wrote nothing and leaves the others to commit; any other error rolls
+ * every one of them back.
+ */
+static int sq_job_complete_many(void *impl, const struct store_job *jobs,
+				size_t n, const struct ledger_row *row,
+				int *rcs, struct sc_err *err)
+{
+	struct sq *q = impl;
+	int rc = tx_begin(q, SYNC_NORMAL, err);
+
+	if (rc)
+		return rc;
+	for (size_t i = 0; !rc && i < n; i++) {
+		struct sc_err e = {0};
+		rcs[i] = finish_in_tx(q, jobs[i].id, jobs[i].lease_token,
+				      JOB_DONE, 0, row, false, &e);
+		if (rcs[i] == SC_ELEASE || rcs[i] == SC_ENOENT)
+			continue;
+		rc = rcs[i];
+		if (rc)
+			err_copy(err, &e);
+	}
+	if (rc) {
+		tx_rollback(q);
+		return rc;
+	}
+	FAILPOINT("queue.before_complete_commit");
 	return tx_commit(q, err);
 }
 
@@ -4756,6 +4818,7 @@ const struct store_ops store_sqlite_ops = {
 	.job_claim = sq_job_claim,
 	.job_heartbeat = sq_job_heartbeat,
 	.job_finish = sq_job_finish,
+	.job_complete_many = sq_job_complete_many,
 	.job_release = sq_job_release,
 	.job_recover = sq_job_recover,
 	.job_get = sq_job_get,

@@ -321,6 +321,46 @@ static void stale_worker_is_fenced_off(void **state)
 	fix_close(&f);
 }
 
+/* Completions ready together (issue 45): one call, each job fenced by its
+ * own lease; a refused one is reported and leaves the others complete. */
+static void complete_many_fences_each_job(void **state)
+{
+	struct fix f;
+	struct sc_retry_policy p = sc_retry_policy_for(SC_FREQ_DEFAULT);
+	struct store_job j[3], now;
+	struct ledger_row *rows;
+	int rcs[3] = {-1, -1, -1};
+	size_t n = 0;
+
+	fix_open(state, &f);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(queue_enqueue(f.s, "s", T0 + i * MIN, &p,
+					       NULL, NULL, NULL),
+				 0);
+	sc_clock_advance_ms(f.clock, 2 * MIN);
+	assert_int_equal(queue_claim(f.s, "w", LEASE, j, 3, &n, NULL), 0);
+	assert_int_equal(n, 3);
+	/* Job 1 is completed on its own first: its lease is spent. */
+	assert_int_equal(queue_complete(f.s, &j[1], NULL, NULL), 0);
+	assert_int_equal(queue_complete_many(f.s, j, 3, NULL, rcs, NULL), 0);
+	assert_int_equal(rcs[0], 0);
+	assert_int_equal(rcs[1], SC_ELEASE);
+	assert_int_equal(rcs[2], 0);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(store_job_get(f.s, j[i].id, &now, NULL), 0);
+		assert_int_equal(now.state, JOB_DONE);
+	}
+	n = ledger(&f, "s", &rows);
+	assert_int_equal(n, 3); /* one success row a job, none twice */
+	for (size_t i = 0; i < n; i++) {
+		assert_string_equal(rows[i].outcome, LEDGER_SUCCESS);
+		assert_int_equal(rows[i].attempt, 1);
+	}
+	store_ledger_rows_free(rows, n);
+	assert_int_equal(queue_complete_many(f.s, j, 0, NULL, rcs, NULL), 0);
+	fix_close(&f);
+}
+
 static void retry_dead_and_trigger(void **state)
 {
 	struct fix f;
@@ -594,6 +634,33 @@ static void commit_error_rolls_back(void **state)
 	store_ledger_rows_free(rows, n);
 	/* The handle still works. */
 	assert_int_equal(queue_complete(f.s, &j, NULL, NULL), 0);
+
+	/* Completions sharing a commit: a failed commit leaves every one
+	 * of them ACTIVE, with no row, and they complete when tried again. */
+	struct store_job two[2];
+	int rcs[2];
+	size_t got = 0;
+	for (int i = 1; i <= 2; i++)
+		assert_int_equal(queue_enqueue(f.s, "s", T0 + i * MIN, &p,
+					       NULL, NULL, NULL),
+				 0);
+	sc_clock_advance_ms(f.clock, 2 * MIN);
+	assert_int_equal(queue_claim(f.s, "w", LEASE, two, 2, &got, NULL), 0);
+	assert_int_equal(got, 2);
+	setenv("SURECRON_FAILPOINTS", "store.commit:err", 1);
+	rc = queue_complete_many(f.s, two, 2, NULL, rcs, NULL);
+	unsetenv("SURECRON_FAILPOINTS");
+	assert_int_equal(rc, SC_EIO);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(store_job_get(f.s, two[i].id, &now, NULL), 0);
+		assert_int_equal(now.state, JOB_ACTIVE);
+	}
+	n = ledger(&f, "s", &rows);
+	assert_int_equal(n, 1);
+	store_ledger_rows_free(rows, n);
+	assert_int_equal(queue_complete_many(f.s, two, 2, NULL, rcs, NULL), 0);
+	assert_int_equal(rcs[0], 0);
+	assert_int_equal(rcs[1], 0);
 	fix_close(&f);
 }
 
@@ -607,6 +674,7 @@ int main(void)
 		cmocka_unit_test(stalls_count_and_hit_the_limit),
 		cmocka_unit_test(heartbeat_keeps_a_long_run_alive),
 		cmocka_unit_test(stale_worker_is_fenced_off),
+		cmocka_unit_test(complete_many_fences_each_job),
 		cmocka_unit_test(retry_dead_and_trigger),
 		cmocka_unit_test(release_and_next_due),
 		cmocka_unit_test(processes_never_claim_the_same_job),

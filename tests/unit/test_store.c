@@ -1753,10 +1753,22 @@ static void issue43_claim_takes_known_schedules_only(void **state)
 	assert_int_equal(store_claim_known_set(f.s, empty, 0, NULL), 0);
 	assert_int_equal(store_job_claim(f.s, "w", MIN, got, 8, &n, NULL), 0);
 	assert_int_equal(n, 0);
-	assert_int_equal(store_claim_known_set(f.s, NULL, 0, NULL), 0);
+	/* Each new list is the one applied (PostgreSQL keeps it on its
+	 * side between claims and loads it again when it changes, issue
+	 * 45). */
+	const char *x[] = {"x"}, *bl[] = {"b"};
+	enqueue(&f, "c", T0, T0 - 30 * MIN, NULL);
+	assert_int_equal(store_claim_known_set(f.s, x, 1, NULL), 0);
+	assert_int_equal(store_job_claim(f.s, "w", MIN, got, 8, &n, NULL), 0);
+	assert_int_equal(n, 0);
+	assert_int_equal(store_claim_known_set(f.s, bl, 1, NULL), 0);
 	assert_int_equal(store_job_claim(f.s, "w", MIN, got, 8, &n, NULL), 0);
 	assert_int_equal(n, 1);
 	assert_string_equal(got[0].schedule, "b");
+	assert_int_equal(store_claim_known_set(f.s, NULL, 0, NULL), 0);
+	assert_int_equal(store_job_claim(f.s, "w", MIN, got, 8, &n, NULL), 0);
+	assert_int_equal(n, 1);
+	assert_string_equal(got[0].schedule, "c");
 	fix_close(&f);
 }
 

@@ -516,7 +516,7 @@ static void concurrent_claimers_never_share_a_job(void **state)
 
 /* Every schedule `queue` (no allow, no skip names). */
 static const struct store_claim_rule RULE_QUEUE = {true, "\n", "\n",
-						    NULL};
+						    NULL, 0};
 
 /* Another node's step, played by the hook at pg.claim_picked, once. */
 struct other_node {
@@ -1978,11 +1978,102 @@ static void head_reads_never_scan_the_ledger(void **state)
 	}
 }
 
+/* The shared buffers the claim's pick reads (generic plan, rule on, the
+ * jobs of `deep` queue, one job asked), and its plan in *plan (caller
+ * frees). */
+static long pick_buffers(char **plan)
+{
+	char sql[16384], line[512];
+	long total = -1;
+	size_t len = 0, cap = 65536;
+	PGconn *c = PQconnectdb(pgfx_url());
+	PGresult *r;
+
+	assert_int_equal(PQstatus(c), CONNECTION_OK);
+	/* The known schedules as the store keeps them (known_sync). */
+	snprintf(sql, sizeof(sql), "SET plan_cache_mode = force_generic_plan;"
+		 " CREATE TEMPORARY TABLE claim_known (name text PRIMARY KEY);"
+		 " INSERT INTO claim_known VALUES ('deep'), ('other');"
+		 " ANALYZE claim_known; BEGIN; PREPARE p AS %s",
+		 store_pg_claim_pick_sql());
+	r = PQexec(c, sql);
+	if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+		snprintf(line, sizeof(line), "%s", PQresultErrorMessage(r));
+		PQclear(r);
+		PQfinish(c);
+		fail_msg("%s", line);
+	}
+	PQclear(r);
+	r = PQexec(c, "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF) "
+		      "EXECUTE p(" "9000000000000, 1, 0, E'\\n', E'\\n', "
+		      "true)");
+	assert_int_equal(PQresultStatus(r), PGRES_TUPLES_OK);
+	*plan = malloc(cap);
+	assert_non_null(*plan);
+	(*plan)[0] = '\0';
+	for (int i = 0; i < PQntuples(r); i++) {
+		const char *l = PQgetvalue(r, i, 0), *b;
+		long hit = 0, rd = 0;
+		if (total < 0 && (b = strstr(l, "Buffers: shared"))) {
+			const char *h = strstr(b, "hit="), *d = strstr(b, "read=");
+			hit = h ? atol(h + 4) : 0;
+			rd = d ? atol(d + 5) : 0;
+			total = hit + rd;
+		}
+		snprintf(line, sizeof(line), "%s\n", l);
+		if (len + strlen(line) < cap) {
+			memcpy(*plan + len, line, strlen(line) + 1);
+			len += strlen(line);
+		}
+	}
+	PQclear(r);
+	PQclear(PQexec(c, "ROLLBACK"));
+	PQfinish(c);
+	assert_true(total > 0);
+	return total;
+}
+
+/*
+ * Issue 45: the claim's cost does not grow with the backlog. The pick of
+ * one job among 1,000 and among 100,000 due jobs of one `queue` schedule
+ * (generic plan, statistics of that backlog): the reads of the deep one
+ * at most twice the shallow one's. Before, the test "an earlier job of
+ * the schedule" ran as a scan of jobs, which read every row for the
+ * schedule's first job: ~170 times the pages at 100,000.
+ */
+static void claim_pick_is_flat_in_the_backlog(void **state)
+{
+	char *plan1, *plan2;
+	char q[512];
+	long n[2];
+
+	(void)state;
+	ops->close(open_store(sc_clock_real()));
+	for (int pass = 0; pass < 2; pass++) {
+		snprintf(q, sizeof(q),
+			 "INSERT INTO jobs (schedule, slot_ms, state, "
+			 "max_attempts, backoff, delay_ms, run_at_ms, "
+			 "created_ms) SELECT 'deep', g, 0, 3, 0, 1000, g, 0 "
+			 "FROM generate_series(%d, %d) g; ANALYZE jobs",
+			 pass ? 1001 : 1, pass ? 100000 : 1000);
+		PQclear(pgfx_sql(q));
+		n[pass] = pick_buffers(pass ? &plan2 : &plan1);
+	}
+	long shallow = n[0], deep = n[1];
+	if (deep > 2 * shallow || strstr(plan2, "Seq Scan on jobs"))
+		fail_msg("pick: %ld buffers with 100,000 due, %ld with "
+			 "1,000\n%s", deep, shallow, plan2);
+	free(plan1);
+	free(plan2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(enqueue_is_idempotent, pgfx_setup,
 						pgfx_teardown),
+		cmocka_unit_test_setup_teardown(claim_pick_is_flat_in_the_backlog,
+						pgfx_setup, pgfx_teardown),
 		cmocka_unit_test_setup_teardown(claim_takes_due_jobs_in_order,
 						pgfx_setup, pgfx_teardown),
 		cmocka_unit_test_setup_teardown(next_due_empty_is_max, pgfx_setup,
