@@ -154,6 +154,12 @@ void *config_pool_copy(struct config_pool *p, const void *src, size_t n);
  * are left alone. Returns 0 or SC_ENOMEM (*v then unchanged, still
  * valid, possibly with some items pooled). */
 int config_pool_strv(struct config_pool *p, char ***v);
+/* The pooled copy of the n bytes at src, interned: equal bytes give the
+ * same pointer (a schedule's tasks, whose strings and vectors are pooled
+ * already, are then one array for every schedule that runs the same
+ * ones; issue 45). Aligned for any type; never written once returned.
+ * NULL: out of memory. */
+void *config_pool_blob(struct config_pool *p, const void *src, size_t n);
 
 /* Whether ptr lies in p's memory (false for NULL p or ptr). */
 bool config_pool_owns(const struct config_pool *p, const void *ptr);
