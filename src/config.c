@@ -2218,7 +2218,7 @@ env:
 	schedule_pool(pc, s);
 	if (!s->name)
 		return;
-	int rc = config_env_apply(s);
+	int rc = config_env_apply(pc->c->pool, s);
 	if (rc == SC_ENOMEM) {
 		oom(pc);
 	} else if (rc == SC_ENOENT && v->kind == NODE_MAP) {

@@ -156,7 +156,7 @@ static void loaded_schedules_share(void **state)
 	/* Applying again (as a reload does) replaces, never frees, pooled
 	 * fields; config_free then frees every one once. */
 	struct schedule_spec *m = &c->schedules[0];
-	assert_int_equal(config_env_apply(m), 0);
+	assert_int_equal(config_env_apply(c->pool, m), 0);
 	assert_string_equal(m->cron, "0 * * * *");
 	config_free(c);
 }
