@@ -2246,18 +2246,43 @@ env:
 
 /*
  * Two names that map to one override variable ("a-b", "a_b") would let one
- * variable move two schedules: refused. Sorted, so O(n log n).
+ * variable move two schedules: refused. Sorted, so O(n log n), by the
+ * variable each name maps to, compared through the mapping itself
+ * (config_env_default_var's) rather than stored: 16 bytes a schedule, not
+ * the 112 of a copy of each variable (11 MB at the end of a load of
+ * 100,000 schedules, the daemon's peak; issue 45).
  */
 struct varref {
-	char var[CONFIG_NAME_MAX + 32];
-	const char *name;
+	const char *name;           /* NULL: no variable (a name too long,
+				       refused already) */
 	size_t idx;
 };
+
+/* A name's character as config_env_default_var writes it. */
+static int var_char(char ch)
+{
+	if (ch >= 'a' && ch <= 'z')
+		return ch - 'a' + 'A';
+	if ((ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9'))
+		return (unsigned char)ch;
+	return '_';
+}
+
+/* strcmp of the variables of names a and b (the prefix is common). */
+static int var_cmp(const char *a, const char *b)
+{
+	for (;; a++, b++) {
+		int x = *a ? var_char(*a) : 0, y = *b ? var_char(*b) : 0;
+		if (x != y || !x)
+			return (x > y) - (x < y);
+	}
+}
 
 static int varref_cmp(const void *a, const void *b)
 {
 	const struct varref *x = a, *y = b;
-	int c = strcmp(x->var, y->var);
+	int c = !x->name || !y->name ? (x->name != NULL) - (y->name != NULL)
+				     : var_cmp(x->name, y->name);
 	return c ? c : (x->idx < y->idx ? -1 : x->idx > y->idx);
 }
 
@@ -2265,7 +2290,7 @@ static void override_collisions(struct pc *pc)
 {
 	const struct nref *refs = pc->refs[COUNT_SCHEDULES];
 	size_t cnt = pc->c->n_schedules;
-	char kp[PATH_MAX_KEY];
+	char kp[PATH_MAX_KEY], var[CONFIG_NAME_MAX + 32];
 
 	if (cnt < 2 || !refs)
 		return;
@@ -2278,17 +2303,17 @@ static void override_collisions(struct pc *pc)
 	for (size_t i = 0; i < cnt; i++) {
 		if (!refs[i].name)
 			continue;
-		v[m].name = refs[i].name;
 		v[m].idx = i;
-		if (config_env_default_var(v[m].name, v[m].var,
-					   sizeof(v[m].var)))
-			v[m].var[0] = '\0'; /* too long: already refused */
+		/* too long: already refused */
+		if (config_env_default_var(refs[i].name, var, sizeof(var)) == 0)
+			v[m].name = refs[i].name;
 		m++;
 	}
 	qsort(v, m, sizeof(*v), varref_cmp);
 	size_t first = 0;
 	for (size_t i = 1; i < m; i++) {
-		if (!v[i].var[0] || strcmp(v[i].var, v[first].var) != 0) {
+		if (!v[i].name || !v[first].name ||
+		    var_cmp(v[i].name, v[first].name) != 0) {
 			first = i;
 			continue;
 		}
@@ -2296,12 +2321,14 @@ static void override_collisions(struct pc *pc)
 			continue; /* the same name: a duplicate, reported */
 		const struct nref *r = &refs[v[i].idx];
 		pjoin(kp, sizeof(kp), "schedules", v[i].name);
+		if (config_env_default_var(v[i].name, var, sizeof(var)))
+			var[0] = '\0';
 		if (config_problem_add_in(
 			    pc->probs, r->file,
 			    r->file ? pc->srcs[r->file].shown : NULL, r->line,
 			    r->col, "%s: schedules \"%s\" and \"%s\" share the "
 			    "override variable %s; rename one", kp,
-			    v[first].name, v[i].name, v[i].var))
+			    v[first].name, v[i].name, var))
 			pc->oom = true;
 	}
 	free(v);
