@@ -159,7 +159,27 @@ struct pc {
 	/* `check` (config_parse): a file the file-trust rule refuses is a
 	 * warning, not an error (read_file). */
 	bool trust_warns;
+	/* resolve_schedule's memo (issue 45): an expression and a zone name
+	 * are pooled strings, one pointer for every schedule that writes
+	 * them, and no string a schedule holds is freed during the load,
+	 * so the last results are kept by pointer (direct-mapped). */
+	struct {
+		const char *cron;
+		struct sc_cron expr;
+		enum sc_freq_class cls;
+	} memo_cron[64];
+	struct {
+		const char *tz;
+		const struct sc_zone *zone;
+	} memo_tz[16];
 };
+
+/* A memo's slot of pointer p among n (a power of two). */
+static size_t memo_slot(const void *p, size_t n)
+{
+	uintptr_t u = (uintptr_t)p;
+	return (size_t)((u >> 3) ^ (u >> 11)) & (n - 1);
+}
 
 /* The problems and positions that follow are in file i. */
 static void pc_enter(struct pc *pc, size_t i)
@@ -300,8 +320,25 @@ static void pjoin(char *out, size_t n, const char *base, const char *key)
 
 static void pindex(char *out, size_t n, const char *base, size_t i)
 {
-	if (snprintf(out, n, "%s[%zu]", base, i) >= (int)n)
-		out[n - 1] = '\0';
+	/* By hand, as pjoin: once per task of every schedule (issue 45). */
+	char d[24];
+	size_t k = sizeof(d), bl = strlen(base), o;
+
+	if (n == 0)
+		return;
+	d[--k] = ']';
+	do
+		d[--k] = (char)('0' + i % 10);
+	while ((i /= 10) != 0);
+	d[--k] = '[';
+	o = bl < n - 1 ? bl : n - 1;
+	if (out != base)
+		memmove(out, base, o);
+	size_t dl = sizeof(d) - k;
+	if (dl > n - 1 - o)
+		dl = n - 1 - o;
+	memcpy(out + o, d + k, dl);
+	out[o + dl] = '\0';
 }
 
 static bool want(struct pc *pc, const struct config_node *n, const char *path,
@@ -1852,10 +1889,14 @@ static void parse_task(struct pc *pc, const struct config_node *v,
 	get_duration(pc, v, path, "grace", 0, INT64_C(3600000), &t->grace_ms);
 	/* Output a result cannot carry would fail the same way on every
 	 * retry: refused here, with the task, the size and the limit. */
-	char owner[CONFIG_NAME_MAX + 16];
-	snprintf(owner, sizeof(owner), "task \"%s\"", t->name ? t->name : "?");
-	get_size(pc, v, path, "max_output", SPEC_RESULT_MAX, owner,
-		 "a result", &t->max_output);
+	/* Named in a message only: written when the key is there. */
+	if (config_yaml_get(v, "max_output")) {
+		char owner[CONFIG_NAME_MAX + 16];
+		snprintf(owner, sizeof(owner), "task \"%s\"",
+			 t->name ? t->name : "?");
+		get_size(pc, v, path, "max_output", SPEC_RESULT_MAX, owner,
+			 "a result", &t->max_output);
+	}
 	if (t->kind == TASK_HTTP) {
 		static const char *const cmd_only[] = {"cwd", "env", NULL};
 		for (size_t i = 0; cmd_only[i]; i++) {
@@ -2021,9 +2062,15 @@ static void resolve_schedule(struct pc *pc, const struct config_node *k,
 	const struct sc_zone *zone;
 	bool parsed = false;
 
+	size_t mc = s->cron ? memo_slot(s->cron, 64) : 0;
+	size_t mz = s->tz ? memo_slot(s->tz, 16) : 0;
+
 	/* Straight into the spec: a schedule that fails here fails the load,
 	 * so a partly written expr is never seen. */
-	if (s->cron && sc_cron_parse(s->cron, &s->expr, &err) != 0) {
+	if (s->cron && pc->memo_cron[mc].cron == s->cron) {
+		s->expr = pc->memo_cron[mc].expr;
+		parsed = true;
+	} else if (s->cron && sc_cron_parse(s->cron, &s->expr, &err) != 0) {
 		const struct config_node *at = config_yaml_get(v, "cron");
 		pjoin(kp, sizeof(kp), path, "cron");
 		if (s->override_var)
@@ -2038,15 +2085,26 @@ static void resolve_schedule(struct pc *pc, const struct config_node *k,
 	sc_err_clear(&err);
 	if (!s->tz) {
 		s->zone = sc_zone_local();
+	} else if (pc->memo_tz[mz].tz == s->tz) {
+		s->zone = pc->memo_tz[mz].zone;
 	} else if (sc_zone_load(s->tz, &zone, &err) != 0) {
 		pjoin(kp, sizeof(kp), path, "tz");
 		bad(pc, tz ? tz : k, kp, "%s", err.msg);
 	} else {
 		s->zone = zone;
+		pc->memo_tz[mz].tz = s->tz;
+		pc->memo_tz[mz].zone = zone;
 	}
 	if (!parsed)
 		return;
-	s->cls = sc_cron_class(&s->expr, NULL, 0);
+	if (pc->memo_cron[mc].cron == s->cron) {
+		s->cls = pc->memo_cron[mc].cls;
+	} else {
+		s->cls = sc_cron_class(&s->expr, NULL, 0);
+		pc->memo_cron[mc].cron = s->cron;
+		pc->memo_cron[mc].expr = s->expr;
+		pc->memo_cron[mc].cls = s->cls;
+	}
 	if (!s->has_retry)
 		s->policy = sc_retry_policy_for(s->cls);
 }
@@ -2256,6 +2314,7 @@ struct varref {
 	const char *name;           /* NULL: no variable (a name too long,
 				       refused already) */
 	size_t idx;
+	uint64_t h;                 /* var_hash(name): compared first */
 };
 
 /* A name's character as config_env_default_var writes it. */
@@ -2278,11 +2337,25 @@ static int var_cmp(const char *a, const char *b)
 	}
 }
 
+/* FNV-1a of the variable's characters: equal variables, equal hashes. */
+static uint64_t var_hash(const char *s)
+{
+	uint64_t h = UINT64_C(14695981039346656037);
+
+	for (; *s; s++)
+		h = (h ^ (uint64_t)var_char(*s)) * UINT64_C(1099511628211);
+	return h;
+}
+
+/* By hash, then variable, then position: equal variables end up side by
+ * side, the first written first. */
 static int varref_cmp(const void *a, const void *b)
 {
 	const struct varref *x = a, *y = b;
 	int c = !x->name || !y->name ? (x->name != NULL) - (y->name != NULL)
-				     : var_cmp(x->name, y->name);
+				     : (x->h > y->h) - (x->h < y->h);
+	if (!c && x->name && y->name)
+		c = var_cmp(x->name, y->name);
 	return c ? c : (x->idx < y->idx ? -1 : x->idx > y->idx);
 }
 
@@ -2305,8 +2378,10 @@ static void override_collisions(struct pc *pc)
 			continue;
 		v[m].idx = i;
 		/* too long: already refused */
-		if (config_env_default_var(refs[i].name, var, sizeof(var)) == 0)
+		if (config_env_default_var(refs[i].name, var, sizeof(var)) == 0) {
 			v[m].name = refs[i].name;
+			v[m].h = var_hash(refs[i].name);
+		}
 		m++;
 	}
 	qsort(v, m, sizeof(*v), varref_cmp);
