@@ -2595,7 +2595,8 @@ light:
  * wins, like the linear search.
  */
 struct name_table {
-	size_t *slots;         /* item index + 1; 0: empty */
+	uint32_t *slots;       /* item index + 1; 0: empty (4 bytes: the
+				  table has 2 to 4 slots a schedule) */
 	size_t n_slots;        /* a power of two, or 0: not built */
 	size_t n_items;        /* the section's count when built */
 };
@@ -2648,6 +2649,8 @@ static void index_build(struct pc *pc, enum section_count w)
 		ns *= 2;
 	free(t->slots);
 	*t = (struct name_table){0};
+	if (n >= UINT32_MAX)
+		return; /* not built: index_find searches */
 	if (!(t->slots = calloc(ns, sizeof(*t->slots)))) {
 		oom(pc);
 		return;
@@ -2666,7 +2669,7 @@ static void index_build(struct pc *pc, enum section_count w)
 			k = (k + 1) & (ns - 1);
 		}
 		if (!dup)
-			t->slots[k] = i + 1;
+			t->slots[k] = (uint32_t)(i + 1);
 	}
 }
 
