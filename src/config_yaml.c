@@ -392,7 +392,8 @@ static int node_push(struct ybuild *b, struct config_node *kid)
 {
 	if (b->stk_n == b->stk_cap) {
 		size_t ncap = b->stk_cap ? b->stk_cap * 2 : 64;
-		struct config_node **v = realloc(b->stk, ncap * sizeof(*v));
+		struct config_node **v =
+			realloc(b->stk, ncap * sizeof(struct config_node *));
 		if (!v) {
 			b->oom = true;
 			config_problem_oom(b->probs);
@@ -411,14 +412,16 @@ static int node_close(struct ybuild *b, struct config_node *n, size_t base)
 	size_t k = b->stk_n - base;
 
 	if (k) {
-		n->kids = arena_alloc(b->arena, k * sizeof(*n->kids),
+		n->kids = arena_alloc(b->arena,
+				      k * sizeof(struct config_node *),
 				      _Alignof(struct config_node *));
 		if (!n->kids) {
 			b->oom = true;
 			config_problem_oom(b->probs);
 			return -1;
 		}
-		memcpy(n->kids, b->stk + base, k * sizeof(*n->kids));
+		memcpy(n->kids, b->stk + base,
+		       k * sizeof(struct config_node *));
 	}
 	n->n = k;
 	b->stk_n = base;
