@@ -535,6 +535,15 @@ PY
       echo "ours daemon config=quiet schedules=$NSCHED $quiet"
       report daemon_idle_cpu "$(kv "$quiet" cpu_pct)" 1 "%" \
         "$(kv "$quiet" cpu_ms_per_min) ms CPU per idle minute, $NSCHED schedules, window ${IDLE}s"
+      # The same two memory figures with nothing due: what holding the
+      # schedules costs, apart from what the claims of a burst add.
+      report daemon_peak_rss_idle "$(kv "$quiet" hwm_kb | awk '{printf "%.1f", $1/1024}')" 32 MB \
+        "the schedules held, nothing due"
+      if [ -n "${one:-}" ]; then
+        report daemon_bytes_per_schedule_idle "$(awk -v a="$(kv "$quiet" hwm_kb)" \
+          -v b="$(kv "$one" hwm_kb)" -v n="$NSCHED" 'BEGIN { printf "%.0f", (a - b) * 1024 / n }')" \
+          256 B "VmHWM $(kv "$quiet" hwm_kb) KiB with $NSCHED schedules, nothing due, $(kv "$one" hwm_kb) KiB with one"
+      fi
     else
       skip daemon_idle_cpu "the quiet config did not run (${quiet:-no cron rewritten})"
     fi
