@@ -159,7 +159,27 @@ struct pc {
 	/* `check` (config_parse): a file the file-trust rule refuses is a
 	 * warning, not an error (read_file). */
 	bool trust_warns;
+	/* resolve_schedule's memo (issue 45): an expression and a zone name
+	 * are pooled strings, one pointer for every schedule that writes
+	 * them, and no string a schedule holds is freed during the load,
+	 * so the last results are kept by pointer (direct-mapped). */
+	struct {
+		const char *cron;
+		struct sc_cron expr;
+		enum sc_freq_class cls;
+	} memo_cron[64];
+	struct {
+		const char *tz;
+		const struct sc_zone *zone;
+	} memo_tz[16];
 };
+
+/* A memo's slot of pointer p among n (a power of two). */
+static size_t memo_slot(const void *p, size_t n)
+{
+	uintptr_t u = (uintptr_t)p;
+	return (size_t)((u >> 3) ^ (u >> 11)) & (n - 1);
+}
 
 /* The problems and positions that follow are in file i. */
 static void pc_enter(struct pc *pc, size_t i)
@@ -300,8 +320,25 @@ static void pjoin(char *out, size_t n, const char *base, const char *key)
 
 static void pindex(char *out, size_t n, const char *base, size_t i)
 {
-	if (snprintf(out, n, "%s[%zu]", base, i) >= (int)n)
-		out[n - 1] = '\0';
+	/* By hand, as pjoin: once per task of every schedule (issue 45). */
+	char d[24];
+	size_t k = sizeof(d), bl = strlen(base), o;
+
+	if (n == 0)
+		return;
+	d[--k] = ']';
+	do
+		d[--k] = (char)('0' + i % 10);
+	while ((i /= 10) != 0);
+	d[--k] = '[';
+	o = bl < n - 1 ? bl : n - 1;
+	if (out != base)
+		memmove(out, base, o);
+	size_t dl = sizeof(d) - k;
+	if (dl > n - 1 - o)
+		dl = n - 1 - o;
+	memcpy(out + o, d + k, dl);
+	out[o + dl] = '\0';
 }
 
 static bool want(struct pc *pc, const struct config_node *n, const char *path,
@@ -1068,7 +1105,10 @@ static size_t *file_count(struct config *c, size_t i, enum section_count w)
 }
 
 /* Room for `more` items (and the spare) in a section's array and its
- * origins; new room zeroed. */
+ * origins. The new room is not zeroed here (named_section zeroes each
+ * item as it fills it, and the spare): room never filled is then never
+ * touched, so the pages of a large array's unused tail stay unmapped
+ * (issue 45: the doubling of 100,000 schedules left 31,072 spare). */
 static bool section_grow(struct pc *pc, enum section_count w, void **items,
 			 size_t count, size_t more, size_t size)
 {
@@ -1085,13 +1125,11 @@ static bool section_grow(struct pc *pc, enum section_count w, void **items,
 		return false;
 	}
 	*items = v;
-	memset(v + cap * size, 0, (ncap - cap) * size);
 	struct nref *r = realloc(pc->refs[w], ncap * sizeof(*r));
 	if (!r) {
 		oom(pc);
 		return false;
 	}
-	memset(r + cap, 0, (ncap - cap) * sizeof(*r));
 	pc->refs[w] = r;
 	pc->cap[w] = ncap;
 	return true;
@@ -1135,9 +1173,11 @@ static void named_section(struct pc *pc, size_t f, const char *section,
 	}
 	if (!section_grow(pc, w, items, *count, n->n / 2, size))
 		return;
+	memset((char *)*items + *count * size, 0, size); /* the spare */
 	for (size_t i = 0; i + 1 < n->n; i += 2) {
 		const struct config_node *k = n->kids[i];
 		size_t ix = (*count)++;
+		memset((char *)*items + ix * size, 0, 2 * size); /* + spare */
 		fn(pc, k, n->kids[i + 1], (char *)*items + ix * size);
 		(*file_count(pc->c, f, w))++;
 		/* name is the first member of the three specs (asserted
@@ -1849,10 +1889,14 @@ static void parse_task(struct pc *pc, const struct config_node *v,
 	get_duration(pc, v, path, "grace", 0, INT64_C(3600000), &t->grace_ms);
 	/* Output a result cannot carry would fail the same way on every
 	 * retry: refused here, with the task, the size and the limit. */
-	char owner[CONFIG_NAME_MAX + 16];
-	snprintf(owner, sizeof(owner), "task \"%s\"", t->name ? t->name : "?");
-	get_size(pc, v, path, "max_output", SPEC_RESULT_MAX, owner,
-		 "a result", &t->max_output);
+	/* Named in a message only: written when the key is there. */
+	if (config_yaml_get(v, "max_output")) {
+		char owner[CONFIG_NAME_MAX + 16];
+		snprintf(owner, sizeof(owner), "task \"%s\"",
+			 t->name ? t->name : "?");
+		get_size(pc, v, path, "max_output", SPEC_RESULT_MAX, owner,
+			 "a result", &t->max_output);
+	}
 	if (t->kind == TASK_HTTP) {
 		static const char *const cmd_only[] = {"cwd", "env", NULL};
 		for (size_t i = 0; cmd_only[i]; i++) {
@@ -1907,12 +1951,13 @@ static void parse_retry(struct pc *pc, const struct config_node *r,
 		missing(pc, r, path, "delay", "e.g. 30m");
 	if (a != 1 || b < 0 || d != 1)
 		return;
-	s->retry = (struct sc_retry_policy){(int)attempts,
-					    (enum sc_backoff)backoff, delay};
-	if (!retry_policy_valid(&s->retry)) {
+	struct sc_retry_policy p = {(int)attempts, (enum sc_backoff)backoff,
+				    delay};
+	if (!retry_policy_valid(&p)) {
 		bad(pc, r, path, "invalid retry policy");
 		return;
 	}
+	s->policy = p;
 	s->has_retry = true;
 }
 
@@ -2017,9 +2062,15 @@ static void resolve_schedule(struct pc *pc, const struct config_node *k,
 	const struct sc_zone *zone;
 	bool parsed = false;
 
+	size_t mc = s->cron ? memo_slot(s->cron, 64) : 0;
+	size_t mz = s->tz ? memo_slot(s->tz, 16) : 0;
+
 	/* Straight into the spec: a schedule that fails here fails the load,
 	 * so a partly written expr is never seen. */
-	if (s->cron && sc_cron_parse(s->cron, &s->expr, &err) != 0) {
+	if (s->cron && pc->memo_cron[mc].cron == s->cron) {
+		s->expr = pc->memo_cron[mc].expr;
+		parsed = true;
+	} else if (s->cron && sc_cron_parse(s->cron, &s->expr, &err) != 0) {
 		const struct config_node *at = config_yaml_get(v, "cron");
 		pjoin(kp, sizeof(kp), path, "cron");
 		if (s->override_var)
@@ -2034,16 +2085,28 @@ static void resolve_schedule(struct pc *pc, const struct config_node *k,
 	sc_err_clear(&err);
 	if (!s->tz) {
 		s->zone = sc_zone_local();
+	} else if (pc->memo_tz[mz].tz == s->tz) {
+		s->zone = pc->memo_tz[mz].zone;
 	} else if (sc_zone_load(s->tz, &zone, &err) != 0) {
 		pjoin(kp, sizeof(kp), path, "tz");
 		bad(pc, tz ? tz : k, kp, "%s", err.msg);
 	} else {
 		s->zone = zone;
+		pc->memo_tz[mz].tz = s->tz;
+		pc->memo_tz[mz].zone = zone;
 	}
 	if (!parsed)
 		return;
-	s->cls = sc_cron_class(&s->expr, NULL, 0);
-	s->policy = s->has_retry ? s->retry : sc_retry_policy_for(s->cls);
+	if (pc->memo_cron[mc].cron == s->cron) {
+		s->cls = pc->memo_cron[mc].cls;
+	} else {
+		s->cls = sc_cron_class(&s->expr, NULL, 0);
+		pc->memo_cron[mc].cron = s->cron;
+		pc->memo_cron[mc].expr = s->expr;
+		pc->memo_cron[mc].cls = s->cls;
+	}
+	if (!s->has_retry)
+		s->policy = sc_retry_policy_for(s->cls);
 }
 
 /*
@@ -2063,14 +2126,27 @@ static void schedule_pool(struct pc *pc, struct schedule_spec *s)
 	rc |= config_pool_strv(pool, &s->targets);
 	rc |= config_pool_strv(pool, &s->renamed_from);
 	for (size_t i = 0; i < s->n_tasks; i++) {
+		char *cwd = s->tasks[i].cwd ? config_pool_str(pool,
+							      s->tasks[i].cwd)
+					    : NULL;
+		if (cwd && cwd != s->tasks[i].cwd) {
+			config_pool_release(pool, s->tasks[i].cwd);
+			s->tasks[i].cwd = cwd;
+		} else if (s->tasks[i].cwd && !cwd) {
+			rc = SC_ENOMEM;
+		}
 		rc |= config_pool_strv(pool, &s->tasks[i].argv);
 		rc |= config_pool_strv(pool, &s->tasks[i].env);
 		rc |= config_pool_strv(pool, &s->tasks[i].headers);
 	}
 	/* n_tasks items, not the array's spare zeroed one (a task_spec is
-	 * 120 bytes: 12 MB over 100,000 schedules). */
+	 * 120 bytes: 12 MB over 100,000 schedules), interned: their strings
+	 * and vectors are pooled, so schedules that run the same tasks have
+	 * equal bytes and share one array (issue 45). A task holding a
+	 * string of its own (a resolved cwd or program) is equal to no
+	 * other, so what config_free releases is never shared. */
 	if (s->n_tasks && !config_pool_owns(pool, s->tasks)) {
-		struct task_spec *t = config_pool_copy(
+		struct task_spec *t = config_pool_blob(
 			pool, s->tasks, s->n_tasks * sizeof(*s->tasks));
 		if (t) {
 			free(s->tasks);
@@ -2200,7 +2276,7 @@ env:
 	schedule_pool(pc, s);
 	if (!s->name)
 		return;
-	int rc = config_env_apply(s);
+	int rc = config_env_apply(pc->c->pool, s);
 	if (rc == SC_ENOMEM) {
 		oom(pc);
 	} else if (rc == SC_ENOENT && v->kind == NODE_MAP) {
@@ -2228,18 +2304,58 @@ env:
 
 /*
  * Two names that map to one override variable ("a-b", "a_b") would let one
- * variable move two schedules: refused. Sorted, so O(n log n).
+ * variable move two schedules: refused. Sorted, so O(n log n), by the
+ * variable each name maps to, compared through the mapping itself
+ * (config_env_default_var's) rather than stored: 16 bytes a schedule, not
+ * the 112 of a copy of each variable (11 MB at the end of a load of
+ * 100,000 schedules, the daemon's peak; issue 45).
  */
 struct varref {
-	char var[CONFIG_NAME_MAX + 32];
-	const char *name;
+	const char *name;           /* NULL: no variable (a name too long,
+				       refused already) */
 	size_t idx;
+	uint64_t h;                 /* var_hash(name): compared first */
 };
 
+/* A name's character as config_env_default_var writes it. */
+static int var_char(char ch)
+{
+	if (ch >= 'a' && ch <= 'z')
+		return ch - 'a' + 'A';
+	if ((ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9'))
+		return (unsigned char)ch;
+	return '_';
+}
+
+/* strcmp of the variables of names a and b (the prefix is common). */
+static int var_cmp(const char *a, const char *b)
+{
+	for (;; a++, b++) {
+		int x = *a ? var_char(*a) : 0, y = *b ? var_char(*b) : 0;
+		if (x != y || !x)
+			return (x > y) - (x < y);
+	}
+}
+
+/* FNV-1a of the variable's characters: equal variables, equal hashes. */
+static uint64_t var_hash(const char *s)
+{
+	uint64_t h = UINT64_C(14695981039346656037);
+
+	for (; *s; s++)
+		h = (h ^ (uint64_t)var_char(*s)) * UINT64_C(1099511628211);
+	return h;
+}
+
+/* By hash, then variable, then position: equal variables end up side by
+ * side, the first written first. */
 static int varref_cmp(const void *a, const void *b)
 {
 	const struct varref *x = a, *y = b;
-	int c = strcmp(x->var, y->var);
+	int c = !x->name || !y->name ? (x->name != NULL) - (y->name != NULL)
+				     : (x->h > y->h) - (x->h < y->h);
+	if (!c && x->name && y->name)
+		c = var_cmp(x->name, y->name);
 	return c ? c : (x->idx < y->idx ? -1 : x->idx > y->idx);
 }
 
@@ -2247,7 +2363,7 @@ static void override_collisions(struct pc *pc)
 {
 	const struct nref *refs = pc->refs[COUNT_SCHEDULES];
 	size_t cnt = pc->c->n_schedules;
-	char kp[PATH_MAX_KEY];
+	char kp[PATH_MAX_KEY], var[CONFIG_NAME_MAX + 32];
 
 	if (cnt < 2 || !refs)
 		return;
@@ -2260,17 +2376,19 @@ static void override_collisions(struct pc *pc)
 	for (size_t i = 0; i < cnt; i++) {
 		if (!refs[i].name)
 			continue;
-		v[m].name = refs[i].name;
 		v[m].idx = i;
-		if (config_env_default_var(v[m].name, v[m].var,
-					   sizeof(v[m].var)))
-			v[m].var[0] = '\0'; /* too long: already refused */
+		/* too long: already refused */
+		if (config_env_default_var(refs[i].name, var, sizeof(var)) == 0) {
+			v[m].name = refs[i].name;
+			v[m].h = var_hash(refs[i].name);
+		}
 		m++;
 	}
 	qsort(v, m, sizeof(*v), varref_cmp);
 	size_t first = 0;
 	for (size_t i = 1; i < m; i++) {
-		if (!v[i].var[0] || strcmp(v[i].var, v[first].var) != 0) {
+		if (!v[i].name || !v[first].name ||
+		    var_cmp(v[i].name, v[first].name) != 0) {
 			first = i;
 			continue;
 		}
@@ -2278,12 +2396,14 @@ static void override_collisions(struct pc *pc)
 			continue; /* the same name: a duplicate, reported */
 		const struct nref *r = &refs[v[i].idx];
 		pjoin(kp, sizeof(kp), "schedules", v[i].name);
+		if (config_env_default_var(v[i].name, var, sizeof(var)))
+			var[0] = '\0';
 		if (config_problem_add_in(
 			    pc->probs, r->file,
 			    r->file ? pc->srcs[r->file].shown : NULL, r->line,
 			    r->col, "%s: schedules \"%s\" and \"%s\" share the "
 			    "override variable %s; rename one", kp,
-			    v[first].name, v[i].name, v[i].var))
+			    v[first].name, v[i].name, var))
 			pc->oom = true;
 	}
 	free(v);
@@ -2475,7 +2595,8 @@ light:
  * wins, like the linear search.
  */
 struct name_table {
-	size_t *slots;         /* item index + 1; 0: empty */
+	uint32_t *slots;       /* item index + 1; 0: empty (4 bytes: the
+				  table has 2 to 4 slots a schedule) */
 	size_t n_slots;        /* a power of two, or 0: not built */
 	size_t n_items;        /* the section's count when built */
 };
@@ -2528,6 +2649,8 @@ static void index_build(struct pc *pc, enum section_count w)
 		ns *= 2;
 	free(t->slots);
 	*t = (struct name_table){0};
+	if (n >= UINT32_MAX)
+		return; /* not built: index_find searches */
 	if (!(t->slots = calloc(ns, sizeof(*t->slots)))) {
 		oom(pc);
 		return;
@@ -2546,7 +2669,7 @@ static void index_build(struct pc *pc, enum section_count w)
 			k = (k + 1) & (ns - 1);
 		}
 		if (!dup)
-			t->slots[k] = i + 1;
+			t->slots[k] = (uint32_t)(i + 1);
 	}
 }
 
@@ -3649,6 +3772,15 @@ static int parse_config(const char *path, struct config **out,
 	pc.defer_refs = false;
 	sections_whole(&pc);
 	parse_alerts(&pc, root);
+	/* The schedules' array as long as it is (and its spare): the
+	 * doubling leaves up to half again (issue 45). Nothing points into
+	 * it yet; the index holds positions. */
+	if (c->n_schedules + 1 < pc.cap[COUNT_SCHEDULES]) {
+		struct schedule_spec *v = realloc(
+			c->schedules, (c->n_schedules + 1) * sizeof(*v));
+		if (v)
+			c->schedules = v;
+	}
 	if (pc.oom)
 		rc = SC_ENOMEM;
 	else if (probs->n + probs->n_dropped == before && !frag_read_failed)

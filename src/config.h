@@ -175,10 +175,16 @@ int config_env_default_var(const char *schedule, char *out, size_t n);
  * above (when set and non-empty). Sets s->cron to the final expression and
  * s->override_var to the variable used (NULL when none); s->cron_config
  * keeps the expression as written (NULL when the file has no cron).
+ * The expression as written is taken from the config's pool (pool, which
+ * may be NULL: then a copy of its own), so the 100,000 schedules of a
+ * large config hold no string of their own for it (issue 45); what it
+ * replaces is released (config_pool_release: pooled strings are never
+ * freed), so it may be applied again.
  * Returns 0, SC_ENOENT (no cron in the file and no variable set) or
  * SC_ENOMEM.
  */
-int config_env_apply(struct schedule_spec *s);
+struct config_pool;
+int config_env_apply(struct config_pool *pool, struct schedule_spec *s);
 
 /*
  * The one parser of a list of names in an environment variable

@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "config_int.h"
 #include "err.h"
 
 bool config_env_name_valid(const char *name)
@@ -71,7 +72,7 @@ static const char *env_value(const char *name)
 	return v && *v ? v : NULL;
 }
 
-int config_env_apply(struct schedule_spec *s)
+int config_env_apply(struct config_pool *pool, struct schedule_spec *s)
 {
 	char dflt[CONFIG_NAME_MAX + 32];
 	const char *var = NULL, *val = NULL;
@@ -85,11 +86,12 @@ int config_env_apply(struct schedule_spec *s)
 	if (!var) {
 		if (!s->cron_config)
 			return SC_ENOENT;
-		char *cron = strdup(s->cron_config);
+		char *cron = pool ? config_pool_str(pool, s->cron_config)
+				  : strdup(s->cron_config);
 		if (!cron)
 			return SC_ENOMEM;
-		free(s->cron);
-		free(s->override_var);
+		config_pool_release(pool, s->cron);
+		config_pool_release(pool, s->override_var);
 		s->cron = cron;
 		s->override_var = NULL;
 		return 0;
@@ -101,8 +103,8 @@ int config_env_apply(struct schedule_spec *s)
 		free(ov);
 		return SC_ENOMEM;
 	}
-	free(s->cron);
-	free(s->override_var);
+	config_pool_release(pool, s->cron);
+	config_pool_release(pool, s->override_var);
 	s->cron = cron;
 	s->override_var = ov;
 	return 0;

@@ -38,17 +38,21 @@
 
 enum config_node_kind { NODE_SCALAR, NODE_SEQ, NODE_MAP };
 
+/* Laid out without padding (48 bytes): a fragment of 10,000 schedules is
+ * some 170,000 of these, and the loader holds two fragments' trees at
+ * once (issue 45). */
 struct config_node {
-	enum config_node_kind kind;
-	int line, col;              /* 1-based, where libyaml saw it start */
 	char *str;                  /* scalar value, NUL-terminated */
-	bool is_null;               /* plain "", "~" or "null" */
-	struct config_node **kids;  /* seq: items; map: key, value, key, ... */
+	struct config_node **kids;  /* seq: items; map: key, value, key, ...
+				       (exactly n: the array is made once
+				       the collection ends) */
 	size_t n;
-	size_t cap;
 	struct config_arena *arena; /* the root only: where every node,
 				       string and kids array of the tree
 				       lives (config_yaml.c) */
+	int line, col;              /* 1-based, where libyaml saw it start */
+	enum config_node_kind kind;
+	bool is_null;               /* plain "", "~" or "null" */
 };
 
 /*
@@ -154,6 +158,12 @@ void *config_pool_copy(struct config_pool *p, const void *src, size_t n);
  * are left alone. Returns 0 or SC_ENOMEM (*v then unchanged, still
  * valid, possibly with some items pooled). */
 int config_pool_strv(struct config_pool *p, char ***v);
+/* The pooled copy of the n bytes at src, interned: equal bytes give the
+ * same pointer (a schedule's tasks, whose strings and vectors are pooled
+ * already, are then one array for every schedule that runs the same
+ * ones; issue 45). Aligned for any type; never written once returned.
+ * NULL: out of memory. */
+void *config_pool_blob(struct config_pool *p, const void *src, size_t n);
 
 /* Whether ptr lies in p's memory (false for NULL p or ptr). */
 bool config_pool_owns(const struct config_pool *p, const void *ptr);

@@ -41,6 +41,8 @@ struct config_pool {
 	size_t strs_cap, strs_n;
 	char ***vecs;               /* interned vectors (of pooled strings) */
 	size_t vecs_cap, vecs_n;
+	void **blobs;               /* interned blobs, each after its size */
+	size_t blobs_cap, blobs_n;
 };
 
 struct config_pool *config_pool_new(void)
@@ -61,6 +63,7 @@ void config_pool_free(struct config_pool *p)
 	}
 	free(p->strs);
 	free(p->vecs);
+	free(p->blobs);
 	free(p);
 }
 
@@ -242,6 +245,42 @@ int config_pool_strv(struct config_pool *p, char ***v)
 	return 0;
 }
 
+/* A blob's size, stored just before it (config_pool_blob). */
+static size_t blob_len(const void *e)
+{
+	size_t n;
+	memcpy(&n, (const char *)e - sizeof(n), sizeof(n));
+	return n;
+}
+
+static size_t blob_hash(const void *e)
+{
+	return hash_bytes(e, blob_len(e));
+}
+
+void *config_pool_blob(struct config_pool *p, const void *src, size_t n)
+{
+	if (!table_room(&p->blobs, &p->blobs_cap, p->blobs_n, blob_hash))
+		return NULL;
+	size_t m = p->blobs_cap - 1, j = hash_bytes(src, n) & m;
+	for (; p->blobs[j]; j = (j + 1) & m)
+		if (blob_len(p->blobs[j]) == n &&
+		    memcmp(p->blobs[j], src, n) == 0)
+			return p->blobs[j];
+	/* The size in the max_align_t before the blob, so the blob itself
+	 * stays aligned for any object. */
+	const size_t al = _Alignof(max_align_t);
+	char *d = pool_alloc(p, al + (n ? n : 1), true);
+	if (!d)
+		return NULL;
+	d += al;
+	memcpy(d - sizeof(n), &n, sizeof(n));
+	memcpy(d, src, n);
+	p->blobs[j] = d;
+	p->blobs_n++;
+	return d;
+}
+
 size_t config_pool_bytes(const struct config_pool *p)
 {
 	size_t b = 0;
@@ -249,5 +288,5 @@ size_t config_pool_bytes(const struct config_pool *p)
 		return 0;
 	for (const struct pool_chunk *k = p->head; k; k = k->next)
 		b += sizeof(*k) + k->size;
-	return b + (p->strs_cap + p->vecs_cap) * sizeof(void *);
+	return b + (p->strs_cap + p->vecs_cap + p->blobs_cap) * sizeof(void *);
 }

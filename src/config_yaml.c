@@ -200,20 +200,22 @@ static void arena_free(struct config_arena *a)
 	free(a);
 }
 
-/* n bytes, aligned for any object; NULL when out of memory. */
-static void *arena_alloc(struct config_arena *a, size_t n)
+/* n bytes aligned to al (a power of two, at most max_align_t's: 1 for
+ * strings, a pointer's for nodes and kids arrays); NULL when out of
+ * memory. */
+static void *arena_alloc(struct config_arena *a, size_t n, size_t al)
 {
-	size_t al = sizeof(max_align_t);
-
-	n = (n + al - 1) / al * al;
 	struct arena_chunk *c = a->head;
-	if (!c || c->cap - c->used < n) {
+	size_t off = c ? (c->used + al - 1) & ~(al - 1) : 0;
+
+	if (!c || off > c->cap || c->cap - off < n) {
 		size_t cap = n > ARENA_CHUNK ? n : ARENA_CHUNK;
 		c = malloc(sizeof(*c) + cap);
 		if (!c)
 			return NULL;
 		c->cap = cap;
 		c->used = 0;
+		off = 0;
 		if (a->head && n > ARENA_CHUNK) {
 			/* A big one goes behind the current chunk, whose
 			 * room stays in use. */
@@ -224,8 +226,8 @@ static void *arena_alloc(struct config_arena *a, size_t n)
 			a->head = c;
 		}
 	}
-	void *p = (char *)c->data + c->used;
-	c->used += n;
+	void *p = (char *)c->data + off;
+	c->used = off + n;
 	return p;
 }
 
@@ -238,6 +240,12 @@ void config_yaml_free(struct config_node *n)
 struct ybuild {
 	yaml_parser_t parser;
 	struct config_arena *arena;
+	/* The kids of the collections being built, innermost last: each
+	 * collection's are copied into an array of their exact count when
+	 * it ends (a doubling array per collection left its old copies in
+	 * the arena: about a third of a tree). Malloc'd, freed at the end. */
+	struct config_node **stk;
+	size_t stk_n, stk_cap;
 	int end_line, end_col; /* the position after the last character */
 	struct config_problems *probs;
 	struct ubreaks *ub;
@@ -365,7 +373,8 @@ static struct config_node *node_new(struct ybuild *b,
 				   CONFIG_MAX_NODES);
 		return NULL;
 	}
-	struct config_node *n = arena_alloc(b->arena, sizeof(*n));
+	struct config_node *n = arena_alloc(b->arena, sizeof(*n),
+					    _Alignof(struct config_node));
 	if (n)
 		memset(n, 0, sizeof(*n));
 	if (!n) {
@@ -379,26 +388,43 @@ static struct config_node *node_new(struct ybuild *b,
 	return n;
 }
 
-static int node_push(struct ybuild *b, struct config_node *parent,
-		      struct config_node *kid)
+static int node_push(struct ybuild *b, struct config_node *kid)
 {
-	if (parent->n == parent->cap) {
-		size_t ncap = parent->cap ? parent->cap * 2 : 4;
-		/* The old array stays in the arena: at most as much again
-		 * as the final one. */
-		struct config_node **v = arena_alloc(
-			b->arena, ncap * sizeof(struct config_node *));
-		for (size_t i = 0; v && i < parent->n; i++)
-			v[i] = parent->kids[i];
+	if (b->stk_n == b->stk_cap) {
+		size_t ncap = b->stk_cap ? b->stk_cap * 2 : 64;
+		struct config_node **v =
+			realloc(b->stk, ncap * sizeof(struct config_node *));
 		if (!v) {
 			b->oom = true;
 			config_problem_oom(b->probs);
 			return -1;
 		}
-		parent->kids = v;
-		parent->cap = ncap;
+		b->stk = v;
+		b->stk_cap = ncap;
 	}
-	parent->kids[parent->n++] = kid;
+	b->stk[b->stk_n++] = kid;
+	return 0;
+}
+
+/* The kids pushed since base become n's exact array. */
+static int node_close(struct ybuild *b, struct config_node *n, size_t base)
+{
+	size_t k = b->stk_n - base;
+
+	if (k) {
+		n->kids = arena_alloc(b->arena,
+				      k * sizeof(struct config_node *),
+				      _Alignof(struct config_node *));
+		if (!n->kids) {
+			b->oom = true;
+			config_problem_oom(b->probs);
+			return -1;
+		}
+		memcpy(n->kids, b->stk + base,
+		       k * sizeof(struct config_node *));
+	}
+	n->n = k;
+	b->stk_n = base;
 	return 0;
 }
 
@@ -435,7 +461,7 @@ static struct config_node *build(struct ybuild *b, yaml_event_t *ev, int depth)
 					   "a value");
 			goto fail;
 		}
-		n->str = arena_alloc(b->arena, len + 1);
+		n->str = arena_alloc(b->arena, len + 1, 1);
 		if (n->str) {
 			memcpy(n->str, v, len);
 			n->str[len] = '\0';
@@ -468,15 +494,18 @@ static struct config_node *build(struct ybuild *b, yaml_event_t *ev, int depth)
 		if (!n)
 			goto fail;
 		yaml_event_delete(ev);
+		size_t base = b->stk_n;
 		for (;;) {
 			yaml_event_t kev;
 			if (next_event(b, &kev))
-				goto fail_node;
+				goto fail_kids;
 			if (kev.type == end) {
 				yaml_event_delete(&kev);
+				if (node_close(b, n, base))
+					goto fail_kids;
 				return n;
 			}
-			if (is_map && (n->n % 2) == 0 &&
+			if (is_map && ((b->stk_n - base) % 2) == 0 &&
 			    kev.type != YAML_SCALAR_EVENT &&
 			    kev.type != YAML_ALIAS_EVENT) {
 				config_problem_add(
@@ -486,16 +515,15 @@ static struct config_node *build(struct ybuild *b, yaml_event_t *ev, int depth)
 					"%s", kev.type == YAML_MAPPING_START_EVENT
 						      ? "mapping" : "list");
 				yaml_event_delete(&kev);
-				goto fail_node;
+				goto fail_kids;
 			}
 			struct config_node *kid = build(b, &kev, depth + 1);
-			if (!kid)
-				goto fail_node;
-			if (node_push(b, n, kid)) {
-				config_yaml_free(kid);
-				goto fail_node;
-			}
+			if (!kid || node_push(b, kid))
+				goto fail_kids;
 		}
+	fail_kids:
+		b->stk_n = base;
+		goto fail_node;
 	}
 	case YAML_ALIAS_EVENT:
 		config_problem_add(b->probs, (int)ev->start_mark.line + 1,
@@ -583,6 +611,7 @@ fail:
 	root = NULL;
 done:
 	yaml_parser_delete(&b.parser);
+	free(b.stk);
 	if (root)
 		root->arena = b.arena; /* the tree owns it from here */
 	else

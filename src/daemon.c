@@ -146,6 +146,11 @@ struct cfg_ref {
 	int refs;      /* under daemon.mu */
 	uint64_t id;   /* unique per wrap, never reused: a store handle's
 			  overlap rule is set again only when it changes */
+	struct store_known *known; /* the schedules the claims may take,
+				      built once and shared by every
+				      handle (issue 45); NULL: each claim
+				      handle builds its own (and says why
+				      it cannot) */
 };
 
 /* Wraps a loaded config (taken over) with one reference. NULL: no memory
@@ -163,6 +168,8 @@ static struct cfg_ref *cfg_wrap(struct config *cfg)
 	r->cfg = cfg;
 	r->refs = 1;
 	r->id = atomic_fetch_add(&next_id, 1) + 1;
+	if (queue_known_new(cfg, &r->known, NULL) != 0)
+		r->known = NULL;
 	return r;
 }
 
@@ -172,6 +179,7 @@ static void cfg_ref_free(struct cfg_ref *r)
 		return;
 	/* The plan borrows the config: it goes first. */
 	scheduler_plan_free(r->plan);
+	store_known_free(r->known);
 	config_free(r->cfg);
 	free(r);
 }
@@ -812,7 +820,8 @@ static int claim(struct store *s, const struct cfg_ref *cr,
 
 	/* The rule walks every schedule: set it on this handle once per
 	 * config (*rule_of: the cfg_ref id it was set from, 0: none). */
-	if (*rule_of != cr->id && (rc = queue_overlap_rule(s, cfg, e)) == 0)
+	if (*rule_of != cr->id &&
+	    (rc = queue_overlap_rule_known(s, cfg, cr->known, e)) == 0)
 		*rule_of = cr->id;
 
 	*skipped = false;

@@ -307,6 +307,12 @@ int queue_complete_marked(struct store *s, const struct store_job *job,
 int queue_overlap_rule(struct store *s, const struct config *cfg,
 		       struct sc_err *err)
 {
+	return queue_overlap_rule_known(s, cfg, NULL, err);
+}
+
+int queue_overlap_rule_known(struct store *s, const struct config *cfg,
+			     struct store_known *known, struct sc_err *err)
+{
 	size_t n = cfg ? cfg->n_schedules : 0, n_allow = 0, n_skip = 0;
 	const char **v = n ? calloc(n, sizeof(*v)) : NULL;
 
@@ -325,6 +331,23 @@ int queue_overlap_rule(struct store *s, const struct config *cfg,
 	free(v);
 	if (rc)
 		return rc;
+	if (known) {
+		store_known_use(s, known);
+		return 0;
+	}
+	struct store_known *k = NULL;
+	rc = queue_known_new(cfg, &k, err);
+	if (!rc)
+		store_known_use(s, k);
+	store_known_free(k);
+	return rc;
+}
+
+int queue_known_new(const struct config *cfg, struct store_known **out,
+		    struct sc_err *err)
+{
+	size_t n = cfg ? cfg->n_schedules : 0;
+
 	/* The names this node can run (worker.c: config_schedule_of). */
 	size_t n_known = n;
 	for (size_t i = 0; i < n; i++)
@@ -339,7 +362,7 @@ int queue_overlap_rule(struct store *s, const struct config *cfg,
 		for (size_t j = 0; j < sp->n_renamed_from; j++)
 			k[n_known++] = sp->renamed_from[j];
 	}
-	rc = store_claim_known_set(s, k, n_known, err);
+	int rc = store_known_new(k, n_known, out, err);
 	free(k);
 	return rc;
 }

@@ -138,6 +138,19 @@ int queue_overlap_rule(struct store *s, const struct config *cfg,
 		       struct sc_err *err);
 
 /*
+ * queue_overlap_rule with the known set built beforehand by
+ * queue_known_new (borrowed: s takes a reference of its own), so that the
+ * handles of one config share one copy (store_known_new); known NULL:
+ * built here, as queue_overlap_rule does. queue_known_new makes cfg's
+ * set (every schedule's name and renamed_from names) into *out, one
+ * reference (store_known_free): 0, SC_EINVAL or SC_ENOMEM.
+ */
+int queue_overlap_rule_known(struct store *s, const struct config *cfg,
+			     struct store_known *known, struct sc_err *err);
+int queue_known_new(const struct config *cfg, struct store_known **out,
+		    struct sc_err *err);
+
+/*
  * Ends a claimed job that store_job.overlapped marks (an `overlap: skip`
  * schedule whose other slot was running): DONE, not run, with a
  * LEDGER_SKIPPED row, error_class "overlap" and details {"cause":

@@ -155,6 +155,8 @@ struct sla_spec {
 	int64_t success_within_ms; /* no delivered slot for that long: stale */
 };
 
+/* Laid out by size, widest first, so that no member pads (issue 45: a
+ * config of 100,000 schedules holds 100,000 of these; 256 bytes). */
 struct schedule_spec {
 	char *name;
 	char *cron;             /* the final expression (after overrides) */
@@ -162,13 +164,14 @@ struct schedule_spec {
 	char *override_var;     /* the variable that overrode it, or NULL */
 	char *schedule_env;     /* `schedule_env:` as written, or NULL */
 	char *tz;               /* IANA name; NULL: the system's zone */
-	enum catchup catchup;
 	char **targets;         /* names, NULL-terminated */
 	size_t n_targets;
 	struct task_spec *tasks;
 	size_t n_tasks;
-	bool has_retry;         /* true when `retry:` overrides the class */
-	struct sc_retry_policy retry; /* `retry:` as written (has_retry) */
+	char **renamed_from;    /* `renamed_from:` names, NULL-terminated
+				   (never NULL once loaded): the schedule's
+				   earlier names, whose state it keeps */
+	size_t n_renamed_from;
 	/*
 	 * Resolved once by config_parse, from the FINAL expression (after the
 	 * environment overrides) and tz, so that no consumer parses `cron` or
@@ -180,23 +183,11 @@ struct schedule_spec {
 	const struct sc_zone *zone; /* tz, or the system's zone when tz is
 				       NULL; loaded zones live as long as the
 				       process (tz.c), so it is never freed */
-	enum sc_freq_class cls; /* the frequency class of expr */
-	struct sc_retry_policy policy; /* retry when has_retry, else the
-					  policy of cls */
-	enum notice_policy notices;    /* `notices:`, default every */
-	/* `expect:` (issue 13): a run whose deliverables fall short is a
-	 * failed run (cause "expectation"). 0: no expectation. */
-	int expect_min_previews;
-	int expect_min_summary_chars;
+	struct sc_retry_policy policy; /* `retry:` as written when has_retry,
+					  else the policy of cls */
 	struct heartbeat_spec heartbeat; /* `heartbeat: {url_env}` (issue 14) */
-	bool has_sla;                    /* `sla:` written */
-	struct sla_spec sla;
-	char **renamed_from;    /* `renamed_from:` names, NULL-terminated
-				   (never NULL once loaded): the schedule's
-				   earlier names, whose state it keeps */
-	size_t n_renamed_from;
+	struct sla_spec sla;             /* `sla:`, when has_sla */
 	/* Operator controls (issue 17); all 0 / default when not written. */
-	enum overlap overlap;       /* `overlap:`, default queue */
 	int64_t catchup_window_ms;  /* `catchup_window:`: a late slot older
 				       than this is missed, whatever
 				       `catchup`; 0: no bound */
@@ -205,6 +196,16 @@ struct schedule_spec {
 				       slot); 0: none */
 	int64_t deadline_ms;        /* `deadline:`: no attempt starts after
 				       slot + this; 0: none */
+	enum catchup catchup;
+	enum sc_freq_class cls; /* the frequency class of expr */
+	enum notice_policy notices;    /* `notices:`, default every */
+	enum overlap overlap;       /* `overlap:`, default queue */
+	/* `expect:` (issue 13): a run whose deliverables fall short is a
+	 * failed run (cause "expectation"). 0: no expectation. */
+	int expect_min_previews;
+	int expect_min_summary_chars;
+	bool has_retry;         /* true when `retry:` overrides the class */
+	bool has_sla;           /* `sla:` written */
 	bool disabled;              /* `enabled: false`: fires nothing */
 };
 

@@ -18,6 +18,7 @@
  *     n_slots >= 1 (alert_norm), a known status, and terminated texts.
  */
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,7 @@
 
 #include <jansson.h>
 
+#include "buf.h"
 #include "clock.h"
 #include "err.h"
 #include "log.h"
@@ -37,7 +39,15 @@ struct store {
 	void *impl;
 	struct sc_clock *clock;
 	struct store_fence fence;   /* job_id 0: not fenced */
-	struct store_claim_rule rule; /* store_overlap_set; strings owned */
+	struct store_claim_rule rule; /* store_overlap_set; strings owned
+					 but rule.known, known's text */
+	struct store_known *known;  /* store_known_use; NULL: any */
+};
+
+/* store_known_new: the JSON array of names, shared by reference. */
+struct store_known {
+	atomic_long refs;
+	char text[];
 };
 
 /* The fence to hand to a backend write: NULL when none is set. */
@@ -156,7 +166,7 @@ void store_close(struct store *s)
 	s->ops->close(s->impl);
 	free((char *)s->rule.allow);
 	free((char *)s->rule.skip);
-	free((char *)s->rule.known);
+	store_known_free(s->known);
 	free(s);
 }
 
@@ -579,36 +589,93 @@ int store_overlap_set(struct store *s, bool on, const char *const *allow,
 	return 0;
 }
 
+/* Appends the JSON text of one name (jansson's encoding, one string at a
+ * time: a tree of every name cost 800 bytes each at its peak). */
+static int known_append(struct buf *b, const char *name, struct sc_err *err)
+{
+	char one[2 * STORE_NAME_MAX + 8];
+	json_t *v = json_string(name);
+	size_t len = v ? json_dumpb(v, one, sizeof(one), JSON_ENCODE_ANY) : 0;
+
+	json_decref(v);
+	if (!v)
+		return sc_err_set(err, SC_EINVAL, "schedule name is not UTF-8");
+	/* A name of STORE_NAME_MAX bytes escapes within 2x plus quotes
+	 * (\uXXXX only for control bytes, which are refused upstream; a
+	 * longer text is refused rather than cut). */
+	if (len == 0 || len > sizeof(one))
+		return sc_err_set(err, SC_EINVAL, "schedule name does not "
+				  "encode");
+	return buf_add(b, one, len) ? sc_err_set(err, SC_ENOMEM,
+						 "out of memory") : 0;
+}
+
+int store_known_new(const char *const *names, size_t n,
+		    struct store_known **out, struct sc_err *err)
+{
+	struct buf b;
+	int rc = 0;
+
+	buf_init(&b, SIZE_MAX / 2);
+	rc = buf_add(&b, "[", 1) ? SC_ENOMEM : 0;
+	for (size_t i = 0; !rc && i < n; i++) {
+		rc = check_name("schedule name", names[i], STORE_NAME_MAX,
+				err);
+		if (!rc && i)
+			rc = buf_add(&b, ",", 1) ? SC_ENOMEM : 0;
+		if (!rc)
+			rc = known_append(&b, names[i], err);
+	}
+	if (!rc)
+		rc = buf_add(&b, "]", 1) ? SC_ENOMEM : 0;
+	struct store_known *k = rc ? NULL : malloc(sizeof(*k) + b.len + 1);
+	if (!rc && !k)
+		rc = SC_ENOMEM;
+	if (!rc) {
+		atomic_init(&k->refs, 1);
+		memcpy(k->text, b.p, b.len);
+		k->text[b.len] = '\0';
+		*out = k;
+	}
+	buf_dispose(&b);
+	if (rc == SC_ENOMEM)
+		return sc_err_set(err, SC_ENOMEM, "out of memory");
+	return rc;
+}
+
+void store_known_free(struct store_known *k)
+{
+	if (k && atomic_fetch_sub(&k->refs, 1) == 1)
+		free(k);
+}
+
+void store_known_use(struct store *s, struct store_known *k)
+{
+	if (k)
+		atomic_fetch_add(&k->refs, 1);
+	/* A set is immutable and s holds a reference to its current one, so
+	 * the same pointer is the same set: a backend that keeps a copy of
+	 * it (PostgreSQL's claim_known) reloads only on a new generation. */
+	if (k != s->known)
+		s->rule.known_gen++;
+	store_known_free(s->known);
+	s->known = k;
+	s->rule.known = k ? k->text : NULL;
+	s->ops->claim_rule(s->impl, &s->rule);
+}
+
 int store_claim_known_set(struct store *s, const char *const *names,
 			  size_t n, struct sc_err *err)
 {
-	char *text = NULL;
+	struct store_known *k = NULL;
 
 	if (names) {
-		json_t *a = json_array();
-		int rc = a ? 0 : SC_ENOMEM;
-		for (size_t i = 0; !rc && i < n; i++) {
-			rc = check_name("schedule name", names[i],
-					STORE_NAME_MAX, err);
-			json_t *v = rc ? NULL : json_string(names[i]);
-			if (!rc && !v)
-				rc = sc_err_set(err, SC_EINVAL, "schedule "
-						"name is not UTF-8");
-			else if (!rc && json_array_append_new(a, v) != 0)
-				rc = SC_ENOMEM;
-		}
-		if (!rc && !(text = json_dumps(a, JSON_COMPACT)))
-			rc = SC_ENOMEM;
-		json_decref(a);
-		if (rc == SC_ENOMEM)
-			return sc_err_set(err, SC_ENOMEM, "out of memory");
+		int rc = store_known_new(names, n, &k, err);
 		if (rc)
 			return rc;
 	}
-	free((char *)s->rule.known);
-	s->rule.known = text;
-	s->rule.known_gen++;
-	s->ops->claim_rule(s->impl, &s->rule);
+	store_known_use(s, k);
+	store_known_free(k);
 	return 0;
 }
 

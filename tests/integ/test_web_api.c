@@ -687,6 +687,55 @@ static void lost_retried_recovered(void **state)
  * it: SENDING, then UNKNOWN), released through POST /api/release: SENT,
  * the decision in the ledger with who and through what, the dead job
  * ready again, and the slot finished without running its task again. */
+/* One row of schedule name at slot_ms, written now. */
+static void put_row(struct store *s, const char *name, int64_t slot_ms,
+		    const char *outcome)
+{
+	struct sc_err err = {0};
+	struct ledger_row r = {.slot_ms = slot_ms, .attempt = 1,
+			       .started_ms = slot_ms + 10,
+			       .finished_ms = slot_ms + 900};
+
+	snprintf(r.schedule, sizeof(r.schedule), "%s", name);
+	snprintf(r.outcome, sizeof(r.outcome), "%s", outcome);
+	assert_int_equal(store_ledger_append(s, &r, &err), 0);
+}
+
+/* The strip of /api/schedules (issue 45: read over widening periods,
+ * not the schedule's whole ledger): attempts weeks old still show when
+ * nothing newer does, an ack is never one, and with more than 12 recent
+ * attempts the 12 newest show, oldest first. */
+static void recent_reaches_back(const struct env *e, struct resp *r)
+{
+	const int64_t day = 86400000, now = tu_now_ms() / 1000 * 1000;
+	struct store *s = tu_store_open(e->url);
+
+	for (int d = 40; d >= 20; d -= 10)
+		put_row(s, "doomed", now - d * day, LEDGER_SUCCESS);
+	put_row(s, "doomed", now - day, LEDGER_ACKED);
+	assert_int_equal(req(e, "/api/schedules/doomed", NULL, 0, r), 200);
+	json_t *rec = json_object_get(r->json, "recent");
+	assert_int_equal(json_array_size(rec), 3);
+	assert_int_equal(jint(json_array_get(rec, 0), "slot_ms"),
+			 now - 40 * day);
+	assert_int_equal(jint(json_array_get(rec, 2), "slot_ms"),
+			 now - 20 * day);
+
+	for (int h = 14; h >= 1; h--)
+		put_row(s, "doomed", now - h * 3600000, h == 3 ? LEDGER_FAILED
+							       : LEDGER_SUCCESS);
+	store_close(s);
+	assert_int_equal(req(e, "/api/schedules/doomed", NULL, 0, r), 200);
+	rec = json_object_get(r->json, "recent");
+	assert_int_equal(json_array_size(rec), 12);
+	assert_int_equal(jint(json_array_get(rec, 0), "slot_ms"),
+			 now - 12 * 3600000);
+	assert_string_equal(jstr(json_array_get(rec, 9), "outcome"),
+			    LEDGER_FAILED);
+	assert_int_equal(jint(json_array_get(rec, 11), "slot_ms"),
+			 now - 3600000);
+}
+
 static void held_send_released(void **state)
 {
 	struct env e;
@@ -765,6 +814,7 @@ static void held_send_released(void **state)
 			 strcmp(jstr(row, "outcome"), "failed") == 0;
 	assert_int_equal(n_att, 1);
 
+	recent_reaches_back(&e, &r);
 	resp_dispose(&r);
 	env_stop(&e);
 }

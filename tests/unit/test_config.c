@@ -202,9 +202,9 @@ static void every_key_parsed(void **state)
 	assert_string_equal(s->targets[1], "archive");
 	assert_null(s->targets[2]);
 	assert_true(s->has_retry);
-	assert_int_equal(s->retry.attempts, 4);
-	assert_int_equal(s->retry.backoff, SC_BACKOFF_FIXED);
-	assert_int_equal(s->retry.delay_ms, 30 * 60000);
+	assert_int_equal(s->policy.attempts, 4);
+	assert_int_equal(s->policy.backoff, SC_BACKOFF_FIXED);
+	assert_int_equal(s->policy.delay_ms, 30 * 60000);
 
 	assert_int_equal(s->n_tasks, 3);
 	const struct task_spec *k = &s->tasks[0];
