@@ -1331,8 +1331,7 @@ static void do_reload(struct daemon *d)
 	/* The schedules whose cron or zone this reload changes: their new
 	 * expression is noted before the new plan's first tick (tick). On
 	 * no memory, every schedule is (an unchanged one writes nothing). */
-	if (history_changed(old ? old->cfg : NULL, r->cfg, &r->hist_want,
-			    &e) != 0)
+	if (history_changed(old->cfg, r->cfg, &r->hist_want, &e) != 0)
 		r->hist_want = NULL;
 	cfg_put(d, old);
 	/* The heartbeat URLs of the new config (read from the environment

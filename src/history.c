@@ -75,7 +75,7 @@ static int last_of(struct store *s, const struct store_sched_last *all,
 {
 	*has = false;
 	if (have_all) {
-		struct store_sched_last key;
+		struct store_sched_last key = {.slot_ms = 0};
 		snprintf(key.schedule, sizeof(key.schedule), "%s", name);
 		const struct store_sched_last *hit =
 			n_all ? bsearch(&key, all, n_all, sizeof(*all),
@@ -174,17 +174,19 @@ static void resolve(const struct schedule_spec *spec,
 	const struct sc_zone *z = NULL;
 
 	st->expr = spec->expr;
-	st->zone = spec->zone;
 	st->recorded = true;
 	if (sc_cron_parse(r->cron, &st->expr, NULL) != 0)
 		st->expr = spec->expr;
-	if (strcmp(r->tz, sc_zone_name(spec->zone)) == 0)
-		z = spec->zone;
-	else if (strcmp(r->tz, sc_zone_name(sc_zone_local())) == 0)
-		z = sc_zone_local();
-	else if (sc_zone_load(r->tz, &z, NULL) != 0)
-		z = spec->zone;
-	st->zone = z;
+	/* The config's zone when the names agree (or the record's no longer
+	 * loads); the local zone by its name, which may be a TZ rule that
+	 * sc_zone_load does not take. */
+	if (strcmp(r->tz, sc_zone_name(spec->zone)) != 0) {
+		if (strcmp(r->tz, sc_zone_name(sc_zone_local())) == 0)
+			z = sc_zone_local();
+		else if (sc_zone_load(r->tz, &z, NULL) != 0)
+			z = NULL;
+	}
+	st->zone = z ? z : spec->zone;
 }
 
 int history_stretches(struct store *s, const struct schedule_spec *spec,
