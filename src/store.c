@@ -1167,33 +1167,49 @@ int store_slot_look_others(struct store *s, const char *schedule,
 					 n_targets, marked, staged, out,
 					 n_others, err);
 	rc = s->ops->slot_is_marked(s->impl, schedule, slot_ms, marked, err);
-	for (size_t i = 0; !rc && !*marked && i < n_targets; i++) {
-		struct sc_err lerr = {0};
-
-		rc = s->ops->outbox_get(s->impl, schedule, slot_ms, targets[i],
-					out, &lerr);
-		if (rc == SC_ENOENT) {
-			rc = 0; /* not staged for this one: next target */
-			continue;
-		}
-		if (rc)
-			err_copy(err, &lerr);
-		else
-			*staged = (int)i;
-		break;
-	}
-	if (rc || *marked || !n_others)
+	if (rc || *marked)
 		return rc;
-	/* The slot's rows, for the targets removed since they were staged:
-	 * a read of the slot's part of the primary key. */
+	if (!n_others) {
+		for (size_t i = 0; !rc && i < n_targets; i++) {
+			struct sc_err lerr = {0};
+
+			rc = s->ops->outbox_get(s->impl, schedule, slot_ms,
+						targets[i], out, &lerr);
+			if (rc == SC_ENOENT) {
+				rc = 0; /* not staged for this one: next */
+				continue;
+			}
+			if (rc)
+				err_copy(err, &lerr);
+			else
+				*staged = (int)i;
+			break;
+		}
+		return rc;
+	}
+	/* The slot's rows (a read of the slot's part of the primary key):
+	 * which targets have one, and which rows are of targets removed
+	 * since they were staged; then the first staged target's message.
+	 * A fresh slot costs this one read instead of one per target. */
 	struct store_outbox_row *v = NULL;
 	size_t n = 0;
 	rc = s->ops->outbox_list(s->impl, schedule, slot_ms, &v, &n, err);
 	for (size_t i = 0; !rc && i < n; i++)
 		*n_others += !name_in(v[i].target, targets, n_targets);
+	for (size_t i = 0; !rc && *staged < 0 && i < n_targets; i++) {
+		for (size_t k = 0; k < n; k++)
+			if (strcmp(v[k].target, targets[i]) == 0) {
+				*staged = (int)i;
+				break;
+			}
+	}
 	free(v);
-	if (rc)
-		store_outbox_entry_dispose(out);
+	if (!rc && *staged >= 0) {
+		rc = s->ops->outbox_get(s->impl, schedule, slot_ms,
+					targets[*staged], out, err);
+		if (rc)
+			*staged = -1;
+	}
 	return rc;
 }
 
