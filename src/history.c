@@ -46,7 +46,9 @@ int history_changed(const struct config *prev, const struct config *cfg,
 		const struct schedule_spec *now = &cfg->schedules[i];
 		const struct schedule_spec *was = config_schedule(prev,
 								  now->name);
-		w[i] = !was || !same_spec(was, now);
+		/* Enabled again: it was left out while disabled. */
+		w[i] = !was || !same_spec(was, now) ||
+		       was->disabled != now->disabled;
 	}
 	*want = w;
 	return 0;

@@ -35,7 +35,8 @@ struct history_notes {
 /*
  * Which schedules of cfg a reload from prev must note: want[i] is true
  * for each schedules[i] that prev has not, or whose final expression or
- * zone differs from prev's (same name). *want is allocated (free());
+ * zone differs from prev's (same name), or that prev had disabled or
+ * cfg disables (a disabled schedule is not noted). *want is allocated (free());
  * NULL with 0 when prev is NULL (every schedule: a start). SC_ENOMEM.
  */
 int history_changed(const struct config *prev, const struct config *cfg,
