@@ -148,6 +148,7 @@ struct cfg_ref {
 	 * at the next ticks while the store refuses them. */
 	bool *hist_want;
 	bool hist_planned;
+	bool hist_warned;  /* the write's failure was logged */
 	struct history_notes hist;
 };
 
@@ -1619,8 +1620,8 @@ static void check_server_clock(struct daemon *d)
 }
 
 /* Writes the pending cron notes of cr (history.h). A failure is said
- * and the notes kept for the next tick: the audit's record must not cost
- * a slot, so the scheduler goes on. */
+ * (once per config) and the notes kept for the next tick: the audit's
+ * record must not cost a slot, so the scheduler goes on. */
 static void note_crons(struct cfg_ref *cr, struct store *s)
 {
 	struct sc_err e = {0};
@@ -1628,9 +1629,12 @@ static void note_crons(struct cfg_ref *cr, struct store *s)
 	char msg[SC_ERR_MSG_MAX + 8];
 
 	if (history_write(s, &cr->hist, &n, &e) != 0) {
-		LOG(SC_LOG_WARN, "daemon", "event=cron_history outcome=failed "
-		    "notes=%zu code=%s msg=%s", asked, sc_strerror(e.code),
-		    log_quote(msg, sizeof(msg), e.msg));
+		if (!cr->hist_warned)
+			LOG(SC_LOG_WARN, "daemon", "event=cron_history "
+			    "outcome=failed notes=%zu code=%s msg=%s", asked,
+			    sc_strerror(e.code),
+			    log_quote(msg, sizeof(msg), e.msg));
+		cr->hist_warned = true;
 		return;
 	}
 	if (n)
