@@ -454,7 +454,11 @@ static void cron_change_judged_per_stretch(void **state)
 	wait_success(url, "job", 2, INT64_MIN);
 	write_job(dir, "a.yaml", url, "* * * * * *", "good");
 	reload(dir, pid, 1);
-	/* The switch: the slot after the last one of the old cron. */
+	/* The switch, noted at the new config's first tick (the start's
+	 * note was the first): the slot after the last one of the old
+	 * cron. */
+	assert_true(tu_wait_log(dir, "event=cron_history outcome=ok", 2,
+				WAIT_MS));
 	struct store *s = tu_store_open(url);
 	struct store_cron *v = NULL;
 	size_t n = 0;
