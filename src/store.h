@@ -1171,9 +1171,9 @@ int store_lease_drop(struct store *s, const char *name, const char *owner,
  *     (complete) slot only, which is never delivered again; the row
  *     stays, store_outbox_get reads it with body NULL.
  *   send guards and slot markers (slot < jobs_before): a SENT outbox row
- *     (with its body), a marker, of a slot whose job is DONE or gone (no
- *     READY, ACTIVE or DEAD job); a marker also needs no unsent outbox
- *     row left, and the newest marker of each schedule stays (the timing
+ *     (with its body), or an ABANDONED one (closed unsent, schema 13), a
+ *     marker, of a slot whose job is DONE or gone (no READY, ACTIVE or
+ *     DEAD job); a marker also needs no other outbox row left, and the newest marker of each schedule stays (the timing
  *     checks read it). Other outbox states are in flight: kept.
  * A field <= 0 (INT64_MIN included) skips that part. ledger_before = 0
  * skips the ledger and alerts, jobs_before = 0 jobs, guards and markers,
