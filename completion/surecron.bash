@@ -96,7 +96,7 @@ _surecron()
 		mapfile -t COMPREPLY < <(compgen -W "$zones" -- "$cur")
 		return ;;
 	--outcome)
-		mapfile -t COMPREPLY < <(compgen -W "success failure lost missed skipped acked" -- "$cur")
+		mapfile -t COMPREPLY < <(compgen -W "success failure lost missed skipped acked abandoned" -- "$cur")
 		return ;;
 	esac
 	_surecron_takes_value "$prev" && return

@@ -5,9 +5,11 @@
  * Invariants kept here:
  *   - Read only: nothing here writes to the store, so an audit can run
  *     beside the daemon, on any node, as often as monitoring wants.
- *   - The slots come from the config alone (the final expression in its
- *     zone, as the scheduler fires them), never from the store: a slot
- *     the store never heard of is exactly what must be found.
+ *   - The slots come from the expressions that were in force (the
+ *     store's cron history, history.h: each stretch of the period with
+ *     its own cron and zone; the config's when there is no record),
+ *     never from the store's jobs or rows: a slot the store never heard
+ *     of is exactly what must be found.
  *   - A slot is accounted by any record under the schedule's name or a
  *     renamed_from name: the history of a rename stays under the old
  *     name (the scheduler never rewrites it), and still counts.
@@ -24,6 +26,7 @@
 #include "audit.h"
 #include "clock.h"
 #include "config.h"
+#include "history.h"
 #include "scheduler.h"
 
 const char *audit_why_text(enum audit_why why)
@@ -129,6 +132,67 @@ int audit_slots(const struct schedule_spec *spec, int64_t since_ms,
 	return 0;
 }
 
+/*
+ * The slots of [since, until) as the scheduler fired them: each stretch
+ * of the period with the expression in force then (history.h), at most
+ * max in all. *n_stretches gets how many expressions judged the period.
+ */
+static int slots_in_force(struct store *s, const struct schedule_spec *spec,
+			  int64_t since_ms, int64_t until_ms, size_t max,
+			  int64_t **out, size_t *n, bool *truncated,
+			  size_t *n_stretches, struct sc_err *err)
+{
+	struct history_stretch *st = NULL;
+	size_t n_st = 0;
+	int64_t *v = NULL;
+	size_t nv = 0;
+	int rc;
+
+	*out = NULL;
+	*n = 0;
+	*truncated = false;
+	*n_stretches = 0;
+	if (!spec->zone)
+		return sc_err_set(err, SC_EZONE, "schedule %s: no time zone "
+				  "resolved", spec->name ? spec->name : "?");
+	rc = history_stretches(s, spec, since_ms, until_ms, &st, &n_st, err);
+	for (size_t i = 0; rc == 0 && i < n_st && !*truncated; i++) {
+		struct schedule_spec one = *spec;
+		int64_t *part = NULL;
+		size_t np = 0;
+
+		one.expr = st[i].expr;
+		one.zone = st[i].zone;
+		rc = audit_slots(&one, st[i].from_ms, st[i].until_ms, max - nv,
+				 &part, &np, truncated, err);
+		if (rc == 0 && np) {
+			int64_t *m = realloc(v, (nv + np) * sizeof(*v));
+			if (!m) {
+				rc = sc_err_set(err, SC_ENOMEM,
+						"out of memory");
+			} else {
+				v = m;
+				memcpy(v + nv, part, np * sizeof(*v));
+				nv += np;
+			}
+		}
+		free(part);
+		/* The rest of the period is past the cut, whatever the
+		 * later stretches hold. */
+		if (rc == 0 && nv == max && i + 1 < n_st)
+			*truncated = true;
+	}
+	*n_stretches = n_st;
+	free(st);
+	if (rc) {
+		free(v);
+		return rc;
+	}
+	*out = v;
+	*n = nv;
+	return 0;
+}
+
 /* A missed row that stands for a range of slots, [from, until]. */
 struct range {
 	int64_t from, until;
@@ -142,6 +206,7 @@ struct seen {
 	size_t n_ranges, cap_ranges;
 	int64_t first_ms;
 	bool before;
+	size_t n_abandoned;         /* "abandoned" rows of the period */
 };
 
 static int grow(void **v, size_t *cap, size_t need, size_t size)
@@ -186,6 +251,9 @@ static int add_rows(struct seen *sn, const struct ledger_row *rows, size_t n,
 	for (size_t i = 0; i < n; i++) {
 		struct range rg;
 
+		if (slots_too &&
+		    strcmp(rows[i].outcome, LEDGER_ABANDONED) == 0)
+			sn->n_abandoned++;
 		if (slots_too) {
 			if (grow((void **)&sn->slots, &sn->cap, sn->n + 1,
 				 sizeof(*sn->slots)))
@@ -331,8 +399,8 @@ int audit_schedule(struct store *s, const struct schedule_spec *spec,
 		op.grace_ms = SCHED_GRACE_MS;
 	if (op.max_slots == 0)
 		op.max_slots = AUDIT_SLOTS_MAX;
-	rc = audit_slots(spec, since_ms, until_ms, op.max_slots, &slots, &n,
-			 &as.truncated, err);
+	rc = slots_in_force(s, spec, since_ms, until_ms, op.max_slots, &slots,
+			    &n, &as.truncated, &as.n_stretches, err);
 	if (rc)
 		return rc;
 	if ((rc = state_of(s, spec, &as.has_state, &as.last_ms, err)) != 0)
@@ -347,6 +415,7 @@ int audit_schedule(struct store *s, const struct schedule_spec *spec,
 		qsort(sn.slots, sn.n, sizeof(*sn.slots), cmp_i64);
 	as.first_ms = sn.first_ms;
 	as.before_period = sn.before;
+	as.n_abandoned = sn.n_abandoned;
 	as.n_slots = n;
 	as.cut_ms = as.truncated && n ? slots[n - 1] : 0;
 	v = (struct audit_view){.has_state = as.has_state,
@@ -382,6 +451,7 @@ int audit_schedule(struct store *s, const struct schedule_spec *spec,
 	}
 	rep->scheds[rep->n_scheds++] = as;
 	rep->n_slots += n;
+	rep->n_abandoned += as.n_abandoned;
 	rep->truncated = rep->truncated || as.truncated;
 done:
 	free(slots);

@@ -5,9 +5,14 @@
  * with the rule for slots before a schedule's first start, is in
  * docs/internals/audit.md.
  *
- * For each schedule the slots of [since, until) are recomputed from the
- * config (the final expression in its zone, sc_cron_next), at most
- * AUDIT_SLOTS_MAX per schedule per call. A slot is ACCOUNTED when the
+ * For each schedule the slots of [since, until) are recomputed with the
+ * expression in force at each instant (sc_cron_next): the store's cron
+ * history (history.h) splits the period into stretches, each judged
+ * with the cron and zone a start or a reload recorded for it, the
+ * config's final expression when there is no record; at most
+ * AUDIT_SLOTS_MAX per schedule per call. The "abandoned" rows of the
+ * period (copies of removed targets, closed unsent) are counted apart:
+ * they account for their slot like any row, and are no hole. A slot is ACCOUNTED when the
  * store holds, under the schedule's name or one of its renamed_from
  * names, a ledger row of that slot (any outcome: an attempt, a lost slot,
  * a missed one, an alert), or a missed summary row whose range holds it,
@@ -35,7 +40,8 @@
  * starts after a first start never names slots before it, so a new
  * schedule is named only while the period reaches back before it.
  *
- * Reads only (store_sched_last_get, store_ledger_query, store_job_find);
+ * Reads only (store_sched_last_get, store_ledger_query, store_job_find,
+ * store_cron_history);
  * the ledger is read a fixed number of times per name per call, and
  * store_job_find only for slots the ledger does not account for.
  * Threading: one call at a time per store handle (store.h); the config is
@@ -85,6 +91,11 @@ struct audit_sched {
 	int64_t first_ms;           /* the first slot of the period with a
 				       record; INT64_MAX when none */
 	bool before_period;         /* records of it before `since` */
+	size_t n_stretches;         /* expressions that judged the period
+				       (its cron history, history.h) */
+	size_t n_abandoned;         /* staged copies of removed targets
+				       closed unsent in the period
+				       (LEDGER_ABANDONED rows) */
 };
 
 /* The result of one audit. Start zeroed ({0}); release with
@@ -97,6 +108,7 @@ struct audit_report {
 	size_t n_holes, cap_holes;
 	size_t n_slots;             /* slots looked at, all schedules */
 	bool truncated;             /* some schedule was cut */
+	size_t n_abandoned;         /* abandoned copies, all schedules */
 };
 
 /* Tuning; zero fields (or a NULL pointer) take the defaults. */

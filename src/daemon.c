@@ -94,6 +94,7 @@
 #include "err.h"
 #include "failpoint.h"
 #include "heartbeat.h"
+#include "history.h"
 #include "log.h"
 #include "prune.h"
 #include "queue.h"
@@ -151,6 +152,14 @@ struct cfg_ref {
 				      handle (issue 45); NULL: each claim
 				      handle builds its own (and says why
 				      it cannot) */
+	/* The crons in force (history.h, issue 43), scheduler thread only:
+	 * which schedules a reload changed (NULL: all, a start), the notes
+	 * computed before the plan's first tick, written then, and again
+	 * at the next ticks while the store refuses them. */
+	bool *hist_want;
+	bool hist_planned;
+	bool hist_warned;  /* the write's failure was logged */
+	struct history_notes hist;
 };
 
 /* Wraps a loaded config (taken over) with one reference. NULL: no memory
@@ -177,9 +186,11 @@ static void cfg_ref_free(struct cfg_ref *r)
 {
 	if (!r)
 		return;
-	/* The plan borrows the config: it goes first. */
+	/* The plan and the notes borrow the config: they go first. */
 	scheduler_plan_free(r->plan);
 	store_known_free(r->known);
+	history_notes_dispose(&r->hist);
+	free(r->hist_want);
 	config_free(r->cfg);
 	free(r);
 }
@@ -1362,6 +1373,11 @@ static void do_reload(struct daemon *d)
 	int was = d->n_target;
 	d->cur = r;
 	pthread_mutex_unlock(&d->mu);
+	/* The schedules whose cron or zone this reload changes: their new
+	 * expression is noted before the new plan's first tick (tick). On
+	 * no memory, every schedule is (an unchanged one writes nothing). */
+	if (history_changed(old->cfg, r->cfg, &r->hist_want, &e) != 0)
+		r->hist_want = NULL;
 	cfg_put(d, old);
 	/* The heartbeat URLs of the new config (read from the environment
 	 * again); pings already queued keep theirs. r->cfg stays alive: the
@@ -1748,6 +1764,29 @@ static void check_server_clock(struct daemon *d)
 	d->wall_skewed = skewed;
 }
 
+/* Writes the pending cron notes of cr (history.h). A failure is said
+ * (once per config) and the notes kept for the next tick: the audit's
+ * record must not cost a slot, so the scheduler goes on. */
+static void note_crons(struct cfg_ref *cr, struct store *s)
+{
+	struct sc_err e = {0};
+	size_t n = 0, asked = cr->hist.n;
+	char msg[SC_ERR_MSG_MAX + 8];
+
+	if (history_write(s, &cr->hist, &n, &e) != 0) {
+		if (!cr->hist_warned)
+			LOG(SC_LOG_WARN, "daemon", "event=cron_history "
+			    "outcome=failed notes=%zu code=%s msg=%s", asked,
+			    sc_strerror(e.code),
+			    log_quote(msg, sizeof(msg), e.msg));
+		cr->hist_warned = true;
+		return;
+	}
+	if (n)
+		LOG(SC_LOG_INFO, "daemon", "event=cron_history outcome=ok "
+		    "recorded=%zu of=%zu", n, asked);
+}
+
 /*
  * One scheduler pass as of now + lead_ms; returns the next slot (clock
  * ms), or TICK_STORE_DOWN when the store failed (h's outage then has it;
@@ -1769,7 +1808,17 @@ static int64_t tick(struct daemon *d, int64_t lead_ms,
 	 * reload), again at the next tick when the store failed. Only this
 	 * thread touches cr->plan. */
 	scheduler_result_init(&r);
-	if (!cr->plan)
+	/* The crons in force from this config on (issue 43): computed from
+	 * the states before its plan first ticks, so each note starts at
+	 * the first slot the new expression decides. */
+	if (!cr->plan && !cr->hist_planned) {
+		rc = history_plan(d->store, cr->cfg, cr->hist_want, now,
+				  &cr->hist, &e);
+		cr->hist_planned = rc == 0;
+	}
+	if (cr->hist.n)
+		note_crons(cr, d->store);
+	if (!rc && !cr->plan)
 		rc = scheduler_plan_new(d->store, cr->cfg, now, NULL, &cr->plan,
 					&e);
 	if (cr->plan)

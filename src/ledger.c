@@ -10,8 +10,9 @@
  *     slot succeeded twice);
  *   - a row counts as acked only when an "acked" row of its schedule
  *     names a range (details first_ms..last_ms) that holds its slot;
- *   - the report is two reads whatever the ledger's depth: the lost and
- *     missed rows with their recoveries (store_ledger_lost), and the acks;
+ *   - the report is a fixed number of reads whatever the ledger's depth:
+ *     the lost and missed rows with their recoveries (store_ledger_lost),
+ *     the skipped and the abandoned rows (each a partial index), the acks;
  *   - the store is only read: nothing here writes.
  */
 #include <stdlib.h>
@@ -26,7 +27,7 @@ const char *const ledger_outcomes[] = {
 	LEDGER_MISSED, LEDGER_DUPLICATE, LEDGER_RELEASED, LEDGER_DECISION,
 	LEDGER_ALERT, LEDGER_ACKED, LEDGER_RECOVERED, LEDGER_LATE,
 	LEDGER_OVERRUN, LEDGER_STALE, LEDGER_SKIPPED, LEDGER_PAUSED,
-	LEDGER_REPLACED,
+	LEDGER_REPLACED, LEDGER_ABANDONED,
 };
 const size_t ledger_n_outcomes =
 	sizeof(ledger_outcomes) / sizeof(ledger_outcomes[0]);
@@ -112,6 +113,13 @@ int ledger_lost_report(struct store *s, const struct ledger_filter *f,
 				   .until_ms = f->until_ms,
 				   .outcome = LEDGER_SKIPPED};
 	rc = store_ledger_query(s, &sf, &out->skipped, &out->n_skipped, err);
+	if (rc)
+		return rc;
+	/* The abandoned copies of the period: a partial index of their own
+	 * (ledger_abandoned, schema 13), so the read costs their rows. */
+	sf.outcome = LEDGER_ABANDONED;
+	rc = store_ledger_query(s, &sf, &out->abandoned, &out->n_abandoned,
+				err);
 	if (rc || out->n == 0)
 		return rc;
 	out->acked_ms = calloc(out->n, sizeof(*out->acked_ms));
@@ -146,6 +154,7 @@ void ledger_report_dispose(struct ledger_report *r)
 		return;
 	store_ledger_rows_free(r->rows, r->n);
 	store_ledger_rows_free(r->skipped, r->n_skipped);
+	store_ledger_rows_free(r->abandoned, r->n_abandoned);
 	free(r->recovered_ms);
 	free(r->acked_ms);
 	memset(r, 0, sizeof(*r));

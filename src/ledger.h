@@ -18,6 +18,10 @@
  *     listed, no longer counted. The report fails while a slot of the
  *     period is lost or missed and neither: the alarm stops once the
  *     operator fixed it or took it on.
+ *   - a staged copy closed because its target was removed from the
+ *     schedule (an "abandoned" row) is listed and counted by the report,
+ *     apart: the removal was the operator's act, and the slot's own
+ *     outcome (delivered to the other targets, or lost) is on record.
  */
 #ifndef SURECRON_LEDGER_H
 #define SURECRON_LEDGER_H
@@ -62,6 +66,12 @@ struct ledger_report {
 	 * listed and counted apart, they never fail the report. */
 	struct ledger_row *skipped;
 	size_t n_skipped;
+	/* Staged copies of targets removed from their schedule, closed
+	 * unsent (LEDGER_ABANDONED, issue 43), oldest first: listed and
+	 * counted apart; they never fail the report (the slot itself was
+	 * delivered, or is lost and counted as such). */
+	struct ledger_row *abandoned;
+	size_t n_abandoned;
 };
 
 /*

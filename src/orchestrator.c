@@ -7,6 +7,8 @@
  *                          |
  *               slot marked? --yes--> return 0 (never run again)
  *                          |no
+ *      copies of removed targets? --yes--> each closed: ABANDONED and an
+ *                          |                 "abandoned" ledger row
  *         outbox has the slot? --yes--> RESEND (no task runs) ----------+
  *                          |no                                           |
  *        run every task in order (a failure never stops the next)        |
@@ -599,12 +601,13 @@ static void add_delivery_details(struct orchestrator_report *rep)
 	}
 	json_object_set_new(o, "resent", json_boolean(rep->resent));
 	json_object_set_new(o, "delivery",
-			    json_pack("{s:I, s:I, s:I, s:I, s:I}",
+			    json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}",
 				      "sent", (json_int_t)d->n_sent,
 				      "guarded", (json_int_t)d->n_guarded,
 				      "failed", (json_int_t)d->n_failed,
 				      "held", (json_int_t)d->n_held,
-				      "duplicates", (json_int_t)d->n_duplicates));
+				      "duplicates", (json_int_t)d->n_duplicates,
+				      "abandoned", (json_int_t)d->n_abandoned));
 	char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
 	json_decref(o);
 	if (s) {
@@ -724,7 +727,8 @@ int orchestrator_run_slot(const struct orchestrator_ctx *ctx,
 	/* A message in the outbox means an earlier attempt generated the
 	 * result and a delivery failed or was cut short: resend it, never
 	 * generate a second one. */
-	rc = outbox_look(&ds, &marked, &staged, &body, err);
+	size_t n_others = 0;
+	rc = outbox_look_others(&ds, &marked, &staged, &body, &n_others, err);
 	if (rc)
 		return rc;
 	if (marked) { /* done: nothing staged is read for it */
@@ -734,6 +738,21 @@ int orchestrator_run_slot(const struct orchestrator_ctx *ctx,
 		       "schedule=%s slot_ms=%lld attempt=%d outcome=already_done",
 		       sched->name, (long long)slot_ms, attempt);
 		return 0;
+	}
+
+	/* Copies staged for targets a reload removed since (issue 43):
+	 * closed on the record before anything is sent, never left FAILED
+	 * or UNKNOWN in silence. When none of the current targets has a
+	 * row yet, their message is the one those copies held: the result
+	 * is generated once. */
+	if (n_others) {
+		rc = outbox_abandon_removed(&ds, &rep->delivery,
+					    staged ? NULL : &body, err);
+		if (rc) {
+			free(body);
+			return rc;
+		}
+		staged = staged || body;
 	}
 
 	if (staged) {

@@ -109,6 +109,12 @@ void orchestrator_report_dispose(struct orchestrator_report *r);
  * Runs slot (sched, slot_ms) as attempt `attempt` of job job_id (0: no
  * job, e.g. `surecron run-once`) and applies the outcome rule:
  *   - slot already marked: returns 0, runs and sends nothing;
+ *   - outbox rows of targets the schedule no longer has (a reload removed
+ *     them, issue 43): each one not sent is closed ABANDONED with an
+ *     "abandoned" ledger row (outbox_abandon_removed) before anything
+ *     else, and rep->delivery.n_abandoned counts them; when none of the
+ *     current targets has a row, their message is staged for them (the
+ *     resend below: no task runs);
  *   - outbox already holds the slot's message (a delivery failed before):
  *     resends to the targets without a guard, no task runs;
  *   - failed > 0 and no deliverable: failure notice to every target

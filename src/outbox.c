@@ -23,6 +23,12 @@
  *   SENDING -> UNKNOWN   [send_one] an ambiguous failure (a timeout after
  *                        the request left, an empty reply, a command
  *                        killed); [outbox_flush] a row left by a crash
+ *   PENDING|SENDING|FAILED|UNKNOWN -> ABANDONED  [outbox_abandon_removed]
+ *                        the target is no longer one of the schedule's
+ *                        (a reload removed it): closed with an
+ *                        "abandoned" ledger row in the same commit,
+ *                        saying whether the copy may have arrived; never
+ *                        sent again, even if the target comes back
  *
  * Invariants:
  *   - every target's row exists before the first send (outbox_stage runs
@@ -36,6 +42,9 @@
  *     first, so a possible extra copy is always on the record;
  *   - a row becomes FAILED only when the send surely did not arrive, so a
  *     FAILED row may be sent again with nothing to declare;
+ *   - a copy staged for a target the schedule no longer has is never
+ *     dropped in silence: it is closed with its own ledger row (issue 43)
+ *     before the current targets are sent to;
  *   - one target's failure never stops the next target, except a lost
  *     lease (SC_ELEASE from a fenced write, store.h): then the flush
  *     stops, since every write of this worker would be refused and every
@@ -75,6 +84,13 @@ static struct sc_clock *slot_clock(const struct outbox_slot *ds)
 int outbox_look(const struct outbox_slot *ds, bool *marked, bool *staged,
 		char **body, struct sc_err *err)
 {
+	return outbox_look_others(ds, marked, staged, body, NULL, err);
+}
+
+int outbox_look_others(const struct outbox_slot *ds, bool *marked,
+		       bool *staged, char **body, size_t *n_others,
+		       struct sc_err *err)
+{
 	const char *names[OUTBOX_MAX_TARGETS];
 	struct outbox_entry e = {0};
 	int first = -1;
@@ -88,8 +104,9 @@ int outbox_look(const struct outbox_slot *ds, bool *marked, bool *staged,
 				  "targets", ds->schedule, OUTBOX_MAX_TARGETS);
 	for (size_t i = 0; i < ds->n_targets; i++)
 		names[i] = ds->targets[i]->name;
-	rc = store_slot_look(ds->store, ds->schedule, ds->slot_ms, names,
-			     ds->n_targets, marked, &first, &e, err);
+	rc = store_slot_look_others(ds->store, ds->schedule, ds->slot_ms,
+				    names, ds->n_targets, marked, &first, &e,
+				    n_others, err);
 	if (rc)
 		return rc;
 	*staged = first >= 0;
@@ -117,6 +134,118 @@ int outbox_stage(const struct outbox_slot *ds, const char *body,
 		       ds->targets[i]->name, created ? "new" : "existing");
 	}
 	return 0;
+}
+
+static bool is_target(const struct outbox_slot *ds, const char *name)
+{
+	for (size_t i = 0; i < ds->n_targets; i++)
+		if (strcmp(ds->targets[i]->name, name) == 0)
+			return true;
+	return false;
+}
+
+static const char *state_word(enum send_state st)
+{
+	switch (st) {
+	case SEND_PENDING: return "pending";
+	case SEND_SENDING: return "sending";
+	case SEND_FAILED: return "failed";
+	case SEND_UNKNOWN: return "unknown";
+	default: return "?";
+	}
+}
+
+/* Closes the row of a removed target r with its "abandoned" row. */
+static int abandon_one(const struct outbox_slot *ds,
+		       const struct store_outbox_row *r, bool *closed,
+		       struct sc_err *err)
+{
+	char msg[SC_ERR_MSG_MAX];
+	struct ledger_row row;
+	int64_t now = sc_clock_now_ms(slot_clock(ds));
+	/* SENDING: an attempt died mid-send (we hold the lease), as
+	 * outbox_flush would find it; UNKNOWN: an ambiguous send. Either
+	 * copy may have been taken. PENDING was never tried, FAILED failed
+	 * for sure (outbox.c's rule for FAILED). */
+	bool maybe = r->state == SEND_SENDING || r->state == SEND_UNKNOWN;
+	json_t *d = json_pack("{s:s, s:s, s:i, s:b}", "target", r->target,
+			      "state", state_word(r->state), "tries",
+			      r->n_tries, "may_have_arrived", maybe);
+	char *details = d ? json_dumps(d, JSON_COMPACT | JSON_PRESERVE_ORDER)
+			  : NULL;
+	int rc;
+
+	json_decref(d);
+	memset(&row, 0, sizeof(row));
+	snprintf(row.schedule, sizeof(row.schedule), "%s", ds->schedule);
+	row.slot_ms = ds->slot_ms;
+	row.job_id = ds->job_id;
+	row.attempt = ds->attempt;
+	row.started_ms = now;
+	row.finished_ms = now;
+	snprintf(row.outcome, sizeof(row.outcome), "%s", LEDGER_ABANDONED);
+	snprintf(row.error_class, sizeof(row.error_class), "target_removed");
+	snprintf(msg, sizeof(msg),
+		 "target %s is no longer among the schedule's targets: its "
+		 "staged copy is abandoned, %s", r->target,
+		 maybe ? "and may have arrived (an earlier send may have "
+			 "been taken)"
+		       : r->n_tries ? "not delivered (its sends failed)"
+				    : "not delivered (never sent)");
+	row.error_msg = msg;
+	row.details_json = details;
+	rc = store_outbox_abandon(ds->store, ds->schedule, ds->slot_ms,
+				  r->target, r->state, &row, closed, err);
+	free(details);
+	if (rc == 0 && *closed) {
+		metrics_delivery(r->target, "abandoned");
+		LOG(maybe ? SC_LOG_ERROR : SC_LOG_WARN, "delivery",
+		    "event=abandoned schedule=%s slot_ms=%lld target=%s "
+		    "state=%s may_have_arrived=%s msg=\"target removed from "
+		    "the schedule: staged copy closed unsent\"", ds->schedule,
+		    (long long)ds->slot_ms, r->target, state_word(r->state),
+		    maybe ? "yes" : "no");
+	}
+	return rc;
+}
+
+int outbox_abandon_removed(const struct outbox_slot *ds,
+			   struct outbox_report *rep, char **body,
+			   struct sc_err *err)
+{
+	struct store_outbox_row *v = NULL;
+	size_t n = 0;
+	int rc = store_outbox_list(ds->store, ds->schedule, ds->slot_ms, &v,
+				   &n, err);
+
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		const struct store_outbox_row *r = &v[i];
+		bool closed = false;
+
+		if (is_target(ds, r->target))
+			continue;
+		/* The result of the slot, generated once: kept for the
+		 * current targets when none of them has a row yet. A body
+		 * may be gone from a SENT row (prune): try the next. */
+		if (body && !*body) {
+			struct outbox_entry e = {0};
+			struct sc_err gerr = {0};
+			if (store_outbox_get(ds->store, ds->schedule,
+					     ds->slot_ms, r->target, &e,
+					     &gerr) == 0) {
+				*body = e.body;
+				e.body = NULL;
+			}
+			store_outbox_entry_dispose(&e);
+		}
+		if (r->state == SEND_SENT || r->state == SEND_ABANDONED)
+			continue;
+		rc = abandon_one(ds, r, &closed, err);
+		if (rc == 0 && closed && rep)
+			rep->n_abandoned++;
+	}
+	free(v);
+	return rc;
 }
 
 /* The "duplicate" ledger row that must precede resending an UNKNOWN row. */
@@ -263,9 +392,14 @@ int outbox_flush(const struct outbox_slot *ds, struct outbox_report *rep,
 	struct outbox_report local;
 	int n_unknown = 0, first = 0, rc;
 
-	if (!rep)
+	if (!rep) {
 		rep = &local;
+		local.n_abandoned = 0;
+	}
+	/* n_abandoned is the caller's (outbox_abandon_removed, before). */
+	size_t n_abandoned = rep->n_abandoned;
 	memset(rep, 0, sizeof(*rep));
+	rep->n_abandoned = n_abandoned;
 	/* We hold the job's lease: a row still SENDING belongs to an attempt
 	 * that died mid-send. */
 	rc = store_outbox_mark_unknown(ds->store, ds->schedule, ds->slot_ms,
@@ -330,6 +464,12 @@ int outbox_flush(const struct outbox_slot *ds, struct outbox_report *rep,
 		case SEND_FAILED:
 			rc = send_one(ds, t, e.body, rep, &terr);
 			break;
+		case SEND_ABANDONED:
+			/* Closed when the target was removed, on the
+			 * record; taking the target back does not reopen
+			 * it (the "abandoned" row says what became of the
+			 * copy). */
+			break;
 		default:
 			rc = sc_err_set(&terr, SC_ESTATE, "target %s: send "
 					"state %d is not expected here",
@@ -361,11 +501,11 @@ int outbox_release(struct store *s, const char *schedule, int64_t slot_ms,
 	enum send_state st = e.state;
 	store_outbox_entry_dispose(&e);
 	static const char *names[] = {"none", "pending", "sending", "sent",
-				      "failed", "unknown"};
+				      "failed", "unknown", "abandoned"};
 	if (st != SEND_UNKNOWN)
 		return sc_err_set(err, SC_ESTATE, "target %s: not held (its "
 				  "send is %s)", target,
-				  (unsigned)st < 6 ? names[st] : "?");
+				  (unsigned)st < 7 ? names[st] : "?");
 	return store_outbox_set_state(s, schedule, slot_ms, target,
 				      arrived ? SEND_SENT : SEND_FAILED, err);
 }

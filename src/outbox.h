@@ -2,6 +2,8 @@
  * outbox.h - the outbox flow: what makes a result go out once.
  *
  *   outbox_stage  stores the composed message for every target first;
+ *   outbox_abandon_removed closes the copies of targets the schedule no
+ *                   longer has (a reload removed them), on the record;
  *   outbox_flush  sends to every target without a send guard, moving
  *                   each row PENDING|FAILED -> SENDING -> SENT|FAILED|
  *                   UNKNOWN (UNKNOWN: the send failed but may have
@@ -45,6 +47,8 @@ struct outbox_slot {
 };
 
 struct outbox_report {
+	size_t n_abandoned;  /* copies of removed targets closed unsent
+				(outbox_abandon_removed) */
 	size_t n_sent;       /* sent by this flush */
 	size_t n_guarded;    /* already SENT before it: not sent again */
 	size_t n_failed;     /* failed this time (retry will resend) */
@@ -63,6 +67,35 @@ struct outbox_report {
  */
 int outbox_look(const struct outbox_slot *ds, bool *marked, bool *staged,
 		char **body, struct sc_err *err);
+
+/*
+ * outbox_look that also says, in *n_others, how many outbox rows the
+ * slot has for targets that are not ds->targets (0 for a marked slot):
+ * targets removed from the schedule since they were staged, for
+ * outbox_abandon_removed. The same one store read.
+ */
+int outbox_look_others(const struct outbox_slot *ds, bool *marked,
+		       bool *staged, char **body, size_t *n_others,
+		       struct sc_err *err);
+
+/*
+ * Closes every copy of the slot staged for a target that is not one of
+ * ds->targets any more (issue 43: the target was removed from the
+ * schedule by a reload) and that was not sent: PENDING, SENDING, FAILED
+ * or UNKNOWN rows become ABANDONED, each with a LEDGER_ABANDONED row
+ * naming the target and whether the copy may have arrived (SENDING or
+ * UNKNOWN: an earlier send may have been taken; PENDING or FAILED: it
+ * surely was not), in one store transaction each. SENT rows stay as they
+ * are (delivered), ABANDONED ones too (closed already). rep->n_abandoned
+ * counts the rows closed (rep may be NULL). When body is given and *body
+ * is NULL, *body gets a copy of the message of one of those rows (the
+ * slot's result, generated once: the current targets get the same one;
+ * allocated, NULL when none). A failure stops at the row it met (the
+ * next attempt goes on); SC_ELEASE when the fence refused a write.
+ */
+int outbox_abandon_removed(const struct outbox_slot *ds,
+			   struct outbox_report *rep, char **body,
+			   struct sc_err *err);
 
 /*
  * Stores body as the message of every target that has no outbox row yet

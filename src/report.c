@@ -387,6 +387,18 @@ json_t *report_ledger_json(const struct ledger_row *rows, const int64_t *rec,
 			if (!o || json_array_append_new(sk, o) != 0)
 				goto fail;
 		}
+		/* Copies of removed targets closed unsent (issue 43). */
+		json_object_set_new(root, "abandoned",
+				    json_integer((json_int_t)lost->n_abandoned));
+		json_t *ab = json_array();
+		if (!ab || json_object_set_new(root, "abandoned_rows", ab) != 0)
+			goto fail;
+		for (size_t i = 0; i < lost->n_abandoned; i++) {
+			json_t *o = report_ledger_row_json(&lost->abandoned[i],
+							   0, 0);
+			if (!o || json_array_append_new(ab, o) != 0)
+				goto fail;
+		}
 	}
 	for (size_t i = 0; i < n; i++) {
 		json_t *o = report_ledger_row_json(

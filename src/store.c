@@ -1216,6 +1216,26 @@ int store_slot_look(struct store *s, const char *schedule, int64_t slot_ms,
 		    const char *const *targets, size_t n_targets, bool *marked,
 		    int *staged, struct outbox_entry *out, struct sc_err *err)
 {
+	return store_slot_look_others(s, schedule, slot_ms, targets,
+				      n_targets, marked, staged, out, NULL,
+				      err);
+}
+
+/* Is t one of v[0..n)? O(n): a slot has a few targets. */
+static bool name_in(const char *t, const char *const *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(t, v[i]) == 0)
+			return true;
+	return false;
+}
+
+int store_slot_look_others(struct store *s, const char *schedule,
+			   int64_t slot_ms, const char *const *targets,
+			   size_t n_targets, bool *marked, int *staged,
+			   struct outbox_entry *out, size_t *n_others,
+			   struct sc_err *err)
+{
 	int rc = check_name("schedule name", schedule, STORE_NAME_MAX, err);
 
 	if (!rc)
@@ -1234,27 +1254,102 @@ int store_slot_look(struct store *s, const char *schedule, int64_t slot_ms,
 		return rc;
 	*marked = false;
 	*staged = -1;
+	if (n_others)
+		*n_others = 0;
 	memset(out, 0, sizeof(*out));
 	if (s->ops->slot_look)
 		return s->ops->slot_look(s->impl, schedule, slot_ms, targets,
-					 n_targets, marked, staged, out, err);
+					 n_targets, marked, staged, out,
+					 n_others, err);
 	rc = s->ops->slot_is_marked(s->impl, schedule, slot_ms, marked, err);
-	for (size_t i = 0; !rc && !*marked && i < n_targets; i++) {
-		struct sc_err lerr = {0};
+	if (rc || *marked)
+		return rc;
+	if (!n_others) {
+		for (size_t i = 0; !rc && i < n_targets; i++) {
+			struct sc_err lerr = {0};
 
-		rc = s->ops->outbox_get(s->impl, schedule, slot_ms, targets[i],
-					out, &lerr);
-		if (rc == SC_ENOENT) {
-			rc = 0; /* not staged for this one: next target */
-			continue;
+			rc = s->ops->outbox_get(s->impl, schedule, slot_ms,
+						targets[i], out, &lerr);
+			if (rc == SC_ENOENT) {
+				rc = 0; /* not staged for this one: next */
+				continue;
+			}
+			if (rc)
+				err_copy(err, &lerr);
+			else
+				*staged = (int)i;
+			break;
 		}
+		return rc;
+	}
+	/* The slot's rows (a read of the slot's part of the primary key):
+	 * which targets have one, and which rows are of targets removed
+	 * since they were staged; then the first staged target's message.
+	 * A fresh slot costs this one read instead of one per target. */
+	struct store_outbox_row *v = NULL;
+	size_t n = 0;
+	rc = s->ops->outbox_list(s->impl, schedule, slot_ms, &v, &n, err);
+	for (size_t i = 0; !rc && i < n; i++)
+		*n_others += !name_in(v[i].target, targets, n_targets);
+	for (size_t i = 0; !rc && *staged < 0 && i < n_targets; i++) {
+		for (size_t k = 0; k < n; k++)
+			if (strcmp(v[k].target, targets[i]) == 0) {
+				*staged = (int)i;
+				break;
+			}
+	}
+	free(v);
+	if (!rc && *staged >= 0) {
+		rc = s->ops->outbox_get(s->impl, schedule, slot_ms,
+					targets[*staged], out, err);
 		if (rc)
-			err_copy(err, &lerr);
-		else
-			*staged = (int)i;
-		break;
+			*staged = -1;
 	}
 	return rc;
+}
+
+int store_outbox_list(struct store *s, const char *schedule, int64_t slot_ms,
+		      struct store_outbox_row **out, size_t *n,
+		      struct sc_err *err)
+{
+	int rc = check_name("schedule name", schedule, STORE_NAME_MAX, err);
+
+	if (!rc)
+		rc = check_out(out, "outbox rows output", err);
+	if (!rc)
+		rc = check_out(n, "outbox row count", err);
+	if (rc)
+		return rc;
+	*out = NULL;
+	*n = 0;
+	return s->ops->outbox_list(s->impl, schedule, slot_ms, out, n, err);
+}
+
+int store_outbox_abandon(struct store *s, const char *schedule,
+			 int64_t slot_ms, const char *target,
+			 enum send_state from, const struct ledger_row *row,
+			 bool *closed, struct sc_err *err)
+{
+	bool dummy;
+	int rc = check_slot_target(schedule, target, err);
+
+	if (!closed)
+		closed = &dummy;
+	*closed = false;
+	if (rc)
+		return rc;
+	if (from != SEND_PENDING && from != SEND_SENDING &&
+	    from != SEND_FAILED && from != SEND_UNKNOWN)
+		return sc_err_set(err, SC_EINVAL, "only an unsent outbox row "
+				  "(PENDING, SENDING, FAILED, UNKNOWN) is "
+				  "abandoned");
+	if (!row)
+		return sc_err_set(err, SC_EINVAL, "ledger row is NULL");
+	rc = check_row(row, err);
+	if (rc)
+		return rc;
+	return s->ops->outbox_abandon(s->impl, fence_of(s), schedule, slot_ms,
+				      target, from, row, closed, err);
 }
 
 /* ---- scheduler state, token cache ------------------------------------ */
@@ -1427,6 +1522,50 @@ int store_token_drop(struct store *s, const char *provider, struct sc_err *err)
 	int rc = check_name("provider name", provider, STORE_NAME_MAX, err);
 
 	return rc ? rc : s->ops->token_drop(s->impl, provider, err);
+}
+
+/* ---- the crons in force (issue 43) ------------------------------------- */
+
+int store_cron_note_many(struct store *s, const struct store_cron_note *v,
+			 size_t n, size_t *n_written, struct sc_err *err)
+{
+	size_t dummy;
+	int rc = 0;
+
+	if (!n_written)
+		n_written = &dummy;
+	*n_written = 0;
+	if (n == 0)
+		return 0;
+	if (!v)
+		return sc_err_set(err, SC_EINVAL, "cron notes are NULL");
+	for (size_t i = 0; i < n && !rc; i++) {
+		rc = check_name("schedule name", v[i].schedule, STORE_NAME_MAX,
+				err);
+		if (!rc)
+			rc = check_name("cron expression", v[i].cron,
+					STORE_CRON_MAX, err);
+		if (!rc)
+			rc = check_name("time zone name", v[i].tz, STORE_TZ_MAX,
+					err);
+	}
+	return rc ? rc : s->ops->cron_note_many(s->impl, v, n, n_written, err);
+}
+
+int store_cron_history(struct store *s, const char *schedule,
+		       struct store_cron **out, size_t *n, struct sc_err *err)
+{
+	int rc = check_name("schedule name", schedule, STORE_NAME_MAX, err);
+
+	if (!rc)
+		rc = check_out(out, "cron history output", err);
+	if (!rc)
+		rc = check_out(n, "cron history count", err);
+	if (rc)
+		return rc;
+	*out = NULL;
+	*n = 0;
+	return s->ops->cron_history(s->impl, schedule, out, n, err);
 }
 
 /* ---- leases, retention ------------------------------------------------- */

@@ -111,6 +111,12 @@ struct store_counts {
 					schedule not run: another slot of
 					it was running (error_class and
 					details cause: "overlap"); not lost */
+#define LEDGER_ABANDONED "abandoned" /* a staged copy of a target no
+					longer among its schedule's
+					targets, closed unsent (issue 43;
+					error_class "target_removed",
+					details: target, state, tries,
+					may_have_arrived) */
 
 /* The outcomes of a run: the rows an attempt (or a slot's skip) wrote,
  * as against the notes about a slot (alert, acked, missed, late...).
@@ -164,8 +170,11 @@ enum send_state {
 	SEND_SENT = 3,    /* delivered: the send guard; never sent again */
 	SEND_FAILED = 4,  /* the last try failed for sure */
 	SEND_UNKNOWN = 5, /* found SENDING after a crash: may have arrived */
-	SEND_ABANDONED = 6, /* alert sends only: still failing when the
-			       retry bound ran out; never tried again */
+	SEND_ABANDONED = 6, /* never tried again: an alert send still
+			       failing when the retry bound ran out; an
+			       outbox row of a target removed from its
+			       schedule (store_outbox_abandon, schema 13
+			       on SQLite) */
 };
 
 struct outbox_entry {
@@ -972,6 +981,51 @@ int store_slot_look(struct store *s, const char *schedule, int64_t slot_ms,
 		    const char *const *targets, size_t n_targets, bool *marked,
 		    int *staged, struct outbox_entry *out, struct sc_err *err);
 
+/*
+ * store_slot_look that also counts, in *n_others, the outbox rows of the
+ * slot whose target is none of targets[0..n_targets), whatever their
+ * state (0 for a marked slot: a done slot is not looked at further): a
+ * target removed from the schedule since they were staged (issue 43).
+ * The same one read (PostgreSQL: one round trip).
+ */
+int store_slot_look_others(struct store *s, const char *schedule,
+			   int64_t slot_ms, const char *const *targets,
+			   size_t n_targets, bool *marked, int *staged,
+			   struct outbox_entry *out, size_t *n_others,
+			   struct sc_err *err);
+
+/* One outbox row of a slot, as store_outbox_list reads it. */
+struct store_outbox_row {
+	char target[STORE_NAME_MAX];
+	enum send_state state;
+	int n_tries;
+};
+
+/*
+ * Every outbox row of (schedule, slot), sorted by target (byte order),
+ * without bodies. *out is allocated (free()); n = 0 leaves it NULL.
+ * O(the slot's rows).
+ */
+int store_outbox_list(struct store *s, const char *schedule, int64_t slot_ms,
+		      struct store_outbox_row **out, size_t *n,
+		      struct sc_err *err);
+
+/*
+ * Closes the outbox row of (schedule, slot, target) as SEND_ABANDONED,
+ * never to be sent, when its state is still `from` (PENDING, SENDING,
+ * FAILED or UNKNOWN: SC_EINVAL otherwise), and appends `row` (its
+ * LEDGER_ABANDONED row: the caller says what and why) in the same
+ * transaction: both or neither, so a crash never leaves a closed row
+ * without its story, nor a story told twice. *closed (NULL allowed) is
+ * false, and nothing is written, when the row is gone or its state is no
+ * longer `from` (an operator's release came first). Fenced; durable (as
+ * a guard: it ends a send for good).
+ */
+int store_outbox_abandon(struct store *s, const char *schedule,
+			 int64_t slot_ms, const char *target,
+			 enum send_state from, const struct ledger_row *row,
+			 bool *closed, struct sc_err *err);
+
 /* ---- scheduler state, token cache ------------------------------------ */
 
 /* The last slot materialised for a schedule; SC_ENOENT when never. */
@@ -1083,6 +1137,51 @@ int store_nodes(struct store *s, struct store_node **out, size_t *n,
  * record: 0. SC_EINVAL: an empty id. */
 int store_node_leave(struct store *s, const char *id, struct sc_err *err);
 
+/* ---- the crons in force (issue 43) ------------------------------------- */
+
+/*
+ * A schedule's cron history (table cron_history, schema 13): one record
+ * each time a daemon starts with, or reloads to, an expression or zone
+ * that differs from the schedule's newest record. A record governs the
+ * schedule's slots from from_ms on (the slot after the last one the
+ * scheduler materialised under the earlier expression), until the next
+ * record's from_ms; `audit` judges each stretch with its own cron.
+ */
+#define STORE_CRON_MAX (SC_CRON_EXPR_MAX + 1)
+#define STORE_TZ_MAX 256
+
+struct store_cron {
+	char schedule[STORE_NAME_MAX];
+	int64_t from_ms;
+	char cron[STORE_CRON_MAX];  /* the final expression, as written */
+	char tz[STORE_TZ_MAX];      /* the zone's name (sc_zone_name) */
+	int64_t recorded_ms;        /* the store clock when written */
+};
+
+/* What store_cron_note_many is given (all borrowed). */
+struct store_cron_note {
+	const char *schedule;
+	int64_t from_ms;
+	const char *cron;
+	const char *tz;
+};
+
+/*
+ * Records each note unless the schedule's newest record (the greatest
+ * from_ms) already holds the same cron and tz, or a record of the same
+ * (schedule, from_ms) exists (two nodes starting at once: the first
+ * stays); one transaction. *n_written (NULL allowed) counts the records
+ * written. SC_EINVAL: a name, cron or tz empty or too long.
+ */
+int store_cron_note_many(struct store *s, const struct store_cron_note *v,
+			 size_t n, size_t *n_written, struct sc_err *err);
+
+/* The records of one schedule name, oldest from_ms first. *out is
+ * allocated (free()); n = 0 leaves it NULL. */
+int store_cron_history(struct store *s, const char *schedule,
+		       struct store_cron **out, size_t *n,
+		       struct sc_err *err);
+
 /* ---- leases between nodes (issue 15) ---------------------------------- */
 
 /*
@@ -1121,9 +1220,9 @@ int store_lease_drop(struct store *s, const char *name, const char *owner,
  *     (complete) slot only, which is never delivered again; the row
  *     stays, store_outbox_get reads it with body NULL.
  *   send guards and slot markers (slot < jobs_before): a SENT outbox row
- *     (with its body), a marker, of a slot whose job is DONE or gone (no
- *     READY, ACTIVE or DEAD job); a marker also needs no unsent outbox
- *     row left, and the newest marker of each schedule stays (the timing
+ *     (with its body), or an ABANDONED one (closed unsent, schema 13), a
+ *     marker, of a slot whose job is DONE or gone (no READY, ACTIVE or
+ *     DEAD job); a marker also needs no other outbox row left, and the newest marker of each schedule stays (the timing
  *     checks read it). Other outbox states are in flight: kept.
  * A field <= 0 (INT64_MIN included) skips that part. ledger_before = 0
  * skips the ledger and alerts, jobs_before = 0 jobs, guards and markers,
@@ -1345,12 +1444,31 @@ struct store_ops {
 			      int64_t slot_ms, bool *marked,
 			      struct sc_err *err);
 	/* Optional: NULL makes store.c read the marker and each target's
-	 * row in turn (SQLite, where a read is no round trip). Outputs come
-	 * zeroed, *staged -1; names checked. */
+	 * row in turn (SQLite, where a read is no round trip), and the
+	 * slot's rows (outbox_list) when n_others is wanted. Outputs come
+	 * zeroed, *staged -1; names checked; n_others NULL: not wanted. */
 	int (*slot_look)(void *impl, const char *schedule, int64_t slot_ms,
 			 const char *const *targets, size_t n_targets,
 			 bool *marked, int *staged, struct outbox_entry *out,
-			 struct sc_err *err);
+			 size_t *n_others, struct sc_err *err);
+	/* *out and *n come zeroed. */
+	int (*outbox_list)(void *impl, const char *schedule, int64_t slot_ms,
+			   struct store_outbox_row **out, size_t *n,
+			   struct sc_err *err);
+	/* from checked; row checked; closed: never NULL. */
+	int (*outbox_abandon)(void *impl, const struct store_fence *fence,
+			      const char *schedule, int64_t slot_ms,
+			      const char *target, enum send_state from,
+			      const struct ledger_row *row, bool *closed,
+			      struct sc_err *err);
+	/* n > 0, every field checked; n_written: never NULL. */
+	int (*cron_note_many)(void *impl, const struct store_cron_note *v,
+			      size_t n, size_t *n_written,
+			      struct sc_err *err);
+	/* *out and *n come zeroed. */
+	int (*cron_history)(void *impl, const char *schedule,
+			    struct store_cron **out, size_t *n,
+			    struct sc_err *err);
 	int (*sched_last_get)(void *impl, const char *schedule,
 			      int64_t *slot_ms, struct sc_err *err);
 	int (*sched_last_set)(void *impl, const char *schedule,

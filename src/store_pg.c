@@ -113,7 +113,7 @@
 #include "store.h"
 #include "url.h"
 
-#define SCHEMA_VERSION 11
+#define SCHEMA_VERSION 13
 #define CHANNEL "surecron_jobs"
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 5000
@@ -489,6 +489,35 @@ static const char *const migration_11[] = {
 	NULL,
 };
 
+/*
+ * 11 -> 12: nothing. SQLite's schema 12 changed its ledger trigger only
+ * (a CASE for an IN); PostgreSQL's has no counterpart. The step keeps
+ * the version of both backends the same for the same schema.
+ */
+static const char *const migration_12[] = {
+	NULL,
+};
+
+/*
+ * 12 -> 13 (issue 43), as on SQLite: a staged copy of a target removed
+ * from its schedule is closed as ABANDONED (6) with a ledger row of its
+ * own (the outbox's state has no CHECK here: nothing to change);
+ * ledger_abandoned serves the lost-slot report's read of them;
+ * cron_history holds each schedule's crons in force for `audit`.
+ */
+static const char *const migration_13[] = {
+	"CREATE INDEX ledger_abandoned ON ledger (slot_ms)"
+	" WHERE outcome = '" LEDGER_ABANDONED "'",
+	"CREATE TABLE cron_history ("
+	" schedule text NOT NULL,"
+	" from_ms bigint NOT NULL,"
+	" cron text NOT NULL,"
+	" tz text NOT NULL,"
+	" recorded_ms bigint NOT NULL,"
+	" PRIMARY KEY (schedule, from_ms))",
+	NULL,
+};
+
 static const char *const *const migrations[SCHEMA_VERSION] = {
 	migration_1,
 	migration_2,
@@ -501,6 +530,8 @@ static const char *const *const migrations[SCHEMA_VERSION] = {
 	migration_9,
 	migration_10,
 	migration_11,
+	migration_12,
+	migration_13,
 };
 
 /* ---- statements ------------------------------------------------------- */
@@ -699,7 +730,7 @@ static const char *const *const migrations[SCHEMA_VERSION] = {
 
 /* The ledger query's filter shapes, as on SQLite: schedule or not (2) x
  * outcome kind (6) x period bounded or open (2) x order (2). */
-#define PG_LQ_KINDS 6
+#define PG_LQ_KINDS 7
 #define PG_LQ_SHAPES (2 * PG_LQ_KINDS * 2 * 2)
 
 enum stmt {
@@ -739,6 +770,10 @@ enum stmt {
 	ST_OUTBOX_GET,
 	ST_OUTBOX_SET,
 	ST_OUTBOX_UNKNOWN,
+	ST_OUTBOX_LIST,
+	ST_OUTBOX_ABANDON,
+	ST_CRON_NOTE,
+	ST_CRON_HISTORY,
 	ST_SLOT_MARK,
 	ST_SLOT_IS,
 	ST_SLOT_LOOK,
@@ -1108,6 +1143,38 @@ static const char *const sql[ST_COUNT] = {
 	" WHERE schedule = $1 AND slot_ms = $2 AND state = 2"
 	" AND (SELECT ok FROM f) RETURNING 1)"
 	" SELECT f.ok, (SELECT count(*) FROM u) FROM f",
+	[ST_OUTBOX_LIST] =
+	"SELECT target, state, n_tries FROM outbox"
+	" WHERE schedule = $1 AND slot_ms = $2 ORDER BY target COLLATE \"C\"",
+	/* The row closed (while still in state $4) and its ledger row
+	 * ($5..$15) in one statement, durable. $16, $17: the fence.
+	 * Answer: ok, rows closed, ledger rows, -. */
+	[ST_OUTBOX_ABANDON] =
+	"WITH " FENCE_CTE("$16", "$17") ","
+	" u AS (UPDATE outbox SET state = 6"
+	" WHERE schedule = $1 AND slot_ms = $2::bigint AND target = $3"
+	" AND state = $4::smallint AND (SELECT ok FROM f) RETURNING 1),"
+	" i AS (INSERT INTO ledger (" LEDGER_COLS ") SELECT $5::text,"
+	" $6::bigint, $7::bigint, $8::integer, $9::bigint, $10::bigint,"
+	" $11::text, $12::text, $13::text, $14::bigint, $15::text FROM u"
+	" RETURNING 1)"
+	" SELECT f.ok, (SELECT count(*) FROM u), (SELECT count(*) FROM i),"
+	" " DURABLE " FROM f",
+	/* $1..$4 arrays (schedule, from, cron, tz), $5 now: each written
+	 * unless the schedule's newest record says the same. Answer: the
+	 * records written. */
+	[ST_CRON_NOTE] =
+	"WITH i AS (INSERT INTO cron_history (schedule, from_ms, cron, tz,"
+	" recorded_ms) SELECT v.s, v.f, v.c, v.z, $5::bigint FROM"
+	" unnest($1::text[], $2::bigint[], $3::text[], $4::text[])"
+	" AS v(s, f, c, z) WHERE NOT EXISTS (SELECT 1 FROM (SELECT h.cron,"
+	" h.tz FROM cron_history h WHERE h.schedule = v.s ORDER BY"
+	" h.from_ms DESC LIMIT 1) l WHERE l.cron = v.c AND l.tz = v.z)"
+	" ON CONFLICT (schedule, from_ms) DO NOTHING RETURNING 1)"
+	" SELECT count(*) FROM i",
+	[ST_CRON_HISTORY] =
+	"SELECT schedule, from_ms, cron, tz, recorded_ms FROM cron_history"
+	" WHERE schedule = $1 ORDER BY from_ms",
 	/* $4, $5: the fence. Answer: ok, rows inserted, -. */
 	[ST_SLOT_MARK] =
 	"WITH " FENCE_CTE("$4", "$5") ","
@@ -1120,11 +1187,16 @@ static const char *const sql[ST_COUNT] = {
 	"SELECT 1 FROM slot_markers WHERE schedule = $1 AND slot_ms = $2",
 	/* $3: the targets (text[]), in order. One row: marked (0/1), then
 	 * the outbox row of the first of them that has one, NULLs when
-	 * none: its place in $3 (from 1), state, tries, sent, body. */
+	 * none: its place in $3 (from 1), state, tries, sent, body; then
+	 * how many rows of the slot are of none of them (issue 43: targets
+	 * removed since they were staged), a seek of the primary key. */
 	[ST_SLOT_LOOK] =
 	"SELECT (EXISTS (SELECT 1 FROM slot_markers"
 	" WHERE schedule = $1 AND slot_ms = $2))::int,"
-	" o.i, o.state, o.n_tries, o.sent_ms, b.body FROM (SELECT 1) AS one"
+	" o.i, o.state, o.n_tries, o.sent_ms, b.body,"
+	" (SELECT count(*) FROM outbox y WHERE y.schedule = $1"
+	" AND y.slot_ms = $2 AND y.target <> ALL ($3::text[]))"
+	" FROM (SELECT 1) AS one"
 	" LEFT JOIN LATERAL (SELECT x.target, x.state, x.n_tries, x.sent_ms,"
 	" array_position($3::text[], x.target) AS i FROM outbox x"
 	" WHERE x.schedule = $1 AND x.slot_ms = $2"
@@ -3589,12 +3661,12 @@ static int pg_read_rows(PGresult *res, struct ledger_row **rows,
  * schedule = $1" forms could use no index for the schedule; each shape
  * names only the terms its filter has, numbered in order of use (no
  * unused parameter, whose type PostgreSQL could not infer), and spells
- * the outcomes of the partial indexes (acked, missed, skipped) as
- * literals, so those indexes apply under a generic plan too. Shape k as
- * on SQLite: ((schedule * 6 + kind) * 2 + open) * 2 + newest_first.
+ * the outcomes of the partial indexes (acked, missed, skipped,
+ * abandoned) as literals, so those indexes apply under a generic plan too. Shape k as
+ * on SQLite: ((schedule * 7 + kind) * 2 + open) * 2 + newest_first.
  */
 enum pg_lq_kind { PG_LQ_ANY, PG_LQ_OUTCOME, PG_LQ_LOST, PG_LQ_ACKED,
-		  PG_LQ_MISSED, PG_LQ_SKIPPED };
+		  PG_LQ_MISSED, PG_LQ_SKIPPED, PG_LQ_ABANDONED };
 
 static int pg_lq_shape(const struct ledger_filter *f)
 {
@@ -3608,6 +3680,8 @@ static int pg_lq_shape(const struct ledger_filter *f)
 		kind = PG_LQ_MISSED;
 	else if (f->outcome && strcmp(f->outcome, LEDGER_SKIPPED) == 0)
 		kind = PG_LQ_SKIPPED;
+	else if (f->outcome && strcmp(f->outcome, LEDGER_ABANDONED) == 0)
+		kind = PG_LQ_ABANDONED;
 	else if (f->outcome)
 		kind = PG_LQ_OUTCOME;
 	bool open = f->since_ms == INT64_MIN && f->until_ms == INT64_MAX;
@@ -3659,6 +3733,8 @@ static void pg_lq_sql(int k, const struct ledger_filter *f, char *buf,
 		PG_LQ_ADD(" AND outcome = '" LEDGER_MISSED "'");
 	} else if (kind == PG_LQ_SKIPPED) {
 		PG_LQ_ADD(" AND outcome = '" LEDGER_SKIPPED "'");
+	} else if (kind == PG_LQ_ABANDONED) {
+		PG_LQ_ADD(" AND outcome = '" LEDGER_ABANDONED "'");
 	}
 	/* LIMIT NULL is no limit. */
 	PG_LQ_ADD(" ORDER BY id%s LIMIT $%d::bigint", desc ? " DESC" : "",
@@ -3929,7 +4005,7 @@ static int pg_slot_is_marked(void *impl, const char *schedule,
 static int pg_slot_look(void *impl, const char *schedule, int64_t slot_ms,
 			const char *const *targets, size_t n_targets,
 			bool *marked, int *staged, struct outbox_entry *out,
-			struct sc_err *err)
+			size_t *n_others, struct sc_err *err)
 {
 	struct args a = {0};
 	PGresult *res;
@@ -3952,7 +4028,68 @@ static int pg_slot_look(void *impl, const char *schedule, int64_t slot_ms,
 		if (!rc)
 			*staged = (int)(i - 1);
 	}
+	if (!rc && !*marked && n_others)
+		*n_others = (size_t)get_i64(res, 0, 6);
 	PQclear(res);
+	return rc;
+}
+
+static int pg_outbox_list(void *impl, const char *schedule, int64_t slot_ms,
+			  struct store_outbox_row **out, size_t *n,
+			  struct sc_err *err)
+{
+	struct args a = {0};
+	PGresult *res;
+	int rc;
+
+	arg_slot(&a, schedule, slot_ms);
+	rc = run(impl, ST_OUTBOX_LIST, &a, &res, err);
+	if (rc)
+		return rc;
+	size_t len = (size_t)PQntuples(res);
+	struct store_outbox_row *v = NULL;
+	if (len > 0 && !(v = calloc(len, sizeof(*v)))) {
+		PQclear(res);
+		return sc_err_set(err, SC_ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < len; i++) {
+		get_str(res, (int)i, 0, v[i].target, sizeof(v[i].target));
+		v[i].state = (enum send_state)get_i64(res, (int)i, 1);
+		v[i].n_tries = (int)get_i64(res, (int)i, 2);
+	}
+	PQclear(res);
+	*out = v;
+	*n = len;
+	return 0;
+}
+
+static int pg_outbox_abandon(void *impl, const struct store_fence *fence,
+			     const char *schedule, int64_t slot_ms,
+			     const char *target, enum send_state from,
+			     const struct ledger_row *row, bool *closed,
+			     struct sc_err *err)
+{
+	struct args a = {0};
+	int64_t rows = 0;
+	int rc;
+
+	arg_slot_target(&a, schedule, slot_ms, target);
+	arg_i64(&a, (int64_t)from);
+	arg_str(&a, row->schedule);
+	arg_i64(&a, row->slot_ms);
+	arg_i64(&a, row->job_id);
+	arg_i64(&a, row->attempt);
+	arg_i64(&a, row->started_ms);
+	arg_i64(&a, row->finished_ms);
+	arg_str(&a, row->outcome);
+	arg_str(&a, row->error_class);
+	arg_str(&a, row->error_msg);
+	arg_i64(&a, row->retry_hint_ms);
+	arg_str(&a, row->details_json);
+	arg_fence(&a, fence);
+	rc = run_fenced(impl, ST_OUTBOX_ABANDON, &a, fence, "outbox abandon",
+			&rows, err);
+	*closed = rc == 0 && rows == 1;
 	return rc;
 }
 
@@ -4181,6 +4318,91 @@ static int pg_nodes(void *impl, struct store_node **out, size_t *n,
 	return 0;
 }
 
+/* ---- the crons in force (issue 43) ------------------------------------- */
+
+static int pg_cron_note_many(void *impl, const struct store_cron_note *v,
+			     size_t n, size_t *n_written, struct sc_err *err)
+{
+	struct pg *p = impl;
+	struct args a = {0};
+	size_t cap_from = n * 22 + 3, lf = 0;
+	size_t cap[3] = {64, 64, 64}, len[3] = {1, 1, 1};
+	char *col[3] = {malloc(cap[0]), malloc(cap[1]), malloc(cap[2])};
+	char *from = n <= 10000000 ? malloc(cap_from) : NULL;
+	PGresult *res = NULL;
+	bool ok = from && col[0] && col[1] && col[2];
+	int rc;
+
+	for (int k = 0; ok && k < 3; k++)
+		col[k][0] = '{';
+	if (ok)
+		from[lf++] = '{';
+	for (size_t i = 0; ok && i < n; i++) {
+		ok = array_add(&col[0], &len[0], &cap[0], v[i].schedule) &&
+		     array_add(&col[1], &len[1], &cap[1], v[i].cron) &&
+		     array_add(&col[2], &len[2], &cap[2], v[i].tz);
+		lf += (size_t)snprintf(from + lf, cap_from - lf, "%s%" PRId64,
+				       i ? "," : "", v[i].from_ms);
+	}
+	if (ok) {
+		for (int k = 0; k < 3; k++) {
+			col[k][len[k]++] = '}';
+			col[k][len[k]] = '\0';
+		}
+		from[lf++] = '}';
+		from[lf] = '\0';
+		arg_str(&a, col[0]);
+		arg_str(&a, from);
+		arg_str(&a, col[1]);
+		arg_str(&a, col[2]);
+		arg_i64(&a, now_ms(p));
+		rc = run_one(impl, ST_CRON_NOTE, &a, "cron history: no answer",
+			     &res, err);
+		if (!rc) {
+			*n_written = (size_t)get_i64(res, 0, 0);
+			PQclear(res);
+		}
+	} else {
+		rc = sc_err_set(err, SC_ENOMEM, "out of memory");
+	}
+	for (int k = 0; k < 3; k++)
+		free(col[k]);
+	free(from);
+	return rc;
+}
+
+static int pg_cron_history(void *impl, const char *schedule,
+			   struct store_cron **out, size_t *n,
+			   struct sc_err *err)
+{
+	struct args a = {0};
+	PGresult *res;
+	int rc;
+
+	arg_str(&a, schedule);
+	rc = run(impl, ST_CRON_HISTORY, &a, &res, err);
+	if (rc)
+		return rc;
+	size_t len = (size_t)PQntuples(res);
+	struct store_cron *v = NULL;
+	if (len > 0 && !(v = calloc(len, sizeof(*v)))) {
+		PQclear(res);
+		return sc_err_set(err, SC_ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < len; i++) {
+		int row = (int)i;
+		get_str(res, row, 0, v[i].schedule, sizeof(v[i].schedule));
+		v[i].from_ms = get_i64(res, row, 1);
+		get_str(res, row, 2, v[i].cron, sizeof(v[i].cron));
+		get_str(res, row, 3, v[i].tz, sizeof(v[i].tz));
+		v[i].recorded_ms = get_i64(res, row, 4);
+	}
+	PQclear(res);
+	*out = v;
+	*n = len;
+	return 0;
+}
+
 /* ---- leases, retention (issue 15) ------------------------------------- */
 
 /*
@@ -4268,10 +4490,11 @@ static int pg_lease_drop(void *impl, const char *name, const char *owner,
 #define PG_ACK_LAST(x)                                                     \
 	"COALESCE(substring(" x ".details_json from "                       \
 	"'\"last_ms\"\\s*:\\s*(-?[0-9]+)')::bigint, " PG_ACK_FIRST(x) ")"
+/* A SENT or ABANDONED (closed unsent, schema 13) row: as on SQLite. */
 #define PG_GUARD_GOES                                                      \
-	"o.state = 3 AND o.slot_ms < $1 AND NOT EXISTS (SELECT 1 FROM jobs " \
-	"j WHERE j.schedule = o.schedule AND j.slot_ms = o.slot_ms AND "    \
-	"j.state <> 2)"
+	"o.state IN (3, 6) AND o.slot_ms < $1 AND NOT EXISTS (SELECT 1 "     \
+	"FROM jobs j WHERE j.schedule = o.schedule AND j.slot_ms = "         \
+	"o.slot_ms AND j.state <> 2)"
 
 /*
  * The phases of a prune, in the order and with the rules of the SQLite
@@ -4365,7 +4588,7 @@ static const struct {
 		"EXISTS (SELECT 1 FROM jobs j WHERE j.schedule = m.schedule AND "
 		"j.slot_ms = m.slot_ms AND j.state <> 2) AND NOT EXISTS (SELECT "
 		"1 FROM outbox o WHERE o.schedule = m.schedule AND o.slot_ms = "
-		"m.slot_ms AND o.state <> 3) AND m.slot_ms < (SELECT "
+		"m.slot_ms AND o.state NOT IN (3, 6)) AND m.slot_ms < (SELECT "
 		"max(n.slot_ms) FROM slot_markers n WHERE n.schedule = "
 		"m.schedule) LIMIT $2)) RETURNING 1) SELECT count(*), 0 FROM d",
 	},
@@ -5120,6 +5343,10 @@ const struct store_ops store_pg_ops = {
 	.outbox_get = pg_outbox_get,
 	.outbox_set_state = pg_outbox_set_state,
 	.outbox_mark_unknown = pg_outbox_mark_unknown,
+	.outbox_list = pg_outbox_list,
+	.outbox_abandon = pg_outbox_abandon,
+	.cron_note_many = pg_cron_note_many,
+	.cron_history = pg_cron_history,
 	.slot_mark = pg_slot_mark,
 	.slot_is_marked = pg_slot_is_marked,
 	.slot_look = pg_slot_look,

@@ -109,7 +109,7 @@
 #include "log.h"
 #include "store.h"
 
-#define SCHEMA_VERSION 12
+#define SCHEMA_VERSION 13
 #define APP_ID 0x53435231 /* "SCR1": this file belongs to surecron */
 #define BUSY_TIMEOUT_MS 10000
 /* Checkpoint the WAL every this many pages (~16 MB) rather than SQLite's
@@ -510,6 +510,42 @@ static const char *const migrations[SCHEMA_VERSION] = {
 	"ELSE run_slot_ms END; "
 	"END;"
 	"PRAGMA user_version = 12;",
+	/* 12 -> 13 (issue 43): reloads keep every slot's story. A staged
+	 * copy of a target removed from its schedule is closed as
+	 * ABANDONED (6) with a ledger row of its own (store_outbox_abandon):
+	 * the outbox's CHECK allowed 1..5, and SQLite changes a CHECK only
+	 * by copying the table (the state rows carry no body since schema
+	 * 3, so the copy is of small rows; nothing else refers to the
+	 * table). ledger_abandoned serves the lost-slot report's read of
+	 * abandoned rows as ledger_skipped serves the skipped ones.
+	 * cron_history holds each schedule's crons in force, one record per
+	 * change (store_cron_note_many), for `audit`. */
+	"CREATE TABLE outbox_new("
+	" schedule TEXT NOT NULL,"
+	" slot_ms INTEGER NOT NULL,"
+	" target TEXT NOT NULL,"
+	" state INTEGER NOT NULL CHECK (state BETWEEN 1 AND 6),"
+	" n_tries INTEGER NOT NULL DEFAULT 0,"
+	" created_ms INTEGER NOT NULL,"
+	" updated_ms INTEGER NOT NULL,"
+	" sent_ms INTEGER NOT NULL DEFAULT 0,"
+	" PRIMARY KEY (schedule, slot_ms, target));"
+	"INSERT INTO outbox_new(schedule, slot_ms, target, state, n_tries, "
+	"created_ms, updated_ms, sent_ms) SELECT schedule, slot_ms, target, "
+	"state, n_tries, created_ms, updated_ms, sent_ms FROM outbox "
+	"ORDER BY rowid;"
+	"DROP TABLE outbox;"
+	"ALTER TABLE outbox_new RENAME TO outbox;"
+	"CREATE INDEX ledger_abandoned ON ledger(slot_ms) WHERE outcome = "
+	"'abandoned';"
+	"CREATE TABLE cron_history("
+	" schedule TEXT NOT NULL,"
+	" from_ms INTEGER NOT NULL,"
+	" cron TEXT NOT NULL,"
+	" tz TEXT NOT NULL,"
+	" recorded_ms INTEGER NOT NULL,"
+	" PRIMARY KEY (schedule, from_ms)) WITHOUT ROWID;"
+	"PRAGMA user_version = 13;",
 };
 
 /* ---- the statement cache --------------------------------------------- */
@@ -601,7 +637,7 @@ static const char *const migrations[SCHEMA_VERSION] = {
 
 /* The ledger query's filter shapes: schedule or not (2) x outcome kind
  * (LQ_KINDS) x period bounded or open (2) x order (2). */
-#define LQ_KINDS 6
+#define LQ_KINDS 7
 #define LQ_SHAPES (2 * LQ_KINDS * 2 * 2)
 #define LQ_SQL_MAX 1024
 
@@ -648,6 +684,10 @@ enum stmt_id {
 	ST_OUTBOX_GET,
 	ST_OUTBOX_SET,
 	ST_OUTBOX_UNKNOWN,
+	ST_OUTBOX_LIST,
+	ST_OUTBOX_ABANDON,
+	ST_CRON_NOTE,
+	ST_CRON_HISTORY,
 	ST_MARK,
 	ST_MARK_GET,
 	ST_SCHED_GET,
@@ -884,6 +924,26 @@ static const char *const stmt_sql[N_STMT] = {
 		"UPDATE outbox SET state = 5, updated_ms = ?3 "
 		"WHERE schedule = ?1 AND slot_ms = ?2 AND state = 2 AND "
 		FENCE_OK,
+	[ST_OUTBOX_LIST] =
+		"SELECT target, state, n_tries FROM outbox WHERE schedule = ?1 "
+		"AND slot_ms = ?2 ORDER BY target",
+	/* ?4 the state it must still be in: an operator's release between
+	 * the caller's read and this write leaves the row alone. */
+	[ST_OUTBOX_ABANDON] =
+		"UPDATE outbox SET state = 6, updated_ms = ?5 "
+		"WHERE schedule = ?1 AND slot_ms = ?2 AND target = ?3 AND "
+		"state = ?4 AND " FENCE_OK,
+	/* Written unless the schedule's newest record says the same. */
+	[ST_CRON_NOTE] =
+		"INSERT INTO cron_history(schedule, from_ms, cron, tz, "
+		"recorded_ms) SELECT ?1, ?2, ?3, ?4, ?5 WHERE NOT EXISTS "
+		"(SELECT 1 FROM (SELECT cron, tz FROM cron_history WHERE "
+		"schedule = ?1 ORDER BY from_ms DESC LIMIT 1) h WHERE "
+		"h.cron = ?3 AND h.tz = ?4) "
+		"ON CONFLICT (schedule, from_ms) DO NOTHING",
+	[ST_CRON_HISTORY] =
+		"SELECT schedule, from_ms, cron, tz, recorded_ms FROM "
+		"cron_history WHERE schedule = ?1 ORDER BY from_ms",
 	[ST_MARK] = "INSERT INTO slot_markers(schedule, slot_ms, completed_ms) "
 		    "SELECT ?1, ?2, ?3 WHERE " FENCE_OK " "
 		    "ON CONFLICT (schedule, slot_ms) DO NOTHING",
@@ -3088,15 +3148,17 @@ static int sq_ledger_append_many(void *impl, const struct ledger_row *rows,
  * so SQLite could use no index for the schedule and scanned the ledger:
  * each shape gets its own statement instead, whose WHERE names only the
  * terms the filter has, so the planner sees them all. Outcomes with a
- * partial index (acked, missed, skipped) are written as literals so that
- * index applies; the lost-or-missed shape without a schedule reads
- * ledger_lost, the skipped one ledger_skipped,
+ * partial index (acked, missed, skipped, abandoned) are written as
+ * literals so that index applies; the lost-or-missed shape without a
+ * schedule reads ledger_lost, the skipped one ledger_skipped, the
+ * abandoned one ledger_abandoned,
  * a bounded period without a schedule ledger_period. An open period (no
  * bound at all) drops the slot terms: with neither a schedule nor such an
  * outcome, that shape reads every row, which is what it returns.
  */
 enum lq_kind {
-	LQ_ANY, LQ_OUTCOME, LQ_LOST, LQ_ACKED, LQ_MISSED, LQ_SKIPPED
+	LQ_ANY, LQ_OUTCOME, LQ_LOST, LQ_ACKED, LQ_MISSED, LQ_SKIPPED,
+	LQ_ABANDONED
 };
 
 static int lq_shape(const struct ledger_filter *f)
@@ -3111,6 +3173,8 @@ static int lq_shape(const struct ledger_filter *f)
 		kind = LQ_MISSED;
 	else if (f->outcome && strcmp(f->outcome, LEDGER_SKIPPED) == 0)
 		kind = LQ_SKIPPED;
+	else if (f->outcome && strcmp(f->outcome, LEDGER_ABANDONED) == 0)
+		kind = LQ_ABANDONED;
 	else if (f->outcome)
 		kind = LQ_OUTCOME;
 	bool open = f->since_ms == INT64_MIN && f->until_ms == INT64_MAX;
@@ -3136,6 +3200,8 @@ static void lq_sql(int k, char *buf, size_t cap)
 		by = " INDEXED BY ledger_missed_once";
 	else if (!sched && kind == LQ_SKIPPED)
 		by = " INDEXED BY ledger_skipped";
+	else if (!sched && kind == LQ_ABANDONED)
+		by = " INDEXED BY ledger_abandoned";
 	else if (!sched && kind == LQ_LOST)
 		by = " INDEXED BY ledger_lost";
 	else if (!sched && !open)
@@ -3160,7 +3226,8 @@ static void lq_sql(int k, char *buf, size_t cap)
 				     "(?4 IS NULL OR outcome = ?4)"
 		 : kind == LQ_ACKED ? " AND outcome = 'acked'"
 		 : kind == LQ_MISSED ? " AND outcome = 'missed'"
-		 : kind == LQ_SKIPPED ? " AND outcome = 'skipped'" : "",
+		 : kind == LQ_SKIPPED ? " AND outcome = 'skipped'"
+		 : kind == LQ_ABANDONED ? " AND outcome = 'abandoned'" : "",
 		 desc ? " DESC" : "");
 }
 
@@ -3586,6 +3653,77 @@ static int sq_outbox_mark_unknown(void *impl, const struct store_fence *fence,
 			  schedule, slot_ms, "outbox recovery", n, err);
 }
 
+static bool grow(void **v, size_t len, size_t *cap, size_t sz);
+
+static int sq_outbox_list(void *impl, const char *schedule, int64_t slot_ms,
+			  struct store_outbox_row **out, size_t *n,
+			  struct sc_err *err)
+{
+	struct sq *q = impl;
+	sqlite3_stmt *st = NULL;
+	struct store_outbox_row *v = NULL;
+	size_t len = 0, cap = 0;
+	int rc = prep(q, ST_OUTBOX_LIST, &st, err);
+
+	if (rc)
+		return rc;
+	bind_slot(st, schedule, slot_ms);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		void *room = v;
+		if (!grow(&room, len, &cap, sizeof(*v))) {
+			unprep(st);
+			free(v);
+			return sc_err_set(err, SC_ENOMEM, "out of memory");
+		}
+		v = room;
+		struct store_outbox_row *x = &v[len++];
+		memset(x, 0, sizeof(*x));
+		copy_text(x->target, sizeof(x->target), st, 0);
+		x->state = (enum send_state)sqlite3_column_int(st, 1);
+		x->n_tries = sqlite3_column_int(st, 2);
+	}
+	rc = rc == SQLITE_DONE ? 0 : db_fail(q, rc, "outbox list", err);
+	unprep(st);
+	if (rc) {
+		free(v);
+		return rc;
+	}
+	*out = v;
+	*n = len;
+	return 0;
+}
+
+/* The state and its ledger row in one write transaction, durable: a
+ * closed row is as final as a guard. */
+static int sq_outbox_abandon(void *impl, const struct store_fence *fence,
+			     const char *schedule, int64_t slot_ms,
+			     const char *target, enum send_state from,
+			     const struct ledger_row *row, bool *closed,
+			     struct sc_err *err)
+{
+	struct sq *q = impl;
+	sqlite3_stmt *st = NULL;
+	int n = 0;
+	int rc = tx_begin(q, SYNC_FULL, err);
+
+	if (rc)
+		return rc;
+	rc = prep(q, ST_OUTBOX_ABANDON, &st, err);
+	if (rc)
+		goto done;
+	bind_slot_target(st, schedule, slot_ms, target);
+	sqlite3_bind_int(st, 4, (int)from);
+	sqlite3_bind_int64(st, 5, now_ms(q));
+	rc = fenced_step(q, st, fence, "outbox abandon", &n, err);
+	if (rc || n == 0)
+		goto done;
+	rc = ledger_insert_st(q, ST_LEDGER_INSERT, fence, row, err);
+done:
+	rc = tx_end(q, rc, err);
+	*closed = !rc && n > 0;
+	return rc;
+}
+
 static int sq_slot_mark(void *impl, const struct store_fence *fence,
 			const char *schedule, int64_t slot_ms,
 			struct sc_err *err)
@@ -3820,6 +3958,72 @@ static int sq_nodes(void *impl, struct store_node **out, size_t *n,
 	return 0;
 }
 
+static int sq_cron_note_many(void *impl, const struct store_cron_note *v,
+			     size_t n, size_t *n_written, struct sc_err *err)
+{
+	struct sq *q = impl;
+	size_t w = 0;
+	int rc = tx_begin(q, SYNC_NORMAL, err);
+
+	for (size_t i = 0; !rc && i < n; i++) {
+		sqlite3_stmt *st = NULL;
+		rc = prep(q, ST_CRON_NOTE, &st, err);
+		if (rc)
+			break;
+		bind_slot(st, v[i].schedule, v[i].from_ms);
+		bind_text(st, 3, v[i].cron);
+		bind_text(st, 4, v[i].tz);
+		sqlite3_bind_int64(st, 5, now_ms(q));
+		rc = step_done(q, st, "cron history", err);
+		if (!rc)
+			w += (size_t)sqlite3_changes(q->db);
+	}
+	rc = tx_end(q, rc, err);
+	*n_written = rc ? 0 : w;
+	return rc;
+}
+
+static int sq_cron_history(void *impl, const char *schedule,
+			   struct store_cron **out, size_t *n,
+			   struct sc_err *err)
+{
+	struct sq *q = impl;
+	sqlite3_stmt *st = NULL;
+	struct store_cron *v = NULL;
+	size_t len = 0, cap = 0;
+	int rc = prep(q, ST_CRON_HISTORY, &st, err);
+
+	if (rc)
+		return rc;
+	bind_text(st, 1, schedule);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		void *room = v;
+		if (!grow(&room, len, &cap, sizeof(*v))) {
+			unprep(st);
+			free(v);
+			return sc_err_set(err, SC_ENOMEM, "out of memory");
+		}
+		v = room;
+		struct store_cron *x = &v[len++];
+		memset(x, 0, sizeof(*x));
+		copy_text(x->schedule, sizeof(x->schedule), st, 0);
+		x->from_ms = sqlite3_column_int64(st, 1);
+		copy_text(x->cron, sizeof(x->cron), st, 2);
+		copy_text(x->tz, sizeof(x->tz), st, 3);
+		x->recorded_ms = sqlite3_column_int64(st, 4);
+	}
+	rc = rc == SQLITE_DONE ? 0 : db_fail(q, rc, "cron history read",
+					     err);
+	unprep(st);
+	if (rc) {
+		free(v);
+		return rc;
+	}
+	*out = v;
+	*n = len;
+	return 0;
+}
+
 static int sq_token_get(void *impl, const char *provider, char **token,
 			int64_t *expires_ms, struct sc_err *err)
 {
@@ -3973,12 +4177,13 @@ enum sq_phase {
 	SQ_N_PHASE
 };
 
-/* A SENT row of outbox alias o that may go: its slot is past the jobs
- * horizon (?1) and has no job that may still run or be revived. */
+/* A SENT (or ABANDONED: closed unsent, schema 13) row of outbox alias o
+ * that may go: its slot is past the jobs horizon (?1) and has no job that
+ * may still run or be revived. */
 #define SQ_GUARD_GOES                                                     \
-	"o.state = 3 AND o.slot_ms < ?1 AND NOT EXISTS (SELECT 1 FROM jobs " \
-	"j WHERE j.schedule = o.schedule AND j.slot_ms = o.slot_ms AND "    \
-	"j.state <> 2)"
+	"o.state IN (3, 6) AND o.slot_ms < ?1 AND NOT EXISTS (SELECT 1 "     \
+	"FROM jobs j WHERE j.schedule = o.schedule AND j.slot_ms = "         \
+	"o.slot_ms AND j.state <> 2)"
 /* A closed alert of alias al whose sends are all done. */
 #define SQ_ALERT_GOES                                                     \
 	"al.status <> 0 AND al.last_slot_ms < ?1 AND NOT EXISTS (SELECT 1 "  \
@@ -4081,7 +4286,8 @@ static const struct {
 		"WHERE j.schedule = m.schedule AND j.slot_ms = m.slot_ms AND "
 		"j.state <> 2) AND NOT EXISTS (SELECT 1 FROM outbox o WHERE "
 		"o.schedule = m.schedule AND o.slot_ms = m.slot_ms AND "
-		"o.state <> 3) AND m.slot_ms < (SELECT max(n.slot_ms) FROM "
+		"o.state NOT IN (3, 6)) AND m.slot_ms < (SELECT max(n.slot_ms) "
+		"FROM "
 		"slot_markers n WHERE n.schedule = m.schedule)",
 	},
 };
@@ -4837,6 +5043,10 @@ const struct store_ops store_sqlite_ops = {
 	.outbox_get = sq_outbox_get,
 	.outbox_set_state = sq_outbox_set_state,
 	.outbox_mark_unknown = sq_outbox_mark_unknown,
+	.outbox_list = sq_outbox_list,
+	.outbox_abandon = sq_outbox_abandon,
+	.cron_note_many = sq_cron_note_many,
+	.cron_history = sq_cron_history,
 	.slot_mark = sq_slot_mark,
 	.slot_is_marked = sq_slot_is_marked,
 	.sched_last_get = sq_sched_last_get,

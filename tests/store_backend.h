@@ -33,11 +33,15 @@ struct tb {
 
 static struct tb tb_sqlite_state, tb_pg_state;
 
-/* Takes a store of schema 11 back to 8, for the migration tests that
- * start from an older one. Both: nodes (11) out; ledger_head (9, with
- * 10's columns) out. SQLite: ledger_day out, the two per-schedule
- * indexes back. PostgreSQL: ledger_head's trigger and function out. */
+/* Takes a store of schema 13 back to 8, for the migration tests that
+ * start from an older one. Both: cron_history and ledger_abandoned (13)
+ * out (SQLite's outbox keeps 13's CHECK, which takes every older state);
+ * nodes (11) out; ledger_head (9, with 10's columns) out. SQLite:
+ * ledger_day out, the two per-schedule indexes back. PostgreSQL:
+ * ledger_head's trigger and function out. */
+#define TB_UNDO_13 "DROP TABLE cron_history; DROP INDEX ledger_abandoned; "
 #define TB_SQLITE_UNDO_9                                                  \
+	TB_UNDO_13                                                           \
 	"DROP TABLE nodes; "                                                 \
 	"DROP TRIGGER ledger_head_new; DROP TABLE ledger_head; "             \
 	"DROP INDEX ledger_day; "                                            \
@@ -45,6 +49,7 @@ static struct tb tb_sqlite_state, tb_pg_state;
 	"CREATE INDEX ledger_ok ON ledger(schedule, slot_ms) WHERE "         \
 	"outcome = 'success'; PRAGMA user_version = 8"
 #define TB_PG_UNDO_9                                                      \
+	TB_UNDO_13                                                           \
 	"DROP TABLE nodes; "                                                 \
 	"DROP TRIGGER ledger_head_new ON ledger; "                           \
 	"DROP FUNCTION ledger_head_new(); DROP TABLE ledger_head; "          \

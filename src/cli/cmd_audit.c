@@ -9,6 +9,10 @@
  * --until to now; since inclusive, until exclusive. With retention.ledger
  * set, the period starts no earlier than its horizon (prune_ledger_floor):
  * an older slot's record may be pruned, and its absence proves nothing.
+ * Each stretch of the period is judged with the cron that was in force
+ * then (the store's cron history, recorded at each start and reload).
+ * Copies of removed targets closed unsent ("abandoned" rows) are counted;
+ * their slots are accounted for.
  * Exit 1 when any slot is unaccounted (so monitoring can run it), 0 when
  * none, 2 on usage or config errors (and a period wholly before that
  * horizon); a store error is 1 too, with its message.
@@ -67,6 +71,13 @@ static int print_json(const struct audit_report *rep, int64_t since_ms,
 						    s->first_ms, a)));
 		json_object_set_new(o, "records_before", json_boolean(
 					    s->before_period));
+		/* How many expressions judged the period (a reload that
+		 * changed the cron splits it), and the copies of removed
+		 * targets closed unsent (issue 43). */
+		json_object_set_new(o, "crons", json_integer(
+					    (json_int_t)s->n_stretches));
+		json_object_set_new(o, "abandoned", json_integer(
+					    (json_int_t)s->n_abandoned));
 	}
 	for (size_t i = 0; i < rep->n_holes; i++) {
 		const struct audit_hole *h = &rep->holes[i];
@@ -79,6 +90,8 @@ static int print_json(const struct audit_report *rep, int64_t since_ms,
 		if (!o || json_array_append_new(holes, o))
 			goto oom;
 	}
+	json_object_set_new(root, "abandoned",
+			    json_integer((json_int_t)rep->n_abandoned));
 	json_object_set_new(root, "schedules", scheds);
 	json_object_set_new(root, "holes", holes);
 	return cli_print_json(root);
@@ -108,6 +121,13 @@ static void print_text(const struct audit_report *rep, int64_t since_ms,
 			rep->scheds[h->sched].name,
 			clock_format_utc(h->slot_ms, a), audit_why_text(h->why));
 	}
+	/* Accounted for (each has its row), yet a copy a target did not
+	 * get: said, never failing. */
+	if (rep->n_abandoned)
+		cli_out(stdout, "%zu staged cop%s abandoned (target removed "
+			"from its schedule): `surecron ledger --lost` lists "
+			"them\n", rep->n_abandoned,
+			rep->n_abandoned == 1 ? "y" : "ies");
 	for (size_t i = 0; i < rep->n_scheds; i++) {
 		const struct audit_sched *s = &rep->scheds[i];
 		if (s->truncated)

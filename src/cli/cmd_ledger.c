@@ -18,7 +18,9 @@
  * missed slot that later succeeded (after `surecron retry` or `trigger
  * --slot`) or was acknowledged (`surecron ack`) is still listed, marked
  * recovered or acked, and no longer fails the report: the alarm stops once
- * the operator fixed it. Rows come oldest first (the order they were
+ * the operator fixed it. Copies staged for a target that was removed from
+ * its schedule ("abandoned" rows, issue 43) are listed and counted apart,
+ * and never fail it. Rows come oldest first (the order they were
  * written).
  */
 #include <ctype.h>
@@ -158,7 +160,9 @@ int cmd_ledger(int argc, char **argv)
 		return cli_usage_error("ledger", "--outcome: '%s' is not one of "
 				       "success, failed, lost, stalled, missed, "
 				       "duplicate, released, decision, "
-				       "skipped",
+				       "skipped, abandoned (or alert, acked, "
+				       "recovered, late, overrun, stale, "
+				       "paused, replaced)",
 				       f.outcome);
 	/* `--since 7d --until 30d` (ages both) would answer "no lost or
 	 * missed slots", exit 0. */
@@ -220,9 +224,17 @@ int cmd_ledger(int argc, char **argv)
 		if (rep.n_skipped)
 			cli_out(stdout, "; %zu skipped (overlap)",
 				rep.n_skipped);
+		/* Copies of targets removed from their schedule, closed
+		 * unsent (issue 43): shown, never failing. */
+		if (rep.n_abandoned)
+			cli_out(stdout, "; %zu cop%s abandoned (target removed)",
+				rep.n_abandoned,
+				rep.n_abandoned == 1 ? "y" : "ies");
 		cli_out(stdout, "\n");
 		for (size_t i = 0; i < rep.n_skipped; i++)
 			print_row(&rep.skipped[i], 0);
+		for (size_t i = 0; i < rep.n_abandoned; i++)
+			print_row(&rep.abandoned[i], 0);
 		for (size_t i = 0; i < n; i++) {
 			print_row(&rows[i], rep.recovered_ms[i]);
 			if (!rep.recovered_ms[i] && rep.acked_ms[i]) {

@@ -16,7 +16,13 @@
  *       audit finds no hole: the old name's rows count;
  *   (d) a store switch (SQLite file A, then a fresh file B): B's first
  *       start is a first start, and the audit on B names the slots A ran
- *       before it; the same audit on A finds none.
+ *       before it; the same audit on A finds none;
+ *   (f) issue 43: a reload changes the cron: each stretch is judged with
+ *       its own expression (no hole at the new cron's instants before
+ *       the reload; a lost slot of the old cron is one);
+ *   (g) issue 43: a reload removes a target whose copy failed: the next
+ *       attempt closes it on the record (an "abandoned" row), which
+ *       `ledger --lost` lists and `audit` counts.
  * Waits are on conditions (rows in the ledger, the clock passing a slot),
  * never fixed sleeps.
  */
@@ -30,6 +36,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <sqlite3.h>
 
 #include "clock.h"
 #include "daemon_util.h"
@@ -376,6 +384,198 @@ static void store_switch(void **state)
 	json_decref(j);
 }
 
+/* SQL on the case's store, as an operator's mistake or a lost write
+ * would leave it. */
+static void raw_sql(void **state, const char *sql)
+{
+	struct tb *b = *state;
+
+	if (tb_is_sqlite(state)) {
+		sqlite3 *db;
+		char *msg = NULL;
+		assert_int_equal(sqlite3_open(tb_path(state), &db), SQLITE_OK);
+		if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK)
+			fail_msg("sqlite: %s: %s", sql, msg);
+		sqlite3_close(db);
+		return;
+	}
+	char q[2048];
+	snprintf(q, sizeof(q), "SET search_path TO %s; %s", b->schema, sql);
+	if (tb_pg_exec(b->base, q) != 0)
+		fail_msg("postgresql: %s", q);
+}
+
+/* Writes dir/file: schedule `job` with cron, targets and tasks given. */
+static void write_job(const char *dir, const char *file, const char *url,
+		      const char *cron, const char *targets)
+{
+	char path[512];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	FILE *f = fopen(path, "wb");
+	assert_non_null(f);
+	fprintf(f, "store: \"%s\"\n"
+		"targets:\n"
+		"  good: {kind: file, path: ./good.jsonl}\n"
+		"  bad: {kind: file, path: ./no-such-dir/bad.jsonl}\n"
+		"schedules:\n"
+		"  job:\n"
+		"    cron: \"%s\"\n"
+		"    tz: UTC\n"
+		"    catchup: none\n"
+		"    targets: [%s]\n"
+		"    retry: {attempts: 10, backoff: fixed, delay: 1s}\n"
+		"    tasks:\n"
+		"      - {name: t, shell: \"echo report\"}\n", url, cron,
+		targets);
+	fclose(f);
+}
+
+/* Rewrites the config the daemon runs and waits for the n-th reload it
+ * took (after its start: a SIGHUP before would end it). */
+static void reload(const char *dir, pid_t pid, size_t n)
+{
+	assert_true(tu_wait_log(dir, "event=started", 1, WAIT_MS));
+	kill(pid, SIGHUP);
+	assert_true(tu_wait_log(dir, "event=reload outcome=ok", n, WAIT_MS));
+}
+
+/* (f) A reload moves the cron from the even seconds to every second. */
+static void cron_change_judged_per_stretch(void **state)
+{
+	const char *dir = case_dir(state), *url = tb_url(state);
+	int64_t first, last;
+	json_t *j;
+
+	write_job(dir, "a.yaml", url, "*/2 * * * * *", "good");
+	/* Half a second before an even one: a slow start only costs a
+	 * slot, never the test. */
+	pid_t pid = start(dir, "a.yaml", V0 + 1500);
+	wait_success(url, "job", 2, INT64_MIN);
+	write_job(dir, "a.yaml", url, "* * * * * *", "good");
+	reload(dir, pid, 1);
+	/* The switch, noted at the new config's first tick (the start's
+	 * note was the first): the slot after the last one of the old
+	 * cron. */
+	assert_true(tu_wait_log(dir, "event=cron_history outcome=ok", 2,
+				WAIT_MS));
+	struct store *s = tu_store_open(url);
+	struct store_cron *v = NULL;
+	size_t n = 0;
+	assert_int_equal(store_cron_history(s, "job", &v, &n, NULL), 0);
+	store_close(s);
+	assert_int_equal(n, 2);
+	assert_string_equal(v[0].cron, "*/2 * * * * *");
+	assert_string_equal(v[1].cron, "* * * * * *");
+	int64_t at = v[1].from_ms;
+	free(v);
+	wait_success(url, "job", 2, at);
+	stop(pid);
+	span(url, "job", &first, &last);
+	assert_true(first < at && last >= at);
+
+	/* Every slot accounted, each stretch by its own cron: the odd
+	 * seconds before the switch were never owed. */
+	int rc = audit(dir, "a.yaml", first, last + 1, &j);
+	assert_int_equal(jint(j, "unaccounted"), 0);
+	assert_int_equal(rc, 0);
+	int64_t owed = 0;
+	for (int64_t t = first; t <= last; t += 1000)
+		owed += t >= at || t / 1000 % 2 == 0;
+	assert_int_equal(jint(j, "slots"), owed);
+	json_t *sc = json_array_get(json_object_get(j, "schedules"), 0);
+	assert_int_equal(jint(sc, "crons"), 2);
+	json_decref(j);
+
+	/* A slot of the old cron that left no record is judged, and named. */
+	int64_t gone = first + 2000;
+	assert_true(gone < at);
+	char sql[512];
+	snprintf(sql, sizeof(sql), "DELETE FROM ledger WHERE schedule = 'job' "
+		 "AND slot_ms = %lld; DELETE FROM jobs WHERE schedule = 'job' "
+		 "AND slot_ms = %lld", (long long)gone, (long long)gone);
+	raw_sql(state, sql);
+	rc = audit(dir, "a.yaml", first, last + 1, &j);
+	assert_int_equal(rc, 1);
+	assert_int_equal(jint(j, "unaccounted"), 1);
+	assert_true(has_hole(j, "job", gone));
+	json_t *h = json_array_get(json_object_get(j, "holes"), 0);
+	assert_string_equal(json_string_value(json_object_get(h, "why")),
+			    "no_record");
+	json_decref(j);
+	case_done(state, dir);
+}
+
+/* (g) A reload removes the target whose copy failed. */
+static void removed_target_copy_abandoned(void **state)
+{
+	const char *dir = case_dir(state), *url = tb_url(state);
+	int64_t slot = V0 + 2000; /* "2 0 10 * * *": 10:00:02 */
+	char cfg[512], a[CLOCK_ISO_MAX], b[CLOCK_ISO_MAX];
+	json_t *j;
+
+	snprintf(cfg, sizeof(cfg), "%s/a.yaml", dir);
+	write_job(dir, "a.yaml", url, "2 0 10 * * *", "good, bad");
+	pid_t pid = start(dir, "a.yaml", V0);
+	/* Attempt 1: good took its copy, bad's failed; a retry waits. */
+	int64_t end = tu_now_ms() + WAIT_MS;
+	while (rows_since(url, "job", LEDGER_FAILED, slot) < 1) {
+		if (tu_now_ms() > end)
+			fail_msg("no failed attempt");
+		tu_sleep_ms(20);
+	}
+	write_job(dir, "a.yaml", url, "2 0 10 * * *", "good");
+	reload(dir, pid, 1);
+	wait_success(url, "job", 1, slot);
+	stop(pid);
+
+	/* The copy is closed on the record, once, saying it never came. */
+	struct store *s = tu_store_open(url);
+	struct outbox_entry e = {0};
+	assert_int_equal(store_outbox_get(s, "job", slot, "bad", &e, NULL), 0);
+	assert_int_equal(e.state, SEND_ABANDONED);
+	store_outbox_entry_dispose(&e);
+	assert_int_equal(store_outbox_get(s, "job", slot, "good", &e, NULL), 0);
+	assert_int_equal(e.state, SEND_SENT);
+	store_outbox_entry_dispose(&e);
+	store_close(s);
+	assert_int_equal(rows_since(url, "job", LEDGER_ABANDONED, slot), 1);
+
+	const char *lost[] = {"ledger", "--config", cfg, "--lost", "--since",
+			      clock_format_utc(V0, a), "--until",
+			      clock_format_utc(V0 + 60000, b), "--json", NULL};
+	assert_int_equal(tu_run_bin(dir, NULL, NULL, lost, out, sizeof(out),
+				    errb, sizeof(errb)), 0);
+	j = json_loads(out, 0, NULL);
+	assert_non_null(j);
+	assert_int_equal(jint(j, "abandoned"), 1);
+	json_t *r = json_array_get(json_object_get(j, "abandoned_rows"), 0);
+	assert_string_equal(json_string_value(json_object_get(r, "outcome")),
+			    LEDGER_ABANDONED);
+	json_t *d = json_object_get(r, "details");
+	if (json_is_string(d))
+		d = json_loads(json_string_value(d), 0, NULL);
+	else
+		json_incref(d);
+	assert_string_equal(json_string_value(json_object_get(d, "target")),
+			    "bad");
+	assert_true(json_is_false(json_object_get(d, "may_have_arrived")));
+	json_decref(d);
+	json_decref(j);
+	const char *lost_text[] = {"ledger", "--config", cfg, "--lost",
+				   "--since", a, "--until", b, NULL};
+	assert_int_equal(tu_run_bin(dir, NULL, NULL, lost_text, out,
+				    sizeof(out), errb, sizeof(errb)), 0);
+	assert_non_null(strstr(out, "1 copy abandoned (target removed)"));
+	assert_non_null(strstr(out, "target bad is no longer"));
+
+	assert_int_equal(audit(dir, "a.yaml", V0, V0 + 60000, &j), 0);
+	assert_int_equal(jint(j, "abandoned"), 1);
+	assert_int_equal(jint(j, "unaccounted"), 0);
+	json_decref(j);
+	case_done(state, dir);
+}
+
 /* Usage and config errors are 2; a schedule not in the config too. */
 /* (e) retention: prune removes old slots' records, and the audit does
  * not read their absence as holes. A --since older than the ledger's
@@ -490,11 +690,16 @@ int main(void)
 		cmocka_unit_test(pruned_slots_are_not_holes),
 		cmocka_unit_test(rename_without_renamed_from),
 		cmocka_unit_test(rename_with_renamed_from),
+		cmocka_unit_test(cron_change_judged_per_stretch),
 	};
 	const struct CMUnitTest sqlite_only[] = {
 		cmocka_unit_test_setup_teardown(store_switch, tb_setup_sqlite,
 						tb_teardown_sqlite),
 		cmocka_unit_test_setup_teardown(usage_errors, tb_setup_sqlite,
+						tb_teardown_sqlite),
+		/* The store's part runs on both in test_store. */
+		cmocka_unit_test_setup_teardown(removed_target_copy_abandoned,
+						tb_setup_sqlite,
 						tb_teardown_sqlite),
 	};
 	int failed = tb_run_all("test_audit", both,

@@ -17,6 +17,7 @@
 
 #include "audit.h"
 #include "clock.h"
+#include "history.h"
 #include "queue.h"
 #include "store.h"
 #include "testutil.h"
@@ -310,6 +311,104 @@ static void run_and_cap(void **state)
 	audit_report_dispose(&rep);
 }
 
+/*
+ * Issue 43: the crons in force. Records under the name and a renamed_from
+ * name split a period into stretches, each judged with its own
+ * expression and zone, the first record's before it; the audit counts
+ * slots by them, and the cap runs across stretches. The notes of a
+ * reload are the changed schedules', from the slot after their last.
+ */
+static void crons_in_force_split_the_period(void **state)
+{
+	char *old[] = {(char *)"old", NULL};
+	struct schedule_spec sp = spec_of("job", "*/10 * * * *", "UTC", old);
+	int64_t t0 = iso("2026-03-02T10:00:00Z");
+	struct history_stretch *v = NULL;
+	size_t n = 0;
+
+	(void)state;
+	/* No record: the config's expression, whole. */
+	assert_int_equal(history_stretches(st, &sp, t0, t0 + HOUR, &v, &n,
+					   NULL), 0);
+	assert_int_equal(n, 1);
+	assert_false(v[0].recorded);
+	free(v);
+	struct store_cron_note notes[] = {
+		{"old", t0 - DAY, "*/5 * * * *", "UTC"},
+		{"job", t0 + 20 * MIN, "*/15 * * * *", "Asia/Kolkata"},
+		{"job", t0 + 40 * MIN, "*/10 * * * *", "UTC"},
+	};
+	assert_int_equal(store_cron_note_many(st, notes, 3, NULL, NULL), 0);
+	assert_int_equal(history_stretches(st, &sp, t0, t0 + HOUR, &v, &n,
+					   NULL), 0);
+	assert_int_equal(n, 3);
+	assert_int_equal(v[0].from_ms, t0);
+	assert_int_equal(v[0].until_ms, t0 + 20 * MIN);
+	assert_int_equal(v[1].until_ms, t0 + 40 * MIN);
+	assert_string_equal(sc_zone_name(v[1].zone), "Asia/Kolkata");
+	assert_int_equal(v[2].until_ms, t0 + HOUR);
+	assert_true(v[0].recorded && v[2].recorded);
+	free(v);
+
+	/* Every 5 min for 20 min (4 slots), every 15 min of the +05:30
+	 * wall clock for the next 20 (as the cron engine says), every 10
+	 * from :40 (2): counted so, not as the config's 6. */
+	struct config cfg = {.schedules = &sp, .n_schedules = 1};
+	struct audit_report rep = {0};
+	assert_int_equal(audit_run(st, &cfg, NULL, t0, t0 + HOUR, t0 + DAY,
+				   NULL, &rep, NULL), 0);
+	int64_t *mid = NULL;
+	size_t n_mid = 0;
+	bool cut = false;
+	struct schedule_spec k = sp;
+	assert_int_equal(sc_zone_load("Asia/Kolkata", &k.zone, NULL), 0);
+	assert_int_equal(sc_cron_parse("*/15 * * * *", &k.expr, NULL), 0);
+	assert_int_equal(audit_slots(&k, t0 + 20 * MIN, t0 + 40 * MIN, 100,
+				     &mid, &n_mid, &cut, NULL), 0);
+	free(mid);
+	assert_int_equal(rep.scheds[0].n_slots, 4 + n_mid + 2);
+	assert_int_equal(rep.scheds[0].n_stretches, 3);
+	audit_report_dispose(&rep);
+	/* The cap counts across the stretches. */
+	struct audit_opts o = {.max_slots = 5};
+	assert_int_equal(audit_run(st, &cfg, NULL, t0, t0 + HOUR, t0 + DAY,
+				   &o, &rep, NULL), 0);
+	assert_int_equal(rep.scheds[0].n_slots, 5);
+	assert_true(rep.scheds[0].truncated);
+	audit_report_dispose(&rep);
+
+	/* A reload that changes job's cron and adds new: both noted, job
+	 * from the slot after its last, new from now; unchanged b is not. */
+	struct schedule_spec a1[2] = {spec_of("job", "*/10 * * * *", "UTC",
+					      NULL),
+				      spec_of("b", "0 * * * *", "UTC", NULL)};
+	struct schedule_spec a2[3] = {spec_of("job", "*/30 * * * *", "UTC",
+					      NULL),
+				      spec_of("b", "0 * * * *", "UTC", NULL),
+				      spec_of("new", "0 * * * *", "UTC", NULL)};
+	a1[0].cron = (char *)"*/10 * * * *";
+	a1[1].cron = a2[1].cron = a2[2].cron = (char *)"0 * * * *";
+	a2[0].cron = (char *)"*/30 * * * *";
+	struct config c1 = {.schedules = a1, .n_schedules = 2};
+	struct config c2 = {.schedules = a2, .n_schedules = 3};
+	bool *want = NULL;
+	struct history_notes h = {0};
+	assert_int_equal(history_changed(&c1, &c2, &want, NULL), 0);
+	assert_true(want[0] && !want[1] && want[2]);
+	assert_int_equal(store_sched_last_set(st, "job", t0 + HOUR, NULL), 0);
+	assert_int_equal(history_plan(st, &c2, want, t0 + DAY, &h, NULL), 0);
+	assert_int_equal(h.n, 2);
+	assert_string_equal(h.v[0].schedule, "job");
+	assert_int_equal(h.v[0].from_ms, t0 + HOUR + 1);
+	assert_string_equal(h.v[1].schedule, "new");
+	assert_int_equal(h.v[1].from_ms, t0 + DAY);
+	size_t w = 0;
+	assert_int_equal(history_write(st, &h, &w, NULL), 0);
+	assert_int_equal(w, 2);
+	assert_int_equal(h.n, 0);
+	free(want);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -321,6 +420,8 @@ int main(void)
 			store_setup, store_teardown),
 		cmocka_unit_test_setup_teardown(run_and_cap, store_setup,
 						store_teardown),
+		cmocka_unit_test_setup_teardown(crons_in_force_split_the_period,
+						store_setup, store_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

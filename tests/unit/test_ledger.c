@@ -198,9 +198,10 @@ static void outcome_words(void **state)
 	assert_true(ledger_outcome_known(LEDGER_SKIPPED));
 	assert_true(ledger_outcome_known(LEDGER_PAUSED));
 	assert_true(ledger_outcome_known(LEDGER_REPLACED));
+	assert_true(ledger_outcome_known(LEDGER_ABANDONED));
 	assert_false(ledger_outcome_known("completed"));
 	assert_false(ledger_outcome_known(NULL));
-	assert_int_equal(ledger_n_outcomes, 17);
+	assert_int_equal(ledger_n_outcomes, 18);
 }
 
 int main(void)

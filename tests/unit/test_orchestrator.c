@@ -459,6 +459,116 @@ static void delivery_failure_retry_resends_only_to_b_from_outbox(void **state)
 	orchestrator_report_dispose(&rep);
 }
 
+/* The abandoned row of target t for the slot, its details parsed (NULL
+ * when there is none). */
+static json_t *abandoned_of(const char *t)
+{
+	struct ledger_filter f = {.schedule = "weekly",
+				  .since_ms = INT64_MIN,
+				  .until_ms = INT64_MAX,
+				  .outcome = LEDGER_ABANDONED};
+	struct ledger_row *rows = NULL;
+	size_t n = 0;
+	json_t *found = NULL;
+
+	assert_int_equal(store_ledger_query(F.store, &f, &rows, &n, NULL), 0);
+	for (size_t i = 0; i < n && !found; i++) {
+		json_t *d = json_loads(rows[i].details_json, 0, NULL);
+		assert_non_null(d);
+		if (strcmp(jget(d, "target"), t) == 0) {
+			assert_int_equal(rows[i].slot_ms, SLOT);
+			assert_int_equal(rows[i].job_id, 7);
+			assert_string_equal(rows[i].error_class,
+					    "target_removed");
+			found = d;
+		} else {
+			json_decref(d);
+		}
+	}
+	store_ledger_rows_free(rows, n);
+	return found;
+}
+
+/*
+ * Issue 43: the targets of a schedule change between two attempts (a
+ * reload). Copies of removed targets are closed, each with its row
+ * saying whether it may have arrived (UNKNOWN: yes; FAILED: no); the new
+ * target gets the message the first attempt generated (tasks not run
+ * again); a target taken back later does not reopen its closed copy.
+ */
+static void issue43_removed_targets_copies_abandoned(void **state)
+{
+	struct orchestrator_report rep;
+	struct sc_err err;
+	json_t *d;
+
+	add_task("gen", "echo \"report of attempt $SURECRON_ATTEMPT\"");
+	fake_http_push(srv, "/a", 500, NULL, "down", 0);
+	fake_http_push(srv, "/b", 500, NULL, "down", 0);
+	assert_int_equal(run(1, &rep, &err), SC_EDELIVERY);
+	orchestrator_report_dispose(&rep);
+	/* What an interrupted send of B leaves. */
+	assert_int_equal(store_outbox_set_state(F.store, "weekly", SLOT, "B",
+						SEND_UNKNOWN, NULL), 0);
+	assert_int_equal(state_of("A"), SEND_FAILED);
+
+	/* The reload: [A, B] -> [C]. */
+	F.target_names[0] = "C";
+	F.sched.n_targets = 1;
+	assert_int_equal(run(2, &rep, &err), 0);
+	assert_false(rep.ran_tasks);
+	assert_true(rep.resent);
+	assert_int_equal(task_runs(), 1);
+	assert_int_equal(rep.delivery.n_abandoned, 2);
+	assert_int_equal(rep.delivery.n_duplicates, 0);
+	assert_non_null(strstr(rep.details_json, "\"abandoned\":2"));
+	assert_true(marked());
+	assert_int_equal(state_of("A"), SEND_ABANDONED);
+	assert_int_equal(state_of("B"), SEND_ABANDONED);
+	assert_int_equal(state_of("C"), SEND_SENT);
+	json_t *c = request_json("/c", 0);
+	assert_non_null(strstr(jget(c, "summary"), "report of attempt 1"));
+	json_decref(c);
+	assert_int_equal(fake_http_count(srv, "/a"), 1);
+	assert_int_equal(fake_http_count(srv, "/b"), 1);
+	d = abandoned_of("A");
+	assert_non_null(d);
+	assert_true(json_is_false(json_object_get(d, "may_have_arrived")));
+	assert_string_equal(jget(d, "state"), "failed");
+	json_decref(d);
+	d = abandoned_of("B");
+	assert_non_null(d);
+	assert_true(json_is_true(json_object_get(d, "may_have_arrived")));
+	json_decref(d);
+	orchestrator_report_dispose(&rep);
+
+	/* Back to [A, C]: a flush of the slot (as a later attempt makes)
+	 * leaves A's copy closed and sends nothing to it. */
+	F.target_names[0] = "A";
+	F.target_names[1] = "C";
+	F.sched.n_targets = 2;
+	struct ledger_filter lf = {.schedule = "weekly",
+				   .since_ms = INT64_MIN,
+				   .until_ms = INT64_MAX,
+				   .outcome = LEDGER_ABANDONED};
+	struct ledger_row *rows = NULL;
+	size_t n = 0;
+	assert_int_equal(store_ledger_query(F.store, &lf, &rows, &n, NULL), 0);
+	store_ledger_rows_free(rows, n);
+	assert_int_equal(n, 2);
+	struct outbox_slot ds = {.store = F.store, .schedule = "weekly",
+				 .slot_ms = SLOT, .attempt = 3};
+	const struct target_spec *ts[2] = {&F.targets[0], &F.targets[2]};
+	struct outbox_report orep = {0};
+	ds.targets = ts;
+	ds.n_targets = 2;
+	assert_int_equal(outbox_flush(&ds, &orep, &err), 0);
+	assert_int_equal(orep.n_sent, 0);
+	assert_int_equal(orep.n_guarded, 1);
+	assert_int_equal(fake_http_count(srv, "/a"), 1);
+	assert_int_equal(state_of("A"), SEND_ABANDONED);
+}
+
 static void all_skipped_succeeds_silently(void **state)
 {
 	struct orchestrator_report rep;
@@ -1174,6 +1284,7 @@ int main(void)
 		T(notice_failure_never_replaces_the_task_error),
 		T(partial_success_delivers_once_with_notice_lines),
 		T(preview_alone_is_a_deliverable),
+		T(issue43_removed_targets_copies_abandoned),
 		T(issue11_large_result_is_cut_not_lost),
 		T(delivery_failure_retry_resends_only_to_b_from_outbox),
 		T(all_skipped_succeeds_silently),

@@ -419,13 +419,29 @@ static void guards_and_markers_of_slots_with_a_job_stay(void **state)
 	send(&f, OLD + 2 * MIN, "a", SEND_SENT);
 	send(&f, OLD + 2 * MIN, "b", SEND_UNKNOWN);
 	assert_int_equal(store_slot_mark(f.s, "s", OLD + 2 * MIN, NULL), 0);
+	/* A copy closed ABANDONED (its target removed, issue 43) is done
+	 * with like a guard: it goes, and keeps no marker. */
+	job(&f, OLD + 3 * MIN, JOB_DONE);
+	send(&f, OLD + 3 * MIN, "a", SEND_SENT);
+	send(&f, OLD + 3 * MIN, "gone", SEND_FAILED);
+	struct ledger_row ab = {.slot_ms = OLD + 3 * MIN};
+	snprintf(ab.schedule, sizeof(ab.schedule), "s");
+	snprintf(ab.outcome, sizeof(ab.outcome), LEDGER_ABANDONED);
+	bool closed = false;
+	assert_int_equal(store_outbox_abandon(f.s, "s", OLD + 3 * MIN, "gone",
+					      SEND_FAILED, &ab, &closed, NULL),
+			 0);
+	assert_true(closed);
+	assert_int_equal(store_slot_mark(f.s, "s", OLD + 3 * MIN, NULL), 0);
 	/* The newest marker of the schedule stays (timing checks). */
 	job(&f, NEW, JOB_DONE);
 	assert_int_equal(store_slot_mark(f.s, "s", NEW, NULL), 0);
 	struct prune_report r = prune(&f, false, 0);
-	assert_int_equal(r.n.n_jobs, 2);
-	assert_int_equal(r.n.n_guards, 2);
-	assert_int_equal(r.n.n_markers, 1);
+	assert_int_equal(r.n.n_jobs, 3);
+	assert_int_equal(r.n.n_guards, 4);
+	assert_int_equal(r.n.n_markers, 2);
+	assert_int_equal(send_of(&f, OLD + 3 * MIN, "gone", NULL), SEND_NONE);
+	assert_false(marked(&f, OLD + 3 * MIN));
 	assert_int_equal(send_of(&f, OLD, "a", NULL), SEND_SENT);
 	assert_true(marked(&f, OLD));
 	assert_int_equal(send_of(&f, OLD + MIN, "a", NULL), SEND_NONE);

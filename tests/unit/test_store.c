@@ -1676,7 +1676,7 @@ static void version_10_trigger_upgrades(void **state)
 		       "ledger_head_new AFTER INSERT ON ledger WHEN new.outcome "
 		       "IN " LEDGER_RUN_OUTCOMES_SQL " BEGIN UPDATE ledger_head "
 		       "SET id = new.id, slot_ms = new.slot_ms WHERE schedule = "
-		       "new.schedule; END; DROP TABLE nodes; "
+		       "new.schedule; END; DROP TABLE nodes; " TB_UNDO_13
 		       "PRAGMA user_version = 10");
 	f.s = tb_open(state, f.clock);
 	sqlite3 *db;
@@ -1817,6 +1817,229 @@ static void issue43_nodes_beat_and_list(void **state)
 	assert_int_equal(store_node_leave(f.s, "", NULL), SC_EINVAL);
 	a.id[0] = '\0';
 	assert_int_equal(store_node_beat(f.s, &a, NULL), SC_EINVAL);
+	fix_close(&f);
+}
+
+/* The abandoned rows of schedule s, oldest first (caller frees). */
+static size_t abandoned_rows(struct fix *f, struct ledger_row **rows)
+{
+	struct ledger_filter lf = {.schedule = "s", .since_ms = INT64_MIN,
+				   .until_ms = INT64_MAX,
+				   .outcome = LEDGER_ABANDONED};
+	size_t n = 0;
+
+	assert_int_equal(store_ledger_query(f->s, &lf, rows, &n, NULL), 0);
+	return n;
+}
+
+static struct ledger_row abandon_row(const char *target)
+{
+	struct ledger_row r = {.slot_ms = T0, .attempt = 2};
+
+	snprintf(r.schedule, sizeof(r.schedule), "s");
+	snprintf(r.outcome, sizeof(r.outcome), LEDGER_ABANDONED);
+	snprintf(r.error_class, sizeof(r.error_class), "target_removed");
+	r.error_msg = (char *)target;
+	return r;
+}
+
+/*
+ * Issue 43: a staged copy of a removed target is closed ABANDONED with
+ * its ledger row in one transaction, once, only from the state the
+ * caller read, and only under the job's lease; the slot's look counts
+ * the rows of targets it was not asked about, and the list names them.
+ */
+static void issue43_outbox_abandon_closes_with_its_row(void **state)
+{
+	struct fix f;
+	struct outbox_entry e = {0};
+	struct store_outbox_row *v = NULL;
+	struct ledger_row *rows = NULL, row;
+	struct store_job j;
+	size_t n = 0, others = 9;
+	bool closed = true, marked = true;
+	int staged = 9;
+
+	fix_open(state, &f);
+	for (const char *t = "abc"; *t; t++) {
+		char name[2] = {*t, 0};
+		assert_int_equal(store_outbox_put(f.s, "s", T0, name, "body",
+						  NULL, NULL), 0);
+	}
+	assert_int_equal(store_outbox_set_state(f.s, "s", T0, "a",
+						SEND_FAILED, NULL), 0);
+	assert_int_equal(store_outbox_set_state(f.s, "s", T0, "b",
+						SEND_SENDING, NULL), 0);
+	assert_int_equal(store_outbox_set_state(f.s, "s", T0, "b",
+						SEND_UNKNOWN, NULL), 0);
+	assert_int_equal(store_outbox_set_state(f.s, "s", T0, "c",
+						SEND_SENDING, NULL), 0);
+	assert_int_equal(store_outbox_set_state(f.s, "s", T0, "c", SEND_SENT,
+						NULL), 0);
+	const char *only_c[] = {"c"};
+	assert_int_equal(store_slot_look_others(f.s, "s", T0, only_c, 1,
+						&marked, &staged, &e, &others,
+						NULL), 0);
+	assert_false(marked);
+	assert_int_equal(staged, 0);
+	assert_int_equal(others, 2);
+	store_outbox_entry_dispose(&e);
+	assert_int_equal(store_outbox_list(f.s, "s", T0, &v, &n, NULL), 0);
+	assert_int_equal(n, 3);
+	assert_string_equal(v[0].target, "a");
+	assert_int_equal(v[0].state, SEND_FAILED);
+	assert_string_equal(v[1].target, "b");
+	assert_int_equal(v[1].state, SEND_UNKNOWN);
+	assert_int_equal(v[1].n_tries, 1);
+	assert_int_equal(v[2].state, SEND_SENT);
+	free(v);
+
+	/* Under a lease no longer held: refused, nothing written. */
+	int64_t id = enqueue(&f, "s", T0, T0, NULL);
+	assert_int_equal(claim(&f, "w", &j, 1), 1);
+	assert_int_equal(j.id, id);
+	store_fence_set(f.s, j.id, j.lease_token + 1);
+	row = abandon_row("a");
+	assert_int_equal(store_outbox_abandon(f.s, "s", T0, "a", SEND_FAILED,
+					      &row, &closed, NULL),
+			 SC_ELEASE);
+	assert_false(closed);
+	assert_int_equal(abandoned_rows(&f, &rows), 0);
+	store_ledger_rows_free(rows, 0);
+	store_fence_set(f.s, j.id, j.lease_token);
+	/* Not from the state it is in: nothing. */
+	assert_int_equal(store_outbox_abandon(f.s, "s", T0, "a", SEND_UNKNOWN,
+					      &row, &closed, NULL), 0);
+	assert_false(closed);
+	assert_int_equal(store_outbox_abandon(f.s, "s", T0, "a", SEND_FAILED,
+					      &row, &closed, NULL), 0);
+	assert_true(closed);
+	/* Once: a second try finds it closed already. */
+	assert_int_equal(store_outbox_abandon(f.s, "s", T0, "a", SEND_FAILED,
+					      &row, &closed, NULL), 0);
+	assert_false(closed);
+	row = abandon_row("b");
+	assert_int_equal(store_outbox_abandon(f.s, "s", T0, "b", SEND_UNKNOWN,
+					      &row, &closed, NULL), 0);
+	assert_true(closed);
+	/* A sent copy is no copy to abandon. */
+	assert_int_equal(store_outbox_abandon(f.s, "s", T0, "c", SEND_SENT,
+					      &row, &closed, NULL), SC_EINVAL);
+	store_fence_clear(f.s);
+	assert_int_equal(abandoned_rows(&f, &rows), 2);
+	assert_string_equal(rows[0].error_msg, "a");
+	assert_string_equal(rows[0].error_class, "target_removed");
+	assert_int_equal(rows[0].attempt, 2);
+	assert_string_equal(rows[1].error_msg, "b");
+	store_ledger_rows_free(rows, 2);
+	assert_int_equal(store_outbox_get(f.s, "s", T0, "a", &e, NULL), 0);
+	assert_int_equal(e.state, SEND_ABANDONED);
+	store_outbox_entry_dispose(&e);
+	/* Closed for good: no state moves it again but the store's own. */
+	assert_int_equal(store_outbox_get(f.s, "s", T0, "b", &e, NULL), 0);
+	assert_int_equal(e.state, SEND_ABANDONED);
+	store_outbox_entry_dispose(&e);
+	fix_close(&f);
+}
+
+/* Issue 43: a schedule's cron is recorded once per change, in order of
+ * the slot it governs from; nodes noting the same at once write once. */
+static void issue43_cron_history_noted_once_per_change(void **state)
+{
+	struct fix f;
+	struct store_cron *v = NULL;
+	size_t n = 0, w = 9;
+
+	fix_open(state, &f);
+	struct store_cron_note a[] = {
+		{.schedule = "s", .from_ms = T0, .cron = "0 * * * *",
+		 .tz = "UTC"},
+		{.schedule = "t", .from_ms = T0, .cron = "* * * * *",
+		 .tz = "Europe/Paris"},
+	};
+	assert_int_equal(store_cron_note_many(f.s, a, 2, &w, NULL), 0);
+	assert_int_equal(w, 2);
+	/* A restart with the same config, later: nothing new. */
+	a[0].from_ms = a[1].from_ms = T0 + 60 * MIN;
+	assert_int_equal(store_cron_note_many(f.s, a, 2, &w, NULL), 0);
+	assert_int_equal(w, 0);
+	/* A reload changes s's cron, then its zone. */
+	struct store_cron_note b = {.schedule = "s", .from_ms = T0 + 90 * MIN,
+				    .cron = "30 * * * *", .tz = "UTC"};
+	assert_int_equal(store_cron_note_many(f.s, &b, 1, &w, NULL), 0);
+	assert_int_equal(w, 1);
+	b.from_ms = T0 + 120 * MIN;
+	b.tz = "Asia/Tokyo";
+	assert_int_equal(store_cron_note_many(f.s, &b, 1, &w, NULL), 0);
+	assert_int_equal(w, 1);
+	assert_int_equal(store_cron_history(f.s, "s", &v, &n, NULL), 0);
+	assert_int_equal(n, 3);
+	assert_int_equal(v[0].from_ms, T0);
+	assert_string_equal(v[0].cron, "0 * * * *");
+	assert_int_equal(v[1].from_ms, T0 + 90 * MIN);
+	assert_string_equal(v[1].cron, "30 * * * *");
+	assert_string_equal(v[2].tz, "Asia/Tokyo");
+	assert_int_equal(v[2].recorded_ms, T0);
+	free(v);
+	assert_int_equal(store_cron_history(f.s, "nope", &v, &n, NULL), 0);
+	assert_int_equal(n, 0);
+	assert_null(v);
+	b.cron = "";
+	assert_int_equal(store_cron_note_many(f.s, &b, 1, &w, NULL),
+			 SC_EINVAL);
+	fix_close(&f);
+}
+
+/*
+ * Issue 43: a store of the previous schema (SQLite 12, whose outbox takes
+ * states 1..5 only; PostgreSQL 11) migrates to 13 with its outbox rows,
+ * and from then on closes a row ABANDONED and keeps cron records.
+ */
+static void version_12_migrates_to_13(void **state)
+{
+	struct fix f;
+	struct outbox_entry e = {0};
+	struct ledger_row row = abandon_row("a"), *rows = NULL;
+	size_t w = 0;
+	bool closed = false;
+
+	fix_open(state, &f);
+	assert_int_equal(store_outbox_put(f.s, "s", T0, "a", "body of a", NULL,
+					  NULL), 0);
+	assert_int_equal(store_outbox_set_state(f.s, "s", T0, "a",
+						SEND_FAILED, NULL), 0);
+	store_close(f.s);
+	if (tb_is_sqlite(state))
+		raw_sql(state, TB_UNDO_13
+			"CREATE TABLE outbox_old(schedule TEXT NOT NULL, "
+			"slot_ms INTEGER NOT NULL, target TEXT NOT NULL, "
+			"state INTEGER NOT NULL CHECK (state BETWEEN 1 AND 5), "
+			"n_tries INTEGER NOT NULL DEFAULT 0, created_ms "
+			"INTEGER NOT NULL, updated_ms INTEGER NOT NULL, "
+			"sent_ms INTEGER NOT NULL DEFAULT 0, PRIMARY KEY "
+			"(schedule, slot_ms, target)); INSERT INTO outbox_old "
+			"SELECT * FROM outbox; DROP TABLE outbox; ALTER TABLE "
+			"outbox_old RENAME TO outbox; PRAGMA user_version = 12");
+	else
+		raw_sql(state, TB_UNDO_13
+			"UPDATE schema_version SET version = 11");
+	f.s = tb_open(state, f.clock);
+	assert_int_equal(store_outbox_get(f.s, "s", T0, "a", &e, NULL), 0);
+	assert_int_equal(e.state, SEND_FAILED);
+	assert_string_equal(e.body, "body of a");
+	store_outbox_entry_dispose(&e);
+	assert_int_equal(store_outbox_abandon(f.s, "s", T0, "a", SEND_FAILED,
+					      &row, &closed, NULL), 0);
+	assert_true(closed);
+	assert_int_equal(store_outbox_get(f.s, "s", T0, "a", &e, NULL), 0);
+	assert_int_equal(e.state, SEND_ABANDONED);
+	store_outbox_entry_dispose(&e);
+	assert_int_equal(abandoned_rows(&f, &rows), 1);
+	store_ledger_rows_free(rows, 1);
+	struct store_cron_note c = {.schedule = "s", .from_ms = T0,
+				    .cron = "0 * * * *", .tz = "UTC"};
+	assert_int_equal(store_cron_note_many(f.s, &c, 1, &w, NULL), 0);
+	assert_int_equal(w, 1);
 	fix_close(&f);
 }
 
@@ -3042,6 +3265,9 @@ int main(void)
 		cmocka_unit_test(issue43_status_last_is_a_run),
 		cmocka_unit_test(issue43_claim_takes_known_schedules_only),
 		cmocka_unit_test(issue43_nodes_beat_and_list),
+		cmocka_unit_test(issue43_outbox_abandon_closes_with_its_row),
+		cmocka_unit_test(issue43_cron_history_noted_once_per_change),
+		cmocka_unit_test(version_12_migrates_to_13),
 		cmocka_unit_test(version_5_gains_the_success_index),
 		cmocka_unit_test(pauses_are_stored_replaced_and_ended),
 		cmocka_unit_test(two_handles_recovering_one_job_list_it_once),
