@@ -44,11 +44,76 @@ struct store {
 	struct store_known *known;  /* store_known_use; NULL: any */
 };
 
-/* store_known_new: the JSON array of names, shared by reference. */
+/* store_known_new: the JSON array of names (for a backend that ships the
+ * set to its server), and an open-addressed hash of the raw names (for a
+ * backend that asks per row: store_known_has), shared by reference.
+ * slot[i] is 0 (empty) or 1 + the offset of a name in names. */
 struct store_known {
 	atomic_long refs;
+	uint32_t mask;   /* slots - 1; slots a power of two >= 2n */
+	uint32_t *slot;
+	char *names;     /* the names, each NUL-terminated */
 	char text[];
 };
+
+/* FNV-1a, 32 bits: names are short, and a probe compares the name. */
+static uint32_t known_hash(const char *p, size_t len)
+{
+	uint32_t h = 2166136261u;
+
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ (unsigned char)p[i]) * 16777619u;
+	return h;
+}
+
+/* Fills k's hash of names[0..n), which passed check_name. 0 or
+ * SC_ENOMEM. A name given twice is kept once. */
+static int known_index(struct store_known *k, const char *const *names,
+		       size_t n)
+{
+	size_t slots = 8, bytes = 0;
+
+	while (slots < 2 * n)
+		slots *= 2;
+	for (size_t i = 0; i < n; i++)
+		bytes += strlen(names[i]) + 1;
+	if (slots > UINT32_MAX || bytes >= UINT32_MAX)
+		return SC_ENOMEM;
+	k->mask = (uint32_t)(slots - 1);
+	k->slot = calloc(slots, sizeof(*k->slot));
+	k->names = malloc(bytes ? bytes : 1);
+	if (!k->slot || !k->names)
+		return SC_ENOMEM;
+	size_t at = 0;
+	for (size_t i = 0; i < n; i++) {
+		size_t len = strlen(names[i]);
+		uint32_t h = known_hash(names[i], len) & k->mask;
+
+		while (k->slot[h] &&
+		       strcmp(k->names + k->slot[h] - 1, names[i]) != 0)
+			h = (h + 1) & k->mask;
+		if (k->slot[h])
+			continue; /* given twice */
+		memcpy(k->names + at, names[i], len + 1);
+		k->slot[h] = (uint32_t)at + 1;
+		at += len + 1;
+	}
+	return 0;
+}
+
+bool store_known_has(const struct store_known *k, const char *name,
+		     size_t len)
+{
+	if (!k)
+		return true;
+	for (uint32_t h = known_hash(name, len) & k->mask; k->slot[h];
+	     h = (h + 1) & k->mask) {
+		const char *c = k->names + k->slot[h] - 1;
+		if (strncmp(c, name, len) == 0 && c[len] == '\0')
+			return true;
+	}
+	return false;
+}
 
 /* The fence to hand to a backend write: NULL when none is set. */
 static const struct store_fence *fence_of(const struct store *s)
@@ -628,14 +693,20 @@ int store_known_new(const char *const *names, size_t n,
 	}
 	if (!rc)
 		rc = buf_add(&b, "]", 1) ? SC_ENOMEM : 0;
-	struct store_known *k = rc ? NULL : malloc(sizeof(*k) + b.len + 1);
+	struct store_known *k = rc ? NULL : calloc(1, sizeof(*k) + b.len + 1);
 	if (!rc && !k)
 		rc = SC_ENOMEM;
+	if (!rc)
+		rc = known_index(k, names, n);
 	if (!rc) {
 		atomic_init(&k->refs, 1);
 		memcpy(k->text, b.p, b.len);
 		k->text[b.len] = '\0';
 		*out = k;
+	} else if (k) {
+		free(k->slot);
+		free(k->names);
+		free(k);
 	}
 	buf_dispose(&b);
 	if (rc == SC_ENOMEM)
@@ -645,8 +716,11 @@ int store_known_new(const char *const *names, size_t n,
 
 void store_known_free(struct store_known *k)
 {
-	if (k && atomic_fetch_sub(&k->refs, 1) == 1)
+	if (k && atomic_fetch_sub(&k->refs, 1) == 1) {
+		free(k->slot);
+		free(k->names);
 		free(k);
+	}
 }
 
 void store_known_use(struct store *s, struct store_known *k)
@@ -661,6 +735,7 @@ void store_known_use(struct store *s, struct store_known *k)
 	store_known_free(s->known);
 	s->known = k;
 	s->rule.known = k ? k->text : NULL;
+	s->rule.known_set = k;
 	s->ops->claim_rule(s->impl, &s->rule);
 }
 

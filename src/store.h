@@ -356,6 +356,12 @@ int store_known_new(const char *const *names, size_t n,
 		    struct store_known **out, struct sc_err *err);
 void store_known_use(struct store *s, struct store_known *k);
 void store_known_free(struct store_known *k);
+/* Whether name[0..len) is in k (NULL: any name is). A lookup in a hash
+ * built with the set: a backend that filters row by row (SQLite's claim
+ * walk) asks this instead of building the set at each statement run.
+ * Safe from any thread holding a reference. */
+bool store_known_has(const struct store_known *k, const char *name,
+		     size_t len);
 
 /*
  * The claim order (docs/internals/queue.md), "fresh slots first": among
@@ -1345,6 +1351,8 @@ struct store_claim_rule {
 	 * store_known_use): a backend that keeps
 	 * the set on its side (PostgreSQL) sends it again only then. */
 	uint64_t known_gen;
+	/* The same set for a lookup by name (store_known_has); NULL: any. */
+	const struct store_known *known_set;
 };
 
 struct store_ops {

@@ -516,7 +516,7 @@ static void concurrent_claimers_never_share_a_job(void **state)
 
 /* Every schedule `queue` (no allow, no skip names). */
 static const struct store_claim_rule RULE_QUEUE = {true, "\n", "\n",
-						    NULL, 0};
+						    NULL, 0, NULL};
 
 /* Another node's step, played by the hook at pg.claim_picked, once. */
 struct other_node {
