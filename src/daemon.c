@@ -194,12 +194,12 @@ struct daemon {
 	const struct sc_clock *wall; /* the clock it reads the wall through */
 	/* scheduler thread only (check_server_clock): the store server's */
 	int64_t server_mono_ms;  /* when it was last read (0: never) */
+	int64_t wall_offset_ms;  /* wall less the server's, last measured */
+	int64_t tolerance_ms;    /* worker.clock_tolerance in force */
 	bool no_server_clock;    /* the store has none (SQLite) */
 	bool server_ref;         /* it answered: it is the reference */
 	bool wall_skewed;        /* the wall clock disagrees with it */
-	int64_t wall_offset_ms;  /* wall less the server's, last measured */
 	bool has_wall_offset;    /* wall_offset_ms was measured */
-	int64_t tolerance_ms;    /* worker.clock_tolerance in force */
 	bool once;
 	int64_t watch_ms;
 	char *store_url;        /* fixed at start: a reload cannot move it */
