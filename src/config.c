@@ -1001,7 +1001,8 @@ static void parse_store(struct pc *pc, const struct config_node *root)
 static void parse_worker(struct pc *pc, const struct config_node *root)
 {
 	static const char *const keys[] = {"concurrency", "lease", "grace",
-					   "skew_grace", NULL};
+					   "skew_grace", "clock_tolerance",
+					   NULL};
 	const struct config_node *w = config_yaml_get(root, "worker");
 	long long conc;
 
@@ -1015,6 +1016,11 @@ static void parse_worker(struct pc *pc, const struct config_node *root)
 		     &pc->c->grace_ms);
 	get_duration(pc, w, "worker", "skew_grace", 1000,
 		     INT64_C(86400000) * 7, &pc->c->skew_grace_ms);
+	/* Under 500 ms an NTP slew or a slow round trip to the database
+	 * would read as a step; from 30 s on a step would be taken (60 s)
+	 * before it is ever seen. */
+	get_duration(pc, w, "worker", "clock_tolerance", 500, 30000,
+		     &pc->c->clock_tolerance_ms);
 }
 
 /*
@@ -3687,6 +3693,7 @@ static int parse_config(const char *path, struct config **out,
 	c->lease_ms = 5 * 60 * 1000;
 	c->grace_ms = 30 * 1000;
 	c->skew_grace_ms = 10 * 60 * 1000;
+	c->clock_tolerance_ms = CONFIG_CLOCK_TOLERANCE_MS;
 
 	/* The main file is srcs[0] and files[0]; the fragments follow. */
 	const char *base = strrchr(path, '/');

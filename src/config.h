@@ -41,6 +41,10 @@
 #define CONFIG_MAX_PROBLEMS 100
 /* Longest schedule, target, auth or task name. */
 #define CONFIG_NAME_MAX 64
+/* worker.clock_tolerance's default (issue 42): how far a node's wall
+ * clock may be from its monotonic expectation, or from the database
+ * server's clock, before it counts as stepped or skewed. */
+#define CONFIG_CLOCK_TOLERANCE_MS 2000
 
 /* One problem: where (0 when the file as a whole is concerned) and why. */
 struct config_problem {

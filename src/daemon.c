@@ -97,6 +97,7 @@
 #include "history.h"
 #include "log.h"
 #include "prune.h"
+#include "report.h"
 #include "queue.h"
 #include "scheduler.h"
 #include "metrics.h"
@@ -120,10 +121,9 @@
  * (RECOVER_EVERY_MS) twice, and a slow store pass. */
 #define LOOP_STALE_MS (2 * RECOVER_EVERY_MS + 15000)
 #define LEAD_MS 50 /* slots are enqueued this much ahead (see tick) */
-/* The wall clock may wander this far from the monotonic expectation
- * before it counts as stepped, and a step it keeps this long (monotonic
- * time) is taken as the new time (docs/operations.md, "Clock steps"). */
-#define CLOCK_TOLERANCE_MS 2000
+/* A step of the wall clock it keeps this long (monotonic time) is taken
+ * as the new time (docs/operations.md, "Clock steps"); how far it may
+ * wander before it counts as stepped is worker.clock_tolerance. */
 #define CLOCK_ACCEPT_MS ((int64_t)60 * 1000)
 /* How often the database server's clock is read (PostgreSQL). */
 #define SERVER_CLOCK_EVERY_MS ((int64_t)10 * 1000)
@@ -218,9 +218,12 @@ struct daemon {
 	const struct sc_clock *wall; /* the clock it reads the wall through */
 	/* scheduler thread only (check_server_clock): the store server's */
 	int64_t server_mono_ms;  /* when it was last read (0: never) */
+	int64_t wall_offset_ms;  /* wall less the server's, last measured */
+	int64_t tolerance_ms;    /* worker.clock_tolerance in force */
 	bool no_server_clock;    /* the store has none (SQLite) */
 	bool server_ref;         /* it answered: it is the reference */
 	bool wall_skewed;        /* the wall clock disagrees with it */
+	bool has_wall_offset;    /* wall_offset_ms was measured */
 	bool once;
 	int64_t watch_ms;
 	char *store_url;        /* fixed at start: a reload cannot move it */
@@ -509,8 +512,8 @@ static int recover(struct store *s, struct daemon *d,
 	/* A lease ending further ahead than any is granted for was written
 	 * before the clock went back: it is judged by its length, from now
 	 * (a crashed worker's job is not held for the step's length). */
-	int rc = store_job_lease_clamp(s, cfg->lease_ms, CLOCK_TOLERANCE_MS,
-				       &n, &e);
+	int rc = store_job_lease_clamp(s, cfg->lease_ms,
+				       report_clock_tolerance_ms(cfg), &n, &e);
 
 	if (!rc && n > 0)
 		LOG(SC_LOG_WARN, "daemon", "event=lease_clamped jobs=%d "
@@ -1432,6 +1435,10 @@ static void node_beat(struct daemon *d)
 	snprintf(n.version, sizeof(n.version), "%s", sc_version());
 	config_digest(cr->cfg, n.config_digest);
 	cfg_put(d, cr);
+	/* Its clock against the database server's (issue 42), so that
+	 * status, /metrics and check --store show a node that is off. */
+	n.has_clock_offset = d->has_wall_offset;
+	n.clock_offset_ms = d->wall_offset_ms;
 	if (store_node_beat(d->store, &n, &e) != 0)
 		LOG(SC_LOG_WARN, "daemon", "event=node-beat-failed code=%s "
 		       "msg=\"%s\"", sc_strerror(e.code), e.msg);
@@ -1688,13 +1695,24 @@ static void skew_check(struct daemon *d)
  * (the scheduler only ever sees the trusted now), and it is logged again
  * when corrected or, after CLOCK_ACCEPT_MS, taken as the new time.
  */
+/* worker.clock_tolerance of the config in force into d->tolerance_ms
+ * (scheduler thread: a reload changes it from the next check). */
+static void clock_tolerance_read(struct daemon *d)
+{
+	struct cfg_ref *cr = cfg_get(d);
+
+	d->tolerance_ms = report_clock_tolerance_ms(cr->cfg);
+	cfg_put(d, cr);
+}
+
 static void check_clock(struct daemon *d)
 {
 	int64_t step = 0;
+	clock_tolerance_read(d);
 	/* With the database's clock as reference, a step is never taken
 	 * from the wall clock alone: check_server_clock follows the server */
 	enum clock_trust t = clock_trust_check(
-		d->own_clock, CLOCK_TOLERANCE_MS,
+		d->own_clock, d->tolerance_ms,
 		d->server_ref ? -1 : CLOCK_ACCEPT_MS, &step);
 	char t1[CLOCK_ISO_MAX];
 	static const char *const what[] = {
@@ -1706,9 +1724,9 @@ static void check_clock(struct daemon *d)
 		return;
 	LOG(t == CLOCK_TRUST_CORRECTED ? SC_LOG_INFO : SC_LOG_WARN, "daemon",
 	    "event=clock_step step_ms=%lld state=%s trusted=%s "
-	    "tolerance_ms=%d accept_after_ms=%lld", (long long)step, what[t],
-	    clock_format_utc(sc_clock_now_ms(d->clock), t1),
-	    CLOCK_TOLERANCE_MS, (long long)CLOCK_ACCEPT_MS);
+	    "tolerance_ms=%lld accept_after_ms=%lld", (long long)step,
+	    what[t], clock_format_utc(sc_clock_now_ms(d->clock), t1),
+	    (long long)d->tolerance_ms, (long long)CLOCK_ACCEPT_MS);
 }
 
 /*
@@ -1739,15 +1757,19 @@ static void check_server_clock(struct daemon *d)
 	}
 	if (rc)
 		return;
+	clock_tolerance_read(d);
 	/* Our reading at the middle of the round trip; what the trip
 	 * takes is uncertain by half of it. */
-	int64_t slack = CLOCK_TOLERANCE_MS + rtt / 2;
+	int64_t slack = d->tolerance_ms + rtt / 2;
 	int64_t ours = sc_clock_now_ms(d->clock) - rtt / 2;
 	int64_t wall = sc_clock_now_ms(d->wall) - rtt / 2;
 	int64_t skew = srv - ours, wskew = srv - wall;
 	char t1[CLOCK_ISO_MAX];
 
 	d->server_ref = true;
+	d->wall_offset_ms = -wskew;
+	bool first = !d->has_wall_offset;
+	d->has_wall_offset = true;
 	if (skew > slack || skew < -slack)
 		clock_trust_adopt(d->own_clock, skew);
 	bool skewed = wskew > slack || wskew < -slack;
@@ -1761,7 +1783,12 @@ static void check_server_clock(struct daemon *d)
 			     "server's: the server's time is used"
 			   : "this node's clock agrees with the database "
 			     "server's again");
+	/* The node record says so at once, not at the next beat: the
+	 * first measure, and each change of side of the tolerance. */
+	bool beat = d->node_started_ms && (first || skewed != d->wall_skewed);
 	d->wall_skewed = skewed;
+	if (beat)
+		node_beat(d);
 }
 
 /* Writes the pending cron notes of cr (history.h). A failure is said

@@ -463,8 +463,21 @@ const char *report_target_kind_name(int kind)
 	}
 }
 
+int64_t report_clock_tolerance_ms(const struct config *c)
+{
+	return c && c->clock_tolerance_ms > 0 ? c->clock_tolerance_ms
+					      : CONFIG_CLOCK_TOLERANCE_MS;
+}
+
+bool report_node_skewed(const struct store_node *x, int64_t tolerance_ms)
+{
+	return x->has_clock_offset && (x->clock_offset_ms > tolerance_ms ||
+				       x->clock_offset_ms < -tolerance_ms);
+}
+
 json_t *report_nodes_json(const struct store_node *v, size_t n,
-			  int64_t now_ms, const char *digest)
+			  int64_t tolerance_ms, int64_t now_ms,
+			  const char *digest)
 {
 	char a[CLOCK_ISO_MAX], b[CLOCK_ISO_MAX];
 	json_t *arr = json_array();
@@ -487,11 +500,23 @@ json_t *report_nodes_json(const struct store_node *v, size_t n,
 			"started_ms", (json_int_t)x->started_ms, "last_seen",
 			clock_format_utc(x->seen_ms, b), "last_seen_ms",
 			(json_int_t)x->seen_ms);
+		if (o && (json_object_set_new(o, "clock_offset_ms",
+					      x->has_clock_offset
+						      ? json_integer(
+							  x->clock_offset_ms)
+						      : json_null()) ||
+			  json_object_set_new(o, "clock_skewed",
+					      json_boolean(report_node_skewed(
+						      x, tolerance_ms))))) {
+			json_decref(o);
+			o = NULL;
+		}
 		if (!o || json_array_append_new(arr, o) != 0) {
 			json_decref(arr);
 			return NULL;
 		}
 	}
-	return arr ? json_pack("{s:o, s:I}", "live", arr, "gone",
-			       (json_int_t)gone) : NULL;
+	return arr ? json_pack("{s:o, s:I, s:I}", "live", arr, "gone",
+			       (json_int_t)gone, "clock_tolerance_ms",
+			       (json_int_t)tolerance_ms) : NULL;
 }

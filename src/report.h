@@ -128,13 +128,26 @@ void report_status_dispose(struct report_status *r);
  * the object of a schedule neither paused nor disabled is unchanged). */
 json_t *report_sched_json(const struct report_sched *x);
 
+/* worker.clock_tolerance of c (issue 42); its default for a NULL config
+ * or one built without it. */
+int64_t report_clock_tolerance_ms(const struct config *c);
+
+/* Whether node x measured its clock beyond tolerance_ms from the store
+ * server's (issue 42): false when it measured none (SQLite). */
+bool report_node_skewed(const struct store_node *x, int64_t tolerance_ms);
+
 /* The nodes (issue 43) as `status --json` and GET /api/nodes give them:
  * {"live": [{id, host, pid, version, config_digest, same_config, started,
- * started_ms, last_seen, last_seen_ms}], "gone": N}: the records seen
- * within STORE_NODE_LIVE_MS of now_ms, in their order, same_config true
- * when the node's digest is `digest` (this config's, config_digest), and
- * how many are older. NULL when out of memory. */
+ * started_ms, last_seen, last_seen_ms, clock_offset_ms, clock_skewed}],
+ * "gone": N, "clock_tolerance_ms": T}: the records seen within
+ * STORE_NODE_LIVE_MS of now_ms, in their order, same_config true when the
+ * node's digest is `digest` (this config's, config_digest), and how many
+ * are older. clock_offset_ms is the node's wall clock less the database
+ * server's as the node measured it (null: not measured, SQLite), and
+ * clock_skewed true when it is beyond tolerance_ms (issue 42). NULL when
+ * out of memory. */
 json_t *report_nodes_json(const struct store_node *v, size_t n,
+			  int64_t tolerance_ms,
 			  int64_t now_ms, const char *digest);
 
 /* The jobs of schedules not in the config: {waiting, delayed, running,

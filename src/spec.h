@@ -245,6 +245,10 @@ struct config {
 	int64_t lease_ms;       /* default 5 min */
 	int64_t grace_ms;       /* default 30 s */
 	int64_t skew_grace_ms;  /* worker.skew_grace, default 10 min */
+	int64_t clock_tolerance_ms; /* worker.clock_tolerance, default 2 s:
+				       how far the wall clock may be from the
+				       monotonic expectation or the database
+				       server's clock (issue 42) */
 	struct target_spec *targets;
 	size_t n_targets;
 	char **alert_targets;   /* NULL-terminated names, may be empty */

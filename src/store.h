@@ -1125,11 +1125,18 @@ struct store_node {
 	char config_digest[STORE_NODE_DIGEST_MAX]; /* config_digest */
 	int64_t started_ms;
 	int64_t seen_ms;                           /* the store's clock */
+	/* The node's wall clock less the store server's, as the node last
+	 * measured it (issue 42; positive: the node's clock is ahead).
+	 * has_clock_offset false: not measured (SQLite has no clock of its
+	 * own, or the node has not read the server's yet). */
+	int64_t clock_offset_ms;
+	bool has_clock_offset;
 };
 
 /* Writes n (replacing its earlier record; seen_ms is the store clock's
  * now, n->seen_ms is ignored). SC_EINVAL: an empty id or a field that
- * does not fit. */
+ * does not fit. The clock offset is kept where the store has a clock of
+ * its own (PostgreSQL); SQLite keeps none and reads it as not measured. */
 int store_node_beat(struct store *s, const struct store_node *n,
 		    struct sc_err *err);
 /* Every node record in one read, sorted by id (byte order), the gone

@@ -88,7 +88,7 @@
  * operations are drained right away (memory stays bounded) and remembered,
  * so the next wait returns at once.
  *
- * Schema version 9 (schema_version table, one row). To change the schema,
+ * Schema version 14 (schema_version table, one row). To change the schema,
  * append a migration to `migrations` and bump SCHEMA_VERSION; a database
  * whose version is newer than SCHEMA_VERSION is refused with SC_EVERSION
  * and never touched. Migrations run under a transaction-scoped advisory
@@ -113,7 +113,7 @@
 #include "store.h"
 #include "url.h"
 
-#define SCHEMA_VERSION 13
+#define SCHEMA_VERSION 14
 #define CHANNEL "surecron_jobs"
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 5000
@@ -518,6 +518,13 @@ static const char *const migration_13[] = {
 	NULL,
 };
 
+/* 13 -> 14 (issue 42): each node's clock offset against the server's,
+ * as the node measured it (NULL: not measured). */
+static const char *const migration_14[] = {
+	"ALTER TABLE nodes ADD COLUMN clock_offset_ms bigint",
+	NULL,
+};
+
 static const char *const *const migrations[SCHEMA_VERSION] = {
 	migration_1,
 	migration_2,
@@ -532,6 +539,7 @@ static const char *const *const migrations[SCHEMA_VERSION] = {
 	migration_11,
 	migration_12,
 	migration_13,
+	migration_14,
 };
 
 /* ---- statements ------------------------------------------------------- */
@@ -1236,17 +1244,20 @@ static const char *const sql[ST_COUNT] = {
 	/* Byte order, as strcmp. */
 	[ST_PAUSE_ALL] =
 	"SELECT " PAUSE_COLS " FROM pauses ORDER BY schedule COLLATE \"C\"",
-	/* $1..$6 the record, $7 now (the store clock's). */
+	/* $1..$6 the record, $7 now (the store clock's), $8 the clock
+	 * offset (NULL: not measured). */
 	[ST_NODE_BEAT] =
 	"INSERT INTO nodes (id, host, pid, version, config_digest, started_ms,"
-	" seen_ms) VALUES ($1, $2, $3::bigint, $4, $5, $6::bigint, $7::bigint)"
+	" seen_ms, clock_offset_ms) VALUES ($1, $2, $3::bigint, $4, $5,"
+	" $6::bigint, $7::bigint, $8::bigint)"
 	" ON CONFLICT (id) DO UPDATE SET host = EXCLUDED.host,"
 	" pid = EXCLUDED.pid, version = EXCLUDED.version,"
 	" config_digest = EXCLUDED.config_digest,"
-	" started_ms = EXCLUDED.started_ms, seen_ms = EXCLUDED.seen_ms",
+	" started_ms = EXCLUDED.started_ms, seen_ms = EXCLUDED.seen_ms,"
+	" clock_offset_ms = EXCLUDED.clock_offset_ms",
 	[ST_NODES] =
-	"SELECT id, host, pid, version, config_digest, started_ms, seen_ms"
-	" FROM nodes ORDER BY id COLLATE \"C\"",
+	"SELECT id, host, pid, version, config_digest, started_ms, seen_ms,"
+	" clock_offset_ms FROM nodes ORDER BY id COLLATE \"C\"",
 	[ST_NODE_LEAVE] = "DELETE FROM nodes WHERE id = $1",
 	/* A paused row for a slot that has one already is dropped, as a
 	 * missed one is (the partial index ledger_paused_once). */
@@ -4276,6 +4287,10 @@ static int pg_node_beat(void *impl, const struct store_node *n,
 	arg_str(&a, n->config_digest);
 	arg_i64(&a, n->started_ms);
 	arg_i64(&a, now_ms(p));
+	if (n->has_clock_offset)
+		arg_i64(&a, n->clock_offset_ms);
+	else
+		arg_str(&a, NULL);
 	return run_n(impl, ST_NODE_BEAT, &a, NULL, err);
 }
 
@@ -4311,6 +4326,8 @@ static int pg_nodes(void *impl, struct store_node **out, size_t *n,
 			sizeof(v[i].config_digest));
 		v[i].started_ms = get_i64(res, row, 5);
 		v[i].seen_ms = get_i64(res, row, 6);
+		v[i].has_clock_offset = !PQgetisnull(res, row, 7);
+		v[i].clock_offset_ms = get_i64(res, row, 7);
 	}
 	PQclear(res);
 	*out = v;

@@ -1153,6 +1153,12 @@ static int db_fail(struct sq *q, int rc, const char *op, struct sc_err *err)
 			code = SC_ENOSPC;
 			what = "no space left for the database";
 			q->wal_reclaim = true;
+		} else if (sys == ENOMEM || rc == SQLITE_IOERR_NOMEM) {
+			/* The WAL index's mapping refused (an address-space
+			 * limit): the runner's memory, not the disk, so the
+			 * attempt is given back, not charged (issue 42). */
+			code = SC_ENOMEM;
+			what = "out of memory";
 		} else {
 			code = SC_EIO;
 			what = "I/O error";

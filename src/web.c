@@ -46,6 +46,7 @@
 #include "failpoint.h"
 #include "log.h"
 #include "metrics.h"
+#include "report.h"
 #include "store.h"
 #include "thread.h"
 #include "web.h"
@@ -405,12 +406,16 @@ static int last_success_series(struct web *w, const struct config *cfg,
 /* surecron_nodes and surecron_config_skew (issue 43), from the store's
  * node records: the daemons seen within STORE_NODE_LIVE_MS of now, and
  * 1 when those do not all run the same config (their digests differ: a
- * rolling deploy in progress, or a node left behind). O(nodes). */
-static int node_series(struct web *w, char **buf, size_t *len,
-		       struct sc_err *err)
+ * rolling deploy in progress, or a node left behind). Then the clocks
+ * (issue 42): surecron_node_clock_offset_seconds per live node that
+ * measured one against the database server's (PostgreSQL; none on
+ * SQLite) and surecron_nodes_clock_skewed, how many of them are beyond
+ * tolerance_ms. O(nodes). */
+static int node_series(struct web *w, int64_t tolerance_ms, char **buf,
+		       size_t *len, struct sc_err *err)
 {
 	struct store_node *v = NULL;
-	size_t n = 0, live = 0;
+	size_t n = 0, live = 0, clock_skewed = 0;
 	const char *first = NULL;
 	bool skew = false;
 	int64_t now = sc_clock_now_ms(w->clock ? w->clock : sc_clock_real());
@@ -422,6 +427,7 @@ static int node_series(struct web *w, char **buf, size_t *len,
 		if (now - v[i].seen_ms > STORE_NODE_LIVE_MS)
 			continue;
 		live++;
+		clock_skewed += report_node_skewed(&v[i], tolerance_ms);
 		if (!first)
 			first = v[i].config_digest;
 		else if (strcmp(first, v[i].config_digest) != 0)
@@ -435,6 +441,26 @@ static int node_series(struct web *w, char **buf, size_t *len,
 			  "surecron_config_skew gauge\nsurecron_config_skew "
 			  "%d\n", (long long)(STORE_NODE_LIVE_MS / 1000),
 			  live, skew ? 1 : 0);
+	ok = ok && appendf(buf, len, "# HELP surecron_nodes_clock_skewed "
+			   "Live daemons whose clock is off the database "
+			   "server's by more than worker.clock_tolerance "
+			   "(%lld ms).\n# TYPE surecron_nodes_clock_skewed "
+			   "gauge\nsurecron_nodes_clock_skewed %zu\n"
+			   "# HELP surecron_node_clock_offset_seconds A live "
+			   "daemon's wall clock less the database server's, "
+			   "as it last measured it (PostgreSQL).\n# TYPE "
+			   "surecron_node_clock_offset_seconds gauge\n",
+			   (long long)tolerance_ms, clock_skewed);
+	for (size_t i = 0; ok && i < n; i++) {
+		char a[2 * STORE_NODE_ID_MAX];
+		if (now - v[i].seen_ms > STORE_NODE_LIVE_MS ||
+		    !v[i].has_clock_offset)
+			continue;
+		ok = appendf(buf, len, "surecron_node_clock_offset_seconds"
+			     "{node=\"%s\"} %.3f\n",
+			     metrics_escape(v[i].id, a, sizeof(a)),
+			     (double)v[i].clock_offset_ms / 1000.0);
+	}
 	free(v);
 	return ok ? 0 : sc_err_set(err, SC_ENOMEM, "out of memory");
 }
@@ -489,9 +515,10 @@ static enum MHD_Result metrics_page(struct web *w, struct MHD_Connection *c)
 		return web_respond_error(c, 500, "out of memory");
 	}
 	int rc = last_success_series(w, cfg, &buf, &len, &e);
+	int64_t tolerance_ms = report_clock_tolerance_ms(cfg);
 	web_cfg_release(w, ref);
 	if (!rc)
-		rc = node_series(w, &buf, &len, &e);
+		rc = node_series(w, tolerance_ms, &buf, &len, &e);
 	if (rc) {
 		free(buf);
 		return rc == SC_ENOMEM

@@ -357,8 +357,9 @@ static enum MHD_Result get_nodes(struct call *k)
 		return store_failed(k, rc);
 	if (k->cfg)
 		config_digest(k->cfg, digest);
-	json_t *root = report_nodes_json(v, n, k->now_ms,
-					 k->cfg ? digest : NULL);
+	json_t *root = report_nodes_json(v, n,
+					 report_clock_tolerance_ms(k->cfg),
+					 k->now_ms, k->cfg ? digest : NULL);
 	free(v);
 	if (!root)
 		return store_failed(k, SC_ENOMEM);

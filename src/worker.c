@@ -402,10 +402,31 @@ static int finish(const struct worker_opts *o, struct sc_clock *clock,
 }
 
 /* Whether a finish that failed with rc may have failed for a while only
- * (a lost connection, a full disk), with an outcome unknown. */
+ * (a lost connection, a full disk, the runner's memory short: SQLite's
+ * or libpq's allocation failed under an address-space limit), with an
+ * outcome unknown. */
 static bool finish_retryable(int rc)
 {
-	return rc == SC_EIO || rc == SC_ENOSPC;
+	return rc == SC_EIO || rc == SC_ENOSPC || rc == SC_ENOMEM;
+}
+
+/* Sleeps backoff_ms before a store write is tried again, in steps of the
+ * tick, so that a stop (grace over) ends the retries at once: false then
+ * (the job stays ACTIVE and lease recovery runs it again, as after a
+ * crash). */
+static bool retry_wait(const struct worker_opts *o, int64_t backoff_ms)
+{
+	for (int64_t slept = 0; slept < backoff_ms; slept += WORKER_TICK_MS) {
+		if (o->stop && o->stop(o->ud))
+			return false;
+		int64_t ms = backoff_ms - slept < WORKER_TICK_MS
+				     ? backoff_ms - slept
+				     : WORKER_TICK_MS;
+		struct timespec ts = {.tv_sec = ms / 1000,
+				      .tv_nsec = (ms % 1000) * 1000000};
+		nanosleep(&ts, NULL);
+	}
+	return !(o->stop && o->stop(o->ud));
 }
 
 /*
@@ -423,21 +444,7 @@ static int finish_again(const struct worker_opts *o, struct sc_clock *clock,
 
 	for (int i = 0; i < FINISH_TRIES && finish_retryable(rc); i++) {
 		struct sc_err e = {0};
-		/* The backoff in steps of the tick, so that a stop (grace
-		 * over) ends the retries at once: the job stays ACTIVE and
-		 * lease recovery runs it again, as after a crash. */
-		for (int64_t slept = 0; slept < backoff;
-		     slept += WORKER_TICK_MS) {
-			if (o->stop && o->stop(o->ud))
-				return rc;
-			int64_t ms = backoff - slept < WORKER_TICK_MS
-					     ? backoff - slept
-					     : WORKER_TICK_MS;
-			struct timespec ts = {.tv_sec = ms / 1000,
-					      .tv_nsec = (ms % 1000) * 1000000};
-			nanosleep(&ts, NULL);
-		}
-		if (o->stop && o->stop(o->ud))
+		if (!retry_wait(o, backoff))
 			return rc;
 		rc = finish(o, clock, job, ok, out, &e);
 		backoff = backoff * 2 > FINISH_BACKOFF_MAX_MS
@@ -453,6 +460,18 @@ static int finish_again(const struct worker_opts *o, struct sc_clock *clock,
 
 /* ---- the runner's exhaustion ---------------------------------------------- */
 
+/* One try of the give-back. Test seam: worker.give_back:err fails it as
+ * the store's allocation fails when the exhaustion reaches it. */
+static int give_back_try(const struct worker_opts *o, struct keeper *k,
+			 int64_t at, const struct worker_result *out,
+			 struct sc_err *err)
+{
+	if (FAILPOINT_ERR("worker.give_back"))
+		return sc_err_set(err, SC_ENOMEM, "out of memory (test point "
+				  "worker.give_back)");
+	return queue_give_back(o->store, &k->job, at, &out->run_err, err);
+}
+
 /* Gives the job back uncounted, due after the backoff (clock ms), with
  * the run's error as the ledger row's message. */
 static int give_back(const struct worker_opts *o, struct keeper *k, int rc,
@@ -466,7 +485,27 @@ static int give_back(const struct worker_opts *o, struct keeper *k, int rc,
 	if (out->run_err.code == 0)
 		sc_err_set(&out->run_err, rc, "%s", sc_strerror(rc));
 	snprintf(out->error_class, sizeof(out->error_class), "runner");
-	int frc = queue_give_back(o->store, &k->job, at, &out->run_err, err);
+	int frc = give_back_try(o, k, at, out, err);
+	/* The exhaustion may reach the store too (its memory, its files):
+	 * the give-back is tried again as a finish is, or the job would sit
+	 * ACTIVE until its lease ends and be recovered as stalled, which a
+	 * long exhaustion turns into a lost slot. SC_ELEASE after a failed
+	 * try: that try committed (or another worker took over). */
+	int64_t wait = FINISH_BACKOFF_MIN_MS;
+	for (int i = 0; i < FINISH_TRIES && finish_retryable(frc) &&
+			!k->released && !k->lost;
+	     i++) {
+		if (!retry_wait(o, wait))
+			break;
+		struct sc_err e = {0};
+		frc = give_back_try(o, k, at, out, &e);
+		if (frc == SC_ELEASE)
+			frc = 0;
+		wait = wait * 2 > FINISH_BACKOFF_MAX_MS ? FINISH_BACKOFF_MAX_MS
+							: wait * 2;
+	}
+	if (frc == 0 && err)
+		sc_err_clear(err);
 	out->runner = frc == 0;
 	out->released = false;
 	out->lease_lost = frc == SC_ELEASE;

@@ -55,7 +55,7 @@ static const struct cli_command commands[] = {
 	 "error), 2 usage, config, unknown schedule, or a period that ends\n"
 	 "before what retention.ledger keeps.\n"},
 	{"check", cmd_check,
-	 "check [--strict | --names] [--config FILE | FILE]",
+	 "check [--strict] [--store | --names] [--config FILE | FILE]",
 	 "validate a config file without running anything",
 	 "Reads FILE (default ./surecron.yaml) and checks everything: YAML\n"
 	 "syntax, known keys and types, durations, names, references between\n"
@@ -71,6 +71,10 @@ static const struct cli_command commands[] = {
 	 "Warnings alone keep exit 0.\n"
 	 "\n"
 	 "  --strict   warnings are errors: exit 2 when there is one\n"
+	 "  --store    also open the config's store (exit 1 when it cannot\n"
+	 "             be read) and, on PostgreSQL, warn when this host's\n"
+	 "             clock or a live node's is off the database server's\n"
+	 "             by more than worker.clock_tolerance\n"
 	 "  --names    only print the schedules' names, one per line (for\n"
 	 "             shell completion; no other check)\n"},
 	{"explain", cmd_explain,

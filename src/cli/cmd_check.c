@@ -21,14 +21,23 @@
  *
  * --names prints the schedules' names, one per line, and nothing else
  * (for shell completion): the light load of `status` reads only what it
- * needs, so it is quick on a big config and needs no variable set.
+ * needs, so it is quick on a big config and needs no variable set. *
+ * --store also opens the config's store (never makes one; a schema newer
+ * than this binary is refused) and, on PostgreSQL, compares this host's
+ * clock with the database server's and reads the clock offset each live
+ * node published (issue 42): one beyond worker.clock_tolerance is a
+ * warning ("FILE: warning: store: ..."), an error with --strict. A store
+ * that cannot be opened is an error (exit 1).
  */
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cli.h"
+#include "clock.h"
 #include "config.h"
+#include "report.h"
+#include "store.h"
 
 static void print_problems(const struct config_problems *p)
 {
@@ -59,12 +68,92 @@ static void print_files(const struct config *c)
 	}
 }
 
+/* A clock offset as "2.345 s ahead of" / "behind". */
+static void offset_words(int64_t off_ms, char *out, size_t n)
+{
+	int64_t a = off_ms < 0 ? -off_ms : off_ms;
+
+	snprintf(out, n, "%lld.%03lld s %s", (long long)(a / 1000),
+		 (long long)(a % 1000), off_ms < 0 ? "behind" : "ahead of");
+}
+
+/*
+ * check --store: opens c's store and looks at the clocks (issue 42).
+ * Returns EXIT_OK with *n_warn counting the warnings printed, or
+ * EXIT_FAIL after printing why the store could not be read.
+ */
+static int check_store(const char *path, const struct config *c,
+		       size_t *n_warn)
+{
+	struct store *s = NULL;
+	struct store_node *v = NULL;
+	struct sc_err err = {0};
+	char shown[512], w[64];
+	size_t n = 0;
+	int64_t srv, tol = report_clock_tolerance_ms(c);
+	int rc = EXIT_OK;
+
+	store_url_for_log(c->store_url, shown, sizeof(shown));
+	if (store_open_existing(c->store_url, sc_clock_real(), &s, &err)) {
+		cli_out(stderr, "%s: store: %s: %s\n", path, shown, err.msg);
+		return EXIT_FAIL;
+	}
+	int64_t m0 = clock_mono_ms();
+	int r = store_server_now_ms(s, &srv, &err);
+	int64_t rtt = clock_mono_ms() - m0;
+	if (r == SC_ENOENT) {
+		/* SQLite: the host's clock is the only one. */
+		cli_out(stdout, "store: %s: ok (one clock: this host's)\n",
+			shown);
+		goto done;
+	}
+	if (r) {
+		cli_out(stderr, "%s: store: %s: %s\n", path, shown, err.msg);
+		rc = EXIT_FAIL;
+		goto done;
+	}
+	/* Our reading at the middle of the round trip, as the daemon
+	 * takes it; the trip's half is slack. */
+	int64_t off = sc_clock_now_ms(sc_clock_real()) - rtt / 2 - srv;
+	offset_words(off, w, sizeof(w));
+	if (off > tol + rtt / 2 || off < -tol - rtt / 2) {
+		cli_out(stderr, "%s: warning: store: this host's clock is %s "
+			"the database server's, beyond worker.clock_tolerance "
+			"(%lld ms): a daemon here runs on the server's time; "
+			"set the clock right (NTP)\n", path, w, (long long)tol);
+		(*n_warn)++;
+	}
+	if (store_nodes(s, &v, &n, &err)) {
+		cli_out(stderr, "%s: store: %s: %s\n", path, shown, err.msg);
+		rc = EXIT_FAIL;
+		goto done;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (srv - v[i].seen_ms > STORE_NODE_LIVE_MS ||
+		    !report_node_skewed(&v[i], tol))
+			continue;
+		offset_words(v[i].clock_offset_ms, w, sizeof(w));
+		cli_out(stderr, "%s: warning: store: node %s (%s): its clock "
+			"is %s the database server's, beyond "
+			"worker.clock_tolerance (%lld ms)\n", path, v[i].id,
+			v[i].host, w, (long long)tol);
+		(*n_warn)++;
+	}
+	cli_out(stdout, "store: %s: ok (this host's clock %+lld ms from the "
+		"database server's)\n", shown, (long long)off);
+done:
+	free(v);
+	store_close(s);
+	return rc;
+}
+
 int cmd_check(int argc, char **argv)
 {
 	const char *path = "surecron.yaml";
 	struct config_problems probs = {0}, warns = {0};
 	struct config *c = NULL;
-	bool positional = false, strict = false, names = false;
+	bool positional = false, strict = false, names = false,
+	     with_store = false;
 
 	for (int i = 1; i < argc; i++) {
 		int r = cli_opt_config("check", argc, argv, &i, &path);
@@ -76,6 +165,8 @@ int cmd_check(int argc, char **argv)
 			strict = true;
 		} else if (strcmp(argv[i], "--names") == 0) {
 			names = true;
+		} else if (strcmp(argv[i], "--store") == 0) {
+			with_store = true;
 		} else if (argv[i][0] == '-') {
 			return cli_usage_error("check", "unknown option '%s'",
 					       argv[i]);
@@ -120,11 +211,18 @@ int cmd_check(int argc, char **argv)
 	}
 	print_problems(&warns);
 	config_problems_dispose(&warns);
-	cli_out(stdout, "ok: %zu schedule%s, %zu target%s\n", c->n_schedules,
-	       c->n_schedules == 1 ? "" : "s", c->n_targets,
-	       c->n_targets == 1 ? "" : "s");
-	print_files(c);
 	config_problems_dispose(&probs);
+	/* The store's warnings, as the file's: errors with --strict. */
+	size_t n_warn = 0;
+	int out = with_store ? check_store(path, c, &n_warn) : EXIT_OK;
+	if (out == EXIT_OK && strict && n_warn)
+		out = EXIT_USAGE;
+	if (out == EXIT_OK) {
+		cli_out(stdout, "ok: %zu schedule%s, %zu target%s\n",
+			c->n_schedules, c->n_schedules == 1 ? "" : "s",
+			c->n_targets, c->n_targets == 1 ? "" : "s");
+		print_files(c);
+	}
 	config_free(c);
-	return EXIT_OK;
+	return out;
 }

@@ -167,6 +167,7 @@ struct node_view {
 	const struct store_node *v;
 	size_t n;
 	int64_t now_ms;
+	int64_t tolerance_ms;               /* worker.clock_tolerance */
 	char digest[STORE_NODE_DIGEST_MAX]; /* this config's */
 };
 
@@ -177,29 +178,48 @@ static bool node_live(const struct node_view *nv, const struct store_node *x)
 
 static void print_nodes(const struct node_view *nv)
 {
-	char a[CLOCK_ISO_MAX], b[CLOCK_ISO_MAX];
-	size_t live = 0, skew = 0;
+	char a[CLOCK_ISO_MAX], b[CLOCK_ISO_MAX], off[64];
+	size_t live = 0, skew = 0, clock_skew = 0;
 
 	for (size_t i = 0; i < nv->n; i++)
 		if (node_live(nv, &nv->v[i])) {
 			live++;
 			skew += strcmp(nv->v[i].config_digest,
 				       nv->digest) != 0;
+			clock_skew += report_node_skewed(&nv->v[i],
+							 nv->tolerance_ms);
 		}
 	cli_out(stdout, "\nnodes\n  live     %zu%s, %zu gone\n", live,
 		skew ? " (configs differ: a node claims only the schedules "
 		       "its config has)" : "", nv->n - live);
+	if (clock_skew)
+		cli_out(stdout, "  clocks   %zu node%s off the database "
+			"server's clock by more than %lld ms: %s on the "
+			"server's time; set %s right (NTP)\n", clock_skew,
+			clock_skew == 1 ? "" : "s",
+			(long long)nv->tolerance_ms,
+			clock_skew == 1 ? "it runs" : "they run",
+			clock_skew == 1 ? "its clock" : "their clocks");
 	for (size_t i = 0; i < nv->n; i++) {
 		const struct store_node *x = &nv->v[i];
 		if (!node_live(nv, x))
 			continue;
+		/* The clock: the node's offset from the database server's
+		 * (PostgreSQL; SQLite has one clock), marked when beyond the
+		 * tolerance (issue 42). */
+		off[0] = '\0';
+		if (x->has_clock_offset)
+			snprintf(off, sizeof(off), ", clock %+.3f s%s",
+				 (double)x->clock_offset_ms / 1000.0,
+				 report_node_skewed(x, nv->tolerance_ms)
+					 ? " (SKEWED)" : "");
 		cli_out(stdout, "  %s  pid %lld, version %s, config %s%s, "
-			"started %s, seen %s\n", x->host, (long long)x->pid,
+			"started %s, seen %s%s\n", x->host, (long long)x->pid,
 			x->version, x->config_digest,
 			strcmp(x->config_digest, nv->digest) == 0
 				? " (this config)" : " (another config)",
 			clock_format_utc(x->started_ms, a),
-			clock_format_utc(x->seen_ms, b));
+			clock_format_utc(x->seen_ms, b), off);
 	}
 }
 
@@ -222,6 +242,7 @@ static int print_json(const struct cli_state *st, struct report_sched *v,
 			    : report_counts_json(other));
 	if (nodes) {
 		json_t *nj = report_nodes_json(nodes->v, nodes->n,
+						nodes->tolerance_ms,
 						nodes->now_ms, nodes->digest);
 		if (!nj || json_object_set_new(root, "nodes", nj) != 0) {
 			json_decref(root);
@@ -500,6 +521,7 @@ int cmd_status(int argc, char **argv)
 		nv.v = nodes;
 		nv.n = n_nodes;
 		config_digest(st.cfg, nv.digest);
+		nv.tolerance_ms = report_clock_tolerance_ms(st.cfg);
 	}
 print:
 	r = json ? print_json(&st, rs.v, rs.n, one ? NULL : &rs.other,

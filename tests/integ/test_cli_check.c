@@ -21,6 +21,7 @@
 #include "fifo_watch.h"
 #include "alert.h"
 #include "config.h"
+#include "store.h"
 #include "testutil.h"
 
 static char tmp[256];
@@ -183,8 +184,8 @@ static void usage_and_unreadable(void **state)
 
 	const char *help[] = {"check", "--help", NULL};
 	assert_int_equal(run(NULL, NULL, help), 0);
-	assert_non_null(strstr(out, "usage: surecron check [--strict | "
-				    "--names] [--config FILE"));
+	assert_non_null(strstr(out, "usage: surecron check [--strict] "
+				    "[--store | --names] [--config FILE"));
 	assert_non_null(strstr(out, "--strict   warnings are errors"));
 
 	/* The file may also be given bare, like crontab -T FILE. */
@@ -589,6 +590,31 @@ static void issue43_alert_env_one_rule(void **state)
 	}
 }
 
+/* Issue 42: check --store opens the store, never makes one (exit 1
+ * while there is none), and on SQLite says there is one clock. */
+static void issue42_check_store_sqlite(void **state)
+{
+	char url[600];
+	struct store *st = NULL;
+	const char *path = write_file(
+		"s.yaml", "store: sqlite:./s.db\n"
+		"alerts: {targets: [out]}\n"
+		"targets: {out: {kind: file, path: ./o.jsonl}}\n"
+		"schedules:\n  a: {cron: \"* * * * *\", targets: [out],"
+		" tasks: [{name: t, command: [/bin/true]}]}\n");
+	const char *args[] = {"check", "--store", path, NULL};
+
+	assert_int_equal(run(tmp, NULL, args), 1);
+	assert_non_null(strstr(err, "s.yaml: store: "));
+	assert_null(strstr(out, "ok: "));
+	snprintf(url, sizeof(url), "sqlite:%s/s.db", tmp);
+	assert_int_equal(store_open(url, sc_clock_real(), &st, NULL), 0);
+	store_close(st);
+	assert_int_equal(run(tmp, NULL, args), 0);
+	assert_non_null(strstr(out, "ok (one clock: this host's)\n"));
+	assert_non_null(strstr(out, "ok: 1 schedule, 1 target\n"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -606,6 +632,8 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			issue44_untrusted_or_fifo_fragment, setup, teardown),
+		cmocka_unit_test_setup_teardown(issue42_check_store_sqlite,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(issue42_target_timeout_near_lease,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(issue13_alert_warnings, setup,

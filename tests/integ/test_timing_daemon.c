@@ -21,11 +21,19 @@
  *     after a -1 h step; after -1 h and a kill -9, the restarted daemon
  *     recovers the running job within its lease's real length; on
  *     PostgreSQL, one node of two 2 h ahead from its start holds its
- *     time to the server's: no slot early, none missed, none recovered.
+ *     time to the server's: no slot early, none missed, none recovered;
+ *     and it says so: its offset in its node record, marked in `status`
+ *     and `status --json`, counted in /metrics, warned of by `check
+ *     --store` (an error with --strict), and a host 2 h ahead is told by
+ *     `check --store` itself.
  * Every wait is on a condition (ledger rows, jobs), never a fixed sleep.
  */
+#include <arpa/inet.h>
+#include <jansson.h>
+#include <netinet/in.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <sys/socket.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
@@ -449,6 +457,142 @@ static void lease_survives_backward_step_and_kill(void **state)
 		assert_true(tu_log_count(dir, "state=disagrees") >= 1);
 }
 
+/* A port nobody listens on now (bound then released). */
+static int free_port(void)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET};
+	socklen_t len = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_true(fd >= 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+	close(fd);
+	return ntohs(a.sin_port);
+}
+
+/* GET path on 127.0.0.1:port (HTTP/1.0), the whole response into out. */
+static void http_get(int port, const char *path, char *out, size_t n)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET,
+				.sin_port = htons((uint16_t)port)};
+	char req[256];
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	size_t got = 0;
+
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_true(fd >= 0);
+	assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	int len = snprintf(req, sizeof(req), "GET %s HTTP/1.0\r\nHost: "
+			   "127.0.0.1:%d\r\n\r\n", path, port);
+	assert_int_equal(write(fd, req, (size_t)len), len);
+	for (ssize_t r; got < n - 1 &&
+	     (r = read(fd, out + got, n - 1 - got)) > 0;)
+		got += (size_t)r;
+	out[got] = '\0';
+	close(fd);
+}
+
+static size_t count_of(const char *hay, const char *needle)
+{
+	size_t n = 0;
+
+	for (const char *p = hay; (p = strstr(p, needle)); p++)
+		n++;
+	return n;
+}
+
+/*
+ * Issue 42: the node ahead says so. Waits for its record to carry its
+ * offset, then `status` marks it (one node SKEWED), `status --json`
+ * gives its offset, /metrics of the other node (on `port`) counts it,
+ * `check --store` warns of it (exit 0; 2 with --strict), and run with
+ * this host's clock 2 h ahead, `check --store` warns of the host too.
+ */
+static void ahead_node_is_shown(const char *cfg_good, int port)
+{
+	static char out[65536], err[16384];
+	char rc[320];
+	struct store_node *v = NULL;
+	size_t n = 0, skewed = 0;
+	int64_t end = tu_now_ms() + PATIENCE_MS;
+
+	for (;;) {
+		struct store *s = tu_store_open(url);
+		assert_int_equal(store_nodes(s, &v, &n, NULL), 0);
+		store_close(s);
+		skewed = 0;
+		for (size_t i = 0; i < n; i++)
+			skewed += v[i].has_clock_offset &&
+				  v[i].clock_offset_ms > 2 * HOUR - MIN;
+		free(v);
+		if (skewed == 1 || tu_now_ms() > end)
+			break;
+		tu_sleep_ms(50);
+	}
+	assert_int_equal(skewed, 1);
+
+	const char *st[] = {"status", "--config", cfg_good, NULL};
+	assert_int_equal(tu_run_bin(dir, dir, NULL, st, out, sizeof(out), err,
+				    sizeof(err)), 0);
+	assert_int_equal(count_of(out, "(SKEWED)"), 1);
+	assert_non_null(strstr(out, "clocks   1 node off the database"));
+	assert_non_null(strstr(out, ", clock +7"));
+
+	const char *sj[] = {"status", "--json", "--config", cfg_good, NULL};
+	assert_int_equal(tu_run_bin(dir, dir, NULL, sj, out, sizeof(out), err,
+				    sizeof(err)), 0);
+	json_t *root = json_loads(out, 0, NULL);
+	assert_non_null(root);
+	json_t *live = json_object_get(json_object_get(root, "nodes"), "live");
+	assert_int_equal(json_array_size(live), 2);
+	size_t n_true = 0;
+	for (size_t i = 0; i < json_array_size(live); i++) {
+		json_t *o = json_array_get(live, i);
+		json_int_t off = json_integer_value(
+			json_object_get(o, "clock_offset_ms"));
+		bool sk = json_is_true(json_object_get(o, "clock_skewed"));
+		assert_true(json_is_integer(
+			json_object_get(o, "clock_offset_ms")));
+		assert_int_equal(sk, off > 2 * HOUR - MIN);
+		n_true += sk;
+	}
+	assert_int_equal(n_true, 1);
+	json_decref(root);
+
+	http_get(port, "/metrics", out, sizeof(out));
+	assert_non_null(strstr(out, "\nsurecron_nodes_clock_skewed 1\n"));
+	assert_int_equal(count_of(out, "\nsurecron_node_clock_offset_seconds{"
+				       "node=\""), 2);
+	assert_non_null(strstr(out, "\"} 7"));
+
+	const char *ck[] = {"check", "--store", cfg_good, NULL};
+	assert_int_equal(tu_run_bin(dir, dir, NULL, ck, out, sizeof(out), err,
+				    sizeof(err)), 0);
+	assert_int_equal(count_of(err, "warning: store: node "), 1);
+	assert_null(strstr(err, "this host's clock is"));
+	assert_non_null(strstr(out, "ok: 1 schedule"));
+	const char *cks[] = {"check", "--strict", "--store", cfg_good, NULL};
+	assert_int_equal(tu_run_bin(dir, dir, NULL, cks, out, sizeof(out),
+				    err, sizeof(err)), 2);
+	assert_null(strstr(out, "ok: "));
+
+	/* This host 2 h ahead (the faked clock's file still says +2h). */
+	snprintf(rc, sizeof(rc), "FAKETIME_TIMESTAMP_FILE=%s/faketime.rc",
+		 dir);
+	const char *fenv[] = {"LD_PRELOAD=" FAKETIME_LIB, rc,
+			      "FAKETIME_NO_CACHE=1",
+			      "ASAN_OPTIONS=verify_asan_link_order=0", NULL};
+	assert_int_equal(tu_run_bin(dir, dir, fenv, ck, out, sizeof(out), err,
+				    sizeof(err)), 0);
+	assert_non_null(strstr(err, "warning: store: this host's clock is "
+				    "7"));
+	assert_non_null(strstr(err, "s ahead of the database server's"));
+	print_message("node 2 h ahead: shown in status, /metrics and check "
+		      "--store\n");
+}
+
 /*
  * PostgreSQL: two nodes, one of them with its wall clock 2 h ahead from
  * its start (no step to see locally): it holds its time to the server's,
@@ -466,8 +610,20 @@ static void one_node_of_two_ahead(void **state)
 		  "    tz: UTC\n"
 		  "    tasks:\n"
 		  "      - {name: t, command: [/bin/sh, -c, \"sleep 0.5\"]}\n");
+	/* The good node serves /metrics: its config differs by http only
+	 * (the same schedules, the same digest). */
+	char cfg_good[400];
+	int port = free_port();
+	snprintf(cfg_good, sizeof(cfg_good), "%s/good.yaml", dir);
+	FILE *f = fopen(cfg_good, "w");
+	assert_non_null(f);
+	fprintf(f, "store: \"%s\"\nhttp: {listen: \"127.0.0.1:%d\"}\n"
+		"schedules:\n  tick:\n    cron: \"*/2 * * * * *\"\n"
+		"    tz: UTC\n    tasks:\n      - {name: t, command: [/bin/sh, "
+		"-c, \"sleep 0.5\"]}\n", url, port);
+	fclose(f);
 	const char *envs[] = {"SURECRON_LOG=info", NULL};
-	pid_t good = tu_track(tu_start_daemon(dir, cfg, envs, 0));
+	pid_t good = tu_track(tu_start_daemon(dir, cfg_good, envs, 0));
 	pid_t ahead = start_stepped();
 	int64_t t0 = tu_now_ms();
 	struct store *s = tu_store_open(url);
@@ -476,6 +632,7 @@ static void one_node_of_two_ahead(void **state)
 	while ((tu_success_span(s, "tick", &first, &last) == 0 ||
 		last < t0 + 12000) && tu_now_ms() < end)
 		tu_sleep_ms(50);
+	ahead_node_is_shown(cfg_good, port);
 	stop(ahead);
 	stop(good);
 	int64_t now = tu_now_ms();

@@ -76,7 +76,8 @@ static struct config *load_ok(const char *path)
 
 static const char full_yaml[] =
 	"store: sqlite:./state/sc.db\n"
-	"worker: {concurrency: 3, lease: 2m, grace: 45s}\n"
+	"worker: {concurrency: 3, lease: 2m, grace: 45s, "
+	"clock_tolerance: 1500ms}\n"
 	"targets:\n"
 	"  chat: {kind: slack, url_env: CHAT_URL, on_ambiguous: hold,\n"
 	"         timeout: 20s, connect_timeout: 3s}\n"
@@ -141,6 +142,7 @@ static void every_key_parsed(void **state)
 	assert_int_equal(c->concurrency, 3);
 	assert_int_equal(c->lease_ms, 120000);
 	assert_int_equal(c->grace_ms, 45000);
+	assert_int_equal(c->clock_tolerance_ms, 1500);
 
 	assert_int_equal(c->n_targets, 4);
 	const struct target_spec *t = config_target(c, "chat");
@@ -272,6 +274,7 @@ static void defaults_apply(void **state)
 	assert_int_equal(c->concurrency, 1);
 	assert_int_equal(c->lease_ms, 5 * 60000);
 	assert_int_equal(c->grace_ms, 30000);
+	assert_int_equal(c->clock_tolerance_ms, CONFIG_CLOCK_TOLERANCE_MS);
 	assert_int_equal(c->n_alert_targets, 0);
 	assert_non_null(c->alert_targets);
 	assert_null(c->alert_targets[0]);
@@ -1289,7 +1292,7 @@ static void many_problems_reported_in_file_order(void **state)
 {
 	const char *path = write_file(
 		"m.yaml",
-		"worker: {concurrency: 0, lease: 1x}\n"
+		"worker: {concurrency: 0, lease: 1x, clock_tolerance: 1m}\n"
 		"targets:\n"
 		"  a: {kind: file, pth: x}\n"
 		"schedules:\n"
@@ -1308,6 +1311,9 @@ static void many_problems_reported_in_file_order(void **state)
 			    (probs.items[i - 1].line == probs.items[i].line &&
 			     probs.items[i - 1].col <= probs.items[i].col));
 	assert_non_null(strstr(probs.items[0].msg, "worker.concurrency"));
+	/* issue 42: a tolerance a step would be taken (60 s) before */
+	assert_int_equal(count_containing(&probs, "worker.clock_tolerance: "
+					  "duration 1m is out of range"), 1);
 	assert_int_equal(count_containing(&probs, "did you mean path?"), 1);
 	assert_int_equal(count_containing(&probs, "unknown target \"b\""), 1);
 	config_problems_dispose(&probs);

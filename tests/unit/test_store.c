@@ -1790,6 +1790,10 @@ static void issue43_nodes_beat_and_list(void **state)
 	b = a;
 	snprintf(b.id, sizeof(b.id), "h0:7:1");
 	snprintf(b.config_digest, sizeof(b.config_digest), "00000000000000bb");
+	/* Issue 42: a measured clock offset is kept where the store has a
+	 * clock of its own (PostgreSQL), not measured on SQLite. */
+	b.clock_offset_ms = -7250;
+	b.has_clock_offset = true;
 	assert_int_equal(store_node_beat(f.s, &a, NULL), 0);
 	assert_int_equal(store_node_beat(f.s, &b, NULL), 0);
 	sc_clock_set_ms(f.clock, T0 + 30000);
@@ -1799,6 +1803,10 @@ static void issue43_nodes_beat_and_list(void **state)
 	assert_int_equal(n, 2);
 	assert_string_equal(v[0].id, "h0:7:1");
 	assert_int_equal(v[0].seen_ms, T0);
+	bool pg = strcmp(store_backend_name(f.s), "postgresql") == 0;
+	assert_int_equal(v[0].has_clock_offset, pg);
+	assert_int_equal(v[0].clock_offset_ms, pg ? -7250 : 0);
+	assert_false(v[1].has_clock_offset);
 	assert_string_equal(v[1].id, "h1:42:1");
 	assert_string_equal(v[1].host, "h1");
 	assert_int_equal(v[1].pid, 42);
