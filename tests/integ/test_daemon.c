@@ -412,6 +412,9 @@ static void kill9_mid_slot(void **state)
 	struct env e;
 	(void)state;
 	env_init(&e);
+	/* The first run holds until the file `go` exists, which the test
+	 * makes only once that run is dead: whatever the machine's load, the
+	 * kill lands mid-run, and the run cannot end on its own. */
 	write_cfg(&e, "{concurrency: 1, lease: 1s, grace: 1s}",
 		  "  daily:\n"
 		  "    cron: \"0 3 * * *\"\n"
@@ -419,25 +422,46 @@ static void kill9_mid_slot(void **state)
 		  "    targets: [hook, archive]\n"
 		  "    tasks:\n"
 		  "      - name: slow\n"
-		  "        shell: \"echo $$ >> started; sleep 0.6; "
+		  "        shell: \"echo $$ >> started; "
+		  "while [ ! -e go ]; do sleep 0.02; done; "
 		  "echo 'the daily report'\"\n");
 	pid_t pid = start_daemon(&e, NULL);
 	int64_t slot = now_ms() / 1000 * 1000;
 	trigger(&e, "daily", slot);
-	assert_true(wait_file(&e, "started", PATIENCE_MS));
+	int64_t end = now_ms() + PATIENCE_MS;
+	while (count_lines(&e, "started") < 1 && now_ms() < end)
+		sleep_ms(5);
+	char line[64] = "";
+	char p[512];
+	snprintf(p, sizeof(p), "%s/started", e.dir);
+	tu_slurp(p, line, sizeof(line));
+	pid_t task = (pid_t)strtol(line, NULL, 10);
+	assert_true(task > 0);
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
-	sleep_ms(800); /* the orphaned task ends; nothing reads its output */
+	/* The run's reaper sees its host gone and kills the orphaned task;
+	 * nothing reads its output, nothing delivers it. */
+	end = now_ms() + PATIENCE_MS;
+	while (!tu_pid_gone(task) && now_ms() < end)
+		sleep_ms(5);
+	assert_true(tu_pid_gone(task));
 	assert_int_equal(fake_http_count(e.srv, "/hook"), 0);
+	assert_int_equal(count_lines(&e, "deliveries.jsonl"), 0);
+	snprintf(p, sizeof(p), "%s/go", e.dir);
+	FILE *go = fopen(p, "w");
+	assert_non_null(go);
+	fclose(go);
 
 	pid = start_daemon(&e, NULL);
-	/* The lease (1 s) expires, the job is recovered and runs again. */
+	/* The lease (1 s) expires, the job is recovered and runs again;
+	 * its success row is the last thing the run writes. */
 	assert_true(wait_hooks(&e, 1, PATIENCE_MS));
-	int64_t end = now_ms() + PATIENCE_MS;
-	while (count_lines(&e, "deliveries.jsonl") < 1 && now_ms() < end)
+	end = now_ms() + PATIENCE_MS;
+	while ((count_lines(&e, "deliveries.jsonl") < 1 ||
+		ledger_count(&e, "daily", LEDGER_SUCCESS) < 1) &&
+	       now_ms() < end)
 		sleep_ms(20);
-	sleep_ms(300);
-	stop_daemon(pid);
+	stop_daemon(pid); /* a graceful stop: what was under way ends */
 	assert_int_equal(fake_http_count(e.srv, "/hook"), 1);
 	assert_int_equal(count_lines(&e, "deliveries.jsonl"), 1);
 	assert_int_equal(count_lines(&e, "started"), 2);
