@@ -2,7 +2,7 @@
  * test_completion.c - the bash completion (completion/surecron.bash,
  * issue 18), run in a real bash against the binary under test: commands,
  * a command's options, schedule names from --config or ./surecron.yaml,
- * and nothing where nothing fits.
+ * the ledger's outcome words, and nothing where nothing fits.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ledger.h"
 #include "testutil.h"
 
 static char dir[256];
@@ -125,12 +126,42 @@ static void schedule_names(void **state)
 	expect("surecron status w", "weekly-summary\n");
 }
 
+static int cmp_words(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* `ledger --outcome` offers exactly the ledger's outcome words (the
+ * table in src/ledger.c), so the completion cannot drift from it. */
+static void outcome_words(void **state)
+{
+	const char *w[64];
+	char want[2048] = "";
+
+	(void)state;
+	if (system("command -v bash >/dev/null 2>&1") != 0)
+		skip();
+	assert_true(ledger_n_outcomes <= sizeof(w) / sizeof(w[0]));
+	for (size_t i = 0; i < ledger_n_outcomes; i++)
+		w[i] = ledger_outcomes[i];
+	qsort(w, ledger_n_outcomes, sizeof(w[0]), cmp_words);
+	for (size_t i = 0; i < ledger_n_outcomes; i++) {
+		strcat(want, w[i]);
+		strcat(want, "\n");
+	}
+	expect("surecron ledger --outcome \"\"", want);
+	expect("surecron ledger --outcome fa", "failed\n");
+	expect("surecron ledger --outcome ab", "abandoned\n");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(commands_and_options, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(schedule_names, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(outcome_words, setup,
 						teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
