@@ -301,16 +301,30 @@ static size_t ledger_count(const struct env *e, const char *schedule,
 	return tu_ledger_count(e->store_url, schedule, outcome);
 }
 
-static bool wait_hooks(const struct env *e, size_t n, int ms)
-{
-	return fake_http_wait(e->srv, "/hook", n, ms);
-}
-
 #define W_FAST "{concurrency: 1, lease: 2s, grace: 1s}"
 
 /* How long a test waits for something that a working daemon does within
  * a second or two: only a broken one (or a hung machine) reaches it. */
 #define PATIENCE_MS 20000
+
+/* Waits (PATIENCE_MS at most) until a schedule has n rows of outcome. */
+static bool wait_ledger(const struct env *e, const char *schedule,
+			const char *outcome, size_t n)
+{
+	int64_t end = now_ms() + PATIENCE_MS;
+
+	while (ledger_count(e, schedule, outcome) < n) {
+		if (now_ms() > end)
+			return false;
+		sleep_ms(20);
+	}
+	return true;
+}
+
+static bool wait_hooks(const struct env *e, size_t n, int ms)
+{
+	return fake_http_wait(e->srv, "/hook", n, ms);
+}
 
 /* ---- (1) the seed incident, in real time ------------------------------ */
 
@@ -343,7 +357,9 @@ static void quota_then_success(void **state)
 	/* 3 s to the slot, then 0.3 + 0.6 + 1.2 s of backoff. Each failed
 	 * attempt sends its failure notice (DESIGN.md), then the result. */
 	assert_true(wait_hooks(&e, 4, 30000));
-	sleep_ms(300); /* a second result would come now, if ever */
+	/* The success row is the run's last write; the stop is graceful, so
+	 * a second result, if the run sent one, is in by the exit. */
+	assert_true(wait_ledger(&e, "weekly", LEDGER_SUCCESS, 1));
 	stop_daemon(pid);
 	size_t n = fake_http_count(e.srv, "/hook"), n_result = 0;
 	assert_int_equal(n, 4);
@@ -457,10 +473,9 @@ static void kill9_mid_slot(void **state)
 	 * its success row is the last thing the run writes. */
 	assert_true(wait_hooks(&e, 1, PATIENCE_MS));
 	end = now_ms() + PATIENCE_MS;
-	while ((count_lines(&e, "deliveries.jsonl") < 1 ||
-		ledger_count(&e, "daily", LEDGER_SUCCESS) < 1) &&
-	       now_ms() < end)
+	while (count_lines(&e, "deliveries.jsonl") < 1 && now_ms() < end)
 		sleep_ms(20);
+	assert_true(wait_ledger(&e, "daily", LEDGER_SUCCESS, 1));
 	stop_daemon(pid); /* a graceful stop: what was under way ends */
 	assert_int_equal(fake_http_count(e.srv, "/hook"), 1);
 	assert_int_equal(count_lines(&e, "deliveries.jsonl"), 1);
@@ -506,7 +521,7 @@ static void downtime_catchup_latest(void **state)
 			       NULL};
 	pid = start_daemon(&e, after);
 	assert_true(wait_hooks(&e, 1, PATIENCE_MS));
-	sleep_ms(300);
+	assert_true(wait_ledger(&e, "weekly", LEDGER_SUCCESS, 1));
 	stop_daemon(pid);
 	assert_int_equal(fake_http_count(e.srv, "/hook"), 1);
 	struct fake_request r;
@@ -782,7 +797,7 @@ static void sighup_raises_concurrency(void **state)
 	slow_scheds(sched, sizeof(sched), NULL);
 	write_cfg(&e, "{concurrency: 1, lease: 30s, grace: 1s}", sched);
 	pid_t pid = start_daemon(&e, NULL);
-	sleep_ms(200);
+	wait_started(&e, 1); /* its SIGHUP handling is in place */
 	reload_to(&e, pid, "{concurrency: 3, lease: 30s, grace: 1s}", sched, 1);
 	int64_t slot = now_ms() / 1000 * 1000;
 	trigger(&e, "a", slot);
@@ -824,7 +839,7 @@ static void sighup_lowers_concurrency(void **state)
 	slow_scheds(sched, sizeof(sched), NULL);
 	write_cfg(&e, "{concurrency: 3, lease: 30s, grace: 1s}", sched);
 	pid_t pid = start_daemon(&e, NULL);
-	sleep_ms(200);
+	wait_started(&e, 1); /* its SIGHUP handling is in place */
 	trigger(&e, "a", now_ms() / 1000 * 1000);
 	assert_true(wait_file(&e, "a.start", 10000));
 	/* Lowered while `a` runs (it waits for the gate): its worker
@@ -842,8 +857,9 @@ static void sighup_lowers_concurrency(void **state)
 	trigger(&e, "b", slot);
 	trigger(&e, "c", slot);
 	assert_true(wait_hooks(&e, 3, 10000));
-	sleep_ms(200); /* a second delivery would come now, if ever */
-	stop_daemon(pid);
+	assert_true(wait_ledger(&e, "b", LEDGER_SUCCESS, 1));
+	assert_true(wait_ledger(&e, "c", LEDGER_SUCCESS, 1));
+	stop_daemon(pid); /* graceful: a second delivery is in by the exit */
 	assert_int_equal(fake_http_count(e.srv, "/hook"), 3);
 	assert_int_equal(ledger_count(&e, "a", LEDGER_SUCCESS), 1);
 	assert_int_equal(ledger_count(&e, "a", LEDGER_RELEASED), 0);
@@ -871,7 +887,7 @@ static void sighup_applies_lease_and_grace(void **state)
 		"echo done\"}\n";
 	write_cfg(&e, "{concurrency: 1, lease: 2s, grace: 200ms}", sched);
 	pid_t pid = start_daemon(&e, NULL);
-	sleep_ms(200);
+	wait_started(&e, 1); /* its SIGHUP handling is in place */
 	reload_to(&e, pid, "{concurrency: 1, lease: 1m, grace: 3s}", sched, 1);
 	int64_t id = trigger(&e, "long", now_ms() / 1000 * 1000);
 	assert_true(wait_file(&e, "started", 3000));
@@ -905,7 +921,7 @@ static void sighup_store_change_not_applied(void **state)
 	env_init(&e);
 	write_cfg(&e, W_FAST, one_sched);
 	pid_t pid = start_daemon(&e, NULL);
-	sleep_ms(200);
+	wait_started(&e, 1); /* its SIGHUP handling is in place */
 	/* A new store and a new schedule: the schedule applies, the store
 	 * does not (one warning naming it). */
 	snprintf(old_url, sizeof(old_url), "%s", e.store_url);
@@ -1510,7 +1526,8 @@ static void pg_restart(void **state)
 	int st = wait_exit(pid, PATIENCE_MS);
 	assert_true(st != -1 && WIFEXITED(st));
 	assert_int_equal(WEXITSTATUS(st), 0);
-	sleep_ms(100);
+	/* The receiver logs a request before it answers, and the daemon
+	 * exits once its sends are answered: every send is counted now. */
 	size_t n = fake_http_count(e.srv, "/hook");
 	char **bodies = calloc(n, sizeof(*bodies));
 	assert_non_null(bodies);
