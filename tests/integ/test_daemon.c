@@ -1659,6 +1659,47 @@ static void runner_alert_closes(const struct env *e, size_t done, int64_t end)
 }
 
 /*
+ * An exhaustion whose only give-back meets a store refusing the runner
+ * alert (the exhaustion reaching the store too): the raise is tried again
+ * at the worker's next turn, so the alert is open although no give-back
+ * follows (the slot succeeds at its next attempt).
+ */
+static void runner_alert_after_store_refused(void **state)
+{
+	struct env e;
+	size_t open = 0, healed = 0;
+	(void)state;
+	TU_NEED_TEST_SEAMS();
+	env_init(&e);
+	write_cfg(&e, "{concurrency: 1, lease: 30s, grace: 1s}",
+		  "  nightly:\n"
+		  "    cron: \"0 0 1 1 *\"\n"
+		  "    tz: UTC\n"
+		  "    targets: [archive]\n"
+		  "    tasks: [{name: t, shell: \"echo done\"}]\n");
+	const char *envs[] = {"SURECRON_FAILPOINTS=worker.runner:err@1,"
+			      "alert.raise_runner:err@1",
+			      NULL};
+	pid_t pid = start_daemon(&e, envs);
+	wait_started(&e, 1);
+	trigger(&e, "nightly", now_ms() / 1000 * 1000);
+	assert_true(wait_ledger(&e, "nightly", LEDGER_SUCCESS, 1));
+	int64_t end = now_ms() + PATIENCE_MS;
+	do {
+		runner_alerts(e.store_url, &open, &healed);
+		if (open)
+			break;
+		sleep_ms(20);
+	} while (now_ms() < end);
+	stop_daemon(pid);
+	assert_int_equal(open, 1);
+	assert_int_equal(rows_of(e.store_url, LEDGER_RELEASED, "runner"), 1);
+	assert_int_equal(tu_log_count(e.dir, "event=alert_deferred "
+					     "reason=runner"), 1);
+	env_dispose(&e);
+}
+
+/*
  * `ulimit -n 32` under load: four workers, 24 slots of four schedules at
  * once, each task a program. The runner runs out of descriptors (its
  * pipes, /dev/null): those attempts are the runner's, not the tasks':
@@ -1894,6 +1935,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(offset_clock, reap_all),
 		cmocka_unit_test_teardown(runner_exhaustion_is_the_runners,
+					  reap_all),
+		cmocka_unit_test_teardown(runner_alert_after_store_refused,
 					  reap_all),
 		cmocka_unit_test_teardown(runner_address_space_limit,
 					  reap_all),
