@@ -96,7 +96,12 @@ _surecron()
 		mapfile -t COMPREPLY < <(compgen -W "$zones" -- "$cur")
 		return ;;
 	--outcome)
-		mapfile -t COMPREPLY < <(compgen -W "success failure lost missed skipped acked abandoned" -- "$cur")
+		# The ledger's outcome words, as ledger_outcomes (src/ledger.c)
+		# lists them; tests/integ/test_completion.c holds the two equal.
+		local outcomes="success failed lost stalled missed duplicate
+			released decision alert acked recovered late overrun
+			stale skipped paused replaced abandoned"
+		mapfile -t COMPREPLY < <(compgen -W "$outcomes" -- "$cur")
 		return ;;
 	esac
 	_surecron_takes_value "$prev" && return

@@ -26,12 +26,16 @@ debhelper dpkg-dev lintian faketime libfaketime"
 # The dashboard's browser test (tests/browser/): installed by the `test`
 # set, but not demanded by --check, since the test skips without them.
 browser_pkgs="chromium nodejs npm"
+# `make man`, and test_completion's check that the committed man pages
+# are what their markdown makes: installed by `test`, not demanded by
+# --check (the check skips without it).
+docs_pkgs="pandoc"
 bench_pkgs="redis-server nodejs npm"
 
 want=$build_pkgs
 case "${1:-build}" in
   build) ;;
-  test) want="$want $test_pkgs"; [ "$check" = 1 ] || want="$want $browser_pkgs" ;;
+  test) want="$want $test_pkgs"; [ "$check" = 1 ] || want="$want $browser_pkgs $docs_pkgs" ;;
   bench) want="$want $test_pkgs $bench_pkgs" ;;
   *) echo "install-deps.sh: unknown set '$1' (build, test or bench)" >&2; exit 2 ;;
 esac

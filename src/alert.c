@@ -193,6 +193,11 @@ int alert_raise_runner(struct store *s, const char *node, int64_t since_ms,
 {
 	char name[STORE_NAME_MAX];
 
+	/* Test seam: the store refuses the raise, as a store the
+	 * exhaustion reached does. */
+	if (FAILPOINT_ERR("alert.raise_runner"))
+		return sc_err_set(err, SC_ENOMEM, "out of memory (test point "
+				  "alert.raise_runner)");
 	snprintf(name, sizeof(name), "%s%s", ALERT_RUNNER_PREFIX, node);
 	return raise_node(s, name, ALERT_REASON_RUNNER, since_ms,
 			  why && *why ? why

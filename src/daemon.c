@@ -285,6 +285,7 @@ struct daemon {
 	int64_t runner_since_ms;   /* clock ms it began */
 	int64_t runner_last_ms;    /* clock ms of the last give-back */
 	int64_t runner_alert;      /* its alert's id; 0: not raised (yet) */
+	char runner_why[SC_ERR_MSG_MAX]; /* the alert's message */
 	/* The store's schema is newer than this binary's (issue 42): the
 	 * first thread to learn it says so, stops the daemon, and
 	 * daemon_run returns SC_EVERSION with this message. Under mu. */
@@ -579,41 +580,32 @@ static void run_slot_event(void *ud, const struct store_job *job,
 }
 
 /*
- * A job was given back for the runner's exhaustion: the node's runner
- * alert is raised once per exhaustion, on this worker's store handle.
- * hold_ms: how long the worker holds (for the log line).
+ * Raises the node's runner alert while an exhaustion lasts and its alert
+ * is not raised yet. A raise the store refused (the exhaustion may reach
+ * the store too) is tried again by the next give-back or by a worker's
+ * next turn (worker_main), so that an exhaustion whose last give-back met
+ * a failing store is not left without its alert.
  */
-static void runner_exhausted(struct daemon *d, struct store *s,
-			     const struct sc_err *why, int64_t hold_ms)
+static void runner_raise(struct daemon *d, struct store *s)
 {
-	int64_t now = sc_clock_now_ms(d->clock);
 	struct sc_err e = {0};
-	char q[SC_ERR_MSG_MAX + 8];
+	char why[SC_ERR_MSG_MAX];
 
 	pthread_mutex_lock(&d->mu);
-	bool begins = !d->runner_out;
-	if (begins) {
-		d->runner_out = true;
-		d->runner_since_ms = now;
-		d->runner_alert = 0;
-	}
-	d->runner_last_ms = now;
-	bool raise = d->runner_alert == 0 && !d->runner_raising;
+	bool raise = d->runner_out && d->runner_alert == 0 &&
+		     !d->runner_raising;
 	d->runner_raising |= raise;
 	int64_t since = d->runner_since_ms;
+	snprintf(why, sizeof(why), "%s", d->runner_why);
 	pthread_mutex_unlock(&d->mu);
-	if (begins)
-		LOG(SC_LOG_ERROR, "daemon", "event=runner_exhausted "
-		    "state=begin hold_ms=%lld msg=%s", (long long)hold_ms,
-		    log_quote(q, sizeof(q), why->msg));
 	if (!raise)
 		return;
 	int64_t id = 0;
-	int rc = alert_raise_runner(s, d->host, since, why->msg, &id, &e);
+	int rc = alert_raise_runner(s, d->host, since, why, &id, &e);
 	if (rc)
 		LOG(SC_LOG_WARN, "alert", "event=alert_deferred reason=runner "
-		    "code=%s msg=\"the runner alert is raised at the next "
-		    "give-back\"", sc_strerror(rc));
+		    "code=%s msg=\"the runner alert is raised at a worker's "
+		    "next turn\"", sc_strerror(rc));
 	pthread_mutex_lock(&d->mu);
 	d->runner_raising = false;
 	/* Ended meanwhile: runner_fine found no alert to close. */
@@ -623,6 +615,35 @@ static void runner_exhausted(struct daemon *d, struct store *s,
 	pthread_mutex_unlock(&d->mu);
 	if (close_now)
 		(void)alert_close_node(s, id, &e);
+}
+
+/*
+ * A job was given back for the runner's exhaustion: the node's runner
+ * alert is raised once per exhaustion, on this worker's store handle.
+ * hold_ms: how long the worker holds (for the log line).
+ */
+static void runner_exhausted(struct daemon *d, struct store *s,
+			     const struct sc_err *why, int64_t hold_ms)
+{
+	int64_t now = sc_clock_now_ms(d->clock);
+	char q[SC_ERR_MSG_MAX + 8];
+
+	pthread_mutex_lock(&d->mu);
+	bool begins = !d->runner_out;
+	if (begins) {
+		d->runner_out = true;
+		d->runner_since_ms = now;
+		d->runner_alert = 0;
+		snprintf(d->runner_why, sizeof(d->runner_why), "%s",
+			 why->msg);
+	}
+	d->runner_last_ms = now;
+	pthread_mutex_unlock(&d->mu);
+	if (begins)
+		LOG(SC_LOG_ERROR, "daemon", "event=runner_exhausted "
+		    "state=begin hold_ms=%lld msg=%s", (long long)hold_ms,
+		    log_quote(q, sizeof(q), why->msg));
+	runner_raise(d, s);
 }
 
 /* A run the runner could start: an exhaustion, if one lasted and no job
@@ -926,6 +947,8 @@ static void *worker_main(void *arg)
 			rule_of = 0; /* a new handle has no rule yet */
 		}
 
+		/* An exhaustion's alert the store refused: tried again. */
+		runner_raise(d, s);
 		/* This worker's last job was given back for the runner's
 		 * exhaustion: claim nothing before its hold ends (a job
 		 * claimed now would likely be given back too). */

@@ -669,6 +669,10 @@ int worker_run_job(const struct worker_opts *o, const struct store_job *job_in,
 		 * (store.h, fencing); the finish below has its own token. */
 		rc = sched->overlap == OVERLAP_REPLACE ? turn_take(&k, sched)
 						       : 0;
+		/* Test seam: the runner out of processes as the run starts. */
+		if (rc == 0 && FAILPOINT_ERR("worker.runner"))
+			rc = sc_err_set(&out->run_err, SC_EEXHAUSTED, "out of "
+					"processes (test point worker.runner)");
 		if (rc == 0) {
 			store_fence_set(o->store, job->id, job->lease_token);
 			if (o->slot_event)

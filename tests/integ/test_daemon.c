@@ -301,16 +301,30 @@ static size_t ledger_count(const struct env *e, const char *schedule,
 	return tu_ledger_count(e->store_url, schedule, outcome);
 }
 
-static bool wait_hooks(const struct env *e, size_t n, int ms)
-{
-	return fake_http_wait(e->srv, "/hook", n, ms);
-}
-
 #define W_FAST "{concurrency: 1, lease: 2s, grace: 1s}"
 
 /* How long a test waits for something that a working daemon does within
  * a second or two: only a broken one (or a hung machine) reaches it. */
 #define PATIENCE_MS 20000
+
+/* Waits (PATIENCE_MS at most) until a schedule has n rows of outcome. */
+static bool wait_ledger(const struct env *e, const char *schedule,
+			const char *outcome, size_t n)
+{
+	int64_t end = now_ms() + PATIENCE_MS;
+
+	while (ledger_count(e, schedule, outcome) < n) {
+		if (now_ms() > end)
+			return false;
+		sleep_ms(20);
+	}
+	return true;
+}
+
+static bool wait_hooks(const struct env *e, size_t n, int ms)
+{
+	return fake_http_wait(e->srv, "/hook", n, ms);
+}
 
 /* ---- (1) the seed incident, in real time ------------------------------ */
 
@@ -343,7 +357,9 @@ static void quota_then_success(void **state)
 	/* 3 s to the slot, then 0.3 + 0.6 + 1.2 s of backoff. Each failed
 	 * attempt sends its failure notice (DESIGN.md), then the result. */
 	assert_true(wait_hooks(&e, 4, 30000));
-	sleep_ms(300); /* a second result would come now, if ever */
+	/* The success row is the run's last write; the stop is graceful, so
+	 * a second result, if the run sent one, is in by the exit. */
+	assert_true(wait_ledger(&e, "weekly", LEDGER_SUCCESS, 1));
 	stop_daemon(pid);
 	size_t n = fake_http_count(e.srv, "/hook"), n_result = 0;
 	assert_int_equal(n, 4);
@@ -412,6 +428,9 @@ static void kill9_mid_slot(void **state)
 	struct env e;
 	(void)state;
 	env_init(&e);
+	/* The first run holds until the file `go` exists, which the test
+	 * makes only once that run is dead: whatever the machine's load, the
+	 * kill lands mid-run, and the run cannot end on its own. */
 	write_cfg(&e, "{concurrency: 1, lease: 1s, grace: 1s}",
 		  "  daily:\n"
 		  "    cron: \"0 3 * * *\"\n"
@@ -419,25 +438,45 @@ static void kill9_mid_slot(void **state)
 		  "    targets: [hook, archive]\n"
 		  "    tasks:\n"
 		  "      - name: slow\n"
-		  "        shell: \"echo $$ >> started; sleep 0.6; "
+		  "        shell: \"echo $$ >> started; "
+		  "while [ ! -e go ]; do sleep 0.02; done; "
 		  "echo 'the daily report'\"\n");
 	pid_t pid = start_daemon(&e, NULL);
 	int64_t slot = now_ms() / 1000 * 1000;
 	trigger(&e, "daily", slot);
-	assert_true(wait_file(&e, "started", PATIENCE_MS));
+	int64_t end = now_ms() + PATIENCE_MS;
+	while (count_lines(&e, "started") < 1 && now_ms() < end)
+		sleep_ms(5);
+	char line[64] = "";
+	char p[512];
+	snprintf(p, sizeof(p), "%s/started", e.dir);
+	tu_slurp(p, line, sizeof(line));
+	pid_t task = (pid_t)strtol(line, NULL, 10);
+	assert_true(task > 0);
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
-	sleep_ms(800); /* the orphaned task ends; nothing reads its output */
+	/* The run's reaper sees its host gone and kills the orphaned task;
+	 * nothing reads its output, nothing delivers it. */
+	end = now_ms() + PATIENCE_MS;
+	while (!tu_pid_gone(task) && now_ms() < end)
+		sleep_ms(5);
+	assert_true(tu_pid_gone(task));
 	assert_int_equal(fake_http_count(e.srv, "/hook"), 0);
+	assert_int_equal(count_lines(&e, "deliveries.jsonl"), 0);
+	snprintf(p, sizeof(p), "%s/go", e.dir);
+	FILE *go = fopen(p, "w");
+	assert_non_null(go);
+	fclose(go);
 
 	pid = start_daemon(&e, NULL);
-	/* The lease (1 s) expires, the job is recovered and runs again. */
+	/* The lease (1 s) expires, the job is recovered and runs again;
+	 * its success row is the last thing the run writes. */
 	assert_true(wait_hooks(&e, 1, PATIENCE_MS));
-	int64_t end = now_ms() + PATIENCE_MS;
+	end = now_ms() + PATIENCE_MS;
 	while (count_lines(&e, "deliveries.jsonl") < 1 && now_ms() < end)
 		sleep_ms(20);
-	sleep_ms(300);
-	stop_daemon(pid);
+	assert_true(wait_ledger(&e, "daily", LEDGER_SUCCESS, 1));
+	stop_daemon(pid); /* a graceful stop: what was under way ends */
 	assert_int_equal(fake_http_count(e.srv, "/hook"), 1);
 	assert_int_equal(count_lines(&e, "deliveries.jsonl"), 1);
 	assert_int_equal(count_lines(&e, "started"), 2);
@@ -482,7 +521,7 @@ static void downtime_catchup_latest(void **state)
 			       NULL};
 	pid = start_daemon(&e, after);
 	assert_true(wait_hooks(&e, 1, PATIENCE_MS));
-	sleep_ms(300);
+	assert_true(wait_ledger(&e, "weekly", LEDGER_SUCCESS, 1));
 	stop_daemon(pid);
 	assert_int_equal(fake_http_count(e.srv, "/hook"), 1);
 	struct fake_request r;
@@ -758,7 +797,7 @@ static void sighup_raises_concurrency(void **state)
 	slow_scheds(sched, sizeof(sched), NULL);
 	write_cfg(&e, "{concurrency: 1, lease: 30s, grace: 1s}", sched);
 	pid_t pid = start_daemon(&e, NULL);
-	sleep_ms(200);
+	wait_started(&e, 1); /* its SIGHUP handling is in place */
 	reload_to(&e, pid, "{concurrency: 3, lease: 30s, grace: 1s}", sched, 1);
 	int64_t slot = now_ms() / 1000 * 1000;
 	trigger(&e, "a", slot);
@@ -800,7 +839,7 @@ static void sighup_lowers_concurrency(void **state)
 	slow_scheds(sched, sizeof(sched), NULL);
 	write_cfg(&e, "{concurrency: 3, lease: 30s, grace: 1s}", sched);
 	pid_t pid = start_daemon(&e, NULL);
-	sleep_ms(200);
+	wait_started(&e, 1); /* its SIGHUP handling is in place */
 	trigger(&e, "a", now_ms() / 1000 * 1000);
 	assert_true(wait_file(&e, "a.start", 10000));
 	/* Lowered while `a` runs (it waits for the gate): its worker
@@ -818,8 +857,9 @@ static void sighup_lowers_concurrency(void **state)
 	trigger(&e, "b", slot);
 	trigger(&e, "c", slot);
 	assert_true(wait_hooks(&e, 3, 10000));
-	sleep_ms(200); /* a second delivery would come now, if ever */
-	stop_daemon(pid);
+	assert_true(wait_ledger(&e, "b", LEDGER_SUCCESS, 1));
+	assert_true(wait_ledger(&e, "c", LEDGER_SUCCESS, 1));
+	stop_daemon(pid); /* graceful: a second delivery is in by the exit */
 	assert_int_equal(fake_http_count(e.srv, "/hook"), 3);
 	assert_int_equal(ledger_count(&e, "a", LEDGER_SUCCESS), 1);
 	assert_int_equal(ledger_count(&e, "a", LEDGER_RELEASED), 0);
@@ -847,7 +887,7 @@ static void sighup_applies_lease_and_grace(void **state)
 		"echo done\"}\n";
 	write_cfg(&e, "{concurrency: 1, lease: 2s, grace: 200ms}", sched);
 	pid_t pid = start_daemon(&e, NULL);
-	sleep_ms(200);
+	wait_started(&e, 1); /* its SIGHUP handling is in place */
 	reload_to(&e, pid, "{concurrency: 1, lease: 1m, grace: 3s}", sched, 1);
 	int64_t id = trigger(&e, "long", now_ms() / 1000 * 1000);
 	assert_true(wait_file(&e, "started", 3000));
@@ -881,7 +921,7 @@ static void sighup_store_change_not_applied(void **state)
 	env_init(&e);
 	write_cfg(&e, W_FAST, one_sched);
 	pid_t pid = start_daemon(&e, NULL);
-	sleep_ms(200);
+	wait_started(&e, 1); /* its SIGHUP handling is in place */
 	/* A new store and a new schedule: the schedule applies, the store
 	 * does not (one warning naming it). */
 	snprintf(old_url, sizeof(old_url), "%s", e.store_url);
@@ -1486,7 +1526,8 @@ static void pg_restart(void **state)
 	int st = wait_exit(pid, PATIENCE_MS);
 	assert_true(st != -1 && WIFEXITED(st));
 	assert_int_equal(WEXITSTATUS(st), 0);
-	sleep_ms(100);
+	/* The receiver logs a request before it answers, and the daemon
+	 * exits once its sends are answered: every send is counted now. */
 	size_t n = fake_http_count(e.srv, "/hook");
 	char **bodies = calloc(n, sizeof(*bodies));
 	assert_non_null(bodies);
@@ -1615,6 +1656,47 @@ static void runner_alert_closes(const struct env *e, size_t done, int64_t end)
 	assert_int_equal(healed, 1);
 	assert_true(tu_log_count(e->dir, "event=runner_exhausted state=end")
 		    == 1);
+}
+
+/*
+ * An exhaustion whose only give-back meets a store refusing the runner
+ * alert (the exhaustion reaching the store too): the raise is tried again
+ * at the worker's next turn, so the alert is open although no give-back
+ * follows (the slot succeeds at its next attempt).
+ */
+static void runner_alert_after_store_refused(void **state)
+{
+	struct env e;
+	size_t open = 0, healed = 0;
+	(void)state;
+	TU_NEED_TEST_SEAMS();
+	env_init(&e);
+	write_cfg(&e, "{concurrency: 1, lease: 30s, grace: 1s}",
+		  "  nightly:\n"
+		  "    cron: \"0 0 1 1 *\"\n"
+		  "    tz: UTC\n"
+		  "    targets: [archive]\n"
+		  "    tasks: [{name: t, shell: \"echo done\"}]\n");
+	const char *envs[] = {"SURECRON_FAILPOINTS=worker.runner:err@1,"
+			      "alert.raise_runner:err@1",
+			      NULL};
+	pid_t pid = start_daemon(&e, envs);
+	wait_started(&e, 1);
+	trigger(&e, "nightly", now_ms() / 1000 * 1000);
+	assert_true(wait_ledger(&e, "nightly", LEDGER_SUCCESS, 1));
+	int64_t end = now_ms() + PATIENCE_MS;
+	do {
+		runner_alerts(e.store_url, &open, &healed);
+		if (open)
+			break;
+		sleep_ms(20);
+	} while (now_ms() < end);
+	stop_daemon(pid);
+	assert_int_equal(open, 1);
+	assert_int_equal(rows_of(e.store_url, LEDGER_RELEASED, "runner"), 1);
+	assert_int_equal(tu_log_count(e.dir, "event=alert_deferred "
+					     "reason=runner"), 1);
+	env_dispose(&e);
 }
 
 /*
@@ -1853,6 +1935,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(offset_clock, reap_all),
 		cmocka_unit_test_teardown(runner_exhaustion_is_the_runners,
+					  reap_all),
+		cmocka_unit_test_teardown(runner_alert_after_store_refused,
 					  reap_all),
 		cmocka_unit_test_teardown(runner_address_space_limit,
 					  reap_all),

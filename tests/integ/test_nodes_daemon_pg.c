@@ -283,11 +283,9 @@ static void nodes_daemons_exactly_once(void **state)
 	size_t held0 = fake_http_count(e.srv, "/hook");
 	fake_http_hold(e.srv, "/hook", true);
 	assert_true(fake_http_wait(e.srv, "/hook", held0 + 6, 60000));
-	sleep_ms(200);
 	kill(b, SIGKILL);
 	waitpid(b, NULL, 0);
 	fake_http_hold(e.srv, "/hook", false);
-	sleep_ms(300);
 	b = start_daemon(&e);
 	wait_success(N_SLOTS + 2, t_start);
 	/* The jobs B held are retried when their lease expires: wait for

@@ -18,6 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 
 #include "clock.h"
@@ -1767,6 +1769,7 @@ struct waiter {
 	int rc;
 	int64_t timeout_ms; /* 0: 10 s */
 	int64_t until_ms;   /* > 0: wait again while it returns 0, till then */
+	_Atomic pid_t tid;  /* the thread's id, once it runs */
 };
 
 static void *waiter_run(void *arg)
@@ -1774,6 +1777,7 @@ static void *waiter_run(void *arg)
 	struct waiter *w = arg;
 	int64_t t;
 
+	w->tid = (pid_t)syscall(SYS_gettid);
 	do {
 		t = clock_mono_ms();
 		bool changed;
@@ -1786,12 +1790,36 @@ static void *waiter_run(void *arg)
 	return NULL;
 }
 
+/* Waits until w's thread sleeps (state S in /proc: blocked in its wait,
+ * the only place it blocks), so that what the test does next happens
+ * while it waits, not before; 10 s at most. */
+static void waiter_blocked(struct waiter *w)
+{
+	int64_t end = clock_mono_ms() + 10000;
+	char what[32], buf[512];
+
+	while (clock_mono_ms() < end) {
+		pid_t tid = w->tid;
+		if (tid > 0) {
+			snprintf(what, sizeof(what), "task/%d/stat", (int)tid);
+			long n = tu_proc_read(getpid(), what, buf,
+					      sizeof(buf));
+			const char *rp = n > 0 ? strrchr(buf, ')') : NULL;
+			if (rp && rp[1] && rp[2] == 'S')
+				return;
+		}
+		struct timespec ts = {0, 1000000L};
+		nanosleep(&ts, NULL);
+	}
+	fail_msg("the waiter never blocked in its wait");
+}
+
 static void wait_wakes_on_enqueue(void **state)
 {
 	PGFX_NEED_SERVER();
 	struct sc_clock *clk = sc_clock_virtual_new(T0);
 	void *a = open_store(clk), *b = open_store(clk);
-	struct waiter w = {a, 0, -1, 0, 0};
+	struct waiter w = {a, 0, -1, 0, 0, 0};
 	pthread_t th;
 
 	/* The first wait returns at once: what happened before it listened
@@ -1805,8 +1833,7 @@ static void wait_wakes_on_enqueue(void **state)
 	assert_true(clock_mono_ms() - t >= 140);
 
 	assert_int_equal(pthread_create(&th, NULL, waiter_run, &w), 0);
-	struct timespec ts = {0, 100 * 1000000L};
-	nanosleep(&ts, NULL);
+	waiter_blocked(&w);
 	enq(b, "s", T0);
 	pthread_join(th, NULL);
 	assert_int_equal(w.rc, 0);
@@ -1848,7 +1875,7 @@ static void server_restart_fails_then_recovers(void **state)
 	 * one must then see it go. */
 	void *sleeper = open_store(clk);
 	assert_int_equal(ops->wait(sleeper, 1, &woke, NULL), 0); /* now listening */
-	struct waiter ws = {sleeper, 0, -1, 700, 0};
+	struct waiter ws = {sleeper, 0, -1, 700, 0, 0};
 	ws.until_ms = clock_mono_ms() + 60000;
 	pthread_t wth;
 	assert_int_equal(pthread_create(&wth, NULL, waiter_run, &ws), 0);
@@ -1889,13 +1916,12 @@ static void server_restart_fails_then_recovers(void **state)
 	assert_int_equal(ops->job_get(h, id, &j, NULL), 0);
 	assert_int_equal(j.state, JOB_DONE);
 	/* LISTEN is back too. */
-	struct waiter w = {h, 0, -1, 0, 0};
+	struct waiter w = {h, 0, -1, 0, 0, 0};
 	void *b = open_store(clk);
 	assert_int_equal(ops->wait(h, 1, &woke, NULL), 0); /* consumes the reconnect */
 	pthread_t th;
 	assert_int_equal(pthread_create(&th, NULL, waiter_run, &w), 0);
-	struct timespec ts = {0, 100 * 1000000L};
-	nanosleep(&ts, NULL);
+	waiter_blocked(&w);
 	enq(b, "s", T0 + 5);
 	pthread_join(th, NULL);
 	assert_int_equal(w.rc, 0);
