@@ -2030,6 +2030,7 @@ static void version_12_migrates_to_13(void **state)
 			"outbox_old RENAME TO outbox; PRAGMA user_version = 12");
 	else
 		raw_sql(state, TB_UNDO_13
+			"ALTER TABLE nodes DROP COLUMN clock_offset_ms; "
 			"UPDATE schema_version SET version = 11");
 	f.s = tb_open(state, f.clock);
 	assert_int_equal(store_outbox_get(f.s, "s", T0, "a", &e, NULL), 0);
