@@ -254,6 +254,13 @@ static int complete(struct store *s, const struct store_job *job,
 
 	if (!job)
 		return sc_err_set(err, SC_EINVAL, "job is NULL");
+	/* The claimed job as the claim returned it: the store need not
+	 * read it back (store_job_finish). */
+	row.job_id = job->id;
+	memcpy(row.schedule, job->schedule, sizeof(row.schedule));
+	row.slot_ms = job->slot_ms;
+	row.attempt = job->attempts;
+	row.started_ms = job->started_ms;
 	rc = mark ? store_job_complete_marked(s, job->id, job->lease_token,
 					      &row, err)
 		  : store_job_finish(s, job->id, job->lease_token, JOB_DONE, 0,

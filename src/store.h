@@ -409,6 +409,11 @@ int store_job_heartbeat(struct store *s, int64_t id, int64_t lease_token,
  * (the caller's "now", so that a retry's run_at = finished + backoff
  * holds exactly in the ledger). row may be NULL, and an empty
  * row->outcome means the word above. run_at_ms is used for READY only.
+ * When row->job_id is id and row->schedule is not empty, row's schedule,
+ * slot_ms, attempt and started_ms must be the claimed job's as its claim
+ * returned them (queue.c passes its copy): a store may write them as
+ * they are instead of reading them back (SQLite does: the fence held,
+ * so the job is still that claim's).
  * Crash-test contract: after its writes and before COMMIT, a backend calls
  * FAILPOINT("queue.before_complete_commit") when new_state is DONE and
  * FAILPOINT("queue.in_retry_schedule") when it is READY (failpoint.h); a

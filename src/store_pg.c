@@ -113,7 +113,7 @@
 #include "store.h"
 #include "url.h"
 
-#define SCHEMA_VERSION 14
+#define SCHEMA_VERSION 15
 #define CHANNEL "surecron_jobs"
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 5000
@@ -525,6 +525,17 @@ static const char *const migration_14[] = {
 	NULL,
 };
 
+/*
+ * 14 -> 15: nothing. SQLite's schema 15 (issue 45) narrowed its
+ * jobs_open to READY and DEAD jobs and led its jobs_active with the
+ * schedule, so that a completion writes one index page fewer; this
+ * store's indexes are its own (store_pg.md). The step keeps the version
+ * of both backends the same for the same schema.
+ */
+static const char *const migration_15[] = {
+	NULL,
+};
+
 static const char *const *const migrations[SCHEMA_VERSION] = {
 	migration_1,
 	migration_2,
@@ -540,6 +551,7 @@ static const char *const *const migrations[SCHEMA_VERSION] = {
 	migration_12,
 	migration_13,
 	migration_14,
+	migration_15,
 };
 
 /* ---- statements ------------------------------------------------------- */

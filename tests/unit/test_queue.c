@@ -361,6 +361,67 @@ static void complete_many_fences_each_job(void **state)
 	fix_close(&f);
 }
 
+/*
+ * A completion's ledger row takes schedule, slot, attempt and start from
+ * the caller's copy of the claimed job (store.h, store_job_finish): they
+ * must be the claim's, on a later attempt too, alone or in a batch.
+ */
+static void completion_row_is_the_claims(void **state)
+{
+	struct fix f;
+	struct sc_retry_policy p = sc_retry_policy_for(SC_FREQ_DEFAULT);
+	struct sc_err cause = {.code = SC_ETASK, .msg = "boom"};
+	struct store_job j, b[2];
+	struct ledger_row *rows;
+	int64_t next;
+	int rcs[2];
+	size_t n = 0;
+	bool dead;
+
+	fix_open(state, &f);
+	assert_int_equal(queue_enqueue(f.s, "a", T0, &p, NULL, NULL, NULL), 0);
+	sc_clock_set_ms(f.clock, T0 + 5);
+	assert_true(claim1(&f, &j));
+	assert_int_equal(queue_fail(f.s, &j, "task", &cause, NULL, &next,
+				    &dead, NULL),
+			 0);
+	assert_false(dead);
+	sc_clock_set_ms(f.clock, next + 7);
+	assert_true(claim1(&f, &j));
+	assert_int_equal(j.attempts, 2);
+	sc_clock_advance_ms(f.clock, 1000);
+	assert_int_equal(queue_complete(f.s, &j, NULL, NULL), 0);
+	n = ledger(&f, "a", &rows);
+	assert_int_equal(n, 2);
+	assert_string_equal(rows[1].outcome, LEDGER_SUCCESS);
+	assert_string_equal(rows[1].schedule, "a");
+	assert_int_equal(rows[1].slot_ms, T0);
+	assert_int_equal(rows[1].job_id, j.id);
+	assert_int_equal(rows[1].attempt, 2);
+	assert_int_equal(rows[1].started_ms, next + 7);
+	assert_int_equal(rows[1].finished_ms, next + 1007);
+	store_ledger_rows_free(rows, n);
+
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(queue_enqueue(f.s, i ? "c" : "b", T0, &p,
+					       NULL, NULL, NULL),
+				 0);
+	assert_int_equal(queue_claim(f.s, "w", LEASE, b, 2, &n, NULL), 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(queue_complete_many(f.s, b, 2, NULL, rcs, NULL), 0);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(rcs[i], 0);
+		n = ledger(&f, b[i].schedule, &rows);
+		assert_int_equal(n, 1);
+		assert_int_equal(rows[0].job_id, b[i].id);
+		assert_int_equal(rows[0].slot_ms, T0);
+		assert_int_equal(rows[0].attempt, 1);
+		assert_int_equal(rows[0].started_ms, b[i].started_ms);
+		store_ledger_rows_free(rows, n);
+	}
+	fix_close(&f);
+}
+
 static void retry_dead_and_trigger(void **state)
 {
 	struct fix f;
@@ -675,6 +736,7 @@ int main(void)
 		cmocka_unit_test(heartbeat_keeps_a_long_run_alive),
 		cmocka_unit_test(stale_worker_is_fenced_off),
 		cmocka_unit_test(complete_many_fences_each_job),
+		cmocka_unit_test(completion_row_is_the_claims),
 		cmocka_unit_test(retry_dead_and_trigger),
 		cmocka_unit_test(release_and_next_due),
 		cmocka_unit_test(processes_never_claim_the_same_job),

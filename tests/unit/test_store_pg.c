@@ -1277,7 +1277,7 @@ static void migrations_run_once_and_refuse_newer(void **state)
 	ops->close(h);
 	h = open_store(clk); /* already current: nothing to do */
 	ops->close(h);
-	assert_int_equal(pgfx_int("SELECT version FROM schema_version"), 14);
+	assert_int_equal(pgfx_int("SELECT version FROM schema_version"), 15);
 	assert_int_equal(pgfx_int("SELECT count(*) FROM schema_version"), 1);
 	assert_int_equal(pgfx_int("SELECT count(*) FROM jobs"), 1);
 
@@ -1449,7 +1449,7 @@ static void nodes_migrate_once_when_starting_together(void **state)
 		assert_int_equal(o[i].rc, 0);
 	}
 	assert_int_equal(pgfx_int("SELECT count(*) FROM schema_version"), 1);
-	assert_int_equal(pgfx_int("SELECT version FROM schema_version"), 14);
+	assert_int_equal(pgfx_int("SELECT version FROM schema_version"), 15);
 	sc_clock_free(clk);
 }
 
