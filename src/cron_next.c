@@ -50,12 +50,24 @@ static int64_t floor_div(int64_t a, int64_t b)
 	return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
 }
 
+/* Gregorian leap year: y % 100 == 0 is y % 4 == 0 && y % 25 == 0, and
+ * y % 400 == 0 is then y % 16 == 0; cheaper than three 64-bit modulos
+ * in the walk below, which asks once a year visited. */
+static inline bool leap_year(int64_t y)
+{
+	return (y & 3) == 0 && (y % 25 != 0 || (y & 15) == 0);
+}
+
 int cron_days_in_month(int64_t y, int m)
 {
 	if (m == 2)
-		return ((y % 4 == 0 && y % 100 != 0) || y % 400 == 0) ? 29 : 28;
+		return 28 + leap_year(y);
 	return 30 + ((m + (m >= 8)) & 1);
 }
+
+/* Days of a common year before the 1st of month m (1-12). */
+static const int16_t days_before[13] = {0,   0,	  31,  59,  90,	 120, 151,
+					181, 212, 243, 273, 304, 334};
 
 /* The nth/last weekday bits (dow_last, dow_nth[0..6]) as one word: the
  * eight bytes lie side by side, so one load tells whether any is set. */
@@ -193,9 +205,13 @@ int cron_wall_next(const struct sc_cron *c, int64_t lo, int64_t hi,
 	int64_t first = days - (d - 1); /* day number of the 1st */
 	int64_t ylimit = y + YEAR_BOUND;
 	bool all_wdays = dow_all(c);
+	/* The walk keeps the day number of 1 January and whether the year
+	 * is a leap year, so that a month's 1st is one addition away. */
+	bool leap = leap_year(y);
+	int64_t jan1 = first - days_before[m] - (leap && m > 2);
 
 	for (;;) {
-		int dim = cron_days_in_month(y, m);
+		int dim = m == 2 ? 28 + leap : 30 + ((m + (m >= 8)) & 1);
 		if (c->mon >> m & 1) {
 			uint32_t mask = day_mask(
 				c, dim, all_wdays ? 0 : clock_weekday(first),
@@ -224,11 +240,10 @@ int cron_wall_next(const struct sc_cron *c, int64_t lo, int64_t hi,
 			m2 = next_bit(c->mon, 1);
 			if (++y > ylimit)
 				return SC_ENEVER;
-			first = clock_days_from_civil(y, m2, 1);
-		} else {
-			first = m2 == m + 1 ? first + dim
-					    : clock_days_from_civil(y, m2, 1);
+			jan1 += 365 + leap;
+			leap = leap_year(y);
 		}
+		first = jan1 + days_before[m2] + (leap && m2 > 2);
 		m = m2;
 		d = 1;
 		sod = 0;
@@ -267,6 +282,7 @@ int sc_cron_next(const struct sc_cron *c, const struct sc_zone *z,
 	struct tz_span sp;
 	bool fixed;
 	int64_t from, limit, w;
+	int64_t memo_lo = INT64_MAX, memo_w = INT64_MIN;
 	int rc;
 
 	if (!c || !out_ms || !cron_valid(c))
@@ -298,10 +314,20 @@ int sc_cron_next(const struct sc_cron *c, const struct sc_zone *z,
 			/* A backward change: the repeated wall times had
 			 * their (only) pass before it. */
 			lo = sp.start_s + sp.prev_off_s;
-		/* The first match on this span's clock, even past its end. */
-		rc = cron_wall_next(c, lo, INT64_MAX, &w);
-		if (rc != 0)
-			break; /* SC_ENEVER: nothing within 400 years */
+		/* The first match on this span's clock, even past its end.
+		 * That is a function of lo alone (the wall clock knows no
+		 * offsets): when the last search from memo_lo found memo_w
+		 * and lo lies in [memo_lo, memo_w], the answer is memo_w
+		 * again, so a jump (below) costs one calendar walk, not two. */
+		if (lo >= memo_lo && lo <= memo_w) {
+			w = memo_w;
+		} else {
+			rc = cron_wall_next(c, lo, INT64_MAX, &w);
+			if (rc != 0)
+				break; /* SC_ENEVER: nothing within 400 years */
+			memo_lo = lo;
+			memo_w = w;
+		}
 		if (sp.end_s == INT64_MAX || w < sp.end_s + sp.off_s) {
 			*out_ms = (w - sp.off_s) * 1000;
 			return 0;
