@@ -165,7 +165,9 @@ static int day_time_next(const struct sc_cron *c, int sod)
 			  (63 - __builtin_clzll(c->min)) * 60 +
 			  (63 - __builtin_clzll(c->sec)))
 		return -1;
-	int h0 = sod / 3600, m0 = sod / 60 % 60, s0 = sod % 60;
+	/* sod is 0-86399: unsigned division is the cheaper one. */
+	unsigned u = (unsigned)sod;
+	int h0 = (int)(u / 3600), m0 = (int)(u / 60 % 60), s0 = (int)(u % 60);
 
 	for (int h = next_bit(c->hour, h0); h >= 0;
 	     h = next_bit(c->hour, h + 1)) {
