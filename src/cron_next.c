@@ -240,6 +240,8 @@ int cron_wall_next(const struct sc_cron *c, int64_t lo, int64_t hi,
 		int m2 = next_bit(c->mon, m + 1);
 		if (m2 < 0 || m2 > 12) {
 			m2 = next_bit(c->mon, 1);
+			if (m2 < 1 || m2 > 12)
+				return SC_ENEVER; /* no month (not parsed) */
 			if (++y > ylimit)
 				return SC_ENEVER;
 			jan1 += 365 + leap;
