@@ -24,6 +24,9 @@
  * of spans); no allocation; results are whole seconds, strictly after the
  * given instant.
  */
+#include <stddef.h>
+#include <string.h>
+
 #include "clock.h"
 #include "cron.h"
 #include "err.h"
@@ -47,14 +50,49 @@ static int64_t floor_div(int64_t a, int64_t b)
 	return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
 }
 
+/* Gregorian leap year: y % 100 == 0 is y % 4 == 0 && y % 25 == 0, and
+ * y % 400 == 0 is then y % 16 == 0; cheaper than three 64-bit modulos
+ * in the walk below, which asks once a year visited. */
+static inline bool leap_year(int64_t y)
+{
+	return (y & 3) == 0 && (y % 25 != 0 || (y & 15) == 0);
+}
+
 int cron_days_in_month(int64_t y, int m)
 {
 	if (m == 2)
-		return ((y % 4 == 0 && y % 100 != 0) || y % 400 == 0) ? 29 : 28;
+		return 28 + leap_year(y);
 	return 30 + ((m + (m >= 8)) & 1);
 }
 
-uint32_t cron_day_mask(const struct sc_cron *c, int dim, int wday1)
+/* Days of a common year before the 1st of month m (1-12). */
+static const int16_t days_before[13] = {0,   0,	  31,  59,  90,	 120, 151,
+					181, 212, 243, 273, 304, 334};
+
+/* The nth/last weekday bits (dow_last, dow_nth[0..6]) as one word: the
+ * eight bytes lie side by side, so one load tells whether any is set. */
+_Static_assert(offsetof(struct sc_cron, dow_nth) ==
+		       offsetof(struct sc_cron, dow_last) + 1 &&
+	       sizeof(((struct sc_cron *)0)->dow_nth) == 7,
+	       "dow_last and dow_nth must be 8 adjacent bytes");
+static inline uint64_t dow_extra(const struct sc_cron *c)
+{
+	uint64_t x;
+	memcpy(&x, (const unsigned char *)c + offsetof(struct sc_cron, dow_last),
+	       sizeof(x));
+	return x;
+}
+
+/* True when the weekday field accepts every day (no list, no 5L or 5#2):
+ * then the weekday of a month's first day does not matter. */
+static inline bool dow_all(const struct sc_cron *c)
+{
+	return c->dow == 0x7f && !dow_extra(c);
+}
+
+/* cron_day_mask with dow_all(c) already known (the walk asks it once). */
+static inline uint32_t day_mask(const struct sc_cron *c, int dim, int wday1,
+				bool all_wdays)
 {
 	uint32_t full = (uint32_t)(((UINT64_C(1) << dim) - 1) << 1);
 	uint32_t dom = c->dom & full;
@@ -62,16 +100,17 @@ uint32_t cron_day_mask(const struct sc_cron *c, int dim, int wday1)
 
 	if (c->dom & 1)
 		dom |= UINT32_C(1) << dim; /* L: the last day */
+	if (all_wdays)
+		/* week is every day: the rule below gives these. */
+		return c->flags & (SC_CRON_DOM_STAR | SC_CRON_DOW_STAR) ? dom
+									: full;
 	/* Rotate the weekday set so that bit i is day i+1 of the month,
 	 * then repeat the 7-day pattern over the month. */
 	pat = ((uint32_t)c->dow >> wday1 | (uint32_t)c->dow << (7 - wday1)) &
 	      0x7f;
 	week = pat | pat << 7 | pat << 14 | pat << 21 | pat << 28;
 	week = (week << 1) & full;
-	uint8_t extra = c->dow_last;
-	for (int w = 0; w < 7; w++)
-		extra |= c->dow_nth[w];
-	if (extra) {
+	if (dow_extra(c)) {
 		for (int w = 0; w < 7; w++) {
 			int first = 1 + (w - wday1 + 7) % 7;
 			for (int k = 0; k < 5; k++)
@@ -89,6 +128,21 @@ uint32_t cron_day_mask(const struct sc_cron *c, int dim, int wday1)
 	return dom | week;
 }
 
+uint32_t cron_day_mask(const struct sc_cron *c, int dim, int wday1)
+{
+	return day_mask(c, dim, wday1, dow_all(c));
+}
+
+/* True when every day of every month matches (every 5 minutes): then the
+ * next match is today's next time or tomorrow's first, and the civil
+ * date need not be worked out at all. */
+static inline bool every_day(const struct sc_cron *c)
+{
+	return (c->mon & 0x1ffe) == 0x1ffe && dow_all(c) &&
+	       (!(c->flags & (SC_CRON_DOM_STAR | SC_CRON_DOW_STAR)) ||
+		(c->dom & 0xfffffffe) == 0xfffffffe);
+}
+
 /* The lowest set bit of `set` at or above `from`, or -1. */
 static inline int next_bit(uint64_t set, int from)
 {
@@ -102,7 +156,18 @@ static inline int next_bit(uint64_t set, int from)
  * two minutes and two hours are visited: every set is non-empty. */
 static int day_time_next(const struct sc_cron *c, int sod)
 {
-	int h0 = sod / 3600, m0 = sod / 60 % 60, s0 = sod % 60;
+	if (sod == 0) /* a new day: the day's first match */
+		return __builtin_ctz(c->hour) * 3600 +
+		       __builtin_ctzll(c->min) * 60 + __builtin_ctzll(c->sec);
+	/* Past the day's last match: none today (a monthly expression
+	 * asks this on its day, after its time). */
+	if (sod > (31 - __builtin_clz(c->hour)) * 3600 +
+			  (63 - __builtin_clzll(c->min)) * 60 +
+			  (63 - __builtin_clzll(c->sec)))
+		return -1;
+	/* sod is 0-86399: unsigned division is the cheaper one. */
+	unsigned u = (unsigned)sod;
+	int h0 = (int)(u / 3600), m0 = (int)(u / 60 % 60), s0 = (int)(u % 60);
 
 	for (int h = next_bit(c->hour, h0); h >= 0;
 	     h = next_bit(c->hour, h + 1)) {
@@ -126,15 +191,33 @@ int cron_wall_next(const struct sc_cron *c, int64_t lo, int64_t hi,
 		return SC_ENOENT;
 	days = floor_div(lo, 86400);
 	sod = (int)(lo - days * 86400);
+	if (every_day(c)) {
+		int t = day_time_next(c, sod);
+		if (t < 0) {
+			days++; /* tomorrow's first: every set is non-empty */
+			t = day_time_next(c, 0);
+		}
+		int64_t w = days * 86400 + t;
+		if (w >= hi)
+			return SC_ENOENT;
+		*out = w;
+		return 0;
+	}
 	clock_civil_from_days(days, &y, &m, &d);
 	int64_t first = days - (d - 1); /* day number of the 1st */
 	int64_t ylimit = y + YEAR_BOUND;
+	bool all_wdays = dow_all(c);
+	/* The walk keeps the day number of 1 January and whether the year
+	 * is a leap year, so that a month's 1st is one addition away. */
+	bool leap = leap_year(y);
+	int64_t jan1 = first - days_before[m] - (leap && m > 2);
 
 	for (;;) {
-		int dim = cron_days_in_month(y, m);
+		int dim = m == 2 ? 28 + leap : 30 + ((m + (m >= 8)) & 1);
 		if (c->mon >> m & 1) {
-			uint32_t mask = cron_day_mask(c, dim,
-						      clock_weekday(first));
+			uint32_t mask = day_mask(
+				c, dim, all_wdays ? 0 : clock_weekday(first),
+				all_wdays);
 			mask &= ~((UINT32_C(1) << d) - 1); /* days >= d */
 			while (mask) {
 				int dd = __builtin_ctz(mask);
@@ -157,13 +240,14 @@ int cron_wall_next(const struct sc_cron *c, int64_t lo, int64_t hi,
 		int m2 = next_bit(c->mon, m + 1);
 		if (m2 < 0 || m2 > 12) {
 			m2 = next_bit(c->mon, 1);
+			if (m2 < 1 || m2 > 12)
+				return SC_ENEVER; /* no month (not parsed) */
 			if (++y > ylimit)
 				return SC_ENEVER;
-			first = clock_days_from_civil(y, m2, 1);
-		} else {
-			first = m2 == m + 1 ? first + dim
-					    : clock_days_from_civil(y, m2, 1);
+			jan1 += 365 + leap;
+			leap = leap_year(y);
 		}
+		first = jan1 + days_before[m2] + (leap && m2 > 2);
 		m = m2;
 		d = 1;
 		sod = 0;
@@ -202,6 +286,7 @@ int sc_cron_next(const struct sc_cron *c, const struct sc_zone *z,
 	struct tz_span sp;
 	bool fixed;
 	int64_t from, limit, w;
+	int64_t memo_lo = INT64_MAX, memo_w = INT64_MIN;
 	int rc;
 
 	if (!c || !out_ms || !cron_valid(c))
@@ -233,10 +318,20 @@ int sc_cron_next(const struct sc_cron *c, const struct sc_zone *z,
 			/* A backward change: the repeated wall times had
 			 * their (only) pass before it. */
 			lo = sp.start_s + sp.prev_off_s;
-		/* The first match on this span's clock, even past its end. */
-		rc = cron_wall_next(c, lo, INT64_MAX, &w);
-		if (rc != 0)
-			break; /* SC_ENEVER: nothing within 400 years */
+		/* The first match on this span's clock, even past its end.
+		 * That is a function of lo alone (the wall clock knows no
+		 * offsets): when the last search from memo_lo found memo_w
+		 * and lo lies in [memo_lo, memo_w], the answer is memo_w
+		 * again, so a jump (below) costs one calendar walk, not two. */
+		if (lo >= memo_lo && lo <= memo_w) {
+			w = memo_w;
+		} else {
+			rc = cron_wall_next(c, lo, INT64_MAX, &w);
+			if (rc != 0)
+				break; /* SC_ENEVER: nothing within 400 years */
+			memo_lo = lo;
+			memo_w = w;
+		}
 		if (sp.end_s == INT64_MAX || w < sp.end_s + sp.off_s) {
 			*out_ms = (w - sp.off_s) * 1000;
 			return 0;
