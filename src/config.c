@@ -1993,7 +1993,7 @@ static void get_count(struct pc *pc, const struct config_node *m,
  * carries.
  */
 static void parse_expect(struct pc *pc, const struct config_node *e,
-			 const char *path, struct schedule_spec *s)
+			 const char *path, struct schedule_extra *s)
 {
 	static const char *const keys[] = {"min_previews",
 					   "min_summary_chars", NULL};
@@ -2031,7 +2031,7 @@ static void parse_heartbeat(struct pc *pc, const struct config_node *h,
 
 /* `sla: {start_within, max_runtime, success_within}`: at least one. */
 static void parse_sla(struct pc *pc, const struct config_node *v,
-		      const char *path, struct schedule_spec *s)
+		      const char *path, struct schedule_extra *s)
 {
 	static const char *const keys[] = {"start_within", "max_runtime",
 					   "success_within", NULL};
@@ -2165,6 +2165,40 @@ static void schedule_pool(struct pc *pc, struct schedule_spec *s)
 		oom(pc);
 }
 
+/*
+ * Gives s its extras (spec.h): none (x NULL) when x holds only defaults,
+ * else the pool's copy of x, interned, so that schedules with the same
+ * extras share one (issue 45). x's string is the pool's (xstrdup), so
+ * equal extras have equal bytes.
+ */
+static void schedule_extra_pool(struct pc *pc, struct schedule_spec *s,
+				struct schedule_extra *x)
+{
+	static const struct schedule_extra none;
+	struct config_pool *pool = pc->c->pool;
+	char *u = x->heartbeat.url_env;
+
+	s->x = NULL;
+	if (!pool) { /* config_parse makes it first: never here */
+		free(u);
+		oom(pc);
+		return;
+	}
+	if (u) { /* pooled already (xstrdup): the same pointer back */
+		x->heartbeat.url_env = config_pool_str(pool, u);
+		if (x->heartbeat.url_env != u)
+			config_pool_release(pool, u);
+		if (!x->heartbeat.url_env) {
+			oom(pc);
+			return;
+		}
+	}
+	if (memcmp(x, &none, sizeof(none)) == 0)
+		return;
+	if (!(s->x = config_pool_blob(pool, x, sizeof(*x))))
+		oom(pc);
+}
+
 static void parse_schedule(struct pc *pc, const struct config_node *k,
 			   const struct config_node *v, void *item)
 {
@@ -2181,8 +2215,13 @@ static void parse_schedule(struct pc *pc, const struct config_node *k,
 					       "buffer_one", "replace", NULL};
 	static const char *const bools[] = {"false", "true", NULL};
 	struct schedule_spec *s = item;
+	struct schedule_extra x;
 	char path[PATH_MAX_KEY], kp[PATH_MAX_KEY], ip[PATH_MAX_KEY];
 	int cu = 0, nt = 0, ov = 0, en = 1;
+
+	/* Zeroed whole, padding included: extras are interned by their
+	 * bytes (schedule_extra_pool). */
+	memset(&x, 0, sizeof(x));
 
 	pjoin(path, sizeof(path), "schedules", k->str);
 	/* Unique: copied into the pool, not interned (no table entry). */
@@ -2198,32 +2237,32 @@ static void parse_schedule(struct pc *pc, const struct config_node *k,
 	if (get_enum(pc, v, path, "catchup", catchups, &cu) == 1)
 		s->catchup = (enum catchup)cu;
 	if (get_enum(pc, v, path, "notices", notice_names, &nt) == 1)
-		s->notices = (enum notice_policy)nt;
+		x.notices = (enum notice_policy)nt;
 	/* Operator controls (issue 17). */
 	if (get_enum(pc, v, path, "overlap", overlaps, &ov) == 1)
 		s->overlap = (enum overlap)ov;
 	get_duration(pc, v, path, "catchup_window", INT64_C(1000),
-		     INT64_C(400) * 86400000, &s->catchup_window_ms);
+		     INT64_C(400) * 86400000, &x.catchup_window_ms);
 	get_duration(pc, v, path, "jitter", 1, INT64_C(86400000),
-		     &s->jitter_ms);
+		     &x.jitter_ms);
 	get_duration(pc, v, path, "deadline", INT64_C(1000),
-		     INT64_C(400) * 86400000, &s->deadline_ms);
+		     INT64_C(400) * 86400000, &x.deadline_ms);
 	if (get_enum(pc, v, path, "enabled", bools, &en) == 1)
 		s->disabled = en == 0;
 	const struct config_node *ex = config_yaml_get(v, "expect");
 	if (ex) {
 		pjoin(kp, sizeof(kp), path, "expect");
-		parse_expect(pc, ex, kp, s);
+		parse_expect(pc, ex, kp, &x);
 	}
 	const struct config_node *hb = config_yaml_get(v, "heartbeat");
 	if (hb) {
 		pjoin(kp, sizeof(kp), path, "heartbeat");
-		parse_heartbeat(pc, hb, kp, false, &s->heartbeat);
+		parse_heartbeat(pc, hb, kp, false, &x.heartbeat);
 	}
 	const struct config_node *sl = config_yaml_get(v, "sla");
 	if (sl) {
 		pjoin(kp, sizeof(kp), path, "sla");
-		parse_sla(pc, sl, kp, s);
+		parse_sla(pc, sl, kp, &x);
 	}
 	get_strv(pc, v, path, "renamed_from", false, &s->renamed_from,
 		 &s->n_renamed_from);
@@ -2279,6 +2318,7 @@ env:
 		oom(pc);
 	if (!s->renamed_from && !(s->renamed_from = calloc(1, sizeof(char *))))
 		oom(pc);
+	schedule_extra_pool(pc, s, &x);
 	schedule_pool(pc, s);
 	if (!s->name)
 		return;
@@ -2824,7 +2864,6 @@ void config_free(struct config *c)
 		config_pool_release(pool, s->tz);
 		strv_free(pool, s->targets);
 		strv_free(pool, s->renamed_from);
-		config_pool_release(pool, s->heartbeat.url_env);
 		for (size_t j = 0; j < s->n_tasks; j++)
 			task_free(pool, &s->tasks[j]);
 		config_pool_release(pool, s->tasks);

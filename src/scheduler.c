@@ -98,7 +98,7 @@ int64_t scheduler_jitter_ms(const struct schedule_spec *spec, int64_t slot_ms)
 {
 	uint64_t h = 1469598103934665603ULL, u = (uint64_t)slot_ms;
 
-	if (!spec || spec->jitter_ms <= 0)
+	if (!spec || spec_x(spec)->jitter_ms <= 0)
 		return 0;
 	for (const char *c = spec->name ? spec->name : ""; *c; c++) {
 		h ^= (unsigned char)*c;
@@ -116,9 +116,9 @@ int64_t scheduler_jitter_ms(const struct schedule_spec *spec, int64_t slot_ms)
 	/* Whole seconds (a jitter under 1 s: milliseconds), so every start
 	 * instant prints and parses back exactly; ceil keeps the last one,
 	 * (n - 1) s, below jitter_ms. */
-	if (spec->jitter_ms < 1000)
-		return (int64_t)(h % (uint64_t)spec->jitter_ms);
-	uint64_t n = ((uint64_t)spec->jitter_ms + 999) / 1000;
+	if (spec_x(spec)->jitter_ms < 1000)
+		return (int64_t)(h % (uint64_t)spec_x(spec)->jitter_ms);
+	uint64_t n = ((uint64_t)spec_x(spec)->jitter_ms + 999) / 1000;
 	return (int64_t)(h % n) * 1000;
 }
 
@@ -130,10 +130,10 @@ int64_t scheduler_start_ms(const struct schedule_spec *spec, int64_t slot_ms)
 int64_t scheduler_deadline_at(const struct schedule_spec *spec,
 			      int64_t slot_ms)
 {
-	if (!spec || spec->deadline_ms <= 0 ||
-	    slot_ms > INT64_MAX - spec->deadline_ms)
+	if (!spec || spec_x(spec)->deadline_ms <= 0 ||
+	    slot_ms > INT64_MAX - spec_x(spec)->deadline_ms)
 		return INT64_MAX;
-	return slot_ms + spec->deadline_ms;
+	return slot_ms + spec_x(spec)->deadline_ms;
 }
 
 int scheduler_timeline(const struct schedule_spec *spec, int64_t slot_ms,
@@ -528,8 +528,8 @@ static void choose(const struct schedule_spec *spec, const struct window *w,
 		if (ontime) {
 			take = true;
 			ontime_any = true;
-		} else if (spec->catchup_window_ms > 0 &&
-			   now - slot > spec->catchup_window_ms) {
+		} else if (spec_x(spec)->catchup_window_ms > 0 &&
+			   now - slot > spec_x(spec)->catchup_window_ms) {
 			take = false; /* too late to be worth running */
 		} else if (spec->catchup == CATCHUP_ALL) {
 			take = n_late_run < o->max_catchup;
@@ -590,11 +590,11 @@ static int record_missed(struct store *s, const struct schedule_spec *spec,
 	FAILPOINT_HOOK("sched.missed_checked");
 	snprintf(msg, sizeof(msg), "not run: the scheduler was not running "
 		 "or the clock jumped (catchup: %s)", catchup_name(spec->catchup));
-	if (spec->catchup_window_ms > 0)
+	if (spec_x(spec)->catchup_window_ms > 0)
 		snprintf(details, sizeof(details), "{\"catchup\":\"%s\","
 			 "\"catchup_window_ms\":%lld}",
 			 catchup_name(spec->catchup),
-			 (long long)spec->catchup_window_ms);
+			 (long long)spec_x(spec)->catchup_window_ms);
 	else
 		snprintf(details, sizeof(details), "{\"catchup\":\"%s\"}",
 			 catchup_name(spec->catchup));
@@ -1098,7 +1098,7 @@ static int pass(struct store *s, const struct schedule_spec *spec,
 	if (w.total > 0) {
 		choose(spec, &w, pz, now_ms, o, run, &n_run);
 		if (b && n_run == w.total && n_run > 0 &&
-		    spec->jitter_ms <= 0 && !fire_time_overlap(spec)) {
+		    spec_x(spec)->jitter_ms <= 0 && !fire_time_overlap(spec)) {
 			/* Nothing missed: the jobs and the state go with the
 			 * other due schedules' in one transaction, which
 			 * keeps "jobs, then state" (both or neither). */
@@ -1132,7 +1132,7 @@ static int pass(struct store *s, const struct schedule_spec *spec,
 					      &deferred, err);
 				out->n_enqueued += created;
 			}
-		} else if (spec->jitter_ms > 0) {
+		} else if (spec_x(spec)->jitter_ms > 0) {
 			/* Each job due at its own start instant. */
 			for (size_t i = 0; i < n_run && !rc; i++) {
 				bool created = false;

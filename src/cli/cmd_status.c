@@ -317,9 +317,9 @@ static int stale_verdicts(const struct cli_state *st, int64_t now,
 		o->started = true;
 		o->delivered = l->delivered_ms != 0;
 		o->since_ms = o->delivered ? l->delivered_ms : l->first_ms;
-		if (sc->has_sla && sc->sla.success_within_ms > 0) {
+		if (spec_x(sc)->has_sla && spec_x(sc)->sla.success_within_ms > 0) {
 			o->from_sla = true;
-			o->within_ms = sc->sla.success_within_ms;
+			o->within_ms = spec_x(sc)->sla.success_within_ms;
 			o->deadline_ms = o->since_ms + o->within_ms;
 		} else {
 			rc = default_deadline(sc, o->since_ms, &o->deadline_ms,
