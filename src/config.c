@@ -165,7 +165,7 @@ struct pc {
 	 * so the last results are kept by pointer (direct-mapped). */
 	struct {
 		const char *cron;
-		struct sc_cron expr;
+		const struct sc_cron *expr; /* the pool's */
 		enum sc_freq_class cls;
 	} memo_cron[64];
 	struct {
@@ -2066,17 +2066,20 @@ static void resolve_schedule(struct pc *pc, const struct config_node *k,
 	char kp[PATH_MAX_KEY];
 	struct sc_err err = {0};
 	const struct sc_zone *zone;
+	struct sc_cron e;
 	bool parsed = false;
 
 	size_t mc = s->cron ? memo_slot(s->cron, 64) : 0;
 	size_t mz = s->tz ? memo_slot(s->tz, 16) : 0;
 
-	/* Straight into the spec: a schedule that fails here fails the load,
-	 * so a partly written expr is never seen. */
+	/* The parsed expression is interned in the pool (issue 45): the
+	 * schedules that write one expression share its 40 bytes, and hold
+	 * a pointer. */
+	memset(&e, 0, sizeof(e));
 	if (s->cron && pc->memo_cron[mc].cron == s->cron) {
 		s->expr = pc->memo_cron[mc].expr;
 		parsed = true;
-	} else if (s->cron && sc_cron_parse(s->cron, &s->expr, &err) != 0) {
+	} else if (s->cron && sc_cron_parse(s->cron, &e, &err) != 0) {
 		const struct config_node *at = config_yaml_get(v, "cron");
 		pjoin(kp, sizeof(kp), path, "cron");
 		if (s->override_var)
@@ -2085,7 +2088,11 @@ static void resolve_schedule(struct pc *pc, const struct config_node *k,
 		else
 			bad(pc, at ? at : k, kp, "%s", err.msg);
 	} else if (s->cron) {
-		parsed = true;
+		if (!pc->c->pool ||
+		    !(s->expr = config_pool_blob(pc->c->pool, &e, sizeof(e))))
+			oom(pc);
+		else
+			parsed = true;
 	}
 	const struct config_node *tz = config_yaml_get(v, "tz");
 	sc_err_clear(&err);
@@ -2106,7 +2113,7 @@ static void resolve_schedule(struct pc *pc, const struct config_node *k,
 	if (pc->memo_cron[mc].cron == s->cron) {
 		s->cls = pc->memo_cron[mc].cls;
 	} else {
-		s->cls = sc_cron_class(&s->expr, NULL, 0);
+		s->cls = sc_cron_class(s->expr, NULL, 0);
 		pc->memo_cron[mc].cron = s->cron;
 		pc->memo_cron[mc].expr = s->expr;
 		pc->memo_cron[mc].cls = s->cls;

@@ -475,10 +475,10 @@ static void opts_fill(const struct sched_opts *in, struct sched_opts *o)
  */
 static int spec_resolved(const struct schedule_spec *spec, struct sc_err *err)
 {
-	if (spec->zone)
+	if (spec->zone && spec->expr)
 		return 0;
-	return sc_err_set(err, SC_EZONE, "schedule %s: no time zone resolved "
-			  "(a schedule must come from config_parse)",
+	return sc_err_set(err, SC_EZONE, "schedule %s: no expression or time zone "
+			  "resolved (a schedule must come from config_parse)",
 			  spec->name ? spec->name : "?");
 }
 
@@ -487,7 +487,7 @@ int scheduler_next_slot(const struct schedule_spec *spec, int64_t after_ms,
 {
 	int rc = spec_resolved(spec, err);
 
-	return rc ? rc : sc_cron_next(&spec->expr, spec->zone, after_ms,
+	return rc ? rc : sc_cron_next(spec->expr, spec->zone, after_ms,
 				      out_ms, err);
 }
 
@@ -1064,7 +1064,7 @@ static int pass(struct store *s, const struct schedule_spec *spec,
 		 * starts from then instead of catching the time up. */
 		int64_t first;
 		if (now_ms > last &&
-		    sc_cron_next(&spec->expr, spec->zone, last, &first,
+		    sc_cron_next(spec->expr, spec->zone, last, &first,
 				 NULL) == 0 && first <= now_ms) {
 			rc = store_sched_last_set(s, spec->name, now_ms, err);
 			if (rc)
@@ -1090,7 +1090,7 @@ static int pass(struct store *s, const struct schedule_spec *spec,
 			rc = sc_err_set(err, SC_ENOMEM, "out of memory");
 			goto done;
 		}
-		rc = enumerate(&spec->expr, spec->zone, last, now_ms, &w,
+		rc = enumerate(spec->expr, spec->zone, last, now_ms, &w,
 			       err);
 		if (rc)
 			goto done;
@@ -1188,7 +1188,7 @@ static int pass(struct store *s, const struct schedule_spec *spec,
 next_slot:
 	next = INT64_MAX;
 	ne = (struct sc_err){0};
-	rc = sc_cron_next(&spec->expr, spec->zone,
+	rc = sc_cron_next(spec->expr, spec->zone,
 			  last > now_ms ? last : now_ms, &next, &ne);
 	if (rc == SC_ENEVER) {
 		rc = 0;
@@ -1580,7 +1580,7 @@ int scheduler_plan_new(struct store *s, const struct config *cfg,
 				goto fail;
 			n_base = 0;
 		}
-		if (!spec->zone || !spec->name) {
+		if (!spec->zone || !spec->expr || !spec->name) {
 			/* Not resolved: refused by every pass (spec_resolved),
 			 * so it is counted as failing on every tick. */
 			p->retry[p->n_retry++] = i;
@@ -1629,7 +1629,7 @@ int scheduler_plan_new(struct store *s, const struct config *cfg,
 		 * clock was set back (nothing reruns). */
 		int64_t due;
 		struct sc_err ce = {0};
-		int crc = sc_cron_next(&spec->expr, spec->zone, p->last[i],
+		int crc = sc_cron_next(spec->expr, spec->zone, p->last[i],
 				       &due, &ce);
 		if (crc == 0)
 			p->heap[p->n_heap++] =
@@ -1689,7 +1689,7 @@ static int plan_pass(struct sched_plan *p, struct store *s, size_t i,
 	if (rc)
 		return rc;
 	if (!p->fresh[i] &&
-	    sc_cron_next(&spec->expr, spec->zone, last, &first, NULL) == 0 &&
+	    sc_cron_next(spec->expr, spec->zone, last, &first, NULL) == 0 &&
 	    first < now_ms - p->o.grace_ms) {
 		int64_t stored;
 		struct sc_err e = {0};

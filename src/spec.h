@@ -206,9 +206,11 @@ struct schedule_spec {
 	 * environment overrides) and tz, so that no consumer parses `cron` or
 	 * loads the zone again: the scheduler fires on expr in zone, the
 	 * queue retries with policy. A spec not made by config_parse has
-	 * zone NULL, which the scheduler refuses (SC_EZONE).
+	 * zone and expr NULL, which the scheduler refuses (SC_EZONE).
 	 */
-	struct sc_cron expr;    /* cron, parsed */
+	const struct sc_cron *expr; /* cron, parsed: the pool's (shared by
+				   the schedules that write it); a spec
+				   made by hand points to its own */
 	const struct sc_zone *zone; /* tz, or the system's zone when tz is
 				       NULL; loaded zones live as long as the
 				       process (tz.c), so it is never freed */

@@ -277,10 +277,10 @@ static int default_deadline(const struct schedule_spec *sc, int64_t since,
 {
 	struct sc_retry_timeline tl;
 	int64_t s1 = 0, s2 = 0;
-	int rc = sc_cron_next(&sc->expr, sc->zone, since, &s1, err);
+	int rc = sc_cron_next(sc->expr, sc->zone, since, &s1, err);
 
 	if (rc == 0)
-		rc = sc_cron_next(&sc->expr, sc->zone, s1, &s2, err);
+		rc = sc_cron_next(sc->expr, sc->zone, s1, &s2, err);
 	if (rc == 0)
 		rc = sc_retry_timeline(&sc->policy, s2, &tl, err);
 	if (rc == SC_ENEVER) {

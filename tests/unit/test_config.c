@@ -663,7 +663,7 @@ static void override_moves_retry_class(void **state)
 	/* Resolved from the override, not from the file's expression. */
 	struct sc_cron want;
 	assert_int_equal(sc_cron_parse("*/3 * * * *", &want, NULL), 0);
-	assert_memory_equal(&s->expr, &want, sizeof(want));
+	assert_memory_equal(s->expr, &want, sizeof(want));
 	assert_int_equal(s->cls, SC_FREQ_DEFAULT);
 	assert_int_equal(s->policy.attempts, 2);
 	assert_int_equal(s->policy.delay_ms, 60000);
