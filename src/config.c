@@ -2175,13 +2175,13 @@ static void schedule_pool(struct pc *pc, struct schedule_spec *s)
 /*
  * Gives s its extras (spec.h): none (x NULL) when x holds only defaults,
  * else the pool's copy of x, interned, so that schedules with the same
- * extras share one (issue 45). x's string is the pool's (xstrdup), so
- * equal extras have equal bytes.
+ * extras share one (issue 45). x's string is the pool's (xstrdup) and
+ * its padding zeroed, so equal extras have equal bytes. A field added to
+ * struct schedule_extra is added to the defaults test below.
  */
 static void schedule_extra_pool(struct pc *pc, struct schedule_spec *s,
 				struct schedule_extra *x)
 {
-	static const struct schedule_extra none;
 	struct config_pool *pool = pc->c->pool;
 	char *u = x->heartbeat.url_env;
 
@@ -2200,8 +2200,13 @@ static void schedule_extra_pool(struct pc *pc, struct schedule_spec *s,
 			return;
 		}
 	}
-	if (memcmp(x, &none, sizeof(none)) == 0)
-		return;
+	if (!x->heartbeat.url_env && !x->heartbeat.every_ms &&
+	    !x->sla.start_within_ms && !x->sla.max_runtime_ms &&
+	    !x->sla.success_within_ms && !x->catchup_window_ms &&
+	    !x->jitter_ms && !x->deadline_ms && x->notices == NOTICES_EVERY &&
+	    !x->expect_min_previews && !x->expect_min_summary_chars &&
+	    !x->has_sla)
+		return; /* every default: spec_x's own */
 	if (!(s->x = config_pool_blob(pool, x, sizeof(*x))))
 		oom(pc);
 }

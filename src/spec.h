@@ -161,8 +161,9 @@ struct sla_spec {
  * pointer, not 96 bytes. config_parse interns each schedule's extras in
  * the config's pool: schedules with equal extras share one copy, and
  * schedules with none share the all-zero one. Every field's default is
- * 0 / NULL. Read only through spec_x(), which gives the defaults for a
- * spec whose x is NULL (a spec made by hand).
+ * 0 / NULL (config.c's schedule_extra_pool tests each one). Read only
+ * through spec_x(), which gives the defaults for a spec whose x is NULL
+ * (a spec made by hand).
  */
 struct schedule_extra {
 	struct heartbeat_spec heartbeat; /* `heartbeat: {url_env}` (issue 14) */
