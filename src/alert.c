@@ -300,7 +300,7 @@ static int raise_breach(const struct alert_ctx *a, struct store_alert *al,
 static bool any_sla(const struct config *c)
 {
 	for (size_t i = 0; c && i < c->n_schedules; i++)
-		if (c->schedules[i].has_sla)
+		if (spec_x(&c->schedules[i])->has_sla)
 			return true;
 	return false;
 }
@@ -318,14 +318,14 @@ static int sla_scan(const struct alert_ctx *a, int64_t now,
 
 	for (size_t i = 0; i < c->n_schedules; i++) {
 		const struct schedule_spec *sp = &c->schedules[i];
-		if (!sp->has_sla)
+		if (!spec_x(sp)->has_sla)
 			continue;
-		if (sp->sla.start_within_ms > 0 &&
-		    sp->sla.start_within_ms < min_start)
-			min_start = sp->sla.start_within_ms;
-		if (sp->sla.max_runtime_ms > 0 &&
-		    sp->sla.max_runtime_ms < min_run)
-			min_run = sp->sla.max_runtime_ms;
+		if (spec_x(sp)->sla.start_within_ms > 0 &&
+		    spec_x(sp)->sla.start_within_ms < min_start)
+			min_start = spec_x(sp)->sla.start_within_ms;
+		if (spec_x(sp)->sla.max_runtime_ms > 0 &&
+		    spec_x(sp)->sla.max_runtime_ms < min_run)
+			min_run = spec_x(sp)->sla.max_runtime_ms;
 	}
 	if (min_start == INT64_MAX || !(c->alert_on & CONFIG_ALERT_ON_LATE))
 		x->max_late = 0;
@@ -352,8 +352,8 @@ static int sla_raise(const struct alert_ctx *a, const struct store_sla *x,
 		const struct schedule_spec *sp = config_schedule(c, j->schedule);
 		struct store_alert al;
 		/* A manual run counts too: run_at is when it was asked for. */
-		if (!sp || !sp->has_sla || sp->sla.start_within_ms <= 0 ||
-		    now - j->run_at_ms <= sp->sla.start_within_ms)
+		if (!sp || !spec_x(sp)->has_sla || spec_x(sp)->sla.start_within_ms <= 0 ||
+		    now - j->run_at_ms <= spec_x(sp)->sla.start_within_ms)
 			continue;
 		memset(&al, 0, sizeof(al));
 		snprintf(al.schedule, sizeof(al.schedule), "%s", j->schedule);
@@ -361,7 +361,7 @@ static int sla_raise(const struct alert_ctx *a, const struct store_sla *x,
 		al.slot_ms = j->slot_ms;
 		snprintf(al.error_msg, sizeof(al.error_msg), "not started %s "
 			 "after it was due at %s (sla start_within)",
-			 clock_format_duration(sp->sla.start_within_ms, d1,
+			 clock_format_duration(spec_x(sp)->sla.start_within_ms, d1,
 					       sizeof(d1)),
 			 clock_format_utc(j->run_at_ms, iso));
 		rc = raise_breach(a, &al, LEDGER_LATE, 0, now, &rep->n_late,
@@ -371,8 +371,8 @@ static int sla_raise(const struct alert_ctx *a, const struct store_sla *x,
 		const struct store_job *j = &x->running[i];
 		const struct schedule_spec *sp = config_schedule(c, j->schedule);
 		struct store_alert al;
-		if (!sp || !sp->has_sla || sp->sla.max_runtime_ms <= 0 ||
-		    now - j->started_ms <= sp->sla.max_runtime_ms)
+		if (!sp || !spec_x(sp)->has_sla || spec_x(sp)->sla.max_runtime_ms <= 0 ||
+		    now - j->started_ms <= spec_x(sp)->sla.max_runtime_ms)
 			continue;
 		memset(&al, 0, sizeof(al));
 		snprintf(al.schedule, sizeof(al.schedule), "%s", j->schedule);
@@ -385,7 +385,7 @@ static int sla_raise(const struct alert_ctx *a, const struct store_sla *x,
 		snprintf(al.error_msg, sizeof(al.error_msg), "attempt %d still "
 			 "running %s after it started at %s (sla max_runtime); "
 			 "it is not stopped", j->attempts,
-			 clock_format_duration(sp->sla.max_runtime_ms, d1,
+			 clock_format_duration(spec_x(sp)->sla.max_runtime_ms, d1,
 					       sizeof(d1)),
 			 clock_format_utc(j->started_ms, iso));
 		rc = raise_breach(a, &al, LEDGER_OVERRUN, j->attempts, now,
@@ -394,11 +394,11 @@ static int sla_raise(const struct alert_ctx *a, const struct store_sla *x,
 	for (size_t i = 0; rc == 0 && (c->alert_on & CONFIG_ALERT_ON_STALE) &&
 			   i < c->n_schedules; i++) {
 		const struct schedule_spec *sp = &c->schedules[i];
-		if (!sp->has_sla || sp->sla.success_within_ms <= 0)
+		if (!spec_x(sp)->has_sla || spec_x(sp)->sla.success_within_ms <= 0)
 			continue;
 		const struct store_sla_last *l = sla_last_of(x, sp->name);
 		int64_t base = sla_base_ms(l);
-		if (base == 0 || now - base <= sp->sla.success_within_ms)
+		if (base == 0 || now - base <= spec_x(sp)->sla.success_within_ms)
 			continue;
 		struct store_alert al;
 		memset(&al, 0, sizeof(al));
@@ -409,7 +409,7 @@ static int sla_raise(const struct alert_ctx *a, const struct store_sla *x,
 		al.slot_ms = base;
 		snprintf(al.error_msg, sizeof(al.error_msg), "no slot delivered "
 			 "for %s (sla success_within), %s %s",
-			 clock_format_duration(sp->sla.success_within_ms, d1,
+			 clock_format_duration(spec_x(sp)->sla.success_within_ms, d1,
 					       sizeof(d1)),
 			 l->delivered_ms ? "the last at" : "none since its first "
 			 "start at", clock_format_utc(base, iso));

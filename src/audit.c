@@ -100,7 +100,7 @@ int audit_slots(const struct schedule_spec *spec, int64_t since_ms,
 	while (t < until_ms - 1) {
 		int64_t next;
 		struct sc_err e = {0};
-		int rc = sc_cron_next(&spec->expr, spec->zone, t, &next, &e);
+		int rc = sc_cron_next(spec->expr, spec->zone, t, &next, &e);
 
 		if (rc == SC_ENEVER || (rc == 0 && next >= until_ms))
 			break;
@@ -161,7 +161,7 @@ static int slots_in_force(struct store *s, const struct schedule_spec *spec,
 		int64_t *part = NULL;
 		size_t np = 0;
 
-		one.expr = st[i].expr;
+		one.expr = &st[i].expr;
 		one.zone = st[i].zone;
 		rc = audit_slots(&one, st[i].from_ms, st[i].until_ms, max - nv,
 				 &part, &np, truncated, err);

@@ -165,7 +165,7 @@ struct pc {
 	 * so the last results are kept by pointer (direct-mapped). */
 	struct {
 		const char *cron;
-		struct sc_cron expr;
+		const struct sc_cron *expr; /* the pool's */
 		enum sc_freq_class cls;
 	} memo_cron[64];
 	struct {
@@ -1993,7 +1993,7 @@ static void get_count(struct pc *pc, const struct config_node *m,
  * carries.
  */
 static void parse_expect(struct pc *pc, const struct config_node *e,
-			 const char *path, struct schedule_spec *s)
+			 const char *path, struct schedule_extra *s)
 {
 	static const char *const keys[] = {"min_previews",
 					   "min_summary_chars", NULL};
@@ -2031,7 +2031,7 @@ static void parse_heartbeat(struct pc *pc, const struct config_node *h,
 
 /* `sla: {start_within, max_runtime, success_within}`: at least one. */
 static void parse_sla(struct pc *pc, const struct config_node *v,
-		      const char *path, struct schedule_spec *s)
+		      const char *path, struct schedule_extra *s)
 {
 	static const char *const keys[] = {"start_within", "max_runtime",
 					   "success_within", NULL};
@@ -2066,17 +2066,20 @@ static void resolve_schedule(struct pc *pc, const struct config_node *k,
 	char kp[PATH_MAX_KEY];
 	struct sc_err err = {0};
 	const struct sc_zone *zone;
+	struct sc_cron e;
 	bool parsed = false;
 
 	size_t mc = s->cron ? memo_slot(s->cron, 64) : 0;
 	size_t mz = s->tz ? memo_slot(s->tz, 16) : 0;
 
-	/* Straight into the spec: a schedule that fails here fails the load,
-	 * so a partly written expr is never seen. */
+	/* The parsed expression is interned in the pool (issue 45): the
+	 * schedules that write one expression share its 40 bytes, and hold
+	 * a pointer. */
+	memset(&e, 0, sizeof(e));
 	if (s->cron && pc->memo_cron[mc].cron == s->cron) {
 		s->expr = pc->memo_cron[mc].expr;
 		parsed = true;
-	} else if (s->cron && sc_cron_parse(s->cron, &s->expr, &err) != 0) {
+	} else if (s->cron && sc_cron_parse(s->cron, &e, &err) != 0) {
 		const struct config_node *at = config_yaml_get(v, "cron");
 		pjoin(kp, sizeof(kp), path, "cron");
 		if (s->override_var)
@@ -2085,7 +2088,11 @@ static void resolve_schedule(struct pc *pc, const struct config_node *k,
 		else
 			bad(pc, at ? at : k, kp, "%s", err.msg);
 	} else if (s->cron) {
-		parsed = true;
+		if (!pc->c->pool ||
+		    !(s->expr = config_pool_blob(pc->c->pool, &e, sizeof(e))))
+			oom(pc);
+		else
+			parsed = true;
 	}
 	const struct config_node *tz = config_yaml_get(v, "tz");
 	sc_err_clear(&err);
@@ -2106,7 +2113,7 @@ static void resolve_schedule(struct pc *pc, const struct config_node *k,
 	if (pc->memo_cron[mc].cron == s->cron) {
 		s->cls = pc->memo_cron[mc].cls;
 	} else {
-		s->cls = sc_cron_class(&s->expr, NULL, 0);
+		s->cls = sc_cron_class(s->expr, NULL, 0);
 		pc->memo_cron[mc].cron = s->cron;
 		pc->memo_cron[mc].expr = s->expr;
 		pc->memo_cron[mc].cls = s->cls;
@@ -2165,6 +2172,45 @@ static void schedule_pool(struct pc *pc, struct schedule_spec *s)
 		oom(pc);
 }
 
+/*
+ * Gives s its extras (spec.h): none (x NULL) when x holds only defaults,
+ * else the pool's copy of x, interned, so that schedules with the same
+ * extras share one (issue 45). x's string is the pool's (xstrdup) and
+ * its padding zeroed, so equal extras have equal bytes. A field added to
+ * struct schedule_extra is added to the defaults test below.
+ */
+static void schedule_extra_pool(struct pc *pc, struct schedule_spec *s,
+				struct schedule_extra *x)
+{
+	struct config_pool *pool = pc->c->pool;
+	char *u = x->heartbeat.url_env;
+
+	s->x = NULL;
+	if (!pool) { /* config_parse makes it first: never here */
+		free(u);
+		oom(pc);
+		return;
+	}
+	if (u) { /* pooled already (xstrdup): the same pointer back */
+		x->heartbeat.url_env = config_pool_str(pool, u);
+		if (x->heartbeat.url_env != u)
+			config_pool_release(pool, u);
+		if (!x->heartbeat.url_env) {
+			oom(pc);
+			return;
+		}
+	}
+	if (!x->heartbeat.url_env && !x->heartbeat.every_ms &&
+	    !x->sla.start_within_ms && !x->sla.max_runtime_ms &&
+	    !x->sla.success_within_ms && !x->catchup_window_ms &&
+	    !x->jitter_ms && !x->deadline_ms && x->notices == NOTICES_EVERY &&
+	    !x->expect_min_previews && !x->expect_min_summary_chars &&
+	    !x->has_sla)
+		return; /* every default: spec_x's own */
+	if (!(s->x = config_pool_blob(pool, x, sizeof(*x))))
+		oom(pc);
+}
+
 static void parse_schedule(struct pc *pc, const struct config_node *k,
 			   const struct config_node *v, void *item)
 {
@@ -2181,8 +2227,13 @@ static void parse_schedule(struct pc *pc, const struct config_node *k,
 					       "buffer_one", "replace", NULL};
 	static const char *const bools[] = {"false", "true", NULL};
 	struct schedule_spec *s = item;
+	struct schedule_extra x;
 	char path[PATH_MAX_KEY], kp[PATH_MAX_KEY], ip[PATH_MAX_KEY];
 	int cu = 0, nt = 0, ov = 0, en = 1;
+
+	/* Zeroed whole, padding included: extras are interned by their
+	 * bytes (schedule_extra_pool). */
+	memset(&x, 0, sizeof(x));
 
 	pjoin(path, sizeof(path), "schedules", k->str);
 	/* Unique: copied into the pool, not interned (no table entry). */
@@ -2198,32 +2249,32 @@ static void parse_schedule(struct pc *pc, const struct config_node *k,
 	if (get_enum(pc, v, path, "catchup", catchups, &cu) == 1)
 		s->catchup = (enum catchup)cu;
 	if (get_enum(pc, v, path, "notices", notice_names, &nt) == 1)
-		s->notices = (enum notice_policy)nt;
+		x.notices = (enum notice_policy)nt;
 	/* Operator controls (issue 17). */
 	if (get_enum(pc, v, path, "overlap", overlaps, &ov) == 1)
 		s->overlap = (enum overlap)ov;
 	get_duration(pc, v, path, "catchup_window", INT64_C(1000),
-		     INT64_C(400) * 86400000, &s->catchup_window_ms);
+		     INT64_C(400) * 86400000, &x.catchup_window_ms);
 	get_duration(pc, v, path, "jitter", 1, INT64_C(86400000),
-		     &s->jitter_ms);
+		     &x.jitter_ms);
 	get_duration(pc, v, path, "deadline", INT64_C(1000),
-		     INT64_C(400) * 86400000, &s->deadline_ms);
+		     INT64_C(400) * 86400000, &x.deadline_ms);
 	if (get_enum(pc, v, path, "enabled", bools, &en) == 1)
 		s->disabled = en == 0;
 	const struct config_node *ex = config_yaml_get(v, "expect");
 	if (ex) {
 		pjoin(kp, sizeof(kp), path, "expect");
-		parse_expect(pc, ex, kp, s);
+		parse_expect(pc, ex, kp, &x);
 	}
 	const struct config_node *hb = config_yaml_get(v, "heartbeat");
 	if (hb) {
 		pjoin(kp, sizeof(kp), path, "heartbeat");
-		parse_heartbeat(pc, hb, kp, false, &s->heartbeat);
+		parse_heartbeat(pc, hb, kp, false, &x.heartbeat);
 	}
 	const struct config_node *sl = config_yaml_get(v, "sla");
 	if (sl) {
 		pjoin(kp, sizeof(kp), path, "sla");
-		parse_sla(pc, sl, kp, s);
+		parse_sla(pc, sl, kp, &x);
 	}
 	get_strv(pc, v, path, "renamed_from", false, &s->renamed_from,
 		 &s->n_renamed_from);
@@ -2279,6 +2330,7 @@ env:
 		oom(pc);
 	if (!s->renamed_from && !(s->renamed_from = calloc(1, sizeof(char *))))
 		oom(pc);
+	schedule_extra_pool(pc, s, &x);
 	schedule_pool(pc, s);
 	if (!s->name)
 		return;
@@ -2824,7 +2876,6 @@ void config_free(struct config *c)
 		config_pool_release(pool, s->tz);
 		strv_free(pool, s->targets);
 		strv_free(pool, s->renamed_from);
-		config_pool_release(pool, s->heartbeat.url_env);
 		for (size_t j = 0; j < s->n_tasks; j++)
 			task_free(pool, &s->tasks[j]);
 		config_pool_release(pool, s->tasks);

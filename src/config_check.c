@@ -432,7 +432,7 @@ int config_check(const struct config *c, struct config_problems *probs)
 		const struct schedule_spec *s = &c->schedules[i];
 		snprintf(path, sizeof(path), "schedules.%s.heartbeat.url_env",
 			 s->name);
-		check_env(&k, path, s->heartbeat.url_env, true);
+		check_env(&k, path, spec_x(s)->heartbeat.url_env, true);
 	}
 	for (size_t i = 0; i < c->n_auths; i++) {
 		const struct auth_spec *a = &c->auths[i];

@@ -878,7 +878,7 @@ static int claim(struct store *s, const struct cfg_ref *cr,
 	if (sp && (sp->overlap == OVERLAP_QUEUE ||
 		   sp->overlap == OVERLAP_BUFFER_ONE) && job->attempts == 1 &&
 	    waited > 0 &&
-	    sc_cron_next(&sp->expr, sp->zone, job->slot_ms, &next, NULL) == 0 &&
+	    sc_cron_next(sp->expr, sp->zone, job->slot_ms, &next, NULL) == 0 &&
 	    waited > queue_overlap_wait_warn_ms(next - job->slot_ms)) {
 		char slot[CLOCK_ISO_MAX];
 		bool own = waited_for_own(s, job);

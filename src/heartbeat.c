@@ -374,7 +374,7 @@ int heartbeat_configure(struct heartbeat *hb, const struct config *cfg,
 	 * 45). */
 	size_t n_ping = 0;
 	for (size_t i = 0; i < cfg->n_schedules; i++)
-		n_ping += env_url(cfg->schedules[i].heartbeat.url_env) != NULL;
+		n_ping += env_url(spec_x(&cfg->schedules[i])->heartbeat.url_env) != NULL;
 	if (n_ping) {
 		urls = calloc(n_ping, sizeof(*urls));
 		if (!urls)
@@ -382,7 +382,7 @@ int heartbeat_configure(struct heartbeat *hb, const struct config *cfg,
 	}
 	for (size_t i = 0; i < cfg->n_schedules && n < n_ping; i++) {
 		const struct schedule_spec *s = &cfg->schedules[i];
-		if (!(v = env_url(s->heartbeat.url_env)))
+		if (!(v = env_url(spec_x(s)->heartbeat.url_env)))
 			continue;
 		urls[n].schedule = strdup(s->name);
 		urls[n].url = strdup(v);

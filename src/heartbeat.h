@@ -2,7 +2,7 @@
  * heartbeat.h - pings to an external monitor in the shape of
  * Healthchecks.io's ping API (docs/internals/heartbeat.md).
  *
- * Per schedule (schedule_spec.heartbeat.url_env names the variable that
+ * Per schedule (schedule_extra.heartbeat.url_env names the variable that
  * holds the check's ping URL):
  *   GET URL/start?rid=RID   an attempt of the slot starts
  *   GET URL?rid=RID         the slot is delivered (its marker is written)

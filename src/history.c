@@ -175,10 +175,10 @@ static void resolve(const struct schedule_spec *spec,
 {
 	const struct sc_zone *z = NULL;
 
-	st->expr = spec->expr;
+	st->expr = *spec->expr;
 	st->recorded = true;
 	if (sc_cron_parse(r->cron, &st->expr, NULL) != 0)
-		st->expr = spec->expr;
+		st->expr = *spec->expr;
 	/* The config's zone when the names agree (or the record's no longer
 	 * loads); the local zone by its name, which may be a TZ rule that
 	 * sc_zone_load does not take. */
@@ -239,7 +239,7 @@ int history_stretches(struct store *s, const struct schedule_spec *spec,
 	if (n_recs == 0) {
 		v[nv++] = (struct history_stretch){.from_ms = since_ms,
 						   .until_ms = until_ms,
-						   .expr = spec->expr,
+						   .expr = *spec->expr,
 						   .zone = spec->zone};
 	} else {
 		qsort(recs, n_recs, sizeof(*recs), cmp_from);

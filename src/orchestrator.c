@@ -200,7 +200,7 @@ static enum notice_kind notice_for(const struct orchestrator_ctx *ctx,
 				   const struct schedule_spec *sched,
 				   const struct target_spec *t, bool last)
 {
-	enum notice_policy p = t->has_notices ? t->notices : sched->notices;
+	enum notice_policy p = t->has_notices ? t->notices : spec_x(sched)->notices;
 
 	switch (p) {
 	case NOTICES_EVERY: return NOTICE_PLAIN;
@@ -407,8 +407,8 @@ static bool falls_short(const struct schedule_spec *sched,
 {
 	size_t np = 0, nc = 0;
 
-	if (sched->expect_min_previews <= 0 &&
-	    sched->expect_min_summary_chars <= 0)
+	if (spec_x(sched)->expect_min_previews <= 0 &&
+	    spec_x(sched)->expect_min_summary_chars <= 0)
 		return false;
 	for (size_t i = 0; i < sched->n_tasks; i++) {
 		if (res[i].outcome != TASK_DELIVER)
@@ -417,18 +417,18 @@ static bool falls_short(const struct schedule_spec *sched,
 		if (res[i].summary)
 			nc += utf8_chars(res[i].summary);
 	}
-	if (np < (size_t)sched->expect_min_previews) {
+	if (np < (size_t)spec_x(sched)->expect_min_previews) {
 		sc_err_set(why, SC_ETASK, "schedule %s: the result fell short "
 			   "of expect.min_previews: %zu preview%s, at least %d "
 			   "expected", sched->name, np, np == 1 ? "" : "s",
-			   sched->expect_min_previews);
+			   spec_x(sched)->expect_min_previews);
 		return true;
 	}
-	if (nc < (size_t)sched->expect_min_summary_chars) {
+	if (nc < (size_t)spec_x(sched)->expect_min_summary_chars) {
 		sc_err_set(why, SC_ETASK, "schedule %s: the result fell short "
 			   "of expect.min_summary_chars: a summary of %zu "
 			   "character%s, at least %d expected", sched->name, nc,
-			   nc == 1 ? "" : "s", sched->expect_min_summary_chars);
+			   nc == 1 ? "" : "s", spec_x(sched)->expect_min_summary_chars);
 		return true;
 	}
 	return false;

@@ -61,7 +61,7 @@ int report_sched_info(const struct schedule_spec *s, int64_t from_ms,
 	/* Resolved by config_parse (spec.h); only the reason is worded here. */
 	memset(out, 0, sizeof(*out));
 	out->zone = s->zone;
-	out->cron = s->expr;
+	out->cron = *s->expr;
 	out->cls = s->cls;
 	out->policy = s->policy;
 	sc_cron_class(&out->cron, out->reason, sizeof(out->reason));

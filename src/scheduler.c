@@ -98,7 +98,7 @@ int64_t scheduler_jitter_ms(const struct schedule_spec *spec, int64_t slot_ms)
 {
 	uint64_t h = 1469598103934665603ULL, u = (uint64_t)slot_ms;
 
-	if (!spec || spec->jitter_ms <= 0)
+	if (!spec || spec_x(spec)->jitter_ms <= 0)
 		return 0;
 	for (const char *c = spec->name ? spec->name : ""; *c; c++) {
 		h ^= (unsigned char)*c;
@@ -116,9 +116,9 @@ int64_t scheduler_jitter_ms(const struct schedule_spec *spec, int64_t slot_ms)
 	/* Whole seconds (a jitter under 1 s: milliseconds), so every start
 	 * instant prints and parses back exactly; ceil keeps the last one,
 	 * (n - 1) s, below jitter_ms. */
-	if (spec->jitter_ms < 1000)
-		return (int64_t)(h % (uint64_t)spec->jitter_ms);
-	uint64_t n = ((uint64_t)spec->jitter_ms + 999) / 1000;
+	if (spec_x(spec)->jitter_ms < 1000)
+		return (int64_t)(h % (uint64_t)spec_x(spec)->jitter_ms);
+	uint64_t n = ((uint64_t)spec_x(spec)->jitter_ms + 999) / 1000;
 	return (int64_t)(h % n) * 1000;
 }
 
@@ -130,10 +130,10 @@ int64_t scheduler_start_ms(const struct schedule_spec *spec, int64_t slot_ms)
 int64_t scheduler_deadline_at(const struct schedule_spec *spec,
 			      int64_t slot_ms)
 {
-	if (!spec || spec->deadline_ms <= 0 ||
-	    slot_ms > INT64_MAX - spec->deadline_ms)
+	if (!spec || spec_x(spec)->deadline_ms <= 0 ||
+	    slot_ms > INT64_MAX - spec_x(spec)->deadline_ms)
 		return INT64_MAX;
-	return slot_ms + spec->deadline_ms;
+	return slot_ms + spec_x(spec)->deadline_ms;
 }
 
 int scheduler_timeline(const struct schedule_spec *spec, int64_t slot_ms,
@@ -475,10 +475,10 @@ static void opts_fill(const struct sched_opts *in, struct sched_opts *o)
  */
 static int spec_resolved(const struct schedule_spec *spec, struct sc_err *err)
 {
-	if (spec->zone)
+	if (spec->zone && spec->expr)
 		return 0;
-	return sc_err_set(err, SC_EZONE, "schedule %s: no time zone resolved "
-			  "(a schedule must come from config_parse)",
+	return sc_err_set(err, SC_EZONE, "schedule %s: no expression or time zone "
+			  "resolved (a schedule must come from config_parse)",
 			  spec->name ? spec->name : "?");
 }
 
@@ -487,7 +487,7 @@ int scheduler_next_slot(const struct schedule_spec *spec, int64_t after_ms,
 {
 	int rc = spec_resolved(spec, err);
 
-	return rc ? rc : sc_cron_next(&spec->expr, spec->zone, after_ms,
+	return rc ? rc : sc_cron_next(spec->expr, spec->zone, after_ms,
 				      out_ms, err);
 }
 
@@ -528,8 +528,8 @@ static void choose(const struct schedule_spec *spec, const struct window *w,
 		if (ontime) {
 			take = true;
 			ontime_any = true;
-		} else if (spec->catchup_window_ms > 0 &&
-			   now - slot > spec->catchup_window_ms) {
+		} else if (spec_x(spec)->catchup_window_ms > 0 &&
+			   now - slot > spec_x(spec)->catchup_window_ms) {
 			take = false; /* too late to be worth running */
 		} else if (spec->catchup == CATCHUP_ALL) {
 			take = n_late_run < o->max_catchup;
@@ -590,11 +590,11 @@ static int record_missed(struct store *s, const struct schedule_spec *spec,
 	FAILPOINT_HOOK("sched.missed_checked");
 	snprintf(msg, sizeof(msg), "not run: the scheduler was not running "
 		 "or the clock jumped (catchup: %s)", catchup_name(spec->catchup));
-	if (spec->catchup_window_ms > 0)
+	if (spec_x(spec)->catchup_window_ms > 0)
 		snprintf(details, sizeof(details), "{\"catchup\":\"%s\","
 			 "\"catchup_window_ms\":%lld}",
 			 catchup_name(spec->catchup),
-			 (long long)spec->catchup_window_ms);
+			 (long long)spec_x(spec)->catchup_window_ms);
 	else
 		snprintf(details, sizeof(details), "{\"catchup\":\"%s\"}",
 			 catchup_name(spec->catchup));
@@ -1064,7 +1064,7 @@ static int pass(struct store *s, const struct schedule_spec *spec,
 		 * starts from then instead of catching the time up. */
 		int64_t first;
 		if (now_ms > last &&
-		    sc_cron_next(&spec->expr, spec->zone, last, &first,
+		    sc_cron_next(spec->expr, spec->zone, last, &first,
 				 NULL) == 0 && first <= now_ms) {
 			rc = store_sched_last_set(s, spec->name, now_ms, err);
 			if (rc)
@@ -1090,7 +1090,7 @@ static int pass(struct store *s, const struct schedule_spec *spec,
 			rc = sc_err_set(err, SC_ENOMEM, "out of memory");
 			goto done;
 		}
-		rc = enumerate(&spec->expr, spec->zone, last, now_ms, &w,
+		rc = enumerate(spec->expr, spec->zone, last, now_ms, &w,
 			       err);
 		if (rc)
 			goto done;
@@ -1098,7 +1098,7 @@ static int pass(struct store *s, const struct schedule_spec *spec,
 	if (w.total > 0) {
 		choose(spec, &w, pz, now_ms, o, run, &n_run);
 		if (b && n_run == w.total && n_run > 0 &&
-		    spec->jitter_ms <= 0 && !fire_time_overlap(spec)) {
+		    spec_x(spec)->jitter_ms <= 0 && !fire_time_overlap(spec)) {
 			/* Nothing missed: the jobs and the state go with the
 			 * other due schedules' in one transaction, which
 			 * keeps "jobs, then state" (both or neither). */
@@ -1132,7 +1132,7 @@ static int pass(struct store *s, const struct schedule_spec *spec,
 					      &deferred, err);
 				out->n_enqueued += created;
 			}
-		} else if (spec->jitter_ms > 0) {
+		} else if (spec_x(spec)->jitter_ms > 0) {
 			/* Each job due at its own start instant. */
 			for (size_t i = 0; i < n_run && !rc; i++) {
 				bool created = false;
@@ -1188,7 +1188,7 @@ static int pass(struct store *s, const struct schedule_spec *spec,
 next_slot:
 	next = INT64_MAX;
 	ne = (struct sc_err){0};
-	rc = sc_cron_next(&spec->expr, spec->zone,
+	rc = sc_cron_next(spec->expr, spec->zone,
 			  last > now_ms ? last : now_ms, &next, &ne);
 	if (rc == SC_ENEVER) {
 		rc = 0;
@@ -1580,7 +1580,7 @@ int scheduler_plan_new(struct store *s, const struct config *cfg,
 				goto fail;
 			n_base = 0;
 		}
-		if (!spec->zone || !spec->name) {
+		if (!spec->zone || !spec->expr || !spec->name) {
 			/* Not resolved: refused by every pass (spec_resolved),
 			 * so it is counted as failing on every tick. */
 			p->retry[p->n_retry++] = i;
@@ -1629,7 +1629,7 @@ int scheduler_plan_new(struct store *s, const struct config *cfg,
 		 * clock was set back (nothing reruns). */
 		int64_t due;
 		struct sc_err ce = {0};
-		int crc = sc_cron_next(&spec->expr, spec->zone, p->last[i],
+		int crc = sc_cron_next(spec->expr, spec->zone, p->last[i],
 				       &due, &ce);
 		if (crc == 0)
 			p->heap[p->n_heap++] =
@@ -1689,7 +1689,7 @@ static int plan_pass(struct sched_plan *p, struct store *s, size_t i,
 	if (rc)
 		return rc;
 	if (!p->fresh[i] &&
-	    sc_cron_next(&spec->expr, spec->zone, last, &first, NULL) == 0 &&
+	    sc_cron_next(spec->expr, spec->zone, last, &first, NULL) == 0 &&
 	    first < now_ms - p->o.grace_ms) {
 		int64_t stored;
 		struct sc_err e = {0};

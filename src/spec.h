@@ -155,8 +155,38 @@ struct sla_spec {
 	int64_t success_within_ms; /* no delivered slot for that long: stale */
 };
 
+/*
+ * What few schedules set (issue 45): kept out of struct schedule_spec,
+ * behind its `x`, so that a schedule that sets none of it costs a
+ * pointer, not 96 bytes. config_parse interns each schedule's extras in
+ * the config's pool: schedules with equal extras share one copy, and
+ * schedules with none share the all-zero one. Every field's default is
+ * 0 / NULL (config.c's schedule_extra_pool tests each one). Read only
+ * through spec_x(), which gives the defaults for a spec whose x is NULL
+ * (a spec made by hand).
+ */
+struct schedule_extra {
+	struct heartbeat_spec heartbeat; /* `heartbeat: {url_env}` (issue 14) */
+	struct sla_spec sla;             /* `sla:`, when has_sla */
+	/* Operator controls (issue 17); all 0 / default when not written. */
+	int64_t catchup_window_ms;  /* `catchup_window:`: a late slot older
+				       than this is missed, whatever
+				       `catchup`; 0: no bound */
+	int64_t jitter_ms;          /* `jitter:`: each slot starts up to this
+				       late, the offset a hash of (schedule,
+				       slot); 0: none */
+	int64_t deadline_ms;        /* `deadline:`: no attempt starts after
+				       slot + this; 0: none */
+	enum notice_policy notices;    /* `notices:`, default every */
+	/* `expect:` (issue 13): a run whose deliverables fall short is a
+	 * failed run (cause "expectation"). 0: no expectation. */
+	int expect_min_previews;
+	int expect_min_summary_chars;
+	bool has_sla;           /* `sla:` written */
+};
+
 /* Laid out by size, widest first, so that no member pads (issue 45: a
- * config of 100,000 schedules holds 100,000 of these; 256 bytes). */
+ * config of 100,000 schedules holds 100,000 of these). */
 struct schedule_spec {
 	char *name;
 	char *cron;             /* the final expression (after overrides) */
@@ -177,37 +207,34 @@ struct schedule_spec {
 	 * environment overrides) and tz, so that no consumer parses `cron` or
 	 * loads the zone again: the scheduler fires on expr in zone, the
 	 * queue retries with policy. A spec not made by config_parse has
-	 * zone NULL, which the scheduler refuses (SC_EZONE).
+	 * zone and expr NULL, which the scheduler refuses (SC_EZONE).
 	 */
-	struct sc_cron expr;    /* cron, parsed */
+	const struct sc_cron *expr; /* cron, parsed: the pool's (shared by
+				   the schedules that write it); a spec
+				   made by hand points to its own */
 	const struct sc_zone *zone; /* tz, or the system's zone when tz is
 				       NULL; loaded zones live as long as the
 				       process (tz.c), so it is never freed */
 	struct sc_retry_policy policy; /* `retry:` as written when has_retry,
 					  else the policy of cls */
-	struct heartbeat_spec heartbeat; /* `heartbeat: {url_env}` (issue 14) */
-	struct sla_spec sla;             /* `sla:`, when has_sla */
-	/* Operator controls (issue 17); all 0 / default when not written. */
-	int64_t catchup_window_ms;  /* `catchup_window:`: a late slot older
-				       than this is missed, whatever
-				       `catchup`; 0: no bound */
-	int64_t jitter_ms;          /* `jitter:`: each slot starts up to this
-				       late, the offset a hash of (schedule,
-				       slot); 0: none */
-	int64_t deadline_ms;        /* `deadline:`: no attempt starts after
-				       slot + this; 0: none */
+	/* The rarely set fields, shared (above); NULL: every default. In a
+	 * config_parse'd config it lives in the pool (config_free frees
+	 * it); in a spec made by hand it is the maker's. */
+	const struct schedule_extra *x;
 	enum catchup catchup;
 	enum sc_freq_class cls; /* the frequency class of expr */
-	enum notice_policy notices;    /* `notices:`, default every */
 	enum overlap overlap;       /* `overlap:`, default queue */
-	/* `expect:` (issue 13): a run whose deliverables fall short is a
-	 * failed run (cause "expectation"). 0: no expectation. */
-	int expect_min_previews;
-	int expect_min_summary_chars;
 	bool has_retry;         /* true when `retry:` overrides the class */
-	bool has_sla;           /* `sla:` written */
 	bool disabled;              /* `enabled: false`: fires nothing */
 };
+
+/* The extras of s: s->x, or the defaults (all 0) when it is NULL. */
+static inline const struct schedule_extra *
+spec_x(const struct schedule_spec *s)
+{
+	static const struct schedule_extra none;
+	return s->x ? s->x : &none;
+}
 
 struct config_locs;
 struct config_index;

@@ -482,7 +482,7 @@ static bool next_slot_series(struct web *w, const struct config *cfg,
 		const struct schedule_spec *s = &cfg->schedules[i];
 		int64_t next = 0;
 		if (!s->zone ||
-		    sc_cron_next(&s->expr, s->zone, now, &next, NULL) != 0)
+		    sc_cron_next(s->expr, s->zone, now, &next, NULL) != 0)
 			continue; /* never fires again: no next slot */
 		ok = appendf(buf, len, "surecron_next_slot_timestamp_seconds"
 			     "{schedule=\"%s\"} %.3f\n",

@@ -69,8 +69,8 @@ static void print_notices_expect(const struct explained *x)
 {
 	const struct schedule_spec *s = x->sched;
 
-	cli_out(stdout, "notices     %s (%s)\n", notice_word(s->notices),
-		notice_meaning(s->notices));
+	cli_out(stdout, "notices     %s (%s)\n", notice_word(spec_x(s)->notices),
+		notice_meaning(spec_x(s)->notices));
 	for (size_t i = 0; i < s->n_targets; i++) {
 		const struct target_spec *t = config_target(x->cfg,
 							    s->targets[i]);
@@ -78,21 +78,21 @@ static void print_notices_expect(const struct explained *x)
 			cli_out(stdout, "            to %s: %s (the target's "
 				"own)\n", t->name, notice_word(t->notices));
 	}
-	if (!s->expect_min_previews && !s->expect_min_summary_chars) {
+	if (!spec_x(s)->expect_min_previews && !spec_x(s)->expect_min_summary_chars) {
 		cli_out(stdout, "expect      nothing (any deliverable is a "
 			"success)\n");
 		return;
 	}
 	cli_out(stdout, "expect      ");
-	if (s->expect_min_previews)
+	if (spec_x(s)->expect_min_previews)
 		cli_out(stdout, "at least %d preview%s",
-			s->expect_min_previews,
-			s->expect_min_previews == 1 ? "" : "s");
-	if (s->expect_min_summary_chars)
+			spec_x(s)->expect_min_previews,
+			spec_x(s)->expect_min_previews == 1 ? "" : "s");
+	if (spec_x(s)->expect_min_summary_chars)
 		cli_out(stdout, "%sa summary of at least %d character%s",
-			s->expect_min_previews ? ", " : "",
-			s->expect_min_summary_chars,
-			s->expect_min_summary_chars == 1 ? "" : "s");
+			spec_x(s)->expect_min_previews ? ", " : "",
+			spec_x(s)->expect_min_summary_chars,
+			spec_x(s)->expect_min_summary_chars == 1 ? "" : "s");
 	cli_out(stdout, " (less is a failed run, cause expectation)\n");
 }
 
@@ -108,16 +108,16 @@ static json_t *notices_expect_json(const struct explained *x)
 			continue;
 		json_array_append_new(per, json_pack(
 			"{s:s, s:s, s:s}", "target", t->name, "notices",
-			notice_word(t->has_notices ? t->notices : s->notices),
+			notice_word(t->has_notices ? t->notices : spec_x(s)->notices),
 			"source", t->has_notices ? "target" : "schedule"));
 	}
-	return json_pack("{s:s, s:o, s:o}", "notices", notice_word(s->notices),
+	return json_pack("{s:s, s:o, s:o}", "notices", notice_word(spec_x(s)->notices),
 			 "target_notices", per ? per : json_array(), "expect",
-			 s->expect_min_previews || s->expect_min_summary_chars
+			 spec_x(s)->expect_min_previews || spec_x(s)->expect_min_summary_chars
 				 ? json_pack("{s:i, s:i}", "min_previews",
-					     s->expect_min_previews,
+					     spec_x(s)->expect_min_previews,
 					     "min_summary_chars",
-					     s->expect_min_summary_chars)
+					     spec_x(s)->expect_min_summary_chars)
 				 : json_null());
 }
 
@@ -152,7 +152,7 @@ static int print_text(const struct cli_cron_opts *o, const struct explained *x)
 	for (int i = 0; i < x->n_next; i++) {
 		cli_out(stdout, "%s%s", i ? "            " : "next        ",
 			cli_format_local(x->next_ms[i], o->zone, t));
-		if (x->sched && x->sched->jitter_ms > 0)
+		if (x->sched && spec_x(x->sched)->jitter_ms > 0)
 			cli_out(stdout, "  starts %s (jitter +%s)",
 				cli_format_local(scheduler_start_ms(
 					x->sched, x->next_ms[i]), o->zone, t),
@@ -161,10 +161,10 @@ static int print_text(const struct cli_cron_opts *o, const struct explained *x)
 					sizeof(d)));
 		cli_out(stdout, "\n");
 	}
-	if (x->sched && x->sched->jitter_ms > 0)
+	if (x->sched && spec_x(x->sched)->jitter_ms > 0)
 		cli_out(stdout, "jitter      up to %s, the same offset for a "
 			"slot on every node\n",
-			clock_format_duration(x->sched->jitter_ms, d,
+			clock_format_duration(spec_x(x->sched)->jitter_ms, d,
 					      sizeof(d)));
 	cli_out(stdout,
 		"class       %s (%s)\n", sc_freq_class_name(x->cls), x->reason);
@@ -186,14 +186,14 @@ static int print_text(const struct cli_cron_opts *o, const struct explained *x)
 			  : x->tl.attempt_ms[0] != x->next_ms[0]
 				  ? "the start (slot + jitter)"
 				  : "the slot");
-	if (x->sched && x->sched->deadline_ms > 0)
+	if (x->sched && spec_x(x->sched)->deadline_ms > 0)
 		cli_out(stdout, "deadline    %s (slot + %s): %d attempt%s cut "
 			"by it; no attempt starts later (the slot is lost, "
 			"cause deadline)\n",
 			cli_format_local(scheduler_deadline_at(x->sched,
 							       x->next_ms[0]),
 					 o->zone, t),
-			clock_format_duration(x->sched->deadline_ms, d,
+			clock_format_duration(spec_x(x->sched)->deadline_ms, d,
 					      sizeof(d)),
 			x->n_cut, x->n_cut == 1 ? "" : "s");
 	cli_out(stdout, "recovery window %s (until %s)\n",
@@ -228,11 +228,11 @@ static int print_json(const struct cli_cron_opts *o, const struct explained *x)
 		json_object_set_new(root, "starts",
 				    starts ? starts : json_null());
 		json_object_set_new(root, "jitter_ms",
-				    json_integer(x->sched->jitter_ms));
+				    json_integer(spec_x(x->sched)->jitter_ms));
 		json_object_set_new(root, "deadline_ms",
-				    json_integer(x->sched->deadline_ms));
+				    json_integer(spec_x(x->sched)->deadline_ms));
 		json_object_set_new(root, "catchup_window_ms",
-				    json_integer(x->sched->catchup_window_ms));
+				    json_integer(spec_x(x->sched)->catchup_window_ms));
 		json_object_set_new(root, "schedule",
 				    json_string(x->sched->name));
 		json_object_set_new(root, "cron_config", x->sched->cron_config

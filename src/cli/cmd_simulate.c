@@ -832,10 +832,10 @@ static int next_alert_event(struct sim *sm, int64_t now, int64_t *out)
 	for (size_t i = 0; rc == 0 && i < scan.n_late; i++) {
 		const struct schedule_spec *sp = config_schedule(
 			sm->cfg, late[i].schedule);
-		if (sp && sp->has_sla && sp->sla.start_within_ms > 0 &&
-		    late[i].run_at_ms + sp->sla.start_within_ms + 1 > now)
+		if (sp && spec_x(sp)->has_sla && spec_x(sp)->sla.start_within_ms > 0 &&
+		    late[i].run_at_ms + spec_x(sp)->sla.start_within_ms + 1 > now)
 			earliest(&next, late[i].run_at_ms +
-						sp->sla.start_within_ms + 1);
+						spec_x(sp)->sla.start_within_ms + 1);
 	}
 	free(late);
 	if (rc != 0)
@@ -845,9 +845,9 @@ static int next_alert_event(struct sim *sm, int64_t now, int64_t *out)
 			sm->cfg, last[i].schedule);
 		int64_t base = last[i].delivered_ms ? last[i].delivered_ms
 						    : last[i].first_ms;
-		if (sp && sp->has_sla && sp->sla.success_within_ms > 0 &&
-		    base != 0 && base + sp->sla.success_within_ms + 1 > now)
-			earliest(&next, base + sp->sla.success_within_ms + 1);
+		if (sp && spec_x(sp)->has_sla && spec_x(sp)->sla.success_within_ms > 0 &&
+		    base != 0 && base + spec_x(sp)->sla.success_within_ms + 1 > now)
+			earliest(&next, base + spec_x(sp)->sla.success_within_ms + 1);
 	}
 	*out = next;
 	return EXIT_OK;
@@ -867,8 +867,8 @@ static int stretch(struct sim *sm, const struct task_ctx *tctx,
 	const struct schedule_spec *sp = config_schedule(sm->cfg,
 							 tctx->schedule);
 	int64_t now = sc_clock_now_ms(sm->clock), end = now + run_ms;
-	int64_t over = sp && sp->has_sla && sp->sla.max_runtime_ms > 0
-			       ? now + sp->sla.max_runtime_ms + 1 : INT64_MAX;
+	int64_t over = sp && spec_x(sp)->has_sla && spec_x(sp)->sla.max_runtime_ms > 0
+			       ? now + spec_x(sp)->sla.max_runtime_ms + 1 : INT64_MAX;
 	char d[CLOCK_DUR_MAX];
 	struct sc_err err = {0};
 	int rc;
@@ -930,7 +930,7 @@ static void report_withheld(struct sim *sm, const struct store_job *job,
 							    s->targets[i]);
 		if (!t)
 			continue;
-		enum notice_policy p = t->has_notices ? t->notices : s->notices;
+		enum notice_policy p = t->has_notices ? t->notices : spec_x(s)->notices;
 		if (p == NOTICES_EVERY ||
 		    (p == NOTICES_FINAL && jr->rep.is_last_attempt))
 			continue;

@@ -277,10 +277,10 @@ static int default_deadline(const struct schedule_spec *sc, int64_t since,
 {
 	struct sc_retry_timeline tl;
 	int64_t s1 = 0, s2 = 0;
-	int rc = sc_cron_next(&sc->expr, sc->zone, since, &s1, err);
+	int rc = sc_cron_next(sc->expr, sc->zone, since, &s1, err);
 
 	if (rc == 0)
-		rc = sc_cron_next(&sc->expr, sc->zone, s1, &s2, err);
+		rc = sc_cron_next(sc->expr, sc->zone, s1, &s2, err);
 	if (rc == 0)
 		rc = sc_retry_timeline(&sc->policy, s2, &tl, err);
 	if (rc == SC_ENEVER) {
@@ -317,9 +317,9 @@ static int stale_verdicts(const struct cli_state *st, int64_t now,
 		o->started = true;
 		o->delivered = l->delivered_ms != 0;
 		o->since_ms = o->delivered ? l->delivered_ms : l->first_ms;
-		if (sc->has_sla && sc->sla.success_within_ms > 0) {
+		if (spec_x(sc)->has_sla && spec_x(sc)->sla.success_within_ms > 0) {
 			o->from_sla = true;
-			o->within_ms = sc->sla.success_within_ms;
+			o->within_ms = spec_x(sc)->sla.success_within_ms;
 			o->deadline_ms = o->since_ms + o->within_ms;
 		} else {
 			rc = default_deadline(sc, o->since_ms, &o->deadline_ms,

@@ -43,7 +43,7 @@ static int backfill_count(const struct schedule_spec *sc, int64_t from,
 
 	*n = 0;
 	while (*n < BACKFILL_COUNT_CAP) {
-		int rc = sc_cron_next(&sc->expr, sc->zone, t, &t, err);
+		int rc = sc_cron_next(sc->expr, sc->zone, t, &t, err);
 		if (rc == SC_ENEVER)
 			return 0;
 		if (rc)
@@ -131,7 +131,7 @@ static int backfill(struct cli_state *st, const struct schedule_spec *sc,
 	if ((r = cli_state_store(st)))
 		return r;
 	for (size_t i = 0; i < n; i++) {
-		if (sc_cron_next(&sc->expr, sc->zone, t, &t, &err))
+		if (sc_cron_next(sc->expr, sc->zone, t, &t, &err))
 			return cli_fail(EXIT_FAIL, "%s: %s", sc->name, err.msg);
 		if ((r = backfill_slot(st, sc, t, dry, &n_new, &n_kept)))
 			return r;

@@ -343,24 +343,24 @@ static void issue14_heartbeat_sla_renamed_keys(void **state)
 					      CONFIG_ALERT_ON_OVERRUN |
 					      CONFIG_ALERT_ON_STALE);
 	const struct schedule_spec *w = config_schedule(c, "weekly");
-	assert_string_equal(w->heartbeat.url_env, "HC_WEEKLY");
-	assert_int_equal(w->heartbeat.every_ms, 0);
-	assert_true(w->has_sla);
-	assert_int_equal(w->sla.start_within_ms, 5 * 60000);
-	assert_int_equal(w->sla.max_runtime_ms, 45 * 60000);
-	assert_int_equal(w->sla.success_within_ms, 8LL * 86400000);
+	assert_string_equal(spec_x(w)->heartbeat.url_env, "HC_WEEKLY");
+	assert_int_equal(spec_x(w)->heartbeat.every_ms, 0);
+	assert_true(spec_x(w)->has_sla);
+	assert_int_equal(spec_x(w)->sla.start_within_ms, 5 * 60000);
+	assert_int_equal(spec_x(w)->sla.max_runtime_ms, 45 * 60000);
+	assert_int_equal(spec_x(w)->sla.success_within_ms, 8LL * 86400000);
 	assert_int_equal(w->n_renamed_from, 2);
 	assert_string_equal(w->renamed_from[0], "weekly-report");
 	assert_string_equal(w->renamed_from[1], "friday");
 	assert_null(w->renamed_from[2]);
 	const struct schedule_spec *d = config_schedule(c, "daily");
-	assert_true(d->has_sla);
-	assert_int_equal(d->sla.start_within_ms, 0);
-	assert_int_equal(d->sla.max_runtime_ms, 3600000);
-	assert_int_equal(d->sla.success_within_ms, 0);
+	assert_true(spec_x(d)->has_sla);
+	assert_int_equal(spec_x(d)->sla.start_within_ms, 0);
+	assert_int_equal(spec_x(d)->sla.max_runtime_ms, 3600000);
+	assert_int_equal(spec_x(d)->sla.success_within_ms, 0);
 	const struct schedule_spec *p = config_schedule(c, "plain");
-	assert_false(p->has_sla);
-	assert_null(p->heartbeat.url_env);
+	assert_false(spec_x(p)->has_sla);
+	assert_null(spec_x(p)->heartbeat.url_env);
 	assert_non_null(p->renamed_from);
 	assert_int_equal(p->n_renamed_from, 0);
 	config_free(c);
@@ -457,18 +457,18 @@ static void issue13_alert_notice_expect_keys(void **state)
 	assert_false(t->has_notices);
 
 	const struct schedule_spec *s = config_schedule(c, "s");
-	assert_int_equal(s->notices, NOTICES_FINAL);
-	assert_int_equal(s->expect_min_previews, 2);
-	assert_int_equal(s->expect_min_summary_chars, 40);
+	assert_int_equal(spec_x(s)->notices, NOTICES_FINAL);
+	assert_int_equal(spec_x(s)->expect_min_previews, 2);
+	assert_int_equal(spec_x(s)->expect_min_summary_chars, 40);
 	s = config_schedule(c, "t");
-	assert_int_equal(s->notices, NOTICES_NONE);
-	assert_int_equal(s->expect_min_previews, 0);
-	assert_int_equal(s->expect_min_summary_chars, 0);
+	assert_int_equal(spec_x(s)->notices, NOTICES_NONE);
+	assert_int_equal(spec_x(s)->expect_min_previews, 0);
+	assert_int_equal(spec_x(s)->expect_min_summary_chars, 0);
 	/* Defaults: notices every, no expectation. */
 	s = config_schedule(c, "u");
-	assert_int_equal(s->notices, NOTICES_EVERY);
-	assert_int_equal(s->expect_min_previews, 0);
-	assert_int_equal(s->expect_min_summary_chars, 0);
+	assert_int_equal(spec_x(s)->notices, NOTICES_EVERY);
+	assert_int_equal(spec_x(s)->expect_min_previews, 0);
+	assert_int_equal(spec_x(s)->expect_min_summary_chars, 0);
 	config_free(c);
 
 	/* Without `alerts:` every reason alerts (the sla ones only where
@@ -663,7 +663,7 @@ static void override_moves_retry_class(void **state)
 	/* Resolved from the override, not from the file's expression. */
 	struct sc_cron want;
 	assert_int_equal(sc_cron_parse("*/3 * * * *", &want, NULL), 0);
-	assert_memory_equal(&s->expr, &want, sizeof(want));
+	assert_memory_equal(s->expr, &want, sizeof(want));
 	assert_int_equal(s->cls, SC_FREQ_DEFAULT);
 	assert_int_equal(s->policy.attempts, 2);
 	assert_int_equal(s->policy.delay_ms, 60000);

@@ -42,6 +42,7 @@ struct fix {
 	char paths[MAX_T][320];
 	char *target_names[4];
 	struct schedule_spec sched;
+	struct schedule_extra sched_x; /* sched's extras (sched.x) */
 	struct orchestrator_ctx ctx;
 };
 
@@ -100,6 +101,7 @@ static int setup(void **state)
 	F.sched.targets = F.target_names;
 	F.sched.n_targets = 2;
 	F.sched.tasks = F.tasks;
+	F.sched.x = &F.sched_x;
 	F.cfg.schedules = &F.sched;
 	F.cfg.n_schedules = 1;
 	F.ctx.store = F.store;
@@ -1103,7 +1105,7 @@ static void issue13_expect_below_threshold_fails_and_is_retried(void **state)
 
 	add_task("list", "echo '{\"summary\": \"top stories\", \"previews\": "
 			 "[\"only one\"]}'");
-	F.sched.expect_min_previews = 2;
+	F.sched_x.expect_min_previews = 2;
 	assert_int_equal(queue_enqueue(F.store, "weekly", SLOT, &weekly_policy,
 				       NULL, NULL, NULL), 0);
 	claim(&job);
@@ -1172,8 +1174,8 @@ static void issue13_expect_at_threshold_and_code_points(void **state)
 		struct sc_err err;
 		int64_t slot = SLOT + (int64_t)i * 60000;
 
-		F.sched.expect_min_previews = rows[i].min_previews;
-		F.sched.expect_min_summary_chars = rows[i].min_chars;
+		F.sched_x.expect_min_previews = rows[i].min_previews;
+		F.sched_x.expect_min_summary_chars = rows[i].min_chars;
 		if (i == sizeof(rows) / sizeof(rows[0]) - 1) {
 			add_task("empty", "echo '{\"previews\": []}'");
 			F.tasks[0] = F.tasks[2];
@@ -1213,7 +1215,7 @@ static void issue13_notice_policy_per_target(void **state)
 
 	add_task("gen", "echo 'quota' >&2; exit 75");
 	F.ctx.max_attempts = 4;
-	F.sched.notices = NOTICES_FINAL;
+	F.sched_x.notices = NOTICES_FINAL;
 	F.targets[1].has_notices = true; /* B: none */
 	F.targets[1].notices = NOTICES_NONE;
 	for (int a = 1; a <= 3; a++) {
@@ -1242,7 +1244,7 @@ static void issue13_notice_policy_per_target(void **state)
 	fake_http_reset(srv);
 	fake_http_set_default(srv, "/a", 200, NULL, "ok");
 	fake_http_set_default(srv, "/b", 200, NULL, "ok");
-	F.sched.notices = NOTICES_NONE;
+	F.sched_x.notices = NOTICES_NONE;
 	F.targets[1].notices = NOTICES_EVERY;
 	assert_int_equal(run(1, &rep, &err), SC_ETASK);
 	assert_int_equal(rep.n_notices_sent, 1);
@@ -1257,7 +1259,7 @@ static void issue13_notice_policy_per_target(void **state)
 	fake_http_reset(srv);
 	fake_http_set_default(srv, "/a", 200, NULL, "ok");
 	fake_http_set_default(srv, "/b", 200, NULL, "ok");
-	F.sched.notices = NOTICES_FINAL;
+	F.sched_x.notices = NOTICES_FINAL;
 	F.targets[1].has_notices = false;
 	F.tasks[0].argv[0] = F.paths[0];
 	add_task("broken", "exit 78");

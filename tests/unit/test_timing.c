@@ -288,25 +288,27 @@ static void jitter_offsets_in_range_and_the_same_on_two_nodes(void **state)
 	assert_true(n_zero < 100); /* 600 values: about 33 */
 	/* Another schedule name, other offsets. */
 	struct schedule_spec c = *a;
+	struct schedule_extra cx = *spec_x(a);
 	c.name = "s2";
+	c.x = &cx;
 	size_t same = 0;
 	for (int i = 0; i < 100; i++)
 		same += scheduler_jitter_ms(&c, t + i * MIN) ==
 			scheduler_jitter_ms(a, t + i * MIN);
 	assert_true(same < 5);
 	/* A jitter that is no whole number of seconds: still below it. */
-	c.jitter_ms = 1500;
+	cx.jitter_ms = 1500;
 	for (int i = 0; i < 1000; i++) {
 		int64_t off = scheduler_jitter_ms(&c, t + i * MIN);
 		assert_true(off >= 0 && off < 1500);
 	}
-	c.jitter_ms = 7;
+	cx.jitter_ms = 7;
 	for (int i = 0; i < 1000; i++) {
 		int64_t off = scheduler_jitter_ms(&c, t + i * MIN);
 		assert_true(off >= 0 && off < 7);
 	}
 	/* No jitter: no offset. */
-	c.jitter_ms = 0;
+	cx.jitter_ms = 0;
 	assert_int_equal(scheduler_jitter_ms(&c, t), 0);
 	config_free(other);
 }
