@@ -155,6 +155,25 @@ static const char *state_word(enum send_state st)
 	}
 }
 
+/* The ledger row of an event of ds's slot at now (started and finished
+ * alike): an abandoned copy or a declared duplicate. details is
+ * borrowed; error_msg is the caller's to set. */
+static void slot_event_row(const struct outbox_slot *ds, int64_t now,
+			   const char *outcome, const char *error_class,
+			   char *details, struct ledger_row *row)
+{
+	memset(row, 0, sizeof(*row));
+	snprintf(row->schedule, sizeof(row->schedule), "%s", ds->schedule);
+	row->slot_ms = ds->slot_ms;
+	row->job_id = ds->job_id;
+	row->attempt = ds->attempt;
+	row->started_ms = row->finished_ms = now;
+	snprintf(row->outcome, sizeof(row->outcome), "%s", outcome);
+	snprintf(row->error_class, sizeof(row->error_class), "%s",
+		 error_class);
+	row->details_json = details;
+}
+
 /* Closes the row of a removed target r with its "abandoned" row. */
 static int abandon_one(const struct outbox_slot *ds,
 		       const struct store_outbox_row *r, bool *closed,
@@ -176,15 +195,8 @@ static int abandon_one(const struct outbox_slot *ds,
 	int rc;
 
 	json_decref(d);
-	memset(&row, 0, sizeof(row));
-	snprintf(row.schedule, sizeof(row.schedule), "%s", ds->schedule);
-	row.slot_ms = ds->slot_ms;
-	row.job_id = ds->job_id;
-	row.attempt = ds->attempt;
-	row.started_ms = now;
-	row.finished_ms = now;
-	snprintf(row.outcome, sizeof(row.outcome), "%s", LEDGER_ABANDONED);
-	snprintf(row.error_class, sizeof(row.error_class), "target_removed");
+	slot_event_row(ds, now, LEDGER_ABANDONED, "target_removed", details,
+		       &row);
 	snprintf(msg, sizeof(msg),
 		 "target %s is no longer among the schedule's targets: its "
 		 "staged copy is abandoned, %s", r->target,
@@ -193,7 +205,6 @@ static int abandon_one(const struct outbox_slot *ds,
 		       : r->n_tries ? "not delivered (its sends failed)"
 				    : "not delivered (never sent)");
 	row.error_msg = msg;
-	row.details_json = details;
 	rc = store_outbox_abandon(ds->store, ds->schedule, ds->slot_ms,
 				  r->target, r->state, &row, closed, err);
 	free(details);
@@ -270,21 +281,13 @@ static int declare_duplicate(const struct outbox_slot *ds,
 	int rc;
 
 	json_decref(d);
-	memset(&row, 0, sizeof(row));
-	snprintf(row.schedule, sizeof(row.schedule), "%s", ds->schedule);
-	row.slot_ms = ds->slot_ms;
-	row.job_id = ds->job_id;
-	row.attempt = ds->attempt;
-	row.started_ms = now;
-	row.finished_ms = now;
-	snprintf(row.outcome, sizeof(row.outcome), "%s", LEDGER_DUPLICATE);
-	snprintf(row.error_class, sizeof(row.error_class), "ambiguous_send");
+	slot_event_row(ds, now, LEDGER_DUPLICATE, "ambiguous_send", details,
+		       &row);
 	snprintf(msg, sizeof(msg),
 		 "target %s: an earlier send was interrupted and may have "
 		 "arrived; sending again (a second copy is possible)",
 		 t->name);
 	row.error_msg = msg;
-	row.details_json = details;
 	rc = store_ledger_append(ds->store, &row, err);
 	free(details);
 	return rc;
