@@ -20,7 +20,7 @@ fi
 
 build_pkgs="gcc make pkg-config libsqlite3-dev libpq-dev libcurl4-openssl-dev
 libjansson-dev libyaml-dev libmicrohttpd-dev libssl-dev tzdata ca-certificates"
-test_pkgs="libcmocka-dev postgresql pgbouncer sqlite3 valgrind cppcheck clang-tidy clang
+test_pkgs="libcmocka-dev postgresql pgbouncer sqlite3 valgrind cppcheck clang-tidy clang-format clang
 libclang-rt-14-dev prometheus python3-aiosmtpd python3-croniter cron
 debhelper dpkg-dev lintian faketime libfaketime"
 # The dashboard's browser test (tests/browser/): installed by the `test`
