@@ -147,6 +147,10 @@ struct cfg_ref {
 	int refs;      /* under daemon.mu */
 	uint64_t id;   /* unique per wrap, never reused: a store handle's
 			  overlap rule is set again only when it changes */
+	/* One provider per auth block, shared by this config's runs
+	 * (daemon_auth.c); n_auths 0: every run makes its own. */
+	struct http_auth **auths;
+	size_t n_auths;
 	struct store_known *known; /* the schedules the claims may take,
 				      built once and shared by every
 				      handle (issue 45); NULL: each claim
@@ -164,7 +168,8 @@ struct cfg_ref {
 
 /* Wraps a loaded config (taken over) with one reference. NULL: no memory
  * (the config is freed). */
-static struct cfg_ref *cfg_wrap(struct config *cfg)
+static struct cfg_ref *cfg_wrap(struct daemon_tokens *tokens,
+				struct config *cfg)
 {
 	struct cfg_ref *r = calloc(1, sizeof(*r));
 
@@ -179,6 +184,7 @@ static struct cfg_ref *cfg_wrap(struct config *cfg)
 	r->id = atomic_fetch_add(&next_id, 1) + 1;
 	if (queue_known_new(cfg, &r->known, NULL) != 0)
 		r->known = NULL;
+	r->n_auths = daemon_auths_new(cfg, tokens, &r->auths);
 	return r;
 }
 
@@ -189,6 +195,7 @@ static void cfg_ref_free(struct cfg_ref *r)
 	/* The plan and the notes borrow the config: they go first. */
 	scheduler_plan_free(r->plan);
 	store_known_free(r->known);
+	daemon_auths_free(r->auths, r->n_auths);
 	history_notes_dispose(&r->hist);
 	free(r->hist_want);
 	config_free(r->cfg);
@@ -227,6 +234,7 @@ struct daemon {
 	bool once;
 	int64_t watch_ms;
 	char *store_url;        /* fixed at start: a reload cannot move it */
+	struct daemon_tokens *tokens; /* the providers' token cache, or NULL */
 	struct store *store; /* the scheduler thread's handle */
 
 	pthread_mutex_t mu;
@@ -685,6 +693,8 @@ static void run_job(struct daemon *d, struct store *s, struct cfg_ref *cr,
 							: RUNNER_BACKOFF_MIN_MS;
 	const struct worker_opts wo = {
 		.store = s, .clock = d->clock, .config = cr->cfg,
+		.auths = (struct http_auth *const *)cr->auths,
+		.n_auths = cr->n_auths,
 		.lease_ms = cr->cfg->lease_ms, .stop = run_stop,
 		.store_failed = run_store_failed, .store_fine = run_store_fine,
 		.slot_event = run_slot_event, .ud = &rh,
@@ -1293,7 +1303,8 @@ int daemon_new(const struct daemon_opts *o, struct daemon **out,
 		rc = sc_err_set(err, SC_ENOMEM, "out of memory");
 		goto fail;
 	}
-	d->cur = cfg_wrap(cfg);
+	d->tokens = daemon_tokens_new(d->store_url, d->clock);
+	d->cur = cfg_wrap(d->tokens, cfg);
 	if (!d->cur) {
 		rc = sc_err_set(err, SC_ENOMEM, "out of memory");
 		goto fail;
@@ -1316,6 +1327,7 @@ int daemon_new(const struct daemon_opts *o, struct daemon **out,
 fail:
 	heartbeat_free(d->hb);
 	cfg_ref_free(d->cur);
+	daemon_tokens_free(d->tokens);
 	free(d->store_url);
 	free(d->config_path);
 	sc_clock_free(d->own_clock);
@@ -1388,7 +1400,7 @@ static void do_reload(struct daemon *d)
 	}
 	size_t n_sched = cfg->n_schedules;
 	int conc = cfg->concurrency > 0 ? cfg->concurrency : 1;
-	struct cfg_ref *r = cfg_wrap(cfg);
+	struct cfg_ref *r = cfg_wrap(d->tokens, cfg);
 	if (!r) {
 		LOG(SC_LOG_ERROR, "daemon",
 		       "event=reload outcome=refused msg=\"out of memory\"");
@@ -2316,6 +2328,7 @@ void daemon_free(struct daemon *d)
 	free(d->workers);
 	store_close(d->store);
 	cfg_ref_free(d->cur);
+	daemon_tokens_free(d->tokens); /* after the providers that use it */
 	pthread_mutex_destroy(&d->mu);
 	pthread_cond_destroy(&d->cond);
 	pthread_cond_destroy(&d->main_cond);

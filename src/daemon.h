@@ -68,4 +68,34 @@ void daemon_reload(struct daemon *d);
 /* Frees the daemon (after daemon_run returned). NULL is ignored. */
 void daemon_free(struct daemon *d);
 
+/* ---- daemon_auth.c: auth providers shared by the workers ---------------- */
+
+struct config;
+struct http_auth;
+struct daemon_tokens;
+
+/*
+ * The token cache the daemon's providers share: access tokens kept in the
+ * store at store_url, through one handle of its own (opened at first use,
+ * reopened after a failure) behind a lock, so any worker thread may call
+ * it. clock is borrowed and must outlive it. Returns NULL on no memory
+ * (then the providers are built per run). Free with daemon_tokens_free
+ * once no provider made over it is in use.
+ */
+struct daemon_tokens *daemon_tokens_new(const char *store_url,
+					struct sc_clock *clock);
+void daemon_tokens_free(struct daemon_tokens *t); /* NULL ok */
+
+/*
+ * Makes one provider per `auths:` block of cfg over the cache t, for
+ * every run of that config. A block whose provider cannot be made (an
+ * unset secret variable) is left out with a warning; its tasks make their
+ * own per run and fail with the reason. *out is an array of the returned
+ * count (NULL when 0), freed with daemon_auths_free after the last run of
+ * the config ended. Thread-safe to use; made and freed by one thread.
+ */
+size_t daemon_auths_new(const struct config *cfg, struct daemon_tokens *t,
+			struct http_auth ***out);
+void daemon_auths_free(struct http_auth **a, size_t n); /* NULL, 0 ok */
+
 #endif

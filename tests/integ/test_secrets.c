@@ -893,6 +893,95 @@ static void story(bool pg)
 	tu_rmrf(e.dir);
 }
 
+/*
+ * The daemon's auth providers are shared by its runs (daemon_auth.c): two
+ * runs that need a token at once wait for one fetch; a token a run got
+ * 401 with is fetched again once; after a reload the new providers use
+ * the stored token, no fetch. Built per run, the first step alone would
+ * fetch twice.
+ */
+static void shared_provider(void **state)
+{
+	(void)state;
+	struct env e;
+	char tokurl[256], api[256];
+
+	memset(&e, 0, sizeof(e));
+	snprintf(e.dir, sizeof(e.dir), "%s", tu_tmpdir());
+	snprintf(e.cfg, sizeof(e.cfg), "%s/surecron.yaml", e.dir);
+	snprintf(e.store_url, sizeof(e.store_url), "sqlite:%s/s.db", e.dir);
+	struct fake_http *srv = fake_http_start();
+	assert_non_null(srv);
+	setenv("SEC_CLIENT_SECRET", CLIENT_SECRET, 1);
+	unsetenv("SURECRON_ALERT_TARGETS");
+	n_needles = 0;
+	add_needle("oauth2 client secret", CLIENT_SECRET, ANYWHERE_FORBIDDEN);
+	fake_http_set_default(srv, "/token", 200,
+			      "Content-Type: application/json",
+			      "{\"access_token\":\"sharedTokenA\","
+			      "\"expires_in\":3600}");
+	/* Held open, so both runs are inside the fetch together. */
+	fake_http_set_delay(srv, "/token", 700);
+	fake_http_set_default(srv, "/api", 200,
+			      "Content-Type: application/json",
+			      "{\"summary\": \"up\"}");
+	fake_http_url(srv, "/token", tokurl, sizeof(tokurl));
+	fake_http_url(srv, "/api", api, sizeof(api));
+	FILE *f = fopen(e.cfg, "w");
+	assert_non_null(f);
+	fprintf(f,
+		"store: %s\n"
+		"worker: {concurrency: 2, lease: 5s, grace: 1s}\n"
+		"targets:\n"
+		"  archive: {kind: file, path: ./deliveries.jsonl}\n"
+		"auth:\n"
+		"  broker: {kind: oauth2, token_url: \"%s\", client_id: %s, "
+		"client_secret_env: SEC_CLIENT_SECRET}\n"
+		"schedules:\n"
+		"  a: {cron: \"0 8 * * 5\", targets: [archive], tasks: "
+		"[{name: q, http: {url: \"%s\", auth: broker}}]}\n"
+		"  b: {cron: \"0 9 * * 5\", targets: [archive], tasks: "
+		"[{name: q, http: {url: \"%s\", auth: broker}}]}\n",
+		e.store_url, tokurl, CLIENT_ID, api, api);
+	fclose(f);
+	chmod(e.cfg, 0600);
+	const char *ta[] = {"trigger", "--config", e.cfg, "a", NULL};
+	const char *tb[] = {"trigger", "--config", e.cfg, "b", NULL};
+	assert_int_equal(run(&e, ta), 0);
+	assert_int_equal(run(&e, tb), 0);
+	pid_t pid = start_daemon(&e);
+	assert_true(wait_ledger(&e, "a", LEDGER_SUCCESS, 1, 10000));
+	assert_true(wait_ledger(&e, "b", LEDGER_SUCCESS, 1, 10000));
+	assert_int_equal(fake_http_count(srv, "/token"), 1);
+	assert_int_equal(fake_http_count(srv, "/api"), 2);
+
+	/* A 401 on the shared token: that run fetches once more. */
+	fake_http_set_delay(srv, "/token", 0);
+	fake_http_push(srv, "/api", 401,
+		       "WWW-Authenticate: Bearer error=\"invalid_token\"",
+		       "{\"error\":\"invalid_token\"}", 0);
+	const char *ta2[] = {"trigger", "--config", e.cfg, "--slot",
+			     "2026-03-06T08:00:00Z", "a", NULL};
+	assert_int_equal(run(&e, ta2), 0);
+	assert_true(wait_ledger(&e, "a", LEDGER_SUCCESS, 2, 10000));
+	assert_int_equal(fake_http_count(srv, "/token"), 2);
+
+	/* A reload makes new providers: they start from the stored token. */
+	assert_int_equal(kill(pid, SIGHUP), 0);
+	assert_true(wait_file_has(&e, "daemon.log", "event=reload outcome=ok", 10000));
+	const char *tb2[] = {"trigger", "--config", e.cfg, "--slot",
+			     "2026-03-06T09:00:00Z", "b", NULL};
+	assert_int_equal(run(&e, tb2), 0);
+	assert_true(wait_ledger(&e, "b", LEDGER_SUCCESS, 2, 10000));
+	assert_int_equal(fake_http_count(srv, "/token"), 2);
+	assert_int_equal(kill(pid, SIGTERM), 0);
+	assert_int_equal(wait_exit(pid, 10000), 0);
+	daemon_pid = 0;
+	assert_int_equal(scan_dir(e.dir, "") > 0, 1); /* no secret in a file */
+	fake_http_stop(srv);
+	tu_rmrf(e.dir);
+}
+
 static void secrets_sqlite(void **state)
 {
 	(void)state;
@@ -918,6 +1007,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(secrets_sqlite, reap),
+		cmocka_unit_test_teardown(shared_provider, reap),
 	};
 	const struct CMUnitTest pg_tests[] = {
 		cmocka_unit_test_setup_teardown(secrets_pg, pgfx_setup,
