@@ -173,7 +173,7 @@ CMOCKA_LIBS := $(shell pkg-config --libs cmocka 2>/dev/null)
 # dependencies. libcrypto is for the targets that send an idempotency key
 # or a signature (webhook, slack, command), never for a file target;
 # libmicrohttpd (and gnutls behind it) for the daemon's web surface only
-# (src/web.c), so a command starts without them. Tests and benchmarks
+# (src/web/), so a command starts without them. Tests and benchmarks
 # keep PKG_LIBS (they call libpq and libmicrohttpd themselves). dlopen is
 # in glibc's libc since 2.34.
 BIN_LIBS := $(shell pkg-config --libs sqlite3 jansson yaml-0.1) -ldl
@@ -187,7 +187,7 @@ CFLAGS_ALL := $(WARN) $(MODEFLAGS) -fvisibility=hidden -pthread -MMD -MP $(CFLAG
 LDLIBS_ALL := $(PKG_LIBS) -pthread -lm $(LDLIBS)
 LDFLAGS_ALL := $(SANLDFLAGS) $(LDFLAGS)
 
-LIB_SRC := $(sort $(wildcard src/*.c))
+LIB_SRC := $(sort $(wildcard src/*.c src/web/*.c))
 CLI_SRC := $(sort $(wildcard src/cli/*.c))
 FAKE_SRC := $(sort $(wildcard tests/fakes/*.c))
 UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
@@ -195,11 +195,11 @@ INTEG_SRC := $(sort $(wildcard tests/integ/test_*.c))
 BENCH_SRC := $(sort $(wildcard bench/bench_*.c))
 
 LIB_OBJ := $(LIB_SRC:%.c=$(B)/obj/%.o)
-# The dashboard's HTML, CSS and JavaScript (src/web/), turned into a C
+# The dashboard's HTML, CSS and JavaScript (src/web/assets/), turned into a C
 # file of the build directory by scripts/embed.sh and linked into the
 # library, so the page works on a host with no network (issue 16).
-WEB_FILES := $(sort $(wildcard src/web/*.html src/web/*.css src/web/*.js \
-	src/web/*.svg))
+WEB_FILES := $(sort $(wildcard src/web/assets/*.html src/web/assets/*.css \
+	src/web/assets/*.js src/web/assets/*.svg))
 WEB_GEN := $(B)/gen/web_assets.c
 LIB_OBJ += $(B)/obj/gen/web_assets.o
 CLI_OBJ := $(CLI_SRC:%.c=$(B)/obj/%.o)

@@ -46,7 +46,7 @@
 
 #include "clock.h"
 #include "config.h"
-#include "web.h"
+#include "web/web.h"
 
 #define TOKEN "fuzz-web-token-0123456789abcdef"
 #define TARGET_MAX 1500

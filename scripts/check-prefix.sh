@@ -1,6 +1,7 @@
 #!/bin/sh
 # The prefix rule (docs/internals/README.md): every function with external
-# linkage defined in src/X.c or src/X_part.c is named X_... (or sc_... when
+# linkage defined in src/X.c or src/X_part.c (src/web/ holds the web
+# module's) is named X_... (or sc_... when
 # it belongs to the public API in include/surecron.h), so a name says which
 # file defines it. In src/cli/ the same holds for cmd_X.c (cmd_...) and
 # cli_X.c (cli_...); main.c defines main only.
@@ -21,10 +22,11 @@ pub=$(mktemp)
 trap 'rm -f "$bad" "$pub"' EXIT
 n=0
 # Driven by the sources, so an object left from a deleted file is not read.
-for src in src/*.c src/cli/*.c; do
+for src in src/*.c src/cli/*.c src/web/*.c; do
 	base=$(basename "$src" .c)
 	case "$src" in
 	src/cli/*) o="$obj/cli/$base.o" ;;
+	src/web/*) o="$obj/web/$base.o" ;;
 	*) o="$obj/$base.o" ;;
 	esac
 	[ -f "$o" ] || { echo "check-prefix: $o missing (build first)" >&2; exit 2; }

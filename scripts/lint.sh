@@ -7,7 +7,7 @@ set -eu
 cd "$(dirname "$0")/.."
 inc="-Iinclude -Isrc -Itests -Ifuzz"
 pkgflags=$(pkg-config --cflags sqlite3 libpq libcurl jansson yaml-0.1 libmicrohttpd)
-files=$(ls src/*.c src/cli/*.c 2>/dev/null)
+files=$(ls src/*.c src/web/*.c src/cli/*.c 2>/dev/null)
 # The test fakes and benchmarks get both tools. The test suites get
 # cppcheck only: clang-tidy's analyzer does not know that a failed cmocka
 # assert_* never returns, so every "x may be NULL after assert_non_null(x)"

@@ -48,7 +48,7 @@
 #include "config.h"
 #include "config_int.h"
 #include "url.h"
-#include "web.h"
+#include "web/web.h"
 
 struct chk {
 	const struct config *c;

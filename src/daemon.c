@@ -103,7 +103,7 @@
 #include "metrics.h"
 #include "sdnotify.h"
 #include "status_socket.h"
-#include "web.h"
+#include "web/web.h"
 #include "store.h"
 #include "thread.h"
 #include "worker.h"

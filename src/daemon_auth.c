@@ -46,8 +46,8 @@ struct daemon_tokens {
 /* Runs one token call on the shared handle, opening it first if needed;
  * op is 0 get, 1 put, 2 drop. */
 static int tokens_call(struct daemon_tokens *t, int op, const char *provider,
-		       char **token, const char *put_token,
-		       int64_t *expires_ms, int64_t put_expires_ms)
+		       char **token, const char *put_token, int64_t *expires_ms,
+		       int64_t put_expires_ms)
 {
 	int rc = 0;
 
@@ -104,7 +104,9 @@ struct daemon_tokens *daemon_tokens_new(const char *store_url,
 	pthread_mutex_init(&t->mu, NULL);
 	t->clock = clock;
 	t->cache = (struct http_token_store){
-		.ud = t, .get = tokens_get, .put = tokens_put,
+		.ud = t,
+		.get = tokens_get,
+		.put = tokens_put,
 		.drop = tokens_drop,
 	};
 	return t;

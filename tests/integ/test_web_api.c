@@ -481,6 +481,15 @@ static void lost_retried_recovered(void **state)
 		   &r);
 	want_error(&e, "/api/retry", NULL, WITH_TOKEN, 405, &r);
 	want_error(&e, "/api/schedules", "{}", WITH_TOKEN, 405, &r);
+	/* The route table (web_route.c): every path in it takes one
+	 * method; /healthz and /metrics are GET only too, and a path under
+	 * /api/ that is not in it is 404 whatever the method. */
+	want_error(&e, "/api/slots/x/y", "{}", WITH_TOKEN, 405, &r);
+	want_error(&e, "/healthz", "{}", WITH_TOKEN, 405, &r);
+	want_error(&e, "/metrics", "{}", WITH_TOKEN, 405, &r);
+	want_error(&e, "/api/nope", "{}", WITH_TOKEN, 404, &r);
+	want_error(&e, "/api/nope", NULL, WITH_TOKEN, 404, &r);
+	want_error(&e, "/api/schedules/a/b", NULL, WITH_TOKEN, 404, &r);
 
 	/* Fixed, retried: a success in the ledger, recovered in the report. */
 	char ok[400];

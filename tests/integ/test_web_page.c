@@ -1,7 +1,7 @@
 /*
  * test_web_page.c - the dashboard's files (issue 16) as a real `surecron
  * run` serves them: each at its address with its Content-Type and the
- * headers every response carries, byte for byte the files of src/web/
+ * headers every response carries, byte for byte the files of src/web/assets/
  * (built into the binary by scripts/embed.sh), nothing else under their
  * names; and the rules that keep the page working under the server's
  * Content-Security-Policy (default-src 'self') and safe with hostile
@@ -104,7 +104,7 @@ static const char *body_of(size_t got, size_t *n)
 static char *read_source(const char *name, size_t *n)
 {
 	char p[256];
-	snprintf(p, sizeof(p), "src/web/%s", name);
+	snprintf(p, sizeof(p), "src/web/assets/%s", name);
 	FILE *f = fopen(p, "rb");
 	if (!f)
 		fail_msg("cannot open %s (run from the source tree)", p);
@@ -181,7 +181,7 @@ static void serves_each_file_with_its_type(void **state)
 		const char *b = body_of(got, &n);
 		char *want = read_source(files[i].file, &want_n);
 		if (n != want_n || memcmp(b, want, n) != 0)
-			fail_msg("%s: %zu bytes, not the %zu of src/web/%s "
+			fail_msg("%s: %zu bytes, not the %zu of src/web/assets/%s "
 				 "(rebuild?)", files[i].path, n, want_n,
 				 files[i].file);
 		free(want);

@@ -1,7 +1,13 @@
 /*
- * web_int.h - what the files of the web module share (web.c: the server
- * and the checks every request passes; web_api.c: the JSON API under
- * /api/; web_page.c: the dashboard at /). Not for other modules.
+ * web_int.h - what the files of the web module share. Not for other
+ * modules. The files, each calling only those below it:
+ *
+ *   web.c          the server and the checks every request passes
+ *   web_route.c    the route table: path, method, lock, config, handler
+ *   web_api.c      the JSON API under /api/
+ *   web_metrics.c  /healthz and /metrics
+ *   web_page.c     the dashboard at /
+ *   web_call.c     responses and the config held for a request
  *
  * Every connection has its own thread (web.h). The handlers of the API,
  * the page and /metrics run under struct web's lock and use its store
@@ -80,6 +86,24 @@ struct req {
 	bool too_big;
 };
 
+/* One request as a handler sees it (web_route.c fills it): the server,
+ * the connection, the config held for the request (NULL when the route
+ * does not hold one, or the daemon has none) and the clock's now. */
+struct web_call {
+	struct web *w;
+	struct MHD_Connection *c;
+	const struct config *cfg;
+	int64_t now_ms;
+};
+
+/* A route's handler: rest is the URL past the route's path (empty for an
+ * exact path); body is the request's JSON object for a POST route (owned
+ * by the router, borrowed here), NULL for GET. */
+typedef enum MHD_Result (*web_handler_fn)(struct web_call *k,
+					  const char *rest, json_t *body);
+
+/* ---- web_call.c: responses and the held config ------------------------ */
+
 /* Sends status with body (len bytes, malloc'ed, stolen: freed here
  * whatever happens) of type ctype and the headers every response carries
  * (Content-Security-Policy, X-Content-Type-Options, Cache-Control). */
@@ -100,12 +124,53 @@ enum MHD_Result web_respond_error(struct MHD_Connection *c, unsigned status,
 const struct config *web_cfg_hold(struct web *w, void **ref);
 void web_cfg_release(struct web *w, void *ref);
 
-/* The JSON API (web_api.c): answers url under /api/ (method GET or POST,
- * body the request's, NUL-terminated, possibly empty). The checks of
- * web.c (Origin, sizes, token for POST) have passed. */
-enum MHD_Result web_api_handle(struct web *w, struct MHD_Connection *c,
-			       const char *url, const char *method,
-			       const char *body, size_t body_len);
+/* ---- web_route.c: the route table -------------------------------------- */
+
+/*
+ * Answers one request whose checks (web.c: Host, Origin, sizes, token)
+ * have passed: finds its route, refuses a wrong method (405), holds the
+ * config and the shared store lock as the route says, parses a POST's
+ * JSON body (400), and calls the handler. Paths outside the table go to
+ * the dashboard (GET) or get 404. body is NUL-terminated, possibly empty.
+ */
+enum MHD_Result web_route_dispatch(struct web *w, struct MHD_Connection *c,
+				   const char *url, const char *method,
+				   const char *body, size_t body_len);
+
+/* ---- the handlers (the table names them) -------------------------------- */
+
+/* web_metrics.c: GET /healthz (own store handle, no lock), GET /metrics. */
+enum MHD_Result web_metrics_healthz(struct web_call *k, const char *rest,
+				    json_t *body);
+enum MHD_Result web_metrics_page(struct web_call *k, const char *rest,
+				 json_t *body);
+
+/* web_api.c: the JSON API under /api/ (docs/api.md). GET routes first,
+ * then the actions (POST). */
+enum MHD_Result web_api_schedules(struct web_call *k, const char *rest,
+				  json_t *body);
+enum MHD_Result web_api_schedule(struct web_call *k, const char *rest,
+				 json_t *body);
+enum MHD_Result web_api_lost(struct web_call *k, const char *rest,
+			     json_t *body);
+enum MHD_Result web_api_ledger(struct web_call *k, const char *rest,
+			       json_t *body);
+enum MHD_Result web_api_nodes(struct web_call *k, const char *rest,
+			      json_t *body);
+enum MHD_Result web_api_slot(struct web_call *k, const char *rest,
+			     json_t *body);
+enum MHD_Result web_api_trigger(struct web_call *k, const char *rest,
+				json_t *o);
+enum MHD_Result web_api_retry(struct web_call *k, const char *rest,
+			      json_t *o);
+enum MHD_Result web_api_release(struct web_call *k, const char *rest,
+				json_t *o);
+enum MHD_Result web_api_ack(struct web_call *k, const char *rest,
+			    json_t *o);
+enum MHD_Result web_api_pause(struct web_call *k, const char *rest,
+			      json_t *o);
+enum MHD_Result web_api_resume(struct web_call *k, const char *rest,
+			       json_t *o);
 
 /* The dashboard (web_page.c): GET / and its assets. Returns MHD_NO
  * through *handled=false when url is not one of the page's. */

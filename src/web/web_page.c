@@ -1,6 +1,6 @@
 /*
  * web_page.c - the dashboard at / (web_int.h): one page whose HTML, CSS
- * and JavaScript (src/web/) are built into the binary (web_assets.h), so
+ * and JavaScript (src/web/assets/) are built into the binary (web_assets.h), so
  * it works on a host with no network. The page reads the JSON API
  * (docs/api.md) and nothing else.
  *

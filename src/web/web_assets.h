@@ -1,5 +1,5 @@
 /*
- * web_assets.h - the dashboard's files (src/web/), built into the binary:
+ * web_assets.h - the dashboard's files (src/web/assets/), built into the binary:
  * scripts/embed.sh writes their bytes and this table into a generated C
  * file of the build directory (the Makefile's rule). Read-only, so any
  * thread may read it. Only web_page.c reads it.

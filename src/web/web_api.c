@@ -59,23 +59,16 @@
 
 /* What a request of this file needs: the connection, the server, the
  * config held for it (NULL: none) and now on the daemon's clock. */
-struct call {
-	struct web *w;
-	struct MHD_Connection *c;
-	const struct config *cfg;
-	int64_t now_ms;
-};
-
 /* A store failure's answer: out of memory is the server's (500); any
  * other code means the store did not answer (503). */
-static enum MHD_Result store_failed(struct call *k, int rc)
+static enum MHD_Result store_failed(struct web_call *k, int rc)
 {
 	if (rc == SC_ENOMEM)
 		return web_respond_error(k->c, 500, "out of memory");
 	return web_respond_error(k->c, 503, "the store does not answer");
 }
 
-static const char *arg(struct call *k, const char *name)
+static const char *arg(struct web_call *k, const char *name)
 {
 	return MHD_lookup_connection_value(k->c, MHD_GET_ARGUMENT_KIND, name);
 }
@@ -106,25 +99,12 @@ static bool field_time(const json_t *v, int64_t now_ms, int64_t *out)
 }
 
 /* The schedule of the config named name, or NULL (none, or no config). */
-static const struct schedule_spec *schedule_of(struct call *k,
+static const struct schedule_spec *schedule_of(struct web_call *k,
 					       const char *name)
 {
 	if (!k->cfg || !name)
 		return NULL;
 	return config_schedule(k->cfg, name);
-}
-
-/* The body as a JSON object, or NULL when it is not one. */
-static json_t *body_object(const char *body, size_t len)
-{
-	json_t *o = len ? json_loadb(body, len, JSON_REJECT_DUPLICATES, NULL)
-			: NULL;
-
-	if (o && !json_is_object(o)) {
-		json_decref(o);
-		return NULL;
-	}
-	return o;
 }
 
 /* `by` of an action body into out: absent is "web"; a string of 1 to
@@ -235,7 +215,7 @@ static int recent_json(struct store *s, const char *name, int64_t now_ms,
 }
 
 /* GET /api/schedules (one NULL) and GET /api/schedules/NAME. */
-static enum MHD_Result get_schedules(struct call *k, const char *one)
+static enum MHD_Result get_schedules(struct web_call *k, const char *one)
 {
 	struct report_status rs;
 	struct sc_err e = {0};
@@ -288,7 +268,7 @@ static enum MHD_Result get_schedules(struct call *k, const char *one)
 /* The period of /api/lost and /api/ledger from the query: schedule (it
  * must be in the config), since, until. Sends the 400/404 and returns
  * false when one is wrong. */
-static bool query_period(struct call *k, struct ledger_filter *f,
+static bool query_period(struct web_call *k, struct ledger_filter *f,
 			 const char *since_dflt, enum MHD_Result *sent)
 {
 	const char *name = arg(k, "schedule");
@@ -322,7 +302,8 @@ static bool query_period(struct call *k, struct ledger_filter *f,
 }
 
 /* GET /api/lost: `ledger --lost --json`, the same report. */
-static enum MHD_Result get_lost(struct call *k)
+enum MHD_Result web_api_lost(struct web_call *k, const char *rest,
+			  json_t *body)
 {
 	struct ledger_filter f = {0};
 	struct ledger_report rep = {0};
@@ -346,7 +327,8 @@ static enum MHD_Result get_lost(struct call *k)
 /* GET /api/nodes (issue 43): the daemons live in the store and how many
  * records are of daemons gone, each marked same_config against the
  * config of this daemon (report_nodes_json, as `status --json`). */
-static enum MHD_Result get_nodes(struct call *k)
+enum MHD_Result web_api_nodes(struct web_call *k, const char *rest,
+			  json_t *body)
 {
 	struct store_node *v = NULL;
 	size_t n = 0;
@@ -368,7 +350,8 @@ static enum MHD_Result get_nodes(struct call *k)
 
 /* GET /api/ledger: `ledger --json` with its filters; the newest
  * `limit` rows of the period, oldest first. */
-static enum MHD_Result get_ledger(struct call *k)
+enum MHD_Result web_api_ledger(struct web_call *k, const char *rest,
+			  json_t *body)
 {
 	struct ledger_filter f = {0};
 	struct ledger_row *rows = NULL;
@@ -405,7 +388,7 @@ static enum MHD_Result get_ledger(struct call *k)
 }
 
 /* The "job" of a slot's answer: null when the slot has none. */
-static int slot_job_json(struct call *k, const char *name, int64_t slot_ms,
+static int slot_job_json(struct web_call *k, const char *name, int64_t slot_ms,
 			 struct store_job *job, bool *has, json_t **out)
 {
 	char t[CLOCK_ISO_MAX];
@@ -430,7 +413,7 @@ static int slot_job_json(struct call *k, const char *name, int64_t slot_ms,
 
 /* The send state of each of sc's targets for the slot: names and kinds
  * only (a target's URL, path or command is never shown). */
-static int slot_sends_json(struct call *k, const struct schedule_spec *sc,
+static int slot_sends_json(struct web_call *k, const struct schedule_spec *sc,
 			   int64_t slot_ms, json_t **out)
 {
 	json_t *arr = json_array();
@@ -467,7 +450,7 @@ static int slot_sends_json(struct call *k, const struct schedule_spec *sc,
 
 /* GET /api/slots/NAME/SLOT: the slot's job, ledger rows, explain's
  * timeline, send states and marker. */
-static enum MHD_Result get_slot(struct call *k, const char *name,
+static enum MHD_Result get_slot(struct web_call *k, const char *name,
 				const char *slot)
 {
 	const struct schedule_spec *sc = schedule_of(k, name);
@@ -533,7 +516,8 @@ static enum MHD_Result get_slot(struct call *k, const char *name,
 /* ---- acting --------------------------------------------------------- */
 
 /* POST /api/retry {"job": N}: `surecron retry N`. */
-static enum MHD_Result post_retry(struct call *k, json_t *o)
+enum MHD_Result web_api_retry(struct web_call *k, const char *rest,
+			  json_t *o)
 {
 	const json_t *v = json_object_get(o, "job");
 	char by[BY_MAX + 1];
@@ -578,7 +562,7 @@ static enum MHD_Result post_retry(struct call *k, json_t *o)
 /* The schedule and slot fields of an action body. slot may be absent
  * when opt (then *slot_ms is untouched). Sends the 400/404 and returns
  * NULL when one is wrong. */
-static const struct schedule_spec *field_slot(struct call *k, const json_t *o,
+static const struct schedule_spec *field_slot(struct web_call *k, const json_t *o,
 					      bool opt, int64_t *slot_ms,
 					      enum MHD_Result *sent)
 {
@@ -605,7 +589,8 @@ static const struct schedule_spec *field_slot(struct call *k, const json_t *o,
 }
 
 /* POST /api/trigger {"schedule", "slot"?}: `surecron trigger [--slot]`. */
-static enum MHD_Result post_trigger(struct call *k, json_t *o)
+enum MHD_Result web_api_trigger(struct web_call *k, const char *rest,
+			  json_t *o)
 {
 	/* A manual slot on a whole second, so it prints and parses back. */
 	int64_t slot_ms = k->now_ms - k->now_ms % 1000, job_id = 0;
@@ -647,7 +632,8 @@ static enum MHD_Result post_trigger(struct call *k, json_t *o)
 
 /* POST /api/release {"schedule", "slot", "target", "decision"}:
  * `surecron release --arrived|--resend` (release.h). */
-static enum MHD_Result post_release(struct call *k, json_t *o)
+enum MHD_Result web_api_release(struct web_call *k, const char *rest,
+			  json_t *o)
 {
 	int64_t slot_ms = 0;
 	char by[BY_MAX + 1];
@@ -702,7 +688,8 @@ static enum MHD_Result post_release(struct call *k, json_t *o)
 }
 
 /* POST /api/ack {"schedule", "slot", "note"?}: `surecron ack`. */
-static enum MHD_Result post_ack(struct call *k, json_t *o)
+enum MHD_Result web_api_ack(struct web_call *k, const char *rest,
+			  json_t *o)
 {
 	int64_t slot_ms = 0;
 	char by[BY_MAX + 1];
@@ -738,7 +725,8 @@ static enum MHD_Result post_ack(struct call *k, json_t *o)
  * `surecron pause` (store_pause_set). "for" is a duration ("2h", "3d"),
  * "until" an ISO 8601 instant or Unix milliseconds; exactly one, the
  * expiry in the future and at most 30 days away. */
-static enum MHD_Result post_pause(struct call *k, json_t *o)
+enum MHD_Result web_api_pause(struct web_call *k, const char *rest,
+			  json_t *o)
 {
 	const char *name = json_string_value(json_object_get(o, "schedule"));
 	const json_t *jf = json_object_get(o, "for"),
@@ -796,7 +784,8 @@ static enum MHD_Result post_pause(struct call *k, json_t *o)
 
 /* POST /api/resume {"schedule"}: `surecron resume` (store_pause_end);
  * 409 when the schedule is not paused. */
-static enum MHD_Result post_resume(struct call *k, json_t *o)
+enum MHD_Result web_api_resume(struct web_call *k, const char *rest,
+			  json_t *o)
 {
 	const char *name = json_string_value(json_object_get(o, "schedule"));
 	bool ended = false;
@@ -818,95 +807,36 @@ static enum MHD_Result post_resume(struct call *k, json_t *o)
 						sc->name, "resumed", 1));
 }
 
-/* ---- routing -------------------------------------------------------- */
+/* ---- the routes' entries (web_route.c's table) ------------------- */
 
-typedef enum MHD_Result (*post_fn)(struct call *k, json_t *body);
-
-static const struct {
-	const char *path;
-	post_fn fn;
-} posts[] = {
-	{"/api/trigger", post_trigger},
-	{"/api/retry", post_retry},
-	{"/api/release", post_release},
-	{"/api/ack", post_ack},
-	{"/api/pause", post_pause},
-	{"/api/resume", post_resume},
-};
-
-static enum MHD_Result route(struct call *k, const char *url, bool is_post,
-			     const char *body, size_t body_len)
+enum MHD_Result web_api_schedules(struct web_call *k, const char *rest,
+				  json_t *body)
 {
-	const char *rest;
+	return get_schedules(k, NULL);
+}
 
-	for (size_t i = 0; i < sizeof(posts) / sizeof(posts[0]); i++) {
-		if (strcmp(url, posts[i].path) != 0)
-			continue;
-		if (!is_post)
-			return web_respond_error(k->c, 405, "method not "
-						 "allowed: POST only");
-		json_t *o = body_object(body, body_len);
-		if (!o)
-			return web_respond_error(k->c, 400, "the body is not a "
-						 "JSON object");
-		enum MHD_Result r = posts[i].fn(k, o);
-		json_decref(o);
-		return r;
-	}
-	bool known = strcmp(url, "/api/schedules") == 0 ||
-		     strncmp(url, "/api/schedules/", 15) == 0 ||
-		     strcmp(url, "/api/lost") == 0 ||
-		     strcmp(url, "/api/ledger") == 0 ||
-		     strcmp(url, "/api/nodes") == 0 ||
-		     strncmp(url, "/api/slots/", 11) == 0;
-	if (!known)
-		return web_respond_error(k->c, 404, "no such path");
-	if (is_post)
-		return web_respond_error(k->c, 405, "method not allowed: GET "
-					 "only");
-	if (strcmp(url, "/api/schedules") == 0)
-		return get_schedules(k, NULL);
-	if (strcmp(url, "/api/lost") == 0)
-		return get_lost(k);
-	if (strcmp(url, "/api/ledger") == 0)
-		return get_ledger(k);
-	if (strcmp(url, "/api/nodes") == 0)
-		return get_nodes(k);
-	if (strncmp(url, "/api/slots/", 11) == 0) {
-		/* NAME/SLOT: a schedule name has no '/'; the slot is the
-		 * rest. */
-		char name[STORE_NAME_MAX];
-		const char *p = url + 11, *slash = strchr(p, '/');
-		if (!slash || slash == p || (size_t)(slash - p) >= sizeof(name)
-		    || !slash[1])
-			return web_respond_error(k->c, 404, "no such slot "
-						 "path: /api/slots/NAME/SLOT");
-		memcpy(name, p, (size_t)(slash - p));
-		name[slash - p] = '\0';
-		return get_slot(k, name, slash + 1);
-	}
-	rest = url + 15;
+/* GET /api/schedules/NAME: rest is NAME (no '/'). */
+enum MHD_Result web_api_schedule(struct web_call *k, const char *rest,
+				 json_t *body)
+{
 	if (!*rest || strchr(rest, '/'))
 		return web_respond_error(k->c, 404, "no such schedule");
 	return get_schedules(k, rest);
 }
 
-enum MHD_Result web_api_handle(struct web *w, struct MHD_Connection *c,
-			       const char *url, const char *method,
-			       const char *body, size_t body_len)
+/* GET /api/slots/NAME/SLOT: a schedule name has no '/'; the slot is the
+ * rest. */
+enum MHD_Result web_api_slot(struct web_call *k, const char *rest,
+			     json_t *body)
 {
-	void *ref = NULL;
-	struct call k = {.w = w, .c = c};
+	char name[STORE_NAME_MAX];
+	const char *slash = strchr(rest, '/');
 
-	k.cfg = web_cfg_hold(w, &ref);
-	if (!k.cfg) {
-		web_cfg_release(w, ref);
-		return web_respond_error(c, 503, "the daemon has no config "
-					 "loaded");
-	}
-	k.now_ms = sc_clock_now_ms(w->clock ? w->clock : sc_clock_real());
-	enum MHD_Result r = route(&k, url, strcmp(method, "POST") == 0, body,
-				  body_len);
-	web_cfg_release(w, ref);
-	return r;
+	if (!slash || slash == rest || (size_t)(slash - rest) >= sizeof(name)
+	    || !slash[1])
+		return web_respond_error(k->c, 404, "no such slot path: "
+					 "/api/slots/NAME/SLOT");
+	memcpy(name, rest, (size_t)(slash - rest));
+	name[slash - rest] = '\0';
+	return get_slot(k, name, slash + 1);
 }
