@@ -79,6 +79,7 @@
 #include "clock.h"
 #include "err.h"
 #include "failpoint.h"
+#include "ledger.h"
 #include "log.h"
 #include "queue.h"
 #include "scheduler.h"
@@ -746,4 +747,82 @@ int worker_recover(const struct worker_opts *o, int stall_limit, int *n,
 		*n_lost = dead.n + dead.n_more;
 	store_dead_list_dispose(&dead);
 	return rc;
+}
+
+/* ---- the claim ------------------------------------------------------------ */
+
+/*
+ * Why a claimed slot waited (the overlap-wait warning): true when an
+ * earlier slot of its schedule finished after this one was due (the
+ * newest ledger row of an earlier slot ends after run_at), i.e. the slot
+ * waited for its schedule's own slot; false when it waited for a free
+ * worker, or when the ledger cannot tell.
+ */
+static bool waited_for_own(struct store *s, const struct store_job *job)
+{
+	struct ledger_filter f = {.schedule = job->schedule,
+				  .since_ms = INT64_MIN,
+				  .until_ms = job->slot_ms, .limit = 1,
+				  .newest_first = true};
+	struct ledger_row *rows = NULL;
+	size_t n = 0;
+	bool own = false;
+
+	if (store_ledger_query(s, &f, &rows, &n, NULL) == 0 && n == 1)
+		own = rows[0].finished_ms > job->run_at_ms;
+	store_ledger_rows_free(rows, n);
+	return own;
+}
+
+int worker_claim(struct store *s, const struct config *cfg,
+		 struct store_known *known, uint64_t cfg_id, uint64_t *rule_of,
+		 const char *name, int64_t ahead_ms, struct store_job *job,
+		 size_t *n, bool *skipped, struct sc_err *e)
+{
+	int rc = 0;
+
+	/* The rule walks every schedule: set it on this handle once per
+	 * config (*rule_of: the config id it was set from, 0: none). */
+	if (*rule_of != cfg_id &&
+	    (rc = queue_overlap_rule_known(s, cfg, known, e)) == 0)
+		*rule_of = cfg_id;
+
+	*skipped = false;
+	if (!rc)
+		rc = queue_claim_ahead(s, name, cfg->lease_ms, ahead_ms, job, 1,
+				       n, e);
+	if (rc || *n != 1)
+		return rc;
+	const struct schedule_spec *sp = config_schedule(cfg, job->schedule);
+	if (job->overlapped) {
+		*n = 0;
+		*skipped = true;
+		rc = queue_skip(s, job, e);
+		/* Another claim took it over meanwhile: its business. */
+		return rc == SC_ELEASE ? 0 : rc;
+	}
+	int64_t waited = sc_clock_now_ms(store_clock(s)) - job->run_at_ms;
+	int64_t next = 0;
+	if (sp && (sp->overlap == OVERLAP_QUEUE ||
+		   sp->overlap == OVERLAP_BUFFER_ONE) && job->attempts == 1 &&
+	    waited > 0 &&
+	    sc_cron_next(sp->expr, sp->zone, job->slot_ms, &next, NULL) == 0 &&
+	    waited > queue_overlap_wait_warn_ms(next - job->slot_ms)) {
+		char slot[CLOCK_ISO_MAX];
+		bool own = waited_for_own(s, job);
+		LOG(SC_LOG_WARN, "queue", "event=overlap-wait schedule=%s "
+		       "slot=%s job=%lld waited_ms=%lld warn_ms=%lld "
+		       "cause=%s msg=\"%s\"", job->schedule,
+		       clock_format_utc(job->slot_ms, slot),
+		       (long long)job->id, (long long)waited,
+		       (long long)queue_overlap_wait_warn_ms(next -
+							     job->slot_ms),
+		       own ? "schedule" : "workers",
+		       own ? "the slot waited for an earlier slot of its "
+			     "schedule to finish (overlap: queue)"
+			   : "the slot waited for a free worker: every "
+			     "worker was busy with other schedules' slots "
+			     "(worker.concurrency)");
+	}
+	return 0;
 }

@@ -155,6 +155,26 @@ int worker_run_job(const struct worker_opts *o, const struct store_job *job,
 		   struct worker_result *out, struct sc_err *err);
 
 /*
+ * The claim every driver makes (the daemon's workers, its --once pass,
+ * simulate): one job of the config's schedules (name: the claimer), due
+ * by now + ahead_ms, under the config's overlap rule. The rule is set on
+ * s when *rule_of differs from cfg_id (any value other than 0 naming this
+ * config for the handle's life; *rule_of starts at 0), from known (NULL:
+ * built here; queue_known_new). *n is 1 when a job to run is in *job. A
+ * job `overlap: skip` refuses (another slot of its schedule runs) is
+ * finished here, never run: *skipped says so and *n is 0, and the caller
+ * claims again. A `queue` slot that waited past
+ * queue_overlap_wait_warn_ms for its turn is logged here, once per
+ * attempt (cause=schedule when an earlier slot of its own schedule held
+ * it, cause=workers when every worker was busy). Returns 0 or the
+ * queue's error.
+ */
+int worker_claim(struct store *s, const struct config *cfg,
+		 struct store_known *known, uint64_t cfg_id, uint64_t *rule_of,
+		 const char *name, int64_t ahead_ms, struct store_job *job,
+		 size_t *n, bool *skipped, struct sc_err *e);
+
+/*
  * Recovers jobs whose lease expired (queue_recover_dead with stall_limit)
  * and raises the lost-slot alert for each job THIS call moved to DEAD
  * (worker_run_job alerts only for runs that failed), sending it at once.

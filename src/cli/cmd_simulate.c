@@ -1068,6 +1068,7 @@ static int simulate(struct sim *sm, int64_t from, int64_t until)
 	struct sched_result r;
 	struct sc_err err = {0};
 	size_t n_jobs = 0;
+	uint64_t rule_of = 0; /* the overlap rule is set at the first claim */
 	int64_t now = up_again(sm, from);
 
 	if (now != from)
@@ -1090,10 +1091,15 @@ static int simulate(struct sim *sm, int64_t from, int64_t until)
 		for (;;) {
 			struct store_job job;
 			size_t n = 0;
-			if (queue_claim(sm->store, "simulate", sm->cfg->lease_ms,
-					&job, 1, &n, &err) != 0)
+			bool skipped = false;
+			/* The daemon's claim: its overlap rule and schedules. */
+			if (worker_claim(sm->store, sm->cfg, NULL, 1, &rule_of,
+					 "simulate", 0, &job, &n, &skipped,
+					 &err) != 0)
 				return cli_fail(EXIT_FAIL, "simulate: claim: %s",
 						err.msg);
+			if (skipped)
+				continue;
 			if (n == 0)
 				break;
 			if (++n_jobs > SIM_MAX_JOBS)
