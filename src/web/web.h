@@ -70,7 +70,7 @@ struct web_opts {
 	const char *listen;     /* http.listen (borrowed; copied) */
 	const char *token_env;  /* http.token_env or NULL (borrowed) */
 	const char *store_url;  /* the daemon's store (borrowed) */
-	struct sc_clock *clock; /* the daemon's clock (borrowed) */
+	struct sc_clock *clock; /* the daemon's (borrowed); NULL: the store's */
 	/* When the scheduler loop last ran (clock_mono_ms), stored by the
 	 * daemon's loop; borrowed: it outlives the server. */
 	const _Atomic int64_t *loop_mono_ms;

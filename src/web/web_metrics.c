@@ -201,7 +201,7 @@ static int node_series(struct web *w, int64_t tolerance_ms, char **buf,
 	size_t n = 0, live = 0, clock_skewed = 0;
 	const char *first = NULL;
 	bool skew = false;
-	int64_t now = sc_clock_now_ms(w->clock ? w->clock : sc_clock_real());
+	int64_t now = sc_clock_now_ms(w->clock ? w->clock : store_clock(w->store));
 	int rc = store_nodes(w->store, &v, &n, err);
 
 	if (rc)
@@ -255,7 +255,7 @@ static bool next_slot_series(struct web *w, const struct config *cfg,
 			     char **buf, size_t *len)
 {
 	char a[512];
-	int64_t now = sc_clock_now_ms(w->clock ? w->clock : sc_clock_real());
+	int64_t now = sc_clock_now_ms(w->clock ? w->clock : store_clock(w->store));
 	bool ok = appendf(buf, len, "# HELP surecron_next_slot_timestamp_"
 			  "seconds The schedule's next slot after now, Unix "
 			  "seconds (from the config).\n# TYPE surecron_next_"

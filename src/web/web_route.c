@@ -25,6 +25,7 @@
 #include <microhttpd.h>
 
 #include "clock.h"
+#include "store.h"
 #include "web_int.h"
 
 enum {
@@ -145,6 +146,6 @@ enum MHD_Result web_route_dispatch(struct web *w, struct MHD_Connection *c,
 			c, 405,
 			is_post ? "method not allowed: GET only"
 				: "method not allowed: POST only");
-	k.now_ms = sc_clock_now_ms(w->clock ? w->clock : sc_clock_real());
+	k.now_ms = sc_clock_now_ms(w->clock ? w->clock : store_clock(w->store));
 	return run(r, &k, rest, body, body_len);
 }
