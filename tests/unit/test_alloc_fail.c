@@ -28,6 +28,7 @@
 
 #include "config.h"
 #include "message.h"
+#include "queue.h"
 #include "store.h"
 #include "surecron.h"
 #include "testutil.h"
@@ -329,6 +330,79 @@ static void store_open_survives_every_failed_allocation(void **state)
 	assert_true(loop_failures("store open", open_store, url) > 0);
 }
 
+/* ---- store operations ------------------------------------------------ */
+
+/* A slot's life on an open store: enqueue, claim, complete; then the
+ * ledger and the counts read back. Each run takes a new slot. */
+struct slot_run {
+	struct store *s;
+	int64_t slot_ms;
+};
+
+static int slot_life(void *ud)
+{
+	struct slot_run *o = ud;
+	struct sc_retry_policy policy = {.attempts = 3};
+	struct store_job job;
+	struct ledger_row *rows = NULL;
+	struct store_counts k;
+	/* The newest row only: a read of them all would allocate more at
+	 * each run, and the loop would never see a run that fails nothing. */
+	struct ledger_filter f = {.schedule = "weekly", .since_ms = INT64_MIN,
+				  .until_ms = INT64_MAX, .limit = 1,
+				  .newest_first = true};
+	struct sc_err err = {0};
+	size_t n = 0, n_rows = 0;
+	int64_t id = 0;
+	bool created = false;
+	int rc;
+
+	o->slot_ms += 60000;
+	rc = queue_enqueue(o->s, "weekly", o->slot_ms, &policy, &id, &created,
+			   &err);
+	if (!rc)
+		rc = queue_claim(o->s, "w1", 30000, &job, 1, &n, &err);
+	if (!rc && n == 1)
+		rc = queue_complete(o->s, &job, "{\"tasks\":[]}", &err);
+	if (!rc)
+		rc = store_ledger_query(o->s, &f, &rows, &n_rows, &err);
+	store_ledger_rows_free(rows, n_rows);
+	if (!rc)
+		rc = store_job_counts(o->s, NULL, &k, &err);
+	snprintf(last_msg, sizeof(last_msg), "%s", err.msg);
+	return rc;
+}
+
+/*
+ * Every allocation of the queue's hot path and the ledger's readers is
+ * failed once. Besides the codes: a completion is one commit, so however
+ * the allocations failed, the jobs marked done and the ledger's success
+ * rows stay equal in number.
+ */
+static void store_ops_survive_every_failed_allocation(void **state)
+{
+	char url[600];
+	struct slot_run o = {.slot_ms = 1767225600000LL};
+	struct store_counts k;
+	struct ledger_filter f = {.schedule = "weekly", .since_ms = INT64_MIN,
+				  .until_ms = INT64_MAX,
+				  .outcome = LEDGER_SUCCESS};
+	struct ledger_row *rows = NULL;
+	size_t n_rows = 0;
+	(void)state;
+
+	snprintf(url, sizeof(url), "sqlite://%s/ops.db", tu_tmpdir());
+	assert_int_equal(store_open(url, sc_clock_real(), &o.s, NULL), 0);
+	assert_int_equal(slot_life(&o), 0);
+	assert_true(loop_failures("store slot life", slot_life, &o) > 5);
+	assert_int_equal(store_job_counts(o.s, NULL, &k, NULL), 0);
+	assert_int_equal(store_ledger_query(o.s, &f, &rows, &n_rows, NULL), 0);
+	assert_int_equal((int64_t)n_rows, k.done);
+	assert_true(k.done >= 2);
+	store_ledger_rows_free(rows, n_rows);
+	store_close(o.s);
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -347,6 +421,8 @@ int main(void)
 		cmocka_unit_test_setup(cron_survives_every_failed_allocation,
 				       setup),
 		cmocka_unit_test_setup(compose_survives_every_failed_allocation,
+				       setup),
+		cmocka_unit_test_setup(store_ops_survive_every_failed_allocation,
 				       setup),
 		cmocka_unit_test_setup(store_open_survives_every_failed_allocation,
 				       setup),
