@@ -87,7 +87,7 @@ fail() {
 run=$((run + 1))
 echo "[ RUN      ] model_protocol"
 t0=$(date +%s%N)
-verify -O1
+verify -O0
 t1=$(date +%s%N)
 n=$(errors_of)
 if [ "$n" = 0 ] && grep -q "Full statespace search" "$work/out"; then
