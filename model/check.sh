@@ -83,23 +83,29 @@ fail() {
   failed_names="$failed_names $1"
 }
 
-# The model itself: no error, every state seen.
-run=$((run + 1))
-echo "[ RUN      ] model_protocol"
-t0=$(date +%s%N)
-verify -O0
-t1=$(date +%s%N)
-n=$(errors_of)
-if [ "$n" = 0 ] && grep -q "Full statespace search" "$work/out"; then
-  echo "protocol model: $(states_of) states, $(( (t1 - t0) / 1000000 )) ms" \
-    "(spin -a, cc, pan)"
-  ok model_protocol
-else
-  cat "$work/out"
-  (cd "$work" && [ -f protocol.pml.trail ] &&
-    spin -t -p -g protocol.pml | head -n 300)
-  fail model_protocol "spin reports an error in the model (trail above)"
-fi
+# The model itself, on SQLite (a power cut) and on PostgreSQL (a server
+# crash the workers outlive): no error, every state seen.
+for v in "model_protocol|" "model_protocol_pg|-DPG"; do
+  name=${v%%|*} flags=${v#*|}
+  run=$((run + 1))
+  echo "[ RUN      ] $name"
+  t0=$(date +%s%N)
+  # shellcheck disable=SC2086 # flags is empty or one word
+  verify -O0 $flags
+  t1=$(date +%s%N)
+  if [ "$(errors_of)" = 0 ] && grep -q "Full statespace search" "$work/out"
+  then
+    echo "$name: $(states_of) states, $(( (t1 - t0) / 1000000 )) ms" \
+      "(spin -a, cc, pan)"
+    ok "$name"
+  else
+    cat "$work/out"
+    # shellcheck disable=SC2086
+    (cd "$work" && [ -f protocol.pml.trail ] &&
+      spin -t -p -g $flags protocol.pml | head -n 300)
+    fail "$name" "spin reports an error in the model (trail above)"
+  fi
+done
 
 # Each mutant (protocol.pml's head says what it removes) and the text of
 # the assertion that must catch it: I1 copies<=(1+st.dups), I2
@@ -112,7 +118,9 @@ for m in \
   "NO_FENCE_COMPLETE -DNO_FENCE_ASSERT|st.marked&&(st.lost>st.revived)" \
   "SENDING_NOT_DURABLE|copies<=(1+st.dups)" \
   "NO_DUPLICATE_ROW|copies<=(1+st.dups)" \
-  "NO_GIVE_UP|copies>=1"; do
+  "NO_GIVE_UP|copies>=1" \
+  "PG -DSENDING_NOT_DURABLE|copies<=(1+st.dups)" \
+  "PG -DCLAIM_NOT_DURABLE|st.owner==me"; do
   flags=${m%%|*} want=${m#*|}
   name=mutant_$(echo "$flags" | sed 's/ -D/_/g')
   run=$((run + 1))

@@ -10,7 +10,11 @@
  * FULL one is forgotten, the store is a prefix of its history, and both
  * workers die), and a send whose outcome may be ambiguous (the receiver
  * may or may not have the copy). The target's on_ambiguous policy
- * (resend or hold) is chosen at the start, so both are checked.
+ * (resend or hold) is chosen at the start, so both are checked. With
+ * -DPG the store is PostgreSQL: the cut is a server crash, which forgets
+ * the async commits after the last durable one but which the workers
+ * outlive (their next store call fails, store_pg.md), and a claim is
+ * durable.
  *
  * Every `atomic` block that touches `st` is one store transaction, named
  * after the C function that makes it; each says whether it commits FULL
@@ -25,7 +29,9 @@
  *      without a "duplicate" ledger row (outbox.c, declare_duplicate);
  *   I2 never marked and lost: no slot has both its marker and a "lost"
  *      row;
- *   I3 fence: no fenced write commits under a stale lease;
+ *   I3 fence: no fenced write (and no fenced finish) commits under a
+ *      stale lease: the job must be ACTIVE under the writer's token, and
+ *      that claim the writer's own (lease_owner);
  *   I4 at the end (nothing can move any more): the slot is delivered
  *      (DONE, marked, the row SENT, a copy at the receiver), lost (DEAD
  *      with a "lost" row, not marked) or held (lost, the row UNKNOWN,
@@ -37,6 +43,9 @@
  *   SENDING_NOT_DURABLE  store_outbox_set_state(SENDING) committed NORMAL
  *   NO_DUPLICATE_ROW     declare_duplicate writes no row (resend silent)
  *   NO_GIVE_UP           queue_fail never gives up (retry past the budget)
+ *   CLAIM_NOT_DURABLE    with PG: the claim committed async (a server
+ *                        crash may forget it and hand its token out
+ *                        again while its worker lives)
  *   NO_FENCE_ASSERT      turns I3 off (with a NO_FENCE_* mutant: shows
  *                        which other invariant the missing fence breaks)
  *
@@ -87,6 +96,7 @@ typedef Store {
 	byte maxatt;	/* jobs.max_attempts (grows with a revival) */
 	byte stalls;	/* jobs.n_stalls */
 	byte token;	/* jobs.lease_token of the latest claim */
+	byte owner;	/* jobs.lease_owner: the worker of that claim */
 	byte row;	/* the outbox row's send state */
 	bool marked;	/* the slot marker */
 	byte dups;	/* "duplicate" ledger rows */
@@ -98,7 +108,7 @@ Store dur;
 
 #define COPY(d, s) \
 	d.job = s.job; d.attempts = s.attempts; d.maxatt = s.maxatt; d.stalls = s.stalls; \
-	d.token = s.token; d.row = s.row; d.marked = s.marked; \
+	d.token = s.token; d.owner = s.owner; d.row = s.row; d.marked = s.marked; \
 	d.dups = s.dups; d.lost = s.lost; d.revived = s.revived
 
 /* A FULL commit syncs it and every commit before it (store.md, "group
@@ -113,6 +123,7 @@ byte epoch;		/* power cuts so far: a worker of an older epoch died */
 byte kills;
 bool kill[2];		/* a kill -9 is asked for worker i */
 bool busy[2];		/* worker i is in an attempt */
+bool broken[2];		/* PG: worker i's connection died with the server */
 
 /* The fence (store.h, store_fence_set): the job is still ACTIVE under
  * the writer's token. */
@@ -145,11 +156,37 @@ bool busy[2];		/* worker i is in an attempt */
 #define DECLARE	st.dups++
 #endif
 
-/* I3, in every fenced write that commits. */
+/* PG: the store is PostgreSQL. Its server crash forgets the async
+ * commits after the last durable one (the WAL is one sequence, so a
+ * durable commit flushes every earlier one: the same prefix rule), but
+ * the workers live on; a claim is durable there (store.md). */
+#ifdef PG
+#ifdef CLAIM_NOT_DURABLE
+#define CLAIM_COMMIT	NORMAL
+#else
+#define CLAIM_COMMIT	FULL
+#endif
+#define CUT_KILLS	false
+/* After the server crash, a worker's next store call fails on its dead
+ * connection (SC_EIO, store_pg.md "Lost connection"), and the run fails
+ * there; the call after it reconnects. A finish that fails so is
+ * retried (worker.c), so it only reconnects. */
+#define EIO	if :: broken[me] -> broken[me] = false; goto fail \
+		   :: else -> skip fi
+#define RECONNECT	broken[me] = false
+#else
+#define CLAIM_COMMIT	NORMAL
+#define CUT_KILLS	(epoch != my_epoch)
+#define EIO	skip
+#define RECONNECT	skip
+#endif
+
+/* I3, in the fenced writes that a mutant can open (SENDING, the marked
+ * completion) and in queue_fail's. */
 #ifdef NO_FENCE_ASSERT
 #define I3(t)	skip
 #else
-#define I3(t)	assert(FENCE(t))
+#define I3(t)	assert(FENCE(t) && st.owner == me)
 #endif
 
 /* I1 and I2, after every change of the copies, dups, lost or marker. */
@@ -178,15 +215,18 @@ end_idle:
 	do
 	:: atomic {
 		/* queue_claim (store_job_claim_ahead): READY -> ACTIVE,
-		 * attempts + 1, a fresh lease token. NORMAL. */
+		 * attempts + 1, a fresh lease token. NORMAL (PostgreSQL:
+		 * durable, store.md). */
 		CLAIMABLE ->
+		RECONNECT;
 		st.job = ACTIVE; st.attempts++; st.token++; t = st.token;
-		NORMAL;
+		st.owner = me;
+		CLAIM_COMMIT;
 		my_epoch = epoch; busy[me] = true; permanent = false
 	   };
 	   {
 		/* orchestrator_run_slot: store_slot_look_others (a read). */
-		atomic { r = st.row;
+		atomic { EIO; r = st.row;
 			if
 			:: st.marked -> goto complete_plain
 			:: else -> skip
@@ -204,6 +244,7 @@ end_idle:
 		/* outbox_stage (store_outbox_put): PENDING unless a row
 		 * exists. Fenced, NORMAL. */
 		atomic {
+			EIO;
 			if
 			:: FENCE(t) ->
 				if
@@ -218,6 +259,7 @@ flush:
 		/* outbox_flush: store_outbox_mark_unknown, SENDING ->
 		 * UNKNOWN (a crashed attempt's row). Fenced, NORMAL. */
 		atomic {
+			EIO;
 			if
 			:: FENCE(t) ->
 				if
@@ -229,7 +271,7 @@ flush:
 			fi
 		};
 		/* store_outbox_get (a read) */
-		r = st.row;
+		atomic { EIO; r = st.row };
 		if
 		:: r == S_SENT -> goto complete_marked	/* guarded */
 		:: r == S_UNKNOWN && hold ->
@@ -239,6 +281,7 @@ flush:
 			/* declare_duplicate (store_ledger_append,
 			 * "duplicate"): before the resend. Fenced, NORMAL. */
 			atomic {
+				EIO;
 				if
 				:: FENCE(t) -> DECLARE; NORMAL
 				:: else -> goto fail
@@ -251,6 +294,7 @@ flush:
 		 * check right before the send. Fenced, FULL. A SENT row
 		 * never reopens (SC_ESTATE). */
 		atomic {
+			EIO;
 			if
 			:: FENCE_SENDING(t) && st.row != S_SENT ->
 				I3(t);
@@ -274,6 +318,7 @@ flush:
 			/* send_one: store_outbox_set_state(SENT), the guard.
 			 * Fenced, FULL; refused, the row stays SENDING. */
 			atomic {
+				EIO;
 				if
 				:: FENCE(t) && st.row != S_SENT ->
 					st.row = S_SENT; FULL
@@ -286,6 +331,7 @@ flush:
 			 * FAILED); a refusal is only logged. Fenced,
 			 * NORMAL. */
 			atomic {
+				RECONNECT;	/* a failure only logged */
 				if
 				:: FENCE(t) && st.row != S_SENT ->
 					st.row = (r == R_AMB -> S_UNKNOWN :
@@ -305,6 +351,7 @@ complete_marked:
 		 * and the slot marker in one commit, fenced by the token.
 		 * FULL. */
 		atomic {
+			RECONNECT;
 			if
 			:: FENCE_COMPLETE(t) ->
 				I3(t);
@@ -317,6 +364,7 @@ complete_plain:
 		/* the slot was marked already: queue_complete
 		 * (store_job_finish DONE), fenced by the token. NORMAL. */
 		atomic {
+			RECONNECT;
 			if
 			:: FENCE(t) -> st.job = DONE; NORMAL
 			:: else -> skip
@@ -329,8 +377,10 @@ fail:
 		 * when no attempt is left or the error is permanent
 		 * (FULL). A refusal (SC_ELEASE) writes nothing. */
 		atomic {
+			RECONNECT;
 			if
 			:: FENCE(t) ->
+				I3(t);
 				if
 				:: permanent || GIVE_UP ->
 					st.job = DEAD; st.lost++;
@@ -343,7 +393,7 @@ fail:
 		};
 done:
 		skip
-	   } unless { kill[me] || epoch != my_epoch };
+	   } unless { kill[me] || CUT_KILLS };
 	   /* the attempt ended, or the worker died: a new process (or
 	    * the same one) takes work again. */
 	   atomic {
@@ -394,12 +444,18 @@ end_killer:
 
 /* A power cut at any step (SQLite, synchronous NORMAL with FULL
  * commits synced, store.md): the store goes back to its last FULL
- * commit, every worker dies; the receiver keeps what it got. */
+ * commit, every worker dies; the receiver keeps what it got. With PG, a
+ * server crash: the store goes back to its last durable commit, the
+ * workers live on and find their connection dead. */
 active proctype power()
 {
 end_power:
 	do
-	:: atomic { epoch < CUTS -> COPY(st, dur); epoch++; I1; I2 }
+	:: atomic { epoch < CUTS -> COPY(st, dur); epoch++;
+#ifdef PG
+		broken[0] = true; broken[1] = true;
+#endif
+		I1; I2 }
 	od
 }
 
