@@ -468,6 +468,14 @@ end_power:
  * DEAD job with a fresh budget. The operator is truthful: --arrived
  * exactly when the receiver holds a copy at the moment of the decision.
  */
+/* OPERATOR_QUIET: and no attempt of a worker is still under way, so no
+ * request can be on its way (see docs/internals/model.md). */
+#ifdef OPERATOR_QUIET
+#define QUIET	(!busy[0] && !busy[1])
+#else
+#define QUIET	true
+#endif
+
 proctype operator()
 {
 	bool arrived;
@@ -477,13 +485,7 @@ end_operator:	/* it may never be needed */
 		/* outbox_release (store_outbox_set_state). FULL for SENT,
 		 * NORMAL for FAILED. The command is for a held slot: the
 		 * job DEAD (outbox_release itself only asks for UNKNOWN). */
-		st.row == S_UNKNOWN && st.job == DEAD
-#ifdef OPERATOR_QUIET
-		/* and no attempt of a worker is still under way, so no
-		 * request can be on its way (see docs/internals/model.md) */
-		&& !busy[0] && !busy[1]
-#endif
-		->
+		st.row == S_UNKNOWN && st.job == DEAD && QUIET ->
 		arrived = copies > 0;
 		if
 		:: arrived -> st.row = S_SENT; FULL
