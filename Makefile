@@ -269,6 +269,10 @@ $(B)/bench/%: bench/%.c $(LIB)
 # chromium or its node modules are absent. SURECRON_TEST_FILTER=test_browser
 # runs it alone.
 BROWSER_SUITE := $(abspath tests/browser/test_browser.sh)
+# The protocol model (model/protocol.pml, docs/internals/model.md) checked
+# by spin, the model and its mutants, in a few seconds: one more suite,
+# skipped without spin. SURECRON_TEST_FILTER=check.sh runs it alone.
+MODEL_SUITE := $(abspath model/check.sh)
 _test: $(BIN) $(UNIT_BIN) $(INTEG_BIN)
 ifeq ($(MODE),tsan)
 	@$(TSAN_ENV) sh tests/tsan.sh $(abspath $(B))/tsan-reports \
@@ -277,7 +281,7 @@ else
 	@SURECRON_BIN=$(abspath $(BIN)) SURECRON_BUILD=$(abspath $(B)) \
 		SURECRON_SAN=$(filter san,$(MODE)) SC_PG_FSYNC=off \
 		sh tests/pg_server.sh run bash tests/run.sh $(UNIT_BIN) $(INTEG_BIN) \
-		$(BROWSER_SUITE)
+		$(BROWSER_SUITE) $(MODEL_SUITE)
 endif
 
 # TSan runs are judged by their reports (tests/tsan.sh says why).

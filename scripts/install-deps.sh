@@ -30,12 +30,16 @@ browser_pkgs="chromium nodejs npm"
 # are what their markdown makes: installed by `test`, not demanded by
 # --check (the check skips without it).
 docs_pkgs="pandoc"
+# The protocol model's checker (model/check.sh, a suite of `make test`):
+# installed by `test`, not demanded by --check (the suite skips without).
+model_pkgs="spin"
 bench_pkgs="redis-server nodejs npm"
 
 want=$build_pkgs
 case "${1:-build}" in
   build) ;;
-  test) want="$want $test_pkgs"; [ "$check" = 1 ] || want="$want $browser_pkgs $docs_pkgs" ;;
+  test) want="$want $test_pkgs"; [ "$check" = 1 ] ||
+    want="$want $browser_pkgs $docs_pkgs $model_pkgs" ;;
   bench) want="$want $test_pkgs $bench_pkgs" ;;
   *) echo "install-deps.sh: unknown set '$1' (build, test or bench)" >&2; exit 2 ;;
 esac
