@@ -1607,6 +1607,96 @@ void store_stall_rule(int max_stalls, const struct store_stall *job,
 int store_dead_list_push(struct store_dead_list *dl,
 			 const struct store_dead_job *j);
 
+/* ---- durability: one class per commit (store_durable.c) --------------- */
+
+/*
+ * What a power cut (SQLite) or a crash of the database server
+ * (PostgreSQL) may forget, declared once for every commit the backends
+ * make: store_durability[] in store_durable.c, one row per commit kind
+ * with the reason. A backend never picks a commit's durability itself: it
+ * names the commit (store_commit_of_* for the kinds that depend on the
+ * write's data) and applies store_commit_class()'s answer: SQLite FULL
+ * (a group sync before the call returns) or NORMAL; PostgreSQL
+ * synchronous_commit back to the server's setting, or off.
+ * docs/internals/store.md shows the table.
+ */
+enum store_dur {
+	STORE_DUR_NONE = 0,  /* may be forgotten by any crash */
+	STORE_DUR_SERVER,    /* survives a database server's crash the
+				callers outlive (PostgreSQL); on a file a
+				power cut takes the callers along: NONE */
+	STORE_DUR_ALWAYS     /* survives a power cut and a server crash */
+};
+
+enum store_commit {
+	STORE_COMMIT_MIGRATE,         /* schema migration at open */
+	STORE_COMMIT_ENQUEUE,         /* enqueue (one, many, a tick's batch) */
+	STORE_COMMIT_REVIVE,          /* store_job_revive */
+	STORE_COMMIT_CLAIM,
+	STORE_COMMIT_HEARTBEAT,
+	STORE_COMMIT_LEASE_CLAMP,
+	STORE_COMMIT_FINISH,          /* complete unmarked, fail, retry */
+	STORE_COMMIT_FINISH_MARKED,   /* complete with the slot marker */
+	STORE_COMMIT_FINISH_DEAD,     /* DEAD, with its "lost" row */
+	STORE_COMMIT_COMPLETE_MANY,
+	STORE_COMMIT_RELEASE,
+	STORE_COMMIT_RECOVER,         /* stalled-job recovery */
+	STORE_COMMIT_LEDGER,          /* ledger rows, none "lost" */
+	STORE_COMMIT_LEDGER_LOST,     /* ledger rows, one of them "lost" */
+	STORE_COMMIT_STAGE,           /* outbox PENDING + body */
+	STORE_COMMIT_SENDING,         /* outbox SENDING */
+	STORE_COMMIT_SENT,            /* outbox SENT: the send guard */
+	STORE_COMMIT_SEND_FAILED,     /* outbox FAILED */
+	STORE_COMMIT_SEND_UNKNOWN,    /* outbox UNKNOWN */
+	STORE_COMMIT_ABANDON,         /* outbox ABANDONED + its ledger row */
+	STORE_COMMIT_SLOT_MARK,
+	STORE_COMMIT_SCHED_STATE,     /* sched_last, cron history */
+	STORE_COMMIT_PAUSE,           /* a pause set or ended */
+	STORE_COMMIT_NODE,            /* node beat, leave */
+	STORE_COMMIT_TOKEN,           /* token cache put, drop */
+	STORE_COMMIT_LEASE,           /* named lease take, drop */
+	STORE_COMMIT_PRUNE,
+	STORE_COMMIT_ALERT_RAISE,
+	STORE_COMMIT_ALERT_CLOSE,
+	STORE_COMMIT_ALERT_REALERT,
+	STORE_COMMIT_ALERT_STAGE,
+	STORE_COMMIT_ALERT_CLAIM,     /* alert send claim (SENDING) */
+	STORE_COMMIT_ALERT_SENT,      /* alert send SENT or ABANDONED */
+	STORE_COMMIT_ALERT_RETRY,     /* alert send FAILED or UNKNOWN */
+	STORE_COMMIT_N
+};
+
+struct store_durability_row {
+	enum store_commit commit;
+	const char *name;             /* as docs/internals/store.md says it */
+	enum store_dur dur;
+	const char *why;              /* what a crash that forgets it does */
+};
+
+/* The table, indexed by enum store_commit (row i has commit i). */
+extern const struct store_durability_row store_durability[STORE_COMMIT_N];
+
+/*
+ * The class a backend applies to commit c. In a test build, the failpoint
+ * "store.durability_off:err" answers STORE_DUR_NONE for every commit (the
+ * control run of the power-loss test: the table ignored). Thread-safe.
+ */
+enum store_dur store_commit_class(enum store_commit c);
+
+/* The commit of a job_finish to new_state (mark: with the slot marker). */
+enum store_commit store_commit_of_finish(enum job_state new_state,
+					 bool mark);
+/* The commit of an outbox row set to state (store_outbox_set_state). */
+enum store_commit store_commit_of_send(enum send_state state);
+/* The commit of ledger rows[0..n) written together: LEDGER_LOST when one
+ * of them is a "lost" row. */
+enum store_commit store_commit_of_rows(const struct ledger_row *rows,
+				       size_t n);
+/* The commit of an alert send finished in state. */
+enum store_commit store_commit_of_alert_send(enum send_state state);
+
+/* ---- end of durability ------------------------------------------------ */
+
 extern const struct store_ops store_sqlite_ops;
 extern const struct store_ops store_pg_ops;
 

@@ -46,10 +46,14 @@
  * and ABANDONED, a pause and its end (an operator was told it is done:
  * a forgotten pause runs what they stopped) - set synchronous_commit
  * back to the server's
- * default inside their own statement (DURABLE below; on unless the DBA
- * changed it): once they return, they survive a crash, and because WAL is
- * sequential every earlier commit is flushed with them. What each
- * transition may lose and why that is harmless: docs/internals/store.md.
+ * default inside their own statement (DURABLE_IF below; on unless the
+ * DBA changed it): once they return, they survive a crash, and because
+ * WAL is sequential every earlier commit is flushed with them. Which
+ * commits those are is not decided here: each writing statement that may
+ * need it takes the store's durability table's answer for its commit as
+ * a boolean parameter (arg_dur, store_commit_class in store_durable.c:
+ * classes SERVER and ALWAYS are durable here). What each transition may
+ * lose and why that is harmless: docs/internals/store.md.
  *
  * Fencing (store.h): the outbox, guard, marker and duplicate-row writes
  * of a fenced handle run only while the job row, read FOR SHARE in the
@@ -648,6 +652,11 @@ static const char *const *const migrations[SCHEMA_VERSION] = {
  * burst of runs.)
  */
 #define DURABLE "set_config('synchronous_commit', NULL, true)"
+/* DURABLE when parameter $n (arg_dur: the durability table's answer for
+ * the statement's commit) is true: the backend never chooses. $n is
+ * always the statement's last parameter (arg_dur the last argument),
+ * after those its comment lists. */
+#define DURABLE_IF(n) "CASE WHEN $" n "::boolean THEN " DURABLE " END"
 
 /*
  * The ACTIVE test of a statement that finds its job by id (the fence
@@ -837,7 +846,7 @@ static const char *const sql[ST_COUNT] = {
 	" VALUES ($1, $2::bigint, $3::integer, $4::smallint, $5::bigint,"
 	" $6::bigint, $7::bigint, $8::boolean)"
 	" ON CONFLICT (schedule, slot_ms) DO NOTHING RETURNING id)"
-	" SELECT id, " NOTIFY ", " DURABLE " FROM i",
+	" SELECT id, " NOTIFY ", " DURABLE_IF("9") " FROM i",
 	[ST_JOB_ID] = "SELECT id FROM jobs WHERE schedule = $1 AND slot_ms = $2",
 	/* run_at of a materialised slot is the slot itself. */
 	[ST_ENQUEUE_MANY] =
@@ -847,7 +856,7 @@ static const char *const sql[ST_COUNT] = {
 	" $6::bigint, false FROM unnest($2::bigint[]) AS s"
 	" ON CONFLICT (schedule, slot_ms) DO NOTHING RETURNING 1)"
 	" SELECT count(*), CASE WHEN count(*) > 0 THEN " NOTIFY " END,"
-	" CASE WHEN count(*) > 0 THEN " DURABLE " END FROM i",
+	" CASE WHEN count(*) > 0 THEN " DURABLE_IF("7") " END FROM i",
 	/* A scheduler tick: $1 names, $2 slots, $3 attempts, $4 backoff,
 	 * $5 delay, $6 last slots (parallel arrays), $7 now. The jobs and the
 	 * states in one statement (one transaction, one round trip; data-
@@ -872,7 +881,7 @@ static const char *const sql[ST_COUNT] = {
 	" SELECT (SELECT string_agg(v.ord::text, ',') FROM v JOIN i"
 	" ON i.schedule = v.schedule AND i.slot_ms = v.slot_ms),"
 	" CASE WHEN EXISTS (SELECT 1 FROM i) THEN " NOTIFY " END,"
-	" CASE WHEN EXISTS (SELECT 1 FROM i) THEN " DURABLE " END,"
+	" CASE WHEN EXISTS (SELECT 1 FROM i) THEN " DURABLE_IF("8") " END,"
 	" (SELECT count(*) FROM s)",
 	/* $1 now, $2 max, $3 worker, $4 lease_ms, $5 ahead_ms. The rule
 	 * off (store_overlap_set): every job as `allow`, in the claim order
@@ -896,7 +905,7 @@ static const char *const sql[ST_COUNT] = {
 	" lease_expires_ms = $1::bigint + $4::bigint,"
 	" started_ms = GREATEST($1::bigint, j.run_at_ms)"
 	" FROM c WHERE j.id = c.id RETURNING " JOB_COLS_J ", false, "
-	DURABLE,
+	DURABLE_IF("6"),
 	/*
 	 * The claim with the overlap rule on, in two statements of one
 	 * transaction (pg_job_claim says why). pol 2 allow, 1 skip, 0 queue
@@ -978,7 +987,7 @@ static const char *const sql[ST_COUNT] = {
 	" lease_expires_ms = $1::bigint + $4::bigint,"
 	" started_ms = GREATEST($1::bigint, j.run_at_ms)"
 	" FROM c WHERE j.ctid = c.tid AND j.id = c.id RETURNING " JOB_COLS_J
-	", c.flag, " DURABLE " AS durable)"
+	", c.flag, " DURABLE_IF("9") " AS durable)"
 	" SELECT * FROM u ORDER BY attempts > 1, run_at_ms, id",
 	/* $1 the known schedules, a JSON array (known_sync). */
 	[ST_KNOWN_LOAD] =
@@ -1005,7 +1014,7 @@ static const char *const sql[ST_COUNT] = {
 	" SELECT schedule, slot_ms, id, attempts, started_ms, $5::bigint,"
 	" $6, $7, $8, $9::bigint, $10 FROM u"
 	" RETURNING id, CASE WHEN $3::smallint = 0 THEN " NOTIFY " END,"
-	" CASE WHEN $3::smallint = 3 OR $11::boolean THEN " DURABLE " END",
+	" " DURABLE_IF("12"),
 	/* $1 id, $2 token, $3 now, $4 run_at, $5 error class, $6 message.
 	 * The attempt is given back uncounted; the
 	 * ledger still says it happened. */
@@ -1046,7 +1055,8 @@ static const char *const sql[ST_COUNT] = {
 	" (2, '" LEDGER_LOST "', $5::text)) AS k(n, outcome, msg)"
 	" WHERE k.msg IS NOT NULL ORDER BY k.n RETURNING 1)"
 	" SELECT (SELECT count(*) FROM u),"
-	" (CASE WHEN $3::smallint = 0 THEN " NOTIFY " END)::text, " DURABLE,
+	" (CASE WHEN $3::smallint = 0 THEN " NOTIFY " END)::text, "
+	DURABLE_IF("6"),
 	[ST_JOB_GET] = "SELECT " JOB_COLS " FROM jobs WHERE id = $1",
 	[ST_JOB_FIND] =
 	"SELECT " JOB_COLS " FROM jobs WHERE schedule = $1 AND slot_ms = $2",
@@ -1055,7 +1065,8 @@ static const char *const sql[ST_COUNT] = {
 	" CASE WHEN $3::int > 0 THEN $3::int ELSE max_attempts END,"
 	" n_stalls = 0, run_at_ms = $2::bigint, lease_expires_ms = 0,"
 	" alerted = 0"
-	" WHERE id = $1 AND state = 3 RETURNING id, " NOTIFY ", " DURABLE,
+	" WHERE id = $1 AND state = 3 RETURNING id, " NOTIFY ", "
+	DURABLE_IF("4"),
 	[ST_LEASE_CLAMP] =
 	"UPDATE jobs SET lease_expires_ms = $1::bigint + $2::bigint"
 	" WHERE state = 1"
@@ -1084,8 +1095,8 @@ static const char *const sql[ST_COUNT] = {
 	" $2::bigint, $3::bigint, $4::integer, $5::bigint, $6::bigint,"
 	" $7::text, $8::text, $9::text, $10::bigint, $11::text FROM f"
 	" WHERE f.ok RETURNING 1)"
-	" SELECT f.ok, (SELECT count(*) FROM i), CASE WHEN $7::text = '"
-	LEDGER_LOST "' THEN " DURABLE " END FROM f",
+	" SELECT f.ok, (SELECT count(*) FROM i), " DURABLE_IF("14")
+	" FROM f",
 	/* A missed row for a slot that has one already is dropped: the
 	 * conflict target infers the partial index ledger_missed_once, so
 	 * no other conflict is ignored. No row returned: not written. */
@@ -1103,8 +1114,7 @@ static const char *const sql[ST_COUNT] = {
 	" $5::bigint[], $6::bigint[], $7::text[], $8::text[], $9::text[],"
 	" $10::bigint[], $11::text[]) ON CONFLICT (schedule, slot_ms)"
 	" WHERE outcome = '" LEDGER_MISSED "' DO NOTHING RETURNING outcome)"
-	" SELECT count(*), CASE WHEN bool_or(outcome = '" LEDGER_LOST "')"
-	" THEN " DURABLE " END FROM i",
+	" SELECT count(*), " DURABLE_IF("12") " FROM i",
 	/* The lost-slot report (store_ledger_lost): lost and missed rows of
 	 * the period (ledger_lost), each with the finish of the newest
 	 * success row of its (schedule, slot) through ledger_slot; column
@@ -1154,8 +1164,8 @@ static const char *const sql[ST_COUNT] = {
 	" ELSE sent_ms END"
 	" WHERE schedule = $1 AND slot_ms = $2 AND target = $3"
 	" AND state <> 3 AND (SELECT ok FROM f) RETURNING 1)"
-	" SELECT f.ok, (SELECT count(*) FROM u), CASE WHEN $4::smallint"
-	" IN (2, 3) THEN " DURABLE " END FROM f",
+	" SELECT f.ok, (SELECT count(*) FROM u), " DURABLE_IF("8")
+	" FROM f",
 	/* $3, $4: the fence. Answer: ok, rows changed. */
 	[ST_OUTBOX_UNKNOWN] =
 	"WITH " FENCE_CTE("$3", "$4") ","
@@ -1179,7 +1189,7 @@ static const char *const sql[ST_COUNT] = {
 	" $11::text, $12::text, $13::text, $14::bigint, $15::text FROM u"
 	" RETURNING 1)"
 	" SELECT f.ok, (SELECT count(*) FROM u), (SELECT count(*) FROM i),"
-	" " DURABLE " FROM f",
+	" " DURABLE_IF("18") " FROM f",
 	/* $1..$4 arrays (schedule, from, cron, tz), $5 now: each written
 	 * unless the schedule's newest record says the same. Answer: the
 	 * records written. */
@@ -1202,7 +1212,7 @@ static const char *const sql[ST_COUNT] = {
 	" SELECT $1::text, $2::bigint, $3::bigint FROM f WHERE f.ok"
 	" ON CONFLICT (schedule, slot_ms) DO NOTHING RETURNING 1)"
 	" SELECT f.ok, (SELECT count(*) FROM i), CASE WHEN f.ok THEN "
-	DURABLE " END FROM f",
+	DURABLE_IF("6") " END FROM f",
 	[ST_SLOT_IS] =
 	"SELECT 1 FROM slot_markers WHERE schedule = $1 AND slot_ms = $2",
 	/* $3: the targets (text[]), in order. One row: marked (0/1), then
@@ -1247,10 +1257,12 @@ static const char *const sql[ST_COUNT] = {
 	" resumed) VALUES ($1, $2::bigint, $3::bigint, $4, $5, false)"
 	" ON CONFLICT (schedule) DO UPDATE SET from_ms = EXCLUDED.from_ms,"
 	" until_ms = EXCLUDED.until_ms, paused_by = EXCLUDED.paused_by,"
-	" note = EXCLUDED.note, resumed = false RETURNING " DURABLE,
+	" note = EXCLUDED.note, resumed = false RETURNING "
+	DURABLE_IF("6"),
 	[ST_PAUSE_END] =
 	"UPDATE pauses SET until_ms = $2::bigint, resumed = true"
-	" WHERE schedule = $1 AND until_ms > $2::bigint RETURNING " DURABLE,
+	" WHERE schedule = $1 AND until_ms > $2::bigint RETURNING "
+	DURABLE_IF("3"),
 	[ST_PAUSE_GET] =
 	"SELECT " PAUSE_COLS " FROM pauses WHERE schedule = $1",
 	/* Byte order, as strcmp. */
@@ -1311,7 +1323,7 @@ static const char *const sql[ST_COUNT] = {
 	" j AS (UPDATE jobs SET alerted = 1 WHERE id = $10::bigint"
 	" AND $10::bigint <> 0 RETURNING 1)"
 	" SELECT (SELECT id FROM i), (SELECT count(*) FROM c),"
-	" (SELECT count(*) FROM j), " DURABLE,
+	" (SELECT count(*) FROM j), " DURABLE_IF("13"),
 	[ST_ALERT_ID] =
 	"SELECT id FROM alerts WHERE schedule = $1 AND slot_ms = $2::bigint"
 	" AND reason = $3 AND generation = $4::bigint",
@@ -1337,7 +1349,7 @@ static const char *const sql[ST_COUNT] = {
 	[ST_ALERT_CLOSE] =
 	"UPDATE alerts SET status = $2::smallint, closed_ms = $3::bigint,"
 	" note = $4::text WHERE id = $1::bigint AND status = 0"
-	" RETURNING id, " DURABLE,
+	" RETURNING id, " DURABLE_IF("5"),
 	[ST_ALERT_EXISTS] = "SELECT 1 FROM alerts WHERE id = $1::bigint",
 	[ST_ALERT_REALERT] =
 	"UPDATE alerts SET rounds = $2::integer + 1, round_ms = $3::bigint"
@@ -1371,7 +1383,7 @@ static const char *const sql[ST_COUNT] = {
 	" lease_expires_ms = $1::bigint + $3::bigint"
 	" FROM c, alerts a WHERE s.id = c.id AND a.id = s.alert_id"
 	" RETURNING " SEND_COLS("CASE WHEN c.state = 2 THEN 5 ELSE c.state"
-				" END", "s.body") ", " DURABLE,
+				" END", "s.body") ", " DURABLE_IF("4"),
 	/* $1 id, $2 token, $3 state, $4 next try, $5 error, $6 now, $7..$17
 	 * the ledger row ($13 outcome NULL: none). SENT (the guard) and
 	 * ABANDONED are durable. Answer: sends changed, rows written. */
@@ -1388,7 +1400,7 @@ static const char *const sql[ST_COUNT] = {
 	" $13::text, $14::text, $15::text, $16::bigint, $17::text FROM u"
 	" WHERE $13::text IS NOT NULL RETURNING 1)"
 	" SELECT (SELECT count(*) FROM u), (SELECT count(*) FROM l),"
-	" CASE WHEN $3::smallint IN (3, 6) THEN " DURABLE " END",
+	" " DURABLE_IF("18"),
 	[ST_SEND_EXISTS] = "SELECT 1 FROM alert_sends WHERE id = $1::bigint",
 	[ST_ALERT_SENDS] =
 	"SELECT " SEND_COLS("s.state", "NULL") " FROM alert_sends s"
@@ -1471,6 +1483,14 @@ static void arg_str(struct args *a, const char *s)
 static void arg_bool(struct args *a, bool b)
 {
 	a->v[a->n++] = b ? "t" : "f";
+}
+
+/* The durability table's answer for commit c as the boolean parameter of
+ * DURABLE_IF: durable unless the class is STORE_DUR_NONE (SERVER is
+ * durable here: the daemons outlive a crash of the server). */
+static void arg_dur(struct args *a, enum store_commit c)
+{
+	arg_bool(a, store_commit_class(c) != STORE_DUR_NONE);
 }
 
 /* Appends s to the array literal in *b as one quoted element, keeping
@@ -2524,6 +2544,13 @@ static int migrate(struct pg *p, bool create, struct sc_err *err)
 			err);
 	if (rc)
 		goto fail_tx;
+	/* The commit's durability is the table's (a half-remembered schema
+	 * would be found old again by a node that already used the new). */
+	if (store_commit_class(STORE_COMMIT_MIGRATE) != STORE_DUR_NONE) {
+		rc = exec_const(p, "SELECT " DURABLE, err);
+		if (rc)
+			goto fail_tx;
+	}
 	rc = schema_present(p, err);
 	if (rc < 0)
 		goto fail_tx;
@@ -2657,6 +2684,7 @@ static int pg_job_enqueue(void *impl, const char *schedule, int64_t slot_ms,
 	arg_i64(&a, run_at_ms);
 	arg_i64(&a, now_ms(p));
 	arg_bool(&a, manual);
+	arg_dur(&a, STORE_COMMIT_ENQUEUE);
 	rc = run(p, ST_ENQUEUE, &a, &res, err);
 	if (rc)
 		return rc;
@@ -2715,6 +2743,7 @@ static int pg_job_enqueue_many(void *impl, const char *schedule,
 	arg_str(&a, arr);
 	arg_policy(&a, policy);
 	arg_i64(&a, now_ms(p));
+	arg_dur(&a, STORE_COMMIT_ENQUEUE);
 	rc = run_n(p, ST_ENQUEUE_MANY, &a, NULL, err);
 	free(arr);
 	return rc;
@@ -2780,6 +2809,7 @@ static int pg_job_enqueue_batch(void *impl, struct store_enqueue *v,
 		arg_str(&a, arr[k]);
 	}
 	arg_i64(&a, now_ms(p));
+	arg_dur(&a, STORE_COMMIT_ENQUEUE);
 	rc = run(p, ST_ENQUEUE_BATCH, &a, &res, err);
 	if (rc)
 		goto done;
@@ -2883,6 +2913,7 @@ static void fill_claim_args(struct args *a, int64_t now, size_t max,
 	arg_str(a, worker);
 	arg_i64(a, lease_ms);
 	arg_i64(a, ahead_ms);
+	arg_dur(a, STORE_COMMIT_CLAIM);
 }
 
 static void pg_claim_rule(void *impl, const struct store_claim_rule *r)
@@ -3057,6 +3088,7 @@ static int pg_claim_ruled(struct pg *p, const struct store_claim_rule *r,
 		arg_str(&a, r->allow);
 		arg_str(&a, r->skip);
 		arg_str(&a, tids);
+		arg_dur(&a, STORE_COMMIT_CLAIM);
 		const struct pipe_step take[] = {
 			{.st = ST_CLAIM_TAKE, .a = &a, .out = &res},
 			{.text = "COMMIT"},
@@ -3218,6 +3250,7 @@ static int pg_job_finish(void *impl, int64_t id, int64_t lease_token,
 	arg_i64(&a, row ? row->retry_hint_ms : 0);
 	arg_str(&a, row ? row->details_json : NULL);
 	arg_bool(&a, mark);
+	arg_dur(&a, store_commit_of_finish(new_state, mark));
 	rc = run_finish(p, &a, new_state, &res, err);
 	if (rc)
 		return rc;
@@ -3299,6 +3332,7 @@ static int pg_job_recover(void *impl, int max_stalls, int *n_recovered,
 		arg_i64(&b, v.dead ? JOB_DEAD : JOB_READY);
 		arg_str(&b, v.stalled_msg);
 		arg_str(&b, v.dead ? v.lost_msg : NULL);
+		arg_dur(&b, STORE_COMMIT_RECOVER);
 		rc = run_n(p, ST_STALL, &b, NULL, err);
 	}
 	if (rc)
@@ -3388,6 +3422,7 @@ static int pg_job_revive(void *impl, int64_t id, int budget,
 	arg_i64(&a, id);
 	arg_i64(&a, now_ms(p));
 	arg_i64(&a, budget);
+	arg_dur(&a, STORE_COMMIT_REVIVE);
 	rc = run_count(p, ST_REVIVE, &a, &n, err);
 	if (rc || n == 1)
 		return rc;
@@ -3489,6 +3524,7 @@ static int pg_ledger_append(void *impl, const struct store_fence *fence,
 	if (strcmp(row->outcome, LEDGER_MISSED) != 0 &&
 	    strcmp(row->outcome, LEDGER_PAUSED) != 0) {
 		arg_fence(&a, fence);
+		arg_dur(&a, store_commit_of_rows(row, 1));
 		rc = run_fenced(impl, ST_LEDGER_APPEND, &a, fence,
 				"ledger row", &rows, err);
 		*written = rc == 0 && rows == 1;
@@ -3602,6 +3638,7 @@ static int pg_ledger_append_many(void *impl, const struct ledger_row *rows,
 		oom |= !col_end(&c[k]);
 		arg_str(&a, c[k].b);
 	}
+	arg_dur(&a, store_commit_of_rows(rows, n));
 	if (oom)
 		rc = sc_err_set(err, SC_ENOMEM, "out of memory");
 	else if (FAILPOINT_ERR("store.commit"))
@@ -3962,6 +3999,7 @@ static int pg_outbox_set_state(void *impl, const struct store_fence *fence,
 	arg_i64(&a, (int64_t)state);
 	arg_i64(&a, now_ms(p));
 	arg_fence(&a, fence);
+	arg_dur(&a, store_commit_of_send(state));
 	rc = run_fenced(p, ST_OUTBOX_SET, &a, fence, "outbox state", &rows,
 			err);
 	if (rc)
@@ -4006,6 +4044,7 @@ static int pg_slot_mark(void *impl, const struct store_fence *fence,
 	arg_slot(&a, schedule, slot_ms);
 	arg_i64(&a, now_ms(p));
 	arg_fence(&a, fence);
+	arg_dur(&a, STORE_COMMIT_SLOT_MARK);
 	return run_fenced(p, ST_SLOT_MARK, &a, fence, "slot mark", NULL, err);
 }
 
@@ -4110,6 +4149,7 @@ static int pg_outbox_abandon(void *impl, const struct store_fence *fence,
 	arg_i64(&a, row->retry_hint_ms);
 	arg_str(&a, row->details_json);
 	arg_fence(&a, fence);
+	arg_dur(&a, STORE_COMMIT_ABANDON);
 	rc = run_fenced(impl, ST_OUTBOX_ABANDON, &a, fence, "outbox abandon",
 			&rows, err);
 	*closed = rc == 0 && rows == 1;
@@ -4216,6 +4256,7 @@ static int pg_pause_set(void *impl, const struct store_pause *p,
 	arg_i64(&a, p->until_ms);
 	arg_str(&a, p->by);
 	arg_str(&a, p->note);
+	arg_dur(&a, STORE_COMMIT_PAUSE);
 	return run_n(impl, ST_PAUSE_SET, &a, NULL, err);
 }
 
@@ -4228,6 +4269,7 @@ static int pg_pause_end(void *impl, const char *schedule, int64_t at_ms,
 
 	arg_str(&a, schedule);
 	arg_i64(&a, at_ms);
+	arg_dur(&a, STORE_COMMIT_PAUSE);
 	rc = run_n(impl, ST_PAUSE_END, &a, &n, err);
 	*ended = rc == 0 && n > 0;
 	return rc;
@@ -4828,6 +4870,7 @@ static int alert_raise_run(struct pg *p, const struct store_alert *al,
 	arg_i64(&a, al->job_id);
 	arg_i64(&a, now_ms(p));
 	arg_str(&a, al->note);
+	arg_dur(&a, STORE_COMMIT_ALERT_RAISE);
 	rc = run(p, ST_ALERT_RAISE, &a, &res, err);
 	if (rc)
 		return rc;
@@ -4968,6 +5011,7 @@ static int ledger_row_run(struct pg *p, const struct ledger_row *row,
 	arg_i64(&a, row->retry_hint_ms);
 	arg_str(&a, row->details_json);
 	arg_fence(&a, NULL);
+	arg_dur(&a, store_commit_of_rows(row, 1));
 	return run_fenced(p, ST_LEDGER_APPEND, &a, NULL, "ledger row", NULL,
 			  err);
 }
@@ -4998,6 +5042,7 @@ static int pg_alert_close(void *impl, int64_t id, enum alert_status to,
 	arg_i64(&a, (int64_t)to);
 	arg_i64(&a, now_ms(p));
 	arg_str(&a, note);
+	arg_dur(&a, STORE_COMMIT_ALERT_CLOSE);
 	rc = run_count(p, ST_ALERT_CLOSE, &a, &n, err);
 	if (rc)
 		goto rollback;
@@ -5120,6 +5165,7 @@ static int pg_alert_send_claim(void *impl, int64_t lease_ms,
 	arg_i64(&a, now_ms(p));
 	arg_i64(&a, max > INT32_MAX ? INT32_MAX : (int64_t)max);
 	arg_i64(&a, lease_ms);
+	arg_dur(&a, STORE_COMMIT_ALERT_CLAIM);
 	rc = run(p, ST_SEND_CLAIM, &a, &res, err);
 	if (rc)
 		return rc;
@@ -5171,6 +5217,7 @@ static int pg_alert_send_finish(void *impl, int64_t send_id,
 	arg_str(&a, row ? row->error_msg : NULL);
 	arg_i64(&a, row ? row->retry_hint_ms : 0);
 	arg_str(&a, row ? row->details_json : NULL);
+	arg_dur(&a, store_commit_of_alert_send(state));
 	rc = run(p, ST_SEND_FINISH, &a, &res, err);
 	if (rc)
 		return rc;

@@ -9,7 +9,9 @@
  *
  * Durability (WAL mode). The connection runs with synchronous = NORMAL
  * (SQLite never fsyncs at commit, so no fsync is made while the write lock
- * is held), and a commit is made at one of two levels:
+ * is held), and a commit is made at one of two levels, the one the store's
+ * durability table gives its kind (store_commit_class, store_durable.c;
+ * sync_for below: ALWAYS is FULL, the rest NORMAL):
  *   FULL   - the commit is durable before the store call returns: after
  *            COMMIT (the write lock released) the handle waits for a
  *            group sync, one fdatasync of the -wal file shared by every
@@ -20,8 +22,9 @@
  *            without a "duplicate" row), a slot marker, a job turning DEAD
  *            (its "lost" ledger row), a "lost" row appended on its own,
  *            stalled-job recovery (rare, and it may turn jobs DEAD), the
- *            migrations, and of the alerts (schema 4): a raise, a close,
- *            a send claim (SENDING), SENT and ABANDONED.
+ *            migrations, a pause and its end (an operator was told),
+ *            an abandoned outbox row, and of the alerts (schema 4): a
+ *            raise, a close, a send claim (SENDING), SENT and ABANDONED.
  *   NORMAL - no sync; the WAL is fsync'd at checkpoints and by the next
  *            group sync. Used for
  *            enqueue, claims, heartbeats, completions, retry scheduling,
@@ -1515,6 +1518,10 @@ static int group_fsync(struct sync_group *g)
 		if (!e)
 			g->synced_ino = st.st_ino;
 	}
+	/* A test build tells the power-loss test (test_group_commit.c)
+	 * that the -wal is now on disk: this sync bypasses SQLite's VFS. */
+	if (!e)
+		FAILPOINT_HOOK("store.wal_synced");
 	return e;
 }
 
@@ -1619,6 +1626,18 @@ static void hook_install(struct sq *q, int pages)
 {
 	q->ckpt_pages = pages;
 	sqlite3_wal_hook(q->db, wal_hook, q);
+}
+
+/*
+ * The level of commit c, from the store's durability table (store.h,
+ * store_durable.c): only ALWAYS is synced here. SERVER is NORMAL on a
+ * file: a power cut takes the daemon along with the commit, and the
+ * database keeps a prefix of its history, so what it forgets is redone.
+ */
+static enum sync_level sync_for(enum store_commit c)
+{
+	return store_commit_class(c) == STORE_DUR_ALWAYS ? SYNC_FULL
+							 : SYNC_NORMAL;
 }
 
 /*
@@ -2134,7 +2153,7 @@ static int check_schema(struct sq *q, bool create, bool *current,
 static int migrate(struct sq *q, struct sc_err *err)
 {
 	int64_t version = 0;
-	int rc = tx_begin(q, SYNC_FULL, err);
+	int rc = tx_begin(q, sync_for(STORE_COMMIT_MIGRATE), err);
 
 	if (rc)
 		return rc;
@@ -2373,7 +2392,7 @@ static int sq_job_enqueue(void *impl, const char *schedule, int64_t slot_ms,
 	struct sq *q = impl;
 	bool made = false;
 	int64_t id = 0;
-	int rc = tx_begin(q, SYNC_NORMAL, err);
+	int rc = tx_begin(q, sync_for(STORE_COMMIT_ENQUEUE), err);
 
 	if (rc)
 		return rc;
@@ -2399,7 +2418,7 @@ static int sq_job_enqueue_many(void *impl, const char *schedule,
 {
 	struct sq *q = impl;
 	bool made;
-	int rc = tx_begin(q, SYNC_NORMAL, err);
+	int rc = tx_begin(q, sync_for(STORE_COMMIT_ENQUEUE), err);
 
 	if (rc)
 		return rc;
@@ -2416,7 +2435,7 @@ static int sq_job_enqueue_batch(void *impl, struct store_enqueue *v,
 				size_t n, struct sc_err *err)
 {
 	struct sq *q = impl;
-	int rc = tx_begin(q, SYNC_NORMAL, err);
+	int rc = tx_begin(q, sync_for(STORE_COMMIT_ENQUEUE), err);
 
 	if (rc)
 		return rc;
@@ -2490,7 +2509,7 @@ static int sq_sched_last_set_many(void *impl,
 				  struct sc_err *err)
 {
 	struct sq *q = impl;
-	int rc = tx_begin(q, SYNC_NORMAL, err);
+	int rc = tx_begin(q, sync_for(STORE_COMMIT_SCHED_STATE), err);
 
 	if (rc)
 		return rc;
@@ -2527,7 +2546,7 @@ static int sq_job_claim(void *impl, const char *worker, int64_t lease_ms,
 	int64_t now;
 	size_t got = 0, n_pick = 0;
 	size_t want = max < CLAIM_PICK_MAX ? max : CLAIM_PICK_MAX;
-	int rc = tx_begin(q, SYNC_NORMAL, err);
+	int rc = tx_begin(q, sync_for(STORE_COMMIT_CLAIM), err);
 
 	if (rc)
 		return rc;
@@ -2634,7 +2653,7 @@ static int sq_job_heartbeat(void *impl, int64_t id, int64_t lease_token,
 {
 	struct sq *q = impl;
 	sqlite3_stmt *st = NULL;
-	int rc = solo(q, ST_JOB_HEARTBEAT, SYNC_NORMAL, &st, err);
+	int rc = solo(q, ST_JOB_HEARTBEAT, sync_for(STORE_COMMIT_HEARTBEAT), &st, err);
 
 	if (rc)
 		return rc;
@@ -2775,8 +2794,7 @@ static int sq_job_finish(void *impl, int64_t id, int64_t lease_token,
 	struct sq *q = impl;
 	/* A DEAD job's "lost" row is the loud record of a lost slot: it
 	 * must survive a power cut like a guard does; so must a marker. */
-	int rc = tx_begin(q, new_state == JOB_DEAD || mark ? SYNC_FULL
-							    : SYNC_NORMAL,
+	int rc = tx_begin(q, sync_for(store_commit_of_finish(new_state, mark)),
 			  err);
 
 	if (rc)
@@ -2808,7 +2826,7 @@ static int sq_job_complete_many(void *impl, const struct store_job *jobs,
 				int *rcs, struct sc_err *err)
 {
 	struct sq *q = impl;
-	int rc = tx_begin(q, SYNC_NORMAL, err);
+	int rc = tx_begin(q, sync_for(STORE_COMMIT_COMPLETE_MANY), err);
 
 	if (rc)
 		return rc;
@@ -2845,7 +2863,7 @@ static int sq_job_release(void *impl, int64_t id, int64_t lease_token,
 {
 	struct sq *q = impl;
 	struct ledger_row r = {0};
-	int rc = tx_begin(q, SYNC_NORMAL, err);
+	int rc = tx_begin(q, sync_for(STORE_COMMIT_RELEASE), err);
 
 	if (rc)
 		return rc;
@@ -2894,7 +2912,7 @@ static int recover_batch(struct sq *q, int max_stalls, int *n,
 	/* Recovery is rare (a worker died), and a recovered job may turn
 	 * DEAD with a "lost" row, which must be durable: commit with FULL.
 	 * The level cannot change inside a transaction, hence up front. */
-	rc = tx_begin(q, SYNC_FULL, err);
+	rc = tx_begin(q, sync_for(STORE_COMMIT_RECOVER), err);
 	if (rc)
 		goto done;
 	rc = prep(q, ST_JOB_EXPIRED, &st, err);
@@ -3071,7 +3089,7 @@ static int sq_job_revive(void *impl, int64_t id, int budget,
 {
 	struct sq *q = impl;
 	sqlite3_stmt *st = NULL;
-	int rc = solo(q, ST_JOB_REVIVE, SYNC_NORMAL, &st, err);
+	int rc = solo(q, ST_JOB_REVIVE, sync_for(STORE_COMMIT_REVIVE), &st, err);
 
 	if (rc)
 		return rc;
@@ -3093,7 +3111,7 @@ static int sq_job_lease_clamp(void *impl, int64_t lease_ms,
 {
 	struct sq *q = impl;
 	sqlite3_stmt *st = NULL;
-	int rc = solo(q, ST_JOB_LEASE_CLAMP, SYNC_NORMAL, &st, err);
+	int rc = solo(q, ST_JOB_LEASE_CLAMP, sync_for(STORE_COMMIT_LEASE_CLAMP), &st, err);
 
 	if (rc)
 		return rc;
@@ -3173,13 +3191,9 @@ static int sq_ledger_append(void *impl, const struct store_fence *fence,
 			    struct sc_err *err)
 {
 	struct sq *q = impl;
-	/* A lost slot is a loud record that nothing would write again:
-	 * durable. A missed row may be lost with the scheduler state
-	 * written after it, and is then written again on the next start. */
-	bool loud = strcmp(row->outcome, LEDGER_LOST) == 0;
 	bool paused = strcmp(row->outcome, LEDGER_PAUSED) == 0;
 	bool missed = paused || strcmp(row->outcome, LEDGER_MISSED) == 0;
-	int rc = set_sync(q, loud ? SYNC_FULL : SYNC_NORMAL, err);
+	int rc = set_sync(q, sync_for(store_commit_of_rows(row, 1)), err);
 
 	if (!rc)
 		rc = ledger_insert_st(q, paused ? ST_LEDGER_INSERT_PAUSED
@@ -3198,21 +3212,18 @@ static int sq_ledger_append(void *impl, const struct store_fence *fence,
  * The rows in one transaction, each through the statement its single
  * append would use (unfenced): a missed row whose slot has one already
  * is skipped by the conflict clause, any other failure rolls back all.
- * Durable (SYNC_FULL) when one of the rows is a lost slot, as a single
- * lost row is.
+ * Its level is the table's for the rows (store_commit_of_rows: FULL
+ * when one of them is a lost slot, as a single lost row is).
  */
 static int sq_ledger_append_many(void *impl, const struct ledger_row *rows,
 				 size_t n, size_t *n_written,
 				 struct sc_err *err)
 {
 	struct sq *q = impl;
-	bool loud = false;
 	size_t w = 0;
 	int rc;
 
-	for (size_t i = 0; i < n && !loud; i++)
-		loud = strcmp(rows[i].outcome, LEDGER_LOST) == 0;
-	rc = tx_begin(q, loud ? SYNC_FULL : SYNC_NORMAL, err);
+	rc = tx_begin(q, sync_for(store_commit_of_rows(rows, n)), err);
 	for (size_t i = 0; i < n && !rc; i++) {
 		bool missed = strcmp(rows[i].outcome, LEDGER_MISSED) == 0;
 
@@ -3635,7 +3646,7 @@ static int sq_outbox_put(void *impl, const struct store_fence *fence,
 	bool made = false;
 	/* The state row and its body in one transaction: a row never
 	 * exists without its message. */
-	int rc = tx_begin(q, SYNC_NORMAL, err);
+	int rc = tx_begin(q, sync_for(STORE_COMMIT_STAGE), err);
 
 	if (rc)
 		return rc;
@@ -3706,8 +3717,7 @@ static int sq_outbox_set_state(void *impl, const struct store_fence *fence,
 	 * the request left a declared duplicate instead of a silent one:
 	 * both are fsync'd before this returns (and the request leaves). */
 	int rc = solo(q, ST_OUTBOX_SET,
-		      state == SEND_SENT || state == SEND_SENDING ? SYNC_FULL
-								  : SYNC_NORMAL,
+		      sync_for(store_commit_of_send(state)),
 		      &st, err);
 
 	if (rc)
@@ -3734,7 +3744,7 @@ static int sq_outbox_mark_unknown(void *impl, const struct store_fence *fence,
 				  const char *schedule, int64_t slot_ms, int *n,
 				  struct sc_err *err)
 {
-	return slot_write(impl, ST_OUTBOX_UNKNOWN, SYNC_NORMAL, fence,
+	return slot_write(impl, ST_OUTBOX_UNKNOWN, sync_for(STORE_COMMIT_SEND_UNKNOWN), fence,
 			  schedule, slot_ms, "outbox recovery", n, err);
 }
 
@@ -3789,7 +3799,7 @@ static int sq_outbox_abandon(void *impl, const struct store_fence *fence,
 	struct sq *q = impl;
 	sqlite3_stmt *st = NULL;
 	int n = 0;
-	int rc = tx_begin(q, SYNC_FULL, err);
+	int rc = tx_begin(q, sync_for(STORE_COMMIT_ABANDON), err);
 
 	if (rc)
 		return rc;
@@ -3813,7 +3823,7 @@ static int sq_slot_mark(void *impl, const struct store_fence *fence,
 			const char *schedule, int64_t slot_ms,
 			struct sc_err *err)
 {
-	return slot_write(impl, ST_MARK, SYNC_FULL, fence, schedule, slot_ms,
+	return slot_write(impl, ST_MARK, sync_for(STORE_COMMIT_SLOT_MARK), fence, schedule, slot_ms,
 			  "slot mark", NULL, err);
 }
 
@@ -3858,7 +3868,7 @@ static int sq_sched_last_get(void *impl, const char *schedule,
 static int sq_sched_last_set(void *impl, const char *schedule,
 			     int64_t slot_ms, struct sc_err *err)
 {
-	return slot_write(impl, ST_SCHED_SET, SYNC_NORMAL, NULL, schedule,
+	return slot_write(impl, ST_SCHED_SET, sync_for(STORE_COMMIT_SCHED_STATE), NULL, schedule,
 			  slot_ms, "scheduler state", NULL, err);
 }
 
@@ -3869,7 +3879,7 @@ static int sq_pause_set(void *impl, const struct store_pause *p,
 {
 	struct sq *q = impl;
 	sqlite3_stmt *st = NULL;
-	int rc = solo(q, ST_PAUSE_SET, SYNC_NORMAL, &st, err);
+	int rc = solo(q, ST_PAUSE_SET, sync_for(STORE_COMMIT_PAUSE), &st, err);
 
 	if (rc)
 		return rc;
@@ -3886,7 +3896,7 @@ static int sq_pause_end(void *impl, const char *schedule, int64_t at_ms,
 {
 	struct sq *q = impl;
 	sqlite3_stmt *st = NULL;
-	int rc = solo(q, ST_PAUSE_END, SYNC_NORMAL, &st, err);
+	int rc = solo(q, ST_PAUSE_END, sync_for(STORE_COMMIT_PAUSE), &st, err);
 
 	if (rc)
 		return rc;
@@ -3977,7 +3987,7 @@ static int sq_node_beat(void *impl, const struct store_node *n,
 {
 	struct sq *q = impl;
 	sqlite3_stmt *st = NULL;
-	int rc = solo(q, ST_NODE_BEAT, SYNC_NORMAL, &st, err);
+	int rc = solo(q, ST_NODE_BEAT, sync_for(STORE_COMMIT_NODE), &st, err);
 
 	if (rc)
 		return rc;
@@ -3995,7 +4005,7 @@ static int sq_node_leave(void *impl, const char *id, struct sc_err *err)
 {
 	struct sq *q = impl;
 	sqlite3_stmt *st = NULL;
-	int rc = solo(q, ST_NODE_LEAVE, SYNC_NORMAL, &st, err);
+	int rc = solo(q, ST_NODE_LEAVE, sync_for(STORE_COMMIT_NODE), &st, err);
 
 	if (rc)
 		return rc;
@@ -4048,7 +4058,7 @@ static int sq_cron_note_many(void *impl, const struct store_cron_note *v,
 {
 	struct sq *q = impl;
 	size_t w = 0;
-	int rc = tx_begin(q, SYNC_NORMAL, err);
+	int rc = tx_begin(q, sync_for(STORE_COMMIT_SCHED_STATE), err);
 
 	for (size_t i = 0; !rc && i < n; i++) {
 		sqlite3_stmt *st = NULL;
@@ -4140,7 +4150,7 @@ static int sq_token_put(void *impl, const char *provider, const char *token,
 {
 	struct sq *q = impl;
 	sqlite3_stmt *st = NULL;
-	int rc = solo(q, ST_TOKEN_PUT, SYNC_NORMAL, &st, err);
+	int rc = solo(q, ST_TOKEN_PUT, sync_for(STORE_COMMIT_TOKEN), &st, err);
 
 	if (rc)
 		return rc;
@@ -4155,7 +4165,7 @@ static int sq_token_drop(void *impl, const char *provider, struct sc_err *err)
 {
 	struct sq *q = impl;
 	sqlite3_stmt *st = NULL;
-	int rc = solo(q, ST_TOKEN_DROP, SYNC_NORMAL, &st, err);
+	int rc = solo(q, ST_TOKEN_DROP, sync_for(STORE_COMMIT_TOKEN), &st, err);
 
 	if (rc)
 		return rc;
@@ -4199,7 +4209,7 @@ static int sq_lease_take(void *impl, const char *name, const char *owner,
 	struct sq *q = impl;
 	sqlite3_stmt *st = NULL;
 	int64_t n = 0, now = now_ms(q);
-	int rc = set_sync(q, SYNC_NORMAL, err);
+	int rc = set_sync(q, sync_for(STORE_COMMIT_LEASE), err);
 
 	if (!rc)
 		rc = sq_prep_once(q,
@@ -4225,7 +4235,7 @@ static int sq_lease_drop(void *impl, const char *name, const char *owner,
 {
 	struct sq *q = impl;
 	sqlite3_stmt *st = NULL;
-	int rc = set_sync(q, SYNC_NORMAL, err);
+	int rc = set_sync(q, sync_for(STORE_COMMIT_LEASE), err);
 
 	if (!rc)
 		rc = sq_prep_once(q, "DELETE FROM leases WHERE name = ?1 AND "
@@ -4496,7 +4506,7 @@ static int sq_prune_batch(void *impl, const struct store_prune_opts *o,
 		*more = false;
 		return 0;
 	}
-	rc = tx_begin(q, SYNC_NORMAL, err);
+	rc = tx_begin(q, sync_for(STORE_COMMIT_PRUNE), err);
 	if (rc)
 		return rc;
 	rc = sq_prune_end(q, ph, horizon, res->cursor, max_rows, &hi, &last,
@@ -4617,7 +4627,7 @@ static int sq_alert_raise(void *impl, const struct store_alert *a,
 	struct sq *q = impl;
 	bool made = false;
 	int64_t got = 0;
-	int rc = tx_begin(q, SYNC_FULL, err);
+	int rc = tx_begin(q, sync_for(STORE_COMMIT_ALERT_RAISE), err);
 
 	if (rc)
 		return rc;
@@ -4752,7 +4762,7 @@ static int sq_alert_close(void *impl, int64_t id, enum alert_status to,
 	bool closed = false, made;
 	int64_t then_id;
 	/* An ack, a recovery: records nothing would write again. */
-	int rc = tx_begin(q, SYNC_FULL, err);
+	int rc = tx_begin(q, sync_for(STORE_COMMIT_ALERT_CLOSE), err);
 
 	if (rc)
 		return rc;
@@ -4787,7 +4797,7 @@ static int sq_alert_realert(void *impl, int64_t id, int rounds_seen,
 {
 	struct sq *q = impl;
 	sqlite3_stmt *st = NULL;
-	int rc = solo(q, ST_ALERT_REALERT, SYNC_NORMAL, &st, err);
+	int rc = solo(q, ST_ALERT_REALERT, sync_for(STORE_COMMIT_ALERT_REALERT), &st, err);
 
 	if (rc)
 		return rc;
@@ -4807,7 +4817,7 @@ static int sq_alert_stage(void *impl, int64_t id, int round,
 	struct sq *q = impl;
 	sqlite3_stmt *st = NULL;
 	int64_t now = now_ms(q);
-	int rc = tx_begin(q, SYNC_NORMAL, err);
+	int rc = tx_begin(q, sync_for(STORE_COMMIT_ALERT_STAGE), err);
 
 	if (rc)
 		return rc;
@@ -4875,7 +4885,7 @@ static int sq_alert_send_claim(void *impl, int64_t lease_ms,
 	int64_t now = now_ms(q);
 	bool oom = false;
 	size_t got = 0;
-	int rc = tx_begin(q, SYNC_FULL, err);
+	int rc = tx_begin(q, sync_for(STORE_COMMIT_ALERT_CLAIM), err);
 
 	if (rc)
 		return rc;
@@ -4928,8 +4938,8 @@ static int sq_alert_send_finish(void *impl, int64_t send_id,
 	struct sq *q = impl;
 	sqlite3_stmt *st = NULL;
 	/* SENT is the alert's send guard; ABANDONED its final word. */
-	int rc = tx_begin(q, state == SEND_SENT || state == SEND_ABANDONED
-			     ? SYNC_FULL : SYNC_NORMAL, err);
+	int rc = tx_begin(q, sync_for(store_commit_of_alert_send(state)),
+			  err);
 
 	if (rc)
 		return rc;

@@ -2822,67 +2822,157 @@ static void shim_remove(void)
 	sqlite3_vfs_register(real_vfs, 1);
 }
 
-static void only_guards_sending_markers_and_losses_fsync(void **state)
+/*
+ * Issue 46: each commit syncs as the durability table (store_durable.c)
+ * says, whatever the backend would choose: on SQLite a commit of an
+ * ALWAYS kind makes a sync (its group sync, or SQLite's own) and no other
+ * does; with the table ignored (failpoint store.durability_off:err) none
+ * does, and every operation still works. PostgreSQL: the same steps with
+ * both answers of the table (each statement's DURABLE_IF parameter true
+ * and false) work; whether its server flushed is the server's business.
+ */
+static void durable_commits_sync_as_the_table_says(void **state)
 {
-	static const struct {
-		const char *op;
-		bool fsyncs;
-	} expect[] = {
-		{"enqueue", false},   {"claim", false},
-		{"heartbeat", false}, {"complete", false},
-		{"retry", false},     {"outbox put", false},
-		/* issue 10: SENDING lost to a power cut would make the
-		 * next attempt send a second copy without declaring it. */
-		{"sending", true},    {"sent (guard)", true},
-		{"slot marker", true}, {"dead (lost)", true},
-		{"sched state", false}, {"token", false},
-	};
+	enum { N_STEPS = 16 };
+	const char *op[N_STEPS];
+	enum store_commit kind[N_STEPS];
+	int counts[N_STEPS];
 	struct fix f;
 	struct store_job j;
-	int counts[sizeof(expect) / sizeof(expect[0])];
-	int k = 0, before;
+	struct store_pause pz = {.from_ms = T0, .until_ms = T0 + 60 * MIN};
+	struct ledger_row lost = {0}, ab = {0};
+	struct store_alert al = {.n_slots = 1, .generation = 1};
+	bool sqlite = tb_is_sqlite(state), done;
+	size_t n;
+	int k, before;
 
-	if (!tb_is_sqlite(state))
-		skip();
-	shim_install();
+	TU_NEED_TEST_SEAMS(); /* the store.durability_off:err failpoint */
+	snprintf(pz.schedule, sizeof(pz.schedule), "s");
+	snprintf(lost.schedule, sizeof(lost.schedule), "s");
+	snprintf(lost.outcome, sizeof(lost.outcome), LEDGER_LOST);
+	snprintf(ab.schedule, sizeof(ab.schedule), "s");
+	snprintf(ab.outcome, sizeof(ab.outcome), LEDGER_ABANDONED);
+	snprintf(al.schedule, sizeof(al.schedule), "s");
+	snprintf(al.reason, sizeof(al.reason), ALERT_REASON_LOST);
+	if (sqlite)
+		shim_install();
 	fix_open(state, &f);
+	for (int off = 0; off < 2; off++) {
+		/* The second pass on the same handle, with slots of its own
+		 * (all due: run_at T0). */
+		int64_t t = T0 + off * 24 * 60 * MIN;
+
+		lost.slot_ms = ab.slot_ms = al.slot_ms = al.last_slot_ms = t;
+		if (off)
+			setenv("SURECRON_FAILPOINTS",
+			       "store.durability_off:err", 1);
+		k = 0;
 	/* SQLite's own syncs (the VFS) and the group syncs made after a
 	 * durable commit (store_sqlite.c), which do not go through it. */
-#define SYNCS() (n_syncs + (int)store_sqlite_syncs(tb_path(state)))
-#define STEP(call)                                                          \
+#define SYNCS()                                                             \
+	(sqlite ? n_syncs + (int)store_sqlite_syncs(tb_path(state)) : 0)
+#define STEP(name, c, call)                                                 \
 	do {                                                                \
 		before = SYNCS();                                           \
 		assert_int_equal((call), 0);                                \
+		op[k] = name;                                               \
+		kind[k] = c;                                                \
 		counts[k++] = SYNCS() - before;                             \
 	} while (0)
-	STEP(store_job_enqueue(f.s, "s", T0, &low, T0, false, NULL, NULL,
-			       NULL));
-	size_t n;
-	STEP(store_job_claim(f.s, "w", 5 * MIN, &j, 1, &n, NULL));
-	STEP(store_job_heartbeat(f.s, j.id, j.lease_token, 5 * MIN, NULL));
-	STEP(store_job_finish(f.s, j.id, j.lease_token, JOB_DONE, 0, NULL,
-			      NULL));
-	enqueue(&f, "t", T0, T0, NULL);
-	assert_int_equal(claim(&f, "w", &j, 1), 1);
-	STEP(store_job_finish(f.s, j.id, j.lease_token, JOB_READY, T0, NULL,
-			      NULL));
-	STEP(store_outbox_put(f.s, "s", T0, "slack", "m", NULL, NULL));
-	STEP(store_outbox_set_state(f.s, "s", T0, "slack", SEND_SENDING, NULL));
-	STEP(store_outbox_set_state(f.s, "s", T0, "slack", SEND_SENT, NULL));
-	STEP(store_slot_mark(f.s, "s", T0, NULL));
-	assert_int_equal(claim(&f, "w", &j, 1), 1);
-	STEP(store_job_finish(f.s, j.id, j.lease_token, JOB_DEAD, 0, NULL,
-			      NULL));
-	STEP(store_sched_last_set(f.s, "s", T0, NULL));
-	STEP(store_token_put(f.s, "p", "tok", T0, NULL));
+		STEP("enqueue", STORE_COMMIT_ENQUEUE,
+		     store_job_enqueue(f.s, "s", t, &low, T0, false, NULL,
+				       NULL, NULL));
+		STEP("claim", STORE_COMMIT_CLAIM,
+		     store_job_claim(f.s, "w", 5 * MIN, &j, 1, &n, NULL));
+		STEP("heartbeat", STORE_COMMIT_HEARTBEAT,
+		     store_job_heartbeat(f.s, j.id, j.lease_token, 5 * MIN,
+					 NULL));
+		STEP("complete", STORE_COMMIT_FINISH,
+		     store_job_finish(f.s, j.id, j.lease_token, JOB_DONE, 0,
+				      NULL, NULL));
+		enqueue(&f, "t", t, T0, NULL);
+		assert_int_equal(claim(&f, "w", &j, 1), 1);
+		STEP("retry", STORE_COMMIT_FINISH,
+		     store_job_finish(f.s, j.id, j.lease_token, JOB_READY, T0,
+				      NULL, NULL));
+		STEP("outbox put", STORE_COMMIT_STAGE,
+		     store_outbox_put(f.s, "s", t, "slack", "m", NULL, NULL));
+		/* issue 10: SENDING lost to a power cut would make the
+		 * next attempt send a second copy without declaring it. */
+		STEP("sending", STORE_COMMIT_SENDING,
+		     store_outbox_set_state(f.s, "s", t, "slack",
+					    SEND_SENDING, NULL));
+		STEP("sent (guard)", STORE_COMMIT_SENT,
+		     store_outbox_set_state(f.s, "s", t, "slack", SEND_SENT,
+					    NULL));
+		STEP("slot marker", STORE_COMMIT_SLOT_MARK,
+		     store_slot_mark(f.s, "s", t, NULL));
+		assert_int_equal(claim(&f, "w", &j, 1), 1);
+		STEP("dead (lost)", STORE_COMMIT_FINISH_DEAD,
+		     store_job_finish(f.s, j.id, j.lease_token, JOB_DEAD, 0,
+				      NULL, NULL));
+		STEP("lost row", STORE_COMMIT_LEDGER_LOST,
+		     store_ledger_append(f.s, &lost, NULL));
+		/* issue 46: a pause was NORMAL on SQLite, durable on
+		 * PostgreSQL. */
+		STEP("pause", STORE_COMMIT_PAUSE,
+		     store_pause_set(f.s, &pz, NULL));
+		STEP("pause end", STORE_COMMIT_PAUSE,
+		     store_pause_end(f.s, "s", T0 + MIN, &done, NULL));
+		assert_int_equal(store_outbox_put(f.s, "s", t, "mail", "m",
+						  NULL, NULL), 0);
+		STEP("abandon", STORE_COMMIT_ABANDON,
+		     store_outbox_abandon(f.s, "s", t, "mail", SEND_PENDING,
+					  &ab, &done, NULL));
+		STEP("alert raise", STORE_COMMIT_ALERT_RAISE,
+		     store_alert_raise(f.s, &al, &done, NULL, NULL));
+		STEP("sched state", STORE_COMMIT_SCHED_STATE,
+		     store_sched_last_set(f.s, "s", t, NULL));
 #undef STEP
 #undef SYNCS
+		unsetenv("SURECRON_FAILPOINTS");
+		assert_int_equal(k, N_STEPS);
+		for (int i = 0; sqlite && i < k; i++) {
+			bool want = !off && store_durability[kind[i]].dur ==
+						    STORE_DUR_ALWAYS;
+
+			if ((counts[i] > 0) != want)
+				fail_msg("%s%s: %d syncs, expected %s", op[i],
+					 off ? " (table ignored)" : "",
+					 counts[i], want ? "some" : "none");
+		}
+	}
 	fix_close(&f);
-	shim_remove();
-	for (size_t i = 0; i < sizeof(expect) / sizeof(expect[0]); i++)
-		if ((counts[i] > 0) != expect[i].fsyncs)
-			fail_msg("%s: %d fsyncs, expected %s", expect[i].op,
-				 counts[i], expect[i].fsyncs ? "some" : "none");
+	if (sqlite)
+		shim_remove();
+}
+
+/* The table has one row per commit kind, in order, each with its why. */
+static void durability_table_is_whole(void **state)
+{
+	(void)state;
+	for (int k = 0; k < STORE_COMMIT_N; k++) {
+		assert_int_equal(store_durability[k].commit, k);
+		assert_non_null(store_durability[k].name);
+		assert_non_null(store_durability[k].why);
+		assert_true(strlen(store_durability[k].why) > 10);
+		assert_true(store_durability[k].dur <= STORE_DUR_ALWAYS);
+	}
+	/* The kinds that depend on the write's data. */
+	assert_int_equal(store_commit_of_finish(JOB_DEAD, false),
+			 STORE_COMMIT_FINISH_DEAD);
+	assert_int_equal(store_commit_of_finish(JOB_DONE, true),
+			 STORE_COMMIT_FINISH_MARKED);
+	assert_int_equal(store_commit_of_finish(JOB_READY, false),
+			 STORE_COMMIT_FINISH);
+	assert_int_equal(store_commit_of_send(SEND_SENDING),
+			 STORE_COMMIT_SENDING);
+	assert_int_equal(store_commit_of_send(SEND_FAILED),
+			 STORE_COMMIT_SEND_FAILED);
+	assert_int_equal(store_commit_of_alert_send(SEND_ABANDONED),
+			 STORE_COMMIT_ALERT_SENT);
+	assert_int_equal(store_commit_of_alert_send(SEND_UNKNOWN),
+			 STORE_COMMIT_ALERT_RETRY);
 }
 
 /* ---- disk space (issue 10) -------------------------------------------- */
@@ -3289,7 +3379,8 @@ int main(void)
 		cmocka_unit_test(slot_look_reads_the_marker_and_the_first_staged_target),
 		cmocka_unit_test(sched_state_never_moves_backwards),
 		cmocka_unit_test(token_cache_round_trips),
-		cmocka_unit_test(only_guards_sending_markers_and_losses_fsync),
+		cmocka_unit_test(durable_commits_sync_as_the_table_says),
+		cmocka_unit_test(durability_table_is_whole),
 		cmocka_unit_test(outbox_state_change_writes_no_body),
 		cmocka_unit_test(full_volume_recovers_after_space_is_freed),
 		cmocka_unit_test(threads_never_claim_the_same_job),
