@@ -4247,21 +4247,15 @@ static int sq_lease_drop(void *impl, const char *name, const char *owner,
 	"a.details_json, '$.last_ms') END, " SQ_ACK_FIRST ")"
 
 /*
- * The phases of a prune, in order; each batch works on one. ?1 is the
- * phase's horizon, ?2 and ?3 the batch's range (lo, hi] of the key (the
+ * The statements of a prune step (store_prune.c chooses the phase and its
+ * order, and lists the rules the WHERE clauses keep, K1..K9). ?1 is the
+ * phase's horizon, ?2 and ?3 the step's range (lo, hi] of the key (the
  * ledger's slot, else id or rowid). `end` finds hi: the key of the
  * max_rows-th row (?4 = max_rows - 1) past lo; none means this is the
- * phase's last batch. A ledger range always ends on a whole slot.
- * `pre` (may be NULL) runs before `del` in the same transaction and
- * counts into n2 (bodies of guards, sends of alerts). The bodies phase
- * leaves the bodies of guards the guards phase takes (?5: the jobs
- * horizon), so that each body is counted once, dry run or not.
+ * phase's last step. `pre` (may be NULL) runs before `del` in the same
+ * transaction and counts into n_more (bodies of guards, sends of
+ * alerts). ?5: the jobs horizon, read by the bodies only.
  */
-enum sq_phase {
-	SQ_LEDGER, SQ_ALERTS, SQ_JOBS, SQ_BODIES, SQ_GUARDS, SQ_MARKERS,
-	SQ_N_PHASE
-};
-
 /* A SENT (or ABANDONED: closed unsent, schema 13) row of outbox alias o
  * that may go: its slot is past the jobs horizon (?1) and has no job that
  * may still run or be revived. */
@@ -4288,8 +4282,8 @@ enum sq_phase {
 
 static const struct {
 	const char *end, *pre, *del;
-} sq_prune_sql[SQ_N_PHASE] = {
-	[SQ_LEDGER] = {
+} sq_prune_sql[STORE_PRUNE_N_PHASE] = {
+	[STORE_PRUNE_LEDGER] = {
 		"SELECT slot_ms FROM ledger WHERE slot_ms > ?2 AND "
 		"slot_ms < ?1 ORDER BY slot_ms LIMIT 1 OFFSET ?4",
 		NULL,
@@ -4324,7 +4318,7 @@ static const struct {
 		 * not read as never run, nor its series vanish) */
 		" AND r.id NOT IN (" SQ_HEADS_IN_BATCH ")",
 	},
-	[SQ_ALERTS] = {
+	[STORE_PRUNE_ALERTS] = {
 		"SELECT id FROM alerts WHERE id > ?2 ORDER BY id LIMIT 1 "
 		"OFFSET ?4",
 		"DELETE FROM alert_sends WHERE alert_id IN (SELECT al.id FROM "
@@ -4333,14 +4327,14 @@ static const struct {
 		"DELETE FROM alerts AS al WHERE al.id > ?2 AND al.id <= ?3 "
 		"AND " SQ_ALERT_GOES,
 	},
-	[SQ_JOBS] = {
+	[STORE_PRUNE_JOBS] = {
 		"SELECT id FROM jobs WHERE id > ?2 ORDER BY id LIMIT 1 "
 		"OFFSET ?4",
 		NULL,
 		"DELETE FROM jobs WHERE id > ?2 AND id <= ?3 AND state = 2 "
 		"AND slot_ms < ?1",
 	},
-	[SQ_BODIES] = {
+	[STORE_PRUNE_BODIES] = {
 		"SELECT rowid FROM outbox_body WHERE rowid > ?2 ORDER BY "
 		"rowid LIMIT 1 OFFSET ?4",
 		NULL,
@@ -4353,7 +4347,7 @@ static const struct {
 		"NOT EXISTS (SELECT 1 FROM jobs j WHERE j.schedule = b.schedule "
 		"AND j.slot_ms = b.slot_ms AND j.state <> 2))",
 	},
-	[SQ_GUARDS] = {
+	[STORE_PRUNE_GUARDS] = {
 		"SELECT rowid FROM outbox WHERE rowid > ?2 ORDER BY rowid "
 		"LIMIT 1 OFFSET ?4",
 		"DELETE FROM outbox_body WHERE (schedule, slot_ms, target) IN "
@@ -4362,7 +4356,7 @@ static const struct {
 		"DELETE FROM outbox AS o WHERE o.rowid > ?2 AND o.rowid <= ?3 "
 		"AND " SQ_GUARD_GOES,
 	},
-	[SQ_MARKERS] = {
+	[STORE_PRUNE_MARKERS] = {
 		"SELECT rowid FROM slot_markers WHERE rowid > ?2 ORDER BY "
 		"rowid LIMIT 1 OFFSET ?4",
 		NULL,
@@ -4377,22 +4371,9 @@ static const struct {
 	},
 };
 
-static int64_t sq_phase_horizon(const struct store_prune_opts *o, int ph)
-{
-	switch (ph) {
-	case SQ_LEDGER:
-	case SQ_ALERTS:
-		return o->ledger_before_ms;
-	case SQ_BODIES:
-		return o->outbox_before_ms;
-	default:
-		return o->jobs_before_ms;
-	}
-}
-
-/* Runs one statement of a batch with the batch's parameters. */
-static int sq_prune_step(struct sq *q, const char *sql, int64_t horizon,
-			 int64_t lo, int64_t hi, int64_t jobs_before,
+/* Runs one statement of a step with the step's parameters. */
+static int sq_prune_stmt(struct sq *q, const char *sql,
+			 const struct store_prune_step *p, int64_t hi,
 			 int64_t *changes, struct sc_err *err)
 {
 	sqlite3_stmt *st = NULL;
@@ -4400,29 +4381,28 @@ static int sq_prune_step(struct sq *q, const char *sql, int64_t horizon,
 
 	if (rc)
 		return rc;
-	sqlite3_bind_int64(st, 1, horizon);
-	sqlite3_bind_int64(st, 2, lo);
+	sqlite3_bind_int64(st, 1, p->before_ms);
+	sqlite3_bind_int64(st, 2, p->after);
 	sqlite3_bind_int64(st, 3, hi);
 	/* Only the bodies read ?5; SQLITE_RANGE elsewhere, harmless. */
-	(void)sqlite3_bind_int64(st, 5, jobs_before);
+	(void)sqlite3_bind_int64(st, 5, p->jobs_before_ms);
 	return sq_write_once(q, st, "prune", changes, err);
 }
 
-/* The end of the batch that starts past lo: *hi, *last when it is the
- * phase's last. */
-static int sq_prune_end(struct sq *q, int ph, int64_t horizon, int64_t lo,
-			int max_rows, int64_t *hi, bool *last,
-			struct sc_err *err)
+/* The end of the step that starts past p->after: *hi, *last when it is
+ * the phase's last. */
+static int sq_prune_end(struct sq *q, const struct store_prune_step *p,
+			int64_t *hi, bool *last, struct sc_err *err)
 {
 	sqlite3_stmt *st = NULL;
 	bool row = false;
-	int rc = sq_prep_once(q, sq_prune_sql[ph].end, &st, err);
+	int rc = sq_prep_once(q, sq_prune_sql[p->phase].end, &st, err);
 
 	if (rc)
 		return rc;
-	sqlite3_bind_int64(st, 1, horizon);
-	sqlite3_bind_int64(st, 2, lo);
-	sqlite3_bind_int64(st, 4, (int64_t)max_rows - 1);
+	sqlite3_bind_int64(st, 1, p->before_ms);
+	sqlite3_bind_int64(st, 2, p->after);
+	sqlite3_bind_int64(st, 4, (int64_t)p->max_rows - 1);
 	rc = step_row(q, st, "prune", &row, err);
 	if (!rc) {
 		*last = !row;
@@ -4432,98 +4412,46 @@ static int sq_prune_end(struct sq *q, int ph, int64_t horizon, int64_t lo,
 	return rc;
 }
 
-static void sq_prune_count(struct store_prune_result *r, int ph, int64_t n1,
-			   int64_t n2)
-{
-	switch (ph) {
-	case SQ_LEDGER:
-		r->n_ledger += n1;
-		break;
-	case SQ_ALERTS:
-		r->n_alerts += n1;
-		r->n_alert_sends += n2;
-		break;
-	case SQ_JOBS:
-		r->n_jobs += n1;
-		break;
-	case SQ_BODIES:
-		r->n_bodies += n1;
-		break;
-	case SQ_GUARDS:
-		r->n_guards += n1;
-		r->n_bodies += n2;
-		break;
-	default:
-		r->n_markers += n1;
-		break;
-	}
-}
-
 /*
- * One batch: BEGIN IMMEDIATE, the batch's statements, COMMIT (dry run:
- * ROLLBACK, which gives the same counts: no rule depends on what an
- * earlier batch of the run deleted). The cursor moves only when the
- * batch ended well.
+ * One step: BEGIN IMMEDIATE, the step's statements, COMMIT (dry run:
+ * ROLLBACK, which gives the same counts: store_prune.c).
  */
-static int sq_prune_batch(void *impl, const struct store_prune_opts *o,
-			  int max_rows, struct store_prune_result *res,
-			  bool *more, struct sc_err *err)
+static int sq_prune_step(void *impl, const struct store_prune_step *p,
+			 struct store_prune_done *out, struct sc_err *err)
 {
 	struct sq *q = impl;
-	/* res->phase: 0 before the first batch, else 1 + the phase under
-	 * way, whose range so far ends at res->cursor. */
-	int ph = res->phase > 0 ? res->phase - 1 : 0;
-	int64_t horizon = 0, hi = 0, n1 = 0, n2 = 0;
+	int64_t hi = 0, n1 = 0, n2 = 0;
 	bool last = true;
 	int rc;
 
-	if (res->phase == 0) {
-		res->cursor = INT64_MIN;
-		/* A batch's day of ledger_day sits on a few hundred leaf
-		 * pages that the next batches of that day revisit: keep
+	if (p->first) {
+		/* A step's day of ledger_day sits on a few hundred leaf
+		 * pages that the next steps of that day revisit: keep
 		 * them cached (64 MiB at most, for this handle; SQLite's
 		 * default is 2 MiB). */
 		rc = exec_pragma(q, "PRAGMA cache_size = -65536", err);
 		if (rc)
 			return rc;
 	}
-	while (ph < SQ_N_PHASE && (horizon = sq_phase_horizon(o, ph)) <= 0) {
-		ph++;
-		res->cursor = INT64_MIN;
-	}
-	res->phase = ph + 1;
-	if (ph >= SQ_N_PHASE) {
-		*more = false;
-		return 0;
-	}
 	rc = tx_begin(q, SYNC_NORMAL, err);
 	if (rc)
 		return rc;
-	rc = sq_prune_end(q, ph, horizon, res->cursor, max_rows, &hi, &last,
-			  err);
-	if (!rc && sq_prune_sql[ph].pre)
-		rc = sq_prune_step(q, sq_prune_sql[ph].pre, horizon,
-				   res->cursor, hi, o->jobs_before_ms, &n2,
+	rc = sq_prune_end(q, p, &hi, &last, err);
+	if (!rc && sq_prune_sql[p->phase].pre)
+		rc = sq_prune_stmt(q, sq_prune_sql[p->phase].pre, p, hi, &n2,
 				   err);
 	if (!rc)
-		rc = sq_prune_step(q, sq_prune_sql[ph].del, horizon,
-				   res->cursor, hi, o->jobs_before_ms, &n1,
+		rc = sq_prune_stmt(q, sq_prune_sql[p->phase].del, p, hi, &n1,
 				   err);
-	if (rc || o->dry_run) {
+	if (rc || p->dry_run) {
 		tx_rollback(q);
 		if (rc)
 			return rc;
 	} else if ((rc = tx_commit(q, err)) != 0) {
 		return rc;
 	}
-	sq_prune_count(res, ph, n1, n2);
-	if (last) {
-		res->phase = ph + 2;
-		res->cursor = INT64_MIN;
-	} else {
-		res->cursor = hi;
-	}
-	*more = res->phase <= SQ_N_PHASE;
+	*out = (struct store_prune_done){.n_rows = n1, .n_more = n2,
+					 .until = hi, .last = last};
 	return 0;
 }
 
@@ -5150,7 +5078,7 @@ const struct store_ops store_sqlite_ops = {
 	.node_leave = sq_node_leave,
 	.lease_take = sq_lease_take,
 	.lease_drop = sq_lease_drop,
-	.prune_batch = sq_prune_batch,
+	.prune_step = sq_prune_step,
 	.prune_size = sq_prune_size,
 	.alert_raise = sq_alert_raise,
 	.alert_dead_unalerted = sq_alert_dead_unalerted,
