@@ -4519,11 +4519,14 @@ static int pg_lease_drop(void *impl, const char *name, const char *owner,
 #define PG_ACK_LAST(x)                                                     \
 	"COALESCE(substring(" x ".details_json from "                       \
 	"'\"last_ms\"\\s*:\\s*(-?[0-9]+)')::bigint, " PG_ACK_FIRST(x) ")"
-/* A SENT or ABANDONED (closed unsent, schema 13) row: as on SQLite. */
+/* The slot of alias x has no job that may still run or be revived
+ * (READY, ACTIVE, DEAD: store_prune.c K8, K9). */
+#define PG_NO_LIVE_JOB(x)                                                  \
+	"NOT EXISTS (SELECT 1 FROM jobs j WHERE j.schedule = " x             \
+	".schedule AND j.slot_ms = " x ".slot_ms AND j.state <> 2)"
+/* A SENT or ABANDONED (closed unsent, schema 13) row that may go (K8). */
 #define PG_GUARD_GOES                                                      \
-	"o.state IN (3, 6) AND o.slot_ms < $1 AND NOT EXISTS (SELECT 1 "     \
-	"FROM jobs j WHERE j.schedule = o.schedule AND j.slot_ms = "         \
-	"o.slot_ms AND j.state <> 2)"
+	"o.state IN (3, 6) AND o.slot_ms < $1 AND " PG_NO_LIVE_JOB("o")
 
 /*
  * The statements of a prune step (store_prune.c chooses the phase and its
@@ -4588,10 +4591,8 @@ static const struct {
 		"AND o.slot_ms = b.slot_ms AND o.target = b.target AND "
 		"o.state = 3) AND EXISTS (SELECT 1 FROM slot_markers m WHERE "
 		"m.schedule = b.schedule AND m.slot_ms = b.slot_ms) AND NOT ($3 "
-		"> 0 AND b.slot_ms < $3 AND NOT EXISTS (SELECT 1 FROM jobs j "
-		"WHERE j.schedule = b.schedule AND j.slot_ms = b.slot_ms AND "
-		"j.state <> 2)) LIMIT $2)) RETURNING 1) SELECT count(*), 0 "
-		"FROM d",
+		"> 0 AND b.slot_ms < $3 AND " PG_NO_LIVE_JOB("b") ") LIMIT $2)) "
+		"RETURNING 1) SELECT count(*), 0 FROM d",
 	},
 	[STORE_PRUNE_GUARDS] = {
 		NULL,
@@ -4607,9 +4608,8 @@ static const struct {
 	[STORE_PRUNE_MARKERS] = {
 		NULL,
 		"WITH d AS (DELETE FROM slot_markers WHERE ctid = ANY (ARRAY("
-		"SELECT m.ctid FROM slot_markers m WHERE m.slot_ms < $1 AND NOT "
-		"EXISTS (SELECT 1 FROM jobs j WHERE j.schedule = m.schedule AND "
-		"j.slot_ms = m.slot_ms AND j.state <> 2) AND NOT EXISTS (SELECT "
+		"SELECT m.ctid FROM slot_markers m WHERE m.slot_ms < $1 AND "
+		PG_NO_LIVE_JOB("m") " AND NOT EXISTS (SELECT "
 		"1 FROM outbox o WHERE o.schedule = m.schedule AND o.slot_ms = "
 		"m.slot_ms AND o.state NOT IN (3, 6)) AND m.slot_ms < (SELECT "
 		"max(n.slot_ms) FROM slot_markers n WHERE n.schedule = "

@@ -4237,42 +4237,34 @@ static int sq_lease_drop(void *impl, const char *name, const char *owner,
 	return sq_write_once(q, st, "lease drop", NULL, err);
 }
 
-/* The range of acked row a (alias): details first_ms..last_ms, its slot
+/* The range of acked row x (alias): details first_ms..last_ms, its slot
  * when they are missing (ledger.c reads them the same way). */
-#define SQ_ACK_FIRST                                                      \
-	"COALESCE(CASE WHEN json_valid(a.details_json) THEN json_extract("   \
-	"a.details_json, '$.first_ms') END, a.slot_ms)"
-#define SQ_ACK_LAST                                                       \
-	"COALESCE(CASE WHEN json_valid(a.details_json) THEN json_extract("   \
-	"a.details_json, '$.last_ms') END, " SQ_ACK_FIRST ")"
-
-/*
- * The statements of a prune step (store_prune.c chooses the phase and its
- * order, and lists the rules the WHERE clauses keep, K1..K9). ?1 is the
- * phase's horizon, ?2 and ?3 the step's range (lo, hi] of the key (the
- * ledger's slot, else id or rowid). `end` finds hi: the key of the
- * max_rows-th row (?4 = max_rows - 1) past lo; none means this is the
- * phase's last step. `pre` (may be NULL) runs before `del` in the same
- * transaction and counts into n_more (bodies of guards, sends of
- * alerts). ?5: the jobs horizon, read by the bodies only.
- */
+#define SQ_ACK_FIRST(x)                                                   \
+	"COALESCE(CASE WHEN json_valid(" x ".details_json) THEN "           \
+	"json_extract(" x ".details_json, '$.first_ms') END, " x ".slot_ms)"
+#define SQ_ACK_LAST(x)                                                    \
+	"COALESCE(CASE WHEN json_valid(" x ".details_json) THEN "           \
+	"json_extract(" x ".details_json, '$.last_ms') END, "               \
+	SQ_ACK_FIRST(x) ")"
+/* The slot of alias x has no job that may still run or be revived
+ * (READY, ACTIVE, DEAD: store_prune.c K8, K9). */
+#define SQ_NO_LIVE_JOB(x)                                                 \
+	"NOT EXISTS (SELECT 1 FROM jobs j WHERE j.schedule = " x             \
+	".schedule AND j.slot_ms = " x ".slot_ms AND j.state <> 2)"
 /* A SENT (or ABANDONED: closed unsent, schema 13) row of outbox alias o
- * that may go: its slot is past the jobs horizon (?1) and has no job that
- * may still run or be revived. */
+ * that may go: its slot is past the jobs horizon (?1), K8. */
 #define SQ_GUARD_GOES                                                     \
-	"o.state IN (3, 6) AND o.slot_ms < ?1 AND NOT EXISTS (SELECT 1 "     \
-	"FROM jobs j WHERE j.schedule = o.schedule AND j.slot_ms = "         \
-	"o.slot_ms AND j.state <> 2)"
-/* A closed alert of alias al whose sends are all done. */
+	"o.state IN (3, 6) AND o.slot_ms < ?1 AND " SQ_NO_LIVE_JOB("o")
+/* A closed alert of alias al whose sends are all done (K5). */
 #define SQ_ALERT_GOES                                                     \
 	"al.status <> 0 AND al.last_slot_ms < ?1 AND NOT EXISTS (SELECT 1 "  \
 	"FROM alert_sends x WHERE x.alert_id = al.id AND x.state NOT IN "   \
 	"(3, 6))"
 
 /* The rows the heads (ledger_head) of the batch's slots (?2, ?3] point
- * at, which the ledger DELETE keeps. A scan of the heads, one row per
- * schedule, into a list of usually none: probing the heads for every row
- * of the batch made the DELETE 70 % slower, this about 5 %. */
+ * at, which the ledger DELETE keeps (K3). A scan of the heads, one row
+ * per schedule, into a list of usually none: probing the heads for every
+ * row of the batch made the DELETE 70 % slower, this about 5 %. */
 #define SQ_HEADS_IN_BATCH                                                 \
 	"SELECT id FROM ledger_head WHERE slot_ms > ?2 AND slot_ms <= ?3 "  \
 	"UNION ALL SELECT ok_id FROM ledger_head WHERE ok_slot_ms > ?2 AND " \
@@ -4280,6 +4272,17 @@ static int sq_lease_drop(void *impl, const char *name, const char *owner,
 	"UNION ALL SELECT run_id FROM ledger_head WHERE run_slot_ms > ?2 "  \
 	"AND run_slot_ms <= ?3 AND run_id IS NOT NULL"
 
+/*
+ * The statements of a prune step (store_prune.c chooses the phase and its
+ * order, and lists the rules the WHERE clauses keep, K1..K9). ?1 is the
+ * phase's horizon, ?2 and ?3 the step's range (lo, hi] of the key (the
+ * ledger's slot, else id or rowid). `end` finds hi: the key of the
+ * max_rows-th row (?4 = max_rows - 1) past lo; none means this is the
+ * phase's last step, and a ledger range so ends on a whole slot (K4).
+ * `pre` (may be NULL) runs before `del` in the same transaction and
+ * counts into n_more (bodies of guards, sends of alerts). ?5: the jobs
+ * horizon, read by the bodies only.
+ */
 static const struct {
 	const char *end, *pre, *del;
 } sq_prune_sql[STORE_PRUNE_N_PHASE] = {
@@ -4289,7 +4292,7 @@ static const struct {
 		NULL,
 		"DELETE FROM ledger AS r WHERE r.slot_ms > ?2 AND r.slot_ms <= ?3 "
 		"AND r.slot_ms < ?1 AND NOT ("
-		/* an unrecovered, unacknowledged lost or missed row */
+		/* K1: an unrecovered, unacknowledged lost or missed row */
 		"(r.outcome IN ('lost', 'missed') AND NOT EXISTS (SELECT 1 "
 		"FROM ledger s INDEXED BY ledger_day WHERE " DAY_OF("s.slot_ms")
 		" = " DAY_OF("r.slot_ms") " AND s.schedule = r.schedule AND "
@@ -4297,25 +4300,17 @@ static const struct {
 		"EXISTS (SELECT "
 		"1 FROM ledger a WHERE a.outcome = 'acked' AND a.schedule = "
 		"r.schedule AND a.slot_ms <= r.slot_ms AND r.slot_ms BETWEEN "
-		SQ_ACK_FIRST " AND " SQ_ACK_LAST "))"
-		/* an ack covering a lost or missed row this batch keeps:
-		 * one outside its slots or past the horizon (inside, every
-		 * covered row goes: the ack makes it acked) */
+		SQ_ACK_FIRST("a") " AND " SQ_ACK_LAST("a") "))"
+		/* K2: an ack covering a lost or missed row this batch
+		 * keeps: one outside its slots or past the horizon (inside,
+		 * every covered row goes: the ack makes it acked) */
 		" OR (r.outcome = 'acked' AND EXISTS (SELECT 1 FROM ledger l "
 		"WHERE l.outcome IN ('lost', 'missed') AND l.schedule = "
 		"r.schedule AND (l.slot_ms <= ?2 OR l.slot_ms > ?3 OR "
 		"l.slot_ms >= ?1) AND "
-		"l.slot_ms BETWEEN "
-		"COALESCE(CASE WHEN json_valid(r.details_json) THEN "
-		"json_extract(r.details_json, '$.first_ms') END, r.slot_ms) "
-		"AND COALESCE(CASE WHEN json_valid(r.details_json) THEN "
-		"json_extract(r.details_json, '$.last_ms') END, CASE WHEN "
-		"json_valid(r.details_json) THEN json_extract("
-		"r.details_json, '$.first_ms') END, r.slot_ms))))"
-		/* the newest row and the newest success of its schedule:
-		 * what `status` shows as last and /metrics as the last
-		 * success (a weekly slot older than a short retention must
-		 * not read as never run, nor its series vanish) */
+		"l.slot_ms BETWEEN " SQ_ACK_FIRST("r") " AND " SQ_ACK_LAST("r")
+		")))"
+		/* K3: the heads of its schedule */
 		" AND r.id NOT IN (" SQ_HEADS_IN_BATCH ")",
 	},
 	[STORE_PRUNE_ALERTS] = {
@@ -4331,6 +4326,7 @@ static const struct {
 		"SELECT id FROM jobs WHERE id > ?2 ORDER BY id LIMIT 1 "
 		"OFFSET ?4",
 		NULL,
+		/* K6: DONE only */
 		"DELETE FROM jobs WHERE id > ?2 AND id <= ?3 AND state = 2 "
 		"AND slot_ms < ?1",
 	},
@@ -4338,14 +4334,14 @@ static const struct {
 		"SELECT rowid FROM outbox_body WHERE rowid > ?2 ORDER BY "
 		"rowid LIMIT 1 OFFSET ?4",
 		NULL,
+		/* K7: of a SENT row of a marked slot */
 		"DELETE FROM outbox_body AS b WHERE b.rowid > ?2 AND b.rowid "
 		"<= ?3 AND b.slot_ms < ?1 AND EXISTS (SELECT 1 FROM outbox o "
 		"WHERE o.schedule = b.schedule AND o.slot_ms = b.slot_ms AND "
 		"o.target = b.target AND o.state = 3) AND EXISTS (SELECT 1 "
 		"FROM slot_markers m WHERE m.schedule = b.schedule AND "
 		"m.slot_ms = b.slot_ms) AND NOT (?5 > 0 AND b.slot_ms < ?5 AND "
-		"NOT EXISTS (SELECT 1 FROM jobs j WHERE j.schedule = b.schedule "
-		"AND j.slot_ms = b.slot_ms AND j.state <> 2))",
+		SQ_NO_LIVE_JOB("b") ")",
 	},
 	[STORE_PRUNE_GUARDS] = {
 		"SELECT rowid FROM outbox WHERE rowid > ?2 ORDER BY rowid "
@@ -4360,14 +4356,13 @@ static const struct {
 		"SELECT rowid FROM slot_markers WHERE rowid > ?2 ORDER BY "
 		"rowid LIMIT 1 OFFSET ?4",
 		NULL,
+		/* K9: no job left, no send open, not the newest */
 		"DELETE FROM slot_markers AS m WHERE m.rowid > ?2 AND m.rowid "
-		"<= ?3 AND m.slot_ms < ?1 AND NOT EXISTS (SELECT 1 FROM jobs j "
-		"WHERE j.schedule = m.schedule AND j.slot_ms = m.slot_ms AND "
-		"j.state <> 2) AND NOT EXISTS (SELECT 1 FROM outbox o WHERE "
+		"<= ?3 AND m.slot_ms < ?1 AND " SQ_NO_LIVE_JOB("m") " AND NOT "
+		"EXISTS (SELECT 1 FROM outbox o WHERE "
 		"o.schedule = m.schedule AND o.slot_ms = m.slot_ms AND "
 		"o.state NOT IN (3, 6)) AND m.slot_ms < (SELECT max(n.slot_ms) "
-		"FROM "
-		"slot_markers n WHERE n.schedule = m.schedule)",
+		"FROM slot_markers n WHERE n.schedule = m.schedule)",
 	},
 };
 
