@@ -1683,8 +1683,8 @@ int store_prune_batch(struct store *s, const struct store_prune_opts *o,
 	if (!rc && max_rows < 1)
 		rc = sc_err_set(err, SC_EINVAL, "prune batch size must be "
 				"positive");
-	return rc ? rc : s->ops->prune_batch(s->impl, o, max_rows, res, more,
-					      err);
+	return rc ? rc : store_prune_next(s->ops, s->impl, o, max_rows, res,
+					  more, err);
 }
 
 int store_prune_size(struct store *s, int64_t *used_bytes,

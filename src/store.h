@@ -1216,32 +1216,28 @@ int store_lease_take(struct store *s, const char *name, const char *owner,
 int store_lease_drop(struct store *s, const char *name, const char *owner,
 		     struct sc_err *err);
 
-/* ---- retention (issue 15; prune.c owns the rules) --------------------- */
+/* ---- retention (issue 15; prune.c owns the horizons) ------------------ */
 
 /*
  * What may be deleted, by age of the slot; prune.c computes the horizons
- * (retention, the longest recovery window, a margin) and the store
- * applies the rows' own rules, the same on every backend:
+ * (retention, the longest recovery window, a margin), store_prune.c runs
+ * the phases (ledger, alerts, jobs, outbox bodies, send guards, slot
+ * markers, in that order) and keeps its never-remove list, the same on
+ * every backend. In short:
  *   ledger (slot < ledger_before): every row except an unrecovered,
- *     unacknowledged "lost" or "missed" row (no "success" row of its
- *     (schedule, slot), no "acked" row whose first_ms..last_ms holds it),
- *     and except an "acked" row that still covers a lost or missed row
- *     left in the ledger (so a kept row never turns unacknowledged), and
- *     except the newest row and the newest success of each schedule (its
- *     ledger_head: status's last outcome, the metrics' last success). A
- *     slot's rows go in one batch: a success row never goes before the
- *     lost row it recovers.
- *   alerts (last_slot < ledger_before): closed ones (not OPEN) whose
- *     sends are all SENT or ABANDONED, with their sends.
- *   jobs (slot < jobs_before): DONE only (never READY, ACTIVE, DEAD).
- *   outbox bodies (slot < outbox_before): of SENT rows of a marked
- *     (complete) slot only, which is never delivered again; the row
- *     stays, store_outbox_get reads it with body NULL.
- *   send guards and slot markers (slot < jobs_before): a SENT outbox row
- *     (with its body), or an ABANDONED one (closed unsent, schema 13), a
- *     marker, of a slot whose job is DONE or gone (no READY, ACTIVE or
- *     DEAD job); a marker also needs no other outbox row left, and the newest marker of each schedule stays (the timing
- *     checks read it). Other outbox states are in flight: kept.
+ *     unacknowledged "lost" or "missed" row, an "acked" row that still
+ *     covers one left in the ledger, and the newest row and newest
+ *     success of each schedule; a slot's rows go in one batch.
+ *   alerts (last_slot < ledger_before): closed ones whose sends are all
+ *     SENT or ABANDONED, with their sends.
+ *   jobs (slot < jobs_before): DONE only.
+ *   outbox bodies (slot < outbox_before): of SENT rows of a marked slot
+ *     only; the row stays, store_outbox_get reads it with body NULL.
+ *   send guards and slot markers (slot < jobs_before): SENT or ABANDONED
+ *     rows, and markers, of a slot with no READY, ACTIVE or DEAD job; a
+ *     marker also needs no other outbox row left, and never the newest
+ *     marker of its schedule.
+ * store_prune.c lists each rule with its reason.
  * A field <= 0 (INT64_MIN included) skips that part. ledger_before = 0
  * skips the ledger and alerts, jobs_before = 0 jobs, guards and markers,
  * outbox_before = 0 the bodies.
@@ -1284,6 +1280,60 @@ int store_prune_batch(struct store *s, const struct store_prune_opts *o,
  */
 int store_prune_size(struct store *s, int64_t *used_bytes,
 		     int64_t *file_bytes, const char **how,
+		     struct sc_err *err);
+
+/*
+ * The phases of a prune, in the order store_prune_batch runs them
+ * (store_prune.c says why this order).
+ */
+enum store_prune_phase {
+	STORE_PRUNE_LEDGER, STORE_PRUNE_ALERTS, STORE_PRUNE_JOBS,
+	STORE_PRUNE_BODIES, STORE_PRUNE_GUARDS, STORE_PRUNE_MARKERS,
+	STORE_PRUNE_N_PHASE
+};
+
+/*
+ * One step of a prune, which store_prune.c asks of a backend
+ * (store_ops.prune_step): in one transaction (rolled back when dry_run),
+ * delete the rows of phase's table older than before_ms that the
+ * never-remove list lets go, among at most about max_rows rows past key
+ * `after` (the ledger's slot, else the table's id; a ledger range ends
+ * on a whole slot). A backend whose table has no key may ignore `after`
+ * and take the first max_rows rows that go (the rows that stay fail the
+ * condition, so the next step finds new ones).
+ */
+struct store_prune_step {
+	enum store_prune_phase phase;
+	int64_t before_ms;          /* the phase's horizon, > 0 */
+	int64_t jobs_before_ms;     /* bodies: leave those the guards phase
+				       takes (<= 0: none), so each body is
+				       counted once */
+	int64_t after;              /* INT64_MIN: the phase's start */
+	int max_rows;               /* >= 1 */
+	bool dry_run;
+	bool first;                 /* the run's first step */
+};
+
+/* What a step did: n_rows of the phase's table, n_more of its second
+ * (an alert's sends, a guard's body); `until` is the key the next step
+ * starts past; `last` says the phase has nothing left for another step.
+ * Untouched on error. */
+struct store_prune_done {
+	int64_t n_rows, n_more;
+	int64_t until;
+	bool last;
+};
+
+struct store_ops;
+
+/*
+ * store_prune_batch's work once its arguments are checked (store.c):
+ * picks the next phase with a horizon, asks ops->prune_step for one step
+ * of it, and adds the counts to *res. In store_prune.c.
+ */
+int store_prune_next(const struct store_ops *ops, void *impl,
+		     const struct store_prune_opts *o, int max_rows,
+		     struct store_prune_result *res, bool *more,
 		     struct sc_err *err);
 
 /* Cached access token of a provider; SC_ENOENT when none. *token is
@@ -1526,9 +1576,10 @@ struct store_ops {
 			  int64_t ttl_ms, bool *won, struct sc_err *err);
 	int (*lease_drop)(void *impl, const char *name, const char *owner,
 			  struct sc_err *err);
-	int (*prune_batch)(void *impl, const struct store_prune_opts *o,
-			   int max_rows, struct store_prune_result *res,
-			   bool *more, struct sc_err *err);
+	/* One step of a prune (store_prune_step): the backend only runs
+	 * it; store_prune.c chooses the phase, horizon and range. */
+	int (*prune_step)(void *impl, const struct store_prune_step *st,
+			  struct store_prune_done *out, struct sc_err *err);
 	int (*prune_size)(void *impl, int64_t *used_bytes,
 			  int64_t *file_bytes, const char **how,
 			  struct sc_err *err);

@@ -4561,32 +4561,29 @@ static int pg_lease_drop(void *impl, const char *name, const char *owner,
 #define PG_ACK_LAST(x)                                                     \
 	"COALESCE(substring(" x ".details_json from "                       \
 	"'\"last_ms\"\\s*:\\s*(-?[0-9]+)')::bigint, " PG_ACK_FIRST(x) ")"
-/* A SENT or ABANDONED (closed unsent, schema 13) row: as on SQLite. */
+/* The slot of alias x has no job that may still run or be revived
+ * (READY, ACTIVE, DEAD: store_prune.c K8, K9). */
+#define PG_NO_LIVE_JOB(x)                                                  \
+	"NOT EXISTS (SELECT 1 FROM jobs j WHERE j.schedule = " x             \
+	".schedule AND j.slot_ms = " x ".slot_ms AND j.state <> 2)"
+/* A SENT or ABANDONED (closed unsent, schema 13) row that may go (K8). */
 #define PG_GUARD_GOES                                                      \
-	"o.state IN (3, 6) AND o.slot_ms < $1 AND NOT EXISTS (SELECT 1 "     \
-	"FROM jobs j WHERE j.schedule = o.schedule AND j.slot_ms = "         \
-	"o.slot_ms AND j.state <> 2)"
+	"o.state IN (3, 6) AND o.slot_ms < $1 AND " PG_NO_LIVE_JOB("o")
 
 /*
- * The phases of a prune, in the order and with the rules of the SQLite
- * backend (store.h). Each `del` answers (rows, rows of the second
- * table). Keyed phases (end != NULL): $1 horizon, $2..$3 the batch's
- * range (lo, hi] of the slot or id; `end` ($1 horizon, $2 lo, $3 offset)
- * finds hi. The tables without an id (bodies, guards, markers): $1
- * horizon, $2 how many at most (NULL: all, a dry run's single batch),
- * $3 the jobs horizon (the bodies leave those of the guards that go in
- * the guards phase); the rows that stay fail the condition, so each
- * batch finds new ones.
+ * The statements of a prune step (store_prune.c chooses the phase and its
+ * order, and lists the rules the WHERE clauses keep, K1..K9). Each `del`
+ * answers (rows, rows of the second table). Keyed phases (end != NULL):
+ * $1 horizon, $2..$3 the step's range (lo, hi] of the slot or id; `end`
+ * ($1 horizon, $2 lo, $3 offset) finds hi. The tables without an id
+ * (bodies, guards, markers): $1 horizon, $2 how many at most (NULL: all,
+ * a dry run's single step), $3 the jobs horizon (read by the bodies); the
+ * rows that stay fail the condition, so each step finds new ones.
  */
-enum pg_phase {
-	PG_LEDGER, PG_ALERTS, PG_JOBS, PG_BODIES, PG_GUARDS, PG_MARKERS,
-	PG_N_PHASE
-};
-
 static const struct {
 	const char *end, *del;
-} pg_prune_sql[PG_N_PHASE] = {
-	[PG_LEDGER] = {
+} pg_prune_sql[STORE_PRUNE_N_PHASE] = {
+	[STORE_PRUNE_LEDGER] = {
 		"SELECT slot_ms FROM ledger WHERE slot_ms > $2 AND slot_ms < $1 "
 		"ORDER BY slot_ms LIMIT 1 OFFSET $3",
 		"WITH d AS (DELETE FROM ledger r WHERE r.slot_ms > $2 AND "
@@ -4609,7 +4606,7 @@ static const struct {
 		"run_slot_ms > $2 AND run_slot_ms <= $3 AND run_id IS NOT "
 		"NULL) RETURNING 1) SELECT count(*), 0 FROM d",
 	},
-	[PG_ALERTS] = {
+	[STORE_PRUNE_ALERTS] = {
 		"SELECT id FROM alerts WHERE id > $2 ORDER BY id LIMIT 1 "
 		"OFFSET $3",
 		"WITH g AS (SELECT al.id FROM alerts al WHERE al.id > $2 AND "
@@ -4621,14 +4618,14 @@ static const struct {
 		"RETURNING 1) SELECT (SELECT count(*) FROM d), (SELECT "
 		"count(*) FROM s)",
 	},
-	[PG_JOBS] = {
+	[STORE_PRUNE_JOBS] = {
 		"SELECT id FROM jobs WHERE id > $2 ORDER BY id LIMIT 1 "
 		"OFFSET $3",
 		"WITH d AS (DELETE FROM jobs WHERE id > $2 AND id <= $3 AND "
 		"state = 2 AND slot_ms < $1 RETURNING 1) SELECT count(*), 0 "
 		"FROM d",
 	},
-	[PG_BODIES] = {
+	[STORE_PRUNE_BODIES] = {
 		NULL,
 		"WITH d AS (DELETE FROM outbox_body WHERE ctid = ANY (ARRAY("
 		"SELECT b.ctid FROM outbox_body b WHERE b.slot_ms < $1 AND "
@@ -4636,12 +4633,10 @@ static const struct {
 		"AND o.slot_ms = b.slot_ms AND o.target = b.target AND "
 		"o.state = 3) AND EXISTS (SELECT 1 FROM slot_markers m WHERE "
 		"m.schedule = b.schedule AND m.slot_ms = b.slot_ms) AND NOT ($3 "
-		"> 0 AND b.slot_ms < $3 AND NOT EXISTS (SELECT 1 FROM jobs j "
-		"WHERE j.schedule = b.schedule AND j.slot_ms = b.slot_ms AND "
-		"j.state <> 2)) LIMIT $2)) RETURNING 1) SELECT count(*), 0 "
-		"FROM d",
+		"> 0 AND b.slot_ms < $3 AND " PG_NO_LIVE_JOB("b") ") LIMIT $2)) "
+		"RETURNING 1) SELECT count(*), 0 FROM d",
 	},
-	[PG_GUARDS] = {
+	[STORE_PRUNE_GUARDS] = {
 		NULL,
 		"WITH g AS (SELECT o.schedule, o.slot_ms, o.target FROM outbox "
 		"o WHERE " PG_GUARD_GOES " LIMIT $2), b AS (DELETE FROM "
@@ -4652,12 +4647,11 @@ static const struct {
 		"RETURNING 1) SELECT (SELECT count(*) FROM d), (SELECT "
 		"count(*) FROM b)",
 	},
-	[PG_MARKERS] = {
+	[STORE_PRUNE_MARKERS] = {
 		NULL,
 		"WITH d AS (DELETE FROM slot_markers WHERE ctid = ANY (ARRAY("
-		"SELECT m.ctid FROM slot_markers m WHERE m.slot_ms < $1 AND NOT "
-		"EXISTS (SELECT 1 FROM jobs j WHERE j.schedule = m.schedule AND "
-		"j.slot_ms = m.slot_ms AND j.state <> 2) AND NOT EXISTS (SELECT "
+		"SELECT m.ctid FROM slot_markers m WHERE m.slot_ms < $1 AND "
+		PG_NO_LIVE_JOB("m") " AND NOT EXISTS (SELECT "
 		"1 FROM outbox o WHERE o.schedule = m.schedule AND o.slot_ms = "
 		"m.slot_ms AND o.state NOT IN (3, 6)) AND m.slot_ms < (SELECT "
 		"max(n.slot_ms) FROM slot_markers n WHERE n.schedule = "
@@ -4665,155 +4659,78 @@ static const struct {
 	},
 };
 
-static int64_t pg_phase_horizon(const struct store_prune_opts *o, int ph)
+/* The step's statements inside the caller's transaction. */
+static int pg_prune_run(struct pg *p, const struct store_prune_step *st,
+			struct store_prune_done *out, struct sc_err *err)
 {
-	switch (ph) {
-	case PG_LEDGER:
-	case PG_ALERTS:
-		return o->ledger_before_ms;
-	case PG_BODIES:
-		return o->outbox_before_ms;
-	default:
-		return o->jobs_before_ms;
-	}
-}
-
-static void pg_prune_count(struct store_prune_result *r, int ph, int64_t n1,
-			   int64_t n2)
-{
-	switch (ph) {
-	case PG_LEDGER:
-		r->n_ledger += n1;
-		break;
-	case PG_ALERTS:
-		r->n_alerts += n1;
-		r->n_alert_sends += n2;
-		break;
-	case PG_JOBS:
-		r->n_jobs += n1;
-		break;
-	case PG_BODIES:
-		r->n_bodies += n1;
-		break;
-	case PG_GUARDS:
-		r->n_guards += n1;
-		r->n_bodies += n2;
-		break;
-	default:
-		r->n_markers += n1;
-		break;
-	}
-}
-
-/* The batch's statements inside the caller's transaction: *n1, *n2 what
- * it deleted, *hi and *last where it ended. */
-static int pg_prune_run(struct pg *p, int ph, int64_t horizon, int64_t lo,
-			int max_rows, bool dry_run, int64_t jobs_before,
-			int64_t *n1, int64_t *n2, int64_t *hi, bool *last,
-			struct sc_err *err)
-{
+	const char *end = pg_prune_sql[st->phase].end;
 	struct args a = {0};
 	PGresult *res;
-	int rc;
-
-	*last = true;
-	arg_i64(&a, horizon);
-	if (pg_prune_sql[ph].end) {
-		arg_i64(&a, lo);
-		arg_i64(&a, (int64_t)max_rows - 1);
-		rc = pg_exec_once(p, pg_prune_sql[ph].end, &a, "iii", &res,
-				  err);
-		if (rc)
-			return rc;
-		*last = PQntuples(res) == 0;
-		*hi = *last ? INT64_MAX : get_i64(res, 0, 0);
-		PQclear(res);
-		a.n = 2;
-		arg_i64(&a, *hi);
-	} else {
-		if (dry_run)
-			a.v[a.n++] = NULL; /* LIMIT NULL: all, one batch */
-		else
-			arg_i64(&a, max_rows);
-		/* The bodies leave those of the guards the guards phase
-		 * takes, so each body is counted once. */
-		arg_i64(&a, jobs_before);
-	}
-	rc = pg_exec_once(p, pg_prune_sql[ph].del, &a, "iii", &res, err);
-	if (rc)
-		return rc;
-	*n1 = get_i64(res, 0, 0);
-	*n2 = get_i64(res, 0, 1);
-	PQclear(res);
-	/* A batch of a table without an id that found fewer rows than it
-	 * may take was the last (a dry run's one batch always is). */
-	if (!pg_prune_sql[ph].end)
-		*last = dry_run || *n1 < max_rows;
-	return 0;
-}
-
-static int pg_prune_batch(void *impl, const struct store_prune_opts *o,
-			  int max_rows, struct store_prune_result *res,
-			  bool *more, struct sc_err *err)
-{
-	struct pg *p = impl;
-	/* res->phase: 0 before the first batch, else 1 + the phase under
-	 * way, whose range so far ends at res->cursor. */
-	int ph = res->phase > 0 ? res->phase - 1 : 0;
-	int64_t horizon = 0, hi = 0, n1 = 0, n2 = 0;
+	int64_t hi = INT64_MAX;
 	bool last = true;
 	int rc;
 
-	if (res->phase == 0)
-		res->cursor = INT64_MIN;
-	while (ph < PG_N_PHASE && (horizon = pg_phase_horizon(o, ph)) <= 0) {
-		ph++;
-		res->cursor = INT64_MIN;
+	arg_i64(&a, st->before_ms);
+	if (end) {
+		arg_i64(&a, st->after);
+		arg_i64(&a, (int64_t)st->max_rows - 1);
+		rc = pg_exec_once(p, end, &a, "iii", &res, err);
+		if (rc)
+			return rc;
+		last = PQntuples(res) == 0;
+		hi = last ? INT64_MAX : get_i64(res, 0, 0);
+		PQclear(res);
+		a.n = 2;
+		arg_i64(&a, hi);
+	} else {
+		if (st->dry_run)
+			a.v[a.n++] = NULL; /* LIMIT NULL: all, one step */
+		else
+			arg_i64(&a, st->max_rows);
+		arg_i64(&a, st->jobs_before_ms);
 	}
-	res->phase = ph + 1;
-	if (ph >= PG_N_PHASE) {
-		*more = false;
-		return 0;
-	}
-	rc = ensure_conn(p, err);
-	/* A batch's statements cost past the planner's JIT threshold, and
+	rc = pg_exec_once(p, pg_prune_sql[st->phase].del, &a, "iii", &res,
+			  err);
+	if (rc)
+		return rc;
+	*out = (struct store_prune_done){.n_rows = get_i64(res, 0, 0),
+					 .n_more = get_i64(res, 0, 1),
+					 .until = hi, .last = last};
+	PQclear(res);
+	/* A step of a table without an id that found fewer rows than it
+	 * may take was the last (a dry run's one step always is). */
+	if (!end)
+		out->last = st->dry_run || out->n_rows < st->max_rows;
+	return 0;
+}
+
+static int pg_prune_step(void *impl, const struct store_prune_step *st,
+			 struct store_prune_done *out, struct sc_err *err)
+{
+	struct pg *p = impl;
+	struct store_prune_done d = {0};
+	int rc = ensure_conn(p, err);
+
+	/* A step's statements cost past the planner's JIT threshold, and
 	 * the compiling (7 to 10 ms a statement here) is never paid back in
-	 * one execution. Local to the batch: the handle's other work keeps
+	 * one execution. Local to the step: the handle's other work keeps
 	 * the server's setting. */
-	/* A batch of a large store may take longer than the session's
+	/* A step of a large store may take longer than the session's
 	 * statement limit: LONG_OP_MS for its statements, on both sides. */
 	p->long_ms = deadline_for(LONG_OP_MS);
 	if (!rc)
 		rc = exec_const(p, "BEGIN; SET LOCAL jit = off; SET LOCAL "
 				"statement_timeout = '" LONG_OP_TIMEOUT "'", err);
-	if (rc) {
-		p->long_ms = 0;
-		return rc;
-	}
-	rc = pg_prune_run(p, ph, horizon, res->cursor, max_rows, o->dry_run,
-			  o->jobs_before_ms, &n1, &n2, &hi, &last, err);
-	if (rc || o->dry_run) {
-		if (p->conn)
-			(void)exec_const(p, "ROLLBACK", NULL);
-		p->long_ms = 0;
-		if (rc)
-			return rc;
-	} else if ((rc = exec_const(p, "COMMIT", err)) != 0) {
-		if (p->conn)
-			(void)exec_const(p, "ROLLBACK", NULL);
-		p->long_ms = 0;
-		return rc;
-	}
+	if (!rc)
+		rc = pg_prune_run(p, st, &d, err);
+	if (!rc && !st->dry_run)
+		rc = exec_const(p, "COMMIT", err);
+	if ((rc || st->dry_run) && p->conn)
+		(void)exec_const(p, "ROLLBACK", NULL);
 	p->long_ms = 0;
-	pg_prune_count(res, ph, n1, n2);
-	if (last) {
-		res->phase = ph + 2;
-		res->cursor = INT64_MIN;
-	} else {
-		res->cursor = hi;
-	}
-	*more = res->phase <= PG_N_PHASE;
-	return 0;
+	if (!rc)
+		*out = d;
+	return rc;
 }
 
 static int pg_prune_size(void *impl, int64_t *used_bytes,
@@ -5442,7 +5359,7 @@ const struct store_ops store_pg_ops = {
 	.node_leave = pg_node_leave,
 	.lease_take = pg_lease_take,
 	.lease_drop = pg_lease_drop,
-	.prune_batch = pg_prune_batch,
+	.prune_step = pg_prune_step,
 	.prune_size = pg_prune_size,
 	.alert_raise = pg_alert_raise,
 	.alert_dead_unalerted = pg_alert_dead_unalerted,

@@ -4247,48 +4247,34 @@ static int sq_lease_drop(void *impl, const char *name, const char *owner,
 	return sq_write_once(q, st, "lease drop", NULL, err);
 }
 
-/* The range of acked row a (alias): details first_ms..last_ms, its slot
+/* The range of acked row x (alias): details first_ms..last_ms, its slot
  * when they are missing (ledger.c reads them the same way). */
-#define SQ_ACK_FIRST                                                      \
-	"COALESCE(CASE WHEN json_valid(a.details_json) THEN json_extract("   \
-	"a.details_json, '$.first_ms') END, a.slot_ms)"
-#define SQ_ACK_LAST                                                       \
-	"COALESCE(CASE WHEN json_valid(a.details_json) THEN json_extract("   \
-	"a.details_json, '$.last_ms') END, " SQ_ACK_FIRST ")"
-
-/*
- * The phases of a prune, in order; each batch works on one. ?1 is the
- * phase's horizon, ?2 and ?3 the batch's range (lo, hi] of the key (the
- * ledger's slot, else id or rowid). `end` finds hi: the key of the
- * max_rows-th row (?4 = max_rows - 1) past lo; none means this is the
- * phase's last batch. A ledger range always ends on a whole slot.
- * `pre` (may be NULL) runs before `del` in the same transaction and
- * counts into n2 (bodies of guards, sends of alerts). The bodies phase
- * leaves the bodies of guards the guards phase takes (?5: the jobs
- * horizon), so that each body is counted once, dry run or not.
- */
-enum sq_phase {
-	SQ_LEDGER, SQ_ALERTS, SQ_JOBS, SQ_BODIES, SQ_GUARDS, SQ_MARKERS,
-	SQ_N_PHASE
-};
-
+#define SQ_ACK_FIRST(x)                                                   \
+	"COALESCE(CASE WHEN json_valid(" x ".details_json) THEN "           \
+	"json_extract(" x ".details_json, '$.first_ms') END, " x ".slot_ms)"
+#define SQ_ACK_LAST(x)                                                    \
+	"COALESCE(CASE WHEN json_valid(" x ".details_json) THEN "           \
+	"json_extract(" x ".details_json, '$.last_ms') END, "               \
+	SQ_ACK_FIRST(x) ")"
+/* The slot of alias x has no job that may still run or be revived
+ * (READY, ACTIVE, DEAD: store_prune.c K8, K9). */
+#define SQ_NO_LIVE_JOB(x)                                                 \
+	"NOT EXISTS (SELECT 1 FROM jobs j WHERE j.schedule = " x             \
+	".schedule AND j.slot_ms = " x ".slot_ms AND j.state <> 2)"
 /* A SENT (or ABANDONED: closed unsent, schema 13) row of outbox alias o
- * that may go: its slot is past the jobs horizon (?1) and has no job that
- * may still run or be revived. */
+ * that may go: its slot is past the jobs horizon (?1), K8. */
 #define SQ_GUARD_GOES                                                     \
-	"o.state IN (3, 6) AND o.slot_ms < ?1 AND NOT EXISTS (SELECT 1 "     \
-	"FROM jobs j WHERE j.schedule = o.schedule AND j.slot_ms = "         \
-	"o.slot_ms AND j.state <> 2)"
-/* A closed alert of alias al whose sends are all done. */
+	"o.state IN (3, 6) AND o.slot_ms < ?1 AND " SQ_NO_LIVE_JOB("o")
+/* A closed alert of alias al whose sends are all done (K5). */
 #define SQ_ALERT_GOES                                                     \
 	"al.status <> 0 AND al.last_slot_ms < ?1 AND NOT EXISTS (SELECT 1 "  \
 	"FROM alert_sends x WHERE x.alert_id = al.id AND x.state NOT IN "   \
 	"(3, 6))"
 
 /* The rows the heads (ledger_head) of the batch's slots (?2, ?3] point
- * at, which the ledger DELETE keeps. A scan of the heads, one row per
- * schedule, into a list of usually none: probing the heads for every row
- * of the batch made the DELETE 70 % slower, this about 5 %. */
+ * at, which the ledger DELETE keeps (K3). A scan of the heads, one row
+ * per schedule, into a list of usually none: probing the heads for every
+ * row of the batch made the DELETE 70 % slower, this about 5 %. */
 #define SQ_HEADS_IN_BATCH                                                 \
 	"SELECT id FROM ledger_head WHERE slot_ms > ?2 AND slot_ms <= ?3 "  \
 	"UNION ALL SELECT ok_id FROM ledger_head WHERE ok_slot_ms > ?2 AND " \
@@ -4296,16 +4282,27 @@ enum sq_phase {
 	"UNION ALL SELECT run_id FROM ledger_head WHERE run_slot_ms > ?2 "  \
 	"AND run_slot_ms <= ?3 AND run_id IS NOT NULL"
 
+/*
+ * The statements of a prune step (store_prune.c chooses the phase and its
+ * order, and lists the rules the WHERE clauses keep, K1..K9). ?1 is the
+ * phase's horizon, ?2 and ?3 the step's range (lo, hi] of the key (the
+ * ledger's slot, else id or rowid). `end` finds hi: the key of the
+ * max_rows-th row (?4 = max_rows - 1) past lo; none means this is the
+ * phase's last step, and a ledger range so ends on a whole slot (K4).
+ * `pre` (may be NULL) runs before `del` in the same transaction and
+ * counts into n_more (bodies of guards, sends of alerts). ?5: the jobs
+ * horizon, read by the bodies only.
+ */
 static const struct {
 	const char *end, *pre, *del;
-} sq_prune_sql[SQ_N_PHASE] = {
-	[SQ_LEDGER] = {
+} sq_prune_sql[STORE_PRUNE_N_PHASE] = {
+	[STORE_PRUNE_LEDGER] = {
 		"SELECT slot_ms FROM ledger WHERE slot_ms > ?2 AND "
 		"slot_ms < ?1 ORDER BY slot_ms LIMIT 1 OFFSET ?4",
 		NULL,
 		"DELETE FROM ledger AS r WHERE r.slot_ms > ?2 AND r.slot_ms <= ?3 "
 		"AND r.slot_ms < ?1 AND NOT ("
-		/* an unrecovered, unacknowledged lost or missed row */
+		/* K1: an unrecovered, unacknowledged lost or missed row */
 		"(r.outcome IN ('lost', 'missed') AND NOT EXISTS (SELECT 1 "
 		"FROM ledger s INDEXED BY ledger_day WHERE " DAY_OF("s.slot_ms")
 		" = " DAY_OF("r.slot_ms") " AND s.schedule = r.schedule AND "
@@ -4313,28 +4310,20 @@ static const struct {
 		"EXISTS (SELECT "
 		"1 FROM ledger a WHERE a.outcome = 'acked' AND a.schedule = "
 		"r.schedule AND a.slot_ms <= r.slot_ms AND r.slot_ms BETWEEN "
-		SQ_ACK_FIRST " AND " SQ_ACK_LAST "))"
-		/* an ack covering a lost or missed row this batch keeps:
-		 * one outside its slots or past the horizon (inside, every
-		 * covered row goes: the ack makes it acked) */
+		SQ_ACK_FIRST("a") " AND " SQ_ACK_LAST("a") "))"
+		/* K2: an ack covering a lost or missed row this batch
+		 * keeps: one outside its slots or past the horizon (inside,
+		 * every covered row goes: the ack makes it acked) */
 		" OR (r.outcome = 'acked' AND EXISTS (SELECT 1 FROM ledger l "
 		"WHERE l.outcome IN ('lost', 'missed') AND l.schedule = "
 		"r.schedule AND (l.slot_ms <= ?2 OR l.slot_ms > ?3 OR "
 		"l.slot_ms >= ?1) AND "
-		"l.slot_ms BETWEEN "
-		"COALESCE(CASE WHEN json_valid(r.details_json) THEN "
-		"json_extract(r.details_json, '$.first_ms') END, r.slot_ms) "
-		"AND COALESCE(CASE WHEN json_valid(r.details_json) THEN "
-		"json_extract(r.details_json, '$.last_ms') END, CASE WHEN "
-		"json_valid(r.details_json) THEN json_extract("
-		"r.details_json, '$.first_ms') END, r.slot_ms))))"
-		/* the newest row and the newest success of its schedule:
-		 * what `status` shows as last and /metrics as the last
-		 * success (a weekly slot older than a short retention must
-		 * not read as never run, nor its series vanish) */
+		"l.slot_ms BETWEEN " SQ_ACK_FIRST("r") " AND " SQ_ACK_LAST("r")
+		")))"
+		/* K3: the heads of its schedule */
 		" AND r.id NOT IN (" SQ_HEADS_IN_BATCH ")",
 	},
-	[SQ_ALERTS] = {
+	[STORE_PRUNE_ALERTS] = {
 		"SELECT id FROM alerts WHERE id > ?2 ORDER BY id LIMIT 1 "
 		"OFFSET ?4",
 		"DELETE FROM alert_sends WHERE alert_id IN (SELECT al.id FROM "
@@ -4343,27 +4332,28 @@ static const struct {
 		"DELETE FROM alerts AS al WHERE al.id > ?2 AND al.id <= ?3 "
 		"AND " SQ_ALERT_GOES,
 	},
-	[SQ_JOBS] = {
+	[STORE_PRUNE_JOBS] = {
 		"SELECT id FROM jobs WHERE id > ?2 ORDER BY id LIMIT 1 "
 		"OFFSET ?4",
 		NULL,
+		/* K6: DONE only */
 		"DELETE FROM jobs WHERE id > ?2 AND id <= ?3 AND state = 2 "
 		"AND slot_ms < ?1",
 	},
-	[SQ_BODIES] = {
+	[STORE_PRUNE_BODIES] = {
 		"SELECT rowid FROM outbox_body WHERE rowid > ?2 ORDER BY "
 		"rowid LIMIT 1 OFFSET ?4",
 		NULL,
+		/* K7: of a SENT row of a marked slot */
 		"DELETE FROM outbox_body AS b WHERE b.rowid > ?2 AND b.rowid "
 		"<= ?3 AND b.slot_ms < ?1 AND EXISTS (SELECT 1 FROM outbox o "
 		"WHERE o.schedule = b.schedule AND o.slot_ms = b.slot_ms AND "
 		"o.target = b.target AND o.state = 3) AND EXISTS (SELECT 1 "
 		"FROM slot_markers m WHERE m.schedule = b.schedule AND "
 		"m.slot_ms = b.slot_ms) AND NOT (?5 > 0 AND b.slot_ms < ?5 AND "
-		"NOT EXISTS (SELECT 1 FROM jobs j WHERE j.schedule = b.schedule "
-		"AND j.slot_ms = b.slot_ms AND j.state <> 2))",
+		SQ_NO_LIVE_JOB("b") ")",
 	},
-	[SQ_GUARDS] = {
+	[STORE_PRUNE_GUARDS] = {
 		"SELECT rowid FROM outbox WHERE rowid > ?2 ORDER BY rowid "
 		"LIMIT 1 OFFSET ?4",
 		"DELETE FROM outbox_body WHERE (schedule, slot_ms, target) IN "
@@ -4372,37 +4362,23 @@ static const struct {
 		"DELETE FROM outbox AS o WHERE o.rowid > ?2 AND o.rowid <= ?3 "
 		"AND " SQ_GUARD_GOES,
 	},
-	[SQ_MARKERS] = {
+	[STORE_PRUNE_MARKERS] = {
 		"SELECT rowid FROM slot_markers WHERE rowid > ?2 ORDER BY "
 		"rowid LIMIT 1 OFFSET ?4",
 		NULL,
+		/* K9: no job left, no send open, not the newest */
 		"DELETE FROM slot_markers AS m WHERE m.rowid > ?2 AND m.rowid "
-		"<= ?3 AND m.slot_ms < ?1 AND NOT EXISTS (SELECT 1 FROM jobs j "
-		"WHERE j.schedule = m.schedule AND j.slot_ms = m.slot_ms AND "
-		"j.state <> 2) AND NOT EXISTS (SELECT 1 FROM outbox o WHERE "
+		"<= ?3 AND m.slot_ms < ?1 AND " SQ_NO_LIVE_JOB("m") " AND NOT "
+		"EXISTS (SELECT 1 FROM outbox o WHERE "
 		"o.schedule = m.schedule AND o.slot_ms = m.slot_ms AND "
 		"o.state NOT IN (3, 6)) AND m.slot_ms < (SELECT max(n.slot_ms) "
-		"FROM "
-		"slot_markers n WHERE n.schedule = m.schedule)",
+		"FROM slot_markers n WHERE n.schedule = m.schedule)",
 	},
 };
 
-static int64_t sq_phase_horizon(const struct store_prune_opts *o, int ph)
-{
-	switch (ph) {
-	case SQ_LEDGER:
-	case SQ_ALERTS:
-		return o->ledger_before_ms;
-	case SQ_BODIES:
-		return o->outbox_before_ms;
-	default:
-		return o->jobs_before_ms;
-	}
-}
-
-/* Runs one statement of a batch with the batch's parameters. */
-static int sq_prune_step(struct sq *q, const char *sql, int64_t horizon,
-			 int64_t lo, int64_t hi, int64_t jobs_before,
+/* Runs one statement of a step with the step's parameters. */
+static int sq_prune_stmt(struct sq *q, const char *sql,
+			 const struct store_prune_step *p, int64_t hi,
 			 int64_t *changes, struct sc_err *err)
 {
 	sqlite3_stmt *st = NULL;
@@ -4410,29 +4386,28 @@ static int sq_prune_step(struct sq *q, const char *sql, int64_t horizon,
 
 	if (rc)
 		return rc;
-	sqlite3_bind_int64(st, 1, horizon);
-	sqlite3_bind_int64(st, 2, lo);
+	sqlite3_bind_int64(st, 1, p->before_ms);
+	sqlite3_bind_int64(st, 2, p->after);
 	sqlite3_bind_int64(st, 3, hi);
 	/* Only the bodies read ?5; SQLITE_RANGE elsewhere, harmless. */
-	(void)sqlite3_bind_int64(st, 5, jobs_before);
+	(void)sqlite3_bind_int64(st, 5, p->jobs_before_ms);
 	return sq_write_once(q, st, "prune", changes, err);
 }
 
-/* The end of the batch that starts past lo: *hi, *last when it is the
- * phase's last. */
-static int sq_prune_end(struct sq *q, int ph, int64_t horizon, int64_t lo,
-			int max_rows, int64_t *hi, bool *last,
-			struct sc_err *err)
+/* The end of the step that starts past p->after: *hi, *last when it is
+ * the phase's last. */
+static int sq_prune_end(struct sq *q, const struct store_prune_step *p,
+			int64_t *hi, bool *last, struct sc_err *err)
 {
 	sqlite3_stmt *st = NULL;
 	bool row = false;
-	int rc = sq_prep_once(q, sq_prune_sql[ph].end, &st, err);
+	int rc = sq_prep_once(q, sq_prune_sql[p->phase].end, &st, err);
 
 	if (rc)
 		return rc;
-	sqlite3_bind_int64(st, 1, horizon);
-	sqlite3_bind_int64(st, 2, lo);
-	sqlite3_bind_int64(st, 4, (int64_t)max_rows - 1);
+	sqlite3_bind_int64(st, 1, p->before_ms);
+	sqlite3_bind_int64(st, 2, p->after);
+	sqlite3_bind_int64(st, 4, (int64_t)p->max_rows - 1);
 	rc = step_row(q, st, "prune", &row, err);
 	if (!rc) {
 		*last = !row;
@@ -4442,98 +4417,46 @@ static int sq_prune_end(struct sq *q, int ph, int64_t horizon, int64_t lo,
 	return rc;
 }
 
-static void sq_prune_count(struct store_prune_result *r, int ph, int64_t n1,
-			   int64_t n2)
-{
-	switch (ph) {
-	case SQ_LEDGER:
-		r->n_ledger += n1;
-		break;
-	case SQ_ALERTS:
-		r->n_alerts += n1;
-		r->n_alert_sends += n2;
-		break;
-	case SQ_JOBS:
-		r->n_jobs += n1;
-		break;
-	case SQ_BODIES:
-		r->n_bodies += n1;
-		break;
-	case SQ_GUARDS:
-		r->n_guards += n1;
-		r->n_bodies += n2;
-		break;
-	default:
-		r->n_markers += n1;
-		break;
-	}
-}
-
 /*
- * One batch: BEGIN IMMEDIATE, the batch's statements, COMMIT (dry run:
- * ROLLBACK, which gives the same counts: no rule depends on what an
- * earlier batch of the run deleted). The cursor moves only when the
- * batch ended well.
+ * One step: BEGIN IMMEDIATE, the step's statements, COMMIT (dry run:
+ * ROLLBACK, which gives the same counts: store_prune.c).
  */
-static int sq_prune_batch(void *impl, const struct store_prune_opts *o,
-			  int max_rows, struct store_prune_result *res,
-			  bool *more, struct sc_err *err)
+static int sq_prune_step(void *impl, const struct store_prune_step *p,
+			 struct store_prune_done *out, struct sc_err *err)
 {
 	struct sq *q = impl;
-	/* res->phase: 0 before the first batch, else 1 + the phase under
-	 * way, whose range so far ends at res->cursor. */
-	int ph = res->phase > 0 ? res->phase - 1 : 0;
-	int64_t horizon = 0, hi = 0, n1 = 0, n2 = 0;
+	int64_t hi = 0, n1 = 0, n2 = 0;
 	bool last = true;
 	int rc;
 
-	if (res->phase == 0) {
-		res->cursor = INT64_MIN;
-		/* A batch's day of ledger_day sits on a few hundred leaf
-		 * pages that the next batches of that day revisit: keep
+	if (p->first) {
+		/* A step's day of ledger_day sits on a few hundred leaf
+		 * pages that the next steps of that day revisit: keep
 		 * them cached (64 MiB at most, for this handle; SQLite's
 		 * default is 2 MiB). */
 		rc = exec_pragma(q, "PRAGMA cache_size = -65536", err);
 		if (rc)
 			return rc;
 	}
-	while (ph < SQ_N_PHASE && (horizon = sq_phase_horizon(o, ph)) <= 0) {
-		ph++;
-		res->cursor = INT64_MIN;
-	}
-	res->phase = ph + 1;
-	if (ph >= SQ_N_PHASE) {
-		*more = false;
-		return 0;
-	}
 	rc = tx_begin(q, sync_for(STORE_COMMIT_PRUNE), err);
 	if (rc)
 		return rc;
-	rc = sq_prune_end(q, ph, horizon, res->cursor, max_rows, &hi, &last,
-			  err);
-	if (!rc && sq_prune_sql[ph].pre)
-		rc = sq_prune_step(q, sq_prune_sql[ph].pre, horizon,
-				   res->cursor, hi, o->jobs_before_ms, &n2,
+	rc = sq_prune_end(q, p, &hi, &last, err);
+	if (!rc && sq_prune_sql[p->phase].pre)
+		rc = sq_prune_stmt(q, sq_prune_sql[p->phase].pre, p, hi, &n2,
 				   err);
 	if (!rc)
-		rc = sq_prune_step(q, sq_prune_sql[ph].del, horizon,
-				   res->cursor, hi, o->jobs_before_ms, &n1,
+		rc = sq_prune_stmt(q, sq_prune_sql[p->phase].del, p, hi, &n1,
 				   err);
-	if (rc || o->dry_run) {
+	if (rc || p->dry_run) {
 		tx_rollback(q);
 		if (rc)
 			return rc;
 	} else if ((rc = tx_commit(q, err)) != 0) {
 		return rc;
 	}
-	sq_prune_count(res, ph, n1, n2);
-	if (last) {
-		res->phase = ph + 2;
-		res->cursor = INT64_MIN;
-	} else {
-		res->cursor = hi;
-	}
-	*more = res->phase <= SQ_N_PHASE;
+	*out = (struct store_prune_done){.n_rows = n1, .n_more = n2,
+					 .until = hi, .last = last};
 	return 0;
 }
 
@@ -5160,7 +5083,7 @@ const struct store_ops store_sqlite_ops = {
 	.node_leave = sq_node_leave,
 	.lease_take = sq_lease_take,
 	.lease_drop = sq_lease_drop,
-	.prune_batch = sq_prune_batch,
+	.prune_step = sq_prune_step,
 	.prune_size = sq_prune_size,
 	.alert_raise = sq_alert_raise,
 	.alert_dead_unalerted = sq_alert_dead_unalerted,

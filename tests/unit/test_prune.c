@@ -321,9 +321,10 @@ static void the_recovery_window_is_kept(void **state)
 	/* Window 4 days + 5 leases, margin 1 day: 3 days ago is inside. */
 	row(&f, "s", T0 - 3 * DAY, LEDGER_FAILED, NULL);
 	row(&f, "s", T0 - 6 * DAY, LEDGER_FAILED, NULL);
+	newer(&f, "s"); /* not the heads: the window alone keeps it */
 	struct prune_report r = prune(&f, false, 0);
 	assert_int_equal(r.n.n_ledger, 1);
-	assert_int_equal(n_rows(&f, NULL), 1);
+	assert_int_equal(n_rows(&f, NULL), 2);
 	fix_close(&f);
 }
 
@@ -385,12 +386,24 @@ static void bodies_go_guards_stay(void **state)
 	send(&f, OLD, "a", SEND_SENT);
 	send(&f, NEW, "a", SEND_SENT);
 	assert_int_equal(store_slot_mark(f.s, "s", OLD, NULL), 0);
+	/* A marked slot's sends not SENT keep their bodies (they may still
+	 * go out), and so do the SENT ones of a slot with no marker (a
+	 * crash before the marker runs the slot again). */
+	send(&f, OLD, "held", SEND_UNKNOWN);
+	send(&f, OLD, "failed", SEND_FAILED);
+	send(&f, OLD + MIN, "a", SEND_SENT);
 	struct prune_report r = prune(&f, false, 0);
 	assert_int_equal(r.n.n_bodies, 1);
 	assert_int_equal(r.n.n_guards, 0);
 	assert_int_equal(send_of(&f, OLD, "a", &body), SEND_SENT);
 	assert_false(body);
 	assert_int_equal(send_of(&f, NEW, "a", &body), SEND_SENT);
+	assert_true(body);
+	assert_int_equal(send_of(&f, OLD, "held", &body), SEND_UNKNOWN);
+	assert_true(body);
+	assert_int_equal(send_of(&f, OLD, "failed", &body), SEND_FAILED);
+	assert_true(body);
+	assert_int_equal(send_of(&f, OLD + MIN, "a", &body), SEND_SENT);
 	assert_true(body);
 	assert_true(job_there(&f, OLD));
 	assert_true(marked(&f, OLD));
@@ -433,6 +446,13 @@ static void guards_and_markers_of_slots_with_a_job_stay(void **state)
 			 0);
 	assert_true(closed);
 	assert_int_equal(store_slot_mark(f.s, "s", OLD + 3 * MIN, NULL), 0);
+	/* A slot whose job still runs (or waits) keeps them too. */
+	job(&f, OLD + 4 * MIN, JOB_ACTIVE);
+	send(&f, OLD + 4 * MIN, "a", SEND_SENT);
+	assert_int_equal(store_slot_mark(f.s, "s", OLD + 4 * MIN, NULL), 0);
+	job(&f, OLD + 5 * MIN, JOB_READY);
+	send(&f, OLD + 5 * MIN, "a", SEND_SENT);
+	assert_int_equal(store_slot_mark(f.s, "s", OLD + 5 * MIN, NULL), 0);
 	/* The newest marker of the schedule stays (timing checks). */
 	job(&f, NEW, JOB_DONE);
 	assert_int_equal(store_slot_mark(f.s, "s", NEW, NULL), 0);
@@ -449,6 +469,10 @@ static void guards_and_markers_of_slots_with_a_job_stay(void **state)
 	assert_int_equal(send_of(&f, OLD + 2 * MIN, "a", NULL), SEND_NONE);
 	assert_int_equal(send_of(&f, OLD + 2 * MIN, "b", NULL), SEND_UNKNOWN);
 	assert_true(marked(&f, OLD + 2 * MIN));
+	assert_int_equal(send_of(&f, OLD + 4 * MIN, "a", NULL), SEND_SENT);
+	assert_true(marked(&f, OLD + 4 * MIN));
+	assert_int_equal(send_of(&f, OLD + 5 * MIN, "a", NULL), SEND_SENT);
+	assert_true(marked(&f, OLD + 5 * MIN));
 	assert_true(marked(&f, NEW));
 	fix_close(&f);
 }
@@ -688,12 +712,24 @@ static void the_newest_rows_of_each_schedule_stay(void **state)
 	row(&f, "s", OLD, LEDGER_SUCCESS, NULL);
 	row(&f, "s", NEW - HOUR, LEDGER_SUCCESS, NULL);
 	row(&f, "s", NEW, LEDGER_FAILED, NULL);
+	/* k's three heads are three rows: its newest row is no run (an
+	 * alert's), its newest run a failure, its newest success older. */
+	row(&f, "k", OLD - MIN, LEDGER_FAILED, NULL);
+	row(&f, "k", OLD, LEDGER_SUCCESS, NULL);       /* newest success */
+	row(&f, "k", OLD + MIN, LEDGER_FAILED, NULL);  /* newest run */
+	row(&f, "k", OLD + 2 * MIN, LEDGER_ALERT, NULL); /* newest row */
 	/* A dry run counts what the run removes. */
 	struct prune_report r = prune(&f, true, 1);
-	assert_int_equal(r.n.n_ledger, 2);
+	assert_int_equal(r.n.n_ledger, 3);
 	r = prune(&f, false, 1);
-	assert_int_equal(r.n.n_ledger, 2); /* g's and s's first success */
-	assert_int_equal(n_rows(&f, NULL), 6);
+	/* g's and s's first success, k's first failure */
+	assert_int_equal(r.n.n_ledger, 3);
+	assert_int_equal(n_rows(&f, NULL), 9);
+	assert_int_equal(n_rows(&f, LEDGER_ALERT), 1);
+	assert_true(newest(&f, "k", &slot, oc, sizeof(oc)));
+	assert_int_equal(slot, OLD + MIN);
+	assert_string_equal(oc, LEDGER_FAILED);
+	assert_int_equal(last_ok(&f, "k"), OLD);
 	assert_true(newest(&f, "g", &slot, oc, sizeof(oc)));
 	assert_int_equal(slot, OLD + 2 * MIN);
 	assert_string_equal(oc, LEDGER_FAILED);
