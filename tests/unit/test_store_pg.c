@@ -238,6 +238,45 @@ static void fencing_tokens_guard_every_change(void **state)
 	sc_clock_free(clk);
 }
 
+/*
+ * Completions ready together (store_job_complete_many, issue 45) share one
+ * commit: one transaction wrote the jobs and ledger rows of all of them
+ * (one xmin), where one by one each was a commit and a round trip. A
+ * refused one (its lease spent) is reported and wrote nothing.
+ */
+static void completions_ready_together_share_one_commit(void **state)
+{
+	PGFX_NEED_SERVER();
+	struct sc_clock *clk = sc_clock_virtual_new(T0);
+	void *h = open_store(clk);
+	struct store_job j[3];
+	int rcs[3] = {-1, -1, -1};
+	size_t n = 0;
+	char q[256];
+
+	for (int i = 0; i < 3; i++)
+		enq(h, "m", T0 - 3 + i);
+	assert_int_equal(ops->job_claim(h, "w", MIN, 0, j, 3, &n, NULL), 0);
+	assert_int_equal(n, 3);
+	assert_int_equal(ops->job_finish(h, j[1].id, j[1].lease_token,
+					 JOB_DONE, 0, NULL, false, NULL), 0);
+	assert_non_null(ops->job_complete_many);
+	assert_int_equal(ops->job_complete_many(h, j, 3, NULL, rcs, NULL), 0);
+	assert_int_equal(rcs[0], 0);
+	assert_int_equal(rcs[1], SC_ELEASE);
+	assert_int_equal(rcs[2], 0);
+	snprintf(q, sizeof(q), "SELECT count(DISTINCT x) FROM (SELECT"
+		 " xmin::text x FROM ledger WHERE job_id IN (%lld, %lld)"
+		 " UNION ALL SELECT xmin::text FROM jobs WHERE id IN"
+		 " (%lld, %lld) AND state = 2) t", (long long)j[0].id,
+		 (long long)j[2].id, (long long)j[0].id, (long long)j[2].id);
+	assert_int_equal(pgfx_int(q), 1);
+	assert_int_equal(pgfx_int("SELECT count(*) FROM ledger WHERE"
+				  " schedule = 'm'"), 3);
+	ops->close(h);
+	sc_clock_free(clk);
+}
+
 static void finish_writes_job_and_ledger_together(void **state)
 {
 	PGFX_NEED_SERVER();
@@ -2168,6 +2207,9 @@ int main(void)
 			fencing_tokens_guard_every_change, pgfx_setup, pgfx_teardown),
 		cmocka_unit_test_setup_teardown(
 			finish_writes_job_and_ledger_together, pgfx_setup, pgfx_teardown),
+		cmocka_unit_test_setup_teardown(
+			completions_ready_together_share_one_commit, pgfx_setup,
+			pgfx_teardown),
 		cmocka_unit_test_setup_teardown(
 			recover_stalled_counts_and_kills, pgfx_setup, pgfx_teardown),
 		cmocka_unit_test_setup_teardown(release_gives_attempt_back,
