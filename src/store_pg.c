@@ -3262,7 +3262,7 @@ static int pg_job_complete_many(void *impl, const struct store_job *jobs,
 	struct pg *p = impl;
 	struct args *a = calloc(n, sizeof(*a));
 	struct pipe_step *v = calloc(n + 2, sizeof(*v));
-	PGresult **res = calloc(n, sizeof(*res));
+	PGresult **res = calloc(n, sizeof(PGresult *));
 	int rc = 0;
 
 	if (!a || !v || !res) {
