@@ -13,6 +13,12 @@
  * completions) and prints one line per case,
  * "pg claim+complete workers=W jobs=N seconds=S jobs_per_s=R", after one
  * for the bulk enqueue of the first run ("pg enqueue ...").
+ *
+ * Then the path a daemon's worker takes, which is neither case: N/40
+ * jobs, one handle, the overlap rule on (the schedule `allow`), a claim
+ * of one job (two round trips, a durable commit), its completion with
+ * its slot marker (a durable commit): "pg daemon_path jobs=N seconds=S
+ * jobs_per_s=R".
  * Works in its own schema (bench_<pid>), dropped at the end.
  */
 #include <inttypes.h>
@@ -141,6 +147,44 @@ static int run_case(int n_workers, long n)
 	return 0;
 }
 
+/* One worker as a daemon's: rule on, one job a claim, marked. */
+static int daemon_path(long n)
+{
+	static const char *const allow[] = {"bench-daemon"};
+	struct sc_err err = {0};
+	struct store_job job;
+	struct store *h = NULL;
+	long done = 0;
+	int rc;
+
+	if (enqueue(allow[0], n))
+		return -1;
+	int64_t t0 = clock_mono_ms();
+	rc = store_open(g_url, g_clock, &h, &err);
+	if (!rc)
+		rc = store_overlap_set(h, true, allow, 1, NULL, 0, &err);
+	while (!rc) {
+		size_t got = 0;
+		rc = queue_claim(h, "bench-daemon", LEASE_MS, &job, 1, &got,
+				 &err);
+		if (rc || got == 0)
+			break;
+		rc = queue_complete_marked(h, &job, NULL, &err);
+		done += rc == 0;
+	}
+	store_close(h);
+	double s = (double)(clock_mono_ms() - t0) / 1000.0;
+	if (rc || done != n) {
+		fprintf(stderr, "bench_pg: daemon path: %ld of %ld jobs done%s%s\n",
+			done, n, rc ? ": " : "", rc ? err.msg : "");
+		return -1;
+	}
+	printf("pg daemon_path jobs=%ld seconds=%.2f jobs_per_s=%.0f\n", n, s,
+	       (double)n / s);
+	fflush(stdout);
+	return 0;
+}
+
 static int admin(const char *q)
 {
 	PGconn *c = PQconnectdb(g_url);
@@ -182,6 +226,8 @@ int main(int argc, char **argv)
 	static const int workers[] = {1, 4};
 	for (size_t i = 0; rc == 0 && i < 2; i++)
 		rc = run_case(workers[i], n);
+	if (rc == 0)
+		rc = daemon_path(n / 40 > 0 ? n / 40 : 1);
 	unsetenv("PGOPTIONS");
 	snprintf(q, sizeof(q), "DROP SCHEMA %s CASCADE", schema);
 	setenv("PGOPTIONS", "-c client_min_messages=warning", 1);

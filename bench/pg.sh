@@ -4,9 +4,10 @@
 #
 # Starts a throw-away PostgreSQL (tests/pg_server.sh, fsync on, default
 # server settings) unless SURECRON_TEST_PG names one, runs bench_pg (1 and
-# 4 workers, shipped settings), then pg-boss (npm, pinned in
-# bench/peers/pgboss/package.json, installed into its git-ignored
-# node_modules) at its best tuning: 16 workers, batch 100, 0.5 s polling.
+# 4 workers, shipped settings, then a daemon worker's path), then pg-boss
+# (npm, pinned in bench/peers/pgboss/package.json, installed into its
+# git-ignored node_modules) at its best tuning: 16 workers, batch 100,
+# 0.5 s polling.
 # Prints each line and the ratios. SURECRON_BENCH_N sets the job count.
 set -u
 cd "$(dirname "$0")/.." || exit 1

@@ -440,9 +440,10 @@ int store_job_complete_marked(struct store *s, int64_t id, int64_t lease_token,
  * Completes the claimed jobs jobs[0..n) that are ready together: each as
  * store_job_finish to DONE with ledger row `row` (may be NULL; its
  * finished_ms, when set, for every job), fenced by its own lease_token,
- * in as few commits as the backend can: SQLite one transaction, at the
- * level each completion has alone (NORMAL), so a power cut takes all of
- * them or none; backends without it finish them one by one. rcs[i]
+ * in as few commits as the backend can: one transaction, at the level
+ * each completion has alone (SQLite NORMAL, PostgreSQL asynchronous, its
+ * statements sent in one round trip), so a crash takes all of them or
+ * none; backends without it finish them one by one. rcs[i]
  * (n entries, caller's) gets job i's result: 0, or SC_ELEASE / SC_ENOENT
  * when its fence refused it (nothing of it written; the others are
  * still completed). Returns 0, or an error of the store (rcs then
