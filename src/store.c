@@ -392,8 +392,7 @@ static int job_finish(struct store *s, int64_t id, int64_t lease_token,
 		      const struct ledger_row *row, bool mark,
 		      struct sc_err *err)
 {
-	if (new_state != JOB_DONE && new_state != JOB_READY &&
-	    new_state != JOB_DEAD)
+	if (!store_finish_outcome(new_state))
 		return sc_err_set(err, SC_EINVAL,
 				  "a finished attempt leads to DONE, READY or "
 				  "DEAD");

@@ -1602,6 +1602,33 @@ void store_stall_rule(int max_stalls, const struct store_stall *job,
 /* The error_class of both rows a stall writes. */
 #define STORE_STALL_CLASS "stalled"
 
+/*
+ * The rules of store_rule.c, for backends (one place for every backend).
+ *
+ * store_finish_outcome: the ledger outcome an attempt that ends in state
+ * `to` is recorded with when its row names none: DONE "success", READY
+ * "failed" (a retry is scheduled), DEAD "lost". NULL for ACTIVE, where an
+ * attempt runs and none ends: store_job_finish refuses it (SC_EINVAL)
+ * before any backend runs. Static strings.
+ *
+ * store_lease_error: after a write fenced by its own lease token (a job's
+ * heartbeat, finish, release; an alert send's finish) matched nothing,
+ * the backend reads whether the row `what` ("job", "alert send") with
+ * `id` exists and passes it here: SC_ENOENT "no job 5" when it does not,
+ * else SC_ELEASE "OP of job 5 refused: lease lost (token T no longer
+ * current: taken over or finished)". Returns the code it set.
+ *
+ * store_fence_refused: SC_ELEASE for a write refused by the handle's
+ * fence f (struct store_fence above; may be NULL), "OP refused: job N is
+ * no longer held under lease T (taken over or finished); this worker
+ * stops". Returns SC_ELEASE.
+ */
+const char *store_finish_outcome(enum job_state to);
+int store_lease_error(const char *what, const char *op, int64_t id,
+		      int64_t lease_token, bool exists, struct sc_err *err);
+int store_fence_refused(const char *op, const struct store_fence *f,
+			struct sc_err *err);
+
 /* For backends: appends j to dl, or only counts it (n_more) once dl holds
  * STORE_DEAD_MAX. Returns 0 or SC_ENOMEM (dl unchanged). */
 int store_dead_list_push(struct store_dead_list *dl,

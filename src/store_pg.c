@@ -2348,12 +2348,7 @@ static int run_fenced(struct pg *p, enum stmt st, const struct args *a,
 	int64_t n = one ? get_i64(res, 0, 1) : 0;
 	PQclear(res);
 	if (!ok)
-		return sc_err_set(err, SC_ELEASE,
-				  "%s refused: job %" PRId64 " is no longer "
-				  "held under lease %" PRId64 " (taken over or "
-				  "finished); this worker stops",
-				  op, f ? f->job_id : 0,
-				  f ? f->lease_token : 0);
+		return store_fence_refused(op, f, err);
 	if (rows)
 		*rows = n;
 	return 0;
@@ -3122,23 +3117,28 @@ static int pg_job_claim(void *impl, const char *worker, int64_t lease_ms,
 	return 0;
 }
 
-/* After a fenced change matched nothing: SC_ENOENT or SC_ELEASE. */
-static int fence_error(struct pg *p, int64_t id, int64_t lease_token,
-		       const char *op, struct sc_err *err)
+/* After a write fenced by lease_token matched nothing: the error of
+ * store_lease_error (SC_ENOENT or SC_ELEASE) for the row `what` id, whose
+ * existence statement `exists` reads. */
+static int lease_error(struct pg *p, enum stmt exists, const char *what,
+		       int64_t id, int64_t lease_token, const char *op,
+		       struct sc_err *err)
 {
 	struct args a = {0};
 	int n = 0;
 	int rc;
 
 	arg_i64(&a, id);
-	rc = run_count(p, ST_JOB_GET, &a, &n, err);
+	rc = run_count(p, exists, &a, &n, err);
 	if (rc)
 		return rc;
-	if (n != 1)
-		return sc_err_set(err, SC_ENOENT, "no job %" PRId64, id);
-	return sc_err_set(err, SC_ELEASE, "%s of job %" PRId64 " refused: "
-			  "lease lost (token %" PRId64 " no longer current: "
-			  "job taken over or finished)", op, id, lease_token);
+	return store_lease_error(what, op, id, lease_token, n == 1, err);
+}
+
+static int fence_error(struct pg *p, int64_t id, int64_t lease_token,
+		       const char *op, struct sc_err *err)
+{
+	return lease_error(p, ST_JOB_GET, "job", id, lease_token, op, err);
 }
 
 static int pg_job_heartbeat(void *impl, int64_t id, int64_t lease_token,
@@ -3158,15 +3158,6 @@ static int pg_job_heartbeat(void *impl, int64_t id, int64_t lease_token,
 		return rc;
 	return rows == 1 ? 0
 			 : fence_error(p, id, lease_token, "heartbeat", err);
-}
-
-static const char *default_outcome(enum job_state st)
-{
-	switch (st) {
-	case JOB_DONE: return LEDGER_SUCCESS;
-	case JOB_READY: return LEDGER_FAILED;
-	default: return LEDGER_LOST;
-	}
 }
 
 /*
@@ -3212,7 +3203,7 @@ static int pg_job_finish(void *impl, int64_t id, int64_t lease_token,
 	arg_i64(&a, run_at_ms);
 	arg_i64(&a, row && row->finished_ms ? row->finished_ms : now_ms(p));
 	arg_str(&a, row && row->outcome[0] ? row->outcome
-					   : default_outcome(new_state));
+					   : store_finish_outcome(new_state));
 	arg_str(&a, row ? row->error_class : "");
 	arg_str(&a, row ? row->error_msg : NULL);
 	arg_i64(&a, row ? row->retry_hint_ms : 0);
@@ -5151,7 +5142,6 @@ static int pg_alert_send_finish(void *impl, int64_t send_id,
 	struct pg *p = impl;
 	struct args a = {0};
 	PGresult *res;
-	int n = 0;
 	int rc;
 
 	arg_i64(&a, send_id);
@@ -5178,17 +5168,8 @@ static int pg_alert_send_finish(void *impl, int64_t send_id,
 	PQclear(res);
 	if (done)
 		return 0;
-	struct args b = {0};
-	arg_i64(&b, send_id);
-	rc = run_count(p, ST_SEND_EXISTS, &b, &n, err);
-	if (rc)
-		return rc;
-	if (n != 1)
-		return sc_err_set(err, SC_ENOENT, "no alert send %" PRId64,
-				  send_id);
-	return sc_err_set(err, SC_ELEASE, "alert send %" PRId64 " refused: "
-			  "lease %" PRId64 " is no longer current (another "
-			  "claim took it)", send_id, lease_token);
+	return lease_error(p, ST_SEND_EXISTS, "alert send", send_id,
+			   lease_token, "finish", err);
 }
 
 static int pg_alert_sends(void *impl, int64_t alert_id,

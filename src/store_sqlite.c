@@ -1862,12 +1862,7 @@ static int fence_refused(struct sq *q, const struct store_fence *f,
 	rc = step_row(q, st, op, &holds, err);
 	unprep(st);
 	if (!rc && !holds)
-		rc = sc_err_set(err, SC_ELEASE,
-				"%s refused: job %lld is no longer held under "
-				"lease %lld (taken over or finished); this "
-				"worker stops",
-				op, (long long)f->job_id,
-				(long long)f->lease_token);
+		rc = store_fence_refused(op, f, err);
 	return rc;
 }
 
@@ -2595,38 +2590,48 @@ static int sq_job_claim(void *impl, const char *worker, int64_t lease_ms,
 }
 
 /*
- * After a write by job id changed nothing: 0 when job id exists (the
- * caller says why its write was refused), else SC_ENOENT "no job N".
+ * Whether the row of statement `exists` (one parameter: the id) is there:
+ * *found, or an error of the read (`what` names it).
  */
-static int job_exists(struct sq *q, int64_t id, const char *op,
-		      struct sc_err *err)
+static int find_row(struct sq *q, enum stmt_id exists, int64_t id,
+		    const char *what, bool *found, struct sc_err *err)
 {
 	sqlite3_stmt *st = NULL;
-	bool row;
-	int rc = prep(q, ST_JOB_STATE, &st, err);
+	int rc = prep(q, exists, &st, err);
 
 	if (rc)
 		return rc;
 	sqlite3_bind_int64(st, 1, id);
-	rc = step_row(q, st, op, &row, err);
+	rc = step_row(q, st, what, found, err);
 	unprep(st);
-	if (!rc && !row)
-		rc = sc_err_set(err, SC_ENOENT, "no job %lld", (long long)id);
 	return rc;
 }
 
-/* After a fenced UPDATE changed nothing: SC_ENOENT or SC_ELEASE. */
-static int fence_error(struct sq *q, int64_t id, const char *op,
+/* find_row, SC_ENOENT "no WHAT N" when the row is not there. */
+static int row_exists(struct sq *q, enum stmt_id exists, int64_t id,
+		      const char *what, struct sc_err *err)
+{
+	bool found = false;
+	int rc = find_row(q, exists, id, what, &found, err);
+
+	if (!rc && !found)
+		rc = sc_err_set(err, SC_ENOENT, "no %s %lld", what,
+				(long long)id);
+	return rc;
+}
+
+/* After a write fenced by lease_token changed nothing: the error of
+ * store_lease_error (SC_ENOENT or SC_ELEASE) for the row `what` id. */
+static int lease_error(struct sq *q, enum stmt_id exists, const char *what,
+		       int64_t id, int64_t lease_token, const char *op,
 		       struct sc_err *err)
 {
-	int rc = job_exists(q, id, op, err);
+	bool found = false;
+	int rc = find_row(q, exists, id, op, &found, err);
 
 	if (rc)
 		return rc;
-	return sc_err_set(err, SC_ELEASE,
-			  "%s of job %lld refused: the lease is no longer "
-			  "this worker's (job taken over or finished)",
-			  op, (long long)id);
+	return store_lease_error(what, op, id, lease_token, found, err);
 }
 
 static int sq_job_heartbeat(void *impl, int64_t id, int64_t lease_token,
@@ -2645,7 +2650,8 @@ static int sq_job_heartbeat(void *impl, int64_t id, int64_t lease_token,
 	if (rc)
 		return rc;
 	if (sqlite3_changes(q->db) == 0)
-		return fence_error(q, id, "heartbeat", err);
+		return lease_error(q, ST_JOB_STATE, "job", id, lease_token,
+				   "heartbeat", err);
 	return 0;
 }
 
@@ -2681,7 +2687,8 @@ static int fenced_update(struct sq *q, enum stmt_id id_st, int64_t id,
 	if (rc)
 		return rc;
 	if (sqlite3_changes(q->db) == 0)
-		return fence_error(q, id, op, err);
+		return lease_error(q, ST_JOB_STATE, "job", id, token, op,
+				   err);
 	if (known) {
 		memcpy(r->schedule, known->schedule, sizeof(r->schedule));
 		r->slot_ms = known->slot_ms;
@@ -2704,12 +2711,6 @@ static int fenced_update(struct sq *q, enum stmt_id id_st, int64_t id,
 	}
 	unprep(st);
 	return rc;
-}
-
-static const char *default_outcome(enum job_state s)
-{
-	return s == JOB_DONE ? LEDGER_SUCCESS
-			     : s == JOB_DEAD ? LEDGER_LOST : LEDGER_FAILED;
 }
 
 /* The marker of the slot of row r, in the caller's transaction, whose
@@ -2758,7 +2759,7 @@ static int finish_in_tx(struct sq *q, int64_t id, int64_t lease_token,
 	}
 	if (!r.outcome[0])
 		snprintf(r.outcome, sizeof(r.outcome), "%s",
-			 default_outcome(new_state));
+			 store_finish_outcome(new_state));
 	r.job_id = id;
 	r.finished_ms = row && row->finished_ms ? row->finished_ms : now_ms(q);
 	rc = ledger_insert(q, &r, err);
@@ -3081,7 +3082,7 @@ static int sq_job_revive(void *impl, int64_t id, int budget,
 	rc = step_done(q, st, "revive", err);
 	if (rc || sqlite3_changes(q->db) > 0)
 		return rc;
-	rc = job_exists(q, id, "revive", err);
+	rc = row_exists(q, ST_JOB_STATE, id, "job", err);
 	if (rc)
 		return rc;
 	return sc_err_set(err, SC_ESTATE, "job %lld is not dead",
@@ -4724,24 +4725,6 @@ static int sq_alert_list(void *impl, const struct alert_filter *f,
 
 /* After a write by id changed nothing: 0 when row id exists in the table
  * that statement `exists` reads, else SC_ENOENT naming `what`. */
-static int row_exists(struct sq *q, enum stmt_id exists, int64_t id,
-		      const char *what, struct sc_err *err)
-{
-	sqlite3_stmt *st = NULL;
-	bool row;
-	int rc = prep(q, exists, &st, err);
-
-	if (rc)
-		return rc;
-	sqlite3_bind_int64(st, 1, id);
-	rc = step_row(q, st, what, &row, err);
-	unprep(st);
-	if (!rc && !row)
-		rc = sc_err_set(err, SC_ENOENT, "no %s %lld", what,
-				(long long)id);
-	return rc;
-}
-
 static int sq_alert_close(void *impl, int64_t id, enum alert_status to,
 			  const char *note, const struct store_alert *then,
 			  const struct ledger_row *row, bool *changed,
@@ -4944,14 +4927,8 @@ static int sq_alert_send_finish(void *impl, int64_t send_id,
 	sqlite3_bind_int64(st, 6, now_ms(q));
 	rc = step_done(q, st, "alert send finish", err);
 	if (!rc && sqlite3_changes(q->db) == 0) {
-		rc = row_exists(q, ST_SEND_EXISTS, send_id, "alert send", err);
-		if (!rc)
-			rc = sc_err_set(err, SC_ELEASE,
-					"alert send %lld refused: lease %lld "
-					"is no longer current (another claim "
-					"took it)",
-					(long long)send_id,
-					(long long)lease_token);
+		rc = lease_error(q, ST_SEND_EXISTS, "alert send", send_id,
+				 lease_token, "finish", err);
 	}
 	if (!rc && row)
 		rc = ledger_insert(q, row, err);

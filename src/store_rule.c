@@ -1,0 +1,54 @@
+/*
+ * store_rule.c - the store's decisions that do not depend on a backend's
+ * SQL, each written once for every backend: where a finished attempt may
+ * lead and the ledger outcome it defaults to (store_finish_outcome), and
+ * the errors of a refused fence (store_lease_error, store_fence_refused).
+ * A backend runs the statement and reads what it needs to know (did the
+ * fenced write match, does the row exist); what that means, and in which
+ * words, is decided here.
+ *
+ * Invariants:
+ *   - Pure functions: no handle, no I/O, no allocation; safe from any
+ *     thread.
+ *   - A text here is the same on SQLite and on PostgreSQL; test_store
+ *     runs each rule on both backends and compares.
+ */
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "err.h"
+#include "store.h"
+
+const char *store_finish_outcome(enum job_state to)
+{
+	switch (to) {
+	case JOB_DONE: return LEDGER_SUCCESS;
+	case JOB_READY: return LEDGER_FAILED;
+	case JOB_DEAD: return LEDGER_LOST;
+	case JOB_ACTIVE: break;
+	}
+	/* ACTIVE is where an attempt runs, not where one ends. */
+	return NULL;
+}
+
+int store_lease_error(const char *what, const char *op, int64_t id,
+		      int64_t lease_token, bool exists, struct sc_err *err)
+{
+	if (!exists)
+		return sc_err_set(err, SC_ENOENT, "no %s %" PRId64, what, id);
+	return sc_err_set(err, SC_ELEASE, "%s of %s %" PRId64 " refused: "
+			  "lease lost (token %" PRId64 " no longer current: "
+			  "taken over or finished)", op, what, id,
+			  lease_token);
+}
+
+int store_fence_refused(const char *op, const struct store_fence *f,
+			struct sc_err *err)
+{
+	return sc_err_set(err, SC_ELEASE,
+			  "%s refused: job %" PRId64 " is no longer held under "
+			  "lease %" PRId64 " (taken over or finished); this "
+			  "worker stops",
+			  op, f ? f->job_id : 0, f ? f->lease_token : 0);
+}
