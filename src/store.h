@@ -1624,6 +1624,23 @@ void store_stall_rule(int max_stalls, const struct store_stall *job,
  * stops". Returns SC_ELEASE.
  */
 const char *store_finish_outcome(enum job_state to);
+
+/*
+ * store_alert_raise_rule: what raising alert a (store_alert_raise) at the
+ * store's now_ms writes beyond its row. r->closed_ms: 0 for an OPEN
+ * alert, now_ms for one raised CLOSED (a "recovered" message is closed at
+ * birth). r->supersede: when the raise creates the alert (not when its
+ * key exists already), the slot's older OPEN alerts of the same reason
+ * become CLOSED with closed_ms now_ms, in the same transaction; true for
+ * a lost alert only (a new lost alert of a slot replaces the older open
+ * ones).
+ */
+struct store_raise_rule {
+	int64_t closed_ms;
+	bool supersede;
+};
+void store_alert_raise_rule(const struct store_alert *a, int64_t now_ms,
+			    struct store_raise_rule *r);
 int store_lease_error(const char *what, const char *op, int64_t id,
 		      int64_t lease_token, bool exists, struct sc_err *err);
 int store_fence_refused(const char *op, const struct store_fence *f,

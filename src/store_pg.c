@@ -1287,11 +1287,12 @@ static const char *const sql[ST_COUNT] = {
 	[ST_TOKEN_DROP] = "DELETE FROM token_cache WHERE provider = $1",
 	/* $1 schedule, $2 slot, $3 last slot, $4 n_slots, $5 reason,
 	 * $6 generation, $7 status, $8 attempts, $9 error, $10 job id,
-	 * $11 now, $12 note. One statement: the insert (or nothing, when
-	 * the key exists: ON CONFLICT waits for a concurrent raise of it),
-	 * the older open lost alerts of the slot closed (only by a new
-	 * one: id < NULL is never true), the job marked alerted either
-	 * way. Answer: the new id or NULL. Durable: a record nothing would
+	 * $11 now, $12 note, $13 closed_ms, $14 supersede (both of
+	 * store_alert_raise_rule). One statement: the insert (or nothing,
+	 * when the key exists: ON CONFLICT waits for a concurrent raise of
+	 * it), when $14 the older open alerts of the slot and reason closed
+	 * (only by a new one: id < NULL is never true), the job marked
+	 * alerted either way. Answer: the new id or NULL. Durable: a record nothing would
 	 * write again. */
 	[ST_ALERT_RAISE] =
 	"WITH i AS (INSERT INTO alerts (schedule, slot_ms, last_slot_ms,"
@@ -1299,14 +1300,13 @@ static const char *const sql[ST_COUNT] = {
 	" rounds, staged_rounds, created_ms, round_ms, closed_ms, note)"
 	" VALUES ($1::text, $2::bigint, $3::bigint, $4::bigint, $5::text,"
 	" $6::bigint, $7::smallint, $8::integer, $9::text, $10::bigint, 1, 0,"
-	" $11::bigint, $11::bigint, CASE WHEN $7::smallint = 0 THEN 0"
-	" ELSE $11::bigint END, $12::text)"
+	" $11::bigint, $11::bigint, $13::bigint, $12::text)"
 	" ON CONFLICT (schedule, slot_ms, reason, generation) DO NOTHING"
 	" RETURNING id),"
 	" c AS (UPDATE alerts SET status = 3, closed_ms = $11::bigint"
 	" WHERE schedule = $1::text AND slot_ms = $2::bigint"
-	" AND reason = '" ALERT_REASON_LOST "' AND $5::text = '"
-	ALERT_REASON_LOST "' AND status = 0 AND id < (SELECT id FROM i)"
+	" AND reason = $5::text AND $14::boolean"
+	" AND status = 0 AND id < (SELECT id FROM i)"
 	" RETURNING 1),"
 	" j AS (UPDATE jobs SET alerted = 1 WHERE id = $10::bigint"
 	" AND $10::bigint <> 0 RETURNING 1)"
@@ -4805,9 +4805,12 @@ static int alert_raise_run(struct pg *p, const struct store_alert *al,
 			   bool *created, int64_t *id, struct sc_err *err)
 {
 	struct args a = {0};
+	struct store_raise_rule rule;
+	int64_t now = now_ms(p);
 	PGresult *res;
 	int rc;
 
+	store_alert_raise_rule(al, now, &rule);
 	arg_slot(&a, al->schedule, al->slot_ms);
 	arg_i64(&a, al->last_slot_ms);
 	arg_i64(&a, al->n_slots);
@@ -4817,8 +4820,10 @@ static int alert_raise_run(struct pg *p, const struct store_alert *al,
 	arg_i64(&a, al->attempts);
 	arg_str(&a, al->error_msg);
 	arg_i64(&a, al->job_id);
-	arg_i64(&a, now_ms(p));
+	arg_i64(&a, now);
 	arg_str(&a, al->note);
+	arg_i64(&a, rule.closed_ms);
+	arg_bool(&a, rule.supersede);
 	rc = run(p, ST_ALERT_RAISE, &a, &res, err);
 	if (rc)
 		return rc;

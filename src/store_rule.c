@@ -2,7 +2,8 @@
  * store_rule.c - the store's decisions that do not depend on a backend's
  * SQL, each written once for every backend: where a finished attempt may
  * lead and the ledger outcome it defaults to (store_finish_outcome), and
- * the errors of a refused fence (store_lease_error, store_fence_refused).
+ * the errors of a refused fence (store_lease_error, store_fence_refused),
+ * what raising an alert closes (store_alert_raise_rule).
  * A backend runs the statement and reads what it needs to know (did the
  * fenced write match, does the row exist); what that means, and in which
  * words, is decided here.
@@ -16,6 +17,7 @@
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "err.h"
 #include "store.h"
@@ -51,4 +53,15 @@ int store_fence_refused(const char *op, const struct store_fence *f,
 			  "lease %" PRId64 " (taken over or finished); this "
 			  "worker stops",
 			  op, f ? f->job_id : 0, f ? f->lease_token : 0);
+}
+
+void store_alert_raise_rule(const struct store_alert *a, int64_t now_ms,
+			    struct store_raise_rule *r)
+{
+	/* A recovered message is no incident: closed at birth. */
+	r->closed_ms = a->status == ALERT_OPEN ? 0 : now_ms;
+	/* A slot lost again (a re-run lost too) needs one open incident,
+	 * not one per loss: the newest stands for them. Other reasons
+	 * (missed, late, ...) have a generation per occurrence and stay. */
+	r->supersede = strcmp(a->reason, ALERT_REASON_LOST) == 0;
 }

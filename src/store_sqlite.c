@@ -1032,21 +1032,22 @@ static const char *const stmt_sql[N_STMT] = {
 		"expires_ms = excluded.expires_ms, "
 		"updated_ms = excluded.updated_ms",
 	[ST_TOKEN_DROP] = "DELETE FROM token_cache WHERE provider = ?1",
-	/* ?11 now; a CLOSED ("recovered") alert is closed at birth. */
+	/* ?11 now, ?13 closed_ms (store_alert_raise_rule). */
 	[ST_ALERT_INSERT] =
 		"INSERT INTO alerts(schedule, slot_ms, last_slot_ms, n_slots, "
 		"reason, generation, status, attempts, error_msg, job_id, "
 		"rounds, staged_rounds, created_ms, round_ms, closed_ms, note) "
 		"VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 1, 0, ?11, "
-		"?11, CASE WHEN ?7 = 0 THEN 0 ELSE ?11 END, ?12) "
+		"?11, ?13, ?12) "
 		"ON CONFLICT (schedule, slot_ms, reason, generation) DO NOTHING",
 	[ST_ALERT_ID_OF] =
 		"SELECT id FROM alerts WHERE schedule = ?1 AND slot_ms = ?2 "
 		"AND reason = ?3 AND generation = ?4",
-	/* A new lost alert of a slot replaces the older open ones. */
+	/* The older open alerts of the slot and reason ?5, closed when
+	 * store_alert_raise_rule says a new one supersedes them. */
 	[ST_ALERT_SUPERSEDE] =
 		"UPDATE alerts SET status = 3, closed_ms = ?4 "
-		"WHERE schedule = ?1 AND slot_ms = ?2 AND reason = 'lost' AND "
+		"WHERE schedule = ?1 AND slot_ms = ?2 AND reason = ?5 AND "
 		"status = 0 AND id < ?3",
 	[ST_JOB_ALERTED] = "UPDATE jobs SET alerted = 1 WHERE id = ?1",
 	[ST_DEAD_UNALERTED] =
@@ -4555,10 +4556,12 @@ static int alert_raise_tx(struct sq *q, const struct store_alert *a,
 {
 	sqlite3_stmt *st = NULL;
 	int64_t now = now_ms(q);
+	struct store_raise_rule rule;
 	int rc = prep(q, ST_ALERT_INSERT, &st, err);
 
 	if (rc)
 		return rc;
+	store_alert_raise_rule(a, now, &rule);
 	bind_slot(st, a->schedule, a->slot_ms);
 	sqlite3_bind_int64(st, 3, a->last_slot_ms);
 	sqlite3_bind_int64(st, 4, a->n_slots);
@@ -4570,6 +4573,7 @@ static int alert_raise_tx(struct sq *q, const struct store_alert *a,
 	sqlite3_bind_int64(st, 10, a->job_id);
 	sqlite3_bind_int64(st, 11, now);
 	bind_text(st, 12, a->note);
+	sqlite3_bind_int64(st, 13, rule.closed_ms);
 	rc = step_done(q, st, "alert raise", err);
 	if (rc)
 		return rc;
@@ -4590,13 +4594,14 @@ static int alert_raise_tx(struct sq *q, const struct store_alert *a,
 		if (rc)
 			return rc;
 	}
-	if (*created && strcmp(a->reason, ALERT_REASON_LOST) == 0) {
+	if (*created && rule.supersede) {
 		rc = prep(q, ST_ALERT_SUPERSEDE, &st, err);
 		if (rc)
 			return rc;
 		bind_slot(st, a->schedule, a->slot_ms);
 		sqlite3_bind_int64(st, 3, *id);
 		sqlite3_bind_int64(st, 4, now);
+		bind_text(st, 5, a->reason);
 		rc = step_done(q, st, "alert raise", err);
 		if (rc)
 			return rc;

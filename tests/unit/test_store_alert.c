@@ -290,6 +290,20 @@ static void new_lost_alert_closes_the_older_open_one(void **state)
 	a = mk("daily", T0, ALERT_REASON_LOST, 1, 0);
 	assert_int_equal(do_raise(&f, &a, false), first);
 	assert_int_equal(get(&f, second).status, ALERT_OPEN);
+	/* Only a lost alert supersedes (store_alert_raise_rule): a newer
+	 * missed one of the slot leaves the older open; a recovered one is
+	 * closed at birth, at the store's now, and closes nothing. */
+	sc_clock_advance_ms(f.clock, HOUR);
+	a = mk("daily", T0, ALERT_REASON_MISSED, 1, 0);
+	int64_t missed2 = do_raise(&f, &a, true);
+	assert_int_equal(get(&f, missed).status, ALERT_OPEN);
+	assert_int_equal(get(&f, missed2).closed_ms, 0);
+	a = mk("daily", T0, ALERT_REASON_RECOVERED, 0, 0);
+	g = get(&f, do_raise(&f, &a, true));
+	assert_int_equal(g.status, ALERT_CLOSED);
+	assert_int_equal(g.closed_ms, T0 + 2 * HOUR);
+	assert_int_equal(get(&f, second).status, ALERT_OPEN);
+	assert_int_equal(get(&f, missed2).status, ALERT_OPEN);
 	fix_close(&f);
 }
 
