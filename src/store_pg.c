@@ -2393,6 +2393,66 @@ static void get_job(const PGresult *r, int row, struct store_job *j)
 	j->manual = PQgetvalue(r, row, 15)[0] == 't';
 }
 
+/* Reads row `row` of r into x, an element zeroed for it; *oom set when
+ * an allocation of it failed (the element counts all the same). */
+typedef void (*row_fn)(const PGresult *r, int row, void *x, bool *oom);
+
+/*
+ * The row loop of every read of many rows: reads up to max rows of res
+ * with read into out[] (elements of size sz), clears res, and returns
+ * how many it read; *oom as read sets it.
+ */
+static size_t fill_rows(PGresult *res, void *out, size_t max, size_t sz,
+			row_fn read, bool *oom)
+{
+	size_t got = (size_t)PQntuples(res);
+
+	if (got > max)
+		got = max;
+	for (size_t i = 0; i < got; i++) {
+		void *x = (char *)out + i * sz;
+		memset(x, 0, sz);
+		read(res, (int)i, x, oom);
+	}
+	PQclear(res);
+	return got;
+}
+
+/*
+ * fill_rows into a new array: *out (NULL when there is no row; the
+ * caller frees it, with dispose when given, else free) and *n. On
+ * SC_ENOMEM both are untouched and what was read is freed.
+ */
+static int take_rows(PGresult *res, size_t sz, row_fn read,
+		     void (*dispose)(void *v, size_t n), void **out,
+		     size_t *n, struct sc_err *err)
+{
+	size_t len = (size_t)PQntuples(res);
+	bool oom = false;
+	void *v = len ? calloc(len, sz) : NULL;
+
+	if (len && !v) {
+		PQclear(res);
+		return sc_err_set(err, SC_ENOMEM, "out of memory");
+	}
+	len = fill_rows(res, v, len, sz, read, &oom);
+	if (oom) {
+		if (dispose)
+			dispose(v, len);
+		else
+			free(v);
+		return sc_err_set(err, SC_ENOMEM, "out of memory");
+	}
+	*out = v;
+	*n = len;
+	return 0;
+}
+
+static void job_row(const PGresult *r, int row, void *x, bool *oom)
+{
+	get_job(r, row, x);
+}
+
 /* ---- open, migrate, close --------------------------------------------- */
 
 /*
@@ -2798,6 +2858,14 @@ done:
 }
 
 /* Every schedule's state in one read (the scheduler's plan). */
+static void sched_last_row(const PGresult *r, int row, void *p, bool *oom)
+{
+	struct store_sched_last *x = p;
+
+	get_str(r, row, 0, x->schedule, sizeof(x->schedule));
+	x->slot_ms = get_i64(r, row, 1);
+}
+
 static int pg_sched_last_all(void *impl, struct store_sched_last **out,
 			     size_t *n, struct sc_err *err)
 {
@@ -2806,23 +2874,8 @@ static int pg_sched_last_all(void *impl, struct store_sched_last **out,
 
 	if (rc)
 		return rc;
-	size_t len = (size_t)PQntuples(res);
-	struct store_sched_last *v = NULL;
-	if (len > 0) {
-		v = malloc(len * sizeof(*v));
-		if (!v) {
-			PQclear(res);
-			return sc_err_set(err, SC_ENOMEM, "out of memory");
-		}
-	}
-	for (size_t i = 0; i < len; i++) {
-		get_str(res, (int)i, 0, v[i].schedule, sizeof(v[i].schedule));
-		v[i].slot_ms = get_i64(res, (int)i, 1);
-	}
-	PQclear(res);
-	*out = v;
-	*n = len;
-	return 0;
+	return take_rows(res, sizeof(**out), sched_last_row, NULL,
+			 (void **)out, n, err);
 }
 
 /* Many states in one statement (so one transaction and one round trip),
@@ -3839,6 +3892,16 @@ static int pg_sched_summaries(void *impl, const char *schedule,
 	return 0;
 }
 
+static void last_ok_row(const PGresult *r, int row, void *p, bool *oom)
+{
+	struct store_last_ok *x = p;
+
+	get_str(r, row, 0, x->schedule, sizeof(x->schedule));
+	x->id = get_i64(r, row, 1);
+	x->slot_ms = get_i64(r, row, 2);
+	x->finished_ms = get_i64(r, row, 3);
+}
+
 static int pg_last_successes(void *impl, struct store_last_ok **out,
 			     size_t *n, struct sc_err *err)
 {
@@ -3848,23 +3911,8 @@ static int pg_last_successes(void *impl, struct store_last_ok **out,
 
 	if (rc)
 		return rc;
-	size_t got = (size_t)PQntuples(res);
-	struct store_last_ok *v = got ? calloc(got, sizeof(*v)) : NULL;
-	if (got && !v) {
-		PQclear(res);
-		return sc_err_set(err, SC_ENOMEM, "out of memory");
-	}
-	for (size_t i = 0; i < got; i++) {
-		int row = (int)i;
-		get_str(res, row, 0, v[i].schedule, sizeof(v[i].schedule));
-		v[i].id = get_i64(res, row, 1);
-		v[i].slot_ms = get_i64(res, row, 2);
-		v[i].finished_ms = get_i64(res, row, 3);
-	}
-	PQclear(res);
-	*out = v;
-	*n = got;
-	return 0;
+	return take_rows(res, sizeof(**out), last_ok_row, NULL, (void **)out,
+			 n, err);
 }
 
 /* ---- outbox, guards, markers ------------------------------------------- */
@@ -4048,6 +4096,15 @@ static int pg_slot_look(void *impl, const char *schedule, int64_t slot_ms,
 	return rc;
 }
 
+static void outbox_row(const PGresult *r, int row, void *p, bool *oom)
+{
+	struct store_outbox_row *x = p;
+
+	get_str(r, row, 0, x->target, sizeof(x->target));
+	x->state = (enum send_state)get_i64(r, row, 1);
+	x->n_tries = (int)get_i64(r, row, 2);
+}
+
 static int pg_outbox_list(void *impl, const char *schedule, int64_t slot_ms,
 			  struct store_outbox_row **out, size_t *n,
 			  struct sc_err *err)
@@ -4060,21 +4117,8 @@ static int pg_outbox_list(void *impl, const char *schedule, int64_t slot_ms,
 	rc = run(impl, ST_OUTBOX_LIST, &a, &res, err);
 	if (rc)
 		return rc;
-	size_t len = (size_t)PQntuples(res);
-	struct store_outbox_row *v = NULL;
-	if (len > 0 && !(v = calloc(len, sizeof(*v)))) {
-		PQclear(res);
-		return sc_err_set(err, SC_ENOMEM, "out of memory");
-	}
-	for (size_t i = 0; i < len; i++) {
-		get_str(res, (int)i, 0, v[i].target, sizeof(v[i].target));
-		v[i].state = (enum send_state)get_i64(res, (int)i, 1);
-		v[i].n_tries = (int)get_i64(res, (int)i, 2);
-	}
-	PQclear(res);
-	*out = v;
-	*n = len;
-	return 0;
+	return take_rows(res, sizeof(**out), outbox_row, NULL, (void **)out,
+			 n, err);
 }
 
 static int pg_outbox_abandon(void *impl, const struct store_fence *fence,
@@ -4252,6 +4296,11 @@ static int pg_pause_get(void *impl, const char *schedule,
 	return 0;
 }
 
+static void pause_row(const PGresult *r, int row, void *x, bool *oom)
+{
+	read_pause(r, row, x);
+}
+
 static int pg_pause_all(void *impl, struct store_pause **out, size_t *n,
 			struct sc_err *err)
 {
@@ -4260,21 +4309,8 @@ static int pg_pause_all(void *impl, struct store_pause **out, size_t *n,
 
 	if (rc)
 		return rc;
-	size_t len = (size_t)PQntuples(res);
-	struct store_pause *v = NULL;
-	if (len > 0) {
-		v = malloc(len * sizeof(*v));
-		if (!v) {
-			PQclear(res);
-			return sc_err_set(err, SC_ENOMEM, "out of memory");
-		}
-	}
-	for (size_t i = 0; i < len; i++)
-		read_pause(res, (int)i, &v[i]);
-	PQclear(res);
-	*out = v;
-	*n = len;
-	return 0;
+	return take_rows(res, sizeof(**out), pause_row, NULL, (void **)out, n,
+			 err);
 }
 
 static int pg_node_beat(void *impl, const struct store_node *n,
@@ -4305,6 +4341,21 @@ static int pg_node_leave(void *impl, const char *id, struct sc_err *err)
 	return run_n(impl, ST_NODE_LEAVE, &a, NULL, err);
 }
 
+static void node_row(const PGresult *r, int row, void *p, bool *oom)
+{
+	struct store_node *x = p;
+
+	get_str(r, row, 0, x->id, sizeof(x->id));
+	get_str(r, row, 1, x->host, sizeof(x->host));
+	x->pid = get_i64(r, row, 2);
+	get_str(r, row, 3, x->version, sizeof(x->version));
+	get_str(r, row, 4, x->config_digest, sizeof(x->config_digest));
+	x->started_ms = get_i64(r, row, 5);
+	x->seen_ms = get_i64(r, row, 6);
+	x->has_clock_offset = !PQgetisnull(r, row, 7);
+	x->clock_offset_ms = get_i64(r, row, 7);
+}
+
 static int pg_nodes(void *impl, struct store_node **out, size_t *n,
 		    struct sc_err *err)
 {
@@ -4313,29 +4364,8 @@ static int pg_nodes(void *impl, struct store_node **out, size_t *n,
 
 	if (rc)
 		return rc;
-	size_t len = (size_t)PQntuples(res);
-	struct store_node *v = NULL;
-	if (len > 0 && !(v = calloc(len, sizeof(*v)))) {
-		PQclear(res);
-		return sc_err_set(err, SC_ENOMEM, "out of memory");
-	}
-	for (size_t i = 0; i < len; i++) {
-		int row = (int)i;
-		get_str(res, row, 0, v[i].id, sizeof(v[i].id));
-		get_str(res, row, 1, v[i].host, sizeof(v[i].host));
-		v[i].pid = get_i64(res, row, 2);
-		get_str(res, row, 3, v[i].version, sizeof(v[i].version));
-		get_str(res, row, 4, v[i].config_digest,
-			sizeof(v[i].config_digest));
-		v[i].started_ms = get_i64(res, row, 5);
-		v[i].seen_ms = get_i64(res, row, 6);
-		v[i].has_clock_offset = !PQgetisnull(res, row, 7);
-		v[i].clock_offset_ms = get_i64(res, row, 7);
-	}
-	PQclear(res);
-	*out = v;
-	*n = len;
-	return 0;
+	return take_rows(res, sizeof(**out), node_row, NULL, (void **)out, n,
+			 err);
 }
 
 /* ---- the crons in force (issue 43) ------------------------------------- */
@@ -4391,6 +4421,17 @@ static int pg_cron_note_many(void *impl, const struct store_cron_note *v,
 	return rc;
 }
 
+static void cron_row(const PGresult *r, int row, void *p, bool *oom)
+{
+	struct store_cron *x = p;
+
+	get_str(r, row, 0, x->schedule, sizeof(x->schedule));
+	x->from_ms = get_i64(r, row, 1);
+	get_str(r, row, 2, x->cron, sizeof(x->cron));
+	get_str(r, row, 3, x->tz, sizeof(x->tz));
+	x->recorded_ms = get_i64(r, row, 4);
+}
+
 static int pg_cron_history(void *impl, const char *schedule,
 			   struct store_cron **out, size_t *n,
 			   struct sc_err *err)
@@ -4403,24 +4444,8 @@ static int pg_cron_history(void *impl, const char *schedule,
 	rc = run(impl, ST_CRON_HISTORY, &a, &res, err);
 	if (rc)
 		return rc;
-	size_t len = (size_t)PQntuples(res);
-	struct store_cron *v = NULL;
-	if (len > 0 && !(v = calloc(len, sizeof(*v)))) {
-		PQclear(res);
-		return sc_err_set(err, SC_ENOMEM, "out of memory");
-	}
-	for (size_t i = 0; i < len; i++) {
-		int row = (int)i;
-		get_str(res, row, 0, v[i].schedule, sizeof(v[i].schedule));
-		v[i].from_ms = get_i64(res, row, 1);
-		get_str(res, row, 2, v[i].cron, sizeof(v[i].cron));
-		get_str(res, row, 3, v[i].tz, sizeof(v[i].tz));
-		v[i].recorded_ms = get_i64(res, row, 4);
-	}
-	PQclear(res);
-	*out = v;
-	*n = len;
-	return 0;
+	return take_rows(res, sizeof(**out), cron_row, NULL, (void **)out, n,
+			 err);
 }
 
 /* ---- leases, retention (issue 15) ------------------------------------- */
@@ -4853,32 +4878,30 @@ static int pg_alert_raise(void *impl, const struct store_alert *a,
 	return alert_raise_run(impl, a, created, id, err);
 }
 
+static void dead_row(const PGresult *r, int row, void *p, bool *oom)
+{
+	struct store_dead_job *d = p;
+
+	d->job_id = get_i64(r, row, 0);
+	get_str(r, row, 1, d->schedule, sizeof(d->schedule));
+	d->slot_ms = get_i64(r, row, 2);
+	d->attempt = (int)get_i64(r, row, 3);
+	get_str(r, row, 4, d->error_msg, sizeof(d->error_msg));
+}
+
 static int pg_alert_dead_unalerted(void *impl, struct store_dead_job *out,
 				   size_t max, size_t *n, struct sc_err *err)
 {
 	struct args a = {0};
 	PGresult *res;
+	bool oom = false;
 	int rc;
 
 	arg_i64(&a, max > INT32_MAX ? INT32_MAX : (int64_t)max);
 	rc = run(impl, ST_DEAD_UNALERTED, &a, &res, err);
 	if (rc)
 		return rc;
-	size_t got = (size_t)PQntuples(res);
-	if (got > max)
-		got = max;
-	for (size_t i = 0; i < got; i++) {
-		struct store_dead_job *d = &out[i];
-		int row = (int)i;
-		memset(d, 0, sizeof(*d));
-		d->job_id = get_i64(res, row, 0);
-		get_str(res, row, 1, d->schedule, sizeof(d->schedule));
-		d->slot_ms = get_i64(res, row, 2);
-		d->attempt = (int)get_i64(res, row, 3);
-		get_str(res, row, 4, d->error_msg, sizeof(d->error_msg));
-	}
-	PQclear(res);
-	*n = got;
+	*n = fill_rows(res, out, max, sizeof(*out), dead_row, &oom);
 	return 0;
 }
 
@@ -4902,6 +4925,11 @@ static void get_alert(const PGresult *r, int row, struct store_alert *a)
 	a->round_ms = get_i64(r, row, 14);
 	a->closed_ms = get_i64(r, row, 15);
 	get_str(r, row, 16, a->note, sizeof(a->note));
+}
+
+static void alert_row(const PGresult *r, int row, void *x, bool *oom)
+{
+	get_alert(r, row, x);
 }
 
 static int pg_alert_list(void *impl, const struct alert_filter *f,
@@ -4928,22 +4956,8 @@ static int pg_alert_list(void *impl, const struct alert_filter *f,
 	rc = run(impl, ST_ALERT_LIST, &a, &res, err);
 	if (rc)
 		return rc;
-	size_t got = (size_t)PQntuples(res);
-	if (got == 0) {
-		PQclear(res);
-		return 0;
-	}
-	struct store_alert *v = calloc(got, sizeof(*v));
-	if (!v) {
-		PQclear(res);
-		return sc_err_set(err, SC_ENOMEM, "out of memory");
-	}
-	for (size_t i = 0; i < got; i++)
-		get_alert(res, (int)i, &v[i]);
-	PQclear(res);
-	*out = v;
-	*n = got;
-	return 0;
+	return take_rows(res, sizeof(**out), alert_row, NULL, (void **)out, n,
+			 err);
 }
 
 /* Appends row unfenced inside the caller's transaction. */
@@ -5096,6 +5110,21 @@ static void get_send(const PGresult *r, int row, struct store_alert_send *s,
 	s->alert_created_ms = get_i64(r, row, 15);
 }
 
+static void send_body_row(const PGresult *r, int row, void *x, bool *oom)
+{
+	get_send(r, row, x, true, oom);
+}
+
+static void send_row(const PGresult *r, int row, void *x, bool *oom)
+{
+	get_send(r, row, x, false, oom);
+}
+
+static void sends_free(void *v, size_t n)
+{
+	store_alert_sends_free(v, n);
+}
+
 static int cmp_send_id(const void *x, const void *y)
 {
 	const struct store_alert_send *a = x, *b = y;
@@ -5119,12 +5148,8 @@ static int pg_alert_send_claim(void *impl, int64_t lease_ms,
 	rc = run(p, ST_SEND_CLAIM, &a, &res, err);
 	if (rc)
 		return rc;
-	size_t got = (size_t)PQntuples(res);
-	if (got > max)
-		got = max;
-	for (size_t i = 0; i < got; i++)
-		get_send(res, (int)i, &out[i], true, &oom);
-	PQclear(res);
+	size_t got = fill_rows(res, out, max, sizeof(*out), send_body_row,
+			       &oom);
 	if (oom) {
 		/* The rows are claimed all the same: their leases expire
 		 * and the next claim takes them, reported UNKNOWN. */
@@ -5183,29 +5208,14 @@ static int pg_alert_sends(void *impl, int64_t alert_id,
 {
 	struct args a = {0};
 	PGresult *res;
-	bool oom = false;
 	int rc;
 
 	arg_i64(&a, alert_id);
 	rc = run(impl, ST_ALERT_SENDS, &a, &res, err);
 	if (rc)
 		return rc;
-	size_t got = (size_t)PQntuples(res);
-	if (got == 0) {
-		PQclear(res);
-		return 0;
-	}
-	struct store_alert_send *v = calloc(got, sizeof(*v));
-	if (!v) {
-		PQclear(res);
-		return sc_err_set(err, SC_ENOMEM, "out of memory");
-	}
-	for (size_t i = 0; i < got; i++)
-		get_send(res, (int)i, &v[i], false, &oom);
-	PQclear(res);
-	*out = v;
-	*n = got;
-	return 0;
+	return take_rows(res, sizeof(**out), send_row, sends_free,
+			 (void **)out, n, err);
 }
 
 /* ---- timing checks ----------------------------------------------------- */
@@ -5224,14 +5234,18 @@ static int sla_jobs(struct pg *p, enum stmt st, int64_t before,
 	arg_i64(&a, max > INT32_MAX ? INT32_MAX : (int64_t)max);
 	if ((rc = run(p, st, &a, &res, err)) != 0)
 		return rc;
-	size_t got = (size_t)PQntuples(res);
-	if (got > max)
-		got = max;
-	for (size_t i = 0; i < got; i++)
-		get_job(res, (int)i, &out[i]);
-	PQclear(res);
-	*n = got;
+	bool oom = false;
+	*n = fill_rows(res, out, max, sizeof(*out), job_row, &oom);
 	return 0;
+}
+
+static void sla_last_row(const PGresult *r, int row, void *p, bool *oom)
+{
+	struct store_sla_last *l = p;
+
+	get_str(r, row, 0, l->schedule, sizeof(l->schedule));
+	l->delivered_ms = get_i64(r, row, 1);
+	l->first_ms = get_i64(r, row, 2);
 }
 
 static int pg_sla_scan(void *impl, int64_t ready_before_ms,
@@ -5253,18 +5267,9 @@ static int pg_sla_scan(void *impl, int64_t ready_before_ms,
 					    : (int64_t)x->max_last);
 	if ((rc = run(p, ST_SLA_LAST, &a, &res, err)) != 0)
 		return rc;
-	size_t got = (size_t)PQntuples(res);
-	if (got > x->max_last)
-		got = x->max_last;
-	for (size_t i = 0; i < got; i++) {
-		struct store_sla_last *l = &x->last[i];
-		memset(l, 0, sizeof(*l));
-		get_str(res, (int)i, 0, l->schedule, sizeof(l->schedule));
-		l->delivered_ms = get_i64(res, (int)i, 1);
-		l->first_ms = get_i64(res, (int)i, 2);
-	}
-	PQclear(res);
-	x->n_last = got;
+	bool oom = false;
+	x->n_last = fill_rows(res, x->last, x->max_last, sizeof(*x->last),
+			      sla_last_row, &oom);
 	return 0;
 }
 

@@ -1794,6 +1794,114 @@ static void read_job(sqlite3_stmt *st, struct store_job *j)
 	j->manual = sqlite3_column_int(st, 15) != 0;
 }
 
+/*
+ * Reads one row of st into x, an element zeroed for it; false skips the
+ * row (x is reused). *oom set when an allocation of the row failed (the
+ * element counts, so the caller's free sees what it holds).
+ */
+typedef bool (*row_fn)(sqlite3_stmt *st, void *x, bool *oom);
+
+/* Grows *v (of *cap elements of size sz) to hold one more than len;
+ * false when out of memory. */
+static bool grow(void **v, size_t len, size_t *cap, size_t sz)
+{
+	if (len < *cap)
+		return true;
+	size_t ncap = *cap ? *cap * 2 : 16;
+	void *nv = realloc(*v, ncap * sz);
+	if (!nv)
+		return false;
+	*v = nv;
+	*cap = ncap;
+	return true;
+}
+
+/* The elements a row loop reads into. */
+struct rows {
+	void *v;
+	size_t len;   /* elements read */
+	size_t cap;   /* room in v */
+	size_t sz;    /* of one element */
+	bool fixed;   /* v is the caller's array of cap: stop when full */
+};
+
+/*
+ * The row loop of every read of many rows: steps st (bound) and reads
+ * each row with read into the next element of r, grown unless fixed.
+ * r->len counts the elements read, also on failure (the caller frees
+ * them). Resets st. 0, SC_ENOMEM, or the step's error (`op` names it).
+ */
+static int step_rows(struct sq *q, sqlite3_stmt *st, struct rows *r,
+		     row_fn read, const char *op, struct sc_err *err)
+{
+	bool oom = false;
+	int rc = SQLITE_DONE;
+
+	while (!oom && (!r->fixed || r->len < r->cap) &&
+	       (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (!r->fixed && !grow(&r->v, r->len, &r->cap, r->sz)) {
+			oom = true;
+			break;
+		}
+		void *x = (char *)r->v + r->len * r->sz;
+		memset(x, 0, r->sz);
+		if (read(st, x, &oom))
+			r->len++;
+	}
+	if (oom)
+		rc = sc_err_set(err, SC_ENOMEM, "out of memory");
+	else
+		rc = rc == SQLITE_DONE || rc == SQLITE_ROW
+			     ? 0 : db_fail(q, rc, op, err);
+	unprep(st);
+	return rc;
+}
+
+/*
+ * step_rows into a new array: *out (NULL when there is no row; the
+ * caller frees it, with dispose when given, else free) and *n. On
+ * failure both are untouched and what was read is freed (dispose).
+ */
+static int list_rows(struct sq *q, sqlite3_stmt *st, size_t sz, row_fn read,
+		     void (*dispose)(void *v, size_t n), const char *op,
+		     void **out, size_t *n, struct sc_err *err)
+{
+	struct rows r = {.sz = sz};
+	int rc = step_rows(q, st, &r, read, op, err);
+
+	if (rc || !r.len) {
+		if (dispose)
+			dispose(r.v, r.len);
+		else
+			free(r.v);
+		r.v = NULL;
+		if (rc)
+			return rc;
+	}
+	*out = r.v;
+	*n = r.len;
+	return 0;
+}
+
+/* step_rows into the caller's out[0..max): *n the rows read, also on
+ * failure (what they hold is the caller's to free). */
+static int fill_rows(struct sq *q, sqlite3_stmt *st, void *out, size_t max,
+		     size_t sz, row_fn read, const char *op, size_t *n,
+		     struct sc_err *err)
+{
+	struct rows r = {.v = out, .cap = max, .sz = sz, .fixed = true};
+	int rc = step_rows(q, st, &r, read, op, err);
+
+	*n = r.len;
+	return rc;
+}
+
+static bool job_row(sqlite3_stmt *st, void *x, bool *oom)
+{
+	read_job(st, x);
+	return true;
+}
+
 /* Binds the fence parameters of a fenced write (none: left NULL). */
 static void bind_fence(sqlite3_stmt *st, const struct store_fence *f)
 {
@@ -2438,45 +2546,26 @@ static int sq_job_enqueue_batch(void *impl, struct store_enqueue *v,
 /* Every schedule's state in one read (the scheduler's plan, built once per
  * loaded config); ST_SCHED_ALL answers in name order (BINARY collation:
  * byte order, as strcmp). */
+static bool sched_last_row(sqlite3_stmt *st, void *p, bool *oom)
+{
+	struct store_sched_last *x = p;
+
+	copy_text(x->schedule, sizeof(x->schedule), st, 0);
+	x->slot_ms = sqlite3_column_int64(st, 1);
+	return true;
+}
+
 static int sq_sched_last_all(void *impl, struct store_sched_last **out,
 			     size_t *n, struct sc_err *err)
 {
 	struct sq *q = impl;
 	sqlite3_stmt *st = NULL;
-	struct store_sched_last *v = NULL;
-	size_t len = 0, cap = 0;
 	int rc = prep(q, ST_SCHED_ALL, &st, err);
 
 	if (rc)
 		return rc;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (len == cap) {
-			size_t ncap = cap ? cap * 2 : 64;
-			struct store_sched_last *nv =
-				realloc(v, ncap * sizeof(*v));
-			if (!nv) {
-				unprep(st);
-				free(v);
-				return sc_err_set(err, SC_ENOMEM,
-						  "out of memory");
-			}
-			v = nv;
-			cap = ncap;
-		}
-		copy_text(v[len].schedule, sizeof(v[len].schedule), st, 0);
-		v[len].slot_ms = sqlite3_column_int64(st, 1);
-		len++;
-	}
-	rc = rc == SQLITE_DONE ? 0 : db_fail(q, rc, "scheduler state read",
-					     err);
-	unprep(st);
-	if (rc) {
-		free(v);
-		return rc;
-	}
-	*out = v;
-	*n = len;
-	return 0;
+	return list_rows(q, st, sizeof(**out), sched_last_row, NULL,
+			 "scheduler state read", (void **)out, n, err);
 }
 
 /* Many states in one transaction (a first start of many schedules is one
@@ -3357,20 +3446,6 @@ static void read_row(sqlite3_stmt *st, int c0, struct ledger_row *r,
 	r->details_json = dup_text(st, c0 + 11, oom);
 }
 
-/* Grows *v (of *cap) to hold one more than len; false when out of memory. */
-static bool room_for(void **v, size_t *cap, size_t len, size_t size)
-{
-	if (len < *cap)
-		return true;
-	size_t ncap = *cap ? *cap * 2 : 16;
-	void *nv = realloc(*v, ncap * size);
-	if (!nv)
-		return false;
-	*v = nv;
-	*cap = ncap;
-	return true;
-}
-
 /* Steps st (bound) and reads its rows: LEDGER_COLS, then for *rec (NULL
  * allowed) one integer. Resets st. */
 static int read_rows(struct sq *q, sqlite3_stmt *st, const char *op,
@@ -3384,8 +3459,8 @@ static int read_rows(struct sq *q, sqlite3_stmt *st, const char *op,
 	int rc;
 
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (!room_for((void **)&v, &cap, len, sizeof(*v)) ||
-		    (rec && !room_for((void **)&r, &rcap, len, sizeof(*r)))) {
+		if (!grow((void **)&v, len, &cap, sizeof(*v)) ||
+		    (rec && !grow((void **)&r, len, &rcap, sizeof(*r)))) {
 			oom = true;
 			break;
 		}
@@ -3470,7 +3545,7 @@ static struct store_sched_summary *sum_at(struct store_sched_summary **v,
 		else
 			hi = mid;
 	}
-	if (!room_for((void **)v, cap, *len, sizeof(**v)))
+	if (!grow((void **)v, *len, cap, sizeof(**v)))
 		return NULL;
 	memmove(&(*v)[lo + 1], &(*v)[lo], (*len - lo) * sizeof(**v));
 	(*len)++;
@@ -3550,45 +3625,31 @@ static int sq_sched_summaries(void *impl, const char *schedule,
 	return 0;
 }
 
+static bool last_ok_row(sqlite3_stmt *st, void *p, bool *oom)
+{
+	struct store_last_ok *x = p;
+	const char *name = (const char *)sqlite3_column_text(st, 0);
+
+	if (!name)
+		return false;
+	snprintf(x->schedule, sizeof(x->schedule), "%s", name);
+	x->id = sqlite3_column_int64(st, 1);
+	x->slot_ms = sqlite3_column_int64(st, 2);
+	x->finished_ms = sqlite3_column_int64(st, 3);
+	return true;
+}
+
 static int sq_last_successes(void *impl, struct store_last_ok **out,
 			     size_t *n, struct sc_err *err)
 {
 	struct sq *q = impl;
-	struct store_last_ok *v = NULL;
-	size_t len = 0, cap = 0;
 	sqlite3_stmt *st = NULL;
-	bool oom = false;
 	int rc = prep(q, ST_LAST_OK, &st, err);
 
 	if (rc)
 		return rc;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		const char *name = (const char *)sqlite3_column_text(st, 0);
-		if (!name)
-			continue;
-		if (!room_for((void **)&v, &cap, len, sizeof(*v))) {
-			oom = true;
-			break;
-		}
-		struct store_last_ok *x = &v[len++];
-		snprintf(x->schedule, sizeof(x->schedule), "%s", name);
-		x->id = sqlite3_column_int64(st, 1);
-		x->slot_ms = sqlite3_column_int64(st, 2);
-		x->finished_ms = sqlite3_column_int64(st, 3);
-	}
-	if (oom)
-		rc = sc_err_set(err, SC_ENOMEM, "out of memory");
-	else
-		rc = rc == SQLITE_DONE ? 0 : db_fail(q, rc, "last successes",
-						     err);
-	unprep(st);
-	if (rc) {
-		free(v);
-		return rc;
-	}
-	*out = v;
-	*n = len;
-	return 0;
+	return list_rows(q, st, sizeof(**out), last_ok_row, NULL,
+			 "last successes", (void **)out, n, err);
 }
 
 const char *store_sqlite_plan_sql(size_t i, char *buf, size_t cap,
@@ -3740,7 +3801,15 @@ static int sq_outbox_mark_unknown(void *impl, const struct store_fence *fence,
 			  schedule, slot_ms, "outbox recovery", n, err);
 }
 
-static bool grow(void **v, size_t len, size_t *cap, size_t sz);
+static bool outbox_row(sqlite3_stmt *st, void *p, bool *oom)
+{
+	struct store_outbox_row *x = p;
+
+	copy_text(x->target, sizeof(x->target), st, 0);
+	x->state = (enum send_state)sqlite3_column_int(st, 1);
+	x->n_tries = sqlite3_column_int(st, 2);
+	return true;
+}
 
 static int sq_outbox_list(void *impl, const char *schedule, int64_t slot_ms,
 			  struct store_outbox_row **out, size_t *n,
@@ -3748,36 +3817,13 @@ static int sq_outbox_list(void *impl, const char *schedule, int64_t slot_ms,
 {
 	struct sq *q = impl;
 	sqlite3_stmt *st = NULL;
-	struct store_outbox_row *v = NULL;
-	size_t len = 0, cap = 0;
 	int rc = prep(q, ST_OUTBOX_LIST, &st, err);
 
 	if (rc)
 		return rc;
 	bind_slot(st, schedule, slot_ms);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		void *room = v;
-		if (!grow(&room, len, &cap, sizeof(*v))) {
-			unprep(st);
-			free(v);
-			return sc_err_set(err, SC_ENOMEM, "out of memory");
-		}
-		v = room;
-		struct store_outbox_row *x = &v[len++];
-		memset(x, 0, sizeof(*x));
-		copy_text(x->target, sizeof(x->target), st, 0);
-		x->state = (enum send_state)sqlite3_column_int(st, 1);
-		x->n_tries = sqlite3_column_int(st, 2);
-	}
-	rc = rc == SQLITE_DONE ? 0 : db_fail(q, rc, "outbox list", err);
-	unprep(st);
-	if (rc) {
-		free(v);
-		return rc;
-	}
-	*out = v;
-	*n = len;
-	return 0;
+	return list_rows(q, st, sizeof(**out), outbox_row, NULL,
+			 "outbox list", (void **)out, n, err);
 }
 
 /* The state and its ledger row in one write transaction, durable: a
@@ -3928,17 +3974,9 @@ static int sq_pause_get(void *impl, const char *schedule,
 	return rc;
 }
 
-/* Makes room for one more element of size sz in *v (len, cap). */
-static bool grow(void **v, size_t len, size_t *cap, size_t sz)
+static bool pause_row(sqlite3_stmt *st, void *x, bool *oom)
 {
-	if (len < *cap)
-		return true;
-	size_t ncap = *cap ? *cap * 2 : 16;
-	void *nv = realloc(*v, ncap * sz);
-	if (!nv)
-		return false;
-	*v = nv;
-	*cap = ncap;
+	read_pause(st, x);
 	return true;
 }
 
@@ -3947,31 +3985,12 @@ static int sq_pause_all(void *impl, struct store_pause **out, size_t *n,
 {
 	struct sq *q = impl;
 	sqlite3_stmt *st = NULL;
-	struct store_pause *v = NULL;
-	size_t len = 0, cap = 0;
 	int rc = prep(q, ST_PAUSE_ALL, &st, err);
 
 	if (rc)
 		return rc;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		void *room = v;
-		if (!grow(&room, len, &cap, sizeof(*v))) {
-			unprep(st);
-			free(v);
-			return sc_err_set(err, SC_ENOMEM, "out of memory");
-		}
-		v = room;
-		read_pause(st, &v[len++]);
-	}
-	rc = rc == SQLITE_DONE ? 0 : db_fail(q, rc, "pause read", err);
-	unprep(st);
-	if (rc) {
-		free(v);
-		return rc;
-	}
-	*out = v;
-	*n = len;
-	return 0;
+	return list_rows(q, st, sizeof(**out), pause_row, NULL, "pause read",
+			 (void **)out, n, err);
 }
 
 static int sq_node_beat(void *impl, const struct store_node *n,
@@ -4005,44 +4024,31 @@ static int sq_node_leave(void *impl, const char *id, struct sc_err *err)
 	return step_done(q, st, "node removal", err);
 }
 
+static bool node_row(sqlite3_stmt *st, void *p, bool *oom)
+{
+	struct store_node *x = p;
+
+	copy_text(x->id, sizeof(x->id), st, 0);
+	copy_text(x->host, sizeof(x->host), st, 1);
+	x->pid = sqlite3_column_int64(st, 2);
+	copy_text(x->version, sizeof(x->version), st, 3);
+	copy_text(x->config_digest, sizeof(x->config_digest), st, 4);
+	x->started_ms = sqlite3_column_int64(st, 5);
+	x->seen_ms = sqlite3_column_int64(st, 6);
+	return true;
+}
+
 static int sq_nodes(void *impl, struct store_node **out, size_t *n,
 		    struct sc_err *err)
 {
 	struct sq *q = impl;
 	sqlite3_stmt *st = NULL;
-	struct store_node *v = NULL;
-	size_t len = 0, cap = 0;
 	int rc = prep(q, ST_NODES, &st, err);
 
 	if (rc)
 		return rc;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		void *room = v;
-		if (!grow(&room, len, &cap, sizeof(*v))) {
-			unprep(st);
-			free(v);
-			return sc_err_set(err, SC_ENOMEM, "out of memory");
-		}
-		v = room;
-		struct store_node *x = &v[len++];
-		memset(x, 0, sizeof(*x));
-		copy_text(x->id, sizeof(x->id), st, 0);
-		copy_text(x->host, sizeof(x->host), st, 1);
-		x->pid = sqlite3_column_int64(st, 2);
-		copy_text(x->version, sizeof(x->version), st, 3);
-		copy_text(x->config_digest, sizeof(x->config_digest), st, 4);
-		x->started_ms = sqlite3_column_int64(st, 5);
-		x->seen_ms = sqlite3_column_int64(st, 6);
-	}
-	rc = rc == SQLITE_DONE ? 0 : db_fail(q, rc, "node read", err);
-	unprep(st);
-	if (rc) {
-		free(v);
-		return rc;
-	}
-	*out = v;
-	*n = len;
-	return 0;
+	return list_rows(q, st, sizeof(**out), node_row, NULL, "node read",
+			 (void **)out, n, err);
 }
 
 static int sq_cron_note_many(void *impl, const struct store_cron_note *v,
@@ -4070,45 +4076,31 @@ static int sq_cron_note_many(void *impl, const struct store_cron_note *v,
 	return rc;
 }
 
+static bool cron_row(sqlite3_stmt *st, void *p, bool *oom)
+{
+	struct store_cron *x = p;
+
+	copy_text(x->schedule, sizeof(x->schedule), st, 0);
+	x->from_ms = sqlite3_column_int64(st, 1);
+	copy_text(x->cron, sizeof(x->cron), st, 2);
+	copy_text(x->tz, sizeof(x->tz), st, 3);
+	x->recorded_ms = sqlite3_column_int64(st, 4);
+	return true;
+}
+
 static int sq_cron_history(void *impl, const char *schedule,
 			   struct store_cron **out, size_t *n,
 			   struct sc_err *err)
 {
 	struct sq *q = impl;
 	sqlite3_stmt *st = NULL;
-	struct store_cron *v = NULL;
-	size_t len = 0, cap = 0;
 	int rc = prep(q, ST_CRON_HISTORY, &st, err);
 
 	if (rc)
 		return rc;
 	bind_text(st, 1, schedule);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		void *room = v;
-		if (!grow(&room, len, &cap, sizeof(*v))) {
-			unprep(st);
-			free(v);
-			return sc_err_set(err, SC_ENOMEM, "out of memory");
-		}
-		v = room;
-		struct store_cron *x = &v[len++];
-		memset(x, 0, sizeof(*x));
-		copy_text(x->schedule, sizeof(x->schedule), st, 0);
-		x->from_ms = sqlite3_column_int64(st, 1);
-		copy_text(x->cron, sizeof(x->cron), st, 2);
-		copy_text(x->tz, sizeof(x->tz), st, 3);
-		x->recorded_ms = sqlite3_column_int64(st, 4);
-	}
-	rc = rc == SQLITE_DONE ? 0 : db_fail(q, rc, "cron history read",
-					     err);
-	unprep(st);
-	if (rc) {
-		free(v);
-		return rc;
-	}
-	*out = v;
-	*n = len;
-	return 0;
+	return list_rows(q, st, sizeof(**out), cron_row, NULL,
+			 "cron history read", (void **)out, n, err);
 }
 
 static int sq_token_get(void *impl, const char *provider, char **token,
@@ -4636,6 +4628,18 @@ static int sq_alert_raise(void *impl, const struct store_alert *a,
 	return rc;
 }
 
+static bool dead_row(sqlite3_stmt *st, void *p, bool *oom)
+{
+	struct store_dead_job *d = p;
+
+	d->job_id = sqlite3_column_int64(st, 0);
+	copy_text(d->schedule, sizeof(d->schedule), st, 1);
+	d->slot_ms = sqlite3_column_int64(st, 2);
+	d->attempt = sqlite3_column_int(st, 3);
+	copy_text(d->error_msg, sizeof(d->error_msg), st, 4);
+	return true;
+}
+
 static int sq_alert_dead_unalerted(void *impl, struct store_dead_job *out,
 				   size_t max, size_t *n, struct sc_err *err)
 {
@@ -4647,18 +4651,8 @@ static int sq_alert_dead_unalerted(void *impl, struct store_dead_job *out,
 	if (rc)
 		return rc;
 	sqlite3_bind_int64(st, 1, max > INT32_MAX ? INT32_MAX : (int64_t)max);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW && got < max) {
-		struct store_dead_job *d = &out[got++];
-		memset(d, 0, sizeof(*d));
-		d->job_id = sqlite3_column_int64(st, 0);
-		copy_text(d->schedule, sizeof(d->schedule), st, 1);
-		d->slot_ms = sqlite3_column_int64(st, 2);
-		d->attempt = sqlite3_column_int(st, 3);
-		copy_text(d->error_msg, sizeof(d->error_msg), st, 4);
-	}
-	rc = rc == SQLITE_DONE || rc == SQLITE_ROW
-		     ? 0 : db_fail(q, rc, "dead jobs read", err);
-	unprep(st);
+	rc = fill_rows(q, st, out, max, sizeof(*out), dead_row,
+		       "dead jobs read", &got, err);
 	if (!rc)
 		*n = got;
 	return rc;
@@ -4686,13 +4680,17 @@ static void read_alert(sqlite3_stmt *st, struct store_alert *a)
 	copy_text(a->note, sizeof(a->note), st, 16);
 }
 
+static bool alert_row(sqlite3_stmt *st, void *x, bool *oom)
+{
+	read_alert(st, x);
+	return true;
+}
+
 static int sq_alert_list(void *impl, const struct alert_filter *f,
 			 struct store_alert **out, size_t *n,
 			 struct sc_err *err)
 {
 	struct sq *q = impl;
-	void *v = NULL;
-	size_t len = 0, cap = 0;
 	sqlite3_stmt *st = NULL;
 	int rc = prep(q, ST_ALERT_LIST, &st, err);
 
@@ -4706,26 +4704,8 @@ static int sq_alert_list(void *impl, const struct alert_filter *f,
 	sqlite3_bind_int64(st, 5, f->since_ms);
 	sqlite3_bind_int64(st, 6, f->until_ms);
 	sqlite3_bind_int64(st, 7, f->limit > 0 ? f->limit : -1);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (!grow(&v, len, &cap, sizeof(struct store_alert))) {
-			rc = SQLITE_NOMEM;
-			break;
-		}
-		read_alert(st, (struct store_alert *)v + len++);
-	}
-	rc = rc == SQLITE_DONE ? 0
-	     : rc == SQLITE_NOMEM ? sc_err_set(err, SC_ENOMEM, "out of memory")
-				  : db_fail(q, rc, "alert list", err);
-	unprep(st);
-	if (rc) {
-		free(v);
-		return rc;
-	}
-	*out = len ? v : NULL;
-	if (!len)
-		free(v);
-	*n = len;
-	return 0;
+	return list_rows(q, st, sizeof(**out), alert_row, NULL, "alert list",
+			 (void **)out, n, err);
 }
 
 /* After a write by id changed nothing: 0 when row id exists in the table
@@ -4847,6 +4827,23 @@ static void read_send(sqlite3_stmt *st, struct store_alert_send *s,
 	s->alert_created_ms = sqlite3_column_int64(st, 15);
 }
 
+static bool send_body_row(sqlite3_stmt *st, void *x, bool *oom)
+{
+	read_send(st, x, true, oom);
+	return true;
+}
+
+static bool send_row(sqlite3_stmt *st, void *x, bool *oom)
+{
+	read_send(st, x, false, oom);
+	return true;
+}
+
+static void sends_free(void *v, size_t n)
+{
+	store_alert_sends_free(v, n);
+}
+
 /*
  * The due rows are read first, then taken one by one, all under the
  * write lock of BEGIN IMMEDIATE: another handle's claim waits for the
@@ -4861,7 +4858,6 @@ static int sq_alert_send_claim(void *impl, int64_t lease_ms,
 	struct sq *q = impl;
 	sqlite3_stmt *st = NULL;
 	int64_t now = now_ms(q);
-	bool oom = false;
 	size_t got = 0;
 	int rc = tx_begin(q, SYNC_FULL, err);
 
@@ -4872,12 +4868,8 @@ static int sq_alert_send_claim(void *impl, int64_t lease_ms,
 		goto done;
 	sqlite3_bind_int64(st, 1, now);
 	sqlite3_bind_int64(st, 2, max > INT32_MAX ? INT32_MAX : (int64_t)max);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW && got < max && !oom)
-		read_send(st, &out[got++], true, &oom);
-	rc = oom ? sc_err_set(err, SC_ENOMEM, "out of memory")
-	     : rc == SQLITE_DONE || rc == SQLITE_ROW
-		     ? 0 : db_fail(q, rc, "alert send claim", err);
-	unprep(st);
+	rc = fill_rows(q, st, out, max, sizeof(*out), send_body_row,
+		       "alert send claim", &got, err);
 	for (size_t i = 0; !rc && i < got; i++) {
 		rc = prep(q, ST_SEND_TAKE, &st, err);
 		if (rc)
@@ -4948,22 +4940,27 @@ static int sla_jobs(struct sq *q, enum stmt_id id, int64_t before,
 		    struct sc_err *err)
 {
 	sqlite3_stmt *st = NULL;
-	size_t got = 0;
 	int rc;
 
+	*n = 0;
 	if (max == 0)
 		return 0;
 	if ((rc = prep(q, id, &st, err)) != 0)
 		return rc;
 	sqlite3_bind_int64(st, 1, before);
 	sqlite3_bind_int64(st, 2, max > INT32_MAX ? INT32_MAX : (int64_t)max);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW && got < max)
-		read_job(st, &out[got++]);
-	rc = rc == SQLITE_DONE || rc == SQLITE_ROW
-		     ? 0 : db_fail(q, rc, "sla scan", err);
-	unprep(st);
-	*n = got;
-	return rc;
+	return fill_rows(q, st, out, max, sizeof(*out), job_row, "sla scan",
+			 n, err);
+}
+
+static bool sla_last_row(sqlite3_stmt *st, void *p, bool *oom)
+{
+	struct store_sla_last *l = p;
+
+	copy_text(l->schedule, sizeof(l->schedule), st, 0);
+	l->delivered_ms = sqlite3_column_int64(st, 1);
+	l->first_ms = sqlite3_column_int64(st, 2);
+	return true;
 }
 
 static int sq_sla_scan(void *impl, int64_t ready_before_ms,
@@ -4984,19 +4981,8 @@ static int sq_sla_scan(void *impl, int64_t ready_before_ms,
 		return rc;
 	sqlite3_bind_int64(st, 1, x->max_last > INT32_MAX
 				      ? INT32_MAX : (int64_t)x->max_last);
-	size_t got = 0;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW && got < x->max_last) {
-		struct store_sla_last *l = &x->last[got++];
-		memset(l, 0, sizeof(*l));
-		copy_text(l->schedule, sizeof(l->schedule), st, 0);
-		l->delivered_ms = sqlite3_column_int64(st, 1);
-		l->first_ms = sqlite3_column_int64(st, 2);
-	}
-	rc = rc == SQLITE_DONE || rc == SQLITE_ROW
-		     ? 0 : db_fail(q, rc, "sla scan", err);
-	unprep(st);
-	x->n_last = got;
-	return rc;
+	return fill_rows(q, st, x->last, x->max_last, sizeof(*x->last),
+			 sla_last_row, "sla scan", &x->n_last, err);
 }
 
 static int sq_alert_sends(void *impl, int64_t alert_id,
@@ -5004,33 +4990,14 @@ static int sq_alert_sends(void *impl, int64_t alert_id,
 			  struct sc_err *err)
 {
 	struct sq *q = impl;
-	void *v = NULL;
-	size_t len = 0, cap = 0;
-	bool oom = false;
 	sqlite3_stmt *st = NULL;
 	int rc = prep(q, ST_ALERT_SENDS, &st, err);
 
 	if (rc)
 		return rc;
 	sqlite3_bind_int64(st, 1, alert_id);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (!grow(&v, len, &cap, sizeof(struct store_alert_send))) {
-			oom = true;
-			break;
-		}
-		read_send(st, (struct store_alert_send *)v + len++, false,
-			  &oom);
-	}
-	rc = oom ? sc_err_set(err, SC_ENOMEM, "out of memory")
-	     : rc == SQLITE_DONE ? 0 : db_fail(q, rc, "alert sends", err);
-	unprep(st);
-	if (rc || !len) {
-		free(v);
-		return rc;
-	}
-	*out = v;
-	*n = len;
-	return 0;
+	return list_rows(q, st, sizeof(**out), send_row, sends_free,
+			 "alert sends", (void **)out, n, err);
 }
 
 /* ---- waiting for work ------------------------------------------------ */
