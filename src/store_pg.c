@@ -1542,6 +1542,26 @@ static void arg_fence(struct args *a, const struct store_fence *f)
 	}
 }
 
+/* The eleven parameters of a ledger row, LEDGER_COLS's order (NULL row:
+ * NULL texts and zeros). */
+static void arg_ledger_row(struct args *a, const struct ledger_row *row)
+{
+	static const struct ledger_row none;
+	const struct ledger_row *r = row ? row : &none;
+
+	arg_str(a, row ? r->schedule : NULL);
+	arg_i64(a, r->slot_ms);
+	arg_i64(a, r->job_id);
+	arg_i64(a, r->attempt);
+	arg_i64(a, r->started_ms);
+	arg_i64(a, r->finished_ms);
+	arg_str(a, row ? r->outcome : NULL);
+	arg_str(a, row ? r->error_class : NULL);
+	arg_str(a, r->error_msg);
+	arg_i64(a, r->retry_hint_ms);
+	arg_str(a, r->details_json);
+}
+
 static int64_t now_ms(const struct pg *p)
 {
 	return sc_clock_now_ms(p->clock);
@@ -3519,17 +3539,7 @@ static int pg_ledger_append(void *impl, const struct store_fence *fence,
 	int rc;
 
 	*written = false;
-	arg_str(&a, row->schedule);
-	arg_i64(&a, row->slot_ms);
-	arg_i64(&a, row->job_id);
-	arg_i64(&a, row->attempt);
-	arg_i64(&a, row->started_ms);
-	arg_i64(&a, row->finished_ms);
-	arg_str(&a, row->outcome);
-	arg_str(&a, row->error_class);
-	arg_str(&a, row->error_msg);
-	arg_i64(&a, row->retry_hint_ms);
-	arg_str(&a, row->details_json);
+	arg_ledger_row(&a, row);
 	if (strcmp(row->outcome, LEDGER_MISSED) != 0 &&
 	    strcmp(row->outcome, LEDGER_PAUSED) != 0) {
 		arg_fence(&a, fence);
@@ -3848,6 +3858,27 @@ static int pg_ledger_lost(void *impl, const struct ledger_filter *f,
 	return rc ? rc : pg_read_rows(res, rows, recovered_ms, n, err);
 }
 
+static void summary_row(const PGresult *r, int row, void *p, bool *oom)
+{
+	struct store_sched_summary *x = p;
+
+	get_str(r, row, 0, x->schedule, sizeof(x->schedule));
+	x->counts.ready_due = get_i64(r, row, 1);
+	x->counts.delayed = get_i64(r, row, 2);
+	x->counts.active = get_i64(r, row, 3);
+	x->counts.dead = get_i64(r, row, 4);
+	x->counts.done = get_i64(r, row, 5) - x->counts.ready_due -
+			 x->counts.delayed - x->counts.active - x->counts.dead;
+	x->has_last = !PQgetisnull(r, row, 6);
+	if (x->has_last)
+		pg_read_row(r, row, 6, &x->last, oom);
+}
+
+static void summaries_free(void *v, size_t n)
+{
+	store_sched_summaries_free(v, n);
+}
+
 static int pg_sched_summaries(void *impl, const char *schedule,
 			      struct store_sched_summary **out, size_t *n,
 			      struct sc_err *err)
@@ -3855,7 +3886,6 @@ static int pg_sched_summaries(void *impl, const char *schedule,
 	struct pg *p = impl;
 	struct args a = {0};
 	PGresult *res;
-	bool oom = false;
 	int rc;
 
 	arg_i64(&a, now_ms(p));
@@ -3864,32 +3894,8 @@ static int pg_sched_summaries(void *impl, const char *schedule,
 	rc = run(p, schedule ? ST_SUMMARIES_ONE : ST_SUMMARIES, &a, &res, err);
 	if (rc)
 		return rc;
-	size_t got = (size_t)PQntuples(res);
-	struct store_sched_summary *v = got ? calloc(got, sizeof(*v)) : NULL;
-	oom = got && !v;
-	for (size_t i = 0; !oom && i < got; i++) {
-		struct store_sched_summary *x = &v[i];
-		int row = (int)i;
-		get_str(res, row, 0, x->schedule, sizeof(x->schedule));
-		x->counts.ready_due = get_i64(res, row, 1);
-		x->counts.delayed = get_i64(res, row, 2);
-		x->counts.active = get_i64(res, row, 3);
-		x->counts.dead = get_i64(res, row, 4);
-		x->counts.done = get_i64(res, row, 5) - x->counts.ready_due -
-				 x->counts.delayed - x->counts.active -
-				 x->counts.dead;
-		x->has_last = !PQgetisnull(res, row, 6);
-		if (x->has_last)
-			pg_read_row(res, row, 6, &x->last, &oom);
-	}
-	PQclear(res);
-	if (oom) {
-		store_sched_summaries_free(v, got);
-		return sc_err_set(err, SC_ENOMEM, "out of memory");
-	}
-	*out = v;
-	*n = got;
-	return 0;
+	return take_rows(res, sizeof(**out), summary_row, summaries_free,
+			 (void **)out, n, err);
 }
 
 static void last_ok_row(const PGresult *r, int row, void *p, bool *oom)
@@ -4133,17 +4139,7 @@ static int pg_outbox_abandon(void *impl, const struct store_fence *fence,
 
 	arg_slot_target(&a, schedule, slot_ms, target);
 	arg_i64(&a, (int64_t)from);
-	arg_str(&a, row->schedule);
-	arg_i64(&a, row->slot_ms);
-	arg_i64(&a, row->job_id);
-	arg_i64(&a, row->attempt);
-	arg_i64(&a, row->started_ms);
-	arg_i64(&a, row->finished_ms);
-	arg_str(&a, row->outcome);
-	arg_str(&a, row->error_class);
-	arg_str(&a, row->error_msg);
-	arg_i64(&a, row->retry_hint_ms);
-	arg_str(&a, row->details_json);
+	arg_ledger_row(&a, row);
 	arg_fence(&a, fence);
 	rc = run_fenced(impl, ST_OUTBOX_ABANDON, &a, fence, "outbox abandon",
 			&rows, err);
@@ -4966,17 +4962,7 @@ static int ledger_row_run(struct pg *p, const struct ledger_row *row,
 {
 	struct args a = {0};
 
-	arg_str(&a, row->schedule);
-	arg_i64(&a, row->slot_ms);
-	arg_i64(&a, row->job_id);
-	arg_i64(&a, row->attempt);
-	arg_i64(&a, row->started_ms);
-	arg_i64(&a, row->finished_ms);
-	arg_str(&a, row->outcome);
-	arg_str(&a, row->error_class);
-	arg_str(&a, row->error_msg);
-	arg_i64(&a, row->retry_hint_ms);
-	arg_str(&a, row->details_json);
+	arg_ledger_row(&a, row);
 	arg_fence(&a, NULL);
 	return run_fenced(p, ST_LEDGER_APPEND, &a, NULL, "ledger row", NULL,
 			  err);
@@ -5180,17 +5166,7 @@ static int pg_alert_send_finish(void *impl, int64_t send_id,
 	arg_i64(&a, next_try_ms);
 	arg_str(&a, last_error);
 	arg_i64(&a, now_ms(p));
-	arg_str(&a, row ? row->schedule : NULL);
-	arg_i64(&a, row ? row->slot_ms : 0);
-	arg_i64(&a, row ? row->job_id : 0);
-	arg_i64(&a, row ? row->attempt : 0);
-	arg_i64(&a, row ? row->started_ms : 0);
-	arg_i64(&a, row ? row->finished_ms : 0);
-	arg_str(&a, row ? row->outcome : NULL);
-	arg_str(&a, row ? row->error_class : NULL);
-	arg_str(&a, row ? row->error_msg : NULL);
-	arg_i64(&a, row ? row->retry_hint_ms : 0);
-	arg_str(&a, row ? row->details_json : NULL);
+	arg_ledger_row(&a, row);
 	rc = run(p, ST_SEND_FINISH, &a, &res, err);
 	if (rc)
 		return rc;
