@@ -1625,6 +1625,10 @@ void store_stall_rule(int max_stalls, const struct store_stall *job,
  */
 const char *store_finish_outcome(enum job_state to);
 
+/* SC_ENOENT "no WHAT ID" (what: "job", "alert", "alert send"): the row a
+ * write by id found missing. Returns SC_ENOENT. */
+int store_missing_error(const char *what, int64_t id, struct sc_err *err);
+
 /*
  * store_alert_raise_rule: what raising alert a (store_alert_raise) at the
  * store's now_ms writes beyond its row. r->closed_ms: 0 for an OPEN
@@ -1645,6 +1649,20 @@ int store_lease_error(const char *what, const char *op, int64_t id,
 		      int64_t lease_token, bool exists, struct sc_err *err);
 int store_fence_refused(const char *op, const struct store_fence *f,
 			struct sc_err *err);
+
+/*
+ * The refusals of a state a transition may not leave, once for every
+ * backend, after the backend's fenced write changed nothing and its read
+ * found the row there (else SC_ENOENT is the backend's, from the read):
+ * store_guard_error, SC_ESTATE "target T of S was already sent (send
+ * guard); it is never sent again", for store_outbox_set_state on a SENT
+ * row (a guard never reopens); store_not_dead_error, SC_ESTATE "job N is
+ * not dead", for store_job_revive of a job in any other state. Each
+ * returns the code it set.
+ */
+int store_guard_error(const char *schedule, const char *target,
+		      struct sc_err *err);
+int store_not_dead_error(int64_t id, struct sc_err *err);
 
 /* For backends: appends j to dl, or only counts it (n_more) once dl holds
  * STORE_DEAD_MAX. Returns 0 or SC_ENOMEM (dl unchanged). */

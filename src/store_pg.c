@@ -3445,7 +3445,7 @@ static int pg_job_revive(void *impl, int64_t id, int budget,
 {
 	struct pg *p = impl;
 	struct args a = {0};
-	struct store_job j;
+	struct args b = {0};
 	int n = 0;
 	int rc;
 
@@ -3455,10 +3455,12 @@ static int pg_job_revive(void *impl, int64_t id, int budget,
 	rc = run_count(p, ST_REVIVE, &a, &n, err);
 	if (rc || n == 1)
 		return rc;
-	rc = pg_job_get(p, id, &j, err);
+	arg_i64(&b, id);
+	rc = run_count(p, ST_JOB_GET, &b, &n, err);
 	if (rc)
 		return rc;
-	return sc_err_set(err, SC_ESTATE, "job %" PRId64 " is not dead", id);
+	return n == 1 ? store_not_dead_error(id, err)
+		      : store_missing_error("job", id, err);
 }
 
 static int pg_job_lease_clamp(void *impl, int64_t lease_ms,
@@ -4018,8 +4020,7 @@ static int pg_outbox_set_state(void *impl, const struct store_fence *fence,
 	if (rc)
 		return rc;
 	sc_free(e.body);
-	return sc_err_set(err, SC_ESTATE, "outbox: already sent; a send "
-			  "guard never reopens");
+	return store_guard_error(schedule, target, err);
 }
 
 static int pg_outbox_mark_unknown(void *impl, const struct store_fence *fence,
@@ -5003,7 +5004,7 @@ static int pg_alert_close(void *impl, int64_t id, enum alert_status to,
 		arg_i64(&b, id);
 		rc = run_count(p, ST_ALERT_EXISTS, &b, &n, err);
 		if (!rc && n != 1)
-			rc = sc_err_set(err, SC_ENOENT, "no alert %" PRId64, id);
+			rc = store_missing_error("alert", id, err);
 		goto rollback; /* nothing was written */
 	}
 	if (then)
@@ -5069,7 +5070,7 @@ static int pg_alert_stage(void *impl, int64_t id, int round,
 		return rc;
 	bool found = get_i64(res, 0, 0) == 1;
 	PQclear(res);
-	return found ? 0 : sc_err_set(err, SC_ENOENT, "no alert %" PRId64, id);
+	return found ? 0 : store_missing_error("alert", id, err);
 }
 
 /* Fills s from a row selected with SEND_COLS; body only when wanted. */

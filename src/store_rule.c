@@ -2,8 +2,11 @@
  * store_rule.c - the store's decisions that do not depend on a backend's
  * SQL, each written once for every backend: where a finished attempt may
  * lead and the ledger outcome it defaults to (store_finish_outcome), and
- * the errors of a refused fence (store_lease_error, store_fence_refused),
- * what raising an alert closes (store_alert_raise_rule).
+ * the errors of a row not there (store_missing_error) and of a refused
+ * fence (store_lease_error, store_fence_refused),
+ * of a send guard asked to reopen (store_guard_error) and of a revive of
+ * a job that is not DEAD (store_not_dead_error), what raising an alert
+ * closes (store_alert_raise_rule).
  * A backend runs the statement and reads what it needs to know (did the
  * fenced write match, does the row exist); what that means, and in which
  * words, is decided here.
@@ -34,11 +37,16 @@ const char *store_finish_outcome(enum job_state to)
 	return NULL;
 }
 
+int store_missing_error(const char *what, int64_t id, struct sc_err *err)
+{
+	return sc_err_set(err, SC_ENOENT, "no %s %" PRId64, what, id);
+}
+
 int store_lease_error(const char *what, const char *op, int64_t id,
 		      int64_t lease_token, bool exists, struct sc_err *err)
 {
 	if (!exists)
-		return sc_err_set(err, SC_ENOENT, "no %s %" PRId64, what, id);
+		return store_missing_error(what, id, err);
 	return sc_err_set(err, SC_ELEASE, "%s of %s %" PRId64 " refused: "
 			  "lease lost (token %" PRId64 " no longer current: "
 			  "taken over or finished)", op, what, id,
@@ -64,4 +72,17 @@ void store_alert_raise_rule(const struct store_alert *a, int64_t now_ms,
 	 * not one per loss: the newest stands for them. Other reasons
 	 * (missed, late, ...) have a generation per occurrence and stay. */
 	r->supersede = strcmp(a->reason, ALERT_REASON_LOST) == 0;
+}
+
+int store_guard_error(const char *schedule, const char *target,
+		      struct sc_err *err)
+{
+	return sc_err_set(err, SC_ESTATE, "target %s of %s was already sent "
+			  "(send guard); it is never sent again", target,
+			  schedule);
+}
+
+int store_not_dead_error(int64_t id, struct sc_err *err)
+{
+	return sc_err_set(err, SC_ESTATE, "job %" PRId64 " is not dead", id);
 }

@@ -2705,8 +2705,7 @@ static int row_exists(struct sq *q, enum stmt_id exists, int64_t id,
 	int rc = find_row(q, exists, id, what, &found, err);
 
 	if (!rc && !found)
-		rc = sc_err_set(err, SC_ENOENT, "no %s %lld", what,
-				(long long)id);
+		rc = store_missing_error(what, id, err);
 	return rc;
 }
 
@@ -3175,8 +3174,7 @@ static int sq_job_revive(void *impl, int64_t id, int budget,
 	rc = row_exists(q, ST_JOB_STATE, id, "job", err);
 	if (rc)
 		return rc;
-	return sc_err_set(err, SC_ESTATE, "job %lld is not dead",
-			  (long long)id);
+	return store_not_dead_error(id, err);
 }
 
 static int sq_job_lease_clamp(void *impl, int64_t lease_ms,
@@ -3737,7 +3735,7 @@ static int sq_outbox_get(void *impl, const char *schedule, int64_t slot_ms,
 	if (rc)
 		return rc;
 	bind_slot_target(st, schedule, slot_ms, target);
-	rc = step_one(q, st, "outbox get", "no outbox row", err);
+	rc = step_one(q, st, "outbox get", "no outbox row for target", err);
 	if (!rc) {
 		e.state = (enum send_state)sqlite3_column_int(st, 0);
 		e.n_tries = sqlite3_column_int(st, 1);
@@ -3787,10 +3785,7 @@ static int sq_outbox_set_state(void *impl, const struct store_fence *fence,
 	if (rc)
 		return rc;
 	store_outbox_entry_dispose(&cur);
-	return sc_err_set(err, SC_ESTATE,
-			  "target %s of %s was already sent (send guard); "
-			  "it is never sent again",
-			  target, schedule);
+	return store_guard_error(schedule, target, err);
 }
 
 static int sq_outbox_mark_unknown(void *impl, const struct store_fence *fence,
@@ -4788,7 +4783,7 @@ static int sq_alert_stage(void *impl, int64_t id, int round,
 		rc = step_done(q, st, "alert stage", err);
 	}
 	if (!rc && sqlite3_changes(q->db) == 0)
-		rc = sc_err_set(err, SC_ENOENT, "no alert %lld", (long long)id);
+		rc = store_missing_error("alert", id, err);
 	for (size_t i = 0; !rc && i < n; i++) {
 		rc = prep(q, ST_SEND_INSERT, &st, err);
 		if (rc)
