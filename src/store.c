@@ -3,7 +3,9 @@
  * arguments every backend would have to check, dispatches, and keeps what
  * is policy rather than storage, once for every backend: the stalled-job
  * rule and its ledger texts (store_stall_rule), the order of claimed jobs,
- * and the log form of a store URL (store_url_for_log).
+ * and the log form of a store URL (store_url_for_log). The decisions a
+ * backend asks for after its statement ran (outcomes, refusal texts, what
+ * an alert closes) are store_rule.c's.
  *
  * Invariants:
  *   - A backend operation is only called with arguments that passed the
