@@ -13,8 +13,9 @@
  *     valid, output pointers non-NULL, max_stalls >= 1), so the backends
  *     do not repeat them and behave alike on bad input.
  *   - A backend evaluates policy, never decides it: recovery applies
- *     store_stall_rule's verdict and texts; a claim returns its jobs in
- *     any order and store_job_claim_ahead sorts them.
+ *     store_stall_rule's verdict and texts; a claim returns its jobs (or
+ *     alert sends) in any order and store_job_claim_ahead
+ *     (store_alert_send_claim) sorts them.
  *   - The handle owns the backend's impl pointer; store_close frees both.
  *   - An alert handed to a backend has last_slot_ms >= slot_ms and
  *     n_slots >= 1 (alert_norm), a known status, and terminated texts.
@@ -1110,6 +1111,14 @@ int store_alert_stage(struct store *s, int64_t id, int round,
 				   body ? body : "", err);
 }
 
+/* The alert send claim order (store.h): oldest (lowest id) first. */
+static int cmp_send_id(const void *x, const void *y)
+{
+	const struct store_alert_send *a = x, *b = y;
+
+	return (a->id > b->id) - (a->id < b->id);
+}
+
 int store_alert_send_claim(struct store *s, int64_t lease_ms,
 			   struct store_alert_send *out, size_t max,
 			   size_t *n, struct sc_err *err)
@@ -1125,7 +1134,12 @@ int store_alert_send_claim(struct store *s, int64_t lease_ms,
 		return sc_err_set(err, SC_EINVAL, "lease must be positive");
 	if (max == 0)
 		return 0;
-	return s->ops->alert_send_claim(s->impl, lease_ms, out, max, n, err);
+	rc = s->ops->alert_send_claim(s->impl, lease_ms, out, max, n, err);
+	/* As for jobs: a backend picks the oldest due rows, and the order
+	 * store.h promises is made here, once for both. */
+	if (!rc && *n > 1)
+		qsort(out, *n, sizeof(*out), cmp_send_id);
+	return rc;
 }
 
 int store_alert_send_finish(struct store *s, int64_t send_id,

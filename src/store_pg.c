@@ -5112,13 +5112,6 @@ static void sends_free(void *v, size_t n)
 	store_alert_sends_free(v, n);
 }
 
-static int cmp_send_id(const void *x, const void *y)
-{
-	const struct store_alert_send *a = x, *b = y;
-
-	return (a->id > b->id) - (a->id < b->id);
-}
-
 static int pg_alert_send_claim(void *impl, int64_t lease_ms,
 			       struct store_alert_send *out, size_t max,
 			       size_t *n, struct sc_err *err)
@@ -5144,8 +5137,6 @@ static int pg_alert_send_claim(void *impl, int64_t lease_ms,
 			store_alert_send_dispose(&out[i]);
 		return sc_err_set(err, SC_ENOMEM, "out of memory");
 	}
-	/* RETURNING has no order: oldest first, as store.h says. */
-	qsort(out, got, sizeof(*out), cmp_send_id);
 	*n = got;
 	return 0;
 }
