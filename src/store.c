@@ -819,12 +819,13 @@ int store_ledger_append_written(struct store *s, const struct ledger_row *row,
 	if (!rc && strnlen(row->error_class, sizeof(row->error_class)) >=
 			   sizeof(row->error_class))
 		rc = sc_err_set(err, SC_EINVAL, "ledger error class too long");
-	return rc ? rc : s->ops->ledger_append(
-					       s->impl,
-			    strcmp(row->outcome, LEDGER_MISSED) == 0
-					       ? NULL
-					       : fence_of(s),
-					       row, written, err);
+	if (rc)
+		return rc;
+	return s->ops->ledger_append(s->impl,
+				     store_ledger_row_kind(row->outcome) ==
+						     STORE_ROW_FENCED
+					     ? fence_of(s) : NULL,
+				     row, written, err);
 }
 
 static int check_row(const struct ledger_row *row, struct sc_err *err);

@@ -1662,6 +1662,20 @@ int store_fence_refused(const char *op, const struct store_fence *f,
  */
 int store_guard_error(const char *schedule, const char *target,
 		      struct sc_err *err);
+
+/*
+ * store_ledger_row_kind: how a ledger row of `outcome` is written. A
+ * "missed" (STORE_ROW_MISSED) or "paused" (STORE_ROW_PAUSED) row belongs
+ * to no job: written unfenced, and once per slot (a second one of the
+ * slot is dropped, not an error). Every other row is a job's
+ * (STORE_ROW_FENCED): written under the handle's fence, if one is set.
+ */
+enum store_row_kind {
+	STORE_ROW_FENCED,
+	STORE_ROW_MISSED,
+	STORE_ROW_PAUSED,
+};
+enum store_row_kind store_ledger_row_kind(const char *outcome);
 int store_not_dead_error(int64_t id, struct sc_err *err);
 
 /* For backends: appends j to dl, or only counts it (n_more) once dl holds

@@ -3540,18 +3540,19 @@ static int pg_ledger_append(void *impl, const struct store_fence *fence,
 	int n = 0;
 	int rc;
 
+	enum store_row_kind kind = store_ledger_row_kind(row->outcome);
+
 	*written = false;
 	arg_ledger_row(&a, row);
-	if (strcmp(row->outcome, LEDGER_MISSED) != 0 &&
-	    strcmp(row->outcome, LEDGER_PAUSED) != 0) {
+	if (kind == STORE_ROW_FENCED) {
 		arg_fence(&a, fence);
 		rc = run_fenced(impl, ST_LEDGER_APPEND, &a, fence,
 				"ledger row", &rows, err);
 		*written = rc == 0 && rows == 1;
 		return rc;
 	}
-	rc = run_count(impl, strcmp(row->outcome, LEDGER_PAUSED) == 0
-		       ? ST_LEDGER_APPEND_PAUSED : ST_LEDGER_APPEND_MISSED,
+	rc = run_count(impl, kind == STORE_ROW_PAUSED ? ST_LEDGER_APPEND_PAUSED
+						      : ST_LEDGER_APPEND_MISSED,
 		       &a, &n, err);
 	*written = rc == 0 && n == 1;
 	return rc;

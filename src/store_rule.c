@@ -6,7 +6,8 @@
  * fence (store_lease_error, store_fence_refused),
  * of a send guard asked to reopen (store_guard_error) and of a revive of
  * a job that is not DEAD (store_not_dead_error), what raising an alert
- * closes (store_alert_raise_rule).
+ * closes (store_alert_raise_rule), which ledger rows are a job's and which
+ * are kept once per slot (store_ledger_row_kind).
  * A backend runs the statement and reads what it needs to know (did the
  * fenced write match, does the row exist); what that means, and in which
  * words, is decided here.
@@ -85,4 +86,15 @@ int store_guard_error(const char *schedule, const char *target,
 int store_not_dead_error(int64_t id, struct sc_err *err)
 {
 	return sc_err_set(err, SC_ESTATE, "job %" PRId64 " is not dead", id);
+}
+
+enum store_row_kind store_ledger_row_kind(const char *outcome)
+{
+	/* A missed or paused slot ran no job: nothing to fence it by, and
+	 * every node may note the same slot, so the first note stands. */
+	if (strcmp(outcome, LEDGER_MISSED) == 0)
+		return STORE_ROW_MISSED;
+	if (strcmp(outcome, LEDGER_PAUSED) == 0)
+		return STORE_ROW_PAUSED;
+	return STORE_ROW_FENCED;
 }

@@ -3266,8 +3266,9 @@ static int sq_ledger_append(void *impl, const struct store_fence *fence,
 	 * durable. A missed row may be lost with the scheduler state
 	 * written after it, and is then written again on the next start. */
 	bool loud = strcmp(row->outcome, LEDGER_LOST) == 0;
-	bool paused = strcmp(row->outcome, LEDGER_PAUSED) == 0;
-	bool missed = paused || strcmp(row->outcome, LEDGER_MISSED) == 0;
+	enum store_row_kind kind = store_ledger_row_kind(row->outcome);
+	bool paused = kind == STORE_ROW_PAUSED;
+	bool missed = kind != STORE_ROW_FENCED;
 	int rc = set_sync(q, loud ? SYNC_FULL : SYNC_NORMAL, err);
 
 	if (!rc)
@@ -3303,7 +3304,8 @@ static int sq_ledger_append_many(void *impl, const struct ledger_row *rows,
 		loud = strcmp(rows[i].outcome, LEDGER_LOST) == 0;
 	rc = tx_begin(q, loud ? SYNC_FULL : SYNC_NORMAL, err);
 	for (size_t i = 0; i < n && !rc; i++) {
-		bool missed = strcmp(rows[i].outcome, LEDGER_MISSED) == 0;
+		bool missed = store_ledger_row_kind(rows[i].outcome) ==
+			      STORE_ROW_MISSED;
 
 		rc = ledger_insert_st(q, missed ? ST_LEDGER_INSERT_MISSED
 				      : ST_LEDGER_INSERT, NULL, &rows[i],

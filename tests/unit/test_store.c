@@ -791,6 +791,29 @@ static void finish_outcomes_and_fence_errors_are_one_rule(void **state)
 		 "longer held under lease %lld (taken over or finished); this "
 		 "worker stops", (long long)id, (long long)j.lease_token + 1);
 	assert_string_equal(err.msg, want);
+	/* Rows of no job (store_ledger_row_kind) pass a refused fence, once
+	 * per slot; a job's row does not. */
+	static const char *const once[] = {LEDGER_MISSED, LEDGER_PAUSED};
+	for (size_t i = 0; i < 2; i++) {
+		struct ledger_row r = {.schedule = "t", .slot_ms = T0 + MIN};
+		bool written = false;
+		snprintf(r.outcome, sizeof(r.outcome), "%s", once[i]);
+		assert_int_equal(store_ledger_row_kind(once[i]),
+				 i ? STORE_ROW_PAUSED : STORE_ROW_MISSED);
+		assert_int_equal(store_ledger_append_written(f.s, &r, &written,
+							     NULL),
+				 0);
+		assert_true(written);
+		assert_int_equal(store_ledger_append_written(f.s, &r, &written,
+							     NULL),
+				 0);
+		assert_false(written);
+	}
+	struct ledger_row job_row = {.schedule = "t", .slot_ms = T0,
+				     .outcome = LEDGER_SUCCESS};
+	assert_int_equal(store_ledger_row_kind(LEDGER_SUCCESS),
+			 STORE_ROW_FENCED);
+	assert_int_equal(store_ledger_append(f.s, &job_row, NULL), SC_ELEASE);
 	store_fence_clear(f.s);
 
 	/* What is not there reads the same too. */
