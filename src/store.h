@@ -1676,6 +1676,25 @@ enum store_row_kind {
 	STORE_ROW_PAUSED,
 };
 enum store_row_kind store_ledger_row_kind(const char *outcome);
+
+/*
+ * store_lq_shape: the shape of a ledger filter f (store_ledger_query),
+ * for a backend that prepares one statement per shape so its planner
+ * sees only the terms the filter has (issue 15): k = ((has schedule *
+ * STORE_LQ_KINDS + kind) * 2 + open period) * 2 + newest_first, 0 <= k <
+ * STORE_LQ_SHAPES. The kind is the outcome term: none, any outcome
+ * (bound), lost or missed, or one of the outcomes a partial index serves
+ * (acked, missed, skipped, abandoned), which a statement spells as a
+ * literal. store_lq_kind(k) and store_lq_scheduled(k) decode it.
+ */
+enum store_lq_kind {
+	STORE_LQ_ANY, STORE_LQ_OUTCOME, STORE_LQ_LOST, STORE_LQ_ACKED,
+	STORE_LQ_MISSED, STORE_LQ_SKIPPED, STORE_LQ_ABANDONED, STORE_LQ_KINDS
+};
+#define STORE_LQ_SHAPES (2 * STORE_LQ_KINDS * 2 * 2)
+int store_lq_shape(const struct ledger_filter *f);
+#define store_lq_kind(k) ((int)(k) / 4 % STORE_LQ_KINDS)
+#define store_lq_scheduled(k) ((int)(k) / (4 * STORE_LQ_KINDS) != 0)
 int store_not_dead_error(int64_t id, struct sc_err *err);
 
 /* For backends: appends j to dl, or only counts it (n_more) once dl holds

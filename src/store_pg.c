@@ -748,11 +748,6 @@ static const char *const *const migrations[SCHEMA_VERSION] = {
 	"pg_try_advisory_xact_lock(" CLAIM_SCHED_SPACE ", hashtext(" t      \
 	".schedule))"
 
-/* The ledger query's filter shapes, as on SQLite: schedule or not (2) x
- * outcome kind (6) x period bounded or open (2) x order (2). */
-#define PG_LQ_KINDS 7
-#define PG_LQ_SHAPES (2 * PG_LQ_KINDS * 2 * 2)
-
 enum stmt {
 	ST_ENQUEUE,
 	ST_JOB_ID,
@@ -781,7 +776,7 @@ enum stmt {
 	ST_LEDGER_APPEND_MANY,
 	/* One per filter shape (pg_lq_sql builds the SQL; no sql[] entry). */
 	ST_LEDGER_QUERY,
-	ST_LEDGER_QUERY_END = ST_LEDGER_QUERY + PG_LQ_SHAPES - 1,
+	ST_LEDGER_QUERY_END = ST_LEDGER_QUERY + STORE_LQ_SHAPES - 1,
 	ST_LEDGER_LOST,
 	ST_SUMMARIES,
 	ST_SUMMARIES_ONE,
@@ -1292,8 +1287,8 @@ static const char *const sql[ST_COUNT] = {
 	 * when the key exists: ON CONFLICT waits for a concurrent raise of
 	 * it), when $14 the older open alerts of the slot and reason closed
 	 * (only by a new one: id < NULL is never true), the job marked
-	 * alerted either way. Answer: the new id or NULL. Durable: a record nothing would
-	 * write again. */
+	 * alerted either way. Answer: the new id or NULL. Durable: a
+	 * record nothing would write again. */
 	[ST_ALERT_RAISE] =
 	"WITH i AS (INSERT INTO alerts (schedule, slot_ms, last_slot_ms,"
 	" n_slots, reason, generation, status, attempts, error_msg, job_id,"
@@ -3742,40 +3737,16 @@ static int pg_read_rows(PGresult *res, struct ledger_row **rows,
  * names only the terms its filter has, numbered in order of use (no
  * unused parameter, whose type PostgreSQL could not infer), and spells
  * the outcomes of the partial indexes (acked, missed, skipped,
- * abandoned) as literals, so those indexes apply under a generic plan too. Shape k as
- * on SQLite: ((schedule * 7 + kind) * 2 + open) * 2 + newest_first.
+ * abandoned) as literals, so those indexes apply under a generic plan
+ * too. Shape k as on SQLite (store_lq_shape).
  */
-enum pg_lq_kind { PG_LQ_ANY, PG_LQ_OUTCOME, PG_LQ_LOST, PG_LQ_ACKED,
-		  PG_LQ_MISSED, PG_LQ_SKIPPED, PG_LQ_ABANDONED };
-
-static int pg_lq_shape(const struct ledger_filter *f)
-{
-	int kind = PG_LQ_ANY;
-
-	if (f->lost_or_missed)
-		kind = PG_LQ_LOST;
-	else if (f->outcome && strcmp(f->outcome, LEDGER_ACKED) == 0)
-		kind = PG_LQ_ACKED;
-	else if (f->outcome && strcmp(f->outcome, LEDGER_MISSED) == 0)
-		kind = PG_LQ_MISSED;
-	else if (f->outcome && strcmp(f->outcome, LEDGER_SKIPPED) == 0)
-		kind = PG_LQ_SKIPPED;
-	else if (f->outcome && strcmp(f->outcome, LEDGER_ABANDONED) == 0)
-		kind = PG_LQ_ABANDONED;
-	else if (f->outcome)
-		kind = PG_LQ_OUTCOME;
-	bool open = f->since_ms == INT64_MIN && f->until_ms == INT64_MAX;
-	return (((f->schedule != NULL) * PG_LQ_KINDS + kind) * 2 + open) * 2 +
-	       f->newest_first;
-}
-
 /* The SQL of shape k into buf and, when f is given, its values into a. */
 static void pg_lq_sql(int k, const struct ledger_filter *f, char *buf,
 		      size_t cap, struct args *a)
 {
 	bool desc = k % 2, open = k / 2 % 2;
-	int kind = k / 4 % PG_LQ_KINDS;
-	bool sched = k / (4 * PG_LQ_KINDS);
+	int kind = store_lq_kind(k);
+	bool sched = store_lq_scheduled(k);
 	int n = 0;
 	size_t len = (size_t)snprintf(buf, cap, "SELECT id, " LEDGER_COLS
 				      " FROM ledger WHERE true");
@@ -3797,8 +3768,8 @@ static void pg_lq_sql(int k, const struct ledger_filter *f, char *buf,
 			arg_i64(a, f->until_ms);
 		}
 	}
-	if (kind == PG_LQ_OUTCOME || kind == PG_LQ_LOST) {
-		if (kind == PG_LQ_LOST)
+	if (kind == STORE_LQ_OUTCOME || kind == STORE_LQ_LOST) {
+		if (kind == STORE_LQ_LOST)
 			PG_LQ_ADD(" AND outcome IN ('" LEDGER_LOST "', '"
 				  LEDGER_MISSED "') AND ($%d::text IS NULL OR "
 				  "outcome = $%d::text)", n + 1, n + 1);
@@ -3807,13 +3778,13 @@ static void pg_lq_sql(int k, const struct ledger_filter *f, char *buf,
 		n++;
 		if (f)
 			arg_str(a, f->outcome);
-	} else if (kind == PG_LQ_ACKED) {
+	} else if (kind == STORE_LQ_ACKED) {
 		PG_LQ_ADD(" AND outcome = '" LEDGER_ACKED "'");
-	} else if (kind == PG_LQ_MISSED) {
+	} else if (kind == STORE_LQ_MISSED) {
 		PG_LQ_ADD(" AND outcome = '" LEDGER_MISSED "'");
-	} else if (kind == PG_LQ_SKIPPED) {
+	} else if (kind == STORE_LQ_SKIPPED) {
 		PG_LQ_ADD(" AND outcome = '" LEDGER_SKIPPED "'");
-	} else if (kind == PG_LQ_ABANDONED) {
+	} else if (kind == STORE_LQ_ABANDONED) {
 		PG_LQ_ADD(" AND outcome = '" LEDGER_ABANDONED "'");
 	}
 	/* LIMIT NULL is no limit. */
@@ -3835,7 +3806,7 @@ static int pg_ledger_query(void *impl, const struct ledger_filter *f,
 	struct args a = {0};
 	PGresult *res;
 	char text[640];
-	int k = pg_lq_shape(f);
+	int k = store_lq_shape(f);
 	int rc;
 
 	*rows = NULL;

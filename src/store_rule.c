@@ -7,7 +7,8 @@
  * of a send guard asked to reopen (store_guard_error) and of a revive of
  * a job that is not DEAD (store_not_dead_error), what raising an alert
  * closes (store_alert_raise_rule), which ledger rows are a job's and which
- * are kept once per slot (store_ledger_row_kind).
+ * are kept once per slot (store_ledger_row_kind), and the shape of a
+ * ledger filter (store_lq_shape).
  * A backend runs the statement and reads what it needs to know (did the
  * fenced write match, does the row exist); what that means, and in which
  * words, is decided here.
@@ -97,4 +98,26 @@ enum store_row_kind store_ledger_row_kind(const char *outcome)
 	if (strcmp(outcome, LEDGER_PAUSED) == 0)
 		return STORE_ROW_PAUSED;
 	return STORE_ROW_FENCED;
+}
+
+int store_lq_shape(const struct ledger_filter *f)
+{
+	int kind = STORE_LQ_ANY;
+
+	if (f->lost_or_missed)
+		kind = STORE_LQ_LOST;
+	else if (f->outcome && strcmp(f->outcome, LEDGER_ACKED) == 0)
+		kind = STORE_LQ_ACKED;
+	else if (f->outcome && strcmp(f->outcome, LEDGER_MISSED) == 0)
+		kind = STORE_LQ_MISSED;
+	else if (f->outcome && strcmp(f->outcome, LEDGER_SKIPPED) == 0)
+		kind = STORE_LQ_SKIPPED;
+	else if (f->outcome && strcmp(f->outcome, LEDGER_ABANDONED) == 0)
+		kind = STORE_LQ_ABANDONED;
+	else if (f->outcome)
+		kind = STORE_LQ_OUTCOME;
+	bool open = f->since_ms == INT64_MIN && f->until_ms == INT64_MAX;
+	return (((f->schedule != NULL) * STORE_LQ_KINDS + kind) * 2 + open) *
+		       2 +
+	       f->newest_first;
 }

@@ -664,10 +664,7 @@ static const char *const migrations[SCHEMA_VERSION] = {
 	"FROM jobs WHERE state = 1" filter ") GROUP BY schedule "            \
 	"ORDER BY schedule"
 
-/* The ledger query's filter shapes: schedule or not (2) x outcome kind
- * (LQ_KINDS) x period bounded or open (2) x order (2). */
-#define LQ_KINDS 7
-#define LQ_SHAPES (2 * LQ_KINDS * 2 * 2)
+/* The ledger query's filter shapes (store_lq_shape). */
 #define LQ_SQL_MAX 1024
 
 enum stmt_id {
@@ -698,7 +695,7 @@ enum stmt_id {
 	/* One statement per filter shape (lq_shape): its SQL is built by
 	 * lq_sql, not listed in stmt_sql. */
 	ST_LEDGER_QUERY,
-	ST_LEDGER_QUERY_END = ST_LEDGER_QUERY + LQ_SHAPES - 1,
+	ST_LEDGER_QUERY_END = ST_LEDGER_QUERY + STORE_LQ_SHAPES - 1,
 	ST_LEDGER_LOST,
 	ST_LEDGER_LOST_ONE,
 	ST_SUM_LAST,
@@ -3332,32 +3329,6 @@ static int sq_ledger_append_many(void *impl, const struct ledger_row *rows,
  * bound at all) drops the slot terms: with neither a schedule nor such an
  * outcome, that shape reads every row, which is what it returns.
  */
-enum lq_kind {
-	LQ_ANY, LQ_OUTCOME, LQ_LOST, LQ_ACKED, LQ_MISSED, LQ_SKIPPED,
-	LQ_ABANDONED
-};
-
-static int lq_shape(const struct ledger_filter *f)
-{
-	int kind = LQ_ANY;
-
-	if (f->lost_or_missed)
-		kind = LQ_LOST;
-	else if (f->outcome && strcmp(f->outcome, LEDGER_ACKED) == 0)
-		kind = LQ_ACKED;
-	else if (f->outcome && strcmp(f->outcome, LEDGER_MISSED) == 0)
-		kind = LQ_MISSED;
-	else if (f->outcome && strcmp(f->outcome, LEDGER_SKIPPED) == 0)
-		kind = LQ_SKIPPED;
-	else if (f->outcome && strcmp(f->outcome, LEDGER_ABANDONED) == 0)
-		kind = LQ_ABANDONED;
-	else if (f->outcome)
-		kind = LQ_OUTCOME;
-	bool open = f->since_ms == INT64_MIN && f->until_ms == INT64_MAX;
-	return (((f->schedule != NULL) * LQ_KINDS + kind) * 2 + open) * 2 +
-	       f->newest_first;
-}
-
 /* The SQL of shape k into buf (cap >= LQ_SQL_MAX). Parameters: ?1
  * schedule, ?2 since, ?3 until, ?4 outcome, ?6 limit (-1: none); a shape
  * names only those it uses, plus ?6. A schedule's shapes without a
@@ -3366,19 +3337,19 @@ static int lq_shape(const struct ledger_filter *f)
 static void lq_sql(int k, char *buf, size_t cap)
 {
 	bool desc = k % 2, open = k / 2 % 2;
-	int kind = k / 4 % LQ_KINDS;
-	bool sched = k / (4 * LQ_KINDS);
+	int kind = store_lq_kind(k);
+	bool sched = store_lq_scheduled(k);
 	const char *by = "", *days = "";
 
-	if (kind == LQ_ACKED)
+	if (kind == STORE_LQ_ACKED)
 		by = " INDEXED BY ledger_acked";
-	else if (kind == LQ_MISSED)
+	else if (kind == STORE_LQ_MISSED)
 		by = " INDEXED BY ledger_missed_once";
-	else if (!sched && kind == LQ_SKIPPED)
+	else if (!sched && kind == STORE_LQ_SKIPPED)
 		by = " INDEXED BY ledger_skipped";
-	else if (!sched && kind == LQ_ABANDONED)
+	else if (!sched && kind == STORE_LQ_ABANDONED)
 		by = " INDEXED BY ledger_abandoned";
-	else if (!sched && kind == LQ_LOST)
+	else if (!sched && kind == STORE_LQ_LOST)
 		by = " INDEXED BY ledger_lost";
 	else if (!sched && !open)
 		by = " INDEXED BY ledger_period";
@@ -3397,13 +3368,15 @@ static void lq_sql(int k, char *buf, size_t cap)
 		 "ORDER BY id%s LIMIT ?6", by, days,
 		 sched ? " AND schedule = ?1" : "",
 		 open ? "" : " AND slot_ms >= ?2 AND slot_ms < ?3",
-		 kind == LQ_OUTCOME ? " AND outcome = ?4"
-		 : kind == LQ_LOST ? " AND outcome IN ('lost', 'missed') AND "
-				     "(?4 IS NULL OR outcome = ?4)"
-		 : kind == LQ_ACKED ? " AND outcome = 'acked'"
-		 : kind == LQ_MISSED ? " AND outcome = 'missed'"
-		 : kind == LQ_SKIPPED ? " AND outcome = 'skipped'"
-		 : kind == LQ_ABANDONED ? " AND outcome = 'abandoned'" : "",
+		 kind == STORE_LQ_OUTCOME ? " AND outcome = ?4"
+		 : kind == STORE_LQ_LOST
+			 ? " AND outcome IN ('lost', 'missed') AND "
+			   "(?4 IS NULL OR outcome = ?4)"
+		 : kind == STORE_LQ_ACKED ? " AND outcome = 'acked'"
+		 : kind == STORE_LQ_MISSED ? " AND outcome = 'missed'"
+		 : kind == STORE_LQ_SKIPPED ? " AND outcome = 'skipped'"
+		 : kind == STORE_LQ_ABANDONED ? " AND outcome = 'abandoned'"
+					     : "",
 		 desc ? " DESC" : "");
 }
 
@@ -3494,7 +3467,7 @@ static int sq_ledger_query(void *impl, const struct ledger_filter *f,
 {
 	struct sq *q = impl;
 	sqlite3_stmt *st = NULL;
-	int rc = lq_prep(q, lq_shape(f), &st, err);
+	int rc = lq_prep(q, store_lq_shape(f), &st, err);
 
 	if (rc)
 		return rc;
@@ -3662,16 +3635,17 @@ const char *store_sqlite_plan_sql(size_t i, char *buf, size_t cap,
 	};
 
 	*reads_all = false;
-	if (i < LQ_SHAPES) {
-		int kind = (int)i / 4 % LQ_KINDS;
+	if (i < STORE_LQ_SHAPES) {
+		int kind = store_lq_kind(i);
 		/* No schedule, open period, any or a parameter outcome: the
 		 * answer is every row (of that outcome). */
-		*reads_all = i / (4 * LQ_KINDS) == 0 && i / 2 % 2 &&
-			     (kind == LQ_ANY || kind == LQ_OUTCOME);
+		*reads_all = !store_lq_scheduled(i) && i / 2 % 2 &&
+			     (kind == STORE_LQ_ANY ||
+			      kind == STORE_LQ_OUTCOME);
 		lq_sql((int)i, buf, cap);
 		return buf;
 	}
-	i -= LQ_SHAPES;
+	i -= STORE_LQ_SHAPES;
 	if (i >= sizeof(fixed) / sizeof(fixed[0]))
 		return NULL;
 	snprintf(buf, cap, "%s", stmt_sql[fixed[i]]);
