@@ -3,7 +3,9 @@
  * arguments every backend would have to check, dispatches, and keeps what
  * is policy rather than storage, once for every backend: the stalled-job
  * rule and its ledger texts (store_stall_rule), the order of claimed jobs,
- * and the log form of a store URL (store_url_for_log).
+ * and the log form of a store URL (store_url_for_log). The decisions a
+ * backend asks for after its statement ran (outcomes, refusal texts, what
+ * an alert closes) are store_rule.c's.
  *
  * Invariants:
  *   - A backend operation is only called with arguments that passed the
@@ -11,8 +13,9 @@
  *     valid, output pointers non-NULL, max_stalls >= 1), so the backends
  *     do not repeat them and behave alike on bad input.
  *   - A backend evaluates policy, never decides it: recovery applies
- *     store_stall_rule's verdict and texts; a claim returns its jobs in
- *     any order and store_job_claim_ahead sorts them.
+ *     store_stall_rule's verdict and texts; a claim returns its jobs (or
+ *     alert sends) in any order and store_job_claim_ahead
+ *     (store_alert_send_claim) sorts them.
  *   - The handle owns the backend's impl pointer; store_close frees both.
  *   - An alert handed to a backend has last_slot_ms >= slot_ms and
  *     n_slots >= 1 (alert_norm), a known status, and terminated texts.
@@ -392,8 +395,7 @@ static int job_finish(struct store *s, int64_t id, int64_t lease_token,
 		      const struct ledger_row *row, bool mark,
 		      struct sc_err *err)
 {
-	if (new_state != JOB_DONE && new_state != JOB_READY &&
-	    new_state != JOB_DEAD)
+	if (!store_finish_outcome(new_state))
 		return sc_err_set(err, SC_EINVAL,
 				  "a finished attempt leads to DONE, READY or "
 				  "DEAD");
@@ -817,12 +819,13 @@ int store_ledger_append_written(struct store *s, const struct ledger_row *row,
 	if (!rc && strnlen(row->error_class, sizeof(row->error_class)) >=
 			   sizeof(row->error_class))
 		rc = sc_err_set(err, SC_EINVAL, "ledger error class too long");
-	return rc ? rc : s->ops->ledger_append(
-					       s->impl,
-			    strcmp(row->outcome, LEDGER_MISSED) == 0
-					       ? NULL
-					       : fence_of(s),
-					       row, written, err);
+	if (rc)
+		return rc;
+	return s->ops->ledger_append(s->impl,
+				     store_ledger_row_kind(row->outcome) ==
+						     STORE_ROW_FENCED
+					     ? fence_of(s) : NULL,
+				     row, written, err);
 }
 
 static int check_row(const struct ledger_row *row, struct sc_err *err);
@@ -1109,6 +1112,14 @@ int store_alert_stage(struct store *s, int64_t id, int round,
 				   body ? body : "", err);
 }
 
+/* The alert send claim order (store.h): oldest (lowest id) first. */
+static int cmp_send_id(const void *x, const void *y)
+{
+	const struct store_alert_send *a = x, *b = y;
+
+	return (a->id > b->id) - (a->id < b->id);
+}
+
 int store_alert_send_claim(struct store *s, int64_t lease_ms,
 			   struct store_alert_send *out, size_t max,
 			   size_t *n, struct sc_err *err)
@@ -1124,7 +1135,12 @@ int store_alert_send_claim(struct store *s, int64_t lease_ms,
 		return sc_err_set(err, SC_EINVAL, "lease must be positive");
 	if (max == 0)
 		return 0;
-	return s->ops->alert_send_claim(s->impl, lease_ms, out, max, n, err);
+	rc = s->ops->alert_send_claim(s->impl, lease_ms, out, max, n, err);
+	/* As for jobs: a backend picks the oldest due rows, and the order
+	 * store.h promises is made here, once for both. */
+	if (!rc && *n > 1)
+		qsort(out, *n, sizeof(*out), cmp_send_id);
+	return rc;
 }
 
 int store_alert_send_finish(struct store *s, int64_t send_id,

@@ -1654,6 +1654,101 @@ void store_stall_rule(int max_stalls, const struct store_stall *job,
 /* The error_class of both rows a stall writes. */
 #define STORE_STALL_CLASS "stalled"
 
+/*
+ * The rules of store_rule.c, for backends (one place for every backend).
+ *
+ * store_finish_outcome: the ledger outcome an attempt that ends in state
+ * `to` is recorded with when its row names none: DONE "success", READY
+ * "failed" (a retry is scheduled), DEAD "lost". NULL for ACTIVE, where an
+ * attempt runs and none ends: store_job_finish refuses it (SC_EINVAL)
+ * before any backend runs. Static strings.
+ *
+ * store_lease_error: after a write fenced by its own lease token (a job's
+ * heartbeat, finish, release; an alert send's finish) matched nothing,
+ * the backend reads whether the row `what` ("job", "alert send") with
+ * `id` exists and passes it here: SC_ENOENT "no job 5" when it does not,
+ * else SC_ELEASE "OP of job 5 refused: lease lost (token T no longer
+ * current: taken over or finished)". Returns the code it set.
+ *
+ * store_fence_refused: SC_ELEASE for a write refused by the handle's
+ * fence f (struct store_fence above; may be NULL), "OP refused: job N is
+ * no longer held under lease T (taken over or finished); this worker
+ * stops". Returns SC_ELEASE.
+ */
+const char *store_finish_outcome(enum job_state to);
+
+/* SC_ENOENT "no WHAT ID" (what: "job", "alert", "alert send"): the row a
+ * write by id found missing. Returns SC_ENOENT. */
+int store_missing_error(const char *what, int64_t id, struct sc_err *err);
+
+/*
+ * store_alert_raise_rule: what raising alert a (store_alert_raise) at the
+ * store's now_ms writes beyond its row. r->closed_ms: 0 for an OPEN
+ * alert, now_ms for one raised CLOSED (a "recovered" message is closed at
+ * birth). r->supersede: when the raise creates the alert (not when its
+ * key exists already), the slot's older OPEN alerts of the same reason
+ * become CLOSED with closed_ms now_ms, in the same transaction; true for
+ * a lost alert only (a new lost alert of a slot replaces the older open
+ * ones).
+ */
+struct store_raise_rule {
+	int64_t closed_ms;
+	bool supersede;
+};
+void store_alert_raise_rule(const struct store_alert *a, int64_t now_ms,
+			    struct store_raise_rule *r);
+int store_lease_error(const char *what, const char *op, int64_t id,
+		      int64_t lease_token, bool exists, struct sc_err *err);
+int store_fence_refused(const char *op, const struct store_fence *f,
+			struct sc_err *err);
+
+/*
+ * The refusals of a state a transition may not leave, once for every
+ * backend, after the backend's fenced write changed nothing and its read
+ * found the row there (else SC_ENOENT is the backend's, from the read):
+ * store_guard_error, SC_ESTATE "target T of S was already sent (send
+ * guard); it is never sent again", for store_outbox_set_state on a SENT
+ * row (a guard never reopens); store_not_dead_error, SC_ESTATE "job N is
+ * not dead", for store_job_revive of a job in any other state. Each
+ * returns the code it set.
+ */
+int store_guard_error(const char *schedule, const char *target,
+		      struct sc_err *err);
+
+/*
+ * store_ledger_row_kind: how a ledger row of `outcome` is written. A
+ * "missed" (STORE_ROW_MISSED) or "paused" (STORE_ROW_PAUSED) row belongs
+ * to no job: written unfenced, and once per slot (a second one of the
+ * slot is dropped, not an error). Every other row is a job's
+ * (STORE_ROW_FENCED): written under the handle's fence, if one is set.
+ */
+enum store_row_kind {
+	STORE_ROW_FENCED,
+	STORE_ROW_MISSED,
+	STORE_ROW_PAUSED,
+};
+enum store_row_kind store_ledger_row_kind(const char *outcome);
+
+/*
+ * store_lq_shape: the shape of a ledger filter f (store_ledger_query),
+ * for a backend that prepares one statement per shape so its planner
+ * sees only the terms the filter has (issue 15): k = ((has schedule *
+ * STORE_LQ_KINDS + kind) * 2 + open period) * 2 + newest_first, 0 <= k <
+ * STORE_LQ_SHAPES. The kind is the outcome term: none, any outcome
+ * (bound), lost or missed, or one of the outcomes a partial index serves
+ * (acked, missed, skipped, abandoned), which a statement spells as a
+ * literal. store_lq_kind(k) and store_lq_scheduled(k) decode it.
+ */
+enum store_lq_kind {
+	STORE_LQ_ANY, STORE_LQ_OUTCOME, STORE_LQ_LOST, STORE_LQ_ACKED,
+	STORE_LQ_MISSED, STORE_LQ_SKIPPED, STORE_LQ_ABANDONED, STORE_LQ_KINDS
+};
+#define STORE_LQ_SHAPES (2 * STORE_LQ_KINDS * 2 * 2)
+int store_lq_shape(const struct ledger_filter *f);
+#define store_lq_kind(k) ((int)(k) / 4 % STORE_LQ_KINDS)
+#define store_lq_scheduled(k) ((int)(k) / (4 * STORE_LQ_KINDS) != 0)
+int store_not_dead_error(int64_t id, struct sc_err *err);
+
 /* For backends: appends j to dl, or only counts it (n_more) once dl holds
  * STORE_DEAD_MAX. Returns 0 or SC_ENOMEM (dl unchanged). */
 int store_dead_list_push(struct store_dead_list *dl,

@@ -757,11 +757,6 @@ static const char *const *const migrations[SCHEMA_VERSION] = {
 	"pg_try_advisory_xact_lock(" CLAIM_SCHED_SPACE ", hashtext(" t      \
 	".schedule))"
 
-/* The ledger query's filter shapes, as on SQLite: schedule or not (2) x
- * outcome kind (6) x period bounded or open (2) x order (2). */
-#define PG_LQ_KINDS 7
-#define PG_LQ_SHAPES (2 * PG_LQ_KINDS * 2 * 2)
-
 enum stmt {
 	ST_ENQUEUE,
 	ST_JOB_ID,
@@ -790,7 +785,7 @@ enum stmt {
 	ST_LEDGER_APPEND_MANY,
 	/* One per filter shape (pg_lq_sql builds the SQL; no sql[] entry). */
 	ST_LEDGER_QUERY,
-	ST_LEDGER_QUERY_END = ST_LEDGER_QUERY + PG_LQ_SHAPES - 1,
+	ST_LEDGER_QUERY_END = ST_LEDGER_QUERY + STORE_LQ_SHAPES - 1,
 	ST_LEDGER_LOST,
 	ST_SUMMARIES,
 	ST_SUMMARIES_ONE,
@@ -1307,31 +1302,31 @@ static const char *const sql[ST_COUNT] = {
 	[ST_TOKEN_DROP] = "DELETE FROM token_cache WHERE provider = $1",
 	/* $1 schedule, $2 slot, $3 last slot, $4 n_slots, $5 reason,
 	 * $6 generation, $7 status, $8 attempts, $9 error, $10 job id,
-	 * $11 now, $12 note. One statement: the insert (or nothing, when
-	 * the key exists: ON CONFLICT waits for a concurrent raise of it),
-	 * the older open lost alerts of the slot closed (only by a new
-	 * one: id < NULL is never true), the job marked alerted either
-	 * way. Answer: the new id or NULL. Durable: a record nothing would
-	 * write again. */
+	 * $11 now, $12 note, $13 closed_ms, $14 supersede (both of
+	 * store_alert_raise_rule). One statement: the insert (or nothing,
+	 * when the key exists: ON CONFLICT waits for a concurrent raise of
+	 * it), when $14 the older open alerts of the slot and reason closed
+	 * (only by a new one: id < NULL is never true), the job marked
+	 * alerted either way. Answer: the new id or NULL. Durable: a
+	 * record nothing would write again. */
 	[ST_ALERT_RAISE] =
 	"WITH i AS (INSERT INTO alerts (schedule, slot_ms, last_slot_ms,"
 	" n_slots, reason, generation, status, attempts, error_msg, job_id,"
 	" rounds, staged_rounds, created_ms, round_ms, closed_ms, note)"
 	" VALUES ($1::text, $2::bigint, $3::bigint, $4::bigint, $5::text,"
 	" $6::bigint, $7::smallint, $8::integer, $9::text, $10::bigint, 1, 0,"
-	" $11::bigint, $11::bigint, CASE WHEN $7::smallint = 0 THEN 0"
-	" ELSE $11::bigint END, $12::text)"
+	" $11::bigint, $11::bigint, $13::bigint, $12::text)"
 	" ON CONFLICT (schedule, slot_ms, reason, generation) DO NOTHING"
 	" RETURNING id),"
 	" c AS (UPDATE alerts SET status = 3, closed_ms = $11::bigint"
 	" WHERE schedule = $1::text AND slot_ms = $2::bigint"
-	" AND reason = '" ALERT_REASON_LOST "' AND $5::text = '"
-	ALERT_REASON_LOST "' AND status = 0 AND id < (SELECT id FROM i)"
+	" AND reason = $5::text AND $14::boolean"
+	" AND status = 0 AND id < (SELECT id FROM i)"
 	" RETURNING 1),"
 	" j AS (UPDATE jobs SET alerted = 1 WHERE id = $10::bigint"
 	" AND $10::bigint <> 0 RETURNING 1)"
 	" SELECT (SELECT id FROM i), (SELECT count(*) FROM c),"
-	" (SELECT count(*) FROM j), " DURABLE_IF("13"),
+	" (SELECT count(*) FROM j), " DURABLE_IF("15"),
 	[ST_ALERT_ID] =
 	"SELECT id FROM alerts WHERE schedule = $1 AND slot_ms = $2::bigint"
 	" AND reason = $3 AND generation = $4::bigint",
@@ -1568,6 +1563,26 @@ static void arg_fence(struct args *a, const struct store_fence *f)
 		arg_str(a, NULL);
 		arg_str(a, NULL);
 	}
+}
+
+/* The eleven parameters of a ledger row, LEDGER_COLS's order (NULL row:
+ * NULL texts and zeros). */
+static void arg_ledger_row(struct args *a, const struct ledger_row *row)
+{
+	static const struct ledger_row none;
+	const struct ledger_row *r = row ? row : &none;
+
+	arg_str(a, row ? r->schedule : NULL);
+	arg_i64(a, r->slot_ms);
+	arg_i64(a, r->job_id);
+	arg_i64(a, r->attempt);
+	arg_i64(a, r->started_ms);
+	arg_i64(a, r->finished_ms);
+	arg_str(a, row ? r->outcome : NULL);
+	arg_str(a, row ? r->error_class : NULL);
+	arg_str(a, r->error_msg);
+	arg_i64(a, r->retry_hint_ms);
+	arg_str(a, r->details_json);
 }
 
 static int64_t now_ms(const struct pg *p)
@@ -2376,12 +2391,7 @@ static int run_fenced(struct pg *p, enum stmt st, const struct args *a,
 	int64_t n = one ? get_i64(res, 0, 1) : 0;
 	PQclear(res);
 	if (!ok)
-		return sc_err_set(err, SC_ELEASE,
-				  "%s refused: job %" PRId64 " is no longer "
-				  "held under lease %" PRId64 " (taken over or "
-				  "finished); this worker stops",
-				  op, f ? f->job_id : 0,
-				  f ? f->lease_token : 0);
+		return store_fence_refused(op, f, err);
 	if (rows)
 		*rows = n;
 	return 0;
@@ -2424,6 +2434,66 @@ static void get_job(const PGresult *r, int row, struct store_job *j)
 	j->started_ms = get_i64(r, row, 13);
 	j->created_ms = get_i64(r, row, 14);
 	j->manual = PQgetvalue(r, row, 15)[0] == 't';
+}
+
+/* Reads row `row` of r into x, an element zeroed for it; *oom set when
+ * an allocation of it failed (the element counts all the same). */
+typedef void (*row_fn)(const PGresult *r, int row, void *x, bool *oom);
+
+/*
+ * The row loop of every read of many rows: reads up to max rows of res
+ * with read into out[] (elements of size sz), clears res, and returns
+ * how many it read; *oom as read sets it.
+ */
+static size_t fill_rows(PGresult *res, void *out, size_t max, size_t sz,
+			row_fn read, bool *oom)
+{
+	size_t got = (size_t)PQntuples(res);
+
+	if (got > max)
+		got = max;
+	for (size_t i = 0; i < got; i++) {
+		void *x = (char *)out + i * sz;
+		memset(x, 0, sz);
+		read(res, (int)i, x, oom);
+	}
+	PQclear(res);
+	return got;
+}
+
+/*
+ * fill_rows into a new array: *out (NULL when there is no row; the
+ * caller frees it, with dispose when given, else free) and *n. On
+ * SC_ENOMEM both are untouched and what was read is freed.
+ */
+static int take_rows(PGresult *res, size_t sz, row_fn read,
+		     void (*dispose)(void *v, size_t n), void **out,
+		     size_t *n, struct sc_err *err)
+{
+	size_t len = (size_t)PQntuples(res);
+	bool oom = false;
+	void *v = len ? calloc(len, sz) : NULL;
+
+	if (len && !v) {
+		PQclear(res);
+		return sc_err_set(err, SC_ENOMEM, "out of memory");
+	}
+	len = fill_rows(res, v, len, sz, read, &oom);
+	if (oom) {
+		if (dispose)
+			dispose(v, len);
+		else
+			free(v);
+		return sc_err_set(err, SC_ENOMEM, "out of memory");
+	}
+	*out = v;
+	*n = len;
+	return 0;
+}
+
+static void job_row(const PGresult *r, int row, void *x, bool *oom)
+{
+	get_job(r, row, x);
 }
 
 /* ---- open, migrate, close --------------------------------------------- */
@@ -2841,6 +2911,14 @@ done:
 }
 
 /* Every schedule's state in one read (the scheduler's plan). */
+static void sched_last_row(const PGresult *r, int row, void *p, bool *oom)
+{
+	struct store_sched_last *x = p;
+
+	get_str(r, row, 0, x->schedule, sizeof(x->schedule));
+	x->slot_ms = get_i64(r, row, 1);
+}
+
 static int pg_sched_last_all(void *impl, struct store_sched_last **out,
 			     size_t *n, struct sc_err *err)
 {
@@ -2849,23 +2927,8 @@ static int pg_sched_last_all(void *impl, struct store_sched_last **out,
 
 	if (rc)
 		return rc;
-	size_t len = (size_t)PQntuples(res);
-	struct store_sched_last *v = NULL;
-	if (len > 0) {
-		v = malloc(len * sizeof(*v));
-		if (!v) {
-			PQclear(res);
-			return sc_err_set(err, SC_ENOMEM, "out of memory");
-		}
-	}
-	for (size_t i = 0; i < len; i++) {
-		get_str(res, (int)i, 0, v[i].schedule, sizeof(v[i].schedule));
-		v[i].slot_ms = get_i64(res, (int)i, 1);
-	}
-	PQclear(res);
-	*out = v;
-	*n = len;
-	return 0;
+	return take_rows(res, sizeof(**out), sched_last_row, NULL,
+			 (void **)out, n, err);
 }
 
 /* Many states in one statement (so one transaction and one round trip),
@@ -3162,23 +3225,28 @@ static int pg_job_claim(void *impl, const char *worker, int64_t lease_ms,
 	return 0;
 }
 
-/* After a fenced change matched nothing: SC_ENOENT or SC_ELEASE. */
-static int fence_error(struct pg *p, int64_t id, int64_t lease_token,
-		       const char *op, struct sc_err *err)
+/* After a write fenced by lease_token matched nothing: the error of
+ * store_lease_error (SC_ENOENT or SC_ELEASE) for the row `what` id, whose
+ * existence statement `exists` reads. */
+static int lease_error(struct pg *p, enum stmt exists, const char *what,
+		       int64_t id, int64_t lease_token, const char *op,
+		       struct sc_err *err)
 {
 	struct args a = {0};
 	int n = 0;
 	int rc;
 
 	arg_i64(&a, id);
-	rc = run_count(p, ST_JOB_GET, &a, &n, err);
+	rc = run_count(p, exists, &a, &n, err);
 	if (rc)
 		return rc;
-	if (n != 1)
-		return sc_err_set(err, SC_ENOENT, "no job %" PRId64, id);
-	return sc_err_set(err, SC_ELEASE, "%s of job %" PRId64 " refused: "
-			  "lease lost (token %" PRId64 " no longer current: "
-			  "job taken over or finished)", op, id, lease_token);
+	return store_lease_error(what, op, id, lease_token, n == 1, err);
+}
+
+static int fence_error(struct pg *p, int64_t id, int64_t lease_token,
+		       const char *op, struct sc_err *err)
+{
+	return lease_error(p, ST_JOB_GET, "job", id, lease_token, op, err);
 }
 
 static int pg_job_heartbeat(void *impl, int64_t id, int64_t lease_token,
@@ -3198,15 +3266,6 @@ static int pg_job_heartbeat(void *impl, int64_t id, int64_t lease_token,
 		return rc;
 	return rows == 1 ? 0
 			 : fence_error(p, id, lease_token, "heartbeat", err);
-}
-
-static const char *default_outcome(enum job_state st)
-{
-	switch (st) {
-	case JOB_DONE: return LEDGER_SUCCESS;
-	case JOB_READY: return LEDGER_FAILED;
-	default: return LEDGER_LOST;
-	}
 }
 
 /*
@@ -3248,7 +3307,7 @@ static void fill_finish_args(struct pg *p, struct args *a, int64_t id,
 	arg_i64(a, run_at_ms);
 	arg_i64(a, row && row->finished_ms ? row->finished_ms : now_ms(p));
 	arg_str(a, row && row->outcome[0] ? row->outcome
-					  : default_outcome(new_state));
+					  : store_finish_outcome(new_state));
 	arg_str(a, row ? row->error_class : "");
 	arg_str(a, row ? row->error_msg : NULL);
 	arg_i64(a, row ? row->retry_hint_ms : 0);
@@ -3498,7 +3557,7 @@ static int pg_job_revive(void *impl, int64_t id, int budget,
 {
 	struct pg *p = impl;
 	struct args a = {0};
-	struct store_job j;
+	struct args b = {0};
 	int n = 0;
 	int rc;
 
@@ -3509,10 +3568,12 @@ static int pg_job_revive(void *impl, int64_t id, int budget,
 	rc = run_count(p, ST_REVIVE, &a, &n, err);
 	if (rc || n == 1)
 		return rc;
-	rc = pg_job_get(p, id, &j, err);
+	arg_i64(&b, id);
+	rc = run_count(p, ST_JOB_GET, &b, &n, err);
 	if (rc)
 		return rc;
-	return sc_err_set(err, SC_ESTATE, "job %" PRId64 " is not dead", id);
+	return n == 1 ? store_not_dead_error(id, err)
+		      : store_missing_error("job", id, err);
 }
 
 static int pg_job_lease_clamp(void *impl, int64_t lease_ms,
@@ -3592,20 +3653,11 @@ static int pg_ledger_append(void *impl, const struct store_fence *fence,
 	int n = 0;
 	int rc;
 
+	enum store_row_kind kind = store_ledger_row_kind(row->outcome);
+
 	*written = false;
-	arg_str(&a, row->schedule);
-	arg_i64(&a, row->slot_ms);
-	arg_i64(&a, row->job_id);
-	arg_i64(&a, row->attempt);
-	arg_i64(&a, row->started_ms);
-	arg_i64(&a, row->finished_ms);
-	arg_str(&a, row->outcome);
-	arg_str(&a, row->error_class);
-	arg_str(&a, row->error_msg);
-	arg_i64(&a, row->retry_hint_ms);
-	arg_str(&a, row->details_json);
-	if (strcmp(row->outcome, LEDGER_MISSED) != 0 &&
-	    strcmp(row->outcome, LEDGER_PAUSED) != 0) {
+	arg_ledger_row(&a, row);
+	if (kind == STORE_ROW_FENCED) {
 		arg_fence(&a, fence);
 		arg_dur(&a, store_commit_of_rows(row, 1));
 		rc = run_fenced(impl, ST_LEDGER_APPEND, &a, fence,
@@ -3613,8 +3665,8 @@ static int pg_ledger_append(void *impl, const struct store_fence *fence,
 		*written = rc == 0 && rows == 1;
 		return rc;
 	}
-	rc = run_count(impl, strcmp(row->outcome, LEDGER_PAUSED) == 0
-		       ? ST_LEDGER_APPEND_PAUSED : ST_LEDGER_APPEND_MISSED,
+	rc = run_count(impl, kind == STORE_ROW_PAUSED ? ST_LEDGER_APPEND_PAUSED
+						      : ST_LEDGER_APPEND_MISSED,
 		       &a, &n, err);
 	*written = rc == 0 && n == 1;
 	return rc;
@@ -3805,40 +3857,16 @@ static int pg_read_rows(PGresult *res, struct ledger_row **rows,
  * names only the terms its filter has, numbered in order of use (no
  * unused parameter, whose type PostgreSQL could not infer), and spells
  * the outcomes of the partial indexes (acked, missed, skipped,
- * abandoned) as literals, so those indexes apply under a generic plan too. Shape k as
- * on SQLite: ((schedule * 7 + kind) * 2 + open) * 2 + newest_first.
+ * abandoned) as literals, so those indexes apply under a generic plan
+ * too. Shape k as on SQLite (store_lq_shape).
  */
-enum pg_lq_kind { PG_LQ_ANY, PG_LQ_OUTCOME, PG_LQ_LOST, PG_LQ_ACKED,
-		  PG_LQ_MISSED, PG_LQ_SKIPPED, PG_LQ_ABANDONED };
-
-static int pg_lq_shape(const struct ledger_filter *f)
-{
-	int kind = PG_LQ_ANY;
-
-	if (f->lost_or_missed)
-		kind = PG_LQ_LOST;
-	else if (f->outcome && strcmp(f->outcome, LEDGER_ACKED) == 0)
-		kind = PG_LQ_ACKED;
-	else if (f->outcome && strcmp(f->outcome, LEDGER_MISSED) == 0)
-		kind = PG_LQ_MISSED;
-	else if (f->outcome && strcmp(f->outcome, LEDGER_SKIPPED) == 0)
-		kind = PG_LQ_SKIPPED;
-	else if (f->outcome && strcmp(f->outcome, LEDGER_ABANDONED) == 0)
-		kind = PG_LQ_ABANDONED;
-	else if (f->outcome)
-		kind = PG_LQ_OUTCOME;
-	bool open = f->since_ms == INT64_MIN && f->until_ms == INT64_MAX;
-	return (((f->schedule != NULL) * PG_LQ_KINDS + kind) * 2 + open) * 2 +
-	       f->newest_first;
-}
-
 /* The SQL of shape k into buf and, when f is given, its values into a. */
 static void pg_lq_sql(int k, const struct ledger_filter *f, char *buf,
 		      size_t cap, struct args *a)
 {
 	bool desc = k % 2, open = k / 2 % 2;
-	int kind = k / 4 % PG_LQ_KINDS;
-	bool sched = k / (4 * PG_LQ_KINDS);
+	int kind = store_lq_kind(k);
+	bool sched = store_lq_scheduled(k);
 	int n = 0;
 	size_t len = (size_t)snprintf(buf, cap, "SELECT id, " LEDGER_COLS
 				      " FROM ledger WHERE true");
@@ -3860,8 +3888,8 @@ static void pg_lq_sql(int k, const struct ledger_filter *f, char *buf,
 			arg_i64(a, f->until_ms);
 		}
 	}
-	if (kind == PG_LQ_OUTCOME || kind == PG_LQ_LOST) {
-		if (kind == PG_LQ_LOST)
+	if (kind == STORE_LQ_OUTCOME || kind == STORE_LQ_LOST) {
+		if (kind == STORE_LQ_LOST)
 			PG_LQ_ADD(" AND outcome IN ('" LEDGER_LOST "', '"
 				  LEDGER_MISSED "') AND ($%d::text IS NULL OR "
 				  "outcome = $%d::text)", n + 1, n + 1);
@@ -3870,13 +3898,13 @@ static void pg_lq_sql(int k, const struct ledger_filter *f, char *buf,
 		n++;
 		if (f)
 			arg_str(a, f->outcome);
-	} else if (kind == PG_LQ_ACKED) {
+	} else if (kind == STORE_LQ_ACKED) {
 		PG_LQ_ADD(" AND outcome = '" LEDGER_ACKED "'");
-	} else if (kind == PG_LQ_MISSED) {
+	} else if (kind == STORE_LQ_MISSED) {
 		PG_LQ_ADD(" AND outcome = '" LEDGER_MISSED "'");
-	} else if (kind == PG_LQ_SKIPPED) {
+	} else if (kind == STORE_LQ_SKIPPED) {
 		PG_LQ_ADD(" AND outcome = '" LEDGER_SKIPPED "'");
-	} else if (kind == PG_LQ_ABANDONED) {
+	} else if (kind == STORE_LQ_ABANDONED) {
 		PG_LQ_ADD(" AND outcome = '" LEDGER_ABANDONED "'");
 	}
 	/* LIMIT NULL is no limit. */
@@ -3898,7 +3926,7 @@ static int pg_ledger_query(void *impl, const struct ledger_filter *f,
 	struct args a = {0};
 	PGresult *res;
 	char text[640];
-	int k = pg_lq_shape(f);
+	int k = store_lq_shape(f);
 	int rc;
 
 	*rows = NULL;
@@ -3924,6 +3952,27 @@ static int pg_ledger_lost(void *impl, const struct ledger_filter *f,
 	return rc ? rc : pg_read_rows(res, rows, recovered_ms, n, err);
 }
 
+static void summary_row(const PGresult *r, int row, void *p, bool *oom)
+{
+	struct store_sched_summary *x = p;
+
+	get_str(r, row, 0, x->schedule, sizeof(x->schedule));
+	x->counts.ready_due = get_i64(r, row, 1);
+	x->counts.delayed = get_i64(r, row, 2);
+	x->counts.active = get_i64(r, row, 3);
+	x->counts.dead = get_i64(r, row, 4);
+	x->counts.done = get_i64(r, row, 5) - x->counts.ready_due -
+			 x->counts.delayed - x->counts.active - x->counts.dead;
+	x->has_last = !PQgetisnull(r, row, 6);
+	if (x->has_last)
+		pg_read_row(r, row, 6, &x->last, oom);
+}
+
+static void summaries_free(void *v, size_t n)
+{
+	store_sched_summaries_free(v, n);
+}
+
 static int pg_sched_summaries(void *impl, const char *schedule,
 			      struct store_sched_summary **out, size_t *n,
 			      struct sc_err *err)
@@ -3931,7 +3980,6 @@ static int pg_sched_summaries(void *impl, const char *schedule,
 	struct pg *p = impl;
 	struct args a = {0};
 	PGresult *res;
-	bool oom = false;
 	int rc;
 
 	arg_i64(&a, now_ms(p));
@@ -3940,32 +3988,18 @@ static int pg_sched_summaries(void *impl, const char *schedule,
 	rc = run(p, schedule ? ST_SUMMARIES_ONE : ST_SUMMARIES, &a, &res, err);
 	if (rc)
 		return rc;
-	size_t got = (size_t)PQntuples(res);
-	struct store_sched_summary *v = got ? calloc(got, sizeof(*v)) : NULL;
-	oom = got && !v;
-	for (size_t i = 0; !oom && i < got; i++) {
-		struct store_sched_summary *x = &v[i];
-		int row = (int)i;
-		get_str(res, row, 0, x->schedule, sizeof(x->schedule));
-		x->counts.ready_due = get_i64(res, row, 1);
-		x->counts.delayed = get_i64(res, row, 2);
-		x->counts.active = get_i64(res, row, 3);
-		x->counts.dead = get_i64(res, row, 4);
-		x->counts.done = get_i64(res, row, 5) - x->counts.ready_due -
-				 x->counts.delayed - x->counts.active -
-				 x->counts.dead;
-		x->has_last = !PQgetisnull(res, row, 6);
-		if (x->has_last)
-			pg_read_row(res, row, 6, &x->last, &oom);
-	}
-	PQclear(res);
-	if (oom) {
-		store_sched_summaries_free(v, got);
-		return sc_err_set(err, SC_ENOMEM, "out of memory");
-	}
-	*out = v;
-	*n = got;
-	return 0;
+	return take_rows(res, sizeof(**out), summary_row, summaries_free,
+			 (void **)out, n, err);
+}
+
+static void last_ok_row(const PGresult *r, int row, void *p, bool *oom)
+{
+	struct store_last_ok *x = p;
+
+	get_str(r, row, 0, x->schedule, sizeof(x->schedule));
+	x->id = get_i64(r, row, 1);
+	x->slot_ms = get_i64(r, row, 2);
+	x->finished_ms = get_i64(r, row, 3);
 }
 
 static int pg_last_successes(void *impl, struct store_last_ok **out,
@@ -3977,23 +4011,8 @@ static int pg_last_successes(void *impl, struct store_last_ok **out,
 
 	if (rc)
 		return rc;
-	size_t got = (size_t)PQntuples(res);
-	struct store_last_ok *v = got ? calloc(got, sizeof(*v)) : NULL;
-	if (got && !v) {
-		PQclear(res);
-		return sc_err_set(err, SC_ENOMEM, "out of memory");
-	}
-	for (size_t i = 0; i < got; i++) {
-		int row = (int)i;
-		get_str(res, row, 0, v[i].schedule, sizeof(v[i].schedule));
-		v[i].id = get_i64(res, row, 1);
-		v[i].slot_ms = get_i64(res, row, 2);
-		v[i].finished_ms = get_i64(res, row, 3);
-	}
-	PQclear(res);
-	*out = v;
-	*n = got;
-	return 0;
+	return take_rows(res, sizeof(**out), last_ok_row, NULL, (void **)out,
+			 n, err);
 }
 
 /* ---- outbox, guards, markers ------------------------------------------- */
@@ -4094,8 +4113,7 @@ static int pg_outbox_set_state(void *impl, const struct store_fence *fence,
 	if (rc)
 		return rc;
 	sc_free(e.body);
-	return sc_err_set(err, SC_ESTATE, "outbox: already sent; a send "
-			  "guard never reopens");
+	return store_guard_error(schedule, target, err);
 }
 
 static int pg_outbox_mark_unknown(void *impl, const struct store_fence *fence,
@@ -4179,6 +4197,15 @@ static int pg_slot_look(void *impl, const char *schedule, int64_t slot_ms,
 	return rc;
 }
 
+static void outbox_row(const PGresult *r, int row, void *p, bool *oom)
+{
+	struct store_outbox_row *x = p;
+
+	get_str(r, row, 0, x->target, sizeof(x->target));
+	x->state = (enum send_state)get_i64(r, row, 1);
+	x->n_tries = (int)get_i64(r, row, 2);
+}
+
 static int pg_outbox_list(void *impl, const char *schedule, int64_t slot_ms,
 			  struct store_outbox_row **out, size_t *n,
 			  struct sc_err *err)
@@ -4191,21 +4218,8 @@ static int pg_outbox_list(void *impl, const char *schedule, int64_t slot_ms,
 	rc = run(impl, ST_OUTBOX_LIST, &a, &res, err);
 	if (rc)
 		return rc;
-	size_t len = (size_t)PQntuples(res);
-	struct store_outbox_row *v = NULL;
-	if (len > 0 && !(v = calloc(len, sizeof(*v)))) {
-		PQclear(res);
-		return sc_err_set(err, SC_ENOMEM, "out of memory");
-	}
-	for (size_t i = 0; i < len; i++) {
-		get_str(res, (int)i, 0, v[i].target, sizeof(v[i].target));
-		v[i].state = (enum send_state)get_i64(res, (int)i, 1);
-		v[i].n_tries = (int)get_i64(res, (int)i, 2);
-	}
-	PQclear(res);
-	*out = v;
-	*n = len;
-	return 0;
+	return take_rows(res, sizeof(**out), outbox_row, NULL, (void **)out,
+			 n, err);
 }
 
 static int pg_outbox_abandon(void *impl, const struct store_fence *fence,
@@ -4220,17 +4234,7 @@ static int pg_outbox_abandon(void *impl, const struct store_fence *fence,
 
 	arg_slot_target(&a, schedule, slot_ms, target);
 	arg_i64(&a, (int64_t)from);
-	arg_str(&a, row->schedule);
-	arg_i64(&a, row->slot_ms);
-	arg_i64(&a, row->job_id);
-	arg_i64(&a, row->attempt);
-	arg_i64(&a, row->started_ms);
-	arg_i64(&a, row->finished_ms);
-	arg_str(&a, row->outcome);
-	arg_str(&a, row->error_class);
-	arg_str(&a, row->error_msg);
-	arg_i64(&a, row->retry_hint_ms);
-	arg_str(&a, row->details_json);
+	arg_ledger_row(&a, row);
 	arg_fence(&a, fence);
 	arg_dur(&a, STORE_COMMIT_ABANDON);
 	rc = run_fenced(impl, ST_OUTBOX_ABANDON, &a, fence, "outbox abandon",
@@ -4386,6 +4390,11 @@ static int pg_pause_get(void *impl, const char *schedule,
 	return 0;
 }
 
+static void pause_row(const PGresult *r, int row, void *x, bool *oom)
+{
+	read_pause(r, row, x);
+}
+
 static int pg_pause_all(void *impl, struct store_pause **out, size_t *n,
 			struct sc_err *err)
 {
@@ -4394,21 +4403,8 @@ static int pg_pause_all(void *impl, struct store_pause **out, size_t *n,
 
 	if (rc)
 		return rc;
-	size_t len = (size_t)PQntuples(res);
-	struct store_pause *v = NULL;
-	if (len > 0) {
-		v = malloc(len * sizeof(*v));
-		if (!v) {
-			PQclear(res);
-			return sc_err_set(err, SC_ENOMEM, "out of memory");
-		}
-	}
-	for (size_t i = 0; i < len; i++)
-		read_pause(res, (int)i, &v[i]);
-	PQclear(res);
-	*out = v;
-	*n = len;
-	return 0;
+	return take_rows(res, sizeof(**out), pause_row, NULL, (void **)out, n,
+			 err);
 }
 
 static int pg_node_beat(void *impl, const struct store_node *n,
@@ -4439,6 +4435,21 @@ static int pg_node_leave(void *impl, const char *id, struct sc_err *err)
 	return run_n(impl, ST_NODE_LEAVE, &a, NULL, err);
 }
 
+static void node_row(const PGresult *r, int row, void *p, bool *oom)
+{
+	struct store_node *x = p;
+
+	get_str(r, row, 0, x->id, sizeof(x->id));
+	get_str(r, row, 1, x->host, sizeof(x->host));
+	x->pid = get_i64(r, row, 2);
+	get_str(r, row, 3, x->version, sizeof(x->version));
+	get_str(r, row, 4, x->config_digest, sizeof(x->config_digest));
+	x->started_ms = get_i64(r, row, 5);
+	x->seen_ms = get_i64(r, row, 6);
+	x->has_clock_offset = !PQgetisnull(r, row, 7);
+	x->clock_offset_ms = get_i64(r, row, 7);
+}
+
 static int pg_nodes(void *impl, struct store_node **out, size_t *n,
 		    struct sc_err *err)
 {
@@ -4447,29 +4458,8 @@ static int pg_nodes(void *impl, struct store_node **out, size_t *n,
 
 	if (rc)
 		return rc;
-	size_t len = (size_t)PQntuples(res);
-	struct store_node *v = NULL;
-	if (len > 0 && !(v = calloc(len, sizeof(*v)))) {
-		PQclear(res);
-		return sc_err_set(err, SC_ENOMEM, "out of memory");
-	}
-	for (size_t i = 0; i < len; i++) {
-		int row = (int)i;
-		get_str(res, row, 0, v[i].id, sizeof(v[i].id));
-		get_str(res, row, 1, v[i].host, sizeof(v[i].host));
-		v[i].pid = get_i64(res, row, 2);
-		get_str(res, row, 3, v[i].version, sizeof(v[i].version));
-		get_str(res, row, 4, v[i].config_digest,
-			sizeof(v[i].config_digest));
-		v[i].started_ms = get_i64(res, row, 5);
-		v[i].seen_ms = get_i64(res, row, 6);
-		v[i].has_clock_offset = !PQgetisnull(res, row, 7);
-		v[i].clock_offset_ms = get_i64(res, row, 7);
-	}
-	PQclear(res);
-	*out = v;
-	*n = len;
-	return 0;
+	return take_rows(res, sizeof(**out), node_row, NULL, (void **)out, n,
+			 err);
 }
 
 /* ---- the crons in force (issue 43) ------------------------------------- */
@@ -4525,6 +4515,17 @@ static int pg_cron_note_many(void *impl, const struct store_cron_note *v,
 	return rc;
 }
 
+static void cron_row(const PGresult *r, int row, void *p, bool *oom)
+{
+	struct store_cron *x = p;
+
+	get_str(r, row, 0, x->schedule, sizeof(x->schedule));
+	x->from_ms = get_i64(r, row, 1);
+	get_str(r, row, 2, x->cron, sizeof(x->cron));
+	get_str(r, row, 3, x->tz, sizeof(x->tz));
+	x->recorded_ms = get_i64(r, row, 4);
+}
+
 static int pg_cron_history(void *impl, const char *schedule,
 			   struct store_cron **out, size_t *n,
 			   struct sc_err *err)
@@ -4537,24 +4538,8 @@ static int pg_cron_history(void *impl, const char *schedule,
 	rc = run(impl, ST_CRON_HISTORY, &a, &res, err);
 	if (rc)
 		return rc;
-	size_t len = (size_t)PQntuples(res);
-	struct store_cron *v = NULL;
-	if (len > 0 && !(v = calloc(len, sizeof(*v)))) {
-		PQclear(res);
-		return sc_err_set(err, SC_ENOMEM, "out of memory");
-	}
-	for (size_t i = 0; i < len; i++) {
-		int row = (int)i;
-		get_str(res, row, 0, v[i].schedule, sizeof(v[i].schedule));
-		v[i].from_ms = get_i64(res, row, 1);
-		get_str(res, row, 2, v[i].cron, sizeof(v[i].cron));
-		get_str(res, row, 3, v[i].tz, sizeof(v[i].tz));
-		v[i].recorded_ms = get_i64(res, row, 4);
-	}
-	PQclear(res);
-	*out = v;
-	*n = len;
-	return 0;
+	return take_rows(res, sizeof(**out), cron_row, NULL, (void **)out, n,
+			 err);
 }
 
 /* ---- leases, retention (issue 15) ------------------------------------- */
@@ -4856,9 +4841,12 @@ static int alert_raise_run(struct pg *p, const struct store_alert *al,
 			   bool *created, int64_t *id, struct sc_err *err)
 {
 	struct args a = {0};
+	struct store_raise_rule rule;
+	int64_t now = now_ms(p);
 	PGresult *res;
 	int rc;
 
+	store_alert_raise_rule(al, now, &rule);
 	arg_slot(&a, al->schedule, al->slot_ms);
 	arg_i64(&a, al->last_slot_ms);
 	arg_i64(&a, al->n_slots);
@@ -4868,8 +4856,10 @@ static int alert_raise_run(struct pg *p, const struct store_alert *al,
 	arg_i64(&a, al->attempts);
 	arg_str(&a, al->error_msg);
 	arg_i64(&a, al->job_id);
-	arg_i64(&a, now_ms(p));
+	arg_i64(&a, now);
 	arg_str(&a, al->note);
+	arg_i64(&a, rule.closed_ms);
+	arg_bool(&a, rule.supersede);
 	arg_dur(&a, STORE_COMMIT_ALERT_RAISE);
 	rc = run(p, ST_ALERT_RAISE, &a, &res, err);
 	if (rc)
@@ -4900,32 +4890,30 @@ static int pg_alert_raise(void *impl, const struct store_alert *a,
 	return alert_raise_run(impl, a, created, id, err);
 }
 
+static void dead_row(const PGresult *r, int row, void *p, bool *oom)
+{
+	struct store_dead_job *d = p;
+
+	d->job_id = get_i64(r, row, 0);
+	get_str(r, row, 1, d->schedule, sizeof(d->schedule));
+	d->slot_ms = get_i64(r, row, 2);
+	d->attempt = (int)get_i64(r, row, 3);
+	get_str(r, row, 4, d->error_msg, sizeof(d->error_msg));
+}
+
 static int pg_alert_dead_unalerted(void *impl, struct store_dead_job *out,
 				   size_t max, size_t *n, struct sc_err *err)
 {
 	struct args a = {0};
 	PGresult *res;
+	bool oom = false;
 	int rc;
 
 	arg_i64(&a, max > INT32_MAX ? INT32_MAX : (int64_t)max);
 	rc = run(impl, ST_DEAD_UNALERTED, &a, &res, err);
 	if (rc)
 		return rc;
-	size_t got = (size_t)PQntuples(res);
-	if (got > max)
-		got = max;
-	for (size_t i = 0; i < got; i++) {
-		struct store_dead_job *d = &out[i];
-		int row = (int)i;
-		memset(d, 0, sizeof(*d));
-		d->job_id = get_i64(res, row, 0);
-		get_str(res, row, 1, d->schedule, sizeof(d->schedule));
-		d->slot_ms = get_i64(res, row, 2);
-		d->attempt = (int)get_i64(res, row, 3);
-		get_str(res, row, 4, d->error_msg, sizeof(d->error_msg));
-	}
-	PQclear(res);
-	*n = got;
+	*n = fill_rows(res, out, max, sizeof(*out), dead_row, &oom);
 	return 0;
 }
 
@@ -4949,6 +4937,11 @@ static void get_alert(const PGresult *r, int row, struct store_alert *a)
 	a->round_ms = get_i64(r, row, 14);
 	a->closed_ms = get_i64(r, row, 15);
 	get_str(r, row, 16, a->note, sizeof(a->note));
+}
+
+static void alert_row(const PGresult *r, int row, void *x, bool *oom)
+{
+	get_alert(r, row, x);
 }
 
 static int pg_alert_list(void *impl, const struct alert_filter *f,
@@ -4975,22 +4968,8 @@ static int pg_alert_list(void *impl, const struct alert_filter *f,
 	rc = run(impl, ST_ALERT_LIST, &a, &res, err);
 	if (rc)
 		return rc;
-	size_t got = (size_t)PQntuples(res);
-	if (got == 0) {
-		PQclear(res);
-		return 0;
-	}
-	struct store_alert *v = calloc(got, sizeof(*v));
-	if (!v) {
-		PQclear(res);
-		return sc_err_set(err, SC_ENOMEM, "out of memory");
-	}
-	for (size_t i = 0; i < got; i++)
-		get_alert(res, (int)i, &v[i]);
-	PQclear(res);
-	*out = v;
-	*n = got;
-	return 0;
+	return take_rows(res, sizeof(**out), alert_row, NULL, (void **)out, n,
+			 err);
 }
 
 /* Appends row unfenced inside the caller's transaction. */
@@ -4999,17 +4978,7 @@ static int ledger_row_run(struct pg *p, const struct ledger_row *row,
 {
 	struct args a = {0};
 
-	arg_str(&a, row->schedule);
-	arg_i64(&a, row->slot_ms);
-	arg_i64(&a, row->job_id);
-	arg_i64(&a, row->attempt);
-	arg_i64(&a, row->started_ms);
-	arg_i64(&a, row->finished_ms);
-	arg_str(&a, row->outcome);
-	arg_str(&a, row->error_class);
-	arg_str(&a, row->error_msg);
-	arg_i64(&a, row->retry_hint_ms);
-	arg_str(&a, row->details_json);
+	arg_ledger_row(&a, row);
 	arg_fence(&a, NULL);
 	arg_dur(&a, store_commit_of_rows(row, 1));
 	return run_fenced(p, ST_LEDGER_APPEND, &a, NULL, "ledger row", NULL,
@@ -5052,7 +5021,7 @@ static int pg_alert_close(void *impl, int64_t id, enum alert_status to,
 		arg_i64(&b, id);
 		rc = run_count(p, ST_ALERT_EXISTS, &b, &n, err);
 		if (!rc && n != 1)
-			rc = sc_err_set(err, SC_ENOENT, "no alert %" PRId64, id);
+			rc = store_missing_error("alert", id, err);
 		goto rollback; /* nothing was written */
 	}
 	if (then)
@@ -5118,7 +5087,7 @@ static int pg_alert_stage(void *impl, int64_t id, int round,
 		return rc;
 	bool found = get_i64(res, 0, 0) == 1;
 	PQclear(res);
-	return found ? 0 : sc_err_set(err, SC_ENOENT, "no alert %" PRId64, id);
+	return found ? 0 : store_missing_error("alert", id, err);
 }
 
 /* Fills s from a row selected with SEND_COLS; body only when wanted. */
@@ -5145,11 +5114,19 @@ static void get_send(const PGresult *r, int row, struct store_alert_send *s,
 	s->alert_created_ms = get_i64(r, row, 15);
 }
 
-static int cmp_send_id(const void *x, const void *y)
+static void send_body_row(const PGresult *r, int row, void *x, bool *oom)
 {
-	const struct store_alert_send *a = x, *b = y;
+	get_send(r, row, x, true, oom);
+}
 
-	return (a->id > b->id) - (a->id < b->id);
+static void send_row(const PGresult *r, int row, void *x, bool *oom)
+{
+	get_send(r, row, x, false, oom);
+}
+
+static void sends_free(void *v, size_t n)
+{
+	store_alert_sends_free(v, n);
 }
 
 static int pg_alert_send_claim(void *impl, int64_t lease_ms,
@@ -5169,12 +5146,8 @@ static int pg_alert_send_claim(void *impl, int64_t lease_ms,
 	rc = run(p, ST_SEND_CLAIM, &a, &res, err);
 	if (rc)
 		return rc;
-	size_t got = (size_t)PQntuples(res);
-	if (got > max)
-		got = max;
-	for (size_t i = 0; i < got; i++)
-		get_send(res, (int)i, &out[i], true, &oom);
-	PQclear(res);
+	size_t got = fill_rows(res, out, max, sizeof(*out), send_body_row,
+			       &oom);
 	if (oom) {
 		/* The rows are claimed all the same: their leases expire
 		 * and the next claim takes them, reported UNKNOWN. */
@@ -5182,8 +5155,6 @@ static int pg_alert_send_claim(void *impl, int64_t lease_ms,
 			store_alert_send_dispose(&out[i]);
 		return sc_err_set(err, SC_ENOMEM, "out of memory");
 	}
-	/* RETURNING has no order: oldest first, as store.h says. */
-	qsort(out, got, sizeof(*out), cmp_send_id);
 	*n = got;
 	return 0;
 }
@@ -5197,7 +5168,6 @@ static int pg_alert_send_finish(void *impl, int64_t send_id,
 	struct pg *p = impl;
 	struct args a = {0};
 	PGresult *res;
-	int n = 0;
 	int rc;
 
 	arg_i64(&a, send_id);
@@ -5206,17 +5176,7 @@ static int pg_alert_send_finish(void *impl, int64_t send_id,
 	arg_i64(&a, next_try_ms);
 	arg_str(&a, last_error);
 	arg_i64(&a, now_ms(p));
-	arg_str(&a, row ? row->schedule : NULL);
-	arg_i64(&a, row ? row->slot_ms : 0);
-	arg_i64(&a, row ? row->job_id : 0);
-	arg_i64(&a, row ? row->attempt : 0);
-	arg_i64(&a, row ? row->started_ms : 0);
-	arg_i64(&a, row ? row->finished_ms : 0);
-	arg_str(&a, row ? row->outcome : NULL);
-	arg_str(&a, row ? row->error_class : NULL);
-	arg_str(&a, row ? row->error_msg : NULL);
-	arg_i64(&a, row ? row->retry_hint_ms : 0);
-	arg_str(&a, row ? row->details_json : NULL);
+	arg_ledger_row(&a, row);
 	arg_dur(&a, store_commit_of_alert_send(state));
 	rc = run(p, ST_SEND_FINISH, &a, &res, err);
 	if (rc)
@@ -5225,17 +5185,8 @@ static int pg_alert_send_finish(void *impl, int64_t send_id,
 	PQclear(res);
 	if (done)
 		return 0;
-	struct args b = {0};
-	arg_i64(&b, send_id);
-	rc = run_count(p, ST_SEND_EXISTS, &b, &n, err);
-	if (rc)
-		return rc;
-	if (n != 1)
-		return sc_err_set(err, SC_ENOENT, "no alert send %" PRId64,
-				  send_id);
-	return sc_err_set(err, SC_ELEASE, "alert send %" PRId64 " refused: "
-			  "lease %" PRId64 " is no longer current (another "
-			  "claim took it)", send_id, lease_token);
+	return lease_error(p, ST_SEND_EXISTS, "alert send", send_id,
+			   lease_token, "finish", err);
 }
 
 static int pg_alert_sends(void *impl, int64_t alert_id,
@@ -5244,29 +5195,14 @@ static int pg_alert_sends(void *impl, int64_t alert_id,
 {
 	struct args a = {0};
 	PGresult *res;
-	bool oom = false;
 	int rc;
 
 	arg_i64(&a, alert_id);
 	rc = run(impl, ST_ALERT_SENDS, &a, &res, err);
 	if (rc)
 		return rc;
-	size_t got = (size_t)PQntuples(res);
-	if (got == 0) {
-		PQclear(res);
-		return 0;
-	}
-	struct store_alert_send *v = calloc(got, sizeof(*v));
-	if (!v) {
-		PQclear(res);
-		return sc_err_set(err, SC_ENOMEM, "out of memory");
-	}
-	for (size_t i = 0; i < got; i++)
-		get_send(res, (int)i, &v[i], false, &oom);
-	PQclear(res);
-	*out = v;
-	*n = got;
-	return 0;
+	return take_rows(res, sizeof(**out), send_row, sends_free,
+			 (void **)out, n, err);
 }
 
 /* ---- timing checks ----------------------------------------------------- */
@@ -5285,14 +5221,18 @@ static int sla_jobs(struct pg *p, enum stmt st, int64_t before,
 	arg_i64(&a, max > INT32_MAX ? INT32_MAX : (int64_t)max);
 	if ((rc = run(p, st, &a, &res, err)) != 0)
 		return rc;
-	size_t got = (size_t)PQntuples(res);
-	if (got > max)
-		got = max;
-	for (size_t i = 0; i < got; i++)
-		get_job(res, (int)i, &out[i]);
-	PQclear(res);
-	*n = got;
+	bool oom = false;
+	*n = fill_rows(res, out, max, sizeof(*out), job_row, &oom);
 	return 0;
+}
+
+static void sla_last_row(const PGresult *r, int row, void *p, bool *oom)
+{
+	struct store_sla_last *l = p;
+
+	get_str(r, row, 0, l->schedule, sizeof(l->schedule));
+	l->delivered_ms = get_i64(r, row, 1);
+	l->first_ms = get_i64(r, row, 2);
 }
 
 static int pg_sla_scan(void *impl, int64_t ready_before_ms,
@@ -5314,18 +5254,9 @@ static int pg_sla_scan(void *impl, int64_t ready_before_ms,
 					    : (int64_t)x->max_last);
 	if ((rc = run(p, ST_SLA_LAST, &a, &res, err)) != 0)
 		return rc;
-	size_t got = (size_t)PQntuples(res);
-	if (got > x->max_last)
-		got = x->max_last;
-	for (size_t i = 0; i < got; i++) {
-		struct store_sla_last *l = &x->last[i];
-		memset(l, 0, sizeof(*l));
-		get_str(res, (int)i, 0, l->schedule, sizeof(l->schedule));
-		l->delivered_ms = get_i64(res, (int)i, 1);
-		l->first_ms = get_i64(res, (int)i, 2);
-	}
-	PQclear(res);
-	x->n_last = got;
+	bool oom = false;
+	x->n_last = fill_rows(res, x->last, x->max_last, sizeof(*x->last),
+			      sla_last_row, &oom);
 	return 0;
 }
 

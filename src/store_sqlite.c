@@ -667,10 +667,7 @@ static const char *const migrations[SCHEMA_VERSION] = {
 	"FROM jobs WHERE state = 1" filter ") GROUP BY schedule "            \
 	"ORDER BY schedule"
 
-/* The ledger query's filter shapes: schedule or not (2) x outcome kind
- * (LQ_KINDS) x period bounded or open (2) x order (2). */
-#define LQ_KINDS 7
-#define LQ_SHAPES (2 * LQ_KINDS * 2 * 2)
+/* The ledger query's filter shapes (store_lq_shape). */
 #define LQ_SQL_MAX 1024
 
 enum stmt_id {
@@ -701,7 +698,7 @@ enum stmt_id {
 	/* One statement per filter shape (lq_shape): its SQL is built by
 	 * lq_sql, not listed in stmt_sql. */
 	ST_LEDGER_QUERY,
-	ST_LEDGER_QUERY_END = ST_LEDGER_QUERY + LQ_SHAPES - 1,
+	ST_LEDGER_QUERY_END = ST_LEDGER_QUERY + STORE_LQ_SHAPES - 1,
 	ST_LEDGER_LOST,
 	ST_LEDGER_LOST_ONE,
 	ST_SUM_LAST,
@@ -1035,21 +1032,22 @@ static const char *const stmt_sql[N_STMT] = {
 		"expires_ms = excluded.expires_ms, "
 		"updated_ms = excluded.updated_ms",
 	[ST_TOKEN_DROP] = "DELETE FROM token_cache WHERE provider = ?1",
-	/* ?11 now; a CLOSED ("recovered") alert is closed at birth. */
+	/* ?11 now, ?13 closed_ms (store_alert_raise_rule). */
 	[ST_ALERT_INSERT] =
 		"INSERT INTO alerts(schedule, slot_ms, last_slot_ms, n_slots, "
 		"reason, generation, status, attempts, error_msg, job_id, "
 		"rounds, staged_rounds, created_ms, round_ms, closed_ms, note) "
 		"VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 1, 0, ?11, "
-		"?11, CASE WHEN ?7 = 0 THEN 0 ELSE ?11 END, ?12) "
+		"?11, ?13, ?12) "
 		"ON CONFLICT (schedule, slot_ms, reason, generation) DO NOTHING",
 	[ST_ALERT_ID_OF] =
 		"SELECT id FROM alerts WHERE schedule = ?1 AND slot_ms = ?2 "
 		"AND reason = ?3 AND generation = ?4",
-	/* A new lost alert of a slot replaces the older open ones. */
+	/* The older open alerts of the slot and reason ?5, closed when
+	 * store_alert_raise_rule says a new one supersedes them. */
 	[ST_ALERT_SUPERSEDE] =
 		"UPDATE alerts SET status = 3, closed_ms = ?4 "
-		"WHERE schedule = ?1 AND slot_ms = ?2 AND reason = 'lost' AND "
+		"WHERE schedule = ?1 AND slot_ms = ?2 AND reason = ?5 AND "
 		"status = 0 AND id < ?3",
 	[ST_JOB_ALERTED] = "UPDATE jobs SET alerted = 1 WHERE id = ?1",
 	[ST_DEAD_UNALERTED] =
@@ -1812,6 +1810,114 @@ static void read_job(sqlite3_stmt *st, struct store_job *j)
 	j->manual = sqlite3_column_int(st, 15) != 0;
 }
 
+/*
+ * Reads one row of st into x, an element zeroed for it; false skips the
+ * row (x is reused). *oom set when an allocation of the row failed (the
+ * element counts, so the caller's free sees what it holds).
+ */
+typedef bool (*row_fn)(sqlite3_stmt *st, void *x, bool *oom);
+
+/* Grows *v (of *cap elements of size sz) to hold one more than len;
+ * false when out of memory. */
+static bool grow(void **v, size_t len, size_t *cap, size_t sz)
+{
+	if (len < *cap)
+		return true;
+	size_t ncap = *cap ? *cap * 2 : 16;
+	void *nv = realloc(*v, ncap * sz);
+	if (!nv)
+		return false;
+	*v = nv;
+	*cap = ncap;
+	return true;
+}
+
+/* The elements a row loop reads into. */
+struct rows {
+	void *v;
+	size_t len;   /* elements read */
+	size_t cap;   /* room in v */
+	size_t sz;    /* of one element */
+	bool fixed;   /* v is the caller's array of cap: stop when full */
+};
+
+/*
+ * The row loop of every read of many rows: steps st (bound) and reads
+ * each row with read into the next element of r, grown unless fixed.
+ * r->len counts the elements read, also on failure (the caller frees
+ * them). Resets st. 0, SC_ENOMEM, or the step's error (`op` names it).
+ */
+static int step_rows(struct sq *q, sqlite3_stmt *st, struct rows *r,
+		     row_fn read, const char *op, struct sc_err *err)
+{
+	bool oom = false;
+	int rc = SQLITE_DONE;
+
+	while (!oom && (!r->fixed || r->len < r->cap) &&
+	       (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (!r->fixed && !grow(&r->v, r->len, &r->cap, r->sz)) {
+			oom = true;
+			break;
+		}
+		void *x = (char *)r->v + r->len * r->sz;
+		memset(x, 0, r->sz);
+		if (read(st, x, &oom))
+			r->len++;
+	}
+	if (oom)
+		rc = sc_err_set(err, SC_ENOMEM, "out of memory");
+	else
+		rc = rc == SQLITE_DONE || rc == SQLITE_ROW
+			     ? 0 : db_fail(q, rc, op, err);
+	unprep(st);
+	return rc;
+}
+
+/*
+ * step_rows into a new array: *out (NULL when there is no row; the
+ * caller frees it, with dispose when given, else free) and *n. On
+ * failure both are untouched and what was read is freed (dispose).
+ */
+static int list_rows(struct sq *q, sqlite3_stmt *st, size_t sz, row_fn read,
+		     void (*dispose)(void *v, size_t n), const char *op,
+		     void **out, size_t *n, struct sc_err *err)
+{
+	struct rows r = {.sz = sz};
+	int rc = step_rows(q, st, &r, read, op, err);
+
+	if (rc || !r.len) {
+		if (dispose)
+			dispose(r.v, r.len);
+		else
+			free(r.v);
+		r.v = NULL;
+		if (rc)
+			return rc;
+	}
+	*out = r.v;
+	*n = r.len;
+	return 0;
+}
+
+/* step_rows into the caller's out[0..max): *n the rows read, also on
+ * failure (what they hold is the caller's to free). */
+static int fill_rows(struct sq *q, sqlite3_stmt *st, void *out, size_t max,
+		     size_t sz, row_fn read, const char *op, size_t *n,
+		     struct sc_err *err)
+{
+	struct rows r = {.v = out, .cap = max, .sz = sz, .fixed = true};
+	int rc = step_rows(q, st, &r, read, op, err);
+
+	*n = r.len;
+	return rc;
+}
+
+static bool job_row(sqlite3_stmt *st, void *x, bool *oom)
+{
+	read_job(st, x);
+	return true;
+}
+
 /* Binds the fence parameters of a fenced write (none: left NULL). */
 static void bind_fence(sqlite3_stmt *st, const struct store_fence *f)
 {
@@ -1881,12 +1987,7 @@ static int fence_refused(struct sq *q, const struct store_fence *f,
 	rc = step_row(q, st, op, &holds, err);
 	unprep(st);
 	if (!rc && !holds)
-		rc = sc_err_set(err, SC_ELEASE,
-				"%s refused: job %lld is no longer held under "
-				"lease %lld (taken over or finished); this "
-				"worker stops",
-				op, (long long)f->job_id,
-				(long long)f->lease_token);
+		rc = store_fence_refused(op, f, err);
 	return rc;
 }
 
@@ -2461,45 +2562,26 @@ static int sq_job_enqueue_batch(void *impl, struct store_enqueue *v,
 /* Every schedule's state in one read (the scheduler's plan, built once per
  * loaded config); ST_SCHED_ALL answers in name order (BINARY collation:
  * byte order, as strcmp). */
+static bool sched_last_row(sqlite3_stmt *st, void *p, bool *oom)
+{
+	struct store_sched_last *x = p;
+
+	copy_text(x->schedule, sizeof(x->schedule), st, 0);
+	x->slot_ms = sqlite3_column_int64(st, 1);
+	return true;
+}
+
 static int sq_sched_last_all(void *impl, struct store_sched_last **out,
 			     size_t *n, struct sc_err *err)
 {
 	struct sq *q = impl;
 	sqlite3_stmt *st = NULL;
-	struct store_sched_last *v = NULL;
-	size_t len = 0, cap = 0;
 	int rc = prep(q, ST_SCHED_ALL, &st, err);
 
 	if (rc)
 		return rc;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (len == cap) {
-			size_t ncap = cap ? cap * 2 : 64;
-			struct store_sched_last *nv =
-				realloc(v, ncap * sizeof(*v));
-			if (!nv) {
-				unprep(st);
-				free(v);
-				return sc_err_set(err, SC_ENOMEM,
-						  "out of memory");
-			}
-			v = nv;
-			cap = ncap;
-		}
-		copy_text(v[len].schedule, sizeof(v[len].schedule), st, 0);
-		v[len].slot_ms = sqlite3_column_int64(st, 1);
-		len++;
-	}
-	rc = rc == SQLITE_DONE ? 0 : db_fail(q, rc, "scheduler state read",
-					     err);
-	unprep(st);
-	if (rc) {
-		free(v);
-		return rc;
-	}
-	*out = v;
-	*n = len;
-	return 0;
+	return list_rows(q, st, sizeof(**out), sched_last_row, NULL,
+			 "scheduler state read", (void **)out, n, err);
 }
 
 /* Many states in one transaction (a first start of many schedules is one
@@ -2614,38 +2696,47 @@ static int sq_job_claim(void *impl, const char *worker, int64_t lease_ms,
 }
 
 /*
- * After a write by job id changed nothing: 0 when job id exists (the
- * caller says why its write was refused), else SC_ENOENT "no job N".
+ * Whether the row of statement `exists` (one parameter: the id) is there:
+ * *found, or an error of the read (`what` names it).
  */
-static int job_exists(struct sq *q, int64_t id, const char *op,
-		      struct sc_err *err)
+static int find_row(struct sq *q, enum stmt_id exists, int64_t id,
+		    const char *what, bool *found, struct sc_err *err)
 {
 	sqlite3_stmt *st = NULL;
-	bool row;
-	int rc = prep(q, ST_JOB_STATE, &st, err);
+	int rc = prep(q, exists, &st, err);
 
 	if (rc)
 		return rc;
 	sqlite3_bind_int64(st, 1, id);
-	rc = step_row(q, st, op, &row, err);
+	rc = step_row(q, st, what, found, err);
 	unprep(st);
-	if (!rc && !row)
-		rc = sc_err_set(err, SC_ENOENT, "no job %lld", (long long)id);
 	return rc;
 }
 
-/* After a fenced UPDATE changed nothing: SC_ENOENT or SC_ELEASE. */
-static int fence_error(struct sq *q, int64_t id, const char *op,
+/* find_row, SC_ENOENT "no WHAT N" when the row is not there. */
+static int row_exists(struct sq *q, enum stmt_id exists, int64_t id,
+		      const char *what, struct sc_err *err)
+{
+	bool found = false;
+	int rc = find_row(q, exists, id, what, &found, err);
+
+	if (!rc && !found)
+		rc = store_missing_error(what, id, err);
+	return rc;
+}
+
+/* After a write fenced by lease_token changed nothing: the error of
+ * store_lease_error (SC_ENOENT or SC_ELEASE) for the row `what` id. */
+static int lease_error(struct sq *q, enum stmt_id exists, const char *what,
+		       int64_t id, int64_t lease_token, const char *op,
 		       struct sc_err *err)
 {
-	int rc = job_exists(q, id, op, err);
+	bool found = false;
+	int rc = find_row(q, exists, id, op, &found, err);
 
 	if (rc)
 		return rc;
-	return sc_err_set(err, SC_ELEASE,
-			  "%s of job %lld refused: the lease is no longer "
-			  "this worker's (job taken over or finished)",
-			  op, (long long)id);
+	return store_lease_error(what, op, id, lease_token, found, err);
 }
 
 static int sq_job_heartbeat(void *impl, int64_t id, int64_t lease_token,
@@ -2664,7 +2755,8 @@ static int sq_job_heartbeat(void *impl, int64_t id, int64_t lease_token,
 	if (rc)
 		return rc;
 	if (sqlite3_changes(q->db) == 0)
-		return fence_error(q, id, "heartbeat", err);
+		return lease_error(q, ST_JOB_STATE, "job", id, lease_token,
+				   "heartbeat", err);
 	return 0;
 }
 
@@ -2700,7 +2792,8 @@ static int fenced_update(struct sq *q, enum stmt_id id_st, int64_t id,
 	if (rc)
 		return rc;
 	if (sqlite3_changes(q->db) == 0)
-		return fence_error(q, id, op, err);
+		return lease_error(q, ST_JOB_STATE, "job", id, token, op,
+				   err);
 	if (known) {
 		memcpy(r->schedule, known->schedule, sizeof(r->schedule));
 		r->slot_ms = known->slot_ms;
@@ -2723,12 +2816,6 @@ static int fenced_update(struct sq *q, enum stmt_id id_st, int64_t id,
 	}
 	unprep(st);
 	return rc;
-}
-
-static const char *default_outcome(enum job_state s)
-{
-	return s == JOB_DONE ? LEDGER_SUCCESS
-			     : s == JOB_DEAD ? LEDGER_LOST : LEDGER_FAILED;
 }
 
 /* The marker of the slot of row r, in the caller's transaction, whose
@@ -2777,7 +2864,7 @@ static int finish_in_tx(struct sq *q, int64_t id, int64_t lease_token,
 	}
 	if (!r.outcome[0])
 		snprintf(r.outcome, sizeof(r.outcome), "%s",
-			 default_outcome(new_state));
+			 store_finish_outcome(new_state));
 	r.job_id = id;
 	r.finished_ms = row && row->finished_ms ? row->finished_ms : now_ms(q);
 	rc = ledger_insert(q, &r, err);
@@ -3099,11 +3186,10 @@ static int sq_job_revive(void *impl, int64_t id, int budget,
 	rc = step_done(q, st, "revive", err);
 	if (rc || sqlite3_changes(q->db) > 0)
 		return rc;
-	rc = job_exists(q, id, "revive", err);
+	rc = row_exists(q, ST_JOB_STATE, id, "job", err);
 	if (rc)
 		return rc;
-	return sc_err_set(err, SC_ESTATE, "job %lld is not dead",
-			  (long long)id);
+	return store_not_dead_error(id, err);
 }
 
 static int sq_job_lease_clamp(void *impl, int64_t lease_ms,
@@ -3191,8 +3277,9 @@ static int sq_ledger_append(void *impl, const struct store_fence *fence,
 			    struct sc_err *err)
 {
 	struct sq *q = impl;
-	bool paused = strcmp(row->outcome, LEDGER_PAUSED) == 0;
-	bool missed = paused || strcmp(row->outcome, LEDGER_MISSED) == 0;
+	enum store_row_kind kind = store_ledger_row_kind(row->outcome);
+	bool paused = kind == STORE_ROW_PAUSED;
+	bool missed = kind != STORE_ROW_FENCED;
 	int rc = set_sync(q, sync_for(store_commit_of_rows(row, 1)), err);
 
 	if (!rc)
@@ -3225,7 +3312,8 @@ static int sq_ledger_append_many(void *impl, const struct ledger_row *rows,
 
 	rc = tx_begin(q, sync_for(store_commit_of_rows(rows, n)), err);
 	for (size_t i = 0; i < n && !rc; i++) {
-		bool missed = strcmp(rows[i].outcome, LEDGER_MISSED) == 0;
+		bool missed = store_ledger_row_kind(rows[i].outcome) ==
+			      STORE_ROW_MISSED;
 
 		rc = ledger_insert_st(q, missed ? ST_LEDGER_INSERT_MISSED
 				      : ST_LEDGER_INSERT, NULL, &rows[i],
@@ -3252,32 +3340,6 @@ static int sq_ledger_append_many(void *impl, const struct ledger_row *rows,
  * bound at all) drops the slot terms: with neither a schedule nor such an
  * outcome, that shape reads every row, which is what it returns.
  */
-enum lq_kind {
-	LQ_ANY, LQ_OUTCOME, LQ_LOST, LQ_ACKED, LQ_MISSED, LQ_SKIPPED,
-	LQ_ABANDONED
-};
-
-static int lq_shape(const struct ledger_filter *f)
-{
-	int kind = LQ_ANY;
-
-	if (f->lost_or_missed)
-		kind = LQ_LOST;
-	else if (f->outcome && strcmp(f->outcome, LEDGER_ACKED) == 0)
-		kind = LQ_ACKED;
-	else if (f->outcome && strcmp(f->outcome, LEDGER_MISSED) == 0)
-		kind = LQ_MISSED;
-	else if (f->outcome && strcmp(f->outcome, LEDGER_SKIPPED) == 0)
-		kind = LQ_SKIPPED;
-	else if (f->outcome && strcmp(f->outcome, LEDGER_ABANDONED) == 0)
-		kind = LQ_ABANDONED;
-	else if (f->outcome)
-		kind = LQ_OUTCOME;
-	bool open = f->since_ms == INT64_MIN && f->until_ms == INT64_MAX;
-	return (((f->schedule != NULL) * LQ_KINDS + kind) * 2 + open) * 2 +
-	       f->newest_first;
-}
-
 /* The SQL of shape k into buf (cap >= LQ_SQL_MAX). Parameters: ?1
  * schedule, ?2 since, ?3 until, ?4 outcome, ?6 limit (-1: none); a shape
  * names only those it uses, plus ?6. A schedule's shapes without a
@@ -3286,19 +3348,19 @@ static int lq_shape(const struct ledger_filter *f)
 static void lq_sql(int k, char *buf, size_t cap)
 {
 	bool desc = k % 2, open = k / 2 % 2;
-	int kind = k / 4 % LQ_KINDS;
-	bool sched = k / (4 * LQ_KINDS);
+	int kind = store_lq_kind(k);
+	bool sched = store_lq_scheduled(k);
 	const char *by = "", *days = "";
 
-	if (kind == LQ_ACKED)
+	if (kind == STORE_LQ_ACKED)
 		by = " INDEXED BY ledger_acked";
-	else if (kind == LQ_MISSED)
+	else if (kind == STORE_LQ_MISSED)
 		by = " INDEXED BY ledger_missed_once";
-	else if (!sched && kind == LQ_SKIPPED)
+	else if (!sched && kind == STORE_LQ_SKIPPED)
 		by = " INDEXED BY ledger_skipped";
-	else if (!sched && kind == LQ_ABANDONED)
+	else if (!sched && kind == STORE_LQ_ABANDONED)
 		by = " INDEXED BY ledger_abandoned";
-	else if (!sched && kind == LQ_LOST)
+	else if (!sched && kind == STORE_LQ_LOST)
 		by = " INDEXED BY ledger_lost";
 	else if (!sched && !open)
 		by = " INDEXED BY ledger_period";
@@ -3317,13 +3379,15 @@ static void lq_sql(int k, char *buf, size_t cap)
 		 "ORDER BY id%s LIMIT ?6", by, days,
 		 sched ? " AND schedule = ?1" : "",
 		 open ? "" : " AND slot_ms >= ?2 AND slot_ms < ?3",
-		 kind == LQ_OUTCOME ? " AND outcome = ?4"
-		 : kind == LQ_LOST ? " AND outcome IN ('lost', 'missed') AND "
-				     "(?4 IS NULL OR outcome = ?4)"
-		 : kind == LQ_ACKED ? " AND outcome = 'acked'"
-		 : kind == LQ_MISSED ? " AND outcome = 'missed'"
-		 : kind == LQ_SKIPPED ? " AND outcome = 'skipped'"
-		 : kind == LQ_ABANDONED ? " AND outcome = 'abandoned'" : "",
+		 kind == STORE_LQ_OUTCOME ? " AND outcome = ?4"
+		 : kind == STORE_LQ_LOST
+			 ? " AND outcome IN ('lost', 'missed') AND "
+			   "(?4 IS NULL OR outcome = ?4)"
+		 : kind == STORE_LQ_ACKED ? " AND outcome = 'acked'"
+		 : kind == STORE_LQ_MISSED ? " AND outcome = 'missed'"
+		 : kind == STORE_LQ_SKIPPED ? " AND outcome = 'skipped'"
+		 : kind == STORE_LQ_ABANDONED ? " AND outcome = 'abandoned'"
+					     : "",
 		 desc ? " DESC" : "");
 }
 
@@ -3366,20 +3430,6 @@ static void read_row(sqlite3_stmt *st, int c0, struct ledger_row *r,
 	r->details_json = dup_text(st, c0 + 11, oom);
 }
 
-/* Grows *v (of *cap) to hold one more than len; false when out of memory. */
-static bool room_for(void **v, size_t *cap, size_t len, size_t size)
-{
-	if (len < *cap)
-		return true;
-	size_t ncap = *cap ? *cap * 2 : 16;
-	void *nv = realloc(*v, ncap * size);
-	if (!nv)
-		return false;
-	*v = nv;
-	*cap = ncap;
-	return true;
-}
-
 /* Steps st (bound) and reads its rows: LEDGER_COLS, then for *rec (NULL
  * allowed) one integer. Resets st. */
 static int read_rows(struct sq *q, sqlite3_stmt *st, const char *op,
@@ -3393,8 +3443,8 @@ static int read_rows(struct sq *q, sqlite3_stmt *st, const char *op,
 	int rc;
 
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (!room_for((void **)&v, &cap, len, sizeof(*v)) ||
-		    (rec && !room_for((void **)&r, &rcap, len, sizeof(*r)))) {
+		if (!grow((void **)&v, len, &cap, sizeof(*v)) ||
+		    (rec && !grow((void **)&r, len, &rcap, sizeof(*r)))) {
 			oom = true;
 			break;
 		}
@@ -3428,7 +3478,7 @@ static int sq_ledger_query(void *impl, const struct ledger_filter *f,
 {
 	struct sq *q = impl;
 	sqlite3_stmt *st = NULL;
-	int rc = lq_prep(q, lq_shape(f), &st, err);
+	int rc = lq_prep(q, store_lq_shape(f), &st, err);
 
 	if (rc)
 		return rc;
@@ -3479,7 +3529,7 @@ static struct store_sched_summary *sum_at(struct store_sched_summary **v,
 		else
 			hi = mid;
 	}
-	if (!room_for((void **)v, cap, *len, sizeof(**v)))
+	if (!grow((void **)v, *len, cap, sizeof(**v)))
 		return NULL;
 	memmove(&(*v)[lo + 1], &(*v)[lo], (*len - lo) * sizeof(**v));
 	(*len)++;
@@ -3559,45 +3609,31 @@ static int sq_sched_summaries(void *impl, const char *schedule,
 	return 0;
 }
 
+static bool last_ok_row(sqlite3_stmt *st, void *p, bool *oom)
+{
+	struct store_last_ok *x = p;
+	const char *name = (const char *)sqlite3_column_text(st, 0);
+
+	if (!name)
+		return false;
+	snprintf(x->schedule, sizeof(x->schedule), "%s", name);
+	x->id = sqlite3_column_int64(st, 1);
+	x->slot_ms = sqlite3_column_int64(st, 2);
+	x->finished_ms = sqlite3_column_int64(st, 3);
+	return true;
+}
+
 static int sq_last_successes(void *impl, struct store_last_ok **out,
 			     size_t *n, struct sc_err *err)
 {
 	struct sq *q = impl;
-	struct store_last_ok *v = NULL;
-	size_t len = 0, cap = 0;
 	sqlite3_stmt *st = NULL;
-	bool oom = false;
 	int rc = prep(q, ST_LAST_OK, &st, err);
 
 	if (rc)
 		return rc;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		const char *name = (const char *)sqlite3_column_text(st, 0);
-		if (!name)
-			continue;
-		if (!room_for((void **)&v, &cap, len, sizeof(*v))) {
-			oom = true;
-			break;
-		}
-		struct store_last_ok *x = &v[len++];
-		snprintf(x->schedule, sizeof(x->schedule), "%s", name);
-		x->id = sqlite3_column_int64(st, 1);
-		x->slot_ms = sqlite3_column_int64(st, 2);
-		x->finished_ms = sqlite3_column_int64(st, 3);
-	}
-	if (oom)
-		rc = sc_err_set(err, SC_ENOMEM, "out of memory");
-	else
-		rc = rc == SQLITE_DONE ? 0 : db_fail(q, rc, "last successes",
-						     err);
-	unprep(st);
-	if (rc) {
-		free(v);
-		return rc;
-	}
-	*out = v;
-	*n = len;
-	return 0;
+	return list_rows(q, st, sizeof(**out), last_ok_row, NULL,
+			 "last successes", (void **)out, n, err);
 }
 
 const char *store_sqlite_plan_sql(size_t i, char *buf, size_t cap,
@@ -3610,16 +3646,17 @@ const char *store_sqlite_plan_sql(size_t i, char *buf, size_t cap,
 	};
 
 	*reads_all = false;
-	if (i < LQ_SHAPES) {
-		int kind = (int)i / 4 % LQ_KINDS;
+	if (i < STORE_LQ_SHAPES) {
+		int kind = store_lq_kind(i);
 		/* No schedule, open period, any or a parameter outcome: the
 		 * answer is every row (of that outcome). */
-		*reads_all = i / (4 * LQ_KINDS) == 0 && i / 2 % 2 &&
-			     (kind == LQ_ANY || kind == LQ_OUTCOME);
+		*reads_all = !store_lq_scheduled(i) && i / 2 % 2 &&
+			     (kind == STORE_LQ_ANY ||
+			      kind == STORE_LQ_OUTCOME);
 		lq_sql((int)i, buf, cap);
 		return buf;
 	}
-	i -= LQ_SHAPES;
+	i -= STORE_LQ_SHAPES;
 	if (i >= sizeof(fixed) / sizeof(fixed[0]))
 		return NULL;
 	snprintf(buf, cap, "%s", stmt_sql[fixed[i]]);
@@ -3685,7 +3722,7 @@ static int sq_outbox_get(void *impl, const char *schedule, int64_t slot_ms,
 	if (rc)
 		return rc;
 	bind_slot_target(st, schedule, slot_ms, target);
-	rc = step_one(q, st, "outbox get", "no outbox row", err);
+	rc = step_one(q, st, "outbox get", "no outbox row for target", err);
 	if (!rc) {
 		e.state = (enum send_state)sqlite3_column_int(st, 0);
 		e.n_tries = sqlite3_column_int(st, 1);
@@ -3734,10 +3771,7 @@ static int sq_outbox_set_state(void *impl, const struct store_fence *fence,
 	if (rc)
 		return rc;
 	store_outbox_entry_dispose(&cur);
-	return sc_err_set(err, SC_ESTATE,
-			  "target %s of %s was already sent (send guard); "
-			  "it is never sent again",
-			  target, schedule);
+	return store_guard_error(schedule, target, err);
 }
 
 static int sq_outbox_mark_unknown(void *impl, const struct store_fence *fence,
@@ -3748,7 +3782,15 @@ static int sq_outbox_mark_unknown(void *impl, const struct store_fence *fence,
 			  schedule, slot_ms, "outbox recovery", n, err);
 }
 
-static bool grow(void **v, size_t len, size_t *cap, size_t sz);
+static bool outbox_row(sqlite3_stmt *st, void *p, bool *oom)
+{
+	struct store_outbox_row *x = p;
+
+	copy_text(x->target, sizeof(x->target), st, 0);
+	x->state = (enum send_state)sqlite3_column_int(st, 1);
+	x->n_tries = sqlite3_column_int(st, 2);
+	return true;
+}
 
 static int sq_outbox_list(void *impl, const char *schedule, int64_t slot_ms,
 			  struct store_outbox_row **out, size_t *n,
@@ -3756,36 +3798,13 @@ static int sq_outbox_list(void *impl, const char *schedule, int64_t slot_ms,
 {
 	struct sq *q = impl;
 	sqlite3_stmt *st = NULL;
-	struct store_outbox_row *v = NULL;
-	size_t len = 0, cap = 0;
 	int rc = prep(q, ST_OUTBOX_LIST, &st, err);
 
 	if (rc)
 		return rc;
 	bind_slot(st, schedule, slot_ms);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		void *room = v;
-		if (!grow(&room, len, &cap, sizeof(*v))) {
-			unprep(st);
-			free(v);
-			return sc_err_set(err, SC_ENOMEM, "out of memory");
-		}
-		v = room;
-		struct store_outbox_row *x = &v[len++];
-		memset(x, 0, sizeof(*x));
-		copy_text(x->target, sizeof(x->target), st, 0);
-		x->state = (enum send_state)sqlite3_column_int(st, 1);
-		x->n_tries = sqlite3_column_int(st, 2);
-	}
-	rc = rc == SQLITE_DONE ? 0 : db_fail(q, rc, "outbox list", err);
-	unprep(st);
-	if (rc) {
-		free(v);
-		return rc;
-	}
-	*out = v;
-	*n = len;
-	return 0;
+	return list_rows(q, st, sizeof(**out), outbox_row, NULL,
+			 "outbox list", (void **)out, n, err);
 }
 
 /* The state and its ledger row in one write transaction, durable: a
@@ -3936,17 +3955,9 @@ static int sq_pause_get(void *impl, const char *schedule,
 	return rc;
 }
 
-/* Makes room for one more element of size sz in *v (len, cap). */
-static bool grow(void **v, size_t len, size_t *cap, size_t sz)
+static bool pause_row(sqlite3_stmt *st, void *x, bool *oom)
 {
-	if (len < *cap)
-		return true;
-	size_t ncap = *cap ? *cap * 2 : 16;
-	void *nv = realloc(*v, ncap * sz);
-	if (!nv)
-		return false;
-	*v = nv;
-	*cap = ncap;
+	read_pause(st, x);
 	return true;
 }
 
@@ -3955,31 +3966,12 @@ static int sq_pause_all(void *impl, struct store_pause **out, size_t *n,
 {
 	struct sq *q = impl;
 	sqlite3_stmt *st = NULL;
-	struct store_pause *v = NULL;
-	size_t len = 0, cap = 0;
 	int rc = prep(q, ST_PAUSE_ALL, &st, err);
 
 	if (rc)
 		return rc;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		void *room = v;
-		if (!grow(&room, len, &cap, sizeof(*v))) {
-			unprep(st);
-			free(v);
-			return sc_err_set(err, SC_ENOMEM, "out of memory");
-		}
-		v = room;
-		read_pause(st, &v[len++]);
-	}
-	rc = rc == SQLITE_DONE ? 0 : db_fail(q, rc, "pause read", err);
-	unprep(st);
-	if (rc) {
-		free(v);
-		return rc;
-	}
-	*out = v;
-	*n = len;
-	return 0;
+	return list_rows(q, st, sizeof(**out), pause_row, NULL, "pause read",
+			 (void **)out, n, err);
 }
 
 static int sq_node_beat(void *impl, const struct store_node *n,
@@ -4013,44 +4005,31 @@ static int sq_node_leave(void *impl, const char *id, struct sc_err *err)
 	return step_done(q, st, "node removal", err);
 }
 
+static bool node_row(sqlite3_stmt *st, void *p, bool *oom)
+{
+	struct store_node *x = p;
+
+	copy_text(x->id, sizeof(x->id), st, 0);
+	copy_text(x->host, sizeof(x->host), st, 1);
+	x->pid = sqlite3_column_int64(st, 2);
+	copy_text(x->version, sizeof(x->version), st, 3);
+	copy_text(x->config_digest, sizeof(x->config_digest), st, 4);
+	x->started_ms = sqlite3_column_int64(st, 5);
+	x->seen_ms = sqlite3_column_int64(st, 6);
+	return true;
+}
+
 static int sq_nodes(void *impl, struct store_node **out, size_t *n,
 		    struct sc_err *err)
 {
 	struct sq *q = impl;
 	sqlite3_stmt *st = NULL;
-	struct store_node *v = NULL;
-	size_t len = 0, cap = 0;
 	int rc = prep(q, ST_NODES, &st, err);
 
 	if (rc)
 		return rc;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		void *room = v;
-		if (!grow(&room, len, &cap, sizeof(*v))) {
-			unprep(st);
-			free(v);
-			return sc_err_set(err, SC_ENOMEM, "out of memory");
-		}
-		v = room;
-		struct store_node *x = &v[len++];
-		memset(x, 0, sizeof(*x));
-		copy_text(x->id, sizeof(x->id), st, 0);
-		copy_text(x->host, sizeof(x->host), st, 1);
-		x->pid = sqlite3_column_int64(st, 2);
-		copy_text(x->version, sizeof(x->version), st, 3);
-		copy_text(x->config_digest, sizeof(x->config_digest), st, 4);
-		x->started_ms = sqlite3_column_int64(st, 5);
-		x->seen_ms = sqlite3_column_int64(st, 6);
-	}
-	rc = rc == SQLITE_DONE ? 0 : db_fail(q, rc, "node read", err);
-	unprep(st);
-	if (rc) {
-		free(v);
-		return rc;
-	}
-	*out = v;
-	*n = len;
-	return 0;
+	return list_rows(q, st, sizeof(**out), node_row, NULL, "node read",
+			 (void **)out, n, err);
 }
 
 static int sq_cron_note_many(void *impl, const struct store_cron_note *v,
@@ -4078,45 +4057,31 @@ static int sq_cron_note_many(void *impl, const struct store_cron_note *v,
 	return rc;
 }
 
+static bool cron_row(sqlite3_stmt *st, void *p, bool *oom)
+{
+	struct store_cron *x = p;
+
+	copy_text(x->schedule, sizeof(x->schedule), st, 0);
+	x->from_ms = sqlite3_column_int64(st, 1);
+	copy_text(x->cron, sizeof(x->cron), st, 2);
+	copy_text(x->tz, sizeof(x->tz), st, 3);
+	x->recorded_ms = sqlite3_column_int64(st, 4);
+	return true;
+}
+
 static int sq_cron_history(void *impl, const char *schedule,
 			   struct store_cron **out, size_t *n,
 			   struct sc_err *err)
 {
 	struct sq *q = impl;
 	sqlite3_stmt *st = NULL;
-	struct store_cron *v = NULL;
-	size_t len = 0, cap = 0;
 	int rc = prep(q, ST_CRON_HISTORY, &st, err);
 
 	if (rc)
 		return rc;
 	bind_text(st, 1, schedule);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		void *room = v;
-		if (!grow(&room, len, &cap, sizeof(*v))) {
-			unprep(st);
-			free(v);
-			return sc_err_set(err, SC_ENOMEM, "out of memory");
-		}
-		v = room;
-		struct store_cron *x = &v[len++];
-		memset(x, 0, sizeof(*x));
-		copy_text(x->schedule, sizeof(x->schedule), st, 0);
-		x->from_ms = sqlite3_column_int64(st, 1);
-		copy_text(x->cron, sizeof(x->cron), st, 2);
-		copy_text(x->tz, sizeof(x->tz), st, 3);
-		x->recorded_ms = sqlite3_column_int64(st, 4);
-	}
-	rc = rc == SQLITE_DONE ? 0 : db_fail(q, rc, "cron history read",
-					     err);
-	unprep(st);
-	if (rc) {
-		free(v);
-		return rc;
-	}
-	*out = v;
-	*n = len;
-	return 0;
+	return list_rows(q, st, sizeof(**out), cron_row, NULL,
+			 "cron history read", (void **)out, n, err);
 }
 
 static int sq_token_get(void *impl, const char *provider, char **token,
@@ -4487,10 +4452,12 @@ static int alert_raise_tx(struct sq *q, const struct store_alert *a,
 {
 	sqlite3_stmt *st = NULL;
 	int64_t now = now_ms(q);
+	struct store_raise_rule rule;
 	int rc = prep(q, ST_ALERT_INSERT, &st, err);
 
 	if (rc)
 		return rc;
+	store_alert_raise_rule(a, now, &rule);
 	bind_slot(st, a->schedule, a->slot_ms);
 	sqlite3_bind_int64(st, 3, a->last_slot_ms);
 	sqlite3_bind_int64(st, 4, a->n_slots);
@@ -4502,6 +4469,7 @@ static int alert_raise_tx(struct sq *q, const struct store_alert *a,
 	sqlite3_bind_int64(st, 10, a->job_id);
 	sqlite3_bind_int64(st, 11, now);
 	bind_text(st, 12, a->note);
+	sqlite3_bind_int64(st, 13, rule.closed_ms);
 	rc = step_done(q, st, "alert raise", err);
 	if (rc)
 		return rc;
@@ -4522,13 +4490,14 @@ static int alert_raise_tx(struct sq *q, const struct store_alert *a,
 		if (rc)
 			return rc;
 	}
-	if (*created && strcmp(a->reason, ALERT_REASON_LOST) == 0) {
+	if (*created && rule.supersede) {
 		rc = prep(q, ST_ALERT_SUPERSEDE, &st, err);
 		if (rc)
 			return rc;
 		bind_slot(st, a->schedule, a->slot_ms);
 		sqlite3_bind_int64(st, 3, *id);
 		sqlite3_bind_int64(st, 4, now);
+		bind_text(st, 5, a->reason);
 		rc = step_done(q, st, "alert raise", err);
 		if (rc)
 			return rc;
@@ -4563,6 +4532,18 @@ static int sq_alert_raise(void *impl, const struct store_alert *a,
 	return rc;
 }
 
+static bool dead_row(sqlite3_stmt *st, void *p, bool *oom)
+{
+	struct store_dead_job *d = p;
+
+	d->job_id = sqlite3_column_int64(st, 0);
+	copy_text(d->schedule, sizeof(d->schedule), st, 1);
+	d->slot_ms = sqlite3_column_int64(st, 2);
+	d->attempt = sqlite3_column_int(st, 3);
+	copy_text(d->error_msg, sizeof(d->error_msg), st, 4);
+	return true;
+}
+
 static int sq_alert_dead_unalerted(void *impl, struct store_dead_job *out,
 				   size_t max, size_t *n, struct sc_err *err)
 {
@@ -4574,18 +4555,8 @@ static int sq_alert_dead_unalerted(void *impl, struct store_dead_job *out,
 	if (rc)
 		return rc;
 	sqlite3_bind_int64(st, 1, max > INT32_MAX ? INT32_MAX : (int64_t)max);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW && got < max) {
-		struct store_dead_job *d = &out[got++];
-		memset(d, 0, sizeof(*d));
-		d->job_id = sqlite3_column_int64(st, 0);
-		copy_text(d->schedule, sizeof(d->schedule), st, 1);
-		d->slot_ms = sqlite3_column_int64(st, 2);
-		d->attempt = sqlite3_column_int(st, 3);
-		copy_text(d->error_msg, sizeof(d->error_msg), st, 4);
-	}
-	rc = rc == SQLITE_DONE || rc == SQLITE_ROW
-		     ? 0 : db_fail(q, rc, "dead jobs read", err);
-	unprep(st);
+	rc = fill_rows(q, st, out, max, sizeof(*out), dead_row,
+		       "dead jobs read", &got, err);
 	if (!rc)
 		*n = got;
 	return rc;
@@ -4613,13 +4584,17 @@ static void read_alert(sqlite3_stmt *st, struct store_alert *a)
 	copy_text(a->note, sizeof(a->note), st, 16);
 }
 
+static bool alert_row(sqlite3_stmt *st, void *x, bool *oom)
+{
+	read_alert(st, x);
+	return true;
+}
+
 static int sq_alert_list(void *impl, const struct alert_filter *f,
 			 struct store_alert **out, size_t *n,
 			 struct sc_err *err)
 {
 	struct sq *q = impl;
-	void *v = NULL;
-	size_t len = 0, cap = 0;
 	sqlite3_stmt *st = NULL;
 	int rc = prep(q, ST_ALERT_LIST, &st, err);
 
@@ -4633,48 +4608,12 @@ static int sq_alert_list(void *impl, const struct alert_filter *f,
 	sqlite3_bind_int64(st, 5, f->since_ms);
 	sqlite3_bind_int64(st, 6, f->until_ms);
 	sqlite3_bind_int64(st, 7, f->limit > 0 ? f->limit : -1);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (!grow(&v, len, &cap, sizeof(struct store_alert))) {
-			rc = SQLITE_NOMEM;
-			break;
-		}
-		read_alert(st, (struct store_alert *)v + len++);
-	}
-	rc = rc == SQLITE_DONE ? 0
-	     : rc == SQLITE_NOMEM ? sc_err_set(err, SC_ENOMEM, "out of memory")
-				  : db_fail(q, rc, "alert list", err);
-	unprep(st);
-	if (rc) {
-		free(v);
-		return rc;
-	}
-	*out = len ? v : NULL;
-	if (!len)
-		free(v);
-	*n = len;
-	return 0;
+	return list_rows(q, st, sizeof(**out), alert_row, NULL, "alert list",
+			 (void **)out, n, err);
 }
 
 /* After a write by id changed nothing: 0 when row id exists in the table
  * that statement `exists` reads, else SC_ENOENT naming `what`. */
-static int row_exists(struct sq *q, enum stmt_id exists, int64_t id,
-		      const char *what, struct sc_err *err)
-{
-	sqlite3_stmt *st = NULL;
-	bool row;
-	int rc = prep(q, exists, &st, err);
-
-	if (rc)
-		return rc;
-	sqlite3_bind_int64(st, 1, id);
-	rc = step_row(q, st, what, &row, err);
-	unprep(st);
-	if (!rc && !row)
-		rc = sc_err_set(err, SC_ENOENT, "no %s %lld", what,
-				(long long)id);
-	return rc;
-}
-
 static int sq_alert_close(void *impl, int64_t id, enum alert_status to,
 			  const char *note, const struct store_alert *then,
 			  const struct ledger_row *row, bool *changed,
@@ -4753,7 +4692,7 @@ static int sq_alert_stage(void *impl, int64_t id, int round,
 		rc = step_done(q, st, "alert stage", err);
 	}
 	if (!rc && sqlite3_changes(q->db) == 0)
-		rc = sc_err_set(err, SC_ENOENT, "no alert %lld", (long long)id);
+		rc = store_missing_error("alert", id, err);
 	for (size_t i = 0; !rc && i < n; i++) {
 		rc = prep(q, ST_SEND_INSERT, &st, err);
 		if (rc)
@@ -4792,6 +4731,23 @@ static void read_send(sqlite3_stmt *st, struct store_alert_send *s,
 	s->alert_created_ms = sqlite3_column_int64(st, 15);
 }
 
+static bool send_body_row(sqlite3_stmt *st, void *x, bool *oom)
+{
+	read_send(st, x, true, oom);
+	return true;
+}
+
+static bool send_row(sqlite3_stmt *st, void *x, bool *oom)
+{
+	read_send(st, x, false, oom);
+	return true;
+}
+
+static void sends_free(void *v, size_t n)
+{
+	store_alert_sends_free(v, n);
+}
+
 /*
  * The due rows are read first, then taken one by one, all under the
  * write lock of BEGIN IMMEDIATE: another handle's claim waits for the
@@ -4806,7 +4762,6 @@ static int sq_alert_send_claim(void *impl, int64_t lease_ms,
 	struct sq *q = impl;
 	sqlite3_stmt *st = NULL;
 	int64_t now = now_ms(q);
-	bool oom = false;
 	size_t got = 0;
 	int rc = tx_begin(q, sync_for(STORE_COMMIT_ALERT_CLAIM), err);
 
@@ -4817,12 +4772,8 @@ static int sq_alert_send_claim(void *impl, int64_t lease_ms,
 		goto done;
 	sqlite3_bind_int64(st, 1, now);
 	sqlite3_bind_int64(st, 2, max > INT32_MAX ? INT32_MAX : (int64_t)max);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW && got < max && !oom)
-		read_send(st, &out[got++], true, &oom);
-	rc = oom ? sc_err_set(err, SC_ENOMEM, "out of memory")
-	     : rc == SQLITE_DONE || rc == SQLITE_ROW
-		     ? 0 : db_fail(q, rc, "alert send claim", err);
-	unprep(st);
+	rc = fill_rows(q, st, out, max, sizeof(*out), send_body_row,
+		       "alert send claim", &got, err);
 	for (size_t i = 0; !rc && i < got; i++) {
 		rc = prep(q, ST_SEND_TAKE, &st, err);
 		if (rc)
@@ -4877,14 +4828,8 @@ static int sq_alert_send_finish(void *impl, int64_t send_id,
 	sqlite3_bind_int64(st, 6, now_ms(q));
 	rc = step_done(q, st, "alert send finish", err);
 	if (!rc && sqlite3_changes(q->db) == 0) {
-		rc = row_exists(q, ST_SEND_EXISTS, send_id, "alert send", err);
-		if (!rc)
-			rc = sc_err_set(err, SC_ELEASE,
-					"alert send %lld refused: lease %lld "
-					"is no longer current (another claim "
-					"took it)",
-					(long long)send_id,
-					(long long)lease_token);
+		rc = lease_error(q, ST_SEND_EXISTS, "alert send", send_id,
+				 lease_token, "finish", err);
 	}
 	if (!rc && row)
 		rc = ledger_insert(q, row, err);
@@ -4899,22 +4844,27 @@ static int sla_jobs(struct sq *q, enum stmt_id id, int64_t before,
 		    struct sc_err *err)
 {
 	sqlite3_stmt *st = NULL;
-	size_t got = 0;
 	int rc;
 
+	*n = 0;
 	if (max == 0)
 		return 0;
 	if ((rc = prep(q, id, &st, err)) != 0)
 		return rc;
 	sqlite3_bind_int64(st, 1, before);
 	sqlite3_bind_int64(st, 2, max > INT32_MAX ? INT32_MAX : (int64_t)max);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW && got < max)
-		read_job(st, &out[got++]);
-	rc = rc == SQLITE_DONE || rc == SQLITE_ROW
-		     ? 0 : db_fail(q, rc, "sla scan", err);
-	unprep(st);
-	*n = got;
-	return rc;
+	return fill_rows(q, st, out, max, sizeof(*out), job_row, "sla scan",
+			 n, err);
+}
+
+static bool sla_last_row(sqlite3_stmt *st, void *p, bool *oom)
+{
+	struct store_sla_last *l = p;
+
+	copy_text(l->schedule, sizeof(l->schedule), st, 0);
+	l->delivered_ms = sqlite3_column_int64(st, 1);
+	l->first_ms = sqlite3_column_int64(st, 2);
+	return true;
 }
 
 static int sq_sla_scan(void *impl, int64_t ready_before_ms,
@@ -4935,19 +4885,8 @@ static int sq_sla_scan(void *impl, int64_t ready_before_ms,
 		return rc;
 	sqlite3_bind_int64(st, 1, x->max_last > INT32_MAX
 				      ? INT32_MAX : (int64_t)x->max_last);
-	size_t got = 0;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW && got < x->max_last) {
-		struct store_sla_last *l = &x->last[got++];
-		memset(l, 0, sizeof(*l));
-		copy_text(l->schedule, sizeof(l->schedule), st, 0);
-		l->delivered_ms = sqlite3_column_int64(st, 1);
-		l->first_ms = sqlite3_column_int64(st, 2);
-	}
-	rc = rc == SQLITE_DONE || rc == SQLITE_ROW
-		     ? 0 : db_fail(q, rc, "sla scan", err);
-	unprep(st);
-	x->n_last = got;
-	return rc;
+	return fill_rows(q, st, x->last, x->max_last, sizeof(*x->last),
+			 sla_last_row, "sla scan", &x->n_last, err);
 }
 
 static int sq_alert_sends(void *impl, int64_t alert_id,
@@ -4955,33 +4894,14 @@ static int sq_alert_sends(void *impl, int64_t alert_id,
 			  struct sc_err *err)
 {
 	struct sq *q = impl;
-	void *v = NULL;
-	size_t len = 0, cap = 0;
-	bool oom = false;
 	sqlite3_stmt *st = NULL;
 	int rc = prep(q, ST_ALERT_SENDS, &st, err);
 
 	if (rc)
 		return rc;
 	sqlite3_bind_int64(st, 1, alert_id);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (!grow(&v, len, &cap, sizeof(struct store_alert_send))) {
-			oom = true;
-			break;
-		}
-		read_send(st, (struct store_alert_send *)v + len++, false,
-			  &oom);
-	}
-	rc = oom ? sc_err_set(err, SC_ENOMEM, "out of memory")
-	     : rc == SQLITE_DONE ? 0 : db_fail(q, rc, "alert sends", err);
-	unprep(st);
-	if (rc || !len) {
-		free(v);
-		return rc;
-	}
-	*out = v;
-	*n = len;
-	return 0;
+	return list_rows(q, st, sizeof(**out), send_row, sends_free,
+			 "alert sends", (void **)out, n, err);
 }
 
 /* ---- waiting for work ------------------------------------------------ */

@@ -721,6 +721,113 @@ static void leases_are_fenced(void **state)
 	fix_close(&f);
 }
 
+/*
+ * The rules of store_rule.c read the same on every backend (issue 46):
+ * the outcome a finished attempt defaults to for each state it may end
+ * in, ACTIVE refused before any write, and the words of a refused lease
+ * and of a refused fence. The backends used to disagree on both.
+ */
+static void finish_outcomes_and_fence_errors_are_one_rule(void **state)
+{
+	static const enum job_state to[] = {JOB_DONE, JOB_READY, JOB_DEAD};
+	struct fix f;
+	struct store_job j;
+	struct ledger_row *rows;
+	struct sc_err err = {0};
+	char want[200];
+	size_t n;
+
+	fix_open(state, &f);
+	for (size_t i = 0; i < 3; i++) {
+		int64_t id = enqueue(&f, "s", T0 + (int64_t)i * MIN, T0, NULL);
+		assert_int_equal(claim(&f, "w", &j, 1), 1);
+		assert_int_equal(j.id, id);
+		/* ACTIVE is no end of an attempt: refused, nothing written. */
+		sc_err_clear(&err);
+		assert_int_equal(store_job_finish(f.s, id, j.lease_token,
+						  JOB_ACTIVE, 0, NULL, &err),
+				 SC_EINVAL);
+		assert_null(store_finish_outcome(JOB_ACTIVE));
+		assert_int_equal(store_job_finish(f.s, id, j.lease_token,
+						  to[i], T0 + 90 * MIN, NULL,
+						  NULL),
+				 0);
+		assert_int_equal(store_ledger_query(f.s, NULL, &rows, &n,
+						    NULL),
+				 0);
+		assert_int_equal(n, i + 1);
+		assert_string_equal(rows[i].outcome,
+				    store_finish_outcome(to[i]));
+		store_ledger_rows_free(rows, n);
+
+		/* The lease is gone with the attempt: the same words. */
+		sc_err_clear(&err);
+		assert_int_equal(store_job_heartbeat(f.s, id, j.lease_token,
+						     MIN, &err),
+				 SC_ELEASE);
+		snprintf(want, sizeof(want), "heartbeat of job %lld refused: "
+			 "lease lost (token %lld no longer current: taken "
+			 "over or finished)", (long long)id,
+			 (long long)j.lease_token);
+		assert_string_equal(err.msg, want);
+	}
+	assert_string_equal(store_finish_outcome(JOB_DONE), LEDGER_SUCCESS);
+	assert_string_equal(store_finish_outcome(JOB_READY), LEDGER_FAILED);
+	assert_string_equal(store_finish_outcome(JOB_DEAD), LEDGER_LOST);
+	sc_err_clear(&err);
+	assert_int_equal(store_job_finish(f.s, 999, 1, JOB_DONE, 0, NULL,
+					  &err),
+			 SC_ENOENT);
+	assert_string_equal(err.msg, "no job 999");
+
+	/* A write under the handle's fence, refused. */
+	int64_t id = enqueue(&f, "t", T0, T0, NULL);
+	assert_int_equal(claim(&f, "w", &j, 1), 1);
+	assert_int_equal(j.id, id);
+	store_fence_set(f.s, id, j.lease_token + 1);
+	sc_err_clear(&err);
+	assert_int_equal(store_slot_mark(f.s, "t", T0, &err), SC_ELEASE);
+	snprintf(want, sizeof(want), "slot mark refused: job %lld is no "
+		 "longer held under lease %lld (taken over or finished); this "
+		 "worker stops", (long long)id, (long long)j.lease_token + 1);
+	assert_string_equal(err.msg, want);
+	/* Rows of no job (store_ledger_row_kind) pass a refused fence, once
+	 * per slot; a job's row does not. */
+	static const char *const once[] = {LEDGER_MISSED, LEDGER_PAUSED};
+	for (size_t i = 0; i < 2; i++) {
+		struct ledger_row r = {.schedule = "t", .slot_ms = T0 + MIN};
+		bool written = false;
+		snprintf(r.outcome, sizeof(r.outcome), "%s", once[i]);
+		assert_int_equal(store_ledger_row_kind(once[i]),
+				 i ? STORE_ROW_PAUSED : STORE_ROW_MISSED);
+		assert_int_equal(store_ledger_append_written(f.s, &r, &written,
+							     NULL),
+				 0);
+		assert_true(written);
+		assert_int_equal(store_ledger_append_written(f.s, &r, &written,
+							     NULL),
+				 0);
+		assert_false(written);
+	}
+	struct ledger_row job_row = {.schedule = "t", .slot_ms = T0,
+				     .outcome = LEDGER_SUCCESS};
+	assert_int_equal(store_ledger_row_kind(LEDGER_SUCCESS),
+			 STORE_ROW_FENCED);
+	assert_int_equal(store_ledger_append(f.s, &job_row, NULL), SC_ELEASE);
+	store_fence_clear(f.s);
+
+	/* What is not there reads the same too. */
+	struct outbox_entry e;
+	sc_err_clear(&err);
+	assert_int_equal(store_outbox_get(f.s, "t", T0, "nope", &e, &err),
+			 SC_ENOENT);
+	assert_string_equal(err.msg, "no outbox row for target");
+	sc_err_clear(&err);
+	assert_int_equal(store_job_find(f.s, "nope", T0, &j, &err), SC_ENOENT);
+	assert_string_equal(err.msg, "no such job");
+	fix_close(&f);
+}
+
 static void finish_writes_one_ledger_row(void **state)
 {
 	struct fix f;
@@ -1005,7 +1112,12 @@ static void revive_only_dead_jobs(void **state)
 	fix_open(state, &f);
 	int64_t id = enqueue(&f, "s", T0, T0, NULL);
 	assert_int_equal(store_job_revive(f.s, id, 0, &err), SC_ESTATE);
-	assert_int_equal(store_job_revive(f.s, 777, 0, NULL), SC_ENOENT);
+	char want[64];
+	snprintf(want, sizeof(want), "job %lld is not dead", (long long)id);
+	assert_string_equal(err.msg, want);
+	sc_err_clear(&err);
+	assert_int_equal(store_job_revive(f.s, 777, 0, &err), SC_ENOENT);
+	assert_string_equal(err.msg, "no job 777");
 	assert_int_equal(claim(&f, "w", &j, 1), 1);
 	assert_int_equal(store_job_finish(f.s, id, j.lease_token, JOB_DEAD, 0,
 					  NULL, NULL),
@@ -2330,7 +2442,10 @@ static void outbox_state_machine_and_guard(void **state)
 		assert_int_equal(store_outbox_set_state(f.s, "s", T0, "slack",
 							after[i], &err),
 				 SC_ESTATE);
-		assert_non_null(strstr(err.msg, "already sent"));
+		/* store_guard_error's words, the same on every backend. */
+		assert_string_equal(err.msg, "target slack of s was already "
+				    "sent (send guard); it is never sent "
+				    "again");
 	}
 	assert_int_equal(store_outbox_mark_unknown(f.s, "s", T0, &n, NULL), 0);
 	assert_int_equal(n, 0);
@@ -3349,6 +3464,7 @@ int main(void)
 		cmocka_unit_test(claim_ahead_takes_only_jobs_due_within_the_window),
 		cmocka_unit_test(leases_are_fenced),
 		cmocka_unit_test(finish_writes_one_ledger_row),
+		cmocka_unit_test(finish_outcomes_and_fence_errors_are_one_rule),
 		cmocka_unit_test(release_does_not_count_the_attempt),
 		cmocka_unit_test(recover_counts_stalls_and_gives_up),
 		cmocka_unit_test(lease_clamp_after_clock_set_back),

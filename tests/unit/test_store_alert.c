@@ -290,6 +290,20 @@ static void new_lost_alert_closes_the_older_open_one(void **state)
 	a = mk("daily", T0, ALERT_REASON_LOST, 1, 0);
 	assert_int_equal(do_raise(&f, &a, false), first);
 	assert_int_equal(get(&f, second).status, ALERT_OPEN);
+	/* Only a lost alert supersedes (store_alert_raise_rule): a newer
+	 * missed one of the slot leaves the older open; a recovered one is
+	 * closed at birth, at the store's now, and closes nothing. */
+	sc_clock_advance_ms(f.clock, HOUR);
+	a = mk("daily", T0, ALERT_REASON_MISSED, 1, 0);
+	int64_t missed2 = do_raise(&f, &a, true);
+	assert_int_equal(get(&f, missed).status, ALERT_OPEN);
+	assert_int_equal(get(&f, missed2).closed_ms, 0);
+	a = mk("daily", T0, ALERT_REASON_RECOVERED, 0, 0);
+	g = get(&f, do_raise(&f, &a, true));
+	assert_int_equal(g.status, ALERT_CLOSED);
+	assert_int_equal(g.closed_ms, T0 + 2 * HOUR);
+	assert_int_equal(get(&f, second).status, ALERT_OPEN);
+	assert_int_equal(get(&f, missed2).status, ALERT_OPEN);
 	fix_close(&f);
 }
 
@@ -811,6 +825,12 @@ static void finish_is_fenced_by_the_lease(void **state)
 	assert_int_equal(store_alert_send_finish(f.s, old.id, old.lease_token,
 						 SEND_SENT, 0, "stale", &row,
 						 &err), SC_ELEASE);
+	/* The words of store_lease_error, the same on every backend. */
+	char want[200];
+	snprintf(want, sizeof(want), "finish of alert send %lld refused: "
+		 "lease lost (token %lld no longer current: taken over or "
+		 "finished)", (long long)old.id, (long long)old.lease_token);
+	assert_string_equal(err.msg, want);
 	struct store_alert_send *v = NULL;
 	assert_int_equal(sends(&f, id, &v), 1);
 	assert_int_equal(v[0].state, SEND_SENDING);
@@ -835,9 +855,13 @@ static void finish_is_fenced_by_the_lease(void **state)
 						 NULL), SC_ELEASE);
 	assert_int_equal(count_ledger(&f, LEDGER_ALERT), 1);
 	dispose_all(c, 1);
+	sc_err_clear(&err);
 	assert_int_equal(store_alert_send_finish(f.s, old.id + 99, 1, SEND_SENT,
-						 0, NULL, NULL, NULL),
+						 0, NULL, NULL, &err),
 			 SC_ENOENT);
+	snprintf(want, sizeof(want), "no alert send %lld",
+		 (long long)(old.id + 99));
+	assert_string_equal(err.msg, want);
 	assert_int_equal(store_alert_send_finish(f.s, old.id, 1, SEND_PENDING,
 						 0, NULL, NULL, NULL),
 			 SC_EINVAL);

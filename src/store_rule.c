@@ -1,0 +1,123 @@
+/*
+ * store_rule.c - the store's decisions that do not depend on a backend's
+ * SQL, each written once for every backend: where a finished attempt may
+ * lead and the ledger outcome it defaults to (store_finish_outcome), and
+ * the errors of a row not there (store_missing_error) and of a refused
+ * fence (store_lease_error, store_fence_refused),
+ * of a send guard asked to reopen (store_guard_error) and of a revive of
+ * a job that is not DEAD (store_not_dead_error), what raising an alert
+ * closes (store_alert_raise_rule), which ledger rows are a job's and which
+ * are kept once per slot (store_ledger_row_kind), and the shape of a
+ * ledger filter (store_lq_shape).
+ * A backend runs the statement and reads what it needs to know (did the
+ * fenced write match, does the row exist); what that means, and in which
+ * words, is decided here.
+ *
+ * Invariants:
+ *   - Pure functions: no handle, no I/O, no allocation; safe from any
+ *     thread.
+ *   - A text here is the same on SQLite and on PostgreSQL; test_store
+ *     runs each rule on both backends and compares.
+ */
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "err.h"
+#include "store.h"
+
+const char *store_finish_outcome(enum job_state to)
+{
+	switch (to) {
+	case JOB_DONE: return LEDGER_SUCCESS;
+	case JOB_READY: return LEDGER_FAILED;
+	case JOB_DEAD: return LEDGER_LOST;
+	case JOB_ACTIVE: break;
+	}
+	/* ACTIVE is where an attempt runs, not where one ends. */
+	return NULL;
+}
+
+int store_missing_error(const char *what, int64_t id, struct sc_err *err)
+{
+	return sc_err_set(err, SC_ENOENT, "no %s %" PRId64, what, id);
+}
+
+int store_lease_error(const char *what, const char *op, int64_t id,
+		      int64_t lease_token, bool exists, struct sc_err *err)
+{
+	if (!exists)
+		return store_missing_error(what, id, err);
+	return sc_err_set(err, SC_ELEASE, "%s of %s %" PRId64 " refused: "
+			  "lease lost (token %" PRId64 " no longer current: "
+			  "taken over or finished)", op, what, id,
+			  lease_token);
+}
+
+int store_fence_refused(const char *op, const struct store_fence *f,
+			struct sc_err *err)
+{
+	return sc_err_set(err, SC_ELEASE,
+			  "%s refused: job %" PRId64 " is no longer held under "
+			  "lease %" PRId64 " (taken over or finished); this "
+			  "worker stops",
+			  op, f ? f->job_id : 0, f ? f->lease_token : 0);
+}
+
+void store_alert_raise_rule(const struct store_alert *a, int64_t now_ms,
+			    struct store_raise_rule *r)
+{
+	/* A recovered message is no incident: closed at birth. */
+	r->closed_ms = a->status == ALERT_OPEN ? 0 : now_ms;
+	/* A slot lost again (a re-run lost too) needs one open incident,
+	 * not one per loss: the newest stands for them. Other reasons
+	 * (missed, late, ...) have a generation per occurrence and stay. */
+	r->supersede = strcmp(a->reason, ALERT_REASON_LOST) == 0;
+}
+
+int store_guard_error(const char *schedule, const char *target,
+		      struct sc_err *err)
+{
+	return sc_err_set(err, SC_ESTATE, "target %s of %s was already sent "
+			  "(send guard); it is never sent again", target,
+			  schedule);
+}
+
+int store_not_dead_error(int64_t id, struct sc_err *err)
+{
+	return sc_err_set(err, SC_ESTATE, "job %" PRId64 " is not dead", id);
+}
+
+enum store_row_kind store_ledger_row_kind(const char *outcome)
+{
+	/* A missed or paused slot ran no job: nothing to fence it by, and
+	 * every node may note the same slot, so the first note stands. */
+	if (strcmp(outcome, LEDGER_MISSED) == 0)
+		return STORE_ROW_MISSED;
+	if (strcmp(outcome, LEDGER_PAUSED) == 0)
+		return STORE_ROW_PAUSED;
+	return STORE_ROW_FENCED;
+}
+
+int store_lq_shape(const struct ledger_filter *f)
+{
+	int kind = STORE_LQ_ANY;
+
+	if (f->lost_or_missed)
+		kind = STORE_LQ_LOST;
+	else if (f->outcome && strcmp(f->outcome, LEDGER_ACKED) == 0)
+		kind = STORE_LQ_ACKED;
+	else if (f->outcome && strcmp(f->outcome, LEDGER_MISSED) == 0)
+		kind = STORE_LQ_MISSED;
+	else if (f->outcome && strcmp(f->outcome, LEDGER_SKIPPED) == 0)
+		kind = STORE_LQ_SKIPPED;
+	else if (f->outcome && strcmp(f->outcome, LEDGER_ABANDONED) == 0)
+		kind = STORE_LQ_ABANDONED;
+	else if (f->outcome)
+		kind = STORE_LQ_OUTCOME;
+	bool open = f->since_ms == INT64_MIN && f->until_ms == INT64_MAX;
+	return (((f->schedule != NULL) * STORE_LQ_KINDS + kind) * 2 + open) *
+		       2 +
+	       f->newest_first;
+}
