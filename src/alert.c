@@ -952,8 +952,9 @@ static int send_one(const struct alert_ctx *a, struct store_alert_send *x,
 	return finish_send(a, x, st, next, key, msg, err);
 }
 
-static int send_due(const struct alert_ctx *a, struct alert_report *rep,
-		    struct sc_err *err)
+/* Sends the due send rows, of alert_id only when it is not 0. */
+static int send_due(const struct alert_ctx *a, int64_t alert_id,
+		    struct alert_report *rep, struct sc_err *err)
 {
 	int rc = 0;
 
@@ -966,8 +967,9 @@ static int send_due(const struct alert_ctx *a, struct alert_report *rep,
 		if (a->stop && a->stop(a->ud))
 			break;
 		memset(&x, 0, sizeof(x));
-		rc = store_alert_send_claim(a->store, ALERT_SEND_LEASE_MS, &x, 1,
-					    &n, err);
+		rc = store_alert_send_claim_of(a->store, alert_id,
+					       ALERT_SEND_LEASE_MS, &x, 1, &n,
+					       err);
 		if (rc || n == 0)
 			break;
 		rc = send_one(a, &x, rep, err);
@@ -1024,7 +1026,38 @@ int alert_tick(const struct alert_ctx *a, struct alert_report *rep,
 		return rc;
 	if ((rc = rounds(a, rep, err)) != 0)
 		return rc;
-	return send_due(a, rep, err);
+	return send_due(a, 0, rep, err);
+}
+
+int alert_send_lost(const struct alert_ctx *a, const struct store_dead_job *d,
+		    struct alert_report *rep, struct sc_err *err)
+{
+	struct alert_report local;
+	struct alert_filter f = {.schedule = d->schedule, .open_only = true,
+				 .slot_ms = d->slot_ms, .since_ms = INT64_MIN,
+				 .until_ms = INT64_MAX};
+	struct store_alert *v = NULL;
+	size_t n = 0;
+	int rc;
+
+	if (!rep)
+		rep = &local;
+	memset(rep, 0, sizeof(*rep));
+	rc = alert_raise_lost(a->store, a->config, d, err);
+	if (!rc)
+		rc = store_alert_list(a->store, &f, &v, &n, err);
+	/* This slot's open alerts only: the lost one just raised (and any
+	 * other of the same slot, a breach), staged and sent; the rest is
+	 * the alerter's next pass. */
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		for (int r = v[i].staged_rounds; rc == 0 && r < v[i].rounds;
+		     r++)
+			rc = stage_round(a, &v[i], r, rep, err);
+		if (rc == 0)
+			rc = send_due(a, v[i].id, rep, err);
+	}
+	sc_free(v);
+	return rc;
 }
 
 /* ---- ack ------------------------------------------------------------------ */

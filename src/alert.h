@@ -168,6 +168,17 @@ int alert_tick(const struct alert_ctx *a, struct alert_report *rep,
 	       struct sc_err *err);
 
 /*
+ * What a worker does when its run left the slot lost: raises the lost
+ * alert of d (alert_raise_lost) and stages and sends that slot's open
+ * alerts at once, on the calling thread, so the on-call hears of the
+ * loss now; nothing of other slots (the alerter's pass does the rest:
+ * alert_tick). rep (may be NULL) counts what it did. Returns 0 or the
+ * store's error; a send that fails is counted and retried by the pass.
+ */
+int alert_send_lost(const struct alert_ctx *a, const struct store_dead_job *d,
+		    struct alert_report *rep, struct sc_err *err);
+
+/*
  * `surecron ack`: closes every OPEN alert of schedule whose slots hold
  * slot_ms, each with an "acked" ledger row (note and by in its details;
  * NULL: none). When no alert is open but the ledger holds a lost or

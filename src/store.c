@@ -1124,6 +1124,13 @@ int store_alert_send_claim(struct store *s, int64_t lease_ms,
 			   struct store_alert_send *out, size_t max,
 			   size_t *n, struct sc_err *err)
 {
+	return store_alert_send_claim_of(s, 0, lease_ms, out, max, n, err);
+}
+
+int store_alert_send_claim_of(struct store *s, int64_t alert_id,
+			      int64_t lease_ms, struct store_alert_send *out,
+			      size_t max, size_t *n, struct sc_err *err)
+{
 	int rc = check_out(n, "count output", err);
 
 	if (!rc && max > 0)
@@ -1133,9 +1140,13 @@ int store_alert_send_claim(struct store *s, int64_t lease_ms,
 	*n = 0;
 	if (lease_ms <= 0)
 		return sc_err_set(err, SC_EINVAL, "lease must be positive");
+	if (alert_id < 0)
+		return sc_err_set(err, SC_EINVAL, "alert id must not be "
+				  "negative");
 	if (max == 0)
 		return 0;
-	rc = s->ops->alert_send_claim(s->impl, lease_ms, out, max, n, err);
+	rc = s->ops->alert_send_claim(s->impl, alert_id, lease_ms, out, max, n,
+				      err);
 	/* As for jobs: a backend picks the oldest due rows, and the order
 	 * store.h promises is made here, once for both. */
 	if (!rc && *n > 1)

@@ -841,6 +841,12 @@ int store_alert_send_claim(struct store *s, int64_t lease_ms,
 			   struct store_alert_send *out, size_t max,
 			   size_t *n, struct sc_err *err);
 
+/* store_alert_send_claim of one alert's sends only (alert_id > 0): what
+ * a worker sends at once after it lost a slot (alert_send_lost). */
+int store_alert_send_claim_of(struct store *s, int64_t alert_id,
+			      int64_t lease_ms, struct store_alert_send *out,
+			      size_t max, size_t *n, struct sc_err *err);
+
 /*
  * Ends a claimed send, fenced by lease_token (SC_ELEASE, nothing written,
  * when another claim took it): state SENT (sent_ms now; committed
@@ -1601,7 +1607,8 @@ struct store_ops {
 	int (*alert_stage)(void *impl, int64_t id, int round,
 			   const char *const *targets, size_t n,
 			   const char *body, struct sc_err *err);
-	int (*alert_send_claim)(void *impl, int64_t lease_ms,
+	int (*alert_send_claim)(void *impl, int64_t alert_id, /* 0: any */
+				int64_t lease_ms,
 				struct store_alert_send *out, size_t max,
 				size_t *n, struct sc_err *err);
 	int (*alert_send_finish)(void *impl, int64_t send_id,

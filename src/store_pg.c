@@ -1378,15 +1378,16 @@ static const char *const sql[ST_COUNT] = {
 	 * outbox's SENDING is. */
 	[ST_SEND_CLAIM] =
 	"WITH c AS (SELECT id, state FROM alert_sends"
-	" WHERE (state IN (1, 4, 5) AND next_try_ms <= $1::bigint)"
-	" OR (state = 2 AND lease_expires_ms < $1::bigint)"
+	" WHERE ((state IN (1, 4, 5) AND next_try_ms <= $1::bigint)"
+	" OR (state = 2 AND lease_expires_ms < $1::bigint))"
+	" AND ($4::bigint = 0 OR alert_id = $4::bigint)"
 	" ORDER BY id LIMIT $2::bigint FOR UPDATE SKIP LOCKED)"
 	" UPDATE alert_sends s SET state = 2, n_tries = s.n_tries + 1,"
 	" lease_token = nextval('lease_tokens'),"
 	" lease_expires_ms = $1::bigint + $3::bigint"
 	" FROM c, alerts a WHERE s.id = c.id AND a.id = s.alert_id"
 	" RETURNING " SEND_COLS("CASE WHEN c.state = 2 THEN 5 ELSE c.state"
-				" END", "s.body") ", " DURABLE_IF("4"),
+				" END", "s.body") ", " DURABLE_IF("5"),
 	/* $1 id, $2 token, $3 state, $4 next try, $5 error, $6 now, $7..$17
 	 * the ledger row ($13 outcome NULL: none). SENT (the guard) and
 	 * ABANDONED are durable. Answer: sends changed, rows written. */
@@ -5129,7 +5130,7 @@ static void sends_free(void *v, size_t n)
 	store_alert_sends_free(v, n);
 }
 
-static int pg_alert_send_claim(void *impl, int64_t lease_ms,
+static int pg_alert_send_claim(void *impl, int64_t alert_id, int64_t lease_ms,
 			       struct store_alert_send *out, size_t max,
 			       size_t *n, struct sc_err *err)
 {
@@ -5142,6 +5143,7 @@ static int pg_alert_send_claim(void *impl, int64_t lease_ms,
 	arg_i64(&a, now_ms(p));
 	arg_i64(&a, max > INT32_MAX ? INT32_MAX : (int64_t)max);
 	arg_i64(&a, lease_ms);
+	arg_i64(&a, alert_id);
 	arg_dur(&a, STORE_COMMIT_ALERT_CLAIM);
 	rc = run(p, ST_SEND_CLAIM, &a, &res, err);
 	if (rc)

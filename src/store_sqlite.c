@@ -1085,8 +1085,9 @@ static const char *const stmt_sql[N_STMT] = {
 	[ST_SEND_DUE] =
 		"SELECT " SEND_COLS("CASE WHEN s.state = 2 THEN 5 ELSE "
 				    "s.state END", "s.body") " "
-		"WHERE (s.state IN (1, 4, 5) AND s.next_try_ms <= ?1) OR "
-		"(s.state = 2 AND s.lease_expires_ms < ?1) "
+		"WHERE ((s.state IN (1, 4, 5) AND s.next_try_ms <= ?1) OR "
+		"(s.state = 2 AND s.lease_expires_ms < ?1)) "
+		"AND (?3 = 0 OR s.alert_id = ?3) "
 		"ORDER BY s.id LIMIT ?2",
 	/* The token is per row and only grows, like a job's. */
 	[ST_SEND_TAKE] =
@@ -4755,7 +4756,7 @@ static void sends_free(void *v, size_t n)
  * committed with FULL, as the outbox's is: lost to a power cut, a copy
  * that may have arrived would be sent again as a first try.
  */
-static int sq_alert_send_claim(void *impl, int64_t lease_ms,
+static int sq_alert_send_claim(void *impl, int64_t alert_id, int64_t lease_ms,
 			       struct store_alert_send *out, size_t max,
 			       size_t *n, struct sc_err *err)
 {
@@ -4772,6 +4773,7 @@ static int sq_alert_send_claim(void *impl, int64_t lease_ms,
 		goto done;
 	sqlite3_bind_int64(st, 1, now);
 	sqlite3_bind_int64(st, 2, max > INT32_MAX ? INT32_MAX : (int64_t)max);
+	sqlite3_bind_int64(st, 3, alert_id);
 	rc = fill_rows(q, st, out, max, sizeof(*out), send_body_row,
 		       "alert send claim", &got, err);
 	for (size_t i = 0; !rc && i < got; i++) {

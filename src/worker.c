@@ -19,7 +19,7 @@
  *        |           marker when the run asks: one commit)|
  *        |no                                            |
  *   queue_fail(class, error, hint) <--------------------+
- *        |  DEAD? --yes--> alert_raise_lost, alert_tick (alert.h)
+ *        |  DEAD? --yes--> alert_send_lost: that slot's alert (alert.h)
  *        v
  *   finish failed with SC_EIO or SC_ENOSPC (and not released, lease not
  *   lost)?
@@ -347,10 +347,8 @@ static void alert_now(const struct worker_opts *o, struct sc_clock *clock,
 			      .clock = clock, .stop = o->stop, .ud = o->ud};
 	struct alert_report rep;
 	struct sc_err e = {0};
-	int rc = alert_raise_lost(o->store, o->config, d, &e);
+	int rc = alert_send_lost(&a, d, &rep, &e);
 
-	if (rc == 0)
-		rc = alert_tick(&a, &rep, &e);
 	if (rc) {
 		LOG(SC_LOG_WARN, "alert", "event=alert_deferred schedule=%s "
 		       "job=%lld code=%d msg=\"the lost alert goes out at the "

@@ -886,6 +886,17 @@ static void lost_slot_alerts_only_configured_targets(void **state)
 	F.cfg.alert_targets = F.alert_names;
 	F.cfg.n_alert_targets = 1;
 	sc_clock_set_ms(F.clock, SLOT + 2 * MIN);
+	/* Another slot's alert, raised and not yet sent: the worker sends
+	 * its own slot's alert only (alert_send_lost); the other waits for
+	 * the alerter's pass. */
+	struct store_alert other = {.schedule = "weekly", .reason = "lost",
+				    .error_msg = "older loss",
+				    .slot_ms = SLOT - 7 * 24 * 60 * MIN,
+				    .last_slot_ms = SLOT - 7 * 24 * 60 * MIN,
+				    .n_slots = 1, .generation = 1,
+				    .attempts = 1, .status = ALERT_OPEN};
+	assert_int_equal(store_alert_raise(F.store, &other, NULL, NULL, NULL),
+			 0);
 	claim(&job);
 	assert_int_equal(worker_run_job(wopts(&F.ctx), &job, &jr, NULL), 0);
 	assert_true(jr.dead);
@@ -896,6 +907,11 @@ static void lost_slot_alerts_only_configured_targets(void **state)
 	assert_non_null(strstr(jget(o, "error"), "still broken"));
 	json_decref(o);
 	worker_result_dispose(&jr);
+	struct alert_ctx ac = {.store = F.store, .config = &F.cfg};
+	struct alert_report rep;
+	assert_int_equal(alert_tick(&ac, &rep, NULL), 0);
+	assert_int_equal(rep.n_sent, 1);
+	assert_int_equal(fake_http_count(srv, "/alerts"), 2);
 }
 
 static void permanent_task_failure_kills_the_job_at_once(void **state)
