@@ -2276,8 +2276,12 @@ static void parse_schedule(struct pc *pc, const struct config_node *k,
 		pjoin(kp, sizeof(kp), path, "sla");
 		parse_sla(pc, sl, kp, &x);
 	}
+	/* The counts are 32 bits (spec.h); a sequence is far shorter
+	 * (CONFIG_MAX_NODES). */
+	size_t n_seq = 0;
 	get_strv(pc, v, path, "renamed_from", false, &s->renamed_from,
-		 &s->n_renamed_from);
+		 &n_seq);
+	s->n_renamed_from = (uint32_t)n_seq;
 	const struct config_node *r = config_yaml_get(v, "retry");
 	if (r) {
 		pjoin(kp, sizeof(kp), path, "retry");
@@ -2287,9 +2291,11 @@ static void parse_schedule(struct pc *pc, const struct config_node *k,
 	 * read-only commands never show (check reads them). */
 	if (pc->light)
 		goto env;
+	n_seq = 0;
 	if (get_strv(pc, v, path, "targets", false, &s->targets,
-		     &s->n_targets) == 1)
+		     &n_seq) == 1)
 		check_target_refs(pc, v, path, "targets", s->targets);
+	s->n_targets = (uint32_t)n_seq;
 
 	const struct config_node *tl = config_yaml_get(v, "tasks");
 	pjoin(kp, sizeof(kp), path, "tasks");

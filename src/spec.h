@@ -186,7 +186,9 @@ struct schedule_extra {
 };
 
 /* Laid out by size, widest first, so that no member pads (issue 45: a
- * config of 100,000 schedules holds 100,000 of these). */
+ * config of 100,000 schedules holds 100,000 of these): the counts are
+ * 32 bits (a config holds far fewer than 2^32 of anything) and the
+ * small enums and flags share one 16-bit unit. */
 struct schedule_spec {
 	char *name;
 	char *cron;             /* the final expression (after overrides) */
@@ -195,13 +197,10 @@ struct schedule_spec {
 	char *schedule_env;     /* `schedule_env:` as written, or NULL */
 	char *tz;               /* IANA name; NULL: the system's zone */
 	char **targets;         /* names, NULL-terminated */
-	size_t n_targets;
 	struct task_spec *tasks;
-	size_t n_tasks;
 	char **renamed_from;    /* `renamed_from:` names, NULL-terminated
 				   (never NULL once loaded): the schedule's
 				   earlier names, whose state it keeps */
-	size_t n_renamed_from;
 	/*
 	 * Resolved once by config_parse, from the FINAL expression (after the
 	 * environment overrides) and tz, so that no consumer parses `cron` or
@@ -215,17 +214,20 @@ struct schedule_spec {
 	const struct sc_zone *zone; /* tz, or the system's zone when tz is
 				       NULL; loaded zones live as long as the
 				       process (tz.c), so it is never freed */
-	struct sc_retry_policy policy; /* `retry:` as written when has_retry,
-					  else the policy of cls */
 	/* The rarely set fields, shared (above); NULL: every default. In a
 	 * config_parse'd config it lives in the pool (config_free frees
 	 * it); in a spec made by hand it is the maker's. */
 	const struct schedule_extra *x;
-	enum catchup catchup;
-	enum sc_freq_class cls; /* the frequency class of expr */
-	enum overlap overlap;       /* `overlap:`, default queue */
-	bool has_retry;         /* true when `retry:` overrides the class */
-	bool disabled;              /* `enabled: false`: fires nothing */
+	struct sc_retry_policy policy; /* `retry:` as written when has_retry,
+					  else the policy of cls */
+	uint32_t n_targets;
+	uint32_t n_tasks;
+	uint32_t n_renamed_from;
+	enum catchup catchup : 2;
+	enum sc_freq_class cls : 1; /* the frequency class of expr */
+	enum overlap overlap : 3;   /* `overlap:`, default queue */
+	bool has_retry : 1;     /* true when `retry:` overrides the class */
+	bool disabled : 1;      /* `enabled: false`: fires nothing */
 };
 
 /* The extras of s: s->x, or the defaults (all 0) when it is NULL. */
