@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "retry.h"
 #include "surecron.h"
 
 /*
@@ -177,6 +178,17 @@ struct schedule_extra {
 				       slot); 0: none */
 	int64_t deadline_ms;        /* `deadline:`: no attempt starts after
 				       slot + this; 0: none */
+	/* The environment override (config_env.c): `schedule_env:` as
+	 * written, or NULL; when a variable applied, its name and the
+	 * expression the file wrote (NULL when the file has none), the
+	 * spec's cron then being the variable's value. With no override,
+	 * override_var and cron_config are NULL and the spec's cron is the
+	 * file's (spec_cron_config). Strings of the config's pool. */
+	char *schedule_env;
+	char *override_var;
+	char *cron_config;
+	struct sc_retry_policy retry;   /* `retry:`, when the spec's
+					   has_retry (spec_policy) */
 	enum notice_policy notices;    /* `notices:`, default every */
 	/* `expect:` (issue 13): a run whose deliverables fall short is a
 	 * failed run (cause "expectation"). 0: no expectation. */
@@ -191,10 +203,8 @@ struct schedule_extra {
  * small enums and flags share one 16-bit unit. */
 struct schedule_spec {
 	char *name;
-	char *cron;             /* the final expression (after overrides) */
-	char *cron_config;      /* the expression as written in the file */
-	char *override_var;     /* the variable that overrode it, or NULL */
-	char *schedule_env;     /* `schedule_env:` as written, or NULL */
+	char *cron;             /* the final expression (after overrides);
+				   as written: spec_cron_config */
 	char *tz;               /* IANA name; NULL: the system's zone */
 	char **targets;         /* names, NULL-terminated */
 	struct task_spec *tasks;
@@ -205,7 +215,7 @@ struct schedule_spec {
 	 * Resolved once by config_parse, from the FINAL expression (after the
 	 * environment overrides) and tz, so that no consumer parses `cron` or
 	 * loads the zone again: the scheduler fires on expr in zone, the
-	 * queue retries with policy. A spec not made by config_parse has
+	 * queue retries with spec_policy. A spec not made by config_parse has
 	 * zone and expr NULL, which the scheduler refuses (SC_EZONE).
 	 */
 	const struct sc_cron *expr; /* cron, parsed: the pool's (shared by
@@ -218,15 +228,14 @@ struct schedule_spec {
 	 * config_parse'd config it lives in the pool (config_free frees
 	 * it); in a spec made by hand it is the maker's. */
 	const struct schedule_extra *x;
-	struct sc_retry_policy policy; /* `retry:` as written when has_retry,
-					  else the policy of cls */
 	uint32_t n_targets;
 	uint32_t n_tasks;
 	uint32_t n_renamed_from;
 	enum catchup catchup : 2;
 	enum sc_freq_class cls : 1; /* the frequency class of expr */
 	enum overlap overlap : 3;   /* `overlap:`, default queue */
-	bool has_retry : 1;     /* true when `retry:` overrides the class */
+	bool has_retry : 1;     /* true when `retry:` overrides the class
+				   (the policy is then x->retry) */
 	bool disabled : 1;      /* `enabled: false`: fires nothing */
 };
 
@@ -236,6 +245,22 @@ spec_x(const struct schedule_spec *s)
 {
 	static const struct schedule_extra none;
 	return s->x ? s->x : &none;
+}
+
+/* The retry policy of s: `retry:` as written when has_retry, else the
+ * policy of its class. Valid as long as s's extras (a class's: for the
+ * life of the process). */
+static inline const struct sc_retry_policy *
+spec_policy(const struct schedule_spec *s)
+{
+	return s->has_retry ? &spec_x(s)->retry : retry_policy_of(s->cls);
+}
+
+/* The expression as written in the file (NULL when it has none): the
+ * spec's cron unless an environment variable overrode it. */
+static inline const char *spec_cron_config(const struct schedule_spec *s)
+{
+	return spec_x(s)->override_var ? spec_x(s)->cron_config : s->cron;
 }
 
 struct config_locs;
