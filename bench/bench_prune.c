@@ -122,8 +122,7 @@ static void prune(const char *url, int batch_rows)
 {
 	struct store *s = open_store(url);
 	struct schedule_spec sc = {.name = "bench",
-				   .policy = sc_retry_policy_for(
-					   SC_FREQ_DEFAULT)};
+				   .cls = SC_FREQ_DEFAULT}; /* its policy */
 	struct config cfg = {.lease_ms = 300000, .schedules = &sc,
 			     .n_schedules = 1, .retention_ledger_ms = 400 * DAY,
 			     .retention_jobs_ms = 30 * DAY,

@@ -71,7 +71,7 @@ static bool same(const struct schedule_spec *s, const struct crontab_job *j)
 	const char *sh = j->shell ? j->shell : "/bin/sh";
 	bool other = j->shell && strcmp(j->shell, "/bin/sh") != 0;
 
-	if (!str_eq(s->cron_config, j->spec) || !str_eq(s->tz, j->tz) ||
+	if (!str_eq(spec_cron_config(s), j->spec) || !str_eq(s->tz, j->tz) ||
 	    s->n_tasks != 1)
 		return false;
 	const struct task_spec *t = &s->tasks[0];

@@ -1936,7 +1936,8 @@ static void parse_task(struct pc *pc, const struct config_node *v,
 }
 
 static void parse_retry(struct pc *pc, const struct config_node *r,
-			const char *path, struct schedule_spec *s)
+			const char *path, struct schedule_spec *s,
+			struct schedule_extra *x)
 {
 	static const char *const keys[] = {"attempts", "backoff", "delay",
 					   NULL};
@@ -1963,7 +1964,7 @@ static void parse_retry(struct pc *pc, const struct config_node *r,
 		bad(pc, r, path, "invalid retry policy");
 		return;
 	}
-	s->policy = p;
+	x->retry = p;
 	s->has_retry = true;
 }
 
@@ -2082,9 +2083,9 @@ static void resolve_schedule(struct pc *pc, const struct config_node *k,
 	} else if (s->cron && sc_cron_parse(s->cron, &e, &err) != 0) {
 		const struct config_node *at = config_yaml_get(v, "cron");
 		pjoin(kp, sizeof(kp), path, "cron");
-		if (s->override_var)
+		if (spec_x(s)->override_var)
 			bad(pc, at ? at : k, kp, "%s (from %s)", err.msg,
-			    s->override_var);
+			    spec_x(s)->override_var);
 		else
 			bad(pc, at ? at : k, kp, "%s", err.msg);
 	} else if (s->cron) {
@@ -2118,8 +2119,6 @@ static void resolve_schedule(struct pc *pc, const struct config_node *k,
 		pc->memo_cron[mc].expr = s->expr;
 		pc->memo_cron[mc].cls = s->cls;
 	}
-	if (!s->has_retry)
-		s->policy = sc_retry_policy_for(s->cls);
 }
 
 /*
@@ -2205,7 +2204,9 @@ static void schedule_extra_pool(struct pc *pc, struct schedule_spec *s,
 	    !x->sla.success_within_ms && !x->catchup_window_ms &&
 	    !x->jitter_ms && !x->deadline_ms && x->notices == NOTICES_EVERY &&
 	    !x->expect_min_previews && !x->expect_min_summary_chars &&
-	    !x->has_sla)
+	    !x->has_sla && !x->schedule_env && !x->override_var &&
+	    !x->cron_config && !x->retry.attempts && !x->retry.backoff &&
+	    !x->retry.delay_ms)
 		return; /* every default: spec_x's own */
 	if (!(s->x = config_pool_blob(pool, x, sizeof(*x))))
 		oom(pc);
@@ -2243,8 +2244,8 @@ static void parse_schedule(struct pc *pc, const struct config_node *k,
 		oom(pc);
 	if (!s->name || !map_keys(pc, v, path, keys, "a schedule"))
 		goto env;
-	get_str(pc, v, path, "cron", false, &s->cron_config);
-	get_env_name(pc, v, path, "schedule_env", false, &s->schedule_env);
+	get_str(pc, v, path, "cron", false, &s->cron); /* as written */
+	get_env_name(pc, v, path, "schedule_env", false, &x.schedule_env);
 	get_str(pc, v, path, "tz", false, &s->tz);
 	if (get_enum(pc, v, path, "catchup", catchups, &cu) == 1)
 		s->catchup = (enum catchup)cu;
@@ -2276,20 +2277,26 @@ static void parse_schedule(struct pc *pc, const struct config_node *k,
 		pjoin(kp, sizeof(kp), path, "sla");
 		parse_sla(pc, sl, kp, &x);
 	}
+	/* The counts are 32 bits (spec.h); a sequence is far shorter
+	 * (CONFIG_MAX_NODES). */
+	size_t n_seq = 0;
 	get_strv(pc, v, path, "renamed_from", false, &s->renamed_from,
-		 &s->n_renamed_from);
+		 &n_seq);
+	s->n_renamed_from = (uint32_t)n_seq;
 	const struct config_node *r = config_yaml_get(v, "retry");
 	if (r) {
 		pjoin(kp, sizeof(kp), path, "retry");
-		parse_retry(pc, r, kp, s);
+		parse_retry(pc, r, kp, s, &x);
 	}
 	/* The light load stops here: targets and tasks are what the
 	 * read-only commands never show (check reads them). */
 	if (pc->light)
 		goto env;
+	n_seq = 0;
 	if (get_strv(pc, v, path, "targets", false, &s->targets,
-		     &s->n_targets) == 1)
+		     &n_seq) == 1)
 		check_target_refs(pc, v, path, "targets", s->targets);
+	s->n_targets = (uint32_t)n_seq;
 
 	const struct config_node *tl = config_yaml_get(v, "tasks");
 	pjoin(kp, sizeof(kp), path, "tasks");
@@ -2330,11 +2337,13 @@ env:
 		oom(pc);
 	if (!s->renamed_from && !(s->renamed_from = calloc(1, sizeof(char *))))
 		oom(pc);
+	/* The override first: what it leaves in the extras is interned
+	 * with them (none: the shared defaults). */
+	int rc = s->name ? config_env_apply(pc->c->pool, s, &x) : 0;
 	schedule_extra_pool(pc, s, &x);
 	schedule_pool(pc, s);
 	if (!s->name)
 		return;
-	int rc = config_env_apply(pc->c->pool, s);
 	if (rc == SC_ENOMEM) {
 		oom(pc);
 	} else if (rc == SC_ENOENT && v->kind == NODE_MAP) {
@@ -2343,20 +2352,20 @@ env:
 		 * as a name already): never print the unfilled buffer. */
 		if (config_env_default_var(s->name, var, sizeof(var)) != 0)
 			var[0] = '\0';
-		if (!var[0] && !s->schedule_env)
+		if (!var[0] && !x.schedule_env)
 			bad(pc, k, path, "missing required key \"cron\" (the "
 			    "name is too long for an override variable)");
 		else
 			bad(pc, k, path, "missing required key \"cron\" (or "
 			    "set %s%s%s)",
-			    s->schedule_env ? s->schedule_env : var,
-			    s->schedule_env && var[0] ? " or " : "",
-			    s->schedule_env ? var : "");
+			    x.schedule_env ? x.schedule_env : var,
+			    x.schedule_env && var[0] ? " or " : "",
+			    x.schedule_env ? var : "");
 	}
-	if (s->override_var)
+	if (spec_x(s)->override_var)
 		LOG(SC_LOG_INFO, "config", "event=cron_override "
 		       "schedule=%s cron_override=%s",
-		       s->name, s->override_var);
+		       s->name, spec_x(s)->override_var);
 	resolve_schedule(pc, k, v, path, s);
 }
 
@@ -2870,9 +2879,6 @@ void config_free(struct config *c)
 		struct schedule_spec *s = &c->schedules[i];
 		config_pool_release(pool, s->name);
 		config_pool_release(pool, s->cron);
-		config_pool_release(pool, s->cron_config);
-		config_pool_release(pool, s->override_var);
-		config_pool_release(pool, s->schedule_env);
 		config_pool_release(pool, s->tz);
 		strv_free(pool, s->targets);
 		strv_free(pool, s->renamed_from);

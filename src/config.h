@@ -174,21 +174,27 @@ bool config_locate(const struct config *c, const char *path, int *line,
 int config_env_default_var(const char *schedule, char *out, size_t n);
 
 /*
- * Applies the environment to a schedule being loaded: the variable named by
- * schedule_env (when set and non-empty) wins, then the default variable
- * above (when set and non-empty). Sets s->cron to the final expression and
- * s->override_var to the variable used (NULL when none); s->cron_config
- * keeps the expression as written (NULL when the file has no cron).
- * The expression as written is taken from the config's pool (pool, which
- * may be NULL: then a copy of its own), so the 100,000 schedules of a
- * large config hold no string of their own for it (issue 45); what it
- * replaces is released (config_pool_release: pooled strings are never
- * freed), so it may be applied again.
- * Returns 0, SC_ENOENT (no cron in the file and no variable set) or
- * SC_ENOMEM.
+ * Applies the environment to a schedule being loaded, whose extras x are
+ * not interned yet (config.c interns them after): the variable named by
+ * x->schedule_env (when set and non-empty) wins, then the default
+ * variable above (when set and non-empty). On entry the expression as
+ * written is x->cron_config when x->override_var is set (an override
+ * applied before), else s->cron (NULL when the file has none). Sets
+ * s->cron to the final expression; when a variable applied,
+ * x->override_var to its name and x->cron_config to the expression as
+ * written, else both NULL (so that the extras of a schedule with no
+ * override stay the shared defaults). Strings come from the config's
+ * pool (the value of a variable excepted: s->cron is then a copy of its
+ * own), so the 100,000 schedules of a large config hold no string of
+ * their own for it (issue 45); what it replaces is released
+ * (config_pool_release: pooled strings are never freed), so it may be
+ * applied again.
+ * Returns 0, SC_ENOENT (no cron in the file and no variable set),
+ * SC_EINVAL (pool NULL) or SC_ENOMEM.
  */
 struct config_pool;
-int config_env_apply(struct config_pool *pool, struct schedule_spec *s);
+int config_env_apply(struct config_pool *pool, struct schedule_spec *s,
+		     struct schedule_extra *x);
 
 /*
  * The one parser of a list of names in an environment variable

@@ -12,9 +12,11 @@
  * class and policy), so those follow the override, once, for everyone.
  *
  * Invariants kept for every loaded schedule: `cron` is the final expression
- * (what the scheduler fires on and the retry class is derived from),
- * `cron_config` is the expression as written (NULL when the file has none),
- * `override_var` names the variable that applied (NULL when none did).
+ * (what the scheduler fires on and the retry class is derived from); when
+ * a variable applied, the extras' `override_var` names it and their
+ * `cron_config` is the expression as written (NULL when the file has
+ * none); when none did, both are NULL and `cron` is the file's (spec.h's
+ * spec_cron_config).
  *
  * The other override, SURECRON_ALERT_TARGETS, is split here and only here
  * (config_env_names, issue 43): config_parse resolves it once against the
@@ -72,41 +74,42 @@ static const char *env_value(const char *name)
 	return v && *v ? v : NULL;
 }
 
-int config_env_apply(struct config_pool *pool, struct schedule_spec *s)
+int config_env_apply(struct config_pool *pool, struct schedule_spec *s,
+		     struct schedule_extra *x)
 {
 	char dflt[CONFIG_NAME_MAX + 32];
 	const char *var = NULL, *val = NULL;
+	char *written = x->override_var ? x->cron_config : s->cron;
 
-	if (s->schedule_env && (val = env_value(s->schedule_env)) != NULL)
-		var = s->schedule_env;
+	if (!pool)
+		return SC_EINVAL;
+	if (x->schedule_env && (val = env_value(x->schedule_env)) != NULL)
+		var = x->schedule_env;
 	if (!var && config_env_default_var(s->name, dflt, sizeof(dflt)) == 0 &&
 	    (val = env_value(dflt)) != NULL)
 		var = dflt;
 
 	if (!var) {
-		if (!s->cron_config)
+		if (!written)
 			return SC_ENOENT;
-		char *cron = pool ? config_pool_str(pool, s->cron_config)
-				  : strdup(s->cron_config);
-		if (!cron)
-			return SC_ENOMEM;
-		config_pool_release(pool, s->cron);
-		config_pool_release(pool, s->override_var);
-		s->cron = cron;
-		s->override_var = NULL;
+		if (s->cron != written)
+			config_pool_release(pool, s->cron);
+		s->cron = written;
+		x->override_var = NULL;
+		x->cron_config = NULL;
 		return 0;
 	}
 	char *cron = strdup(val);
-	char *ov = strdup(var);
+	char *ov = config_pool_str(pool, var);
 	if (!cron || !ov) {
 		free(cron);
-		free(ov);
 		return SC_ENOMEM;
 	}
-	config_pool_release(pool, s->cron);
-	config_pool_release(pool, s->override_var);
+	if (s->cron != written)
+		config_pool_release(pool, s->cron);
 	s->cron = cron;
-	s->override_var = ov;
+	x->override_var = ov;
+	x->cron_config = written;
 	return 0;
 }
 

@@ -38,20 +38,18 @@
 
 enum config_node_kind { NODE_SCALAR, NODE_SEQ, NODE_MAP };
 
-/* Laid out without padding (48 bytes): a fragment of 10,000 schedules is
- * some 170,000 of these, and the loader holds two fragments' trees at
- * once (issue 45). */
+/* Laid out without padding (32 bytes): a fragment of 10,000 schedules is
+ * some 170,000 of these, and a fragment's tree is the largest part of a
+ * load's peak (issue 45). The arena that holds a tree is found from its
+ * root (config_yaml.c), so no node carries a pointer to it. */
 struct config_node {
 	char *str;                  /* scalar value, NUL-terminated */
 	struct config_node **kids;  /* seq: items; map: key, value, key, ...
 				       (exactly n: the array is made once
 				       the collection ends) */
-	size_t n;
-	struct config_arena *arena; /* the root only: where every node,
-				       string and kids array of the tree
-				       lives (config_yaml.c) */
+	uint32_t n;                 /* at most CONFIG_MAX_NODES */
 	int line, col;              /* 1-based, where libyaml saw it start */
-	enum config_node_kind kind;
+	unsigned char kind;         /* enum config_node_kind */
 	bool is_null;               /* plain "", "~" or "null" */
 };
 
@@ -68,8 +66,8 @@ struct config_node {
 struct config_node *config_yaml_parse(const char *text, size_t len,
 				      struct config_problems *probs);
 
-/* Frees a tree, given its root (the one config_yaml_parse returned).
- * NULL is ignored. */
+/* Frees a tree, given its root (the one config_yaml_parse returned, never
+ * another node nor a copy of it). NULL is ignored. */
 void config_yaml_free(struct config_node *n);
 
 /* The value of `key` in mapping m (the first one, when a key repeats);

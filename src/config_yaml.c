@@ -184,7 +184,11 @@ struct arena_chunk {
 	max_align_t data[];
 };
 
+/* The root node lives in the arena's own header, so that the tree's
+ * owner finds the arena from the root it holds (config_yaml_free) and no
+ * node carries a pointer to it. */
 struct config_arena {
+	struct config_node root; /* first: a root's address is its arena's */
 	struct arena_chunk *head;
 };
 
@@ -233,8 +237,9 @@ static void *arena_alloc(struct config_arena *a, size_t n, size_t al)
 
 void config_yaml_free(struct config_node *n)
 {
+	/* n is the root, the first member of its arena (parse_tree). */
 	if (n)
-		arena_free(n->arena);
+		arena_free((struct config_arena *)(void *)n);
 }
 
 struct ybuild {
@@ -540,11 +545,9 @@ static struct config_node *build(struct ybuild *b, yaml_event_t *ev, int depth)
 		goto fail;
 	}
 fail_node:
-	config_yaml_free(n);
-	return NULL;
+	return NULL; /* n and its kids are the arena's, freed with it */
 fail:
 	yaml_event_delete(ev);
-	config_yaml_free(n);
 	return NULL;
 }
 
@@ -612,10 +615,14 @@ fail:
 done:
 	yaml_parser_delete(&b.parser);
 	free(b.stk);
-	if (root)
-		root->arena = b.arena; /* the tree owns it from here */
-	else
+	if (root) {
+		/* The tree owns the arena from here: its root moves into the
+		 * arena's header (nothing points to a root). */
+		b.arena->root = *root;
+		root = &b.arena->root;
+	} else {
 		arena_free(b.arena);
+	}
 	return root;
 }
 

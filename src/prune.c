@@ -36,7 +36,7 @@ int64_t prune_window_ms(const struct config *c)
 	int64_t w = 0;
 
 	for (size_t i = 0; c && i < c->n_schedules; i++) {
-		const struct sc_retry_policy *pol = &c->schedules[i].policy;
+		const struct sc_retry_policy *pol = spec_policy(&c->schedules[i]);
 		struct sc_retry_timeline t;
 		if (sc_retry_timeline(pol, 0, &t, NULL) != 0)
 			continue;

@@ -85,7 +85,7 @@ int release_decide(struct store *s, const struct schedule_spec *sc,
 	out->recorded = true;
 	if (!have_job || job.state != JOB_DEAD)
 		return 0;
-	rc = queue_retry_dead(s, job.id, sc->policy.attempts, err);
+	rc = queue_retry_dead(s, job.id, spec_policy(sc)->attempts, err);
 	if (rc) {
 		snprintf(msg, sizeof(msg), "%s", err ? err->msg : "");
 		sc_err_clear(err);

@@ -63,7 +63,7 @@ int report_sched_info(const struct schedule_spec *s, int64_t from_ms,
 	out->zone = s->zone;
 	out->cron = *s->expr;
 	out->cls = s->cls;
-	out->policy = s->policy;
+	out->policy = *spec_policy(s);
 	sc_cron_class(&out->cron, out->reason, sizeof(out->reason));
 	out->policy_from_config = s->has_retry;
 	return sc_cron_next(&out->cron, out->zone, from_ms, &out->next_ms, err);
@@ -289,10 +289,10 @@ json_t *report_sched_json(const struct report_sched *x)
 	}
 	json_object_set_new(o, "name", json_string(sc->name));
 	json_object_set_new(o, "cron", json_string(sc->cron));
-	json_object_set_new(o, "cron_config", sc->cron_config
-			    ? json_string(sc->cron_config) : json_null());
-	json_object_set_new(o, "override_var", sc->override_var
-			    ? json_string(sc->override_var) : json_null());
+	json_object_set_new(o, "cron_config", spec_cron_config(sc)
+			    ? json_string(spec_cron_config(sc)) : json_null());
+	json_object_set_new(o, "override_var", spec_x(sc)->override_var
+			    ? json_string(spec_x(sc)->override_var) : json_null());
 	json_object_set_new(o, "zone", json_string(sc_zone_name(
 					       x->info.zone)));
 	json_object_set_new(o, "next", json_string(report_format_local(

@@ -12,12 +12,20 @@
 #include "err.h"
 #include "retry.h"
 
+/* DESIGN.md's two classes, by enum sc_freq_class. */
+static const struct sc_retry_policy class_policy[2] = {
+	[SC_FREQ_DEFAULT] = {2, SC_BACKOFF_EXPONENTIAL, 60 * 1000},
+	[SC_FREQ_LOW] = {4, SC_BACKOFF_EXPONENTIAL, 30 * 60 * 1000},
+};
+
+const struct sc_retry_policy *retry_policy_of(enum sc_freq_class cls)
+{
+	return &class_policy[cls == SC_FREQ_LOW];
+}
+
 struct sc_retry_policy sc_retry_policy_for(enum sc_freq_class cls)
 {
-	if (cls == SC_FREQ_LOW)
-		return (struct sc_retry_policy){4, SC_BACKOFF_EXPONENTIAL,
-						30 * 60 * 1000};
-	return (struct sc_retry_policy){2, SC_BACKOFF_EXPONENTIAL, 60 * 1000};
+	return *retry_policy_of(cls);
 }
 
 int64_t sc_retry_delay_ms(const struct sc_retry_policy *p, int k)

@@ -142,7 +142,7 @@ int scheduler_timeline(const struct schedule_spec *spec, int64_t slot_ms,
 {
 	int64_t start = scheduler_start_ms(spec, slot_ms);
 	int64_t dl = scheduler_deadline_at(spec, slot_ms);
-	int rc = sc_retry_timeline(&spec->policy, start, out, err);
+	int rc = sc_retry_timeline(spec_policy(spec), start, out, err);
 	int n = 0;
 
 	if (rc)
@@ -945,7 +945,7 @@ static int judge(struct store *s, const struct schedule_spec *spec,
 	    (long long)waiting);
 	return 0;
 enqueue:
-	rc = queue_enqueue_at(s, spec->name, slot, &spec->policy, run_at_ms,
+	rc = queue_enqueue_at(s, spec->name, slot, spec_policy(spec), run_at_ms,
 			      NULL, created, err);
 	if (!rc && *created)
 		LOG(SC_LOG_INFO, "scheduler", "schedule=%s slot=%s "
@@ -1025,7 +1025,7 @@ static int batch_add(struct batch *b, const struct schedule_spec *spec,
 	for (size_t i = 0; i < n_run; i++)
 		b->v[b->n++] = (struct store_enqueue){
 			.schedule = spec->name, .slot_ms = run[i],
-			.policy = &spec->policy, .last_ms = last};
+			.policy = spec_policy(spec), .last_ms = last};
 	return 0;
 }
 
@@ -1137,7 +1137,7 @@ static int pass(struct store *s, const struct schedule_spec *spec,
 			for (size_t i = 0; i < n_run && !rc; i++) {
 				bool created = false;
 				rc = queue_enqueue_at(
-					s, spec->name, run[i], &spec->policy,
+					s, spec->name, run[i], spec_policy(spec),
 					scheduler_start_ms(spec, run[i]), NULL,
 					&created, err);
 				out->n_enqueued += created;
@@ -1145,12 +1145,12 @@ static int pass(struct store *s, const struct schedule_spec *spec,
 		} else if (n_run == 1) {
 			bool created = false;
 			rc = queue_enqueue(s, spec->name, run[0],
-					   &spec->policy, NULL, &created, err);
+					   spec_policy(spec), NULL, &created, err);
 			out->n_enqueued += created;
 		} else if (n_run > 1) {
 			/* One transaction for the whole catch-up. */
 			rc = queue_enqueue_many(s, spec->name, run, n_run,
-						&spec->policy, err);
+						spec_policy(spec), err);
 			out->n_enqueued += n_run;
 		}
 		if (rc)

@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "retry.h"
 #include "surecron.h"
 
 /*
@@ -177,6 +178,17 @@ struct schedule_extra {
 				       slot); 0: none */
 	int64_t deadline_ms;        /* `deadline:`: no attempt starts after
 				       slot + this; 0: none */
+	/* The environment override (config_env.c): `schedule_env:` as
+	 * written, or NULL; when a variable applied, its name and the
+	 * expression the file wrote (NULL when the file has none), the
+	 * spec's cron then being the variable's value. With no override,
+	 * override_var and cron_config are NULL and the spec's cron is the
+	 * file's (spec_cron_config). Strings of the config's pool. */
+	char *schedule_env;
+	char *override_var;
+	char *cron_config;
+	struct sc_retry_policy retry;   /* `retry:`, when the spec's
+					   has_retry (spec_policy) */
 	enum notice_policy notices;    /* `notices:`, default every */
 	/* `expect:` (issue 13): a run whose deliverables fall short is a
 	 * failed run (cause "expectation"). 0: no expectation. */
@@ -186,27 +198,24 @@ struct schedule_extra {
 };
 
 /* Laid out by size, widest first, so that no member pads (issue 45: a
- * config of 100,000 schedules holds 100,000 of these). */
+ * config of 100,000 schedules holds 100,000 of these): the counts are
+ * 32 bits (a config holds far fewer than 2^32 of anything) and the
+ * small enums and flags share one 16-bit unit. */
 struct schedule_spec {
 	char *name;
-	char *cron;             /* the final expression (after overrides) */
-	char *cron_config;      /* the expression as written in the file */
-	char *override_var;     /* the variable that overrode it, or NULL */
-	char *schedule_env;     /* `schedule_env:` as written, or NULL */
+	char *cron;             /* the final expression (after overrides);
+				   as written: spec_cron_config */
 	char *tz;               /* IANA name; NULL: the system's zone */
 	char **targets;         /* names, NULL-terminated */
-	size_t n_targets;
 	struct task_spec *tasks;
-	size_t n_tasks;
 	char **renamed_from;    /* `renamed_from:` names, NULL-terminated
 				   (never NULL once loaded): the schedule's
 				   earlier names, whose state it keeps */
-	size_t n_renamed_from;
 	/*
 	 * Resolved once by config_parse, from the FINAL expression (after the
 	 * environment overrides) and tz, so that no consumer parses `cron` or
 	 * loads the zone again: the scheduler fires on expr in zone, the
-	 * queue retries with policy. A spec not made by config_parse has
+	 * queue retries with spec_policy. A spec not made by config_parse has
 	 * zone and expr NULL, which the scheduler refuses (SC_EZONE).
 	 */
 	const struct sc_cron *expr; /* cron, parsed: the pool's (shared by
@@ -215,17 +224,19 @@ struct schedule_spec {
 	const struct sc_zone *zone; /* tz, or the system's zone when tz is
 				       NULL; loaded zones live as long as the
 				       process (tz.c), so it is never freed */
-	struct sc_retry_policy policy; /* `retry:` as written when has_retry,
-					  else the policy of cls */
 	/* The rarely set fields, shared (above); NULL: every default. In a
 	 * config_parse'd config it lives in the pool (config_free frees
 	 * it); in a spec made by hand it is the maker's. */
 	const struct schedule_extra *x;
-	enum catchup catchup;
-	enum sc_freq_class cls; /* the frequency class of expr */
-	enum overlap overlap;       /* `overlap:`, default queue */
-	bool has_retry;         /* true when `retry:` overrides the class */
-	bool disabled;              /* `enabled: false`: fires nothing */
+	uint32_t n_targets;
+	uint32_t n_tasks;
+	uint32_t n_renamed_from;
+	enum catchup catchup : 2;
+	enum sc_freq_class cls : 1; /* the frequency class of expr */
+	enum overlap overlap : 3;   /* `overlap:`, default queue */
+	bool has_retry : 1;     /* true when `retry:` overrides the class
+				   (the policy is then x->retry) */
+	bool disabled : 1;      /* `enabled: false`: fires nothing */
 };
 
 /* The extras of s: s->x, or the defaults (all 0) when it is NULL. */
@@ -234,6 +245,22 @@ spec_x(const struct schedule_spec *s)
 {
 	static const struct schedule_extra none;
 	return s->x ? s->x : &none;
+}
+
+/* The retry policy of s: `retry:` as written when has_retry, else the
+ * policy of its class. Valid as long as s's extras (a class's: for the
+ * life of the process). */
+static inline const struct sc_retry_policy *
+spec_policy(const struct schedule_spec *s)
+{
+	return s->has_retry ? &spec_x(s)->retry : retry_policy_of(s->cls);
+}
+
+/* The expression as written in the file (NULL when it has none): the
+ * spec's cron unless an environment variable overrode it. */
+static inline const char *spec_cron_config(const struct schedule_spec *s)
+{
+	return spec_x(s)->override_var ? spec_x(s)->cron_config : s->cron;
 }
 
 struct config_locs;

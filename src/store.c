@@ -227,6 +227,14 @@ int store_open_existing(const char *url, struct sc_clock *clock,
 	return open_store(url, clock, false, out, err);
 }
 
+int store_cache_cap(struct store *s, int kib, struct sc_err *err)
+{
+	if (!s || kib <= 0)
+		return sc_err_set(err, SC_EINVAL, "store_cache_cap: bad "
+				  "argument");
+	return s->ops->cache_cap ? s->ops->cache_cap(s->impl, kib, err) : 0;
+}
+
 void store_close(struct store *s)
 {
 	if (!s)

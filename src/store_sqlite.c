@@ -2446,6 +2446,15 @@ fail_open:
 	return rc;
 }
 
+/* store_cache_cap: a negative cache_size counts KiB. */
+static int sq_cache_cap(void *impl, int kib, struct sc_err *err)
+{
+	char sql[48];
+
+	snprintf(sql, sizeof(sql), "PRAGMA cache_size = -%d", kib);
+	return exec_pragma(impl, sql, err);
+}
+
 /* ---- jobs ------------------------------------------------------------ */
 
 static int insert_job(struct sq *q, const char *schedule, int64_t slot_ms,
@@ -4957,6 +4966,7 @@ const struct store_ops store_sqlite_ops = {
 	.name = "sqlite",
 	.open = sq_open,
 	.close = sq_close,
+	.cache_cap = sq_cache_cap,
 	.job_enqueue = sq_job_enqueue,
 	.job_enqueue_many = sq_job_enqueue_many,
 	.job_enqueue_batch = sq_job_enqueue_batch,

@@ -127,14 +127,14 @@ static int print_text(const struct cli_cron_opts *o, const struct explained *x)
 
 	if (x->sched) {
 		cli_out(stdout, "schedule    %s\n", x->sched->name);
-		if (x->sched->override_var)
+		if (spec_x(x->sched)->override_var)
 			cli_out(stdout,
 				"override    %s is set: it replaces the file's "
-				"%s%s%s\n", x->sched->override_var,
-				x->sched->cron_config ? "\"" : "",
-				x->sched->cron_config ? x->sched->cron_config
+				"%s%s%s\n", spec_x(x->sched)->override_var,
+				spec_cron_config(x->sched) ? "\"" : "",
+				spec_cron_config(x->sched) ? spec_cron_config(x->sched)
 						      : "(no cron)",
-				x->sched->cron_config ? "\"" : "");
+				spec_cron_config(x->sched) ? "\"" : "");
 		else
 			cli_out(stdout,
 				"override    none (SURECRON_SCHEDULE_* or "
@@ -235,11 +235,11 @@ static int print_json(const struct cli_cron_opts *o, const struct explained *x)
 				    json_integer(spec_x(x->sched)->catchup_window_ms));
 		json_object_set_new(root, "schedule",
 				    json_string(x->sched->name));
-		json_object_set_new(root, "cron_config", x->sched->cron_config
-				    ? json_string(x->sched->cron_config)
+		json_object_set_new(root, "cron_config", spec_cron_config(x->sched)
+				    ? json_string(spec_cron_config(x->sched))
 				    : json_null());
-		json_object_set_new(root, "override_var", x->sched->override_var
-				    ? json_string(x->sched->override_var)
+		json_object_set_new(root, "override_var", spec_x(x->sched)->override_var
+				    ? json_string(spec_x(x->sched)->override_var)
 				    : json_null());
 		json_object_set_new(root, "policy_source", json_string(
 			x->sched->has_retry ? "config" : "class"));
@@ -346,7 +346,7 @@ int cmd_explain(int argc, char **argv)
 	sc_cron_describe(&x.c, x.desc, sizeof(x.desc));
 	x.policy = sc_retry_policy_for(x.cls);
 	if (x.sched)
-		x.policy = x.sched->policy;
+		x.policy = *spec_policy(x.sched);
 	if (x.sched ? scheduler_timeline(x.sched, x.next_ms[0], &x.tl,
 					 &x.n_cut, &err)
 		    : sc_retry_timeline(&x.policy, x.next_ms[0], &x.tl, &err)) {

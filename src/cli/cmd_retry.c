@@ -72,7 +72,7 @@ int cmd_retry(int argc, char **argv)
 	int budget = 0;
 	const struct schedule_spec *sc = config_schedule_of(st.cfg, job.schedule);
 	if (sc)
-		budget = sc->policy.attempts;
+		budget = spec_policy(sc)->attempts;
 	sc_err_clear(&err);
 	rc = queue_retry_dead(st.store, id, budget, &err);
 	if (rc != 0) {

@@ -102,10 +102,10 @@ static void print_text(const struct cli_state *st, struct report_sched *v,
 
 		cli_out(stdout, "\n%s\n", sc->name);
 		cli_out(stdout, "  cron     %s", sc->cron);
-		if (sc->override_var)
+		if (spec_x(sc)->override_var)
 			cli_out(stdout,
-				"  (from %s; the file says %s)", sc->override_var,
-				sc->cron_config ? sc->cron_config : "nothing");
+				"  (from %s; the file says %s)", spec_x(sc)->override_var,
+				spec_cron_config(sc) ? spec_cron_config(sc) : "nothing");
 		cli_out(stdout, "\n  next     %s %s\n",
 			cli_format_local(x->info.next_ms, x->info.zone, t),
 			sc_zone_name(x->info.zone));
@@ -282,7 +282,7 @@ static int default_deadline(const struct schedule_spec *sc, int64_t since,
 	if (rc == 0)
 		rc = sc_cron_next(sc->expr, sc->zone, s1, &s2, err);
 	if (rc == 0)
-		rc = sc_retry_timeline(&sc->policy, s2, &tl, err);
+		rc = sc_retry_timeline(spec_policy(sc), s2, &tl, err);
 	if (rc == SC_ENEVER) {
 		*out = INT64_MAX; /* never fires again: never stale */
 		return 0;

@@ -91,7 +91,7 @@ static int backfill_slot(struct cli_state *st, const struct schedule_spec *sc,
 		cli_out(stdout, "%s slot %s: would be enqueued\n", sc->name, t);
 		return EXIT_OK;
 	}
-	if (queue_trigger(st->store, sc->name, slot, &sc->policy, &id,
+	if (queue_trigger(st->store, sc->name, slot, spec_policy(sc), &id,
 			  &created, &err))
 		return cli_fail(err.code == SC_ESTATE ? EXIT_USAGE : EXIT_FAIL,
 				"%s slot %s: %s", sc->name, t, err.msg);
@@ -236,7 +236,7 @@ int cmd_trigger(int argc, char **argv)
 	}
 	if ((r = cli_state_store(&st)))
 		goto done;
-	if (queue_trigger(st.store, sc->name, slot_ms, &sc->policy, &job_id,
+	if (queue_trigger(st.store, sc->name, slot_ms, spec_policy(sc), &job_id,
 			  &created, &err) != 0) {
 		r = cli_fail(err.code == SC_ESTATE ? EXIT_USAGE : EXIT_FAIL,
 			     "%s slot %s: %s", sc->name,

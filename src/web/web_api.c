@@ -543,7 +543,7 @@ enum MHD_Result web_api_retry(struct web_call *k, const char *rest,
 	 * schedule gone from the config: as many as the job had), as the
 	 * CLI does. */
 	const struct schedule_spec *sc = schedule_of(k, job.schedule);
-	int budget = sc ? sc->policy.attempts : 0;
+	int budget = sc ? spec_policy(sc)->attempts : 0;
 	rc = queue_retry_dead(k->w->store, id, budget, &e);
 	if (rc == SC_ENOENT)
 		return web_respond_error(k->c, 404, "no such job");
@@ -613,7 +613,7 @@ enum MHD_Result web_api_trigger(struct web_call *k, const char *rest,
 		return web_respond_error(k->c, 409, "the slot is older than "
 					 "the retention: its record may be "
 					 "pruned");
-	int rc = queue_trigger(k->w->store, sc->name, slot_ms, &sc->policy,
+	int rc = queue_trigger(k->w->store, sc->name, slot_ms, spec_policy(sc),
 			       &job_id, &created, &e);
 	if (rc == SC_ESTATE)
 		return web_respond_error(k->c, 409, "the slot is done: running "

@@ -150,7 +150,7 @@ static int64_t trigger(const struct env *e, const char *schedule,
 	assert_int_equal(config_load(e->cfg, &cfg, NULL), 0);
 	const struct schedule_spec *sp = config_schedule(cfg, schedule);
 	assert_non_null(sp);
-	assert_int_equal(queue_trigger(s, schedule, slot_ms, &sp->policy, &id,
+	assert_int_equal(queue_trigger(s, schedule, slot_ms, spec_policy(sp), &id,
 				       NULL, NULL), 0);
 	config_free(cfg);
 	store_close(s);

@@ -284,7 +284,7 @@ static int64_t trigger(const struct env *e, const char *schedule,
 	if (config_load(e->cfg, &cfg, NULL) == 0) {
 		const struct schedule_spec *sp = config_schedule(cfg, schedule);
 		if (sp)
-			p = sp->policy;
+			p = *spec_policy(sp);
 		config_free(cfg);
 	}
 

@@ -254,7 +254,7 @@ static void trigger(const struct env *e, const char *schedule,
 	assert_int_equal(config_load(e->cfg, &cfg, &err), 0);
 	const struct schedule_spec *sp = config_schedule(cfg, schedule);
 	assert_non_null(sp);
-	assert_int_equal(queue_trigger(s, schedule, slot_ms, &sp->policy, &id,
+	assert_int_equal(queue_trigger(s, schedule, slot_ms, spec_policy(sp), &id,
 				       NULL, &err), 0);
 	config_free(cfg);
 	store_close(s);

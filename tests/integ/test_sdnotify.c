@@ -306,7 +306,7 @@ static void trigger_slot(const struct env *e, int64_t slot_ms)
 	assert_int_equal(config_load(e->cfg, &cfg, &err), 0);
 	const struct schedule_spec *sp = config_schedule(cfg, "slow");
 	assert_non_null(sp);
-	assert_int_equal(queue_trigger(s, "slow", slot_ms, &sp->policy, &id,
+	assert_int_equal(queue_trigger(s, "slow", slot_ms, spec_policy(sp), &id,
 				       NULL, &err), 0);
 	config_free(cfg);
 	store_close(s);

@@ -288,7 +288,7 @@ static void status_stale_exit_codes(void **state)
 	assert_int_equal(store_sched_last_set(s, "idle", tu_now_ms(), NULL),
 			 0);
 	assert_int_equal(queue_trigger(s, "idle", tu_now_ms() / 1000 * 1000,
-				       &sp->policy, NULL, NULL, NULL), 0);
+				       spec_policy(sp), NULL, NULL, NULL), 0);
 	config_free(cfg);
 	store_close(s);
 	assert_int_equal(wait_stale_exit(&e, 1, out, sizeof(out)), 1);

@@ -194,9 +194,9 @@ static void every_key_parsed(void **state)
 	const struct schedule_spec *s = config_schedule(c, "weekly-summary");
 	assert_non_null(s);
 	assert_string_equal(s->cron, "0 17 * * 5");
-	assert_string_equal(s->cron_config, "0 17 * * 5");
-	assert_null(s->override_var);
-	assert_string_equal(s->schedule_env, "WEEKLY_CRON");
+	assert_string_equal(spec_cron_config(s), "0 17 * * 5");
+	assert_null(spec_x(s)->override_var);
+	assert_string_equal(spec_x(s)->schedule_env, "WEEKLY_CRON");
 	assert_string_equal(s->tz, "Asia/Seoul");
 	assert_int_equal(s->catchup, CATCHUP_ALL);
 	assert_int_equal(s->n_targets, 2);
@@ -204,9 +204,9 @@ static void every_key_parsed(void **state)
 	assert_string_equal(s->targets[1], "archive");
 	assert_null(s->targets[2]);
 	assert_true(s->has_retry);
-	assert_int_equal(s->policy.attempts, 4);
-	assert_int_equal(s->policy.backoff, SC_BACKOFF_FIXED);
-	assert_int_equal(s->policy.delay_ms, 30 * 60000);
+	assert_int_equal(spec_policy(s)->attempts, 4);
+	assert_int_equal(spec_policy(s)->backoff, SC_BACKOFF_FIXED);
+	assert_int_equal(spec_policy(s)->delay_ms, 30 * 60000);
 
 	assert_int_equal(s->n_tasks, 3);
 	const struct task_spec *k = &s->tasks[0];
@@ -289,7 +289,7 @@ static void defaults_apply(void **state)
 
 	const struct schedule_spec *s = &c->schedules[0];
 	assert_null(s->tz);
-	assert_null(s->schedule_env);
+	assert_null(spec_x(s)->schedule_env);
 	assert_int_equal(s->catchup, CATCHUP_LATEST);
 	assert_false(s->has_retry);
 	assert_int_equal(s->n_targets, 0);
@@ -576,16 +576,16 @@ static void env_override_forms(void **state)
 	struct config *c = load_ok(path);
 	const struct schedule_spec *s = config_schedule(c, "weekly-summary");
 	assert_string_equal(s->cron, "*/3 * * * *");
-	assert_string_equal(s->cron_config, "0 17 * * 5");
-	assert_string_equal(s->override_var,
+	assert_string_equal(spec_cron_config(s), "0 17 * * 5");
+	assert_string_equal(spec_x(s)->override_var,
 			    "SURECRON_SCHEDULE_WEEKLY_SUMMARY");
 	s = config_schedule(c, "named");
 	assert_string_equal(s->cron, "0 9 * * 1");
-	assert_null(s->override_var);
+	assert_null(spec_x(s)->override_var);
 	s = config_schedule(c, "envonly");
 	assert_string_equal(s->cron, "0 0 1 * *");
-	assert_null(s->cron_config);
-	assert_string_equal(s->override_var, "ENVONLY_CRON");
+	assert_null(spec_cron_config(s));
+	assert_string_equal(spec_x(s)->override_var, "ENVONLY_CRON");
 	config_free(c);
 
 	/* 2. schedule_env wins over the default variable; an empty value
@@ -596,18 +596,18 @@ static void env_override_forms(void **state)
 	c = load_ok(path);
 	s = config_schedule(c, "named");
 	assert_string_equal(s->cron, "2 2 * * *");
-	assert_string_equal(s->override_var, "NAMED_CRON");
-	assert_string_equal(s->cron_config, "0 9 * * 1");
+	assert_string_equal(spec_x(s)->override_var, "NAMED_CRON");
+	assert_string_equal(spec_cron_config(s), "0 9 * * 1");
 	s = config_schedule(c, "weekly-summary");
 	assert_string_equal(s->cron, "0 17 * * 5");
-	assert_null(s->override_var);
+	assert_null(spec_x(s)->override_var);
 	config_free(c);
 
 	unsetenv("NAMED_CRON");
 	c = load_ok(path);
 	s = config_schedule(c, "named");
 	assert_string_equal(s->cron, "1 1 * * *");
-	assert_string_equal(s->override_var, "SURECRON_SCHEDULE_NAMED");
+	assert_string_equal(spec_x(s)->override_var, "SURECRON_SCHEDULE_NAMED");
 	config_free(c);
 
 	/* 3. No cron in the file and no variable: a located error. */
@@ -644,13 +644,13 @@ static void override_moves_retry_class(void **state)
 	struct config *c = load_ok(path);
 	s = config_schedule(c, "weekly");
 	assert_int_equal(s->cls, SC_FREQ_LOW);
-	assert_int_equal(s->policy.attempts, 4);
-	assert_int_equal(s->policy.delay_ms, 30 * 60000);
+	assert_int_equal(spec_policy(s)->attempts, 4);
+	assert_int_equal(spec_policy(s)->delay_ms, 30 * 60000);
 	s = config_schedule(c, "pinned");
 	assert_int_equal(s->cls, SC_FREQ_DEFAULT);
-	assert_int_equal(s->policy.attempts, 5);
-	assert_int_equal(s->policy.backoff, SC_BACKOFF_EXPONENTIAL);
-	assert_int_equal(s->policy.delay_ms, 10000);
+	assert_int_equal(spec_policy(s)->attempts, 5);
+	assert_int_equal(spec_policy(s)->backoff, SC_BACKOFF_EXPONENTIAL);
+	assert_int_equal(spec_policy(s)->delay_ms, 10000);
 	assert_ptr_equal(config_schedule(c, "weekly")->zone, sc_zone_local());
 	config_free(c);
 
@@ -665,11 +665,11 @@ static void override_moves_retry_class(void **state)
 	assert_int_equal(sc_cron_parse("*/3 * * * *", &want, NULL), 0);
 	assert_memory_equal(s->expr, &want, sizeof(want));
 	assert_int_equal(s->cls, SC_FREQ_DEFAULT);
-	assert_int_equal(s->policy.attempts, 2);
-	assert_int_equal(s->policy.delay_ms, 60000);
+	assert_int_equal(spec_policy(s)->attempts, 2);
+	assert_int_equal(spec_policy(s)->delay_ms, 60000);
 	s = config_schedule(c, "pinned");
 	assert_int_equal(s->cls, SC_FREQ_LOW);
-	assert_int_equal(s->policy.attempts, 5);
+	assert_int_equal(spec_policy(s)->attempts, 5);
 	config_free(c);
 	unsetenv("SURECRON_SCHEDULE_WEEKLY");
 	unsetenv("SURECRON_SCHEDULE_PINNED");

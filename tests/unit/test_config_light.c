@@ -106,16 +106,16 @@ static void same_schedule(const struct schedule_spec *a,
 	assert_non_null(b);
 	assert_string_equal(a->name, b->name);
 	assert_string_equal(a->cron, b->cron);
-	assert_true((a->cron_config == NULL) == (b->cron_config == NULL));
-	if (a->cron_config)
-		assert_string_equal(a->cron_config, b->cron_config);
-	assert_true((a->override_var == NULL) == (b->override_var == NULL));
+	assert_true((spec_cron_config(a) == NULL) == (spec_cron_config(b) == NULL));
+	if (spec_cron_config(a))
+		assert_string_equal(spec_cron_config(a), spec_cron_config(b));
+	assert_true((spec_x(a)->override_var == NULL) == (spec_x(b)->override_var == NULL));
 	assert_string_equal(sc_zone_name(a->zone), sc_zone_name(b->zone));
 	assert_int_equal(a->cls, b->cls);
 	assert_int_equal(a->has_retry, b->has_retry);
-	assert_int_equal(a->policy.attempts, b->policy.attempts);
-	assert_int_equal(a->policy.backoff, b->policy.backoff);
-	assert_int_equal(a->policy.delay_ms, b->policy.delay_ms);
+	assert_int_equal(spec_policy(a)->attempts, spec_policy(b)->attempts);
+	assert_int_equal(spec_policy(a)->backoff, spec_policy(b)->backoff);
+	assert_int_equal(spec_policy(a)->delay_ms, spec_policy(b)->delay_ms);
 }
 
 static void light_prints_what_full_prints(void **state)

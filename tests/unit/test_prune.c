@@ -46,8 +46,7 @@ static void fix_open(void **state, struct fix *f, int64_t ret_ms)
 	memset(f, 0, sizeof(*f));
 	f->clock = sc_clock_virtual_new(T0);
 	f->s = tb_open(state, f->clock);
-	f->sched.name = "s";
-	f->sched.policy = sc_retry_policy_for(SC_FREQ_DEFAULT);
+	f->sched.name = "s"; /* the default class's policy */
 	f->cfg.lease_ms = 5 * MIN;
 	f->cfg.schedules = &f->sched;
 	f->cfg.n_schedules = 1;
@@ -316,8 +315,11 @@ static void the_recovery_window_is_kept(void **state)
 	struct fix f;
 
 	fix_open(state, &f, 1000); /* retention 1 s: the window decides */
-	f.sched.policy = (struct sc_retry_policy){
-		.attempts = 5, .backoff = SC_BACKOFF_FIXED, .delay_ms = DAY};
+	struct schedule_extra x = {.retry = {.attempts = 5,
+					     .backoff = SC_BACKOFF_FIXED,
+					     .delay_ms = DAY}};
+	f.sched.x = &x;
+	f.sched.has_retry = true;
 	/* Window 4 days + 5 leases, margin 1 day: 3 days ago is inside. */
 	row(&f, "s", T0 - 3 * DAY, LEDGER_FAILED, NULL);
 	row(&f, "s", T0 - 6 * DAY, LEDGER_FAILED, NULL);
@@ -493,7 +495,7 @@ static void a_pruned_done_slot_is_not_run_again(void **state)
 	assert_int_equal(r.n.n_jobs, 1);
 	assert_false(job_there(&f, OLD));
 	assert_true(marked(&f, OLD)); /* the newest marker */
-	assert_int_equal(queue_trigger(f.s, "s", OLD, &f.sched.policy, NULL,
+	assert_int_equal(queue_trigger(f.s, "s", OLD, spec_policy(&f.sched), NULL,
 				       &created, &e),
 			 SC_ESTATE);
 	assert_non_null(strstr(e.msg, "deliver it twice"));

@@ -471,6 +471,14 @@ static void bad_arguments_are_refused(void **state)
 			 SC_EINVAL);
 	assert_int_equal(store_job_claim(f.s, "w", 0, &j, 1, &n, NULL),
 			 SC_EINVAL);
+	/* A cache cap (the daemon's handles) must be positive; a capped
+	 * handle works as before. */
+	assert_int_equal(store_cache_cap(f.s, 0, NULL), SC_EINVAL);
+	assert_int_equal(store_cache_cap(NULL, 256, NULL), SC_EINVAL);
+	assert_int_equal(store_cache_cap(f.s, 256, NULL), 0);
+	assert_int_equal(store_job_enqueue(f.s, "a", T0, &low, T0, false, NULL,
+					   NULL, NULL),
+			 0);
 	fix_close(&f);
 }
 

@@ -377,7 +377,7 @@ static void deadline_cuts_the_weekly_timeline_after_attempt_2(void **state)
 
 	load("0 17 * * 5", "    deadline: 60m\n");
 	const struct schedule_spec *sc = config_schedule(F.cfg, "s");
-	assert_int_equal(sc->policy.attempts, 4);
+	assert_int_equal(spec_policy(sc)->attempts, 4);
 	assert_int_equal(scheduler_timeline(sc, slot, &tl, &n_cut, NULL), 0);
 	assert_int_equal(tl.n_attempts, 2);
 	assert_int_equal(n_cut, 2);
@@ -419,7 +419,7 @@ static void deadline_cuts_the_weekly_timeline_after_attempt_2(void **state)
 	/* A manual run afterwards succeeds and is marked late. */
 	make_ok();
 	sc_clock_set_ms(F.clock, slot + 3 * HOUR);
-	assert_int_equal(queue_trigger(F.s, "s", slot, &sc->policy, NULL,
+	assert_int_equal(queue_trigger(F.s, "s", slot, spec_policy(sc), NULL,
 				       NULL, NULL), 0);
 	wr = run_one(slot + 3 * HOUR, &claimed);
 	assert_true(claimed && ran());
