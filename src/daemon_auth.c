@@ -131,7 +131,7 @@ size_t daemon_auths_new(const struct config *cfg, struct daemon_tokens *t,
 	*out = NULL;
 	if (!cfg->n_auths || !t)
 		return 0;
-	a = calloc(cfg->n_auths, sizeof(*a));
+	a = calloc(cfg->n_auths, sizeof(struct http_auth *));
 	if (!a)
 		return 0; /* every run builds its own, as without this */
 	for (size_t i = 0; i < cfg->n_auths; i++) {
