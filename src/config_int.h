@@ -7,7 +7,11 @@
  *   config_problem.c  the problem list and the key path -> line:column
  *                     table (struct config_locs);
  *   config.c          the node tree -> struct config (sections, typed
- *                     getters, load), using the two above.
+ *                     getters, load), using the two above;
+ *   config_include.c  the files: reading one (the file-trust rule), the
+ *                     main file's `include:` and the read-ahead that
+ *                     parses the fragments;
+ *   config_lookup.c   the name index and the lookups of a loaded config.
  *   config_pool.c     the config's interned strings and vectors
  *                     (struct config_pool), freed by config_free.
  * config_check.c includes it too, for the problem sort.
@@ -18,6 +22,9 @@
  * at once, not node by node.
  * A struct config_locs is created by config_locs_new and freed by
  * config_locs_free (config_free does it for the config's own).
+ * struct pc, the load's context, lives on config_parse's stack (config.c)
+ * for one load; the helpers that take it are the load's own, never called
+ * once config_parse returns.
  * Thread-safety: none of these touch global state.
  */
 #ifndef SURECRON_CONFIG_INT_H
@@ -293,6 +300,8 @@ size_t config_name_hash(const char *s);
 /* (Re)builds section w's name table of pc->c; out of memory is recorded
  * (config_oom) and leaves the section searched linearly. */
 void config_index_build(struct pc *pc, enum section_count w);
+/* Frees an index (config_free does it). NULL is ignored. */
+void config_index_free(struct config_index *x);
 
 /* config_include.c: the files, `include:` and the read-ahead. */
 
