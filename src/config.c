@@ -1,23 +1,22 @@
 /*
  * config.c - surecron.yaml -> struct config (spec.h): the sections, the
- * typed getters and the load.
+ * typed getters of the nodes and the load.
  *
- * Pipeline: read the file (regular file, at most CONFIG_MAX_BYTES) ->
- * config_yaml_parse (config_yaml.c: pre-scan of the bytes, libyaml, a tree
- * of nodes that keep their line:column) -> walk the tree section by section
- * into the spec structs, recording problems and key-path positions through
- * config_problem.c -> resolve each schedule once (after its environment
- * override, config_env.c): the parsed expression, the zone, the class and
- * the final retry policy.
+ * Pipeline: read the file (config_include.c: a regular, trusted file of
+ * at most CONFIG_MAX_BYTES) -> config_yaml_parse (config_yaml.c: pre-scan
+ * of the bytes, libyaml, a tree of nodes that keep their line:column) ->
+ * walk the tree section by section into the spec structs, recording
+ * problems and key-path positions through config_problem.c -> resolve
+ * each schedule once (after its environment override, config_env.c): the
+ * parsed expression, the zone, the class and the final retry policy. The
+ * lookups of a loaded config are in config_lookup.c.
  *
- * `include:` (issue 15): the main file's patterns are matched (glob(3),
- * relative to its folder, sorted) into fragments, read one after the
- * other, each with its own per-file limits, and each one's tree freed
- * once its targets, auth and schedules are read; what spans files (names
- * defined twice, references, override collisions, renamed_from) is
- * checked when all are read (sections_whole), by sorting or through the
- * name index, never by a scan per item: 100,000 schedules load in linear
- * or n log n time.
+ * `include:` (issue 15; the patterns, the files and the read-ahead are in
+ * config_include.c): each fragment's tree is freed once its targets, auth
+ * and schedules are read; what spans files (names defined twice,
+ * references, override collisions, renamed_from) is checked when all are
+ * read (sections_whole), by sorting or through the name index, never by
+ * a scan per item: 100,000 schedules load in linear or n log n time.
  *
  * Invariants:
  *   - Every problem names the key path and the position of the node it is
@@ -34,14 +33,8 @@
  *     target and auth it names exists, in any of its files) and every
  *     relative path in it has been resolved against the folder of the
  *     file that holds it (a fragment's own, for a fragment).
- *   - Every problem names its file: a fragment's problems carry the
- *     fragment's printed name (config_problems.at_file while it is
- *     read), the main file's print as they always did.
- *   - A fragment holds schedules, targets and auth only, and includes
- *     nothing; a name is defined once across all the files.
- *   - config_target/auth/schedule answer through the index built at the
- *     end of the load (O(1)), and fall back to a linear search for a
- *     config made or changed by hand.
+ *   - A name is defined once across all the files (config_include.c
+ *     keeps the rules of the fragments themselves).
  *   - Every schedule of a config that loads is resolved: its final cron
  *     expression parsed (expr), its zone loaded (zone, never NULL), its
  *     class and policy computed; nobody parses a schedule's cron again.
@@ -54,10 +47,7 @@
  */
 #include <ctype.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <glob.h>
 #include <limits.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -67,8 +57,6 @@
 #endif
 #include <string.h>
 #include <strings.h>
-#include <sys/stat.h>
-#include <unistd.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
@@ -79,100 +67,11 @@
 #include "log.h"
 #include "retry.h"
 #include "text.h"
-#include "thread.h"
 #include "url.h"
-
-#define PATH_MAX_KEY 512
 
 /* ------------------------------------------------------------------ */
 /* Tree walking helpers                                               */
 /* ------------------------------------------------------------------ */
-
-/* One file of the config being read: [0] the main file, then each
- * fragment `include:` names, in load order. */
-struct src {
-	char *shown;               /* printed name: the main file's path as
-				      given, a fragment's as matched */
-	char *dir;                 /* its folder, absolute */
-	char *text;
-	struct config_node *root;  /* NULL: not read, or empty */
-	/* A fragment's first stage (parse_fragment): its status and its
-	 * problems, moved to the load's list in file order by
-	 * read_fragment; parsed is set (under the read-ahead's lock when
-	 * two threads parse) once the stage is over. */
-	int rc;
-	struct config_problems probs;
-	struct config_problems warns; /* its file-trust warning (check) */
-	bool unread;               /* read_file refused it */
-	bool parsed;
-};
-
-/* Where each named item came from: its name (the item's own string),
- * file (index into pc.srcs) and the name's position, by index in the
- * section's array. Kept after the file's tree is freed. */
-struct nref {
-	const char *name;
-	size_t file;
-	int line, col;
-};
-
-/* Which section (and per-file counter of struct config_file). */
-enum section_count { COUNT_TARGETS, COUNT_AUTHS, COUNT_SCHEDULES };
-
-struct pc {
-	struct config *c;
-	struct config_problems *probs;
-	bool oom;
-	const char *dir;           /* the current file's folder: relative
-				      paths resolve against it */
-	struct src *srcs;
-	size_t n_srcs;
-	size_t cap_srcs;           /* room in srcs and c->files */
-	/* The files already in the config, by resolved path: an open
-	 * addressing table of indexes into c->files, plus one (0: empty),
-	 * n_seen of cap_seen (a power of two) used. add_fragment. */
-	size_t *seen;
-	size_t cap_seen, n_seen;
-	/* The sections' arrays grow file by file (a file's tree is freed
-	 * once read, so a config of many fragments never holds more than
-	 * one fragment's tree): capacity and origins, by section. */
-	size_t cap[3];
-	struct nref *refs[3];
-	bool present[3];           /* some file has the section */
-	bool defer_refs;           /* names of targets and auth providers
-				      are checked once every file is read */
-	size_t sched_file;         /* first file with `schedules:`, */
-	int sched_line, sched_col; /* its position, for "no schedule" */
-	/* The light load (config_load_light): light skips what the
-	 * read-only commands never print (targets, auth, alerts, tasks and
-	 * the references between them); no_schedules reads no schedule
-	 * (and parses no fragment), only (non-NULL) parses only the
-	 * fragments whose text holds it. */
-	bool light;
-	bool no_schedules;
-	const char *only;
-	/* Some fragment could not be read (read_file refused it): what
-	 * spans the files is not judged (sections_whole), since its
-	 * findings (a target "not defined", "no schedule") would be about
-	 * the missing file and hide the reason. */
-	bool unread;
-	/* `check` (config_parse): a file the file-trust rule refuses is a
-	 * warning, not an error (read_file). */
-	bool trust_warns;
-	/* resolve_schedule's memo (issue 45): an expression and a zone name
-	 * are pooled strings, one pointer for every schedule that writes
-	 * them, and no string a schedule holds is freed during the load,
-	 * so the last results are kept by pointer (direct-mapped). */
-	struct {
-		const char *cron;
-		const struct sc_cron *expr; /* the pool's */
-		enum sc_freq_class cls;
-	} memo_cron[64];
-	struct {
-		const char *tz;
-		const struct sc_zone *zone;
-	} memo_tz[16];
-};
 
 /* A memo's slot of pointer p among n (a power of two). */
 static size_t memo_slot(const void *p, size_t n)
@@ -182,7 +81,7 @@ static size_t memo_slot(const void *p, size_t n)
 }
 
 /* The problems and positions that follow are in file i. */
-static void pc_enter(struct pc *pc, size_t i)
+void config_pc_enter(struct pc *pc, size_t i)
 {
 	pc->probs->at_file = i ? pc->srcs[i].shown : NULL;
 	pc->probs->at_file_ix = i;
@@ -193,11 +92,8 @@ static void pc_enter(struct pc *pc, size_t i)
 	}
 }
 
-static void bad(struct pc *pc, const struct config_node *n, const char *path,
-		const char *fmt, ...) SC_PRINTF(4, 5);
-
 /* Records "path: message" at node n. */
-static void bad(struct pc *pc, const struct config_node *n, const char *path,
+void config_bad(struct pc *pc, const struct config_node *n, const char *path,
 		const char *fmt, ...)
 {
 	char msg[SC_ERR_MSG_MAX - 64];
@@ -249,38 +145,15 @@ static void missing(struct pc *pc, const struct config_node *m,
 		at.line = line;
 		at.col = col;
 	}
-	bad(pc, &at, path, "missing required key \"%s\"%s%s%s", key,
+	config_bad(pc, &at, path, "missing required key \"%s\"%s%s%s", key,
 	    *why ? " (" : "", why, *why ? ")" : "");
 }
 
-static void oom(struct pc *pc)
+void config_oom(struct pc *pc)
 {
 	if (!pc->oom)
 		config_problem_oom(pc->probs);
 	pc->oom = true;
-}
-
-/* Records "warning: path: message" at node n among the load's warnings
- * (config_locs_warns: `check` prints them, --strict makes them errors). */
-static void warn_at_node(struct pc *pc, const struct config_node *n,
-			 const char *path, const char *fmt, ...)
-	SC_PRINTF(4, 5);
-
-static void warn_at_node(struct pc *pc, const struct config_node *n,
-			 const char *path, const char *fmt, ...)
-{
-	struct config_problems *w = config_locs_warns(pc->c->locs);
-	char msg[SC_ERR_MSG_MAX - 64];
-	va_list ap;
-
-	if (!w)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	if (config_problem_add(w, n->line, n->col, "warning: %s: %s", path,
-			       msg))
-		oom(pc);
 }
 
 /* A string of the config: interned in its pool (config_pool.c), so
@@ -290,7 +163,7 @@ static char *xstrdup(struct pc *pc, const char *s)
 {
 	char *d = pc->c->pool ? config_pool_str(pc->c->pool, s) : strdup(s);
 	if (!d)
-		oom(pc);
+		config_oom(pc);
 	return d;
 }
 
@@ -318,7 +191,7 @@ static void pjoin(char *out, size_t n, const char *base, const char *key)
 	out[o + kl] = '\0';
 }
 
-static void pindex(char *out, size_t n, const char *base, size_t i)
+void config_pindex(char *out, size_t n, const char *base, size_t i)
 {
 	/* By hand, as pjoin: once per task of every schedule (issue 45). */
 	char d[24];
@@ -341,12 +214,12 @@ static void pindex(char *out, size_t n, const char *base, size_t i)
 	out[o + dl] = '\0';
 }
 
-static bool want(struct pc *pc, const struct config_node *n, const char *path,
+bool config_want(struct pc *pc, const struct config_node *n, const char *path,
 		 enum config_node_kind kind)
 {
 	if (n->kind == kind && !(kind == NODE_SCALAR && n->is_null))
 		return true;
-	bad(pc, n, path, "expected %s, got %s",
+	config_bad(pc, n, path, "expected %s, got %s",
 	    kind == NODE_MAP ? "a mapping" : kind == NODE_SEQ ? "a list"
 							   : "a value",
 	    config_yaml_kind(n));
@@ -481,7 +354,8 @@ static void dup_keys(struct pc *pc, const struct config_node *n,
 				if (c != 0)
 					continue;
 				key_path(kp, sizeof(kp), path, k->str, what);
-				bad(pc, k, kp, "duplicate %s (first at %d:%d)",
+				config_bad(pc, k, kp,
+				    "duplicate %s (first at %d:%d)",
 				    what, f->line, f->col);
 				break;
 			}
@@ -490,7 +364,7 @@ static void dup_keys(struct pc *pc, const struct config_node *n,
 	}
 	struct keyref *v = malloc(cnt * sizeof(*v));
 	if (!v) {
-		oom(pc);
+		config_oom(pc);
 		return;
 	}
 	for (size_t i = 0; i < cnt; i++)
@@ -505,7 +379,8 @@ static void dup_keys(struct pc *pc, const struct config_node *n,
 			continue;
 		}
 		key_path(kp, sizeof(kp), path, v[i].k->str, what);
-		bad(pc, v[i].k, kp, "duplicate %s (first at %d:%d)", what,
+		config_bad(pc, v[i].k, kp,
+		    "duplicate %s (first at %d:%d)", what,
 		    v[first].k->line, v[first].k->col);
 	}
 	free(v);
@@ -517,13 +392,13 @@ static void dup_keys(struct pc *pc, const struct config_node *n,
  * `what` names the object for messages ("a slack target"). Returns false
  * when n is not a mapping (the caller skips it).
  */
-static bool map_keys(struct pc *pc, const struct config_node *n,
+bool config_map_keys(struct pc *pc, const struct config_node *n,
 		     const char *path, const char *const *allowed,
 		     const char *what)
 {
 	char kp[PATH_MAX_KEY];
 
-	if (!want(pc, n, path, NODE_MAP))
+	if (!config_want(pc, n, path, NODE_MAP))
 		return false;
 	dup_keys(pc, n, path, "key", false);
 	for (size_t i = 0; i + 1 < n->n; i += 2) {
@@ -558,20 +433,23 @@ static bool map_keys(struct pc *pc, const struct config_node *n,
 			/* Near a known key, a key says nothing of a secret;
 			 * otherwise only a plausible one is quoted. */
 			pjoin(kp, sizeof(kp), path, "(key not shown)");
-			bad(pc, k, kp, "an unknown key in %s that does not "
+			config_bad(pc, k, kp,
+			    "an unknown key in %s that does not "
 			    "read as a setting (not quoted: is this file a "
 			    "surecron config?); expected one of: %s", what,
 			    buf_str(&list));
 		} else if (hint && strcmp(hint, near ? near : "") != 0)
-			bad(pc, k, kp, "unknown key in %s (secrets and URLs "
+			config_bad(pc, k, kp,
+			    "unknown key in %s (secrets and URLs "
 			    "are never written in the file: use %s); "
 			    "expected one of: %s", what, hint, buf_str(&list));
 		else if (near)
-			bad(pc, k, kp, "unknown key in %s (did you mean "
+			config_bad(pc, k, kp, "unknown key in %s (did you mean "
 			    "%s?); expected one of: %s", what, near,
 			    buf_str(&list));
 		else
-			bad(pc, k, kp, "unknown key in %s; expected one of: "
+			config_bad(pc, k, kp,
+			    "unknown key in %s; expected one of: "
 			    "%s", what, buf_str(&list));
 		buf_dispose(&list);
 	}
@@ -600,7 +478,7 @@ static bool check_name(struct pc *pc, const struct config_node *n,
 {
 	if (name_valid(n->str))
 		return true;
-	bad(pc, n, path, "invalid %s name \"%s\": use 1 to %d letters, "
+	config_bad(pc, n, path, "invalid %s name \"%s\": use 1 to %d letters, "
 	    "digits, '-' or '_', starting with a letter or digit", what,
 	    n->str, CONFIG_NAME_MAX);
 	return false;
@@ -625,10 +503,10 @@ static int get_str(struct pc *pc, const struct config_node *m, const char *path,
 		}
 		return 0;
 	}
-	if (!want(pc, v, kp, NODE_SCALAR))
+	if (!config_want(pc, v, kp, NODE_SCALAR))
 		return -1;
 	if (!*v->str) {
-		bad(pc, v, kp, "must not be empty");
+		config_bad(pc, v, kp, "must not be empty");
 		return -1;
 	}
 	char *s = xstrdup(pc, v->str);
@@ -647,7 +525,7 @@ static int get_env_name(struct pc *pc, const struct config_node *m,
 	if (rc == 1 && !config_env_name_valid(*out)) {
 		char kp[PATH_MAX_KEY];
 		pjoin(kp, sizeof(kp), path, key);
-		bad(pc, config_yaml_get(m, key), kp, "\"%s\" is not an "
+		config_bad(pc, config_yaml_get(m, key), kp, "\"%s\" is not an "
 		    "environment variable name (expected the NAME of a "
 		    "variable holding the value, like SLACK_WEBHOOK_URL)",
 		    *out);
@@ -668,15 +546,15 @@ static int get_duration(struct pc *pc, const struct config_node *m,
 	if (!v)
 		return 0;
 	pjoin(kp, sizeof(kp), path, key);
-	if (!want(pc, v, kp, NODE_SCALAR))
+	if (!config_want(pc, v, kp, NODE_SCALAR))
 		return -1;
 	if (clock_parse_duration(v->str, &ms, &err)) {
-		bad(pc, v, kp, "%s", err.msg);
+		config_bad(pc, v, kp, "%s", err.msg);
 		return -1;
 	}
 	if (ms < min_ms || ms > max_ms) {
 		char lo[CLOCK_DUR_MAX], hi[CLOCK_DUR_MAX];
-		bad(pc, v, kp, "duration %s is out of range (%s to %s)",
+		config_bad(pc, v, kp, "duration %s is out of range (%s to %s)",
 		    v->str, clock_format_duration(min_ms, lo, sizeof(lo)),
 		    clock_format_duration(max_ms, hi, sizeof(hi)));
 		return -1;
@@ -695,7 +573,7 @@ static int get_int(struct pc *pc, const struct config_node *m, const char *path,
 	if (!v)
 		return 0;
 	pjoin(kp, sizeof(kp), path, key);
-	if (!want(pc, v, kp, NODE_SCALAR))
+	if (!config_want(pc, v, kp, NODE_SCALAR))
 		return -1;
 	char *end;
 	errno = 0;
@@ -704,11 +582,13 @@ static int get_int(struct pc *pc, const struct config_node *m, const char *path,
 	const char *d = v->str + (v->str[0] == '-' && min < 0);
 	long long x = strtoll(v->str, &end, 10);
 	if (!isdigit((unsigned char)*d) || errno || end == v->str || *end) {
-		bad(pc, v, kp, "expected an integer, got \"%s\"", v->str);
+		config_bad(pc, v, kp,
+		    "expected an integer, got \"%s\"", v->str);
 		return -1;
 	}
 	if (x < min || x > max) {
-		bad(pc, v, kp, "%lld is out of range (%lld to %lld)", x, min,
+		config_bad(pc, v, kp,
+		    "%lld is out of range (%lld to %lld)", x, min,
 		    max);
 		return -1;
 	}
@@ -732,7 +612,7 @@ static int get_size(struct pc *pc, const struct config_node *m,
 	if (!v)
 		return 0;
 	pjoin(kp, sizeof(kp), path, key);
-	if (!want(pc, v, kp, NODE_SCALAR))
+	if (!config_want(pc, v, kp, NODE_SCALAR))
 		return -1;
 	char *end;
 	errno = 0;
@@ -752,17 +632,20 @@ static int get_size(struct pc *pc, const struct config_node *m,
 	else if (*end)
 		goto badsize;
 	if (x == 0) {
-		bad(pc, v, kp, "size %s is out of range (1 to %zu bytes)",
+		config_bad(pc, v, kp,
+		    "size %s is out of range (1 to %zu bytes)",
 		    v->str, max);
 		return -1;
 	}
 	if (x > max / mult) {
 		if (x <= ULLONG_MAX / mult)
-			bad(pc, v, kp, "%s: %s (%llu bytes) is above the limit "
+			config_bad(pc, v, kp,
+			    "%s: %s (%llu bytes) is above the limit "
 			    "of %s, %zu bytes (%zuMiB)", owner, v->str,
 			    x * mult, what, max, max >> 20);
 		else
-			bad(pc, v, kp, "%s: %s is above the limit of %s, %zu "
+			config_bad(pc, v, kp,
+			    "%s: %s is above the limit of %s, %zu "
 			    "bytes (%zuMiB)", owner, v->str, what, max,
 			    max >> 20);
 		return -1;
@@ -770,7 +653,7 @@ static int get_size(struct pc *pc, const struct config_node *m,
 	*out = (size_t)(x * mult);
 	return 1;
 badsize:
-	bad(pc, v, kp, "expected a size in bytes (e.g. 1048576, 512KiB, "
+	config_bad(pc, v, kp, "expected a size in bytes (e.g. 1048576, 512KiB, "
 	    "1MiB), got \"%s\"", v->str);
 	return -1;
 }
@@ -786,7 +669,7 @@ static int get_enum(struct pc *pc, const struct config_node *m,
 	if (!v)
 		return 0;
 	pjoin(kp, sizeof(kp), path, key);
-	if (!want(pc, v, kp, NODE_SCALAR))
+	if (!config_want(pc, v, kp, NODE_SCALAR))
 		return -1;
 	for (int i = 0; names[i]; i++) {
 		if (strcmp(names[i], v->str) == 0) {
@@ -799,7 +682,7 @@ static int get_enum(struct pc *pc, const struct config_node *m,
 	for (int i = 0; names[i]; i++)
 		buf_addf(&list, "%s%s", i ? (names[i + 1] ? ", " : " or ")
 					  : "", names[i]);
-	bad(pc, v, kp, "unknown value \"%s\" (expected %s)", v->str,
+	config_bad(pc, v, kp, "unknown value \"%s\" (expected %s)", v->str,
 	    buf_str(&list));
 	buf_dispose(&list);
 	return -1;
@@ -832,23 +715,23 @@ static int get_strv(struct pc *pc, const struct config_node *m,
 	int rc = v ? 1 : 0;
 
 	if (!arr) {
-		oom(pc);
+		config_oom(pc);
 		return -1;
 	}
 	pjoin(kp, sizeof(kp), path, key);
-	if (v && !want(pc, v, kp, NODE_SEQ)) {
+	if (v && !config_want(pc, v, kp, NODE_SEQ)) {
 		rc = -1;
 	} else if (v && nonempty && n == 0) {
-		bad(pc, v, kp, "must not be empty");
+		config_bad(pc, v, kp, "must not be empty");
 		rc = -1;
 	}
 	for (size_t i = 0; rc == 1 && i < n; i++) {
 		const struct config_node *it = v->kids[i];
-		pindex(ip, sizeof(ip), kp, i);
+		config_pindex(ip, sizeof(ip), kp, i);
 		config_locs_add(pc->c->locs, ip, it->line, it->col);
-		bool ok = want(pc, it, ip, NODE_SCALAR);
+		bool ok = config_want(pc, it, ip, NODE_SCALAR);
 		if (ok && !*it->str) {
-			bad(pc, it, ip, "must not be empty");
+			config_bad(pc, it, ip, "must not be empty");
 			ok = false;
 		}
 		if (ok)
@@ -881,7 +764,7 @@ static char *resolve(struct pc *pc, const char *p)
 	if (p[0] == '/') {
 		char *r = strdup(p);
 		if (!r)
-			oom(pc);
+			config_oom(pc);
 		return r;
 	}
 	while (p[0] == '.' && p[1] == '/')
@@ -889,7 +772,7 @@ static char *resolve(struct pc *pc, const char *p)
 	size_t len = strlen(pc->dir) + strlen(p) + 2;
 	char *r = malloc(len);
 	if (!r) {
-		oom(pc);
+		config_oom(pc);
 		return NULL;
 	}
 	if (*p)
@@ -931,10 +814,10 @@ static void check_url(struct pc *pc, const struct config_node *m,
 	int rc = url_check(url, use, &err);
 
 	if (rc == SC_ENOMEM) {
-		oom(pc);
+		config_oom(pc);
 	} else if (rc == SC_EINVAL) {
 		pjoin(kp, sizeof(kp), path, key);
-		bad(pc, config_yaml_get(m, key), kp, "%s", err.msg);
+		config_bad(pc, config_yaml_get(m, key), kp, "%s", err.msg);
 	}
 }
 
@@ -947,19 +830,20 @@ static void parse_store(struct pc *pc, const struct config_node *root)
 		size_t len = strlen(c->dir) + 32;
 		c->store_url = malloc(len);
 		if (!c->store_url) {
-			oom(pc);
+			config_oom(pc);
 			return;
 		}
 		snprintf(c->store_url, len, "sqlite:%s/surecron.db", c->dir);
 		return;
 	}
-	if (!want(pc, v, "store", NODE_SCALAR))
+	if (!config_want(pc, v, "store", NODE_SCALAR))
 		return;
 	const char *s = v->str;
 	if (strncmp(s, "sqlite:", 7) == 0) {
 		const char *p = s + 7;
 		if (!*p) {
-			bad(pc, v, "store", "sqlite: needs a file path, e.g. "
+			config_bad(pc, v,
+			    "store", "sqlite: needs a file path, e.g. "
 			    "sqlite:./surecron.db");
 			return;
 		}
@@ -971,7 +855,7 @@ static void parse_store(struct pc *pc, const struct config_node *root)
 		if (c->store_url)
 			snprintf(c->store_url, len, "sqlite:%s", abs);
 		else
-			oom(pc);
+			config_oom(pc);
 		config_pool_release(pc->c->pool, abs);
 		return;
 	}
@@ -984,17 +868,18 @@ static void parse_store(struct pc *pc, const struct config_node *root)
 		struct sc_err err = {0};
 		int rc = pc->light ? 0 : url_check_store(s, &err);
 		if (rc == SC_ENOMEM) {
-			oom(pc);
+			config_oom(pc);
 			return;
 		}
 		if (rc == SC_EINVAL) {
-			bad(pc, v, "store", "%s", err.msg);
+			config_bad(pc, v, "store", "%s", err.msg);
 			return;
 		}
 		c->store_url = xstrdup(pc, s);
 		return;
 	}
-	bad(pc, v, "store", "unknown store \"%s\" (expected sqlite:PATH or "
+	config_bad(pc, v,
+	    "store", "unknown store \"%s\" (expected sqlite:PATH or "
 	    "postgres://HOST/DB)", s);
 }
 
@@ -1006,7 +891,7 @@ static void parse_worker(struct pc *pc, const struct config_node *root)
 	const struct config_node *w = config_yaml_get(root, "worker");
 	long long conc;
 
-	if (!w || !map_keys(pc, w, "worker", keys, "worker"))
+	if (!w || !config_map_keys(pc, w, "worker", keys, "worker"))
 		return;
 	if (get_int(pc, w, "worker", "concurrency", 1, 1024, &conc) == 1)
 		pc->c->concurrency = (int)conc;
@@ -1068,7 +953,7 @@ static void dup_across(struct pc *pc, enum section_count w,
 		return;
 	struct nref *v = malloc(n * sizeof(*v));
 	if (!v) {
-		oom(pc);
+		config_oom(pc);
 		return;
 	}
 	size_t m = 0;
@@ -1127,13 +1012,13 @@ static bool section_grow(struct pc *pc, enum section_count w, void **items,
 		ncap *= 2;
 	char *v = realloc(*items, ncap * size);
 	if (!v) {
-		oom(pc);
+		config_oom(pc);
 		return false;
 	}
 	*items = v;
 	struct nref *r = realloc(pc->refs[w], ncap * sizeof(*r));
 	if (!r) {
-		oom(pc);
+		config_oom(pc);
 		return false;
 	}
 	pc->refs[w] = r;
@@ -1168,7 +1053,7 @@ static void named_section(struct pc *pc, size_t f, const char *section,
 		pc->sched_line = n->kind == NODE_MAP ? n->line : -1;
 		pc->sched_col = n->col;
 	}
-	if (!want(pc, n, section, NODE_MAP))
+	if (!config_want(pc, n, section, NODE_MAP))
 		return;
 	dup_keys(pc, n, section, what, false);
 	for (size_t i = 0; i + 1 < n->n; i += 2) {
@@ -1224,12 +1109,14 @@ static void parse_email(struct pc *pc, const struct config_node *v,
 	get_env_name(pc, v, path, "username_env", false, &t->username_env);
 	get_env_name(pc, v, path, "password_env", false, &t->password_env);
 	if (!t->username_env != !t->password_env)
-		bad(pc, v, path, "username_env and password_env go together "
+		config_bad(pc, v, path,
+		    "username_env and password_env go together "
 		    "(both, or neither for a server with no login)");
 	if (get_str(pc, v, path, "from", true, &t->mail_from) == 1 &&
 	    !config_mail_address_ok(t->mail_from)) {
 		pjoin(kp, sizeof(kp), path, "from");
-		bad(pc, config_yaml_get(v, "from"), kp, "not a mail address "
+		config_bad(pc, config_yaml_get(v,
+		    "from"), kp, "not a mail address "
 		    "(local@domain, no spaces or brackets)");
 	}
 	const struct config_node *to = config_yaml_get(v, "to");
@@ -1242,8 +1129,8 @@ static void parse_email(struct pc *pc, const struct config_node *v,
 		return;
 	for (size_t i = 0; t->mail_to[i]; i++)
 		if (!config_mail_address_ok(t->mail_to[i])) {
-			pindex(ip, sizeof(ip), kp, i);
-			bad(pc, to->kids[i], ip, "not a mail address "
+			config_pindex(ip, sizeof(ip), kp, i);
+			config_bad(pc, to->kids[i], ip, "not a mail address "
 			    "(local@domain, no spaces or brackets)");
 		}
 }
@@ -1280,7 +1167,7 @@ static void parse_target(struct pc *pc, const struct config_node *k,
 	t->name = xstrdup(pc, k->str);
 	t->connect_timeout_ms = 10000;
 	t->timeout_ms = 30000;
-	if (!want(pc, v, path, NODE_MAP))
+	if (!config_want(pc, v, path, NODE_MAP))
 		return;
 	const struct config_node *kn = config_yaml_get(v, "kind");
 	pjoin(kp, sizeof(kp), path, "kind");
@@ -1292,7 +1179,8 @@ static void parse_target(struct pc *pc, const struct config_node *k,
 	if (get_enum(pc, v, path, "kind", target_kinds, &kind) != 1)
 		return;
 	t->kind = (enum target_kind)kind;
-	if (!map_keys(pc, v, path, keys_by_kind[kind], what_by_kind[kind]))
+	if (!config_map_keys(pc, v, path, keys_by_kind[kind],
+	    what_by_kind[kind]))
 		return;
 	if (get_enum(pc, v, path, "on_ambiguous", ambiguous_names, &amb) == 1)
 		t->on_ambiguous = (enum on_ambiguous)amb;
@@ -1365,7 +1253,7 @@ static void parse_auth(struct pc *pc, const struct config_node *k,
 
 	pjoin(path, sizeof(path), "auth", k->str);
 	a->name = xstrdup(pc, k->str);
-	if (!want(pc, v, path, NODE_MAP))
+	if (!config_want(pc, v, path, NODE_MAP))
 		return;
 	if (!config_yaml_get(v, "kind")) {
 		missing(pc, v, path, "kind", "oauth2 or bearer");
@@ -1374,7 +1262,7 @@ static void parse_auth(struct pc *pc, const struct config_node *k,
 	if (get_enum(pc, v, path, "kind", kinds, &kind) != 1)
 		return;
 	a->kind = (enum auth_kind)kind;
-	if (!map_keys(pc, v, path, kind == AUTH_OAUTH2 ? oauth2_keys
+	if (!config_map_keys(pc, v, path, kind == AUTH_OAUTH2 ? oauth2_keys
 						       : bearer_keys,
 		      kind == AUTH_OAUTH2 ? "an oauth2 provider"
 					  : "a bearer provider"))
@@ -1415,15 +1303,17 @@ static void check_target_refs(struct pc *pc, const struct config_node *m,
 		return;
 	pjoin(kp, sizeof(kp), path, key);
 	for (size_t i = 0; i < v->n && names[i]; i++) {
-		pindex(ip, sizeof(ip), kp, i);
+		config_pindex(ip, sizeof(ip), kp, i);
 		/* While files are read, the check waits for every file's
 		 * targets (refs_whole; get_strv kept the position). */
 		if (!pc->defer_refs && !config_target(pc->c, names[i]))
-			bad(pc, v->kids[i], ip, "unknown target \"%s\" (not "
+			config_bad(pc, v->kids[i], ip,
+			    "unknown target \"%s\" (not "
 			    "defined under targets:)", names[i]);
 		for (size_t j = 0; j < i; j++)
 			if (strcmp(names[j], names[i]) == 0)
-				bad(pc, v->kids[i], ip, "target \"%s\" is "
+				config_bad(pc, v->kids[i], ip,
+				    "target \"%s\" is "
 				    "listed twice", names[i]);
 	}
 }
@@ -1449,15 +1339,15 @@ static void parse_alert_on(struct pc *pc, const struct config_node *a)
 	unsigned on = 0;
 	bool ok = true;
 
-	if (!v || !want(pc, v, "alerts.on", NODE_SEQ))
+	if (!v || !config_want(pc, v, "alerts.on", NODE_SEQ))
 		return;
 	for (size_t i = 0; i < v->n; i++) {
 		const struct config_node *it = v->kids[i];
 		size_t j = 0;
 
-		pindex(ip, sizeof(ip), "alerts.on", i);
+		config_pindex(ip, sizeof(ip), "alerts.on", i);
 		config_locs_add(pc->c->locs, ip, it->line, it->col);
-		if (!want(pc, it, ip, NODE_SCALAR)) {
+		if (!config_want(pc, it, ip, NODE_SCALAR)) {
 			ok = false;
 			continue;
 		}
@@ -1465,7 +1355,7 @@ static void parse_alert_on(struct pc *pc, const struct config_node *a)
 		       strcmp(reasons[j].word, it->str) != 0)
 			j++;
 		if (j == sizeof(reasons) / sizeof(reasons[0])) {
-			bad(pc, it, ip, "unknown alert reason \"%s\" "
+			config_bad(pc, it, ip, "unknown alert reason \"%s\" "
 			    "(expected lost, missed, late, overrun or "
 			    "stale)", it->str);
 			ok = false;
@@ -1497,7 +1387,7 @@ static void alert_targets_env(struct pc *pc)
 	if (!v || !*v)
 		return;
 	if (config_env_names(v, &names, &n) != 0) {
-		oom(pc);
+		config_oom(pc);
 		return;
 	}
 	if (n == 0) {
@@ -1535,7 +1425,8 @@ static void parse_alerts(struct pc *pc, const struct config_node *root)
 	struct config *c = pc->c;
 
 	c->alert_on = CONFIG_ALERT_ON_DEFAULT;
-	if (a && !pc->light && map_keys(pc, a, "alerts", keys, "alerts")) {
+	if (a && !pc->light &&
+	    config_map_keys(pc, a, "alerts", keys, "alerts")) {
 		if (get_strv(pc, a, "alerts", "targets", false,
 			     &c->alert_targets, &c->n_alert_targets) == 1)
 			check_target_refs(pc, a, "alerts", "targets",
@@ -1547,7 +1438,7 @@ static void parse_alerts(struct pc *pc, const struct config_node *root)
 			     INT64_C(30) * 86400000, &c->alert_realert_ms);
 	}
 	if (!c->alert_targets && !(c->alert_targets = calloc(1, sizeof(char *))))
-		oom(pc);
+		config_oom(pc);
 	if (!pc->light)
 		alert_targets_env(pc);
 }
@@ -1561,7 +1452,7 @@ static void parse_retention(struct pc *pc, const struct config_node *root)
 	const struct config_node *r = config_yaml_get(root, "retention");
 	const int64_t day = INT64_C(86400000), most = INT64_C(36500) * day;
 
-	if (!r || !map_keys(pc, r, "retention", keys, "retention"))
+	if (!r || !config_map_keys(pc, r, "retention", keys, "retention"))
 		return;
 	get_duration(pc, r, "retention", "ledger", day, most,
 		     &pc->c->retention_ledger_ms);
@@ -1647,13 +1538,14 @@ static void parse_http_listen(struct pc *pc, const struct config_node *root)
 	socklen_t len;
 	bool loopback = true;
 
-	if (!h || !map_keys(pc, h, "http", keys, "http"))
+	if (!h || !config_map_keys(pc, h, "http", keys, "http"))
 		return;
 	if (get_str(pc, h, "http", "listen", true, &c->http_listen) != 1)
 		return;
 	const struct config_node *lv = config_yaml_get(h, "listen");
 	if (config_http_addr(c->http_listen, &ss, &len, &loopback) != 0) {
-		bad(pc, lv, "http.listen", "\"%s\" is not host:port (an IP "
+		config_bad(pc, lv,
+		    "http.listen", "\"%s\" is not host:port (an IP "
 		    "address or localhost, [::1]:8077 for IPv6, a port from "
 		    "1 to 65535)", c->http_listen);
 		return;
@@ -1662,12 +1554,14 @@ static void parse_http_listen(struct pc *pc, const struct config_node *root)
 	if (get_str(pc, h, "http", "token_env", false,
 		    &c->http_token_env) == 1 &&
 	    !config_env_name_valid(c->http_token_env)) {
-		bad(pc, tv, "http.token_env", "\"%s\" is not a variable name",
+		config_bad(pc, tv,
+		    "http.token_env", "\"%s\" is not a variable name",
 		    c->http_token_env);
 		return;
 	}
 	if (!loopback && !c->http_token_env)
-		bad(pc, lv, "http.listen", "\"%s\" is not a loopback address: "
+		config_bad(pc, lv,
+		    "http.listen", "\"%s\" is not a loopback address: "
 		    "it needs http.token_env (the token every request must "
 		    "carry)", c->http_listen);
 }
@@ -1679,10 +1573,10 @@ static void parse_status_socket(struct pc *pc, const struct config_node *root)
 	const struct config_node *v = config_yaml_get(root, "status_socket");
 	struct config *c = pc->c;
 
-	if (!v || !want(pc, v, "status_socket", NODE_SCALAR))
+	if (!v || !config_want(pc, v, "status_socket", NODE_SCALAR))
 		return;
 	if (!*v->str) {
-		bad(pc, v, "status_socket", "needs a file path, e.g. "
+		config_bad(pc, v, "status_socket", "needs a file path, e.g. "
 		    "/run/surecron/status.sock");
 		return;
 	}
@@ -1690,7 +1584,8 @@ static void parse_status_socket(struct pc *pc, const struct config_node *root)
 	if (!abs)
 		return;
 	if (strlen(abs) >= CONFIG_SOCKET_PATH_MAX) {
-		bad(pc, v, "status_socket", "\"%s\" is %zu bytes long: a "
+		config_bad(pc, v,
+		    "status_socket", "\"%s\" is %zu bytes long: a "
 		    "socket path holds at most %d", abs, strlen(abs),
 		    CONFIG_SOCKET_PATH_MAX - 1);
 		config_pool_release(c->pool, abs);
@@ -1707,13 +1602,13 @@ static void parse_http(struct pc *pc, const struct config_node *h,
 	char kp[PATH_MAX_KEY], hp[PATH_MAX_KEY];
 	long long st;
 
-	if (!map_keys(pc, h, path, keys, "an http task"))
+	if (!config_map_keys(pc, h, path, keys, "an http task"))
 		return;
 	if (get_str(pc, h, path, "method", false, &t->method) == 1) {
 		for (const char *p = t->method; *p; p++) {
 			if (!(*p >= 'A' && *p <= 'Z')) {
 				pjoin(kp, sizeof(kp), path, "method");
-				bad(pc, config_yaml_get(h, "method"), kp,
+				config_bad(pc, config_yaml_get(h, "method"), kp,
 				    "invalid method \"%s\" (expected GET, "
 				    "POST, PUT, PATCH or DELETE...)",
 				    t->method);
@@ -1728,7 +1623,8 @@ static void parse_http(struct pc *pc, const struct config_node *h,
 	if (b) {
 		pjoin(kp, sizeof(kp), path, "body");
 		if (b->kind != NODE_SCALAR)
-			bad(pc, b, kp, "expected a string (write JSON bodies "
+			config_bad(pc, b, kp,
+			    "expected a string (write JSON bodies "
 			    "as a quoted or block string), got %s",
 			    config_yaml_kind(b));
 		else
@@ -1741,7 +1637,7 @@ static void parse_http(struct pc *pc, const struct config_node *h,
 	if (get_str(pc, h, path, "auth", false, &t->auth) == 1 &&
 	    !pc->defer_refs && !config_auth(pc->c, t->auth)) {
 		pjoin(kp, sizeof(kp), path, "auth");
-		bad(pc, config_yaml_get(h, "auth"), kp, "unknown auth "
+		config_bad(pc, config_yaml_get(h, "auth"), kp, "unknown auth "
 		    "provider \"%s\" (not defined under auth:)", t->auth);
 	}
 	/* After auth: a request with auth carries a token, so its URL
@@ -1751,12 +1647,12 @@ static void parse_http(struct pc *pc, const struct config_node *h,
 			  t->auth ? URL_SECRET : URL_PLAIN);
 	const struct config_node *hd = config_yaml_get(h, "headers");
 	pjoin(kp, sizeof(kp), path, "headers");
-	if (hd && want(pc, hd, kp, NODE_MAP)) {
+	if (hd && config_want(pc, hd, kp, NODE_MAP)) {
 		dup_keys(pc, hd, kp, "header", true);
 		size_t n = hd->n / 2;
 		t->headers = calloc(n + 1, sizeof(char *));
 		if (!t->headers) {
-			oom(pc);
+			config_oom(pc);
 			return;
 		}
 		size_t out = 0;
@@ -1772,27 +1668,29 @@ static void parse_http(struct pc *pc, const struct config_node *h,
 				      (*p >= '0' && *p <= '9')))
 					ok = false;
 			if (!ok) {
-				bad(pc, k, hp, "invalid header name");
+				config_bad(pc, k, hp, "invalid header name");
 				continue;
 			}
 			if (strcasecmp(k->str, "Authorization") == 0 ||
 			    strcasecmp(k->str, "Proxy-Authorization") == 0) {
-				bad(pc, k, hp, "credentials are never written "
+				config_bad(pc, k, hp,
+				    "credentials are never written "
 				    "in the file: name an auth provider with "
 				    "`auth:`");
 				continue;
 			}
-			if (!want(pc, v, hp, NODE_SCALAR))
+			if (!config_want(pc, v, hp, NODE_SCALAR))
 				continue;
 			if (strpbrk(v->str, "\r\n")) {
-				bad(pc, v, hp, "a header value must be one "
+				config_bad(pc, v, hp,
+				    "a header value must be one "
 				    "line");
 				continue;
 			}
 			size_t len = strlen(k->str) + strlen(v->str) + 3;
 			char *line = malloc(len);
 			if (!line) {
-				oom(pc);
+				config_oom(pc);
 				return;
 			}
 			snprintf(line, len, "%s: %s", k->str, v->str);
@@ -1806,12 +1704,12 @@ static void parse_task_env(struct pc *pc, const struct config_node *e,
 {
 	char kp[PATH_MAX_KEY];
 
-	if (!want(pc, e, path, NODE_MAP))
+	if (!config_want(pc, e, path, NODE_MAP))
 		return;
 	dup_keys(pc, e, path, "key", false);
 	t->env = calloc(e->n / 2 + 1, sizeof(char *));
 	if (!t->env) {
-		oom(pc);
+		config_oom(pc);
 		return;
 	}
 	size_t out = 0;
@@ -1819,17 +1717,18 @@ static void parse_task_env(struct pc *pc, const struct config_node *e,
 		const struct config_node *k = e->kids[i], *v = e->kids[i + 1];
 		pjoin(kp, sizeof(kp), path, k->str);
 		if (!config_env_name_valid(k->str)) {
-			bad(pc, k, kp, "invalid environment variable name");
+			config_bad(pc, k, kp,
+			    "invalid environment variable name");
 			continue;
 		}
 		if (strncmp(k->str, "SURECRON_", 9) == 0) {
-			bad(pc, k, kp, "SURECRON_* variables are set by "
+			config_bad(pc, k, kp, "SURECRON_* variables are set by "
 			    "surecron itself");
 			continue;
 		}
 		/* An empty value is a valid environment value. */
 		if (v->kind != NODE_SCALAR) {
-			bad(pc, v, kp, "expected a string, got %s",
+			config_bad(pc, v, kp, "expected a string, got %s",
 			    config_yaml_kind(v));
 			continue;
 		}
@@ -1837,7 +1736,7 @@ static void parse_task_env(struct pc *pc, const struct config_node *e,
 		size_t len = strlen(k->str) + strlen(val) + 2;
 		char *kv = malloc(len);
 		if (!kv) {
-			oom(pc);
+			config_oom(pc);
 			return;
 		}
 		snprintf(kv, len, "%s=%s", k->str, val);
@@ -1858,7 +1757,7 @@ static void parse_task(struct pc *pc, const struct config_node *v,
 	t->timeout_ms = 10 * 60 * 1000;
 	t->grace_ms = 5000;
 	t->max_output = SPEC_DEFAULT_MAX_OUTPUT;
-	if (!map_keys(pc, v, path, keys, "a task"))
+	if (!config_map_keys(pc, v, path, keys, "a task"))
 		return;
 	if (get_str(pc, v, path, "name", true, &t->name) == 1) {
 		pjoin(kp, sizeof(kp), path, "name");
@@ -1869,13 +1768,15 @@ static void parse_task(struct pc *pc, const struct config_node *v,
 	const struct config_node *http = config_yaml_get(v, "http");
 	int n_bodies = (cmd != NULL) + (sh != NULL) + (http != NULL);
 	if (n_bodies == 0) {
-		bad(pc, v, path, "a task needs one of command: [argv], shell: "
+		config_bad(pc, v, path,
+		    "a task needs one of command: [argv], shell: "
 		    "\"...\" or http: {...}");
 		return;
 	}
 	if (n_bodies > 1) {
 		const struct config_node *second = cmd && sh ? sh : http;
-		bad(pc, second, path, "command, shell and http are exclusive: "
+		config_bad(pc, second, path,
+		    "command, shell and http are exclusive: "
 		    "give only one");
 		return;
 	}
@@ -1886,7 +1787,8 @@ static void parse_task(struct pc *pc, const struct config_node *v,
 	if (get_enum(pc, v, path, "kind", kinds, &kind) == 1 &&
 	    kind != (int)t->kind) {
 		pjoin(kp, sizeof(kp), path, "kind");
-		bad(pc, config_yaml_get(v, "kind"), kp, "kind %s does not "
+		config_bad(pc, config_yaml_get(v,
+		    "kind"), kp, "kind %s does not "
 		    "match the task's %s", kinds[kind],
 		    http ? "http:" : "command");
 	}
@@ -1910,7 +1812,8 @@ static void parse_task(struct pc *pc, const struct config_node *v,
 				config_yaml_get(v, cmd_only[i]);
 			if (x) {
 				pjoin(kp, sizeof(kp), path, cmd_only[i]);
-				bad(pc, x, kp, "applies to command tasks only");
+				config_bad(pc, x, kp,
+				    "applies to command tasks only");
 			}
 		}
 		pjoin(kp, sizeof(kp), path, "http");
@@ -1946,7 +1849,7 @@ static void parse_retry(struct pc *pc, const struct config_node *r,
 	int backoff = SC_BACKOFF_EXPONENTIAL;
 	int64_t delay = 0;
 
-	if (!map_keys(pc, r, path, keys, "retry"))
+	if (!config_map_keys(pc, r, path, keys, "retry"))
 		return;
 	int a = get_int(pc, r, path, "attempts", 1, 100, &attempts);
 	int b = get_enum(pc, r, path, "backoff", backoffs, &backoff);
@@ -1961,7 +1864,7 @@ static void parse_retry(struct pc *pc, const struct config_node *r,
 	struct sc_retry_policy p = {(int)attempts, (enum sc_backoff)backoff,
 				    delay};
 	if (!retry_policy_valid(&p)) {
-		bad(pc, r, path, "invalid retry policy");
+		config_bad(pc, r, path, "invalid retry policy");
 		return;
 	}
 	x->retry = p;
@@ -1980,7 +1883,7 @@ static void get_count(struct pc *pc, const struct config_node *m,
 
 	if (v && v->kind == NODE_SCALAR && !v->is_null && v->str[0] == '-') {
 		pjoin(kp, sizeof(kp), path, key);
-		bad(pc, v, kp, "must not be negative (got %s)", v->str);
+		config_bad(pc, v, kp, "must not be negative (got %s)", v->str);
 		return;
 	}
 	if (get_int(pc, m, path, key, 0, max, &x) == 1)
@@ -1999,7 +1902,7 @@ static void parse_expect(struct pc *pc, const struct config_node *e,
 	static const char *const keys[] = {"min_previews",
 					   "min_summary_chars", NULL};
 
-	if (!map_keys(pc, e, path, keys, "expect"))
+	if (!config_map_keys(pc, e, path, keys, "expect"))
 		return;
 	get_count(pc, e, path, "min_previews", 100000, &s->expect_min_previews);
 	get_count(pc, e, path, "min_summary_chars", (long long)SPEC_RESULT_MAX,
@@ -2017,7 +1920,7 @@ static void parse_heartbeat(struct pc *pc, const struct config_node *h,
 	static const char *const top_keys[] = {"url_env", "every", NULL};
 	static const char *const sched_keys[] = {"url_env", NULL};
 
-	if (!map_keys(pc, h, path, top ? top_keys : sched_keys,
+	if (!config_map_keys(pc, h, path, top ? top_keys : sched_keys,
 		      top ? "heartbeat" : "a schedule's heartbeat"))
 		return;
 	get_env_name(pc, h, path, "url_env", true, &out->url_env);
@@ -2038,7 +1941,7 @@ static void parse_sla(struct pc *pc, const struct config_node *v,
 					   "success_within", NULL};
 	const int64_t year = INT64_C(366) * 86400000;
 
-	if (!map_keys(pc, v, path, keys, "sla"))
+	if (!config_map_keys(pc, v, path, keys, "sla"))
 		return;
 	s->has_sla = true;
 	get_duration(pc, v, path, "start_within", 1000, year,
@@ -2048,7 +1951,8 @@ static void parse_sla(struct pc *pc, const struct config_node *v,
 	get_duration(pc, v, path, "success_within", 1000, year,
 		     &s->sla.success_within_ms);
 	if (v->n == 0)
-		bad(pc, v, path, "must set at least one of start_within, "
+		config_bad(pc, v, path,
+		    "must set at least one of start_within, "
 		    "max_runtime, success_within");
 }
 
@@ -2084,14 +1988,14 @@ static void resolve_schedule(struct pc *pc, const struct config_node *k,
 		const struct config_node *at = config_yaml_get(v, "cron");
 		pjoin(kp, sizeof(kp), path, "cron");
 		if (spec_x(s)->override_var)
-			bad(pc, at ? at : k, kp, "%s (from %s)", err.msg,
+			config_bad(pc, at ? at : k, kp, "%s (from %s)", err.msg,
 			    spec_x(s)->override_var);
 		else
-			bad(pc, at ? at : k, kp, "%s", err.msg);
+			config_bad(pc, at ? at : k, kp, "%s", err.msg);
 	} else if (s->cron) {
 		if (!pc->c->pool ||
 		    !(s->expr = config_pool_blob(pc->c->pool, &e, sizeof(e))))
-			oom(pc);
+			config_oom(pc);
 		else
 			parsed = true;
 	}
@@ -2103,7 +2007,7 @@ static void resolve_schedule(struct pc *pc, const struct config_node *k,
 		s->zone = pc->memo_tz[mz].zone;
 	} else if (sc_zone_load(s->tz, &zone, &err) != 0) {
 		pjoin(kp, sizeof(kp), path, "tz");
-		bad(pc, tz ? tz : k, kp, "%s", err.msg);
+		config_bad(pc, tz ? tz : k, kp, "%s", err.msg);
 	} else {
 		s->zone = zone;
 		pc->memo_tz[mz].tz = s->tz;
@@ -2168,7 +2072,7 @@ static void schedule_pool(struct pc *pc, struct schedule_spec *s)
 		}
 	}
 	if (rc)
-		oom(pc);
+		config_oom(pc);
 }
 
 /*
@@ -2187,7 +2091,7 @@ static void schedule_extra_pool(struct pc *pc, struct schedule_spec *s,
 	s->x = NULL;
 	if (!pool) { /* config_parse makes it first: never here */
 		free(u);
-		oom(pc);
+		config_oom(pc);
 		return;
 	}
 	if (u) { /* pooled already (xstrdup): the same pointer back */
@@ -2195,7 +2099,7 @@ static void schedule_extra_pool(struct pc *pc, struct schedule_spec *s,
 		if (x->heartbeat.url_env != u)
 			config_pool_release(pool, u);
 		if (!x->heartbeat.url_env) {
-			oom(pc);
+			config_oom(pc);
 			return;
 		}
 	}
@@ -2209,7 +2113,7 @@ static void schedule_extra_pool(struct pc *pc, struct schedule_spec *s,
 	    !x->retry.delay_ms)
 		return; /* every default: spec_x's own */
 	if (!(s->x = config_pool_blob(pool, x, sizeof(*x))))
-		oom(pc);
+		config_oom(pc);
 }
 
 static void parse_schedule(struct pc *pc, const struct config_node *k,
@@ -2241,8 +2145,8 @@ static void parse_schedule(struct pc *pc, const struct config_node *k,
 	s->name = pc->c->pool ? config_pool_dup(pc->c->pool, k->str)
 			      : strdup(k->str);
 	if (!s->name)
-		oom(pc);
-	if (!s->name || !map_keys(pc, v, path, keys, "a schedule"))
+		config_oom(pc);
+	if (!s->name || !config_map_keys(pc, v, path, keys, "a schedule"))
 		goto env;
 	get_str(pc, v, path, "cron", false, &s->cron); /* as written */
 	get_env_name(pc, v, path, "schedule_env", false, &x.schedule_env);
@@ -2303,16 +2207,16 @@ static void parse_schedule(struct pc *pc, const struct config_node *k,
 	if (!tl) {
 		missing(pc, v, path, "tasks",
 			"a list of tasks to run in each slot");
-	} else if (want(pc, tl, kp, NODE_SEQ)) {
+	} else if (config_want(pc, tl, kp, NODE_SEQ)) {
 		if (tl->n == 0)
-			bad(pc, tl, kp, "must not be empty");
+			config_bad(pc, tl, kp, "must not be empty");
 		s->tasks = calloc(tl->n + 1, sizeof(*s->tasks));
 		if (!s->tasks) {
-			oom(pc);
+			config_oom(pc);
 			goto env;
 		}
 		for (size_t i = 0; i < tl->n; i++) {
-			pindex(ip, sizeof(ip), kp, i);
+			config_pindex(ip, sizeof(ip), kp, i);
 			config_locs_add(pc->c->locs, ip, tl->kids[i]->line,
 				 tl->kids[i]->col);
 			parse_task(pc, tl->kids[i], ip, &s->tasks[s->n_tasks]);
@@ -2323,8 +2227,8 @@ static void parse_schedule(struct pc *pc, const struct config_node *k,
 				    strcmp(s->tasks[j].name, nm) == 0) {
 					char np[PATH_MAX_KEY];
 					pjoin(np, sizeof(np), ip, "name");
-					bad(pc, config_yaml_get(tl->kids[i],
-								"name"),
+					config_bad(pc, config_yaml_get(
+					    tl->kids[i], "name"),
 					    np, "duplicate task name \"%s\" "
 					    "in this schedule", nm);
 					break;
@@ -2334,9 +2238,9 @@ static void parse_schedule(struct pc *pc, const struct config_node *k,
 	}
 env:
 	if (!s->targets && !(s->targets = calloc(1, sizeof(char *))))
-		oom(pc);
+		config_oom(pc);
 	if (!s->renamed_from && !(s->renamed_from = calloc(1, sizeof(char *))))
-		oom(pc);
+		config_oom(pc);
 	/* The override first: what it leaves in the extras is interned
 	 * with them (none: the shared defaults). */
 	int rc = s->name ? config_env_apply(pc->c->pool, s, &x) : 0;
@@ -2345,7 +2249,7 @@ env:
 	if (!s->name)
 		return;
 	if (rc == SC_ENOMEM) {
-		oom(pc);
+		config_oom(pc);
 	} else if (rc == SC_ENOENT && v->kind == NODE_MAP) {
 		char var[CONFIG_NAME_MAX + 32];
 		/* A name too long for a variable has none (it is refused
@@ -2353,10 +2257,12 @@ env:
 		if (config_env_default_var(s->name, var, sizeof(var)) != 0)
 			var[0] = '\0';
 		if (!var[0] && !x.schedule_env)
-			bad(pc, k, path, "missing required key \"cron\" (the "
+			config_bad(pc, k, path,
+			    "missing required key \"cron\" (the "
 			    "name is too long for an override variable)");
 		else
-			bad(pc, k, path, "missing required key \"cron\" (or "
+			config_bad(pc, k, path,
+			    "missing required key \"cron\" (or "
 			    "set %s%s%s)",
 			    x.schedule_env ? x.schedule_env : var,
 			    x.schedule_env && var[0] ? " or " : "",
@@ -2436,7 +2342,7 @@ static void override_collisions(struct pc *pc)
 		return;
 	struct varref *v = calloc(cnt, sizeof(*v));
 	if (!v) {
-		oom(pc);
+		config_oom(pc);
 		return;
 	}
 	size_t m = 0;
@@ -2514,7 +2420,7 @@ static void renames_whole(struct pc *pc)
 		return;
 	struct rref *v = calloc(n, sizeof(*v));
 	if (!v) {
-		oom(pc);
+		config_oom(pc);
 		return;
 	}
 	n = 0;
@@ -2527,7 +2433,7 @@ static void renames_whole(struct pc *pc)
 			v[n] = (struct rref){old, i, j,
 					     config_schedule(c, old) != NULL};
 			if (v[n].own) {
-				pindex(ip, sizeof(ip), kp, j);
+				config_pindex(ip, sizeof(ip), kp, j);
 				bad_at(pc, ip, kp, ip, "\"%s\" is a schedule "
 				       "of this file; renamed_from names "
 				       "earlier names only", old);
@@ -2547,7 +2453,7 @@ static void renames_whole(struct pc *pc)
 		const struct schedule_spec *s = &c->schedules[v[i].sched];
 		pjoin(sp, sizeof(sp), "schedules", s->name ? s->name : "");
 		pjoin(kp, sizeof(kp), sp, "renamed_from");
-		pindex(ip, sizeof(ip), kp, v[i].j);
+		config_pindex(ip, sizeof(ip), kp, v[i].j);
 		for (size_t o = first; o < i; o++)
 			if (v[o].sched < v[i].sched)
 				bad_at(pc, ip, kp, ip, "\"%s\" is claimed by "
@@ -2556,8 +2462,6 @@ static void renames_whole(struct pc *pc)
 	}
 	free(v);
 }
-
-static void index_build(struct pc *pc, enum section_count which);
 
 /* The names every file's schedules and alerts use, checked once all files
  * are read (a schedule may deliver to a target of another file). */
@@ -2575,7 +2479,7 @@ static void refs_whole(struct pc *pc)
 			if (config_target(c, s->targets[j]))
 				continue;
 			pjoin(kp, sizeof(kp), sp, "targets");
-			pindex(ip, sizeof(ip), kp, j);
+			config_pindex(ip, sizeof(ip), kp, j);
 			bad_at(pc, ip, sp, ip, "unknown target \"%s\" (not "
 			       "defined under targets:)", s->targets[j]);
 		}
@@ -2585,7 +2489,7 @@ static void refs_whole(struct pc *pc)
 			    config_auth(c, t->auth))
 				continue;
 			pjoin(kp, sizeof(kp), sp, "tasks");
-			pindex(ip, sizeof(ip), kp, j);
+			config_pindex(ip, sizeof(ip), kp, j);
 			pjoin(kp, sizeof(kp), ip, "http.auth");
 			snprintf(ip, sizeof(ip), "%s", kp);
 			bad_at(pc, ip, sp, ip, "unknown auth provider \"%s\" "
@@ -2615,9 +2519,9 @@ static void sections_whole(struct pc *pc)
 	dup_across(pc, COUNT_AUTHS, "auth", "auth provider", c->n_auths);
 	dup_across(pc, COUNT_SCHEDULES, "schedules", "schedule",
 		   c->n_schedules);
-	index_build(pc, COUNT_TARGETS);
-	index_build(pc, COUNT_AUTHS);
-	index_build(pc, COUNT_SCHEDULES);
+	config_index_build(pc, COUNT_TARGETS);
+	config_index_build(pc, COUNT_AUTHS);
+	config_index_build(pc, COUNT_SCHEDULES);
 	/* The light load read no task or target to refer from, and may have
 	 * left fragments unread: no references, and "no schedule" is the
 	 * command's to say (`status NAME`: no schedule 'NAME'). A fragment
@@ -2626,7 +2530,7 @@ static void sections_whole(struct pc *pc)
 		goto light;
 	refs_whole(pc);
 	if (!pc->present[COUNT_SCHEDULES]) {
-		bad(pc, pc->srcs[0].root, "", "missing required key "
+		config_bad(pc, pc->srcs[0].root, "", "missing required key "
 		    "\"schedules\" (nothing to run)");
 		return;
 	}
@@ -2650,186 +2554,8 @@ light:
 }
 
 /* ------------------------------------------------------------------ */
-/* Lookups, free, load                                                */
+/* Free, load                                                         */
 /* ------------------------------------------------------------------ */
-
-/*
- * The name index (issue 15): one open-addressing hash table per section,
- * built by config_parse once a section is read, so the lookups below are
- * O(1) for a config of 100,000 schedules. A table records how many items
- * it was built over: a config made or changed by hand (n_* different, or
- * no index) is searched linearly, as before. The first item of a name
- * wins, like the linear search.
- */
-struct name_table {
-	uint32_t *slots;       /* item index + 1; 0: empty (4 bytes: the
-				  table has 2 to 4 slots a schedule) */
-	size_t n_slots;        /* a power of two, or 0: not built */
-	size_t n_items;        /* the section's count when built */
-};
-
-struct config_index {
-	struct name_table t[3]; /* by enum section_count */
-};
-
-static size_t name_hash(const char *s)
-{
-	uint64_t h = UINT64_C(14695981039346656037);
-
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * UINT64_C(1099511628211);
-	/* FNV's low bits mix poorly and the table masks them: a
-	 * finalizer (MurmurHash3's fmix64) spreads every bit. */
-	h ^= h >> 33;
-	h *= UINT64_C(0xff51afd7ed558ccd);
-	h ^= h >> 33;
-	h *= UINT64_C(0xc4ceb9fe1a85ec53);
-	h ^= h >> 33;
-	return (size_t)h;
-}
-
-static const char *item_name(const struct config *c, enum section_count w,
-			     size_t i)
-{
-	return w == COUNT_TARGETS ? c->targets[i].name
-	       : w == COUNT_AUTHS ? c->auths[i].name : c->schedules[i].name;
-}
-
-static size_t section_n(const struct config *c, enum section_count w)
-{
-	return w == COUNT_TARGETS ? c->n_targets
-	       : w == COUNT_AUTHS ? c->n_auths : c->n_schedules;
-}
-
-static void index_build(struct pc *pc, enum section_count w)
-{
-	struct config *c = pc->c;
-	size_t n = section_n(c, w);
-
-	if (!c->index && !(c->index = calloc(1, sizeof(*c->index)))) {
-		oom(pc);
-		return;
-	}
-	struct name_table *t = &c->index->t[w];
-	size_t ns = 16;
-	while (ns < 2 * n)
-		ns *= 2;
-	free(t->slots);
-	*t = (struct name_table){0};
-	if (n >= UINT32_MAX)
-		return; /* not built: index_find searches */
-	if (!(t->slots = calloc(ns, sizeof(*t->slots)))) {
-		oom(pc);
-		return;
-	}
-	t->n_slots = ns;
-	t->n_items = n;
-	for (size_t i = 0; i < n; i++) {
-		const char *name = item_name(c, w, i);
-		if (!name)
-			continue;
-		size_t k = name_hash(name) & (ns - 1);
-		bool dup = false;
-		while (t->slots[k] && !dup) {
-			dup = strcmp(item_name(c, w, t->slots[k] - 1), name) ==
-			      0;
-			k = (k + 1) & (ns - 1);
-		}
-		if (!dup)
-			t->slots[k] = (uint32_t)(i + 1);
-	}
-}
-
-/* The index of the item called name, or -1. */
-static long index_find(const struct config *c, enum section_count w,
-		       const char *name)
-{
-	if (!c || !name)
-		return -1;
-	size_t n = section_n(c, w);
-	const struct name_table *t = c->index ? &c->index->t[w] : NULL;
-	if (!t || !t->n_slots || t->n_items != n) {
-		for (size_t i = 0; i < n; i++) {
-			const char *nm = item_name(c, w, i);
-			if (nm && strcmp(nm, name) == 0)
-				return (long)i;
-		}
-		return -1;
-	}
-	for (size_t k = name_hash(name) & (t->n_slots - 1); t->slots[k];
-	     k = (k + 1) & (t->n_slots - 1))
-		if (strcmp(item_name(c, w, t->slots[k] - 1), name) == 0)
-			return (long)(t->slots[k] - 1);
-	return -1;
-}
-
-const struct target_spec *config_target(const struct config *c,
-					const char *name)
-{
-	long i = c ? index_find(c, COUNT_TARGETS, name) : -1;
-
-	return i < 0 ? NULL : &c->targets[i];
-}
-
-const struct auth_spec *config_auth(const struct config *c, const char *name)
-{
-	long i = c ? index_find(c, COUNT_AUTHS, name) : -1;
-
-	return i < 0 ? NULL : &c->auths[i];
-}
-
-const struct schedule_spec *config_schedule(const struct config *c,
-					    const char *name)
-{
-	long i = c ? index_find(c, COUNT_SCHEDULES, name) : -1;
-
-	return i < 0 ? NULL : &c->schedules[i];
-}
-
-const struct schedule_spec *config_schedule_of(const struct config *c,
-					       const char *name)
-{
-	const struct schedule_spec *s = config_schedule(c, name);
-
-	if (s || !c || !name || !c->schedules)
-		return s;
-	for (size_t i = 0; i < c->n_schedules; i++) {
-		const struct schedule_spec *x = &c->schedules[i];
-		for (size_t j = 0; x->renamed_from && j < x->n_renamed_from;
-		     j++)
-			if (strcmp(x->renamed_from[j], name) == 0)
-				return x;
-	}
-	return NULL;
-}
-
-static uint64_t digest_add(uint64_t h, const char *s)
-{
-	/* Each string with its NUL, so ("ab", "c") and ("a", "bc")
-	 * differ. */
-	for (const char *p = s ? s : ""; ; p++) {
-		h = (h ^ (unsigned char)*p) * UINT64_C(1099511628211);
-		if (!*p)
-			break;
-	}
-	return h;
-}
-
-void config_digest(const struct config *c, char out[17])
-{
-	uint64_t h = UINT64_C(14695981039346656037);
-
-	for (size_t i = 0; c && i < c->n_schedules; i++) {
-		const struct schedule_spec *s = &c->schedules[i];
-		h = digest_add(h, s->name);
-		h = digest_add(h, s->cron);
-		h = digest_add(h, s->tz);
-		for (size_t j = 0; j < s->n_renamed_from; j++)
-			h = digest_add(h, s->renamed_from[j]);
-		h = digest_add(h, "\n");
-	}
-	snprintf(out, 17, "%016llx", (unsigned long long)h);
-}
 
 static void task_free(const struct config_pool *pool, struct task_spec *t)
 {
@@ -2899,768 +2625,9 @@ void config_free(struct config *c)
 	config_pool_release(pool, c->path);
 	config_pool_release(pool, c->dir);
 	config_locs_free(c->locs);
-	if (c->index)
-		for (size_t i = 0; i < 3; i++)
-			free(c->index->t[i].slots);
-	free(c->index);
+	config_index_free(c->index);
 	config_pool_free(c->pool);
 	free(c);
-}
-
-/*
- * The file-trust rule (issue 44), one for every file read as config (the
- * main file and each fragment), as cron has for /etc/cron.d: a regular
- * file that no one but its owner can write (no group or other write bit)
- * and whose owner is root or the user running surecron (its effective
- * uid). Whoever can write a config chooses the commands the daemon runs
- * as its user; a file another user owns or may write hands them that.
- * Returns NULL when st passes, else why not (into why, size n).
- */
-static const char *untrusted(const struct stat *st, char *why, size_t n)
-{
-	uid_t me = geteuid();
-
-	if (st->st_mode & (S_IWGRP | S_IWOTH)) {
-		snprintf(why, n, "not trusted: writable by %s (mode %04o); "
-			 "a config file must be writable by its owner only "
-			 "(chmod go-w)", st->st_mode & S_IWOTH ? "any user"
-			 : "its group", (unsigned)(st->st_mode & 07777));
-		return why;
-	}
-	if (st->st_uid != 0 && st->st_uid != me) {
-		snprintf(why, n, "not trusted: owned by uid %lu, neither root "
-			 "nor the user surecron runs as (uid %lu)",
-			 (unsigned long)st->st_uid, (unsigned long)me);
-		return why;
-	}
-	return NULL;
-}
-
-/* The kind of a file that is not a regular one, for the message. */
-static const char *file_kind(mode_t m)
-{
-	return S_ISDIR(m) ? "a folder" : S_ISFIFO(m) ? "a FIFO"
-	       : S_ISSOCK(m) ? "a socket" : S_ISCHR(m) ? "a character device"
-	       : S_ISBLK(m) ? "a block device" : "not a regular file";
-}
-
-/*
- * Reads the whole file, refusing what is not a regular file, what the
- * file-trust rule refuses (untrusted(); into warns instead, as a warning,
- * when warns is not NULL: `check`) or what is too big. Returns 0 or a
- * negative code after recording a problem.
- *
- * The type is known before the file is opened (stat), so a FIFO, a
- * device or a socket a pattern matched is never opened: opening a FIFO
- * for reading waits for a writer, and opening a device may act on it
- * (issue 44). The open itself is O_NONBLOCK and O_NOCTTY, and the rules
- * are judged again on what fstat says of the open file, so a file
- * swapped in between the stat and the open is judged too: the bytes read
- * are those of the file judged, with no window between.
- */
-static int read_file(const char *path, char **out, size_t *len,
-		     struct config_problems *probs,
-		     struct config_problems *warns)
-{
-	struct stat st;
-	char why[200];
-	const char *bad_trust;
-
-	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
-		config_problem_add(probs, 0, 0, "not a regular file but %s "
-				   "(not opened)", file_kind(st.st_mode));
-		return SC_ECONFIG;
-	}
-	int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-
-	if (fd < 0) {
-		int e = errno;
-		config_problem_add(probs, 0, 0, "cannot open: %s",
-				   strerror(e));
-		return e == ENOENT ? SC_ENOENT : e == EACCES ? SC_EACCES
-							      : SC_EIO;
-	}
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		close(fd);
-		config_problem_add(probs, 0, 0, "not a regular file");
-		return SC_ECONFIG;
-	}
-	if ((bad_trust = untrusted(&st, why, sizeof(why)))) {
-		if (!warns) {
-			close(fd);
-			config_problem_add(probs, 0, 0, "%s", bad_trust);
-			return SC_ECONFIG;
-		}
-		config_problem_add(warns, 0, 0, "warning: %s (the daemon and "
-				   "every other command refuse it)",
-				   bad_trust);
-	}
-	if (st.st_size > CONFIG_MAX_BYTES) {
-		close(fd);
-		config_problem_add(probs, 1, 1, "file is too large (%lld "
-				   "bytes; the limit is %d)",
-				   (long long)st.st_size, CONFIG_MAX_BYTES);
-		return SC_ECONFIG;
-	}
-	/* Read up to the cap + 1 in case the file grew since fstat. The
-	 * buffer starts at the file's size (and a page, to see it grew):
-	 * one of the cap's size per file cost `status NAME` a fresh
-	 * mapping and its page faults for every fragment it looks at. */
-	size_t room = (size_t)st.st_size + 4096, n = 0;
-	if (room > (size_t)CONFIG_MAX_BYTES + 1)
-		room = (size_t)CONFIG_MAX_BYTES + 1;
-	char *b = malloc(room + 1);
-	if (!b) {
-		close(fd);
-		config_problem_oom(probs);
-		return SC_ENOMEM;
-	}
-	while (n < (size_t)CONFIG_MAX_BYTES + 1) {
-		if (n == room) {
-			size_t more = room * 2 > (size_t)CONFIG_MAX_BYTES + 1
-					      ? (size_t)CONFIG_MAX_BYTES + 1
-					      : room * 2;
-			char *nb = realloc(b, more + 1);
-			if (!nb) {
-				free(b);
-				close(fd);
-				config_problem_oom(probs);
-				return SC_ENOMEM;
-			}
-			b = nb;
-			room = more;
-		}
-		ssize_t r = read(fd, b + n, room - n);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			int e = errno;
-			free(b);
-			close(fd);
-			config_problem_add(probs, 0, 0, "read error: %s",
-					   strerror(e));
-			return SC_EIO;
-		}
-		if (r == 0)
-			break;
-		n += (size_t)r;
-	}
-	close(fd);
-	if (n > CONFIG_MAX_BYTES) {
-		free(b);
-		config_problem_add(probs, 1, 1, "file is too large (the limit "
-				   "is %d bytes)", CONFIG_MAX_BYTES);
-		return SC_ECONFIG;
-	}
-	b[n] = '\0';
-	*out = b;
-	*len = n;
-	return 0;
-}
-
-/* The absolute folder of path. NULL when out of memory or unresolvable. */
-static char *folder_of(const char *path)
-{
-	char *copy = strdup(path);
-	if (!copy)
-		return NULL;
-	char *slash = strrchr(copy, '/');
-	const char *d = ".";
-	if (slash == copy)
-		d = "/";
-	else if (slash) {
-		*slash = '\0';
-		d = copy;
-	}
-	char *abs = realpath(d, NULL);
-	free(copy);
-	return abs;
-}
-
-/* True when text holds no YAML document: only blank and comment lines
- * (an empty fragment is allowed, like an empty file in /etc/cron.d). */
-static bool text_blank(const char *t, size_t len)
-{
-	bool in_comment = false;
-
-	for (size_t i = 0; i < len; i++) {
-		char ch = t[i];
-		if (ch == '\n' || ch == '\r')
-			in_comment = false;
-		else if (in_comment || ch == ' ' || ch == '\t')
-			continue;
-		else if (ch == '#')
-			in_comment = true;
-		else
-			return false;
-	}
-	return true;
-}
-
-/* The folder part of path as written, with the glob characters escaped,
- * plus "/"; "" when path has no folder. Caller frees. */
-static char *glob_prefix(const char *path)
-{
-	const char *slash = strrchr(path, '/');
-	size_t n = slash ? (size_t)(slash - path) + 1 : 0;
-	char *out = malloc(2 * n + 1), *o = out;
-
-	if (!out)
-		return NULL;
-	for (size_t i = 0; i < n; i++) {
-		if (strchr("*?[]\\", path[i]))
-			*o++ = '\\';
-		*o++ = path[i];
-	}
-	*o = '\0';
-	return out;
-}
-
-static int str_cmp(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-static size_t name_hash(const char *s);
-
-/* The slot of path in pc->seen: the one that holds it, or the empty one
- * where it would go. cap_seen must be non-zero. */
-static size_t seen_slot(const struct pc *pc, const char *path)
-{
-	size_t mask = pc->cap_seen - 1, i = name_hash(path) & mask;
-
-	while (pc->seen[i] &&
-	       strcmp(pc->c->files[pc->seen[i] - 1].path, path) != 0)
-		i = (i + 1) & mask;
-	return i;
-}
-
-/* Records file ix (its path resolved, not NULL) as in the config.
- * False when out of memory. */
-static bool seen_add(struct pc *pc, size_t ix)
-{
-	if (2 * (pc->n_seen + 1) > pc->cap_seen) {
-		size_t cap = pc->cap_seen ? 2 * pc->cap_seen : 64;
-		size_t *old = pc->seen, old_cap = pc->cap_seen;
-		if (!(pc->seen = calloc(cap, sizeof(*pc->seen)))) {
-			pc->seen = old;
-			return false;
-		}
-		pc->cap_seen = cap;
-		for (size_t i = 0; i < old_cap; i++)
-			if (old[i])
-				pc->seen[seen_slot(pc, pc->c->files[old[i] -
-						   1].path)] = old[i];
-		free(old);
-	}
-	size_t at = seen_slot(pc, pc->c->files[ix].path);
-	if (!pc->seen[at]) {
-		pc->seen[at] = ix + 1;
-		pc->n_seen++;
-	}
-	return true;
-}
-
-/* Adds the fragment at `shown` (a path to open) unless that file is
- * already in the config (the main file, or matched by an earlier
- * pattern): a file is read once. The lookup is a hash table of the
- * files' resolved paths (O(1) a fragment; a compare with every earlier
- * file made 20,000 fragments cost seconds: issue 44). */
-static void add_fragment(struct pc *pc, const char *shown)
-{
-	char *real = realpath(shown, NULL);
-	char *dir = folder_of(shown);
-
-	/* files[i].path is each file's resolved path (the main file's
-	 * folder resolved, its own name as given). The main file joins
-	 * the table with the first fragment. */
-	if (pc->n_seen == 0 && pc->n_srcs && pc->c->files[0].path &&
-	    !seen_add(pc, 0)) {
-		free(real);
-		free(dir);
-		oom(pc);
-		return;
-	}
-	if (real && pc->cap_seen && pc->seen[seen_slot(pc, real)]) {
-		free(real);
-		free(dir);
-		return;
-	}
-	if (pc->n_srcs == pc->cap_srcs) {
-		/* Doubling: one realloc a fragment copied both arrays
-		 * each time. */
-		size_t cap = pc->cap_srcs < 8 ? 8 : 2 * pc->cap_srcs;
-		struct src *v = realloc(pc->srcs, cap * sizeof(*v));
-		if (v)
-			pc->srcs = v;
-		struct config_file *f = realloc(pc->c->files, cap *
-						sizeof(*f));
-		if (f)
-			pc->c->files = f;
-		if (!v || !f) {
-			free(real);
-			free(dir);
-			oom(pc);
-			return;
-		}
-		pc->cap_srcs = cap;
-	}
-	struct src *v = pc->srcs;
-	struct config_file *f = pc->c->files;
-	char *sh = strdup(shown);
-	if (!sh || !dir) {
-		free(sh);
-		free(real);
-		free(dir);
-		oom(pc);
-		return;
-	}
-	v[pc->n_srcs] = (struct src){.shown = sh, .dir = dir};
-	f[pc->n_srcs] = (struct config_file){.path = real};
-	if (!real) {
-		/* Vanished since the glob: read_file says so. */
-		const char *base = strrchr(shown, '/');
-		base = base ? base + 1 : shown;
-		size_t len = strlen(dir) + strlen(base) + 2;
-		if ((f[pc->n_srcs].path = malloc(len)))
-			snprintf(f[pc->n_srcs].path, len, "%s/%s", dir, base);
-	}
-	pc->n_srcs++;
-	pc->c->n_files = pc->n_srcs;
-	if (real && !seen_add(pc, pc->n_srcs - 1))
-		oom(pc);
-}
-
-static bool has_glob(const char *s)
-{
-	return strpbrk(s, "*?[") != NULL;
-}
-
-/*
- * `include: [PATTERN, ...]` of the main file: each pattern, relative to
- * the main file's folder (as written, so the fragments print as
- * "conf.d/teams.yaml" when the main file is "surecron.yaml"), matched by
- * glob(3) and sorted; a pattern matching nothing, or a folder, is a
- * load-time warning (a folder is passed over); a plain path (no glob
- * character) must exist and be a file.
- */
-static void parse_include(struct pc *pc, const char *path,
-			  const struct config_node *root)
-{
-	const struct config_node *v = config_yaml_get(root, "include");
-	char ip[PATH_MAX_KEY];
-
-	if (!v)
-		return;
-	if (v->kind == NODE_SCALAR && !v->is_null) {
-		bad(pc, v, "include", "expected a list of file patterns, "
-		    "e.g. include: [\"conf.d/*.yaml\"]");
-		return;
-	}
-	if (!want(pc, v, "include", NODE_SEQ))
-		return;
-	char *prefix = glob_prefix(path);
-	if (!prefix) {
-		oom(pc);
-		return;
-	}
-	for (size_t i = 0; i < v->n; i++) {
-		const struct config_node *it = v->kids[i];
-		pindex(ip, sizeof(ip), "include", i);
-		config_locs_add(pc->c->locs, ip, it->line, it->col);
-		if (!want(pc, it, ip, NODE_SCALAR))
-			continue;
-		if (!it->str[0]) {
-			bad(pc, it, ip, "an empty pattern; expected a file or "
-			    "a glob pattern, e.g. \"conf.d/*.yaml\"");
-			continue;
-		}
-		bool abs = it->str[0] == '/';
-		size_t len = strlen(prefix) + strlen(it->str) + 1;
-		char *pat = malloc(len);
-		if (!pat) {
-			oom(pc);
-			break;
-		}
-		snprintf(pat, len, "%s%s", abs ? "" : prefix, it->str);
-		if (!has_glob(it->str)) {
-			struct stat st;
-			/* The prefix is escaped for glob only: a plain path
-			 * uses the folder as written. */
-			const char *slash = strrchr(path, '/');
-			size_t pl = slash ? (size_t)(slash - path) + 1 : 0;
-			snprintf(pat, len, "%.*s%s", abs ? 0 : (int)pl, path,
-				 it->str);
-			if (stat(pat, &st) != 0)
-				bad(pc, it, ip, "%s: %s", it->str,
-				    strerror(errno));
-			else if (!S_ISREG(st.st_mode))
-				bad(pc, it, ip, "%s is not a regular file",
-				    it->str);
-			else
-				add_fragment(pc, pat);
-			free(pat);
-			continue;
-		}
-		glob_t g;
-		int grc = glob(pat, 0, NULL, &g);
-		free(pat);
-		if (grc == GLOB_NOMATCH) {
-			warn_at_node(pc, it, ip, "\"%s\" matches no file",
-				     it->str);
-			continue;
-		}
-		if (grc == GLOB_NOSPACE) {
-			oom(pc);
-			break;
-		}
-		if (grc) {
-			bad(pc, it, ip, "cannot read the folder of \"%s\"",
-			    it->str);
-			globfree(&g);
-			continue;
-		}
-		/* glob sorts by strcoll; the order is the bytes' order,
-		 * whatever the locale. */
-		qsort(g.gl_pathv, g.gl_pathc, sizeof(char *), str_cmp);
-		for (size_t k = 0; k < g.gl_pathc; k++) {
-			struct stat st;
-			/* A folder the pattern matched is passed over, as
-			 * cron.d does, but said: a "teams.yaml/" made by
-			 * mistake would otherwise hide its schedules. */
-			if (stat(g.gl_pathv[k], &st) == 0 &&
-			    S_ISDIR(st.st_mode))
-				warn_at_node(pc, it, ip, "\"%s\" matches the "
-					     "folder %s, passed over", it->str,
-					     g.gl_pathv[k]);
-			else
-				add_fragment(pc, g.gl_pathv[k]);
-		}
-		globfree(&g);
-	}
-	free(prefix);
-}
-
-/*
- * Reads and parses fragment i into pc->srcs[i].root (NULL when empty),
- * checking its top-level keys: schedules, targets and auth only.
- */
-/* The indentation of line t (spaces), or -1 when it is blank, a comment
- * or holds a tab before its content (then only the full parse may judge). */
-static long line_indent(const char *t, const char *end, bool *tab)
-{
-	const char *p = t;
-
-	while (p < end && *p == ' ')
-		p++;
-	if (p < end && *p == '\t')
-		*tab = true;
-	if (p == end || *p == '\n' || *p == '\r' || *p == '#')
-		return -1;
-	return p - t;
-}
-
-/*
- * The light load of `status NAME` (config_load_light's only): the part of
- * a fragment that defines the schedule name, as a text of its own whose
- * lines keep their numbers (blank lines, then "schedules:" on the line
- * above the name's), so its problems point where they are in the file.
- * Only for plain block style: a `schedules:` key at the top, the name a
- * plain key at the indentation of its siblings, once, no tab, no
- * directive. NULL (malloc'd otherwise, *out_len set): anything else, and
- * the caller parses the whole fragment.
- */
-static char *only_block(const char *t, size_t len, const char *name,
-			size_t *out_len)
-{
-	const char *end = t + len, *from = NULL, *to = end;
-	size_t nlen = strlen(name), line = 1, at_line = 0;
-	bool in_sched = false, tab = false;
-	long ci = -1;
-
-	for (const char *p = t; p < end; line++) {
-		const char *nl = memchr(p, '\n', (size_t)(end - p));
-		const char *eol = nl ? nl : end;
-		long ind = line_indent(p, eol, &tab);
-		if (tab)
-			return NULL;
-		if (ind == 0) {
-			if (*p == '%' || *p == '-' || *p == '.' || *p == '"' ||
-			    *p == '\'' || *p == '{' || *p == '?')
-				return NULL;
-			if (from && to == end)
-				to = p;
-			in_sched = false;
-			if (eol - p >= 10 && memcmp(p, "schedules:", 10) == 0) {
-				const char *q = p + 10;
-				while (q < eol && (*q == ' ' || *q == '\r'))
-					q++;
-				if (q < eol && *q != '#')
-					return NULL; /* flow style */
-				in_sched = true;
-				ci = -1;
-			}
-		} else if (ind > 0 && in_sched) {
-			if (ci < 0)
-				ci = ind;
-			if (ind < ci)
-				return NULL;
-			if (ind == ci && from && to == end)
-				to = p;
-			const char *k = p + ind;
-			if (ind == ci && (size_t)(eol - k) > nlen &&
-			    memcmp(k, name, nlen) == 0 && k[nlen] == ':' &&
-			    (k + nlen + 1 == eol || k[nlen + 1] == ' ' ||
-			     k[nlen + 1] == '\r')) {
-				if (from)
-					return NULL; /* twice: the full parse */
-				from = p;
-				to = end;
-				at_line = line;
-			}
-		}
-		p = nl ? nl + 1 : end;
-	}
-	if (!from || at_line < 2)
-		return NULL;
-	size_t pad = at_line - 2, body = (size_t)(to - from);
-	char *out = malloc(pad + 11 + body + 1);
-	if (!out)
-		return NULL;
-	memset(out, '\n', pad);
-	memcpy(out + pad, "schedules:\n", 11);
-	memcpy(out + pad + 11, from, body);
-	out[pad + 11 + body] = '\0';
-	*out_len = pad + 11 + body;
-	return out;
-}
-
-/*
- * A fragment's first stage: read and, unless the light load skips it,
- * parsed into sr->root (NULL: blank, skipped or null), its problems in
- * sr->probs and its status in sr->rc. It reads the load's settings and
- * writes srcs[i] only, so two fragments' stages may run at once
- * (read-ahead below); read_fragment takes the result in file order.
- */
-static void parse_fragment(const struct pc *pc, size_t i)
-{
-	struct src *sr = &pc->srcs[i];
-	struct config_problems *probs = &sr->probs;
-	size_t len = 0;
-
-	probs->at_file = sr->warns.at_file = sr->shown;
-	probs->at_file_ix = sr->warns.at_file_ix = i;
-	sr->rc = read_file(sr->shown, &sr->text, &len, probs,
-			   pc->trust_warns ? &sr->warns : NULL);
-	sr->unread = sr->rc != 0;
-	if (sr->rc || text_blank(sr->text, len))
-		return;
-	/* The light load: a fragment that cannot define the schedule asked
-	 * for (its bytes do not hold the name) is read, never parsed. (A
-	 * mapping instead of the read was slower here: the map and unmap
-	 * cost more than the copy of a fragment of 1,000 schedules.) */
-	if (pc->no_schedules ||
-	    (pc->only && !memmem(sr->text, len, pc->only, strlen(pc->only))))
-		return;
-	struct config_node *root = NULL;
-	size_t ml = 0;
-	char *mini = pc->only ? only_block(sr->text, len, pc->only, &ml)
-			      : NULL;
-	if (mini) {
-		/* Only the name's block; when it does not parse on its own
-		 * (a construct only_block misjudged), the whole fragment is
-		 * parsed, and its problems are the ones said. */
-		struct config_problems scratch = {
-			.at_file = probs->at_file,
-			.at_file_ix = probs->at_file_ix};
-		root = config_yaml_parse(mini, ml, &scratch);
-		config_problems_dispose(&scratch);
-		if (root) {
-			free(sr->text);
-			sr->text = mini;
-			len = ml;
-		} else {
-			free(mini);
-		}
-	}
-	if (!root)
-		root = config_yaml_parse(sr->text, len, probs);
-	if (!root) {
-		sr->rc = SC_ECONFIG;
-		return;
-	}
-	if (root->kind == NODE_SCALAR && root->is_null) {
-		config_yaml_free(root);
-		return;
-	}
-	sr->root = root;
-}
-
-/* The second stage of fragment i, on the loading thread: its first
- * stage's problems join the load's, then its top level is judged. */
-static int read_fragment(struct pc *pc, size_t i)
-{
-	static const char *const frag[] = {"schedules", "targets", "auth",
-					   NULL};
-	static const char *const main_only[] = {
-		"store", "worker", "alerts", "heartbeat", "retention", "http",
-		"status_socket", NULL};
-	struct src *sr = &pc->srcs[i];
-	struct config_node *root = sr->root;
-
-	pc_enter(pc, i);
-	config_problems_move(pc->probs, &sr->probs);
-	if (sr->warns.n) {
-		struct config_problems *w = config_locs_warns(pc->c->locs);
-		if (w)
-			config_problems_move(w, &sr->warns);
-		config_problems_dispose(&sr->warns);
-	}
-	if (sr->rc || !root)
-		return sr->rc;
-	if (root->kind != NODE_MAP) {
-		config_problem_add(pc->probs, root->line, root->col,
-				   "expected a mapping at the top level, got "
-				   "%s", config_yaml_kind(root));
-		config_yaml_free(root);
-		sr->root = NULL;
-		return SC_ECONFIG;
-	}
-	for (size_t k = 0; k + 1 < root->n; k += 2) {
-		const struct config_node *key = root->kids[k];
-		if (strcmp(key->str, "include") == 0) {
-			bad(pc, key, "include", "an included file cannot "
-			    "include others (only the main file's include: "
-			    "is read)");
-			continue;
-		}
-		for (size_t m = 0; main_only[m]; m++)
-			if (strcmp(key->str, main_only[m]) == 0)
-				bad(pc, key, key->str, "only the main file may "
-				    "set %s (an included file holds "
-				    "schedules, targets and auth only)",
-				    key->str);
-	}
-	/* Unknown keys and repeats, with the usual "did you mean", over the
-	 * keys not reported above (a shallow copy that borrows the kids). */
-	struct config_node rest = *root;
-	rest.kids = malloc((root->n + 1) * sizeof(struct config_node *));
-	if (!rest.kids)
-		return SC_ENOMEM;
-	rest.n = 0;
-	for (size_t k = 0; k + 1 < root->n; k += 2) {
-		bool reported = strcmp(root->kids[k]->str, "include") == 0;
-		for (size_t m = 0; main_only[m]; m++)
-			reported |= strcmp(root->kids[k]->str, main_only[m]) ==
-				    0;
-		if (reported)
-			continue;
-		rest.kids[rest.n++] = root->kids[k];
-		rest.kids[rest.n++] = root->kids[k + 1];
-	}
-	map_keys(pc, &rest, "", frag, "an included file");
-	free(rest.kids);
-	return 0;
-}
-
-/*
- * Read-ahead: the first stages of the fragments (read, libyaml, the tree:
- * most of a large config's load) run on the loading thread and one
- * helper at once, and the second stages on the loading thread, in file
- * order, so what the load does and says does not depend on which thread
- * parsed what. Each thread takes the next fragment not yet taken, but
- * never more than AHEAD_TREES past the one the load is at, so at most
- * that many trees are held besides the one being read. Used for two
- * fragments or more by check (config_parse) and the light load of
- * status, not by config_load (see parse_config); a load that cannot
- * start the helper parses them all on its own thread.
- */
-#define AHEAD_TREES 2
-
-struct ahead {
-	struct pc *pc;
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	size_t next;   /* the next fragment to parse */
-	size_t at;     /* the fragment the load is at */
-	bool helper;   /* the helper thread runs, */
-	pthread_t th_id;  /* as this thread */
-};
-
-/* Takes the next fragment to parse when there is one within reach (its
- * index, mu held), else 0. */
-static size_t ahead_take(struct ahead *a)
-{
-	if (a->next < a->pc->n_srcs && a->next < a->at + AHEAD_TREES)
-		return a->next++;
-	return 0;
-}
-
-/* Parses fragment k (mu held on entry and on return). */
-static void ahead_parse(struct ahead *a, size_t k)
-{
-	pthread_mutex_unlock(&a->mu);
-	parse_fragment(a->pc, k);
-	pthread_mutex_lock(&a->mu);
-	a->pc->srcs[k].parsed = true;
-	pthread_cond_broadcast(&a->cv);
-}
-
-static void *ahead_main(void *arg)
-{
-	struct ahead *a = arg;
-	size_t k;
-
-	pthread_mutex_lock(&a->mu);
-	while (a->next < a->pc->n_srcs) {
-		if ((k = ahead_take(a)))
-			ahead_parse(a, k);
-		else
-			pthread_cond_wait(&a->cv, &a->mu);
-	}
-	pthread_mutex_unlock(&a->mu);
-	return NULL;
-}
-
-/* helper: false parses every fragment on the loading thread. */
-static void ahead_start(struct ahead *a, struct pc *pc, bool helper)
-{
-	pthread_t th;
-
-	*a = (struct ahead){.pc = pc, .next = 1, .at = 1};
-	pthread_mutex_init(&a->mu, NULL);
-	pthread_cond_init(&a->cv, NULL);
-	if (!helper || pc->n_srcs < 3 || pc->only || pc->no_schedules)
-		return;
-	if (thread_start(&th, ahead_main, a) == 0) {
-		a->helper = true;
-		a->th_id = th;
-	}
-}
-
-/* Returns once fragment i is parsed, parsing what it can meanwhile. */
-static void ahead_wait(struct ahead *a, size_t i)
-{
-	size_t k;
-
-	pthread_mutex_lock(&a->mu);
-	a->at = i;
-	pthread_cond_broadcast(&a->cv);
-	while (!a->pc->srcs[i].parsed) {
-		if ((k = ahead_take(a)))
-			ahead_parse(a, k);
-		else
-			pthread_cond_wait(&a->cv, &a->mu);
-	}
-	pthread_mutex_unlock(&a->mu);
-}
-
-static void ahead_stop(struct ahead *a)
-{
-	if (a->helper)
-		pthread_join(a->th_id, NULL);
-	pthread_cond_destroy(&a->cv);
-	pthread_mutex_destroy(&a->mu);
 }
 
 /* config_parse; with positions false, no key-path position is recorded
@@ -3697,7 +2664,7 @@ static int parse_config(const char *path, struct config **out,
 		return SC_ENOMEM;
 	probs->at_file = NULL;
 	probs->at_file_ix = 0;
-	rc = read_file(path, &text, &len, probs,
+	rc = config_read_file(path, &text, &len, probs,
 		       trust_warns ? &main_warns : NULL);
 	if (rc)
 		return rc;
@@ -3736,7 +2703,7 @@ static int parse_config(const char *path, struct config **out,
 		goto done;
 	}
 	c->path = strdup(path);
-	c->dir = folder_of(path);
+	c->dir = config_folder_of(path);
 	if (!c->path || !c->dir) {
 		if (!c->path || errno == ENOMEM)
 			config_problem_oom(probs);
@@ -3786,7 +2753,7 @@ static int parse_config(const char *path, struct config **out,
 					  "heartbeat", "retention",
 					  "include", "http", "status_socket",
 					  NULL};
-	map_keys(&pc, root, "", top, "the top level");
+	config_map_keys(&pc, root, "", top, "the top level");
 	parse_store(&pc, root);
 	parse_worker(&pc, root);
 	parse_retention(&pc, root);
@@ -3795,7 +2762,7 @@ static int parse_config(const char *path, struct config **out,
 	const struct config_node *hb = config_yaml_get(root, "heartbeat");
 	if (hb)
 		parse_heartbeat(&pc, hb, "heartbeat", true, &c->heartbeat);
-	parse_include(&pc, path, root);
+	config_parse_include(&pc, path, root);
 	/* File by file, each fragment's tree freed once its sections are
 	 * read: the peak is one fragment's tree, not all of them. */
 	bool frag_read_failed = false;
@@ -3806,18 +2773,18 @@ static int parse_config(const char *path, struct config **out,
 	 * (100,000 schedules: 88 MB, against 107-115 MB with the helper),
 	 * for a start that was 5 % faster. check and the light load are
 	 * short-lived; a person waits for them. */
-	ahead_start(&ahead, &pc, positions || pc.light);
+	config_ahead_start(&ahead, &pc, positions || pc.light);
 	for (size_t i = 0; i < pc.n_srcs; i++) {
 		if (i) {
-			ahead_wait(&ahead, i);
-			int frc = read_fragment(&pc, i);
+			config_ahead_wait(&ahead, i);
+			int frc = config_read_fragment(&pc, i);
 			pc.unread |= pc.srcs[i].unread;
 			if (frc == SC_ENOMEM)
-				oom(&pc);
+				config_oom(&pc);
 			else if (frc)
 				frag_read_failed = true;
 		}
-		pc_enter(&pc, i);
+		config_pc_enter(&pc, i);
 		if (!pc.light) {
 			parse_targets(&pc, i);
 			parse_auths(&pc, i);
@@ -3831,8 +2798,8 @@ static int parse_config(const char *path, struct config **out,
 			pc.srcs[i].text = NULL;
 		}
 	}
-	ahead_stop(&ahead);
-	pc_enter(&pc, 0);
+	config_ahead_stop(&ahead);
+	config_pc_enter(&pc, 0);
 	pc.defer_refs = false;
 	sections_whole(&pc);
 	parse_alerts(&pc, root);

@@ -7,7 +7,11 @@
  *   config_problem.c  the problem list and the key path -> line:column
  *                     table (struct config_locs);
  *   config.c          the node tree -> struct config (sections, typed
- *                     getters, load), using the two above.
+ *                     getters, load), using the two above;
+ *   config_include.c  the files: reading one (the file-trust rule), the
+ *                     main file's `include:` and the read-ahead that
+ *                     parses the fragments;
+ *   config_lookup.c   the name index and the lookups of a loaded config.
  *   config_pool.c     the config's interned strings and vectors
  *                     (struct config_pool), freed by config_free.
  * config_check.c includes it too, for the problem sort.
@@ -18,11 +22,15 @@
  * at once, not node by node.
  * A struct config_locs is created by config_locs_new and freed by
  * config_locs_free (config_free does it for the config's own).
+ * struct pc, the load's context, lives on config_parse's stack (config.c)
+ * for one load; the helpers that take it are the load's own, never called
+ * once config_parse returns.
  * Thread-safety: none of these touch global state.
  */
 #ifndef SURECRON_CONFIG_INT_H
 #define SURECRON_CONFIG_INT_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -169,5 +177,172 @@ bool config_pool_owns(const struct config_pool *p, const void *ptr);
 void config_pool_release(const struct config_pool *p, void *ptr);
 /* Bytes the pool holds (chunks and tables), for the docs' figures. */
 size_t config_pool_bytes(const struct config_pool *p);
+
+/* ---- config.c, config_lookup.c, config_include.c: the load ---- */
+
+/* Key paths are cut at this length (only a message is shortened). */
+#define PATH_MAX_KEY 512
+
+/* One file of the config being read: [0] the main file, then each
+ * fragment `include:` names, in load order. */
+struct src {
+	char *shown;               /* printed name: the main file's path as
+				      given, a fragment's as matched */
+	char *dir;                 /* its folder, absolute */
+	char *text;
+	struct config_node *root;  /* NULL: not read, or empty */
+	/* A fragment's first stage (parse_fragment): its status and its
+	 * problems, moved to the load's list in file order by
+	 * read_fragment; parsed is set (under the read-ahead's lock when
+	 * two threads parse) once the stage is over. */
+	int rc;
+	struct config_problems probs;
+	struct config_problems warns; /* its file-trust warning (check) */
+	bool unread;               /* read_file refused it */
+	bool parsed;
+};
+
+/* Where each named item came from: its name (the item's own string),
+ * file (index into pc.srcs) and the name's position, by index in the
+ * section's array. Kept after the file's tree is freed. */
+struct nref {
+	const char *name;
+	size_t file;
+	int line, col;
+};
+
+/* Which section (and per-file counter of struct config_file). */
+enum section_count { COUNT_TARGETS, COUNT_AUTHS, COUNT_SCHEDULES };
+
+struct pc {
+	struct config *c;
+	struct config_problems *probs;
+	bool oom;
+	const char *dir;           /* the current file's folder: relative
+				      paths resolve against it */
+	struct src *srcs;
+	size_t n_srcs;
+	size_t cap_srcs;           /* room in srcs and c->files */
+	/* The files already in the config, by resolved path: an open
+	 * addressing table of indexes into c->files, plus one (0: empty),
+	 * n_seen of cap_seen (a power of two) used. add_fragment. */
+	size_t *seen;
+	size_t cap_seen, n_seen;
+	/* The sections' arrays grow file by file (a file's tree is freed
+	 * once read, so a config of many fragments never holds more than
+	 * one fragment's tree): capacity and origins, by section. */
+	size_t cap[3];
+	struct nref *refs[3];
+	bool present[3];           /* some file has the section */
+	bool defer_refs;           /* names of targets and auth providers
+				      are checked once every file is read */
+	size_t sched_file;         /* first file with `schedules:`, */
+	int sched_line, sched_col; /* its position, for "no schedule" */
+	/* The light load (config_load_light): light skips what the
+	 * read-only commands never print (targets, auth, alerts, tasks and
+	 * the references between them); no_schedules reads no schedule
+	 * (and parses no fragment), only (non-NULL) parses only the
+	 * fragments whose text holds it. */
+	bool light;
+	bool no_schedules;
+	const char *only;
+	/* Some fragment could not be read (read_file refused it): what
+	 * spans the files is not judged (sections_whole), since its
+	 * findings (a target "not defined", "no schedule") would be about
+	 * the missing file and hide the reason. */
+	bool unread;
+	/* `check` (config_parse): a file the file-trust rule refuses is a
+	 * warning, not an error (read_file). */
+	bool trust_warns;
+	/* resolve_schedule's memo (issue 45): an expression and a zone name
+	 * are pooled strings, one pointer for every schedule that writes
+	 * them, and no string a schedule holds is freed during the load,
+	 * so the last results are kept by pointer (direct-mapped). */
+	struct {
+		const char *cron;
+		const struct sc_cron *expr; /* the pool's */
+		enum sc_freq_class cls;
+	} memo_cron[64];
+	struct {
+		const char *tz;
+		const struct sc_zone *zone;
+	} memo_tz[16];
+};
+
+/* config.c: the load's problem helpers and tree walkers. */
+
+/* The problems and positions that follow are in file i. */
+void config_pc_enter(struct pc *pc, size_t i);
+/* Records "path: message" at node n (n may be NULL: no position). */
+void config_bad(struct pc *pc, const struct config_node *n, const char *path,
+		const char *fmt, ...) SC_PRINTF(4, 5);
+/* Records "out of memory" once and sets pc->oom. */
+void config_oom(struct pc *pc);
+/* out = base + "[i]", cut at n bytes; out may be base. */
+void config_pindex(char *out, size_t n, const char *base, size_t i);
+/* Whether n is of kind (a null scalar is no value); else records why. */
+bool config_want(struct pc *pc, const struct config_node *n, const char *path,
+		 enum config_node_kind kind);
+/*
+ * Checks that n is a mapping whose keys are all in `allowed` (NULL-ended)
+ * and appear once; records the position of each value under path.key.
+ * `what` names the object for messages. False when n is not a mapping.
+ */
+bool config_map_keys(struct pc *pc, const struct config_node *n,
+		     const char *path, const char *const *allowed,
+		     const char *what);
+
+/* config_lookup.c: the name index. */
+
+/* FNV-1a with a finalizer: the hash of the name tables and of the
+ * include's table of files. */
+size_t config_name_hash(const char *s);
+/* (Re)builds section w's name table of pc->c; out of memory is recorded
+ * (config_oom) and leaves the section searched linearly. */
+void config_index_build(struct pc *pc, enum section_count w);
+/* Frees an index (config_free does it). NULL is ignored. */
+void config_index_free(struct config_index *x);
+
+/* config_include.c: the files, `include:` and the read-ahead. */
+
+/*
+ * Reads the whole regular file path into *out (malloc'd, NUL-terminated,
+ * *len bytes), judged by the file-trust rule (refused, or a warning into
+ * warns when warns is not NULL). Returns 0 or a negative code after
+ * recording a problem in probs.
+ */
+int config_read_file(const char *path, char **out, size_t *len,
+		     struct config_problems *probs,
+		     struct config_problems *warns);
+/* The absolute folder of path (malloc'd). NULL when out of memory or
+ * unresolvable (errno says). */
+char *config_folder_of(const char *path);
+/* The main file's `include:` (root's) into pc->srcs and c->files: the
+ * fragments, matched and in load order; path is the main file's. */
+void config_parse_include(struct pc *pc, const char *path,
+			  const struct config_node *root);
+/* Fragment i's second stage, on the loading thread (after
+ * config_ahead_wait): its problems join the load's, its top level is
+ * judged. Returns 0, its read's code, SC_ECONFIG or SC_ENOMEM. */
+int config_read_fragment(struct pc *pc, size_t i);
+
+/* The read-ahead of the fragments' first stages (config_include.c). */
+struct ahead {
+	struct pc *pc;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	size_t next;   /* the next fragment to parse */
+	size_t at;     /* the fragment the load is at */
+	bool helper;   /* the helper thread runs, */
+	pthread_t th_id;  /* as this thread */
+};
+
+/* Starts the read-ahead over pc's fragments; helper false (or a start
+ * that fails) parses every fragment on the loading thread. */
+void config_ahead_start(struct ahead *a, struct pc *pc, bool helper);
+/* Returns once fragment i (1 <= i < n_srcs, in order) is parsed. */
+void config_ahead_wait(struct ahead *a, size_t i);
+/* Joins the helper and frees a's lock; every fragment was waited for. */
+void config_ahead_stop(struct ahead *a);
 
 #endif

@@ -337,7 +337,7 @@ struct config {
 	size_t n_schedules;
 	struct config_locs *locs; /* private to config.c: key path ->
 				     line:column, for config_check */
-	struct config_index *index; /* private to config.c: name -> item */
+	struct config_index *index; /* config_lookup.c's own: name -> item */
 	struct config_pool *pool; /* private to config.c: the strings and
 				     vectors config_parse shares between
 				     items (config_pool.c); NULL in a
