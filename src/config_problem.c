@@ -221,7 +221,7 @@ struct config_loc {
  * probe compares strings only when the kept hash bits match, and a
  * rehash reads no path. */
 struct loc_slot {
-	uint32_t hash;       /* the low bits of path_hash */
+	uint32_t hash;       /* the low bits of config_name_hash */
 	uint32_t ix;         /* index into v + 1; 0: empty */
 };
 
@@ -255,24 +255,6 @@ void config_locs_free(struct config_locs *l)
 	free(l->names);
 	config_problems_dispose(&l->warns);
 	free(l);
-}
-
-/* FNV-1a: short keys, no adversary worth a keyed hash (the file is the
- * operator's own). */
-static size_t path_hash(const char *s)
-{
-	uint64_t h = UINT64_C(14695981039346656037);
-
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * UINT64_C(1099511628211);
-	/* FNV's low bits mix poorly and the table masks them: a
-	 * finalizer (MurmurHash3's fmix64) spreads every bit. */
-	h ^= h >> 33;
-	h *= UINT64_C(0xff51afd7ed558ccd);
-	h ^= h >> 33;
-	h *= UINT64_C(0xc4ceb9fe1a85ec53);
-	h ^= h >> 33;
-	return (size_t)h;
 }
 
 /* The slot of path (hash h): where it is, or the empty slot where it
@@ -327,7 +309,7 @@ void config_locs_add(struct config_locs *l, const char *path, int line,
 		return; /* past what an offset holds: the position is lost */
 	if ((l->n + 1) * 2 > l->n_slots && !locs_grow_slots(l))
 		return;
-	size_t h = path_hash(path);
+	size_t h = config_name_hash(path);
 	size_t slot = locs_slot(l, path, h);
 	if (l->slots[slot].ix)
 		return; /* the first record of a path wins */
@@ -392,7 +374,7 @@ bool config_locate_in(const struct config *c, const char *path, int *line,
 		*file = NULL;
 	if (!l || !l->n_slots)
 		return false;
-	size_t slot = locs_slot(l, path, path_hash(path));
+	size_t slot = locs_slot(l, path, config_name_hash(path));
 	if (!l->slots[slot].ix)
 		return false;
 	const struct config_loc *e = &l->v[l->slots[slot].ix - 1];
