@@ -2463,18 +2463,26 @@ static size_t fill_rows(PGresult *res, void *out, size_t max, size_t sz,
 }
 
 /*
- * fill_rows into a new array: *out (NULL when there is no row; the
- * caller frees it, with dispose when given, else free) and *n. On
- * SC_ENOMEM both are untouched and what was read is freed.
+ * Runs st with a's values and reads its rows with fill_rows into a new
+ * array: *out (NULL when there is no row; the caller frees it, with
+ * dispose when given, else free) and *n. On an error both are untouched
+ * and what was read is freed.
  */
-static int take_rows(PGresult *res, size_t sz, row_fn read,
+static int take_rows(struct pg *p, enum stmt st, const struct args *a,
+		     size_t sz, row_fn read,
 		     void (*dispose)(void *v, size_t n), void **out,
 		     size_t *n, struct sc_err *err)
 {
-	size_t len = (size_t)PQntuples(res);
+	PGresult *res;
+	int rc = run(p, st, a, &res, err);
+	size_t len;
 	bool oom = false;
-	void *v = len ? calloc(len, sz) : NULL;
+	void *v;
 
+	if (rc)
+		return rc;
+	len = (size_t)PQntuples(res);
+	v = len ? calloc(len, sz) : NULL;
 	if (len && !v) {
 		PQclear(res);
 		return sc_err_set(err, SC_ENOMEM, "out of memory");
@@ -2923,13 +2931,8 @@ static void sched_last_row(const PGresult *r, int row, void *p, bool *oom)
 static int pg_sched_last_all(void *impl, struct store_sched_last **out,
 			     size_t *n, struct sc_err *err)
 {
-	PGresult *res;
-	int rc = run(impl, ST_SCHED_ALL, NULL, &res, err);
-
-	if (rc)
-		return rc;
-	return take_rows(res, sizeof(**out), sched_last_row, NULL,
-			 (void **)out, n, err);
+	return take_rows(impl, ST_SCHED_ALL, NULL, sizeof(**out),
+			 sched_last_row, NULL, (void **)out, n, err);
 }
 
 /* Many states in one statement (so one transaction and one round trip),
@@ -3980,16 +3983,12 @@ static int pg_sched_summaries(void *impl, const char *schedule,
 {
 	struct pg *p = impl;
 	struct args a = {0};
-	PGresult *res;
-	int rc;
 
 	arg_i64(&a, now_ms(p));
 	if (schedule)
 		arg_str(&a, schedule);
-	rc = run(p, schedule ? ST_SUMMARIES_ONE : ST_SUMMARIES, &a, &res, err);
-	if (rc)
-		return rc;
-	return take_rows(res, sizeof(**out), summary_row, summaries_free,
+	return take_rows(p, schedule ? ST_SUMMARIES_ONE : ST_SUMMARIES, &a,
+			 sizeof(**out), summary_row, summaries_free,
 			 (void **)out, n, err);
 }
 
@@ -4007,13 +4006,9 @@ static int pg_last_successes(void *impl, struct store_last_ok **out,
 			     size_t *n, struct sc_err *err)
 {
 	struct args a = {0};
-	PGresult *res;
-	int rc = run(impl, ST_LAST_OK, &a, &res, err);
 
-	if (rc)
-		return rc;
-	return take_rows(res, sizeof(**out), last_ok_row, NULL, (void **)out,
-			 n, err);
+	return take_rows(impl, ST_LAST_OK, &a, sizeof(**out), last_ok_row, NULL,
+			 (void **)out, n, err);
 }
 
 /* ---- outbox, guards, markers ------------------------------------------- */
@@ -4212,15 +4207,10 @@ static int pg_outbox_list(void *impl, const char *schedule, int64_t slot_ms,
 			  struct sc_err *err)
 {
 	struct args a = {0};
-	PGresult *res;
-	int rc;
 
 	arg_slot(&a, schedule, slot_ms);
-	rc = run(impl, ST_OUTBOX_LIST, &a, &res, err);
-	if (rc)
-		return rc;
-	return take_rows(res, sizeof(**out), outbox_row, NULL, (void **)out,
-			 n, err);
+	return take_rows(impl, ST_OUTBOX_LIST, &a, sizeof(**out), outbox_row,
+			 NULL, (void **)out, n, err);
 }
 
 static int pg_outbox_abandon(void *impl, const struct store_fence *fence,
@@ -4399,13 +4389,8 @@ static void pause_row(const PGresult *r, int row, void *x, bool *oom)
 static int pg_pause_all(void *impl, struct store_pause **out, size_t *n,
 			struct sc_err *err)
 {
-	PGresult *res;
-	int rc = run(impl, ST_PAUSE_ALL, NULL, &res, err);
-
-	if (rc)
-		return rc;
-	return take_rows(res, sizeof(**out), pause_row, NULL, (void **)out, n,
-			 err);
+	return take_rows(impl, ST_PAUSE_ALL, NULL, sizeof(**out), pause_row,
+			 NULL, (void **)out, n, err);
 }
 
 static int pg_node_beat(void *impl, const struct store_node *n,
@@ -4454,13 +4439,8 @@ static void node_row(const PGresult *r, int row, void *p, bool *oom)
 static int pg_nodes(void *impl, struct store_node **out, size_t *n,
 		    struct sc_err *err)
 {
-	PGresult *res;
-	int rc = run(impl, ST_NODES, NULL, &res, err);
-
-	if (rc)
-		return rc;
-	return take_rows(res, sizeof(**out), node_row, NULL, (void **)out, n,
-			 err);
+	return take_rows(impl, ST_NODES, NULL, sizeof(**out), node_row, NULL,
+			 (void **)out, n, err);
 }
 
 /* ---- the crons in force (issue 43) ------------------------------------- */
@@ -4532,15 +4512,10 @@ static int pg_cron_history(void *impl, const char *schedule,
 			   struct sc_err *err)
 {
 	struct args a = {0};
-	PGresult *res;
-	int rc;
 
 	arg_str(&a, schedule);
-	rc = run(impl, ST_CRON_HISTORY, &a, &res, err);
-	if (rc)
-		return rc;
-	return take_rows(res, sizeof(**out), cron_row, NULL, (void **)out, n,
-			 err);
+	return take_rows(impl, ST_CRON_HISTORY, &a, sizeof(**out), cron_row,
+			 NULL, (void **)out, n, err);
 }
 
 /* ---- leases, retention (issue 15) ------------------------------------- */
@@ -4950,8 +4925,6 @@ static int pg_alert_list(void *impl, const struct alert_filter *f,
 			 struct sc_err *err)
 {
 	struct args a = {0};
-	PGresult *res;
-	int rc;
 
 	arg_str(&a, f->schedule);
 	arg_bool(&a, f->open_only);
@@ -4966,11 +4939,8 @@ static int pg_alert_list(void *impl, const struct alert_filter *f,
 		arg_i64(&a, f->limit);
 	else
 		arg_str(&a, NULL);
-	rc = run(impl, ST_ALERT_LIST, &a, &res, err);
-	if (rc)
-		return rc;
-	return take_rows(res, sizeof(**out), alert_row, NULL, (void **)out, n,
-			 err);
+	return take_rows(impl, ST_ALERT_LIST, &a, sizeof(**out), alert_row,
+			 NULL, (void **)out, n, err);
 }
 
 /* Appends row unfenced inside the caller's transaction. */
@@ -5196,15 +5166,10 @@ static int pg_alert_sends(void *impl, int64_t alert_id,
 			  struct sc_err *err)
 {
 	struct args a = {0};
-	PGresult *res;
-	int rc;
 
 	arg_i64(&a, alert_id);
-	rc = run(impl, ST_ALERT_SENDS, &a, &res, err);
-	if (rc)
-		return rc;
-	return take_rows(res, sizeof(**out), send_row, sends_free,
-			 (void **)out, n, err);
+	return take_rows(impl, ST_ALERT_SENDS, &a, sizeof(**out), send_row,
+			 sends_free, (void **)out, n, err);
 }
 
 /* ---- timing checks ----------------------------------------------------- */
