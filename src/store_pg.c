@@ -560,16 +560,6 @@ static const char *const *const migrations[SCHEMA_VERSION] = {
 
 /* ---- statements ------------------------------------------------------- */
 
-#define JOB_COLS                                                           \
-	"id, schedule, slot_ms, state, attempts, n_stalls, max_attempts, " \
-	"backoff, delay_ms, run_at_ms, lease_token, lease_owner, "         \
-	"lease_expires_ms, started_ms, created_ms, manual"
-#define JOB_COLS_J                                                         \
-	"j.id, j.schedule, j.slot_ms, j.state, j.attempts, j.n_stalls, "   \
-	"j.max_attempts, j.backoff, j.delay_ms, j.run_at_ms, "             \
-	"j.lease_token, j.lease_owner, j.lease_expires_ms, j.started_ms, " \
-	"j.created_ms, j.manual"
-#define PAUSE_COLS "schedule, from_ms, until_ms, paused_by, note, resumed"
 
 #define LEDGER_COLS                                                        \
 	"schedule, slot_ms, job_id, attempt, started_ms, finished_ms, "    \
@@ -627,10 +617,6 @@ static const char *const *const migrations[SCHEMA_VERSION] = {
 	"SELECT h.schedule, l.id, l.slot_ms, l.finished_ms FROM ledger_head" \
 	" h CROSS JOIN LATERAL (SELECT id, slot_ms, finished_ms FROM ledger" \
 	" WHERE id = h.ok_id LIMIT 1) l ORDER BY h.schedule COLLATE \"C\""
-#define ALERT_COLS                                                         \
-	"id, schedule, slot_ms, last_slot_ms, n_slots, reason, generation, " \
-	"status, attempts, error_msg, job_id, rounds, staged_rounds, "      \
-	"created_ms, round_ms, closed_ms, note"
 /* A send row and its alert's fields, as get_send reads them; the state
  * column and the body column are given by the statement. */
 #define SEND_COLS(state, body)                                             \
@@ -908,7 +894,7 @@ static const char *const sql[ST_COUNT] = {
 	" started_ms = GREATEST($1::bigint, j.run_at_ms)"
 	" WHERE j.ctid = ANY(ARRAY(SELECT tid FROM c))"
 	" AND j.id = ANY(ARRAY(SELECT id FROM c))"
-	" RETURNING " JOB_COLS_J ", false, " DURABLE_IF("6"),
+	" RETURNING " STORE_JOB_COLS_J ", false, " DURABLE_IF("6"),
 	/*
 	 * The claim with the overlap rule on, in two statements of one
 	 * transaction (pg_job_claim says why). pol 2 allow, 1 skip, 0 queue
@@ -989,7 +975,8 @@ static const char *const sql[ST_COUNT] = {
 	" lease_token = nextval('lease_tokens'), lease_owner = $3,"
 	" lease_expires_ms = $1::bigint + $4::bigint,"
 	" started_ms = GREATEST($1::bigint, j.run_at_ms)"
-	" FROM c WHERE j.ctid = c.tid AND j.id = c.id RETURNING " JOB_COLS_J
+	" FROM c WHERE j.ctid = c.tid AND j.id = c.id"
+	" RETURNING " STORE_JOB_COLS_J
 	", c.flag, " DURABLE_IF("9") " AS durable)"
 	" SELECT * FROM u ORDER BY attempts > 1, run_at_ms, id",
 	/* $1 the known schedules, a JSON array (known_sync). */
@@ -1060,9 +1047,10 @@ static const char *const sql[ST_COUNT] = {
 	" SELECT (SELECT count(*) FROM u),"
 	" (CASE WHEN $3::smallint = 0 THEN " NOTIFY " END)::text, "
 	DURABLE_IF("6"),
-	[ST_JOB_GET] = "SELECT " JOB_COLS " FROM jobs WHERE id = $1",
+	[ST_JOB_GET] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE id = $1",
 	[ST_JOB_FIND] =
-	"SELECT " JOB_COLS " FROM jobs WHERE schedule = $1 AND slot_ms = $2",
+	"SELECT " STORE_JOB_COLS " FROM jobs WHERE schedule = $1 AND "
+	"slot_ms = $2",
 	[ST_REVIVE] =
 	"UPDATE jobs SET state = 0, max_attempts = attempts +"
 	" CASE WHEN $3::int > 0 THEN $3::int ELSE max_attempts END,"
@@ -1267,10 +1255,11 @@ static const char *const sql[ST_COUNT] = {
 	" WHERE schedule = $1 AND until_ms > $2::bigint RETURNING "
 	DURABLE_IF("3"),
 	[ST_PAUSE_GET] =
-	"SELECT " PAUSE_COLS " FROM pauses WHERE schedule = $1",
+	"SELECT " STORE_PAUSE_COLS " FROM pauses WHERE schedule = $1",
 	/* Byte order, as strcmp. */
 	[ST_PAUSE_ALL] =
-	"SELECT " PAUSE_COLS " FROM pauses ORDER BY schedule COLLATE \"C\"",
+	"SELECT " STORE_PAUSE_COLS " FROM pauses ORDER BY schedule "
+	"COLLATE \"C\"",
 	/* $1..$6 the record, $7 now (the store clock's), $8 the clock
 	 * offset (NULL: not measured). */
 	[ST_NODE_BEAT] =
@@ -1339,7 +1328,7 @@ static const char *const sql[ST_COUNT] = {
 	" LIMIT $1::bigint",
 	/* LIMIT NULL is no limit; $4 NULL: any slot. */
 	[ST_ALERT_LIST] =
-	"SELECT " ALERT_COLS " FROM alerts"
+	"SELECT " STORE_ALERT_COLS " FROM alerts"
 	" WHERE ($1::text IS NULL OR schedule = $1::text)"
 	" AND (NOT $2::boolean OR status = 0)"
 	" AND (NOT $3::boolean OR staged_rounds < rounds)"
@@ -1414,11 +1403,11 @@ static const char *const sql[ST_COUNT] = {
 	 * partial indexes of READY and ACTIVE rows, and per schedule known
 	 * to the scheduler two primary-key probes. */
 	[ST_SLA_LATE] =
-	"SELECT " JOB_COLS " FROM jobs WHERE state = 0 AND attempts = 0"
+	"SELECT " STORE_JOB_COLS " FROM jobs WHERE state = 0 AND attempts = 0"
 	" AND run_at_ms <= $1::bigint ORDER BY run_at_ms, id"
 	" LIMIT $2::bigint",
 	[ST_SLA_RUNNING] =
-	"SELECT " JOB_COLS " FROM jobs WHERE state = 1"
+	"SELECT " STORE_JOB_COLS " FROM jobs WHERE state = 1"
 	" AND started_ms <= $1::bigint ORDER BY started_ms, id"
 	" LIMIT $2::bigint",
 	[ST_SLA_LAST] =
@@ -2415,7 +2404,7 @@ static char *get_dup(const PGresult *r, int row, int col, bool *oom)
 	return s;
 }
 
-/* Fills a job from a row selected with JOB_COLS. */
+/* Fills a job from a row selected with STORE_JOB_COLS. */
 static void get_job(const PGresult *r, int row, struct store_job *j)
 {
 	memset(j, 0, sizeof(*j));
@@ -4353,7 +4342,7 @@ static int pg_pause_end(void *impl, const char *schedule, int64_t at_ms,
 	return rc;
 }
 
-/* Row `row` of r (columns PAUSE_COLS) into *p. */
+/* Row `row` of r (columns STORE_PAUSE_COLS) into *p. */
 static void read_pause(const PGresult *r, int row, struct store_pause *p)
 {
 	memset(p, 0, sizeof(*p));
