@@ -1696,6 +1696,13 @@ void store_stall_rule(int max_stalls, const struct store_stall *job,
 /* The error_class of both rows a stall writes. */
 #define STORE_STALL_CLASS "stalled"
 
+/* For backends, once a stall's verdict is dead: logs the lost job (the
+ * same event on every backend) and, when dl is given, appends it to dl
+ * (store_dead_list_push). Returns 0 or SC_ENOMEM, set in err. */
+int store_stall_lost(struct store_dead_list *dl, int64_t job_id,
+		     const char *schedule, int64_t slot_ms, int attempt,
+		     const char *lost_msg, struct sc_err *err);
+
 /*
  * The rules of store_rule.c, for backends (one place for every backend).
  *

@@ -3488,17 +3488,12 @@ static int pg_job_recover(void *impl, int max_stalls, int *n_recovered,
 		store_stall_rule(max_stalls, &in, &v);
 		if (!v.dead)
 			continue;
-		struct store_dead_job dj = {
-			.job_id = get_i64(res, i, 0),
-			.slot_ms = get_i64(res, i, 2),
-			.attempt = in.attempts,
-		};
-		get_str(res, i, 1, dj.schedule, sizeof(dj.schedule));
-		snprintf(dj.error_msg, sizeof(dj.error_msg), "%s", v.lost_msg);
-		LOG(SC_LOG_ERROR, "store", "event=lost job=%" PRId64
-		       " attempt=%d reason=stalled", dj.job_id, dj.attempt);
-		if (dead && !rc && store_dead_list_push(dead, &dj) != 0)
-			rc = sc_err_set(err, SC_ENOMEM, "out of memory");
+		int e = store_stall_lost(rc ? NULL : dead, get_i64(res, i, 0),
+					 PQgetvalue(res, i, 1),
+					 get_i64(res, i, 2), in.attempts,
+					 v.lost_msg, err);
+		if (!rc)
+			rc = e;
 	}
 	if (n > 0)
 		LOG(SC_LOG_INFO, "store", "event=recovered_stalled n=%d", n);

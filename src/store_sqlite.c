@@ -3054,22 +3054,10 @@ static int recover_batch(struct sq *q, int max_stalls, int *n,
 		sqlite3_bind_int(st, 2, is_dead ? JOB_DEAD : JOB_READY);
 		sqlite3_bind_int64(st, 3, now);
 		rc = step_done(q, st, "recover", err);
-		if (!rc && is_dead && dead) {
-			struct store_dead_job dj = {
-				.job_id = x->id, .slot_ms = x->slot_ms,
-				.attempt = x->attempts,
-			};
-			snprintf(dj.schedule, sizeof(dj.schedule), "%s",
-				 x->schedule);
-			snprintf(dj.error_msg, sizeof(dj.error_msg), "%s",
-				 v.lost_msg);
-			if (store_dead_list_push(dead, &dj) != 0)
-				rc = sc_err_set(err, SC_ENOMEM, "out of memory");
-		}
 		if (!rc && is_dead)
-			LOG(SC_LOG_ERROR, "store",
-			       "event=lost job=%lld attempt=%d reason=stalled",
-			       (long long)x->id, x->attempts);
+			rc = store_stall_lost(dead, x->id, x->schedule,
+					      x->slot_ms, x->attempts,
+					      v.lost_msg, err);
 	}
 	if (rc)
 		goto rollback;
