@@ -1771,9 +1771,10 @@ static bool result_failed(const PGresult *r)
 /*
  * After a PQsend* outside pipeline mode: flushes it and reads every
  * result to the end, all within one wait's end (wait_end). *out: the
- * first failed result, else the last one (PQexec's rule); NULL when the
- * query answered none. On a returned error (the wait abandoned, the
- * connection broke: dropped) *out is NULL.
+ * last result (PQclear it). A failed result (the first one that failed,
+ * PQexec's rule) or none at all is the code fail() gives it. On a
+ * returned error (the wait abandoned, the connection broke: dropped)
+ * *out is NULL.
  */
 static int collect(struct pg *p, const char *what, PGresult **out,
 		   struct sc_err *err)
@@ -1804,6 +1805,11 @@ static int collect(struct pg *p, const char *what, PGresult **out,
 		return rc;
 	}
 	set_stalled(p, false); /* the server answers */
+	if (!keep || result_failed(keep)) {
+		rc = fail(p, keep, what, err);
+		PQclear(keep);
+		return rc;
+	}
 	*out = keep;
 	return 0;
 }
@@ -1825,11 +1831,6 @@ static int exec_res(struct pg *p, const char *q, const char *what,
 	rc = collect(p, what, &res, err);
 	if (rc)
 		return rc;
-	if (!res || result_failed(res)) {
-		rc = fail(p, res, what, err);
-		PQclear(res);
-		return rc;
-	}
 	*out = res;
 	return 0;
 }
@@ -2117,12 +2118,9 @@ static int prepare_once(struct pg *p, enum stmt st, const char *text,
 	rc = collect(p, "prepare", &res, err);
 	if (rc)
 		return rc;
-	if (!res || PQresultStatus(res) != PGRES_COMMAND_OK)
-		rc = fail(p, res, "prepare", err);
-	else
-		p->prepared[st] = true;
+	p->prepared[st] = true;
 	PQclear(res);
-	return rc;
+	return 0;
 }
 
 /*
@@ -2155,11 +2153,6 @@ static int run_text(struct pg *p, enum stmt st, const char *text,
 	rc = collect(p, name, &res, err);
 	if (rc)
 		return rc;
-	if (!res || result_failed(res)) {
-		rc = fail(p, res, name, err);
-		PQclear(res);
-		return rc;
-	}
 	drain_notifies(p);
 	*out = res;
 	return 0;
