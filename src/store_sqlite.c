@@ -1881,6 +1881,18 @@ static int list_rows(struct sq *q, sqlite3_stmt *st, size_t sz, row_fn read,
 	return 0;
 }
 
+/* list_rows of statement id, which takes no parameter. */
+static int list_all(struct sq *q, enum stmt_id id, size_t sz, row_fn read,
+		    const char *op, void **out, size_t *n, struct sc_err *err)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = prep(q, id, &st, err);
+
+	if (rc)
+		return rc;
+	return list_rows(q, st, sz, read, NULL, op, out, n, err);
+}
+
 /* step_rows into the caller's out[0..max): *n the rows read, also on
  * failure (what they hold is the caller's to free). */
 static int fill_rows(struct sq *q, sqlite3_stmt *st, void *out, size_t max,
@@ -2565,14 +2577,8 @@ static bool sched_last_row(sqlite3_stmt *st, void *p, bool *oom)
 static int sq_sched_last_all(void *impl, struct store_sched_last **out,
 			     size_t *n, struct sc_err *err)
 {
-	struct sq *q = impl;
-	sqlite3_stmt *st = NULL;
-	int rc = prep(q, ST_SCHED_ALL, &st, err);
-
-	if (rc)
-		return rc;
-	return list_rows(q, st, sizeof(**out), sched_last_row, NULL,
-			 "scheduler state read", (void **)out, n, err);
+	return list_all(impl, ST_SCHED_ALL, sizeof(**out), sched_last_row,
+			"scheduler state read", (void **)out, n, err);
 }
 
 /* Many states in one transaction (a first start of many schedules is one
@@ -3605,14 +3611,8 @@ static bool last_ok_row(sqlite3_stmt *st, void *p, bool *oom)
 static int sq_last_successes(void *impl, struct store_last_ok **out,
 			     size_t *n, struct sc_err *err)
 {
-	struct sq *q = impl;
-	sqlite3_stmt *st = NULL;
-	int rc = prep(q, ST_LAST_OK, &st, err);
-
-	if (rc)
-		return rc;
-	return list_rows(q, st, sizeof(**out), last_ok_row, NULL,
-			 "last successes", (void **)out, n, err);
+	return list_all(impl, ST_LAST_OK, sizeof(**out), last_ok_row,
+			"last successes", (void **)out, n, err);
 }
 
 const char *store_sqlite_plan_sql(size_t i, char *buf, size_t cap,
@@ -3943,14 +3943,8 @@ static bool pause_row(sqlite3_stmt *st, void *x, bool *oom)
 static int sq_pause_all(void *impl, struct store_pause **out, size_t *n,
 			struct sc_err *err)
 {
-	struct sq *q = impl;
-	sqlite3_stmt *st = NULL;
-	int rc = prep(q, ST_PAUSE_ALL, &st, err);
-
-	if (rc)
-		return rc;
-	return list_rows(q, st, sizeof(**out), pause_row, NULL, "pause read",
-			 (void **)out, n, err);
+	return list_all(impl, ST_PAUSE_ALL, sizeof(**out), pause_row,
+			"pause read", (void **)out, n, err);
 }
 
 static int sq_node_beat(void *impl, const struct store_node *n,
@@ -4001,14 +3995,8 @@ static bool node_row(sqlite3_stmt *st, void *p, bool *oom)
 static int sq_nodes(void *impl, struct store_node **out, size_t *n,
 		    struct sc_err *err)
 {
-	struct sq *q = impl;
-	sqlite3_stmt *st = NULL;
-	int rc = prep(q, ST_NODES, &st, err);
-
-	if (rc)
-		return rc;
-	return list_rows(q, st, sizeof(**out), node_row, NULL, "node read",
-			 (void **)out, n, err);
+	return list_all(impl, ST_NODES, sizeof(**out), node_row, "node read",
+			(void **)out, n, err);
 }
 
 static int sq_cron_note_many(void *impl, const struct store_cron_note *v,
