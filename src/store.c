@@ -514,6 +514,25 @@ void store_stall_rule(int max_stalls, const struct store_stall *job,
 			 "stalled %d times: giving up", stall);
 }
 
+int store_stall_lost(struct store_dead_list *dl, int64_t job_id,
+		     const char *schedule, int64_t slot_ms, int attempt,
+		     const char *lost_msg, struct sc_err *err)
+{
+	struct store_dead_job dj = {
+		.job_id = job_id, .slot_ms = slot_ms, .attempt = attempt,
+	};
+
+	LOG(SC_LOG_ERROR, "store", "event=lost job=%lld attempt=%d "
+	    "reason=stalled", (long long)job_id, attempt);
+	if (!dl)
+		return 0;
+	snprintf(dj.schedule, sizeof(dj.schedule), "%s", schedule);
+	snprintf(dj.error_msg, sizeof(dj.error_msg), "%s", lost_msg);
+	if (store_dead_list_push(dl, &dj) != 0)
+		return sc_err_set(err, SC_ENOMEM, "out of memory");
+	return 0;
+}
+
 void store_dead_list_dispose(struct store_dead_list *dl)
 {
 	if (!dl)

@@ -1437,6 +1437,26 @@ struct store_claim_rule {
 	const struct store_known *known_set;
 };
 
+/* The columns a backend reads a job, an alert and a pause by, in the
+ * order its read_job, read_alert and read_pause read them: one list for
+ * both backends, whose tables name them alike. STORE_JOB_COLS_J is
+ * STORE_JOB_COLS of the row aliased j. */
+#define STORE_JOB_COLS                                                    \
+	"id, schedule, slot_ms, state, attempts, n_stalls, max_attempts, "   \
+	"backoff, delay_ms, run_at_ms, lease_token, lease_owner, "           \
+	"lease_expires_ms, started_ms, created_ms, manual"
+#define STORE_JOB_COLS_J                                                  \
+	"j.id, j.schedule, j.slot_ms, j.state, j.attempts, j.n_stalls, "    \
+	"j.max_attempts, j.backoff, j.delay_ms, j.run_at_ms, "              \
+	"j.lease_token, j.lease_owner, j.lease_expires_ms, j.started_ms, "  \
+	"j.created_ms, j.manual"
+#define STORE_ALERT_COLS                                                  \
+	"id, schedule, slot_ms, last_slot_ms, n_slots, reason, generation, " \
+	"status, attempts, error_msg, job_id, rounds, staged_rounds, "       \
+	"created_ms, round_ms, closed_ms, note"
+#define STORE_PAUSE_COLS                                                  \
+	"schedule, from_ms, until_ms, paused_by, note, resumed"
+
 struct store_ops {
 	const char *name;
 	/* create false: SC_ENOENT for a store never made (store_open_existing) */
@@ -1675,6 +1695,13 @@ void store_stall_rule(int max_stalls, const struct store_stall *job,
 
 /* The error_class of both rows a stall writes. */
 #define STORE_STALL_CLASS "stalled"
+
+/* For backends, once a stall's verdict is dead: logs the lost job (the
+ * same event on every backend) and, when dl is given, appends it to dl
+ * (store_dead_list_push). Returns 0 or SC_ENOMEM, set in err. */
+int store_stall_lost(struct store_dead_list *dl, int64_t job_id,
+		     const char *schedule, int64_t slot_ms, int attempt,
+		     const char *lost_msg, struct sc_err *err);
 
 /*
  * The rules of store_rule.c, for backends (one place for every backend).

@@ -560,16 +560,6 @@ static const char *const *const migrations[SCHEMA_VERSION] = {
 
 /* ---- statements ------------------------------------------------------- */
 
-#define JOB_COLS                                                           \
-	"id, schedule, slot_ms, state, attempts, n_stalls, max_attempts, " \
-	"backoff, delay_ms, run_at_ms, lease_token, lease_owner, "         \
-	"lease_expires_ms, started_ms, created_ms, manual"
-#define JOB_COLS_J                                                         \
-	"j.id, j.schedule, j.slot_ms, j.state, j.attempts, j.n_stalls, "   \
-	"j.max_attempts, j.backoff, j.delay_ms, j.run_at_ms, "             \
-	"j.lease_token, j.lease_owner, j.lease_expires_ms, j.started_ms, " \
-	"j.created_ms, j.manual"
-#define PAUSE_COLS "schedule, from_ms, until_ms, paused_by, note, resumed"
 
 #define LEDGER_COLS                                                        \
 	"schedule, slot_ms, job_id, attempt, started_ms, finished_ms, "    \
@@ -627,10 +617,6 @@ static const char *const *const migrations[SCHEMA_VERSION] = {
 	"SELECT h.schedule, l.id, l.slot_ms, l.finished_ms FROM ledger_head" \
 	" h CROSS JOIN LATERAL (SELECT id, slot_ms, finished_ms FROM ledger" \
 	" WHERE id = h.ok_id LIMIT 1) l ORDER BY h.schedule COLLATE \"C\""
-#define ALERT_COLS                                                         \
-	"id, schedule, slot_ms, last_slot_ms, n_slots, reason, generation, " \
-	"status, attempts, error_msg, job_id, rounds, staged_rounds, "      \
-	"created_ms, round_ms, closed_ms, note"
 /* A send row and its alert's fields, as get_send reads them; the state
  * column and the body column are given by the statement. */
 #define SEND_COLS(state, body)                                             \
@@ -908,7 +894,7 @@ static const char *const sql[ST_COUNT] = {
 	" started_ms = GREATEST($1::bigint, j.run_at_ms)"
 	" WHERE j.ctid = ANY(ARRAY(SELECT tid FROM c))"
 	" AND j.id = ANY(ARRAY(SELECT id FROM c))"
-	" RETURNING " JOB_COLS_J ", false, " DURABLE_IF("6"),
+	" RETURNING " STORE_JOB_COLS_J ", false, " DURABLE_IF("6"),
 	/*
 	 * The claim with the overlap rule on, in two statements of one
 	 * transaction (pg_job_claim says why). pol 2 allow, 1 skip, 0 queue
@@ -989,7 +975,8 @@ static const char *const sql[ST_COUNT] = {
 	" lease_token = nextval('lease_tokens'), lease_owner = $3,"
 	" lease_expires_ms = $1::bigint + $4::bigint,"
 	" started_ms = GREATEST($1::bigint, j.run_at_ms)"
-	" FROM c WHERE j.ctid = c.tid AND j.id = c.id RETURNING " JOB_COLS_J
+	" FROM c WHERE j.ctid = c.tid AND j.id = c.id"
+	" RETURNING " STORE_JOB_COLS_J
 	", c.flag, " DURABLE_IF("9") " AS durable)"
 	" SELECT * FROM u ORDER BY attempts > 1, run_at_ms, id",
 	/* $1 the known schedules, a JSON array (known_sync). */
@@ -1060,9 +1047,10 @@ static const char *const sql[ST_COUNT] = {
 	" SELECT (SELECT count(*) FROM u),"
 	" (CASE WHEN $3::smallint = 0 THEN " NOTIFY " END)::text, "
 	DURABLE_IF("6"),
-	[ST_JOB_GET] = "SELECT " JOB_COLS " FROM jobs WHERE id = $1",
+	[ST_JOB_GET] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE id = $1",
 	[ST_JOB_FIND] =
-	"SELECT " JOB_COLS " FROM jobs WHERE schedule = $1 AND slot_ms = $2",
+	"SELECT " STORE_JOB_COLS " FROM jobs WHERE schedule = $1 AND "
+	"slot_ms = $2",
 	[ST_REVIVE] =
 	"UPDATE jobs SET state = 0, max_attempts = attempts +"
 	" CASE WHEN $3::int > 0 THEN $3::int ELSE max_attempts END,"
@@ -1267,10 +1255,11 @@ static const char *const sql[ST_COUNT] = {
 	" WHERE schedule = $1 AND until_ms > $2::bigint RETURNING "
 	DURABLE_IF("3"),
 	[ST_PAUSE_GET] =
-	"SELECT " PAUSE_COLS " FROM pauses WHERE schedule = $1",
+	"SELECT " STORE_PAUSE_COLS " FROM pauses WHERE schedule = $1",
 	/* Byte order, as strcmp. */
 	[ST_PAUSE_ALL] =
-	"SELECT " PAUSE_COLS " FROM pauses ORDER BY schedule COLLATE \"C\"",
+	"SELECT " STORE_PAUSE_COLS " FROM pauses ORDER BY schedule "
+	"COLLATE \"C\"",
 	/* $1..$6 the record, $7 now (the store clock's), $8 the clock
 	 * offset (NULL: not measured). */
 	[ST_NODE_BEAT] =
@@ -1339,7 +1328,7 @@ static const char *const sql[ST_COUNT] = {
 	" LIMIT $1::bigint",
 	/* LIMIT NULL is no limit; $4 NULL: any slot. */
 	[ST_ALERT_LIST] =
-	"SELECT " ALERT_COLS " FROM alerts"
+	"SELECT " STORE_ALERT_COLS " FROM alerts"
 	" WHERE ($1::text IS NULL OR schedule = $1::text)"
 	" AND (NOT $2::boolean OR status = 0)"
 	" AND (NOT $3::boolean OR staged_rounds < rounds)"
@@ -1414,11 +1403,11 @@ static const char *const sql[ST_COUNT] = {
 	 * partial indexes of READY and ACTIVE rows, and per schedule known
 	 * to the scheduler two primary-key probes. */
 	[ST_SLA_LATE] =
-	"SELECT " JOB_COLS " FROM jobs WHERE state = 0 AND attempts = 0"
+	"SELECT " STORE_JOB_COLS " FROM jobs WHERE state = 0 AND attempts = 0"
 	" AND run_at_ms <= $1::bigint ORDER BY run_at_ms, id"
 	" LIMIT $2::bigint",
 	[ST_SLA_RUNNING] =
-	"SELECT " JOB_COLS " FROM jobs WHERE state = 1"
+	"SELECT " STORE_JOB_COLS " FROM jobs WHERE state = 1"
 	" AND started_ms <= $1::bigint ORDER BY started_ms, id"
 	" LIMIT $2::bigint",
 	[ST_SLA_LAST] =
@@ -1782,9 +1771,10 @@ static bool result_failed(const PGresult *r)
 /*
  * After a PQsend* outside pipeline mode: flushes it and reads every
  * result to the end, all within one wait's end (wait_end). *out: the
- * first failed result, else the last one (PQexec's rule); NULL when the
- * query answered none. On a returned error (the wait abandoned, the
- * connection broke: dropped) *out is NULL.
+ * last result (PQclear it). A failed result (the first one that failed,
+ * PQexec's rule) or none at all is the code fail() gives it. On a
+ * returned error (the wait abandoned, the connection broke: dropped)
+ * *out is NULL.
  */
 static int collect(struct pg *p, const char *what, PGresult **out,
 		   struct sc_err *err)
@@ -1815,6 +1805,11 @@ static int collect(struct pg *p, const char *what, PGresult **out,
 		return rc;
 	}
 	set_stalled(p, false); /* the server answers */
+	if (!keep || result_failed(keep)) {
+		rc = fail(p, keep, what, err);
+		PQclear(keep);
+		return rc;
+	}
 	*out = keep;
 	return 0;
 }
@@ -1836,11 +1831,6 @@ static int exec_res(struct pg *p, const char *q, const char *what,
 	rc = collect(p, what, &res, err);
 	if (rc)
 		return rc;
-	if (!res || result_failed(res)) {
-		rc = fail(p, res, what, err);
-		PQclear(res);
-		return rc;
-	}
 	*out = res;
 	return 0;
 }
@@ -2128,12 +2118,9 @@ static int prepare_once(struct pg *p, enum stmt st, const char *text,
 	rc = collect(p, "prepare", &res, err);
 	if (rc)
 		return rc;
-	if (!res || PQresultStatus(res) != PGRES_COMMAND_OK)
-		rc = fail(p, res, "prepare", err);
-	else
-		p->prepared[st] = true;
+	p->prepared[st] = true;
 	PQclear(res);
-	return rc;
+	return 0;
 }
 
 /*
@@ -2166,11 +2153,6 @@ static int run_text(struct pg *p, enum stmt st, const char *text,
 	rc = collect(p, name, &res, err);
 	if (rc)
 		return rc;
-	if (!res || result_failed(res)) {
-		rc = fail(p, res, name, err);
-		PQclear(res);
-		return rc;
-	}
 	drain_notifies(p);
 	*out = res;
 	return 0;
@@ -2415,7 +2397,7 @@ static char *get_dup(const PGresult *r, int row, int col, bool *oom)
 	return s;
 }
 
-/* Fills a job from a row selected with JOB_COLS. */
+/* Fills a job from a row selected with STORE_JOB_COLS. */
 static void get_job(const PGresult *r, int row, struct store_job *j)
 {
 	memset(j, 0, sizeof(*j));
@@ -2463,18 +2445,26 @@ static size_t fill_rows(PGresult *res, void *out, size_t max, size_t sz,
 }
 
 /*
- * fill_rows into a new array: *out (NULL when there is no row; the
- * caller frees it, with dispose when given, else free) and *n. On
- * SC_ENOMEM both are untouched and what was read is freed.
+ * Runs st with a's values and reads its rows with fill_rows into a new
+ * array: *out (NULL when there is no row; the caller frees it, with
+ * dispose when given, else free) and *n. On an error both are untouched
+ * and what was read is freed.
  */
-static int take_rows(PGresult *res, size_t sz, row_fn read,
+static int take_rows(struct pg *p, enum stmt st, const struct args *a,
+		     size_t sz, row_fn read,
 		     void (*dispose)(void *v, size_t n), void **out,
 		     size_t *n, struct sc_err *err)
 {
-	size_t len = (size_t)PQntuples(res);
+	PGresult *res;
+	int rc = run(p, st, a, &res, err);
+	size_t len;
 	bool oom = false;
-	void *v = len ? calloc(len, sz) : NULL;
+	void *v;
 
+	if (rc)
+		return rc;
+	len = (size_t)PQntuples(res);
+	v = len ? calloc(len, sz) : NULL;
 	if (len && !v) {
 		PQclear(res);
 		return sc_err_set(err, SC_ENOMEM, "out of memory");
@@ -2923,13 +2913,8 @@ static void sched_last_row(const PGresult *r, int row, void *p, bool *oom)
 static int pg_sched_last_all(void *impl, struct store_sched_last **out,
 			     size_t *n, struct sc_err *err)
 {
-	PGresult *res;
-	int rc = run(impl, ST_SCHED_ALL, NULL, &res, err);
-
-	if (rc)
-		return rc;
-	return take_rows(res, sizeof(**out), sched_last_row, NULL,
-			 (void **)out, n, err);
+	return take_rows(impl, ST_SCHED_ALL, NULL, sizeof(**out),
+			 sched_last_row, NULL, (void **)out, n, err);
 }
 
 /* Many states in one statement (so one transaction and one round trip),
@@ -3496,17 +3481,12 @@ static int pg_job_recover(void *impl, int max_stalls, int *n_recovered,
 		store_stall_rule(max_stalls, &in, &v);
 		if (!v.dead)
 			continue;
-		struct store_dead_job dj = {
-			.job_id = get_i64(res, i, 0),
-			.slot_ms = get_i64(res, i, 2),
-			.attempt = in.attempts,
-		};
-		get_str(res, i, 1, dj.schedule, sizeof(dj.schedule));
-		snprintf(dj.error_msg, sizeof(dj.error_msg), "%s", v.lost_msg);
-		LOG(SC_LOG_ERROR, "store", "event=lost job=%" PRId64
-		       " attempt=%d reason=stalled", dj.job_id, dj.attempt);
-		if (dead && !rc && store_dead_list_push(dead, &dj) != 0)
-			rc = sc_err_set(err, SC_ENOMEM, "out of memory");
+		int e = store_stall_lost(rc ? NULL : dead, get_i64(res, i, 0),
+					 PQgetvalue(res, i, 1),
+					 get_i64(res, i, 2), in.attempts,
+					 v.lost_msg, err);
+		if (!rc)
+			rc = e;
 	}
 	if (n > 0)
 		LOG(SC_LOG_INFO, "store", "event=recovered_stalled n=%d", n);
@@ -3980,16 +3960,12 @@ static int pg_sched_summaries(void *impl, const char *schedule,
 {
 	struct pg *p = impl;
 	struct args a = {0};
-	PGresult *res;
-	int rc;
 
 	arg_i64(&a, now_ms(p));
 	if (schedule)
 		arg_str(&a, schedule);
-	rc = run(p, schedule ? ST_SUMMARIES_ONE : ST_SUMMARIES, &a, &res, err);
-	if (rc)
-		return rc;
-	return take_rows(res, sizeof(**out), summary_row, summaries_free,
+	return take_rows(p, schedule ? ST_SUMMARIES_ONE : ST_SUMMARIES, &a,
+			 sizeof(**out), summary_row, summaries_free,
 			 (void **)out, n, err);
 }
 
@@ -4007,13 +3983,9 @@ static int pg_last_successes(void *impl, struct store_last_ok **out,
 			     size_t *n, struct sc_err *err)
 {
 	struct args a = {0};
-	PGresult *res;
-	int rc = run(impl, ST_LAST_OK, &a, &res, err);
 
-	if (rc)
-		return rc;
-	return take_rows(res, sizeof(**out), last_ok_row, NULL, (void **)out,
-			 n, err);
+	return take_rows(impl, ST_LAST_OK, &a, sizeof(**out), last_ok_row, NULL,
+			 (void **)out, n, err);
 }
 
 /* ---- outbox, guards, markers ------------------------------------------- */
@@ -4212,15 +4184,10 @@ static int pg_outbox_list(void *impl, const char *schedule, int64_t slot_ms,
 			  struct sc_err *err)
 {
 	struct args a = {0};
-	PGresult *res;
-	int rc;
 
 	arg_slot(&a, schedule, slot_ms);
-	rc = run(impl, ST_OUTBOX_LIST, &a, &res, err);
-	if (rc)
-		return rc;
-	return take_rows(res, sizeof(**out), outbox_row, NULL, (void **)out,
-			 n, err);
+	return take_rows(impl, ST_OUTBOX_LIST, &a, sizeof(**out), outbox_row,
+			 NULL, (void **)out, n, err);
 }
 
 static int pg_outbox_abandon(void *impl, const struct store_fence *fence,
@@ -4363,7 +4330,7 @@ static int pg_pause_end(void *impl, const char *schedule, int64_t at_ms,
 	return rc;
 }
 
-/* Row `row` of r (columns PAUSE_COLS) into *p. */
+/* Row `row` of r (columns STORE_PAUSE_COLS) into *p. */
 static void read_pause(const PGresult *r, int row, struct store_pause *p)
 {
 	memset(p, 0, sizeof(*p));
@@ -4399,13 +4366,8 @@ static void pause_row(const PGresult *r, int row, void *x, bool *oom)
 static int pg_pause_all(void *impl, struct store_pause **out, size_t *n,
 			struct sc_err *err)
 {
-	PGresult *res;
-	int rc = run(impl, ST_PAUSE_ALL, NULL, &res, err);
-
-	if (rc)
-		return rc;
-	return take_rows(res, sizeof(**out), pause_row, NULL, (void **)out, n,
-			 err);
+	return take_rows(impl, ST_PAUSE_ALL, NULL, sizeof(**out), pause_row,
+			 NULL, (void **)out, n, err);
 }
 
 static int pg_node_beat(void *impl, const struct store_node *n,
@@ -4454,13 +4416,8 @@ static void node_row(const PGresult *r, int row, void *p, bool *oom)
 static int pg_nodes(void *impl, struct store_node **out, size_t *n,
 		    struct sc_err *err)
 {
-	PGresult *res;
-	int rc = run(impl, ST_NODES, NULL, &res, err);
-
-	if (rc)
-		return rc;
-	return take_rows(res, sizeof(**out), node_row, NULL, (void **)out, n,
-			 err);
+	return take_rows(impl, ST_NODES, NULL, sizeof(**out), node_row, NULL,
+			 (void **)out, n, err);
 }
 
 /* ---- the crons in force (issue 43) ------------------------------------- */
@@ -4532,15 +4489,10 @@ static int pg_cron_history(void *impl, const char *schedule,
 			   struct sc_err *err)
 {
 	struct args a = {0};
-	PGresult *res;
-	int rc;
 
 	arg_str(&a, schedule);
-	rc = run(impl, ST_CRON_HISTORY, &a, &res, err);
-	if (rc)
-		return rc;
-	return take_rows(res, sizeof(**out), cron_row, NULL, (void **)out, n,
-			 err);
+	return take_rows(impl, ST_CRON_HISTORY, &a, sizeof(**out), cron_row,
+			 NULL, (void **)out, n, err);
 }
 
 /* ---- leases, retention (issue 15) ------------------------------------- */
@@ -4950,8 +4902,6 @@ static int pg_alert_list(void *impl, const struct alert_filter *f,
 			 struct sc_err *err)
 {
 	struct args a = {0};
-	PGresult *res;
-	int rc;
 
 	arg_str(&a, f->schedule);
 	arg_bool(&a, f->open_only);
@@ -4966,11 +4916,8 @@ static int pg_alert_list(void *impl, const struct alert_filter *f,
 		arg_i64(&a, f->limit);
 	else
 		arg_str(&a, NULL);
-	rc = run(impl, ST_ALERT_LIST, &a, &res, err);
-	if (rc)
-		return rc;
-	return take_rows(res, sizeof(**out), alert_row, NULL, (void **)out, n,
-			 err);
+	return take_rows(impl, ST_ALERT_LIST, &a, sizeof(**out), alert_row,
+			 NULL, (void **)out, n, err);
 }
 
 /* Appends row unfenced inside the caller's transaction. */
@@ -5196,15 +5143,10 @@ static int pg_alert_sends(void *impl, int64_t alert_id,
 			  struct sc_err *err)
 {
 	struct args a = {0};
-	PGresult *res;
-	int rc;
 
 	arg_i64(&a, alert_id);
-	rc = run(impl, ST_ALERT_SENDS, &a, &res, err);
-	if (rc)
-		return rc;
-	return take_rows(res, sizeof(**out), send_row, sends_free,
-			 (void **)out, n, err);
+	return take_rows(impl, ST_ALERT_SENDS, &a, sizeof(**out), send_row,
+			 sends_free, (void **)out, n, err);
 }
 
 /* ---- timing checks ----------------------------------------------------- */

@@ -577,23 +577,6 @@ static const char *const migrations[SCHEMA_VERSION] = {
 
 /* ---- the statement cache --------------------------------------------- */
 
-#define JOB_COLS                                                          \
-	"id, schedule, slot_ms, state, attempts, n_stalls, max_attempts, "   \
-	"backoff, delay_ms, run_at_ms, lease_token, lease_owner, "           \
-	"lease_expires_ms, started_ms, created_ms, manual"
-
-/* JOB_COLS of the row aliased j, in the same order (read_job). */
-#define JOB_COLS_J                                                        \
-	"j.id, j.schedule, j.slot_ms, j.state, j.attempts, j.n_stalls, "    \
-	"j.max_attempts, j.backoff, j.delay_ms, j.run_at_ms, "              \
-	"j.lease_token, j.lease_owner, j.lease_expires_ms, j.started_ms, "  \
-	"j.created_ms, j.manual"
-
-#define ALERT_COLS                                                        \
-	"id, schedule, slot_ms, last_slot_ms, n_slots, reason, generation, " \
-	"status, attempts, error_msg, job_id, rounds, staged_rounds, "       \
-	"created_ms, round_ms, closed_ms, note"
-
 /* A send row and its alert's fields, as read_send reads them; column 4
  * is given by the statement (a claim reports an expired SENDING as
  * UNKNOWN), column 11 is the body or NULL. */
@@ -602,8 +585,6 @@ static const char *const migrations[SCHEMA_VERSION] = {
 	"s.next_try_ms, s.lease_token, s.created_ms, s.sent_ms, "            \
 	"s.last_error, " body ", a.schedule, a.slot_ms, a.reason, "          \
 	"a.created_ms FROM alert_sends s JOIN alerts a ON a.id = s.alert_id"
-
-#define PAUSE_COLS "schedule, from_ms, until_ms, paused_by, note, resumed"
 
 #define LEDGER_COLS                                                       \
 	"id, schedule, slot_ms, job_id, attempt, started_ms, finished_ms, "  \
@@ -773,7 +754,7 @@ static const char *const stmt_sql[N_STMT] = {
 	 * attempts: the claim order is first attempts, then retries, each by
 	 * (run_at, id), so sq_job_claim runs this once for each, and each
 	 * walks jobs_ready in its order; sq_job_claim stops stepping when it
-	 * has taken enough. Columns 0-15 are the job (JOB_COLS: the walk
+	 * has taken enough. Columns 0-15 are the job (STORE_JOB_COLS: the walk
 	 * reads the row anyway, and the claim then sets the taken job's new
 	 * fields itself rather than reading the row again, issue 45);
 	 * column 16 is the job's verdict: 0 take it, 1 take it flagged
@@ -812,7 +793,7 @@ static const char *const stmt_sql[N_STMT] = {
 	 * claim at 100,000 schedules (issue 45).
 	 */
 	[ST_JOB_PICK] =
-		"SELECT " JOB_COLS_J ", CASE WHEN ?4 = 0 OR instr(?5, "
+		"SELECT " STORE_JOB_COLS_J ", CASE WHEN ?4 = 0 OR instr(?5, "
 		"char(10) || "
 		"j.schedule || char(10)) > 0 THEN 0 "
 		"WHEN EXISTS (SELECT 1 FROM jobs a WHERE a.schedule = j.schedule "
@@ -871,9 +852,9 @@ static const char *const stmt_sql[N_STMT] = {
 		"UPDATE jobs SET state = ?2, n_stalls = n_stalls + 1, "
 		"run_at_ms = ?3, lease_expires_ms = 0 "
 		"WHERE id = ?1 AND state = 1",
-	[ST_JOB_GET] = "SELECT " JOB_COLS " FROM jobs WHERE id = ?1",
-	[ST_JOB_FIND] = "SELECT " JOB_COLS " FROM jobs WHERE schedule = ?1 "
-			"AND slot_ms = ?2",
+	[ST_JOB_GET] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE id = ?1",
+	[ST_JOB_FIND] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE "
+			"schedule = ?1 AND slot_ms = ?2",
 	[ST_JOB_REVIVE] =
 		"UPDATE jobs SET state = 0, max_attempts = attempts + "
 		"CASE WHEN ?3 > 0 THEN ?3 ELSE max_attempts END, n_stalls = 0, "
@@ -1000,9 +981,9 @@ static const char *const stmt_sql[N_STMT] = {
 		"note = excluded.note, resumed = 0",
 	[ST_PAUSE_END] = "UPDATE pauses SET until_ms = ?2, resumed = 1 "
 			 "WHERE schedule = ?1 AND until_ms > ?2",
-	[ST_PAUSE_GET] = "SELECT " PAUSE_COLS " FROM pauses "
+	[ST_PAUSE_GET] = "SELECT " STORE_PAUSE_COLS " FROM pauses "
 			 "WHERE schedule = ?1",
-	[ST_PAUSE_ALL] = "SELECT " PAUSE_COLS " FROM pauses "
+	[ST_PAUSE_ALL] = "SELECT " STORE_PAUSE_COLS " FROM pauses "
 			 "ORDER BY schedule",
 	[ST_NODE_BEAT] =
 		"INSERT INTO nodes(id, host, pid, version, config_digest, "
@@ -1060,7 +1041,7 @@ static const char *const stmt_sql[N_STMT] = {
 		"FROM jobs j WHERE j.state = 3 AND j.alerted = 0 "
 		"ORDER BY j.id LIMIT ?1",
 	[ST_ALERT_LIST] =
-		"SELECT " ALERT_COLS " FROM alerts "
+		"SELECT " STORE_ALERT_COLS " FROM alerts "
 		"WHERE (?1 IS NULL OR schedule = ?1) AND (?2 = 0 OR status = 0) "
 		"AND (?3 = 0 OR staged_rounds < rounds) AND (?4 IS NULL OR "
 		"(slot_ms <= ?4 AND last_slot_ms >= ?4)) AND slot_ms >= ?5 AND "
@@ -1109,11 +1090,11 @@ static const char *const stmt_sql[N_STMT] = {
 	 * partial indexes, and per schedule known to the scheduler two
 	 * primary-key probes; DONE jobs and old markers are never read. */
 	[ST_SLA_LATE] =
-		"SELECT " JOB_COLS " FROM jobs WHERE state = 0 AND "
+		"SELECT " STORE_JOB_COLS " FROM jobs WHERE state = 0 AND "
 		"attempts = 0 AND run_at_ms <= ?1 ORDER BY run_at_ms, id "
 		"LIMIT ?2",
 	[ST_SLA_RUNNING] =
-		"SELECT " JOB_COLS " FROM jobs WHERE state = 1 AND "
+		"SELECT " STORE_JOB_COLS " FROM jobs WHERE state = 1 AND "
 		"started_ms <= ?1 ORDER BY started_ms, id LIMIT ?2",
 	[ST_SLA_LAST] =
 		"SELECT s.schedule, COALESCE((SELECT m.completed_ms FROM "
@@ -1900,6 +1881,18 @@ static int list_rows(struct sq *q, sqlite3_stmt *st, size_t sz, row_fn read,
 	return 0;
 }
 
+/* list_rows of statement id, which takes no parameter. */
+static int list_all(struct sq *q, enum stmt_id id, size_t sz, row_fn read,
+		    const char *op, void **out, size_t *n, struct sc_err *err)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = prep(q, id, &st, err);
+
+	if (rc)
+		return rc;
+	return list_rows(q, st, sz, read, NULL, op, out, n, err);
+}
+
 /* step_rows into the caller's out[0..max): *n the rows read, also on
  * failure (what they hold is the caller's to free). */
 static int fill_rows(struct sq *q, sqlite3_stmt *st, void *out, size_t max,
@@ -2584,14 +2577,8 @@ static bool sched_last_row(sqlite3_stmt *st, void *p, bool *oom)
 static int sq_sched_last_all(void *impl, struct store_sched_last **out,
 			     size_t *n, struct sc_err *err)
 {
-	struct sq *q = impl;
-	sqlite3_stmt *st = NULL;
-	int rc = prep(q, ST_SCHED_ALL, &st, err);
-
-	if (rc)
-		return rc;
-	return list_rows(q, st, sizeof(**out), sched_last_row, NULL,
-			 "scheduler state read", (void **)out, n, err);
+	return list_all(impl, ST_SCHED_ALL, sizeof(**out), sched_last_row,
+			"scheduler state read", (void **)out, n, err);
 }
 
 /* Many states in one transaction (a first start of many schedules is one
@@ -3073,22 +3060,10 @@ static int recover_batch(struct sq *q, int max_stalls, int *n,
 		sqlite3_bind_int(st, 2, is_dead ? JOB_DEAD : JOB_READY);
 		sqlite3_bind_int64(st, 3, now);
 		rc = step_done(q, st, "recover", err);
-		if (!rc && is_dead && dead) {
-			struct store_dead_job dj = {
-				.job_id = x->id, .slot_ms = x->slot_ms,
-				.attempt = x->attempts,
-			};
-			snprintf(dj.schedule, sizeof(dj.schedule), "%s",
-				 x->schedule);
-			snprintf(dj.error_msg, sizeof(dj.error_msg), "%s",
-				 v.lost_msg);
-			if (store_dead_list_push(dead, &dj) != 0)
-				rc = sc_err_set(err, SC_ENOMEM, "out of memory");
-		}
 		if (!rc && is_dead)
-			LOG(SC_LOG_ERROR, "store",
-			       "event=lost job=%lld attempt=%d reason=stalled",
-			       (long long)x->id, x->attempts);
+			rc = store_stall_lost(dead, x->id, x->schedule,
+					      x->slot_ms, x->attempts,
+					      v.lost_msg, err);
 	}
 	if (rc)
 		goto rollback;
@@ -3636,14 +3611,8 @@ static bool last_ok_row(sqlite3_stmt *st, void *p, bool *oom)
 static int sq_last_successes(void *impl, struct store_last_ok **out,
 			     size_t *n, struct sc_err *err)
 {
-	struct sq *q = impl;
-	sqlite3_stmt *st = NULL;
-	int rc = prep(q, ST_LAST_OK, &st, err);
-
-	if (rc)
-		return rc;
-	return list_rows(q, st, sizeof(**out), last_ok_row, NULL,
-			 "last successes", (void **)out, n, err);
+	return list_all(impl, ST_LAST_OK, sizeof(**out), last_ok_row,
+			"last successes", (void **)out, n, err);
 }
 
 const char *store_sqlite_plan_sql(size_t i, char *buf, size_t cap,
@@ -3936,7 +3905,7 @@ static int sq_pause_end(void *impl, const char *schedule, int64_t at_ms,
 	return rc;
 }
 
-/* Columns PAUSE_COLS of st's row into *p. */
+/* Columns STORE_PAUSE_COLS of st's row into *p. */
 static void read_pause(sqlite3_stmt *st, struct store_pause *p)
 {
 	memset(p, 0, sizeof(*p));
@@ -3974,14 +3943,8 @@ static bool pause_row(sqlite3_stmt *st, void *x, bool *oom)
 static int sq_pause_all(void *impl, struct store_pause **out, size_t *n,
 			struct sc_err *err)
 {
-	struct sq *q = impl;
-	sqlite3_stmt *st = NULL;
-	int rc = prep(q, ST_PAUSE_ALL, &st, err);
-
-	if (rc)
-		return rc;
-	return list_rows(q, st, sizeof(**out), pause_row, NULL, "pause read",
-			 (void **)out, n, err);
+	return list_all(impl, ST_PAUSE_ALL, sizeof(**out), pause_row,
+			"pause read", (void **)out, n, err);
 }
 
 static int sq_node_beat(void *impl, const struct store_node *n,
@@ -4032,14 +3995,8 @@ static bool node_row(sqlite3_stmt *st, void *p, bool *oom)
 static int sq_nodes(void *impl, struct store_node **out, size_t *n,
 		    struct sc_err *err)
 {
-	struct sq *q = impl;
-	sqlite3_stmt *st = NULL;
-	int rc = prep(q, ST_NODES, &st, err);
-
-	if (rc)
-		return rc;
-	return list_rows(q, st, sizeof(**out), node_row, NULL, "node read",
-			 (void **)out, n, err);
+	return list_all(impl, ST_NODES, sizeof(**out), node_row, "node read",
+			(void **)out, n, err);
 }
 
 static int sq_cron_note_many(void *impl, const struct store_cron_note *v,
