@@ -81,7 +81,7 @@ static size_t memo_slot(const void *p, size_t n)
 }
 
 /* The problems and positions that follow are in file i. */
-void config_pc_enter(struct pc *pc, size_t i)
+void config_pc_enter(struct config_pc *pc, size_t i)
 {
 	pc->probs->at_file = i ? pc->srcs[i].shown : NULL;
 	pc->probs->at_file_ix = i;
@@ -93,7 +93,7 @@ void config_pc_enter(struct pc *pc, size_t i)
 }
 
 /* Records "path: message" at node n. */
-void config_bad(struct pc *pc, const struct config_node *n, const char *path,
+void config_bad(struct config_pc *pc, const struct config_node *n, const char *path,
 		const char *fmt, ...)
 {
 	char msg[SC_ERR_MSG_MAX - 64];
@@ -107,13 +107,13 @@ void config_bad(struct pc *pc, const struct config_node *n, const char *path,
 		pc->oom = true;
 }
 
-static void bad_at(struct pc *pc, const char *where, const char *near,
+static void bad_at(struct config_pc *pc, const char *where, const char *near,
 		   const char *path, const char *fmt, ...) SC_PRINTF(5, 6);
 
 /* Records "path: message" at the position recorded for key path `where`
  * (else for `near`, when not NULL), in the file that holds it: for the
  * checks made once every file is read, when the trees are gone. */
-static void bad_at(struct pc *pc, const char *where, const char *near,
+static void bad_at(struct config_pc *pc, const char *where, const char *near,
 		   const char *path, const char *fmt, ...)
 {
 	char msg[SC_ERR_MSG_MAX - 64];
@@ -134,7 +134,7 @@ static void bad_at(struct pc *pc, const char *where, const char *near,
 
 /* Records a missing key at the position of the object's own key (the
  * schedule or target name, the list item) when known, else at m. */
-static void missing(struct pc *pc, const struct config_node *m,
+static void missing(struct config_pc *pc, const struct config_node *m,
 		    const char *path, const char *key, const char *why)
 {
 	struct config_node at = {.line = m ? m->line : 0,
@@ -149,7 +149,7 @@ static void missing(struct pc *pc, const struct config_node *m,
 	    *why ? " (" : "", why, *why ? ")" : "");
 }
 
-void config_oom(struct pc *pc)
+void config_oom(struct config_pc *pc)
 {
 	if (!pc->oom)
 		config_problem_oom(pc->probs);
@@ -159,7 +159,7 @@ void config_oom(struct pc *pc)
 /* A string of the config: interned in its pool (config_pool.c), so
  * that the same zone, expression or name in 100,000 schedules is stored
  * once. Released with config_pool_release, never free. */
-static char *xstrdup(struct pc *pc, const char *s)
+static char *xstrdup(struct config_pc *pc, const char *s)
 {
 	char *d = pc->c->pool ? config_pool_str(pc->c->pool, s) : strdup(s);
 	if (!d)
@@ -214,7 +214,7 @@ void config_pindex(char *out, size_t n, const char *base, size_t i)
 	out[o + dl] = '\0';
 }
 
-bool config_want(struct pc *pc, const struct config_node *n, const char *path,
+bool config_want(struct config_pc *pc, const struct config_node *n, const char *path,
 		 enum config_node_kind kind)
 {
 	if (n->kind == kind && !(kind == NODE_SCALAR && n->is_null))
@@ -333,7 +333,7 @@ static int keyref_cmp_nocase(const void *a, const void *b)
 	return c ? c : (x->idx < y->idx ? -1 : x->idx > y->idx);
 }
 
-static void dup_keys(struct pc *pc, const struct config_node *n,
+static void dup_keys(struct config_pc *pc, const struct config_node *n,
 		     const char *path, const char *what, bool nocase)
 {
 	size_t cnt = n->n / 2;
@@ -392,7 +392,7 @@ static void dup_keys(struct pc *pc, const struct config_node *n,
  * `what` names the object for messages ("a slack target"). Returns false
  * when n is not a mapping (the caller skips it).
  */
-bool config_map_keys(struct pc *pc, const struct config_node *n,
+bool config_map_keys(struct config_pc *pc, const struct config_node *n,
 		     const char *path, const char *const *allowed,
 		     const char *what)
 {
@@ -473,7 +473,7 @@ static bool name_valid(const char *s)
 	return true;
 }
 
-static bool check_name(struct pc *pc, const struct config_node *n,
+static bool check_name(struct config_pc *pc, const struct config_node *n,
 		       const char *path, const char *what)
 {
 	if (name_valid(n->str))
@@ -489,7 +489,7 @@ static bool check_name(struct pc *pc, const struct config_node *n,
  * vetted), checks its type and range, and stores the value. They return 1
  * when the key was present and valid, 0 when absent, -1 after a problem.
  */
-static int get_str(struct pc *pc, const struct config_node *m, const char *path,
+static int get_str(struct config_pc *pc, const struct config_node *m, const char *path,
 		   const char *key, bool required, char **out)
 {
 	char kp[PATH_MAX_KEY];
@@ -517,7 +517,7 @@ static int get_str(struct pc *pc, const struct config_node *m, const char *path,
 	return 1;
 }
 
-static int get_env_name(struct pc *pc, const struct config_node *m,
+static int get_env_name(struct config_pc *pc, const struct config_node *m,
 			const char *path, const char *key, bool required,
 			char **out)
 {
@@ -534,7 +534,7 @@ static int get_env_name(struct pc *pc, const struct config_node *m,
 	return rc;
 }
 
-static int get_duration(struct pc *pc, const struct config_node *m,
+static int get_duration(struct config_pc *pc, const struct config_node *m,
 			const char *path, const char *key, int64_t min_ms,
 			int64_t max_ms, int64_t *out)
 {
@@ -563,7 +563,7 @@ static int get_duration(struct pc *pc, const struct config_node *m,
 	return 1;
 }
 
-static int get_int(struct pc *pc, const struct config_node *m, const char *path,
+static int get_int(struct config_pc *pc, const struct config_node *m, const char *path,
 		   const char *key, long long min, long long max,
 		   long long *out)
 {
@@ -602,7 +602,7 @@ static int get_int(struct pc *pc, const struct config_node *m, const char *path,
  * the limit of WHAT, MAX bytes", so the message names whose setting it is,
  * the size and the limit.
  */
-static int get_size(struct pc *pc, const struct config_node *m,
+static int get_size(struct config_pc *pc, const struct config_node *m,
 		    const char *path, const char *key, size_t max,
 		    const char *owner, const char *what, size_t *out)
 {
@@ -659,7 +659,7 @@ badsize:
 }
 
 /* An enumeration: names[i] maps to i. */
-static int get_enum(struct pc *pc, const struct config_node *m,
+static int get_enum(struct config_pc *pc, const struct config_node *m,
 		    const char *path, const char *key,
 		    const char *const *names, int *out)
 {
@@ -704,7 +704,7 @@ static void strv_free(const struct config_pool *pool, char **v)
  * when the key is absent, so consumers never meet NULL). Records the
  * position of each item under path.key[i].
  */
-static int get_strv(struct pc *pc, const struct config_node *m,
+static int get_strv(struct config_pc *pc, const struct config_node *m,
 		    const char *path, const char *key, bool nonempty,
 		    char ***out, size_t *n_out)
 {
@@ -759,7 +759,7 @@ static int get_strv(struct pc *pc, const struct config_node *m,
 /* Always malloc'd, never pooled, absolute or not: a caller may replace
  * the path and free() the old one (simulate does), and config_free's
  * config_pool_release frees it either way. */
-static char *resolve(struct pc *pc, const char *p)
+static char *resolve(struct config_pc *pc, const char *p)
 {
 	if (p[0] == '/') {
 		char *r = strdup(p);
@@ -784,7 +784,7 @@ static char *resolve(struct pc *pc, const char *p)
 
 /* A program: paths with a '/' are resolved against the config's folder;
  * bare names are left for PATH at run time. */
-static void resolve_program(struct pc *pc, char **argv)
+static void resolve_program(struct config_pc *pc, char **argv)
 {
 	if (!argv || !argv[0] || !strchr(argv[0], '/') || argv[0][0] == '/')
 		return;
@@ -805,7 +805,7 @@ static void resolve_program(struct pc *pc, char **argv)
  * library) and for the send, which refuses before connecting: a config
  * must stay loadable by commands that never send (status, ledger).
  */
-static void check_url(struct pc *pc, const struct config_node *m,
+static void check_url(struct config_pc *pc, const struct config_node *m,
 		      const char *path, const char *key, const char *url,
 		      enum url_use use)
 {
@@ -821,7 +821,7 @@ static void check_url(struct pc *pc, const struct config_node *m,
 	}
 }
 
-static void parse_store(struct pc *pc, const struct config_node *root)
+static void parse_store(struct config_pc *pc, const struct config_node *root)
 {
 	const struct config_node *v = config_yaml_get(root, "store");
 	struct config *c = pc->c;
@@ -883,7 +883,7 @@ static void parse_store(struct pc *pc, const struct config_node *root)
 	    "postgres://HOST/DB)", s);
 }
 
-static void parse_worker(struct pc *pc, const struct config_node *root)
+static void parse_worker(struct config_pc *pc, const struct config_node *root)
 {
 	static const char *const keys[] = {"concurrency", "lease", "grace",
 					   "skew_grace", "clock_tolerance",
@@ -913,12 +913,12 @@ static void parse_worker(struct pc *pc, const struct config_node *root)
  * element of the section's array to fill (zeroed; freed by config_free
  * whatever the item leaves in it).
  */
-typedef void named_item_fn(struct pc *pc, const struct config_node *k,
+typedef void named_item_fn(struct config_pc *pc, const struct config_node *k,
 			   const struct config_node *v, void *item);
 
 static int nref_cmp(const void *a, const void *b)
 {
-	const struct nref *x = a, *y = b;
+	const struct config_nref *x = a, *y = b;
 	int c = strcmp(x->name, y->name);
 
 	if (c)
@@ -931,7 +931,7 @@ static int nref_cmp(const void *a, const void *b)
 }
 
 /* The printed name of file f. */
-static const char *src_name(const struct pc *pc, size_t f)
+static const char *src_name(const struct config_pc *pc, size_t f)
 {
 	const char *n = f ? pc->srcs[f].shown : pc->probs->file;
 
@@ -943,15 +943,15 @@ static const char *src_name(const struct pc *pc, size_t f)
  * first file and position ("also defined at FILE:LINE:COL"). Repeats in
  * one file are dup_keys' (reported per file). Sorted: O(n log n).
  */
-static void dup_across(struct pc *pc, enum section_count w,
+static void dup_across(struct config_pc *pc, enum section_count w,
 		       const char *section, const char *what, size_t n)
 {
 	char kp[PATH_MAX_KEY];
-	const struct nref *refs = pc->refs[w];
+	const struct config_nref *refs = pc->refs[w];
 
 	if (pc->n_srcs < 2 || n < 2 || !refs)
 		return;
-	struct nref *v = malloc(n * sizeof(*v));
+	struct config_nref *v = malloc(n * sizeof(*v));
 	if (!v) {
 		config_oom(pc);
 		return;
@@ -1000,7 +1000,7 @@ static size_t *file_count(struct config *c, size_t i, enum section_count w)
  * item as it fills it, and the spare): room never filled is then never
  * touched, so the pages of a large array's unused tail stay unmapped
  * (issue 45: the doubling of 100,000 schedules left 31,072 spare). */
-static bool section_grow(struct pc *pc, enum section_count w, void **items,
+static bool section_grow(struct config_pc *pc, enum section_count w, void **items,
 			 size_t count, size_t more, size_t size)
 {
 	size_t need = count + more + 1, cap = pc->cap[w];
@@ -1016,7 +1016,7 @@ static bool section_grow(struct pc *pc, enum section_count w, void **items,
 		return false;
 	}
 	*items = v;
-	struct nref *r = realloc(pc->refs[w], ncap * sizeof(*r));
+	struct config_nref *r = realloc(pc->refs[w], ncap * sizeof(*r));
 	if (!r) {
 		config_oom(pc);
 		return false;
@@ -1037,7 +1037,7 @@ static bool section_grow(struct pc *pc, enum section_count w, void **items,
  * the items filled so far, so config_free frees exactly those; the
  * file's counter (struct config_file) gets its own.
  */
-static void named_section(struct pc *pc, size_t f, const char *section,
+static void named_section(struct config_pc *pc, size_t f, const char *section,
 			  const char *what, size_t size, named_item_fn *fn,
 			  void **items, size_t *count, enum section_count w)
 {
@@ -1075,7 +1075,7 @@ static void named_section(struct pc *pc, size_t f, const char *section,
 		 * below): the item's own string, which no realloc moves. */
 		const char *nm;
 		memcpy(&nm, (char *)*items + ix * size, sizeof(nm));
-		pc->refs[w][ix] = (struct nref){nm, f, k->line, k->col};
+		pc->refs[w][ix] = (struct config_nref){nm, f, k->line, k->col};
 	}
 }
 
@@ -1100,7 +1100,7 @@ bool config_mail_address_ok(const char *a)
 	return true;
 }
 
-static void parse_email(struct pc *pc, const struct config_node *v,
+static void parse_email(struct config_pc *pc, const struct config_node *v,
 			const char *path, struct target_spec *t)
 {
 	char kp[PATH_MAX_KEY], ip[PATH_MAX_KEY];
@@ -1135,7 +1135,7 @@ static void parse_email(struct pc *pc, const struct config_node *v,
 		}
 }
 
-static void parse_target(struct pc *pc, const struct config_node *k,
+static void parse_target(struct config_pc *pc, const struct config_node *k,
 			 const struct config_node *v, void *item)
 {
 	static const char *const slack_keys[] = {
@@ -1228,7 +1228,7 @@ static void parse_target(struct pc *pc, const struct config_node *k,
 	}
 }
 
-static void parse_targets(struct pc *pc, size_t f)
+static void parse_targets(struct config_pc *pc, size_t f)
 {
 	void *v = pc->c->targets;
 
@@ -1237,7 +1237,7 @@ static void parse_targets(struct pc *pc, size_t f)
 	pc->c->targets = v;
 }
 
-static void parse_auth(struct pc *pc, const struct config_node *k,
+static void parse_auth(struct config_pc *pc, const struct config_node *k,
 		       const struct config_node *v, void *item)
 {
 	static const char *const oauth2_keys[] = {
@@ -1283,7 +1283,7 @@ static void parse_auth(struct pc *pc, const struct config_node *k,
 		a->client_auth_body = ca == 1;
 }
 
-static void parse_auths(struct pc *pc, size_t f)
+static void parse_auths(struct config_pc *pc, size_t f)
 {
 	void *v = pc->c->auths;
 
@@ -1293,7 +1293,7 @@ static void parse_auths(struct pc *pc, size_t f)
 }
 
 /* Every item of the list at path.key names an existing target, once. */
-static void check_target_refs(struct pc *pc, const struct config_node *m,
+static void check_target_refs(struct config_pc *pc, const struct config_node *m,
 			      const char *path, const char *key, char **names)
 {
 	char kp[PATH_MAX_KEY], ip[PATH_MAX_KEY];
@@ -1324,7 +1324,7 @@ static void check_target_refs(struct pc *pc, const struct config_node *m,
  * records every loss); an unknown word is refused, naming the allowed
  * ones, so that a typo never silences a reason.
  */
-static void parse_alert_on(struct pc *pc, const struct config_node *a)
+static void parse_alert_on(struct config_pc *pc, const struct config_node *a)
 {
 	static const struct {
 		const char *word;
@@ -1375,7 +1375,7 @@ static void parse_alert_on(struct pc *pc, const struct config_node *a)
  * target, or a value that names none, is a problem of the load: an alert
  * that would go nowhere is refused, never a warning in a log.
  */
-static void alert_targets_env(struct pc *pc)
+static void alert_targets_env(struct config_pc *pc)
 {
 	const char *v = getenv("SURECRON_ALERT_TARGETS");
 	struct config *c = pc->c;
@@ -1418,7 +1418,7 @@ static void alert_targets_env(struct pc *pc)
 	c->n_alert_targets = n;
 }
 
-static void parse_alerts(struct pc *pc, const struct config_node *root)
+static void parse_alerts(struct config_pc *pc, const struct config_node *root)
 {
 	static const char *const keys[] = {"targets", "on", "realert", NULL};
 	const struct config_node *a = config_yaml_get(root, "alerts");
@@ -1446,7 +1446,7 @@ static void parse_alerts(struct pc *pc, const struct config_node *root)
 /* `retention: {ledger, jobs, outbox}` (issue 15): ages after which
  * prune may remove rows; each absent one keeps its rows forever. A day at
  * least: a shorter one would prune what an operator is still reading. */
-static void parse_retention(struct pc *pc, const struct config_node *root)
+static void parse_retention(struct config_pc *pc, const struct config_node *root)
 {
 	static const char *const keys[] = {"ledger", "jobs", "outbox", NULL};
 	const struct config_node *r = config_yaml_get(root, "retention");
@@ -1529,7 +1529,7 @@ int config_http_addr(const char *listen, struct sockaddr_storage *ss,
 /* `http: {listen, token_env}` (issue 16): the web surface. A listen
  * address off loopback without a token is refused here, so `check` and
  * `run` both refuse it: anyone on the network could read the page. */
-static void parse_http_listen(struct pc *pc, const struct config_node *root)
+static void parse_http_listen(struct config_pc *pc, const struct config_node *root)
 {
 	static const char *const keys[] = {"listen", "token_env", NULL};
 	const struct config_node *h = config_yaml_get(root, "http");
@@ -1568,7 +1568,7 @@ static void parse_http_listen(struct pc *pc, const struct config_node *root)
 
 /* `status_socket: PATH` (issue 15): where the daemon answers `status
  * NAME` (status_socket.h); relative to the config's folder. */
-static void parse_status_socket(struct pc *pc, const struct config_node *root)
+static void parse_status_socket(struct config_pc *pc, const struct config_node *root)
 {
 	const struct config_node *v = config_yaml_get(root, "status_socket");
 	struct config *c = pc->c;
@@ -1594,7 +1594,7 @@ static void parse_status_socket(struct pc *pc, const struct config_node *root)
 	c->status_socket = abs;
 }
 
-static void parse_http(struct pc *pc, const struct config_node *h,
+static void parse_http(struct config_pc *pc, const struct config_node *h,
 		       const char *path, struct task_spec *t)
 {
 	static const char *const keys[] = {"method", "url", "headers", "body",
@@ -1699,7 +1699,7 @@ static void parse_http(struct pc *pc, const struct config_node *h,
 	}
 }
 
-static void parse_task_env(struct pc *pc, const struct config_node *e,
+static void parse_task_env(struct config_pc *pc, const struct config_node *e,
 			   const char *path, struct task_spec *t)
 {
 	char kp[PATH_MAX_KEY];
@@ -1744,7 +1744,7 @@ static void parse_task_env(struct pc *pc, const struct config_node *e,
 	}
 }
 
-static void parse_task(struct pc *pc, const struct config_node *v,
+static void parse_task(struct config_pc *pc, const struct config_node *v,
 		       const char *path, struct task_spec *t)
 {
 	static const char *const keys[] = {
@@ -1838,7 +1838,7 @@ static void parse_task(struct pc *pc, const struct config_node *v,
 	}
 }
 
-static void parse_retry(struct pc *pc, const struct config_node *r,
+static void parse_retry(struct config_pc *pc, const struct config_node *r,
 			const char *path, struct schedule_spec *s,
 			struct schedule_extra *x)
 {
@@ -1873,7 +1873,7 @@ static void parse_retry(struct pc *pc, const struct config_node *r,
 
 /* A count of `expect:`, 0 to max. A negative one is named as such (the
  * integer getter would only say it is no integer). */
-static void get_count(struct pc *pc, const struct config_node *m,
+static void get_count(struct config_pc *pc, const struct config_node *m,
 		      const char *path, const char *key, long long max,
 		      int *out)
 {
@@ -1896,7 +1896,7 @@ static void get_count(struct pc *pc, const struct config_node *m,
  * summary bound is in characters and cannot pass what one result
  * carries.
  */
-static void parse_expect(struct pc *pc, const struct config_node *e,
+static void parse_expect(struct config_pc *pc, const struct config_node *e,
 			 const char *path, struct schedule_extra *s)
 {
 	static const char *const keys[] = {"min_previews",
@@ -1913,7 +1913,7 @@ static void parse_expect(struct pc *pc, const struct config_node *e,
  * `heartbeat: {url_env: NAME, every: DUR}`; every only at the top level
  * (a schedule's pings follow its slots).
  */
-static void parse_heartbeat(struct pc *pc, const struct config_node *h,
+static void parse_heartbeat(struct config_pc *pc, const struct config_node *h,
 			    const char *path, bool top,
 			    struct heartbeat_spec *out)
 {
@@ -1934,7 +1934,7 @@ static void parse_heartbeat(struct pc *pc, const struct config_node *h,
 }
 
 /* `sla: {start_within, max_runtime, success_within}`: at least one. */
-static void parse_sla(struct pc *pc, const struct config_node *v,
+static void parse_sla(struct config_pc *pc, const struct config_node *v,
 		      const char *path, struct schedule_extra *s)
 {
 	static const char *const keys[] = {"start_within", "max_runtime",
@@ -1964,7 +1964,7 @@ static void parse_sla(struct pc *pc, const struct config_node *v,
  * the class). A bad override is located at the file's `cron:` (or the
  * schedule's name) and names the variable it came from.
  */
-static void resolve_schedule(struct pc *pc, const struct config_node *k,
+static void resolve_schedule(struct config_pc *pc, const struct config_node *k,
 			     const struct config_node *v, const char *path,
 			     struct schedule_spec *s)
 {
@@ -2032,7 +2032,7 @@ static void resolve_schedule(struct pc *pc, const struct config_node *k,
  * every schedule, and the tasks array costs no malloc header. Out of
  * memory leaves the rest where it was (still valid, config_free frees it).
  */
-static void schedule_pool(struct pc *pc, struct schedule_spec *s)
+static void schedule_pool(struct config_pc *pc, struct schedule_spec *s)
 {
 	struct config_pool *pool = pc->c->pool;
 	int rc = 0;
@@ -2082,7 +2082,7 @@ static void schedule_pool(struct pc *pc, struct schedule_spec *s)
  * its padding zeroed, so equal extras have equal bytes. A field added to
  * struct schedule_extra is added to the defaults test below.
  */
-static void schedule_extra_pool(struct pc *pc, struct schedule_spec *s,
+static void schedule_extra_pool(struct config_pc *pc, struct schedule_spec *s,
 				struct schedule_extra *x)
 {
 	struct config_pool *pool = pc->c->pool;
@@ -2116,7 +2116,7 @@ static void schedule_extra_pool(struct pc *pc, struct schedule_spec *s,
 		config_oom(pc);
 }
 
-static void parse_schedule(struct pc *pc, const struct config_node *k,
+static void parse_schedule(struct config_pc *pc, const struct config_node *k,
 			   const struct config_node *v, void *item)
 {
 	static const char *const keys[] = {"cron",    "tz",    "catchup",
@@ -2332,9 +2332,9 @@ static int varref_cmp(const void *a, const void *b)
 	return c ? c : (x->idx < y->idx ? -1 : x->idx > y->idx);
 }
 
-static void override_collisions(struct pc *pc)
+static void override_collisions(struct config_pc *pc)
 {
-	const struct nref *refs = pc->refs[COUNT_SCHEDULES];
+	const struct config_nref *refs = pc->refs[COUNT_SCHEDULES];
 	size_t cnt = pc->c->n_schedules;
 	char kp[PATH_MAX_KEY], var[CONFIG_NAME_MAX + 32];
 
@@ -2367,7 +2367,7 @@ static void override_collisions(struct pc *pc)
 		}
 		if (strcmp(v[i].name, v[first].name) == 0)
 			continue; /* the same name: a duplicate, reported */
-		const struct nref *r = &refs[v[i].idx];
+		const struct config_nref *r = &refs[v[i].idx];
 		pjoin(kp, sizeof(kp), "schedules", v[i].name);
 		if (config_env_default_var(v[i].name, var, sizeof(var)))
 			var[0] = '\0';
@@ -2408,7 +2408,7 @@ static int rref_cmp(const void *a, const void *b)
  * sort: O(n log n) in the number of schedules and names (issue 15).
  * Positions come from the table (get_strv kept each name's).
  */
-static void renames_whole(struct pc *pc)
+static void renames_whole(struct config_pc *pc)
 {
 	const struct config *c = pc->c;
 	char sp[PATH_MAX_KEY], kp[PATH_MAX_KEY], ip[PATH_MAX_KEY];
@@ -2465,7 +2465,7 @@ static void renames_whole(struct pc *pc)
 
 /* The names every file's schedules and alerts use, checked once all files
  * are read (a schedule may deliver to a target of another file). */
-static void refs_whole(struct pc *pc)
+static void refs_whole(struct config_pc *pc)
 {
 	const struct config *c = pc->c;
 	char sp[PATH_MAX_KEY], kp[PATH_MAX_KEY], ip[PATH_MAX_KEY];
@@ -2498,7 +2498,7 @@ static void refs_whole(struct pc *pc)
 	}
 }
 
-static void parse_schedules(struct pc *pc, size_t f)
+static void parse_schedules(struct config_pc *pc, size_t f)
 {
 	void *v = pc->c->schedules;
 
@@ -2511,7 +2511,7 @@ static void parse_schedules(struct pc *pc, size_t f)
 /* What holds across the files' sections, once every file is read: names
  * defined twice, the name indexes, the references, the schedules as a
  * whole. */
-static void sections_whole(struct pc *pc)
+static void sections_whole(struct config_pc *pc)
 {
 	struct config *c = pc->c;
 
@@ -2633,14 +2633,14 @@ void config_free(struct config *c)
 /* config_parse; with positions false, no key-path position is recorded
  * (config_load's first pass: less memory, and a failure is parsed again
  * with them, so its problems are the same). */
-/* What the light load skips (struct pc's light, no_schedules, only). */
+/* What the light load skips (struct config_pc's light, no_schedules, only). */
 struct light {
 	bool light;
 	bool no_schedules;
 	const char *only;
 };
 
-/* trust_warns: see struct pc's. */
+/* trust_warns: see struct config_pc's. */
 static int parse_config(const char *path, struct config **out,
 			struct config_problems *probs, bool positions,
 			const struct light *lt, bool trust_warns)
@@ -2651,7 +2651,7 @@ static int parse_config(const char *path, struct config **out,
 	size_t len = 0;
 	struct config_node *root = NULL;
 	struct config *c = NULL;
-	struct pc pc = {.probs = probs, .trust_warns = trust_warns};
+	struct config_pc pc = {.probs = probs, .trust_warns = trust_warns};
 	struct config_problems main_warns = {0};
 	int rc;
 
@@ -2766,7 +2766,7 @@ static int parse_config(const char *path, struct config **out,
 	/* File by file, each fragment's tree freed once its sections are
 	 * read: the peak is one fragment's tree, not all of them. */
 	bool frag_read_failed = false;
-	struct ahead ahead;
+	struct config_ahead ahead;
 	pc.defer_refs = true;
 	/* Not for config_load (the daemon and the commands that run a
 	 * config): there one tree at a time keeps the daemon's peak down

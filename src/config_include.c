@@ -41,11 +41,11 @@
 
 /* Records "warning: path: message" at node n among the load's warnings
  * (config_locs_warns: `check` prints them, --strict makes them errors). */
-static void warn_at_node(struct pc *pc, const struct config_node *n,
+static void warn_at_node(struct config_pc *pc, const struct config_node *n,
 			 const char *path, const char *fmt, ...)
 	SC_PRINTF(4, 5);
 
-static void warn_at_node(struct pc *pc, const struct config_node *n,
+static void warn_at_node(struct config_pc *pc, const struct config_node *n,
 			 const char *path, const char *fmt, ...)
 {
 	struct config_problems *w = config_locs_warns(pc->c->locs);
@@ -278,7 +278,7 @@ static int str_cmp(const void *a, const void *b)
 
 /* The slot of path in pc->seen: the one that holds it, or the empty one
  * where it would go. cap_seen must be non-zero. */
-static size_t seen_slot(const struct pc *pc, const char *path)
+static size_t seen_slot(const struct config_pc *pc, const char *path)
 {
 	size_t mask = pc->cap_seen - 1, i = config_name_hash(path) & mask;
 
@@ -290,7 +290,7 @@ static size_t seen_slot(const struct pc *pc, const char *path)
 
 /* Records file ix (its path resolved, not NULL) as in the config.
  * False when out of memory. */
-static bool seen_add(struct pc *pc, size_t ix)
+static bool seen_add(struct config_pc *pc, size_t ix)
 {
 	if (2 * (pc->n_seen + 1) > pc->cap_seen) {
 		size_t cap = pc->cap_seen ? 2 * pc->cap_seen : 64;
@@ -319,7 +319,7 @@ static bool seen_add(struct pc *pc, size_t ix)
  * pattern): a file is read once. The lookup is a hash table of the
  * files' resolved paths (O(1) a fragment; a compare with every earlier
  * file made 20,000 fragments cost seconds: issue 44). */
-static void add_fragment(struct pc *pc, const char *shown)
+static void add_fragment(struct config_pc *pc, const char *shown)
 {
 	char *real = realpath(shown, NULL);
 	char *dir = config_folder_of(shown);
@@ -343,7 +343,7 @@ static void add_fragment(struct pc *pc, const char *shown)
 		/* Doubling: one realloc a fragment copied both arrays
 		 * each time. */
 		size_t cap = pc->cap_srcs < 8 ? 8 : 2 * pc->cap_srcs;
-		struct src *v = realloc(pc->srcs, cap * sizeof(*v));
+		struct config_src *v = realloc(pc->srcs, cap * sizeof(*v));
 		if (v)
 			pc->srcs = v;
 		struct config_file *f = realloc(pc->c->files, cap *
@@ -358,7 +358,7 @@ static void add_fragment(struct pc *pc, const char *shown)
 		}
 		pc->cap_srcs = cap;
 	}
-	struct src *v = pc->srcs;
+	struct config_src *v = pc->srcs;
 	struct config_file *f = pc->c->files;
 	char *sh = strdup(shown);
 	if (!sh || !dir) {
@@ -368,7 +368,7 @@ static void add_fragment(struct pc *pc, const char *shown)
 		config_oom(pc);
 		return;
 	}
-	v[pc->n_srcs] = (struct src){.shown = sh, .dir = dir};
+	v[pc->n_srcs] = (struct config_src){.shown = sh, .dir = dir};
 	f[pc->n_srcs] = (struct config_file){.path = real};
 	if (!real) {
 		/* Vanished since the glob: read_file says so. */
@@ -397,7 +397,7 @@ static bool has_glob(const char *s)
  * load-time warning (a folder is passed over); a plain path (no glob
  * character) must exist and be a file.
  */
-void config_parse_include(struct pc *pc, const char *path,
+void config_parse_include(struct config_pc *pc, const char *path,
 			  const struct config_node *root)
 {
 	const struct config_node *v = config_yaml_get(root, "include");
@@ -599,9 +599,9 @@ static char *only_block(const char *t, size_t len, const char *name,
  * writes srcs[i] only, so two fragments' stages may run at once
  * (read-ahead below); read_fragment takes the result in file order.
  */
-static void parse_fragment(const struct pc *pc, size_t i)
+static void parse_fragment(const struct config_pc *pc, size_t i)
 {
-	struct src *sr = &pc->srcs[i];
+	struct config_src *sr = &pc->srcs[i];
 	struct config_problems *probs = &sr->probs;
 	size_t len = 0;
 
@@ -655,14 +655,14 @@ static void parse_fragment(const struct pc *pc, size_t i)
 
 /* The second stage of fragment i, on the loading thread: its first
  * stage's problems join the load's, then its top level is judged. */
-int config_read_fragment(struct pc *pc, size_t i)
+int config_read_fragment(struct config_pc *pc, size_t i)
 {
 	static const char *const frag[] = {"schedules", "targets", "auth",
 					   NULL};
 	static const char *const main_only[] = {
 		"store", "worker", "alerts", "heartbeat", "retention", "http",
 		"status_socket", NULL};
-	struct src *sr = &pc->srcs[i];
+	struct config_src *sr = &pc->srcs[i];
 	struct config_node *root = sr->root;
 
 	config_pc_enter(pc, i);
@@ -738,7 +738,7 @@ int config_read_fragment(struct pc *pc, size_t i)
 
 /* Takes the next fragment to parse when there is one within reach (its
  * index, mu held), else 0. */
-static size_t ahead_take(struct ahead *a)
+static size_t ahead_take(struct config_ahead *a)
 {
 	if (a->next < a->pc->n_srcs && a->next < a->at + AHEAD_TREES)
 		return a->next++;
@@ -746,7 +746,7 @@ static size_t ahead_take(struct ahead *a)
 }
 
 /* Parses fragment k (mu held on entry and on return). */
-static void ahead_parse(struct ahead *a, size_t k)
+static void ahead_parse(struct config_ahead *a, size_t k)
 {
 	pthread_mutex_unlock(&a->mu);
 	parse_fragment(a->pc, k);
@@ -757,7 +757,7 @@ static void ahead_parse(struct ahead *a, size_t k)
 
 static void *ahead_main(void *arg)
 {
-	struct ahead *a = arg;
+	struct config_ahead *a = arg;
 	size_t k;
 
 	pthread_mutex_lock(&a->mu);
@@ -772,11 +772,11 @@ static void *ahead_main(void *arg)
 }
 
 /* helper: false parses every fragment on the loading thread. */
-void config_ahead_start(struct ahead *a, struct pc *pc, bool helper)
+void config_ahead_start(struct config_ahead *a, struct config_pc *pc, bool helper)
 {
 	pthread_t th;
 
-	*a = (struct ahead){.pc = pc, .next = 1, .at = 1};
+	*a = (struct config_ahead){.pc = pc, .next = 1, .at = 1};
 	pthread_mutex_init(&a->mu, NULL);
 	pthread_cond_init(&a->cv, NULL);
 	if (!helper || pc->n_srcs < 3 || pc->only || pc->no_schedules)
@@ -788,7 +788,7 @@ void config_ahead_start(struct ahead *a, struct pc *pc, bool helper)
 }
 
 /* Returns once fragment i is parsed, parsing what it can meanwhile. */
-void config_ahead_wait(struct ahead *a, size_t i)
+void config_ahead_wait(struct config_ahead *a, size_t i)
 {
 	size_t k;
 
@@ -804,7 +804,7 @@ void config_ahead_wait(struct ahead *a, size_t i)
 	pthread_mutex_unlock(&a->mu);
 }
 
-void config_ahead_stop(struct ahead *a)
+void config_ahead_stop(struct config_ahead *a)
 {
 	if (a->helper)
 		pthread_join(a->th_id, NULL);

@@ -22,7 +22,7 @@
  * at once, not node by node.
  * A struct config_locs is created by config_locs_new and freed by
  * config_locs_free (config_free does it for the config's own).
- * struct pc, the load's context, lives on config_parse's stack (config.c)
+ * struct config_pc, the load's context, lives on config_parse's stack (config.c)
  * for one load; the helpers that take it are the load's own, never called
  * once config_parse returns.
  * Thread-safety: none of these touch global state.
@@ -185,7 +185,7 @@ size_t config_pool_bytes(const struct config_pool *p);
 
 /* One file of the config being read: [0] the main file, then each
  * fragment `include:` names, in load order. */
-struct src {
+struct config_src {
 	char *shown;               /* printed name: the main file's path as
 				      given, a fragment's as matched */
 	char *dir;                 /* its folder, absolute */
@@ -205,7 +205,7 @@ struct src {
 /* Where each named item came from: its name (the item's own string),
  * file (index into pc.srcs) and the name's position, by index in the
  * section's array. Kept after the file's tree is freed. */
-struct nref {
+struct config_nref {
 	const char *name;
 	size_t file;
 	int line, col;
@@ -214,13 +214,13 @@ struct nref {
 /* Which section (and per-file counter of struct config_file). */
 enum section_count { COUNT_TARGETS, COUNT_AUTHS, COUNT_SCHEDULES };
 
-struct pc {
+struct config_pc {
 	struct config *c;
 	struct config_problems *probs;
 	bool oom;
 	const char *dir;           /* the current file's folder: relative
 				      paths resolve against it */
-	struct src *srcs;
+	struct config_src *srcs;
 	size_t n_srcs;
 	size_t cap_srcs;           /* room in srcs and c->files */
 	/* The files already in the config, by resolved path: an open
@@ -232,7 +232,7 @@ struct pc {
 	 * once read, so a config of many fragments never holds more than
 	 * one fragment's tree): capacity and origins, by section. */
 	size_t cap[3];
-	struct nref *refs[3];
+	struct config_nref *refs[3];
 	bool present[3];           /* some file has the section */
 	bool defer_refs;           /* names of targets and auth providers
 				      are checked once every file is read */
@@ -272,23 +272,23 @@ struct pc {
 /* config.c: the load's problem helpers and tree walkers. */
 
 /* The problems and positions that follow are in file i. */
-void config_pc_enter(struct pc *pc, size_t i);
+void config_pc_enter(struct config_pc *pc, size_t i);
 /* Records "path: message" at node n (n may be NULL: no position). */
-void config_bad(struct pc *pc, const struct config_node *n, const char *path,
+void config_bad(struct config_pc *pc, const struct config_node *n, const char *path,
 		const char *fmt, ...) SC_PRINTF(4, 5);
 /* Records "out of memory" once and sets pc->oom. */
-void config_oom(struct pc *pc);
+void config_oom(struct config_pc *pc);
 /* out = base + "[i]", cut at n bytes; out may be base. */
 void config_pindex(char *out, size_t n, const char *base, size_t i);
 /* Whether n is of kind (a null scalar is no value); else records why. */
-bool config_want(struct pc *pc, const struct config_node *n, const char *path,
+bool config_want(struct config_pc *pc, const struct config_node *n, const char *path,
 		 enum config_node_kind kind);
 /*
  * Checks that n is a mapping whose keys are all in `allowed` (NULL-ended)
  * and appear once; records the position of each value under path.key.
  * `what` names the object for messages. False when n is not a mapping.
  */
-bool config_map_keys(struct pc *pc, const struct config_node *n,
+bool config_map_keys(struct config_pc *pc, const struct config_node *n,
 		     const char *path, const char *const *allowed,
 		     const char *what);
 
@@ -299,7 +299,7 @@ bool config_map_keys(struct pc *pc, const struct config_node *n,
 size_t config_name_hash(const char *s);
 /* (Re)builds section w's name table of pc->c; out of memory is recorded
  * (config_oom) and leaves the section searched linearly. */
-void config_index_build(struct pc *pc, enum section_count w);
+void config_index_build(struct config_pc *pc, enum section_count w);
 /* Frees an index (config_free does it). NULL is ignored. */
 void config_index_free(struct config_index *x);
 
@@ -319,16 +319,16 @@ int config_read_file(const char *path, char **out, size_t *len,
 char *config_folder_of(const char *path);
 /* The main file's `include:` (root's) into pc->srcs and c->files: the
  * fragments, matched and in load order; path is the main file's. */
-void config_parse_include(struct pc *pc, const char *path,
+void config_parse_include(struct config_pc *pc, const char *path,
 			  const struct config_node *root);
 /* Fragment i's second stage, on the loading thread (after
  * config_ahead_wait): its problems join the load's, its top level is
  * judged. Returns 0, its read's code, SC_ECONFIG or SC_ENOMEM. */
-int config_read_fragment(struct pc *pc, size_t i);
+int config_read_fragment(struct config_pc *pc, size_t i);
 
 /* The read-ahead of the fragments' first stages (config_include.c). */
-struct ahead {
-	struct pc *pc;
+struct config_ahead {
+	struct config_pc *pc;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	size_t next;   /* the next fragment to parse */
@@ -339,10 +339,10 @@ struct ahead {
 
 /* Starts the read-ahead over pc's fragments; helper false (or a start
  * that fails) parses every fragment on the loading thread. */
-void config_ahead_start(struct ahead *a, struct pc *pc, bool helper);
+void config_ahead_start(struct config_ahead *a, struct config_pc *pc, bool helper);
 /* Returns once fragment i (1 <= i < n_srcs, in order) is parsed. */
-void config_ahead_wait(struct ahead *a, size_t i);
+void config_ahead_wait(struct config_ahead *a, size_t i);
 /* Joins the helper and frees a's lock; every fragment was waited for. */
-void config_ahead_stop(struct ahead *a);
+void config_ahead_stop(struct config_ahead *a);
 
 #endif

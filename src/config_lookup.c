@@ -67,7 +67,7 @@ static size_t section_n(const struct config *c, enum section_count w)
 	       : w == COUNT_AUTHS ? c->n_auths : c->n_schedules;
 }
 
-void config_index_build(struct pc *pc, enum section_count w)
+void config_index_build(struct config_pc *pc, enum section_count w)
 {
 	struct config *c = pc->c;
 	size_t n = section_n(c, w);
