@@ -121,11 +121,10 @@ int prune_run(struct store *s, const struct prune_plan *p, bool dry_run,
 
 	/* <= 0: sized by time (PRUNE_BATCH_TARGET_MS per batch). */
 	bool adapt = batch_rows <= 0;
-	/* PostgreSQL's claims do not wait on a prune (row locks on other
-	 * rows), so its batches only need to stay short transactions. */
-	int64_t target = strcmp(store_backend_name(s), "sqlite") == 0
-				 ? PRUNE_BATCH_TARGET_MS
-				 : PRUNE_BATCH_TARGET_PG_MS;
+	/* Where claims do not wait on a prune (PostgreSQL's row locks on
+	 * other rows), batches only need to stay short transactions. */
+	int64_t target = store_one_writer(s) ? PRUNE_BATCH_TARGET_MS
+					     : PRUNE_BATCH_TARGET_PG_MS;
 
 	memset(out, 0, sizeof(*out));
 	o.dry_run = dry_run;

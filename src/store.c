@@ -256,6 +256,11 @@ const char *store_backend_name(const struct store *s)
 	return s->ops->name;
 }
 
+bool store_one_writer(const struct store *s)
+{
+	return s->ops->one_writer;
+}
+
 /* ---- stalls and stops ------------------------------------------------- */
 
 /* Process-wide (store.h): when the stop began (mono ms, 0: none) and how

@@ -234,6 +234,9 @@ struct sc_clock *store_clock(const struct store *s);
 
 /* The backend's name ("sqlite", "postgresql"), static. */
 const char *store_backend_name(const struct store *s);
+/* Whether the backend's writers take turns on one lock (SQLite): a long
+ * write transaction, such as a prune batch, then delays every claim. */
+bool store_one_writer(const struct store *s);
 
 /* ---- stalls and stops (process-wide) ---------------------------------- */
 
@@ -1459,6 +1462,9 @@ struct store_claim_rule {
 
 struct store_ops {
 	const char *name;
+	/* writers take turns on one lock: a long write transaction delays
+	 * every claim (SQLite), where row locks let them pass (PostgreSQL) */
+	bool one_writer;
 	/* create false: SC_ENOENT for a store never made (store_open_existing) */
 	int (*open)(const char *target, struct sc_clock *clock, bool create,
 		    void **impl, struct sc_err *err);

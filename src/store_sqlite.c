@@ -4921,6 +4921,7 @@ static int sq_wait(void *impl, int64_t timeout_ms, bool *changed,
 
 const struct store_ops store_sqlite_ops = {
 	.name = "sqlite",
+	.one_writer = true,
 	.open = sq_open,
 	.close = sq_close,
 	.cache_cap = sq_cache_cap,
