@@ -48,8 +48,9 @@
  *     flush (resend), or by outbox_release before it makes the row FAILED
  *     (an operator's --resend: a copy sent before the decision may still
  *     land after it, from a worker paused past its lease);
- *   - a row becomes FAILED only when the send surely did not arrive, so a
- *     FAILED row may be sent again with nothing to declare;
+ *   - a row becomes FAILED only when the send surely did not arrive, or
+ *     once outbox_release declared the resend, so a FAILED row may be
+ *     sent again with nothing (more) to declare;
  *   - a copy staged for a target the schedule no longer has is never
  *     dropped in silence: it is closed with its own ledger row (issue 43)
  *     before the current targets are sent to;
