@@ -43,6 +43,8 @@
  *   SENDING_NOT_DURABLE  store_outbox_set_state(SENDING) committed NORMAL
  *   NO_DUPLICATE_ROW     declare_duplicate writes no row (resend silent)
  *   NO_GIVE_UP           queue_fail never gives up (retry past the budget)
+ *   NO_RELEASE_DUPLICATE with OPERATOR: release --resend declares nothing
+ *                        (outbox_release without its "duplicate" row)
  *   CLAIM_NOT_DURABLE    with PG: the claim committed async (a server
  *                        crash may forget it and hand its token out
  *                        again while its worker lives)
@@ -50,9 +52,10 @@
  *                        which other invariant the missing fence breaks)
  *
  * Options: OPERATOR adds an operator's `release` of a held send (one
- * decision); spin then finds a second copy without a "duplicate" row
- * (docs/internals/model.md, "Finding"). OPERATOR_QUIET lets the
- * operator decide only while no worker is in an attempt: no error.
+ * decision; check.sh runs it without the kill, KILLS=0, for its cost).
+ * Without the "duplicate" row of --resend, spin finds a second copy
+ * undeclared (docs/internals/model.md, "Finding"). OPERATOR_QUIET lets
+ * the operator decide only while no worker is in an attempt.
  * MAXATT, MAXSTALLS, KILLS, CUTS: the bounds (defaults 2, 2, 1, 1).
  */
 
@@ -463,13 +466,25 @@ end_power:
 /*
  * An operator's decision on a held send, once (release.c,
  * release_decide): outbox_release moves an UNKNOWN row to SENT
- * (--arrived) or FAILED (--resend), unfenced (the command holds no
- * lease); the "decision" ledger row; then queue_retry_dead revives a
- * DEAD job with a fresh budget. The operator is truthful: --arrived
- * exactly when the receiver holds a copy at the moment of the decision.
+ * (--arrived), or declares the resend (a "duplicate" row) and moves it
+ * to FAILED (--resend), unfenced (the command holds no lease); the
+ * "decision" ledger row; then queue_retry_dead revives a DEAD job with a
+ * fresh budget. The operator is truthful: --arrived exactly when the
+ * receiver holds a copy at the moment of the decision. A copy sent
+ * before the decision can still land after it (a worker paused past its
+ * lease with its SENDING committed, docs/internals/model.md "Finding"):
+ * the declaration covers it.
  */
+#ifdef NO_RELEASE_DUPLICATE
+#define RELEASE_DECLARE	skip	/* the mutant: --resend declares nothing */
+#else
+#define RELEASE_DECLARE	st.dups++
+#endif
+/* The command died with a power cut, or lost its connection to the
+ * crashed server (its next call fails, it exits 1): it goes no further. */
+#define OP_GONE	(epoch != my_epoch)
 /* OPERATOR_QUIET: and no attempt of a worker is still under way, so no
- * request can be on its way (see docs/internals/model.md). */
+ * request can be on its way. */
 #ifdef OPERATOR_QUIET
 #define QUIET	(!busy[0] && !busy[1])
 #else
@@ -479,17 +494,34 @@ end_power:
 proctype operator()
 {
 	bool arrived;
+	byte my_epoch;
 
 end_operator:	/* it may never be needed */
 	atomic {
-		/* outbox_release (store_outbox_set_state). FULL for SENT,
-		 * NORMAL for FAILED. The command is for a held slot: the
-		 * job DEAD (outbox_release itself only asks for UNKNOWN). */
+		/* outbox_release: its read (store_outbox_get: UNKNOWN,
+		 * else SC_ESTATE and nothing written), then --arrived:
+		 * store_outbox_set_state(SENT), FULL; --resend:
+		 * declare_duplicate (store_ledger_append, "duplicate"),
+		 * NORMAL: a send made before the decision may still land
+		 * (a paused worker's), so the resend is declared before
+		 * the row can be sent again. The command is for a held
+		 * slot: the job DEAD. */
 		st.row == S_UNKNOWN && st.job == DEAD && QUIET ->
+		my_epoch = epoch;
 		arrived = copies > 0;
 		if
 		:: arrived -> st.row = S_SENT; FULL
-		:: else -> st.row = S_FAILED; NORMAL
+		:: else -> RELEASE_DECLARE; NORMAL
+		fi
+	};
+	/* --resend: store_outbox_set_state(FAILED), after the row above.
+	 * NORMAL. A SENT row never reopens. */
+	atomic {
+		if
+		:: OP_GONE -> goto gone
+		:: !OP_GONE && !arrived && st.row != S_SENT ->
+			st.row = S_FAILED; NORMAL
+		:: !OP_GONE && (arrived || st.row == S_SENT) -> skip
 		fi
 	};
 	/* record_decision (store_ledger_append, "decision"): no state
@@ -497,13 +529,16 @@ end_operator:	/* it may never be needed */
 	 * READY, max_attempts = attempts + the policy's. NORMAL. */
 	atomic {
 		if
-		:: st.job == DEAD ->
+		:: OP_GONE -> goto gone
+		:: !OP_GONE && st.job == DEAD ->
 			st.job = READY; st.maxatt = st.attempts + MAXATT;
 			st.revived++;
 			NORMAL
-		:: else -> skip
+		:: !OP_GONE && st.job != DEAD -> skip
 		fi
-	}
+	};
+gone:
+	skip
 }
 #endif
 

@@ -13,7 +13,9 @@
  *                                                UNKNOWN --resend--> SENDING
  *                                                   |   ("duplicate" ledger row)
  *                                                   +--hold--> stays UNKNOWN
- *                                                      (operator: outbox_release)
+ *                                                      (operator: outbox_release:
+ *                                                      SENT, or FAILED after a
+ *                                                      "duplicate" ledger row)
  *
  *   PENDING|FAILED|UNKNOWN -> SENDING  [send_one]
  *   SENDING -> SENT      [send_one] the target took it
@@ -23,6 +25,9 @@
  *   SENDING -> UNKNOWN   [send_one] an ambiguous failure (a timeout after
  *                        the request left, an empty reply, a command
  *                        killed); [outbox_flush] a row left by a crash
+ *   UNKNOWN -> SENT      [outbox_release] an operator: it arrived
+ *   UNKNOWN -> FAILED    [outbox_release] an operator: send it again; the
+ *                        "duplicate" row first, as a flush's resend
  *   PENDING|SENDING|FAILED|UNKNOWN -> ABANDONED  [outbox_abandon_removed]
  *                        the target is no longer one of the schedule's
  *                        (a reload removed it): closed with an
@@ -39,9 +44,13 @@
  *     next attempt turns into UNKNOWN, never into a silent "sent";
  *   - a SENT row is never sent again (the store refuses to reopen it);
  *   - an UNKNOWN row is resent only with a "duplicate" ledger row written
- *     first, so a possible extra copy is always on the record;
- *   - a row becomes FAILED only when the send surely did not arrive, so a
- *     FAILED row may be sent again with nothing to declare;
+ *     first, so a possible extra copy is always on the record: by the
+ *     flush (resend), or by outbox_release before it makes the row FAILED
+ *     (an operator's --resend: a copy sent before the decision may still
+ *     land after it, from a worker paused past its lease);
+ *   - a row becomes FAILED only when the send surely did not arrive, or
+ *     once outbox_release declared the resend, so a FAILED row may be
+ *     sent again with nothing (more) to declare;
  *   - a copy staged for a target the schedule no longer has is never
  *     dropped in silence: it is closed with its own ledger row (issue 43)
  *     before the current targets are sent to;
@@ -259,9 +268,11 @@ int outbox_abandon_removed(const struct outbox_slot *ds,
 	return rc;
 }
 
-/* The "duplicate" ledger row that must precede resending an UNKNOWN row. */
-static int declare_duplicate(const struct outbox_slot *ds,
-			     const struct target_spec *t, int n_tries,
+/* The "duplicate" ledger row that must precede resending an UNKNOWN row:
+ * by a flush (on_ambiguous: resend) or by an operator's release
+ * --resend (by_operator, outbox_release). */
+static int declare_duplicate(const struct outbox_slot *ds, const char *target,
+			     int n_tries, bool by_operator,
 			     struct sc_err *err)
 {
 	char msg[SC_ERR_MSG_MAX], key[MESSAGE_KEY_MAX];
@@ -272,10 +283,10 @@ static int declare_duplicate(const struct outbox_slot *ds,
 	 * a file target costs nothing in the steady state; without
 	 * libcrypto the row says "" and the send itself reports why. */
 	(void)message_idempotency_key(MESSAGE_RESULT, ds->schedule,
-				      ds->slot_ms, t->name, 0, key, NULL);
-	json_t *d = json_pack("{s:s, s:s, s:i, s:s}", "target", t->name,
+				      ds->slot_ms, target, 0, key, NULL);
+	json_t *d = json_pack("{s:s, s:s, s:i, s:s}", "target", target,
 			      "idempotency_key", key, "tries_before", n_tries,
-			      "policy", "resend");
+			      "policy", by_operator ? "release" : "resend");
 	char *details = d ? json_dumps(d, JSON_COMPACT | JSON_PRESERVE_ORDER)
 			  : NULL;
 	int rc;
@@ -283,10 +294,17 @@ static int declare_duplicate(const struct outbox_slot *ds,
 	json_decref(d);
 	slot_event_row(ds, now, LEDGER_DUPLICATE, "ambiguous_send", details,
 		       &row);
-	snprintf(msg, sizeof(msg),
-		 "target %s: an earlier send was interrupted and may have "
-		 "arrived; sending again (a second copy is possible)",
-		 t->name);
+	if (by_operator)
+		snprintf(msg, sizeof(msg),
+			 "target %s: an earlier send may have arrived, or may "
+			 "still arrive from a worker paused past its lease; "
+			 "sending again on an operator's decision (release "
+			 "--resend): a second copy is possible", target);
+	else
+		snprintf(msg, sizeof(msg),
+			 "target %s: an earlier send was interrupted and may "
+			 "have arrived; sending again (a second copy is "
+			 "possible)", target);
 	row.error_msg = msg;
 	rc = store_ledger_append(ds->store, &row, err);
 	free(details);
@@ -452,7 +470,8 @@ int outbox_flush(const struct outbox_slot *ds, struct outbox_report *rep,
 				       (long long)ds->slot_ms, t->name);
 				break;
 			}
-			rc = declare_duplicate(ds, t, e.n_tries, &terr);
+			rc = declare_duplicate(ds, t->name, e.n_tries, false,
+					       &terr);
 			if (rc)
 				break;
 			rep->n_duplicates++;
@@ -494,7 +513,8 @@ int outbox_flush(const struct outbox_slot *ds, struct outbox_report *rep,
 }
 
 int outbox_release(struct store *s, const char *schedule, int64_t slot_ms,
-		   const char *target, bool arrived, struct sc_err *err)
+		   const char *target, bool arrived, int64_t job_id,
+		   struct sc_err *err)
 {
 	struct outbox_entry e = {0};
 	int rc = store_outbox_get(s, schedule, slot_ms, target, &e, err);
@@ -502,6 +522,7 @@ int outbox_release(struct store *s, const char *schedule, int64_t slot_ms,
 	if (rc)
 		return rc;
 	enum send_state st = e.state;
+	int n_tries = e.n_tries;
 	store_outbox_entry_dispose(&e);
 	static const char *names[] = {"none", "pending", "sending", "sent",
 				      "failed", "unknown", "abandoned"};
@@ -509,6 +530,29 @@ int outbox_release(struct store *s, const char *schedule, int64_t slot_ms,
 		return sc_err_set(err, SC_ESTATE, "target %s: not held (its "
 				  "send is %s)", target,
 				  (unsigned)st < 7 ? names[st] : "?");
+	if (!arrived) {
+		/* The row is UNKNOWN because an earlier send may have
+		 * arrived, and the operator's look at the receiver cannot
+		 * rule out one still to come: a worker paused past its
+		 * lease after its SENDING commit sends when it resumes
+		 * (the fence stops its writes, not a request it was
+		 * already allowed; docs/internals/model.md, "Finding").
+		 * So the resend is declared as a flush declares one, and
+		 * before the row can be sent again: written first, a crash
+		 * in between leaves the row held, declared once more by
+		 * the next release. FAILED then means "send it", and a
+		 * FAILED row is sent with nothing more to declare. */
+		const struct outbox_slot ds = {
+			.store = s,
+			.schedule = schedule,
+			.slot_ms = slot_ms,
+			.job_id = job_id,
+			.attempt = 0, /* the operator's: it ends no attempt */
+		};
+		rc = declare_duplicate(&ds, target, n_tries, true, err);
+		if (rc)
+			return rc;
+	}
 	return store_outbox_set_state(s, schedule, slot_ms, target,
 				      arrived ? SEND_SENT : SEND_FAILED, err);
 }

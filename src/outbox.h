@@ -111,7 +111,7 @@ int outbox_stage(const struct outbox_slot *ds, const char *body,
  * UNKNOWN row follows its target's on_ambiguous: resend (a "duplicate"
  * ledger row declares the possible extra copy, then it is sent again) or
  * hold (nothing is sent; the row stays UNKNOWN until an operator runs
- * outbox_release). A send that fails ambiguously (err->ambiguous of
+ * outbox_release, which declares a resend the same way). A send that fails ambiguously (err->ambiguous of
  * target_send) leaves its row UNKNOWN as well, for the next attempt to
  * resend that way; with hold it is held at once (n_held, a permanent
  * error). A sure failure leaves it FAILED. A failed target never stops
@@ -126,9 +126,17 @@ int outbox_flush(const struct outbox_slot *ds, struct outbox_report *rep,
 /*
  * An operator's decision on a held (UNKNOWN) row: arrived = true makes it
  * SENT (the copy did arrive), false makes it FAILED (the next attempt
- * sends it). SC_ESTATE when the row is not UNKNOWN, SC_ENOENT when none.
+ * sends it) after a "duplicate" ledger row declares the resend, as a
+ * flush declares one: an earlier send may still land after the operator
+ * looked (a worker paused past its lease with its request not yet out).
+ * That row names job_id (0: none) and attempt 0. SC_ESTATE when the row
+ * is not UNKNOWN, SC_ENOENT when none: nothing written. An error of the
+ * declaration leaves the row UNKNOWN; one of the state change leaves
+ * the declaration standing (a resend declared that did not happen: the
+ * safe side).
  */
 int outbox_release(struct store *s, const char *schedule, int64_t slot_ms,
-		   const char *target, bool arrived, struct sc_err *err);
+		   const char *target, bool arrived, int64_t job_id,
+		   struct sc_err *err);
 
 #endif

@@ -6,6 +6,9 @@
  * Invariants:
  *   - nothing is written when outbox_release refuses (no such send, or
  *     not held);
+ *   - a resend is declared (a "duplicate" row, by outbox_release) before
+ *     the send's state lets a worker send it again: the operator's look
+ *     at the receiver cannot see a copy a paused worker has yet to send;
  *   - the row is written only after the state changed, and the job is
  *     revived only after the row is written;
  *   - the row's details hold names and words only (target, decision, by,
@@ -66,14 +69,15 @@ int release_decide(struct store *s, const struct schedule_spec *sc,
 	int rc;
 
 	memset(out, 0, sizeof(*out));
-	rc = outbox_release(s, sc->name, slot_ms, target, arrived, err);
-	if (rc)
-		return rc;
-	out->decided = true;
-	/* No job (pruned, or never had one): the row says 0. A failed
+	/* No job (pruned, or never had one): the rows say 0. A failed
 	 * lookup is taken as none: the decision stands either way. */
 	bool have_job = store_job_find(s, sc->name, slot_ms, &job, NULL) == 0;
 	out->job_id = have_job ? job.id : 0;
+	rc = outbox_release(s, sc->name, slot_ms, target, arrived, out->job_id,
+			    err);
+	if (rc)
+		return rc;
+	out->decided = true;
 	rc = record_decision(s, sc->name, slot_ms, target, arrived, by, via,
 			     out->job_id, now_ms, err);
 	if (rc) {

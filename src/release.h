@@ -10,7 +10,9 @@
  * says more than what happened:
  *
  *   1. the send's state: arrived -> SENT (the send guard), resend ->
- *      FAILED (outbox_release);
+ *      FAILED, after a "duplicate" ledger row declares the resend
+ *      (outbox_release: a copy sent before the decision may still land
+ *      after it, from a worker paused past its lease);
  *   2. the "decision" row (after 1: a row always stands for a decision
  *      that took effect);
  *   3. the slot's job, if it died of the hold, READY again with the
@@ -42,7 +44,7 @@ struct release_result {
 
 /*
  * Releases target's held send of sc's slot slot_ms: arrived true marks it
- * SENT, false FAILED. by names who decided (not NULL, at most 64 bytes),
+ * SENT, false FAILED (after its "duplicate" row). by names who decided (not NULL, at most 64 bytes),
  * via what made the decision ("surecron release", "http api"); both go
  * into the row's details with the process's uid. now_ms is the row's
  * time. *out is always filled.

@@ -6,7 +6,9 @@
  * A held (UNKNOWN) send may or may not have reached its target. The
  * operator looks at the receiver and says which: --arrived makes it SENT
  * (the send guard: never sent again), --resend makes it FAILED (the next
- * attempt sends it). If the slot's job died of the hold, it is made READY
+ * attempt sends it) after a "duplicate" ledger row declares that resend:
+ * a copy sent before the decision may still land after it (a worker
+ * paused past its lease), which no look at the receiver can rule out. If the slot's job died of the hold, it is made READY
  * again (fresh attempt budget, attempt numbers going on) so a worker
  * finishes the slot: resends what is left from the outbox and writes the
  * slot marker. Tasks never run again. Without a decision, prints the
@@ -131,7 +133,8 @@ int cmd_release(int argc, char **argv)
 	if (rr.decided)
 		cli_out(stdout, "%s: %s\n", pos[2], decision == 1
 			? "marked sent (it will not be sent again)"
-			: "marked failed (the next attempt sends it)");
+			: "marked failed (the next attempt sends it; a "
+			  "duplicate row declares the possible second copy)");
 	if (rc != 0) {
 		/* Refused before anything changed: a wrong name or a send
 		 * that is not held is the operator's (exit 2). */

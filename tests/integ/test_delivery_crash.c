@@ -363,7 +363,7 @@ static void crash_after_2xx_with_hold_sends_nothing(void **state)
 	/* The operator says the copy arrived: the slot completes, nothing
 	 * more is sent. */
 	assert_int_equal(outbox_release(W.store, "weekly", SLOT, "B", true,
-					NULL), 0);
+					0, NULL), 0);
 	assert_int_equal(recover(&rep, &err), 0);
 	assert_int_equal(fake_http_count(srv, NULL), 2);
 	assert_true(marked());
@@ -583,7 +583,7 @@ static void kill_at_random_during_sends(void **state)
 			bool arrived = copies_of(log, slot, "B", "/b") > 0;
 			assert_int_equal(outbox_release(W.store, "weekly",
 							slot, "B", arrived,
-							NULL), 0);
+							0, NULL), 0);
 		}
 		if (rc != 0) {
 			bad++;

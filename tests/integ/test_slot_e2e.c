@@ -1,7 +1,9 @@
 /*
  * test_slot_e2e.c - one slot end to end, from a surecron.yaml: the config
  * loader's specs, the queue, the orchestrator, real task processes, a
- * file target and a signed webhook on a real HTTP server.
+ * file target and a signed webhook on a real HTTP server. The operator's
+ * release of a held send (the real binary) runs on SQLite and again on
+ * the PostgreSQL of pg_fixture.h.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -23,6 +25,7 @@
 #include "store.h"
 #include "testutil.h"
 #include "worker.h"
+#include "daemon_stores.h"
 
 #define SLOT 1795798800000LL /* Friday 2026-11-27T17:00:00Z */
 
@@ -184,10 +187,10 @@ static void yaml_to_delivered_slot(void **state)
 	tu_rmrf(dir);
 }
 
-static size_t decision_rows(struct store *s)
+static size_t rows_of(struct store *s, const char *outcome)
 {
 	struct ledger_filter f = {.since_ms = INT64_MIN, .until_ms = INT64_MAX,
-				  .outcome = LEDGER_DECISION};
+				  .outcome = outcome};
 	struct ledger_row *rows = NULL;
 	size_t n = 0;
 
@@ -196,11 +199,17 @@ static size_t decision_rows(struct store *s)
 	return n;
 }
 
-/* The operator loop of on_ambiguous: hold, through the real binary. */
+static size_t decision_rows(struct store *s)
+{
+	return rows_of(s, LEDGER_DECISION);
+}
+
+/* The operator loop of on_ambiguous: hold, through the real binary, on
+ * SQLite and on PostgreSQL. */
 static void held_send_released_by_the_operator(void **state)
 {
 	static const char held_yaml[] =
-		"store: sqlite:./s.db\n"
+		"store: \"%s\"\n"
 		"targets:\n"
 		"  hook: {kind: webhook, url_env: E2E_HOOK_URL, on_ambiguous: hold}\n"
 		"schedules:\n"
@@ -210,7 +219,8 @@ static void held_send_released_by_the_operator(void **state)
 		"    targets: [hook]\n"
 		"    tasks:\n"
 		"      - {name: gen, shell: \"echo report\"}\n";
-	char dir[256], cfgpath[512], url[256], cmd[2048];
+	char dir[256], cfgpath[512], url[256], cmd[2048], surl[1024],
+		text[2048];
 	struct config *cfg = NULL;
 	struct store *store = NULL;
 	struct sc_err err = {0};
@@ -224,7 +234,9 @@ static void held_send_released_by_the_operator(void **state)
 
 	assert_non_null(srv);
 	snprintf(dir, sizeof(dir), "%s", tu_tmpdir());
-	write_file(dir, "surecron.yaml", held_yaml, 0600);
+	snprintf(text, sizeof(text), held_yaml,
+		 ds_store_url(dir, surl, sizeof(surl)));
+	write_file(dir, "surecron.yaml", text, 0600);
 	setenv("E2E_HOOK_URL", fake_http_url(srv, "/hook", url, sizeof(url)), 1);
 	fake_http_set_default(srv, "/hook", 200, NULL, "ok");
 	snprintf(cfgpath, sizeof(cfgpath), "%s/surecron.yaml", dir);
@@ -262,8 +274,10 @@ static void held_send_released_by_the_operator(void **state)
 	store_outbox_entry_dispose(&before);
 	store_outbox_entry_dispose(&after);
 
-	/* No decision yet, so no decision row (the refused one wrote none). */
+	/* No decision yet, so no decision row (the refused one wrote none),
+	 * and nothing declared. */
 	assert_int_equal(decision_rows(store), 0);
+	assert_int_equal(rows_of(store, LEDGER_DUPLICATE), 0);
 
 	/* The operator: the copy did not arrive, send it. */
 	snprintf(cmd, sizeof(cmd), "'%s' release --config '%s' --resend "
@@ -274,9 +288,15 @@ static void held_send_released_by_the_operator(void **state)
 	assert_int_equal(store_outbox_get(store, "weekly", SLOT, "hook", &e, &err), 0);
 	assert_int_equal(e.state, SEND_FAILED);
 	store_outbox_entry_dispose(&e);
+	/* The resend is declared before it can go out: the operator saw
+	 * no copy, but a worker paused past its lease with its request
+	 * not yet out may still deliver one (docs/internals/model.md,
+	 * "Finding"). One "duplicate" row, as a flush's resend writes. */
+	assert_int_equal(rows_of(store, LEDGER_DUPLICATE), 1);
 	/* Releasing again is refused: it is no longer held. */
 	na = system(cmd);
 	assert_true(WIFEXITED(na) && WEXITSTATUS(na) == 2);
+	assert_int_equal(rows_of(store, LEDGER_DUPLICATE), 1);
 
 	/* The decision is in the record (issue 10): one "decision" row for
 	 * the slot, naming the target, the decision and who made it, and
@@ -324,7 +344,18 @@ static void held_send_released_by_the_operator(void **state)
 	assert_true(jr.completed);
 	assert_false(jr.rep.ran_tasks);
 	assert_int_equal(fake_http_count(srv, "/hook"), 1);
+	/* Sent as a FAILED row: declared once, by the release, not again. */
+	assert_int_equal(jr.rep.delivery.n_duplicates, 0);
 	worker_result_dispose(&jr);
+	assert_int_equal(rows_of(store, LEDGER_DUPLICATE), 1);
+	/* `ledger` shows the declaration, naming the target and why. */
+	snprintf(cmd, sizeof(cmd), "'%s' ledger --config '%s' --outcome "
+		 "duplicate > '%s/ledger.txt' 2>&1", tu_bin(), cfgpath, dir);
+	assert_int_equal(system(cmd), 0);
+	tu_slurp(lpath, out, sizeof(out));
+	assert_non_null(strstr(out, "duplicate"));
+	assert_non_null(strstr(out, "ambiguous_send: target hook: "));
+	assert_non_null(strstr(out, "release --resend"));
 
 	store_close(store);
 	config_free(cfg);
@@ -461,9 +492,21 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(yaml_to_delivered_slot),
-		cmocka_unit_test(held_send_released_by_the_operator),
+		cmocka_unit_test_setup_teardown(
+			held_send_released_by_the_operator, ds_sqlite_setup,
+			ds_teardown),
 		cmocka_unit_test(
 			issue43_renamed_schedule_keeps_its_retrying_slot),
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	const struct CMUnitTest pg_tests[] = {
+		cmocka_unit_test_setup_teardown(
+			held_send_released_by_the_operator, ds_pg_setup,
+			ds_teardown),
+	};
+	int rc = cmocka_run_group_tests_name("slot_e2e_sqlite", tests, NULL,
+					     NULL);
+	rc += cmocka_run_group_tests_name("slot_e2e_pg", pg_tests,
+					  pgfx_group_setup,
+					  pgfx_group_teardown);
+	return rc;
 }
