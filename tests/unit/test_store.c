@@ -3474,7 +3474,7 @@ static void cf_drop(void **state, const char *table, const char *col,
 /* Outbox rows of (sched, T0), target "t<state>" in each send state. */
 static void cf_outbox(void **state, struct fix *f, const char *sched)
 {
-	char sql[512], t[8];
+	char sql[512], t[16];
 	int k = snprintf(sql, sizeof(sql), "UPDATE outbox SET state = CASE "
 			 "target");
 
@@ -3494,7 +3494,7 @@ static enum send_state cf_outbox_state(struct fix *f, const char *sched,
 				       int st, bool *has_body)
 {
 	struct outbox_entry e = {0};
-	char t[8];
+	char t[16];
 
 	snprintf(t, sizeof(t), "t%d", st);
 	assert_int_equal(store_outbox_get(f->s, sched, T0, t, &e, NULL), 0);
@@ -3515,7 +3515,7 @@ static int64_t cf_sends(void **state, struct fix *f, const char *sched,
 				.n_slots = 1, .attempts = 1};
 	struct store_alert_send got[CF_N];
 	const char *targets[CF_N];
-	char names[CF_N][8], sql[640];
+	char names[CF_N][16], sql[640];
 	int64_t id = 0;
 	size_t n = 0;
 
@@ -3662,7 +3662,7 @@ static void cf_drive(void **state, struct fix *f,
 	case STORE_T_OUTBOX_ABANDON:
 		cf_outbox(state, f, sched);
 		for (int st = SEND_PENDING; st <= SEND_ABANDONED; st++) {
-			char t[8];
+			char t[16];
 			bool closed = false;
 			int rc;
 			snprintf(t, sizeof(t), "t%d", st);
