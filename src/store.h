@@ -1929,6 +1929,8 @@ enum store_commit store_commit_of_alert_send(enum send_state state);
 #define STORE_SQL_FAILED "4"         /* SEND_FAILED */
 #define STORE_SQL_UNKNOWN "5"        /* SEND_UNKNOWN */
 #define STORE_SQL_ABANDONED "6"      /* SEND_ABANDONED */
+#define STORE_SQL_OPEN "0"           /* ALERT_OPEN */
+#define STORE_SQL_CLOSED "3"         /* ALERT_CLOSED */
 
 /* Jobs. The claim takes a due READY job; every write under a lease (the
  * heartbeat, a finish, a release, a fenced write of another table) needs
@@ -1969,6 +1971,14 @@ enum store_commit store_commit_of_alert_send(enum send_state state);
 #define STORE_FROM_SEND_FINISH STORE_SQL_SENDING
 #define STORE_FROM_SEND_PRUNE STORE_SQL_SENT ", " STORE_SQL_ABANDONED
 
+/* Alerts (their status). Only an OPEN alert is closed (ack, heal), gets
+ * a new round (realert) or is closed by the newer lost alert of its slot
+ * that supersedes it (CLOSED); prune takes any alert but an OPEN one. */
+#define STORE_FROM_ALERT_CLOSE STORE_SQL_OPEN
+#define STORE_FROM_ALERT_REALERT STORE_SQL_OPEN
+#define STORE_FROM_ALERT_SUPERSEDE STORE_SQL_OPEN
+#define STORE_BUT_ALERT_PRUNE STORE_SQL_OPEN
+
 enum store_trans {
 	STORE_T_CLAIM, STORE_T_HEARTBEAT, STORE_T_FINISH, STORE_T_RELEASE,
 	STORE_T_RECOVER, STORE_T_REVIVE, STORE_T_LEASE_CLAMP, STORE_T_FENCE,
@@ -1977,11 +1987,15 @@ enum store_trans {
 	STORE_T_BODY_PRUNE, STORE_T_OUTBOX_PRUNE,
 	STORE_T_SEND_CLAIM, STORE_T_SEND_RECLAIM, STORE_T_SEND_FINISH,
 	STORE_T_SEND_PRUNE,
+	STORE_T_ALERT_CLOSE, STORE_T_ALERT_REALERT, STORE_T_ALERT_SUPERSEDE,
+	STORE_T_ALERT_PRUNE,
 	STORE_T_N
 };
 
 /* Which table's states a transition reads. */
-enum store_trans_of { STORE_OF_JOB, STORE_OF_OUTBOX, STORE_OF_SEND };
+enum store_trans_of {
+	STORE_OF_JOB, STORE_OF_OUTBOX, STORE_OF_SEND, STORE_OF_ALERT
+};
 
 struct store_transition {
 	enum store_trans t;
@@ -1998,8 +2012,8 @@ struct store_transition {
 extern const struct store_transition store_transitions[STORE_T_N];
 
 /*
- * Whether transition t may leave `state` (a job_state or send_state
- * value, as t's table has it): the same answer as its SQL. Pure, any
+ * Whether transition t may leave `state` (a job_state, send_state or
+ * alert_status value, as t's table has it): the same answer as its SQL. Pure, any
  * thread.
  */
 bool store_may_leave(enum store_trans t, int state);

@@ -1340,10 +1340,12 @@ static const char *const sql[ST_COUNT] = {
 	" $11::bigint, $11::bigint, $13::bigint, $12::text)"
 	" ON CONFLICT (schedule, slot_ms, reason, generation) DO NOTHING"
 	" RETURNING id),"
-	" c AS (UPDATE alerts SET status = 3, closed_ms = $11::bigint"
+	" c AS (UPDATE alerts SET status = " STORE_SQL_CLOSED ","
+	" closed_ms = $11::bigint"
 	" WHERE schedule = $1::text AND slot_ms = $2::bigint"
 	" AND reason = $5::text AND $14::boolean"
-	" AND status = 0 AND id < (SELECT id FROM i)"
+	" AND status = " STORE_FROM_ALERT_SUPERSEDE
+	" AND id < (SELECT id FROM i)"
 	" RETURNING 1),"
 	" j AS (UPDATE jobs SET alerted = 1 WHERE id = $10::bigint"
 	" AND $10::bigint <> 0 RETURNING 1)"
@@ -1364,7 +1366,7 @@ static const char *const sql[ST_COUNT] = {
 	[ST_ALERT_LIST] =
 	"SELECT " STORE_ALERT_COLS " FROM alerts"
 	" WHERE ($1::text IS NULL OR schedule = $1::text)"
-	" AND (NOT $2::boolean OR status = 0)"
+	" AND (NOT $2::boolean OR status = " STORE_SQL_OPEN ")"
 	" AND (NOT $3::boolean OR staged_rounds < rounds)"
 	" AND ($4::bigint IS NULL OR (slot_ms <= $4::bigint"
 	" AND last_slot_ms >= $4::bigint))"
@@ -1374,12 +1376,14 @@ static const char *const sql[ST_COUNT] = {
 	 * then finds it no longer OPEN. */
 	[ST_ALERT_CLOSE] =
 	"UPDATE alerts SET status = $2::smallint, closed_ms = $3::bigint,"
-	" note = $4::text WHERE id = $1::bigint AND status = 0"
+	" note = $4::text WHERE id = $1::bigint AND status = "
+	STORE_FROM_ALERT_CLOSE
 	" RETURNING id, " DURABLE_IF("5"),
 	[ST_ALERT_EXISTS] = "SELECT 1 FROM alerts WHERE id = $1::bigint",
 	[ST_ALERT_REALERT] =
 	"UPDATE alerts SET rounds = $2::integer + 1, round_ms = $3::bigint"
-	" WHERE id = $1::bigint AND status = 0 AND rounds = $2::integer",
+	" WHERE id = $1::bigint AND status = " STORE_FROM_ALERT_REALERT
+	" AND rounds = $2::integer",
 	/* $1 id, $2 round, $3 targets (text[]), $4 now, $5 body. The send
 	 * rows hang off the alert's update, so a missing alert writes none.
 	 * Answer: alerts updated, rows inserted. */
@@ -4676,7 +4680,8 @@ static const struct {
 		"SELECT id FROM alerts WHERE id > $2 ORDER BY id LIMIT 1 "
 		"OFFSET $3",
 		"WITH g AS (SELECT al.id FROM alerts al WHERE al.id > $2 AND "
-		"al.id <= $3 AND al.status <> 0 AND al.last_slot_ms < $1 AND "
+		"al.id <= $3 AND al.status <> " STORE_BUT_ALERT_PRUNE " AND al.last_slot_ms < $1 "
+		"AND "
 		"NOT EXISTS (SELECT 1 FROM alert_sends x WHERE x.alert_id = "
 		"al.id AND x.state NOT IN (" STORE_FROM_SEND_PRUNE "))), s AS "
 		"(DELETE FROM "

@@ -169,6 +169,15 @@ const struct store_transition store_transitions[STORE_T_N] = {
 	  "store_alert_send_finish"),
 	T(SEND_PRUNE, "prune an alert", SEND, STORE_FROM_SEND_PRUNE,
 	  false, "(deleted)", "store_prune_batch"),
+	T(ALERT_CLOSE, "alert close", ALERT, STORE_FROM_ALERT_CLOSE, false,
+	  "ACKED, HEALED", "store_alert_close"),
+	T(ALERT_REALERT, "alert realert", ALERT, STORE_FROM_ALERT_REALERT,
+	  false, "OPEN (a new round)", "store_alert_realert"),
+	T(ALERT_SUPERSEDE, "alert superseded", ALERT,
+	  STORE_FROM_ALERT_SUPERSEDE, false, "CLOSED",
+	  "store_alert_raise (a newer lost alert of its slot)"),
+	T(ALERT_PRUNE, "prune an alert (status)", ALERT, STORE_BUT_ALERT_PRUNE,
+	  true, "(deleted)", "store_prune_batch"),
 };
 #undef T
 

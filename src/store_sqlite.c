@@ -1043,9 +1043,9 @@ static const char *const stmt_sql[N_STMT] = {
 	/* The older open alerts of the slot and reason ?5, closed when
 	 * store_alert_raise_rule says a new one supersedes them. */
 	[ST_ALERT_SUPERSEDE] =
-		"UPDATE alerts SET status = 3, closed_ms = ?4 "
+		"UPDATE alerts SET status = " STORE_SQL_CLOSED ", closed_ms = ?4 "
 		"WHERE schedule = ?1 AND slot_ms = ?2 AND reason = ?5 AND "
-		"status = 0 AND id < ?3",
+		"status = " STORE_FROM_ALERT_SUPERSEDE " AND id < ?3",
 	[ST_JOB_ALERTED] = "UPDATE jobs SET alerted = 1 WHERE id = ?1",
 	[ST_DEAD_UNALERTED] =
 		"SELECT j.id, j.schedule, j.slot_ms, j.attempts, "
@@ -1058,17 +1058,19 @@ static const char *const stmt_sql[N_STMT] = {
 		"ORDER BY j.id LIMIT ?1",
 	[ST_ALERT_LIST] =
 		"SELECT " STORE_ALERT_COLS " FROM alerts "
-		"WHERE (?1 IS NULL OR schedule = ?1) AND (?2 = 0 OR status = 0) "
+		"WHERE (?1 IS NULL OR schedule = ?1) AND (?2 = 0 OR status = "
+		STORE_SQL_OPEN ") "
 		"AND (?3 = 0 OR staged_rounds < rounds) AND (?4 IS NULL OR "
 		"(slot_ms <= ?4 AND last_slot_ms >= ?4)) AND slot_ms >= ?5 AND "
 		"slot_ms < ?6 ORDER BY id LIMIT ?7",
 	[ST_ALERT_CLOSE] =
 		"UPDATE alerts SET status = ?2, closed_ms = ?3, note = ?4 "
-		"WHERE id = ?1 AND status = 0",
+		"WHERE id = ?1 AND status = " STORE_FROM_ALERT_CLOSE,
 	[ST_ALERT_EXISTS] = "SELECT 1 FROM alerts WHERE id = ?1",
 	[ST_ALERT_REALERT] =
 		"UPDATE alerts SET rounds = ?2 + 1, round_ms = ?3 "
-		"WHERE id = ?1 AND status = 0 AND rounds = ?2",
+		"WHERE id = ?1 AND status = " STORE_FROM_ALERT_REALERT
+		" AND rounds = ?2",
 	[ST_SEND_INSERT] =
 		"INSERT INTO alert_sends(alert_id, round, target, state, "
 		"next_try_ms, body, created_ms) VALUES (?1, ?2, ?3, "
@@ -4226,7 +4228,8 @@ static int sq_lease_drop(void *impl, const char *name, const char *owner,
 	SQ_NO_LIVE_JOB("o")
 /* A closed alert of alias al whose sends are all done (K5). */
 #define SQ_ALERT_GOES                                                     \
-	"al.status <> 0 AND al.last_slot_ms < ?1 AND NOT EXISTS (SELECT 1 "  \
+	"al.status <> " STORE_BUT_ALERT_PRUNE " AND al.last_slot_ms < ?1 AND " \
+	"NOT EXISTS (SELECT 1 "                                              \
 	"FROM alert_sends x WHERE x.alert_id = al.id AND x.state NOT IN "   \
 	"(" STORE_FROM_SEND_PRUNE "))"
 

@@ -3420,7 +3420,7 @@ static void concurrent_first_open(void **state)
 
 /*
  * Issue 46: the conformance of every transition with the one table of the
- * states it may leave (store_transitions[], the STORE_FROM_ macros both
+ * states (job, outbox and alert send states, alert statuses) it may leave (store_transitions[], the STORE_FROM_ macros both
  * backends' SQL is spelled with). For each transition: one row in each
  * state of its table, put there by raw SQL (so that the state is the only
  * thing that differs: the same lease token, an unexpired lease or an
@@ -3429,16 +3429,70 @@ static void concurrent_first_open(void **state)
  * its set. A backend whose SQL accepts one state more, or one less, fails
  * here; a transition added to the table without a driver below fails too.
  */
-#define CF_N 7 /* states 0..6: jobs use 0..3, sends 1..6 */
+#define CF_N 7 /* states 0..6: jobs and alerts use 0..3, sends 1..6 */
 
 static int cf_lo(enum store_trans_of of)
 {
-	return of == STORE_OF_JOB ? JOB_READY : SEND_PENDING;
+	return of == STORE_OF_JOB ? JOB_READY
+	       : of == STORE_OF_ALERT ? ALERT_OPEN : SEND_PENDING;
 }
 
 static int cf_hi(enum store_trans_of of)
 {
-	return of == STORE_OF_JOB ? JOB_DEAD : SEND_ABANDONED;
+	return of == STORE_OF_JOB ? JOB_DEAD
+	       : of == STORE_OF_ALERT ? ALERT_CLOSED : SEND_ABANDONED;
+}
+
+/* Raises a lost alert of (sched, T0) of generation gen; its id. */
+static int64_t cf_raise(struct fix *f, const char *sched, int64_t gen)
+{
+	struct store_alert a = {.slot_ms = T0, .last_slot_ms = T0,
+				.n_slots = 1, .attempts = 1,
+				.generation = gen};
+	bool created = false;
+	int64_t id = 0;
+
+	snprintf(a.schedule, sizeof(a.schedule), "%s", sched);
+	snprintf(a.reason, sizeof(a.reason), "%s", ALERT_REASON_LOST);
+	assert_int_equal(store_alert_raise(f->s, &a, &created, &id, NULL), 0);
+	assert_true(created);
+	return id;
+}
+
+/* Alerts of sched, one per status (generation status + 1, closed_ms 0),
+ * put there by raw SQL; ids[status]. */
+static void cf_alerts(void **state, struct fix *f, const char *sched,
+		      int64_t *ids)
+{
+	char sql[256];
+
+	for (int st = ALERT_OPEN; st <= ALERT_CLOSED; st++)
+		ids[st] = cf_raise(f, sched, st + 1);
+	snprintf(sql, sizeof(sql), "UPDATE alerts SET status = "
+		 "CAST(generation - 1 AS smallint), closed_ms = 0 WHERE "
+		 "schedule = '%s'", sched);
+	raw_sql(state, sql);
+}
+
+/* Alert id as the store has it; false when it is gone. */
+static bool cf_alert(struct fix *f, const char *sched, int64_t id,
+		     struct store_alert *out)
+{
+	struct alert_filter af = {.schedule = sched, .slot_ms = INT64_MIN,
+				  .since_ms = INT64_MIN,
+				  .until_ms = INT64_MAX};
+	struct store_alert *v = NULL;
+	size_t n = 0;
+	bool found = false;
+
+	assert_int_equal(store_alert_list(f->s, &af, &v, &n, NULL), 0);
+	for (size_t i = 0; i < n; i++)
+		if (v[i].id == id) {
+			*out = v[i];
+			found = true;
+		}
+	sc_free(v);
+	return found;
 }
 
 /* Jobs of schedule sched, one per state (slot T0 + state), claimed; then
@@ -3790,6 +3844,44 @@ static void cf_drive(void **state, struct fix *f,
 		}
 		break;
 	}
+	case STORE_T_ALERT_CLOSE:
+	case STORE_T_ALERT_REALERT:
+		cf_alerts(state, f, sched, ids);
+		for (int st = ALERT_OPEN; st <= ALERT_CLOSED; st++) {
+			bool yes = false;
+			if (x->t == STORE_T_ALERT_CLOSE)
+				assert_int_equal(store_alert_close(
+					f->s, ids[st], ALERT_ACKED, "n", NULL,
+					NULL, &yes, NULL), 0);
+			else
+				assert_int_equal(store_alert_realert(
+					f->s, ids[st], 1, &yes, NULL), 0);
+			*done |= (unsigned)yes << st;
+		}
+		break;
+	case STORE_T_ALERT_SUPERSEDE:
+	case STORE_T_ALERT_PRUNE: {
+		struct store_prune_opts o = {.ledger_before_ms = INT64_MAX};
+		struct store_prune_result r = {0};
+		struct store_alert a;
+		bool more = true;
+		cf_alerts(state, f, sched, ids);
+		if (x->t == STORE_T_ALERT_SUPERSEDE)
+			cf_raise(f, sched, 9);
+		else
+			while (more)
+				assert_int_equal(store_prune_batch(
+					f->s, &o, 1000, &r, &more, NULL), 0);
+		for (int st = ALERT_OPEN; st <= ALERT_CLOSED; st++) {
+			bool there = cf_alert(f, sched, ids[st], &a);
+			if (x->t == STORE_T_ALERT_PRUNE)
+				*done |= (unsigned)!there << st;
+			else
+				*done |= (unsigned)(there && a.closed_ms != 0)
+					 << st;
+		}
+		break;
+	}
 	default:
 		fail_msg("transition %s has no conformance driver: add one "
 			 "to cf_drive", x->name);
@@ -3814,6 +3906,8 @@ static void every_transition_leaves_exactly_its_states(void **state)
 	struct fix f;
 
 	/* The SQL spellings are the enums' values. */
+	assert_int_equal(atoi(STORE_SQL_OPEN), ALERT_OPEN);
+	assert_int_equal(atoi(STORE_SQL_CLOSED), ALERT_CLOSED);
 	assert_int_equal(atoi(STORE_SQL_READY), JOB_READY);
 	assert_int_equal(atoi(STORE_SQL_ACTIVE), JOB_ACTIVE);
 	assert_int_equal(atoi(STORE_SQL_DONE), JOB_DONE);
