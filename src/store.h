@@ -2013,8 +2013,8 @@ extern const struct store_transition store_transitions[STORE_T_N];
 
 /*
  * Whether transition t may leave `state` (a job_state, send_state or
- * alert_status value, as t's table has it): the same answer as its SQL. Pure, any
- * thread.
+ * alert_status value, as t's table has it): the same answer as its SQL.
+ * Pure, any thread.
  */
 bool store_may_leave(enum store_trans t, int state);
 

@@ -4680,7 +4680,8 @@ static const struct {
 		"SELECT id FROM alerts WHERE id > $2 ORDER BY id LIMIT 1 "
 		"OFFSET $3",
 		"WITH g AS (SELECT al.id FROM alerts al WHERE al.id > $2 AND "
-		"al.id <= $3 AND al.status <> " STORE_BUT_ALERT_PRUNE " AND al.last_slot_ms < $1 "
+		"al.id <= $3 AND al.status <> " STORE_BUT_ALERT_PRUNE
+		" AND al.last_slot_ms < $1 "
 		"AND "
 		"NOT EXISTS (SELECT 1 FROM alert_sends x WHERE x.alert_id = "
 		"al.id AND x.state NOT IN (" STORE_FROM_SEND_PRUNE "))), s AS "

@@ -826,7 +826,8 @@ static const char *const stmt_sql[N_STMT] = {
 	 * step). The finish and the release read their row back by id
 	 * (ST_JOB_ENDED), one seek. */
 	[ST_JOB_CLAIM] =
-		"UPDATE jobs SET state = " STORE_SQL_ACTIVE ", attempts = attempts + 1, "
+		"UPDATE jobs SET state = " STORE_SQL_ACTIVE ", "
+		"attempts = attempts + 1, "
 		"lease_token = lease_token + 1, lease_owner = ?1, "
 		"lease_expires_ms = ?2, started_ms = MAX(?3, run_at_ms) "
 		"WHERE id = ?5 AND state = " STORE_FROM_CLAIM,
@@ -843,7 +844,8 @@ static const char *const stmt_sql[N_STMT] = {
 		"WHERE id = ?1 AND lease_token = ?2 AND state = "
 		STORE_FROM_FINISH,
 	[ST_JOB_RELEASE] =
-		"UPDATE jobs SET state = " STORE_SQL_READY ", attempts = attempts - 1, "
+		"UPDATE jobs SET state = " STORE_SQL_READY ", "
+		"attempts = attempts - 1, "
 		"run_at_ms = ?3, lease_expires_ms = 0 "
 		"WHERE id = ?1 AND lease_token = ?2 AND state = "
 		STORE_FROM_RELEASE,
@@ -866,7 +868,8 @@ static const char *const stmt_sql[N_STMT] = {
 	[ST_JOB_FIND] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE "
 			"schedule = ?1 AND slot_ms = ?2",
 	[ST_JOB_REVIVE] =
-		"UPDATE jobs SET state = " STORE_SQL_READY ", max_attempts = attempts + "
+		"UPDATE jobs SET state = " STORE_SQL_READY ", "
+		"max_attempts = attempts + "
 		"CASE WHEN ?3 > 0 THEN ?3 ELSE max_attempts END, n_stalls = 0, "
 		"run_at_ms = ?2, lease_expires_ms = 0, alerted = 0 "
 		"WHERE id = ?1 AND state = " STORE_FROM_REVIVE,
