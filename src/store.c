@@ -1472,8 +1472,7 @@ int store_outbox_abandon(struct store *s, const char *schedule,
 	*closed = false;
 	if (rc)
 		return rc;
-	if (from != SEND_PENDING && from != SEND_SENDING &&
-	    from != SEND_FAILED && from != SEND_UNKNOWN)
+	if (!store_may_leave(STORE_T_OUTBOX_ABANDON, (int)from))
 		return sc_err_set(err, SC_EINVAL, "only an unsent outbox row "
 				  "(PENDING, SENDING, FAILED, UNKNOWN) is "
 				  "abandoned");

@@ -1899,6 +1899,142 @@ enum store_commit store_commit_of_alert_send(enum send_state state);
 
 /* ---- end of durability ------------------------------------------------ */
 
+/* ---- transitions: the states each may leave (store_rule.c) ---------- */
+
+/*
+ * Which states a transition may leave, written once for every backend
+ * (issue 46): the SQL of both backends and the C checks above them take
+ * their state literals from here, and store_transitions[] (store_rule.c)
+ * lists every transition for test_store's conformance test and
+ * docs/internals/store.md.
+ *
+ * Both backends store a state as the integer value of its enum (job_state,
+ * send_state for outbox rows and alert sends alike, alert_status), so
+ * STORE_SQL_<STATE> is that value as SQL text, and STORE_FROM_<T> the
+ * states transition T may leave as a SQL list of them (STORE_BUT_<T>: it
+ * may leave every state but those). All of it is string-literal
+ * concatenation: the statements' text, and so their plans, are what they
+ * were when the numbers were spelled in place.
+ *
+ * A statement spells a set of one state "state = " STORE_FROM_T, never
+ * "state IN (" STORE_FROM_T ")": SQLite proves a partial index's WHERE
+ * (jobs_ready: state = 0, jobs_active: state = 1) only from an equality,
+ * and "state IN (0)" turns the claim's walk of jobs_ready into a scan
+ * and a sort of the whole table. A set of several is "state IN (...)",
+ * a STORE_BUT_ set of one "state <> ", of several "state NOT IN (...)".
+ * A set that gains a state must have its statements respelled; the
+ * conformance test (test_store, both backends) fails until they are.
+ */
+#define STORE_SQL_READY "0"          /* JOB_READY */
+#define STORE_SQL_ACTIVE "1"         /* JOB_ACTIVE */
+#define STORE_SQL_DONE "2"           /* JOB_DONE */
+#define STORE_SQL_DEAD "3"           /* JOB_DEAD */
+#define STORE_SQL_PENDING "1"        /* SEND_PENDING */
+#define STORE_SQL_SENDING "2"        /* SEND_SENDING */
+#define STORE_SQL_SENT "3"           /* SEND_SENT */
+#define STORE_SQL_FAILED "4"         /* SEND_FAILED */
+#define STORE_SQL_UNKNOWN "5"        /* SEND_UNKNOWN */
+#define STORE_SQL_ABANDONED "6"      /* SEND_ABANDONED */
+#define STORE_SQL_OPEN "0"           /* ALERT_OPEN */
+#define STORE_SQL_CLOSED "3"         /* ALERT_CLOSED */
+
+/* Jobs. The claim takes a due READY job; every write under a lease (the
+ * heartbeat, a finish, a release, a fenced write of another table) needs
+ * the job ACTIVE under the caller's token; the recovery takes an ACTIVE
+ * job whose lease expired; a revive a DEAD one; the lease clamp shortens
+ * ACTIVE leases; prune removes DONE jobs only (every other job may still
+ * run or be revived: a "live" job, which keeps its slot's rows). */
+#define STORE_FROM_CLAIM STORE_SQL_READY
+#define STORE_FROM_HEARTBEAT STORE_SQL_ACTIVE
+#define STORE_FROM_FINISH STORE_SQL_ACTIVE
+#define STORE_FROM_RELEASE STORE_SQL_ACTIVE
+#define STORE_FROM_RECOVER STORE_SQL_ACTIVE
+#define STORE_FROM_REVIVE STORE_SQL_DEAD
+#define STORE_FROM_LEASE_CLAMP STORE_SQL_ACTIVE
+#define STORE_FROM_FENCE STORE_SQL_ACTIVE
+#define STORE_FROM_JOB_PRUNE STORE_SQL_DONE
+
+/* Outbox rows. A state change leaves any state but SENT (the send guard
+ * never reopens); the recovery of a slot turns its SENDING rows UNKNOWN;
+ * only an unsent row is abandoned; prune takes the body of a SENT row,
+ * and the closed rows (SENT, ABANDONED) of a slot past its horizon. */
+#define STORE_BUT_OUTBOX_SET STORE_SQL_SENT
+#define STORE_FROM_OUTBOX_UNKNOWN STORE_SQL_SENDING
+#define STORE_FROM_OUTBOX_ABANDON                                         \
+	STORE_SQL_PENDING ", " STORE_SQL_SENDING ", " STORE_SQL_FAILED ", "  \
+	STORE_SQL_UNKNOWN
+#define STORE_FROM_BODY_PRUNE STORE_SQL_SENT
+#define STORE_FROM_OUTBOX_PRUNE STORE_SQL_SENT ", " STORE_SQL_ABANDONED
+
+/* Alert sends. A claim takes a send waiting for its try (PENDING,
+ * FAILED, UNKNOWN) once its time has come, or takes back a SENDING one
+ * whose lease expired (its sender died mid-send; reported UNKNOWN); a
+ * finish needs it SENDING under the caller's token; the closed sends
+ * (SENT, ABANDONED) are all an alert that prune removes may have. */
+#define STORE_FROM_SEND_CLAIM                                             \
+	STORE_SQL_PENDING ", " STORE_SQL_FAILED ", " STORE_SQL_UNKNOWN
+#define STORE_FROM_SEND_RECLAIM STORE_SQL_SENDING
+#define STORE_FROM_SEND_FINISH STORE_SQL_SENDING
+#define STORE_FROM_SEND_PRUNE STORE_SQL_SENT ", " STORE_SQL_ABANDONED
+
+/* Alerts (their status). Only an OPEN alert is closed (ack, heal), gets
+ * a new round (realert) or is closed by the newer lost alert of its slot
+ * that supersedes it (CLOSED); prune takes any alert but an OPEN one. */
+#define STORE_FROM_ALERT_CLOSE STORE_SQL_OPEN
+#define STORE_FROM_ALERT_REALERT STORE_SQL_OPEN
+#define STORE_FROM_ALERT_SUPERSEDE STORE_SQL_OPEN
+#define STORE_BUT_ALERT_PRUNE STORE_SQL_OPEN
+
+enum store_trans {
+	STORE_T_CLAIM, STORE_T_HEARTBEAT, STORE_T_FINISH, STORE_T_RELEASE,
+	STORE_T_RECOVER, STORE_T_REVIVE, STORE_T_LEASE_CLAMP, STORE_T_FENCE,
+	STORE_T_JOB_PRUNE,
+	STORE_T_OUTBOX_SET, STORE_T_OUTBOX_UNKNOWN, STORE_T_OUTBOX_ABANDON,
+	STORE_T_BODY_PRUNE, STORE_T_OUTBOX_PRUNE,
+	STORE_T_SEND_CLAIM, STORE_T_SEND_RECLAIM, STORE_T_SEND_FINISH,
+	STORE_T_SEND_PRUNE,
+	STORE_T_ALERT_CLOSE, STORE_T_ALERT_REALERT, STORE_T_ALERT_SUPERSEDE,
+	STORE_T_ALERT_PRUNE,
+	STORE_T_N
+};
+
+/* Which table's states a transition reads. */
+enum store_trans_of {
+	STORE_OF_JOB, STORE_OF_OUTBOX, STORE_OF_SEND, STORE_OF_ALERT
+};
+
+struct store_transition {
+	enum store_trans t;
+	const char *name;     /* as docs/internals/store.md says it */
+	enum store_trans_of of;
+	const char *from;     /* STORE_FROM_<T> (or STORE_BUT_<T>) */
+	bool but;             /* from lists the states it may NOT leave */
+	const char *to;       /* the state entered, in words */
+	const char *fn;       /* the store.h function(s) that run it */
+	const char *macro;    /* "STORE_FROM_<T>", for the docs */
+};
+
+/* The table, indexed by enum store_trans (row i has t i). */
+extern const struct store_transition store_transitions[STORE_T_N];
+
+/*
+ * Whether transition t may leave `state` (a job_state, send_state or
+ * alert_status value, as t's table has it): the same answer as its SQL.
+ * Pure, any thread.
+ */
+bool store_may_leave(enum store_trans t, int state);
+
+/* Whether a SQL list of states (a STORE_FROM_ value, "1, 4, 5") holds
+ * state. */
+bool store_state_listed(const char *list, int state);
+
+/* Whether an outbox row in `state` may have lost its message body to
+ * prune (STORE_FROM_BODY_PRUNE): a backend's read of a row without one
+ * is corrupt otherwise. */
+bool store_body_may_be_pruned(enum send_state state);
+
+/* ---- end of transitions ---------------------------------------------- */
+
 extern const struct store_ops store_sqlite_ops;
 extern const struct store_ops store_pg_ops;
 

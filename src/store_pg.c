@@ -583,11 +583,14 @@ static const char *const *const migrations[SCHEMA_VERSION] = {
 #define PG_SUMMARIES(names, filter)                                        \
 	"WITH " names ","                                                    \
 	" c AS (SELECT schedule,"                                            \
-	" count(*) FILTER (WHERE state = 0 AND run_at_ms <= $1::bigint) rd," \
-	" count(*) FILTER (WHERE state = 0 AND run_at_ms > $1::bigint) dl,"  \
-	" count(*) FILTER (WHERE state = 1) ac,"                             \
-	" count(*) FILTER (WHERE state = 3) de"                              \
-	" FROM jobs WHERE state <> 2" filter " GROUP BY schedule),"          \
+	" count(*) FILTER (WHERE state = " STORE_SQL_READY " AND run_at_ms" \
+	" <= $1::bigint) rd,"                                                \
+	" count(*) FILTER (WHERE state = " STORE_SQL_READY " AND run_at_ms" \
+	" > $1::bigint) dl,"                                                 \
+	" count(*) FILTER (WHERE state = " STORE_SQL_ACTIVE ") ac,"          \
+	" count(*) FILTER (WHERE state = " STORE_SQL_DEAD ") de"             \
+	" FROM jobs WHERE state <> " STORE_SQL_DONE filter                   \
+	" GROUP BY schedule),"                                               \
 	" t AS (SELECT schedule, count(*) tot FROM jobs WHERE true" filter   \
 	" GROUP BY schedule),"                                               \
 	" s(name) AS (SELECT name FROM n UNION SELECT schedule FROM t)"      \
@@ -646,7 +649,8 @@ static const char *const *const migrations[SCHEMA_VERSION] = {
 
 /*
  * The ACTIVE test of a statement that finds its job by id (the fence
- * below, heartbeat, finish, release, stall), written so that the row is
+ * below, heartbeat, finish, release, stall; `from` its transition's
+ * STORE_FROM_, store.h), written so that the row is
  * read by primary key whatever the statistics say. Written "state = 1",
  * it let the generic plans, made on statistics with few ACTIVE rows, walk
  * jobs_lease (WHERE state = 1) filtered on the id instead: every ACTIVE
@@ -654,7 +658,11 @@ static const char *const *const migrations[SCHEMA_VERSION] = {
  * since, read at each heartbeat, fenced write and finish (docs/bench.md,
  * 2026-12-05, night).
  */
-#define BY_ID_ACTIVE "state + 0 = 1"
+#define BY_ID_ACTIVE(from) "state + 0 = " from
+/* CLAIM_HELD's ACTIVE test, "state > READY AND state < DONE" (below),
+ * holds only while ACTIVE is the one value between them. */
+_Static_assert(JOB_READY + 1 == JOB_ACTIVE && JOB_ACTIVE + 1 == JOB_DONE,
+	       "CLAIM_HELD's ACTIVE range");
 
 /*
  * The lease fence of a write made for a claimed job (store.h, fencing),
@@ -668,7 +676,7 @@ static const char *const *const migrations[SCHEMA_VERSION] = {
 #define FENCE_CTE(id, tok)                                                 \
 	"f AS (SELECT (" id "::bigint IS NULL OR EXISTS (SELECT 1 FROM jobs" \
 	" WHERE id = " id "::bigint AND lease_token = " tok "::bigint"      \
-	" AND " BY_ID_ACTIVE " FOR SHARE)) AS ok)"
+	" AND " BY_ID_ACTIVE(STORE_FROM_FENCE) " FOR SHARE)) AS ok)"
 
 /*
  * The overlap rule's pieces for the claim (ST_CLAIM_PICK, ST_CLAIM_TAKE).
@@ -707,12 +715,14 @@ static const char *const *const migrations[SCHEMA_VERSION] = {
 	" || chr(10)) > 0 THEN 2 WHEN strpos(" skip "::text, chr(10) || "   \
 	t ".schedule || chr(10)) > 0 THEN 1 ELSE 0 END"
 #define CLAIM_HELD(t, retry, due)                                            \
-	"(" CLAIM_SEEK("o.schedule = " t ".schedule AND o.state <> 2 AND"   \
-	" o.state > 0 AND o.state < 2 AND o.id <> " t ".id")                \
+	"(" CLAIM_SEEK("o.schedule = " t ".schedule AND o.state <> "         \
+	STORE_SQL_DONE " AND o.state > " STORE_SQL_READY " AND o.state < "   \
+	STORE_SQL_DONE " AND o.id <> " t ".id")                             \
 	" OR (" retry " AND " CLAIM_SEEK("o.schedule = " t ".schedule AND"  \
-	" o.state <> 2 AND o.state = " t ".state AND o.run_at_ms <= " due   \
-	" AND o.attempts = 0 AND o.id <> " t ".id") ")"                      \
-	" OR " CLAIM_SEEK("o.schedule = " t ".schedule AND o.state <> 2 AND" \
+	" o.state <> " STORE_SQL_DONE " AND o.state = " t ".state AND"      \
+	" o.run_at_ms <= " due " AND o.attempts = 0 AND o.id <> " t ".id")  \
+	") OR " CLAIM_SEEK("o.schedule = " t ".schedule AND o.state <> " \
+	STORE_SQL_DONE " AND"                                               \
 	" o.state = " t ".state AND o.run_at_ms <= " t ".run_at_ms AND"     \
 	" (o.attempts > 0) = (" retry ") AND (o.run_at_ms, o.id) < ("       \
 	t ".run_at_ms, " t ".id)") ")"
@@ -880,15 +890,18 @@ static const char *const sql[ST_COUNT] = {
 	 * bench_pg), and an id list planned on a small table was a scan of
 	 * every row. */
 	[ST_CLAIM] =
-	"WITH f AS (SELECT id, ctid AS tid FROM jobs WHERE state = 0"
+	"WITH f AS (SELECT id, ctid AS tid FROM jobs WHERE state = "
+	STORE_FROM_CLAIM
 	" AND attempts = 0 AND run_at_ms <= $1::bigint + $5::bigint"
 	" ORDER BY run_at_ms, id LIMIT $2 FOR UPDATE SKIP LOCKED),"
-	" r AS (SELECT id, ctid AS tid FROM jobs WHERE state = 0"
+	" r AS (SELECT id, ctid AS tid FROM jobs WHERE state = "
+	STORE_FROM_CLAIM
 	" AND attempts > 0 AND run_at_ms <= $1::bigint + $5::bigint"
 	" ORDER BY run_at_ms, id LIMIT $2 - (SELECT count(*) FROM f)"
 	" FOR UPDATE SKIP LOCKED),"
 	" c AS (SELECT id, tid FROM f UNION ALL SELECT id, tid FROM r)"
-	" UPDATE jobs j SET state = 1, attempts = j.attempts + 1,"
+	" UPDATE jobs j SET state = " STORE_SQL_ACTIVE ","
+	" attempts = j.attempts + 1,"
 	" lease_token = nextval('lease_tokens'), lease_owner = $3,"
 	" lease_expires_ms = $1::bigint + $4::bigint,"
 	" started_ms = GREATEST($1::bigint, j.run_at_ms)"
@@ -931,11 +944,13 @@ static const char *const sql[ST_COUNT] = {
 	[ST_CLAIM_PICK] =
 	"SELECT k.id, k.tid FROM ((SELECT j.id, j.ctid AS tid, j.schedule,"
 	" j.state, j.run_at_ms, false AS retry, "
-	CLAIM_POL("j", "$4", "$5") " AS pol FROM jobs j WHERE j.state = 0"
+	CLAIM_POL("j", "$4", "$5") " AS pol FROM jobs j WHERE j.state = "
+	STORE_FROM_CLAIM
 	" AND j.attempts = 0 AND j.run_at_ms <= $1::bigint + $3::bigint"
 	" AND " CLAIM_KNOWN("j", "$6") " ORDER BY j.run_at_ms, j.id) UNION ALL"
 	" (SELECT j.id, j.ctid, j.schedule, j.state, j.run_at_ms, true, "
-	CLAIM_POL("j", "$4", "$5") " FROM jobs j WHERE j.state = 0"
+	CLAIM_POL("j", "$4", "$5") " FROM jobs j WHERE j.state = "
+	STORE_FROM_CLAIM
 	" AND j.attempts > 0 AND j.run_at_ms <= $1::bigint + $3::bigint"
 	" AND " CLAIM_KNOWN("j", "$6") " ORDER BY j.run_at_ms, j.id)) k"
 	" WHERE CASE WHEN k.pol = 2 THEN true"
@@ -969,9 +984,11 @@ static const char *const sql[ST_COUNT] = {
 	" (SELECT j.id, j.ctid AS tid, " CLAIM_POL("j", "$6", "$7") " AS pol, "
 	CLAIM_HELD("j", "j.attempts > 0", "$1::bigint + $5::bigint") " AS held"
 	" FROM jobs j WHERE j.ctid = ANY($8::tid[]) AND j.id = ANY($2::bigint[])"
-	" AND j.state + 0 = 0 AND j.run_at_ms <= $1::bigint + $5::bigint) k"
+	" AND j.state + 0 = " STORE_FROM_CLAIM
+	" AND j.run_at_ms <= $1::bigint + $5::bigint) k"
 	" WHERE k.pol > 0 OR NOT k.held FOR UPDATE OF k SKIP LOCKED),"
-	" u AS (UPDATE jobs j SET state = 1, attempts = j.attempts + 1,"
+	" u AS (UPDATE jobs j SET state = " STORE_SQL_ACTIVE ","
+	" attempts = j.attempts + 1,"
 	" lease_token = nextval('lease_tokens'), lease_owner = $3,"
 	" lease_expires_ms = $1::bigint + $4::bigint,"
 	" started_ms = GREATEST($1::bigint, j.run_at_ms)"
@@ -985,7 +1002,8 @@ static const char *const sql[ST_COUNT] = {
 	" json_array_elements_text($1::text::json)",
 	[ST_HEARTBEAT] =
 	"UPDATE jobs SET lease_expires_ms = $3::bigint + $4::bigint"
-	" WHERE id = $1 AND " BY_ID_ACTIVE " AND lease_token = $2",
+	" WHERE id = $1 AND " BY_ID_ACTIVE(STORE_FROM_HEARTBEAT)
+	" AND lease_token = $2",
 	/* $1 id, $2 token, $3 new state, $4 run_at, $5 now, $6..$10 ledger,
 	 * $11 the slot's marker too (DONE only). A WITH's write runs
 	 * whether or not the rest reads it; both read u, so neither is
@@ -993,9 +1011,10 @@ static const char *const sql[ST_COUNT] = {
 	 * must survive a crash of the server: durable. */
 	[ST_FINISH] =
 	"WITH u AS (UPDATE jobs SET state = $3::smallint,"
-	" run_at_ms = CASE WHEN $3::smallint = 0 THEN $4::bigint"
+	" run_at_ms = CASE WHEN $3::smallint = " STORE_SQL_READY " THEN $4::bigint"
 	" ELSE run_at_ms END, lease_expires_ms = 0"
-	" WHERE id = $1 AND " BY_ID_ACTIVE " AND lease_token = $2"
+	" WHERE id = $1 AND " BY_ID_ACTIVE(STORE_FROM_FINISH)
+	" AND lease_token = $2"
 	" RETURNING id, schedule, slot_ms, attempts, started_ms),"
 	" m AS (INSERT INTO slot_markers (schedule, slot_ms, completed_ms)"
 	" SELECT schedule, slot_ms, $5::bigint FROM u WHERE $11::boolean"
@@ -1003,15 +1022,18 @@ static const char *const sql[ST_COUNT] = {
 	" INSERT INTO ledger (" LEDGER_COLS ")"
 	" SELECT schedule, slot_ms, id, attempts, started_ms, $5::bigint,"
 	" $6, $7, $8, $9::bigint, $10 FROM u"
-	" RETURNING id, CASE WHEN $3::smallint = 0 THEN " NOTIFY " END,"
+	" RETURNING id, CASE WHEN $3::smallint = " STORE_SQL_READY " THEN "
+	NOTIFY " END,"
 	" " DURABLE_IF("12"),
 	/* $1 id, $2 token, $3 now, $4 run_at, $5 error class, $6 message.
 	 * The attempt is given back uncounted; the
 	 * ledger still says it happened. */
 	[ST_RELEASE] =
-	"WITH u AS (UPDATE jobs SET state = 0, run_at_ms = $4::bigint,"
+	"WITH u AS (UPDATE jobs SET state = " STORE_SQL_READY ","
+	" run_at_ms = $4::bigint,"
 	" attempts = attempts - 1, lease_expires_ms = 0"
-	" WHERE id = $1 AND " BY_ID_ACTIVE " AND lease_token = $2"
+	" WHERE id = $1 AND " BY_ID_ACTIVE(STORE_FROM_RELEASE)
+	" AND lease_token = $2"
 	" RETURNING id, schedule, slot_ms, attempts, started_ms)"
 	" INSERT INTO ledger (" LEDGER_COLS ")"
 	" SELECT schedule, slot_ms, id, attempts + 1, started_ms, $3::bigint,"
@@ -1020,14 +1042,16 @@ static const char *const sql[ST_COUNT] = {
 	/* $1 now. Whether any lease expired: the common answer, no, costs
 	 * one read and no transaction. */
 	[ST_ANY_EXPIRED] =
-	"SELECT 1 FROM jobs WHERE state = 1 AND lease_expires_ms < $1 LIMIT 1",
+	"SELECT 1 FROM jobs WHERE state = " STORE_FROM_RECOVER
+	" AND lease_expires_ms < $1 LIMIT 1",
 	/* $1 now. The expired leases, locked until the recovery's COMMIT;
 	 * rows locked by another node's recovery are skipped, so each job is
 	 * recovered (and each DEAD one reported) by exactly one node. */
 	[ST_RECOVER] =
 	"SELECT id, schedule, slot_ms, attempts, max_attempts, n_stalls,"
 	" started_ms, lease_owner FROM jobs"
-	" WHERE state = 1 AND lease_expires_ms < $1 ORDER BY id"
+	" WHERE state = " STORE_FROM_RECOVER " AND lease_expires_ms < $1"
+	" ORDER BY id"
 	" FOR UPDATE SKIP LOCKED",
 	/* $1 now, $2 id, $3 new state (0 or 3), $4 the "stalled" row's
 	 * message, $5 the "lost" row's (NULL: the job lives on). The verdict
@@ -1036,7 +1060,7 @@ static const char *const sql[ST_COUNT] = {
 	[ST_STALL] =
 	"WITH u AS (UPDATE jobs SET n_stalls = n_stalls + 1,"
 	" state = $3::smallint, run_at_ms = $1::bigint, lease_expires_ms = 0"
-	" WHERE id = $2::bigint AND " BY_ID_ACTIVE
+	" WHERE id = $2::bigint AND " BY_ID_ACTIVE(STORE_FROM_RECOVER)
 	" RETURNING id, schedule, slot_ms, attempts, started_ms),"
 	" l AS (INSERT INTO ledger (" LEDGER_COLS ")"
 	" SELECT u.schedule, u.slot_ms, u.id, u.attempts, u.started_ms,"
@@ -1045,22 +1069,24 @@ static const char *const sql[ST_COUNT] = {
 	" (2, '" LEDGER_LOST "', $5::text)) AS k(n, outcome, msg)"
 	" WHERE k.msg IS NOT NULL ORDER BY k.n RETURNING 1)"
 	" SELECT (SELECT count(*) FROM u),"
-	" (CASE WHEN $3::smallint = 0 THEN " NOTIFY " END)::text, "
+	" (CASE WHEN $3::smallint = " STORE_SQL_READY " THEN " NOTIFY
+	" END)::text, "
 	DURABLE_IF("6"),
 	[ST_JOB_GET] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE id = $1",
 	[ST_JOB_FIND] =
 	"SELECT " STORE_JOB_COLS " FROM jobs WHERE schedule = $1 AND "
 	"slot_ms = $2",
 	[ST_REVIVE] =
-	"UPDATE jobs SET state = 0, max_attempts = attempts +"
+	"UPDATE jobs SET state = " STORE_SQL_READY ", max_attempts = attempts +"
 	" CASE WHEN $3::int > 0 THEN $3::int ELSE max_attempts END,"
 	" n_stalls = 0, run_at_ms = $2::bigint, lease_expires_ms = 0,"
 	" alerted = 0"
-	" WHERE id = $1 AND state = 3 RETURNING id, " NOTIFY ", "
+	" WHERE id = $1 AND state = " STORE_FROM_REVIVE " RETURNING id, "
+	NOTIFY ", "
 	DURABLE_IF("4"),
 	[ST_LEASE_CLAMP] =
 	"UPDATE jobs SET lease_expires_ms = $1::bigint + $2::bigint"
-	" WHERE state = 1"
+	" WHERE state = " STORE_FROM_LEASE_CLAMP
 	" AND lease_expires_ms > $1::bigint + $2::bigint + $3::bigint"
 	" RETURNING id",
 	[ST_SERVER_NOW] =
@@ -1069,15 +1095,19 @@ static const char *const sql[ST_COUNT] = {
 	 * first READY job the claim may take, by a walk of jobs_due in
 	 * order that passes over the others. */
 	[ST_NEXT_DUE] =
-	"SELECT LEAST((SELECT j.run_at_ms FROM jobs j WHERE j.state = 0 AND "
+	"SELECT LEAST((SELECT j.run_at_ms FROM jobs j WHERE j.state = "
+	STORE_FROM_CLAIM " AND "
 	CLAIM_KNOWN("j", "$1") " ORDER BY j.run_at_ms LIMIT 1),"
-	" (SELECT min(lease_expires_ms) FROM jobs WHERE state = 1))",
+	" (SELECT min(lease_expires_ms) FROM jobs WHERE state = "
+	STORE_FROM_RECOVER "))",
 	/* O(rows of the schedule): fine for status pages, not a hot path. */
 	[ST_COUNTS] =
-	"SELECT count(*) FILTER (WHERE state = 0 AND run_at_ms <= $2),"
-	" count(*) FILTER (WHERE state = 0 AND run_at_ms > $2),"
-	" count(*) FILTER (WHERE state = 1), count(*) FILTER (WHERE state = 2),"
-	" count(*) FILTER (WHERE state = 3)"
+	"SELECT count(*) FILTER (WHERE state = " STORE_SQL_READY
+	" AND run_at_ms <= $2),"
+	" count(*) FILTER (WHERE state = " STORE_SQL_READY " AND run_at_ms > $2),"
+	" count(*) FILTER (WHERE state = " STORE_SQL_ACTIVE "),"
+	" count(*) FILTER (WHERE state = " STORE_SQL_DONE "),"
+	" count(*) FILTER (WHERE state = " STORE_SQL_DEAD ")"
 	" FROM jobs WHERE ($1::text IS NULL OR schedule = $1::text)",
 	/* $12, $13: the fence. Answer: ok, rows written, -. */
 	[ST_LEDGER_APPEND] =
@@ -1130,7 +1160,8 @@ static const char *const sql[ST_COUNT] = {
 	[ST_OUTBOX_PUT] =
 	"WITH " FENCE_CTE("$6", "$7") ","
 	" i AS (INSERT INTO outbox (schedule, slot_ms, target, state,"
-	" created_ms) SELECT $1::text, $2::bigint, $3::text, 1,"
+	" created_ms) SELECT $1::text, $2::bigint, $3::text, "
+	STORE_SQL_PENDING ","
 	" $5::bigint FROM f WHERE f.ok"
 	" ON CONFLICT (schedule, slot_ms, target) DO NOTHING RETURNING 1),"
 	" b AS (INSERT INTO outbox_body (schedule, slot_ms, target, body)"
@@ -1150,18 +1181,20 @@ static const char *const sql[ST_COUNT] = {
 	[ST_OUTBOX_SET] =
 	"WITH " FENCE_CTE("$6", "$7") ","
 	" u AS (UPDATE outbox SET state = $4::smallint,"
-	" n_tries = n_tries + CASE WHEN $4::smallint = 2 THEN 1 ELSE 0 END,"
-	" sent_ms = CASE WHEN $4::smallint = 3 THEN $5::bigint"
+	" n_tries = n_tries + CASE WHEN $4::smallint = " STORE_SQL_SENDING
+	" THEN 1 ELSE 0 END,"
+	" sent_ms = CASE WHEN $4::smallint = " STORE_SQL_SENT " THEN $5::bigint"
 	" ELSE sent_ms END"
 	" WHERE schedule = $1 AND slot_ms = $2 AND target = $3"
-	" AND state <> 3 AND (SELECT ok FROM f) RETURNING 1)"
+	" AND state <> " STORE_BUT_OUTBOX_SET " AND (SELECT ok FROM f) RETURNING 1)"
 	" SELECT f.ok, (SELECT count(*) FROM u), " DURABLE_IF("8")
 	" FROM f",
 	/* $3, $4: the fence. Answer: ok, rows changed. */
 	[ST_OUTBOX_UNKNOWN] =
 	"WITH " FENCE_CTE("$3", "$4") ","
-	" u AS (UPDATE outbox SET state = 5"
-	" WHERE schedule = $1 AND slot_ms = $2 AND state = 2"
+	" u AS (UPDATE outbox SET state = " STORE_SQL_UNKNOWN
+	" WHERE schedule = $1 AND slot_ms = $2 AND state = "
+	STORE_FROM_OUTBOX_UNKNOWN
 	" AND (SELECT ok FROM f) RETURNING 1)"
 	" SELECT f.ok, (SELECT count(*) FROM u) FROM f",
 	[ST_OUTBOX_LIST] =
@@ -1172,7 +1205,7 @@ static const char *const sql[ST_COUNT] = {
 	 * Answer: ok, rows closed, ledger rows, -. */
 	[ST_OUTBOX_ABANDON] =
 	"WITH " FENCE_CTE("$16", "$17") ","
-	" u AS (UPDATE outbox SET state = 6"
+	" u AS (UPDATE outbox SET state = " STORE_SQL_ABANDONED
 	" WHERE schedule = $1 AND slot_ms = $2::bigint AND target = $3"
 	" AND state = $4::smallint AND (SELECT ok FROM f) RETURNING 1),"
 	" i AS (INSERT INTO ledger (" LEDGER_COLS ") SELECT $5::text,"
@@ -1307,10 +1340,12 @@ static const char *const sql[ST_COUNT] = {
 	" $11::bigint, $11::bigint, $13::bigint, $12::text)"
 	" ON CONFLICT (schedule, slot_ms, reason, generation) DO NOTHING"
 	" RETURNING id),"
-	" c AS (UPDATE alerts SET status = 3, closed_ms = $11::bigint"
+	" c AS (UPDATE alerts SET status = " STORE_SQL_CLOSED ","
+	" closed_ms = $11::bigint"
 	" WHERE schedule = $1::text AND slot_ms = $2::bigint"
 	" AND reason = $5::text AND $14::boolean"
-	" AND status = 0 AND id < (SELECT id FROM i)"
+	" AND status = " STORE_FROM_ALERT_SUPERSEDE
+	" AND id < (SELECT id FROM i)"
 	" RETURNING 1),"
 	" j AS (UPDATE jobs SET alerted = 1 WHERE id = $10::bigint"
 	" AND $10::bigint <> 0 RETURNING 1)"
@@ -1324,13 +1359,14 @@ static const char *const sql[ST_COUNT] = {
 	" COALESCE((SELECT l.error_msg FROM ledger l"
 	" WHERE l.schedule = j.schedule AND l.slot_ms = j.slot_ms"
 	" AND l.outcome = '" LEDGER_LOST "' ORDER BY l.id DESC LIMIT 1), '')"
-	" FROM jobs j WHERE j.state = 3 AND j.alerted = 0 ORDER BY j.id"
+	" FROM jobs j WHERE j.state = " STORE_SQL_DEAD " AND j.alerted = 0"
+	" ORDER BY j.id"
 	" LIMIT $1::bigint",
 	/* LIMIT NULL is no limit; $4 NULL: any slot. */
 	[ST_ALERT_LIST] =
 	"SELECT " STORE_ALERT_COLS " FROM alerts"
 	" WHERE ($1::text IS NULL OR schedule = $1::text)"
-	" AND (NOT $2::boolean OR status = 0)"
+	" AND (NOT $2::boolean OR status = " STORE_SQL_OPEN ")"
 	" AND (NOT $3::boolean OR staged_rounds < rounds)"
 	" AND ($4::bigint IS NULL OR (slot_ms <= $4::bigint"
 	" AND last_slot_ms >= $4::bigint))"
@@ -1340,12 +1376,14 @@ static const char *const sql[ST_COUNT] = {
 	 * then finds it no longer OPEN. */
 	[ST_ALERT_CLOSE] =
 	"UPDATE alerts SET status = $2::smallint, closed_ms = $3::bigint,"
-	" note = $4::text WHERE id = $1::bigint AND status = 0"
+	" note = $4::text WHERE id = $1::bigint AND status = "
+	STORE_FROM_ALERT_CLOSE
 	" RETURNING id, " DURABLE_IF("5"),
 	[ST_ALERT_EXISTS] = "SELECT 1 FROM alerts WHERE id = $1::bigint",
 	[ST_ALERT_REALERT] =
 	"UPDATE alerts SET rounds = $2::integer + 1, round_ms = $3::bigint"
-	" WHERE id = $1::bigint AND status = 0 AND rounds = $2::integer",
+	" WHERE id = $1::bigint AND status = " STORE_FROM_ALERT_REALERT
+	" AND rounds = $2::integer",
 	/* $1 id, $2 round, $3 targets (text[]), $4 now, $5 body. The send
 	 * rows hang off the alert's update, so a missing alert writes none.
 	 * Answer: alerts updated, rows inserted. */
@@ -1354,7 +1392,8 @@ static const char *const sql[ST_COUNT] = {
 	" GREATEST(staged_rounds, $2::integer + 1) WHERE id = $1::bigint"
 	" RETURNING id),"
 	" i AS (INSERT INTO alert_sends (alert_id, round, target, state,"
-	" next_try_ms, body, created_ms) SELECT u.id, $2::integer, t, 1,"
+	" next_try_ms, body, created_ms) SELECT u.id, $2::integer, t, "
+	STORE_SQL_PENDING ","
 	" $4::bigint, $5::text, $4::bigint FROM u"
 	" CROSS JOIN unnest($3::text[]) AS t"
 	" ON CONFLICT (alert_id, round, target) DO NOTHING RETURNING 1)"
@@ -1367,15 +1406,19 @@ static const char *const sql[ST_COUNT] = {
 	 * outbox's SENDING is. */
 	[ST_SEND_CLAIM] =
 	"WITH c AS (SELECT id, state FROM alert_sends"
-	" WHERE ((state IN (1, 4, 5) AND next_try_ms <= $1::bigint)"
-	" OR (state = 2 AND lease_expires_ms < $1::bigint))"
+	" WHERE ((state IN (" STORE_FROM_SEND_CLAIM ")"
+	" AND next_try_ms <= $1::bigint)"
+	" OR (state = " STORE_FROM_SEND_RECLAIM
+	" AND lease_expires_ms < $1::bigint))"
 	" AND ($4::bigint = 0 OR alert_id = $4::bigint)"
 	" ORDER BY id LIMIT $2::bigint FOR UPDATE SKIP LOCKED)"
-	" UPDATE alert_sends s SET state = 2, n_tries = s.n_tries + 1,"
+	" UPDATE alert_sends s SET state = " STORE_SQL_SENDING ","
+	" n_tries = s.n_tries + 1,"
 	" lease_token = nextval('lease_tokens'),"
 	" lease_expires_ms = $1::bigint + $3::bigint"
 	" FROM c, alerts a WHERE s.id = c.id AND a.id = s.alert_id"
-	" RETURNING " SEND_COLS("CASE WHEN c.state = 2 THEN 5 ELSE c.state"
+	" RETURNING " SEND_COLS("CASE WHEN c.state = " STORE_FROM_SEND_RECLAIM
+				" THEN " STORE_SQL_UNKNOWN " ELSE c.state"
 				" END", "s.body") ", " DURABLE_IF("5"),
 	/* $1 id, $2 token, $3 state, $4 next try, $5 error, $6 now, $7..$17
 	 * the ledger row ($13 outcome NULL: none). SENT (the guard) and
@@ -1383,10 +1426,12 @@ static const char *const sql[ST_COUNT] = {
 	[ST_SEND_FINISH] =
 	"WITH u AS (UPDATE alert_sends SET state = $3::smallint,"
 	" lease_expires_ms = 0, next_try_ms = CASE WHEN $3::smallint"
-	" IN (4, 5) THEN $4::bigint ELSE next_try_ms END,"
-	" sent_ms = CASE WHEN $3::smallint = 3 THEN $6::bigint"
+	" IN (" STORE_SQL_FAILED ", " STORE_SQL_UNKNOWN ") THEN $4::bigint"
+	" ELSE next_try_ms END,"
+	" sent_ms = CASE WHEN $3::smallint = " STORE_SQL_SENT " THEN $6::bigint"
 	" ELSE sent_ms END, last_error = $5::text"
-	" WHERE id = $1::bigint AND lease_token = $2::bigint AND state = 2"
+	" WHERE id = $1::bigint AND lease_token = $2::bigint AND state = "
+	STORE_FROM_SEND_FINISH
 	" RETURNING 1),"
 	" l AS (INSERT INTO ledger (" LEDGER_COLS ") SELECT $7::text,"
 	" $8::bigint, $9::bigint, $10::integer, $11::bigint, $12::bigint,"
@@ -1403,11 +1448,12 @@ static const char *const sql[ST_COUNT] = {
 	 * partial indexes of READY and ACTIVE rows, and per schedule known
 	 * to the scheduler two primary-key probes. */
 	[ST_SLA_LATE] =
-	"SELECT " STORE_JOB_COLS " FROM jobs WHERE state = 0 AND attempts = 0"
+	"SELECT " STORE_JOB_COLS " FROM jobs WHERE state = " STORE_SQL_READY
+	" AND attempts = 0"
 	" AND run_at_ms <= $1::bigint ORDER BY run_at_ms, id"
 	" LIMIT $2::bigint",
 	[ST_SLA_RUNNING] =
-	"SELECT " STORE_JOB_COLS " FROM jobs WHERE state = 1"
+	"SELECT " STORE_JOB_COLS " FROM jobs WHERE state = " STORE_SQL_ACTIVE
 	" AND started_ms <= $1::bigint ORDER BY started_ms, id"
 	" LIMIT $2::bigint",
 	[ST_SLA_LAST] =
@@ -4028,7 +4074,8 @@ static int get_outbox(const PGresult *res, int c, const char *target,
 	bool oom = false;
 
 	/* A guard keeps its row when prune takes its body (store.h). */
-	if (PQgetisnull(res, 0, c + 3) && get_i64(res, 0, c) != SEND_SENT)
+	if (PQgetisnull(res, 0, c + 3) &&
+	    !store_body_may_be_pruned((enum send_state)get_i64(res, 0, c)))
 		return sc_err_set(err, SC_ECORRUPT, "outbox row of target %s "
 				  "has no message body", target);
 	char *body = get_dup(res, 0, c + 3, &oom);
@@ -4586,10 +4633,12 @@ static int pg_lease_drop(void *impl, const char *name, const char *owner,
  * (READY, ACTIVE, DEAD: store_prune.c K8, K9). */
 #define PG_NO_LIVE_JOB(x)                                                  \
 	"NOT EXISTS (SELECT 1 FROM jobs j WHERE j.schedule = " x             \
-	".schedule AND j.slot_ms = " x ".slot_ms AND j.state <> 2)"
+	".schedule AND j.slot_ms = " x ".slot_ms AND j.state <> "         \
+	STORE_FROM_JOB_PRUNE ")"
 /* A SENT or ABANDONED (closed unsent, schema 13) row that may go (K8). */
 #define PG_GUARD_GOES                                                      \
-	"o.state IN (3, 6) AND o.slot_ms < $1 AND " PG_NO_LIVE_JOB("o")
+	"o.state IN (" STORE_FROM_OUTBOX_PRUNE ") AND o.slot_ms < $1 AND "      \
+	PG_NO_LIVE_JOB("o")
 
 /*
  * The statements of a prune step (store_prune.c chooses the phase and its
@@ -4631,9 +4680,12 @@ static const struct {
 		"SELECT id FROM alerts WHERE id > $2 ORDER BY id LIMIT 1 "
 		"OFFSET $3",
 		"WITH g AS (SELECT al.id FROM alerts al WHERE al.id > $2 AND "
-		"al.id <= $3 AND al.status <> 0 AND al.last_slot_ms < $1 AND "
+		"al.id <= $3 AND al.status <> " STORE_BUT_ALERT_PRUNE
+		" AND al.last_slot_ms < $1 "
+		"AND "
 		"NOT EXISTS (SELECT 1 FROM alert_sends x WHERE x.alert_id = "
-		"al.id AND x.state NOT IN (3, 6))), s AS (DELETE FROM "
+		"al.id AND x.state NOT IN (" STORE_FROM_SEND_PRUNE "))), s AS "
+		"(DELETE FROM "
 		"alert_sends x USING g WHERE x.alert_id = g.id RETURNING 1), "
 		"d AS (DELETE FROM alerts x USING g WHERE x.id = g.id "
 		"RETURNING 1) SELECT (SELECT count(*) FROM d), (SELECT "
@@ -4643,7 +4695,8 @@ static const struct {
 		"SELECT id FROM jobs WHERE id > $2 ORDER BY id LIMIT 1 "
 		"OFFSET $3",
 		"WITH d AS (DELETE FROM jobs WHERE id > $2 AND id <= $3 AND "
-		"state = 2 AND slot_ms < $1 RETURNING 1) SELECT count(*), 0 "
+		"state = " STORE_FROM_JOB_PRUNE " AND slot_ms < $1 RETURNING 1) "
+		"SELECT count(*), 0 "
 		"FROM d",
 	},
 	[STORE_PRUNE_BODIES] = {
@@ -4652,7 +4705,8 @@ static const struct {
 		"SELECT b.ctid FROM outbox_body b WHERE b.slot_ms < $1 AND "
 		"EXISTS (SELECT 1 FROM outbox o WHERE o.schedule = b.schedule "
 		"AND o.slot_ms = b.slot_ms AND o.target = b.target AND "
-		"o.state = 3) AND EXISTS (SELECT 1 FROM slot_markers m WHERE "
+		"o.state = " STORE_FROM_BODY_PRUNE ") AND EXISTS (SELECT 1 FROM "
+		"slot_markers m WHERE "
 		"m.schedule = b.schedule AND m.slot_ms = b.slot_ms) AND NOT ($3 "
 		"> 0 AND b.slot_ms < $3 AND " PG_NO_LIVE_JOB("b") ") LIMIT $2)) "
 		"RETURNING 1) SELECT count(*), 0 FROM d",
@@ -4674,7 +4728,8 @@ static const struct {
 		"SELECT m.ctid FROM slot_markers m WHERE m.slot_ms < $1 AND "
 		PG_NO_LIVE_JOB("m") " AND NOT EXISTS (SELECT "
 		"1 FROM outbox o WHERE o.schedule = m.schedule AND o.slot_ms = "
-		"m.slot_ms AND o.state NOT IN (3, 6)) AND m.slot_ms < (SELECT "
+		"m.slot_ms AND o.state NOT IN (" STORE_FROM_OUTBOX_PRUNE ")) AND "
+		"m.slot_ms < (SELECT "
 		"max(n.slot_ms) FROM slot_markers n WHERE n.schedule = "
 		"m.schedule) LIMIT $2)) RETURNING 1) SELECT count(*), 0 FROM d",
 	},

@@ -8,7 +8,9 @@
  * a job that is not DEAD (store_not_dead_error), what raising an alert
  * closes (store_alert_raise_rule), which ledger rows are a job's and which
  * are kept once per slot (store_ledger_row_kind), and the shape of a
- * ledger filter (store_lq_shape).
+ * ledger filter (store_lq_shape), and which states each transition
+ * may leave (store_transitions[], from the STORE_FROM_ macros of store.h
+ * that the backends' SQL is spelled with; store_may_leave).
  * A backend runs the statement and reads what it needs to know (did the
  * fenced write match, does the row exist); what that means, and in which
  * words, is decided here.
@@ -120,4 +122,91 @@ int store_lq_shape(const struct ledger_filter *f)
 	return (((f->schedule != NULL) * STORE_LQ_KINDS + kind) * 2 + open) *
 		       2 +
 	       f->newest_first;
+}
+
+#define T(id, nm, of, set, but, to, fn)                                    \
+	[STORE_T_##id] = {STORE_T_##id, nm, STORE_OF_##of, set, but, to, fn, \
+			  (but) ? "STORE_BUT_" #id : "STORE_FROM_" #id}
+const struct store_transition store_transitions[STORE_T_N] = {
+	T(CLAIM, "claim", JOB, STORE_FROM_CLAIM, false, "ACTIVE",
+	  "store_job_claim"),
+	T(HEARTBEAT, "heartbeat", JOB, STORE_FROM_HEARTBEAT, false,
+	  "ACTIVE", "store_job_heartbeat"),
+	T(FINISH, "finish", JOB, STORE_FROM_FINISH, false,
+	  "DONE, READY (retry), DEAD",
+	  "store_job_finish, store_job_complete(_marked, _many)"),
+	T(RELEASE, "release", JOB, STORE_FROM_RELEASE, false, "READY",
+	  "store_job_release, store_job_give_back"),
+	T(RECOVER, "recover (lease expired)", JOB, STORE_FROM_RECOVER, false,
+	  "READY, DEAD", "store_job_recover"),
+	T(REVIVE, "revive", JOB, STORE_FROM_REVIVE, false, "READY",
+	  "store_job_revive"),
+	T(LEASE_CLAMP, "lease clamp", JOB, STORE_FROM_LEASE_CLAMP, false,
+	  "ACTIVE", "store_job_lease_clamp"),
+	T(FENCE, "fenced write (its job)", JOB, STORE_FROM_FENCE, false,
+	  "(unchanged)", "store_fence_set, then any fenced write"),
+	T(JOB_PRUNE, "prune a job", JOB, STORE_FROM_JOB_PRUNE, false,
+	  "(deleted)", "store_prune_batch"),
+	T(OUTBOX_SET, "outbox state", OUTBOX, STORE_BUT_OUTBOX_SET, true,
+	  "PENDING, SENDING, SENT, FAILED, UNKNOWN",
+	  "store_outbox_set_state"),
+	T(OUTBOX_UNKNOWN, "outbox recovery", OUTBOX,
+	  STORE_FROM_OUTBOX_UNKNOWN, false, "UNKNOWN",
+	  "store_outbox_mark_unknown"),
+	T(OUTBOX_ABANDON, "outbox abandon", OUTBOX, STORE_FROM_OUTBOX_ABANDON,
+	  false, "ABANDONED", "store_outbox_abandon"),
+	T(BODY_PRUNE, "prune a body", OUTBOX, STORE_FROM_BODY_PRUNE, false,
+	  "(body deleted)", "store_prune_batch"),
+	T(OUTBOX_PRUNE, "prune an outbox row", OUTBOX,
+	  STORE_FROM_OUTBOX_PRUNE, false, "(deleted)", "store_prune_batch"),
+	T(SEND_CLAIM, "alert send claim (due)", SEND, STORE_FROM_SEND_CLAIM,
+	  false, "SENDING", "store_alert_send_claim(_of)"),
+	T(SEND_RECLAIM, "alert send claim (lease expired)", SEND,
+	  STORE_FROM_SEND_RECLAIM, false, "SENDING (reported UNKNOWN)",
+	  "store_alert_send_claim(_of)"),
+	T(SEND_FINISH, "alert send finish", SEND, STORE_FROM_SEND_FINISH,
+	  false, "SENT, FAILED, UNKNOWN, ABANDONED",
+	  "store_alert_send_finish"),
+	T(SEND_PRUNE, "prune an alert", SEND, STORE_FROM_SEND_PRUNE,
+	  false, "(deleted)", "store_prune_batch"),
+	T(ALERT_CLOSE, "alert close", ALERT, STORE_FROM_ALERT_CLOSE, false,
+	  "ACKED, HEALED", "store_alert_close"),
+	T(ALERT_REALERT, "alert realert", ALERT, STORE_FROM_ALERT_REALERT,
+	  false, "OPEN (a new round)", "store_alert_realert"),
+	T(ALERT_SUPERSEDE, "alert superseded", ALERT,
+	  STORE_FROM_ALERT_SUPERSEDE, false, "CLOSED",
+	  "store_alert_raise (a newer lost alert of its slot)"),
+	T(ALERT_PRUNE, "prune an alert (status)", ALERT, STORE_BUT_ALERT_PRUNE,
+	  true, "(deleted)", "store_prune_batch"),
+};
+#undef T
+
+bool store_state_listed(const char *list, int state)
+{
+	/* A STORE_FROM_ list: decimal values joined by ", ". */
+	for (const char *p = list; *p;) {
+		int v = 0;
+		if (*p < '0' || *p > '9')
+			return false; /* not a list: listed nowhere */
+		while (*p >= '0' && *p <= '9')
+			v = v * 10 + (*p++ - '0');
+		if (v == state)
+			return true;
+		while (*p == ',' || *p == ' ')
+			p++;
+	}
+	return false;
+}
+
+bool store_may_leave(enum store_trans t, int state)
+{
+	if ((unsigned)t >= STORE_T_N)
+		return false;
+	const struct store_transition *x = &store_transitions[t];
+	return store_state_listed(x->from, state) != x->but;
+}
+
+bool store_body_may_be_pruned(enum send_state state)
+{
+	return store_may_leave(STORE_T_BODY_PRUNE, (int)state);
 }

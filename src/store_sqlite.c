@@ -139,7 +139,7 @@
  * write transaction: no takeover can commit between them. */
 #define FENCE_OK                                                          \
 	"(?20 IS NULL OR EXISTS (SELECT 1 FROM jobs WHERE id = ?20 AND "     \
-	"lease_token = ?21 AND state = 1))"
+	"lease_token = ?21 AND state = " STORE_FROM_FENCE "))"
 
 /* ---- schema ---------------------------------------------------------- */
 
@@ -641,11 +641,14 @@ static const char *const migrations[SCHEMA_VERSION] = {
 	"h JOIN ledger l ON l.id = h.ok_id ORDER BY h.schedule"
 /* ?1 now. Columns: schedule, ready_due, delayed, active, dead. */
 #define SUM_OPEN_SQL(filter)                                              \
-	"SELECT schedule, sum(state = 0 AND run_at_ms <= ?1), "              \
-	"sum(state = 0 AND run_at_ms > ?1), sum(state = 1), sum(state = 3) " \
+	"SELECT schedule, sum(state = " STORE_SQL_READY " AND run_at_ms <= " \
+	"?1), sum(state = " STORE_SQL_READY " AND run_at_ms > ?1), "         \
+	"sum(state = " STORE_SQL_ACTIVE "), sum(state = " STORE_SQL_DEAD ") " \
 	"FROM (SELECT schedule, state, run_at_ms FROM jobs WHERE "           \
-	"(state = 0 OR state = 3)" filter " UNION ALL SELECT schedule, 1, 0 " \
-	"FROM jobs WHERE state = 1" filter ") GROUP BY schedule "            \
+	"(state = " STORE_SQL_READY " OR state = " STORE_SQL_DEAD ")" filter \
+	" UNION ALL SELECT schedule, " STORE_SQL_ACTIVE ", 0 "               \
+	"FROM jobs WHERE state = " STORE_SQL_ACTIVE filter                   \
+	") GROUP BY schedule "                                               \
 	"ORDER BY schedule"
 
 /* The ledger query's filter shapes (store_lq_shape). */
@@ -797,17 +800,20 @@ static const char *const stmt_sql[N_STMT] = {
 		"char(10) || "
 		"j.schedule || char(10)) > 0 THEN 0 "
 		"WHEN EXISTS (SELECT 1 FROM jobs a WHERE a.schedule = j.schedule "
-		"AND a.state = 1) "
+		"AND a.state = " STORE_SQL_ACTIVE ") "
 		"OR (?7 = 1 AND EXISTS (SELECT 1 FROM jobs f WHERE f.schedule = "
-		"j.schedule AND f.state = 0 AND f.state <> 2 AND f.run_at_ms <= "
+		"j.schedule AND f.state = " STORE_FROM_CLAIM " AND f.state <> "
+		STORE_SQL_DONE " AND f.run_at_ms <= "
 		"?1 + ?2 AND f.attempts = 0)) "
 		"OR EXISTS (SELECT 1 FROM jobs b WHERE b.schedule = j.schedule "
-		"AND b.state = 0 AND b.state <> 2 AND b.run_at_ms <= j.run_at_ms "
+		"AND b.state = " STORE_FROM_CLAIM " AND b.state <> " STORE_SQL_DONE
+		" AND b.run_at_ms <= j.run_at_ms "
 		"AND (b.attempts > 0) = ?7 AND (b.run_at_ms, b.id) < "
 		"(j.run_at_ms, j.id)) "
 		"THEN CASE WHEN instr(?6, char(10) || j.schedule || char(10)) > 0 "
 		"THEN 1 END ELSE 0 END "
-		"FROM jobs j WHERE j.state = 0 AND j.run_at_ms <= ?1 + ?2 "
+		"FROM jobs j WHERE j.state = " STORE_FROM_CLAIM " AND j.run_at_ms <= "
+		"?1 + ?2 "
 		"AND (j.attempts > 0) = ?7 AND (?8 = 0 OR sc_known(j.schedule)) "
 		"ORDER BY j.run_at_ms, j.id",
 	/* The fencing token is per job and only grows, so every claim of a
@@ -820,23 +826,29 @@ static const char *const stmt_sql[N_STMT] = {
 	 * step). The finish and the release read their row back by id
 	 * (ST_JOB_ENDED), one seek. */
 	[ST_JOB_CLAIM] =
-		"UPDATE jobs SET state = 1, attempts = attempts + 1, "
+		"UPDATE jobs SET state = " STORE_SQL_ACTIVE ", "
+		"attempts = attempts + 1, "
 		"lease_token = lease_token + 1, lease_owner = ?1, "
 		"lease_expires_ms = ?2, started_ms = MAX(?3, run_at_ms) "
-		"WHERE id = ?5 AND state = 0",
+		"WHERE id = ?5 AND state = " STORE_FROM_CLAIM,
 	[ST_JOB_HEARTBEAT] =
 		"UPDATE jobs SET lease_expires_ms = ?3 "
-		"WHERE id = ?1 AND lease_token = ?2 AND state = 1",
+		"WHERE id = ?1 AND lease_token = ?2 AND state = "
+		STORE_FROM_HEARTBEAT,
 	[ST_JOB_STATE] = "SELECT state FROM jobs WHERE id = ?1",
 	[ST_FENCE] = "SELECT 1 FROM jobs WHERE " FENCE_OK,
 	[ST_JOB_FINISH] =
 		"UPDATE jobs SET state = ?3, lease_expires_ms = 0, "
-		"run_at_ms = CASE WHEN ?3 = 0 THEN ?4 ELSE run_at_ms END "
-		"WHERE id = ?1 AND lease_token = ?2 AND state = 1",
+		"run_at_ms = CASE WHEN ?3 = " STORE_SQL_READY " THEN ?4 ELSE "
+		"run_at_ms END "
+		"WHERE id = ?1 AND lease_token = ?2 AND state = "
+		STORE_FROM_FINISH,
 	[ST_JOB_RELEASE] =
-		"UPDATE jobs SET state = 0, attempts = attempts - 1, "
+		"UPDATE jobs SET state = " STORE_SQL_READY ", "
+		"attempts = attempts - 1, "
 		"run_at_ms = ?3, lease_expires_ms = 0 "
-		"WHERE id = ?1 AND lease_token = ?2 AND state = 1",
+		"WHERE id = ?1 AND lease_token = ?2 AND state = "
+		STORE_FROM_RELEASE,
 	/* The ended attempt's fields, read after ST_JOB_FINISH or
 	 * ST_JOB_RELEASE in its transaction (?2: what the update took off
 	 * attempts, 1 after a release). */
@@ -846,23 +858,25 @@ static const char *const stmt_sql[N_STMT] = {
 	[ST_JOB_EXPIRED] =
 		"SELECT id, schedule, slot_ms, attempts, n_stalls, "
 		"max_attempts, started_ms, lease_owner FROM jobs "
-		"WHERE state = 1 AND lease_expires_ms < ?1 "
+		"WHERE state = " STORE_FROM_RECOVER " AND lease_expires_ms < ?1 "
 		"ORDER BY lease_expires_ms LIMIT ?2",
 	[ST_JOB_STALL] =
 		"UPDATE jobs SET state = ?2, n_stalls = n_stalls + 1, "
 		"run_at_ms = ?3, lease_expires_ms = 0 "
-		"WHERE id = ?1 AND state = 1",
+		"WHERE id = ?1 AND state = " STORE_FROM_RECOVER,
 	[ST_JOB_GET] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE id = ?1",
 	[ST_JOB_FIND] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE "
 			"schedule = ?1 AND slot_ms = ?2",
 	[ST_JOB_REVIVE] =
-		"UPDATE jobs SET state = 0, max_attempts = attempts + "
+		"UPDATE jobs SET state = " STORE_SQL_READY ", "
+		"max_attempts = attempts + "
 		"CASE WHEN ?3 > 0 THEN ?3 ELSE max_attempts END, n_stalls = 0, "
 		"run_at_ms = ?2, lease_expires_ms = 0, alerted = 0 "
-		"WHERE id = ?1 AND state = 3",
+		"WHERE id = ?1 AND state = " STORE_FROM_REVIVE,
 	[ST_JOB_LEASE_CLAMP] =
 		"UPDATE jobs SET lease_expires_ms = ?1 + ?2 "
-		"WHERE state = 1 AND lease_expires_ms > ?1 + ?2 + ?3",
+		"WHERE state = " STORE_FROM_LEASE_CLAMP " AND lease_expires_ms > "
+		"?1 + ?2 + ?3",
 	/* ?1: 1 to take the known schedules only (ST_JOB_PICK's ?8,
 	 * issue 43; 0: any): the first READY job the claim may take, by a
 	 * walk of
@@ -870,11 +884,13 @@ static const char *const stmt_sql[N_STMT] = {
 	 * no node of this config runs never reads as due here. */
 	[ST_JOB_NEXT_DUE] =
 		"SELECT min(m) FROM ("
-		"SELECT (SELECT run_at_ms FROM jobs WHERE state = 0 AND "
+		"SELECT (SELECT run_at_ms FROM jobs WHERE state = " STORE_FROM_CLAIM
+		" AND "
 		"(?1 = 0 OR sc_known(schedule)) "
 		"ORDER BY run_at_ms LIMIT 1) AS m "
 		"UNION ALL "
-		"SELECT min(lease_expires_ms) FROM jobs WHERE state = 1)",
+		"SELECT min(lease_expires_ms) FROM jobs WHERE state = "
+		STORE_FROM_RECOVER ")",
 	[ST_JOB_COUNTS] =
 		"SELECT state, run_at_ms > ?2, count(*) FROM jobs "
 		"WHERE ?1 IS NULL OR schedule = ?1 GROUP BY 1, 2",
@@ -915,7 +931,8 @@ static const char *const stmt_sql[N_STMT] = {
 	[ST_LAST_OK] = LAST_OK_SQL,
 	[ST_OUTBOX_PUT] =
 		"INSERT INTO outbox(schedule, slot_ms, target, state, "
-		"created_ms, updated_ms) SELECT ?1, ?2, ?3, 1, ?5, ?5 "
+		"created_ms, updated_ms) SELECT ?1, ?2, ?3, " STORE_SQL_PENDING
+		", ?5, ?5 "
 		"WHERE " FENCE_OK " "
 		"ON CONFLICT (schedule, slot_ms, target) DO NOTHING",
 	[ST_OUTBOX_BODY_PUT] =
@@ -927,17 +944,19 @@ static const char *const stmt_sql[N_STMT] = {
 		"LEFT JOIN outbox_body b ON b.schedule = o.schedule AND "
 		"b.slot_ms = o.slot_ms AND b.target = o.target "
 		"WHERE o.schedule = ?1 AND o.slot_ms = ?2 AND o.target = ?3",
-	/* state <> 3: a SENT row (the send guard) never changes again. */
+	/* Not SENT: a send guard never changes again (STORE_BUT_OUTBOX_SET). */
 	[ST_OUTBOX_SET] =
 		"UPDATE outbox SET state = ?4, "
-		"n_tries = n_tries + (?4 = 2), "
-		"sent_ms = CASE WHEN ?4 = 3 THEN ?5 ELSE sent_ms END, "
+		"n_tries = n_tries + (?4 = " STORE_SQL_SENDING "), "
+		"sent_ms = CASE WHEN ?4 = " STORE_SQL_SENT " THEN ?5 ELSE "
+		"sent_ms END, "
 		"updated_ms = ?5 "
 		"WHERE schedule = ?1 AND slot_ms = ?2 AND target = ?3 AND "
-		"state <> 3 AND " FENCE_OK,
+		"state <> " STORE_BUT_OUTBOX_SET " AND " FENCE_OK,
 	[ST_OUTBOX_UNKNOWN] =
-		"UPDATE outbox SET state = 5, updated_ms = ?3 "
-		"WHERE schedule = ?1 AND slot_ms = ?2 AND state = 2 AND "
+		"UPDATE outbox SET state = " STORE_SQL_UNKNOWN ", updated_ms = ?3 "
+		"WHERE schedule = ?1 AND slot_ms = ?2 AND state = "
+		STORE_FROM_OUTBOX_UNKNOWN " AND "
 		FENCE_OK,
 	[ST_OUTBOX_LIST] =
 		"SELECT target, state, n_tries FROM outbox WHERE schedule = ?1 "
@@ -945,7 +964,7 @@ static const char *const stmt_sql[N_STMT] = {
 	/* ?4 the state it must still be in: an operator's release between
 	 * the caller's read and this write leaves the row alone. */
 	[ST_OUTBOX_ABANDON] =
-		"UPDATE outbox SET state = 6, updated_ms = ?5 "
+		"UPDATE outbox SET state = " STORE_SQL_ABANDONED ", updated_ms = ?5 "
 		"WHERE schedule = ?1 AND slot_ms = ?2 AND target = ?3 AND "
 		"state = ?4 AND " FENCE_OK,
 	/* Written unless the schedule's newest record says the same. */
@@ -1027,9 +1046,9 @@ static const char *const stmt_sql[N_STMT] = {
 	/* The older open alerts of the slot and reason ?5, closed when
 	 * store_alert_raise_rule says a new one supersedes them. */
 	[ST_ALERT_SUPERSEDE] =
-		"UPDATE alerts SET status = 3, closed_ms = ?4 "
+		"UPDATE alerts SET status = " STORE_SQL_CLOSED ", closed_ms = ?4 "
 		"WHERE schedule = ?1 AND slot_ms = ?2 AND reason = ?5 AND "
-		"status = 0 AND id < ?3",
+		"status = " STORE_FROM_ALERT_SUPERSEDE " AND id < ?3",
 	[ST_JOB_ALERTED] = "UPDATE jobs SET alerted = 1 WHERE id = ?1",
 	[ST_DEAD_UNALERTED] =
 		"SELECT j.id, j.schedule, j.slot_ms, j.attempts, "
@@ -1038,24 +1057,27 @@ static const char *const stmt_sql[N_STMT] = {
 		DAY_OF("j.slot_ms") " AND l.schedule = j.schedule AND "
 		"l.slot_ms = j.slot_ms AND "
 		"l.outcome = 'lost' ORDER BY l.id DESC LIMIT 1), '') "
-		"FROM jobs j WHERE j.state = 3 AND j.alerted = 0 "
+		"FROM jobs j WHERE j.state = " STORE_SQL_DEAD " AND j.alerted = 0 "
 		"ORDER BY j.id LIMIT ?1",
 	[ST_ALERT_LIST] =
 		"SELECT " STORE_ALERT_COLS " FROM alerts "
-		"WHERE (?1 IS NULL OR schedule = ?1) AND (?2 = 0 OR status = 0) "
+		"WHERE (?1 IS NULL OR schedule = ?1) AND (?2 = 0 OR status = "
+		STORE_SQL_OPEN ") "
 		"AND (?3 = 0 OR staged_rounds < rounds) AND (?4 IS NULL OR "
 		"(slot_ms <= ?4 AND last_slot_ms >= ?4)) AND slot_ms >= ?5 AND "
 		"slot_ms < ?6 ORDER BY id LIMIT ?7",
 	[ST_ALERT_CLOSE] =
 		"UPDATE alerts SET status = ?2, closed_ms = ?3, note = ?4 "
-		"WHERE id = ?1 AND status = 0",
+		"WHERE id = ?1 AND status = " STORE_FROM_ALERT_CLOSE,
 	[ST_ALERT_EXISTS] = "SELECT 1 FROM alerts WHERE id = ?1",
 	[ST_ALERT_REALERT] =
 		"UPDATE alerts SET rounds = ?2 + 1, round_ms = ?3 "
-		"WHERE id = ?1 AND status = 0 AND rounds = ?2",
+		"WHERE id = ?1 AND status = " STORE_FROM_ALERT_REALERT
+		" AND rounds = ?2",
 	[ST_SEND_INSERT] =
 		"INSERT INTO alert_sends(alert_id, round, target, state, "
-		"next_try_ms, body, created_ms) VALUES (?1, ?2, ?3, 1, ?4, ?5, "
+		"next_try_ms, body, created_ms) VALUES (?1, ?2, ?3, "
+		STORE_SQL_PENDING ", ?4, ?5, "
 		"?4) ON CONFLICT (alert_id, round, target) DO NOTHING",
 	[ST_ALERT_STAGED] =
 		"UPDATE alerts SET staged_rounds = max(staged_rounds, ?2 + 1) "
@@ -1064,24 +1086,30 @@ static const char *const stmt_sql[N_STMT] = {
 	 * SENDING under a lease that expired (its sender died mid-send:
 	 * the copy may have arrived, hence UNKNOWN). */
 	[ST_SEND_DUE] =
-		"SELECT " SEND_COLS("CASE WHEN s.state = 2 THEN 5 ELSE "
+		"SELECT " SEND_COLS("CASE WHEN s.state = " STORE_FROM_SEND_RECLAIM
+				    " THEN " STORE_SQL_UNKNOWN " ELSE "
 				    "s.state END", "s.body") " "
-		"WHERE ((s.state IN (1, 4, 5) AND s.next_try_ms <= ?1) OR "
-		"(s.state = 2 AND s.lease_expires_ms < ?1)) "
+		"WHERE ((s.state IN (" STORE_FROM_SEND_CLAIM ") AND "
+		"s.next_try_ms <= ?1) OR (s.state = " STORE_FROM_SEND_RECLAIM
+		" AND s.lease_expires_ms < ?1)) "
 		"AND (?3 = 0 OR s.alert_id = ?3) "
 		"ORDER BY s.id LIMIT ?2",
 	/* The token is per row and only grows, like a job's. */
 	[ST_SEND_TAKE] =
-		"UPDATE alert_sends SET state = 2, n_tries = n_tries + 1, "
+		"UPDATE alert_sends SET state = " STORE_SQL_SENDING ", "
+		"n_tries = n_tries + 1, "
 		"lease_token = lease_token + 1, lease_expires_ms = ?2 "
 		"WHERE id = ?1 RETURNING n_tries, lease_token",
 	/* ?1 id, ?2 token, ?3 state, ?4 next try, ?5 error, ?6 now. */
 	[ST_SEND_FINISH] =
 		"UPDATE alert_sends SET state = ?3, lease_expires_ms = 0, "
-		"next_try_ms = CASE WHEN ?3 IN (4, 5) THEN ?4 ELSE "
-		"next_try_ms END, sent_ms = CASE WHEN ?3 = 3 THEN ?6 ELSE "
+		"next_try_ms = CASE WHEN ?3 IN (" STORE_SQL_FAILED ", "
+		STORE_SQL_UNKNOWN ") THEN ?4 ELSE "
+		"next_try_ms END, sent_ms = CASE WHEN ?3 = " STORE_SQL_SENT
+		" THEN ?6 ELSE "
 		"sent_ms END, last_error = ?5 "
-		"WHERE id = ?1 AND lease_token = ?2 AND state = 2",
+		"WHERE id = ?1 AND lease_token = ?2 AND state = "
+		STORE_FROM_SEND_FINISH,
 	[ST_SEND_EXISTS] = "SELECT 1 FROM alert_sends WHERE id = ?1",
 	[ST_ALERT_SENDS] =
 		"SELECT " SEND_COLS("s.state", "NULL") " WHERE s.alert_id = ?1 "
@@ -1090,11 +1118,13 @@ static const char *const stmt_sql[N_STMT] = {
 	 * partial indexes, and per schedule known to the scheduler two
 	 * primary-key probes; DONE jobs and old markers are never read. */
 	[ST_SLA_LATE] =
-		"SELECT " STORE_JOB_COLS " FROM jobs WHERE state = 0 AND "
+		"SELECT " STORE_JOB_COLS " FROM jobs WHERE state = "
+		STORE_SQL_READY " AND "
 		"attempts = 0 AND run_at_ms <= ?1 ORDER BY run_at_ms, id "
 		"LIMIT ?2",
 	[ST_SLA_RUNNING] =
-		"SELECT " STORE_JOB_COLS " FROM jobs WHERE state = 1 AND "
+		"SELECT " STORE_JOB_COLS " FROM jobs WHERE state = "
+		STORE_SQL_ACTIVE " AND "
 		"started_ms <= ?1 ORDER BY started_ms, id LIMIT ?2",
 	[ST_SLA_LAST] =
 		"SELECT s.schedule, COALESCE((SELECT m.completed_ms FROM "
@@ -3709,7 +3739,7 @@ static int sq_outbox_get(void *impl, const char *schedule, int64_t slot_ms,
 		e.body = dup_text(st, 3, &oom);
 		if (oom)
 			rc = sc_err_set(err, SC_ENOMEM, "out of memory");
-		else if (!e.body && e.state != SEND_SENT) /* prune: store.h */
+		else if (!e.body && !store_body_may_be_pruned(e.state))
 			rc = sc_err_set(err, SC_ECORRUPT,
 					"outbox row of target %s has no message "
 					"body in %s", target, q->path);
@@ -4192,16 +4222,19 @@ static int sq_lease_drop(void *impl, const char *name, const char *owner,
  * (READY, ACTIVE, DEAD: store_prune.c K8, K9). */
 #define SQ_NO_LIVE_JOB(x)                                                 \
 	"NOT EXISTS (SELECT 1 FROM jobs j WHERE j.schedule = " x             \
-	".schedule AND j.slot_ms = " x ".slot_ms AND j.state <> 2)"
+	".schedule AND j.slot_ms = " x ".slot_ms AND j.state <> "         \
+	STORE_FROM_JOB_PRUNE ")"
 /* A SENT (or ABANDONED: closed unsent, schema 13) row of outbox alias o
  * that may go: its slot is past the jobs horizon (?1), K8. */
 #define SQ_GUARD_GOES                                                     \
-	"o.state IN (3, 6) AND o.slot_ms < ?1 AND " SQ_NO_LIVE_JOB("o")
+	"o.state IN (" STORE_FROM_OUTBOX_PRUNE ") AND o.slot_ms < ?1 AND "     \
+	SQ_NO_LIVE_JOB("o")
 /* A closed alert of alias al whose sends are all done (K5). */
 #define SQ_ALERT_GOES                                                     \
-	"al.status <> 0 AND al.last_slot_ms < ?1 AND NOT EXISTS (SELECT 1 "  \
+	"al.status <> " STORE_BUT_ALERT_PRUNE " AND al.last_slot_ms < ?1 AND " \
+	"NOT EXISTS (SELECT 1 "                                              \
 	"FROM alert_sends x WHERE x.alert_id = al.id AND x.state NOT IN "   \
-	"(3, 6))"
+	"(" STORE_FROM_SEND_PRUNE "))"
 
 /* The rows the heads (ledger_head) of the batch's slots (?2, ?3] point
  * at, which the ledger DELETE keeps (K3). A scan of the heads, one row
@@ -4269,7 +4302,8 @@ static const struct {
 		"OFFSET ?4",
 		NULL,
 		/* K6: DONE only */
-		"DELETE FROM jobs WHERE id > ?2 AND id <= ?3 AND state = 2 "
+		"DELETE FROM jobs WHERE id > ?2 AND id <= ?3 AND state = "
+		STORE_FROM_JOB_PRUNE " "
 		"AND slot_ms < ?1",
 	},
 	[STORE_PRUNE_BODIES] = {
@@ -4280,7 +4314,8 @@ static const struct {
 		"DELETE FROM outbox_body AS b WHERE b.rowid > ?2 AND b.rowid "
 		"<= ?3 AND b.slot_ms < ?1 AND EXISTS (SELECT 1 FROM outbox o "
 		"WHERE o.schedule = b.schedule AND o.slot_ms = b.slot_ms AND "
-		"o.target = b.target AND o.state = 3) AND EXISTS (SELECT 1 "
+		"o.target = b.target AND o.state = " STORE_FROM_BODY_PRUNE ") AND "
+		"EXISTS (SELECT 1 "
 		"FROM slot_markers m WHERE m.schedule = b.schedule AND "
 		"m.slot_ms = b.slot_ms) AND NOT (?5 > 0 AND b.slot_ms < ?5 AND "
 		SQ_NO_LIVE_JOB("b") ")",
@@ -4303,7 +4338,8 @@ static const struct {
 		"<= ?3 AND m.slot_ms < ?1 AND " SQ_NO_LIVE_JOB("m") " AND NOT "
 		"EXISTS (SELECT 1 FROM outbox o WHERE "
 		"o.schedule = m.schedule AND o.slot_ms = m.slot_ms AND "
-		"o.state NOT IN (3, 6)) AND m.slot_ms < (SELECT max(n.slot_ms) "
+		"o.state NOT IN (" STORE_FROM_OUTBOX_PRUNE ")) AND m.slot_ms < "
+		"(SELECT max(n.slot_ms) "
 		"FROM slot_markers n WHERE n.schedule = m.schedule)",
 	},
 };

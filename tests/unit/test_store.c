@@ -3418,6 +3418,524 @@ static void concurrent_first_open(void **state)
 	fix_close(&f);
 }
 
+/*
+ * Issue 46: the conformance of every transition with the one table of the
+ * states (job, outbox and alert send states, alert statuses) it may leave (store_transitions[], the STORE_FROM_ macros both
+ * backends' SQL is spelled with). For each transition: one row in each
+ * state of its table, put there by raw SQL (so that the state is the only
+ * thing that differs: the same lease token, an unexpired lease or an
+ * expired one as the transition needs, due), then the transition through
+ * store.h on every row: it must change exactly the rows whose state is in
+ * its set. A backend whose SQL accepts one state more, or one less, fails
+ * here; a transition added to the table without a driver below fails too.
+ */
+#define CF_N 7 /* states 0..6: jobs and alerts use 0..3, sends 1..6 */
+
+static int cf_lo(enum store_trans_of of)
+{
+	return of == STORE_OF_JOB ? JOB_READY
+	       : of == STORE_OF_ALERT ? ALERT_OPEN : SEND_PENDING;
+}
+
+static int cf_hi(enum store_trans_of of)
+{
+	return of == STORE_OF_JOB ? JOB_DEAD
+	       : of == STORE_OF_ALERT ? ALERT_CLOSED : SEND_ABANDONED;
+}
+
+/* Raises a lost alert of (sched, T0) of generation gen; its id. */
+static int64_t cf_raise(struct fix *f, const char *sched, int64_t gen)
+{
+	struct store_alert a = {.slot_ms = T0, .last_slot_ms = T0,
+				.n_slots = 1, .attempts = 1,
+				.generation = gen};
+	bool created = false;
+	int64_t id = 0;
+
+	snprintf(a.schedule, sizeof(a.schedule), "%s", sched);
+	snprintf(a.reason, sizeof(a.reason), "%s", ALERT_REASON_LOST);
+	assert_int_equal(store_alert_raise(f->s, &a, &created, &id, NULL), 0);
+	assert_true(created);
+	return id;
+}
+
+/* Alerts of sched, one per status (generation status + 1, closed_ms 0),
+ * put there by raw SQL; ids[status]. */
+static void cf_alerts(void **state, struct fix *f, const char *sched,
+		      int64_t *ids)
+{
+	char sql[256];
+
+	for (int st = ALERT_OPEN; st <= ALERT_CLOSED; st++)
+		ids[st] = cf_raise(f, sched, st + 1);
+	snprintf(sql, sizeof(sql), "UPDATE alerts SET status = "
+		 "CAST(generation - 1 AS smallint), closed_ms = 0 WHERE "
+		 "schedule = '%s'", sched);
+	raw_sql(state, sql);
+}
+
+/* Alert id as the store has it; false when it is gone. */
+static bool cf_alert(struct fix *f, const char *sched, int64_t id,
+		     struct store_alert *out)
+{
+	struct alert_filter af = {.schedule = sched, .slot_ms = INT64_MIN,
+				  .since_ms = INT64_MIN,
+				  .until_ms = INT64_MAX};
+	struct store_alert *v = NULL;
+	size_t n = 0;
+	bool found = false;
+
+	assert_int_equal(store_alert_list(f->s, &af, &v, &n, NULL), 0);
+	for (size_t i = 0; i < n; i++)
+		if (v[i].id == id) {
+			*out = v[i];
+			found = true;
+		}
+	sc_free(v);
+	return found;
+}
+
+/* Jobs of schedule sched, one per state (slot T0 + state), claimed; then
+ * each set to its state by raw SQL. ids[st], toks[st] filled. */
+static void cf_jobs(void **state, struct fix *f, const char *sched,
+		    int64_t *ids, int64_t *toks)
+{
+	struct store_job j[CF_N];
+	char sql[512];
+
+	for (int st = JOB_READY; st <= JOB_DEAD; st++)
+		ids[st] = enqueue(f, sched, T0 + st, T0, NULL);
+	assert_int_equal(claim(f, "w", j, CF_N), JOB_DEAD + 1);
+	for (int i = 0; i <= JOB_DEAD; i++)
+		toks[j[i].slot_ms - T0] = j[i].lease_token;
+	snprintf(sql, sizeof(sql), "UPDATE jobs SET state = CAST(slot_ms - "
+		 "%lld AS smallint) WHERE schedule = '%s'", (long long)T0,
+		 sched);
+	raw_sql(state, sql);
+}
+
+/* The rows of schedule sched out of the way of the next transition. */
+static void cf_drop(void **state, const char *table, const char *col,
+		    const char *sched)
+{
+	char sql[256];
+
+	snprintf(sql, sizeof(sql), "DELETE FROM %s WHERE %s = '%s'", table,
+		 col, sched);
+	raw_sql(state, sql);
+}
+
+/* Outbox rows of (sched, T0), target "t<state>" in each send state. */
+static void cf_outbox(void **state, struct fix *f, const char *sched)
+{
+	char sql[512], t[16];
+	int k = snprintf(sql, sizeof(sql), "UPDATE outbox SET state = CASE "
+			 "target");
+
+	for (int st = SEND_PENDING; st <= SEND_ABANDONED; st++) {
+		snprintf(t, sizeof(t), "t%d", st);
+		assert_int_equal(store_outbox_put(f->s, sched, T0, t, "body",
+						  NULL, NULL), 0);
+		k += snprintf(sql + k, sizeof(sql) - (size_t)k,
+			      " WHEN '%s' THEN %d", t, st);
+	}
+	snprintf(sql + k, sizeof(sql) - (size_t)k, " END WHERE schedule = "
+		 "'%s'", sched);
+	raw_sql(state, sql);
+}
+
+static enum send_state cf_outbox_state(struct fix *f, const char *sched,
+				       int st, bool *has_body)
+{
+	struct outbox_entry e = {0};
+	char t[16];
+
+	snprintf(t, sizeof(t), "t%d", st);
+	assert_int_equal(store_outbox_get(f->s, sched, T0, t, &e, NULL), 0);
+	if (has_body)
+		*has_body = e.body != NULL;
+	store_outbox_entry_dispose(&e);
+	return e.state;
+}
+
+/* An alert of sched with one send per state (target "t<state>"), all
+ * claimed (sends[st]: id and token); then each set to its state, with
+ * next_try_ms and lease_expires_ms as given, by raw SQL. */
+static int64_t cf_sends(void **state, struct fix *f, const char *sched,
+			int64_t slot, struct store_alert_send *sends,
+			int64_t next_try, int64_t lease_exp)
+{
+	struct store_alert a = {.slot_ms = slot, .last_slot_ms = slot,
+				.n_slots = 1, .attempts = 1};
+	struct store_alert_send got[CF_N];
+	const char *targets[CF_N];
+	char names[CF_N][16], sql[640];
+	int64_t id = 0;
+	size_t n = 0;
+
+	snprintf(a.schedule, sizeof(a.schedule), "%s", sched);
+	snprintf(a.reason, sizeof(a.reason), "%s", ALERT_REASON_LOST);
+	bool created = false;
+	assert_int_equal(store_alert_raise(f->s, &a, &created, &id, NULL), 0);
+	assert_true(created);
+	for (int st = SEND_PENDING; st <= SEND_ABANDONED; st++) {
+		snprintf(names[st - 1], sizeof(names[0]), "t%d", st);
+		targets[st - 1] = names[st - 1];
+	}
+	assert_int_equal(store_alert_stage(f->s, id, 0, targets,
+					   SEND_ABANDONED, "m", NULL), 0);
+	assert_int_equal(store_alert_send_claim_of(f->s, id, 5 * MIN, got,
+						   CF_N, &n, NULL), 0);
+	assert_int_equal(n, SEND_ABANDONED);
+	for (size_t i = 0; i < n; i++) {
+		sends[atoi(got[i].target + 1)] = got[i];
+		sends[atoi(got[i].target + 1)].body = NULL;
+		store_alert_send_dispose(&got[i]);
+	}
+	int k = snprintf(sql, sizeof(sql), "UPDATE alert_sends SET "
+			 "next_try_ms = %lld, lease_expires_ms = %lld, state = "
+			 "CASE target", (long long)next_try,
+			 (long long)lease_exp);
+	for (int st = SEND_PENDING; st <= SEND_ABANDONED; st++)
+		k += snprintf(sql + k, sizeof(sql) - (size_t)k,
+			      " WHEN 't%d' THEN %d", st, st);
+	snprintf(sql + k, sizeof(sql) - (size_t)k, " END WHERE alert_id = "
+		 "%lld", (long long)id);
+	raw_sql(state, sql);
+	return id;
+}
+
+/* Which sends of alert id a claim takes now, as a mask of their states. */
+static unsigned cf_send_claim(struct fix *f, int64_t id)
+{
+	struct store_alert_send got[CF_N];
+	size_t n = 0;
+	unsigned mask = 0;
+
+	assert_int_equal(store_alert_send_claim_of(f->s, id, 5 * MIN, got,
+						   CF_N, &n, NULL), 0);
+	for (size_t i = 0; i < n; i++) {
+		mask |= 1u << atoi(got[i].target + 1);
+		store_alert_send_dispose(&got[i]);
+	}
+	return mask;
+}
+
+/* Runs transition x on one row per state; *done gets the mask of the
+ * states it changed. */
+static void cf_drive(void **state, struct fix *f,
+		     const struct store_transition *x, unsigned *done)
+{
+	char sched[32];
+	int64_t ids[CF_N] = {0}, toks[CF_N] = {0};
+	struct store_alert_send sends[CF_N];
+	struct store_job j;
+	int n = 0;
+
+	snprintf(sched, sizeof(sched), "cf%d", (int)x->t);
+	*done = 0;
+	switch (x->t) {
+	case STORE_T_CLAIM: {
+		struct store_job got[CF_N];
+		cf_jobs(state, f, sched, ids, toks);
+		size_t k = claim(f, "w2", got, CF_N);
+		for (size_t i = 0; i < k; i++)
+			*done |= 1u << (got[i].slot_ms - T0);
+		break;
+	}
+	case STORE_T_HEARTBEAT:
+	case STORE_T_FINISH:
+	case STORE_T_RELEASE:
+	case STORE_T_REVIVE:
+	case STORE_T_FENCE:
+		cf_jobs(state, f, sched, ids, toks);
+		for (int st = JOB_READY; st <= JOB_DEAD; st++) {
+			int rc;
+			if (x->t == STORE_T_HEARTBEAT)
+				rc = store_job_heartbeat(f->s, ids[st],
+							 toks[st], MIN, NULL);
+			else if (x->t == STORE_T_FINISH)
+				rc = store_job_finish(f->s, ids[st], toks[st],
+						      JOB_DONE, 0, NULL, NULL);
+			else if (x->t == STORE_T_RELEASE)
+				rc = store_job_release(f->s, ids[st], toks[st],
+						       NULL);
+			else if (x->t == STORE_T_REVIVE)
+				rc = store_job_revive(f->s, ids[st], 0, NULL);
+			else {
+				store_fence_set(f->s, ids[st], toks[st]);
+				rc = store_slot_mark(f->s, sched, T0 + st, NULL);
+				store_fence_clear(f->s);
+			}
+			/* A refusal is the lease's or the state's, never
+			 * another error. */
+			if (rc != 0)
+				assert_true(rc == SC_ELEASE || rc == SC_ESTATE);
+			*done |= (unsigned)(rc == 0) << st;
+		}
+		break;
+	case STORE_T_RECOVER:
+		cf_jobs(state, f, sched, ids, toks);
+		sc_clock_advance_ms(f->clock, 6 * MIN); /* every lease expired */
+		assert_int_equal(store_job_recover(f->s, 99, &n, NULL), 0);
+		for (int st = JOB_READY; st <= JOB_DEAD; st++) {
+			assert_int_equal(store_job_get(f->s, ids[st], &j, NULL),
+					 0);
+			*done |= (unsigned)(j.n_stalls > 0) << st;
+		}
+		break;
+	case STORE_T_LEASE_CLAMP:
+		cf_jobs(state, f, sched, ids, toks);
+		assert_int_equal(store_job_lease_clamp(f->s, MIN, 0, &n, NULL),
+				 0);
+		for (int st = JOB_READY; st <= JOB_DEAD; st++) {
+			assert_int_equal(store_job_get(f->s, ids[st], &j, NULL),
+					 0);
+			int64_t now = sc_clock_now_ms(f->clock);
+			*done |= (unsigned)(j.lease_expires_ms == now + MIN)
+				 << st;
+		}
+		break;
+	case STORE_T_JOB_PRUNE: {
+		struct store_prune_opts o = {.ledger_before_ms = 0,
+					     .jobs_before_ms = INT64_MAX,
+					     .outbox_before_ms = 0};
+		struct store_prune_result r = {0};
+		bool more = true;
+		cf_jobs(state, f, sched, ids, toks);
+		while (more)
+			assert_int_equal(store_prune_batch(f->s, &o, 1000, &r,
+							   &more, NULL), 0);
+		for (int st = JOB_READY; st <= JOB_DEAD; st++)
+			*done |= (unsigned)(store_job_get(f->s, ids[st], &j,
+							  NULL) == SC_ENOENT)
+				 << st;
+		break;
+	}
+	case STORE_T_OUTBOX_SET:
+	case STORE_T_OUTBOX_ABANDON:
+		cf_outbox(state, f, sched);
+		for (int st = SEND_PENDING; st <= SEND_ABANDONED; st++) {
+			char t[16];
+			bool closed = false;
+			int rc;
+			snprintf(t, sizeof(t), "t%d", st);
+			if (x->t == STORE_T_OUTBOX_SET) {
+				rc = store_outbox_set_state(f->s, sched, T0, t,
+							    SEND_FAILED, NULL);
+				if (rc != 0)
+					assert_int_equal(rc, SC_ESTATE);
+				*done |= (unsigned)(rc == 0) << st;
+				continue;
+			}
+			struct ledger_row row = abandon_row(t);
+			snprintf(row.schedule, sizeof(row.schedule), "%s",
+				 sched);
+			rc = store_outbox_abandon(f->s, sched, T0, t,
+						  (enum send_state)st, &row,
+						  &closed, NULL);
+			if (rc != 0)
+				assert_int_equal(rc, SC_EINVAL);
+			*done |= (unsigned)closed << st;
+		}
+		break;
+	case STORE_T_OUTBOX_UNKNOWN:
+		cf_outbox(state, f, sched);
+		assert_int_equal(store_outbox_mark_unknown(f->s, sched, T0, &n,
+							   NULL), 0);
+		for (int st = SEND_PENDING; st <= SEND_ABANDONED; st++)
+			if (cf_outbox_state(f, sched, st, NULL) !=
+			    (enum send_state)st)
+				*done |= 1u << st;
+		/* UNKNOWN stays UNKNOWN either way: the count tells. */
+		assert_int_equal(n, __builtin_popcount(*done) +
+			 (store_may_leave(x->t, SEND_UNKNOWN) ? 1 : 0));
+		if (store_may_leave(x->t, SEND_UNKNOWN))
+			*done |= 1u << SEND_UNKNOWN;
+		break;
+	case STORE_T_BODY_PRUNE:
+	case STORE_T_OUTBOX_PRUNE: {
+		/* Bodies: the slot marked, guards kept (jobs horizon 0).
+		 * Guards: no job in the slot, every horizon past. */
+		bool bodies = x->t == STORE_T_BODY_PRUNE;
+		struct store_prune_opts o = {
+			.jobs_before_ms = bodies ? 0 : INT64_MAX,
+			.outbox_before_ms = INT64_MAX};
+		struct store_prune_result r = {0};
+		bool more = true, body;
+		cf_outbox(state, f, sched);
+		assert_int_equal(store_slot_mark(f->s, sched, T0, NULL), 0);
+		while (more)
+			assert_int_equal(store_prune_batch(f->s, &o, 1000, &r,
+							   &more, NULL), 0);
+		struct store_outbox_row *v = NULL;
+		size_t nv = 0;
+		assert_int_equal(store_outbox_list(f->s, sched, T0, &v, &nv,
+						   NULL), 0);
+		unsigned left = 0;
+		for (size_t i = 0; i < nv; i++)
+			left |= 1u << atoi(v[i].target + 1);
+		free(v);
+		for (int st = SEND_PENDING; st <= SEND_ABANDONED; st++) {
+			if (!bodies) {
+				*done |= (unsigned)!(left & (1u << st)) << st;
+				continue;
+			}
+			assert_true(left & (1u << st));
+			cf_outbox_state(f, sched, st, &body);
+			*done |= (unsigned)!body << st;
+		}
+		break;
+	}
+	case STORE_T_SEND_CLAIM:
+	case STORE_T_SEND_RECLAIM: {
+		/* Due and leased on (claim), or not due and the lease
+		 * expired (reclaim): the state alone decides. */
+		int64_t now = sc_clock_now_ms(f->clock);
+		bool due = x->t == STORE_T_SEND_CLAIM;
+		int64_t id = cf_sends(state, f, sched, T0, sends,
+				      due ? 0 : INT64_MAX / 2,
+				      due ? now + 60 * MIN : 0);
+		*done = cf_send_claim(f, id);
+		break;
+	}
+	case STORE_T_SEND_FINISH: {
+		int64_t now = sc_clock_now_ms(f->clock);
+		cf_sends(state, f, sched, T0, sends, 0, now + 60 * MIN);
+		for (int st = SEND_PENDING; st <= SEND_ABANDONED; st++) {
+			int rc = store_alert_send_finish(
+				f->s, sends[st].id, sends[st].lease_token,
+				SEND_FAILED, now + MIN, "x", NULL, NULL);
+			if (rc != 0)
+				assert_int_equal(rc, SC_ELEASE);
+			*done |= (unsigned)(rc == 0) << st;
+		}
+		break;
+	}
+	case STORE_T_SEND_PRUNE: {
+		/* One closed alert per send state, each with one send of
+		 * that state; an alert goes only when its sends are all
+		 * closed. */
+		struct store_prune_opts o = {.ledger_before_ms = INT64_MAX};
+		struct store_prune_result r = {0};
+		int64_t al[CF_N];
+		bool more = true;
+		for (int st = SEND_PENDING; st <= SEND_ABANDONED; st++) {
+			char sql[256];
+			al[st] = cf_sends(state, f, sched, T0 + st, sends, 0,
+					  0);
+			snprintf(sql, sizeof(sql), "UPDATE alerts SET status "
+				 "= %d WHERE id = %lld; DELETE FROM "
+				 "alert_sends WHERE alert_id = %lld AND "
+				 "target <> 't%d'", ALERT_CLOSED,
+				 (long long)al[st], (long long)al[st], st);
+			raw_sql(state, sql);
+		}
+		while (more)
+			assert_int_equal(store_prune_batch(f->s, &o, 1000, &r,
+							   &more, NULL), 0);
+		for (int st = SEND_PENDING; st <= SEND_ABANDONED; st++) {
+			struct store_alert_send *v = NULL;
+			size_t nv = 0;
+			assert_int_equal(store_alert_sends(f->s, al[st], &v,
+							   &nv, NULL), 0);
+			*done |= (unsigned)(nv == 0) << st;
+			store_alert_sends_free(v, nv);
+		}
+		break;
+	}
+	case STORE_T_ALERT_CLOSE:
+	case STORE_T_ALERT_REALERT:
+		cf_alerts(state, f, sched, ids);
+		for (int st = ALERT_OPEN; st <= ALERT_CLOSED; st++) {
+			bool yes = false;
+			if (x->t == STORE_T_ALERT_CLOSE)
+				assert_int_equal(store_alert_close(
+					f->s, ids[st], ALERT_ACKED, "n", NULL,
+					NULL, &yes, NULL), 0);
+			else
+				assert_int_equal(store_alert_realert(
+					f->s, ids[st], 1, &yes, NULL), 0);
+			*done |= (unsigned)yes << st;
+		}
+		break;
+	case STORE_T_ALERT_SUPERSEDE:
+	case STORE_T_ALERT_PRUNE: {
+		struct store_prune_opts o = {.ledger_before_ms = INT64_MAX};
+		struct store_prune_result r = {0};
+		struct store_alert a;
+		bool more = true;
+		cf_alerts(state, f, sched, ids);
+		if (x->t == STORE_T_ALERT_SUPERSEDE)
+			cf_raise(f, sched, 9);
+		else
+			while (more)
+				assert_int_equal(store_prune_batch(
+					f->s, &o, 1000, &r, &more, NULL), 0);
+		for (int st = ALERT_OPEN; st <= ALERT_CLOSED; st++) {
+			bool there = cf_alert(f, sched, ids[st], &a);
+			if (x->t == STORE_T_ALERT_PRUNE)
+				*done |= (unsigned)!there << st;
+			else
+				*done |= (unsigned)(there && a.closed_ms != 0)
+					 << st;
+		}
+		break;
+	}
+	default:
+		fail_msg("transition %s has no conformance driver: add one "
+			 "to cf_drive", x->name);
+	}
+	/* Out of the way of the transitions after it. */
+	if (x->of == STORE_OF_JOB)
+		cf_drop(state, "jobs", "schedule", sched);
+	else if (x->of == STORE_OF_OUTBOX)
+		cf_drop(state, "outbox", "schedule", sched);
+	else {
+		char sql[256];
+		snprintf(sql, sizeof(sql), "DELETE FROM alert_sends WHERE "
+			 "alert_id IN (SELECT id FROM alerts WHERE schedule = "
+			 "'%s')", sched);
+		raw_sql(state, sql);
+		cf_drop(state, "alerts", "schedule", sched);
+	}
+}
+
+static void every_transition_leaves_exactly_its_states(void **state)
+{
+	struct fix f;
+
+	/* The SQL spellings are the enums' values. */
+	assert_int_equal(atoi(STORE_SQL_OPEN), ALERT_OPEN);
+	assert_int_equal(atoi(STORE_SQL_CLOSED), ALERT_CLOSED);
+	assert_int_equal(atoi(STORE_SQL_READY), JOB_READY);
+	assert_int_equal(atoi(STORE_SQL_ACTIVE), JOB_ACTIVE);
+	assert_int_equal(atoi(STORE_SQL_DONE), JOB_DONE);
+	assert_int_equal(atoi(STORE_SQL_DEAD), JOB_DEAD);
+	assert_int_equal(atoi(STORE_SQL_PENDING), SEND_PENDING);
+	assert_int_equal(atoi(STORE_SQL_SENDING), SEND_SENDING);
+	assert_int_equal(atoi(STORE_SQL_SENT), SEND_SENT);
+	assert_int_equal(atoi(STORE_SQL_FAILED), SEND_FAILED);
+	assert_int_equal(atoi(STORE_SQL_UNKNOWN), SEND_UNKNOWN);
+	assert_int_equal(atoi(STORE_SQL_ABANDONED), SEND_ABANDONED);
+	fix_open(state, &f);
+	for (int t = 0; t < STORE_T_N; t++) {
+		const struct store_transition *x = &store_transitions[t];
+		unsigned want = 0, got = 0;
+		assert_int_equal(x->t, t);
+		for (int st = cf_lo(x->of); st <= cf_hi(x->of); st++)
+			want |= (unsigned)store_may_leave(x->t, st) << st;
+		assert_true(want != 0);
+		cf_drive(state, &f, x, &got);
+		if (got != want)
+			fail_msg("%s on %s: left states 0x%x, the table says "
+				 "0x%x (%s %s)", x->name,
+				 store_backend_name(f.s), got, want, x->macro,
+				 x->from);
+	}
+	fix_close(&f);
+}
+
 /* The store URL as the daemon's reload warning prints it: no password. */
 static void store_url_for_log_hides_password(void **state)
 {
@@ -3496,6 +4014,7 @@ int main(void)
 		cmocka_unit_test(two_handles_recovering_one_job_list_it_once),
 		cmocka_unit_test(concurrent_recoveries_list_each_dead_job_once),
 		cmocka_unit_test(outbox_state_machine_and_guard),
+		cmocka_unit_test(every_transition_leaves_exactly_its_states),
 		cmocka_unit_test(fenced_writes_refuse_a_stale_lease),
 		cmocka_unit_test(slot_markers_are_idempotent),
 		cmocka_unit_test(complete_marked_writes_both_or_neither),
