@@ -1893,6 +1893,85 @@ enum store_commit store_commit_of_alert_send(enum send_state state);
 
 /* ---- end of durability ------------------------------------------------ */
 
+/* ---- rows as fields (store_field.c) ---------------------------------- */
+
+/*
+ * How a struct the store reads and writes maps to a row's columns, one
+ * description for both backends: a table of fields in column order (the
+ * order of its column list: STORE_JOB_COLS, STORE_ALERT_COLS, ...). Each
+ * backend has one reader (columns c0.. of a row into a struct, field i
+ * from column c0 + i) and one binder (a run of fields into consecutive
+ * parameters) that follow a table; neither knows a struct.
+ *
+ * The kinds, and what SQL NULL is:
+ *   TEXT  char[size]: read truncated to size - 1 and terminated, NULL
+ *         reads as ""; bound as text.
+ *   DUP   char *, allocated (the struct's owner frees it): NULL reads and
+ *         binds as NULL; a failed copy sets the reader's *oom.
+ *   I32   int or an enum (4 bytes); I64 int64_t: NULL reads as 0.
+ *   BOOL  bool: SQLite an integer (non-zero: true), PostgreSQL a boolean.
+ *   OPT   int64_t with a bool has-flag at offset `has`: NULL reads as
+ *         has false, value 0; has false binds NULL.
+ * Thread-safety: the tables are constant.
+ */
+enum store_fkind {
+	STORE_F_TEXT,
+	STORE_F_DUP,
+	STORE_F_I32,
+	STORE_F_I64,
+	STORE_F_BOOL,
+	STORE_F_OPT,
+};
+
+struct store_field {
+	uint8_t kind;               /* enum store_fkind */
+	uint16_t off;               /* offsetof the member */
+	uint16_t size;              /* sizeof the member (TEXT: its room) */
+	uint16_t has;               /* OPT: offsetof its has-flag */
+};
+
+struct store_fields {
+	const struct store_field *f;
+	size_t n;
+};
+
+/* struct store_job, STORE_JOB_COLS (its policy inlined; `overlapped` is
+ * no column). */
+extern const struct store_fields store_job_fields;
+/* struct store_alert, STORE_ALERT_COLS. store_alert_raise writes fields
+ * STORE_ALERT_RAISE_F0 .. + STORE_ALERT_RAISE_NF (schedule .. job_id) as
+ * its first parameters; the store sets the rest. */
+extern const struct store_fields store_alert_fields;
+#define STORE_ALERT_RAISE_F0 1
+#define STORE_ALERT_RAISE_NF 10
+/* struct store_pause, STORE_PAUSE_COLS. store_pause_set writes all but
+ * the last (resumed: store_pause_end's). */
+extern const struct store_fields store_pause_fields;
+/* struct ledger_row: id, then the columns a row is written with (field
+ * 1 on, STORE_LEDGER_COLS). */
+extern const struct store_fields store_ledger_fields;
+/* struct store_alert_send, the columns SEND_COLS of each backend: the
+ * send row (state and body as the statement gives them: a NULL body
+ * reads as NULL), then its alert's schedule, slot_ms, reason, created_ms. */
+extern const struct store_fields store_send_fields;
+/* struct store_node, STORE_NODE_COLS (the clock offset last: SQLite
+ * keeps none and writes all but it). */
+extern const struct store_fields store_node_fields;
+/* struct store_dead_job: job id, schedule, slot_ms, attempt, error_msg. */
+extern const struct store_fields store_dead_fields;
+/* struct store_cron: schedule, from_ms, cron, tz, recorded_ms. */
+extern const struct store_fields store_cron_fields;
+/* struct store_outbox_row: target, state, n_tries. */
+extern const struct store_fields store_outbox_row_fields;
+/* struct store_sched_last: schedule, slot_ms. */
+extern const struct store_fields store_sched_last_fields;
+/* struct store_last_ok: schedule, id, slot_ms, finished_ms. */
+extern const struct store_fields store_last_ok_fields;
+/* struct store_sla_last: schedule, delivered_ms, first_ms. */
+extern const struct store_fields store_sla_last_fields;
+
+/* ---- end of rows as fields -------------------------------------------- */
+
 extern const struct store_ops store_sqlite_ops;
 extern const struct store_ops store_pg_ops;
 

@@ -1,0 +1,151 @@
+/*
+ * store_field.c - how each struct the store reads and writes maps to the
+ * columns of a row (store.h, "rows as fields"), written once for both
+ * backends: store_sqlite.c and store_pg.c each have one reader and one
+ * binder that follow these tables, and no reader or binder of their own
+ * per struct.
+ *
+ * Invariants:
+ *   - A table lists its struct's members in the order of the columns
+ *     the backends select (STORE_JOB_COLS, STORE_ALERT_COLS, ...): field
+ *     i is column c0 + i. Changing a column list changes its table here.
+ *   - Each entry's size is its member's; F() refuses at compile time a
+ *     member whose size does not fit its kind (an enum wider than 4
+ *     bytes, an int64 read as I32).
+ *   - Constant data: no handle, no I/O; safe from any thread.
+ */
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "store.h"
+
+#define MSIZE(T, m) sizeof(((T *)0)->m)
+/* 0, or a compile error when ok is false. */
+#define CHECK(ok) (0 * sizeof(char[(ok) ? 1 : -1]))
+#define FITS(k, T, m)                                                     \
+	((k) == STORE_F_I32 ? MSIZE(T, m) == 4                               \
+	 : (k) == STORE_F_I64 ? MSIZE(T, m) == 8                             \
+	 : (k) == STORE_F_BOOL ? MSIZE(T, m) == sizeof(bool)                 \
+	 : (k) == STORE_F_DUP ? MSIZE(T, m) == sizeof(char *)                \
+	 : MSIZE(T, m) > 1)
+#define F(k, T, m)                                                        \
+	{STORE_F_##k, (uint16_t)offsetof(T, m),                              \
+	 (uint16_t)(MSIZE(T, m) + CHECK(FITS(STORE_F_##k, T, m))), 0}
+#define OPT(T, m, h)                                                      \
+	{STORE_F_OPT, (uint16_t)offsetof(T, m),                              \
+	 (uint16_t)(MSIZE(T, m) + CHECK(MSIZE(T, m) == 8)),                  \
+	 (uint16_t)offsetof(T, h)}
+#define TABLE(name, v)                                                    \
+	const struct store_fields name = {v, sizeof(v) / sizeof((v)[0])}
+
+#define J struct store_job
+static const struct store_field job[] = {
+	F(I64, J, id), F(TEXT, J, schedule), F(I64, J, slot_ms),
+	F(I32, J, state), F(I32, J, attempts), F(I32, J, n_stalls),
+	F(I32, J, policy.attempts), F(I32, J, policy.backoff),
+	F(I64, J, policy.delay_ms), F(I64, J, run_at_ms),
+	F(I64, J, lease_token), F(TEXT, J, lease_owner),
+	F(I64, J, lease_expires_ms), F(I64, J, started_ms),
+	F(I64, J, created_ms), F(BOOL, J, manual),
+};
+TABLE(store_job_fields, job);
+#undef J
+
+#define A struct store_alert
+static const struct store_field alert[] = {
+	F(I64, A, id), F(TEXT, A, schedule), F(I64, A, slot_ms),
+	F(I64, A, last_slot_ms), F(I64, A, n_slots), F(TEXT, A, reason),
+	F(I64, A, generation), F(I32, A, status), F(I32, A, attempts),
+	F(TEXT, A, error_msg), F(I64, A, job_id), F(I32, A, rounds),
+	F(I32, A, staged_rounds), F(I64, A, created_ms), F(I64, A, round_ms),
+	F(I64, A, closed_ms), F(TEXT, A, note),
+};
+TABLE(store_alert_fields, alert);
+#undef A
+
+#define P struct store_pause
+static const struct store_field pause[] = {
+	F(TEXT, P, schedule), F(I64, P, from_ms), F(I64, P, until_ms),
+	F(TEXT, P, by), F(TEXT, P, note), F(BOOL, P, resumed),
+};
+TABLE(store_pause_fields, pause);
+#undef P
+
+#define L struct ledger_row
+static const struct store_field ledger[] = {
+	F(I64, L, id), F(TEXT, L, schedule), F(I64, L, slot_ms),
+	F(I64, L, job_id), F(I32, L, attempt), F(I64, L, started_ms),
+	F(I64, L, finished_ms), F(TEXT, L, outcome), F(TEXT, L, error_class),
+	F(DUP, L, error_msg), F(I64, L, retry_hint_ms),
+	F(DUP, L, details_json),
+};
+TABLE(store_ledger_fields, ledger);
+#undef L
+
+#define S struct store_alert_send
+static const struct store_field send[] = {
+	F(I64, S, id), F(I64, S, alert_id), F(I32, S, round),
+	F(TEXT, S, target), F(I32, S, state), F(I32, S, n_tries),
+	F(I64, S, next_try_ms), F(I64, S, lease_token), F(I64, S, created_ms),
+	F(I64, S, sent_ms), F(TEXT, S, last_error), F(DUP, S, body),
+	F(TEXT, S, schedule), F(I64, S, slot_ms), F(TEXT, S, reason),
+	F(I64, S, alert_created_ms),
+};
+TABLE(store_send_fields, send);
+#undef S
+
+#define N struct store_node
+static const struct store_field node[] = {
+	F(TEXT, N, id), F(TEXT, N, host), F(I64, N, pid),
+	F(TEXT, N, version), F(TEXT, N, config_digest),
+	F(I64, N, started_ms), F(I64, N, seen_ms),
+	OPT(N, clock_offset_ms, has_clock_offset),
+};
+TABLE(store_node_fields, node);
+#undef N
+
+#define D struct store_dead_job
+static const struct store_field dead[] = {
+	F(I64, D, job_id), F(TEXT, D, schedule), F(I64, D, slot_ms),
+	F(I32, D, attempt), F(TEXT, D, error_msg),
+};
+TABLE(store_dead_fields, dead);
+#undef D
+
+#define C struct store_cron
+static const struct store_field cron[] = {
+	F(TEXT, C, schedule), F(I64, C, from_ms), F(TEXT, C, cron),
+	F(TEXT, C, tz), F(I64, C, recorded_ms),
+};
+TABLE(store_cron_fields, cron);
+#undef C
+
+#define O struct store_outbox_row
+static const struct store_field outbox_row[] = {
+	F(TEXT, O, target), F(I32, O, state), F(I32, O, n_tries),
+};
+TABLE(store_outbox_row_fields, outbox_row);
+#undef O
+
+#define X struct store_sched_last
+static const struct store_field sched_last[] = {
+	F(TEXT, X, schedule), F(I64, X, slot_ms),
+};
+TABLE(store_sched_last_fields, sched_last);
+#undef X
+
+#define K struct store_last_ok
+static const struct store_field last_ok[] = {
+	F(TEXT, K, schedule), F(I64, K, id), F(I64, K, slot_ms),
+	F(I64, K, finished_ms),
+};
+TABLE(store_last_ok_fields, last_ok);
+#undef K
+
+#define Q struct store_sla_last
+static const struct store_field sla_last[] = {
+	F(TEXT, Q, schedule), F(I64, Q, delivered_ms), F(I64, Q, first_ms),
+};
+TABLE(store_sla_last_fields, sla_last);
+#undef Q
