@@ -1935,6 +1935,38 @@ struct store_fields {
 	size_t n;
 };
 
+/*
+ * What a backend gives the one reader and the one binder: how to read a
+ * column of its current row (src: a statement or a result and its row)
+ * and how to set a parameter (dst: a statement or an argument list;
+ * parameters are set in order p0, p0 + 1, ...). The kinds are mapped to
+ * these here, once; a backend only speaks its library.
+ */
+struct store_col_ops {
+	bool (*is_null)(const void *src, int col);
+	int64_t (*i64)(const void *src, int col);
+	bool (*truth)(const void *src, int col);   /* a boolean column */
+	void (*text)(const void *src, int col, char *out, size_t n);
+	char *(*dup)(const void *src, int col, bool *oom);
+};
+struct store_param_ops {
+	void (*null)(void *dst, int p);
+	void (*i64)(void *dst, int p, int64_t v);
+	void (*truth)(void *dst, int p, bool v);
+	void (*text)(void *dst, int p, const char *s); /* s never NULL */
+};
+
+/* Reads columns c0.. of src into the members of x that t names (the
+ * rest of x is left as it is). False when a copy could not be allocated
+ * (that member NULL, the others read: the caller's free sees what x
+ * holds). */
+bool store_fields_read(const struct store_col_ops *ops, const void *src,
+		       int c0, const struct store_fields *t, void *x);
+/* Sets parameters p0.. of dst from fields f[0..n) of x; x NULL: every
+ * parameter NULL but numbers 0 and booleans false. */
+void store_fields_bind(const struct store_param_ops *ops, void *dst, int p0,
+		       const struct store_field *f, size_t n, const void *x);
+
 /* struct store_job, STORE_JOB_COLS (its policy inlined; `overlapped` is
  * no column). */
 extern const struct store_fields store_job_fields;

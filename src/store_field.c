@@ -5,6 +5,11 @@
  * binder that follow these tables, and no reader or binder of their own
  * per struct.
  *
+ * store_fields_read and store_fields_bind map each kind to what a
+ * backend can do (read a column as an integer, a text, a copy, a boolean,
+ * or see that it is NULL; set a parameter likewise), so the backends
+ * hold no switch over the kinds.
+ *
  * Invariants:
  *   - A table lists its struct's members in the order of the columns
  *     the backends select (STORE_JOB_COLS, STORE_ALERT_COLS, ...): field
@@ -149,3 +154,74 @@ static const struct store_field sla_last[] = {
 };
 TABLE(store_sla_last_fields, sla_last);
 #undef Q
+
+bool store_fields_read(const struct store_col_ops *ops, const void *src,
+		       int c0, const struct store_fields *t, void *x)
+{
+	bool oom = false;
+
+	for (size_t i = 0; i < t->n; i++) {
+		const struct store_field *f = &t->f[i];
+		char *m = (char *)x + f->off;
+		int c = c0 + (int)i;
+		switch (f->kind) {
+		case STORE_F_TEXT:
+			ops->text(src, c, m, f->size);
+			break;
+		case STORE_F_DUP:
+			*(char **)m = ops->dup(src, c, &oom);
+			break;
+		case STORE_F_I32:
+			*(int32_t *)m = (int32_t)ops->i64(src, c);
+			break;
+		case STORE_F_I64:
+			*(int64_t *)m = ops->i64(src, c);
+			break;
+		case STORE_F_BOOL:
+			*(bool *)m = ops->truth(src, c);
+			break;
+		case STORE_F_OPT:
+			*(bool *)((char *)x + f->has) = !ops->is_null(src, c);
+			*(int64_t *)m = ops->i64(src, c);
+			break;
+		}
+	}
+	return !oom;
+}
+
+void store_fields_bind(const struct store_param_ops *ops, void *dst, int p0,
+		       const struct store_field *f, size_t n, const void *x)
+{
+	for (size_t i = 0; i < n; i++, f++) {
+		const char *m = x ? (const char *)x + f->off : NULL;
+		const char *s = NULL;
+		int p = p0 + (int)i;
+		switch (f->kind) {
+		case STORE_F_TEXT:
+			s = m;
+			break;
+		case STORE_F_DUP:
+			s = m ? *(char *const *)m : NULL;
+			break;
+		case STORE_F_I32:
+			ops->i64(dst, p, m ? *(const int32_t *)m : 0);
+			continue;
+		case STORE_F_I64:
+			ops->i64(dst, p, m ? *(const int64_t *)m : 0);
+			continue;
+		case STORE_F_BOOL:
+			ops->truth(dst, p, m && *(const bool *)m);
+			continue;
+		case STORE_F_OPT:
+			if (m && *(const bool *)((const char *)x + f->has))
+				ops->i64(dst, p, *(const int64_t *)m);
+			else
+				ops->null(dst, p);
+			continue;
+		}
+		if (s)
+			ops->text(dst, p, s);
+		else
+			ops->null(dst, p);
+	}
+}

@@ -1555,40 +1555,38 @@ static void arg_fence(struct args *a, const struct store_fence *f)
 	}
 }
 
-/*
- * The one binder (store.h, "rows as fields"): fields f[0..n) of x as the
- * next parameters; x NULL: NULL texts, zero numbers, false, NULL options.
- * A text parameter points into x: x outlives the statement's run.
- */
+/* The parameters of a statement, for the one binder (store.h, "rows as
+ * fields"): appended in order, so the number is not needed. */
+static void par_null(void *a, int p)
+{
+	arg_str(a, NULL);
+}
+
+static void par_i64(void *a, int p, int64_t v)
+{
+	arg_i64(a, v);
+}
+
+static void par_truth(void *a, int p, bool v)
+{
+	arg_bool(a, v);
+}
+
+static void par_text(void *a, int p, const char *s)
+{
+	arg_str(a, s);
+}
+
+static const struct store_param_ops params = {
+	par_null, par_i64, par_truth, par_text,
+};
+
+/* Fields f[0..n) of x as the next parameters. A text parameter points
+ * into x: x outlives the statement's run. */
 static void arg_fields(struct args *a, const struct store_field *f, size_t n,
 		       const void *x)
 {
-	for (size_t i = 0; i < n; i++, f++) {
-		const char *m = x ? (const char *)x + f->off : NULL;
-		switch (f->kind) {
-		case STORE_F_TEXT:
-			arg_str(a, m);
-			break;
-		case STORE_F_DUP:
-			arg_str(a, m ? *(char *const *)m : NULL);
-			break;
-		case STORE_F_I32:
-			arg_i64(a, m ? *(const int32_t *)m : 0);
-			break;
-		case STORE_F_I64:
-			arg_i64(a, m ? *(const int64_t *)m : 0);
-			break;
-		case STORE_F_BOOL:
-			arg_bool(a, m && *(const bool *)m);
-			break;
-		case STORE_F_OPT:
-			if (m && *(const bool *)((const char *)x + f->has))
-				arg_i64(a, *(const int64_t *)m);
-			else
-				arg_str(a, NULL);
-			break;
-		}
-	}
+	store_fields_bind(&params, a, 0, f, n, x);
 }
 
 /* The eleven parameters of a ledger row, LEDGER_COLS's order: its fields
@@ -2421,45 +2419,60 @@ static char *get_dup(const PGresult *r, int row, int col, bool *oom)
 	return s;
 }
 
-/*
- * The one row reader (store.h, "rows as fields"): columns c0.. of row
- * `row` of r into the members of x that t names; the rest of x is left
- * as it is. *oom set when a copy could not be allocated (that member
- * NULL: the caller's free sees what x holds).
- */
+/* A row of a result, for the one reader (store.h, "rows as fields"). */
+struct cell {
+	const PGresult *r;
+	int row;
+};
+
+static bool cell_null(const void *x, int c)
+{
+	const struct cell *k = x;
+
+	return PQgetisnull(k->r, k->row, c);
+}
+
+static int64_t cell_i64(const void *x, int c)
+{
+	const struct cell *k = x;
+
+	return get_i64(k->r, k->row, c);
+}
+
+static bool cell_truth(const void *x, int c)
+{
+	const struct cell *k = x;
+
+	return PQgetvalue(k->r, k->row, c)[0] == 't';
+}
+
+static void cell_text(const void *x, int c, char *out, size_t n)
+{
+	const struct cell *k = x;
+
+	get_str(k->r, k->row, c, out, n);
+}
+
+static char *cell_dup(const void *x, int c, bool *oom)
+{
+	const struct cell *k = x;
+
+	return get_dup(k->r, k->row, c, oom);
+}
+
+static const struct store_col_ops cols = {
+	cell_null, cell_i64, cell_truth, cell_text, cell_dup,
+};
+
+/* Columns c0.. of row `row` of r into x by t; *oom (NULL: a table
+ * without a copy) set when out of memory. */
 static void get_fields(const PGresult *r, int row, int c0,
 		       const struct store_fields *t, void *x, bool *oom)
 {
-	bool none;
+	struct cell k = {r, row};
 
-	if (!oom)
-		oom = &none; /* a table without a copy */
-	for (size_t i = 0; i < t->n; i++) {
-		const struct store_field *f = &t->f[i];
-		char *m = (char *)x + f->off;
-		int c = c0 + (int)i;
-		switch (f->kind) {
-		case STORE_F_TEXT:
-			get_str(r, row, c, m, f->size);
-			break;
-		case STORE_F_DUP:
-			*(char **)m = get_dup(r, row, c, oom);
-			break;
-		case STORE_F_I32:
-			*(int32_t *)m = (int32_t)get_i64(r, row, c);
-			break;
-		case STORE_F_I64:
-			*(int64_t *)m = get_i64(r, row, c);
-			break;
-		case STORE_F_BOOL:
-			*(bool *)m = PQgetvalue(r, row, c)[0] == 't';
-			break;
-		case STORE_F_OPT:
-			*(bool *)((char *)x + f->has) = !PQgetisnull(r, row, c);
-			*(int64_t *)m = get_i64(r, row, c);
-			break;
-		}
-	}
+	if (!store_fields_read(&cols, &k, c0, t, x) && oom)
+		*oom = true;
 }
 
 /* A job from a row selected with STORE_JOB_COLS (j zeroed first). */

@@ -1772,79 +1772,73 @@ static char *dup_text(sqlite3_stmt *st, int col, bool *oom)
 	return d;
 }
 
-/*
- * The one row reader (store.h, "rows as fields"): columns c0.. of st's
- * row into the members of x that t names; the rest of x is left as it
- * is. False when a copy could not be allocated (the members read so far
- * are set, a failed one NULL: the caller's free sees what x holds).
- * A switch, no call per field: the claim reads its jobs through it.
- */
+/* The columns and parameters of a statement, for the one reader and
+ * binder (store.h, "rows as fields"). */
+static bool col_null(const void *st, int c)
+{
+	return sqlite3_column_type((sqlite3_stmt *)st, c) == SQLITE_NULL;
+}
+
+static int64_t col_i64(const void *st, int c)
+{
+	return sqlite3_column_int64((sqlite3_stmt *)st, c);
+}
+
+static bool col_truth(const void *st, int c)
+{
+	return sqlite3_column_int((sqlite3_stmt *)st, c) != 0;
+}
+
+static void col_text(const void *st, int c, char *out, size_t n)
+{
+	copy_text(out, n, (sqlite3_stmt *)st, c);
+}
+
+static char *col_dup(const void *st, int c, bool *oom)
+{
+	return dup_text((sqlite3_stmt *)st, c, oom);
+}
+
+static const struct store_col_ops cols = {
+	col_null, col_i64, col_truth, col_text, col_dup,
+};
+
+static void par_null(void *st, int p)
+{
+	sqlite3_bind_null(st, p);
+}
+
+static void par_i64(void *st, int p, int64_t v)
+{
+	sqlite3_bind_int64(st, p, v);
+}
+
+static void par_truth(void *st, int p, bool v)
+{
+	sqlite3_bind_int(st, p, v);
+}
+
+static void par_text(void *st, int p, const char *s)
+{
+	sqlite3_bind_text(st, p, s, -1, SQLITE_STATIC);
+}
+
+static const struct store_param_ops params = {
+	par_null, par_i64, par_truth, par_text,
+};
+
+/* Columns c0.. of st's row into x by t: false when out of memory. */
 static bool read_fields(sqlite3_stmt *st, int c0,
 			const struct store_fields *t, void *x)
 {
-	bool oom = false;
-
-	for (size_t i = 0; i < t->n; i++) {
-		const struct store_field *f = &t->f[i];
-		char *m = (char *)x + f->off;
-		int c = c0 + (int)i;
-		switch (f->kind) {
-		case STORE_F_TEXT:
-			copy_text(m, f->size, st, c);
-			break;
-		case STORE_F_DUP:
-			*(char **)m = dup_text(st, c, &oom);
-			break;
-		case STORE_F_I32:
-			*(int32_t *)m = sqlite3_column_int(st, c);
-			break;
-		case STORE_F_I64:
-			*(int64_t *)m = sqlite3_column_int64(st, c);
-			break;
-		case STORE_F_BOOL:
-			*(bool *)m = sqlite3_column_int(st, c) != 0;
-			break;
-		case STORE_F_OPT:
-			*(bool *)((char *)x + f->has) =
-				sqlite3_column_type(st, c) != SQLITE_NULL;
-			*(int64_t *)m = sqlite3_column_int64(st, c);
-			break;
-		}
-	}
-	return !oom;
+	return store_fields_read(&cols, st, c0, t, x);
 }
 
-/* The one binder: fields f[0..n) of x into parameters p0.. of st. */
+/* Fields f[0..n) of x into parameters p0.. of st. */
 static void bind_fields(sqlite3_stmt *st, int p0, const struct store_field *f,
 			size_t n, const void *x)
 {
-	for (size_t i = 0; i < n; i++, f++) {
-		const char *m = (const char *)x + f->off;
-		int p = p0 + (int)i;
-		switch (f->kind) {
-		case STORE_F_TEXT:
-			bind_text(st, p, m);
-			break;
-		case STORE_F_DUP:
-			bind_text(st, p, *(char *const *)m);
-			break;
-		case STORE_F_I32:
-			sqlite3_bind_int(st, p, *(const int32_t *)m);
-			break;
-		case STORE_F_I64:
-			sqlite3_bind_int64(st, p, *(const int64_t *)m);
-			break;
-		case STORE_F_BOOL:
-			sqlite3_bind_int(st, p, *(const bool *)m);
-			break;
-		case STORE_F_OPT:
-			if (*(const bool *)((const char *)x + f->has))
-				sqlite3_bind_int64(st, p, *(const int64_t *)m);
-			else
-				sqlite3_bind_null(st, p);
-			break;
-		}
-	}
+	store_fields_bind(&params, st, p0, f, n, x);
 }
 
 /* A job from columns STORE_JOB_COLS of st's row (j zeroed first). */
