@@ -1993,6 +1993,8 @@ extern const struct store_fields store_node_fields;
 extern const struct store_fields store_dead_fields;
 /* struct store_cron: schedule, from_ms, cron, tz, recorded_ms. */
 extern const struct store_fields store_cron_fields;
+/* struct outbox_entry: state, n_tries, sent_ms, body. */
+extern const struct store_fields store_outbox_entry_fields;
 /* struct store_outbox_row: target, state, n_tries. */
 extern const struct store_fields store_outbox_row_fields;
 /* struct store_sched_last: schedule, slot_ms. */

@@ -126,6 +126,14 @@ static const struct store_field cron[] = {
 TABLE(store_cron_fields, cron);
 #undef C
 
+#define E struct outbox_entry
+static const struct store_field outbox_entry[] = {
+	F(I32, E, state), F(I32, E, n_tries), F(I64, E, sent_ms),
+	F(DUP, E, body),
+};
+TABLE(store_outbox_entry_fields, outbox_entry);
+#undef E
+
 #define O struct store_outbox_row
 static const struct store_field outbox_row[] = {
 	F(TEXT, O, target), F(I32, O, state), F(I32, O, n_tries),

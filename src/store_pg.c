@@ -4051,19 +4051,17 @@ static int pg_outbox_put(void *impl, const struct store_fence *fence,
 static int get_outbox(const PGresult *res, int c, const char *target,
 		      struct outbox_entry *out, struct sc_err *err)
 {
+	struct outbox_entry e = {0};
 	bool oom = false;
 
-	/* A guard keeps its row when prune takes its body (store.h). */
-	if (PQgetisnull(res, 0, c + 3) && get_i64(res, 0, c) != SEND_SENT)
-		return sc_err_set(err, SC_ECORRUPT, "outbox row of target %s "
-				  "has no message body", target);
-	char *body = get_dup(res, 0, c + 3, &oom);
+	get_fields(res, 0, c, &store_outbox_entry_fields, &e, &oom);
 	if (oom)
 		return sc_err_set(err, SC_ENOMEM, "out of memory");
-	out->state = (enum send_state)get_i64(res, 0, c);
-	out->n_tries = (int)get_i64(res, 0, c + 1);
-	out->sent_ms = get_i64(res, 0, c + 2);
-	out->body = body;
+	/* A guard keeps its row when prune takes its body (store.h). */
+	if (!e.body && e.state != SEND_SENT)
+		return sc_err_set(err, SC_ECORRUPT, "outbox row of target %s "
+				  "has no message body", target);
+	*out = e;
 	return 0;
 }
 

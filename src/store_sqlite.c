@@ -3692,7 +3692,6 @@ static int sq_outbox_get(void *impl, const char *schedule, int64_t slot_ms,
 {
 	struct sq *q = impl;
 	struct outbox_entry e = {0};
-	bool oom = false;
 	sqlite3_stmt *st = NULL;
 	int rc = prep(q, ST_OUTBOX_GET, &st, err);
 
@@ -3701,11 +3700,7 @@ static int sq_outbox_get(void *impl, const char *schedule, int64_t slot_ms,
 	bind_slot_target(st, schedule, slot_ms, target);
 	rc = step_one(q, st, "outbox get", "no outbox row for target", err);
 	if (!rc) {
-		e.state = (enum send_state)sqlite3_column_int(st, 0);
-		e.n_tries = sqlite3_column_int(st, 1);
-		e.sent_ms = sqlite3_column_int64(st, 2);
-		e.body = dup_text(st, 3, &oom);
-		if (oom)
+		if (!read_fields(st, 0, &store_outbox_entry_fields, &e))
 			rc = sc_err_set(err, SC_ENOMEM, "out of memory");
 		else if (!e.body && e.state != SEND_SENT) /* prune: store.h */
 			rc = sc_err_set(err, SC_ECORRUPT,

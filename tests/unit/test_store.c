@@ -2750,6 +2750,26 @@ static void slot_look_reads_the_marker_and_the_first_staged_target(void **state)
 	look(&f, T0 + 1, abc, 3, &marked, &staged, &body);
 	assert_int_equal(staged, -1);
 
+	/* A staged row whose body is gone (prune takes only a guard's) is
+	 * corrupt, named, on both reads; a guard reads without one. */
+	raw_sql(state, "DELETE FROM outbox_body WHERE target = 'c'");
+	assert_int_equal(store_outbox_get(f.s, "s", T0, "c", &e, &err),
+			 SC_ECORRUPT);
+	assert_non_null(strstr(err.msg, "outbox row of target c has no "
+				"message body"));
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(store_slot_look(f.s, "s", T0, cb, 2, &marked,
+					 &staged, &e, &err), SC_ECORRUPT);
+	assert_non_null(strstr(err.msg, "outbox row of target c has no "
+				"message body"));
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(store_outbox_set_state(f.s, "s", T0, "c", SEND_SENT,
+						NULL), 0);
+	assert_int_equal(store_outbox_get(f.s, "s", T0, "c", &e, NULL), 0);
+	assert_int_equal(e.state, SEND_SENT);
+	assert_int_equal(e.n_tries, 1);
+	assert_null(e.body);
+
 	/* A marked slot is done, whatever its outbox holds. */
 	assert_int_equal(store_slot_mark(f.s, "s", T0, NULL), 0);
 	look(&f, T0, abc, 3, &marked, &staged, &body);
