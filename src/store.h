@@ -1979,13 +1979,21 @@ extern const struct store_fields store_alert_fields;
 /* struct store_pause, STORE_PAUSE_COLS. store_pause_set writes all but
  * the last (resumed: store_pause_end's). */
 extern const struct store_fields store_pause_fields;
-/* struct ledger_row: id, then the columns a row is written with (field
- * 1 on, STORE_LEDGER_COLS). */
+/* struct ledger_row: id, then STORE_LEDGER_COLS, the columns a row is
+ * written with (field 1 on). */
 extern const struct store_fields store_ledger_fields;
-/* struct store_alert_send, the columns SEND_COLS of each backend: the
- * send row (state and body as the statement gives them: a NULL body
- * reads as NULL), then its alert's schedule, slot_ms, reason, created_ms. */
+#define STORE_LEDGER_COLS                                                 \
+	"schedule, slot_ms, job_id, attempt, started_ms, finished_ms, "      \
+	"outcome, error_class, error_msg, retry_hint_ms, details_json"
+/* struct store_alert_send, STORE_SEND_COLS: the send row s (its state
+ * and body as the statement gives them: a NULL body reads as NULL), then
+ * its alert a's schedule, slot_ms, reason, created_ms. */
 extern const struct store_fields store_send_fields;
+#define STORE_SEND_COLS(state, body)                                      \
+	"s.id, s.alert_id, s.round, s.target, " state ", s.n_tries, "        \
+	"s.next_try_ms, s.lease_token, s.created_ms, s.sent_ms, "            \
+	"s.last_error, " body ", a.schedule, a.slot_ms, a.reason, "          \
+	"a.created_ms"
 /* struct store_node, STORE_NODE_COLS (the clock offset last: SQLite
  * keeps none and writes all but it). */
 extern const struct store_fields store_node_fields;

@@ -561,9 +561,7 @@ static const char *const *const migrations[SCHEMA_VERSION] = {
 /* ---- statements ------------------------------------------------------- */
 
 
-#define LEDGER_COLS                                                        \
-	"schedule, slot_ms, job_id, attempt, started_ms, finished_ms, "    \
-	"outcome, error_class, error_msg, retry_hint_ms, details_json"
+#define LEDGER_COLS STORE_LEDGER_COLS
 /* store_sched_summaries' schedules of the ledger: the heads (migration
  * 9), one row per schedule that has a ledger row. */
 #define PG_SUM_NAMES_ALL "n(name) AS (SELECT schedule FROM ledger_head)"
@@ -617,13 +615,9 @@ static const char *const *const migrations[SCHEMA_VERSION] = {
 	"SELECT h.schedule, l.id, l.slot_ms, l.finished_ms FROM ledger_head" \
 	" h CROSS JOIN LATERAL (SELECT id, slot_ms, finished_ms FROM ledger" \
 	" WHERE id = h.ok_id LIMIT 1) l ORDER BY h.schedule COLLATE \"C\""
-/* A send row and its alert's fields, as get_send reads them; the state
+/* A send row and its alert's fields (store_send_fields); the state
  * column and the body column are given by the statement. */
-#define SEND_COLS(state, body)                                             \
-	"s.id, s.alert_id, s.round, s.target, " state ", s.n_tries, "       \
-	"s.next_try_ms, s.lease_token, s.created_ms, s.sent_ms, "           \
-	"s.last_error, " body ", a.schedule, a.slot_ms, a.reason, "         \
-	"a.created_ms"
+#define SEND_COLS STORE_SEND_COLS
 #define NOTIFY "pg_notify('" CHANNEL "', '')"
 /*
  * Evaluated by a statement that wrote something that must survive a crash

@@ -581,14 +581,10 @@ static const char *const migrations[SCHEMA_VERSION] = {
  * is given by the statement (a claim reports an expired SENDING as
  * UNKNOWN), column 11 is the body or NULL. */
 #define SEND_COLS(state, body)                                            \
-	"s.id, s.alert_id, s.round, s.target, " state ", s.n_tries, "        \
-	"s.next_try_ms, s.lease_token, s.created_ms, s.sent_ms, "            \
-	"s.last_error, " body ", a.schedule, a.slot_ms, a.reason, "          \
-	"a.created_ms FROM alert_sends s JOIN alerts a ON a.id = s.alert_id"
+	STORE_SEND_COLS(state, body)                                         \
+	" FROM alert_sends s JOIN alerts a ON a.id = s.alert_id"
 
-#define LEDGER_COLS                                                       \
-	"id, schedule, slot_ms, job_id, attempt, started_ms, finished_ms, "  \
-	"outcome, error_class, error_msg, retry_hint_ms, details_json"
+#define LEDGER_COLS "id, " STORE_LEDGER_COLS
 
 #define LEDGER_COLS_L                                                     \
 	"l.id, l.schedule, l.slot_ms, l.job_id, l.attempt, l.started_ms, "   \
