@@ -1970,6 +1970,9 @@ void store_fields_bind(const struct store_param_ops *ops, void *dst, int p0,
 /* struct store_job, STORE_JOB_COLS (its policy inlined; `overlapped` is
  * no column). */
 extern const struct store_fields store_job_fields;
+/* struct sc_retry_policy: attempts, backoff, delay_ms, as an enqueue
+ * writes them (a job's max_attempts, backoff, delay_ms). */
+extern const struct store_fields store_policy_fields;
 /* struct store_alert, STORE_ALERT_COLS. store_alert_raise writes fields
  * STORE_ALERT_RAISE_F0 .. + STORE_ALERT_RAISE_NF (schedule .. job_id) as
  * its first parameters; the store sets the rest. */

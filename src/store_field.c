@@ -57,6 +57,13 @@ static const struct store_field job[] = {
 TABLE(store_job_fields, job);
 #undef J
 
+#define R struct sc_retry_policy
+static const struct store_field policy[] = {
+	F(I32, R, attempts), F(I32, R, backoff), F(I64, R, delay_ms),
+};
+TABLE(store_policy_fields, policy);
+#undef R
+
 #define A struct store_alert
 static const struct store_field alert[] = {
 	F(I64, A, id), F(TEXT, A, schedule), F(I64, A, slot_ms),

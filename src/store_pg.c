@@ -2781,9 +2781,7 @@ fail_alloc:
 
 static void arg_policy(struct args *a, const struct sc_retry_policy *pol)
 {
-	arg_i64(a, pol->attempts);
-	arg_i64(a, (int64_t)pol->backoff);
-	arg_i64(a, pol->delay_ms);
+	arg_fields(a, store_policy_fields.f, store_policy_fields.n, pol);
 }
 
 static int pg_job_enqueue(void *impl, const char *schedule, int64_t slot_ms,

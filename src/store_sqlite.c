@@ -2500,9 +2500,7 @@ static int insert_job(struct sq *q, const char *schedule, int64_t slot_ms,
 	if (rc)
 		return rc;
 	bind_slot(st, schedule, slot_ms);
-	sqlite3_bind_int(st, 3, p->attempts);
-	sqlite3_bind_int(st, 4, (int)p->backoff);
-	sqlite3_bind_int64(st, 5, p->delay_ms);
+	bind_fields(st, 3, store_policy_fields.f, store_policy_fields.n, p);
 	sqlite3_bind_int64(st, 6, run_at_ms);
 	sqlite3_bind_int64(st, 7, now_ms(q));
 	sqlite3_bind_int(st, 8, manual);
