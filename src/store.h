@@ -2035,6 +2035,130 @@ bool store_body_may_be_pruned(enum send_state state);
 
 /* ---- end of transitions ---------------------------------------------- */
 
+/* ---- rows as fields (store_field.c) ---------------------------------- */
+
+/*
+ * How a struct the store reads and writes maps to a row's columns, one
+ * description for both backends: a table of fields in column order (the
+ * order of its column list: STORE_JOB_COLS, STORE_ALERT_COLS, ...). Each
+ * backend has one reader (columns c0.. of a row into a struct, field i
+ * from column c0 + i) and one binder (a run of fields into consecutive
+ * parameters) that follow a table; neither knows a struct.
+ *
+ * The kinds, and what SQL NULL is:
+ *   TEXT  char[size]: read truncated to size - 1 and terminated, NULL
+ *         reads as ""; bound as text.
+ *   DUP   char *, allocated (the struct's owner frees it): NULL reads and
+ *         binds as NULL; a failed copy sets the reader's *oom.
+ *   I32   int or an enum (4 bytes); I64 int64_t: NULL reads as 0.
+ *   BOOL  bool: SQLite an integer (non-zero: true), PostgreSQL a boolean.
+ *   OPT   int64_t with a bool has-flag at offset `has`: NULL reads as
+ *         has false, value 0; has false binds NULL.
+ * Thread-safety: the tables are constant.
+ */
+enum store_fkind {
+	STORE_F_TEXT,
+	STORE_F_DUP,
+	STORE_F_I32,
+	STORE_F_I64,
+	STORE_F_BOOL,
+	STORE_F_OPT,
+};
+
+struct store_field {
+	uint8_t kind;               /* enum store_fkind */
+	uint16_t off;               /* offsetof the member */
+	uint16_t size;              /* sizeof the member (TEXT: its room) */
+	uint16_t has;               /* OPT: offsetof its has-flag */
+};
+
+struct store_fields {
+	const struct store_field *f;
+	size_t n;
+};
+
+/*
+ * What a backend gives the one reader and the one binder: how to read a
+ * column of its current row (src: a statement or a result and its row)
+ * and how to set a parameter (dst: a statement or an argument list;
+ * parameters are set in order p0, p0 + 1, ...). The kinds are mapped to
+ * these here, once; a backend only speaks its library.
+ */
+struct store_col_ops {
+	bool (*is_null)(const void *src, int col);
+	int64_t (*i64)(const void *src, int col);
+	bool (*truth)(const void *src, int col);   /* a boolean column */
+	void (*text)(const void *src, int col, char *out, size_t n);
+	char *(*dup)(const void *src, int col, bool *oom);
+};
+struct store_param_ops {
+	void (*null)(void *dst, int p);
+	void (*i64)(void *dst, int p, int64_t v);
+	void (*truth)(void *dst, int p, bool v);
+	void (*text)(void *dst, int p, const char *s); /* s never NULL */
+};
+
+/* Reads columns c0.. of src into the members of x that t names (the
+ * rest of x is left as it is). False when a copy could not be allocated
+ * (that member NULL, the others read: the caller's free sees what x
+ * holds). */
+bool store_fields_read(const struct store_col_ops *ops, const void *src,
+		       int c0, const struct store_fields *t, void *x);
+/* Sets parameters p0.. of dst from fields f[0..n) of x; x NULL: every
+ * parameter NULL but numbers 0 and booleans false. */
+void store_fields_bind(const struct store_param_ops *ops, void *dst, int p0,
+		       const struct store_field *f, size_t n, const void *x);
+
+/* struct store_job, STORE_JOB_COLS (its policy inlined; `overlapped` is
+ * no column). */
+extern const struct store_fields store_job_fields;
+/* struct sc_retry_policy: attempts, backoff, delay_ms, as an enqueue
+ * writes them (a job's max_attempts, backoff, delay_ms). */
+extern const struct store_fields store_policy_fields;
+/* struct store_alert, STORE_ALERT_COLS. store_alert_raise writes fields
+ * STORE_ALERT_RAISE_F0 .. + STORE_ALERT_RAISE_NF (schedule .. job_id) as
+ * its first parameters; the store sets the rest. */
+extern const struct store_fields store_alert_fields;
+#define STORE_ALERT_RAISE_F0 1
+#define STORE_ALERT_RAISE_NF 10
+/* struct store_pause, STORE_PAUSE_COLS. store_pause_set writes all but
+ * the last (resumed: store_pause_end's). */
+extern const struct store_fields store_pause_fields;
+/* struct ledger_row: id, then STORE_LEDGER_COLS, the columns a row is
+ * written with (field 1 on). */
+extern const struct store_fields store_ledger_fields;
+#define STORE_LEDGER_COLS                                                 \
+	"schedule, slot_ms, job_id, attempt, started_ms, finished_ms, "      \
+	"outcome, error_class, error_msg, retry_hint_ms, details_json"
+/* struct store_alert_send, STORE_SEND_COLS: the send row s (its state
+ * and body as the statement gives them: a NULL body reads as NULL), then
+ * its alert a's schedule, slot_ms, reason, created_ms. */
+extern const struct store_fields store_send_fields;
+#define STORE_SEND_COLS(state, body)                                      \
+	"s.id, s.alert_id, s.round, s.target, " state ", s.n_tries, "        \
+	"s.next_try_ms, s.lease_token, s.created_ms, s.sent_ms, "            \
+	"s.last_error, " body ", a.schedule, a.slot_ms, a.reason, "          \
+	"a.created_ms"
+/* struct store_node, STORE_NODE_COLS (the clock offset last: SQLite
+ * keeps none and writes all but it). */
+extern const struct store_fields store_node_fields;
+/* struct store_dead_job: job id, schedule, slot_ms, attempt, error_msg. */
+extern const struct store_fields store_dead_fields;
+/* struct store_cron: schedule, from_ms, cron, tz, recorded_ms. */
+extern const struct store_fields store_cron_fields;
+/* struct outbox_entry: state, n_tries, sent_ms, body. */
+extern const struct store_fields store_outbox_entry_fields;
+/* struct store_outbox_row: target, state, n_tries. */
+extern const struct store_fields store_outbox_row_fields;
+/* struct store_sched_last: schedule, slot_ms. */
+extern const struct store_fields store_sched_last_fields;
+/* struct store_last_ok: schedule, id, slot_ms, finished_ms. */
+extern const struct store_fields store_last_ok_fields;
+/* struct store_sla_last: schedule, delivered_ms, first_ms. */
+extern const struct store_fields store_sla_last_fields;
+
+/* ---- end of rows as fields -------------------------------------------- */
+
 extern const struct store_ops store_sqlite_ops;
 extern const struct store_ops store_pg_ops;
 

@@ -561,9 +561,7 @@ static const char *const *const migrations[SCHEMA_VERSION] = {
 /* ---- statements ------------------------------------------------------- */
 
 
-#define LEDGER_COLS                                                        \
-	"schedule, slot_ms, job_id, attempt, started_ms, finished_ms, "    \
-	"outcome, error_class, error_msg, retry_hint_ms, details_json"
+#define LEDGER_COLS STORE_LEDGER_COLS
 /* store_sched_summaries' schedules of the ledger: the heads (migration
  * 9), one row per schedule that has a ledger row. */
 #define PG_SUM_NAMES_ALL "n(name) AS (SELECT schedule FROM ledger_head)"
@@ -620,13 +618,9 @@ static const char *const *const migrations[SCHEMA_VERSION] = {
 	"SELECT h.schedule, l.id, l.slot_ms, l.finished_ms FROM ledger_head" \
 	" h CROSS JOIN LATERAL (SELECT id, slot_ms, finished_ms FROM ledger" \
 	" WHERE id = h.ok_id LIMIT 1) l ORDER BY h.schedule COLLATE \"C\""
-/* A send row and its alert's fields, as get_send reads them; the state
+/* A send row and its alert's fields (store_send_fields); the state
  * column and the body column are given by the statement. */
-#define SEND_COLS(state, body)                                             \
-	"s.id, s.alert_id, s.round, s.target, " state ", s.n_tries, "       \
-	"s.next_try_ms, s.lease_token, s.created_ms, s.sent_ms, "           \
-	"s.last_error, " body ", a.schedule, a.slot_ms, a.reason, "         \
-	"a.created_ms"
+#define SEND_COLS STORE_SEND_COLS
 #define NOTIFY "pg_notify('" CHANNEL "', '')"
 /*
  * Evaluated by a statement that wrote something that must survive a crash
@@ -1601,24 +1595,46 @@ static void arg_fence(struct args *a, const struct store_fence *f)
 	}
 }
 
-/* The eleven parameters of a ledger row, LEDGER_COLS's order (NULL row:
- * NULL texts and zeros). */
+/* The parameters of a statement, for the one binder (store.h, "rows as
+ * fields"): appended in order, so the number is not needed. */
+static void par_null(void *a, int p)
+{
+	arg_str(a, NULL);
+}
+
+static void par_i64(void *a, int p, int64_t v)
+{
+	arg_i64(a, v);
+}
+
+static void par_truth(void *a, int p, bool v)
+{
+	arg_bool(a, v);
+}
+
+static void par_text(void *a, int p, const char *s)
+{
+	arg_str(a, s);
+}
+
+static const struct store_param_ops params = {
+	par_null, par_i64, par_truth, par_text,
+};
+
+/* Fields f[0..n) of x as the next parameters. A text parameter points
+ * into x: x outlives the statement's run. */
+static void arg_fields(struct args *a, const struct store_field *f, size_t n,
+		       const void *x)
+{
+	store_fields_bind(&params, a, 0, f, n, x);
+}
+
+/* The eleven parameters of a ledger row, LEDGER_COLS's order: its fields
+ * but the id, the store's (NULL row: NULL texts and zeros). */
 static void arg_ledger_row(struct args *a, const struct ledger_row *row)
 {
-	static const struct ledger_row none;
-	const struct ledger_row *r = row ? row : &none;
-
-	arg_str(a, row ? r->schedule : NULL);
-	arg_i64(a, r->slot_ms);
-	arg_i64(a, r->job_id);
-	arg_i64(a, r->attempt);
-	arg_i64(a, r->started_ms);
-	arg_i64(a, r->finished_ms);
-	arg_str(a, row ? r->outcome : NULL);
-	arg_str(a, row ? r->error_class : NULL);
-	arg_str(a, r->error_msg);
-	arg_i64(a, r->retry_hint_ms);
-	arg_str(a, r->details_json);
+	arg_fields(a, store_ledger_fields.f + 1, store_ledger_fields.n - 1,
+		   row);
 }
 
 static int64_t now_ms(const struct pg *p)
@@ -2443,31 +2459,68 @@ static char *get_dup(const PGresult *r, int row, int col, bool *oom)
 	return s;
 }
 
-/* Fills a job from a row selected with STORE_JOB_COLS. */
+/* A row of a result, for the one reader (store.h, "rows as fields"). */
+struct cell {
+	const PGresult *r;
+	int row;
+};
+
+static bool cell_null(const void *x, int c)
+{
+	const struct cell *k = x;
+
+	return PQgetisnull(k->r, k->row, c);
+}
+
+static int64_t cell_i64(const void *x, int c)
+{
+	const struct cell *k = x;
+
+	return get_i64(k->r, k->row, c);
+}
+
+static bool cell_truth(const void *x, int c)
+{
+	const struct cell *k = x;
+
+	return PQgetvalue(k->r, k->row, c)[0] == 't';
+}
+
+static void cell_text(const void *x, int c, char *out, size_t n)
+{
+	const struct cell *k = x;
+
+	get_str(k->r, k->row, c, out, n);
+}
+
+static char *cell_dup(const void *x, int c, bool *oom)
+{
+	const struct cell *k = x;
+
+	return get_dup(k->r, k->row, c, oom);
+}
+
+static const struct store_col_ops cols = {
+	cell_null, cell_i64, cell_truth, cell_text, cell_dup,
+};
+
+/* Columns c0.. of row `row` of r into x by t; *oom (NULL: a table
+ * without a copy) set when out of memory. */
+static void get_fields(const PGresult *r, int row, int c0,
+		       const struct store_fields *t, void *x, bool *oom)
+{
+	struct cell k = {r, row};
+
+	if (!store_fields_read(&cols, &k, c0, t, x) && oom)
+		*oom = true;
+}
+
+/* A job from a row selected with STORE_JOB_COLS (j zeroed first). */
 static void get_job(const PGresult *r, int row, struct store_job *j)
 {
 	memset(j, 0, sizeof(*j));
-	j->id = get_i64(r, row, 0);
-	get_str(r, row, 1, j->schedule, sizeof(j->schedule));
-	j->slot_ms = get_i64(r, row, 2);
-	j->state = (enum job_state)get_i64(r, row, 3);
-	j->attempts = (int)get_i64(r, row, 4);
-	j->n_stalls = (int)get_i64(r, row, 5);
-	j->policy.attempts = (int)get_i64(r, row, 6);
-	j->policy.backoff = (enum sc_backoff)get_i64(r, row, 7);
-	j->policy.delay_ms = get_i64(r, row, 8);
-	j->run_at_ms = get_i64(r, row, 9);
-	j->lease_token = get_i64(r, row, 10);
-	get_str(r, row, 11, j->lease_owner, sizeof(j->lease_owner));
-	j->lease_expires_ms = get_i64(r, row, 12);
-	j->started_ms = get_i64(r, row, 13);
-	j->created_ms = get_i64(r, row, 14);
-	j->manual = PQgetvalue(r, row, 15)[0] == 't';
+	get_fields(r, row, 0, &store_job_fields, j, NULL);
 }
-
-/* Reads row `row` of r into x, an element zeroed for it; *oom set when
- * an allocation of it failed (the element counts all the same). */
-typedef void (*row_fn)(const PGresult *r, int row, void *x, bool *oom);
 
 /*
  * The row loop of every read of many rows: reads up to max rows of res
@@ -2475,7 +2528,7 @@ typedef void (*row_fn)(const PGresult *r, int row, void *x, bool *oom);
  * how many it read; *oom as read sets it.
  */
 static size_t fill_rows(PGresult *res, void *out, size_t max, size_t sz,
-			row_fn read, bool *oom)
+			const struct store_fields *t, bool *oom)
 {
 	size_t got = (size_t)PQntuples(res);
 
@@ -2484,7 +2537,7 @@ static size_t fill_rows(PGresult *res, void *out, size_t max, size_t sz,
 	for (size_t i = 0; i < got; i++) {
 		void *x = (char *)out + i * sz;
 		memset(x, 0, sz);
-		read(res, (int)i, x, oom);
+		get_fields(res, (int)i, 0, t, x, oom);
 	}
 	PQclear(res);
 	return got;
@@ -2497,7 +2550,7 @@ static size_t fill_rows(PGresult *res, void *out, size_t max, size_t sz,
  * and what was read is freed.
  */
 static int take_rows(struct pg *p, enum stmt st, const struct args *a,
-		     size_t sz, row_fn read,
+		     size_t sz, const struct store_fields *t,
 		     void (*dispose)(void *v, size_t n), void **out,
 		     size_t *n, struct sc_err *err)
 {
@@ -2515,7 +2568,7 @@ static int take_rows(struct pg *p, enum stmt st, const struct args *a,
 		PQclear(res);
 		return sc_err_set(err, SC_ENOMEM, "out of memory");
 	}
-	len = fill_rows(res, v, len, sz, read, &oom);
+	len = fill_rows(res, v, len, sz, t, &oom);
 	if (oom) {
 		if (dispose)
 			dispose(v, len);
@@ -2526,11 +2579,6 @@ static int take_rows(struct pg *p, enum stmt st, const struct args *a,
 	*out = v;
 	*n = len;
 	return 0;
-}
-
-static void job_row(const PGresult *r, int row, void *x, bool *oom)
-{
-	get_job(r, row, x);
 }
 
 /* ---- open, migrate, close --------------------------------------------- */
@@ -2779,9 +2827,7 @@ fail_alloc:
 
 static void arg_policy(struct args *a, const struct sc_retry_policy *pol)
 {
-	arg_i64(a, pol->attempts);
-	arg_i64(a, (int64_t)pol->backoff);
-	arg_i64(a, pol->delay_ms);
+	arg_fields(a, store_policy_fields.f, store_policy_fields.n, pol);
 }
 
 static int pg_job_enqueue(void *impl, const char *schedule, int64_t slot_ms,
@@ -2948,19 +2994,11 @@ done:
 }
 
 /* Every schedule's state in one read (the scheduler's plan). */
-static void sched_last_row(const PGresult *r, int row, void *p, bool *oom)
-{
-	struct store_sched_last *x = p;
-
-	get_str(r, row, 0, x->schedule, sizeof(x->schedule));
-	x->slot_ms = get_i64(r, row, 1);
-}
-
 static int pg_sched_last_all(void *impl, struct store_sched_last **out,
 			     size_t *n, struct sc_err *err)
 {
 	return take_rows(impl, ST_SCHED_ALL, NULL, sizeof(**out),
-			 sched_last_row, NULL, (void **)out, n, err);
+			 &store_sched_last_fields, NULL, (void **)out, n, err);
 }
 
 /* Many states in one statement (so one transaction and one round trip),
@@ -3822,25 +3860,6 @@ static void row_dispose(struct ledger_row *r)
 	sc_free(r->details_json);
 }
 
-/* Reads id and LEDGER_COLS from column c0 of row `row` into r. */
-static void pg_read_row(const PGresult *res, int row, int c0,
-			struct ledger_row *r, bool *oom)
-{
-	memset(r, 0, sizeof(*r));
-	r->id = get_i64(res, row, c0);
-	get_str(res, row, c0 + 1, r->schedule, sizeof(r->schedule));
-	r->slot_ms = get_i64(res, row, c0 + 2);
-	r->job_id = get_i64(res, row, c0 + 3);
-	r->attempt = (int)get_i64(res, row, c0 + 4);
-	r->started_ms = get_i64(res, row, c0 + 5);
-	r->finished_ms = get_i64(res, row, c0 + 6);
-	get_str(res, row, c0 + 7, r->outcome, sizeof(r->outcome));
-	get_str(res, row, c0 + 8, r->error_class, sizeof(r->error_class));
-	r->error_msg = get_dup(res, row, c0 + 9, oom);
-	r->retry_hint_ms = get_i64(res, row, c0 + 10);
-	r->details_json = get_dup(res, row, c0 + 11, oom);
-}
-
 /* The rows of res (PQclear'd here); with rec, column 12 into *rec. */
 static int pg_read_rows(PGresult *res, struct ledger_row **rows,
 			int64_t **rec, size_t *n, struct sc_err *err)
@@ -3858,7 +3877,7 @@ static int pg_read_rows(PGresult *res, struct ledger_row **rows,
 	r = rec ? calloc(got, sizeof(*r)) : NULL;
 	oom = !out || (rec && !r);
 	for (size_t i = 0; !oom && i < got; i++) {
-		pg_read_row(res, (int)i, 0, &out[i], &oom);
+		get_fields(res, (int)i, 0, &store_ledger_fields, &out[i], &oom);
 		if (rec)
 			r[i] = get_i64(res, (int)i, 12);
 	}
@@ -3979,10 +3998,9 @@ static int pg_ledger_lost(void *impl, const struct ledger_filter *f,
 	return rc ? rc : pg_read_rows(res, rows, recovered_ms, n, err);
 }
 
-static void summary_row(const PGresult *r, int row, void *p, bool *oom)
+static void summary_row(const PGresult *r, int row,
+			struct store_sched_summary *x, bool *oom)
 {
-	struct store_sched_summary *x = p;
-
 	get_str(r, row, 0, x->schedule, sizeof(x->schedule));
 	x->counts.ready_due = get_i64(r, row, 1);
 	x->counts.delayed = get_i64(r, row, 2);
@@ -3992,12 +4010,7 @@ static void summary_row(const PGresult *r, int row, void *p, bool *oom)
 			 x->counts.delayed - x->counts.active - x->counts.dead;
 	x->has_last = !PQgetisnull(r, row, 6);
 	if (x->has_last)
-		pg_read_row(r, row, 6, &x->last, oom);
-}
-
-static void summaries_free(void *v, size_t n)
-{
-	store_sched_summaries_free(v, n);
+		get_fields(r, row, 6, &store_ledger_fields, &x->last, oom);
 }
 
 static int pg_sched_summaries(void *impl, const char *schedule,
@@ -4006,23 +4019,28 @@ static int pg_sched_summaries(void *impl, const char *schedule,
 {
 	struct pg *p = impl;
 	struct args a = {0};
+	PGresult *res;
+	bool oom = false;
+	int rc;
 
 	arg_i64(&a, now_ms(p));
 	if (schedule)
 		arg_str(&a, schedule);
-	return take_rows(p, schedule ? ST_SUMMARIES_ONE : ST_SUMMARIES, &a,
-			 sizeof(**out), summary_row, summaries_free,
-			 (void **)out, n, err);
-}
-
-static void last_ok_row(const PGresult *r, int row, void *p, bool *oom)
-{
-	struct store_last_ok *x = p;
-
-	get_str(r, row, 0, x->schedule, sizeof(x->schedule));
-	x->id = get_i64(r, row, 1);
-	x->slot_ms = get_i64(r, row, 2);
-	x->finished_ms = get_i64(r, row, 3);
+	rc = run(p, schedule ? ST_SUMMARIES_ONE : ST_SUMMARIES, &a, &res, err);
+	if (rc)
+		return rc;
+	size_t len = (size_t)PQntuples(res);
+	struct store_sched_summary *v = len ? calloc(len, sizeof(*v)) : NULL;
+	for (size_t i = 0; v && i < len; i++)
+		summary_row(res, (int)i, &v[i], &oom);
+	PQclear(res);
+	if (oom || (len && !v)) {
+		store_sched_summaries_free(v, v ? len : 0);
+		return sc_err_set(err, SC_ENOMEM, "out of memory");
+	}
+	*out = v;
+	*n = len;
+	return 0;
 }
 
 static int pg_last_successes(void *impl, struct store_last_ok **out,
@@ -4030,7 +4048,7 @@ static int pg_last_successes(void *impl, struct store_last_ok **out,
 {
 	struct args a = {0};
 
-	return take_rows(impl, ST_LAST_OK, &a, sizeof(**out), last_ok_row, NULL,
+	return take_rows(impl, ST_LAST_OK, &a, sizeof(**out), &store_last_ok_fields, NULL,
 			 (void **)out, n, err);
 }
 
@@ -4071,20 +4089,17 @@ static int pg_outbox_put(void *impl, const struct store_fence *fence,
 static int get_outbox(const PGresult *res, int c, const char *target,
 		      struct outbox_entry *out, struct sc_err *err)
 {
+	struct outbox_entry e = {0};
 	bool oom = false;
 
-	/* A guard keeps its row when prune takes its body (store.h). */
-	if (PQgetisnull(res, 0, c + 3) &&
-	    !store_body_may_be_pruned((enum send_state)get_i64(res, 0, c)))
-		return sc_err_set(err, SC_ECORRUPT, "outbox row of target %s "
-				  "has no message body", target);
-	char *body = get_dup(res, 0, c + 3, &oom);
+	get_fields(res, 0, c, &store_outbox_entry_fields, &e, &oom);
 	if (oom)
 		return sc_err_set(err, SC_ENOMEM, "out of memory");
-	out->state = (enum send_state)get_i64(res, 0, c);
-	out->n_tries = (int)get_i64(res, 0, c + 1);
-	out->sent_ms = get_i64(res, 0, c + 2);
-	out->body = body;
+	/* A guard keeps its row when prune takes its body (store.h). */
+	if (!e.body && !store_body_may_be_pruned(e.state))
+		return sc_err_set(err, SC_ECORRUPT, "outbox row of target %s "
+				  "has no message body", target);
+	*out = e;
 	return 0;
 }
 
@@ -4217,15 +4232,6 @@ static int pg_slot_look(void *impl, const char *schedule, int64_t slot_ms,
 	return rc;
 }
 
-static void outbox_row(const PGresult *r, int row, void *p, bool *oom)
-{
-	struct store_outbox_row *x = p;
-
-	get_str(r, row, 0, x->target, sizeof(x->target));
-	x->state = (enum send_state)get_i64(r, row, 1);
-	x->n_tries = (int)get_i64(r, row, 2);
-}
-
 static int pg_outbox_list(void *impl, const char *schedule, int64_t slot_ms,
 			  struct store_outbox_row **out, size_t *n,
 			  struct sc_err *err)
@@ -4233,7 +4239,7 @@ static int pg_outbox_list(void *impl, const char *schedule, int64_t slot_ms,
 	struct args a = {0};
 
 	arg_slot(&a, schedule, slot_ms);
-	return take_rows(impl, ST_OUTBOX_LIST, &a, sizeof(**out), outbox_row,
+	return take_rows(impl, ST_OUTBOX_LIST, &a, sizeof(**out), &store_outbox_row_fields,
 			 NULL, (void **)out, n, err);
 }
 
@@ -4353,11 +4359,7 @@ static int pg_pause_set(void *impl, const struct store_pause *p,
 {
 	struct args a = {0};
 
-	arg_str(&a, p->schedule);
-	arg_i64(&a, p->from_ms);
-	arg_i64(&a, p->until_ms);
-	arg_str(&a, p->by);
-	arg_str(&a, p->note);
+	arg_fields(&a, store_pause_fields.f, store_pause_fields.n - 1, p);
 	arg_dur(&a, STORE_COMMIT_PAUSE);
 	return run_n(impl, ST_PAUSE_SET, &a, NULL, err);
 }
@@ -4377,18 +4379,6 @@ static int pg_pause_end(void *impl, const char *schedule, int64_t at_ms,
 	return rc;
 }
 
-/* Row `row` of r (columns STORE_PAUSE_COLS) into *p. */
-static void read_pause(const PGresult *r, int row, struct store_pause *p)
-{
-	memset(p, 0, sizeof(*p));
-	get_str(r, row, 0, p->schedule, sizeof(p->schedule));
-	p->from_ms = get_i64(r, row, 1);
-	p->until_ms = get_i64(r, row, 2);
-	get_str(r, row, 3, p->by, sizeof(p->by));
-	get_str(r, row, 4, p->note, sizeof(p->note));
-	p->resumed = PQgetvalue(r, row, 5)[0] == 't';
-}
-
 static int pg_pause_get(void *impl, const char *schedule,
 			struct store_pause *out, struct sc_err *err)
 {
@@ -4400,20 +4390,15 @@ static int pg_pause_get(void *impl, const char *schedule,
 	rc = run_one(impl, ST_PAUSE_GET, &a, "not paused", &res, err);
 	if (rc)
 		return rc;
-	read_pause(res, 0, out);
+	get_fields(res, 0, 0, &store_pause_fields, out, NULL);
 	PQclear(res);
 	return 0;
-}
-
-static void pause_row(const PGresult *r, int row, void *x, bool *oom)
-{
-	read_pause(r, row, x);
 }
 
 static int pg_pause_all(void *impl, struct store_pause **out, size_t *n,
 			struct sc_err *err)
 {
-	return take_rows(impl, ST_PAUSE_ALL, NULL, sizeof(**out), pause_row,
+	return take_rows(impl, ST_PAUSE_ALL, NULL, sizeof(**out), &store_pause_fields,
 			 NULL, (void **)out, n, err);
 }
 
@@ -4422,18 +4407,10 @@ static int pg_node_beat(void *impl, const struct store_node *n,
 {
 	struct pg *p = impl;
 	struct args a = {0};
+	struct store_node m = *n;
 
-	arg_str(&a, n->id);
-	arg_str(&a, n->host);
-	arg_i64(&a, n->pid);
-	arg_str(&a, n->version);
-	arg_str(&a, n->config_digest);
-	arg_i64(&a, n->started_ms);
-	arg_i64(&a, now_ms(p));
-	if (n->has_clock_offset)
-		arg_i64(&a, n->clock_offset_ms);
-	else
-		arg_str(&a, NULL);
+	m.seen_ms = now_ms(p);
+	arg_fields(&a, store_node_fields.f, store_node_fields.n, &m);
 	return run_n(impl, ST_NODE_BEAT, &a, NULL, err);
 }
 
@@ -4445,25 +4422,10 @@ static int pg_node_leave(void *impl, const char *id, struct sc_err *err)
 	return run_n(impl, ST_NODE_LEAVE, &a, NULL, err);
 }
 
-static void node_row(const PGresult *r, int row, void *p, bool *oom)
-{
-	struct store_node *x = p;
-
-	get_str(r, row, 0, x->id, sizeof(x->id));
-	get_str(r, row, 1, x->host, sizeof(x->host));
-	x->pid = get_i64(r, row, 2);
-	get_str(r, row, 3, x->version, sizeof(x->version));
-	get_str(r, row, 4, x->config_digest, sizeof(x->config_digest));
-	x->started_ms = get_i64(r, row, 5);
-	x->seen_ms = get_i64(r, row, 6);
-	x->has_clock_offset = !PQgetisnull(r, row, 7);
-	x->clock_offset_ms = get_i64(r, row, 7);
-}
-
 static int pg_nodes(void *impl, struct store_node **out, size_t *n,
 		    struct sc_err *err)
 {
-	return take_rows(impl, ST_NODES, NULL, sizeof(**out), node_row, NULL,
+	return take_rows(impl, ST_NODES, NULL, sizeof(**out), &store_node_fields, NULL,
 			 (void **)out, n, err);
 }
 
@@ -4520,17 +4482,6 @@ static int pg_cron_note_many(void *impl, const struct store_cron_note *v,
 	return rc;
 }
 
-static void cron_row(const PGresult *r, int row, void *p, bool *oom)
-{
-	struct store_cron *x = p;
-
-	get_str(r, row, 0, x->schedule, sizeof(x->schedule));
-	x->from_ms = get_i64(r, row, 1);
-	get_str(r, row, 2, x->cron, sizeof(x->cron));
-	get_str(r, row, 3, x->tz, sizeof(x->tz));
-	x->recorded_ms = get_i64(r, row, 4);
-}
-
 static int pg_cron_history(void *impl, const char *schedule,
 			   struct store_cron **out, size_t *n,
 			   struct sc_err *err)
@@ -4538,7 +4489,7 @@ static int pg_cron_history(void *impl, const char *schedule,
 	struct args a = {0};
 
 	arg_str(&a, schedule);
-	return take_rows(impl, ST_CRON_HISTORY, &a, sizeof(**out), cron_row,
+	return take_rows(impl, ST_CRON_HISTORY, &a, sizeof(**out), &store_cron_fields,
 			 NULL, (void **)out, n, err);
 }
 
@@ -4855,15 +4806,8 @@ static int alert_raise_run(struct pg *p, const struct store_alert *al,
 	int rc;
 
 	store_alert_raise_rule(al, now, &rule);
-	arg_slot(&a, al->schedule, al->slot_ms);
-	arg_i64(&a, al->last_slot_ms);
-	arg_i64(&a, al->n_slots);
-	arg_str(&a, al->reason);
-	arg_i64(&a, al->generation);
-	arg_i64(&a, (int64_t)al->status);
-	arg_i64(&a, al->attempts);
-	arg_str(&a, al->error_msg);
-	arg_i64(&a, al->job_id);
+	arg_fields(&a, store_alert_fields.f + STORE_ALERT_RAISE_F0,
+		   STORE_ALERT_RAISE_NF, al);
 	arg_i64(&a, now);
 	arg_str(&a, al->note);
 	arg_i64(&a, rule.closed_ms);
@@ -4898,17 +4842,6 @@ static int pg_alert_raise(void *impl, const struct store_alert *a,
 	return alert_raise_run(impl, a, created, id, err);
 }
 
-static void dead_row(const PGresult *r, int row, void *p, bool *oom)
-{
-	struct store_dead_job *d = p;
-
-	d->job_id = get_i64(r, row, 0);
-	get_str(r, row, 1, d->schedule, sizeof(d->schedule));
-	d->slot_ms = get_i64(r, row, 2);
-	d->attempt = (int)get_i64(r, row, 3);
-	get_str(r, row, 4, d->error_msg, sizeof(d->error_msg));
-}
-
 static int pg_alert_dead_unalerted(void *impl, struct store_dead_job *out,
 				   size_t max, size_t *n, struct sc_err *err)
 {
@@ -4921,35 +4854,8 @@ static int pg_alert_dead_unalerted(void *impl, struct store_dead_job *out,
 	rc = run(impl, ST_DEAD_UNALERTED, &a, &res, err);
 	if (rc)
 		return rc;
-	*n = fill_rows(res, out, max, sizeof(*out), dead_row, &oom);
+	*n = fill_rows(res, out, max, sizeof(*out), &store_dead_fields, &oom);
 	return 0;
-}
-
-static void get_alert(const PGresult *r, int row, struct store_alert *a)
-{
-	memset(a, 0, sizeof(*a));
-	a->id = get_i64(r, row, 0);
-	get_str(r, row, 1, a->schedule, sizeof(a->schedule));
-	a->slot_ms = get_i64(r, row, 2);
-	a->last_slot_ms = get_i64(r, row, 3);
-	a->n_slots = get_i64(r, row, 4);
-	get_str(r, row, 5, a->reason, sizeof(a->reason));
-	a->generation = get_i64(r, row, 6);
-	a->status = (enum alert_status)get_i64(r, row, 7);
-	a->attempts = (int)get_i64(r, row, 8);
-	get_str(r, row, 9, a->error_msg, sizeof(a->error_msg));
-	a->job_id = get_i64(r, row, 10);
-	a->rounds = (int)get_i64(r, row, 11);
-	a->staged_rounds = (int)get_i64(r, row, 12);
-	a->created_ms = get_i64(r, row, 13);
-	a->round_ms = get_i64(r, row, 14);
-	a->closed_ms = get_i64(r, row, 15);
-	get_str(r, row, 16, a->note, sizeof(a->note));
-}
-
-static void alert_row(const PGresult *r, int row, void *x, bool *oom)
-{
-	get_alert(r, row, x);
 }
 
 static int pg_alert_list(void *impl, const struct alert_filter *f,
@@ -4971,7 +4877,7 @@ static int pg_alert_list(void *impl, const struct alert_filter *f,
 		arg_i64(&a, f->limit);
 	else
 		arg_str(&a, NULL);
-	return take_rows(impl, ST_ALERT_LIST, &a, sizeof(**out), alert_row,
+	return take_rows(impl, ST_ALERT_LIST, &a, sizeof(**out), &store_alert_fields,
 			 NULL, (void **)out, n, err);
 }
 
@@ -5093,40 +4999,6 @@ static int pg_alert_stage(void *impl, int64_t id, int round,
 	return found ? 0 : store_missing_error("alert", id, err);
 }
 
-/* Fills s from a row selected with SEND_COLS; body only when wanted. */
-static void get_send(const PGresult *r, int row, struct store_alert_send *s,
-		     bool body, bool *oom)
-{
-	memset(s, 0, sizeof(*s));
-	s->id = get_i64(r, row, 0);
-	s->alert_id = get_i64(r, row, 1);
-	s->round = (int)get_i64(r, row, 2);
-	get_str(r, row, 3, s->target, sizeof(s->target));
-	s->state = (enum send_state)get_i64(r, row, 4);
-	s->n_tries = (int)get_i64(r, row, 5);
-	s->next_try_ms = get_i64(r, row, 6);
-	s->lease_token = get_i64(r, row, 7);
-	s->created_ms = get_i64(r, row, 8);
-	s->sent_ms = get_i64(r, row, 9);
-	get_str(r, row, 10, s->last_error, sizeof(s->last_error));
-	if (body)
-		s->body = get_dup(r, row, 11, oom);
-	get_str(r, row, 12, s->schedule, sizeof(s->schedule));
-	s->slot_ms = get_i64(r, row, 13);
-	get_str(r, row, 14, s->reason, sizeof(s->reason));
-	s->alert_created_ms = get_i64(r, row, 15);
-}
-
-static void send_body_row(const PGresult *r, int row, void *x, bool *oom)
-{
-	get_send(r, row, x, true, oom);
-}
-
-static void send_row(const PGresult *r, int row, void *x, bool *oom)
-{
-	get_send(r, row, x, false, oom);
-}
-
 static void sends_free(void *v, size_t n)
 {
 	store_alert_sends_free(v, n);
@@ -5150,7 +5022,7 @@ static int pg_alert_send_claim(void *impl, int64_t alert_id, int64_t lease_ms,
 	rc = run(p, ST_SEND_CLAIM, &a, &res, err);
 	if (rc)
 		return rc;
-	size_t got = fill_rows(res, out, max, sizeof(*out), send_body_row,
+	size_t got = fill_rows(res, out, max, sizeof(*out), &store_send_fields,
 			       &oom);
 	if (oom) {
 		/* The rows are claimed all the same: their leases expire
@@ -5200,7 +5072,7 @@ static int pg_alert_sends(void *impl, int64_t alert_id,
 	struct args a = {0};
 
 	arg_i64(&a, alert_id);
-	return take_rows(impl, ST_ALERT_SENDS, &a, sizeof(**out), send_row,
+	return take_rows(impl, ST_ALERT_SENDS, &a, sizeof(**out), &store_send_fields,
 			 sends_free, (void **)out, n, err);
 }
 
@@ -5221,17 +5093,8 @@ static int sla_jobs(struct pg *p, enum stmt st, int64_t before,
 	if ((rc = run(p, st, &a, &res, err)) != 0)
 		return rc;
 	bool oom = false;
-	*n = fill_rows(res, out, max, sizeof(*out), job_row, &oom);
+	*n = fill_rows(res, out, max, sizeof(*out), &store_job_fields, &oom);
 	return 0;
-}
-
-static void sla_last_row(const PGresult *r, int row, void *p, bool *oom)
-{
-	struct store_sla_last *l = p;
-
-	get_str(r, row, 0, l->schedule, sizeof(l->schedule));
-	l->delivered_ms = get_i64(r, row, 1);
-	l->first_ms = get_i64(r, row, 2);
 }
 
 static int pg_sla_scan(void *impl, int64_t ready_before_ms,
@@ -5255,7 +5118,7 @@ static int pg_sla_scan(void *impl, int64_t ready_before_ms,
 		return rc;
 	bool oom = false;
 	x->n_last = fill_rows(res, x->last, x->max_last, sizeof(*x->last),
-			      sla_last_row, &oom);
+			      &store_sla_last_fields, &oom);
 	return 0;
 }
 

@@ -577,18 +577,14 @@ static const char *const migrations[SCHEMA_VERSION] = {
 
 /* ---- the statement cache --------------------------------------------- */
 
-/* A send row and its alert's fields, as read_send reads them; column 4
+/* A send row and its alert's fields (store_send_fields); column 4
  * is given by the statement (a claim reports an expired SENDING as
  * UNKNOWN), column 11 is the body or NULL. */
 #define SEND_COLS(state, body)                                            \
-	"s.id, s.alert_id, s.round, s.target, " state ", s.n_tries, "        \
-	"s.next_try_ms, s.lease_token, s.created_ms, s.sent_ms, "            \
-	"s.last_error, " body ", a.schedule, a.slot_ms, a.reason, "          \
-	"a.created_ms FROM alert_sends s JOIN alerts a ON a.id = s.alert_id"
+	STORE_SEND_COLS(state, body)                                         \
+	" FROM alert_sends s JOIN alerts a ON a.id = s.alert_id"
 
-#define LEDGER_COLS                                                       \
-	"id, schedule, slot_ms, job_id, attempt, started_ms, finished_ms, "  \
-	"outcome, error_class, error_msg, retry_hint_ms, details_json"
+#define LEDGER_COLS "id, " STORE_LEDGER_COLS
 
 #define LEDGER_COLS_L                                                     \
 	"l.id, l.schedule, l.slot_ms, l.job_id, l.attempt, l.started_ms, "   \
@@ -1011,8 +1007,9 @@ static const char *const stmt_sql[N_STMT] = {
 		"pid = excluded.pid, version = excluded.version, "
 		"config_digest = excluded.config_digest, "
 		"started_ms = excluded.started_ms, seen_ms = excluded.seen_ms",
+	/* No clock offset kept: read as not measured. */
 	[ST_NODES] = "SELECT id, host, pid, version, config_digest, "
-		     "started_ms, seen_ms FROM nodes ORDER BY id",
+		     "started_ms, seen_ms, NULL FROM nodes ORDER BY id",
 	[ST_NODE_LEAVE] = "DELETE FROM nodes WHERE id = ?1",
 	/* A paused row for a slot that has one already is dropped, as a
 	 * missed one is (the partial index ledger_paused_once). */
@@ -1780,11 +1777,17 @@ static int step_one(struct sq *q, sqlite3_stmt *st, const char *op,
 	return rc;
 }
 
+/* A text column into dst[cap] (cap > 0), cut to fit, NULL as "". Not
+ * snprintf: the claim copies two texts a job, and a format costs more
+ * than the copy. */
 static void copy_text(char *dst, size_t cap, sqlite3_stmt *st, int col)
 {
-	const unsigned char *t = sqlite3_column_text(st, col);
+	const char *t = (const char *)sqlite3_column_text(st, col);
+	size_t n = t ? strnlen(t, cap - 1) : 0;
 
-	snprintf(dst, cap, "%s", t ? (const char *)t : "");
+	if (n)
+		memcpy(dst, t, n);
+	dst[n] = '\0';
 }
 
 /* A heap copy of a text column, NULL for SQL NULL. *oom set on failure. */
@@ -1801,33 +1804,81 @@ static char *dup_text(sqlite3_stmt *st, int col, bool *oom)
 	return d;
 }
 
+/* The columns and parameters of a statement, for the one reader and
+ * binder (store.h, "rows as fields"). */
+static bool col_null(const void *st, int c)
+{
+	return sqlite3_column_type((sqlite3_stmt *)st, c) == SQLITE_NULL;
+}
+
+static int64_t col_i64(const void *st, int c)
+{
+	return sqlite3_column_int64((sqlite3_stmt *)st, c);
+}
+
+static bool col_truth(const void *st, int c)
+{
+	return sqlite3_column_int((sqlite3_stmt *)st, c) != 0;
+}
+
+static void col_text(const void *st, int c, char *out, size_t n)
+{
+	copy_text(out, n, (sqlite3_stmt *)st, c);
+}
+
+static char *col_dup(const void *st, int c, bool *oom)
+{
+	return dup_text((sqlite3_stmt *)st, c, oom);
+}
+
+static const struct store_col_ops cols = {
+	col_null, col_i64, col_truth, col_text, col_dup,
+};
+
+static void par_null(void *st, int p)
+{
+	sqlite3_bind_null(st, p);
+}
+
+static void par_i64(void *st, int p, int64_t v)
+{
+	sqlite3_bind_int64(st, p, v);
+}
+
+static void par_truth(void *st, int p, bool v)
+{
+	sqlite3_bind_int(st, p, v);
+}
+
+static void par_text(void *st, int p, const char *s)
+{
+	sqlite3_bind_text(st, p, s, -1, SQLITE_STATIC);
+}
+
+static const struct store_param_ops params = {
+	par_null, par_i64, par_truth, par_text,
+};
+
+/* Columns c0.. of st's row into x by t: false when out of memory. */
+static bool read_fields(sqlite3_stmt *st, int c0,
+			const struct store_fields *t, void *x)
+{
+	return store_fields_read(&cols, st, c0, t, x);
+}
+
+/* Fields f[0..n) of x into parameters p0.. of st. */
+static void bind_fields(sqlite3_stmt *st, int p0, const struct store_field *f,
+			size_t n, const void *x)
+{
+	store_fields_bind(&params, st, p0, f, n, x);
+}
+
+/* A job from columns STORE_JOB_COLS of st's row (j zeroed first). */
 static void read_job(sqlite3_stmt *st, struct store_job *j)
 {
 	memset(j, 0, sizeof(*j));
-	j->id = sqlite3_column_int64(st, 0);
-	copy_text(j->schedule, sizeof(j->schedule), st, 1);
-	j->slot_ms = sqlite3_column_int64(st, 2);
-	j->state = (enum job_state)sqlite3_column_int(st, 3);
-	j->attempts = sqlite3_column_int(st, 4);
-	j->n_stalls = sqlite3_column_int(st, 5);
-	j->policy.attempts = sqlite3_column_int(st, 6);
-	j->policy.backoff = (enum sc_backoff)sqlite3_column_int(st, 7);
-	j->policy.delay_ms = sqlite3_column_int64(st, 8);
-	j->run_at_ms = sqlite3_column_int64(st, 9);
-	j->lease_token = sqlite3_column_int64(st, 10);
-	copy_text(j->lease_owner, sizeof(j->lease_owner), st, 11);
-	j->lease_expires_ms = sqlite3_column_int64(st, 12);
-	j->started_ms = sqlite3_column_int64(st, 13);
-	j->created_ms = sqlite3_column_int64(st, 14);
-	j->manual = sqlite3_column_int(st, 15) != 0;
+	(void)read_fields(st, 0, &store_job_fields, j);
 }
-
-/*
- * Reads one row of st into x, an element zeroed for it; false skips the
- * row (x is reused). *oom set when an allocation of the row failed (the
- * element counts, so the caller's free sees what it holds).
- */
-typedef bool (*row_fn)(sqlite3_stmt *st, void *x, bool *oom);
 
 /* Grows *v (of *cap elements of size sz) to hold one more than len;
  * false when out of memory. */
@@ -1860,7 +1911,8 @@ struct rows {
  * them). Resets st. 0, SC_ENOMEM, or the step's error (`op` names it).
  */
 static int step_rows(struct sq *q, sqlite3_stmt *st, struct rows *r,
-		     row_fn read, const char *op, struct sc_err *err)
+		     const struct store_fields *t, const char *op,
+		     struct sc_err *err)
 {
 	bool oom = false;
 	int rc = SQLITE_DONE;
@@ -1873,8 +1925,8 @@ static int step_rows(struct sq *q, sqlite3_stmt *st, struct rows *r,
 		}
 		void *x = (char *)r->v + r->len * r->sz;
 		memset(x, 0, r->sz);
-		if (read(st, x, &oom))
-			r->len++;
+		oom = !read_fields(st, 0, t, x);
+		r->len++;
 	}
 	if (oom)
 		rc = sc_err_set(err, SC_ENOMEM, "out of memory");
@@ -1890,12 +1942,13 @@ static int step_rows(struct sq *q, sqlite3_stmt *st, struct rows *r,
  * caller frees it, with dispose when given, else free) and *n. On
  * failure both are untouched and what was read is freed (dispose).
  */
-static int list_rows(struct sq *q, sqlite3_stmt *st, size_t sz, row_fn read,
+static int list_rows(struct sq *q, sqlite3_stmt *st, size_t sz,
+		     const struct store_fields *t,
 		     void (*dispose)(void *v, size_t n), const char *op,
 		     void **out, size_t *n, struct sc_err *err)
 {
 	struct rows r = {.sz = sz};
-	int rc = step_rows(q, st, &r, read, op, err);
+	int rc = step_rows(q, st, &r, t, op, err);
 
 	if (rc || !r.len) {
 		if (dispose)
@@ -1912,34 +1965,29 @@ static int list_rows(struct sq *q, sqlite3_stmt *st, size_t sz, row_fn read,
 }
 
 /* list_rows of statement id, which takes no parameter. */
-static int list_all(struct sq *q, enum stmt_id id, size_t sz, row_fn read,
-		    const char *op, void **out, size_t *n, struct sc_err *err)
+static int list_all(struct sq *q, enum stmt_id id, size_t sz,
+		    const struct store_fields *t, const char *op, void **out,
+		    size_t *n, struct sc_err *err)
 {
 	sqlite3_stmt *st = NULL;
 	int rc = prep(q, id, &st, err);
 
 	if (rc)
 		return rc;
-	return list_rows(q, st, sz, read, NULL, op, out, n, err);
+	return list_rows(q, st, sz, t, NULL, op, out, n, err);
 }
 
 /* step_rows into the caller's out[0..max): *n the rows read, also on
  * failure (what they hold is the caller's to free). */
 static int fill_rows(struct sq *q, sqlite3_stmt *st, void *out, size_t max,
-		     size_t sz, row_fn read, const char *op, size_t *n,
-		     struct sc_err *err)
+		     size_t sz, const struct store_fields *t, const char *op,
+		     size_t *n, struct sc_err *err)
 {
 	struct rows r = {.v = out, .cap = max, .sz = sz, .fixed = true};
-	int rc = step_rows(q, st, &r, read, op, err);
+	int rc = step_rows(q, st, &r, t, op, err);
 
 	*n = r.len;
 	return rc;
-}
-
-static bool job_row(sqlite3_stmt *st, void *x, bool *oom)
-{
-	read_job(st, x);
-	return true;
 }
 
 /* Binds the fence parameters of a fenced write (none: left NULL). */
@@ -1966,17 +2014,9 @@ static int ledger_insert_st(struct sq *q, enum stmt_id id,
 	rc = prep(q, id, &st, err);
 	if (rc)
 		return rc;
-	bind_text(st, 1, r->schedule);
-	sqlite3_bind_int64(st, 2, r->slot_ms);
-	sqlite3_bind_int64(st, 3, r->job_id);
-	sqlite3_bind_int(st, 4, r->attempt);
-	sqlite3_bind_int64(st, 5, r->started_ms);
-	sqlite3_bind_int64(st, 6, r->finished_ms);
-	bind_text(st, 7, r->outcome);
-	bind_text(st, 8, r->error_class);
-	bind_text(st, 9, r->error_msg);
-	sqlite3_bind_int64(st, 10, r->retry_hint_ms);
-	bind_text(st, 11, r->details_json);
+	/* the row's fields but its id, the store's */
+	bind_fields(st, 1, store_ledger_fields.f + 1,
+		    store_ledger_fields.n - 1, r);
 	if (id == ST_LEDGER_INSERT)
 		bind_fence(st, fence);
 	return step_done(q, st, "ledger insert", err);
@@ -2490,9 +2530,7 @@ static int insert_job(struct sq *q, const char *schedule, int64_t slot_ms,
 	if (rc)
 		return rc;
 	bind_slot(st, schedule, slot_ms);
-	sqlite3_bind_int(st, 3, p->attempts);
-	sqlite3_bind_int(st, 4, (int)p->backoff);
-	sqlite3_bind_int64(st, 5, p->delay_ms);
+	bind_fields(st, 3, store_policy_fields.f, store_policy_fields.n, p);
 	sqlite3_bind_int64(st, 6, run_at_ms);
 	sqlite3_bind_int64(st, 7, now_ms(q));
 	sqlite3_bind_int(st, 8, manual);
@@ -2595,19 +2633,10 @@ static int sq_job_enqueue_batch(void *impl, struct store_enqueue *v,
 /* Every schedule's state in one read (the scheduler's plan, built once per
  * loaded config); ST_SCHED_ALL answers in name order (BINARY collation:
  * byte order, as strcmp). */
-static bool sched_last_row(sqlite3_stmt *st, void *p, bool *oom)
-{
-	struct store_sched_last *x = p;
-
-	copy_text(x->schedule, sizeof(x->schedule), st, 0);
-	x->slot_ms = sqlite3_column_int64(st, 1);
-	return true;
-}
-
 static int sq_sched_last_all(void *impl, struct store_sched_last **out,
 			     size_t *n, struct sc_err *err)
 {
-	return list_all(impl, ST_SCHED_ALL, sizeof(**out), sched_last_row,
+	return list_all(impl, ST_SCHED_ALL, sizeof(**out), &store_sched_last_fields,
 			"scheduler state read", (void **)out, n, err);
 }
 
@@ -3426,25 +3455,6 @@ static int lq_prep(struct sq *q, int k, sqlite3_stmt **out,
 	return 0;
 }
 
-/* Reads LEDGER_COLS from column c0 of st into r (zeroed first). */
-static void read_row(sqlite3_stmt *st, int c0, struct ledger_row *r,
-		     bool *oom)
-{
-	memset(r, 0, sizeof(*r));
-	r->id = sqlite3_column_int64(st, c0);
-	copy_text(r->schedule, sizeof(r->schedule), st, c0 + 1);
-	r->slot_ms = sqlite3_column_int64(st, c0 + 2);
-	r->job_id = sqlite3_column_int64(st, c0 + 3);
-	r->attempt = sqlite3_column_int(st, c0 + 4);
-	r->started_ms = sqlite3_column_int64(st, c0 + 5);
-	r->finished_ms = sqlite3_column_int64(st, c0 + 6);
-	copy_text(r->outcome, sizeof(r->outcome), st, c0 + 7);
-	copy_text(r->error_class, sizeof(r->error_class), st, c0 + 8);
-	r->error_msg = dup_text(st, c0 + 9, oom);
-	r->retry_hint_ms = sqlite3_column_int64(st, c0 + 10);
-	r->details_json = dup_text(st, c0 + 11, oom);
-}
-
 /* Steps st (bound) and reads its rows: LEDGER_COLS, then for *rec (NULL
  * allowed) one integer. Resets st. */
 static int read_rows(struct sq *q, sqlite3_stmt *st, const char *op,
@@ -3463,7 +3473,8 @@ static int read_rows(struct sq *q, sqlite3_stmt *st, const char *op,
 			oom = true;
 			break;
 		}
-		read_row(st, 0, &v[len], &oom);
+		memset(&v[len], 0, sizeof(v[len]));
+		oom = !read_fields(st, 0, &store_ledger_fields, &v[len]);
 		if (rec)
 			r[len] = sqlite3_column_int64(st, 12);
 		len++;
@@ -3592,7 +3603,8 @@ static int sq_sched_summaries(void *impl, const char *schedule,
 			}
 			if (k == 0) {
 				x->has_last = true;
-				read_row(st, 0, &x->last, &oom);
+				oom = !read_fields(st, 0, &store_ledger_fields,
+						   &x->last);
 			} else if (k == 1) {
 				x->counts.done = sqlite3_column_int64(st, 1);
 			} else {
@@ -3624,24 +3636,10 @@ static int sq_sched_summaries(void *impl, const char *schedule,
 	return 0;
 }
 
-static bool last_ok_row(sqlite3_stmt *st, void *p, bool *oom)
-{
-	struct store_last_ok *x = p;
-	const char *name = (const char *)sqlite3_column_text(st, 0);
-
-	if (!name)
-		return false;
-	snprintf(x->schedule, sizeof(x->schedule), "%s", name);
-	x->id = sqlite3_column_int64(st, 1);
-	x->slot_ms = sqlite3_column_int64(st, 2);
-	x->finished_ms = sqlite3_column_int64(st, 3);
-	return true;
-}
-
 static int sq_last_successes(void *impl, struct store_last_ok **out,
 			     size_t *n, struct sc_err *err)
 {
-	return list_all(impl, ST_LAST_OK, sizeof(**out), last_ok_row,
+	return list_all(impl, ST_LAST_OK, sizeof(**out), &store_last_ok_fields,
 			"last successes", (void **)out, n, err);
 }
 
@@ -3724,7 +3722,6 @@ static int sq_outbox_get(void *impl, const char *schedule, int64_t slot_ms,
 {
 	struct sq *q = impl;
 	struct outbox_entry e = {0};
-	bool oom = false;
 	sqlite3_stmt *st = NULL;
 	int rc = prep(q, ST_OUTBOX_GET, &st, err);
 
@@ -3733,11 +3730,7 @@ static int sq_outbox_get(void *impl, const char *schedule, int64_t slot_ms,
 	bind_slot_target(st, schedule, slot_ms, target);
 	rc = step_one(q, st, "outbox get", "no outbox row for target", err);
 	if (!rc) {
-		e.state = (enum send_state)sqlite3_column_int(st, 0);
-		e.n_tries = sqlite3_column_int(st, 1);
-		e.sent_ms = sqlite3_column_int64(st, 2);
-		e.body = dup_text(st, 3, &oom);
-		if (oom)
+		if (!read_fields(st, 0, &store_outbox_entry_fields, &e))
 			rc = sc_err_set(err, SC_ENOMEM, "out of memory");
 		else if (!e.body && !store_body_may_be_pruned(e.state))
 			rc = sc_err_set(err, SC_ECORRUPT,
@@ -3791,16 +3784,6 @@ static int sq_outbox_mark_unknown(void *impl, const struct store_fence *fence,
 			  schedule, slot_ms, "outbox recovery", n, err);
 }
 
-static bool outbox_row(sqlite3_stmt *st, void *p, bool *oom)
-{
-	struct store_outbox_row *x = p;
-
-	copy_text(x->target, sizeof(x->target), st, 0);
-	x->state = (enum send_state)sqlite3_column_int(st, 1);
-	x->n_tries = sqlite3_column_int(st, 2);
-	return true;
-}
-
 static int sq_outbox_list(void *impl, const char *schedule, int64_t slot_ms,
 			  struct store_outbox_row **out, size_t *n,
 			  struct sc_err *err)
@@ -3812,7 +3795,7 @@ static int sq_outbox_list(void *impl, const char *schedule, int64_t slot_ms,
 	if (rc)
 		return rc;
 	bind_slot(st, schedule, slot_ms);
-	return list_rows(q, st, sizeof(**out), outbox_row, NULL,
+	return list_rows(q, st, sizeof(**out), &store_outbox_row_fields, NULL,
 			 "outbox list", (void **)out, n, err);
 }
 
@@ -3911,11 +3894,7 @@ static int sq_pause_set(void *impl, const struct store_pause *p,
 
 	if (rc)
 		return rc;
-	bind_text(st, 1, p->schedule);
-	sqlite3_bind_int64(st, 2, p->from_ms);
-	sqlite3_bind_int64(st, 3, p->until_ms);
-	bind_text(st, 4, p->by);
-	bind_text(st, 5, p->note);
+	bind_fields(st, 1, store_pause_fields.f, store_pause_fields.n - 1, p);
 	return step_done(q, st, "pause write", err);
 }
 
@@ -3935,18 +3914,6 @@ static int sq_pause_end(void *impl, const char *schedule, int64_t at_ms,
 	return rc;
 }
 
-/* Columns STORE_PAUSE_COLS of st's row into *p. */
-static void read_pause(sqlite3_stmt *st, struct store_pause *p)
-{
-	memset(p, 0, sizeof(*p));
-	copy_text(p->schedule, sizeof(p->schedule), st, 0);
-	p->from_ms = sqlite3_column_int64(st, 1);
-	p->until_ms = sqlite3_column_int64(st, 2);
-	copy_text(p->by, sizeof(p->by), st, 3);
-	copy_text(p->note, sizeof(p->note), st, 4);
-	p->resumed = sqlite3_column_int64(st, 5) != 0;
-}
-
 static int sq_pause_get(void *impl, const char *schedule,
 			struct store_pause *out, struct sc_err *err)
 {
@@ -3959,21 +3926,15 @@ static int sq_pause_get(void *impl, const char *schedule,
 	bind_text(st, 1, schedule);
 	rc = step_one(q, st, "pause read", "not paused", err);
 	if (!rc)
-		read_pause(st, out);
+		read_fields(st, 0, &store_pause_fields, out);
 	unprep(st);
 	return rc;
-}
-
-static bool pause_row(sqlite3_stmt *st, void *x, bool *oom)
-{
-	read_pause(st, x);
-	return true;
 }
 
 static int sq_pause_all(void *impl, struct store_pause **out, size_t *n,
 			struct sc_err *err)
 {
-	return list_all(impl, ST_PAUSE_ALL, sizeof(**out), pause_row,
+	return list_all(impl, ST_PAUSE_ALL, sizeof(**out), &store_pause_fields,
 			"pause read", (void **)out, n, err);
 }
 
@@ -3982,17 +3943,14 @@ static int sq_node_beat(void *impl, const struct store_node *n,
 {
 	struct sq *q = impl;
 	sqlite3_stmt *st = NULL;
+	struct store_node m = *n;
 	int rc = solo(q, ST_NODE_BEAT, sync_for(STORE_COMMIT_NODE), &st, err);
 
 	if (rc)
 		return rc;
-	bind_text(st, 1, n->id);
-	bind_text(st, 2, n->host);
-	sqlite3_bind_int64(st, 3, n->pid);
-	bind_text(st, 4, n->version);
-	bind_text(st, 5, n->config_digest);
-	sqlite3_bind_int64(st, 6, n->started_ms);
-	sqlite3_bind_int64(st, 7, now_ms(q));
+	m.seen_ms = now_ms(q);
+	/* all but the clock offset: SQLite keeps none */
+	bind_fields(st, 1, store_node_fields.f, store_node_fields.n - 1, &m);
 	return step_done(q, st, "node write", err);
 }
 
@@ -4008,24 +3966,10 @@ static int sq_node_leave(void *impl, const char *id, struct sc_err *err)
 	return step_done(q, st, "node removal", err);
 }
 
-static bool node_row(sqlite3_stmt *st, void *p, bool *oom)
-{
-	struct store_node *x = p;
-
-	copy_text(x->id, sizeof(x->id), st, 0);
-	copy_text(x->host, sizeof(x->host), st, 1);
-	x->pid = sqlite3_column_int64(st, 2);
-	copy_text(x->version, sizeof(x->version), st, 3);
-	copy_text(x->config_digest, sizeof(x->config_digest), st, 4);
-	x->started_ms = sqlite3_column_int64(st, 5);
-	x->seen_ms = sqlite3_column_int64(st, 6);
-	return true;
-}
-
 static int sq_nodes(void *impl, struct store_node **out, size_t *n,
 		    struct sc_err *err)
 {
-	return list_all(impl, ST_NODES, sizeof(**out), node_row, "node read",
+	return list_all(impl, ST_NODES, sizeof(**out), &store_node_fields, "node read",
 			(void **)out, n, err);
 }
 
@@ -4054,18 +3998,6 @@ static int sq_cron_note_many(void *impl, const struct store_cron_note *v,
 	return rc;
 }
 
-static bool cron_row(sqlite3_stmt *st, void *p, bool *oom)
-{
-	struct store_cron *x = p;
-
-	copy_text(x->schedule, sizeof(x->schedule), st, 0);
-	x->from_ms = sqlite3_column_int64(st, 1);
-	copy_text(x->cron, sizeof(x->cron), st, 2);
-	copy_text(x->tz, sizeof(x->tz), st, 3);
-	x->recorded_ms = sqlite3_column_int64(st, 4);
-	return true;
-}
-
 static int sq_cron_history(void *impl, const char *schedule,
 			   struct store_cron **out, size_t *n,
 			   struct sc_err *err)
@@ -4077,7 +4009,7 @@ static int sq_cron_history(void *impl, const char *schedule,
 	if (rc)
 		return rc;
 	bind_text(st, 1, schedule);
-	return list_rows(q, st, sizeof(**out), cron_row, NULL,
+	return list_rows(q, st, sizeof(**out), &store_cron_fields, NULL,
 			 "cron history read", (void **)out, n, err);
 }
 
@@ -4461,15 +4393,8 @@ static int alert_raise_tx(struct sq *q, const struct store_alert *a,
 	if (rc)
 		return rc;
 	store_alert_raise_rule(a, now, &rule);
-	bind_slot(st, a->schedule, a->slot_ms);
-	sqlite3_bind_int64(st, 3, a->last_slot_ms);
-	sqlite3_bind_int64(st, 4, a->n_slots);
-	bind_text(st, 5, a->reason);
-	sqlite3_bind_int64(st, 6, a->generation);
-	sqlite3_bind_int(st, 7, (int)a->status);
-	sqlite3_bind_int(st, 8, a->attempts);
-	bind_text(st, 9, a->error_msg);
-	sqlite3_bind_int64(st, 10, a->job_id);
+	bind_fields(st, 1, store_alert_fields.f + STORE_ALERT_RAISE_F0,
+		    STORE_ALERT_RAISE_NF, a);
 	sqlite3_bind_int64(st, 11, now);
 	bind_text(st, 12, a->note);
 	sqlite3_bind_int64(st, 13, rule.closed_ms);
@@ -4535,18 +4460,6 @@ static int sq_alert_raise(void *impl, const struct store_alert *a,
 	return rc;
 }
 
-static bool dead_row(sqlite3_stmt *st, void *p, bool *oom)
-{
-	struct store_dead_job *d = p;
-
-	d->job_id = sqlite3_column_int64(st, 0);
-	copy_text(d->schedule, sizeof(d->schedule), st, 1);
-	d->slot_ms = sqlite3_column_int64(st, 2);
-	d->attempt = sqlite3_column_int(st, 3);
-	copy_text(d->error_msg, sizeof(d->error_msg), st, 4);
-	return true;
-}
-
 static int sq_alert_dead_unalerted(void *impl, struct store_dead_job *out,
 				   size_t max, size_t *n, struct sc_err *err)
 {
@@ -4558,39 +4471,11 @@ static int sq_alert_dead_unalerted(void *impl, struct store_dead_job *out,
 	if (rc)
 		return rc;
 	sqlite3_bind_int64(st, 1, max > INT32_MAX ? INT32_MAX : (int64_t)max);
-	rc = fill_rows(q, st, out, max, sizeof(*out), dead_row,
+	rc = fill_rows(q, st, out, max, sizeof(*out), &store_dead_fields,
 		       "dead jobs read", &got, err);
 	if (!rc)
 		*n = got;
 	return rc;
-}
-
-static void read_alert(sqlite3_stmt *st, struct store_alert *a)
-{
-	memset(a, 0, sizeof(*a));
-	a->id = sqlite3_column_int64(st, 0);
-	copy_text(a->schedule, sizeof(a->schedule), st, 1);
-	a->slot_ms = sqlite3_column_int64(st, 2);
-	a->last_slot_ms = sqlite3_column_int64(st, 3);
-	a->n_slots = sqlite3_column_int64(st, 4);
-	copy_text(a->reason, sizeof(a->reason), st, 5);
-	a->generation = sqlite3_column_int64(st, 6);
-	a->status = (enum alert_status)sqlite3_column_int(st, 7);
-	a->attempts = sqlite3_column_int(st, 8);
-	copy_text(a->error_msg, sizeof(a->error_msg), st, 9);
-	a->job_id = sqlite3_column_int64(st, 10);
-	a->rounds = sqlite3_column_int(st, 11);
-	a->staged_rounds = sqlite3_column_int(st, 12);
-	a->created_ms = sqlite3_column_int64(st, 13);
-	a->round_ms = sqlite3_column_int64(st, 14);
-	a->closed_ms = sqlite3_column_int64(st, 15);
-	copy_text(a->note, sizeof(a->note), st, 16);
-}
-
-static bool alert_row(sqlite3_stmt *st, void *x, bool *oom)
-{
-	read_alert(st, x);
-	return true;
 }
 
 static int sq_alert_list(void *impl, const struct alert_filter *f,
@@ -4611,7 +4496,7 @@ static int sq_alert_list(void *impl, const struct alert_filter *f,
 	sqlite3_bind_int64(st, 5, f->since_ms);
 	sqlite3_bind_int64(st, 6, f->until_ms);
 	sqlite3_bind_int64(st, 7, f->limit > 0 ? f->limit : -1);
-	return list_rows(q, st, sizeof(**out), alert_row, NULL, "alert list",
+	return list_rows(q, st, sizeof(**out), &store_alert_fields, NULL, "alert list",
 			 (void **)out, n, err);
 }
 
@@ -4710,42 +4595,6 @@ static int sq_alert_stage(void *impl, int64_t id, int round,
 	return tx_end(q, rc, err);
 }
 
-/* Fills s from a row selected with SEND_COLS; body only when wanted. */
-static void read_send(sqlite3_stmt *st, struct store_alert_send *s,
-		      bool body, bool *oom)
-{
-	memset(s, 0, sizeof(*s));
-	s->id = sqlite3_column_int64(st, 0);
-	s->alert_id = sqlite3_column_int64(st, 1);
-	s->round = sqlite3_column_int(st, 2);
-	copy_text(s->target, sizeof(s->target), st, 3);
-	s->state = (enum send_state)sqlite3_column_int(st, 4);
-	s->n_tries = sqlite3_column_int(st, 5);
-	s->next_try_ms = sqlite3_column_int64(st, 6);
-	s->lease_token = sqlite3_column_int64(st, 7);
-	s->created_ms = sqlite3_column_int64(st, 8);
-	s->sent_ms = sqlite3_column_int64(st, 9);
-	copy_text(s->last_error, sizeof(s->last_error), st, 10);
-	if (body)
-		s->body = dup_text(st, 11, oom);
-	copy_text(s->schedule, sizeof(s->schedule), st, 12);
-	s->slot_ms = sqlite3_column_int64(st, 13);
-	copy_text(s->reason, sizeof(s->reason), st, 14);
-	s->alert_created_ms = sqlite3_column_int64(st, 15);
-}
-
-static bool send_body_row(sqlite3_stmt *st, void *x, bool *oom)
-{
-	read_send(st, x, true, oom);
-	return true;
-}
-
-static bool send_row(sqlite3_stmt *st, void *x, bool *oom)
-{
-	read_send(st, x, false, oom);
-	return true;
-}
-
 static void sends_free(void *v, size_t n)
 {
 	store_alert_sends_free(v, n);
@@ -4776,7 +4625,7 @@ static int sq_alert_send_claim(void *impl, int64_t alert_id, int64_t lease_ms,
 	sqlite3_bind_int64(st, 1, now);
 	sqlite3_bind_int64(st, 2, max > INT32_MAX ? INT32_MAX : (int64_t)max);
 	sqlite3_bind_int64(st, 3, alert_id);
-	rc = fill_rows(q, st, out, max, sizeof(*out), send_body_row,
+	rc = fill_rows(q, st, out, max, sizeof(*out), &store_send_fields,
 		       "alert send claim", &got, err);
 	for (size_t i = 0; !rc && i < got; i++) {
 		rc = prep(q, ST_SEND_TAKE, &st, err);
@@ -4857,18 +4706,8 @@ static int sla_jobs(struct sq *q, enum stmt_id id, int64_t before,
 		return rc;
 	sqlite3_bind_int64(st, 1, before);
 	sqlite3_bind_int64(st, 2, max > INT32_MAX ? INT32_MAX : (int64_t)max);
-	return fill_rows(q, st, out, max, sizeof(*out), job_row, "sla scan",
+	return fill_rows(q, st, out, max, sizeof(*out), &store_job_fields, "sla scan",
 			 n, err);
-}
-
-static bool sla_last_row(sqlite3_stmt *st, void *p, bool *oom)
-{
-	struct store_sla_last *l = p;
-
-	copy_text(l->schedule, sizeof(l->schedule), st, 0);
-	l->delivered_ms = sqlite3_column_int64(st, 1);
-	l->first_ms = sqlite3_column_int64(st, 2);
-	return true;
 }
 
 static int sq_sla_scan(void *impl, int64_t ready_before_ms,
@@ -4890,7 +4729,7 @@ static int sq_sla_scan(void *impl, int64_t ready_before_ms,
 	sqlite3_bind_int64(st, 1, x->max_last > INT32_MAX
 				      ? INT32_MAX : (int64_t)x->max_last);
 	return fill_rows(q, st, x->last, x->max_last, sizeof(*x->last),
-			 sla_last_row, "sla scan", &x->n_last, err);
+			 &store_sla_last_fields, "sla scan", &x->n_last, err);
 }
 
 static int sq_alert_sends(void *impl, int64_t alert_id,
@@ -4904,7 +4743,7 @@ static int sq_alert_sends(void *impl, int64_t alert_id,
 	if (rc)
 		return rc;
 	sqlite3_bind_int64(st, 1, alert_id);
-	return list_rows(q, st, sizeof(**out), send_row, sends_free,
+	return list_rows(q, st, sizeof(**out), &store_send_fields, sends_free,
 			 "alert sends", (void **)out, n, err);
 }
 

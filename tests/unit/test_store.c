@@ -2750,6 +2750,26 @@ static void slot_look_reads_the_marker_and_the_first_staged_target(void **state)
 	look(&f, T0 + 1, abc, 3, &marked, &staged, &body);
 	assert_int_equal(staged, -1);
 
+	/* A staged row whose body is gone (prune takes only a guard's) is
+	 * corrupt, named, on both reads; a guard reads without one. */
+	raw_sql(state, "DELETE FROM outbox_body WHERE target = 'c'");
+	assert_int_equal(store_outbox_get(f.s, "s", T0, "c", &e, &err),
+			 SC_ECORRUPT);
+	assert_non_null(strstr(err.msg, "outbox row of target c has no "
+				"message body"));
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(store_slot_look(f.s, "s", T0, cb, 2, &marked,
+					 &staged, &e, &err), SC_ECORRUPT);
+	assert_non_null(strstr(err.msg, "outbox row of target c has no "
+				"message body"));
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(store_outbox_set_state(f.s, "s", T0, "c", SEND_SENT,
+						NULL), 0);
+	assert_int_equal(store_outbox_get(f.s, "s", T0, "c", &e, NULL), 0);
+	assert_int_equal(e.state, SEND_SENT);
+	assert_int_equal(e.n_tries, 1);
+	assert_null(e.body);
+
 	/* A marked slot is done, whatever its outbox holds. */
 	assert_int_equal(store_slot_mark(f.s, "s", T0, NULL), 0);
 	look(&f, T0, abc, 3, &marked, &staged, &body);
@@ -3068,6 +3088,82 @@ static void durable_commits_sync_as_the_table_says(void **state)
 	fix_close(&f);
 	if (sqlite)
 		shim_remove();
+}
+
+/* The columns of a list ("a, b, c": 3). */
+static size_t n_cols(const char *list)
+{
+	size_t n = 1;
+
+	for (; *list; list++)
+		n += *list == ',';
+	return n;
+}
+
+/* A parameter list as text, for the binder's contract. */
+static void p_null(void *dst, int p)
+{
+	char *b = dst;
+
+	snprintf(b + strlen(b), 64, "%d:NULL ", p);
+}
+
+static void p_i64(void *dst, int p, int64_t v)
+{
+	char *b = dst;
+
+	snprintf(b + strlen(b), 64, "%d:%lld ", p, (long long)v);
+}
+
+static void p_truth(void *dst, int p, bool v)
+{
+	char *b = dst;
+
+	snprintf(b + strlen(b), 64, "%d:%s ", p, v ? "t" : "f");
+}
+
+static void p_text(void *dst, int p, const char *v)
+{
+	char *b = dst;
+
+	snprintf(b + strlen(b), 64, "%d:'%s' ", p, v);
+}
+
+/* Each field table has a member for each column of the list the
+ * backends select it by (store.h, "rows as fields"), and the binder
+ * writes a struct, or NULL for none, as its kinds say. */
+static void field_tables_match_the_column_lists(void **state)
+{
+	static const struct store_param_ops ops = {p_null, p_i64, p_truth,
+						   p_text};
+	struct store_node n = {.id = "n1", .pid = 7, .has_clock_offset = false};
+	char b[1024] = "";
+
+	(void)state;
+	assert_int_equal(store_job_fields.n, n_cols(STORE_JOB_COLS));
+	assert_int_equal(store_job_fields.n, n_cols(STORE_JOB_COLS_J));
+	assert_int_equal(store_alert_fields.n, n_cols(STORE_ALERT_COLS));
+	assert_int_equal(store_pause_fields.n, n_cols(STORE_PAUSE_COLS));
+	assert_int_equal(store_ledger_fields.n,
+			 n_cols("id, " STORE_LEDGER_COLS));
+	assert_int_equal(store_send_fields.n,
+			 n_cols(STORE_SEND_COLS("s.state", "NULL")));
+	store_fields_bind(&ops, b, 1, store_node_fields.f, 3, &n);
+	assert_string_equal(b, "1:'n1' 2:'' 3:7 ");
+	b[0] = '\0';
+	n.has_clock_offset = true;
+	n.clock_offset_ms = -5;
+	store_fields_bind(&ops, b, 7, store_node_fields.f + 6, 2, &n);
+	assert_string_equal(b, "7:0 8:-5 ");
+	b[0] = '\0';
+	store_fields_bind(&ops, b, 1, store_ledger_fields.f + 7, 3, NULL);
+	assert_string_equal(b, "1:NULL 2:NULL 3:NULL ");
+	b[0] = '\0';
+	store_fields_bind(&ops, b, 1, store_pause_fields.f + 4, 2, NULL);
+	assert_string_equal(b, "1:NULL 2:f ");
+	b[0] = '\0';
+	store_fields_bind(&ops, b, 1, store_job_fields.f, 1, NULL);
+	assert_string_equal(b, "1:0 ");
 }
 
 /* The table has one row per commit kind, in order, each with its why. */
@@ -4024,6 +4120,7 @@ int main(void)
 		cmocka_unit_test(token_cache_round_trips),
 		cmocka_unit_test(durable_commits_sync_as_the_table_says),
 		cmocka_unit_test(durability_table_is_whole),
+		cmocka_unit_test(field_tables_match_the_column_lists),
 		cmocka_unit_test(outbox_state_change_writes_no_body),
 		cmocka_unit_test(full_volume_recovers_after_space_is_freed),
 		cmocka_unit_test(threads_never_claim_the_same_job),
