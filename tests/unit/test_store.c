@@ -3809,6 +3809,7 @@ static void cf_drive(void **state, struct fix *f,
 		break;
 	}
 	case STORE_T_OUTBOX_SET:
+	case STORE_T_OUTBOX_RELEASE:
 	case STORE_T_OUTBOX_ABANDON:
 		cf_outbox(state, f, sched);
 		for (int st = SEND_PENDING; st <= SEND_ABANDONED; st++) {
@@ -3816,9 +3817,14 @@ static void cf_drive(void **state, struct fix *f,
 			bool closed = false;
 			int rc;
 			snprintf(t, sizeof(t), "t%d", st);
-			if (x->t == STORE_T_OUTBOX_SET) {
-				rc = store_outbox_set_state(f->s, sched, T0, t,
-							    SEND_FAILED, NULL);
+			if (x->t != STORE_T_OUTBOX_ABANDON) {
+				rc = x->t == STORE_T_OUTBOX_SET
+					     ? store_outbox_set_state(
+						       f->s, sched, T0, t,
+						       SEND_FAILED, NULL)
+					     : store_outbox_release(
+						       f->s, sched, T0, t,
+						       SEND_FAILED, NULL);
 				if (rc != 0)
 					assert_int_equal(rc, SC_ESTATE);
 				*done |= (unsigned)(rc == 0) << st;
