@@ -97,8 +97,8 @@ int store_release_refused(const char *schedule, const char *target,
 {
 	static const char *const words[] = {
 		[SEND_PENDING] = "pending", [SEND_SENDING] = "sending",
-		[SEND_SENT] = "sent", [SEND_FAILED] = "failed (to be sent "
-		"again)", [SEND_UNKNOWN] = "unknown",
+		[SEND_SENT] = "sent", [SEND_FAILED] = "failed, to be sent",
+		[SEND_UNKNOWN] = "unknown",
 		[SEND_ABANDONED] = "abandoned"};
 	const char *w = (unsigned)state < sizeof(words) / sizeof(words[0]) &&
 				words[state]
