@@ -500,7 +500,8 @@ end_operator:	/* it may never be needed */
 	atomic {
 		/* outbox_release: its read (store_outbox_get: UNKNOWN,
 		 * else SC_ESTATE and nothing written), then --arrived:
-		 * store_outbox_set_state(SENT), FULL; --resend:
+		 * store_outbox_release(SENT), only from UNKNOWN (in the
+		 * write), FULL; --resend:
 		 * declare_duplicate (store_ledger_append, "duplicate"),
 		 * NORMAL: a send made before the decision may still land
 		 * (a paused worker's), so the resend is declared before
@@ -514,14 +515,16 @@ end_operator:	/* it may never be needed */
 		:: else -> RELEASE_DECLARE; NORMAL
 		fi
 	};
-	/* --resend: store_outbox_set_state(FAILED), after the row above.
-	 * NORMAL. A SENT row never reopens. */
+	/* --resend: store_outbox_release(FAILED), after the row above.
+	 * NORMAL. Only from UNKNOWN, checked in the write: a row changed
+	 * since the read (SENT, SENDING, ...) is left as it is (the
+	 * release fails; its declaration stays). */
 	atomic {
 		if
 		:: OP_GONE -> goto gone
-		:: !OP_GONE && !arrived && st.row != S_SENT ->
+		:: !OP_GONE && !arrived && st.row == S_UNKNOWN ->
 			st.row = S_FAILED; NORMAL
-		:: !OP_GONE && (arrived || st.row == S_SENT) -> skip
+		:: !OP_GONE && (arrived || st.row != S_UNKNOWN) -> skip
 		fi
 	};
 	/* record_decision (store_ledger_append, "decision"): no state

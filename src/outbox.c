@@ -28,6 +28,8 @@
  *   UNKNOWN -> SENT      [outbox_release] an operator: it arrived
  *   UNKNOWN -> FAILED    [outbox_release] an operator: send it again; the
  *                        "duplicate" row first, as a flush's resend
+ *                        (both only from UNKNOWN, checked in the write
+ *                        itself: store_outbox_release)
  *   PENDING|SENDING|FAILED|UNKNOWN -> ABANDONED  [outbox_abandon_removed]
  *                        the target is no longer one of the schedule's
  *                        (a reload removed it): closed with an
@@ -42,7 +44,8 @@
  *   - SENDING is committed before the request leaves and SENT only after
  *     the target took it: a crash in between leaves SENDING, which the
  *     next attempt turns into UNKNOWN, never into a silent "sent";
- *   - a SENT row is never sent again (the store refuses to reopen it);
+ *   - a SENT or ABANDONED row is never sent again (the store refuses to
+ *     reopen either: STORE_BUT_OUTBOX_SET);
  *   - an UNKNOWN row is resent only with a "duplicate" ledger row written
  *     first, so a possible extra copy is always on the record: by the
  *     flush (resend), or by outbox_release before it makes the row FAILED
@@ -70,6 +73,9 @@
  *   delivery.after_last_sent_before_marker (orchestrator.c)  killed after
  *       every row is SENT, before the slot marker: the next attempt sends
  *       nothing and writes the marker.
+ *   outbox.release_before_change (a hook)  between outbox_release's read
+ *       (and its declaration) and its state change: a test changes the
+ *       row there; the release is refused and changes nothing.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -524,12 +530,11 @@ int outbox_release(struct store *s, const char *schedule, int64_t slot_ms,
 	enum send_state st = e.state;
 	int n_tries = e.n_tries;
 	store_outbox_entry_dispose(&e);
-	static const char *names[] = {"none", "pending", "sending", "sent",
-				      "failed", "unknown", "abandoned"};
+	/* This read only spares a row that is plainly not held a
+	 * declaration; the decision is the store's conditional write below
+	 * (store_outbox_release), made only from UNKNOWN. */
 	if (st != SEND_UNKNOWN)
-		return sc_err_set(err, SC_ESTATE, "target %s: not held (its "
-				  "send is %s)", target,
-				  (unsigned)st < 7 ? names[st] : "?");
+		return store_release_refused(schedule, target, st, err);
 	if (!arrived) {
 		/* The row is UNKNOWN because an earlier send may have
 		 * arrived, and the operator's look at the receiver cannot
@@ -538,10 +543,16 @@ int outbox_release(struct store *s, const char *schedule, int64_t slot_ms,
 		 * (the fence stops its writes, not a request it was
 		 * already allowed; docs/internals/model.md, "Finding").
 		 * So the resend is declared as a flush declares one, and
-		 * before the row can be sent again: written first, a crash
-		 * in between leaves the row held, declared once more by
-		 * the next release. FAILED then means "send it", and a
-		 * FAILED row is sent with nothing more to declare. */
+		 * before the row can be sent again. The order is what
+		 * makes it crash-safe: the "duplicate" row is committed
+		 * first, then the state change; a crash in between leaves
+		 * the row held (UNKNOWN), declared once more by the next
+		 * release. FAILED then means "send it", and a FAILED row
+		 * is sent with nothing more to declare. If the row
+		 * changed between the read above and the state change
+		 * (another release, a flush's resend), the change is
+		 * refused and the declaration stays: one declared copy
+		 * too many, never one undeclared. */
 		const struct outbox_slot ds = {
 			.store = s,
 			.schedule = schedule,
@@ -553,6 +564,9 @@ int outbox_release(struct store *s, const char *schedule, int64_t slot_ms,
 		if (rc)
 			return rc;
 	}
-	return store_outbox_set_state(s, schedule, slot_ms, target,
-				      arrived ? SEND_SENT : SEND_FAILED, err);
+	/* Tests change the row here, as a concurrent release or resend
+	 * would. */
+	FAILPOINT_HOOK("outbox.release_before_change");
+	return store_outbox_release(s, schedule, slot_ms, target,
+				    arrived ? SEND_SENT : SEND_FAILED, err);
 }

@@ -5,7 +5,10 @@
  *
  * Invariants:
  *   - nothing is written when outbox_release refuses (no such send, or
- *     not held);
+ *     not held), except the "duplicate" row of a --resend whose send
+ *     changed between its read and its state change (a concurrent
+ *     release or resend): the change is refused, the declaration stays
+ *     (one declared copy too many, never one undeclared);
  *   - a resend is declared (a "duplicate" row, by outbox_release) before
  *     the send's state lets a worker send it again: the operator's look
  *     at the receiver cannot see a copy a paused worker has yet to send;

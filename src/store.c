@@ -1314,6 +1314,31 @@ int store_outbox_set_state(struct store *s, const char *schedule, int64_t slot_m
 					state, err);
 }
 
+int store_outbox_release(struct store *s, const char *schedule,
+			 int64_t slot_ms, const char *target,
+			 enum send_state to, struct sc_err *err)
+{
+	struct outbox_entry e = {0};
+	bool moved = false;
+	int rc = check_slot_target(schedule, target, err);
+
+	if (rc)
+		return rc;
+	if (to != SEND_SENT && to != SEND_FAILED)
+		return sc_err_set(err, SC_EINVAL, "a release makes a held send "
+				  "SENT or FAILED");
+	rc = s->ops->outbox_release(s->impl, fence_of(s), schedule, slot_ms,
+				    target, to, &moved, err);
+	if (rc || moved)
+		return rc;
+	/* Not moved: gone (the read says SC_ENOENT), or no longer held. */
+	rc = s->ops->outbox_get(s->impl, schedule, slot_ms, target, &e, err);
+	if (rc)
+		return rc;
+	store_outbox_entry_dispose(&e);
+	return store_release_refused(schedule, target, e.state, err);
+}
+
 int store_outbox_mark_unknown(struct store *s, const char *schedule,
 			      int64_t slot_ms, int *n, struct sc_err *err)
 {

@@ -981,14 +981,31 @@ void store_outbox_entry_dispose(struct outbox_entry *e);
  * guard. SENDING is committed durably too, before the caller sends: lost
  * to a crash, the next attempt would take a send that may have arrived
  * for one that never left, and send again without declaring it.
- * SC_ESTATE when the row is already SENT (a guard never reopens);
- * SC_ENOENT when there is no row; SC_EINVAL for SEND_NONE; SC_ELEASE when
- * the fence refused it. Other moves are not policed here: the delivery
- * layer owns the order of its states.
+ * SC_ESTATE when the row is closed (STORE_BUT_OUTBOX_SET): already SENT
+ * (a guard never reopens) or ABANDONED (store_outbox_abandon: never sent
+ * again); SC_ENOENT when there is no row; SC_EINVAL for SEND_NONE and
+ * SEND_ABANDONED; SC_ELEASE when the fence refused it. Other moves are
+ * not policed here: the delivery layer owns the order of its states.
  */
 int store_outbox_set_state(struct store *s, const char *schedule, int64_t slot_ms,
 			   const char *target, enum send_state state,
 			   struct sc_err *err);
+
+/*
+ * An operator's decision on a held send (outbox_release): moves the row
+ * to `to` (SENT: the copy arrived, recorded as store_outbox_set_state
+ * records it, durably; FAILED: send it again) only while it is still
+ * UNKNOWN (STORE_FROM_OUTBOX_RELEASE), checked in the write itself: a
+ * change between the caller's read and this write (another operator's
+ * release, a resend that took the row to SENDING) is never overwritten.
+ * SC_ESTATE "the send is no longer held: ..." (store_release_refused),
+ * and nothing changed, when the row is in another state; SC_ENOENT when
+ * there is no row; SC_EINVAL for a `to` other than SENT or FAILED.
+ * Fenced (an operator's handle has no fence).
+ */
+int store_outbox_release(struct store *s, const char *schedule,
+			 int64_t slot_ms, const char *target,
+			 enum send_state to, struct sc_err *err);
 
 /* Every row of a slot still in SENDING becomes UNKNOWN (crash recovery);
  * *n gets how many. */
@@ -1551,6 +1568,12 @@ struct store_ops {
 				const char *schedule, int64_t slot_ms,
 				const char *target, enum send_state state,
 				struct sc_err *err);
+	/* to checked; moved: never NULL, false when the row is gone or
+	 * not UNKNOWN (store.c then reads it and says which). */
+	int (*outbox_release)(void *impl, const struct store_fence *fence,
+			      const char *schedule, int64_t slot_ms,
+			      const char *target, enum send_state to,
+			      bool *moved, struct sc_err *err);
 	int (*outbox_mark_unknown)(void *impl,
 				   const struct store_fence *fence,
 				   const char *schedule, int64_t slot_ms,
@@ -1763,12 +1786,20 @@ int store_fence_refused(const char *op, const struct store_fence *f,
  * found the row there (else SC_ENOENT is the backend's, from the read):
  * store_guard_error, SC_ESTATE "target T of S was already sent (send
  * guard); it is never sent again", for store_outbox_set_state on a SENT
- * row (a guard never reopens); store_not_dead_error, SC_ESTATE "job N is
+ * row (a guard never reopens), or "target T of S was abandoned (...); it
+ * is never sent again" on an ABANDONED one (state: the state the read
+ * found); store_not_dead_error, SC_ESTATE "job N is
  * not dead", for store_job_revive of a job in any other state. Each
  * returns the code it set.
  */
 int store_guard_error(const char *schedule, const char *target,
-		      struct sc_err *err);
+		      enum send_state state, struct sc_err *err);
+
+/* The refusal of store_outbox_release on a row found in `state` (not
+ * UNKNOWN): SC_ESTATE "target T of S: the send is no longer held (it is
+ * <state>); nothing changed". Returns the code it set. */
+int store_release_refused(const char *schedule, const char *target,
+			  enum send_state state, struct sc_err *err);
 
 /*
  * store_ledger_row_kind: how a ledger row of `outcome` is written. A
@@ -1954,11 +1985,15 @@ enum store_commit store_commit_of_alert_send(enum send_state state);
 #define STORE_FROM_FENCE STORE_SQL_ACTIVE
 #define STORE_FROM_JOB_PRUNE STORE_SQL_DONE
 
-/* Outbox rows. A state change leaves any state but SENT (the send guard
- * never reopens); the recovery of a slot turns its SENDING rows UNKNOWN;
- * only an unsent row is abandoned; prune takes the body of a SENT row,
- * and the closed rows (SENT, ABANDONED) of a slot past its horizon. */
-#define STORE_BUT_OUTBOX_SET STORE_SQL_SENT
+/* Outbox rows. A state change leaves any state but the closed ones: SENT
+ * (the send guard never reopens) and ABANDONED (a removed target's copy,
+ * closed on the record, is never sent again); an operator's release
+ * leaves only a held (UNKNOWN) row; the recovery of a slot turns its
+ * SENDING rows UNKNOWN; only an unsent row is abandoned; prune takes the
+ * body of a SENT row, and the closed rows (SENT, ABANDONED) of a slot
+ * past its horizon. */
+#define STORE_BUT_OUTBOX_SET STORE_SQL_SENT ", " STORE_SQL_ABANDONED
+#define STORE_FROM_OUTBOX_RELEASE STORE_SQL_UNKNOWN
 #define STORE_FROM_OUTBOX_UNKNOWN STORE_SQL_SENDING
 #define STORE_FROM_OUTBOX_ABANDON                                         \
 	STORE_SQL_PENDING ", " STORE_SQL_SENDING ", " STORE_SQL_FAILED ", "  \
@@ -1989,7 +2024,8 @@ enum store_trans {
 	STORE_T_CLAIM, STORE_T_HEARTBEAT, STORE_T_FINISH, STORE_T_RELEASE,
 	STORE_T_RECOVER, STORE_T_REVIVE, STORE_T_LEASE_CLAMP, STORE_T_FENCE,
 	STORE_T_JOB_PRUNE,
-	STORE_T_OUTBOX_SET, STORE_T_OUTBOX_UNKNOWN, STORE_T_OUTBOX_ABANDON,
+	STORE_T_OUTBOX_SET, STORE_T_OUTBOX_RELEASE, STORE_T_OUTBOX_UNKNOWN,
+	STORE_T_OUTBOX_ABANDON,
 	STORE_T_BODY_PRUNE, STORE_T_OUTBOX_PRUNE,
 	STORE_T_SEND_CLAIM, STORE_T_SEND_RECLAIM, STORE_T_SEND_FINISH,
 	STORE_T_SEND_PRUNE,

@@ -783,6 +783,7 @@ enum stmt {
 	ST_OUTBOX_PUT,
 	ST_OUTBOX_GET,
 	ST_OUTBOX_SET,
+	ST_OUTBOX_RELEASE,
 	ST_OUTBOX_UNKNOWN,
 	ST_OUTBOX_LIST,
 	ST_OUTBOX_ABANDON,
@@ -1168,7 +1169,8 @@ static const char *const sql[ST_COUNT] = {
 	" LEFT JOIN outbox_body b ON b.schedule = o.schedule"
 	" AND b.slot_ms = o.slot_ms AND b.target = o.target"
 	" WHERE o.schedule = $1 AND o.slot_ms = $2 AND o.target = $3",
-	/* SENT is final: the WHERE keeps a guard from ever reopening. SENT
+	/* SENT and ABANDONED are final: the WHERE keeps a closed row from
+	 * ever reopening. SENT
 	 * (the guard) and SENDING (which turns a crash mid-send into a
 	 * declared duplicate) are durable before this returns. $6, $7: the
 	 * fence. Answer: ok, rows changed, -. */
@@ -1180,7 +1182,21 @@ static const char *const sql[ST_COUNT] = {
 	" sent_ms = CASE WHEN $4::smallint = " STORE_SQL_SENT " THEN $5::bigint"
 	" ELSE sent_ms END"
 	" WHERE schedule = $1 AND slot_ms = $2 AND target = $3"
-	" AND state <> " STORE_BUT_OUTBOX_SET " AND (SELECT ok FROM f) RETURNING 1)"
+	" AND state NOT IN (" STORE_BUT_OUTBOX_SET ") AND (SELECT ok FROM f)"
+	" RETURNING 1)"
+	" SELECT f.ok, (SELECT count(*) FROM u), " DURABLE_IF("8")
+	" FROM f",
+	/* Only a held row: the state checked in the write, so a change since
+	 * the operator's read is never overwritten. $4 SENT or FAILED, $5
+	 * now, $6, $7: the fence, $8 durable. Answer: ok, rows changed, -. */
+	[ST_OUTBOX_RELEASE] =
+	"WITH " FENCE_CTE("$6", "$7") ","
+	" u AS (UPDATE outbox SET state = $4::smallint,"
+	" sent_ms = CASE WHEN $4::smallint = " STORE_SQL_SENT " THEN $5::bigint"
+	" ELSE sent_ms END"
+	" WHERE schedule = $1 AND slot_ms = $2 AND target = $3"
+	" AND state = " STORE_FROM_OUTBOX_RELEASE " AND (SELECT ok FROM f)"
+	" RETURNING 1)"
 	" SELECT f.ok, (SELECT count(*) FROM u), " DURABLE_IF("8")
 	" FROM f",
 	/* $3, $4: the fence. Answer: ok, rows changed. */
@@ -4148,7 +4164,28 @@ static int pg_outbox_set_state(void *impl, const struct store_fence *fence,
 	if (rc)
 		return rc;
 	sc_free(e.body);
-	return store_guard_error(schedule, target, err);
+	return store_guard_error(schedule, target, e.state, err);
+}
+
+static int pg_outbox_release(void *impl, const struct store_fence *fence,
+			     const char *schedule, int64_t slot_ms,
+			     const char *target, enum send_state to,
+			     bool *moved, struct sc_err *err)
+{
+	struct pg *p = impl;
+	struct args a = {0};
+	int64_t rows = 0;
+	int rc;
+
+	arg_slot_target(&a, schedule, slot_ms, target);
+	arg_i64(&a, (int64_t)to);
+	arg_i64(&a, now_ms(p));
+	arg_fence(&a, fence);
+	arg_dur(&a, store_commit_of_send(to));
+	rc = run_fenced(p, ST_OUTBOX_RELEASE, &a, fence, "outbox release",
+			&rows, err);
+	*moved = rc == 0 && rows == 1;
+	return rc;
 }
 
 static int pg_outbox_mark_unknown(void *impl, const struct store_fence *fence,
@@ -5212,6 +5249,7 @@ const struct store_ops store_pg_ops = {
 	.outbox_put = pg_outbox_put,
 	.outbox_get = pg_outbox_get,
 	.outbox_set_state = pg_outbox_set_state,
+	.outbox_release = pg_outbox_release,
 	.outbox_mark_unknown = pg_outbox_mark_unknown,
 	.outbox_list = pg_outbox_list,
 	.outbox_abandon = pg_outbox_abandon,

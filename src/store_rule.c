@@ -4,7 +4,8 @@
  * lead and the ledger outcome it defaults to (store_finish_outcome), and
  * the errors of a row not there (store_missing_error) and of a refused
  * fence (store_lease_error, store_fence_refused),
- * of a send guard asked to reopen (store_guard_error) and of a revive of
+ * of a closed send asked to reopen (store_guard_error), of a release of
+ * a send no longer held (store_release_refused) and of a revive of
  * a job that is not DEAD (store_not_dead_error), what raising an alert
  * closes (store_alert_raise_rule), which ledger rows are a job's and which
  * are kept once per slot (store_ledger_row_kind), and the shape of a
@@ -79,11 +80,34 @@ void store_alert_raise_rule(const struct store_alert *a, int64_t now_ms,
 }
 
 int store_guard_error(const char *schedule, const char *target,
-		      struct sc_err *err)
+		      enum send_state state, struct sc_err *err)
 {
+	if (state == SEND_ABANDONED)
+		return sc_err_set(err, SC_ESTATE, "target %s of %s was "
+				  "abandoned (removed from the schedule, on "
+				  "the record); it is never sent again",
+				  target, schedule);
 	return sc_err_set(err, SC_ESTATE, "target %s of %s was already sent "
 			  "(send guard); it is never sent again", target,
 			  schedule);
+}
+
+int store_release_refused(const char *schedule, const char *target,
+			  enum send_state state, struct sc_err *err)
+{
+	static const char *const words[] = {
+		[SEND_PENDING] = "pending", [SEND_SENDING] = "sending",
+		[SEND_SENT] = "sent", [SEND_FAILED] = "failed, to be sent",
+		[SEND_UNKNOWN] = "unknown",
+		[SEND_ABANDONED] = "abandoned"};
+	const char *w = (unsigned)state < sizeof(words) / sizeof(words[0]) &&
+				words[state]
+			? words[state]
+			: "?";
+
+	return sc_err_set(err, SC_ESTATE, "target %s of %s: the send is no "
+			  "longer held (it is %s); nothing changed", target,
+			  schedule, w);
 }
 
 int store_not_dead_error(int64_t id, struct sc_err *err)
@@ -150,6 +174,9 @@ const struct store_transition store_transitions[STORE_T_N] = {
 	T(OUTBOX_SET, "outbox state", OUTBOX, STORE_BUT_OUTBOX_SET, true,
 	  "PENDING, SENDING, SENT, FAILED, UNKNOWN",
 	  "store_outbox_set_state"),
+	T(OUTBOX_RELEASE, "outbox release (operator)", OUTBOX,
+	  STORE_FROM_OUTBOX_RELEASE, false, "SENT (arrived), FAILED (resend)",
+	  "store_outbox_release"),
 	T(OUTBOX_UNKNOWN, "outbox recovery", OUTBOX,
 	  STORE_FROM_OUTBOX_UNKNOWN, false, "UNKNOWN",
 	  "store_outbox_mark_unknown"),

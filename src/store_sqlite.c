@@ -692,6 +692,7 @@ enum stmt_id {
 	ST_OUTBOX_BODY_PUT,
 	ST_OUTBOX_GET,
 	ST_OUTBOX_SET,
+	ST_OUTBOX_RELEASE,
 	ST_OUTBOX_UNKNOWN,
 	ST_OUTBOX_LIST,
 	ST_OUTBOX_ABANDON,
@@ -940,7 +941,8 @@ static const char *const stmt_sql[N_STMT] = {
 		"LEFT JOIN outbox_body b ON b.schedule = o.schedule AND "
 		"b.slot_ms = o.slot_ms AND b.target = o.target "
 		"WHERE o.schedule = ?1 AND o.slot_ms = ?2 AND o.target = ?3",
-	/* Not SENT: a send guard never changes again (STORE_BUT_OUTBOX_SET). */
+	/* Not closed: a send guard (SENT) or an abandoned row never changes
+	 * again (STORE_BUT_OUTBOX_SET). */
 	[ST_OUTBOX_SET] =
 		"UPDATE outbox SET state = ?4, "
 		"n_tries = n_tries + (?4 = " STORE_SQL_SENDING "), "
@@ -948,7 +950,16 @@ static const char *const stmt_sql[N_STMT] = {
 		"sent_ms END, "
 		"updated_ms = ?5 "
 		"WHERE schedule = ?1 AND slot_ms = ?2 AND target = ?3 AND "
-		"state <> " STORE_BUT_OUTBOX_SET " AND " FENCE_OK,
+		"state NOT IN (" STORE_BUT_OUTBOX_SET ") AND " FENCE_OK,
+	/* Only a held row: the state checked in the write, so a change
+	 * since the operator's read is never overwritten. */
+	[ST_OUTBOX_RELEASE] =
+		"UPDATE outbox SET state = ?4, "
+		"sent_ms = CASE WHEN ?4 = " STORE_SQL_SENT " THEN ?5 ELSE "
+		"sent_ms END, "
+		"updated_ms = ?5 "
+		"WHERE schedule = ?1 AND slot_ms = ?2 AND target = ?3 AND "
+		"state = " STORE_FROM_OUTBOX_RELEASE " AND " FENCE_OK,
 	[ST_OUTBOX_UNKNOWN] =
 		"UPDATE outbox SET state = " STORE_SQL_UNKNOWN ", updated_ms = ?3 "
 		"WHERE schedule = ?1 AND slot_ms = ?2 AND state = "
@@ -3773,7 +3784,28 @@ static int sq_outbox_set_state(void *impl, const struct store_fence *fence,
 	if (rc)
 		return rc;
 	store_outbox_entry_dispose(&cur);
-	return store_guard_error(schedule, target, err);
+	return store_guard_error(schedule, target, cur.state, err);
+}
+
+static int sq_outbox_release(void *impl, const struct store_fence *fence,
+			     const char *schedule, int64_t slot_ms,
+			     const char *target, enum send_state to,
+			     bool *moved, struct sc_err *err)
+{
+	struct sq *q = impl;
+	sqlite3_stmt *st = NULL;
+	int n = 0;
+	int rc = solo(q, ST_OUTBOX_RELEASE, sync_for(store_commit_of_send(to)),
+		      &st, err);
+
+	if (rc)
+		return rc;
+	bind_slot_target(st, schedule, slot_ms, target);
+	sqlite3_bind_int(st, 4, (int)to);
+	sqlite3_bind_int64(st, 5, now_ms(q));
+	rc = fenced_step(q, st, fence, "outbox release", &n, err);
+	*moved = !rc && n > 0;
+	return rc;
 }
 
 static int sq_outbox_mark_unknown(void *impl, const struct store_fence *fence,
@@ -4825,6 +4857,7 @@ const struct store_ops store_sqlite_ops = {
 	.outbox_put = sq_outbox_put,
 	.outbox_get = sq_outbox_get,
 	.outbox_set_state = sq_outbox_set_state,
+	.outbox_release = sq_outbox_release,
 	.outbox_mark_unknown = sq_outbox_mark_unknown,
 	.outbox_list = sq_outbox_list,
 	.outbox_abandon = sq_outbox_abandon,

@@ -24,6 +24,8 @@
 #include <sys/wait.h>
 
 #include "config.h"
+#include "failpoint.h"
+#include "outbox.h"
 #include "queue.h"
 #include "store.h"
 #include "store_backend.h"
@@ -2468,6 +2470,146 @@ static void outbox_state_machine_and_guard(void **state)
 	fix_close(&f);
 }
 
+/* The hook of failpoint.h; a release-like build (make test-release) has
+ * none, and the test that needs it skips there. */
+#ifdef SURECRON_FAILPOINTS
+#define SET_HOOK(fn, ud) failpoint_set_hook(fn, ud)
+#else
+#define SET_HOOK(fn, ud) ((void)(fn), (void)(ud))
+#endif
+
+/* What happens to the send between outbox_release's read and its state
+ * change: a resend takes it (SENDING), or another operator's release
+ * says it arrived (SENT). */
+struct race {
+	struct store *s;
+	const char *target;
+	enum send_state to;
+	int hits;
+};
+
+static void race_hook(const char *name, void *ud)
+{
+	struct race *r = ud;
+
+	if (strcmp(name, "outbox.release_before_change") != 0)
+		return;
+	r->hits++;
+	if (r->to == SEND_SENDING)
+		assert_int_equal(store_outbox_set_state(r->s, "rel", T0,
+							r->target, r->to,
+							NULL), 0);
+	else
+		assert_int_equal(store_outbox_release(r->s, "rel", T0,
+						      r->target, r->to, NULL),
+				 0);
+}
+
+/*
+ * An operator's release changes a send only while it is held, checked in
+ * the write (store_outbox_release): a change between outbox_release's
+ * read and its write is never overwritten, the release fails and changes
+ * nothing (a --resend keeps the "duplicate" row it wrote first: one
+ * declared copy too many, never one undeclared). Closed rows (SENT,
+ * ABANDONED) are refused, on both backends, in the same words.
+ */
+static void release_never_overwrites_a_changed_send(void **state)
+{
+	static const struct {
+		const char *target;
+		bool arrived;
+		enum send_state race;
+		size_t dups; /* duplicate rows the release leaves */
+	} cases[] = {
+		{"a", true, SEND_SENDING, 0},  /* --arrived vs a resend */
+		{"b", false, SEND_SENDING, 1}, /* --resend vs a resend */
+		{"c", false, SEND_SENT, 1},    /* --resend vs --arrived */
+	};
+	struct fix f;
+	struct outbox_entry e;
+	struct sc_err err = {0};
+	int n = 0;
+
+#ifndef SURECRON_FAILPOINTS
+	skip();
+#endif
+	fix_open(state, &f);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *t = cases[i].target;
+		assert_int_equal(store_outbox_put(f.s, "rel", T0, t, "m",
+						  NULL, NULL), 0);
+		assert_int_equal(store_outbox_set_state(f.s, "rel", T0, t,
+							SEND_SENDING, NULL), 0);
+	}
+	assert_int_equal(store_outbox_mark_unknown(f.s, "rel", T0, &n, NULL),
+			 0);
+	assert_int_equal(n, 3); /* all held */
+	sc_clock_advance_ms(f.clock, 7);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *t = cases[i].target;
+		struct race r = {f.s, t, cases[i].race, 0};
+		size_t before = count_rows(&f, "rel", LEDGER_DUPLICATE);
+		SET_HOOK(race_hook, &r);
+		sc_err_clear(&err);
+		int rc = outbox_release(f.s, "rel", T0, t, cases[i].arrived,
+					0, &err);
+		SET_HOOK(NULL, NULL);
+		assert_int_equal(r.hits, 1);
+		assert_int_equal(rc, SC_ESTATE);
+		char want[160];
+		snprintf(want, sizeof(want), "target %s of rel: the send is "
+			 "no longer held (it is %s", t,
+			 cases[i].race == SEND_SENT ? "sent" : "sending");
+		if (strncmp(err.msg, want, strlen(want)) != 0)
+			fail_msg("got \"%s\", want \"%s...\"", err.msg, want);
+		/* The state the race left, as it left it. */
+		assert_int_equal(store_outbox_get(f.s, "rel", T0, t, &e, NULL),
+				 0);
+		assert_int_equal(e.state, cases[i].race);
+		assert_int_equal(e.n_tries, 1 + (cases[i].race == SEND_SENDING));
+		assert_int_equal(e.sent_ms,
+				 cases[i].race == SEND_SENT ? T0 + 7 : 0);
+		store_outbox_entry_dispose(&e);
+		assert_int_equal(count_rows(&f, "rel", LEDGER_DUPLICATE),
+				 before + cases[i].dups);
+	}
+	/* Not held when read: refused before any declaration. */
+	size_t before = count_rows(&f, "rel", LEDGER_DUPLICATE);
+	sc_err_clear(&err);
+	assert_int_equal(outbox_release(f.s, "rel", T0, "a", false, 0, &err),
+			 SC_ESTATE);
+	assert_non_null(strstr(err.msg, "no longer held (it is sending"));
+	assert_int_equal(count_rows(&f, "rel", LEDGER_DUPLICATE), before);
+	assert_int_equal(store_outbox_release(f.s, "rel", T0, "zz", SEND_SENT,
+					      NULL), SC_ENOENT);
+	assert_int_equal(store_outbox_release(f.s, "rel", T0, "a",
+					      SEND_PENDING, NULL), SC_EINVAL);
+	/* ABANDONED is as final as SENT: no state change reopens it. */
+	struct ledger_row row = abandon_row("a");
+	bool closed = false;
+	snprintf(row.schedule, sizeof(row.schedule), "rel");
+	assert_int_equal(store_outbox_abandon(f.s, "rel", T0, "a",
+					      SEND_SENDING, &row, &closed,
+					      NULL), 0);
+	assert_true(closed);
+	for (int st = SEND_PENDING; st <= SEND_UNKNOWN; st++) {
+		sc_err_clear(&err);
+		assert_int_equal(store_outbox_set_state(f.s, "rel", T0, "a",
+							(enum send_state)st,
+							&err), SC_ESTATE);
+		assert_string_equal(err.msg, "target a of rel was abandoned "
+				    "(removed from the schedule, on the "
+				    "record); it is never sent again");
+	}
+	assert_int_equal(store_outbox_set_state(f.s, "rel", T0, "a",
+						SEND_ABANDONED, NULL),
+			 SC_EINVAL);
+	assert_int_equal(store_outbox_get(f.s, "rel", T0, "a", &e, NULL), 0);
+	assert_int_equal(e.state, SEND_ABANDONED);
+	store_outbox_entry_dispose(&e);
+	fix_close(&f);
+}
+
 /*
  * Issue 10: a worker paused past its lease (SIGSTOP) resumed and wrote SENT
  * and the slot marker for a slot another worker had taken over. With the
@@ -3809,6 +3951,7 @@ static void cf_drive(void **state, struct fix *f,
 		break;
 	}
 	case STORE_T_OUTBOX_SET:
+	case STORE_T_OUTBOX_RELEASE:
 	case STORE_T_OUTBOX_ABANDON:
 		cf_outbox(state, f, sched);
 		for (int st = SEND_PENDING; st <= SEND_ABANDONED; st++) {
@@ -3816,9 +3959,14 @@ static void cf_drive(void **state, struct fix *f,
 			bool closed = false;
 			int rc;
 			snprintf(t, sizeof(t), "t%d", st);
-			if (x->t == STORE_T_OUTBOX_SET) {
-				rc = store_outbox_set_state(f->s, sched, T0, t,
-							    SEND_FAILED, NULL);
+			if (x->t != STORE_T_OUTBOX_ABANDON) {
+				rc = x->t == STORE_T_OUTBOX_SET
+					     ? store_outbox_set_state(
+						       f->s, sched, T0, t,
+						       SEND_FAILED, NULL)
+					     : store_outbox_release(
+						       f->s, sched, T0, t,
+						       SEND_FAILED, NULL);
 				if (rc != 0)
 					assert_int_equal(rc, SC_ESTATE);
 				*done |= (unsigned)(rc == 0) << st;
@@ -4110,6 +4258,7 @@ int main(void)
 		cmocka_unit_test(two_handles_recovering_one_job_list_it_once),
 		cmocka_unit_test(concurrent_recoveries_list_each_dead_job_once),
 		cmocka_unit_test(outbox_state_machine_and_guard),
+		cmocka_unit_test(release_never_overwrites_a_changed_send),
 		cmocka_unit_test(every_transition_leaves_exactly_its_states),
 		cmocka_unit_test(fenced_writes_refuse_a_stale_lease),
 		cmocka_unit_test(slot_markers_are_idempotent),
