@@ -670,8 +670,11 @@ enum MHD_Result web_api_release(struct web_call *k, const char *rest,
 				"http api", k->now_ms, &rr, &e);
 	if (rc && !rr.decided && rc == SC_ENOENT)
 		return web_respond_error(k->c, 404, "no such send");
+	/* The store's words say what the send is now ("sent", "failed,
+	 * to be sent", ...): no secret can be in them. */
 	if (rc && !rr.decided && rc == SC_ESTATE)
-		return web_respond_error(k->c, 409, "the send is not held");
+		return web_respond_error(k->c, 409, e.msg[0] ? e.msg
+					 : "the send is not held");
 	if (rc && rr.decided && !rr.recorded)
 		return web_respond_error(k->c, 503, "the decision took effect "
 					 "but could not be written to the "

@@ -789,8 +789,10 @@ static void held_send_released(void **state)
 	assert_string_equal(jstr(r.json, "state"), "sent");
 	assert_true(json_is_true(json_object_get(r.json, "job_revived")));
 	assert_int_equal(jint(r.json, "job"), job);
-	/* Not held any more: a second decision is refused. */
+	/* Not held any more: a second decision is refused, and the answer
+	 * says what the send is now. */
 	want_error(&e, "/api/release", body, WITH_TOKEN, 409, &r);
+	assert_non_null(strstr(jstr(r.json, "error"), "(it is sent)"));
 	/* The orchestrator writes the marker, then the worker completes the
 	 * job (src/worker.c): two commits, so wait for both. */
 	int64_t end = tu_now_ms() + PATIENCE_MS;
