@@ -793,20 +793,6 @@ static int open_alerts(const struct alert_ctx *a, int64_t now,
 
 /* ---- sending -------------------------------------------------------------- */
 
-static const char *state_word(enum send_state st)
-{
-	switch (st) {
-	case SEND_SENT: return "sent";
-	case SEND_FAILED: return "failed";
-	case SEND_UNKNOWN: return "unknown";
-	case SEND_ABANDONED: return "abandoned";
-	case SEND_SENDING: return "sending";
-	case SEND_PENDING: return "pending";
-	case SEND_NONE: break;
-	}
-	return "none";
-}
-
 /* The ledger row of one send's new state; *details allocated. */
 static void send_row(struct ledger_row *row, const struct store_alert_send *x,
 		     enum send_state st, const char *key, int64_t now,
@@ -824,8 +810,8 @@ static void send_row(struct ledger_row *row, const struct store_alert_send *x,
 	json_t *d = json_pack("{s:I, s:s, s:i, s:s, s:s, s:i, s:s}",
 			      "alert_id", (json_int_t)x->alert_id, "reason",
 			      x->reason, "round", x->round, "target",
-			      x->target, "state", state_word(st), "tries",
-			      x->n_tries, "idempotency_key", key);
+			      x->target, "state", store_send_state_name(st),
+			      "tries", x->n_tries, "idempotency_key", key);
 	row->details_json = d ? json_dumps(d, JSON_COMPACT |
 						 JSON_PRESERVE_ORDER)
 			      : NULL;
@@ -947,7 +933,7 @@ static int send_one(const struct alert_ctx *a, struct store_alert_send *x,
 	LOG(SC_LOG_WARN, "alert", "event=alert_send_failed alert=%lld "
 	       "schedule=%s target=%s state=%s tries=%d code=%d "
 	       "http_status=%d msg=%s", (long long)x->alert_id, x->schedule,
-	       x->target, state_word(st), x->n_tries, serr.code,
+	       x->target, store_send_state_name(st), x->n_tries, serr.code,
 	       serr.http_status, log_quote(why, sizeof(why), msg));
 	return finish_send(a, x, st, next, key, msg, err);
 }

@@ -159,17 +159,6 @@ static bool is_target(const struct outbox_slot *ds, const char *name)
 	return false;
 }
 
-static const char *state_word(enum send_state st)
-{
-	switch (st) {
-	case SEND_PENDING: return "pending";
-	case SEND_SENDING: return "sending";
-	case SEND_FAILED: return "failed";
-	case SEND_UNKNOWN: return "unknown";
-	default: return "?";
-	}
-}
-
 /* The ledger row of an event of ds's slot at now (started and finished
  * alike): an abandoned copy or a declared duplicate. details is
  * borrowed; error_msg is the caller's to set. */
@@ -203,8 +192,8 @@ static int abandon_one(const struct outbox_slot *ds,
 	 * for sure (outbox.c's rule for FAILED). */
 	bool maybe = r->state == SEND_SENDING || r->state == SEND_UNKNOWN;
 	json_t *d = json_pack("{s:s, s:s, s:i, s:b}", "target", r->target,
-			      "state", state_word(r->state), "tries",
-			      r->n_tries, "may_have_arrived", maybe);
+			      "state", store_send_state_name(r->state),
+			      "tries", r->n_tries, "may_have_arrived", maybe);
 	char *details = d ? json_dumps(d, JSON_COMPACT | JSON_PRESERVE_ORDER)
 			  : NULL;
 	int rc;
@@ -229,8 +218,8 @@ static int abandon_one(const struct outbox_slot *ds,
 		    "event=abandoned schedule=%s slot_ms=%lld target=%s "
 		    "state=%s may_have_arrived=%s msg=\"target removed from "
 		    "the schedule: staged copy closed unsent\"", ds->schedule,
-		    (long long)ds->slot_ms, r->target, state_word(r->state),
-		    maybe ? "yes" : "no");
+		    (long long)ds->slot_ms, r->target,
+		    store_send_state_name(r->state), maybe ? "yes" : "no");
 	}
 	return rc;
 }

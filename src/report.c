@@ -438,19 +438,6 @@ json_t *report_timeline_json(const struct sc_retry_timeline *tl,
 	return arr;
 }
 
-const char *report_send_state_name(enum send_state st)
-{
-	switch (st) {
-	case SEND_NONE: return "none";
-	case SEND_PENDING: return "pending";
-	case SEND_SENDING: return "sending";
-	case SEND_SENT: return "sent";
-	case SEND_FAILED: return "failed";
-	case SEND_UNKNOWN: return "unknown";
-	case SEND_ABANDONED: return "abandoned";
-	}
-	return "unknown";
-}
 
 const char *report_target_kind_name(int kind)
 {

@@ -172,10 +172,6 @@ json_t *report_ledger_json(const struct ledger_row *rows, const int64_t *rec,
 json_t *report_timeline_json(const struct sc_retry_timeline *tl,
 			     const struct sc_zone *z);
 
-/* A send's state as the API and the dashboard name it: none, pending,
- * sending, sent, failed, unknown (held after a crash), abandoned. */
-const char *report_send_state_name(enum send_state st);
-
 /* A target's kind: slack, webhook, file, command. */
 const char *report_target_kind_name(int kind);
 

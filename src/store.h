@@ -177,6 +177,11 @@ enum send_state {
 			       on SQLite) */
 };
 
+/* The word of a send state in pages, the ledger's details and messages
+ * ("none", "pending", "sending", "sent", "failed", "unknown",
+ * "abandoned"; "?" for a value out of the enum). Static; never NULL. */
+const char *store_send_state_name(enum send_state st);
+
 struct outbox_entry {
 	enum send_state state;
 	int n_tries;                /* times it went to SENDING */

@@ -92,22 +92,27 @@ int store_guard_error(const char *schedule, const char *target,
 			  schedule);
 }
 
+const char *store_send_state_name(enum send_state st)
+{
+	switch (st) {
+	case SEND_NONE: return "none";
+	case SEND_PENDING: return "pending";
+	case SEND_SENDING: return "sending";
+	case SEND_SENT: return "sent";
+	case SEND_FAILED: return "failed";
+	case SEND_UNKNOWN: return "unknown";
+	case SEND_ABANDONED: return "abandoned";
+	}
+	return "?";
+}
+
 int store_release_refused(const char *schedule, const char *target,
 			  enum send_state state, struct sc_err *err)
 {
-	static const char *const words[] = {
-		[SEND_PENDING] = "pending", [SEND_SENDING] = "sending",
-		[SEND_SENT] = "sent", [SEND_FAILED] = "failed, to be sent",
-		[SEND_UNKNOWN] = "unknown",
-		[SEND_ABANDONED] = "abandoned"};
-	const char *w = (unsigned)state < sizeof(words) / sizeof(words[0]) &&
-				words[state]
-			? words[state]
-			: "?";
-
 	return sc_err_set(err, SC_ESTATE, "target %s of %s: the send is no "
-			  "longer held (it is %s); nothing changed", target,
-			  schedule, w);
+			  "longer held (it is %s%s); nothing changed", target,
+			  schedule, store_send_state_name(state),
+			  state == SEND_FAILED ? ", to be sent" : "");
 }
 
 int store_not_dead_error(int64_t id, struct sc_err *err)

@@ -34,16 +34,8 @@
 
 static const char *state_name(enum send_state s)
 {
-	switch (s) {
-	case SEND_NONE: return "none";
-	case SEND_PENDING: return "pending";
-	case SEND_SENDING: return "sending";
-	case SEND_SENT: return "sent";
-	case SEND_FAILED: return "failed";
-	case SEND_UNKNOWN: return "unknown (may have arrived)";
-	case SEND_ABANDONED: return "abandoned";
-	}
-	return "?";
+	return s == SEND_UNKNOWN ? "unknown (may have arrived)"
+				 : store_send_state_name(s);
 }
 
 static void print_states(struct store *s, const struct schedule_spec *sc,

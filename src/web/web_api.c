@@ -433,7 +433,7 @@ static int slot_sends_json(struct web_call *k, const struct schedule_spec *sc,
 			"{s:s, s:s, s:s, s:i}", "target", sc->targets[i],
 			"kind", t ? report_target_kind_name((int)t->kind)
 				  : "unknown",
-			"state", report_send_state_name(none ? SEND_NONE
+			"state", store_send_state_name(none ? SEND_NONE
 							     : oe.state),
 			"tries", none ? 0 : oe.n_tries);
 		store_outbox_entry_dispose(&oe);
