@@ -508,7 +508,7 @@ void store_stall_rule(int max_stalls, const struct store_stall *job,
 	v->dead = used_up || stall >= max_stalls;
 	snprintf(v->stalled_msg, sizeof(v->stalled_msg),
 		 "lease of worker %s expired: the worker died or hung "
-		 "(stall %d)", job->owner ? job->owner : "", stall);
+		 "(stall %d)", job->owner, stall);
 	v->lost_msg[0] = '\0';
 	if (used_up)
 		snprintf(v->lost_msg, sizeof(v->lost_msg),
@@ -519,19 +519,20 @@ void store_stall_rule(int max_stalls, const struct store_stall *job,
 			 "stalled %d times: giving up", stall);
 }
 
-int store_stall_lost(struct store_dead_list *dl, int64_t job_id,
-		     const char *schedule, int64_t slot_ms, int attempt,
-		     const char *lost_msg, struct sc_err *err)
+int store_stall_lost(struct store_dead_list *dl,
+		     const struct store_stall *job, const char *lost_msg,
+		     struct sc_err *err)
 {
 	struct store_dead_job dj = {
-		.job_id = job_id, .slot_ms = slot_ms, .attempt = attempt,
+		.job_id = job->id, .slot_ms = job->slot_ms,
+		.attempt = job->attempts,
 	};
 
 	LOG(SC_LOG_ERROR, "store", "event=lost job=%lld attempt=%d "
-	    "reason=stalled", (long long)job_id, attempt);
+	    "reason=stalled", (long long)job->id, job->attempts);
 	if (!dl)
 		return 0;
-	snprintf(dj.schedule, sizeof(dj.schedule), "%s", schedule);
+	snprintf(dj.schedule, sizeof(dj.schedule), "%s", job->schedule);
 	snprintf(dj.error_msg, sizeof(dj.error_msg), "%s", lost_msg);
 	if (store_dead_list_push(dl, &dj) != 0)
 		return sc_err_set(err, SC_ENOMEM, "out of memory");

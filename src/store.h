@@ -1683,11 +1683,21 @@ struct store_ops {
  * any backend runs, so "no stall limit" does not exist (queue_recover's
  * stall_limit 0 means max_stalls 1: the first stall is fatal). The texts
  * are the ledger's words for it, the same on every backend.
+ *
+ * struct store_stall is the expired job as recovery reads it, one row of
+ * STORE_STALL_COLS (store_stall_fields), in that order on every backend.
  */
+#define STORE_STALL_COLS                                                  \
+	"id, schedule, slot_ms, attempts, n_stalls, max_attempts, "          \
+	"started_ms, lease_owner"
 struct store_stall {
-	int attempts, max_attempts;
-	int n_stalls;               /* stalls before this one */
-	const char *owner;          /* the worker whose lease expired */
+	int64_t id;
+	char schedule[STORE_NAME_MAX];
+	int64_t slot_ms;
+	int attempts, n_stalls;     /* n_stalls: stalls before this one */
+	int max_attempts;
+	int64_t started_ms;
+	char owner[STORE_WORKER_MAX]; /* the worker whose lease expired */
 };
 
 struct store_stall_verdict {
@@ -1705,9 +1715,9 @@ void store_stall_rule(int max_stalls, const struct store_stall *job,
 /* For backends, once a stall's verdict is dead: logs the lost job (the
  * same event on every backend) and, when dl is given, appends it to dl
  * (store_dead_list_push). Returns 0 or SC_ENOMEM, set in err. */
-int store_stall_lost(struct store_dead_list *dl, int64_t job_id,
-		     const char *schedule, int64_t slot_ms, int attempt,
-		     const char *lost_msg, struct sc_err *err);
+int store_stall_lost(struct store_dead_list *dl,
+		     const struct store_stall *job, const char *lost_msg,
+		     struct sc_err *err);
 
 /*
  * The rules of store_rule.c, for backends (one place for every backend).
@@ -2142,6 +2152,8 @@ extern const struct store_fields store_send_fields;
 /* struct store_node, STORE_NODE_COLS (the clock offset last: SQLite
  * keeps none and writes all but it). */
 extern const struct store_fields store_node_fields;
+/* struct store_stall, STORE_STALL_COLS. */
+extern const struct store_fields store_stall_fields;
 /* struct store_dead_job: job id, schedule, slot_ms, attempt, error_msg. */
 extern const struct store_fields store_dead_fields;
 /* struct store_cron: schedule, from_ms, cron, tz, recorded_ms. */

@@ -1042,8 +1042,7 @@ static const char *const sql[ST_COUNT] = {
 	 * rows locked by another node's recovery are skipped, so each job is
 	 * recovered (and each DEAD one reported) by exactly one node. */
 	[ST_RECOVER] =
-	"SELECT id, schedule, slot_ms, attempts, max_attempts, n_stalls,"
-	" started_ms, lease_owner FROM jobs"
+	"SELECT " STORE_STALL_COLS " FROM jobs"
 	" WHERE state = " STORE_FROM_RECOVER " AND lease_expires_ms < $1"
 	" ORDER BY id"
 	" FOR UPDATE SKIP LOCKED",
@@ -3527,20 +3526,14 @@ static int pg_job_recover(void *impl, int max_stalls, int *n_recovered,
 		goto rollback;
 	n = PQntuples(res);
 	for (int i = 0; !rc && i < n; i++) {
-		char owner[STORE_WORKER_MAX];
-		struct store_stall in = {
-			.attempts = (int)get_i64(res, i, 3),
-			.max_attempts = (int)get_i64(res, i, 4),
-			.n_stalls = (int)get_i64(res, i, 5),
-			.owner = owner,
-		};
+		struct store_stall x;
 		struct store_stall_verdict v;
 		struct args b = {0};
 
-		get_str(res, i, 7, owner, sizeof(owner));
-		store_stall_rule(max_stalls, &in, &v);
+		get_fields(res, i, 0, &store_stall_fields, &x, NULL);
+		store_stall_rule(max_stalls, &x, &v);
 		arg_i64(&b, now);
-		arg_i64(&b, get_i64(res, i, 0));
+		arg_i64(&b, x.id);
 		arg_i64(&b, v.dead ? JOB_DEAD : JOB_READY);
 		arg_str(&b, v.stalled_msg);
 		arg_str(&b, v.dead ? v.lost_msg : NULL);
@@ -3554,21 +3547,15 @@ static int pg_job_recover(void *impl, int max_stalls, int *n_recovered,
 		goto done;
 	/* Committed: the jobs are this call's. */
 	for (int i = 0; i < n; i++) {
-		struct store_stall in = {
-			.attempts = (int)get_i64(res, i, 3),
-			.max_attempts = (int)get_i64(res, i, 4),
-			.n_stalls = (int)get_i64(res, i, 5),
-			.owner = PQgetvalue(res, i, 7),
-		};
+		struct store_stall x;
 		struct store_stall_verdict v;
 
-		store_stall_rule(max_stalls, &in, &v);
+		get_fields(res, i, 0, &store_stall_fields, &x, NULL);
+		store_stall_rule(max_stalls, &x, &v);
 		if (!v.dead)
 			continue;
-		int e = store_stall_lost(rc ? NULL : dead, get_i64(res, i, 0),
-					 PQgetvalue(res, i, 1),
-					 get_i64(res, i, 2), in.attempts,
-					 v.lost_msg, err);
+		int e = store_stall_lost(rc ? NULL : dead, &x, v.lost_msg,
+					 err);
 		if (!rc)
 			rc = e;
 	}

@@ -852,8 +852,7 @@ static const char *const stmt_sql[N_STMT] = {
 		"SELECT schedule, slot_ms, attempts + ?2, started_ms FROM jobs "
 		"WHERE id = ?1",
 	[ST_JOB_EXPIRED] =
-		"SELECT id, schedule, slot_ms, attempts, n_stalls, "
-		"max_attempts, started_ms, lease_owner FROM jobs "
+		"SELECT " STORE_STALL_COLS " FROM jobs "
 		"WHERE state = " STORE_FROM_RECOVER " AND lease_expires_ms < ?1 "
 		"ORDER BY lease_expires_ms LIMIT ?2",
 	[ST_JOB_STALL] =
@@ -3025,13 +3024,6 @@ static int sq_job_release(void *impl, int64_t id, int64_t lease_token,
 	return tx_end(q, rc, err);
 }
 
-struct expired {
-	int64_t id, slot_ms, started_ms;
-	int attempts, n_stalls, max_attempts;
-	char schedule[STORE_NAME_MAX];
-	char owner[STORE_WORKER_MAX];
-};
-
 /*
  * One batch of recovery in one transaction; *n gets the jobs touched. The
  * jobs it moves to DEAD are appended to dead (may be NULL) and taken out
@@ -3041,7 +3033,7 @@ struct expired {
 static int recover_batch(struct sq *q, int max_stalls, int *n,
 			 struct store_dead_list *dead, struct sc_err *err)
 {
-	struct expired *e;
+	struct store_stall *e;
 	sqlite3_stmt *st = NULL;
 	int64_t now = now_ms(q);
 	size_t dead_n0 = dead ? dead->n : 0, dead_more0 = dead ? dead->n_more : 0;
@@ -3063,17 +3055,8 @@ static int recover_batch(struct sq *q, int max_stalls, int *n,
 		goto rollback;
 	sqlite3_bind_int64(st, 1, now);
 	sqlite3_bind_int(st, 2, RECOVER_BATCH);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW && got < RECOVER_BATCH) {
-		struct expired *x = &e[got++];
-		x->id = sqlite3_column_int64(st, 0);
-		copy_text(x->schedule, sizeof(x->schedule), st, 1);
-		x->slot_ms = sqlite3_column_int64(st, 2);
-		x->attempts = sqlite3_column_int(st, 3);
-		x->n_stalls = sqlite3_column_int(st, 4);
-		x->max_attempts = sqlite3_column_int(st, 5);
-		x->started_ms = sqlite3_column_int64(st, 6);
-		copy_text(x->owner, sizeof(x->owner), st, 7);
-	}
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW && got < RECOVER_BATCH)
+		(void)read_fields(st, 0, &store_stall_fields, &e[got++]);
 	if (rc != SQLITE_DONE) {
 		rc = db_fail(q, rc, "recover", err);
 		unprep(st);
@@ -3082,15 +3065,9 @@ static int recover_batch(struct sq *q, int max_stalls, int *n,
 	unprep(st);
 	rc = 0;
 	for (int i = 0; !rc && i < got; i++) {
-		struct expired *x = &e[i];
-		struct store_stall in = {
-			.attempts = x->attempts,
-			.max_attempts = x->max_attempts,
-			.n_stalls = x->n_stalls,
-			.owner = x->owner,
-		};
+		struct store_stall *x = &e[i];
 		struct store_stall_verdict v;
-		store_stall_rule(max_stalls, &in, &v);
+		store_stall_rule(max_stalls, x, &v);
 		bool is_dead = v.dead;
 		struct ledger_row r = {
 			.slot_ms = x->slot_ms,
@@ -3120,9 +3097,7 @@ static int recover_batch(struct sq *q, int max_stalls, int *n,
 		sqlite3_bind_int64(st, 3, now);
 		rc = step_done(q, st, "recover", err);
 		if (!rc && is_dead)
-			rc = store_stall_lost(dead, x->id, x->schedule,
-					      x->slot_ms, x->attempts,
-					      v.lost_msg, err);
+			rc = store_stall_lost(dead, x, v.lost_msg, err);
 	}
 	if (rc)
 		goto rollback;
