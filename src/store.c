@@ -1235,8 +1235,24 @@ int store_sla_scan(struct store *s, int64_t ready_before_ms,
 	if ((x->max_late && !x->late) || (x->max_running && !x->running) ||
 	    (x->max_last && !x->last))
 		return sc_err_set(err, SC_EINVAL, "sla scan array is NULL");
-	return s->ops->sla_scan(s->impl, ready_before_ms, started_before_ms,
-				x, err);
+	/* The parts in this order: late, running, then the last rows. */
+	struct store_sla_read r[] = {
+		{STORE_SLA_LATE, ready_before_ms, 0, x->late, x->max_late,
+		 sizeof(*x->late), &store_job_fields, &x->n_late},
+		{STORE_SLA_RUNNING, started_before_ms, 0, x->running,
+		 x->max_running, sizeof(*x->running), &store_job_fields,
+		 &x->n_running},
+		{STORE_SLA_LAST, 0, 0, x->last, x->max_last, sizeof(*x->last),
+		 &store_sla_last_fields, &x->n_last},
+	};
+	for (size_t i = 0; !rc && i < sizeof(r) / sizeof(r[0]); i++) {
+		if (r[i].max == 0)
+			continue;
+		r[i].limit = r[i].max > INT32_MAX ? INT32_MAX
+						  : (int64_t)r[i].max;
+		rc = s->ops->sla_read(s->impl, &r[i], err);
+	}
+	return rc;
 }
 
 void store_alert_send_dispose(struct store_alert_send *a)

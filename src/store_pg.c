@@ -5065,47 +5065,25 @@ static int pg_alert_sends(void *impl, int64_t alert_id,
 
 /* ---- timing checks ----------------------------------------------------- */
 
-static int sla_jobs(struct pg *p, enum stmt st, int64_t before,
-		    struct store_job *out, size_t max, size_t *n,
-		    struct sc_err *err)
-{
-	struct args a = {0};
-	PGresult *res;
-	int rc;
-
-	if (max == 0)
-		return 0;
-	arg_i64(&a, before);
-	arg_i64(&a, max > INT32_MAX ? INT32_MAX : (int64_t)max);
-	if ((rc = run(p, st, &a, &res, err)) != 0)
-		return rc;
-	bool oom = false;
-	*n = fill_rows(res, out, max, sizeof(*out), &store_job_fields, &oom);
-	return 0;
-}
-
-static int pg_sla_scan(void *impl, int64_t ready_before_ms,
-		       int64_t started_before_ms, struct store_sla *x,
+static int pg_sla_read(void *impl, const struct store_sla_read *r,
 		       struct sc_err *err)
 {
-	struct pg *p = impl;
+	static const enum stmt sts[] = {
+		[STORE_SLA_LATE] = ST_SLA_LATE,
+		[STORE_SLA_RUNNING] = ST_SLA_RUNNING,
+		[STORE_SLA_LAST] = ST_SLA_LAST,
+	};
 	struct args a = {0};
 	PGresult *res;
-	int rc = sla_jobs(p, ST_SLA_LATE, ready_before_ms, x->late,
-			  x->max_late, &x->n_late, err);
-
-	if (!rc)
-		rc = sla_jobs(p, ST_SLA_RUNNING, started_before_ms, x->running,
-			      x->max_running, &x->n_running, err);
-	if (rc || x->max_last == 0)
-		return rc;
-	arg_i64(&a, x->max_last > INT32_MAX ? INT32_MAX
-					    : (int64_t)x->max_last);
-	if ((rc = run(p, ST_SLA_LAST, &a, &res, err)) != 0)
-		return rc;
 	bool oom = false;
-	x->n_last = fill_rows(res, x->last, x->max_last, sizeof(*x->last),
-			      &store_sla_last_fields, &oom);
+	int rc;
+
+	if (r->part != STORE_SLA_LAST)
+		arg_i64(&a, r->before);
+	arg_i64(&a, r->limit);
+	if ((rc = run(impl, sts[r->part], &a, &res, err)) != 0)
+		return rc;
+	*r->n = fill_rows(res, r->out, r->max, r->size, r->t, &oom);
 	return 0;
 }
 
@@ -5234,6 +5212,6 @@ const struct store_ops store_pg_ops = {
 	.alert_send_claim = pg_alert_send_claim,
 	.alert_send_finish = pg_alert_send_finish,
 	.alert_sends = pg_alert_sends,
-	.sla_scan = pg_sla_scan,
+	.sla_read = pg_sla_read,
 	.wait = pg_wait,
 };

@@ -4667,44 +4667,26 @@ done:
 
 /* ---- timing checks ----------------------------------------------------- */
 
-static int sla_jobs(struct sq *q, enum stmt_id id, int64_t before,
-		    struct store_job *out, size_t max, size_t *n,
-		    struct sc_err *err)
-{
-	sqlite3_stmt *st = NULL;
-	int rc;
-
-	*n = 0;
-	if (max == 0)
-		return 0;
-	if ((rc = prep(q, id, &st, err)) != 0)
-		return rc;
-	sqlite3_bind_int64(st, 1, before);
-	sqlite3_bind_int64(st, 2, max > INT32_MAX ? INT32_MAX : (int64_t)max);
-	return fill_rows(q, st, out, max, sizeof(*out), &store_job_fields, "sla scan",
-			 n, err);
-}
-
-static int sq_sla_scan(void *impl, int64_t ready_before_ms,
-		       int64_t started_before_ms, struct store_sla *x,
+static int sq_sla_read(void *impl, const struct store_sla_read *r,
 		       struct sc_err *err)
 {
+	static const enum stmt_id sts[] = {
+		[STORE_SLA_LATE] = ST_SLA_LATE,
+		[STORE_SLA_RUNNING] = ST_SLA_RUNNING,
+		[STORE_SLA_LAST] = ST_SLA_LAST,
+	};
 	struct sq *q = impl;
 	sqlite3_stmt *st = NULL;
-	int rc = sla_jobs(q, ST_SLA_LATE, ready_before_ms, x->late,
-			  x->max_late, &x->n_late, err);
+	int p = 1;
+	int rc = prep(q, sts[r->part], &st, err);
 
-	if (!rc)
-		rc = sla_jobs(q, ST_SLA_RUNNING, started_before_ms, x->running,
-			      x->max_running, &x->n_running, err);
-	if (rc || x->max_last == 0)
+	if (rc)
 		return rc;
-	if ((rc = prep(q, ST_SLA_LAST, &st, err)) != 0)
-		return rc;
-	sqlite3_bind_int64(st, 1, x->max_last > INT32_MAX
-				      ? INT32_MAX : (int64_t)x->max_last);
-	return fill_rows(q, st, x->last, x->max_last, sizeof(*x->last),
-			 &store_sla_last_fields, "sla scan", &x->n_last, err);
+	if (r->part != STORE_SLA_LAST)
+		sqlite3_bind_int64(st, p++, r->before);
+	sqlite3_bind_int64(st, p, r->limit);
+	return fill_rows(q, st, r->out, r->max, r->size, r->t, "sla scan",
+			 r->n, err);
 }
 
 static int sq_alert_sends(void *impl, int64_t alert_id,
@@ -4834,6 +4816,6 @@ const struct store_ops store_sqlite_ops = {
 	.alert_send_claim = sq_alert_send_claim,
 	.alert_send_finish = sq_alert_send_finish,
 	.alert_sends = sq_alert_sends,
-	.sla_scan = sq_sla_scan,
+	.sla_read = sq_sla_read,
 	.wait = sq_wait,
 };
