@@ -1327,8 +1327,20 @@ int store_outbox_set_state(struct store *s, const char *schedule, int64_t slot_m
 	if (state < SEND_PENDING || state > SEND_UNKNOWN)
 		return sc_err_set(err, SC_EINVAL,
 				  "outbox state must be PENDING..UNKNOWN");
-	return s->ops->outbox_set_state(s->impl, fence_of(s), schedule, slot_ms, target,
-					state, err);
+	int n = 0;
+	struct outbox_entry cur;
+
+	rc = s->ops->outbox_set_state(s->impl, fence_of(s), schedule, slot_ms,
+				      target, state, &n, err);
+	if (rc || n > 0)
+		return rc;
+	/* The fence holds and nothing changed: no row (the read says
+	 * SC_ENOENT), or a send guard, which never reopens. */
+	rc = s->ops->outbox_get(s->impl, schedule, slot_ms, target, &cur, err);
+	if (rc)
+		return rc;
+	store_outbox_entry_dispose(&cur);
+	return store_guard_error(schedule, target, err);
 }
 
 int store_outbox_mark_unknown(struct store *s, const char *schedule,

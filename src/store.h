@@ -1566,10 +1566,12 @@ struct store_ops {
 	int (*outbox_get)(void *impl, const char *schedule, int64_t slot_ms,
 			  const char *target, struct outbox_entry *out,
 			  struct sc_err *err);
+	/* *n: the rows changed (0 or 1); store_outbox_set_state tells
+	 * the reason of a 0 (no row, or a send guard). */
 	int (*outbox_set_state)(void *impl, const struct store_fence *fence,
 				const char *schedule, int64_t slot_ms,
 				const char *target, enum send_state state,
-				struct sc_err *err);
+				int *n, struct sc_err *err);
 	int (*outbox_mark_unknown)(void *impl,
 				   const struct store_fence *fence,
 				   const char *schedule, int64_t slot_ms,

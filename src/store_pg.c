@@ -4111,11 +4111,10 @@ static int pg_outbox_get(void *impl, const char *schedule, int64_t slot_ms,
 static int pg_outbox_set_state(void *impl, const struct store_fence *fence,
 			       const char *schedule, int64_t slot_ms,
 			       const char *target, enum send_state state,
-			       struct sc_err *err)
+			       int *n, struct sc_err *err)
 {
 	struct pg *p = impl;
 	struct args a = {0};
-	struct outbox_entry e = {0};
 	int64_t rows = 0;
 	int rc;
 
@@ -4126,16 +4125,8 @@ static int pg_outbox_set_state(void *impl, const struct store_fence *fence,
 	arg_dur(&a, store_commit_of_send(state));
 	rc = run_fenced(p, ST_OUTBOX_SET, &a, fence, "outbox state", &rows,
 			err);
-	if (rc)
-		return rc;
-	if (rows == 1)
-		return 0;
-	/* Nothing changed: no row, or a guard that must not reopen. */
-	rc = pg_outbox_get(p, schedule, slot_ms, target, &e, err);
-	if (rc)
-		return rc;
-	sc_free(e.body);
-	return store_guard_error(schedule, target, err);
+	*n = (int)rows;
+	return rc;
 }
 
 static int pg_outbox_mark_unknown(void *impl, const struct store_fence *fence,

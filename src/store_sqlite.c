@@ -3721,12 +3721,10 @@ static int sq_outbox_get(void *impl, const char *schedule, int64_t slot_ms,
 static int sq_outbox_set_state(void *impl, const struct store_fence *fence,
 			       const char *schedule, int64_t slot_ms,
 			       const char *target, enum send_state state,
-			       struct sc_err *err)
+			       int *n, struct sc_err *err)
 {
 	struct sq *q = impl;
-	struct outbox_entry cur;
 	sqlite3_stmt *st = NULL;
-	int n;
 	/* SENT is the send guard, and SENDING is what makes a crash after
 	 * the request left a declared duplicate instead of a silent one:
 	 * both are fsync'd before this returns (and the request leaves). */
@@ -3739,16 +3737,7 @@ static int sq_outbox_set_state(void *impl, const struct store_fence *fence,
 	bind_slot_target(st, schedule, slot_ms, target);
 	sqlite3_bind_int(st, 4, (int)state);
 	sqlite3_bind_int64(st, 5, now_ms(q));
-	rc = fenced_step(q, st, fence, "outbox state", &n, err);
-	if (rc || n > 0)
-		return rc;
-	/* The fence holds and nothing changed: no row (the read says
-	 * SC_ENOENT), or a send guard, which never reopens. */
-	rc = sq_outbox_get(q, schedule, slot_ms, target, &cur, err);
-	if (rc)
-		return rc;
-	store_outbox_entry_dispose(&cur);
-	return store_guard_error(schedule, target, err);
+	return fenced_step(q, st, fence, "outbox state", n, err);
 }
 
 static int sq_outbox_mark_unknown(void *impl, const struct store_fence *fence,
