@@ -591,7 +591,20 @@ int store_job_find(struct store *s, const char *schedule, int64_t slot_ms,
 int store_job_revive(struct store *s, int64_t id, int budget,
 		     struct sc_err *err)
 {
-	return s->ops->job_revive(s->impl, id, budget, err);
+	struct store_job j;
+	struct sc_err e = {0};
+	int n = 0;
+	int rc = s->ops->job_revive(s->impl, id, budget, &n, err);
+
+	if (rc || n > 0)
+		return rc;
+	/* Nothing revived: the job is gone, or it is not DEAD. */
+	rc = s->ops->job_get(s->impl, id, &j, &e);
+	if (rc == SC_ENOENT)
+		return store_missing_error("job", id, err);
+	if (rc)
+		err_copy(err, &e);
+	return rc ? rc : store_not_dead_error(id, err);
 }
 
 int store_job_lease_clamp(struct store *s, int64_t lease_ms, int64_t slack_ms,

@@ -1530,7 +1530,9 @@ struct store_ops {
 		       struct sc_err *err);
 	int (*job_find)(void *impl, const char *schedule, int64_t slot_ms,
 			struct store_job *out, struct sc_err *err);
-	int (*job_revive)(void *impl, int64_t id, int budget,
+	/* *n: the jobs revived (0 or 1); store_job_revive tells the
+	 * reason of a 0 (no such job, or not DEAD). */
+	int (*job_revive)(void *impl, int64_t id, int budget, int *n,
 			  struct sc_err *err);
 	int (*job_next_due)(void *impl, int64_t *out_ms, struct sc_err *err);
 	int (*job_lease_clamp)(void *impl, int64_t lease_ms, int64_t slack_ms,

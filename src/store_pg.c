@@ -3604,28 +3604,16 @@ static int pg_job_find(void *impl, const char *schedule, int64_t slot_ms,
 	return one_job(impl, ST_JOB_FIND, &a, out, err);
 }
 
-static int pg_job_revive(void *impl, int64_t id, int budget,
+static int pg_job_revive(void *impl, int64_t id, int budget, int *n,
 			 struct sc_err *err)
 {
-	struct pg *p = impl;
 	struct args a = {0};
-	struct args b = {0};
-	int n = 0;
-	int rc;
 
 	arg_i64(&a, id);
-	arg_i64(&a, now_ms(p));
+	arg_i64(&a, now_ms(impl));
 	arg_i64(&a, budget);
 	arg_dur(&a, STORE_COMMIT_REVIVE);
-	rc = run_count(p, ST_REVIVE, &a, &n, err);
-	if (rc || n == 1)
-		return rc;
-	arg_i64(&b, id);
-	rc = run_count(p, ST_JOB_GET, &b, &n, err);
-	if (rc)
-		return rc;
-	return n == 1 ? store_not_dead_error(id, err)
-		      : store_missing_error("job", id, err);
+	return run_count(impl, ST_REVIVE, &a, n, err);
 }
 
 static int pg_job_lease_clamp(void *impl, int64_t lease_ms,

@@ -3190,7 +3190,7 @@ static int sq_job_find(void *impl, const char *schedule, int64_t slot_ms,
 	return get_job(impl, ST_JOB_FIND, 0, schedule, slot_ms, out, err);
 }
 
-static int sq_job_revive(void *impl, int64_t id, int budget,
+static int sq_job_revive(void *impl, int64_t id, int budget, int *n,
 			 struct sc_err *err)
 {
 	struct sq *q = impl;
@@ -3203,12 +3203,8 @@ static int sq_job_revive(void *impl, int64_t id, int budget,
 	sqlite3_bind_int64(st, 2, now_ms(q));
 	sqlite3_bind_int(st, 3, budget);
 	rc = step_done(q, st, "revive", err);
-	if (rc || sqlite3_changes(q->db) > 0)
-		return rc;
-	rc = row_exists(q, ST_JOB_STATE, id, "job", err);
-	if (rc)
-		return rc;
-	return store_not_dead_error(id, err);
+	*n = rc ? 0 : sqlite3_changes(q->db);
+	return rc;
 }
 
 static int sq_job_lease_clamp(void *impl, int64_t lease_ms,
