@@ -508,7 +508,7 @@ void store_stall_rule(int max_stalls, const struct store_stall *job,
 	v->dead = used_up || stall >= max_stalls;
 	snprintf(v->stalled_msg, sizeof(v->stalled_msg),
 		 "lease of worker %s expired: the worker died or hung "
-		 "(stall %d)", job->owner ? job->owner : "", stall);
+		 "(stall %d)", job->owner, stall);
 	v->lost_msg[0] = '\0';
 	if (used_up)
 		snprintf(v->lost_msg, sizeof(v->lost_msg),
@@ -519,19 +519,20 @@ void store_stall_rule(int max_stalls, const struct store_stall *job,
 			 "stalled %d times: giving up", stall);
 }
 
-int store_stall_lost(struct store_dead_list *dl, int64_t job_id,
-		     const char *schedule, int64_t slot_ms, int attempt,
-		     const char *lost_msg, struct sc_err *err)
+int store_stall_lost(struct store_dead_list *dl,
+		     const struct store_stall *job, const char *lost_msg,
+		     struct sc_err *err)
 {
 	struct store_dead_job dj = {
-		.job_id = job_id, .slot_ms = slot_ms, .attempt = attempt,
+		.job_id = job->id, .slot_ms = job->slot_ms,
+		.attempt = job->attempts,
 	};
 
 	LOG(SC_LOG_ERROR, "store", "event=lost job=%lld attempt=%d "
-	    "reason=stalled", (long long)job_id, attempt);
+	    "reason=stalled", (long long)job->id, job->attempts);
 	if (!dl)
 		return 0;
-	snprintf(dj.schedule, sizeof(dj.schedule), "%s", schedule);
+	snprintf(dj.schedule, sizeof(dj.schedule), "%s", job->schedule);
 	snprintf(dj.error_msg, sizeof(dj.error_msg), "%s", lost_msg);
 	if (store_dead_list_push(dl, &dj) != 0)
 		return sc_err_set(err, SC_ENOMEM, "out of memory");
@@ -590,7 +591,20 @@ int store_job_find(struct store *s, const char *schedule, int64_t slot_ms,
 int store_job_revive(struct store *s, int64_t id, int budget,
 		     struct sc_err *err)
 {
-	return s->ops->job_revive(s->impl, id, budget, err);
+	struct store_job j;
+	struct sc_err e = {0};
+	int n = 0;
+	int rc = s->ops->job_revive(s->impl, id, budget, &n, err);
+
+	if (rc || n > 0)
+		return rc;
+	/* Nothing revived: the job is gone, or it is not DEAD. */
+	rc = s->ops->job_get(s->impl, id, &j, &e);
+	if (rc == SC_ENOENT)
+		return store_missing_error("job", id, err);
+	if (rc)
+		err_copy(err, &e);
+	return rc ? rc : store_not_dead_error(id, err);
 }
 
 int store_job_lease_clamp(struct store *s, int64_t lease_ms, int64_t slack_ms,
@@ -1234,8 +1248,24 @@ int store_sla_scan(struct store *s, int64_t ready_before_ms,
 	if ((x->max_late && !x->late) || (x->max_running && !x->running) ||
 	    (x->max_last && !x->last))
 		return sc_err_set(err, SC_EINVAL, "sla scan array is NULL");
-	return s->ops->sla_scan(s->impl, ready_before_ms, started_before_ms,
-				x, err);
+	/* The parts in this order: late, running, then the last rows. */
+	struct store_sla_read r[] = {
+		{STORE_SLA_LATE, ready_before_ms, 0, x->late, x->max_late,
+		 sizeof(*x->late), &store_job_fields, &x->n_late},
+		{STORE_SLA_RUNNING, started_before_ms, 0, x->running,
+		 x->max_running, sizeof(*x->running), &store_job_fields,
+		 &x->n_running},
+		{STORE_SLA_LAST, 0, 0, x->last, x->max_last, sizeof(*x->last),
+		 &store_sla_last_fields, &x->n_last},
+	};
+	for (size_t i = 0; !rc && i < sizeof(r) / sizeof(r[0]); i++) {
+		if (r[i].max == 0)
+			continue;
+		r[i].limit = r[i].max > INT32_MAX ? INT32_MAX
+						  : (int64_t)r[i].max;
+		rc = s->ops->sla_read(s->impl, &r[i], err);
+	}
+	return rc;
 }
 
 void store_alert_send_dispose(struct store_alert_send *a)
@@ -1310,8 +1340,20 @@ int store_outbox_set_state(struct store *s, const char *schedule, int64_t slot_m
 	if (state < SEND_PENDING || state > SEND_UNKNOWN)
 		return sc_err_set(err, SC_EINVAL,
 				  "outbox state must be PENDING..UNKNOWN");
-	return s->ops->outbox_set_state(s->impl, fence_of(s), schedule, slot_ms, target,
-					state, err);
+	int n = 0;
+	struct outbox_entry cur;
+
+	rc = s->ops->outbox_set_state(s->impl, fence_of(s), schedule, slot_ms,
+				      target, state, &n, err);
+	if (rc || n > 0)
+		return rc;
+	/* The fence holds and nothing changed: no row (the read says
+	 * SC_ENOENT), or a send guard, which never reopens. */
+	rc = s->ops->outbox_get(s->impl, schedule, slot_ms, target, &cur, err);
+	if (rc)
+		return rc;
+	store_outbox_entry_dispose(&cur);
+	return store_guard_error(schedule, target, cur.state, err);
 }
 
 int store_outbox_release(struct store *s, const char *schedule,
@@ -1319,7 +1361,7 @@ int store_outbox_release(struct store *s, const char *schedule,
 			 enum send_state to, struct sc_err *err)
 {
 	struct outbox_entry e = {0};
-	bool moved = false;
+	int n = 0;
 	int rc = check_slot_target(schedule, target, err);
 
 	if (rc)
@@ -1328,8 +1370,8 @@ int store_outbox_release(struct store *s, const char *schedule,
 		return sc_err_set(err, SC_EINVAL, "a release makes a held send "
 				  "SENT or FAILED");
 	rc = s->ops->outbox_release(s->impl, fence_of(s), schedule, slot_ms,
-				    target, to, &moved, err);
-	if (rc || moved)
+				    target, to, &n, err);
+	if (rc || n > 0)
 		return rc;
 	/* Not moved: gone (the read says SC_ENOENT), or no longer held. */
 	rc = s->ops->outbox_get(s->impl, schedule, slot_ms, target, &e, err);

@@ -927,6 +927,25 @@ int store_sla_scan(struct store *s, int64_t ready_before_ms,
 		   int64_t started_before_ms, struct store_sla *x,
 		   struct sc_err *err);
 
+/*
+ * One part of store_sla_scan, for backends (store_ops.sla_read): run the
+ * part's statement with `before` (LATE: run_at <= before; RUNNING:
+ * started <= before; LAST: no bound) and LIMIT `limit`, and read its rows
+ * by t into out (at most max rows of size bytes each), their count in *n.
+ * store_sla_scan skips a part whose max is 0, so max >= 1 here.
+ */
+enum store_sla_part { STORE_SLA_LATE, STORE_SLA_RUNNING, STORE_SLA_LAST };
+
+struct store_sla_read {
+	enum store_sla_part part;
+	int64_t before;
+	int64_t limit;              /* max, at most INT32_MAX */
+	void *out;
+	size_t max, size;
+	const struct store_fields *t;
+	size_t *n;
+};
+
 /* ---- fencing: writes made for a claimed job --------------------------- */
 
 /*
@@ -1533,7 +1552,9 @@ struct store_ops {
 		       struct sc_err *err);
 	int (*job_find)(void *impl, const char *schedule, int64_t slot_ms,
 			struct store_job *out, struct sc_err *err);
-	int (*job_revive)(void *impl, int64_t id, int budget,
+	/* *n: the jobs revived (0 or 1); store_job_revive tells the
+	 * reason of a 0 (no such job, or not DEAD). */
+	int (*job_revive)(void *impl, int64_t id, int budget, int *n,
 			  struct sc_err *err);
 	int (*job_next_due)(void *impl, int64_t *out_ms, struct sc_err *err);
 	int (*job_lease_clamp)(void *impl, int64_t lease_ms, int64_t slack_ms,
@@ -1569,16 +1590,19 @@ struct store_ops {
 	int (*outbox_get)(void *impl, const char *schedule, int64_t slot_ms,
 			  const char *target, struct outbox_entry *out,
 			  struct sc_err *err);
+	/* *n: the rows changed (0 or 1); store_outbox_set_state tells
+	 * the reason of a 0 (no row, or a send guard). */
 	int (*outbox_set_state)(void *impl, const struct store_fence *fence,
 				const char *schedule, int64_t slot_ms,
 				const char *target, enum send_state state,
-				struct sc_err *err);
-	/* to checked; moved: never NULL, false when the row is gone or
-	 * not UNKNOWN (store.c then reads it and says which). */
+				int *n, struct sc_err *err);
+	/* As outbox_set_state, only from UNKNOWN (STORE_FROM_OUTBOX_RELEASE):
+	 * *n 0 when the row is gone or no longer held, and
+	 * store_outbox_release says which. */
 	int (*outbox_release)(void *impl, const struct store_fence *fence,
 			      const char *schedule, int64_t slot_ms,
-			      const char *target, enum send_state to,
-			      bool *moved, struct sc_err *err);
+			      const char *target, enum send_state to, int *n,
+			      struct sc_err *err);
 	int (*outbox_mark_unknown)(void *impl,
 				   const struct store_fence *fence,
 				   const char *schedule, int64_t slot_ms,
@@ -1688,8 +1712,9 @@ struct store_ops {
 	int (*alert_sends)(void *impl, int64_t alert_id,
 			   struct store_alert_send **out, size_t *n,
 			   struct sc_err *err);
-	int (*sla_scan)(void *impl, int64_t ready_before_ms,
-			int64_t started_before_ms, struct store_sla *x,
+	/* One read of a timing pass (store_sla_scan asks for each part in
+	 * turn): the backend only runs that part's statement. */
+	int (*sla_read)(void *impl, const struct store_sla_read *r,
 			struct sc_err *err);
 	/* Optional; NULL: store_wait sleeps. changed: never NULL. */
 	int (*wait)(void *impl, int64_t timeout_ms, bool *changed,
@@ -1711,11 +1736,21 @@ struct store_ops {
  * any backend runs, so "no stall limit" does not exist (queue_recover's
  * stall_limit 0 means max_stalls 1: the first stall is fatal). The texts
  * are the ledger's words for it, the same on every backend.
+ *
+ * struct store_stall is the expired job as recovery reads it, one row of
+ * STORE_STALL_COLS (store_stall_fields), in that order on every backend.
  */
+#define STORE_STALL_COLS                                                  \
+	"id, schedule, slot_ms, attempts, n_stalls, max_attempts, "          \
+	"started_ms, lease_owner"
 struct store_stall {
-	int attempts, max_attempts;
-	int n_stalls;               /* stalls before this one */
-	const char *owner;          /* the worker whose lease expired */
+	int64_t id;
+	char schedule[STORE_NAME_MAX];
+	int64_t slot_ms;
+	int attempts, n_stalls;     /* n_stalls: stalls before this one */
+	int max_attempts;
+	int64_t started_ms;
+	char owner[STORE_WORKER_MAX]; /* the worker whose lease expired */
 };
 
 struct store_stall_verdict {
@@ -1733,9 +1768,9 @@ void store_stall_rule(int max_stalls, const struct store_stall *job,
 /* For backends, once a stall's verdict is dead: logs the lost job (the
  * same event on every backend) and, when dl is given, appends it to dl
  * (store_dead_list_push). Returns 0 or SC_ENOMEM, set in err. */
-int store_stall_lost(struct store_dead_list *dl, int64_t job_id,
-		     const char *schedule, int64_t slot_ms, int attempt,
-		     const char *lost_msg, struct sc_err *err);
+int store_stall_lost(struct store_dead_list *dl,
+		     const struct store_stall *job, const char *lost_msg,
+		     struct sc_err *err);
 
 /*
  * The rules of store_rule.c, for backends (one place for every backend).
@@ -2183,6 +2218,8 @@ extern const struct store_fields store_send_fields;
 /* struct store_node, STORE_NODE_COLS (the clock offset last: SQLite
  * keeps none and writes all but it). */
 extern const struct store_fields store_node_fields;
+/* struct store_stall, STORE_STALL_COLS. */
+extern const struct store_fields store_stall_fields;
 /* struct store_dead_job: job id, schedule, slot_ms, attempt, error_msg. */
 extern const struct store_fields store_dead_fields;
 /* struct store_cron: schedule, from_ms, cron, tz, recorded_ms. */

@@ -159,6 +159,15 @@ static const struct store_field f_node[] = {
 TABLE(store_node_fields, f_node);
 #undef N
 
+#define T struct store_stall
+static const struct store_field f_stall[] = {
+	F(I64, T, id),         F(TEXT, T, schedule), F(I64, T, slot_ms),
+	F(I32, T, attempts),   F(I32, T, n_stalls),  F(I32, T, max_attempts),
+	F(I64, T, started_ms), F(TEXT, T, owner),
+};
+TABLE(store_stall_fields, f_stall);
+#undef T
+
 #define D struct store_dead_job
 static const struct store_field f_dead[] = {
 	F(I64, D, job_id),  F(TEXT, D, schedule),  F(I64, D, slot_ms),

@@ -1043,8 +1043,7 @@ static const char *const sql[ST_COUNT] = {
 	 * rows locked by another node's recovery are skipped, so each job is
 	 * recovered (and each DEAD one reported) by exactly one node. */
 	[ST_RECOVER] =
-	"SELECT id, schedule, slot_ms, attempts, max_attempts, n_stalls,"
-	" started_ms, lease_owner FROM jobs"
+	"SELECT " STORE_STALL_COLS " FROM jobs"
 	" WHERE state = " STORE_FROM_RECOVER " AND lease_expires_ms < $1"
 	" ORDER BY id"
 	" FOR UPDATE SKIP LOCKED",
@@ -3543,20 +3542,14 @@ static int pg_job_recover(void *impl, int max_stalls, int *n_recovered,
 		goto rollback;
 	n = PQntuples(res);
 	for (int i = 0; !rc && i < n; i++) {
-		char owner[STORE_WORKER_MAX];
-		struct store_stall in = {
-			.attempts = (int)get_i64(res, i, 3),
-			.max_attempts = (int)get_i64(res, i, 4),
-			.n_stalls = (int)get_i64(res, i, 5),
-			.owner = owner,
-		};
+		struct store_stall x;
 		struct store_stall_verdict v;
 		struct args b = {0};
 
-		get_str(res, i, 7, owner, sizeof(owner));
-		store_stall_rule(max_stalls, &in, &v);
+		get_fields(res, i, 0, &store_stall_fields, &x, NULL);
+		store_stall_rule(max_stalls, &x, &v);
 		arg_i64(&b, now);
-		arg_i64(&b, get_i64(res, i, 0));
+		arg_i64(&b, x.id);
 		arg_i64(&b, v.dead ? JOB_DEAD : JOB_READY);
 		arg_str(&b, v.stalled_msg);
 		arg_str(&b, v.dead ? v.lost_msg : NULL);
@@ -3570,21 +3563,15 @@ static int pg_job_recover(void *impl, int max_stalls, int *n_recovered,
 		goto done;
 	/* Committed: the jobs are this call's. */
 	for (int i = 0; i < n; i++) {
-		struct store_stall in = {
-			.attempts = (int)get_i64(res, i, 3),
-			.max_attempts = (int)get_i64(res, i, 4),
-			.n_stalls = (int)get_i64(res, i, 5),
-			.owner = PQgetvalue(res, i, 7),
-		};
+		struct store_stall x;
 		struct store_stall_verdict v;
 
-		store_stall_rule(max_stalls, &in, &v);
+		get_fields(res, i, 0, &store_stall_fields, &x, NULL);
+		store_stall_rule(max_stalls, &x, &v);
 		if (!v.dead)
 			continue;
-		int e = store_stall_lost(rc ? NULL : dead, get_i64(res, i, 0),
-					 PQgetvalue(res, i, 1),
-					 get_i64(res, i, 2), in.attempts,
-					 v.lost_msg, err);
+		int e = store_stall_lost(rc ? NULL : dead, &x, v.lost_msg,
+					 err);
 		if (!rc)
 			rc = e;
 	}
@@ -3633,28 +3620,16 @@ static int pg_job_find(void *impl, const char *schedule, int64_t slot_ms,
 	return one_job(impl, ST_JOB_FIND, &a, out, err);
 }
 
-static int pg_job_revive(void *impl, int64_t id, int budget,
+static int pg_job_revive(void *impl, int64_t id, int budget, int *n,
 			 struct sc_err *err)
 {
-	struct pg *p = impl;
 	struct args a = {0};
-	struct args b = {0};
-	int n = 0;
-	int rc;
 
 	arg_i64(&a, id);
-	arg_i64(&a, now_ms(p));
+	arg_i64(&a, now_ms(impl));
 	arg_i64(&a, budget);
 	arg_dur(&a, STORE_COMMIT_REVIVE);
-	rc = run_count(p, ST_REVIVE, &a, &n, err);
-	if (rc || n == 1)
-		return rc;
-	arg_i64(&b, id);
-	rc = run_count(p, ST_JOB_GET, &b, &n, err);
-	if (rc)
-		return rc;
-	return n == 1 ? store_not_dead_error(id, err)
-		      : store_missing_error("job", id, err);
+	return run_count(impl, ST_REVIVE, &a, n, err);
 }
 
 static int pg_job_lease_clamp(void *impl, int64_t lease_ms,
@@ -4137,14 +4112,14 @@ static int pg_outbox_get(void *impl, const char *schedule, int64_t slot_ms,
 	return rc;
 }
 
-static int pg_outbox_set_state(void *impl, const struct store_fence *fence,
-			       const char *schedule, int64_t slot_ms,
-			       const char *target, enum send_state state,
-			       struct sc_err *err)
+/* A send's state change by statement `stmt` (ST_OUTBOX_SET, or
+ * ST_OUTBOX_RELEASE: only from UNKNOWN); *n the rows changed. */
+static int outbox_write(struct pg *p, enum stmt stmt, const char *what,
+			const struct store_fence *fence, const char *schedule,
+			int64_t slot_ms, const char *target,
+			enum send_state state, int *n, struct sc_err *err)
 {
-	struct pg *p = impl;
 	struct args a = {0};
-	struct outbox_entry e = {0};
 	int64_t rows = 0;
 	int rc;
 
@@ -4153,39 +4128,27 @@ static int pg_outbox_set_state(void *impl, const struct store_fence *fence,
 	arg_i64(&a, now_ms(p));
 	arg_fence(&a, fence);
 	arg_dur(&a, store_commit_of_send(state));
-	rc = run_fenced(p, ST_OUTBOX_SET, &a, fence, "outbox state", &rows,
-			err);
-	if (rc)
-		return rc;
-	if (rows == 1)
-		return 0;
-	/* Nothing changed: no row, or a guard that must not reopen. */
-	rc = pg_outbox_get(p, schedule, slot_ms, target, &e, err);
-	if (rc)
-		return rc;
-	sc_free(e.body);
-	return store_guard_error(schedule, target, e.state, err);
+	rc = run_fenced(p, stmt, &a, fence, what, &rows, err);
+	*n = (int)rows;
+	return rc;
+}
+
+static int pg_outbox_set_state(void *impl, const struct store_fence *fence,
+			       const char *schedule, int64_t slot_ms,
+			       const char *target, enum send_state state,
+			       int *n, struct sc_err *err)
+{
+	return outbox_write(impl, ST_OUTBOX_SET, "outbox state", fence,
+			    schedule, slot_ms, target, state, n, err);
 }
 
 static int pg_outbox_release(void *impl, const struct store_fence *fence,
 			     const char *schedule, int64_t slot_ms,
-			     const char *target, enum send_state to,
-			     bool *moved, struct sc_err *err)
+			     const char *target, enum send_state to, int *n,
+			     struct sc_err *err)
 {
-	struct pg *p = impl;
-	struct args a = {0};
-	int64_t rows = 0;
-	int rc;
-
-	arg_slot_target(&a, schedule, slot_ms, target);
-	arg_i64(&a, (int64_t)to);
-	arg_i64(&a, now_ms(p));
-	arg_fence(&a, fence);
-	arg_dur(&a, store_commit_of_send(to));
-	rc = run_fenced(p, ST_OUTBOX_RELEASE, &a, fence, "outbox release",
-			&rows, err);
-	*moved = rc == 0 && rows == 1;
-	return rc;
+	return outbox_write(impl, ST_OUTBOX_RELEASE, "outbox release", fence,
+			    schedule, slot_ms, target, to, n, err);
 }
 
 static int pg_outbox_mark_unknown(void *impl, const struct store_fence *fence,
@@ -5115,47 +5078,25 @@ static int pg_alert_sends(void *impl, int64_t alert_id,
 
 /* ---- timing checks ----------------------------------------------------- */
 
-static int sla_jobs(struct pg *p, enum stmt st, int64_t before,
-		    struct store_job *out, size_t max, size_t *n,
-		    struct sc_err *err)
-{
-	struct args a = {0};
-	PGresult *res;
-	int rc;
-
-	if (max == 0)
-		return 0;
-	arg_i64(&a, before);
-	arg_i64(&a, max > INT32_MAX ? INT32_MAX : (int64_t)max);
-	if ((rc = run(p, st, &a, &res, err)) != 0)
-		return rc;
-	bool oom = false;
-	*n = fill_rows(res, out, max, sizeof(*out), &store_job_fields, &oom);
-	return 0;
-}
-
-static int pg_sla_scan(void *impl, int64_t ready_before_ms,
-		       int64_t started_before_ms, struct store_sla *x,
+static int pg_sla_read(void *impl, const struct store_sla_read *r,
 		       struct sc_err *err)
 {
-	struct pg *p = impl;
+	static const enum stmt sts[] = {
+		[STORE_SLA_LATE] = ST_SLA_LATE,
+		[STORE_SLA_RUNNING] = ST_SLA_RUNNING,
+		[STORE_SLA_LAST] = ST_SLA_LAST,
+	};
 	struct args a = {0};
 	PGresult *res;
-	int rc = sla_jobs(p, ST_SLA_LATE, ready_before_ms, x->late,
-			  x->max_late, &x->n_late, err);
-
-	if (!rc)
-		rc = sla_jobs(p, ST_SLA_RUNNING, started_before_ms, x->running,
-			      x->max_running, &x->n_running, err);
-	if (rc || x->max_last == 0)
-		return rc;
-	arg_i64(&a, x->max_last > INT32_MAX ? INT32_MAX
-					    : (int64_t)x->max_last);
-	if ((rc = run(p, ST_SLA_LAST, &a, &res, err)) != 0)
-		return rc;
 	bool oom = false;
-	x->n_last = fill_rows(res, x->last, x->max_last, sizeof(*x->last),
-			      &store_sla_last_fields, &oom);
+	int rc;
+
+	if (r->part != STORE_SLA_LAST)
+		arg_i64(&a, r->before);
+	arg_i64(&a, r->limit);
+	if ((rc = run(impl, sts[r->part], &a, &res, err)) != 0)
+		return rc;
+	*r->n = fill_rows(res, r->out, r->max, r->size, r->t, &oom);
 	return 0;
 }
 
@@ -5285,6 +5226,6 @@ const struct store_ops store_pg_ops = {
 	.alert_send_claim = pg_alert_send_claim,
 	.alert_send_finish = pg_alert_send_finish,
 	.alert_sends = pg_alert_sends,
-	.sla_scan = pg_sla_scan,
+	.sla_read = pg_sla_read,
 	.wait = pg_wait,
 };

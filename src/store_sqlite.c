@@ -853,8 +853,7 @@ static const char *const stmt_sql[N_STMT] = {
 		"SELECT schedule, slot_ms, attempts + ?2, started_ms FROM jobs "
 		"WHERE id = ?1",
 	[ST_JOB_EXPIRED] =
-		"SELECT id, schedule, slot_ms, attempts, n_stalls, "
-		"max_attempts, started_ms, lease_owner FROM jobs "
+		"SELECT " STORE_STALL_COLS " FROM jobs "
 		"WHERE state = " STORE_FROM_RECOVER " AND lease_expires_ms < ?1 "
 		"ORDER BY lease_expires_ms LIMIT ?2",
 	[ST_JOB_STALL] =
@@ -3036,13 +3035,6 @@ static int sq_job_release(void *impl, int64_t id, int64_t lease_token,
 	return tx_end(q, rc, err);
 }
 
-struct expired {
-	int64_t id, slot_ms, started_ms;
-	int attempts, n_stalls, max_attempts;
-	char schedule[STORE_NAME_MAX];
-	char owner[STORE_WORKER_MAX];
-};
-
 /*
  * One batch of recovery in one transaction; *n gets the jobs touched. The
  * jobs it moves to DEAD are appended to dead (may be NULL) and taken out
@@ -3052,7 +3044,7 @@ struct expired {
 static int recover_batch(struct sq *q, int max_stalls, int *n,
 			 struct store_dead_list *dead, struct sc_err *err)
 {
-	struct expired *e;
+	struct store_stall *e;
 	sqlite3_stmt *st = NULL;
 	int64_t now = now_ms(q);
 	size_t dead_n0 = dead ? dead->n : 0, dead_more0 = dead ? dead->n_more : 0;
@@ -3074,17 +3066,8 @@ static int recover_batch(struct sq *q, int max_stalls, int *n,
 		goto rollback;
 	sqlite3_bind_int64(st, 1, now);
 	sqlite3_bind_int(st, 2, RECOVER_BATCH);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW && got < RECOVER_BATCH) {
-		struct expired *x = &e[got++];
-		x->id = sqlite3_column_int64(st, 0);
-		copy_text(x->schedule, sizeof(x->schedule), st, 1);
-		x->slot_ms = sqlite3_column_int64(st, 2);
-		x->attempts = sqlite3_column_int(st, 3);
-		x->n_stalls = sqlite3_column_int(st, 4);
-		x->max_attempts = sqlite3_column_int(st, 5);
-		x->started_ms = sqlite3_column_int64(st, 6);
-		copy_text(x->owner, sizeof(x->owner), st, 7);
-	}
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW && got < RECOVER_BATCH)
+		(void)read_fields(st, 0, &store_stall_fields, &e[got++]);
 	if (rc != SQLITE_DONE) {
 		rc = db_fail(q, rc, "recover", err);
 		unprep(st);
@@ -3093,15 +3076,9 @@ static int recover_batch(struct sq *q, int max_stalls, int *n,
 	unprep(st);
 	rc = 0;
 	for (int i = 0; !rc && i < got; i++) {
-		struct expired *x = &e[i];
-		struct store_stall in = {
-			.attempts = x->attempts,
-			.max_attempts = x->max_attempts,
-			.n_stalls = x->n_stalls,
-			.owner = x->owner,
-		};
+		struct store_stall *x = &e[i];
 		struct store_stall_verdict v;
-		store_stall_rule(max_stalls, &in, &v);
+		store_stall_rule(max_stalls, x, &v);
 		bool is_dead = v.dead;
 		struct ledger_row r = {
 			.slot_ms = x->slot_ms,
@@ -3131,9 +3108,7 @@ static int recover_batch(struct sq *q, int max_stalls, int *n,
 		sqlite3_bind_int64(st, 3, now);
 		rc = step_done(q, st, "recover", err);
 		if (!rc && is_dead)
-			rc = store_stall_lost(dead, x->id, x->schedule,
-					      x->slot_ms, x->attempts,
-					      v.lost_msg, err);
+			rc = store_stall_lost(dead, x, v.lost_msg, err);
 	}
 	if (rc)
 		goto rollback;
@@ -3226,7 +3201,7 @@ static int sq_job_find(void *impl, const char *schedule, int64_t slot_ms,
 	return get_job(impl, ST_JOB_FIND, 0, schedule, slot_ms, out, err);
 }
 
-static int sq_job_revive(void *impl, int64_t id, int budget,
+static int sq_job_revive(void *impl, int64_t id, int budget, int *n,
 			 struct sc_err *err)
 {
 	struct sq *q = impl;
@@ -3239,12 +3214,8 @@ static int sq_job_revive(void *impl, int64_t id, int budget,
 	sqlite3_bind_int64(st, 2, now_ms(q));
 	sqlite3_bind_int(st, 3, budget);
 	rc = step_done(q, st, "revive", err);
-	if (rc || sqlite3_changes(q->db) > 0)
-		return rc;
-	rc = row_exists(q, ST_JOB_STATE, id, "job", err);
-	if (rc)
-		return rc;
-	return store_not_dead_error(id, err);
+	*n = rc ? 0 : sqlite3_changes(q->db);
+	return rc;
 }
 
 static int sq_job_lease_clamp(void *impl, int64_t lease_ms,
@@ -3754,58 +3725,44 @@ static int sq_outbox_get(void *impl, const char *schedule, int64_t slot_ms,
 	return rc;
 }
 
-static int sq_outbox_set_state(void *impl, const struct store_fence *fence,
-			       const char *schedule, int64_t slot_ms,
-			       const char *target, enum send_state state,
-			       struct sc_err *err)
+/* A send's state change by statement `stmt` (ST_OUTBOX_SET, or
+ * ST_OUTBOX_RELEASE: only from UNKNOWN); *n the rows changed. */
+static int outbox_write(struct sq *q, enum stmt_id stmt, const char *what,
+			const struct store_fence *fence, const char *schedule,
+			int64_t slot_ms, const char *target,
+			enum send_state state, int *n, struct sc_err *err)
 {
-	struct sq *q = impl;
-	struct outbox_entry cur;
 	sqlite3_stmt *st = NULL;
-	int n;
 	/* SENT is the send guard, and SENDING is what makes a crash after
 	 * the request left a declared duplicate instead of a silent one:
 	 * both are fsync'd before this returns (and the request leaves). */
-	int rc = solo(q, ST_OUTBOX_SET,
-		      sync_for(store_commit_of_send(state)),
-		      &st, err);
+	int rc = solo(q, stmt, sync_for(store_commit_of_send(state)), &st,
+		      err);
 
 	if (rc)
 		return rc;
 	bind_slot_target(st, schedule, slot_ms, target);
 	sqlite3_bind_int(st, 4, (int)state);
 	sqlite3_bind_int64(st, 5, now_ms(q));
-	rc = fenced_step(q, st, fence, "outbox state", &n, err);
-	if (rc || n > 0)
-		return rc;
-	/* The fence holds and nothing changed: no row (the read says
-	 * SC_ENOENT), or a send guard, which never reopens. */
-	rc = sq_outbox_get(q, schedule, slot_ms, target, &cur, err);
-	if (rc)
-		return rc;
-	store_outbox_entry_dispose(&cur);
-	return store_guard_error(schedule, target, cur.state, err);
+	return fenced_step(q, st, fence, what, n, err);
+}
+
+static int sq_outbox_set_state(void *impl, const struct store_fence *fence,
+			       const char *schedule, int64_t slot_ms,
+			       const char *target, enum send_state state,
+			       int *n, struct sc_err *err)
+{
+	return outbox_write(impl, ST_OUTBOX_SET, "outbox state", fence,
+			    schedule, slot_ms, target, state, n, err);
 }
 
 static int sq_outbox_release(void *impl, const struct store_fence *fence,
 			     const char *schedule, int64_t slot_ms,
-			     const char *target, enum send_state to,
-			     bool *moved, struct sc_err *err)
+			     const char *target, enum send_state to, int *n,
+			     struct sc_err *err)
 {
-	struct sq *q = impl;
-	sqlite3_stmt *st = NULL;
-	int n = 0;
-	int rc = solo(q, ST_OUTBOX_RELEASE, sync_for(store_commit_of_send(to)),
-		      &st, err);
-
-	if (rc)
-		return rc;
-	bind_slot_target(st, schedule, slot_ms, target);
-	sqlite3_bind_int(st, 4, (int)to);
-	sqlite3_bind_int64(st, 5, now_ms(q));
-	rc = fenced_step(q, st, fence, "outbox release", &n, err);
-	*moved = !rc && n > 0;
-	return rc;
+	return outbox_write(impl, ST_OUTBOX_RELEASE, "outbox release", fence,
+			    schedule, slot_ms, target, to, n, err);
 }
 
 static int sq_outbox_mark_unknown(void *impl, const struct store_fence *fence,
@@ -4724,44 +4681,26 @@ done:
 
 /* ---- timing checks ----------------------------------------------------- */
 
-static int sla_jobs(struct sq *q, enum stmt_id id, int64_t before,
-		    struct store_job *out, size_t max, size_t *n,
-		    struct sc_err *err)
-{
-	sqlite3_stmt *st = NULL;
-	int rc;
-
-	*n = 0;
-	if (max == 0)
-		return 0;
-	if ((rc = prep(q, id, &st, err)) != 0)
-		return rc;
-	sqlite3_bind_int64(st, 1, before);
-	sqlite3_bind_int64(st, 2, max > INT32_MAX ? INT32_MAX : (int64_t)max);
-	return fill_rows(q, st, out, max, sizeof(*out), &store_job_fields, "sla scan",
-			 n, err);
-}
-
-static int sq_sla_scan(void *impl, int64_t ready_before_ms,
-		       int64_t started_before_ms, struct store_sla *x,
+static int sq_sla_read(void *impl, const struct store_sla_read *r,
 		       struct sc_err *err)
 {
+	static const enum stmt_id sts[] = {
+		[STORE_SLA_LATE] = ST_SLA_LATE,
+		[STORE_SLA_RUNNING] = ST_SLA_RUNNING,
+		[STORE_SLA_LAST] = ST_SLA_LAST,
+	};
 	struct sq *q = impl;
 	sqlite3_stmt *st = NULL;
-	int rc = sla_jobs(q, ST_SLA_LATE, ready_before_ms, x->late,
-			  x->max_late, &x->n_late, err);
+	int p = 1;
+	int rc = prep(q, sts[r->part], &st, err);
 
-	if (!rc)
-		rc = sla_jobs(q, ST_SLA_RUNNING, started_before_ms, x->running,
-			      x->max_running, &x->n_running, err);
-	if (rc || x->max_last == 0)
+	if (rc)
 		return rc;
-	if ((rc = prep(q, ST_SLA_LAST, &st, err)) != 0)
-		return rc;
-	sqlite3_bind_int64(st, 1, x->max_last > INT32_MAX
-				      ? INT32_MAX : (int64_t)x->max_last);
-	return fill_rows(q, st, x->last, x->max_last, sizeof(*x->last),
-			 &store_sla_last_fields, "sla scan", &x->n_last, err);
+	if (r->part != STORE_SLA_LAST)
+		sqlite3_bind_int64(st, p++, r->before);
+	sqlite3_bind_int64(st, p, r->limit);
+	return fill_rows(q, st, r->out, r->max, r->size, r->t, "sla scan",
+			 r->n, err);
 }
 
 static int sq_alert_sends(void *impl, int64_t alert_id,
@@ -4892,6 +4831,6 @@ const struct store_ops store_sqlite_ops = {
 	.alert_send_claim = sq_alert_send_claim,
 	.alert_send_finish = sq_alert_send_finish,
 	.alert_sends = sq_alert_sends,
-	.sla_scan = sq_sla_scan,
+	.sla_read = sq_sla_read,
 	.wait = sq_wait,
 };

@@ -3286,6 +3286,7 @@ static void field_tables_match_the_column_lists(void **state)
 	assert_int_equal(store_job_fields.n, n_cols(STORE_JOB_COLS_J));
 	assert_int_equal(store_alert_fields.n, n_cols(STORE_ALERT_COLS));
 	assert_int_equal(store_pause_fields.n, n_cols(STORE_PAUSE_COLS));
+	assert_int_equal(store_stall_fields.n, n_cols(STORE_STALL_COLS));
 	assert_int_equal(store_ledger_fields.n,
 			 n_cols("id, " STORE_LEDGER_COLS));
 	assert_int_equal(store_send_fields.n,
