@@ -1329,10 +1329,30 @@ void store_outbox_entry_dispose(struct outbox_entry *e)
 	e->body = NULL;
 }
 
+/* A send's state change that changed no row though the fence held: the
+ * row is gone (the read says SC_ENOENT) or its state refuses the change,
+ * in refuse's words (store_guard_error, store_release_refused). */
+static int outbox_refused(struct store *s, const char *schedule,
+			  int64_t slot_ms, const char *target,
+			  int (*refuse)(const char *, const char *,
+					enum send_state, struct sc_err *),
+			  struct sc_err *err)
+{
+	struct outbox_entry e = {0};
+	int rc = s->ops->outbox_get(s->impl, schedule, slot_ms, target, &e,
+				    err);
+
+	if (rc)
+		return rc;
+	store_outbox_entry_dispose(&e);
+	return refuse(schedule, target, e.state, err);
+}
+
 int store_outbox_set_state(struct store *s, const char *schedule, int64_t slot_ms,
 			   const char *target, enum send_state state,
 			   struct sc_err *err)
 {
+	int n = 0;
 	int rc = check_slot_target(schedule, target, err);
 
 	if (rc)
@@ -1340,27 +1360,18 @@ int store_outbox_set_state(struct store *s, const char *schedule, int64_t slot_m
 	if (state < SEND_PENDING || state > SEND_UNKNOWN)
 		return sc_err_set(err, SC_EINVAL,
 				  "outbox state must be PENDING..UNKNOWN");
-	int n = 0;
-	struct outbox_entry cur;
-
 	rc = s->ops->outbox_set_state(s->impl, fence_of(s), schedule, slot_ms,
 				      target, state, &n, err);
-	if (rc || n > 0)
-		return rc;
-	/* The fence holds and nothing changed: no row (the read says
-	 * SC_ENOENT), or a send guard, which never reopens. */
-	rc = s->ops->outbox_get(s->impl, schedule, slot_ms, target, &cur, err);
-	if (rc)
-		return rc;
-	store_outbox_entry_dispose(&cur);
-	return store_guard_error(schedule, target, cur.state, err);
+	/* Nothing changed: a send guard, which never reopens, or no row. */
+	return rc || n > 0 ? rc
+			   : outbox_refused(s, schedule, slot_ms, target,
+					    store_guard_error, err);
 }
 
 int store_outbox_release(struct store *s, const char *schedule,
 			 int64_t slot_ms, const char *target,
 			 enum send_state to, struct sc_err *err)
 {
-	struct outbox_entry e = {0};
 	int n = 0;
 	int rc = check_slot_target(schedule, target, err);
 
@@ -1371,14 +1382,10 @@ int store_outbox_release(struct store *s, const char *schedule,
 				  "SENT or FAILED");
 	rc = s->ops->outbox_release(s->impl, fence_of(s), schedule, slot_ms,
 				    target, to, &n, err);
-	if (rc || n > 0)
-		return rc;
-	/* Not moved: gone (the read says SC_ENOENT), or no longer held. */
-	rc = s->ops->outbox_get(s->impl, schedule, slot_ms, target, &e, err);
-	if (rc)
-		return rc;
-	store_outbox_entry_dispose(&e);
-	return store_release_refused(schedule, target, e.state, err);
+	/* Nothing changed: no longer held, or no row. */
+	return rc || n > 0 ? rc
+			   : outbox_refused(s, schedule, slot_ms, target,
+					    store_release_refused, err);
 }
 
 int store_outbox_mark_unknown(struct store *s, const char *schedule,
