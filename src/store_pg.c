@@ -753,6 +753,7 @@ enum stmt {
 	ST_ENQUEUE_MANY,
 	ST_ENQUEUE_BATCH,
 	ST_CLAIM,
+	ST_CLAIM_PLAN,
 	ST_CLAIM_OPEN,
 	ST_CLAIM_PICK,
 	ST_CLAIM_TAKE,
@@ -883,7 +884,8 @@ static const char *const sql[ST_COUNT] = {
 	 * walks by id, the generic plan hashed the whole table, DONE rows
 	 * too, at each claim (4 to 8 ms a claim of 32 with 20,000 jobs in
 	 * bench_pg), and an id list planned on a small table was a scan of
-	 * every row. */
+	 * every row. Planned and run after ST_CLAIM_PLAN, in one
+	 * transaction (pg_job_claim). */
 	[ST_CLAIM] =
 	"WITH f AS (SELECT id, ctid AS tid FROM jobs WHERE state = "
 	STORE_FROM_CLAIM
@@ -928,13 +930,34 @@ static const char *const sql[ST_COUNT] = {
 	 * of a UNION ALL runs its branches one after the other, unless it is
 	 * parallel, which pg_claim_ruled turns off for its transaction.
 	 */
-	/* The ruled claim's transaction, after its BEGIN: no parallel plan
-	 * (ST_CLAIM_PICK's order relies on it) and the shared lock of
-	 * pg_claim_ruled. One prepared statement: the SET LOCAL and the
-	 * lock as statements of their own were parsed and planned anew at
-	 * every claim. */
+	/*
+	 * Both claims' transactions, after their BEGIN: no bitmap scan in
+	 * the plans made in them (ST_CLAIM's, or ST_CLAIM_PICK's and
+	 * ST_CLAIM_TAKE's: each planned, and planned again when the
+	 * statistics change, in its transaction, after this), so that the
+	 * walks of jobs_due are its ordered seeks whatever the statistics
+	 * say. The walks' "attempts" test is no column of jobs_due: on a
+	 * table never analyzed (a new store, and bench_pg's, until
+	 * autovacuum gets to it a minute later at the soonest) the planner
+	 * guesses that 1 row in 200 passes it, expects a handful of due
+	 * rows, and the generic plans read every due job by a bitmap scan
+	 * and sorted them, at each claim: 6 ms a claim of 32 with 20,000
+	 * due (0.5 ms as a walk), 8 ms a pick (0.2 ms; docs/bench.md,
+	 * 2026-12-07). A sort after a sequential scan reads every row of
+	 * jobs, DONE ones too, and is never the cheaper plan. Sorts stay
+	 * allowed: with enable_sort off too, the take (whose rows come in
+	 * the claim order by a sort) took 350 ms with 20,000 DONE rows.
+	 */
+#define CLAIM_PLAN_SETS "set_config('enable_bitmapscan', 'off', true)"
+	[ST_CLAIM_PLAN] = "SELECT " CLAIM_PLAN_SETS,
+	/* The ruled claim's transaction, after its BEGIN: CLAIM_PLAN_SETS,
+	 * no parallel plan (ST_CLAIM_PICK's order relies on it) and the
+	 * shared lock of pg_claim_ruled. One prepared statement: the SET
+	 * LOCAL and the lock as statements of their own were parsed and
+	 * planned anew at every claim. */
 	[ST_CLAIM_OPEN] =
-	"SELECT set_config('max_parallel_workers_per_gather', '0', true),"
+	"SELECT " CLAIM_PLAN_SETS ","
+	" set_config('max_parallel_workers_per_gather', '0', true),"
 	" pg_advisory_xact_lock_shared(" CLAIM_LOCK_KEY ")",
 	[ST_CLAIM_PICK] =
 	"SELECT k.id, k.tid FROM ((SELECT j.id, j.ctid AS tid, j.schedule,"
@@ -3290,12 +3313,23 @@ static int pg_job_claim(void *impl, const char *worker, int64_t lease_ms,
 				    &res, err);
 	} else {
 		/* The rule off (no configuration, tests, bench): one
-		 * statement. */
+		 * statement, in a transaction of its own after ST_CLAIM_PLAN's
+		 * settings; one round trip. A failure leaves the transaction
+		 * open, in error (pipe_run): rolled back here. */
 		struct args a = {0};
 
 		fill_claim_args(&a, now_ms(p), max, worker, lease_ms,
 				ahead_ms);
-		rc = run(p, ST_CLAIM, &a, &res, err);
+		const struct pipe_step claim[] = {
+			{.text = "BEGIN"},
+			{.st = ST_CLAIM_PLAN},
+			{.st = ST_CLAIM, .a = &a, .out = &res},
+			{.text = "COMMIT"},
+		};
+		rc = pipe_run(p, claim, sizeof(claim) / sizeof(claim[0]),
+			      err);
+		if (rc && p->conn)
+			(void)exec_const(p, "ROLLBACK", NULL);
 	}
 	if (rc)
 		return rc;

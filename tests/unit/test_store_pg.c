@@ -1128,6 +1128,56 @@ static void a_claim_without_the_rule_reads_a_few_rows(void **state)
 }
 
 /*
+ * Both claims again on a table never analyzed: a new store's, bench_pg's
+ * (autovacuum analyzes it a minute later at the soonest; here never). The
+ * planner then guesses the share of rows each test keeps: with 1 in 200
+ * for the fresh walk's "attempts = 0", the generic plans of both claims
+ * read every due job by a bitmap scan and sorted them at each claim (6 to
+ * 8 ms a claim of 32 with 20,000 due in bench_pg). Now each walks
+ * jobs_due in its order: a claim of 4, rule off then on (the schedule
+ * `allow`), reads what it takes and a few index entries.
+ */
+static const struct store_claim_rule RULE_ALLOW_B = {true, "\nb\n", "\n",
+						     NULL, 0, NULL};
+
+static void a_claim_on_a_table_never_analyzed_reads_a_few_rows(void **state)
+{
+	PGFX_NEED_SERVER();
+	struct sc_clock *clk = sc_clock_virtual_new(T0);
+	void *w = open_store(clk), *h;
+	struct store_job out[4];
+	size_t n = 0;
+	int64_t before = 0, mid = 0, after = 0;
+
+	PQclear(pgfx_sql("ALTER TABLE jobs SET (autovacuum_enabled = false)"));
+	for (int i = 0; i < BURST_JOBS; i++)
+		enq(w, "b", T0 - MIN - BURST_JOBS + i);
+	ops->close(w);
+	assert_true(jobs_reads_settled(BURST_JOBS, &before));
+	h = open_store(clk);
+	assert_int_equal(ops->job_claim(h, "w", MIN, 0, out, 4, &n, NULL), 0);
+	assert_int_equal(n, 4);
+	assert_int_equal(out[0].slot_ms, T0 - MIN - BURST_JOBS);
+	ops->close(h);
+	assert_true(jobs_reads_settled(BURST_JOBS + 4, &mid));
+	h = open_store(clk);
+	ops->claim_rule(h, &RULE_ALLOW_B);
+	assert_int_equal(ops->job_claim(h, "w", MIN, 0, out, 4, &n, NULL), 0);
+	assert_int_equal(n, 4);
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(out[i].slot_ms, T0 - MIN - BURST_JOBS + 4 + i);
+	ops->close(h);
+	assert_true(jobs_reads_settled(BURST_JOBS + 8, &after));
+	print_message("never analyzed, %d due: a claim of 4 read %lld index "
+		      "entries and rows with the rule off, %lld with it on\n",
+		      BURST_JOBS, (long long)(mid - before),
+		      (long long)(after - mid));
+	assert_true(mid - before < BURST_JOBS / 20);
+	assert_true(after - mid < BURST_JOBS / 20);
+	sc_clock_free(clk);
+}
+
+/*
  * A job's own statements (heartbeat, a fenced write, finish) read its
  * row by primary key. Planned on statistics as above, of 1,000 DONE jobs
  * (on a table of a few pages a sequential scan is the cheaper plan, and
@@ -2233,6 +2283,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(
 			a_claim_without_the_rule_reads_a_few_rows, pgfx_setup,
 			pgfx_teardown),
+		cmocka_unit_test_setup_teardown(
+			a_claim_on_a_table_never_analyzed_reads_a_few_rows,
+			pgfx_setup, pgfx_teardown),
 		cmocka_unit_test_setup_teardown(
 			a_job_s_statements_read_its_row_by_key, pgfx_setup,
 			pgfx_teardown),
