@@ -154,6 +154,50 @@ static int check_out(const void *p, const char *what, struct sc_err *err)
 	return 0;
 }
 
+/* ---- one-statement operations (store.h) ----------------------------- */
+
+/* The parameters of a call: ARGS(STORE_TEXT(x), STORE_I64(y)). */
+#define ARGS(...)                                                         \
+	(const struct store_arg[]){__VA_ARGS__},                          \
+		sizeof((const struct store_arg[]){__VA_ARGS__}) /          \
+			sizeof(struct store_arg)
+
+/*
+ * Reads by one-statement operation q: ONE into out (zeroed first; zero
+ * when it fails), ALL into *(void **)out and *n (NULL and 0 first).
+ */
+static int call_read(struct store *s, enum store_q q,
+		     const struct store_arg *a, size_t na, void *out,
+		     size_t *n, struct sc_err *err)
+{
+	const struct store_qdef *d = &store_calls[q];
+	struct store_call c = {.q = q, .args = a, .n_args = na, .out = out,
+			       .n = n};
+
+	if (d->kind == STORE_QK_ONE) {
+		memset(out, 0, d->sz);
+	} else {
+		*(void **)out = NULL;
+		*n = 0;
+	}
+	return s->ops->call(s->impl, &c, err);
+}
+
+/* Writes by one-statement operation q (FENCED: under the handle's
+ * fence); *changed (may be NULL) the rows changed, 0 on failure. */
+static int call_write(struct store *s, enum store_q q,
+		      const struct store_arg *a, size_t na, int64_t *changed,
+		      struct sc_err *err)
+{
+	struct store_call c = {.q = q, .args = a, .n_args = na,
+			       .fence = fence_of(s)};
+	int rc = s->ops->call(s->impl, &c, err);
+
+	if (changed)
+		*changed = rc ? 0 : c.changed;
+	return rc;
+}
+
 /* ---- open / close ---------------------------------------------------- */
 
 /*
@@ -1635,8 +1679,11 @@ int store_pause_end(struct store *s, const char *schedule, int64_t at_ms,
 		rc = check_out(ended, "output", err);
 	if (rc)
 		return rc;
-	*ended = false;
-	return s->ops->pause_end(s->impl, schedule, at_ms, ended, err);
+	int64_t n = 0;
+	rc = call_write(s, STORE_Q_PAUSE_END,
+			ARGS(STORE_TEXT(schedule), STORE_I64(at_ms)), &n, err);
+	*ended = n > 0;
+	return rc;
 }
 
 int store_pause_get(struct store *s, const char *schedule,
@@ -1646,7 +1693,9 @@ int store_pause_get(struct store *s, const char *schedule,
 
 	if (!rc)
 		rc = check_out(out, "output", err);
-	return rc ? rc : s->ops->pause_get(s->impl, schedule, out, err);
+	return rc ? rc
+		  : call_read(s, STORE_Q_PAUSE_GET, ARGS(STORE_TEXT(schedule)),
+			      out, NULL, err);
 }
 
 int store_pause_all(struct store *s, struct store_pause **out, size_t *n,
@@ -1658,9 +1707,7 @@ int store_pause_all(struct store *s, struct store_pause **out, size_t *n,
 		rc = check_out(n, "count output", err);
 	if (rc)
 		return rc;
-	*out = NULL;
-	*n = 0;
-	return s->ops->pause_all(s->impl, out, n, err);
+	return call_read(s, STORE_Q_PAUSE_ALL, NULL, 0, out, n, err);
 }
 
 int store_node_beat(struct store *s, const struct store_node *n,
@@ -1687,16 +1734,15 @@ int store_nodes(struct store *s, struct store_node **out, size_t *n,
 		rc = check_out(n, "count output", err);
 	if (rc)
 		return rc;
-	*out = NULL;
-	*n = 0;
-	return s->ops->nodes(s->impl, out, n, err);
+	return call_read(s, STORE_Q_NODES, NULL, 0, out, n, err);
 }
 
 int store_node_leave(struct store *s, const char *id, struct sc_err *err)
 {
 	if (!id || !id[0])
 		return sc_err_set(err, SC_EINVAL, "node id is empty");
-	return s->ops->node_leave(s->impl, id, err);
+	return call_write(s, STORE_Q_NODE_LEAVE, ARGS(STORE_TEXT(id)), NULL,
+			  err);
 }
 
 int store_token_get(struct store *s, const char *provider, char **token,

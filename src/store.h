@@ -1501,6 +1501,8 @@ struct store_claim_rule {
 #define STORE_PAUSE_COLS                                                  \
 	"schedule, from_ms, until_ms, paused_by, note, resumed"
 
+struct store_call;
+
 struct store_ops {
 	const char *name;
 	/* writers take turns on one lock: a long write transaction delays
@@ -1510,6 +1512,9 @@ struct store_ops {
 	int (*open)(const char *target, struct sc_clock *clock, bool create,
 		    void **impl, struct sc_err *err);
 	void (*close)(void *impl);
+	/* The one runner of every one-statement operation ("one-statement
+	 * operations" below): c->q's statement with c's parameters. */
+	int (*call)(void *impl, struct store_call *c, struct sc_err *err);
 	/* store_cache_cap; NULL: nothing to cap */
 	int (*cache_cap)(void *impl, int kib, struct sc_err *err);
 	int (*job_enqueue)(void *impl, const char *schedule, int64_t slot_ms,
@@ -1651,21 +1656,9 @@ struct store_ops {
 				   struct sc_err *err);
 	int (*pause_set)(void *impl, const struct store_pause *p,
 			 struct sc_err *err);
-	int (*pause_end)(void *impl, const char *schedule, int64_t at_ms,
-			 bool *ended, struct sc_err *err);
-	/* SC_ENOENT when none. */
-	int (*pause_get)(void *impl, const char *schedule,
-			 struct store_pause *out, struct sc_err *err);
-	/* *out and *n come zeroed. */
-	int (*pause_all)(void *impl, struct store_pause **out, size_t *n,
-			 struct sc_err *err);
 	/* n checked (id non-empty, every string NUL-terminated). */
 	int (*node_beat)(void *impl, const struct store_node *n,
 			 struct sc_err *err);
-	/* *out and *n come zeroed. */
-	int (*nodes)(void *impl, struct store_node **out, size_t *n,
-		     struct sc_err *err);
-	int (*node_leave)(void *impl, const char *id, struct sc_err *err);
 	int (*token_get)(void *impl, const char *provider, char **token,
 			 int64_t *expires_ms, struct sc_err *err);
 	int (*token_put)(void *impl, const char *provider, const char *token,
@@ -2184,6 +2177,10 @@ bool store_fields_read(const struct store_col_ops *ops, const void *src,
  * parameter NULL but numbers 0 and booleans false. */
 void store_fields_bind(const struct store_param_ops *ops, void *dst, int p0,
 		       const struct store_field *f, size_t n, const void *x);
+/* Frees v, an array of n elements of size sz read by t, and the copies
+ * its DUP fields hold. v may be NULL. */
+void store_rows_free(const struct store_fields *t, void *v, size_t n,
+		     size_t sz);
 
 /* struct store_job, STORE_JOB_COLS (its policy inlined; `overlapped` is
  * no column). */
@@ -2236,6 +2233,91 @@ extern const struct store_fields store_last_ok_fields;
 extern const struct store_fields store_sla_last_fields;
 
 /* ---- end of rows as fields -------------------------------------------- */
+
+/* ---- one-statement operations (store_call.c) -------------------------- */
+
+/*
+ * Most operations are one statement on either backend: a read of one row
+ * or of all rows, or one write. Those are written once, in store.c, as a
+ * call of the backend's one runner (store_ops.call) with the statement's
+ * id, its parameters and where its rows go. The table store_calls[]
+ * (store_call.c) says per statement what it is: its name in errors, its
+ * kind, its commit (the durability table's row: the backend applies its
+ * class, never picks one), the fields of its rows and the message of a
+ * missing row. A backend keeps, per id, only the SQL text.
+ *
+ * What a backend's runner does by kind:
+ *   ONE    runs the statement; its single row is read into c->out by
+ *          the table's fields (the caller zeroed it); no row is SC_ENOENT
+ *          with the table's `missing` text.
+ *   ALL    every row into a new array *(void **)c->out of c->n elements
+ *          of size `sz` (NULL when none; the caller frees it, and the
+ *          copies its elements hold); on failure nothing is kept.
+ *   WRITE  one write, committed alone with the class of `commit`;
+ *          c->changed gets the rows it changed.
+ *   FENCED as WRITE, under the fence c->fence (NULL: none): a write the
+ *          fence refused is SC_ELEASE (store_fence_refused's text),
+ *          nothing written.
+ * Parameters: c->args in order are the statement's first parameters
+ * (SQLite ?1.., PostgreSQL $1..). After them, each backend adds its own:
+ * the fence's two values (SQLite ?20 and ?21, PostgreSQL the next two)
+ * and, on PostgreSQL, the commit's durability as the last (DURABLE_IF).
+ */
+enum store_q {
+	STORE_Q_PAUSE_END,
+	STORE_Q_PAUSE_GET,
+	STORE_Q_PAUSE_ALL,
+	STORE_Q_NODES,
+	STORE_Q_NODE_LEAVE,
+	STORE_Q_N
+};
+
+enum store_qkind { STORE_QK_ONE, STORE_QK_ALL, STORE_QK_WRITE, STORE_QK_FENCED };
+
+struct store_qdef {
+	const char *op;                 /* names it in errors */
+	enum store_qkind kind;
+	enum store_commit commit;       /* WRITE, FENCED */
+	const struct store_fields *rows; /* ONE, ALL: the columns read */
+	size_t sz;                      /* ALL: of one element */
+	const char *missing;            /* ONE: the SC_ENOENT text */
+};
+
+/* Indexed by enum store_q. */
+extern const struct store_qdef store_calls[STORE_Q_N];
+
+enum store_akind { STORE_A_NULL, STORE_A_I64, STORE_A_TEXT, STORE_A_BOOL,
+		   STORE_A_FIELDS };
+
+/* One parameter, or (FIELDS) a run of them: fields f[0..nf) of x. A
+ * TEXT of NULL binds NULL. */
+struct store_arg {
+	enum store_akind kind;
+	int64_t i;
+	const char *s;
+	const struct store_field *f;
+	size_t nf;
+	const void *x;
+};
+
+#define STORE_I64(v) {.kind = STORE_A_I64, .i = (v)}
+#define STORE_TEXT(v) {.kind = STORE_A_TEXT, .s = (v)}
+#define STORE_BOOL(v) {.kind = STORE_A_BOOL, .i = (v)}
+
+/* At most this many parameters in c->args (FIELDS counted by nf). */
+#define STORE_ARGS_MAX 16
+
+struct store_call {
+	enum store_q q;
+	const struct store_arg *args;
+	size_t n_args;
+	const struct store_fence *fence; /* FENCED; NULL: unfenced */
+	void *out;       /* ONE: the struct; ALL: a void ** */
+	size_t *n;       /* ALL: the elements */
+	int64_t changed; /* WRITE, FENCED: set by the runner */
+};
+
+/* ---- end of one-statement operations ---------------------------------- */
 
 extern const struct store_ops store_sqlite_ops;
 extern const struct store_ops store_pg_ops;

@@ -22,6 +22,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "store.h"
 
@@ -287,4 +288,17 @@ void store_fields_bind(const struct store_param_ops *ops, void *dst, int p0,
 		else
 			ops->null(dst, p);
 	}
+}
+
+void store_rows_free(const struct store_fields *t, void *v, size_t n,
+		     size_t sz)
+{
+	if (!v)
+		return;
+	for (size_t i = 0; i < n; i++)
+		for (size_t k = 0; k < t->n; k++)
+			if (t->f[k].kind == STORE_F_DUP)
+				free(*(char **)((char *)v + i * sz +
+						t->f[k].off));
+	free(v);
 }

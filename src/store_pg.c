@@ -748,7 +748,8 @@ _Static_assert(JOB_READY + 1 == JOB_ACTIVE && JOB_ACTIVE + 1 == JOB_DONE,
 	".schedule))"
 
 enum stmt {
-	ST_ENQUEUE,
+	/* 0 .. STORE_Q_N - 1: the one-statement operations (store.h) */
+	ST_ENQUEUE = STORE_Q_N,
 	ST_JOB_ID,
 	ST_ENQUEUE_MANY,
 	ST_ENQUEUE_BATCH,
@@ -798,12 +799,7 @@ enum stmt {
 	ST_SCHED_ALL,
 	ST_SCHED_SET_MANY,
 	ST_PAUSE_SET,
-	ST_PAUSE_END,
-	ST_PAUSE_GET,
-	ST_PAUSE_ALL,
 	ST_NODE_BEAT,
-	ST_NODES,
-	ST_NODE_LEAVE,
 	ST_LEDGER_APPEND_PAUSED,
 	ST_TOKEN_GET,
 	ST_TOKEN_PUT,
@@ -1315,14 +1311,14 @@ static const char *const sql[ST_COUNT] = {
 	" until_ms = EXCLUDED.until_ms, paused_by = EXCLUDED.paused_by,"
 	" note = EXCLUDED.note, resumed = false RETURNING "
 	DURABLE_IF("6"),
-	[ST_PAUSE_END] =
+	[STORE_Q_PAUSE_END] =
 	"UPDATE pauses SET until_ms = $2::bigint, resumed = true"
 	" WHERE schedule = $1 AND until_ms > $2::bigint RETURNING "
 	DURABLE_IF("3"),
-	[ST_PAUSE_GET] =
+	[STORE_Q_PAUSE_GET] =
 	"SELECT " STORE_PAUSE_COLS " FROM pauses WHERE schedule = $1",
 	/* Byte order, as strcmp. */
-	[ST_PAUSE_ALL] =
+	[STORE_Q_PAUSE_ALL] =
 	"SELECT " STORE_PAUSE_COLS " FROM pauses ORDER BY schedule "
 	"COLLATE \"C\"",
 	/* $1..$6 the record, $7 now (the store clock's), $8 the clock
@@ -1336,10 +1332,11 @@ static const char *const sql[ST_COUNT] = {
 	" config_digest = EXCLUDED.config_digest,"
 	" started_ms = EXCLUDED.started_ms, seen_ms = EXCLUDED.seen_ms,"
 	" clock_offset_ms = EXCLUDED.clock_offset_ms",
-	[ST_NODES] =
+	[STORE_Q_NODES] =
 	"SELECT id, host, pid, version, config_digest, started_ms, seen_ms,"
 	" clock_offset_ms FROM nodes ORDER BY id COLLATE \"C\"",
-	[ST_NODE_LEAVE] = "DELETE FROM nodes WHERE id = $1",
+	[STORE_Q_NODE_LEAVE] =
+	"DELETE FROM nodes WHERE id = $1 RETURNING " DURABLE_IF("2"),
 	/* A paused row for a slot that has one already is dropped, as a
 	 * missed one is (the partial index ledger_paused_once). */
 	[ST_LEDGER_APPEND_PAUSED] =
@@ -2583,13 +2580,12 @@ static size_t fill_rows(PGresult *res, void *out, size_t max, size_t sz,
 
 /*
  * Runs st with a's values and reads its rows with fill_rows into a new
- * array: *out (NULL when there is no row; the caller frees it, with
- * dispose when given, else free) and *n. On an error both are untouched
- * and what was read is freed.
+ * array: *out (NULL when there is no row; the caller frees it, and the
+ * copies t's DUP fields hold) and *n. On an error both are untouched and
+ * what was read is freed (store_rows_free).
  */
 static int take_rows(struct pg *p, enum stmt st, const struct args *a,
-		     size_t sz, const struct store_fields *t,
-		     void (*dispose)(void *v, size_t n), void **out,
+		     size_t sz, const struct store_fields *t, void **out,
 		     size_t *n, struct sc_err *err)
 {
 	PGresult *res;
@@ -2608,15 +2604,66 @@ static int take_rows(struct pg *p, enum stmt st, const struct args *a,
 	}
 	len = fill_rows(res, v, len, sz, t, &oom);
 	if (oom) {
-		if (dispose)
-			dispose(v, len);
-		else
-			free(v);
+		store_rows_free(t, v, len, sz);
 		return sc_err_set(err, SC_ENOMEM, "out of memory");
 	}
 	*out = v;
 	*n = len;
 	return 0;
+}
+
+/* c's parameters, in order (store.h, "one-statement operations"). */
+static void args_of(struct args *a, const struct store_call *c)
+{
+	for (size_t i = 0; i < c->n_args; i++) {
+		const struct store_arg *x = &c->args[i];
+
+		switch (x->kind) {
+		case STORE_A_NULL: arg_str(a, NULL); break;
+		case STORE_A_I64: arg_i64(a, x->i); break;
+		case STORE_A_TEXT: arg_str(a, x->s); break;
+		case STORE_A_BOOL: arg_bool(a, x->i != 0); break;
+		case STORE_A_FIELDS: arg_fields(a, x->f, x->nf, x->x); break;
+		}
+	}
+}
+
+/*
+ * The one runner of the one-statement operations (store.h): a write
+ * takes the fence (FENCED) and then its commit's durability as its last
+ * parameters; a fenced statement answers (fence ok, rows changed), a
+ * plain write RETURNING a row per row changed.
+ */
+static int pg_call(void *impl, struct store_call *c, struct sc_err *err)
+{
+	struct pg *p = impl;
+	const struct store_qdef *d = &store_calls[c->q];
+	enum stmt st = (enum stmt)c->q;
+	struct args a = {0};
+	PGresult *res;
+	bool oom = false;
+	int rc;
+
+	args_of(&a, c);
+	switch (d->kind) {
+	case STORE_QK_ONE:
+		rc = run_one(p, st, &a, d->missing, &res, err);
+		if (rc)
+			return rc;
+		get_fields(res, 0, 0, d->rows, c->out, &oom);
+		PQclear(res);
+		return oom ? sc_err_set(err, SC_ENOMEM, "out of memory") : 0;
+	case STORE_QK_ALL:
+		return take_rows(p, st, &a, d->sz, d->rows, c->out, c->n, err);
+	case STORE_QK_WRITE:
+		arg_dur(&a, d->commit);
+		return run_n(p, st, &a, &c->changed, err);
+	case STORE_QK_FENCED:
+		arg_fence(&a, c->fence);
+		arg_dur(&a, d->commit);
+		return run_fenced(p, st, &a, c->fence, d->op, &c->changed, err);
+	}
+	return sc_err_set(err, SC_EINVAL, "unknown statement kind");
 }
 
 /* ---- open, migrate, close --------------------------------------------- */
@@ -3036,7 +3083,7 @@ static int pg_sched_last_all(void *impl, struct store_sched_last **out,
 			     size_t *n, struct sc_err *err)
 {
 	return take_rows(impl, ST_SCHED_ALL, NULL, sizeof(**out),
-			 &store_sched_last_fields, NULL, (void **)out, n, err);
+			 &store_sched_last_fields, (void **)out, n, err);
 }
 
 /* Many states in one statement (so one transaction and one round trip),
@@ -4073,8 +4120,7 @@ static int pg_last_successes(void *impl, struct store_last_ok **out,
 {
 	struct args a = {0};
 
-	return take_rows(impl, ST_LAST_OK, &a, sizeof(**out), &store_last_ok_fields, NULL,
-			 (void **)out, n, err);
+	return take_rows(impl, ST_LAST_OK, &a, sizeof(**out), &store_last_ok_fields, (void **)out, n, err);
 }
 
 /* ---- outbox, guards, markers ------------------------------------------- */
@@ -4274,7 +4320,7 @@ static int pg_outbox_list(void *impl, const char *schedule, int64_t slot_ms,
 
 	arg_slot(&a, schedule, slot_ms);
 	return take_rows(impl, ST_OUTBOX_LIST, &a, sizeof(**out), &store_outbox_row_fields,
-			 NULL, (void **)out, n, err);
+			 (void **)out, n, err);
 }
 
 static int pg_outbox_abandon(void *impl, const struct store_fence *fence,
@@ -4398,44 +4444,6 @@ static int pg_pause_set(void *impl, const struct store_pause *p,
 	return run_n(impl, ST_PAUSE_SET, &a, NULL, err);
 }
 
-static int pg_pause_end(void *impl, const char *schedule, int64_t at_ms,
-			bool *ended, struct sc_err *err)
-{
-	struct args a = {0};
-	int64_t n = 0;
-	int rc;
-
-	arg_str(&a, schedule);
-	arg_i64(&a, at_ms);
-	arg_dur(&a, STORE_COMMIT_PAUSE);
-	rc = run_n(impl, ST_PAUSE_END, &a, &n, err);
-	*ended = rc == 0 && n > 0;
-	return rc;
-}
-
-static int pg_pause_get(void *impl, const char *schedule,
-			struct store_pause *out, struct sc_err *err)
-{
-	struct args a = {0};
-	PGresult *res;
-	int rc;
-
-	arg_str(&a, schedule);
-	rc = run_one(impl, ST_PAUSE_GET, &a, "not paused", &res, err);
-	if (rc)
-		return rc;
-	get_fields(res, 0, 0, &store_pause_fields, out, NULL);
-	PQclear(res);
-	return 0;
-}
-
-static int pg_pause_all(void *impl, struct store_pause **out, size_t *n,
-			struct sc_err *err)
-{
-	return take_rows(impl, ST_PAUSE_ALL, NULL, sizeof(**out), &store_pause_fields,
-			 NULL, (void **)out, n, err);
-}
-
 static int pg_node_beat(void *impl, const struct store_node *n,
 			struct sc_err *err)
 {
@@ -4446,21 +4454,6 @@ static int pg_node_beat(void *impl, const struct store_node *n,
 	m.seen_ms = now_ms(p);
 	arg_fields(&a, store_node_fields.f, store_node_fields.n, &m);
 	return run_n(impl, ST_NODE_BEAT, &a, NULL, err);
-}
-
-static int pg_node_leave(void *impl, const char *id, struct sc_err *err)
-{
-	struct args a = {0};
-
-	arg_str(&a, id);
-	return run_n(impl, ST_NODE_LEAVE, &a, NULL, err);
-}
-
-static int pg_nodes(void *impl, struct store_node **out, size_t *n,
-		    struct sc_err *err)
-{
-	return take_rows(impl, ST_NODES, NULL, sizeof(**out), &store_node_fields, NULL,
-			 (void **)out, n, err);
 }
 
 /* ---- the crons in force (issue 43) ------------------------------------- */
@@ -4524,7 +4517,7 @@ static int pg_cron_history(void *impl, const char *schedule,
 
 	arg_str(&a, schedule);
 	return take_rows(impl, ST_CRON_HISTORY, &a, sizeof(**out), &store_cron_fields,
-			 NULL, (void **)out, n, err);
+			 (void **)out, n, err);
 }
 
 /* ---- leases, retention (issue 15) ------------------------------------- */
@@ -4912,7 +4905,7 @@ static int pg_alert_list(void *impl, const struct alert_filter *f,
 	else
 		arg_str(&a, NULL);
 	return take_rows(impl, ST_ALERT_LIST, &a, sizeof(**out), &store_alert_fields,
-			 NULL, (void **)out, n, err);
+			 (void **)out, n, err);
 }
 
 /* Appends row unfenced inside the caller's transaction. */
@@ -5033,11 +5026,6 @@ static int pg_alert_stage(void *impl, int64_t id, int round,
 	return found ? 0 : store_missing_error("alert", id, err);
 }
 
-static void sends_free(void *v, size_t n)
-{
-	store_alert_sends_free(v, n);
-}
-
 static int pg_alert_send_claim(void *impl, int64_t alert_id, int64_t lease_ms,
 			       struct store_alert_send *out, size_t max,
 			       size_t *n, struct sc_err *err)
@@ -5107,7 +5095,7 @@ static int pg_alert_sends(void *impl, int64_t alert_id,
 
 	arg_i64(&a, alert_id);
 	return take_rows(impl, ST_ALERT_SENDS, &a, sizeof(**out), &store_send_fields,
-			 sends_free, (void **)out, n, err);
+			 (void **)out, n, err);
 }
 
 /* ---- timing checks ----------------------------------------------------- */
@@ -5198,6 +5186,7 @@ const struct store_ops store_pg_ops = {
 	.name = "postgresql",
 	.open = pg_open,
 	.close = pg_close,
+	.call = pg_call,
 	.job_enqueue = pg_job_enqueue,
 	.job_enqueue_many = pg_job_enqueue_many,
 	.job_enqueue_batch = pg_job_enqueue_batch,
@@ -5241,12 +5230,7 @@ const struct store_ops store_pg_ops = {
 	.token_put = pg_token_put,
 	.token_drop = pg_token_drop,
 	.pause_set = pg_pause_set,
-	.pause_end = pg_pause_end,
-	.pause_get = pg_pause_get,
-	.pause_all = pg_pause_all,
 	.node_beat = pg_node_beat,
-	.nodes = pg_nodes,
-	.node_leave = pg_node_leave,
 	.lease_take = pg_lease_take,
 	.lease_drop = pg_lease_drop,
 	.prune_step = pg_prune_step,

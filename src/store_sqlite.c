@@ -651,7 +651,8 @@ static const char *const migrations[SCHEMA_VERSION] = {
 #define LQ_SQL_MAX 1024
 
 enum stmt_id {
-	ST_BEGIN,
+	/* 0 .. STORE_Q_N - 1: the one-statement operations (store.h) */
+	ST_BEGIN = STORE_Q_N,
 	ST_COMMIT,
 	ST_ROLLBACK,
 	ST_JOB_INSERT,
@@ -704,12 +705,7 @@ enum stmt_id {
 	ST_SCHED_SET,
 	ST_SCHED_ALL,
 	ST_PAUSE_SET,
-	ST_PAUSE_END,
-	ST_PAUSE_GET,
-	ST_PAUSE_ALL,
 	ST_NODE_BEAT,
-	ST_NODES,
-	ST_NODE_LEAVE,
 	ST_LEDGER_INSERT_PAUSED,
 	ST_TOKEN_GET,
 	ST_TOKEN_PUT,
@@ -1004,11 +1000,11 @@ static const char *const stmt_sql[N_STMT] = {
 		"ON CONFLICT (schedule) DO UPDATE SET from_ms = excluded.from_ms, "
 		"until_ms = excluded.until_ms, paused_by = excluded.paused_by, "
 		"note = excluded.note, resumed = 0",
-	[ST_PAUSE_END] = "UPDATE pauses SET until_ms = ?2, resumed = 1 "
+	[STORE_Q_PAUSE_END] = "UPDATE pauses SET until_ms = ?2, resumed = 1 "
 			 "WHERE schedule = ?1 AND until_ms > ?2",
-	[ST_PAUSE_GET] = "SELECT " STORE_PAUSE_COLS " FROM pauses "
+	[STORE_Q_PAUSE_GET] = "SELECT " STORE_PAUSE_COLS " FROM pauses "
 			 "WHERE schedule = ?1",
-	[ST_PAUSE_ALL] = "SELECT " STORE_PAUSE_COLS " FROM pauses "
+	[STORE_Q_PAUSE_ALL] = "SELECT " STORE_PAUSE_COLS " FROM pauses "
 			 "ORDER BY schedule",
 	[ST_NODE_BEAT] =
 		"INSERT INTO nodes(id, host, pid, version, config_digest, "
@@ -1018,9 +1014,9 @@ static const char *const stmt_sql[N_STMT] = {
 		"config_digest = excluded.config_digest, "
 		"started_ms = excluded.started_ms, seen_ms = excluded.seen_ms",
 	/* No clock offset kept: read as not measured. */
-	[ST_NODES] = "SELECT id, host, pid, version, config_digest, "
+	[STORE_Q_NODES] = "SELECT id, host, pid, version, config_digest, "
 		     "started_ms, seen_ms, NULL FROM nodes ORDER BY id",
-	[ST_NODE_LEAVE] = "DELETE FROM nodes WHERE id = ?1",
+	[STORE_Q_NODE_LEAVE] = "DELETE FROM nodes WHERE id = ?1",
 	/* A paused row for a slot that has one already is dropped, as a
 	 * missed one is (the partial index ledger_paused_once). */
 	[ST_LEDGER_INSERT_PAUSED] =
@@ -1949,22 +1945,19 @@ static int step_rows(struct sq *q, sqlite3_stmt *st, struct rows *r,
 
 /*
  * step_rows into a new array: *out (NULL when there is no row; the
- * caller frees it, with dispose when given, else free) and *n. On
- * failure both are untouched and what was read is freed (dispose).
+ * caller frees it, and the copies t's DUP fields hold) and *n. On
+ * failure both are untouched and what was read is freed
+ * (store_rows_free).
  */
 static int list_rows(struct sq *q, sqlite3_stmt *st, size_t sz,
-		     const struct store_fields *t,
-		     void (*dispose)(void *v, size_t n), const char *op,
+		     const struct store_fields *t, const char *op,
 		     void **out, size_t *n, struct sc_err *err)
 {
 	struct rows r = {.sz = sz};
 	int rc = step_rows(q, st, &r, t, op, err);
 
 	if (rc || !r.len) {
-		if (dispose)
-			dispose(r.v, r.len);
-		else
-			free(r.v);
+		store_rows_free(t, r.v, r.len, sz);
 		r.v = NULL;
 		if (rc)
 			return rc;
@@ -1984,7 +1977,7 @@ static int list_all(struct sq *q, enum stmt_id id, size_t sz,
 
 	if (rc)
 		return rc;
-	return list_rows(q, st, sz, t, NULL, op, out, n, err);
+	return list_rows(q, st, sz, t, op, out, n, err);
 }
 
 /* step_rows into the caller's out[0..max): *n the rows read, also on
@@ -2107,6 +2100,75 @@ static int slot_write(struct sq *q, enum stmt_id id, enum sync_level level,
 	bind_slot(st, schedule, slot_ms);
 	sqlite3_bind_int64(st, 3, now_ms(q));
 	return fenced_step(q, st, f, op, n, err);
+}
+
+/* c's parameters as ?1.. (store.h, "one-statement operations"). */
+static void bind_args(sqlite3_stmt *st, const struct store_call *c)
+{
+	int p = 1;
+
+	for (size_t i = 0; i < c->n_args; i++) {
+		const struct store_arg *x = &c->args[i];
+
+		switch (x->kind) {
+		case STORE_A_NULL: sqlite3_bind_null(st, p++); break;
+		case STORE_A_I64: sqlite3_bind_int64(st, p++, x->i); break;
+		case STORE_A_TEXT: bind_text(st, p++, x->s); break;
+		case STORE_A_BOOL: sqlite3_bind_int(st, p++, x->i != 0); break;
+		case STORE_A_FIELDS:
+			bind_fields(st, p, x->f, x->nf, x->x);
+			p += (int)x->nf;
+			break;
+		}
+	}
+}
+
+/*
+ * The one runner of the one-statement operations (store.h): a write runs
+ * alone at its commit's level, the fence (FENCED) bound as ?20 and ?21
+ * and checked again when nothing changed (fenced_step).
+ */
+static int sq_call(void *impl, struct store_call *c, struct sc_err *err)
+{
+	struct sq *q = impl;
+	const struct store_qdef *d = &store_calls[c->q];
+	enum stmt_id id = (enum stmt_id)c->q;
+	sqlite3_stmt *st = NULL;
+	struct rows r = {.sz = d->sz};
+	int n = 0;
+	int rc = d->kind >= STORE_QK_WRITE
+			 ? solo(q, id, sync_for(d->commit), &st, err)
+			 : prep(q, id, &st, err);
+
+	if (rc)
+		return rc;
+	bind_args(st, c);
+	switch (d->kind) {
+	case STORE_QK_ONE:
+		rc = step_one(q, st, d->op, d->missing, err);
+		if (!rc && !read_fields(st, 0, d->rows, c->out))
+			rc = sc_err_set(err, SC_ENOMEM, "out of memory");
+		unprep(st);
+		return rc;
+	case STORE_QK_ALL:
+		rc = step_rows(q, st, &r, d->rows, d->op, err);
+		if (rc) {
+			store_rows_free(d->rows, r.v, r.len, r.sz);
+			return rc;
+		}
+		*(void **)c->out = r.v;
+		*c->n = r.len;
+		return 0;
+	case STORE_QK_WRITE:
+	case STORE_QK_FENCED:
+		rc = fenced_step(q, st,
+				 d->kind == STORE_QK_FENCED ? c->fence : NULL,
+				 d->op, &n, err);
+		c->changed = n;
+		return rc;
+	}
+	unprep(st);
+	return sc_err_set(err, SC_EINVAL, "unknown statement kind");
 }
 
 /* ---- open / migrate / close ------------------------------------------ */
@@ -3784,8 +3846,7 @@ static int sq_outbox_list(void *impl, const char *schedule, int64_t slot_ms,
 	if (rc)
 		return rc;
 	bind_slot(st, schedule, slot_ms);
-	return list_rows(q, st, sizeof(**out), &store_outbox_row_fields, NULL,
-			 "outbox list", (void **)out, n, err);
+	return list_rows(q, st, sizeof(**out), &store_outbox_row_fields, "outbox list", (void **)out, n, err);
 }
 
 /* The state and its ledger row in one write transaction, durable: a
@@ -3887,46 +3948,6 @@ static int sq_pause_set(void *impl, const struct store_pause *p,
 	return step_done(q, st, "pause write", err);
 }
 
-static int sq_pause_end(void *impl, const char *schedule, int64_t at_ms,
-			bool *ended, struct sc_err *err)
-{
-	struct sq *q = impl;
-	sqlite3_stmt *st = NULL;
-	int rc = solo(q, ST_PAUSE_END, sync_for(STORE_COMMIT_PAUSE), &st, err);
-
-	if (rc)
-		return rc;
-	bind_text(st, 1, schedule);
-	sqlite3_bind_int64(st, 2, at_ms);
-	rc = step_done(q, st, "pause end", err);
-	*ended = !rc && sqlite3_changes(q->db) > 0;
-	return rc;
-}
-
-static int sq_pause_get(void *impl, const char *schedule,
-			struct store_pause *out, struct sc_err *err)
-{
-	struct sq *q = impl;
-	sqlite3_stmt *st = NULL;
-	int rc = prep(q, ST_PAUSE_GET, &st, err);
-
-	if (rc)
-		return rc;
-	bind_text(st, 1, schedule);
-	rc = step_one(q, st, "pause read", "not paused", err);
-	if (!rc)
-		read_fields(st, 0, &store_pause_fields, out);
-	unprep(st);
-	return rc;
-}
-
-static int sq_pause_all(void *impl, struct store_pause **out, size_t *n,
-			struct sc_err *err)
-{
-	return list_all(impl, ST_PAUSE_ALL, sizeof(**out), &store_pause_fields,
-			"pause read", (void **)out, n, err);
-}
-
 static int sq_node_beat(void *impl, const struct store_node *n,
 			struct sc_err *err)
 {
@@ -3941,25 +3962,6 @@ static int sq_node_beat(void *impl, const struct store_node *n,
 	/* all but the clock offset: SQLite keeps none */
 	bind_fields(st, 1, store_node_fields.f, store_node_fields.n - 1, &m);
 	return step_done(q, st, "node write", err);
-}
-
-static int sq_node_leave(void *impl, const char *id, struct sc_err *err)
-{
-	struct sq *q = impl;
-	sqlite3_stmt *st = NULL;
-	int rc = solo(q, ST_NODE_LEAVE, sync_for(STORE_COMMIT_NODE), &st, err);
-
-	if (rc)
-		return rc;
-	bind_text(st, 1, id);
-	return step_done(q, st, "node removal", err);
-}
-
-static int sq_nodes(void *impl, struct store_node **out, size_t *n,
-		    struct sc_err *err)
-{
-	return list_all(impl, ST_NODES, sizeof(**out), &store_node_fields, "node read",
-			(void **)out, n, err);
 }
 
 static int sq_cron_note_many(void *impl, const struct store_cron_note *v,
@@ -3998,8 +4000,7 @@ static int sq_cron_history(void *impl, const char *schedule,
 	if (rc)
 		return rc;
 	bind_text(st, 1, schedule);
-	return list_rows(q, st, sizeof(**out), &store_cron_fields, NULL,
-			 "cron history read", (void **)out, n, err);
+	return list_rows(q, st, sizeof(**out), &store_cron_fields, "cron history read", (void **)out, n, err);
 }
 
 static int sq_token_get(void *impl, const char *provider, char **token,
@@ -4485,7 +4486,7 @@ static int sq_alert_list(void *impl, const struct alert_filter *f,
 	sqlite3_bind_int64(st, 5, f->since_ms);
 	sqlite3_bind_int64(st, 6, f->until_ms);
 	sqlite3_bind_int64(st, 7, f->limit > 0 ? f->limit : -1);
-	return list_rows(q, st, sizeof(**out), &store_alert_fields, NULL, "alert list",
+	return list_rows(q, st, sizeof(**out), &store_alert_fields, "alert list",
 			 (void **)out, n, err);
 }
 
@@ -4582,11 +4583,6 @@ static int sq_alert_stage(void *impl, int64_t id, int round,
 		rc = step_done(q, st, "alert stage", err);
 	}
 	return tx_end(q, rc, err);
-}
-
-static void sends_free(void *v, size_t n)
-{
-	store_alert_sends_free(v, n);
 }
 
 /*
@@ -4714,8 +4710,7 @@ static int sq_alert_sends(void *impl, int64_t alert_id,
 	if (rc)
 		return rc;
 	sqlite3_bind_int64(st, 1, alert_id);
-	return list_rows(q, st, sizeof(**out), &store_send_fields, sends_free,
-			 "alert sends", (void **)out, n, err);
+	return list_rows(q, st, sizeof(**out), &store_send_fields, "alert sends", (void **)out, n, err);
 }
 
 /* ---- waiting for work ------------------------------------------------ */
@@ -4770,6 +4765,7 @@ const struct store_ops store_sqlite_ops = {
 	.one_writer = true,
 	.open = sq_open,
 	.close = sq_close,
+	.call = sq_call,
 	.cache_cap = sq_cache_cap,
 	.job_enqueue = sq_job_enqueue,
 	.job_enqueue_many = sq_job_enqueue_many,
@@ -4812,12 +4808,7 @@ const struct store_ops store_sqlite_ops = {
 	.token_put = sq_token_put,
 	.token_drop = sq_token_drop,
 	.pause_set = sq_pause_set,
-	.pause_end = sq_pause_end,
-	.pause_get = sq_pause_get,
-	.pause_all = sq_pause_all,
 	.node_beat = sq_node_beat,
-	.nodes = sq_nodes,
-	.node_leave = sq_node_leave,
 	.lease_take = sq_lease_take,
 	.lease_drop = sq_lease_drop,
 	.prune_step = sq_prune_step,

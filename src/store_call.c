@@ -1,0 +1,31 @@
+/*
+ * store_call.c - what each one-statement operation is (store.h,
+ * "one-statement operations"), declared once for both backends: its name
+ * in errors, its kind, the commit whose durability class it takes, the
+ * fields of its rows and the text of a missing row.
+ *
+ * Invariants:
+ *   - store_calls[q] describes STORE_Q q; every q has a row (checked by
+ *     test_store's call-table test) and a statement in each backend.
+ *   - Constant data: no handle, no I/O; safe from any thread.
+ */
+#include <stddef.h>
+
+#include "store.h"
+
+#define ONE(q, op, t, T, missing) \
+	[STORE_Q_##q] = {op, STORE_QK_ONE, 0, &t, sizeof(T), missing}
+#define ALL(q, op, t, T) [STORE_Q_##q] = {op, STORE_QK_ALL, 0, &t, sizeof(T), NULL}
+#define WRITE(q, op, c) \
+	[STORE_Q_##q] = {op, STORE_QK_WRITE, STORE_COMMIT_##c, NULL, 0, NULL}
+#define FENCED(q, op, c) \
+	[STORE_Q_##q] = {op, STORE_QK_FENCED, STORE_COMMIT_##c, NULL, 0, NULL}
+
+const struct store_qdef store_calls[STORE_Q_N] = {
+	WRITE(PAUSE_END, "pause end", PAUSE),
+	ONE(PAUSE_GET, "pause read", store_pause_fields, struct store_pause,
+	    "not paused"),
+	ALL(PAUSE_ALL, "pause read", store_pause_fields, struct store_pause),
+	ALL(NODES, "node read", store_node_fields, struct store_node),
+	WRITE(NODE_LEAVE, "node removal", NODE),
+};
