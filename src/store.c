@@ -245,6 +245,11 @@ static int open_store(const char *url, struct sc_clock *clock, bool create,
 	rc = pick_backend(url, &ops, &target, err);
 	if (rc || !ops || !target)
 		return rc ? rc : SC_EINVAL;
+	for (int q = 0; q < STORE_Q_N; q++)
+		if (!ops->call_sql[q] || !store_calls[q].op)
+			return sc_err_set(err, SC_EINVAL,
+					  "%s store: no statement %d "
+					  "(a build error)", ops->name, q);
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return sc_err_set(err, SC_ENOMEM, "out of memory");

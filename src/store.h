@@ -1515,6 +1515,9 @@ struct store_ops {
 	/* The one runner of every one-statement operation ("one-statement
 	 * operations" below): c->q's statement with c's parameters. */
 	int (*call)(void *impl, struct store_call *c, struct sc_err *err);
+	/* The backend's SQL text of each STORE_Q (store_open refuses a
+	 * backend that lacks one). */
+	const char *const *call_sql;
 	/* store_cache_cap; NULL: nothing to cap */
 	int (*cache_cap)(void *impl, int kib, struct sc_err *err);
 	int (*job_enqueue)(void *impl, const char *schedule, int64_t slot_ms,
@@ -2231,6 +2234,8 @@ extern const struct store_fields store_sched_last_fields;
 extern const struct store_fields store_last_ok_fields;
 /* struct store_sla_last: schedule, delivered_ms, first_ms. */
 extern const struct store_fields store_sla_last_fields;
+/* One int64_t (a count, a time): the first column. */
+extern const struct store_fields store_i64_fields;
 
 /* ---- end of rows as fields -------------------------------------------- */
 
@@ -2250,6 +2255,8 @@ extern const struct store_fields store_sla_last_fields;
  *   ONE    runs the statement; its single row is read into c->out by
  *          the table's fields (the caller zeroed it); no row is SC_ENOENT
  *          with the table's `missing` text.
+ *   MAYBE  as ONE, but no row is no error: c->changed gets the rows read
+ *          (0 or 1), and c->out is left as it was when 0.
  *   ALL    every row into a new array *(void **)c->out of c->n elements
  *          of size `sz` (NULL when none; the caller frees it, and the
  *          copies its elements hold); on failure nothing is kept.
@@ -2272,7 +2279,13 @@ enum store_q {
 	STORE_Q_N
 };
 
-enum store_qkind { STORE_QK_ONE, STORE_QK_ALL, STORE_QK_WRITE, STORE_QK_FENCED };
+enum store_qkind {
+	STORE_QK_ONE,
+	STORE_QK_MAYBE,
+	STORE_QK_ALL,
+	STORE_QK_WRITE,  /* and FENCED: the writes */
+	STORE_QK_FENCED
+};
 
 struct store_qdef {
 	const char *op;                 /* names it in errors */

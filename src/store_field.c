@@ -231,6 +231,11 @@ static const struct store_field f_sla_last[] = {
 TABLE(store_sla_last_fields, f_sla_last);
 #undef Q
 
+static const struct store_field f_i64[] = {
+	{STORE_F_I64, 0, sizeof(int64_t), 0},
+};
+TABLE(store_i64_fields, f_i64);
+
 bool store_fields_read(const struct store_col_ops *ops, const void *src, int c0,
 		       const struct store_fields *t, void *x)
 {

@@ -2647,11 +2647,16 @@ static int pg_call(void *impl, struct store_call *c, struct sc_err *err)
 	args_of(&a, c);
 	switch (d->kind) {
 	case STORE_QK_ONE:
-		rc = run_one(p, st, &a, d->missing, &res, err);
+	case STORE_QK_MAYBE:
+		rc = run(p, st, &a, &res, err);
 		if (rc)
 			return rc;
-		get_fields(res, 0, 0, d->rows, c->out, &oom);
+		c->changed = PQntuples(res) > 0;
+		if (c->changed)
+			get_fields(res, 0, 0, d->rows, c->out, &oom);
 		PQclear(res);
+		if (!c->changed && d->kind == STORE_QK_ONE)
+			return sc_err_set(err, SC_ENOENT, "%s", d->missing);
 		return oom ? sc_err_set(err, SC_ENOMEM, "out of memory") : 0;
 	case STORE_QK_ALL:
 		return take_rows(p, st, &a, d->sz, d->rows, c->out, c->n, err);
@@ -5187,6 +5192,7 @@ const struct store_ops store_pg_ops = {
 	.open = pg_open,
 	.close = pg_close,
 	.call = pg_call,
+	.call_sql = sql,
 	.job_enqueue = pg_job_enqueue,
 	.job_enqueue_many = pg_job_enqueue_many,
 	.job_enqueue_batch = pg_job_enqueue_batch,

@@ -2135,6 +2135,7 @@ static int sq_call(void *impl, struct store_call *c, struct sc_err *err)
 	enum stmt_id id = (enum stmt_id)c->q;
 	sqlite3_stmt *st = NULL;
 	struct rows r = {.sz = d->sz};
+	bool row = false;
 	int n = 0;
 	int rc = d->kind >= STORE_QK_WRITE
 			 ? solo(q, id, sync_for(d->commit), &st, err)
@@ -2145,9 +2146,13 @@ static int sq_call(void *impl, struct store_call *c, struct sc_err *err)
 	bind_args(st, c);
 	switch (d->kind) {
 	case STORE_QK_ONE:
-		rc = step_one(q, st, d->op, d->missing, err);
-		if (!rc && !read_fields(st, 0, d->rows, c->out))
+	case STORE_QK_MAYBE:
+		rc = step_row(q, st, d->op, &row, err);
+		if (!rc && !row && d->kind == STORE_QK_ONE)
+			rc = sc_err_set(err, SC_ENOENT, "%s", d->missing);
+		if (!rc && row && !read_fields(st, 0, d->rows, c->out))
 			rc = sc_err_set(err, SC_ENOMEM, "out of memory");
+		c->changed = !rc && row;
 		unprep(st);
 		return rc;
 	case STORE_QK_ALL:
@@ -4766,6 +4771,7 @@ const struct store_ops store_sqlite_ops = {
 	.open = sq_open,
 	.close = sq_close,
 	.call = sq_call,
+	.call_sql = stmt_sql,
 	.cache_cap = sq_cache_cap,
 	.job_enqueue = sq_job_enqueue,
 	.job_enqueue_many = sq_job_enqueue_many,
