@@ -31,29 +31,18 @@
  * Constant statements without values (BEGIN, COMMIT, DDL of the
  * migrations, LISTEN, SET) go through PQexec.
  *
- * Durability: the session runs with synchronous_commit off, so heartbeats,
- * completions and retry scheduling commit without waiting for the WAL
- * flush; a crash of the database server can lose the last few hundred
- * milliseconds of those, which only re-runs a job (at-least-once). The
- * records nothing would write again - the send guard (outbox SENT),
- * SENDING (lost, the next attempt would send a second copy without
- * declaring it), a claim (lost, its lease token could be handed out again
- * while its worker still runs: daemons outlive a server crash), a new job
- * (lost, the daemons that enqueued it believe it exists and would not look
- * at the slot again before the schedule's next fire: a week for a weekly
- * one), a revival, the slot marker, a job turning DEAD, stalled recovery,
- * a "lost" ledger row, an alert's raise, close, send claim (SENDING), SENT
- * and ABANDONED, a pause and its end (an operator was told it is done:
- * a forgotten pause runs what they stopped) - set synchronous_commit
- * back to the server's
- * default inside their own statement (DURABLE_IF below; on unless the
- * DBA changed it): once they return, they survive a crash, and because
- * WAL is sequential every earlier commit is flushed with them. Which
- * commits those are is not decided here: each writing statement that may
- * need it takes the store's durability table's answer for its commit as
- * a boolean parameter (arg_dur, store_commit_class in store_durable.c:
- * classes SERVER and ALWAYS are durable here). What each transition may
- * lose and why that is harmless: docs/internals/store.md.
+ * Durability: the session runs with synchronous_commit off, so a commit
+ * does not wait for the WAL flush unless the store's durability table
+ * (store_durable.c) classes it SERVER or ALWAYS: each writing statement
+ * takes the table's answer for its commit as a boolean parameter
+ * (arg_dur), and when it is true sets synchronous_commit back to the
+ * server's default inside the statement (DURABLE_IF below; on unless the
+ * DBA changed it). Once such a write returns it survives a crash, and
+ * because WAL is sequential every earlier commit is flushed with it. A
+ * crash of the server can lose the last few hundred milliseconds of the
+ * others, which only re-runs a job (at-least-once). What each commit may
+ * lose and why that is harmless: the table's reasons, and
+ * docs/internals/store.md per transition.
  *
  * Fencing (store.h): the outbox, guard, marker and duplicate-row writes
  * of a fenced handle run only while the job row, read FOR SHARE in the

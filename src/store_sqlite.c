@@ -9,28 +9,16 @@
  *
  * Durability (WAL mode). The connection runs with synchronous = NORMAL
  * (SQLite never fsyncs at commit, so no fsync is made while the write lock
- * is held), and a commit is made at one of two levels, the one the store's
- * durability table gives its kind (store_commit_class, store_durable.c;
- * sync_for below: ALWAYS is FULL, the rest NORMAL):
- *   FULL   - the commit is durable before the store call returns: after
- *            COMMIT (the write lock released) the handle waits for a
- *            group sync, one fdatasync of the -wal file shared by every
- *            handle of this process on the file whose durable commit was
- *            waiting (see "group commit" below). Used for the commits
- *            that record a send guard (outbox state SENT), SENDING (before
- *            the request leaves: lost, the next attempt would send again
- *            without a "duplicate" row), a slot marker, a job turning DEAD
- *            (its "lost" ledger row), a "lost" row appended on its own,
- *            stalled-job recovery (rare, and it may turn jobs DEAD), the
- *            migrations, a pause and its end (an operator was told),
- *            an abandoned outbox row, and of the alerts (schema 4): a
- *            raise, a close, a send claim (SENDING), SENT and ABANDONED.
- *   NORMAL - no sync; the WAL is fsync'd at checkpoints and by the next
- *            group sync. Used for
- *            enqueue, claims, heartbeats, completions, retry scheduling,
- *            staging, FAILED, UNKNOWN, other ledger rows, scheduler state,
- *            the token cache, and an alert's staging, realert, FAILED and
- *            UNKNOWN.
+ * is held). Which commits must survive a power cut is not decided here:
+ * the store's durability table (store_durable.c) gives each commit its
+ * class, and sync_for maps it to one of two levels:
+ *   FULL   - (class ALWAYS) the commit is durable before the store call
+ *            returns: after COMMIT (the write lock released) the handle
+ *            waits for a group sync, one fdatasync of the -wal file shared
+ *            by every handle of this process on the file whose durable
+ *            commit was waiting ("group commit" below).
+ *   NORMAL - (the others) no sync; the WAL is fsync'd at checkpoints and
+ *            by the next group sync.
  * The WAL is append-only and a group sync flushes the whole file, so it
  * also makes every earlier NORMAL commit durable, and a power cut always
  * leaves a prefix of the commit history (never a hole in the middle).
@@ -40,21 +28,8 @@
  * before the commit. A failed group sync is the call's error (SC_EIO, or
  * SC_ENOSPC for ENOSPC/EDQUOT) although the row is committed: the caller
  * treats it as it treats a failed commit, a write that may or may not
- * survive (as a FULL commit whose fsync failed always was).
- * What a power cut (or kernel crash) can lose: the NORMAL commits made after
- * the last fsync (last group sync or checkpoint). Losing those re-runs
- * work, never loses it: a lost claim leaves the job READY; a lost heartbeat
- * lets a lease expire early, and the run is recovered as stalled; a lost
- * completion puts the job back to ACTIVE with a lease that will expire, and
- * the orchestrator then finds the slot marker (FULL, written before the
- * completion) and does not run the slot again; a lost retry schedule puts
- * the job back to ACTIVE, so it is recovered as stalled; a lost enqueue is
- * enqueued again by the scheduler, whose own state (sched_last) is lost
- * with it because the history is a prefix.
- * What a power cut cannot lose: a send guard, a SENDING or a slot marker
- * once store_outbox_set_state(SENT / SENDING) / store_slot_mark returned, a DEAD
- * transition with its "lost" row, and everything committed before any of
- * those. The table of every transition: docs/internals/store.md.
+ * survive. What each commit may lose and why that is harmless: the table's
+ * reasons, and docs/internals/store.md per transition.
  *
  * Fencing (store.h): the outbox, guard, marker and duplicate-row writes
  * of a fenced handle carry FENCE_OK in their own statement, so the lease
