@@ -914,13 +914,34 @@ int store_ledger_append_written(struct store *s, const struct ledger_row *row,
 	if (!rc && strnlen(row->error_class, sizeof(row->error_class)) >=
 			   sizeof(row->error_class))
 		rc = sc_err_set(err, SC_EINVAL, "ledger error class too long");
-	if (rc)
-		return rc;
-	return s->ops->ledger_append(s->impl,
-				     store_ledger_row_kind(row->outcome) ==
-						     STORE_ROW_FENCED
-					     ? fence_of(s) : NULL,
-				     row, written, err);
+	return rc ? rc
+		  : store_ledger_put(s->ops, s->impl, fence_of(s), row,
+				     written, err);
+}
+
+int store_ledger_put(const struct store_ops *ops, void *impl,
+		     const struct store_fence *fence,
+		     const struct ledger_row *row, bool *written,
+		     struct sc_err *err)
+{
+	/* A missed or paused row ran no job: unfenced, once per slot. */
+	enum store_row_kind kind = store_ledger_row_kind(row->outcome);
+	enum store_q q = kind == STORE_ROW_PAUSED   ? STORE_Q_LEDGER_PAUSED
+			 : kind == STORE_ROW_MISSED ? STORE_Q_LEDGER_MISSED
+			 : fence		    ? STORE_Q_LEDGER_FENCED
+						    : STORE_Q_LEDGER_FREE;
+	/* the row's fields but its id, the store's */
+	const struct store_arg a = {.kind = STORE_A_FIELDS,
+				    .f = store_ledger_fields.f + 1,
+				    .nf = store_ledger_fields.n - 1,
+				    .x = row};
+	struct store_call c = {.q = q, .args = &a, .n_args = 1,
+			       .fence = fence,
+			       .commit = store_commit_of_rows(row, 1)};
+	int rc = ops->call(impl, &c, err);
+
+	*written = !rc && c.changed > 0;
+	return rc;
 }
 
 static int check_row(const struct ledger_row *row, struct sc_err *err);

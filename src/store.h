@@ -1571,10 +1571,6 @@ struct store_ops {
 	int (*server_now)(void *impl, int64_t *out_ms, struct sc_err *err);
 	int (*job_counts)(void *impl, const char *schedule,
 			  struct store_counts *out, struct sc_err *err);
-	/* written: never NULL. */
-	int (*ledger_append)(void *impl, const struct store_fence *fence,
-			     const struct ledger_row *row, bool *written,
-			     struct sc_err *err);
 	/* rows checked by store.c; n >= 1; n_written: never NULL. */
 	int (*ledger_append_many)(void *impl, const struct ledger_row *rows,
 				  size_t n, size_t *n_written,
@@ -2276,6 +2272,10 @@ enum store_q {
 	STORE_Q_PAUSE_ALL,
 	STORE_Q_NODES,
 	STORE_Q_NODE_LEAVE,
+	STORE_Q_LEDGER_FENCED,  /* a job's row, under the fence */
+	STORE_Q_LEDGER_FREE,    /* a job's row, no fence set */
+	STORE_Q_LEDGER_MISSED,  /* once per slot */
+	STORE_Q_LEDGER_PAUSED,  /* once per slot */
 	STORE_Q_N
 };
 
@@ -2290,7 +2290,8 @@ enum store_qkind {
 struct store_qdef {
 	const char *op;                 /* names it in errors */
 	enum store_qkind kind;
-	enum store_commit commit;       /* WRITE, FENCED */
+	enum store_commit commit;       /* WRITE, FENCED; STORE_COMMIT_N:
+					   the call's (store_call.commit) */
 	const struct store_fields *rows; /* ONE, ALL: the columns read */
 	size_t sz;                      /* ALL: of one element */
 	const char *missing;            /* ONE: the SC_ENOENT text */
@@ -2328,7 +2329,20 @@ struct store_call {
 	void *out;       /* ONE: the struct; ALL: a void ** */
 	size_t *n;       /* ALL: the elements */
 	int64_t changed; /* WRITE, FENCED: set by the runner */
+	enum store_commit commit; /* when the table's is STORE_COMMIT_N */
 };
+
+/* store_ledger_append_written on a backend's handle (the store's
+ * argument checks done): the statement the row's kind takes, fenced by
+ * fence (NULL: none), its commit the row's. For backend tests. */
+int store_ledger_put(const struct store_ops *ops, void *impl,
+		     const struct store_fence *fence,
+		     const struct ledger_row *row, bool *written,
+		     struct sc_err *err);
+
+/* The commit of write c: the table's, or the call's when it depends on
+ * the data written. */
+enum store_commit store_call_commit(const struct store_call *c);
 
 /* ---- end of one-statement operations ---------------------------------- */
 

@@ -30,4 +30,17 @@ const struct store_qdef store_calls[STORE_Q_N] = {
 	ALL(PAUSE_ALL, "pause read", store_pause_fields, struct store_pause),
 	ALL(NODES, "node read", store_node_fields, struct store_node),
 	WRITE(NODE_LEAVE, "node removal", NODE),
+	/* The commit of a ledger row is its outcome's (store_commit_of_rows):
+	 * a "lost" row is durable. */
+	FENCED(LEDGER_FENCED, "ledger row", N),
+	WRITE(LEDGER_FREE, "ledger row", N),
+	WRITE(LEDGER_MISSED, "ledger row", N),
+	WRITE(LEDGER_PAUSED, "ledger row", N),
 };
+
+enum store_commit store_call_commit(const struct store_call *c)
+{
+	enum store_commit t = store_calls[c->q].commit;
+
+	return t == STORE_COMMIT_N ? c->commit : t;
+}

@@ -761,8 +761,6 @@ enum stmt {
 	ST_LEASE_CLAMP,
 	ST_SERVER_NOW,
 	ST_COUNTS,
-	ST_LEDGER_APPEND,
-	ST_LEDGER_APPEND_MISSED,
 	ST_LEDGER_APPEND_MANY,
 	/* One per filter shape (pg_lq_sql builds the SQL; no sql[] entry). */
 	ST_LEDGER_QUERY,
@@ -789,7 +787,6 @@ enum stmt {
 	ST_SCHED_SET_MANY,
 	ST_PAUSE_SET,
 	ST_NODE_BEAT,
-	ST_LEDGER_APPEND_PAUSED,
 	ST_TOKEN_GET,
 	ST_TOKEN_PUT,
 	ST_TOKEN_DROP,
@@ -1112,7 +1109,7 @@ static const char *const sql[ST_COUNT] = {
 	" count(*) FILTER (WHERE state = " STORE_SQL_DEAD ")"
 	" FROM jobs WHERE ($1::text IS NULL OR schedule = $1::text)",
 	/* $12, $13: the fence. Answer: ok, rows written, -. */
-	[ST_LEDGER_APPEND] =
+	[STORE_Q_LEDGER_FENCED] =
 	"WITH " FENCE_CTE("$12", "$13") ","
 	" i AS (INSERT INTO ledger (" LEDGER_COLS ") SELECT $1::text,"
 	" $2::bigint, $3::bigint, $4::integer, $5::bigint, $6::bigint,"
@@ -1123,11 +1120,16 @@ static const char *const sql[ST_COUNT] = {
 	/* A missed row for a slot that has one already is dropped: the
 	 * conflict target infers the partial index ledger_missed_once, so
 	 * no other conflict is ignored. No row returned: not written. */
-	[ST_LEDGER_APPEND_MISSED] =
+	[STORE_Q_LEDGER_MISSED] =
 	"INSERT INTO ledger (" LEDGER_COLS ") VALUES ($1, $2::bigint,"
 	" $3::bigint, $4::integer, $5::bigint, $6::bigint, $7::text, $8, $9,"
 	" $10::bigint, $11) ON CONFLICT (schedule, slot_ms)"
-	" WHERE outcome = '" LEDGER_MISSED "' DO NOTHING RETURNING 1",
+	" WHERE outcome = '" LEDGER_MISSED "' DO NOTHING RETURNING "
+	DURABLE_IF("12"),
+	[STORE_Q_LEDGER_FREE] =
+	"INSERT INTO ledger (" LEDGER_COLS ") VALUES ($1, $2::bigint,"
+	" $3::bigint, $4::integer, $5::bigint, $6::bigint, $7::text, $8, $9,"
+	" $10::bigint, $11) RETURNING " DURABLE_IF("12"),
 	/* Rows as one array per column: one statement, so all or none. The
 	 * conflict clause only ever matches a missed row (the partial index
 	 * ledger_missed_once); a lost row makes the commit durable. */
@@ -1328,11 +1330,12 @@ static const char *const sql[ST_COUNT] = {
 	"DELETE FROM nodes WHERE id = $1 RETURNING " DURABLE_IF("2"),
 	/* A paused row for a slot that has one already is dropped, as a
 	 * missed one is (the partial index ledger_paused_once). */
-	[ST_LEDGER_APPEND_PAUSED] =
+	[STORE_Q_LEDGER_PAUSED] =
 	"INSERT INTO ledger (" LEDGER_COLS ") VALUES ($1, $2::bigint,"
 	" $3::bigint, $4::integer, $5::bigint, $6::bigint, $7::text, $8, $9,"
 	" $10::bigint, $11) ON CONFLICT (schedule, slot_ms)"
-	" WHERE outcome = '" LEDGER_PAUSED "' DO NOTHING RETURNING 1",
+	" WHERE outcome = '" LEDGER_PAUSED "' DO NOTHING RETURNING "
+	DURABLE_IF("12"),
 	[ST_TOKEN_GET] =
 	"SELECT token, expires_ms FROM token_cache WHERE provider = $1",
 	[ST_TOKEN_PUT] =
@@ -2650,11 +2653,11 @@ static int pg_call(void *impl, struct store_call *c, struct sc_err *err)
 	case STORE_QK_ALL:
 		return take_rows(p, st, &a, d->sz, d->rows, c->out, c->n, err);
 	case STORE_QK_WRITE:
-		arg_dur(&a, d->commit);
+		arg_dur(&a, store_call_commit(c));
 		return run_n(p, st, &a, &c->changed, err);
 	case STORE_QK_FENCED:
 		arg_fence(&a, c->fence);
-		arg_dur(&a, d->commit);
+		arg_dur(&a, store_call_commit(c));
 		return run_fenced(p, st, &a, c->fence, d->op, &c->changed, err);
 	}
 	return sc_err_set(err, SC_EINVAL, "unknown statement kind");
@@ -3775,34 +3778,6 @@ static int pg_job_counts(void *impl, const char *schedule,
 
 /* ---- ledger ------------------------------------------------------------ */
 
-static int pg_ledger_append(void *impl, const struct store_fence *fence,
-			    const struct ledger_row *row, bool *written,
-			    struct sc_err *err)
-{
-	struct args a = {0};
-	int64_t rows = 0;
-	int n = 0;
-	int rc;
-
-	enum store_row_kind kind = store_ledger_row_kind(row->outcome);
-
-	*written = false;
-	arg_ledger_row(&a, row);
-	if (kind == STORE_ROW_FENCED) {
-		arg_fence(&a, fence);
-		arg_dur(&a, store_commit_of_rows(row, 1));
-		rc = run_fenced(impl, ST_LEDGER_APPEND, &a, fence,
-				"ledger row", &rows, err);
-		*written = rc == 0 && rows == 1;
-		return rc;
-	}
-	rc = run_count(impl, kind == STORE_ROW_PAUSED ? ST_LEDGER_APPEND_PAUSED
-						      : ST_LEDGER_APPEND_MISSED,
-		       &a, &n, err);
-	*written = rc == 0 && n == 1;
-	return rc;
-}
-
 /* A growing array literal ("{...}") of one column of append_many. */
 struct col_buf {
 	char *b;
@@ -4911,7 +4886,7 @@ static int ledger_row_run(struct pg *p, const struct ledger_row *row,
 	arg_ledger_row(&a, row);
 	arg_fence(&a, NULL);
 	arg_dur(&a, store_commit_of_rows(row, 1));
-	return run_fenced(p, ST_LEDGER_APPEND, &a, NULL, "ledger row", NULL,
+	return run_fenced(p, (enum stmt)STORE_Q_LEDGER_FENCED, &a, NULL, "ledger row", NULL,
 			  err);
 }
 
@@ -5199,7 +5174,6 @@ const struct store_ops store_pg_ops = {
 	.job_lease_clamp = pg_job_lease_clamp,
 	.server_now = pg_server_now,
 	.job_counts = pg_job_counts,
-	.ledger_append = pg_ledger_append,
 	.ledger_append_many = pg_ledger_append_many,
 	.ledger_query = pg_ledger_query,
 	.ledger_lost = pg_ledger_lost,

@@ -648,9 +648,6 @@ enum stmt_id {
 	ST_JOB_NEXT_DUE,
 	ST_JOB_LEASE_CLAMP,
 	ST_JOB_COUNTS,
-	ST_LEDGER_INSERT,
-	ST_LEDGER_INSERT_FREE,
-	ST_LEDGER_INSERT_MISSED,
 	/* One statement per filter shape (lq_shape): its SQL is built by
 	 * lq_sql, not listed in stmt_sql. */
 	ST_LEDGER_QUERY,
@@ -681,7 +678,6 @@ enum stmt_id {
 	ST_SCHED_ALL,
 	ST_PAUSE_SET,
 	ST_NODE_BEAT,
-	ST_LEDGER_INSERT_PAUSED,
 	ST_TOKEN_GET,
 	ST_TOKEN_PUT,
 	ST_TOKEN_DROP,
@@ -706,6 +702,10 @@ enum stmt_id {
 	ST_SLA_LAST,
 	N_STMT
 };
+/* The shared ledger inserts, also run inside this file's transactions. */
+#define ST_LEDGER_INSERT ((enum stmt_id)STORE_Q_LEDGER_FENCED)
+#define ST_LEDGER_INSERT_FREE ((enum stmt_id)STORE_Q_LEDGER_FREE)
+#define ST_LEDGER_INSERT_MISSED ((enum stmt_id)STORE_Q_LEDGER_MISSED)
 
 static const char *const stmt_sql[N_STMT] = {
 	[ST_BEGIN] = "BEGIN IMMEDIATE",
@@ -861,7 +861,7 @@ static const char *const stmt_sql[N_STMT] = {
 	[ST_JOB_COUNTS] =
 		"SELECT state, run_at_ms > ?2, count(*) FROM jobs "
 		"WHERE ?1 IS NULL OR schedule = ?1 GROUP BY 1, 2",
-	[ST_LEDGER_INSERT] =
+	[STORE_Q_LEDGER_FENCED] =
 		"INSERT INTO ledger(schedule, slot_ms, job_id, attempt, "
 		"started_ms, finished_ms, outcome, error_class, error_msg, "
 		"retry_hint_ms, details_json) "
@@ -869,7 +869,7 @@ static const char *const stmt_sql[N_STMT] = {
 		"WHERE " FENCE_OK,
 	/* The same, unfenced: an INSERT ... SELECT into a table with a
 	 * trigger goes through a temporary b-tree, VALUES does not. */
-	[ST_LEDGER_INSERT_FREE] =
+	[STORE_Q_LEDGER_FREE] =
 		"INSERT INTO ledger(schedule, slot_ms, job_id, attempt, "
 		"started_ms, finished_ms, outcome, error_class, error_msg, "
 		"retry_hint_ms, details_json) "
@@ -877,7 +877,7 @@ static const char *const stmt_sql[N_STMT] = {
 	/* A missed row for a slot that has one already is dropped (the
 	 * conflict target names the partial index ledger_missed_once, so
 	 * only that conflict is ignored; any other constraint still fails). */
-	[ST_LEDGER_INSERT_MISSED] =
+	[STORE_Q_LEDGER_MISSED] =
 		"INSERT INTO ledger(schedule, slot_ms, job_id, attempt, "
 		"started_ms, finished_ms, outcome, error_class, error_msg, "
 		"retry_hint_ms, details_json) "
@@ -994,7 +994,7 @@ static const char *const stmt_sql[N_STMT] = {
 	[STORE_Q_NODE_LEAVE] = "DELETE FROM nodes WHERE id = ?1",
 	/* A paused row for a slot that has one already is dropped, as a
 	 * missed one is (the partial index ledger_paused_once). */
-	[ST_LEDGER_INSERT_PAUSED] =
+	[STORE_Q_LEDGER_PAUSED] =
 		"INSERT INTO ledger(schedule, slot_ms, job_id, attempt, "
 		"started_ms, finished_ms, outcome, error_class, error_msg, "
 		"retry_hint_ms, details_json) "
@@ -2113,7 +2113,7 @@ static int sq_call(void *impl, struct store_call *c, struct sc_err *err)
 	bool row = false;
 	int n = 0;
 	int rc = d->kind >= STORE_QK_WRITE
-			 ? solo(q, id, sync_for(d->commit), &st, err)
+			 ? solo(q, id, sync_for(store_call_commit(c)), &st, err)
 			 : prep(q, id, &st, err);
 
 	if (rc)
@@ -3339,29 +3339,6 @@ static int sq_job_counts(void *impl, const char *schedule,
 }
 
 /* ---- ledger ---------------------------------------------------------- */
-
-static int sq_ledger_append(void *impl, const struct store_fence *fence,
-			    const struct ledger_row *row, bool *written,
-			    struct sc_err *err)
-{
-	struct sq *q = impl;
-	enum store_row_kind kind = store_ledger_row_kind(row->outcome);
-	bool paused = kind == STORE_ROW_PAUSED;
-	bool missed = kind != STORE_ROW_FENCED;
-	int rc = set_sync(q, sync_for(store_commit_of_rows(row, 1)), err);
-
-	if (!rc)
-		rc = ledger_insert_st(q, paused ? ST_LEDGER_INSERT_PAUSED
-				      : missed ? ST_LEDGER_INSERT_MISSED
-				      : ST_LEDGER_INSERT,
-				      missed ? NULL : fence, row, err);
-	/* Autocommit: the statement was its own transaction, and
-	 * sqlite3_changes says whether it inserted the row. */
-	*written = !rc && sqlite3_changes(q->db) > 0;
-	if (!rc && !*written && !missed)
-		rc = fence_refused(q, fence, "ledger row", err);
-	return rc;
-}
 
 /*
  * The rows in one transaction, each through the statement its single
@@ -4764,7 +4741,6 @@ const struct store_ops store_sqlite_ops = {
 	.job_next_due = sq_job_next_due,
 	.job_lease_clamp = sq_job_lease_clamp,
 	.job_counts = sq_job_counts,
-	.ledger_append = sq_ledger_append,
 	.ledger_append_many = sq_ledger_append_many,
 	.ledger_query = sq_ledger_query,
 	.ledger_lost = sq_ledger_lost,

@@ -1215,7 +1215,7 @@ static void a_job_s_statements_read_its_row_by_key(void **state)
 	snprintf(r.outcome, sizeof(r.outcome), "%s", LEDGER_SUCCESS);
 	r.error_msg = (char *)"";
 	const struct store_fence fence = {j.id, j.lease_token};
-	assert_int_equal(ops->ledger_append(h, &fence, &r, &wr, NULL), 0);
+	assert_int_equal(store_ledger_put(ops, h, &fence, &r, &wr, NULL), 0);
 	assert_true(wr);
 	assert_int_equal(ops->job_finish(h, j.id, j.lease_token, JOB_DONE, 0,
 					 NULL, false, NULL), 0);
@@ -1263,7 +1263,7 @@ static void ledger_append_and_filters(void **state)
 		snprintf(r.outcome, sizeof(r.outcome), "%s", in[i].outcome);
 		r.error_msg = (char *)"why";
 		bool wr = false;
-		assert_int_equal(ops->ledger_append(h, NULL, &r, &wr, NULL), 0);
+		assert_int_equal(store_ledger_put(ops, h, NULL, &r, &wr, NULL), 0);
 		assert_true(wr);
 	}
 	for (size_t i = 0; i < sizeof(q) / sizeof(q[0]); i++) {
@@ -1550,10 +1550,10 @@ static void only_records_that_must_survive_wait_for_the_flush(void **state)
 	bool wr = false;
 	snprintf(r.schedule, sizeof(r.schedule), "s");
 	snprintf(r.outcome, sizeof(r.outcome), "%s", LEDGER_MISSED);
-	assert_int_equal(ops->ledger_append(h, NULL, &r, &wr, NULL), 0);
+	assert_int_equal(store_ledger_put(ops, h, NULL, &r, &wr, NULL), 0);
 	expect_sync("off");
 	snprintf(r.outcome, sizeof(r.outcome), "%s", LEDGER_LOST);
-	assert_int_equal(ops->ledger_append(h, NULL, &r, &wr, NULL), 0);
+	assert_int_equal(store_ledger_put(ops, h, NULL, &r, &wr, NULL), 0);
 	expect_sync("on");
 	assert_int_equal(ops->sched_last_set(h, "s", T0, NULL), 0);
 	expect_sync("off");
