@@ -198,6 +198,22 @@ static int call_write(struct store *s, enum store_q q,
 	return rc;
 }
 
+/* Writes elements v[0..n) by one-statement operation q (MANY) in one
+ * transaction, with commit when the table leaves it to the call;
+ * *n_written the rows written. */
+static int call_many(struct store *s, enum store_q q, const void *v,
+		     size_t n, const struct store_arg *a, size_t na,
+		     enum store_commit commit, size_t *n_written,
+		     struct sc_err *err)
+{
+	struct store_call c = {.q = q, .in = v, .n_in = n, .args = a,
+			       .n_args = na, .commit = commit};
+	int rc = s->ops->call(s->impl, &c, err);
+
+	*n_written = rc ? 0 : (size_t)c.changed;
+	return rc;
+}
+
 /* ---- open / close ---------------------------------------------------- */
 
 /*
@@ -932,8 +948,8 @@ int store_ledger_put(const struct store_ops *ops, void *impl,
 						    : STORE_Q_LEDGER_FREE;
 	/* the row's fields but its id, the store's */
 	const struct store_arg a = {.kind = STORE_A_FIELDS,
-				    .f = store_ledger_fields.f + 1,
-				    .nf = store_ledger_fields.n - 1,
+				    .f = store_ledger_put_fields.f,
+				    .nf = store_ledger_put_fields.n,
 				    .x = row};
 	struct store_call c = {.q = q, .args = &a, .n_args = 1,
 			       .fence = fence,
@@ -967,8 +983,10 @@ int store_ledger_append_many(struct store *s, const struct ledger_row *rows,
 		if (rc)
 			sc_err_set(err, rc, "ledger row %zu: %s", i, e.msg);
 	}
-	return rc ? rc : s->ops->ledger_append_many(s->impl, rows, n,
-						    n_written, err);
+	if (rc)
+		return rc;
+	return call_many(s, STORE_Q_LEDGER_MANY, rows, n, NULL, 0,
+			 store_commit_of_rows(rows, n), n_written, err);
 }
 
 int store_ledger_query(struct store *s, const struct ledger_filter *f,
@@ -1828,7 +1846,10 @@ int store_cron_note_many(struct store *s, const struct store_cron_note *v,
 			rc = check_name("time zone name", v[i].tz, STORE_TZ_MAX,
 					err);
 	}
-	return rc ? rc : s->ops->cron_note_many(s->impl, v, n, n_written, err);
+	return rc ? rc
+		  : call_many(s, STORE_Q_CRON_NOTE, v, n,
+			      ARGS(STORE_I64(sc_clock_now_ms(s->clock))), 0,
+			      n_written, err);
 }
 
 int store_cron_history(struct store *s, const char *schedule,

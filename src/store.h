@@ -1571,10 +1571,6 @@ struct store_ops {
 	int (*server_now)(void *impl, int64_t *out_ms, struct sc_err *err);
 	int (*job_counts)(void *impl, const char *schedule,
 			  struct store_counts *out, struct sc_err *err);
-	/* rows checked by store.c; n >= 1; n_written: never NULL. */
-	int (*ledger_append_many)(void *impl, const struct ledger_row *rows,
-				  size_t n, size_t *n_written,
-				  struct sc_err *err);
 	int (*ledger_query)(void *impl, const struct ledger_filter *f,
 			    struct ledger_row **rows, size_t *n,
 			    struct sc_err *err);
@@ -1634,10 +1630,6 @@ struct store_ops {
 			      const char *schedule, int64_t slot_ms,
 			      const char *target, enum send_state from,
 			      const struct ledger_row *row, bool *closed,
-			      struct sc_err *err);
-	/* n > 0, every field checked; n_written: never NULL. */
-	int (*cron_note_many)(void *impl, const struct store_cron_note *v,
-			      size_t n, size_t *n_written,
 			      struct sc_err *err);
 	/* *out and *n come zeroed. */
 	int (*cron_history)(void *impl, const char *schedule,
@@ -2197,8 +2189,11 @@ extern const struct store_fields store_alert_fields;
  * the last (resumed: store_pause_end's). */
 extern const struct store_fields store_pause_fields;
 /* struct ledger_row: id, then STORE_LEDGER_COLS, the columns a row is
- * written with (field 1 on). */
+ * written with (field 1 on: store_ledger_put_fields). */
 extern const struct store_fields store_ledger_fields;
+extern const struct store_fields store_ledger_put_fields;
+/* struct store_cron_note: schedule, from_ms, cron, tz (written). */
+extern const struct store_fields store_cron_note_fields;
 #define STORE_LEDGER_COLS                                                 \
 	"schedule, slot_ms, job_id, attempt, started_ms, finished_ms, "      \
 	"outcome, error_class, error_msg, retry_hint_ms, details_json"
@@ -2261,6 +2256,12 @@ extern const struct store_fields store_i64_fields;
  *   FENCED as WRITE, under the fence c->fence (NULL: none): a write the
  *          fence refused is SC_ELEASE (store_fence_refused's text),
  *          nothing written.
+ *   MANY   each element of c->in[0..c->n_in) (of the table's size, its
+ *          fields by the table) through the statement, all in one
+ *          transaction with the class of `commit`; c->changed the rows
+ *          written. The element's fields are the first parameters
+ *          (SQLite binds each element in turn; PostgreSQL one array per
+ *          field, the statement unnests them and answers the count).
  * Parameters: c->args in order are the statement's first parameters
  * (SQLite ?1.., PostgreSQL $1..). After them, each backend adds its own:
  * the fence's two values (SQLite ?20 and ?21, PostgreSQL the next two)
@@ -2276,6 +2277,8 @@ enum store_q {
 	STORE_Q_LEDGER_FREE,    /* a job's row, no fence set */
 	STORE_Q_LEDGER_MISSED,  /* once per slot */
 	STORE_Q_LEDGER_PAUSED,  /* once per slot */
+	STORE_Q_LEDGER_MANY,
+	STORE_Q_CRON_NOTE,
 	STORE_Q_N
 };
 
@@ -2283,8 +2286,9 @@ enum store_qkind {
 	STORE_QK_ONE,
 	STORE_QK_MAYBE,
 	STORE_QK_ALL,
-	STORE_QK_WRITE,  /* and FENCED: the writes */
-	STORE_QK_FENCED
+	STORE_QK_WRITE,  /* and the kinds after it: the writes */
+	STORE_QK_FENCED,
+	STORE_QK_MANY
 };
 
 struct store_qdef {
@@ -2292,8 +2296,9 @@ struct store_qdef {
 	enum store_qkind kind;
 	enum store_commit commit;       /* WRITE, FENCED; STORE_COMMIT_N:
 					   the call's (store_call.commit) */
-	const struct store_fields *rows; /* ONE, ALL: the columns read */
-	size_t sz;                      /* ALL: of one element */
+	const struct store_fields *rows; /* ONE, ALL: the columns read;
+					    MANY: an element's written */
+	size_t sz;                      /* ALL, MANY: of one element */
 	const char *missing;            /* ONE: the SC_ENOENT text */
 };
 
@@ -2328,7 +2333,9 @@ struct store_call {
 	const struct store_fence *fence; /* FENCED; NULL: unfenced */
 	void *out;       /* ONE: the struct; ALL: a void ** */
 	size_t *n;       /* ALL: the elements */
-	int64_t changed; /* WRITE, FENCED: set by the runner */
+	const void *in;  /* MANY: the elements */
+	size_t n_in;
+	int64_t changed; /* the writes: set by the runner */
 	enum store_commit commit; /* when the table's is STORE_COMMIT_N */
 };
 

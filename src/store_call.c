@@ -20,6 +20,8 @@
 #define ALL(q, op, t, T) [STORE_Q_##q] = {op, STORE_QK_ALL, 0, &t, sizeof(T), NULL}
 #define WRITE(q, op, c) \
 	[STORE_Q_##q] = {op, STORE_QK_WRITE, STORE_COMMIT_##c, NULL, 0, NULL}
+#define MANY(q, op, c, t, T) \
+	[STORE_Q_##q] = {op, STORE_QK_MANY, STORE_COMMIT_##c, &t, sizeof(T), NULL}
 #define FENCED(q, op, c) \
 	[STORE_Q_##q] = {op, STORE_QK_FENCED, STORE_COMMIT_##c, NULL, 0, NULL}
 
@@ -36,6 +38,10 @@ const struct store_qdef store_calls[STORE_Q_N] = {
 	WRITE(LEDGER_FREE, "ledger row", N),
 	WRITE(LEDGER_MISSED, "ledger row", N),
 	WRITE(LEDGER_PAUSED, "ledger row", N),
+	MANY(LEDGER_MANY, "ledger rows", N, store_ledger_put_fields,
+	     struct ledger_row),
+	MANY(CRON_NOTE, "cron history", SCHED_STATE, store_cron_note_fields,
+	     struct store_cron_note),
 };
 
 enum store_commit store_call_commit(const struct store_call *c)

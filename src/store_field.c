@@ -130,7 +130,19 @@ static const struct store_field f_ledger[] = {
 	F(DUP, L, details_json),
 };
 TABLE(store_ledger_fields, f_ledger);
+const struct store_fields store_ledger_put_fields = {
+	f_ledger + 1, sizeof(f_ledger) / sizeof(f_ledger[0]) - 1};
 #undef L
+
+#define N struct store_cron_note
+static const struct store_field f_cron_note[] = {
+	F(DUP, N, schedule),
+	F(I64, N, from_ms),
+	F(DUP, N, cron),
+	F(DUP, N, tz),
+};
+TABLE(store_cron_note_fields, f_cron_note);
+#undef N
 
 #define S struct store_alert_send
 static const struct store_field f_send[] = {

@@ -761,7 +761,6 @@ enum stmt {
 	ST_LEASE_CLAMP,
 	ST_SERVER_NOW,
 	ST_COUNTS,
-	ST_LEDGER_APPEND_MANY,
 	/* One per filter shape (pg_lq_sql builds the SQL; no sql[] entry). */
 	ST_LEDGER_QUERY,
 	ST_LEDGER_QUERY_END = ST_LEDGER_QUERY + STORE_LQ_SHAPES - 1,
@@ -776,7 +775,6 @@ enum stmt {
 	ST_OUTBOX_UNKNOWN,
 	ST_OUTBOX_LIST,
 	ST_OUTBOX_ABANDON,
-	ST_CRON_NOTE,
 	ST_CRON_HISTORY,
 	ST_SLOT_MARK,
 	ST_SLOT_IS,
@@ -1133,7 +1131,7 @@ static const char *const sql[ST_COUNT] = {
 	/* Rows as one array per column: one statement, so all or none. The
 	 * conflict clause only ever matches a missed row (the partial index
 	 * ledger_missed_once); a lost row makes the commit durable. */
-	[ST_LEDGER_APPEND_MANY] =
+	[STORE_Q_LEDGER_MANY] =
 	"WITH i AS (INSERT INTO ledger (" LEDGER_COLS ") SELECT * FROM"
 	" unnest($1::text[], $2::bigint[], $3::bigint[], $4::integer[],"
 	" $5::bigint[], $6::bigint[], $7::text[], $8::text[], $9::text[],"
@@ -1236,7 +1234,7 @@ static const char *const sql[ST_COUNT] = {
 	/* $1..$4 arrays (schedule, from, cron, tz), $5 now: each written
 	 * unless the schedule's newest record says the same. Answer: the
 	 * records written. */
-	[ST_CRON_NOTE] =
+	[STORE_Q_CRON_NOTE] =
 	"WITH i AS (INSERT INTO cron_history (schedule, from_ms, cron, tz,"
 	" recorded_ms) SELECT v.s, v.f, v.c, v.z, $5::bigint FROM"
 	" unnest($1::text[], $2::bigint[], $3::text[], $4::text[])"
@@ -1244,7 +1242,7 @@ static const char *const sql[ST_COUNT] = {
 	" h.tz FROM cron_history h WHERE h.schedule = v.s ORDER BY"
 	" h.from_ms DESC LIMIT 1) l WHERE l.cron = v.c AND l.tz = v.z)"
 	" ON CONFLICT (schedule, from_ms) DO NOTHING RETURNING 1)"
-	" SELECT count(*) FROM i",
+	" SELECT count(*), " DURABLE_IF("6") " FROM i",
 	[ST_CRON_HISTORY] =
 	"SELECT schedule, from_ms, cron, tz, recorded_ms FROM cron_history"
 	" WHERE schedule = $1 ORDER BY from_ms",
@@ -2620,6 +2618,139 @@ static void args_of(struct args *a, const struct store_call *c)
 	}
 }
 
+/* A growing array literal ("{...}") of one column of a MANY write. */
+struct col_buf {
+	char *b;
+	size_t len, cap;
+	bool oom;
+};
+
+/* Room for `more` bytes plus the closing '}' and NUL; false when out of
+ * memory (then every later write is dropped). */
+static bool col_room(struct col_buf *c, size_t more)
+{
+	if (c->oom)
+		return false;
+	if (!c->b || c->len + more + 2 > c->cap) {
+		size_t ncap = 2 * (c->len + more + 2);
+		char *nb = realloc(c->b, ncap);
+		if (!nb) {
+			c->oom = true;
+			return false;
+		}
+		c->b = nb;
+		c->cap = ncap;
+	}
+	return true;
+}
+
+/* Opens the element: '{' before the first, ',' before the others. */
+static void col_sep(struct col_buf *c)
+{
+	c->b[c->len] = c->len == 0 ? '{' : ',';
+	c->len++;
+}
+
+static void col_i64(struct col_buf *c, int64_t x)
+{
+	if (!col_room(c, 24))
+		return;
+	col_sep(c);
+	c->len += (size_t)snprintf(c->b + c->len, 22, "%" PRId64, x);
+}
+
+/* A text element, quoted and escaped; s NULL: SQL NULL. */
+static void col_str(struct col_buf *c, const char *s)
+{
+	if (!col_room(c, s ? 2 * strlen(s) + 3 : 5))
+		return;
+	col_sep(c);
+	if (!s) {
+		memcpy(c->b + c->len, "NULL", 4);
+		c->len += 4;
+		return;
+	}
+	c->b[c->len++] = '"';
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			c->b[c->len++] = '\\';
+		c->b[c->len++] = *s;
+	}
+	c->b[c->len++] = '"';
+}
+
+/* Closes the literal (n >= 1 elements were put); false when out of memory. */
+static bool col_end(struct col_buf *c)
+{
+	if (c->oom || !c->b)
+		return false;
+	c->b[c->len++] = '}';
+	c->b[c->len] = '\0';
+	return true;
+}
+
+/* The one binder's parameters as array literals: parameter p of each
+ * element is appended to column p (MANY). */
+static void colp_null(void *d, int p)
+{
+	col_str((struct col_buf *)d + p, NULL);
+}
+
+static void colp_i64(void *d, int p, int64_t v)
+{
+	col_i64((struct col_buf *)d + p, v);
+}
+
+static void colp_truth(void *d, int p, bool v)
+{
+	col_str((struct col_buf *)d + p, v ? "t" : "f");
+}
+
+static void colp_text(void *d, int p, const char *s)
+{
+	col_str((struct col_buf *)d + p, s);
+}
+
+static const struct store_param_ops col_params = {
+	colp_null, colp_i64, colp_truth, colp_text,
+};
+
+/* MANY: one array per field of c's elements, then c's parameters and
+ * the durability; the statement answers the rows written. */
+static int call_many(struct pg *p, struct store_call *c,
+		     struct sc_err *err)
+{
+	const struct store_qdef *d = &store_calls[c->q];
+	struct col_buf col[STORE_ARGS_MAX];
+	struct args a = {0};
+	PGresult *res = NULL;
+	bool oom = false;
+	int rc;
+
+	memset(col, 0, sizeof(col));
+	for (size_t i = 0; i < c->n_in; i++)
+		store_fields_bind(&col_params, col, 0, d->rows->f, d->rows->n,
+				  (const char *)c->in + i * d->sz);
+	for (size_t k = 0; k < d->rows->n; k++) {
+		oom |= !col_end(&col[k]);
+		arg_str(&a, col[k].b);
+	}
+	args_of(&a, c);
+	arg_dur(&a, store_call_commit(c));
+	if (oom)
+		rc = sc_err_set(err, SC_ENOMEM, "out of memory");
+	else if (FAILPOINT_ERR("store.commit"))
+		rc = sc_err_set(err, SC_EIO, "I/O error during commit: "
+				"injected by failpoint store.commit");
+	else
+		rc = run(p, (enum stmt)c->q, &a, &res, err);
+	c->changed = rc ? 0 : get_i64(res, 0, 0);
+	PQclear(res);
+	for (size_t k = 0; k < d->rows->n; k++)
+		free(col[k].b);
+	return rc;
+}
+
 /*
  * The one runner of the one-statement operations (store.h): a write
  * takes the fence (FENCED) and then its commit's durability as its last
@@ -2636,6 +2767,8 @@ static int pg_call(void *impl, struct store_call *c, struct sc_err *err)
 	bool oom = false;
 	int rc;
 
+	if (d->kind == STORE_QK_MANY)
+		return call_many(p, c, err);
 	args_of(&a, c);
 	switch (d->kind) {
 	case STORE_QK_ONE:
@@ -2659,6 +2792,8 @@ static int pg_call(void *impl, struct store_call *c, struct sc_err *err)
 		arg_fence(&a, c->fence);
 		arg_dur(&a, store_call_commit(c));
 		return run_fenced(p, st, &a, c->fence, d->op, &c->changed, err);
+	case STORE_QK_MANY: /* above */
+		break;
 	}
 	return sc_err_set(err, SC_EINVAL, "unknown statement kind");
 }
@@ -3778,123 +3913,6 @@ static int pg_job_counts(void *impl, const char *schedule,
 
 /* ---- ledger ------------------------------------------------------------ */
 
-/* A growing array literal ("{...}") of one column of append_many. */
-struct col_buf {
-	char *b;
-	size_t len, cap;
-	bool oom;
-};
-
-/* Room for `more` bytes plus the closing '}' and NUL; false when out of
- * memory (then every later write is dropped). */
-static bool col_room(struct col_buf *c, size_t more)
-{
-	if (c->oom)
-		return false;
-	if (!c->b || c->len + more + 2 > c->cap) {
-		size_t ncap = 2 * (c->len + more + 2);
-		char *nb = realloc(c->b, ncap);
-		if (!nb) {
-			c->oom = true;
-			return false;
-		}
-		c->b = nb;
-		c->cap = ncap;
-	}
-	return true;
-}
-
-/* Opens the element: '{' before the first, ',' before the others. */
-static void col_sep(struct col_buf *c)
-{
-	c->b[c->len] = c->len == 0 ? '{' : ',';
-	c->len++;
-}
-
-static void col_i64(struct col_buf *c, int64_t x)
-{
-	if (!col_room(c, 24))
-		return;
-	col_sep(c);
-	c->len += (size_t)snprintf(c->b + c->len, 22, "%" PRId64, x);
-}
-
-/* A text element, quoted and escaped; s NULL: SQL NULL. */
-static void col_str(struct col_buf *c, const char *s)
-{
-	if (!col_room(c, s ? 2 * strlen(s) + 3 : 5))
-		return;
-	col_sep(c);
-	if (!s) {
-		memcpy(c->b + c->len, "NULL", 4);
-		c->len += 4;
-		return;
-	}
-	c->b[c->len++] = '"';
-	for (; *s; s++) {
-		if (*s == '"' || *s == '\\')
-			c->b[c->len++] = '\\';
-		c->b[c->len++] = *s;
-	}
-	c->b[c->len++] = '"';
-}
-
-/* Closes the literal (n >= 1 elements were put); false when out of memory. */
-static bool col_end(struct col_buf *c)
-{
-	if (c->oom || !c->b)
-		return false;
-	c->b[c->len++] = '}';
-	c->b[c->len] = '\0';
-	return true;
-}
-
-static int pg_ledger_append_many(void *impl, const struct ledger_row *rows,
-				 size_t n, size_t *n_written,
-				 struct sc_err *err)
-{
-	struct col_buf c[11];
-	struct args a = {0};
-	PGresult *res = NULL;
-	bool oom = false;
-	int rc;
-
-	memset(c, 0, sizeof(c));
-	for (size_t i = 0; i < n; i++) {
-		const struct ledger_row *r = &rows[i];
-
-		col_str(&c[0], r->schedule);
-		col_i64(&c[1], r->slot_ms);
-		col_i64(&c[2], r->job_id);
-		col_i64(&c[3], r->attempt);
-		col_i64(&c[4], r->started_ms);
-		col_i64(&c[5], r->finished_ms);
-		col_str(&c[6], r->outcome);
-		col_str(&c[7], r->error_class);
-		col_str(&c[8], r->error_msg);
-		col_i64(&c[9], r->retry_hint_ms);
-		col_str(&c[10], r->details_json);
-	}
-	for (int k = 0; k < 11; k++) {
-		oom |= !col_end(&c[k]);
-		arg_str(&a, c[k].b);
-	}
-	arg_dur(&a, store_commit_of_rows(rows, n));
-	if (oom)
-		rc = sc_err_set(err, SC_ENOMEM, "out of memory");
-	else if (FAILPOINT_ERR("store.commit"))
-		rc = sc_err_set(err, SC_EIO, "I/O error during commit: "
-				"injected by failpoint store.commit");
-	else
-		rc = run(impl, ST_LEDGER_APPEND_MANY, &a, &res, err);
-	if (!rc)
-		*n_written = (size_t)get_i64(res, 0, 0);
-	PQclear(res);
-	for (int k = 0; k < 11; k++)
-		free(c[k].b);
-	return rc;
-}
-
 static void row_dispose(struct ledger_row *r)
 {
 	sc_free(r->error_msg);
@@ -4426,57 +4444,6 @@ static int pg_node_beat(void *impl, const struct store_node *n,
 }
 
 /* ---- the crons in force (issue 43) ------------------------------------- */
-
-static int pg_cron_note_many(void *impl, const struct store_cron_note *v,
-			     size_t n, size_t *n_written, struct sc_err *err)
-{
-	struct pg *p = impl;
-	struct args a = {0};
-	size_t cap_from = n * 22 + 3, lf = 0;
-	size_t cap[3] = {64, 64, 64}, len[3] = {1, 1, 1};
-	char *col[3] = {malloc(cap[0]), malloc(cap[1]), malloc(cap[2])};
-	char *from = n <= 10000000 ? malloc(cap_from) : NULL;
-	PGresult *res = NULL;
-	bool ok = from && col[0] && col[1] && col[2];
-	int rc;
-
-	for (int k = 0; ok && k < 3; k++)
-		col[k][0] = '{';
-	if (ok)
-		from[lf++] = '{';
-	for (size_t i = 0; ok && i < n; i++) {
-		ok = array_add(&col[0], &len[0], &cap[0], v[i].schedule) &&
-		     array_add(&col[1], &len[1], &cap[1], v[i].cron) &&
-		     array_add(&col[2], &len[2], &cap[2], v[i].tz);
-		lf += (size_t)snprintf(from + lf, cap_from - lf, "%s%" PRId64,
-				       i ? "," : "", v[i].from_ms);
-	}
-	if (ok) {
-		for (int k = 0; k < 3; k++) {
-			col[k][len[k]++] = '}';
-			col[k][len[k]] = '\0';
-		}
-		from[lf++] = '}';
-		from[lf] = '\0';
-		arg_str(&a, col[0]);
-		arg_str(&a, from);
-		arg_str(&a, col[1]);
-		arg_str(&a, col[2]);
-		arg_i64(&a, now_ms(p));
-		rc = run_one(impl, ST_CRON_NOTE, &a, "cron history: no answer",
-			     &res, err);
-		if (!rc) {
-			*n_written = (size_t)get_i64(res, 0, 0);
-			PQclear(res);
-		}
-	} else {
-		rc = sc_err_set(err, SC_ENOMEM, "out of memory");
-	}
-	for (int k = 0; k < 3; k++)
-		free(col[k]);
-	free(from);
-	return rc;
-}
 
 static int pg_cron_history(void *impl, const char *schedule,
 			   struct store_cron **out, size_t *n,
@@ -5174,7 +5141,6 @@ const struct store_ops store_pg_ops = {
 	.job_lease_clamp = pg_job_lease_clamp,
 	.server_now = pg_server_now,
 	.job_counts = pg_job_counts,
-	.ledger_append_many = pg_ledger_append_many,
 	.ledger_query = pg_ledger_query,
 	.ledger_lost = pg_ledger_lost,
 	.sched_summaries = pg_sched_summaries,
@@ -5186,7 +5152,6 @@ const struct store_ops store_pg_ops = {
 	.outbox_mark_unknown = pg_outbox_mark_unknown,
 	.outbox_list = pg_outbox_list,
 	.outbox_abandon = pg_outbox_abandon,
-	.cron_note_many = pg_cron_note_many,
 	.cron_history = pg_cron_history,
 	.slot_mark = pg_slot_mark,
 	.slot_is_marked = pg_slot_is_marked,

@@ -560,6 +560,14 @@ static const char *const migrations[SCHEMA_VERSION] = {
 	" FROM alert_sends s JOIN alerts a ON a.id = s.alert_id"
 
 #define LEDGER_COLS "id, " STORE_LEDGER_COLS
+/* A missed row for a slot that has one already is dropped (the conflict
+ * target names the partial index ledger_missed_once, so only that
+ * conflict is ignored; any other constraint still fails). */
+#define LEDGER_MISSED_SQL                                                 \
+	"INSERT INTO ledger(" STORE_LEDGER_COLS ") "                         \
+	"VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) "            \
+	"ON CONFLICT (schedule, slot_ms) WHERE outcome = 'missed' "         \
+	"DO NOTHING"
 
 #define LEDGER_COLS_L                                                     \
 	"l.id, l.schedule, l.slot_ms, l.job_id, l.attempt, l.started_ms, "   \
@@ -669,7 +677,6 @@ enum stmt_id {
 	ST_OUTBOX_UNKNOWN,
 	ST_OUTBOX_LIST,
 	ST_OUTBOX_ABANDON,
-	ST_CRON_NOTE,
 	ST_CRON_HISTORY,
 	ST_MARK,
 	ST_MARK_GET,
@@ -874,16 +881,10 @@ static const char *const stmt_sql[N_STMT] = {
 		"started_ms, finished_ms, outcome, error_class, error_msg, "
 		"retry_hint_ms, details_json) "
 		"VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-	/* A missed row for a slot that has one already is dropped (the
-	 * conflict target names the partial index ledger_missed_once, so
-	 * only that conflict is ignored; any other constraint still fails). */
-	[STORE_Q_LEDGER_MISSED] =
-		"INSERT INTO ledger(schedule, slot_ms, job_id, attempt, "
-		"started_ms, finished_ms, outcome, error_class, error_msg, "
-		"retry_hint_ms, details_json) "
-		"VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) "
-		"ON CONFLICT (schedule, slot_ms) WHERE outcome = 'missed' "
-		"DO NOTHING",
+	[STORE_Q_LEDGER_MISSED] = LEDGER_MISSED_SQL,
+	/* Rows written together, each as a missed one would be: the
+	 * conflict target only ever matches a missed row. */
+	[STORE_Q_LEDGER_MANY] = LEDGER_MISSED_SQL,
 	[ST_LEDGER_LOST] = LEDGER_LOST_SQL(""),
 	[ST_LEDGER_LOST_ONE] = LEDGER_LOST_SQL(" AND l.schedule = ?1"),
 	/* store_sched_summaries' three reads (sq_sched_summaries). */
@@ -945,7 +946,7 @@ static const char *const stmt_sql[N_STMT] = {
 		"WHERE schedule = ?1 AND slot_ms = ?2 AND target = ?3 AND "
 		"state = ?4 AND " FENCE_OK,
 	/* Written unless the schedule's newest record says the same. */
-	[ST_CRON_NOTE] =
+	[STORE_Q_CRON_NOTE] =
 		"INSERT INTO cron_history(schedule, from_ms, cron, tz, "
 		"recorded_ms) SELECT ?1, ?2, ?3, ?4, ?5 WHERE NOT EXISTS "
 		"(SELECT 1 FROM (SELECT cron, tz FROM cron_history WHERE "
@@ -2077,11 +2078,9 @@ static int slot_write(struct sq *q, enum stmt_id id, enum sync_level level,
 	return fenced_step(q, st, f, op, n, err);
 }
 
-/* c's parameters as ?1.. (store.h, "one-statement operations"). */
-static void bind_args(sqlite3_stmt *st, const struct store_call *c)
+/* c's parameters as ?p.. (store.h, "one-statement operations"). */
+static void bind_args(sqlite3_stmt *st, int p, const struct store_call *c)
 {
-	int p = 1;
-
 	for (size_t i = 0; i < c->n_args; i++) {
 		const struct store_arg *x = &c->args[i];
 
@@ -2103,6 +2102,31 @@ static void bind_args(sqlite3_stmt *st, const struct store_call *c)
  * alone at its commit's level, the fence (FENCED) bound as ?20 and ?21
  * and checked again when nothing changed (fenced_step).
  */
+static int sq_call_many(struct sq *q, struct store_call *c,
+			struct sc_err *err)
+{
+	const struct store_qdef *d = &store_calls[c->q];
+	int64_t w = 0;
+	int rc = tx_begin(q, sync_for(store_call_commit(c)), err);
+
+	for (size_t i = 0; !rc && i < c->n_in; i++) {
+		sqlite3_stmt *st = NULL;
+
+		rc = prep(q, (enum stmt_id)c->q, &st, err);
+		if (rc)
+			break;
+		bind_fields(st, 1, d->rows->f, d->rows->n,
+			    (const char *)c->in + i * d->sz);
+		bind_args(st, (int)d->rows->n + 1, c);
+		rc = step_done(q, st, d->op, err);
+		if (!rc)
+			w += sqlite3_changes(q->db);
+	}
+	rc = tx_end(q, rc, err);
+	c->changed = rc ? 0 : w;
+	return rc;
+}
+
 static int sq_call(void *impl, struct store_call *c, struct sc_err *err)
 {
 	struct sq *q = impl;
@@ -2112,13 +2136,16 @@ static int sq_call(void *impl, struct store_call *c, struct sc_err *err)
 	struct rows r = {.sz = d->sz};
 	bool row = false;
 	int n = 0;
-	int rc = d->kind >= STORE_QK_WRITE
-			 ? solo(q, id, sync_for(store_call_commit(c)), &st, err)
-			 : prep(q, id, &st, err);
+	int rc;
 
+	if (d->kind == STORE_QK_MANY)
+		return sq_call_many(q, c, err);
+	rc = d->kind >= STORE_QK_WRITE
+		     ? solo(q, id, sync_for(store_call_commit(c)), &st, err)
+		     : prep(q, id, &st, err);
 	if (rc)
 		return rc;
-	bind_args(st, c);
+	bind_args(st, 1, c);
 	switch (d->kind) {
 	case STORE_QK_ONE:
 	case STORE_QK_MAYBE:
@@ -2139,6 +2166,7 @@ static int sq_call(void *impl, struct store_call *c, struct sc_err *err)
 		*(void **)c->out = r.v;
 		*c->n = r.len;
 		return 0;
+	case STORE_QK_MANY: /* above */
 	case STORE_QK_WRITE:
 	case STORE_QK_FENCED:
 		rc = fenced_step(q, st,
@@ -3341,37 +3369,6 @@ static int sq_job_counts(void *impl, const char *schedule,
 /* ---- ledger ---------------------------------------------------------- */
 
 /*
- * The rows in one transaction, each through the statement its single
- * append would use (unfenced): a missed row whose slot has one already
- * is skipped by the conflict clause, any other failure rolls back all.
- * Its level is the table's for the rows (store_commit_of_rows: FULL
- * when one of them is a lost slot, as a single lost row is).
- */
-static int sq_ledger_append_many(void *impl, const struct ledger_row *rows,
-				 size_t n, size_t *n_written,
-				 struct sc_err *err)
-{
-	struct sq *q = impl;
-	size_t w = 0;
-	int rc;
-
-	rc = tx_begin(q, sync_for(store_commit_of_rows(rows, n)), err);
-	for (size_t i = 0; i < n && !rc; i++) {
-		bool missed = store_ledger_row_kind(rows[i].outcome) ==
-			      STORE_ROW_MISSED;
-
-		rc = ledger_insert_st(q, missed ? ST_LEDGER_INSERT_MISSED
-				      : ST_LEDGER_INSERT, NULL, &rows[i],
-				      err);
-		if (!rc)
-			w += (size_t)sqlite3_changes(q->db);
-	}
-	rc = tx_end(q, rc, err);
-	*n_written = rc ? 0 : w;
-	return rc;
-}
-
-/*
  * The ledger query's filter shapes (issue 15). One statement with
  * "(?1 IS NULL OR schedule = ?1)" forms is planned once for every filter,
  * so SQLite could use no index for the schedule and scanned the ledger:
@@ -3919,31 +3916,6 @@ static int sq_node_beat(void *impl, const struct store_node *n,
 	/* all but the clock offset: SQLite keeps none */
 	bind_fields(st, 1, store_node_fields.f, store_node_fields.n - 1, &m);
 	return step_done(q, st, "node write", err);
-}
-
-static int sq_cron_note_many(void *impl, const struct store_cron_note *v,
-			     size_t n, size_t *n_written, struct sc_err *err)
-{
-	struct sq *q = impl;
-	size_t w = 0;
-	int rc = tx_begin(q, sync_for(STORE_COMMIT_SCHED_STATE), err);
-
-	for (size_t i = 0; !rc && i < n; i++) {
-		sqlite3_stmt *st = NULL;
-		rc = prep(q, ST_CRON_NOTE, &st, err);
-		if (rc)
-			break;
-		bind_slot(st, v[i].schedule, v[i].from_ms);
-		bind_text(st, 3, v[i].cron);
-		bind_text(st, 4, v[i].tz);
-		sqlite3_bind_int64(st, 5, now_ms(q));
-		rc = step_done(q, st, "cron history", err);
-		if (!rc)
-			w += (size_t)sqlite3_changes(q->db);
-	}
-	rc = tx_end(q, rc, err);
-	*n_written = rc ? 0 : w;
-	return rc;
 }
 
 static int sq_cron_history(void *impl, const char *schedule,
@@ -4741,7 +4713,6 @@ const struct store_ops store_sqlite_ops = {
 	.job_next_due = sq_job_next_due,
 	.job_lease_clamp = sq_job_lease_clamp,
 	.job_counts = sq_job_counts,
-	.ledger_append_many = sq_ledger_append_many,
 	.ledger_query = sq_ledger_query,
 	.ledger_lost = sq_ledger_lost,
 	.sched_summaries = sq_sched_summaries,
@@ -4753,7 +4724,6 @@ const struct store_ops store_sqlite_ops = {
 	.outbox_mark_unknown = sq_outbox_mark_unknown,
 	.outbox_list = sq_outbox_list,
 	.outbox_abandon = sq_outbox_abandon,
-	.cron_note_many = sq_cron_note_many,
 	.cron_history = sq_cron_history,
 	.slot_mark = sq_slot_mark,
 	.slot_is_marked = sq_slot_is_marked,
