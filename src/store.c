@@ -708,7 +708,11 @@ int store_job_counts(struct store *s, const char *schedule,
 
 	if (!rc)
 		rc = check_out(out, "counts output", err);
-	return rc ? rc : s->ops->job_counts(s->impl, schedule, out, err);
+	return rc ? rc
+		  : call_read(s, STORE_Q_JOB_COUNTS,
+			      ARGS(STORE_TEXT(schedule),
+				   STORE_I64(sc_clock_now_ms(s->clock))),
+			      out, NULL, err);
 }
 
 /* ---- fencing ---------------------------------------------------------- */

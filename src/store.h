@@ -1569,8 +1569,6 @@ struct store_ops {
 			       int *n, struct sc_err *err);
 	/* NULL: the store has no clock of its own */
 	int (*server_now)(void *impl, int64_t *out_ms, struct sc_err *err);
-	int (*job_counts)(void *impl, const char *schedule,
-			  struct store_counts *out, struct sc_err *err);
 	int (*ledger_query)(void *impl, const struct ledger_filter *f,
 			    struct ledger_row **rows, size_t *n,
 			    struct sc_err *err);
@@ -2225,6 +2223,8 @@ extern const struct store_fields store_sched_last_fields;
 extern const struct store_fields store_last_ok_fields;
 /* struct store_sla_last: schedule, delivered_ms, first_ms. */
 extern const struct store_fields store_sla_last_fields;
+/* struct store_counts: READY due, READY later, ACTIVE, DONE, DEAD. */
+extern const struct store_fields store_counts_fields;
 /* One int64_t (a count, a time): the first column. */
 extern const struct store_fields store_i64_fields;
 
@@ -2279,6 +2279,7 @@ enum store_q {
 	STORE_Q_LEDGER_PAUSED,  /* once per slot */
 	STORE_Q_LEDGER_MANY,
 	STORE_Q_CRON_NOTE,
+	STORE_Q_JOB_COUNTS,
 	STORE_Q_N
 };
 

@@ -40,6 +40,8 @@ const struct store_qdef store_calls[STORE_Q_N] = {
 	WRITE(LEDGER_PAUSED, "ledger row", N),
 	MANY(LEDGER_MANY, "ledger rows", N, store_ledger_put_fields,
 	     struct ledger_row),
+	ONE(JOB_COUNTS, "counts", store_counts_fields, struct store_counts,
+	    "no counts"),
 	MANY(CRON_NOTE, "cron history", SCHED_STATE, store_cron_note_fields,
 	     struct store_cron_note),
 };

@@ -243,6 +243,17 @@ static const struct store_field f_sla_last[] = {
 TABLE(store_sla_last_fields, f_sla_last);
 #undef Q
 
+#define C struct store_counts
+static const struct store_field f_counts[] = {
+	F(I64, C, ready_due),
+	F(I64, C, delayed),
+	F(I64, C, active),
+	F(I64, C, done),
+	F(I64, C, dead),
+};
+TABLE(store_counts_fields, f_counts);
+#undef C
+
 static const struct store_field f_i64[] = {
 	{STORE_F_I64, 0, sizeof(int64_t), 0},
 };

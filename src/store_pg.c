@@ -760,7 +760,6 @@ enum stmt {
 	ST_NEXT_DUE,
 	ST_LEASE_CLAMP,
 	ST_SERVER_NOW,
-	ST_COUNTS,
 	/* One per filter shape (pg_lq_sql builds the SQL; no sql[] entry). */
 	ST_LEDGER_QUERY,
 	ST_LEDGER_QUERY_END = ST_LEDGER_QUERY + STORE_LQ_SHAPES - 1,
@@ -1098,7 +1097,7 @@ static const char *const sql[ST_COUNT] = {
 	" (SELECT min(lease_expires_ms) FROM jobs WHERE state = "
 	STORE_FROM_RECOVER "))",
 	/* O(rows of the schedule): fine for status pages, not a hot path. */
-	[ST_COUNTS] =
+	[STORE_Q_JOB_COUNTS] =
 	"SELECT count(*) FILTER (WHERE state = " STORE_SQL_READY
 	" AND run_at_ms <= $2),"
 	" count(*) FILTER (WHERE state = " STORE_SQL_READY " AND run_at_ms > $2),"
@@ -1490,7 +1489,7 @@ static const char *const sql[ST_COUNT] = {
  * reports, not the hot path, so the planning cost does not matter.
  */
 static const bool oneshot[ST_COUNT] = {
-	[ST_COUNTS] = true,
+	[STORE_Q_JOB_COUNTS] = true,
 	[ST_ALERT_LIST] = true,
 };
 
@@ -3889,28 +3888,6 @@ static int pg_job_next_due(void *impl, int64_t *out_ms, struct sc_err *err)
 	return 0;
 }
 
-static int pg_job_counts(void *impl, const char *schedule,
-			 struct store_counts *out, struct sc_err *err)
-{
-	struct pg *p = impl;
-	struct args a = {0};
-	PGresult *res;
-	int rc;
-
-	arg_str(&a, schedule);
-	arg_i64(&a, now_ms(p));
-	rc = run(p, ST_COUNTS, &a, &res, err);
-	if (rc)
-		return rc;
-	out->ready_due = get_i64(res, 0, 0);
-	out->delayed = get_i64(res, 0, 1);
-	out->active = get_i64(res, 0, 2);
-	out->done = get_i64(res, 0, 3);
-	out->dead = get_i64(res, 0, 4);
-	PQclear(res);
-	return 0;
-}
-
 /* ---- ledger ------------------------------------------------------------ */
 
 static void row_dispose(struct ledger_row *r)
@@ -5140,7 +5117,6 @@ const struct store_ops store_pg_ops = {
 	.job_next_due = pg_job_next_due,
 	.job_lease_clamp = pg_job_lease_clamp,
 	.server_now = pg_server_now,
-	.job_counts = pg_job_counts,
 	.ledger_query = pg_ledger_query,
 	.ledger_lost = pg_ledger_lost,
 	.sched_summaries = pg_sched_summaries,

@@ -655,7 +655,6 @@ enum stmt_id {
 	ST_JOB_REVIVE,
 	ST_JOB_NEXT_DUE,
 	ST_JOB_LEASE_CLAMP,
-	ST_JOB_COUNTS,
 	/* One statement per filter shape (lq_shape): its SQL is built by
 	 * lq_sql, not listed in stmt_sql. */
 	ST_LEDGER_QUERY,
@@ -865,9 +864,13 @@ static const char *const stmt_sql[N_STMT] = {
 		"UNION ALL "
 		"SELECT min(lease_expires_ms) FROM jobs WHERE state = "
 		STORE_FROM_RECOVER ")",
-	[ST_JOB_COUNTS] =
-		"SELECT state, run_at_ms > ?2, count(*) FROM jobs "
-		"WHERE ?1 IS NULL OR schedule = ?1 GROUP BY 1, 2",
+	[STORE_Q_JOB_COUNTS] =
+		"SELECT count(*) FILTER (WHERE state = " STORE_SQL_READY
+		" AND run_at_ms <= ?2), count(*) FILTER (WHERE state = "
+		STORE_SQL_READY " AND run_at_ms > ?2), count(*) FILTER (WHERE "
+		"state = " STORE_SQL_ACTIVE "), count(*) FILTER (WHERE state = "
+		STORE_SQL_DONE "), count(*) FILTER (WHERE state = "
+		STORE_SQL_DEAD ") FROM jobs WHERE ?1 IS NULL OR schedule = ?1",
 	[STORE_Q_LEDGER_FENCED] =
 		"INSERT INTO ledger(schedule, slot_ms, job_id, attempt, "
 		"started_ms, finished_ms, outcome, error_class, error_msg, "
@@ -3328,44 +3331,6 @@ static int sq_job_next_due(void *impl, int64_t *out_ms, struct sc_err *err)
 	return rc;
 }
 
-static int sq_job_counts(void *impl, const char *schedule,
-			 struct store_counts *out, struct sc_err *err)
-{
-	struct sq *q = impl;
-	struct store_counts c = {0};
-	sqlite3_stmt *st = NULL;
-	int rc = prep(q, ST_JOB_COUNTS, &st, err);
-
-	if (rc)
-		return rc;
-	bind_text(st, 1, schedule);
-	sqlite3_bind_int64(st, 2, now_ms(q));
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		int state = sqlite3_column_int(st, 0);
-		bool later = sqlite3_column_int(st, 1) != 0;
-		int64_t k = sqlite3_column_int64(st, 2);
-		switch (state) {
-		case JOB_READY:
-			*(later ? &c.delayed : &c.ready_due) += k;
-			break;
-		case JOB_ACTIVE:
-			c.active += k;
-			break;
-		case JOB_DONE:
-			c.done += k;
-			break;
-		default:
-			c.dead += k;
-			break;
-		}
-	}
-	rc = rc == SQLITE_DONE ? 0 : db_fail(q, rc, "counts", err);
-	unprep(st);
-	if (!rc)
-		*out = c;
-	return rc;
-}
-
 /* ---- ledger ---------------------------------------------------------- */
 
 /*
@@ -4712,7 +4677,6 @@ const struct store_ops store_sqlite_ops = {
 	.job_revive = sq_job_revive,
 	.job_next_due = sq_job_next_due,
 	.job_lease_clamp = sq_job_lease_clamp,
-	.job_counts = sq_job_counts,
 	.ledger_query = sq_ledger_query,
 	.ledger_lost = sq_ledger_lost,
 	.sched_summaries = sq_sched_summaries,
