@@ -1395,9 +1395,17 @@ int store_outbox_put(struct store *s, const char *schedule, int64_t slot_ms,
 
 	if (!rc)
 		rc = check_out(body, "message body", err);
-	return rc ? rc
-		  : s->ops->outbox_put(s->impl, fence_of(s), schedule, slot_ms, target,
-				       body, created, err);
+	if (rc)
+		return rc;
+	int64_t n = 0;
+	rc = call_write(s, STORE_Q_OUTBOX_PUT,
+			ARGS(STORE_TEXT(schedule), STORE_I64(slot_ms),
+			     STORE_TEXT(target), STORE_TEXT(body),
+			     STORE_I64(sc_clock_now_ms(s->clock))),
+			&n, err);
+	if (!rc && created)
+		*created = n > 0;
+	return rc;
 }
 
 int store_outbox_get(struct store *s, const char *schedule, int64_t slot_ms,

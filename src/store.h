@@ -1581,10 +1581,6 @@ struct store_ops {
 			       struct sc_err *err);
 	int (*last_successes)(void *impl, struct store_last_ok **out,
 			      size_t *n, struct sc_err *err);
-	int (*outbox_put)(void *impl, const struct store_fence *fence,
-			  const char *schedule, int64_t slot_ms,
-			  const char *target, const char *body, bool *created,
-			  struct sc_err *err);
 	int (*outbox_get)(void *impl, const char *schedule, int64_t slot_ms,
 			  const char *target, struct outbox_entry *out,
 			  struct sc_err *err);
@@ -2280,6 +2276,7 @@ enum store_q {
 	STORE_Q_LEDGER_MANY,
 	STORE_Q_CRON_NOTE,
 	STORE_Q_JOB_COUNTS,
+	STORE_Q_OUTBOX_PUT,
 	STORE_Q_N
 };
 

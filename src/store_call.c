@@ -42,6 +42,9 @@ const struct store_qdef store_calls[STORE_Q_N] = {
 	     struct ledger_row),
 	ONE(JOB_COUNTS, "counts", store_counts_fields, struct store_counts,
 	    "no counts"),
+	/* The row and its body, in one transaction: a row never exists
+	 * without its message. */
+	FENCED(OUTBOX_PUT, "outbox put", STAGE),
 	MANY(CRON_NOTE, "cron history", SCHED_STATE, store_cron_note_fields,
 	     struct store_cron_note),
 };

@@ -767,7 +767,6 @@ enum stmt {
 	ST_SUMMARIES,
 	ST_SUMMARIES_ONE,
 	ST_LAST_OK,
-	ST_OUTBOX_PUT,
 	ST_OUTBOX_GET,
 	ST_OUTBOX_SET,
 	ST_OUTBOX_RELEASE,
@@ -1157,8 +1156,8 @@ static const char *const sql[ST_COUNT] = {
 	[ST_SUMMARIES_ONE] = PG_SUMMARIES(PG_SUM_NAMES_ONE,
 					  " AND schedule = $2::text"),
 	[ST_LAST_OK] = PG_LAST_OK_SQL,
-	/* $6, $7: the fence. Answer: ok, rows inserted. */
-	[ST_OUTBOX_PUT] =
+	/* $6, $7: the fence. Answer: ok, rows inserted, -. */
+	[STORE_Q_OUTBOX_PUT] =
 	"WITH " FENCE_CTE("$6", "$7") ","
 	" i AS (INSERT INTO outbox (schedule, slot_ms, target, state,"
 	" created_ms) SELECT $1::text, $2::bigint, $3::text, "
@@ -1168,8 +1167,8 @@ static const char *const sql[ST_COUNT] = {
 	" b AS (INSERT INTO outbox_body (schedule, slot_ms, target, body)"
 	" SELECT $1::text, $2::bigint, $3::text, $4::text FROM i"
 	" ON CONFLICT (schedule, slot_ms, target) DO NOTHING RETURNING 1)"
-	" SELECT f.ok, (SELECT count(*) FROM i), (SELECT count(*) FROM b)"
-	" FROM f",
+	" SELECT f.ok, (SELECT count(*) FROM i), CASE WHEN f.ok AND"
+	" EXISTS (SELECT 1 FROM b) THEN " DURABLE_IF("8") " END FROM f",
 	[ST_OUTBOX_GET] =
 	"SELECT o.state, o.n_tries, o.sent_ms, b.body FROM outbox o"
 	" LEFT JOIN outbox_body b ON b.schedule = o.schedule"
@@ -4096,29 +4095,6 @@ static void arg_slot_target(struct args *a, const char *schedule,
 	arg_str(a, target);
 }
 
-static int pg_outbox_put(void *impl, const struct store_fence *fence,
-			 const char *schedule, int64_t slot_ms,
-			 const char *target, const char *body, bool *created,
-			 struct sc_err *err)
-{
-	struct pg *p = impl;
-	struct args a = {0};
-	int64_t rows = 0;
-	int rc;
-
-	arg_slot_target(&a, schedule, slot_ms, target);
-	arg_str(&a, body);
-	arg_i64(&a, now_ms(p));
-	arg_fence(&a, fence);
-	rc = run_fenced(p, ST_OUTBOX_PUT, &a, fence, "outbox put", &rows,
-			err);
-	if (rc)
-		return rc;
-	if (created)
-		*created = rows == 1;
-	return 0;
-}
-
 /* *out from the first row's state, tries, sent and body, in columns
  * c..c+3 (target names the row in an error). */
 static int get_outbox(const PGresult *res, int c, const char *target,
@@ -5121,7 +5097,6 @@ const struct store_ops store_pg_ops = {
 	.ledger_lost = pg_ledger_lost,
 	.sched_summaries = pg_sched_summaries,
 	.last_successes = pg_last_successes,
-	.outbox_put = pg_outbox_put,
 	.outbox_get = pg_outbox_get,
 	.outbox_set_state = pg_outbox_set_state,
 	.outbox_release = pg_outbox_release,

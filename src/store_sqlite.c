@@ -668,7 +668,6 @@ enum stmt_id {
 	ST_SUM_OPEN,
 	ST_SUM_OPEN_ONE,
 	ST_LAST_OK,
-	ST_OUTBOX_PUT,
 	ST_OUTBOX_BODY_PUT,
 	ST_OUTBOX_GET,
 	ST_OUTBOX_SET,
@@ -900,7 +899,7 @@ static const char *const stmt_sql[N_STMT] = {
 	[ST_SUM_OPEN] = SUM_OPEN_SQL(""),
 	[ST_SUM_OPEN_ONE] = SUM_OPEN_SQL(" AND schedule = ?2"),
 	[ST_LAST_OK] = LAST_OK_SQL,
-	[ST_OUTBOX_PUT] =
+	[STORE_Q_OUTBOX_PUT] =
 		"INSERT INTO outbox(schedule, slot_ms, target, state, "
 		"created_ms, updated_ms) SELECT ?1, ?2, ?3, " STORE_SQL_PENDING
 		", ?5, ?5 "
@@ -2101,10 +2100,16 @@ static void bind_args(sqlite3_stmt *st, int p, const struct store_call *c)
 }
 
 /*
- * The one runner of the one-statement operations (store.h): a write runs
- * alone at its commit's level, the fence (FENCED) bound as ?20 and ?21
- * and checked again when nothing changed (fenced_step).
+ * What a shared write runs after its own statement, in the same
+ * transaction, when its own changed a row (SQLite has no data-modifying
+ * CTE, which is how PostgreSQL writes the same in one statement). It
+ * takes the same parameters.
  */
+static const enum stmt_id sq_then[STORE_Q_N] = {
+	[STORE_Q_OUTBOX_PUT] = ST_OUTBOX_BODY_PUT,
+};
+
+/* MANY: each element in turn, one transaction. */
 static int sq_call_many(struct sq *q, struct store_call *c,
 			struct sc_err *err)
 {
@@ -2130,6 +2135,39 @@ static int sq_call_many(struct sq *q, struct store_call *c,
 	return rc;
 }
 
+/* A write and its sq_then in one transaction. */
+static int sq_call_then(struct sq *q, struct store_call *c,
+			struct sc_err *err)
+{
+	const struct store_qdef *d = &store_calls[c->q];
+	sqlite3_stmt *st = NULL;
+	int n = 0;
+	int rc = tx_begin(q, sync_for(store_call_commit(c)), err);
+
+	if (!rc)
+		rc = prep(q, (enum stmt_id)c->q, &st, err);
+	if (rc)
+		return tx_end(q, rc, err);
+	bind_args(st, 1, c);
+	rc = fenced_step(q, st, d->kind == STORE_QK_FENCED ? c->fence : NULL,
+			 d->op, &n, err);
+	if (!rc && n > 0)
+		rc = prep(q, sq_then[c->q], &st, err);
+	if (!rc && n > 0) {
+		bind_args(st, 1, c);
+		rc = step_done(q, st, d->op, err);
+	}
+	rc = tx_end(q, rc, err);
+	c->changed = rc ? 0 : n;
+	return rc;
+}
+
+/*
+ * The one runner of the one-statement operations (store.h): a write runs
+ * alone at its commit's level (in a transaction with its sq_then), the
+ * fence (FENCED) bound as ?20 and ?21 and checked again when nothing
+ * changed (fenced_step).
+ */
 static int sq_call(void *impl, struct store_call *c, struct sc_err *err)
 {
 	struct sq *q = impl;
@@ -2143,6 +2181,8 @@ static int sq_call(void *impl, struct store_call *c, struct sc_err *err)
 
 	if (d->kind == STORE_QK_MANY)
 		return sq_call_many(q, c, err);
+	if (d->kind >= STORE_QK_WRITE && sq_then[c->q])
+		return sq_call_then(q, c, err);
 	rc = d->kind >= STORE_QK_WRITE
 		     ? solo(q, id, sync_for(store_call_commit(c)), &st, err)
 		     : prep(q, id, &st, err);
@@ -3642,43 +3682,6 @@ static void bind_slot_target(sqlite3_stmt *st, const char *schedule,
 	bind_text(st, 3, target);
 }
 
-static int sq_outbox_put(void *impl, const struct store_fence *fence,
-			 const char *schedule, int64_t slot_ms,
-			 const char *target, const char *body, bool *created,
-			 struct sc_err *err)
-{
-	struct sq *q = impl;
-	sqlite3_stmt *st = NULL;
-	int n = 0;
-	bool made = false;
-	/* The state row and its body in one transaction: a row never
-	 * exists without its message. */
-	int rc = tx_begin(q, sync_for(STORE_COMMIT_STAGE), err);
-
-	if (rc)
-		return rc;
-	rc = prep(q, ST_OUTBOX_PUT, &st, err);
-	if (rc)
-		goto done;
-	bind_slot_target(st, schedule, slot_ms, target);
-	sqlite3_bind_int64(st, 5, now_ms(q));
-	rc = fenced_step(q, st, fence, "outbox put", &n, err);
-	made = n > 0;
-	if (rc || !made)
-		goto done;
-	rc = prep(q, ST_OUTBOX_BODY_PUT, &st, err);
-	if (rc)
-		goto done;
-	bind_slot_target(st, schedule, slot_ms, target);
-	bind_text(st, 4, body);
-	rc = step_done(q, st, "outbox put", err);
-done:
-	rc = tx_end(q, rc, err);
-	if (!rc && created)
-		*created = made;
-	return rc;
-}
-
 static int sq_outbox_get(void *impl, const char *schedule, int64_t slot_ms,
 			 const char *target, struct outbox_entry *out,
 			 struct sc_err *err)
@@ -4681,7 +4684,6 @@ const struct store_ops store_sqlite_ops = {
 	.ledger_lost = sq_ledger_lost,
 	.sched_summaries = sq_sched_summaries,
 	.last_successes = sq_last_successes,
-	.outbox_put = sq_outbox_put,
 	.outbox_get = sq_outbox_get,
 	.outbox_set_state = sq_outbox_set_state,
 	.outbox_release = sq_outbox_release,
