@@ -624,7 +624,9 @@ int store_job_get(struct store *s, int64_t id, struct store_job *out,
 {
 	int rc = check_out(out, "job output", err);
 
-	return rc ? rc : s->ops->job_get(s->impl, id, out, err);
+	return rc ? rc
+		  : call_read(s, STORE_Q_JOB_GET, ARGS(STORE_I64(id)), out,
+			      NULL, err);
 }
 
 int store_job_find(struct store *s, const char *schedule, int64_t slot_ms,
@@ -634,7 +636,10 @@ int store_job_find(struct store *s, const char *schedule, int64_t slot_ms,
 
 	if (!rc)
 		rc = check_out(out, "job output", err);
-	return rc ? rc : s->ops->job_find(s->impl, schedule, slot_ms, out, err);
+	return rc ? rc
+		  : call_read(s, STORE_Q_JOB_FIND,
+			      ARGS(STORE_TEXT(schedule), STORE_I64(slot_ms)),
+			      out, NULL, err);
 }
 
 int store_job_revive(struct store *s, int64_t id, int budget,
@@ -642,13 +647,15 @@ int store_job_revive(struct store *s, int64_t id, int budget,
 {
 	struct store_job j;
 	struct sc_err e = {0};
-	int n = 0;
-	int rc = s->ops->job_revive(s->impl, id, budget, &n, err);
+	int64_t n = 0, now = sc_clock_now_ms(s->clock);
+	int rc = call_write(s, STORE_Q_JOB_REVIVE,
+			    ARGS(STORE_I64(id), STORE_I64(now), STORE_I64(budget)),
+			    &n, err);
 
 	if (rc || n > 0)
 		return rc;
 	/* Nothing revived: the job is gone, or it is not DEAD. */
-	rc = s->ops->job_get(s->impl, id, &j, &e);
+	rc = call_read(s, STORE_Q_JOB_GET, ARGS(STORE_I64(id)), &j, NULL, &e);
 	if (rc == SC_ENOENT)
 		return store_missing_error("job", id, err);
 	if (rc)
@@ -664,7 +671,14 @@ int store_job_lease_clamp(struct store *s, int64_t lease_ms, int64_t slack_ms,
 		return sc_err_set(err, SC_EINVAL, "lease clamp: lease %lld ms, "
 				  "slack %lld ms", (long long)lease_ms,
 				  (long long)slack_ms);
-	return s->ops->job_lease_clamp(s->impl, lease_ms, slack_ms, n, err);
+	int64_t changed = 0;
+	int rc = call_write(s, STORE_Q_JOB_LEASE_CLAMP,
+			    ARGS(STORE_I64(sc_clock_now_ms(s->clock)),
+				 STORE_I64(lease_ms), STORE_I64(slack_ms)),
+			    &changed, err);
+
+	*n = (int)changed;
+	return rc;
 }
 
 int store_server_now_ms(struct store *s, int64_t *out_ms, struct sc_err *err)
@@ -871,7 +885,8 @@ int store_fence_check(struct store *s, struct sc_err *err)
 
 	if (!s->fence.job_id)
 		return 0;
-	rc = s->ops->job_get(s->impl, s->fence.job_id, &j, &e);
+	rc = call_read(s, STORE_Q_JOB_GET, ARGS(STORE_I64(s->fence.job_id)),
+		       &j, NULL, &e);
 	if (rc == SC_ENOENT ||
 	    (rc == 0 && (j.state != JOB_ACTIVE ||
 			 j.lease_token != s->fence.lease_token)))

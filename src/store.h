@@ -1556,17 +1556,7 @@ struct store_ops {
 	/* dead: NULL, or an empty list to append the DEAD jobs to. */
 	int (*job_recover)(void *impl, int max_stalls, int *n_recovered,
 			   struct store_dead_list *dead, struct sc_err *err);
-	int (*job_get)(void *impl, int64_t id, struct store_job *out,
-		       struct sc_err *err);
-	int (*job_find)(void *impl, const char *schedule, int64_t slot_ms,
-			struct store_job *out, struct sc_err *err);
-	/* *n: the jobs revived (0 or 1); store_job_revive tells the
-	 * reason of a 0 (no such job, or not DEAD). */
-	int (*job_revive)(void *impl, int64_t id, int budget, int *n,
-			  struct sc_err *err);
 	int (*job_next_due)(void *impl, int64_t *out_ms, struct sc_err *err);
-	int (*job_lease_clamp)(void *impl, int64_t lease_ms, int64_t slack_ms,
-			       int *n, struct sc_err *err);
 	/* NULL: the store has no clock of its own */
 	int (*server_now)(void *impl, int64_t *out_ms, struct sc_err *err);
 	int (*job_counts)(void *impl, const char *schedule,
@@ -2276,6 +2266,10 @@ enum store_q {
 	STORE_Q_PAUSE_ALL,
 	STORE_Q_NODES,
 	STORE_Q_NODE_LEAVE,
+	STORE_Q_JOB_GET,
+	STORE_Q_JOB_FIND,
+	STORE_Q_JOB_REVIVE,
+	STORE_Q_JOB_LEASE_CLAMP,
 	STORE_Q_N
 };
 

@@ -30,4 +30,10 @@ const struct store_qdef store_calls[STORE_Q_N] = {
 	ALL(PAUSE_ALL, "pause read", store_pause_fields, struct store_pause),
 	ALL(NODES, "node read", store_node_fields, struct store_node),
 	WRITE(NODE_LEAVE, "node removal", NODE),
+	ONE(JOB_GET, "job read", store_job_fields, struct store_job,
+	    "no such job"),
+	ONE(JOB_FIND, "job read", store_job_fields, struct store_job,
+	    "no such job"),
+	WRITE(JOB_REVIVE, "revive", REVIVE),
+	WRITE(JOB_LEASE_CLAMP, "lease clamp", LEASE_CLAMP),
 };

@@ -765,11 +765,7 @@ enum stmt {
 	ST_ANY_EXPIRED,
 	ST_RECOVER,
 	ST_STALL,
-	ST_JOB_GET,
-	ST_JOB_FIND,
-	ST_REVIVE,
 	ST_NEXT_DUE,
-	ST_LEASE_CLAMP,
 	ST_SERVER_NOW,
 	ST_COUNTS,
 	ST_LEDGER_APPEND,
@@ -1085,11 +1081,11 @@ static const char *const sql[ST_COUNT] = {
 	" (CASE WHEN $3::smallint = " STORE_SQL_READY " THEN " NOTIFY
 	" END)::text, "
 	DURABLE_IF("6"),
-	[ST_JOB_GET] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE id = $1",
-	[ST_JOB_FIND] =
+	[STORE_Q_JOB_GET] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE id = $1",
+	[STORE_Q_JOB_FIND] =
 	"SELECT " STORE_JOB_COLS " FROM jobs WHERE schedule = $1 AND "
 	"slot_ms = $2",
-	[ST_REVIVE] =
+	[STORE_Q_JOB_REVIVE] =
 	"UPDATE jobs SET state = " STORE_SQL_READY ", max_attempts = attempts +"
 	" CASE WHEN $3::int > 0 THEN $3::int ELSE max_attempts END,"
 	" n_stalls = 0, run_at_ms = $2::bigint, lease_expires_ms = 0,"
@@ -1097,11 +1093,11 @@ static const char *const sql[ST_COUNT] = {
 	" WHERE id = $1 AND state = " STORE_FROM_REVIVE " RETURNING id, "
 	NOTIFY ", "
 	DURABLE_IF("4"),
-	[ST_LEASE_CLAMP] =
+	[STORE_Q_JOB_LEASE_CLAMP] =
 	"UPDATE jobs SET lease_expires_ms = $1::bigint + $2::bigint"
 	" WHERE state = " STORE_FROM_LEASE_CLAMP
 	" AND lease_expires_ms > $1::bigint + $2::bigint + $3::bigint"
-	" RETURNING id",
+	" RETURNING " DURABLE_IF("4"),
 	[ST_SERVER_NOW] =
 	"SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint",
 	/* $1: filter on the known schedules (CLAIM_KNOWN, issue 43): the
@@ -3417,7 +3413,7 @@ static int lease_error(struct pg *p, enum stmt exists, const char *what,
 static int fence_error(struct pg *p, int64_t id, int64_t lease_token,
 		       const char *op, struct sc_err *err)
 {
-	return lease_error(p, ST_JOB_GET, "job", id, lease_token, op, err);
+	return lease_error(p, (enum stmt)STORE_Q_JOB_GET, "job", id, lease_token, op, err);
 }
 
 static int pg_job_heartbeat(void *impl, int64_t id, int64_t lease_token,
@@ -3672,62 +3668,6 @@ done:
 	if (res)
 		PQclear(res);
 	return rc;
-}
-
-static int one_job(struct pg *p, enum stmt st, const struct args *a,
-		   struct store_job *out, struct sc_err *err)
-{
-	PGresult *res;
-	int rc = run_one(p, st, a, "no such job", &res, err);
-
-	if (rc)
-		return rc;
-	if (out)
-		get_job(res, 0, out);
-	PQclear(res);
-	return 0;
-}
-
-static int pg_job_get(void *impl, int64_t id, struct store_job *out,
-		      struct sc_err *err)
-{
-	struct args a = {0};
-
-	arg_i64(&a, id);
-	return one_job(impl, ST_JOB_GET, &a, out, err);
-}
-
-static int pg_job_find(void *impl, const char *schedule, int64_t slot_ms,
-		       struct store_job *out, struct sc_err *err)
-{
-	struct args a = {0};
-
-	arg_slot(&a, schedule, slot_ms);
-	return one_job(impl, ST_JOB_FIND, &a, out, err);
-}
-
-static int pg_job_revive(void *impl, int64_t id, int budget, int *n,
-			 struct sc_err *err)
-{
-	struct args a = {0};
-
-	arg_i64(&a, id);
-	arg_i64(&a, now_ms(impl));
-	arg_i64(&a, budget);
-	arg_dur(&a, STORE_COMMIT_REVIVE);
-	return run_count(impl, ST_REVIVE, &a, n, err);
-}
-
-static int pg_job_lease_clamp(void *impl, int64_t lease_ms,
-			      int64_t slack_ms, int *n, struct sc_err *err)
-{
-	struct pg *p = impl;
-	struct args a = {0};
-
-	arg_i64(&a, now_ms(p));
-	arg_i64(&a, lease_ms);
-	arg_i64(&a, slack_ms);
-	return run_count(p, ST_LEASE_CLAMP, &a, n, err);
 }
 
 static int pg_server_now(void *impl, int64_t *out_ms, struct sc_err *err)
@@ -5203,11 +5143,7 @@ const struct store_ops store_pg_ops = {
 	.job_complete_many = pg_job_complete_many,
 	.job_release = pg_job_release,
 	.job_recover = pg_job_recover,
-	.job_get = pg_job_get,
-	.job_find = pg_job_find,
-	.job_revive = pg_job_revive,
 	.job_next_due = pg_job_next_due,
-	.job_lease_clamp = pg_job_lease_clamp,
 	.server_now = pg_server_now,
 	.job_counts = pg_job_counts,
 	.ledger_append = pg_ledger_append,

@@ -667,11 +667,7 @@ enum stmt_id {
 	ST_JOB_ENDED,
 	ST_JOB_EXPIRED,
 	ST_JOB_STALL,
-	ST_JOB_GET,
-	ST_JOB_FIND,
-	ST_JOB_REVIVE,
 	ST_JOB_NEXT_DUE,
-	ST_JOB_LEASE_CLAMP,
 	ST_JOB_COUNTS,
 	ST_LEDGER_INSERT,
 	ST_LEDGER_INSERT_FREE,
@@ -856,16 +852,16 @@ static const char *const stmt_sql[N_STMT] = {
 		"UPDATE jobs SET state = ?2, n_stalls = n_stalls + 1, "
 		"run_at_ms = ?3, lease_expires_ms = 0 "
 		"WHERE id = ?1 AND state = " STORE_FROM_RECOVER,
-	[ST_JOB_GET] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE id = ?1",
-	[ST_JOB_FIND] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE "
+	[STORE_Q_JOB_GET] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE id = ?1",
+	[STORE_Q_JOB_FIND] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE "
 			"schedule = ?1 AND slot_ms = ?2",
-	[ST_JOB_REVIVE] =
+	[STORE_Q_JOB_REVIVE] =
 		"UPDATE jobs SET state = " STORE_SQL_READY ", "
 		"max_attempts = attempts + "
 		"CASE WHEN ?3 > 0 THEN ?3 ELSE max_attempts END, n_stalls = 0, "
 		"run_at_ms = ?2, lease_expires_ms = 0, alerted = 0 "
 		"WHERE id = ?1 AND state = " STORE_FROM_REVIVE,
-	[ST_JOB_LEASE_CLAMP] =
+	[STORE_Q_JOB_LEASE_CLAMP] =
 		"UPDATE jobs SET lease_expires_ms = ?1 + ?2 "
 		"WHERE state = " STORE_FROM_LEASE_CLAMP " AND lease_expires_ms > "
 		"?1 + ?2 + ?3",
@@ -3236,73 +3232,6 @@ static int sq_job_recover(void *impl, int max_stalls, int *n_recovered,
 	return rc;
 }
 
-static int get_job(struct sq *q, enum stmt_id id_st, int64_t id,
-		   const char *schedule, int64_t slot_ms, struct store_job *out,
-		   struct sc_err *err)
-{
-	sqlite3_stmt *st = NULL;
-	int rc = prep(q, id_st, &st, err);
-
-	if (rc)
-		return rc;
-	if (id_st == ST_JOB_GET)
-		sqlite3_bind_int64(st, 1, id);
-	else
-		bind_slot(st, schedule, slot_ms);
-	rc = step_one(q, st, "job read", "no such job", err);
-	if (!rc)
-		read_job(st, out);
-	unprep(st);
-	return rc;
-}
-
-static int sq_job_get(void *impl, int64_t id, struct store_job *out,
-		      struct sc_err *err)
-{
-	return get_job(impl, ST_JOB_GET, id, NULL, 0, out, err);
-}
-
-static int sq_job_find(void *impl, const char *schedule, int64_t slot_ms,
-		       struct store_job *out, struct sc_err *err)
-{
-	return get_job(impl, ST_JOB_FIND, 0, schedule, slot_ms, out, err);
-}
-
-static int sq_job_revive(void *impl, int64_t id, int budget, int *n,
-			 struct sc_err *err)
-{
-	struct sq *q = impl;
-	sqlite3_stmt *st = NULL;
-	int rc = solo(q, ST_JOB_REVIVE, sync_for(STORE_COMMIT_REVIVE), &st, err);
-
-	if (rc)
-		return rc;
-	sqlite3_bind_int64(st, 1, id);
-	sqlite3_bind_int64(st, 2, now_ms(q));
-	sqlite3_bind_int(st, 3, budget);
-	rc = step_done(q, st, "revive", err);
-	*n = rc ? 0 : sqlite3_changes(q->db);
-	return rc;
-}
-
-static int sq_job_lease_clamp(void *impl, int64_t lease_ms,
-			      int64_t slack_ms, int *n, struct sc_err *err)
-{
-	struct sq *q = impl;
-	sqlite3_stmt *st = NULL;
-	int rc = solo(q, ST_JOB_LEASE_CLAMP, sync_for(STORE_COMMIT_LEASE_CLAMP), &st, err);
-
-	if (rc)
-		return rc;
-	sqlite3_bind_int64(st, 1, now_ms(q));
-	sqlite3_bind_int64(st, 2, lease_ms);
-	sqlite3_bind_int64(st, 3, slack_ms);
-	rc = step_done(q, st, "lease clamp", err);
-	if (!rc)
-		*n = sqlite3_changes(q->db);
-	return rc;
-}
-
 static int sq_job_next_due(void *impl, int64_t *out_ms, struct sc_err *err)
 {
 	struct sq *q = impl;
@@ -4783,11 +4712,7 @@ const struct store_ops store_sqlite_ops = {
 	.job_complete_many = sq_job_complete_many,
 	.job_release = sq_job_release,
 	.job_recover = sq_job_recover,
-	.job_get = sq_job_get,
-	.job_find = sq_job_find,
-	.job_revive = sq_job_revive,
 	.job_next_due = sq_job_next_due,
-	.job_lease_clamp = sq_job_lease_clamp,
 	.job_counts = sq_job_counts,
 	.ledger_append = sq_ledger_append,
 	.ledger_append_many = sq_ledger_append_many,

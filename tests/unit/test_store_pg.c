@@ -36,15 +36,74 @@ static const struct store_ops *ops = &store_pg_ops;
 /* What ops->wait says; PostgreSQL's is true on every return (store.h). */
 static bool woke;
 
+/* The clock of the handle open_store opened last: the "now" that
+ * store.c passes to the one-statement operations (store.h). */
+static struct sc_clock *now_clock;
+
 static void *open_store(struct sc_clock *clock)
 {
 	void *h = NULL;
 	struct sc_err err = {0};
 
+	now_clock = clock;
+
 	int rc = ops->open(pgfx_url(), clock, true, &h, &err);
 	if (rc)
 		fail_msg("open: %s", err.msg);
 	return h;
+}
+
+static int64_t now_of(void)
+{
+	return sc_clock_now_ms(now_clock);
+}
+
+/* One-statement operation q on the backend's one runner, as store.c calls
+ * it: args a[0..na), out zeroed first (ONE). *changed (may be NULL): the
+ * rows a write changed. */
+static int qcall(void *h, enum store_q q, const struct store_arg *a,
+		 size_t na, void *out, int64_t *changed, struct sc_err *err)
+{
+	struct store_call c = {.q = q, .args = a, .n_args = na, .out = out};
+	int rc;
+
+	if (out && store_calls[q].kind == STORE_QK_ONE)
+		memset(out, 0, store_calls[q].sz);
+	rc = ops->call(h, &c, err);
+	if (changed)
+		*changed = rc ? 0 : c.changed;
+	return rc;
+}
+
+#define QARGS(...)                                 \
+	(const struct store_arg[]){__VA_ARGS__},   \
+		sizeof((const struct store_arg[]){__VA_ARGS__}) / \
+			sizeof(struct store_arg)
+
+static int job_get(void *h, int64_t id, struct store_job *j,
+		   struct sc_err *err)
+{
+	return qcall(h, STORE_Q_JOB_GET, QARGS(STORE_I64(id)), j, NULL, err);
+}
+
+static int job_find(void *h, const char *sched, int64_t slot,
+		    struct store_job *j, struct sc_err *err)
+{
+	return qcall(h, STORE_Q_JOB_FIND,
+		     QARGS(STORE_TEXT(sched), STORE_I64(slot)), j, NULL, err);
+}
+
+static int job_revive(void *h, int64_t id, int budget, int *n,
+		      struct sc_err *err)
+{
+	int64_t changed = 0;
+	int rc = qcall(h, STORE_Q_JOB_REVIVE,
+		       QARGS(STORE_I64(id), STORE_I64(now_of()),
+			     STORE_I64(budget)),
+		       NULL, &changed, err);
+
+	*n = (int)changed;
+	return rc;
 }
 
 static const struct sc_retry_policy POL = {2, SC_BACKOFF_EXPONENTIAL, MIN};
@@ -102,7 +161,7 @@ static void enqueue_is_idempotent(void **state)
 					  &id2, &created, NULL), 0);
 	assert_false(created);
 	assert_int_equal(id1, id2);
-	assert_int_equal(ops->job_find(h, "daily", T0, &j, NULL), 0);
+	assert_int_equal(job_find(h, "daily", T0, &j, NULL), 0);
 	assert_int_equal(j.id, id1);
 	assert_int_equal(j.state, JOB_READY);
 	assert_true(j.manual);
@@ -118,11 +177,11 @@ static void enqueue_is_idempotent(void **state)
 	assert_int_equal(ops->job_enqueue_many(h, "daily", slots, 5, &POL,
 					       NULL), 0);
 	assert_int_equal(pgfx_int("SELECT count(*) FROM jobs"), 4);
-	assert_int_equal(ops->job_find(h, "daily", T0 + 3000, &j, NULL), 0);
+	assert_int_equal(job_find(h, "daily", T0 + 3000, &j, NULL), 0);
 	assert_int_equal(j.run_at_ms, T0 + 3000);
-	assert_int_equal(ops->job_find(h, "daily", T0 + 9, &j, NULL),
+	assert_int_equal(job_find(h, "daily", T0 + 9, &j, NULL),
 			 SC_ENOENT);
-	assert_int_equal(ops->job_get(h, 999999, &j, NULL), SC_ENOENT);
+	assert_int_equal(job_get(h, 999999, &j, NULL), SC_ENOENT);
 	/* Names and policies are checked once, in store.c, before any
 	 * backend runs (test_store: bad_arguments_are_refused). */
 	ops->close(h);
@@ -203,7 +262,7 @@ static void fencing_tokens_guard_every_change(void **state)
 	struct store_job a = claim1(h, "w1", 10000);
 	assert_int_equal(ops->job_heartbeat(h, id, a.lease_token, 20000, NULL),
 			 0);
-	assert_int_equal(ops->job_get(h, id, &j, NULL), 0);
+	assert_int_equal(job_get(h, id, &j, NULL), 0);
 	assert_int_equal(j.lease_expires_ms, T0 + 20000);
 
 	/* w1 pauses past its lease; recovery hands the job to w2. */
@@ -224,7 +283,7 @@ static void fencing_tokens_guard_every_change(void **state)
 	assert_int_equal(ops->job_release(h, id, a.lease_token, 0, "", "",
 					  NULL),
 			 SC_ELEASE);
-	assert_int_equal(ops->job_get(h, id, &j, NULL), 0);
+	assert_int_equal(job_get(h, id, &j, NULL), 0);
 	assert_int_equal(j.state, JOB_ACTIVE);
 	assert_string_equal(j.lease_owner, "w2");
 	assert_int_equal(j.lease_expires_ms, T0 + 40000);
@@ -296,7 +355,7 @@ static void finish_writes_job_and_ledger_together(void **state)
 	r.details_json = "{\"task\":\"gen\"}";
 	assert_int_equal(ops->job_finish(h, id, a.lease_token, JOB_READY,
 					 T0 + 10 * MIN, &r, false, NULL), 0);
-	assert_int_equal(ops->job_get(h, id, &j, NULL), 0);
+	assert_int_equal(job_get(h, id, &j, NULL), 0);
 	assert_int_equal(j.state, JOB_READY);
 	assert_int_equal(j.run_at_ms, T0 + 10 * MIN);
 	assert_int_equal(j.lease_expires_ms, 0);
@@ -341,12 +400,12 @@ static void finish_writes_job_and_ledger_together(void **state)
 	assert_int_equal(ops->job_finish(h, id2, c.lease_token, JOB_DEAD, 0,
 					 &boom, false, &err), SC_EDB);
 	assert_non_null(strstr(err.msg, "no_boom"));
-	assert_int_equal(ops->job_get(h, id2, &j, NULL), 0);
+	assert_int_equal(job_get(h, id2, &j, NULL), 0);
 	assert_int_equal(j.state, JOB_ACTIVE);
 	assert_int_equal(j.lease_token, c.lease_token);
 	assert_int_equal(ops->job_finish(h, id2, c.lease_token, JOB_DEAD, 0,
 					 NULL, false, NULL), 0);
-	assert_int_equal(ops->job_get(h, id2, &j, NULL), 0);
+	assert_int_equal(job_get(h, id2, &j, NULL), 0);
 	assert_int_equal(j.state, JOB_DEAD);
 	assert_int_equal(pgfx_int("SELECT count(*) FROM ledger WHERE outcome"
 				 " = 'lost'"), 1);
@@ -384,10 +443,10 @@ static void recover_stalled_counts_and_kills(void **state)
 		sc_clock_advance_ms(clk, 1001);
 		assert_int_equal(ops->job_recover(h, 2, &nrec, NULL, NULL), 0);
 		assert_int_equal(nrec, 2);
-		assert_int_equal(ops->job_get(h, a, &j, NULL), 0);
+		assert_int_equal(job_get(h, a, &j, NULL), 0);
 		assert_int_equal(j.n_stalls, round);
 		assert_int_equal(j.state, round == 1 ? JOB_READY : JOB_DEAD);
-		assert_int_equal(ops->job_get(h, b, &j, NULL), 0);
+		assert_int_equal(job_get(h, b, &j, NULL), 0);
 		assert_int_equal(j.state, round == 1 ? JOB_READY : JOB_DEAD);
 		if (round == 1)
 			assert_int_equal(j.run_at_ms, T0 + 1001);
@@ -415,20 +474,20 @@ static void recover_stalled_counts_and_kills(void **state)
 
 	/* Revive: DEAD -> READY with a fresh budget; other states refused.
 	 * The attempt count goes on (issue 10): the budget grows. */
-	assert_int_equal(ops->job_get(h, a, &j, NULL), 0);
+	assert_int_equal(job_get(h, a, &j, NULL), 0);
 	int att0 = j.attempts;
 	int revived = -1;
-	assert_int_equal(ops->job_revive(h, a, 3, &revived, NULL), 0);
+	assert_int_equal(job_revive(h, a, 3, &revived, NULL), 0);
 	assert_int_equal(revived, 1);
-	assert_int_equal(ops->job_get(h, a, &j, NULL), 0);
+	assert_int_equal(job_get(h, a, &j, NULL), 0);
 	assert_int_equal(j.state, JOB_READY);
 	assert_int_equal(j.attempts, att0);
 	assert_int_equal(j.policy.attempts, att0 + 3);
 	assert_int_equal(j.run_at_ms, sc_clock_now_ms(clk));
 	/* Not DEAD, or gone: nothing revived (store_job_revive says which). */
-	assert_int_equal(ops->job_revive(h, a, 0, &revived, NULL), 0);
+	assert_int_equal(job_revive(h, a, 0, &revived, NULL), 0);
 	assert_int_equal(revived, 0);
-	assert_int_equal(ops->job_revive(h, 424242, 0, &revived, NULL), 0);
+	assert_int_equal(job_revive(h, 424242, 0, &revived, NULL), 0);
 	assert_int_equal(revived, 0);
 	ops->close(h);
 	sc_clock_free(clk);
@@ -446,7 +505,7 @@ static void release_gives_attempt_back(void **state)
 	sc_clock_advance_ms(clk, 5);
 	assert_int_equal(ops->job_release(h, id, a.lease_token, 0, "", "",
 					  NULL), 0);
-	assert_int_equal(ops->job_get(h, id, &j, NULL), 0);
+	assert_int_equal(job_get(h, id, &j, NULL), 0);
 	assert_int_equal(j.state, JOB_READY);
 	assert_int_equal(j.attempts, 0);
 	assert_int_equal(j.run_at_ms, T0 + 5);
@@ -524,7 +583,7 @@ static void concurrent_claimers_never_share_a_job(void **state)
 		slots[i] = T0 - N_JOBS + i;
 	assert_int_equal(ops->job_enqueue_many(h, "c", slots, N_JOBS, &POL,
 					       NULL), 0);
-	assert_int_equal(ops->job_find(h, "c", slots[0], &j, NULL), 0);
+	assert_int_equal(job_find(h, "c", slots[0], &j, NULL), 0);
 	memset(seen, 0, sizeof(seen));
 	for (int t = 0; t < N_THREADS; t++) {
 		cl[t] = (struct claimer){clk, seen, j.id, &mu, 0, 0};
@@ -648,7 +707,7 @@ static void a_claim_checks_the_rule_again_under_its_locks(void **state)
 	j = claim1(a, "a", MIN);
 	SET_HOOK(NULL, NULL);
 	assert_int_equal(j.id, r1);
-	assert_int_equal(ops->job_get(a, q1, &j, NULL), 0);
+	assert_int_equal(job_get(a, q1, &j, NULL), 0);
 	assert_int_equal(j.state, JOB_READY);
 	ops->close(a);
 	sc_clock_free(clk);
@@ -696,7 +755,7 @@ static void a_failed_take_claims_nothing_and_the_handle_goes_on(void **state)
 	assert_int_equal(pgfx_int("SELECT count(*) FROM pg_stat_activity"
 				  " WHERE state LIKE 'idle in transaction%'"),
 			 0);
-	assert_int_equal(ops->job_get(a, q1, &j, NULL), 0);
+	assert_int_equal(job_get(a, q1, &j, NULL), 0);
 	assert_int_equal(j.state, JOB_READY);
 	assert_int_equal(j.attempts, 0);
 	PQclear(pgfx_sql("SELECT setval('lease_tokens', 1000)"));
@@ -1513,7 +1572,7 @@ static void only_records_that_must_survive_wait_for_the_flush(void **state)
 					 NULL, false, NULL), 0);
 	expect_sync("on");
 	int n = 0;
-	assert_int_equal(ops->job_revive(h, id, 0, &n, NULL), 0);
+	assert_int_equal(job_revive(h, id, 0, &n, NULL), 0);
 	assert_int_equal(n, 1);
 	expect_sync("on");
 	j = claim1(h, "w", 1000);
@@ -2032,7 +2091,7 @@ static void server_restart_fails_then_recovers(void **state)
 	/* While it is down every op fails cleanly, none blocks for long. */
 	for (int i = 0; i < 3; i++) {
 		struct sc_err e2 = {0};
-		assert_int_equal(ops->job_get(h, id, &j, &e2), SC_EIO);
+		assert_int_equal(job_get(h, id, &j, &e2), SC_EIO);
 		assert_true(strstr(e2.msg, "unavailable") ||
 			    strstr(e2.msg, "connect"));
 	}
@@ -2055,7 +2114,7 @@ static void server_restart_fails_then_recovers(void **state)
 	assert_int_equal(rc, 0);
 	assert_int_equal(ops->job_finish(h, id, a.lease_token, JOB_DONE, 0,
 					 NULL, false, NULL), 0);
-	assert_int_equal(ops->job_get(h, id, &j, NULL), 0);
+	assert_int_equal(job_get(h, id, &j, NULL), 0);
 	assert_int_equal(j.state, JOB_DONE);
 	/* LISTEN is back too. */
 	struct waiter w = {h, 0, -1, 0, 0, 0};
