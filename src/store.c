@@ -161,6 +161,9 @@ static int check_out(const void *p, const char *what, struct sc_err *err)
 	(const struct store_arg[]){__VA_ARGS__},                          \
 		sizeof((const struct store_arg[]){__VA_ARGS__}) /          \
 			sizeof(struct store_arg)
+/* A run of parameters: fields t->f[0..n) of struct *v. */
+#define FIELDS(t, n, v) \
+	{.kind = STORE_A_FIELDS, .f = (t)->f, .nf = (n), .x = (v)}
 
 /*
  * Reads by one-statement operation q: ONE into out (zeroed first; zero
@@ -1055,9 +1058,7 @@ int store_last_successes(struct store *s, struct store_last_ok **out,
 		rc = check_out(n, "last success count", err);
 	if (rc)
 		return rc;
-	*out = NULL;
-	*n = 0;
-	return s->ops->last_successes(s->impl, out, n, err);
+	return call_read(s, STORE_Q_LAST_SUCCESSES, NULL, 0, out, n, err);
 }
 
 /* ---- alerts ---------------------------------------------------------- */
@@ -1632,7 +1633,9 @@ int store_sched_last_get(struct store *s, const char *schedule, int64_t *slot_ms
 
 	if (!rc)
 		rc = check_out(slot_ms, "slot output", err);
-	return rc ? rc : s->ops->sched_last_get(s->impl, schedule, slot_ms, err);
+	return rc ? rc
+		  : call_read(s, STORE_Q_SCHED_LAST_GET,
+			      ARGS(STORE_TEXT(schedule)), slot_ms, NULL, err);
 }
 
 int store_sched_last_set(struct store *s, const char *schedule, int64_t slot_ms,
@@ -1652,9 +1655,7 @@ int store_sched_last_all(struct store *s, struct store_sched_last **out,
 		rc = check_out(n, "count output", err);
 	if (rc)
 		return rc;
-	*out = NULL;
-	*n = 0;
-	return s->ops->sched_last_all(s->impl, out, n, err);
+	return call_read(s, STORE_Q_SCHED_LAST_ALL, NULL, 0, out, n, err);
 }
 
 int store_sched_last_set_many(struct store *s,
@@ -1687,7 +1688,11 @@ int store_pause_set(struct store *s, const struct store_pause *p,
 	if (p->until_ms - p->from_ms > STORE_PAUSE_MAX_MS)
 		return sc_err_set(err, SC_EINVAL, "pause of %s: at most 30 "
 				  "days", p->schedule);
-	return s->ops->pause_set(s->impl, p, err);
+	/* every field but resumed: a pause set is never resumed */
+	return call_write(s, STORE_Q_PAUSE_SET,
+			  ARGS(FIELDS(&store_pause_fields,
+				      store_pause_fields.n - 1, p)),
+			  NULL, err);
 }
 
 int store_pause_end(struct store *s, const char *schedule, int64_t at_ms,
@@ -1836,9 +1841,8 @@ int store_cron_history(struct store *s, const char *schedule,
 		rc = check_out(n, "cron history count", err);
 	if (rc)
 		return rc;
-	*out = NULL;
-	*n = 0;
-	return s->ops->cron_history(s->impl, schedule, out, n, err);
+	return call_read(s, STORE_Q_CRON_HISTORY, ARGS(STORE_TEXT(schedule)),
+			 out, n, err);
 }
 
 /* ---- leases, retention ------------------------------------------------- */

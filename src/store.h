@@ -1579,8 +1579,6 @@ struct store_ops {
 	int (*sched_summaries)(void *impl, const char *schedule,
 			       struct store_sched_summary **out, size_t *n,
 			       struct sc_err *err);
-	int (*last_successes)(void *impl, struct store_last_ok **out,
-			      size_t *n, struct sc_err *err);
 	int (*outbox_put)(void *impl, const struct store_fence *fence,
 			  const char *schedule, int64_t slot_ms,
 			  const char *target, const char *body, bool *created,
@@ -1633,22 +1631,12 @@ struct store_ops {
 	int (*cron_note_many)(void *impl, const struct store_cron_note *v,
 			      size_t n, size_t *n_written,
 			      struct sc_err *err);
-	/* *out and *n come zeroed. */
-	int (*cron_history)(void *impl, const char *schedule,
-			    struct store_cron **out, size_t *n,
-			    struct sc_err *err);
-	int (*sched_last_get)(void *impl, const char *schedule,
-			      int64_t *slot_ms, struct sc_err *err);
 	int (*sched_last_set)(void *impl, const char *schedule,
 			      int64_t slot_ms, struct sc_err *err);
-	/* *out and *n come zeroed; n > 0 and every name checked. */
-	int (*sched_last_all)(void *impl, struct store_sched_last **out,
-			      size_t *n, struct sc_err *err);
+	/* n > 0 and every name checked. */
 	int (*sched_last_set_many)(void *impl,
 				   const struct store_sched_last *v, size_t n,
 				   struct sc_err *err);
-	int (*pause_set)(void *impl, const struct store_pause *p,
-			 struct sc_err *err);
 	/* n checked (id non-empty, every string NUL-terminated). */
 	int (*node_beat)(void *impl, const struct store_node *n,
 			 struct sc_err *err);
@@ -2270,6 +2258,11 @@ enum store_q {
 	STORE_Q_JOB_FIND,
 	STORE_Q_JOB_REVIVE,
 	STORE_Q_JOB_LEASE_CLAMP,
+	STORE_Q_SCHED_LAST_GET,
+	STORE_Q_SCHED_LAST_ALL,
+	STORE_Q_CRON_HISTORY,
+	STORE_Q_LAST_SUCCESSES,
+	STORE_Q_PAUSE_SET,
 	STORE_Q_N
 };
 

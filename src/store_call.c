@@ -36,4 +36,13 @@ const struct store_qdef store_calls[STORE_Q_N] = {
 	    "no such job"),
 	WRITE(JOB_REVIVE, "revive", REVIVE),
 	WRITE(JOB_LEASE_CLAMP, "lease clamp", LEASE_CLAMP),
+	ONE(SCHED_LAST_GET, "scheduler state read", store_i64_fields, int64_t,
+	    "no slot materialised yet"),
+	ALL(SCHED_LAST_ALL, "scheduler state read", store_sched_last_fields,
+	    struct store_sched_last),
+	ALL(CRON_HISTORY, "cron history read", store_cron_fields,
+	    struct store_cron),
+	ALL(LAST_SUCCESSES, "last successes", store_last_ok_fields,
+	    struct store_last_ok),
+	WRITE(PAUSE_SET, "pause write", PAUSE),
 };

@@ -777,7 +777,6 @@ enum stmt {
 	ST_LEDGER_LOST,
 	ST_SUMMARIES,
 	ST_SUMMARIES_ONE,
-	ST_LAST_OK,
 	ST_OUTBOX_PUT,
 	ST_OUTBOX_GET,
 	ST_OUTBOX_SET,
@@ -786,15 +785,11 @@ enum stmt {
 	ST_OUTBOX_LIST,
 	ST_OUTBOX_ABANDON,
 	ST_CRON_NOTE,
-	ST_CRON_HISTORY,
 	ST_SLOT_MARK,
 	ST_SLOT_IS,
 	ST_SLOT_LOOK,
-	ST_SCHED_GET,
 	ST_SCHED_SET,
-	ST_SCHED_ALL,
 	ST_SCHED_SET_MANY,
-	ST_PAUSE_SET,
 	ST_NODE_BEAT,
 	ST_LEDGER_APPEND_PAUSED,
 	ST_TOKEN_GET,
@@ -1164,7 +1159,7 @@ static const char *const sql[ST_COUNT] = {
 	[ST_SUMMARIES] = PG_SUMMARIES(PG_SUM_NAMES_ALL, ""),
 	[ST_SUMMARIES_ONE] = PG_SUMMARIES(PG_SUM_NAMES_ONE,
 					  " AND schedule = $2::text"),
-	[ST_LAST_OK] = PG_LAST_OK_SQL,
+	[STORE_Q_LAST_SUCCESSES] = PG_LAST_OK_SQL,
 	/* $6, $7: the fence. Answer: ok, rows inserted. */
 	[ST_OUTBOX_PUT] =
 	"WITH " FENCE_CTE("$6", "$7") ","
@@ -1250,7 +1245,7 @@ static const char *const sql[ST_COUNT] = {
 	" h.from_ms DESC LIMIT 1) l WHERE l.cron = v.c AND l.tz = v.z)"
 	" ON CONFLICT (schedule, from_ms) DO NOTHING RETURNING 1)"
 	" SELECT count(*) FROM i",
-	[ST_CRON_HISTORY] =
+	[STORE_Q_CRON_HISTORY] =
 	"SELECT schedule, from_ms, cron, tz, recorded_ms FROM cron_history"
 	" WHERE schedule = $1 ORDER BY from_ms",
 	/* $4, $5: the fence. Answer: ok, rows inserted, -. */
@@ -1281,7 +1276,7 @@ static const char *const sql[ST_COUNT] = {
 	" AND x.target = ANY($3::text[]) ORDER BY i LIMIT 1) AS o ON true"
 	" LEFT JOIN outbox_body b ON b.schedule = $1 AND b.slot_ms = $2"
 	" AND b.target = o.target",
-	[ST_SCHED_GET] =
+	[STORE_Q_SCHED_LAST_GET] =
 	"SELECT last_slot_ms FROM sched_state WHERE schedule = $1",
 	[ST_SCHED_SET] =
 	"INSERT INTO sched_state (schedule, last_slot_ms)"
@@ -1289,7 +1284,7 @@ static const char *const sql[ST_COUNT] = {
 	" SET last_slot_ms = GREATEST(sched_state.last_slot_ms,"
 	" EXCLUDED.last_slot_ms)",
 	/* Byte order, as strcmp (the database's collation may be another). */
-	[ST_SCHED_ALL] =
+	[STORE_Q_SCHED_LAST_ALL] =
 	"SELECT schedule, last_slot_ms FROM sched_state"
 	" ORDER BY schedule COLLATE \"C\"",
 	/* $1 names, $2 slots (parallel arrays); a name given twice keeps its
@@ -1300,7 +1295,7 @@ static const char *const sql[ST_COUNT] = {
 	" GROUP BY n ON CONFLICT (schedule) DO UPDATE"
 	" SET last_slot_ms = GREATEST(sched_state.last_slot_ms,"
 	" EXCLUDED.last_slot_ms)",
-	[ST_PAUSE_SET] =
+	[STORE_Q_PAUSE_SET] =
 	"INSERT INTO pauses (schedule, from_ms, until_ms, paused_by, note,"
 	" resumed) VALUES ($1, $2::bigint, $3::bigint, $4, $5, false)"
 	" ON CONFLICT (schedule) DO UPDATE SET from_ms = EXCLUDED.from_ms,"
@@ -3079,14 +3074,6 @@ done:
 	return rc;
 }
 
-/* Every schedule's state in one read (the scheduler's plan). */
-static int pg_sched_last_all(void *impl, struct store_sched_last **out,
-			     size_t *n, struct sc_err *err)
-{
-	return take_rows(impl, ST_SCHED_ALL, NULL, sizeof(**out),
-			 &store_sched_last_fields, (void **)out, n, err);
-}
-
 /* Many states in one statement (so one transaction and one round trip),
  * names and slots as two array parameters; never moves one backwards. */
 static int pg_sched_last_set_many(void *impl,
@@ -4060,14 +4047,6 @@ static int pg_sched_summaries(void *impl, const char *schedule,
 	return 0;
 }
 
-static int pg_last_successes(void *impl, struct store_last_ok **out,
-			     size_t *n, struct sc_err *err)
-{
-	struct args a = {0};
-
-	return take_rows(impl, ST_LAST_OK, &a, sizeof(**out), &store_last_ok_fields, (void **)out, n, err);
-}
-
 /* ---- outbox, guards, markers ------------------------------------------- */
 
 static void arg_slot_target(struct args *a, const char *schedule,
@@ -4291,23 +4270,6 @@ static int pg_outbox_abandon(void *impl, const struct store_fence *fence,
 
 /* ---- scheduler state, token cache -------------------------------------- */
 
-static int pg_sched_last_get(void *impl, const char *schedule,
-			     int64_t *slot_ms, struct sc_err *err)
-{
-	struct args a = {0};
-	PGresult *res;
-	int rc;
-
-	arg_str(&a, schedule);
-	rc = run_one(impl, ST_SCHED_GET, &a, "schedule never materialised",
-		     &res, err);
-	if (rc)
-		return rc;
-	*slot_ms = get_i64(res, 0, 0);
-	PQclear(res);
-	return 0;
-}
-
 static int pg_sched_last_set(void *impl, const char *schedule,
 			     int64_t slot_ms, struct sc_err *err)
 {
@@ -4367,7 +4329,7 @@ static int pg_token_drop(void *impl, const char *provider, struct sc_err *err)
 const char *store_pg_plan_sql(size_t i)
 {
 	static const enum stmt heads[] = {ST_SUMMARIES, ST_SUMMARIES_ONE,
-					  ST_LAST_OK};
+					  (enum stmt)STORE_Q_LAST_SUCCESSES};
 
 	return i < sizeof(heads) / sizeof(heads[0]) ? sql[heads[i]] : NULL;
 }
@@ -4378,16 +4340,6 @@ const char *store_pg_claim_pick_sql(void)
 }
 
 /* ---- pauses (issue 17) ------------------------------------------------ */
-
-static int pg_pause_set(void *impl, const struct store_pause *p,
-			struct sc_err *err)
-{
-	struct args a = {0};
-
-	arg_fields(&a, store_pause_fields.f, store_pause_fields.n - 1, p);
-	arg_dur(&a, STORE_COMMIT_PAUSE);
-	return run_n(impl, ST_PAUSE_SET, &a, NULL, err);
-}
 
 static int pg_node_beat(void *impl, const struct store_node *n,
 			struct sc_err *err)
@@ -4452,17 +4404,6 @@ static int pg_cron_note_many(void *impl, const struct store_cron_note *v,
 		free(col[k]);
 	free(from);
 	return rc;
-}
-
-static int pg_cron_history(void *impl, const char *schedule,
-			   struct store_cron **out, size_t *n,
-			   struct sc_err *err)
-{
-	struct args a = {0};
-
-	arg_str(&a, schedule);
-	return take_rows(impl, ST_CRON_HISTORY, &a, sizeof(**out), &store_cron_fields,
-			 (void **)out, n, err);
 }
 
 /* ---- leases, retention (issue 15) ------------------------------------- */
@@ -5151,7 +5092,6 @@ const struct store_ops store_pg_ops = {
 	.ledger_query = pg_ledger_query,
 	.ledger_lost = pg_ledger_lost,
 	.sched_summaries = pg_sched_summaries,
-	.last_successes = pg_last_successes,
 	.outbox_put = pg_outbox_put,
 	.outbox_get = pg_outbox_get,
 	.outbox_set_state = pg_outbox_set_state,
@@ -5160,18 +5100,14 @@ const struct store_ops store_pg_ops = {
 	.outbox_list = pg_outbox_list,
 	.outbox_abandon = pg_outbox_abandon,
 	.cron_note_many = pg_cron_note_many,
-	.cron_history = pg_cron_history,
 	.slot_mark = pg_slot_mark,
 	.slot_is_marked = pg_slot_is_marked,
 	.slot_look = pg_slot_look,
-	.sched_last_get = pg_sched_last_get,
 	.sched_last_set = pg_sched_last_set,
-	.sched_last_all = pg_sched_last_all,
 	.sched_last_set_many = pg_sched_last_set_many,
 	.token_get = pg_token_get,
 	.token_put = pg_token_put,
 	.token_drop = pg_token_drop,
-	.pause_set = pg_pause_set,
 	.node_beat = pg_node_beat,
 	.lease_take = pg_lease_take,
 	.lease_drop = pg_lease_drop,

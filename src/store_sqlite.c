@@ -684,7 +684,6 @@ enum stmt_id {
 	ST_SUM_TOTAL_ONE,
 	ST_SUM_OPEN,
 	ST_SUM_OPEN_ONE,
-	ST_LAST_OK,
 	ST_OUTBOX_PUT,
 	ST_OUTBOX_BODY_PUT,
 	ST_OUTBOX_GET,
@@ -694,13 +693,9 @@ enum stmt_id {
 	ST_OUTBOX_LIST,
 	ST_OUTBOX_ABANDON,
 	ST_CRON_NOTE,
-	ST_CRON_HISTORY,
 	ST_MARK,
 	ST_MARK_GET,
-	ST_SCHED_GET,
 	ST_SCHED_SET,
-	ST_SCHED_ALL,
-	ST_PAUSE_SET,
 	ST_NODE_BEAT,
 	ST_LEDGER_INSERT_PAUSED,
 	ST_TOKEN_GET,
@@ -916,7 +911,7 @@ static const char *const stmt_sql[N_STMT] = {
 			     "WHERE schedule = ?1 GROUP BY schedule",
 	[ST_SUM_OPEN] = SUM_OPEN_SQL(""),
 	[ST_SUM_OPEN_ONE] = SUM_OPEN_SQL(" AND schedule = ?2"),
-	[ST_LAST_OK] = LAST_OK_SQL,
+	[STORE_Q_LAST_SUCCESSES] = LAST_OK_SQL,
 	[ST_OUTBOX_PUT] =
 		"INSERT INTO outbox(schedule, slot_ms, target, state, "
 		"created_ms, updated_ms) SELECT ?1, ?2, ?3, " STORE_SQL_PENDING
@@ -973,7 +968,7 @@ static const char *const stmt_sql[N_STMT] = {
 		"schedule = ?1 ORDER BY from_ms DESC LIMIT 1) h WHERE "
 		"h.cron = ?3 AND h.tz = ?4) "
 		"ON CONFLICT (schedule, from_ms) DO NOTHING",
-	[ST_CRON_HISTORY] =
+	[STORE_Q_CRON_HISTORY] =
 		"SELECT schedule, from_ms, cron, tz, recorded_ms FROM "
 		"cron_history WHERE schedule = ?1 ORDER BY from_ms",
 	[ST_MARK] = "INSERT INTO slot_markers(schedule, slot_ms, completed_ms) "
@@ -981,16 +976,17 @@ static const char *const stmt_sql[N_STMT] = {
 		    "ON CONFLICT (schedule, slot_ms) DO NOTHING",
 	[ST_MARK_GET] = "SELECT 1 FROM slot_markers WHERE schedule = ?1 AND "
 			"slot_ms = ?2",
-	[ST_SCHED_GET] = "SELECT last_slot_ms FROM sched_state "
+	[STORE_Q_SCHED_LAST_GET] = "SELECT last_slot_ms FROM sched_state "
 			 "WHERE schedule = ?1",
 	[ST_SCHED_SET] =
 		"INSERT INTO sched_state(schedule, last_slot_ms, updated_ms) "
 		"VALUES (?1, ?2, ?3) ON CONFLICT (schedule) DO UPDATE SET "
 		"last_slot_ms = max(last_slot_ms, excluded.last_slot_ms), "
 		"updated_ms = excluded.updated_ms",
-	[ST_SCHED_ALL] = "SELECT schedule, last_slot_ms FROM sched_state "
+	/* Name order (BINARY collation: byte order, as strcmp). */
+	[STORE_Q_SCHED_LAST_ALL] = "SELECT schedule, last_slot_ms FROM sched_state "
 			 "ORDER BY schedule",
-	[ST_PAUSE_SET] =
+	[STORE_Q_PAUSE_SET] =
 		"INSERT INTO pauses(schedule, from_ms, until_ms, paused_by, "
 		"note, resumed) VALUES (?1, ?2, ?3, ?4, ?5, 0) "
 		"ON CONFLICT (schedule) DO UPDATE SET from_ms = excluded.from_ms, "
@@ -1963,19 +1959,6 @@ static int list_rows(struct sq *q, sqlite3_stmt *st, size_t sz,
 	return 0;
 }
 
-/* list_rows of statement id, which takes no parameter. */
-static int list_all(struct sq *q, enum stmt_id id, size_t sz,
-		    const struct store_fields *t, const char *op, void **out,
-		    size_t *n, struct sc_err *err)
-{
-	sqlite3_stmt *st = NULL;
-	int rc = prep(q, id, &st, err);
-
-	if (rc)
-		return rc;
-	return list_rows(q, st, sz, t, op, out, n, err);
-}
-
 /* step_rows into the caller's out[0..max): *n the rows read, also on
  * failure (what they hold is the caller's to free). */
 static int fill_rows(struct sq *q, sqlite3_stmt *st, void *out, size_t max,
@@ -2701,16 +2684,6 @@ static int sq_job_enqueue_batch(void *impl, struct store_enqueue *v,
 		for (size_t i = 0; i < n; i++)
 			v[i].created = false;
 	return rc;
-}
-
-/* Every schedule's state in one read (the scheduler's plan, built once per
- * loaded config); ST_SCHED_ALL answers in name order (BINARY collation:
- * byte order, as strcmp). */
-static int sq_sched_last_all(void *impl, struct store_sched_last **out,
-			     size_t *n, struct sc_err *err)
-{
-	return list_all(impl, ST_SCHED_ALL, sizeof(**out), &store_sched_last_fields,
-			"scheduler state read", (void **)out, n, err);
 }
 
 /* Many states in one transaction (a first start of many schedules is one
@@ -3614,20 +3587,13 @@ static int sq_sched_summaries(void *impl, const char *schedule,
 	return 0;
 }
 
-static int sq_last_successes(void *impl, struct store_last_ok **out,
-			     size_t *n, struct sc_err *err)
-{
-	return list_all(impl, ST_LAST_OK, sizeof(**out), &store_last_ok_fields,
-			"last successes", (void **)out, n, err);
-}
-
 const char *store_sqlite_plan_sql(size_t i, char *buf, size_t cap,
 				  bool *reads_all)
 {
 	static const enum stmt_id fixed[] = {
 		ST_LEDGER_LOST, ST_LEDGER_LOST_ONE, ST_SUM_LAST,
 		ST_SUM_LAST_ONE, ST_SUM_TOTAL, ST_SUM_TOTAL_ONE, ST_SUM_OPEN,
-		ST_SUM_OPEN_ONE, ST_LAST_OK,
+		ST_SUM_OPEN_ONE, (enum stmt_id)STORE_Q_LAST_SUCCESSES,
 	};
 
 	*reads_all = false;
@@ -3842,24 +3808,6 @@ static int sq_slot_is_marked(void *impl, const char *schedule,
 
 /* ---- scheduler state, token cache ------------------------------------ */
 
-static int sq_sched_last_get(void *impl, const char *schedule,
-			     int64_t *slot_ms, struct sc_err *err)
-{
-	struct sq *q = impl;
-	sqlite3_stmt *st = NULL;
-	int rc = prep(q, ST_SCHED_GET, &st, err);
-
-	if (rc)
-		return rc;
-	bind_text(st, 1, schedule);
-	rc = step_one(q, st, "scheduler state read",
-		      "no slot materialised yet", err);
-	if (!rc)
-		*slot_ms = sqlite3_column_int64(st, 0);
-	unprep(st);
-	return rc;
-}
-
 static int sq_sched_last_set(void *impl, const char *schedule,
 			     int64_t slot_ms, struct sc_err *err)
 {
@@ -3868,19 +3816,6 @@ static int sq_sched_last_set(void *impl, const char *schedule,
 }
 
 /* ---- pauses (issue 17) ------------------------------------------------ */
-
-static int sq_pause_set(void *impl, const struct store_pause *p,
-			struct sc_err *err)
-{
-	struct sq *q = impl;
-	sqlite3_stmt *st = NULL;
-	int rc = solo(q, ST_PAUSE_SET, sync_for(STORE_COMMIT_PAUSE), &st, err);
-
-	if (rc)
-		return rc;
-	bind_fields(st, 1, store_pause_fields.f, store_pause_fields.n - 1, p);
-	return step_done(q, st, "pause write", err);
-}
 
 static int sq_node_beat(void *impl, const struct store_node *n,
 			struct sc_err *err)
@@ -3921,20 +3856,6 @@ static int sq_cron_note_many(void *impl, const struct store_cron_note *v,
 	rc = tx_end(q, rc, err);
 	*n_written = rc ? 0 : w;
 	return rc;
-}
-
-static int sq_cron_history(void *impl, const char *schedule,
-			   struct store_cron **out, size_t *n,
-			   struct sc_err *err)
-{
-	struct sq *q = impl;
-	sqlite3_stmt *st = NULL;
-	int rc = prep(q, ST_CRON_HISTORY, &st, err);
-
-	if (rc)
-		return rc;
-	bind_text(st, 1, schedule);
-	return list_rows(q, st, sizeof(**out), &store_cron_fields, "cron history read", (void **)out, n, err);
 }
 
 static int sq_token_get(void *impl, const char *provider, char **token,
@@ -4719,7 +4640,6 @@ const struct store_ops store_sqlite_ops = {
 	.ledger_query = sq_ledger_query,
 	.ledger_lost = sq_ledger_lost,
 	.sched_summaries = sq_sched_summaries,
-	.last_successes = sq_last_successes,
 	.outbox_put = sq_outbox_put,
 	.outbox_get = sq_outbox_get,
 	.outbox_set_state = sq_outbox_set_state,
@@ -4728,17 +4648,13 @@ const struct store_ops store_sqlite_ops = {
 	.outbox_list = sq_outbox_list,
 	.outbox_abandon = sq_outbox_abandon,
 	.cron_note_many = sq_cron_note_many,
-	.cron_history = sq_cron_history,
 	.slot_mark = sq_slot_mark,
 	.slot_is_marked = sq_slot_is_marked,
-	.sched_last_get = sq_sched_last_get,
 	.sched_last_set = sq_sched_last_set,
-	.sched_last_all = sq_sched_last_all,
 	.sched_last_set_many = sq_sched_last_set_many,
 	.token_get = sq_token_get,
 	.token_put = sq_token_put,
 	.token_drop = sq_token_drop,
-	.pause_set = sq_pause_set,
 	.node_beat = sq_node_beat,
 	.lease_take = sq_lease_take,
 	.lease_drop = sq_lease_drop,

@@ -106,6 +106,13 @@ static int job_revive(void *h, int64_t id, int budget, int *n,
 	return rc;
 }
 
+static int sched_last_get(void *h, const char *sched, int64_t *slot,
+			  struct sc_err *err)
+{
+	return qcall(h, STORE_Q_SCHED_LAST_GET, QARGS(STORE_TEXT(sched)), slot,
+		     NULL, err);
+}
+
 static const struct sc_retry_policy POL = {2, SC_BACKOFF_EXPONENTIAL, MIN};
 
 /* Enqueues slot (run_at = slot) and returns the job id. */
@@ -1439,11 +1446,11 @@ static void markers_sched_state_tokens(void **state)
 	static const struct {
 		int64_t set, want;
 	} steps[] = {{100, 100}, {50, 100}, {100, 100}, {300, 300}, {-5, 300}};
-	assert_int_equal(ops->sched_last_get(h, "s", &v, NULL), SC_ENOENT);
+	assert_int_equal(sched_last_get(h, "s", &v, NULL), SC_ENOENT);
 	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
 		assert_int_equal(ops->sched_last_set(h, "s", steps[i].set,
 						     NULL), 0);
-		assert_int_equal(ops->sched_last_get(h, "s", &v, NULL), 0);
+		assert_int_equal(sched_last_get(h, "s", &v, NULL), 0);
 		assert_int_equal(v, steps[i].want);
 	}
 
