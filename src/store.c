@@ -1643,7 +1643,11 @@ int store_sched_last_set(struct store *s, const char *schedule, int64_t slot_ms,
 {
 	int rc = check_name("schedule name", schedule, STORE_NAME_MAX, err);
 
-	return rc ? rc : s->ops->sched_last_set(s->impl, schedule, slot_ms, err);
+	return rc ? rc
+		  : call_write(s, STORE_Q_SCHED_LAST_SET,
+			       ARGS(STORE_TEXT(schedule), STORE_I64(slot_ms),
+				    STORE_I64(sc_clock_now_ms(s->clock))),
+			       NULL, err);
 }
 
 int store_sched_last_all(struct store *s, struct store_sched_last **out,
@@ -1792,14 +1796,20 @@ int store_token_put(struct store *s, const char *provider, const char *token,
 	if (!rc)
 		rc = check_out(token, "token", err);
 	return rc ? rc
-		  : s->ops->token_put(s->impl, provider, token, expires_ms, err);
+		  : call_write(s, STORE_Q_TOKEN_PUT,
+			       ARGS(STORE_TEXT(provider), STORE_TEXT(token),
+				    STORE_I64(expires_ms),
+				    STORE_I64(sc_clock_now_ms(s->clock))),
+			       NULL, err);
 }
 
 int store_token_drop(struct store *s, const char *provider, struct sc_err *err)
 {
 	int rc = check_name("provider name", provider, STORE_NAME_MAX, err);
 
-	return rc ? rc : s->ops->token_drop(s->impl, provider, err);
+	return rc ? rc
+		  : call_write(s, STORE_Q_TOKEN_DROP,
+			       ARGS(STORE_TEXT(provider)), NULL, err);
 }
 
 /* ---- the crons in force (issue 43) ------------------------------------- */
@@ -1858,8 +1868,16 @@ int store_lease_take(struct store *s, const char *name, const char *owner,
 		rc = check_out(won, "lease output", err);
 	if (!rc && ttl_ms < 1)
 		rc = sc_err_set(err, SC_EINVAL, "lease ttl must be positive");
-	return rc ? rc : s->ops->lease_take(s->impl, name, owner, ttl_ms, won,
-					     err);
+	if (rc)
+		return rc;
+	int64_t n = 0;
+	rc = call_write(s, STORE_Q_LEASE_TAKE,
+			ARGS(STORE_TEXT(name), STORE_TEXT(owner),
+			     STORE_I64(sc_clock_now_ms(s->clock)),
+			     STORE_I64(ttl_ms)),
+			&n, err);
+	*won = n == 1;
+	return rc;
 }
 
 int store_lease_drop(struct store *s, const char *name, const char *owner,

@@ -1631,8 +1631,6 @@ struct store_ops {
 	int (*cron_note_many)(void *impl, const struct store_cron_note *v,
 			      size_t n, size_t *n_written,
 			      struct sc_err *err);
-	int (*sched_last_set)(void *impl, const char *schedule,
-			      int64_t slot_ms, struct sc_err *err);
 	/* n > 0 and every name checked. */
 	int (*sched_last_set_many)(void *impl,
 				   const struct store_sched_last *v, size_t n,
@@ -1642,12 +1640,6 @@ struct store_ops {
 			 struct sc_err *err);
 	int (*token_get)(void *impl, const char *provider, char **token,
 			 int64_t *expires_ms, struct sc_err *err);
-	int (*token_put)(void *impl, const char *provider, const char *token,
-			 int64_t expires_ms, struct sc_err *err);
-	int (*token_drop)(void *impl, const char *provider,
-			  struct sc_err *err);
-	int (*lease_take)(void *impl, const char *name, const char *owner,
-			  int64_t ttl_ms, bool *won, struct sc_err *err);
 	int (*lease_drop)(void *impl, const char *name, const char *owner,
 			  struct sc_err *err);
 	/* One step of a prune (store_prune_step): the backend only runs
@@ -2263,6 +2255,10 @@ enum store_q {
 	STORE_Q_CRON_HISTORY,
 	STORE_Q_LAST_SUCCESSES,
 	STORE_Q_PAUSE_SET,
+	STORE_Q_SCHED_LAST_SET,
+	STORE_Q_TOKEN_PUT,
+	STORE_Q_TOKEN_DROP,
+	STORE_Q_LEASE_TAKE,
 	STORE_Q_N
 };
 

@@ -45,4 +45,8 @@ const struct store_qdef store_calls[STORE_Q_N] = {
 	ALL(LAST_SUCCESSES, "last successes", store_last_ok_fields,
 	    struct store_last_ok),
 	WRITE(PAUSE_SET, "pause write", PAUSE),
+	WRITE(SCHED_LAST_SET, "scheduler state", SCHED_STATE),
+	WRITE(TOKEN_PUT, "token write", TOKEN),
+	WRITE(TOKEN_DROP, "token drop", TOKEN),
+	WRITE(LEASE_TAKE, "lease take", LEASE),
 };

@@ -788,13 +788,10 @@ enum stmt {
 	ST_SLOT_MARK,
 	ST_SLOT_IS,
 	ST_SLOT_LOOK,
-	ST_SCHED_SET,
 	ST_SCHED_SET_MANY,
 	ST_NODE_BEAT,
 	ST_LEDGER_APPEND_PAUSED,
 	ST_TOKEN_GET,
-	ST_TOKEN_PUT,
-	ST_TOKEN_DROP,
 	ST_ALERT_RAISE,
 	ST_ALERT_ID,
 	ST_DEAD_UNALERTED,
@@ -1278,11 +1275,13 @@ static const char *const sql[ST_COUNT] = {
 	" AND b.target = o.target",
 	[STORE_Q_SCHED_LAST_GET] =
 	"SELECT last_slot_ms FROM sched_state WHERE schedule = $1",
-	[ST_SCHED_SET] =
+	/* $3 now: SQLite keeps it (updated_ms), this table has no such
+	 * column; it is named (RETURNING) only for its type. */
+	[STORE_Q_SCHED_LAST_SET] =
 	"INSERT INTO sched_state (schedule, last_slot_ms)"
 	" VALUES ($1, $2::bigint) ON CONFLICT (schedule) DO UPDATE"
 	" SET last_slot_ms = GREATEST(sched_state.last_slot_ms,"
-	" EXCLUDED.last_slot_ms)",
+	" EXCLUDED.last_slot_ms) RETURNING $3::bigint, " DURABLE_IF("4"),
 	/* Byte order, as strcmp (the database's collation may be another). */
 	[STORE_Q_SCHED_LAST_ALL] =
 	"SELECT schedule, last_slot_ms FROM sched_state"
@@ -1337,11 +1336,23 @@ static const char *const sql[ST_COUNT] = {
 	" WHERE outcome = '" LEDGER_PAUSED "' DO NOTHING RETURNING 1",
 	[ST_TOKEN_GET] =
 	"SELECT token, expires_ms FROM token_cache WHERE provider = $1",
-	[ST_TOKEN_PUT] =
+	/* $4 now: as for STORE_Q_SCHED_LAST_SET. */
+	[STORE_Q_TOKEN_PUT] =
 	"INSERT INTO token_cache (provider, token, expires_ms)"
 	" VALUES ($1, $2, $3::bigint) ON CONFLICT (provider) DO UPDATE"
-	" SET token = EXCLUDED.token, expires_ms = EXCLUDED.expires_ms",
-	[ST_TOKEN_DROP] = "DELETE FROM token_cache WHERE provider = $1",
+	" SET token = EXCLUDED.token, expires_ms = EXCLUDED.expires_ms"
+	" RETURNING $4::bigint, " DURABLE_IF("5"),
+	[STORE_Q_TOKEN_DROP] =
+	"DELETE FROM token_cache WHERE provider = $1 RETURNING "
+	DURABLE_IF("2"),
+	/* $1 name, $2 owner, $3 now, $4 ttl: as on SQLite, a row per
+	 * lease taken. */
+	[STORE_Q_LEASE_TAKE] =
+	"INSERT INTO leases (name, owner, expires_ms) VALUES ($1, $2,"
+	" $3::bigint + $4::bigint) ON CONFLICT (name) DO UPDATE SET owner ="
+	" EXCLUDED.owner, expires_ms = EXCLUDED.expires_ms WHERE"
+	" leases.owner = EXCLUDED.owner OR leases.expires_ms <= $3::bigint"
+	" RETURNING " DURABLE_IF("5"),
 	/* $1 schedule, $2 slot, $3 last slot, $4 n_slots, $5 reason,
 	 * $6 generation, $7 status, $8 attempts, $9 error, $10 job id,
 	 * $11 now, $12 note, $13 closed_ms, $14 supersede (both of
@@ -1493,6 +1504,8 @@ static const char *const sql[ST_COUNT] = {
 static const bool oneshot[ST_COUNT] = {
 	[ST_COUNTS] = true,
 	[ST_ALERT_LIST] = true,
+	/* taken once a day: not worth a prepared statement */
+	[STORE_Q_LEASE_TAKE] = true,
 };
 
 /* ---- the handle ------------------------------------------------------- */
@@ -4270,15 +4283,6 @@ static int pg_outbox_abandon(void *impl, const struct store_fence *fence,
 
 /* ---- scheduler state, token cache -------------------------------------- */
 
-static int pg_sched_last_set(void *impl, const char *schedule,
-			     int64_t slot_ms, struct sc_err *err)
-{
-	struct args a = {0};
-
-	arg_slot(&a, schedule, slot_ms);
-	return run_n(impl, ST_SCHED_SET, &a, NULL, err);
-}
-
 static int pg_token_get(void *impl, const char *provider, char **token,
 			int64_t *expires_ms, struct sc_err *err)
 {
@@ -4303,25 +4307,6 @@ static int pg_token_get(void *impl, const char *provider, char **token,
 	if (expires_ms)
 		*expires_ms = exp;
 	return 0;
-}
-
-static int pg_token_put(void *impl, const char *provider, const char *token,
-			int64_t expires_ms, struct sc_err *err)
-{
-	struct args a = {0};
-
-	arg_str(&a, provider);
-	arg_str(&a, token);
-	arg_i64(&a, expires_ms);
-	return run_n(impl, ST_TOKEN_PUT, &a, NULL, err);
-}
-
-static int pg_token_drop(void *impl, const char *provider, struct sc_err *err)
-{
-	struct args a = {0};
-
-	arg_str(&a, provider);
-	return run_n(impl, ST_TOKEN_DROP, &a, NULL, err);
 }
 
 /* The test seam of store.h: the reads that find each schedule's rows by
@@ -4438,34 +4423,6 @@ static int pg_exec_once(struct pg *p, const char *text, const struct args *a,
 	}
 	drain_notifies(p);
 	*out = res;
-	return 0;
-}
-
-/* Compare-and-set in one statement: ON CONFLICT locks the row, and the
- * WHERE is checked on its newest version, so of two nodes asking at once
- * one writes (a row back) and the other finds it held (no row). */
-static int pg_lease_take(void *impl, const char *name, const char *owner,
-			 int64_t ttl_ms, bool *won, struct sc_err *err)
-{
-	struct pg *p = impl;
-	struct args a = {0};
-	PGresult *res;
-	int rc;
-
-	arg_str(&a, name);
-	arg_str(&a, owner);
-	arg_i64(&a, now_ms(p));
-	arg_i64(&a, ttl_ms);
-	rc = pg_exec_once(p,
-		"INSERT INTO leases (name, owner, expires_ms) VALUES ($1, $2, "
-		"$3 + $4) ON CONFLICT (name) DO UPDATE SET owner = "
-		"EXCLUDED.owner, expires_ms = EXCLUDED.expires_ms WHERE "
-		"leases.owner = EXCLUDED.owner OR leases.expires_ms <= $3 "
-		"RETURNING 1", &a, "ttii", &res, err);
-	if (rc)
-		return rc;
-	*won = PQntuples(res) == 1;
-	PQclear(res);
 	return 0;
 }
 
@@ -5103,13 +5060,9 @@ const struct store_ops store_pg_ops = {
 	.slot_mark = pg_slot_mark,
 	.slot_is_marked = pg_slot_is_marked,
 	.slot_look = pg_slot_look,
-	.sched_last_set = pg_sched_last_set,
 	.sched_last_set_many = pg_sched_last_set_many,
 	.token_get = pg_token_get,
-	.token_put = pg_token_put,
-	.token_drop = pg_token_drop,
 	.node_beat = pg_node_beat,
-	.lease_take = pg_lease_take,
 	.lease_drop = pg_lease_drop,
 	.prune_step = pg_prune_step,
 	.prune_size = pg_prune_size,

@@ -695,12 +695,9 @@ enum stmt_id {
 	ST_CRON_NOTE,
 	ST_MARK,
 	ST_MARK_GET,
-	ST_SCHED_SET,
 	ST_NODE_BEAT,
 	ST_LEDGER_INSERT_PAUSED,
 	ST_TOKEN_GET,
-	ST_TOKEN_PUT,
-	ST_TOKEN_DROP,
 	ST_ALERT_INSERT,
 	ST_ALERT_ID_OF,
 	ST_ALERT_SUPERSEDE,
@@ -978,7 +975,7 @@ static const char *const stmt_sql[N_STMT] = {
 			"slot_ms = ?2",
 	[STORE_Q_SCHED_LAST_GET] = "SELECT last_slot_ms FROM sched_state "
 			 "WHERE schedule = ?1",
-	[ST_SCHED_SET] =
+	[STORE_Q_SCHED_LAST_SET] =
 		"INSERT INTO sched_state(schedule, last_slot_ms, updated_ms) "
 		"VALUES (?1, ?2, ?3) ON CONFLICT (schedule) DO UPDATE SET "
 		"last_slot_ms = max(last_slot_ms, excluded.last_slot_ms), "
@@ -1020,13 +1017,22 @@ static const char *const stmt_sql[N_STMT] = {
 		"DO NOTHING",
 	[ST_TOKEN_GET] = "SELECT token, expires_ms FROM token_cache "
 			 "WHERE provider = ?1",
-	[ST_TOKEN_PUT] =
+	[STORE_Q_TOKEN_PUT] =
 		"INSERT INTO token_cache(provider, token, expires_ms, "
 		"updated_ms) VALUES (?1, ?2, ?3, ?4) "
 		"ON CONFLICT (provider) DO UPDATE SET token = excluded.token, "
 		"expires_ms = excluded.expires_ms, "
 		"updated_ms = excluded.updated_ms",
-	[ST_TOKEN_DROP] = "DELETE FROM token_cache WHERE provider = ?1",
+	[STORE_Q_TOKEN_DROP] = "DELETE FROM token_cache WHERE provider = ?1",
+	/* ?1 name, ?2 owner, ?3 now, ?4 ttl. Compare-and-set in one
+	 * statement: the row is written only when it is free (no row),
+	 * expired, or already owner's; changes() says which. */
+	[STORE_Q_LEASE_TAKE] =
+		"INSERT INTO leases(name, owner, expires_ms) "
+		"VALUES(?1, ?2, ?3 + ?4) ON CONFLICT(name) DO UPDATE "
+		"SET owner = excluded.owner, expires_ms = "
+		"excluded.expires_ms WHERE leases.owner = "
+		"excluded.owner OR leases.expires_ms <= ?3",
 	/* ?11 now, ?13 closed_ms (store_alert_raise_rule). */
 	[ST_ALERT_INSERT] =
 		"INSERT INTO alerts(schedule, slot_ms, last_slot_ms, n_slots, "
@@ -2672,7 +2678,8 @@ static int sq_job_enqueue_batch(void *impl, struct store_enqueue *v,
 		rc = insert_job(q, v[i].schedule, v[i].slot_ms, v[i].policy,
 				v[i].slot_ms, false, &v[i].created, err);
 		if (!rc)
-			rc = prep(q, ST_SCHED_SET, &st, err);
+			rc = prep(q, (enum stmt_id)STORE_Q_SCHED_LAST_SET,
+				  &st, err);
 		if (rc)
 			break;
 		bind_slot(st, v[i].schedule, v[i].last_ms);
@@ -2687,7 +2694,7 @@ static int sq_job_enqueue_batch(void *impl, struct store_enqueue *v,
 }
 
 /* Many states in one transaction (a first start of many schedules is one
- * commit), each through ST_SCHED_SET, so none moves backwards. */
+ * commit), each through STORE_Q_SCHED_LAST_SET, so none moves backwards. */
 static int sq_sched_last_set_many(void *impl,
 				  const struct store_sched_last *v, size_t n,
 				  struct sc_err *err)
@@ -2699,7 +2706,8 @@ static int sq_sched_last_set_many(void *impl,
 		return rc;
 	for (size_t i = 0; !rc && i < n; i++) {
 		sqlite3_stmt *st = NULL;
-		rc = prep(q, ST_SCHED_SET, &st, err);
+		rc = prep(q, (enum stmt_id)STORE_Q_SCHED_LAST_SET, &st,
+			  err);
 		if (rc)
 			break;
 		bind_slot(st, v[i].schedule, v[i].slot_ms);
@@ -3808,13 +3816,6 @@ static int sq_slot_is_marked(void *impl, const char *schedule,
 
 /* ---- scheduler state, token cache ------------------------------------ */
 
-static int sq_sched_last_set(void *impl, const char *schedule,
-			     int64_t slot_ms, struct sc_err *err)
-{
-	return slot_write(impl, ST_SCHED_SET, sync_for(STORE_COMMIT_SCHED_STATE), NULL, schedule,
-			  slot_ms, "scheduler state", NULL, err);
-}
-
 /* ---- pauses (issue 17) ------------------------------------------------ */
 
 static int sq_node_beat(void *impl, const struct store_node *n,
@@ -3884,34 +3885,6 @@ static int sq_token_get(void *impl, const char *provider, char **token,
 	return rc;
 }
 
-static int sq_token_put(void *impl, const char *provider, const char *token,
-			int64_t expires_ms, struct sc_err *err)
-{
-	struct sq *q = impl;
-	sqlite3_stmt *st = NULL;
-	int rc = solo(q, ST_TOKEN_PUT, sync_for(STORE_COMMIT_TOKEN), &st, err);
-
-	if (rc)
-		return rc;
-	bind_text(st, 1, provider);
-	bind_text(st, 2, token);
-	sqlite3_bind_int64(st, 3, expires_ms);
-	sqlite3_bind_int64(st, 4, now_ms(q));
-	return step_done(q, st, "token write", err);
-}
-
-static int sq_token_drop(void *impl, const char *provider, struct sc_err *err)
-{
-	struct sq *q = impl;
-	sqlite3_stmt *st = NULL;
-	int rc = solo(q, ST_TOKEN_DROP, sync_for(STORE_COMMIT_TOKEN), &st, err);
-
-	if (rc)
-		return rc;
-	bind_text(st, 1, provider);
-	return step_done(q, st, "token drop", err);
-}
-
 /* ---- leases, retention (issue 15) ------------------------------------- */
 
 /*
@@ -3937,35 +3910,6 @@ static int sq_write_once(struct sq *q, sqlite3_stmt *st, const char *op,
 	if (!rc && changes)
 		*changes = sqlite3_changes64(q->db);
 	sqlite3_finalize(st);
-	return rc;
-}
-
-/* Compare-and-set in one statement: the row is written only when it is
- * free (no row), expired, or already owner's; changes() says which. */
-static int sq_lease_take(void *impl, const char *name, const char *owner,
-			 int64_t ttl_ms, bool *won, struct sc_err *err)
-{
-	struct sq *q = impl;
-	sqlite3_stmt *st = NULL;
-	int64_t n = 0, now = now_ms(q);
-	int rc = set_sync(q, sync_for(STORE_COMMIT_LEASE), err);
-
-	if (!rc)
-		rc = sq_prep_once(q,
-			"INSERT INTO leases(name, owner, expires_ms) "
-			"VALUES(?1, ?2, ?3 + ?4) ON CONFLICT(name) DO UPDATE "
-			"SET owner = excluded.owner, expires_ms = "
-			"excluded.expires_ms WHERE leases.owner = "
-			"excluded.owner OR leases.expires_ms <= ?3", &st, err);
-	if (rc)
-		return rc;
-	bind_text(st, 1, name);
-	bind_text(st, 2, owner);
-	sqlite3_bind_int64(st, 3, now);
-	sqlite3_bind_int64(st, 4, ttl_ms);
-	rc = sq_write_once(q, st, "lease take", &n, err);
-	if (!rc)
-		*won = n == 1;
 	return rc;
 }
 
@@ -4650,13 +4594,9 @@ const struct store_ops store_sqlite_ops = {
 	.cron_note_many = sq_cron_note_many,
 	.slot_mark = sq_slot_mark,
 	.slot_is_marked = sq_slot_is_marked,
-	.sched_last_set = sq_sched_last_set,
 	.sched_last_set_many = sq_sched_last_set_many,
 	.token_get = sq_token_get,
-	.token_put = sq_token_put,
-	.token_drop = sq_token_drop,
 	.node_beat = sq_node_beat,
-	.lease_take = sq_lease_take,
 	.lease_drop = sq_lease_drop,
 	.prune_step = sq_prune_step,
 	.prune_size = sq_prune_size,

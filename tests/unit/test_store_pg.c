@@ -113,6 +113,30 @@ static int sched_last_get(void *h, const char *sched, int64_t *slot,
 		     NULL, err);
 }
 
+static int sched_last_set(void *h, const char *sched, int64_t slot,
+			  struct sc_err *err)
+{
+	return qcall(h, STORE_Q_SCHED_LAST_SET,
+		     QARGS(STORE_TEXT(sched), STORE_I64(slot),
+			   STORE_I64(now_of())),
+		     NULL, NULL, err);
+}
+
+static int token_put(void *h, const char *provider, const char *token,
+		     int64_t expires_ms, struct sc_err *err)
+{
+	return qcall(h, STORE_Q_TOKEN_PUT,
+		     QARGS(STORE_TEXT(provider), STORE_TEXT(token),
+			   STORE_I64(expires_ms), STORE_I64(now_of())),
+		     NULL, NULL, err);
+}
+
+static int token_drop(void *h, const char *provider, struct sc_err *err)
+{
+	return qcall(h, STORE_Q_TOKEN_DROP, QARGS(STORE_TEXT(provider)), NULL,
+		     NULL, err);
+}
+
 static const struct sc_retry_policy POL = {2, SC_BACKOFF_EXPONENTIAL, MIN};
 
 /* Enqueues slot (run_at = slot) and returns the job id. */
@@ -1448,21 +1472,40 @@ static void markers_sched_state_tokens(void **state)
 	} steps[] = {{100, 100}, {50, 100}, {100, 100}, {300, 300}, {-5, 300}};
 	assert_int_equal(sched_last_get(h, "s", &v, NULL), SC_ENOENT);
 	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
-		assert_int_equal(ops->sched_last_set(h, "s", steps[i].set,
+		assert_int_equal(sched_last_set(h, "s", steps[i].set,
 						     NULL), 0);
 		assert_int_equal(sched_last_get(h, "s", &v, NULL), 0);
 		assert_int_equal(v, steps[i].want);
 	}
 
 	assert_int_equal(ops->token_get(h, "idp", &tok, &v, NULL), SC_ENOENT);
-	assert_int_equal(ops->token_put(h, "idp", "t1", T0 + 1000, NULL), 0);
-	assert_int_equal(ops->token_put(h, "idp", "t2", T0 + 2000, NULL), 0);
+	assert_int_equal(token_put(h, "idp", "t1", T0 + 1000, NULL), 0);
+	assert_int_equal(token_put(h, "idp", "t2", T0 + 2000, NULL), 0);
 	assert_int_equal(ops->token_get(h, "idp", &tok, &v, NULL), 0);
 	assert_string_equal(tok, "t2");
 	assert_int_equal(v, T0 + 2000);
 	sc_free(tok);
-	assert_int_equal(ops->token_drop(h, "idp", NULL), 0);
+	assert_int_equal(token_drop(h, "idp", NULL), 0);
 	assert_int_equal(ops->token_get(h, "idp", &tok, &v, NULL), SC_ENOENT);
+
+	/* A named lease: free, held (by its owner again, not by another),
+	 * expired. */
+	static const struct {
+		const char *owner;
+		int64_t advance_ms, won;
+	} takes[] = {{"a", 0, 1}, {"b", 0, 0}, {"a", 0, 1}, {"b", MIN - 1, 0},
+		     {"b", 1, 1}};
+	for (size_t i = 0; i < sizeof(takes) / sizeof(takes[0]); i++) {
+		int64_t won = -1;
+		sc_clock_advance_ms(clk, takes[i].advance_ms);
+		assert_int_equal(qcall(h, STORE_Q_LEASE_TAKE,
+				       QARGS(STORE_TEXT("prune"),
+					     STORE_TEXT(takes[i].owner),
+					     STORE_I64(now_of()), STORE_I64(MIN)),
+				       NULL, &won, NULL),
+				 0);
+		assert_int_equal(won, takes[i].won);
+	}
 	ops->close(h);
 	sc_clock_free(clk);
 }
@@ -1621,9 +1664,9 @@ static void only_records_that_must_survive_wait_for_the_flush(void **state)
 	snprintf(r.outcome, sizeof(r.outcome), "%s", LEDGER_LOST);
 	assert_int_equal(ops->ledger_append(h, NULL, &r, &wr, NULL), 0);
 	expect_sync("on");
-	assert_int_equal(ops->sched_last_set(h, "s", T0, NULL), 0);
+	assert_int_equal(sched_last_set(h, "s", T0, NULL), 0);
 	expect_sync("off");
-	assert_int_equal(ops->token_put(h, "p", "tok", T0, NULL), 0);
+	assert_int_equal(token_put(h, "p", "tok", T0, NULL), 0);
 	expect_sync("off");
 	/* A manual enqueue (surecron trigger) has told an operator "queued"
 	 * when it returns: durable; enqueue_many too. */
@@ -1753,9 +1796,9 @@ static void limited_role_works_on_a_migrated_schema(void **state)
 					 NULL, false, NULL), 0);
 	n = -1;
 	assert_int_equal(ops->job_recover(h, 2, &n, NULL, NULL), 0);
-	assert_int_equal(ops->sched_last_set(h, "s", T0, NULL), 0);
-	assert_int_equal(ops->token_put(h, "p", "tok", T0, NULL), 0);
-	assert_int_equal(ops->token_drop(h, "p", NULL), 0);
+	assert_int_equal(sched_last_set(h, "s", T0, NULL), 0);
+	assert_int_equal(token_put(h, "p", "tok", T0, NULL), 0);
+	assert_int_equal(token_drop(h, "p", NULL), 0);
 	struct ledger_row *rows;
 	assert_int_equal(ledger_all(h, &rows), 1);
 	rows_free(rows, 1);
