@@ -1751,7 +1751,14 @@ int store_node_beat(struct store *s, const struct store_node *n,
 		    !memchr(n->config_digest, '\0', sizeof(n->config_digest))))
 		rc = sc_err_set(err, SC_EINVAL, "node record: an empty id or "
 				"a field that does not fit");
-	return rc ? rc : s->ops->node_beat(s->impl, n, err);
+	if (rc)
+		return rc;
+	struct store_node m = *n;
+	m.seen_ms = sc_clock_now_ms(s->clock);
+	return call_write(s, STORE_Q_NODE_BEAT,
+			  ARGS(FIELDS(&store_node_fields, store_node_fields.n,
+				      &m)),
+			  NULL, err);
 }
 
 int store_nodes(struct store *s, struct store_node **out, size_t *n,

@@ -1635,9 +1635,6 @@ struct store_ops {
 	int (*sched_last_set_many)(void *impl,
 				   const struct store_sched_last *v, size_t n,
 				   struct sc_err *err);
-	/* n checked (id non-empty, every string NUL-terminated). */
-	int (*node_beat)(void *impl, const struct store_node *n,
-			 struct sc_err *err);
 	int (*token_get)(void *impl, const char *provider, char **token,
 			 int64_t *expires_ms, struct sc_err *err);
 	int (*lease_drop)(void *impl, const char *name, const char *owner,
@@ -2259,6 +2256,7 @@ enum store_q {
 	STORE_Q_TOKEN_PUT,
 	STORE_Q_TOKEN_DROP,
 	STORE_Q_LEASE_TAKE,
+	STORE_Q_NODE_BEAT,
 	STORE_Q_N
 };
 

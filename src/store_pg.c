@@ -789,7 +789,6 @@ enum stmt {
 	ST_SLOT_IS,
 	ST_SLOT_LOOK,
 	ST_SCHED_SET_MANY,
-	ST_NODE_BEAT,
 	ST_LEDGER_APPEND_PAUSED,
 	ST_TOKEN_GET,
 	ST_ALERT_RAISE,
@@ -1313,7 +1312,7 @@ static const char *const sql[ST_COUNT] = {
 	"COLLATE \"C\"",
 	/* $1..$6 the record, $7 now (the store clock's), $8 the clock
 	 * offset (NULL: not measured). */
-	[ST_NODE_BEAT] =
+	[STORE_Q_NODE_BEAT] =
 	"INSERT INTO nodes (id, host, pid, version, config_digest, started_ms,"
 	" seen_ms, clock_offset_ms) VALUES ($1, $2, $3::bigint, $4, $5,"
 	" $6::bigint, $7::bigint, $8::bigint)"
@@ -1321,7 +1320,8 @@ static const char *const sql[ST_COUNT] = {
 	" pid = EXCLUDED.pid, version = EXCLUDED.version,"
 	" config_digest = EXCLUDED.config_digest,"
 	" started_ms = EXCLUDED.started_ms, seen_ms = EXCLUDED.seen_ms,"
-	" clock_offset_ms = EXCLUDED.clock_offset_ms",
+	" clock_offset_ms = EXCLUDED.clock_offset_ms RETURNING "
+	DURABLE_IF("9"),
 	[STORE_Q_NODES] =
 	"SELECT id, host, pid, version, config_digest, started_ms, seen_ms,"
 	" clock_offset_ms FROM nodes ORDER BY id COLLATE \"C\"",
@@ -4326,18 +4326,6 @@ const char *store_pg_claim_pick_sql(void)
 
 /* ---- pauses (issue 17) ------------------------------------------------ */
 
-static int pg_node_beat(void *impl, const struct store_node *n,
-			struct sc_err *err)
-{
-	struct pg *p = impl;
-	struct args a = {0};
-	struct store_node m = *n;
-
-	m.seen_ms = now_ms(p);
-	arg_fields(&a, store_node_fields.f, store_node_fields.n, &m);
-	return run_n(impl, ST_NODE_BEAT, &a, NULL, err);
-}
-
 /* ---- the crons in force (issue 43) ------------------------------------- */
 
 static int pg_cron_note_many(void *impl, const struct store_cron_note *v,
@@ -5062,7 +5050,6 @@ const struct store_ops store_pg_ops = {
 	.slot_look = pg_slot_look,
 	.sched_last_set_many = pg_sched_last_set_many,
 	.token_get = pg_token_get,
-	.node_beat = pg_node_beat,
 	.lease_drop = pg_lease_drop,
 	.prune_step = pg_prune_step,
 	.prune_size = pg_prune_size,

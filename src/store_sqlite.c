@@ -695,7 +695,6 @@ enum stmt_id {
 	ST_CRON_NOTE,
 	ST_MARK,
 	ST_MARK_GET,
-	ST_NODE_BEAT,
 	ST_LEDGER_INSERT_PAUSED,
 	ST_TOKEN_GET,
 	ST_ALERT_INSERT,
@@ -995,7 +994,8 @@ static const char *const stmt_sql[N_STMT] = {
 			 "WHERE schedule = ?1",
 	[STORE_Q_PAUSE_ALL] = "SELECT " STORE_PAUSE_COLS " FROM pauses "
 			 "ORDER BY schedule",
-	[ST_NODE_BEAT] =
+	/* ?8, the clock offset, is not kept (bind_args). */
+	[STORE_Q_NODE_BEAT] =
 		"INSERT INTO nodes(id, host, pid, version, config_digest, "
 		"started_ms, seen_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) "
 		"ON CONFLICT (id) DO UPDATE SET host = excluded.host, "
@@ -2087,7 +2087,10 @@ static int slot_write(struct sq *q, enum stmt_id id, enum sync_level level,
 	return fenced_step(q, st, f, op, n, err);
 }
 
-/* c's parameters as ?1.. (store.h, "one-statement operations"). */
+/* c's parameters as ?1.. (store.h, "one-statement operations"). One
+ * that the statement does not name (a value SQLite does not keep, e.g. a
+ * node's clock offset) is not bound: sqlite3_bind_* refuses its index
+ * with SQLITE_RANGE and changes nothing. */
 static void bind_args(sqlite3_stmt *st, const struct store_call *c)
 {
 	int p = 1;
@@ -3818,22 +3821,6 @@ static int sq_slot_is_marked(void *impl, const char *schedule,
 
 /* ---- pauses (issue 17) ------------------------------------------------ */
 
-static int sq_node_beat(void *impl, const struct store_node *n,
-			struct sc_err *err)
-{
-	struct sq *q = impl;
-	sqlite3_stmt *st = NULL;
-	struct store_node m = *n;
-	int rc = solo(q, ST_NODE_BEAT, sync_for(STORE_COMMIT_NODE), &st, err);
-
-	if (rc)
-		return rc;
-	m.seen_ms = now_ms(q);
-	/* all but the clock offset: SQLite keeps none */
-	bind_fields(st, 1, store_node_fields.f, store_node_fields.n - 1, &m);
-	return step_done(q, st, "node write", err);
-}
-
 static int sq_cron_note_many(void *impl, const struct store_cron_note *v,
 			     size_t n, size_t *n_written, struct sc_err *err)
 {
@@ -4596,7 +4583,6 @@ const struct store_ops store_sqlite_ops = {
 	.slot_is_marked = sq_slot_is_marked,
 	.sched_last_set_many = sq_sched_last_set_many,
 	.token_get = sq_token_get,
-	.node_beat = sq_node_beat,
 	.lease_drop = sq_lease_drop,
 	.prune_step = sq_prune_step,
 	.prune_size = sq_prune_size,
