@@ -450,9 +450,29 @@ int store_job_claim_ahead(struct store *s, const char *worker,
 int store_job_heartbeat(struct store *s, int64_t id, int64_t lease_token,
 			int64_t lease_ms, struct sc_err *err)
 {
+	struct store_job j;
+	struct sc_err e = {0};
+	int64_t n = 0;
+	int rc;
+
 	if (lease_ms <= 0)
 		return sc_err_set(err, SC_EINVAL, "lease must be positive");
-	return s->ops->job_heartbeat(s->impl, id, lease_token, lease_ms, err);
+	rc = call_write(s, STORE_Q_JOB_HEARTBEAT,
+			ARGS(STORE_I64(id), STORE_I64(lease_token),
+			     STORE_I64(sc_clock_now_ms(s->clock)),
+			     STORE_I64(lease_ms)),
+			&n, err);
+	if (rc || n > 0)
+		return rc;
+	/* Nothing extended: the job is gone, or no longer held under
+	 * this token. */
+	rc = call_read(s, STORE_Q_JOB_GET, ARGS(STORE_I64(id)), &j, NULL, &e);
+	if (rc && rc != SC_ENOENT) {
+		err_copy(err, &e);
+		return rc;
+	}
+	return store_lease_error("job", "heartbeat", id, lease_token, rc == 0,
+				 err);
 }
 
 static int job_finish(struct store *s, int64_t id, int64_t lease_token,

@@ -1537,8 +1537,6 @@ struct store_ops {
 	int (*job_claim)(void *impl, const char *worker, int64_t lease_ms,
 			 int64_t ahead_ms, struct store_job *out, size_t max,
 			 size_t *n, struct sc_err *err);
-	int (*job_heartbeat)(void *impl, int64_t id, int64_t lease_token,
-			     int64_t lease_ms, struct sc_err *err);
 	/* mark: the slot's marker in the same transaction; store.c sets it
 	 * only with DONE (store_job_complete_marked). */
 	int (*job_finish)(void *impl, int64_t id, int64_t lease_token,
@@ -2257,6 +2255,7 @@ enum store_q {
 	STORE_Q_TOKEN_DROP,
 	STORE_Q_LEASE_TAKE,
 	STORE_Q_NODE_BEAT,
+	STORE_Q_JOB_HEARTBEAT,
 	STORE_Q_N
 };
 

@@ -50,4 +50,5 @@ const struct store_qdef store_calls[STORE_Q_N] = {
 	WRITE(TOKEN_DROP, "token drop", TOKEN),
 	WRITE(LEASE_TAKE, "lease take", LEASE),
 	WRITE(NODE_BEAT, "node write", NODE),
+	WRITE(JOB_HEARTBEAT, "heartbeat", HEARTBEAT),
 };

@@ -759,7 +759,6 @@ enum stmt {
 	ST_CLAIM_PICK,
 	ST_CLAIM_TAKE,
 	ST_KNOWN_LOAD,
-	ST_HEARTBEAT,
 	ST_FINISH,
 	ST_RELEASE,
 	ST_ANY_EXPIRED,
@@ -1001,10 +1000,10 @@ static const char *const sql[ST_COUNT] = {
 	[ST_KNOWN_LOAD] =
 	"INSERT INTO pg_temp.claim_known SELECT DISTINCT"
 	" json_array_elements_text($1::text::json)",
-	[ST_HEARTBEAT] =
+	[STORE_Q_JOB_HEARTBEAT] =
 	"UPDATE jobs SET lease_expires_ms = $3::bigint + $4::bigint"
 	" WHERE id = $1 AND " BY_ID_ACTIVE(STORE_FROM_HEARTBEAT)
-	" AND lease_token = $2",
+	" AND lease_token = $2 RETURNING " DURABLE_IF("5"),
 	/* $1 id, $2 token, $3 new state, $4 run_at, $5 now, $6..$10 ledger,
 	 * $11 the slot's marker too (DONE only). A WITH's write runs
 	 * whether or not the rest reads it; both read u, so neither is
@@ -3416,25 +3415,6 @@ static int fence_error(struct pg *p, int64_t id, int64_t lease_token,
 	return lease_error(p, (enum stmt)STORE_Q_JOB_GET, "job", id, lease_token, op, err);
 }
 
-static int pg_job_heartbeat(void *impl, int64_t id, int64_t lease_token,
-			    int64_t lease_ms, struct sc_err *err)
-{
-	struct pg *p = impl;
-	struct args a = {0};
-	int64_t rows = 0;
-	int rc;
-
-	arg_i64(&a, id);
-	arg_i64(&a, lease_token);
-	arg_i64(&a, now_ms(p));
-	arg_i64(&a, lease_ms);
-	rc = run_n(p, ST_HEARTBEAT, &a, &rows, err);
-	if (rc)
-		return rc;
-	return rows == 1 ? 0
-			 : fence_error(p, id, lease_token, "heartbeat", err);
-}
-
 /*
  * Runs ST_FINISH: one statement, so it commits whole or not at all, and
  * the same statement in every build (what a release runs is what the
@@ -5024,7 +5004,6 @@ const struct store_ops store_pg_ops = {
 	.job_enqueue_batch = pg_job_enqueue_batch,
 	.claim_rule = pg_claim_rule,
 	.job_claim = pg_job_claim,
-	.job_heartbeat = pg_job_heartbeat,
 	.job_finish = pg_job_finish,
 	.job_complete_many = pg_job_complete_many,
 	.job_release = pg_job_release,

@@ -659,7 +659,6 @@ enum stmt_id {
 	ST_JOB_ID_OF,
 	ST_JOB_PICK,
 	ST_JOB_CLAIM,
-	ST_JOB_HEARTBEAT,
 	ST_JOB_STATE,
 	ST_FENCE,
 	ST_JOB_FINISH,
@@ -811,8 +810,9 @@ static const char *const stmt_sql[N_STMT] = {
 		"lease_token = lease_token + 1, lease_owner = ?1, "
 		"lease_expires_ms = ?2, started_ms = MAX(?3, run_at_ms) "
 		"WHERE id = ?5 AND state = " STORE_FROM_CLAIM,
-	[ST_JOB_HEARTBEAT] =
-		"UPDATE jobs SET lease_expires_ms = ?3 "
+	/* ?3 now, ?4 the lease */
+	[STORE_Q_JOB_HEARTBEAT] =
+		"UPDATE jobs SET lease_expires_ms = ?3 + ?4 "
 		"WHERE id = ?1 AND lease_token = ?2 AND state = "
 		STORE_FROM_HEARTBEAT,
 	[ST_JOB_STATE] = "SELECT state FROM jobs WHERE id = ?1",
@@ -2852,27 +2852,6 @@ static int lease_error(struct sq *q, enum stmt_id exists, const char *what,
 	return store_lease_error(what, op, id, lease_token, found, err);
 }
 
-static int sq_job_heartbeat(void *impl, int64_t id, int64_t lease_token,
-			    int64_t lease_ms, struct sc_err *err)
-{
-	struct sq *q = impl;
-	sqlite3_stmt *st = NULL;
-	int rc = solo(q, ST_JOB_HEARTBEAT, sync_for(STORE_COMMIT_HEARTBEAT), &st, err);
-
-	if (rc)
-		return rc;
-	sqlite3_bind_int64(st, 1, id);
-	sqlite3_bind_int64(st, 2, lease_token);
-	sqlite3_bind_int64(st, 3, now_ms(q) + lease_ms);
-	rc = step_done(q, st, "heartbeat", err);
-	if (rc)
-		return rc;
-	if (sqlite3_changes(q->db) == 0)
-		return lease_error(q, ST_JOB_STATE, "job", id, lease_token,
-				   "heartbeat", err);
-	return 0;
-}
-
 /*
  * Runs a fenced UPDATE (ST_JOB_FINISH or ST_JOB_RELEASE) and fills the
  * schedule, slot, attempt and started fields of *r from the row it
@@ -4559,7 +4538,6 @@ const struct store_ops store_sqlite_ops = {
 	.job_enqueue_batch = sq_job_enqueue_batch,
 	.claim_rule = sq_claim_rule,
 	.job_claim = sq_job_claim,
-	.job_heartbeat = sq_job_heartbeat,
 	.job_finish = sq_job_finish,
 	.job_complete_many = sq_job_complete_many,
 	.job_release = sq_job_release,

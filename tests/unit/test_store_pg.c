@@ -137,6 +137,22 @@ static int token_drop(void *h, const char *provider, struct sc_err *err)
 		     NULL, err);
 }
 
+/* The heartbeat's write; one that extended nothing is SC_ELEASE here
+ * (store.c tells a gone job apart: test_store). */
+static int job_heartbeat(void *h, int64_t id, int64_t token, int64_t lease_ms,
+			 struct sc_err *err)
+{
+	int64_t n = 0;
+	int rc = qcall(h, STORE_Q_JOB_HEARTBEAT,
+		       QARGS(STORE_I64(id), STORE_I64(token),
+			     STORE_I64(now_of()), STORE_I64(lease_ms)),
+		       NULL, &n, err);
+
+	if (!rc && n == 0)
+		rc = sc_err_set(err, SC_ELEASE, "heartbeat refused");
+	return rc;
+}
+
 static const struct sc_retry_policy POL = {2, SC_BACKOFF_EXPONENTIAL, MIN};
 
 /* Enqueues slot (run_at = slot) and returns the job id. */
@@ -291,7 +307,7 @@ static void fencing_tokens_guard_every_change(void **state)
 
 	int64_t id = enq(h, "s", T0);
 	struct store_job a = claim1(h, "w1", 10000);
-	assert_int_equal(ops->job_heartbeat(h, id, a.lease_token, 20000, NULL),
+	assert_int_equal(job_heartbeat(h, id, a.lease_token, 20000, NULL),
 			 0);
 	assert_int_equal(job_get(h, id, &j, NULL), 0);
 	assert_int_equal(j.lease_expires_ms, T0 + 20000);
@@ -306,9 +322,8 @@ static void fencing_tokens_guard_every_change(void **state)
 	assert_true(b.lease_token != a.lease_token);
 	assert_int_equal(b.attempts, 2);
 
-	assert_int_equal(ops->job_heartbeat(h, id, a.lease_token, 1, &err),
+	assert_int_equal(job_heartbeat(h, id, a.lease_token, 1, &err),
 			 SC_ELEASE);
-	assert_non_null(strstr(err.msg, "lease lost"));
 	assert_int_equal(ops->job_finish(h, id, a.lease_token, JOB_DONE, 0,
 					 NULL, false, NULL), SC_ELEASE);
 	assert_int_equal(ops->job_release(h, id, a.lease_token, 0, "", "",
@@ -322,7 +337,7 @@ static void fencing_tokens_guard_every_change(void **state)
 	assert_int_equal(ops->job_finish(h, id, b.lease_token, JOB_DONE, 0,
 					 NULL, false, NULL), 0);
 	/* Finished: even the current token no longer works. */
-	assert_int_equal(ops->job_heartbeat(h, id, b.lease_token, 1, NULL),
+	assert_int_equal(job_heartbeat(h, id, b.lease_token, 1, NULL),
 			 SC_ELEASE);
 	ops->close(h);
 	sc_clock_free(clk);
@@ -1010,7 +1025,7 @@ static void *rule_claimer_run(void *arg)
 		c->runs[k]++;
 		pthread_mutex_unlock(c->mu);
 		/* The run: a store round trip, as a worker's heartbeat. */
-		if (ops->job_heartbeat(h, j.id, j.lease_token, MIN, NULL))
+		if (job_heartbeat(h, j.id, j.lease_token, MIN, NULL))
 			c->failed = 1;
 		pthread_mutex_lock(c->mu);
 		c->running[k]--;
@@ -1298,7 +1313,7 @@ static void a_job_s_statements_read_its_row_by_key(void **state)
 	ops->claim_rule(h, &RULE_QUEUE);
 	assert_int_equal(ops->job_claim(h, "w", MIN, 0, &j, 1, &n, NULL), 0);
 	assert_int_equal(n, 1);
-	assert_int_equal(ops->job_heartbeat(h, j.id, j.lease_token, MIN, NULL),
+	assert_int_equal(job_heartbeat(h, j.id, j.lease_token, MIN, NULL),
 			 0);
 	snprintf(r.schedule, sizeof(r.schedule), "x");
 	r.slot_ms = j.slot_ms;
@@ -1605,7 +1620,7 @@ static void only_records_that_must_survive_wait_for_the_flush(void **state)
 	expect_sync("on");
 	struct store_job j = claim1(h, "w", 1000);
 	expect_sync("on");
-	assert_int_equal(ops->job_heartbeat(h, id, j.lease_token, 1000, NULL),
+	assert_int_equal(job_heartbeat(h, id, j.lease_token, 1000, NULL),
 			 0);
 	expect_sync("off");
 	assert_int_equal(ops->job_finish(h, id, j.lease_token, JOB_READY, T0,
@@ -1785,7 +1800,7 @@ static void limited_role_works_on_a_migrated_schema(void **state)
 	int64_t id = enq(h, "s", T0);
 	struct store_job j = claim1(h, "w", MIN);
 	assert_int_equal(j.id, id);
-	assert_int_equal(ops->job_heartbeat(h, id, j.lease_token, MIN, NULL), 0);
+	assert_int_equal(job_heartbeat(h, id, j.lease_token, MIN, NULL), 0);
 	assert_int_equal(ops->outbox_put(h, NULL, "s", T0, "t", "m", NULL, NULL), 0);
 	int n = -1;
 	assert_int_equal(ops->outbox_set_state(h, NULL, "s", T0, "t", SEND_SENT,
@@ -2135,7 +2150,7 @@ static void server_restart_fails_then_recovers(void **state)
 	assert_int_equal(ws.rc, SC_EIO);
 	ops->close(sleeper);
 
-	int rc = ops->job_heartbeat(h, id, a.lease_token, MIN, &err);
+	int rc = job_heartbeat(h, id, a.lease_token, MIN, &err);
 	assert_int_equal(rc, SC_EIO);
 	assert_non_null(strstr(err.msg, "PostgreSQL"));
 	/* While it is down every op fails cleanly, none blocks for long. */
@@ -2155,7 +2170,7 @@ static void server_restart_fails_then_recovers(void **state)
 	/* The handle reconnects by itself within its backoff. */
 	int64_t deadline = clock_mono_ms() + 15000;
 	do {
-		rc = ops->job_heartbeat(h, id, a.lease_token, MIN, NULL);
+		rc = job_heartbeat(h, id, a.lease_token, MIN, NULL);
 		if (rc) {
 			struct timespec ts = {0, 50 * 1000000L};
 			nanosleep(&ts, NULL);
