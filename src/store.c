@@ -177,9 +177,10 @@ static int call_read(struct store *s, enum store_q q,
 	struct store_call c = {.q = q, .args = a, .n_args = na, .out = out,
 			       .n = n};
 
+	/* MAYBE: out is left as it was when there is no row. */
 	if (d->kind == STORE_QK_ONE) {
 		memset(out, 0, d->sz);
-	} else {
+	} else if (d->kind == STORE_QK_ALL && n) {
 		*(void **)out = NULL;
 		*n = 0;
 	}
