@@ -14,6 +14,7 @@
 #include <libpq-fe.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,15 +38,16 @@ static const struct store_ops *ops = &store_pg_ops;
 static bool woke;
 
 /* The clock of the handle open_store opened last: the "now" that
- * store.c passes to the one-statement operations (store.h). */
-static struct sc_clock *now_clock;
+ * store.c passes to the one-statement operations (store.h). Atomic:
+ * some tests open their handles in threads. */
+static _Atomic(struct sc_clock *) now_clock;
 
 static void *open_store(struct sc_clock *clock)
 {
 	void *h = NULL;
 	struct sc_err err = {0};
 
-	now_clock = clock;
+	atomic_store(&now_clock, clock);
 
 	int rc = ops->open(pgfx_url(), clock, true, &h, &err);
 	if (rc)
@@ -55,7 +57,7 @@ static void *open_store(struct sc_clock *clock)
 
 static int64_t now_of(void)
 {
-	return sc_clock_now_ms(now_clock);
+	return sc_clock_now_ms(atomic_load(&now_clock));
 }
 
 /* One-statement operation q on the backend's one runner, as store.c calls
