@@ -161,6 +161,9 @@ static int check_out(const void *p, const char *what, struct sc_err *err)
 	(const struct store_arg[]){__VA_ARGS__},                          \
 		sizeof((const struct store_arg[]){__VA_ARGS__}) /          \
 			sizeof(struct store_arg)
+/* A run of parameters: fields t->f[0..n) of struct *v. */
+#define FIELDS(t, n, v) \
+	{.kind = STORE_A_FIELDS, .f = (t)->f, .nf = (n), .x = (v)}
 
 /*
  * Reads by one-statement operation q: ONE into out (zeroed first; zero
@@ -174,9 +177,10 @@ static int call_read(struct store *s, enum store_q q,
 	struct store_call c = {.q = q, .args = a, .n_args = na, .out = out,
 			       .n = n};
 
+	/* MAYBE: out is left as it was when there is no row. */
 	if (d->kind == STORE_QK_ONE) {
 		memset(out, 0, d->sz);
-	} else {
+	} else if (d->kind == STORE_QK_ALL && n) {
 		*(void **)out = NULL;
 		*n = 0;
 	}
@@ -463,9 +467,29 @@ int store_job_claim_ahead(struct store *s, const char *worker,
 int store_job_heartbeat(struct store *s, int64_t id, int64_t lease_token,
 			int64_t lease_ms, struct sc_err *err)
 {
+	struct store_job j;
+	struct sc_err e = {0};
+	int64_t n = 0;
+	int rc;
+
 	if (lease_ms <= 0)
 		return sc_err_set(err, SC_EINVAL, "lease must be positive");
-	return s->ops->job_heartbeat(s->impl, id, lease_token, lease_ms, err);
+	rc = call_write(s, STORE_Q_JOB_HEARTBEAT,
+			ARGS(STORE_I64(id), STORE_I64(lease_token),
+			     STORE_I64(sc_clock_now_ms(s->clock)),
+			     STORE_I64(lease_ms)),
+			&n, err);
+	if (rc || n > 0)
+		return rc;
+	/* Nothing extended: the job is gone, or no longer held under
+	 * this token. */
+	rc = call_read(s, STORE_Q_JOB_GET, ARGS(STORE_I64(id)), &j, NULL, &e);
+	if (rc && rc != SC_ENOENT) {
+		err_copy(err, &e);
+		return rc;
+	}
+	return store_lease_error("job", "heartbeat", id, lease_token, rc == 0,
+				 err);
 }
 
 static int job_finish(struct store *s, int64_t id, int64_t lease_token,
@@ -640,7 +664,9 @@ int store_job_get(struct store *s, int64_t id, struct store_job *out,
 {
 	int rc = check_out(out, "job output", err);
 
-	return rc ? rc : s->ops->job_get(s->impl, id, out, err);
+	return rc ? rc
+		  : call_read(s, STORE_Q_JOB_GET, ARGS(STORE_I64(id)), out,
+			      NULL, err);
 }
 
 int store_job_find(struct store *s, const char *schedule, int64_t slot_ms,
@@ -650,7 +676,10 @@ int store_job_find(struct store *s, const char *schedule, int64_t slot_ms,
 
 	if (!rc)
 		rc = check_out(out, "job output", err);
-	return rc ? rc : s->ops->job_find(s->impl, schedule, slot_ms, out, err);
+	return rc ? rc
+		  : call_read(s, STORE_Q_JOB_FIND,
+			      ARGS(STORE_TEXT(schedule), STORE_I64(slot_ms)),
+			      out, NULL, err);
 }
 
 int store_job_revive(struct store *s, int64_t id, int budget,
@@ -658,13 +687,15 @@ int store_job_revive(struct store *s, int64_t id, int budget,
 {
 	struct store_job j;
 	struct sc_err e = {0};
-	int n = 0;
-	int rc = s->ops->job_revive(s->impl, id, budget, &n, err);
+	int64_t n = 0, now = sc_clock_now_ms(s->clock);
+	int rc = call_write(s, STORE_Q_JOB_REVIVE,
+			    ARGS(STORE_I64(id), STORE_I64(now), STORE_I64(budget)),
+			    &n, err);
 
 	if (rc || n > 0)
 		return rc;
 	/* Nothing revived: the job is gone, or it is not DEAD. */
-	rc = s->ops->job_get(s->impl, id, &j, &e);
+	rc = call_read(s, STORE_Q_JOB_GET, ARGS(STORE_I64(id)), &j, NULL, &e);
 	if (rc == SC_ENOENT)
 		return store_missing_error("job", id, err);
 	if (rc)
@@ -680,7 +711,14 @@ int store_job_lease_clamp(struct store *s, int64_t lease_ms, int64_t slack_ms,
 		return sc_err_set(err, SC_EINVAL, "lease clamp: lease %lld ms, "
 				  "slack %lld ms", (long long)lease_ms,
 				  (long long)slack_ms);
-	return s->ops->job_lease_clamp(s->impl, lease_ms, slack_ms, n, err);
+	int64_t changed = 0;
+	int rc = call_write(s, STORE_Q_JOB_LEASE_CLAMP,
+			    ARGS(STORE_I64(sc_clock_now_ms(s->clock)),
+				 STORE_I64(lease_ms), STORE_I64(slack_ms)),
+			    &changed, err);
+
+	*n = (int)changed;
+	return rc;
 }
 
 int store_server_now_ms(struct store *s, int64_t *out_ms, struct sc_err *err)
@@ -891,7 +929,8 @@ int store_fence_check(struct store *s, struct sc_err *err)
 
 	if (!s->fence.job_id)
 		return 0;
-	rc = s->ops->job_get(s->impl, s->fence.job_id, &j, &e);
+	rc = call_read(s, STORE_Q_JOB_GET, ARGS(STORE_I64(s->fence.job_id)),
+		       &j, NULL, &e);
 	if (rc == SC_ENOENT ||
 	    (rc == 0 && (j.state != JOB_ACTIVE ||
 			 j.lease_token != s->fence.lease_token)))
@@ -1083,9 +1122,7 @@ int store_last_successes(struct store *s, struct store_last_ok **out,
 		rc = check_out(n, "last success count", err);
 	if (rc)
 		return rc;
-	*out = NULL;
-	*n = 0;
-	return s->ops->last_successes(s->impl, out, n, err);
+	return call_read(s, STORE_Q_LAST_SUCCESSES, NULL, 0, out, n, err);
 }
 
 /* ---- alerts ---------------------------------------------------------- */
@@ -1668,7 +1705,9 @@ int store_sched_last_get(struct store *s, const char *schedule, int64_t *slot_ms
 
 	if (!rc)
 		rc = check_out(slot_ms, "slot output", err);
-	return rc ? rc : s->ops->sched_last_get(s->impl, schedule, slot_ms, err);
+	return rc ? rc
+		  : call_read(s, STORE_Q_SCHED_LAST_GET,
+			      ARGS(STORE_TEXT(schedule)), slot_ms, NULL, err);
 }
 
 int store_sched_last_set(struct store *s, const char *schedule, int64_t slot_ms,
@@ -1676,7 +1715,11 @@ int store_sched_last_set(struct store *s, const char *schedule, int64_t slot_ms,
 {
 	int rc = check_name("schedule name", schedule, STORE_NAME_MAX, err);
 
-	return rc ? rc : s->ops->sched_last_set(s->impl, schedule, slot_ms, err);
+	return rc ? rc
+		  : call_write(s, STORE_Q_SCHED_LAST_SET,
+			       ARGS(STORE_TEXT(schedule), STORE_I64(slot_ms),
+				    STORE_I64(sc_clock_now_ms(s->clock))),
+			       NULL, err);
 }
 
 int store_sched_last_all(struct store *s, struct store_sched_last **out,
@@ -1688,9 +1731,7 @@ int store_sched_last_all(struct store *s, struct store_sched_last **out,
 		rc = check_out(n, "count output", err);
 	if (rc)
 		return rc;
-	*out = NULL;
-	*n = 0;
-	return s->ops->sched_last_all(s->impl, out, n, err);
+	return call_read(s, STORE_Q_SCHED_LAST_ALL, NULL, 0, out, n, err);
 }
 
 int store_sched_last_set_many(struct store *s,
@@ -1723,7 +1764,11 @@ int store_pause_set(struct store *s, const struct store_pause *p,
 	if (p->until_ms - p->from_ms > STORE_PAUSE_MAX_MS)
 		return sc_err_set(err, SC_EINVAL, "pause of %s: at most 30 "
 				  "days", p->schedule);
-	return s->ops->pause_set(s->impl, p, err);
+	/* every field but resumed: a pause set is never resumed */
+	return call_write(s, STORE_Q_PAUSE_SET,
+			  ARGS(FIELDS(&store_pause_fields,
+				      store_pause_fields.n - 1, p)),
+			  NULL, err);
 }
 
 int store_pause_end(struct store *s, const char *schedule, int64_t at_ms,
@@ -1778,7 +1823,14 @@ int store_node_beat(struct store *s, const struct store_node *n,
 		    !memchr(n->config_digest, '\0', sizeof(n->config_digest))))
 		rc = sc_err_set(err, SC_EINVAL, "node record: an empty id or "
 				"a field that does not fit");
-	return rc ? rc : s->ops->node_beat(s->impl, n, err);
+	if (rc)
+		return rc;
+	struct store_node m = *n;
+	m.seen_ms = sc_clock_now_ms(s->clock);
+	return call_write(s, STORE_Q_NODE_BEAT,
+			  ARGS(FIELDS(&store_node_fields, store_node_fields.n,
+				      &m)),
+			  NULL, err);
 }
 
 int store_nodes(struct store *s, struct store_node **out, size_t *n,
@@ -1823,14 +1875,20 @@ int store_token_put(struct store *s, const char *provider, const char *token,
 	if (!rc)
 		rc = check_out(token, "token", err);
 	return rc ? rc
-		  : s->ops->token_put(s->impl, provider, token, expires_ms, err);
+		  : call_write(s, STORE_Q_TOKEN_PUT,
+			       ARGS(STORE_TEXT(provider), STORE_TEXT(token),
+				    STORE_I64(expires_ms),
+				    STORE_I64(sc_clock_now_ms(s->clock))),
+			       NULL, err);
 }
 
 int store_token_drop(struct store *s, const char *provider, struct sc_err *err)
 {
 	int rc = check_name("provider name", provider, STORE_NAME_MAX, err);
 
-	return rc ? rc : s->ops->token_drop(s->impl, provider, err);
+	return rc ? rc
+		  : call_write(s, STORE_Q_TOKEN_DROP,
+			       ARGS(STORE_TEXT(provider)), NULL, err);
 }
 
 /* ---- the crons in force (issue 43) ------------------------------------- */
@@ -1875,9 +1933,8 @@ int store_cron_history(struct store *s, const char *schedule,
 		rc = check_out(n, "cron history count", err);
 	if (rc)
 		return rc;
-	*out = NULL;
-	*n = 0;
-	return s->ops->cron_history(s->impl, schedule, out, n, err);
+	return call_read(s, STORE_Q_CRON_HISTORY, ARGS(STORE_TEXT(schedule)),
+			 out, n, err);
 }
 
 /* ---- leases, retention ------------------------------------------------- */
@@ -1893,8 +1950,16 @@ int store_lease_take(struct store *s, const char *name, const char *owner,
 		rc = check_out(won, "lease output", err);
 	if (!rc && ttl_ms < 1)
 		rc = sc_err_set(err, SC_EINVAL, "lease ttl must be positive");
-	return rc ? rc : s->ops->lease_take(s->impl, name, owner, ttl_ms, won,
-					     err);
+	if (rc)
+		return rc;
+	int64_t n = 0;
+	rc = call_write(s, STORE_Q_LEASE_TAKE,
+			ARGS(STORE_TEXT(name), STORE_TEXT(owner),
+			     STORE_I64(sc_clock_now_ms(s->clock)),
+			     STORE_I64(ttl_ms)),
+			&n, err);
+	*won = n == 1;
+	return rc;
 }
 
 int store_lease_drop(struct store *s, const char *name, const char *owner,

@@ -1537,8 +1537,6 @@ struct store_ops {
 	int (*job_claim)(void *impl, const char *worker, int64_t lease_ms,
 			 int64_t ahead_ms, struct store_job *out, size_t max,
 			 size_t *n, struct sc_err *err);
-	int (*job_heartbeat)(void *impl, int64_t id, int64_t lease_token,
-			     int64_t lease_ms, struct sc_err *err);
 	/* mark: the slot's marker in the same transaction; store.c sets it
 	 * only with DONE (store_job_complete_marked). */
 	int (*job_finish)(void *impl, int64_t id, int64_t lease_token,
@@ -1556,17 +1554,7 @@ struct store_ops {
 	/* dead: NULL, or an empty list to append the DEAD jobs to. */
 	int (*job_recover)(void *impl, int max_stalls, int *n_recovered,
 			   struct store_dead_list *dead, struct sc_err *err);
-	int (*job_get)(void *impl, int64_t id, struct store_job *out,
-		       struct sc_err *err);
-	int (*job_find)(void *impl, const char *schedule, int64_t slot_ms,
-			struct store_job *out, struct sc_err *err);
-	/* *n: the jobs revived (0 or 1); store_job_revive tells the
-	 * reason of a 0 (no such job, or not DEAD). */
-	int (*job_revive)(void *impl, int64_t id, int budget, int *n,
-			  struct sc_err *err);
 	int (*job_next_due)(void *impl, int64_t *out_ms, struct sc_err *err);
-	int (*job_lease_clamp)(void *impl, int64_t lease_ms, int64_t slack_ms,
-			       int *n, struct sc_err *err);
 	/* NULL: the store has no clock of its own */
 	int (*server_now)(void *impl, int64_t *out_ms, struct sc_err *err);
 	int (*ledger_query)(void *impl, const struct ledger_filter *f,
@@ -1579,8 +1567,6 @@ struct store_ops {
 	int (*sched_summaries)(void *impl, const char *schedule,
 			       struct store_sched_summary **out, size_t *n,
 			       struct sc_err *err);
-	int (*last_successes)(void *impl, struct store_last_ok **out,
-			      size_t *n, struct sc_err *err);
 	int (*outbox_get)(void *impl, const char *schedule, int64_t slot_ms,
 			  const char *target, struct outbox_entry *out,
 			  struct sc_err *err);
@@ -1625,33 +1611,12 @@ struct store_ops {
 			      const char *target, enum send_state from,
 			      const struct ledger_row *row, bool *closed,
 			      struct sc_err *err);
-	/* *out and *n come zeroed. */
-	int (*cron_history)(void *impl, const char *schedule,
-			    struct store_cron **out, size_t *n,
-			    struct sc_err *err);
-	int (*sched_last_get)(void *impl, const char *schedule,
-			      int64_t *slot_ms, struct sc_err *err);
-	int (*sched_last_set)(void *impl, const char *schedule,
-			      int64_t slot_ms, struct sc_err *err);
-	/* *out and *n come zeroed; n > 0 and every name checked. */
-	int (*sched_last_all)(void *impl, struct store_sched_last **out,
-			      size_t *n, struct sc_err *err);
+	/* n > 0 and every name checked. */
 	int (*sched_last_set_many)(void *impl,
 				   const struct store_sched_last *v, size_t n,
 				   struct sc_err *err);
-	int (*pause_set)(void *impl, const struct store_pause *p,
-			 struct sc_err *err);
-	/* n checked (id non-empty, every string NUL-terminated). */
-	int (*node_beat)(void *impl, const struct store_node *n,
-			 struct sc_err *err);
 	int (*token_get)(void *impl, const char *provider, char **token,
 			 int64_t *expires_ms, struct sc_err *err);
-	int (*token_put)(void *impl, const char *provider, const char *token,
-			 int64_t expires_ms, struct sc_err *err);
-	int (*token_drop)(void *impl, const char *provider,
-			  struct sc_err *err);
-	int (*lease_take)(void *impl, const char *name, const char *owner,
-			  int64_t ttl_ms, bool *won, struct sc_err *err);
 	int (*lease_drop)(void *impl, const char *name, const char *owner,
 			  struct sc_err *err);
 	/* One step of a prune (store_prune_step): the backend only runs
@@ -2277,6 +2242,21 @@ enum store_q {
 	STORE_Q_CRON_NOTE,
 	STORE_Q_JOB_COUNTS,
 	STORE_Q_OUTBOX_PUT,
+	STORE_Q_JOB_GET,
+	STORE_Q_JOB_FIND,
+	STORE_Q_JOB_REVIVE,
+	STORE_Q_JOB_LEASE_CLAMP,
+	STORE_Q_SCHED_LAST_GET,
+	STORE_Q_SCHED_LAST_ALL,
+	STORE_Q_CRON_HISTORY,
+	STORE_Q_LAST_SUCCESSES,
+	STORE_Q_PAUSE_SET,
+	STORE_Q_SCHED_LAST_SET,
+	STORE_Q_TOKEN_PUT,
+	STORE_Q_TOKEN_DROP,
+	STORE_Q_LEASE_TAKE,
+	STORE_Q_NODE_BEAT,
+	STORE_Q_JOB_HEARTBEAT,
 	STORE_Q_N
 };
 

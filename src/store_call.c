@@ -14,10 +14,10 @@
 #include "store.h"
 
 #define ONE(q, op, t, T, missing) \
-	[STORE_Q_##q] = {op, STORE_QK_ONE, 0, &t, sizeof(T), missing}
+	[STORE_Q_##q] = {op, STORE_QK_ONE, 0, &(t), sizeof(T), missing}
 #define MAYBE(q, op, t, T) \
-	[STORE_Q_##q] = {op, STORE_QK_MAYBE, 0, &t, sizeof(T), NULL}
-#define ALL(q, op, t, T) [STORE_Q_##q] = {op, STORE_QK_ALL, 0, &t, sizeof(T), NULL}
+	[STORE_Q_##q] = {op, STORE_QK_MAYBE, 0, &(t), sizeof(T), NULL}
+#define ALL(q, op, t, T) [STORE_Q_##q] = {op, STORE_QK_ALL, 0, &(t), sizeof(T), NULL}
 #define WRITE(q, op, c) \
 	[STORE_Q_##q] = {op, STORE_QK_WRITE, STORE_COMMIT_##c, NULL, 0, NULL}
 #define MANY(q, op, c, t, T) \
@@ -47,6 +47,27 @@ const struct store_qdef store_calls[STORE_Q_N] = {
 	FENCED(OUTBOX_PUT, "outbox put", STAGE),
 	MANY(CRON_NOTE, "cron history", SCHED_STATE, store_cron_note_fields,
 	     struct store_cron_note),
+	ONE(JOB_GET, "job read", store_job_fields, struct store_job,
+	    "no such job"),
+	ONE(JOB_FIND, "job read", store_job_fields, struct store_job,
+	    "no such job"),
+	WRITE(JOB_REVIVE, "revive", REVIVE),
+	WRITE(JOB_LEASE_CLAMP, "lease clamp", LEASE_CLAMP),
+	ONE(SCHED_LAST_GET, "scheduler state read", store_i64_fields, int64_t,
+	    "no slot materialised yet"),
+	ALL(SCHED_LAST_ALL, "scheduler state read", store_sched_last_fields,
+	    struct store_sched_last),
+	ALL(CRON_HISTORY, "cron history read", store_cron_fields,
+	    struct store_cron),
+	ALL(LAST_SUCCESSES, "last successes", store_last_ok_fields,
+	    struct store_last_ok),
+	WRITE(PAUSE_SET, "pause write", PAUSE),
+	WRITE(SCHED_LAST_SET, "scheduler state", SCHED_STATE),
+	WRITE(TOKEN_PUT, "token write", TOKEN),
+	WRITE(TOKEN_DROP, "token drop", TOKEN),
+	WRITE(LEASE_TAKE, "lease take", LEASE),
+	WRITE(NODE_BEAT, "node write", NODE),
+	WRITE(JOB_HEARTBEAT, "heartbeat", HEARTBEAT),
 };
 
 enum store_commit store_call_commit(const struct store_call *c)

@@ -748,17 +748,12 @@ enum stmt {
 	ST_CLAIM_PICK,
 	ST_CLAIM_TAKE,
 	ST_KNOWN_LOAD,
-	ST_HEARTBEAT,
 	ST_FINISH,
 	ST_RELEASE,
 	ST_ANY_EXPIRED,
 	ST_RECOVER,
 	ST_STALL,
-	ST_JOB_GET,
-	ST_JOB_FIND,
-	ST_REVIVE,
 	ST_NEXT_DUE,
-	ST_LEASE_CLAMP,
 	ST_SERVER_NOW,
 	/* One per filter shape (pg_lq_sql builds the SQL; no sql[] entry). */
 	ST_LEDGER_QUERY,
@@ -766,26 +761,17 @@ enum stmt {
 	ST_LEDGER_LOST,
 	ST_SUMMARIES,
 	ST_SUMMARIES_ONE,
-	ST_LAST_OK,
 	ST_OUTBOX_GET,
 	ST_OUTBOX_SET,
 	ST_OUTBOX_RELEASE,
 	ST_OUTBOX_UNKNOWN,
 	ST_OUTBOX_LIST,
 	ST_OUTBOX_ABANDON,
-	ST_CRON_HISTORY,
 	ST_SLOT_MARK,
 	ST_SLOT_IS,
 	ST_SLOT_LOOK,
-	ST_SCHED_GET,
-	ST_SCHED_SET,
-	ST_SCHED_ALL,
 	ST_SCHED_SET_MANY,
-	ST_PAUSE_SET,
-	ST_NODE_BEAT,
 	ST_TOKEN_GET,
-	ST_TOKEN_PUT,
-	ST_TOKEN_DROP,
 	ST_ALERT_RAISE,
 	ST_ALERT_ID,
 	ST_DEAD_UNALERTED,
@@ -996,10 +982,10 @@ static const char *const sql[ST_COUNT] = {
 	[ST_KNOWN_LOAD] =
 	"INSERT INTO pg_temp.claim_known SELECT DISTINCT"
 	" json_array_elements_text($1::text::json)",
-	[ST_HEARTBEAT] =
+	[STORE_Q_JOB_HEARTBEAT] =
 	"UPDATE jobs SET lease_expires_ms = $3::bigint + $4::bigint"
 	" WHERE id = $1 AND " BY_ID_ACTIVE(STORE_FROM_HEARTBEAT)
-	" AND lease_token = $2",
+	" AND lease_token = $2 RETURNING " DURABLE_IF("5"),
 	/* $1 id, $2 token, $3 new state, $4 run_at, $5 now, $6..$10 ledger,
 	 * $11 the slot's marker too (DONE only). A WITH's write runs
 	 * whether or not the rest reads it; both read u, so neither is
@@ -1067,11 +1053,11 @@ static const char *const sql[ST_COUNT] = {
 	" (CASE WHEN $3::smallint = " STORE_SQL_READY " THEN " NOTIFY
 	" END)::text, "
 	DURABLE_IF("6"),
-	[ST_JOB_GET] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE id = $1",
-	[ST_JOB_FIND] =
+	[STORE_Q_JOB_GET] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE id = $1",
+	[STORE_Q_JOB_FIND] =
 	"SELECT " STORE_JOB_COLS " FROM jobs WHERE schedule = $1 AND "
 	"slot_ms = $2",
-	[ST_REVIVE] =
+	[STORE_Q_JOB_REVIVE] =
 	"UPDATE jobs SET state = " STORE_SQL_READY ", max_attempts = attempts +"
 	" CASE WHEN $3::int > 0 THEN $3::int ELSE max_attempts END,"
 	" n_stalls = 0, run_at_ms = $2::bigint, lease_expires_ms = 0,"
@@ -1079,11 +1065,11 @@ static const char *const sql[ST_COUNT] = {
 	" WHERE id = $1 AND state = " STORE_FROM_REVIVE " RETURNING id, "
 	NOTIFY ", "
 	DURABLE_IF("4"),
-	[ST_LEASE_CLAMP] =
+	[STORE_Q_JOB_LEASE_CLAMP] =
 	"UPDATE jobs SET lease_expires_ms = $1::bigint + $2::bigint"
 	" WHERE state = " STORE_FROM_LEASE_CLAMP
 	" AND lease_expires_ms > $1::bigint + $2::bigint + $3::bigint"
-	" RETURNING id",
+	" RETURNING " DURABLE_IF("4"),
 	[ST_SERVER_NOW] =
 	"SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint",
 	/* $1: filter on the known schedules (CLAIM_KNOWN, issue 43): the
@@ -1155,7 +1141,7 @@ static const char *const sql[ST_COUNT] = {
 	[ST_SUMMARIES] = PG_SUMMARIES(PG_SUM_NAMES_ALL, ""),
 	[ST_SUMMARIES_ONE] = PG_SUMMARIES(PG_SUM_NAMES_ONE,
 					  " AND schedule = $2::text"),
-	[ST_LAST_OK] = PG_LAST_OK_SQL,
+	[STORE_Q_LAST_SUCCESSES] = PG_LAST_OK_SQL,
 	/* $6, $7: the fence. Answer: ok, rows inserted, -. */
 	[STORE_Q_OUTBOX_PUT] =
 	"WITH " FENCE_CTE("$6", "$7") ","
@@ -1241,7 +1227,7 @@ static const char *const sql[ST_COUNT] = {
 	" h.from_ms DESC LIMIT 1) l WHERE l.cron = v.c AND l.tz = v.z)"
 	" ON CONFLICT (schedule, from_ms) DO NOTHING RETURNING 1)"
 	" SELECT count(*), " DURABLE_IF("6") " FROM i",
-	[ST_CRON_HISTORY] =
+	[STORE_Q_CRON_HISTORY] =
 	"SELECT schedule, from_ms, cron, tz, recorded_ms FROM cron_history"
 	" WHERE schedule = $1 ORDER BY from_ms",
 	/* $4, $5: the fence. Answer: ok, rows inserted, -. */
@@ -1272,15 +1258,17 @@ static const char *const sql[ST_COUNT] = {
 	" AND x.target = ANY($3::text[]) ORDER BY i LIMIT 1) AS o ON true"
 	" LEFT JOIN outbox_body b ON b.schedule = $1 AND b.slot_ms = $2"
 	" AND b.target = o.target",
-	[ST_SCHED_GET] =
+	[STORE_Q_SCHED_LAST_GET] =
 	"SELECT last_slot_ms FROM sched_state WHERE schedule = $1",
-	[ST_SCHED_SET] =
+	/* $3 now: SQLite keeps it (updated_ms), this table has no such
+	 * column; it is named (RETURNING) only for its type. */
+	[STORE_Q_SCHED_LAST_SET] =
 	"INSERT INTO sched_state (schedule, last_slot_ms)"
 	" VALUES ($1, $2::bigint) ON CONFLICT (schedule) DO UPDATE"
 	" SET last_slot_ms = GREATEST(sched_state.last_slot_ms,"
-	" EXCLUDED.last_slot_ms)",
+	" EXCLUDED.last_slot_ms) RETURNING $3::bigint, " DURABLE_IF("4"),
 	/* Byte order, as strcmp (the database's collation may be another). */
-	[ST_SCHED_ALL] =
+	[STORE_Q_SCHED_LAST_ALL] =
 	"SELECT schedule, last_slot_ms FROM sched_state"
 	" ORDER BY schedule COLLATE \"C\"",
 	/* $1 names, $2 slots (parallel arrays); a name given twice keeps its
@@ -1291,7 +1279,7 @@ static const char *const sql[ST_COUNT] = {
 	" GROUP BY n ON CONFLICT (schedule) DO UPDATE"
 	" SET last_slot_ms = GREATEST(sched_state.last_slot_ms,"
 	" EXCLUDED.last_slot_ms)",
-	[ST_PAUSE_SET] =
+	[STORE_Q_PAUSE_SET] =
 	"INSERT INTO pauses (schedule, from_ms, until_ms, paused_by, note,"
 	" resumed) VALUES ($1, $2::bigint, $3::bigint, $4, $5, false)"
 	" ON CONFLICT (schedule) DO UPDATE SET from_ms = EXCLUDED.from_ms,"
@@ -1310,7 +1298,7 @@ static const char *const sql[ST_COUNT] = {
 	"COLLATE \"C\"",
 	/* $1..$6 the record, $7 now (the store clock's), $8 the clock
 	 * offset (NULL: not measured). */
-	[ST_NODE_BEAT] =
+	[STORE_Q_NODE_BEAT] =
 	"INSERT INTO nodes (id, host, pid, version, config_digest, started_ms,"
 	" seen_ms, clock_offset_ms) VALUES ($1, $2, $3::bigint, $4, $5,"
 	" $6::bigint, $7::bigint, $8::bigint)"
@@ -1318,7 +1306,8 @@ static const char *const sql[ST_COUNT] = {
 	" pid = EXCLUDED.pid, version = EXCLUDED.version,"
 	" config_digest = EXCLUDED.config_digest,"
 	" started_ms = EXCLUDED.started_ms, seen_ms = EXCLUDED.seen_ms,"
-	" clock_offset_ms = EXCLUDED.clock_offset_ms",
+	" clock_offset_ms = EXCLUDED.clock_offset_ms RETURNING "
+	DURABLE_IF("9"),
 	[STORE_Q_NODES] =
 	"SELECT id, host, pid, version, config_digest, started_ms, seen_ms,"
 	" clock_offset_ms FROM nodes ORDER BY id COLLATE \"C\"",
@@ -1334,11 +1323,23 @@ static const char *const sql[ST_COUNT] = {
 	DURABLE_IF("12"),
 	[ST_TOKEN_GET] =
 	"SELECT token, expires_ms FROM token_cache WHERE provider = $1",
-	[ST_TOKEN_PUT] =
+	/* $4 now: as for STORE_Q_SCHED_LAST_SET. */
+	[STORE_Q_TOKEN_PUT] =
 	"INSERT INTO token_cache (provider, token, expires_ms)"
 	" VALUES ($1, $2, $3::bigint) ON CONFLICT (provider) DO UPDATE"
-	" SET token = EXCLUDED.token, expires_ms = EXCLUDED.expires_ms",
-	[ST_TOKEN_DROP] = "DELETE FROM token_cache WHERE provider = $1",
+	" SET token = EXCLUDED.token, expires_ms = EXCLUDED.expires_ms"
+	" RETURNING $4::bigint, " DURABLE_IF("5"),
+	[STORE_Q_TOKEN_DROP] =
+	"DELETE FROM token_cache WHERE provider = $1 RETURNING "
+	DURABLE_IF("2"),
+	/* $1 name, $2 owner, $3 now, $4 ttl: as on SQLite, a row per
+	 * lease taken. */
+	[STORE_Q_LEASE_TAKE] =
+	"INSERT INTO leases (name, owner, expires_ms) VALUES ($1, $2,"
+	" $3::bigint + $4::bigint) ON CONFLICT (name) DO UPDATE SET owner ="
+	" EXCLUDED.owner, expires_ms = EXCLUDED.expires_ms WHERE"
+	" leases.owner = EXCLUDED.owner OR leases.expires_ms <= $3::bigint"
+	" RETURNING " DURABLE_IF("5"),
 	/* $1 schedule, $2 slot, $3 last slot, $4 n_slots, $5 reason,
 	 * $6 generation, $7 status, $8 attempts, $9 error, $10 job id,
 	 * $11 now, $12 note, $13 closed_ms, $14 supersede (both of
@@ -1490,6 +1491,8 @@ static const char *const sql[ST_COUNT] = {
 static const bool oneshot[ST_COUNT] = {
 	[STORE_Q_JOB_COUNTS] = true,
 	[ST_ALERT_LIST] = true,
+	/* taken once a day: not worth a prepared statement */
+	[STORE_Q_LEASE_TAKE] = true,
 };
 
 /* ---- the handle ------------------------------------------------------- */
@@ -3208,14 +3211,6 @@ done:
 	return rc;
 }
 
-/* Every schedule's state in one read (the scheduler's plan). */
-static int pg_sched_last_all(void *impl, struct store_sched_last **out,
-			     size_t *n, struct sc_err *err)
-{
-	return take_rows(impl, ST_SCHED_ALL, NULL, sizeof(**out),
-			 &store_sched_last_fields, (void **)out, n, err);
-}
-
 /* Many states in one statement (so one transaction and one round trip),
  * names and slots as two array parameters; never moves one backwards. */
 static int pg_sched_last_set_many(void *impl,
@@ -3542,26 +3537,7 @@ static int lease_error(struct pg *p, enum stmt exists, const char *what,
 static int fence_error(struct pg *p, int64_t id, int64_t lease_token,
 		       const char *op, struct sc_err *err)
 {
-	return lease_error(p, ST_JOB_GET, "job", id, lease_token, op, err);
-}
-
-static int pg_job_heartbeat(void *impl, int64_t id, int64_t lease_token,
-			    int64_t lease_ms, struct sc_err *err)
-{
-	struct pg *p = impl;
-	struct args a = {0};
-	int64_t rows = 0;
-	int rc;
-
-	arg_i64(&a, id);
-	arg_i64(&a, lease_token);
-	arg_i64(&a, now_ms(p));
-	arg_i64(&a, lease_ms);
-	rc = run_n(p, ST_HEARTBEAT, &a, &rows, err);
-	if (rc)
-		return rc;
-	return rows == 1 ? 0
-			 : fence_error(p, id, lease_token, "heartbeat", err);
+	return lease_error(p, (enum stmt)STORE_Q_JOB_GET, "job", id, lease_token, op, err);
 }
 
 /*
@@ -3799,62 +3775,6 @@ done:
 	return rc;
 }
 
-static int one_job(struct pg *p, enum stmt st, const struct args *a,
-		   struct store_job *out, struct sc_err *err)
-{
-	PGresult *res;
-	int rc = run_one(p, st, a, "no such job", &res, err);
-
-	if (rc)
-		return rc;
-	if (out)
-		get_job(res, 0, out);
-	PQclear(res);
-	return 0;
-}
-
-static int pg_job_get(void *impl, int64_t id, struct store_job *out,
-		      struct sc_err *err)
-{
-	struct args a = {0};
-
-	arg_i64(&a, id);
-	return one_job(impl, ST_JOB_GET, &a, out, err);
-}
-
-static int pg_job_find(void *impl, const char *schedule, int64_t slot_ms,
-		       struct store_job *out, struct sc_err *err)
-{
-	struct args a = {0};
-
-	arg_slot(&a, schedule, slot_ms);
-	return one_job(impl, ST_JOB_FIND, &a, out, err);
-}
-
-static int pg_job_revive(void *impl, int64_t id, int budget, int *n,
-			 struct sc_err *err)
-{
-	struct args a = {0};
-
-	arg_i64(&a, id);
-	arg_i64(&a, now_ms(impl));
-	arg_i64(&a, budget);
-	arg_dur(&a, STORE_COMMIT_REVIVE);
-	return run_count(impl, ST_REVIVE, &a, n, err);
-}
-
-static int pg_job_lease_clamp(void *impl, int64_t lease_ms,
-			      int64_t slack_ms, int *n, struct sc_err *err)
-{
-	struct pg *p = impl;
-	struct args a = {0};
-
-	arg_i64(&a, now_ms(p));
-	arg_i64(&a, lease_ms);
-	arg_i64(&a, slack_ms);
-	return run_count(p, ST_LEASE_CLAMP, &a, n, err);
-}
-
 static int pg_server_now(void *impl, int64_t *out_ms, struct sc_err *err)
 {
 	PGresult *res;
@@ -4078,14 +3998,6 @@ static int pg_sched_summaries(void *impl, const char *schedule,
 	return 0;
 }
 
-static int pg_last_successes(void *impl, struct store_last_ok **out,
-			     size_t *n, struct sc_err *err)
-{
-	struct args a = {0};
-
-	return take_rows(impl, ST_LAST_OK, &a, sizeof(**out), &store_last_ok_fields, (void **)out, n, err);
-}
-
 /* ---- outbox, guards, markers ------------------------------------------- */
 
 static void arg_slot_target(struct args *a, const char *schedule,
@@ -4286,32 +4198,6 @@ static int pg_outbox_abandon(void *impl, const struct store_fence *fence,
 
 /* ---- scheduler state, token cache -------------------------------------- */
 
-static int pg_sched_last_get(void *impl, const char *schedule,
-			     int64_t *slot_ms, struct sc_err *err)
-{
-	struct args a = {0};
-	PGresult *res;
-	int rc;
-
-	arg_str(&a, schedule);
-	rc = run_one(impl, ST_SCHED_GET, &a, "schedule never materialised",
-		     &res, err);
-	if (rc)
-		return rc;
-	*slot_ms = get_i64(res, 0, 0);
-	PQclear(res);
-	return 0;
-}
-
-static int pg_sched_last_set(void *impl, const char *schedule,
-			     int64_t slot_ms, struct sc_err *err)
-{
-	struct args a = {0};
-
-	arg_slot(&a, schedule, slot_ms);
-	return run_n(impl, ST_SCHED_SET, &a, NULL, err);
-}
-
 static int pg_token_get(void *impl, const char *provider, char **token,
 			int64_t *expires_ms, struct sc_err *err)
 {
@@ -4338,31 +4224,12 @@ static int pg_token_get(void *impl, const char *provider, char **token,
 	return 0;
 }
 
-static int pg_token_put(void *impl, const char *provider, const char *token,
-			int64_t expires_ms, struct sc_err *err)
-{
-	struct args a = {0};
-
-	arg_str(&a, provider);
-	arg_str(&a, token);
-	arg_i64(&a, expires_ms);
-	return run_n(impl, ST_TOKEN_PUT, &a, NULL, err);
-}
-
-static int pg_token_drop(void *impl, const char *provider, struct sc_err *err)
-{
-	struct args a = {0};
-
-	arg_str(&a, provider);
-	return run_n(impl, ST_TOKEN_DROP, &a, NULL, err);
-}
-
 /* The test seam of store.h: the reads that find each schedule's rows by
  * its head (PG_SUMMARIES, PG_LAST_OK_SQL). */
 const char *store_pg_plan_sql(size_t i)
 {
 	static const enum stmt heads[] = {ST_SUMMARIES, ST_SUMMARIES_ONE,
-					  ST_LAST_OK};
+					  (enum stmt)STORE_Q_LAST_SUCCESSES};
 
 	return i < sizeof(heads) / sizeof(heads[0]) ? sql[heads[i]] : NULL;
 }
@@ -4374,40 +4241,7 @@ const char *store_pg_claim_pick_sql(void)
 
 /* ---- pauses (issue 17) ------------------------------------------------ */
 
-static int pg_pause_set(void *impl, const struct store_pause *p,
-			struct sc_err *err)
-{
-	struct args a = {0};
-
-	arg_fields(&a, store_pause_fields.f, store_pause_fields.n - 1, p);
-	arg_dur(&a, STORE_COMMIT_PAUSE);
-	return run_n(impl, ST_PAUSE_SET, &a, NULL, err);
-}
-
-static int pg_node_beat(void *impl, const struct store_node *n,
-			struct sc_err *err)
-{
-	struct pg *p = impl;
-	struct args a = {0};
-	struct store_node m = *n;
-
-	m.seen_ms = now_ms(p);
-	arg_fields(&a, store_node_fields.f, store_node_fields.n, &m);
-	return run_n(impl, ST_NODE_BEAT, &a, NULL, err);
-}
-
 /* ---- the crons in force (issue 43) ------------------------------------- */
-
-static int pg_cron_history(void *impl, const char *schedule,
-			   struct store_cron **out, size_t *n,
-			   struct sc_err *err)
-{
-	struct args a = {0};
-
-	arg_str(&a, schedule);
-	return take_rows(impl, ST_CRON_HISTORY, &a, sizeof(**out), &store_cron_fields,
-			 (void **)out, n, err);
-}
 
 /* ---- leases, retention (issue 15) ------------------------------------- */
 
@@ -4441,34 +4275,6 @@ static int pg_exec_once(struct pg *p, const char *text, const struct args *a,
 	}
 	drain_notifies(p);
 	*out = res;
-	return 0;
-}
-
-/* Compare-and-set in one statement: ON CONFLICT locks the row, and the
- * WHERE is checked on its newest version, so of two nodes asking at once
- * one writes (a row back) and the other finds it held (no row). */
-static int pg_lease_take(void *impl, const char *name, const char *owner,
-			 int64_t ttl_ms, bool *won, struct sc_err *err)
-{
-	struct pg *p = impl;
-	struct args a = {0};
-	PGresult *res;
-	int rc;
-
-	arg_str(&a, name);
-	arg_str(&a, owner);
-	arg_i64(&a, now_ms(p));
-	arg_i64(&a, ttl_ms);
-	rc = pg_exec_once(p,
-		"INSERT INTO leases (name, owner, expires_ms) VALUES ($1, $2, "
-		"$3 + $4) ON CONFLICT (name) DO UPDATE SET owner = "
-		"EXCLUDED.owner, expires_ms = EXCLUDED.expires_ms WHERE "
-		"leases.owner = EXCLUDED.owner OR leases.expires_ms <= $3 "
-		"RETURNING 1", &a, "ttii", &res, err);
-	if (rc)
-		return rc;
-	*won = PQntuples(res) == 1;
-	PQclear(res);
 	return 0;
 }
 
@@ -5082,41 +4888,26 @@ const struct store_ops store_pg_ops = {
 	.job_enqueue_batch = pg_job_enqueue_batch,
 	.claim_rule = pg_claim_rule,
 	.job_claim = pg_job_claim,
-	.job_heartbeat = pg_job_heartbeat,
 	.job_finish = pg_job_finish,
 	.job_complete_many = pg_job_complete_many,
 	.job_release = pg_job_release,
 	.job_recover = pg_job_recover,
-	.job_get = pg_job_get,
-	.job_find = pg_job_find,
-	.job_revive = pg_job_revive,
 	.job_next_due = pg_job_next_due,
-	.job_lease_clamp = pg_job_lease_clamp,
 	.server_now = pg_server_now,
 	.ledger_query = pg_ledger_query,
 	.ledger_lost = pg_ledger_lost,
 	.sched_summaries = pg_sched_summaries,
-	.last_successes = pg_last_successes,
 	.outbox_get = pg_outbox_get,
 	.outbox_set_state = pg_outbox_set_state,
 	.outbox_release = pg_outbox_release,
 	.outbox_mark_unknown = pg_outbox_mark_unknown,
 	.outbox_list = pg_outbox_list,
 	.outbox_abandon = pg_outbox_abandon,
-	.cron_history = pg_cron_history,
 	.slot_mark = pg_slot_mark,
 	.slot_is_marked = pg_slot_is_marked,
 	.slot_look = pg_slot_look,
-	.sched_last_get = pg_sched_last_get,
-	.sched_last_set = pg_sched_last_set,
-	.sched_last_all = pg_sched_last_all,
 	.sched_last_set_many = pg_sched_last_set_many,
 	.token_get = pg_token_get,
-	.token_put = pg_token_put,
-	.token_drop = pg_token_drop,
-	.pause_set = pg_pause_set,
-	.node_beat = pg_node_beat,
-	.lease_take = pg_lease_take,
 	.lease_drop = pg_lease_drop,
 	.prune_step = pg_prune_step,
 	.prune_size = pg_prune_size,

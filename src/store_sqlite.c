@@ -642,7 +642,6 @@ enum stmt_id {
 	ST_JOB_ID_OF,
 	ST_JOB_PICK,
 	ST_JOB_CLAIM,
-	ST_JOB_HEARTBEAT,
 	ST_JOB_STATE,
 	ST_FENCE,
 	ST_JOB_FINISH,
@@ -650,11 +649,7 @@ enum stmt_id {
 	ST_JOB_ENDED,
 	ST_JOB_EXPIRED,
 	ST_JOB_STALL,
-	ST_JOB_GET,
-	ST_JOB_FIND,
-	ST_JOB_REVIVE,
 	ST_JOB_NEXT_DUE,
-	ST_JOB_LEASE_CLAMP,
 	/* One statement per filter shape (lq_shape): its SQL is built by
 	 * lq_sql, not listed in stmt_sql. */
 	ST_LEDGER_QUERY,
@@ -667,7 +662,6 @@ enum stmt_id {
 	ST_SUM_TOTAL_ONE,
 	ST_SUM_OPEN,
 	ST_SUM_OPEN_ONE,
-	ST_LAST_OK,
 	ST_OUTBOX_BODY_PUT,
 	ST_OUTBOX_GET,
 	ST_OUTBOX_SET,
@@ -675,17 +669,9 @@ enum stmt_id {
 	ST_OUTBOX_UNKNOWN,
 	ST_OUTBOX_LIST,
 	ST_OUTBOX_ABANDON,
-	ST_CRON_HISTORY,
 	ST_MARK,
 	ST_MARK_GET,
-	ST_SCHED_GET,
-	ST_SCHED_SET,
-	ST_SCHED_ALL,
-	ST_PAUSE_SET,
-	ST_NODE_BEAT,
 	ST_TOKEN_GET,
-	ST_TOKEN_PUT,
-	ST_TOKEN_DROP,
 	ST_ALERT_INSERT,
 	ST_ALERT_ID_OF,
 	ST_ALERT_SUPERSEDE,
@@ -804,8 +790,9 @@ static const char *const stmt_sql[N_STMT] = {
 		"lease_token = lease_token + 1, lease_owner = ?1, "
 		"lease_expires_ms = ?2, started_ms = MAX(?3, run_at_ms) "
 		"WHERE id = ?5 AND state = " STORE_FROM_CLAIM,
-	[ST_JOB_HEARTBEAT] =
-		"UPDATE jobs SET lease_expires_ms = ?3 "
+	/* ?3 now, ?4 the lease */
+	[STORE_Q_JOB_HEARTBEAT] =
+		"UPDATE jobs SET lease_expires_ms = ?3 + ?4 "
 		"WHERE id = ?1 AND lease_token = ?2 AND state = "
 		STORE_FROM_HEARTBEAT,
 	[ST_JOB_STATE] = "SELECT state FROM jobs WHERE id = ?1",
@@ -836,16 +823,16 @@ static const char *const stmt_sql[N_STMT] = {
 		"UPDATE jobs SET state = ?2, n_stalls = n_stalls + 1, "
 		"run_at_ms = ?3, lease_expires_ms = 0 "
 		"WHERE id = ?1 AND state = " STORE_FROM_RECOVER,
-	[ST_JOB_GET] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE id = ?1",
-	[ST_JOB_FIND] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE "
+	[STORE_Q_JOB_GET] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE id = ?1",
+	[STORE_Q_JOB_FIND] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE "
 			"schedule = ?1 AND slot_ms = ?2",
-	[ST_JOB_REVIVE] =
+	[STORE_Q_JOB_REVIVE] =
 		"UPDATE jobs SET state = " STORE_SQL_READY ", "
 		"max_attempts = attempts + "
 		"CASE WHEN ?3 > 0 THEN ?3 ELSE max_attempts END, n_stalls = 0, "
 		"run_at_ms = ?2, lease_expires_ms = 0, alerted = 0 "
 		"WHERE id = ?1 AND state = " STORE_FROM_REVIVE,
-	[ST_JOB_LEASE_CLAMP] =
+	[STORE_Q_JOB_LEASE_CLAMP] =
 		"UPDATE jobs SET lease_expires_ms = ?1 + ?2 "
 		"WHERE state = " STORE_FROM_LEASE_CLAMP " AND lease_expires_ms > "
 		"?1 + ?2 + ?3",
@@ -898,7 +885,7 @@ static const char *const stmt_sql[N_STMT] = {
 			     "WHERE schedule = ?1 GROUP BY schedule",
 	[ST_SUM_OPEN] = SUM_OPEN_SQL(""),
 	[ST_SUM_OPEN_ONE] = SUM_OPEN_SQL(" AND schedule = ?2"),
-	[ST_LAST_OK] = LAST_OK_SQL,
+	[STORE_Q_LAST_SUCCESSES] = LAST_OK_SQL,
 	[STORE_Q_OUTBOX_PUT] =
 		"INSERT INTO outbox(schedule, slot_ms, target, state, "
 		"created_ms, updated_ms) SELECT ?1, ?2, ?3, " STORE_SQL_PENDING
@@ -955,7 +942,7 @@ static const char *const stmt_sql[N_STMT] = {
 		"schedule = ?1 ORDER BY from_ms DESC LIMIT 1) h WHERE "
 		"h.cron = ?3 AND h.tz = ?4) "
 		"ON CONFLICT (schedule, from_ms) DO NOTHING",
-	[ST_CRON_HISTORY] =
+	[STORE_Q_CRON_HISTORY] =
 		"SELECT schedule, from_ms, cron, tz, recorded_ms FROM "
 		"cron_history WHERE schedule = ?1 ORDER BY from_ms",
 	[ST_MARK] = "INSERT INTO slot_markers(schedule, slot_ms, completed_ms) "
@@ -963,16 +950,17 @@ static const char *const stmt_sql[N_STMT] = {
 		    "ON CONFLICT (schedule, slot_ms) DO NOTHING",
 	[ST_MARK_GET] = "SELECT 1 FROM slot_markers WHERE schedule = ?1 AND "
 			"slot_ms = ?2",
-	[ST_SCHED_GET] = "SELECT last_slot_ms FROM sched_state "
+	[STORE_Q_SCHED_LAST_GET] = "SELECT last_slot_ms FROM sched_state "
 			 "WHERE schedule = ?1",
-	[ST_SCHED_SET] =
+	[STORE_Q_SCHED_LAST_SET] =
 		"INSERT INTO sched_state(schedule, last_slot_ms, updated_ms) "
 		"VALUES (?1, ?2, ?3) ON CONFLICT (schedule) DO UPDATE SET "
 		"last_slot_ms = max(last_slot_ms, excluded.last_slot_ms), "
 		"updated_ms = excluded.updated_ms",
-	[ST_SCHED_ALL] = "SELECT schedule, last_slot_ms FROM sched_state "
+	/* Name order (BINARY collation: byte order, as strcmp). */
+	[STORE_Q_SCHED_LAST_ALL] = "SELECT schedule, last_slot_ms FROM sched_state "
 			 "ORDER BY schedule",
-	[ST_PAUSE_SET] =
+	[STORE_Q_PAUSE_SET] =
 		"INSERT INTO pauses(schedule, from_ms, until_ms, paused_by, "
 		"note, resumed) VALUES (?1, ?2, ?3, ?4, ?5, 0) "
 		"ON CONFLICT (schedule) DO UPDATE SET from_ms = excluded.from_ms, "
@@ -984,7 +972,8 @@ static const char *const stmt_sql[N_STMT] = {
 			 "WHERE schedule = ?1",
 	[STORE_Q_PAUSE_ALL] = "SELECT " STORE_PAUSE_COLS " FROM pauses "
 			 "ORDER BY schedule",
-	[ST_NODE_BEAT] =
+	/* ?8, the clock offset, is not kept (bind_args). */
+	[STORE_Q_NODE_BEAT] =
 		"INSERT INTO nodes(id, host, pid, version, config_digest, "
 		"started_ms, seen_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) "
 		"ON CONFLICT (id) DO UPDATE SET host = excluded.host, "
@@ -1006,13 +995,22 @@ static const char *const stmt_sql[N_STMT] = {
 		"DO NOTHING",
 	[ST_TOKEN_GET] = "SELECT token, expires_ms FROM token_cache "
 			 "WHERE provider = ?1",
-	[ST_TOKEN_PUT] =
+	[STORE_Q_TOKEN_PUT] =
 		"INSERT INTO token_cache(provider, token, expires_ms, "
 		"updated_ms) VALUES (?1, ?2, ?3, ?4) "
 		"ON CONFLICT (provider) DO UPDATE SET token = excluded.token, "
 		"expires_ms = excluded.expires_ms, "
 		"updated_ms = excluded.updated_ms",
-	[ST_TOKEN_DROP] = "DELETE FROM token_cache WHERE provider = ?1",
+	[STORE_Q_TOKEN_DROP] = "DELETE FROM token_cache WHERE provider = ?1",
+	/* ?1 name, ?2 owner, ?3 now, ?4 ttl. Compare-and-set in one
+	 * statement: the row is written only when it is free (no row),
+	 * expired, or already owner's; changes() says which. */
+	[STORE_Q_LEASE_TAKE] =
+		"INSERT INTO leases(name, owner, expires_ms) "
+		"VALUES(?1, ?2, ?3 + ?4) ON CONFLICT(name) DO UPDATE "
+		"SET owner = excluded.owner, expires_ms = "
+		"excluded.expires_ms WHERE leases.owner = "
+		"excluded.owner OR leases.expires_ms <= ?3",
 	/* ?11 now, ?13 closed_ms (store_alert_raise_rule). */
 	[ST_ALERT_INSERT] =
 		"INSERT INTO alerts(schedule, slot_ms, last_slot_ms, n_slots, "
@@ -1945,19 +1943,6 @@ static int list_rows(struct sq *q, sqlite3_stmt *st, size_t sz,
 	return 0;
 }
 
-/* list_rows of statement id, which takes no parameter. */
-static int list_all(struct sq *q, enum stmt_id id, size_t sz,
-		    const struct store_fields *t, const char *op, void **out,
-		    size_t *n, struct sc_err *err)
-{
-	sqlite3_stmt *st = NULL;
-	int rc = prep(q, id, &st, err);
-
-	if (rc)
-		return rc;
-	return list_rows(q, st, sz, t, op, out, n, err);
-}
-
 /* step_rows into the caller's out[0..max): *n the rows read, also on
  * failure (what they hold is the caller's to free). */
 static int fill_rows(struct sq *q, sqlite3_stmt *st, void *out, size_t max,
@@ -2080,7 +2065,10 @@ static int slot_write(struct sq *q, enum stmt_id id, enum sync_level level,
 	return fenced_step(q, st, f, op, n, err);
 }
 
-/* c's parameters as ?p.. (store.h, "one-statement operations"). */
+/* c's parameters as ?p.. (store.h, "one-statement operations"). One
+ * that the statement does not name (a value SQLite does not keep, e.g. a
+ * node's clock offset) is not bound: sqlite3_bind_* refuses its index
+ * with SQLITE_RANGE and changes nothing. */
 static void bind_args(sqlite3_stmt *st, int p, const struct store_call *c)
 {
 	for (size_t i = 0; i < c->n_args; i++) {
@@ -2739,7 +2727,8 @@ static int sq_job_enqueue_batch(void *impl, struct store_enqueue *v,
 		rc = insert_job(q, v[i].schedule, v[i].slot_ms, v[i].policy,
 				v[i].slot_ms, false, &v[i].created, err);
 		if (!rc)
-			rc = prep(q, ST_SCHED_SET, &st, err);
+			rc = prep(q, (enum stmt_id)STORE_Q_SCHED_LAST_SET,
+				  &st, err);
 		if (rc)
 			break;
 		bind_slot(st, v[i].schedule, v[i].last_ms);
@@ -2753,18 +2742,8 @@ static int sq_job_enqueue_batch(void *impl, struct store_enqueue *v,
 	return rc;
 }
 
-/* Every schedule's state in one read (the scheduler's plan, built once per
- * loaded config); ST_SCHED_ALL answers in name order (BINARY collation:
- * byte order, as strcmp). */
-static int sq_sched_last_all(void *impl, struct store_sched_last **out,
-			     size_t *n, struct sc_err *err)
-{
-	return list_all(impl, ST_SCHED_ALL, sizeof(**out), &store_sched_last_fields,
-			"scheduler state read", (void **)out, n, err);
-}
-
 /* Many states in one transaction (a first start of many schedules is one
- * commit), each through ST_SCHED_SET, so none moves backwards. */
+ * commit), each through STORE_Q_SCHED_LAST_SET, so none moves backwards. */
 static int sq_sched_last_set_many(void *impl,
 				  const struct store_sched_last *v, size_t n,
 				  struct sc_err *err)
@@ -2776,7 +2755,8 @@ static int sq_sched_last_set_many(void *impl,
 		return rc;
 	for (size_t i = 0; !rc && i < n; i++) {
 		sqlite3_stmt *st = NULL;
-		rc = prep(q, ST_SCHED_SET, &st, err);
+		rc = prep(q, (enum stmt_id)STORE_Q_SCHED_LAST_SET, &st,
+			  err);
 		if (rc)
 			break;
 		bind_slot(st, v[i].schedule, v[i].slot_ms);
@@ -2916,27 +2896,6 @@ static int lease_error(struct sq *q, enum stmt_id exists, const char *what,
 	if (rc)
 		return rc;
 	return store_lease_error(what, op, id, lease_token, found, err);
-}
-
-static int sq_job_heartbeat(void *impl, int64_t id, int64_t lease_token,
-			    int64_t lease_ms, struct sc_err *err)
-{
-	struct sq *q = impl;
-	sqlite3_stmt *st = NULL;
-	int rc = solo(q, ST_JOB_HEARTBEAT, sync_for(STORE_COMMIT_HEARTBEAT), &st, err);
-
-	if (rc)
-		return rc;
-	sqlite3_bind_int64(st, 1, id);
-	sqlite3_bind_int64(st, 2, lease_token);
-	sqlite3_bind_int64(st, 3, now_ms(q) + lease_ms);
-	rc = step_done(q, st, "heartbeat", err);
-	if (rc)
-		return rc;
-	if (sqlite3_changes(q->db) == 0)
-		return lease_error(q, ST_JOB_STATE, "job", id, lease_token,
-				   "heartbeat", err);
-	return 0;
 }
 
 /*
@@ -3282,73 +3241,6 @@ static int sq_job_recover(void *impl, int max_stalls, int *n_recovered,
 	return rc;
 }
 
-static int get_job(struct sq *q, enum stmt_id id_st, int64_t id,
-		   const char *schedule, int64_t slot_ms, struct store_job *out,
-		   struct sc_err *err)
-{
-	sqlite3_stmt *st = NULL;
-	int rc = prep(q, id_st, &st, err);
-
-	if (rc)
-		return rc;
-	if (id_st == ST_JOB_GET)
-		sqlite3_bind_int64(st, 1, id);
-	else
-		bind_slot(st, schedule, slot_ms);
-	rc = step_one(q, st, "job read", "no such job", err);
-	if (!rc)
-		read_job(st, out);
-	unprep(st);
-	return rc;
-}
-
-static int sq_job_get(void *impl, int64_t id, struct store_job *out,
-		      struct sc_err *err)
-{
-	return get_job(impl, ST_JOB_GET, id, NULL, 0, out, err);
-}
-
-static int sq_job_find(void *impl, const char *schedule, int64_t slot_ms,
-		       struct store_job *out, struct sc_err *err)
-{
-	return get_job(impl, ST_JOB_FIND, 0, schedule, slot_ms, out, err);
-}
-
-static int sq_job_revive(void *impl, int64_t id, int budget, int *n,
-			 struct sc_err *err)
-{
-	struct sq *q = impl;
-	sqlite3_stmt *st = NULL;
-	int rc = solo(q, ST_JOB_REVIVE, sync_for(STORE_COMMIT_REVIVE), &st, err);
-
-	if (rc)
-		return rc;
-	sqlite3_bind_int64(st, 1, id);
-	sqlite3_bind_int64(st, 2, now_ms(q));
-	sqlite3_bind_int(st, 3, budget);
-	rc = step_done(q, st, "revive", err);
-	*n = rc ? 0 : sqlite3_changes(q->db);
-	return rc;
-}
-
-static int sq_job_lease_clamp(void *impl, int64_t lease_ms,
-			      int64_t slack_ms, int *n, struct sc_err *err)
-{
-	struct sq *q = impl;
-	sqlite3_stmt *st = NULL;
-	int rc = solo(q, ST_JOB_LEASE_CLAMP, sync_for(STORE_COMMIT_LEASE_CLAMP), &st, err);
-
-	if (rc)
-		return rc;
-	sqlite3_bind_int64(st, 1, now_ms(q));
-	sqlite3_bind_int64(st, 2, lease_ms);
-	sqlite3_bind_int64(st, 3, slack_ms);
-	rc = step_done(q, st, "lease clamp", err);
-	if (!rc)
-		*n = sqlite3_changes(q->db);
-	return rc;
-}
-
 static int sq_job_next_due(void *impl, int64_t *out_ms, struct sc_err *err)
 {
 	struct sq *q = impl;
@@ -3639,20 +3531,13 @@ static int sq_sched_summaries(void *impl, const char *schedule,
 	return 0;
 }
 
-static int sq_last_successes(void *impl, struct store_last_ok **out,
-			     size_t *n, struct sc_err *err)
-{
-	return list_all(impl, ST_LAST_OK, sizeof(**out), &store_last_ok_fields,
-			"last successes", (void **)out, n, err);
-}
-
 const char *store_sqlite_plan_sql(size_t i, char *buf, size_t cap,
 				  bool *reads_all)
 {
 	static const enum stmt_id fixed[] = {
 		ST_LEDGER_LOST, ST_LEDGER_LOST_ONE, ST_SUM_LAST,
 		ST_SUM_LAST_ONE, ST_SUM_TOTAL, ST_SUM_TOTAL_ONE, ST_SUM_OPEN,
-		ST_SUM_OPEN_ONE, ST_LAST_OK,
+		ST_SUM_OPEN_ONE, (enum stmt_id)STORE_Q_LAST_SUCCESSES,
 	};
 
 	*reads_all = false;
@@ -3830,75 +3715,7 @@ static int sq_slot_is_marked(void *impl, const char *schedule,
 
 /* ---- scheduler state, token cache ------------------------------------ */
 
-static int sq_sched_last_get(void *impl, const char *schedule,
-			     int64_t *slot_ms, struct sc_err *err)
-{
-	struct sq *q = impl;
-	sqlite3_stmt *st = NULL;
-	int rc = prep(q, ST_SCHED_GET, &st, err);
-
-	if (rc)
-		return rc;
-	bind_text(st, 1, schedule);
-	rc = step_one(q, st, "scheduler state read",
-		      "no slot materialised yet", err);
-	if (!rc)
-		*slot_ms = sqlite3_column_int64(st, 0);
-	unprep(st);
-	return rc;
-}
-
-static int sq_sched_last_set(void *impl, const char *schedule,
-			     int64_t slot_ms, struct sc_err *err)
-{
-	return slot_write(impl, ST_SCHED_SET, sync_for(STORE_COMMIT_SCHED_STATE), NULL, schedule,
-			  slot_ms, "scheduler state", NULL, err);
-}
-
 /* ---- pauses (issue 17) ------------------------------------------------ */
-
-static int sq_pause_set(void *impl, const struct store_pause *p,
-			struct sc_err *err)
-{
-	struct sq *q = impl;
-	sqlite3_stmt *st = NULL;
-	int rc = solo(q, ST_PAUSE_SET, sync_for(STORE_COMMIT_PAUSE), &st, err);
-
-	if (rc)
-		return rc;
-	bind_fields(st, 1, store_pause_fields.f, store_pause_fields.n - 1, p);
-	return step_done(q, st, "pause write", err);
-}
-
-static int sq_node_beat(void *impl, const struct store_node *n,
-			struct sc_err *err)
-{
-	struct sq *q = impl;
-	sqlite3_stmt *st = NULL;
-	struct store_node m = *n;
-	int rc = solo(q, ST_NODE_BEAT, sync_for(STORE_COMMIT_NODE), &st, err);
-
-	if (rc)
-		return rc;
-	m.seen_ms = now_ms(q);
-	/* all but the clock offset: SQLite keeps none */
-	bind_fields(st, 1, store_node_fields.f, store_node_fields.n - 1, &m);
-	return step_done(q, st, "node write", err);
-}
-
-static int sq_cron_history(void *impl, const char *schedule,
-			   struct store_cron **out, size_t *n,
-			   struct sc_err *err)
-{
-	struct sq *q = impl;
-	sqlite3_stmt *st = NULL;
-	int rc = prep(q, ST_CRON_HISTORY, &st, err);
-
-	if (rc)
-		return rc;
-	bind_text(st, 1, schedule);
-	return list_rows(q, st, sizeof(**out), &store_cron_fields, "cron history read", (void **)out, n, err);
-}
 
 static int sq_token_get(void *impl, const char *provider, char **token,
 			int64_t *expires_ms, struct sc_err *err)
@@ -3926,34 +3743,6 @@ static int sq_token_get(void *impl, const char *provider, char **token,
 	return rc;
 }
 
-static int sq_token_put(void *impl, const char *provider, const char *token,
-			int64_t expires_ms, struct sc_err *err)
-{
-	struct sq *q = impl;
-	sqlite3_stmt *st = NULL;
-	int rc = solo(q, ST_TOKEN_PUT, sync_for(STORE_COMMIT_TOKEN), &st, err);
-
-	if (rc)
-		return rc;
-	bind_text(st, 1, provider);
-	bind_text(st, 2, token);
-	sqlite3_bind_int64(st, 3, expires_ms);
-	sqlite3_bind_int64(st, 4, now_ms(q));
-	return step_done(q, st, "token write", err);
-}
-
-static int sq_token_drop(void *impl, const char *provider, struct sc_err *err)
-{
-	struct sq *q = impl;
-	sqlite3_stmt *st = NULL;
-	int rc = solo(q, ST_TOKEN_DROP, sync_for(STORE_COMMIT_TOKEN), &st, err);
-
-	if (rc)
-		return rc;
-	bind_text(st, 1, provider);
-	return step_done(q, st, "token drop", err);
-}
-
 /* ---- leases, retention (issue 15) ------------------------------------- */
 
 /*
@@ -3979,35 +3768,6 @@ static int sq_write_once(struct sq *q, sqlite3_stmt *st, const char *op,
 	if (!rc && changes)
 		*changes = sqlite3_changes64(q->db);
 	sqlite3_finalize(st);
-	return rc;
-}
-
-/* Compare-and-set in one statement: the row is written only when it is
- * free (no row), expired, or already owner's; changes() says which. */
-static int sq_lease_take(void *impl, const char *name, const char *owner,
-			 int64_t ttl_ms, bool *won, struct sc_err *err)
-{
-	struct sq *q = impl;
-	sqlite3_stmt *st = NULL;
-	int64_t n = 0, now = now_ms(q);
-	int rc = set_sync(q, sync_for(STORE_COMMIT_LEASE), err);
-
-	if (!rc)
-		rc = sq_prep_once(q,
-			"INSERT INTO leases(name, owner, expires_ms) "
-			"VALUES(?1, ?2, ?3 + ?4) ON CONFLICT(name) DO UPDATE "
-			"SET owner = excluded.owner, expires_ms = "
-			"excluded.expires_ms WHERE leases.owner = "
-			"excluded.owner OR leases.expires_ms <= ?3", &st, err);
-	if (rc)
-		return rc;
-	bind_text(st, 1, name);
-	bind_text(st, 2, owner);
-	sqlite3_bind_int64(st, 3, now);
-	sqlite3_bind_int64(st, 4, ttl_ms);
-	rc = sq_write_once(q, st, "lease take", &n, err);
-	if (!rc)
-		*won = n == 1;
 	return rc;
 }
 
@@ -4670,39 +4430,24 @@ const struct store_ops store_sqlite_ops = {
 	.job_enqueue_batch = sq_job_enqueue_batch,
 	.claim_rule = sq_claim_rule,
 	.job_claim = sq_job_claim,
-	.job_heartbeat = sq_job_heartbeat,
 	.job_finish = sq_job_finish,
 	.job_complete_many = sq_job_complete_many,
 	.job_release = sq_job_release,
 	.job_recover = sq_job_recover,
-	.job_get = sq_job_get,
-	.job_find = sq_job_find,
-	.job_revive = sq_job_revive,
 	.job_next_due = sq_job_next_due,
-	.job_lease_clamp = sq_job_lease_clamp,
 	.ledger_query = sq_ledger_query,
 	.ledger_lost = sq_ledger_lost,
 	.sched_summaries = sq_sched_summaries,
-	.last_successes = sq_last_successes,
 	.outbox_get = sq_outbox_get,
 	.outbox_set_state = sq_outbox_set_state,
 	.outbox_release = sq_outbox_release,
 	.outbox_mark_unknown = sq_outbox_mark_unknown,
 	.outbox_list = sq_outbox_list,
 	.outbox_abandon = sq_outbox_abandon,
-	.cron_history = sq_cron_history,
 	.slot_mark = sq_slot_mark,
 	.slot_is_marked = sq_slot_is_marked,
-	.sched_last_get = sq_sched_last_get,
-	.sched_last_set = sq_sched_last_set,
-	.sched_last_all = sq_sched_last_all,
 	.sched_last_set_many = sq_sched_last_set_many,
 	.token_get = sq_token_get,
-	.token_put = sq_token_put,
-	.token_drop = sq_token_drop,
-	.pause_set = sq_pause_set,
-	.node_beat = sq_node_beat,
-	.lease_take = sq_lease_take,
 	.lease_drop = sq_lease_drop,
 	.prune_step = sq_prune_step,
 	.prune_size = sq_prune_size,

@@ -704,7 +704,8 @@ static void leases_are_fenced(void **state)
 	assert_int_equal(store_job_heartbeat(f.s, id, j.lease_token, 5 * MIN,
 					     &err),
 			 SC_ELEASE);
-	assert_non_null(strstr(err.msg, "lease"));
+	assert_non_null(strstr(err.msg, "heartbeat of job"));
+	assert_non_null(strstr(err.msg, "lease lost"));
 	assert_int_equal(store_job_finish(f.s, id, j.lease_token, JOB_DONE, 0,
 					  NULL, NULL),
 			 SC_ELEASE);
