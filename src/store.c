@@ -20,6 +20,7 @@
  *   - An alert handed to a backend has last_slot_ms >= slot_ms and
  *     n_slots >= 1 (alert_norm), a known status, and terminated texts.
  */
+#include <limits.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -45,6 +46,9 @@ struct store {
 	struct store_claim_rule rule; /* store_overlap_set; strings owned
 					 but rule.known, known's text */
 	struct store_known *known;  /* store_known_use; NULL: any */
+	char where[PATH_MAX];       /* the store as errors name it: the
+				       SQLite path, the PostgreSQL URL
+				       without its password */
 };
 
 /* store_known_new: the JSON array of names (for a backend that ships the
@@ -198,6 +202,21 @@ static int call_write(struct store *s, enum store_q q,
 	return rc;
 }
 
+/* call_write with the commit cm instead of the table's: for a write
+ * whose values pick its durability (an outbox state). */
+static int call_write_as(struct store *s, enum store_q q,
+			 enum store_commit cm, const struct store_arg *a,
+			 size_t na, int64_t *changed, struct sc_err *err)
+{
+	struct store_call c = {.q = q, .args = a, .n_args = na,
+			       .fence = fence_of(s), .commit = &cm};
+	int rc = s->ops->call(s->impl, &c, err);
+
+	if (changed)
+		*changed = rc ? 0 : c.changed;
+	return rc;
+}
+
 /* ---- open / close ---------------------------------------------------- */
 
 /*
@@ -255,6 +274,7 @@ static int open_store(const char *url, struct sc_clock *clock, bool create,
 		return sc_err_set(err, SC_ENOMEM, "out of memory");
 	s->ops = ops;
 	s->clock = clock;
+	store_url_for_log(target, s->where, sizeof(s->where));
 	rc = ops->open(target, clock, create, &s->impl, err);
 	if (rc) {
 		free(s);
@@ -1357,6 +1377,34 @@ int store_outbox_put(struct store *s, const char *schedule, int64_t slot_ms,
 				       body, created, err);
 }
 
+/*
+ * The outbox row of (schedule, slot_ms, target) into *out (untouched on
+ * failure): SC_ENOENT when there is none, SC_ECORRUPT when a row that
+ * must still hold its message has none.
+ */
+static int outbox_read(struct store *s, const char *schedule,
+		       int64_t slot_ms, const char *target,
+		       struct outbox_entry *out, struct sc_err *err)
+{
+	struct outbox_entry e = {0};
+	int rc = call_read(s, STORE_Q_OUTBOX_GET,
+			   ARGS(STORE_TEXT(schedule), STORE_I64(slot_ms),
+				STORE_TEXT(target)),
+			   &e, NULL, err);
+
+	/* A guard keeps its row when prune takes its body (store.h). */
+	if (!rc && !e.body && !store_body_may_be_pruned(e.state))
+		rc = sc_err_set(err, SC_ECORRUPT, "outbox row of target %s "
+				"has no message body in %s", target,
+				s->where);
+	if (rc) {
+		store_outbox_entry_dispose(&e);
+		return rc;
+	}
+	*out = e;
+	return 0;
+}
+
 int store_outbox_get(struct store *s, const char *schedule, int64_t slot_ms,
 		     const char *target, struct outbox_entry *out,
 		     struct sc_err *err)
@@ -1365,9 +1413,7 @@ int store_outbox_get(struct store *s, const char *schedule, int64_t slot_ms,
 
 	if (!rc)
 		rc = check_out(out, "outbox output", err);
-	return rc ? rc
-		  : s->ops->outbox_get(s->impl, schedule, slot_ms, target, out,
-				       err);
+	return rc ? rc : outbox_read(s, schedule, slot_ms, target, out, err);
 }
 
 void store_outbox_entry_dispose(struct outbox_entry *e)
@@ -1388,8 +1434,7 @@ static int outbox_refused(struct store *s, const char *schedule,
 			  struct sc_err *err)
 {
 	struct outbox_entry e = {0};
-	int rc = s->ops->outbox_get(s->impl, schedule, slot_ms, target, &e,
-				    err);
+	int rc = outbox_read(s, schedule, slot_ms, target, &e, err);
 
 	if (rc)
 		return rc;
@@ -1397,11 +1442,28 @@ static int outbox_refused(struct store *s, const char *schedule,
 	return refuse(schedule, target, e.state, err);
 }
 
+/* A send's state change by statement q (OUTBOX_SET, or OUTBOX_RELEASE:
+ * only from UNKNOWN); *n the rows changed. SENT is the send guard, and
+ * SENDING is what makes a crash after the request left a declared
+ * duplicate instead of a silent one: the state's commit class makes both
+ * durable before this returns (and the request leaves). */
+static int outbox_write(struct store *s, enum store_q q,
+			const char *schedule, int64_t slot_ms,
+			const char *target, enum send_state state, int64_t *n,
+			struct sc_err *err)
+{
+	return call_write_as(s, q, store_commit_of_send(state),
+			     ARGS(STORE_TEXT(schedule), STORE_I64(slot_ms),
+				  STORE_TEXT(target), STORE_I64(state),
+				  STORE_I64(sc_clock_now_ms(s->clock))),
+			     n, err);
+}
+
 int store_outbox_set_state(struct store *s, const char *schedule, int64_t slot_ms,
 			   const char *target, enum send_state state,
 			   struct sc_err *err)
 {
-	int n = 0;
+	int64_t n = 0;
 	int rc = check_slot_target(schedule, target, err);
 
 	if (rc)
@@ -1409,8 +1471,8 @@ int store_outbox_set_state(struct store *s, const char *schedule, int64_t slot_m
 	if (state < SEND_PENDING || state > SEND_UNKNOWN)
 		return sc_err_set(err, SC_EINVAL,
 				  "outbox state must be PENDING..UNKNOWN");
-	rc = s->ops->outbox_set_state(s->impl, fence_of(s), schedule, slot_ms,
-				      target, state, &n, err);
+	rc = outbox_write(s, STORE_Q_OUTBOX_SET, schedule, slot_ms, target,
+			  state, &n, err);
 	/* Nothing changed: a send guard, which never reopens, or no row. */
 	return rc || n > 0 ? rc
 			   : outbox_refused(s, schedule, slot_ms, target,
@@ -1421,7 +1483,7 @@ int store_outbox_release(struct store *s, const char *schedule,
 			 int64_t slot_ms, const char *target,
 			 enum send_state to, struct sc_err *err)
 {
-	int n = 0;
+	int64_t n = 0;
 	int rc = check_slot_target(schedule, target, err);
 
 	if (rc)
@@ -1429,8 +1491,8 @@ int store_outbox_release(struct store *s, const char *schedule,
 	if (to != SEND_SENT && to != SEND_FAILED)
 		return sc_err_set(err, SC_EINVAL, "a release makes a held send "
 				  "SENT or FAILED");
-	rc = s->ops->outbox_release(s->impl, fence_of(s), schedule, slot_ms,
-				    target, to, &n, err);
+	rc = outbox_write(s, STORE_Q_OUTBOX_RELEASE, schedule, slot_ms, target,
+			  to, &n, err);
 	/* Nothing changed: no longer held, or no row. */
 	return rc || n > 0 ? rc
 			   : outbox_refused(s, schedule, slot_ms, target,
@@ -1440,12 +1502,17 @@ int store_outbox_release(struct store *s, const char *schedule,
 int store_outbox_mark_unknown(struct store *s, const char *schedule,
 			      int64_t slot_ms, int *n, struct sc_err *err)
 {
-	int dummy;
+	int64_t changed = 0;
 	int rc = check_name("schedule name", schedule, STORE_NAME_MAX, err);
 
-	return rc ? rc
-		  : s->ops->outbox_mark_unknown(s->impl, fence_of(s), schedule, slot_ms,
-						n ? n : &dummy, err);
+	if (!rc)
+		rc = call_write(s, STORE_Q_OUTBOX_UNKNOWN,
+				ARGS(STORE_TEXT(schedule), STORE_I64(slot_ms),
+				     STORE_I64(sc_clock_now_ms(s->clock))),
+				&changed, err);
+	if (n)
+		*n = (int)changed;
+	return rc;
 }
 
 int store_slot_mark(struct store *s, const char *schedule, int64_t slot_ms,
@@ -1525,8 +1592,8 @@ int store_slot_look_others(struct store *s, const char *schedule,
 		for (size_t i = 0; !rc && i < n_targets; i++) {
 			struct sc_err lerr = {0};
 
-			rc = s->ops->outbox_get(s->impl, schedule, slot_ms,
-						targets[i], out, &lerr);
+			rc = outbox_read(s, schedule, slot_ms, targets[i],
+					 out, &lerr);
 			if (rc == SC_ENOENT) {
 				rc = 0; /* not staged for this one: next */
 				continue;
@@ -1545,7 +1612,9 @@ int store_slot_look_others(struct store *s, const char *schedule,
 	 * A fresh slot costs this one read instead of one per target. */
 	struct store_outbox_row *v = NULL;
 	size_t n = 0;
-	rc = s->ops->outbox_list(s->impl, schedule, slot_ms, &v, &n, err);
+	rc = call_read(s, STORE_Q_OUTBOX_LIST,
+		       ARGS(STORE_TEXT(schedule), STORE_I64(slot_ms)), &v, &n,
+		       err);
 	for (size_t i = 0; !rc && i < n; i++)
 		*n_others += !name_in(v[i].target, targets, n_targets);
 	for (size_t i = 0; !rc && *staged < 0 && i < n_targets; i++) {
@@ -1557,8 +1626,8 @@ int store_slot_look_others(struct store *s, const char *schedule,
 	}
 	free(v);
 	if (!rc && *staged >= 0) {
-		rc = s->ops->outbox_get(s->impl, schedule, slot_ms,
-					targets[*staged], out, err);
+		rc = outbox_read(s, schedule, slot_ms, targets[*staged], out,
+				 err);
 		if (rc)
 			*staged = -1;
 	}
@@ -1577,9 +1646,9 @@ int store_outbox_list(struct store *s, const char *schedule, int64_t slot_ms,
 		rc = check_out(n, "outbox row count", err);
 	if (rc)
 		return rc;
-	*out = NULL;
-	*n = 0;
-	return s->ops->outbox_list(s->impl, schedule, slot_ms, out, n, err);
+	return call_read(s, STORE_Q_OUTBOX_LIST,
+			 ARGS(STORE_TEXT(schedule), STORE_I64(slot_ms)), out, n,
+			 err);
 }
 
 int store_outbox_abandon(struct store *s, const char *schedule,

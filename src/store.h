@@ -1595,26 +1595,6 @@ struct store_ops {
 			  const char *schedule, int64_t slot_ms,
 			  const char *target, const char *body, bool *created,
 			  struct sc_err *err);
-	int (*outbox_get)(void *impl, const char *schedule, int64_t slot_ms,
-			  const char *target, struct outbox_entry *out,
-			  struct sc_err *err);
-	/* *n: the rows changed (0 or 1); store_outbox_set_state tells
-	 * the reason of a 0 (no row, or a send guard). */
-	int (*outbox_set_state)(void *impl, const struct store_fence *fence,
-				const char *schedule, int64_t slot_ms,
-				const char *target, enum send_state state,
-				int *n, struct sc_err *err);
-	/* As outbox_set_state, only from UNKNOWN (STORE_FROM_OUTBOX_RELEASE):
-	 * *n 0 when the row is gone or no longer held, and
-	 * store_outbox_release says which. */
-	int (*outbox_release)(void *impl, const struct store_fence *fence,
-			      const char *schedule, int64_t slot_ms,
-			      const char *target, enum send_state to, int *n,
-			      struct sc_err *err);
-	int (*outbox_mark_unknown)(void *impl,
-				   const struct store_fence *fence,
-				   const char *schedule, int64_t slot_ms,
-				   int *n, struct sc_err *err);
 	int (*slot_mark)(void *impl, const struct store_fence *fence,
 			 const char *schedule, int64_t slot_ms,
 			 struct sc_err *err);
@@ -1629,10 +1609,6 @@ struct store_ops {
 			 const char *const *targets, size_t n_targets,
 			 bool *marked, int *staged, struct outbox_entry *out,
 			 size_t *n_others, struct sc_err *err);
-	/* *out and *n come zeroed. */
-	int (*outbox_list)(void *impl, const char *schedule, int64_t slot_ms,
-			   struct store_outbox_row **out, size_t *n,
-			   struct sc_err *err);
 	/* from checked; row checked; closed: never NULL. */
 	int (*outbox_abandon)(void *impl, const struct store_fence *fence,
 			      const char *schedule, int64_t slot_ms,
@@ -2276,6 +2252,11 @@ enum store_q {
 	STORE_Q_PAUSE_ALL,
 	STORE_Q_NODES,
 	STORE_Q_NODE_LEAVE,
+	STORE_Q_OUTBOX_GET,
+	STORE_Q_OUTBOX_LIST,
+	STORE_Q_OUTBOX_SET,
+	STORE_Q_OUTBOX_RELEASE,
+	STORE_Q_OUTBOX_UNKNOWN,
 	STORE_Q_N
 };
 
@@ -2325,6 +2306,9 @@ struct store_call {
 	const struct store_arg *args;
 	size_t n_args;
 	const struct store_fence *fence; /* FENCED; NULL: unfenced */
+	/* WRITE, FENCED: the commit when the values pick it (an outbox
+	 * state's, store_commit_of_send); NULL: the table's. */
+	const enum store_commit *commit;
 	void *out;       /* ONE: the struct; ALL: a void ** */
 	size_t *n;       /* ALL: the elements */
 	int64_t changed; /* WRITE, FENCED: set by the runner */

@@ -30,4 +30,13 @@ const struct store_qdef store_calls[STORE_Q_N] = {
 	ALL(PAUSE_ALL, "pause read", store_pause_fields, struct store_pause),
 	ALL(NODES, "node read", store_node_fields, struct store_node),
 	WRITE(NODE_LEAVE, "node removal", NODE),
+	ONE(OUTBOX_GET, "outbox get", store_outbox_entry_fields,
+	    struct outbox_entry, "no outbox row for target"),
+	ALL(OUTBOX_LIST, "outbox list", store_outbox_row_fields,
+	    struct store_outbox_row),
+	/* The commit of these two is the state's (store_commit_of_send),
+	 * given by the call; STAGE is only the table's default. */
+	FENCED(OUTBOX_SET, "outbox state", STAGE),
+	FENCED(OUTBOX_RELEASE, "outbox release", STAGE),
+	FENCED(OUTBOX_UNKNOWN, "outbox recovery", SEND_UNKNOWN),
 };

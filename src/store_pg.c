@@ -783,11 +783,6 @@ enum stmt {
 	ST_SUMMARIES_ONE,
 	ST_LAST_OK,
 	ST_OUTBOX_PUT,
-	ST_OUTBOX_GET,
-	ST_OUTBOX_SET,
-	ST_OUTBOX_RELEASE,
-	ST_OUTBOX_UNKNOWN,
-	ST_OUTBOX_LIST,
 	ST_OUTBOX_ABANDON,
 	ST_CRON_NOTE,
 	ST_CRON_HISTORY,
@@ -1182,7 +1177,7 @@ static const char *const sql[ST_COUNT] = {
 	" ON CONFLICT (schedule, slot_ms, target) DO NOTHING RETURNING 1)"
 	" SELECT f.ok, (SELECT count(*) FROM i), (SELECT count(*) FROM b)"
 	" FROM f",
-	[ST_OUTBOX_GET] =
+	[STORE_Q_OUTBOX_GET] =
 	"SELECT o.state, o.n_tries, o.sent_ms, b.body FROM outbox o"
 	" LEFT JOIN outbox_body b ON b.schedule = o.schedule"
 	" AND b.slot_ms = o.slot_ms AND b.target = o.target"
@@ -1192,7 +1187,7 @@ static const char *const sql[ST_COUNT] = {
 	 * (the guard) and SENDING (which turns a crash mid-send into a
 	 * declared duplicate) are durable before this returns. $6, $7: the
 	 * fence. Answer: ok, rows changed, -. */
-	[ST_OUTBOX_SET] =
+	[STORE_Q_OUTBOX_SET] =
 	"WITH " FENCE_CTE("$6", "$7") ","
 	" u AS (UPDATE outbox SET state = $4::smallint,"
 	" n_tries = n_tries + CASE WHEN $4::smallint = " STORE_SQL_SENDING
@@ -1207,7 +1202,7 @@ static const char *const sql[ST_COUNT] = {
 	/* Only a held row: the state checked in the write, so a change since
 	 * the operator's read is never overwritten. $4 SENT or FAILED, $5
 	 * now, $6, $7: the fence, $8 durable. Answer: ok, rows changed, -. */
-	[ST_OUTBOX_RELEASE] =
+	[STORE_Q_OUTBOX_RELEASE] =
 	"WITH " FENCE_CTE("$6", "$7") ","
 	" u AS (UPDATE outbox SET state = $4::smallint,"
 	" sent_ms = CASE WHEN $4::smallint = " STORE_SQL_SENT " THEN $5::bigint"
@@ -1217,15 +1212,18 @@ static const char *const sql[ST_COUNT] = {
 	" RETURNING 1)"
 	" SELECT f.ok, (SELECT count(*) FROM u), " DURABLE_IF("8")
 	" FROM f",
-	/* $3, $4: the fence. Answer: ok, rows changed. */
-	[ST_OUTBOX_UNKNOWN] =
-	"WITH " FENCE_CTE("$3", "$4") ","
+	/* $3 now, which this table keeps no column for (SQLite's
+	 * updated_ms): answered, so that its type is known. $4, $5: the
+	 * fence, $6 durable. Answer: ok, rows changed, -, now. */
+	[STORE_Q_OUTBOX_UNKNOWN] =
+	"WITH " FENCE_CTE("$4", "$5") ","
 	" u AS (UPDATE outbox SET state = " STORE_SQL_UNKNOWN
 	" WHERE schedule = $1 AND slot_ms = $2 AND state = "
 	STORE_FROM_OUTBOX_UNKNOWN
 	" AND (SELECT ok FROM f) RETURNING 1)"
-	" SELECT f.ok, (SELECT count(*) FROM u) FROM f",
-	[ST_OUTBOX_LIST] =
+	" SELECT f.ok, (SELECT count(*) FROM u), CASE WHEN f.ok THEN "
+	DURABLE_IF("6") " END, $3::bigint FROM f",
+	[STORE_Q_OUTBOX_LIST] =
 	"SELECT target, state, n_tries FROM outbox"
 	" WHERE schedule = $1 AND slot_ms = $2 ORDER BY target COLLATE \"C\"",
 	/* The row closed (while still in state $4) and its ledger row
@@ -2642,6 +2640,7 @@ static int pg_call(void *impl, struct store_call *c, struct sc_err *err)
 	struct args a = {0};
 	PGresult *res;
 	bool oom = false;
+	enum store_commit cm = c->commit ? *c->commit : d->commit;
 	int rc;
 
 	args_of(&a, c);
@@ -2661,11 +2660,11 @@ static int pg_call(void *impl, struct store_call *c, struct sc_err *err)
 	case STORE_QK_ALL:
 		return take_rows(p, st, &a, d->sz, d->rows, c->out, c->n, err);
 	case STORE_QK_WRITE:
-		arg_dur(&a, d->commit);
+		arg_dur(&a, cm);
 		return run_n(p, st, &a, &c->changed, err);
 	case STORE_QK_FENCED:
 		arg_fence(&a, c->fence);
-		arg_dur(&a, d->commit);
+		arg_dur(&a, cm);
 		return run_fenced(p, st, &a, c->fence, d->op, &c->changed, err);
 	}
 	return sc_err_set(err, SC_EINVAL, "unknown statement kind");
@@ -4179,82 +4178,6 @@ static int get_outbox(const PGresult *res, int c, const char *target,
 	return 0;
 }
 
-static int pg_outbox_get(void *impl, const char *schedule, int64_t slot_ms,
-			 const char *target, struct outbox_entry *out,
-			 struct sc_err *err)
-{
-	struct args a = {0};
-	PGresult *res;
-	int rc;
-
-	arg_slot_target(&a, schedule, slot_ms, target);
-	rc = run_one(impl, ST_OUTBOX_GET, &a, "no outbox row for target", &res,
-		     err);
-	if (rc)
-		return rc;
-	rc = get_outbox(res, 0, target, out, err);
-	PQclear(res);
-	return rc;
-}
-
-/* A send's state change by statement `stmt` (ST_OUTBOX_SET, or
- * ST_OUTBOX_RELEASE: only from UNKNOWN); *n the rows changed. */
-static int outbox_write(struct pg *p, enum stmt stmt, const char *what,
-			const struct store_fence *fence, const char *schedule,
-			int64_t slot_ms, const char *target,
-			enum send_state state, int *n, struct sc_err *err)
-{
-	struct args a = {0};
-	int64_t rows = 0;
-	int rc;
-
-	arg_slot_target(&a, schedule, slot_ms, target);
-	arg_i64(&a, (int64_t)state);
-	arg_i64(&a, now_ms(p));
-	arg_fence(&a, fence);
-	arg_dur(&a, store_commit_of_send(state));
-	rc = run_fenced(p, stmt, &a, fence, what, &rows, err);
-	*n = (int)rows;
-	return rc;
-}
-
-static int pg_outbox_set_state(void *impl, const struct store_fence *fence,
-			       const char *schedule, int64_t slot_ms,
-			       const char *target, enum send_state state,
-			       int *n, struct sc_err *err)
-{
-	return outbox_write(impl, ST_OUTBOX_SET, "outbox state", fence,
-			    schedule, slot_ms, target, state, n, err);
-}
-
-static int pg_outbox_release(void *impl, const struct store_fence *fence,
-			     const char *schedule, int64_t slot_ms,
-			     const char *target, enum send_state to, int *n,
-			     struct sc_err *err)
-{
-	return outbox_write(impl, ST_OUTBOX_RELEASE, "outbox release", fence,
-			    schedule, slot_ms, target, to, n, err);
-}
-
-static int pg_outbox_mark_unknown(void *impl, const struct store_fence *fence,
-				  const char *schedule, int64_t slot_ms, int *n,
-				  struct sc_err *err)
-{
-	struct args a = {0};
-	int64_t rows = 0;
-	int rc;
-
-	arg_slot(&a, schedule, slot_ms);
-	arg_fence(&a, fence);
-	rc = run_fenced(impl, ST_OUTBOX_UNKNOWN, &a, fence, "outbox recovery",
-			&rows, err);
-	if (rc)
-		return rc;
-	if (n)
-		*n = (int)rows;
-	return 0;
-}
-
 static int pg_slot_mark(void *impl, const struct store_fence *fence,
 			const char *schedule, int64_t slot_ms,
 			struct sc_err *err)
@@ -4315,17 +4238,6 @@ static int pg_slot_look(void *impl, const char *schedule, int64_t slot_ms,
 		*n_others = (size_t)get_i64(res, 0, 6);
 	PQclear(res);
 	return rc;
-}
-
-static int pg_outbox_list(void *impl, const char *schedule, int64_t slot_ms,
-			  struct store_outbox_row **out, size_t *n,
-			  struct sc_err *err)
-{
-	struct args a = {0};
-
-	arg_slot(&a, schedule, slot_ms);
-	return take_rows(impl, ST_OUTBOX_LIST, &a, sizeof(**out), &store_outbox_row_fields,
-			 (void **)out, n, err);
 }
 
 static int pg_outbox_abandon(void *impl, const struct store_fence *fence,
@@ -5217,11 +5129,6 @@ const struct store_ops store_pg_ops = {
 	.sched_summaries = pg_sched_summaries,
 	.last_successes = pg_last_successes,
 	.outbox_put = pg_outbox_put,
-	.outbox_get = pg_outbox_get,
-	.outbox_set_state = pg_outbox_set_state,
-	.outbox_release = pg_outbox_release,
-	.outbox_mark_unknown = pg_outbox_mark_unknown,
-	.outbox_list = pg_outbox_list,
 	.outbox_abandon = pg_outbox_abandon,
 	.cron_note_many = pg_cron_note_many,
 	.cron_history = pg_cron_history,

@@ -691,11 +691,6 @@ enum stmt_id {
 	ST_LAST_OK,
 	ST_OUTBOX_PUT,
 	ST_OUTBOX_BODY_PUT,
-	ST_OUTBOX_GET,
-	ST_OUTBOX_SET,
-	ST_OUTBOX_RELEASE,
-	ST_OUTBOX_UNKNOWN,
-	ST_OUTBOX_LIST,
 	ST_OUTBOX_ABANDON,
 	ST_CRON_NOTE,
 	ST_CRON_HISTORY,
@@ -931,14 +926,14 @@ static const char *const stmt_sql[N_STMT] = {
 		"INSERT INTO outbox_body(schedule, slot_ms, target, body) "
 		"VALUES (?1, ?2, ?3, ?4) "
 		"ON CONFLICT (schedule, slot_ms, target) DO NOTHING",
-	[ST_OUTBOX_GET] =
+	[STORE_Q_OUTBOX_GET] =
 		"SELECT o.state, o.n_tries, o.sent_ms, b.body FROM outbox o "
 		"LEFT JOIN outbox_body b ON b.schedule = o.schedule AND "
 		"b.slot_ms = o.slot_ms AND b.target = o.target "
 		"WHERE o.schedule = ?1 AND o.slot_ms = ?2 AND o.target = ?3",
 	/* Not closed: a send guard (SENT) or an abandoned row never changes
 	 * again (STORE_BUT_OUTBOX_SET). */
-	[ST_OUTBOX_SET] =
+	[STORE_Q_OUTBOX_SET] =
 		"UPDATE outbox SET state = ?4, "
 		"n_tries = n_tries + (?4 = " STORE_SQL_SENDING "), "
 		"sent_ms = CASE WHEN ?4 = " STORE_SQL_SENT " THEN ?5 ELSE "
@@ -948,19 +943,19 @@ static const char *const stmt_sql[N_STMT] = {
 		"state NOT IN (" STORE_BUT_OUTBOX_SET ") AND " FENCE_OK,
 	/* Only a held row: the state checked in the write, so a change
 	 * since the operator's read is never overwritten. */
-	[ST_OUTBOX_RELEASE] =
+	[STORE_Q_OUTBOX_RELEASE] =
 		"UPDATE outbox SET state = ?4, "
 		"sent_ms = CASE WHEN ?4 = " STORE_SQL_SENT " THEN ?5 ELSE "
 		"sent_ms END, "
 		"updated_ms = ?5 "
 		"WHERE schedule = ?1 AND slot_ms = ?2 AND target = ?3 AND "
 		"state = " STORE_FROM_OUTBOX_RELEASE " AND " FENCE_OK,
-	[ST_OUTBOX_UNKNOWN] =
+	[STORE_Q_OUTBOX_UNKNOWN] =
 		"UPDATE outbox SET state = " STORE_SQL_UNKNOWN ", updated_ms = ?3 "
 		"WHERE schedule = ?1 AND slot_ms = ?2 AND state = "
 		STORE_FROM_OUTBOX_UNKNOWN " AND "
 		FENCE_OK,
-	[ST_OUTBOX_LIST] =
+	[STORE_Q_OUTBOX_LIST] =
 		"SELECT target, state, n_tries FROM outbox WHERE schedule = ?1 "
 		"AND slot_ms = ?2 ORDER BY target",
 	/* ?4 the state it must still be in: an operator's release between
@@ -2137,8 +2132,9 @@ static int sq_call(void *impl, struct store_call *c, struct sc_err *err)
 	struct rows r = {.sz = d->sz};
 	bool row = false;
 	int n = 0;
+	enum store_commit cm = c->commit ? *c->commit : d->commit;
 	int rc = d->kind >= STORE_QK_WRITE
-			 ? solo(q, id, sync_for(d->commit), &st, err)
+			 ? solo(q, id, sync_for(cm), &st, err)
 			 : prep(q, id, &st, err);
 
 	if (rc)
@@ -3765,95 +3761,6 @@ done:
 	return rc;
 }
 
-static int sq_outbox_get(void *impl, const char *schedule, int64_t slot_ms,
-			 const char *target, struct outbox_entry *out,
-			 struct sc_err *err)
-{
-	struct sq *q = impl;
-	struct outbox_entry e = {0};
-	sqlite3_stmt *st = NULL;
-	int rc = prep(q, ST_OUTBOX_GET, &st, err);
-
-	if (rc)
-		return rc;
-	bind_slot_target(st, schedule, slot_ms, target);
-	rc = step_one(q, st, "outbox get", "no outbox row for target", err);
-	if (!rc) {
-		if (!read_fields(st, 0, &store_outbox_entry_fields, &e))
-			rc = sc_err_set(err, SC_ENOMEM, "out of memory");
-		else if (!e.body && !store_body_may_be_pruned(e.state))
-			rc = sc_err_set(err, SC_ECORRUPT,
-					"outbox row of target %s has no message "
-					"body in %s", target, q->path);
-	}
-	unprep(st);
-	if (!rc)
-		*out = e;
-	return rc;
-}
-
-/* A send's state change by statement `stmt` (ST_OUTBOX_SET, or
- * ST_OUTBOX_RELEASE: only from UNKNOWN); *n the rows changed. */
-static int outbox_write(struct sq *q, enum stmt_id stmt, const char *what,
-			const struct store_fence *fence, const char *schedule,
-			int64_t slot_ms, const char *target,
-			enum send_state state, int *n, struct sc_err *err)
-{
-	sqlite3_stmt *st = NULL;
-	/* SENT is the send guard, and SENDING is what makes a crash after
-	 * the request left a declared duplicate instead of a silent one:
-	 * both are fsync'd before this returns (and the request leaves). */
-	int rc = solo(q, stmt, sync_for(store_commit_of_send(state)), &st,
-		      err);
-
-	if (rc)
-		return rc;
-	bind_slot_target(st, schedule, slot_ms, target);
-	sqlite3_bind_int(st, 4, (int)state);
-	sqlite3_bind_int64(st, 5, now_ms(q));
-	return fenced_step(q, st, fence, what, n, err);
-}
-
-static int sq_outbox_set_state(void *impl, const struct store_fence *fence,
-			       const char *schedule, int64_t slot_ms,
-			       const char *target, enum send_state state,
-			       int *n, struct sc_err *err)
-{
-	return outbox_write(impl, ST_OUTBOX_SET, "outbox state", fence,
-			    schedule, slot_ms, target, state, n, err);
-}
-
-static int sq_outbox_release(void *impl, const struct store_fence *fence,
-			     const char *schedule, int64_t slot_ms,
-			     const char *target, enum send_state to, int *n,
-			     struct sc_err *err)
-{
-	return outbox_write(impl, ST_OUTBOX_RELEASE, "outbox release", fence,
-			    schedule, slot_ms, target, to, n, err);
-}
-
-static int sq_outbox_mark_unknown(void *impl, const struct store_fence *fence,
-				  const char *schedule, int64_t slot_ms, int *n,
-				  struct sc_err *err)
-{
-	return slot_write(impl, ST_OUTBOX_UNKNOWN, sync_for(STORE_COMMIT_SEND_UNKNOWN), fence,
-			  schedule, slot_ms, "outbox recovery", n, err);
-}
-
-static int sq_outbox_list(void *impl, const char *schedule, int64_t slot_ms,
-			  struct store_outbox_row **out, size_t *n,
-			  struct sc_err *err)
-{
-	struct sq *q = impl;
-	sqlite3_stmt *st = NULL;
-	int rc = prep(q, ST_OUTBOX_LIST, &st, err);
-
-	if (rc)
-		return rc;
-	bind_slot(st, schedule, slot_ms);
-	return list_rows(q, st, sizeof(**out), &store_outbox_row_fields, "outbox list", (void **)out, n, err);
-}
-
 /* The state and its ledger row in one write transaction, durable: a
  * closed row is as final as a guard. */
 static int sq_outbox_abandon(void *impl, const struct store_fence *fence,
@@ -4796,11 +4703,6 @@ const struct store_ops store_sqlite_ops = {
 	.sched_summaries = sq_sched_summaries,
 	.last_successes = sq_last_successes,
 	.outbox_put = sq_outbox_put,
-	.outbox_get = sq_outbox_get,
-	.outbox_set_state = sq_outbox_set_state,
-	.outbox_release = sq_outbox_release,
-	.outbox_mark_unknown = sq_outbox_mark_unknown,
-	.outbox_list = sq_outbox_list,
 	.outbox_abandon = sq_outbox_abandon,
 	.cron_note_many = sq_cron_note_many,
 	.cron_history = sq_cron_history,
