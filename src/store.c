@@ -1520,8 +1520,28 @@ int store_slot_mark(struct store *s, const char *schedule, int64_t slot_ms,
 {
 	int rc = check_name("schedule name", schedule, STORE_NAME_MAX, err);
 
-	return rc ? rc : s->ops->slot_mark(s->impl, fence_of(s), schedule,
-					  slot_ms, err);
+	return rc ? rc
+		  : call_write(s, STORE_Q_SLOT_MARK,
+			       ARGS(STORE_TEXT(schedule), STORE_I64(slot_ms),
+				    STORE_I64(sc_clock_now_ms(s->clock))),
+			       NULL, err);
+}
+
+/* Whether (schedule, slot_ms) has its marker (a MAYBE read: the row
+ * is the answer): *marked, set on success. */
+static int marker_read(struct store *s, const char *schedule,
+		       int64_t slot_ms, bool *marked, struct sc_err *err)
+{
+	const struct store_arg a[] = {STORE_TEXT(schedule),
+				      STORE_I64(slot_ms)};
+	int64_t one = 0;
+	struct store_call c = {.q = STORE_Q_SLOT_IS_MARKED, .args = a,
+			       .n_args = 2, .out = &one};
+	int rc = s->ops->call(s->impl, &c, err);
+
+	if (!rc)
+		*marked = c.changed > 0;
+	return rc;
 }
 
 int store_slot_is_marked(struct store *s, const char *schedule, int64_t slot_ms,
@@ -1531,9 +1551,7 @@ int store_slot_is_marked(struct store *s, const char *schedule, int64_t slot_ms,
 
 	if (!rc)
 		rc = check_out(marked, "marked output", err);
-	return rc ? rc
-		  : s->ops->slot_is_marked(s->impl, schedule, slot_ms, marked,
-					   err);
+	return rc ? rc : marker_read(s, schedule, slot_ms, marked, err);
 }
 
 int store_slot_look(struct store *s, const char *schedule, int64_t slot_ms,
@@ -1585,7 +1603,7 @@ int store_slot_look_others(struct store *s, const char *schedule,
 		return s->ops->slot_look(s->impl, schedule, slot_ms, targets,
 					 n_targets, marked, staged, out,
 					 n_others, err);
-	rc = s->ops->slot_is_marked(s->impl, schedule, slot_ms, marked, err);
+	rc = marker_read(s, schedule, slot_ms, marked, err);
 	if (rc || *marked)
 		return rc;
 	if (!n_others) {

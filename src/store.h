@@ -1595,12 +1595,6 @@ struct store_ops {
 			  const char *schedule, int64_t slot_ms,
 			  const char *target, const char *body, bool *created,
 			  struct sc_err *err);
-	int (*slot_mark)(void *impl, const struct store_fence *fence,
-			 const char *schedule, int64_t slot_ms,
-			 struct sc_err *err);
-	int (*slot_is_marked)(void *impl, const char *schedule,
-			      int64_t slot_ms, bool *marked,
-			      struct sc_err *err);
 	/* Optional: NULL makes store.c read the marker and each target's
 	 * row in turn (SQLite, where a read is no round trip), and the
 	 * slot's rows (outbox_list) when n_others is wanted. Outputs come
@@ -2257,6 +2251,8 @@ enum store_q {
 	STORE_Q_OUTBOX_SET,
 	STORE_Q_OUTBOX_RELEASE,
 	STORE_Q_OUTBOX_UNKNOWN,
+	STORE_Q_SLOT_MARK,
+	STORE_Q_SLOT_IS_MARKED,
 	STORE_Q_N
 };
 

@@ -39,4 +39,6 @@ const struct store_qdef store_calls[STORE_Q_N] = {
 	FENCED(OUTBOX_SET, "outbox state", STAGE),
 	FENCED(OUTBOX_RELEASE, "outbox release", STAGE),
 	FENCED(OUTBOX_UNKNOWN, "outbox recovery", SEND_UNKNOWN),
+	FENCED(SLOT_MARK, "slot mark", SLOT_MARK),
+	MAYBE(SLOT_IS_MARKED, "slot marker read", store_i64_fields, int64_t),
 };

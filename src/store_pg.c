@@ -786,8 +786,6 @@ enum stmt {
 	ST_OUTBOX_ABANDON,
 	ST_CRON_NOTE,
 	ST_CRON_HISTORY,
-	ST_SLOT_MARK,
-	ST_SLOT_IS,
 	ST_SLOT_LOOK,
 	ST_SCHED_GET,
 	ST_SCHED_SET,
@@ -1256,14 +1254,14 @@ static const char *const sql[ST_COUNT] = {
 	"SELECT schedule, from_ms, cron, tz, recorded_ms FROM cron_history"
 	" WHERE schedule = $1 ORDER BY from_ms",
 	/* $4, $5: the fence. Answer: ok, rows inserted, -. */
-	[ST_SLOT_MARK] =
+	[STORE_Q_SLOT_MARK] =
 	"WITH " FENCE_CTE("$4", "$5") ","
 	" i AS (INSERT INTO slot_markers (schedule, slot_ms, completed_ms)"
 	" SELECT $1::text, $2::bigint, $3::bigint FROM f WHERE f.ok"
 	" ON CONFLICT (schedule, slot_ms) DO NOTHING RETURNING 1)"
 	" SELECT f.ok, (SELECT count(*) FROM i), CASE WHEN f.ok THEN "
 	DURABLE_IF("6") " END FROM f",
-	[ST_SLOT_IS] =
+	[STORE_Q_SLOT_IS_MARKED] =
 	"SELECT 1 FROM slot_markers WHERE schedule = $1 AND slot_ms = $2",
 	/* $3: the targets (text[]), in order. One row: marked (0/1), then
 	 * the outbox row of the first of them that has one, NULLs when
@@ -4178,36 +4176,6 @@ static int get_outbox(const PGresult *res, int c, const char *target,
 	return 0;
 }
 
-static int pg_slot_mark(void *impl, const struct store_fence *fence,
-			const char *schedule, int64_t slot_ms,
-			struct sc_err *err)
-{
-	struct pg *p = impl;
-	struct args a = {0};
-
-	arg_slot(&a, schedule, slot_ms);
-	arg_i64(&a, now_ms(p));
-	arg_fence(&a, fence);
-	arg_dur(&a, STORE_COMMIT_SLOT_MARK);
-	return run_fenced(p, ST_SLOT_MARK, &a, fence, "slot mark", NULL, err);
-}
-
-static int pg_slot_is_marked(void *impl, const char *schedule,
-			     int64_t slot_ms, bool *marked,
-			     struct sc_err *err)
-{
-	struct args a = {0};
-	int n = 0;
-	int rc;
-
-	arg_slot(&a, schedule, slot_ms);
-	rc = run_count(impl, ST_SLOT_IS, &a, &n, err);
-	if (rc)
-		return rc;
-	*marked = n > 0;
-	return 0;
-}
-
 static int pg_slot_look(void *impl, const char *schedule, int64_t slot_ms,
 			const char *const *targets, size_t n_targets,
 			bool *marked, int *staged, struct outbox_entry *out,
@@ -5132,8 +5100,6 @@ const struct store_ops store_pg_ops = {
 	.outbox_abandon = pg_outbox_abandon,
 	.cron_note_many = pg_cron_note_many,
 	.cron_history = pg_cron_history,
-	.slot_mark = pg_slot_mark,
-	.slot_is_marked = pg_slot_is_marked,
 	.slot_look = pg_slot_look,
 	.sched_last_get = pg_sched_last_get,
 	.sched_last_set = pg_sched_last_set,

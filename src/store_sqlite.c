@@ -694,8 +694,6 @@ enum stmt_id {
 	ST_OUTBOX_ABANDON,
 	ST_CRON_NOTE,
 	ST_CRON_HISTORY,
-	ST_MARK,
-	ST_MARK_GET,
 	ST_SCHED_GET,
 	ST_SCHED_SET,
 	ST_SCHED_ALL,
@@ -975,11 +973,13 @@ static const char *const stmt_sql[N_STMT] = {
 	[ST_CRON_HISTORY] =
 		"SELECT schedule, from_ms, cron, tz, recorded_ms FROM "
 		"cron_history WHERE schedule = ?1 ORDER BY from_ms",
-	[ST_MARK] = "INSERT INTO slot_markers(schedule, slot_ms, completed_ms) "
-		    "SELECT ?1, ?2, ?3 WHERE " FENCE_OK " "
-		    "ON CONFLICT (schedule, slot_ms) DO NOTHING",
-	[ST_MARK_GET] = "SELECT 1 FROM slot_markers WHERE schedule = ?1 AND "
-			"slot_ms = ?2",
+	[STORE_Q_SLOT_MARK] =
+		"INSERT INTO slot_markers(schedule, slot_ms, completed_ms) "
+		"SELECT ?1, ?2, ?3 WHERE " FENCE_OK " "
+		"ON CONFLICT (schedule, slot_ms) DO NOTHING",
+	[STORE_Q_SLOT_IS_MARKED] =
+		"SELECT 1 FROM slot_markers WHERE schedule = ?1 AND "
+		"slot_ms = ?2",
 	[ST_SCHED_GET] = "SELECT last_slot_ms FROM sched_state "
 			 "WHERE schedule = ?1",
 	[ST_SCHED_SET] =
@@ -2953,7 +2953,7 @@ static int mark_in_tx(struct sq *q, const struct ledger_row *r,
 		      struct sc_err *err)
 {
 	sqlite3_stmt *st = NULL;
-	int rc = prep(q, ST_MARK, &st, err);
+	int rc = prep(q, (enum stmt_id)STORE_Q_SLOT_MARK, &st, err);
 
 	if (rc)
 		return rc;
@@ -3789,32 +3789,6 @@ static int sq_outbox_abandon(void *impl, const struct store_fence *fence,
 done:
 	rc = tx_end(q, rc, err);
 	*closed = !rc && n > 0;
-	return rc;
-}
-
-static int sq_slot_mark(void *impl, const struct store_fence *fence,
-			const char *schedule, int64_t slot_ms,
-			struct sc_err *err)
-{
-	return slot_write(impl, ST_MARK, sync_for(STORE_COMMIT_SLOT_MARK), fence, schedule, slot_ms,
-			  "slot mark", NULL, err);
-}
-
-static int sq_slot_is_marked(void *impl, const char *schedule,
-			     int64_t slot_ms, bool *marked, struct sc_err *err)
-{
-	struct sq *q = impl;
-	sqlite3_stmt *st = NULL;
-	bool row;
-	int rc = prep(q, ST_MARK_GET, &st, err);
-
-	if (rc)
-		return rc;
-	bind_slot(st, schedule, slot_ms);
-	rc = step_row(q, st, "slot marker read", &row, err);
-	unprep(st);
-	if (!rc)
-		*marked = row;
 	return rc;
 }
 
@@ -4706,8 +4680,6 @@ const struct store_ops store_sqlite_ops = {
 	.outbox_abandon = sq_outbox_abandon,
 	.cron_note_many = sq_cron_note_many,
 	.cron_history = sq_cron_history,
-	.slot_mark = sq_slot_mark,
-	.slot_is_marked = sq_slot_is_marked,
 	.sched_last_get = sq_sched_last_get,
 	.sched_last_set = sq_sched_last_set,
 	.sched_last_all = sq_sched_last_all,
