@@ -1143,7 +1143,21 @@ int store_alert_dead_unalerted(struct store *s, struct store_dead_job *out,
 	*n = 0;
 	if (max == 0)
 		return 0;
-	return s->ops->alert_dead_unalerted(s->impl, out, max, n, err);
+	/* Read as a list of at most max rows, then copied: the rows hold
+	 * no pointer, so the list's array is all there is to free. */
+	struct store_dead_job *v = NULL;
+	size_t got = 0;
+	rc = call_read(s, STORE_Q_DEAD_UNALERTED,
+		       ARGS(STORE_I64(max > INT32_MAX ? INT32_MAX
+						 : (int64_t)max)),
+		       &v, &got, err);
+	if (rc)
+		return rc;
+	*n = got < max ? got : max;
+	if (*n)
+		memcpy(out, v, *n * sizeof(*out));
+	free(v);
+	return 0;
 }
 
 int store_alert_list(struct store *s, const struct alert_filter *f,
@@ -1162,7 +1176,18 @@ int store_alert_list(struct store *s, const struct alert_filter *f,
 	*n = 0;
 	if (f && f->limit < 0)
 		return sc_err_set(err, SC_EINVAL, "negative limit");
-	return s->ops->alert_list(s->impl, f ? f : &all, out, n, err);
+	if (!f)
+		f = &all;
+	const struct store_arg null = {.kind = STORE_A_NULL};
+	const struct store_arg slot = STORE_I64(f->slot_ms);
+	const struct store_arg limit = STORE_I64(f->limit);
+	return call_read(s, STORE_Q_ALERT_LIST,
+			 ARGS(STORE_TEXT(f->schedule), STORE_BOOL(f->open_only),
+			      STORE_BOOL(f->unstaged_only),
+			      f->slot_ms != INT64_MIN ? slot : null,
+			      STORE_I64(f->since_ms), STORE_I64(f->until_ms),
+			      f->limit > 0 ? limit : null),
+			 out, n, err);
 }
 
 int store_alert_close(struct store *s, int64_t id, enum alert_status to,
@@ -1202,8 +1227,15 @@ int store_alert_realert(struct store *s, int64_t id, int rounds_seen,
 	if (rounds_seen < 1)
 		return sc_err_set(err, SC_EINVAL,
 				  "rounds_seen must be at least 1");
-	return s->ops->alert_realert(s->impl, id, rounds_seen,
-				     won ? won : &dummy, err);
+	int64_t n = 0;
+	int rc = call_write(s, STORE_Q_ALERT_REALERT,
+			    ARGS(STORE_I64(id), STORE_I64(rounds_seen),
+				 STORE_I64(sc_clock_now_ms(s->clock))),
+			    &n, err);
+
+	if (!rc)
+		*(won ? won : &dummy) = n > 0;
+	return rc;
 }
 
 int store_alert_stage(struct store *s, int64_t id, int round,
@@ -1300,9 +1332,8 @@ int store_alert_sends(struct store *s, int64_t alert_id,
 		rc = check_out(n, "send count", err);
 	if (rc)
 		return rc;
-	*out = NULL;
-	*n = 0;
-	return s->ops->alert_sends(s->impl, alert_id, out, n, err);
+	return call_read(s, STORE_Q_ALERT_SENDS, ARGS(STORE_I64(alert_id)), out,
+			 n, err);
 }
 
 int store_sla_scan(struct store *s, int64_t ready_before_ms,

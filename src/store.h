@@ -1651,18 +1651,10 @@ struct store_ops {
 			  struct sc_err *err);
 	int (*alert_raise)(void *impl, const struct store_alert *a,
 			   bool *created, int64_t *id, struct sc_err *err);
-	int (*alert_dead_unalerted)(void *impl, struct store_dead_job *out,
-				    size_t max, size_t *n,
-				    struct sc_err *err);
-	int (*alert_list)(void *impl, const struct alert_filter *f,
-			  struct store_alert **out, size_t *n,
-			  struct sc_err *err);
 	int (*alert_close)(void *impl, int64_t id, enum alert_status to,
 			   const char *note, const struct store_alert *then,
 			   const struct ledger_row *row, bool *changed,
 			   struct sc_err *err);
-	int (*alert_realert)(void *impl, int64_t id, int rounds_seen,
-			     bool *won, struct sc_err *err);
 	int (*alert_stage)(void *impl, int64_t id, int round,
 			   const char *const *targets, size_t n,
 			   const char *body, struct sc_err *err);
@@ -1675,9 +1667,6 @@ struct store_ops {
 				 int64_t next_try_ms, const char *last_error,
 				 const struct ledger_row *row,
 				 struct sc_err *err);
-	int (*alert_sends)(void *impl, int64_t alert_id,
-			   struct store_alert_send **out, size_t *n,
-			   struct sc_err *err);
 	/* One read of a timing pass (store_sla_scan asks for each part in
 	 * turn): the backend only runs that part's statement. */
 	int (*sla_read)(void *impl, const struct store_sla_read *r,
@@ -2253,6 +2242,10 @@ enum store_q {
 	STORE_Q_OUTBOX_UNKNOWN,
 	STORE_Q_SLOT_MARK,
 	STORE_Q_SLOT_IS_MARKED,
+	STORE_Q_ALERT_REALERT,
+	STORE_Q_ALERT_SENDS,
+	STORE_Q_ALERT_LIST,
+	STORE_Q_DEAD_UNALERTED,
 	STORE_Q_N
 };
 

@@ -41,4 +41,10 @@ const struct store_qdef store_calls[STORE_Q_N] = {
 	FENCED(OUTBOX_UNKNOWN, "outbox recovery", SEND_UNKNOWN),
 	FENCED(SLOT_MARK, "slot mark", SLOT_MARK),
 	MAYBE(SLOT_IS_MARKED, "slot marker read", store_i64_fields, int64_t),
+	WRITE(ALERT_REALERT, "realert", ALERT_REALERT),
+	ALL(ALERT_SENDS, "alert sends", store_send_fields,
+	    struct store_alert_send),
+	ALL(ALERT_LIST, "alert list", store_alert_fields, struct store_alert),
+	ALL(DEAD_UNALERTED, "dead jobs read", store_dead_fields,
+	    struct store_dead_job),
 };

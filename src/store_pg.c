@@ -799,16 +799,12 @@ enum stmt {
 	ST_TOKEN_DROP,
 	ST_ALERT_RAISE,
 	ST_ALERT_ID,
-	ST_DEAD_UNALERTED,
-	ST_ALERT_LIST,
 	ST_ALERT_CLOSE,
 	ST_ALERT_EXISTS,
-	ST_ALERT_REALERT,
 	ST_ALERT_STAGE,
 	ST_SEND_CLAIM,
 	ST_SEND_FINISH,
 	ST_SEND_EXISTS,
-	ST_ALERT_SENDS,
 	ST_SLA_LATE,
 	ST_SLA_RUNNING,
 	ST_SLA_LAST,
@@ -1379,7 +1375,7 @@ static const char *const sql[ST_COUNT] = {
 	[ST_ALERT_ID] =
 	"SELECT id FROM alerts WHERE schedule = $1 AND slot_ms = $2::bigint"
 	" AND reason = $3 AND generation = $4::bigint",
-	[ST_DEAD_UNALERTED] =
+	[STORE_Q_DEAD_UNALERTED] =
 	"SELECT j.id, j.schedule, j.slot_ms, j.attempts,"
 	" COALESCE((SELECT l.error_msg FROM ledger l"
 	" WHERE l.schedule = j.schedule AND l.slot_ms = j.slot_ms"
@@ -1388,7 +1384,7 @@ static const char *const sql[ST_COUNT] = {
 	" ORDER BY j.id"
 	" LIMIT $1::bigint",
 	/* LIMIT NULL is no limit; $4 NULL: any slot. */
-	[ST_ALERT_LIST] =
+	[STORE_Q_ALERT_LIST] =
 	"SELECT " STORE_ALERT_COLS " FROM alerts"
 	" WHERE ($1::text IS NULL OR schedule = $1::text)"
 	" AND (NOT $2::boolean OR status = " STORE_SQL_OPEN ")"
@@ -1405,10 +1401,10 @@ static const char *const sql[ST_COUNT] = {
 	STORE_FROM_ALERT_CLOSE
 	" RETURNING id, " DURABLE_IF("5"),
 	[ST_ALERT_EXISTS] = "SELECT 1 FROM alerts WHERE id = $1::bigint",
-	[ST_ALERT_REALERT] =
+	[STORE_Q_ALERT_REALERT] =
 	"UPDATE alerts SET rounds = $2::integer + 1, round_ms = $3::bigint"
 	" WHERE id = $1::bigint AND status = " STORE_FROM_ALERT_REALERT
-	" AND rounds = $2::integer",
+	" AND rounds = $2::integer RETURNING " DURABLE_IF("4"),
 	/* $1 id, $2 round, $3 targets (text[]), $4 now, $5 body. The send
 	 * rows hang off the alert's update, so a missing alert writes none.
 	 * Answer: alerts updated, rows inserted. */
@@ -1465,7 +1461,7 @@ static const char *const sql[ST_COUNT] = {
 	" SELECT (SELECT count(*) FROM u), (SELECT count(*) FROM l),"
 	" " DURABLE_IF("18"),
 	[ST_SEND_EXISTS] = "SELECT 1 FROM alert_sends WHERE id = $1::bigint",
-	[ST_ALERT_SENDS] =
+	[STORE_Q_ALERT_SENDS] =
 	"SELECT " SEND_COLS("s.state", "NULL") " FROM alert_sends s"
 	" JOIN alerts a ON a.id = s.alert_id WHERE s.alert_id = $1::bigint"
 	" ORDER BY s.id",
@@ -1497,7 +1493,7 @@ static const char *const sql[ST_COUNT] = {
  */
 static const bool oneshot[ST_COUNT] = {
 	[ST_COUNTS] = true,
-	[ST_ALERT_LIST] = true,
+	[STORE_Q_ALERT_LIST] = true,
 };
 
 /* ---- the handle ------------------------------------------------------- */
@@ -4754,45 +4750,6 @@ static int pg_alert_raise(void *impl, const struct store_alert *a,
 	return alert_raise_run(impl, a, created, id, err);
 }
 
-static int pg_alert_dead_unalerted(void *impl, struct store_dead_job *out,
-				   size_t max, size_t *n, struct sc_err *err)
-{
-	struct args a = {0};
-	PGresult *res;
-	bool oom = false;
-	int rc;
-
-	arg_i64(&a, max > INT32_MAX ? INT32_MAX : (int64_t)max);
-	rc = run(impl, ST_DEAD_UNALERTED, &a, &res, err);
-	if (rc)
-		return rc;
-	*n = fill_rows(res, out, max, sizeof(*out), &store_dead_fields, &oom);
-	return 0;
-}
-
-static int pg_alert_list(void *impl, const struct alert_filter *f,
-			 struct store_alert **out, size_t *n,
-			 struct sc_err *err)
-{
-	struct args a = {0};
-
-	arg_str(&a, f->schedule);
-	arg_bool(&a, f->open_only);
-	arg_bool(&a, f->unstaged_only);
-	if (f->slot_ms != INT64_MIN)
-		arg_i64(&a, f->slot_ms);
-	else
-		arg_str(&a, NULL);
-	arg_i64(&a, f->since_ms);
-	arg_i64(&a, f->until_ms);
-	if (f->limit > 0)
-		arg_i64(&a, f->limit);
-	else
-		arg_str(&a, NULL);
-	return take_rows(impl, ST_ALERT_LIST, &a, sizeof(**out), &store_alert_fields,
-			 (void **)out, n, err);
-}
-
 /* Appends row unfenced inside the caller's transaction. */
 static int ledger_row_run(struct pg *p, const struct ledger_row *row,
 			  struct sc_err *err)
@@ -4863,23 +4820,6 @@ rollback:
 		(void)exec_const(p, "ROLLBACK", NULL);
 	if (!rc)
 		*changed = false;
-	return rc;
-}
-
-static int pg_alert_realert(void *impl, int64_t id, int rounds_seen,
-			    bool *won, struct sc_err *err)
-{
-	struct pg *p = impl;
-	struct args a = {0};
-	int64_t rows = 0;
-	int rc;
-
-	arg_i64(&a, id);
-	arg_i64(&a, rounds_seen);
-	arg_i64(&a, now_ms(p));
-	rc = run_n(p, ST_ALERT_REALERT, &a, &rows, err);
-	if (!rc)
-		*won = rows == 1;
 	return rc;
 }
 
@@ -4970,17 +4910,6 @@ static int pg_alert_send_finish(void *impl, int64_t send_id,
 		return 0;
 	return lease_error(p, ST_SEND_EXISTS, "alert send", send_id,
 			   lease_token, "finish", err);
-}
-
-static int pg_alert_sends(void *impl, int64_t alert_id,
-			  struct store_alert_send **out, size_t *n,
-			  struct sc_err *err)
-{
-	struct args a = {0};
-
-	arg_i64(&a, alert_id);
-	return take_rows(impl, ST_ALERT_SENDS, &a, sizeof(**out), &store_send_fields,
-			 (void **)out, n, err);
 }
 
 /* ---- timing checks ----------------------------------------------------- */
@@ -5115,14 +5044,10 @@ const struct store_ops store_pg_ops = {
 	.prune_step = pg_prune_step,
 	.prune_size = pg_prune_size,
 	.alert_raise = pg_alert_raise,
-	.alert_dead_unalerted = pg_alert_dead_unalerted,
-	.alert_list = pg_alert_list,
 	.alert_close = pg_alert_close,
-	.alert_realert = pg_alert_realert,
 	.alert_stage = pg_alert_stage,
 	.alert_send_claim = pg_alert_send_claim,
 	.alert_send_finish = pg_alert_send_finish,
-	.alert_sends = pg_alert_sends,
 	.sla_read = pg_sla_read,
 	.wait = pg_wait,
 };

@@ -707,18 +707,14 @@ enum stmt_id {
 	ST_ALERT_ID_OF,
 	ST_ALERT_SUPERSEDE,
 	ST_JOB_ALERTED,
-	ST_DEAD_UNALERTED,
-	ST_ALERT_LIST,
 	ST_ALERT_CLOSE,
 	ST_ALERT_EXISTS,
-	ST_ALERT_REALERT,
 	ST_SEND_INSERT,
 	ST_ALERT_STAGED,
 	ST_SEND_DUE,
 	ST_SEND_TAKE,
 	ST_SEND_FINISH,
 	ST_SEND_EXISTS,
-	ST_ALERT_SENDS,
 	ST_SLA_LATE,
 	ST_SLA_RUNNING,
 	ST_SLA_LAST,
@@ -1048,7 +1044,7 @@ static const char *const stmt_sql[N_STMT] = {
 		"WHERE schedule = ?1 AND slot_ms = ?2 AND reason = ?5 AND "
 		"status = " STORE_FROM_ALERT_SUPERSEDE " AND id < ?3",
 	[ST_JOB_ALERTED] = "UPDATE jobs SET alerted = 1 WHERE id = ?1",
-	[ST_DEAD_UNALERTED] =
+	[STORE_Q_DEAD_UNALERTED] =
 		"SELECT j.id, j.schedule, j.slot_ms, j.attempts, "
 		"COALESCE((SELECT l.error_msg FROM ledger l INDEXED BY "
 		"ledger_day WHERE " DAY_OF("l.slot_ms") " = "
@@ -1057,18 +1053,19 @@ static const char *const stmt_sql[N_STMT] = {
 		"l.outcome = 'lost' ORDER BY l.id DESC LIMIT 1), '') "
 		"FROM jobs j WHERE j.state = " STORE_SQL_DEAD " AND j.alerted = 0 "
 		"ORDER BY j.id LIMIT ?1",
-	[ST_ALERT_LIST] =
+	/* ?4 NULL: any slot; ?7 NULL: no limit. */
+	[STORE_Q_ALERT_LIST] =
 		"SELECT " STORE_ALERT_COLS " FROM alerts "
 		"WHERE (?1 IS NULL OR schedule = ?1) AND (?2 = 0 OR status = "
 		STORE_SQL_OPEN ") "
 		"AND (?3 = 0 OR staged_rounds < rounds) AND (?4 IS NULL OR "
 		"(slot_ms <= ?4 AND last_slot_ms >= ?4)) AND slot_ms >= ?5 AND "
-		"slot_ms < ?6 ORDER BY id LIMIT ?7",
+		"slot_ms < ?6 ORDER BY id LIMIT coalesce(?7, -1)",
 	[ST_ALERT_CLOSE] =
 		"UPDATE alerts SET status = ?2, closed_ms = ?3, note = ?4 "
 		"WHERE id = ?1 AND status = " STORE_FROM_ALERT_CLOSE,
 	[ST_ALERT_EXISTS] = "SELECT 1 FROM alerts WHERE id = ?1",
-	[ST_ALERT_REALERT] =
+	[STORE_Q_ALERT_REALERT] =
 		"UPDATE alerts SET rounds = ?2 + 1, round_ms = ?3 "
 		"WHERE id = ?1 AND status = " STORE_FROM_ALERT_REALERT
 		" AND rounds = ?2",
@@ -1109,7 +1106,7 @@ static const char *const stmt_sql[N_STMT] = {
 		"WHERE id = ?1 AND lease_token = ?2 AND state = "
 		STORE_FROM_SEND_FINISH,
 	[ST_SEND_EXISTS] = "SELECT 1 FROM alert_sends WHERE id = ?1",
-	[ST_ALERT_SENDS] =
+	[STORE_Q_ALERT_SENDS] =
 		"SELECT " SEND_COLS("s.state", "NULL") " WHERE s.alert_id = ?1 "
 		"ORDER BY s.id",
 	/* The timing pass (store_sla_scan): the claim's and the recovery's
@@ -4336,46 +4333,6 @@ static int sq_alert_raise(void *impl, const struct store_alert *a,
 	return rc;
 }
 
-static int sq_alert_dead_unalerted(void *impl, struct store_dead_job *out,
-				   size_t max, size_t *n, struct sc_err *err)
-{
-	struct sq *q = impl;
-	sqlite3_stmt *st = NULL;
-	size_t got = 0;
-	int rc = prep(q, ST_DEAD_UNALERTED, &st, err);
-
-	if (rc)
-		return rc;
-	sqlite3_bind_int64(st, 1, max > INT32_MAX ? INT32_MAX : (int64_t)max);
-	rc = fill_rows(q, st, out, max, sizeof(*out), &store_dead_fields,
-		       "dead jobs read", &got, err);
-	if (!rc)
-		*n = got;
-	return rc;
-}
-
-static int sq_alert_list(void *impl, const struct alert_filter *f,
-			 struct store_alert **out, size_t *n,
-			 struct sc_err *err)
-{
-	struct sq *q = impl;
-	sqlite3_stmt *st = NULL;
-	int rc = prep(q, ST_ALERT_LIST, &st, err);
-
-	if (rc)
-		return rc;
-	bind_text(st, 1, f->schedule);
-	sqlite3_bind_int(st, 2, f->open_only);
-	sqlite3_bind_int(st, 3, f->unstaged_only);
-	if (f->slot_ms != INT64_MIN)
-		sqlite3_bind_int64(st, 4, f->slot_ms);
-	sqlite3_bind_int64(st, 5, f->since_ms);
-	sqlite3_bind_int64(st, 6, f->until_ms);
-	sqlite3_bind_int64(st, 7, f->limit > 0 ? f->limit : -1);
-	return list_rows(q, st, sizeof(**out), &store_alert_fields, "alert list",
-			 (void **)out, n, err);
-}
-
 /* After a write by id changed nothing: 0 when row id exists in the table
  * that statement `exists` reads, else SC_ENOENT naming `what`. */
 static int sq_alert_close(void *impl, int64_t id, enum alert_status to,
@@ -4415,24 +4372,6 @@ done:
 	rc = tx_end(q, rc, err);
 	if (!rc)
 		*changed = closed;
-	return rc;
-}
-
-static int sq_alert_realert(void *impl, int64_t id, int rounds_seen,
-			    bool *won, struct sc_err *err)
-{
-	struct sq *q = impl;
-	sqlite3_stmt *st = NULL;
-	int rc = solo(q, ST_ALERT_REALERT, sync_for(STORE_COMMIT_ALERT_REALERT), &st, err);
-
-	if (rc)
-		return rc;
-	sqlite3_bind_int64(st, 1, id);
-	sqlite3_bind_int(st, 2, rounds_seen);
-	sqlite3_bind_int64(st, 3, now_ms(q));
-	rc = step_done(q, st, "realert", err);
-	if (!rc)
-		*won = sqlite3_changes(q->db) > 0;
 	return rc;
 }
 
@@ -4585,20 +4524,6 @@ static int sq_sla_read(void *impl, const struct store_sla_read *r,
 			 r->n, err);
 }
 
-static int sq_alert_sends(void *impl, int64_t alert_id,
-			  struct store_alert_send **out, size_t *n,
-			  struct sc_err *err)
-{
-	struct sq *q = impl;
-	sqlite3_stmt *st = NULL;
-	int rc = prep(q, ST_ALERT_SENDS, &st, err);
-
-	if (rc)
-		return rc;
-	sqlite3_bind_int64(st, 1, alert_id);
-	return list_rows(q, st, sizeof(**out), &store_send_fields, "alert sends", (void **)out, n, err);
-}
-
 /* ---- waiting for work ------------------------------------------------ */
 
 /* mtime (ns) and size of path into out[0..2); zeros when it is absent. */
@@ -4694,14 +4619,10 @@ const struct store_ops store_sqlite_ops = {
 	.prune_step = sq_prune_step,
 	.prune_size = sq_prune_size,
 	.alert_raise = sq_alert_raise,
-	.alert_dead_unalerted = sq_alert_dead_unalerted,
-	.alert_list = sq_alert_list,
 	.alert_close = sq_alert_close,
-	.alert_realert = sq_alert_realert,
 	.alert_stage = sq_alert_stage,
 	.alert_send_claim = sq_alert_send_claim,
 	.alert_send_finish = sq_alert_send_finish,
-	.alert_sends = sq_alert_sends,
 	.sla_read = sq_sla_read,
 	.wait = sq_wait,
 };
