@@ -202,6 +202,35 @@ static int call_write(struct store *s, enum store_q q,
 	return rc;
 }
 
+/* The LIMIT of a read into an array of max rows. */
+static int64_t limit_of(size_t max)
+{
+	return max > INT32_MAX ? INT32_MAX : (int64_t)max;
+}
+
+/*
+ * An ALL read whose last parameter is its LIMIT (limit_of(max)), into
+ * the caller's out[0..max) instead of a new array: *n the rows. Read as
+ * a list and copied; the tables read so (dead jobs, the timing pass)
+ * hold no copied string, so the list's array is all there is to free.
+ */
+static int read_into(struct store *s, enum store_q q,
+		     const struct store_arg *a, size_t na, void *out,
+		     size_t max, size_t *n, struct sc_err *err)
+{
+	void *v = NULL;
+	size_t got = 0;
+	int rc = call_read(s, q, a, na, &v, &got, err);
+
+	if (rc)
+		return rc;
+	*n = got < max ? got : max;
+	if (*n)
+		memcpy(out, v, *n * store_calls[q].sz);
+	free(v);
+	return 0;
+}
+
 /* call_write with the commit cm instead of the table's: for a write
  * whose values pick its durability (an outbox state). */
 static int call_write_as(struct store *s, enum store_q q,
@@ -1143,21 +1172,8 @@ int store_alert_dead_unalerted(struct store *s, struct store_dead_job *out,
 	*n = 0;
 	if (max == 0)
 		return 0;
-	/* Read as a list of at most max rows, then copied: the rows hold
-	 * no pointer, so the list's array is all there is to free. */
-	struct store_dead_job *v = NULL;
-	size_t got = 0;
-	rc = call_read(s, STORE_Q_DEAD_UNALERTED,
-		       ARGS(STORE_I64(max > INT32_MAX ? INT32_MAX
-						 : (int64_t)max)),
-		       &v, &got, err);
-	if (rc)
-		return rc;
-	*n = got < max ? got : max;
-	if (*n)
-		memcpy(out, v, *n * sizeof(*out));
-	free(v);
-	return 0;
+	return read_into(s, STORE_Q_DEAD_UNALERTED,
+			 ARGS(STORE_I64(limit_of(max))), out, max, n, err);
 }
 
 int store_alert_list(struct store *s, const struct alert_filter *f,
@@ -1348,23 +1364,23 @@ int store_sla_scan(struct store *s, int64_t ready_before_ms,
 	if ((x->max_late && !x->late) || (x->max_running && !x->running) ||
 	    (x->max_last && !x->last))
 		return sc_err_set(err, SC_EINVAL, "sla scan array is NULL");
-	/* The parts in this order: late, running, then the last rows. */
-	struct store_sla_read r[] = {
-		{STORE_SLA_LATE, ready_before_ms, 0, x->late, x->max_late,
-		 sizeof(*x->late), &store_job_fields, &x->n_late},
-		{STORE_SLA_RUNNING, started_before_ms, 0, x->running,
-		 x->max_running, sizeof(*x->running), &store_job_fields,
-		 &x->n_running},
-		{STORE_SLA_LAST, 0, 0, x->last, x->max_last, sizeof(*x->last),
-		 &store_sla_last_fields, &x->n_last},
-	};
-	for (size_t i = 0; !rc && i < sizeof(r) / sizeof(r[0]); i++) {
-		if (r[i].max == 0)
-			continue;
-		r[i].limit = r[i].max > INT32_MAX ? INT32_MAX
-						  : (int64_t)r[i].max;
-		rc = s->ops->sla_read(s->impl, &r[i], err);
-	}
+	/* The parts in this order: late, running, then the last rows;
+	 * a part whose max is 0 is not read. */
+	if (x->max_late)
+		rc = read_into(s, STORE_Q_SLA_LATE,
+			       ARGS(STORE_I64(ready_before_ms),
+				    STORE_I64(limit_of(x->max_late))),
+			       x->late, x->max_late, &x->n_late, err);
+	if (!rc && x->max_running)
+		rc = read_into(s, STORE_Q_SLA_RUNNING,
+			       ARGS(STORE_I64(started_before_ms),
+				    STORE_I64(limit_of(x->max_running))),
+			       x->running, x->max_running, &x->n_running,
+			       err);
+	if (!rc && x->max_last)
+		rc = read_into(s, STORE_Q_SLA_LAST,
+			       ARGS(STORE_I64(limit_of(x->max_last))), x->last,
+			       x->max_last, &x->n_last, err);
 	return rc;
 }
 

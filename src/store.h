@@ -927,25 +927,6 @@ int store_sla_scan(struct store *s, int64_t ready_before_ms,
 		   int64_t started_before_ms, struct store_sla *x,
 		   struct sc_err *err);
 
-/*
- * One part of store_sla_scan, for backends (store_ops.sla_read): run the
- * part's statement with `before` (LATE: run_at <= before; RUNNING:
- * started <= before; LAST: no bound) and LIMIT `limit`, and read its rows
- * by t into out (at most max rows of size bytes each), their count in *n.
- * store_sla_scan skips a part whose max is 0, so max >= 1 here.
- */
-enum store_sla_part { STORE_SLA_LATE, STORE_SLA_RUNNING, STORE_SLA_LAST };
-
-struct store_sla_read {
-	enum store_sla_part part;
-	int64_t before;
-	int64_t limit;              /* max, at most INT32_MAX */
-	void *out;
-	size_t max, size;
-	const struct store_fields *t;
-	size_t *n;
-};
-
 /* ---- fencing: writes made for a claimed job --------------------------- */
 
 /*
@@ -1667,10 +1648,6 @@ struct store_ops {
 				 int64_t next_try_ms, const char *last_error,
 				 const struct ledger_row *row,
 				 struct sc_err *err);
-	/* One read of a timing pass (store_sla_scan asks for each part in
-	 * turn): the backend only runs that part's statement. */
-	int (*sla_read)(void *impl, const struct store_sla_read *r,
-			struct sc_err *err);
 	/* Optional; NULL: store_wait sleeps. changed: never NULL. */
 	int (*wait)(void *impl, int64_t timeout_ms, bool *changed,
 		    struct sc_err *err);
@@ -2246,6 +2223,9 @@ enum store_q {
 	STORE_Q_ALERT_SENDS,
 	STORE_Q_ALERT_LIST,
 	STORE_Q_DEAD_UNALERTED,
+	STORE_Q_SLA_LATE,
+	STORE_Q_SLA_RUNNING,
+	STORE_Q_SLA_LAST,
 	STORE_Q_N
 };
 

@@ -47,4 +47,8 @@ const struct store_qdef store_calls[STORE_Q_N] = {
 	ALL(ALERT_LIST, "alert list", store_alert_fields, struct store_alert),
 	ALL(DEAD_UNALERTED, "dead jobs read", store_dead_fields,
 	    struct store_dead_job),
+	ALL(SLA_LATE, "sla scan", store_job_fields, struct store_job),
+	ALL(SLA_RUNNING, "sla scan", store_job_fields, struct store_job),
+	ALL(SLA_LAST, "sla scan", store_sla_last_fields,
+	    struct store_sla_last),
 };

@@ -805,9 +805,6 @@ enum stmt {
 	ST_SEND_CLAIM,
 	ST_SEND_FINISH,
 	ST_SEND_EXISTS,
-	ST_SLA_LATE,
-	ST_SLA_RUNNING,
-	ST_SLA_LAST,
 	ST_COUNT
 };
 
@@ -1468,16 +1465,16 @@ static const char *const sql[ST_COUNT] = {
 	/* The timing pass (store_sla_scan): jobs_due and jobs_lease, the
 	 * partial indexes of READY and ACTIVE rows, and per schedule known
 	 * to the scheduler two primary-key probes. */
-	[ST_SLA_LATE] =
+	[STORE_Q_SLA_LATE] =
 	"SELECT " STORE_JOB_COLS " FROM jobs WHERE state = " STORE_SQL_READY
 	" AND attempts = 0"
 	" AND run_at_ms <= $1::bigint ORDER BY run_at_ms, id"
 	" LIMIT $2::bigint",
-	[ST_SLA_RUNNING] =
+	[STORE_Q_SLA_RUNNING] =
 	"SELECT " STORE_JOB_COLS " FROM jobs WHERE state = " STORE_SQL_ACTIVE
 	" AND started_ms <= $1::bigint ORDER BY started_ms, id"
 	" LIMIT $2::bigint",
-	[ST_SLA_LAST] =
+	[STORE_Q_SLA_LAST] =
 	"SELECT s.schedule, COALESCE((SELECT m.completed_ms FROM slot_markers m"
 	" WHERE m.schedule = s.schedule ORDER BY m.slot_ms DESC LIMIT 1), 0),"
 	" COALESCE((SELECT j.created_ms FROM jobs j WHERE j.schedule ="
@@ -4912,30 +4909,6 @@ static int pg_alert_send_finish(void *impl, int64_t send_id,
 			   lease_token, "finish", err);
 }
 
-/* ---- timing checks ----------------------------------------------------- */
-
-static int pg_sla_read(void *impl, const struct store_sla_read *r,
-		       struct sc_err *err)
-{
-	static const enum stmt sts[] = {
-		[STORE_SLA_LATE] = ST_SLA_LATE,
-		[STORE_SLA_RUNNING] = ST_SLA_RUNNING,
-		[STORE_SLA_LAST] = ST_SLA_LAST,
-	};
-	struct args a = {0};
-	PGresult *res;
-	bool oom = false;
-	int rc;
-
-	if (r->part != STORE_SLA_LAST)
-		arg_i64(&a, r->before);
-	arg_i64(&a, r->limit);
-	if ((rc = run(impl, sts[r->part], &a, &res, err)) != 0)
-		return rc;
-	*r->n = fill_rows(res, r->out, r->max, r->size, r->t, &oom);
-	return 0;
-}
-
 /* ---- waiting for work --------------------------------------------------- */
 
 static void sleep_ms(int64_t ms)
@@ -5048,6 +5021,5 @@ const struct store_ops store_pg_ops = {
 	.alert_stage = pg_alert_stage,
 	.alert_send_claim = pg_alert_send_claim,
 	.alert_send_finish = pg_alert_send_finish,
-	.sla_read = pg_sla_read,
 	.wait = pg_wait,
 };

@@ -715,9 +715,6 @@ enum stmt_id {
 	ST_SEND_TAKE,
 	ST_SEND_FINISH,
 	ST_SEND_EXISTS,
-	ST_SLA_LATE,
-	ST_SLA_RUNNING,
-	ST_SLA_LAST,
 	N_STMT
 };
 
@@ -1112,16 +1109,16 @@ static const char *const stmt_sql[N_STMT] = {
 	/* The timing pass (store_sla_scan): the claim's and the recovery's
 	 * partial indexes, and per schedule known to the scheduler two
 	 * primary-key probes; DONE jobs and old markers are never read. */
-	[ST_SLA_LATE] =
+	[STORE_Q_SLA_LATE] =
 		"SELECT " STORE_JOB_COLS " FROM jobs WHERE state = "
 		STORE_SQL_READY " AND "
 		"attempts = 0 AND run_at_ms <= ?1 ORDER BY run_at_ms, id "
 		"LIMIT ?2",
-	[ST_SLA_RUNNING] =
+	[STORE_Q_SLA_RUNNING] =
 		"SELECT " STORE_JOB_COLS " FROM jobs WHERE state = "
 		STORE_SQL_ACTIVE " AND "
 		"started_ms <= ?1 ORDER BY started_ms, id LIMIT ?2",
-	[ST_SLA_LAST] =
+	[STORE_Q_SLA_LAST] =
 		"SELECT s.schedule, COALESCE((SELECT m.completed_ms FROM "
 		"slot_markers m WHERE m.schedule = s.schedule ORDER BY "
 		"m.slot_ms DESC LIMIT 1), 0), COALESCE((SELECT j.created_ms "
@@ -4500,30 +4497,6 @@ done:
 	return tx_end(q, rc, err);
 }
 
-/* ---- timing checks ----------------------------------------------------- */
-
-static int sq_sla_read(void *impl, const struct store_sla_read *r,
-		       struct sc_err *err)
-{
-	static const enum stmt_id sts[] = {
-		[STORE_SLA_LATE] = ST_SLA_LATE,
-		[STORE_SLA_RUNNING] = ST_SLA_RUNNING,
-		[STORE_SLA_LAST] = ST_SLA_LAST,
-	};
-	struct sq *q = impl;
-	sqlite3_stmt *st = NULL;
-	int p = 1;
-	int rc = prep(q, sts[r->part], &st, err);
-
-	if (rc)
-		return rc;
-	if (r->part != STORE_SLA_LAST)
-		sqlite3_bind_int64(st, p++, r->before);
-	sqlite3_bind_int64(st, p, r->limit);
-	return fill_rows(q, st, r->out, r->max, r->size, r->t, "sla scan",
-			 r->n, err);
-}
-
 /* ---- waiting for work ------------------------------------------------ */
 
 /* mtime (ns) and size of path into out[0..2); zeros when it is absent. */
@@ -4623,6 +4596,5 @@ const struct store_ops store_sqlite_ops = {
 	.alert_stage = sq_alert_stage,
 	.alert_send_claim = sq_alert_send_claim,
 	.alert_send_finish = sq_alert_send_finish,
-	.sla_read = sq_sla_read,
 	.wait = sq_wait,
 };
