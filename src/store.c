@@ -180,7 +180,7 @@ static int call_read(struct store *s, enum store_q q,
 
 	if (d->kind == STORE_QK_ONE) {
 		memset(out, 0, d->sz);
-	} else {
+	} else if (d->kind == STORE_QK_ALL && n) {
 		*(void **)out = NULL;
 		*n = 0;
 	}

@@ -14,10 +14,11 @@
 #include "store.h"
 
 #define ONE(q, op, t, T, missing) \
-	[STORE_Q_##q] = {op, STORE_QK_ONE, 0, &t, sizeof(T), missing}
+	[STORE_Q_##q] = {op, STORE_QK_ONE, 0, &(t), sizeof(T), missing}
 #define MAYBE(q, op, t, T) \
-	[STORE_Q_##q] = {op, STORE_QK_MAYBE, 0, &t, sizeof(T), NULL}
-#define ALL(q, op, t, T) [STORE_Q_##q] = {op, STORE_QK_ALL, 0, &t, sizeof(T), NULL}
+	[STORE_Q_##q] = {op, STORE_QK_MAYBE, 0, &(t), sizeof(T), NULL}
+#define ALL(q, op, t, T) \
+	[STORE_Q_##q] = {op, STORE_QK_ALL, 0, &(t), sizeof(T), NULL}
 #define WRITE(q, op, c) \
 	[STORE_Q_##q] = {op, STORE_QK_WRITE, STORE_COMMIT_##c, NULL, 0, NULL}
 #define FENCED(q, op, c) \
