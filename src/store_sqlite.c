@@ -2073,8 +2073,8 @@ static int fenced_step(struct sq *q, sqlite3_stmt *st,
 /*
  * A write of one slot's rows that runs alone at `level`, with parameters
  * (schedule, slot, now) and the fence f (NULL: unfenced, and a write that
- * changed nothing is no error): the slot marker, outbox recovery and the
- * scheduler state. *n as in fenced_step.
+ * changed nothing is no error): the scheduler state. *n as in
+ * fenced_step.
  */
 static int slot_write(struct sq *q, enum stmt_id id, enum sync_level level,
 		      const struct store_fence *f, const char *schedule,
