@@ -20,6 +20,7 @@
  *   - An alert handed to a backend has last_slot_ms >= slot_ms and
  *     n_slots >= 1 (alert_norm), a known status, and terminated texts.
  */
+#include <limits.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -45,6 +46,9 @@ struct store {
 	struct store_claim_rule rule; /* store_overlap_set; strings owned
 					 but rule.known, known's text */
 	struct store_known *known;  /* store_known_use; NULL: any */
+	char where[PATH_MAX];       /* the store as errors name it: the
+				       SQLite path, the PostgreSQL URL
+				       without its password */
 };
 
 /* store_known_new: the JSON array of names (for a backend that ships the
@@ -218,6 +222,50 @@ static int call_many(struct store *s, enum store_q q, const void *v,
 	return rc;
 }
 
+/* The LIMIT of a read into an array of max rows. */
+static int64_t limit_of(size_t max)
+{
+	return max > INT32_MAX ? INT32_MAX : (int64_t)max;
+}
+
+/*
+ * An ALL read whose last parameter is its LIMIT (limit_of(max)), into
+ * the caller's out[0..max) instead of a new array: *n the rows. Read as
+ * a list and copied; the tables read so (dead jobs, the timing pass)
+ * hold no copied string, so the list's array is all there is to free.
+ */
+static int read_into(struct store *s, enum store_q q,
+		     const struct store_arg *a, size_t na, void *out,
+		     size_t max, size_t *n, struct sc_err *err)
+{
+	void *v = NULL;
+	size_t got = 0;
+	int rc = call_read(s, q, a, na, &v, &got, err);
+
+	if (rc)
+		return rc;
+	*n = got < max ? got : max;
+	if (*n)
+		memcpy(out, v, *n * store_calls[q].sz);
+	free(v);
+	return 0;
+}
+
+/* call_write with the commit cm instead of the table's: for a write
+ * whose values pick its durability (an outbox state). */
+static int call_write_as(struct store *s, enum store_q q,
+			 enum store_commit cm, const struct store_arg *a,
+			 size_t na, int64_t *changed, struct sc_err *err)
+{
+	struct store_call c = {.q = q, .args = a, .n_args = na,
+			       .fence = fence_of(s), .commit = cm};
+	int rc = s->ops->call(s->impl, &c, err);
+
+	if (changed)
+		*changed = rc ? 0 : c.changed;
+	return rc;
+}
+
 /* ---- open / close ---------------------------------------------------- */
 
 /*
@@ -275,6 +323,7 @@ static int open_store(const char *url, struct sc_clock *clock, bool create,
 		return sc_err_set(err, SC_ENOMEM, "out of memory");
 	s->ops = ops;
 	s->clock = clock;
+	store_url_for_log(target, s->where, sizeof(s->where));
 	rc = ops->open(target, clock, create, &s->impl, err);
 	if (rc) {
 		free(s);
@@ -1203,7 +1252,8 @@ int store_alert_dead_unalerted(struct store *s, struct store_dead_job *out,
 	*n = 0;
 	if (max == 0)
 		return 0;
-	return s->ops->alert_dead_unalerted(s->impl, out, max, n, err);
+	return read_into(s, STORE_Q_DEAD_UNALERTED,
+			 ARGS(STORE_I64(limit_of(max))), out, max, n, err);
 }
 
 int store_alert_list(struct store *s, const struct alert_filter *f,
@@ -1222,7 +1272,18 @@ int store_alert_list(struct store *s, const struct alert_filter *f,
 	*n = 0;
 	if (f && f->limit < 0)
 		return sc_err_set(err, SC_EINVAL, "negative limit");
-	return s->ops->alert_list(s->impl, f ? f : &all, out, n, err);
+	if (!f)
+		f = &all;
+	const struct store_arg null = {.kind = STORE_A_NULL};
+	const struct store_arg slot = STORE_I64(f->slot_ms);
+	const struct store_arg limit = STORE_I64(f->limit);
+	return call_read(s, STORE_Q_ALERT_LIST,
+			 ARGS(STORE_TEXT(f->schedule), STORE_BOOL(f->open_only),
+			      STORE_BOOL(f->unstaged_only),
+			      f->slot_ms != INT64_MIN ? slot : null,
+			      STORE_I64(f->since_ms), STORE_I64(f->until_ms),
+			      f->limit > 0 ? limit : null),
+			 out, n, err);
 }
 
 int store_alert_close(struct store *s, int64_t id, enum alert_status to,
@@ -1262,8 +1323,15 @@ int store_alert_realert(struct store *s, int64_t id, int rounds_seen,
 	if (rounds_seen < 1)
 		return sc_err_set(err, SC_EINVAL,
 				  "rounds_seen must be at least 1");
-	return s->ops->alert_realert(s->impl, id, rounds_seen,
-				     won ? won : &dummy, err);
+	int64_t n = 0;
+	int rc = call_write(s, STORE_Q_ALERT_REALERT,
+			    ARGS(STORE_I64(id), STORE_I64(rounds_seen),
+				 STORE_I64(sc_clock_now_ms(s->clock))),
+			    &n, err);
+
+	if (!rc)
+		*(won ? won : &dummy) = n > 0;
+	return rc;
 }
 
 int store_alert_stage(struct store *s, int64_t id, int round,
@@ -1360,9 +1428,8 @@ int store_alert_sends(struct store *s, int64_t alert_id,
 		rc = check_out(n, "send count", err);
 	if (rc)
 		return rc;
-	*out = NULL;
-	*n = 0;
-	return s->ops->alert_sends(s->impl, alert_id, out, n, err);
+	return call_read(s, STORE_Q_ALERT_SENDS, ARGS(STORE_I64(alert_id)), out,
+			 n, err);
 }
 
 int store_sla_scan(struct store *s, int64_t ready_before_ms,
@@ -1377,23 +1444,23 @@ int store_sla_scan(struct store *s, int64_t ready_before_ms,
 	if ((x->max_late && !x->late) || (x->max_running && !x->running) ||
 	    (x->max_last && !x->last))
 		return sc_err_set(err, SC_EINVAL, "sla scan array is NULL");
-	/* The parts in this order: late, running, then the last rows. */
-	struct store_sla_read r[] = {
-		{STORE_SLA_LATE, ready_before_ms, 0, x->late, x->max_late,
-		 sizeof(*x->late), &store_job_fields, &x->n_late},
-		{STORE_SLA_RUNNING, started_before_ms, 0, x->running,
-		 x->max_running, sizeof(*x->running), &store_job_fields,
-		 &x->n_running},
-		{STORE_SLA_LAST, 0, 0, x->last, x->max_last, sizeof(*x->last),
-		 &store_sla_last_fields, &x->n_last},
-	};
-	for (size_t i = 0; !rc && i < sizeof(r) / sizeof(r[0]); i++) {
-		if (r[i].max == 0)
-			continue;
-		r[i].limit = r[i].max > INT32_MAX ? INT32_MAX
-						  : (int64_t)r[i].max;
-		rc = s->ops->sla_read(s->impl, &r[i], err);
-	}
+	/* The parts in this order: late, running, then the last rows;
+	 * a part whose max is 0 is not read. */
+	if (x->max_late)
+		rc = read_into(s, STORE_Q_SLA_LATE,
+			       ARGS(STORE_I64(ready_before_ms),
+				    STORE_I64(limit_of(x->max_late))),
+			       x->late, x->max_late, &x->n_late, err);
+	if (!rc && x->max_running)
+		rc = read_into(s, STORE_Q_SLA_RUNNING,
+			       ARGS(STORE_I64(started_before_ms),
+				    STORE_I64(limit_of(x->max_running))),
+			       x->running, x->max_running, &x->n_running,
+			       err);
+	if (!rc && x->max_last)
+		rc = read_into(s, STORE_Q_SLA_LAST,
+			       ARGS(STORE_I64(limit_of(x->max_last))), x->last,
+			       x->max_last, &x->n_last, err);
 	return rc;
 }
 
@@ -1445,6 +1512,34 @@ int store_outbox_put(struct store *s, const char *schedule, int64_t slot_ms,
 	return rc;
 }
 
+/*
+ * The outbox row of (schedule, slot_ms, target) into *out (untouched on
+ * failure): SC_ENOENT when there is none, SC_ECORRUPT when a row that
+ * must still hold its message has none.
+ */
+static int outbox_read(struct store *s, const char *schedule,
+		       int64_t slot_ms, const char *target,
+		       struct outbox_entry *out, struct sc_err *err)
+{
+	struct outbox_entry e = {0};
+	int rc = call_read(s, STORE_Q_OUTBOX_GET,
+			   ARGS(STORE_TEXT(schedule), STORE_I64(slot_ms),
+				STORE_TEXT(target)),
+			   &e, NULL, err);
+
+	/* A guard keeps its row when prune takes its body (store.h). */
+	if (!rc && !e.body && !store_body_may_be_pruned(e.state))
+		rc = sc_err_set(err, SC_ECORRUPT, "outbox row of target %s "
+				"has no message body in %s", target,
+				s->where);
+	if (rc) {
+		store_outbox_entry_dispose(&e);
+		return rc;
+	}
+	*out = e;
+	return 0;
+}
+
 int store_outbox_get(struct store *s, const char *schedule, int64_t slot_ms,
 		     const char *target, struct outbox_entry *out,
 		     struct sc_err *err)
@@ -1453,9 +1548,7 @@ int store_outbox_get(struct store *s, const char *schedule, int64_t slot_ms,
 
 	if (!rc)
 		rc = check_out(out, "outbox output", err);
-	return rc ? rc
-		  : s->ops->outbox_get(s->impl, schedule, slot_ms, target, out,
-				       err);
+	return rc ? rc : outbox_read(s, schedule, slot_ms, target, out, err);
 }
 
 void store_outbox_entry_dispose(struct outbox_entry *e)
@@ -1476,8 +1569,7 @@ static int outbox_refused(struct store *s, const char *schedule,
 			  struct sc_err *err)
 {
 	struct outbox_entry e = {0};
-	int rc = s->ops->outbox_get(s->impl, schedule, slot_ms, target, &e,
-				    err);
+	int rc = outbox_read(s, schedule, slot_ms, target, &e, err);
 
 	if (rc)
 		return rc;
@@ -1485,11 +1577,28 @@ static int outbox_refused(struct store *s, const char *schedule,
 	return refuse(schedule, target, e.state, err);
 }
 
+/* A send's state change by statement q (OUTBOX_SET, or OUTBOX_RELEASE:
+ * only from UNKNOWN); *n the rows changed. SENT is the send guard, and
+ * SENDING is what makes a crash after the request left a declared
+ * duplicate instead of a silent one: the state's commit class makes both
+ * durable before this returns (and the request leaves). */
+static int outbox_write(struct store *s, enum store_q q,
+			const char *schedule, int64_t slot_ms,
+			const char *target, enum send_state state, int64_t *n,
+			struct sc_err *err)
+{
+	return call_write_as(s, q, store_commit_of_send(state),
+			     ARGS(STORE_TEXT(schedule), STORE_I64(slot_ms),
+				  STORE_TEXT(target), STORE_I64(state),
+				  STORE_I64(sc_clock_now_ms(s->clock))),
+			     n, err);
+}
+
 int store_outbox_set_state(struct store *s, const char *schedule, int64_t slot_ms,
 			   const char *target, enum send_state state,
 			   struct sc_err *err)
 {
-	int n = 0;
+	int64_t n = 0;
 	int rc = check_slot_target(schedule, target, err);
 
 	if (rc)
@@ -1497,8 +1606,8 @@ int store_outbox_set_state(struct store *s, const char *schedule, int64_t slot_m
 	if (state < SEND_PENDING || state > SEND_UNKNOWN)
 		return sc_err_set(err, SC_EINVAL,
 				  "outbox state must be PENDING..UNKNOWN");
-	rc = s->ops->outbox_set_state(s->impl, fence_of(s), schedule, slot_ms,
-				      target, state, &n, err);
+	rc = outbox_write(s, STORE_Q_OUTBOX_SET, schedule, slot_ms, target,
+			  state, &n, err);
 	/* Nothing changed: a send guard, which never reopens, or no row. */
 	return rc || n > 0 ? rc
 			   : outbox_refused(s, schedule, slot_ms, target,
@@ -1509,7 +1618,7 @@ int store_outbox_release(struct store *s, const char *schedule,
 			 int64_t slot_ms, const char *target,
 			 enum send_state to, struct sc_err *err)
 {
-	int n = 0;
+	int64_t n = 0;
 	int rc = check_slot_target(schedule, target, err);
 
 	if (rc)
@@ -1517,8 +1626,8 @@ int store_outbox_release(struct store *s, const char *schedule,
 	if (to != SEND_SENT && to != SEND_FAILED)
 		return sc_err_set(err, SC_EINVAL, "a release makes a held send "
 				  "SENT or FAILED");
-	rc = s->ops->outbox_release(s->impl, fence_of(s), schedule, slot_ms,
-				    target, to, &n, err);
+	rc = outbox_write(s, STORE_Q_OUTBOX_RELEASE, schedule, slot_ms, target,
+			  to, &n, err);
 	/* Nothing changed: no longer held, or no row. */
 	return rc || n > 0 ? rc
 			   : outbox_refused(s, schedule, slot_ms, target,
@@ -1528,12 +1637,17 @@ int store_outbox_release(struct store *s, const char *schedule,
 int store_outbox_mark_unknown(struct store *s, const char *schedule,
 			      int64_t slot_ms, int *n, struct sc_err *err)
 {
-	int dummy;
+	int64_t changed = 0;
 	int rc = check_name("schedule name", schedule, STORE_NAME_MAX, err);
 
-	return rc ? rc
-		  : s->ops->outbox_mark_unknown(s->impl, fence_of(s), schedule, slot_ms,
-						n ? n : &dummy, err);
+	if (!rc)
+		rc = call_write(s, STORE_Q_OUTBOX_UNKNOWN,
+				ARGS(STORE_TEXT(schedule), STORE_I64(slot_ms),
+				     STORE_I64(sc_clock_now_ms(s->clock))),
+				&changed, err);
+	if (n)
+		*n = (int)changed;
+	return rc;
 }
 
 int store_slot_mark(struct store *s, const char *schedule, int64_t slot_ms,
@@ -1541,8 +1655,28 @@ int store_slot_mark(struct store *s, const char *schedule, int64_t slot_ms,
 {
 	int rc = check_name("schedule name", schedule, STORE_NAME_MAX, err);
 
-	return rc ? rc : s->ops->slot_mark(s->impl, fence_of(s), schedule,
-					  slot_ms, err);
+	return rc ? rc
+		  : call_write(s, STORE_Q_SLOT_MARK,
+			       ARGS(STORE_TEXT(schedule), STORE_I64(slot_ms),
+				    STORE_I64(sc_clock_now_ms(s->clock))),
+			       NULL, err);
+}
+
+/* Whether (schedule, slot_ms) has its marker (a MAYBE read: the row
+ * is the answer): *marked, set on success. */
+static int marker_read(struct store *s, const char *schedule,
+		       int64_t slot_ms, bool *marked, struct sc_err *err)
+{
+	const struct store_arg a[] = {STORE_TEXT(schedule),
+				      STORE_I64(slot_ms)};
+	int64_t one = 0;
+	struct store_call c = {.q = STORE_Q_SLOT_IS_MARKED, .args = a,
+			       .n_args = 2, .out = &one};
+	int rc = s->ops->call(s->impl, &c, err);
+
+	if (!rc)
+		*marked = c.changed > 0;
+	return rc;
 }
 
 int store_slot_is_marked(struct store *s, const char *schedule, int64_t slot_ms,
@@ -1552,9 +1686,7 @@ int store_slot_is_marked(struct store *s, const char *schedule, int64_t slot_ms,
 
 	if (!rc)
 		rc = check_out(marked, "marked output", err);
-	return rc ? rc
-		  : s->ops->slot_is_marked(s->impl, schedule, slot_ms, marked,
-					   err);
+	return rc ? rc : marker_read(s, schedule, slot_ms, marked, err);
 }
 
 int store_slot_look(struct store *s, const char *schedule, int64_t slot_ms,
@@ -1606,15 +1738,15 @@ int store_slot_look_others(struct store *s, const char *schedule,
 		return s->ops->slot_look(s->impl, schedule, slot_ms, targets,
 					 n_targets, marked, staged, out,
 					 n_others, err);
-	rc = s->ops->slot_is_marked(s->impl, schedule, slot_ms, marked, err);
+	rc = marker_read(s, schedule, slot_ms, marked, err);
 	if (rc || *marked)
 		return rc;
 	if (!n_others) {
 		for (size_t i = 0; !rc && i < n_targets; i++) {
 			struct sc_err lerr = {0};
 
-			rc = s->ops->outbox_get(s->impl, schedule, slot_ms,
-						targets[i], out, &lerr);
+			rc = outbox_read(s, schedule, slot_ms, targets[i],
+					 out, &lerr);
 			if (rc == SC_ENOENT) {
 				rc = 0; /* not staged for this one: next */
 				continue;
@@ -1633,7 +1765,9 @@ int store_slot_look_others(struct store *s, const char *schedule,
 	 * A fresh slot costs this one read instead of one per target. */
 	struct store_outbox_row *v = NULL;
 	size_t n = 0;
-	rc = s->ops->outbox_list(s->impl, schedule, slot_ms, &v, &n, err);
+	rc = call_read(s, STORE_Q_OUTBOX_LIST,
+		       ARGS(STORE_TEXT(schedule), STORE_I64(slot_ms)), &v, &n,
+		       err);
 	for (size_t i = 0; !rc && i < n; i++)
 		*n_others += !name_in(v[i].target, targets, n_targets);
 	for (size_t i = 0; !rc && *staged < 0 && i < n_targets; i++) {
@@ -1645,8 +1779,8 @@ int store_slot_look_others(struct store *s, const char *schedule,
 	}
 	free(v);
 	if (!rc && *staged >= 0) {
-		rc = s->ops->outbox_get(s->impl, schedule, slot_ms,
-					targets[*staged], out, err);
+		rc = outbox_read(s, schedule, slot_ms, targets[*staged], out,
+				 err);
 		if (rc)
 			*staged = -1;
 	}
@@ -1665,9 +1799,9 @@ int store_outbox_list(struct store *s, const char *schedule, int64_t slot_ms,
 		rc = check_out(n, "outbox row count", err);
 	if (rc)
 		return rc;
-	*out = NULL;
-	*n = 0;
-	return s->ops->outbox_list(s->impl, schedule, slot_ms, out, n, err);
+	return call_read(s, STORE_Q_OUTBOX_LIST,
+			 ARGS(STORE_TEXT(schedule), STORE_I64(slot_ms)), out, n,
+			 err);
 }
 
 int store_outbox_abandon(struct store *s, const char *schedule,

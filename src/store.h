@@ -927,25 +927,6 @@ int store_sla_scan(struct store *s, int64_t ready_before_ms,
 		   int64_t started_before_ms, struct store_sla *x,
 		   struct sc_err *err);
 
-/*
- * One part of store_sla_scan, for backends (store_ops.sla_read): run the
- * part's statement with `before` (LATE: run_at <= before; RUNNING:
- * started <= before; LAST: no bound) and LIMIT `limit`, and read its rows
- * by t into out (at most max rows of size bytes each), their count in *n.
- * store_sla_scan skips a part whose max is 0, so max >= 1 here.
- */
-enum store_sla_part { STORE_SLA_LATE, STORE_SLA_RUNNING, STORE_SLA_LAST };
-
-struct store_sla_read {
-	enum store_sla_part part;
-	int64_t before;
-	int64_t limit;              /* max, at most INT32_MAX */
-	void *out;
-	size_t max, size;
-	const struct store_fields *t;
-	size_t *n;
-};
-
 /* ---- fencing: writes made for a claimed job --------------------------- */
 
 /*
@@ -1567,32 +1548,6 @@ struct store_ops {
 	int (*sched_summaries)(void *impl, const char *schedule,
 			       struct store_sched_summary **out, size_t *n,
 			       struct sc_err *err);
-	int (*outbox_get)(void *impl, const char *schedule, int64_t slot_ms,
-			  const char *target, struct outbox_entry *out,
-			  struct sc_err *err);
-	/* *n: the rows changed (0 or 1); store_outbox_set_state tells
-	 * the reason of a 0 (no row, or a send guard). */
-	int (*outbox_set_state)(void *impl, const struct store_fence *fence,
-				const char *schedule, int64_t slot_ms,
-				const char *target, enum send_state state,
-				int *n, struct sc_err *err);
-	/* As outbox_set_state, only from UNKNOWN (STORE_FROM_OUTBOX_RELEASE):
-	 * *n 0 when the row is gone or no longer held, and
-	 * store_outbox_release says which. */
-	int (*outbox_release)(void *impl, const struct store_fence *fence,
-			      const char *schedule, int64_t slot_ms,
-			      const char *target, enum send_state to, int *n,
-			      struct sc_err *err);
-	int (*outbox_mark_unknown)(void *impl,
-				   const struct store_fence *fence,
-				   const char *schedule, int64_t slot_ms,
-				   int *n, struct sc_err *err);
-	int (*slot_mark)(void *impl, const struct store_fence *fence,
-			 const char *schedule, int64_t slot_ms,
-			 struct sc_err *err);
-	int (*slot_is_marked)(void *impl, const char *schedule,
-			      int64_t slot_ms, bool *marked,
-			      struct sc_err *err);
 	/* Optional: NULL makes store.c read the marker and each target's
 	 * row in turn (SQLite, where a read is no round trip), and the
 	 * slot's rows (outbox_list) when n_others is wanted. Outputs come
@@ -1601,10 +1556,6 @@ struct store_ops {
 			 const char *const *targets, size_t n_targets,
 			 bool *marked, int *staged, struct outbox_entry *out,
 			 size_t *n_others, struct sc_err *err);
-	/* *out and *n come zeroed. */
-	int (*outbox_list)(void *impl, const char *schedule, int64_t slot_ms,
-			   struct store_outbox_row **out, size_t *n,
-			   struct sc_err *err);
 	/* from checked; row checked; closed: never NULL. */
 	int (*outbox_abandon)(void *impl, const struct store_fence *fence,
 			      const char *schedule, int64_t slot_ms,
@@ -1628,18 +1579,10 @@ struct store_ops {
 			  struct sc_err *err);
 	int (*alert_raise)(void *impl, const struct store_alert *a,
 			   bool *created, int64_t *id, struct sc_err *err);
-	int (*alert_dead_unalerted)(void *impl, struct store_dead_job *out,
-				    size_t max, size_t *n,
-				    struct sc_err *err);
-	int (*alert_list)(void *impl, const struct alert_filter *f,
-			  struct store_alert **out, size_t *n,
-			  struct sc_err *err);
 	int (*alert_close)(void *impl, int64_t id, enum alert_status to,
 			   const char *note, const struct store_alert *then,
 			   const struct ledger_row *row, bool *changed,
 			   struct sc_err *err);
-	int (*alert_realert)(void *impl, int64_t id, int rounds_seen,
-			     bool *won, struct sc_err *err);
 	int (*alert_stage)(void *impl, int64_t id, int round,
 			   const char *const *targets, size_t n,
 			   const char *body, struct sc_err *err);
@@ -1652,13 +1595,6 @@ struct store_ops {
 				 int64_t next_try_ms, const char *last_error,
 				 const struct ledger_row *row,
 				 struct sc_err *err);
-	int (*alert_sends)(void *impl, int64_t alert_id,
-			   struct store_alert_send **out, size_t *n,
-			   struct sc_err *err);
-	/* One read of a timing pass (store_sla_scan asks for each part in
-	 * turn): the backend only runs that part's statement. */
-	int (*sla_read)(void *impl, const struct store_sla_read *r,
-			struct sc_err *err);
 	/* Optional; NULL: store_wait sleeps. changed: never NULL. */
 	int (*wait)(void *impl, int64_t timeout_ms, bool *changed,
 		    struct sc_err *err);
@@ -2257,6 +2193,20 @@ enum store_q {
 	STORE_Q_LEASE_TAKE,
 	STORE_Q_NODE_BEAT,
 	STORE_Q_JOB_HEARTBEAT,
+	STORE_Q_OUTBOX_GET,
+	STORE_Q_OUTBOX_LIST,
+	STORE_Q_OUTBOX_SET,
+	STORE_Q_OUTBOX_RELEASE,
+	STORE_Q_OUTBOX_UNKNOWN,
+	STORE_Q_SLOT_MARK,
+	STORE_Q_SLOT_IS_MARKED,
+	STORE_Q_ALERT_REALERT,
+	STORE_Q_ALERT_SENDS,
+	STORE_Q_ALERT_LIST,
+	STORE_Q_DEAD_UNALERTED,
+	STORE_Q_SLA_LATE,
+	STORE_Q_SLA_RUNNING,
+	STORE_Q_SLA_LAST,
 	STORE_Q_N
 };
 
@@ -2314,7 +2264,9 @@ struct store_call {
 	const void *in;  /* MANY: the elements */
 	size_t n_in;
 	int64_t changed; /* the writes: set by the runner */
-	enum store_commit commit; /* when the table's is STORE_COMMIT_N */
+	/* The commit when the table's is STORE_COMMIT_N: the values pick
+	 * it (a ledger row's, an outbox state's). */
+	enum store_commit commit;
 };
 
 /* store_ledger_append_written on a backend's handle (the store's

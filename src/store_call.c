@@ -17,7 +17,8 @@
 	[STORE_Q_##q] = {op, STORE_QK_ONE, 0, &(t), sizeof(T), missing}
 #define MAYBE(q, op, t, T) \
 	[STORE_Q_##q] = {op, STORE_QK_MAYBE, 0, &(t), sizeof(T), NULL}
-#define ALL(q, op, t, T) [STORE_Q_##q] = {op, STORE_QK_ALL, 0, &(t), sizeof(T), NULL}
+#define ALL(q, op, t, T) \
+	[STORE_Q_##q] = {op, STORE_QK_ALL, 0, &(t), sizeof(T), NULL}
 #define WRITE(q, op, c) \
 	[STORE_Q_##q] = {op, STORE_QK_WRITE, STORE_COMMIT_##c, NULL, 0, NULL}
 #define MANY(q, op, c, t, T) \
@@ -68,11 +69,37 @@ const struct store_qdef store_calls[STORE_Q_N] = {
 	WRITE(LEASE_TAKE, "lease take", LEASE),
 	WRITE(NODE_BEAT, "node write", NODE),
 	WRITE(JOB_HEARTBEAT, "heartbeat", HEARTBEAT),
+	ONE(OUTBOX_GET, "outbox get", store_outbox_entry_fields,
+	    struct outbox_entry, "no outbox row for target"),
+	ALL(OUTBOX_LIST, "outbox list", store_outbox_row_fields,
+	    struct store_outbox_row),
+	/* The commit of these two is the state's (store_commit_of_send),
+	 * given by the call. */
+	FENCED(OUTBOX_SET, "outbox state", N),
+	FENCED(OUTBOX_RELEASE, "outbox release", N),
+	FENCED(OUTBOX_UNKNOWN, "outbox recovery", SEND_UNKNOWN),
+	FENCED(SLOT_MARK, "slot mark", SLOT_MARK),
+	MAYBE(SLOT_IS_MARKED, "slot marker read", store_i64_fields, int64_t),
+	WRITE(ALERT_REALERT, "realert", ALERT_REALERT),
+	ALL(ALERT_SENDS, "alert sends", store_send_fields,
+	    struct store_alert_send),
+	ALL(ALERT_LIST, "alert list", store_alert_fields, struct store_alert),
+	ALL(DEAD_UNALERTED, "dead jobs read", store_dead_fields,
+	    struct store_dead_job),
+	ALL(SLA_LATE, "sla scan", store_job_fields, struct store_job),
+	ALL(SLA_RUNNING, "sla scan", store_job_fields, struct store_job),
+	ALL(SLA_LAST, "sla scan", store_sla_last_fields,
+	    struct store_sla_last),
 };
 
 enum store_commit store_call_commit(const struct store_call *c)
 {
 	enum store_commit t = store_calls[c->q].commit;
 
-	return t == STORE_COMMIT_N ? c->commit : t;
+	/* A call that names none (or a bad one) is made durable: zero is
+	 * STORE_COMMIT_MIGRATE, whose class is ALWAYS. */
+	if (t != STORE_COMMIT_N)
+		return t;
+	return (unsigned)c->commit < STORE_COMMIT_N ? c->commit
+						      : STORE_COMMIT_MIGRATE;
 }

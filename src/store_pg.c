@@ -761,32 +761,18 @@ enum stmt {
 	ST_LEDGER_LOST,
 	ST_SUMMARIES,
 	ST_SUMMARIES_ONE,
-	ST_OUTBOX_GET,
-	ST_OUTBOX_SET,
-	ST_OUTBOX_RELEASE,
-	ST_OUTBOX_UNKNOWN,
-	ST_OUTBOX_LIST,
 	ST_OUTBOX_ABANDON,
-	ST_SLOT_MARK,
-	ST_SLOT_IS,
 	ST_SLOT_LOOK,
 	ST_SCHED_SET_MANY,
 	ST_TOKEN_GET,
 	ST_ALERT_RAISE,
 	ST_ALERT_ID,
-	ST_DEAD_UNALERTED,
-	ST_ALERT_LIST,
 	ST_ALERT_CLOSE,
 	ST_ALERT_EXISTS,
-	ST_ALERT_REALERT,
 	ST_ALERT_STAGE,
 	ST_SEND_CLAIM,
 	ST_SEND_FINISH,
 	ST_SEND_EXISTS,
-	ST_ALERT_SENDS,
-	ST_SLA_LATE,
-	ST_SLA_RUNNING,
-	ST_SLA_LAST,
 	ST_COUNT
 };
 
@@ -1155,7 +1141,7 @@ static const char *const sql[ST_COUNT] = {
 	" ON CONFLICT (schedule, slot_ms, target) DO NOTHING RETURNING 1)"
 	" SELECT f.ok, (SELECT count(*) FROM i), CASE WHEN f.ok AND"
 	" EXISTS (SELECT 1 FROM b) THEN " DURABLE_IF("8") " END FROM f",
-	[ST_OUTBOX_GET] =
+	[STORE_Q_OUTBOX_GET] =
 	"SELECT o.state, o.n_tries, o.sent_ms, b.body FROM outbox o"
 	" LEFT JOIN outbox_body b ON b.schedule = o.schedule"
 	" AND b.slot_ms = o.slot_ms AND b.target = o.target"
@@ -1165,7 +1151,7 @@ static const char *const sql[ST_COUNT] = {
 	 * (the guard) and SENDING (which turns a crash mid-send into a
 	 * declared duplicate) are durable before this returns. $6, $7: the
 	 * fence. Answer: ok, rows changed, -. */
-	[ST_OUTBOX_SET] =
+	[STORE_Q_OUTBOX_SET] =
 	"WITH " FENCE_CTE("$6", "$7") ","
 	" u AS (UPDATE outbox SET state = $4::smallint,"
 	" n_tries = n_tries + CASE WHEN $4::smallint = " STORE_SQL_SENDING
@@ -1180,7 +1166,7 @@ static const char *const sql[ST_COUNT] = {
 	/* Only a held row: the state checked in the write, so a change since
 	 * the operator's read is never overwritten. $4 SENT or FAILED, $5
 	 * now, $6, $7: the fence, $8 durable. Answer: ok, rows changed, -. */
-	[ST_OUTBOX_RELEASE] =
+	[STORE_Q_OUTBOX_RELEASE] =
 	"WITH " FENCE_CTE("$6", "$7") ","
 	" u AS (UPDATE outbox SET state = $4::smallint,"
 	" sent_ms = CASE WHEN $4::smallint = " STORE_SQL_SENT " THEN $5::bigint"
@@ -1190,15 +1176,18 @@ static const char *const sql[ST_COUNT] = {
 	" RETURNING 1)"
 	" SELECT f.ok, (SELECT count(*) FROM u), " DURABLE_IF("8")
 	" FROM f",
-	/* $3, $4: the fence. Answer: ok, rows changed. */
-	[ST_OUTBOX_UNKNOWN] =
-	"WITH " FENCE_CTE("$3", "$4") ","
+	/* $3 now, which this table keeps no column for (SQLite's
+	 * updated_ms): answered, so that its type is known. $4, $5: the
+	 * fence, $6 durable. Answer: ok, rows changed, -, now. */
+	[STORE_Q_OUTBOX_UNKNOWN] =
+	"WITH " FENCE_CTE("$4", "$5") ","
 	" u AS (UPDATE outbox SET state = " STORE_SQL_UNKNOWN
 	" WHERE schedule = $1 AND slot_ms = $2 AND state = "
 	STORE_FROM_OUTBOX_UNKNOWN
 	" AND (SELECT ok FROM f) RETURNING 1)"
-	" SELECT f.ok, (SELECT count(*) FROM u) FROM f",
-	[ST_OUTBOX_LIST] =
+	" SELECT f.ok, (SELECT count(*) FROM u), CASE WHEN f.ok THEN "
+	DURABLE_IF("6") " END, $3::bigint FROM f",
+	[STORE_Q_OUTBOX_LIST] =
 	"SELECT target, state, n_tries FROM outbox"
 	" WHERE schedule = $1 AND slot_ms = $2 ORDER BY target COLLATE \"C\"",
 	/* The row closed (while still in state $4) and its ledger row
@@ -1231,14 +1220,14 @@ static const char *const sql[ST_COUNT] = {
 	"SELECT schedule, from_ms, cron, tz, recorded_ms FROM cron_history"
 	" WHERE schedule = $1 ORDER BY from_ms",
 	/* $4, $5: the fence. Answer: ok, rows inserted, -. */
-	[ST_SLOT_MARK] =
+	[STORE_Q_SLOT_MARK] =
 	"WITH " FENCE_CTE("$4", "$5") ","
 	" i AS (INSERT INTO slot_markers (schedule, slot_ms, completed_ms)"
 	" SELECT $1::text, $2::bigint, $3::bigint FROM f WHERE f.ok"
 	" ON CONFLICT (schedule, slot_ms) DO NOTHING RETURNING 1)"
 	" SELECT f.ok, (SELECT count(*) FROM i), CASE WHEN f.ok THEN "
 	DURABLE_IF("6") " END FROM f",
-	[ST_SLOT_IS] =
+	[STORE_Q_SLOT_IS_MARKED] =
 	"SELECT 1 FROM slot_markers WHERE schedule = $1 AND slot_ms = $2",
 	/* $3: the targets (text[]), in order. One row: marked (0/1), then
 	 * the outbox row of the first of them that has one, NULLs when
@@ -1372,7 +1361,7 @@ static const char *const sql[ST_COUNT] = {
 	[ST_ALERT_ID] =
 	"SELECT id FROM alerts WHERE schedule = $1 AND slot_ms = $2::bigint"
 	" AND reason = $3 AND generation = $4::bigint",
-	[ST_DEAD_UNALERTED] =
+	[STORE_Q_DEAD_UNALERTED] =
 	"SELECT j.id, j.schedule, j.slot_ms, j.attempts,"
 	" COALESCE((SELECT l.error_msg FROM ledger l"
 	" WHERE l.schedule = j.schedule AND l.slot_ms = j.slot_ms"
@@ -1381,7 +1370,7 @@ static const char *const sql[ST_COUNT] = {
 	" ORDER BY j.id"
 	" LIMIT $1::bigint",
 	/* LIMIT NULL is no limit; $4 NULL: any slot. */
-	[ST_ALERT_LIST] =
+	[STORE_Q_ALERT_LIST] =
 	"SELECT " STORE_ALERT_COLS " FROM alerts"
 	" WHERE ($1::text IS NULL OR schedule = $1::text)"
 	" AND (NOT $2::boolean OR status = " STORE_SQL_OPEN ")"
@@ -1398,10 +1387,10 @@ static const char *const sql[ST_COUNT] = {
 	STORE_FROM_ALERT_CLOSE
 	" RETURNING id, " DURABLE_IF("5"),
 	[ST_ALERT_EXISTS] = "SELECT 1 FROM alerts WHERE id = $1::bigint",
-	[ST_ALERT_REALERT] =
+	[STORE_Q_ALERT_REALERT] =
 	"UPDATE alerts SET rounds = $2::integer + 1, round_ms = $3::bigint"
 	" WHERE id = $1::bigint AND status = " STORE_FROM_ALERT_REALERT
-	" AND rounds = $2::integer",
+	" AND rounds = $2::integer RETURNING " DURABLE_IF("4"),
 	/* $1 id, $2 round, $3 targets (text[]), $4 now, $5 body. The send
 	 * rows hang off the alert's update, so a missing alert writes none.
 	 * Answer: alerts updated, rows inserted. */
@@ -1458,23 +1447,23 @@ static const char *const sql[ST_COUNT] = {
 	" SELECT (SELECT count(*) FROM u), (SELECT count(*) FROM l),"
 	" " DURABLE_IF("18"),
 	[ST_SEND_EXISTS] = "SELECT 1 FROM alert_sends WHERE id = $1::bigint",
-	[ST_ALERT_SENDS] =
+	[STORE_Q_ALERT_SENDS] =
 	"SELECT " SEND_COLS("s.state", "NULL") " FROM alert_sends s"
 	" JOIN alerts a ON a.id = s.alert_id WHERE s.alert_id = $1::bigint"
 	" ORDER BY s.id",
 	/* The timing pass (store_sla_scan): jobs_due and jobs_lease, the
 	 * partial indexes of READY and ACTIVE rows, and per schedule known
 	 * to the scheduler two primary-key probes. */
-	[ST_SLA_LATE] =
+	[STORE_Q_SLA_LATE] =
 	"SELECT " STORE_JOB_COLS " FROM jobs WHERE state = " STORE_SQL_READY
 	" AND attempts = 0"
 	" AND run_at_ms <= $1::bigint ORDER BY run_at_ms, id"
 	" LIMIT $2::bigint",
-	[ST_SLA_RUNNING] =
+	[STORE_Q_SLA_RUNNING] =
 	"SELECT " STORE_JOB_COLS " FROM jobs WHERE state = " STORE_SQL_ACTIVE
 	" AND started_ms <= $1::bigint ORDER BY started_ms, id"
 	" LIMIT $2::bigint",
-	[ST_SLA_LAST] =
+	[STORE_Q_SLA_LAST] =
 	"SELECT s.schedule, COALESCE((SELECT m.completed_ms FROM slot_markers m"
 	" WHERE m.schedule = s.schedule ORDER BY m.slot_ms DESC LIMIT 1), 0),"
 	" COALESCE((SELECT j.created_ms FROM jobs j WHERE j.schedule ="
@@ -1490,7 +1479,7 @@ static const char *const sql[ST_COUNT] = {
  */
 static const bool oneshot[ST_COUNT] = {
 	[STORE_Q_JOB_COUNTS] = true,
-	[ST_ALERT_LIST] = true,
+	[STORE_Q_ALERT_LIST] = true,
 	/* taken once a day: not worth a prepared statement */
 	[STORE_Q_LEASE_TAKE] = true,
 };
@@ -4026,112 +4015,6 @@ static int get_outbox(const PGresult *res, int c, const char *target,
 	return 0;
 }
 
-static int pg_outbox_get(void *impl, const char *schedule, int64_t slot_ms,
-			 const char *target, struct outbox_entry *out,
-			 struct sc_err *err)
-{
-	struct args a = {0};
-	PGresult *res;
-	int rc;
-
-	arg_slot_target(&a, schedule, slot_ms, target);
-	rc = run_one(impl, ST_OUTBOX_GET, &a, "no outbox row for target", &res,
-		     err);
-	if (rc)
-		return rc;
-	rc = get_outbox(res, 0, target, out, err);
-	PQclear(res);
-	return rc;
-}
-
-/* A send's state change by statement `stmt` (ST_OUTBOX_SET, or
- * ST_OUTBOX_RELEASE: only from UNKNOWN); *n the rows changed. */
-static int outbox_write(struct pg *p, enum stmt stmt, const char *what,
-			const struct store_fence *fence, const char *schedule,
-			int64_t slot_ms, const char *target,
-			enum send_state state, int *n, struct sc_err *err)
-{
-	struct args a = {0};
-	int64_t rows = 0;
-	int rc;
-
-	arg_slot_target(&a, schedule, slot_ms, target);
-	arg_i64(&a, (int64_t)state);
-	arg_i64(&a, now_ms(p));
-	arg_fence(&a, fence);
-	arg_dur(&a, store_commit_of_send(state));
-	rc = run_fenced(p, stmt, &a, fence, what, &rows, err);
-	*n = (int)rows;
-	return rc;
-}
-
-static int pg_outbox_set_state(void *impl, const struct store_fence *fence,
-			       const char *schedule, int64_t slot_ms,
-			       const char *target, enum send_state state,
-			       int *n, struct sc_err *err)
-{
-	return outbox_write(impl, ST_OUTBOX_SET, "outbox state", fence,
-			    schedule, slot_ms, target, state, n, err);
-}
-
-static int pg_outbox_release(void *impl, const struct store_fence *fence,
-			     const char *schedule, int64_t slot_ms,
-			     const char *target, enum send_state to, int *n,
-			     struct sc_err *err)
-{
-	return outbox_write(impl, ST_OUTBOX_RELEASE, "outbox release", fence,
-			    schedule, slot_ms, target, to, n, err);
-}
-
-static int pg_outbox_mark_unknown(void *impl, const struct store_fence *fence,
-				  const char *schedule, int64_t slot_ms, int *n,
-				  struct sc_err *err)
-{
-	struct args a = {0};
-	int64_t rows = 0;
-	int rc;
-
-	arg_slot(&a, schedule, slot_ms);
-	arg_fence(&a, fence);
-	rc = run_fenced(impl, ST_OUTBOX_UNKNOWN, &a, fence, "outbox recovery",
-			&rows, err);
-	if (rc)
-		return rc;
-	if (n)
-		*n = (int)rows;
-	return 0;
-}
-
-static int pg_slot_mark(void *impl, const struct store_fence *fence,
-			const char *schedule, int64_t slot_ms,
-			struct sc_err *err)
-{
-	struct pg *p = impl;
-	struct args a = {0};
-
-	arg_slot(&a, schedule, slot_ms);
-	arg_i64(&a, now_ms(p));
-	arg_fence(&a, fence);
-	arg_dur(&a, STORE_COMMIT_SLOT_MARK);
-	return run_fenced(p, ST_SLOT_MARK, &a, fence, "slot mark", NULL, err);
-}
-
-static int pg_slot_is_marked(void *impl, const char *schedule,
-			     int64_t slot_ms, bool *marked,
-			     struct sc_err *err)
-{
-	struct args a = {0};
-	int n = 0;
-	int rc;
-
-	arg_slot(&a, schedule, slot_ms);
-	rc = run_count(impl, ST_SLOT_IS, &a, &n, err);
-	if (rc)
-		return rc;
-	*marked = n > 0;
-	return 0;
-}
-
 static int pg_slot_look(void *impl, const char *schedule, int64_t slot_ms,
 			const char *const *targets, size_t n_targets,
 			bool *marked, int *staged, struct outbox_entry *out,
@@ -4162,17 +4045,6 @@ static int pg_slot_look(void *impl, const char *schedule, int64_t slot_ms,
 		*n_others = (size_t)get_i64(res, 0, 6);
 	PQclear(res);
 	return rc;
-}
-
-static int pg_outbox_list(void *impl, const char *schedule, int64_t slot_ms,
-			  struct store_outbox_row **out, size_t *n,
-			  struct sc_err *err)
-{
-	struct args a = {0};
-
-	arg_slot(&a, schedule, slot_ms);
-	return take_rows(impl, ST_OUTBOX_LIST, &a, sizeof(**out), &store_outbox_row_fields,
-			 (void **)out, n, err);
 }
 
 static int pg_outbox_abandon(void *impl, const struct store_fence *fence,
@@ -4564,45 +4436,6 @@ static int pg_alert_raise(void *impl, const struct store_alert *a,
 	return alert_raise_run(impl, a, created, id, err);
 }
 
-static int pg_alert_dead_unalerted(void *impl, struct store_dead_job *out,
-				   size_t max, size_t *n, struct sc_err *err)
-{
-	struct args a = {0};
-	PGresult *res;
-	bool oom = false;
-	int rc;
-
-	arg_i64(&a, max > INT32_MAX ? INT32_MAX : (int64_t)max);
-	rc = run(impl, ST_DEAD_UNALERTED, &a, &res, err);
-	if (rc)
-		return rc;
-	*n = fill_rows(res, out, max, sizeof(*out), &store_dead_fields, &oom);
-	return 0;
-}
-
-static int pg_alert_list(void *impl, const struct alert_filter *f,
-			 struct store_alert **out, size_t *n,
-			 struct sc_err *err)
-{
-	struct args a = {0};
-
-	arg_str(&a, f->schedule);
-	arg_bool(&a, f->open_only);
-	arg_bool(&a, f->unstaged_only);
-	if (f->slot_ms != INT64_MIN)
-		arg_i64(&a, f->slot_ms);
-	else
-		arg_str(&a, NULL);
-	arg_i64(&a, f->since_ms);
-	arg_i64(&a, f->until_ms);
-	if (f->limit > 0)
-		arg_i64(&a, f->limit);
-	else
-		arg_str(&a, NULL);
-	return take_rows(impl, ST_ALERT_LIST, &a, sizeof(**out), &store_alert_fields,
-			 (void **)out, n, err);
-}
-
 /* Appends row unfenced inside the caller's transaction. */
 static int ledger_row_run(struct pg *p, const struct ledger_row *row,
 			  struct sc_err *err)
@@ -4673,23 +4506,6 @@ rollback:
 		(void)exec_const(p, "ROLLBACK", NULL);
 	if (!rc)
 		*changed = false;
-	return rc;
-}
-
-static int pg_alert_realert(void *impl, int64_t id, int rounds_seen,
-			    bool *won, struct sc_err *err)
-{
-	struct pg *p = impl;
-	struct args a = {0};
-	int64_t rows = 0;
-	int rc;
-
-	arg_i64(&a, id);
-	arg_i64(&a, rounds_seen);
-	arg_i64(&a, now_ms(p));
-	rc = run_n(p, ST_ALERT_REALERT, &a, &rows, err);
-	if (!rc)
-		*won = rows == 1;
 	return rc;
 }
 
@@ -4782,41 +4598,6 @@ static int pg_alert_send_finish(void *impl, int64_t send_id,
 			   lease_token, "finish", err);
 }
 
-static int pg_alert_sends(void *impl, int64_t alert_id,
-			  struct store_alert_send **out, size_t *n,
-			  struct sc_err *err)
-{
-	struct args a = {0};
-
-	arg_i64(&a, alert_id);
-	return take_rows(impl, ST_ALERT_SENDS, &a, sizeof(**out), &store_send_fields,
-			 (void **)out, n, err);
-}
-
-/* ---- timing checks ----------------------------------------------------- */
-
-static int pg_sla_read(void *impl, const struct store_sla_read *r,
-		       struct sc_err *err)
-{
-	static const enum stmt sts[] = {
-		[STORE_SLA_LATE] = ST_SLA_LATE,
-		[STORE_SLA_RUNNING] = ST_SLA_RUNNING,
-		[STORE_SLA_LAST] = ST_SLA_LAST,
-	};
-	struct args a = {0};
-	PGresult *res;
-	bool oom = false;
-	int rc;
-
-	if (r->part != STORE_SLA_LAST)
-		arg_i64(&a, r->before);
-	arg_i64(&a, r->limit);
-	if ((rc = run(impl, sts[r->part], &a, &res, err)) != 0)
-		return rc;
-	*r->n = fill_rows(res, r->out, r->max, r->size, r->t, &oom);
-	return 0;
-}
-
 /* ---- waiting for work --------------------------------------------------- */
 
 static void sleep_ms(int64_t ms)
@@ -4897,14 +4678,7 @@ const struct store_ops store_pg_ops = {
 	.ledger_query = pg_ledger_query,
 	.ledger_lost = pg_ledger_lost,
 	.sched_summaries = pg_sched_summaries,
-	.outbox_get = pg_outbox_get,
-	.outbox_set_state = pg_outbox_set_state,
-	.outbox_release = pg_outbox_release,
-	.outbox_mark_unknown = pg_outbox_mark_unknown,
-	.outbox_list = pg_outbox_list,
 	.outbox_abandon = pg_outbox_abandon,
-	.slot_mark = pg_slot_mark,
-	.slot_is_marked = pg_slot_is_marked,
 	.slot_look = pg_slot_look,
 	.sched_last_set_many = pg_sched_last_set_many,
 	.token_get = pg_token_get,
@@ -4912,14 +4686,9 @@ const struct store_ops store_pg_ops = {
 	.prune_step = pg_prune_step,
 	.prune_size = pg_prune_size,
 	.alert_raise = pg_alert_raise,
-	.alert_dead_unalerted = pg_alert_dead_unalerted,
-	.alert_list = pg_alert_list,
 	.alert_close = pg_alert_close,
-	.alert_realert = pg_alert_realert,
 	.alert_stage = pg_alert_stage,
 	.alert_send_claim = pg_alert_send_claim,
 	.alert_send_finish = pg_alert_send_finish,
-	.alert_sends = pg_alert_sends,
-	.sla_read = pg_sla_read,
 	.wait = pg_wait,
 };

@@ -663,34 +663,20 @@ enum stmt_id {
 	ST_SUM_OPEN,
 	ST_SUM_OPEN_ONE,
 	ST_OUTBOX_BODY_PUT,
-	ST_OUTBOX_GET,
-	ST_OUTBOX_SET,
-	ST_OUTBOX_RELEASE,
-	ST_OUTBOX_UNKNOWN,
-	ST_OUTBOX_LIST,
 	ST_OUTBOX_ABANDON,
-	ST_MARK,
-	ST_MARK_GET,
 	ST_TOKEN_GET,
 	ST_ALERT_INSERT,
 	ST_ALERT_ID_OF,
 	ST_ALERT_SUPERSEDE,
 	ST_JOB_ALERTED,
-	ST_DEAD_UNALERTED,
-	ST_ALERT_LIST,
 	ST_ALERT_CLOSE,
 	ST_ALERT_EXISTS,
-	ST_ALERT_REALERT,
 	ST_SEND_INSERT,
 	ST_ALERT_STAGED,
 	ST_SEND_DUE,
 	ST_SEND_TAKE,
 	ST_SEND_FINISH,
 	ST_SEND_EXISTS,
-	ST_ALERT_SENDS,
-	ST_SLA_LATE,
-	ST_SLA_RUNNING,
-	ST_SLA_LAST,
 	N_STMT
 };
 /* The shared ledger inserts, also run inside this file's transactions. */
@@ -896,14 +882,14 @@ static const char *const stmt_sql[N_STMT] = {
 		"INSERT INTO outbox_body(schedule, slot_ms, target, body) "
 		"VALUES (?1, ?2, ?3, ?4) "
 		"ON CONFLICT (schedule, slot_ms, target) DO NOTHING",
-	[ST_OUTBOX_GET] =
+	[STORE_Q_OUTBOX_GET] =
 		"SELECT o.state, o.n_tries, o.sent_ms, b.body FROM outbox o "
 		"LEFT JOIN outbox_body b ON b.schedule = o.schedule AND "
 		"b.slot_ms = o.slot_ms AND b.target = o.target "
 		"WHERE o.schedule = ?1 AND o.slot_ms = ?2 AND o.target = ?3",
 	/* Not closed: a send guard (SENT) or an abandoned row never changes
 	 * again (STORE_BUT_OUTBOX_SET). */
-	[ST_OUTBOX_SET] =
+	[STORE_Q_OUTBOX_SET] =
 		"UPDATE outbox SET state = ?4, "
 		"n_tries = n_tries + (?4 = " STORE_SQL_SENDING "), "
 		"sent_ms = CASE WHEN ?4 = " STORE_SQL_SENT " THEN ?5 ELSE "
@@ -913,19 +899,19 @@ static const char *const stmt_sql[N_STMT] = {
 		"state NOT IN (" STORE_BUT_OUTBOX_SET ") AND " FENCE_OK,
 	/* Only a held row: the state checked in the write, so a change
 	 * since the operator's read is never overwritten. */
-	[ST_OUTBOX_RELEASE] =
+	[STORE_Q_OUTBOX_RELEASE] =
 		"UPDATE outbox SET state = ?4, "
 		"sent_ms = CASE WHEN ?4 = " STORE_SQL_SENT " THEN ?5 ELSE "
 		"sent_ms END, "
 		"updated_ms = ?5 "
 		"WHERE schedule = ?1 AND slot_ms = ?2 AND target = ?3 AND "
 		"state = " STORE_FROM_OUTBOX_RELEASE " AND " FENCE_OK,
-	[ST_OUTBOX_UNKNOWN] =
+	[STORE_Q_OUTBOX_UNKNOWN] =
 		"UPDATE outbox SET state = " STORE_SQL_UNKNOWN ", updated_ms = ?3 "
 		"WHERE schedule = ?1 AND slot_ms = ?2 AND state = "
 		STORE_FROM_OUTBOX_UNKNOWN " AND "
 		FENCE_OK,
-	[ST_OUTBOX_LIST] =
+	[STORE_Q_OUTBOX_LIST] =
 		"SELECT target, state, n_tries FROM outbox WHERE schedule = ?1 "
 		"AND slot_ms = ?2 ORDER BY target",
 	/* ?4 the state it must still be in: an operator's release between
@@ -945,11 +931,13 @@ static const char *const stmt_sql[N_STMT] = {
 	[STORE_Q_CRON_HISTORY] =
 		"SELECT schedule, from_ms, cron, tz, recorded_ms FROM "
 		"cron_history WHERE schedule = ?1 ORDER BY from_ms",
-	[ST_MARK] = "INSERT INTO slot_markers(schedule, slot_ms, completed_ms) "
-		    "SELECT ?1, ?2, ?3 WHERE " FENCE_OK " "
-		    "ON CONFLICT (schedule, slot_ms) DO NOTHING",
-	[ST_MARK_GET] = "SELECT 1 FROM slot_markers WHERE schedule = ?1 AND "
-			"slot_ms = ?2",
+	[STORE_Q_SLOT_MARK] =
+		"INSERT INTO slot_markers(schedule, slot_ms, completed_ms) "
+		"SELECT ?1, ?2, ?3 WHERE " FENCE_OK " "
+		"ON CONFLICT (schedule, slot_ms) DO NOTHING",
+	[STORE_Q_SLOT_IS_MARKED] =
+		"SELECT 1 FROM slot_markers WHERE schedule = ?1 AND "
+		"slot_ms = ?2",
 	[STORE_Q_SCHED_LAST_GET] = "SELECT last_slot_ms FROM sched_state "
 			 "WHERE schedule = ?1",
 	[STORE_Q_SCHED_LAST_SET] =
@@ -1029,7 +1017,7 @@ static const char *const stmt_sql[N_STMT] = {
 		"WHERE schedule = ?1 AND slot_ms = ?2 AND reason = ?5 AND "
 		"status = " STORE_FROM_ALERT_SUPERSEDE " AND id < ?3",
 	[ST_JOB_ALERTED] = "UPDATE jobs SET alerted = 1 WHERE id = ?1",
-	[ST_DEAD_UNALERTED] =
+	[STORE_Q_DEAD_UNALERTED] =
 		"SELECT j.id, j.schedule, j.slot_ms, j.attempts, "
 		"COALESCE((SELECT l.error_msg FROM ledger l INDEXED BY "
 		"ledger_day WHERE " DAY_OF("l.slot_ms") " = "
@@ -1038,18 +1026,19 @@ static const char *const stmt_sql[N_STMT] = {
 		"l.outcome = 'lost' ORDER BY l.id DESC LIMIT 1), '') "
 		"FROM jobs j WHERE j.state = " STORE_SQL_DEAD " AND j.alerted = 0 "
 		"ORDER BY j.id LIMIT ?1",
-	[ST_ALERT_LIST] =
+	/* ?4 NULL: any slot; ?7 NULL: no limit. */
+	[STORE_Q_ALERT_LIST] =
 		"SELECT " STORE_ALERT_COLS " FROM alerts "
 		"WHERE (?1 IS NULL OR schedule = ?1) AND (?2 = 0 OR status = "
 		STORE_SQL_OPEN ") "
 		"AND (?3 = 0 OR staged_rounds < rounds) AND (?4 IS NULL OR "
 		"(slot_ms <= ?4 AND last_slot_ms >= ?4)) AND slot_ms >= ?5 AND "
-		"slot_ms < ?6 ORDER BY id LIMIT ?7",
+		"slot_ms < ?6 ORDER BY id LIMIT coalesce(?7, -1)",
 	[ST_ALERT_CLOSE] =
 		"UPDATE alerts SET status = ?2, closed_ms = ?3, note = ?4 "
 		"WHERE id = ?1 AND status = " STORE_FROM_ALERT_CLOSE,
 	[ST_ALERT_EXISTS] = "SELECT 1 FROM alerts WHERE id = ?1",
-	[ST_ALERT_REALERT] =
+	[STORE_Q_ALERT_REALERT] =
 		"UPDATE alerts SET rounds = ?2 + 1, round_ms = ?3 "
 		"WHERE id = ?1 AND status = " STORE_FROM_ALERT_REALERT
 		" AND rounds = ?2",
@@ -1090,22 +1079,22 @@ static const char *const stmt_sql[N_STMT] = {
 		"WHERE id = ?1 AND lease_token = ?2 AND state = "
 		STORE_FROM_SEND_FINISH,
 	[ST_SEND_EXISTS] = "SELECT 1 FROM alert_sends WHERE id = ?1",
-	[ST_ALERT_SENDS] =
+	[STORE_Q_ALERT_SENDS] =
 		"SELECT " SEND_COLS("s.state", "NULL") " WHERE s.alert_id = ?1 "
 		"ORDER BY s.id",
 	/* The timing pass (store_sla_scan): the claim's and the recovery's
 	 * partial indexes, and per schedule known to the scheduler two
 	 * primary-key probes; DONE jobs and old markers are never read. */
-	[ST_SLA_LATE] =
+	[STORE_Q_SLA_LATE] =
 		"SELECT " STORE_JOB_COLS " FROM jobs WHERE state = "
 		STORE_SQL_READY " AND "
 		"attempts = 0 AND run_at_ms <= ?1 ORDER BY run_at_ms, id "
 		"LIMIT ?2",
-	[ST_SLA_RUNNING] =
+	[STORE_Q_SLA_RUNNING] =
 		"SELECT " STORE_JOB_COLS " FROM jobs WHERE state = "
 		STORE_SQL_ACTIVE " AND "
 		"started_ms <= ?1 ORDER BY started_ms, id LIMIT ?2",
-	[ST_SLA_LAST] =
+	[STORE_Q_SLA_LAST] =
 		"SELECT s.schedule, COALESCE((SELECT m.completed_ms FROM "
 		"slot_markers m WHERE m.schedule = s.schedule ORDER BY "
 		"m.slot_ms DESC LIMIT 1), 0), COALESCE((SELECT j.created_ms "
@@ -1919,30 +1908,6 @@ static int step_rows(struct sq *q, sqlite3_stmt *st, struct rows *r,
 	return rc;
 }
 
-/*
- * step_rows into a new array: *out (NULL when there is no row; the
- * caller frees it, and the copies t's DUP fields hold) and *n. On
- * failure both are untouched and what was read is freed
- * (store_rows_free).
- */
-static int list_rows(struct sq *q, sqlite3_stmt *st, size_t sz,
-		     const struct store_fields *t, const char *op,
-		     void **out, size_t *n, struct sc_err *err)
-{
-	struct rows r = {.sz = sz};
-	int rc = step_rows(q, st, &r, t, op, err);
-
-	if (rc || !r.len) {
-		store_rows_free(t, r.v, r.len, sz);
-		r.v = NULL;
-		if (rc)
-			return rc;
-	}
-	*out = r.v;
-	*n = r.len;
-	return 0;
-}
-
 /* step_rows into the caller's out[0..max): *n the rows read, also on
  * failure (what they hold is the caller's to free). */
 static int fill_rows(struct sq *q, sqlite3_stmt *st, void *out, size_t max,
@@ -2042,27 +2007,6 @@ static int fenced_step(struct sq *q, sqlite3_stmt *st,
 	if (!rc && changed == 0)
 		rc = fence_refused(q, f, op, err);
 	return rc;
-}
-
-/*
- * A write of one slot's rows that runs alone at `level`, with parameters
- * (schedule, slot, now) and the fence f (NULL: unfenced, and a write that
- * changed nothing is no error): the slot marker, outbox recovery and the
- * scheduler state. *n as in fenced_step.
- */
-static int slot_write(struct sq *q, enum stmt_id id, enum sync_level level,
-		      const struct store_fence *f, const char *schedule,
-		      int64_t slot_ms, const char *op, int *n,
-		      struct sc_err *err)
-{
-	sqlite3_stmt *st = NULL;
-	int rc = solo(q, id, level, &st, err);
-
-	if (rc)
-		return rc;
-	bind_slot(st, schedule, slot_ms);
-	sqlite3_bind_int64(st, 3, now_ms(q));
-	return fenced_step(q, st, f, op, n, err);
 }
 
 /* c's parameters as ?p.. (store.h, "one-statement operations"). One
@@ -2962,7 +2906,7 @@ static int mark_in_tx(struct sq *q, const struct ledger_row *r,
 		      struct sc_err *err)
 {
 	sqlite3_stmt *st = NULL;
-	int rc = prep(q, ST_MARK, &st, err);
+	int rc = prep(q, (enum stmt_id)STORE_Q_SLOT_MARK, &st, err);
 
 	if (rc)
 		return rc;
@@ -3567,95 +3511,6 @@ static void bind_slot_target(sqlite3_stmt *st, const char *schedule,
 	bind_text(st, 3, target);
 }
 
-static int sq_outbox_get(void *impl, const char *schedule, int64_t slot_ms,
-			 const char *target, struct outbox_entry *out,
-			 struct sc_err *err)
-{
-	struct sq *q = impl;
-	struct outbox_entry e = {0};
-	sqlite3_stmt *st = NULL;
-	int rc = prep(q, ST_OUTBOX_GET, &st, err);
-
-	if (rc)
-		return rc;
-	bind_slot_target(st, schedule, slot_ms, target);
-	rc = step_one(q, st, "outbox get", "no outbox row for target", err);
-	if (!rc) {
-		if (!read_fields(st, 0, &store_outbox_entry_fields, &e))
-			rc = sc_err_set(err, SC_ENOMEM, "out of memory");
-		else if (!e.body && !store_body_may_be_pruned(e.state))
-			rc = sc_err_set(err, SC_ECORRUPT,
-					"outbox row of target %s has no message "
-					"body in %s", target, q->path);
-	}
-	unprep(st);
-	if (!rc)
-		*out = e;
-	return rc;
-}
-
-/* A send's state change by statement `stmt` (ST_OUTBOX_SET, or
- * ST_OUTBOX_RELEASE: only from UNKNOWN); *n the rows changed. */
-static int outbox_write(struct sq *q, enum stmt_id stmt, const char *what,
-			const struct store_fence *fence, const char *schedule,
-			int64_t slot_ms, const char *target,
-			enum send_state state, int *n, struct sc_err *err)
-{
-	sqlite3_stmt *st = NULL;
-	/* SENT is the send guard, and SENDING is what makes a crash after
-	 * the request left a declared duplicate instead of a silent one:
-	 * both are fsync'd before this returns (and the request leaves). */
-	int rc = solo(q, stmt, sync_for(store_commit_of_send(state)), &st,
-		      err);
-
-	if (rc)
-		return rc;
-	bind_slot_target(st, schedule, slot_ms, target);
-	sqlite3_bind_int(st, 4, (int)state);
-	sqlite3_bind_int64(st, 5, now_ms(q));
-	return fenced_step(q, st, fence, what, n, err);
-}
-
-static int sq_outbox_set_state(void *impl, const struct store_fence *fence,
-			       const char *schedule, int64_t slot_ms,
-			       const char *target, enum send_state state,
-			       int *n, struct sc_err *err)
-{
-	return outbox_write(impl, ST_OUTBOX_SET, "outbox state", fence,
-			    schedule, slot_ms, target, state, n, err);
-}
-
-static int sq_outbox_release(void *impl, const struct store_fence *fence,
-			     const char *schedule, int64_t slot_ms,
-			     const char *target, enum send_state to, int *n,
-			     struct sc_err *err)
-{
-	return outbox_write(impl, ST_OUTBOX_RELEASE, "outbox release", fence,
-			    schedule, slot_ms, target, to, n, err);
-}
-
-static int sq_outbox_mark_unknown(void *impl, const struct store_fence *fence,
-				  const char *schedule, int64_t slot_ms, int *n,
-				  struct sc_err *err)
-{
-	return slot_write(impl, ST_OUTBOX_UNKNOWN, sync_for(STORE_COMMIT_SEND_UNKNOWN), fence,
-			  schedule, slot_ms, "outbox recovery", n, err);
-}
-
-static int sq_outbox_list(void *impl, const char *schedule, int64_t slot_ms,
-			  struct store_outbox_row **out, size_t *n,
-			  struct sc_err *err)
-{
-	struct sq *q = impl;
-	sqlite3_stmt *st = NULL;
-	int rc = prep(q, ST_OUTBOX_LIST, &st, err);
-
-	if (rc)
-		return rc;
-	bind_slot(st, schedule, slot_ms);
-	return list_rows(q, st, sizeof(**out), &store_outbox_row_fields, "outbox list", (void **)out, n, err);
-}
-
 /* The state and its ledger row in one write transaction, durable: a
  * closed row is as final as a guard. */
 static int sq_outbox_abandon(void *impl, const struct store_fence *fence,
@@ -3684,32 +3539,6 @@ static int sq_outbox_abandon(void *impl, const struct store_fence *fence,
 done:
 	rc = tx_end(q, rc, err);
 	*closed = !rc && n > 0;
-	return rc;
-}
-
-static int sq_slot_mark(void *impl, const struct store_fence *fence,
-			const char *schedule, int64_t slot_ms,
-			struct sc_err *err)
-{
-	return slot_write(impl, ST_MARK, sync_for(STORE_COMMIT_SLOT_MARK), fence, schedule, slot_ms,
-			  "slot mark", NULL, err);
-}
-
-static int sq_slot_is_marked(void *impl, const char *schedule,
-			     int64_t slot_ms, bool *marked, struct sc_err *err)
-{
-	struct sq *q = impl;
-	sqlite3_stmt *st = NULL;
-	bool row;
-	int rc = prep(q, ST_MARK_GET, &st, err);
-
-	if (rc)
-		return rc;
-	bind_slot(st, schedule, slot_ms);
-	rc = step_row(q, st, "slot marker read", &row, err);
-	unprep(st);
-	if (!rc)
-		*marked = row;
 	return rc;
 }
 
@@ -4107,46 +3936,6 @@ static int sq_alert_raise(void *impl, const struct store_alert *a,
 	return rc;
 }
 
-static int sq_alert_dead_unalerted(void *impl, struct store_dead_job *out,
-				   size_t max, size_t *n, struct sc_err *err)
-{
-	struct sq *q = impl;
-	sqlite3_stmt *st = NULL;
-	size_t got = 0;
-	int rc = prep(q, ST_DEAD_UNALERTED, &st, err);
-
-	if (rc)
-		return rc;
-	sqlite3_bind_int64(st, 1, max > INT32_MAX ? INT32_MAX : (int64_t)max);
-	rc = fill_rows(q, st, out, max, sizeof(*out), &store_dead_fields,
-		       "dead jobs read", &got, err);
-	if (!rc)
-		*n = got;
-	return rc;
-}
-
-static int sq_alert_list(void *impl, const struct alert_filter *f,
-			 struct store_alert **out, size_t *n,
-			 struct sc_err *err)
-{
-	struct sq *q = impl;
-	sqlite3_stmt *st = NULL;
-	int rc = prep(q, ST_ALERT_LIST, &st, err);
-
-	if (rc)
-		return rc;
-	bind_text(st, 1, f->schedule);
-	sqlite3_bind_int(st, 2, f->open_only);
-	sqlite3_bind_int(st, 3, f->unstaged_only);
-	if (f->slot_ms != INT64_MIN)
-		sqlite3_bind_int64(st, 4, f->slot_ms);
-	sqlite3_bind_int64(st, 5, f->since_ms);
-	sqlite3_bind_int64(st, 6, f->until_ms);
-	sqlite3_bind_int64(st, 7, f->limit > 0 ? f->limit : -1);
-	return list_rows(q, st, sizeof(**out), &store_alert_fields, "alert list",
-			 (void **)out, n, err);
-}
-
 /* After a write by id changed nothing: 0 when row id exists in the table
  * that statement `exists` reads, else SC_ENOENT naming `what`. */
 static int sq_alert_close(void *impl, int64_t id, enum alert_status to,
@@ -4186,24 +3975,6 @@ done:
 	rc = tx_end(q, rc, err);
 	if (!rc)
 		*changed = closed;
-	return rc;
-}
-
-static int sq_alert_realert(void *impl, int64_t id, int rounds_seen,
-			    bool *won, struct sc_err *err)
-{
-	struct sq *q = impl;
-	sqlite3_stmt *st = NULL;
-	int rc = solo(q, ST_ALERT_REALERT, sync_for(STORE_COMMIT_ALERT_REALERT), &st, err);
-
-	if (rc)
-		return rc;
-	sqlite3_bind_int64(st, 1, id);
-	sqlite3_bind_int(st, 2, rounds_seen);
-	sqlite3_bind_int64(st, 3, now_ms(q));
-	rc = step_done(q, st, "realert", err);
-	if (!rc)
-		*won = sqlite3_changes(q->db) > 0;
 	return rc;
 }
 
@@ -4332,44 +4103,6 @@ done:
 	return tx_end(q, rc, err);
 }
 
-/* ---- timing checks ----------------------------------------------------- */
-
-static int sq_sla_read(void *impl, const struct store_sla_read *r,
-		       struct sc_err *err)
-{
-	static const enum stmt_id sts[] = {
-		[STORE_SLA_LATE] = ST_SLA_LATE,
-		[STORE_SLA_RUNNING] = ST_SLA_RUNNING,
-		[STORE_SLA_LAST] = ST_SLA_LAST,
-	};
-	struct sq *q = impl;
-	sqlite3_stmt *st = NULL;
-	int p = 1;
-	int rc = prep(q, sts[r->part], &st, err);
-
-	if (rc)
-		return rc;
-	if (r->part != STORE_SLA_LAST)
-		sqlite3_bind_int64(st, p++, r->before);
-	sqlite3_bind_int64(st, p, r->limit);
-	return fill_rows(q, st, r->out, r->max, r->size, r->t, "sla scan",
-			 r->n, err);
-}
-
-static int sq_alert_sends(void *impl, int64_t alert_id,
-			  struct store_alert_send **out, size_t *n,
-			  struct sc_err *err)
-{
-	struct sq *q = impl;
-	sqlite3_stmt *st = NULL;
-	int rc = prep(q, ST_ALERT_SENDS, &st, err);
-
-	if (rc)
-		return rc;
-	sqlite3_bind_int64(st, 1, alert_id);
-	return list_rows(q, st, sizeof(**out), &store_send_fields, "alert sends", (void **)out, n, err);
-}
-
 /* ---- waiting for work ------------------------------------------------ */
 
 /* mtime (ns) and size of path into out[0..2); zeros when it is absent. */
@@ -4438,28 +4171,16 @@ const struct store_ops store_sqlite_ops = {
 	.ledger_query = sq_ledger_query,
 	.ledger_lost = sq_ledger_lost,
 	.sched_summaries = sq_sched_summaries,
-	.outbox_get = sq_outbox_get,
-	.outbox_set_state = sq_outbox_set_state,
-	.outbox_release = sq_outbox_release,
-	.outbox_mark_unknown = sq_outbox_mark_unknown,
-	.outbox_list = sq_outbox_list,
 	.outbox_abandon = sq_outbox_abandon,
-	.slot_mark = sq_slot_mark,
-	.slot_is_marked = sq_slot_is_marked,
 	.sched_last_set_many = sq_sched_last_set_many,
 	.token_get = sq_token_get,
 	.lease_drop = sq_lease_drop,
 	.prune_step = sq_prune_step,
 	.prune_size = sq_prune_size,
 	.alert_raise = sq_alert_raise,
-	.alert_dead_unalerted = sq_alert_dead_unalerted,
-	.alert_list = sq_alert_list,
 	.alert_close = sq_alert_close,
-	.alert_realert = sq_alert_realert,
 	.alert_stage = sq_alert_stage,
 	.alert_send_claim = sq_alert_send_claim,
 	.alert_send_finish = sq_alert_send_finish,
-	.alert_sends = sq_alert_sends,
-	.sla_read = sq_sla_read,
 	.wait = sq_wait,
 };

@@ -2900,6 +2900,9 @@ static void slot_look_reads_the_marker_and_the_first_staged_target(void **state)
 			 SC_ECORRUPT);
 	assert_non_null(strstr(err.msg, "outbox row of target c has no "
 				"message body"));
+	/* ... in the store it names (a PostgreSQL URL without secrets). */
+	assert_non_null(strstr(err.msg, tb_is_sqlite(state) ? tb_dir(state)
+							    : "postgres"));
 	memset(&err, 0, sizeof(err));
 	assert_int_equal(store_slot_look(f.s, "s", T0, cb, 2, &marked,
 					 &staged, &e, &err), SC_ECORRUPT);

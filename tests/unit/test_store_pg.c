@@ -187,6 +187,81 @@ static int counts(void *h, const char *schedule, struct sc_clock *clk,
 	return ops->call(h, &c, NULL);
 }
 
+/* The one runner's call of statement q with the args a[0..na), as
+ * store.c makes it (store.h, "one-statement operations"); *changed (may
+ * be NULL) the rows a write changed. */
+static int run_call(void *h, enum store_q q, const struct store_arg *a,
+		    size_t na, const enum store_commit *cm, void *out,
+		    int64_t *changed)
+{
+	struct store_call c = {.q = q, .args = a, .n_args = na,
+			       .commit = cm ? *cm : STORE_COMMIT_N,
+			       .out = out};
+	int rc = ops->call(h, &c, NULL);
+
+	if (changed)
+		*changed = c.changed;
+	return rc;
+}
+
+static int ob_get(void *h, const char *sched, int64_t slot,
+		  const char *target, struct outbox_entry *e)
+{
+	struct store_arg a[] = {STORE_TEXT(sched), STORE_I64(slot),
+				STORE_TEXT(target)};
+
+	memset(e, 0, sizeof(*e));
+	return run_call(h, STORE_Q_OUTBOX_GET, a, 3, NULL, e, NULL);
+}
+
+/* store_outbox_set_state's write, with the state's commit. */
+static int ob_set(void *h, struct sc_clock *clk, const char *sched,
+		  int64_t slot, const char *target, enum send_state st,
+		  int *n)
+{
+	struct store_arg a[] = {STORE_TEXT(sched), STORE_I64(slot),
+				STORE_TEXT(target), STORE_I64(st),
+				STORE_I64(sc_clock_now_ms(clk))};
+	enum store_commit cm = store_commit_of_send(st);
+	int64_t k = 0;
+	int rc = run_call(h, STORE_Q_OUTBOX_SET, a, 5, &cm, NULL, &k);
+
+	*n = (int)k;
+	return rc;
+}
+
+static int mark(void *h, struct sc_clock *clk, const char *sched,
+		int64_t slot)
+{
+	struct store_arg a[] = {STORE_TEXT(sched), STORE_I64(slot),
+				STORE_I64(sc_clock_now_ms(clk))};
+
+	return run_call(h, STORE_Q_SLOT_MARK, a, 3, NULL, NULL, NULL);
+}
+
+static int is_marked(void *h, const char *sched, int64_t slot,
+		     bool *marked)
+{
+	struct store_arg a[] = {STORE_TEXT(sched), STORE_I64(slot)};
+	int64_t one = 0, k = 0;
+	int rc = run_call(h, STORE_Q_SLOT_IS_MARKED, a, 2, NULL, &one, &k);
+
+	*marked = k > 0;
+	return rc;
+}
+
+static int ob_unknown(void *h, struct sc_clock *clk, const char *sched,
+		      int64_t slot, int *n)
+{
+	struct store_arg a[] = {STORE_TEXT(sched), STORE_I64(slot),
+				STORE_I64(sc_clock_now_ms(clk))};
+	int64_t k = 0;
+	int rc = run_call(h, STORE_Q_OUTBOX_UNKNOWN, a, 3, NULL, NULL, &k);
+
+	*n = (int)k;
+	return rc;
+}
+
 /* Enqueues slot (run_at = slot) and returns the job id. */
 static int64_t enq(void *h, const char *sched, int64_t slot)
 {
@@ -1428,11 +1503,9 @@ static void outbox_states_and_guard(void **state)
 	bool created = false;
 	int n = -1;
 
-	assert_int_equal(ops->outbox_get(h, "s", T0, "slack", &e, NULL),
-			 SC_ENOENT);
+	assert_int_equal(ob_get(h, "s", T0, "slack", &e), SC_ENOENT);
 	/* No row: nothing changed (store_outbox_set_state reads why). */
-	assert_int_equal(ops->outbox_set_state(h, NULL, "s", T0, "slack",
-					       SEND_SENDING, &n, NULL), 0);
+	assert_int_equal(ob_set(h, clk, "s", T0, "slack", SEND_SENDING, &n), 0);
 	assert_int_equal(n, 0);
 	assert_int_equal(outbox_put_op(h, NULL, "s", T0, "slack", "first",
 					 &created, NULL), 0);
@@ -1440,34 +1513,29 @@ static void outbox_states_and_guard(void **state)
 	assert_int_equal(outbox_put_op(h, NULL, "s", T0, "slack", "second",
 					 &created, NULL), 0);
 	assert_false(created);
-	assert_int_equal(ops->outbox_get(h, "s", T0, "slack", &e, NULL), 0);
+	assert_int_equal(ob_get(h, "s", T0, "slack", &e), 0);
 	assert_int_equal(e.state, SEND_PENDING);
 	assert_string_equal(e.body, "first");
 	sc_free(e.body);
 
 	/* SENDING twice (a failure between): two tries. */
-	assert_int_equal(ops->outbox_set_state(h, NULL, "s", T0, "slack",
-					       SEND_SENDING, &n, NULL), 0);
-	assert_int_equal(ops->outbox_set_state(h, NULL, "s", T0, "slack",
-					       SEND_FAILED, &n, NULL), 0);
-	assert_int_equal(ops->outbox_set_state(h, NULL, "s", T0, "slack",
-					       SEND_SENDING, &n, NULL), 0);
+	assert_int_equal(ob_set(h, clk, "s", T0, "slack", SEND_SENDING, &n), 0);
+	assert_int_equal(ob_set(h, clk, "s", T0, "slack", SEND_FAILED, &n), 0);
+	assert_int_equal(ob_set(h, clk, "s", T0, "slack", SEND_SENDING, &n), 0);
 	/* A crash here: the row becomes UNKNOWN. */
 	assert_int_equal(outbox_put_op(h, NULL, "s", T0, "file", "x", NULL, NULL),
 			 0);
-	assert_int_equal(ops->outbox_mark_unknown(h, NULL, "s", T0, &n, NULL), 0);
+	assert_int_equal(ob_unknown(h, clk, "s", T0, &n), 0);
 	assert_int_equal(n, 1);
-	assert_int_equal(ops->outbox_get(h, "s", T0, "slack", &e, NULL), 0);
+	assert_int_equal(ob_get(h, "s", T0, "slack", &e), 0);
 	assert_int_equal(e.state, SEND_UNKNOWN);
 	assert_int_equal(e.n_tries, 2);
 	sc_free(e.body);
 
 	sc_clock_advance_ms(clk, 42);
-	assert_int_equal(ops->outbox_set_state(h, NULL, "s", T0, "slack",
-					       SEND_SENDING, &n, NULL), 0);
-	assert_int_equal(ops->outbox_set_state(h, NULL, "s", T0, "slack", SEND_SENT,
-					       &n, NULL), 0);
-	assert_int_equal(ops->outbox_get(h, "s", T0, "slack", &e, NULL), 0);
+	assert_int_equal(ob_set(h, clk, "s", T0, "slack", SEND_SENDING, &n), 0);
+	assert_int_equal(ob_set(h, clk, "s", T0, "slack", SEND_SENT, &n), 0);
+	assert_int_equal(ob_get(h, "s", T0, "slack", &e), 0);
 	assert_int_equal(e.state, SEND_SENT);
 	assert_int_equal(e.sent_ms, T0 + 42);
 	assert_int_equal(e.n_tries, 3);
@@ -1480,15 +1548,15 @@ static void outbox_states_and_guard(void **state)
 					       SEND_SENT};
 	for (size_t i = 0; i < sizeof(back) / sizeof(back[0]); i++) {
 		n = -1;
-		assert_int_equal(ops->outbox_set_state(h, NULL, "s", T0, "slack",
-						       back[i], &n, NULL), 0);
+		assert_int_equal(ob_set(h, clk, "s", T0, "slack", back[i],
+					&n), 0);
 		assert_int_equal(n, 0);
 	}
-	assert_int_equal(ops->outbox_get(h, "s", T0, "slack", &e, NULL), 0);
+	assert_int_equal(ob_get(h, "s", T0, "slack", &e), 0);
 	assert_int_equal(e.state, SEND_SENT);
 	assert_int_equal(e.n_tries, 3);
 	sc_free(e.body);
-	assert_int_equal(ops->outbox_mark_unknown(h, NULL, "s", T0, &n, NULL), 0);
+	assert_int_equal(ob_unknown(h, clk, "s", T0, &n), 0);
 	assert_int_equal(n, 0);
 	ops->close(h);
 	sc_clock_free(clk);
@@ -1503,14 +1571,13 @@ static void markers_sched_state_tokens(void **state)
 	int64_t v = 0;
 	char *tok = NULL;
 
-	assert_int_equal(ops->slot_is_marked(h, "s", T0, &marked, NULL), 0);
+	assert_int_equal(is_marked(h, "s", T0, &marked), 0);
 	assert_false(marked);
-	assert_int_equal(ops->slot_mark(h, NULL, "s", T0, NULL), 0);
-	assert_int_equal(ops->slot_mark(h, NULL, "s", T0, NULL), 0);
-	assert_int_equal(ops->slot_is_marked(h, "s", T0, &marked, NULL), 0);
+	assert_int_equal(mark(h, clk, "s", T0), 0);
+	assert_int_equal(mark(h, clk, "s", T0), 0);
+	assert_int_equal(is_marked(h, "s", T0, &marked), 0);
 	assert_true(marked);
-	assert_int_equal(ops->slot_is_marked(h, "s", T0 + 1, &marked, NULL),
-			 0);
+	assert_int_equal(is_marked(h, "s", T0 + 1, &marked), 0);
 	assert_false(marked);
 
 	/* Scheduler state never moves backwards. */
@@ -1687,19 +1754,18 @@ static void only_records_that_must_survive_wait_for_the_flush(void **state)
 
 	assert_int_equal(outbox_put_op(h, NULL, "s", T0, "t", "m", NULL, NULL), 0);
 	expect_sync("off");
-	assert_int_equal(ops->outbox_set_state(h, NULL, "s", T0, "t", SEND_SENDING,
-					       &n, NULL), 0);
+	assert_int_equal(ob_set(h, clk, "s", T0, "t", SEND_SENDING, &n), 0);
 	expect_sync("on");
-	assert_int_equal(ops->outbox_set_state(h, NULL, "s", T0, "t",
-					       SEND_FAILED, &n, NULL), 0);
+	assert_int_equal(ob_set(h, clk, "s", T0, "t", SEND_FAILED, &n), 0);
 	expect_sync("off");
-	assert_int_equal(ops->outbox_set_state(h, NULL, "s", T0, "t",
-					       SEND_SENDING, &n, NULL), 0);
+	assert_int_equal(ob_set(h, clk, "s", T0, "t", SEND_SENDING, &n), 0);
 	expect_sync("on");
-	assert_int_equal(ops->outbox_set_state(h, NULL, "s", T0, "t", SEND_SENT,
-					       &n, NULL), 0);
+	assert_int_equal(ob_unknown(h, clk, "s", T0, &n), 0);
+	assert_int_equal(n, 1);
+	expect_sync("off");
+	assert_int_equal(ob_set(h, clk, "s", T0, "t", SEND_SENT, &n), 0);
 	expect_sync("on");
-	assert_int_equal(ops->slot_mark(h, NULL, "s", T0, NULL), 0);
+	assert_int_equal(mark(h, clk, "s", T0), 0);
 	expect_sync("on");
 
 	struct ledger_row r = {0};
@@ -1835,10 +1901,9 @@ static void limited_role_works_on_a_migrated_schema(void **state)
 	assert_int_equal(job_heartbeat(h, id, j.lease_token, MIN, NULL), 0);
 	assert_int_equal(outbox_put_op(h, NULL, "s", T0, "t", "m", NULL, NULL), 0);
 	int n = -1;
-	assert_int_equal(ops->outbox_set_state(h, NULL, "s", T0, "t", SEND_SENT,
-					       &n, NULL), 0);
+	assert_int_equal(ob_set(h, clk, "s", T0, "t", SEND_SENT, &n), 0);
 	assert_int_equal(n, 1);
-	assert_int_equal(ops->slot_mark(h, NULL, "s", T0, NULL), 0);
+	assert_int_equal(mark(h, clk, "s", T0), 0);
 	assert_int_equal(ops->job_finish(h, id, j.lease_token, JOB_DONE, 0,
 					 NULL, false, NULL), 0);
 	n = -1;
