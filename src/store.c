@@ -1879,7 +1879,11 @@ int store_sched_last_set_many(struct store *s,
 	for (size_t i = 0; !rc && i < n; i++)
 		rc = check_name("schedule name", v[i].schedule, STORE_NAME_MAX,
 				err);
-	return rc ? rc : s->ops->sched_last_set_many(s->impl, v, n, err);
+	size_t written;
+	return rc ? rc
+		  : call_many(s, STORE_Q_SCHED_LAST_SET_MANY, v, n,
+			      ARGS(STORE_I64(sc_clock_now_ms(s->clock))), 0,
+			      &written, err);
 }
 
 int store_pause_set(struct store *s, const struct store_pause *p,

@@ -1562,10 +1562,6 @@ struct store_ops {
 			      const char *target, enum send_state from,
 			      const struct ledger_row *row, bool *closed,
 			      struct sc_err *err);
-	/* n > 0 and every name checked. */
-	int (*sched_last_set_many)(void *impl,
-				   const struct store_sched_last *v, size_t n,
-				   struct sc_err *err);
 	int (*token_get)(void *impl, const char *provider, char **token,
 			 int64_t *expires_ms, struct sc_err *err);
 	int (*lease_drop)(void *impl, const char *name, const char *owner,
@@ -2188,6 +2184,7 @@ enum store_q {
 	STORE_Q_LAST_SUCCESSES,
 	STORE_Q_PAUSE_SET,
 	STORE_Q_SCHED_LAST_SET,
+	STORE_Q_SCHED_LAST_SET_MANY,
 	STORE_Q_TOKEN_PUT,
 	STORE_Q_TOKEN_DROP,
 	STORE_Q_LEASE_TAKE,

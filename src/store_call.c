@@ -21,8 +21,9 @@
 	[STORE_Q_##q] = {op, STORE_QK_ALL, 0, &(t), sizeof(T), NULL}
 #define WRITE(q, op, c) \
 	[STORE_Q_##q] = {op, STORE_QK_WRITE, STORE_COMMIT_##c, NULL, 0, NULL}
-#define MANY(q, op, c, t, T) \
-	[STORE_Q_##q] = {op, STORE_QK_MANY, STORE_COMMIT_##c, &t, sizeof(T), NULL}
+#define MANY(q, op, c, t, T)                                    \
+	[STORE_Q_##q] = {op,   STORE_QK_MANY, STORE_COMMIT_##c, \
+			 &(t), sizeof(T),     NULL}
 #define FENCED(q, op, c) \
 	[STORE_Q_##q] = {op, STORE_QK_FENCED, STORE_COMMIT_##c, NULL, 0, NULL}
 
@@ -64,6 +65,8 @@ const struct store_qdef store_calls[STORE_Q_N] = {
 	    struct store_last_ok),
 	WRITE(PAUSE_SET, "pause write", PAUSE),
 	WRITE(SCHED_LAST_SET, "scheduler state", SCHED_STATE),
+	MANY(SCHED_LAST_SET_MANY, "scheduler state", SCHED_STATE,
+	     store_sched_last_fields, struct store_sched_last),
 	WRITE(TOKEN_PUT, "token write", TOKEN),
 	WRITE(TOKEN_DROP, "token drop", TOKEN),
 	WRITE(LEASE_TAKE, "lease take", LEASE),
@@ -88,8 +91,7 @@ const struct store_qdef store_calls[STORE_Q_N] = {
 	    struct store_dead_job),
 	ALL(SLA_LATE, "sla scan", store_job_fields, struct store_job),
 	ALL(SLA_RUNNING, "sla scan", store_job_fields, struct store_job),
-	ALL(SLA_LAST, "sla scan", store_sla_last_fields,
-	    struct store_sla_last),
+	ALL(SLA_LAST, "sla scan", store_sla_last_fields, struct store_sla_last),
 };
 
 enum store_commit store_call_commit(const struct store_call *c)
@@ -101,5 +103,5 @@ enum store_commit store_call_commit(const struct store_call *c)
 	if (t != STORE_COMMIT_N)
 		return t;
 	return (unsigned)c->commit < STORE_COMMIT_N ? c->commit
-						      : STORE_COMMIT_MIGRATE;
+						    : STORE_COMMIT_MIGRATE;
 }

@@ -245,11 +245,8 @@ TABLE(store_sla_last_fields, f_sla_last);
 
 #define C struct store_counts
 static const struct store_field f_counts[] = {
-	F(I64, C, ready_due),
-	F(I64, C, delayed),
-	F(I64, C, active),
-	F(I64, C, done),
-	F(I64, C, dead),
+	F(I64, C, ready_due), F(I64, C, delayed), F(I64, C, active),
+	F(I64, C, done),      F(I64, C, dead),
 };
 TABLE(store_counts_fields, f_counts);
 #undef C
@@ -318,8 +315,7 @@ void store_fields_bind(const struct store_param_ops *ops, void *dst, int p0,
 	}
 }
 
-void store_rows_free(const struct store_fields *t, void *v, size_t n,
-		     size_t sz)
+void store_rows_free(const struct store_fields *t, void *v, size_t n, size_t sz)
 {
 	if (!v)
 		return;

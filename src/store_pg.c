@@ -763,7 +763,6 @@ enum stmt {
 	ST_SUMMARIES_ONE,
 	ST_OUTBOX_ABANDON,
 	ST_SLOT_LOOK,
-	ST_SCHED_SET_MANY,
 	ST_TOKEN_GET,
 	ST_ALERT_RAISE,
 	ST_ALERT_ID,
@@ -1262,12 +1261,14 @@ static const char *const sql[ST_COUNT] = {
 	" ORDER BY schedule COLLATE \"C\"",
 	/* $1 names, $2 slots (parallel arrays); a name given twice keeps its
 	 * newest slot (one row may not be updated twice by one statement). */
-	[ST_SCHED_SET_MANY] =
-	"INSERT INTO sched_state (schedule, last_slot_ms)"
+	[STORE_Q_SCHED_LAST_SET_MANY] =
+	"WITH i AS (INSERT INTO sched_state (schedule, last_slot_ms)"
 	" SELECT n, max(l) FROM unnest($1::text[], $2::bigint[]) AS u(n, l)"
 	" GROUP BY n ON CONFLICT (schedule) DO UPDATE"
 	" SET last_slot_ms = GREATEST(sched_state.last_slot_ms,"
-	" EXCLUDED.last_slot_ms)",
+	" EXCLUDED.last_slot_ms) RETURNING 1)"
+	/* $3 (now) typed only: no column keeps it here */
+	" SELECT count(*), $3::bigint, " DURABLE_IF("4") " FROM i",
 	[STORE_Q_PAUSE_SET] =
 	"INSERT INTO pauses (schedule, from_ms, until_ms, paused_by, note,"
 	" resumed) VALUES ($1, $2::bigint, $3::bigint, $4, $5, false)"
@@ -3200,49 +3201,6 @@ done:
 	return rc;
 }
 
-/* Many states in one statement (so one transaction and one round trip),
- * names and slots as two array parameters; never moves one backwards. */
-static int pg_sched_last_set_many(void *impl,
-				  const struct store_sched_last *v, size_t n,
-				  struct sc_err *err)
-{
-	struct args a = {0};
-	size_t cap_names = 3, cap_slots = n * 22 + 3, ln = 0, ls = 0;
-	int rc;
-
-	if (n > 10000000)
-		return sc_err_set(err, SC_ETOOBIG, "set_many: too many states");
-	for (size_t i = 0; i < n; i++)
-		cap_names += 2 * strlen(v[i].schedule) + 3;
-	char *names = malloc(cap_names), *slots = malloc(cap_slots);
-	if (!names || !slots) {
-		free(names);
-		free(slots);
-		return sc_err_set(err, SC_ENOMEM, "out of memory");
-	}
-	names[ln++] = '{';
-	slots[ls++] = '{';
-	for (size_t i = 0; i < n; i++) {
-		if (i) {
-			names[ln++] = ',';
-			slots[ls++] = ',';
-		}
-		ln = array_quoted(names, ln, v[i].schedule);
-		ls += (size_t)snprintf(slots + ls, cap_slots - ls, "%" PRId64,
-				       v[i].slot_ms);
-	}
-	names[ln++] = '}';
-	names[ln] = '\0';
-	slots[ls++] = '}';
-	slots[ls] = '\0';
-	arg_str(&a, names);
-	arg_str(&a, slots);
-	rc = run_n(impl, ST_SCHED_SET_MANY, &a, NULL, err);
-	free(names);
-	free(slots);
-	return rc;
-}
-
 /* $1..$5 of ST_CLAIM. */
 static void fill_claim_args(struct args *a, int64_t now, size_t max,
 			    const char *worker, int64_t lease_ms,
@@ -4680,7 +4638,6 @@ const struct store_ops store_pg_ops = {
 	.sched_summaries = pg_sched_summaries,
 	.outbox_abandon = pg_outbox_abandon,
 	.slot_look = pg_slot_look,
-	.sched_last_set_many = pg_sched_last_set_many,
 	.token_get = pg_token_get,
 	.lease_drop = pg_lease_drop,
 	.prune_step = pg_prune_step,

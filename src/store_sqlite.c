@@ -563,6 +563,12 @@ static const char *const migrations[SCHEMA_VERSION] = {
 /* A missed row for a slot that has one already is dropped (the conflict
  * target names the partial index ledger_missed_once, so only that
  * conflict is ignored; any other constraint still fails). */
+/* A schedule's last slot, never moved back. */
+#define SCHED_SET_SQL                                                     \
+	"INSERT INTO sched_state(schedule, last_slot_ms, updated_ms) "       \
+	"VALUES (?1, ?2, ?3) ON CONFLICT (schedule) DO UPDATE SET "         \
+	"last_slot_ms = max(last_slot_ms, excluded.last_slot_ms), "         \
+	"updated_ms = excluded.updated_ms"
 #define LEDGER_MISSED_SQL                                                 \
 	"INSERT INTO ledger(" STORE_LEDGER_COLS ") "                         \
 	"VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) "            \
@@ -940,11 +946,8 @@ static const char *const stmt_sql[N_STMT] = {
 		"slot_ms = ?2",
 	[STORE_Q_SCHED_LAST_GET] = "SELECT last_slot_ms FROM sched_state "
 			 "WHERE schedule = ?1",
-	[STORE_Q_SCHED_LAST_SET] =
-		"INSERT INTO sched_state(schedule, last_slot_ms, updated_ms) "
-		"VALUES (?1, ?2, ?3) ON CONFLICT (schedule) DO UPDATE SET "
-		"last_slot_ms = max(last_slot_ms, excluded.last_slot_ms), "
-		"updated_ms = excluded.updated_ms",
+	[STORE_Q_SCHED_LAST_SET] = SCHED_SET_SQL,
+	[STORE_Q_SCHED_LAST_SET_MANY] = SCHED_SET_SQL,
 	/* Name order (BINARY collation: byte order, as strcmp). */
 	[STORE_Q_SCHED_LAST_ALL] = "SELECT schedule, last_slot_ms FROM sched_state "
 			 "ORDER BY schedule",
@@ -2686,30 +2689,6 @@ static int sq_job_enqueue_batch(void *impl, struct store_enqueue *v,
 	return rc;
 }
 
-/* Many states in one transaction (a first start of many schedules is one
- * commit), each through STORE_Q_SCHED_LAST_SET, so none moves backwards. */
-static int sq_sched_last_set_many(void *impl,
-				  const struct store_sched_last *v, size_t n,
-				  struct sc_err *err)
-{
-	struct sq *q = impl;
-	int rc = tx_begin(q, sync_for(STORE_COMMIT_SCHED_STATE), err);
-
-	if (rc)
-		return rc;
-	for (size_t i = 0; !rc && i < n; i++) {
-		sqlite3_stmt *st = NULL;
-		rc = prep(q, (enum stmt_id)STORE_Q_SCHED_LAST_SET, &st,
-			  err);
-		if (rc)
-			break;
-		bind_slot(st, v[i].schedule, v[i].slot_ms);
-		sqlite3_bind_int64(st, 3, now_ms(q));
-		rc = step_done(q, st, "scheduler state", err);
-	}
-	return tx_end(q, rc, err);
-}
-
 static void sq_claim_rule(void *impl, const struct store_claim_rule *r)
 {
 	struct sq *q = impl;
@@ -4172,7 +4151,6 @@ const struct store_ops store_sqlite_ops = {
 	.ledger_lost = sq_ledger_lost,
 	.sched_summaries = sq_sched_summaries,
 	.outbox_abandon = sq_outbox_abandon,
-	.sched_last_set_many = sq_sched_last_set_many,
 	.token_get = sq_token_get,
 	.lease_drop = sq_lease_drop,
 	.prune_step = sq_prune_step,
