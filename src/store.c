@@ -2000,9 +2000,18 @@ int store_token_get(struct store *s, const char *provider, char **token,
 		rc = check_out(token, "token output", err);
 	if (!rc)
 		rc = check_out(expires_ms, "expiry output", err);
-	return rc ? rc
-		  : s->ops->token_get(s->impl, provider, token, expires_ms,
-				      err);
+	if (rc)
+		return rc;
+	struct store_token t;
+	rc = call_read(s, STORE_Q_TOKEN_GET, ARGS(STORE_TEXT(provider)), &t,
+		       NULL, err);
+	if (!rc && !t.token)
+		rc = sc_err_set(err, SC_ENOMEM, "out of memory");
+	if (rc)
+		return rc;
+	*token = t.token;
+	*expires_ms = t.expires_ms;
+	return 0;
 }
 
 int store_token_put(struct store *s, const char *provider, const char *token,
@@ -2107,7 +2116,10 @@ int store_lease_drop(struct store *s, const char *name, const char *owner,
 
 	if (!rc)
 		rc = check_name("lease owner", owner, STORE_NAME_MAX, err);
-	return rc ? rc : s->ops->lease_drop(s->impl, name, owner, err);
+	return rc ? rc
+		  : call_write(s, STORE_Q_LEASE_DROP,
+			       ARGS(STORE_TEXT(name), STORE_TEXT(owner)), NULL,
+			       err);
 }
 
 int store_prune_batch(struct store *s, const struct store_prune_opts *o,

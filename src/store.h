@@ -1221,6 +1221,12 @@ struct store_cron {
 	int64_t recorded_ms;        /* the store clock when written */
 };
 
+/* A cached token as the store reads it (store_token_get). */
+struct store_token {
+	char *token;                /* allocated; the reader frees it */
+	int64_t expires_ms;
+};
+
 /* What store_cron_note_many is given (all borrowed). */
 struct store_cron_note {
 	const char *schedule;
@@ -1562,10 +1568,6 @@ struct store_ops {
 			      const char *target, enum send_state from,
 			      const struct ledger_row *row, bool *closed,
 			      struct sc_err *err);
-	int (*token_get)(void *impl, const char *provider, char **token,
-			 int64_t *expires_ms, struct sc_err *err);
-	int (*lease_drop)(void *impl, const char *name, const char *owner,
-			  struct sc_err *err);
 	/* One step of a prune (store_prune_step): the backend only runs
 	 * it; store_prune.c chooses the phase, horizon and range. */
 	int (*prune_step)(void *impl, const struct store_prune_step *st,
@@ -2118,6 +2120,8 @@ extern const struct store_fields store_last_ok_fields;
 extern const struct store_fields store_sla_last_fields;
 /* struct store_counts: READY due, READY later, ACTIVE, DONE, DEAD. */
 extern const struct store_fields store_counts_fields;
+/* struct store_token: the token cache's token and expiry. */
+extern const struct store_fields store_token_fields;
 /* One int64_t (a count, a time): the first column. */
 extern const struct store_fields store_i64_fields;
 
@@ -2187,6 +2191,8 @@ enum store_q {
 	STORE_Q_SCHED_LAST_SET_MANY,
 	STORE_Q_TOKEN_PUT,
 	STORE_Q_TOKEN_DROP,
+	STORE_Q_TOKEN_GET,
+	STORE_Q_LEASE_DROP,
 	STORE_Q_LEASE_TAKE,
 	STORE_Q_NODE_BEAT,
 	STORE_Q_JOB_HEARTBEAT,
@@ -2225,6 +2231,8 @@ struct store_qdef {
 					    MANY: an element's written */
 	size_t sz;                      /* ALL, MANY: of one element */
 	const char *missing;            /* ONE: the SC_ENOENT text */
+	bool secret;                    /* its rows hold a secret: a
+					   backend wipes its library's copy */
 };
 
 /* Indexed by enum store_q. */

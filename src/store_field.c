@@ -251,6 +251,14 @@ static const struct store_field f_counts[] = {
 TABLE(store_counts_fields, f_counts);
 #undef C
 
+#define K struct store_token
+static const struct store_field f_token[] = {
+	F(DUP, K, token),
+	F(I64, K, expires_ms),
+};
+TABLE(store_token_fields, f_token);
+#undef K
+
 static const struct store_field f_i64[] = {
 	{STORE_F_I64, 0, sizeof(int64_t), 0},
 };

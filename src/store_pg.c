@@ -763,7 +763,6 @@ enum stmt {
 	ST_SUMMARIES_ONE,
 	ST_OUTBOX_ABANDON,
 	ST_SLOT_LOOK,
-	ST_TOKEN_GET,
 	ST_ALERT_RAISE,
 	ST_ALERT_ID,
 	ST_ALERT_CLOSE,
@@ -1311,8 +1310,10 @@ static const char *const sql[ST_COUNT] = {
 	" $10::bigint, $11) ON CONFLICT (schedule, slot_ms)"
 	" WHERE outcome = '" LEDGER_PAUSED "' DO NOTHING RETURNING "
 	DURABLE_IF("12"),
-	[ST_TOKEN_GET] =
+	[STORE_Q_TOKEN_GET] =
 	"SELECT token, expires_ms FROM token_cache WHERE provider = $1",
+	[STORE_Q_LEASE_DROP] = "DELETE FROM leases WHERE name = $1 AND"
+	" owner = $2 RETURNING " DURABLE_IF("3"),
 	/* $4 now: as for STORE_Q_SCHED_LAST_SET. */
 	[STORE_Q_TOKEN_PUT] =
 	"INSERT INTO token_cache (provider, token, expires_ms)"
@@ -2742,6 +2743,19 @@ static int call_many(struct pg *p, struct store_call *c,
 	return rc;
 }
 
+/* Wipes libpq's copy of the texts of res read by t (a secret's rows)
+ * before the result is cleared. */
+static void wipe(PGresult *res, const struct store_fields *t)
+{
+	for (int r = 0; r < PQntuples(res); r++)
+		for (size_t k = 0; k < t->n; k++)
+			if (t->f[k].kind == STORE_F_DUP ||
+			    t->f[k].kind == STORE_F_TEXT) {
+				char *v = PQgetvalue(res, r, (int)k);
+				memset(v, 0, strlen(v));
+			}
+}
+
 /*
  * The one runner of the one-statement operations (store.h): a write
  * takes the fence (FENCED) and then its commit's durability as its last
@@ -2770,6 +2784,8 @@ static int pg_call(void *impl, struct store_call *c, struct sc_err *err)
 		c->changed = PQntuples(res) > 0;
 		if (c->changed)
 			get_fields(res, 0, 0, d->rows, c->out, &oom);
+		if (d->secret)
+			wipe(res, d->rows);
 		PQclear(res);
 		if (!c->changed && d->kind == STORE_QK_ONE)
 			return sc_err_set(err, SC_ENOENT, "%s", d->missing);
@@ -4028,32 +4044,6 @@ static int pg_outbox_abandon(void *impl, const struct store_fence *fence,
 
 /* ---- scheduler state, token cache -------------------------------------- */
 
-static int pg_token_get(void *impl, const char *provider, char **token,
-			int64_t *expires_ms, struct sc_err *err)
-{
-	struct args a = {0};
-	PGresult *res;
-	bool oom = false;
-	int rc;
-
-	arg_str(&a, provider);
-	rc = run_one(impl, ST_TOKEN_GET, &a, "no cached token", &res, err);
-	if (rc)
-		return rc;
-	char *t = get_dup(res, 0, 0, &oom);
-	int64_t exp = get_i64(res, 0, 1);
-	/* libpq's copy of the secret goes with the result; wipe it first. */
-	char *v = PQgetvalue(res, 0, 0);
-	memset(v, 0, strlen(v));
-	PQclear(res);
-	if (oom || !t)
-		return sc_err_set(err, SC_ENOMEM, "out of memory");
-	*token = t;
-	if (expires_ms)
-		*expires_ms = exp;
-	return 0;
-}
-
 /* The test seam of store.h: the reads that find each schedule's rows by
  * its head (PG_SUMMARIES, PG_LAST_OK_SQL). */
 const char *store_pg_plan_sql(size_t i)
@@ -4106,21 +4096,6 @@ static int pg_exec_once(struct pg *p, const char *text, const struct args *a,
 	drain_notifies(p);
 	*out = res;
 	return 0;
-}
-
-static int pg_lease_drop(void *impl, const char *name, const char *owner,
-			 struct sc_err *err)
-{
-	struct args a = {0};
-	PGresult *res;
-	int rc;
-
-	arg_str(&a, name);
-	arg_str(&a, owner);
-	rc = pg_exec_once(impl, "DELETE FROM leases WHERE name = $1 AND "
-			  "owner = $2", &a, "tt", &res, err);
-	PQclear(res);
-	return rc;
 }
 
 /* An acked row's range (alias x): details first_ms..last_ms, its slot
@@ -4638,8 +4613,6 @@ const struct store_ops store_pg_ops = {
 	.sched_summaries = pg_sched_summaries,
 	.outbox_abandon = pg_outbox_abandon,
 	.slot_look = pg_slot_look,
-	.token_get = pg_token_get,
-	.lease_drop = pg_lease_drop,
 	.prune_step = pg_prune_step,
 	.prune_size = pg_prune_size,
 	.alert_raise = pg_alert_raise,

@@ -670,7 +670,6 @@ enum stmt_id {
 	ST_SUM_OPEN_ONE,
 	ST_OUTBOX_BODY_PUT,
 	ST_OUTBOX_ABANDON,
-	ST_TOKEN_GET,
 	ST_ALERT_INSERT,
 	ST_ALERT_ID_OF,
 	ST_ALERT_SUPERSEDE,
@@ -984,8 +983,10 @@ static const char *const stmt_sql[N_STMT] = {
 		"VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) "
 		"ON CONFLICT (schedule, slot_ms) WHERE outcome = 'paused' "
 		"DO NOTHING",
-	[ST_TOKEN_GET] = "SELECT token, expires_ms FROM token_cache "
+	[STORE_Q_TOKEN_GET] = "SELECT token, expires_ms FROM token_cache "
 			 "WHERE provider = ?1",
+	[STORE_Q_LEASE_DROP] =
+		"DELETE FROM leases WHERE name = ?1 AND owner = ?2",
 	[STORE_Q_TOKEN_PUT] =
 		"INSERT INTO token_cache(provider, token, expires_ms, "
 		"updated_ms) VALUES (?1, ?2, ?3, ?4) "
@@ -3525,32 +3526,6 @@ done:
 
 /* ---- pauses (issue 17) ------------------------------------------------ */
 
-static int sq_token_get(void *impl, const char *provider, char **token,
-			int64_t *expires_ms, struct sc_err *err)
-{
-	struct sq *q = impl;
-	bool oom = false;
-	sqlite3_stmt *st = NULL;
-	int rc = prep(q, ST_TOKEN_GET, &st, err);
-
-	if (rc)
-		return rc;
-	bind_text(st, 1, provider);
-	rc = step_one(q, st, "token read", "no cached token", err);
-	if (!rc) {
-		char *t = dup_text(st, 0, &oom);
-		if (oom || !t) {
-			free(t);
-			rc = sc_err_set(err, SC_ENOMEM, "out of memory");
-		} else {
-			*token = t;
-			*expires_ms = sqlite3_column_int64(st, 1);
-		}
-	}
-	unprep(st);
-	return rc;
-}
-
 /* ---- leases, retention (issue 15) ------------------------------------- */
 
 /*
@@ -3577,23 +3552,6 @@ static int sq_write_once(struct sq *q, sqlite3_stmt *st, const char *op,
 		*changes = sqlite3_changes64(q->db);
 	sqlite3_finalize(st);
 	return rc;
-}
-
-static int sq_lease_drop(void *impl, const char *name, const char *owner,
-			 struct sc_err *err)
-{
-	struct sq *q = impl;
-	sqlite3_stmt *st = NULL;
-	int rc = set_sync(q, sync_for(STORE_COMMIT_LEASE), err);
-
-	if (!rc)
-		rc = sq_prep_once(q, "DELETE FROM leases WHERE name = ?1 AND "
-				  "owner = ?2", &st, err);
-	if (rc)
-		return rc;
-	bind_text(st, 1, name);
-	bind_text(st, 2, owner);
-	return sq_write_once(q, st, "lease drop", NULL, err);
 }
 
 /* The range of acked row x (alias): details first_ms..last_ms, its slot
@@ -4151,8 +4109,6 @@ const struct store_ops store_sqlite_ops = {
 	.ledger_lost = sq_ledger_lost,
 	.sched_summaries = sq_sched_summaries,
 	.outbox_abandon = sq_outbox_abandon,
-	.token_get = sq_token_get,
-	.lease_drop = sq_lease_drop,
 	.prune_step = sq_prune_step,
 	.prune_size = sq_prune_size,
 	.alert_raise = sq_alert_raise,
