@@ -61,12 +61,15 @@ static int64_t now_of(void)
 }
 
 /* One-statement operation q on the backend's one runner, as store.c calls
- * it: args a[0..na), out zeroed first (ONE). *changed (may be NULL): the
- * rows a write changed. */
-static int qcall(void *h, enum store_q q, const struct store_arg *a,
-		 size_t na, void *out, int64_t *changed, struct sc_err *err)
+ * it: args a[0..na), out zeroed first (ONE), the commit cm when the table
+ * leaves it to the call. *changed (may be NULL): the rows a write
+ * changed. */
+static int qcall_as(void *h, enum store_q q, const struct store_arg *a,
+		    size_t na, enum store_commit cm, void *out,
+		    int64_t *changed, struct sc_err *err)
 {
-	struct store_call c = {.q = q, .args = a, .n_args = na, .out = out};
+	struct store_call c = {.q = q, .args = a, .n_args = na, .out = out,
+			       .commit = cm};
 	int rc;
 
 	if (out && store_calls[q].kind == STORE_QK_ONE)
@@ -75,6 +78,13 @@ static int qcall(void *h, enum store_q q, const struct store_arg *a,
 	if (changed)
 		*changed = rc ? 0 : c.changed;
 	return rc;
+}
+
+/* qcall_as with the table's commit. */
+static int qcall(void *h, enum store_q q, const struct store_arg *a,
+		 size_t na, void *out, int64_t *changed, struct sc_err *err)
+{
+	return qcall_as(h, q, a, na, STORE_COMMIT_N, out, changed, err);
 }
 
 #define QARGS(...)                                 \
@@ -169,21 +179,21 @@ static int job_heartbeat(void *h, int64_t id, int64_t token, int64_t lease_ms,
 
 static const struct sc_retry_policy POL = {2, SC_BACKOFF_EXPONENTIAL, MIN};
 
-/* store_outbox_put on a backend handle, the row created at T0. */
-static int outbox_put_op(void *h, const struct store_fence *f,
-			 const char *schedule, int64_t slot_ms,
+/* store_outbox_put on a backend handle (unfenced), the row created at
+ * T0. */
+static int outbox_put_op(void *h, const char *schedule, int64_t slot_ms,
 			 const char *target, const char *body, bool *created,
 			 struct sc_err *err)
 {
-	const struct store_arg a[] = {STORE_TEXT(schedule), STORE_I64(slot_ms),
-				      STORE_TEXT(target), STORE_TEXT(body),
-				      STORE_I64(T0)};
-	struct store_call c = {.q = STORE_Q_OUTBOX_PUT, .args = a,
-			       .n_args = 5, .fence = f};
-	int rc = ops->call(h, &c, err);
+	int64_t n = 0;
+	int rc = qcall(h, STORE_Q_OUTBOX_PUT,
+		       QARGS(STORE_TEXT(schedule), STORE_I64(slot_ms),
+			     STORE_TEXT(target), STORE_TEXT(body),
+			     STORE_I64(T0)),
+		       NULL, &n, err);
 
 	if (created)
-		*created = !rc && c.changed > 0;
+		*created = n > 0;
 	return rc;
 }
 
@@ -191,29 +201,19 @@ static int outbox_put_op(void *h, const struct store_fence *f,
 static int counts(void *h, const char *schedule, struct sc_clock *clk,
 		  struct store_counts *out)
 {
-	const struct store_arg a[] = {STORE_TEXT(schedule),
-				      STORE_I64(sc_clock_now_ms(clk))};
-	struct store_call c = {.q = STORE_Q_JOB_COUNTS, .args = a,
-			       .n_args = 2, .out = out};
-
-	return ops->call(h, &c, NULL);
+	return qcall(h, STORE_Q_JOB_COUNTS,
+		     QARGS(STORE_TEXT(schedule),
+			   STORE_I64(sc_clock_now_ms(clk))),
+		     out, NULL, NULL);
 }
 
-/* The one runner's call of statement q with the args a[0..na), as
- * store.c makes it (store.h, "one-statement operations"); *changed (may
- * be NULL) the rows a write changed. */
+/* qcall_as, the commit given by pointer (NULL: the table's). */
 static int run_call(void *h, enum store_q q, const struct store_arg *a,
 		    size_t na, const enum store_commit *cm, void *out,
 		    int64_t *changed)
 {
-	struct store_call c = {.q = q, .args = a, .n_args = na,
-			       .commit = cm ? *cm : STORE_COMMIT_N,
-			       .out = out};
-	int rc = ops->call(h, &c, NULL);
-
-	if (changed)
-		*changed = c.changed;
-	return rc;
+	return qcall_as(h, q, a, na, cm ? *cm : STORE_COMMIT_N, out, changed,
+			NULL);
 }
 
 static int ob_get(void *h, const char *sched, int64_t slot,
@@ -1519,10 +1519,10 @@ static void outbox_states_and_guard(void **state)
 	/* No row: nothing changed (store_outbox_set_state reads why). */
 	assert_int_equal(ob_set(h, clk, "s", T0, "slack", SEND_SENDING, &n), 0);
 	assert_int_equal(n, 0);
-	assert_int_equal(outbox_put_op(h, NULL, "s", T0, "slack", "first",
+	assert_int_equal(outbox_put_op(h, "s", T0, "slack", "first",
 					 &created, NULL), 0);
 	assert_true(created);
-	assert_int_equal(outbox_put_op(h, NULL, "s", T0, "slack", "second",
+	assert_int_equal(outbox_put_op(h, "s", T0, "slack", "second",
 					 &created, NULL), 0);
 	assert_false(created);
 	assert_int_equal(ob_get(h, "s", T0, "slack", &e), 0);
@@ -1535,7 +1535,7 @@ static void outbox_states_and_guard(void **state)
 	assert_int_equal(ob_set(h, clk, "s", T0, "slack", SEND_FAILED, &n), 0);
 	assert_int_equal(ob_set(h, clk, "s", T0, "slack", SEND_SENDING, &n), 0);
 	/* A crash here: the row becomes UNKNOWN. */
-	assert_int_equal(outbox_put_op(h, NULL, "s", T0, "file", "x", NULL, NULL),
+	assert_int_equal(outbox_put_op(h, "s", T0, "file", "x", NULL, NULL),
 			 0);
 	assert_int_equal(ob_unknown(h, clk, "s", T0, &n), 0);
 	assert_int_equal(n, 1);
@@ -1764,7 +1764,7 @@ static void only_records_that_must_survive_wait_for_the_flush(void **state)
 					 NULL, false, NULL), 0);
 	expect_sync("off");
 
-	assert_int_equal(outbox_put_op(h, NULL, "s", T0, "t", "m", NULL, NULL), 0);
+	assert_int_equal(outbox_put_op(h, "s", T0, "t", "m", NULL, NULL), 0);
 	expect_sync("off");
 	assert_int_equal(ob_set(h, clk, "s", T0, "t", SEND_SENDING, &n), 0);
 	expect_sync("on");
@@ -1911,7 +1911,7 @@ static void limited_role_works_on_a_migrated_schema(void **state)
 	struct store_job j = claim1(h, "w", MIN);
 	assert_int_equal(j.id, id);
 	assert_int_equal(job_heartbeat(h, id, j.lease_token, MIN, NULL), 0);
-	assert_int_equal(outbox_put_op(h, NULL, "s", T0, "t", "m", NULL, NULL), 0);
+	assert_int_equal(outbox_put_op(h, "s", T0, "t", "m", NULL, NULL), 0);
 	int n = -1;
 	assert_int_equal(ob_set(h, clk, "s", T0, "t", SEND_SENT, &n), 0);
 	assert_int_equal(n, 1);
