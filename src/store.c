@@ -513,11 +513,26 @@ int store_job_claim_ahead(struct store *s, const char *worker,
 	return rc;
 }
 
-int store_job_heartbeat(struct store *s, int64_t id, int64_t lease_token,
-			int64_t lease_ms, struct sc_err *err)
+/* After a write by job id and lease token changed nothing: SC_ENOENT when
+ * the job is gone, else SC_ELEASE (store_lease_error's texts). */
+static int lease_refused(struct store *s, int64_t id, int64_t lease_token,
+			 const char *op, struct sc_err *err)
 {
 	struct store_job j;
 	struct sc_err e = {0};
+	int rc = call_read(s, STORE_Q_JOB_GET, ARGS(STORE_I64(id)), &j, NULL,
+			   &e);
+
+	if (rc && rc != SC_ENOENT) {
+		err_copy(err, &e);
+		return rc;
+	}
+	return store_lease_error("job", op, id, lease_token, rc == 0, err);
+}
+
+int store_job_heartbeat(struct store *s, int64_t id, int64_t lease_token,
+			int64_t lease_ms, struct sc_err *err)
+{
 	int64_t n = 0;
 	int rc;
 
@@ -528,17 +543,10 @@ int store_job_heartbeat(struct store *s, int64_t id, int64_t lease_token,
 			     STORE_I64(sc_clock_now_ms(s->clock)),
 			     STORE_I64(lease_ms)),
 			&n, err);
-	if (rc || n > 0)
-		return rc;
 	/* Nothing extended: the job is gone, or no longer held under
 	 * this token. */
-	rc = call_read(s, STORE_Q_JOB_GET, ARGS(STORE_I64(id)), &j, NULL, &e);
-	if (rc && rc != SC_ENOENT) {
-		err_copy(err, &e);
-		return rc;
-	}
-	return store_lease_error("job", "heartbeat", id, lease_token, rc == 0,
-				 err);
+	return rc || n > 0 ? rc : lease_refused(s, id, lease_token, "heartbeat",
+						err);
 }
 
 static int job_finish(struct store *s, int64_t id, int64_t lease_token,
@@ -601,7 +609,7 @@ int store_job_complete_many(struct store *s, const struct store_job *jobs,
 int store_job_release(struct store *s, int64_t id, int64_t lease_token,
 		      struct sc_err *err)
 {
-	return s->ops->job_release(s->impl, id, lease_token, 0, "",
+	return store_job_give_back(s, id, lease_token, 0, "",
 				   "released on shutdown", err);
 }
 
@@ -609,9 +617,17 @@ int store_job_give_back(struct store *s, int64_t id, int64_t lease_token,
 			int64_t run_at_ms, const char *error_class,
 			const char *msg, struct sc_err *err)
 {
-	return s->ops->job_release(s->impl, id, lease_token, run_at_ms,
-				   error_class ? error_class : "",
-				   msg ? msg : "", err);
+	int64_t now = sc_clock_now_ms(s->clock), n = 0;
+	int rc = call_write(s, STORE_Q_JOB_RELEASE,
+			    ARGS(STORE_I64(id), STORE_I64(lease_token),
+				 STORE_I64(now),
+				 STORE_I64(run_at_ms > 0 ? run_at_ms : now),
+				 STORE_TEXT(error_class ? error_class : ""),
+				 STORE_TEXT(msg ? msg : "")),
+			    &n, err);
+
+	return rc || n > 0 ? rc : lease_refused(s, id, lease_token, "release",
+						err);
 }
 
 int store_job_recover(struct store *s, int max_stalls, int *n_recovered,

@@ -1534,10 +1534,6 @@ struct store_ops {
 	int (*job_complete_many)(void *impl, const struct store_job *jobs,
 				 size_t n, const struct ledger_row *row,
 				 int *rcs, struct sc_err *err);
-	/* run_at_ms <= 0: now; error_class and msg never NULL. */
-	int (*job_release)(void *impl, int64_t id, int64_t lease_token,
-			   int64_t run_at_ms, const char *error_class,
-			   const char *msg, struct sc_err *err);
 	/* dead: NULL, or an empty list to append the DEAD jobs to. */
 	int (*job_recover)(void *impl, int max_stalls, int *n_recovered,
 			   struct store_dead_list *dead, struct sc_err *err);
@@ -2196,6 +2192,7 @@ enum store_q {
 	STORE_Q_LEASE_TAKE,
 	STORE_Q_NODE_BEAT,
 	STORE_Q_JOB_HEARTBEAT,
+	STORE_Q_JOB_RELEASE,
 	STORE_Q_OUTBOX_GET,
 	STORE_Q_OUTBOX_LIST,
 	STORE_Q_OUTBOX_SET,

@@ -76,6 +76,8 @@ const struct store_qdef store_calls[STORE_Q_N] = {
 	WRITE(LEASE_TAKE, "lease take", LEASE),
 	WRITE(NODE_BEAT, "node write", NODE),
 	WRITE(JOB_HEARTBEAT, "heartbeat", HEARTBEAT),
+	/* The job READY again and its "released" row, one transaction. */
+	WRITE(JOB_RELEASE, "release", RELEASE),
 	ONE(OUTBOX_GET, "outbox get", store_outbox_entry_fields,
 	    struct outbox_entry, "no outbox row for target"),
 	ALL(OUTBOX_LIST, "outbox list", store_outbox_row_fields,

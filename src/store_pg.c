@@ -749,7 +749,6 @@ enum stmt {
 	ST_CLAIM_TAKE,
 	ST_KNOWN_LOAD,
 	ST_FINISH,
-	ST_RELEASE,
 	ST_ANY_EXPIRED,
 	ST_RECOVER,
 	ST_STALL,
@@ -994,7 +993,7 @@ static const char *const sql[ST_COUNT] = {
 	/* $1 id, $2 token, $3 now, $4 run_at, $5 error class, $6 message.
 	 * The attempt is given back uncounted; the
 	 * ledger still says it happened. */
-	[ST_RELEASE] =
+	[STORE_Q_JOB_RELEASE] =
 	"WITH u AS (UPDATE jobs SET state = " STORE_SQL_READY ","
 	" run_at_ms = $4::bigint,"
 	" attempts = attempts - 1, lease_expires_ms = 0"
@@ -1004,7 +1003,7 @@ static const char *const sql[ST_COUNT] = {
 	" INSERT INTO ledger (" LEDGER_COLS ")"
 	" SELECT schedule, slot_ms, id, attempts + 1, started_ms, $3::bigint,"
 	" '" LEDGER_RELEASED "', $5, $6, 0, NULL FROM u"
-	" RETURNING id, " NOTIFY,
+	" RETURNING id, " NOTIFY ", " DURABLE_IF("7"),
 	/* $1 now. Whether any lease expired: the common answer, no, costs
 	 * one read and no transaction. */
 	[ST_ANY_EXPIRED] =
@@ -3636,28 +3635,6 @@ static int pg_job_complete_many(void *impl, const struct store_job *jobs,
 	return rc;
 }
 
-static int pg_job_release(void *impl, int64_t id, int64_t lease_token,
-			  int64_t run_at_ms, const char *error_class,
-			  const char *msg, struct sc_err *err)
-{
-	struct pg *p = impl;
-	struct args a = {0};
-	int64_t now = now_ms(p);
-	int n = 0;
-	int rc;
-
-	arg_i64(&a, id);
-	arg_i64(&a, lease_token);
-	arg_i64(&a, now);
-	arg_i64(&a, run_at_ms > 0 ? run_at_ms : now);
-	arg_str(&a, error_class);
-	arg_str(&a, msg);
-	rc = run_count(p, ST_RELEASE, &a, &n, err);
-	if (rc)
-		return rc;
-	return n == 1 ? 0 : fence_error(p, id, lease_token, "release", err);
-}
-
 /*
  * Recovery, when a plain read (ST_ANY_EXPIRED) finds an expired lease at
  * all, in one transaction: lock the expired leases (ST_RECOVER), ask
@@ -4604,7 +4581,6 @@ const struct store_ops store_pg_ops = {
 	.job_claim = pg_job_claim,
 	.job_finish = pg_job_finish,
 	.job_complete_many = pg_job_complete_many,
-	.job_release = pg_job_release,
 	.job_recover = pg_job_recover,
 	.job_next_due = pg_job_next_due,
 	.server_now = pg_server_now,

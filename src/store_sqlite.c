@@ -651,7 +651,7 @@ enum stmt_id {
 	ST_JOB_STATE,
 	ST_FENCE,
 	ST_JOB_FINISH,
-	ST_JOB_RELEASE,
+	ST_JOB_RELEASED,
 	ST_JOB_ENDED,
 	ST_JOB_EXPIRED,
 	ST_JOB_STALL,
@@ -794,17 +794,22 @@ static const char *const stmt_sql[N_STMT] = {
 		"run_at_ms END "
 		"WHERE id = ?1 AND lease_token = ?2 AND state = "
 		STORE_FROM_FINISH,
-	[ST_JOB_RELEASE] =
+	/* ?3 now, ?4 when it runs again; its ledger row (?5 class, ?6
+	 * message) follows (sq_then: ST_JOB_RELEASED). */
+	[STORE_Q_JOB_RELEASE] =
 		"UPDATE jobs SET state = " STORE_SQL_READY ", "
 		"attempts = attempts - 1, "
-		"run_at_ms = ?3, lease_expires_ms = 0 "
+		"run_at_ms = ?4, lease_expires_ms = 0 "
 		"WHERE id = ?1 AND lease_token = ?2 AND state = "
 		STORE_FROM_RELEASE,
-	/* The ended attempt's fields, read after ST_JOB_FINISH or
-	 * ST_JOB_RELEASE in its transaction (?2: what the update took off
-	 * attempts, 1 after a release). */
+	[ST_JOB_RELEASED] =
+		"INSERT INTO ledger(" STORE_LEDGER_COLS ") SELECT schedule, "
+		"slot_ms, id, attempts + 1, started_ms, ?3, '" LEDGER_RELEASED
+		"', ?5, ?6, 0, NULL FROM jobs WHERE id = ?1",
+	/* The ended attempt's fields, read after ST_JOB_FINISH in its
+	 * transaction. */
 	[ST_JOB_ENDED] =
-		"SELECT schedule, slot_ms, attempts + ?2, started_ms FROM jobs "
+		"SELECT schedule, slot_ms, attempts, started_ms FROM jobs "
 		"WHERE id = ?1",
 	[ST_JOB_EXPIRED] =
 		"SELECT " STORE_STALL_COLS " FROM jobs "
@@ -2043,6 +2048,7 @@ static void bind_args(sqlite3_stmt *st, int p, const struct store_call *c)
  */
 static const enum stmt_id sq_then[STORE_Q_N] = {
 	[STORE_Q_OUTBOX_PUT] = ST_OUTBOX_BODY_PUT,
+	[STORE_Q_JOB_RELEASE] = ST_JOB_RELEASED,
 };
 
 /* MANY: each element in turn, one transaction. */
@@ -2823,7 +2829,7 @@ static int lease_error(struct sq *q, enum stmt_id exists, const char *what,
 }
 
 /*
- * Runs a fenced UPDATE (ST_JOB_FINISH or ST_JOB_RELEASE) and fills the
+ * Runs a fenced UPDATE (ST_JOB_FINISH) and fills the
  * schedule, slot, attempt and started fields of *r from the row it
  * changed (ST_JOB_ENDED, in the same transaction), unless `known` gives
  * them (the claimed job as its claim returned it: the fence held, so
@@ -2843,12 +2849,8 @@ static int fenced_update(struct sq *q, enum stmt_id id_st, int64_t id,
 		return rc;
 	sqlite3_bind_int64(st, 1, id);
 	sqlite3_bind_int64(st, 2, token);
-	if (id_st == ST_JOB_FINISH) {
-		sqlite3_bind_int(st, 3, state);
-		sqlite3_bind_int64(st, 4, run_at_ms);
-	} else {
-		sqlite3_bind_int64(st, 3, run_at_ms);
-	}
+	sqlite3_bind_int(st, 3, state);
+	sqlite3_bind_int64(st, 4, run_at_ms);
 	rc = step_done(q, st, op, err);
 	unprep(st);
 	if (rc)
@@ -2868,7 +2870,6 @@ static int fenced_update(struct sq *q, enum stmt_id id_st, int64_t id,
 	if (rc)
 		return rc;
 	sqlite3_bind_int64(st, 1, id);
-	sqlite3_bind_int(st, 2, id_st == ST_JOB_RELEASE);
 	rc = step_row(q, st, op, &row, err);
 	if (!rc && row) {
 		copy_text(r->schedule, sizeof(r->schedule), st, 0);
@@ -3004,31 +3005,6 @@ static int sq_job_complete_many(void *impl, const struct store_job *jobs,
 	}
 	FAILPOINT("queue.before_complete_commit");
 	return tx_commit(q, err);
-}
-
-static int sq_job_release(void *impl, int64_t id, int64_t lease_token,
-			  int64_t run_at_ms, const char *error_class,
-			  const char *msg, struct sc_err *err)
-{
-	struct sq *q = impl;
-	struct ledger_row r = {0};
-	int rc = tx_begin(q, sync_for(STORE_COMMIT_RELEASE), err);
-
-	if (rc)
-		return rc;
-	r.finished_ms = now_ms(q);
-	rc = fenced_update(q, ST_JOB_RELEASE, id, lease_token, 0,
-			   run_at_ms > 0 ? run_at_ms : r.finished_ms,
-			   "release", NULL, &r, err);
-	if (!rc) {
-		r.job_id = id;
-		snprintf(r.outcome, sizeof(r.outcome), "%s", LEDGER_RELEASED);
-		snprintf(r.error_class, sizeof(r.error_class), "%s",
-			 error_class);
-		r.error_msg = (char *)msg;
-		rc = ledger_insert(q, &r, err);
-	}
-	return tx_end(q, rc, err);
 }
 
 /*
@@ -4102,7 +4078,6 @@ const struct store_ops store_sqlite_ops = {
 	.job_claim = sq_job_claim,
 	.job_finish = sq_job_finish,
 	.job_complete_many = sq_job_complete_many,
-	.job_release = sq_job_release,
 	.job_recover = sq_job_recover,
 	.job_next_due = sq_job_next_due,
 	.ledger_query = sq_ledger_query,

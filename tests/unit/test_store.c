@@ -903,6 +903,24 @@ static void release_does_not_count_the_attempt(void **state)
 	assert_int_equal(j.state, JOB_READY);
 	assert_int_equal(j.attempts, 0);
 	assert_int_equal(j.run_at_ms, T0 + 5000);
+	/* Its "released" row, the same on every backend: the attempt it
+	 * gave back, the claim's start, the release's instant. */
+	struct ledger_filter lf = {.schedule = "s", .since_ms = INT64_MIN,
+				   .until_ms = INT64_MAX};
+	struct ledger_row *rows = NULL;
+	size_t n = 0;
+	assert_int_equal(store_ledger_query(f.s, &lf, &rows, &n, NULL), 0);
+	assert_int_equal(n, 1);
+	assert_string_equal(rows[0].outcome, LEDGER_RELEASED);
+	assert_int_equal(rows[0].job_id, id);
+	assert_int_equal(rows[0].attempt, 1);
+	assert_int_equal(rows[0].started_ms, T0);
+	assert_int_equal(rows[0].finished_ms, T0 + 5000);
+	assert_string_equal(rows[0].error_msg, "released on shutdown");
+	store_ledger_rows_free(rows, n);
+	/* Released again under the old token: refused, nothing written. */
+	assert_int_equal(store_job_release(f.s, id, j.lease_token, NULL),
+			 SC_ELEASE);
 	assert_int_equal(claim(&f, "w", &j, 1), 1);
 	assert_int_equal(j.attempts, 1);
 	fix_close(&f);
