@@ -1842,8 +1842,16 @@ int store_outbox_abandon(struct store *s, const char *schedule,
 	rc = check_row(row, err);
 	if (rc)
 		return rc;
-	return s->ops->outbox_abandon(s->impl, fence_of(s), schedule, slot_ms,
-				      target, from, row, closed, err);
+	int64_t n = 0;
+	rc = call_write(s, STORE_Q_OUTBOX_ABANDON,
+			ARGS(STORE_TEXT(schedule), STORE_I64(slot_ms),
+			     STORE_TEXT(target), STORE_I64(from),
+			     STORE_I64(sc_clock_now_ms(s->clock)),
+			     FIELDS(&store_ledger_put_fields,
+				    store_ledger_put_fields.n, row)),
+			&n, err);
+	*closed = !rc && n > 0;
+	return rc;
 }
 
 /* ---- scheduler state, token cache ------------------------------------ */

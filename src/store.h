@@ -1558,12 +1558,6 @@ struct store_ops {
 			 const char *const *targets, size_t n_targets,
 			 bool *marked, int *staged, struct outbox_entry *out,
 			 size_t *n_others, struct sc_err *err);
-	/* from checked; row checked; closed: never NULL. */
-	int (*outbox_abandon)(void *impl, const struct store_fence *fence,
-			      const char *schedule, int64_t slot_ms,
-			      const char *target, enum send_state from,
-			      const struct ledger_row *row, bool *closed,
-			      struct sc_err *err);
 	/* One step of a prune (store_prune_step): the backend only runs
 	 * it; store_prune.c chooses the phase, horizon and range. */
 	int (*prune_step)(void *impl, const struct store_prune_step *st,
@@ -2174,6 +2168,7 @@ enum store_q {
 	STORE_Q_CRON_NOTE,
 	STORE_Q_JOB_COUNTS,
 	STORE_Q_OUTBOX_PUT,
+	STORE_Q_OUTBOX_ABANDON,
 	STORE_Q_JOB_GET,
 	STORE_Q_JOB_FIND,
 	STORE_Q_JOB_REVIVE,

@@ -47,6 +47,8 @@ const struct store_qdef store_calls[STORE_Q_N] = {
 	/* The row and its body, in one transaction: a row never exists
 	 * without its message. */
 	FENCED(OUTBOX_PUT, "outbox put", STAGE),
+	/* The row closed and its ledger row, in one transaction. */
+	FENCED(OUTBOX_ABANDON, "outbox abandon", ABANDON),
 	MANY(CRON_NOTE, "cron history", SCHED_STATE, store_cron_note_fields,
 	     struct store_cron_note),
 	ONE(JOB_GET, "job read", store_job_fields, struct store_job,

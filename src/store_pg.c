@@ -760,7 +760,6 @@ enum stmt {
 	ST_LEDGER_LOST,
 	ST_SUMMARIES,
 	ST_SUMMARIES_ONE,
-	ST_OUTBOX_ABANDON,
 	ST_SLOT_LOOK,
 	ST_ALERT_RAISE,
 	ST_ALERT_ID,
@@ -1188,19 +1187,20 @@ static const char *const sql[ST_COUNT] = {
 	"SELECT target, state, n_tries FROM outbox"
 	" WHERE schedule = $1 AND slot_ms = $2 ORDER BY target COLLATE \"C\"",
 	/* The row closed (while still in state $4) and its ledger row
-	 * ($5..$15) in one statement, durable. $16, $17: the fence.
-	 * Answer: ok, rows closed, ledger rows, -. */
-	[ST_OUTBOX_ABANDON] =
-	"WITH " FENCE_CTE("$16", "$17") ","
+	 * ($6..$16) in one statement, durable. $5 now, typed only: no
+	 * column keeps it here. $17, $18: the fence. Answer: ok, rows
+	 * closed, -, -. */
+	[STORE_Q_OUTBOX_ABANDON] =
+	"WITH " FENCE_CTE("$17", "$18") ","
 	" u AS (UPDATE outbox SET state = " STORE_SQL_ABANDONED
 	" WHERE schedule = $1 AND slot_ms = $2::bigint AND target = $3"
 	" AND state = $4::smallint AND (SELECT ok FROM f) RETURNING 1),"
-	" i AS (INSERT INTO ledger (" LEDGER_COLS ") SELECT $5::text,"
-	" $6::bigint, $7::bigint, $8::integer, $9::bigint, $10::bigint,"
-	" $11::text, $12::text, $13::text, $14::bigint, $15::text FROM u"
+	" i AS (INSERT INTO ledger (" LEDGER_COLS ") SELECT $6::text,"
+	" $7::bigint, $8::bigint, $9::integer, $10::bigint, $11::bigint,"
+	" $12::text, $13::text, $14::text, $15::bigint, $16::text FROM u"
 	" RETURNING 1)"
-	" SELECT f.ok, (SELECT count(*) FROM u), (SELECT count(*) FROM i),"
-	" " DURABLE_IF("18") " FROM f",
+	" SELECT f.ok, (SELECT count(*) FROM u), $5::bigint,"
+	" " DURABLE_IF("19") " FROM f",
 	/* $1..$4 arrays (schedule, from, cron, tz), $5 now: each written
 	 * unless the schedule's newest record says the same. Answer: the
 	 * records written. */
@@ -3938,15 +3938,6 @@ static int pg_sched_summaries(void *impl, const char *schedule,
 	return 0;
 }
 
-/* ---- outbox, guards, markers ------------------------------------------- */
-
-static void arg_slot_target(struct args *a, const char *schedule,
-			    int64_t slot_ms, const char *target)
-{
-	arg_slot(a, schedule, slot_ms);
-	arg_str(a, target);
-}
-
 /* *out from the first row's state, tries, sent and body, in columns
  * c..c+3 (target names the row in an error). */
 static int get_outbox(const PGresult *res, int c, const char *target,
@@ -3995,27 +3986,6 @@ static int pg_slot_look(void *impl, const char *schedule, int64_t slot_ms,
 	if (!rc && !*marked && n_others)
 		*n_others = (size_t)get_i64(res, 0, 6);
 	PQclear(res);
-	return rc;
-}
-
-static int pg_outbox_abandon(void *impl, const struct store_fence *fence,
-			     const char *schedule, int64_t slot_ms,
-			     const char *target, enum send_state from,
-			     const struct ledger_row *row, bool *closed,
-			     struct sc_err *err)
-{
-	struct args a = {0};
-	int64_t rows = 0;
-	int rc;
-
-	arg_slot_target(&a, schedule, slot_ms, target);
-	arg_i64(&a, (int64_t)from);
-	arg_ledger_row(&a, row);
-	arg_fence(&a, fence);
-	arg_dur(&a, STORE_COMMIT_ABANDON);
-	rc = run_fenced(impl, ST_OUTBOX_ABANDON, &a, fence, "outbox abandon",
-			&rows, err);
-	*closed = rc == 0 && rows == 1;
 	return rc;
 }
 
@@ -4587,7 +4557,6 @@ const struct store_ops store_pg_ops = {
 	.ledger_query = pg_ledger_query,
 	.ledger_lost = pg_ledger_lost,
 	.sched_summaries = pg_sched_summaries,
-	.outbox_abandon = pg_outbox_abandon,
 	.slot_look = pg_slot_look,
 	.prune_step = pg_prune_step,
 	.prune_size = pg_prune_size,

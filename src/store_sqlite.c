@@ -669,7 +669,7 @@ enum stmt_id {
 	ST_SUM_OPEN,
 	ST_SUM_OPEN_ONE,
 	ST_OUTBOX_BODY_PUT,
-	ST_OUTBOX_ABANDON,
+	ST_ABANDONED_ROW,
 	ST_ALERT_INSERT,
 	ST_ALERT_ID_OF,
 	ST_ALERT_SUPERSEDE,
@@ -888,6 +888,9 @@ static const char *const stmt_sql[N_STMT] = {
 		", ?5, ?5 "
 		"WHERE " FENCE_OK " "
 		"ON CONFLICT (schedule, slot_ms, target) DO NOTHING",
+	[ST_ABANDONED_ROW] =
+		"INSERT INTO ledger(" STORE_LEDGER_COLS ") VALUES (?6, ?7, ?8, "
+		"?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
 	[ST_OUTBOX_BODY_PUT] =
 		"INSERT INTO outbox_body(schedule, slot_ms, target, body) "
 		"VALUES (?1, ?2, ?3, ?4) "
@@ -926,7 +929,8 @@ static const char *const stmt_sql[N_STMT] = {
 		"AND slot_ms = ?2 ORDER BY target",
 	/* ?4 the state it must still be in: an operator's release between
 	 * the caller's read and this write leaves the row alone. */
-	[ST_OUTBOX_ABANDON] =
+	/* Its ledger row, ?6..?16, follows (sq_then: ST_ABANDONED_ROW). */
+	[STORE_Q_OUTBOX_ABANDON] =
 		"UPDATE outbox SET state = " STORE_SQL_ABANDONED ", updated_ms = ?5 "
 		"WHERE schedule = ?1 AND slot_ms = ?2 AND target = ?3 AND "
 		"state = ?4 AND " FENCE_OK,
@@ -2049,6 +2053,7 @@ static void bind_args(sqlite3_stmt *st, int p, const struct store_call *c)
 static const enum stmt_id sq_then[STORE_Q_N] = {
 	[STORE_Q_OUTBOX_PUT] = ST_OUTBOX_BODY_PUT,
 	[STORE_Q_JOB_RELEASE] = ST_JOB_RELEASED,
+	[STORE_Q_OUTBOX_ABANDON] = ST_ABANDONED_ROW,
 };
 
 /* MANY: each element in turn, one transaction. */
@@ -3458,46 +3463,6 @@ const char *store_sqlite_plan_sql(size_t i, char *buf, size_t cap,
 	return buf;
 }
 
-/* ---- outbox, guards, markers ----------------------------------------- */
-
-static void bind_slot_target(sqlite3_stmt *st, const char *schedule,
-			     int64_t slot_ms, const char *target)
-{
-	bind_slot(st, schedule, slot_ms);
-	bind_text(st, 3, target);
-}
-
-/* The state and its ledger row in one write transaction, durable: a
- * closed row is as final as a guard. */
-static int sq_outbox_abandon(void *impl, const struct store_fence *fence,
-			     const char *schedule, int64_t slot_ms,
-			     const char *target, enum send_state from,
-			     const struct ledger_row *row, bool *closed,
-			     struct sc_err *err)
-{
-	struct sq *q = impl;
-	sqlite3_stmt *st = NULL;
-	int n = 0;
-	int rc = tx_begin(q, sync_for(STORE_COMMIT_ABANDON), err);
-
-	if (rc)
-		return rc;
-	rc = prep(q, ST_OUTBOX_ABANDON, &st, err);
-	if (rc)
-		goto done;
-	bind_slot_target(st, schedule, slot_ms, target);
-	sqlite3_bind_int(st, 4, (int)from);
-	sqlite3_bind_int64(st, 5, now_ms(q));
-	rc = fenced_step(q, st, fence, "outbox abandon", &n, err);
-	if (rc || n == 0)
-		goto done;
-	rc = ledger_insert_st(q, ST_LEDGER_INSERT, fence, row, err);
-done:
-	rc = tx_end(q, rc, err);
-	*closed = !rc && n > 0;
-	return rc;
-}
-
 /* ---- scheduler state, token cache ------------------------------------ */
 
 /* ---- pauses (issue 17) ------------------------------------------------ */
@@ -4083,7 +4048,6 @@ const struct store_ops store_sqlite_ops = {
 	.ledger_query = sq_ledger_query,
 	.ledger_lost = sq_ledger_lost,
 	.sched_summaries = sq_sched_summaries,
-	.outbox_abandon = sq_outbox_abandon,
 	.prune_step = sq_prune_step,
 	.prune_size = sq_prune_size,
 	.alert_raise = sq_alert_raise,
