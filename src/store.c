@@ -440,8 +440,13 @@ int store_job_enqueue_many(struct store *s, const char *schedule,
 		return rc;
 	if (n == 0)
 		return 0;
-	return s->ops->job_enqueue_many(s->impl, schedule, slots_ms, n, policy,
-					err);
+	size_t made;
+	return call_many(s, STORE_Q_JOB_ENQUEUE_MANY, slots_ms, n,
+			 ARGS(STORE_TEXT(schedule),
+			      FIELDS(&store_policy_fields, store_policy_fields.n,
+				     policy),
+			      STORE_I64(sc_clock_now_ms(s->clock))),
+			 0, &made, err);
 }
 
 int store_job_enqueue_batch(struct store *s, struct store_enqueue *v,

@@ -1511,10 +1511,6 @@ struct store_ops {
 			   const struct sc_retry_policy *policy,
 			   int64_t run_at_ms, bool manual, int64_t *job_id,
 			   bool *created, struct sc_err *err);
-	int (*job_enqueue_many)(void *impl, const char *schedule,
-				const int64_t *slots_ms, size_t n,
-				const struct sc_retry_policy *policy,
-				struct sc_err *err);
 	/* n > 0, names and policies checked, created all false. */
 	int (*job_enqueue_batch)(void *impl, struct store_enqueue *v,
 				 size_t n, struct sc_err *err);
@@ -2188,6 +2184,7 @@ enum store_q {
 	STORE_Q_NODE_BEAT,
 	STORE_Q_JOB_HEARTBEAT,
 	STORE_Q_JOB_RELEASE,
+	STORE_Q_JOB_ENQUEUE_MANY,
 	STORE_Q_OUTBOX_GET,
 	STORE_Q_OUTBOX_LIST,
 	STORE_Q_OUTBOX_SET,

@@ -80,6 +80,8 @@ const struct store_qdef store_calls[STORE_Q_N] = {
 	WRITE(JOB_HEARTBEAT, "heartbeat", HEARTBEAT),
 	/* The job READY again and its "released" row, one transaction. */
 	WRITE(JOB_RELEASE, "release", RELEASE),
+	/* A slot is due at its own instant: run_at = slot. */
+	MANY(JOB_ENQUEUE_MANY, "enqueue", ENQUEUE, store_i64_fields, int64_t),
 	ONE(OUTBOX_GET, "outbox get", store_outbox_entry_fields,
 	    struct outbox_entry, "no outbox row for target"),
 	ALL(OUTBOX_LIST, "outbox list", store_outbox_row_fields,

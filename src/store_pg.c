@@ -740,7 +740,6 @@ enum stmt {
 	/* 0 .. STORE_Q_N - 1: the one-statement operations (store.h) */
 	ST_ENQUEUE = STORE_Q_N,
 	ST_JOB_ID,
-	ST_ENQUEUE_MANY,
 	ST_ENQUEUE_BATCH,
 	ST_CLAIM,
 	ST_CLAIM_PLAN,
@@ -782,11 +781,11 @@ static const char *const sql[ST_COUNT] = {
 	" SELECT id, " NOTIFY ", " DURABLE_IF("9") " FROM i",
 	[ST_JOB_ID] = "SELECT id FROM jobs WHERE schedule = $1 AND slot_ms = $2",
 	/* run_at of a materialised slot is the slot itself. */
-	[ST_ENQUEUE_MANY] =
+	[STORE_Q_JOB_ENQUEUE_MANY] =
 	"WITH i AS (INSERT INTO jobs (schedule, slot_ms, max_attempts,"
 	" backoff, delay_ms, run_at_ms, created_ms, manual)"
-	" SELECT $1, s, $3::integer, $4::smallint, $5::bigint, s,"
-	" $6::bigint, false FROM unnest($2::bigint[]) AS s"
+	" SELECT $2, s, $3::integer, $4::smallint, $5::bigint, s,"
+	" $6::bigint, false FROM unnest($1::bigint[]) AS s"
 	" ON CONFLICT (schedule, slot_ms) DO NOTHING RETURNING 1)"
 	" SELECT count(*), CASE WHEN count(*) > 0 THEN " NOTIFY " END,"
 	" CASE WHEN count(*) > 0 THEN " DURABLE_IF("7") " END FROM i",
@@ -3098,41 +3097,6 @@ static int pg_job_enqueue(void *impl, const char *schedule, int64_t slot_ms,
 	return 0;
 }
 
-static int pg_job_enqueue_many(void *impl, const char *schedule,
-			       const int64_t *slots_ms, size_t n,
-			       const struct sc_retry_policy *policy,
-			       struct sc_err *err)
-{
-	struct pg *p = impl;
-	struct args a = {0};
-	char *arr;
-	size_t len = 0, cap;
-	int rc;
-
-	if (n > 10000000)
-		return sc_err_set(err, SC_ETOOBIG, "enqueue_many: too many slots");
-	/* The slots travel as one array parameter ('{1,2,3}'): one
-	 * statement, so all of them or none. */
-	cap = n * 22 + 3;
-	arr = malloc(cap);
-	if (!arr)
-		return sc_err_set(err, SC_ENOMEM, "out of memory");
-	arr[len++] = '{';
-	for (size_t i = 0; i < n; i++)
-		len += (size_t)snprintf(arr + len, cap - len, "%s%" PRId64,
-					i ? "," : "", slots_ms[i]);
-	arr[len++] = '}';
-	arr[len] = '\0';
-	arg_str(&a, schedule);
-	arg_str(&a, arr);
-	arg_policy(&a, policy);
-	arg_i64(&a, now_ms(p));
-	arg_dur(&a, STORE_COMMIT_ENQUEUE);
-	rc = run_n(p, ST_ENQUEUE_MANY, &a, NULL, err);
-	free(arr);
-	return rc;
-}
-
 /* Appends name to a text array literal as a quoted element: a backslash
  * and a double quote are escaped, everything else is literal. */
 static size_t array_quoted(char *dst, size_t at, const char *name)
@@ -4545,7 +4509,6 @@ const struct store_ops store_pg_ops = {
 	.call = pg_call,
 	.call_sql = sql,
 	.job_enqueue = pg_job_enqueue,
-	.job_enqueue_many = pg_job_enqueue_many,
 	.job_enqueue_batch = pg_job_enqueue_batch,
 	.claim_rule = pg_claim_rule,
 	.job_claim = pg_job_claim,

@@ -698,6 +698,13 @@ static const char *const stmt_sql[N_STMT] = {
 		"backoff, delay_ms, run_at_ms, created_ms, manual) "
 		"VALUES (?1, ?2, 0, ?3, ?4, ?5, ?6, ?7, ?8) "
 		"ON CONFLICT (schedule, slot_ms) DO NOTHING",
+	/* ?1 the slot (due at its own instant), ?2 schedule, ?3..?5 the
+	 * policy, ?6 now. */
+	[STORE_Q_JOB_ENQUEUE_MANY] =
+		"INSERT INTO jobs(schedule, slot_ms, state, max_attempts, "
+		"backoff, delay_ms, run_at_ms, created_ms, manual) "
+		"VALUES (?2, ?1, 0, ?3, ?4, ?5, ?1, ?6, 0) "
+		"ON CONFLICT (schedule, slot_ms) DO NOTHING",
 	[ST_JOB_ID_OF] = "SELECT id FROM jobs WHERE schedule = ?1 AND "
 			 "slot_ms = ?2",
 	/*
@@ -2653,24 +2660,6 @@ static int sq_job_enqueue(void *impl, const char *schedule, int64_t slot_ms,
 	return 0;
 }
 
-static int sq_job_enqueue_many(void *impl, const char *schedule,
-			       const int64_t *slots_ms, size_t n,
-			       const struct sc_retry_policy *policy,
-			       struct sc_err *err)
-{
-	struct sq *q = impl;
-	bool made;
-	int rc = tx_begin(q, sync_for(STORE_COMMIT_ENQUEUE), err);
-
-	if (rc)
-		return rc;
-	/* A slot is due at its own instant: run_at = slot. */
-	for (size_t i = 0; !rc && i < n; i++)
-		rc = insert_job(q, schedule, slots_ms[i], policy, slots_ms[i],
-				false, &made, err);
-	return tx_end(q, rc, err);
-}
-
 /* The jobs and states of a scheduler tick, one transaction (SYNC_NORMAL,
  * like an enqueue): each job, then its schedule's state. */
 static int sq_job_enqueue_batch(void *impl, struct store_enqueue *v,
@@ -4037,7 +4026,6 @@ const struct store_ops store_sqlite_ops = {
 	.call_sql = stmt_sql,
 	.cache_cap = sq_cache_cap,
 	.job_enqueue = sq_job_enqueue,
-	.job_enqueue_many = sq_job_enqueue_many,
 	.job_enqueue_batch = sq_job_enqueue_batch,
 	.claim_rule = sq_claim_rule,
 	.job_claim = sq_job_claim,
