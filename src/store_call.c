@@ -13,19 +13,22 @@
 
 #include "store.h"
 
+/* A row at index i: name, kind, commit, fields, element size, missing
+ * text, and whether its rows hold a secret. */
+#define ROW(i, op, k, c, t, sz, missing) [i] = {op, k, c, t, sz, missing, false}
 #define ONE(q, op, t, T, missing) \
-	[STORE_Q_##q] = {op, STORE_QK_ONE, 0, &(t), sizeof(T), missing}
+	ROW(STORE_Q_##q, op, STORE_QK_ONE, 0, &(t), sizeof(T), missing)
 #define MAYBE(q, op, t, T) \
-	[STORE_Q_##q] = {op, STORE_QK_MAYBE, 0, &(t), sizeof(T), NULL}
+	ROW(STORE_Q_##q, op, STORE_QK_MAYBE, 0, &(t), sizeof(T), NULL)
 #define ALL(q, op, t, T) \
-	[STORE_Q_##q] = {op, STORE_QK_ALL, 0, &(t), sizeof(T), NULL}
+	ROW(STORE_Q_##q, op, STORE_QK_ALL, 0, &(t), sizeof(T), NULL)
 #define WRITE(q, op, c) \
-	[STORE_Q_##q] = {op, STORE_QK_WRITE, STORE_COMMIT_##c, NULL, 0, NULL}
-#define MANY(q, op, c, t, T)                                    \
-	[STORE_Q_##q] = {op,   STORE_QK_MANY, STORE_COMMIT_##c, \
-			 &(t), sizeof(T),     NULL}
+	ROW(STORE_Q_##q, op, STORE_QK_WRITE, STORE_COMMIT_##c, NULL, 0, NULL)
+#define MANY(q, op, c, t, T)                                                   \
+	ROW(STORE_Q_##q, op, STORE_QK_MANY, STORE_COMMIT_##c, &(t), sizeof(T), \
+	    NULL)
 #define FENCED(q, op, c) \
-	[STORE_Q_##q] = {op, STORE_QK_FENCED, STORE_COMMIT_##c, NULL, 0, NULL}
+	ROW(STORE_Q_##q, op, STORE_QK_FENCED, STORE_COMMIT_##c, NULL, 0, NULL)
 
 const struct store_qdef store_calls[STORE_Q_N] = {
 	WRITE(PAUSE_END, "pause end", PAUSE),
