@@ -1376,6 +1376,7 @@ struct store_prune_done {
 };
 
 struct store_ops;
+enum store_commit; /* the durability table's rows, below */
 
 /*
  * store_prune_batch's work once its arguments are checked (store.c):
@@ -1505,6 +1506,14 @@ struct store_ops {
 	/* The backend's SQL text of each STORE_Q (store_open refuses a
 	 * backend that lacks one). */
 	const char *const *call_sql;
+	/* One transaction around body's calls (store.c composes the
+	 * operations of several statements so): begun with the class of
+	 * `commit`, committed when body returns 0, rolled back otherwise.
+	 * Inside it every call runs in that transaction and takes that
+	 * class, whatever its own row says; body must not nest another. */
+	int (*tx)(void *impl, enum store_commit commit,
+		  int (*body)(void *ctx, struct sc_err *err), void *ctx,
+		  struct sc_err *err);
 	/* store_cache_cap; NULL: nothing to cap */
 	int (*cache_cap)(void *impl, int kib, struct sc_err *err);
 	int (*job_enqueue)(void *impl, const char *schedule, int64_t slot_ms,

@@ -1506,6 +1506,8 @@ struct pg {
 	bool stalled;              /* counted in store_stalled() */
 	bool checking_version;     /* version_check runs: no recursion */
 	int64_t version_mono_ms;   /* when the schema version was read */
+	bool in_tx;                /* inside pg_tx: calls join it */
+	enum store_commit tx_commit; /* pg_tx's commit, while in_tx */
 };
 
 /* Parameters of one statement: values as text, NULL for SQL NULL. */
@@ -2705,6 +2707,13 @@ static const struct store_param_ops col_params = {
 	colp_null, colp_i64, colp_truth, colp_text,
 };
 
+/* The commit a call takes: pg_tx's while inside one, else its own. */
+static enum store_commit call_commit(const struct pg *p,
+				     const struct store_call *c)
+{
+	return p->in_tx ? p->tx_commit : store_call_commit(c);
+}
+
 /* MANY: one array per field of c's elements, then c's parameters and
  * the durability; the statement answers the rows written. */
 static int call_many(struct pg *p, struct store_call *c,
@@ -2726,7 +2735,7 @@ static int call_many(struct pg *p, struct store_call *c,
 		arg_str(&a, col[k].b);
 	}
 	args_of(&a, c);
-	arg_dur(&a, store_call_commit(c));
+	arg_dur(&a, call_commit(p, c));
 	if (oom)
 		rc = sc_err_set(err, SC_ENOMEM, "out of memory");
 	else if (FAILPOINT_ERR("store.commit"))
@@ -2791,16 +2800,50 @@ static int pg_call(void *impl, struct store_call *c, struct sc_err *err)
 	case STORE_QK_ALL:
 		return take_rows(p, st, &a, d->sz, d->rows, c->out, c->n, err);
 	case STORE_QK_WRITE:
-		arg_dur(&a, store_call_commit(c));
+		arg_dur(&a, call_commit(p, c));
 		return run_n(p, st, &a, &c->changed, err);
 	case STORE_QK_FENCED:
 		arg_fence(&a, c->fence);
-		arg_dur(&a, store_call_commit(c));
+		arg_dur(&a, call_commit(p, c));
 		return run_fenced(p, st, &a, c->fence, d->op, &c->changed, err);
 	case STORE_QK_MANY: /* above */
 		break;
 	}
 	return sc_err_set(err, SC_EINVAL, "unknown statement kind");
+}
+
+/*
+ * store_ops.tx: BEGIN, body's calls, COMMIT, on one connection. A durable
+ * class sets synchronous_commit back to the server's for this transaction
+ * at its start, so its commit waits whichever statements body runs. A
+ * failure rolls back (a broken connection took the transaction along).
+ */
+static int pg_tx(void *impl, enum store_commit commit,
+		 int (*body)(void *ctx, struct sc_err *err), void *ctx,
+		 struct sc_err *err)
+{
+	struct pg *p = impl;
+	bool durable = store_commit_class(commit) != STORE_DUR_NONE;
+	int rc = ensure_conn(p, err);
+
+	if (!rc)
+		rc = exec_const(p, durable ? "BEGIN; SET LOCAL "
+				"synchronous_commit TO DEFAULT" : "BEGIN",
+				err);
+	if (rc)
+		return rc;
+	p->in_tx = true;
+	p->tx_commit = commit;
+	rc = body(ctx, err);
+	p->in_tx = false;
+	if (!rc && FAILPOINT_ERR("store.commit"))
+		rc = sc_err_set(err, SC_EIO, "I/O error during commit: "
+				"injected by failpoint store.commit");
+	if (!rc)
+		return exec_const(p, "COMMIT", err);
+	if (p->conn)
+		(void)exec_const(p, "ROLLBACK", NULL);
+	return rc;
 }
 
 /* ---- open, migrate, close --------------------------------------------- */
@@ -4507,6 +4550,7 @@ const struct store_ops store_pg_ops = {
 	.open = pg_open,
 	.close = pg_close,
 	.call = pg_call,
+	.tx = pg_tx,
 	.call_sql = sql,
 	.job_enqueue = pg_job_enqueue,
 	.job_enqueue_batch = pg_job_enqueue_batch,

@@ -1131,6 +1131,7 @@ struct sq {
 	sqlite3 *db;
 	struct sc_clock *clock;
 	enum sync_level sync;
+	bool in_tx; /* inside sq_tx: calls join its transaction */
 	int64_t busy_since_ms;
 	bool wal_reclaim;       /* a write failed for a full disk: reclaim */
 	bool wal_tight;         /* small checkpoints since a full disk */
@@ -1698,6 +1699,35 @@ static int tx_end(struct sq *q, int rc, struct sc_err *err)
 	return tx_commit(q, err);
 }
 
+/* A call's own transaction at its commit's level, unless it runs
+ * inside sq_tx's, which it joins (own_end then leaves the end to it). */
+static int own_begin(struct sq *q, const struct store_call *c,
+		     struct sc_err *err)
+{
+	return q->in_tx ? 0 : tx_begin(q, sync_for(store_call_commit(c)), err);
+}
+
+static int own_end(struct sq *q, int rc, struct sc_err *err)
+{
+	return q->in_tx ? rc : tx_end(q, rc, err);
+}
+
+/* store_ops.tx: body's calls in one transaction at the level of commit. */
+static int sq_tx(void *impl, enum store_commit commit,
+		 int (*body)(void *ctx, struct sc_err *err), void *ctx,
+		 struct sc_err *err)
+{
+	struct sq *q = impl;
+	int rc = tx_begin(q, sync_for(commit), err);
+
+	if (rc)
+		return rc;
+	q->in_tx = true;
+	rc = body(ctx, err);
+	q->in_tx = false;
+	return tx_end(q, rc, err);
+}
+
 /* Begins a statement that runs alone in autocommit mode at `level`. */
 static int solo(struct sq *q, enum stmt_id id, enum sync_level level,
 		sqlite3_stmt **st, struct sc_err *err)
@@ -2069,7 +2099,7 @@ static int sq_call_many(struct sq *q, struct store_call *c,
 {
 	const struct store_qdef *d = &store_calls[c->q];
 	int64_t w = 0;
-	int rc = tx_begin(q, sync_for(store_call_commit(c)), err);
+	int rc = own_begin(q, c, err);
 
 	for (size_t i = 0; !rc && i < c->n_in; i++) {
 		sqlite3_stmt *st = NULL;
@@ -2084,7 +2114,7 @@ static int sq_call_many(struct sq *q, struct store_call *c,
 		if (!rc)
 			w += sqlite3_changes(q->db);
 	}
-	rc = tx_end(q, rc, err);
+	rc = own_end(q, rc, err);
 	c->changed = rc ? 0 : w;
 	return rc;
 }
@@ -2096,12 +2126,12 @@ static int sq_call_then(struct sq *q, struct store_call *c,
 	const struct store_qdef *d = &store_calls[c->q];
 	sqlite3_stmt *st = NULL;
 	int n = 0;
-	int rc = tx_begin(q, sync_for(store_call_commit(c)), err);
+	int rc = own_begin(q, c, err);
 
 	if (!rc)
 		rc = prep(q, (enum stmt_id)c->q, &st, err);
 	if (rc)
-		return tx_end(q, rc, err);
+		return own_end(q, rc, err);
 	bind_args(st, 1, c);
 	rc = fenced_step(q, st, d->kind == STORE_QK_FENCED ? c->fence : NULL,
 			 d->op, &n, err);
@@ -2111,7 +2141,7 @@ static int sq_call_then(struct sq *q, struct store_call *c,
 		bind_args(st, 1, c);
 		rc = step_done(q, st, d->op, err);
 	}
-	rc = tx_end(q, rc, err);
+	rc = own_end(q, rc, err);
 	c->changed = rc ? 0 : n;
 	return rc;
 }
@@ -2137,7 +2167,7 @@ static int sq_call(void *impl, struct store_call *c, struct sc_err *err)
 		return sq_call_many(q, c, err);
 	if (d->kind >= STORE_QK_WRITE && sq_then[c->q])
 		return sq_call_then(q, c, err);
-	rc = d->kind >= STORE_QK_WRITE
+	rc = d->kind >= STORE_QK_WRITE && !q->in_tx
 		     ? solo(q, id, sync_for(store_call_commit(c)), &st, err)
 		     : prep(q, id, &st, err);
 	if (rc)
@@ -4023,6 +4053,7 @@ const struct store_ops store_sqlite_ops = {
 	.open = sq_open,
 	.close = sq_close,
 	.call = sq_call,
+	.tx = sq_tx,
 	.call_sql = stmt_sql,
 	.cache_cap = sq_cache_cap,
 	.job_enqueue = sq_job_enqueue,
