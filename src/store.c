@@ -20,6 +20,7 @@
  *   - An alert handed to a backend has last_slot_ms >= slot_ms and
  *     n_slots >= 1 (alert_norm), a known status, and terminated texts.
  */
+#include <inttypes.h>
 #include <limits.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -264,6 +265,28 @@ static int call_write_as(struct store *s, enum store_q q,
 	if (changed)
 		*changed = rc ? 0 : c.changed;
 	return rc;
+}
+
+/* Runs body(ctx) as one transaction with commit's class
+ * (store_ops.tx): every call it makes joins it. */
+static int in_tx(struct store *s, enum store_commit commit,
+		 int (*body)(void *ctx, struct sc_err *err), void *ctx,
+		 struct sc_err *err)
+{
+	return s->ops->tx(s->impl, commit, body, ctx, err);
+}
+
+/* 0 when statement q (MAYBE) finds row id, else SC_ENOENT naming what:
+ * why a write by id changed nothing. */
+static int exists_or_missing(struct store *s, enum store_q q, int64_t id,
+			     const char *what, struct sc_err *err)
+{
+	const struct store_arg a = STORE_I64(id);
+	int64_t one = 0;
+	struct store_call c = {.q = q, .args = &a, .n_args = 1, .out = &one};
+	int rc = s->ops->call(s->impl, &c, err);
+
+	return rc || c.changed ? rc : store_missing_error(what, id, err);
 }
 
 /* ---- open / close ---------------------------------------------------- */
@@ -1246,19 +1269,77 @@ static void alert_norm(const struct store_alert *a, struct store_alert *out)
 		out->n_slots = 1;
 }
 
+/* store_alert_raise's steps (store.h: the insert, or the id of the
+ * alert that holds the key; a new one closes the older open alerts of
+ * the slot when store_alert_raise_rule says so; the job marked alerted)
+ * in the caller's transaction. */
+struct raise_step {
+	struct store *s;
+	const struct store_alert *a;
+	bool created;
+	int64_t id;
+};
+
+static int raise_in_tx(struct raise_step *r, struct sc_err *err)
+{
+	struct store *s = r->s;
+	const struct store_alert *a = r->a;
+	int64_t now = sc_clock_now_ms(s->clock);
+	struct store_raise_rule rule;
+	int rc;
+
+	store_alert_raise_rule(a, now, &rule);
+	/* schedule .. job_id, then now, note, closed_ms */
+	const struct store_arg args[] = {
+		{.kind = STORE_A_FIELDS,
+		 .f = store_alert_fields.f + STORE_ALERT_RAISE_F0,
+		 .nf = STORE_ALERT_RAISE_NF, .x = a},
+		STORE_I64(now), STORE_TEXT(a->note), STORE_I64(rule.closed_ms)};
+	struct store_call c = {.q = STORE_Q_ALERT_INSERT, .args = args,
+			       .n_args = 4, .out = &r->id};
+
+	rc = s->ops->call(s->impl, &c, err);
+	r->created = !rc && c.changed;
+	if (!rc && !r->created)
+		rc = call_read(s, STORE_Q_ALERT_ID,
+			       ARGS(STORE_TEXT(a->schedule),
+				    STORE_I64(a->slot_ms), STORE_TEXT(a->reason),
+				    STORE_I64(a->generation)),
+			       &r->id, NULL, err);
+	if (!rc && r->created && rule.supersede)
+		rc = call_write(s, STORE_Q_ALERT_SUPERSEDE,
+				ARGS(STORE_TEXT(a->schedule),
+				     STORE_I64(a->slot_ms), STORE_I64(r->id),
+				     STORE_I64(now), STORE_TEXT(a->reason)),
+				NULL, err);
+	if (!rc && a->job_id != 0)
+		rc = call_write(s, STORE_Q_JOB_ALERTED,
+				ARGS(STORE_I64(a->job_id)), NULL, err);
+	return rc;
+}
+
+static int raise_body(void *ctx, struct sc_err *err)
+{
+	return raise_in_tx(ctx, err);
+}
+
 int store_alert_raise(struct store *s, const struct store_alert *a,
 		      bool *created, int64_t *id, struct sc_err *err)
 {
 	struct store_alert n;
-	bool dummy_c;
-	int64_t dummy_id;
+	struct raise_step r = {.s = s, .a = &n};
 	int rc = check_alert(a, err);
 
 	if (rc)
 		return rc;
 	alert_norm(a, &n);
-	return s->ops->alert_raise(s->impl, &n, created ? created : &dummy_c,
-				   id ? id : &dummy_id, err);
+	/* An alert is a loud record like a "lost" row. */
+	rc = in_tx(s, STORE_COMMIT_ALERT_RAISE, raise_body, &r, err);
+	if (!rc && created)
+		*created = r.created;
+	if (!rc && id)
+		*id = r.id;
+	return rc;
 }
 
 int store_alert_dead_unalerted(struct store *s, struct store_dead_job *out,
@@ -1307,6 +1388,46 @@ int store_alert_list(struct store *s, const struct alert_filter *f,
 			 out, n, err);
 }
 
+/* store_alert_close's steps: the close (on PostgreSQL a row lock: a
+ * second closer waits, then finds it closed); when it closed nothing,
+ * whether the alert exists, and nothing written; else the `then` raise
+ * and the ledger row. */
+struct close_step {
+	struct store *s;
+	int64_t id;
+	enum alert_status to;
+	const char *note;
+	const struct store_alert *then;
+	const struct ledger_row *row;
+	bool closed;
+};
+
+static int close_body(void *ctx, struct sc_err *err)
+{
+	struct close_step *c = ctx;
+	struct store *s = c->s;
+	int64_t n = 0;
+	bool written;
+	int rc = call_write(s, STORE_Q_ALERT_CLOSE,
+			    ARGS(STORE_I64(c->id), STORE_I64(c->to),
+				 STORE_I64(sc_clock_now_ms(s->clock)),
+				 STORE_TEXT(c->note)),
+			    &n, err);
+
+	c->closed = n > 0;
+	if (!rc && !c->closed)
+		return exists_or_missing(s, STORE_Q_ALERT_EXISTS, c->id,
+					 "alert", err);
+	if (!rc && c->then) {
+		struct raise_step r = {.s = s, .a = c->then};
+		rc = raise_in_tx(&r, err);
+	}
+	if (!rc && c->row)
+		rc = store_ledger_put(s->ops, s->impl, NULL, c->row, &written,
+				      err);
+	return rc;
+}
+
 int store_alert_close(struct store *s, int64_t id, enum alert_status to,
 		      const char *note, const struct store_alert *then,
 		      const struct ledger_row *row, bool *changed,
@@ -1331,9 +1452,13 @@ int store_alert_close(struct store *s, int64_t id, enum alert_status to,
 		return rc;
 	if (then)
 		alert_norm(then, &n);
-	return s->ops->alert_close(s->impl, id, to, note ? note : "",
-				   then ? &n : NULL, row,
-				   changed ? changed : &dummy, err);
+	struct close_step c = {.s = s, .id = id, .to = to,
+			       .note = note ? note : "",
+			       .then = then ? &n : NULL, .row = row};
+	/* An ack, a recovery: records nothing would write again. */
+	rc = in_tx(s, STORE_COMMIT_ALERT_CLOSE, close_body, &c, err);
+	*(changed ? changed : &dummy) = !rc && c.closed;
+	return rc;
 }
 
 int store_alert_realert(struct store *s, int64_t id, int rounds_seen,
@@ -1355,6 +1480,39 @@ int store_alert_realert(struct store *s, int64_t id, int rounds_seen,
 	return rc;
 }
 
+/* store_alert_stage's steps: the alert first, so a missing one is
+ * SC_ENOENT before any send row could point at it; then a row per
+ * target, every row of the round or none. */
+struct stage_step {
+	struct store *s;
+	int64_t id;
+	int round;
+	const char *const *targets;
+	size_t n;
+	const char *body;
+};
+
+static int stage_body(void *ctx, struct sc_err *err)
+{
+	struct stage_step *st = ctx;
+	struct store *s = st->s;
+	int64_t n = 0;
+	size_t w;
+	int rc = call_write(s, STORE_Q_ALERT_STAGED,
+			    ARGS(STORE_I64(st->id), STORE_I64(st->round)), &n,
+			    err);
+
+	if (!rc && n == 0)
+		rc = store_missing_error("alert", st->id, err);
+	if (!rc && st->n > 0)
+		rc = call_many(s, STORE_Q_SEND_INSERT, st->targets, st->n,
+			       ARGS(STORE_I64(st->id), STORE_I64(st->round),
+				    STORE_I64(sc_clock_now_ms(s->clock)),
+				    STORE_TEXT(st->body)),
+			       STORE_COMMIT_ALERT_STAGE, &w, err);
+	return rc;
+}
+
 int store_alert_stage(struct store *s, int64_t id, int round,
 		      const char *const *targets, size_t n, const char *body,
 		      struct sc_err *err)
@@ -1372,8 +1530,10 @@ int store_alert_stage(struct store *s, int64_t id, int round,
 		rc = check_name("target name", targets[i], STORE_NAME_MAX, err);
 	if (rc)
 		return rc;
-	return s->ops->alert_stage(s->impl, id, round, targets, n,
-				   body ? body : "", err);
+	struct stage_step st = {.s = s, .id = id, .round = round,
+				.targets = targets, .n = n,
+				.body = body ? body : ""};
+	return in_tx(s, STORE_COMMIT_ALERT_STAGE, stage_body, &st, err);
 }
 
 /* The alert send claim order (store.h): oldest (lowest id) first. */
@@ -1382,6 +1542,53 @@ static int cmp_send_id(const void *x, const void *y)
 	const struct store_alert_send *a = x, *b = y;
 
 	return (a->id > b->id) - (a->id < b->id);
+}
+
+/*
+ * store_alert_send_claim_of's steps: the due rows read (oldest first),
+ * then each taken: SENDING under a new token and lease. SQLite reads
+ * them under the write lock of its transaction; PostgreSQL locks them
+ * with SKIP LOCKED until the commit: either way another claimer never
+ * gets one of them. SENDING is durable, as the outbox's is: lost to a
+ * power cut, a copy that may have arrived would be sent again as a
+ * first try.
+ */
+struct claim_step {
+	struct store *s;
+	int64_t alert_id, lease_ms;
+	struct store_alert_send *out;
+	size_t max, n;
+};
+
+static int claim_body(void *ctx, struct sc_err *err)
+{
+	struct claim_step *c = ctx;
+	struct store *s = c->s;
+	int64_t now = sc_clock_now_ms(s->clock);
+	struct store_alert_send *due = NULL;
+	size_t got = 0;
+	int rc = call_read(s, STORE_Q_SEND_DUE,
+			   ARGS(STORE_I64(now), STORE_I64(limit_of(c->max)),
+				STORE_I64(c->alert_id)),
+			   &due, &got, err);
+
+	for (size_t i = 0; !rc && i < got && c->n < c->max; i++) {
+		const struct store_arg a[] = {STORE_I64(due[i].id),
+					      STORE_I64(now + c->lease_ms)};
+		struct store_call t = {.q = STORE_Q_SEND_TAKE, .args = a,
+				       .n_args = 2, .out = &due[i]};
+		rc = s->ops->call(s->impl, &t, err);
+		if (!rc && !t.changed)
+			rc = sc_err_set(err, SC_ENOENT,
+					"alert send claim: alert send %" PRId64
+					" vanished", due[i].id);
+		if (!rc) {
+			c->out[c->n++] = due[i];
+			due[i].body = NULL; /* moved */
+		}
+	}
+	store_rows_free(&store_send_fields, due, got, sizeof(*due));
+	return rc;
 }
 
 int store_alert_send_claim(struct store *s, int64_t lease_ms,
@@ -1409,12 +1616,58 @@ int store_alert_send_claim_of(struct store *s, int64_t alert_id,
 				  "negative");
 	if (max == 0)
 		return 0;
-	rc = s->ops->alert_send_claim(s->impl, alert_id, lease_ms, out, max, n,
-				      err);
-	/* As for jobs: a backend picks the oldest due rows, and the order
-	 * store.h promises is made here, once for both. */
-	if (!rc && *n > 1)
+	struct claim_step c = {.s = s, .alert_id = alert_id,
+			       .lease_ms = lease_ms, .out = out, .max = max};
+	rc = in_tx(s, STORE_COMMIT_ALERT_CLAIM, claim_body, &c, err);
+	if (rc) {
+		for (size_t i = 0; i < c.n; i++)
+			store_alert_send_dispose(&out[i]);
+		return rc;
+	}
+	*n = c.n;
+	/* As for jobs: the order store.h promises is made here, once. */
+	if (*n > 1)
 		qsort(out, *n, sizeof(*out), cmp_send_id);
+	return 0;
+}
+
+/* store_alert_send_finish's steps: the send's end under its lease
+ * token, then its ledger row; a refused end writes nothing. */
+struct finish_step {
+	struct store *s;
+	int64_t id, token;
+	enum send_state state;
+	int64_t next_try_ms;
+	const char *error;
+	const struct ledger_row *row;
+};
+
+static int send_finish_body(void *ctx, struct sc_err *err)
+{
+	struct finish_step *f = ctx;
+	struct store *s = f->s;
+	int64_t n = 0;
+	bool written;
+	int rc = call_write(s, STORE_Q_SEND_FINISH,
+			    ARGS(STORE_I64(f->id), STORE_I64(f->token),
+				 STORE_I64(f->state), STORE_I64(f->next_try_ms),
+				 STORE_TEXT(f->error),
+				 STORE_I64(sc_clock_now_ms(s->clock))),
+			    &n, err);
+
+	if (!rc && n == 0) {
+		int64_t one = 0;
+		const struct store_arg a = STORE_I64(f->id);
+		struct store_call c = {.q = STORE_Q_SEND_EXISTS, .args = &a,
+				       .n_args = 1, .out = &one};
+		rc = s->ops->call(s->impl, &c, err);
+		if (!rc)
+			rc = store_lease_error("alert send", "finish", f->id,
+					       f->token, c.changed, err);
+	}
+	if (!rc && f->row)
+		rc = store_ledger_put(s->ops, s->impl, NULL, f->row, &written,
+				      err);
 	return rc;
 }
 
@@ -1433,10 +1686,13 @@ int store_alert_send_finish(struct store *s, int64_t send_id,
 	rc = check_row(row, err);
 	if (rc)
 		return rc;
-	return s->ops->alert_send_finish(s->impl, send_id, lease_token, state,
-					 next_try_ms,
-					 last_error ? last_error : "", row,
-					 err);
+	struct finish_step f = {.s = s, .id = send_id, .token = lease_token,
+				.state = state, .next_try_ms = next_try_ms,
+				.error = last_error ? last_error : "",
+				.row = row};
+	/* SENT is the alert's send guard; ABANDONED its final word. */
+	return in_tx(s, store_commit_of_alert_send(state), send_finish_body,
+		     &f, err);
 }
 
 int store_alert_sends(struct store *s, int64_t alert_id,

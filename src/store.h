@@ -1570,24 +1570,6 @@ struct store_ops {
 	int (*prune_size)(void *impl, int64_t *used_bytes,
 			  int64_t *file_bytes, const char **how,
 			  struct sc_err *err);
-	int (*alert_raise)(void *impl, const struct store_alert *a,
-			   bool *created, int64_t *id, struct sc_err *err);
-	int (*alert_close)(void *impl, int64_t id, enum alert_status to,
-			   const char *note, const struct store_alert *then,
-			   const struct ledger_row *row, bool *changed,
-			   struct sc_err *err);
-	int (*alert_stage)(void *impl, int64_t id, int round,
-			   const char *const *targets, size_t n,
-			   const char *body, struct sc_err *err);
-	int (*alert_send_claim)(void *impl, int64_t alert_id, /* 0: any */
-				int64_t lease_ms,
-				struct store_alert_send *out, size_t max,
-				size_t *n, struct sc_err *err);
-	int (*alert_send_finish)(void *impl, int64_t send_id,
-				 int64_t lease_token, enum send_state state,
-				 int64_t next_try_ms, const char *last_error,
-				 const struct ledger_row *row,
-				 struct sc_err *err);
 	/* Optional; NULL: store_wait sleeps. changed: never NULL. */
 	int (*wait)(void *impl, int64_t timeout_ms, bool *changed,
 		    struct sc_err *err);
@@ -2119,6 +2101,10 @@ extern const struct store_fields store_counts_fields;
 extern const struct store_fields store_token_fields;
 /* One int64_t (a count, a time): the first column. */
 extern const struct store_fields store_i64_fields;
+/* A `const char *` element: one text parameter (binding only). */
+extern const struct store_fields store_str_fields;
+/* struct store_alert_send's n_tries and lease_token: a claim's take. */
+extern const struct store_fields store_send_taken_fields;
 
 /* ---- end of rows as fields -------------------------------------------- */
 
@@ -2208,6 +2194,19 @@ enum store_q {
 	STORE_Q_SLA_LATE,
 	STORE_Q_SLA_RUNNING,
 	STORE_Q_SLA_LAST,
+	/* The alerts' composed operations (store.c, inside store_ops.tx): */
+	STORE_Q_ALERT_INSERT,
+	STORE_Q_ALERT_ID,
+	STORE_Q_ALERT_SUPERSEDE,
+	STORE_Q_JOB_ALERTED,
+	STORE_Q_ALERT_CLOSE,
+	STORE_Q_ALERT_EXISTS,
+	STORE_Q_ALERT_STAGED,
+	STORE_Q_SEND_INSERT,
+	STORE_Q_SEND_DUE,
+	STORE_Q_SEND_TAKE,
+	STORE_Q_SEND_FINISH,
+	STORE_Q_SEND_EXISTS,
 	STORE_Q_N
 };
 

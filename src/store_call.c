@@ -105,6 +105,25 @@ const struct store_qdef store_calls[STORE_Q_N] = {
 	ALL(SLA_LATE, "sla scan", store_job_fields, struct store_job),
 	ALL(SLA_RUNNING, "sla scan", store_job_fields, struct store_job),
 	ALL(SLA_LAST, "sla scan", store_sla_last_fields, struct store_sla_last),
+	/* The alerts' steps, run inside store_ops.tx only, whose commit
+	 * they take (the ALERT_* rows of the durability table): a write
+	 * that answers a row (RETURNING) is a MAYBE here. */
+	MAYBE(ALERT_INSERT, "alert raise", store_i64_fields, int64_t),
+	ONE(ALERT_ID, "alert raise", store_i64_fields, int64_t,
+	    "alert raise: the alert of the key vanished"),
+	WRITE(ALERT_SUPERSEDE, "alert raise", ALERT_RAISE),
+	WRITE(JOB_ALERTED, "alert raise", ALERT_RAISE),
+	WRITE(ALERT_CLOSE, "alert close", ALERT_CLOSE),
+	MAYBE(ALERT_EXISTS, "alert close", store_i64_fields, int64_t),
+	WRITE(ALERT_STAGED, "alert stage", ALERT_STAGE),
+	MANY(SEND_INSERT, "alert stage", ALERT_STAGE, store_str_fields,
+	     const char *),
+	ALL(SEND_DUE, "alert send claim", store_send_fields,
+	    struct store_alert_send),
+	MAYBE(SEND_TAKE, "alert send claim", store_send_taken_fields,
+	      struct store_alert_send),
+	WRITE(SEND_FINISH, "alert send finish", N),
+	MAYBE(SEND_EXISTS, "alert send finish", store_i64_fields, int64_t),
 };
 
 enum store_commit store_call_commit(const struct store_call *c)

@@ -264,6 +264,19 @@ static const struct store_field f_i64[] = {
 };
 TABLE(store_i64_fields, f_i64);
 
+static const struct store_field f_str[] = {
+	{STORE_F_DUP, 0, sizeof(char *), 0},
+};
+TABLE(store_str_fields, f_str);
+
+#define S struct store_alert_send
+static const struct store_field f_send_taken[] = {
+	F(I32, S, n_tries),
+	F(I64, S, lease_token),
+};
+TABLE(store_send_taken_fields, f_send_taken);
+#undef S
+
 bool store_fields_read(const struct store_col_ops *ops, const void *src, int c0,
 		       const struct store_fields *t, void *x)
 {

@@ -760,14 +760,6 @@ enum stmt {
 	ST_SUMMARIES,
 	ST_SUMMARIES_ONE,
 	ST_SLOT_LOOK,
-	ST_ALERT_RAISE,
-	ST_ALERT_ID,
-	ST_ALERT_CLOSE,
-	ST_ALERT_EXISTS,
-	ST_ALERT_STAGE,
-	ST_SEND_CLAIM,
-	ST_SEND_FINISH,
-	ST_SEND_EXISTS,
 	ST_COUNT
 };
 
@@ -1329,36 +1321,7 @@ static const char *const sql[ST_COUNT] = {
 	" EXCLUDED.owner, expires_ms = EXCLUDED.expires_ms WHERE"
 	" leases.owner = EXCLUDED.owner OR leases.expires_ms <= $3::bigint"
 	" RETURNING " DURABLE_IF("5"),
-	/* $1 schedule, $2 slot, $3 last slot, $4 n_slots, $5 reason,
-	 * $6 generation, $7 status, $8 attempts, $9 error, $10 job id,
-	 * $11 now, $12 note, $13 closed_ms, $14 supersede (both of
-	 * store_alert_raise_rule). One statement: the insert (or nothing,
-	 * when the key exists: ON CONFLICT waits for a concurrent raise of
-	 * it), when $14 the older open alerts of the slot and reason closed
-	 * (only by a new one: id < NULL is never true), the job marked
-	 * alerted either way. Answer: the new id or NULL. Durable: a
-	 * record nothing would write again. */
-	[ST_ALERT_RAISE] =
-	"WITH i AS (INSERT INTO alerts (schedule, slot_ms, last_slot_ms,"
-	" n_slots, reason, generation, status, attempts, error_msg, job_id,"
-	" rounds, staged_rounds, created_ms, round_ms, closed_ms, note)"
-	" VALUES ($1::text, $2::bigint, $3::bigint, $4::bigint, $5::text,"
-	" $6::bigint, $7::smallint, $8::integer, $9::text, $10::bigint, 1, 0,"
-	" $11::bigint, $11::bigint, $13::bigint, $12::text)"
-	" ON CONFLICT (schedule, slot_ms, reason, generation) DO NOTHING"
-	" RETURNING id),"
-	" c AS (UPDATE alerts SET status = " STORE_SQL_CLOSED ","
-	" closed_ms = $11::bigint"
-	" WHERE schedule = $1::text AND slot_ms = $2::bigint"
-	" AND reason = $5::text AND $14::boolean"
-	" AND status = " STORE_FROM_ALERT_SUPERSEDE
-	" AND id < (SELECT id FROM i)"
-	" RETURNING 1),"
-	" j AS (UPDATE jobs SET alerted = 1 WHERE id = $10::bigint"
-	" AND $10::bigint <> 0 RETURNING 1)"
-	" SELECT (SELECT id FROM i), (SELECT count(*) FROM c),"
-	" (SELECT count(*) FROM j), " DURABLE_IF("15"),
-	[ST_ALERT_ID] =
+	[STORE_Q_ALERT_ID] =
 	"SELECT id FROM alerts WHERE schedule = $1 AND slot_ms = $2::bigint"
 	" AND reason = $3 AND generation = $4::bigint",
 	[STORE_Q_DEAD_UNALERTED] =
@@ -1381,72 +1344,82 @@ static const char *const sql[ST_COUNT] = {
 	" ORDER BY id LIMIT $7::bigint",
 	/* Two nodes closing one alert: the second waits on the row lock,
 	 * then finds it no longer OPEN. */
-	[ST_ALERT_CLOSE] =
+	[STORE_Q_ALERT_CLOSE] =
 	"UPDATE alerts SET status = $2::smallint, closed_ms = $3::bigint,"
 	" note = $4::text WHERE id = $1::bigint AND status = "
 	STORE_FROM_ALERT_CLOSE
-	" RETURNING id, " DURABLE_IF("5"),
-	[ST_ALERT_EXISTS] = "SELECT 1 FROM alerts WHERE id = $1::bigint",
+	" RETURNING " DURABLE_IF("5"),
+	[STORE_Q_ALERT_EXISTS] = "SELECT 1 FROM alerts WHERE id = $1::bigint",
 	[STORE_Q_ALERT_REALERT] =
 	"UPDATE alerts SET rounds = $2::integer + 1, round_ms = $3::bigint"
 	" WHERE id = $1::bigint AND status = " STORE_FROM_ALERT_REALERT
 	" AND rounds = $2::integer RETURNING " DURABLE_IF("4"),
-	/* $1 id, $2 round, $3 targets (text[]), $4 now, $5 body. The send
-	 * rows hang off the alert's update, so a missing alert writes none.
-	 * Answer: alerts updated, rows inserted. */
-	[ST_ALERT_STAGE] =
-	"WITH u AS (UPDATE alerts SET staged_rounds ="
-	" GREATEST(staged_rounds, $2::integer + 1) WHERE id = $1::bigint"
-	" RETURNING id),"
-	" i AS (INSERT INTO alert_sends (alert_id, round, target, state,"
-	" next_try_ms, body, created_ms) SELECT u.id, $2::integer, t, "
-	STORE_SQL_PENDING ","
-	" $4::bigint, $5::text, $4::bigint FROM u"
-	" CROSS JOIN unnest($3::text[]) AS t"
+	/* The alerts' steps, run inside pg_tx (store.c composes them): its
+	 * commit's durability was set at BEGIN; a WRITE's DURABLE_IF takes
+	 * the same class. $11 now, $12 note, $13 closed_ms
+	 * (store_alert_raise_rule). ON CONFLICT waits for a concurrent
+	 * raise of the key to commit, so ALERT_ID then sees its row. */
+	[STORE_Q_ALERT_INSERT] =
+	"INSERT INTO alerts (schedule, slot_ms, last_slot_ms,"
+	" n_slots, reason, generation, status, attempts, error_msg, job_id,"
+	" rounds, staged_rounds, created_ms, round_ms, closed_ms, note)"
+	" VALUES ($1::text, $2::bigint, $3::bigint, $4::bigint, $5::text,"
+	" $6::bigint, $7::smallint, $8::integer, $9::text, $10::bigint, 1, 0,"
+	" $11::bigint, $11::bigint, $13::bigint, $12::text)"
+	" ON CONFLICT (schedule, slot_ms, reason, generation) DO NOTHING"
+	" RETURNING id",
+	/* $3 the new alert, $4 now, $5 reason. */
+	[STORE_Q_ALERT_SUPERSEDE] =
+	"UPDATE alerts SET status = " STORE_SQL_CLOSED ", closed_ms = $4::bigint"
+	" WHERE schedule = $1::text AND slot_ms = $2::bigint"
+	" AND reason = $5::text AND status = " STORE_FROM_ALERT_SUPERSEDE
+	" AND id < $3::bigint RETURNING " DURABLE_IF("6"),
+	[STORE_Q_JOB_ALERTED] =
+	"UPDATE jobs SET alerted = 1 WHERE id = $1::bigint"
+	" RETURNING " DURABLE_IF("2"),
+	[STORE_Q_ALERT_STAGED] =
+	"UPDATE alerts SET staged_rounds = GREATEST(staged_rounds,"
+	" $2::integer + 1) WHERE id = $1::bigint RETURNING " DURABLE_IF("3"),
+	/* $1 the targets (text[]), $2 alert, $3 round, $4 now, $5 body. */
+	[STORE_Q_SEND_INSERT] =
+	"WITH i AS (INSERT INTO alert_sends (alert_id, round, target, state,"
+	" next_try_ms, body, created_ms) SELECT $2::bigint, $3::integer, t, "
+	STORE_SQL_PENDING ", $4::bigint, $5::text, $4::bigint"
+	" FROM unnest($1::text[]) AS t"
 	" ON CONFLICT (alert_id, round, target) DO NOTHING RETURNING 1)"
-	" SELECT (SELECT count(*) FROM u), (SELECT count(*) FROM i)",
-	/* $1 now, $2 max, $3 lease_ms. The due rows locked with SKIP
-	 * LOCKED and taken in the same statement: two claimers never get
-	 * one row and never wait on each other. An expired SENDING is
-	 * reported UNKNOWN (its copy may have arrived). The token comes
-	 * from the jobs' sequence: unique across nodes. Durable, as the
-	 * outbox's SENDING is. */
-	[ST_SEND_CLAIM] =
-	"WITH c AS (SELECT id, state FROM alert_sends"
-	" WHERE ((state IN (" STORE_FROM_SEND_CLAIM ")"
-	" AND next_try_ms <= $1::bigint)"
-	" OR (state = " STORE_FROM_SEND_RECLAIM
-	" AND lease_expires_ms < $1::bigint))"
-	" AND ($4::bigint = 0 OR alert_id = $4::bigint)"
-	" ORDER BY id LIMIT $2::bigint FOR UPDATE SKIP LOCKED)"
-	" UPDATE alert_sends s SET state = " STORE_SQL_SENDING ","
-	" n_tries = s.n_tries + 1,"
-	" lease_token = nextval('lease_tokens'),"
-	" lease_expires_ms = $1::bigint + $3::bigint"
-	" FROM c, alerts a WHERE s.id = c.id AND a.id = s.alert_id"
-	" RETURNING " SEND_COLS("CASE WHEN c.state = " STORE_FROM_SEND_RECLAIM
-				" THEN " STORE_SQL_UNKNOWN " ELSE c.state"
-				" END", "s.body") ", " DURABLE_IF("5"),
-	/* $1 id, $2 token, $3 state, $4 next try, $5 error, $6 now, $7..$17
-	 * the ledger row ($13 outcome NULL: none). SENT (the guard) and
-	 * ABANDONED are durable. Answer: sends changed, rows written. */
-	[ST_SEND_FINISH] =
-	"WITH u AS (UPDATE alert_sends SET state = $3::smallint,"
+	" SELECT count(*), " DURABLE_IF("6") " FROM i",
+	/* $1 now, $2 max, $3 alert (0: any). The due rows locked with SKIP
+	 * LOCKED until the transaction ends: two claimers never get one row
+	 * and never wait on each other. An expired SENDING is reported
+	 * UNKNOWN (its copy may have arrived). */
+	[STORE_Q_SEND_DUE] =
+	"SELECT " SEND_COLS("CASE WHEN s.state = " STORE_FROM_SEND_RECLAIM
+			    " THEN " STORE_SQL_UNKNOWN " ELSE s.state END",
+			    "s.body")
+	" FROM alert_sends s JOIN alerts a ON a.id = s.alert_id"
+	" WHERE ((s.state IN (" STORE_FROM_SEND_CLAIM ")"
+	" AND s.next_try_ms <= $1::bigint)"
+	" OR (s.state = " STORE_FROM_SEND_RECLAIM
+	" AND s.lease_expires_ms < $1::bigint))"
+	" AND ($3::bigint = 0 OR s.alert_id = $3::bigint)"
+	" ORDER BY s.id LIMIT $2::bigint FOR UPDATE OF s SKIP LOCKED",
+	/* The token comes from the jobs' sequence: unique across nodes. */
+	[STORE_Q_SEND_TAKE] =
+	"UPDATE alert_sends SET state = " STORE_SQL_SENDING ","
+	" n_tries = n_tries + 1, lease_token = nextval('lease_tokens'),"
+	" lease_expires_ms = $2::bigint WHERE id = $1::bigint"
+	" RETURNING n_tries, lease_token",
+	/* $1 id, $2 token, $3 state, $4 next try, $5 error, $6 now. */
+	[STORE_Q_SEND_FINISH] =
+	"UPDATE alert_sends SET state = $3::smallint,"
 	" lease_expires_ms = 0, next_try_ms = CASE WHEN $3::smallint"
 	" IN (" STORE_SQL_FAILED ", " STORE_SQL_UNKNOWN ") THEN $4::bigint"
 	" ELSE next_try_ms END,"
 	" sent_ms = CASE WHEN $3::smallint = " STORE_SQL_SENT " THEN $6::bigint"
 	" ELSE sent_ms END, last_error = $5::text"
 	" WHERE id = $1::bigint AND lease_token = $2::bigint AND state = "
-	STORE_FROM_SEND_FINISH
-	" RETURNING 1),"
-	" l AS (INSERT INTO ledger (" LEDGER_COLS ") SELECT $7::text,"
-	" $8::bigint, $9::bigint, $10::integer, $11::bigint, $12::bigint,"
-	" $13::text, $14::text, $15::text, $16::bigint, $17::text FROM u"
-	" WHERE $13::text IS NOT NULL RETURNING 1)"
-	" SELECT (SELECT count(*) FROM u), (SELECT count(*) FROM l),"
-	" " DURABLE_IF("18"),
-	[ST_SEND_EXISTS] = "SELECT 1 FROM alert_sends WHERE id = $1::bigint",
+	STORE_FROM_SEND_FINISH " RETURNING " DURABLE_IF("7"),
+	[STORE_Q_SEND_EXISTS] = "SELECT 1 FROM alert_sends WHERE id = $1::bigint",
 	[STORE_Q_ALERT_SENDS] =
 	"SELECT " SEND_COLS("s.state", "NULL") " FROM alert_sends s"
 	" JOIN alerts a ON a.id = s.alert_id WHERE s.alert_id = $1::bigint"
@@ -1644,14 +1617,6 @@ static void arg_fields(struct args *a, const struct store_field *f, size_t n,
 		       const void *x)
 {
 	store_fields_bind(&params, a, 0, f, n, x);
-}
-
-/* The eleven parameters of a ledger row, LEDGER_COLS's order: its fields
- * but the id, the store's (NULL row: NULL texts and zeros). */
-static void arg_ledger_row(struct args *a, const struct ledger_row *row)
-{
-	arg_fields(a, store_ledger_fields.f + 1, store_ledger_fields.n - 1,
-		   row);
 }
 
 static int64_t now_ms(const struct pg *p)
@@ -4274,217 +4239,6 @@ static int pg_prune_size(void *impl, int64_t *used_bytes,
 
 /* ---- alerts ------------------------------------------------------------ */
 
-/* Raises a (store_alert_raise): ST_ALERT_RAISE, then, when the key
- * existed, the id of the alert that holds it. Inside or outside a
- * transaction: the caller's. */
-static int alert_raise_run(struct pg *p, const struct store_alert *al,
-			   bool *created, int64_t *id, struct sc_err *err)
-{
-	struct args a = {0};
-	struct store_raise_rule rule;
-	int64_t now = now_ms(p);
-	PGresult *res;
-	int rc;
-
-	store_alert_raise_rule(al, now, &rule);
-	arg_fields(&a, store_alert_fields.f + STORE_ALERT_RAISE_F0,
-		   STORE_ALERT_RAISE_NF, al);
-	arg_i64(&a, now);
-	arg_str(&a, al->note);
-	arg_i64(&a, rule.closed_ms);
-	arg_bool(&a, rule.supersede);
-	arg_dur(&a, STORE_COMMIT_ALERT_RAISE);
-	rc = run(p, ST_ALERT_RAISE, &a, &res, err);
-	if (rc)
-		return rc;
-	*created = PQntuples(res) == 1 && !PQgetisnull(res, 0, 0);
-	*id = *created ? get_i64(res, 0, 0) : 0;
-	PQclear(res);
-	if (*created)
-		return 0;
-	/* ON CONFLICT waited for a concurrent raise of the key to commit,
-	 * so the row is visible to this next statement. */
-	struct args b = {0};
-	arg_slot(&b, al->schedule, al->slot_ms);
-	arg_str(&b, al->reason);
-	arg_i64(&b, al->generation);
-	rc = run_one(p, ST_ALERT_ID, &b, "alert raise: the alert of the key "
-		     "vanished", &res, err);
-	if (rc)
-		return rc;
-	*id = get_i64(res, 0, 0);
-	PQclear(res);
-	return 0;
-}
-
-static int pg_alert_raise(void *impl, const struct store_alert *a,
-			  bool *created, int64_t *id, struct sc_err *err)
-{
-	return alert_raise_run(impl, a, created, id, err);
-}
-
-/* Appends row unfenced inside the caller's transaction. */
-static int ledger_row_run(struct pg *p, const struct ledger_row *row,
-			  struct sc_err *err)
-{
-	struct args a = {0};
-
-	arg_ledger_row(&a, row);
-	arg_fence(&a, NULL);
-	arg_dur(&a, store_commit_of_rows(row, 1));
-	return run_fenced(p, (enum stmt)STORE_Q_LEDGER_FENCED, &a, NULL, "ledger row", NULL,
-			  err);
-}
-
-/*
- * One explicit transaction: the close (a row lock: a second closer waits
- * and then finds it closed), the `then` raise and the ledger row. Crash
- * contract like the SQLite commit's: "store.commit:err" fails it right
- * before COMMIT, and nothing of it is committed.
- */
-static int pg_alert_close(void *impl, int64_t id, enum alert_status to,
-			  const char *note, const struct store_alert *then,
-			  const struct ledger_row *row, bool *changed,
-			  struct sc_err *err)
-{
-	struct pg *p = impl;
-	struct args a = {0};
-	bool closed = false, made;
-	int64_t then_id;
-	int n = 0;
-	int rc = ensure_conn(p, err);
-
-	if (!rc)
-		rc = exec_const(p, "BEGIN", err);
-	if (rc)
-		return rc;
-	arg_i64(&a, id);
-	arg_i64(&a, (int64_t)to);
-	arg_i64(&a, now_ms(p));
-	arg_str(&a, note);
-	arg_dur(&a, STORE_COMMIT_ALERT_CLOSE);
-	rc = run_count(p, ST_ALERT_CLOSE, &a, &n, err);
-	if (rc)
-		goto rollback;
-	closed = n == 1;
-	if (!closed) {
-		struct args b = {0};
-		arg_i64(&b, id);
-		rc = run_count(p, ST_ALERT_EXISTS, &b, &n, err);
-		if (!rc && n != 1)
-			rc = store_missing_error("alert", id, err);
-		goto rollback; /* nothing was written */
-	}
-	if (then)
-		rc = alert_raise_run(p, then, &made, &then_id, err);
-	if (!rc && row)
-		rc = ledger_row_run(p, row, err);
-	if (!rc && FAILPOINT_ERR("store.commit"))
-		rc = sc_err_set(err, SC_EIO, "I/O error during commit: "
-				"injected by failpoint store.commit");
-	if (rc)
-		goto rollback;
-	rc = exec_const(p, "COMMIT", err);
-	if (!rc)
-		*changed = true;
-	return rc;
-rollback:
-	if (p->conn)
-		(void)exec_const(p, "ROLLBACK", NULL);
-	if (!rc)
-		*changed = false;
-	return rc;
-}
-
-static int pg_alert_stage(void *impl, int64_t id, int round,
-			  const char *const *targets, size_t n,
-			  const char *body, struct sc_err *err)
-{
-	struct pg *p = impl;
-	struct args a = {0};
-	PGresult *res;
-	/* The targets travel as one array: one statement, so every row of
-	 * the round or none. */
-	char *arr = text_array(targets, n);
-	int rc;
-
-	if (!arr)
-		return sc_err_set(err, SC_ENOMEM, "out of memory");
-	arg_i64(&a, id);
-	arg_i64(&a, round);
-	arg_str(&a, arr);
-	arg_i64(&a, now_ms(p));
-	arg_str(&a, body);
-	rc = run(p, ST_ALERT_STAGE, &a, &res, err);
-	free(arr);
-	if (rc)
-		return rc;
-	bool found = get_i64(res, 0, 0) == 1;
-	PQclear(res);
-	return found ? 0 : store_missing_error("alert", id, err);
-}
-
-static int pg_alert_send_claim(void *impl, int64_t alert_id, int64_t lease_ms,
-			       struct store_alert_send *out, size_t max,
-			       size_t *n, struct sc_err *err)
-{
-	struct pg *p = impl;
-	struct args a = {0};
-	PGresult *res;
-	bool oom = false;
-	int rc;
-
-	arg_i64(&a, now_ms(p));
-	arg_i64(&a, max > INT32_MAX ? INT32_MAX : (int64_t)max);
-	arg_i64(&a, lease_ms);
-	arg_i64(&a, alert_id);
-	arg_dur(&a, STORE_COMMIT_ALERT_CLAIM);
-	rc = run(p, ST_SEND_CLAIM, &a, &res, err);
-	if (rc)
-		return rc;
-	size_t got = fill_rows(res, out, max, sizeof(*out), &store_send_fields,
-			       &oom);
-	if (oom) {
-		/* The rows are claimed all the same: their leases expire
-		 * and the next claim takes them, reported UNKNOWN. */
-		for (size_t i = 0; i < got; i++)
-			store_alert_send_dispose(&out[i]);
-		return sc_err_set(err, SC_ENOMEM, "out of memory");
-	}
-	*n = got;
-	return 0;
-}
-
-static int pg_alert_send_finish(void *impl, int64_t send_id,
-				int64_t lease_token, enum send_state state,
-				int64_t next_try_ms, const char *last_error,
-				const struct ledger_row *row,
-				struct sc_err *err)
-{
-	struct pg *p = impl;
-	struct args a = {0};
-	PGresult *res;
-	int rc;
-
-	arg_i64(&a, send_id);
-	arg_i64(&a, lease_token);
-	arg_i64(&a, (int64_t)state);
-	arg_i64(&a, next_try_ms);
-	arg_str(&a, last_error);
-	arg_i64(&a, now_ms(p));
-	arg_ledger_row(&a, row);
-	arg_dur(&a, store_commit_of_alert_send(state));
-	rc = run(p, ST_SEND_FINISH, &a, &res, err);
-	if (rc)
-		return rc;
-	bool done = get_i64(res, 0, 0) == 1;
-	PQclear(res);
-	if (done)
-		return 0;
-	return lease_error(p, ST_SEND_EXISTS, "alert send", send_id,
-			   lease_token, "finish", err);
-}
-
 /* ---- waiting for work --------------------------------------------------- */
 
 static void sleep_ms(int64_t ms)
@@ -4567,10 +4321,5 @@ const struct store_ops store_pg_ops = {
 	.slot_look = pg_slot_look,
 	.prune_step = pg_prune_step,
 	.prune_size = pg_prune_size,
-	.alert_raise = pg_alert_raise,
-	.alert_close = pg_alert_close,
-	.alert_stage = pg_alert_stage,
-	.alert_send_claim = pg_alert_send_claim,
-	.alert_send_finish = pg_alert_send_finish,
 	.wait = pg_wait,
 };

@@ -670,18 +670,6 @@ enum stmt_id {
 	ST_SUM_OPEN_ONE,
 	ST_OUTBOX_BODY_PUT,
 	ST_ABANDONED_ROW,
-	ST_ALERT_INSERT,
-	ST_ALERT_ID_OF,
-	ST_ALERT_SUPERSEDE,
-	ST_JOB_ALERTED,
-	ST_ALERT_CLOSE,
-	ST_ALERT_EXISTS,
-	ST_SEND_INSERT,
-	ST_ALERT_STAGED,
-	ST_SEND_DUE,
-	ST_SEND_TAKE,
-	ST_SEND_FINISH,
-	ST_SEND_EXISTS,
 	N_STMT
 };
 /* The shared ledger inserts, also run inside this file's transactions. */
@@ -1020,23 +1008,24 @@ static const char *const stmt_sql[N_STMT] = {
 		"excluded.expires_ms WHERE leases.owner = "
 		"excluded.owner OR leases.expires_ms <= ?3",
 	/* ?11 now, ?13 closed_ms (store_alert_raise_rule). */
-	[ST_ALERT_INSERT] =
+	[STORE_Q_ALERT_INSERT] =
 		"INSERT INTO alerts(schedule, slot_ms, last_slot_ms, n_slots, "
 		"reason, generation, status, attempts, error_msg, job_id, "
 		"rounds, staged_rounds, created_ms, round_ms, closed_ms, note) "
 		"VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 1, 0, ?11, "
 		"?11, ?13, ?12) "
-		"ON CONFLICT (schedule, slot_ms, reason, generation) DO NOTHING",
-	[ST_ALERT_ID_OF] =
+		"ON CONFLICT (schedule, slot_ms, reason, generation) DO NOTHING "
+		"RETURNING id",
+	[STORE_Q_ALERT_ID] =
 		"SELECT id FROM alerts WHERE schedule = ?1 AND slot_ms = ?2 "
 		"AND reason = ?3 AND generation = ?4",
 	/* The older open alerts of the slot and reason ?5, closed when
 	 * store_alert_raise_rule says a new one supersedes them. */
-	[ST_ALERT_SUPERSEDE] =
+	[STORE_Q_ALERT_SUPERSEDE] =
 		"UPDATE alerts SET status = " STORE_SQL_CLOSED ", closed_ms = ?4 "
 		"WHERE schedule = ?1 AND slot_ms = ?2 AND reason = ?5 AND "
 		"status = " STORE_FROM_ALERT_SUPERSEDE " AND id < ?3",
-	[ST_JOB_ALERTED] = "UPDATE jobs SET alerted = 1 WHERE id = ?1",
+	[STORE_Q_JOB_ALERTED] = "UPDATE jobs SET alerted = 1 WHERE id = ?1",
 	[STORE_Q_DEAD_UNALERTED] =
 		"SELECT j.id, j.schedule, j.slot_ms, j.attempts, "
 		"COALESCE((SELECT l.error_msg FROM ledger l INDEXED BY "
@@ -1054,26 +1043,26 @@ static const char *const stmt_sql[N_STMT] = {
 		"AND (?3 = 0 OR staged_rounds < rounds) AND (?4 IS NULL OR "
 		"(slot_ms <= ?4 AND last_slot_ms >= ?4)) AND slot_ms >= ?5 AND "
 		"slot_ms < ?6 ORDER BY id LIMIT coalesce(?7, -1)",
-	[ST_ALERT_CLOSE] =
+	[STORE_Q_ALERT_CLOSE] =
 		"UPDATE alerts SET status = ?2, closed_ms = ?3, note = ?4 "
 		"WHERE id = ?1 AND status = " STORE_FROM_ALERT_CLOSE,
-	[ST_ALERT_EXISTS] = "SELECT 1 FROM alerts WHERE id = ?1",
+	[STORE_Q_ALERT_EXISTS] = "SELECT 1 FROM alerts WHERE id = ?1",
 	[STORE_Q_ALERT_REALERT] =
 		"UPDATE alerts SET rounds = ?2 + 1, round_ms = ?3 "
 		"WHERE id = ?1 AND status = " STORE_FROM_ALERT_REALERT
 		" AND rounds = ?2",
-	[ST_SEND_INSERT] =
+	[STORE_Q_SEND_INSERT] =
 		"INSERT INTO alert_sends(alert_id, round, target, state, "
-		"next_try_ms, body, created_ms) VALUES (?1, ?2, ?3, "
+		"next_try_ms, body, created_ms) VALUES (?2, ?3, ?1, "
 		STORE_SQL_PENDING ", ?4, ?5, "
 		"?4) ON CONFLICT (alert_id, round, target) DO NOTHING",
-	[ST_ALERT_STAGED] =
+	[STORE_Q_ALERT_STAGED] =
 		"UPDATE alerts SET staged_rounds = max(staged_rounds, ?2 + 1) "
 		"WHERE id = ?1",
 	/* ?1 now, ?2 max. Due: waiting for a try whose time has come, or
 	 * SENDING under a lease that expired (its sender died mid-send:
 	 * the copy may have arrived, hence UNKNOWN). */
-	[ST_SEND_DUE] =
+	[STORE_Q_SEND_DUE] =
 		"SELECT " SEND_COLS("CASE WHEN s.state = " STORE_FROM_SEND_RECLAIM
 				    " THEN " STORE_SQL_UNKNOWN " ELSE "
 				    "s.state END", "s.body") " "
@@ -1083,13 +1072,13 @@ static const char *const stmt_sql[N_STMT] = {
 		"AND (?3 = 0 OR s.alert_id = ?3) "
 		"ORDER BY s.id LIMIT ?2",
 	/* The token is per row and only grows, like a job's. */
-	[ST_SEND_TAKE] =
+	[STORE_Q_SEND_TAKE] =
 		"UPDATE alert_sends SET state = " STORE_SQL_SENDING ", "
 		"n_tries = n_tries + 1, "
 		"lease_token = lease_token + 1, lease_expires_ms = ?2 "
 		"WHERE id = ?1 RETURNING n_tries, lease_token",
 	/* ?1 id, ?2 token, ?3 state, ?4 next try, ?5 error, ?6 now. */
-	[ST_SEND_FINISH] =
+	[STORE_Q_SEND_FINISH] =
 		"UPDATE alert_sends SET state = ?3, lease_expires_ms = 0, "
 		"next_try_ms = CASE WHEN ?3 IN (" STORE_SQL_FAILED ", "
 		STORE_SQL_UNKNOWN ") THEN ?4 ELSE "
@@ -1098,7 +1087,7 @@ static const char *const stmt_sql[N_STMT] = {
 		"sent_ms END, last_error = ?5 "
 		"WHERE id = ?1 AND lease_token = ?2 AND state = "
 		STORE_FROM_SEND_FINISH,
-	[ST_SEND_EXISTS] = "SELECT 1 FROM alert_sends WHERE id = ?1",
+	[STORE_Q_SEND_EXISTS] = "SELECT 1 FROM alert_sends WHERE id = ?1",
 	[STORE_Q_ALERT_SENDS] =
 		"SELECT " SEND_COLS("s.state", "NULL") " WHERE s.alert_id = ?1 "
 		"ORDER BY s.id",
@@ -1958,19 +1947,6 @@ static int step_rows(struct sq *q, sqlite3_stmt *st, struct rows *r,
 	return rc;
 }
 
-/* step_rows into the caller's out[0..max): *n the rows read, also on
- * failure (what they hold is the caller's to free). */
-static int fill_rows(struct sq *q, sqlite3_stmt *st, void *out, size_t max,
-		     size_t sz, const struct store_fields *t, const char *op,
-		     size_t *n, struct sc_err *err)
-{
-	struct rows r = {.v = out, .cap = max, .sz = sz, .fixed = true};
-	int rc = step_rows(q, st, &r, t, op, err);
-
-	*n = r.len;
-	return rc;
-}
-
 /* Binds the fence parameters of a fenced write (none: left NULL). */
 static void bind_fence(sqlite3_stmt *st, const struct store_fence *f)
 {
@@ -2823,18 +2799,6 @@ static int find_row(struct sq *q, enum stmt_id exists, int64_t id,
 	sqlite3_bind_int64(st, 1, id);
 	rc = step_row(q, st, what, found, err);
 	unprep(st);
-	return rc;
-}
-
-/* find_row, SC_ENOENT "no WHAT N" when the row is not there. */
-static int row_exists(struct sq *q, enum stmt_id exists, int64_t id,
-		      const char *what, struct sc_err *err)
-{
-	bool found = false;
-	int rc = find_row(q, exists, id, what, &found, err);
-
-	if (!rc && !found)
-		rc = store_missing_error(what, id, err);
 	return rc;
 }
 
@@ -3754,252 +3718,6 @@ static int sq_prune_size(void *impl, int64_t *used_bytes,
 
 /* ---- alerts ---------------------------------------------------------- */
 
-/* Raises a inside the caller's transaction (store_alert_raise). */
-static int alert_raise_tx(struct sq *q, const struct store_alert *a,
-			  bool *created, int64_t *id, struct sc_err *err)
-{
-	sqlite3_stmt *st = NULL;
-	int64_t now = now_ms(q);
-	struct store_raise_rule rule;
-	int rc = prep(q, ST_ALERT_INSERT, &st, err);
-
-	if (rc)
-		return rc;
-	store_alert_raise_rule(a, now, &rule);
-	bind_fields(st, 1, store_alert_fields.f + STORE_ALERT_RAISE_F0,
-		    STORE_ALERT_RAISE_NF, a);
-	sqlite3_bind_int64(st, 11, now);
-	bind_text(st, 12, a->note);
-	sqlite3_bind_int64(st, 13, rule.closed_ms);
-	rc = step_done(q, st, "alert raise", err);
-	if (rc)
-		return rc;
-	*created = sqlite3_changes(q->db) > 0;
-	if (*created) {
-		*id = sqlite3_last_insert_rowid(q->db);
-	} else {
-		rc = prep(q, ST_ALERT_ID_OF, &st, err);
-		if (rc)
-			return rc;
-		bind_slot(st, a->schedule, a->slot_ms);
-		bind_text(st, 3, a->reason);
-		sqlite3_bind_int64(st, 4, a->generation);
-		rc = step_one(q, st, "alert raise", "alert vanished", err);
-		if (!rc)
-			*id = sqlite3_column_int64(st, 0);
-		unprep(st);
-		if (rc)
-			return rc;
-	}
-	if (*created && rule.supersede) {
-		rc = prep(q, ST_ALERT_SUPERSEDE, &st, err);
-		if (rc)
-			return rc;
-		bind_slot(st, a->schedule, a->slot_ms);
-		sqlite3_bind_int64(st, 3, *id);
-		sqlite3_bind_int64(st, 4, now);
-		bind_text(st, 5, a->reason);
-		rc = step_done(q, st, "alert raise", err);
-		if (rc)
-			return rc;
-	}
-	if (a->job_id != 0) {
-		rc = prep(q, ST_JOB_ALERTED, &st, err);
-		if (rc)
-			return rc;
-		sqlite3_bind_int64(st, 1, a->job_id);
-		rc = step_done(q, st, "alert raise", err);
-	}
-	return rc;
-}
-
-/* An alert is a loud record like a "lost" row: raised with FULL. */
-static int sq_alert_raise(void *impl, const struct store_alert *a,
-			  bool *created, int64_t *id, struct sc_err *err)
-{
-	struct sq *q = impl;
-	bool made = false;
-	int64_t got = 0;
-	int rc = tx_begin(q, sync_for(STORE_COMMIT_ALERT_RAISE), err);
-
-	if (rc)
-		return rc;
-	rc = alert_raise_tx(q, a, &made, &got, err);
-	rc = tx_end(q, rc, err);
-	if (!rc) {
-		*created = made;
-		*id = got;
-	}
-	return rc;
-}
-
-/* After a write by id changed nothing: 0 when row id exists in the table
- * that statement `exists` reads, else SC_ENOENT naming `what`. */
-static int sq_alert_close(void *impl, int64_t id, enum alert_status to,
-			  const char *note, const struct store_alert *then,
-			  const struct ledger_row *row, bool *changed,
-			  struct sc_err *err)
-{
-	struct sq *q = impl;
-	sqlite3_stmt *st = NULL;
-	bool closed = false, made;
-	int64_t then_id;
-	/* An ack, a recovery: records nothing would write again. */
-	int rc = tx_begin(q, sync_for(STORE_COMMIT_ALERT_CLOSE), err);
-
-	if (rc)
-		return rc;
-	rc = prep(q, ST_ALERT_CLOSE, &st, err);
-	if (rc)
-		goto done;
-	sqlite3_bind_int64(st, 1, id);
-	sqlite3_bind_int(st, 2, (int)to);
-	sqlite3_bind_int64(st, 3, now_ms(q));
-	bind_text(st, 4, note);
-	rc = step_done(q, st, "alert close", err);
-	if (rc)
-		goto done;
-	closed = sqlite3_changes(q->db) > 0;
-	if (!closed) {
-		rc = row_exists(q, ST_ALERT_EXISTS, id, "alert", err);
-		goto done;
-	}
-	if (then)
-		rc = alert_raise_tx(q, then, &made, &then_id, err);
-	if (!rc && row)
-		rc = ledger_insert(q, row, err);
-done:
-	rc = tx_end(q, rc, err);
-	if (!rc)
-		*changed = closed;
-	return rc;
-}
-
-static int sq_alert_stage(void *impl, int64_t id, int round,
-			  const char *const *targets, size_t n,
-			  const char *body, struct sc_err *err)
-{
-	struct sq *q = impl;
-	sqlite3_stmt *st = NULL;
-	int64_t now = now_ms(q);
-	int rc = tx_begin(q, sync_for(STORE_COMMIT_ALERT_STAGE), err);
-
-	if (rc)
-		return rc;
-	/* The alert first: a missing one is SC_ENOENT before any send row
-	 * could point at it. */
-	rc = prep(q, ST_ALERT_STAGED, &st, err);
-	if (!rc) {
-		sqlite3_bind_int64(st, 1, id);
-		sqlite3_bind_int(st, 2, round);
-		rc = step_done(q, st, "alert stage", err);
-	}
-	if (!rc && sqlite3_changes(q->db) == 0)
-		rc = store_missing_error("alert", id, err);
-	for (size_t i = 0; !rc && i < n; i++) {
-		rc = prep(q, ST_SEND_INSERT, &st, err);
-		if (rc)
-			break;
-		sqlite3_bind_int64(st, 1, id);
-		sqlite3_bind_int(st, 2, round);
-		bind_text(st, 3, targets[i]);
-		sqlite3_bind_int64(st, 4, now);
-		bind_text(st, 5, body);
-		rc = step_done(q, st, "alert stage", err);
-	}
-	return tx_end(q, rc, err);
-}
-
-/*
- * The due rows are read first, then taken one by one, all under the
- * write lock of BEGIN IMMEDIATE: another handle's claim waits for the
- * COMMIT and then finds them SENDING under a live lease. SENDING is
- * committed with FULL, as the outbox's is: lost to a power cut, a copy
- * that may have arrived would be sent again as a first try.
- */
-static int sq_alert_send_claim(void *impl, int64_t alert_id, int64_t lease_ms,
-			       struct store_alert_send *out, size_t max,
-			       size_t *n, struct sc_err *err)
-{
-	struct sq *q = impl;
-	sqlite3_stmt *st = NULL;
-	int64_t now = now_ms(q);
-	size_t got = 0;
-	int rc = tx_begin(q, sync_for(STORE_COMMIT_ALERT_CLAIM), err);
-
-	if (rc)
-		return rc;
-	rc = prep(q, ST_SEND_DUE, &st, err);
-	if (rc)
-		goto done;
-	sqlite3_bind_int64(st, 1, now);
-	sqlite3_bind_int64(st, 2, max > INT32_MAX ? INT32_MAX : (int64_t)max);
-	sqlite3_bind_int64(st, 3, alert_id);
-	rc = fill_rows(q, st, out, max, sizeof(*out), &store_send_fields,
-		       "alert send claim", &got, err);
-	for (size_t i = 0; !rc && i < got; i++) {
-		rc = prep(q, ST_SEND_TAKE, &st, err);
-		if (rc)
-			break;
-		sqlite3_bind_int64(st, 1, out[i].id);
-		sqlite3_bind_int64(st, 2, now + lease_ms);
-		rc = step_one(q, st, "alert send claim", "alert send vanished",
-			      err);
-		if (!rc) {
-			out[i].n_tries = sqlite3_column_int(st, 0);
-			out[i].lease_token = sqlite3_column_int64(st, 1);
-			int src = sqlite3_step(st);
-			rc = src == SQLITE_DONE
-				     ? 0 : db_fail(q, src, "alert send claim",
-						   err);
-		}
-		unprep(st);
-	}
-done:
-	rc = tx_end(q, rc, err);
-	if (rc) {
-		for (size_t i = 0; i < got; i++)
-			store_alert_send_dispose(&out[i]);
-		return rc;
-	}
-	*n = got;
-	return 0;
-}
-
-static int sq_alert_send_finish(void *impl, int64_t send_id,
-				int64_t lease_token, enum send_state state,
-				int64_t next_try_ms, const char *last_error,
-				const struct ledger_row *row,
-				struct sc_err *err)
-{
-	struct sq *q = impl;
-	sqlite3_stmt *st = NULL;
-	/* SENT is the alert's send guard; ABANDONED its final word. */
-	int rc = tx_begin(q, sync_for(store_commit_of_alert_send(state)),
-			  err);
-
-	if (rc)
-		return rc;
-	rc = prep(q, ST_SEND_FINISH, &st, err);
-	if (rc)
-		goto done;
-	sqlite3_bind_int64(st, 1, send_id);
-	sqlite3_bind_int64(st, 2, lease_token);
-	sqlite3_bind_int(st, 3, (int)state);
-	sqlite3_bind_int64(st, 4, next_try_ms);
-	bind_text(st, 5, last_error);
-	sqlite3_bind_int64(st, 6, now_ms(q));
-	rc = step_done(q, st, "alert send finish", err);
-	if (!rc && sqlite3_changes(q->db) == 0) {
-		rc = lease_error(q, ST_SEND_EXISTS, "alert send", send_id,
-				 lease_token, "finish", err);
-	}
-	if (!rc && row)
-		rc = ledger_insert(q, row, err);
-done:
-	return tx_end(q, rc, err);
-}
-
 /* ---- waiting for work ------------------------------------------------ */
 
 /* mtime (ns) and size of path into out[0..2); zeros when it is absent. */
@@ -4069,10 +3787,5 @@ const struct store_ops store_sqlite_ops = {
 	.sched_summaries = sq_sched_summaries,
 	.prune_step = sq_prune_step,
 	.prune_size = sq_prune_size,
-	.alert_raise = sq_alert_raise,
-	.alert_close = sq_alert_close,
-	.alert_stage = sq_alert_stage,
-	.alert_send_claim = sq_alert_send_claim,
-	.alert_send_finish = sq_alert_send_finish,
 	.wait = sq_wait,
 };
