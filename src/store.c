@@ -336,8 +336,10 @@ static int open_store(const char *url, struct sc_clock *clock, bool create,
 	rc = pick_backend(url, &ops, &target, err);
 	if (rc || !ops || !target)
 		return rc ? rc : SC_EINVAL;
+	/* A shape's text is generated (STORE_Q_IS_SHAPE). */
 	for (int q = 0; q < STORE_Q_N; q++)
-		if (!ops->call_sql[q] || !store_calls[q].op)
+		if ((!ops->call_sql[q] && !STORE_Q_IS_SHAPE(q)) ||
+		    !store_calls[q].op)
 			return sc_err_set(err, SC_EINVAL,
 					  "%s store: no statement %d "
 					  "(a build error)", ops->name, q);
@@ -1125,6 +1127,35 @@ int store_ledger_append_many(struct store *s, const struct ledger_row *rows,
 			 store_commit_of_rows(rows, n), n_written, err);
 }
 
+int store_ledger_read(const struct store_ops *ops, void *impl,
+		      const struct ledger_filter *f, struct ledger_row **rows,
+		      size_t *n, struct sc_err *err)
+{
+	/* Shape k's statement names only the terms its filter has, its
+	 * parameters in order of use (store_lq_shape): the schedule, the
+	 * period, the outcome, then the limit (none: the largest). */
+	int k = store_lq_shape(f), kind = store_lq_kind(k);
+	struct store_arg a[5];
+	size_t na = 0;
+
+	if (store_lq_scheduled(k))
+		a[na++] = (struct store_arg)STORE_TEXT(f->schedule);
+	if (!store_lq_open(k)) {
+		a[na++] = (struct store_arg)STORE_I64(f->since_ms);
+		a[na++] = (struct store_arg)STORE_I64(f->until_ms);
+	}
+	if (kind == STORE_LQ_OUTCOME || kind == STORE_LQ_LOST)
+		a[na++] = (struct store_arg)STORE_TEXT(f->outcome);
+	a[na++] = (struct store_arg)STORE_I64(f->limit > 0 ? f->limit
+							   : INT64_MAX);
+
+	struct store_call c = {.q = (enum store_q)(STORE_Q_LEDGER_SHAPE0 + k),
+			       .args = a, .n_args = na, .out = rows, .n = n};
+	*rows = NULL;
+	*n = 0;
+	return ops->call(impl, &c, err);
+}
+
 int store_ledger_query(struct store *s, const struct ledger_filter *f,
 		       struct ledger_row **rows, size_t *n, struct sc_err *err)
 {
@@ -1138,7 +1169,7 @@ int store_ledger_query(struct store *s, const struct ledger_filter *f,
 		return rc;
 	if (f && f->limit < 0)
 		return sc_err_set(err, SC_EINVAL, "negative limit");
-	return s->ops->ledger_query(s->impl, f ? f : &all, rows, n, err);
+	return store_ledger_read(s->ops, s->impl, f ? f : &all, rows, n, err);
 }
 
 void store_ledger_rows_free(struct ledger_row *rows, size_t n)
@@ -1172,8 +1203,35 @@ int store_ledger_lost(struct store *s, const struct ledger_filter *f,
 	*rows = NULL;
 	*recovered_ms = NULL;
 	*n = 0;
-	return s->ops->ledger_lost(s->impl, f ? f : &all, rows, recovered_ms,
-				   n, err);
+	f = f ? f : &all;
+
+	/* Read as rows of both, then split as the caller wants them. */
+	struct store_lost_row *v = NULL;
+	size_t got = 0;
+	rc = call_read(s, f->schedule ? STORE_Q_LEDGER_LOST_ONE
+				      : STORE_Q_LEDGER_LOST,
+		       ARGS(STORE_TEXT(f->schedule), STORE_I64(f->since_ms),
+			    STORE_I64(f->until_ms)),
+		       &v, &got, err);
+	if (rc || got == 0)
+		return rc;
+	struct ledger_row *r = calloc(got, sizeof(*r));
+	int64_t *rec = calloc(got, sizeof(*rec));
+	if (!r || !rec) {
+		store_rows_free(&store_lost_fields, v, got, sizeof(*v));
+		free(r);
+		free(rec);
+		return sc_err_set(err, SC_ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < got; i++) {
+		r[i] = v[i].row; /* its copies move with it */
+		rec[i] = v[i].recovered_ms;
+	}
+	free(v);
+	*rows = r;
+	*recovered_ms = rec;
+	*n = got;
+	return 0;
 }
 
 int store_sched_summaries(struct store *s, const char *schedule,

@@ -1545,13 +1545,6 @@ struct store_ops {
 	int (*job_next_due)(void *impl, int64_t *out_ms, struct sc_err *err);
 	/* NULL: the store has no clock of its own */
 	int (*server_now)(void *impl, int64_t *out_ms, struct sc_err *err);
-	int (*ledger_query)(void *impl, const struct ledger_filter *f,
-			    struct ledger_row **rows, size_t *n,
-			    struct sc_err *err);
-	/* f: never NULL. */
-	int (*ledger_lost)(void *impl, const struct ledger_filter *f,
-			   struct ledger_row **rows, int64_t **recovered_ms,
-			   size_t *n, struct sc_err *err);
 	int (*sched_summaries)(void *impl, const char *schedule,
 			       struct store_sched_summary **out, size_t *n,
 			       struct sc_err *err);
@@ -1727,6 +1720,9 @@ enum store_lq_kind {
 int store_lq_shape(const struct ledger_filter *f);
 #define store_lq_kind(k) ((int)(k) / 4 % STORE_LQ_KINDS)
 #define store_lq_scheduled(k) ((int)(k) / (4 * STORE_LQ_KINDS) != 0)
+/* Does shape k read every slot (no since/until terms), newest first? */
+#define store_lq_open(k) ((int)(k) / 2 % 2 != 0)
+#define store_lq_desc(k) ((int)(k) % 2 != 0)
 int store_not_dead_error(int64_t id, struct sc_err *err);
 
 /* For backends: appends j to dl, or only counts it (n_more) once dl holds
@@ -2062,6 +2058,13 @@ extern const struct store_fields store_pause_fields;
  * written with (field 1 on: store_ledger_put_fields). */
 extern const struct store_fields store_ledger_fields;
 extern const struct store_fields store_ledger_put_fields;
+/* A row of the lost-slot report (store_ledger_lost): the ledger row,
+ * then recovered_ms (column 12). */
+struct store_lost_row {
+	struct ledger_row row;
+	int64_t recovered_ms;
+};
+extern const struct store_fields store_lost_fields;
 /* struct store_cron_note: schedule, from_ms, cron, tz (written). */
 extern const struct store_fields store_cron_note_fields;
 #define STORE_LEDGER_COLS                                                 \
@@ -2207,8 +2210,20 @@ enum store_q {
 	STORE_Q_SEND_TAKE,
 	STORE_Q_SEND_FINISH,
 	STORE_Q_SEND_EXISTS,
+	STORE_Q_LEDGER_LOST,     /* the lost-slot report, every schedule */
+	STORE_Q_LEDGER_LOST_ONE, /* the same, of one schedule */
+	/* store_ledger_query: one statement per filter shape k
+	 * (store_lq_shape), id STORE_Q_LEDGER_SHAPE0 + k. Its text is the
+	 * backend's, generated from k (no call_sql entry). */
+	STORE_Q_LEDGER_SHAPE0,
+	STORE_Q_LEDGER_SHAPE_END = STORE_Q_LEDGER_SHAPE0 + STORE_LQ_SHAPES - 1,
 	STORE_Q_N
 };
+
+/* Is q one of the ledger query's shapes (its text generated)? */
+#define STORE_Q_IS_SHAPE(q)                                               \
+	((int)(q) >= STORE_Q_LEDGER_SHAPE0 &&                             \
+	 (int)(q) <= STORE_Q_LEDGER_SHAPE_END)
 
 enum store_qkind {
 	STORE_QK_ONE,
@@ -2278,6 +2293,12 @@ int store_ledger_put(const struct store_ops *ops, void *impl,
 		     const struct store_fence *fence,
 		     const struct ledger_row *row, bool *written,
 		     struct sc_err *err);
+
+/* store_ledger_query on a backend's handle (f checked, never NULL): the
+ * statement of f's shape with the values it names. For backend tests. */
+int store_ledger_read(const struct store_ops *ops, void *impl,
+		      const struct ledger_filter *f, struct ledger_row **rows,
+		      size_t *n, struct sc_err *err);
 
 /* The commit of write c: the table's, or the call's when it depends on
  * the data written. */

@@ -29,6 +29,13 @@
 	    NULL)
 #define FENCED(q, op, c) \
 	ROW(STORE_Q_##q, op, STORE_QK_FENCED, STORE_COMMIT_##c, NULL, 0, NULL)
+/* The ledger query's shapes: one row each, all alike. */
+#define SHAPE(k)                                                          \
+	ROW(STORE_Q_LEDGER_SHAPE0 + (k), "ledger query", STORE_QK_ALL, 0, \
+	    &store_ledger_fields, sizeof(struct ledger_row), NULL)
+#define SHAPES4(k) SHAPE(k), SHAPE((k) + 1), SHAPE((k) + 2), SHAPE((k) + 3)
+#define SHAPES8(k) SHAPES4(k), SHAPES4((k) + 4)
+_Static_assert(STORE_LQ_SHAPES == 56, "a row per shape below");
 
 const struct store_qdef store_calls[STORE_Q_N] = {
 	WRITE(PAUSE_END, "pause end", PAUSE),
@@ -124,6 +131,17 @@ const struct store_qdef store_calls[STORE_Q_N] = {
 	      struct store_alert_send),
 	WRITE(SEND_FINISH, "alert send finish", N),
 	MAYBE(SEND_EXISTS, "alert send finish", store_i64_fields, int64_t),
+	ALL(LEDGER_LOST, "lost-slot query", store_lost_fields,
+	    struct store_lost_row),
+	ALL(LEDGER_LOST_ONE, "lost-slot query", store_lost_fields,
+	    struct store_lost_row),
+	SHAPES8(0),
+	SHAPES8(8),
+	SHAPES8(16),
+	SHAPES8(24),
+	SHAPES8(32),
+	SHAPES8(40),
+	SHAPES8(48),
 };
 
 enum store_commit store_call_commit(const struct store_call *c)

@@ -114,25 +114,27 @@ static const struct store_field f_pause[] = {
 TABLE(store_pause_fields, f_pause);
 #undef P
 
-#define L struct ledger_row
+/* The fields of a struct ledger_row that is member r (with its dot, or
+ * empty: the struct itself) of L. */
+#define LEDGER_F(L, r)                                                 \
+	F(I64, L, r id), F(TEXT, L, r schedule), F(I64, L, r slot_ms), \
+		F(I64, L, r job_id), F(I32, L, r attempt),             \
+		F(I64, L, r started_ms), F(I64, L, r finished_ms),     \
+		F(TEXT, L, r outcome), F(TEXT, L, r error_class),      \
+		F(DUP, L, r error_msg), F(I64, L, r retry_hint_ms),    \
+		F(DUP, L, r details_json)
 static const struct store_field f_ledger[] = {
-	F(I64, L, id),
-	F(TEXT, L, schedule),
-	F(I64, L, slot_ms),
-	F(I64, L, job_id),
-	F(I32, L, attempt),
-	F(I64, L, started_ms),
-	F(I64, L, finished_ms),
-	F(TEXT, L, outcome),
-	F(TEXT, L, error_class),
-	F(DUP, L, error_msg),
-	F(I64, L, retry_hint_ms),
-	F(DUP, L, details_json),
+	LEDGER_F(struct ledger_row, ),
 };
 TABLE(store_ledger_fields, f_ledger);
 const struct store_fields store_ledger_put_fields = {
 	f_ledger + 1, sizeof(f_ledger) / sizeof(f_ledger[0]) - 1};
-#undef L
+
+static const struct store_field f_lost[] = {
+	LEDGER_F(struct store_lost_row, row.),
+	F(I64, struct store_lost_row, recovered_ms),
+};
+TABLE(store_lost_fields, f_lost);
 
 #define N struct store_cron_note
 static const struct store_field f_cron_note[] = {

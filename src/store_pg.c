@@ -753,15 +753,29 @@ enum stmt {
 	ST_STALL,
 	ST_NEXT_DUE,
 	ST_SERVER_NOW,
-	/* One per filter shape (pg_lq_sql builds the SQL; no sql[] entry). */
-	ST_LEDGER_QUERY,
-	ST_LEDGER_QUERY_END = ST_LEDGER_QUERY + STORE_LQ_SHAPES - 1,
-	ST_LEDGER_LOST,
 	ST_SUMMARIES,
 	ST_SUMMARIES_ONE,
 	ST_SLOT_LOOK,
 	ST_COUNT
 };
+
+/* The lost-slot report (store_ledger_lost): lost and missed rows of
+ * the period (ledger_lost), each with the finish of the newest success
+ * row of its (schedule, slot) through ledger_slot; column 12 is
+ * recovered_ms. A generic plan serves: the schedule term is a filter on
+ * the few lost rows, never an index choice, so both ids (every schedule,
+ * one) run this one text. */
+#define PG_LEDGER_LOST_SQL \
+	"SELECT l.id, l.schedule, l.slot_ms, l.job_id, l.attempt," \
+	" l.started_ms, l.finished_ms, l.outcome, l.error_class, l.error_msg," \
+	" l.retry_hint_ms, l.details_json, COALESCE((SELECT CASE WHEN" \
+	" s.finished_ms <> 0 THEN s.finished_ms ELSE 1 END FROM ledger s" \
+	" WHERE s.schedule = l.schedule AND s.slot_ms = l.slot_ms AND" \
+	" s.outcome = '" LEDGER_SUCCESS "' ORDER BY s.id DESC LIMIT 1), 0)" \
+	" FROM ledger l WHERE l.outcome IN ('" LEDGER_LOST "', '" \
+	LEDGER_MISSED "') AND l.slot_ms >= $2::bigint AND l.slot_ms <" \
+	" $3::bigint AND ($1::text IS NULL OR l.schedule = $1::text)" \
+	" ORDER BY l.id"
 
 static const char *const sql[ST_COUNT] = {
 	[ST_ENQUEUE] =
@@ -1095,22 +1109,8 @@ static const char *const sql[ST_COUNT] = {
 	" $10::bigint[], $11::text[]) ON CONFLICT (schedule, slot_ms)"
 	" WHERE outcome = '" LEDGER_MISSED "' DO NOTHING RETURNING outcome)"
 	" SELECT count(*), " DURABLE_IF("12") " FROM i",
-	/* The lost-slot report (store_ledger_lost): lost and missed rows of
-	 * the period (ledger_lost), each with the finish of the newest
-	 * success row of its (schedule, slot) through ledger_slot; column
-	 * 12 is recovered_ms. A generic plan serves: the schedule term is a
-	 * filter on the few lost rows, never an index choice. */
-	[ST_LEDGER_LOST] =
-	"SELECT l.id, l.schedule, l.slot_ms, l.job_id, l.attempt,"
-	" l.started_ms, l.finished_ms, l.outcome, l.error_class, l.error_msg,"
-	" l.retry_hint_ms, l.details_json, COALESCE((SELECT CASE WHEN"
-	" s.finished_ms <> 0 THEN s.finished_ms ELSE 1 END FROM ledger s"
-	" WHERE s.schedule = l.schedule AND s.slot_ms = l.slot_ms AND"
-	" s.outcome = '" LEDGER_SUCCESS "' ORDER BY s.id DESC LIMIT 1), 0)"
-	" FROM ledger l WHERE l.outcome IN ('" LEDGER_LOST "', '"
-	LEDGER_MISSED "') AND l.slot_ms >= $2::bigint AND l.slot_ms <"
-	" $3::bigint AND ($1::text IS NULL OR l.schedule = $1::text)"
-	" ORDER BY l.id",
+	[STORE_Q_LEDGER_LOST] = PG_LEDGER_LOST_SQL,
+	[STORE_Q_LEDGER_LOST_ONE] = PG_LEDGER_LOST_SQL,
 	[ST_SUMMARIES] = PG_SUMMARIES(PG_SUM_NAMES_ALL, ""),
 	[ST_SUMMARIES_ONE] = PG_SUMMARIES(PG_SUM_NAMES_ONE,
 					  " AND schedule = $2::text"),
@@ -1443,6 +1443,58 @@ static const char *const sql[ST_COUNT] = {
 	" s.schedule ORDER BY j.slot_ms LIMIT 1), 0)"
 	" FROM sched_state s ORDER BY s.schedule LIMIT $1::bigint",
 };
+
+/*
+ * One prepared statement per filter shape (issue 15). The session plans
+ * generically (plan_cache_mode), so one statement with "$1 IS NULL OR
+ * schedule = $1" forms could use no index for the schedule; each shape
+ * names only the terms its filter has, numbered in order of use (no
+ * unused parameter, whose type PostgreSQL could not infer), and spells
+ * the outcomes of the partial indexes (acked, missed, skipped,
+ * abandoned) as literals, so those indexes apply under a generic plan
+ * too. Shape k as on SQLite (store_lq_shape).
+ */
+/* The SQL of shape k into buf (its parameters: store_ledger_query). */
+static void pg_lq_sql(int k, char *buf, size_t cap)
+{
+	bool desc = store_lq_desc(k), open = store_lq_open(k);
+	int kind = store_lq_kind(k);
+	bool sched = store_lq_scheduled(k);
+	int n = 0;
+	size_t len = (size_t)snprintf(buf, cap, "SELECT id, " LEDGER_COLS
+				      " FROM ledger WHERE true");
+
+#define PG_LQ_ADD(...)                                                    \
+	(len += (size_t)snprintf(buf + len, len < cap ? cap - len : 0,       \
+				 __VA_ARGS__))
+	if (sched)
+		PG_LQ_ADD(" AND schedule = $%d::text", ++n);
+	if (!open) {
+		PG_LQ_ADD(" AND slot_ms >= $%d::bigint AND slot_ms < $%d::bigint",
+			  n + 1, n + 2);
+		n += 2;
+	}
+	if (kind == STORE_LQ_OUTCOME || kind == STORE_LQ_LOST) {
+		if (kind == STORE_LQ_LOST)
+			PG_LQ_ADD(" AND outcome IN ('" LEDGER_LOST "', '"
+				  LEDGER_MISSED "') AND ($%d::text IS NULL OR "
+				  "outcome = $%d::text)", n + 1, n + 1);
+		else
+			PG_LQ_ADD(" AND outcome = $%d::text", n + 1);
+		n++;
+	} else if (kind == STORE_LQ_ACKED) {
+		PG_LQ_ADD(" AND outcome = '" LEDGER_ACKED "'");
+	} else if (kind == STORE_LQ_MISSED) {
+		PG_LQ_ADD(" AND outcome = '" LEDGER_MISSED "'");
+	} else if (kind == STORE_LQ_SKIPPED) {
+		PG_LQ_ADD(" AND outcome = '" LEDGER_SKIPPED "'");
+	} else if (kind == STORE_LQ_ABANDONED) {
+		PG_LQ_ADD(" AND outcome = '" LEDGER_ABANDONED "'");
+	}
+	PG_LQ_ADD(" ORDER BY id%s LIMIT $%d::bigint", desc ? " DESC" : "",
+		  n + 1);
+#undef PG_LQ_ADD
+}
 
 /*
  * Statements run unnamed with PQexecParams (parameters still apart from
@@ -2202,11 +2254,17 @@ static int run_text(struct pg *p, enum stmt st, const char *text,
 	return 0;
 }
 
-/* run_text with the statement's own SQL (sql[st]). */
+/* run_text with the statement's own SQL (sql[st]; a ledger query's
+ * shape: pg_lq_sql's). */
 static int run(struct pg *p, enum stmt st, const struct args *a,
 	       PGresult **out, struct sc_err *err)
 {
-	return run_text(p, st, sql[st], a, out, err);
+	char text[640];
+
+	if (!STORE_Q_IS_SHAPE(st))
+		return run_text(p, st, sql[st], a, out, err);
+	pg_lq_sql((int)st - STORE_Q_LEDGER_SHAPE0, text, sizeof(text));
+	return run_text(p, st, text, a, out, err);
 }
 
 /*
@@ -3721,150 +3779,6 @@ static int pg_job_next_due(void *impl, int64_t *out_ms, struct sc_err *err)
 
 /* ---- ledger ------------------------------------------------------------ */
 
-static void row_dispose(struct ledger_row *r)
-{
-	sc_free(r->error_msg);
-	sc_free(r->details_json);
-}
-
-/* The rows of res (PQclear'd here); with rec, column 12 into *rec. */
-static int pg_read_rows(PGresult *res, struct ledger_row **rows,
-			int64_t **rec, size_t *n, struct sc_err *err)
-{
-	size_t got = (size_t)PQntuples(res);
-	struct ledger_row *out = NULL;
-	int64_t *r = NULL;
-	bool oom = false;
-
-	if (got == 0) {
-		PQclear(res);
-		return 0;
-	}
-	out = calloc(got, sizeof(*out));
-	r = rec ? calloc(got, sizeof(*r)) : NULL;
-	oom = !out || (rec && !r);
-	for (size_t i = 0; !oom && i < got; i++) {
-		get_fields(res, (int)i, 0, &store_ledger_fields, &out[i], &oom);
-		if (rec)
-			r[i] = get_i64(res, (int)i, 12);
-	}
-	PQclear(res);
-	if (oom) {
-		for (size_t i = 0; out && i < got; i++)
-			row_dispose(&out[i]);
-		free(out);
-		free(r);
-		return sc_err_set(err, SC_ENOMEM, "out of memory");
-	}
-	*rows = out;
-	if (rec)
-		*rec = r;
-	*n = got;
-	return 0;
-}
-
-/*
- * One prepared statement per filter shape (issue 15). The session plans
- * generically (plan_cache_mode), so one statement with "$1 IS NULL OR
- * schedule = $1" forms could use no index for the schedule; each shape
- * names only the terms its filter has, numbered in order of use (no
- * unused parameter, whose type PostgreSQL could not infer), and spells
- * the outcomes of the partial indexes (acked, missed, skipped,
- * abandoned) as literals, so those indexes apply under a generic plan
- * too. Shape k as on SQLite (store_lq_shape).
- */
-/* The SQL of shape k into buf and, when f is given, its values into a. */
-static void pg_lq_sql(int k, const struct ledger_filter *f, char *buf,
-		      size_t cap, struct args *a)
-{
-	bool desc = k % 2, open = k / 2 % 2;
-	int kind = store_lq_kind(k);
-	bool sched = store_lq_scheduled(k);
-	int n = 0;
-	size_t len = (size_t)snprintf(buf, cap, "SELECT id, " LEDGER_COLS
-				      " FROM ledger WHERE true");
-
-#define PG_LQ_ADD(...)                                                    \
-	(len += (size_t)snprintf(buf + len, len < cap ? cap - len : 0,       \
-				 __VA_ARGS__))
-	if (sched) {
-		PG_LQ_ADD(" AND schedule = $%d::text", ++n);
-		if (f)
-			arg_str(a, f->schedule);
-	}
-	if (!open) {
-		PG_LQ_ADD(" AND slot_ms >= $%d::bigint AND slot_ms < $%d::bigint",
-			  n + 1, n + 2);
-		n += 2;
-		if (f) {
-			arg_i64(a, f->since_ms);
-			arg_i64(a, f->until_ms);
-		}
-	}
-	if (kind == STORE_LQ_OUTCOME || kind == STORE_LQ_LOST) {
-		if (kind == STORE_LQ_LOST)
-			PG_LQ_ADD(" AND outcome IN ('" LEDGER_LOST "', '"
-				  LEDGER_MISSED "') AND ($%d::text IS NULL OR "
-				  "outcome = $%d::text)", n + 1, n + 1);
-		else
-			PG_LQ_ADD(" AND outcome = $%d::text", n + 1);
-		n++;
-		if (f)
-			arg_str(a, f->outcome);
-	} else if (kind == STORE_LQ_ACKED) {
-		PG_LQ_ADD(" AND outcome = '" LEDGER_ACKED "'");
-	} else if (kind == STORE_LQ_MISSED) {
-		PG_LQ_ADD(" AND outcome = '" LEDGER_MISSED "'");
-	} else if (kind == STORE_LQ_SKIPPED) {
-		PG_LQ_ADD(" AND outcome = '" LEDGER_SKIPPED "'");
-	} else if (kind == STORE_LQ_ABANDONED) {
-		PG_LQ_ADD(" AND outcome = '" LEDGER_ABANDONED "'");
-	}
-	/* LIMIT NULL is no limit. */
-	PG_LQ_ADD(" ORDER BY id%s LIMIT $%d::bigint", desc ? " DESC" : "",
-		  n + 1);
-#undef PG_LQ_ADD
-	if (f) {
-		if (f->limit > 0)
-			arg_i64(a, f->limit);
-		else
-			arg_str(a, NULL);
-	}
-}
-
-static int pg_ledger_query(void *impl, const struct ledger_filter *f,
-			   struct ledger_row **rows, size_t *n,
-			   struct sc_err *err)
-{
-	struct args a = {0};
-	PGresult *res;
-	char text[640];
-	int k = store_lq_shape(f);
-	int rc;
-
-	*rows = NULL;
-	*n = 0;
-	pg_lq_sql(k, f, text, sizeof(text), &a);
-	rc = run_text(impl, (enum stmt)(ST_LEDGER_QUERY + k), text, &a, &res,
-		      err);
-	return rc ? rc : pg_read_rows(res, rows, NULL, n, err);
-}
-
-static int pg_ledger_lost(void *impl, const struct ledger_filter *f,
-			  struct ledger_row **rows, int64_t **recovered_ms,
-			  size_t *n, struct sc_err *err)
-{
-	struct args a = {0};
-	PGresult *res;
-	int rc;
-
-	arg_str(&a, f->schedule);
-	arg_i64(&a, f->since_ms);
-	arg_i64(&a, f->until_ms);
-	rc = run(impl, ST_LEDGER_LOST, &a, &res, err);
-	return rc ? rc : pg_read_rows(res, rows, recovered_ms, n, err);
-}
-
 static void summary_row(const PGresult *r, int row,
 			struct store_sched_summary *x, bool *oom)
 {
@@ -4315,8 +4229,6 @@ const struct store_ops store_pg_ops = {
 	.job_recover = pg_job_recover,
 	.job_next_due = pg_job_next_due,
 	.server_now = pg_server_now,
-	.ledger_query = pg_ledger_query,
-	.ledger_lost = pg_ledger_lost,
 	.sched_summaries = pg_sched_summaries,
 	.slot_look = pg_slot_look,
 	.prune_step = pg_prune_step,

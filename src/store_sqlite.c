@@ -656,12 +656,6 @@ enum stmt_id {
 	ST_JOB_EXPIRED,
 	ST_JOB_STALL,
 	ST_JOB_NEXT_DUE,
-	/* One statement per filter shape (lq_shape): its SQL is built by
-	 * lq_sql, not listed in stmt_sql. */
-	ST_LEDGER_QUERY,
-	ST_LEDGER_QUERY_END = ST_LEDGER_QUERY + STORE_LQ_SHAPES - 1,
-	ST_LEDGER_LOST,
-	ST_LEDGER_LOST_ONE,
 	ST_SUM_LAST,
 	ST_SUM_LAST_ONE,
 	ST_SUM_TOTAL,
@@ -865,8 +859,8 @@ static const char *const stmt_sql[N_STMT] = {
 	/* Rows written together, each as a missed one would be: the
 	 * conflict target only ever matches a missed row. */
 	[STORE_Q_LEDGER_MANY] = LEDGER_MISSED_SQL,
-	[ST_LEDGER_LOST] = LEDGER_LOST_SQL(""),
-	[ST_LEDGER_LOST_ONE] = LEDGER_LOST_SQL(" AND l.schedule = ?1"),
+	[STORE_Q_LEDGER_LOST] = LEDGER_LOST_SQL(""),
+	[STORE_Q_LEDGER_LOST_ONE] = LEDGER_LOST_SQL(" AND l.schedule = ?1"),
 	/* store_sched_summaries' three reads (sq_sched_summaries). */
 	[ST_SUM_LAST] = SUM_LAST_SQL(""),
 	[ST_SUM_LAST_ONE] = SUM_LAST_SQL(" WHERE h.schedule = ?1"),
@@ -1230,12 +1224,99 @@ static int db_fail(struct sq *q, int rc, const char *op, struct sc_err *err)
 
 /* ---- statements and transactions ------------------------------------- */
 
-/* Returns the cached statement id, prepared on first use. */
+/*
+ * The ledger query's filter shapes (issue 15). One statement with
+ * "(?1 IS NULL OR schedule = ?1)" forms is planned once for every filter,
+ * so SQLite could use no index for the schedule and scanned the ledger:
+ * each shape gets its own statement instead, whose WHERE names only the
+ * terms the filter has, so the planner sees them all. Outcomes with a
+ * partial index (acked, missed, skipped, abandoned) are written as
+ * literals so that index applies; the lost-or-missed shape without a
+ * schedule reads ledger_lost, the skipped one ledger_skipped, the
+ * abandoned one ledger_abandoned,
+ * a bounded period without a schedule ledger_period. An open period (no
+ * bound at all) drops the slot terms: with neither a schedule nor such an
+ * outcome, that shape reads every row, which is what it returns.
+ */
+/* The SQL of shape k into buf (cap >= LQ_SQL_MAX). Parameters in order
+ * of use, as store_ledger_query gives them: the schedule, since, until,
+ * the outcome, the limit; a shape names only those it uses, plus the
+ * limit. A schedule's shapes without a
+ * partial index of their own seek ledger_day once per day of the period,
+ * clipped to the days the ledger holds (an open period: all of them). */
+static void lq_sql(int k, char *buf, size_t cap)
+{
+	bool desc = store_lq_desc(k), open = store_lq_open(k);
+	int kind = store_lq_kind(k);
+	bool sched = store_lq_scheduled(k);
+	const char *by = "", *days = "";
+	/* the parameters' numbers: since/until, the outcome, the limit */
+	int p = sched ? 2 : 1, o = open ? p : p + 2;
+	int lim = kind == STORE_LQ_OUTCOME || kind == STORE_LQ_LOST ? o + 1
+								    : o;
+	char period[64], outcome[96], limit[16];
+
+	if (kind == STORE_LQ_ACKED)
+		by = " INDEXED BY ledger_acked";
+	else if (kind == STORE_LQ_MISSED)
+		by = " INDEXED BY ledger_missed_once";
+	else if (!sched && kind == STORE_LQ_SKIPPED)
+		by = " INDEXED BY ledger_skipped";
+	else if (!sched && kind == STORE_LQ_ABANDONED)
+		by = " INDEXED BY ledger_abandoned";
+	else if (!sched && kind == STORE_LQ_LOST)
+		by = " INDEXED BY ledger_lost";
+	else if (!sched && !open)
+		by = " INDEXED BY ledger_period";
+	else if (sched) {
+		by = " INDEXED BY ledger_day";
+		days = open ? " AND " DAY_OF("slot_ms") " IN " DAYS_FROM_TO(
+				      "SELECT min(slot_ms) FROM ledger",
+				      "SELECT max(slot_ms) FROM ledger")
+			    : " AND " DAY_OF("slot_ms") " IN " DAYS_FROM_TO(
+				      "max(?2, (SELECT min(slot_ms) FROM "
+				      "ledger))",
+				      "min(?3 - 1, (SELECT max(slot_ms) FROM "
+				      "ledger))");
+	}
+	snprintf(period, sizeof(period), " AND slot_ms >= ?%d AND slot_ms < ?%d",
+		 p, p + 1);
+	if (kind == STORE_LQ_OUTCOME)
+		snprintf(outcome, sizeof(outcome), " AND outcome = ?%d", o);
+	else if (kind == STORE_LQ_LOST)
+		snprintf(outcome, sizeof(outcome),
+			 " AND outcome IN ('lost', 'missed') AND "
+			 "(?%d IS NULL OR outcome = ?%d)", o, o);
+	else
+		snprintf(outcome, sizeof(outcome), "%s",
+			 kind == STORE_LQ_ACKED ? " AND outcome = 'acked'"
+			 : kind == STORE_LQ_MISSED ? " AND outcome = 'missed'"
+			 : kind == STORE_LQ_SKIPPED ? " AND outcome = 'skipped'"
+			 : kind == STORE_LQ_ABANDONED
+				 ? " AND outcome = 'abandoned'"
+				 : "");
+	snprintf(limit, sizeof(limit), "?%d", lim);
+	snprintf(buf, cap, "SELECT " LEDGER_COLS " FROM ledger%s WHERE 1%s%s%s%s "
+		 "ORDER BY id%s LIMIT %s", by, days,
+		 sched ? " AND schedule = ?1" : "", open ? "" : period, outcome,
+		 desc ? " DESC" : "", limit);
+}
+
+/* Returns the cached statement id, prepared on first use (a ledger
+ * query's shape from lq_sql). */
 static int prep(struct sq *q, enum stmt_id id, sqlite3_stmt **out,
 		struct sc_err *err)
 {
 	if (!q->stmt[id]) {
-		int rc = sqlite3_prepare_v3(q->db, stmt_sql[id], -1,
+		char shape[LQ_SQL_MAX];
+		const char *text = stmt_sql[id];
+
+		if (STORE_Q_IS_SHAPE(id)) {
+			lq_sql((int)id - STORE_Q_LEDGER_SHAPE0, shape,
+			       sizeof(shape));
+			text = shape;
+		}
+		int rc = sqlite3_prepare_v3(q->db, text, -1,
 					    SQLITE_PREPARE_PERSISTENT,
 					    &q->stmt[id], NULL);
 		if (rc != SQLITE_OK) {
@@ -3153,170 +3234,6 @@ static int sq_job_next_due(void *impl, int64_t *out_ms, struct sc_err *err)
 
 /* ---- ledger ---------------------------------------------------------- */
 
-/*
- * The ledger query's filter shapes (issue 15). One statement with
- * "(?1 IS NULL OR schedule = ?1)" forms is planned once for every filter,
- * so SQLite could use no index for the schedule and scanned the ledger:
- * each shape gets its own statement instead, whose WHERE names only the
- * terms the filter has, so the planner sees them all. Outcomes with a
- * partial index (acked, missed, skipped, abandoned) are written as
- * literals so that index applies; the lost-or-missed shape without a
- * schedule reads ledger_lost, the skipped one ledger_skipped, the
- * abandoned one ledger_abandoned,
- * a bounded period without a schedule ledger_period. An open period (no
- * bound at all) drops the slot terms: with neither a schedule nor such an
- * outcome, that shape reads every row, which is what it returns.
- */
-/* The SQL of shape k into buf (cap >= LQ_SQL_MAX). Parameters: ?1
- * schedule, ?2 since, ?3 until, ?4 outcome, ?6 limit (-1: none); a shape
- * names only those it uses, plus ?6. A schedule's shapes without a
- * partial index of their own seek ledger_day once per day of the period,
- * clipped to the days the ledger holds (an open period: all of them). */
-static void lq_sql(int k, char *buf, size_t cap)
-{
-	bool desc = k % 2, open = k / 2 % 2;
-	int kind = store_lq_kind(k);
-	bool sched = store_lq_scheduled(k);
-	const char *by = "", *days = "";
-
-	if (kind == STORE_LQ_ACKED)
-		by = " INDEXED BY ledger_acked";
-	else if (kind == STORE_LQ_MISSED)
-		by = " INDEXED BY ledger_missed_once";
-	else if (!sched && kind == STORE_LQ_SKIPPED)
-		by = " INDEXED BY ledger_skipped";
-	else if (!sched && kind == STORE_LQ_ABANDONED)
-		by = " INDEXED BY ledger_abandoned";
-	else if (!sched && kind == STORE_LQ_LOST)
-		by = " INDEXED BY ledger_lost";
-	else if (!sched && !open)
-		by = " INDEXED BY ledger_period";
-	else if (sched) {
-		by = " INDEXED BY ledger_day";
-		days = open ? " AND " DAY_OF("slot_ms") " IN " DAYS_FROM_TO(
-				      "SELECT min(slot_ms) FROM ledger",
-				      "SELECT max(slot_ms) FROM ledger")
-			    : " AND " DAY_OF("slot_ms") " IN " DAYS_FROM_TO(
-				      "max(?2, (SELECT min(slot_ms) FROM "
-				      "ledger))",
-				      "min(?3 - 1, (SELECT max(slot_ms) FROM "
-				      "ledger))");
-	}
-	snprintf(buf, cap, "SELECT " LEDGER_COLS " FROM ledger%s WHERE 1%s%s%s%s "
-		 "ORDER BY id%s LIMIT ?6", by, days,
-		 sched ? " AND schedule = ?1" : "",
-		 open ? "" : " AND slot_ms >= ?2 AND slot_ms < ?3",
-		 kind == STORE_LQ_OUTCOME ? " AND outcome = ?4"
-		 : kind == STORE_LQ_LOST
-			 ? " AND outcome IN ('lost', 'missed') AND "
-			   "(?4 IS NULL OR outcome = ?4)"
-		 : kind == STORE_LQ_ACKED ? " AND outcome = 'acked'"
-		 : kind == STORE_LQ_MISSED ? " AND outcome = 'missed'"
-		 : kind == STORE_LQ_SKIPPED ? " AND outcome = 'skipped'"
-		 : kind == STORE_LQ_ABANDONED ? " AND outcome = 'abandoned'"
-					     : "",
-		 desc ? " DESC" : "");
-}
-
-static int lq_prep(struct sq *q, int k, sqlite3_stmt **out,
-		   struct sc_err *err)
-{
-	sqlite3_stmt **slot = &q->stmt[ST_LEDGER_QUERY + k];
-	char sql[LQ_SQL_MAX];
-
-	if (!*slot) {
-		lq_sql(k, sql, sizeof(sql));
-		int rc = sqlite3_prepare_v3(q->db, sql, -1,
-					    SQLITE_PREPARE_PERSISTENT, slot,
-					    NULL);
-		if (rc != SQLITE_OK) {
-			*slot = NULL;
-			return db_fail(q, rc, "prepare", err);
-		}
-	}
-	*out = *slot;
-	return 0;
-}
-
-/* Steps st (bound) and reads its rows: LEDGER_COLS, then for *rec (NULL
- * allowed) one integer. Resets st. */
-static int read_rows(struct sq *q, sqlite3_stmt *st, const char *op,
-		     struct ledger_row **rows, int64_t **rec, size_t *n,
-		     struct sc_err *err)
-{
-	struct ledger_row *v = NULL;
-	int64_t *r = NULL;
-	size_t len = 0, cap = 0, rcap = 0;
-	bool oom = false;
-	int rc;
-
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (!grow((void **)&v, len, &cap, sizeof(*v)) ||
-		    (rec && !grow((void **)&r, len, &rcap, sizeof(*r)))) {
-			oom = true;
-			break;
-		}
-		memset(&v[len], 0, sizeof(v[len]));
-		oom = !read_fields(st, 0, &store_ledger_fields, &v[len]);
-		if (rec)
-			r[len] = sqlite3_column_int64(st, 12);
-		len++;
-		if (oom)
-			break;
-	}
-	if (oom)
-		rc = sc_err_set(err, SC_ENOMEM, "out of memory");
-	else
-		rc = rc == SQLITE_DONE ? 0 : db_fail(q, rc, op, err);
-	unprep(st);
-	if (rc) {
-		store_ledger_rows_free(v, len);
-		free(r);
-		return rc;
-	}
-	*rows = v;
-	if (rec)
-		*rec = r;
-	*n = len;
-	return 0;
-}
-
-static int sq_ledger_query(void *impl, const struct ledger_filter *f,
-			   struct ledger_row **rows, size_t *n,
-			   struct sc_err *err)
-{
-	struct sq *q = impl;
-	sqlite3_stmt *st = NULL;
-	int rc = lq_prep(q, store_lq_shape(f), &st, err);
-
-	if (rc)
-		return rc;
-	bind_text(st, 1, f->schedule);
-	sqlite3_bind_int64(st, 2, f->since_ms);
-	sqlite3_bind_int64(st, 3, f->until_ms);
-	bind_text(st, 4, f->outcome);
-	sqlite3_bind_int64(st, 6, f->limit > 0 ? f->limit : -1);
-	return read_rows(q, st, "ledger query", rows, NULL, n, err);
-}
-
-static int sq_ledger_lost(void *impl, const struct ledger_filter *f,
-			  struct ledger_row **rows, int64_t **recovered_ms,
-			  size_t *n, struct sc_err *err)
-{
-	struct sq *q = impl;
-	sqlite3_stmt *st = NULL;
-	int rc = prep(q, f->schedule ? ST_LEDGER_LOST_ONE : ST_LEDGER_LOST,
-		      &st, err);
-
-	if (rc)
-		return rc;
-	bind_text(st, 1, f->schedule);
-	sqlite3_bind_int64(st, 2, f->since_ms);
-	sqlite3_bind_int64(st, 3, f->until_ms);
-	return read_rows(q, st, "lost-slot query", rows, recovered_ms, n,
-			 err);
-}
-
 /* The summary of `name` in v (sorted by name, len of cap): found, or
  * inserted at its place. NULL when out of memory. Streams come in name
  * order, so an insert is nearly always at the end. */
@@ -3423,7 +3340,8 @@ const char *store_sqlite_plan_sql(size_t i, char *buf, size_t cap,
 				  bool *reads_all)
 {
 	static const enum stmt_id fixed[] = {
-		ST_LEDGER_LOST, ST_LEDGER_LOST_ONE, ST_SUM_LAST,
+		(enum stmt_id)STORE_Q_LEDGER_LOST,
+		(enum stmt_id)STORE_Q_LEDGER_LOST_ONE, ST_SUM_LAST,
 		ST_SUM_LAST_ONE, ST_SUM_TOTAL, ST_SUM_TOTAL_ONE, ST_SUM_OPEN,
 		ST_SUM_OPEN_ONE, (enum stmt_id)STORE_Q_LAST_SUCCESSES,
 	};
@@ -3433,7 +3351,7 @@ const char *store_sqlite_plan_sql(size_t i, char *buf, size_t cap,
 		int kind = store_lq_kind(i);
 		/* No schedule, open period, any or a parameter outcome: the
 		 * answer is every row (of that outcome). */
-		*reads_all = !store_lq_scheduled(i) && i / 2 % 2 &&
+		*reads_all = !store_lq_scheduled(i) && store_lq_open(i) &&
 			     (kind == STORE_LQ_ANY ||
 			      kind == STORE_LQ_OUTCOME);
 		lq_sql((int)i, buf, cap);
@@ -3782,8 +3700,6 @@ const struct store_ops store_sqlite_ops = {
 	.job_complete_many = sq_job_complete_many,
 	.job_recover = sq_job_recover,
 	.job_next_due = sq_job_next_due,
-	.ledger_query = sq_ledger_query,
-	.ledger_lost = sq_ledger_lost,
 	.sched_summaries = sq_sched_summaries,
 	.prune_step = sq_prune_step,
 	.prune_size = sq_prune_size,

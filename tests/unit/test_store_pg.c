@@ -326,7 +326,7 @@ static size_t ledger_all(void *h, struct ledger_row **rows)
 {
 	struct ledger_filter f = {.since_ms = INT64_MIN, .until_ms = INT64_MAX};
 	size_t n = 0;
-	assert_int_equal(ops->ledger_query(h, &f, rows, &n, NULL), 0);
+	assert_int_equal(store_ledger_read(ops, h, &f, rows, &n, NULL), 0);
 	return n;
 }
 
@@ -1520,7 +1520,7 @@ static void ledger_append_and_filters(void **state)
 	for (size_t i = 0; i < sizeof(q) / sizeof(q[0]); i++) {
 		struct ledger_row *rows;
 		size_t n = 0;
-		assert_int_equal(ops->ledger_query(h, &q[i].f, &rows, &n,
+		assert_int_equal(store_ledger_read(ops, h, &q[i].f, &rows, &n,
 						   NULL), 0);
 		assert_int_equal(n, q[i].want);
 		for (size_t k = 1; k < n; k++) /* oldest first */
