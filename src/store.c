@@ -276,17 +276,29 @@ static int in_tx(struct store *s, enum store_commit commit,
 	return s->ops->tx(s->impl, commit, body, ctx, err);
 }
 
-/* 0 when statement q (MAYBE) finds row id, else SC_ENOENT naming what:
- * why a write by id changed nothing. */
-static int exists_or_missing(struct store *s, enum store_q q, int64_t id,
-			     const char *what, struct sc_err *err)
+/* Whether statement q (MAYBE, by id) finds row id: why a write by id
+ * changed nothing. */
+static int row_found(struct store *s, enum store_q q, int64_t id,
+		     bool *found, struct sc_err *err)
 {
 	const struct store_arg a = STORE_I64(id);
 	int64_t one = 0;
 	struct store_call c = {.q = q, .args = &a, .n_args = 1, .out = &one};
 	int rc = s->ops->call(s->impl, &c, err);
 
-	return rc || c.changed ? rc : store_missing_error(what, id, err);
+	*found = !rc && c.changed;
+	return rc;
+}
+
+/* A composed operation's ledger row, unfenced (none: nothing). */
+static int put_row(struct store *s, const struct ledger_row *row,
+		   struct sc_err *err)
+{
+	bool written;
+
+	return row ? store_ledger_put(s->ops, s->impl, NULL, row, &written,
+				      err)
+		   : 0;
 }
 
 /* ---- open / close ---------------------------------------------------- */
@@ -1465,25 +1477,25 @@ static int close_body(void *ctx, struct sc_err *err)
 	struct close_step *c = ctx;
 	struct store *s = c->s;
 	int64_t n = 0;
-	bool written;
 	int rc = call_write(s, STORE_Q_ALERT_CLOSE,
 			    ARGS(STORE_I64(c->id), STORE_I64(c->to),
 				 STORE_I64(sc_clock_now_ms(s->clock)),
 				 STORE_TEXT(c->note)),
 			    &n, err);
 
+	bool found;
+
 	c->closed = n > 0;
-	if (!rc && !c->closed)
-		return exists_or_missing(s, STORE_Q_ALERT_EXISTS, c->id,
-					 "alert", err);
+	if (!rc && !c->closed) {
+		rc = row_found(s, STORE_Q_ALERT_EXISTS, c->id, &found, err);
+		return rc || found ? rc : store_missing_error("alert", c->id,
+							      err);
+	}
 	if (!rc && c->then) {
 		struct raise_step r = {.s = s, .a = c->then};
 		rc = raise_in_tx(&r, err);
 	}
-	if (!rc && c->row)
-		rc = store_ledger_put(s->ops, s->impl, NULL, c->row, &written,
-				      err);
-	return rc;
+	return rc ? rc : put_row(s, c->row, err);
 }
 
 int store_alert_close(struct store *s, int64_t id, enum alert_status to,
@@ -1705,7 +1717,6 @@ static int send_finish_body(void *ctx, struct sc_err *err)
 	struct finish_step *f = ctx;
 	struct store *s = f->s;
 	int64_t n = 0;
-	bool written;
 	int rc = call_write(s, STORE_Q_SEND_FINISH,
 			    ARGS(STORE_I64(f->id), STORE_I64(f->token),
 				 STORE_I64(f->state), STORE_I64(f->next_try_ms),
@@ -1713,20 +1724,15 @@ static int send_finish_body(void *ctx, struct sc_err *err)
 				 STORE_I64(sc_clock_now_ms(s->clock))),
 			    &n, err);
 
+	bool found;
+
 	if (!rc && n == 0) {
-		int64_t one = 0;
-		const struct store_arg a = STORE_I64(f->id);
-		struct store_call c = {.q = STORE_Q_SEND_EXISTS, .args = &a,
-				       .n_args = 1, .out = &one};
-		rc = s->ops->call(s->impl, &c, err);
-		if (!rc)
-			rc = store_lease_error("alert send", "finish", f->id,
-					       f->token, c.changed, err);
+		rc = row_found(s, STORE_Q_SEND_EXISTS, f->id, &found, err);
+		return rc ? rc
+			  : store_lease_error("alert send", "finish", f->id,
+					      f->token, found, err);
 	}
-	if (!rc && f->row)
-		rc = store_ledger_put(s->ops, s->impl, NULL, f->row, &written,
-				      err);
-	return rc;
+	return rc ? rc : put_row(s, f->row, err);
 }
 
 int store_alert_send_finish(struct store *s, int64_t send_id,
