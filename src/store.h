@@ -3,13 +3,14 @@
  *
  * The layers above (queue, scheduler, orchestrator, delivery, http token
  * cache, ledger reports) see only the functions declared here. A backend
- * (store_sqlite.c now, store_pg.c later) fills a `struct store_ops`; each
+ * (store_sqlite.c, store_pg.c) fills a `struct store_ops`; each
  * operation below that changes more than one row is ONE transaction in the
  * backend, so a crash leaves either all of it or none of it.
  *
  * Threading: a `struct store` handle is used by one thread at a time.
  * Several threads (or processes, or machines with PostgreSQL) share work by
- * opening one handle each on the same database.
+ * opening one handle each on the same database. Never carry a handle
+ * across fork(): the child opens its own.
  *
  * Times are int64 UTC milliseconds, read from the clock given to
  * store_open (real or virtual), never from the system directly.
@@ -1755,6 +1756,12 @@ int store_dead_list_push(struct store_dead_list *dl,
  * (a group sync before the call returns) or NORMAL; PostgreSQL
  * synchronous_commit back to the server's setting, or off.
  * docs/internals/store.md shows the table.
+ *
+ * An error from a write means the write may or may not survive, durable
+ * or not: SQLite reports a group sync that failed after its COMMIT
+ * (SC_EIO; SC_ENOSPC for ENOSPC or EDQUOT), PostgreSQL a connection lost
+ * or abandoned before the commit's answer (SC_EIO). The caller treats
+ * both as a failed commit.
  */
 enum store_dur {
 	STORE_DUR_NONE = 0,  /* may be forgotten by any crash */

@@ -14,39 +14,31 @@
  *     by its unique key (ON CONFLICT DO NOTHING), closed and realerted by
  *     compare-and-set on its row. With the overlap rule on, a claim also
  *     holds the lock of each schedule it takes to its COMMIT and checks
- *     the rule under it (pg_claim_ruled): two nodes never run two slots
- *     of one `queue` schedule at once, and still never wait on each other.
- *   - Every state change that touches more than one row is ONE statement
- *     (data-modifying CTEs: the job update and its ledger row together) or
- *     one explicit transaction, so a crash or a lost connection leaves all
- *     of it or none of it.
- *   - Leases are fenced: every claim takes a fresh token from the sequence
- *     lease_tokens (unique across nodes); heartbeat, finish and release
- *     match on it and change nothing when it moved on.
+ *     the rule under it (pg_claim_ruled), so claims of one `queue`
+ *     schedule on two nodes still never wait on each other.
+ *   - An operation of several rows is ONE statement (data-modifying CTEs:
+ *     the job update and its ledger row together) or one explicit
+ *     transaction.
+ *   - Lease tokens come from the sequence lease_tokens, unique across
+ *     nodes, not from the row.
  *
  * SQL: every statement that carries a value is prepared once per
  * connection (PQprepare, lazily on first use) and run with PQexecPrepared
- * under a generic plan; two report queries run unnamed (PQexecParams) to
- * be planned with their values. Values travel only as parameters.
+ * under a generic plan; the few of oneshot[] run unnamed (PQexecParams)
+ * to be planned with their values. Values travel only as parameters.
  * Constant statements without values (BEGIN, COMMIT, DDL of the
  * migrations, LISTEN, SET) go through PQexec.
  *
- * Durability: the session runs with synchronous_commit off, so a commit
- * does not wait for the WAL flush unless the store's durability table
- * (store_durable.c) classes it SERVER or ALWAYS: each writing statement
- * takes the table's answer for its commit as a boolean parameter
- * (arg_dur), and when it is true sets synchronous_commit back to the
- * server's default inside the statement (DURABLE_IF below; on unless the
- * DBA changed it). Once such a write returns it survives a crash, and
- * because WAL is sequential every earlier commit is flushed with it. A
- * crash of the server can lose the last few hundred milliseconds of the
- * others, which only re-runs a job (at-least-once). What each commit may
- * lose and why that is harmless: the table's reasons, and
- * docs/internals/store.md per transition.
+ * Durability (each commit's class is the durability table's, store.h):
+ * the session runs with synchronous_commit off; a writing statement takes
+ * its commit's class as a boolean parameter (arg_dur) and, when durable,
+ * sets synchronous_commit back to the server's default inside the
+ * statement (DURABLE_IF). WAL is sequential, so a durable commit flushes
+ * every earlier one with it; a crash of the server can lose the last few
+ * hundred milliseconds of the others.
  *
- * Fencing (store.h): the outbox, guard, marker and duplicate-row writes
- * of a fenced handle run only while the job row, read FOR SHARE in the
- * same statement (FENCE_CTE), is ACTIVE under the lease token.
+ * Fencing (store.h): a fenced write reads the job row FOR SHARE in its
+ * own statement (FENCE_CTE).
  *
  * Connection loss: an operation whose connection broke returns SC_EIO with
  * a message that says so and drops the connection; the next operation
@@ -81,13 +73,13 @@
  * operations are drained right away (memory stays bounded) and remembered,
  * so the next wait returns at once.
  *
- * Schema version 14 (schema_version table, one row). To change the schema,
- * append a migration to `migrations` and bump SCHEMA_VERSION; a database
- * whose version is newer than SCHEMA_VERSION is refused with SC_EVERSION
- * and never touched. Migrations run under a transaction-scoped advisory
- * lock, so nodes starting together migrate once.
+ * Schema versioning: the schema_version table (one row) holds
+ * SCHEMA_VERSION. To change the schema, append a migration to
+ * `migrations` and bump SCHEMA_VERSION. Migrations run under a
+ * transaction-scoped advisory lock, so nodes starting together migrate
+ * once.
  *
- * Threading: one handle (one connection) per thread, as store.h says.
+ * Threading: one connection per handle (store.h: one thread at a time).
  */
 #include <errno.h>
 #include <inttypes.h>

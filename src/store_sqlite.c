@@ -7,48 +7,32 @@
  * no SQLITE_BUSY_SNAPSHOT). All SQL is prepared once per connection and
  * cached in `struct sq`; no SQL text is ever built from data.
  *
- * Durability (WAL mode). The connection runs with synchronous = NORMAL
- * (SQLite never fsyncs at commit, so no fsync is made while the write lock
- * is held). Which commits must survive a power cut is not decided here:
- * the store's durability table (store_durable.c) gives each commit its
- * class, and sync_for maps it to one of two levels:
- *   FULL   - (class ALWAYS) the commit is durable before the store call
- *            returns: after COMMIT (the write lock released) the handle
- *            waits for a group sync, one fdatasync of the -wal file shared
- *            by every handle of this process on the file whose durable
- *            commit was waiting ("group commit" below).
- *   NORMAL - (the others) no sync; the WAL is fsync'd at checkpoints and
- *            by the next group sync.
- * The WAL is append-only and a group sync flushes the whole file, so it
- * also makes every earlier NORMAL commit durable, and a power cut always
- * leaves a prefix of the commit history (never a hole in the middle).
- * A durable commit is visible to other handles before its sync: what they
- * do on it is later in the history, so a power cut that loses it loses
- * that too, or (a skipped run, a refused send) re-runs as after a crash
- * before the commit. A failed group sync is the call's error (SC_EIO, or
- * SC_ENOSPC for ENOSPC/EDQUOT) although the row is committed: the caller
- * treats it as it treats a failed commit, a write that may or may not
- * survive. What each commit may lose and why that is harmless: the table's
- * reasons, and docs/internals/store.md per transition.
+ * Durability (WAL mode; each commit's class is the durability table's,
+ * store.h). The connection runs with synchronous = NORMAL, so SQLite never
+ * fsyncs at commit, nor while the write lock is held; sync_for maps a
+ * class to FULL (after COMMIT, the call waits for a group sync of the
+ * -wal file: "group commit" below) or NORMAL (no sync: the WAL is synced
+ * at checkpoints and by the next group sync). Invariant: the WAL is
+ * append-only and a group sync flushes all of it, so a power cut leaves a
+ * prefix of the commit history, never a hole (docs/internals/store.md,
+ * "Durability"). A process crash (SIGKILL, OOM) loses nothing that was
+ * committed: the WAL is in the OS page cache.
  *
- * Fencing (store.h): the outbox, guard, marker and duplicate-row writes
- * of a fenced handle carry FENCE_OK in their own statement, so the lease
- * check and the write are one write transaction.
+ * Fencing (store.h): a fenced write carries FENCE_OK in its own statement.
  *
  * Disk full: a write that fails for space makes the handle fold in and
  * truncate the WAL before its next write, and checkpoint in small steps
  * from then on (reclaim_wal). Invariant: before a write, the free space
  * covers the WAL plus WAL_RESERVE_BYTES, else the WAL is folded in first
  * (wal_guard), so a checkpoint always fits once space is freed.
- * A process crash (SIGKILL, OOM) loses nothing that was committed, with
- * either setting: the WAL is in the OS page cache.
  *
  * Schema versioning: PRAGMA user_version holds SCHEMA_VERSION, and
  * PRAGMA application_id marks the file as ours. To change the schema, add a
  * step to `migrations[]` and bump SCHEMA_VERSION; steps run forward, in one
- * transaction, when a file of an older version is opened. A file with a
- * newer version, a foreign application id, a foreign schema, or no SQLite
- * header at all is refused before anything is written to it.
+ * transaction, when a file of an older version is opened. store_open's
+ * refusals (store.h) are judged from the file's header before SQLite opens
+ * it (precheck_file), then from SQLite's view before any write
+ * (check_schema).
  *
  * Reads at depth (issue 15): every ledger read a ledger years deep can
  * slow down has a statement whose plan uses an index (a statement per
@@ -60,13 +44,11 @@
  * no index of the ledger is in schedule order: ledger_day leads with the
  * day, so that a prune of the oldest days touches few pages (prune.md).
  *
- * Waiting for work (store_wait): SQLite has no notification channel, so
- * sq_wait looks at what another process's commit changes: the database
- * file and its -wal file (size and mtime), once per call after sleeping
- * min(timeout, STORE_WATCH_STEP_MS), against the handle's previous look.
+ * Waiting for work (store_wait, store.h): SQLite has no notification
+ * channel, so sq_wait watches the files another process's commit changes.
  *
- * Threading: one connection per handle, opened SQLITE_OPEN_NOMUTEX, used by
- * one thread at a time (store.h). Never carry a handle across fork().
+ * Threading: one connection per handle, opened SQLITE_OPEN_NOMUTEX (a
+ * handle is used by one thread at a time, store.h).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -1167,7 +1149,7 @@ static int db_fail(struct sq *q, int rc, const char *op, struct sc_err *err)
 	if (!sys && (rc & 0xff) == SQLITE_IOERR)
 		sys = saved_errno;
 	/* wal_hook's failed sync: SQLite reports it as SQLITE_ERROR, "SQL
-	 * logic error"; the commit itself was made (set_sync's comment). */
+	 * logic error"; the commit itself was made (wal_hook's comment). */
 	if (q->sync_errno) {
 		rc = SQLITE_IOERR_FSYNC;
 		sys = q->sync_errno;
