@@ -328,11 +328,13 @@ int store_job_enqueue_batch(struct store *s, struct store_enqueue *v,
  * as `allow` does. On: a job of a schedule named in neither list is
  * `queue`: it is not claimed while another job of its schedule is ACTIVE,
  * whichever handle, process or node holds it (the claim itself checks,
- * serialised with every other claim of the store), and one claim takes at
- * most one job of such a schedule. A schedule in `allow` is claimed as if
- * off; one in `skip` is claimed all the same, with store_job.overlapped
- * set when another job of its schedule was ACTIVE (or an earlier one of it
- * is in the same claim): the caller finishes it as LEDGER_SKIPPED.
+ * serialised with every other claim of the store), nor while an earlier
+ * due job of its schedule (in the claim order, below) is READY, and one
+ * claim takes at most one job of such a schedule. A schedule in `allow`
+ * is claimed as if off; one in `skip` is claimed all the same, with
+ * store_job.overlapped set when another job of its schedule was ACTIVE
+ * (or an earlier one of it is in the same claim): the caller finishes it
+ * as LEDGER_SKIPPED.
  * allow / skip: n_allow / n_skip names (NULL when 0), copied. The daemon
  * sets it from the configuration before each claim.
  * Errors: SC_EINVAL (a name empty, too long or holding a newline),

@@ -772,7 +772,6 @@ static const char *const sql[ST_COUNT] = {
 	" ON CONFLICT (schedule, slot_ms) DO NOTHING RETURNING id)"
 	" SELECT id, " NOTIFY ", " DURABLE_IF("9") " FROM i",
 	[ST_JOB_ID] = "SELECT id FROM jobs WHERE schedule = $1 AND slot_ms = $2",
-	/* run_at of a materialised slot is the slot itself. */
 	[STORE_Q_JOB_ENQUEUE_MANY] =
 	"WITH i AS (INSERT INTO jobs (schedule, slot_ms, max_attempts,"
 	" backoff, delay_ms, run_at_ms, created_ms, manual)"
@@ -843,16 +842,13 @@ static const char *const sql[ST_COUNT] = {
 	" AND j.id = ANY(ARRAY(SELECT id FROM c))"
 	" RETURNING " STORE_JOB_COLS_J ", false, " DURABLE_IF("6"),
 	/*
-	 * The claim with the overlap rule on, in two statements of one
-	 * transaction (pg_job_claim says why). pol 2 allow, 1 skip, 0 queue
-	 * (CLAIM_POL); a queue job only when no job of its schedule is ACTIVE
-	 * and it is the first of its schedule in the claim order
-	 * (CLAIM_HELD false); a skip job always, flagged when held; the
-	 * SQLite backend's ST_JOB_PICK, the same rule.
+	 * The claim with the overlap rule on (store.h, store_overlap_set),
+	 * in two statements of one transaction (pg_claim_ruled says why):
+	 * a queue job (CLAIM_POL 0) only when CLAIM_HELD is false, a skip
+	 * job always, flagged when held.
 	 *
 	 * ST_CLAIM_PICK: $1 now, $2 max, $3 ahead_ms, $4 allow, $5 skip, $6
-	 * filter on the known schedules (CLAIM_KNOWN; a job of another schedule is
-	 * passed over and waits for a node that knows it). Walks
+	 * filter on the known schedules (CLAIM_KNOWN). Walks
 	 * the due READY jobs in the claim order and returns (id and row
 	 * address, for ST_CLAIM_TAKE) up to $2 whose schedule lock
 	 * (CLAIM_SCHED_LOCK) it could take without waiting; a schedule
@@ -960,10 +956,9 @@ static const char *const sql[ST_COUNT] = {
 	" WHERE id = $1 AND " BY_ID_ACTIVE(STORE_FROM_HEARTBEAT)
 	" AND lease_token = $2 RETURNING " DURABLE_IF("5"),
 	/* $1 id, $2 token, $3 new state, $4 run_at, $5 now, $6..$10 ledger,
-	 * $11 the slot's marker too (DONE only). A WITH's write runs
-	 * whether or not the rest reads it; both read u, so neither is
-	 * written when the fence refuses. A DEAD job's row and a marker
-	 * must survive a crash of the server: durable. */
+	 * $11 the slot's marker too (DONE only), $12 durable. A WITH's
+	 * write runs whether or not the rest reads it; both read u, so
+	 * neither is written when the fence refuses. */
 	[ST_FINISH] =
 	"WITH u AS (UPDATE jobs SET state = $3::smallint,"
 	" run_at_ms = CASE WHEN $3::smallint = " STORE_SQL_READY " THEN $4::bigint"
@@ -980,9 +975,8 @@ static const char *const sql[ST_COUNT] = {
 	" RETURNING id, CASE WHEN $3::smallint = " STORE_SQL_READY " THEN "
 	NOTIFY " END,"
 	" " DURABLE_IF("12"),
-	/* $1 id, $2 token, $3 now, $4 run_at, $5 error class, $6 message.
-	 * The attempt is given back uncounted; the
-	 * ledger still says it happened. */
+	/* $1 id, $2 token, $3 now, $4 run_at, $5 error class, $6 message,
+	 * $7 durable. */
 	[STORE_Q_JOB_RELEASE] =
 	"WITH u AS (UPDATE jobs SET state = " STORE_SQL_READY ","
 	" run_at_ms = $4::bigint,"
@@ -1008,9 +1002,8 @@ static const char *const sql[ST_COUNT] = {
 	" ORDER BY id"
 	" FOR UPDATE SKIP LOCKED",
 	/* $1 now, $2 id, $3 new state (0 or 3), $4 the "stalled" row's
-	 * message, $5 the "lost" row's (NULL: the job lives on). The verdict
-	 * and both texts come from store_stall_rule: the "stalled" row, then
-	 * the "lost" row, in that order. */
+	 * message, $5 the "lost" row's (NULL: the job lives on): the
+	 * verdict of store_stall_rule. */
 	[ST_STALL] =
 	"WITH u AS (UPDATE jobs SET n_stalls = n_stalls + 1,"
 	" state = $3::smallint, run_at_ms = $1::bigint, lease_expires_ms = 0"
@@ -1087,7 +1080,7 @@ static const char *const sql[ST_COUNT] = {
 	" $10::bigint, $11) RETURNING " DURABLE_IF("12"),
 	/* Rows as one array per column: one statement, so all or none. The
 	 * conflict clause only ever matches a missed row (the partial index
-	 * ledger_missed_once); a lost row makes the commit durable. */
+	 * ledger_missed_once). */
 	[STORE_Q_LEDGER_MANY] =
 	"WITH i AS (INSERT INTO ledger (" LEDGER_COLS ") SELECT * FROM"
 	" unnest($1::text[], $2::bigint[], $3::bigint[], $4::integer[],"
@@ -1133,11 +1126,8 @@ static const char *const sql[ST_COUNT] = {
 	" LEFT JOIN outbox_body b ON b.schedule = o.schedule"
 	" AND b.slot_ms = o.slot_ms AND b.target = o.target"
 	" WHERE o.schedule = $1 AND o.slot_ms = $2 AND o.target = $3",
-	/* SENT and ABANDONED are final: the WHERE keeps a closed row from
-	 * ever reopening. SENT
-	 * (the guard) and SENDING (which turns a crash mid-send into a
-	 * declared duplicate) are durable before this returns. $6, $7: the
-	 * fence. Answer: ok, rows changed, -. */
+	/* $5 now, $6, $7: the fence, $8 durable. Answer: ok, rows
+	 * changed, -. */
 	[STORE_Q_OUTBOX_SET] =
 	"WITH " FENCE_CTE("$6", "$7") ","
 	" u AS (UPDATE outbox SET state = $4::smallint,"
@@ -1150,9 +1140,8 @@ static const char *const sql[ST_COUNT] = {
 	" RETURNING 1)"
 	" SELECT f.ok, (SELECT count(*) FROM u), " DURABLE_IF("8")
 	" FROM f",
-	/* Only a held row: the state checked in the write, so a change since
-	 * the operator's read is never overwritten. $4 SENT or FAILED, $5
-	 * now, $6, $7: the fence, $8 durable. Answer: ok, rows changed, -. */
+	/* $4 SENT or FAILED, $5 now, $6, $7: the fence, $8 durable.
+	 * Answer: ok, rows changed, -. */
 	[STORE_Q_OUTBOX_RELEASE] =
 	"WITH " FENCE_CTE("$6", "$7") ","
 	" u AS (UPDATE outbox SET state = $4::smallint,"
@@ -1177,10 +1166,9 @@ static const char *const sql[ST_COUNT] = {
 	[STORE_Q_OUTBOX_LIST] =
 	"SELECT target, state, n_tries FROM outbox"
 	" WHERE schedule = $1 AND slot_ms = $2 ORDER BY target COLLATE \"C\"",
-	/* The row closed (while still in state $4) and its ledger row
-	 * ($6..$16) in one statement, durable. $5 now, typed only: no
-	 * column keeps it here. $17, $18: the fence. Answer: ok, rows
-	 * closed, -, -. */
+	/* $4 the state it must still be in, $5 now (typed only: no column
+	 * keeps it here), $6..$16 its ledger row, $17, $18: the fence, $19
+	 * durable. Answer: ok, rows closed, -, -. */
 	[STORE_Q_OUTBOX_ABANDON] =
 	"WITH " FENCE_CTE("$17", "$18") ","
 	" u AS (UPDATE outbox SET state = " STORE_SQL_ABANDONED
@@ -1192,9 +1180,8 @@ static const char *const sql[ST_COUNT] = {
 	" RETURNING 1)"
 	" SELECT f.ok, (SELECT count(*) FROM u), $5::bigint,"
 	" " DURABLE_IF("19") " FROM f",
-	/* $1..$4 arrays (schedule, from, cron, tz), $5 now: each written
-	 * unless the schedule's newest record says the same. Answer: the
-	 * records written. */
+	/* $1..$4 arrays (schedule, from, cron, tz), $5 now, $6 durable.
+	 * Answer: the records written. */
 	[STORE_Q_CRON_NOTE] =
 	"WITH i AS (INSERT INTO cron_history (schedule, from_ms, cron, tz,"
 	" recorded_ms) SELECT v.s, v.f, v.c, v.z, $5::bigint FROM"
@@ -1292,8 +1279,7 @@ static const char *const sql[ST_COUNT] = {
 	" clock_offset_ms FROM nodes ORDER BY id COLLATE \"C\"",
 	[STORE_Q_NODE_LEAVE] =
 	"DELETE FROM nodes WHERE id = $1 RETURNING " DURABLE_IF("2"),
-	/* A paused row for a slot that has one already is dropped, as a
-	 * missed one is (the partial index ledger_paused_once). */
+	/* The partial index ledger_paused_once, as STORE_Q_LEDGER_MISSED. */
 	[STORE_Q_LEDGER_PAUSED] =
 	"INSERT INTO ledger (" LEDGER_COLS ") VALUES ($1, $2::bigint,"
 	" $3::bigint, $4::integer, $5::bigint, $6::bigint, $7::text, $8, $9,"
@@ -1443,9 +1429,6 @@ static const char *const sql[ST_COUNT] = {
 	"SELECT " SEND_COLS("s.state", "NULL") " FROM alert_sends s"
 	" JOIN alerts a ON a.id = s.alert_id WHERE s.alert_id = $1::bigint"
 	" ORDER BY s.id",
-	/* The timing pass (store_sla_scan): jobs_due and jobs_lease, the
-	 * partial indexes of READY and ACTIVE rows, and per schedule known
-	 * to the scheduler two primary-key probes. */
 	[STORE_Q_SLA_LATE] =
 	"SELECT " STORE_JOB_COLS " FROM jobs WHERE state = " STORE_SQL_READY
 	" AND attempts = 0"
@@ -3223,46 +3206,6 @@ static void claim_ids(const PGresult *res, char *ids, char *tids)
 }
 
 /*
- * The claim with the overlap rule on: "no ACTIVE job of the schedule"
- * must hold against claims made at the same time on other nodes. In READ
- * COMMITTED a statement sees what was committed when it began, so two
- * claims running together could each find no ACTIVE job and take two
- * slots of one queue schedule (SKIP LOCKED keeps them off the same ROW,
- * not the same schedule: say a retry due since a minute, claimed by one,
- * and a fresh slot just due, which comes first in the claim order for
- * the other). Hence one lock per schedule, held by the claiming
- * transaction to its COMMIT, and the rule checked under it:
- *   1. ST_CLAIM_PICK walks the due jobs and takes the locks of the
- *      schedules it picks, passing over those held by other claimers;
- *   2. ST_CLAIM_TAKE checks the rule again for the picked jobs, in a
- *      snapshot taken after the locks were: a claim of the same schedule
- *      that committed before is seen there; one that has not committed
- *      holds the lock, so it was passed over.
- * Claims of different schedules run side by side, on every node. (Until
- * 2026-12 one lock served every schedule: claims of all nodes ran one at
- * a time, each holding it through its COMMIT's WAL flush, and 1,576 slots
- * due at once took 6-7 s to start on PostgreSQL; docs/bench.md.) A job
- * picked but claimed by another meanwhile (its commit fell between the
- * two snapshots) is dropped by step 2; if all were, step 1 runs again, in
- * a new transaction, at most CLAIM_TRIES times. "now" is read anew for
- * step 2, once the locks are held, so that an attempt never starts on
- * record before the finish of its schedule's previous one that step 2
- * sees.
- *
- * Every claim also takes CLAIM_LOCK_KEY shared: a node of an earlier
- * version takes it exclusively for its whole claim, so the two kinds
- * never claim at the same time while a fleet is being upgraded. And no
- * parallel plan, which ST_CLAIM_PICK's order relies on (see there).
- *
- * Two round trips (pipe_run): BEGIN, the settings and the shared lock
- * (ST_CLAIM_OPEN), and step 1 in one; step 2 and COMMIT in the other.
- * Step 2 must wait for step 1's answer (its ids), the COMMIT need not:
- * a take that claimed nothing commits nothing. A burst of runs on a
- * busy 2-core host spent its CPU on each statement's wake-ups as much as
- * on the statements (docs/bench.md, 2026-12-06); four round trips a
- * claim were two more than the claim needs.
- */
-/*
  * Makes the connection's claim_known table (CLAIM_KNOWN) hold the rule's
  * known schedules: created on the connection's first claim or next-due
  * read (before their statements are prepared, which name it), loaded
@@ -3302,6 +3245,46 @@ static int known_sync(struct pg *p, bool *on, struct sc_err *err)
 	return 0;
 }
 
+/*
+ * The claim with the overlap rule on: "no ACTIVE job of the schedule"
+ * must hold against claims made at the same time on other nodes. In READ
+ * COMMITTED a statement sees what was committed when it began, so two
+ * claims running together could each find no ACTIVE job and take two
+ * slots of one queue schedule (SKIP LOCKED keeps them off the same ROW,
+ * not the same schedule: say a retry due since a minute, claimed by one,
+ * and a fresh slot just due, which comes first in the claim order for
+ * the other). Hence one lock per schedule, held by the claiming
+ * transaction to its COMMIT, and the rule checked under it:
+ *   1. ST_CLAIM_PICK walks the due jobs and takes the locks of the
+ *      schedules it picks, passing over those held by other claimers;
+ *   2. ST_CLAIM_TAKE checks the rule again for the picked jobs, in a
+ *      snapshot taken after the locks were: a claim of the same schedule
+ *      that committed before is seen there; one that has not committed
+ *      holds the lock, so it was passed over.
+ * Claims of different schedules run side by side, on every node. (Until
+ * 2026-12 one lock served every schedule: claims of all nodes ran one at
+ * a time, each holding it through its COMMIT's WAL flush, and 1,576 slots
+ * due at once took 6-7 s to start on PostgreSQL; docs/bench.md.) A job
+ * picked but claimed by another meanwhile (its commit fell between the
+ * two snapshots) is dropped by step 2; if all were, step 1 runs again, in
+ * a new transaction, at most CLAIM_TRIES times. "now" is read anew for
+ * step 2, once the locks are held, so that an attempt never starts on
+ * record before the finish of its schedule's previous one that step 2
+ * sees.
+ *
+ * Every claim also takes CLAIM_LOCK_KEY shared: a node of an earlier
+ * version takes it exclusively for its whole claim, so the two kinds
+ * never claim at the same time while a fleet is being upgraded. And no
+ * parallel plan, which ST_CLAIM_PICK's order relies on (see there).
+ *
+ * Two round trips (pipe_run): BEGIN, the settings and the shared lock
+ * (ST_CLAIM_OPEN), and step 1 in one; step 2 and COMMIT in the other.
+ * Step 2 must wait for step 1's answer (its ids), the COMMIT need not:
+ * a take that claimed nothing commits nothing. A burst of runs on a
+ * busy 2-core host spent its CPU on each statement's wake-ups as much as
+ * on the statements (docs/bench.md, 2026-12-06); four round trips a
+ * claim were two more than the claim needs.
+ */
 static int pg_claim_ruled(struct pg *p, const struct store_claim_rule *r,
 			  const char *worker, int64_t lease_ms,
 			  int64_t ahead_ms, size_t max, PGresult **out,

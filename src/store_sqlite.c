@@ -542,15 +542,13 @@ static const char *const migrations[SCHEMA_VERSION] = {
 	" FROM alert_sends s JOIN alerts a ON a.id = s.alert_id"
 
 #define LEDGER_COLS "id, " STORE_LEDGER_COLS
-/* A missed row for a slot that has one already is dropped (the conflict
- * target names the partial index ledger_missed_once, so only that
- * conflict is ignored; any other constraint still fails). */
-/* A schedule's last slot, never moved back. */
 #define SCHED_SET_SQL                                                     \
 	"INSERT INTO sched_state(schedule, last_slot_ms, updated_ms) "       \
 	"VALUES (?1, ?2, ?3) ON CONFLICT (schedule) DO UPDATE SET "         \
 	"last_slot_ms = max(last_slot_ms, excluded.last_slot_ms), "         \
 	"updated_ms = excluded.updated_ms"
+/* The conflict target names the partial index ledger_missed_once, so
+ * only that conflict is ignored; any other constraint still fails. */
 #define LEDGER_MISSED_SQL                                                 \
 	"INSERT INTO ledger(" STORE_LEDGER_COLS ") "                         \
 	"VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) "            \
@@ -700,13 +698,13 @@ static const char *const stmt_sql[N_STMT] = {
 	 * reads the row anyway, and the claim then sets the taken job's new
 	 * fields itself rather than reading the row again, issue 45);
 	 * column 16 is the job's verdict: 0 take it, 1 take it flagged
-	 * overlapped, NULL pass over it. An allow job (or the rule
-	 * off) is taken with no further read. A queue job is taken only when
-	 * it is not held: no job of its schedule is ACTIVE (busy) and it is
-	 * its schedule's first due READY job in the claim order; a skip job
-	 * always, flagged when held. "First" is bounded by the candidate
-	 * itself, never by now: an earlier first attempt b of a first attempt
-	 * j has (b.run_at, b.id) < (j.run_at, j.id), and for a retry j, an
+	 * overlapped, NULL pass over it. An allow job (or the rule off) is
+	 * taken with no further read; a queue job only when not held (a job
+	 * of its schedule ACTIVE, or an earlier one due: store.h,
+	 * store_overlap_set); a skip job always, flagged when held. "Earlier"
+	 * is bounded by the candidate itself, never by now: an earlier first
+	 * attempt b of a first attempt j has (b.run_at, b.id) < (j.run_at,
+	 * j.id), and for a retry j, an
 	 * earlier job is any due first attempt (one seek, the first found
 	 * ends it) or a retry with (run_at, id) < j's. Every test is one seek
 	 * of a partial index led by the schedule, which holds no DONE job:
@@ -714,9 +712,9 @@ static const char *const stmt_sql[N_STMT] = {
 	 * jobs_open (schedule, state, run_at) of the READY and DEAD jobs for
 	 * the others (`state = 0` lets SQLite use it; the `state <> 2` kept
 	 * beside it is what made the schema-5 index usable), each ended by
-	 * the first entry that matches: the first job of a
-	 * schedule finds only itself in its range, a later one finds an
-	 * earlier one at once, whatever the depth of the backlog. The tests
+	 * the first entry that matches: the first job of a schedule finds
+	 * only itself in its range, a later one finds an earlier one at once,
+	 * whatever the depth of the backlog. The tests
 	 * sit in WHEN clauses, which SQLite evaluates lazily in order (an OR
 	 * there jumps), and each walked row is evaluated once: no outer
 	 * query repeats the expression in a WHERE. A schedule's due jobs of
@@ -727,9 +725,8 @@ static const char *const stmt_sql[N_STMT] = {
 	 * The claim runs under BEGIN IMMEDIATE: no other handle's claim or
 	 * finish commits between this read and the update, so "no ACTIVE
 	 * job" holds across processes. ?8 (issue 43): 1 to take only the
-	 * schedules this node knows (store_claim_known_set; 0: any); a job
-	 * of another schedule is passed over and waits for a node that
-	 * knows it. The test is sc_known (known_fn), a lookup in the hash
+	 * schedules this node knows (store_claim_known_set; 0: any). The
+	 * test is sc_known (known_fn), a lookup in the hash
 	 * the set was built with: an IN over json_each(the list) built its
 	 * set again at every run of the statement, 15-30 ms and 4 MB a
 	 * claim at 100,000 schedules (issue 45).
@@ -821,11 +818,8 @@ static const char *const stmt_sql[N_STMT] = {
 		"UPDATE jobs SET lease_expires_ms = ?1 + ?2 "
 		"WHERE state = " STORE_FROM_LEASE_CLAMP " AND lease_expires_ms > "
 		"?1 + ?2 + ?3",
-	/* ?1: 1 to take the known schedules only (ST_JOB_PICK's ?8,
-	 * issue 43; 0: any): the first READY job the claim may take, by a
-	 * walk of
-	 * jobs_ready in order that passes over the others, so that a job
-	 * no node of this config runs never reads as due here. */
+	/* ?1 as ST_JOB_PICK's ?8: the first READY job the claim may take,
+	 * by a walk of jobs_ready in order that passes over the others. */
 	[ST_JOB_NEXT_DUE] =
 		"SELECT min(m) FROM ("
 		"SELECT (SELECT run_at_ms FROM jobs WHERE state = " STORE_FROM_CLAIM
@@ -889,8 +883,6 @@ static const char *const stmt_sql[N_STMT] = {
 		"LEFT JOIN outbox_body b ON b.schedule = o.schedule AND "
 		"b.slot_ms = o.slot_ms AND b.target = o.target "
 		"WHERE o.schedule = ?1 AND o.slot_ms = ?2 AND o.target = ?3",
-	/* Not closed: a send guard (SENT) or an abandoned row never changes
-	 * again (STORE_BUT_OUTBOX_SET). */
 	[STORE_Q_OUTBOX_SET] =
 		"UPDATE outbox SET state = ?4, "
 		"n_tries = n_tries + (?4 = " STORE_SQL_SENDING "), "
@@ -899,8 +891,6 @@ static const char *const stmt_sql[N_STMT] = {
 		"updated_ms = ?5 "
 		"WHERE schedule = ?1 AND slot_ms = ?2 AND target = ?3 AND "
 		"state NOT IN (" STORE_BUT_OUTBOX_SET ") AND " FENCE_OK,
-	/* Only a held row: the state checked in the write, so a change
-	 * since the operator's read is never overwritten. */
 	[STORE_Q_OUTBOX_RELEASE] =
 		"UPDATE outbox SET state = ?4, "
 		"sent_ms = CASE WHEN ?4 = " STORE_SQL_SENT " THEN ?5 ELSE "
@@ -916,14 +906,12 @@ static const char *const stmt_sql[N_STMT] = {
 	[STORE_Q_OUTBOX_LIST] =
 		"SELECT target, state, n_tries FROM outbox WHERE schedule = ?1 "
 		"AND slot_ms = ?2 ORDER BY target",
-	/* ?4 the state it must still be in: an operator's release between
-	 * the caller's read and this write leaves the row alone. */
-	/* Its ledger row, ?6..?16, follows (sq_then: ST_ABANDONED_ROW). */
+	/* ?4 the state it must still be in; its ledger row, ?6..?16,
+	 * follows (sq_then: ST_ABANDONED_ROW). */
 	[STORE_Q_OUTBOX_ABANDON] =
 		"UPDATE outbox SET state = " STORE_SQL_ABANDONED ", updated_ms = ?5 "
 		"WHERE schedule = ?1 AND slot_ms = ?2 AND target = ?3 AND "
 		"state = ?4 AND " FENCE_OK,
-	/* Written unless the schedule's newest record says the same. */
 	[STORE_Q_CRON_NOTE] =
 		"INSERT INTO cron_history(schedule, from_ms, cron, tz, "
 		"recorded_ms) SELECT ?1, ?2, ?3, ?4, ?5 WHERE NOT EXISTS "
@@ -972,8 +960,7 @@ static const char *const stmt_sql[N_STMT] = {
 	[STORE_Q_NODES] = "SELECT id, host, pid, version, config_digest, "
 		     "started_ms, seen_ms, NULL FROM nodes ORDER BY id",
 	[STORE_Q_NODE_LEAVE] = "DELETE FROM nodes WHERE id = ?1",
-	/* A paused row for a slot that has one already is dropped, as a
-	 * missed one is (the partial index ledger_paused_once). */
+	/* The partial index ledger_paused_once, as LEDGER_MISSED_SQL. */
 	[STORE_Q_LEDGER_PAUSED] =
 		"INSERT INTO ledger(schedule, slot_ms, job_id, attempt, "
 		"started_ms, finished_ms, outcome, error_class, error_msg, "
@@ -992,9 +979,8 @@ static const char *const stmt_sql[N_STMT] = {
 		"expires_ms = excluded.expires_ms, "
 		"updated_ms = excluded.updated_ms",
 	[STORE_Q_TOKEN_DROP] = "DELETE FROM token_cache WHERE provider = ?1",
-	/* ?1 name, ?2 owner, ?3 now, ?4 ttl. Compare-and-set in one
-	 * statement: the row is written only when it is free (no row),
-	 * expired, or already owner's; changes() says which. */
+	/* ?1 name, ?2 owner, ?3 now, ?4 ttl; changes() says whether it
+	 * was taken. */
 	[STORE_Q_LEASE_TAKE] =
 		"INSERT INTO leases(name, owner, expires_ms) "
 		"VALUES(?1, ?2, ?3 + ?4) ON CONFLICT(name) DO UPDATE "
@@ -1084,9 +1070,6 @@ static const char *const stmt_sql[N_STMT] = {
 	[STORE_Q_ALERT_SENDS] =
 		"SELECT " SEND_COLS("s.state", "NULL") " WHERE s.alert_id = ?1 "
 		"ORDER BY s.id",
-	/* The timing pass (store_sla_scan): the claim's and the recovery's
-	 * partial indexes, and per schedule known to the scheduler two
-	 * primary-key probes; DONE jobs and old markers are never read. */
 	[STORE_Q_SLA_LATE] =
 		"SELECT " STORE_JOB_COLS " FROM jobs WHERE state = "
 		STORE_SQL_READY " AND "
