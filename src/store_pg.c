@@ -1509,8 +1509,8 @@ static void arg_bool(struct args *a, bool b)
 }
 
 /* The durability table's answer for commit c as the boolean parameter of
- * DURABLE_IF: durable unless the class is STORE_DUR_NONE (SERVER is
- * durable here: the daemons outlive a crash of the server). */
+ * DURABLE_IF: durable unless the class is STORE_DUR_NONE (store.h, enum
+ * store_dur: SERVER is durable on a server). */
 static void arg_dur(struct args *a, enum store_commit c)
 {
 	arg_bool(a, store_commit_class(c) != STORE_DUR_NONE);
@@ -2904,8 +2904,7 @@ static int migrate(struct pg *p, bool create, struct sc_err *err)
 			err);
 	if (rc)
 		goto fail_tx;
-	/* The commit's durability is the table's (a half-remembered schema
-	 * would be found old again by a node that already used the new). */
+	/* The commit's durability is the table's. */
 	if (store_commit_class(STORE_COMMIT_MIGRATE) != STORE_DUR_NONE) {
 		rc = exec_const(p, "SELECT " DURABLE, err);
 		if (rc)
@@ -3442,16 +3441,13 @@ static int fence_error(struct pg *p, int64_t id, int64_t lease_token,
 }
 
 /*
- * Runs ST_FINISH: one statement, so it commits whole or not at all, and
- * the same statement in every build (what a release runs is what the
- * crash tests ran). The crash points of store.h's contract fire right
- * before it is sent: for a transaction of one statement that is the
- * instant "after the writes, before COMMIT" stands for, since a crash
- * there leaves the same store (nothing of the finish committed; the
- * server aborts an open transaction of a dead client). "store.commit:err"
- * fails it there the same way: SC_EIO, nothing committed. (A BEGIN/COMMIT
- * around it would cost two round trips per finish: about a third of the
- * claim+complete throughput, bench_pg.)
+ * Runs ST_FINISH, one statement, with the crash points of store.h's
+ * store_job_finish right before it is sent (a crash there leaves what a
+ * crash before COMMIT would: the server aborts an open transaction of a
+ * dead client). "store.commit:err" fails it there the same way: SC_EIO,
+ * nothing committed. (A BEGIN/COMMIT around it would cost two round
+ * trips per finish: about a third of the claim+complete throughput,
+ * bench_pg.)
  */
 static int run_finish(struct pg *p, const struct args *a,
 		      enum job_state new_state, PGresult **res,
@@ -3510,15 +3506,12 @@ static int pg_job_finish(void *impl, int64_t id, int64_t lease_token,
 }
 
 /*
- * Completions ready together (store_job_complete_many): BEGIN, each
- * job's ST_FINISH, COMMIT, sent in one round trip (pipe_run) and
+ * Completions ready together (store_job_complete_many; why sharing the
+ * commit is safe: docs/internals/store.md, "Shared commits"): BEGIN,
+ * each job's ST_FINISH, COMMIT, sent in one round trip (pipe_run) and
  * committed once, where one by one each was a round trip and a commit.
- * Each is the asynchronous commit it was alone (no marker, DONE: no
- * DURABLE); sharing it changes what a crash of the server can take
- * (all of them or none, where it was a suffix of them), not whether it
- * can. A refused job (its fence: no row) wrote nothing and leaves the
- * others to commit, and is told apart afterwards (fence_error); any
- * other failure rolls every one of them back.
+ * A refused job (its fence: no row) wrote nothing and does not stop the
+ * others; it is told apart afterwards (fence_error).
  */
 static int pg_job_complete_many(void *impl, const struct store_job *jobs,
 				size_t n, const struct ledger_row *row,

@@ -1351,9 +1351,9 @@ static void reclaim_wal(struct sq *q)
  * before the store call returns, wal_hook (which SQLite calls after the
  * commit, with the lock released) waits in group_sync until one fdatasync
  * of the -wal file that started after the commit has succeeded. fsync
- * flushes the inode, whichever descriptor asks, and the WAL is
- * append-only, so that sync makes the commit and every earlier one
- * durable, and a power cut still leaves a prefix of the history.
+ * flushes the inode whichever descriptor asks, so one sync serves the
+ * commits of every handle (and, the WAL being append-only, every earlier
+ * commit: the prefix invariant at the top).
  *
  * group_sync is the classic group commit: a waiter queues itself under
  * mu; when no sync runs, the first waiter becomes the syncer, takes the
@@ -1592,10 +1592,8 @@ static void hook_install(struct sq *q, int pages)
 }
 
 /*
- * The level of commit c, from the store's durability table (store.h,
- * store_durable.c): only ALWAYS is synced here. SERVER is NORMAL on a
- * file: a power cut takes the daemon along with the commit, and the
- * database keeps a prefix of its history, so what it forgets is redone.
+ * The level of commit c, from the store's durability table: only ALWAYS
+ * is synced here (SERVER is NONE on a file, store.h enum store_dur).
  */
 static enum sync_level sync_for(enum store_commit c)
 {
@@ -2625,8 +2623,8 @@ static int sq_job_enqueue(void *impl, const char *schedule, int64_t slot_ms,
 	return 0;
 }
 
-/* The jobs and states of a scheduler tick, one transaction (SYNC_NORMAL,
- * like an enqueue): each job, then its schedule's state. */
+/* The jobs and states of a scheduler tick, one transaction (an
+ * enqueue's commit): each job, then its schedule's state. */
 static int sq_job_enqueue_batch(void *impl, struct store_enqueue *v,
 				size_t n, struct sc_err *err)
 {
@@ -2791,9 +2789,8 @@ static int lease_error(struct sq *q, enum stmt_id exists, const char *what,
  * Runs a fenced UPDATE (ST_JOB_FINISH) and fills the
  * schedule, slot, attempt and started fields of *r from the row it
  * changed (ST_JOB_ENDED, in the same transaction), unless `known` gives
- * them (the claimed job as its claim returned it: the fence held, so
- * the row is still that claim's and those fields are the claim's).
- * SC_ELEASE / SC_ENOENT when nothing matched.
+ * them (the claim's copy: store.h, store_job_finish). SC_ELEASE /
+ * SC_ENOENT when nothing matched.
  */
 static int fenced_update(struct sq *q, enum stmt_id id_st, int64_t id,
 			 int64_t token, int state, int64_t run_at_ms,
@@ -2867,8 +2864,7 @@ static int finish_in_tx(struct sq *q, int64_t id, int64_t lease_token,
 			struct sc_err *err)
 {
 	struct ledger_row r = {0};
-	/* The caller's copy of the claimed job (store.h, store_job_finish):
-	 * one read fewer per finish. */
+	/* The caller's copy of the claimed job: one read fewer per finish. */
 	const struct ledger_row *known =
 		row && row->job_id == id && row->schedule[0] ? row : NULL;
 	int rc = fenced_update(q, ST_JOB_FINISH, id, lease_token,
@@ -2901,8 +2897,6 @@ static int sq_job_finish(void *impl, int64_t id, int64_t lease_token,
 			 struct sc_err *err)
 {
 	struct sq *q = impl;
-	/* A DEAD job's "lost" row is the loud record of a lost slot: it
-	 * must survive a power cut like a guard does; so must a marker. */
 	int rc = tx_begin(q, sync_for(store_commit_of_finish(new_state, mark)),
 			  err);
 
@@ -2923,12 +2917,10 @@ static int sq_job_finish(void *impl, int64_t id, int64_t lease_token,
 }
 
 /*
- * Completions ready together, one commit (store_job_complete_many). The
- * level is NORMAL, each completion's own: sharing the commit changes
- * what a power cut can take (all of them or none, where it was a prefix
- * of them), not whether it can. A refused job (SC_ELEASE, SC_ENOENT)
- * wrote nothing and leaves the others to commit; any other error rolls
- * every one of them back.
+ * Completions ready together, one transaction (store_job_complete_many;
+ * why sharing the commit is safe: docs/internals/store.md, "Shared
+ * commits"). A refused job (SC_ELEASE, SC_ENOENT) comes before any write
+ * of it (finish_in_tx), so the transaction goes on with the others.
  */
 static int sq_job_complete_many(void *impl, const struct store_job *jobs,
 				size_t n, const struct ledger_row *row,
@@ -2986,9 +2978,8 @@ static int recover_batch(struct sq *q, int max_stalls, int *n,
 	e = calloc(RECOVER_BATCH, sizeof(*e));
 	if (!e)
 		return sc_err_set(err, SC_ENOMEM, "out of memory");
-	/* Recovery is rare (a worker died), and a recovered job may turn
-	 * DEAD with a "lost" row, which must be durable: commit with FULL.
-	 * The level cannot change inside a transaction, hence up front. */
+	/* The level cannot change inside a transaction, hence up front:
+	 * the recovery's, for the whole batch. */
 	rc = tx_begin(q, sync_for(STORE_COMMIT_RECOVER), err);
 	if (rc)
 		goto done;
