@@ -1852,12 +1852,13 @@ enum store_commit store_commit_of_alert_send(enum send_state state);
  * docs/internals/store.md.
  *
  * Both backends store a state as the integer value of its enum (job_state,
- * send_state for outbox rows and alert sends alike, alert_status), so
- * STORE_SQL_<STATE> is that value as SQL text, and STORE_FROM_<T> the
- * states transition T may leave as a SQL list of them (STORE_BUT_<T>: it
- * may leave every state but those). All of it is string-literal
- * concatenation: the statements' text, and so their plans, are what they
- * were when the numbers were spelled in place.
+ * send_state for outbox rows and alert sends alike, alert_status): the
+ * values are part of both file formats, and changing one takes a
+ * migration on each. STORE_SQL_<STATE> is that value as SQL text, and
+ * STORE_FROM_<T> the states transition T may leave as a SQL list of them
+ * (STORE_BUT_<T>: it may leave every state but those). All of it is
+ * string-literal concatenation: the statements' text, and so their
+ * plans, are what they were when the numbers were spelled in place.
  *
  * A statement spells a set of one state "state = " STORE_FROM_T, never
  * "state IN (" STORE_FROM_T ")": SQLite proves a partial index's WHERE

@@ -200,11 +200,10 @@ static const char *const migration_1[] = {
 };
 
 /*
- * 1 -> 2: a slot is recorded as missed at most once. Nodes catching up the
- * same downtime at once could each write a missed row (the scheduler's
- * check is read-then-write): keep the first (lowest id) of each
- * (schedule, slot), then let a unique index refuse the next. Partial, so
- * that attempt rows never touch it.
+ * 1 -> 2: a missed row once per slot, as on SQLite (store.h,
+ * store_ledger_append): keep the first (lowest id) of each (schedule,
+ * slot), then let a unique index refuse the next. Partial, so that
+ * attempt rows never touch it.
  */
 static const char *const migration_2[] = {
 	"DELETE FROM ledger WHERE outcome = '" LEDGER_MISSED "' AND id NOT IN"
@@ -237,13 +236,8 @@ static const char *const migration_3[] = {
 };
 
 /*
- * 3 -> 4: an alert is a delivery too (issue 13), as on SQLite. The jobs
- * already DEAD had their alerts under the old code, so they count as
- * alerted (a first start after the upgrade must not alert history); the
- * partial index keeps finished jobs out of the search for unalerted ones.
- * alerts: one row per (schedule, slot, reason, generation); alert_sends:
- * one per (alert, round, target), with its send state and lease. Status
- * and states are the integer values of enum alert_status / send_state.
+ * 3 -> 4: an alert is a delivery too (issue 13), as on SQLite
+ * (docs/internals/store.md, schema 4 and the alert tables).
  */
 static const char *const migration_4[] = {
 	"ALTER TABLE jobs ADD COLUMN alerted smallint NOT NULL DEFAULT 0",
@@ -331,10 +325,9 @@ static const char *const migration_6[] = {
 };
 
 /*
- * 6 -> 7: pauses (issue 17), as on SQLite: one row per schedule ever
- * paused (its newest pause, ended ones kept for a later catch-up), and
- * a paused ledger row kept once per slot whatever the nodes do, by a
- * partial unique index as ledger_missed_once does for missed rows.
+ * 6 -> 7: pauses (issue 17; store.h, struct store_pause), as on SQLite,
+ * and a paused row once per slot by a partial unique index, as
+ * ledger_missed_once.
  */
 static const char *const migration_7[] = {
 	"CREATE TABLE pauses ("
@@ -418,9 +411,9 @@ static const char *const migration_9[] = {
 /*
  * 9 -> 10 (issue 43): each schedule's newest run row (an outcome of
  * LEDGER_RUN_OUTCOMES_SQL) in ledger_head beside its newest row, kept by
- * the same trigger, as on SQLite (schema 10 there): `status` shows the
- * last run, never an alert's or a missed slot's row. The heads are
- * filled by one backward walk of ledger_slot per schedule.
+ * the same trigger, as on SQLite (schema 10 there; store.h,
+ * store_sched_summaries). The heads are filled by one backward walk of
+ * ledger_slot per schedule.
  */
 #define HEAD_RUN_NEWER                                                     \
 	"excluded.run_id IS NOT NULL AND (h.run_id IS NULL OR"              \

@@ -102,9 +102,8 @@
 
 /*
  * migrations[k] takes a file from version k to k+1. Never edit a step that
- * has shipped; add one. Job states and outbox states are stored as the
- * integer values of enum job_state / enum send_state (store.h), which are
- * therefore part of the file format.
+ * has shipped; add one. States are stored as their enums' values (store.h,
+ * "transitions").
  */
 /* The day of a slot, as ledger_day indexes it: a read that seeks the
  * index must spell the expression the same way. */
@@ -199,12 +198,10 @@ static const char *const migrations[SCHEMA_VERSION] = {
 	" updated_ms INTEGER NOT NULL);"
 	"PRAGMA application_id = 1396920881;" /* APP_ID in decimal */
 	"PRAGMA user_version = 1;",
-	/* 1 -> 2: a slot is recorded as missed at most once. Two nodes
-	 * catching up the same downtime at once could both write a missed
-	 * row (the scheduler's check is read-then-write): keep the first
-	 * (lowest id) of each (schedule, slot), then let the index refuse
-	 * the next. Partial, so only missed rows pay for it: attempt rows
-	 * are written without touching it. */
+	/* 1 -> 2: a missed row once per slot (store.h,
+	 * store_ledger_append): keep the first (lowest id) of each
+	 * (schedule, slot), then let the index refuse the next. Partial, so
+	 * attempt rows are written without touching it. */
 	"DELETE FROM ledger WHERE outcome = 'missed' AND id NOT IN ("
 	" SELECT min(id) FROM ledger WHERE outcome = 'missed'"
 	" GROUP BY schedule, slot_ms);"
@@ -227,16 +224,11 @@ static const char *const migrations[SCHEMA_VERSION] = {
 	" SELECT schedule, slot_ms, target, body FROM outbox;"
 	"ALTER TABLE outbox DROP COLUMN body;"
 	"PRAGMA user_version = 3;",
-	/* 3 -> 4: an alert is a delivery too (issue 13). jobs.alerted says
-	 * whether a DEAD job's lost alert was raised; the jobs already DEAD
-	 * had theirs under the old code (sent directly, or not at all), so
-	 * they count as alerted: a first start after the upgrade must not
-	 * alert history. The partial index keeps the finished jobs out of
-	 * the search for unalerted ones. An alert is one row per (schedule,
-	 * slot, reason, generation); its copies are alert_sends rows, one
-	 * per (alert, round, target), with their own send state and lease.
-	 * Status, and send states, are the integer values of enum
-	 * alert_status and enum send_state (store.h). */
+	/* 3 -> 4: an alert is a delivery too (issue 13;
+	 * docs/internals/store.md, schema 4 and the alert tables).
+	 * jobs.alerted says whether a DEAD job's lost alert was raised. The
+	 * partial index keeps the finished jobs out of the search for
+	 * unalerted ones. */
 	"ALTER TABLE jobs ADD COLUMN alerted INTEGER NOT NULL DEFAULT 0;"
 	"UPDATE jobs SET alerted = 1 WHERE state = 3;"
 	"CREATE INDEX jobs_unalerted ON jobs(id) WHERE state = 3 AND "
@@ -315,11 +307,9 @@ static const char *const migrations[SCHEMA_VERSION] = {
 	"CREATE INDEX ledger_ok ON ledger(schedule, slot_ms) WHERE "
 	"outcome = 'success';"
 	"PRAGMA user_version = 6;",
-	/* 6 -> 7: pauses (issue 17). One row per schedule ever paused, its
-	 * newest pause (ended ones kept, so a catch-up after the window
-	 * still knows it). A paused slot gets one paused ledger row
-	 * whatever the nodes do, as a missed one does (ledger_missed_once):
-	 * partial, so only paused rows pay for it. */
+	/* 6 -> 7: pauses (issue 17; store.h, struct store_pause), and a
+	 * paused row once per slot by a partial unique index, as
+	 * ledger_missed_once: only paused rows pay for it. */
 	"CREATE TABLE pauses("
 	" schedule TEXT PRIMARY KEY,"
 	" from_ms INTEGER NOT NULL,"
