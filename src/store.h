@@ -330,8 +330,10 @@ int store_job_enqueue_batch(struct store *s, struct store_enqueue *v,
  * whichever handle, process or node holds it (the claim itself checks,
  * serialised with every other claim of the store), nor while an earlier
  * due job of its schedule (in the claim order, below) is READY, and one
- * claim takes at most one job of such a schedule. A schedule in `allow`
- * is claimed as if off; one in `skip` is claimed all the same, with
+ * claim takes at most one job of such a schedule; its attempt never
+ * starts, on record, before the previous one of its schedule finished
+ * (the claim reads now under the lock of its check). A schedule in
+ * `allow` is claimed as if off; one in `skip` is claimed all the same, with
  * store_job.overlapped set when another job of its schedule was ACTIVE
  * (or an earlier one of it is in the same claim): the caller finishes it
  * as LEDGER_SKIPPED.

@@ -66,12 +66,11 @@
  * SCHEMA_VERSION is SC_EVERSION, so an older node stops taking jobs
  * before it charges an attempt to any.
  *
- * Wake-ups: enqueue, retry scheduling, release, revive and stalled
- * recovery NOTIFY channel surecron_jobs (delivered at commit). pg_wait
- * LISTENs on it (from its first call on) and returns when a notification
- * arrives or its timeout passes. Notifications that arrive during other
- * operations are drained right away (memory stays bounded) and remembered,
- * so the next wait returns at once.
+ * Wake-ups (store_wait, store.h): enqueue, retry scheduling, release,
+ * revive and stalled recovery NOTIFY channel surecron_jobs (delivered at
+ * commit), which pg_wait LISTENs on. Notifications that arrive during
+ * other operations are drained right away (memory stays bounded) and
+ * remembered, so the next wait returns at once.
  *
  * Schema versioning: the schema_version table (one row) holds
  * SCHEMA_VERSION. To change the schema, append a migration to
@@ -129,8 +128,8 @@
 #define STOP_CONNECT_TIMEOUT "2"     /* s: connecting after a stop */
 #define POLL_SLICE_MS 250            /* a wait looks at stop this often */
 #define STALL_LOG_EVERY_MS ((int64_t)10 * 1000)
-/* How often a claim reads the schema's version: a node that finds it
- * newer than it understands claims nothing more (item of issue 42). */
+/* How often a claim reads the schema's version ("Mixed versions" at the
+ * top; issue 42). */
 #define VERSION_CHECK_MS 1000
 
 /* ---- schema ----------------------------------------------------------- */
@@ -2814,8 +2813,7 @@ static int schema_current(struct pg *p, struct sc_err *err)
  * Reads the schema's version on the live connection: SC_EVERSION when it
  * is newer than this binary's (a newer node migrated the store since we
  * opened it), 0 otherwise (a failed read is left to the next statement
- * to report). Claims and recovery call it at most every VERSION_CHECK_MS,
- * so that a node of an older version stops taking jobs it would fail.
+ * to report). "Mixed versions" at the top says who calls it.
  */
 static int version_check(struct pg *p, struct sc_err *err)
 {
