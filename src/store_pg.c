@@ -3933,13 +3933,13 @@ const char *store_pg_claim_pick_sql(void)
 
 /* ---- the crons in force (issue 43) ------------------------------------- */
 
-/* ---- leases, retention (issue 15) ------------------------------------- */
+/* ---- retention (issue 15) -------------------------------------------- */
 
 /*
- * Runs text (not prepared: a prune runs each statement once per batch, the
- * lease once a day) with a's values, every one typed bigint or text as
- * `types` says ('i' or 't' per value), so a statement may leave one
- * unused. *out as for run.
+ * Runs text (not prepared: a prune runs each statement once per batch,
+ * and reads the size before and after) with a's values, every one typed
+ * bigint or text as `types` says ('i' or 't' per value), so a statement
+ * may leave one unused. *out as for run.
  */
 static int pg_exec_once(struct pg *p, const char *text, const struct args *a,
 			const char *types, PGresult **out, struct sc_err *err)

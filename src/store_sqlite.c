@@ -3402,12 +3402,11 @@ const char *store_sqlite_plan_sql(size_t i, char *buf, size_t cap,
 
 /* ---- pauses (issue 17) ------------------------------------------------ */
 
-/* ---- leases, retention (issue 15) ------------------------------------- */
+/* ---- retention (issue 15) -------------------------------------------- */
 
 /*
  * Prepared per call, not in the statement cache: a prune batch runs a few
- * thousand deletions, so one prepare per batch costs nothing, and the
- * lease is taken once a day.
+ * thousand deletions, so one prepare per batch costs nothing.
  */
 static int sq_prep_once(struct sq *q, const char *sql, sqlite3_stmt **st,
 			struct sc_err *err)
