@@ -358,12 +358,13 @@ static const char *const migration_8[] = {
  * insert; the prune never deletes a head's rows (pg_prune_sql). `status`
  * of every schedule read them with a skip scan of ledger_slot and a probe
  * per name: two index descents per schedule, about 1 s for 10,000
- * schedules over 10,000,000 rows (docs/bench.md, 2026-12-05, late). The order is the ledger's "newest":
- * (slot_ms, id), the greater wins; a row of an older slot written later
- * (a late retry's) does not replace the head. The function pins its
- * search_path, so the trigger finds this schema's ledger_head whatever
- * the session's is. The heads are filled from the existing rows before
- * the trigger exists, in the same transaction as the rest.
+ * schedules over 10,000,000 rows (docs/bench.md, 2026-12-05, late). The
+ * order is the ledger's "newest": (slot_ms, id), the greater wins; a row
+ * of an older slot written later (a late retry's) does not replace the
+ * head. The function pins its search_path, so the trigger finds this
+ * schema's ledger_head whatever the session's is. The heads are filled
+ * from the existing rows before the trigger exists, in the same
+ * transaction as the rest.
  */
 #define HEAD_NEWER "(excluded.slot_ms, excluded.id) > (h.slot_ms, h.id)"
 #define HEAD_OK_NEWER                                                      \

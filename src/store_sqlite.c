@@ -374,11 +374,11 @@ static const char *const migrations[SCHEMA_VERSION] = {
 	"CREATE INDEX ledger_day ON ledger(" DAY_OF("slot_ms") ", schedule, "
 	"slot_ms);"
 	"PRAGMA user_version = 9;",
-	/* 9 -> 10 (issue 43): `status` shows a schedule's last run, not its
-	 * newest row, which is as often an alert, an ack or a missed slot
-	 * ("last alert ... recovered alert sent to oncall"). ledger_head
-	 * keeps the newest row of a run outcome (LEDGER_RUN_OUTCOMES) beside
-	 * the newest row, by the same trigger. The heads are filled from the
+	/* 9 -> 10 (issue 43): `status` shows a schedule's last run (store.h,
+	 * store_sched_summaries), not its newest row, which is as often an
+	 * alert, an ack or a missed slot. ledger_head keeps the newest row
+	 * of a run outcome (LEDGER_RUN_OUTCOMES_SQL) beside the newest row,
+	 * by the same trigger. The heads are filled from the
 	 * rows: a head whose newest row is a run is its own run; the others
 	 * (the newest row an alert or a missed slot) take one pass over the
 	 * ledger for the newest run slot of each, then one seek of
