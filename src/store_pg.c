@@ -23,11 +23,13 @@
  *     nodes, not from the row.
  *
  * SQL: every statement that carries a value is prepared once per
- * connection (PQprepare, lazily on first use) and run with PQexecPrepared
- * under a generic plan; the few of oneshot[] run unnamed (PQexecParams)
- * to be planned with their values. Values travel only as parameters.
- * Constant statements without values (BEGIN, COMMIT, DDL of the
- * migrations, LISTEN, SET) go through PQexec.
+ * connection (PQsendPrepare, lazily on first use) and run with
+ * PQsendQueryPrepared under a generic plan; the few of oneshot[] run
+ * unnamed (PQsendQueryParams) to be planned with their values, and
+ * prune's (pg_exec_once) because each runs once a batch. Values travel
+ * only as parameters. Constant statements without values (BEGIN, COMMIT,
+ * DDL of the migrations, LISTEN, SET) go as simple queries
+ * (PQsendQuery).
  *
  * Durability (each commit's class is the durability table's, store.h):
  * the session runs with synchronous_commit off; a writing statement takes
@@ -102,7 +104,7 @@
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 5000
 #define MIGRATE_LOCK_KEY "7305521930218410813" /* any constant bigint */
-#define CLAIM_LOCK_KEY "7305521930218410814"   /* pg_job_claim's */
+#define CLAIM_LOCK_KEY "7305521930218410814"   /* pg_claim_ruled's */
 #define CLAIM_SCHED_SPACE "1935895404" /* CLAIM_SCHED_LOCK's first key */
 /*
  * Timeouts (docs/operations.md, "Timeouts"). The session's limits, set
@@ -3263,7 +3265,7 @@ static int known_sync(struct pg *p, bool *on, struct sc_err *err)
  * record before the finish of its schedule's previous one that step 2
  * sees.
  *
- * Every claim also takes CLAIM_LOCK_KEY shared: a node of an earlier
+ * Every ruled claim also takes CLAIM_LOCK_KEY shared: a node of an earlier
  * version takes it exclusively for its whole claim, so the two kinds
  * never claim at the same time while a fleet is being upgraded. And no
  * parallel plan, which ST_CLAIM_PICK's order relies on (see there).

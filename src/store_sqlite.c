@@ -4,8 +4,9 @@
  * Every operation is one transaction: either BEGIN IMMEDIATE ... COMMIT, or
  * a single writing statement in autocommit mode, which SQLite runs as its
  * own write transaction from its first step (no read-to-write upgrade, so
- * no SQLITE_BUSY_SNAPSHOT). All SQL is prepared once per connection and
- * cached in `struct sq`; no SQL text is ever built from data.
+ * no SQLITE_BUSY_SNAPSHOT). The operations' SQL is prepared once per
+ * connection and cached in `struct sq` (prune's and open's, run once, are
+ * prepared per call); no SQL text is ever built from data.
  *
  * Durability (WAL mode; each commit's class is the durability table's,
  * store.h). The connection runs with synchronous = NORMAL, so SQLite never
