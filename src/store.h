@@ -1446,10 +1446,12 @@ const char *store_url_for_log(const char *url, char *out, size_t n);
 /* ---- backends --------------------------------------------------------- */
 
 /*
- * A backend implements every operation above for its database. store.c
- * dispatches through this table; each backend exports one
+ * A backend implements every operation above for its database, most of
+ * them as SQL texts for its one runner (`call`, "one-statement
+ * operations" below). store.c dispatches through this table; each backend exports one
  * `const struct store_ops store_<name>_ops`. Every function pointer is
- * required except `wait` (see store_wait). Names mirror the functions
+ * required except those whose comment says NULL (wait, cache_cap,
+ * job_complete_many, server_now, slot_look). Names mirror the functions
  * above minus the handle type. `fence` is NULL when the handle is not
  * fenced (store_fence_set); else the write must commit only while job
  * fence->job_id is ACTIVE with fence->lease_token, in the same statement
