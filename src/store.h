@@ -598,7 +598,8 @@ int store_job_counts(struct store *s, const char *schedule,
  * A LEDGER_MISSED row is kept once per (schedule, slot_ms), by a unique
  * index of the schema (version 2): appending one for a slot that has one
  * already writes nothing and still returns 0, so nodes catching up the
- * same downtime at once cannot record a slot twice. Other outcomes are
+ * same downtime at once cannot record a slot twice (the scheduler's check
+ * for a missed slot is a read, then this write). Other outcomes are
  * never deduplicated.
  */
 int store_ledger_append(struct store *s, const struct ledger_row *row,

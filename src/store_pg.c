@@ -1424,6 +1424,7 @@ static const char *const sql[ST_COUNT] = {
 	"SELECT " SEND_COLS("s.state", "NULL") " FROM alert_sends s"
 	" JOIN alerts a ON a.id = s.alert_id WHERE s.alert_id = $1::bigint"
 	" ORDER BY s.id",
+	/* store_sla_scan: jobs_due and jobs_lease serve the first two. */
 	[STORE_Q_SLA_LATE] =
 	"SELECT " STORE_JOB_COLS " FROM jobs WHERE state = " STORE_SQL_READY
 	" AND attempts = 0"

@@ -1061,6 +1061,7 @@ static const char *const stmt_sql[N_STMT] = {
 	[STORE_Q_ALERT_SENDS] =
 		"SELECT " SEND_COLS("s.state", "NULL") " WHERE s.alert_id = ?1 "
 		"ORDER BY s.id",
+	/* store_sla_scan: jobs_ready and jobs_active serve the first two. */
 	[STORE_Q_SLA_LATE] =
 		"SELECT " STORE_JOB_COLS " FROM jobs WHERE state = "
 		STORE_SQL_READY " AND "
