@@ -356,10 +356,11 @@ int store_overlap_set(struct store *s, bool on, const char *const *allow,
  * The daemon sets it from the configuration with the overlap rule
  * (queue_overlap_rule): every schedule's name and its renamed_from names.
  * The claim stays a walk of the due jobs in the claim order, the names a
- * filter of it (a set built once per claim: SQLite json_each, PostgreSQL
- * a hashed subplan). Errors: SC_EINVAL (a name empty or too long),
- * SC_ENOMEM; on error the previous set stays. Not thread-safe (the
- * handle's thread).
+ * filter of it: one lookup per job walked, in a set built when the names
+ * change, never per claim (SQLite: sc_known; PostgreSQL: the
+ * connection's claim_known table). Errors: SC_EINVAL (a name empty or
+ * too long), SC_ENOMEM; on error the previous set stays. Not thread-safe
+ * (the handle's thread).
  */
 int store_claim_known_set(struct store *s, const char *const *names,
 			  size_t n, struct sc_err *err);
@@ -943,10 +944,10 @@ int store_sla_scan(struct store *s, int64_t ready_before_ms,
  * would, when it resumes, write SENT and the marker for a slot another
  * worker has taken over (issue 10). While a handle is fenced, each of
  * these writes commits only if the job is still ACTIVE under that lease
- * token, checked in the same statement (SQLite: one write transaction;
- * PostgreSQL: the job row is read FOR SHARE, so a takeover waits for the
- * write or the write sees the takeover). A refused write changes nothing
- * and returns SC_ELEASE; the caller must then stop working on the job.
+ * token, checked in the same statement, so that no takeover commits
+ * between the check and the write (how: FENCE_OK in store_sqlite.c,
+ * FENCE_CTE in store_pg.c). A refused write changes nothing and returns
+ * SC_ELEASE; the caller must then stop working on the job.
  *
  * Fenced: store_outbox_put, store_outbox_set_state, store_outbox_mark_unknown, store_slot_mark,
  * store_ledger_append (except LEDGER_MISSED rows, which belong to no job).
