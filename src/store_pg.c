@@ -612,9 +612,8 @@ static const char *const *const migrations[SCHEMA_VERSION] = {
  */
 #define DURABLE "set_config('synchronous_commit', NULL, true)"
 /* DURABLE when parameter $n (arg_dur: the durability table's answer for
- * the statement's commit) is true: the backend never chooses. $n is
- * always the statement's last parameter (arg_dur the last argument),
- * after those its comment lists. */
+ * the statement's commit) is true. $n is always the statement's last
+ * parameter (arg_dur the last argument), after those its comment lists. */
 #define DURABLE_IF(n) "CASE WHEN $" n "::boolean THEN " DURABLE " END"
 
 /*
