@@ -1551,11 +1551,11 @@ uint64_t store_sqlite_syncs(const char *path)
 /*
  * SQLite calls this after each commit of q's connection that wrote
  * frames, with the write lock released. A SYNC_FULL commit waits for its
- * group sync here; a failed sync is the statement's error
- * (SQLITE_IOERR_FSYNC, its errno in q->sync_errno for db_fail), though
- * the commit happened. Then, as SQLite's own autocheckpoint would (which
- * this hook replaces), a passive checkpoint once the WAL holds
- * q->ckpt_pages.
+ * group sync here; a failed sync fails the statement, though the commit
+ * happened: the hook answers SQLITE_IOERR_FSYNC, which SQLite reports as
+ * SQLITE_ERROR, and db_fail tells it apart by q->sync_errno. Then, as
+ * SQLite's own autocheckpoint would (which this hook replaces), a
+ * passive checkpoint once the WAL holds q->ckpt_pages.
  */
 static int wal_hook(void *arg, sqlite3 *db, const char *name, int n_pages)
 {
