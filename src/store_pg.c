@@ -804,10 +804,9 @@ static const char *const sql[ST_COUNT] = {
 	 * off (store_overlap_set): every job as `allow`, in the claim order
 	 * (store.h: fresh jobs first). The last column but one is the
 	 * overlapped flag, never set here. Two walks of jobs_due in its
-	 * order, fresh jobs (f) then retries (r, only for what f left of
-	 * $2), each stopped by its LIMIT: one ORDER BY "attempts > 0,
-	 * run_at_ms, id", which no index has, sorted every due job at each
-	 * claim (100 ms a claim with 100,000 due, issue 45). The update
+	 * order (docs/internals/store.md, "Claim order"), fresh jobs (f)
+	 * then retries (r, only for what f left of $2), each stopped by its
+	 * LIMIT. The update
 	 * reads the taken rows by the addresses the walks locked (a TID
 	 * scan, as ST_CLAIM_TAKE's, cheaper than any other path in every
 	 * estimate; the id test guards a freed address): joined to the

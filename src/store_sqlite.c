@@ -682,10 +682,9 @@ static const char *const stmt_sql[N_STMT] = {
 	 * The claim's choice (store.h: the claim order and the overlap
 	 * rule). ?1 now, ?2 ahead, ?4 rule on, ?5 allow, ?6 skip
 	 * (store_claim_rule's framed lists), ?7 1 for retries, 0 for first
-	 * attempts: the claim order is first attempts, then retries, each by
-	 * (run_at, id), so sq_job_claim runs this once for each, and each
-	 * walks jobs_ready in its order; sq_job_claim stops stepping when it
-	 * has taken enough. Columns 0-15 are the job (STORE_JOB_COLS: the walk
+	 * attempts: sq_job_claim runs this once for each, two walks of
+	 * jobs_ready in its order (docs/internals/store.md, "Claim order"),
+	 * and stops stepping when it has taken enough. Columns 0-15 are the job (STORE_JOB_COLS: the walk
 	 * reads the row anyway, and the claim then sets the taken job's new
 	 * fields itself rather than reading the row again, issue 45);
 	 * column 16 is the job's verdict: 0 take it, 1 take it flagged
