@@ -749,8 +749,9 @@ static const char *const stmt_sql[N_STMT] = {
 	 * run (a quarter of a claim's cost). Nor a read of the row after
 	 * it: ST_JOB_PICK returned the row under the same write lock, so
 	 * sq_job_claim applies these same changes to it (keep the two in
-	 * step). The finish and the release read their row back by id
-	 * (ST_JOB_ENDED), one seek. */
+	 * step). A finish reads its row back by id (ST_JOB_ENDED, one
+	 * seek) only when its caller has no copy of the claim, a release
+	 * writes its ledger row from the row by id (ST_JOB_RELEASED). */
 	[ST_JOB_CLAIM] =
 		"UPDATE jobs SET state = " STORE_SQL_ACTIVE ", "
 		"attempts = attempts + 1, "
