@@ -1441,10 +1441,11 @@ static const char *const sql[ST_COUNT] = {
 };
 
 /*
- * Statements run unnamed with PQexecParams (parameters still apart from
- * the SQL), so that each run is planned with its values: optional filters
- * ("$1 IS NULL OR schedule = $1") then use the index that fits. They are
- * reports, not the hot path, so the planning cost does not matter.
+ * Statements run unnamed with PQsendQueryParams (parameters still apart
+ * from the SQL), so that each run is planned with its values: optional
+ * filters ("$1 IS NULL OR schedule = $1") then use the index that fits.
+ * They are reports, not the hot path, so the planning cost does not
+ * matter.
  */
 static const bool oneshot[ST_COUNT] = {
 	[STORE_Q_JOB_COUNTS] = true,
