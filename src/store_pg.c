@@ -987,8 +987,8 @@ static const char *const sql[ST_COUNT] = {
 	"SELECT 1 FROM jobs WHERE state = " STORE_FROM_RECOVER
 	" AND lease_expires_ms < $1 LIMIT 1",
 	/* $1 now. The expired leases, locked until the recovery's COMMIT;
-	 * rows locked by another node's recovery are skipped, so each job is
-	 * recovered (and each DEAD one reported) by exactly one node. */
+	 * rows locked by another node's recovery are skipped (each job is
+	 * one node's: store.h, store_job_recover_dead). */
 	[ST_RECOVER] =
 	"SELECT " STORE_STALL_COLS " FROM jobs"
 	" WHERE state = " STORE_FROM_RECOVER " AND lease_expires_ms < $1"
