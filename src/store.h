@@ -3,13 +3,14 @@
  *
  * The layers above (queue, scheduler, orchestrator, delivery, http token
  * cache, ledger reports) see only the functions declared here. A backend
- * (store_sqlite.c now, store_pg.c later) fills a `struct store_ops`; each
+ * (store_sqlite.c, store_pg.c) fills a `struct store_ops`; each
  * operation below that changes more than one row is ONE transaction in the
  * backend, so a crash leaves either all of it or none of it.
  *
  * Threading: a `struct store` handle is used by one thread at a time.
  * Several threads (or processes, or machines with PostgreSQL) share work by
- * opening one handle each on the same database.
+ * opening one handle each on the same database. Never carry a handle
+ * across fork(): the child opens its own.
  *
  * Times are int64 UTC milliseconds, read from the clock given to
  * store_open (real or virtual), never from the system directly.
@@ -327,11 +328,15 @@ int store_job_enqueue_batch(struct store *s, struct store_enqueue *v,
  * as `allow` does. On: a job of a schedule named in neither list is
  * `queue`: it is not claimed while another job of its schedule is ACTIVE,
  * whichever handle, process or node holds it (the claim itself checks,
- * serialised with every other claim of the store), and one claim takes at
- * most one job of such a schedule. A schedule in `allow` is claimed as if
- * off; one in `skip` is claimed all the same, with store_job.overlapped
- * set when another job of its schedule was ACTIVE (or an earlier one of it
- * is in the same claim): the caller finishes it as LEDGER_SKIPPED.
+ * serialised with every other claim of the store), nor while an earlier
+ * due job of its schedule (in the claim order, below) is READY, and one
+ * claim takes at most one job of such a schedule; its attempt never
+ * starts, on record, before the previous one of its schedule finished
+ * (the claim reads now under the lock of its check). A schedule in
+ * `allow` is claimed as if off; one in `skip` is claimed all the same, with
+ * store_job.overlapped set when another job of its schedule was ACTIVE
+ * (or an earlier one of it is in the same claim): the caller finishes it
+ * as LEDGER_SKIPPED.
  * allow / skip: n_allow / n_skip names (NULL when 0), copied. The daemon
  * sets it from the configuration before each claim.
  * Errors: SC_EINVAL (a name empty, too long or holding a newline),
@@ -351,10 +356,11 @@ int store_overlap_set(struct store *s, bool on, const char *const *allow,
  * The daemon sets it from the configuration with the overlap rule
  * (queue_overlap_rule): every schedule's name and its renamed_from names.
  * The claim stays a walk of the due jobs in the claim order, the names a
- * filter of it (a set built once per claim: SQLite json_each, PostgreSQL
- * a hashed subplan). Errors: SC_EINVAL (a name empty or too long),
- * SC_ENOMEM; on error the previous set stays. Not thread-safe (the
- * handle's thread).
+ * filter of it: one lookup per job walked, in a set built when the names
+ * change, never per claim (SQLite: sc_known; PostgreSQL: the
+ * connection's claim_known table). Errors: SC_EINVAL (a name empty or
+ * too long), SC_ENOMEM; on error the previous set stays. Not thread-safe
+ * (the handle's thread).
  */
 int store_claim_known_set(struct store *s, const char *const *names,
 			  size_t n, struct sc_err *err);
@@ -593,7 +599,8 @@ int store_job_counts(struct store *s, const char *schedule,
  * A LEDGER_MISSED row is kept once per (schedule, slot_ms), by a unique
  * index of the schema (version 2): appending one for a slot that has one
  * already writes nothing and still returns 0, so nodes catching up the
- * same downtime at once cannot record a slot twice. Other outcomes are
+ * same downtime at once cannot record a slot twice (the scheduler's check
+ * for a missed slot is a read, then this write). Other outcomes are
  * never deduplicated.
  */
 int store_ledger_append(struct store *s, const struct ledger_row *row,
@@ -937,10 +944,10 @@ int store_sla_scan(struct store *s, int64_t ready_before_ms,
  * would, when it resumes, write SENT and the marker for a slot another
  * worker has taken over (issue 10). While a handle is fenced, each of
  * these writes commits only if the job is still ACTIVE under that lease
- * token, checked in the same statement (SQLite: one write transaction;
- * PostgreSQL: the job row is read FOR SHARE, so a takeover waits for the
- * write or the write sees the takeover). A refused write changes nothing
- * and returns SC_ELEASE; the caller must then stop working on the job.
+ * token, checked in the same statement, so that no takeover commits
+ * between the check and the write (how: FENCE_OK in store_sqlite.c,
+ * FENCE_CTE in store_pg.c). A refused write changes nothing and returns
+ * SC_ELEASE; the caller must then stop working on the job.
  *
  * Fenced: store_outbox_put, store_outbox_set_state, store_outbox_mark_unknown, store_slot_mark,
  * store_ledger_append (except LEDGER_MISSED rows, which belong to no job).
@@ -1442,10 +1449,12 @@ const char *store_url_for_log(const char *url, char *out, size_t n);
 /* ---- backends --------------------------------------------------------- */
 
 /*
- * A backend implements every operation above for its database. store.c
- * dispatches through this table; each backend exports one
+ * A backend implements every operation above for its database, most of
+ * them as SQL texts for its one runner (`call`, "one-statement
+ * operations" below). store.c dispatches through this table; each backend exports one
  * `const struct store_ops store_<name>_ops`. Every function pointer is
- * required except `wait` (see store_wait). Names mirror the functions
+ * required except those whose comment says NULL (wait, cache_cap,
+ * job_complete_many, server_now, slot_look). Names mirror the functions
  * above minus the handle type. `fence` is NULL when the handle is not
  * fenced (store_fence_set); else the write must commit only while job
  * fence->job_id is ACTIVE with fence->lease_token, in the same statement
@@ -1742,6 +1751,12 @@ int store_dead_list_push(struct store_dead_list *dl,
  * (a group sync before the call returns) or NORMAL; PostgreSQL
  * synchronous_commit back to the server's setting, or off.
  * docs/internals/store.md shows the table.
+ *
+ * An error from a write means the write may or may not survive, durable
+ * or not: SQLite reports a group sync that failed after its COMMIT
+ * (SC_EIO; SC_ENOSPC for ENOSPC or EDQUOT), PostgreSQL a connection lost
+ * or abandoned before the commit's answer (SC_EIO). The caller treats
+ * both as a failed commit.
  */
 enum store_dur {
 	STORE_DUR_NONE = 0,  /* may be forgotten by any crash */
@@ -1830,12 +1845,13 @@ enum store_commit store_commit_of_alert_send(enum send_state state);
  * docs/internals/store.md.
  *
  * Both backends store a state as the integer value of its enum (job_state,
- * send_state for outbox rows and alert sends alike, alert_status), so
- * STORE_SQL_<STATE> is that value as SQL text, and STORE_FROM_<T> the
- * states transition T may leave as a SQL list of them (STORE_BUT_<T>: it
- * may leave every state but those). All of it is string-literal
- * concatenation: the statements' text, and so their plans, are what they
- * were when the numbers were spelled in place.
+ * send_state for outbox rows and alert sends alike, alert_status): the
+ * values are part of both file formats, and changing one takes a
+ * migration on each. STORE_SQL_<STATE> is that value as SQL text, and
+ * STORE_FROM_<T> the states transition T may leave as a SQL list of them
+ * (STORE_BUT_<T>: it may leave every state but those). All of it is
+ * string-literal concatenation: the statements' text, and so their
+ * plans, are what they were when the numbers were spelled in place.
  *
  * A statement spells a set of one state "state = " STORE_FROM_T, never
  * "state IN (" STORE_FROM_T ")": SQLite proves a partial index's WHERE

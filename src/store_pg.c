@@ -14,39 +14,33 @@
  *     by its unique key (ON CONFLICT DO NOTHING), closed and realerted by
  *     compare-and-set on its row. With the overlap rule on, a claim also
  *     holds the lock of each schedule it takes to its COMMIT and checks
- *     the rule under it (pg_claim_ruled): two nodes never run two slots
- *     of one `queue` schedule at once, and still never wait on each other.
- *   - Every state change that touches more than one row is ONE statement
- *     (data-modifying CTEs: the job update and its ledger row together) or
- *     one explicit transaction, so a crash or a lost connection leaves all
- *     of it or none of it.
- *   - Leases are fenced: every claim takes a fresh token from the sequence
- *     lease_tokens (unique across nodes); heartbeat, finish and release
- *     match on it and change nothing when it moved on.
+ *     the rule under it (pg_claim_ruled), so claims of one `queue`
+ *     schedule on two nodes still never wait on each other.
+ *   - An operation of several rows is ONE statement (data-modifying CTEs:
+ *     the job update and its ledger row together) or one explicit
+ *     transaction.
+ *   - Lease tokens come from the sequence lease_tokens, unique across
+ *     nodes, not from the row.
  *
  * SQL: every statement that carries a value is prepared once per
- * connection (PQprepare, lazily on first use) and run with PQexecPrepared
- * under a generic plan; two report queries run unnamed (PQexecParams) to
- * be planned with their values. Values travel only as parameters.
- * Constant statements without values (BEGIN, COMMIT, DDL of the
- * migrations, LISTEN, SET) go through PQexec.
+ * connection (PQsendPrepare, lazily on first use) and run with
+ * PQsendQueryPrepared under a generic plan; the few of oneshot[] run
+ * unnamed (PQsendQueryParams) to be planned with their values, and
+ * prune's (pg_exec_once) because each runs once a batch. Values travel
+ * only as parameters. Constant statements without values (BEGIN, COMMIT,
+ * DDL of the migrations, LISTEN, SET) go as simple queries
+ * (PQsendQuery).
  *
- * Durability: the session runs with synchronous_commit off, so a commit
- * does not wait for the WAL flush unless the store's durability table
- * (store_durable.c) classes it SERVER or ALWAYS: each writing statement
- * takes the table's answer for its commit as a boolean parameter
- * (arg_dur), and when it is true sets synchronous_commit back to the
- * server's default inside the statement (DURABLE_IF below; on unless the
- * DBA changed it). Once such a write returns it survives a crash, and
- * because WAL is sequential every earlier commit is flushed with it. A
- * crash of the server can lose the last few hundred milliseconds of the
- * others, which only re-runs a job (at-least-once). What each commit may
- * lose and why that is harmless: the table's reasons, and
- * docs/internals/store.md per transition.
+ * Durability (each commit's class is the durability table's, store.h):
+ * the session runs with synchronous_commit off; a writing statement takes
+ * its commit's class as a boolean parameter (arg_dur) and, when durable,
+ * sets synchronous_commit back to the server's default inside the
+ * statement (DURABLE_IF). WAL is sequential, so a durable commit flushes
+ * every earlier one with it; a crash of the server can lose the last few
+ * hundred milliseconds of the others.
  *
- * Fencing (store.h): the outbox, guard, marker and duplicate-row writes
- * of a fenced handle run only while the job row, read FOR SHARE in the
- * same statement (FENCE_CTE), is ACTIVE under the lease token.
+ * Fencing (store.h): a fenced write reads the job row FOR SHARE in its
+ * own statement (FENCE_CTE).
  *
  * Connection loss: an operation whose connection broke returns SC_EIO with
  * a message that says so and drops the connection; the next operation
@@ -74,20 +68,19 @@
  * SCHEMA_VERSION is SC_EVERSION, so an older node stops taking jobs
  * before it charges an attempt to any.
  *
- * Wake-ups: enqueue, retry scheduling, release, revive and stalled
- * recovery NOTIFY channel surecron_jobs (delivered at commit). pg_wait
- * LISTENs on it (from its first call on) and returns when a notification
- * arrives or its timeout passes. Notifications that arrive during other
- * operations are drained right away (memory stays bounded) and remembered,
- * so the next wait returns at once.
+ * Wake-ups (store_wait, store.h): enqueue, retry scheduling, release,
+ * revive and stalled recovery NOTIFY channel surecron_jobs (delivered at
+ * commit), which pg_wait LISTENs on. Notifications that arrive during
+ * other operations are drained right away (memory stays bounded) and
+ * remembered, so the next wait returns at once.
  *
- * Schema version 14 (schema_version table, one row). To change the schema,
- * append a migration to `migrations` and bump SCHEMA_VERSION; a database
- * whose version is newer than SCHEMA_VERSION is refused with SC_EVERSION
- * and never touched. Migrations run under a transaction-scoped advisory
- * lock, so nodes starting together migrate once.
+ * Schema versioning: the schema_version table (one row) holds
+ * SCHEMA_VERSION. To change the schema, append a migration to
+ * `migrations` and bump SCHEMA_VERSION. Migrations run under a
+ * transaction-scoped advisory lock, so nodes starting together migrate
+ * once.
  *
- * Threading: one handle (one connection) per thread, as store.h says.
+ * Threading: one connection per handle (store.h: one thread at a time).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -111,7 +104,7 @@
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 5000
 #define MIGRATE_LOCK_KEY "7305521930218410813" /* any constant bigint */
-#define CLAIM_LOCK_KEY "7305521930218410814"   /* pg_job_claim's */
+#define CLAIM_LOCK_KEY "7305521930218410814"   /* pg_claim_ruled's */
 #define CLAIM_SCHED_SPACE "1935895404" /* CLAIM_SCHED_LOCK's first key */
 /*
  * Timeouts (docs/operations.md, "Timeouts"). The session's limits, set
@@ -137,8 +130,8 @@
 #define STOP_CONNECT_TIMEOUT "2"     /* s: connecting after a stop */
 #define POLL_SLICE_MS 250            /* a wait looks at stop this often */
 #define STALL_LOG_EVERY_MS ((int64_t)10 * 1000)
-/* How often a claim reads the schema's version: a node that finds it
- * newer than it understands claims nothing more (item of issue 42). */
+/* How often a claim reads the schema's version ("Mixed versions" at the
+ * top; issue 42). */
 #define VERSION_CHECK_MS 1000
 
 /* ---- schema ----------------------------------------------------------- */
@@ -208,11 +201,10 @@ static const char *const migration_1[] = {
 };
 
 /*
- * 1 -> 2: a slot is recorded as missed at most once. Nodes catching up the
- * same downtime at once could each write a missed row (the scheduler's
- * check is read-then-write): keep the first (lowest id) of each
- * (schedule, slot), then let a unique index refuse the next. Partial, so
- * that attempt rows never touch it.
+ * 1 -> 2: a missed row once per slot, as on SQLite (store.h,
+ * store_ledger_append): keep the first (lowest id) of each (schedule,
+ * slot), then let a unique index refuse the next. Partial, so that
+ * attempt rows never touch it.
  */
 static const char *const migration_2[] = {
 	"DELETE FROM ledger WHERE outcome = '" LEDGER_MISSED "' AND id NOT IN"
@@ -245,13 +237,8 @@ static const char *const migration_3[] = {
 };
 
 /*
- * 3 -> 4: an alert is a delivery too (issue 13), as on SQLite. The jobs
- * already DEAD had their alerts under the old code, so they count as
- * alerted (a first start after the upgrade must not alert history); the
- * partial index keeps finished jobs out of the search for unalerted ones.
- * alerts: one row per (schedule, slot, reason, generation); alert_sends:
- * one per (alert, round, target), with its send state and lease. Status
- * and states are the integer values of enum alert_status / send_state.
+ * 3 -> 4: an alert is a delivery too (issue 13), as on SQLite
+ * (docs/internals/store.md, schema 4 and the alert tables).
  */
 static const char *const migration_4[] = {
 	"ALTER TABLE jobs ADD COLUMN alerted smallint NOT NULL DEFAULT 0",
@@ -339,10 +326,9 @@ static const char *const migration_6[] = {
 };
 
 /*
- * 6 -> 7: pauses (issue 17), as on SQLite: one row per schedule ever
- * paused (its newest pause, ended ones kept for a later catch-up), and
- * a paused ledger row kept once per slot whatever the nodes do, by a
- * partial unique index as ledger_missed_once does for missed rows.
+ * 6 -> 7: pauses (issue 17; store.h, struct store_pause), as on SQLite,
+ * and a paused row once per slot by a partial unique index, as
+ * ledger_missed_once.
  */
 static const char *const migration_7[] = {
 	"CREATE TABLE pauses ("
@@ -374,12 +360,13 @@ static const char *const migration_8[] = {
  * insert; the prune never deletes a head's rows (pg_prune_sql). `status`
  * of every schedule read them with a skip scan of ledger_slot and a probe
  * per name: two index descents per schedule, about 1 s for 10,000
- * schedules over 10,000,000 rows (docs/bench.md, 2026-12-05, late). The order is the ledger's "newest":
- * (slot_ms, id), the greater wins; a row of an older slot written later
- * (a late retry's) does not replace the head. The function pins its
- * search_path, so the trigger finds this schema's ledger_head whatever
- * the session's is. The heads are filled from the existing rows before
- * the trigger exists, in the same transaction as the rest.
+ * schedules over 10,000,000 rows (docs/bench.md, 2026-12-05, late). The
+ * order is the ledger's "newest": (slot_ms, id), the greater wins; a row
+ * of an older slot written later (a late retry's) does not replace the
+ * head. The function pins its search_path, so the trigger finds this
+ * schema's ledger_head whatever the session's is. The heads are filled
+ * from the existing rows before the trigger exists, in the same
+ * transaction as the rest.
  */
 #define HEAD_NEWER "(excluded.slot_ms, excluded.id) > (h.slot_ms, h.id)"
 #define HEAD_OK_NEWER                                                      \
@@ -426,9 +413,9 @@ static const char *const migration_9[] = {
 /*
  * 9 -> 10 (issue 43): each schedule's newest run row (an outcome of
  * LEDGER_RUN_OUTCOMES_SQL) in ledger_head beside its newest row, kept by
- * the same trigger, as on SQLite (schema 10 there): `status` shows the
- * last run, never an alert's or a missed slot's row. The heads are
- * filled by one backward walk of ledger_slot per schedule.
+ * the same trigger, as on SQLite (schema 10 there; store.h,
+ * store_sched_summaries). The heads are filled by one backward walk of
+ * ledger_slot per schedule.
  */
 #define HEAD_RUN_NEWER                                                     \
 	"excluded.run_id IS NOT NULL AND (h.run_id IS NULL OR"              \
@@ -625,9 +612,8 @@ static const char *const *const migrations[SCHEMA_VERSION] = {
  */
 #define DURABLE "set_config('synchronous_commit', NULL, true)"
 /* DURABLE when parameter $n (arg_dur: the durability table's answer for
- * the statement's commit) is true: the backend never chooses. $n is
- * always the statement's last parameter (arg_dur the last argument),
- * after those its comment lists. */
+ * the statement's commit) is true. $n is always the statement's last
+ * parameter (arg_dur the last argument), after those its comment lists. */
 #define DURABLE_IF(n) "CASE WHEN $" n "::boolean THEN " DURABLE " END"
 
 /*
@@ -786,7 +772,6 @@ static const char *const sql[ST_COUNT] = {
 	" ON CONFLICT (schedule, slot_ms) DO NOTHING RETURNING id)"
 	" SELECT id, " NOTIFY ", " DURABLE_IF("9") " FROM i",
 	[ST_JOB_ID] = "SELECT id FROM jobs WHERE schedule = $1 AND slot_ms = $2",
-	/* run_at of a materialised slot is the slot itself. */
 	[STORE_Q_JOB_ENQUEUE_MANY] =
 	"WITH i AS (INSERT INTO jobs (schedule, slot_ms, max_attempts,"
 	" backoff, delay_ms, run_at_ms, created_ms, manual)"
@@ -825,10 +810,9 @@ static const char *const sql[ST_COUNT] = {
 	 * off (store_overlap_set): every job as `allow`, in the claim order
 	 * (store.h: fresh jobs first). The last column but one is the
 	 * overlapped flag, never set here. Two walks of jobs_due in its
-	 * order, fresh jobs (f) then retries (r, only for what f left of
-	 * $2), each stopped by its LIMIT: one ORDER BY "attempts > 0,
-	 * run_at_ms, id", which no index has, sorted every due job at each
-	 * claim (100 ms a claim with 100,000 due, issue 45). The update
+	 * order (docs/internals/store.md, "Claim order"), fresh jobs (f)
+	 * then retries (r, only for what f left of $2), each stopped by its
+	 * LIMIT. The update
 	 * reads the taken rows by the addresses the walks locked (a TID
 	 * scan, as ST_CLAIM_TAKE's, cheaper than any other path in every
 	 * estimate; the id test guards a freed address): joined to the
@@ -857,16 +841,13 @@ static const char *const sql[ST_COUNT] = {
 	" AND j.id = ANY(ARRAY(SELECT id FROM c))"
 	" RETURNING " STORE_JOB_COLS_J ", false, " DURABLE_IF("6"),
 	/*
-	 * The claim with the overlap rule on, in two statements of one
-	 * transaction (pg_job_claim says why). pol 2 allow, 1 skip, 0 queue
-	 * (CLAIM_POL); a queue job only when no job of its schedule is ACTIVE
-	 * and it is the first of its schedule in the claim order
-	 * (CLAIM_HELD false); a skip job always, flagged when held; the
-	 * SQLite backend's ST_JOB_PICK, the same rule.
+	 * The claim with the overlap rule on (store.h, store_overlap_set),
+	 * in two statements of one transaction (pg_claim_ruled says why):
+	 * a queue job (CLAIM_POL 0) only when CLAIM_HELD is false, a skip
+	 * job always, flagged when held.
 	 *
 	 * ST_CLAIM_PICK: $1 now, $2 max, $3 ahead_ms, $4 allow, $5 skip, $6
-	 * filter on the known schedules (CLAIM_KNOWN; a job of another schedule is
-	 * passed over and waits for a node that knows it). Walks
+	 * filter on the known schedules (CLAIM_KNOWN). Walks
 	 * the due READY jobs in the claim order and returns (id and row
 	 * address, for ST_CLAIM_TAKE) up to $2 whose schedule lock
 	 * (CLAIM_SCHED_LOCK) it could take without waiting; a schedule
@@ -974,10 +955,9 @@ static const char *const sql[ST_COUNT] = {
 	" WHERE id = $1 AND " BY_ID_ACTIVE(STORE_FROM_HEARTBEAT)
 	" AND lease_token = $2 RETURNING " DURABLE_IF("5"),
 	/* $1 id, $2 token, $3 new state, $4 run_at, $5 now, $6..$10 ledger,
-	 * $11 the slot's marker too (DONE only). A WITH's write runs
-	 * whether or not the rest reads it; both read u, so neither is
-	 * written when the fence refuses. A DEAD job's row and a marker
-	 * must survive a crash of the server: durable. */
+	 * $11 the slot's marker too (DONE only), $12 durable. A WITH's
+	 * write runs whether or not the rest reads it; both read u, so
+	 * neither is written when the fence refuses. */
 	[ST_FINISH] =
 	"WITH u AS (UPDATE jobs SET state = $3::smallint,"
 	" run_at_ms = CASE WHEN $3::smallint = " STORE_SQL_READY " THEN $4::bigint"
@@ -994,9 +974,8 @@ static const char *const sql[ST_COUNT] = {
 	" RETURNING id, CASE WHEN $3::smallint = " STORE_SQL_READY " THEN "
 	NOTIFY " END,"
 	" " DURABLE_IF("12"),
-	/* $1 id, $2 token, $3 now, $4 run_at, $5 error class, $6 message.
-	 * The attempt is given back uncounted; the
-	 * ledger still says it happened. */
+	/* $1 id, $2 token, $3 now, $4 run_at, $5 error class, $6 message,
+	 * $7 durable. */
 	[STORE_Q_JOB_RELEASE] =
 	"WITH u AS (UPDATE jobs SET state = " STORE_SQL_READY ","
 	" run_at_ms = $4::bigint,"
@@ -1014,17 +993,16 @@ static const char *const sql[ST_COUNT] = {
 	"SELECT 1 FROM jobs WHERE state = " STORE_FROM_RECOVER
 	" AND lease_expires_ms < $1 LIMIT 1",
 	/* $1 now. The expired leases, locked until the recovery's COMMIT;
-	 * rows locked by another node's recovery are skipped, so each job is
-	 * recovered (and each DEAD one reported) by exactly one node. */
+	 * rows locked by another node's recovery are skipped (each job is
+	 * one node's: store.h, store_job_recover_dead). */
 	[ST_RECOVER] =
 	"SELECT " STORE_STALL_COLS " FROM jobs"
 	" WHERE state = " STORE_FROM_RECOVER " AND lease_expires_ms < $1"
 	" ORDER BY id"
 	" FOR UPDATE SKIP LOCKED",
 	/* $1 now, $2 id, $3 new state (0 or 3), $4 the "stalled" row's
-	 * message, $5 the "lost" row's (NULL: the job lives on). The verdict
-	 * and both texts come from store_stall_rule: the "stalled" row, then
-	 * the "lost" row, in that order. */
+	 * message, $5 the "lost" row's (NULL: the job lives on): the
+	 * verdict of store_stall_rule. */
 	[ST_STALL] =
 	"WITH u AS (UPDATE jobs SET n_stalls = n_stalls + 1,"
 	" state = $3::smallint, run_at_ms = $1::bigint, lease_expires_ms = 0"
@@ -1101,7 +1079,7 @@ static const char *const sql[ST_COUNT] = {
 	" $10::bigint, $11) RETURNING " DURABLE_IF("12"),
 	/* Rows as one array per column: one statement, so all or none. The
 	 * conflict clause only ever matches a missed row (the partial index
-	 * ledger_missed_once); a lost row makes the commit durable. */
+	 * ledger_missed_once). */
 	[STORE_Q_LEDGER_MANY] =
 	"WITH i AS (INSERT INTO ledger (" LEDGER_COLS ") SELECT * FROM"
 	" unnest($1::text[], $2::bigint[], $3::bigint[], $4::integer[],"
@@ -1133,11 +1111,8 @@ static const char *const sql[ST_COUNT] = {
 	" LEFT JOIN outbox_body b ON b.schedule = o.schedule"
 	" AND b.slot_ms = o.slot_ms AND b.target = o.target"
 	" WHERE o.schedule = $1 AND o.slot_ms = $2 AND o.target = $3",
-	/* SENT and ABANDONED are final: the WHERE keeps a closed row from
-	 * ever reopening. SENT
-	 * (the guard) and SENDING (which turns a crash mid-send into a
-	 * declared duplicate) are durable before this returns. $6, $7: the
-	 * fence. Answer: ok, rows changed, -. */
+	/* $5 now, $6, $7: the fence, $8 durable. Answer: ok, rows
+	 * changed, -. */
 	[STORE_Q_OUTBOX_SET] =
 	"WITH " FENCE_CTE("$6", "$7") ","
 	" u AS (UPDATE outbox SET state = $4::smallint,"
@@ -1150,9 +1125,8 @@ static const char *const sql[ST_COUNT] = {
 	" RETURNING 1)"
 	" SELECT f.ok, (SELECT count(*) FROM u), " DURABLE_IF("8")
 	" FROM f",
-	/* Only a held row: the state checked in the write, so a change since
-	 * the operator's read is never overwritten. $4 SENT or FAILED, $5
-	 * now, $6, $7: the fence, $8 durable. Answer: ok, rows changed, -. */
+	/* $4 SENT or FAILED, $5 now, $6, $7: the fence, $8 durable.
+	 * Answer: ok, rows changed, -. */
 	[STORE_Q_OUTBOX_RELEASE] =
 	"WITH " FENCE_CTE("$6", "$7") ","
 	" u AS (UPDATE outbox SET state = $4::smallint,"
@@ -1177,10 +1151,9 @@ static const char *const sql[ST_COUNT] = {
 	[STORE_Q_OUTBOX_LIST] =
 	"SELECT target, state, n_tries FROM outbox"
 	" WHERE schedule = $1 AND slot_ms = $2 ORDER BY target COLLATE \"C\"",
-	/* The row closed (while still in state $4) and its ledger row
-	 * ($6..$16) in one statement, durable. $5 now, typed only: no
-	 * column keeps it here. $17, $18: the fence. Answer: ok, rows
-	 * closed, -, -. */
+	/* $4 the state it must still be in, $5 now (typed only: no column
+	 * keeps it here), $6..$16 its ledger row, $17, $18: the fence, $19
+	 * durable. Answer: ok, rows closed, -, -. */
 	[STORE_Q_OUTBOX_ABANDON] =
 	"WITH " FENCE_CTE("$17", "$18") ","
 	" u AS (UPDATE outbox SET state = " STORE_SQL_ABANDONED
@@ -1192,9 +1165,8 @@ static const char *const sql[ST_COUNT] = {
 	" RETURNING 1)"
 	" SELECT f.ok, (SELECT count(*) FROM u), $5::bigint,"
 	" " DURABLE_IF("19") " FROM f",
-	/* $1..$4 arrays (schedule, from, cron, tz), $5 now: each written
-	 * unless the schedule's newest record says the same. Answer: the
-	 * records written. */
+	/* $1..$4 arrays (schedule, from, cron, tz), $5 now, $6 durable.
+	 * Answer: the records written. */
 	[STORE_Q_CRON_NOTE] =
 	"WITH i AS (INSERT INTO cron_history (schedule, from_ms, cron, tz,"
 	" recorded_ms) SELECT v.s, v.f, v.c, v.z, $5::bigint FROM"
@@ -1292,8 +1264,7 @@ static const char *const sql[ST_COUNT] = {
 	" clock_offset_ms FROM nodes ORDER BY id COLLATE \"C\"",
 	[STORE_Q_NODE_LEAVE] =
 	"DELETE FROM nodes WHERE id = $1 RETURNING " DURABLE_IF("2"),
-	/* A paused row for a slot that has one already is dropped, as a
-	 * missed one is (the partial index ledger_paused_once). */
+	/* The partial index ledger_paused_once, as STORE_Q_LEDGER_MISSED. */
 	[STORE_Q_LEDGER_PAUSED] =
 	"INSERT INTO ledger (" LEDGER_COLS ") VALUES ($1, $2::bigint,"
 	" $3::bigint, $4::integer, $5::bigint, $6::bigint, $7::text, $8, $9,"
@@ -1424,9 +1395,7 @@ static const char *const sql[ST_COUNT] = {
 	"SELECT " SEND_COLS("s.state", "NULL") " FROM alert_sends s"
 	" JOIN alerts a ON a.id = s.alert_id WHERE s.alert_id = $1::bigint"
 	" ORDER BY s.id",
-	/* The timing pass (store_sla_scan): jobs_due and jobs_lease, the
-	 * partial indexes of READY and ACTIVE rows, and per schedule known
-	 * to the scheduler two primary-key probes. */
+	/* store_sla_scan: jobs_due and jobs_lease serve the first two. */
 	[STORE_Q_SLA_LATE] =
 	"SELECT " STORE_JOB_COLS " FROM jobs WHERE state = " STORE_SQL_READY
 	" AND attempts = 0"
@@ -1497,10 +1466,11 @@ static void pg_lq_sql(int k, char *buf, size_t cap)
 }
 
 /*
- * Statements run unnamed with PQexecParams (parameters still apart from
- * the SQL), so that each run is planned with its values: optional filters
- * ("$1 IS NULL OR schedule = $1") then use the index that fits. They are
- * reports, not the hot path, so the planning cost does not matter.
+ * Statements run unnamed with PQsendQueryParams (parameters still apart
+ * from the SQL), so that each run is planned with its values: optional
+ * filters ("$1 IS NULL OR schedule = $1") then use the index that fits.
+ * They are reports, not the hot path, so the planning cost does not
+ * matter.
  */
 static const bool oneshot[ST_COUNT] = {
 	[STORE_Q_JOB_COUNTS] = true,
@@ -1561,8 +1531,8 @@ static void arg_bool(struct args *a, bool b)
 }
 
 /* The durability table's answer for commit c as the boolean parameter of
- * DURABLE_IF: durable unless the class is STORE_DUR_NONE (SERVER is
- * durable here: the daemons outlive a crash of the server). */
+ * DURABLE_IF: durable unless the class is STORE_DUR_NONE (store.h, enum
+ * store_dur: SERVER is durable on a server). */
 static void arg_dur(struct args *a, enum store_commit c)
 {
 	arg_bool(a, store_commit_class(c) != STORE_DUR_NONE);
@@ -2912,8 +2882,7 @@ static int schema_current(struct pg *p, struct sc_err *err)
  * Reads the schema's version on the live connection: SC_EVERSION when it
  * is newer than this binary's (a newer node migrated the store since we
  * opened it), 0 otherwise (a failed read is left to the next statement
- * to report). Claims and recovery call it at most every VERSION_CHECK_MS,
- * so that a node of an older version stops taking jobs it would fail.
+ * to report). "Mixed versions" at the top says who calls it.
  */
 static int version_check(struct pg *p, struct sc_err *err)
 {
@@ -2995,8 +2964,7 @@ static int migrate(struct pg *p, bool create, struct sc_err *err)
 			err);
 	if (rc)
 		goto fail_tx;
-	/* The commit's durability is the table's (a half-remembered schema
-	 * would be found old again by a node that already used the new). */
+	/* The commit's durability is the table's. */
 	if (store_commit_class(STORE_COMMIT_MIGRATE) != STORE_DUR_NONE) {
 		rc = exec_const(p, "SELECT " DURABLE, err);
 		if (rc)
@@ -3297,46 +3265,6 @@ static void claim_ids(const PGresult *res, char *ids, char *tids)
 }
 
 /*
- * The claim with the overlap rule on: "no ACTIVE job of the schedule"
- * must hold against claims made at the same time on other nodes. In READ
- * COMMITTED a statement sees what was committed when it began, so two
- * claims running together could each find no ACTIVE job and take two
- * slots of one queue schedule (SKIP LOCKED keeps them off the same ROW,
- * not the same schedule: say a retry due since a minute, claimed by one,
- * and a fresh slot just due, which comes first in the claim order for
- * the other). Hence one lock per schedule, held by the claiming
- * transaction to its COMMIT, and the rule checked under it:
- *   1. ST_CLAIM_PICK walks the due jobs and takes the locks of the
- *      schedules it picks, passing over those held by other claimers;
- *   2. ST_CLAIM_TAKE checks the rule again for the picked jobs, in a
- *      snapshot taken after the locks were: a claim of the same schedule
- *      that committed before is seen there; one that has not committed
- *      holds the lock, so it was passed over.
- * Claims of different schedules run side by side, on every node. (Until
- * 2026-12 one lock served every schedule: claims of all nodes ran one at
- * a time, each holding it through its COMMIT's WAL flush, and 1,576 slots
- * due at once took 6-7 s to start on PostgreSQL; docs/bench.md.) A job
- * picked but claimed by another meanwhile (its commit fell between the
- * two snapshots) is dropped by step 2; if all were, step 1 runs again, in
- * a new transaction, at most CLAIM_TRIES times. "now" is read anew for
- * step 2, once the locks are held, so that an attempt never starts on
- * record before the finish of its schedule's previous one that step 2
- * sees.
- *
- * Every claim also takes CLAIM_LOCK_KEY shared: a node of an earlier
- * version takes it exclusively for its whole claim, so the two kinds
- * never claim at the same time while a fleet is being upgraded. And no
- * parallel plan, which ST_CLAIM_PICK's order relies on (see there).
- *
- * Two round trips (pipe_run): BEGIN, the settings and the shared lock
- * (ST_CLAIM_OPEN), and step 1 in one; step 2 and COMMIT in the other.
- * Step 2 must wait for step 1's answer (its ids), the COMMIT need not:
- * a take that claimed nothing commits nothing. A burst of runs on a
- * busy 2-core host spent its CPU on each statement's wake-ups as much as
- * on the statements (docs/bench.md, 2026-12-06); four round trips a
- * claim were two more than the claim needs.
- */
-/*
  * Makes the connection's claim_known table (CLAIM_KNOWN) hold the rule's
  * known schedules: created on the connection's first claim or next-due
  * read (before their statements are prepared, which name it), loaded
@@ -3376,6 +3304,46 @@ static int known_sync(struct pg *p, bool *on, struct sc_err *err)
 	return 0;
 }
 
+/*
+ * The claim with the overlap rule on: "no ACTIVE job of the schedule"
+ * must hold against claims made at the same time on other nodes. In READ
+ * COMMITTED a statement sees what was committed when it began, so two
+ * claims running together could each find no ACTIVE job and take two
+ * slots of one queue schedule (SKIP LOCKED keeps them off the same ROW,
+ * not the same schedule: say a retry due since a minute, claimed by one,
+ * and a fresh slot just due, which comes first in the claim order for
+ * the other). Hence one lock per schedule, held by the claiming
+ * transaction to its COMMIT, and the rule checked under it:
+ *   1. ST_CLAIM_PICK walks the due jobs and takes the locks of the
+ *      schedules it picks, passing over those held by other claimers;
+ *   2. ST_CLAIM_TAKE checks the rule again for the picked jobs, in a
+ *      snapshot taken after the locks were: a claim of the same schedule
+ *      that committed before is seen there; one that has not committed
+ *      holds the lock, so it was passed over.
+ * Claims of different schedules run side by side, on every node. (Until
+ * 2026-12 one lock served every schedule: claims of all nodes ran one at
+ * a time, each holding it through its COMMIT's WAL flush, and 1,576 slots
+ * due at once took 6-7 s to start on PostgreSQL; docs/bench.md.) A job
+ * picked but claimed by another meanwhile (its commit fell between the
+ * two snapshots) is dropped by step 2; if all were, step 1 runs again, in
+ * a new transaction, at most CLAIM_TRIES times. "now" is read anew for
+ * step 2, once the locks are held, so that an attempt never starts on
+ * record before the finish of its schedule's previous one that step 2
+ * sees.
+ *
+ * Every ruled claim also takes CLAIM_LOCK_KEY shared: a node of an earlier
+ * version takes it exclusively for its whole claim, so the two kinds
+ * never claim at the same time while a fleet is being upgraded. And no
+ * parallel plan, which ST_CLAIM_PICK's order relies on (see there).
+ *
+ * Two round trips (pipe_run): BEGIN, the settings and the shared lock
+ * (ST_CLAIM_OPEN), and step 1 in one; step 2 and COMMIT in the other.
+ * Step 2 must wait for step 1's answer (its ids), the COMMIT need not:
+ * a take that claimed nothing commits nothing. A burst of runs on a
+ * busy 2-core host spent its CPU on each statement's wake-ups as much as
+ * on the statements (docs/bench.md, 2026-12-06); four round trips a
+ * claim were two more than the claim needs.
+ */
 static int pg_claim_ruled(struct pg *p, const struct store_claim_rule *r,
 			  const char *worker, int64_t lease_ms,
 			  int64_t ahead_ms, size_t max, PGresult **out,
@@ -3533,16 +3501,13 @@ static int fence_error(struct pg *p, int64_t id, int64_t lease_token,
 }
 
 /*
- * Runs ST_FINISH: one statement, so it commits whole or not at all, and
- * the same statement in every build (what a release runs is what the
- * crash tests ran). The crash points of store.h's contract fire right
- * before it is sent: for a transaction of one statement that is the
- * instant "after the writes, before COMMIT" stands for, since a crash
- * there leaves the same store (nothing of the finish committed; the
- * server aborts an open transaction of a dead client). "store.commit:err"
- * fails it there the same way: SC_EIO, nothing committed. (A BEGIN/COMMIT
- * around it would cost two round trips per finish: about a third of the
- * claim+complete throughput, bench_pg.)
+ * Runs ST_FINISH, one statement, with the crash points of store.h's
+ * store_job_finish right before it is sent (a crash there leaves what a
+ * crash before COMMIT would: the server aborts an open transaction of a
+ * dead client). "store.commit:err" fails it there the same way: SC_EIO,
+ * nothing committed. (A BEGIN/COMMIT around it would cost two round
+ * trips per finish: about a third of the claim+complete throughput,
+ * bench_pg.)
  */
 static int run_finish(struct pg *p, const struct args *a,
 		      enum job_state new_state, PGresult **res,
@@ -3601,15 +3566,12 @@ static int pg_job_finish(void *impl, int64_t id, int64_t lease_token,
 }
 
 /*
- * Completions ready together (store_job_complete_many): BEGIN, each
- * job's ST_FINISH, COMMIT, sent in one round trip (pipe_run) and
+ * Completions ready together (store_job_complete_many; why sharing the
+ * commit is safe: docs/internals/store.md, "Shared commits"): BEGIN,
+ * each job's ST_FINISH, COMMIT, sent in one round trip (pipe_run) and
  * committed once, where one by one each was a round trip and a commit.
- * Each is the asynchronous commit it was alone (no marker, DONE: no
- * DURABLE); sharing it changes what a crash of the server can take
- * (all of them or none, where it was a suffix of them), not whether it
- * can. A refused job (its fence: no row) wrote nothing and leaves the
- * others to commit, and is told apart afterwards (fence_error); any
- * other failure rolls every one of them back.
+ * A refused job (its fence: no row) wrote nothing and does not stop the
+ * others; it is told apart afterwards (fence_error).
  */
 static int pg_job_complete_many(void *impl, const struct store_job *jobs,
 				size_t n, const struct ledger_row *row,
@@ -3896,13 +3858,13 @@ const char *store_pg_claim_pick_sql(void)
 
 /* ---- the crons in force (issue 43) ------------------------------------- */
 
-/* ---- leases, retention (issue 15) ------------------------------------- */
+/* ---- retention (issue 15) -------------------------------------------- */
 
 /*
- * Runs text (not prepared: a prune runs each statement once per batch, the
- * lease once a day) with a's values, every one typed bigint or text as
- * `types` says ('i' or 't' per value), so a statement may leave one
- * unused. *out as for run.
+ * Runs text (not prepared: a prune runs each statement once per batch,
+ * and reads the size before and after) with a's values, every one typed
+ * bigint or text as `types` says ('i' or 't' per value), so a statement
+ * may leave one unused. *out as for run.
  */
 static int pg_exec_once(struct pg *p, const char *text, const struct args *a,
 			const char *types, PGresult **out, struct sc_err *err)

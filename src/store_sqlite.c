@@ -4,51 +4,36 @@
  * Every operation is one transaction: either BEGIN IMMEDIATE ... COMMIT, or
  * a single writing statement in autocommit mode, which SQLite runs as its
  * own write transaction from its first step (no read-to-write upgrade, so
- * no SQLITE_BUSY_SNAPSHOT). All SQL is prepared once per connection and
- * cached in `struct sq`; no SQL text is ever built from data.
+ * no SQLITE_BUSY_SNAPSHOT). The operations' SQL is prepared once per
+ * connection and cached in `struct sq` (prune's and open's, run once, are
+ * prepared per call); no SQL text is ever built from data.
  *
- * Durability (WAL mode). The connection runs with synchronous = NORMAL
- * (SQLite never fsyncs at commit, so no fsync is made while the write lock
- * is held). Which commits must survive a power cut is not decided here:
- * the store's durability table (store_durable.c) gives each commit its
- * class, and sync_for maps it to one of two levels:
- *   FULL   - (class ALWAYS) the commit is durable before the store call
- *            returns: after COMMIT (the write lock released) the handle
- *            waits for a group sync, one fdatasync of the -wal file shared
- *            by every handle of this process on the file whose durable
- *            commit was waiting ("group commit" below).
- *   NORMAL - (the others) no sync; the WAL is fsync'd at checkpoints and
- *            by the next group sync.
- * The WAL is append-only and a group sync flushes the whole file, so it
- * also makes every earlier NORMAL commit durable, and a power cut always
- * leaves a prefix of the commit history (never a hole in the middle).
- * A durable commit is visible to other handles before its sync: what they
- * do on it is later in the history, so a power cut that loses it loses
- * that too, or (a skipped run, a refused send) re-runs as after a crash
- * before the commit. A failed group sync is the call's error (SC_EIO, or
- * SC_ENOSPC for ENOSPC/EDQUOT) although the row is committed: the caller
- * treats it as it treats a failed commit, a write that may or may not
- * survive. What each commit may lose and why that is harmless: the table's
- * reasons, and docs/internals/store.md per transition.
+ * Durability (WAL mode; each commit's class is the durability table's,
+ * store.h). The connection runs with synchronous = NORMAL, so SQLite never
+ * fsyncs at commit, nor while the write lock is held; sync_for maps a
+ * class to FULL (after COMMIT, the call waits for a group sync of the
+ * -wal file: "group commit" below) or NORMAL (no sync: the WAL is synced
+ * at checkpoints and by the next group sync). Invariant: the WAL is
+ * append-only and a group sync flushes all of it, so a power cut leaves a
+ * prefix of the commit history, never a hole (docs/internals/store.md,
+ * "Durability"). A process crash (SIGKILL, OOM) loses nothing that was
+ * committed: the WAL is in the OS page cache.
  *
- * Fencing (store.h): the outbox, guard, marker and duplicate-row writes
- * of a fenced handle carry FENCE_OK in their own statement, so the lease
- * check and the write are one write transaction.
+ * Fencing (store.h): a fenced write carries FENCE_OK in its own statement.
  *
  * Disk full: a write that fails for space makes the handle fold in and
  * truncate the WAL before its next write, and checkpoint in small steps
  * from then on (reclaim_wal). Invariant: before a write, the free space
  * covers the WAL plus WAL_RESERVE_BYTES, else the WAL is folded in first
  * (wal_guard), so a checkpoint always fits once space is freed.
- * A process crash (SIGKILL, OOM) loses nothing that was committed, with
- * either setting: the WAL is in the OS page cache.
  *
  * Schema versioning: PRAGMA user_version holds SCHEMA_VERSION, and
  * PRAGMA application_id marks the file as ours. To change the schema, add a
  * step to `migrations[]` and bump SCHEMA_VERSION; steps run forward, in one
- * transaction, when a file of an older version is opened. A file with a
- * newer version, a foreign application id, a foreign schema, or no SQLite
- * header at all is refused before anything is written to it.
+ * transaction, when a file of an older version is opened. store_open's
+ * refusals (store.h) are judged from the file's header before SQLite opens
+ * it (precheck_file), then from SQLite's view before any write
+ * (check_schema).
  *
  * Reads at depth (issue 15): every ledger read a ledger years deep can
  * slow down has a statement whose plan uses an index (a statement per
@@ -60,13 +45,11 @@
  * no index of the ledger is in schedule order: ledger_day leads with the
  * day, so that a prune of the oldest days touches few pages (prune.md).
  *
- * Waiting for work (store_wait): SQLite has no notification channel, so
- * sq_wait looks at what another process's commit changes: the database
- * file and its -wal file (size and mtime), once per call after sleeping
- * min(timeout, STORE_WATCH_STEP_MS), against the handle's previous look.
+ * Waiting for work (store_wait, store.h): SQLite has no notification
+ * channel, so sq_wait watches the files another process's commit changes.
  *
- * Threading: one connection per handle, opened SQLITE_OPEN_NOMUTEX, used by
- * one thread at a time (store.h). Never carry a handle across fork().
+ * Threading: one connection per handle, opened SQLITE_OPEN_NOMUTEX (a
+ * handle is used by one thread at a time, store.h).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -120,9 +103,8 @@
 
 /*
  * migrations[k] takes a file from version k to k+1. Never edit a step that
- * has shipped; add one. Job states and outbox states are stored as the
- * integer values of enum job_state / enum send_state (store.h), which are
- * therefore part of the file format.
+ * has shipped; add one. States are stored as their enums' values (store.h,
+ * "transitions").
  */
 /* The day of a slot, as ledger_day indexes it: a read that seeks the
  * index must spell the expression the same way. */
@@ -217,12 +199,10 @@ static const char *const migrations[SCHEMA_VERSION] = {
 	" updated_ms INTEGER NOT NULL);"
 	"PRAGMA application_id = 1396920881;" /* APP_ID in decimal */
 	"PRAGMA user_version = 1;",
-	/* 1 -> 2: a slot is recorded as missed at most once. Two nodes
-	 * catching up the same downtime at once could both write a missed
-	 * row (the scheduler's check is read-then-write): keep the first
-	 * (lowest id) of each (schedule, slot), then let the index refuse
-	 * the next. Partial, so only missed rows pay for it: attempt rows
-	 * are written without touching it. */
+	/* 1 -> 2: a missed row once per slot (store.h,
+	 * store_ledger_append): keep the first (lowest id) of each
+	 * (schedule, slot), then let the index refuse the next. Partial, so
+	 * attempt rows are written without touching it. */
 	"DELETE FROM ledger WHERE outcome = 'missed' AND id NOT IN ("
 	" SELECT min(id) FROM ledger WHERE outcome = 'missed'"
 	" GROUP BY schedule, slot_ms);"
@@ -245,16 +225,11 @@ static const char *const migrations[SCHEMA_VERSION] = {
 	" SELECT schedule, slot_ms, target, body FROM outbox;"
 	"ALTER TABLE outbox DROP COLUMN body;"
 	"PRAGMA user_version = 3;",
-	/* 3 -> 4: an alert is a delivery too (issue 13). jobs.alerted says
-	 * whether a DEAD job's lost alert was raised; the jobs already DEAD
-	 * had theirs under the old code (sent directly, or not at all), so
-	 * they count as alerted: a first start after the upgrade must not
-	 * alert history. The partial index keeps the finished jobs out of
-	 * the search for unalerted ones. An alert is one row per (schedule,
-	 * slot, reason, generation); its copies are alert_sends rows, one
-	 * per (alert, round, target), with their own send state and lease.
-	 * Status, and send states, are the integer values of enum
-	 * alert_status and enum send_state (store.h). */
+	/* 3 -> 4: an alert is a delivery too (issue 13;
+	 * docs/internals/store.md, schema 4 and the alert tables).
+	 * jobs.alerted says whether a DEAD job's lost alert was raised. The
+	 * partial index keeps the finished jobs out of the search for
+	 * unalerted ones. */
 	"ALTER TABLE jobs ADD COLUMN alerted INTEGER NOT NULL DEFAULT 0;"
 	"UPDATE jobs SET alerted = 1 WHERE state = 3;"
 	"CREATE INDEX jobs_unalerted ON jobs(id) WHERE state = 3 AND "
@@ -333,11 +308,9 @@ static const char *const migrations[SCHEMA_VERSION] = {
 	"CREATE INDEX ledger_ok ON ledger(schedule, slot_ms) WHERE "
 	"outcome = 'success';"
 	"PRAGMA user_version = 6;",
-	/* 6 -> 7: pauses (issue 17). One row per schedule ever paused, its
-	 * newest pause (ended ones kept, so a catch-up after the window
-	 * still knows it). A paused slot gets one paused ledger row
-	 * whatever the nodes do, as a missed one does (ledger_missed_once):
-	 * partial, so only paused rows pay for it. */
+	/* 6 -> 7: pauses (issue 17; store.h, struct store_pause), and a
+	 * paused row once per slot by a partial unique index, as
+	 * ledger_missed_once: only paused rows pay for it. */
 	"CREATE TABLE pauses("
 	" schedule TEXT PRIMARY KEY,"
 	" from_ms INTEGER NOT NULL,"
@@ -402,11 +375,11 @@ static const char *const migrations[SCHEMA_VERSION] = {
 	"CREATE INDEX ledger_day ON ledger(" DAY_OF("slot_ms") ", schedule, "
 	"slot_ms);"
 	"PRAGMA user_version = 9;",
-	/* 9 -> 10 (issue 43): `status` shows a schedule's last run, not its
-	 * newest row, which is as often an alert, an ack or a missed slot
-	 * ("last alert ... recovered alert sent to oncall"). ledger_head
-	 * keeps the newest row of a run outcome (LEDGER_RUN_OUTCOMES) beside
-	 * the newest row, by the same trigger. The heads are filled from the
+	/* 9 -> 10 (issue 43): `status` shows a schedule's last run (store.h,
+	 * store_sched_summaries), not its newest row, which is as often an
+	 * alert, an ack or a missed slot. ledger_head keeps the newest row
+	 * of a run outcome (LEDGER_RUN_OUTCOMES_SQL) beside the newest row,
+	 * by the same trigger. The heads are filled from the
 	 * rows: a head whose newest row is a run is its own run; the others
 	 * (the newest row an alert or a missed slot) take one pass over the
 	 * ledger for the newest run slot of each, then one seek of
@@ -560,15 +533,13 @@ static const char *const migrations[SCHEMA_VERSION] = {
 	" FROM alert_sends s JOIN alerts a ON a.id = s.alert_id"
 
 #define LEDGER_COLS "id, " STORE_LEDGER_COLS
-/* A missed row for a slot that has one already is dropped (the conflict
- * target names the partial index ledger_missed_once, so only that
- * conflict is ignored; any other constraint still fails). */
-/* A schedule's last slot, never moved back. */
 #define SCHED_SET_SQL                                                     \
 	"INSERT INTO sched_state(schedule, last_slot_ms, updated_ms) "       \
 	"VALUES (?1, ?2, ?3) ON CONFLICT (schedule) DO UPDATE SET "         \
 	"last_slot_ms = max(last_slot_ms, excluded.last_slot_ms), "         \
 	"updated_ms = excluded.updated_ms"
+/* The conflict target names the partial index ledger_missed_once, so
+ * only that conflict is ignored; any other constraint still fails. */
 #define LEDGER_MISSED_SQL                                                 \
 	"INSERT INTO ledger(" STORE_LEDGER_COLS ") "                         \
 	"VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) "            \
@@ -693,20 +664,19 @@ static const char *const stmt_sql[N_STMT] = {
 	 * The claim's choice (store.h: the claim order and the overlap
 	 * rule). ?1 now, ?2 ahead, ?4 rule on, ?5 allow, ?6 skip
 	 * (store_claim_rule's framed lists), ?7 1 for retries, 0 for first
-	 * attempts: the claim order is first attempts, then retries, each by
-	 * (run_at, id), so sq_job_claim runs this once for each, and each
-	 * walks jobs_ready in its order; sq_job_claim stops stepping when it
-	 * has taken enough. Columns 0-15 are the job (STORE_JOB_COLS: the walk
+	 * attempts: sq_job_claim runs this once for each, two walks of
+	 * jobs_ready in its order (docs/internals/store.md, "Claim order"),
+	 * and stops stepping when it has taken enough. Columns 0-15 are the job (STORE_JOB_COLS: the walk
 	 * reads the row anyway, and the claim then sets the taken job's new
 	 * fields itself rather than reading the row again, issue 45);
 	 * column 16 is the job's verdict: 0 take it, 1 take it flagged
-	 * overlapped, NULL pass over it. An allow job (or the rule
-	 * off) is taken with no further read. A queue job is taken only when
-	 * it is not held: no job of its schedule is ACTIVE (busy) and it is
-	 * its schedule's first due READY job in the claim order; a skip job
-	 * always, flagged when held. "First" is bounded by the candidate
-	 * itself, never by now: an earlier first attempt b of a first attempt
-	 * j has (b.run_at, b.id) < (j.run_at, j.id), and for a retry j, an
+	 * overlapped, NULL pass over it. An allow job (or the rule off) is
+	 * taken with no further read; a queue job only when not held (a job
+	 * of its schedule ACTIVE, or an earlier one due: store.h,
+	 * store_overlap_set); a skip job always, flagged when held. "Earlier"
+	 * is bounded by the candidate itself, never by now: an earlier first
+	 * attempt b of a first attempt j has (b.run_at, b.id) < (j.run_at,
+	 * j.id), and for a retry j, an
 	 * earlier job is any due first attempt (one seek, the first found
 	 * ends it) or a retry with (run_at, id) < j's. Every test is one seek
 	 * of a partial index led by the schedule, which holds no DONE job:
@@ -714,9 +684,9 @@ static const char *const stmt_sql[N_STMT] = {
 	 * jobs_open (schedule, state, run_at) of the READY and DEAD jobs for
 	 * the others (`state = 0` lets SQLite use it; the `state <> 2` kept
 	 * beside it is what made the schema-5 index usable), each ended by
-	 * the first entry that matches: the first job of a
-	 * schedule finds only itself in its range, a later one finds an
-	 * earlier one at once, whatever the depth of the backlog. The tests
+	 * the first entry that matches: the first job of a schedule finds
+	 * only itself in its range, a later one finds an earlier one at once,
+	 * whatever the depth of the backlog. The tests
 	 * sit in WHEN clauses, which SQLite evaluates lazily in order (an OR
 	 * there jumps), and each walked row is evaluated once: no outer
 	 * query repeats the expression in a WHERE. A schedule's due jobs of
@@ -727,9 +697,8 @@ static const char *const stmt_sql[N_STMT] = {
 	 * The claim runs under BEGIN IMMEDIATE: no other handle's claim or
 	 * finish commits between this read and the update, so "no ACTIVE
 	 * job" holds across processes. ?8 (issue 43): 1 to take only the
-	 * schedules this node knows (store_claim_known_set; 0: any); a job
-	 * of another schedule is passed over and waits for a node that
-	 * knows it. The test is sc_known (known_fn), a lookup in the hash
+	 * schedules this node knows (store_claim_known_set; 0: any). The
+	 * test is sc_known (known_fn), a lookup in the hash
 	 * the set was built with: an IN over json_each(the list) built its
 	 * set again at every run of the statement, 15-30 ms and 4 MB a
 	 * claim at 100,000 schedules (issue 45).
@@ -762,8 +731,9 @@ static const char *const stmt_sql[N_STMT] = {
 	 * run (a quarter of a claim's cost). Nor a read of the row after
 	 * it: ST_JOB_PICK returned the row under the same write lock, so
 	 * sq_job_claim applies these same changes to it (keep the two in
-	 * step). The finish and the release read their row back by id
-	 * (ST_JOB_ENDED), one seek. */
+	 * step). A finish reads its row back by id (ST_JOB_ENDED, one
+	 * seek) only when its caller has no copy of the claim, a release
+	 * writes its ledger row from the row by id (ST_JOB_RELEASED). */
 	[ST_JOB_CLAIM] =
 		"UPDATE jobs SET state = " STORE_SQL_ACTIVE ", "
 		"attempts = attempts + 1, "
@@ -821,11 +791,8 @@ static const char *const stmt_sql[N_STMT] = {
 		"UPDATE jobs SET lease_expires_ms = ?1 + ?2 "
 		"WHERE state = " STORE_FROM_LEASE_CLAMP " AND lease_expires_ms > "
 		"?1 + ?2 + ?3",
-	/* ?1: 1 to take the known schedules only (ST_JOB_PICK's ?8,
-	 * issue 43; 0: any): the first READY job the claim may take, by a
-	 * walk of
-	 * jobs_ready in order that passes over the others, so that a job
-	 * no node of this config runs never reads as due here. */
+	/* ?1 as ST_JOB_PICK's ?8: the first READY job the claim may take,
+	 * by a walk of jobs_ready in order that passes over the others. */
 	[ST_JOB_NEXT_DUE] =
 		"SELECT min(m) FROM ("
 		"SELECT (SELECT run_at_ms FROM jobs WHERE state = " STORE_FROM_CLAIM
@@ -889,8 +856,6 @@ static const char *const stmt_sql[N_STMT] = {
 		"LEFT JOIN outbox_body b ON b.schedule = o.schedule AND "
 		"b.slot_ms = o.slot_ms AND b.target = o.target "
 		"WHERE o.schedule = ?1 AND o.slot_ms = ?2 AND o.target = ?3",
-	/* Not closed: a send guard (SENT) or an abandoned row never changes
-	 * again (STORE_BUT_OUTBOX_SET). */
 	[STORE_Q_OUTBOX_SET] =
 		"UPDATE outbox SET state = ?4, "
 		"n_tries = n_tries + (?4 = " STORE_SQL_SENDING "), "
@@ -899,8 +864,6 @@ static const char *const stmt_sql[N_STMT] = {
 		"updated_ms = ?5 "
 		"WHERE schedule = ?1 AND slot_ms = ?2 AND target = ?3 AND "
 		"state NOT IN (" STORE_BUT_OUTBOX_SET ") AND " FENCE_OK,
-	/* Only a held row: the state checked in the write, so a change
-	 * since the operator's read is never overwritten. */
 	[STORE_Q_OUTBOX_RELEASE] =
 		"UPDATE outbox SET state = ?4, "
 		"sent_ms = CASE WHEN ?4 = " STORE_SQL_SENT " THEN ?5 ELSE "
@@ -916,14 +879,12 @@ static const char *const stmt_sql[N_STMT] = {
 	[STORE_Q_OUTBOX_LIST] =
 		"SELECT target, state, n_tries FROM outbox WHERE schedule = ?1 "
 		"AND slot_ms = ?2 ORDER BY target",
-	/* ?4 the state it must still be in: an operator's release between
-	 * the caller's read and this write leaves the row alone. */
-	/* Its ledger row, ?6..?16, follows (sq_then: ST_ABANDONED_ROW). */
+	/* ?4 the state it must still be in; its ledger row, ?6..?16,
+	 * follows (sq_then: ST_ABANDONED_ROW). */
 	[STORE_Q_OUTBOX_ABANDON] =
 		"UPDATE outbox SET state = " STORE_SQL_ABANDONED ", updated_ms = ?5 "
 		"WHERE schedule = ?1 AND slot_ms = ?2 AND target = ?3 AND "
 		"state = ?4 AND " FENCE_OK,
-	/* Written unless the schedule's newest record says the same. */
 	[STORE_Q_CRON_NOTE] =
 		"INSERT INTO cron_history(schedule, from_ms, cron, tz, "
 		"recorded_ms) SELECT ?1, ?2, ?3, ?4, ?5 WHERE NOT EXISTS "
@@ -972,8 +933,7 @@ static const char *const stmt_sql[N_STMT] = {
 	[STORE_Q_NODES] = "SELECT id, host, pid, version, config_digest, "
 		     "started_ms, seen_ms, NULL FROM nodes ORDER BY id",
 	[STORE_Q_NODE_LEAVE] = "DELETE FROM nodes WHERE id = ?1",
-	/* A paused row for a slot that has one already is dropped, as a
-	 * missed one is (the partial index ledger_paused_once). */
+	/* The partial index ledger_paused_once, as LEDGER_MISSED_SQL. */
 	[STORE_Q_LEDGER_PAUSED] =
 		"INSERT INTO ledger(schedule, slot_ms, job_id, attempt, "
 		"started_ms, finished_ms, outcome, error_class, error_msg, "
@@ -992,9 +952,8 @@ static const char *const stmt_sql[N_STMT] = {
 		"expires_ms = excluded.expires_ms, "
 		"updated_ms = excluded.updated_ms",
 	[STORE_Q_TOKEN_DROP] = "DELETE FROM token_cache WHERE provider = ?1",
-	/* ?1 name, ?2 owner, ?3 now, ?4 ttl. Compare-and-set in one
-	 * statement: the row is written only when it is free (no row),
-	 * expired, or already owner's; changes() says which. */
+	/* ?1 name, ?2 owner, ?3 now, ?4 ttl; changes() says whether it
+	 * was taken. */
 	[STORE_Q_LEASE_TAKE] =
 		"INSERT INTO leases(name, owner, expires_ms) "
 		"VALUES(?1, ?2, ?3 + ?4) ON CONFLICT(name) DO UPDATE "
@@ -1085,9 +1044,7 @@ static const char *const stmt_sql[N_STMT] = {
 	[STORE_Q_ALERT_SENDS] =
 		"SELECT " SEND_COLS("s.state", "NULL") " WHERE s.alert_id = ?1 "
 		"ORDER BY s.id",
-	/* The timing pass (store_sla_scan): the claim's and the recovery's
-	 * partial indexes, and per schedule known to the scheduler two
-	 * primary-key probes; DONE jobs and old markers are never read. */
+	/* store_sla_scan: jobs_ready and jobs_active serve the first two. */
 	[STORE_Q_SLA_LATE] =
 		"SELECT " STORE_JOB_COLS " FROM jobs WHERE state = "
 		STORE_SQL_READY " AND "
@@ -1151,7 +1108,7 @@ static int db_fail(struct sq *q, int rc, const char *op, struct sc_err *err)
 	if (!sys && (rc & 0xff) == SQLITE_IOERR)
 		sys = saved_errno;
 	/* wal_hook's failed sync: SQLite reports it as SQLITE_ERROR, "SQL
-	 * logic error"; the commit itself was made (set_sync's comment). */
+	 * logic error"; the commit itself was made (wal_hook's comment). */
 	if (q->sync_errno) {
 		rc = SQLITE_IOERR_FSYNC;
 		sys = q->sync_errno;
@@ -1457,9 +1414,9 @@ static void reclaim_wal(struct sq *q)
  * before the store call returns, wal_hook (which SQLite calls after the
  * commit, with the lock released) waits in group_sync until one fdatasync
  * of the -wal file that started after the commit has succeeded. fsync
- * flushes the inode, whichever descriptor asks, and the WAL is
- * append-only, so that sync makes the commit and every earlier one
- * durable, and a power cut still leaves a prefix of the history.
+ * flushes the inode whichever descriptor asks, so one sync serves the
+ * commits of every handle (and, the WAL being append-only, every earlier
+ * commit: the prefix invariant at the top).
  *
  * group_sync is the classic group commit: a waiter queues itself under
  * mu; when no sync runs, the first waiter becomes the syncer, takes the
@@ -1665,11 +1622,11 @@ uint64_t store_sqlite_syncs(const char *path)
 /*
  * SQLite calls this after each commit of q's connection that wrote
  * frames, with the write lock released. A SYNC_FULL commit waits for its
- * group sync here; a failed sync is the statement's error
- * (SQLITE_IOERR_FSYNC, its errno in q->sync_errno for db_fail), though
- * the commit happened. Then, as SQLite's own autocheckpoint would (which
- * this hook replaces), a passive checkpoint once the WAL holds
- * q->ckpt_pages.
+ * group sync here; a failed sync fails the statement, though the commit
+ * happened: the hook answers SQLITE_IOERR_FSYNC, which SQLite reports as
+ * SQLITE_ERROR, and db_fail tells it apart by q->sync_errno. Then, as
+ * SQLite's own autocheckpoint would (which this hook replaces), a
+ * passive checkpoint once the WAL holds q->ckpt_pages.
  */
 static int wal_hook(void *arg, sqlite3 *db, const char *name, int n_pages)
 {
@@ -1698,10 +1655,8 @@ static void hook_install(struct sq *q, int pages)
 }
 
 /*
- * The level of commit c, from the store's durability table (store.h,
- * store_durable.c): only ALWAYS is synced here. SERVER is NORMAL on a
- * file: a power cut takes the daemon along with the commit, and the
- * database keeps a prefix of its history, so what it forgets is redone.
+ * The level of commit c, from the store's durability table: only ALWAYS
+ * is synced here (SERVER is NONE on a file, store.h enum store_dur).
  */
 static enum sync_level sync_for(enum store_commit c)
 {
@@ -2747,8 +2702,8 @@ static int sq_job_enqueue(void *impl, const char *schedule, int64_t slot_ms,
 	return 0;
 }
 
-/* The jobs and states of a scheduler tick, one transaction (SYNC_NORMAL,
- * like an enqueue): each job, then its schedule's state. */
+/* The jobs and states of a scheduler tick, one transaction (an
+ * enqueue's commit): each job, then its schedule's state. */
 static int sq_job_enqueue_batch(void *impl, struct store_enqueue *v,
 				size_t n, struct sc_err *err)
 {
@@ -2901,9 +2856,8 @@ static int lease_error(struct sq *q, enum stmt_id exists, const char *what,
  * Runs a fenced UPDATE (ST_JOB_FINISH) and fills the
  * schedule, slot, attempt and started fields of *r from the row it
  * changed (ST_JOB_ENDED, in the same transaction), unless `known` gives
- * them (the claimed job as its claim returned it: the fence held, so
- * the row is still that claim's and those fields are the claim's).
- * SC_ELEASE / SC_ENOENT when nothing matched.
+ * them (the claim's copy: store.h, store_job_finish). SC_ELEASE /
+ * SC_ENOENT when nothing matched.
  */
 static int fenced_update(struct sq *q, enum stmt_id id_st, int64_t id,
 			 int64_t token, int state, int64_t run_at_ms,
@@ -2977,8 +2931,7 @@ static int finish_in_tx(struct sq *q, int64_t id, int64_t lease_token,
 			struct sc_err *err)
 {
 	struct ledger_row r = {0};
-	/* The caller's copy of the claimed job (store.h, store_job_finish):
-	 * one read fewer per finish. */
+	/* The caller's copy of the claimed job: one read fewer per finish. */
 	const struct ledger_row *known =
 		row && row->job_id == id && row->schedule[0] ? row : NULL;
 	int rc = fenced_update(q, ST_JOB_FINISH, id, lease_token,
@@ -3011,8 +2964,6 @@ static int sq_job_finish(void *impl, int64_t id, int64_t lease_token,
 			 struct sc_err *err)
 {
 	struct sq *q = impl;
-	/* A DEAD job's "lost" row is the loud record of a lost slot: it
-	 * must survive a power cut like a guard does; so must a marker. */
 	int rc = tx_begin(q, sync_for(store_commit_of_finish(new_state, mark)),
 			  err);
 
@@ -3033,12 +2984,10 @@ static int sq_job_finish(void *impl, int64_t id, int64_t lease_token,
 }
 
 /*
- * Completions ready together, one commit (store_job_complete_many). The
- * level is NORMAL, each completion's own: sharing the commit changes
- * what a power cut can take (all of them or none, where it was a prefix
- * of them), not whether it can. A refused job (SC_ELEASE, SC_ENOENT)
- * wrote nothing and leaves the others to commit; any other error rolls
- * every one of them back.
+ * Completions ready together, one transaction (store_job_complete_many;
+ * why sharing the commit is safe: docs/internals/store.md, "Shared
+ * commits"). A refused job (SC_ELEASE, SC_ENOENT) comes before any write
+ * of it (finish_in_tx), so the transaction goes on with the others.
  */
 static int sq_job_complete_many(void *impl, const struct store_job *jobs,
 				size_t n, const struct ledger_row *row,
@@ -3096,9 +3045,8 @@ static int recover_batch(struct sq *q, int max_stalls, int *n,
 	e = calloc(RECOVER_BATCH, sizeof(*e));
 	if (!e)
 		return sc_err_set(err, SC_ENOMEM, "out of memory");
-	/* Recovery is rare (a worker died), and a recovered job may turn
-	 * DEAD with a "lost" row, which must be durable: commit with FULL.
-	 * The level cannot change inside a transaction, hence up front. */
+	/* The level cannot change inside a transaction, hence up front:
+	 * the recovery's, for the whole batch. */
 	rc = tx_begin(q, sync_for(STORE_COMMIT_RECOVER), err);
 	if (rc)
 		goto done;
@@ -3368,12 +3316,11 @@ const char *store_sqlite_plan_sql(size_t i, char *buf, size_t cap,
 
 /* ---- pauses (issue 17) ------------------------------------------------ */
 
-/* ---- leases, retention (issue 15) ------------------------------------- */
+/* ---- retention (issue 15) -------------------------------------------- */
 
 /*
  * Prepared per call, not in the statement cache: a prune batch runs a few
- * thousand deletions, so one prepare per batch costs nothing, and the
- * lease is taken once a day.
+ * thousand deletions, so one prepare per batch costs nothing.
  */
 static int sq_prep_once(struct sq *q, const char *sql, sqlite3_stmt **st,
 			struct sc_err *err)
