@@ -571,7 +571,7 @@ static const char *const migrations[SCHEMA_VERSION] = {
  * store_sched_summaries reads three streams, each in schedule order, and
  * merges them (sq_sched_summaries):
  *   - the newest run row of each schedule (a row of
- *     LEDGER_RUN_OUTCOMES, issue 43: never an alert's or a missed
+ *     LEDGER_RUN_OUTCOMES_SQL, issue 43: never an alert's or a missed
  *     slot's): ledger_head's run_id, kept by the trigger
  *     ledger_head_new, in schedule order (its primary key), one rowid
  *     lookup per schedule whatever the number of rows;
