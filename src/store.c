@@ -12,8 +12,9 @@
  *     checks here (names non-empty and shorter than their caps, policies
  *     valid, output pointers non-NULL, max_stalls >= 1), so the backends
  *     do not repeat them and behave alike on bad input.
- *   - A backend evaluates policy, never decides it: recovery applies
- *     store_stall_rule's verdict and texts; a claim returns its jobs (or
+ *   - A backend evaluates policy, never decides it: recovery is composed
+ *     here (store_stall_rule's verdict and texts, the ledger rows, the
+ *     dead list) from its statements; a claim returns its jobs (or
  *     alert sends) in any order and store_job_claim_ahead
  *     (store_alert_send_claim) sorts them.
  *   - The handle owns the backend's impl pointer; store_close frees both.
@@ -672,6 +673,157 @@ int store_job_give_back(struct store *s, int64_t id, int64_t lease_token,
 						err);
 }
 
+/* ---- stalled-job recovery --------------------------------------------- */
+
+/* Expired jobs judged per transaction: a long recovery holds SQLite's
+ * write lock for one batch at a time, so that claims pass in between. */
+#define RECOVER_BATCH 64
+
+/*
+ * One batch of a recovery (store.h, store_job_recover_dead) inside
+ * store_ops.tx: the expired jobs, oldest lease first, then by id (on
+ * both backends: a long backlog is worked off in the same order
+ * everywhere), read under SQLite's write lock or locked by PostgreSQL
+ * with SKIP LOCKED (each job is one node's); then per job the verdict of
+ * store_stall_rule: the job READY or DEAD, its "stalled" row, then its
+ * "lost" row when dead. e[i] keeps the jobs read, moved[i] those this
+ * batch changed, for the dead list once the batch committed.
+ */
+struct recover_step {
+	struct store *s;
+	int max_stalls;
+	int64_t now;
+	struct store_stall *e;   /* e[0..got), owned */
+	size_t got;
+	bool moved[RECOVER_BATCH];
+	int n;                   /* the jobs moved */
+};
+
+/* The rows a stall writes, stalled then lost (when dead), both with
+ * STORE_STALL_CLASS: the ledger's words for it on every backend. */
+static int stall_rows(struct store *s, const struct store_stall *x,
+		      struct store_stall_verdict *v, int64_t now,
+		      struct sc_err *err)
+{
+	struct ledger_row r = {
+		.slot_ms = x->slot_ms, .job_id = x->id,
+		.attempt = x->attempts, .started_ms = x->started_ms,
+		.finished_ms = now, .outcome = LEDGER_STALLED,
+		.error_class = STORE_STALL_CLASS, .error_msg = v->stalled_msg,
+	};
+	int rc;
+
+	snprintf(r.schedule, sizeof(r.schedule), "%s", x->schedule);
+	rc = put_row(s, &r, err);
+	if (rc || !v->dead)
+		return rc;
+	snprintf(r.outcome, sizeof(r.outcome), "%s", LEDGER_LOST);
+	r.error_msg = v->lost_msg;
+	return put_row(s, &r, err);
+}
+
+static int recover_body(void *ctx, struct sc_err *err)
+{
+	struct recover_step *r = ctx;
+	struct store *s = r->s;
+	int rc = call_read(s, STORE_Q_JOB_EXPIRED,
+			   ARGS(STORE_I64(r->now), STORE_I64(RECOVER_BATCH)),
+			   &r->e, &r->got, err);
+
+	r->n = 0;
+	for (size_t i = 0; !rc && i < r->got && i < RECOVER_BATCH; i++) {
+		const struct store_stall *x = &r->e[i];
+		struct store_stall_verdict v;
+		int64_t n = 0;
+
+		store_stall_rule(r->max_stalls, x, &v);
+		rc = call_write(s, STORE_Q_JOB_STALL,
+				ARGS(STORE_I64(x->id),
+				     STORE_I64(v.dead ? JOB_DEAD : JOB_READY),
+				     STORE_I64(r->now)),
+				&n, err);
+		/* The job is held (write lock, row lock): it changes. */
+		r->moved[i] = !rc && n > 0;
+		if (r->moved[i]) {
+			r->n++;
+			rc = stall_rows(s, x, &v, r->now, err);
+		}
+	}
+	return rc;
+}
+
+/* Appends j to dl, or only counts it (n_more) once dl holds
+ * STORE_DEAD_MAX. 0 or SC_ENOMEM (dl unchanged). */
+static int dead_list_push(struct store_dead_list *dl,
+			  const struct store_dead_job *j)
+{
+	if (dl->n >= STORE_DEAD_MAX) {
+		dl->n_more++;
+		return 0;
+	}
+	if (dl->n == dl->cap) {
+		size_t cap = dl->cap ? dl->cap * 2 : 8;
+		struct store_dead_job *v;
+
+		if (cap > STORE_DEAD_MAX)
+			cap = STORE_DEAD_MAX;
+		v = realloc(dl->v, cap * sizeof(*v));
+		if (!v)
+			return SC_ENOMEM;
+		dl->v = v;
+		dl->cap = cap;
+	}
+	dl->v[dl->n++] = *j;
+	return 0;
+}
+
+/* Once a stall's verdict is dead and committed: logs the lost job and,
+ * when dl is given, appends it to dl (dead_list_push). 0 or SC_ENOMEM,
+ * set in err. */
+static int stall_lost(struct store_dead_list *dl,
+		      const struct store_stall *job, const char *lost_msg,
+		      struct sc_err *err)
+{
+	struct store_dead_job dj = {
+		.job_id = job->id, .slot_ms = job->slot_ms,
+		.attempt = job->attempts,
+	};
+
+	LOG(SC_LOG_ERROR, "store", "event=lost job=%lld attempt=%d "
+	    "reason=stalled", (long long)job->id, job->attempts);
+	if (!dl)
+		return 0;
+	snprintf(dj.schedule, sizeof(dj.schedule), "%s", job->schedule);
+	snprintf(dj.error_msg, sizeof(dj.error_msg), "%s", lost_msg);
+	if (dead_list_push(dl, &dj) != 0)
+		return sc_err_set(err, SC_ENOMEM, "out of memory");
+	return 0;
+}
+
+/* After a batch committed: its dead jobs logged and listed in dead
+ * (NULL: not wanted). The first failure (SC_ENOMEM) is returned; the
+ * others are still logged. */
+static int list_dead(const struct recover_step *r,
+		     struct store_dead_list *dead, struct sc_err *err)
+{
+	int rc = 0;
+
+	for (size_t i = 0; i < r->got && i < RECOVER_BATCH; i++) {
+		struct store_stall_verdict v;
+
+		if (!r->moved[i])
+			continue;
+		store_stall_rule(r->max_stalls, &r->e[i], &v);
+		if (!v.dead)
+			continue;
+		int e = stall_lost(rc ? NULL : dead, &r->e[i], v.lost_msg,
+				   err);
+		if (!rc)
+			rc = e;
+	}
+	return rc;
+}
+
 int store_job_recover(struct store *s, int max_stalls, int *n_recovered,
 		      struct sc_err *err)
 {
@@ -682,17 +834,60 @@ int store_job_recover_dead(struct store *s, int max_stalls,
 			   int *n_recovered, struct store_dead_list *dead,
 			   struct sc_err *err)
 {
-	int dummy;
+	struct recover_step r = {.s = s, .max_stalls = max_stalls};
+	int64_t any = 0;
+	int dummy, rc;
 
+	if (!n_recovered)
+		n_recovered = &dummy;
+	*n_recovered = 0;
 	if (dead) {
 		dead->n = 0;
 		dead->n_more = 0;
 	}
 	if (max_stalls < 1)
 		return sc_err_set(err, SC_EINVAL, "max_stalls must be >= 1");
-	return s->ops->job_recover(s->impl, max_stalls,
-				   n_recovered ? n_recovered : &dummy, dead,
-				   err);
+	/* A plain read first: the common answer, none expired, costs no
+	 * write transaction (no write lock, no fsync). */
+	rc = call_read(s, STORE_Q_ANY_EXPIRED,
+		       ARGS(STORE_I64(sc_clock_now_ms(s->clock))), &any, NULL,
+		       err);
+	if (rc || !any)
+		return rc;
+	/* An older node must not judge jobs by rules a newer schema may
+	 * have changed. */
+	if (s->ops->schema_check)
+		rc = s->ops->schema_check(s->impl, err);
+	while (!rc) {
+		r.now = sc_clock_now_ms(s->clock);
+		r.e = NULL;
+		r.got = 0;
+		memset(r.moved, 0, sizeof(r.moved));
+		rc = in_tx(s, STORE_COMMIT_RECOVER, recover_body, &r, err);
+		/* Listed only once committed: each dead job is listed by the
+		 * one handle whose transaction moved it. */
+		if (!rc) {
+			*n_recovered += r.n;
+			rc = list_dead(&r, dead, err);
+		}
+		store_rows_free(&store_stall_fields, r.e, r.got, sizeof(*r.e));
+		if (r.got < RECOVER_BATCH)
+			break;
+	}
+	if (*n_recovered > 0)
+		LOG(SC_LOG_INFO, "store", "event=recovered_stalled n=%d",
+		    *n_recovered);
+	return rc;
+}
+
+int store_job_recover_on(const struct store_ops *ops, void *impl,
+			 struct sc_clock *clock, int max_stalls,
+			 int *n_recovered, struct store_dead_list *dead,
+			 struct sc_err *err)
+{
+	struct store s = {.ops = ops, .impl = impl, .clock = clock};
+
+	return store_job_recover_dead(&s, max_stalls, n_recovered, dead, err);
 }
 
 void store_stall_rule(int max_stalls, const struct store_stall *job,
@@ -715,25 +910,6 @@ void store_stall_rule(int max_stalls, const struct store_stall *job,
 			 "stalled %d times: giving up", stall);
 }
 
-int store_stall_lost(struct store_dead_list *dl,
-		     const struct store_stall *job, const char *lost_msg,
-		     struct sc_err *err)
-{
-	struct store_dead_job dj = {
-		.job_id = job->id, .slot_ms = job->slot_ms,
-		.attempt = job->attempts,
-	};
-
-	LOG(SC_LOG_ERROR, "store", "event=lost job=%lld attempt=%d "
-	    "reason=stalled", (long long)job->id, job->attempts);
-	if (!dl)
-		return 0;
-	snprintf(dj.schedule, sizeof(dj.schedule), "%s", job->schedule);
-	snprintf(dj.error_msg, sizeof(dj.error_msg), "%s", lost_msg);
-	if (store_dead_list_push(dl, &dj) != 0)
-		return sc_err_set(err, SC_ENOMEM, "out of memory");
-	return 0;
-}
 
 void store_dead_list_dispose(struct store_dead_list *dl)
 {
@@ -741,29 +917,6 @@ void store_dead_list_dispose(struct store_dead_list *dl)
 		return;
 	free(dl->v);
 	memset(dl, 0, sizeof(*dl));
-}
-
-int store_dead_list_push(struct store_dead_list *dl,
-			 const struct store_dead_job *j)
-{
-	if (dl->n >= STORE_DEAD_MAX) {
-		dl->n_more++;
-		return 0;
-	}
-	if (dl->n == dl->cap) {
-		size_t cap = dl->cap ? dl->cap * 2 : 8;
-		struct store_dead_job *v;
-
-		if (cap > STORE_DEAD_MAX)
-			cap = STORE_DEAD_MAX;
-		v = realloc(dl->v, cap * sizeof(*v));
-		if (!v)
-			return SC_ENOMEM;
-		dl->v = v;
-		dl->cap = cap;
-	}
-	dl->v[dl->n++] = *j;
-	return 0;
 }
 
 int store_job_get(struct store *s, int64_t id, struct store_job *out,

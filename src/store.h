@@ -1523,6 +1523,12 @@ struct store_ops {
 	int (*tx)(void *impl, enum store_commit commit,
 		  int (*body)(void *ctx, struct sc_err *err), void *ctx,
 		  struct sc_err *err);
+	/* Optional: SC_EVERSION (set in err) when a newer build migrated
+	 * the store's schema since this handle opened it, else 0. store.c
+	 * asks before a recovery judges jobs: an older node must not apply
+	 * its rules under a newer schema. NULL: a backend that reads its
+	 * schema's version at open only (SQLite). */
+	int (*schema_check)(void *impl, struct sc_err *err);
 	/* store_cache_cap; NULL: nothing to cap */
 	int (*cache_cap)(void *impl, int kib, struct sc_err *err);
 	int (*job_enqueue)(void *impl, const char *schedule, int64_t slot_ms,
@@ -1548,9 +1554,6 @@ struct store_ops {
 	int (*job_complete_many)(void *impl, const struct store_job *jobs,
 				 size_t n, const struct ledger_row *row,
 				 int *rcs, struct sc_err *err);
-	/* dead: NULL, or an empty list to append the DEAD jobs to. */
-	int (*job_recover)(void *impl, int max_stalls, int *n_recovered,
-			   struct store_dead_list *dead, struct sc_err *err);
 	int (*job_next_due)(void *impl, int64_t *out_ms, struct sc_err *err);
 	/* NULL: the store has no clock of its own */
 	int (*server_now)(void *impl, int64_t *out_ms, struct sc_err *err);
@@ -1578,12 +1581,12 @@ struct store_ops {
 };
 
 /*
- * The stalled-job rule, for backends (one place: store.c). A backend's
- * job_recover finds the ACTIVE jobs whose lease expired, locks them, asks
- * this rule about each one and applies the verdict in its transaction:
- * n_stalls + 1, a "stalled" row with v->stalled_msg, then READY (run_at
- * now) or, when v->dead, DEAD with a "lost" row with v->lost_msg after
- * the stalled row.
+ * The stalled-job rule (one place: store.c). A recovery
+ * (store_job_recover_dead) reads the ACTIVE jobs whose lease expired,
+ * asks this rule about each one and applies the verdict in its
+ * transaction: n_stalls + 1, a "stalled" row with v->stalled_msg, then
+ * READY (run_at now) or, when v->dead, DEAD with a "lost" row with
+ * v->lost_msg after the stalled row.
  *
  * The rule: the job dies when its attempts are used up (attempts >=
  * max_attempts: the stalled attempt was its last) or when this stall is
@@ -1620,13 +1623,6 @@ void store_stall_rule(int max_stalls, const struct store_stall *job,
 
 /* The error_class of both rows a stall writes. */
 #define STORE_STALL_CLASS "stalled"
-
-/* For backends, once a stall's verdict is dead: logs the lost job (the
- * same event on every backend) and, when dl is given, appends it to dl
- * (store_dead_list_push). Returns 0 or SC_ENOMEM, set in err. */
-int store_stall_lost(struct store_dead_list *dl,
-		     const struct store_stall *job, const char *lost_msg,
-		     struct sc_err *err);
 
 /*
  * The rules of store_rule.c, for backends (one place for every backend).
@@ -1734,10 +1730,6 @@ int store_lq_shape(const struct ledger_filter *f);
 #define store_lq_desc(k) ((int)(k) % 2 != 0)
 int store_not_dead_error(int64_t id, struct sc_err *err);
 
-/* For backends: appends j to dl, or only counts it (n_more) once dl holds
- * STORE_DEAD_MAX. Returns 0 or SC_ENOMEM (dl unchanged). */
-int store_dead_list_push(struct store_dead_list *dl,
-			 const struct store_dead_job *j);
 
 /* ---- durability: one class per commit (store_durable.c) --------------- */
 
@@ -2226,6 +2218,10 @@ enum store_q {
 	STORE_Q_SEND_TAKE,
 	STORE_Q_SEND_FINISH,
 	STORE_Q_SEND_EXISTS,
+	/* Stalled-job recovery (store.c, the batches inside store_ops.tx): */
+	STORE_Q_ANY_EXPIRED,
+	STORE_Q_JOB_EXPIRED,
+	STORE_Q_JOB_STALL,
 	STORE_Q_LEDGER_LOST,     /* the lost-slot report, every schedule */
 	STORE_Q_LEDGER_LOST_ONE, /* the same, of one schedule */
 	/* store_ledger_query: one statement per filter shape k
@@ -2309,6 +2305,13 @@ int store_ledger_put(const struct store_ops *ops, void *impl,
 		     const struct store_fence *fence,
 		     const struct ledger_row *row, bool *written,
 		     struct sc_err *err);
+
+/* store_job_recover_dead on a backend's handle, now read from clock. For
+ * backend tests. */
+int store_job_recover_on(const struct store_ops *ops, void *impl,
+			 struct sc_clock *clock, int max_stalls,
+			 int *n_recovered, struct store_dead_list *dead,
+			 struct sc_err *err);
 
 /* store_ledger_query on a backend's handle (f checked, never NULL): the
  * statement of f's shape with the values it names. For backend tests. */

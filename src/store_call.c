@@ -131,6 +131,13 @@ const struct store_qdef store_calls[STORE_Q_N] = {
 	      struct store_alert_send),
 	WRITE(SEND_FINISH, "alert send finish", N),
 	MAYBE(SEND_EXISTS, "alert send finish", store_i64_fields, int64_t),
+	/* Recovery: whether any lease expired (a plain read, no write
+	 * lock), then, inside store_ops.tx, a batch of the expired jobs
+	 * (oldest lease first, then id; locked on PostgreSQL, SKIP LOCKED:
+	 * each job is one node's) and the verdict applied to each. */
+	MAYBE(ANY_EXPIRED, "recover", store_i64_fields, int64_t),
+	ALL(JOB_EXPIRED, "recover", store_stall_fields, struct store_stall),
+	WRITE(JOB_STALL, "recover", RECOVER),
 	ALL(LEDGER_LOST, "lost-slot query", store_lost_fields,
 	    struct store_lost_row),
 	ALL(LEDGER_LOST_ONE, "lost-slot query", store_lost_fields,

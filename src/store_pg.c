@@ -63,10 +63,10 @@
  * connect_timeout.
  *
  * Mixed versions: a handle reads the schema's version before a claim (at
- * most every VERSION_CHECK_MS) and before recovery, and after a statement
- * that found a table, column or function missing; a version newer than
- * SCHEMA_VERSION is SC_EVERSION, so an older node stops taking jobs
- * before it charges an attempt to any.
+ * most every VERSION_CHECK_MS), before recovery (store.c asks:
+ * pg_schema_check), and after a statement that found a table, column or
+ * function missing; a version newer than SCHEMA_VERSION is SC_EVERSION,
+ * so an older node stops taking jobs before it charges an attempt to any.
  *
  * Wake-ups (store_wait, store.h): enqueue, retry scheduling, release,
  * revive and stalled recovery NOTIFY channel surecron_jobs (delivered at
@@ -734,9 +734,6 @@ enum stmt {
 	ST_CLAIM_TAKE,
 	ST_KNOWN_LOAD,
 	ST_FINISH,
-	ST_ANY_EXPIRED,
-	ST_RECOVER,
-	ST_STALL,
 	ST_NEXT_DUE,
 	ST_SERVER_NOW,
 	ST_SUMMARIES,
@@ -989,35 +986,26 @@ static const char *const sql[ST_COUNT] = {
 	" RETURNING id, " NOTIFY ", " DURABLE_IF("7"),
 	/* $1 now. Whether any lease expired: the common answer, no, costs
 	 * one read and no transaction. */
-	[ST_ANY_EXPIRED] =
+	[STORE_Q_ANY_EXPIRED] =
 	"SELECT 1 FROM jobs WHERE state = " STORE_FROM_RECOVER
 	" AND lease_expires_ms < $1 LIMIT 1",
-	/* $1 now. The expired leases, locked until the recovery's COMMIT;
-	 * rows locked by another node's recovery are skipped (each job is
-	 * one node's: store.h, store_job_recover_dead). */
-	[ST_RECOVER] =
+	/* $1 now, $2 the batch. The expired leases, oldest first, locked
+	 * until the recovery's COMMIT (store.c runs it inside pg_tx); rows
+	 * locked by another node's recovery are skipped (each job is one
+	 * node's: store.h, store_job_recover_dead). */
+	[STORE_Q_JOB_EXPIRED] =
 	"SELECT " STORE_STALL_COLS " FROM jobs"
 	" WHERE state = " STORE_FROM_RECOVER " AND lease_expires_ms < $1"
-	" ORDER BY id"
+	" ORDER BY lease_expires_ms, id LIMIT $2::bigint"
 	" FOR UPDATE SKIP LOCKED",
-	/* $1 now, $2 id, $3 new state (0 or 3), $4 the "stalled" row's
-	 * message, $5 the "lost" row's (NULL: the job lives on): the
-	 * verdict of store_stall_rule. */
-	[ST_STALL] =
-	"WITH u AS (UPDATE jobs SET n_stalls = n_stalls + 1,"
-	" state = $3::smallint, run_at_ms = $1::bigint, lease_expires_ms = 0"
-	" WHERE id = $2::bigint AND " BY_ID_ACTIVE(STORE_FROM_RECOVER)
-	" RETURNING id, schedule, slot_ms, attempts, started_ms),"
-	" l AS (INSERT INTO ledger (" LEDGER_COLS ")"
-	" SELECT u.schedule, u.slot_ms, u.id, u.attempts, u.started_ms,"
-	" $1::bigint, k.outcome, '" STORE_STALL_CLASS "', k.msg, 0, NULL"
-	" FROM u CROSS JOIN (VALUES (1, '" LEDGER_STALLED "', $4::text),"
-	" (2, '" LEDGER_LOST "', $5::text)) AS k(n, outcome, msg)"
-	" WHERE k.msg IS NOT NULL ORDER BY k.n RETURNING 1)"
-	" SELECT (SELECT count(*) FROM u),"
-	" (CASE WHEN $3::smallint = " STORE_SQL_READY " THEN " NOTIFY
-	" END)::text, "
-	DURABLE_IF("6"),
+	/* $1 id, $2 the verdict's state (READY or DEAD), $3 now. A job
+	 * READY again wakes the waiting workers (delivered at COMMIT). */
+	[STORE_Q_JOB_STALL] =
+	"UPDATE jobs SET n_stalls = n_stalls + 1, state = $2::smallint,"
+	" run_at_ms = $3::bigint, lease_expires_ms = 0"
+	" WHERE id = $1::bigint AND " BY_ID_ACTIVE(STORE_FROM_RECOVER)
+	" RETURNING (CASE WHEN $2::smallint = " STORE_SQL_READY " THEN "
+	NOTIFY " END)::text, " DURABLE_IF("4"),
 	[STORE_Q_JOB_GET] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE id = $1",
 	[STORE_Q_JOB_FIND] =
 	"SELECT " STORE_JOB_COLS " FROM jobs WHERE schedule = $1 AND "
@@ -2899,6 +2887,16 @@ static int version_check(struct pg *p, struct sc_err *err)
 	return 0;
 }
 
+/* store_ops.schema_check: version_check now, connecting first when
+ * needed. */
+static int pg_schema_check(void *impl, struct sc_err *err)
+{
+	struct pg *p = impl;
+	int rc = ensure_conn(p, err);
+
+	return rc ? rc : version_check(p, err);
+}
+
 /* Whether the schema's version is due for a look (version_check), and
  * the look: connects first when needed. */
 static int version_due(struct pg *p, struct sc_err *err)
@@ -3627,86 +3625,6 @@ static int pg_job_complete_many(void *impl, const struct store_job *jobs,
 	return rc;
 }
 
-/*
- * Recovery, when a plain read (ST_ANY_EXPIRED) finds an expired lease at
- * all, in one transaction: lock the expired leases (ST_RECOVER), ask
- * store_stall_rule about each, apply each verdict (ST_STALL), COMMIT. The
- * dead list is filled only after the COMMIT succeeded, so it holds only
- * transitions this handle committed.
- */
-static int pg_job_recover(void *impl, int max_stalls, int *n_recovered,
-			  struct store_dead_list *dead, struct sc_err *err)
-{
-	struct pg *p = impl;
-	struct args a = {0};
-	PGresult *res = NULL;
-	int64_t now = now_ms(p);
-	int n = 0, rc;
-
-	*n_recovered = 0;
-	arg_i64(&a, now);
-	rc = run_count(p, ST_ANY_EXPIRED, &a, &n, err);
-	if (rc || n == 0)
-		return rc;
-	/* An older node must not judge jobs by rules a newer schema may
-	 * have changed. */
-	rc = version_check(p, err);
-	if (rc)
-		return rc;
-	rc = exec_const(p, "BEGIN", err);
-	if (rc)
-		return rc;
-	rc = run(p, ST_RECOVER, &a, &res, err);
-	if (rc)
-		goto rollback;
-	n = PQntuples(res);
-	for (int i = 0; !rc && i < n; i++) {
-		struct store_stall x;
-		struct store_stall_verdict v;
-		struct args b = {0};
-
-		get_fields(res, i, 0, &store_stall_fields, &x, NULL);
-		store_stall_rule(max_stalls, &x, &v);
-		arg_i64(&b, now);
-		arg_i64(&b, x.id);
-		arg_i64(&b, v.dead ? JOB_DEAD : JOB_READY);
-		arg_str(&b, v.stalled_msg);
-		arg_str(&b, v.dead ? v.lost_msg : NULL);
-		arg_dur(&b, STORE_COMMIT_RECOVER);
-		rc = run_n(p, ST_STALL, &b, NULL, err);
-	}
-	if (rc)
-		goto rollback;
-	rc = exec_const(p, "COMMIT", err);
-	if (rc)
-		goto done;
-	/* Committed: the jobs are this call's. */
-	for (int i = 0; i < n; i++) {
-		struct store_stall x;
-		struct store_stall_verdict v;
-
-		get_fields(res, i, 0, &store_stall_fields, &x, NULL);
-		store_stall_rule(max_stalls, &x, &v);
-		if (!v.dead)
-			continue;
-		int e = store_stall_lost(rc ? NULL : dead, &x, v.lost_msg,
-					 err);
-		if (!rc)
-			rc = e;
-	}
-	if (n > 0)
-		LOG(SC_LOG_INFO, "store", "event=recovered_stalled n=%d", n);
-	*n_recovered = n;
-	goto done;
-rollback:
-	if (p->conn)
-		(void)exec_const(p, "ROLLBACK", NULL);
-done:
-	if (res)
-		PQclear(res);
-	return rc;
-}
-
 static int pg_server_now(void *impl, int64_t *out_ms, struct sc_err *err)
 {
 	PGresult *res;
@@ -4181,6 +4099,7 @@ const struct store_ops store_pg_ops = {
 	.close = pg_close,
 	.call = pg_call,
 	.tx = pg_tx,
+	.schema_check = pg_schema_check,
 	.call_sql = sql,
 	.job_enqueue = pg_job_enqueue,
 	.job_enqueue_batch = pg_job_enqueue_batch,
@@ -4188,7 +4107,6 @@ const struct store_ops store_pg_ops = {
 	.job_claim = pg_job_claim,
 	.job_finish = pg_job_finish,
 	.job_complete_many = pg_job_complete_many,
-	.job_recover = pg_job_recover,
 	.job_next_due = pg_job_next_due,
 	.server_now = pg_server_now,
 	.sched_summaries = pg_sched_summaries,

@@ -90,7 +90,6 @@
 #define WAL_RESERVE_BYTES 262144 /* 256 KiB */
 #define STR2(x) #x
 #define STR(x) STR2(x)
-#define RECOVER_BATCH 64
 /* The lease fence of a write made for a claimed job (store.h, fencing):
  * ?20 job id, ?21 lease token; both unbound (NULL) when not fenced. Part
  * of the writing statement itself, so the check and the write are one
@@ -624,8 +623,6 @@ enum stmt_id {
 	ST_JOB_FINISH,
 	ST_JOB_RELEASED,
 	ST_JOB_ENDED,
-	ST_JOB_EXPIRED,
-	ST_JOB_STALL,
 	ST_JOB_NEXT_DUE,
 	ST_SUM_LAST,
 	ST_SUM_LAST_ONE,
@@ -770,11 +767,17 @@ static const char *const stmt_sql[N_STMT] = {
 	[ST_JOB_ENDED] =
 		"SELECT schedule, slot_ms, attempts, started_ms FROM jobs "
 		"WHERE id = ?1",
-	[ST_JOB_EXPIRED] =
+	/* ?1 now. Recovery (store.c): whether any lease expired, then a
+	 * batch of ?2 of them, read under the write lock of its transaction;
+	 * ?1 id, ?2 the verdict's state, ?3 now. */
+	[STORE_Q_ANY_EXPIRED] =
+		"SELECT 1 FROM jobs WHERE state = " STORE_FROM_RECOVER
+		" AND lease_expires_ms < ?1 LIMIT 1",
+	[STORE_Q_JOB_EXPIRED] =
 		"SELECT " STORE_STALL_COLS " FROM jobs "
 		"WHERE state = " STORE_FROM_RECOVER " AND lease_expires_ms < ?1 "
-		"ORDER BY lease_expires_ms LIMIT ?2",
-	[ST_JOB_STALL] =
+		"ORDER BY lease_expires_ms, id LIMIT ?2",
+	[STORE_Q_JOB_STALL] =
 		"UPDATE jobs SET state = ?2, n_stalls = n_stalls + 1, "
 		"run_at_ms = ?3, lease_expires_ms = 0 "
 		"WHERE id = ?1 AND state = " STORE_FROM_RECOVER,
@@ -3025,139 +3028,6 @@ static int sq_job_complete_many(void *impl, const struct store_job *jobs,
 	return tx_commit(q, err);
 }
 
-/*
- * One batch of recovery in one transaction; *n gets the jobs touched. The
- * jobs it moves to DEAD are appended to dead (may be NULL) and taken out
- * again when the transaction does not commit, so the list only ever holds
- * transitions this handle committed.
- */
-static int recover_batch(struct sq *q, int max_stalls, int *n,
-			 struct store_dead_list *dead, struct sc_err *err)
-{
-	struct store_stall *e;
-	sqlite3_stmt *st = NULL;
-	int64_t now = now_ms(q);
-	size_t dead_n0 = dead ? dead->n : 0, dead_more0 = dead ? dead->n_more : 0;
-	int got = 0;
-	int rc;
-
-	/* ~14 KiB: on the heap rather than the stack. */
-	e = calloc(RECOVER_BATCH, sizeof(*e));
-	if (!e)
-		return sc_err_set(err, SC_ENOMEM, "out of memory");
-	/* The level cannot change inside a transaction, hence up front:
-	 * the recovery's, for the whole batch. */
-	rc = tx_begin(q, sync_for(STORE_COMMIT_RECOVER), err);
-	if (rc)
-		goto done;
-	rc = prep(q, ST_JOB_EXPIRED, &st, err);
-	if (rc)
-		goto rollback;
-	sqlite3_bind_int64(st, 1, now);
-	sqlite3_bind_int(st, 2, RECOVER_BATCH);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW && got < RECOVER_BATCH)
-		(void)read_fields(st, 0, &store_stall_fields, &e[got++]);
-	if (rc != SQLITE_DONE) {
-		rc = db_fail(q, rc, "recover", err);
-		unprep(st);
-		goto rollback;
-	}
-	unprep(st);
-	rc = 0;
-	for (int i = 0; !rc && i < got; i++) {
-		struct store_stall *x = &e[i];
-		struct store_stall_verdict v;
-		store_stall_rule(max_stalls, x, &v);
-		bool is_dead = v.dead;
-		struct ledger_row r = {
-			.slot_ms = x->slot_ms,
-			.job_id = x->id,
-			.attempt = x->attempts,
-			.started_ms = x->started_ms,
-			.finished_ms = now,
-			.error_class = STORE_STALL_CLASS,
-			.error_msg = v.stalled_msg,
-		};
-		snprintf(r.schedule, sizeof(r.schedule), "%s", x->schedule);
-		snprintf(r.outcome, sizeof(r.outcome), "%s", LEDGER_STALLED);
-		rc = ledger_insert(q, &r, err);
-		if (!rc && is_dead) {
-			snprintf(r.outcome, sizeof(r.outcome), "%s",
-				 LEDGER_LOST);
-			r.error_msg = v.lost_msg;
-			rc = ledger_insert(q, &r, err);
-		}
-		if (rc)
-			break;
-		rc = prep(q, ST_JOB_STALL, &st, err);
-		if (rc)
-			break;
-		sqlite3_bind_int64(st, 1, x->id);
-		sqlite3_bind_int(st, 2, is_dead ? JOB_DEAD : JOB_READY);
-		sqlite3_bind_int64(st, 3, now);
-		rc = step_done(q, st, "recover", err);
-		if (!rc && is_dead)
-			rc = store_stall_lost(dead, x, v.lost_msg, err);
-	}
-	if (rc)
-		goto rollback;
-	rc = tx_commit(q, err);
-	if (!rc)
-		*n = got;
-	else if (dead) {
-		dead->n = dead_n0;
-		dead->n_more = dead_more0;
-	}
-	goto done;
-rollback:
-	tx_rollback(q);
-	if (dead) {
-		dead->n = dead_n0;
-		dead->n_more = dead_more0;
-	}
-done:
-	free(e);
-	return rc;
-}
-
-/* Reads (no write lock) whether any lease expired, so that the common
- * case, nothing to recover, costs no write transaction and no fsync. */
-static int any_expired(struct sq *q, int *n, struct sc_err *err)
-{
-	sqlite3_stmt *st = NULL;
-	bool row;
-	int rc = prep(q, ST_JOB_EXPIRED, &st, err);
-
-	if (rc)
-		return rc;
-	sqlite3_bind_int64(st, 1, now_ms(q));
-	sqlite3_bind_int(st, 2, 1);
-	rc = step_row(q, st, "recover", &row, err);
-	*n = row;
-	unprep(st);
-	return rc;
-}
-
-static int sq_job_recover(void *impl, int max_stalls, int *n_recovered,
-			  struct store_dead_list *dead, struct sc_err *err)
-{
-	struct sq *q = impl;
-	int total = 0, n;
-	int rc;
-
-	*n_recovered = 0;
-	rc = any_expired(q, &n, err);
-	if (rc || n == 0)
-		return rc;
-	do {
-		n = 0;
-		rc = recover_batch(q, max_stalls, &n, dead, err);
-		total += n;
-	} while (!rc && n == RECOVER_BATCH);
-	*n_recovered = total;
-	return rc;
-}
-
 static int sq_job_next_due(void *impl, int64_t *out_ms, struct sc_err *err)
 {
 	struct sq *q = impl;
@@ -3645,7 +3515,6 @@ const struct store_ops store_sqlite_ops = {
 	.job_claim = sq_job_claim,
 	.job_finish = sq_job_finish,
 	.job_complete_many = sq_job_complete_many,
-	.job_recover = sq_job_recover,
 	.job_next_due = sq_job_next_due,
 	.sched_summaries = sq_sched_summaries,
 	.prune_step = sq_prune_step,
