@@ -2324,6 +2324,7 @@ static void two_handles_recovering_one_job_list_it_once(void **state)
 
 #define N_RECOVERERS 3
 #define N_DYING 40
+#define N_STALLING 60 /* with N_DYING more than one recovery batch */
 
 struct recoverer {
 	const char *url;
@@ -2346,26 +2347,32 @@ static void *recoverer_main(void *arg)
 	return NULL;
 }
 
-/* Several handles recover the same expired jobs at once: every dead job
- * is listed by exactly one of them. */
-static void concurrent_recoveries_list_each_dead_job_once(void **state)
+/* Several handles recover the same expired jobs at once: each job is
+ * recovered exactly once (one "stalled" row, one n_stalls), and every
+ * dead job is listed by exactly one of them. */
+static void concurrent_recoveries_recover_each_job_once(void **state)
 {
+	enum { N = N_DYING + N_STALLING };
 	struct fix f;
 	static struct recoverer r[N_RECOVERERS];
 	pthread_t t[N_RECOVERERS];
 	pthread_barrier_t start;
-	static int64_t slots[N_DYING];
-	static struct store_job j[N_DYING];
-	static unsigned char seen[N_DYING + 1];
+	static int64_t slots[N];
+	static struct store_job j[N];
+	static unsigned char seen[N + 1];
 	struct sc_retry_policy once = {1, SC_BACKOFF_FIXED, MIN};
 
 	fix_open(state, &f);
-	for (int i = 0; i < N_DYING; i++)
+	for (int i = 0; i < N; i++)
 		slots[i] = T0 - i;
+	/* ids 1..N_DYING die at their stall, the rest stall only */
 	assert_int_equal(store_job_enqueue_many(f.s, "s", slots, N_DYING,
 						&once, NULL),
 			 0);
-	assert_int_equal(claim(&f, "w", j, N_DYING), N_DYING);
+	assert_int_equal(store_job_enqueue_many(f.s, "t", slots + N_DYING,
+						N_STALLING, &low, NULL),
+			 0);
+	assert_int_equal(claim(&f, "w", j, N), N);
 	sc_clock_advance_ms(f.clock, 6 * MIN);
 	assert_int_equal(pthread_barrier_init(&start, NULL, N_RECOVERERS), 0);
 	for (int i = 0; i < N_RECOVERERS; i++) {
@@ -2383,7 +2390,7 @@ static void concurrent_recoveries_list_each_dead_job_once(void **state)
 	for (int i = 0; i < N_RECOVERERS; i++) {
 		pthread_join(t[i], NULL);
 		assert_int_equal(r[i].rc, 0);
-		assert_int_equal(r[i].dead.n, (size_t)r[i].n);
+		assert_true(r[i].dead.n <= (size_t)r[i].n);
 		for (size_t k = 0; k < r[i].dead.n; k++) {
 			int64_t id = r[i].dead.v[k].job_id;
 			assert_true(id >= 1 && id <= N_DYING);
@@ -2396,11 +2403,74 @@ static void concurrent_recoveries_list_each_dead_job_once(void **state)
 	}
 	pthread_barrier_destroy(&start);
 	assert_int_equal(listed, N_DYING);
-	assert_int_equal(recovered, N_DYING);
+	assert_int_equal(recovered, N);
 	struct store_counts c;
 	assert_int_equal(store_job_counts(f.s, NULL, &c, NULL), 0);
 	assert_int_equal(c.dead, N_DYING);
+	assert_int_equal(c.ready_due, N_STALLING);
 	assert_int_equal(count_rows(&f, NULL, LEDGER_LOST), N_DYING);
+	/* One "stalled" row per job, and each job stalled once. */
+	struct ledger_filter lf = {.since_ms = INT64_MIN, .until_ms = INT64_MAX,
+				   .outcome = LEDGER_STALLED};
+	struct ledger_row *rows;
+	size_t n;
+	assert_int_equal(store_ledger_query(f.s, &lf, &rows, &n, NULL), 0);
+	assert_int_equal(n, N);
+	memset(seen, 0, sizeof(seen));
+	for (size_t i = 0; i < n; i++) {
+		assert_true(rows[i].job_id >= 1 && rows[i].job_id <= N);
+		assert_int_equal(seen[rows[i].job_id], 0);
+		seen[rows[i].job_id] = 1;
+	}
+	store_ledger_rows_free(rows, n);
+	struct store_job x;
+	assert_int_equal(store_job_get(f.s, N, &x, NULL), 0);
+	assert_int_equal(x.n_stalls, 1);
+	fix_close(&f);
+}
+
+/* Recovery takes the expired jobs oldest lease first, then by id, on
+ * every backend (they used to differ: lease on SQLite, id on
+ * PostgreSQL): the order of their "stalled" rows shows it. */
+static void recovery_takes_the_oldest_lease_first(void **state)
+{
+	struct fix f;
+	struct store_job j;
+	size_t n = 0;
+	int64_t id[3];
+
+	fix_open(state, &f);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(store_job_enqueue(f.s, "s", T0 + i, &low, T0,
+						   false, &id[i], NULL, NULL),
+				 0);
+	/* id[0] the longest lease; id[1] and id[2] end together */
+	assert_int_equal(store_job_claim(f.s, "w", 10 * MIN, &j, 1, &n, NULL),
+			 0);
+	assert_int_equal(j.id, id[0]);
+	for (int i = 1; i < 3; i++) {
+		assert_int_equal(store_job_claim(f.s, "w", 5 * MIN, &j, 1, &n,
+						 NULL),
+				 0);
+		assert_int_equal(j.id, id[i]);
+	}
+	sc_clock_advance_ms(f.clock, 11 * MIN);
+	int rec = 0;
+	assert_int_equal(store_job_recover(f.s, 3, &rec, NULL), 0);
+	assert_int_equal(rec, 3);
+	struct ledger_filter lf = {.since_ms = INT64_MIN, .until_ms = INT64_MAX,
+				   .outcome = LEDGER_STALLED};
+	struct ledger_row *rows;
+	int64_t row_of[3] = {0};
+	assert_int_equal(store_ledger_query(f.s, &lf, &rows, &n, NULL), 0);
+	assert_int_equal(n, 3);
+	for (size_t i = 0; i < n; i++)
+		for (int k = 0; k < 3; k++)
+			if (rows[i].job_id == id[k])
+				row_of[k] = rows[i].id;
+	store_ledger_rows_free(rows, n);
+	assert_true(row_of[1] < row_of[2]);
+	assert_true(row_of[2] < row_of[0]);
 	fix_close(&f);
 }
 
@@ -4279,7 +4349,8 @@ int main(void)
 		cmocka_unit_test(version_5_gains_the_success_index),
 		cmocka_unit_test(pauses_are_stored_replaced_and_ended),
 		cmocka_unit_test(two_handles_recovering_one_job_list_it_once),
-		cmocka_unit_test(concurrent_recoveries_list_each_dead_job_once),
+		cmocka_unit_test(concurrent_recoveries_recover_each_job_once),
+		cmocka_unit_test(recovery_takes_the_oldest_lease_first),
 		cmocka_unit_test(outbox_state_machine_and_guard),
 		cmocka_unit_test(release_never_overwrites_a_changed_send),
 		cmocka_unit_test(every_transition_leaves_exactly_its_states),
