@@ -2169,6 +2169,34 @@ static void newer_schema_refuses_claims(void **state)
 	sc_clock_free(clk);
 }
 
+/* The same for recovery: an older node judges no expired job under a
+ * newer schema (store.c asks the backend's schema_check first). */
+static void newer_schema_refuses_recovery(void **state)
+{
+	PGFX_NEED_SERVER();
+	struct sc_clock *clk = sc_clock_virtual_new(T0);
+	void *h = open_store(clk);
+	struct sc_err err = {0};
+	int n = -1;
+
+	enq(h, "s", T0);
+	(void)claim1(h, "w", MIN);
+	PQclear(pgfx_sql("UPDATE schema_version SET version = version + 1"));
+	sc_clock_advance_ms(clk, 2 * MIN);
+	assert_int_equal(store_job_recover_on(ops, h, clk, 2, &n, NULL, &err),
+			 SC_EVERSION);
+	assert_non_null(strstr(err.msg, "newer than this surecron"));
+	assert_int_equal(n, 0);
+	assert_int_equal(pgfx_int("SELECT state FROM jobs"), JOB_ACTIVE);
+	assert_int_equal(pgfx_int("SELECT count(*) FROM ledger WHERE outcome"
+				  " = '" LEDGER_STALLED "'"), 0);
+	PQclear(pgfx_sql("UPDATE schema_version SET version = version - 1"));
+	assert_int_equal(job_recover(h, 2, &n), 0);
+	assert_int_equal(n, 1);
+	ops->close(h);
+	sc_clock_free(clk);
+}
+
 /* ---- notifications ------------------------------------------------------- */
 
 struct waiter {
@@ -2590,6 +2618,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(lock_timeout_ends_a_lock_wait,
 						pgfx_setup, pgfx_teardown),
 		cmocka_unit_test_setup_teardown(newer_schema_refuses_claims,
+						pgfx_setup, pgfx_teardown),
+		cmocka_unit_test_setup_teardown(newer_schema_refuses_recovery,
 						pgfx_setup, pgfx_teardown),
 		cmocka_unit_test_setup_teardown(wait_wakes_on_enqueue, pgfx_setup,
 						pgfx_teardown),
