@@ -2836,6 +2836,16 @@ static int pg_tx(void *impl, enum store_commit commit,
 		return exec_const(p, "COMMIT", err);
 	if (p->conn)
 		(void)exec_const(p, "ROLLBACK", NULL);
+	/* A step met an undefined name inside the transaction, where the
+	 * schema's version could not be read (fail() marked it due):
+	 * read it now, as a statement outside one does at once. */
+	if (p->conn && p->version_mono_ms == INT64_MIN / 2) {
+		struct sc_err ve = {0};
+		if (version_check(p, &ve) == SC_EVERSION) {
+			sc_err_clear(err); /* the cause, not its symptom */
+			return sc_err_set(err, SC_EVERSION, "%s", ve.msg);
+		}
+	}
 	return rc;
 }
 
