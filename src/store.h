@@ -1525,10 +1525,6 @@ struct store_ops {
 		  struct sc_err *err);
 	/* store_cache_cap; NULL: nothing to cap */
 	int (*cache_cap)(void *impl, int kib, struct sc_err *err);
-	int (*job_enqueue)(void *impl, const char *schedule, int64_t slot_ms,
-			   const struct sc_retry_policy *policy,
-			   int64_t run_at_ms, bool manual, int64_t *job_id,
-			   bool *created, struct sc_err *err);
 	/* n > 0, names and policies checked, created all false. */
 	int (*job_enqueue_batch)(void *impl, struct store_enqueue *v,
 				 size_t n, struct sc_err *err);
@@ -2199,6 +2195,9 @@ enum store_q {
 	STORE_Q_JOB_HEARTBEAT,
 	STORE_Q_JOB_RELEASE,
 	STORE_Q_JOB_ENQUEUE_MANY,
+	/* store_job_enqueue's steps (store.c, inside store_ops.tx): */
+	STORE_Q_JOB_INSERT,
+	STORE_Q_JOB_ID_OF,
 	STORE_Q_OUTBOX_GET,
 	STORE_Q_OUTBOX_LIST,
 	STORE_Q_OUTBOX_SET,

@@ -724,9 +724,7 @@ _Static_assert(JOB_READY + 1 == JOB_ACTIVE && JOB_ACTIVE + 1 == JOB_DONE,
 
 enum stmt {
 	/* 0 .. STORE_Q_N - 1: the one-statement operations (store.h) */
-	ST_ENQUEUE = STORE_Q_N,
-	ST_JOB_ID,
-	ST_ENQUEUE_BATCH,
+	ST_ENQUEUE_BATCH = STORE_Q_N,
 	ST_CLAIM,
 	ST_CLAIM_PLAN,
 	ST_CLAIM_OPEN,
@@ -764,14 +762,20 @@ enum stmt {
 	" ORDER BY l.id"
 
 static const char *const sql[ST_COUNT] = {
-	[ST_ENQUEUE] =
+	/* store_job_enqueue's steps, inside pg_tx (its commit's durability
+	 * set at BEGIN). A new job wakes the waiting workers; the
+	 * notification is delivered at COMMIT. ON CONFLICT waits for a
+	 * concurrent insert of the slot to commit, so JOB_ID_OF then sees
+	 * its row. */
+	[STORE_Q_JOB_INSERT] =
 	"WITH i AS (INSERT INTO jobs (schedule, slot_ms, max_attempts,"
 	" backoff, delay_ms, run_at_ms, created_ms, manual)"
 	" VALUES ($1, $2::bigint, $3::integer, $4::smallint, $5::bigint,"
 	" $6::bigint, $7::bigint, $8::boolean)"
 	" ON CONFLICT (schedule, slot_ms) DO NOTHING RETURNING id)"
-	" SELECT id, " NOTIFY ", " DURABLE_IF("9") " FROM i",
-	[ST_JOB_ID] = "SELECT id FROM jobs WHERE schedule = $1 AND slot_ms = $2",
+	" SELECT id, " NOTIFY " FROM i",
+	[STORE_Q_JOB_ID_OF] =
+	"SELECT id FROM jobs WHERE schedule = $1 AND slot_ms = $2::bigint",
 	[STORE_Q_JOB_ENQUEUE_MANY] =
 	"WITH i AS (INSERT INTO jobs (schedule, slot_ms, max_attempts,"
 	" backoff, delay_ms, run_at_ms, created_ms, manual)"
@@ -3091,56 +3095,6 @@ fail_alloc:
 
 /* ---- jobs -------------------------------------------------------------- */
 
-static void arg_policy(struct args *a, const struct sc_retry_policy *pol)
-{
-	arg_fields(a, store_policy_fields.f, store_policy_fields.n, pol);
-}
-
-static int pg_job_enqueue(void *impl, const char *schedule, int64_t slot_ms,
-			  const struct sc_retry_policy *policy,
-			  int64_t run_at_ms, bool manual, int64_t *job_id,
-			  bool *created, struct sc_err *err)
-{
-	struct pg *p = impl;
-	struct args a = {0};
-	PGresult *res;
-	int rc;
-
-	arg_slot(&a, schedule, slot_ms);
-	arg_policy(&a, policy);
-	arg_i64(&a, run_at_ms);
-	arg_i64(&a, now_ms(p));
-	arg_bool(&a, manual);
-	arg_dur(&a, STORE_COMMIT_ENQUEUE);
-	rc = run(p, ST_ENQUEUE, &a, &res, err);
-	if (rc)
-		return rc;
-	bool made = PQntuples(res) == 1;
-	int64_t id = made ? get_i64(res, 0, 0) : 0;
-	PQclear(res);
-	if (!made) {
-		/* ON CONFLICT waited for any concurrent insert of this slot
-		 * to commit, so the row is visible now. */
-		struct args b = {0};
-		arg_slot(&b, schedule, slot_ms);
-		rc = run(p, ST_JOB_ID, &b, &res, err);
-		if (rc)
-			return rc;
-		if (PQntuples(res) != 1) {
-			PQclear(res);
-			return sc_err_set(err, SC_EDB, "enqueue: job of slot "
-					  "vanished");
-		}
-		id = get_i64(res, 0, 0);
-		PQclear(res);
-	}
-	if (job_id)
-		*job_id = id;
-	if (created)
-		*created = made;
-	return 0;
-}
-
 /* Appends name to a text array literal as a quoted element: a backslash
  * and a double quote are escaped, everything else is literal. */
 static size_t array_quoted(char *dst, size_t at, const char *name)
@@ -4192,7 +4146,6 @@ const struct store_ops store_pg_ops = {
 	.call = pg_call,
 	.tx = pg_tx,
 	.call_sql = sql,
-	.job_enqueue = pg_job_enqueue,
 	.job_enqueue_batch = pg_job_enqueue_batch,
 	.claim_rule = pg_claim_rule,
 	.job_claim = pg_job_claim,

@@ -615,8 +615,6 @@ enum stmt_id {
 	ST_BEGIN = STORE_Q_N,
 	ST_COMMIT,
 	ST_ROLLBACK,
-	ST_JOB_INSERT,
-	ST_JOB_ID_OF,
 	ST_JOB_PICK,
 	ST_JOB_CLAIM,
 	ST_JOB_STATE,
@@ -646,11 +644,12 @@ static const char *const stmt_sql[N_STMT] = {
 	[ST_BEGIN] = "BEGIN IMMEDIATE",
 	[ST_COMMIT] = "COMMIT",
 	[ST_ROLLBACK] = "ROLLBACK",
-	[ST_JOB_INSERT] =
+	/* ?6 run_at, ?7 now, ?8 manual; a row (the id) when inserted. */
+	[STORE_Q_JOB_INSERT] =
 		"INSERT INTO jobs(schedule, slot_ms, state, max_attempts, "
 		"backoff, delay_ms, run_at_ms, created_ms, manual) "
 		"VALUES (?1, ?2, 0, ?3, ?4, ?5, ?6, ?7, ?8) "
-		"ON CONFLICT (schedule, slot_ms) DO NOTHING",
+		"ON CONFLICT (schedule, slot_ms) DO NOTHING RETURNING id",
 	/* ?1 the slot (due at its own instant), ?2 schedule, ?3..?5 the
 	 * policy, ?6 now. */
 	[STORE_Q_JOB_ENQUEUE_MANY] =
@@ -658,8 +657,8 @@ static const char *const stmt_sql[N_STMT] = {
 		"backoff, delay_ms, run_at_ms, created_ms, manual) "
 		"VALUES (?2, ?1, 0, ?3, ?4, ?5, ?1, ?6, 0) "
 		"ON CONFLICT (schedule, slot_ms) DO NOTHING",
-	[ST_JOB_ID_OF] = "SELECT id FROM jobs WHERE schedule = ?1 AND "
-			 "slot_ms = ?2",
+	[STORE_Q_JOB_ID_OF] = "SELECT id FROM jobs WHERE schedule = ?1 AND "
+			      "slot_ms = ?2",
 	/*
 	 * The claim's choice (store.h: the claim order and the overlap
 	 * rule). ?1 now, ?2 ahead, ?4 rule on, ?5 allow, ?6 skip
@@ -1811,18 +1810,6 @@ static int step_row(struct sq *q, sqlite3_stmt *st, const char *op,
 						    : db_fail(q, rc, op, err);
 }
 
-/* step_row for a row that must be there: none is SC_ENOENT, `missing`. */
-static int step_one(struct sq *q, sqlite3_stmt *st, const char *op,
-		    const char *missing, struct sc_err *err)
-{
-	bool row;
-	int rc = step_row(q, st, op, &row, err);
-
-	if (!rc && !row)
-		rc = sc_err_set(err, SC_ENOENT, "%s", missing);
-	return rc;
-}
-
 /* A text column into dst[cap] (cap > 0), cut to fit, NULL as "". Not
  * snprintf: the claim copies two texts a job, and a format costs more
  * than the copy. */
@@ -2644,7 +2631,7 @@ static int insert_job(struct sq *q, const char *schedule, int64_t slot_ms,
 		      bool manual, bool *created, struct sc_err *err)
 {
 	sqlite3_stmt *st = NULL;
-	int rc = prep(q, ST_JOB_INSERT, &st, err);
+	int rc = prep(q, (enum stmt_id)STORE_Q_JOB_INSERT, &st, err);
 
 	if (rc)
 		return rc;
@@ -2653,53 +2640,9 @@ static int insert_job(struct sq *q, const char *schedule, int64_t slot_ms,
 	sqlite3_bind_int64(st, 6, run_at_ms);
 	sqlite3_bind_int64(st, 7, now_ms(q));
 	sqlite3_bind_int(st, 8, manual);
-	rc = step_done(q, st, "enqueue", err);
-	if (!rc)
-		*created = sqlite3_changes(q->db) > 0;
-	return rc;
-}
-
-static int job_id_of(struct sq *q, const char *schedule, int64_t slot_ms,
-		     int64_t *id, struct sc_err *err)
-{
-	sqlite3_stmt *st = NULL;
-	int rc = prep(q, ST_JOB_ID_OF, &st, err);
-
-	if (rc)
-		return rc;
-	bind_slot(st, schedule, slot_ms);
-	rc = step_one(q, st, "job lookup", "no job for that slot", err);
-	if (!rc)
-		*id = sqlite3_column_int64(st, 0);
+	rc = step_row(q, st, "enqueue", created, err);
 	unprep(st);
 	return rc;
-}
-
-static int sq_job_enqueue(void *impl, const char *schedule, int64_t slot_ms,
-			  const struct sc_retry_policy *policy,
-			  int64_t run_at_ms, bool manual, int64_t *job_id,
-			  bool *created, struct sc_err *err)
-{
-	struct sq *q = impl;
-	bool made = false;
-	int64_t id = 0;
-	int rc = tx_begin(q, sync_for(STORE_COMMIT_ENQUEUE), err);
-
-	if (rc)
-		return rc;
-	rc = insert_job(q, schedule, slot_ms, policy, run_at_ms, manual, &made,
-			err);
-	if (!rc)
-		rc = made ? (id = sqlite3_last_insert_rowid(q->db), 0)
-			  : job_id_of(q, schedule, slot_ms, &id, err);
-	rc = tx_end(q, rc, err);
-	if (rc)
-		return rc;
-	if (job_id)
-		*job_id = id;
-	if (created)
-		*created = made;
-	return 0;
 }
 
 /* The jobs and states of a scheduler tick, one transaction (an
@@ -3639,7 +3582,6 @@ const struct store_ops store_sqlite_ops = {
 	.tx = sq_tx,
 	.call_sql = stmt_sql,
 	.cache_cap = sq_cache_cap,
-	.job_enqueue = sq_job_enqueue,
 	.job_enqueue_batch = sq_job_enqueue_batch,
 	.claim_rule = sq_claim_rule,
 	.job_claim = sq_job_claim,
