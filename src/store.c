@@ -885,8 +885,13 @@ int store_job_next_due(struct store *s, int64_t *out_ms,
 		       struct sc_err *err)
 {
 	int rc = check_out(out_ms, "next-due output", err);
+	/* The claim's filter on the known schedules (store_claim_known_set)
+	 * holds here too: a job the claim would pass over is not due. */
+	bool known = s->rule.on && s->rule.known_set;
 
-	return rc ? rc : s->ops->job_next_due(s->impl, out_ms, err);
+	return rc ? rc
+		  : call_read(s, STORE_Q_JOB_NEXT_DUE,
+			      ARGS(STORE_BOOL(known)), out_ms, NULL, err);
 }
 
 int store_job_counts(struct store *s, const char *schedule,

@@ -1547,7 +1547,6 @@ struct store_ops {
 	/* dead: NULL, or an empty list to append the DEAD jobs to. */
 	int (*job_recover)(void *impl, int max_stalls, int *n_recovered,
 			   struct store_dead_list *dead, struct sc_err *err);
-	int (*job_next_due)(void *impl, int64_t *out_ms, struct sc_err *err);
 	/* NULL: the store has no clock of its own */
 	int (*server_now)(void *impl, int64_t *out_ms, struct sc_err *err);
 	int (*sched_summaries)(void *impl, const char *schedule,
@@ -1870,6 +1869,8 @@ enum store_commit store_commit_of_alert_send(enum send_state state);
 #define STORE_SQL_ABANDONED "6"      /* SEND_ABANDONED */
 #define STORE_SQL_OPEN "0"           /* ALERT_OPEN */
 #define STORE_SQL_CLOSED "3"         /* ALERT_CLOSED */
+/* INT64_MAX: store_job_next_due's "nothing due". */
+#define STORE_SQL_NEVER "9223372036854775807"
 
 /* Jobs. The claim takes a due READY job; every write under a lease (the
  * heartbeat, a finish, a release, a fenced write of another table) needs
@@ -2198,6 +2199,7 @@ enum store_q {
 	/* store_job_enqueue's steps (store.c, inside store_ops.tx): */
 	STORE_Q_JOB_INSERT,
 	STORE_Q_JOB_ID_OF,
+	STORE_Q_JOB_NEXT_DUE,
 	STORE_Q_OUTBOX_GET,
 	STORE_Q_OUTBOX_LIST,
 	STORE_Q_OUTBOX_SET,

@@ -97,6 +97,9 @@ const struct store_qdef store_calls[STORE_Q_N] = {
 	MAYBE(JOB_INSERT, "enqueue", store_i64_fields, int64_t),
 	ONE(JOB_ID_OF, "job lookup", store_i64_fields, int64_t,
 	    "no job for that slot"),
+	/* Always one row (STORE_SQL_NEVER when nothing is due). */
+	ONE(JOB_NEXT_DUE, "next due", store_i64_fields, int64_t,
+	    "no next due"),
 	ONE(OUTBOX_GET, "outbox get", store_outbox_entry_fields,
 	    struct outbox_entry, "no outbox row for target"),
 	ALL(OUTBOX_LIST, "outbox list", store_outbox_row_fields,

@@ -735,7 +735,6 @@ enum stmt {
 	ST_ANY_EXPIRED,
 	ST_RECOVER,
 	ST_STALL,
-	ST_NEXT_DUE,
 	ST_SERVER_NOW,
 	ST_SUMMARIES,
 	ST_SUMMARIES_ONE,
@@ -1041,15 +1040,16 @@ static const char *const sql[ST_COUNT] = {
 	" RETURNING " DURABLE_IF("4"),
 	[ST_SERVER_NOW] =
 	"SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint",
-	/* $1: filter on the known schedules (CLAIM_KNOWN, issue 43): the
-	 * first READY job the claim may take, by a walk of jobs_due in
-	 * order that passes over the others. */
-	[ST_NEXT_DUE] =
-	"SELECT LEAST((SELECT j.run_at_ms FROM jobs j WHERE j.state = "
+	/* $1: filter on the known schedules (CLAIM_KNOWN, issue 43; pg_call
+	 * loads them first, known_first): the first READY job the claim may
+	 * take, by a walk of jobs_due in order that passes over the others;
+	 * INT64_MAX when nothing is due. */
+	[STORE_Q_JOB_NEXT_DUE] =
+	"SELECT COALESCE(LEAST((SELECT j.run_at_ms FROM jobs j WHERE j.state = "
 	STORE_FROM_CLAIM " AND "
 	CLAIM_KNOWN("j", "$1") " ORDER BY j.run_at_ms LIMIT 1),"
 	" (SELECT min(lease_expires_ms) FROM jobs WHERE state = "
-	STORE_FROM_RECOVER "))",
+	STORE_FROM_RECOVER ")), " STORE_SQL_NEVER ")",
 	/* O(rows of the schedule): fine for status pages, not a hot path. */
 	[STORE_Q_JOB_COUNTS] =
 	"SELECT count(*) FILTER (WHERE state = " STORE_SQL_READY
@@ -1481,6 +1481,12 @@ static const bool oneshot[ST_COUNT] = {
 	[STORE_Q_ALERT_LIST] = true,
 	/* taken once a day: not worth a prepared statement */
 	[STORE_Q_LEASE_TAKE] = true,
+};
+
+/* The statements that name the connection's claim_known table: pg_call
+ * loads the rule's known schedules into it first (known_sync). */
+static const bool known_first[ST_COUNT] = {
+	[STORE_Q_JOB_NEXT_DUE] = true,
 };
 
 /* ---- the handle ------------------------------------------------------- */
@@ -2078,6 +2084,7 @@ static int ensure_conn(struct pg *p, struct sc_err *err)
 }
 
 static int version_check(struct pg *p, struct sc_err *err);
+static int known_sync(struct pg *p, bool *on, struct sc_err *err);
 
 /*
  * Turns a failed result (res may be NULL) into an SC_E* code. A broken
@@ -2778,6 +2785,12 @@ static int pg_call(void *impl, struct store_call *c, struct sc_err *err)
 
 	if (d->kind == STORE_QK_MANY)
 		return call_many(p, c, err);
+	if (known_first[st]) {
+		bool on;
+		rc = known_sync(p, &on, err);
+		if (rc)
+			return rc;
+	}
 	args_of(&a, c);
 	switch (d->kind) {
 	case STORE_QK_ONE:
@@ -3684,25 +3697,6 @@ static int pg_server_now(void *impl, int64_t *out_ms, struct sc_err *err)
 	return 0;
 }
 
-static int pg_job_next_due(void *impl, int64_t *out_ms, struct sc_err *err)
-{
-	struct pg *p = impl;
-	struct args a = {0};
-	PGresult *res;
-
-	bool known = false;
-	int rc = known_sync(p, &known, err);
-
-	arg_bool(&a, known);
-	if (!rc)
-		rc = run(impl, ST_NEXT_DUE, &a, &res, err);
-	if (rc)
-		return rc;
-	*out_ms = PQgetisnull(res, 0, 0) ? INT64_MAX : get_i64(res, 0, 0);
-	PQclear(res);
-	return 0;
-}
-
 /* ---- ledger ------------------------------------------------------------ */
 
 static void summary_row(const PGresult *r, int row,
@@ -4152,7 +4146,6 @@ const struct store_ops store_pg_ops = {
 	.job_finish = pg_job_finish,
 	.job_complete_many = pg_job_complete_many,
 	.job_recover = pg_job_recover,
-	.job_next_due = pg_job_next_due,
 	.server_now = pg_server_now,
 	.sched_summaries = pg_sched_summaries,
 	.slot_look = pg_slot_look,

@@ -624,7 +624,6 @@ enum stmt_id {
 	ST_JOB_ENDED,
 	ST_JOB_EXPIRED,
 	ST_JOB_STALL,
-	ST_JOB_NEXT_DUE,
 	ST_SUM_LAST,
 	ST_SUM_LAST_ONE,
 	ST_SUM_TOTAL,
@@ -791,9 +790,10 @@ static const char *const stmt_sql[N_STMT] = {
 		"WHERE state = " STORE_FROM_LEASE_CLAMP " AND lease_expires_ms > "
 		"?1 + ?2 + ?3",
 	/* ?1 as ST_JOB_PICK's ?8: the first READY job the claim may take,
-	 * by a walk of jobs_ready in order that passes over the others. */
-	[ST_JOB_NEXT_DUE] =
-		"SELECT min(m) FROM ("
+	 * by a walk of jobs_ready in order that passes over the others;
+	 * INT64_MAX when nothing is due. */
+	[STORE_Q_JOB_NEXT_DUE] =
+		"SELECT COALESCE(min(m), " STORE_SQL_NEVER ") FROM ("
 		"SELECT (SELECT run_at_ms FROM jobs WHERE state = " STORE_FROM_CLAIM
 		" AND "
 		"(?1 = 0 OR sc_known(schedule)) "
@@ -2503,7 +2503,7 @@ static int exec_pragma(struct sq *q, const char *sql, struct sc_err *err)
 
 /*
  * sc_known(name): whether the claim rule's known set has name (ST_JOB_PICK,
- * ST_JOB_NEXT_DUE bind their flag only when a set is there; without one
+ * STORE_Q_JOB_NEXT_DUE bind their flag only when a set is there; without one
  * any name is known). Not deterministic: the set changes with the rule.
  * Direct only: a schema or trigger cannot call it.
  */
@@ -3101,28 +3101,6 @@ static int sq_job_recover(void *impl, int max_stalls, int *n_recovered,
 	return rc;
 }
 
-static int sq_job_next_due(void *impl, int64_t *out_ms, struct sc_err *err)
-{
-	struct sq *q = impl;
-	sqlite3_stmt *st = NULL;
-	int rc = prep(q, ST_JOB_NEXT_DUE, &st, err);
-
-	if (rc)
-		return rc;
-	sqlite3_bind_int(st, 1, q->rule && q->rule->on && q->rule->known_set);
-	rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW) {
-		*out_ms = sqlite3_column_type(st, 0) == SQLITE_NULL
-				  ? INT64_MAX
-				  : sqlite3_column_int64(st, 0);
-		rc = 0;
-	} else {
-		rc = db_fail(q, rc, "next due", err);
-	}
-	unprep(st);
-	return rc;
-}
-
 /* ---- ledger ---------------------------------------------------------- */
 
 /* The summary of `name` in v (sorted by name, len of cap): found, or
@@ -3588,7 +3566,6 @@ const struct store_ops store_sqlite_ops = {
 	.job_finish = sq_job_finish,
 	.job_complete_many = sq_job_complete_many,
 	.job_recover = sq_job_recover,
-	.job_next_due = sq_job_next_due,
 	.sched_summaries = sq_sched_summaries,
 	.prune_step = sq_prune_step,
 	.prune_size = sq_prune_size,
