@@ -545,7 +545,31 @@ int store_job_enqueue_batch(struct store *s, struct store_enqueue *v,
 			rc = check_policy(v[i].policy, err);
 		v[i].created = false;
 	}
-	return rc ? rc : s->ops->job_enqueue_batch(s->impl, v, n, err);
+	if (rc)
+		return rc;
+	/* One statement for the whole tick (one round trip on PostgreSQL:
+	 * the tick's commit is on the path of every slot's start). */
+	struct store_enqueue_row *rows = malloc(n * sizeof(*rows));
+	bool *made = calloc(n, sizeof(*made));
+	const struct store_arg now = STORE_I64(sc_clock_now_ms(s->clock));
+	struct store_call c = {.q = STORE_Q_JOB_ENQUEUE_TICK, .in = rows,
+			       .n_in = n, .args = &now, .n_args = 1,
+			       .out = made};
+
+	if (!rows || !made) {
+		rc = sc_err_set(err, SC_ENOMEM, "out of memory");
+	} else {
+		for (size_t i = 0; i < n; i++)
+			rows[i] = (struct store_enqueue_row){
+				v[i].schedule, v[i].slot_ms, *v[i].policy,
+				v[i].last_ms};
+		rc = s->ops->call(s->impl, &c, err);
+	}
+	for (size_t i = 0; !rc && i < n; i++)
+		v[i].created = made[i];
+	free(rows);
+	free(made);
+	return rc;
 }
 
 /* Earliest run_at first; the job id breaks ties (the order it was made). */

@@ -100,6 +100,10 @@ const struct store_qdef store_calls[STORE_Q_N] = {
 	/* Always one row (STORE_SQL_NEVER when nothing is due). */
 	ONE(JOB_NEXT_DUE, "next due", store_i64_fields, int64_t,
 	    "no next due"),
+	/* A scheduler tick: each slot's job (each element told whether it
+	 * was new), then its schedule's state, all in one transaction. */
+	MANY(JOB_ENQUEUE_TICK, "enqueue", ENQUEUE, store_enqueue_row_fields,
+	     struct store_enqueue_row),
 	ONE(OUTBOX_GET, "outbox get", store_outbox_entry_fields,
 	    struct outbox_entry, "no outbox row for target"),
 	ALL(OUTBOX_LIST, "outbox list", store_outbox_row_fields,

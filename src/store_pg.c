@@ -724,8 +724,7 @@ _Static_assert(JOB_READY + 1 == JOB_ACTIVE && JOB_ACTIVE + 1 == JOB_DONE,
 
 enum stmt {
 	/* 0 .. STORE_Q_N - 1: the one-statement operations (store.h) */
-	ST_ENQUEUE_BATCH = STORE_Q_N,
-	ST_CLAIM,
+	ST_CLAIM = STORE_Q_N,
 	ST_CLAIM_PLAN,
 	ST_CLAIM_OPEN,
 	ST_CLAIM_PICK,
@@ -786,9 +785,9 @@ static const char *const sql[ST_COUNT] = {
 	/* A scheduler tick: $1 names, $2 slots, $3 attempts, $4 backoff,
 	 * $5 delay, $6 last slots (parallel arrays), $7 now. The jobs and the
 	 * states in one statement (one transaction, one round trip; data-
-	 * modifying CTEs all run). Answer: the 1-based positions of the
-	 * slots that got a new job, as "1,4,...". */
-	[ST_ENQUEUE_BATCH] =
+	 * modifying CTEs all run). Answer: the 1-based position of each slot
+	 * that got a new job, a row each; the waiting workers woken once. */
+	[STORE_Q_JOB_ENQUEUE_TICK] =
 	"WITH v AS (SELECT * FROM unnest($1::text[], $2::bigint[],"
 	" $3::integer[], $4::smallint[], $5::bigint[], $6::bigint[])"
 	" WITH ORDINALITY AS v(schedule, slot_ms, attempts, backoff, delay_ms,"
@@ -804,11 +803,8 @@ static const char *const sql[ST_COUNT] = {
 	" ON CONFLICT (schedule) DO UPDATE"
 	" SET last_slot_ms = GREATEST(sched_state.last_slot_ms,"
 	" EXCLUDED.last_slot_ms) RETURNING 1)"
-	" SELECT (SELECT string_agg(v.ord::text, ',') FROM v JOIN i"
-	" ON i.schedule = v.schedule AND i.slot_ms = v.slot_ms),"
-	" CASE WHEN EXISTS (SELECT 1 FROM i) THEN " NOTIFY " END,"
-	" CASE WHEN EXISTS (SELECT 1 FROM i) THEN " DURABLE_IF("8") " END,"
-	" (SELECT count(*) FROM s)",
+	" SELECT v.ord, (SELECT " NOTIFY "), (SELECT " DURABLE_IF("8") ")"
+	" FROM v JOIN i ON i.schedule = v.schedule AND i.slot_ms = v.slot_ms",
 	/* $1 now, $2 max, $3 worker, $4 lease_ms, $5 ahead_ms. The rule
 	 * off (store_overlap_set): every job as `allow`, in the claim order
 	 * (store.h: fresh jobs first). The last column but one is the
@@ -2747,7 +2743,17 @@ static int call_many(struct pg *p, struct store_call *c,
 				"injected by failpoint store.commit");
 	else
 		rc = run(p, (enum stmt)c->q, &a, &res, err);
-	c->changed = rc ? 0 : get_i64(res, 0, 0);
+	if (!rc && c->out) {
+		/* the positions of the elements that wrote, a row each */
+		c->changed = PQntuples(res);
+		for (int r = 0; r < PQntuples(res); r++) {
+			int64_t k = get_i64(res, r, 0);
+			if (k >= 1 && (size_t)k <= c->n_in)
+				((bool *)c->out)[k - 1] = true;
+		}
+	} else {
+		c->changed = rc ? 0 : get_i64(res, 0, 0);
+	}
 	PQclear(res);
 	for (size_t k = 0; k < d->rows->n; k++)
 		free(col[k].b);
@@ -3107,89 +3113,6 @@ fail_alloc:
 }
 
 /* ---- jobs -------------------------------------------------------------- */
-
-/* Appends name to a text array literal as a quoted element: a backslash
- * and a double quote are escaped, everything else is literal. */
-static size_t array_quoted(char *dst, size_t at, const char *name)
-{
-	dst[at++] = '"';
-	for (const char *c = name; *c; c++) {
-		if (*c == '"' || *c == '\\')
-			dst[at++] = '\\';
-		dst[at++] = *c;
-	}
-	dst[at++] = '"';
-	return at;
-}
-
-/* The jobs and states of a scheduler tick in one statement: six parallel
- * array parameters; the answer names the slots that got a new job. */
-static int pg_job_enqueue_batch(void *impl, struct store_enqueue *v,
-				size_t n, struct sc_err *err)
-{
-	struct pg *p = impl;
-	struct args a = {0};
-	char *arr[6] = {0};
-	size_t len[6] = {0}, cap[6];
-	PGresult *res;
-	int rc = 0;
-
-	if (n > 1000000)
-		return sc_err_set(err, SC_ETOOBIG, "enqueue_batch: too many");
-	cap[0] = 3;
-	for (size_t i = 0; i < n; i++)
-		cap[0] += 2 * strlen(v[i].schedule) + 3;
-	for (int k = 1; k < 6; k++)
-		cap[k] = n * 22 + 3;
-	for (int k = 0; k < 6; k++) {
-		arr[k] = malloc(cap[k]);
-		if (!arr[k]) {
-			rc = sc_err_set(err, SC_ENOMEM, "out of memory");
-			goto done;
-		}
-		arr[k][len[k]++] = '{';
-	}
-	for (size_t i = 0; i < n; i++) {
-		const int64_t x[6] = {0, v[i].slot_ms, v[i].policy->attempts,
-				      (int64_t)v[i].policy->backoff,
-				      v[i].policy->delay_ms, v[i].last_ms};
-		for (int k = 0; k < 6; k++)
-			if (i)
-				arr[k][len[k]++] = ',';
-		len[0] = array_quoted(arr[0], len[0], v[i].schedule);
-		for (int k = 1; k < 6; k++)
-			len[k] += (size_t)snprintf(arr[k] + len[k],
-						   cap[k] - len[k],
-						   "%" PRId64, x[k]);
-	}
-	for (int k = 0; k < 6; k++) {
-		arr[k][len[k]++] = '}';
-		arr[k][len[k]] = '\0';
-		arg_str(&a, arr[k]);
-	}
-	arg_i64(&a, now_ms(p));
-	arg_dur(&a, STORE_COMMIT_ENQUEUE);
-	rc = run(p, ST_ENQUEUE_BATCH, &a, &res, err);
-	if (rc)
-		goto done;
-	if (PQntuples(res) == 1 && !PQgetisnull(res, 0, 0)) {
-		const char *c = PQgetvalue(res, 0, 0);
-		while (*c) {
-			char *end;
-			long long ord = strtoll(c, &end, 10);
-			if (end == c)
-				break;
-			if (ord >= 1 && (size_t)ord <= n)
-				v[ord - 1].created = true;
-			c = *end == ',' ? end + 1 : end;
-		}
-	}
-	PQclear(res);
-done:
-	for (int k = 0; k < 6; k++)
-		free(arr[k]);
-	return rc;
-}
 
 /* $1..$5 of ST_CLAIM. */
 static void fill_claim_args(struct args *a, int64_t now, size_t max,
@@ -4140,7 +4063,6 @@ const struct store_ops store_pg_ops = {
 	.call = pg_call,
 	.tx = pg_tx,
 	.call_sql = sql,
-	.job_enqueue_batch = pg_job_enqueue_batch,
 	.claim_rule = pg_claim_rule,
 	.job_claim = pg_job_claim,
 	.job_finish = pg_job_finish,

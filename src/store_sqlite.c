@@ -632,6 +632,7 @@ enum stmt_id {
 	ST_SUM_OPEN_ONE,
 	ST_OUTBOX_BODY_PUT,
 	ST_ABANDONED_ROW,
+	ST_SCHED_TICK,
 	N_STMT
 };
 /* The shared ledger inserts, also run inside this file's transactions. */
@@ -656,6 +657,19 @@ static const char *const stmt_sql[N_STMT] = {
 		"backoff, delay_ms, run_at_ms, created_ms, manual) "
 		"VALUES (?2, ?1, 0, ?3, ?4, ?5, ?1, ?6, 0) "
 		"ON CONFLICT (schedule, slot_ms) DO NOTHING",
+	/* A tick's slot (due at its own instant): ?1 schedule, ?2 slot,
+	 * ?3..?5 the policy, ?6 its schedule's state, ?7 now; the state
+	 * follows (sq_then: ST_SCHED_TICK). */
+	[STORE_Q_JOB_ENQUEUE_TICK] =
+		"INSERT INTO jobs(schedule, slot_ms, state, max_attempts, "
+		"backoff, delay_ms, run_at_ms, created_ms, manual) "
+		"VALUES (?1, ?2, 0, ?3, ?4, ?5, ?2, ?7, 0) "
+		"ON CONFLICT (schedule, slot_ms) DO NOTHING",
+	[ST_SCHED_TICK] =
+		"INSERT INTO sched_state(schedule, last_slot_ms, updated_ms) "
+		"VALUES (?1, ?6, ?7) ON CONFLICT (schedule) DO UPDATE SET "
+		"last_slot_ms = max(last_slot_ms, excluded.last_slot_ms), "
+		"updated_ms = excluded.updated_ms",
 	[STORE_Q_JOB_ID_OF] = "SELECT id FROM jobs WHERE schedule = ?1 AND "
 			      "slot_ms = ?2",
 	/*
@@ -2083,13 +2097,14 @@ static void bind_args(sqlite3_stmt *st, int p, const struct store_call *c)
 /*
  * What a shared write runs after its own statement, in the same
  * transaction, when its own changed a row (SQLite has no data-modifying
- * CTE, which is how PostgreSQL writes the same in one statement). It
- * takes the same parameters.
+ * CTE, which is how PostgreSQL writes the same in one statement); a MANY
+ * after each element, whatever it changed. It takes the same parameters.
  */
 static const enum stmt_id sq_then[STORE_Q_N] = {
 	[STORE_Q_OUTBOX_PUT] = ST_OUTBOX_BODY_PUT,
 	[STORE_Q_JOB_RELEASE] = ST_JOB_RELEASED,
 	[STORE_Q_OUTBOX_ABANDON] = ST_ABANDONED_ROW,
+	[STORE_Q_JOB_ENQUEUE_TICK] = ST_SCHED_TICK,
 };
 
 /* MANY: each element in turn, one transaction. */
@@ -2101,17 +2116,26 @@ static int sq_call_many(struct sq *q, struct store_call *c,
 	int rc = own_begin(q, c, err);
 
 	for (size_t i = 0; !rc && i < c->n_in; i++) {
+		const char *x = (const char *)c->in + i * d->sz;
 		sqlite3_stmt *st = NULL;
 
 		rc = prep(q, (enum stmt_id)c->q, &st, err);
 		if (rc)
 			break;
-		bind_fields(st, 1, d->rows->f, d->rows->n,
-			    (const char *)c->in + i * d->sz);
+		bind_fields(st, 1, d->rows->f, d->rows->n, x);
 		bind_args(st, (int)d->rows->n + 1, c);
 		rc = step_done(q, st, d->op, err);
 		if (!rc)
 			w += sqlite3_changes(q->db);
+		if (!rc && c->out)
+			((bool *)c->out)[i] = sqlite3_changes(q->db) > 0;
+		if (!rc && sq_then[c->q])
+			rc = prep(q, sq_then[c->q], &st, err);
+		if (!rc && sq_then[c->q]) {
+			bind_fields(st, 1, d->rows->f, d->rows->n, x);
+			bind_args(st, (int)d->rows->n + 1, c);
+			rc = step_done(q, st, d->op, err);
+		}
 	}
 	rc = own_end(q, rc, err);
 	c->changed = rc ? 0 : w;
@@ -2625,55 +2649,6 @@ static int sq_cache_cap(void *impl, int kib, struct sc_err *err)
 }
 
 /* ---- jobs ------------------------------------------------------------ */
-
-static int insert_job(struct sq *q, const char *schedule, int64_t slot_ms,
-		      const struct sc_retry_policy *p, int64_t run_at_ms,
-		      bool manual, bool *created, struct sc_err *err)
-{
-	sqlite3_stmt *st = NULL;
-	int rc = prep(q, (enum stmt_id)STORE_Q_JOB_INSERT, &st, err);
-
-	if (rc)
-		return rc;
-	bind_slot(st, schedule, slot_ms);
-	bind_fields(st, 3, store_policy_fields.f, store_policy_fields.n, p);
-	sqlite3_bind_int64(st, 6, run_at_ms);
-	sqlite3_bind_int64(st, 7, now_ms(q));
-	sqlite3_bind_int(st, 8, manual);
-	rc = step_row(q, st, "enqueue", created, err);
-	unprep(st);
-	return rc;
-}
-
-/* The jobs and states of a scheduler tick, one transaction (an
- * enqueue's commit): each job, then its schedule's state. */
-static int sq_job_enqueue_batch(void *impl, struct store_enqueue *v,
-				size_t n, struct sc_err *err)
-{
-	struct sq *q = impl;
-	int rc = tx_begin(q, sync_for(STORE_COMMIT_ENQUEUE), err);
-
-	if (rc)
-		return rc;
-	for (size_t i = 0; !rc && i < n; i++) {
-		sqlite3_stmt *st = NULL;
-		rc = insert_job(q, v[i].schedule, v[i].slot_ms, v[i].policy,
-				v[i].slot_ms, false, &v[i].created, err);
-		if (!rc)
-			rc = prep(q, (enum stmt_id)STORE_Q_SCHED_LAST_SET,
-				  &st, err);
-		if (rc)
-			break;
-		bind_slot(st, v[i].schedule, v[i].last_ms);
-		sqlite3_bind_int64(st, 3, now_ms(q));
-		rc = step_done(q, st, "scheduler state", err);
-	}
-	rc = tx_end(q, rc, err);
-	if (rc)
-		for (size_t i = 0; i < n; i++)
-			v[i].created = false;
-	return rc;
-}
 
 static void sq_claim_rule(void *impl, const struct store_claim_rule *r)
 {
@@ -3560,7 +3535,6 @@ const struct store_ops store_sqlite_ops = {
 	.tx = sq_tx,
 	.call_sql = stmt_sql,
 	.cache_cap = sq_cache_cap,
-	.job_enqueue_batch = sq_job_enqueue_batch,
 	.claim_rule = sq_claim_rule,
 	.job_claim = sq_job_claim,
 	.job_finish = sq_job_finish,
