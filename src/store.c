@@ -557,14 +557,14 @@ int store_job_enqueue_batch(struct store *s, struct store_enqueue *v,
 			       .out = made};
 
 	if (!rows || !made) {
-		rc = sc_err_set(err, SC_ENOMEM, "out of memory");
-	} else {
-		for (size_t i = 0; i < n; i++)
-			rows[i] = (struct store_enqueue_row){
-				v[i].schedule, v[i].slot_ms, *v[i].policy,
-				v[i].last_ms};
-		rc = s->ops->call(s->impl, &c, err);
+		free(rows);
+		free(made);
+		return sc_err_set(err, SC_ENOMEM, "out of memory");
 	}
+	for (size_t i = 0; i < n; i++)
+		rows[i] = (struct store_enqueue_row){v[i].schedule, v[i].slot_ms,
+						     *v[i].policy, v[i].last_ms};
+	rc = s->ops->call(s->impl, &c, err);
 	for (size_t i = 0; !rc && i < n; i++)
 		v[i].created = made[i];
 	free(rows);

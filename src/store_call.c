@@ -98,8 +98,7 @@ const struct store_qdef store_calls[STORE_Q_N] = {
 	ONE(JOB_ID_OF, "job lookup", store_i64_fields, int64_t,
 	    "no job for that slot"),
 	/* Always one row (STORE_SQL_NEVER when nothing is due). */
-	ONE(JOB_NEXT_DUE, "next due", store_i64_fields, int64_t,
-	    "no next due"),
+	ONE(JOB_NEXT_DUE, "next due", store_i64_fields, int64_t, "no next due"),
 	/* A scheduler tick: each slot's job (each element told whether it
 	 * was new), then its schedule's state, all in one transaction. */
 	MANY(JOB_ENQUEUE_TICK, "enqueue", ENQUEUE, store_enqueue_row_fields,

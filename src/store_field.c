@@ -228,12 +228,9 @@ TABLE(store_sched_last_fields, f_sched_last);
 
 #define X struct store_enqueue_row
 static const struct store_field f_enqueue_row[] = {
-	F(DUP, X, schedule),
-	F(I64, X, slot_ms),
-	F(I32, X, policy.attempts),
-	F(I32, X, policy.backoff),
-	F(I64, X, policy.delay_ms),
-	F(I64, X, last_ms),
+	F(DUP, X, schedule),        F(I64, X, slot_ms),
+	F(I32, X, policy.attempts), F(I32, X, policy.backoff),
+	F(I64, X, policy.delay_ms), F(I64, X, last_ms),
 };
 TABLE(store_enqueue_row_fields, f_enqueue_row);
 #undef X
