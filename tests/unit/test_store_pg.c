@@ -1143,6 +1143,7 @@ static void a_pooled_session_left_with_our_statements_still_works(
 	snprintf(saved, sizeof(saved), "%s", opts ? opts : "");
 	unsetenv("PGOPTIONS");
 	struct sc_clock *clk = sc_clock_virtual_new(T0);
+	atomic_store(&now_clock, clk); /* enq's "now" (open_store's) */
 	rc = ops->open(url, clk, true, &a, &e);
 	if (rc)
 		fprintf(stderr, "open through the pooler: %s\n", e.msg);
@@ -2067,6 +2068,7 @@ static void *open_via(struct fake_proxy *p, struct sc_clock *clk,
 	setenv("PGOPTIONS", opts, 1);
 	void *h = NULL;
 	struct sc_err err = {0};
+	atomic_store(&now_clock, clk); /* as open_store */
 	int rc = ops->open(url, clk, true, &h, &err);
 	setenv("PGOPTIONS", saved, 1);
 	free(saved);
