@@ -448,19 +448,64 @@ bool store_stalled(void)
 
 /* ---- jobs ------------------------------------------------------------ */
 
+/* store_job_enqueue's steps: the insert, or the id of the slot's job. */
+struct enqueue_step {
+	struct store *s;
+	const char *schedule;
+	int64_t slot_ms;
+	const struct sc_retry_policy *policy;
+	int64_t run_at_ms;
+	bool manual;
+	bool created;
+	int64_t id;
+};
+
+static int enqueue_body(void *ctx, struct sc_err *err)
+{
+	struct enqueue_step *e = ctx;
+	struct store *s = e->s;
+	const struct store_arg args[] = {
+		STORE_TEXT(e->schedule), STORE_I64(e->slot_ms),
+		FIELDS(&store_policy_fields, store_policy_fields.n, e->policy),
+		STORE_I64(e->run_at_ms), STORE_I64(sc_clock_now_ms(s->clock)),
+		STORE_BOOL(e->manual)};
+	struct store_call c = {.q = STORE_Q_JOB_INSERT, .args = args,
+			       .n_args = sizeof(args) / sizeof(args[0]),
+			       .out = &e->id};
+	int rc = s->ops->call(s->impl, &c, err);
+
+	e->created = !rc && c.changed;
+	/* PostgreSQL: ON CONFLICT waited for a concurrent insert of the
+	 * slot to commit, so its row is visible to this read. */
+	if (!rc && !e->created)
+		rc = call_read(s, STORE_Q_JOB_ID_OF,
+			       ARGS(STORE_TEXT(e->schedule),
+				    STORE_I64(e->slot_ms)),
+			       &e->id, NULL, err);
+	return rc;
+}
+
 int store_job_enqueue(struct store *s, const char *schedule,
 		      int64_t slot_ms, const struct sc_retry_policy *policy,
 		      int64_t run_at_ms, bool manual, int64_t *job_id,
 		      bool *created, struct sc_err *err)
 {
+	struct enqueue_step e = {.s = s, .schedule = schedule,
+				 .slot_ms = slot_ms, .policy = policy,
+				 .run_at_ms = run_at_ms, .manual = manual};
 	int rc = check_name("schedule name", schedule, STORE_NAME_MAX, err);
 
 	if (!rc)
 		rc = check_policy(policy, err);
+	if (!rc)
+		rc = in_tx(s, STORE_COMMIT_ENQUEUE, enqueue_body, &e, err);
 	if (rc)
 		return rc;
-	return s->ops->job_enqueue(s->impl, schedule, slot_ms, policy,
-				   run_at_ms, manual, job_id, created, err);
+	if (job_id)
+		*job_id = e.id;
+	if (created)
+		*created = e.created;
+	return 0;
 }
 
 int store_job_enqueue_many(struct store *s, const char *schedule,
@@ -501,7 +546,31 @@ int store_job_enqueue_batch(struct store *s, struct store_enqueue *v,
 			rc = check_policy(v[i].policy, err);
 		v[i].created = false;
 	}
-	return rc ? rc : s->ops->job_enqueue_batch(s->impl, v, n, err);
+	if (rc)
+		return rc;
+	/* One statement for the whole tick (one round trip on PostgreSQL:
+	 * the tick's commit is on the path of every slot's start). */
+	struct store_enqueue_row *rows = malloc(n * sizeof(*rows));
+	bool *made = calloc(n, sizeof(*made));
+	const struct store_arg now = STORE_I64(sc_clock_now_ms(s->clock));
+	struct store_call c = {.q = STORE_Q_JOB_ENQUEUE_TICK, .in = rows,
+			       .n_in = n, .args = &now, .n_args = 1,
+			       .out = made};
+
+	if (!rows || !made) {
+		free(rows);
+		free(made);
+		return sc_err_set(err, SC_ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < n; i++)
+		rows[i] = (struct store_enqueue_row){v[i].schedule, v[i].slot_ms,
+						     *v[i].policy, v[i].last_ms};
+	rc = s->ops->call(s->impl, &c, err);
+	for (size_t i = 0; !rc && i < n; i++)
+		v[i].created = made[i];
+	free(rows);
+	free(made);
+	return rc;
 }
 
 /* Earliest run_at first; the job id breaks ties (the order it was made). */
@@ -993,8 +1062,13 @@ int store_job_next_due(struct store *s, int64_t *out_ms,
 		       struct sc_err *err)
 {
 	int rc = check_out(out_ms, "next-due output", err);
+	/* The claim's filter on the known schedules (store_claim_known_set)
+	 * holds here too: a job the claim would pass over is not due. */
+	bool known = s->rule.on && s->rule.known_set;
 
-	return rc ? rc : s->ops->job_next_due(s->impl, out_ms, err);
+	return rc ? rc
+		  : call_read(s, STORE_Q_JOB_NEXT_DUE,
+			      ARGS(STORE_BOOL(known)), out_ms, NULL, err);
 }
 
 int store_job_counts(struct store *s, const char *schedule,

@@ -312,6 +312,14 @@ struct store_enqueue {
 	bool created;
 };
 
+/* A slot of store_job_enqueue_batch as its statement binds it. */
+struct store_enqueue_row {
+	const char *schedule;
+	int64_t slot_ms;
+	struct sc_retry_policy policy;
+	int64_t last_ms;
+};
+
 /*
  * The scheduler's tick in one transaction (the 1,000 schedules due on the
  * same instant): every job of v (idempotent, like store_job_enqueue) and
@@ -1531,13 +1539,6 @@ struct store_ops {
 	int (*schema_check)(void *impl, struct sc_err *err);
 	/* store_cache_cap; NULL: nothing to cap */
 	int (*cache_cap)(void *impl, int kib, struct sc_err *err);
-	int (*job_enqueue)(void *impl, const char *schedule, int64_t slot_ms,
-			   const struct sc_retry_policy *policy,
-			   int64_t run_at_ms, bool manual, int64_t *job_id,
-			   bool *created, struct sc_err *err);
-	/* n > 0, names and policies checked, created all false. */
-	int (*job_enqueue_batch)(void *impl, struct store_enqueue *v,
-				 size_t n, struct sc_err *err);
 	/* The rule the next claims apply (store_overlap_set): borrowed
 	 * until the next call or close; NULL or !on: off. */
 	void (*claim_rule)(void *impl, const struct store_claim_rule *r);
@@ -1554,7 +1555,6 @@ struct store_ops {
 	int (*job_complete_many)(void *impl, const struct store_job *jobs,
 				 size_t n, const struct ledger_row *row,
 				 int *rcs, struct sc_err *err);
-	int (*job_next_due)(void *impl, int64_t *out_ms, struct sc_err *err);
 	/* NULL: the store has no clock of its own */
 	int (*server_now)(void *impl, int64_t *out_ms, struct sc_err *err);
 	int (*sched_summaries)(void *impl, const char *schedule,
@@ -1866,6 +1866,8 @@ enum store_commit store_commit_of_alert_send(enum send_state state);
 #define STORE_SQL_ABANDONED "6"      /* SEND_ABANDONED */
 #define STORE_SQL_OPEN "0"           /* ALERT_OPEN */
 #define STORE_SQL_CLOSED "3"         /* ALERT_CLOSED */
+/* INT64_MAX: store_job_next_due's "nothing due". */
+#define STORE_SQL_NEVER "9223372036854775807"
 
 /* Jobs. The claim takes a due READY job; every write under a lease (the
  * heartbeat, a finish, a release, a fenced write of another table) needs
@@ -2102,6 +2104,9 @@ extern const struct store_fields store_outbox_entry_fields;
 extern const struct store_fields store_outbox_row_fields;
 /* struct store_sched_last: schedule, slot_ms. */
 extern const struct store_fields store_sched_last_fields;
+/* struct store_enqueue_row: schedule, slot_ms, the policy's three,
+ * last_ms. */
+extern const struct store_fields store_enqueue_row_fields;
 /* struct store_last_ok: schedule, id, slot_ms, finished_ms. */
 extern const struct store_fields store_last_ok_fields;
 /* struct store_sla_last: schedule, delivered_ms, first_ms. */
@@ -2151,6 +2156,10 @@ extern const struct store_fields store_send_taken_fields;
  *          written. The element's fields are the first parameters
  *          (SQLite binds each element in turn; PostgreSQL one array per
  *          field, the statement unnests them and answers the count).
+ *          With c->out (a bool[n_in]), each element's out says whether
+ *          it wrote a row; such a statement answers on PostgreSQL the
+ *          1-based positions of the elements that wrote one, a row each
+ *          (WITH ORDINALITY), instead of the count.
  * Parameters: c->args in order are the statement's first parameters
  * (SQLite ?1.., PostgreSQL $1..). After them, each backend adds its own:
  * the fence's two values (SQLite ?20 and ?21, PostgreSQL the next two)
@@ -2191,6 +2200,11 @@ enum store_q {
 	STORE_Q_JOB_HEARTBEAT,
 	STORE_Q_JOB_RELEASE,
 	STORE_Q_JOB_ENQUEUE_MANY,
+	/* store_job_enqueue's steps (store.c, inside store_ops.tx): */
+	STORE_Q_JOB_INSERT,
+	STORE_Q_JOB_ID_OF,
+	STORE_Q_JOB_NEXT_DUE,
+	STORE_Q_JOB_ENQUEUE_TICK,
 	STORE_Q_OUTBOX_GET,
 	STORE_Q_OUTBOX_LIST,
 	STORE_Q_OUTBOX_SET,
@@ -2288,7 +2302,8 @@ struct store_call {
 	const struct store_arg *args;
 	size_t n_args;
 	const struct store_fence *fence; /* FENCED; NULL: unfenced */
-	void *out;       /* ONE: the struct; ALL: a void ** */
+	void *out;       /* ONE: the struct; ALL: a void **; MANY: NULL,
+			    or a bool per element (whether it wrote) */
 	size_t *n;       /* ALL: the elements */
 	const void *in;  /* MANY: the elements */
 	size_t n_in;

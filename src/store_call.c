@@ -92,6 +92,17 @@ const struct store_qdef store_calls[STORE_Q_N] = {
 	WRITE(JOB_RELEASE, "release", RELEASE),
 	/* A slot is due at its own instant: run_at = slot. */
 	MANY(JOB_ENQUEUE_MANY, "enqueue", ENQUEUE, store_i64_fields, int64_t),
+	/* store_job_enqueue's steps, inside store_ops.tx (the ENQUEUE
+	 * commit): the insert answers the new job's id, if any. */
+	MAYBE(JOB_INSERT, "enqueue", store_i64_fields, int64_t),
+	ONE(JOB_ID_OF, "job lookup", store_i64_fields, int64_t,
+	    "no job for that slot"),
+	/* Always one row (STORE_SQL_NEVER when nothing is due). */
+	ONE(JOB_NEXT_DUE, "next due", store_i64_fields, int64_t, "no next due"),
+	/* A scheduler tick: each slot's job (each element told whether it
+	 * was new), then its schedule's state, all in one transaction. */
+	MANY(JOB_ENQUEUE_TICK, "enqueue", ENQUEUE, store_enqueue_row_fields,
+	     struct store_enqueue_row),
 	ONE(OUTBOX_GET, "outbox get", store_outbox_entry_fields,
 	    struct outbox_entry, "no outbox row for target"),
 	ALL(OUTBOX_LIST, "outbox list", store_outbox_row_fields,

@@ -226,6 +226,15 @@ static const struct store_field f_sched_last[] = {
 TABLE(store_sched_last_fields, f_sched_last);
 #undef X
 
+#define X struct store_enqueue_row
+static const struct store_field f_enqueue_row[] = {
+	F(DUP, X, schedule),        F(I64, X, slot_ms),
+	F(I32, X, policy.attempts), F(I32, X, policy.backoff),
+	F(I64, X, policy.delay_ms), F(I64, X, last_ms),
+};
+TABLE(store_enqueue_row_fields, f_enqueue_row);
+#undef X
+
 #define K struct store_last_ok
 static const struct store_field f_last_ok[] = {
 	F(TEXT, K, schedule),

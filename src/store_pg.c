@@ -724,17 +724,13 @@ _Static_assert(JOB_READY + 1 == JOB_ACTIVE && JOB_ACTIVE + 1 == JOB_DONE,
 
 enum stmt {
 	/* 0 .. STORE_Q_N - 1: the one-statement operations (store.h) */
-	ST_ENQUEUE = STORE_Q_N,
-	ST_JOB_ID,
-	ST_ENQUEUE_BATCH,
-	ST_CLAIM,
+	ST_CLAIM = STORE_Q_N,
 	ST_CLAIM_PLAN,
 	ST_CLAIM_OPEN,
 	ST_CLAIM_PICK,
 	ST_CLAIM_TAKE,
 	ST_KNOWN_LOAD,
 	ST_FINISH,
-	ST_NEXT_DUE,
 	ST_SERVER_NOW,
 	ST_SUMMARIES,
 	ST_SUMMARIES_ONE,
@@ -761,14 +757,20 @@ enum stmt {
 	" ORDER BY l.id"
 
 static const char *const sql[ST_COUNT] = {
-	[ST_ENQUEUE] =
+	/* store_job_enqueue's steps, inside pg_tx (its commit's durability
+	 * set at BEGIN). A new job wakes the waiting workers; the
+	 * notification is delivered at COMMIT. ON CONFLICT waits for a
+	 * concurrent insert of the slot to commit, so JOB_ID_OF then sees
+	 * its row. */
+	[STORE_Q_JOB_INSERT] =
 	"WITH i AS (INSERT INTO jobs (schedule, slot_ms, max_attempts,"
 	" backoff, delay_ms, run_at_ms, created_ms, manual)"
 	" VALUES ($1, $2::bigint, $3::integer, $4::smallint, $5::bigint,"
 	" $6::bigint, $7::bigint, $8::boolean)"
 	" ON CONFLICT (schedule, slot_ms) DO NOTHING RETURNING id)"
-	" SELECT id, " NOTIFY ", " DURABLE_IF("9") " FROM i",
-	[ST_JOB_ID] = "SELECT id FROM jobs WHERE schedule = $1 AND slot_ms = $2",
+	" SELECT id, " NOTIFY " FROM i",
+	[STORE_Q_JOB_ID_OF] =
+	"SELECT id FROM jobs WHERE schedule = $1 AND slot_ms = $2::bigint",
 	[STORE_Q_JOB_ENQUEUE_MANY] =
 	"WITH i AS (INSERT INTO jobs (schedule, slot_ms, max_attempts,"
 	" backoff, delay_ms, run_at_ms, created_ms, manual)"
@@ -780,9 +782,9 @@ static const char *const sql[ST_COUNT] = {
 	/* A scheduler tick: $1 names, $2 slots, $3 attempts, $4 backoff,
 	 * $5 delay, $6 last slots (parallel arrays), $7 now. The jobs and the
 	 * states in one statement (one transaction, one round trip; data-
-	 * modifying CTEs all run). Answer: the 1-based positions of the
-	 * slots that got a new job, as "1,4,...". */
-	[ST_ENQUEUE_BATCH] =
+	 * modifying CTEs all run). Answer: the 1-based position of each slot
+	 * that got a new job, a row each; the waiting workers woken once. */
+	[STORE_Q_JOB_ENQUEUE_TICK] =
 	"WITH v AS (SELECT * FROM unnest($1::text[], $2::bigint[],"
 	" $3::integer[], $4::smallint[], $5::bigint[], $6::bigint[])"
 	" WITH ORDINALITY AS v(schedule, slot_ms, attempts, backoff, delay_ms,"
@@ -798,11 +800,8 @@ static const char *const sql[ST_COUNT] = {
 	" ON CONFLICT (schedule) DO UPDATE"
 	" SET last_slot_ms = GREATEST(sched_state.last_slot_ms,"
 	" EXCLUDED.last_slot_ms) RETURNING 1)"
-	" SELECT (SELECT string_agg(v.ord::text, ',') FROM v JOIN i"
-	" ON i.schedule = v.schedule AND i.slot_ms = v.slot_ms),"
-	" CASE WHEN EXISTS (SELECT 1 FROM i) THEN " NOTIFY " END,"
-	" CASE WHEN EXISTS (SELECT 1 FROM i) THEN " DURABLE_IF("8") " END,"
-	" (SELECT count(*) FROM s)",
+	" SELECT v.ord, (SELECT " NOTIFY "), (SELECT " DURABLE_IF("8") ")"
+	" FROM v JOIN i ON i.schedule = v.schedule AND i.slot_ms = v.slot_ms",
 	/* $1 now, $2 max, $3 worker, $4 lease_ms, $5 ahead_ms. The rule
 	 * off (store_overlap_set): every job as `allow`, in the claim order
 	 * (store.h: fresh jobs first). The last column but one is the
@@ -1025,15 +1024,16 @@ static const char *const sql[ST_COUNT] = {
 	" RETURNING " DURABLE_IF("4"),
 	[ST_SERVER_NOW] =
 	"SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint",
-	/* $1: filter on the known schedules (CLAIM_KNOWN, issue 43): the
-	 * first READY job the claim may take, by a walk of jobs_due in
-	 * order that passes over the others. */
-	[ST_NEXT_DUE] =
-	"SELECT LEAST((SELECT j.run_at_ms FROM jobs j WHERE j.state = "
+	/* $1: filter on the known schedules (CLAIM_KNOWN, issue 43; pg_call
+	 * loads them first, known_first): the first READY job the claim may
+	 * take, by a walk of jobs_due in order that passes over the others;
+	 * INT64_MAX when nothing is due. */
+	[STORE_Q_JOB_NEXT_DUE] =
+	"SELECT COALESCE(LEAST((SELECT j.run_at_ms FROM jobs j WHERE j.state = "
 	STORE_FROM_CLAIM " AND "
 	CLAIM_KNOWN("j", "$1") " ORDER BY j.run_at_ms LIMIT 1),"
 	" (SELECT min(lease_expires_ms) FROM jobs WHERE state = "
-	STORE_FROM_RECOVER "))",
+	STORE_FROM_RECOVER ")), " STORE_SQL_NEVER ")",
 	/* O(rows of the schedule): fine for status pages, not a hot path. */
 	[STORE_Q_JOB_COUNTS] =
 	"SELECT count(*) FILTER (WHERE state = " STORE_SQL_READY
@@ -1465,6 +1465,12 @@ static const bool oneshot[ST_COUNT] = {
 	[STORE_Q_ALERT_LIST] = true,
 	/* taken once a day: not worth a prepared statement */
 	[STORE_Q_LEASE_TAKE] = true,
+};
+
+/* The statements that name the connection's claim_known table: pg_call
+ * loads the rule's known schedules into it first (known_sync). */
+static const bool known_first[ST_COUNT] = {
+	[STORE_Q_JOB_NEXT_DUE] = true,
 };
 
 /* ---- the handle ------------------------------------------------------- */
@@ -2062,6 +2068,7 @@ static int ensure_conn(struct pg *p, struct sc_err *err)
 }
 
 static int version_check(struct pg *p, struct sc_err *err);
+static int known_sync(struct pg *p, bool *on, struct sc_err *err);
 
 /*
  * Turns a failed result (res may be NULL) into an SC_E* code. A broken
@@ -2724,7 +2731,17 @@ static int call_many(struct pg *p, struct store_call *c,
 				"injected by failpoint store.commit");
 	else
 		rc = run(p, (enum stmt)c->q, &a, &res, err);
-	c->changed = rc ? 0 : get_i64(res, 0, 0);
+	if (!rc && c->out) {
+		/* the positions of the elements that wrote, a row each */
+		c->changed = PQntuples(res);
+		for (int r = 0; r < PQntuples(res); r++) {
+			int64_t k = get_i64(res, r, 0);
+			if (k >= 1 && (size_t)k <= c->n_in)
+				((bool *)c->out)[k - 1] = true;
+		}
+	} else {
+		c->changed = rc ? 0 : get_i64(res, 0, 0);
+	}
 	PQclear(res);
 	for (size_t k = 0; k < d->rows->n; k++)
 		free(col[k].b);
@@ -2762,6 +2779,12 @@ static int pg_call(void *impl, struct store_call *c, struct sc_err *err)
 
 	if (d->kind == STORE_QK_MANY)
 		return call_many(p, c, err);
+	if (known_first[st]) {
+		bool on;
+		rc = known_sync(p, &on, err);
+		if (rc)
+			return rc;
+	}
 	args_of(&a, c);
 	switch (d->kind) {
 	case STORE_QK_ONE:
@@ -2824,6 +2847,16 @@ static int pg_tx(void *impl, enum store_commit commit,
 		return exec_const(p, "COMMIT", err);
 	if (p->conn)
 		(void)exec_const(p, "ROLLBACK", NULL);
+	/* A step met an undefined name inside the transaction, where the
+	 * schema's version could not be read (fail() marked it due):
+	 * read it now, as a statement outside one does at once. */
+	if (p->conn && p->version_mono_ms == INT64_MIN / 2) {
+		struct sc_err ve = {0};
+		if (version_check(p, &ve) == SC_EVERSION) {
+			sc_err_clear(err); /* the cause, not its symptom */
+			return sc_err_set(err, SC_EVERSION, "%s", ve.msg);
+		}
+	}
 	return rc;
 }
 
@@ -3078,139 +3111,6 @@ fail_alloc:
 }
 
 /* ---- jobs -------------------------------------------------------------- */
-
-static void arg_policy(struct args *a, const struct sc_retry_policy *pol)
-{
-	arg_fields(a, store_policy_fields.f, store_policy_fields.n, pol);
-}
-
-static int pg_job_enqueue(void *impl, const char *schedule, int64_t slot_ms,
-			  const struct sc_retry_policy *policy,
-			  int64_t run_at_ms, bool manual, int64_t *job_id,
-			  bool *created, struct sc_err *err)
-{
-	struct pg *p = impl;
-	struct args a = {0};
-	PGresult *res;
-	int rc;
-
-	arg_slot(&a, schedule, slot_ms);
-	arg_policy(&a, policy);
-	arg_i64(&a, run_at_ms);
-	arg_i64(&a, now_ms(p));
-	arg_bool(&a, manual);
-	arg_dur(&a, STORE_COMMIT_ENQUEUE);
-	rc = run(p, ST_ENQUEUE, &a, &res, err);
-	if (rc)
-		return rc;
-	bool made = PQntuples(res) == 1;
-	int64_t id = made ? get_i64(res, 0, 0) : 0;
-	PQclear(res);
-	if (!made) {
-		/* ON CONFLICT waited for any concurrent insert of this slot
-		 * to commit, so the row is visible now. */
-		struct args b = {0};
-		arg_slot(&b, schedule, slot_ms);
-		rc = run(p, ST_JOB_ID, &b, &res, err);
-		if (rc)
-			return rc;
-		if (PQntuples(res) != 1) {
-			PQclear(res);
-			return sc_err_set(err, SC_EDB, "enqueue: job of slot "
-					  "vanished");
-		}
-		id = get_i64(res, 0, 0);
-		PQclear(res);
-	}
-	if (job_id)
-		*job_id = id;
-	if (created)
-		*created = made;
-	return 0;
-}
-
-/* Appends name to a text array literal as a quoted element: a backslash
- * and a double quote are escaped, everything else is literal. */
-static size_t array_quoted(char *dst, size_t at, const char *name)
-{
-	dst[at++] = '"';
-	for (const char *c = name; *c; c++) {
-		if (*c == '"' || *c == '\\')
-			dst[at++] = '\\';
-		dst[at++] = *c;
-	}
-	dst[at++] = '"';
-	return at;
-}
-
-/* The jobs and states of a scheduler tick in one statement: six parallel
- * array parameters; the answer names the slots that got a new job. */
-static int pg_job_enqueue_batch(void *impl, struct store_enqueue *v,
-				size_t n, struct sc_err *err)
-{
-	struct pg *p = impl;
-	struct args a = {0};
-	char *arr[6] = {0};
-	size_t len[6] = {0}, cap[6];
-	PGresult *res;
-	int rc = 0;
-
-	if (n > 1000000)
-		return sc_err_set(err, SC_ETOOBIG, "enqueue_batch: too many");
-	cap[0] = 3;
-	for (size_t i = 0; i < n; i++)
-		cap[0] += 2 * strlen(v[i].schedule) + 3;
-	for (int k = 1; k < 6; k++)
-		cap[k] = n * 22 + 3;
-	for (int k = 0; k < 6; k++) {
-		arr[k] = malloc(cap[k]);
-		if (!arr[k]) {
-			rc = sc_err_set(err, SC_ENOMEM, "out of memory");
-			goto done;
-		}
-		arr[k][len[k]++] = '{';
-	}
-	for (size_t i = 0; i < n; i++) {
-		const int64_t x[6] = {0, v[i].slot_ms, v[i].policy->attempts,
-				      (int64_t)v[i].policy->backoff,
-				      v[i].policy->delay_ms, v[i].last_ms};
-		for (int k = 0; k < 6; k++)
-			if (i)
-				arr[k][len[k]++] = ',';
-		len[0] = array_quoted(arr[0], len[0], v[i].schedule);
-		for (int k = 1; k < 6; k++)
-			len[k] += (size_t)snprintf(arr[k] + len[k],
-						   cap[k] - len[k],
-						   "%" PRId64, x[k]);
-	}
-	for (int k = 0; k < 6; k++) {
-		arr[k][len[k]++] = '}';
-		arr[k][len[k]] = '\0';
-		arg_str(&a, arr[k]);
-	}
-	arg_i64(&a, now_ms(p));
-	arg_dur(&a, STORE_COMMIT_ENQUEUE);
-	rc = run(p, ST_ENQUEUE_BATCH, &a, &res, err);
-	if (rc)
-		goto done;
-	if (PQntuples(res) == 1 && !PQgetisnull(res, 0, 0)) {
-		const char *c = PQgetvalue(res, 0, 0);
-		while (*c) {
-			char *end;
-			long long ord = strtoll(c, &end, 10);
-			if (end == c)
-				break;
-			if (ord >= 1 && (size_t)ord <= n)
-				v[ord - 1].created = true;
-			c = *end == ',' ? end + 1 : end;
-		}
-	}
-	PQclear(res);
-done:
-	for (int k = 0; k < 6; k++)
-		free(arr[k]);
-	return rc;
-}
 
 /* $1..$5 of ST_CLAIM. */
 static void fill_claim_args(struct args *a, int64_t now, size_t max,
@@ -3634,25 +3534,6 @@ static int pg_server_now(void *impl, int64_t *out_ms, struct sc_err *err)
 	if (rc)
 		return rc;
 	*out_ms = get_i64(res, 0, 0);
-	PQclear(res);
-	return 0;
-}
-
-static int pg_job_next_due(void *impl, int64_t *out_ms, struct sc_err *err)
-{
-	struct pg *p = impl;
-	struct args a = {0};
-	PGresult *res;
-
-	bool known = false;
-	int rc = known_sync(p, &known, err);
-
-	arg_bool(&a, known);
-	if (!rc)
-		rc = run(impl, ST_NEXT_DUE, &a, &res, err);
-	if (rc)
-		return rc;
-	*out_ms = PQgetisnull(res, 0, 0) ? INT64_MAX : get_i64(res, 0, 0);
 	PQclear(res);
 	return 0;
 }
@@ -4101,13 +3982,10 @@ const struct store_ops store_pg_ops = {
 	.tx = pg_tx,
 	.schema_check = pg_schema_check,
 	.call_sql = sql,
-	.job_enqueue = pg_job_enqueue,
-	.job_enqueue_batch = pg_job_enqueue_batch,
 	.claim_rule = pg_claim_rule,
 	.job_claim = pg_job_claim,
 	.job_finish = pg_job_finish,
 	.job_complete_many = pg_job_complete_many,
-	.job_next_due = pg_job_next_due,
 	.server_now = pg_server_now,
 	.sched_summaries = pg_sched_summaries,
 	.slot_look = pg_slot_look,

@@ -614,8 +614,6 @@ enum stmt_id {
 	ST_BEGIN = STORE_Q_N,
 	ST_COMMIT,
 	ST_ROLLBACK,
-	ST_JOB_INSERT,
-	ST_JOB_ID_OF,
 	ST_JOB_PICK,
 	ST_JOB_CLAIM,
 	ST_JOB_STATE,
@@ -623,7 +621,6 @@ enum stmt_id {
 	ST_JOB_FINISH,
 	ST_JOB_RELEASED,
 	ST_JOB_ENDED,
-	ST_JOB_NEXT_DUE,
 	ST_SUM_LAST,
 	ST_SUM_LAST_ONE,
 	ST_SUM_TOTAL,
@@ -632,6 +629,7 @@ enum stmt_id {
 	ST_SUM_OPEN_ONE,
 	ST_OUTBOX_BODY_PUT,
 	ST_ABANDONED_ROW,
+	ST_SCHED_TICK,
 	N_STMT
 };
 /* The shared ledger inserts, also run inside this file's transactions. */
@@ -643,11 +641,12 @@ static const char *const stmt_sql[N_STMT] = {
 	[ST_BEGIN] = "BEGIN IMMEDIATE",
 	[ST_COMMIT] = "COMMIT",
 	[ST_ROLLBACK] = "ROLLBACK",
-	[ST_JOB_INSERT] =
+	/* ?6 run_at, ?7 now, ?8 manual; a row (the id) when inserted. */
+	[STORE_Q_JOB_INSERT] =
 		"INSERT INTO jobs(schedule, slot_ms, state, max_attempts, "
 		"backoff, delay_ms, run_at_ms, created_ms, manual) "
 		"VALUES (?1, ?2, 0, ?3, ?4, ?5, ?6, ?7, ?8) "
-		"ON CONFLICT (schedule, slot_ms) DO NOTHING",
+		"ON CONFLICT (schedule, slot_ms) DO NOTHING RETURNING id",
 	/* ?1 the slot (due at its own instant), ?2 schedule, ?3..?5 the
 	 * policy, ?6 now. */
 	[STORE_Q_JOB_ENQUEUE_MANY] =
@@ -655,8 +654,21 @@ static const char *const stmt_sql[N_STMT] = {
 		"backoff, delay_ms, run_at_ms, created_ms, manual) "
 		"VALUES (?2, ?1, 0, ?3, ?4, ?5, ?1, ?6, 0) "
 		"ON CONFLICT (schedule, slot_ms) DO NOTHING",
-	[ST_JOB_ID_OF] = "SELECT id FROM jobs WHERE schedule = ?1 AND "
-			 "slot_ms = ?2",
+	/* A tick's slot (due at its own instant): ?1 schedule, ?2 slot,
+	 * ?3..?5 the policy, ?6 its schedule's state, ?7 now; the state
+	 * follows (sq_then: ST_SCHED_TICK). */
+	[STORE_Q_JOB_ENQUEUE_TICK] =
+		"INSERT INTO jobs(schedule, slot_ms, state, max_attempts, "
+		"backoff, delay_ms, run_at_ms, created_ms, manual) "
+		"VALUES (?1, ?2, 0, ?3, ?4, ?5, ?2, ?7, 0) "
+		"ON CONFLICT (schedule, slot_ms) DO NOTHING",
+	[ST_SCHED_TICK] =
+		"INSERT INTO sched_state(schedule, last_slot_ms, updated_ms) "
+		"VALUES (?1, ?6, ?7) ON CONFLICT (schedule) DO UPDATE SET "
+		"last_slot_ms = max(last_slot_ms, excluded.last_slot_ms), "
+		"updated_ms = excluded.updated_ms",
+	[STORE_Q_JOB_ID_OF] = "SELECT id FROM jobs WHERE schedule = ?1 AND "
+			      "slot_ms = ?2",
 	/*
 	 * The claim's choice (store.h: the claim order and the overlap
 	 * rule). ?1 now, ?2 ahead, ?4 rule on, ?5 allow, ?6 skip
@@ -795,9 +807,10 @@ static const char *const stmt_sql[N_STMT] = {
 		"WHERE state = " STORE_FROM_LEASE_CLAMP " AND lease_expires_ms > "
 		"?1 + ?2 + ?3",
 	/* ?1 as ST_JOB_PICK's ?8: the first READY job the claim may take,
-	 * by a walk of jobs_ready in order that passes over the others. */
-	[ST_JOB_NEXT_DUE] =
-		"SELECT min(m) FROM ("
+	 * by a walk of jobs_ready in order that passes over the others;
+	 * INT64_MAX when nothing is due. */
+	[STORE_Q_JOB_NEXT_DUE] =
+		"SELECT COALESCE(min(m), " STORE_SQL_NEVER ") FROM ("
 		"SELECT (SELECT run_at_ms FROM jobs WHERE state = " STORE_FROM_CLAIM
 		" AND "
 		"(?1 = 0 OR sc_known(schedule)) "
@@ -1814,18 +1827,6 @@ static int step_row(struct sq *q, sqlite3_stmt *st, const char *op,
 						    : db_fail(q, rc, op, err);
 }
 
-/* step_row for a row that must be there: none is SC_ENOENT, `missing`. */
-static int step_one(struct sq *q, sqlite3_stmt *st, const char *op,
-		    const char *missing, struct sc_err *err)
-{
-	bool row;
-	int rc = step_row(q, st, op, &row, err);
-
-	if (!rc && !row)
-		rc = sc_err_set(err, SC_ENOENT, "%s", missing);
-	return rc;
-}
-
 /* A text column into dst[cap] (cap > 0), cut to fit, NULL as "". Not
  * snprintf: the claim copies two texts a job, and a format costs more
  * than the copy. */
@@ -2099,13 +2100,14 @@ static void bind_args(sqlite3_stmt *st, int p, const struct store_call *c)
 /*
  * What a shared write runs after its own statement, in the same
  * transaction, when its own changed a row (SQLite has no data-modifying
- * CTE, which is how PostgreSQL writes the same in one statement). It
- * takes the same parameters.
+ * CTE, which is how PostgreSQL writes the same in one statement); a MANY
+ * after each element, whatever it changed. It takes the same parameters.
  */
 static const enum stmt_id sq_then[STORE_Q_N] = {
 	[STORE_Q_OUTBOX_PUT] = ST_OUTBOX_BODY_PUT,
 	[STORE_Q_JOB_RELEASE] = ST_JOB_RELEASED,
 	[STORE_Q_OUTBOX_ABANDON] = ST_ABANDONED_ROW,
+	[STORE_Q_JOB_ENQUEUE_TICK] = ST_SCHED_TICK,
 };
 
 /* MANY: each element in turn, one transaction. */
@@ -2117,17 +2119,26 @@ static int sq_call_many(struct sq *q, struct store_call *c,
 	int rc = own_begin(q, c, err);
 
 	for (size_t i = 0; !rc && i < c->n_in; i++) {
+		const char *x = (const char *)c->in + i * d->sz;
 		sqlite3_stmt *st = NULL;
 
 		rc = prep(q, (enum stmt_id)c->q, &st, err);
 		if (rc)
 			break;
-		bind_fields(st, 1, d->rows->f, d->rows->n,
-			    (const char *)c->in + i * d->sz);
+		bind_fields(st, 1, d->rows->f, d->rows->n, x);
 		bind_args(st, (int)d->rows->n + 1, c);
 		rc = step_done(q, st, d->op, err);
 		if (!rc)
 			w += sqlite3_changes(q->db);
+		if (!rc && c->out)
+			((bool *)c->out)[i] = sqlite3_changes(q->db) > 0;
+		if (!rc && sq_then[c->q])
+			rc = prep(q, sq_then[c->q], &st, err);
+		if (!rc && sq_then[c->q]) {
+			bind_fields(st, 1, d->rows->f, d->rows->n, x);
+			bind_args(st, (int)d->rows->n + 1, c);
+			rc = step_done(q, st, d->op, err);
+		}
 	}
 	rc = own_end(q, rc, err);
 	c->changed = rc ? 0 : w;
@@ -2519,7 +2530,7 @@ static int exec_pragma(struct sq *q, const char *sql, struct sc_err *err)
 
 /*
  * sc_known(name): whether the claim rule's known set has name (ST_JOB_PICK,
- * ST_JOB_NEXT_DUE bind their flag only when a set is there; without one
+ * STORE_Q_JOB_NEXT_DUE bind their flag only when a set is there; without one
  * any name is known). Not deterministic: the set changes with the rule.
  * Direct only: a schema or trigger cannot call it.
  */
@@ -2641,99 +2652,6 @@ static int sq_cache_cap(void *impl, int kib, struct sc_err *err)
 }
 
 /* ---- jobs ------------------------------------------------------------ */
-
-static int insert_job(struct sq *q, const char *schedule, int64_t slot_ms,
-		      const struct sc_retry_policy *p, int64_t run_at_ms,
-		      bool manual, bool *created, struct sc_err *err)
-{
-	sqlite3_stmt *st = NULL;
-	int rc = prep(q, ST_JOB_INSERT, &st, err);
-
-	if (rc)
-		return rc;
-	bind_slot(st, schedule, slot_ms);
-	bind_fields(st, 3, store_policy_fields.f, store_policy_fields.n, p);
-	sqlite3_bind_int64(st, 6, run_at_ms);
-	sqlite3_bind_int64(st, 7, now_ms(q));
-	sqlite3_bind_int(st, 8, manual);
-	rc = step_done(q, st, "enqueue", err);
-	if (!rc)
-		*created = sqlite3_changes(q->db) > 0;
-	return rc;
-}
-
-static int job_id_of(struct sq *q, const char *schedule, int64_t slot_ms,
-		     int64_t *id, struct sc_err *err)
-{
-	sqlite3_stmt *st = NULL;
-	int rc = prep(q, ST_JOB_ID_OF, &st, err);
-
-	if (rc)
-		return rc;
-	bind_slot(st, schedule, slot_ms);
-	rc = step_one(q, st, "job lookup", "no job for that slot", err);
-	if (!rc)
-		*id = sqlite3_column_int64(st, 0);
-	unprep(st);
-	return rc;
-}
-
-static int sq_job_enqueue(void *impl, const char *schedule, int64_t slot_ms,
-			  const struct sc_retry_policy *policy,
-			  int64_t run_at_ms, bool manual, int64_t *job_id,
-			  bool *created, struct sc_err *err)
-{
-	struct sq *q = impl;
-	bool made = false;
-	int64_t id = 0;
-	int rc = tx_begin(q, sync_for(STORE_COMMIT_ENQUEUE), err);
-
-	if (rc)
-		return rc;
-	rc = insert_job(q, schedule, slot_ms, policy, run_at_ms, manual, &made,
-			err);
-	if (!rc)
-		rc = made ? (id = sqlite3_last_insert_rowid(q->db), 0)
-			  : job_id_of(q, schedule, slot_ms, &id, err);
-	rc = tx_end(q, rc, err);
-	if (rc)
-		return rc;
-	if (job_id)
-		*job_id = id;
-	if (created)
-		*created = made;
-	return 0;
-}
-
-/* The jobs and states of a scheduler tick, one transaction (an
- * enqueue's commit): each job, then its schedule's state. */
-static int sq_job_enqueue_batch(void *impl, struct store_enqueue *v,
-				size_t n, struct sc_err *err)
-{
-	struct sq *q = impl;
-	int rc = tx_begin(q, sync_for(STORE_COMMIT_ENQUEUE), err);
-
-	if (rc)
-		return rc;
-	for (size_t i = 0; !rc && i < n; i++) {
-		sqlite3_stmt *st = NULL;
-		rc = insert_job(q, v[i].schedule, v[i].slot_ms, v[i].policy,
-				v[i].slot_ms, false, &v[i].created, err);
-		if (!rc)
-			rc = prep(q, (enum stmt_id)STORE_Q_SCHED_LAST_SET,
-				  &st, err);
-		if (rc)
-			break;
-		bind_slot(st, v[i].schedule, v[i].last_ms);
-		sqlite3_bind_int64(st, 3, now_ms(q));
-		rc = step_done(q, st, "scheduler state", err);
-	}
-	rc = tx_end(q, rc, err);
-	if (rc)
-		for (size_t i = 0; i < n; i++)
-			v[i].created = false;
-	return rc;
-}
 
 static void sq_claim_rule(void *impl, const struct store_claim_rule *r)
 {
@@ -3026,28 +2944,6 @@ static int sq_job_complete_many(void *impl, const struct store_job *jobs,
 	}
 	FAILPOINT("queue.before_complete_commit");
 	return tx_commit(q, err);
-}
-
-static int sq_job_next_due(void *impl, int64_t *out_ms, struct sc_err *err)
-{
-	struct sq *q = impl;
-	sqlite3_stmt *st = NULL;
-	int rc = prep(q, ST_JOB_NEXT_DUE, &st, err);
-
-	if (rc)
-		return rc;
-	sqlite3_bind_int(st, 1, q->rule && q->rule->on && q->rule->known_set);
-	rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW) {
-		*out_ms = sqlite3_column_type(st, 0) == SQLITE_NULL
-				  ? INT64_MAX
-				  : sqlite3_column_int64(st, 0);
-		rc = 0;
-	} else {
-		rc = db_fail(q, rc, "next due", err);
-	}
-	unprep(st);
-	return rc;
 }
 
 /* ---- ledger ---------------------------------------------------------- */
@@ -3509,13 +3405,10 @@ const struct store_ops store_sqlite_ops = {
 	.tx = sq_tx,
 	.call_sql = stmt_sql,
 	.cache_cap = sq_cache_cap,
-	.job_enqueue = sq_job_enqueue,
-	.job_enqueue_batch = sq_job_enqueue_batch,
 	.claim_rule = sq_claim_rule,
 	.job_claim = sq_job_claim,
 	.job_finish = sq_job_finish,
 	.job_complete_many = sq_job_complete_many,
-	.job_next_due = sq_job_next_due,
 	.sched_summaries = sq_sched_summaries,
 	.prune_step = sq_prune_step,
 	.prune_size = sq_prune_size,

@@ -446,6 +446,31 @@ static void enqueue_is_idempotent(void **state)
 	assert_int_equal(j.policy.attempts, 4);
 	assert_int_equal(j.policy.delay_ms, 30 * MIN);
 	assert_int_equal(store_job_get(f.s, 424242, &j, NULL), SC_ENOENT);
+	/* A tick's batch says which slots were new, each due at its slot
+	 * with its policy; the states move forward only. */
+	static const struct sc_retry_policy one = {1, SC_BACKOFF_FIXED, 0};
+	struct store_enqueue v[] = {
+		{"weekly", T0, &low, T0, true},
+		{"hourly", T0, &one, T0, false},
+		{"weekly", T0 + 3 * MIN, &one, T0 + 3 * MIN, false},
+	};
+	int64_t last = 0;
+	assert_int_equal(store_job_enqueue_batch(f.s, v, 3, NULL), 0);
+	assert_false(v[0].created);
+	assert_true(v[1].created);
+	assert_true(v[2].created);
+	assert_int_equal(store_job_find(f.s, "hourly", T0, &j, NULL), 0);
+	assert_int_equal(j.run_at_ms, T0);
+	assert_int_equal(j.policy.attempts, 1);
+	assert_int_equal(j.state, JOB_READY);
+	assert_int_equal(store_sched_last_get(f.s, "weekly", &last, NULL), 0);
+	assert_int_equal(last, T0 + 3 * MIN);
+	v[1].last_ms = T0 - MIN;
+	assert_int_equal(store_job_enqueue_batch(f.s, v + 1, 2, NULL), 0);
+	assert_false(v[1].created);
+	assert_false(v[2].created);
+	assert_int_equal(store_sched_last_get(f.s, "hourly", &last, NULL), 0);
+	assert_int_equal(last, T0);
 	fix_close(&f);
 }
 

@@ -216,6 +216,54 @@ static int job_enqueue_many(void *h, const char *schedule,
 	return ops->call(h, &c, err);
 }
 
+/* store_job_enqueue on a backend handle, as store.c composes it: the
+ * insert, or the id of the slot's job, in one ENQUEUE transaction. */
+struct enq_step {
+	void *h;
+	const struct store_arg *a;
+	bool made;
+	int64_t id;
+};
+
+static int enq_body(void *ctx, struct sc_err *err)
+{
+	struct enq_step *e = ctx;
+	int64_t k = 0;
+	int rc = qcall(e->h, STORE_Q_JOB_INSERT, e->a, 6, &e->id, &k, err);
+
+	e->made = !rc && k > 0;
+	if (!rc && !e->made)
+		rc = qcall(e->h, STORE_Q_JOB_ID_OF, e->a, 2, &e->id, NULL, err);
+	return rc;
+}
+
+static int job_enqueue(void *h, const char *schedule, int64_t slot,
+		       const struct sc_retry_policy *pol, int64_t run_at,
+		       bool manual, int64_t *id, bool *created,
+		       struct sc_err *err)
+{
+	const struct store_arg a[] = {
+		STORE_TEXT(schedule), STORE_I64(slot),
+		{.kind = STORE_A_FIELDS, .f = store_policy_fields.f,
+		 .nf = store_policy_fields.n, .x = pol},
+		STORE_I64(run_at), STORE_I64(now_of()), STORE_BOOL(manual)};
+	struct enq_step e = {.h = h, .a = a};
+	int rc = ops->tx(h, STORE_COMMIT_ENQUEUE, enq_body, &e, err);
+
+	if (!rc && id)
+		*id = e.id;
+	if (!rc && created)
+		*created = e.made;
+	return rc;
+}
+
+/* store_job_next_due on a backend handle, no claim rule set. */
+static int next_due(void *h, int64_t *due)
+{
+	return qcall(h, STORE_Q_JOB_NEXT_DUE, QARGS(STORE_BOOL(false)), due,
+		     NULL, NULL);
+}
+
 /* store_outbox_put on a backend handle (unfenced), the row created at
  * T0. */
 static int outbox_put_op(void *h, const char *schedule, int64_t slot_ms,
@@ -315,7 +363,7 @@ static int ob_unknown(void *h, struct sc_clock *clk, const char *sched,
 static int64_t enq(void *h, const char *sched, int64_t slot)
 {
 	int64_t id = 0;
-	assert_int_equal(ops->job_enqueue(h, sched, slot, &POL, slot, false,
+	assert_int_equal(job_enqueue(h, sched, slot, &POL, slot, false,
 					  &id, NULL, NULL), 0);
 	return id;
 }
@@ -357,10 +405,10 @@ static void enqueue_is_idempotent(void **state)
 	bool created = false;
 	struct store_job j;
 
-	assert_int_equal(ops->job_enqueue(h, "daily", T0, &POL, T0, true, &id1,
+	assert_int_equal(job_enqueue(h, "daily", T0, &POL, T0, true, &id1,
 					  &created, NULL), 0);
 	assert_true(created);
-	assert_int_equal(ops->job_enqueue(h, "daily", T0, &POL, T0 + 5, false,
+	assert_int_equal(job_enqueue(h, "daily", T0, &POL, T0 + 5, false,
 					  &id2, &created, NULL), 0);
 	assert_false(created);
 	assert_int_equal(id1, id2);
@@ -420,7 +468,7 @@ static void claim_takes_due_jobs_in_order(void **state)
 	assert_int_equal(n, 0);
 
 	int64_t due = 0;
-	assert_int_equal(ops->job_next_due(h, &due, NULL), 0);
+	assert_int_equal(next_due(h, &due), 0);
 	assert_int_equal(due, T0 + 30000); /* the leases expire first */
 	struct store_counts c;
 	assert_int_equal(counts(h, "s", clk, &c), 0);
@@ -444,10 +492,10 @@ static void next_due_empty_is_max(void **state)
 	void *h = open_store(clk);
 	int64_t due = 0;
 
-	assert_int_equal(ops->job_next_due(h, &due, NULL), 0);
+	assert_int_equal(next_due(h, &due), 0);
 	assert_true(due == INT64_MAX);
 	enq(h, "s", T0 + 7);
-	assert_int_equal(ops->job_next_due(h, &due, NULL), 0);
+	assert_int_equal(next_due(h, &due), 0);
 	assert_int_equal(due, T0 + 7);
 	ops->close(h);
 	sc_clock_free(clk);
@@ -627,7 +675,7 @@ static void recover_stalled_counts_and_kills(void **state)
 	int64_t a = enq(h, "a", T0);
 	struct sc_retry_policy five = {5, SC_BACKOFF_FIXED, 1000};
 	int64_t b = 0;
-	assert_int_equal(ops->job_enqueue(h, "b", T0, &five, T0, false, &b,
+	assert_int_equal(job_enqueue(h, "b", T0, &five, T0, false, &b,
 					  NULL, NULL), 0);
 	assert_int_equal(job_recover(h, 2, &nrec), 0);
 	assert_int_equal(nrec, 0);
@@ -1102,6 +1150,7 @@ static void a_pooled_session_left_with_our_statements_still_works(
 	snprintf(saved, sizeof(saved), "%s", opts ? opts : "");
 	unsetenv("PGOPTIONS");
 	struct sc_clock *clk = sc_clock_virtual_new(T0);
+	atomic_store(&now_clock, clk); /* enq's "now" (open_store's) */
 	rc = ops->open(url, clk, true, &a, &e);
 	if (rc)
 		fprintf(stderr, "open through the pooler: %s\n", e.msg);
@@ -1828,7 +1877,7 @@ static void only_records_that_must_survive_wait_for_the_flush(void **state)
 	expect_sync("off");
 	/* A manual enqueue (surecron trigger) has told an operator "queued"
 	 * when it returns: durable; enqueue_many too. */
-	assert_int_equal(ops->job_enqueue(h, "m", T0, &POL, T0, true, NULL,
+	assert_int_equal(job_enqueue(h, "m", T0, &POL, T0, true, NULL,
 					  NULL, NULL), 0);
 	expect_sync("on");
 	int64_t slots[2] = {T0 + 1000, T0 + 2000};
@@ -1983,7 +2032,7 @@ static void read_only_server_makes_the_next_op_reconnect(void **state)
 		 normal);
 	setenv("PGOPTIONS", ro, 1);
 	h = open_store(clk);
-	assert_int_equal(ops->job_enqueue(h, "s", T0, &POL, T0, false, NULL,
+	assert_int_equal(job_enqueue(h, "s", T0, &POL, T0, false, NULL,
 					  NULL, &err), SC_EIO);
 	assert_non_null(strstr(err.msg, "read-only"));
 	setenv("PGOPTIONS", normal, 1); /* "failover" done */
@@ -2026,6 +2075,7 @@ static void *open_via(struct fake_proxy *p, struct sc_clock *clk,
 	setenv("PGOPTIONS", opts, 1);
 	void *h = NULL;
 	struct sc_err err = {0};
+	atomic_store(&now_clock, clk); /* as open_store */
 	int rc = ops->open(url, clk, true, &h, &err);
 	setenv("PGOPTIONS", saved, 1);
 	free(saved);
@@ -2052,7 +2102,7 @@ static void stranded_flow_is_abandoned_at_the_deadline(void **state)
 	assert_false(store_stalled());
 	fake_proxy_set(px, PROXY_STRAND, 0);
 	int64_t t0 = clock_mono_ms();
-	assert_int_equal(ops->job_enqueue(h, "s", T0 + MIN, &POL, T0 + MIN,
+	assert_int_equal(job_enqueue(h, "s", T0 + MIN, &POL, T0 + MIN,
 					  false, NULL, NULL, &err), SC_EIO);
 	int64_t took = clock_mono_ms() - t0;
 	fprintf(stderr, "store_pg: stranded enqueue returned after %lld ms "
@@ -2085,11 +2135,11 @@ static void stop_cuts_a_stalled_wait(void **state)
 	fake_proxy_set(px, PROXY_BLACKHOLE, 0);
 	int64_t t0 = clock_mono_ms();
 	store_stop_waits(true);
-	assert_int_equal(ops->job_enqueue(h, "s", T0 + MIN, &POL, T0 + MIN,
+	assert_int_equal(job_enqueue(h, "s", T0 + MIN, &POL, T0 + MIN,
 					  false, NULL, NULL, &err), SC_EIO);
 	int64_t took = clock_mono_ms() - t0;
 	/* Stalled and stopping: no new connection is tried. */
-	assert_int_equal(ops->job_enqueue(h, "s", T0 + MIN, &POL, T0 + MIN,
+	assert_int_equal(job_enqueue(h, "s", T0 + MIN, &POL, T0 + MIN,
 					  false, NULL, NULL, &err), SC_EIO);
 	int64_t took2 = clock_mono_ms() - t0 - took;
 	store_stop_waits(false);
@@ -2127,7 +2177,7 @@ static void lock_timeout_ends_a_lock_wait(void **state)
 	assert_int_equal(PQresultStatus(r), PGRES_COMMAND_OK);
 	PQclear(r);
 	int64_t t0 = clock_mono_ms();
-	assert_int_equal(ops->job_enqueue(h, "s", T0 + MIN, &POL, T0 + MIN,
+	assert_int_equal(job_enqueue(h, "s", T0 + MIN, &POL, T0 + MIN,
 					  false, NULL, NULL, &err), SC_EIO);
 	int64_t took = clock_mono_ms() - t0;
 	assert_non_null(strstr(err.msg, "lock timeout"));
@@ -2161,7 +2211,7 @@ static void newer_schema_refuses_claims(void **state)
 	/* A statement broken by the new schema: its error names the cause. */
 	PQclear(pgfx_sql("ALTER TABLE jobs RENAME TO jobs_next"));
 	err = (struct sc_err){0};
-	assert_int_equal(ops->job_enqueue(h, "s", T0 + MIN, &POL, T0 + MIN,
+	assert_int_equal(job_enqueue(h, "s", T0 + MIN, &POL, T0 + MIN,
 					  false, NULL, NULL, &err),
 			 SC_EVERSION);
 	assert_non_null(strstr(err.msg, "newer than this surecron"));
