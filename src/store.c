@@ -460,9 +460,8 @@ struct enqueue_step {
 	int64_t id;
 };
 
-static int enqueue_body(void *ctx, struct sc_err *err)
+static int enqueue_one(struct enqueue_step *e, struct sc_err *err)
 {
-	struct enqueue_step *e = ctx;
 	struct store *s = e->s;
 	const struct store_arg args[] = {
 		STORE_TEXT(e->schedule), STORE_I64(e->slot_ms),
@@ -497,8 +496,10 @@ int store_job_enqueue(struct store *s, const char *schedule,
 
 	if (!rc)
 		rc = check_policy(policy, err);
+	/* No transaction around the two: the insert is the write, and the
+	 * read after a conflict sees the row that won it. */
 	if (!rc)
-		rc = in_tx(s, STORE_COMMIT_ENQUEUE, enqueue_body, &e, err);
+		rc = enqueue_one(&e, err);
 	if (rc)
 		return rc;
 	if (job_id)

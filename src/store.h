@@ -2142,6 +2142,9 @@ extern const struct store_fields store_send_taken_fields;
  *          with the table's `missing` text.
  *   MAYBE  as ONE, but no row is no error: c->changed gets the rows read
  *          (0 or 1), and c->out is left as it was when 0.
+ *          A ONE or MAYBE row marked `writes` is a write that answers
+ *          its row (INSERT ... RETURNING): run alone at its commit's
+ *          class, as a WRITE is, when outside store_ops.tx.
  *   ALL    every row into a new array *(void **)c->out of c->n elements
  *          of size `sz` (NULL when none; the caller frees it, and the
  *          copies its elements hold); on failure nothing is kept.
@@ -2271,6 +2274,9 @@ struct store_qdef {
 	const char *missing;            /* ONE: the SC_ENOENT text */
 	bool secret;                    /* its rows hold a secret: a
 					   backend wipes its library's copy */
+	bool writes;                    /* ONE, MAYBE: a write answering a
+					   row (RETURNING), run at its
+					   commit's class like a WRITE */
 };
 
 /* Indexed by enum store_q. */

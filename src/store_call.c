@@ -15,11 +15,16 @@
 
 /* A row at index i: name, kind, commit, fields, element size, missing
  * text, and whether its rows hold a secret. */
-#define ROW(i, op, k, c, t, sz, missing) [i] = {op, k, c, t, sz, missing, false}
+#define ROW(i, op, k, c, t, sz, missing) \
+	[i] = {op, k, c, t, sz, missing, false, false}
 #define ONE(q, op, t, T, missing) \
 	ROW(STORE_Q_##q, op, STORE_QK_ONE, 0, &(t), sizeof(T), missing)
 #define MAYBE(q, op, t, T) \
 	ROW(STORE_Q_##q, op, STORE_QK_MAYBE, 0, &(t), sizeof(T), NULL)
+/* A write whose one row (RETURNING) answers it, at commit c. */
+#define MAYBE_W(q, op, c, t, T)                                        \
+	[STORE_Q_##q] = {op,   STORE_QK_MAYBE, STORE_COMMIT_##c, &(t), \
+			 sizeof(T), NULL, false, true}
 #define ALL(q, op, t, T) \
 	ROW(STORE_Q_##q, op, STORE_QK_ALL, 0, &(t), sizeof(T), NULL)
 #define WRITE(q, op, c) \
@@ -83,7 +88,7 @@ const struct store_qdef store_calls[STORE_Q_N] = {
 	WRITE(TOKEN_DROP, "token drop", TOKEN),
 	[STORE_Q_TOKEN_GET] = {"token read", STORE_QK_ONE, 0,
 			       &store_token_fields, sizeof(struct store_token),
-			       "no cached token", true},
+			       "no cached token", true, false},
 	WRITE(LEASE_DROP, "lease drop", LEASE),
 	WRITE(LEASE_TAKE, "lease take", LEASE),
 	WRITE(NODE_BEAT, "node write", NODE),
@@ -94,7 +99,7 @@ const struct store_qdef store_calls[STORE_Q_N] = {
 	MANY(JOB_ENQUEUE_MANY, "enqueue", ENQUEUE, store_i64_fields, int64_t),
 	/* store_job_enqueue's steps, inside store_ops.tx (the ENQUEUE
 	 * commit): the insert answers the new job's id, if any. */
-	MAYBE(JOB_INSERT, "enqueue", store_i64_fields, int64_t),
+	MAYBE_W(JOB_INSERT, "enqueue", ENQUEUE, store_i64_fields, int64_t),
 	ONE(JOB_ID_OF, "job lookup", store_i64_fields, int64_t,
 	    "no job for that slot"),
 	/* Always one row (STORE_SQL_NEVER when nothing is due). */
@@ -126,7 +131,8 @@ const struct store_qdef store_calls[STORE_Q_N] = {
 	/* The alerts' steps, run inside store_ops.tx only, whose commit
 	 * they take (the ALERT_* rows of the durability table): a write
 	 * that answers a row (RETURNING) is a MAYBE here. */
-	MAYBE(ALERT_INSERT, "alert raise", store_i64_fields, int64_t),
+	MAYBE_W(ALERT_INSERT, "alert raise", ALERT_RAISE, store_i64_fields,
+		int64_t),
 	ONE(ALERT_ID, "alert raise", store_i64_fields, int64_t,
 	    "alert raise: the alert of the key vanished"),
 	WRITE(ALERT_SUPERSEDE, "alert raise", ALERT_RAISE),

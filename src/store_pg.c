@@ -768,7 +768,7 @@ static const char *const sql[ST_COUNT] = {
 	" VALUES ($1, $2::bigint, $3::integer, $4::smallint, $5::bigint,"
 	" $6::bigint, $7::bigint, $8::boolean)"
 	" ON CONFLICT (schedule, slot_ms) DO NOTHING RETURNING id)"
-	" SELECT id, " NOTIFY " FROM i",
+	" SELECT id, " NOTIFY ", " DURABLE_IF("9") " FROM i",
 	[STORE_Q_JOB_ID_OF] =
 	"SELECT id FROM jobs WHERE schedule = $1 AND slot_ms = $2::bigint",
 	[STORE_Q_JOB_ENQUEUE_MANY] =
@@ -1326,7 +1326,7 @@ static const char *const sql[ST_COUNT] = {
 	" $6::bigint, $7::smallint, $8::integer, $9::text, $10::bigint, 1, 0,"
 	" $11::bigint, $11::bigint, $13::bigint, $12::text)"
 	" ON CONFLICT (schedule, slot_ms, reason, generation) DO NOTHING"
-	" RETURNING id",
+	" RETURNING id, " DURABLE_IF("14"),
 	/* $3 the new alert, $4 now, $5 reason. */
 	[STORE_Q_ALERT_SUPERSEDE] =
 	"UPDATE alerts SET status = " STORE_SQL_CLOSED ", closed_ms = $4::bigint"
@@ -2789,6 +2789,8 @@ static int pg_call(void *impl, struct store_call *c, struct sc_err *err)
 	switch (d->kind) {
 	case STORE_QK_ONE:
 	case STORE_QK_MAYBE:
+		if (d->writes)
+			arg_dur(&a, call_commit(p, c));
 		rc = run(p, st, &a, &res, err);
 		if (rc)
 			return rc;

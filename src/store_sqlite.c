@@ -2193,7 +2193,7 @@ static int sq_call(void *impl, struct store_call *c, struct sc_err *err)
 		return sq_call_many(q, c, err);
 	if (d->kind >= STORE_QK_WRITE && sq_then[c->q])
 		return sq_call_then(q, c, err);
-	rc = d->kind >= STORE_QK_WRITE && !q->in_tx
+	rc = (d->kind >= STORE_QK_WRITE || d->writes) && !q->in_tx
 		     ? solo(q, id, sync_for(store_call_commit(c)), &st, err)
 		     : prep(q, id, &st, err);
 	if (rc)
