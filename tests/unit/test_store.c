@@ -424,6 +424,11 @@ static void enqueue_is_idempotent(void **state)
 	fix_open(state, &f);
 	int64_t a = enqueue(&f, "weekly", T0, T0, &created);
 	assert_true(created);
+	struct store_job j;
+	assert_int_equal(store_job_get(f.s, a, &j, NULL), 0);
+	assert_int_equal(j.state, JOB_READY);
+	assert_false(j.manual);
+	assert_int_equal(j.created_ms, T0);
 	int64_t b = enqueue(&f, "weekly", T0, T0 + 5, &created);
 	assert_false(created);
 	assert_int_equal(a, b);
@@ -440,12 +445,32 @@ static void enqueue_is_idempotent(void **state)
 	assert_int_equal(store_job_counts(f.s, "weekly", &c, NULL), 0);
 	assert_int_equal(c.ready_due, 1);
 	assert_int_equal(c.delayed, 2);
-	struct store_job j;
 	assert_int_equal(store_job_get(f.s, a, &j, NULL), 0);
 	assert_int_equal(j.run_at_ms, T0); /* the first enqueue won */
 	assert_int_equal(j.policy.attempts, 4);
 	assert_int_equal(j.policy.delay_ms, 30 * MIN);
 	assert_int_equal(store_job_get(f.s, 424242, &j, NULL), SC_ENOENT);
+	/* A bulk slot is due at its slot; a slot never enqueued is not
+	 * there. */
+	assert_int_equal(store_job_find(f.s, "weekly", T0 + 2 * MIN, &j, NULL),
+			 0);
+	assert_int_equal(j.run_at_ms, T0 + 2 * MIN);
+	assert_int_equal(store_job_find(f.s, "weekly", T0 + 9, &j, NULL),
+			 SC_ENOENT);
+	/* A manual enqueue (surecron trigger) is marked so; enqueued again
+	 * unmarked, it stays as it was. */
+	int64_t m = 0;
+	assert_int_equal(store_job_enqueue(f.s, "manual", T0, &low, T0, true,
+					   &m, &created, NULL),
+			 0);
+	assert_true(created);
+	assert_int_equal(store_job_enqueue(f.s, "manual", T0, &low, T0 + 5,
+					   false, NULL, &created, NULL),
+			 0);
+	assert_false(created);
+	assert_int_equal(store_job_get(f.s, m, &j, NULL), 0);
+	assert_true(j.manual);
+	assert_int_equal(j.run_at_ms, T0);
 	fix_close(&f);
 }
 
@@ -685,9 +710,13 @@ static void leases_are_fenced(void **state)
 	fix_open(state, &f);
 	int64_t id = enqueue(&f, "s", T0, T0, NULL);
 	assert_int_equal(claim(&f, "slow", &j, 1), 1);
+	/* A heartbeat extends the lease from its own instant. */
+	sc_clock_advance_ms(f.clock, MIN);
 	assert_int_equal(store_job_heartbeat(f.s, id, j.lease_token, 5 * MIN,
 					     NULL),
 			 0);
+	assert_int_equal(store_job_get(f.s, id, &now, NULL), 0);
+	assert_int_equal(now.lease_expires_ms, T0 + 6 * MIN);
 	assert_int_equal(store_job_heartbeat(f.s, id, j.lease_token + 7,
 					     5 * MIN, &err),
 			 SC_ELEASE);
@@ -719,6 +748,7 @@ static void leases_are_fenced(void **state)
 	assert_int_equal(now.lease_token, again.lease_token);
 	assert_string_equal(now.lease_owner, "fast");
 	assert_int_equal(now.attempts, 2);
+	assert_int_equal(now.lease_expires_ms, T0 + 12 * MIN);
 
 	/* The current holder finishes; a second finish is refused. */
 	assert_int_equal(store_job_finish(f.s, id, again.lease_token, JOB_DONE,
@@ -726,6 +756,10 @@ static void leases_are_fenced(void **state)
 			 0);
 	assert_int_equal(store_job_finish(f.s, id, again.lease_token, JOB_DONE,
 					  0, NULL, NULL),
+			 SC_ELEASE);
+	/* Finished: even the current token no longer works. */
+	assert_int_equal(store_job_heartbeat(f.s, id, again.lease_token,
+					     5 * MIN, NULL),
 			 SC_ELEASE);
 	assert_int_equal(store_job_heartbeat(f.s, 999, 1, 5 * MIN, NULL),
 			 SC_ENOENT);
@@ -862,9 +896,13 @@ static void finish_writes_one_ledger_row(void **state)
 	assert_int_equal(j.state, JOB_READY);
 	assert_int_equal(j.run_at_ms, T0 + 46 * MIN);
 	assert_int_equal(j.attempts, 1);
+	/* No lease any more; who held the last claim is kept. */
+	assert_int_equal(j.lease_expires_ms, 0);
+	assert_string_equal(j.lease_owner, "w");
 	sc_clock_set_ms(f.clock, T0 + 46 * MIN);
 	assert_int_equal(claim(&f, "w", &j, 1), 1);
 	assert_int_equal(j.attempts, 2);
+	sc_clock_advance_ms(f.clock, 200);
 	assert_int_equal(store_job_finish(f.s, id, j.lease_token, JOB_DONE, 0,
 					  NULL, NULL),
 			 0);
@@ -883,6 +921,7 @@ static void finish_writes_one_ledger_row(void **state)
 	assert_string_equal(rows[0].details_json, "{\"task\":\"gen\"}");
 	assert_string_equal(rows[1].outcome, LEDGER_SUCCESS);
 	assert_int_equal(rows[1].attempt, 2);
+	assert_int_equal(rows[1].finished_ms, T0 + 46 * MIN + 200);
 	assert_null(rows[1].error_msg);
 	assert_string_equal(rows[1].error_class, "");
 	store_ledger_rows_free(rows, n);
@@ -998,6 +1037,10 @@ static void recover_counts_stalls_and_gives_up(void **state)
 		assert_int_equal(j.n_stalls, stall);
 		assert_int_equal(j.attempts, stall);
 		assert_int_equal(j.state, stall < 3 ? JOB_READY : JOB_DEAD);
+		/* A survived stall is due again at once. */
+		if (stall < 3)
+			assert_int_equal(j.run_at_ms,
+					 sc_clock_now_ms(f.clock));
 	}
 	struct ledger_filter lf = {.since_ms = INT64_MIN,
 				   .until_ms = INT64_MAX};
@@ -1010,6 +1053,8 @@ static void recover_counts_stalls_and_gives_up(void **state)
 	}
 	assert_string_equal(rows[3].outcome, LEDGER_LOST);
 	assert_non_null(strstr(rows[3].error_msg, "stalled 3 times"));
+	assert_int_equal(rows[3].job_id, id);
+	assert_int_equal(rows[2].job_id, id);
 	store_ledger_rows_free(rows, n);
 
 	/* A stall on the last attempt is a lost slot too. */
@@ -1202,6 +1247,14 @@ static void next_due_and_counts(void **state)
 	assert_int_equal(store_job_counts(f.s, "b", &c, NULL), 0);
 	assert_int_equal(c.done, 1);
 	assert_int_equal(c.active + c.delayed + c.ready_due + c.dead, 0);
+	assert_int_equal(store_job_counts(f.s, "zzz", &c, NULL), 0);
+	assert_int_equal(c.active + c.delayed + c.ready_due + c.dead + c.done,
+			 0);
+	/* Time makes a delayed job due. */
+	sc_clock_advance_ms(f.clock, 10 * MIN);
+	assert_int_equal(store_job_counts(f.s, NULL, &c, NULL), 0);
+	assert_int_equal(c.ready_due, 1);
+	assert_int_equal(c.delayed, 1);
 	fix_close(&f);
 }
 

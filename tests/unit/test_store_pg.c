@@ -227,16 +227,6 @@ static int outbox_put_op(void *h, const char *schedule, int64_t slot_ms,
 	return rc;
 }
 
-/* store_job_counts on a backend handle, at clock clk's now. */
-static int counts(void *h, const char *schedule, struct sc_clock *clk,
-		  struct store_counts *out)
-{
-	return qcall(h, STORE_Q_JOB_COUNTS,
-		     QARGS(STORE_TEXT(schedule),
-			   STORE_I64(sc_clock_now_ms(clk))),
-		     out, NULL, NULL);
-}
-
 /* qcall_as, the commit given by pointer (NULL: the table's). */
 static int run_call(void *h, enum store_q q, const struct store_arg *a,
 		    size_t na, const enum store_commit *cm, void *out,
@@ -341,156 +331,6 @@ static void rows_free(struct ledger_row *rows, size_t n)
 
 /* ---- jobs ----------------------------------------------------------------- */
 
-static void enqueue_is_idempotent(void **state)
-{
-	PGFX_NEED_SERVER();
-	struct sc_clock *clk = sc_clock_virtual_new(T0);
-	void *h = open_store(clk);
-	int64_t id1 = 0, id2 = 0;
-	bool created = false;
-	struct store_job j;
-
-	assert_int_equal(ops->job_enqueue(h, "daily", T0, &POL, T0, true, &id1,
-					  &created, NULL), 0);
-	assert_true(created);
-	assert_int_equal(ops->job_enqueue(h, "daily", T0, &POL, T0 + 5, false,
-					  &id2, &created, NULL), 0);
-	assert_false(created);
-	assert_int_equal(id1, id2);
-	assert_int_equal(job_find(h, "daily", T0, &j, NULL), 0);
-	assert_int_equal(j.id, id1);
-	assert_int_equal(j.state, JOB_READY);
-	assert_true(j.manual);
-	assert_int_equal(j.run_at_ms, T0); /* the second enqueue changed nothing */
-	assert_int_equal(j.policy.attempts, 2);
-	assert_int_equal(j.policy.delay_ms, MIN);
-	assert_int_equal(j.created_ms, T0);
-
-	/* Many at once, overlapping the existing slot and each other. */
-	int64_t slots[] = {T0, T0 + 1000, T0 + 2000, T0 + 1000, T0 + 3000};
-	assert_int_equal(job_enqueue_many(h, "daily", slots, 5, &POL,
-					       NULL), 0);
-	assert_int_equal(job_enqueue_many(h, "daily", slots, 5, &POL,
-					       NULL), 0);
-	assert_int_equal(pgfx_int("SELECT count(*) FROM jobs"), 4);
-	assert_int_equal(job_find(h, "daily", T0 + 3000, &j, NULL), 0);
-	assert_int_equal(j.run_at_ms, T0 + 3000);
-	assert_int_equal(job_find(h, "daily", T0 + 9, &j, NULL),
-			 SC_ENOENT);
-	assert_int_equal(job_get(h, 999999, &j, NULL), SC_ENOENT);
-	/* Names and policies are checked once, in store.c, before any
-	 * backend runs (test_store: bad_arguments_are_refused). */
-	ops->close(h);
-	sc_clock_free(clk);
-}
-
-static void claim_takes_due_jobs_in_order(void **state)
-{
-	PGFX_NEED_SERVER();
-	struct sc_clock *clk = sc_clock_virtual_new(T0);
-	void *h = open_store(clk);
-	struct store_job out[8];
-	size_t n = 0;
-
-	int64_t late = enq(h, "s", T0 - 1000);
-	int64_t early = enq(h, "s", T0 - 5000);
-	enq(h, "s", T0 + MIN); /* not due yet */
-	assert_int_equal(ops->job_claim(h, "w1", 30000, 0, out, 8, &n, NULL), 0);
-	assert_int_equal(n, 2);
-	/* The two due ones; their order is made by store.c, for every
-	 * backend (test_store: claim_takes_earliest_due_first). */
-	assert_true((out[0].id == early && out[1].id == late) ||
-		    (out[0].id == late && out[1].id == early));
-	for (size_t i = 0; i < n; i++) {
-		assert_int_equal(out[i].state, JOB_ACTIVE);
-		assert_int_equal(out[i].attempts, 1);
-		assert_string_equal(out[i].lease_owner, "w1");
-		assert_int_equal(out[i].lease_expires_ms, T0 + 30000);
-		assert_int_equal(out[i].started_ms, T0);
-	}
-	assert_true(out[0].lease_token != out[1].lease_token);
-	assert_int_equal(ops->job_claim(h, "w1", 30000, 0, out, 8, &n, NULL), 0);
-	assert_int_equal(n, 0);
-
-	int64_t due = 0;
-	assert_int_equal(ops->job_next_due(h, &due, NULL), 0);
-	assert_int_equal(due, T0 + 30000); /* the leases expire first */
-	struct store_counts c;
-	assert_int_equal(counts(h, "s", clk, &c), 0);
-	assert_int_equal(c.active, 2);
-	assert_int_equal(c.delayed, 1);
-	assert_int_equal(c.ready_due, 0);
-	assert_int_equal(counts(h, "other", clk, &c), 0);
-	assert_int_equal(c.active + c.delayed, 0);
-
-	sc_clock_advance_ms(clk, MIN);
-	assert_int_equal(counts(h, NULL, clk, &c), 0);
-	assert_int_equal(c.ready_due, 1);
-	ops->close(h);
-	sc_clock_free(clk);
-}
-
-static void next_due_empty_is_max(void **state)
-{
-	PGFX_NEED_SERVER();
-	struct sc_clock *clk = sc_clock_virtual_new(T0);
-	void *h = open_store(clk);
-	int64_t due = 0;
-
-	assert_int_equal(ops->job_next_due(h, &due, NULL), 0);
-	assert_true(due == INT64_MAX);
-	enq(h, "s", T0 + 7);
-	assert_int_equal(ops->job_next_due(h, &due, NULL), 0);
-	assert_int_equal(due, T0 + 7);
-	ops->close(h);
-	sc_clock_free(clk);
-}
-
-static void fencing_tokens_guard_every_change(void **state)
-{
-	PGFX_NEED_SERVER();
-	struct sc_clock *clk = sc_clock_virtual_new(T0);
-	void *h = open_store(clk);
-	struct sc_err err = {0};
-	struct store_job j;
-
-	int64_t id = enq(h, "s", T0);
-	struct store_job a = claim1(h, "w1", 10000);
-	assert_int_equal(job_heartbeat(h, id, a.lease_token, 20000, NULL),
-			 0);
-	assert_int_equal(job_get(h, id, &j, NULL), 0);
-	assert_int_equal(j.lease_expires_ms, T0 + 20000);
-
-	/* w1 pauses past its lease; recovery hands the job to w2. */
-	sc_clock_advance_ms(clk, 30000);
-	int nrec = 0;
-	assert_int_equal(ops->job_recover(h, 5, &nrec, NULL, NULL), 0);
-	assert_int_equal(nrec, 1);
-	struct store_job b = claim1(h, "w2", 10000);
-	assert_int_equal(b.id, id);
-	assert_true(b.lease_token != a.lease_token);
-	assert_int_equal(b.attempts, 2);
-
-	assert_int_equal(job_heartbeat(h, id, a.lease_token, 1, &err),
-			 SC_ELEASE);
-	assert_int_equal(ops->job_finish(h, id, a.lease_token, JOB_DONE, 0,
-					 NULL, false, NULL), SC_ELEASE);
-	assert_int_equal(job_release(h, id, a.lease_token),
-			 SC_ELEASE);
-	assert_int_equal(job_get(h, id, &j, NULL), 0);
-	assert_int_equal(j.state, JOB_ACTIVE);
-	assert_string_equal(j.lease_owner, "w2");
-	assert_int_equal(j.lease_expires_ms, T0 + 40000);
-
-	assert_int_equal(ops->job_finish(h, id, b.lease_token, JOB_DONE, 0,
-					 NULL, false, NULL), 0);
-	/* Finished: even the current token no longer works. */
-	assert_int_equal(job_heartbeat(h, id, b.lease_token, 1, NULL),
-			 SC_ELEASE);
-	ops->close(h);
-	sc_clock_free(clk);
-}
-
 /*
  * Completions ready together (store_job_complete_many, issue 45) share one
  * commit: one transaction wrote the jobs and ledger rows of all of them
@@ -530,182 +370,40 @@ static void completions_ready_together_share_one_commit(void **state)
 	sc_clock_free(clk);
 }
 
+/*
+ * A ledger insert that fails (a constraint added here) takes the job's
+ * change with it: the job stays ACTIVE under its lease, and the same
+ * finish goes through once the row is one the ledger takes. What a
+ * finish writes is the conformance suite's (test_store:
+ * finish_writes_one_ledger_row).
+ */
 static void finish_writes_job_and_ledger_together(void **state)
 {
 	PGFX_NEED_SERVER();
 	struct sc_clock *clk = sc_clock_virtual_new(T0);
 	void *h = open_store(clk);
 	struct store_job j;
-	struct ledger_row *rows;
 
-	/* READY (retry) with error detail. */
 	int64_t id = enq(h, "s", T0);
 	struct store_job a = claim1(h, "w", MIN);
-	sc_clock_advance_ms(clk, 1500);
-	struct ledger_row r = {0};
-	snprintf(r.error_class, sizeof(r.error_class), "task");
-	r.error_msg = "quota exceeded";
-	r.retry_hint_ms = 120000;
-	r.details_json = "{\"task\":\"gen\"}";
-	assert_int_equal(ops->job_finish(h, id, a.lease_token, JOB_READY,
-					 T0 + 10 * MIN, &r, false, NULL), 0);
-	assert_int_equal(job_get(h, id, &j, NULL), 0);
-	assert_int_equal(j.state, JOB_READY);
-	assert_int_equal(j.run_at_ms, T0 + 10 * MIN);
-	assert_int_equal(j.lease_expires_ms, 0);
-	assert_string_equal(j.lease_owner, "w"); /* who held the last claim */
-
-	/* DONE on the second attempt. */
-	sc_clock_set_ms(clk, T0 + 10 * MIN);
-	struct store_job b = claim1(h, "w", MIN);
-	assert_int_equal(b.attempts, 2);
-	sc_clock_advance_ms(clk, 200);
-	assert_int_equal(ops->job_finish(h, id, b.lease_token, JOB_DONE, 0,
-					 NULL, false, NULL), 0);
-
-	size_t n = ledger_all(h, &rows);
-	assert_int_equal(n, 2);
-	assert_string_equal(rows[0].outcome, LEDGER_FAILED);
-	assert_string_equal(rows[0].schedule, "s");
-	assert_int_equal(rows[0].slot_ms, T0);
-	assert_int_equal(rows[0].job_id, id);
-	assert_int_equal(rows[0].attempt, 1);
-	assert_int_equal(rows[0].started_ms, T0);
-	assert_int_equal(rows[0].finished_ms, T0 + 1500);
-	assert_string_equal(rows[0].error_class, "task");
-	assert_string_equal(rows[0].error_msg, "quota exceeded");
-	assert_int_equal(rows[0].retry_hint_ms, 120000);
-	assert_string_equal(rows[0].details_json, "{\"task\":\"gen\"}");
-	assert_string_equal(rows[1].outcome, LEDGER_SUCCESS);
-	assert_int_equal(rows[1].attempt, 2);
-	assert_null(rows[1].error_msg);
-	assert_int_equal(rows[1].finished_ms, T0 + 10 * MIN + 200);
-	rows_free(rows, n);
-
-	/* A ledger insert that fails takes the job change with it. */
-	int64_t id2 = enq(h, "s", T0 + 1);
-	struct store_job c = claim1(h, "w", MIN);
-	assert_int_equal(c.id, id2);
+	assert_int_equal(a.id, id);
 	PQclear(pgfx_sql("ALTER TABLE ledger ADD CONSTRAINT no_boom"
 		    " CHECK (outcome <> 'boom')"));
 	struct ledger_row boom = {0};
 	snprintf(boom.outcome, sizeof(boom.outcome), "boom");
 	struct sc_err err = {0};
-	assert_int_equal(ops->job_finish(h, id2, c.lease_token, JOB_DEAD, 0,
+	assert_int_equal(ops->job_finish(h, id, a.lease_token, JOB_DEAD, 0,
 					 &boom, false, &err), SC_EDB);
 	assert_non_null(strstr(err.msg, "no_boom"));
-	assert_int_equal(job_get(h, id2, &j, NULL), 0);
+	assert_int_equal(job_get(h, id, &j, NULL), 0);
 	assert_int_equal(j.state, JOB_ACTIVE);
-	assert_int_equal(j.lease_token, c.lease_token);
-	assert_int_equal(ops->job_finish(h, id2, c.lease_token, JOB_DEAD, 0,
+	assert_int_equal(j.lease_token, a.lease_token);
+	assert_int_equal(ops->job_finish(h, id, a.lease_token, JOB_DEAD, 0,
 					 NULL, false, NULL), 0);
-	assert_int_equal(job_get(h, id2, &j, NULL), 0);
+	assert_int_equal(job_get(h, id, &j, NULL), 0);
 	assert_int_equal(j.state, JOB_DEAD);
 	assert_int_equal(pgfx_int("SELECT count(*) FROM ledger WHERE outcome"
 				 " = 'lost'"), 1);
-	ops->close(h);
-	sc_clock_free(clk);
-}
-
-static void recover_stalled_counts_and_kills(void **state)
-{
-	PGFX_NEED_SERVER();
-	struct sc_clock *clk = sc_clock_virtual_new(T0);
-	void *h = open_store(clk);
-	struct store_job j;
-	struct ledger_row *rows;
-	int nrec = -1;
-
-	/* Job A: 2 attempts; job B: 5 attempts but max_stalls 2. */
-	int64_t a = enq(h, "a", T0);
-	struct sc_retry_policy five = {5, SC_BACKOFF_FIXED, 1000};
-	int64_t b = 0;
-	assert_int_equal(ops->job_enqueue(h, "b", T0, &five, T0, false, &b,
-					  NULL, NULL), 0);
-	assert_int_equal(ops->job_recover(h, 2, &nrec, NULL, NULL), 0);
-	assert_int_equal(nrec, 0);
-
-	for (int round = 1; round <= 2; round++) {
-		struct store_job out[2];
-		size_t n = 0;
-		assert_int_equal(ops->job_claim(h, "w", 1000, 0, out, 2, &n, NULL),
-				 0);
-		assert_int_equal(n, 2);
-		/* Not expired yet: nothing to recover. */
-		assert_int_equal(ops->job_recover(h, 2, &nrec, NULL, NULL), 0);
-		assert_int_equal(nrec, 0);
-		sc_clock_advance_ms(clk, 1001);
-		assert_int_equal(ops->job_recover(h, 2, &nrec, NULL, NULL), 0);
-		assert_int_equal(nrec, 2);
-		assert_int_equal(job_get(h, a, &j, NULL), 0);
-		assert_int_equal(j.n_stalls, round);
-		assert_int_equal(j.state, round == 1 ? JOB_READY : JOB_DEAD);
-		assert_int_equal(job_get(h, b, &j, NULL), 0);
-		assert_int_equal(j.state, round == 1 ? JOB_READY : JOB_DEAD);
-		if (round == 1)
-			assert_int_equal(j.run_at_ms, T0 + 1001);
-	}
-	size_t n = ledger_all(h, &rows);
-	assert_int_equal(n, 6); /* 2 + 2 stalled, then 2 lost */
-	int stalled = 0, lost = 0;
-	for (size_t i = 0; i < n; i++) {
-		if (strcmp(rows[i].outcome, LEDGER_STALLED) == 0) {
-			stalled++;
-			assert_non_null(strstr(rows[i].error_msg, "w"));
-		} else {
-			assert_string_equal(rows[i].outcome, LEDGER_LOST);
-			/* A lost row follows its job's stalled row. */
-			assert_true(i > 0);
-			assert_string_equal(rows[i - 1].outcome,
-					    LEDGER_STALLED);
-			assert_int_equal(rows[i - 1].job_id, rows[i].job_id);
-			lost++;
-		}
-	}
-	assert_int_equal(stalled, 4);
-	assert_int_equal(lost, 2);
-	rows_free(rows, n);
-
-	/* Revive: DEAD -> READY with a fresh budget; other states refused.
-	 * The attempt count goes on (issue 10): the budget grows. */
-	assert_int_equal(job_get(h, a, &j, NULL), 0);
-	int att0 = j.attempts;
-	int revived = -1;
-	assert_int_equal(job_revive(h, a, 3, &revived, NULL), 0);
-	assert_int_equal(revived, 1);
-	assert_int_equal(job_get(h, a, &j, NULL), 0);
-	assert_int_equal(j.state, JOB_READY);
-	assert_int_equal(j.attempts, att0);
-	assert_int_equal(j.policy.attempts, att0 + 3);
-	assert_int_equal(j.run_at_ms, sc_clock_now_ms(clk));
-	/* Not DEAD, or gone: nothing revived (store_job_revive says which). */
-	assert_int_equal(job_revive(h, a, 0, &revived, NULL), 0);
-	assert_int_equal(revived, 0);
-	assert_int_equal(job_revive(h, 424242, 0, &revived, NULL), 0);
-	assert_int_equal(revived, 0);
-	ops->close(h);
-	sc_clock_free(clk);
-}
-
-static void release_gives_attempt_back(void **state)
-{
-	PGFX_NEED_SERVER();
-	struct sc_clock *clk = sc_clock_virtual_new(T0);
-	void *h = open_store(clk);
-	struct store_job j;
-
-	int64_t id = enq(h, "s", T0 - 10);
-	struct store_job a = claim1(h, "w", MIN);
-	sc_clock_advance_ms(clk, 5);
-	assert_int_equal(job_release(h, id, a.lease_token), 0);
-	assert_int_equal(job_get(h, id, &j, NULL), 0);
-	assert_int_equal(j.state, JOB_READY);
-	assert_int_equal(j.attempts, 0);
-	assert_int_equal(j.run_at_ms, T0 + 5);
-	assert_int_equal(job_release(h, id, a.lease_token),
-			 SC_ELEASE);
-	struct store_job b = claim1(h, "w", MIN);
-	assert_int_equal(b.attempts, 1);
 	ops->close(h);
 	sc_clock_free(clk);
 }
@@ -2500,14 +2198,8 @@ static void claim_pick_is_flat_in_the_backlog(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(enqueue_is_idempotent, pgfx_setup,
-						pgfx_teardown),
 		cmocka_unit_test_setup_teardown(claim_pick_is_flat_in_the_backlog,
 						pgfx_setup, pgfx_teardown),
-		cmocka_unit_test_setup_teardown(claim_takes_due_jobs_in_order,
-						pgfx_setup, pgfx_teardown),
-		cmocka_unit_test_setup_teardown(next_due_empty_is_max, pgfx_setup,
-						pgfx_teardown),
 		cmocka_unit_test_setup_teardown(
 			another_node_passes_over_a_schedule_being_claimed,
 			pgfx_setup, pgfx_teardown),
@@ -2527,16 +2219,10 @@ int main(void)
 			nodes_claiming_together_keep_the_queue_rule, pgfx_setup,
 			pgfx_teardown),
 		cmocka_unit_test_setup_teardown(
-			fencing_tokens_guard_every_change, pgfx_setup, pgfx_teardown),
-		cmocka_unit_test_setup_teardown(
 			finish_writes_job_and_ledger_together, pgfx_setup, pgfx_teardown),
 		cmocka_unit_test_setup_teardown(
 			completions_ready_together_share_one_commit, pgfx_setup,
 			pgfx_teardown),
-		cmocka_unit_test_setup_teardown(
-			recover_stalled_counts_and_kills, pgfx_setup, pgfx_teardown),
-		cmocka_unit_test_setup_teardown(release_gives_attempt_back,
-						pgfx_setup, pgfx_teardown),
 		cmocka_unit_test_setup_teardown(
 			concurrent_claimers_never_share_a_job, pgfx_setup, pgfx_teardown),
 		cmocka_unit_test_setup_teardown(
