@@ -3661,11 +3661,12 @@ static void threads_never_claim_the_same_job(void **state)
 						&c[i]),
 				 0);
 	}
-	int total = 0;
+	int total = 0, busy = 0;
 	memset(seen, 0, sizeof(seen));
 	for (int i = 0; i < N_THREADS; i++) {
 		pthread_join(t[i], NULL);
 		assert_int_equal(c[i].rc, 0);
+		busy += c[i].n > 0;
 		for (int k = 0; k < c[i].n; k++) {
 			int64_t id = c[i].ids[k];
 			assert_true(id >= 1 && id <= N_JOBS);
@@ -3675,9 +3676,18 @@ static void threads_never_claim_the_same_job(void **state)
 		total += c[i].n;
 	}
 	assert_int_equal(total, N_JOBS);
+	assert_true(busy >= 2); /* they really ran side by side */
 	struct store_counts cnt;
 	assert_int_equal(store_job_counts(f.s, NULL, &cnt, NULL), 0);
 	assert_int_equal(cnt.done, N_JOBS);
+	/* One success row a job, none twice. */
+	struct ledger_filter lf = {.since_ms = INT64_MIN, .until_ms = INT64_MAX,
+				   .outcome = LEDGER_SUCCESS};
+	struct ledger_row *rows;
+	size_t n;
+	assert_int_equal(store_ledger_query(f.s, &lf, &rows, &n, NULL), 0);
+	assert_int_equal(n, N_JOBS);
+	store_ledger_rows_free(rows, n);
 	fix_close(&f);
 }
 

@@ -98,13 +98,6 @@ static int job_get(void *h, int64_t id, struct store_job *j,
 	return qcall(h, STORE_Q_JOB_GET, QARGS(STORE_I64(id)), j, NULL, err);
 }
 
-static int job_find(void *h, const char *sched, int64_t slot,
-		    struct store_job *j, struct sc_err *err)
-{
-	return qcall(h, STORE_Q_JOB_FIND,
-		     QARGS(STORE_TEXT(sched), STORE_I64(slot)), j, NULL, err);
-}
-
 static int job_revive(void *h, int64_t id, int budget, int *n,
 		      struct sc_err *err)
 {
@@ -404,97 +397,6 @@ static void finish_writes_job_and_ledger_together(void **state)
 	assert_int_equal(j.state, JOB_DEAD);
 	assert_int_equal(pgfx_int("SELECT count(*) FROM ledger WHERE outcome"
 				 " = 'lost'"), 1);
-	ops->close(h);
-	sc_clock_free(clk);
-}
-
-/* ---- concurrent claimers ----------------------------------------------- */
-
-#define N_JOBS 400
-#define N_THREADS 4
-
-struct claimer {
-	struct sc_clock *clk;
-	int *seen; /* per job id - first id */
-	int64_t first_id;
-	pthread_mutex_t *mu;
-	int done;
-	int failed;
-};
-
-static void *claimer_run(void *arg)
-{
-	struct claimer *c = arg;
-	void *h = NULL;
-	char name[32];
-
-	snprintf(name, sizeof(name), "w%p", (void *)c);
-	if (store_pg_ops.open(pgfx_url(), c->clk, true, &h, NULL) != 0) {
-		c->failed = 1;
-		return NULL;
-	}
-	for (;;) {
-		struct store_job out[5];
-		size_t n = 0;
-		if (store_pg_ops.job_claim(h, name, MIN, 0, out, 5, &n, NULL)) {
-			c->failed = 1;
-			break;
-		}
-		if (n == 0)
-			break;
-		for (size_t i = 0; i < n; i++) {
-			pthread_mutex_lock(c->mu);
-			c->seen[out[i].id - c->first_id]++;
-			pthread_mutex_unlock(c->mu);
-			if (store_pg_ops.job_finish(h, out[i].id,
-						    out[i].lease_token,
-						    JOB_DONE, 0, NULL, false, NULL))
-				c->failed = 1;
-			c->done++;
-		}
-	}
-	store_pg_ops.close(h);
-	return NULL;
-}
-
-static void concurrent_claimers_never_share_a_job(void **state)
-{
-	PGFX_NEED_SERVER();
-	struct sc_clock *clk = sc_clock_virtual_new(T0);
-	void *h = open_store(clk);
-	int64_t slots[N_JOBS];
-	static int seen[N_JOBS];
-	pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-	struct claimer cl[N_THREADS];
-	pthread_t th[N_THREADS];
-	struct store_job j;
-
-	for (int i = 0; i < N_JOBS; i++)
-		slots[i] = T0 - N_JOBS + i;
-	assert_int_equal(job_enqueue_many(h, "c", slots, N_JOBS, &POL,
-					       NULL), 0);
-	assert_int_equal(job_find(h, "c", slots[0], &j, NULL), 0);
-	memset(seen, 0, sizeof(seen));
-	for (int t = 0; t < N_THREADS; t++) {
-		cl[t] = (struct claimer){clk, seen, j.id, &mu, 0, 0};
-		assert_int_equal(pthread_create(&th[t], NULL, claimer_run,
-						&cl[t]), 0);
-	}
-	int total = 0, busy = 0;
-	for (int t = 0; t < N_THREADS; t++) {
-		pthread_join(th[t], NULL);
-		assert_int_equal(cl[t].failed, 0);
-		total += cl[t].done;
-		busy += cl[t].done > 0;
-	}
-	assert_int_equal(total, N_JOBS);
-	for (int i = 0; i < N_JOBS; i++)
-		assert_int_equal(seen[i], 1);
-	assert_true(busy >= 2); /* they really ran side by side */
-	assert_int_equal(pgfx_int("SELECT count(*) FROM ledger WHERE outcome"
-				 " = 'success'"), N_JOBS);
-	assert_int_equal(pgfx_int("SELECT count(*) FROM jobs WHERE state = 2"),
-			 N_JOBS);
 	ops->close(h);
 	sc_clock_free(clk);
 }
@@ -2223,8 +2125,6 @@ int main(void)
 		cmocka_unit_test_setup_teardown(
 			completions_ready_together_share_one_commit, pgfx_setup,
 			pgfx_teardown),
-		cmocka_unit_test_setup_teardown(
-			concurrent_claimers_never_share_a_job, pgfx_setup, pgfx_teardown),
 		cmocka_unit_test_setup_teardown(
 			a_claim_reads_a_few_rows_however_many_are_due,
 			pgfx_setup, pgfx_teardown),
