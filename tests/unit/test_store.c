@@ -1294,7 +1294,8 @@ static void ledger_queries_filter(void **state)
 	fix_open(state, &f);
 	for (size_t i = 0; i < sizeof(seed) / sizeof(seed[0]); i++) {
 		struct ledger_row r = {.slot_ms = seed[i].slot,
-				       .finished_ms = T0};
+				       .finished_ms = T0,
+				       .error_msg = (char *)"why"};
 		snprintf(r.schedule, sizeof(r.schedule), "%s",
 			 seed[i].schedule);
 		snprintf(r.outcome, sizeof(r.outcome), "%s", seed[i].outcome);
@@ -1314,6 +1315,7 @@ static void ledger_queries_filter(void **state)
 					    seed[cases[i].first].schedule);
 			assert_string_equal(rows[0].outcome,
 					    seed[cases[i].first].outcome);
+			assert_string_equal(rows[0].error_msg, "why");
 		}
 		for (size_t k = 1; k < n; k++)
 			assert_true(cases[i].f.newest_first

@@ -111,13 +111,6 @@ static int job_revive(void *h, int64_t id, int budget, int *n,
 	return rc;
 }
 
-static int sched_last_get(void *h, const char *sched, int64_t *slot,
-			  struct sc_err *err)
-{
-	return qcall(h, STORE_Q_SCHED_LAST_GET, QARGS(STORE_TEXT(sched)), slot,
-		     NULL, err);
-}
-
 static int sched_last_set(void *h, const char *sched, int64_t slot,
 			  struct sc_err *err)
 {
@@ -134,18 +127,6 @@ static int token_put(void *h, const char *provider, const char *token,
 		     QARGS(STORE_TEXT(provider), STORE_TEXT(token),
 			   STORE_I64(expires_ms), STORE_I64(now_of())),
 		     NULL, NULL, err);
-}
-
-static int token_get(void *h, const char *provider, char **token,
-		     int64_t *expires_ms)
-{
-	struct store_token t;
-	int rc = qcall(h, STORE_Q_TOKEN_GET, QARGS(STORE_TEXT(provider)), &t,
-		       NULL, NULL);
-
-	*token = t.token;
-	*expires_ms = t.expires_ms;
-	return rc;
 }
 
 static int token_drop(void *h, const char *provider, struct sc_err *err)
@@ -229,16 +210,6 @@ static int run_call(void *h, enum store_q q, const struct store_arg *a,
 			NULL);
 }
 
-static int ob_get(void *h, const char *sched, int64_t slot,
-		  const char *target, struct outbox_entry *e)
-{
-	struct store_arg a[] = {STORE_TEXT(sched), STORE_I64(slot),
-				STORE_TEXT(target)};
-
-	memset(e, 0, sizeof(*e));
-	return run_call(h, STORE_Q_OUTBOX_GET, a, 3, NULL, e, NULL);
-}
-
 /* store_outbox_set_state's write, with the state's commit. */
 static int ob_set(void *h, struct sc_clock *clk, const char *sched,
 		  int64_t slot, const char *target, enum send_state st,
@@ -262,17 +233,6 @@ static int mark(void *h, struct sc_clock *clk, const char *sched,
 				STORE_I64(sc_clock_now_ms(clk))};
 
 	return run_call(h, STORE_Q_SLOT_MARK, a, 3, NULL, NULL, NULL);
-}
-
-static int is_marked(void *h, const char *sched, int64_t slot,
-		     bool *marked)
-{
-	struct store_arg a[] = {STORE_TEXT(sched), STORE_I64(slot)};
-	int64_t one = 0, k = 0;
-	int rc = run_call(h, STORE_Q_SLOT_IS_MARKED, a, 2, NULL, &one, &k);
-
-	*marked = k > 0;
-	return rc;
 }
 
 static int ob_unknown(void *h, struct sc_clock *clk, const char *sched,
@@ -1076,190 +1036,6 @@ static void a_job_s_statements_read_its_row_by_key(void **state)
 	print_message("a claim, heartbeat, fenced write and finish read %lld "
 		      "index entries and rows\n", (long long)(after - before));
 	assert_true(after - before < 50);
-	sc_clock_free(clk);
-}
-
-/* ---- ledger, outbox, markers, scheduler state, tokens ----------------- */
-
-static void ledger_append_and_filters(void **state)
-{
-	PGFX_NEED_SERVER();
-	struct sc_clock *clk = sc_clock_virtual_new(T0);
-	void *h = open_store(clk);
-	static const struct {
-		const char *sched;
-		int64_t slot;
-		const char *outcome;
-	} in[] = {
-		{"a", 100, LEDGER_MISSED}, {"a", 200, LEDGER_SUCCESS},
-		{"b", 150, LEDGER_LOST},   {"a", 300, LEDGER_DUPLICATE},
-		{"b", 400, LEDGER_MISSED},
-	};
-	static const struct {
-		struct ledger_filter f;
-		size_t want;
-	} q[] = {
-		{{NULL, INT64_MIN, INT64_MAX, NULL, false, 0, false}, 5},
-		{{"a", INT64_MIN, INT64_MAX, NULL, false, 0, false}, 3},
-		{{NULL, 150, 400, NULL, false, 0, false}, 3},
-		{{NULL, INT64_MIN, INT64_MAX, LEDGER_MISSED, false, 0, false}, 2},
-		{{NULL, INT64_MIN, INT64_MAX, NULL, true, 0, false}, 3},
-		{{"b", INT64_MIN, 300, NULL, true, 0, false}, 1},
-		{{NULL, INT64_MIN, INT64_MAX, NULL, false, 2, false}, 2},
-	};
-	for (size_t i = 0; i < sizeof(in) / sizeof(in[0]); i++) {
-		struct ledger_row r = {0};
-		snprintf(r.schedule, sizeof(r.schedule), "%s", in[i].sched);
-		r.slot_ms = in[i].slot;
-		snprintf(r.outcome, sizeof(r.outcome), "%s", in[i].outcome);
-		r.error_msg = (char *)"why";
-		bool wr = false;
-		assert_int_equal(store_ledger_put(ops, h, NULL, &r, &wr, NULL), 0);
-		assert_true(wr);
-	}
-	for (size_t i = 0; i < sizeof(q) / sizeof(q[0]); i++) {
-		struct ledger_row *rows;
-		size_t n = 0;
-		assert_int_equal(store_ledger_read(ops, h, &q[i].f, &rows, &n,
-						   NULL), 0);
-		assert_int_equal(n, q[i].want);
-		for (size_t k = 1; k < n; k++) /* oldest first */
-			assert_true(rows[k - 1].id < rows[k].id);
-		if (n)
-			assert_string_equal(rows[0].error_msg, "why");
-		rows_free(rows, n);
-	}
-	ops->close(h);
-	sc_clock_free(clk);
-}
-
-static void outbox_states_and_guard(void **state)
-{
-	PGFX_NEED_SERVER();
-	struct sc_clock *clk = sc_clock_virtual_new(T0);
-	void *h = open_store(clk);
-	struct outbox_entry e = {0};
-	bool created = false;
-	int n = -1;
-
-	assert_int_equal(ob_get(h, "s", T0, "slack", &e), SC_ENOENT);
-	/* No row: nothing changed (store_outbox_set_state reads why). */
-	assert_int_equal(ob_set(h, clk, "s", T0, "slack", SEND_SENDING, &n), 0);
-	assert_int_equal(n, 0);
-	assert_int_equal(outbox_put_op(h, "s", T0, "slack", "first",
-					 &created, NULL), 0);
-	assert_true(created);
-	assert_int_equal(outbox_put_op(h, "s", T0, "slack", "second",
-					 &created, NULL), 0);
-	assert_false(created);
-	assert_int_equal(ob_get(h, "s", T0, "slack", &e), 0);
-	assert_int_equal(e.state, SEND_PENDING);
-	assert_string_equal(e.body, "first");
-	sc_free(e.body);
-
-	/* SENDING twice (a failure between): two tries. */
-	assert_int_equal(ob_set(h, clk, "s", T0, "slack", SEND_SENDING, &n), 0);
-	assert_int_equal(ob_set(h, clk, "s", T0, "slack", SEND_FAILED, &n), 0);
-	assert_int_equal(ob_set(h, clk, "s", T0, "slack", SEND_SENDING, &n), 0);
-	/* A crash here: the row becomes UNKNOWN. */
-	assert_int_equal(outbox_put_op(h, "s", T0, "file", "x", NULL, NULL),
-			 0);
-	assert_int_equal(ob_unknown(h, clk, "s", T0, &n), 0);
-	assert_int_equal(n, 1);
-	assert_int_equal(ob_get(h, "s", T0, "slack", &e), 0);
-	assert_int_equal(e.state, SEND_UNKNOWN);
-	assert_int_equal(e.n_tries, 2);
-	sc_free(e.body);
-
-	sc_clock_advance_ms(clk, 42);
-	assert_int_equal(ob_set(h, clk, "s", T0, "slack", SEND_SENDING, &n), 0);
-	assert_int_equal(ob_set(h, clk, "s", T0, "slack", SEND_SENT, &n), 0);
-	assert_int_equal(ob_get(h, "s", T0, "slack", &e), 0);
-	assert_int_equal(e.state, SEND_SENT);
-	assert_int_equal(e.sent_ms, T0 + 42);
-	assert_int_equal(e.n_tries, 3);
-	sc_free(e.body);
-
-	/* The guard never reopens, whatever is asked: nothing changes
-	 * (store_outbox_set_state names it the send guard). */
-	static const enum send_state back[] = {SEND_PENDING, SEND_SENDING,
-					       SEND_FAILED, SEND_UNKNOWN,
-					       SEND_SENT};
-	for (size_t i = 0; i < sizeof(back) / sizeof(back[0]); i++) {
-		n = -1;
-		assert_int_equal(ob_set(h, clk, "s", T0, "slack", back[i],
-					&n), 0);
-		assert_int_equal(n, 0);
-	}
-	assert_int_equal(ob_get(h, "s", T0, "slack", &e), 0);
-	assert_int_equal(e.state, SEND_SENT);
-	assert_int_equal(e.n_tries, 3);
-	sc_free(e.body);
-	assert_int_equal(ob_unknown(h, clk, "s", T0, &n), 0);
-	assert_int_equal(n, 0);
-	ops->close(h);
-	sc_clock_free(clk);
-}
-
-static void markers_sched_state_tokens(void **state)
-{
-	PGFX_NEED_SERVER();
-	struct sc_clock *clk = sc_clock_virtual_new(T0);
-	void *h = open_store(clk);
-	bool marked = true;
-	int64_t v = 0;
-	char *tok = NULL;
-
-	assert_int_equal(is_marked(h, "s", T0, &marked), 0);
-	assert_false(marked);
-	assert_int_equal(mark(h, clk, "s", T0), 0);
-	assert_int_equal(mark(h, clk, "s", T0), 0);
-	assert_int_equal(is_marked(h, "s", T0, &marked), 0);
-	assert_true(marked);
-	assert_int_equal(is_marked(h, "s", T0 + 1, &marked), 0);
-	assert_false(marked);
-
-	/* Scheduler state never moves backwards. */
-	static const struct {
-		int64_t set, want;
-	} steps[] = {{100, 100}, {50, 100}, {100, 100}, {300, 300}, {-5, 300}};
-	assert_int_equal(sched_last_get(h, "s", &v, NULL), SC_ENOENT);
-	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
-		assert_int_equal(sched_last_set(h, "s", steps[i].set,
-						     NULL), 0);
-		assert_int_equal(sched_last_get(h, "s", &v, NULL), 0);
-		assert_int_equal(v, steps[i].want);
-	}
-
-	assert_int_equal(token_get(h, "idp", &tok, &v), SC_ENOENT);
-	assert_int_equal(token_put(h, "idp", "t1", T0 + 1000, NULL), 0);
-	assert_int_equal(token_put(h, "idp", "t2", T0 + 2000, NULL), 0);
-	assert_int_equal(token_get(h, "idp", &tok, &v), 0);
-	assert_string_equal(tok, "t2");
-	assert_int_equal(v, T0 + 2000);
-	sc_free(tok);
-	assert_int_equal(token_drop(h, "idp", NULL), 0);
-	assert_int_equal(token_get(h, "idp", &tok, &v), SC_ENOENT);
-
-	/* A named lease: free, held (by its owner again, not by another),
-	 * expired. */
-	static const struct {
-		const char *owner;
-		int64_t advance_ms, won;
-	} takes[] = {{"a", 0, 1}, {"b", 0, 0}, {"a", 0, 1}, {"b", MIN - 1, 0},
-		     {"b", 1, 1}};
-	for (size_t i = 0; i < sizeof(takes) / sizeof(takes[0]); i++) {
-		int64_t won = -1;
-		sc_clock_advance_ms(clk, takes[i].advance_ms);
-		assert_int_equal(qcall(h, STORE_Q_LEASE_TAKE,
-				       QARGS(STORE_TEXT("prune"),
-					     STORE_TEXT(takes[i].owner),
-					     STORE_I64(now_of()), STORE_I64(MIN)),
-				       NULL, &won, NULL),
-				 0);
-		assert_int_equal(won, takes[i].won);
-	}
-	ops->close(h);
 	sc_clock_free(clk);
 }
 
@@ -2137,12 +1913,6 @@ int main(void)
 		cmocka_unit_test_setup_teardown(
 			a_job_s_statements_read_its_row_by_key, pgfx_setup,
 			pgfx_teardown),
-		cmocka_unit_test_setup_teardown(ledger_append_and_filters, pgfx_setup,
-						pgfx_teardown),
-		cmocka_unit_test_setup_teardown(outbox_states_and_guard, pgfx_setup,
-						pgfx_teardown),
-		cmocka_unit_test_setup_teardown(markers_sched_state_tokens,
-						pgfx_setup, pgfx_teardown),
 		cmocka_unit_test_setup_teardown(
 			migrations_run_once_and_refuse_newer, pgfx_setup, pgfx_teardown),
 		cmocka_unit_test_setup_teardown(
