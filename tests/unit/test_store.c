@@ -3185,28 +3185,74 @@ static void shim_remove(void)
 }
 
 /*
- * Issue 46: each commit syncs as the durability table (store_durable.c)
- * says, whatever the backend would choose: on SQLite a commit of an
- * ALWAYS kind makes a sync (its group sync, or SQLite's own) and no other
- * does; with the table ignored (failpoint store.durability_off:err) none
- * does, and every operation still works. PostgreSQL: the same steps with
- * both answers of the table (each statement's DURABLE_IF parameter true
- * and false) work; whether its server flushed is the server's business.
+ * PostgreSQL's side of the durability test: a deferred constraint trigger
+ * on every table of the test's schema runs at COMMIT and notes the
+ * synchronous_commit in force right then (the server's default, "on", for
+ * a durable commit; "off" for the rest). Returns a connection to read the
+ * notes with (sync_seen).
+ */
+static PGconn *sync_notes_install(void **state)
+{
+	struct tb *b = *state;
+	char q[256];
+
+	raw_sql(state,
+		"CREATE TABLE sync_log (setting text); "
+		"CREATE FUNCTION note_sync() RETURNS trigger LANGUAGE plpgsql "
+		"AS $$ BEGIN INSERT INTO sync_log VALUES "
+		"(current_setting('synchronous_commit')); RETURN NULL; END $$; "
+		"DO $$ DECLARE t text; BEGIN FOR t IN SELECT tablename FROM "
+		"pg_tables WHERE schemaname = current_schema() AND tablename "
+		"<> 'sync_log' LOOP EXECUTE format('CREATE CONSTRAINT TRIGGER "
+		"%I AFTER INSERT OR UPDATE OR DELETE ON %I DEFERRABLE "
+		"INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION note_sync()',"
+		" 'note_' || t, t); END LOOP; END $$");
+	PGconn *c = PQconnectdb(b->base);
+	assert_int_equal(PQstatus(c), CONNECTION_OK);
+	snprintf(q, sizeof(q), "SET search_path TO %s", b->schema);
+	PQclear(PQexec(c, q));
+	return c;
+}
+
+/* The synchronous_commit settings noted since the last call ("on",
+ * "off", "off,on"; "none": no commit wrote a row), then forgets them. */
+static void sync_seen(PGconn *c, char *out, size_t n)
+{
+	PGresult *r = PQexec(c, "SELECT coalesce(string_agg(DISTINCT setting,"
+			     " ',' ORDER BY setting), 'none') FROM sync_log");
+
+	assert_int_equal(PQresultStatus(r), PGRES_TUPLES_OK);
+	snprintf(out, n, "%s", PQgetvalue(r, 0, 0));
+	PQclear(r);
+	PQclear(PQexec(c, "TRUNCATE sync_log"));
+}
+
+/*
+ * Issue 46: each commit is as durable as the durability table
+ * (store_durable.c) says, whatever the backend would choose. On SQLite a
+ * commit of an ALWAYS kind makes a sync (its group sync, or SQLite's own)
+ * and no other does; on PostgreSQL a commit of an ALWAYS or SERVER kind
+ * commits with the server's synchronous_commit ("on") and every other
+ * with it off. With the table ignored (failpoint
+ * store.durability_off:err) no commit is durable, and every operation
+ * still works.
  */
 static void durable_commits_sync_as_the_table_says(void **state)
 {
-	enum { N_STEPS = 16 };
+	enum { N_STEPS = 25 };
 	const char *op[N_STEPS];
 	enum store_commit kind[N_STEPS];
 	int counts[N_STEPS];
+	char seen[N_STEPS][16];
 	struct fix f;
 	struct store_job j;
 	struct store_pause pz = {.from_ms = T0, .until_ms = T0 + 60 * MIN};
-	struct ledger_row lost = {0}, ab = {0};
+	struct ledger_row lost = {0}, ab = {0}, missed = {0};
 	struct store_alert al = {.n_slots = 1, .generation = 1};
 	bool sqlite = tb_is_sqlite(state), done;
+	PGconn *notes = NULL;
 	size_t n;
-	int k, before;
+	int k, before, rec;
 
 	TU_NEED_TEST_SEAMS(); /* the store.durability_off:err failpoint */
 	snprintf(pz.schedule, sizeof(pz.schedule), "s");
@@ -3214,17 +3260,25 @@ static void durable_commits_sync_as_the_table_says(void **state)
 	snprintf(lost.outcome, sizeof(lost.outcome), LEDGER_LOST);
 	snprintf(ab.schedule, sizeof(ab.schedule), "s");
 	snprintf(ab.outcome, sizeof(ab.outcome), LEDGER_ABANDONED);
+	snprintf(missed.schedule, sizeof(missed.schedule), "s");
+	snprintf(missed.outcome, sizeof(missed.outcome), LEDGER_MISSED);
 	snprintf(al.schedule, sizeof(al.schedule), "s");
 	snprintf(al.reason, sizeof(al.reason), ALERT_REASON_LOST);
 	if (sqlite)
 		shim_install();
 	fix_open(state, &f);
+	if (!sqlite)
+		notes = sync_notes_install(state);
 	for (int off = 0; off < 2; off++) {
 		/* The second pass on the same handle, with slots of its own
 		 * (all due: run_at T0). */
 		int64_t t = T0 + off * 24 * 60 * MIN;
+		/* Slots of a week later: never due in this test. */
+		int64_t later[2] = {t + 7 * 24 * 60 * MIN,
+				    t + 7 * 24 * 60 * MIN + MIN};
 
 		lost.slot_ms = ab.slot_ms = al.slot_ms = al.last_slot_ms = t;
+		missed.slot_ms = t;
 		if (off)
 			setenv("SURECRON_FAILPOINTS",
 			       "store.durability_off:err", 1);
@@ -3236,14 +3290,26 @@ static void durable_commits_sync_as_the_table_says(void **state)
 #define STEP(name, c, call)                                                 \
 	do {                                                                \
 		before = SYNCS();                                           \
+		if (notes) /* forgets the commits before the step's */      \
+			sync_seen(notes, seen[k], sizeof(seen[k]));         \
 		assert_int_equal((call), 0);                                \
 		op[k] = name;                                               \
 		kind[k] = c;                                                \
-		counts[k++] = SYNCS() - before;                             \
+		counts[k] = SYNCS() - before;                               \
+		if (notes)                                                  \
+			sync_seen(notes, seen[k], sizeof(seen[k]));         \
+		k++;                                                        \
 	} while (0)
 		STEP("enqueue", STORE_COMMIT_ENQUEUE,
 		     store_job_enqueue(f.s, "s", t, &low, T0, false, NULL,
 				       NULL, NULL));
+		/* A manual enqueue (surecron trigger) has told an operator
+		 * "queued" when it returns; a batch is one enqueue too. */
+		STEP("manual enqueue", STORE_COMMIT_ENQUEUE,
+		     store_job_enqueue(f.s, "m", later[0], &low, later[0],
+				       true, NULL, NULL, NULL));
+		STEP("enqueue many", STORE_COMMIT_ENQUEUE,
+		     store_job_enqueue_many(f.s, "n", later, 2, &low, NULL));
 		STEP("claim", STORE_COMMIT_CLAIM,
 		     store_job_claim(f.s, "w", 5 * MIN, &j, 1, &n, NULL));
 		STEP("heartbeat", STORE_COMMIT_HEARTBEAT,
@@ -3264,6 +3330,18 @@ static void durable_commits_sync_as_the_table_says(void **state)
 		STEP("sending", STORE_COMMIT_SENDING,
 		     store_outbox_set_state(f.s, "s", t, "slack",
 					    SEND_SENDING, NULL));
+		STEP("send failed", STORE_COMMIT_SEND_FAILED,
+		     store_outbox_set_state(f.s, "s", t, "slack",
+					    SEND_FAILED, NULL));
+		assert_int_equal(store_outbox_set_state(f.s, "s", t, "slack",
+							SEND_SENDING, NULL),
+				 0);
+		STEP("unknown", STORE_COMMIT_SEND_UNKNOWN,
+		     store_outbox_mark_unknown(f.s, "s", t, &rec, NULL));
+		assert_int_equal(rec, 1);
+		assert_int_equal(store_outbox_set_state(f.s, "s", t, "slack",
+							SEND_SENDING, NULL),
+				 0);
 		STEP("sent (guard)", STORE_COMMIT_SENT,
 		     store_outbox_set_state(f.s, "s", t, "slack", SEND_SENT,
 					    NULL));
@@ -3273,8 +3351,28 @@ static void durable_commits_sync_as_the_table_says(void **state)
 		STEP("dead (lost)", STORE_COMMIT_FINISH_DEAD,
 		     store_job_finish(f.s, j.id, j.lease_token, JOB_DEAD, 0,
 				      NULL, NULL));
+		STEP("revive", STORE_COMMIT_REVIVE,
+		     store_job_revive(f.s, j.id, 0, NULL));
+		assert_int_equal(claim(&f, "w", &j, 1), 1);
+		STEP("release", STORE_COMMIT_RELEASE,
+		     store_job_release(f.s, j.id, j.lease_token, NULL));
+		/* A lease of 1 ms, expired 1 ms later: recovered as
+		 * stalled, then done. */
+		assert_int_equal(store_job_claim(f.s, "w", 1, &j, 1, &n, NULL),
+				 0);
+		assert_int_equal(n, 1);
+		sc_clock_advance_ms(f.clock, 2);
+		STEP("recover", STORE_COMMIT_RECOVER,
+		     store_job_recover(f.s, 3, &rec, NULL));
+		assert_int_equal(rec, 1);
+		assert_int_equal(claim(&f, "w", &j, 1), 1);
+		assert_int_equal(store_job_finish(f.s, j.id, j.lease_token,
+						  JOB_DONE, 0, NULL, NULL),
+				 0);
 		STEP("lost row", STORE_COMMIT_LEDGER_LOST,
 		     store_ledger_append(f.s, &lost, NULL));
+		STEP("missed row", STORE_COMMIT_LEDGER,
+		     store_ledger_append(f.s, &missed, NULL));
 		/* issue 46: a pause was NORMAL on SQLite, durable on
 		 * PostgreSQL. */
 		STEP("pause", STORE_COMMIT_PAUSE,
@@ -3290,20 +3388,29 @@ static void durable_commits_sync_as_the_table_says(void **state)
 		     store_alert_raise(f.s, &al, &done, NULL, NULL));
 		STEP("sched state", STORE_COMMIT_SCHED_STATE,
 		     store_sched_last_set(f.s, "s", t, NULL));
+		STEP("token", STORE_COMMIT_TOKEN,
+		     store_token_put(f.s, "p", "tok", t, NULL));
 #undef STEP
 #undef SYNCS
 		unsetenv("SURECRON_FAILPOINTS");
 		assert_int_equal(k, N_STEPS);
-		for (int i = 0; sqlite && i < k; i++) {
-			bool want = !off && store_durability[kind[i]].dur ==
-						    STORE_DUR_ALWAYS;
+		for (int i = 0; i < k; i++) {
+			enum store_dur d = store_durability[kind[i]].dur;
+			bool want = !off && (sqlite ? d == STORE_DUR_ALWAYS
+						    : d != STORE_DUR_NONE);
 
-			if ((counts[i] > 0) != want)
+			if (sqlite && (counts[i] > 0) != want)
 				fail_msg("%s%s: %d syncs, expected %s", op[i],
 					 off ? " (table ignored)" : "",
 					 counts[i], want ? "some" : "none");
+			if (!sqlite && strcmp(seen[i], want ? "on" : "off"))
+				fail_msg("%s%s: synchronous_commit at commit: "
+					 "%s, expected %s", op[i],
+					 off ? " (table ignored)" : "",
+					 seen[i], want ? "on" : "off");
 		}
 	}
+	PQfinish(notes);
 	fix_close(&f);
 	if (sqlite)
 		shim_remove();

@@ -98,19 +98,6 @@ static int job_get(void *h, int64_t id, struct store_job *j,
 	return qcall(h, STORE_Q_JOB_GET, QARGS(STORE_I64(id)), j, NULL, err);
 }
 
-static int job_revive(void *h, int64_t id, int budget, int *n,
-		      struct sc_err *err)
-{
-	int64_t changed = 0;
-	int rc = qcall(h, STORE_Q_JOB_REVIVE,
-		       QARGS(STORE_I64(id), STORE_I64(now_of()),
-			     STORE_I64(budget)),
-		       NULL, &changed, err);
-
-	*n = (int)changed;
-	return rc;
-}
-
 static int sched_last_set(void *h, const char *sched, int64_t slot,
 			  struct sc_err *err)
 {
@@ -149,19 +136,6 @@ static int job_heartbeat(void *h, int64_t id, int64_t token, int64_t lease_ms,
 	if (!rc && n == 0)
 		rc = sc_err_set(err, SC_ELEASE, "heartbeat refused");
 	return rc;
-}
-
-/* The release's write (due again at once); one that changed nothing is
- * SC_ELEASE here (store.c tells a gone job apart: test_store). */
-static int job_release(void *h, int64_t id, int64_t token)
-{
-	int64_t n = 0, now = now_of();
-	int rc = qcall(h, STORE_Q_JOB_RELEASE,
-		       QARGS(STORE_I64(id), STORE_I64(token), STORE_I64(now),
-			     STORE_I64(now), STORE_TEXT(""), STORE_TEXT("")),
-		       NULL, &n, NULL);
-
-	return !rc && n == 0 ? SC_ELEASE : rc;
 }
 
 static const struct sc_retry_policy POL = {2, SC_BACKOFF_EXPONENTIAL, MIN};
@@ -233,18 +207,6 @@ static int mark(void *h, struct sc_clock *clk, const char *sched,
 				STORE_I64(sc_clock_now_ms(clk))};
 
 	return run_call(h, STORE_Q_SLOT_MARK, a, 3, NULL, NULL, NULL);
-}
-
-static int ob_unknown(void *h, struct sc_clock *clk, const char *sched,
-		      int64_t slot, int *n)
-{
-	struct store_arg a[] = {STORE_TEXT(sched), STORE_I64(slot),
-				STORE_I64(sc_clock_now_ms(clk))};
-	int64_t k = 0;
-	int rc = run_call(h, STORE_Q_OUTBOX_UNKNOWN, a, 3, NULL, NULL, &k);
-
-	*n = (int)k;
-	return rc;
 }
 
 /* Enqueues slot (run_at = slot) and returns the job id. */
@@ -1083,131 +1045,6 @@ static void *opener_run(void *arg)
 	return NULL;
 }
 
-/*
- * Which commits wait for the WAL flush. A deferred constraint trigger on
- * every table runs at COMMIT and notes the synchronous_commit in force
- * right then: only the send guard, SENDING (issue 10: lost, it turns a
- * declared duplicate into a silent one), a claim (lost, its lease token
- * could be handed out again while the worker still runs), a new job (lost,
- * the scheduler would not look at its slot again before the next fire), a
- * revival, the slot marker, a DEAD job, stalled recovery and a "lost" row
- * may commit with the server's default ("on"); everything else commits
- * with "off".
- */
-#define expect_sync(want) expect_sync_at(want, __LINE__)
-static void expect_sync_at(const char *want, int line)
-{
-	PGresult *r = pgfx_sql("SELECT coalesce(string_agg(DISTINCT setting,"
-			       " ','), 'none') FROM sync_log");
-	const char *got = PQgetvalue(r, 0, 0);
-	if (strcmp(got, want) != 0)
-		fail_msg("line %d: synchronous_commit at commit: %s, want %s",
-			 line, got, want);
-	PQclear(r);
-	PQclear(pgfx_sql("TRUNCATE sync_log"));
-}
-
-static void only_records_that_must_survive_wait_for_the_flush(void **state)
-{
-	PGFX_NEED_SERVER();
-	struct sc_clock *clk = sc_clock_virtual_new(T0);
-	void *h = open_store(clk);
-	char q[512];
-
-	PQclear(pgfx_sql("CREATE TABLE sync_log (setting text);"
-			 " CREATE FUNCTION note_sync() RETURNS trigger"
-			 " LANGUAGE plpgsql AS $$ BEGIN INSERT INTO sync_log"
-			 " VALUES (current_setting('synchronous_commit'));"
-			 " RETURN NULL; END $$"));
-	static const char *const tables[] = {"jobs", "ledger", "outbox",
-					     "slot_markers", "sched_state",
-					     "token_cache"};
-	for (size_t i = 0; i < sizeof(tables) / sizeof(tables[0]); i++) {
-		snprintf(q, sizeof(q), "CREATE CONSTRAINT TRIGGER note_%s AFTER"
-			 " INSERT OR UPDATE ON %s DEFERRABLE INITIALLY"
-			 " DEFERRED FOR EACH ROW EXECUTE FUNCTION note_sync()",
-			 tables[i], tables[i]);
-		PQclear(pgfx_sql(q));
-	}
-
-	int64_t id = enq(h, "s", T0);
-	expect_sync("on");
-	struct store_job j = claim1(h, "w", 1000);
-	expect_sync("on");
-	assert_int_equal(job_heartbeat(h, id, j.lease_token, 1000, NULL),
-			 0);
-	expect_sync("off");
-	assert_int_equal(ops->job_finish(h, id, j.lease_token, JOB_READY, T0,
-					 NULL, false, NULL), 0);
-	expect_sync("off");
-	j = claim1(h, "w", 1000);
-	expect_sync("on");
-	assert_int_equal(job_release(h, id, j.lease_token), 0);
-	expect_sync("off");
-	j = claim1(h, "w", 1000);
-	expect_sync("on");
-	assert_int_equal(ops->job_finish(h, id, j.lease_token, JOB_DEAD, 0,
-					 NULL, false, NULL), 0);
-	expect_sync("on");
-	int n = 0;
-	assert_int_equal(job_revive(h, id, 0, &n, NULL), 0);
-	assert_int_equal(n, 1);
-	expect_sync("on");
-	j = claim1(h, "w", 1000);
-	expect_sync("on");
-	sc_clock_advance_ms(clk, 2000);
-	n = 0;
-	assert_int_equal(ops->job_recover(h, 5, &n, NULL, NULL), 0);
-	assert_int_equal(n, 1);
-	expect_sync("on");
-	j = claim1(h, "w", 1000);
-	expect_sync("on");
-	assert_int_equal(ops->job_finish(h, id, j.lease_token, JOB_DONE, 0,
-					 NULL, false, NULL), 0);
-	expect_sync("off");
-
-	assert_int_equal(outbox_put_op(h, "s", T0, "t", "m", NULL, NULL), 0);
-	expect_sync("off");
-	assert_int_equal(ob_set(h, clk, "s", T0, "t", SEND_SENDING, &n), 0);
-	expect_sync("on");
-	assert_int_equal(ob_set(h, clk, "s", T0, "t", SEND_FAILED, &n), 0);
-	expect_sync("off");
-	assert_int_equal(ob_set(h, clk, "s", T0, "t", SEND_SENDING, &n), 0);
-	expect_sync("on");
-	assert_int_equal(ob_unknown(h, clk, "s", T0, &n), 0);
-	assert_int_equal(n, 1);
-	expect_sync("off");
-	assert_int_equal(ob_set(h, clk, "s", T0, "t", SEND_SENT, &n), 0);
-	expect_sync("on");
-	assert_int_equal(mark(h, clk, "s", T0), 0);
-	expect_sync("on");
-
-	struct ledger_row r = {0};
-	bool wr = false;
-	snprintf(r.schedule, sizeof(r.schedule), "s");
-	snprintf(r.outcome, sizeof(r.outcome), "%s", LEDGER_MISSED);
-	assert_int_equal(store_ledger_put(ops, h, NULL, &r, &wr, NULL), 0);
-	expect_sync("off");
-	snprintf(r.outcome, sizeof(r.outcome), "%s", LEDGER_LOST);
-	assert_int_equal(store_ledger_put(ops, h, NULL, &r, &wr, NULL), 0);
-	expect_sync("on");
-	assert_int_equal(sched_last_set(h, "s", T0, NULL), 0);
-	expect_sync("off");
-	assert_int_equal(token_put(h, "p", "tok", T0, NULL), 0);
-	expect_sync("off");
-	/* A manual enqueue (surecron trigger) has told an operator "queued"
-	 * when it returns: durable; enqueue_many too. */
-	assert_int_equal(ops->job_enqueue(h, "m", T0, &POL, T0, true, NULL,
-					  NULL, NULL), 0);
-	expect_sync("on");
-	int64_t slots[2] = {T0 + 1000, T0 + 2000};
-	assert_int_equal(job_enqueue_many(h, "m", slots, 2, &POL, NULL),
-			 0);
-	expect_sync("on");
-	ops->close(h);
-	sc_clock_free(clk);
-}
-
 static void nodes_migrate_once_when_starting_together(void **state)
 {
 	PGFX_NEED_SERVER();
@@ -1915,9 +1752,6 @@ int main(void)
 			pgfx_teardown),
 		cmocka_unit_test_setup_teardown(
 			migrations_run_once_and_refuse_newer, pgfx_setup, pgfx_teardown),
-		cmocka_unit_test_setup_teardown(
-			only_records_that_must_survive_wait_for_the_flush,
-			pgfx_setup, pgfx_teardown),
 		cmocka_unit_test_setup_teardown(
 			nodes_migrate_once_when_starting_together, pgfx_setup,
 			pgfx_teardown),
