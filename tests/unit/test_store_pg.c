@@ -1,5 +1,13 @@
 /*
- * test_store_pg.c - the PostgreSQL backend against a real server.
+ * test_store_pg.c - what is the PostgreSQL backend's own, against a real
+ * server: connection faults, timeouts and lock waits, a server restart,
+ * LISTEN/NOTIFY wakeups, plans and statistics, migrations and
+ * privileges, a pooled session, the claim's locks and the overlap rule
+ * across nodes, the transactions of its statements. Each operation's
+ * behaviour, error texts and durability class are the conformance
+ * suite's (test_store and the other suites run through
+ * tests/store_backend.h, on SQLite and on PostgreSQL); a test here that
+ * only repeated one of those was folded into it.
  *
  * Server and per-test schema: tests/pg_fixture.h (every test skips when
  * no PostgreSQL is there). The restart test needs a throw-away server and
