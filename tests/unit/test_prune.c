@@ -816,8 +816,13 @@ static void a_lease_has_one_winner(void **state)
 	assert_int_equal(store_lease_take(s2, "prune", "b", HOUR, &won, NULL),
 			 0);
 	assert_true(won);
-	/* Expired: the next asker takes it. */
-	sc_clock_advance_ms(f.clock, HOUR);
+	/* Held to its last millisecond; expired, the next asker takes
+	 * it. */
+	sc_clock_advance_ms(f.clock, HOUR - 1);
+	assert_int_equal(store_lease_take(f.s, "prune", "a", HOUR, &won, NULL),
+			 0);
+	assert_false(won);
+	sc_clock_advance_ms(f.clock, 1);
 	assert_int_equal(store_lease_take(f.s, "prune", "a", HOUR, &won, NULL),
 			 0);
 	assert_true(won);

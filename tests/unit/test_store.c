@@ -3,8 +3,7 @@
  *
  * Each test opens a fresh store from tb_url() and runs unchanged on SQLite
  * and (with SURECRON_TEST_PG) PostgreSQL; the few file-format tests
- * (0600, version, corruption, disk full) are SQLite's own and skip
- * elsewhere. Time comes from a virtual clock.
+ * (0600, corruption, disk full) are SQLite's own and skip elsewhere. Time comes from a virtual clock.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -209,34 +208,48 @@ static void file_is_0600_and_reopens(void **state)
 	fix_close(&f);
 }
 
+static void raw_sql(void **state, const char *sql); /* below */
+
 static void newer_version_is_refused_untouched(void **state)
 {
 	struct fix f;
 	sqlite3 *db;
-	char *before, *after;
-	size_t n1, n2;
+	char *before = NULL, *after = NULL;
+	size_t n1 = 0, n2 = 0;
 	struct sc_err err = {0};
 	struct store *s = NULL;
+	bool sqlite = tb_is_sqlite(state);
 
-	if (!tb_is_sqlite(state))
-		skip();
 	fix_open(state, &f);
 	enqueue(&f, "a", T0, T0, NULL);
 	store_close(f.s);
-	assert_int_equal(sqlite3_open(tb_path(state), &db), SQLITE_OK);
-	assert_int_equal(sqlite3_exec(db, "PRAGMA user_version = 99", NULL,
-				      NULL, NULL),
-			 SQLITE_OK);
-	sqlite3_close(db);
-	file_bytes(tb_path(state), &before, &n1);
+	if (sqlite) {
+		assert_int_equal(sqlite3_open(tb_path(state), &db), SQLITE_OK);
+		assert_int_equal(sqlite3_exec(db, "PRAGMA user_version = 99",
+					      NULL, NULL, NULL),
+				 SQLITE_OK);
+		sqlite3_close(db);
+		file_bytes(tb_path(state), &before, &n1);
+	} else {
+		raw_sql(state, "UPDATE schema_version SET version = 99");
+	}
 
 	assert_int_equal(store_open(tb_url(state), f.clock, &s, &err),
 			 SC_EVERSION);
 	assert_null(s);
 	assert_non_null(strstr(err.msg, "newer"));
-	file_bytes(tb_path(state), &after, &n2);
-	assert_int_equal(n1, n2);
-	assert_memory_equal(before, after, n1);
+	if (sqlite) {
+		file_bytes(tb_path(state), &after, &n2);
+		assert_int_equal(n1, n2);
+		assert_memory_equal(before, after, n1);
+	} else {
+		/* Untouched: the version and the job as they were (raw_sql
+		 * fails the test when the check raises). */
+		raw_sql(state, "DO $$ BEGIN IF (SELECT version FROM "
+			"schema_version) <> 99 OR (SELECT count(*) FROM "
+			"schema_version) <> 1 OR (SELECT count(*) FROM jobs) "
+			"<> 1 THEN RAISE EXCEPTION 'touched'; END IF; END $$");
+	}
 	free(before);
 	free(after);
 	sc_clock_free(f.clock);
@@ -424,6 +437,11 @@ static void enqueue_is_idempotent(void **state)
 	fix_open(state, &f);
 	int64_t a = enqueue(&f, "weekly", T0, T0, &created);
 	assert_true(created);
+	struct store_job j;
+	assert_int_equal(store_job_get(f.s, a, &j, NULL), 0);
+	assert_int_equal(j.state, JOB_READY);
+	assert_false(j.manual);
+	assert_int_equal(j.created_ms, T0);
 	int64_t b = enqueue(&f, "weekly", T0, T0 + 5, &created);
 	assert_false(created);
 	assert_int_equal(a, b);
@@ -440,7 +458,6 @@ static void enqueue_is_idempotent(void **state)
 	assert_int_equal(store_job_counts(f.s, "weekly", &c, NULL), 0);
 	assert_int_equal(c.ready_due, 1);
 	assert_int_equal(c.delayed, 2);
-	struct store_job j;
 	assert_int_equal(store_job_get(f.s, a, &j, NULL), 0);
 	assert_int_equal(j.run_at_ms, T0); /* the first enqueue won */
 	assert_int_equal(j.policy.attempts, 4);
@@ -471,6 +488,27 @@ static void enqueue_is_idempotent(void **state)
 	assert_false(v[2].created);
 	assert_int_equal(store_sched_last_get(f.s, "hourly", &last, NULL), 0);
 	assert_int_equal(last, T0);
+	/* A bulk slot is due at its slot; a slot never enqueued is not
+	 * there. */
+	assert_int_equal(store_job_find(f.s, "weekly", T0 + 2 * MIN, &j, NULL),
+			 0);
+	assert_int_equal(j.run_at_ms, T0 + 2 * MIN);
+	assert_int_equal(store_job_find(f.s, "weekly", T0 + 9, &j, NULL),
+			 SC_ENOENT);
+	/* A manual enqueue (surecron trigger) is marked so; enqueued again
+	 * unmarked, it stays as it was. */
+	int64_t m = 0;
+	assert_int_equal(store_job_enqueue(f.s, "manual", T0, &low, T0, true,
+					   &m, &created, NULL),
+			 0);
+	assert_true(created);
+	assert_int_equal(store_job_enqueue(f.s, "manual", T0, &low, T0 + 5,
+					   false, NULL, &created, NULL),
+			 0);
+	assert_false(created);
+	assert_int_equal(store_job_get(f.s, m, &j, NULL), 0);
+	assert_true(j.manual);
+	assert_int_equal(j.run_at_ms, T0);
 	fix_close(&f);
 }
 
@@ -710,9 +748,13 @@ static void leases_are_fenced(void **state)
 	fix_open(state, &f);
 	int64_t id = enqueue(&f, "s", T0, T0, NULL);
 	assert_int_equal(claim(&f, "slow", &j, 1), 1);
+	/* A heartbeat extends the lease from its own instant. */
+	sc_clock_advance_ms(f.clock, MIN);
 	assert_int_equal(store_job_heartbeat(f.s, id, j.lease_token, 5 * MIN,
 					     NULL),
 			 0);
+	assert_int_equal(store_job_get(f.s, id, &now, NULL), 0);
+	assert_int_equal(now.lease_expires_ms, T0 + 6 * MIN);
 	assert_int_equal(store_job_heartbeat(f.s, id, j.lease_token + 7,
 					     5 * MIN, &err),
 			 SC_ELEASE);
@@ -744,6 +786,7 @@ static void leases_are_fenced(void **state)
 	assert_int_equal(now.lease_token, again.lease_token);
 	assert_string_equal(now.lease_owner, "fast");
 	assert_int_equal(now.attempts, 2);
+	assert_int_equal(now.lease_expires_ms, T0 + 12 * MIN);
 
 	/* The current holder finishes; a second finish is refused. */
 	assert_int_equal(store_job_finish(f.s, id, again.lease_token, JOB_DONE,
@@ -751,6 +794,10 @@ static void leases_are_fenced(void **state)
 			 0);
 	assert_int_equal(store_job_finish(f.s, id, again.lease_token, JOB_DONE,
 					  0, NULL, NULL),
+			 SC_ELEASE);
+	/* Finished: even the current token no longer works. */
+	assert_int_equal(store_job_heartbeat(f.s, id, again.lease_token,
+					     5 * MIN, NULL),
 			 SC_ELEASE);
 	assert_int_equal(store_job_heartbeat(f.s, 999, 1, 5 * MIN, NULL),
 			 SC_ENOENT);
@@ -887,9 +934,13 @@ static void finish_writes_one_ledger_row(void **state)
 	assert_int_equal(j.state, JOB_READY);
 	assert_int_equal(j.run_at_ms, T0 + 46 * MIN);
 	assert_int_equal(j.attempts, 1);
+	/* No lease any more; who held the last claim is kept. */
+	assert_int_equal(j.lease_expires_ms, 0);
+	assert_string_equal(j.lease_owner, "w");
 	sc_clock_set_ms(f.clock, T0 + 46 * MIN);
 	assert_int_equal(claim(&f, "w", &j, 1), 1);
 	assert_int_equal(j.attempts, 2);
+	sc_clock_advance_ms(f.clock, 200);
 	assert_int_equal(store_job_finish(f.s, id, j.lease_token, JOB_DONE, 0,
 					  NULL, NULL),
 			 0);
@@ -908,6 +959,7 @@ static void finish_writes_one_ledger_row(void **state)
 	assert_string_equal(rows[0].details_json, "{\"task\":\"gen\"}");
 	assert_string_equal(rows[1].outcome, LEDGER_SUCCESS);
 	assert_int_equal(rows[1].attempt, 2);
+	assert_int_equal(rows[1].finished_ms, T0 + 46 * MIN + 200);
 	assert_null(rows[1].error_msg);
 	assert_string_equal(rows[1].error_class, "");
 	store_ledger_rows_free(rows, n);
@@ -1023,6 +1075,10 @@ static void recover_counts_stalls_and_gives_up(void **state)
 		assert_int_equal(j.n_stalls, stall);
 		assert_int_equal(j.attempts, stall);
 		assert_int_equal(j.state, stall < 3 ? JOB_READY : JOB_DEAD);
+		/* A survived stall is due again at once. */
+		if (stall < 3)
+			assert_int_equal(j.run_at_ms,
+					 sc_clock_now_ms(f.clock));
 	}
 	struct ledger_filter lf = {.since_ms = INT64_MIN,
 				   .until_ms = INT64_MAX};
@@ -1035,6 +1091,8 @@ static void recover_counts_stalls_and_gives_up(void **state)
 	}
 	assert_string_equal(rows[3].outcome, LEDGER_LOST);
 	assert_non_null(strstr(rows[3].error_msg, "stalled 3 times"));
+	assert_int_equal(rows[3].job_id, id);
+	assert_int_equal(rows[2].job_id, id);
 	store_ledger_rows_free(rows, n);
 
 	/* A stall on the last attempt is a lost slot too. */
@@ -1227,6 +1285,14 @@ static void next_due_and_counts(void **state)
 	assert_int_equal(store_job_counts(f.s, "b", &c, NULL), 0);
 	assert_int_equal(c.done, 1);
 	assert_int_equal(c.active + c.delayed + c.ready_due + c.dead, 0);
+	assert_int_equal(store_job_counts(f.s, "zzz", &c, NULL), 0);
+	assert_int_equal(c.active + c.delayed + c.ready_due + c.dead + c.done,
+			 0);
+	/* Time makes a delayed job due. */
+	sc_clock_advance_ms(f.clock, 10 * MIN);
+	assert_int_equal(store_job_counts(f.s, NULL, &c, NULL), 0);
+	assert_int_equal(c.ready_due, 1);
+	assert_int_equal(c.delayed, 1);
 	fix_close(&f);
 }
 
@@ -1266,7 +1332,8 @@ static void ledger_queries_filter(void **state)
 	fix_open(state, &f);
 	for (size_t i = 0; i < sizeof(seed) / sizeof(seed[0]); i++) {
 		struct ledger_row r = {.slot_ms = seed[i].slot,
-				       .finished_ms = T0};
+				       .finished_ms = T0,
+				       .error_msg = (char *)"why"};
 		snprintf(r.schedule, sizeof(r.schedule), "%s",
 			 seed[i].schedule);
 		snprintf(r.outcome, sizeof(r.outcome), "%s", seed[i].outcome);
@@ -1286,6 +1353,7 @@ static void ledger_queries_filter(void **state)
 					    seed[cases[i].first].schedule);
 			assert_string_equal(rows[0].outcome,
 					    seed[cases[i].first].outcome);
+			assert_string_equal(rows[0].error_msg, "why");
 		}
 		for (size_t k = 1; k < n; k++)
 			assert_true(cases[i].f.newest_first
@@ -3225,28 +3293,74 @@ static void shim_remove(void)
 }
 
 /*
- * Issue 46: each commit syncs as the durability table (store_durable.c)
- * says, whatever the backend would choose: on SQLite a commit of an
- * ALWAYS kind makes a sync (its group sync, or SQLite's own) and no other
- * does; with the table ignored (failpoint store.durability_off:err) none
- * does, and every operation still works. PostgreSQL: the same steps with
- * both answers of the table (each statement's DURABLE_IF parameter true
- * and false) work; whether its server flushed is the server's business.
+ * PostgreSQL's side of the durability test: a deferred constraint trigger
+ * on every table of the test's schema runs at COMMIT and notes the
+ * synchronous_commit in force right then (the server's default, "on", for
+ * a durable commit; "off" for the rest). Returns a connection to read the
+ * notes with (sync_seen).
+ */
+static PGconn *sync_notes_install(void **state)
+{
+	struct tb *b = *state;
+	char q[256];
+
+	raw_sql(state,
+		"CREATE TABLE sync_log (setting text); "
+		"CREATE FUNCTION note_sync() RETURNS trigger LANGUAGE plpgsql "
+		"AS $$ BEGIN INSERT INTO sync_log VALUES "
+		"(current_setting('synchronous_commit')); RETURN NULL; END $$; "
+		"DO $$ DECLARE t text; BEGIN FOR t IN SELECT tablename FROM "
+		"pg_tables WHERE schemaname = current_schema() AND tablename "
+		"<> 'sync_log' LOOP EXECUTE format('CREATE CONSTRAINT TRIGGER "
+		"%I AFTER INSERT OR UPDATE OR DELETE ON %I DEFERRABLE "
+		"INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION note_sync()',"
+		" 'note_' || t, t); END LOOP; END $$");
+	PGconn *c = PQconnectdb(b->base);
+	assert_int_equal(PQstatus(c), CONNECTION_OK);
+	snprintf(q, sizeof(q), "SET search_path TO %s", b->schema);
+	PQclear(PQexec(c, q));
+	return c;
+}
+
+/* The synchronous_commit settings noted since the last call ("on",
+ * "off", "off,on"; "none": no commit wrote a row), then forgets them. */
+static void sync_seen(PGconn *c, char *out, size_t n)
+{
+	PGresult *r = PQexec(c, "SELECT coalesce(string_agg(DISTINCT setting,"
+			     " ',' ORDER BY setting), 'none') FROM sync_log");
+
+	assert_int_equal(PQresultStatus(r), PGRES_TUPLES_OK);
+	snprintf(out, n, "%s", PQgetvalue(r, 0, 0));
+	PQclear(r);
+	PQclear(PQexec(c, "TRUNCATE sync_log"));
+}
+
+/*
+ * Issue 46: each commit is as durable as the durability table
+ * (store_durable.c) says, whatever the backend would choose. On SQLite a
+ * commit of an ALWAYS kind makes a sync (its group sync, or SQLite's own)
+ * and no other does; on PostgreSQL a commit of an ALWAYS or SERVER kind
+ * commits with the server's synchronous_commit ("on") and every other
+ * with it off. With the table ignored (failpoint
+ * store.durability_off:err) no commit is durable, and every operation
+ * still works.
  */
 static void durable_commits_sync_as_the_table_says(void **state)
 {
-	enum { N_STEPS = 16 };
+	enum { N_STEPS = 25 };
 	const char *op[N_STEPS];
 	enum store_commit kind[N_STEPS];
 	int counts[N_STEPS];
+	char seen[N_STEPS][16];
 	struct fix f;
 	struct store_job j;
 	struct store_pause pz = {.from_ms = T0, .until_ms = T0 + 60 * MIN};
-	struct ledger_row lost = {0}, ab = {0};
+	struct ledger_row lost = {0}, ab = {0}, missed = {0};
 	struct store_alert al = {.n_slots = 1, .generation = 1};
 	bool sqlite = tb_is_sqlite(state), done;
+	PGconn *notes = NULL;
 	size_t n;
-	int k, before;
+	int k, before, rec;
 
 	TU_NEED_TEST_SEAMS(); /* the store.durability_off:err failpoint */
 	snprintf(pz.schedule, sizeof(pz.schedule), "s");
@@ -3254,17 +3368,25 @@ static void durable_commits_sync_as_the_table_says(void **state)
 	snprintf(lost.outcome, sizeof(lost.outcome), LEDGER_LOST);
 	snprintf(ab.schedule, sizeof(ab.schedule), "s");
 	snprintf(ab.outcome, sizeof(ab.outcome), LEDGER_ABANDONED);
+	snprintf(missed.schedule, sizeof(missed.schedule), "s");
+	snprintf(missed.outcome, sizeof(missed.outcome), LEDGER_MISSED);
 	snprintf(al.schedule, sizeof(al.schedule), "s");
 	snprintf(al.reason, sizeof(al.reason), ALERT_REASON_LOST);
 	if (sqlite)
 		shim_install();
 	fix_open(state, &f);
+	if (!sqlite)
+		notes = sync_notes_install(state);
 	for (int off = 0; off < 2; off++) {
 		/* The second pass on the same handle, with slots of its own
 		 * (all due: run_at T0). */
 		int64_t t = T0 + off * 24 * 60 * MIN;
+		/* Slots of a week later: never due in this test. */
+		int64_t later[2] = {t + 7 * 24 * 60 * MIN,
+				    t + 7 * 24 * 60 * MIN + MIN};
 
 		lost.slot_ms = ab.slot_ms = al.slot_ms = al.last_slot_ms = t;
+		missed.slot_ms = t;
 		if (off)
 			setenv("SURECRON_FAILPOINTS",
 			       "store.durability_off:err", 1);
@@ -3276,14 +3398,26 @@ static void durable_commits_sync_as_the_table_says(void **state)
 #define STEP(name, c, call)                                                 \
 	do {                                                                \
 		before = SYNCS();                                           \
+		if (notes) /* forgets the commits before the step's */      \
+			sync_seen(notes, seen[k], sizeof(seen[k]));         \
 		assert_int_equal((call), 0);                                \
 		op[k] = name;                                               \
 		kind[k] = c;                                                \
-		counts[k++] = SYNCS() - before;                             \
+		counts[k] = SYNCS() - before;                               \
+		if (notes)                                                  \
+			sync_seen(notes, seen[k], sizeof(seen[k]));         \
+		k++;                                                        \
 	} while (0)
 		STEP("enqueue", STORE_COMMIT_ENQUEUE,
 		     store_job_enqueue(f.s, "s", t, &low, T0, false, NULL,
 				       NULL, NULL));
+		/* A manual enqueue (surecron trigger) has told an operator
+		 * "queued" when it returns; a batch is one enqueue too. */
+		STEP("manual enqueue", STORE_COMMIT_ENQUEUE,
+		     store_job_enqueue(f.s, "m", later[0], &low, later[0],
+				       true, NULL, NULL, NULL));
+		STEP("enqueue many", STORE_COMMIT_ENQUEUE,
+		     store_job_enqueue_many(f.s, "n", later, 2, &low, NULL));
 		STEP("claim", STORE_COMMIT_CLAIM,
 		     store_job_claim(f.s, "w", 5 * MIN, &j, 1, &n, NULL));
 		STEP("heartbeat", STORE_COMMIT_HEARTBEAT,
@@ -3304,6 +3438,18 @@ static void durable_commits_sync_as_the_table_says(void **state)
 		STEP("sending", STORE_COMMIT_SENDING,
 		     store_outbox_set_state(f.s, "s", t, "slack",
 					    SEND_SENDING, NULL));
+		STEP("send failed", STORE_COMMIT_SEND_FAILED,
+		     store_outbox_set_state(f.s, "s", t, "slack",
+					    SEND_FAILED, NULL));
+		assert_int_equal(store_outbox_set_state(f.s, "s", t, "slack",
+							SEND_SENDING, NULL),
+				 0);
+		STEP("unknown", STORE_COMMIT_SEND_UNKNOWN,
+		     store_outbox_mark_unknown(f.s, "s", t, &rec, NULL));
+		assert_int_equal(rec, 1);
+		assert_int_equal(store_outbox_set_state(f.s, "s", t, "slack",
+							SEND_SENDING, NULL),
+				 0);
 		STEP("sent (guard)", STORE_COMMIT_SENT,
 		     store_outbox_set_state(f.s, "s", t, "slack", SEND_SENT,
 					    NULL));
@@ -3313,8 +3459,28 @@ static void durable_commits_sync_as_the_table_says(void **state)
 		STEP("dead (lost)", STORE_COMMIT_FINISH_DEAD,
 		     store_job_finish(f.s, j.id, j.lease_token, JOB_DEAD, 0,
 				      NULL, NULL));
+		STEP("revive", STORE_COMMIT_REVIVE,
+		     store_job_revive(f.s, j.id, 0, NULL));
+		assert_int_equal(claim(&f, "w", &j, 1), 1);
+		STEP("release", STORE_COMMIT_RELEASE,
+		     store_job_release(f.s, j.id, j.lease_token, NULL));
+		/* A lease of 1 ms, expired 1 ms later: recovered as
+		 * stalled, then done. */
+		assert_int_equal(store_job_claim(f.s, "w", 1, &j, 1, &n, NULL),
+				 0);
+		assert_int_equal(n, 1);
+		sc_clock_advance_ms(f.clock, 2);
+		STEP("recover", STORE_COMMIT_RECOVER,
+		     store_job_recover(f.s, 3, &rec, NULL));
+		assert_int_equal(rec, 1);
+		assert_int_equal(claim(&f, "w", &j, 1), 1);
+		assert_int_equal(store_job_finish(f.s, j.id, j.lease_token,
+						  JOB_DONE, 0, NULL, NULL),
+				 0);
 		STEP("lost row", STORE_COMMIT_LEDGER_LOST,
 		     store_ledger_append(f.s, &lost, NULL));
+		STEP("missed row", STORE_COMMIT_LEDGER,
+		     store_ledger_append(f.s, &missed, NULL));
 		/* issue 46: a pause was NORMAL on SQLite, durable on
 		 * PostgreSQL. */
 		STEP("pause", STORE_COMMIT_PAUSE,
@@ -3330,20 +3496,29 @@ static void durable_commits_sync_as_the_table_says(void **state)
 		     store_alert_raise(f.s, &al, &done, NULL, NULL));
 		STEP("sched state", STORE_COMMIT_SCHED_STATE,
 		     store_sched_last_set(f.s, "s", t, NULL));
+		STEP("token", STORE_COMMIT_TOKEN,
+		     store_token_put(f.s, "p", "tok", t, NULL));
 #undef STEP
 #undef SYNCS
 		unsetenv("SURECRON_FAILPOINTS");
 		assert_int_equal(k, N_STEPS);
-		for (int i = 0; sqlite && i < k; i++) {
-			bool want = !off && store_durability[kind[i]].dur ==
-						    STORE_DUR_ALWAYS;
+		for (int i = 0; i < k; i++) {
+			enum store_dur d = store_durability[kind[i]].dur;
+			bool want = !off && (sqlite ? d == STORE_DUR_ALWAYS
+						    : d != STORE_DUR_NONE);
 
-			if ((counts[i] > 0) != want)
+			if (sqlite && (counts[i] > 0) != want)
 				fail_msg("%s%s: %d syncs, expected %s", op[i],
 					 off ? " (table ignored)" : "",
 					 counts[i], want ? "some" : "none");
+			if (!sqlite && strcmp(seen[i], want ? "on" : "off"))
+				fail_msg("%s%s: synchronous_commit at commit: "
+					 "%s, expected %s", op[i],
+					 off ? " (table ignored)" : "",
+					 seen[i], want ? "on" : "off");
 		}
 	}
+	PQfinish(notes);
 	fix_close(&f);
 	if (sqlite)
 		shim_remove();
@@ -3703,11 +3878,12 @@ static void threads_never_claim_the_same_job(void **state)
 						&c[i]),
 				 0);
 	}
-	int total = 0;
+	int total = 0, busy = 0;
 	memset(seen, 0, sizeof(seen));
 	for (int i = 0; i < N_THREADS; i++) {
 		pthread_join(t[i], NULL);
 		assert_int_equal(c[i].rc, 0);
+		busy += c[i].n > 0;
 		for (int k = 0; k < c[i].n; k++) {
 			int64_t id = c[i].ids[k];
 			assert_true(id >= 1 && id <= N_JOBS);
@@ -3717,9 +3893,18 @@ static void threads_never_claim_the_same_job(void **state)
 		total += c[i].n;
 	}
 	assert_int_equal(total, N_JOBS);
+	assert_true(busy >= 2); /* they really ran side by side */
 	struct store_counts cnt;
 	assert_int_equal(store_job_counts(f.s, NULL, &cnt, NULL), 0);
 	assert_int_equal(cnt.done, N_JOBS);
+	/* One success row a job, none twice. */
+	struct ledger_filter lf = {.since_ms = INT64_MIN, .until_ms = INT64_MAX,
+				   .outcome = LEDGER_SUCCESS};
+	struct ledger_row *rows;
+	size_t n;
+	assert_int_equal(store_ledger_query(f.s, &lf, &rows, &n, NULL), 0);
+	assert_int_equal(n, N_JOBS);
+	store_ledger_rows_free(rows, n);
 	fix_close(&f);
 }
 
