@@ -22,9 +22,15 @@
 #define MAYBE(q, op, t, T) \
 	ROW(STORE_Q_##q, op, STORE_QK_MAYBE, 0, &(t), sizeof(T), NULL)
 /* A write whose one row (RETURNING) answers it, at commit c. */
-#define MAYBE_W(q, op, c, t, T)                                        \
-	[STORE_Q_##q] = {op,   STORE_QK_MAYBE, STORE_COMMIT_##c, &(t), \
-			 sizeof(T), NULL, false, true}
+#define MAYBE_W(q, op, c, t, T)            \
+	[STORE_Q_##q] = {op,               \
+			 STORE_QK_MAYBE,   \
+			 STORE_COMMIT_##c, \
+			 &(t),             \
+			 sizeof(T),        \
+			 NULL,             \
+			 false,            \
+			 true}
 #define ALL(q, op, t, T) \
 	ROW(STORE_Q_##q, op, STORE_QK_ALL, 0, &(t), sizeof(T), NULL)
 #define WRITE(q, op, c) \
