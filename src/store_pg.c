@@ -3428,7 +3428,7 @@ static int run_finish(struct pg *p, const struct args *a,
 static void fill_finish_args(struct pg *p, struct args *a, int64_t id,
 			     int64_t lease_token, enum job_state new_state,
 			     int64_t run_at_ms, const struct ledger_row *row,
-			     bool mark)
+			     bool mark, enum store_commit commit)
 {
 	arg_i64(a, id);
 	arg_i64(a, lease_token);
@@ -3442,7 +3442,7 @@ static void fill_finish_args(struct pg *p, struct args *a, int64_t id,
 	arg_i64(a, row ? row->retry_hint_ms : 0);
 	arg_str(a, row ? row->details_json : NULL);
 	arg_bool(a, mark);
-	arg_dur(a, store_commit_of_finish(new_state, mark));
+	arg_dur(a, commit);
 }
 
 static int pg_job_finish(void *impl, int64_t id, int64_t lease_token,
@@ -3456,7 +3456,7 @@ static int pg_job_finish(void *impl, int64_t id, int64_t lease_token,
 	int rc;
 
 	fill_finish_args(p, &a, id, lease_token, new_state, run_at_ms, row,
-			 mark);
+			 mark, store_commit_of_finish(new_state, mark));
 	rc = run_finish(p, &a, new_state, &res, err);
 	if (rc)
 		return rc;
@@ -3491,8 +3491,10 @@ static int pg_job_complete_many(void *impl, const struct store_job *jobs,
 	}
 	v[0].text = "BEGIN";
 	for (size_t i = 0; i < n; i++) {
+		/* The batch's commit is the table's COMPLETE_MANY row. */
 		fill_finish_args(p, &a[i], jobs[i].id, jobs[i].lease_token,
-				 JOB_DONE, 0, row, false);
+				 JOB_DONE, 0, row, false,
+				 STORE_COMMIT_COMPLETE_MANY);
 		v[i + 1] = (struct pipe_step){.st = ST_FINISH, .a = &a[i],
 					      .out = &res[i]};
 	}

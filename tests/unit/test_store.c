@@ -3347,7 +3347,7 @@ static void sync_seen(PGconn *c, char *out, size_t n)
  */
 static void durable_commits_sync_as_the_table_says(void **state)
 {
-	enum { N_STEPS = 25 };
+	enum { N_STEPS = 27 };
 	const char *op[N_STEPS];
 	enum store_commit kind[N_STEPS];
 	int counts[N_STEPS];
@@ -3498,6 +3498,28 @@ static void durable_commits_sync_as_the_table_says(void **state)
 		     store_sched_last_set(f.s, "s", t, NULL));
 		STEP("token", STORE_COMMIT_TOKEN,
 		     store_token_put(f.s, "p", "tok", t, NULL));
+		/* Completions ready together: the table's COMPLETE_MANY
+		 * row, on PostgreSQL too (one pipeline of finishes). */
+		struct store_job two[2];
+		int rcs[2] = {-1, -1};
+		enqueue(&f, "u1", t, T0, NULL);
+		enqueue(&f, "u2", t, T0, NULL);
+		assert_int_equal(store_job_claim(f.s, "w", 5 * MIN, two, 2, &n,
+						 NULL),
+				 0);
+		assert_int_equal(n, 2);
+		STEP("complete many", STORE_COMMIT_COMPLETE_MANY,
+		     store_job_complete_many(f.s, two, 2, NULL, rcs, NULL));
+		assert_int_equal(rcs[0] | rcs[1], 0);
+		/* A composed operation (store_ops.tx) takes its class. */
+		int64_t aid = 0;
+		al.generation = 2;
+		assert_int_equal(store_alert_raise(f.s, &al, &done, &aid, NULL),
+				 0);
+		STEP("alert close", STORE_COMMIT_ALERT_CLOSE,
+		     store_alert_close(f.s, aid, ALERT_ACKED, "ok", NULL, NULL,
+				       &done, NULL));
+		al.generation = 1;
 #undef STEP
 #undef SYNCS
 		unsetenv("SURECRON_FAILPOINTS");
