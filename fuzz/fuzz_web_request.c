@@ -168,9 +168,27 @@ static long exchange(const char *req, size_t len, char *out, size_t n)
 		return -1;
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
-		close(fd);
-		return -1;
+	/*
+	 * Each input is a new connection, over a thousand a second, and
+	 * each leaves its pair of ports in TIME_WAIT for a minute: from one
+	 * source address the ephemeral ports ran out within the minute,
+	 * and the refused connect() read as the server's "no answer". So
+	 * the source address turns over 127.0.0.2-127.0.0.251 (all
+	 * loopback), and a connect() refused for want of a port waits for
+	 * one (the machine's limit, not the server's).
+	 */
+	static unsigned turn;
+	struct sockaddr_in src = {.sin_family = AF_INET};
+
+	src.sin_addr.s_addr = htonl(INADDR_LOOPBACK + 1 + turn++ % 250);
+	(void)bind(fd, (struct sockaddr *)&src, sizeof(src));
+	int tries = 0;
+	while (connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
+		if (errno != EADDRNOTAVAIL || ++tries > 300) {
+			close(fd);
+			return -1;
+		}
+		usleep(100 * 1000);
 	}
 	for (size_t off = 0; off < len;) {
 		ssize_t w = write(fd, req + off, len - off);
